@@ -1,0 +1,48 @@
+# Hone — build, test and benchmark. See README.md.
+#
+#   make build   every binary into bin/
+#   make test    gofmt, go vet, the import-policy test, all tests (fuzz seed
+#                corpora included), -race on the concurrent packages, and the
+#                kernel suite again without cgo (the pure-Go fallback)
+#   make bench   long measurements; each prints its figures next to a reference
+
+GO      ?= go
+BIN     := bin
+# Packages that run goroutines of their own; they are tested again under -race.
+RACE_PKGS := ./cmd/internal/cli/... ./format/tokenizer/... ./kernels/...
+
+.PHONY: all build test fmt-check vet test-unit test-race test-nocgo bench
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	@for d in cmd/*/; do \
+	  name=$$(basename $$d); \
+	  [ "$$name" = internal ] && continue; \
+	  ls $$d*.go >/dev/null 2>&1 || continue; \
+	  echo "go build -o $(BIN)/$$name ./$$d"; \
+	  $(GO) build -o $(BIN)/$$name ./$$d || exit 1; \
+	done
+
+test: fmt-check vet test-unit test-race test-nocgo
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './node_modules/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+test-unit:
+	$(GO) test -count=1 ./...
+
+test-race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+# The kernels must also pass their conformance suite as pure Go (gonum GEMM).
+test-nocgo:
+	CGO_ENABLED=0 $(GO) test -count=1 ./kernels/...
+
+bench: build
+	@echo "BLAS environment: OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE-<unset>} OPENBLAS_L2_SIZE=$${OPENBLAS_L2_SIZE-<unset>} OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS-<unset>}"

@@ -1,0 +1,397 @@
+#!/usr/bin/python3
+"""Independent PyTorch reference for Hone's train/model (Llama, Qwen2, Qwen3 + LoRA).
+
+Two subcommands:
+
+  reference.py make-cases OUTDIR
+      Writes one folder per case (llama, qwen2, qwen3) under OUTDIR, each with
+        model/     config.json + model.safetensors (random weights; f32, bf16 or f16 on disk)
+        adapter/   adapter_config.json + adapter_model.safetensors (PEFT names, random A and B)
+        inputs.json  packed batch: input_ids, position_ids, seq_starts, targets, weights
+
+  reference.py golden CASEDIR
+      Reads CASEDIR/model, CASEDIR/adapter and CASEDIR/inputs.json (any model folder in
+      the Hugging Face layout works) and writes CASEDIR/golden.json with, computed in
+      float64 from the stored weights:
+        logits        [T, V]  with the adapter on
+        base_logits   [T, V]  with the adapter off
+        logprobs      [T]     log softmax(logits)[t, targets[t]]
+        entropy       [T]     -sum p log p of each row
+        loss          scalar  sum_t weights[t] * logprobs[t]
+        grads         {peft tensor name: d loss / d tensor}, for every lora_A and lora_B
+
+The model here is written from the architecture descriptions only (plain torch ops):
+embedding, RMSNorm, RoPE in the rotate_half convention with optional llama3 frequency
+scaling, grouped-query causal attention restricted to each packed sequence, SwiGLU MLP,
+Qwen2 q/k/v bias, Qwen3 per-head q/k RMSNorm before RoPE, explicit head_dim, tied
+embeddings, LoRA y += scale * B(A x) with scale alpha/r (or alpha/sqrt(r) for rsLoRA).
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+
+DT_NAMES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
+DT_FROM = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64}
+DT_SIZE = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8}
+
+
+# ---------------------------------------------------------------- safetensors by hand
+
+def write_safetensors(path, tensors, metadata=None):
+    header = {}
+    blobs = []
+    off = 0
+    for name in sorted(tensors):
+        t = tensors[name].contiguous()
+        dt = DT_NAMES[t.dtype]
+        raw = t.view(torch.int16).numpy().tobytes() if t.dtype in (torch.float16, torch.bfloat16) else t.numpy().tobytes()
+        header[name] = {"dtype": dt, "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    if metadata:
+        header["__metadata__"] = metadata
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(h)))
+        f.write(h)
+        for b in blobs:
+            f.write(b)
+    os.replace(tmp, path)
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        dt = info["dtype"]
+        raw = bytearray(data[base + b:base + e])
+        if dt in ("F16", "BF16"):
+            t = torch.frombuffer(raw, dtype=torch.int16).view(DT_FROM[dt])
+        else:
+            t = torch.frombuffer(raw, dtype=DT_FROM[dt])
+        out[name] = t.reshape(info["shape"]).to(torch.float64)
+    return out
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- the model
+
+def rms_norm(x, w, eps):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+
+
+def inv_freq(cfg, head_dim):
+    theta = cfg.get("rope_theta", 10000.0)
+    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    rs = cfg.get("rope_scaling")
+    if rs and (rs.get("rope_type") or rs.get("type")) == "llama3":
+        factor = rs["factor"]
+        lo = rs["low_freq_factor"]
+        hi = rs["high_freq_factor"]
+        L = rs["original_max_position_embeddings"]
+        out = []
+        for f in inv.tolist():
+            wl = 2 * math.pi / f
+            if wl < L / hi:
+                out.append(f)
+            elif wl > L / lo:
+                out.append(f / factor)
+            else:
+                s = (L / wl - lo) / (hi - lo)
+                out.append((1 - s) * f / factor + s * f)
+        inv = torch.tensor(out, dtype=torch.float64)
+    return inv
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat([-x[..., h:], x[..., :h]], dim=-1)
+
+
+def apply_rope(x, pos, inv):
+    # x [T, H, D]; pos [T]
+    ang = pos.to(torch.float64)[:, None] * inv[None, :]  # [T, D/2]
+    emb = torch.cat([ang, ang], dim=-1)                    # [T, D]
+    cos = emb.cos()[:, None, :]
+    sin = emb.sin()[:, None, :]
+    return x * cos + rotate_half(x) * sin
+
+
+class Lora:
+    def __init__(self, tensors, cfg):
+        self.r = cfg["r"]
+        self.alpha = cfg["lora_alpha"]
+        self.scale = self.alpha / (math.sqrt(self.r) if cfg.get("use_rslora") else self.r)
+        self.params = {k: v.clone().requires_grad_(True) for k, v in tensors.items()}
+
+    def get(self, layer, mod):
+        sub = "self_attn" if mod in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
+        p = "base_model.model.model.layers.%d.%s.%s." % (layer, sub, mod)
+        a = self.params.get(p + "lora_A.weight")
+        b = self.params.get(p + "lora_B.weight")
+        if a is None:
+            return None
+        return a, b
+
+
+def linear(x, W, bias=None, lora=None, scale=1.0):
+    y = x @ W.T
+    if bias is not None:
+        y = y + bias
+    if lora is not None:
+        a, b = lora
+        y = y + scale * ((x @ a.T) @ b.T)
+    return y
+
+
+def forward(cfg, W, ids, pos, seq_starts, lora=None):
+    V = cfg["vocab_size"]
+    C = cfg["hidden_size"]
+    H = cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads", H)
+    D = cfg.get("head_dim") or C // H
+    eps = cfg["rms_norm_eps"]
+    mt = cfg["model_type"]
+    T = len(ids)
+    inv = inv_freq(cfg, D)
+    # Attention mask: causal within each packed sequence.
+    seg = torch.zeros(T, dtype=torch.long)
+    for i, s in enumerate(seq_starts):
+        seg[s:] = i
+    ar = torch.arange(T)
+    allowed = (seg[:, None] == seg[None, :]) & (ar[None, :] <= ar[:, None])
+
+    x = W["model.embed_tokens.weight"][torch.tensor(ids)]
+    pos_t = torch.tensor(pos)
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        lr = (lambda m: lora.get(l, m)) if lora else (lambda m: None)
+        sc = lora.scale if lora else 1.0
+        h = rms_norm(x, W[p + "input_layernorm.weight"], eps)
+        bias = (lambda n: W.get(p + "self_attn.%s.bias" % n))
+        q = linear(h, W[p + "self_attn.q_proj.weight"], bias("q_proj"), lr("q_proj"), sc).view(T, H, D)
+        k = linear(h, W[p + "self_attn.k_proj.weight"], bias("k_proj"), lr("k_proj"), sc).view(T, KV, D)
+        v = linear(h, W[p + "self_attn.v_proj.weight"], bias("v_proj"), lr("v_proj"), sc).view(T, KV, D)
+        if mt == "qwen3":
+            q = rms_norm(q, W[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, W[p + "self_attn.k_norm.weight"], eps)
+        q = apply_rope(q, pos_t, inv)
+        k = apply_rope(k, pos_t, inv)
+        rep = H // KV
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+        att = torch.einsum("thd,shd->hts", q, k) / math.sqrt(D)
+        att = att.masked_fill(~allowed[None], float("-inf")).softmax(-1)
+        o = torch.einsum("hts,shd->thd", att, v).reshape(T, H * D)
+        x = x + linear(o, W[p + "self_attn.o_proj.weight"], None, lr("o_proj"), sc)
+        h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
+        g = linear(h, W[p + "mlp.gate_proj.weight"], None, lr("gate_proj"), sc)
+        u = linear(h, W[p + "mlp.up_proj.weight"], None, lr("up_proj"), sc)
+        x = x + linear(torch.nn.functional.silu(g) * u, W[p + "mlp.down_proj.weight"], None, lr("down_proj"), sc)
+    x = rms_norm(x, W["model.norm.weight"], eps)
+    head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else W["lm_head.weight"]
+    return x @ head.T  # [T, V]
+
+
+# ---------------------------------------------------------------- cases
+
+CASES = {
+    # GQA ratio 2, llama3 rope scaling whose wavelength bands all occur at head_dim 16.
+    "llama": dict(
+        config=dict(architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=397, hidden_size=64,
+                    intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                    max_position_embeddings=512, rms_norm_eps=1e-5, rope_theta=500000.0,
+                    rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                                      original_max_position_embeddings=64),
+                    tie_word_embeddings=False, attention_bias=False, hidden_act="silu", torch_dtype="float32",
+                    bos_token_id=256, eos_token_id=257),
+        dtype=torch.float32,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False,
+                  target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+        seqs=[9, 7], start_pos=[0, 40],
+    ),
+    # GQA ratio 7, q/k/v bias, tied embeddings, bf16 on disk, rsLoRA on attention only.
+    "qwen2": dict(
+        config=dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", vocab_size=311, hidden_size=56,
+                    intermediate_size=80, num_hidden_layers=2, num_attention_heads=7, num_key_value_heads=1,
+                    max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0, rope_scaling=None,
+                    tie_word_embeddings=True, hidden_act="silu", torch_dtype="bfloat16",
+                    bos_token_id=257, eos_token_id=258),
+        dtype=torch.bfloat16,
+        lora=dict(r=2, lora_alpha=4, use_rslora=True, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]),
+        seqs=[5, 6, 4], start_pos=[0, 0, 3],
+    ),
+    # GQA ratio 1, per-head q/k norm, head_dim 16 != hidden/heads = 12, f16 on disk, odd rank.
+    "qwen3": dict(
+        config=dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", vocab_size=450, hidden_size=48,
+                    intermediate_size=72, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
+                    head_dim=16, max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                    rope_scaling=None, tie_word_embeddings=False, attention_bias=False, hidden_act="silu",
+                    torch_dtype="float16", bos_token_id=257, eos_token_id=258),
+        dtype=torch.float16,
+        lora=dict(r=3, lora_alpha=6, use_rslora=False, target_modules=["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]),
+        seqs=[13], start_pos=[0],
+    ),
+}
+
+
+def random_weights(cfg, dtype, g):
+    C = cfg["hidden_size"]
+    H = cfg["num_attention_heads"]
+    KV = cfg["num_key_value_heads"]
+    D = cfg.get("head_dim") or C // H
+    I = cfg["intermediate_size"]
+    V = cfg["vocab_size"]
+
+    def rnd(*shape, std=0.02 * 5):
+        return torch.randn(*shape, generator=g, dtype=torch.float32) * std
+
+    def norm_w(n):
+        return 1.0 + 0.1 * torch.randn(n, generator=g)
+
+    # A tied embedding doubles as the output layer: keep it small enough that the
+    # next-token distribution is not one-hot (entropy and its gradient stay informative).
+    emb_std = 0.15 if cfg.get("tie_word_embeddings") else 0.5
+    w = {"model.embed_tokens.weight": rnd(V, C, std=emb_std), "model.norm.weight": norm_w(C)}
+    if not cfg.get("tie_word_embeddings"):
+        w["lm_head.weight"] = rnd(V, C, std=0.2)
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        w[p + "input_layernorm.weight"] = norm_w(C)
+        w[p + "post_attention_layernorm.weight"] = norm_w(C)
+        w[p + "self_attn.q_proj.weight"] = rnd(H * D, C, std=1 / math.sqrt(C))
+        w[p + "self_attn.k_proj.weight"] = rnd(KV * D, C, std=1 / math.sqrt(C))
+        w[p + "self_attn.v_proj.weight"] = rnd(KV * D, C, std=1 / math.sqrt(C))
+        w[p + "self_attn.o_proj.weight"] = rnd(C, H * D, std=1 / math.sqrt(H * D))
+        if cfg["model_type"] == "qwen2":
+            w[p + "self_attn.q_proj.bias"] = rnd(H * D, std=0.1)
+            w[p + "self_attn.k_proj.bias"] = rnd(KV * D, std=0.1)
+            w[p + "self_attn.v_proj.bias"] = rnd(KV * D, std=0.1)
+        if cfg["model_type"] == "qwen3":
+            w[p + "self_attn.q_norm.weight"] = norm_w(D)
+            w[p + "self_attn.k_norm.weight"] = norm_w(D)
+        w[p + "mlp.gate_proj.weight"] = rnd(I, C, std=1 / math.sqrt(C))
+        w[p + "mlp.up_proj.weight"] = rnd(I, C, std=1 / math.sqrt(C))
+        w[p + "mlp.down_proj.weight"] = rnd(C, I, std=1 / math.sqrt(I))
+    return {k: v.to(dtype) for k, v in w.items()}
+
+
+def module_dims(cfg, mod):
+    C = cfg["hidden_size"]
+    H = cfg["num_attention_heads"]
+    KV = cfg["num_key_value_heads"]
+    D = cfg.get("head_dim") or C // H
+    I = cfg["intermediate_size"]
+    return {"q_proj": (C, H * D), "k_proj": (C, KV * D), "v_proj": (C, KV * D), "o_proj": (H * D, C),
+            "gate_proj": (C, I), "up_proj": (C, I), "down_proj": (I, C)}[mod]
+
+
+def make_cases(outdir):
+    for ci, (name, case) in enumerate(sorted(CASES.items())):
+        g = torch.Generator().manual_seed(1000 + ci)
+        cfg = case["config"]
+        d = os.path.join(outdir, name)
+        os.makedirs(os.path.join(d, "model"), exist_ok=True)
+        os.makedirs(os.path.join(d, "adapter"), exist_ok=True)
+        write_json(os.path.join(d, "model", "config.json"), cfg)
+        write_safetensors(os.path.join(d, "model", "model.safetensors"), random_weights(cfg, case["dtype"], g),
+                          {"format": "pt"})
+        lc = case["lora"]
+        ad = {}
+        for l in range(cfg["num_hidden_layers"]):
+            for mod in lc["target_modules"]:
+                sub = "self_attn" if mod in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
+                p = "base_model.model.model.layers.%d.%s.%s." % (l, sub, mod)
+                fin, fout = module_dims(cfg, mod)
+                ad[p + "lora_A.weight"] = torch.randn(lc["r"], fin, generator=g) / math.sqrt(fin)
+                ad[p + "lora_B.weight"] = torch.randn(fout, lc["r"], generator=g) * 0.1
+        acfg = dict(peft_type="LORA", task_type="CAUSAL_LM", base_model_name_or_path="../model", r=lc["r"],
+                    lora_alpha=lc["lora_alpha"], lora_dropout=0.0, target_modules=lc["target_modules"],
+                    bias="none", use_rslora=lc["use_rslora"], use_dora=False, modules_to_save=None,
+                    fan_in_fan_out=False, inference_mode=True)
+        write_json(os.path.join(d, "adapter", "adapter_config.json"), acfg)
+        write_safetensors(os.path.join(d, "adapter", "adapter_model.safetensors"), ad, {"format": "pt"})
+        V = cfg["vocab_size"]
+        ids, pos, starts = [], [], []
+        for n, p0 in zip(case["seqs"], case["start_pos"]):
+            starts.append(len(ids))
+            ids += torch.randint(0, V, (n,), generator=g).tolist()
+            pos += list(range(p0, p0 + n))
+        targets = torch.randint(0, V, (len(ids),), generator=g).tolist()
+        weights = [round(x, 3) for x in (torch.rand(len(ids), generator=g) * 2 - 0.5).tolist()]
+        write_json(os.path.join(d, "inputs.json"), dict(input_ids=ids, position_ids=pos, seq_starts=starts,
+                                                        targets=targets, weights=weights))
+
+
+def golden(casedir):
+    with open(os.path.join(casedir, "model", "config.json")) as f:
+        cfg = json.load(f)
+    W = read_safetensors(os.path.join(casedir, "model", "model.safetensors"))
+    with open(os.path.join(casedir, "adapter", "adapter_config.json")) as f:
+        acfg = json.load(f)
+    lora = Lora(read_safetensors(os.path.join(casedir, "adapter", "adapter_model.safetensors")), acfg)
+    with open(os.path.join(casedir, "inputs.json")) as f:
+        inp = json.load(f)
+    ids, pos, starts = inp["input_ids"], inp["position_ids"], inp["seq_starts"]
+    tg = torch.tensor(inp["targets"])
+    wt = torch.tensor(inp["weights"], dtype=torch.float64)
+
+    logits = forward(cfg, W, ids, pos, starts, lora)
+    lsm = logits.log_softmax(-1)
+    logprobs = lsm.gather(1, tg[:, None])[:, 0]
+    entropy = -(lsm.exp() * lsm).sum(-1)
+    loss = (wt * logprobs).sum()
+    names = sorted(lora.params)
+    grads = torch.autograd.grad(loss, [lora.params[n] for n in names])
+    with torch.no_grad():
+        base = forward(cfg, W, ids, pos, starts, None)
+
+    def rows(t):
+        # 12 significant digits: far below the float32 tolerances the Go tests use.
+        t = t.detach()
+        if t.dim() == 0:
+            return float("%.12g" % t.item())
+        return [rows(x) for x in t] if t.dim() > 1 else [float("%.12g" % x) for x in t.tolist()]
+
+    out = dict(
+        torch_version=torch.__version__,
+        logits=rows(logits), base_logits=rows(base), logprobs=rows(logprobs), entropy=rows(entropy),
+        loss=rows(loss), grads={n: rows(g_) for n, g_ in zip(names, grads)},
+    )
+    write_json(os.path.join(casedir, "golden.json"), out)
+
+
+def main(argv):
+    torch.set_num_threads(1)
+    if len(argv) == 3 and argv[1] == "make-cases":
+        make_cases(argv[2])
+    elif len(argv) == 3 and argv[1] == "golden":
+        golden(argv[2])
+    else:
+        sys.stderr.write(__doc__)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

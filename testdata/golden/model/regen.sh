@@ -1,0 +1,8 @@
+#!/bin/sh
+# Regenerates every case folder and golden.json here, then the checksums in SHA256SUMS.
+# Run from anywhere: sh testdata/golden/model/regen.sh
+set -eu
+cd "$(dirname "$0")"
+/usr/bin/python3 reference.py make-cases .
+for c in llama qwen2 qwen3; do /usr/bin/python3 reference.py golden "$c"; done
+sha256sum reference.py */inputs.json */model/* */adapter/* */golden.json > SHA256SUMS

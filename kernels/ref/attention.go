@@ -1,0 +1,120 @@
+package ref
+
+import (
+	"math"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+func dot(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+// AttentionForward: causal GQA within each packed sequence. out [N,H,D],
+// lse [N,H], q [N,H,D], k/v [N,KVH,D], seqOff [S+1].
+func (Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	op := "AttentionForward"
+	kernels.NeedSizes(op, N, D)
+	kernels.NeedHeads(op, H, KVH)
+	kernels.NeedSeqOff(op, seqOff, N)
+	kernels.Need(op, "out", len(out), N*H*D)
+	kernels.Need(op, "lse", len(lse), N*H)
+	kernels.Need(op, "q", len(q), N*H*D)
+	kernels.Need(op, "k", len(k), N*KVH*D)
+	kernels.Need(op, "v", len(v), N*KVH*D)
+	for s := 0; s+1 < len(seqOff); s++ {
+		lo, hi := int(seqOff[s]), int(seqOff[s+1])
+		attend(out[lo*H*D:hi*H*D], lse[lo*H:hi*H], q[lo*H*D:hi*H*D], k[lo*KVH*D:hi*KVH*D], v[lo*KVH*D:hi*KVH*D], hi-lo, hi-lo, H, KVH, D, scale)
+	}
+}
+
+// AttentionDecode: Tq new queries [Tq,H,D] against the cache [Tk,KVH,D].
+func (Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH, D int, scale float32) {
+	op := "AttentionDecode"
+	kernels.NeedSizes(op, Tq, Tk, D)
+	kernels.NeedHeads(op, H, KVH)
+	if Tq > Tk {
+		panic("kernels.AttentionDecode: more new tokens than cache rows")
+	}
+	kernels.Need(op, "out", len(out), Tq*H*D)
+	kernels.Need(op, "q", len(q), Tq*H*D)
+	kernels.Need(op, "kCache", len(kCache), Tk*KVH*D)
+	kernels.Need(op, "vCache", len(vCache), Tk*KVH*D)
+	attend(out, nil, q, kCache, vCache, Tq, Tk, H, KVH, D, scale)
+}
+
+// attend: query i of Tq sees key rows 0 … Tk−Tq+i. lse may be nil.
+func attend(out, lse, q, k, v []float32, Tq, Tk, H, KVH, D int, scale float32) {
+	group := H / KVH
+	p := make([]float64, Tk) // scores of one query row
+	for i := 0; i < Tq; i++ {
+		last := Tk - Tq + i
+		for h := 0; h < H; h++ {
+			kh := h / group
+			qi := q[(i*H+h)*D : (i*H+h+1)*D] // [D]
+			m := math.Inf(-1)
+			for j := 0; j <= last; j++ {
+				p[j] = float64(scale) * dot(qi, k[(j*KVH+kh)*D:(j*KVH+kh+1)*D])
+				m = math.Max(m, p[j])
+			}
+			var sum float64
+			for j := 0; j <= last; j++ {
+				p[j] = math.Exp(p[j] - m)
+				sum += p[j]
+			}
+			if lse != nil {
+				lse[i*H+h] = float32(m + math.Log(sum))
+			}
+			for d := 0; d < D; d++ {
+				var o float64
+				for j := 0; j <= last; j++ {
+					o += p[j] * float64(v[(j*KVH+kh)*D+d])
+				}
+				out[(i*H+h)*D+d] = float32(o / sum)
+			}
+		}
+	}
+}
+
+// AttentionBackward accumulates dq [N,H,D], dk and dv [N,KVH,D].
+func (Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	op := "AttentionBackward"
+	kernels.NeedSizes(op, N, D)
+	kernels.NeedHeads(op, H, KVH)
+	kernels.NeedSeqOff(op, seqOff, N)
+	for _, b := range []struct {
+		name string
+		buf  []float32
+		n    int
+	}{{"dq", dq, N * H * D}, {"dk", dk, N * KVH * D}, {"dv", dv, N * KVH * D}, {"dout", dout, N * H * D},
+		{"out", out, N * H * D}, {"lse", lse, N * H}, {"q", q, N * H * D}, {"k", k, N * KVH * D}, {"v", v, N * KVH * D}} {
+		kernels.Need(op, b.name, len(b.buf), b.n)
+	}
+	group := H / KVH
+	for s := 0; s+1 < len(seqOff); s++ {
+		lo, hi := int(seqOff[s]), int(seqOff[s+1])
+		for i := lo; i < hi; i++ {
+			for h := 0; h < H; h++ {
+				kh := h / group
+				qi := q[(i*H+h)*D : (i*H+h+1)*D]     // [D]
+				doi := dout[(i*H+h)*D : (i*H+h+1)*D] // [D]
+				delta := dot(doi, out[(i*H+h)*D:(i*H+h+1)*D])
+				for j := lo; j <= i; j++ {
+					kj := k[(j*KVH+kh)*D : (j*KVH+kh+1)*D] // [D]
+					vj := v[(j*KVH+kh)*D : (j*KVH+kh+1)*D] // [D]
+					pij := math.Exp(float64(scale)*dot(qi, kj) - float64(lse[i*H+h]))
+					dS := pij * (dot(doi, vj) - delta)
+					for d := 0; d < D; d++ {
+						dv[(j*KVH+kh)*D+d] += float32(pij * float64(doi[d]))
+						dq[(i*H+h)*D+d] += float32(float64(scale) * dS * float64(kj[d]))
+						dk[(j*KVH+kh)*D+d] += float32(float64(scale) * dS * float64(qi[d]))
+					}
+				}
+			}
+		}
+	}
+}

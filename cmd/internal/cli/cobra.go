@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"context"
+	"errors"
+
+	"github.com/spf13/cobra"
+)
+
+// ExecuteCommand runs a cobra command tree with args under ctx. An error
+// that comes before a command's RunE started — an unknown flag or command,
+// a wrong number of arguments — is marked as a usage error (exit code 2);
+// errors from RunE keep their own marking. Cobra's own printing of errors
+// and usage is switched off, since Run prints the error once.
+func ExecuteCommand(ctx context.Context, root *cobra.Command, args []string) error {
+	started := false
+	var wrap func(c *cobra.Command)
+	wrap = func(c *cobra.Command) {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				started = true
+				return run(cmd, args)
+			}
+		}
+		for _, sub := range c.Commands() {
+			wrap(sub)
+		}
+	}
+	wrap(root)
+	root.SilenceErrors = true
+	root.SilenceUsage = true
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil && !started && ExitCode(err) == ExitFailure && !errors.Is(err, context.Canceled) {
+		err = Usage(err)
+	}
+	return err
+}

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+func testTree(runErr error) *cobra.Command {
+	root := &cobra.Command{Use: "tool"}
+	var n int
+	sub := &cobra.Command{
+		Use:  "sub FILE",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runErr },
+	}
+	sub.Flags().IntVar(&n, "n", 1, "a number")
+	root.AddCommand(sub)
+	return root
+}
+
+func TestExecuteCommandExitCodes(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name   string
+		args   []string
+		runErr error
+		want   int
+	}{
+		{"ok", []string{"sub", "a"}, nil, 0},
+		{"run failure", []string{"sub", "a"}, boom, 1},
+		{"run bad input", []string{"sub", "a"}, BadInput(boom), 2},
+		{"run cancelled", []string{"sub", "a"}, context.Canceled, 130},
+		{"unknown flag", []string{"sub", "--nope", "a"}, nil, 2},
+		{"bad flag value", []string{"sub", "--n", "x", "a"}, nil, 2},
+		{"missing argument", []string{"sub"}, nil, 2},
+		{"unknown command", []string{"nope"}, nil, 2},
+	}
+	for _, tc := range tests {
+		err := ExecuteCommand(context.Background(), testTree(tc.runErr), tc.args)
+		if got := ExitCode(err); got != tc.want {
+			t.Errorf("%s: exit %d (%v), want %d", tc.name, got, err, tc.want)
+		}
+	}
+}

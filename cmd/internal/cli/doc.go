@@ -1,0 +1,20 @@
+// Package cli holds the conventions every Hone stage binary shares, written
+// once so that each cmd/hone-* main stays flags and wiring:
+//
+//   - inputs: paths, globs, directories of Parquet files, or "-" for stdin
+//     (ExpandInputs, OpenInput, which spools stdin to a temporary file because
+//     a Parquet footer sits at the end);
+//   - output: -o PATH or stdout when stdout is not a terminal, never Parquet
+//     to a terminal (ChooseOutput, OpenOutput), written to a temporary name in
+//     the target directory and renamed on success (AtomicFile), so a reader
+//     never sees half a file;
+//   - a signal-aware context: the first SIGINT/SIGTERM cancels, a second one
+//     exits at once (SignalContext);
+//   - structured logs on stderr (LogOptions);
+//   - progress on stderr when it is a terminal, and a one-line summary
+//     (Progress);
+//   - one mapping from errors to exit codes: 0 ok, 1 failure, 2 usage or bad
+//     input, 130 interrupted (Usage, BadInput, ExitCode), and Main, which
+//     exits only after the run function returned and its deferred clean-up
+//     ran.
+package cli

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"testing"
+)
+
+func TestExitCode(t *testing.T) {
+	base := errors.New("base")
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, 0},
+		{"plain", base, 1},
+		{"wrapped plain", fmt.Errorf("read x: %w", base), 1},
+		{"usage", Usage(base), 2},
+		{"usagef", Usagef("bad flag %q", "--x"), 2},
+		{"bad input", BadInput(base), 2},
+		{"wrapped bad input", fmt.Errorf("file a.parquet: %w", BadInputf("row 3: %w", base)), 2},
+		{"canceled", context.Canceled, 130},
+		{"wrapped canceled", fmt.Errorf("write group 7: %w", context.Canceled), 130},
+		{"interrupted", ErrInterrupted, 130},
+		{"canceled wins over usage", Usage(fmt.Errorf("x: %w", context.Canceled)), 130},
+		{"deadline is a failure", context.DeadlineExceeded, 1},
+	}
+	for _, tc := range tests {
+		if got := ExitCode(tc.err); got != tc.want {
+			t.Errorf("%s: ExitCode(%v) = %d, want %d", tc.name, tc.err, got, tc.want)
+		}
+	}
+	if Usage(nil) != nil || BadInput(nil) != nil {
+		t.Error("marking nil must stay nil")
+	}
+	// Marking keeps the chain: errors.Is still sees the original.
+	if err := BadInput(fmt.Errorf("open: %w", fs.ErrNotExist)); !errors.Is(err, fs.ErrNotExist) || err.Error() != "open: file does not exist" {
+		t.Errorf("BadInput lost the chain or changed the text: %v", err)
+	}
+}
+
+func TestRunPrintsOnceAndMapsCode(t *testing.T) {
+	tests := []struct {
+		err      error
+		code     int
+		contains []string
+	}{
+		{nil, 0, nil},
+		{errors.New("disk full"), 1, []string{"tool: disk full\n"}},
+		{Usagef("unknown flag --x"), 2, []string{"tool: unknown flag --x\n", "Run 'tool --help'"}},
+		{BadInputf("a.parquet: row 3: bad"), 2, []string{"tool: a.parquet: row 3: bad\n"}},
+		{context.Canceled, 130, []string{"tool: context canceled\n"}},
+	}
+	for _, tc := range tests {
+		var stderr bytes.Buffer
+		code := Run(context.Background(), "tool", &stderr, func(ctx context.Context) error { return tc.err })
+		if code != tc.code {
+			t.Errorf("%v: code %d, want %d", tc.err, code, tc.code)
+		}
+		for _, c := range tc.contains {
+			if !strings.Contains(stderr.String(), c) {
+				t.Errorf("%v: stderr %q lacks %q", tc.err, stderr.String(), c)
+			}
+		}
+		if tc.err == nil && stderr.Len() != 0 {
+			t.Errorf("success printed %q", stderr.String())
+		}
+		if _, ok := tc.err.(*kindError); ok && strings.Count(stderr.String(), "tool:") != 1 {
+			t.Errorf("error printed more than once: %q", stderr.String())
+		}
+	}
+}
+
+func TestRunCancelsContextAfterReturn(t *testing.T) {
+	var seen context.Context
+	Run(context.Background(), "tool", &bytes.Buffer{}, func(ctx context.Context) error {
+		if ctx.Err() != nil {
+			t.Error("context cancelled before the run")
+		}
+		seen = ctx
+		return nil
+	})
+	if seen.Err() == nil {
+		t.Error("context still live after Run returned: its signal handler leaks")
+	}
+}

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// Main runs fn under SignalContext and exits the process with ExitCode of
+// its error. It calls os.Exit only after fn returned, so fn's deferred
+// clean-up (removing temporary files, closing outputs) has run. name
+// prefixes the error message printed to stderr.
+//
+//	func main() { cli.Main("hone-inspect", run) }
+func Main(name string, fn func(ctx context.Context) error) {
+	code := Run(context.Background(), name, os.Stderr, fn)
+	os.Exit(code)
+}
+
+// Run is Main without the exit: it runs fn under SignalContext, prints a
+// non-nil error as "name: error" to stderr and returns the exit code.
+// Once a signal arrived the code is 130 whatever error fn returned, since
+// errors caused by the cancellation need not wrap context.Canceled.
+func Run(parent context.Context, name string, stderr io.Writer, fn func(ctx context.Context) error) int {
+	ctx, stop := SignalContext(parent, stderr)
+	defer stop()
+	err := fn(ctx)
+	if err != nil && errors.Is(context.Cause(ctx), ErrInterrupted) && !errors.Is(err, ErrInterrupted) {
+		err = fmt.Errorf("%w: %w", ErrInterrupted, err)
+	}
+	code := ExitCode(err)
+	switch {
+	case code == ExitOK:
+	case code == ExitInterrupted && errors.Is(err, ErrInterrupted):
+		fmt.Fprintf(stderr, "%s: interrupted; finished output was kept, nothing partial written\n", name)
+	case code == ExitUsage && isUsageOnly(err):
+		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	}
+	return code
+}
+
+func isUsageOnly(err error) bool {
+	var k *kindError
+	return errors.As(err, &k) && k.code == ExitUsage && k.usage
+}
+
+// SignalContext returns a context that is cancelled, with cause
+// ErrInterrupted, on the first SIGINT or SIGTERM. A second signal exits the
+// process at once with code 130, for the user whose clean-up hangs;
+// temporary files may then remain (they are named ".*.tmp-*"). notice, if
+// not nil, receives one line per signal. stop releases the signal handler
+// and cancels the context.
+func SignalContext(parent context.Context, notice io.Writer) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			if notice != nil {
+				fmt.Fprintf(notice, "received %v: stopping (send it again to exit at once)\n", sig)
+			}
+			cancel(ErrInterrupted)
+		case <-done:
+			return
+		}
+		select {
+		case sig := <-ch:
+			if notice != nil {
+				fmt.Fprintf(notice, "received %v again: exiting without clean-up\n", sig)
+			}
+			os.Exit(ExitInterrupted)
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+			cancel(context.Canceled)
+		})
+	}
+	return ctx, stop
+}

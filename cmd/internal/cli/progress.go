@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ProgressState is a snapshot of a long run: items (groups, rows) done out
+// of Total (0 when unknown) and tokens processed, after Elapsed.
+type ProgressState struct {
+	Label   string // what is counted, e.g. "groups"
+	Done    int64
+	Total   int64
+	Tokens  int64
+	Elapsed time.Duration
+}
+
+// FormatProgress renders the live progress line, e.g.
+//
+//	groups 12/100 (12%)  4.0/s  tokens 1.2k (400/s)  ETA 22s
+//
+// The tokens part is left out while Tokens is 0, and the percentage and ETA
+// while Total is unknown.
+func FormatProgress(s ProgressState) string {
+	var b strings.Builder
+	secs := s.Elapsed.Seconds()
+	fmt.Fprintf(&b, "%s %d", s.Label, s.Done)
+	if s.Total > 0 {
+		fmt.Fprintf(&b, "/%d (%d%%)", s.Total, s.Done*100/s.Total)
+	}
+	if secs > 0 {
+		fmt.Fprintf(&b, "  %s/s", formatRate(float64(s.Done)/secs))
+	}
+	if s.Tokens > 0 {
+		fmt.Fprintf(&b, "  tokens %s", formatCount(float64(s.Tokens)))
+		if secs > 0 {
+			fmt.Fprintf(&b, " (%s/s)", formatRate(float64(s.Tokens)/secs))
+		}
+	}
+	if s.Total > 0 && s.Done < s.Total {
+		if s.Done > 0 && secs > 0 {
+			eta := time.Duration(float64(s.Total-s.Done) / (float64(s.Done) / secs) * float64(time.Second))
+			fmt.Fprintf(&b, "  ETA %s", eta.Round(time.Second))
+		} else {
+			b.WriteString("  ETA ?")
+		}
+	}
+	return b.String()
+}
+
+// FormatSummary renders the one-line summary printed at the end, e.g.
+//
+//	done: 100 groups in 25s (4.0/s), 10k tokens (400/s)
+func FormatSummary(s ProgressState) string {
+	var b strings.Builder
+	secs := s.Elapsed.Seconds()
+	fmt.Fprintf(&b, "done: %d %s in %s", s.Done, s.Label, s.Elapsed.Round(time.Millisecond))
+	if secs > 0 {
+		fmt.Fprintf(&b, " (%s/s)", formatRate(float64(s.Done)/secs))
+	}
+	if s.Tokens > 0 {
+		fmt.Fprintf(&b, ", %s tokens", formatCount(float64(s.Tokens)))
+		if secs > 0 {
+			fmt.Fprintf(&b, " (%s/s)", formatRate(float64(s.Tokens)/secs))
+		}
+	}
+	return b.String()
+}
+
+// formatCount writes n with a k/M/G suffix and up to one decimal.
+func formatCount(n float64) string {
+	switch {
+	case n >= 1e9:
+		return trimZero(fmt.Sprintf("%.1f", n/1e9)) + "G"
+	case n >= 1e6:
+		return trimZero(fmt.Sprintf("%.1f", n/1e6)) + "M"
+	case n >= 1e3:
+		return trimZero(fmt.Sprintf("%.1f", n/1e3)) + "k"
+	default:
+		return fmt.Sprintf("%.0f", n)
+	}
+}
+
+// formatRate keeps one decimal for small rates, where it matters.
+func formatRate(r float64) string {
+	if r < 10 {
+		return fmt.Sprintf("%.1f", r)
+	}
+	return formatCount(r)
+}
+
+func trimZero(s string) string { return strings.TrimSuffix(s, ".0") }
+
+// Progress counts work and, when its writer is a terminal, redraws one
+// progress line on it a few times a second. It is safe for concurrent Add.
+type Progress struct {
+	w        io.Writer
+	live     bool
+	label    string
+	total    int64
+	interval time.Duration
+	start    time.Time
+	done     atomic.Int64
+	tokens   atomic.Int64
+
+	mu      sync.Mutex // guards drawing and stop
+	lastLen int
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// NewProgress counts label (e.g. "groups") out of total (0 if unknown).
+// The line is drawn on w only if w is a terminal (IsTerminal).
+func NewProgress(w io.Writer, label string, total int64) *Progress {
+	return &Progress{w: w, live: IsTerminal(w), label: label, total: total, interval: 200 * time.Millisecond, start: time.Now()}
+}
+
+// Add records items finished and tokens processed.
+func (p *Progress) Add(items, tokens int64) {
+	p.done.Add(items)
+	p.tokens.Add(tokens)
+}
+
+// State returns the current counts.
+func (p *Progress) State() ProgressState {
+	return ProgressState{Label: p.label, Done: p.done.Load(), Total: p.total, Tokens: p.tokens.Load(), Elapsed: time.Since(p.start)}
+}
+
+// Start begins redrawing until ctx is done or Stop is called. It does
+// nothing when the writer is not a terminal.
+func (p *Progress) Start(ctx context.Context) {
+	if !p.live {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		return
+	}
+	p.stop = make(chan struct{})
+	stop := p.stop
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(p.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				p.draw()
+			case <-ctx.Done():
+				return
+			case <-stop:
+				return
+			}
+		}
+	}()
+}
+
+func (p *Progress) draw() {
+	line := FormatProgress(p.State())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pad := ""
+	if n := p.lastLen - len(line); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	fmt.Fprintf(p.w, "\r%s%s", line, pad)
+	p.lastLen = len(line)
+}
+
+// Stop ends the redrawing and clears the progress line, so the summary or
+// an error message starts on a clean line.
+func (p *Progress) Stop() {
+	p.mu.Lock()
+	if p.stop != nil {
+		close(p.stop)
+		p.stop = nil
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lastLen > 0 {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.lastLen))
+		p.lastLen = 0
+	}
+}
+
+// Summary stops the progress line and returns FormatSummary of the final
+// counts, for the caller to print or log.
+func (p *Progress) Summary() string {
+	p.Stop()
+	return FormatSummary(p.State())
+}

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestFormatProgress(t *testing.T) {
+	tests := []struct {
+		s    ProgressState
+		want string
+	}{
+		{ProgressState{Label: "groups", Done: 12, Total: 100, Tokens: 1200, Elapsed: 3 * time.Second},
+			"groups 12/100 (12%)  4.0/s  tokens 1.2k (400/s)  ETA 22s"},
+		{ProgressState{Label: "groups", Done: 0, Total: 100},
+			"groups 0/100 (0%)  ETA ?"},
+		{ProgressState{Label: "rows", Done: 250000, Elapsed: 10 * time.Second},
+			"rows 250000  25k/s"},
+		{ProgressState{Label: "groups", Done: 100, Total: 100, Tokens: 3_500_000, Elapsed: 2 * time.Minute},
+			"groups 100/100 (100%)  0.8/s  tokens 3.5M (29.2k/s)"},
+		{ProgressState{Label: "groups", Done: 1, Total: 7200, Elapsed: time.Second},
+			"groups 1/7200 (0%)  1.0/s  ETA 1h59m59s"},
+	}
+	for _, tc := range tests {
+		if got := FormatProgress(tc.s); got != tc.want {
+			t.Errorf("FormatProgress(%+v)\n got %q\nwant %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestFormatSummary(t *testing.T) {
+	s := ProgressState{Label: "groups", Done: 100, Total: 100, Tokens: 10000, Elapsed: 25 * time.Second}
+	if got, want := FormatSummary(s), "done: 100 groups in 25s (4.0/s), 10k tokens (400/s)"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	s = ProgressState{Label: "rows", Done: 3, Elapsed: 1500 * time.Millisecond}
+	if got, want := FormatSummary(s), "done: 3 rows in 1.5s (2.0/s)"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestFormatCount(t *testing.T) {
+	for n, want := range map[float64]string{0: "0", 999: "999", 1000: "1k", 1250: "1.2k", 1e6: "1M", 2.5e9: "2.5G"} {
+		if got := formatCount(n); got != want {
+			t.Errorf("formatCount(%v) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// Off a terminal the progress line is never drawn; the counts and summary
+// still work.
+func TestProgressNotTerminal(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(&buf, "groups", 10)
+	p.interval = time.Millisecond
+	p.Start(context.Background())
+	for range 10 {
+		p.Add(1, 5)
+	}
+	time.Sleep(5 * time.Millisecond)
+	sum := p.Summary()
+	if buf.Len() != 0 {
+		t.Errorf("drew on a non-terminal: %q", buf.String())
+	}
+	if st := p.State(); st.Done != 10 || st.Tokens != 50 {
+		t.Errorf("state %+v", st)
+	}
+	if want := "done: 10 groups in "; len(sum) < len(want) || sum[:len(want)] != want {
+		t.Errorf("summary %q", sum)
+	}
+}
+
+// When live, the line is redrawn in place and cleared by Stop.
+func TestProgressLiveDraw(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(&buf, "groups", 4)
+	p.live = true // as if buf were a terminal
+	p.Add(2, 0)
+	p.draw()
+	p.Add(1, 0)
+	p.draw()
+	p.Stop()
+	out := buf.String()
+	if !bytes.HasPrefix(buf.Bytes(), []byte("\rgroups 2/4 (50%)")) || !bytes.Contains(buf.Bytes(), []byte("\rgroups 3/4 (75%)")) {
+		t.Errorf("drawn %q", out)
+	}
+	if !bytes.HasSuffix(buf.Bytes(), []byte("\r")) {
+		t.Errorf("line not cleared at the end: %q", out)
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for name, x := range map[string]any{"buffer": &bytes.Buffer{}, "file": f, "pipe": w, "nil": nil} {
+		if IsTerminal(x) {
+			t.Errorf("%s reported as a terminal", name)
+		}
+	}
+	// /dev/tty is a terminal when the test has a controlling terminal.
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		if !IsTerminal(tty) {
+			t.Error("/dev/tty not reported as a terminal")
+		}
+	}
+}

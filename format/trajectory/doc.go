@@ -1,0 +1,25 @@
+// Package trajectory owns Hone's trajectory schema and its file formats.
+//
+// A trajectory is one agent episode: the chat messages exchanged (with the
+// policy's sampled token ids and logprobs where the server gave them), the
+// tools offered, the reward and its named components, metrics, metadata and
+// timestamps. Trajectories come in groups, the attempts at one scenario that
+// GRPO compares with each other.
+//
+// On disk a trajectory file is zstd-compressed Parquet, one row per
+// trajectory, with the schema version in the key-value metadata under
+// "hone.schema_version". The Writer takes whole groups and ends a row group
+// only between groups, so a group never straddles row groups; the Reader
+// holds one row group in memory at a time and checks what it reads (columns
+// present with the right types, unique trajectory ids, no group split across
+// files, a schema version this build understands), naming the file, row,
+// group and field in its errors. Columns it does not know are ignored, so
+// newer writers can add columns without breaking older readers.
+//
+// ImportJSONL and ExportJSONL move trajectories to and from JSON Lines in
+// the OpenAI chat shape ({"messages": [...], "tools": [...]} per line, plus
+// Hone's fields when present), so logs from other tools can enter and Hone's
+// files can leave. Stats summarizes a set of files for hone-inspect.
+//
+// The package imports nothing of Hone's.
+package trajectory

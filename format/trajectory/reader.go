@@ -1,0 +1,544 @@
+package trajectory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// ReadOptions configures Open. The zero value reads "-" from os.Stdin and
+// spools it to os.TempDir.
+type ReadOptions struct {
+	Stdin   io.Reader // read for the path "-"; nil means os.Stdin
+	TempDir string    // where stdin is spooled; "" means os.TempDir()
+}
+
+// FileInfo describes one input file, from its footer.
+type FileInfo struct {
+	Path          string // as given, or "-" for stdin
+	Size          int64
+	Rows          int64
+	RowGroups     int
+	SchemaVersion int
+	Metadata      map[string]string // the footer's key-value metadata
+}
+
+// Reader reads groups from a set of trajectory files in order. It holds
+// one batch of decoded rows and the current group in memory, plus 16 bytes
+// per trajectory and group id seen (a hash and a location) for the
+// duplicate checks; never a whole file. Not safe for concurrent use.
+type Reader struct {
+	srcs  []*source
+	infos []FileInfo
+	spool string // temp file holding stdin, removed on Close
+
+	cur   int            // index of the source being read
+	file  *openedFile    // open handle on srcs[cur], nil between files
+	rgi   int            // next row group to open in file
+	rgr   *parquet.GenericReader[row]
+	batch []row
+	bpos  int   // next row in batch
+	brow  int64 // file row index of batch[0]
+	peek  *located
+	done  bool
+	err   error // sticky
+
+	seed   maphash.Seed
+	ids    map[uint64]location
+	groups map[uint64]location
+}
+
+type location struct {
+	file int32
+	row  int64
+}
+
+type located struct {
+	t   Trajectory
+	loc location
+}
+
+// source is one input: a name for messages and a way to open it.
+type source struct {
+	name string
+	open func() (io.ReaderAt, int64, io.Closer, error)
+}
+
+type openedFile struct {
+	pf     *parquet.File
+	closer io.Closer
+}
+
+const readBatch = 64
+
+// Open opens a set of trajectory files: each path is a file, a glob, a
+// directory (every *.parquet below it, in lexical order, skipping names
+// that start with a dot) or "-" for stdin, which is spooled to a temporary
+// file because a Parquet footer sits at the end. Every footer is read and
+// checked (schema version, columns) before Open returns.
+func Open(ctx context.Context, paths []string, opts ReadOptions) (*Reader, error) {
+	r := newReader()
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			r.Close()
+			return nil, err
+		}
+		if p == "-" {
+			if err := r.addStdin(opts); err != nil {
+				r.Close()
+				return nil, err
+			}
+			continue
+		}
+		names, err := expand(p)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		for _, name := range names {
+			r.srcs = append(r.srcs, fileSource(name))
+		}
+	}
+	if len(r.srcs) == 0 {
+		r.Close()
+		return nil, fmt.Errorf("trajectory: no input files")
+	}
+	if err := r.checkAll(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// NewReader reads one trajectory file from ra, which holds size bytes; name
+// is used in messages. The caller keeps ownership of ra.
+func NewReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
+	r := newReader()
+	r.srcs = []*source{{name: name, open: func() (io.ReaderAt, int64, io.Closer, error) {
+		return ra, size, io.NopCloser(nil), nil
+	}}}
+	if err := r.checkAll(context.Background()); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func newReader() *Reader {
+	return &Reader{
+		seed:   maphash.MakeSeed(),
+		ids:    make(map[uint64]location),
+		groups: make(map[uint64]location),
+	}
+}
+
+func fileSource(name string) *source {
+	return &source{name: name, open: func() (io.ReaderAt, int64, io.Closer, error) {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, 0, nil, err
+		}
+		return f, st.Size(), f, nil
+	}}
+}
+
+func (r *Reader) addStdin(opts ReadOptions) error {
+	if r.spool != "" {
+		return fmt.Errorf("trajectory: \"-\" (stdin) given more than once")
+	}
+	in := opts.Stdin
+	if in == nil {
+		in = os.Stdin
+	}
+	f, err := os.CreateTemp(opts.TempDir, "hone-stdin-*.parquet")
+	if err != nil {
+		return fmt.Errorf("trajectory: spool stdin: %w", err)
+	}
+	r.spool = f.Name()
+	_, err = io.Copy(f, in)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("trajectory: spool stdin to %s: %w", f.Name(), err)
+	}
+	src := fileSource(f.Name())
+	src.name = "-"
+	r.srcs = append(r.srcs, src)
+	return nil
+}
+
+// expand turns one path argument into file names.
+func expand(p string) ([]string, error) {
+	if strings.ContainsAny(p, "*?[") {
+		names, err := filepath.Glob(p)
+		if err != nil {
+			return nil, fmt.Errorf("trajectory: glob %q: %w", p, err)
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("trajectory: glob %q matches no files", p)
+		}
+		slices.Sort(names)
+		return names, nil
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("trajectory: %w", err)
+	}
+	if !st.IsDir() {
+		return []string{p}, nil
+	}
+	var names []string
+	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != p && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".parquet") {
+			names = append(names, path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("trajectory: list %s: %w", p, err)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("trajectory: directory %s holds no .parquet files", p)
+	}
+	return names, nil // WalkDir visits in lexical order
+}
+
+// checkAll reads and checks every footer, then closes the files again so a
+// large input set does not hold a descriptor per file.
+func (r *Reader) checkAll(ctx context.Context) error {
+	r.infos = make([]FileInfo, len(r.srcs))
+	for i, src := range r.srcs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		of, info, err := openChecked(src)
+		if err != nil {
+			return err
+		}
+		of.closer.Close()
+		r.infos[i] = info
+	}
+	return nil
+}
+
+// Files describes the input files, in reading order.
+func (r *Reader) Files() []FileInfo { return slices.Clone(r.infos) }
+
+// expectedSchema is the layout this build writes; files must have each of
+// its leaf columns with the same physical type and nesting.
+var expectedSchema = parquet.SchemaOf(row{})
+
+func openChecked(src *source) (*openedFile, FileInfo, error) {
+	info := FileInfo{Path: src.name}
+	ra, size, closer, err := src.open()
+	if err != nil {
+		return nil, info, fmt.Errorf("trajectory: open %s: %w", src.name, err)
+	}
+	info.Size = size
+	var pf *parquet.File
+	err = protect("read footer", func() error {
+		var err error
+		pf, err = parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+		return err
+	})
+	if err == nil {
+		err = checkFile(pf, size)
+	}
+	if err != nil {
+		closer.Close()
+		return nil, info, fmt.Errorf("trajectory: %s: not a readable trajectory file: %w", src.name, err)
+	}
+	md := pf.Metadata()
+	info.Rows = md.NumRows
+	info.RowGroups = len(md.RowGroups)
+	info.SchemaVersion = 1 // files without the key predate it or come from other tools
+	info.Metadata = make(map[string]string, len(md.KeyValueMetadata))
+	for _, kv := range md.KeyValueMetadata {
+		info.Metadata[kv.Key] = kv.Value
+	}
+	if v, ok := info.Metadata[MetadataKeySchemaVersion]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			closer.Close()
+			return nil, info, fmt.Errorf("trajectory: %s: metadata %s=%q is not a schema version", src.name, MetadataKeySchemaVersion, v)
+		}
+		if n > SchemaVersion {
+			closer.Close()
+			return nil, info, fmt.Errorf("trajectory: %s: written with schema version %d, this build reads up to %d; upgrade hone", src.name, n, SchemaVersion)
+		}
+		info.SchemaVersion = n
+	}
+	if err := checkColumns(pf.Schema()); err != nil {
+		closer.Close()
+		return nil, info, fmt.Errorf("trajectory: %s: %w", src.name, err)
+	}
+	return &openedFile{pf: pf, closer: closer}, info, nil
+}
+
+// checkFile rejects footers whose numbers cannot describe this file, before
+// the library trusts them with allocations.
+func checkFile(pf *parquet.File, size int64) error {
+	md := pf.Metadata()
+	if md.NumRows < 0 {
+		return fmt.Errorf("footer: negative row count %d", md.NumRows)
+	}
+	var total int64
+	for i, rg := range md.RowGroups {
+		if rg.NumRows < 0 {
+			return fmt.Errorf("footer: row group %d: negative row count", i)
+		}
+		total += rg.NumRows
+		for j, cc := range rg.Columns {
+			m := cc.MetaData
+			if m.TotalCompressedSize < 0 || m.TotalCompressedSize > size ||
+				m.DataPageOffset < 0 || m.DataPageOffset > size ||
+				m.NumValues < 0 || m.TotalUncompressedSize < 0 {
+				return fmt.Errorf("footer: row group %d, column %d: sizes or offsets outside the file", i, j)
+			}
+		}
+	}
+	if total != md.NumRows {
+		return fmt.Errorf("footer: row groups hold %d rows, footer says %d", total, md.NumRows)
+	}
+	return nil
+}
+
+// checkColumns reports every expected column that is missing or has the
+// wrong type. Extra columns are fine: newer writers may add them.
+func checkColumns(have *parquet.Schema) error {
+	var errs []error
+	for _, path := range expectedSchema.Columns() {
+		want, _ := expectedSchema.Lookup(path...)
+		got, ok := have.Lookup(path...)
+		name := strings.Join(path, ".")
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("column %s: missing", name))
+		case got.Node.Type().Kind() != want.Node.Type().Kind():
+			errs = append(errs, fmt.Errorf("column %s: type %s, want %s", name, got.Node.Type().Kind(), want.Node.Type().Kind()))
+		case got.MaxRepetitionLevel != want.MaxRepetitionLevel:
+			errs = append(errs, fmt.Errorf("column %s: nesting (repetition level %d), want %d", name, got.MaxRepetitionLevel, want.MaxRepetitionLevel))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Next returns the next group. At the end of the input it returns io.EOF.
+// Any other error is final: the input is bad at the place the error names.
+func (r *Reader) Next(ctx context.Context) (Group, error) {
+	if r.err != nil {
+		return Group{}, r.err
+	}
+	if err := ctx.Err(); err != nil {
+		return Group{}, err
+	}
+	first, err := r.nextRow()
+	if err != nil {
+		r.err = err
+		return Group{}, err
+	}
+	g := Group{ID: first.t.GroupID, Trajectories: []Trajectory{first.t}}
+	for {
+		next, err := r.nextRow()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			r.err = err
+			return Group{}, err
+		}
+		if next.loc.file != first.loc.file || next.t.GroupID != g.ID {
+			r.peek = next
+			break
+		}
+		g.Trajectories = append(g.Trajectories, next.t)
+	}
+	h := maphash.String(r.seed, g.ID)
+	if prev, ok := r.groups[h]; ok {
+		if prev.file == first.loc.file {
+			r.err = fmt.Errorf("trajectory: %s: group %q: rows not contiguous (rows from %d and again from %d)",
+				r.srcs[first.loc.file].name, g.ID, prev.row, first.loc.row)
+		} else {
+			r.err = fmt.Errorf("trajectory: group %q split across files %s (row %d) and %s (row %d); a group must sit in one file",
+				g.ID, r.srcs[prev.file].name, prev.row, r.srcs[first.loc.file].name, first.loc.row)
+		}
+		return Group{}, r.err
+	}
+	r.groups[h] = first.loc
+	return g, nil
+}
+
+// nextRow returns the next row of the input set, checked on its own and
+// against the ids seen before.
+func (r *Reader) nextRow() (*located, error) {
+	if r.peek != nil {
+		l := r.peek
+		r.peek = nil
+		return l, nil
+	}
+	for r.bpos >= len(r.batch) {
+		if err := r.fill(); err != nil {
+			return nil, err
+		}
+	}
+	loc := location{file: int32(r.cur), row: r.brow + int64(r.bpos)}
+	l := &located{t: fromRow(&r.batch[r.bpos]), loc: loc}
+	r.batch[r.bpos] = row{} // let the decoded row go
+	r.bpos++
+	name := r.srcs[r.cur].name
+	if err := l.t.Validate(); err != nil {
+		return nil, fmt.Errorf("trajectory: %s: row %d (group %q, trajectory %q): %w", name, loc.row, l.t.GroupID, l.t.ID, err)
+	}
+	h := maphash.String(r.seed, l.t.ID)
+	if prev, ok := r.ids[h]; ok {
+		return nil, fmt.Errorf("trajectory: %s: row %d (group %q): trajectory_id %q duplicates %s row %d",
+			name, loc.row, l.t.GroupID, l.t.ID, r.srcs[prev.file].name, prev.row)
+	}
+	r.ids[h] = loc
+	return l, nil
+}
+
+// fill decodes the next batch of rows, moving to the next row group or file
+// as needed. It returns io.EOF after the last file.
+func (r *Reader) fill() error {
+	if r.done {
+		return io.EOF
+	}
+	if r.rgr != nil {
+		next := r.brow + int64(len(r.batch))
+		r.batch = r.batch[:cap(r.batch)]
+		var n int
+		err := protect("read rows", func() error {
+			var err error
+			n, err = r.rgr.Read(r.batch)
+			return err
+		})
+		r.batch = r.batch[:n]
+		r.brow, r.bpos = next, 0
+		if n > 0 && (err == nil || err == io.EOF) {
+			return nil
+		}
+		r.rgr.Close()
+		r.rgr = nil
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("trajectory: %s: row group %d, near row %d: %w", r.srcs[r.cur].name, r.rgi-1, next, err)
+		}
+		return nil
+	}
+	if r.file != nil && r.rgi < len(r.file.pf.RowGroups()) {
+		rg := r.file.pf.RowGroups()[r.rgi]
+		r.rgi++
+		err := protect("open row group", func() error {
+			r.rgr = parquet.NewGenericRowGroupReader[row](rg)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("trajectory: %s: row group %d: %w", r.srcs[r.cur].name, r.rgi-1, err)
+		}
+		if r.batch == nil {
+			r.batch = make([]row, 0, readBatch)
+		}
+		return nil
+	}
+	if r.file != nil {
+		r.file.closer.Close()
+		r.file = nil
+		r.cur++
+	}
+	if r.cur >= len(r.srcs) {
+		r.done = true
+		return io.EOF
+	}
+	of, _, err := openChecked(r.srcs[r.cur])
+	if err != nil {
+		return err
+	}
+	r.file, r.rgi = of, 0
+	r.brow, r.batch, r.bpos = 0, r.batch[:0], 0
+	return nil
+}
+
+// Close releases the open file and removes the spooled stdin, if any.
+func (r *Reader) Close() error {
+	if r.rgr != nil {
+		r.rgr.Close()
+		r.rgr = nil
+	}
+	if r.file != nil {
+		r.file.closer.Close()
+		r.file = nil
+	}
+	r.done = true
+	if r.spool != "" {
+		err := os.Remove(r.spool)
+		r.spool = ""
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("trajectory: remove spooled stdin: %w", err)
+		}
+	}
+	return nil
+}
+
+// ReadAll reads every group of an input set into memory. For large inputs
+// iterate with Open and Next instead.
+func ReadAll(ctx context.Context, paths []string, opts ReadOptions) ([]Group, error) {
+	r, err := Open(ctx, paths, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var groups []Group
+	for {
+		g, err := r.Next(ctx)
+		if err == io.EOF {
+			return groups, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, g)
+	}
+}
+
+// Validate reads an input set through and returns the first problem found,
+// or nil when every file, row and group is well formed.
+func Validate(ctx context.Context, paths []string, opts ReadOptions) error {
+	r, err := Open(ctx, paths, opts)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		_, err := r.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

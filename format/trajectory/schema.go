@@ -1,0 +1,192 @@
+package trajectory
+
+import (
+	"math"
+	"time"
+)
+
+// row is the Parquet layout of a Trajectory. Field tags name the columns;
+// they are the file format, so renaming one is a schema version change.
+// Lists use the standard LIST annotation and maps the MAP annotation, so
+// DuckDB, Arrow and pandas see ordinary nested types.
+type row struct {
+	Run              string             `parquet:"run"`
+	Step             int64              `parquet:"step"`
+	Model            string             `parquet:"model"`
+	Adapter          string             `parquet:"adapter"`
+	ScenarioID       string             `parquet:"scenario_id"`
+	Split            string             `parquet:"split"`
+	Payload          string             `parquet:"payload"`
+	GroupID          string             `parquet:"group_id"`
+	TrajectoryID     string             `parquet:"trajectory_id"`
+	Env              string             `parquet:"env"`
+	Messages         []messageRow       `parquet:"messages,list"`
+	Tools            []toolRow          `parquet:"tools,list"`
+	Reward           *float64           `parquet:"reward,optional"`
+	RewardComponents []componentRow     `parquet:"reward_components,list"`
+	Metrics          map[string]float64 `parquet:"metrics"`
+	Metadata         map[string]string  `parquet:"metadata"`
+	Error            string             `parquet:"error"`
+	CreatedAt        *int64             `parquet:"created_at,optional,timestamp(nanosecond)"`
+	StartedAt        *int64             `parquet:"started_at,optional,timestamp(nanosecond)"`
+	FinishedAt       *int64             `parquet:"finished_at,optional,timestamp(nanosecond)"`
+}
+
+type messageRow struct {
+	Role         string        `parquet:"role"`
+	Content      string        `parquet:"content"`
+	ContentParts string        `parquet:"content_parts"`
+	ToolCalls    []toolCallRow `parquet:"tool_calls,list"`
+	ToolCallID   string        `parquet:"tool_call_id"`
+	Name         string        `parquet:"name"`
+	Trainable    bool          `parquet:"trainable"`
+	TokenIDs     []int32       `parquet:"token_ids,list"`
+	Logprobs     []float32     `parquet:"logprobs,list"`
+	FinishReason string        `parquet:"finish_reason"`
+	AnswerModel  string        `parquet:"answer_model"`
+	LatencyMS    float64       `parquet:"latency_ms"`
+}
+
+type toolCallRow struct {
+	ID        string `parquet:"id"`
+	Type      string `parquet:"type"`
+	Name      string `parquet:"name"`
+	Arguments string `parquet:"arguments"`
+}
+
+type toolRow struct {
+	Type        string `parquet:"type"`
+	Name        string `parquet:"name"`
+	Description string `parquet:"description"`
+	Parameters  string `parquet:"parameters"`
+}
+
+type componentRow struct {
+	Name        string  `parquet:"name"`
+	Value       float64 `parquet:"value"`
+	Explanation string  `parquet:"explanation"`
+}
+
+func toRow(t *Trajectory) row {
+	r := row{
+		Run: t.Run, Step: t.Step, Model: t.Model, Adapter: t.Adapter,
+		ScenarioID: t.ScenarioID, Split: t.Split, Payload: t.Payload,
+		GroupID: t.GroupID, TrajectoryID: t.ID, Env: t.Env,
+		Metrics: t.Metrics, Metadata: t.Metadata, Error: t.Error,
+		CreatedAt: timeToNanos(t.CreatedAt), StartedAt: timeToNanos(t.StartedAt),
+		FinishedAt: timeToNanos(t.FinishedAt),
+	}
+	if t.Reward != nil {
+		v := *t.Reward
+		r.Reward = &v
+	}
+	if len(t.Messages) > 0 {
+		r.Messages = make([]messageRow, len(t.Messages))
+		for i := range t.Messages {
+			m := &t.Messages[i]
+			mr := messageRow{
+				Role: m.Role, Content: m.Content, ContentParts: m.ContentParts,
+				ToolCallID: m.ToolCallID, Name: m.Name, Trainable: m.Trainable,
+				TokenIDs: m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
+				AnswerModel: m.AnswerModel, LatencyMS: float64(m.Latency) / 1e6,
+			}
+			if len(m.ToolCalls) > 0 {
+				mr.ToolCalls = make([]toolCallRow, len(m.ToolCalls))
+				for j, c := range m.ToolCalls {
+					mr.ToolCalls[j] = toolCallRow(c)
+				}
+			}
+			r.Messages[i] = mr
+		}
+	}
+	if len(t.Tools) > 0 {
+		r.Tools = make([]toolRow, len(t.Tools))
+		for i, tool := range t.Tools {
+			r.Tools[i] = toolRow(tool)
+		}
+	}
+	if len(t.RewardComponents) > 0 {
+		r.RewardComponents = make([]componentRow, len(t.RewardComponents))
+		for i, c := range t.RewardComponents {
+			r.RewardComponents[i] = componentRow(c)
+		}
+	}
+	return r
+}
+
+// fromRow converts a decoded row. Slices and maps that are empty come back
+// nil, so a round trip is exact up to nil versus empty.
+func fromRow(r *row) Trajectory {
+	t := Trajectory{
+		Run: r.Run, Step: r.Step, Model: r.Model, Adapter: r.Adapter,
+		ScenarioID: r.ScenarioID, Split: r.Split, Payload: r.Payload,
+		GroupID: r.GroupID, ID: r.TrajectoryID, Env: r.Env, Error: r.Error,
+		CreatedAt: nanosToTime(r.CreatedAt), StartedAt: nanosToTime(r.StartedAt),
+		FinishedAt: nanosToTime(r.FinishedAt),
+	}
+	if r.Reward != nil {
+		v := *r.Reward
+		t.Reward = &v
+	}
+	if len(r.Metrics) > 0 {
+		t.Metrics = r.Metrics
+	}
+	if len(r.Metadata) > 0 {
+		t.Metadata = r.Metadata
+	}
+	if len(r.Messages) > 0 {
+		t.Messages = make([]Message, len(r.Messages))
+		for i := range r.Messages {
+			mr := &r.Messages[i]
+			m := Message{
+				Role: mr.Role, Content: mr.Content, ContentParts: mr.ContentParts,
+				ToolCallID: mr.ToolCallID, Name: mr.Name, Trainable: mr.Trainable,
+				FinishReason: mr.FinishReason, AnswerModel: mr.AnswerModel,
+				Latency: time.Duration(math.Round(mr.LatencyMS * 1e6)),
+			}
+			if len(mr.TokenIDs) > 0 {
+				m.TokenIDs = mr.TokenIDs
+			}
+			if len(mr.Logprobs) > 0 {
+				m.Logprobs = mr.Logprobs
+			}
+			if len(mr.ToolCalls) > 0 {
+				m.ToolCalls = make([]ToolCall, len(mr.ToolCalls))
+				for j, c := range mr.ToolCalls {
+					m.ToolCalls[j] = ToolCall(c)
+				}
+			}
+			t.Messages[i] = m
+		}
+	}
+	if len(r.Tools) > 0 {
+		t.Tools = make([]Tool, len(r.Tools))
+		for i, tool := range r.Tools {
+			t.Tools[i] = Tool(tool)
+		}
+	}
+	if len(r.RewardComponents) > 0 {
+		t.RewardComponents = make([]RewardComponent, len(r.RewardComponents))
+		for i, c := range r.RewardComponents {
+			t.RewardComponents[i] = RewardComponent(c)
+		}
+	}
+	return t
+}
+
+// timeToNanos stores the zero time as null, so "not recorded" stays
+// distinguishable from the Unix epoch.
+func timeToNanos(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
+}
+
+func nanosToTime(n *int64) time.Time {
+	if n == nil {
+		return time.Time{}
+	}
+	return time.Unix(0, *n).UTC()
+}

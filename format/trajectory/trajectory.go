@@ -1,0 +1,157 @@
+package trajectory
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SchemaVersion is the version of the row layout this build writes and the
+// newest it reads. It is stored in the file's key-value metadata under
+// MetadataKeySchemaVersion.
+const SchemaVersion = 1
+
+// MetadataKeySchemaVersion is the Parquet key-value metadata key that holds
+// the schema version as a decimal string.
+const MetadataKeySchemaVersion = "hone.schema_version"
+
+// Splits a scenario can belong to.
+const (
+	SplitTrain = "train"
+	SplitVal   = "val"
+	SplitTest  = "test"
+)
+
+// Group is the unit the writer takes and the reader returns: all attempts at
+// one scenario. A group is never split across row groups or files.
+type Group struct {
+	ID           string
+	Trajectories []Trajectory
+}
+
+// Trajectory is one episode: one row in a trajectory file.
+type Trajectory struct {
+	Run        string // run name
+	Step       int64  // adapter version (training step) that produced the episode
+	Model      string // model name actually served, e.g. "qwen3-0.6b@42"
+	Adapter    string // adapter actually served ("" for the base model)
+	ScenarioID string
+	Split      string // SplitTrain, SplitVal, SplitTest or ""
+	Payload    string // scenario payload, a JSON document ("" when none)
+	GroupID    string
+	ID         string // trajectory id, unique within an input set
+	Env        string // environment name
+	Messages   []Message
+	Tools      []Tool // tools offered to the model
+	// Reward is nil until the trajectory is scored; a scored 0 is a
+	// pointer to 0, and both survive a round trip.
+	Reward           *float64
+	RewardComponents []RewardComponent
+	Metrics          map[string]float64
+	Metadata         map[string]string
+	Error            string // why the episode failed; "" when it did not
+	CreatedAt        time.Time
+	StartedAt        time.Time
+	FinishedAt       time.Time
+}
+
+// Message is one chat turn in the OpenAI chat shape, plus what the policy's
+// server reported for the turns it produced.
+type Message struct {
+	Role string // system, user, assistant, tool (or developer, ...)
+	// Content is the message text. When the original content was not a plain
+	// string (a list of parts, or null), Content holds the concatenated text
+	// parts and ContentParts holds the original JSON value exactly, which
+	// export restores.
+	Content      string
+	ContentParts string
+	ToolCalls    []ToolCall
+	ToolCallID   string // for role "tool": the call it answers
+	Name         string // optional participant or tool name
+
+	// Set on assistant turns the policy produced.
+	Trainable    bool
+	TokenIDs     []int32   // sampled token ids, when the server gave them
+	Logprobs     []float32 // sampling logprob per token id, when given
+	FinishReason string
+	AnswerModel  string        // the model/adapter that answered this turn
+	Latency      time.Duration // wall time of the completion request
+}
+
+// ToolCall is one function call requested by an assistant turn.
+type ToolCall struct {
+	ID        string
+	Type      string // "function"
+	Name      string // function name
+	Arguments string // JSON text exactly as the model produced it
+}
+
+// Tool is one tool offered to the model.
+type Tool struct {
+	Type        string // "function"
+	Name        string
+	Description string
+	Parameters  string // JSON schema of the arguments ("" when none)
+}
+
+// RewardComponent is one named part of a reward, with the scorer's
+// explanation of it.
+type RewardComponent struct {
+	Name        string
+	Value       float64
+	Explanation string
+}
+
+// Float64 returns a pointer to v, for setting Trajectory.Reward.
+func Float64(v float64) *float64 { return &v }
+
+// Validate checks one trajectory on its own: ids present, split known, JSON
+// fields well formed, token ids and logprobs of equal length. It does not
+// check uniqueness across a file; the Reader does that.
+func (t *Trajectory) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if t.ID == "" {
+		bad("trajectory_id", "empty")
+	}
+	if t.GroupID == "" {
+		bad("group_id", "empty")
+	}
+	switch t.Split {
+	case "", SplitTrain, SplitVal, SplitTest:
+	default:
+		bad("split", "%q is not train, val or test", t.Split)
+	}
+	if t.Payload != "" && !json.Valid([]byte(t.Payload)) {
+		bad("payload", "not valid JSON")
+	}
+	for i, m := range t.Messages {
+		f := fmt.Sprintf("messages[%d]", i)
+		if m.Role == "" {
+			bad(f+".role", "empty")
+		}
+		if m.ContentParts != "" && !json.Valid([]byte(m.ContentParts)) {
+			bad(f+".content_parts", "not valid JSON")
+		}
+		if len(m.Logprobs) != 0 && len(m.Logprobs) != len(m.TokenIDs) {
+			bad(f+".logprobs", "%d logprobs for %d token ids", len(m.Logprobs), len(m.TokenIDs))
+		}
+		for j, c := range m.ToolCalls {
+			if c.Name == "" {
+				bad(fmt.Sprintf("%s.tool_calls[%d].name", f, j), "empty")
+			}
+		}
+	}
+	for i, tool := range t.Tools {
+		if tool.Name == "" {
+			bad(fmt.Sprintf("tools[%d].name", i), "empty")
+		}
+		if tool.Parameters != "" && !json.Valid([]byte(tool.Parameters)) {
+			bad(fmt.Sprintf("tools[%d].parameters", i), "not valid JSON")
+		}
+	}
+	return errors.Join(errs...)
+}

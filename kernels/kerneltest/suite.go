@@ -1,0 +1,655 @@
+package kerneltest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/ref"
+)
+
+// Tolerances by weight dtype (relative, see the package doc).
+const (
+	F32Tol  = 2e-5
+	BF16Tol = 2e-2
+)
+
+// Run checks backend b against kernels/ref. Each op is a subtest named after
+// it, each shape a subtest named by its sizes (for example "B=2,T=17").
+func Run(t *testing.T, b kernels.Backend) {
+	t.Helper()
+	s := suite{b: b, r: ref.New()}
+	t.Run("Matmul", s.matmul)
+	t.Run("MatmulBatched", s.matmulBatched)
+	t.Run("Linear", s.linear)
+	t.Run("LinearBF16", s.linearBF16)
+	t.Run("RMSNorm", s.rmsnorm)
+	t.Run("RoPE", s.rope)
+	t.Run("SwiGLU", s.swiglu)
+	t.Run("Attention", s.attention)
+	t.Run("AttentionDecode", s.attentionDecode)
+	t.Run("Embedding", s.embedding)
+	t.Run("LogSoftmax", s.logsoftmax)
+	t.Run("Entropy", s.entropy)
+	t.Run("Logprob", s.logprob)
+	t.Run("LogprobBF16", s.logprobBF16)
+	t.Run("AdamW", s.adamw)
+	t.Run("Elementwise", s.elementwise)
+}
+
+type suite struct {
+	b kernels.Backend
+	r ref.Backend
+}
+
+// src returns the seeded source of one subtest: the same name always draws
+// the same numbers, whatever runs before it.
+func src(name string) *rand.Rand {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint64(name[i])) * 1099511628211
+	}
+	return rand.New(rand.NewPCG(h, 0x686f6e65))
+}
+
+func randn(r *rand.Rand, n int, scale float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * scale)
+	}
+	return x
+}
+
+func clone[T any](x []T) []T { return append([]T(nil), x...) }
+
+func bf16(x []float32) []uint16 {
+	h := make([]uint16, len(x))
+	kernels.ToBF16(h, x)
+	return h
+}
+
+func nan(n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(math.NaN())
+	}
+	return x
+}
+
+// near fails t unless got matches want elementwise within tol·(|want|+rms(want)).
+func near(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	var ss float64
+	for _, w := range want {
+		ss += float64(w) * float64(w)
+	}
+	rms := math.Sqrt(ss / math.Max(1, float64(len(want))))
+	bad, worst, at := 0, 0.0, -1
+	for i := range want {
+		g, w := float64(got[i]), float64(want[i])
+		lim := tol * (math.Abs(w) + rms + 1e-30)
+		e := math.Abs(g - w)
+		if !(e <= lim) { // NaN fails too
+			bad++
+			if r := e / lim; !(r <= worst) {
+				worst, at = r, i
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%s: %d of %d values off (tol %g); worst at [%d]: got %g, want %g",
+			what, bad, len(want), tol, at, got[at], want[at])
+	}
+}
+
+func (s suite) matmul(t *testing.T) {
+	for _, sh := range [][3]int{{1, 1, 1}, {2, 3, 5}, {17, 5, 3}, {1, 64, 33}, {33, 65, 17}, {64, 96, 128}} {
+		M, N, K := sh[0], sh[1], sh[2]
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				for _, beta := range []float32{0, 1, 0.5} {
+					name := fmt.Sprintf("M=%d,N=%d,K=%d,tA=%v,tB=%v,beta=%g", M, N, K, tA, tB, beta)
+					t.Run(name, func(t *testing.T) {
+						r := src(name)
+						a, b := randn(r, M*K, 1), randn(r, K*N, 1)
+						c := randn(r, M*N, 1)
+						if beta == 0 {
+							c = nan(M * N) // beta 0 must ignore c
+						}
+						want := clone(c)
+						s.r.Matmul(want, a, b, M, N, K, tA, tB, beta)
+						got := clone(c)
+						s.b.Matmul(got, a, b, M, N, K, tA, tB, beta)
+						near(t, "c", got, want, F32Tol)
+					})
+				}
+			}
+		}
+	}
+}
+
+func (s suite) matmulBatched(t *testing.T) {
+	for _, sh := range [][4]int{{1, 2, 3, 5}, {3, 17, 5, 3}, {7, 4, 16, 9}} {
+		bt, M, N, K := sh[0], sh[1], sh[2], sh[3]
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				name := fmt.Sprintf("batch=%d,M=%d,N=%d,K=%d,tA=%v,tB=%v", bt, M, N, K, tA, tB)
+				t.Run(name, func(t *testing.T) {
+					r := src(name)
+					a, b, c := randn(r, bt*M*K, 1), randn(r, bt*K*N, 1), randn(r, bt*M*N, 1)
+					want, got := clone(c), clone(c)
+					s.r.MatmulBatched(want, a, b, bt, M, N, K, tA, tB, 1)
+					s.b.MatmulBatched(got, a, b, bt, M, N, K, tA, tB, 1)
+					near(t, "c", got, want, F32Tol)
+				})
+			}
+		}
+	}
+}
+
+func (s suite) linear(t *testing.T) {
+	for _, sh := range [][3]int{{1, 3, 5}, {2, 8, 1}, {17, 32, 48}, {33, 64, 17}} {
+		N, C, OC := sh[0], sh[1], sh[2]
+		for _, withBias := range []bool{false, true} {
+			name := fmt.Sprintf("N=%d,C=%d,OC=%d,bias=%v", N, C, OC, withBias)
+			t.Run(name, func(t *testing.T) {
+				r := src(name)
+				inp, w := randn(r, N*C, 1), randn(r, OC*C, 0.3)
+				var bias []float32
+				if withBias {
+					bias = randn(r, OC, 1)
+				}
+				want, got := nan(N*OC), nan(N*OC)
+				s.r.LinearForward(want, inp, w, bias, N, C, OC)
+				s.b.LinearForward(got, inp, w, bias, N, C, OC)
+				near(t, "out", got, want, F32Tol)
+
+				dout := randn(r, N*OC, 1)
+				dinp, dw, db := randn(r, N*C, 1), randn(r, OC*C, 1), randn(r, OC, 1)
+				wdi, wdw, wdb := clone(dinp), clone(dw), clone(db)
+				s.r.LinearBackward(wdi, wdw, wdb, dout, inp, w, N, C, OC)
+				gdi, gdw, gdb := clone(dinp), clone(dw), clone(db)
+				s.b.LinearBackward(gdi, gdw, gdb, dout, inp, w, N, C, OC)
+				near(t, "dinp", gdi, wdi, F32Tol)
+				near(t, "dweight", gdw, wdw, F32Tol)
+				near(t, "dbias", gdb, wdb, F32Tol)
+
+				// nil gradients are skipped: only dinp, as for a frozen weight.
+				gdi = clone(dinp)
+				s.b.LinearBackward(gdi, nil, nil, dout, inp, w, N, C, OC)
+				near(t, "dinp (frozen weight)", gdi, wdi, F32Tol)
+			})
+		}
+	}
+}
+
+func (s suite) linearBF16(t *testing.T) {
+	for _, sh := range [][3]int{{1, 3, 5}, {1, 64, 33}, {17, 32, 48}, {4, 130, 70}} {
+		N, C, OC := sh[0], sh[1], sh[2]
+		name := fmt.Sprintf("N=%d,C=%d,OC=%d", N, C, OC)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			inp, w, bias := randn(r, N*C, 1), randn(r, OC*C, 0.3), randn(r, OC, 1)
+			wh := bf16(w)
+			want, got := nan(N*OC), nan(N*OC)
+			s.r.LinearForwardBF16(want, inp, wh, bias, N, C, OC)
+			s.b.LinearForwardBF16(got, inp, wh, bias, N, C, OC)
+			near(t, "out", got, want, F32Tol)
+			full := nan(N * OC)
+			s.r.LinearForward(full, inp, w, bias, N, C, OC)
+			near(t, "out vs float32 weights", got, full, BF16Tol)
+
+			dout, dinp := randn(r, N*OC, 1), randn(r, N*C, 1)
+			wdi, gdi := clone(dinp), clone(dinp)
+			s.r.LinearBackwardBF16(wdi, dout, wh, N, C, OC)
+			s.b.LinearBackwardBF16(gdi, dout, wh, N, C, OC)
+			near(t, "dinp", gdi, wdi, F32Tol)
+		})
+	}
+}
+
+func (s suite) rmsnorm(t *testing.T) {
+	for _, sh := range [][2]int{{1, 1}, {2, 7}, {17, 64}, {5, 896}} {
+		N, C := sh[0], sh[1]
+		name := fmt.Sprintf("N=%d,C=%d", N, C)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			inp, w := randn(r, N*C, 2), randn(r, C, 1)
+			const eps = 1e-6
+			wo, wr := nan(N*C), nan(N)
+			s.r.RMSNormForward(wo, wr, inp, w, N, C, eps)
+			go_, gr := nan(N*C), nan(N)
+			s.b.RMSNormForward(go_, gr, inp, w, N, C, eps)
+			near(t, "out", go_, wo, F32Tol)
+			near(t, "rstd", gr, wr, F32Tol)
+
+			dout, dinp, dw := randn(r, N*C, 1), randn(r, N*C, 1), randn(r, C, 1)
+			wdi, wdw := clone(dinp), clone(dw)
+			s.r.RMSNormBackward(wdi, wdw, dout, wr, inp, w, N, C)
+			gdi, gdw := clone(dinp), clone(dw)
+			s.b.RMSNormBackward(gdi, gdw, dout, wr, inp, w, N, C)
+			near(t, "dinp", gdi, wdi, F32Tol)
+			near(t, "dweight", gdw, wdw, F32Tol)
+			gdi = clone(dinp)
+			s.b.RMSNormBackward(gdi, nil, dout, wr, inp, w, N, C)
+			near(t, "dinp (no dweight)", gdi, wdi, F32Tol)
+		})
+	}
+}
+
+func (s suite) rope(t *testing.T) {
+	for _, sh := range [][4]int{{1, 1, 2, 2}, {2, 3, 8, 8}, {17, 3, 10, 6}, {17, 2, 64, 64}, {5, 7, 16, 4}} {
+		N, H, D, R := sh[0], sh[1], sh[2], sh[3]
+		for _, scaling := range []string{"default", "llama3"} {
+			name := fmt.Sprintf("N=%d,H=%d,D=%d,R=%d,%s", N, H, D, R, scaling)
+			t.Run(name, func(t *testing.T) {
+				r := src(name)
+				cfg := kernels.RoPEConfig{Theta: 10000, HeadDim: D, RotaryDim: R, Scaling: scaling,
+					Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 64}
+				inv, err := kernels.RoPEInvFreq(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pos := make([]int32, N)
+				for i := range pos {
+					pos[i] = int32(r.IntN(5000)) // packed or decode positions, any order
+				}
+				inp := randn(r, N*H*D, 1)
+				want, got := nan(N*H*D), nan(N*H*D)
+				s.r.RoPEForward(want, inp, pos, inv, N, H, D)
+				s.b.RoPEForward(got, inp, pos, inv, N, H, D)
+				near(t, "out", got, want, F32Tol)
+				inPlace := clone(inp)
+				s.b.RoPEForward(inPlace, inPlace, pos, inv, N, H, D)
+				near(t, "out (in place)", inPlace, want, F32Tol)
+
+				dout, dinp := randn(r, N*H*D, 1), randn(r, N*H*D, 1)
+				wd, gd := clone(dinp), clone(dinp)
+				s.r.RoPEBackward(wd, dout, pos, inv, N, H, D)
+				s.b.RoPEBackward(gd, dout, pos, inv, N, H, D)
+				near(t, "dinp", gd, wd, F32Tol)
+
+				// A rotation keeps every head's norm.
+				for i := 0; i < N*H; i++ {
+					a, b := norm(inp[i*D:(i+1)*D]), norm(got[i*D:(i+1)*D])
+					if math.Abs(a-b) > 1e-5*a {
+						t.Fatalf("head %d: norm %g after rotation, %g before", i, b, a)
+					}
+				}
+			})
+		}
+	}
+}
+
+func norm(x []float32) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	return math.Sqrt(s)
+}
+
+func (s suite) swiglu(t *testing.T) {
+	for _, n := range []int{1, 17, 1000, 70001} {
+		name := fmt.Sprintf("n=%d", n)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			gate, up := randn(r, n, 3), randn(r, n, 1)
+			want, got := nan(n), nan(n)
+			s.r.SwiGLUForward(want, gate, up, n)
+			s.b.SwiGLUForward(got, gate, up, n)
+			near(t, "out", got, want, F32Tol)
+			dout, dg, du := randn(r, n, 1), randn(r, n, 1), randn(r, n, 1)
+			wdg, wdu, gdg, gdu := clone(dg), clone(du), clone(dg), clone(du)
+			s.r.SwiGLUBackward(wdg, wdu, dout, gate, up, n)
+			s.b.SwiGLUBackward(gdg, gdu, dout, gate, up, n)
+			near(t, "dgate", gdg, wdg, F32Tol)
+			near(t, "dup", gdu, wdu, F32Tol)
+		})
+	}
+}
+
+// attnShape is one attention case: sequence lengths packed in order, heads.
+type attnShape struct {
+	lens      []int
+	H, KVH, D int
+}
+
+func (a attnShape) name() string {
+	if len(a.lens) == 1 {
+		return fmt.Sprintf("B=1,T=%d,H=%d,KVH=%d,D=%d", a.lens[0], a.H, a.KVH, a.D)
+	}
+	return fmt.Sprintf("B=%d,T=%v,H=%d,KVH=%d,D=%d", len(a.lens), a.lens, a.H, a.KVH, a.D)
+}
+
+var attnShapes = []attnShape{
+	{[]int{1}, 1, 1, 4},
+	{[]int{2}, 2, 1, 4},
+	{[]int{17}, 3, 3, 8},
+	{[]int{17}, 7, 1, 16},
+	{[]int{17, 9}, 4, 2, 8},
+	{[]int{5, 1, 3}, 14, 2, 16},
+	{[]int{33, 0, 40}, 2, 2, 64},
+}
+
+func (s suite) attention(t *testing.T) {
+	for _, sh := range attnShapes {
+		name := sh.name()
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			H, KVH, D := sh.H, sh.KVH, sh.D
+			seqOff := []int32{0}
+			N := 0
+			for _, l := range sh.lens {
+				N += l
+				seqOff = append(seqOff, int32(N))
+			}
+			q, k, v := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
+			scale := float32(1 / math.Sqrt(float64(D)))
+			wo, wl := nan(N*H*D), nan(N*H)
+			s.r.AttentionForward(wo, wl, q, k, v, seqOff, N, H, KVH, D, scale)
+			got, gl := nan(N*H*D), nan(N*H)
+			s.b.AttentionForward(got, gl, q, k, v, seqOff, N, H, KVH, D, scale)
+			near(t, "out", got, wo, F32Tol)
+			near(t, "lse", gl, wl, F32Tol)
+
+			dout := randn(r, N*H*D, 1)
+			dq, dk, dv := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
+			wdq, wdk, wdv := clone(dq), clone(dk), clone(dv)
+			s.r.AttentionBackward(wdq, wdk, wdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, scale)
+			gdq, gdk, gdv := clone(dq), clone(dk), clone(dv)
+			s.b.AttentionBackward(gdq, gdk, gdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, scale)
+			near(t, "dq", gdq, wdq, 1e-4)
+			near(t, "dk", gdk, wdk, 1e-4)
+			near(t, "dv", gdv, wdv, 1e-4)
+
+			// The first token of a sequence sees only itself: out = its v.
+			g := H / KVH
+			for _, off := range seqOff[:len(seqOff)-1] {
+				if int(off) == N {
+					continue
+				}
+				for h := 0; h < H; h++ {
+					o := got[(int(off)*H+h)*D : (int(off)*H+h+1)*D]
+					vv := v[(int(off)*KVH+h/g)*D : (int(off)*KVH+h/g+1)*D]
+					near(t, fmt.Sprintf("first token of sequence at %d, head %d", off, h), o, vv, F32Tol)
+				}
+			}
+		})
+	}
+}
+
+func (s suite) attentionDecode(t *testing.T) {
+	for _, sh := range [][5]int{{1, 1, 1, 1, 4}, {1, 17, 14, 2, 16}, {3, 5, 7, 1, 8}, {17, 17, 4, 2, 8}, {2, 300, 2, 1, 64}} {
+		Tq, Tk, H, KVH, D := sh[0], sh[1], sh[2], sh[3], sh[4]
+		name := fmt.Sprintf("Tq=%d,Tk=%d,H=%d,KVH=%d,D=%d", Tq, Tk, H, KVH, D)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			q := randn(r, Tq*H*D, 1)
+			kc, vc := randn(r, (Tk+3)*KVH*D, 1), randn(r, (Tk+3)*KVH*D, 1) // spare capacity
+			scale := float32(1 / math.Sqrt(float64(D)))
+			want, got := nan(Tq*H*D), nan(Tq*H*D)
+			s.r.AttentionDecode(want, q, kc, vc, Tq, Tk, H, KVH, D, scale)
+			s.b.AttentionDecode(got, q, kc, vc, Tq, Tk, H, KVH, D, scale)
+			near(t, "out", got, want, F32Tol)
+
+			if Tq == Tk { // decode over a full prompt equals training attention
+				fo, fl := nan(Tq*H*D), nan(Tq*H)
+				s.b.AttentionForward(fo, fl, q, kc[:Tk*KVH*D], vc[:Tk*KVH*D], []int32{0, int32(Tk)}, Tk, H, KVH, D, scale)
+				near(t, "decode vs forward", got, fo, F32Tol)
+			}
+		})
+	}
+}
+
+func (s suite) embedding(t *testing.T) {
+	for _, sh := range [][3]int{{1, 3, 5}, {17, 8, 50}, {64, 16, 7}} {
+		N, C, V := sh[0], sh[1], sh[2]
+		name := fmt.Sprintf("N=%d,C=%d,V=%d", N, C, V)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			table := randn(r, V*C, 1)
+			ids := make([]int32, N)
+			for i := range ids {
+				ids[i] = int32(r.IntN(V)) // repeats when N > V: scatter-add must sum them
+			}
+			want, got := nan(N*C), nan(N*C)
+			s.r.EmbeddingForward(want, ids, table, N, C, V)
+			s.b.EmbeddingForward(got, ids, table, N, C, V)
+			near(t, "out", got, want, 0)
+			th := bf16(table)
+			want16, got16 := nan(N*C), nan(N*C)
+			s.r.EmbeddingForwardBF16(want16, ids, th, N, C, V)
+			s.b.EmbeddingForwardBF16(got16, ids, th, N, C, V)
+			near(t, "out (bf16)", got16, want16, 0)
+			near(t, "out (bf16) vs float32", got16, want, BF16Tol)
+
+			dout, dt := randn(r, N*C, 1), randn(r, V*C, 1)
+			wd, gd := clone(dt), clone(dt)
+			s.r.EmbeddingBackward(wd, dout, ids, N, C, V)
+			s.b.EmbeddingBackward(gd, dout, ids, N, C, V)
+			near(t, "dtable", gd, wd, F32Tol)
+		})
+	}
+}
+
+var softmaxShapes = [][2]int{{1, 1}, {1, 7}, {3, 300}, {17, 1000}}
+
+func (s suite) logsoftmax(t *testing.T) {
+	for _, sh := range softmaxShapes {
+		N, V := sh[0], sh[1]
+		name := fmt.Sprintf("N=%d,V=%d", N, V)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			inp := randn(r, N*V, 4)
+			inp[0] = 80 // large logits must not overflow
+			want, got := nan(N*V), nan(N*V)
+			s.r.LogSoftmaxForward(want, inp, N, V)
+			s.b.LogSoftmaxForward(got, inp, N, V)
+			near(t, "out", got, want, F32Tol)
+			for n := 0; n < N; n++ { // property: rows exponentiate and sum to 1
+				var sum float64
+				for _, lp := range got[n*V : (n+1)*V] {
+					if lp > 0 {
+						t.Fatalf("row %d: log-probability %g > 0", n, lp)
+					}
+					sum += math.Exp(float64(lp))
+				}
+				if math.Abs(sum-1) > 1e-5 {
+					t.Fatalf("row %d: probabilities sum to %g", n, sum)
+				}
+			}
+			dout, dinp := randn(r, N*V, 1), randn(r, N*V, 1)
+			wd, gd := clone(dinp), clone(dinp)
+			s.r.LogSoftmaxBackward(wd, dout, want, N, V)
+			s.b.LogSoftmaxBackward(gd, dout, want, N, V)
+			near(t, "dinp", gd, wd, F32Tol)
+		})
+	}
+}
+
+func (s suite) entropy(t *testing.T) {
+	for _, sh := range softmaxShapes {
+		N, V := sh[0], sh[1]
+		name := fmt.Sprintf("N=%d,V=%d", N, V)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			inp := randn(r, N*V, 3)
+			want, got := nan(N), nan(N)
+			s.r.EntropyForward(want, inp, N, V)
+			s.b.EntropyForward(got, inp, N, V)
+			near(t, "ent", got, want, F32Tol)
+			for n, e := range got {
+				if e < -1e-6 || float64(e) > math.Log(float64(V))+1e-5 {
+					t.Fatalf("row %d: entropy %g outside [0, log %d]", n, e, V)
+				}
+			}
+			dent, dinp := randn(r, N, 1), randn(r, N*V, 1)
+			wd, gd := clone(dinp), clone(dinp)
+			s.r.EntropyBackward(wd, dent, inp, N, V)
+			s.b.EntropyBackward(gd, dent, inp, N, V)
+			near(t, "dinp", gd, wd, F32Tol)
+		})
+	}
+}
+
+type lpShape struct{ N, C, V, chunk int }
+
+var lpShapes = []lpShape{{1, 4, 7, 0}, {2, 8, 100, 16}, {17, 16, 257, 64}, {5, 32, 1000, 0}, {3, 8, 50, 50}, {4, 8, 33, 1}}
+
+// targetsFor draws targets in [0, V) with one ignored row (−1) when N > 1.
+func targetsFor(r *rand.Rand, N, V int) []int32 {
+	tg := make([]int32, N)
+	for i := range tg {
+		tg[i] = int32(r.IntN(V))
+	}
+	if N > 1 {
+		tg[N/2] = -1
+	}
+	return tg
+}
+
+func (s suite) logprob(t *testing.T) {
+	for _, sh := range lpShapes {
+		N, C, V, chunk := sh.N, sh.C, sh.V, sh.chunk
+		name := fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			hid, w := randn(r, N*C, 1), randn(r, V*C, 0.5)
+			tg := targetsFor(r, N, V)
+			wlp, went, wlse := nan(N), nan(N), nan(N)
+			s.r.LogprobForward(wlp, went, wlse, hid, w, tg, N, C, V, chunk)
+			glp, gent, glse := nan(N), nan(N), nan(N)
+			s.b.LogprobForward(glp, gent, glse, hid, w, tg, N, C, V, chunk)
+			near(t, "logprob", glp, wlp, F32Tol)
+			near(t, "entropy", gent, went, F32Tol)
+			near(t, "lse", glse, wlse, F32Tol)
+			for n := range glp {
+				if glp[n] > 0 || (tg[n] < 0 && glp[n] != 0) {
+					t.Fatalf("row %d (target %d): logprob %g", n, tg[n], glp[n])
+				}
+			}
+			// Same numbers as the unfused path: logits, then log-softmax and entropy.
+			z, ls, ent := nan(N*V), nan(N*V), nan(N)
+			s.b.LinearForward(z, hid, w, nil, N, C, V)
+			s.b.LogSoftmaxForward(ls, z, N, V)
+			s.b.EntropyForward(ent, z, N, V)
+			for n := range tg {
+				want := float32(0)
+				if tg[n] >= 0 {
+					want = ls[n*V+int(tg[n])]
+				}
+				near(t, fmt.Sprintf("row %d logprob vs log-softmax", n), glp[n:n+1], []float32{want}, 1e-4)
+			}
+			near(t, "entropy vs unfused", gent, ent, 1e-4)
+
+			dlp, dent := randn(r, N, 1), randn(r, N, 1)
+			dh, dw := randn(r, N*C, 1), randn(r, V*C, 1)
+			wdh, wdw, gdh, gdw := clone(dh), clone(dw), clone(dh), clone(dw)
+			s.r.LogprobBackward(wdh, wdw, dlp, dent, wlse, went, hid, w, tg, N, C, V, chunk)
+			s.b.LogprobBackward(gdh, gdw, dlp, dent, wlse, went, hid, w, tg, N, C, V, chunk)
+			near(t, "dhidden", gdh, wdh, 1e-4)
+			near(t, "dweight", gdw, wdw, 1e-4)
+			// nil dweight (frozen lm_head) and nil dentropy.
+			wdh, gdh = clone(dh), clone(dh)
+			s.r.LogprobBackward(wdh, nil, dlp, nil, wlse, went, hid, w, tg, N, C, V, chunk)
+			s.b.LogprobBackward(gdh, nil, dlp, nil, wlse, went, hid, w, tg, N, C, V, chunk)
+			near(t, "dhidden (logprob only)", gdh, wdh, 1e-4)
+		})
+	}
+}
+
+func (s suite) logprobBF16(t *testing.T) {
+	for _, sh := range lpShapes {
+		N, C, V, chunk := sh.N, sh.C, sh.V, sh.chunk
+		name := fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			hid, w := randn(r, N*C, 1), randn(r, V*C, 0.5)
+			wh := bf16(w)
+			tg := targetsFor(r, N, V)
+			wlp, went, wlse := nan(N), nan(N), nan(N)
+			s.r.LogprobForwardBF16(wlp, went, wlse, hid, wh, tg, N, C, V, chunk)
+			glp, gent, glse := nan(N), nan(N), nan(N)
+			s.b.LogprobForwardBF16(glp, gent, glse, hid, wh, tg, N, C, V, chunk)
+			near(t, "logprob", glp, wlp, F32Tol)
+			near(t, "entropy", gent, went, F32Tol)
+			near(t, "lse", glse, wlse, F32Tol)
+			flp, fent, flse := nan(N), nan(N), nan(N)
+			s.r.LogprobForward(flp, fent, flse, hid, w, tg, N, C, V, chunk)
+			near(t, "lse vs float32 weights", glse, flse, BF16Tol)
+
+			dlp, dent, dh := randn(r, N, 1), randn(r, N, 1), randn(r, N*C, 1)
+			wdh, gdh := clone(dh), clone(dh)
+			s.r.LogprobBackwardBF16(wdh, dlp, dent, wlse, went, hid, wh, tg, N, C, V, chunk)
+			s.b.LogprobBackwardBF16(gdh, dlp, dent, wlse, went, hid, wh, tg, N, C, V, chunk)
+			near(t, "dhidden", gdh, wdh, 1e-4)
+		})
+	}
+}
+
+func (s suite) adamw(t *testing.T) {
+	t.Run("hand-computed", func(t *testing.T) {
+		// One step from m = v = 0: m̂ = g, v̂ = g², so the update is
+		// lr·g/(|g| + eps) after decay: 1·(1 − 0.1·0.01) − 0.1·0.5/(0.5 + 1e-8).
+		p, g, m, v := []float32{1, -2}, []float32{0.5, -0.25}, []float32{0, 0}, []float32{0, 0}
+		s.b.AdamW(p, g, m, v, 2, 1, kernels.AdamWParams{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01})
+		want := []float32{0.999 - 0.1*0.5/(0.5+1e-8), -2*0.999 + 0.1*0.25/(0.25+1e-8)}
+		near(t, "param", p, want, 1e-6)
+		near(t, "m", m, []float32{0.05, -0.025}, 1e-6)
+		near(t, "v", v, []float32{0.00025, 0.0000625}, 1e-5)
+	})
+	for _, n := range []int{1, 17, 1000, 70001} {
+		for _, step := range []int{1, 5} {
+			name := fmt.Sprintf("n=%d,step=%d", n, step)
+			t.Run(name, func(t *testing.T) {
+				r := src(name)
+				p, g := randn(r, n, 1), randn(r, n, 1)
+				m, v := randn(r, n, 0.1), randn(r, n, 0.1)
+				for i := range v {
+					v[i] *= v[i]
+				}
+				h := kernels.AdamWParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
+				wp, wm, wv := clone(p), clone(m), clone(v)
+				s.r.AdamW(wp, g, wm, wv, n, step, h)
+				gp, gm, gv := clone(p), clone(m), clone(v)
+				s.b.AdamW(gp, g, gm, gv, n, step, h)
+				near(t, "param", gp, wp, F32Tol)
+				near(t, "m", gm, wm, F32Tol)
+				near(t, "v", gv, wv, F32Tol)
+			})
+		}
+	}
+}
+
+func (s suite) elementwise(t *testing.T) {
+	for _, n := range []int{0, 1, 17, 70001} {
+		name := fmt.Sprintf("n=%d", n)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			a, b := randn(r, n, 1), randn(r, n, 1)
+			want, got := nan(n), nan(n)
+			s.r.Add(want, a, b, n)
+			s.b.Add(got, a, b, n)
+			near(t, "Add", got, want, 0)
+			alias := clone(a)
+			s.b.Add(alias, alias, b, n)
+			near(t, "Add (out = a)", alias, want, 0)
+
+			s.r.Scale(want, a, 0.37, n)
+			s.b.Scale(got, a, 0.37, n)
+			near(t, "Scale", got, want, 0)
+
+			o := randn(r, n, 1)
+			wo, gob := clone(o), clone(o)
+			s.r.AXPY(wo, a, -1.5, n)
+			s.b.AXPY(gob, a, -1.5, n)
+			near(t, "AXPY", gob, wo, 1e-7)
+		})
+	}
+}

@@ -1,0 +1,267 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// bpeModel is byte-level BPE over raw bytes. Symbols are token ids; a merge
+// of the pair (a, b) is found by the packed key a<<32|b and yields its rank
+// (lower merges first) and the id of the merged token.
+type bpeModel struct {
+	byteID       [256]int32        // the token of each single byte
+	merges       map[uint64]uint64 // a<<32|b → rank<<32 | merged id
+	ignoreMerges bool              // a whole pre-token found in byRaw is taken as is
+	byRaw        map[string]int32  // raw bytes → id, for ignoreMerges
+}
+
+const noRank = ^uint32(0)
+
+func (m *bpeModel) init(byRaw map[string]int32, vocab map[string]int, merges []json.RawMessage, ignoreMerges bool) error {
+	for b := 0; b < 256; b++ {
+		id, ok := byRaw[string([]byte{byte(b)})]
+		if !ok {
+			return fmt.Errorf("vocab has no token for byte 0x%02x (%q); not a byte-level BPE", b, byteToRune[b])
+		}
+		m.byteID[b] = id
+	}
+	m.merges = make(map[uint64]uint64, len(merges))
+	for rank, raw := range merges {
+		a, b, err := splitMerge(raw)
+		if err != nil {
+			return fmt.Errorf("merges[%d]: %w", rank, err)
+		}
+		ia, oka := vocab[a]
+		ib, okb := vocab[b]
+		im, okm := vocab[a+b]
+		if !oka || !okb || !okm {
+			return fmt.Errorf("merges[%d]: %q + %q: a part or the result is not in the vocabulary", rank, a, b)
+		}
+		key := uint64(ia)<<32 | uint64(ib)
+		if _, dup := m.merges[key]; dup {
+			continue // the first (lowest) rank wins
+		}
+		m.merges[key] = uint64(rank)<<32 | uint64(im)
+	}
+	m.ignoreMerges = ignoreMerges
+	if ignoreMerges {
+		m.byRaw = byRaw
+	}
+	return nil
+}
+
+// pair returns the rank and merged id of (a, b), or noRank.
+func (m *bpeModel) pair(a, b int32) (uint32, int32) {
+	v, ok := m.merges[uint64(a)<<32|uint64(b)]
+	if !ok {
+		return noRank, 0
+	}
+	return uint32(v >> 32), int32(uint32(v))
+}
+
+// shortWord is the length up to which encodeWord uses the quadratic scan; it
+// beats the heap on the short pre-tokens that make up almost all text.
+const shortWord = 48
+
+// encodeWord appends the BPE tokens of one pre-token (raw bytes) to out.
+//
+// Contract: repeatedly merge the adjacent pair with the lowest rank, the
+// leftmost one among equal ranks, until no adjacent pair has a merge — the
+// loop of encodeWordSlow. encodeShort and encodeLong are faster forms of it.
+func (m *bpeModel) encodeWord(word string, out []int) []int {
+	switch {
+	case len(word) == 0:
+		return out
+	case len(word) == 1:
+		return append(out, int(m.byteID[word[0]]))
+	}
+	if m.ignoreMerges {
+		if id, ok := m.byRaw[word]; ok {
+			return append(out, int(id))
+		}
+	}
+	if len(word) <= shortWord {
+		return m.encodeShort(word, out)
+	}
+	return m.encodeLong(word, out)
+}
+
+// encodeShort keeps the symbols and the rank of each adjacent pair in arrays
+// on the stack; each merge rescans the ranks and recomputes two of them.
+func (m *bpeModel) encodeShort(word string, out []int) []int {
+	var symBuf, resBuf [shortWord]int32
+	var rankBuf [shortWord]uint32
+	n := len(word)
+	syms := symBuf[:n]
+	for i := 0; i < n; i++ {
+		syms[i] = m.byteID[word[i]]
+	}
+	ranks, res := rankBuf[:n-1], resBuf[:n-1]
+	for i := range ranks {
+		ranks[i], res[i] = m.pair(syms[i], syms[i+1])
+	}
+	for len(ranks) > 0 {
+		best, bi := noRank, -1
+		for i, r := range ranks {
+			if r < best {
+				best, bi = r, i
+			}
+		}
+		if bi < 0 {
+			break
+		}
+		syms[bi] = res[bi]
+		copy(syms[bi+1:], syms[bi+2:])
+		syms = syms[:len(syms)-1]
+		copy(ranks[bi:], ranks[bi+1:])
+		ranks = ranks[:len(ranks)-1]
+		copy(res[bi:], res[bi+1:])
+		res = res[:len(res)-1]
+		if bi > 0 {
+			ranks[bi-1], res[bi-1] = m.pair(syms[bi-1], syms[bi])
+		}
+		if bi < len(ranks) {
+			ranks[bi], res[bi] = m.pair(syms[bi], syms[bi+1])
+		}
+	}
+	for _, s := range syms {
+		out = append(out, int(s))
+	}
+	return out
+}
+
+// heapEntry is a candidate merge at the symbol starting at byte pos.
+type heapEntry struct {
+	rank uint32
+	pos  int32
+}
+
+func (a heapEntry) less(b heapEntry) bool {
+	return a.rank < b.rank || a.rank == b.rank && a.pos < b.pos
+}
+
+type mergeHeap []heapEntry
+
+func (h *mergeHeap) push(e heapEntry) {
+	*h = append(*h, e)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !s[i].less(s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *mergeHeap) pop() heapEntry {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		l, r, min := 2*i+1, 2*i+2, i
+		if l < len(s) && s[l].less(s[min]) {
+			min = l
+		}
+		if r < len(s) && s[r].less(s[min]) {
+			min = r
+		}
+		if min == i {
+			break
+		}
+		s[i], s[min] = s[min], s[i]
+		i = min
+	}
+	*h = s
+	return top
+}
+
+// encodeLong is the same loop for long pre-tokens (long whitespace or digit
+// runs) in O(n log n): symbols form a linked list indexed by their first byte,
+// and candidate merges wait in a heap ordered by (rank, position). An entry
+// is stale when its pair has changed since it was pushed; since every pair
+// has one rank, checking the current pair's rank detects that.
+func (m *bpeModel) encodeLong(word string, out []int) []int {
+	n := len(word)
+	sym := make([]int32, n)
+	next := make([]int32, n)
+	prev := make([]int32, n)
+	for i := 0; i < n; i++ {
+		sym[i] = m.byteID[word[i]]
+		next[i] = int32(i + 1)
+		prev[i] = int32(i - 1)
+	}
+	next[n-1] = -1
+	h := make(mergeHeap, 0, n)
+	for i := 0; i+1 < n; i++ {
+		if r, _ := m.pair(sym[i], sym[i+1]); r != noRank {
+			h.push(heapEntry{r, int32(i)})
+		}
+	}
+	dead := make([]bool, n)
+	for len(h) > 0 {
+		e := h.pop()
+		p := e.pos
+		if dead[p] {
+			continue
+		}
+		q := next[p]
+		if q < 0 {
+			continue
+		}
+		r, id := m.pair(sym[p], sym[q])
+		if r != e.rank {
+			continue
+		}
+		sym[p] = id
+		dead[q] = true
+		next[p] = next[q]
+		if next[q] >= 0 {
+			prev[next[q]] = p
+		}
+		if pp := prev[p]; pp >= 0 {
+			if r, _ := m.pair(sym[pp], sym[p]); r != noRank {
+				h.push(heapEntry{r, pp})
+			}
+		}
+		if nq := next[p]; nq >= 0 {
+			if r, _ := m.pair(sym[p], sym[nq]); r != noRank {
+				h.push(heapEntry{r, p})
+			}
+		}
+	}
+	for i := int32(0); i >= 0; i = next[i] {
+		out = append(out, int(sym[i]))
+	}
+	return out
+}
+
+// encodeWordSlow is the plain BPE loop, kept as the oracle for encodeWord:
+// find the lowest-ranked adjacent pair (leftmost on ties), merge it, repeat.
+func (m *bpeModel) encodeWordSlow(word string) []int {
+	syms := make([]int32, len(word))
+	for i := range syms {
+		syms[i] = m.byteID[word[i]]
+	}
+	for {
+		best, bi, bid := noRank, -1, int32(0)
+		for i := 0; i+1 < len(syms); i++ {
+			if r, id := m.pair(syms[i], syms[i+1]); r < best {
+				best, bi, bid = r, i, id
+			}
+		}
+		if bi < 0 {
+			break
+		}
+		syms[bi] = bid
+		syms = append(syms[:bi+1], syms[bi+2:]...)
+	}
+	out := make([]int, len(syms))
+	for i, s := range syms {
+		out[i] = int(s)
+	}
+	return out
+}

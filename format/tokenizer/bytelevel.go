@@ -1,0 +1,48 @@
+package tokenizer
+
+import "strings"
+
+// The ByteLevel table (GPT-2's bytes_to_unicode): printable bytes stand for
+// themselves, the other 68 bytes are moved to U+0100 onwards in byte order, so
+// every byte has a visible, non-space character.
+var byteToRune, runeToByte = func() (b2r [256]rune, r2b map[rune]byte) {
+	r2b = make(map[rune]byte, 256)
+	printable := func(b int) bool {
+		return b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE && b <= 0xFF
+	}
+	n := 0
+	for b := 0; b < 256; b++ {
+		if printable(b) {
+			b2r[b] = rune(b)
+		} else {
+			b2r[b] = rune(256 + n)
+			n++
+		}
+		r2b[b2r[b]] = byte(b)
+	}
+	return b2r, r2b
+}()
+
+// mapByteLevel spells raw bytes in the ByteLevel alphabet.
+func mapByteLevel(raw []byte) string {
+	var sb strings.Builder
+	sb.Grow(2 * len(raw))
+	for _, b := range raw {
+		sb.WriteRune(byteToRune[b])
+	}
+	return sb.String()
+}
+
+// unmapByteLevel turns a ByteLevel spelling back into raw bytes; ok is false
+// when s holds a character outside the table.
+func unmapByteLevel(s string) ([]byte, bool) {
+	out := make([]byte, 0, len(s))
+	for _, r := range s {
+		b, ok := runeToByte[r]
+		if !ok {
+			return nil, false
+		}
+		out = append(out, b)
+	}
+	return out, true
+}

@@ -1,0 +1,31 @@
+// Package tokenizer reads a Hugging Face tokenizer.json and encodes and decodes
+// text with it, for the byte-level BPE tokenizers of the Qwen2/2.5/3 and
+// Llama 3 families.
+//
+// It owns the whole path from text to token ids and back:
+//
+//   - added and special tokens (longest match, left to right) are cut out of
+//     the text before anything else, as Hugging Face does;
+//   - the normalizer (NFC, NFD, NFKC, NFKD or a Sequence of them);
+//   - the Split pre-tokenizer, whose regular expression is recognised by exact
+//     string comparison and run by a hand-written matcher (Go's regexp lacks the
+//     look-ahead in `\s+(?!\S)`); the known patterns are the Qwen2/3 one, the
+//     Llama 3 one and GPT-2's ByteLevel one; any other pattern is an error at
+//     Load time rather than a silent approximation;
+//   - the ByteLevel bytes↔unicode mapping and the BPE model (merges spelled
+//     "a b" or ["a","b"], ignore_merges);
+//   - the TemplateProcessing post-processor (Llama 3's <|begin_of_text|>);
+//   - the ByteLevel decoder, in one piece (Decode) or as a stream that emits
+//     only complete UTF-8 characters (StreamDecoder).
+//
+// Internally every token is kept as its raw bytes rather than its byte-level
+// unicode spelling, so encoding never builds the mapped strings.
+//
+// The reference is Hugging Face's JavaScript tokenizers (@huggingface/tokenizers);
+// testdata/tokenizers/golden holds its output for the real Qwen3 and Llama 3.1
+// tokenizer files, and the tests require exact equality of ids and text.
+// Invalid UTF-8 handed to Encode is first replaced the way a WHATWG TextDecoder
+// (and Rust's from_utf8_lossy) does, one U+FFFD per maximal invalid subpart.
+//
+// A *Tokenizer is immutable after Load and safe for concurrent use.
+package tokenizer

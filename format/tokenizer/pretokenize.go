@@ -1,0 +1,418 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// The Split patterns this package runs, as they appear in tokenizer.json.
+const (
+	// PatternQwen2 is the Split regex of Qwen2, Qwen2.5 and Qwen3: digits one by one.
+	PatternQwen2 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// PatternLlama3 is the Split regex of Llama 3: digits in groups of up to three.
+	PatternLlama3 = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	// PatternGPT2 is the pattern the ByteLevel pre-tokenizer applies itself
+	// when its use_regex is true.
+	PatternGPT2 = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+)
+
+// splitMode selects the hand-written matcher for one of the known patterns.
+type splitMode uint8
+
+const (
+	splitNone   splitMode = iota // the whole section is one piece
+	splitQwen2                   // PatternQwen2
+	splitLlama3                  // PatternLlama3
+	splitGPT2                    // PatternGPT2
+)
+
+// normalizer is a Unicode normalization form (or a sequence of them).
+type normalizer []norm.Form
+
+func (n normalizer) apply(s string) string {
+	for _, f := range n {
+		s = f.String(s)
+	}
+	return s
+}
+
+func parseNormalizer(raw json.RawMessage) (normalizer, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var c component
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	switch c.Type {
+	case "NFC":
+		return normalizer{norm.NFC}, nil
+	case "NFD":
+		return normalizer{norm.NFD}, nil
+	case "NFKC":
+		return normalizer{norm.NFKC}, nil
+	case "NFKD":
+		return normalizer{norm.NFKD}, nil
+	case "Sequence":
+		var s struct {
+			Normalizers []json.RawMessage `json:"normalizers"`
+		}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		var out normalizer
+		for i, r := range s.Normalizers {
+			n, err := parseNormalizer(r)
+			if err != nil {
+				return nil, fmt.Errorf("normalizers[%d]: %w", i, err)
+			}
+			out = append(out, n...)
+		}
+		if len(out) == 0 {
+			return nil, nil
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("type %q is not supported", c.Type)
+	}
+}
+
+// parsePreTokenizer accepts ByteLevel alone, or a Sequence of an Isolated
+// Split with a known pattern followed by ByteLevel with use_regex false.
+func parsePreTokenizer(raw json.RawMessage) (splitMode, bool, error) {
+	if isNull(raw) {
+		return 0, false, errors.New("missing; byte-level BPE needs a ByteLevel pre-tokenizer")
+	}
+	var c component
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return 0, false, err
+	}
+	switch c.Type {
+	case "ByteLevel":
+		useRegex, prefix, err := parseByteLevel(raw)
+		if err != nil {
+			return 0, false, err
+		}
+		if useRegex {
+			return splitGPT2, prefix, nil
+		}
+		return splitNone, prefix, nil
+	case "Sequence":
+		var s struct {
+			Pretokenizers []json.RawMessage `json:"pretokenizers"`
+		}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, false, err
+		}
+		if len(s.Pretokenizers) == 1 {
+			return parsePreTokenizer(s.Pretokenizers[0])
+		}
+		if len(s.Pretokenizers) != 2 {
+			return 0, false, fmt.Errorf("Sequence of %d pre-tokenizers is not supported (want Split, ByteLevel)", len(s.Pretokenizers))
+		}
+		mode, err := parseSplit(s.Pretokenizers[0])
+		if err != nil {
+			return 0, false, fmt.Errorf("pretokenizers[0]: %w", err)
+		}
+		var bl component
+		if err := json.Unmarshal(s.Pretokenizers[1], &bl); err != nil {
+			return 0, false, fmt.Errorf("pretokenizers[1]: %w", err)
+		}
+		if bl.Type != "ByteLevel" {
+			return 0, false, fmt.Errorf("pretokenizers[1]: type %q is not supported (want ByteLevel)", bl.Type)
+		}
+		useRegex, prefix, err := parseByteLevel(s.Pretokenizers[1])
+		if err != nil {
+			return 0, false, fmt.Errorf("pretokenizers[1]: %w", err)
+		}
+		if useRegex {
+			return 0, false, errors.New("pretokenizers[1]: ByteLevel with use_regex after Split is not supported")
+		}
+		return mode, prefix, nil
+	default:
+		return 0, false, fmt.Errorf("type %q is not supported", c.Type)
+	}
+}
+
+func parseByteLevel(raw json.RawMessage) (useRegex, addPrefixSpace bool, err error) {
+	var bl struct {
+		AddPrefixSpace bool  `json:"add_prefix_space"`
+		UseRegex       *bool `json:"use_regex"`
+	}
+	if err := json.Unmarshal(raw, &bl); err != nil {
+		return false, false, err
+	}
+	useRegex = true // Hugging Face's default
+	if bl.UseRegex != nil {
+		useRegex = *bl.UseRegex
+	}
+	return useRegex, bl.AddPrefixSpace, nil
+}
+
+func parseSplit(raw json.RawMessage) (splitMode, error) {
+	var s struct {
+		Type    string `json:"type"`
+		Pattern struct {
+			Regex  *string `json:"Regex"`
+			String *string `json:"String"`
+		} `json:"pattern"`
+		Behavior string `json:"behavior"`
+		Invert   bool   `json:"invert"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, err
+	}
+	if s.Type != "Split" {
+		return 0, fmt.Errorf("type %q is not supported (want Split)", s.Type)
+	}
+	if s.Behavior != "Isolated" || s.Invert {
+		return 0, fmt.Errorf("Split behavior %q invert=%v is not supported (want Isolated, false)", s.Behavior, s.Invert)
+	}
+	if s.Pattern.Regex == nil {
+		return 0, errors.New("Split pattern is not a Regex")
+	}
+	switch *s.Pattern.Regex {
+	case PatternQwen2:
+		return splitQwen2, nil
+	case PatternLlama3:
+		return splitLlama3, nil
+	case PatternGPT2:
+		return splitGPT2, nil
+	default:
+		return 0, fmt.Errorf("Split regex %q is not one of the known patterns (Qwen2/3, Llama 3, GPT-2)", *s.Pattern.Regex)
+	}
+}
+
+// Character classes of the patterns. \s is Unicode White_Space, as in the
+// Oniguruma engine Hugging Face's Rust tokenizers use (and as the JavaScript
+// port rewrites it).
+const (
+	clsOther  uint8 = iota // [^\s\p{L}\p{N}]
+	clsLetter              // \p{L}
+	clsNumber              // \p{N}
+	clsSpace               // \s other than \r and \n
+	clsNL                  // \r or \n
+)
+
+var asciiClass = func() (t [128]uint8) {
+	for c := 0; c < 128; c++ {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+			t[c] = clsLetter
+		case c >= '0' && c <= '9':
+			t[c] = clsNumber
+		case c == '\r' || c == '\n':
+			t[c] = clsNL
+		case c == ' ', c >= '\t' && c <= '\f':
+			t[c] = clsSpace
+		default:
+			t[c] = clsOther
+		}
+	}
+	return t
+}()
+
+// class returns the class of the character at s[i] and its width in bytes
+// (0 at the end of s).
+func class(s string, i int) (uint8, int) {
+	if i >= len(s) {
+		return 255, 0
+	}
+	if c := s[i]; c < utf8.RuneSelf {
+		return asciiClass[c], 1
+	}
+	r, w := utf8.DecodeRuneInString(s[i:])
+	switch {
+	case unicode.IsLetter(r):
+		return clsLetter, w
+	case unicode.IsNumber(r):
+		return clsNumber, w
+	case unicode.Is(unicode.White_Space, r):
+		return clsSpace, w
+	}
+	return clsOther, w
+}
+
+// runOf returns the end of the run of characters of classes in mask starting at i.
+func runOf(s string, i int, mask uint8) int {
+	for i < len(s) {
+		c, w := class(s, i)
+		if mask&(1<<c) == 0 {
+			break
+		}
+		i += w
+	}
+	return i
+}
+
+const (
+	mLetter = 1 << clsLetter
+	mNumber = 1 << clsNumber
+	mOther  = 1 << clsOther
+	mSpace  = 1<<clsSpace | 1<<clsNL
+	mNL     = 1 << clsNL
+)
+
+func lowerASCII(b byte) byte {
+	if b >= 'A' && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// contraction returns the length of a match of 's|'t|'re|'ve|'m|'ll|'d at
+// s[i] (s[i] == '\”), or 0. With fold, letters match in either ASCII case:
+// the (?i:…) group, folded the way Hugging Face's JavaScript port folds it.
+func contraction(s string, i int, fold bool) int {
+	if i+1 >= len(s) {
+		return 0
+	}
+	low := func(b byte) byte {
+		if fold {
+			return lowerASCII(b)
+		}
+		return b
+	}
+	switch low(s[i+1]) {
+	case 's', 't', 'm', 'd':
+		return 2
+	case 'r', 'v':
+		if i+2 < len(s) && low(s[i+2]) == 'e' {
+			return 3
+		}
+	case 'l':
+		if i+2 < len(s) && low(s[i+2]) == 'l' {
+			return 3
+		}
+	}
+	return 0
+}
+
+// nextPiece returns the end of the pre-token that starts at s[i] (i < len(s))
+// under mode. It reproduces the leftmost-first, backtracking semantics of the
+// pattern alternative by alternative; see the Pattern constants.
+func nextPiece(s string, i int, mode splitMode) int {
+	c0, w0 := class(s, i)
+	if mode == splitGPT2 {
+		return nextPieceGPT2(s, i, c0, w0)
+	}
+	// (?i:'s|'t|'re|'ve|'m|'ll|'d)
+	if s[i] == '\'' {
+		if n := contraction(s, i, true); n > 0 {
+			return i + n
+		}
+	}
+	// [^\r\n\p{L}\p{N}]?\p{L}+
+	if c0 == clsLetter {
+		return runOf(s, i+w0, mLetter)
+	}
+	if c0 == clsOther || c0 == clsSpace {
+		if c1, w1 := class(s, i+w0); c1 == clsLetter {
+			return runOf(s, i+w0+w1, mLetter)
+		}
+	}
+	// \p{N} or \p{N}{1,3}
+	if c0 == clsNumber {
+		j := i + w0
+		if mode == splitLlama3 {
+			for k := 0; k < 2; k++ {
+				c, w := class(s, j)
+				if c != clsNumber {
+					break
+				}
+				j += w
+			}
+		}
+		return j
+	}
+	// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+	if c0 == clsOther {
+		return runOf(s, runOf(s, i+w0, mOther), mNL)
+	}
+	if s[i] == ' ' {
+		if c1, w1 := class(s, i+1); c1 == clsOther {
+			return runOf(s, runOf(s, i+1+w1, mOther), mNL)
+		}
+	}
+	// What is left starts with whitespace.
+	return whitespacePiece(s, i, true)
+}
+
+// whitespacePiece matches, at a whitespace character s[i],
+// \s*[\r\n]+ (when newlines is set), then \s+(?!\S), then \s+.
+func whitespacePiece(s string, i int, newlines bool) int {
+	// Scan the whitespace run, remembering the last newline and where the
+	// last character starts.
+	j, lastNL, lastStart := i, -1, i
+	for j < len(s) {
+		c, w := class(s, j)
+		if c != clsSpace && c != clsNL {
+			break
+		}
+		if c == clsNL {
+			lastNL = j
+		}
+		lastStart = j
+		j += w
+	}
+	// \s*[\r\n]+: \s* gives back characters until a newline can follow; the
+	// newline run then ends at the last newline of the whitespace run.
+	if newlines && lastNL >= 0 {
+		return lastNL + 1
+	}
+	// \s+(?!\S): the whole run at the end of the text, otherwise all but the
+	// last character (which is followed by a non-space), if that leaves any.
+	if j == len(s) {
+		return j
+	}
+	if lastStart > i {
+		return lastStart
+	}
+	// \s+
+	return j
+}
+
+// nextPieceGPT2 runs PatternGPT2 (case-sensitive contractions, an optional
+// space before letter, number and other runs).
+func nextPieceGPT2(s string, i int, c0 uint8, w0 int) int {
+	if s[i] == '\'' {
+		if n := contraction(s, i, false); n > 0 {
+			return i + n
+		}
+	}
+	start, c, w := i, c0, w0
+	if s[i] == ' ' {
+		if c1, w1 := class(s, i+1); c1 == clsLetter || c1 == clsNumber || c1 == clsOther {
+			start, c, w = i+1, c1, w1
+		}
+	}
+	switch c {
+	case clsLetter:
+		return runOf(s, start+w, mLetter)
+	case clsNumber:
+		return runOf(s, start+w, mNumber)
+	case clsOther:
+		return runOf(s, start+w, mOther)
+	}
+	return whitespacePiece(s, i, false)
+}
+
+// preTokenize calls fn for each pre-token of s, in order.
+func preTokenize(s string, mode splitMode, fn func(piece string)) {
+	if mode == splitNone {
+		if s != "" {
+			fn(s)
+		}
+		return
+	}
+	for i := 0; i < len(s); {
+		j := nextPiece(s, i, mode)
+		fn(s[i:j])
+		i = j
+	}
+}

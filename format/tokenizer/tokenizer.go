@@ -1,0 +1,399 @@
+package tokenizer
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// AddedToken is one entry of tokenizer.json's "added_tokens".
+type AddedToken struct {
+	ID         int    `json:"id"`
+	Content    string `json:"content"`
+	SingleWord bool   `json:"single_word"`
+	LStrip     bool   `json:"lstrip"`
+	RStrip     bool   `json:"rstrip"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
+}
+
+// Tokenizer encodes text to token ids and decodes ids to text. It is
+// immutable after Load and safe for concurrent use.
+type Tokenizer struct {
+	norm      normalizer
+	split     splitMode // pre-tokenizer pattern
+	prefixSp  bool      // ByteLevel add_prefix_space
+	bpe       bpeModel
+	added     []AddedToken
+	addedByID map[int]int // id → index into added
+	rawSplit  *trie       // added tokens matched on the raw text (normalized=false, or no normalizer)
+	normSplit *trie       // added tokens matched after normalization (normalized=true)
+	vocabStr  map[string]int32
+	tokBytes  [][]byte // id → raw bytes of a model token; nil for added tokens and holes
+	special   []bool   // id → special added token
+	isAdded   []bool   // id → added token
+	prefix    []int    // ids the post-processor puts before a sequence
+	suffix    []int    // ids it puts after
+	size      int
+}
+
+// Load reads a tokenizer from path: a tokenizer.json file (optionally
+// gzip-compressed), or a directory holding tokenizer.json or tokenizer.json.gz.
+func Load(path string) (*Tokenizer, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if fi.IsDir() {
+		dir := path
+		path = filepath.Join(dir, "tokenizer.json")
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			path = filepath.Join(dir, "tokenizer.json.gz")
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	defer f.Close()
+	t, err := Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// Parse reads a tokenizer.json document (plain or gzip-compressed) from r.
+func Parse(r io.Reader) (*Tokenizer, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		r = zr
+	} else {
+		r = br
+	}
+	var f fileJSON
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("decode json: %w", err)
+	}
+	return build(&f)
+}
+
+type fileJSON struct {
+	AddedTokens   []AddedToken    `json:"added_tokens"`
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+	Decoder       json.RawMessage `json:"decoder"`
+	Model         modelJSON       `json:"model"`
+}
+
+type modelJSON struct {
+	Type                    string            `json:"type"`
+	Dropout                 *float64          `json:"dropout"`
+	UnkToken                *string           `json:"unk_token"`
+	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
+	ByteFallback            bool              `json:"byte_fallback"`
+	IgnoreMerges            bool              `json:"ignore_merges"`
+	Vocab                   map[string]int    `json:"vocab"`
+	Merges                  []json.RawMessage `json:"merges"`
+}
+
+// component is the part of every normalizer, pre-tokenizer, post-processor
+// and decoder object that the parser dispatches on.
+type component struct {
+	Type string `json:"type"`
+}
+
+func isNull(m json.RawMessage) bool {
+	s := bytes.TrimSpace(m)
+	return len(s) == 0 || string(s) == "null"
+}
+
+func build(f *fileJSON) (*Tokenizer, error) {
+	t := &Tokenizer{}
+	var err error
+	if t.norm, err = parseNormalizer(f.Normalizer); err != nil {
+		return nil, fmt.Errorf("normalizer: %w", err)
+	}
+	if t.split, t.prefixSp, err = parsePreTokenizer(f.PreTokenizer); err != nil {
+		return nil, fmt.Errorf("pre_tokenizer: %w", err)
+	}
+	if err := checkDecoder(f.Decoder); err != nil {
+		return nil, fmt.Errorf("decoder: %w", err)
+	}
+
+	m := &f.Model
+	if m.Type != "BPE" && m.Type != "" {
+		return nil, fmt.Errorf("model: type %q is not supported (only BPE)", m.Type)
+	}
+	if m.Dropout != nil && *m.Dropout != 0 {
+		return nil, fmt.Errorf("model: BPE dropout %v is not supported", *m.Dropout)
+	}
+	if m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "" ||
+		m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
+		return nil, errors.New("model: continuing_subword_prefix/end_of_word_suffix are not supported")
+	}
+	if m.ByteFallback {
+		return nil, errors.New("model: byte_fallback is not supported (byte-level BPE only)")
+	}
+
+	// Size the id space over the model vocabulary and the added tokens.
+	size := 0
+	for tok, id := range m.Vocab {
+		if id < 0 {
+			return nil, fmt.Errorf("model.vocab: token %q has negative id %d", tok, id)
+		}
+		size = max(size, id+1)
+	}
+	for _, a := range f.AddedTokens {
+		if a.ID < 0 {
+			return nil, fmt.Errorf("added_tokens: %q has negative id %d", a.Content, a.ID)
+		}
+		size = max(size, a.ID+1)
+	}
+	t.size = size
+	t.tokBytes = make([][]byte, size)
+	t.special = make([]bool, size)
+	t.isAdded = make([]bool, size)
+	t.vocabStr = make(map[string]int32, len(m.Vocab)+len(f.AddedTokens))
+
+	// Model tokens: keep the raw bytes behind each byte-level spelling.
+	byRaw := make(map[string]int32, len(m.Vocab))
+	for tok, id := range m.Vocab {
+		raw, ok := unmapByteLevel(tok)
+		if !ok {
+			return nil, fmt.Errorf("model.vocab: token %q (id %d) is not a byte-level string", tok, id)
+		}
+		t.tokBytes[id] = raw
+		t.vocabStr[tok] = int32(id)
+		if prev, dup := byRaw[string(raw)]; dup {
+			return nil, fmt.Errorf("model.vocab: ids %d and %d spell the same bytes", prev, id)
+		}
+		byRaw[string(raw)] = int32(id)
+	}
+	if err := t.bpe.init(byRaw, m.Vocab, m.Merges, m.IgnoreMerges); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+
+	// Added tokens. Later entries win for a duplicated id, as in Hugging Face.
+	t.addedByID = make(map[int]int, len(f.AddedTokens))
+	var raw, normed []string
+	rawIdx, normIdx := map[string]int{}, map[string]int{}
+	for _, a := range f.AddedTokens {
+		if a.Content == "" {
+			return nil, fmt.Errorf("added_tokens: id %d has empty content", a.ID)
+		}
+		i := len(t.added)
+		t.added = append(t.added, a)
+		t.addedByID[a.ID] = i
+		t.isAdded[a.ID] = true
+		t.special[a.ID] = a.Special
+		t.tokBytes[a.ID] = nil
+		t.vocabStr[a.Content] = int32(a.ID)
+		if a.Normalized && t.norm != nil {
+			c := t.norm.apply(a.Content)
+			normed = append(normed, c)
+			normIdx[c] = i
+		} else {
+			raw = append(raw, a.Content)
+			rawIdx[a.Content] = i
+		}
+	}
+	t.rawSplit = newTrie(raw, rawIdx)
+	t.normSplit = newTrie(normed, normIdx)
+
+	if err := t.parsePostProcessor(f.PostProcessor); err != nil {
+		return nil, fmt.Errorf("post_processor: %w", err)
+	}
+	return t, nil
+}
+
+// VocabSize is one more than the largest token id (model vocabulary and added
+// tokens together). Model embeddings are often padded beyond it.
+func (t *Tokenizer) VocabSize() int { return t.size }
+
+// TokenID returns the id of a token given as it is spelled in tokenizer.json:
+// an added token's content (e.g. "<|im_start|>") or a vocabulary entry in its
+// byte-level spelling (e.g. "Ġthe").
+func (t *Tokenizer) TokenID(s string) (int, bool) {
+	id, ok := t.vocabStr[s]
+	return int(id), ok
+}
+
+// Token returns the tokenizer.json spelling of id (added token content, or the
+// byte-level spelling of a vocabulary entry).
+func (t *Tokenizer) Token(id int) (string, bool) {
+	if id < 0 || id >= t.size {
+		return "", false
+	}
+	if i, ok := t.addedByID[id]; ok {
+		return t.added[i].Content, true
+	}
+	if b := t.tokBytes[id]; b != nil {
+		return mapByteLevel(b), true
+	}
+	return "", false
+}
+
+// TokenBytes returns the raw bytes id stands for: the UTF-8 content of an added
+// token, or the bytes of a vocabulary entry (possibly part of a character).
+func (t *Tokenizer) TokenBytes(id int) ([]byte, bool) {
+	if id < 0 || id >= t.size {
+		return nil, false
+	}
+	if i, ok := t.addedByID[id]; ok {
+		return []byte(t.added[i].Content), true
+	}
+	if b := t.tokBytes[id]; b != nil {
+		return append([]byte(nil), b...), true
+	}
+	return nil, false
+}
+
+// IsSpecial reports whether id is an added token marked special (these are
+// dropped by Decode with skipSpecial).
+func (t *Tokenizer) IsSpecial(id int) bool {
+	return id >= 0 && id < t.size && t.special[id]
+}
+
+// AddedTokens returns a copy of the added tokens, sorted by id.
+func (t *Tokenizer) AddedTokens() []AddedToken {
+	out := append([]AddedToken(nil), t.added...)
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// parsePostProcessor accepts ByteLevel (no effect on ids), TemplateProcessing
+// and Sequences of them, and records the ids a single sequence is wrapped in.
+func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) error {
+	if isNull(raw) {
+		return nil
+	}
+	var c component
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	switch c.Type {
+	case "ByteLevel":
+		return nil
+	case "Sequence":
+		var s struct {
+			Processors []json.RawMessage `json:"processors"`
+		}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return err
+		}
+		for i, p := range s.Processors {
+			if err := t.parsePostProcessor(p); err != nil {
+				return fmt.Errorf("processors[%d]: %w", i, err)
+			}
+		}
+		return nil
+	case "TemplateProcessing":
+		var tp struct {
+			Single []struct {
+				SpecialToken *struct {
+					ID string `json:"id"`
+				} `json:"SpecialToken"`
+				Sequence *struct {
+					ID string `json:"id"`
+				} `json:"Sequence"`
+			} `json:"single"`
+			SpecialTokens map[string]struct {
+				IDs []int `json:"ids"`
+			} `json:"special_tokens"`
+		}
+		if err := json.Unmarshal(raw, &tp); err != nil {
+			return err
+		}
+		if len(t.prefix)+len(t.suffix) > 0 {
+			return errors.New("more than one TemplateProcessing")
+		}
+		seen := false
+		for i, p := range tp.Single {
+			switch {
+			case p.Sequence != nil:
+				if seen {
+					return fmt.Errorf("single[%d]: second sequence", i)
+				}
+				seen = true
+			case p.SpecialToken != nil:
+				st, ok := tp.SpecialTokens[p.SpecialToken.ID]
+				if !ok {
+					return fmt.Errorf("single[%d]: special token %q not in special_tokens", i, p.SpecialToken.ID)
+				}
+				for _, id := range st.IDs {
+					if id < 0 || id >= t.size {
+						return fmt.Errorf("single[%d]: id %d out of range", i, id)
+					}
+				}
+				if seen {
+					t.suffix = append(t.suffix, st.IDs...)
+				} else {
+					t.prefix = append(t.prefix, st.IDs...)
+				}
+			default:
+				return fmt.Errorf("single[%d]: neither SpecialToken nor Sequence", i)
+			}
+		}
+		if !seen {
+			return errors.New("single has no Sequence")
+		}
+		return nil
+	default:
+		return fmt.Errorf("type %q is not supported", c.Type)
+	}
+}
+
+func checkDecoder(raw json.RawMessage) error {
+	if isNull(raw) {
+		return errors.New("missing; only ByteLevel is supported")
+	}
+	var c component
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return err
+	}
+	if c.Type != "ByteLevel" {
+		return fmt.Errorf("type %q is not supported (only ByteLevel)", c.Type)
+	}
+	return nil
+}
+
+// splitMerge reads one merges entry, spelled "a b" or ["a","b"].
+func splitMerge(raw json.RawMessage) (a, b string, err error) {
+	s := bytes.TrimSpace(raw)
+	if len(s) > 0 && s[0] == '"' {
+		var str string
+		if err := json.Unmarshal(s, &str); err != nil {
+			return "", "", err
+		}
+		a, b, ok := strings.Cut(str, " ")
+		if !ok || a == "" || b == "" || strings.Contains(b, " ") {
+			return "", "", fmt.Errorf("merge %q is not two space-separated parts", str)
+		}
+		return a, b, nil
+	}
+	var pair []string
+	if err := json.Unmarshal(s, &pair); err != nil {
+		return "", "", err
+	}
+	if len(pair) != 2 {
+		return "", "", fmt.Errorf("merge %s has %d parts, want 2", s, len(pair))
+	}
+	return pair[0], pair[1], nil
+}

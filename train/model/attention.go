@@ -1,0 +1,120 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// Attention is the self-attention of one block: q/k/v projections, the
+// optional Qwen3 per-head norms, RoPE, causal grouped-query attention and the
+// output projection.
+type Attention struct {
+	Q     Linear    `hf:"q_proj"`
+	K     Linear    `hf:"k_proj"`
+	V     Linear    `hf:"v_proj"`
+	O     Linear    `hf:"o_proj"`
+	QNorm []float32 `hf:"q_norm.weight,optional"` // [D], Qwen3 only
+	KNorm []float32 `hf:"k_norm.weight,optional"` // [D], Qwen3 only
+
+	H, KVH, D int
+	Eps       float32
+	InvFreq   []float32 // [D/2] RoPE inverse frequencies, shared by all blocks
+}
+
+// attnActs are the activations Attention.Backward needs.
+type attnActs struct {
+	q, k, v      []float32    // [N,H,D], [N,KVH,D], [N,KVH,D] projections
+	qn, kn       []float32    // after the per-head norms (alias q, k without them)
+	qrstd, krstd []float32    // [N·H], [N·KVH] norm statistics
+	qr, kr       []float32    // [N,H,D], [N,KVH,D] after RoPE
+	out          []float32    // [N,H,D] attention output
+	lse          []float32    // [N,H] log-sum-exp of the scores
+	u            [4][]float32 // [N,R] LoRA activations of q, k, v, o
+}
+
+func (a *Attention) newActs(N int, lr *[numModules]*LoRA) *attnActs {
+	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
+	s := &attnActs{
+		q: make([]float32, qd), k: make([]float32, kvd), v: make([]float32, kvd),
+		qr: make([]float32, qd), kr: make([]float32, kvd),
+		out: make([]float32, qd), lse: make([]float32, N*a.H),
+	}
+	s.qn, s.kn = s.q, s.k
+	if a.QNorm != nil {
+		s.qn, s.kn = make([]float32, qd), make([]float32, kvd)
+		s.qrstd, s.krstd = make([]float32, N*a.H), make([]float32, N*a.KVH)
+	}
+	for m := ModQ; m <= ModO; m++ {
+		if lr[m] != nil {
+			s.u[m] = make([]float32, N*lr[m].R)
+		}
+	}
+	return s
+}
+
+func (a *Attention) scale() float32 { return float32(1 / math.Sqrt(float64(a.D))) }
+
+// Forward writes out [N, C] = attention(x) for x [N, C] (the normed input).
+func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []float32, g *geometry, layer int, lr *[numModules]*LoRA) error {
+	N := g.N
+	a.Q.Forward(be, s.q, s.u[ModQ], x, N, lr[ModQ])
+	a.K.Forward(be, s.k, s.u[ModK], x, N, lr[ModK])
+	a.V.Forward(be, s.v, s.u[ModV], x, N, lr[ModV])
+	if a.QNorm != nil {
+		be.RMSNormForward(s.qn, s.qrstd, s.q, a.QNorm, N*a.H, a.D, a.Eps)
+		be.RMSNormForward(s.kn, s.krstd, s.k, a.KNorm, N*a.KVH, a.D, a.Eps)
+	}
+	be.RoPEForward(s.qr, s.qn, g.pos, a.InvFreq, N, a.H, a.D)
+	be.RoPEForward(s.kr, s.kn, g.pos, a.InvFreq, N, a.KVH, a.D)
+	if g.cache == nil {
+		be.AttentionForward(s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
+	} else if err := a.decode(be, s, g, layer); err != nil {
+		return err
+	}
+	a.O.Forward(be, out, s.u[ModO], s.out, N, lr[ModO])
+	return nil
+}
+
+// decode stores each sequence's new keys and values in the cache and lets its
+// new queries attend to everything cached for that sequence.
+func (a *Attention) decode(be kernels.Backend, s *attnActs, g *geometry, layer int) error {
+	qd, kvd := a.H*a.D, a.KVH*a.D
+	for i, seq := range g.seqs {
+		lo, hi := int(g.seqOff[i]), int(g.seqOff[i+1])
+		n, start := hi-lo, g.start[i]
+		kc, vc := g.cache.KV(layer, seq)
+		if len(kc) < (start+n)*kvd || len(vc) < (start+n)*kvd {
+			return fmt.Errorf("model: cache for sequence %d layer %d holds %d values, need %d", seq, layer, len(kc), (start+n)*kvd)
+		}
+		copy(kc[start*kvd:], s.kr[lo*kvd:hi*kvd])
+		copy(vc[start*kvd:], s.v[lo*kvd:hi*kvd])
+		be.AttentionDecode(s.out[lo*qd:hi*qd], s.qr[lo*qd:hi*qd], kc, vc, n, start+n, a.H, a.KVH, a.D, a.scale())
+	}
+	return nil
+}
+
+// Backward accumulates dx [N, C] += d out/d x · dout and the LoRA gradients.
+func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs, x []float32, g *geometry, lr *[numModules]*LoRA) {
+	N := g.N
+	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
+	datt := make([]float32, qd) // [N,H,D]
+	a.O.Backward(be, datt, dout, s.out, s.u[ModO], N, lr[ModO])
+
+	dqr, dkr, dv := make([]float32, qd), make([]float32, kvd), make([]float32, kvd)
+	be.AttentionBackward(dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
+
+	dq, dk := make([]float32, qd), make([]float32, kvd) // gradients w.r.t. q, k before RoPE
+	be.RoPEBackward(dq, dqr, g.pos, a.InvFreq, N, a.H, a.D)
+	be.RoPEBackward(dk, dkr, g.pos, a.InvFreq, N, a.KVH, a.D)
+	if a.QNorm != nil {
+		dqp, dkp := make([]float32, qd), make([]float32, kvd)
+		be.RMSNormBackward(dqp, nil, dq, s.qrstd, s.q, a.QNorm, N*a.H, a.D)
+		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, a.KNorm, N*a.KVH, a.D)
+		dq, dk = dqp, dkp
+	}
+	a.Q.Backward(be, dx, dq, x, s.u[ModQ], N, lr[ModQ])
+	a.K.Backward(be, dx, dk, x, s.u[ModK], N, lr[ModK])
+	a.V.Backward(be, dx, dv, x, s.u[ModV], N, lr[ModV])
+}

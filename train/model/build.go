@@ -1,0 +1,156 @@
+package model
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/hone-rl/hone/format/safetensors"
+	"github.com/hone-rl/hone/kernels"
+)
+
+// New returns a model of config c with every weight allocated (zero; norm
+// weights zero too) and computing with be. Load and tinymodel fill it.
+func New(c Config, be kernels.Backend) (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if be == nil {
+		return nil, fmt.Errorf("model: nil backend")
+	}
+	c.RoPE.HeadDim = c.HeadDim
+	inv, err := kernels.RoPEInvFreq(c.RoPE)
+	if err != nil {
+		return nil, fmt.Errorf("model config: %w", err)
+	}
+	C, V := c.Hidden, c.Vocab
+	m := &Model{Config: c, be: be, Embed: make([]float32, V*C), Norm: make([]float32, C), Blocks: make([]Block, c.Layers)}
+	if c.TieEmbeddings {
+		m.Head = m.Embed
+	} else {
+		m.Head = make([]float32, V*C)
+	}
+	lin := func(mod Module, bias bool) Linear {
+		in, out := c.dims(mod)
+		l := Linear{Weight: make([]float32, out*in), In: in, Out: out}
+		if bias {
+			l.Bias = make([]float32, out)
+		}
+		return l
+	}
+	for i := range m.Blocks {
+		b := &m.Blocks[i]
+		b.C, b.Eps = C, c.RMSNormEps
+		b.InputNorm, b.PostNorm = make([]float32, C), make([]float32, C)
+		b.Attn = Attention{
+			Q: lin(ModQ, c.QKVBias), K: lin(ModK, c.QKVBias), V: lin(ModV, c.QKVBias), O: lin(ModO, false),
+			H: c.Heads, KVH: c.KVHeads, D: c.HeadDim, Eps: c.RMSNormEps, InvFreq: inv,
+		}
+		if c.QKNorm {
+			b.Attn.QNorm, b.Attn.KNorm = make([]float32, c.HeadDim), make([]float32, c.HeadDim)
+		}
+		b.MLP = MLP{Gate: lin(ModGate, false), Up: lin(ModUp, false), Down: lin(ModDown, false)}
+	}
+	return m, nil
+}
+
+// Tensor is one named weight of the model as the checkpoint names it, with
+// its shape; Values aliases the model's memory.
+type Tensor struct {
+	Name   string
+	Shape  []int
+	Values []float32
+}
+
+// Tensors lists every weight the model holds under its checkpoint name, in
+// struct order (the tied lm_head is omitted). The names come from the hf
+// struct tags of Model, Block, Attention, MLP and Linear.
+func (m *Model) Tensors() []Tensor {
+	var out []Tensor
+	walk(reflect.ValueOf(m).Elem(), "", func(name string, shape []int, v []float32) {
+		if name == "lm_head.weight" && m.Config.TieEmbeddings {
+			return
+		}
+		out = append(out, Tensor{Name: name, Shape: shape, Values: v})
+	})
+	return out
+}
+
+// walk visits every allocated weight slice under v, naming it by the hf tags.
+func walk(v reflect.Value, prefix string, visit func(name string, shape []int, vals []float32)) {
+	t := v.Type()
+	for i := range t.NumField() {
+		tag, ok := t.Field(i).Tag.Lookup("hf")
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		f := v.Field(i)
+		switch x := f.Addr().Interface().(type) {
+		case *[]float32:
+			if *x != nil {
+				visit(prefix+name, vecShape(v, t.Field(i).Name, len(*x)), *x)
+			}
+		case *Linear:
+			visit(prefix+name+".weight", []int{x.Out, x.In}, x.Weight)
+			if x.Bias != nil {
+				visit(prefix+name+".bias", []int{x.Out}, x.Bias)
+			}
+		case *[]Block:
+			for l := range *x {
+				walk(reflect.ValueOf(&(*x)[l]).Elem(), prefix+name+"."+strconv.Itoa(l)+".", visit)
+			}
+		default:
+			if f.Kind() == reflect.Struct {
+				walk(f, prefix+name+".", visit)
+			}
+		}
+	}
+}
+
+// vecShape gives the shape of a plain weight slice: the embedding and head
+// tables are [V, C]; everything else is a vector.
+func vecShape(owner reflect.Value, field string, n int) []int {
+	if m, ok := owner.Addr().Interface().(*Model); ok && (field == "Embed" || field == "Head") {
+		return []int{m.Config.Vocab, m.Config.Hidden}
+	}
+	return []int{n}
+}
+
+// TensorSource is where weights are read from; *safetensors.Set is one.
+type TensorSource interface {
+	Info(name string) (safetensors.TensorInfo, bool)
+	Float32Into(dst []float32, name string) error
+}
+
+// LoadWeights fills every weight of m from src, converting f16/bf16 to
+// float32, and checks each tensor's shape. A tied model whose checkpoint also
+// carries lm_head.weight ignores it.
+func (m *Model) LoadWeights(src TensorSource) error {
+	for _, t := range m.Tensors() {
+		info, ok := src.Info(t.Name)
+		if !ok {
+			return fmt.Errorf("model: checkpoint has no tensor %q (config family %s)", t.Name, m.Config.Family)
+		}
+		if !equalShape(info.Shape, t.Shape) {
+			return fmt.Errorf("model: tensor %q has shape %v, config wants %v", t.Name, info.Shape, t.Shape)
+		}
+		if err := src.Float32Into(t.Values, t.Name); err != nil {
+			return fmt.Errorf("model: tensor %q: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
+func equalShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,175 @@
+package model
+
+import (
+	"context"
+	"fmt"
+)
+
+// Cache stores the keys and values of past tokens, per sequence and layer,
+// for incremental decoding. The model consumes it; serve implements its own
+// (paged, shared between requests). Keys are stored after RoPE.
+//
+// A forward over new tokens of sequence seq calls Grow(seq, n) once, then, for
+// every layer, KV(layer, seq) and writes the n new rows at the end; Len(seq)
+// includes them from Grow on. If the forward fails, the caller Truncates the
+// sequence back to its old length.
+type Cache interface {
+	// Len is the number of tokens cached for seq (0 for an unknown seq).
+	Len(seq int) int
+	// Grow makes room for n more tokens of seq, so that Len(seq) grows by n.
+	Grow(seq, n int) error
+	// KV returns the whole cache of seq in layer, k and v [Len(seq), KVH, D],
+	// writable. The slices stay valid until the next Grow or Truncate.
+	KV(layer, seq int) (k, v []float32)
+	// Truncate drops everything of seq after its first n tokens (0 frees it).
+	Truncate(seq, n int)
+}
+
+// ContiguousCache is a Cache that keeps each sequence in one growing slice
+// per layer: simple, for tests and single-user decoding.
+type ContiguousCache struct {
+	layers, kvd int
+	seqs        map[int]*cacheSeq
+}
+
+type cacheSeq struct {
+	n    int
+	k, v [][]float32 // [layers][n, KVH, D]
+}
+
+// NewContiguousCache returns an empty cache for a model of config c.
+func NewContiguousCache(c *Config) *ContiguousCache {
+	return &ContiguousCache{layers: c.Layers, kvd: c.kvDim(), seqs: map[int]*cacheSeq{}}
+}
+
+// Len implements Cache.
+func (c *ContiguousCache) Len(seq int) int {
+	if s := c.seqs[seq]; s != nil {
+		return s.n
+	}
+	return 0
+}
+
+// Grow implements Cache.
+func (c *ContiguousCache) Grow(seq, n int) error {
+	if n < 0 {
+		return fmt.Errorf("cache: grow sequence %d by %d", seq, n)
+	}
+	s := c.seqs[seq]
+	if s == nil {
+		s = &cacheSeq{k: make([][]float32, c.layers), v: make([][]float32, c.layers)}
+		c.seqs[seq] = s
+	}
+	s.n += n
+	for l := range s.k {
+		s.k[l] = growTo(s.k[l], s.n*c.kvd)
+		s.v[l] = growTo(s.v[l], s.n*c.kvd)
+	}
+	return nil
+}
+
+func growTo(b []float32, n int) []float32 {
+	if n <= cap(b) {
+		return b[:n]
+	}
+	nb := make([]float32, n, max(n, 2*cap(b)))
+	copy(nb, b)
+	return nb
+}
+
+// KV implements Cache.
+func (c *ContiguousCache) KV(layer, seq int) (k, v []float32) {
+	s := c.seqs[seq]
+	if s == nil {
+		return nil, nil
+	}
+	return s.k[layer], s.v[layer]
+}
+
+// Truncate implements Cache.
+func (c *ContiguousCache) Truncate(seq, n int) {
+	s := c.seqs[seq]
+	if s == nil {
+		return
+	}
+	if n <= 0 {
+		delete(c.seqs, seq)
+		return
+	}
+	if n < s.n {
+		s.n = n
+		for l := range s.k {
+			s.k[l], s.v[l] = s.k[l][:n*c.kvd], s.v[l][:n*c.kvd]
+		}
+	}
+}
+
+// StepInput is the new tokens of one sequence for Step.
+type StepInput struct {
+	Seq int     // cache entry of the sequence
+	IDs []int32 // new tokens (a whole prompt for prefill, one token for decode)
+}
+
+// Step runs new tokens of several sequences against the cache, all with the
+// same adapter (nil: base model), and returns the logits of each sequence's
+// last new token, [len(in), V]. The tokens' positions continue from what the
+// cache holds. On error every sequence is truncated back to its old length.
+func (m *Model) Step(ctx context.Context, cache Cache, in []StepInput, ad *Adapter) ([]float32, error) {
+	if len(in) == 0 {
+		return nil, fmt.Errorf("model: step with no sequences")
+	}
+	if err := m.checkAdapter(ad); err != nil {
+		return nil, err
+	}
+	g := &geometry{cache: cache, seqOff: make([]int32, 1, len(in)+1), seqs: make([]int, len(in)), start: make([]int, len(in))}
+	var ids []int32
+	seen := map[int]bool{}
+	for i, s := range in {
+		if len(s.IDs) == 0 {
+			return nil, fmt.Errorf("model: step input %d (sequence %d) has no tokens", i, s.Seq)
+		}
+		if seen[s.Seq] {
+			return nil, fmt.Errorf("model: sequence %d appears twice in one step", s.Seq)
+		}
+		seen[s.Seq] = true
+		for _, id := range s.IDs {
+			if id < 0 || int(id) >= m.Config.Vocab {
+				return nil, fmt.Errorf("model: sequence %d: token id %d outside vocabulary [0, %d)", s.Seq, id, m.Config.Vocab)
+			}
+		}
+		g.seqs[i], g.start[i] = s.Seq, cache.Len(s.Seq)
+		for j := range s.IDs {
+			g.pos = append(g.pos, int32(g.start[i]+j))
+		}
+		ids = append(ids, s.IDs...)
+		g.seqOff = append(g.seqOff, int32(len(ids)))
+	}
+	g.N = len(ids)
+	grown := 0
+	rollback := func() {
+		for i := range grown {
+			cache.Truncate(g.seqs[i], g.start[i])
+		}
+	}
+	for i, s := range in {
+		if err := cache.Grow(s.Seq, len(s.IDs)); err != nil {
+			rollback()
+			return nil, fmt.Errorf("model: cache grow for sequence %d: %w", s.Seq, err)
+		}
+		grown = i + 1
+	}
+	xf, err := m.hidden(ctx, ids, g, ad)
+	if err != nil {
+		rollback()
+		return nil, err
+	}
+	C, V := m.Config.Hidden, m.Config.Vocab
+	last := make([]float32, len(in)*C) // [S, C] hidden of each sequence's last token
+	for i := range in {
+		n := int(g.seqOff[i+1]) - 1
+		copy(last[i*C:(i+1)*C], xf[n*C:(n+1)*C])
+	}
+	out := make([]float32, len(in)*V)
+	m.be.LinearForward(out, last, m.Head, nil, len(in), C, V)
+	return out, nil
+}

@@ -1,0 +1,34 @@
+// Package model is Hone's transformer: the Llama, Qwen2 and Qwen3 decoder
+// families as one set of structs (Model → Block → Attention, MLP → Linear),
+// each with a Forward and a Backward that mirrors it, plus LoRA adapters.
+//
+// What it owns:
+//
+//   - loading a Hugging Face model folder (config.json + safetensors, any of
+//     f32/f16/bf16 on disk, kept as float32 in memory) into a Model;
+//   - the training pass: a full-sequence forward over packed sequences that
+//     returns per-token log-probabilities of given targets and the entropy
+//     (through the backend's chunked lm_head kernel, never a [N, V] logits
+//     tensor), and a backward that produces gradients of the LoRA parameters
+//     only, optionally recomputing each block instead of keeping its
+//     activations (gradient checkpointing);
+//   - the inference pass: prefill and incremental decode of many sequences
+//     against a KV cache the model consumes through the Cache interface
+//     (serve implements it; ContiguousCache here is the simple one);
+//   - LoRA: Adapter (rank, alpha, rsLoRA, any subset of q,k,v,o,gate,up,down),
+//     running with the adapter switched off (pass a nil *Adapter: no second
+//     copy of the weights), merging an adapter into the weights for export.
+//
+// All arithmetic goes through a kernels.Backend value given to Load/New; the
+// model never picks a backend itself.
+//
+// Shapes use the kernels package's names: N tokens of a packed batch, C the
+// hidden size, H query heads, KVH key/value heads, D the head dimension, I the
+// MLP width, V the vocabulary, r the LoRA rank.
+//
+// Formulas (HF conventions): RMSNorm x·rsqrt(mean(x²)+eps)·w; RoPE in the
+// rotate_half layout with optional llama3 frequency scaling; causal GQA
+// attention within each packed sequence; MLP down(silu(gate(x))·up(x));
+// Qwen2 adds q/k/v biases; Qwen3 applies per-head RMSNorm to q and k before
+// RoPE; LoRA adds scale·B·A·x with scale alpha/r (alpha/√r for rsLoRA).
+package model

@@ -1,0 +1,268 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hone-rl/hone/format/safetensors"
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/ref"
+)
+
+const goldenDir = "../../testdata/golden/model"
+
+const rerun = "rerun: sh testdata/golden/model/regen.sh (testdata/golden/model/reference.py, needs /usr/bin/python3 with torch)"
+
+// testBackends lists the backends every model test runs on.
+func testBackends() []kernels.Backend {
+	return []kernels.Backend{ref.New()}
+}
+
+type goldenInputs struct {
+	InputIDs    []int32   `json:"input_ids"`
+	PositionIDs []int32   `json:"position_ids"`
+	SeqStarts   []int32   `json:"seq_starts"`
+	Targets     []int32   `json:"targets"`
+	Weights     []float32 `json:"weights"`
+}
+
+type goldenValues struct {
+	Logits     [][]float64          `json:"logits"`
+	BaseLogits [][]float64          `json:"base_logits"`
+	Logprobs   []float64            `json:"logprobs"`
+	Entropy    []float64            `json:"entropy"`
+	Loss       float64              `json:"loss"`
+	Grads      map[string][]float64 `json:"-"`
+	RawGrads   map[string]any       `json:"grads"`
+}
+
+type goldenCase struct {
+	name   string
+	model  *Model
+	ad     *Adapter
+	batch  *Batch
+	weight []float32
+	want   goldenValues
+}
+
+func readJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (%s)", err, rerun)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func flatten(v any) []float64 {
+	switch x := v.(type) {
+	case float64:
+		return []float64{x}
+	case []any:
+		var out []float64
+		for _, e := range x {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return nil
+}
+
+func loadGoldenCase(t testing.TB, name string, be kernels.Backend) *goldenCase {
+	t.Helper()
+	dir := filepath.Join(goldenDir, name)
+	cfg := readTestConfig(t, filepath.Join(dir, "model", "config.json"))
+	m, err := New(cfg, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := safetensors.Open(filepath.Join(dir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if err := m.LoadWeights(set); err != nil {
+		t.Fatal(err)
+	}
+	ac := readTestAdapterConfig(t, filepath.Join(dir, "adapter", "adapter_config.json"))
+	aset, err := safetensors.Open(filepath.Join(dir, "adapter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aset.Close()
+	ad, err := LoadAdapter(&m.Config, ac, aset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in goldenInputs
+	readJSON(t, filepath.Join(dir, "inputs.json"), &in)
+	b := &Batch{IDs: in.InputIDs, Pos: in.PositionIDs, Targets: in.Targets, SeqOff: append(append([]int32(nil), in.SeqStarts...), int32(len(in.InputIDs)))}
+	gc := &goldenCase{name: name, model: m, ad: ad, batch: b, weight: in.Weights}
+	readJSON(t, filepath.Join(dir, "golden.json"), &gc.want)
+	gc.want.Grads = map[string][]float64{}
+	for k, v := range gc.want.RawGrads {
+		gc.want.Grads[k] = flatten(v)
+	}
+	return gc
+}
+
+// hfConfigJSON is the subset of config.json the tests read until the model is
+// loaded through format/hfconfig.
+type hfConfigJSON struct {
+	ModelType         string   `json:"model_type"`
+	VocabSize         int      `json:"vocab_size"`
+	HiddenSize        int      `json:"hidden_size"`
+	IntermediateSize  int      `json:"intermediate_size"`
+	NumHiddenLayers   int      `json:"num_hidden_layers"`
+	NumAttentionHeads int      `json:"num_attention_heads"`
+	NumKeyValueHeads  int      `json:"num_key_value_heads"`
+	HeadDim           int      `json:"head_dim"`
+	RMSNormEps        float64  `json:"rms_norm_eps"`
+	RopeTheta         float64  `json:"rope_theta"`
+	TieWordEmbeddings bool     `json:"tie_word_embeddings"`
+	RopeScaling       *struct {
+		RopeType                      string  `json:"rope_type"`
+		Factor                        float64 `json:"factor"`
+		LowFreqFactor                 float64 `json:"low_freq_factor"`
+		HighFreqFactor                float64 `json:"high_freq_factor"`
+		OriginalMaxPositionEmbeddings float64 `json:"original_max_position_embeddings"`
+	} `json:"rope_scaling"`
+}
+
+func readTestConfig(t testing.TB, path string) Config {
+	var h hfConfigJSON
+	readJSON(t, path, &h)
+	c := Config{
+		Family: h.ModelType, Vocab: h.VocabSize, Hidden: h.HiddenSize, Intermediate: h.IntermediateSize,
+		Layers: h.NumHiddenLayers, Heads: h.NumAttentionHeads, KVHeads: h.NumKeyValueHeads, HeadDim: h.HeadDim,
+		RMSNormEps: float32(h.RMSNormEps), TieEmbeddings: h.TieWordEmbeddings,
+		QKVBias: h.ModelType == "qwen2", QKNorm: h.ModelType == "qwen3",
+		RoPE: kernels.RoPEConfig{Theta: h.RopeTheta},
+	}
+	if c.HeadDim == 0 {
+		c.HeadDim = c.Hidden / c.Heads
+	}
+	if rs := h.RopeScaling; rs != nil {
+		c.RoPE.Scaling, c.RoPE.Factor, c.RoPE.LowFreqFactor, c.RoPE.HighFreqFactor, c.RoPE.OriginalMaxPos =
+			rs.RopeType, rs.Factor, rs.LowFreqFactor, rs.HighFreqFactor, rs.OriginalMaxPositionEmbeddings
+	}
+	return c
+}
+
+func readTestAdapterConfig(t testing.TB, path string) AdapterConfig {
+	var a struct {
+		R       int      `json:"r"`
+		Alpha   float64  `json:"lora_alpha"`
+		RS      bool     `json:"use_rslora"`
+		Targets []string `json:"target_modules"`
+	}
+	readJSON(t, path, &a)
+	ac := AdapterConfig{Rank: a.R, Alpha: a.Alpha, RSLoRA: a.RS}
+	for _, s := range a.Targets {
+		m, err := ParseModule(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ac.Targets = append(ac.Targets, m)
+	}
+	return ac
+}
+
+// compare checks got against want elementwise with |got−want| ≤ tol·(|want| +
+// rms(want)): relative error, with the tensor's RMS as the floor so values
+// that happen to be near zero do not demand more than float32 can give.
+func compare(t testing.TB, what string, got []float32, want []float64, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, golden has %d (%s)", what, len(got), len(want), rerun)
+	}
+	var ss float64
+	for _, w := range want {
+		ss += w * w
+	}
+	floor := math.Sqrt(ss / float64(max(len(want), 1)))
+	worst, at := 0.0, -1
+	for i := range got {
+		e := math.Abs(float64(got[i])-want[i]) / (math.Abs(want[i]) + floor)
+		if math.IsNaN(e) || e > worst {
+			worst, at = e, i
+		}
+	}
+	if os.Getenv("HONE_TEST_VERBOSE") != "" {
+		t.Logf("%s: worst relative error %.3g", what, worst)
+	}
+	if worst > tol || math.IsNaN(worst) {
+		t.Errorf("%s: element %d = %v, golden %v (relative error %.3g > %.0e; %s)", what, at, got[at], want[at], worst, tol, rerun)
+	}
+}
+
+func flat2(rows [][]float64) []float64 {
+	var out []float64
+	for _, r := range rows {
+		out = append(out, r...)
+	}
+	return out
+}
+
+var goldenCases = []string{"llama", "qwen2", "qwen3"}
+
+func TestGolden(t *testing.T) {
+	ctx := context.Background()
+	for _, be := range testBackends() {
+		for _, name := range goldenCases {
+			t.Run(fmt.Sprintf("%s/%s", be.Name(), name), func(t *testing.T) {
+				gc := loadGoldenCase(t, name, be)
+				m, ad, b := gc.model, gc.ad, gc.batch
+
+				logits, err := m.Logits(ctx, b, ad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				compare(t, "logits", logits, flat2(gc.want.Logits), 1e-4)
+				base, err := m.Logits(ctx, b, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				compare(t, "base logits", base, flat2(gc.want.BaseLogits), 1e-4)
+
+				for _, ckpt := range []bool{false, true} {
+					ad.ZeroGrad()
+					p, err := m.Forward(ctx, b, ad, TrainOptions{Checkpoint: ckpt, Chunk: 64})
+					if err != nil {
+						t.Fatal(err)
+					}
+					compare(t, "logprobs", p.Logprob, gc.want.Logprobs, 1e-4)
+					compare(t, "entropy", p.Entropy, gc.want.Entropy, 1e-4)
+					if err := p.Backward(ctx, gc.weight, nil); err != nil {
+						t.Fatal(err)
+					}
+					n := 0
+					for _, tn := range ad.Tensors() {
+						want, ok := gc.want.Grads[tn.Name]
+						if !ok {
+							t.Fatalf("golden has no gradient for %s (%s)", tn.Name, rerun)
+						}
+						var grad []float32
+						ad.Params(func(name string, _, g []float32) {
+							if name == tn.Name {
+								grad = g
+							}
+						})
+						compare(t, fmt.Sprintf("checkpoint=%v d%s", ckpt, tn.Name), grad, want, 1e-3)
+						n++
+					}
+					if n != len(gc.want.Grads) {
+						t.Errorf("compared %d gradients, golden has %d", n, len(gc.want.Grads))
+					}
+				}
+			})
+		}
+	}
+}

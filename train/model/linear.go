@@ -1,0 +1,58 @@
+package model
+
+import "github.com/hone-rl/hone/kernels"
+
+// Linear is a frozen projection out = x·Weightᵀ + Bias, with an optional LoRA
+// update passed per call (the adapter lives outside the model, so the same
+// weights serve the base model and any adapter).
+type Linear struct {
+	Weight []float32 // [Out, In]
+	Bias   []float32 // [Out] or nil
+	In     int
+	Out    int
+}
+
+// Forward computes out [N, Out] = x·Wᵀ + b + Scale·(x·Aᵀ)·Bᵀ.
+// With lora, u [N, R] receives Scale·x·Aᵀ, which Backward needs.
+func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *LoRA) {
+	be.LinearForward(out, x, l.Weight, l.Bias, N, l.In, l.Out)
+	if lora == nil {
+		return
+	}
+	be.LinearForward(u, x, lora.A, nil, N, l.In, lora.R)       // u = x·Aᵀ   [N, R]
+	be.Scale(u, u, lora.Scale, N*lora.R)                        // u *= Scale
+	be.Matmul(out, u, lora.B, N, l.Out, lora.R, false, true, 1) // out += u·Bᵀ
+}
+
+// Backward accumulates dx [N, In] += dout·W (+ the LoRA path) and the LoRA
+// gradients:
+//
+//	DB += doutᵀ·u                    [Out, R]
+//	g   = Scale·dout·B               [N, R]
+//	DA += gᵀ·x                       [R, In]
+//	dx += g·A
+//
+// dx may be nil when the input's gradient is not needed.
+func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u []float32, N int, lora *LoRA) {
+	if dx != nil {
+		be.LinearBackward(dx, nil, nil, dout, x, l.Weight, N, l.In, l.Out)
+	}
+	if lora == nil {
+		return
+	}
+	be.Matmul(lora.DB, dout, u, l.Out, lora.R, N, true, false, 1) // DB += doutᵀ·u
+	g := make([]float32, N*lora.R)                                // [N, R]
+	be.Matmul(g, dout, lora.B, N, lora.R, l.Out, false, false, 0)
+	be.Scale(g, g, lora.Scale, N*lora.R)
+	be.Matmul(lora.DA, g, x, lora.R, l.In, N, true, false, 1) // DA += gᵀ·x
+	if dx != nil {
+		be.Matmul(dx, g, lora.A, N, l.In, lora.R, false, false, 1) // dx += g·A
+	}
+}
+
+// merge adds Scale·B·A into the weight: W [Out, In] += Scale·B [Out, R]·A [R, In].
+func (l *Linear) merge(be kernels.Backend, lora *LoRA) {
+	ba := make([]float32, l.Out*l.In)
+	be.Matmul(ba, lora.B, lora.A, l.Out, l.In, lora.R, false, false, 0)
+	be.AXPY(l.Weight, ba, lora.Scale, l.Out*l.In)
+}

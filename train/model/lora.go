@@ -1,0 +1,198 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Module names one of the seven projections LoRA can target, by its
+// checkpoint name (PEFT target_modules use the same names).
+type Module int
+
+const (
+	ModQ Module = iota
+	ModK
+	ModV
+	ModO
+	ModGate
+	ModUp
+	ModDown
+	numModules
+)
+
+var moduleNames = [numModules]string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+// String returns the checkpoint name ("q_proj", …).
+func (m Module) String() string {
+	if m < 0 || m >= numModules {
+		return fmt.Sprintf("Module(%d)", int(m))
+	}
+	return moduleNames[m]
+}
+
+// Path returns the module's place inside a layer: "self_attn.q_proj", "mlp.up_proj".
+func (m Module) Path() string {
+	if m <= ModO {
+		return "self_attn." + m.String()
+	}
+	return "mlp." + m.String()
+}
+
+// ParseModule maps "q_proj" (or "q") to its Module.
+func ParseModule(s string) (Module, error) {
+	for i, n := range moduleNames {
+		if s == n || s+"_proj" == n {
+			return Module(i), nil
+		}
+	}
+	return 0, fmt.Errorf("lora: unknown target module %q (want one of q_proj k_proj v_proj o_proj gate_proj up_proj down_proj)", s)
+}
+
+// AllModules lists the seven projections in checkpoint order.
+func AllModules() []Module {
+	return []Module{ModQ, ModK, ModV, ModO, ModGate, ModUp, ModDown}
+}
+
+// LoRA is one low-rank update of a projection weight W [Out, In]:
+// W' = W + Scale·B·A.
+type LoRA struct {
+	A  []float32 // [R, In]
+	B  []float32 // [Out, R]
+	DA []float32 // [R, In]  gradient, accumulated by Backward
+	DB []float32 // [Out, R] gradient, accumulated by Backward
+
+	R, In, Out int
+	Scale      float32 // alpha/R, or alpha/√R with rsLoRA
+}
+
+// AdapterConfig says which projections get a LoRA update and how it is scaled.
+type AdapterConfig struct {
+	Rank    int
+	Alpha   float64
+	RSLoRA  bool     // scale alpha/√r instead of alpha/r
+	Targets []Module // projections adapted in every layer
+}
+
+// Scale is the factor applied to B·A.
+func (ac AdapterConfig) Scale() float32 {
+	if ac.RSLoRA {
+		return float32(ac.Alpha / math.Sqrt(float64(ac.Rank)))
+	}
+	return float32(ac.Alpha / float64(ac.Rank))
+}
+
+// Adapter is a set of LoRA updates over a model: Layers[l][m] is nil where
+// projection m of layer l is not adapted. One adapter serves one batch.
+type Adapter struct {
+	Config AdapterConfig
+	Layers [][numModules]*LoRA
+}
+
+// dims returns (In, Out) of projection m.
+func (c *Config) dims(m Module) (in, out int) {
+	switch m {
+	case ModQ:
+		return c.Hidden, c.qDim()
+	case ModK, ModV:
+		return c.Hidden, c.kvDim()
+	case ModO:
+		return c.qDim(), c.Hidden
+	case ModGate, ModUp:
+		return c.Hidden, c.Intermediate
+	default:
+		return c.Intermediate, c.Hidden
+	}
+}
+
+// NewAdapter returns a fresh adapter for a model of config c, initialised as
+// PEFT does: A uniform in ±1/√In (kaiming-uniform with a=√5), B = 0, so the
+// adapted model starts equal to the base model. seed makes A reproducible.
+func NewAdapter(c *Config, ac AdapterConfig, seed uint64) (*Adapter, error) {
+	ad, err := newZeroAdapter(c, ac)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x4c6f5241))
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr == nil {
+				continue
+			}
+			bound := 1 / math.Sqrt(float64(lr.In))
+			for i := range lr.A {
+				lr.A[i] = float32((2*rng.Float64() - 1) * bound)
+			}
+		}
+	}
+	return ad, nil
+}
+
+// newZeroAdapter allocates an adapter whose A and B are all zero.
+func newZeroAdapter(c *Config, ac AdapterConfig) (*Adapter, error) {
+	if ac.Rank <= 0 {
+		return nil, fmt.Errorf("lora: rank %d must be positive", ac.Rank)
+	}
+	if len(ac.Targets) == 0 {
+		return nil, fmt.Errorf("lora: no target modules")
+	}
+	ad := &Adapter{Config: ac, Layers: make([][numModules]*LoRA, c.Layers)}
+	for l := range ad.Layers {
+		for _, m := range ac.Targets {
+			if m < 0 || m >= numModules {
+				return nil, fmt.Errorf("lora: target %v out of range", m)
+			}
+			in, out := c.dims(m)
+			r := ac.Rank
+			ad.Layers[l][m] = &LoRA{
+				A: make([]float32, r*in), B: make([]float32, out*r),
+				DA: make([]float32, r*in), DB: make([]float32, out*r),
+				R: r, In: in, Out: out, Scale: ac.Scale(),
+			}
+		}
+	}
+	return ad, nil
+}
+
+// ZeroGrad clears every DA and DB; Backward accumulates into them.
+func (ad *Adapter) ZeroGrad() {
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr != nil {
+				clear(lr.DA)
+				clear(lr.DB)
+			}
+		}
+	}
+}
+
+// layer returns the LoRA updates of layer l, all nil for a nil adapter.
+func (ad *Adapter) layer(l int) *[numModules]*LoRA {
+	if ad == nil {
+		return &noLoRA
+	}
+	return &ad.Layers[l]
+}
+
+var noLoRA [numModules]*LoRA // read-only: the adapter-off layer
+
+// Params visits every LoRA tensor with its gradient, in a fixed order (layer,
+// module, A before B), with the PEFT tensor name. Optimizers walk it.
+func (ad *Adapter) Params(visit func(name string, param, grad []float32)) {
+	for l, layer := range ad.Layers {
+		for m, lr := range layer {
+			if lr == nil {
+				continue
+			}
+			p := PEFTPrefix(l, Module(m))
+			visit(p+"lora_A.weight", lr.A, lr.DA)
+			visit(p+"lora_B.weight", lr.B, lr.DB)
+		}
+	}
+}
+
+// PEFTPrefix is the saved-adapter tensor name prefix of module m in layer l,
+// e.g. "base_model.model.model.layers.3.self_attn.q_proj.".
+func PEFTPrefix(l int, m Module) string {
+	return fmt.Sprintf("base_model.model.model.layers.%d.%s.", l, m.Path())
+}

@@ -1,0 +1,281 @@
+package model
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// Model is a decoder-only transformer of the Llama / Qwen2 / Qwen3 families,
+// its weights held as float32.
+type Model struct {
+	Embed  []float32 `hf:"model.embed_tokens.weight"` // [V, C]
+	Blocks []Block   `hf:"model.layers"`
+	Norm   []float32 `hf:"model.norm.weight"`        // [C]
+	Head   []float32 `hf:"lm_head.weight,optional"` // [V, C]; the Embed slice when tied
+
+	Config Config
+	be     kernels.Backend
+}
+
+// Backend returns the backend the model computes with.
+func (m *Model) Backend() kernels.Backend { return m.be }
+
+// Batch is a packed batch of sequences: token n belongs to sequence s when
+// SeqOff[s] ≤ n < SeqOff[s+1], and attends only to tokens of its own sequence
+// at or before it. A padded batch B×T is the special case SeqOff = 0, T, 2T,
+// … with its padding as extra segments masked out of the loss (Targets −1).
+type Batch struct {
+	IDs     []int32 // [N] input token ids
+	Pos     []int32 // [N] position of each token in its sequence (RoPE)
+	SeqOff  []int32 // [S+1] sequence boundaries, 0 … N
+	Targets []int32 // [N] token whose logprob is wanted at each position; −1: none
+}
+
+// geometry is what every layer needs to know about the batch being run.
+type geometry struct {
+	N      int
+	pos    []int32 // [N]
+	seqOff []int32 // [S+1]
+
+	// Inference only: sequence i of the batch is cache entry seqs[i], which
+	// held start[i] tokens before this call.
+	cache Cache
+	seqs  []int
+	start []int
+}
+
+func (m *Model) checkBatch(b *Batch) error {
+	N := len(b.IDs)
+	if N == 0 {
+		return fmt.Errorf("model: empty batch")
+	}
+	if len(b.Pos) != N || (b.Targets != nil && len(b.Targets) != N) {
+		return fmt.Errorf("model: batch has %d ids, %d positions, %d targets", N, len(b.Pos), len(b.Targets))
+	}
+	if len(b.SeqOff) < 2 || b.SeqOff[0] != 0 || int(b.SeqOff[len(b.SeqOff)-1]) != N {
+		return fmt.Errorf("model: sequence offsets %v must run from 0 to %d", b.SeqOff, N)
+	}
+	for s := 1; s < len(b.SeqOff); s++ {
+		if b.SeqOff[s] < b.SeqOff[s-1] {
+			return fmt.Errorf("model: sequence offsets decrease at %d: %v", s, b.SeqOff)
+		}
+	}
+	V := m.Config.Vocab
+	for n, id := range b.IDs {
+		if id < 0 || int(id) >= V {
+			return fmt.Errorf("model: token id %d at position %d outside vocabulary [0, %d)", id, n, V)
+		}
+		if b.Pos[n] < 0 {
+			return fmt.Errorf("model: negative position %d at %d", b.Pos[n], n)
+		}
+		if b.Targets != nil && (b.Targets[n] < -1 || int(b.Targets[n]) >= V) {
+			return fmt.Errorf("model: target id %d at position %d outside vocabulary [0, %d)", b.Targets[n], n, V)
+		}
+	}
+	return nil
+}
+
+func (m *Model) checkAdapter(ad *Adapter) error {
+	if ad == nil {
+		return nil
+	}
+	if len(ad.Layers) != len(m.Blocks) {
+		return fmt.Errorf("model: adapter has %d layers, model %d", len(ad.Layers), len(m.Blocks))
+	}
+	for l, layer := range ad.Layers {
+		for mod, lr := range layer {
+			if lr == nil {
+				continue
+			}
+			in, out := m.Config.dims(Module(mod))
+			if lr.In != in || lr.Out != out || len(lr.A) != lr.R*in || len(lr.B) != out*lr.R {
+				return fmt.Errorf("model: adapter layer %d %v is [%d→%d] rank %d, model wants [%d→%d]", l, Module(mod), lr.In, lr.Out, lr.R, in, out)
+			}
+		}
+	}
+	return nil
+}
+
+// TrainOptions tune the training pass.
+type TrainOptions struct {
+	// Checkpoint keeps only each block's input and recomputes the block's
+	// activations during Backward (less memory, one more forward).
+	Checkpoint bool
+	// Chunk is the vocabulary block of the lm_head kernel (≤ 0: default).
+	Chunk int
+}
+
+// Pass is a finished training forward: the per-token results and what
+// Backward needs.
+type Pass struct {
+	Logprob []float32 // [N] log p(target) (0 where the target is −1)
+	Entropy []float32 // [N] entropy of the next-token distribution
+
+	m     *Model
+	ad    *Adapter
+	opt   TrainOptions
+	g     *geometry
+	tgt   []int32
+	xs    [][]float32  // [L+1][N, C] residual stream entering each block, then the last block's output
+	acts  []*blockActs // per block, or one reused slot under Checkpoint
+	xf    []float32    // [N, C] final-norm output
+	rstdf []float32    // [N]
+	lse   []float32    // [N]
+}
+
+// Forward runs the training pass: per-token log-probabilities of b.Targets
+// and the entropy, with the adapter ad (nil: base model).
+func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOptions) (*Pass, error) {
+	if err := m.checkBatch(b); err != nil {
+		return nil, err
+	}
+	if err := m.checkAdapter(ad); err != nil {
+		return nil, err
+	}
+	be, c := m.be, &m.Config
+	N, C, V := len(b.IDs), c.Hidden, c.Vocab
+	g := &geometry{N: N, pos: b.Pos, seqOff: b.SeqOff}
+	p := &Pass{m: m, ad: ad, opt: opt, g: g, tgt: b.Targets, xs: make([][]float32, len(m.Blocks)+1)}
+	if p.tgt == nil {
+		p.tgt = make([]int32, N)
+		for i := range p.tgt {
+			p.tgt[i] = -1
+		}
+	}
+	p.xs[0] = make([]float32, N*C)
+	be.EmbeddingForward(p.xs[0], b.IDs, m.Embed, N, C, V)
+	if opt.Checkpoint {
+		p.acts = make([]*blockActs, 1)
+	} else {
+		p.acts = make([]*blockActs, len(m.Blocks))
+	}
+	for l := range m.Blocks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		blk, lr := &m.Blocks[l], ad.layer(l)
+		s := p.slot(l)
+		p.xs[l+1] = make([]float32, N*C)
+		if err := blk.Forward(be, p.xs[l+1], s, p.xs[l], g, l, lr); err != nil {
+			return nil, err
+		}
+	}
+	p.xf, p.rstdf = make([]float32, N*C), make([]float32, N)
+	be.RMSNormForward(p.xf, p.rstdf, p.xs[len(m.Blocks)], m.Norm, N, C, c.RMSNormEps)
+	p.Logprob, p.Entropy, p.lse = make([]float32, N), make([]float32, N), make([]float32, N)
+	be.LogprobForward(p.Logprob, p.Entropy, p.lse, p.xf, m.Head, p.tgt, N, C, V, opt.Chunk)
+	return p, nil
+}
+
+// slot returns the activation storage of block l (shared under Checkpoint).
+func (p *Pass) slot(l int) *blockActs {
+	i := l
+	if p.opt.Checkpoint {
+		i = 0
+	}
+	if p.acts[i] == nil {
+		p.acts[i] = p.m.Blocks[l].newActs(p.g.N, p.ad.layer(l))
+	}
+	return p.acts[i]
+}
+
+// Backward accumulates into the adapter's DA and DB the gradient of
+// Σ_n dlogprob[n]·Logprob[n] + dentropy[n]·Entropy[n] (either may be nil).
+// Call Adapter.ZeroGrad first for a fresh gradient. A pass without an
+// adapter has nothing to differentiate.
+func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error {
+	if p.ad == nil {
+		return fmt.Errorf("model: backward of a pass without an adapter")
+	}
+	m, be, c, g := p.m, p.m.be, &p.m.Config, p.g
+	N, C, V := g.N, c.Hidden, c.Vocab
+	if (dlogprob != nil && len(dlogprob) != N) || (dentropy != nil && len(dentropy) != N) {
+		return fmt.Errorf("model: backward wants %d-long gradients, got %d and %d", N, len(dlogprob), len(dentropy))
+	}
+	dxf := make([]float32, N*C)
+	be.LogprobBackward(dxf, nil, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head, p.tgt, N, C, V, p.opt.Chunk)
+	dx := make([]float32, N*C)
+	be.RMSNormBackward(dx, nil, dxf, p.rstdf, p.xs[len(m.Blocks)], m.Norm, N, C)
+	for l := len(m.Blocks) - 1; l >= 0; l-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		blk, lr := &m.Blocks[l], p.ad.layer(l)
+		s := p.slot(l)
+		if p.opt.Checkpoint {
+			// Recompute this block's activations from its saved input.
+			tmp := make([]float32, N*C)
+			if err := blk.Forward(be, tmp, s, p.xs[l], g, l, lr); err != nil {
+				return err
+			}
+		}
+		dprev := make([]float32, N*C)
+		blk.Backward(be, dprev, dx, s, p.xs[l], g, lr)
+		dx = dprev
+	}
+	return nil
+}
+
+// hidden runs the blocks and the final norm, returning xf [N, C].
+func (m *Model) hidden(ctx context.Context, ids []int32, g *geometry, ad *Adapter) ([]float32, error) {
+	be, c := m.be, &m.Config
+	N, C := g.N, c.Hidden
+	x, next := make([]float32, N*C), make([]float32, N*C)
+	be.EmbeddingForward(x, ids, m.Embed, N, C, c.Vocab)
+	var s *blockActs
+	for l := range m.Blocks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if s == nil || ad != nil {
+			s = m.Blocks[l].newActs(N, ad.layer(l)) // LoRA scratch differs per layer only in rank
+		}
+		if err := m.Blocks[l].Forward(be, next, s, x, g, l, ad.layer(l)); err != nil {
+			return nil, err
+		}
+		x, next = next, x
+	}
+	xf := make([]float32, N*C)
+	be.RMSNormForward(xf, make([]float32, N), x, m.Norm, N, C, c.RMSNormEps)
+	return xf, nil
+}
+
+// Logits returns the full logits [N, V] of a packed batch (b.Targets is
+// ignored). Meant for tests and small vocabularies; training uses Forward.
+func (m *Model) Logits(ctx context.Context, b *Batch, ad *Adapter) ([]float32, error) {
+	if err := m.checkBatch(b); err != nil {
+		return nil, err
+	}
+	if err := m.checkAdapter(ad); err != nil {
+		return nil, err
+	}
+	g := &geometry{N: len(b.IDs), pos: b.Pos, seqOff: b.SeqOff}
+	xf, err := m.hidden(ctx, b.IDs, g, ad)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, g.N*m.Config.Vocab)
+	m.be.LinearForward(out, xf, m.Head, nil, g.N, m.Config.Hidden, m.Config.Vocab)
+	return out, nil
+}
+
+// Merge adds the adapter's updates into the model's weights (W += scale·B·A),
+// for exporting a merged checkpoint. The model no longer equals the base
+// model afterwards; a tied lm_head is unaffected (LoRA never targets it).
+func (m *Model) Merge(ad *Adapter) error {
+	if err := m.checkAdapter(ad); err != nil {
+		return err
+	}
+	for l := range m.Blocks {
+		b := &m.Blocks[l]
+		lins := [numModules]*Linear{&b.Attn.Q, &b.Attn.K, &b.Attn.V, &b.Attn.O, &b.MLP.Gate, &b.MLP.Up, &b.MLP.Down}
+		for mod, lr := range ad.Layers[l] {
+			if lr != nil {
+				lins[mod].merge(m.be, lr)
+			}
+		}
+	}
+	return nil
+}

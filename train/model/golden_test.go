@@ -116,17 +116,17 @@ func loadGoldenCase(t testing.TB, name string, be kernels.Backend) *goldenCase {
 // hfConfigJSON is the subset of config.json the tests read until the model is
 // loaded through format/hfconfig.
 type hfConfigJSON struct {
-	ModelType         string   `json:"model_type"`
-	VocabSize         int      `json:"vocab_size"`
-	HiddenSize        int      `json:"hidden_size"`
-	IntermediateSize  int      `json:"intermediate_size"`
-	NumHiddenLayers   int      `json:"num_hidden_layers"`
-	NumAttentionHeads int      `json:"num_attention_heads"`
-	NumKeyValueHeads  int      `json:"num_key_value_heads"`
-	HeadDim           int      `json:"head_dim"`
-	RMSNormEps        float64  `json:"rms_norm_eps"`
-	RopeTheta         float64  `json:"rope_theta"`
-	TieWordEmbeddings bool     `json:"tie_word_embeddings"`
+	ModelType         string  `json:"model_type"`
+	VocabSize         int     `json:"vocab_size"`
+	HiddenSize        int     `json:"hidden_size"`
+	IntermediateSize  int     `json:"intermediate_size"`
+	NumHiddenLayers   int     `json:"num_hidden_layers"`
+	NumAttentionHeads int     `json:"num_attention_heads"`
+	NumKeyValueHeads  int     `json:"num_key_value_heads"`
+	HeadDim           int     `json:"head_dim"`
+	RMSNormEps        float64 `json:"rms_norm_eps"`
+	RopeTheta         float64 `json:"rope_theta"`
+	TieWordEmbeddings bool    `json:"tie_word_embeddings"`
 	RopeScaling       *struct {
 		RopeType                      string  `json:"rope_type"`
 		Factor                        float64 `json:"factor"`

@@ -19,7 +19,7 @@ func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *L
 	if lora == nil {
 		return
 	}
-	be.LinearForward(u, x, lora.A, nil, N, l.In, lora.R)       // u = x·Aᵀ   [N, R]
+	be.LinearForward(u, x, lora.A, nil, N, l.In, lora.R)        // u = x·Aᵀ   [N, R]
 	be.Scale(u, u, lora.Scale, N*lora.R)                        // u *= Scale
 	be.Matmul(out, u, lora.B, N, l.Out, lora.R, false, true, 1) // out += u·Bᵀ
 }

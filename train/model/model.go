@@ -12,7 +12,7 @@ import (
 type Model struct {
 	Embed  []float32 `hf:"model.embed_tokens.weight"` // [V, C]
 	Blocks []Block   `hf:"model.layers"`
-	Norm   []float32 `hf:"model.norm.weight"`        // [C]
+	Norm   []float32 `hf:"model.norm.weight"`       // [C]
 	Head   []float32 `hf:"lm_head.weight,optional"` // [V, C]; the Embed slice when tied
 
 	Config Config

@@ -184,10 +184,15 @@ func TestBF16(t *testing.T) {
 
 func benchConvert(b *testing.B, d DType) {
 	const n = 1 << 20
-	src := make([]byte, n*d.Size())
+	// Weight-like values: normal numbers of magnitude around 0.02.
 	r := rand.New(rand.NewPCG(3, 4))
-	for i := range src {
-		src[i] = byte(r.Uint32() & 0x3f) // keeps values finite and mostly normal
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = float32(r.NormFloat64() * 0.02)
+	}
+	src, err := FromFloat32(d, vals)
+	if err != nil {
+		b.Fatal(err)
 	}
 	dst := make([]float32, n)
 	b.SetBytes(int64(len(src)))

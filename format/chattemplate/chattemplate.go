@@ -1,0 +1,392 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// Template is a model's chat template (or its set of named templates) with
+// the special tokens of its tokenizer_config.json. It is safe for concurrent
+// Render calls once loaded; set Clock before sharing it.
+type Template struct {
+	names    []string // sorted
+	sources  map[string]string
+	compiled map[string]*jinja.Template
+	special  map[string]jinja.Value // bos_token, eos_token, ..., additional_special_tokens
+
+	// Clock gives the time strftime_now prints; nil means time.Now. Tests
+	// and reproducible pipelines set a fixed clock.
+	Clock func() time.Time
+}
+
+// Input is what a chat template is rendered with.
+type Input struct {
+	Messages []Message
+	// Tools are OpenAI tool definitions as JSON, key order kept. Bare
+	// function descriptions are wrapped as {"type":"function","function":…}.
+	Tools               []json.RawMessage
+	AddGenerationPrompt bool
+	// Kwargs are extra template variables such as enable_thinking. Values
+	// may be bool, string, int, float64, nil, json.RawMessage (decoded with
+	// key order kept) or jinja.Value. They override special tokens of the
+	// same name, as in transformers.
+	Kwargs map[string]any
+	// TemplateName picks one of several named templates; empty means
+	// "tool_use" when tools are given and the model has one, else "default".
+	TemplateName string
+}
+
+// specialTokenKeys are the tokenizer attributes transformers passes to every
+// chat template (its special_tokens_map), when they are set.
+var specialTokenKeys = []string{"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}
+
+// reserved are the variables Render sets itself; a kwarg with one of these
+// names is an error in transformers too (a duplicate keyword argument).
+var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true}
+
+// Load reads the chat template of the model folder dir the way transformers
+// does: tokenizer_config.json's chat_template (a string, or a list of
+// {"name", "template"} objects), replaced by chat_template.jinja when that
+// file exists, plus named templates from additional_chat_templates/*.jinja.
+// Special tokens come from tokenizer_config.json.
+func Load(dir string) (*Template, error) {
+	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	cfg, err := os.ReadFile(cfgPath)
+	if errors.Is(err, os.ErrNotExist) {
+		cfg = nil
+	} else if err != nil {
+		return nil, fmt.Errorf("chat template: %w", err)
+	}
+	var override string
+	jinjaPath := filepath.Join(dir, "chat_template.jinja")
+	if b, err := os.ReadFile(jinjaPath); err == nil {
+		override = string(b)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("chat template: %w", err)
+	}
+	t, err := fromConfig(cfg, override)
+	if err != nil {
+		if cfg == nil {
+			return nil, fmt.Errorf("chat template in %s: %w", dir, err)
+		}
+		return nil, fmt.Errorf("chat template in %s: %w", cfgPath, err)
+	}
+	extra, _ := filepath.Glob(filepath.Join(dir, "additional_chat_templates", "*.jinja"))
+	for _, p := range extra {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("chat template: %w", err)
+		}
+		if err := t.add(strings.TrimSuffix(filepath.Base(p), ".jinja"), string(b)); err != nil {
+			return nil, fmt.Errorf("chat template %s: %w", p, err)
+		}
+	}
+	if len(t.names) == 0 {
+		return nil, fmt.Errorf("chat template: %s has no chat_template and there is no %s", cfgPath, jinjaPath)
+	}
+	return t, nil
+}
+
+// FromConfig builds a Template from the bytes of a tokenizer_config.json.
+// A non-empty override is used as the default template instead of the
+// config's (the content of a chat_template.jinja file).
+func FromConfig(tokenizerConfig []byte, override string) (*Template, error) {
+	t, err := fromConfig(tokenizerConfig, override)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.names) == 0 {
+		return nil, errors.New("chat template: none in the config and no override")
+	}
+	return t, nil
+}
+
+// New compiles a single template source with the given special tokens
+// (for example {"eos_token": "<|im_end|>"}).
+func New(source string, specialTokens map[string]string) (*Template, error) {
+	t := &Template{sources: map[string]string{}, compiled: map[string]*jinja.Template{}, special: map[string]jinja.Value{}}
+	for k, v := range specialTokens {
+		t.special[k] = jinja.NewString(v)
+	}
+	if err := t.add("default", source); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func fromConfig(cfg []byte, override string) (*Template, error) {
+	t := &Template{sources: map[string]string{}, compiled: map[string]*jinja.Template{}, special: map[string]jinja.Value{}}
+	var fields map[string]json.RawMessage
+	if cfg != nil {
+		if err := json.Unmarshal(cfg, &fields); err != nil {
+			return nil, fmt.Errorf("tokenizer config: %w", err)
+		}
+	}
+	for _, k := range specialTokenKeys {
+		raw, ok := fields[k]
+		if !ok {
+			continue
+		}
+		s, set, err := tokenString(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		if set {
+			t.special[k] = jinja.NewString(s)
+		}
+	}
+	if raw, ok := fields["additional_special_tokens"]; ok {
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, fmt.Errorf("additional_special_tokens: %w", err)
+		}
+		var items []jinja.Value
+		for i, r := range list {
+			s, set, err := tokenString(r)
+			if err != nil {
+				return nil, fmt.Errorf("additional_special_tokens[%d]: %w", i, err)
+			}
+			if set {
+				items = append(items, jinja.NewString(s))
+			}
+		}
+		if len(items) > 0 {
+			t.special["additional_special_tokens"] = jinja.NewList(items)
+		}
+	}
+	if raw, ok := fields["chat_template"]; ok && override == "" {
+		var one string
+		var named []struct {
+			Name     string `json:"name"`
+			Template string `json:"template"`
+		}
+		switch {
+		case json.Unmarshal(raw, &one) == nil:
+			if err := t.add("default", one); err != nil {
+				return nil, err
+			}
+		case json.Unmarshal(raw, &named) == nil:
+			for i, n := range named {
+				if n.Name == "" {
+					return nil, fmt.Errorf("chat_template[%d]: no name", i)
+				}
+				if err := t.add(n.Name, n.Template); err != nil {
+					return nil, fmt.Errorf("chat_template[%d] %q: %w", i, n.Name, err)
+				}
+			}
+		default:
+			if string(raw) != "null" {
+				return nil, errors.New("chat_template is neither a string nor a list of {name, template}")
+			}
+		}
+	}
+	if override != "" {
+		if err := t.add("default", override); err != nil {
+			return nil, fmt.Errorf("chat_template.jinja: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// tokenString reads a special token given as a string, as an AddedToken
+// object ({"content": ...}) or as null (not set).
+func tokenString(raw json.RawMessage) (string, bool, error) {
+	var s *string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if s == nil {
+			return "", false, nil
+		}
+		return *s, true, nil
+	}
+	var tok struct {
+		Content *string `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &tok); err != nil || tok.Content == nil {
+		return "", false, errors.New("neither a string nor an object with content")
+	}
+	return *tok.Content, true, nil
+}
+
+// tojsonCall matches uses of the tojson filter. The engine looks filters up
+// in its own table before the render data, so its tojson (which sorts keys
+// and escapes differently when indenting) cannot be replaced; instead the
+// template text is rewritten to call our filter, passed as a variable.
+var tojsonCall = regexp.MustCompile(`\|\s*tojson\b`)
+
+const tojsonName = "__hone_tojson"
+
+func (t *Template) add(name, source string) error {
+	c, err := jinja.Compile(tojsonCall.ReplaceAllString(source, "|"+tojsonName))
+	if err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	if _, ok := t.sources[name]; !ok {
+		t.names = append(t.names, name)
+		sort.Strings(t.names)
+	}
+	t.sources[name] = source
+	t.compiled[name] = c
+	return nil
+}
+
+// Names lists the template names: "default", and others such as "tool_use".
+func (t *Template) Names() []string { return append([]string(nil), t.names...) }
+
+// Source returns the text of the named template ("" if there is none).
+func (t *Template) Source(name string) string { return t.sources[name] }
+
+// SpecialTokens returns the special tokens given to the template, by
+// attribute name (bos_token, eos_token, ...); unset ones are absent.
+func (t *Template) SpecialTokens() map[string]string {
+	out := map[string]string{}
+	for k, v := range t.special {
+		if v.IsString() {
+			out[k] = v.AsString()
+		}
+	}
+	return out
+}
+
+// pick chooses the template for in, following transformers.
+func (t *Template) pick(in Input) (string, error) {
+	if in.TemplateName != "" {
+		if _, ok := t.compiled[in.TemplateName]; !ok {
+			return "", fmt.Errorf("no chat template named %q (have %s)", in.TemplateName, strings.Join(t.names, ", "))
+		}
+		return in.TemplateName, nil
+	}
+	if len(in.Tools) > 0 {
+		if _, ok := t.compiled["tool_use"]; ok {
+			return "tool_use", nil
+		}
+	}
+	if _, ok := t.compiled["default"]; ok {
+		return "default", nil
+	}
+	return "", fmt.Errorf("no default chat template (have %s); set TemplateName", strings.Join(t.names, ", "))
+}
+
+// RaisedError is the error of a template that called raise_exception, for
+// example Llama 3.1's refusal of parallel tool calls.
+type RaisedError struct{ Message string }
+
+func (e *RaisedError) Error() string { return "chat template raised: " + e.Message }
+
+// Render renders the conversation with the model's template. The template
+// sees messages, tools (none when empty), documents (none),
+// add_generation_prompt, the special tokens and the kwargs — the variables
+// transformers' apply_chat_template passes.
+func (t *Template) Render(in Input) (string, error) {
+	name, err := t.pick(in)
+	if err != nil {
+		return "", err
+	}
+	data, err := t.variables(in)
+	if err != nil {
+		return "", err
+	}
+	out, err := t.compiled[name].RenderValues(data)
+	if err != nil {
+		var raised *RaisedError
+		if errors.As(err, &raised) {
+			return "", raised
+		}
+		return "", fmt.Errorf("render chat template %q: %w", name, err)
+	}
+	return out, nil
+}
+
+func (t *Template) variables(in Input) (map[string]jinja.Value, error) {
+	data := make(map[string]jinja.Value, len(t.special)+len(in.Kwargs)+8)
+	for k, v := range t.special {
+		data[k] = v
+	}
+	for k, v := range in.Kwargs {
+		if reserved[k] {
+			return nil, fmt.Errorf("template kwarg %q is set by Render itself", k)
+		}
+		val, err := kwargValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("template kwarg %q: %w", k, err)
+		}
+		data[k] = val
+	}
+	msgs := make([]jinja.Value, len(in.Messages))
+	for i, m := range in.Messages {
+		v, err := m.value()
+		if err != nil {
+			return nil, fmt.Errorf("message %d (%s): %w", i, m.Role, err)
+		}
+		msgs[i] = v
+	}
+	data["messages"] = jinja.NewList(msgs)
+	data["tools"] = jinja.None()
+	if len(in.Tools) > 0 {
+		tools := make([]jinja.Value, len(in.Tools))
+		for i, raw := range in.Tools {
+			v, err := toolValue(raw)
+			if err != nil {
+				return nil, fmt.Errorf("tool %d: %w", i, err)
+			}
+			tools[i] = v
+		}
+		data["tools"] = jinja.NewList(tools)
+	}
+	data["documents"] = jinja.None()
+	data["add_generation_prompt"] = jinja.NewBool(in.AddGenerationPrompt)
+	data["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
+	data["strftime_now"] = jinja.NewCallable("strftime_now", t.strftimeNow)
+	data[tojsonName] = jinja.NewCallable("tojson", tojsonFilter)
+	return data, nil
+}
+
+func kwargValue(v any) (jinja.Value, error) {
+	switch x := v.(type) {
+	case jinja.Value:
+		return x, nil
+	case json.RawMessage:
+		return DecodeJSON(x)
+	case float32:
+		return jinja.NewFloat(float64(x)), nil
+	case int32:
+		return jinja.NewInt(int64(x)), nil
+	case nil, bool, int, int64, float64, string:
+		return jinja.FromGoValue(x), nil
+	}
+	return jinja.Undefined(), fmt.Errorf("unsupported type %T (use json.RawMessage for structured values)", v)
+}
+
+func raiseException(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	msg := "raise_exception called"
+	if len(args) > 0 {
+		msg = args[0].String()
+		if args[0].IsString() {
+			msg = args[0].AsString()
+		}
+	}
+	return jinja.Undefined(), &RaisedError{Message: msg}
+}
+
+func (t *Template) strftimeNow(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 1 || !args[0].IsString() {
+		return jinja.Undefined(), errors.New("strftime_now takes one format string")
+	}
+	now := time.Now
+	if t.Clock != nil {
+		now = t.Clock
+	}
+	s, err := strftime(now(), args[0].AsString())
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	return jinja.NewString(s), nil
+}

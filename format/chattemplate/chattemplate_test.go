@@ -1,0 +1,206 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// The expected strings below are Python's own output, from
+//
+//	python3 -c 'import json; print(json.dumps(X, ...))'
+//
+// with the X and options named in each row.
+func TestToJSONMatchesPython(t *testing.T) {
+	floats := []struct {
+		in   float64
+		want string
+	}{
+		{1.0, "1.0"}, {0.5, "0.5"}, {26.1, "26.1"}, {1e16, "1e+16"}, {1e15, "1000000000000000.0"},
+		{123456789.0, "123456789.0"}, {0.0001, "0.0001"}, {0.00001, "1e-05"}, {1.5e300, "1.5e+300"},
+		{2.5e-7, "2.5e-07"}, {1.0 / 3, "0.3333333333333333"}, {100.0, "100.0"},
+		{9007199254740993.0, "9007199254740992.0"},
+	}
+	for _, f := range floats {
+		got, err := ToJSON(jinja.NewFloat(f.in))
+		if err != nil || got != f.want {
+			t.Errorf("float %v: got %q (%v), want %q", f.in, got, err, f.want)
+		}
+	}
+	if got, _ := ToJSON(jinja.NewFloat(math.Copysign(0, -1))); got != "-0.0" {
+		t.Errorf("-0.0: got %q", got)
+	}
+
+	obj := mustDecode(t, `{"b": [1, {"x": []}], "a": {}, "é": "\u2028<&>\u0001😀"}`)
+	rows := []struct {
+		name   string
+		v      jinja.Value
+		kwargs map[string]jinja.Value
+		want   string
+	}{
+		{"indent=2", obj, map[string]jinja.Value{"indent": jinja.NewInt(2)},
+			"{\n  \"b\": [\n    1,\n    {\n      \"x\": []\n    }\n  ],\n  \"a\": {},\n  \"é\": \"\u2028<&>\\u0001😀\"\n}"},
+		{"sort_keys,ensure_ascii", mustDecode(t, `{"b": 1, "a": "é😀"}`),
+			map[string]jinja.Value{"sort_keys": jinja.NewBool(true), "ensure_ascii": jinja.NewBool(true)},
+			`{"a": "\u00e9\ud83d\ude00", "b": 1}`},
+		{"indent=0", mustDecode(t, `[1, 2]`), map[string]jinja.Value{"indent": jinja.NewInt(0)}, "[\n1,\n2\n]"},
+		{"separators", mustDecode(t, `{"a": [1, 2]}`),
+			map[string]jinja.Value{"separators": jinja.NewList([]jinja.Value{jinja.NewString(","), jinja.NewString(":")})},
+			`{"a":[1,2]}`},
+		{"default", mustDecode(t, `{"z": 1, "y": [true, null, 2.50]}`), nil, `{"z": 1, "y": [true, null, 2.5]}`},
+	}
+	for _, r := range rows {
+		got, err := tojsonFilter([]jinja.Value{r.v}, r.kwargs)
+		if err != nil || got.AsString() != r.want {
+			t.Errorf("%s: got %q (%v), want %q", r.name, got.String(), err, r.want)
+		}
+	}
+}
+
+func mustDecode(t *testing.T, s string) jinja.Value {
+	t.Helper()
+	v, err := DecodeJSON([]byte(s))
+	if err != nil {
+		t.Fatalf("%s: %v", s, err)
+	}
+	return v
+}
+
+func TestDecodeJSONKeepsOrderAndTypes(t *testing.T) {
+	v := mustDecode(t, `{"zeta": 1, "alpha": 2.0, "mid": {"q": 1e2, "p": 9223372036854775807}}`)
+	if got := strings.Join(v.AsDict().OrderedKeys(), ","); got != "zeta,alpha,mid" {
+		t.Errorf("keys %s", got)
+	}
+	got, _ := ToJSON(v)
+	if want := `{"zeta": 1, "alpha": 2.0, "mid": {"q": 100.0, "p": 9223372036854775807}}`; got != want {
+		t.Errorf("got %s want %s", got, want)
+	}
+	for _, bad := range []string{`{"a":1} x`, `{"a":}`, ``, `[1,`} {
+		if _, err := DecodeJSON([]byte(bad)); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+}
+
+func TestStrftimeNowUsesClock(t *testing.T) {
+	tmpl, err := New(`{{ strftime_now("%d %b %Y") }}|{{ strftime_now("%A %-d %B %y %H:%M:%S %p %j %%") }}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.Clock = func() time.Time { return time.Date(2024, 7, 5, 15, 4, 9, 0, time.UTC) }
+	got, err := tmpl.Render(Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// python3 -c 'import datetime as d; t=d.datetime(2024,7,5,15,4,9); print(t.strftime("%d %b %Y|%A %-d %B %y %H:%M:%S %p %j %%"))'
+	if want := "05 Jul 2024|Friday 5 July 24 15:04:09 PM 187 %"; got != want {
+		t.Errorf("got %q want %q", got, want)
+	}
+	bad, _ := New(`{{ strftime_now("%Q") }}`, nil)
+	if _, err := bad.Render(Input{}); err == nil {
+		t.Error("unknown directive: want an error")
+	}
+}
+
+func TestRaiseException(t *testing.T) {
+	tmpl, _ := New(`{{ raise_exception("roles must alternate") }}`, nil)
+	_, err := tmpl.Render(Input{})
+	var raised *RaisedError
+	if !errors.As(err, &raised) || raised.Message != "roles must alternate" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestNamedTemplatesAndSpecialTokens(t *testing.T) {
+	tmpl, err := Load(filepath.Join(templatesDir, "chatml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(tmpl.Names(), ","); got != "default,tool_use" {
+		t.Errorf("names %s", got)
+	}
+	sp := tmpl.SpecialTokens()
+	if sp["eos_token"] != "<|im_end|>" || sp["pad_token"] != "<|im_end|>" {
+		t.Errorf("special tokens %v (eos_token is an AddedToken object in the config)", sp)
+	}
+	if _, ok := sp["bos_token"]; ok {
+		t.Error("bos_token null must be left out")
+	}
+	msgs := []Message{{Role: "user", Content: "hi"}}
+	plain, err := tmpl.Render(Input{Messages: msgs})
+	if err != nil || plain != "<|im_start|>user\nhi<|im_end|>\n" {
+		t.Errorf("default: %q %v", plain, err)
+	}
+	tool, _ := FunctionTool("f", "", `{"type":"object"}`)
+	withTools, err := tmpl.Render(Input{Messages: msgs, Tools: []json.RawMessage{tool}})
+	if err != nil || !strings.HasPrefix(withTools, "<|im_start|>system\nTools:\n{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}") {
+		t.Errorf("tool_use: %q %v", withTools, err)
+	}
+	forced, err := tmpl.Render(Input{Messages: msgs, Tools: []json.RawMessage{tool}, TemplateName: "default"})
+	if err != nil || forced != plain {
+		t.Errorf("TemplateName default: %q %v", forced, err)
+	}
+	if _, err := tmpl.Render(Input{TemplateName: "nope"}); err == nil {
+		t.Error("unknown template name: want an error")
+	}
+}
+
+func TestLoadPrefersChatTemplateJinja(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("tokenizer_config.json", `{"bos_token": "<s>", "chat_template": "config {{ bos_token }}"}`)
+	tmpl, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tmpl.Render(Input{}); got != "config <s>" {
+		t.Errorf("got %q", got)
+	}
+	write("chat_template.jinja", "file {{ bos_token }}{{ x }}")
+	tmpl, err = Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tmpl.Render(Input{Kwargs: map[string]any{"x": 1, "bos_token": "<B>"}})
+	if err != nil || got != "file <B>1" {
+		t.Errorf("got %q %v (kwargs override special tokens)", got, err)
+	}
+	if _, err := tmpl.Render(Input{Kwargs: map[string]any{"messages": 1}}); err == nil {
+		t.Error("kwarg messages: want an error")
+	}
+	if _, err := Load(t.TempDir()); err == nil {
+		t.Error("empty folder: want an error")
+	}
+	write("tokenizer_config.json", `{"chat_template": 5}`)
+	os.Remove(filepath.Join(dir, "chat_template.jinja"))
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "tokenizer_config.json") {
+		t.Errorf("bad chat_template: %v", err)
+	}
+}
+
+func TestMessageJSON(t *testing.T) {
+	var m Message
+	err := json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[
+		{"id":"1","type":"function","function":{"name":"f","arguments":"{\"b\": 1, \"a\": [2]}"}},
+		{"function":{"name":"g","arguments":{"y":true,"x":null}}},
+		{"function":{"name":"h","arguments":"not json"}}]}`), &m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, _ := New(`{{ messages[0].content is none }}{% for c in messages[0].tool_calls %}|{{ c.function.arguments | tojson }}{% endfor %}`, nil)
+	got, err := tmpl.Render(Input{Messages: []Message{m}})
+	if want := `True|{"b": 1, "a": [2]}|{"y": true, "x": null}|"not json"`; err != nil || got != want {
+		t.Errorf("got %q %v want %q", got, err, want)
+	}
+}

@@ -1,0 +1,367 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// microConfig is a model small enough for finite differences.
+func microConfig(family string) Config {
+	c := Config{Family: family, Vocab: 37, Hidden: 12, Intermediate: 20, Layers: 2, Heads: 3, KVHeads: 1, HeadDim: 4,
+		RMSNormEps: 1e-5, RoPE: kernels.RoPEConfig{Theta: 10000}}
+	switch family {
+	case "qwen2":
+		c.QKVBias, c.TieEmbeddings = true, true
+	case "qwen3":
+		c.QKNorm, c.HeadDim = true, 6
+	case "llama":
+		c.RoPE = kernels.RoPEConfig{Theta: 500000, Scaling: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 16}
+	}
+	return c
+}
+
+// randomize fills every weight with seeded values; norms near 1.
+func randomize(m *Model, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for _, t := range m.Tensors() {
+		norm := strings.HasSuffix(t.Name, "norm.weight")
+		std := 1 / math.Sqrt(float64(t.Shape[len(t.Shape)-1]))
+		if strings.Contains(t.Name, "embed") || strings.Contains(t.Name, "lm_head") {
+			std = 0.5
+		}
+		for i := range t.Values {
+			if norm {
+				t.Values[i] = float32(1 + 0.1*rng.NormFloat64())
+			} else {
+				t.Values[i] = float32(std * rng.NormFloat64())
+			}
+		}
+	}
+}
+
+// randomAdapter returns an adapter with nonzero A and B on the given targets.
+func randomAdapter(t testing.TB, c *Config, targets []Module, rank int, seed uint64) *Adapter {
+	ad, err := NewAdapter(c, AdapterConfig{Rank: rank, Alpha: 2 * float64(rank), Targets: targets}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr != nil {
+				for i := range lr.B {
+					lr.B[i] = float32(0.3 * rng.NormFloat64())
+				}
+			}
+		}
+	}
+	return ad
+}
+
+func newMicro(t testing.TB, family string, be kernels.Backend, seed uint64) *Model {
+	m, err := New(microConfig(family), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	randomize(m, seed)
+	return m
+}
+
+// packed builds a batch of sequences with the given lengths, random ids and targets.
+func packed(V int, lens []int, seed uint64) *Batch {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	b := &Batch{SeqOff: []int32{0}}
+	for _, n := range lens {
+		for i := range n {
+			b.IDs = append(b.IDs, int32(rng.IntN(V)))
+			b.Targets = append(b.Targets, int32(rng.IntN(V)))
+			b.Pos = append(b.Pos, int32(i))
+		}
+		b.SeqOff = append(b.SeqOff, int32(len(b.IDs)))
+	}
+	return b
+}
+
+func maxRelDiff(a, b []float32) float64 {
+	var scale, worst float64
+	for _, v := range b {
+		scale = max(scale, math.Abs(float64(v)))
+	}
+	for i := range a {
+		worst = max(worst, math.Abs(float64(a[i]-b[i]))/(scale+1e-30))
+	}
+	return worst
+}
+
+var families = []string{"llama", "qwen2", "qwen3"}
+
+// Decoding through the KV cache — a prompt prefill, then one token at a time,
+// several sequences per step — gives the logits of the full forward.
+func TestStepMatchesFullForward(t *testing.T) {
+	ctx := context.Background()
+	for _, be := range testBackends() {
+		for _, fam := range families {
+			for _, withAdapter := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/adapter=%v", be.Name(), fam, withAdapter), func(t *testing.T) {
+					m := newMicro(t, fam, be, 7)
+					var ad *Adapter
+					if withAdapter {
+						ad = randomAdapter(t, &m.Config, AllModules(), 2, 9)
+					}
+					lens := []int{7, 5, 9}
+					prompt := []int{3, 1, 4}
+					b := packed(m.Config.Vocab, lens, 11)
+					full, err := m.Logits(ctx, b, ad)
+					if err != nil {
+						t.Fatal(err)
+					}
+					V := m.Config.Vocab
+					cache := NewContiguousCache(&m.Config)
+					done := make([]int, len(lens)) // tokens of each sequence already in the cache
+					for round := 0; ; round++ {
+						var in []StepInput
+						var which []int
+						for s, n := range lens {
+							if done[s] == n {
+								continue
+							}
+							k := 1
+							if round == 0 {
+								k = prompt[s]
+							}
+							off := int(b.SeqOff[s]) + done[s]
+							in = append(in, StepInput{Seq: 100 + s, IDs: b.IDs[off : off+k]})
+							which = append(which, s)
+						}
+						if len(in) == 0 {
+							break
+						}
+						out, err := m.Step(ctx, cache, in, ad)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for i, s := range which {
+							done[s] += len(in[i].IDs)
+							row := int(b.SeqOff[s]) + done[s] - 1
+							if d := maxRelDiff(out[i*V:(i+1)*V], full[row*V:(row+1)*V]); d > 1e-5 {
+								t.Fatalf("round %d sequence %d position %d: step logits differ from full forward by %.3g", round, s, done[s]-1, d)
+							}
+						}
+					}
+					for s, n := range lens {
+						if cache.Len(100+s) != n {
+							t.Errorf("cache holds %d tokens of sequence %d, want %d", cache.Len(100+s), s, n)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// A fresh adapter (B = 0) leaves the model unchanged, and merging an adapter
+// into the weights gives the adapted model without the adapter.
+func TestFreshAdapterAndMerge(t *testing.T) {
+	ctx := context.Background()
+	for _, be := range testBackends() {
+		for _, fam := range families {
+			t.Run(be.Name()+"/"+fam, func(t *testing.T) {
+				m := newMicro(t, fam, be, 5)
+				b := packed(m.Config.Vocab, []int{6, 4}, 1)
+				base, err := m.Logits(ctx, b, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fresh, err := NewAdapter(&m.Config, AdapterConfig{Rank: 4, Alpha: 8, Targets: AllModules()}, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := m.Logits(ctx, b, fresh)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := maxRelDiff(got, base); d != 0 {
+					t.Errorf("fresh adapter changes logits by %.3g", d)
+				}
+				ad := randomAdapter(t, &m.Config, []Module{ModQ, ModV, ModDown}, 3, 4)
+				adapted, err := m.Logits(ctx, b, ad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := maxRelDiff(adapted, base); d < 1e-3 {
+					t.Fatalf("random adapter barely changes logits (%.3g): test is not sensitive", d)
+				}
+				if err := m.Merge(ad); err != nil {
+					t.Fatal(err)
+				}
+				merged, err := m.Logits(ctx, b, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := maxRelDiff(merged, adapted); d > 1e-5 {
+					t.Errorf("merged model differs from adapter by %.3g", d)
+				}
+			})
+		}
+	}
+}
+
+// A padded batch (each sequence followed by padding that is its own segment,
+// targets −1) gives the same per-token logprobs as the packed batch.
+func TestPaddedEqualsPacked(t *testing.T) {
+	ctx := context.Background()
+	be := testBackends()[0]
+	m := newMicro(t, "qwen3", be, 2)
+	ad := randomAdapter(t, &m.Config, AllModules(), 2, 1)
+	lens := []int{5, 3}
+	b := packed(m.Config.Vocab, lens, 4)
+	p, err := m.Forward(ctx, b, ad, TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const T = 6
+	pad := &Batch{SeqOff: []int32{0}}
+	for s, n := range lens {
+		lo := int(b.SeqOff[s])
+		pad.IDs = append(pad.IDs, b.IDs[lo:lo+n]...)
+		pad.Pos = append(pad.Pos, b.Pos[lo:lo+n]...)
+		pad.Targets = append(pad.Targets, b.Targets[lo:lo+n]...)
+		pad.SeqOff = append(pad.SeqOff, int32(len(pad.IDs)))
+		for i := n; i < T; i++ {
+			pad.IDs, pad.Pos, pad.Targets = append(pad.IDs, 0), append(pad.Pos, int32(i)), append(pad.Targets, -1)
+		}
+		pad.SeqOff = append(pad.SeqOff, int32(len(pad.IDs)))
+	}
+	pp, err := m.Forward(ctx, pad, ad, TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, n := range lens {
+		for i := range n {
+			got, want := pp.Logprob[s*T+i], p.Logprob[int(b.SeqOff[s])+i]
+			if math.Abs(float64(got-want)) > 1e-5*math.Abs(float64(want))+1e-6 {
+				t.Errorf("sequence %d token %d: padded logprob %v, packed %v", s, i, got, want)
+			}
+		}
+		for i := n; i < T; i++ {
+			if pp.Logprob[s*T+i] != 0 {
+				t.Errorf("padding row %d of sequence %d has logprob %v, want 0", i, s, pp.Logprob[s*T+i])
+			}
+		}
+	}
+}
+
+// The LoRA gradient of L = Σ w·logprob + Σ u·entropy agrees with central
+// finite differences on a micro model, for every family.
+func TestGradientFiniteDifference(t *testing.T) {
+	ctx := context.Background()
+	for _, be := range testBackends() {
+		for _, fam := range families {
+			t.Run(be.Name()+"/"+fam, func(t *testing.T) {
+				m := newMicro(t, fam, be, 13)
+				ad := randomAdapter(t, &m.Config, AllModules(), 2, 17)
+				b := packed(m.Config.Vocab, []int{4, 3}, 19)
+				N := len(b.IDs)
+				rng := rand.New(rand.NewPCG(23, 4))
+				w, u := make([]float32, N), make([]float32, N)
+				for i := range w {
+					w[i], u[i] = float32(rng.NormFloat64()), float32(0.5*rng.NormFloat64())
+				}
+				loss := func() float64 {
+					p, err := m.Forward(ctx, b, ad, TrainOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var s float64
+					for i := range N {
+						s += float64(w[i])*float64(p.Logprob[i]) + float64(u[i])*float64(p.Entropy[i])
+					}
+					return s
+				}
+				ad.ZeroGrad()
+				p, err := m.Forward(ctx, b, ad, TrainOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Backward(ctx, w, u); err != nil {
+					t.Fatal(err)
+				}
+				checked := 0
+				ad.Params(func(name string, param, grad []float32) {
+					// A few entries of every tensor: the largest-gradient one and two random ones.
+					idx := []int{rng.IntN(len(param)), rng.IntN(len(param))}
+					big := 0
+					for i := range grad {
+						if math.Abs(float64(grad[i])) > math.Abs(float64(grad[big])) {
+							big = i
+						}
+					}
+					idx = append(idx, big)
+					for _, i := range idx {
+						const h = 1e-2
+						old := param[i]
+						param[i] = old + h
+						lp := loss()
+						param[i] = old - h
+						lm := loss()
+						param[i] = old
+						fd := (lp - lm) / (2 * h)
+						if e := math.Abs(fd - float64(grad[i])); e > 2e-2*math.Abs(fd)+2e-3 {
+							t.Errorf("%s[%d]: backward %v, finite difference %v", name, i, grad[i], fd)
+						}
+						checked++
+					}
+				})
+				if checked == 0 {
+					t.Fatal("no parameters checked")
+				}
+			})
+		}
+	}
+}
+
+// Bad input is an error, not a panic.
+func TestBadInput(t *testing.T) {
+	ctx := context.Background()
+	m := newMicro(t, "llama", testBackends()[0], 1)
+	V := int32(m.Config.Vocab)
+	cases := map[string]*Batch{
+		"empty":        {SeqOff: []int32{0}},
+		"id too big":   {IDs: []int32{V}, Pos: []int32{0}, SeqOff: []int32{0, 1}},
+		"negative id":  {IDs: []int32{-1}, Pos: []int32{0}, SeqOff: []int32{0, 1}},
+		"bad offsets":  {IDs: []int32{1, 2}, Pos: []int32{0, 1}, SeqOff: []int32{0, 1}},
+		"bad target":   {IDs: []int32{1}, Pos: []int32{0}, SeqOff: []int32{0, 1}, Targets: []int32{V}},
+		"short pos":    {IDs: []int32{1, 2}, Pos: []int32{0}, SeqOff: []int32{0, 2}},
+		"decreasing":   {IDs: []int32{1, 2}, Pos: []int32{0, 1}, SeqOff: []int32{0, 2, 1, 2}},
+		"negative pos": {IDs: []int32{1}, Pos: []int32{-3}, SeqOff: []int32{0, 1}},
+	}
+	for name, b := range cases {
+		if _, err := m.Forward(ctx, b, nil, TrainOptions{}); err == nil {
+			t.Errorf("%s: Forward accepted it", name)
+		}
+	}
+	other := newMicro(t, "qwen3", testBackends()[0], 1)
+	ad := randomAdapter(t, &other.Config, AllModules(), 2, 1)
+	if _, err := m.Logits(ctx, packed(m.Config.Vocab, []int{3}, 1), ad); err == nil {
+		t.Error("adapter of another shape accepted")
+	}
+	cache := NewContiguousCache(&m.Config)
+	if _, err := m.Step(ctx, cache, []StepInput{{Seq: 1, IDs: []int32{V}}}, nil); err == nil {
+		t.Error("Step accepted an out-of-vocabulary id")
+	}
+	if cache.Len(1) != 0 {
+		t.Errorf("failed step left %d tokens in the cache", cache.Len(1))
+	}
+	if _, err := m.Step(ctx, cache, []StepInput{{Seq: 1, IDs: []int32{1}}, {Seq: 1, IDs: []int32{2}}}, nil); err == nil {
+		t.Error("Step accepted the same sequence twice")
+	}
+	if _, err := New(Config{Family: "gpt2"}, testBackends()[0]); err == nil {
+		t.Error("New accepted an unknown family")
+	}
+}

@@ -42,9 +42,9 @@ type Reader struct {
 	infos []FileInfo
 	spool string // temp file holding stdin, removed on Close
 
-	cur   int            // index of the source being read
-	file  *openedFile    // open handle on srcs[cur], nil between files
-	rgi   int            // next row group to open in file
+	cur   int         // index of the source being read
+	file  *openedFile // open handle on srcs[cur], nil between files
+	rgi   int         // next row group to open in file
 	rgr   *parquet.GenericReader[row]
 	batch []row
 	bpos  int   // next row in batch

@@ -73,7 +73,7 @@ type Message struct {
 	// Set on assistant turns the policy produced.
 	Trainable    bool
 	TokenIDs     []int32   // sampled token ids, when the server gave them
-	Logprobs     []float32 // sampling logprob per token id, when given
+	Logprobs     []float32 // sampling logprob per token, when given (same length as TokenIDs when both are set)
 	FinishReason string
 	AnswerModel  string        // the model/adapter that answered this turn
 	Latency      time.Duration // wall time of the completion request
@@ -136,7 +136,7 @@ func (t *Trajectory) Validate() error {
 		if m.ContentParts != "" && !json.Valid([]byte(m.ContentParts)) {
 			bad(f+".content_parts", "not valid JSON")
 		}
-		if len(m.Logprobs) != 0 && len(m.Logprobs) != len(m.TokenIDs) {
+		if len(m.Logprobs) != 0 && len(m.TokenIDs) != 0 && len(m.Logprobs) != len(m.TokenIDs) {
 			bad(f+".logprobs", "%d logprobs for %d token ids", len(m.Logprobs), len(m.TokenIDs))
 		}
 		for j, c := range m.ToolCalls {

@@ -1,0 +1,413 @@
+package trajectory
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// jsonLine is one JSON Lines record: the OpenAI chat shape ({"messages",
+// "tools"}) plus Hone's fields, each omitted when empty. Field names match
+// the Parquet column names.
+type jsonLine struct {
+	Messages         []jsonMessage      `json:"messages"`
+	Tools            []jsonTool         `json:"tools,omitempty"`
+	Run              string             `json:"run,omitempty"`
+	Step             int64              `json:"step,omitempty"`
+	Model            string             `json:"model,omitempty"`
+	Adapter          string             `json:"adapter,omitempty"`
+	ScenarioID       string             `json:"scenario_id,omitempty"`
+	Split            string             `json:"split,omitempty"`
+	Payload          json.RawMessage    `json:"payload,omitempty"`
+	GroupID          string             `json:"group_id,omitempty"`
+	TrajectoryID     string             `json:"trajectory_id,omitempty"`
+	Env              string             `json:"env,omitempty"`
+	Reward           *float64           `json:"reward,omitempty"`
+	RewardComponents []RewardComponent  `json:"reward_components,omitempty"`
+	Metrics          map[string]float64 `json:"metrics,omitempty"`
+	Metadata         map[string]string  `json:"metadata,omitempty"`
+	Error            string             `json:"error,omitempty"`
+	CreatedAt        *time.Time         `json:"created_at,omitempty"`
+	StartedAt        *time.Time         `json:"started_at,omitempty"`
+	FinishedAt       *time.Time         `json:"finished_at,omitempty"`
+}
+
+type jsonMessage struct {
+	Role         string          `json:"role"`
+	Content      json.RawMessage `json:"content"` // string, array of parts, or null
+	ToolCalls    []jsonToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID   string          `json:"tool_call_id,omitempty"`
+	Name         string          `json:"name,omitempty"`
+	Trainable    bool            `json:"trainable,omitempty"`
+	TokenIDs     []int32         `json:"token_ids,omitempty"`
+	Logprobs     []float32       `json:"logprobs,omitempty"`
+	FinishReason string          `json:"finish_reason,omitempty"`
+	AnswerModel  string          `json:"answer_model,omitempty"`
+	LatencyMS    float64         `json:"latency_ms,omitempty"`
+}
+
+type jsonToolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function jsonFunction `json:"function"`
+}
+
+type jsonFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Arguments   *string         `json:"arguments,omitempty"`  // tool calls
+	Parameters  json.RawMessage `json:"parameters,omitempty"` // tools
+}
+
+type jsonTool struct {
+	Type     string       `json:"type"`
+	Function jsonFunction `json:"function"`
+}
+
+// jsonChoice is an OpenAI completion choice, as ART logs keep them in
+// "messages_and_choices": the policy's own turn.
+type jsonChoice struct {
+	FinishReason string      `json:"finish_reason"`
+	Message      jsonMessage `json:"message"`
+	Logprobs     *struct {
+		Content []struct {
+			Token   string  `json:"token"`
+			Logprob float64 `json:"logprob"`
+		} `json:"content"`
+	} `json:"logprobs"`
+}
+
+// ImportResult counts what ImportJSONL read and what it had to make up.
+type ImportResult struct {
+	Lines             int // non-blank lines read
+	Groups            int
+	GeneratedIDs      int // trajectory ids generated for lines without one
+	GeneratedGroupIDs int // group ids generated (each such line is a group of one)
+}
+
+// ImportJSONL reads JSON Lines, one trajectory per line, in the OpenAI chat
+// shape: {"messages": [...], "tools": [...]} plus any of Hone's fields
+// (those ExportJSONL writes). ART's "messages_and_choices" is read as
+// "messages", a choice ({"message": ..., "finish_reason": ...}) becoming a
+// trainable assistant turn. source names the input in errors.
+//
+// A line without "trajectory_id" gets one derived from its line number and
+// content: "t-" and the first 16 hex digits of SHA-256 over the decimal line
+// number, a NUL byte and the line, so importing the same file twice gives
+// the same ids. A line without "group_id" is a group of one whose id is the
+// same digest prefixed "g-". Groups come back in order of first appearance.
+// Top-level keys Hone does not know are kept in Metadata as "jsonl.<key>"
+// holding the key's raw JSON.
+func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, ImportResult, error) {
+	var res ImportResult
+	var groups []Group
+	index := map[string]int{}
+	br := bufio.NewReaderSize(r, 1<<20)
+	for lineNo := 1; ; lineNo++ {
+		if err := ctx.Err(); err != nil {
+			return nil, res, err
+		}
+		line, err := br.ReadBytes('\n')
+		if err != nil && err != io.EOF {
+			return nil, res, fmt.Errorf("trajectory: %s:%d: %w", source, lineNo, err)
+		}
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			res.Lines++
+			t, genID, genGroup, perr := parseLine(trimmed, lineNo)
+			if perr != nil {
+				return nil, res, fmt.Errorf("trajectory: %s:%d: %w", source, lineNo, perr)
+			}
+			if genID {
+				res.GeneratedIDs++
+			}
+			if genGroup {
+				res.GeneratedGroupIDs++
+			}
+			if verr := t.Validate(); verr != nil {
+				return nil, res, fmt.Errorf("trajectory: %s:%d (group %q, trajectory %q): %w", source, lineNo, t.GroupID, t.ID, verr)
+			}
+			i, ok := index[t.GroupID]
+			if !ok {
+				i = len(groups)
+				index[t.GroupID] = i
+				groups = append(groups, Group{ID: t.GroupID})
+			}
+			for _, other := range groups[i].Trajectories {
+				if other.ID == t.ID {
+					return nil, res, fmt.Errorf("trajectory: %s:%d: trajectory_id %q appears twice in group %q", source, lineNo, t.ID, t.GroupID)
+				}
+			}
+			groups[i].Trajectories = append(groups[i].Trajectories, t)
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	res.Groups = len(groups)
+	return groups, res, nil
+}
+
+var knownKeys = map[string]bool{
+	"messages": true, "messages_and_choices": true, "tools": true, "run": true, "step": true,
+	"model": true, "adapter": true, "scenario_id": true, "split": true, "payload": true,
+	"group_id": true, "trajectory_id": true, "env": true, "reward": true,
+	"reward_components": true, "metrics": true, "metadata": true, "error": true,
+	"created_at": true, "started_at": true, "finished_at": true,
+}
+
+func parseLine(line []byte, lineNo int) (t Trajectory, genID, genGroup bool, err error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return t, false, false, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if msgs, ok := raw["messages_and_choices"]; ok {
+		if _, both := raw["messages"]; both {
+			return t, false, false, errors.New(`both "messages" and "messages_and_choices"`)
+		}
+		raw["messages"] = msgs
+	}
+	var jl jsonLine
+	if err := json.Unmarshal(line, &jl); err != nil {
+		return t, false, false, err
+	}
+	t = Trajectory{
+		Run: jl.Run, Step: jl.Step, Model: jl.Model, Adapter: jl.Adapter,
+		ScenarioID: jl.ScenarioID, Split: jl.Split, GroupID: jl.GroupID, ID: jl.TrajectoryID,
+		Env: jl.Env, Reward: jl.Reward, RewardComponents: jl.RewardComponents,
+		Metrics: jl.Metrics, Metadata: jl.Metadata, Error: jl.Error,
+		CreatedAt: derefTime(jl.CreatedAt), StartedAt: derefTime(jl.StartedAt), FinishedAt: derefTime(jl.FinishedAt),
+	}
+	if len(jl.Payload) > 0 && string(jl.Payload) != "null" {
+		t.Payload = string(jl.Payload)
+	}
+	var msgs []json.RawMessage
+	if m, ok := raw["messages"]; ok && string(m) != "null" {
+		if err := json.Unmarshal(m, &msgs); err != nil {
+			return t, false, false, fmt.Errorf("messages: %w", err)
+		}
+	}
+	for i, m := range msgs {
+		msg, err := parseMessage(m)
+		if err != nil {
+			return t, false, false, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		t.Messages = append(t.Messages, msg)
+	}
+	for i, tool := range jl.Tools {
+		if tool.Function.Name == "" {
+			return t, false, false, fmt.Errorf("tools[%d]: no function name", i)
+		}
+		tt := Tool{Type: tool.Type, Name: tool.Function.Name, Description: tool.Function.Description}
+		if len(tool.Function.Parameters) > 0 && string(tool.Function.Parameters) != "null" {
+			tt.Parameters = string(tool.Function.Parameters)
+		}
+		t.Tools = append(t.Tools, tt)
+	}
+	for k, v := range raw {
+		if knownKeys[k] {
+			continue
+		}
+		if t.Metadata == nil {
+			t.Metadata = map[string]string{}
+		}
+		t.Metadata["jsonl."+k] = string(v)
+	}
+	if t.ID == "" || t.GroupID == "" {
+		sum := sha256.Sum256(append([]byte(strconv.Itoa(lineNo)+"\x00"), line...))
+		digest := hex.EncodeToString(sum[:8])
+		if t.ID == "" {
+			t.ID, genID = "t-"+digest, true
+		}
+		if t.GroupID == "" {
+			t.GroupID, genGroup = "g-"+digest, true
+		}
+	}
+	return t, genID, genGroup, nil
+}
+
+func parseMessage(raw json.RawMessage) (Message, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return Message{}, err
+	}
+	if _, isChoice := probe["message"]; isChoice {
+		var c jsonChoice
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return Message{}, fmt.Errorf("choice: %w", err)
+		}
+		m, err := messageFromJSON(&c.Message, probe["message"])
+		if err != nil {
+			return Message{}, err
+		}
+		m.Trainable = true
+		if m.FinishReason == "" {
+			m.FinishReason = c.FinishReason
+		}
+		if c.Logprobs != nil && len(m.Logprobs) == 0 {
+			ids := make([]int32, 0, len(c.Logprobs.Content))
+			for _, tok := range c.Logprobs.Content {
+				m.Logprobs = append(m.Logprobs, float32(tok.Logprob))
+				// vLLM with return_tokens_as_token_ids reports "token_id:123".
+				if s, ok := strings.CutPrefix(tok.Token, "token_id:"); ok {
+					if id, err := strconv.ParseInt(s, 10, 32); err == nil {
+						ids = append(ids, int32(id))
+					}
+				}
+			}
+			if len(m.TokenIDs) == 0 && len(ids) == len(m.Logprobs) {
+				m.TokenIDs = ids
+			}
+		}
+		return m, nil
+	}
+	var jm jsonMessage
+	if err := json.Unmarshal(raw, &jm); err != nil {
+		return Message{}, err
+	}
+	_, hasContent := probe["content"]
+	if !hasContent {
+		jm.Content = nil
+	}
+	return messageFromJSON(&jm, raw)
+}
+
+func messageFromJSON(jm *jsonMessage, _ json.RawMessage) (Message, error) {
+	m := Message{
+		Role: jm.Role, ToolCallID: jm.ToolCallID, Name: jm.Name, Trainable: jm.Trainable,
+		TokenIDs: jm.TokenIDs, Logprobs: jm.Logprobs, FinishReason: jm.FinishReason,
+		AnswerModel: jm.AnswerModel, Latency: time.Duration(math.Round(jm.LatencyMS * 1e6)),
+	}
+	if m.Role == "" {
+		return m, errors.New("no role")
+	}
+	c := bytes.TrimSpace(jm.Content)
+	switch {
+	case len(c) == 0:
+		m.ContentParts = "null" // absent reads as null, the usual shape of a tool-call turn
+	case c[0] == '"':
+		if err := json.Unmarshal(c, &m.Content); err != nil {
+			return m, fmt.Errorf("content: %w", err)
+		}
+	default:
+		// null or a list of parts: keep the exact JSON, and the text parts
+		// joined, for readers that only want text.
+		m.ContentParts = string(c)
+		if c[0] == '[' {
+			var parts []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(c, &parts); err != nil {
+				return m, fmt.Errorf("content parts: %w", err)
+			}
+			var sb strings.Builder
+			for _, p := range parts {
+				if p.Type == "text" {
+					sb.WriteString(p.Text)
+				}
+			}
+			m.Content = sb.String()
+		} else if string(c) != "null" {
+			return m, fmt.Errorf("content: want a string, a list of parts or null, got %.40s", c)
+		}
+	}
+	for j, tc := range jm.ToolCalls {
+		call := ToolCall{ID: tc.ID, Type: tc.Type, Name: tc.Function.Name}
+		if tc.Function.Arguments != nil {
+			call.Arguments = *tc.Function.Arguments
+		}
+		if call.Name == "" {
+			return m, fmt.Errorf("tool_calls[%d]: no function name", j)
+		}
+		m.ToolCalls = append(m.ToolCalls, call)
+	}
+	return m, nil
+}
+
+func derefTime(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// ExportJSONL writes one JSON line per trajectory in the shape ImportJSONL
+// reads. Content that was a list of parts or null is written back exactly.
+func ExportJSONL(w io.Writer, groups ...Group) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for _, g := range groups {
+		for i := range g.Trajectories {
+			t := &g.Trajectories[i]
+			jl := jsonLine{
+				Messages: make([]jsonMessage, len(t.Messages)),
+				Run:      t.Run, Step: t.Step, Model: t.Model, Adapter: t.Adapter,
+				ScenarioID: t.ScenarioID, Split: t.Split, GroupID: t.GroupID, TrajectoryID: t.ID,
+				Env: t.Env, Reward: t.Reward, RewardComponents: t.RewardComponents,
+				Metrics: t.Metrics, Metadata: t.Metadata, Error: t.Error,
+				CreatedAt: timePtr(t.CreatedAt), StartedAt: timePtr(t.StartedAt), FinishedAt: timePtr(t.FinishedAt),
+			}
+			if jl.GroupID == "" {
+				jl.GroupID = g.ID
+			}
+			if t.Payload != "" {
+				jl.Payload = json.RawMessage(t.Payload)
+			}
+			for j := range t.Messages {
+				m := &t.Messages[j]
+				jm := jsonMessage{
+					Role: m.Role, ToolCallID: m.ToolCallID, Name: m.Name, Trainable: m.Trainable,
+					TokenIDs: m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
+					AnswerModel: m.AnswerModel, LatencyMS: float64(m.Latency) / 1e6,
+				}
+				if m.ContentParts != "" {
+					jm.Content = json.RawMessage(m.ContentParts)
+				} else {
+					b, err := json.Marshal(m.Content)
+					if err != nil {
+						return fmt.Errorf("trajectory: export %q messages[%d]: %w", t.ID, j, err)
+					}
+					jm.Content = b
+				}
+				for _, c := range m.ToolCalls {
+					args := c.Arguments
+					jm.ToolCalls = append(jm.ToolCalls, jsonToolCall{ID: c.ID, Type: c.Type,
+						Function: jsonFunction{Name: c.Name, Arguments: &args}})
+				}
+				jl.Messages[j] = jm
+			}
+			for _, tool := range t.Tools {
+				jt := jsonTool{Type: tool.Type, Function: jsonFunction{Name: tool.Name, Description: tool.Description}}
+				if tool.Parameters != "" {
+					jt.Function.Parameters = json.RawMessage(tool.Parameters)
+				}
+				jl.Tools = append(jl.Tools, jt)
+			}
+			if err := enc.Encode(&jl); err != nil {
+				return fmt.Errorf("trajectory: export group %q, trajectory %q: %w", g.ID, t.ID, err)
+			}
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("trajectory: export: %w", err)
+	}
+	return nil
+}

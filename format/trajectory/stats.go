@@ -1,0 +1,180 @@
+package trajectory
+
+import (
+	"context"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// RewardSummary describes the rewards of a set of trajectories. Unscored
+// (null) rewards are counted, not averaged.
+type RewardSummary struct {
+	Scored   int64   // trajectories with a reward
+	Unscored int64   // trajectories whose reward is null
+	Mean     float64 // over scored trajectories; 0 when none
+	// Std is the sample standard deviation (n-1 denominator, like SQL's
+	// stddev_samp); 0 when fewer than two are scored.
+	Std      float64
+	Min, Max float64 // 0 when none are scored
+}
+
+// Summary counts one slice of an input set.
+type Summary struct {
+	Groups       int64
+	Trajectories int64
+	Errors       int64 // trajectories with a non-empty Error
+	Tokens       int64 // sampled token ids recorded on assistant turns
+	Reward       RewardSummary
+}
+
+// StepSummary is the Summary of the trajectories produced at one step.
+type StepSummary struct {
+	Step int64
+	Summary
+}
+
+// EnvSummary is the Summary of one environment's trajectories.
+type EnvSummary struct {
+	Env string
+	Summary
+}
+
+// Stats summarizes an input set: totals, and the same per step and per
+// environment (sorted by step and by name). A group counts once in every
+// step and environment its trajectories belong to.
+type Stats struct {
+	Files []FileInfo
+	Summary
+	Messages       int64
+	TrainableTurns int64
+	ByStep         []StepSummary
+	ByEnv          []EnvSummary
+}
+
+// StatsBuilder accumulates Stats group by group. The zero value is ready.
+type StatsBuilder struct {
+	total          acc
+	messages       int64
+	trainableTurns int64
+	steps          map[int64]*acc
+	envs           map[string]*acc
+}
+
+// acc accumulates a Summary; rewards with Welford's update, so the mean and
+// variance stay accurate over millions of rows.
+type acc struct {
+	groups, trajectories, errors, tokens int64
+	n, unscored                          int64
+	mean, m2, min, max                   float64
+}
+
+func (a *acc) add(t *Trajectory) {
+	a.trajectories++
+	if t.Error != "" {
+		a.errors++
+	}
+	for i := range t.Messages {
+		a.tokens += int64(len(t.Messages[i].TokenIDs))
+	}
+	if t.Reward == nil {
+		a.unscored++
+		return
+	}
+	x := *t.Reward
+	a.n++
+	if a.n == 1 {
+		a.min, a.max = x, x
+	} else {
+		a.min, a.max = math.Min(a.min, x), math.Max(a.max, x)
+	}
+	d := x - a.mean
+	a.mean += d / float64(a.n)
+	a.m2 += d * (x - a.mean)
+}
+
+func (a *acc) summary() Summary {
+	s := Summary{Groups: a.groups, Trajectories: a.trajectories, Errors: a.errors, Tokens: a.tokens,
+		Reward: RewardSummary{Scored: a.n, Unscored: a.unscored}}
+	if a.n > 0 {
+		s.Reward.Mean, s.Reward.Min, s.Reward.Max = a.mean, a.min, a.max
+	}
+	if a.n > 1 {
+		s.Reward.Std = math.Sqrt(a.m2 / float64(a.n-1))
+	}
+	return s
+}
+
+// Add counts one group.
+func (b *StatsBuilder) Add(g Group) {
+	if b.steps == nil {
+		b.steps = make(map[int64]*acc)
+		b.envs = make(map[string]*acc)
+	}
+	b.total.groups++
+	stepSeen := map[int64]bool{}
+	envSeen := map[string]bool{}
+	for i := range g.Trajectories {
+		t := &g.Trajectories[i]
+		b.total.add(t)
+		b.messages += int64(len(t.Messages))
+		for j := range t.Messages {
+			if t.Messages[j].Trainable {
+				b.trainableTurns++
+			}
+		}
+		sa := b.steps[t.Step]
+		if sa == nil {
+			sa = &acc{}
+			b.steps[t.Step] = sa
+		}
+		sa.add(t)
+		if !stepSeen[t.Step] {
+			stepSeen[t.Step] = true
+			sa.groups++
+		}
+		ea := b.envs[t.Env]
+		if ea == nil {
+			ea = &acc{}
+			b.envs[t.Env] = ea
+		}
+		ea.add(t)
+		if !envSeen[t.Env] {
+			envSeen[t.Env] = true
+			ea.groups++
+		}
+	}
+}
+
+// Stats returns what has been added so far.
+func (b *StatsBuilder) Stats() Stats {
+	s := Stats{Summary: b.total.summary(), Messages: b.messages, TrainableTurns: b.trainableTurns}
+	for step, a := range b.steps {
+		s.ByStep = append(s.ByStep, StepSummary{Step: step, Summary: a.summary()})
+	}
+	slices.SortFunc(s.ByStep, func(x, y StepSummary) int { return int(min(max(x.Step-y.Step, -1), 1)) })
+	for env, a := range b.envs {
+		s.ByEnv = append(s.ByEnv, EnvSummary{Env: env, Summary: a.summary()})
+	}
+	slices.SortFunc(s.ByEnv, func(x, y EnvSummary) int { return strings.Compare(x.Env, y.Env) })
+	return s
+}
+
+// ComputeStats reads r to the end and summarizes it.
+func ComputeStats(ctx context.Context, r *Reader) (Stats, error) {
+	var b StatsBuilder
+	for {
+		g, err := r.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Stats{}, err
+		}
+		b.Add(g)
+	}
+	s := b.Stats()
+	s.Files = r.Files()
+	return s, nil
+}

@@ -1,0 +1,162 @@
+package tokenizer
+
+import (
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+)
+
+const (
+	testdataDir = "../../testdata/tokenizers"
+	rerun       = "rerun `node testdata/tokenizers/js/golden.mjs` (see testdata/tokenizers/golden/README.md)"
+)
+
+// tokenizers under test, loaded once per test binary (loading takes ~1 s).
+var (
+	loadOnce sync.Once
+	loaded   map[string]*Tokenizer
+	loadErr  error
+)
+
+func testTokenizer(t testing.TB, name string) *Tokenizer {
+	t.Helper()
+	loadOnce.Do(func() {
+		loaded = map[string]*Tokenizer{}
+		for _, n := range []string{"qwen3", "llama3"} {
+			tk, err := Load(filepath.Join(testdataDir, n))
+			if err != nil {
+				loadErr = err
+				return
+			}
+			loaded[n] = tk
+		}
+	})
+	if loadErr != nil {
+		t.Fatal(loadErr)
+	}
+	return loaded[name]
+}
+
+type goldenFile struct {
+	Reference  string `json:"reference"`
+	Tokenizer  string `json:"tokenizer"`
+	SHA256     string `json:"tokenizer_json_sha256"`
+	VocabSize  int    `json:"vocab_size"`
+	Cases      []goldenCase
+	DecodeCase []struct {
+		IDs                []int  `json:"ids"`
+		Decoded            string `json:"decoded"`
+		DecodedSkipSpecial string `json:"decoded_skip_special"`
+	} `json:"decode_cases"`
+}
+
+type goldenCase struct {
+	Name               string `json:"name"`
+	Text               string `json:"text"`
+	IDs                []int  `json:"ids"`
+	IDsNoSpecial       []int  `json:"ids_no_special"`
+	Decoded            string `json:"decoded"`
+	DecodedSkipSpecial string `json:"decoded_skip_special"`
+}
+
+func readGolden(t *testing.T, name string) *goldenFile {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testdataDir, "golden", name+".json"))
+	if err != nil {
+		t.Fatalf("%v; %s", err, rerun)
+	}
+	var g goldenFile
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatalf("golden/%s.json: %v; %s", name, err, rerun)
+	}
+	return &g
+}
+
+// sha256OfGzip hashes the decompressed content of a .gz file.
+func sha256OfGzip(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, zr); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// TestGolden compares Encode and Decode with Hugging Face's JavaScript
+// tokenizers on the real Qwen3 and Llama 3.1 files: exact ids and text.
+func TestGolden(t *testing.T) {
+	for _, name := range []string{"qwen3", "llama3"} {
+		t.Run(name, func(t *testing.T) {
+			g := readGolden(t, name)
+			sum, err := sha256OfGzip(filepath.Join(testdataDir, name, "tokenizer.json.gz"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum != g.SHA256 {
+				t.Fatalf("testdata/tokenizers/%s/tokenizer.json.gz holds a tokenizer.json with sha256 %s, golden was made from %s; %s", name, sum, g.SHA256, rerun)
+			}
+			tk := testTokenizer(t, name)
+			if tk.VocabSize() != g.VocabSize {
+				t.Errorf("VocabSize() = %d, reference %d", tk.VocabSize(), g.VocabSize)
+			}
+			if len(g.Cases) < 50 {
+				t.Fatalf("golden/%s.json has only %d cases; %s", name, len(g.Cases), rerun)
+			}
+			for _, c := range g.Cases {
+				t.Run(c.Name, func(t *testing.T) {
+					if got := tk.Encode(c.Text, true); !slices.Equal(got, c.IDs) {
+						t.Errorf("Encode(%q, true)\n got  %v\n want %v (%s)", c.Text, got, c.IDs, g.Reference)
+					}
+					if got := tk.Encode(c.Text, false); !slices.Equal(got, c.IDsNoSpecial) {
+						t.Errorf("Encode(%q, false)\n got  %v\n want %v (%s)", c.Text, got, c.IDsNoSpecial, g.Reference)
+					}
+					if got := tk.Decode(c.IDs, false); got != c.Decoded {
+						t.Errorf("Decode(%v, false) = %q, want %q", c.IDs, got, c.Decoded)
+					}
+					if got := tk.Decode(c.IDs, true); got != c.DecodedSkipSpecial {
+						t.Errorf("Decode(%v, true) = %q, want %q", c.IDs, got, c.DecodedSkipSpecial)
+					}
+					if got := streamDecode(tk, c.IDs, true); got != c.DecodedSkipSpecial {
+						t.Errorf("StreamDecoder over %v = %q, want %q", c.IDs, got, c.DecodedSkipSpecial)
+					}
+				})
+			}
+			for i, c := range g.DecodeCase {
+				if got := tk.Decode(c.IDs, false); got != c.Decoded {
+					t.Errorf("decode_cases[%d]: Decode(%v, false) = %q, want %q", i, c.IDs, got, c.Decoded)
+				}
+				if got := tk.Decode(c.IDs, true); got != c.DecodedSkipSpecial {
+					t.Errorf("decode_cases[%d]: Decode(%v, true) = %q, want %q", i, c.IDs, got, c.DecodedSkipSpecial)
+				}
+				if got := streamDecode(tk, c.IDs, false); got != c.Decoded {
+					t.Errorf("decode_cases[%d]: StreamDecoder over %v = %q, want %q", i, c.IDs, got, c.Decoded)
+				}
+			}
+		})
+	}
+}
+
+func streamDecode(tk *Tokenizer, ids []int, skipSpecial bool) string {
+	d := tk.NewStreamDecoder(skipSpecial)
+	var s string
+	for _, id := range ids {
+		s += d.Add(id)
+	}
+	return s + d.Flush()
+}

@@ -1,0 +1,534 @@
+package hfconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// File names inside a model folder.
+const (
+	ConfigName           = "config.json"
+	GenerationConfigName = "generation_config.json"
+)
+
+// SupportedModelTypes returns the config.json model_type values this package accepts.
+func SupportedModelTypes() []string { return []string{"llama", "qwen2", "qwen3"} }
+
+// RoPE holds the rotary-embedding parameters, merged from rope_theta/rope_scaling or
+// rope_parameters.
+type RoPE struct {
+	// Type is "default" (plain RoPE), "linear", "dynamic" or "llama3".
+	Type  string
+	Theta float64 // base θ of inv_freq_j = θ^(−2j/d)
+	// Factor is the scaling factor of linear, dynamic and llama3 (0 for default).
+	Factor float64
+	// LowFreqFactor, HighFreqFactor and OriginalMaxPositionEmbeddings are llama3's.
+	LowFreqFactor                 float64
+	HighFreqFactor                float64
+	OriginalMaxPositionEmbeddings int
+}
+
+// Config is a validated model configuration with transformers' defaults applied.
+type Config struct {
+	ModelType     string   // "llama", "qwen2" or "qwen3"
+	Architectures []string // e.g. ["Qwen2ForCausalLM"]
+
+	VocabSize         int // V
+	HiddenSize        int // C
+	IntermediateSize  int // SwiGLU width
+	NumHiddenLayers   int
+	NumAttentionHeads int // H
+	NumKeyValueHeads  int // KVH, divides H (default H)
+	HeadDim           int // D (explicit head_dim, else C/H; Qwen3 default 128)
+	HiddenAct         string
+	RMSNormEps        float64
+	RoPE              RoPE
+
+	MaxPositionEmbeddings int
+	TieWordEmbeddings     bool // lm_head reuses embed_tokens; the checkpoint may lack lm_head.weight
+
+	AttentionBias bool // the attention_bias key as written (false when absent)
+	QKVBias       bool // q_proj, k_proj, v_proj have .bias tensors
+	OBias         bool // o_proj has a .bias tensor
+	MLPBias       bool // gate/up/down have .bias tensors (llama mlp_bias)
+	QKNorm        bool // per-head q_norm/k_norm before RoPE (qwen3)
+
+	// SlidingWindow is the attention window when use_sliding_window is true (0 when
+	// off); MaxWindowLayers is Qwen's max_window_layers. Recorded, not interpreted.
+	SlidingWindow   int
+	MaxWindowLayers int
+
+	DType string // torch_dtype, or dtype in newer files ("bfloat16", …); "" when absent
+
+	BOSTokenID  *int
+	EOSTokenIDs []int
+	PadTokenID  *int
+
+	// Generation is generation_config.json when the folder has one.
+	Generation *GenerationConfig
+}
+
+// QDim is H·D, the output width of q_proj.
+func (c *Config) QDim() int { return c.NumAttentionHeads * c.HeadDim }
+
+// KVDim is KVH·D, the output width of k_proj and v_proj.
+func (c *Config) KVDim() int { return c.NumKeyValueHeads * c.HeadDim }
+
+// LinearDims returns (in, out) features of a per-layer linear projection named by its
+// HF module name (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj). The
+// weight tensor is [out, in].
+func (c *Config) LinearDims(module string) (in, out int, err error) {
+	switch module {
+	case "q_proj":
+		return c.HiddenSize, c.QDim(), nil
+	case "k_proj", "v_proj":
+		return c.HiddenSize, c.KVDim(), nil
+	case "o_proj":
+		return c.QDim(), c.HiddenSize, nil
+	case "gate_proj", "up_proj":
+		return c.HiddenSize, c.IntermediateSize, nil
+	case "down_proj":
+		return c.IntermediateSize, c.HiddenSize, nil
+	}
+	return 0, 0, fmt.Errorf("hfconfig: unknown projection %q (want q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj or down_proj)", module)
+}
+
+// StopTokenIDs returns the ids that end generation: generation_config.json's
+// eos_token_id when present (what transformers' generate uses), else config.json's.
+func (c *Config) StopTokenIDs() []int {
+	if c.Generation != nil && len(c.Generation.EOSTokenIDs) > 0 {
+		return append([]int(nil), c.Generation.EOSTokenIDs...)
+	}
+	return append([]int(nil), c.EOSTokenIDs...)
+}
+
+// raw mirrors config.json; pointers tell "absent" from zero.
+type raw struct {
+	ModelType             *string         `json:"model_type"`
+	Architectures         []string        `json:"architectures"`
+	VocabSize             *int            `json:"vocab_size"`
+	HiddenSize            *int            `json:"hidden_size"`
+	IntermediateSize      *int            `json:"intermediate_size"`
+	NumHiddenLayers       *int            `json:"num_hidden_layers"`
+	NumAttentionHeads     *int            `json:"num_attention_heads"`
+	NumKeyValueHeads      *int            `json:"num_key_value_heads"`
+	HeadDim               *int            `json:"head_dim"`
+	HiddenAct             *string         `json:"hidden_act"`
+	RMSNormEps            *float64        `json:"rms_norm_eps"`
+	RopeTheta             *float64        `json:"rope_theta"`
+	RopeScaling           json.RawMessage `json:"rope_scaling"`
+	RopeParameters        json.RawMessage `json:"rope_parameters"`
+	MaxPositionEmbeddings *int            `json:"max_position_embeddings"`
+	TieWordEmbeddings     *bool           `json:"tie_word_embeddings"`
+	AttentionBias         *bool           `json:"attention_bias"`
+	MLPBias               *bool           `json:"mlp_bias"`
+	UseSlidingWindow      *bool           `json:"use_sliding_window"`
+	SlidingWindow         *int            `json:"sliding_window"`
+	MaxWindowLayers       *int            `json:"max_window_layers"`
+	TorchDType            *string         `json:"torch_dtype"`
+	DType                 *string         `json:"dtype"`
+	BOSTokenID            json.RawMessage `json:"bos_token_id"`
+	EOSTokenID            json.RawMessage `json:"eos_token_id"`
+	PadTokenID            json.RawMessage `json:"pad_token_id"`
+}
+
+// Load reads dir/config.json and, when present, dir/generation_config.json. dir may
+// also be the path of a config.json file.
+func Load(dir string) (*Config, error) {
+	path := filepath.Join(dir, ConfigName)
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		path, dir = dir, filepath.Dir(dir)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("hfconfig: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	gpath := filepath.Join(dir, GenerationConfigName)
+	gdata, err := os.ReadFile(gpath)
+	switch {
+	case err == nil:
+		g, err := ParseGenerationConfig(gdata)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", gpath, err)
+		}
+		for _, id := range append(g.EOSTokenIDs, derefAll(g.BOSTokenID, g.PadTokenID)...) {
+			if id >= c.VocabSize {
+				return nil, fmt.Errorf("%s: token id %d outside the vocabulary [0, %d) of %s", gpath, id, c.VocabSize, path)
+			}
+		}
+		c.Generation = g
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("hfconfig: %w", err)
+	}
+	return c, nil
+}
+
+// Parse decodes and validates the bytes of a config.json.
+func Parse(data []byte) (*Config, error) {
+	var r raw
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("hfconfig: %w", err)
+	}
+	if r.ModelType == nil {
+		return nil, fmt.Errorf("hfconfig: no model_type (supported: %s)", strings.Join(SupportedModelTypes(), ", "))
+	}
+	c := &Config{ModelType: *r.ModelType, Architectures: r.Architectures}
+	switch c.ModelType {
+	case "llama", "qwen2", "qwen3":
+	default:
+		return nil, fmt.Errorf("hfconfig: model_type %q is not supported (supported: %s)", c.ModelType, strings.Join(SupportedModelTypes(), ", "))
+	}
+	need := func(field string, p *int) (int, error) {
+		if p == nil {
+			return 0, fmt.Errorf("hfconfig: %s: missing", field)
+		}
+		if *p <= 0 {
+			return 0, fmt.Errorf("hfconfig: %s: %d must be positive", field, *p)
+		}
+		return *p, nil
+	}
+	var err error
+	for _, f := range []struct {
+		name string
+		p    *int
+		dst  *int
+	}{
+		{"vocab_size", r.VocabSize, &c.VocabSize},
+		{"hidden_size", r.HiddenSize, &c.HiddenSize},
+		{"intermediate_size", r.IntermediateSize, &c.IntermediateSize},
+		{"num_hidden_layers", r.NumHiddenLayers, &c.NumHiddenLayers},
+		{"num_attention_heads", r.NumAttentionHeads, &c.NumAttentionHeads},
+	} {
+		if *f.dst, err = need(f.name, f.p); err != nil {
+			return nil, err
+		}
+	}
+	c.NumKeyValueHeads = c.NumAttentionHeads
+	if r.NumKeyValueHeads != nil {
+		c.NumKeyValueHeads = *r.NumKeyValueHeads
+	}
+	if c.NumKeyValueHeads <= 0 || c.NumAttentionHeads%c.NumKeyValueHeads != 0 {
+		return nil, fmt.Errorf("hfconfig: num_key_value_heads %d must be positive and divide num_attention_heads %d", c.NumKeyValueHeads, c.NumAttentionHeads)
+	}
+	switch {
+	case r.HeadDim != nil:
+		c.HeadDim = *r.HeadDim
+	case c.ModelType == "qwen3":
+		c.HeadDim = 128 // Qwen3Config's default; its head_dim is not hidden/heads
+	default:
+		if c.HiddenSize%c.NumAttentionHeads != 0 {
+			return nil, fmt.Errorf("hfconfig: no head_dim and hidden_size %d is not a multiple of num_attention_heads %d", c.HiddenSize, c.NumAttentionHeads)
+		}
+		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
+	}
+	if c.HeadDim <= 0 || c.HeadDim%2 != 0 {
+		return nil, fmt.Errorf("hfconfig: head_dim %d must be positive and even (RoPE rotates pairs)", c.HeadDim)
+	}
+	c.HiddenAct = "silu"
+	if r.HiddenAct != nil {
+		c.HiddenAct = *r.HiddenAct
+	}
+	if c.HiddenAct != "silu" {
+		return nil, fmt.Errorf("hfconfig: hidden_act %q is not supported (only silu, as in every llama/qwen2/qwen3 checkpoint)", c.HiddenAct)
+	}
+	c.RMSNormEps = 1e-6
+	if r.RMSNormEps != nil {
+		c.RMSNormEps = *r.RMSNormEps
+	}
+	if !(c.RMSNormEps > 0) || math.IsInf(c.RMSNormEps, 0) {
+		return nil, fmt.Errorf("hfconfig: rms_norm_eps %v must be positive", c.RMSNormEps)
+	}
+	if c.RoPE, err = parseRoPE(r); err != nil {
+		return nil, err
+	}
+	c.MaxPositionEmbeddings = map[string]int{"llama": 2048, "qwen2": 32768, "qwen3": 32768}[c.ModelType]
+	if r.MaxPositionEmbeddings != nil {
+		c.MaxPositionEmbeddings = *r.MaxPositionEmbeddings
+	}
+	if c.MaxPositionEmbeddings <= 0 {
+		return nil, fmt.Errorf("hfconfig: max_position_embeddings %d must be positive", c.MaxPositionEmbeddings)
+	}
+	if r.TieWordEmbeddings != nil {
+		c.TieWordEmbeddings = *r.TieWordEmbeddings
+	}
+	if r.AttentionBias != nil {
+		c.AttentionBias = *r.AttentionBias
+	}
+	switch c.ModelType {
+	case "qwen2":
+		// Qwen2Attention hard-codes bias=True on q/k/v and False on o, whatever
+		// attention_bias says.
+		c.QKVBias, c.OBias = true, false
+	case "llama", "qwen3":
+		c.QKVBias, c.OBias = c.AttentionBias, c.AttentionBias
+	}
+	if r.MLPBias != nil && c.ModelType == "llama" {
+		c.MLPBias = *r.MLPBias
+	}
+	c.QKNorm = c.ModelType == "qwen3"
+	if r.UseSlidingWindow != nil && *r.UseSlidingWindow {
+		if r.SlidingWindow == nil || *r.SlidingWindow <= 0 {
+			return nil, errors.New("hfconfig: use_sliding_window is true but sliding_window is not a positive number")
+		}
+		c.SlidingWindow = *r.SlidingWindow
+	}
+	if r.MaxWindowLayers != nil {
+		c.MaxWindowLayers = *r.MaxWindowLayers
+	}
+	switch {
+	case r.DType != nil:
+		c.DType = *r.DType
+	case r.TorchDType != nil:
+		c.DType = *r.TorchDType
+	}
+	ids, err := tokenIDs("bos_token_id", r.BOSTokenID, c.VocabSize)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) > 1 {
+		return nil, fmt.Errorf("hfconfig: bos_token_id: want one id, got %v", ids)
+	}
+	if len(ids) == 1 {
+		c.BOSTokenID = &ids[0]
+	}
+	if c.EOSTokenIDs, err = tokenIDs("eos_token_id", r.EOSTokenID, c.VocabSize); err != nil {
+		return nil, err
+	}
+	if ids, err = tokenIDs("pad_token_id", r.PadTokenID, c.VocabSize); err != nil {
+		return nil, err
+	}
+	if len(ids) > 1 {
+		return nil, fmt.Errorf("hfconfig: pad_token_id: want one id, got %v", ids)
+	}
+	if len(ids) == 1 {
+		c.PadTokenID = &ids[0]
+	}
+	return c, nil
+}
+
+// tokenIDs decodes a token id field written as an int, a list of ints, or null. Each
+// id must index the vocabulary (vocab 0 skips the check).
+func tokenIDs(field string, m json.RawMessage, vocab int) ([]int, error) {
+	if len(m) == 0 || string(m) == "null" {
+		return nil, nil
+	}
+	var ids []int
+	var one int
+	if err := json.Unmarshal(m, &one); err == nil {
+		ids = []int{one}
+	} else if err := json.Unmarshal(m, &ids); err != nil {
+		return nil, fmt.Errorf("hfconfig: %s: want an int or a list of ints, got %s", field, m)
+	}
+	for _, id := range ids {
+		if id < 0 || (vocab > 0 && id >= vocab) {
+			return nil, fmt.Errorf("hfconfig: %s: id %d outside the vocabulary [0, %d)", field, id, vocab)
+		}
+	}
+	return ids, nil
+}
+
+// ropeObj is the shape of both rope_scaling and rope_parameters.
+type ropeObj struct {
+	RopeType                      *string  `json:"rope_type"`
+	Type                          *string  `json:"type"` // legacy spelling
+	RopeTheta                     *float64 `json:"rope_theta"`
+	Factor                        *float64 `json:"factor"`
+	LowFreqFactor                 *float64 `json:"low_freq_factor"`
+	HighFreqFactor                *float64 `json:"high_freq_factor"`
+	OriginalMaxPositionEmbeddings *float64 `json:"original_max_position_embeddings"`
+}
+
+func supportedRoPE() string { return "default, linear, dynamic, llama3" }
+
+func parseRoPE(r raw) (RoPE, error) {
+	rope := RoPE{Type: "default", Theta: 10000} // the class default of all three families
+	var objs []struct {
+		field string
+		o     ropeObj
+	}
+	for _, f := range []struct {
+		field string
+		m     json.RawMessage
+	}{{"rope_scaling", r.RopeScaling}, {"rope_parameters", r.RopeParameters}} {
+		if len(f.m) == 0 || string(f.m) == "null" {
+			continue
+		}
+		var o ropeObj
+		dec := json.NewDecoder(bytes.NewReader(f.m))
+		if err := dec.Decode(&o); err != nil {
+			return rope, fmt.Errorf("hfconfig: %s: %w", f.field, err)
+		}
+		objs = append(objs, struct {
+			field string
+			o     ropeObj
+		}{f.field, o})
+	}
+	theta, thetaFrom := r.RopeTheta, "rope_theta"
+	typ, typFrom := "", ""
+	var o ropeObj
+	for _, x := range objs {
+		t := ""
+		switch {
+		case x.o.RopeType != nil:
+			t = *x.o.RopeType
+		case x.o.Type != nil:
+			t = *x.o.Type
+		default:
+			if x.field == "rope_parameters" {
+				t = "default"
+			} else {
+				return rope, errors.New("hfconfig: rope_scaling has neither rope_type nor type")
+			}
+		}
+		if typ != "" && t != typ {
+			return rope, fmt.Errorf("hfconfig: %s says rope type %q but %s says %q", typFrom, typ, x.field, t)
+		}
+		typ, typFrom = t, x.field
+		if x.o.RopeTheta != nil {
+			if theta != nil && *theta != *x.o.RopeTheta {
+				return rope, fmt.Errorf("hfconfig: %s %v and %s.rope_theta %v disagree", thetaFrom, *theta, x.field, *x.o.RopeTheta)
+			}
+			theta, thetaFrom = x.o.RopeTheta, x.field+".rope_theta"
+		}
+		// Later objects fill what earlier ones lacked (the two spellings carry the
+		// same parameters when both are present).
+		if o.Factor == nil {
+			o.Factor = x.o.Factor
+		}
+		if o.LowFreqFactor == nil {
+			o.LowFreqFactor = x.o.LowFreqFactor
+		}
+		if o.HighFreqFactor == nil {
+			o.HighFreqFactor = x.o.HighFreqFactor
+		}
+		if o.OriginalMaxPositionEmbeddings == nil {
+			o.OriginalMaxPositionEmbeddings = x.o.OriginalMaxPositionEmbeddings
+		}
+	}
+	if theta != nil {
+		rope.Theta = *theta
+	}
+	if !(rope.Theta > 0) || math.IsInf(rope.Theta, 0) {
+		return rope, fmt.Errorf("hfconfig: %s %v must be positive", thetaFrom, rope.Theta)
+	}
+	if typ == "" {
+		return rope, nil
+	}
+	rope.Type = typ
+	from := typFrom
+	factor := func() error {
+		if o.Factor == nil || !(*o.Factor >= 1) || math.IsInf(*o.Factor, 0) {
+			return fmt.Errorf("hfconfig: %s: %s rope needs factor >= 1", from, typ)
+		}
+		rope.Factor = *o.Factor
+		return nil
+	}
+	switch typ {
+	case "default":
+	case "linear", "dynamic":
+		if err := factor(); err != nil {
+			return rope, err
+		}
+	case "llama3":
+		if err := factor(); err != nil {
+			return rope, err
+		}
+		if o.LowFreqFactor == nil || o.HighFreqFactor == nil || o.OriginalMaxPositionEmbeddings == nil {
+			return rope, fmt.Errorf("hfconfig: %s: llama3 rope needs low_freq_factor, high_freq_factor and original_max_position_embeddings", from)
+		}
+		rope.LowFreqFactor, rope.HighFreqFactor = *o.LowFreqFactor, *o.HighFreqFactor
+		if !(rope.LowFreqFactor > 0) || !(rope.HighFreqFactor > rope.LowFreqFactor) || math.IsInf(rope.HighFreqFactor, 0) {
+			return rope, fmt.Errorf("hfconfig: %s: llama3 rope needs 0 < low_freq_factor (%v) < high_freq_factor (%v)", from, rope.LowFreqFactor, rope.HighFreqFactor)
+		}
+		omp := *o.OriginalMaxPositionEmbeddings
+		if omp != math.Trunc(omp) || omp < 1 || omp > 1<<31 {
+			return rope, fmt.Errorf("hfconfig: %s: original_max_position_embeddings %v must be a positive integer", from, omp)
+		}
+		rope.OriginalMaxPositionEmbeddings = int(omp)
+	default:
+		return rope, fmt.Errorf("hfconfig: %s: rope type %q is not supported (supported: %s)", from, typ, supportedRoPE())
+	}
+	return rope, nil
+}
+
+// GenerationConfig is the part of generation_config.json Hone uses. Nil pointers
+// mean the key is absent.
+type GenerationConfig struct {
+	BOSTokenID        *int
+	EOSTokenIDs       []int
+	PadTokenID        *int
+	DoSample          *bool
+	Temperature       *float64
+	TopP              *float64
+	TopK              *int
+	RepetitionPenalty *float64
+	MaxNewTokens      *int
+}
+
+// ParseGenerationConfig decodes generation_config.json.
+func ParseGenerationConfig(data []byte) (*GenerationConfig, error) {
+	var r struct {
+		BOSTokenID        json.RawMessage `json:"bos_token_id"`
+		EOSTokenID        json.RawMessage `json:"eos_token_id"`
+		PadTokenID        json.RawMessage `json:"pad_token_id"`
+		DoSample          *bool           `json:"do_sample"`
+		Temperature       *float64        `json:"temperature"`
+		TopP              *float64        `json:"top_p"`
+		TopK              *int            `json:"top_k"`
+		RepetitionPenalty *float64        `json:"repetition_penalty"`
+		MaxNewTokens      *int            `json:"max_new_tokens"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("hfconfig: generation config: %w", err)
+	}
+	g := &GenerationConfig{DoSample: r.DoSample, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK,
+		RepetitionPenalty: r.RepetitionPenalty, MaxNewTokens: r.MaxNewTokens}
+	var err error
+	one := func(field string, m json.RawMessage) (*int, error) {
+		ids, err := tokenIDs(field, m, 0)
+		if err != nil || len(ids) == 0 {
+			return nil, err
+		}
+		if len(ids) > 1 {
+			return nil, fmt.Errorf("hfconfig: generation config: %s: want one id, got %v", field, ids)
+		}
+		return &ids[0], nil
+	}
+	if g.BOSTokenID, err = one("bos_token_id", r.BOSTokenID); err != nil {
+		return nil, err
+	}
+	if g.PadTokenID, err = one("pad_token_id", r.PadTokenID); err != nil {
+		return nil, err
+	}
+	if g.EOSTokenIDs, err = tokenIDs("eos_token_id", r.EOSTokenID, 0); err != nil {
+		return nil, err
+	}
+	if g.Temperature != nil && *g.Temperature < 0 {
+		return nil, fmt.Errorf("hfconfig: generation config: temperature %v is negative", *g.Temperature)
+	}
+	if g.TopP != nil && !(*g.TopP > 0 && *g.TopP <= 1) {
+		return nil, fmt.Errorf("hfconfig: generation config: top_p %v outside (0, 1]", *g.TopP)
+	}
+	return g, nil
+}
+
+func derefAll(ps ...*int) []int {
+	var out []int
+	for _, p := range ps {
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out
+}

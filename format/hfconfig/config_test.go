@@ -1,0 +1,216 @@
+package hfconfig
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRealConfigs(t *testing.T) {
+	type want struct {
+		typ                          string
+		vocab, hidden, inter, layers int
+		heads, kv, headDim           int
+		eps, theta                   float64
+		rope                         RoPE
+		maxPos                       int
+		tie, qkvBias, oBias, qkNorm  bool
+		bos                          int
+		eos, stop                    []int
+		qDim, kvDim                  int
+		temperature                  float64
+	}
+	cases := map[string]want{
+		"qwen2.5-0.5b-instruct": {
+			typ: "qwen2", vocab: 151936, hidden: 896, inter: 4864, layers: 24, heads: 14, kv: 2, headDim: 64,
+			eps: 1e-6, theta: 1e6, rope: RoPE{Type: "default", Theta: 1e6}, maxPos: 32768,
+			tie: true, qkvBias: true, oBias: false, qkNorm: false,
+			bos: 151643, eos: []int{151645}, stop: []int{151645, 151643}, qDim: 896, kvDim: 128, temperature: 0.7,
+		},
+		"qwen3-1.7b": {
+			typ: "qwen3", vocab: 151936, hidden: 2048, inter: 6144, layers: 28, heads: 16, kv: 8, headDim: 128,
+			eps: 1e-6, theta: 1e6, rope: RoPE{Type: "default", Theta: 1e6}, maxPos: 40960,
+			tie: true, qkvBias: false, oBias: false, qkNorm: true,
+			bos: 151643, eos: []int{151645}, stop: []int{151645, 151643}, qDim: 2048, kvDim: 1024, temperature: 0.6,
+		},
+		"llama-3.2-1b-instruct": {
+			typ: "llama", vocab: 128256, hidden: 2048, inter: 8192, layers: 16, heads: 32, kv: 8, headDim: 64,
+			eps: 1e-5, theta: 500000,
+			rope:   RoPE{Type: "llama3", Theta: 500000, Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192},
+			maxPos: 131072, tie: true, qkvBias: false, oBias: false, qkNorm: false,
+			bos: 128000, eos: []int{128001, 128008, 128009}, stop: []int{128001, 128008, 128009}, qDim: 2048, kvDim: 512, temperature: 0.6,
+		},
+	}
+	for name, w := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := Load(filepath.Join("testdata", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []any{c.ModelType, c.VocabSize, c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers,
+				c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim, c.RMSNormEps, c.RoPE.Theta, c.RoPE,
+				c.MaxPositionEmbeddings, c.TieWordEmbeddings, c.QKVBias, c.OBias, c.QKNorm, *c.BOSTokenID,
+				fmt.Sprint(c.EOSTokenIDs), fmt.Sprint(c.StopTokenIDs()), c.QDim(), c.KVDim(), *c.Generation.Temperature,
+				c.DType, c.HiddenAct}
+			exp := []any{w.typ, w.vocab, w.hidden, w.inter, w.layers, w.heads, w.kv, w.headDim, w.eps, w.theta, w.rope,
+				w.maxPos, w.tie, w.qkvBias, w.oBias, w.qkNorm, w.bos, fmt.Sprint(w.eos), fmt.Sprint(w.stop),
+				w.qDim, w.kvDim, w.temperature, "bfloat16", "silu"}
+			for i := range got {
+				if got[i] != exp[i] {
+					t.Errorf("field %d: got %v, want %v", i, got[i], exp[i])
+				}
+			}
+			in, out, err := c.LinearDims("down_proj")
+			if err != nil || in != w.inter || out != w.hidden {
+				t.Errorf("down_proj dims %d→%d (%v)", in, out, err)
+			}
+			// Loading the config.json path directly finds the same folder.
+			c2, err := Load(filepath.Join("testdata", name, ConfigName))
+			if err != nil || c2.Generation == nil {
+				t.Errorf("load by file: %v", err)
+			}
+		})
+	}
+}
+
+// base is a minimal valid llama config that tests modify.
+const base = `{"model_type":"llama","vocab_size":100,"hidden_size":64,"intermediate_size":128,"num_hidden_layers":2,"num_attention_heads":4%s}`
+
+func parseWith(extra string) (*Config, error) { return Parse([]byte(fmt.Sprintf(base, extra))) }
+
+func TestDefaults(t *testing.T) {
+	c, err := parseWith("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NumKeyValueHeads != 4 || c.HeadDim != 16 || c.RMSNormEps != 1e-6 || c.RoPE != (RoPE{Type: "default", Theta: 10000}) ||
+		c.MaxPositionEmbeddings != 2048 || c.TieWordEmbeddings || c.QKVBias || c.BOSTokenID != nil || c.EOSTokenIDs != nil {
+		t.Errorf("defaults: %+v", c)
+	}
+	q3, err := Parse([]byte(strings.Replace(fmt.Sprintf(base, ""), `"llama"`, `"qwen3"`, 1)))
+	if err != nil || q3.HeadDim != 128 || !q3.QKNorm || q3.MaxPositionEmbeddings != 32768 {
+		t.Errorf("qwen3 defaults: %+v %v", q3, err)
+	}
+	q2, err := Parse([]byte(strings.Replace(fmt.Sprintf(base, `,"attention_bias":false`), `"llama"`, `"qwen2"`, 1)))
+	if err != nil || !q2.QKVBias || q2.OBias || q2.HeadDim != 16 {
+		t.Errorf("qwen2 ignores attention_bias: %+v %v", q2, err)
+	}
+	lb, err := parseWith(`,"attention_bias":true,"mlp_bias":true`)
+	if err != nil || !lb.QKVBias || !lb.OBias || !lb.MLPBias || !lb.AttentionBias {
+		t.Errorf("llama attention_bias: %+v %v", lb, err)
+	}
+	q3b, err := Parse([]byte(strings.Replace(fmt.Sprintf(base, `,"attention_bias":true`), `"llama"`, `"qwen3"`, 1)))
+	if err != nil || !q3b.QKVBias || !q3b.OBias {
+		t.Errorf("qwen3 attention_bias: %+v %v", q3b, err)
+	}
+}
+
+func TestRoPESpellings(t *testing.T) {
+	llama3 := RoPE{Type: "llama3", Theta: 500000, Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}
+	cases := map[string]struct {
+		extra string
+		want  RoPE
+	}{
+		"legacy type key": {`,"rope_theta":500000,"rope_scaling":{"type":"llama3","factor":8,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":8192}`, llama3},
+		"rope_parameters": {`,"rope_parameters":{"rope_type":"llama3","rope_theta":500000,"factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,"original_max_position_embeddings":8192}`, llama3},
+		"both spellings":  {`,"rope_theta":500000,"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":8192},"rope_parameters":{"rope_type":"llama3","rope_theta":500000}`, llama3},
+		"v5 default":      {`,"rope_parameters":{"rope_type":"default","rope_theta":1000000.0}`, RoPE{Type: "default", Theta: 1e6}},
+		"no type v5":      {`,"rope_parameters":{"rope_theta":5000}`, RoPE{Type: "default", Theta: 5000}},
+		"linear":          {`,"rope_scaling":{"type":"linear","factor":2}`, RoPE{Type: "linear", Theta: 10000, Factor: 2}},
+		"dynamic":         {`,"rope_scaling":{"rope_type":"dynamic","factor":4}`, RoPE{Type: "dynamic", Theta: 10000, Factor: 4}},
+		"null scaling":    {`,"rope_theta":1e6,"rope_scaling":null`, RoPE{Type: "default", Theta: 1e6}},
+	}
+	for name, c := range cases {
+		cfg, err := parseWith(c.extra)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if cfg.RoPE != c.want {
+			t.Errorf("%s: %+v, want %+v", name, cfg.RoPE, c.want)
+		}
+	}
+}
+
+func TestRejects(t *testing.T) {
+	cases := map[string]struct {
+		json string
+		want string
+	}{
+		"model type":       {`{"model_type":"gpt2","vocab_size":1}`, "supported: llama, qwen2, qwen3"},
+		"no model type":    {`{"vocab_size":1}`, "supported: llama, qwen2, qwen3"},
+		"missing hidden":   {`{"model_type":"llama","vocab_size":1}`, "hidden_size: missing"},
+		"zero layers":      {fmt.Sprintf(base, `,"num_hidden_layers":0`), "num_hidden_layers"},
+		"kv not dividing":  {fmt.Sprintf(base, `,"num_key_value_heads":3`), "divide"},
+		"odd head dim":     {fmt.Sprintf(base, `,"head_dim":15`), "even"},
+		"gelu":             {fmt.Sprintf(base, `,"hidden_act":"gelu"`), "hidden_act"},
+		"eps zero":         {fmt.Sprintf(base, `,"rms_norm_eps":0`), "rms_norm_eps"},
+		"theta negative":   {fmt.Sprintf(base, `,"rope_theta":-1`), "rope_theta"},
+		"yarn":             {fmt.Sprintf(base, `,"rope_scaling":{"rope_type":"yarn","factor":4}`), `"yarn" is not supported (supported: default, linear, dynamic, llama3)`},
+		"llama3 partial":   {fmt.Sprintf(base, `,"rope_scaling":{"rope_type":"llama3","factor":8}`), "low_freq_factor"},
+		"llama3 order":     {fmt.Sprintf(base, `,"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":4,"high_freq_factor":1,"original_max_position_embeddings":8192}`), "low_freq_factor"},
+		"llama3 orig frac": {fmt.Sprintf(base, `,"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":81.5}`), "original_max_position_embeddings"},
+		"factor below one": {fmt.Sprintf(base, `,"rope_scaling":{"type":"linear","factor":0.5}`), "factor"},
+		"scaling no type":  {fmt.Sprintf(base, `,"rope_scaling":{"factor":2}`), "neither rope_type"},
+		"types disagree":   {fmt.Sprintf(base, `,"rope_scaling":{"type":"linear","factor":2},"rope_parameters":{"rope_type":"dynamic","factor":2}`), "says rope type"},
+		"thetas disagree":  {fmt.Sprintf(base, `,"rope_theta":10000,"rope_parameters":{"rope_type":"default","rope_theta":500000}`), "disagree"},
+		"eos string":       {fmt.Sprintf(base, `,"eos_token_id":"2"`), "eos_token_id"},
+		"eos past vocab":   {fmt.Sprintf(base, `,"eos_token_id":[1,100]`), "outside the vocabulary"},
+		"bos list":         {fmt.Sprintf(base, `,"bos_token_id":[1,2]`), "want one id"},
+		"wrong type":       {fmt.Sprintf(base, `,"tie_word_embeddings":"yes"`), "tie_word_embeddings"},
+		"sliding no size":  {fmt.Sprintf(base, `,"use_sliding_window":true,"sliding_window":null`), "sliding_window"},
+		"not json":         {`{"model_type":`, "hfconfig"},
+	}
+	for name, c := range cases {
+		_, err := Parse([]byte(c.json))
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %q does not mention %q", name, err, c.want)
+		}
+	}
+}
+
+func TestLoadErrorsNameTheFile(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Errorf("missing config: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ConfigName), []byte(fmt.Sprintf(base, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir)
+	if err != nil || c.Generation != nil {
+		t.Fatalf("no generation config: %v %+v", err, c)
+	}
+	for body, want := range map[string]string{
+		`{"eos_token_id":[1,"x"]}`: "eos_token_id",
+		`{"eos_token_id":[100]}`:   "outside the vocabulary",
+		`{"top_p":0}`:              "top_p",
+		`{"temperature":-1}`:       "temperature",
+		`{"pad_token_id":[1,2]}`:   "pad_token_id",
+		`[`:                        "generation",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, GenerationConfigName), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(dir)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), GenerationConfigName) {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+}
+
+func TestLinearDimsUnknown(t *testing.T) {
+	c, err := parseWith("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.LinearDims("lm_head"); err == nil {
+		t.Error("lm_head accepted")
+	}
+}

@@ -44,13 +44,13 @@ func New(c Config, be kernels.Backend) (*Model, error) {
 		b.C, b.Eps = C, c.RMSNormEps
 		b.InputNorm, b.PostNorm = make([]float32, C), make([]float32, C)
 		b.Attn = Attention{
-			Q: lin(ModQ, c.QKVBias), K: lin(ModK, c.QKVBias), V: lin(ModV, c.QKVBias), O: lin(ModO, false),
+			Q: lin(ModQ, c.QKVBias), K: lin(ModK, c.QKVBias), V: lin(ModV, c.QKVBias), O: lin(ModO, c.OBias),
 			H: c.Heads, KVH: c.KVHeads, D: c.HeadDim, Eps: c.RMSNormEps, InvFreq: inv,
 		}
 		if c.QKNorm {
 			b.Attn.QNorm, b.Attn.KNorm = make([]float32, c.HeadDim), make([]float32, c.HeadDim)
 		}
-		b.MLP = MLP{Gate: lin(ModGate, false), Up: lin(ModUp, false), Down: lin(ModDown, false)}
+		b.MLP = MLP{Gate: lin(ModGate, c.MLPBias), Up: lin(ModUp, c.MLPBias), Down: lin(ModDown, c.MLPBias)}
 	}
 	return m, nil
 }

@@ -24,6 +24,8 @@ type Config struct {
 	TieEmbeddings bool // lm_head shares the embedding table
 	QKVBias       bool // q/k/v projections carry a bias (Qwen2, or attention_bias)
 	QKNorm        bool // per-head RMSNorm of q and k before RoPE (Qwen3)
+	OBias         bool // o_proj carries a bias (Llama attention_bias)
+	MLPBias       bool // gate/up/down carry biases (Llama mlp_bias)
 }
 
 // Validate reports the first inconsistent number.

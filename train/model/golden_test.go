@@ -78,18 +78,9 @@ func flatten(v any) []float64 {
 func loadGoldenCase(t testing.TB, name string, be kernels.Backend) *goldenCase {
 	t.Helper()
 	dir := filepath.Join(goldenDir, name)
-	cfg := readTestConfig(t, filepath.Join(dir, "model", "config.json"))
-	m, err := New(cfg, be)
+	m, err := Load(filepath.Join(dir, "model"), be)
 	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := safetensors.Open(filepath.Join(dir, "model"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	if err := m.LoadWeights(set); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (%s)", err, rerun)
 	}
 	ac := readTestAdapterConfig(t, filepath.Join(dir, "adapter", "adapter_config.json"))
 	aset, err := safetensors.Open(filepath.Join(dir, "adapter"))
@@ -111,49 +102,6 @@ func loadGoldenCase(t testing.TB, name string, be kernels.Backend) *goldenCase {
 		gc.want.Grads[k] = flatten(v)
 	}
 	return gc
-}
-
-// hfConfigJSON is the subset of config.json the tests read until the model is
-// loaded through format/hfconfig.
-type hfConfigJSON struct {
-	ModelType         string  `json:"model_type"`
-	VocabSize         int     `json:"vocab_size"`
-	HiddenSize        int     `json:"hidden_size"`
-	IntermediateSize  int     `json:"intermediate_size"`
-	NumHiddenLayers   int     `json:"num_hidden_layers"`
-	NumAttentionHeads int     `json:"num_attention_heads"`
-	NumKeyValueHeads  int     `json:"num_key_value_heads"`
-	HeadDim           int     `json:"head_dim"`
-	RMSNormEps        float64 `json:"rms_norm_eps"`
-	RopeTheta         float64 `json:"rope_theta"`
-	TieWordEmbeddings bool    `json:"tie_word_embeddings"`
-	RopeScaling       *struct {
-		RopeType                      string  `json:"rope_type"`
-		Factor                        float64 `json:"factor"`
-		LowFreqFactor                 float64 `json:"low_freq_factor"`
-		HighFreqFactor                float64 `json:"high_freq_factor"`
-		OriginalMaxPositionEmbeddings float64 `json:"original_max_position_embeddings"`
-	} `json:"rope_scaling"`
-}
-
-func readTestConfig(t testing.TB, path string) Config {
-	var h hfConfigJSON
-	readJSON(t, path, &h)
-	c := Config{
-		Family: h.ModelType, Vocab: h.VocabSize, Hidden: h.HiddenSize, Intermediate: h.IntermediateSize,
-		Layers: h.NumHiddenLayers, Heads: h.NumAttentionHeads, KVHeads: h.NumKeyValueHeads, HeadDim: h.HeadDim,
-		RMSNormEps: float32(h.RMSNormEps), TieEmbeddings: h.TieWordEmbeddings,
-		QKVBias: h.ModelType == "qwen2", QKNorm: h.ModelType == "qwen3",
-		RoPE: kernels.RoPEConfig{Theta: h.RopeTheta},
-	}
-	if c.HeadDim == 0 {
-		c.HeadDim = c.Hidden / c.Heads
-	}
-	if rs := h.RopeScaling; rs != nil {
-		c.RoPE.Scaling, c.RoPE.Factor, c.RoPE.LowFreqFactor, c.RoPE.HighFreqFactor, c.RoPE.OriginalMaxPos =
-			rs.RopeType, rs.Factor, rs.LowFreqFactor, rs.HighFreqFactor, rs.OriginalMaxPositionEmbeddings
-	}
-	return c
 }
 
 func readTestAdapterConfig(t testing.TB, path string) AdapterConfig {

@@ -1,0 +1,66 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/format/safetensors"
+	"github.com/hone-rl/hone/kernels"
+)
+
+// ConfigFromHF maps a parsed config.json onto the model's Config, refusing
+// what the model does not implement.
+func ConfigFromHF(h *hfconfig.Config) (Config, error) {
+	if h.HiddenAct != "" && h.HiddenAct != "silu" {
+		return Config{}, fmt.Errorf("model: hidden_act %q not supported (want silu)", h.HiddenAct)
+	}
+	c := Config{
+		Family: h.ModelType, Vocab: h.VocabSize, Hidden: h.HiddenSize, Intermediate: h.IntermediateSize,
+		Layers: h.NumHiddenLayers, Heads: h.NumAttentionHeads, KVHeads: h.NumKeyValueHeads, HeadDim: h.HeadDim,
+		RMSNormEps: float32(h.RMSNormEps), TieEmbeddings: h.TieWordEmbeddings,
+		QKVBias: h.QKVBias, QKNorm: h.QKNorm, OBias: h.OBias, MLPBias: h.MLPBias,
+		RoPE: kernels.RoPEConfig{Theta: h.RoPE.Theta, HeadDim: h.HeadDim},
+	}
+	switch h.RoPE.Type {
+	case "", "default":
+	case "llama3":
+		c.RoPE.Scaling = "llama3"
+		c.RoPE.Factor = h.RoPE.Factor
+		c.RoPE.LowFreqFactor = h.RoPE.LowFreqFactor
+		c.RoPE.HighFreqFactor = h.RoPE.HighFreqFactor
+		c.RoPE.OriginalMaxPos = float64(h.RoPE.OriginalMaxPositionEmbeddings)
+	default:
+		return Config{}, fmt.Errorf("model: rope scaling %q not supported (want default or llama3)", h.RoPE.Type)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Load reads the model folder dir (config.json and model.safetensors, or a
+// sharded model.safetensors.index.json) into a model computing with be.
+// Weights stored as f16 or bf16 are converted to float32.
+func Load(dir string, be kernels.Backend) (*Model, error) {
+	h, err := hfconfig.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	c, err := ConfigFromHF(h)
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: %w", dir, err)
+	}
+	m, err := New(c, be)
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: %w", dir, err)
+	}
+	set, err := safetensors.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	defer set.Close()
+	if err := m.LoadWeights(set); err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, dir)
+	}
+	return m, nil
+}

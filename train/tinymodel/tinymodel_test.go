@@ -1,0 +1,168 @@
+package tinymodel
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/format/safetensors"
+	"github.com/hone-rl/hone/format/tokenizer"
+	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/train/model"
+)
+
+// A written folder loads back (through format/hfconfig and format/safetensors)
+// as the same config and the same weights, rounded to the dtype on disk.
+func TestWriteLoadsBackEqual(t *testing.T) {
+	ctx := context.Background()
+	be := ref.New()
+	cases := []Options{
+		{Family: "llama", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 1},
+		{Family: "qwen2", Hidden: 28, Layers: 1, Heads: 7, KVHeads: 1, Tie: true, Vocab: 301, DType: "BF16", Seed: 2},
+		{Family: "qwen3", Hidden: 24, Layers: 3, Heads: 2, KVHeads: 1, HeadDim: 16, DType: "F16", Seed: 3},
+	}
+	for _, o := range cases {
+		t.Run(o.Family, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			if err := Write(ctx, dir, o, be); err != nil {
+				t.Fatal(err)
+			}
+			want, err := New(o, be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := model.Load(dir, be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Config != want.Config {
+				t.Fatalf("config loads back as\n%+v\nwant\n%+v", got.Config, want.Config)
+			}
+			gt, wt := got.Tensors(), want.Tensors()
+			if len(gt) != len(wt) {
+				t.Fatalf("%d tensors loaded, %d written", len(gt), len(wt))
+			}
+			dt := o.Defaults().DType
+			for i := range wt {
+				if gt[i].Name != wt[i].Name || !slices.Equal(gt[i].Shape, wt[i].Shape) {
+					t.Fatalf("tensor %d: %s %v, want %s %v", i, gt[i].Name, gt[i].Shape, wt[i].Name, wt[i].Shape)
+				}
+				for j, v := range wt[i].Values {
+					r := v
+					switch dt {
+					case "BF16":
+						r = safetensors.BF16ToF32(safetensors.F32ToBF16(v))
+					case "F16":
+						r = safetensors.F16ToF32(safetensors.F32ToF16(v))
+					}
+					if gt[i].Values[j] != r {
+						t.Fatalf("%s[%d] = %v, wrote %v (%s of %v)", wt[i].Name, j, gt[i].Values[j], r, dt, v)
+					}
+				}
+			}
+			if o.Tie {
+				if _, err := os.Stat(dir); err != nil {
+					t.Fatal(err)
+				}
+				set, err := safetensors.Open(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if set.Has("lm_head.weight") {
+					t.Error("tied model wrote an lm_head.weight")
+				}
+				set.Close()
+			}
+		})
+	}
+}
+
+// Same seed, same bytes; another seed, other weights.
+func TestDeterministic(t *testing.T) {
+	ctx := context.Background()
+	be := ref.New()
+	read := func(seed uint64) []byte {
+		dir := filepath.Join(t.TempDir(), "m")
+		if err := Write(ctx, dir, Options{Family: "qwen3", Hidden: 16, Heads: 2, Layers: 1, Seed: seed}, be); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b, c := read(7), read(7), read(8)
+	if !bytes.Equal(a, b) {
+		t.Error("same seed wrote different weights")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("different seeds wrote the same weights")
+	}
+}
+
+// The tokenizer is byte-level: every byte is its own token, the specials are
+// single tokens, and decoding gives the text back; the chat template renders ChatML.
+func TestTokenizerAndTemplate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	if err := Write(context.Background(), dir, Options{Family: "llama", Hidden: 16, Heads: 2, Layers: 1}, ref.New()); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "héllo, wörld\n\t<|im_start|>x<|im_end|><|endoftext|>\x00~"
+	ids := tok.Encode(text, false)
+	var want []int
+	for _, b := range []byte("héllo, wörld\n\t") {
+		want = append(want, int(b))
+	}
+	want = append(want, 257, 'x', 258, 256, 0, '~')
+	if !slices.Equal(ids, want) {
+		t.Errorf("Encode = %v\nwant     %v", ids, want)
+	}
+	if got := tok.Decode(ids, false); got != text {
+		t.Errorf("Decode = %q, want %q", got, text)
+	}
+	tmpl, err := chattemplate.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := tmpl.Render(chattemplate.Input{
+		Messages:            []chattemplate.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}},
+		AddGenerationPrompt: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantT := "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"; out != wantT {
+		t.Errorf("template renders %q, want %q", out, wantT)
+	}
+}
+
+func TestWriteRefuses(t *testing.T) {
+	ctx := context.Background()
+	be := ref.New()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(ctx, dir, Options{}, be); err == nil {
+		t.Error("wrote into a non-empty folder")
+	}
+	for name, o := range map[string]Options{
+		"small vocab": {Vocab: 100},
+		"bad family":  {Family: "gpt2"},
+		"bad heads":   {Heads: 3, KVHeads: 2},
+		"bad dtype":   {DType: "F64"},
+	} {
+		if err := Write(ctx, filepath.Join(t.TempDir(), "m"), o, be); err == nil {
+			t.Errorf("%s: Write accepted %+v", name, o)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// openInputs expands the input arguments the cli way (files, globs,
+// directories of *.parquet, "-") and opens them as one trajectory input
+// set, which checks every footer first.
+func (a *app) openInputs(ctx context.Context, args []string) (*trajectory.Reader, error) {
+	paths, err := cli.ExpandInputs(args, ".parquet")
+	if err != nil {
+		return nil, err
+	}
+	r, err := trajectory.Open(ctx, paths, trajectory.ReadOptions{Stdin: a.stdin})
+	if err != nil {
+		return nil, classify(err)
+	}
+	for _, f := range r.Files() {
+		a.log.Debug("input", "file", f.Path, "bytes", f.Size, "rows", f.Rows, "row_groups", f.RowGroups, "schema_version", f.SchemaVersion)
+	}
+	return r, nil
+}
+
+// classify marks an error from the format package for the exit code. The
+// package reports bad files, rows and groups as plain errors naming the
+// place; only operating-system errors (a disk that fails, a permission
+// refused) are failures of the run rather than of the input.
+func classify(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var errno syscall.Errno
+	var perr *fs.PathError
+	if (errors.As(err, &errno) || errors.As(err, &perr)) && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return cli.BadInput(err)
+}
+
+// totalRows is the number of trajectories in the input set, from the
+// footers, for the progress line.
+func totalRows(r *trajectory.Reader) int64 {
+	var n int64
+	for _, f := range r.Files() {
+		n += f.Rows
+	}
+	return n
+}
+
+// groupTokens counts the sampled token ids recorded in a group.
+func groupTokens(g trajectory.Group) int64 {
+	var n int64
+	for i := range g.Trajectories {
+		for j := range g.Trajectories[i].Messages {
+			n += int64(len(g.Trajectories[i].Messages[j].TokenIDs))
+		}
+	}
+	return n
+}
+
+// summary prints the one-line end-of-run summary on stderr.
+func (a *app) summary(cmd string, format string, args ...any) {
+	fmt.Fprintf(a.stderr, "hone-inspect %s: %s\n", cmd, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+type statsOptions struct {
+	JSON bool
+}
+
+func (o *statsOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.JSON, "json", false, "print the statistics as one JSON object")
+}
+
+func newStatsCmd(a *app) *cobra.Command {
+	var opts statsOptions
+	cmd := &cobra.Command{
+		Use:   "stats [flags] FILE|GLOB|DIR|-...",
+		Short: "Summarize trajectory files: groups, tokens, rewards, errors",
+		Long: `stats counts files, groups, trajectories, messages, trainable turns, sampled
+tokens and failed episodes, and summarizes rewards (scored and unscored
+count, mean, sample standard deviation, min, max) in total, per step and per
+environment.`,
+		Example: `  hone-inspect stats runs/r1/
+  hone-inspect stats --json scored.parquet | jq .Reward.Mean`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStats(cmd.Context(), a, opts, args)
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func runStats(ctx context.Context, a *app, opts statsOptions, args []string) error {
+	r, err := a.openInputs(ctx, args)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r))
+	p.Start(ctx)
+	defer p.Stop()
+	var b trajectory.StatsBuilder
+	for {
+		g, err := r.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return classify(err)
+		}
+		b.Add(g)
+		p.Add(int64(len(g.Trajectories)), groupTokens(g))
+	}
+	p.Stop()
+	s := b.Stats()
+	s.Files = r.Files()
+	if opts.JSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	return printStats(a.stdout, s)
+}
+
+func printStats(w io.Writer, s trajectory.Stats) error {
+	fmt.Fprintf(w, "files %d, groups %d, trajectories %d, messages %d, trainable turns %d, tokens %d, errors %d\n",
+		len(s.Files), s.Groups, s.Trajectories, s.Messages, s.TrainableTurns, s.Tokens, s.Errors)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := "\tgroups\ttrajectories\ttokens\terrors\tscored\tunscored\treward mean\tstd\tmin\tmax\t\n"
+	line := func(name string, x trajectory.Summary) {
+		rs := x.Reward
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", name,
+			x.Groups, x.Trajectories, x.Tokens, x.Errors, rs.Scored, rs.Unscored,
+			num(rs.Mean, rs.Scored > 0), num(rs.Std, rs.Scored > 1), num(rs.Min, rs.Scored > 0), num(rs.Max, rs.Scored > 0))
+	}
+	fmt.Fprint(tw, header)
+	line("total", s.Summary)
+	if len(s.ByStep) > 0 {
+		fmt.Fprint(tw, "\n"+header)
+		for _, st := range s.ByStep {
+			line("step "+strconv.FormatInt(st.Step, 10), st.Summary)
+		}
+	}
+	if len(s.ByEnv) > 0 {
+		fmt.Fprint(tw, "\n"+header)
+		for _, e := range s.ByEnv {
+			name := e.Env
+			if name == "" {
+				name = "(no env)"
+			}
+			line("env "+name, e.Summary)
+		}
+	}
+	return tw.Flush()
+}
+
+// num prints a reward figure, or "-" where it is undefined (no scored
+// trajectories, or fewer than two for the standard deviation).
+func num(v float64, defined bool) string {
+	if !defined {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'g', 6, 64)
+}

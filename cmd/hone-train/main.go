@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	cli.Main("hone-train", func(ctx context.Context) error {
+		return cli.ExecuteCommand(ctx, newRootCmd(os.Stdout, os.Stderr), os.Args[1:])
+	})
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "hone-train",
+		Short: "Train LoRA adapters for Hone models",
+		Long: `hone-train trains LoRA adapters on scored trajectory files.
+
+Exit codes: 0 ok, 1 failure, 2 bad usage or bad input, 130 interrupted.`,
+		Example: `  hone-train init-model --family qwen3 --hidden 64 --layers 2 -o models/tiny`,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newInitModelCmd(stdout))
+	return root
+}

@@ -1,0 +1,329 @@
+package peft
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/format/safetensors"
+)
+
+// tinyModel is a llama config with uneven projection sizes, so a transposed A or B
+// cannot pass a shape check by accident.
+const tinyModel = `{"model_type":"llama","vocab_size":64,"hidden_size":16,"intermediate_size":24,
+"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2}`
+
+func tinyConfig(t testing.TB) *hfconfig.Config {
+	c, err := hfconfig.Parse([]byte(tinyModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// randomAdapter builds an adapter for every module of every layer of m, with seeded
+// normal A and B (B non-zero so ΔW is not trivially zero).
+func randomAdapter(t testing.TB, m *hfconfig.Config, r int, alpha float64, rs bool, seed uint64) *Adapter {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	a := &Adapter{Config: Config{R: r, LoraAlpha: alpha, UseRSLoRA: rs, TargetModules: Modules(),
+		BaseModelNameOrPath: "tiny-llama", InferenceMode: true}}
+	for layer := 0; layer < m.NumHiddenLayers; layer++ {
+		for _, mod := range Modules() {
+			in, out, err := m.LinearDims(mod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := LoRA{A: make([]float32, r*in), B: make([]float32, out*r), R: r, In: in, Out: out}
+			for i := range l.A {
+				l.A[i] = float32(rng.NormFloat64() * 0.5)
+			}
+			for i := range l.B {
+				l.B[i] = float32(rng.NormFloat64() * 0.5)
+			}
+			a.Set(layer, mod, l)
+		}
+	}
+	return a
+}
+
+func TestRoundTripDTypes(t *testing.T) {
+	m := tinyConfig(t)
+	for _, d := range []safetensors.DType{safetensors.F32, safetensors.F16, safetensors.BF16} {
+		t.Run(string(d), func(t *testing.T) {
+			a := randomAdapter(t, m, 4, 8, false, 1)
+			a.DType = d
+			dir := filepath.Join(t.TempDir(), "step-000001")
+			if err := Write(dir, a); err != nil {
+				t.Fatal(err)
+			}
+			b, err := Read(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.DType != d {
+				t.Errorf("dtype %s, want %s", b.DType, d)
+			}
+			if err := b.Check(m); err != nil {
+				t.Error(err)
+			}
+			if fmt.Sprint(b.Config) != fmt.Sprint(withDefaults(a.Config)) {
+				t.Errorf("config\n got %+v\nwant %+v", b.Config, withDefaults(a.Config))
+			}
+			for _, layer := range a.Layers() {
+				for mod, want := range a.Tensors[layer] {
+					got := b.Tensors[layer][mod]
+					if got.R != want.R || got.In != want.In || got.Out != want.Out {
+						t.Fatalf("layer %d %s: sizes %d/%d/%d", layer, mod, got.R, got.In, got.Out)
+					}
+					for _, p := range []struct{ g, w []float32 }{{got.A, want.A}, {got.B, want.B}} {
+						for i := range p.w {
+							w := p.w[i]
+							switch d {
+							case safetensors.F16:
+								w = safetensors.F16ToF32(safetensors.F32ToF16(w))
+							case safetensors.BF16:
+								w = safetensors.BF16ToF32(safetensors.F32ToBF16(w))
+							}
+							if p.g[i] != w {
+								t.Fatalf("layer %d %s [%d]: %g, want %g", layer, mod, i, p.g[i], w)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func withDefaults(c Config) Config {
+	c.PeftType, c.TaskType, c.Bias = "LORA", "CAUSAL_LM", "none"
+	return c
+}
+
+func TestWrittenFileLayout(t *testing.T) {
+	m := tinyConfig(t)
+	a := randomAdapter(t, m, 2, 16, true, 2)
+	dir := filepath.Join(t.TempDir(), "a")
+	if err := Write(dir, a); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ConfigName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kv map[string]any
+	if err := json.Unmarshal(raw, &kv); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 2.0, "lora_alpha": 16.0,
+		"bias": "none", "use_rslora": true, "use_dora": false, "modules_to_save": nil, "fan_in_fan_out": false,
+		"inference_mode": true, "base_model_name_or_path": "tiny-llama", "lora_dropout": 0.0}
+	for k, v := range want {
+		if got, ok := kv[k]; !ok || fmt.Sprint(got) != fmt.Sprint(v) {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	if fmt.Sprint(kv["target_modules"]) != "[q_proj k_proj v_proj o_proj gate_proj up_proj down_proj]" {
+		t.Errorf("target_modules %v", kv["target_modules"])
+	}
+	f, err := safetensors.OpenFile(filepath.Join(dir, WeightsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Metadata()["format"] != "pt" {
+		t.Errorf("metadata %v", f.Metadata())
+	}
+	info, ok := f.Info("base_model.model.model.layers.2.mlp.down_proj.lora_A.weight")
+	if !ok || fmt.Sprint(info.Shape) != "[2 24]" {
+		t.Errorf("down_proj A: %+v %v", info, ok)
+	}
+	info, ok = f.Info("base_model.model.model.layers.0.self_attn.k_proj.lora_B.weight")
+	if !ok || fmt.Sprint(info.Shape) != "[8 2]" {
+		t.Errorf("k_proj B: %+v %v", info, ok)
+	}
+	if n := len(f.Names()); n != 3*7*2 {
+		t.Errorf("%d tensors, want 42", n)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(dir)); len(ents) != 1 {
+		t.Errorf("left beside the adapter: %v", ents)
+	}
+	// A second write to the same, now full, folder must refuse rather than mix files.
+	if err := Write(dir, a); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("overwrite: %v", err)
+	}
+}
+
+func TestScalingAndDeltaW(t *testing.T) {
+	c := Config{R: 4, LoraAlpha: 8}
+	if c.Scaling() != 2 {
+		t.Errorf("alpha/r = %v", c.Scaling())
+	}
+	c.UseRSLoRA = true
+	if c.Scaling() != 4 {
+		t.Errorf("alpha/sqrt(r) = %v", c.Scaling())
+	}
+	// ΔW by hand for a 2×3 projection of rank 1: B=[1;2], A=[1 0 -1], scale 8/1.
+	a := &Adapter{Config: Config{R: 1, LoraAlpha: 8, TargetModules: []string{"q_proj"}}}
+	a.Set(0, "q_proj", LoRA{A: []float32{1, 0, -1}, B: []float32{1, 2}, R: 1, In: 3, Out: 2})
+	dw, err := a.DeltaW(0, "q_proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(dw) != "[8 0 -8 16 0 -16]" {
+		t.Errorf("ΔW = %v", dw)
+	}
+	if _, err := a.DeltaW(1, "q_proj"); err == nil {
+		t.Error("missing layer accepted")
+	}
+}
+
+func TestCheckAgainstModel(t *testing.T) {
+	m := tinyConfig(t)
+	a := randomAdapter(t, m, 2, 4, false, 3)
+	if err := a.Check(m); err != nil {
+		t.Fatal(err)
+	}
+	bad := randomAdapter(t, m, 2, 4, false, 3)
+	l := bad.Tensors[1]["k_proj"]
+	l.Out = 16 // the q width, not the kv width
+	l.B = make([]float32, 16*2)
+	bad.Tensors[1]["k_proj"] = l
+	if err := bad.Check(m); err == nil || !strings.Contains(err.Error(), "k_proj") {
+		t.Errorf("wrong k_proj width: %v", err)
+	}
+	deep := randomAdapter(t, m, 2, 4, false, 3)
+	deep.Set(3, "q_proj", deep.Tensors[0]["q_proj"])
+	if err := deep.Check(m); err == nil || !strings.Contains(err.Error(), "layer 3") {
+		t.Errorf("layer past the model: %v", err)
+	}
+}
+
+func TestWriteRejects(t *testing.T) {
+	m := tinyConfig(t)
+	cases := map[string]func(a *Adapter){
+		"dora":            func(a *Adapter) { a.Config.UseDoRA = true },
+		"modules_to_save": func(a *Adapter) { a.Config.ModulesToSave = []string{"lm_head"} },
+		"bias":            func(a *Adapter) { a.Config.Bias = "all" },
+		"zero rank":       func(a *Adapter) { a.Config.R = 0 },
+		"alpha":           func(a *Adapter) { a.Config.LoraAlpha = math.NaN() },
+		"unknown module":  func(a *Adapter) { a.Config.TargetModules = append(a.Config.TargetModules, "lm_head") },
+		"untargeted":      func(a *Adapter) { a.Config.TargetModules = []string{"q_proj"} },
+		"short A": func(a *Adapter) {
+			l := a.Tensors[0]["v_proj"]
+			l.A = l.A[1:]
+			a.Tensors[0]["v_proj"] = l
+		},
+		"rank mismatch": func(a *Adapter) { a.Config.R = 3 },
+		"int dtype":     func(a *Adapter) { a.DType = safetensors.I32 },
+		"task":          func(a *Adapter) { a.Config.TaskType = "SEQ_CLS" },
+		"no tensors":    func(a *Adapter) { a.Tensors = nil },
+	}
+	for name, mutate := range cases {
+		a := randomAdapter(t, m, 2, 4, false, 4)
+		mutate(a)
+		dir := filepath.Join(t.TempDir(), "out")
+		if err := Write(dir, a); err == nil {
+			t.Errorf("%s: written", name)
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(dir)); len(ents) != 0 {
+			t.Errorf("%s: left %v", name, ents)
+		}
+	}
+}
+
+// writeRaw writes an adapter folder from a config string and tensors, bypassing Write.
+func writeRaw(t *testing.T, config string, ts []safetensors.Tensor) string {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ConfigName), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ts != nil {
+		if err := safetensors.Write(filepath.Join(dir, WeightsName), ts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func f32(t *testing.T, name string, shape ...int) safetensors.Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	x, err := safetensors.FromFloat32Tensor(name, safetensors.F32, shape, make([]float32, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func TestReadRejects(t *testing.T) {
+	const good = `{"peft_type":"LORA","task_type":"CAUSAL_LM","r":2,"lora_alpha":4,"target_modules":["q_proj"],"bias":"none"}`
+	qa, qb := TensorName(0, "q_proj", "A"), TensorName(0, "q_proj", "B")
+	pair := func() []safetensors.Tensor { return []safetensors.Tensor{f32(t, qa, 2, 16), f32(t, qb, 16, 2)} }
+	cfg := func(repl string) string { return strings.Replace(good, `"bias":"none"`, repl, 1) }
+	cases := map[string]struct {
+		config string
+		ts     []safetensors.Tensor
+		want   string
+	}{
+		"dora":              {cfg(`"bias":"none","use_dora":true`), pair(), "DoRA"},
+		"modules_to_save":   {cfg(`"bias":"none","modules_to_save":["lm_head"]`), pair(), "modules_to_save"},
+		"bias":              {cfg(`"bias":"lora_only"`), pair(), `bias "lora_only"`},
+		"lora_bias":         {cfg(`"bias":"none","lora_bias":true`), pair(), "lora_bias"},
+		"rank_pattern":      {cfg(`"bias":"none","rank_pattern":{"q_proj":4}`), pair(), "rank_pattern"},
+		"fan_in_fan_out":    {cfg(`"bias":"none","fan_in_fan_out":true`), pair(), "fan_in_fan_out"},
+		"regex targets":     {strings.Replace(good, `["q_proj"]`, `".*q_proj"`, 1), pair(), "regular expressions"},
+		"unknown target":    {strings.Replace(good, `["q_proj"]`, `["q_proj","c_attn"]`, 1), pair(), `"c_attn"`},
+		"no targets":        {strings.Replace(good, `"target_modules":["q_proj"],`, ``, 1), pair(), "target_modules is required"},
+		"not lora":          {strings.Replace(good, `"LORA"`, `"IA3"`, 1), pair(), `"IA3"`},
+		"no peft_type":      {strings.Replace(good, `"peft_type":"LORA",`, ``, 1), pair(), "peft_type"},
+		"seq cls":           {strings.Replace(good, `CAUSAL_LM`, `SEQ_CLS`, 1), pair(), "task_type"},
+		"no r":              {strings.Replace(good, `"r":2,`, ``, 1), pair(), "required"},
+		"bad json":          {`{"r":`, pair(), "adapter config"},
+		"no weights":        {good, nil, "no such file"},
+		"A only":            {good, []safetensors.Tensor{f32(t, qa, 2, 16)}, "without lora_B"},
+		"rank differs":      {good, []safetensors.Tensor{f32(t, qa, 3, 16), f32(t, qb, 16, 3)}, "rank r = 2"},
+		"B transposed":      {good, []safetensors.Tensor{f32(t, qa, 2, 16), f32(t, qb, 2, 16)}, "rank r = 2"},
+		"3-d":               {good, []safetensors.Tensor{f32(t, qa, 2, 16, 1), f32(t, qb, 16, 2)}, "2 dimensions"},
+		"adapter name kept": {good, []safetensors.Tensor{f32(t, "base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight", 2, 16)}, "unexpected tensor"},
+		"untargeted tensor": {good, append(pair(), f32(t, TensorName(0, "v_proj", "A"), 2, 16), f32(t, TensorName(0, "v_proj", "B"), 4, 2)), "not in target_modules"},
+		"wrong block":       {good, []safetensors.Tensor{f32(t, "base_model.model.model.layers.0.mlp.q_proj.lora_A.weight", 2, 16)}, "not a known mlp projection"},
+		"magnitude":         {good, append(pair(), f32(t, "base_model.model.model.layers.0.self_attn.q_proj.lora_magnitude_vector", 16)), "unexpected tensor"},
+		"int tensor": {good, []safetensors.Tensor{{Name: qa, DType: safetensors.I32, Shape: []int{2, 16}, Data: make([]byte, 128)},
+			f32(t, qb, 16, 2)}, "dtype I32"},
+		"empty file": {good, []safetensors.Tensor{}, "no LoRA tensors"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := writeRaw(t, c.config, c.ts)
+			_, err := Read(dir)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not mention %q", err, c.want)
+			}
+		})
+	}
+	// The good config reads, and optional keys take PEFT's defaults.
+	a, err := Read(writeRaw(t, good, pair()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Config.Scaling() != 2 || a.Config.UseRSLoRA || a.Tensors[0]["q_proj"].Out != 16 {
+		t.Errorf("%+v", a.Config)
+	}
+	// "all-linear" expands to the seven projections; layers_to_transform may be an int.
+	a, err = Read(writeRaw(t, strings.Replace(good, `["q_proj"]`, `"all-linear","layers_to_transform":0,"unknown_key":{"x":1}`, 1), pair()))
+	if err != nil || len(a.Config.TargetModules) != 7 || fmt.Sprint(a.Config.LayersToTransform) != "[0]" {
+		t.Errorf("all-linear: %v %+v", err, a)
+	}
+}

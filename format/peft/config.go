@@ -1,0 +1,231 @@
+package peft
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// File names inside an adapter folder, as PEFT saves them.
+const (
+	ConfigName  = "adapter_config.json"
+	WeightsName = "adapter_model.safetensors"
+)
+
+// Modules lists the projections an adapter may target, in layer order.
+func Modules() []string {
+	return []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+}
+
+// ModulePath returns where a projection sits inside a decoder layer
+// ("self_attn.q_proj", "mlp.down_proj").
+func ModulePath(module string) (string, error) {
+	switch module {
+	case "q_proj", "k_proj", "v_proj", "o_proj":
+		return "self_attn." + module, nil
+	case "gate_proj", "up_proj", "down_proj":
+		return "mlp." + module, nil
+	}
+	return "", fmt.Errorf("peft: unknown target module %q (supported: %s)", module, strings.Join(Modules(), ", "))
+}
+
+// TensorName returns the saved name of a LoRA matrix; which is "A" or "B".
+func TensorName(layer int, module, which string) string {
+	p, _ := ModulePath(module)
+	return fmt.Sprintf("base_model.model.model.layers.%d.%s.lora_%s.weight", layer, p, which)
+}
+
+// Config is adapter_config.json. The fields are PEFT's LoraConfig keys; Write emits
+// them all so PEFT and vLLM find what they look for, and Read accepts files that
+// omit the optional ones.
+type Config struct {
+	PeftType            string   `json:"peft_type"` // "LORA"
+	TaskType            string   `json:"task_type"` // "CAUSAL_LM"
+	BaseModelNameOrPath string   `json:"base_model_name_or_path"`
+	Revision            *string  `json:"revision"`
+	InferenceMode       bool     `json:"inference_mode"`
+	R                   int      `json:"r"`
+	LoraAlpha           float64  `json:"lora_alpha"`
+	LoraDropout         float64  `json:"lora_dropout"`
+	TargetModules       []string `json:"target_modules"`
+	FanInFanOut         bool     `json:"fan_in_fan_out"`
+	Bias                string   `json:"bias"` // "none"
+	UseRSLoRA           bool     `json:"use_rslora"`
+	UseDoRA             bool     `json:"use_dora"`
+	ModulesToSave       []string `json:"modules_to_save"`
+	// LayersToTransform, when set, lists the layers that carry LoRA tensors.
+	LayersToTransform []int `json:"layers_to_transform"`
+}
+
+// Scaling is the factor of B·A: lora_alpha/r, or lora_alpha/√r with rsLoRA.
+func (c Config) Scaling() float64 {
+	if c.UseRSLoRA {
+		return c.LoraAlpha / math.Sqrt(float64(c.R))
+	}
+	return c.LoraAlpha / float64(c.R)
+}
+
+// rawConfig takes the polymorphic keys as raw JSON so each can be judged.
+type rawConfig struct {
+	PeftType            *string         `json:"peft_type"`
+	TaskType            *string         `json:"task_type"`
+	BaseModelNameOrPath *string         `json:"base_model_name_or_path"`
+	Revision            *string         `json:"revision"`
+	InferenceMode       *bool           `json:"inference_mode"`
+	R                   *int            `json:"r"`
+	LoraAlpha           *float64        `json:"lora_alpha"`
+	LoraDropout         *float64        `json:"lora_dropout"`
+	TargetModules       json.RawMessage `json:"target_modules"`
+	FanInFanOut         *bool           `json:"fan_in_fan_out"`
+	Bias                *string         `json:"bias"`
+	UseRSLoRA           *bool           `json:"use_rslora"`
+	UseDoRA             *bool           `json:"use_dora"`
+	ModulesToSave       json.RawMessage `json:"modules_to_save"`
+	LayersToTransform   json.RawMessage `json:"layers_to_transform"`
+	RankPattern         json.RawMessage `json:"rank_pattern"`
+	AlphaPattern        json.RawMessage `json:"alpha_pattern"`
+	LoraBias            *bool           `json:"lora_bias"`
+}
+
+func isNullOrEmpty(m json.RawMessage) bool {
+	s := string(bytes.TrimSpace(m))
+	return s == "" || s == "null" || s == "[]" || s == "{}"
+}
+
+// ParseConfig decodes adapter_config.json and rejects what Hone (and vLLM) cannot
+// apply faithfully. Unknown keys are ignored, as PEFT and vLLM do.
+func ParseConfig(data []byte) (Config, error) {
+	var r rawConfig
+	if err := json.Unmarshal(data, &r); err != nil {
+		return Config{}, fmt.Errorf("peft: adapter config: %w", err)
+	}
+	c := Config{Bias: "none", TaskType: "CAUSAL_LM", PeftType: "LORA"}
+	if r.PeftType == nil {
+		return c, fmt.Errorf("peft: adapter config: no peft_type (want \"LORA\")")
+	}
+	c.PeftType = *r.PeftType
+	if c.PeftType != "LORA" {
+		return c, fmt.Errorf("peft: adapter config: peft_type %q is not supported (only \"LORA\")", c.PeftType)
+	}
+	if r.TaskType != nil && *r.TaskType != "CAUSAL_LM" {
+		return c, fmt.Errorf("peft: adapter config: task_type %q is not supported (only \"CAUSAL_LM\")", *r.TaskType)
+	}
+	if r.BaseModelNameOrPath != nil {
+		c.BaseModelNameOrPath = *r.BaseModelNameOrPath
+	}
+	c.Revision = r.Revision
+	if r.InferenceMode != nil {
+		c.InferenceMode = *r.InferenceMode
+	}
+	if r.R == nil || r.LoraAlpha == nil {
+		return c, fmt.Errorf("peft: adapter config: r and lora_alpha are required")
+	}
+	c.R, c.LoraAlpha = *r.R, *r.LoraAlpha
+	if r.LoraDropout != nil {
+		c.LoraDropout = *r.LoraDropout
+	}
+	if r.FanInFanOut != nil {
+		c.FanInFanOut = *r.FanInFanOut
+	}
+	if r.Bias != nil {
+		c.Bias = *r.Bias
+	}
+	if r.UseRSLoRA != nil {
+		c.UseRSLoRA = *r.UseRSLoRA
+	}
+	if r.UseDoRA != nil {
+		c.UseDoRA = *r.UseDoRA
+	}
+	if r.LoraBias != nil && *r.LoraBias {
+		return c, fmt.Errorf("peft: adapter config: lora_bias is true; trained LoRA biases are not supported")
+	}
+	if !isNullOrEmpty(r.ModulesToSave) {
+		return c, fmt.Errorf("peft: adapter config: modules_to_save is %s; fully trained extra modules are not supported (vLLM rejects them too)", r.ModulesToSave)
+	}
+	if !isNullOrEmpty(r.RankPattern) || !isNullOrEmpty(r.AlphaPattern) {
+		return c, fmt.Errorf("peft: adapter config: rank_pattern/alpha_pattern set; per-module rank or alpha is not supported")
+	}
+	if len(r.TargetModules) == 0 || string(r.TargetModules) == "null" {
+		return c, fmt.Errorf("peft: adapter config: target_modules is required")
+	}
+	var s string
+	if err := json.Unmarshal(r.TargetModules, &s); err == nil {
+		if s != "all-linear" {
+			return c, fmt.Errorf("peft: adapter config: target_modules %q: regular expressions are not supported; give a list of module names", s)
+		}
+		c.TargetModules = Modules() // every linear projection but lm_head, as PEFT expands it
+	} else if err := json.Unmarshal(r.TargetModules, &c.TargetModules); err != nil {
+		return c, fmt.Errorf("peft: adapter config: target_modules must be a list of module names: %w", err)
+	}
+	if !isNullOrEmpty(r.LayersToTransform) {
+		var one int
+		if err := json.Unmarshal(r.LayersToTransform, &one); err == nil {
+			c.LayersToTransform = []int{one}
+		} else if err := json.Unmarshal(r.LayersToTransform, &c.LayersToTransform); err != nil {
+			return c, fmt.Errorf("peft: adapter config: layers_to_transform must be an int or a list of ints: %w", err)
+		}
+	}
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// validate applies the rules shared by reading and writing.
+func (c Config) validate() error {
+	if c.PeftType != "LORA" {
+		return fmt.Errorf("peft: peft_type %q is not supported (only \"LORA\")", c.PeftType)
+	}
+	if c.R <= 0 {
+		return fmt.Errorf("peft: r = %d must be positive", c.R)
+	}
+	if !(c.LoraAlpha > 0) || math.IsInf(c.LoraAlpha, 0) {
+		return fmt.Errorf("peft: lora_alpha = %v must be positive", c.LoraAlpha)
+	}
+	if c.UseDoRA {
+		return fmt.Errorf("peft: use_dora is true; DoRA adapters are not supported (vLLM rejects them too)")
+	}
+	if len(c.ModulesToSave) > 0 {
+		return fmt.Errorf("peft: modules_to_save %v is not supported (vLLM rejects it too)", c.ModulesToSave)
+	}
+	if c.Bias != "none" {
+		return fmt.Errorf("peft: bias %q is not supported (only \"none\")", c.Bias)
+	}
+	if c.FanInFanOut {
+		return fmt.Errorf("peft: fan_in_fan_out is true; that layout is for GPT-2 style Conv1D layers, not llama/qwen")
+	}
+	if !(c.LoraDropout >= 0 && c.LoraDropout < 1) {
+		return fmt.Errorf("peft: lora_dropout %v outside [0, 1)", c.LoraDropout)
+	}
+	if len(c.TargetModules) == 0 {
+		return fmt.Errorf("peft: target_modules is empty")
+	}
+	seen := map[string]bool{}
+	for _, m := range c.TargetModules {
+		if _, err := ModulePath(m); err != nil {
+			return err
+		}
+		if seen[m] {
+			return fmt.Errorf("peft: target module %q listed twice", m)
+		}
+		seen[m] = true
+	}
+	for _, l := range c.LayersToTransform {
+		if l < 0 {
+			return fmt.Errorf("peft: layers_to_transform has negative layer %d", l)
+		}
+	}
+	return nil
+}
+
+// targets reports whether module is in the config's target_modules.
+func (c Config) targets(module string) bool {
+	for _, m := range c.TargetModules {
+		if m == module {
+			return true
+		}
+	}
+	return false
+}

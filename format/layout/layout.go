@@ -1,0 +1,304 @@
+package layout
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// Tokenizer is what layout needs of a tokenizer; *tokenizer.Tokenizer
+// satisfies it. Encode is called with addSpecial false: chat templates write
+// their own begin-of-text token, as in transformers' apply_chat_template.
+type Tokenizer interface {
+	Encode(text string, addSpecial bool) []int
+	TokenID(token string) (int, bool)
+}
+
+// Options adjust a layout.
+type Options struct {
+	// Kwargs are the template kwargs the conversation was served with, e.g.
+	// {"enable_thinking": false}. They must match the server's, or the
+	// prompts differ from what the model saw.
+	Kwargs map[string]any
+	// StopTokens are the ids that end an assistant turn. Empty means the
+	// template's eos_token plus whichever of <|im_end|>, <|endoftext|>,
+	// <|eot_id|>, <|eom_id|> the tokenizer knows.
+	StopTokens []int
+}
+
+// Layout is a laid-out conversation.
+type Layout struct {
+	Sequences []Sequence
+}
+
+// Sequence is one token sequence with per-token training data. All slices
+// have the same length.
+type Sequence struct {
+	IDs       []int32
+	Trainable []bool    // true on tokens the policy produced in trainable turns
+	Logprobs  []float32 // sampling logprob of trainable tokens; NaN elsewhere and where unknown
+	Turns     []Turn    // the assistant turns laid out in this sequence, in order
+}
+
+// Turn locates one assistant message in a Sequence.
+type Turn struct {
+	Message int // index into the conversation's messages
+	// [Start, End) are the tokens the policy produced for this message
+	// (including the stop token when it produced one); the template's glue
+	// after it is not included.
+	Start, End int
+	Trainable  bool // the message is trainable: its tokens are masked in
+	Sampled    bool // the server's sampled ids were used
+}
+
+// NumTrainable counts the trainable tokens over all sequences.
+func (l *Layout) NumTrainable() int {
+	n := 0
+	for _, s := range l.Sequences {
+		for _, m := range s.Trainable {
+			if m {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TurnData is what the server reported for one message when the policy
+// produced it; Build reads it for assistant messages only.
+type TurnData struct {
+	Trainable    bool
+	TokenIDs     []int32   // sampled ids, nil when not known
+	Logprobs     []float32 // one per TokenIDs entry, or nil
+	FinishReason string
+}
+
+// FromTrajectory lays out a trajectory's messages and tools.
+func FromTrajectory(t *chattemplate.Template, tok Tokenizer, msgs []trajectory.Message, tools []trajectory.Tool, opt Options) (*Layout, error) {
+	chat := Messages(msgs)
+	data := make([]TurnData, len(msgs))
+	for i, m := range msgs {
+		data[i] = TurnData{Trainable: m.Trainable, TokenIDs: m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason}
+	}
+	ts, err := Tools(tools)
+	if err != nil {
+		return nil, err
+	}
+	return Build(t, tok, chat, data, ts, opt)
+}
+
+// Messages converts trajectory messages to the template's message type.
+// Content that was null becomes "" (templates such as Qwen3's test
+// `'</think>' in message.content`, which fails on null); a list of content
+// parts is passed to the template as it was.
+func Messages(msgs []trajectory.Message) []chattemplate.Message {
+	out := make([]chattemplate.Message, len(msgs))
+	for i, m := range msgs {
+		c := chattemplate.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		if m.ContentParts != "" && m.ContentParts != "null" {
+			c.ContentJSON = json.RawMessage(m.ContentParts)
+		}
+		for _, tc := range m.ToolCalls {
+			c.ToolCalls = append(c.ToolCalls, chattemplate.ToolCall{ID: tc.ID, Type: tc.Type, Name: tc.Name, Arguments: tc.Arguments})
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// Tools converts trajectory tools to the OpenAI function-tool JSON the
+// template receives.
+func Tools(tools []trajectory.Tool) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for i, t := range tools {
+		raw, err := chattemplate.FunctionTool(t.Name, t.Description, t.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("tool %d: %w", i, err)
+		}
+		out = append(out, raw)
+	}
+	return out, nil
+}
+
+// Build lays out msgs; data[i] describes msgs[i] (only assistant entries are
+// read). See the package comment for the method.
+func Build(t *chattemplate.Template, tok Tokenizer, msgs []chattemplate.Message, data []TurnData, tools []json.RawMessage, opt Options) (*Layout, error) {
+	if len(data) != len(msgs) {
+		return nil, fmt.Errorf("layout: %d messages but %d turn records", len(msgs), len(data))
+	}
+	stops := stopSet(t, tok, opt.StopTokens)
+	render := func(n int, agp bool) (string, error) {
+		return t.Render(chattemplate.Input{Messages: msgs[:n], Tools: tools, AddGenerationPrompt: agp, Kwargs: opt.Kwargs})
+	}
+
+	var out Layout
+	var seq *Sequence
+	for a, m := range msgs {
+		if m.Role != "assistant" {
+			continue
+		}
+		d := data[a]
+		if err := checkSampled(a, d); err != nil {
+			return nil, err
+		}
+		prompt, err := render(a, true)
+		if err != nil {
+			return nil, fmt.Errorf("layout: message %d: prompt: %w", a, err)
+		}
+		full, err := render(a+1, false)
+		if err != nil {
+			return nil, fmt.Errorf("layout: message %d: %w", a, err)
+		}
+		if len(full) < len(prompt) || full[:len(prompt)] != prompt {
+			return nil, fmt.Errorf("layout: message %d: the template renders the assistant turn without the generation prompt it shows the model before it; cannot tell the turn's tokens apart", a)
+		}
+		promptIDs := tok.Encode(prompt, false)
+		fullIDs := tok.Encode(full, false)
+		var turnIDs []int
+		if hasPrefix(fullIDs, promptIDs) {
+			turnIDs = fullIDs[len(promptIDs):]
+		} else {
+			// The boundary between prompt and turn merges into one token
+			// when encoded whole; the model saw the prompt's tokens and
+			// then generated, so tokenize the turn on its own.
+			turnIDs = tok.Encode(full[len(prompt):], false)
+		}
+
+		// Extend the current sequence when the prompt continues it;
+		// otherwise start again from the full prompt.
+		if seq != nil && hasPrefix32(promptIDs, seq.IDs) {
+			seq.appendContext(promptIDs[len(seq.IDs):])
+		} else {
+			if seq != nil {
+				out.Sequences = append(out.Sequences, *seq)
+			}
+			seq = &Sequence{}
+			seq.appendContext(promptIDs)
+		}
+
+		stop := len(turnIDs) // index of the template's end-of-turn token
+		for i, id := range turnIDs {
+			if stops[id] {
+				stop = i
+				break
+			}
+		}
+		sampled := len(d.TokenIDs) > 0
+		turn := Turn{Message: a, Start: len(seq.IDs), Trainable: d.Trainable, Sampled: sampled}
+		if sampled {
+			for i, id := range d.TokenIDs {
+				lp := float32(math.NaN())
+				if len(d.Logprobs) > 0 {
+					lp = d.Logprobs[i]
+				}
+				seq.append(int(id), d.Trainable, lp)
+			}
+			turn.End = len(seq.IDs)
+			rest := turnIDs[min(stop, len(turnIDs)):]
+			if n := len(d.TokenIDs); n > 0 && stops[int(d.TokenIDs[n-1])] && len(rest) > 0 {
+				rest = rest[1:] // the sampled stop token replaces the template's
+			}
+			seq.appendContext(rest)
+		} else {
+			end := stop
+			if stop < len(turnIDs) && d.FinishReason != "length" {
+				end = stop + 1 // the model ended its turn: train the stop token too
+			}
+			for _, id := range turnIDs[:end] {
+				seq.append(id, d.Trainable, float32(math.NaN()))
+			}
+			turn.End = len(seq.IDs)
+			seq.appendContext(turnIDs[end:])
+		}
+		seq.Turns = append(seq.Turns, turn)
+	}
+	if seq != nil {
+		out.Sequences = append(out.Sequences, *seq)
+	}
+	return &out, nil
+}
+
+func checkSampled(a int, d TurnData) error {
+	if len(d.Logprobs) > 0 && len(d.Logprobs) != len(d.TokenIDs) {
+		return fmt.Errorf("layout: message %d: %d logprobs for %d sampled token ids", a, len(d.Logprobs), len(d.TokenIDs))
+	}
+	for i, id := range d.TokenIDs {
+		if id < 0 {
+			return fmt.Errorf("layout: message %d: sampled token %d has negative id %d", a, i, id)
+		}
+	}
+	return nil
+}
+
+func (s *Sequence) append(id int, trainable bool, lp float32) {
+	s.IDs = append(s.IDs, int32(id))
+	s.Trainable = append(s.Trainable, trainable)
+	if !trainable {
+		lp = float32(math.NaN())
+	}
+	s.Logprobs = append(s.Logprobs, lp)
+}
+
+func (s *Sequence) appendContext(ids []int) {
+	for _, id := range ids {
+		s.append(id, false, 0)
+	}
+}
+
+// stopSet resolves the ids that end an assistant turn.
+func stopSet(t *chattemplate.Template, tok Tokenizer, explicit []int) map[int]bool {
+	set := map[int]bool{}
+	if len(explicit) > 0 {
+		for _, id := range explicit {
+			set[id] = true
+		}
+		return set
+	}
+	names := []string{"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>"}
+	if eos, ok := t.SpecialTokens()["eos_token"]; ok {
+		names = append(names, eos)
+	}
+	for _, n := range names {
+		if id, ok := tok.TokenID(n); ok {
+			set[id] = true
+		}
+	}
+	return set
+}
+
+func hasPrefix(s, prefix []int) bool {
+	if len(prefix) > len(s) {
+		return false
+	}
+	for i := range prefix {
+		if s[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func hasPrefix32(s []int, prefix []int32) bool {
+	if len(prefix) > len(s) {
+		return false
+	}
+	for i := range prefix {
+		if s[i] != int(prefix[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Render renders a whole conversation with its tools, as served (no
+// generation prompt unless agp): the text `hone-inspect render` shows.
+func Render(t *chattemplate.Template, msgs []trajectory.Message, tools []trajectory.Tool, agp bool, kwargs map[string]any) (string, error) {
+	ts, err := Tools(tools)
+	if err != nil {
+		return "", err
+	}
+	return t.Render(chattemplate.Input{Messages: Messages(msgs), Tools: ts, AddGenerationPrompt: agp, Kwargs: kwargs})
+}

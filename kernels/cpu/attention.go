@@ -1,0 +1,159 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// AttentionForward: causal GQA within each packed sequence (see
+// kernels.Backend), one sequence and head at a time through attend.
+func (b *Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	op := "AttentionForward"
+	kernels.NeedSizes(op, N, D)
+	kernels.NeedHeads(op, H, KVH)
+	kernels.NeedSeqOff(op, seqOff, N)
+	kernels.Need(op, "out", len(out), N*H*D)
+	kernels.Need(op, "lse", len(lse), N*H)
+	kernels.Need(op, "q", len(q), N*H*D)
+	kernels.Need(op, "k", len(k), N*KVH*D)
+	kernels.Need(op, "v", len(v), N*KVH*D)
+	s := make([]float32, longest(seqOff)*longest(seqOff)) // [T, T] scores of one head
+	for i := 0; i+1 < len(seqOff); i++ {
+		lo, hi := int(seqOff[i]), int(seqOff[i+1])
+		if hi == lo {
+			continue
+		}
+		b.attend(out[lo*H*D:], lse[lo*H:], q[lo*H*D:], k[lo*KVH*D:], v[lo*KVH*D:], s, hi-lo, hi-lo, H, KVH, D, scale)
+	}
+}
+
+// AttentionDecode: Tq new queries [Tq,H,D] against one sequence's cache [Tk,KVH,D].
+func (b *Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH, D int, scale float32) {
+	op := "AttentionDecode"
+	kernels.NeedSizes(op, Tq, Tk, D)
+	kernels.NeedHeads(op, H, KVH)
+	if Tq > Tk {
+		panic("kernels.AttentionDecode: more new tokens than cache rows")
+	}
+	kernels.Need(op, "out", len(out), Tq*H*D)
+	kernels.Need(op, "q", len(q), Tq*H*D)
+	kernels.Need(op, "kCache", len(kCache), Tk*KVH*D)
+	kernels.Need(op, "vCache", len(vCache), Tk*KVH*D)
+	if Tq == 0 {
+		return
+	}
+	b.attend(out, nil, q, kCache, vCache, make([]float32, Tq*Tk), Tq, Tk, H, KVH, D, scale)
+}
+
+func longest(seqOff []int32) int {
+	m := 0
+	for i := 0; i+1 < len(seqOff); i++ {
+		m = max(m, int(seqOff[i+1]-seqOff[i]))
+	}
+	return m
+}
+
+// attend computes, for each head h (kv head g = h/(H/KVH)), with query i
+// seeing key rows j ≤ Tk−Tq+i:
+//
+//	S   = scale·Q_h·K_gᵀ          [Tq, Tk]   one sgemm on strided views
+//	P   = causal row softmax(S),  lse_i = log Σ_j exp(S_ij)
+//	O_h = P·V_g                   [Tq, D]    one sgemm, written with ldc = H·D
+//
+// s is scratch of at least Tq·Tk floats; lse [Tq, H] may be nil.
+func (b *Backend) attend(out, lse, q, k, v, s []float32, Tq, Tk, H, KVH, D int, scale float32) {
+	group := H / KVH
+	s = s[:Tq*Tk]
+	for h := 0; h < H; h++ {
+		g := h / group
+		b.sgemm(false, true, Tq, Tk, D, scale, q[h*D:], H*D, k[g*D:], KVH*D, 0, s, Tk)
+		b.parallel(Tq, Tk, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				row := s[i*Tk : (i+1)*Tk]
+				last := Tk - Tq + i
+				m := row[0]
+				for _, x := range row[1 : last+1] {
+					m = max(m, x)
+				}
+				var sum float32
+				for j := 0; j <= last; j++ {
+					e := exp32(row[j] - m)
+					row[j] = e
+					sum += e
+				}
+				inv := 1 / sum
+				for j := 0; j <= last; j++ {
+					row[j] *= inv
+				}
+				clear(row[last+1:])
+				if lse != nil {
+					lse[i*H+h] = m + float32(math.Log(float64(sum)))
+				}
+			}
+		})
+		b.sgemm(false, false, Tq, D, Tk, 1, s, Tk, v[g*D:], KVH*D, 0, out[h*D:], H*D)
+	}
+}
+
+// AttentionBackward accumulates dq, dk, dv per sequence and head, recomputing
+// P from lse:
+//
+//	S = scale·Q_h·K_gᵀ,  P_ij = exp(S_ij − lse_i) (0 above the diagonal)
+//	dV_g += Pᵀ·dO_h
+//	dP   = dO_h·V_gᵀ,  dS_ij = P_ij·(dP_ij − dO_i·O_i)
+//	dQ_h += scale·dS·K_g,  dK_g += scale·dSᵀ·Q_h
+func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	op := "AttentionBackward"
+	kernels.NeedSizes(op, N, D)
+	kernels.NeedHeads(op, H, KVH)
+	kernels.NeedSeqOff(op, seqOff, N)
+	for _, c := range []struct {
+		name string
+		buf  []float32
+		n    int
+	}{{"dq", dq, N * H * D}, {"dk", dk, N * KVH * D}, {"dv", dv, N * KVH * D}, {"dout", dout, N * H * D},
+		{"out", out, N * H * D}, {"lse", lse, N * H}, {"q", q, N * H * D}, {"k", k, N * KVH * D}, {"v", v, N * KVH * D}} {
+		kernels.Need(op, c.name, len(c.buf), c.n)
+	}
+	T := longest(seqOff)
+	p, dp := make([]float32, T*T), make([]float32, T*T) // [T, T] P and dP (then dS) of one head
+	group := H / KVH
+	for si := 0; si+1 < len(seqOff); si++ {
+		lo, hi := int(seqOff[si]), int(seqOff[si+1])
+		t := hi - lo
+		if t == 0 {
+			continue
+		}
+		Q, K, V := q[lo*H*D:], k[lo*KVH*D:], v[lo*KVH*D:]
+		dO, O, L := dout[lo*H*D:], out[lo*H*D:], lse[lo*H:]
+		dQ, dK, dV := dq[lo*H*D:], dk[lo*KVH*D:], dv[lo*KVH*D:]
+		P, dP := p[:t*t], dp[:t*t]
+		for h := 0; h < H; h++ {
+			g := h / group
+			b.sgemm(false, true, t, t, D, scale, Q[h*D:], H*D, K[g*D:], KVH*D, 0, P, t)
+			b.sgemm(false, true, t, t, D, 1, dO[h*D:], H*D, V[g*D:], KVH*D, 0, dP, t)
+			b.parallel(t, t, func(i0, i1 int) {
+				for i := i0; i < i1; i++ {
+					var dd float32
+					do, o := dO[(i*H+h)*D:(i*H+h+1)*D], O[(i*H+h)*D:(i*H+h+1)*D]
+					for d := range do {
+						dd += do[d] * o[d]
+					}
+					row, drow := P[i*t:(i+1)*t], dP[i*t:(i+1)*t]
+					l := L[i*H+h]
+					for j := 0; j <= i; j++ {
+						pij := exp32(row[j] - l)
+						row[j] = pij
+						drow[j] = pij * (drow[j] - dd)
+					}
+					clear(row[i+1:])
+					clear(drow[i+1:])
+				}
+			})
+			b.sgemm(true, false, t, D, t, 1, P, t, dO[h*D:], H*D, 1, dV[g*D:], KVH*D)
+			b.sgemm(false, false, t, D, t, scale, dP, t, K[g*D:], KVH*D, 1, dQ[h*D:], H*D)
+			b.sgemm(true, false, t, D, t, scale, dP, t, Q[h*D:], H*D, 1, dK[g*D:], KVH*D)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// Options configure a CPU backend. The zero value picks the defaults.
+type Options struct {
+	// Workers is the number of goroutines for element-wise ops (the calling
+	// goroutine counts as one). 0 means runtime.GOMAXPROCS(0).
+	Workers int
+	// MinParallel is the amount of work (roughly, values touched) below which
+	// an op runs on the calling goroutine alone. 0 means 32768; tests set 1 to
+	// exercise the parallel paths on small shapes.
+	MinParallel int
+	// GEMM selects the matrix product: "" (OpenBLAS when built with cgo,
+	// gonum otherwise), "openblas" or "gonum".
+	GEMM string
+	// LogprobRows caps the rows of one logits block in LogprobForward and
+	// LogprobBackward (scratch = LogprobRows × chunk floats). 0 means 512.
+	LogprobRows int
+}
+
+// Backend is the CPU backend. Create it with New; it is safe for concurrent
+// use; Close stops its workers.
+type Backend struct {
+	name        string
+	gemm        sgemmFunc
+	pool        *pool
+	minParallel int
+	lpRows      int
+}
+
+var _ kernels.Backend = (*Backend)(nil)
+
+// New returns a CPU backend configured by o.
+func New(o Options) (*Backend, error) {
+	gemm, name, err := pickGEMM(o.GEMM)
+	if err != nil {
+		return nil, err
+	}
+	w := o.Workers
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
+	mp := o.MinParallel
+	if mp <= 0 {
+		mp = 32768
+	}
+	lr := o.LogprobRows
+	if lr <= 0 {
+		lr = 512
+	}
+	return &Backend{name: "cpu/" + name, gemm: gemm, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
+}
+
+// pickGEMM resolves Options.GEMM.
+func pickGEMM(which string) (sgemmFunc, string, error) {
+	switch which {
+	case "":
+		if openblas != nil {
+			return openblas, "openblas", nil
+		}
+		return gonumSgemm, "gonum", nil
+	case "openblas":
+		if openblas == nil {
+			return nil, "", fmt.Errorf("cpu: GEMM %q needs a cgo build linked with -lopenblas (this binary was built with CGO_ENABLED=0)", which)
+		}
+		return openblas, "openblas", nil
+	case "gonum":
+		return gonumSgemm, "gonum", nil
+	}
+	return nil, "", fmt.Errorf("cpu: unknown GEMM %q (want openblas or gonum)", which)
+}
+
+// Name returns "cpu/openblas" or "cpu/gonum".
+func (b *Backend) Name() string { return b.name }
+
+// Close stops the worker goroutines. Ops must not be called afterwards.
+func (b *Backend) Close() error {
+	b.pool.close()
+	return nil
+}
+
+// pool runs parts of a loop on long-lived workers.
+type pool struct {
+	workers int
+	tasks   chan func()
+	once    sync.Once
+}
+
+func newPool(workers int) *pool {
+	p := &pool{workers: workers, tasks: make(chan func(), 4*workers)}
+	for i := 1; i < workers; i++ {
+		go func() {
+			for f := range p.tasks {
+				f()
+			}
+		}()
+	}
+	return p
+}
+
+func (p *pool) close() { p.once.Do(func() { close(p.tasks) }) }
+
+// parallel runs fn over [0, n) split into contiguous ranges, one per worker,
+// when n·cost (work per item) reaches the backend's threshold; otherwise on
+// the calling goroutine. A part that cannot be queued (workers busy with
+// another caller) runs inline, so nested or concurrent calls never deadlock.
+func (b *Backend) parallel(n, cost int, fn func(lo, hi int)) {
+	w := b.pool.workers
+	if n <= 0 {
+		return
+	}
+	if w <= 1 || n < 2 || n*cost < b.minParallel {
+		fn(0, n)
+		return
+	}
+	if w > n {
+		w = n
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < w; i++ {
+		lo, hi := i*n/w, (i+1)*n/w
+		wg.Add(1)
+		task := func() { defer wg.Done(); fn(lo, hi) }
+		select {
+		case b.pool.tasks <- task:
+		default:
+			task()
+		}
+	}
+	fn(0, n/w)
+	wg.Wait()
+}

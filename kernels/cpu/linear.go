@@ -1,0 +1,158 @@
+package cpu
+
+import "github.com/hone-rl/hone/kernels"
+
+// Matmul: c [M,N] = op(a)·op(b) + beta·c (see kernels.Backend).
+func (b *Backend) Matmul(c, a, bb []float32, M, N, K int, transA, transB bool, beta float32) {
+	kernels.NeedSizes("Matmul", M, N, K)
+	kernels.Need("Matmul", "c", len(c), M*N)
+	kernels.Need("Matmul", "a", len(a), M*K)
+	kernels.Need("Matmul", "b", len(bb), K*N)
+	lda, ldb := K, N
+	if transA {
+		lda = M
+	}
+	if transB {
+		ldb = K
+	}
+	b.sgemm(transA, transB, M, N, K, 1, a, max(1, lda), bb, max(1, ldb), beta, c, max(1, N))
+}
+
+// MatmulBatched: batch Matmuls on consecutive blocks.
+func (b *Backend) MatmulBatched(c, a, bb []float32, batch, M, N, K int, transA, transB bool, beta float32) {
+	kernels.NeedSizes("MatmulBatched", batch, M, N, K)
+	kernels.Need("MatmulBatched", "c", len(c), batch*M*N)
+	kernels.Need("MatmulBatched", "a", len(a), batch*M*K)
+	kernels.Need("MatmulBatched", "b", len(bb), batch*K*N)
+	for i := 0; i < batch; i++ {
+		b.Matmul(c[i*M*N:(i+1)*M*N], a[i*M*K:(i+1)*M*K], bb[i*K*N:(i+1)*K*N], M, N, K, transA, transB, beta)
+	}
+}
+
+// LinearForward: out [N,OC] = inp [N,C]·weight [OC,C]ᵀ + bias [OC].
+func (b *Backend) LinearForward(out, inp, weight, bias []float32, N, C, OC int) {
+	op := "LinearForward"
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "out", len(out), N*OC)
+	kernels.Need(op, "inp", len(inp), N*C)
+	kernels.Need(op, "weight", len(weight), OC*C)
+	if bias != nil {
+		kernels.Need(op, "bias", len(bias), OC)
+	}
+	b.sgemm(false, true, N, OC, C, 1, inp, max(1, C), weight, max(1, C), 0, out, max(1, OC))
+	b.addBias(out, bias, N, OC)
+}
+
+func (b *Backend) addBias(out, bias []float32, N, OC int) {
+	if bias == nil {
+		return
+	}
+	b.parallel(N, OC, func(lo, hi int) {
+		for n := lo; n < hi; n++ {
+			row := out[n*OC : (n+1)*OC]
+			for o, v := range bias[:OC] {
+				row[o] += v
+			}
+		}
+	})
+}
+
+// gemvRows is the largest N for which LinearForwardBF16 uses the
+// matrix-vector kernel instead of widening tiles for sgemm.
+const gemvRows = 4
+
+// bf16Tile is the number of weight rows widened at a time for sgemm.
+const bf16Tile = 128
+
+// LinearForwardBF16 is LinearForward with a bfloat16 weight [OC,C]. For
+// N ≤ gemvRows it equals, for every n and o,
+//
+//	out[n,o] = bias[o] + Σ_c inp[n,c]·F32(weight[o,c])
+//
+// computed by bf16Dot over weight rows split among the workers; for larger N
+// it widens bf16Tile weight rows at a time and calls sgemm.
+func (b *Backend) LinearForwardBF16(out, inp []float32, weight []uint16, bias []float32, N, C, OC int) {
+	op := "LinearForwardBF16"
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "out", len(out), N*OC)
+	kernels.Need(op, "inp", len(inp), N*C)
+	kernels.Need(op, "weight", len(weight), OC*C)
+	if bias != nil {
+		kernels.Need(op, "bias", len(bias), OC)
+	}
+	if N == 0 || OC == 0 {
+		return
+	}
+	if N <= gemvRows {
+		b.parallel(OC, N*C, func(lo, hi int) {
+			for n := 0; n < N; n++ {
+				bf16Gemv(out[n*OC+lo:n*OC+hi], inp[n*C:(n+1)*C], weight[lo*C:hi*C], C)
+			}
+		})
+		b.addBias(out, bias, N, OC)
+		return
+	}
+	tile := make([]float32, bf16Tile*C) // [bf16Tile, C] widened weight rows
+	for o0 := 0; o0 < OC; o0 += bf16Tile {
+		o1 := min(OC, o0+bf16Tile)
+		t := tile[:(o1-o0)*C]
+		b.widen(t, weight[o0*C:o1*C])
+		b.sgemm(false, true, N, o1-o0, C, 1, inp, max(1, C), t, max(1, C), 0, out[o0:], OC)
+	}
+	b.addBias(out, bias, N, OC)
+}
+
+// widen converts bfloat16 bits to float32, split among the workers.
+func (b *Backend) widen(dst []float32, src []uint16) {
+	b.parallel(len(src), 1, func(lo, hi int) { kernels.FromBF16(dst[lo:hi], src[lo:hi]) })
+}
+
+// LinearBackward accumulates dinp += dout·weight, dweight += doutᵀ·inp,
+// dbias += column sums of dout; nil outputs are skipped.
+func (b *Backend) LinearBackward(dinp, dweight, dbias, dout, inp, weight []float32, N, C, OC int) {
+	op := "LinearBackward"
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "dout", len(dout), N*OC)
+	if dinp != nil {
+		kernels.Need(op, "dinp", len(dinp), N*C)
+		kernels.Need(op, "weight", len(weight), OC*C)
+		b.sgemm(false, false, N, C, OC, 1, dout, max(1, OC), weight, max(1, C), 1, dinp, max(1, C))
+	}
+	if dweight != nil {
+		kernels.Need(op, "dweight", len(dweight), OC*C)
+		kernels.Need(op, "inp", len(inp), N*C)
+		b.sgemm(true, false, OC, C, N, 1, dout, max(1, OC), inp, max(1, C), 1, dweight, max(1, C))
+	}
+	if dbias != nil {
+		kernels.Need(op, "dbias", len(dbias), OC)
+		b.parallel(OC, N, func(lo, hi int) {
+			for n := 0; n < N; n++ {
+				row := dout[n*OC : (n+1)*OC]
+				for o := lo; o < hi; o++ {
+					dbias[o] += row[o]
+				}
+			}
+		})
+	}
+}
+
+// LinearBackwardBF16 accumulates dinp [N,C] += dout [N,OC]·weight [OC,C]
+// (bf16), widening bf16Tile weight rows at a time for sgemm.
+func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C, OC int) {
+	op := "LinearBackwardBF16"
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "dinp", len(dinp), N*C)
+	kernels.Need(op, "dout", len(dout), N*OC)
+	kernels.Need(op, "weight", len(weight), OC*C)
+	if N == 0 || C == 0 {
+		return
+	}
+	tile := make([]float32, bf16Tile*C) // [bf16Tile, C]
+	for o0 := 0; o0 < OC; o0 += bf16Tile {
+		o1 := min(OC, o0+bf16Tile)
+		t := tile[:(o1-o0)*C]
+		b.widen(t, weight[o0*C:o1*C])
+		// dinp += dout[:, o0:o1] · t
+		b.sgemm(false, false, N, C, o1-o0, 1, dout[o0:], OC, t, C, 1, dinp, C)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !cgo
+
+package cpu_test
+
+func gemms() []string { return []string{"gonum"} }

@@ -1,0 +1,320 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// rowMax returns the largest value of x (len(x) > 0).
+func rowMax(x []float32) float32 {
+	m := x[0]
+	for _, v := range x[1:] {
+		m = max(m, v)
+	}
+	return m
+}
+
+// rowLSE returns log Σ exp(x) with the sum in float64.
+func rowLSE(x []float32) float32 {
+	m := rowMax(x)
+	var s float64
+	for _, v := range x {
+		s += float64(exp32(v - m))
+	}
+	return m + float32(math.Log(s))
+}
+
+// LogSoftmaxForward: out [N,V] = inp − logsumexp(row).
+func (b *Backend) LogSoftmaxForward(out, inp []float32, N, V int) {
+	op := "LogSoftmaxForward"
+	kernels.NeedSizes(op, N, V)
+	kernels.Need(op, "out", len(out), N*V)
+	kernels.Need(op, "inp", len(inp), N*V)
+	if V == 0 {
+		return
+	}
+	b.parallel(N, V, func(lo, hi int) {
+		for n := lo; n < hi; n++ {
+			x, o := inp[n*V:(n+1)*V], out[n*V:(n+1)*V]
+			l := rowLSE(x)
+			for j, v := range x {
+				o[j] = v - l
+			}
+		}
+	})
+}
+
+// LogSoftmaxBackward accumulates dinp [N,V] += dout − exp(out)·Σ dout.
+func (b *Backend) LogSoftmaxBackward(dinp, dout, out []float32, N, V int) {
+	op := "LogSoftmaxBackward"
+	kernels.NeedSizes(op, N, V)
+	kernels.Need(op, "dinp", len(dinp), N*V)
+	kernels.Need(op, "dout", len(dout), N*V)
+	kernels.Need(op, "out", len(out), N*V)
+	b.parallel(N, V, func(lo, hi int) {
+		for n := lo; n < hi; n++ {
+			d, o, di := dout[n*V:(n+1)*V], out[n*V:(n+1)*V], dinp[n*V:(n+1)*V]
+			var s float64
+			for _, v := range d {
+				s += float64(v)
+			}
+			s32 := float32(s)
+			for j := range d {
+				di[j] += d[j] - exp32(o[j])*s32
+			}
+		}
+	})
+}
+
+// rowEntropy returns −Σ p·log p of softmax(x) and the row's logsumexp.
+func rowEntropy(x []float32) (ent, lse float32) {
+	m := rowMax(x)
+	var s, t float64 // Σ e_j, Σ e_j·(x_j − m)
+	for _, v := range x {
+		d := v - m
+		e := float64(exp32(d))
+		s += e
+		t += e * float64(d)
+	}
+	ls := math.Log(s)
+	return float32(ls - t/s), m + float32(ls)
+}
+
+// EntropyForward: ent [N] of softmax(inp [N,V]) rows.
+func (b *Backend) EntropyForward(ent, inp []float32, N, V int) {
+	op := "EntropyForward"
+	kernels.NeedSizes(op, N, V)
+	kernels.Need(op, "ent", len(ent), N)
+	kernels.Need(op, "inp", len(inp), N*V)
+	if V == 0 {
+		return
+	}
+	b.parallel(N, V, func(lo, hi int) {
+		for n := lo; n < hi; n++ {
+			ent[n], _ = rowEntropy(inp[n*V : (n+1)*V])
+		}
+	})
+}
+
+// EntropyBackward accumulates dinp [N,V] += −dent·p·(log p + ent).
+func (b *Backend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
+	op := "EntropyBackward"
+	kernels.NeedSizes(op, N, V)
+	kernels.Need(op, "dinp", len(dinp), N*V)
+	kernels.Need(op, "dent", len(dent), N)
+	kernels.Need(op, "inp", len(inp), N*V)
+	if V == 0 {
+		return
+	}
+	b.parallel(N, V, func(lo, hi int) {
+		for n := lo; n < hi; n++ {
+			x, di := inp[n*V:(n+1)*V], dinp[n*V:(n+1)*V]
+			e, l := rowEntropy(x)
+			d := dent[n]
+			for j, v := range x {
+				lp := v - l
+				di[j] -= d * exp32(lp) * (lp + e)
+			}
+		}
+	})
+}
+
+// vocabWeight is the lm_head as either float32 or bfloat16 rows [V, C].
+type vocabWeight struct {
+	f32  []float32
+	bf16 []uint16
+}
+
+// rows returns weight rows [v0, v1) as float32, widening bf16 into tile.
+func (b *Backend) rows(w vocabWeight, tile []float32, v0, v1, C int) []float32 {
+	if w.f32 != nil {
+		return w.f32[v0*C : v1*C]
+	}
+	t := tile[:(v1-v0)*C]
+	b.widen(t, w.bf16[v0*C:v1*C])
+	return t
+}
+
+// LogprobForward: per-row logprob of the target, entropy and lse of
+// softmax(hidden·weightᵀ), chunked over the vocabulary (see kernels.Backend).
+func (b *Backend) LogprobForward(logprob, entropy, lse, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
+	op := "LogprobForward"
+	kernels.Need(op, "weight", len(weight), V*C)
+	b.logprobForward(op, logprob, entropy, lse, hidden, vocabWeight{f32: weight[: V*C : V*C]}, targets, N, C, V, chunk)
+}
+
+// LogprobForwardBF16 is LogprobForward with a bfloat16 weight [V,C].
+func (b *Backend) LogprobForwardBF16(logprob, entropy, lse, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
+	op := "LogprobForwardBF16"
+	kernels.Need(op, "weight", len(weight), V*C)
+	b.logprobForward(op, logprob, entropy, lse, hidden, vocabWeight{bf16: weight[: V*C : V*C]}, targets, N, C, V, chunk)
+}
+
+// logprobForward keeps, per row, the running maximum m, s = Σ exp(z_j − m)
+// and t = Σ exp(z_j − m)·(z_j − m) over the chunks seen so far; a new
+// maximum m' rescales them (s ← s·e^(m−m'), t ← (t + (m−m')·s)·e^(m−m')).
+// At the end lse = m + log s and entropy = log s − t/s.
+func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []float32, w vocabWeight, targets []int32, N, C, V, chunk int) {
+	kernels.NeedSizes(op, N, C, V)
+	kernels.Need(op, "logprob", len(logprob), N)
+	kernels.Need(op, "entropy", len(entropy), N)
+	kernels.Need(op, "lse", len(lse), N)
+	kernels.Need(op, "hidden", len(hidden), N*C)
+	kernels.Need(op, "targets", len(targets), N)
+	kernels.NeedIDs(op, targets[:N], -1, V)
+	if N == 0 {
+		return
+	}
+	if V == 0 {
+		panic("kernels." + op + ": empty vocabulary")
+	}
+	if chunk <= 0 {
+		chunk = kernels.DefaultLogprobChunk
+	}
+	chunk = min(chunk, V)
+	R := min(b.lpRows, N)
+	z := make([]float32, R*chunk) // [R, chunk] logits block
+	var tile []float32            // [chunk, C] widened bf16 rows
+	if w.bf16 != nil {
+		tile = make([]float32, chunk*C)
+	}
+	m := make([]float32, R)                        // [R] running max
+	s, t := make([]float64, R), make([]float64, R) // [R] running Σe, Σe·(z−m)
+	zt := make([]float32, R)                       // [R] target logit
+	for r0 := 0; r0 < N; r0 += R {
+		nr := min(R, N-r0)
+		for i := 0; i < nr; i++ {
+			m[i], s[i], t[i] = float32(math.Inf(-1)), 0, 0
+		}
+		for v0 := 0; v0 < V; v0 += chunk {
+			cs := min(chunk, V-v0)
+			wc := b.rows(w, tile, v0, v0+cs, C)
+			b.sgemm(false, true, nr, cs, C, 1, hidden[r0*C:], max(1, C), wc, max(1, C), 0, z, cs)
+			b.parallel(nr, cs, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					row := z[i*cs : (i+1)*cs]
+					if tg := int(targets[r0+i]) - v0; tg >= 0 && tg < cs {
+						zt[i] = row[tg]
+					}
+					cm := rowMax(row)
+					if cm > m[i] {
+						if s[i] > 0 {
+							d := float64(m[i] - cm)
+							f := math.Exp(d)
+							t[i] = (t[i] + d*s[i]) * f
+							s[i] *= f
+						}
+						m[i] = cm
+					}
+					mi := m[i]
+					var cs1, ct float64
+					for _, x := range row {
+						d := x - mi
+						e := float64(exp32(d))
+						cs1 += e
+						ct += e * float64(d)
+					}
+					s[i] += cs1
+					t[i] += ct
+				}
+			})
+		}
+		for i := 0; i < nr; i++ {
+			n := r0 + i
+			ls := math.Log(s[i])
+			lse[n] = m[i] + float32(ls)
+			entropy[n] = float32(ls - t[i]/s[i])
+			logprob[n] = 0
+			if targets[n] >= 0 {
+				logprob[n] = zt[i] - lse[n]
+			}
+		}
+	}
+}
+
+// LogprobBackward accumulates dhidden [N,C] and dweight [V,C] (nil: skipped).
+func (b *Backend) LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
+	op := "LogprobBackward"
+	kernels.Need(op, "weight", len(weight), V*C)
+	b.logprobBackward(op, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, vocabWeight{f32: weight[: V*C : V*C]}, targets, N, C, V, chunk)
+}
+
+// LogprobBackwardBF16 accumulates dhidden [N,C] through a frozen bfloat16 weight.
+func (b *Backend) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
+	op := "LogprobBackwardBF16"
+	kernels.Need(op, "weight", len(weight), V*C)
+	b.logprobBackward(op, dhidden, nil, dlogprob, dentropy, lse, entropy, hidden, vocabWeight{bf16: weight[: V*C : V*C]}, targets, N, C, V, chunk)
+}
+
+// logprobBackward recomputes each [rows, chunk] logits block, turns it into
+// dz in place (p = exp(z − lse)):
+//
+//	dz_j = dlogprob·([j = t] − p_j) − dentropy·p_j·(z_j − lse + H)
+//
+// and accumulates dhidden += dz·W_chunk and dweight_chunk += dzᵀ·hidden.
+func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden []float32, w vocabWeight, targets []int32, N, C, V, chunk int) {
+	kernels.NeedSizes(op, N, C, V)
+	kernels.Need(op, "dhidden", len(dhidden), N*C)
+	if dweight != nil {
+		kernels.Need(op, "dweight", len(dweight), V*C)
+	}
+	if dlogprob != nil {
+		kernels.Need(op, "dlogprob", len(dlogprob), N)
+	}
+	if dentropy != nil {
+		kernels.Need(op, "dentropy", len(dentropy), N)
+	}
+	kernels.Need(op, "lse", len(lse), N)
+	kernels.Need(op, "entropy", len(entropy), N)
+	kernels.Need(op, "hidden", len(hidden), N*C)
+	kernels.Need(op, "targets", len(targets), N)
+	kernels.NeedIDs(op, targets[:N], -1, V)
+	if N == 0 || V == 0 || C == 0 {
+		return
+	}
+	if chunk <= 0 {
+		chunk = kernels.DefaultLogprobChunk
+	}
+	chunk = min(chunk, V)
+	R := min(b.lpRows, N)
+	z := make([]float32, R*chunk) // [R, chunk] logits, then dz
+	var tile []float32            // [chunk, C] widened bf16 rows
+	if w.bf16 != nil {
+		tile = make([]float32, chunk*C)
+	}
+	for r0 := 0; r0 < N; r0 += R {
+		nr := min(R, N-r0)
+		for v0 := 0; v0 < V; v0 += chunk {
+			cs := min(chunk, V-v0)
+			wc := b.rows(w, tile, v0, v0+cs, C)
+			b.sgemm(false, true, nr, cs, C, 1, hidden[r0*C:], C, wc, C, 0, z, cs)
+			b.parallel(nr, cs, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					n := r0 + i
+					var dl, de float32
+					if dlogprob != nil && targets[n] >= 0 {
+						dl = dlogprob[n]
+					}
+					if dentropy != nil {
+						de = dentropy[n]
+					}
+					l, H := lse[n], entropy[n]
+					row := z[i*cs : (i+1)*cs]
+					for j, x := range row {
+						lp := x - l
+						p := exp32(lp)
+						row[j] = -dl*p - de*p*(lp+H)
+					}
+					if tg := int(targets[n]) - v0; tg >= 0 && tg < cs {
+						row[tg] += dl
+					}
+				}
+			})
+			b.sgemm(false, false, nr, C, cs, 1, z, cs, wc, C, 1, dhidden[r0*C:], C)
+			if dweight != nil {
+				b.sgemm(true, false, cs, C, nr, 1, z, cs, hidden[r0*C:], C, 1, dweight[v0*C:], C)
+			}
+		}
+	}
+}

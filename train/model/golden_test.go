@@ -9,19 +9,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/kernels"
-	"github.com/hone-rl/hone/kernels/ref"
 )
 
 const goldenDir = "../../testdata/golden/model"
 
 const rerun = "rerun: sh testdata/golden/model/regen.sh (testdata/golden/model/reference.py, needs /usr/bin/python3 with torch)"
-
-// testBackends lists the backends every model test runs on.
-func testBackends() []kernels.Backend {
-	return []kernels.Backend{ref.New()}
-}
 
 type goldenInputs struct {
 	InputIDs    []int32   `json:"input_ids"`
@@ -82,13 +75,7 @@ func loadGoldenCase(t testing.TB, name string, be kernels.Backend) *goldenCase {
 	if err != nil {
 		t.Fatalf("%v (%s)", err, rerun)
 	}
-	ac := readTestAdapterConfig(t, filepath.Join(dir, "adapter", "adapter_config.json"))
-	aset, err := safetensors.Open(filepath.Join(dir, "adapter"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer aset.Close()
-	ad, err := LoadAdapter(&m.Config, ac, aset)
+	ad, err := ReadAdapter(filepath.Join(dir, "adapter"), &m.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,25 +89,6 @@ func loadGoldenCase(t testing.TB, name string, be kernels.Backend) *goldenCase {
 		gc.want.Grads[k] = flatten(v)
 	}
 	return gc
-}
-
-func readTestAdapterConfig(t testing.TB, path string) AdapterConfig {
-	var a struct {
-		R       int      `json:"r"`
-		Alpha   float64  `json:"lora_alpha"`
-		RS      bool     `json:"use_rslora"`
-		Targets []string `json:"target_modules"`
-	}
-	readJSON(t, path, &a)
-	ac := AdapterConfig{Rank: a.R, Alpha: a.Alpha, RSLoRA: a.RS}
-	for _, s := range a.Targets {
-		m, err := ParseModule(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ac.Targets = append(ac.Targets, m)
-	}
-	return ac
 }
 
 // compare checks got against want elementwise with |got−want| ≤ tol·(|want| +
@@ -163,7 +131,7 @@ var goldenCases = []string{"llama", "qwen2", "qwen3"}
 
 func TestGolden(t *testing.T) {
 	ctx := context.Background()
-	for _, be := range testBackends() {
+	for _, be := range testBackends(t) {
 		for _, name := range goldenCases {
 			t.Run(fmt.Sprintf("%s/%s", be.Name(), name), func(t *testing.T) {
 				gc := loadGoldenCase(t, name, be)

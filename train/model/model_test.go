@@ -105,7 +105,7 @@ var families = []string{"llama", "qwen2", "qwen3"}
 // several sequences per step — gives the logits of the full forward.
 func TestStepMatchesFullForward(t *testing.T) {
 	ctx := context.Background()
-	for _, be := range testBackends() {
+	for _, be := range testBackends(t) {
 		for _, fam := range families {
 			for _, withAdapter := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%s/adapter=%v", be.Name(), fam, withAdapter), func(t *testing.T) {
@@ -169,7 +169,7 @@ func TestStepMatchesFullForward(t *testing.T) {
 // into the weights gives the adapted model without the adapter.
 func TestFreshAdapterAndMerge(t *testing.T) {
 	ctx := context.Background()
-	for _, be := range testBackends() {
+	for _, be := range testBackends(t) {
 		for _, fam := range families {
 			t.Run(be.Name()+"/"+fam, func(t *testing.T) {
 				m := newMicro(t, fam, be, 5)
@@ -216,7 +216,7 @@ func TestFreshAdapterAndMerge(t *testing.T) {
 // targets −1) gives the same per-token logprobs as the packed batch.
 func TestPaddedEqualsPacked(t *testing.T) {
 	ctx := context.Background()
-	be := testBackends()[0]
+	be := testBackends(t)[0]
 	m := newMicro(t, "qwen3", be, 2)
 	ad := randomAdapter(t, &m.Config, AllModules(), 2, 1)
 	lens := []int{5, 3}
@@ -261,7 +261,7 @@ func TestPaddedEqualsPacked(t *testing.T) {
 // finite differences on a micro model, for every family.
 func TestGradientFiniteDifference(t *testing.T) {
 	ctx := context.Background()
-	for _, be := range testBackends() {
+	for _, be := range testBackends(t) {
 		for _, fam := range families {
 			t.Run(be.Name()+"/"+fam, func(t *testing.T) {
 				m := newMicro(t, fam, be, 13)
@@ -329,7 +329,7 @@ func TestGradientFiniteDifference(t *testing.T) {
 // Bad input is an error, not a panic.
 func TestBadInput(t *testing.T) {
 	ctx := context.Background()
-	m := newMicro(t, "llama", testBackends()[0], 1)
+	m := newMicro(t, "llama", testBackends(t)[0], 1)
 	V := int32(m.Config.Vocab)
 	cases := map[string]*Batch{
 		"empty":        {SeqOff: []int32{0}},
@@ -346,7 +346,7 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: Forward accepted it", name)
 		}
 	}
-	other := newMicro(t, "qwen3", testBackends()[0], 1)
+	other := newMicro(t, "qwen3", testBackends(t)[0], 1)
 	ad := randomAdapter(t, &other.Config, AllModules(), 2, 1)
 	if _, err := m.Logits(ctx, packed(m.Config.Vocab, []int{3}, 1), ad); err == nil {
 		t.Error("adapter of another shape accepted")
@@ -361,7 +361,54 @@ func TestBadInput(t *testing.T) {
 	if _, err := m.Step(ctx, cache, []StepInput{{Seq: 1, IDs: []int32{1}}, {Seq: 1, IDs: []int32{2}}}, nil); err == nil {
 		t.Error("Step accepted the same sequence twice")
 	}
-	if _, err := New(Config{Family: "gpt2"}, testBackends()[0]); err == nil {
+	if _, err := New(Config{Family: "gpt2"}, testBackends(t)[0]); err == nil {
 		t.Error("New accepted an unknown family")
+	}
+}
+
+// An adapter written as a PEFT folder reads back equal and gives the same logits.
+func TestAdapterRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	m := newMicro(t, "qwen2", testBackends(t)[0], 3)
+	ad := randomAdapter(t, &m.Config, []Module{ModK, ModO, ModUp}, 3, 5)
+	ad.Config.RSLoRA = true
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr != nil {
+				lr.Scale = ad.Config.Scale()
+			}
+		}
+	}
+	dir := t.TempDir() + "/step-000001"
+	if err := WriteAdapter(dir, ad, "tiny"); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadAdapter(dir, &m.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(back.Config) != fmt.Sprint(ad.Config) {
+		t.Errorf("config reads back as %+v, wrote %+v", back.Config, ad.Config)
+	}
+	want, got := ad.Tensors(), back.Tensors()
+	if len(got) != len(want) {
+		t.Fatalf("%d tensors read, %d written", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Name != want[i].Name || fmt.Sprint(got[i].Values) != fmt.Sprint(want[i].Values) {
+			t.Fatalf("tensor %s differs after the round trip", want[i].Name)
+		}
+	}
+	b := packed(m.Config.Vocab, []int{5}, 2)
+	l1, err := m.Logits(ctx, b, ad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := m.Logits(ctx, b, back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxRelDiff(l2, l1); d != 0 {
+		t.Errorf("read-back adapter changes logits by %.3g", d)
 	}
 }

@@ -42,6 +42,10 @@ group_id become groups of one; the summary says how many ids were made.`,
 }
 
 func runFromJSONL(ctx context.Context, a *app, opts fromJSONLOptions, args []string) error {
+	// Refuse a terminal before reading anything.
+	if _, err := cli.ChooseOutput(opts.Output, cli.IsTerminal(a.stdout), true); err != nil {
+		return err
+	}
 	paths, err := cli.ExpandInputs(args, ".jsonl")
 	if err != nil {
 		return err

@@ -185,3 +185,16 @@ func TestChooseOutput(t *testing.T) {
 		}
 	}
 }
+
+// OpenOutput asks the real stdout whether it is a terminal.
+func TestOpenOutputRefusesParquetToTerminal(t *testing.T) {
+	pty := openPTY(t)
+	if _, err := OpenOutput("", pty, true); ExitCode(err) != ExitUsage {
+		t.Fatalf("Parquet to a terminal: err %v, want a usage error", err)
+	}
+	out, err := OpenOutput("-", pty, false)
+	if err != nil {
+		t.Fatalf("text to a terminal refused: %v", err)
+	}
+	out.Close()
+}

@@ -110,11 +110,26 @@ func TestIsTerminal(t *testing.T) {
 			t.Errorf("%s reported as a terminal", name)
 		}
 	}
-	// /dev/tty is a terminal when the test has a controlling terminal.
-	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-		defer tty.Close()
-		if !IsTerminal(tty) {
-			t.Error("/dev/tty not reported as a terminal")
-		}
+	// The master side of a new pseudo-terminal is a terminal.
+	pty := openPTY(t)
+	if !IsTerminal(pty) {
+		t.Error("/dev/ptmx not reported as a terminal")
 	}
+	if p := NewProgress(pty, "groups", 1); !p.live {
+		t.Error("progress on a terminal is not live")
+	}
+}
+
+// openPTY opens /dev/ptmx, a terminal for IsTerminal's purposes.
+func openPTY(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("open /dev/ptmx: %v", err)
+		}
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

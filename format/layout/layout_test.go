@@ -2,7 +2,9 @@ package layout
 
 import (
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,6 +139,11 @@ func checkSequence(t *testing.T, m model, msgs []trajectory.Message, tools []tra
 	}
 	if got := decode(m.tok, s.IDs); got != full {
 		t.Fatalf("decoded ids differ from the rendering:\n got %q\nwant %q", got, full)
+	}
+	// And the ids are the tokenizer's encoding of that text as a whole,
+	// what transformers' apply_chat_template(tokenize=True) returns.
+	if want := toInt32(m.tok.Encode(full, false)); !slices.Equal(s.IDs, want) {
+		t.Errorf("ids differ from Encode(rendering): %d vs %d tokens", len(s.IDs), len(want))
 	}
 	checkConsistent(t, s)
 	masked := 0
@@ -347,5 +354,49 @@ func TestBadInput(t *testing.T) {
 	l, err := FromTrajectory(m.tmpl, m.tok, msgs[:1], nil, Options{})
 	if err != nil || len(l.Sequences) != 0 {
 		t.Errorf("no assistant turn: %v %v", l, err)
+	}
+}
+
+func TestModelHelpers(t *testing.T) {
+	dir := t.TempDir()
+	// A model folder: Qwen3's tokenizer files plus its template.
+	for _, f := range []struct{ src, dst string }{
+		{filepath.Join(tokenizers, "qwen3", "tokenizer.json.gz"), "tokenizer.json.gz"},
+		{filepath.Join(templates, "qwen3", "tokenizer_config.json"), "tokenizer_config.json"},
+	} {
+		b, err := os.ReadFile(f.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.dst), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := LoadModel(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []trajectory.Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Yo\n", Trainable: true, TokenIDs: nil}}
+	text, err := m.Render(msgs, nil, false, nil)
+	if err != nil || text != "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nYo\n<|im_end|>\n" {
+		t.Fatalf("render %q %v", text, err)
+	}
+	l, err := m.Layout(msgs, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := m.WriteSequence(&sb, l.Sequences[0]); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(sb.String(), "\n"), "\n")
+	if len(lines) != len(l.Sequences[0].IDs)+1 || lines[0] != "pos\tid\ttrain\tlogprob\ttoken" {
+		t.Fatalf("%d lines for %d tokens:\n%s", len(lines), len(l.Sequences[0].IDs), sb.String())
+	}
+	if last := lines[len(lines)-1]; !strings.HasSuffix(last, "\t.\t-\t\"\\n\"") {
+		t.Errorf("last line %q: want the untrained newline after <|im_end|>", last)
+	}
+	if !strings.Contains(sb.String(), "\tT\t-\t\"<|im_end|>\"") {
+		t.Errorf("no trained <|im_end|> line:\n%s", sb.String())
 	}
 }

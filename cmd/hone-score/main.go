@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/score"
+)
+
+const usage = `hone-score fills in trajectory rewards and writes a scored trajectory file.
+
+Usage:
+  hone-score [flags] INPUT... (files, globs, directories of *.parquet, or -)
+
+Scorers are applied in order (--scorer, repeatable); each writes a named reward
+component and the last one's value becomes the reward:
+  env                 keep the environment's reward (component "env")
+  formula:EXPR        an expression over metrics and components, e.g. 'win - 0.1*illegal'
+  ruler               one LLM-judge call per group, relative scores in [0,1]
+  NAME=formula:EXPR   the same under component NAME (NAME=ruler too)
+The reward a row had before is kept as component "env" (first scoring) or
+"previous" (re-scoring).
+
+Examples:
+  hone-score -o scored.parquet --scorer env --scorer 'formula:win - 0.1*illegal' runs/r1/
+  OPENAI_API_KEY=... hone-score -o scored.parquet --judge-model o4-mini \
+      --scorer ruler --scorer 'final=formula:0.8*ruler + 0.2*env' 'runs/r1/*.parquet'
+  hone-collect ... | hone-score --judge-model qwen3 --judge-base-url http://localhost:8000/v1 \
+      --scorer ruler --on-judge-error skip - > scored.parquet
+
+Exit codes: 0 ok, 1 failure (judge failure with --on-judge-error fail), 2 bad
+usage or bad input, 130 interrupted (groups finished before the stop are kept).
+
+Flags:
+`
+
+func main() {
+	cli.Main("hone-score", func(ctx context.Context) error {
+		return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	})
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("hone-score", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	var opts score.Options
+	var logOpt cli.LogOptions
+	var output string
+	opts.AddFlags(fs)
+	logOpt.AddFlags(fs)
+	fs.StringVarP(&output, "output", "o", "", "output file (default: stdout when it is not a terminal)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return cli.Usage(err)
+	}
+	log, err := logOpt.Logger(stderr)
+	if err != nil {
+		return err
+	}
+	inputs, err := cli.ExpandInputs(fs.Args(), ".parquet")
+	if err != nil {
+		return err
+	}
+	// Refuse Parquet to a terminal before any judge call is paid for.
+	if _, err := cli.ChooseOutput(output, cli.IsTerminal(stdout), true); err != nil {
+		return err
+	}
+	p := cli.NewProgress(stderr, "groups", 0)
+	p.Start(ctx)
+	defer p.Stop()
+	var last int64
+	opts.Inputs, opts.Stdin, opts.Log = inputs, stdin, log
+	opts.Progress = func(groups, rows int64) { p.Add(groups-last, 0); last = groups }
+
+	var runErr error
+	err = cli.WriteOutput(output, stdout, true, func(w io.Writer) error {
+		opts.Out = w
+		var sum score.Summary
+		sum, runErr = score.Score(ctx, opts)
+		p.Stop()
+		if runErr == nil || errors.Is(runErr, score.ErrInterrupted) {
+			fmt.Fprintln(stderr, "hone-score: "+sum.String())
+			log.Info("hone-score summary", "groups", sum.Groups, "rows", sum.Rows, "scored", sum.Scored,
+				"passed", sum.Passed, "skipped", sum.Skipped, "marked", sum.Marked, "written", sum.Written)
+		}
+		if errors.Is(runErr, score.ErrInterrupted) {
+			return nil // keep the whole groups finished before the stop
+		}
+		return runErr
+	})
+	if err == nil {
+		err = runErr
+	}
+	return exitKind(err)
+}
+
+// exitKind maps the score package's error kinds to the CLI's exit codes.
+func exitKind(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, score.ErrUsage):
+		return cli.Usage(err)
+	case errors.Is(err, score.ErrBadInput):
+		return cli.BadInput(err)
+	case errors.Is(err, score.ErrInterrupted):
+		return fmt.Errorf("%w: %w", cli.ErrInterrupted, err)
+	}
+	return err
+}

@@ -1,0 +1,207 @@
+package score
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/score/judge"
+	"github.com/hone-rl/hone/score/ruler"
+)
+
+// Errors that say which exit code a failure maps to; Run's errors wrap one
+// of them where it applies.
+var (
+	ErrUsage    = errors.New("usage")
+	ErrBadInput = errors.New("bad input")
+)
+
+// Spec is one parsed --scorer value: [NAME=]KIND[:ARG].
+type Spec struct {
+	Name string // component name; defaults to Kind
+	Kind string // env, formula, ruler
+	Arg  string // formula expression
+}
+
+func (s Spec) String() string {
+	var b strings.Builder
+	if s.Name != s.Kind {
+		b.WriteString(s.Name + "=")
+	}
+	b.WriteString(s.Kind)
+	if s.Arg != "" {
+		b.WriteString(":" + s.Arg)
+	}
+	return b.String()
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
+// ParseSpec parses one --scorer value.
+func ParseSpec(v string) (Spec, error) {
+	head, arg, hasArg := strings.Cut(v, ":")
+	name, kind, named := strings.Cut(head, "=")
+	if !named {
+		kind, name = head, head
+	}
+	kind = strings.TrimSpace(kind)
+	name = strings.TrimSpace(name)
+	s := Spec{Name: name, Kind: kind, Arg: strings.TrimSpace(arg)}
+	switch kind {
+	case "env":
+		if hasArg {
+			return s, fmt.Errorf("%w: --scorer %q: env takes no argument", ErrUsage, v)
+		}
+		if named && name != ComponentEnv {
+			return s, fmt.Errorf("%w: --scorer %q: the env scorer's component is always named %q", ErrUsage, v, ComponentEnv)
+		}
+	case "formula":
+		if s.Arg == "" {
+			return s, fmt.Errorf("%w: --scorer %q: formula needs an expression, e.g. --scorer 'formula:win - 0.1*illegal'", ErrUsage, v)
+		}
+	case "ruler":
+		if hasArg {
+			return s, fmt.Errorf("%w: --scorer %q: ruler takes no argument (use --rubric FILE, --judge-model)", ErrUsage, v)
+		}
+	default:
+		return s, fmt.Errorf("%w: --scorer %q: unknown scorer %q (want env, formula:EXPR or ruler, optionally NAME=...)", ErrUsage, v, kind)
+	}
+	if !nameRE.MatchString(name) {
+		return s, fmt.Errorf("%w: --scorer %q: component name %q is not a name (letters, digits, _ . -)", ErrUsage, v, name)
+	}
+	if kind != "env" && (name == ComponentEnv || name == ComponentPrevious) {
+		return s, fmt.Errorf("%w: --scorer %q: component name %q is reserved", ErrUsage, v, name)
+	}
+	return s, nil
+}
+
+// OnJudgeError policies.
+const (
+	PolicyFail = "fail"
+	PolicySkip = "skip"
+	PolicyMark = "mark"
+)
+
+// Chain applies scorers in order to a group.
+type Chain struct {
+	Scorers     []Scorer
+	Spec        string // recorded under MetaChain
+	OnJudgeErr  string // PolicyFail, PolicySkip or PolicyMark
+	OnlyMissing bool
+}
+
+// Outcome says what happened to a group.
+type Outcome int
+
+const (
+	Scored  Outcome = iota // written with new scores
+	Passed                 // written untouched (--only-missing, nothing missing)
+	Skipped                // dropped after a judge failure (--on-judge-error skip)
+	Marked                 // written unscored, rows marked (--on-judge-error mark)
+)
+
+// isJudgeFailure reports whether err falls under --on-judge-error.
+func isJudgeFailure(err error) bool {
+	return errors.Is(err, judge.ErrFailed) || errors.Is(err, ruler.ErrGroupOfOne)
+}
+
+// complete reports whether every row of g already has a reward and every
+// component the chain writes, and no mark from an earlier failed run.
+func (c *Chain) complete(g *trajectory.Group) bool {
+	for i := range g.Trajectories {
+		t := &g.Trajectories[i]
+		if t.Reward == nil || hasMark(t) {
+			return false
+		}
+		for _, s := range c.Scorers {
+			if _, ok := component(t, s.Name()); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Apply scores g. It returns the group to write (unless the outcome is
+// Skipped) and, for failures that stop the run, an error.
+func (c *Chain) Apply(ctx context.Context, g trajectory.Group) (trajectory.Group, Outcome, error) {
+	if c.OnlyMissing && c.complete(&g) {
+		return g, Passed, nil
+	}
+	work := cloneGroup(g)
+	before := make([]*float64, len(work.Trajectories))
+	for i := range work.Trajectories {
+		t := &work.Trajectories[i]
+		before[i] = t.Reward
+		_, scoredBefore := t.Metadata[MetaChain]
+		if _, ok := component(t, ComponentEnv); !ok && t.Reward != nil && !scoredBefore {
+			t.RewardComponents = append(t.RewardComponents, trajectory.RewardComponent{
+				Name: ComponentEnv, Value: *t.Reward, Explanation: "reward reported by the environment"})
+		}
+	}
+	for _, s := range c.Scorers {
+		comps, err := s.ScoreGroup(ctx, &work)
+		if err == nil && len(comps) != len(work.Trajectories) {
+			err = fmt.Errorf("scorer %s returned %d components for %d trajectories", s.Name(), len(comps), len(work.Trajectories))
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return g, Skipped, ctx.Err()
+			}
+			if !isJudgeFailure(err) {
+				return g, Skipped, fmt.Errorf("scorer %s: %w", s.Name(), err)
+			}
+			switch c.OnJudgeErr {
+			case PolicySkip:
+				return g, Skipped, nil
+			case PolicyMark:
+				marked := cloneGroup(g)
+				for i := range marked.Trajectories {
+					markError(&marked.Trajectories[i], fmt.Sprintf("scorer %s: %v", s.Name(), err))
+				}
+				return marked, Marked, nil
+			default:
+				return g, Skipped, fmt.Errorf("scorer %s: %w (--on-judge-error fail; use skip or mark to go on without this group)", s.Name(), err)
+			}
+		}
+		for i := range work.Trajectories {
+			t := &work.Trajectories[i]
+			comps[i].Name = s.Name()
+			setComponent(t, comps[i])
+			t.Reward = trajectory.Float64(comps[i].Value)
+		}
+	}
+	for i := range work.Trajectories {
+		t := &work.Trajectories[i]
+		_, scoredBefore := t.Metadata[MetaChain]
+		if scoredBefore && before[i] != nil && (t.Reward == nil || *t.Reward != *before[i]) {
+			setComponent(t, trajectory.RewardComponent{Name: ComponentPrevious, Value: *before[i],
+				Explanation: fmt.Sprintf("reward before re-scoring (was scored by %s)", t.Metadata[MetaChain])})
+		}
+		if t.Metadata == nil {
+			t.Metadata = map[string]string{}
+		}
+		t.Metadata[MetaChain] = c.Spec
+		clearMark(t)
+	}
+	return work, Scored, nil
+}
+
+// cloneGroup copies the parts of a group that scoring modifies.
+func cloneGroup(g trajectory.Group) trajectory.Group {
+	out := trajectory.Group{ID: g.ID, Trajectories: slices.Clone(g.Trajectories)}
+	for i := range out.Trajectories {
+		t := &out.Trajectories[i]
+		t.RewardComponents = slices.Clone(t.RewardComponents)
+		t.Metadata = maps.Clone(t.Metadata)
+		if t.Reward != nil {
+			t.Reward = trajectory.Float64(*t.Reward)
+		}
+	}
+	return out
+}

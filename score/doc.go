@@ -1,0 +1,35 @@
+// Package score owns hone-score: it fills in the rewards of trajectory
+// files with a chain of scorers and writes the scored rows, in their input
+// order, as one new trajectory file.
+//
+// A Scorer looks at a whole group and returns one named reward component
+// per trajectory. Scorers are chained (--scorer, repeatable, applied in
+// order): each writes its component, the trajectory's reward becomes that
+// value, and later scorers see the components of earlier ones. Built in:
+//
+//	env                    the environment's reward, as collected
+//	formula:EXPR           an expression over metrics and components (score/formula)
+//	ruler                  one LLM-judge call per group, relative scores in [0,1] (score/ruler)
+//	NAME=formula:EXPR      the same, written under component NAME (also NAME=ruler)
+//
+// so that --scorer ruler --scorer 'final=formula:0.8*ruler + 0.2*env'
+// ends with the blend as the reward and keeps both parts.
+//
+// Nothing is lost: the first time a trajectory with a reward passes through
+// hone-score, that reward is the environment's and is kept as component
+// "env"; when a later run changes the reward, the one before is kept as
+// component "previous". The chain that scored a row is recorded in its
+// metadata under MetaChain.
+//
+// Judge failures (transport errors, timeouts, malformed answers after the
+// retries, a group of one) follow --on-judge-error: fail stops the run
+// (exit 1, nothing written), skip drops the group from the output and
+// counts it, mark writes the group unscored with the reason in each row's
+// error field. Bad input — a formula naming a metric a row lacks, an env
+// reward that is missing — always stops the run (exit 2).
+//
+// Re-runs are cheap and stable: judge verdicts are cached on disk (see
+// score/judgecache), the same input and chain give byte-identical rows,
+// and --only-missing passes through, untouched, every group whose rows all
+// have a reward and every component of the chain.
+package score

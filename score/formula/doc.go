@@ -1,0 +1,19 @@
+// Package formula owns the formula scorer: a reward computed per
+// trajectory from an expression (github.com/expr-lang/expr syntax) over
+// the trajectory's metrics and the reward components earlier scorers in
+// the chain wrote.
+//
+// Names an expression can use:
+//
+//   - every metric and every component by its own name (a component
+//     shadows a metric of the same name), e.g. win - 0.1*illegal;
+//   - metrics["name"] and components["name"] for names that are not
+//     identifiers (e.g. "judge/score");
+//   - reward: the reward so far in the chain (absent while it is null);
+//   - metadata["key"]: the trajectory's string metadata.
+//
+// The result must be a finite number (a boolean counts as 1 or 0). An
+// expression that does not compile is a usage error naming it; a name the
+// trajectory lacks, or a result that is not a finite number, is an error
+// naming the expression, the group and the trajectory.
+package formula

@@ -1,0 +1,151 @@
+package formula
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// Scorer evaluates one expression per trajectory. It satisfies
+// score.Scorer. It is safe for concurrent use.
+type Scorer struct {
+	component string
+	src       string
+	prog      *vm.Program
+	names     []string // free identifiers the expression reads, sorted
+}
+
+// builtinNames are always present in the environment.
+var builtinNames = map[string]bool{"metrics": true, "components": true, "metadata": true}
+
+// New compiles src. component is the name the result is written under.
+func New(component, src string) (*Scorer, error) {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
+	}
+	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}}
+	ast.Walk(&tree.Node, v)
+	var names []string
+	for n := range v.free {
+		if !v.bound[n] && !builtinNames[n] {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	prog, err := expr.Compile(src)
+	if err != nil {
+		return nil, fmt.Errorf("formula %q does not compile: %v", src, err)
+	}
+	return &Scorer{component: component, src: src, prog: prog, names: names}, nil
+}
+
+// identVisitor collects identifiers and the names bound by let.
+type identVisitor struct{ free, bound map[string]bool }
+
+func (v *identVisitor) Visit(n *ast.Node) {
+	switch n := (*n).(type) {
+	case *ast.IdentifierNode:
+		v.free[n.Value] = true
+	case *ast.VariableDeclaratorNode:
+		v.bound[n.Name] = true
+	}
+}
+
+// Name returns the component name.
+func (s *Scorer) Name() string { return s.component }
+
+// Expr returns the expression text.
+func (s *Scorer) Expr() string { return s.src }
+
+// ScoreGroup evaluates the expression for each trajectory of g.
+func (s *Scorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]trajectory.RewardComponent, error) {
+	out := make([]trajectory.RewardComponent, len(g.Trajectories))
+	for i := range g.Trajectories {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		t := &g.Trajectories[i]
+		v, err := s.Eval(t)
+		if err != nil {
+			return nil, fmt.Errorf("group %q, trajectory %q: %w", g.ID, t.ID, err)
+		}
+		out[i] = trajectory.RewardComponent{Name: s.component, Value: v, Explanation: s.src}
+	}
+	return out, nil
+}
+
+// Eval evaluates the expression for one trajectory.
+func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
+	env := make(map[string]any, len(t.Metrics)+len(t.RewardComponents)+4)
+	metrics := make(map[string]any, len(t.Metrics))
+	for k, v := range t.Metrics {
+		metrics[k] = v
+		env[k] = v
+	}
+	comps := make(map[string]any, len(t.RewardComponents))
+	for _, c := range t.RewardComponents {
+		comps[c.Name] = c.Value
+		env[c.Name] = c.Value
+	}
+	meta := make(map[string]any, len(t.Metadata))
+	for k, v := range t.Metadata {
+		meta[k] = v
+	}
+	if t.Reward != nil {
+		env["reward"] = *t.Reward
+	}
+	env["metrics"], env["components"], env["metadata"] = metrics, comps, meta
+	for _, n := range s.names {
+		if _, ok := env[n]; !ok {
+			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s)", s.src, n, describe(t))
+		}
+	}
+	res, err := expr.Run(s.prog, env)
+	if err != nil {
+		return 0, fmt.Errorf("formula %q: %v", s.src, err)
+	}
+	var f float64
+	switch r := res.(type) {
+	case float64:
+		f = r
+	case int:
+		f = float64(r)
+	case bool:
+		if r {
+			f = 1
+		}
+	default:
+		return 0, fmt.Errorf("formula %q gave %v (%T), not a number", s.src, res, res)
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("formula %q gave %v, not a finite number", s.src, f)
+	}
+	return f, nil
+}
+
+func describe(t *trajectory.Trajectory) string {
+	var names []string
+	for k := range t.Metrics {
+		names = append(names, k)
+	}
+	for _, c := range t.RewardComponents {
+		names = append(names, c.Name)
+	}
+	if t.Reward != nil {
+		names = append(names, "reward")
+	}
+	if len(names) == 0 {
+		return "no metrics or components"
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("%v", names)
+}

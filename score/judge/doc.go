@@ -1,0 +1,22 @@
+// Package judge owns the contract between Hone's scorers and an LLM judge:
+// a Request (model, system and user text, the trajectory ids the answer must
+// cover), a Verdict (one score in [0,1] with a short explanation per id, and
+// the tokens it cost), and the small Judge interface that turns one into the
+// other.
+//
+// Implementations:
+//
+//   - OpenAI: any OpenAI-compatible chat-completions server (hone-serve,
+//     vLLM, a hosted API) through the official openai-go client. It asks for
+//     the answer as JSON with a json_schema response format and checks it
+//     with Parse.
+//   - Fake: an in-memory judge driven by a function, for tests.
+//   - Retry: a decorator that repeats a call whose answer was malformed, or
+//     whose transport failed in a way worth repeating, a bounded number of
+//     times.
+//
+// The disk cache decorator lives in score/judgecache. Every failure a judge
+// reports wraps ErrFailed, so callers can apply their --on-judge-error
+// policy to judge failures alone and treat everything else as a bug or bad
+// input.
+package judge

@@ -1,0 +1,100 @@
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrFailed is wrapped by every error that means "the judge did not give a
+// usable verdict": transport failures, timeouts, malformed answers.
+var ErrFailed = errors.New("judge failed")
+
+// Request is one judge call.
+type Request struct {
+	Model string // judge model name as the server knows it
+	// PromptVersion names the prompt layout that produced System and User;
+	// it is part of the cache key, so changing the layout invalidates old
+	// answers even where the text happens to be equal.
+	PromptVersion string
+	System        string
+	User          string
+	// IDs are the trajectory ids the answer must score, each exactly once.
+	IDs []string
+}
+
+// Score is the judge's verdict on one trajectory.
+type Score struct {
+	ID          string  `json:"trajectory_id"`
+	Explanation string  `json:"explanation"`
+	Score       float64 `json:"score"`
+}
+
+// Usage counts what judge calls cost.
+type Usage struct {
+	Calls            int64 // requests sent to a server (retries included)
+	CacheHits        int64 // verdicts served from a cache instead
+	Retries          int64 // calls repeated after a failure
+	PromptTokens     int64
+	CompletionTokens int64
+}
+
+// Add returns u + v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		Calls:            u.Calls + v.Calls,
+		CacheHits:        u.CacheHits + v.CacheHits,
+		Retries:          u.Retries + v.Retries,
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+	}
+}
+
+// Verdict is a validated judge answer.
+type Verdict struct {
+	Model  string  // model that answered (as the server reported it, or Request.Model)
+	Scores []Score // in the order of Request.IDs
+	Usage  Usage
+}
+
+// Judge scores the trajectories described by a request. Implementations
+// return a verdict that passed Parse's checks, or an error wrapping
+// ErrFailed (or the context's error when ctx ended).
+type Judge interface {
+	Judge(ctx context.Context, req Request) (Verdict, error)
+}
+
+// Func adapts a function to the Judge interface.
+type Func func(ctx context.Context, req Request) (Verdict, error)
+
+// Judge calls f.
+func (f Func) Judge(ctx context.Context, req Request) (Verdict, error) { return f(ctx, req) }
+
+// Error is a judge failure. Retryable says whether asking again may help;
+// Usage is what the failed call cost (a malformed answer still used tokens).
+type Error struct {
+	Kind      string // "malformed", "http", "timeout", "transport", "refusal"
+	Retryable bool
+	Usage     Usage
+	Err       error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("judge %s: %v", e.Kind, e.Err) }
+
+// Unwrap returns both ErrFailed and the cause, so errors.Is works for each.
+func (e *Error) Unwrap() []error { return []error{ErrFailed, e.Err} }
+
+// usageOf returns the usage an error carries, if any.
+func usageOf(err error) Usage {
+	var je *Error
+	if errors.As(err, &je) {
+		return je.Usage
+	}
+	return Usage{}
+}
+
+// retryable reports whether err is a judge failure worth repeating.
+func retryable(err error) bool {
+	var je *Error
+	return errors.As(err, &je) && je.Retryable
+}

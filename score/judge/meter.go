@@ -1,0 +1,40 @@
+package judge
+
+import (
+	"context"
+	"maps"
+	"sync"
+)
+
+// Meter is a decorator that adds up the usage of every call through it,
+// successful or not, per requested judge model. It is safe for concurrent
+// use.
+type Meter struct {
+	Next Judge
+
+	mu    sync.Mutex
+	usage map[string]Usage
+}
+
+// Judge calls Next and records the usage.
+func (m *Meter) Judge(ctx context.Context, req Request) (Verdict, error) {
+	v, err := m.Next.Judge(ctx, req)
+	u := v.Usage
+	if err != nil {
+		u = usageOf(err)
+	}
+	m.mu.Lock()
+	if m.usage == nil {
+		m.usage = make(map[string]Usage)
+	}
+	m.usage[req.Model] = m.usage[req.Model].Add(u)
+	m.mu.Unlock()
+	return v, err
+}
+
+// Usage returns the totals per judge model.
+func (m *Meter) Usage() map[string]Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.usage)
+}

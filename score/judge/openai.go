@@ -1,0 +1,136 @@
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// OpenAIOptions configures an OpenAI-compatible judge.
+type OpenAIOptions struct {
+	BaseURL string // e.g. http://localhost:8000/v1; "" means the client's default
+	APIKey  string // sent as a bearer token; never logged
+	// Timeout bounds one call; 0 means none beyond ctx. A call that runs
+	// past it fails with a retryable "timeout" error.
+	Timeout     time.Duration
+	Temperature *float64 // nil: the server's default
+	MaxTokens   int64    // 0: the server's default
+	HTTPClient  *http.Client
+}
+
+// OpenAI is a Judge that calls /chat/completions on an OpenAI-compatible
+// server and asks for the answer in the json_schema response format.
+type OpenAI struct {
+	client openai.Client
+	opts   OpenAIOptions
+}
+
+// NewOpenAI returns a judge for the server described by opts. The
+// client's own retries are off: Retry decides what to repeat, so that each
+// attempt is counted.
+func NewOpenAI(opts OpenAIOptions) *OpenAI {
+	ro := []option.RequestOption{
+		option.WithMaxRetries(0),
+		// "none" keeps servers that ignore keys (vLLM, hone-serve) happy
+		// when the user has none to give.
+		option.WithAPIKey(orDefault(opts.APIKey, "none")),
+	}
+	if opts.BaseURL != "" {
+		ro = append(ro, option.WithBaseURL(opts.BaseURL))
+	}
+	if opts.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
+	}
+	return &OpenAI{client: openai.NewClient(ro...), opts: opts}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Judge sends one chat completion and parses its answer.
+func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
+	params := openai.ChatCompletionNewParams{
+		Model: shared.ChatModel(req.Model),
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.SystemMessage(req.System),
+			openai.UserMessage(req.User),
+		},
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{
+			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+					Name:   "trajectory_scores",
+					Strict: openai.Bool(true),
+					Schema: Schema(len(req.IDs)),
+				},
+			},
+		},
+	}
+	if o.opts.Temperature != nil {
+		params.Temperature = openai.Float(*o.opts.Temperature)
+	}
+	if o.opts.MaxTokens > 0 {
+		params.MaxCompletionTokens = openai.Int(o.opts.MaxTokens)
+	}
+	callCtx := ctx
+	if o.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, o.opts.Timeout)
+		defer cancel()
+	}
+	usage := Usage{Calls: 1}
+	resp, err := o.client.Chat.Completions.New(callCtx, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Verdict{}, ctx.Err() // the caller gave up: not the judge's fault
+		}
+		return Verdict{}, classify(err, callCtx, o.opts.Timeout, usage)
+	}
+	usage.PromptTokens = resp.Usage.PromptTokens
+	usage.CompletionTokens = resp.Usage.CompletionTokens
+	if len(resp.Choices) == 0 {
+		return Verdict{}, &Error{Kind: "malformed", Retryable: true, Usage: usage, Err: errors.New("response has no choices")}
+	}
+	msg := resp.Choices[0].Message
+	if msg.Content == "" && msg.Refusal != "" {
+		return Verdict{}, &Error{Kind: "refusal", Usage: usage, Err: fmt.Errorf("judge refused: %s", prefix(msg.Refusal, 200))}
+	}
+	scores, err := Parse(req, msg.Content)
+	if err != nil {
+		je := err.(*Error)
+		je.Usage = usage
+		return Verdict{}, je
+	}
+	model := resp.Model
+	if model == "" {
+		model = req.Model
+	}
+	return Verdict{Model: model, Scores: scores, Usage: usage}, nil
+}
+
+// classify turns a client error into a judge Error, deciding whether a
+// retry may help: rate limits, server errors and timeouts may pass;
+// authentication, unknown models and bad requests will not.
+func classify(err error, callCtx context.Context, timeout time.Duration, usage Usage) error {
+	var apiErr *openai.Error
+	switch {
+	case errors.As(err, &apiErr):
+		code := apiErr.StatusCode
+		retry := code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
+		// apiErr's own message carries the URL and body, never the key.
+		return &Error{Kind: "http", Retryable: retry, Usage: usage, Err: fmt.Errorf("HTTP %d: %w", code, err)}
+	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
+		return &Error{Kind: "timeout", Retryable: true, Usage: usage, Err: fmt.Errorf("no answer within %v: %w", timeout, err)}
+	default:
+		return &Error{Kind: "transport", Retryable: true, Usage: usage, Err: err}
+	}
+}

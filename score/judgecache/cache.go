@@ -1,0 +1,133 @@
+package judgecache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/hone-rl/hone/score/judge"
+)
+
+// formatVersion is bumped when the entry layout or the key derivation
+// changes, so older entries become misses rather than misreads.
+const formatVersion = "hone-judgecache-1"
+
+// Cache is a judge.Judge decorator backed by a directory.
+type Cache struct {
+	Dir  string
+	Next judge.Judge
+	Log  *slog.Logger // nil: no logging
+}
+
+// entry is one cache file.
+type entry struct {
+	Format        string        `json:"format"`
+	Key           string        `json:"key"`
+	Model         string        `json:"model"`          // judge model requested
+	AnsweredBy    string        `json:"answered_by"`    // model the server reported
+	PromptVersion string        `json:"prompt_version"` // for people reading the cache
+	Scores        []judge.Score `json:"scores"`
+	// Usage is what the original call cost; a hit costs nothing.
+	Usage judge.Usage `json:"usage"`
+}
+
+// Key returns the cache key of a request: the hex sha256 over a JSON
+// encoding of everything that determines the answer.
+func Key(req judge.Request) string {
+	b, _ := json.Marshal(struct {
+		Format, Model, PromptVersion, System, User string
+		IDs                                        []string
+	}{formatVersion, req.Model, req.PromptVersion, req.System, req.User, req.IDs})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Path returns where the entry for key lives.
+func (c *Cache) Path(key string) string {
+	return filepath.Join(c.Dir, key[:2], key+".json")
+}
+
+// Judge answers from the cache when it can, and otherwise asks Next and
+// stores a successful verdict.
+func (c *Cache) Judge(ctx context.Context, req judge.Request) (judge.Verdict, error) {
+	key := Key(req)
+	path := c.Path(key)
+	if v, ok := c.load(path, key, req); ok {
+		return v, nil
+	}
+	v, err := c.Next.Judge(ctx, req)
+	if err != nil {
+		return v, err
+	}
+	e := entry{Format: formatVersion, Key: key, Model: req.Model, AnsweredBy: v.Model,
+		PromptVersion: req.PromptVersion, Scores: v.Scores, Usage: v.Usage}
+	if err := writeAtomic(path, e); err != nil {
+		// The verdict is good; a cache that cannot be written only costs a
+		// judge call next time, so the run goes on.
+		if c.Log != nil {
+			c.Log.Warn("judge cache: cannot store verdict", "path", path, "err", err)
+		}
+	}
+	return v, nil
+}
+
+func (c *Cache) load(path, key string, req judge.Request) (judge.Verdict, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && c.Log != nil {
+			c.Log.Warn("judge cache: unreadable entry, calling the judge", "path", path, "err", err)
+		}
+		return judge.Verdict{}, false
+	}
+	var e entry
+	if err := json.Unmarshal(b, &e); err != nil || e.Format != formatVersion || e.Key != key || len(e.Scores) != len(req.IDs) {
+		if c.Log != nil {
+			c.Log.Warn("judge cache: corrupt entry, calling the judge", "path", path, "err", err)
+		}
+		return judge.Verdict{}, false
+	}
+	for i, s := range e.Scores {
+		if s.ID != req.IDs[i] {
+			return judge.Verdict{}, false
+		}
+	}
+	return judge.Verdict{Model: e.AnsweredBy, Scores: e.Scores, Usage: judge.Usage{CacheHits: 1}}, true
+}
+
+func writeAtomic(path string, e entry) (err error) {
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("rename into place: %w", err)
+	}
+	return nil
+}

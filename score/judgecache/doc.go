@@ -1,0 +1,13 @@
+// Package judgecache owns the on-disk cache of judge verdicts: a decorator
+// around judge.Judge that answers a request it has seen before from a JSON
+// file instead of calling the judge again, so re-scoring the same groups
+// with the same judge model, rubric and prompt version costs nothing.
+//
+// A file is named by the sha256 of the request's model, prompt version,
+// system text (which holds the rubric), user text (which holds the group's
+// content) and trajectory ids, and sits in a two-level directory
+// (DIR/ab/abcdef….json). Only verdicts that passed validation are stored.
+// Writes go to a temporary file renamed into place, so concurrent runs and
+// crashes leave either a whole entry or none. A file that cannot be read
+// back is treated as a miss and rewritten.
+package judgecache

@@ -1,0 +1,116 @@
+package score
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hone-rl/hone/score/judge"
+)
+
+// Options configures a hone-score run. The flag fields are set by
+// AddFlags; the fields after them are set by the caller (cmd/hone-score or
+// a test).
+type Options struct {
+	Scorers      []string // --scorer, in chain order
+	OnlyMissing  bool
+	OnJudgeError string
+
+	JudgeModel       string
+	JudgeBaseURL     string // "" means $OPENAI_BASE_URL, then the client's default
+	JudgeAPIKey      string // "" means $OPENAI_API_KEY; never logged
+	RubricFile       string
+	JudgeRetries     int
+	JudgeTimeout     time.Duration
+	JudgeTemperature float64 // negative: the server's default
+	JudgeMaxTokens   int64
+	Concurrency      int
+	CacheDir         string
+	NoCache          bool
+	PricePrompt      float64 // USD per million prompt tokens, for the summary
+	PriceCompletion  float64 // USD per million completion tokens
+
+	// Inputs are the input files in order ("-" for stdin), already
+	// expanded from globs and directories.
+	Inputs []string
+	Stdin  io.Reader // read for "-"; nil means os.Stdin
+	// Out receives the scored Parquet file. The caller makes it atomic.
+	Out io.Writer
+	// Summary receives the one-line summary; nil means none.
+	Summary io.Writer
+	Log     *slog.Logger // nil: discard
+	// Progress, if set, is called after each group is written.
+	Progress func(groups, rows int64)
+	// Judge, if set, replaces the OpenAI-compatible judge (it is still
+	// wrapped in the retry and cache decorators). For tests.
+	Judge judge.Judge
+	// Backoff between judge retries; nil means exponential from 1s.
+	Backoff func(int) time.Duration
+}
+
+// DefaultCacheDir is the judge cache used when --judge-cache is not given:
+// hone/judge under the user's cache directory, or .hone-judge-cache when
+// there is none.
+func DefaultCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "hone", "judge")
+	}
+	return ".hone-judge-cache"
+}
+
+// AddFlags registers the options' flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	// StringArray, not StringSlice: formulas contain commas (max(a, b)).
+	fs.StringArrayVar(&o.Scorers, "scorer", nil, "scorer to apply, repeatable, in order: env | formula:EXPR | ruler, optionally NAME=... (default env)")
+	fs.BoolVar(&o.OnlyMissing, "only-missing", false, "pass through untouched every group whose rows all have a reward and all of the chain's components")
+	fs.StringVar(&o.OnJudgeError, "on-judge-error", PolicyFail, "when the judge fails for a group after retries, or a group has one trajectory: fail (stop), skip (drop the group, counted), or mark (write it unscored with the reason in each row's error)")
+	fs.StringVar(&o.JudgeModel, "judge-model", "", "judge model name for ruler (required with --scorer ruler)")
+	fs.StringVar(&o.JudgeBaseURL, "judge-base-url", "", "OpenAI-compatible base URL of the judge, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL, else api.openai.com)")
+	fs.StringVar(&o.JudgeAPIKey, "judge-api-key", "", "API key of the judge (default $OPENAI_API_KEY; prefer the variable: flags show in process lists)")
+	fs.StringVar(&o.RubricFile, "rubric", "", "file with the grading rubric for ruler (default: Hone's built-in rubric)")
+	fs.IntVar(&o.JudgeRetries, "judge-retries", 2, "retries of a judge call after a malformed answer, HTTP 429/5xx or a timeout")
+	fs.DurationVar(&o.JudgeTimeout, "judge-timeout", 5*time.Minute, "time limit of one judge call")
+	fs.Float64Var(&o.JudgeTemperature, "judge-temperature", -1, "sampling temperature of the judge (negative: the server's default)")
+	fs.Int64Var(&o.JudgeMaxTokens, "judge-max-tokens", 0, "maximum tokens of a judge answer (0: the server's default)")
+	fs.IntVar(&o.Concurrency, "concurrency", 4, "judge calls in flight at once")
+	fs.StringVar(&o.CacheDir, "judge-cache", DefaultCacheDir(), "directory of cached judge verdicts")
+	fs.BoolVar(&o.NoCache, "no-judge-cache", false, "neither read nor write the judge cache")
+	fs.Float64Var(&o.PricePrompt, "judge-price-prompt", 0, "USD per million prompt tokens, to show the cost in the summary")
+	fs.Float64Var(&o.PriceCompletion, "judge-price-completion", 0, "USD per million completion tokens, to show the cost in the summary")
+}
+
+// validate checks the flag values and fills defaults.
+func (o *Options) validate() error {
+	if len(o.Scorers) == 0 {
+		o.Scorers = []string{"env"}
+	}
+	switch o.OnJudgeError {
+	case PolicyFail, PolicySkip, PolicyMark:
+	default:
+		return fmt.Errorf("%w: --on-judge-error %q: want fail, skip or mark", ErrUsage, o.OnJudgeError)
+	}
+	if o.JudgeRetries < 0 {
+		return fmt.Errorf("%w: --judge-retries %d: want 0 or more", ErrUsage, o.JudgeRetries)
+	}
+	if o.Concurrency < 1 {
+		return fmt.Errorf("%w: --concurrency %d: want 1 or more", ErrUsage, o.Concurrency)
+	}
+	if o.JudgeTimeout < 0 {
+		return fmt.Errorf("%w: --judge-timeout %v: want 0 (none) or more", ErrUsage, o.JudgeTimeout)
+	}
+	if o.PricePrompt < 0 || o.PriceCompletion < 0 {
+		return fmt.Errorf("%w: judge prices must not be negative", ErrUsage)
+	}
+	if len(o.Inputs) == 0 {
+		return fmt.Errorf("%w: no input files", ErrUsage)
+	}
+	if o.Out == nil {
+		return fmt.Errorf("%w: no output", ErrUsage)
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+package score
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/score/formula"
+	"github.com/hone-rl/hone/score/judge"
+	"github.com/hone-rl/hone/score/judgecache"
+	"github.com/hone-rl/hone/score/ruler"
+)
+
+// ErrInterrupted wraps the error Run returns when ctx ended before all
+// groups were scored. The output then holds every group finished before
+// the stop, whole and in order, and is a complete Parquet file; the caller
+// decides whether to keep it.
+var ErrInterrupted = errors.New("stopped before all groups were scored")
+
+// Summary counts what a run did.
+type Summary struct {
+	Groups, Rows int64 // read
+	Scored       int64 // groups scored
+	Passed       int64 // groups passed through by --only-missing
+	Skipped      int64 // groups dropped by --on-judge-error skip
+	Marked       int64 // groups marked by --on-judge-error mark
+	Written      int64 // rows written
+	Judge        map[string]judge.Usage
+	PricePrompt  float64
+	PriceCompl   float64
+}
+
+// Cost returns the judge cost in USD at the given prices.
+func (s Summary) Cost() float64 {
+	var c float64
+	for _, u := range s.Judge {
+		c += float64(u.PromptTokens)*s.PricePrompt/1e6 + float64(u.CompletionTokens)*s.PriceCompl/1e6
+	}
+	return c
+}
+
+// String is the one-line summary.
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d groups (%d rows) read: %d scored, %d passed through, %d skipped, %d marked; %d rows written",
+		s.Groups, s.Rows, s.Scored, s.Passed, s.Skipped, s.Marked, s.Written)
+	models := make([]string, 0, len(s.Judge))
+	for m := range s.Judge {
+		models = append(models, m)
+	}
+	slices.Sort(models)
+	for _, m := range models {
+		u := s.Judge[m]
+		fmt.Fprintf(&b, "; judge %s: %d calls, %d cached, %d retries, %d prompt + %d completion tokens",
+			m, u.Calls, u.CacheHits, u.Retries, u.PromptTokens, u.CompletionTokens)
+	}
+	if s.PricePrompt > 0 || s.PriceCompl > 0 {
+		fmt.Fprintf(&b, ", $%.4f", s.Cost())
+	}
+	return b.String()
+}
+
+// Run scores opts.Inputs into opts.Out and writes the summary.
+func Run(ctx context.Context, opts Options) error {
+	sum, err := Score(ctx, opts)
+	if opts.Summary != nil && (err == nil || errors.Is(err, ErrInterrupted)) {
+		fmt.Fprintln(opts.Summary, "hone-score: "+sum.String())
+	}
+	return err
+}
+
+// Score is Run without the summary line: it returns the counts.
+func Score(ctx context.Context, opts Options) (Summary, error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := opts.validate(); err != nil {
+		return Summary{}, err
+	}
+	chain, meter, err := buildChain(opts, log)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{PricePrompt: opts.PricePrompt, PriceCompl: opts.PriceCompletion}
+	defer func() {
+		if meter != nil {
+			sum.Judge = meter.Usage()
+		}
+	}()
+	r, err := trajectory.Open(ctx, opts.Inputs, trajectory.ReadOptions{Stdin: opts.Stdin})
+	if err != nil {
+		return sum, inputError(err)
+	}
+	defer r.Close()
+	w := trajectory.NewWriter(opts.Out, trajectory.WriterOptions{Metadata: map[string]string{MetaChain: chain.Spec}})
+	err = pipeline(ctx, r, chain, opts.Concurrency, &sum, func(g trajectory.Group) error {
+		if err := w.WriteGroup(ctx, g); err != nil {
+			return fmt.Errorf("write group %q: %w", g.ID, err)
+		}
+		sum.Written += int64(len(g.Trajectories))
+		if opts.Progress != nil {
+			opts.Progress(sum.Scored+sum.Passed+sum.Marked+sum.Skipped, sum.Written)
+		}
+		return nil
+	})
+	if meter != nil {
+		sum.Judge = meter.Usage()
+	}
+	if err != nil && !errors.Is(err, ErrInterrupted) {
+		return sum, err
+	}
+	if cerr := w.Close(); cerr != nil {
+		return sum, fmt.Errorf("write output: %w", cerr)
+	}
+	return sum, err
+}
+
+// inputError marks reader errors as bad input, except operating-system
+// failures, which are failures of the run.
+func inputError(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var errno syscall.Errno
+	var perr *fs.PathError
+	if (errors.As(err, &errno) || errors.As(err, &perr)) && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrBadInput, err)
+}
+
+// buildChain turns the --scorer specs into a Chain. It returns the meter
+// around the judge when the chain has a ruler scorer.
+func buildChain(opts Options, log *slog.Logger) (*Chain, *judge.Meter, error) {
+	var specs []Spec
+	names := map[string]string{}
+	for _, v := range opts.Scorers {
+		s, err := ParseSpec(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		if prev, dup := names[s.Name]; dup {
+			return nil, nil, fmt.Errorf("%w: --scorer %q and --scorer %q both write component %q; name one, e.g. NAME=formula:EXPR", ErrUsage, prev, v, s.Name)
+		}
+		names[s.Name] = v
+		specs = append(specs, s)
+	}
+	c := &Chain{OnJudgeErr: opts.OnJudgeError, OnlyMissing: opts.OnlyMissing}
+	var meter *judge.Meter
+	var parts []string
+	for _, s := range specs {
+		parts = append(parts, s.String())
+		switch s.Kind {
+		case "env":
+			c.Scorers = append(c.Scorers, EnvScorer{})
+		case "formula":
+			f, err := formula.New(s.Name, s.Arg)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: --scorer %q: %w", ErrUsage, s.String(), err)
+			}
+			c.Scorers = append(c.Scorers, f)
+		case "ruler":
+			if meter == nil {
+				j, err := buildJudge(opts, log)
+				if err != nil {
+					return nil, nil, err
+				}
+				meter = &judge.Meter{Next: j}
+			}
+			rubric, err := readRubric(opts.RubricFile)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.Scorers = append(c.Scorers, &ruler.Scorer{Component: s.Name, Judge: meter, Model: opts.JudgeModel, Rubric: rubric, Log: log})
+			parts[len(parts)-1] += fmt.Sprintf("(model=%s,rubric=%s)", opts.JudgeModel, rubricLabel(opts.RubricFile))
+		}
+	}
+	c.Spec = strings.Join(parts, " | ")
+	return c, meter, nil
+}
+
+func rubricLabel(path string) string {
+	if path == "" {
+		return "default"
+	}
+	return path
+}
+
+func readRubric(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: --rubric: %w", ErrUsage, err)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return "", fmt.Errorf("%w: --rubric %s: the file is empty", ErrUsage, path)
+	}
+	return string(b), nil
+}
+
+// buildJudge assembles Cache(Retry(OpenAI or opts.Judge)).
+func buildJudge(opts Options, log *slog.Logger) (judge.Judge, error) {
+	if opts.JudgeModel == "" {
+		return nil, fmt.Errorf("%w: --scorer ruler needs --judge-model", ErrUsage)
+	}
+	j := opts.Judge
+	if j == nil {
+		base := opts.JudgeBaseURL
+		if base == "" {
+			base = os.Getenv("OPENAI_BASE_URL")
+		}
+		key := opts.JudgeAPIKey
+		if key == "" {
+			key = os.Getenv("OPENAI_API_KEY")
+		}
+		oo := judge.OpenAIOptions{BaseURL: base, APIKey: key, Timeout: opts.JudgeTimeout, MaxTokens: opts.JudgeMaxTokens}
+		if opts.JudgeTemperature >= 0 {
+			t := opts.JudgeTemperature
+			oo.Temperature = &t
+		}
+		j = judge.NewOpenAI(oo)
+		log.Info("judge", "model", opts.JudgeModel, "base_url", base, "api_key_set", key != "")
+	}
+	backoff := opts.Backoff
+	if backoff == nil {
+		backoff = judge.ExponentialBackoff(1e9, 30e9)
+	}
+	j = judge.Retry{Next: j, Attempts: opts.JudgeRetries + 1, Backoff: backoff}
+	if !opts.NoCache {
+		if opts.CacheDir == "" {
+			return nil, fmt.Errorf("%w: --judge-cache is empty (use --no-judge-cache to run without one)", ErrUsage)
+		}
+		j = &judgecache.Cache{Dir: opts.CacheDir, Next: j, Log: log}
+	}
+	return j, nil
+}
+
+// slot is one group on its way through the pipeline.
+type slot struct {
+	in      trajectory.Group
+	out     trajectory.Group
+	outcome Outcome
+	err     error
+	done    chan struct{}
+}
+
+// pipeline reads groups in order, scores up to conc of them at once, and
+// hands the results to write in input order. At most 2·conc groups are held
+// in memory at a time. When ctx ends, the groups finished before the first
+// unfinished one are written and the result wraps ErrInterrupted.
+func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum *Summary, write func(trajectory.Group) error) error {
+	// work is cancelled by the first failure, with that failure as cause,
+	// so in-flight judge calls stop.
+	work, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	order := make(chan *slot, conc) // the window: groups read but not yet written
+	sem := make(chan struct{}, conc)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(order)
+		for {
+			g, err := r.Next(work)
+			if err == io.EOF {
+				readErr <- nil
+				return
+			}
+			if err != nil {
+				if work.Err() == nil {
+					err = inputError(err)
+				}
+				readErr <- err
+				return
+			}
+			s := &slot{in: g, done: make(chan struct{})}
+			select {
+			case sem <- struct{}{}:
+			case <-work.Done():
+				readErr <- nil
+				return
+			}
+			go func() {
+				defer func() { <-sem; close(s.done) }()
+				s.out, s.outcome, s.err = c.Apply(work, s.in)
+				if s.err != nil && ctx.Err() == nil {
+					cancel(s.err)
+				}
+			}()
+			select {
+			case order <- s:
+			case <-work.Done():
+				<-s.done
+				readErr <- nil
+				return
+			}
+		}
+	}()
+	var failure error
+	for s := range order {
+		<-s.done
+		if failure != nil {
+			continue // drain: let every started worker finish
+		}
+		if s.err != nil {
+			// A worker stopped by another's failure reports only the
+			// cancellation; the cause names the real failure.
+			failure = s.err
+			if work.Err() != nil {
+				failure = context.Cause(work)
+			}
+			cancel(failure)
+			continue
+		}
+		sum.Groups++
+		sum.Rows += int64(len(s.in.Trajectories))
+		switch s.outcome {
+		case Scored:
+			sum.Scored++
+		case Passed:
+			sum.Passed++
+		case Skipped:
+			sum.Skipped++
+			continue
+		case Marked:
+			sum.Marked++
+		}
+		if err := write(s.out); err != nil {
+			failure = err
+			cancel(err)
+		}
+	}
+	rerr := <-readErr
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w after %d groups: %w", ErrInterrupted, sum.Groups, context.Cause(ctx))
+	}
+	if failure != nil {
+		return failure
+	}
+	return rerr
+}

@@ -1,0 +1,49 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// FuzzJSONRoundTrip: any valid JSON decodes, and tojson (plain and
+// indented) writes valid JSON with the same value.
+func FuzzJSONRoundTrip(f *testing.F) {
+	for _, s := range []string{
+		`{"b": 1, "a": [true, null, 2.5, "x\u2028y"]}`, `[]`, `{}`, `"\u0000\ud83d\ude00"`,
+		`-0.0`, `1e400`, `123456789012345678901234567890`, `{"k": {"k": {"k": [1e-7, 0.1]}}}`,
+		`"\xff"`, `[1, [2, [3, {"": ""}]]]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		v, err := DecodeJSON(data)
+		if err != nil {
+			// encoding/json accepts numbers that overflow float64 only as
+			// json.Number; DecodeJSON rejects them, which is fine.
+			return
+		}
+		var want any
+		if err := json.Unmarshal(data, &want); err != nil {
+			return
+		}
+		for _, kwargs := range []map[string]jinja.Value{nil, {"indent": jinja.NewInt(2)}} {
+			out, err := tojsonFilter([]jinja.Value{v}, kwargs)
+			if err != nil {
+				t.Fatalf("tojson(%s): %v", data, err)
+			}
+			var got any
+			if err := json.Unmarshal([]byte(out.AsString()), &got); err != nil {
+				t.Fatalf("tojson(%s) = %s: not JSON: %v", data, out.AsString(), err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("tojson(%s) = %s: value changed", data, out.AsString())
+			}
+		}
+	})
+}

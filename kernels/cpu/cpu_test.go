@@ -28,3 +28,16 @@ func TestConformance(t *testing.T) {
 		}
 	}
 }
+
+func TestGolden(t *testing.T) {
+	for _, gemm := range gemms() {
+		t.Run("gemm="+gemm, func(t *testing.T) {
+			b, err := cpu.New(cpu.Options{GEMM: gemm})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			kerneltest.RunGolden(t, b, "../../testdata/golden/kernels")
+		})
+	}
+}

@@ -1,0 +1,147 @@
+package kerneltest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// GoldenTol is the relative tolerance against PyTorch's float32 values
+// (|got − want| ≤ GoldenTol·(|want| + rms(want))).
+const GoldenTol = 1e-5
+
+// golden mirrors testdata/golden/kernels/golden.json, written by
+// make_golden.py beside it.
+type golden struct {
+	RoPE struct {
+		Config struct {
+			Theta, Factor, Low, High, Orig float64
+			HeadDim                        int `json:"head_dim"`
+			RotaryDim                      int `json:"rotary_dim"`
+		}
+		N, H, D              int
+		Pos                  []int32
+		Inp, Out, Dout, Dinp []float32
+		InvFreq              []float32 `json:"inv_freq"`
+	} `json:"rope_llama3"`
+	Attention struct {
+		N, H, KVH, D                        int
+		Scale                               float32
+		SeqOff                              []int32 `json:"seq_off"`
+		Q, K, V, Out, Lse, Dout, Dq, Dk, Dv []float32
+	} `json:"attention_gqa"`
+	Logprob struct {
+		N, C, V, Chunk                                              int
+		Hidden, Weight                                              []float32
+		Targets                                                     []int32
+		Logprob, Entropy, Lse, Dlogprob, Dentropy, Dhidden, Dweight []float32
+	} `json:"logprob_chunked"`
+	AdamW struct {
+		N, Steps int
+		Hparams  struct {
+			LR, Beta1, Beta2, Eps float32
+			WeightDecay           float32 `json:"weight_decay"`
+		}
+		Param0      []float32
+		Grads       [][]float32
+		Param, M, V []float32
+	} `json:"adamw"`
+}
+
+// RunGolden checks backend b against PyTorch values in dir (the repository's
+// testdata/golden/kernels): RoPE with llama3 scaling and partial rotary dims,
+// GQA attention over packed sequences, the chunked logprob and entropy, three
+// AdamW steps; forward and, where there is one, backward.
+func RunGolden(t *testing.T, b kernels.Backend, dir string) {
+	t.Helper()
+	const rerun = "rerun: /usr/bin/python3 testdata/golden/kernels/make_golden.py testdata/golden/kernels"
+	data, err := os.ReadFile(filepath.Join(dir, "golden.json"))
+	if err != nil {
+		t.Fatalf("golden values: %v (%s)", err, rerun)
+	}
+	var prov struct{ Files map[string]string }
+	pj, err := os.ReadFile(filepath.Join(dir, "provenance.json"))
+	if err != nil {
+		t.Fatalf("golden provenance: %v (%s)", err, rerun)
+	}
+	if err := json.Unmarshal(pj, &prov); err != nil {
+		t.Fatalf("%s: %v (%s)", filepath.Join(dir, "provenance.json"), err, rerun)
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != prov.Files["golden.json"] {
+		t.Fatalf("golden.json has sha256 %s, provenance.json says %s: the file was changed by hand (%s)", got, prov.Files["golden.json"], rerun)
+	}
+	var g golden
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatalf("%s: %v (%s)", filepath.Join(dir, "golden.json"), err, rerun)
+	}
+	check := func(t *testing.T, what string, got, want []float32) {
+		t.Helper()
+		if len(want) == 0 {
+			t.Fatalf("%s: golden file has no values (%s)", what, rerun)
+		}
+		near(t, what+" vs PyTorch ("+rerun+")", got, want, GoldenTol)
+	}
+
+	t.Run("RoPE/llama3", func(t *testing.T) {
+		r := g.RoPE
+		inv, err := kernels.RoPEInvFreq(kernels.RoPEConfig{Theta: r.Config.Theta, HeadDim: r.Config.HeadDim, RotaryDim: r.Config.RotaryDim,
+			Scaling: "llama3", Factor: r.Config.Factor, LowFreqFactor: r.Config.Low, HighFreqFactor: r.Config.High, OriginalMaxPos: r.Config.Orig})
+		if err != nil {
+			t.Fatal(err)
+		}
+		near(t, "inv_freq vs PyTorch ("+rerun+")", inv, r.InvFreq, 1e-6)
+		out := make([]float32, len(r.Out))
+		b.RoPEForward(out, r.Inp, r.Pos, inv, r.N, r.H, r.D)
+		check(t, "out", out, r.Out)
+		dinp := make([]float32, len(r.Dinp))
+		b.RoPEBackward(dinp, r.Dout, r.Pos, inv, r.N, r.H, r.D)
+		check(t, "dinp", dinp, r.Dinp)
+	})
+
+	t.Run("Attention/GQA", func(t *testing.T) {
+		a := g.Attention
+		out, lse := make([]float32, len(a.Out)), make([]float32, len(a.Lse))
+		b.AttentionForward(out, lse, a.Q, a.K, a.V, a.SeqOff, a.N, a.H, a.KVH, a.D, a.Scale)
+		check(t, "out", out, a.Out)
+		check(t, "lse", lse, a.Lse)
+		dq, dk, dv := make([]float32, len(a.Dq)), make([]float32, len(a.Dk)), make([]float32, len(a.Dv))
+		b.AttentionBackward(dq, dk, dv, a.Dout, out, lse, a.Q, a.K, a.V, a.SeqOff, a.N, a.H, a.KVH, a.D, a.Scale)
+		check(t, "dq", dq, a.Dq)
+		check(t, "dk", dk, a.Dk)
+		check(t, "dv", dv, a.Dv)
+	})
+
+	t.Run("Logprob/chunked", func(t *testing.T) {
+		l := g.Logprob
+		lp, ent, lse := make([]float32, l.N), make([]float32, l.N), make([]float32, l.N)
+		b.LogprobForward(lp, ent, lse, l.Hidden, l.Weight, l.Targets, l.N, l.C, l.V, l.Chunk)
+		check(t, "logprob", lp, l.Logprob)
+		check(t, "entropy", ent, l.Entropy)
+		check(t, "lse", lse, l.Lse)
+		dh, dw := make([]float32, len(l.Dhidden)), make([]float32, len(l.Dweight))
+		b.LogprobBackward(dh, dw, l.Dlogprob, l.Dentropy, lse, ent, l.Hidden, l.Weight, l.Targets, l.N, l.C, l.V, l.Chunk)
+		check(t, "dhidden", dh, l.Dhidden)
+		check(t, "dweight", dw, l.Dweight)
+	})
+
+	t.Run("AdamW/torch.optim", func(t *testing.T) {
+		a := g.AdamW
+		h := kernels.AdamWParams{LR: a.Hparams.LR, Beta1: a.Hparams.Beta1, Beta2: a.Hparams.Beta2, Eps: a.Hparams.Eps, WeightDecay: a.Hparams.WeightDecay}
+		p, m, v := clone(a.Param0), make([]float32, a.N), make([]float32, a.N)
+		if len(a.Grads) != a.Steps {
+			t.Fatalf("golden AdamW: %d gradients for %d steps (%s)", len(a.Grads), a.Steps, rerun)
+		}
+		for s, gr := range a.Grads {
+			b.AdamW(p, gr, m, v, a.N, s+1, h)
+		}
+		check(t, "param", p, a.Param)
+		check(t, "exp_avg", m, a.M)
+		check(t, "exp_avg_sq", v, a.V)
+	})
+}

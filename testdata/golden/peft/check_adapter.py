@@ -21,6 +21,7 @@ import sys
 
 import torch
 
+sys.dont_write_bytecode = True  # keep __pycache__ out of testdata
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import stfile  # noqa: E402
 

@@ -37,7 +37,7 @@ func Run(parent context.Context, name string, stderr io.Writer, fn func(ctx cont
 	switch {
 	case code == ExitOK:
 	case code == ExitInterrupted && errors.Is(err, ErrInterrupted):
-		fmt.Fprintf(stderr, "%s: interrupted; finished output was kept, nothing partial written\n", name)
+		fmt.Fprintf(stderr, "%s: interrupted\n", name)
 	case code == ExitUsage && isUsageOnly(err):
 		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
 	default:

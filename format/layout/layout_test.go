@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,7 +36,7 @@ var (
 // models pairs each template with the real tokenizer of its family; the
 // tiny ChatML template runs on Qwen3's tokenizer, which knows its tokens.
 // They are loaded once for all tests.
-func models(t *testing.T) []model {
+func models(t testing.TB) []model {
 	t.Helper()
 	loadOnce.Do(func() { loaded, loadFailed = loadModels() })
 	if loadFailed != nil {
@@ -399,4 +400,59 @@ func TestModelHelpers(t *testing.T) {
 	if !strings.Contains(sb.String(), "\tT\t-\t\"<|im_end|>\"") {
 		t.Errorf("no trained <|im_end|> line:\n%s", sb.String())
 	}
+}
+
+// TestBoundaryMerge: a turn starting with "\n" after the prompt's
+// "assistant\n" merges into one "\n\n" token when the whole text is encoded;
+// the model saw the prompt's tokens and then generated, so the prompt keeps
+// its own tokens and the turn is tokenized on its own.
+func TestBoundaryMerge(t *testing.T) {
+	m := models(t)[1] // Qwen2.5 template, Qwen3 tokenizer
+	msgs := []trajectory.Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "\nHello", Trainable: true}}
+	l, err := FromTrajectory(m.tmpl, m.tok, msgs, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.Sequences[0]
+	prompt, _ := Render(m.tmpl, msgs[:1], nil, true, nil)
+	full, _ := Render(m.tmpl, msgs, nil, false, nil)
+	if whole := m.tok.Encode(full, false); slices.Equal(toInt32(whole), s.IDs) {
+		t.Fatal("test premise: encoding the whole text should merge across the boundary")
+	}
+	tr := s.Turns[0]
+	if !slices.Equal(s.IDs[:tr.Start], toInt32(m.tok.Encode(prompt, false))) {
+		t.Error("the prompt part is not the prompt's own tokens")
+	}
+	if got := decode(m.tok, s.IDs[tr.Start:tr.End]); got != "\nHello<|im_end|>" {
+		t.Errorf("turn %q", got)
+	}
+	if got := decode(m.tok, s.IDs); got != full {
+		t.Errorf("sequence %q, want %q", got, full)
+	}
+}
+
+// BenchmarkLayout lays out a 10-turn tool conversation (Qwen2.5 template,
+// Qwen3 tokenizer); each turn renders and encodes its whole prefix twice.
+func BenchmarkLayout(b *testing.B) {
+	m := models(b)[1]
+	var msgs []trajectory.Message
+	msgs = append(msgs, trajectory.Message{Role: "system", Content: "You are terse."})
+	for i := range 10 {
+		msgs = append(msgs,
+			trajectory.Message{Role: "user", Content: strings.Repeat("Tell me about the weather in Oslo, please. ", 5)},
+			trajectory.Message{Role: "assistant", Trainable: true, ToolCalls: []trajectory.ToolCall{{ID: strconv.Itoa(i), Name: "get_weather", Arguments: `{"city": "Oslo"}`}}},
+			trajectory.Message{Role: "tool", ToolCallID: strconv.Itoa(i), Content: `{"temp": -3, "sky": "snow"}`},
+			trajectory.Message{Role: "assistant", Trainable: true, Content: strings.Repeat("It is cold and snowing. ", 8)})
+	}
+	tools := []trajectory.Tool{weatherTool}
+	b.ResetTimer()
+	tokens := 0
+	for b.Loop() {
+		l, err := FromTrajectory(m.tmpl, m.tok, msgs, tools, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tokens = len(l.Sequences[0].IDs)
+	}
+	b.ReportMetric(float64(tokens), "tokens/conversation")
 }

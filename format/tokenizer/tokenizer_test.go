@@ -1,0 +1,230 @@
+package tokenizer
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// TestBPEMatchesSlow checks the stack and heap forms of the BPE loop against
+// the plain loop on seeded words: real pre-tokens, long runs and random bytes.
+func TestBPEMatchesSlow(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	words := []string{"hello", " world", "antidisestablishmentarianism", strings.Repeat(" ", 300), strings.Repeat("\n", 70),
+		strings.Repeat("ab", 40), "自然语言处理是人工智能的一个重要分支", strings.Repeat("😀", 20), strings.Repeat("=", 100)}
+	for range 300 {
+		n := 2 + r.IntN(120)
+		b := make([]byte, n)
+		for i := range b {
+			if r.IntN(3) == 0 {
+				b[i] = byte(r.IntN(256))
+			} else {
+				b[i] = "etaoin shrdlu\n"[r.IntN(14)]
+			}
+		}
+		words = append(words, string(b))
+	}
+	for _, name := range []string{"qwen3", "llama3"} {
+		m := &testTokenizer(t, name).bpe
+		for _, w := range words {
+			want := m.encodeWordSlow(w)
+			if len(w) <= shortWord {
+				if got := m.encodeShort(w, nil); !slices.Equal(got, want) {
+					t.Errorf("%s: encodeShort(%q) = %v, want %v", name, w, got, want)
+				}
+			}
+			if got := m.encodeLong(w, nil); !slices.Equal(got, want) {
+				t.Errorf("%s: encodeLong(%q) = %v, want %v", name, w, got, want)
+			}
+		}
+	}
+}
+
+// TestIgnoreMerges: Llama 3 takes a whole pre-token found in the vocabulary
+// as is, even where the merges would split it.
+func TestIgnoreMerges(t *testing.T) {
+	tk := testTokenizer(t, "llama3")
+	if !tk.bpe.ignoreMerges {
+		t.Fatal("llama3 tokenizer.json sets ignore_merges, parsed as false")
+	}
+	n := 0
+	for raw, id := range tk.bpe.byRaw {
+		if len(raw) < 2 {
+			continue
+		}
+		if got := tk.bpe.encodeWord(raw, nil); !slices.Equal(got, []int{int(id)}) {
+			t.Fatalf("encodeWord(%q) = %v, want [%d]", raw, got, id)
+		}
+		if !slices.Equal(tk.bpe.encodeWordSlow(raw), []int{int(id)}) {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("no vocabulary entry where ignore_merges changes the result; the test does not test it")
+	}
+	t.Logf("%d vocabulary entries are reached only through ignore_merges", n)
+}
+
+func TestStreamDecodeSplitsEmoji(t *testing.T) {
+	for _, name := range []string{"qwen3", "llama3"} {
+		tk := testTokenizer(t, name)
+		// One token per byte: every 4-byte emoji is split across 4 tokens.
+		text := "a😀b🎉 中"
+		var ids []int
+		for i := 0; i < len(text); i++ {
+			ids = append(ids, int(tk.bpe.byteID[text[i]]))
+		}
+		d := tk.NewStreamDecoder(false)
+		var got []string
+		for _, id := range ids {
+			s := d.Add(id)
+			if !utf8.ValidString(s) {
+				t.Fatalf("%s: Add emitted invalid UTF-8 %q", name, s)
+			}
+			got = append(got, s)
+		}
+		want := []string{"a", "", "", "", "😀", "b", "", "", "", "🎉", " ", "", "", "中"}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: stream pieces %q, want %q", name, got, want)
+		}
+		if rest := d.Flush(); rest != "" {
+			t.Errorf("%s: Flush() = %q after complete text", name, rest)
+		}
+		// A character cut off by a special token and at the end.
+		im := tk.Encode("<|end_of_text|><|im_end|>", false)[0]
+		d.Add(ids[1])
+		d.Add(ids[2])
+		if d.Pending() != 2 {
+			t.Errorf("%s: Pending() = %d, want 2", name, d.Pending())
+		}
+		got2 := d.Add(im)
+		if want2 := "\uFFFD" + tk.Decode([]int{im}, false); got2 != want2 {
+			t.Errorf("%s: Add(special) after half a character = %q, want %q", name, got2, want2)
+		}
+		d.Add(ids[1])
+		if rest := d.Flush(); rest != "\uFFFD" {
+			t.Errorf("%s: Flush() of half a character = %q, want U+FFFD", name, rest)
+		}
+	}
+}
+
+func TestAppendLossy(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"abc", "abc"},
+		{"\xf0\x9f\x98", "\uFFFD"},             // truncated 4-byte: one maximal subpart
+		{"\xf0\x9f\x98x", "\uFFFDx"},           // ... followed by ASCII
+		{"\xe2\x82", "\uFFFD"},                 // truncated 3-byte
+		{"\xc0\xaf", "\uFFFD\uFFFD"},           // overlong: both bytes invalid
+		{"\xed\xa0\x80", "\uFFFD\uFFFD\uFFFD"}, // surrogate
+		{"\xf4\x90\x80\x80", "\uFFFD\uFFFD\uFFFD\uFFFD"},
+		{"\x80\xbf", "\uFFFD\uFFFD"},
+		{"a\xe2\x82\xacb", "a€b"},
+	}
+	for _, c := range cases {
+		got, n := appendLossy(nil, []byte(c.in), true)
+		if string(got) != c.want || n != len(c.in) {
+			t.Errorf("appendLossy(%q) = %q, %d; want %q, %d", c.in, got, n, c.want, len(c.in))
+		}
+	}
+	if got, n := appendLossy(nil, []byte("ab\xf0\x9f\x98"), false); string(got) != "ab" || n != 2 {
+		t.Errorf("appendLossy(not final) = %q, %d; want \"ab\", 2", got, n)
+	}
+}
+
+func TestTokenLookups(t *testing.T) {
+	tk := testTokenizer(t, "qwen3")
+	for _, s := range []string{"<|im_start|>", "<|im_end|>", "<think>", "Ġthe", "hello"} {
+		id, ok := tk.TokenID(s)
+		if !ok {
+			t.Fatalf("TokenID(%q) not found", s)
+		}
+		if back, ok := tk.Token(id); !ok || back != s {
+			t.Errorf("Token(TokenID(%q)=%d) = %q, %v", s, id, back, ok)
+		}
+	}
+	im, _ := tk.TokenID("<|im_start|>")
+	think, _ := tk.TokenID("<think>")
+	if !tk.IsSpecial(im) || tk.IsSpecial(think) {
+		t.Errorf("IsSpecial(<|im_start|>)=%v, IsSpecial(<think>)=%v; want true, false", tk.IsSpecial(im), tk.IsSpecial(think))
+	}
+	if _, ok := tk.TokenID("no such token"); ok {
+		t.Error("TokenID of a missing token reported ok")
+	}
+	if got := tk.EncodeOrdinary("<|im_start|>"); slices.Contains(got, im) || tk.Decode(got, false) != "<|im_start|>" {
+		t.Errorf("EncodeOrdinary(<|im_start|>) = %v", got)
+	}
+	if b, ok := tk.TokenBytes(tk.Encode(" the", false)[0]); !ok || string(b) != " the" {
+		t.Errorf("TokenBytes(\" the\") = %q, %v", b, ok)
+	}
+}
+
+func TestConcurrentEncode(t *testing.T) {
+	tk := testTokenizer(t, "qwen3")
+	texts := []string{"Hello, world!", "<|im_start|>user\nHi<|im_end|>", strings.Repeat("a  b\n", 50), "自然语言 😀 123456"}
+	want := make([][]int, len(texts))
+	for i, s := range texts {
+		want[i] = tk.Encode(s, true)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 200 {
+				i := (g + k) % len(texts)
+				if got := tk.Encode(texts[i], true); !slices.Equal(got, want[i]) {
+					errs <- texts[i]
+					return
+				}
+				if got := tk.Decode(want[i], false); got != norm.NFC.String(texts[i]) {
+					errs <- texts[i]
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for s := range errs {
+		t.Errorf("concurrent Encode/Decode of %q differs from sequential", s)
+	}
+}
+
+// FuzzEncodeDecode: decoding the encoding gives the text back (NFC for Qwen,
+// unchanged for Llama), with and without the post-processor's tokens skipped.
+func FuzzEncodeDecode(f *testing.F) {
+	for _, s := range []string{"", "Hello, world!", "a   b", "a \n\n b", "trailing   ", "\t\t x", "e\u0301", "😀🎉",
+		"<|im_start|>user\nhi<|im_end|>", "<|begin_of_text|>x<|eot_id|>", "it'S 1234567", "\u1100\u1161", "\u212b", "\ufeff\u200d"} {
+		f.Add(s)
+	}
+	// Load before fuzzing: a fuzz worker must answer within seconds.
+	tks := []*Tokenizer{testTokenizer(f, "qwen3"), testTokenizer(f, "llama3")}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		for i, name := range []string{"qwen3", "llama3"} {
+			tk := tks[i]
+			want := s
+			if tk.norm != nil {
+				want = tk.norm.apply(s)
+			}
+			ids := tk.Encode(s, false)
+			if got := tk.Decode(ids, false); got != want {
+				t.Fatalf("%s: Decode(Encode(%q)) = %q, want %q (ids %v)", name, s, got, want, ids)
+			}
+			if got := streamDecode(tk, ids, false); got != want {
+				t.Fatalf("%s: stream decode of Encode(%q) = %q, want %q", name, s, got, want)
+			}
+			if got := tk.Decode(tk.EncodeOrdinary(s), false); got != want {
+				t.Fatalf("%s: Decode(EncodeOrdinary(%q)) = %q, want %q", name, s, got, want)
+			}
+		}
+	})
+}

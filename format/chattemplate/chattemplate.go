@@ -390,3 +390,21 @@ func (t *Template) strftimeNow(args []jinja.Value, _ map[string]jinja.Value) (ji
 	}
 	return jinja.NewString(s), nil
 }
+
+// KwargsFromJSON parses a JSON object of template kwargs, such as the value
+// of a --chat-template-kwargs flag ({"enable_thinking": false}), into
+// Input.Kwargs; nested objects keep their key order.
+func KwargsFromJSON(data []byte) (map[string]any, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, fmt.Errorf("template kwargs: %w", err)
+	}
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		if reserved[k] {
+			return nil, fmt.Errorf("template kwargs: %q is set by Render itself", k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

@@ -204,3 +204,20 @@ func TestMessageJSON(t *testing.T) {
 		t.Errorf("got %q %v want %q", got, err, want)
 	}
 }
+
+func TestKwargsFromJSON(t *testing.T) {
+	kw, err := KwargsFromJSON([]byte(`{"enable_thinking": false, "extra": {"z": 1, "a": 2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, _ := New(`{{ enable_thinking }} {{ extra | tojson }}`, nil)
+	got, err := tmpl.Render(Input{Kwargs: kw})
+	if err != nil || got != `False {"z": 1, "a": 2}` {
+		t.Errorf("got %q %v", got, err)
+	}
+	for _, bad := range []string{`[1]`, `{"tools": []}`, `{`} {
+		if _, err := KwargsFromJSON([]byte(bad)); err == nil {
+			t.Errorf("%s: want an error", bad)
+		}
+	}
+}

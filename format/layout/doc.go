@@ -37,6 +37,12 @@
 // prompt. Layout.Sequences holds one or more sequences; none is dropped.
 //
 // Messages after the last assistant message carry nothing to train and are
-// not laid out (ART drops them too); Tokenize renders a whole conversation
-// for inspection.
+// not laid out (ART drops them too).
+//
+// # Inspecting a model folder
+//
+// LoadModel reads a model folder's template and tokenizer; Model.Render
+// gives the text a conversation renders to (`hone-inspect render`), and
+// Model.Layout plus Model.WriteSequence print each token with its id, mask
+// and logprob (`hone-inspect tokenize`).
 package layout

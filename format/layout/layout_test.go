@@ -456,3 +456,23 @@ func BenchmarkLayout(b *testing.B) {
 	}
 	b.ReportMetric(float64(tokens), "tokens/conversation")
 }
+
+// TestNullContentToolCall: OpenAI servers return content null on tool-call
+// turns; Qwen3's template would fail on null, so it is rendered as "".
+func TestNullContentToolCall(t *testing.T) {
+	m := models(t)[0]
+	msgs := []trajectory.Message{
+		{Role: "user", Content: "Weather in Oslo?"},
+		{Role: "assistant", ContentParts: "null", Trainable: true, ToolCalls: []trajectory.ToolCall{{ID: "a", Type: "function", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}},
+	}
+	l, err := FromTrajectory(m.tmpl, m.tok, msgs, []trajectory.Tool{weatherTool}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.Sequences[0]
+	tr := s.Turns[0]
+	want := "<think>\n\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call><|im_end|>"
+	if got := decode(m.tok, s.IDs[tr.Start:tr.End]); got != want {
+		t.Errorf("turn %q, want %q", got, want)
+	}
+}

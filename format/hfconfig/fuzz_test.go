@@ -1,0 +1,39 @@
+package hfconfig
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics and that whatever it accepts satisfies the
+// invariants a model builder relies on.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"qwen2.5-0.5b-instruct", "qwen3-1.7b", "llama-3.2-1b-instruct"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name, ConfigName))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"model_type":"llama","vocab_size":1,"hidden_size":2,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":1,"rope_parameters":{"rope_type":"llama3","factor":1,"low_freq_factor":1,"high_freq_factor":2,"original_max_position_embeddings":1}}`))
+	f.Add([]byte(`{"model_type":"qwen3","eos_token_id":[1,2],"bos_token_id":null}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b)
+		if err != nil {
+			return
+		}
+		if c.NumKeyValueHeads <= 0 || c.NumAttentionHeads%c.NumKeyValueHeads != 0 || c.HeadDim <= 0 || c.HeadDim%2 != 0 ||
+			c.HiddenSize <= 0 || c.VocabSize <= 0 || !(c.RMSNormEps > 0) || !(c.RoPE.Theta > 0) {
+			t.Fatalf("accepted inconsistent config %+v", c)
+		}
+		for _, id := range c.EOSTokenIDs {
+			if id < 0 || id >= c.VocabSize {
+				t.Fatalf("eos id %d outside vocab %d", id, c.VocabSize)
+			}
+		}
+		if c.RoPE.Type == "llama3" && !(c.RoPE.HighFreqFactor > c.RoPE.LowFreqFactor && c.RoPE.OriginalMaxPositionEmbeddings > 0) {
+			t.Fatalf("bad llama3 rope %+v", c.RoPE)
+		}
+	})
+}

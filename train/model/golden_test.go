@@ -2,11 +2,13 @@ package model
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -179,6 +181,33 @@ func TestGolden(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// The committed golden files are the ones reference.py wrote: their
+// checksums match SHA256SUMS (written by regen.sh), so a hand edit shows.
+func TestGoldenChecksums(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(goldenDir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatalf("%v (%s)", err, rerun)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("SHA256SUMS lists only %d files (%s)", len(lines), rerun)
+	}
+	for _, line := range lines {
+		sum, name, ok := strings.Cut(line, "  ")
+		if !ok {
+			t.Fatalf("SHA256SUMS: bad line %q", line)
+		}
+		b, err := os.ReadFile(filepath.Join(goldenDir, name))
+		if err != nil {
+			t.Errorf("%v (%s)", err, rerun)
+			continue
+		}
+		if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != sum {
+			t.Errorf("%s: sha256 %s, SHA256SUMS says %s (%s)", name, got, sum, rerun)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/parquet-go/parquet-go"
 )
 
 // The tests run the real binary, built once into a temporary directory.
@@ -377,10 +378,10 @@ func TestStats(t *testing.T) {
 	// Rewards 1, 0, 0.5, 0.25 scored; one unscored.
 	rs := s.Reward
 	mean := (1 + 0 + 0.5 + 0.25) / 4
-	if rs.Scored != 4 || rs.Unscored != 1 || !close(rs.Mean, mean) || rs.Min != 0 || rs.Max != 1 {
+	if rs.Scored != 4 || rs.Unscored != 1 || !near(rs.Mean, mean) || rs.Min != 0 || rs.Max != 1 {
 		t.Errorf("reward %+v", rs)
 	}
-	if len(s.ByStep) != 2 || s.ByStep[1].Step != 2 || !close(s.ByStep[1].Reward.Mean, 0.375) || s.ByStep[0].Trajectories != 3 {
+	if len(s.ByStep) != 2 || s.ByStep[1].Step != 2 || !near(s.ByStep[1].Reward.Mean, 0.375) || s.ByStep[0].Trajectories != 3 {
 		t.Errorf("by step %+v", s.ByStep)
 	}
 	if len(s.ByEnv) != 2 || s.ByEnv[0].Env != "chess" || s.ByEnv[1].Groups != 2 {
@@ -395,7 +396,7 @@ func TestStats(t *testing.T) {
 	}
 }
 
-func close(x, y float64) bool { return x-y < 1e-12 && y-x < 1e-12 }
+func near(x, y float64) bool { return x-y < 1e-12 && y-x < 1e-12 }
 
 func TestHead(t *testing.T) {
 	dir, _, _ := fixtures(t)
@@ -438,6 +439,30 @@ func TestSchema(t *testing.T) {
 		if !strings.Contains(r.stdout, s) {
 			t.Errorf("file schema lacks %q:\n%s", s, r.stdout)
 		}
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "a.parquet"))
+	r = mustRun(t, data, "schema", "-")
+	if !strings.HasPrefix(r.stdout, fmt.Sprintf("# -: %d bytes, 3 rows", len(data))) || !strings.Contains(r.stdout, want) {
+		t.Errorf("schema of stdin:\n%s", r.stdout)
+	}
+	// Any Parquet file can be shown, also one that is not a trajectory
+	// file; validate rejects that one, naming a missing column.
+	other := filepath.Join(t.TempDir(), "other.parquet")
+	type otherRow struct {
+		Score float64 `parquet:"score"`
+	}
+	if err := parquet.WriteFile(other, []otherRow{{1}, {2}}); err != nil {
+		t.Fatal(err)
+	}
+	r = mustRun(t, nil, "schema", other)
+	if !strings.Contains(r.stdout, "2 rows") || !strings.Contains(r.stdout, "double score") {
+		t.Errorf("schema of a foreign file:\n%s", r.stdout)
+	}
+	if r := run(t, nil, "validate", other); r.code != 2 || !strings.Contains(r.stderr, "column trajectory_id: missing") {
+		t.Errorf("validate of a foreign file: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := run(t, []byte("junk"), "schema", "-"); r.code != 2 || !strings.Contains(r.stderr, "not a Parquet file") {
+		t.Errorf("schema of junk: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 

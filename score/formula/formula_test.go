@@ -1,0 +1,113 @@
+package formula_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/score/formula"
+)
+
+func traj() *trajectory.Trajectory {
+	return &trajectory.Trajectory{ID: "t1", GroupID: "g1",
+		Metrics:          map[string]float64{"win": 1, "illegal": 3, "judge/score": 0.5},
+		RewardComponents: []trajectory.RewardComponent{{Name: "ruler", Value: 0.8}, {Name: "win", Value: 0}},
+		Reward:           trajectory.Float64(0.8),
+		Metadata:         map[string]string{"difficulty": "hard"},
+	}
+}
+
+func TestEval(t *testing.T) {
+	cases := []struct {
+		expr string
+		want float64
+	}{
+		{"metrics.win - 0.1*illegal", 0.7},
+		{"win", 0}, // a component shadows the metric of the same name
+		{`metrics["judge/score"] + components["ruler"]`, 1.3},
+		{"reward * 2", 1.6},
+		{"max(ruler, 0.9)", 0.9},
+		{"illegal > 2", 1},
+		{"illegal > 5", 0},
+		{`metadata["difficulty"] == "hard" ? 2 : 1`, 2},
+		{"let x = ruler; x * x", 0.64},
+		{"3", 3},
+	}
+	for _, c := range cases {
+		t.Run(c.expr, func(t *testing.T) {
+			f, err := formula.New("f", c.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.Eval(traj())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(got-c.want) > 1e-12 {
+				t.Fatalf("%s = %v, want %v", c.expr, got, c.want)
+			}
+		})
+	}
+}
+
+func TestBadExpression(t *testing.T) {
+	for _, src := range []string{"win - ", "win +* 2", "(win", "foo("} {
+		_, err := formula.New("f", src)
+		if err == nil || !strings.Contains(err.Error(), `formula "`+src+`"`) {
+			t.Errorf("New(%q): err = %v, want an error naming the expression", src, err)
+		}
+	}
+}
+
+func TestEvalErrors(t *testing.T) {
+	cases := map[string]string{
+		"wins - 1":               `no metric or component named "wins"`,
+		`"text"`:                 "not a number",
+		"0.0/0":                  "not a finite number",
+		"1/0":                    "not a finite number",
+		`metadata["difficulty"]`: "not a number",
+	}
+	for src, want := range cases {
+		f, err := formula.New("f", src)
+		if err != nil {
+			t.Fatalf("New(%q): %v", src, err)
+		}
+		_, err = f.Eval(traj())
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("formula %q", src)) {
+			t.Errorf("Eval(%q): err = %v, want %q and the expression", src, err, want)
+		}
+	}
+	// reward is absent while null.
+	f, _ := formula.New("f", "reward + 1")
+	tr := traj()
+	tr.Reward = nil
+	if _, err := f.Eval(tr); err == nil || !strings.Contains(err.Error(), `"reward"`) {
+		t.Errorf("null reward: err = %v", err)
+	}
+}
+
+func TestScoreGroup(t *testing.T) {
+	f, err := formula.New("shaped", "win - 0.1*illegal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &trajectory.Group{ID: "g1", Trajectories: []trajectory.Trajectory{
+		{ID: "a", Metrics: map[string]float64{"win": 1, "illegal": 0}},
+		{ID: "b", Metrics: map[string]float64{"win": 0, "illegal": 2}},
+	}}
+	comps, err := f.ScoreGroup(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if comps[0] != (trajectory.RewardComponent{Name: "shaped", Value: 1, Explanation: "win - 0.1*illegal"}) || math.Abs(comps[1].Value+0.2) > 1e-12 {
+		t.Fatalf("comps = %+v", comps)
+	}
+	g.Trajectories[1].Metrics = nil
+	_, err = f.ScoreGroup(context.Background(), g)
+	if err == nil || !strings.Contains(err.Error(), `group "g1", trajectory "b"`) {
+		t.Fatalf("err = %v, want the group and trajectory named", err)
+	}
+}

@@ -1,0 +1,214 @@
+package judge_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/score/judge"
+	"github.com/hone-rl/hone/score/judge/judgetest"
+)
+
+var req3 = judge.Request{Model: "judge-m", PromptVersion: "v", System: "sys", User: "user", IDs: []string{"1", "2", "3"}}
+
+func TestParse(t *testing.T) {
+	good := judgetest.Answer([]string{"3", "1", "2"}, []float64{0.5, 1, 0})
+	s, err := judge.Parse(req3, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Matched by id, returned in request order.
+	if s[0].ID != "1" || s[0].Score != 1 || s[1].Score != 0 || s[2].Score != 0.5 {
+		t.Fatalf("scores = %+v", s)
+	}
+	if _, err := judge.Parse(req3, "```json\n"+good+"\n```"); err != nil {
+		t.Fatalf("fenced answer: %v", err)
+	}
+	bad := map[string]struct{ answer, want string }{
+		"non-json":     {"I think trajectory 1 is best.", "not the expected JSON"},
+		"empty":        {"", "empty answer"},
+		"wrong count":  {judgetest.Answer([]string{"1", "2"}, []float64{1, 0}), "2 scores for 3 trajectories"},
+		"above range":  {judgetest.Answer([]string{"1", "2", "3"}, []float64{1, 1.5, 0}), `"2": score 1.5 is outside [0,1]`},
+		"below range":  {judgetest.Answer([]string{"1", "2", "3"}, []float64{1, 0, -0.1}), `"3": score -0.1 is outside [0,1]`},
+		"unknown id":   {judgetest.Answer([]string{"1", "2", "7"}, []float64{1, 0, 0}), `unknown trajectory_id "7"`},
+		"duplicate id": {judgetest.Answer([]string{"1", "2", "2"}, []float64{1, 0, 0}), `"2" scored twice`},
+		"trailing":     {good + " and more", "trailing text"},
+		"wrong shape":  {`{"scores": {"1": 0.5}}`, "not the expected JSON"},
+	}
+	for name, c := range bad {
+		t.Run(name, func(t *testing.T) {
+			_, err := judge.Parse(req3, c.answer)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, c.want)
+			}
+			var je *judge.Error
+			if !errors.As(err, &je) || !je.Retryable || !errors.Is(err, judge.ErrFailed) {
+				t.Fatalf("err = %#v, want a retryable *judge.Error wrapping ErrFailed", err)
+			}
+		})
+	}
+}
+
+func TestSchema(t *testing.T) {
+	b, err := json.Marshal(judge.Schema(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"minItems":4`, `"maxItems":4`, `"minimum":0`, `"maximum":1`, `"required":["scores"]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("schema %s lacks %s", b, want)
+		}
+	}
+}
+
+func newOpenAI(s *judgetest.Server, key string, timeout time.Duration) judge.Judge {
+	return judge.NewOpenAI(judge.OpenAIOptions{BaseURL: s.BaseURL(), APIKey: key, Timeout: timeout})
+}
+
+func TestOpenAIRequestAndAnswer(t *testing.T) {
+	s := judgetest.NewServer(t, func(n int, r judgetest.Request) judgetest.Reply {
+		return judgetest.Reply{Content: judgetest.Answer(r.IDsFromSchema(), []float64{0.1, 0.9, 0.5}), PromptTokens: 100, CompletionTokens: 20}
+	})
+	v, err := newOpenAI(s, "sk-secret", 0).Judge(context.Background(), req3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Scores[1].Score != 0.9 || v.Usage != (judge.Usage{Calls: 1, PromptTokens: 100, CompletionTokens: 20}) || v.Model != "judge-m" {
+		t.Fatalf("verdict = %+v", v)
+	}
+	got := s.Requests()[0]
+	if got.Model != "judge-m" || got.System() != "sys" || got.User() != "user" || got.Auth != "Bearer sk-secret" {
+		t.Fatalf("request = %+v", got)
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name   string         `json:"name"`
+			Strict bool           `json:"strict"`
+			Schema map[string]any `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(got.ResponseFormat, &rf); err != nil {
+		t.Fatal(err)
+	}
+	if rf.Type != "json_schema" || rf.JSONSchema.Name == "" || !rf.JSONSchema.Strict || rf.JSONSchema.Schema["type"] != "object" {
+		t.Fatalf("response_format = %s", got.ResponseFormat)
+	}
+}
+
+func TestOpenAIFailures(t *testing.T) {
+	cases := map[string]struct {
+		reply     judgetest.Reply
+		kind      string
+		retryable bool
+	}{
+		"http 500":  {judgetest.Reply{Status: 500}, "http", true},
+		"http 429":  {judgetest.Reply{Status: 429}, "http", true},
+		"http 401":  {judgetest.Reply{Status: 401}, "http", false},
+		"non-json":  {judgetest.Reply{Content: "sure! here you go", PromptTokens: 7, CompletionTokens: 3}, "malformed", true},
+		"no choice": {judgetest.Reply{Body: `{"id":"x","object":"chat.completion","model":"m","choices":[]}`}, "malformed", true},
+		"timeout":   {judgetest.Reply{Delay: 5 * time.Second}, "timeout", true},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return c.reply })
+			_, err := newOpenAI(s, "sk-secret", 200*time.Millisecond).Judge(context.Background(), req3)
+			var je *judge.Error
+			if !errors.As(err, &je) || je.Kind != c.kind || je.Retryable != c.retryable {
+				t.Fatalf("err = %v (%#v), want kind %s retryable %v", err, err, c.kind, c.retryable)
+			}
+			if strings.Contains(err.Error(), "sk-secret") {
+				t.Fatalf("error leaks the API key: %v", err)
+			}
+			if s.Hits() != 1 {
+				t.Fatalf("server hits = %d, want 1 (client retries must be off)", s.Hits())
+			}
+			if c.kind == "malformed" && c.reply.Body == "" && je.Usage.PromptTokens != 7 {
+				t.Fatalf("usage of a malformed answer = %+v, want its tokens counted", je.Usage)
+			}
+		})
+	}
+}
+
+func TestOpenAICallerCancel(t *testing.T) {
+	s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Delay: 5 * time.Second} })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := newOpenAI(s, "", time.Minute).Judge(ctx, req3)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, judge.ErrFailed) {
+		t.Fatalf("err = %v, want the caller's deadline, not a judge failure", err)
+	}
+}
+
+func TestRetry(t *testing.T) {
+	good := judgetest.Answer([]string{"1", "2", "3"}, []float64{1, 0, 0.5})
+	t.Run("recovers", func(t *testing.T) {
+		s := judgetest.NewServer(t, func(n int, _ judgetest.Request) judgetest.Reply {
+			switch n {
+			case 0:
+				return judgetest.Reply{Status: 500}
+			case 1:
+				return judgetest.Reply{Content: "not json", PromptTokens: 5, CompletionTokens: 2}
+			}
+			return judgetest.Reply{Content: good, PromptTokens: 5, CompletionTokens: 9}
+		})
+		j := judge.Retry{Next: newOpenAI(s, "", time.Second), Attempts: 3}
+		v, err := j.Judge(context.Background(), req3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Hits() != 3 || v.Usage != (judge.Usage{Calls: 3, Retries: 2, PromptTokens: 10, CompletionTokens: 11}) {
+			t.Fatalf("hits %d, usage %+v", s.Hits(), v.Usage)
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply {
+			return judgetest.Reply{Content: judgetest.Answer([]string{"1"}, []float64{1})}
+		})
+		j := judge.Retry{Next: newOpenAI(s, "", time.Second), Attempts: 3}
+		_, err := j.Judge(context.Background(), req3)
+		var je *judge.Error
+		if !errors.As(err, &je) || je.Kind != "malformed" || s.Hits() != 3 || je.Usage.Calls != 3 || je.Usage.Retries != 2 {
+			t.Fatalf("err %v, hits %d", err, s.Hits())
+		}
+	})
+	t.Run("not retryable", func(t *testing.T) {
+		s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Status: 404} })
+		j := judge.Retry{Next: newOpenAI(s, "", time.Second), Attempts: 5}
+		if _, err := j.Judge(context.Background(), req3); err == nil || s.Hits() != 1 {
+			t.Fatalf("err %v, hits %d, want one call", err, s.Hits())
+		}
+	})
+	t.Run("backoff", func(t *testing.T) {
+		b := judge.ExponentialBackoff(time.Second, 5*time.Second)
+		for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second} {
+			if got := b(i + 1); got != want {
+				t.Errorf("backoff(%d) = %v, want %v", i+1, got, want)
+			}
+		}
+	})
+}
+
+func TestMeterAndFake(t *testing.T) {
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		if n == 1 {
+			return "garbage", nil
+		}
+		return judgetest.Answer(r.IDs, []float64{0, 0.5, 1}), nil
+	}}
+	m := &judge.Meter{Next: f}
+	for i := 0; i < 3; i++ {
+		r := req3
+		if i == 2 {
+			r.Model = "other"
+		}
+		m.Judge(context.Background(), r)
+	}
+	u := m.Usage()
+	if u["judge-m"].Calls != 2 || u["other"].Calls != 1 || len(f.Calls()) != 3 {
+		t.Fatalf("usage %+v, calls %d", u, len(f.Calls()))
+	}
+}

@@ -1,0 +1,97 @@
+package judgecache_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hone-rl/hone/score/judge"
+	"github.com/hone-rl/hone/score/judge/judgetest"
+	"github.com/hone-rl/hone/score/judgecache"
+)
+
+func TestCache(t *testing.T) {
+	dir := t.TempDir()
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		return judgetest.Answer(r.IDs, []float64{0.25, 0.75}), nil
+	}}
+	c := &judgecache.Cache{Dir: dir, Next: f}
+	req := judge.Request{Model: "m", PromptVersion: "v1", System: "rubric A", User: "group content", IDs: []string{"1", "2"}}
+	ctx := context.Background()
+
+	v1, err := c.Judge(ctx, req)
+	if err != nil || v1.Usage.Calls != 1 || v1.Usage.CacheHits != 0 {
+		t.Fatalf("first call: %+v, %v", v1, err)
+	}
+	v2, err := c.Judge(ctx, req)
+	if err != nil || len(f.Calls()) != 1 || v2.Usage != (judge.Usage{CacheHits: 1}) {
+		t.Fatalf("second call: calls %d, usage %+v, err %v", len(f.Calls()), v2.Usage, err)
+	}
+	if v2.Scores[0] != v1.Scores[0] || v2.Scores[1] != v1.Scores[1] {
+		t.Fatalf("cached scores %+v differ from %+v", v2.Scores, v1.Scores)
+	}
+	// Each part of the key matters.
+	for name, mod := range map[string]func(*judge.Request){
+		"model":   func(r *judge.Request) { r.Model = "m2" },
+		"version": func(r *judge.Request) { r.PromptVersion = "v2" },
+		"rubric":  func(r *judge.Request) { r.System = "rubric B" },
+		"content": func(r *judge.Request) { r.User = "other group" },
+	} {
+		r := req
+		mod(&r)
+		if judgecache.Key(r) == judgecache.Key(req) {
+			t.Errorf("changing the %s does not change the key", name)
+		}
+	}
+	// One file, no temporaries left behind.
+	var files []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) != 1 || files[0] != c.Path(judgecache.Key(req)) {
+		t.Fatalf("cache files = %v", files)
+	}
+	// A corrupt entry is a miss, and is rewritten.
+	if err := os.WriteFile(files[0], []byte("{half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Judge(ctx, req); err != nil || len(f.Calls()) != 2 {
+		t.Fatalf("corrupt entry: calls %d, err %v", len(f.Calls()), err)
+	}
+	if _, err := c.Judge(ctx, req); err != nil || len(f.Calls()) != 2 {
+		t.Fatalf("after rewrite: calls %d, err %v", len(f.Calls()), err)
+	}
+}
+
+func TestCacheStoresOnlySuccess(t *testing.T) {
+	dir := t.TempDir()
+	fail := errors.New("boom")
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		if n == 0 {
+			return "", fail
+		}
+		if n == 1 {
+			return "not json", nil
+		}
+		return judgetest.Answer(r.IDs, []float64{1, 0}), nil
+	}}
+	c := &judgecache.Cache{Dir: dir, Next: f}
+	req := judge.Request{Model: "m", User: "u", IDs: []string{"1", "2"}}
+	if _, err := c.Judge(context.Background(), req); !errors.Is(err, fail) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := c.Judge(context.Background(), req); !errors.Is(err, judge.ErrFailed) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := c.Judge(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Judge(context.Background(), req); err != nil || len(f.Calls()) != 3 {
+		t.Fatalf("calls = %d, err %v", len(f.Calls()), err)
+	}
+}

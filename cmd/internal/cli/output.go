@@ -75,7 +75,18 @@ func (a *AtomicFile) Commit() error {
 		os.Remove(a.f.Name())
 		return fmt.Errorf("write output %q: %w", a.path, err)
 	}
+	syncDir(filepath.Dir(a.path))
 	return nil
+}
+
+// syncDir makes a rename in dir durable, so that after a crash the new
+// file is there or the old one is, whole. Where directories cannot be
+// synced (some file systems, Windows) the rename itself still stands.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }
 
 // Abort closes and removes the temporary file. It does nothing after

@@ -4,10 +4,18 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
-// testBackends lists the backends every model test runs on.
+// testBackends lists the backends every model test runs on: the plain-loop
+// reference and the CPU backend (OpenBLAS when built with cgo, else gonum),
+// the latter with its parallel paths forced on even for tiny shapes.
 func testBackends(t testing.TB) []kernels.Backend {
-	return []kernels.Backend{ref.New()}
+	c, err := cpu.New(cpu.Options{MinParallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return []kernels.Backend{ref.New(), c}
 }

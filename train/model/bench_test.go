@@ -1,0 +1,104 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cpu"
+)
+
+// benchConfig is the small shape of FACTS.md's PyTorch training figure:
+// hidden 256, 4 layers, 8 heads / 4 kv heads, MLP 688, vocab 4096.
+func benchConfig() Config {
+	return Config{Family: "qwen2", Vocab: 4096, Hidden: 256, Intermediate: 688, Layers: 4, Heads: 8, KVHeads: 4,
+		HeadDim: 32, RMSNormEps: 1e-6, QKVBias: true, RoPE: kernels.RoPEConfig{Theta: 1e6}}
+}
+
+func benchModel(b *testing.B) (*Model, *Adapter) {
+	be, err := cpu.New(cpu.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { be.Close() })
+	m, err := New(benchConfig(), be)
+	if err != nil {
+		b.Fatal(err)
+	}
+	randomize(m, 1)
+	ad := randomAdapter(b, &m.Config, AllModules(), 8, 2)
+	return m, ad
+}
+
+// BenchmarkTrainStep: forward + LoRA backward + AdamW on the adapter over 8
+// sequences of 256 tokens.
+func BenchmarkTrainStep(b *testing.B) {
+	for _, ckpt := range []bool{false, true} {
+		b.Run(fmt.Sprintf("B=8,T=256,checkpoint=%v", ckpt), func(b *testing.B) {
+			m, ad := benchModel(b)
+			lens := []int{256, 256, 256, 256, 256, 256, 256, 256}
+			batch := packed(m.Config.Vocab, lens, 3)
+			N := len(batch.IDs)
+			w := make([]float32, N)
+			for i := range w {
+				w[i] = 1 / float32(N)
+			}
+			type moments struct{ m, v []float32 }
+			opt := map[string]*moments{}
+			ctx := context.Background()
+			b.ResetTimer()
+			start := time.Now()
+			for step := 1; step <= b.N; step++ {
+				ad.ZeroGrad()
+				p, err := m.Forward(ctx, batch, ad, TrainOptions{Checkpoint: ckpt})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.Backward(ctx, w, nil); err != nil {
+					b.Fatal(err)
+				}
+				ad.Params(func(name string, param, grad []float32) {
+					mo := opt[name]
+					if mo == nil {
+						mo = &moments{make([]float32, len(param)), make([]float32, len(param))}
+						opt[name] = mo
+					}
+					m.be.AdamW(param, grad, mo.m, mo.v, len(param), step, kernels.DefaultAdamW(1e-4))
+				})
+			}
+			b.ReportMetric(float64(N*b.N)/time.Since(start).Seconds(), "tokens/s")
+		})
+	}
+}
+
+// BenchmarkDecode: greedy-style decode steps (one new token per sequence)
+// after a 32-token prompt, for 1 and 8 sequences at once.
+func BenchmarkDecode(b *testing.B) {
+	for _, S := range []int{1, 8} {
+		b.Run(fmt.Sprintf("S=%d", S), func(b *testing.B) {
+			m, ad := benchModel(b)
+			ctx := context.Background()
+			cache := NewContiguousCache(&m.Config)
+			var in []StepInput
+			for s := range S {
+				in = append(in, StepInput{Seq: s, IDs: packed(m.Config.Vocab, []int{32}, uint64(s)).IDs})
+			}
+			if _, err := m.Step(ctx, cache, in, ad); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for i := range b.N {
+				for s := range in {
+					in[s].IDs = []int32{int32((i*7 + s) % m.Config.Vocab)}
+				}
+				if _, err := m.Step(ctx, cache, in, ad); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(S*b.N)/time.Since(start).Seconds(), "tokens/s")
+		})
+	}
+}

@@ -29,9 +29,9 @@ func TestExp32(t *testing.T) {
 	}
 }
 
-// TestBF16Gemv checks the kernel the build uses (C with AVX2 under cgo)
+// TestGemv checks the kernels the build uses (C with AVX2 under cgo)
 // against its plain-Go statement on lengths around the vector widths.
-func TestBF16Gemv(t *testing.T) {
+func TestGemv(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, C := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 896} {
 		t.Run(fmt.Sprintf("C=%d", C), func(t *testing.T) {
@@ -52,7 +52,19 @@ func TestBF16Gemv(t *testing.T) {
 			bf16GemvGo(want, x, w, C)
 			for i := range want {
 				if math.Abs(float64(got[i]-want[i])) > 1e-5*(1+math.Abs(float64(want[i]))) {
-					t.Errorf("row %d: got %g, want %g", i, got[i], want[i])
+					t.Errorf("bf16 row %d: got %g, want %g", i, got[i], want[i])
+				}
+			}
+			wf := make([]float32, len(w))
+			kernels.FromBF16(wf, w)
+			for i := range got {
+				got[i] = float32(math.NaN())
+			}
+			f32Gemv(got, x, wf, C)
+			f32GemvGo(want, x, wf, C)
+			for i := range want {
+				if math.Abs(float64(got[i]-want[i])) > 1e-5*(1+math.Abs(float64(want[i]))) {
+					t.Errorf("f32 row %d: got %g, want %g", i, got[i], want[i])
 				}
 			}
 		})

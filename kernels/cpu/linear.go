@@ -39,7 +39,21 @@ func (b *Backend) LinearForward(out, inp, weight, bias []float32, N, C, OC int) 
 	if bias != nil {
 		kernels.Need(op, "bias", len(bias), OC)
 	}
-	b.sgemm(false, true, N, OC, C, 1, inp, max(1, C), weight, max(1, C), 0, out, max(1, OC))
+	b.linearNT(out, OC, inp, weights{f32: weight}, nil, N, C, OC)
+	b.addBias(out, bias, N, OC)
+}
+
+// LinearForwardBF16 is LinearForward with a bfloat16 weight [OC,C].
+func (b *Backend) LinearForwardBF16(out, inp []float32, weight []uint16, bias []float32, N, C, OC int) {
+	op := "LinearForwardBF16"
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "out", len(out), N*OC)
+	kernels.Need(op, "inp", len(inp), N*C)
+	kernels.Need(op, "weight", len(weight), OC*C)
+	if bias != nil {
+		kernels.Need(op, "bias", len(bias), OC)
+	}
+	b.linearNT(out, OC, inp, weights{bf16: weight}, nil, N, C, OC)
 	b.addBias(out, bias, N, OC)
 }
 
@@ -57,49 +71,56 @@ func (b *Backend) addBias(out, bias []float32, N, OC int) {
 	})
 }
 
-// gemvRows is the largest N for which LinearForwardBF16 uses the
-// matrix-vector kernel instead of widening tiles for sgemm.
+// weights are rows [OC, C] of a weight matrix, float32 or bfloat16 (one is nil).
+type weights struct {
+	f32  []float32
+	bf16 []uint16
+}
+
+// gemvRows is the largest N for which linearNT runs matrix-vector kernels
+// instead of sgemm: few rows (decode) are memory bound, and a BLAS call
+// there pays thread synchronisation for no arithmetic gain.
 const gemvRows = 4
 
-// bf16Tile is the number of weight rows widened at a time for sgemm.
+// bf16Tile is the number of bfloat16 weight rows widened at a time for sgemm.
 const bf16Tile = 128
 
-// LinearForwardBF16 is LinearForward with a bfloat16 weight [OC,C]. For
-// N ≤ gemvRows it equals, for every n and o,
-//
-//	out[n,o] = bias[o] + Σ_c inp[n,c]·F32(weight[o,c])
-//
-// computed by bf16Dot over weight rows split among the workers; for larger N
-// it widens bf16Tile weight rows at a time and calls sgemm.
-func (b *Backend) LinearForwardBF16(out, inp []float32, weight []uint16, bias []float32, N, C, OC int) {
-	op := "LinearForwardBF16"
-	kernels.NeedSizes(op, N, C, OC)
-	kernels.Need(op, "out", len(out), N*OC)
-	kernels.Need(op, "inp", len(inp), N*C)
-	kernels.Need(op, "weight", len(weight), OC*C)
-	if bias != nil {
-		kernels.Need(op, "bias", len(bias), OC)
-	}
+// linearNT computes out[n, o] (row stride ldo) = Σ_c x[n,c]·w[o,c] for
+// n < N, o < OC — the product x·wᵀ, the loop it must equal. For N ≤
+// gemvRows the OC weight rows are split among the workers and each worker
+// runs f32Gemv / bf16Gemv (weights read once); otherwise float32 weights go
+// to sgemm directly and bfloat16 weights are widened bf16Tile rows at a time
+// into tile (nil: allocated) and fed to sgemm.
+func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile []float32, N, C, OC int) {
 	if N == 0 || OC == 0 {
 		return
 	}
 	if N <= gemvRows {
 		b.parallel(OC, N*C, func(lo, hi int) {
 			for n := 0; n < N; n++ {
-				bf16Gemv(out[n*OC+lo:n*OC+hi], inp[n*C:(n+1)*C], weight[lo*C:hi*C], C)
+				o, xn := out[n*ldo+lo:n*ldo+hi], x[n*C:(n+1)*C]
+				if w.f32 != nil {
+					f32Gemv(o, xn, w.f32[lo*C:hi*C], C)
+				} else {
+					bf16Gemv(o, xn, w.bf16[lo*C:hi*C], C)
+				}
 			}
 		})
-		b.addBias(out, bias, N, OC)
 		return
 	}
-	tile := make([]float32, bf16Tile*C) // [bf16Tile, C] widened weight rows
+	if w.f32 != nil {
+		b.sgemm(false, true, N, OC, C, 1, x, max(1, C), w.f32, max(1, C), 0, out, ldo)
+		return
+	}
+	if len(tile) < bf16Tile*C {
+		tile = make([]float32, bf16Tile*C) // [bf16Tile, C] widened weight rows
+	}
 	for o0 := 0; o0 < OC; o0 += bf16Tile {
 		o1 := min(OC, o0+bf16Tile)
 		t := tile[:(o1-o0)*C]
-		b.widen(t, weight[o0*C:o1*C])
-		b.sgemm(false, true, N, o1-o0, C, 1, inp, max(1, C), t, max(1, C), 0, out[o0:], OC)
+		b.widen(t, w.bf16[o0*C:o1*C])
+		b.sgemm(false, true, N, o1-o0, C, 1, x, max(1, C), t, max(1, C), 0, out[o0:], ldo)
 	}
-	b.addBias(out, bias, N, OC)
 }
 
 // widen converts bfloat16 bits to float32, split among the workers.

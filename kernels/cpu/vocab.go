@@ -120,20 +120,12 @@ func (b *Backend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 	})
 }
 
-// vocabWeight is the lm_head as either float32 or bfloat16 rows [V, C].
-type vocabWeight struct {
-	f32  []float32
-	bf16 []uint16
-}
-
-// rows returns weight rows [v0, v1) as float32, widening bf16 into tile.
-func (b *Backend) rows(w vocabWeight, tile []float32, v0, v1, C int) []float32 {
+// rows returns weight rows [v0, v1) of w.
+func (w weights) rows(v0, v1, C int) weights {
 	if w.f32 != nil {
-		return w.f32[v0*C : v1*C]
+		return weights{f32: w.f32[v0*C : v1*C]}
 	}
-	t := tile[:(v1-v0)*C]
-	b.widen(t, w.bf16[v0*C:v1*C])
-	return t
+	return weights{bf16: w.bf16[v0*C : v1*C]}
 }
 
 // LogprobForward: per-row logprob of the target, entropy and lse of
@@ -141,21 +133,21 @@ func (b *Backend) rows(w vocabWeight, tile []float32, v0, v1, C int) []float32 {
 func (b *Backend) LogprobForward(logprob, entropy, lse, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
 	op := "LogprobForward"
 	kernels.Need(op, "weight", len(weight), V*C)
-	b.logprobForward(op, logprob, entropy, lse, hidden, vocabWeight{f32: weight[: V*C : V*C]}, targets, N, C, V, chunk)
+	b.logprobForward(op, logprob, entropy, lse, hidden, weights{f32: weight[: V*C : V*C]}, targets, N, C, V, chunk)
 }
 
 // LogprobForwardBF16 is LogprobForward with a bfloat16 weight [V,C].
 func (b *Backend) LogprobForwardBF16(logprob, entropy, lse, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
 	op := "LogprobForwardBF16"
 	kernels.Need(op, "weight", len(weight), V*C)
-	b.logprobForward(op, logprob, entropy, lse, hidden, vocabWeight{bf16: weight[: V*C : V*C]}, targets, N, C, V, chunk)
+	b.logprobForward(op, logprob, entropy, lse, hidden, weights{bf16: weight[: V*C : V*C]}, targets, N, C, V, chunk)
 }
 
 // logprobForward keeps, per row, the running maximum m, s = Σ exp(z_j − m)
 // and t = Σ exp(z_j − m)·(z_j − m) over the chunks seen so far; a new
 // maximum m' rescales them (s ← s·e^(m−m'), t ← (t + (m−m')·s)·e^(m−m')).
 // At the end lse = m + log s and entropy = log s − t/s.
-func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []float32, w vocabWeight, targets []int32, N, C, V, chunk int) {
+func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []float32, w weights, targets []int32, N, C, V, chunk int) {
 	kernels.NeedSizes(op, N, C, V)
 	kernels.Need(op, "logprob", len(logprob), N)
 	kernels.Need(op, "entropy", len(entropy), N)
@@ -175,9 +167,9 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 	chunk = min(chunk, V)
 	R := min(b.lpRows, N)
 	z := make([]float32, R*chunk) // [R, chunk] logits block
-	var tile []float32            // [chunk, C] widened bf16 rows
+	var tile []float32            // [bf16Tile, C] widened bf16 rows
 	if w.bf16 != nil {
-		tile = make([]float32, chunk*C)
+		tile = make([]float32, bf16Tile*C)
 	}
 	m := make([]float32, R)                        // [R] running max
 	s, t := make([]float64, R), make([]float64, R) // [R] running Σe, Σe·(z−m)
@@ -189,8 +181,7 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 		}
 		for v0 := 0; v0 < V; v0 += chunk {
 			cs := min(chunk, V-v0)
-			wc := b.rows(w, tile, v0, v0+cs, C)
-			b.sgemm(false, true, nr, cs, C, 1, hidden[r0*C:], max(1, C), wc, max(1, C), 0, z, cs)
+			b.linearNT(z, cs, hidden[r0*C:], w.rows(v0, v0+cs, C), tile, nr, C, cs)
 			b.parallel(nr, cs, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					row := z[i*cs : (i+1)*cs]
@@ -237,14 +228,14 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 func (b *Backend) LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
 	op := "LogprobBackward"
 	kernels.Need(op, "weight", len(weight), V*C)
-	b.logprobBackward(op, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, vocabWeight{f32: weight[: V*C : V*C]}, targets, N, C, V, chunk)
+	b.logprobBackward(op, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weights{f32: weight[: V*C : V*C]}, targets, N, C, V, chunk)
 }
 
 // LogprobBackwardBF16 accumulates dhidden [N,C] through a frozen bfloat16 weight.
 func (b *Backend) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
 	op := "LogprobBackwardBF16"
 	kernels.Need(op, "weight", len(weight), V*C)
-	b.logprobBackward(op, dhidden, nil, dlogprob, dentropy, lse, entropy, hidden, vocabWeight{bf16: weight[: V*C : V*C]}, targets, N, C, V, chunk)
+	b.logprobBackward(op, dhidden, nil, dlogprob, dentropy, lse, entropy, hidden, weights{bf16: weight[: V*C : V*C]}, targets, N, C, V, chunk)
 }
 
 // logprobBackward recomputes each [rows, chunk] logits block, turns it into
@@ -253,7 +244,7 @@ func (b *Backend) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy,
 //	dz_j = dlogprob·([j = t] − p_j) − dentropy·p_j·(z_j − lse + H)
 //
 // and accumulates dhidden += dz·W_chunk and dweight_chunk += dzᵀ·hidden.
-func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden []float32, w vocabWeight, targets []int32, N, C, V, chunk int) {
+func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden []float32, w weights, targets []int32, N, C, V, chunk int) {
 	kernels.NeedSizes(op, N, C, V)
 	kernels.Need(op, "dhidden", len(dhidden), N*C)
 	if dweight != nil {
@@ -279,16 +270,20 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 	chunk = min(chunk, V)
 	R := min(b.lpRows, N)
 	z := make([]float32, R*chunk) // [R, chunk] logits, then dz
-	var tile []float32            // [chunk, C] widened bf16 rows
+	var wide []float32            // [chunk, C] widened bf16 rows of one chunk
 	if w.bf16 != nil {
-		tile = make([]float32, chunk*C)
+		wide = make([]float32, chunk*C)
 	}
 	for r0 := 0; r0 < N; r0 += R {
 		nr := min(R, N-r0)
 		for v0 := 0; v0 < V; v0 += chunk {
 			cs := min(chunk, V-v0)
-			wc := b.rows(w, tile, v0, v0+cs, C)
-			b.sgemm(false, true, nr, cs, C, 1, hidden[r0*C:], C, wc, C, 0, z, cs)
+			wc := w.rows(v0, v0+cs, C).f32
+			if wc == nil {
+				wc = wide[:cs*C]
+				b.widen(wc, w.bf16[v0*C:(v0+cs)*C])
+			}
+			b.linearNT(z, cs, hidden[r0*C:], weights{f32: wc}, nil, nr, C, cs)
 			b.parallel(nr, cs, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					n := r0 + i

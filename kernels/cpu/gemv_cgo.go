@@ -55,6 +55,30 @@ static void bf16_gemv_avx2(float *out, const float *x, const uint16_t *w, long r
 	}
 }
 
+// AVX2 + FMA: out[o] = sum_c x[c] * w[o*C + c] for float32 weights.
+__attribute__((target("avx2,fma")))
+static void f32_gemv_avx2(float *out, const float *x, const float *w, long rows, long C) {
+	for (long o = 0; o < rows; o++) {
+		const float *row = w + o * C;
+		__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+		long c = 0;
+		for (; c + 16 <= C; c += 16) {
+			a0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c), _mm256_loadu_ps(x + c), a0);
+			a1 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c + 8), _mm256_loadu_ps(x + c + 8), a1);
+		}
+		for (; c + 8 <= C; c += 8) {
+			a0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c), _mm256_loadu_ps(x + c), a0);
+		}
+		a0 = _mm256_add_ps(a0, a1);
+		__m128 s4 = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
+		s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+		s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
+		float s = _mm_cvtss_f32(s4);
+		for (; c < C; c++) s += x[c] * row[c];
+		out[o] = s;
+	}
+}
+
 static int has_avx2_fma(void) {
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -63,8 +87,44 @@ static int has_avx2_fma(void) {
 static void bf16_gemv_avx2(float *out, const float *x, const uint16_t *w, long rows, long C) {
 	bf16_gemv_plain(out, x, w, rows, C);
 }
+// AVX2 + FMA: out[o] = sum_c x[c] * w[o*C + c] for float32 weights.
+__attribute__((target("avx2,fma")))
+static void f32_gemv_avx2(float *out, const float *x, const float *w, long rows, long C) {
+	for (long o = 0; o < rows; o++) {
+		const float *row = w + o * C;
+		__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+		long c = 0;
+		for (; c + 16 <= C; c += 16) {
+			a0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c), _mm256_loadu_ps(x + c), a0);
+			a1 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c + 8), _mm256_loadu_ps(x + c + 8), a1);
+		}
+		for (; c + 8 <= C; c += 8) {
+			a0 = _mm256_fmadd_ps(_mm256_loadu_ps(row + c), _mm256_loadu_ps(x + c), a0);
+		}
+		a0 = _mm256_add_ps(a0, a1);
+		__m128 s4 = _mm_add_ps(_mm256_castps256_ps128(a0), _mm256_extractf128_ps(a0, 1));
+		s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+		s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
+		float s = _mm_cvtss_f32(s4);
+		for (; c < C; c++) s += x[c] * row[c];
+		out[o] = s;
+	}
+}
+
 static int has_avx2_fma(void) { return 0; }
 #endif
+
+static void f32_gemv(float *out, const float *x, const float *w, long rows, long C, int simd) {
+	if (simd) {
+		f32_gemv_avx2(out, x, w, rows, C);
+		return;
+	}
+	for (long o = 0; o < rows; o++) {
+		float s = 0;
+		for (long c = 0; c < C; c++) s += x[c] * w[o * C + c];
+		out[o] = s;
+	}
+}
 
 static void bf16_gemv(float *out, const float *x, const uint16_t *w, long rows, long C, int simd) {
 	if (simd) bf16_gemv_avx2(out, x, w, rows, C);
@@ -94,4 +154,22 @@ func bf16Gemv(out, x []float32, w []uint16, cols int) {
 	}
 	C.bf16_gemv((*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&x[0])),
 		(*C.uint16_t)(unsafe.Pointer(&w[0])), C.long(len(out)), C.long(cols), simd)
+}
+
+// f32Gemv: out[o] = Σ_c x[c]·w[o*C+c] for o < len(out), in C (AVX2/FMA when
+// the CPU has them). The loop it must equal is f32GemvGo.
+func f32Gemv(out, x, w []float32, cols int) {
+	if len(out) == 0 {
+		return
+	}
+	if cols == 0 {
+		clear(out)
+		return
+	}
+	simd := C.int(0)
+	if hasAVX2 {
+		simd = 1
+	}
+	C.f32_gemv((*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&x[0])),
+		(*C.float)(unsafe.Pointer(&w[0])), C.long(len(out)), C.long(cols), simd)
 }

@@ -153,7 +153,7 @@ func Build(t *chattemplate.Template, tok Tokenizer, msgs []chattemplate.Message,
 			return nil, fmt.Errorf("layout: message %d: %w", a, err)
 		}
 		if len(full) < len(prompt) || full[:len(prompt)] != prompt {
-			return nil, fmt.Errorf("layout: message %d: the template renders the assistant turn without the generation prompt it shows the model before it; cannot tell the turn's tokens apart", a)
+			return nil, fmt.Errorf("layout: message %d: the conversation through this turn does not render as the prompt for it (with add_generation_prompt) followed by the turn, so the turn's tokens cannot be told apart; check that Options.Kwargs (e.g. enable_thinking) are those the server used", a)
 		}
 		promptIDs := tok.Encode(prompt, false)
 		fullIDs := tok.Encode(full, false)

@@ -476,3 +476,18 @@ func TestNullContentToolCall(t *testing.T) {
 		t.Errorf("turn %q, want %q", got, want)
 	}
 }
+
+// TestThinkingMismatchIsAnError: a turn with reasoning laid out with
+// enable_thinking=false (the prompt ends in an empty think block) cannot be
+// split into prompt and turn.
+func TestThinkingMismatchIsAnError(t *testing.T) {
+	m := models(t)[0]
+	msgs := []trajectory.Message{{Role: "user", Content: "2+2?"}, {Role: "assistant", Content: "<think>\nSum.\n</think>\n\n4", Trainable: true}}
+	_, err := FromTrajectory(m.tmpl, m.tok, msgs, nil, Options{Kwargs: map[string]any{"enable_thinking": false}})
+	if err == nil || !strings.Contains(err.Error(), "enable_thinking") {
+		t.Errorf("got %v", err)
+	}
+	if _, err := FromTrajectory(m.tmpl, m.tok, msgs, nil, Options{}); err != nil {
+		t.Errorf("with thinking enabled: %v", err)
+	}
+}

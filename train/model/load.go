@@ -64,3 +64,22 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 	}
 	return m, nil
 }
+
+// SaveWeights writes every weight under its checkpoint name to a safetensors
+// file at path (atomically), stored as dtype (F32, F16 or BF16). With Merge
+// first, this exports a merged checkpoint; config.json and the tokenizer
+// files are copied from the base folder by the caller.
+func (m *Model) SaveWeights(path string, dtype safetensors.DType) error {
+	var ts []safetensors.Tensor
+	for _, t := range m.Tensors() {
+		st, err := safetensors.FromFloat32Tensor(t.Name, dtype, t.Shape, t.Values)
+		if err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+		ts = append(ts, st)
+	}
+	if err := safetensors.Write(path, ts, map[string]string{"format": "pt"}); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	return nil
+}

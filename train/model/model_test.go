@@ -1,8 +1,11 @@
 package model
 
 import (
+	"path/filepath"
+
 	"context"
 	"fmt"
+	"github.com/hone-rl/hone/format/safetensors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -206,6 +209,30 @@ func TestFreshAdapterAndMerge(t *testing.T) {
 				}
 				if d := maxRelDiff(merged, adapted); d > 1e-5 {
 					t.Errorf("merged model differs from adapter by %.3g", d)
+				}
+				// The merged weights saved and loaded into a fresh model give the same logits.
+				path := filepath.Join(t.TempDir(), "model.safetensors")
+				if err := m.SaveWeights(path, safetensors.F32); err != nil {
+					t.Fatal(err)
+				}
+				fresh2, err := New(m.Config, be)
+				if err != nil {
+					t.Fatal(err)
+				}
+				set, err := safetensors.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer set.Close()
+				if err := fresh2.LoadWeights(set); err != nil {
+					t.Fatal(err)
+				}
+				reloaded, err := fresh2.Logits(ctx, b, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := maxRelDiff(reloaded, merged); d != 0 {
+					t.Errorf("saved and reloaded merged model differs by %.3g", d)
 				}
 			})
 		}

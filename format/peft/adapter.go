@@ -223,8 +223,8 @@ func fromFile(cfg Config, f *safetensors.File) (*Adapter, error) {
 
 // Write saves the adapter into dir atomically: both files are written into a new
 // temporary folder beside dir, which is then renamed to dir. dir must not exist or
-// be an empty folder (rename replaces an empty folder), so a reader sees either no
-// adapter or a complete one.
+// be an empty folder (which is replaced); missing parents are created. A reader sees
+// either no adapter or a complete one.
 func Write(dir string, a *Adapter) error {
 	cfg, ts, err := a.encode()
 	if err != nil {
@@ -236,6 +236,9 @@ func Write(dir string, a *Adapter) error {
 	parent, base := filepath.Split(filepath.Clean(dir))
 	if parent == "" {
 		parent = "."
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("peft: %w", err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-")
 	if err != nil {
@@ -258,6 +261,13 @@ func Write(dir string, a *Adapter) error {
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes 0700
 		return fmt.Errorf("peft: %w", err)
+	}
+	// Go's os.Rename refuses to replace a directory, even an empty one: remove the
+	// empty target first (Remove fails, harmlessly, if something appeared in it).
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) == 0 {
+		if err := os.Remove(dir); err != nil {
+			return fmt.Errorf("peft: %w", err)
+		}
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("peft: move adapter into place: %w", err)

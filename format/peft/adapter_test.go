@@ -154,6 +154,17 @@ func TestWrittenFileLayout(t *testing.T) {
 	if ents, _ := os.ReadDir(filepath.Dir(dir)); len(ents) != 1 {
 		t.Errorf("left beside the adapter: %v", ents)
 	}
+	// An existing empty folder is replaced; a missing parent is created.
+	empty := filepath.Join(t.TempDir(), "run", "step-000002")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(empty, a); err != nil {
+		t.Fatalf("into empty folder: %v", err)
+	}
+	if err := Write(filepath.Join(t.TempDir(), "new-run", "step-000001"), a); err != nil {
+		t.Fatalf("missing parent: %v", err)
+	}
 	// A second write to the same, now full, folder must refuse rather than mix files.
 	if err := Write(dir, a); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Errorf("overwrite: %v", err)

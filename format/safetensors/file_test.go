@@ -278,6 +278,7 @@ func hostileCases() map[string]struct {
 		"fractional dim":     {rawFile(`{"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}}`, f32(1)), "tensor \"a\""},
 		"metadata not str":   {rawFile(`{"__metadata__":{"format":1}}`, nil), "__metadata__"},
 		"entry not object":   {rawFile(`{"a":3}`, nil), "tensor \"a\""},
+		"invalid utf-8":      {rawFile("{\"\xff\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", nil), "UTF-8"},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"unicode/utf8"
 )
 
 // MaxHeaderSize is the largest JSON header accepted, the same bound the reference
@@ -67,6 +68,9 @@ func ParseHeader(hdr []byte, dataLen int64) (*Header, error) {
 	}
 	if len(hdr) == 0 || hdr[0] != '{' {
 		return nil, errors.New("header does not start with '{'")
+	}
+	if !utf8.Valid(hdr) {
+		return nil, errors.New("header is not valid UTF-8")
 	}
 	if dataLen < 0 {
 		return nil, fmt.Errorf("negative data length %d", dataLen)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
@@ -77,7 +79,8 @@ func runStats(ctx context.Context, a *app, opts statsOptions, args []string) err
 func printStats(w io.Writer, s trajectory.Stats) error {
 	fmt.Fprintf(w, "files %d, groups %d, trajectories %d, messages %d, trainable turns %d, tokens %d, errors %d\n",
 		len(s.Files), s.Groups, s.Trajectories, s.Messages, s.TrainableTurns, s.Tokens, s.Errors)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "\tgroups\ttrajectories\ttokens\terrors\tscored\tunscored\treward mean\tstd\tmin\tmax\t\n"
 	line := func(name string, x trajectory.Summary) {
 		rs := x.Reward
@@ -85,16 +88,19 @@ func printStats(w io.Writer, s trajectory.Stats) error {
 			x.Groups, x.Trajectories, x.Tokens, x.Errors, rs.Scored, rs.Unscored,
 			num(rs.Mean, rs.Scored > 0), num(rs.Std, rs.Scored > 1), num(rs.Min, rs.Scored > 0), num(rs.Max, rs.Scored > 0))
 	}
+	// Empty cells, not an empty line, between the sections, so that one
+	// tabwriter block aligns them all.
+	blank := strings.Repeat("\t", strings.Count(header, "\t")) + "\n"
 	fmt.Fprint(tw, header)
 	line("total", s.Summary)
 	if len(s.ByStep) > 0 {
-		fmt.Fprint(tw, "\n"+header)
+		fmt.Fprint(tw, blank)
 		for _, st := range s.ByStep {
 			line("step "+strconv.FormatInt(st.Step, 10), st.Summary)
 		}
 	}
 	if len(s.ByEnv) > 0 {
-		fmt.Fprint(tw, "\n"+header)
+		fmt.Fprint(tw, blank)
 		for _, e := range s.ByEnv {
 			name := e.Env
 			if name == "" {
@@ -103,7 +109,15 @@ func printStats(w io.Writer, s trajectory.Stats) error {
 			line("env "+name, e.Summary)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n") {
+		if _, err := fmt.Fprintln(w, strings.TrimRight(l, " ")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // num prints a reward figure, or "-" where it is undefined (no scored

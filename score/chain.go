@@ -21,6 +21,21 @@ var (
 	ErrBadInput = errors.New("bad input")
 )
 
+// kindError tags an error with ErrUsage or ErrBadInput without changing
+// its message.
+type kindError struct{ kind, err error }
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
+
+func usagef(format string, args ...any) error {
+	return &kindError{ErrUsage, fmt.Errorf(format, args...)}
+}
+
+func badInputf(format string, args ...any) error {
+	return &kindError{ErrBadInput, fmt.Errorf(format, args...)}
+}
+
 // Spec is one parsed --scorer value: [NAME=]KIND[:ARG].
 type Spec struct {
 	Name string // component name; defaults to Kind
@@ -55,27 +70,27 @@ func ParseSpec(v string) (Spec, error) {
 	switch kind {
 	case "env":
 		if hasArg {
-			return s, fmt.Errorf("%w: --scorer %q: env takes no argument", ErrUsage, v)
+			return s, usagef("--scorer %q: env takes no argument", v)
 		}
 		if named && name != ComponentEnv {
-			return s, fmt.Errorf("%w: --scorer %q: the env scorer's component is always named %q", ErrUsage, v, ComponentEnv)
+			return s, usagef("--scorer %q: the env scorer's component is always named %q", v, ComponentEnv)
 		}
 	case "formula":
 		if s.Arg == "" {
-			return s, fmt.Errorf("%w: --scorer %q: formula needs an expression, e.g. --scorer 'formula:win - 0.1*illegal'", ErrUsage, v)
+			return s, usagef("--scorer %q: formula needs an expression, e.g. --scorer 'formula:win - 0.1*illegal'", v)
 		}
 	case "ruler":
 		if hasArg {
-			return s, fmt.Errorf("%w: --scorer %q: ruler takes no argument (use --rubric FILE, --judge-model)", ErrUsage, v)
+			return s, usagef("--scorer %q: ruler takes no argument (use --rubric FILE, --judge-model)", v)
 		}
 	default:
-		return s, fmt.Errorf("%w: --scorer %q: unknown scorer %q (want env, formula:EXPR or ruler, optionally NAME=...)", ErrUsage, v, kind)
+		return s, usagef("--scorer %q: unknown scorer %q (want env, formula:EXPR or ruler, optionally NAME=...)", v, kind)
 	}
 	if !nameRE.MatchString(name) {
-		return s, fmt.Errorf("%w: --scorer %q: component name %q is not a name (letters, digits, _ . -)", ErrUsage, v, name)
+		return s, usagef("--scorer %q: component name %q is not a name (letters, digits, _ . -)", v, name)
 	}
 	if kind != "env" && (name == ComponentEnv || name == ComponentPrevious) {
-		return s, fmt.Errorf("%w: --scorer %q: component name %q is reserved", ErrUsage, v, name)
+		return s, usagef("--scorer %q: component name %q is reserved", v, name)
 	}
 	return s, nil
 }

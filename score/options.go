@@ -1,7 +1,6 @@
 package score
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -92,25 +91,25 @@ func (o *Options) validate() error {
 	switch o.OnJudgeError {
 	case PolicyFail, PolicySkip, PolicyMark:
 	default:
-		return fmt.Errorf("%w: --on-judge-error %q: want fail, skip or mark", ErrUsage, o.OnJudgeError)
+		return usagef("--on-judge-error %q: want fail, skip or mark", o.OnJudgeError)
 	}
 	if o.JudgeRetries < 0 {
-		return fmt.Errorf("%w: --judge-retries %d: want 0 or more", ErrUsage, o.JudgeRetries)
+		return usagef("--judge-retries %d: want 0 or more", o.JudgeRetries)
 	}
 	if o.Concurrency < 1 {
-		return fmt.Errorf("%w: --concurrency %d: want 1 or more", ErrUsage, o.Concurrency)
+		return usagef("--concurrency %d: want 1 or more", o.Concurrency)
 	}
 	if o.JudgeTimeout < 0 {
-		return fmt.Errorf("%w: --judge-timeout %v: want 0 (none) or more", ErrUsage, o.JudgeTimeout)
+		return usagef("--judge-timeout %v: want 0 (none) or more", o.JudgeTimeout)
 	}
 	if o.PricePrompt < 0 || o.PriceCompletion < 0 {
-		return fmt.Errorf("%w: judge prices must not be negative", ErrUsage)
+		return usagef("judge prices must not be negative")
 	}
 	if len(o.Inputs) == 0 {
-		return fmt.Errorf("%w: no input files", ErrUsage)
+		return usagef("no input files")
 	}
 	if o.Out == nil {
-		return fmt.Errorf("%w: no output", ErrUsage)
+		return usagef("no output")
 	}
 	return nil
 }

@@ -135,7 +135,7 @@ func inputError(err error) error {
 	if (errors.As(err, &errno) || errors.As(err, &perr)) && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrBadInput, err)
+	return badInputf("%w", err)
 }
 
 // buildChain turns the --scorer specs into a Chain. It returns the meter
@@ -149,7 +149,7 @@ func buildChain(opts Options, log *slog.Logger) (*Chain, *judge.Meter, error) {
 			return nil, nil, err
 		}
 		if prev, dup := names[s.Name]; dup {
-			return nil, nil, fmt.Errorf("%w: --scorer %q and --scorer %q both write component %q; name one, e.g. NAME=formula:EXPR", ErrUsage, prev, v, s.Name)
+			return nil, nil, usagef("--scorer %q and --scorer %q both write component %q; name one, e.g. NAME=formula:EXPR", prev, v, s.Name)
 		}
 		names[s.Name] = v
 		specs = append(specs, s)
@@ -165,7 +165,7 @@ func buildChain(opts Options, log *slog.Logger) (*Chain, *judge.Meter, error) {
 		case "formula":
 			f, err := formula.New(s.Name, s.Arg)
 			if err != nil {
-				return nil, nil, fmt.Errorf("%w: --scorer %q: %w", ErrUsage, s.String(), err)
+				return nil, nil, usagef("--scorer %q: %w", s.String(), err)
 			}
 			c.Scorers = append(c.Scorers, f)
 		case "ruler":
@@ -201,10 +201,10 @@ func readRubric(path string) (string, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("%w: --rubric: %w", ErrUsage, err)
+		return "", usagef("--rubric: %w", err)
 	}
 	if strings.TrimSpace(string(b)) == "" {
-		return "", fmt.Errorf("%w: --rubric %s: the file is empty", ErrUsage, path)
+		return "", usagef("--rubric %s: the file is empty", path)
 	}
 	return string(b), nil
 }
@@ -212,7 +212,7 @@ func readRubric(path string) (string, error) {
 // buildJudge assembles Cache(Retry(OpenAI or opts.Judge)).
 func buildJudge(opts Options, log *slog.Logger) (judge.Judge, error) {
 	if opts.JudgeModel == "" {
-		return nil, fmt.Errorf("%w: --scorer ruler needs --judge-model", ErrUsage)
+		return nil, usagef("--scorer ruler needs --judge-model")
 	}
 	j := opts.Judge
 	if j == nil {
@@ -239,7 +239,7 @@ func buildJudge(opts Options, log *slog.Logger) (judge.Judge, error) {
 	j = judge.Retry{Next: j, Attempts: opts.JudgeRetries + 1, Backoff: backoff}
 	if !opts.NoCache {
 		if opts.CacheDir == "" {
-			return nil, fmt.Errorf("%w: --judge-cache is empty (use --no-judge-cache to run without one)", ErrUsage)
+			return nil, usagef("--judge-cache is empty (use --no-judge-cache to run without one)")
 		}
 		j = &judgecache.Cache{Dir: opts.CacheDir, Next: j, Log: log}
 	}

@@ -2,7 +2,6 @@ package score
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/hone-rl/hone/format/trajectory"
@@ -49,7 +48,7 @@ func (EnvScorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 		t := &g.Trajectories[i]
 		c, ok := component(t, ComponentEnv)
 		if !ok {
-			return nil, fmt.Errorf("%w: group %q, trajectory %q: env scorer: the row has no environment reward (reward is null); score it with another scorer, e.g. ruler or formula", ErrBadInput, g.ID, t.ID)
+			return nil, badInputf("group %q, trajectory %q: env scorer: the row has no environment reward (reward is null); score it with another scorer, e.g. ruler or formula", g.ID, t.ID)
 		}
 		out[i] = c
 	}

@@ -1,0 +1,504 @@
+package score_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/score"
+	"github.com/hone-rl/hone/score/judge"
+	"github.com/hone-rl/hone/score/judge/judgetest"
+)
+
+// episode builds one trajectory: the shared scenario prompt, then the
+// agent's answer. Rewards and metrics are what an environment would write.
+func episode(group string, i int, answer string, reward *float64, win, illegal float64) trajectory.Trajectory {
+	return trajectory.Trajectory{
+		Run: "r1", ScenarioID: group, Split: trajectory.SplitTrain, GroupID: group,
+		ID: fmt.Sprintf("%s-t%d", group, i), Env: "guess",
+		Messages: []trajectory.Message{
+			{Role: "system", Content: "Guess the secret number between 1 and 64."},
+			{Role: "user", Content: "Scenario " + group},
+			{Role: "assistant", Content: answer, Trainable: true, TokenIDs: []int32{1, 2}, Logprobs: []float32{-0.5, -0.1}},
+		},
+		Reward:    reward,
+		Metrics:   map[string]float64{"win": win, "illegal": illegal},
+		CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	}
+}
+
+// groups returns n groups of size k; trajectory 0 of each "wins".
+func groups(n, k int) []trajectory.Group {
+	var gs []trajectory.Group
+	for g := 0; g < n; g++ {
+		id := fmt.Sprintf("g%d", g)
+		grp := trajectory.Group{ID: id}
+		for i := 0; i < k; i++ {
+			answer, win := fmt.Sprintf("guess %d", 10+i), 0.0
+			if i == 0 {
+				answer, win = "guess 42: WIN", 1
+			}
+			grp.Trajectories = append(grp.Trajectories, episode(id, i, answer, trajectory.Float64(win), win, float64(i)))
+		}
+		gs = append(gs, grp)
+	}
+	return gs
+}
+
+func writeInput(t *testing.T, name string, gs []trajectory.Group) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// run scores inputs and returns the output bytes, the groups read back and
+// the summary.
+func run(t *testing.T, opts score.Options, inputs ...string) ([]byte, []trajectory.Group, score.Summary, error) {
+	t.Helper()
+	var out bytes.Buffer
+	opts.Inputs, opts.Out = inputs, &out
+	sum, err := score.Score(context.Background(), opts)
+	if err != nil {
+		return nil, nil, sum, err
+	}
+	p := filepath.Join(t.TempDir(), "out.parquet")
+	if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := trajectory.ReadAll(context.Background(), []string{p}, trajectory.ReadOptions{})
+	if err != nil {
+		t.Fatalf("read output back: %v", err)
+	}
+	return out.Bytes(), gs, sum, nil
+}
+
+// baseOpts are the flag defaults, with the cache in a temp dir.
+func baseOpts(t *testing.T) score.Options {
+	return score.Options{OnJudgeError: score.PolicyFail, JudgeRetries: 2, Concurrency: 2,
+		JudgeTimeout: 10 * time.Second, JudgeTemperature: -1, CacheDir: t.TempDir(),
+		Backoff: func(int) time.Duration { return 0 }}
+}
+
+func comp(t *trajectory.Trajectory, name string) (float64, bool) {
+	for _, c := range t.RewardComponents {
+		if c.Name == name {
+			return c.Value, true
+		}
+	}
+	return 0, false
+}
+
+func ids(gs []trajectory.Group) string {
+	var s []string
+	for _, g := range gs {
+		for _, t := range g.Trajectories {
+			s = append(s, t.ID)
+		}
+	}
+	return strings.Join(s, ",")
+}
+
+func TestEnvAndFormula(t *testing.T) {
+	in := writeInput(t, "in.parquet", groups(2, 3))
+	opts := baseOpts(t)
+	opts.Scorers = []string{"env", "formula:win - 0.1*illegal + 0*env"}
+	out1, gs, sum, err := run(t, opts, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Groups != 2 || sum.Scored != 2 || sum.Written != 6 || len(sum.Judge) != 0 {
+		t.Fatalf("summary = %+v", sum)
+	}
+	for _, g := range gs {
+		for i, tr := range g.Trajectories {
+			win := 0.0
+			if i == 0 {
+				win = 1
+			}
+			want := win - 0.1*float64(i)
+			if tr.Reward == nil || math.Abs(*tr.Reward-want) > 1e-12 {
+				t.Fatalf("%s reward = %v, want %v", tr.ID, tr.Reward, want)
+			}
+			if v, ok := comp(&tr, "env"); !ok || v != win {
+				t.Fatalf("%s: env component = %v %v, want %v (the reward before)", tr.ID, v, ok, win)
+			}
+			if _, ok := comp(&tr, "formula"); !ok {
+				t.Fatalf("%s: no formula component: %+v", tr.ID, tr.RewardComponents)
+			}
+			if tr.Metadata[score.MetaChain] != "env | formula:win - 0.1*illegal + 0*env" {
+				t.Fatalf("chain metadata = %q", tr.Metadata[score.MetaChain])
+			}
+		}
+	}
+	// Scoring the output again with the same chain changes nothing.
+	p := filepath.Join(t.TempDir(), "scored.parquet")
+	os.WriteFile(p, out1, 0o644)
+	out2, _, _, err := run(t, opts, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out1, out2) {
+		t.Fatal("re-scoring the output with the same chain changed it")
+	}
+	// A different chain keeps the reward before as "previous", and env stays.
+	opts.Scorers = []string{"formula:2*win"}
+	_, gs3, _, err := run(t, opts, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := gs3[0].Trajectories[1] // reward was -0.1, now 0
+	if v, ok := comp(&tr, "previous"); !ok || math.Abs(v+0.1) > 1e-12 || *tr.Reward != 0 {
+		t.Fatalf("previous = %v %v, reward %v", v, ok, *tr.Reward)
+	}
+	if v, ok := comp(&tr, "env"); !ok || v != 0 {
+		t.Fatalf("env component lost: %+v", tr.RewardComponents)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	in := writeInput(t, "in.parquet", groups(1, 2))
+	cases := map[string]struct {
+		scorers []string
+		mod     func(*score.Options)
+		want    string
+	}{
+		"bad expression":  {[]string{"formula:win - "}, nil, `--scorer "formula:win -": formula "win -" does not parse`},
+		"unknown scorer":  {[]string{"bleu"}, nil, `unknown scorer "bleu"`},
+		"empty formula":   {[]string{"formula:"}, nil, "needs an expression"},
+		"duplicate":       {[]string{"formula:win", "formula:illegal"}, nil, `both write component "formula"`},
+		"reserved":        {[]string{"env=formula:win"}, nil, `component name "env" is reserved`},
+		"no judge model":  {[]string{"ruler"}, nil, "needs --judge-model"},
+		"bad policy":      {[]string{"env"}, func(o *score.Options) { o.OnJudgeError = "ignore" }, "want fail, skip or mark"},
+		"missing rubric":  {[]string{"ruler"}, func(o *score.Options) { o.JudgeModel = "m"; o.RubricFile = "/nonexistent/rubric.txt" }, "--rubric"},
+		"bad concurrency": {[]string{"env"}, func(o *score.Options) { o.Concurrency = 0 }, "--concurrency"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			opts := baseOpts(t)
+			opts.Scorers = c.scorers
+			if c.mod != nil {
+				c.mod(&opts)
+			}
+			_, _, _, err := run(t, opts, in)
+			if !errors.Is(err, score.ErrUsage) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want a usage error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	gs := groups(1, 2)
+	gs[0].Trajectories[1].Reward = nil
+	in := writeInput(t, "in.parquet", gs)
+	opts := baseOpts(t)
+	opts.Scorers = []string{"env"}
+	_, _, _, err := run(t, opts, in)
+	if !errors.Is(err, score.ErrBadInput) || !strings.Contains(err.Error(), `trajectory "g0-t1"`) {
+		t.Fatalf("err = %v", err)
+	}
+	opts.Scorers = []string{"formula:wins"}
+	_, _, _, err = run(t, opts, writeInput(t, "in2.parquet", groups(1, 2)))
+	if err == nil || !strings.Contains(err.Error(), `no metric or component named "wins"`) {
+		t.Fatalf("err = %v", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.parquet")
+	os.WriteFile(bad, []byte("not parquet"), 0o644)
+	if _, _, _, err = run(t, opts, bad); !errors.Is(err, score.ErrBadInput) {
+		t.Fatalf("not-parquet input: err = %v", err)
+	}
+}
+
+func rulerOpts(t *testing.T, srv *judgetest.Server) score.Options {
+	opts := baseOpts(t)
+	opts.Scorers = []string{"ruler", "final=formula:0.5*ruler + 0.5*env"}
+	opts.JudgeModel, opts.JudgeBaseURL, opts.JudgeAPIKey = "judge-m", srv.BaseURL(), "sk-test"
+	return opts
+}
+
+func TestRulerAndCache(t *testing.T) {
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	in1 := writeInput(t, "a.parquet", groups(3, 3))
+	gs2 := groups(5, 2)[3:] // g3, g4
+	in2 := writeInput(t, "b.parquet", gs2)
+	opts := rulerOpts(t, srv)
+	opts.PricePrompt, opts.PriceCompletion = 1, 2
+	out1, gs, sum, err := run(t, opts, in1, in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Hits() != 5 || sum.Scored != 5 || ids(gs) != "g0-t0,g0-t1,g0-t2,g1-t0,g1-t1,g1-t2,g2-t0,g2-t1,g2-t2,g3-t0,g3-t1,g4-t0,g4-t1" {
+		t.Fatalf("hits %d, summary %+v, order %s", srv.Hits(), sum, ids(gs))
+	}
+	u := sum.Judge["judge-m"]
+	if u.Calls != 5 || u.CacheHits != 0 || u.CompletionTokens != 10*(3*3+2*2) || u.PromptTokens == 0 {
+		t.Fatalf("usage = %+v", u)
+	}
+	if want := float64(u.PromptTokens)/1e6 + 2*float64(u.CompletionTokens)/1e6; math.Abs(sum.Cost()-want) > 1e-12 || !strings.Contains(sum.String(), "judge judge-m: 5 calls") {
+		t.Fatalf("cost %v want %v; %s", sum.Cost(), want, sum)
+	}
+	tr := gs[0].Trajectories[0]
+	if r, _ := comp(&tr, "ruler"); r != 1 || *tr.Reward != 1 { // 0.5*1 + 0.5*1
+		t.Fatalf("winner: %+v reward %v", tr.RewardComponents, *tr.Reward)
+	}
+	tr = gs[0].Trajectories[1]
+	if r, _ := comp(&tr, "ruler"); r != 0.25 || *tr.Reward != 0.125 {
+		t.Fatalf("loser: %+v reward %v", tr.RewardComponents, *tr.Reward)
+	}
+	for _, req := range srv.Requests() {
+		if strings.Contains(req.User(), "logprob") || strings.Count(req.User(), "Guess the secret") != 1 {
+			t.Fatalf("prompt shows logprobs or repeats the shared prefix:\n%s", req.User())
+		}
+	}
+	// The same input again: same bytes, no judge call.
+	out2, _, sum2, err := run(t, opts, in1, in2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Hits() != 5 || !bytes.Equal(out1, out2) || sum2.Judge["judge-m"].CacheHits != 5 || sum2.Judge["judge-m"].PromptTokens != 0 {
+		t.Fatalf("second run: hits %d, equal %v, usage %+v", srv.Hits(), bytes.Equal(out1, out2), sum2.Judge)
+	}
+	// A different rubric is a different question.
+	rub := filepath.Join(t.TempDir(), "rubric.txt")
+	os.WriteFile(rub, []byte("Fewer guesses are better."), 0o644)
+	opts.RubricFile = rub
+	if _, _, _, err := run(t, opts, in1); err != nil || srv.Hits() != 8 {
+		t.Fatalf("new rubric: hits %d, err %v", srv.Hits(), err)
+	}
+	if !strings.Contains(srv.Requests()[7].System(), "Fewer guesses are better.") {
+		t.Fatal("rubric file not in the system prompt")
+	}
+}
+
+func TestOnlyMissing(t *testing.T) {
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	opts := rulerOpts(t, srv)
+	opts.NoCache = true
+	out, _, _, err := run(t, opts, writeInput(t, "old.parquet", groups(2, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(t.TempDir(), "scored.parquet")
+	os.WriteFile(old, out, 0o644)
+	fresh := groups(4, 2)[2:]
+	fresh[1].Trajectories[0].Reward = nil
+	newer := writeInput(t, "new.parquet", fresh)
+	opts.OnlyMissing = true
+	// Without env: g3-t0 has no environment reward.
+	opts.Scorers = []string{"ruler", "final=formula:2*ruler"}
+	_, gs, sum, err := run(t, opts, old, newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Hits() != 4 || sum.Passed != 2 || sum.Scored != 2 || ids(gs) != "g0-t0,g0-t1,g1-t0,g1-t1,g2-t0,g2-t1,g3-t0,g3-t1" {
+		t.Fatalf("hits %d (want 2+2), summary %+v, order %s", srv.Hits(), sum, ids(gs))
+	}
+	for _, g := range gs {
+		for _, tr := range g.Trajectories {
+			if _, ok := comp(&tr, "final"); !ok {
+				t.Fatalf("%s not scored: %+v", tr.ID, tr.RewardComponents)
+			}
+		}
+	}
+}
+
+// script answers badly for any group whose prompt contains "Scenario g1".
+func badForG1(bad judgetest.Reply) func(int, judgetest.Request) judgetest.Reply {
+	good := judgetest.KeywordJudge("WIN")
+	return func(n int, r judgetest.Request) judgetest.Reply {
+		if strings.Contains(r.User(), "Scenario g1") {
+			return bad
+		}
+		return good(n, r)
+	}
+}
+
+func TestOnJudgeError(t *testing.T) {
+	failures := map[string]judgetest.Reply{
+		"wrong count":  {Content: judgetest.Answer([]string{"1"}, []float64{1})},
+		"out of range": {Content: judgetest.Answer([]string{"1", "2"}, []float64{1, 7})},
+		"non-json":     {Content: "Trajectory 1 wins."},
+		"http 500":     {Status: 500},
+		"timeout":      {Delay: 10 * time.Second},
+	}
+	for fname, bad := range failures {
+		for _, policy := range []string{score.PolicyFail, score.PolicySkip, score.PolicyMark} {
+			t.Run(fname+"/"+policy, func(t *testing.T) {
+				srv := judgetest.NewServer(t, badForG1(bad))
+				opts := rulerOpts(t, srv)
+				opts.OnJudgeError, opts.JudgeRetries, opts.JudgeTimeout = policy, 1, 150*time.Millisecond
+				_, gs, sum, err := run(t, opts, writeInput(t, "in.parquet", groups(3, 2)))
+				// g0 and g2: one call each; g1: 2 attempts. Under fail,
+				// g2 may be cancelled before its call.
+				switch policy {
+				case score.PolicyFail:
+					if !errors.Is(err, judge.ErrFailed) || !strings.Contains(err.Error(), `group "g1"`) {
+						t.Fatalf("err = %v", err)
+					}
+					return
+				case score.PolicySkip:
+					if err != nil || sum.Skipped != 1 || ids(gs) != "g0-t0,g0-t1,g2-t0,g2-t1" {
+						t.Fatalf("err %v, summary %+v, rows %s", err, sum, ids(gs))
+					}
+				case score.PolicyMark:
+					if err != nil || sum.Marked != 1 || ids(gs) != "g0-t0,g0-t1,g1-t0,g1-t1,g2-t0,g2-t1" {
+						t.Fatalf("err %v, summary %+v, rows %s", err, sum, ids(gs))
+					}
+					m := gs[1].Trajectories[0]
+					if !strings.HasPrefix(m.Error, "hone-score: scorer ruler: ") || *m.Reward != 1 || len(m.RewardComponents) != 0 {
+						t.Fatalf("marked row: error %q, reward %v, comps %+v", m.Error, *m.Reward, m.RewardComponents)
+					}
+				}
+				if srv.Hits() != 4 {
+					t.Fatalf("hits = %d, want 1+2+1", srv.Hits())
+				}
+				if u := sum.Judge["judge-m"]; u.Calls != 4 || u.Retries != 1 {
+					t.Fatalf("usage = %+v", u)
+				}
+			})
+		}
+	}
+}
+
+func TestGroupOfOne(t *testing.T) {
+	gs := groups(3, 2)
+	gs[1].Trajectories = gs[1].Trajectories[:1]
+	in := writeInput(t, "in.parquet", gs)
+	for _, policy := range []string{score.PolicyFail, score.PolicySkip, score.PolicyMark} {
+		t.Run(policy, func(t *testing.T) {
+			srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+			opts := rulerOpts(t, srv)
+			opts.OnJudgeError, opts.NoCache, opts.Concurrency = policy, true, 1
+			_, out, sum, err := run(t, opts, in)
+			switch policy {
+			case score.PolicyFail:
+				if err == nil || !strings.Contains(err.Error(), `group "g1" has 1 trajectory`) || !strings.Contains(err.Error(), "at least 2") {
+					t.Fatalf("err = %v", err)
+				}
+			case score.PolicySkip:
+				if err != nil || sum.Skipped != 1 || ids(out) != "g0-t0,g0-t1,g2-t0,g2-t1" || srv.Hits() != 2 {
+					t.Fatalf("err %v, summary %+v, rows %s, hits %d", err, sum, ids(out), srv.Hits())
+				}
+			case score.PolicyMark:
+				if err != nil || sum.Marked != 1 || !strings.Contains(out[1].Trajectories[0].Error, "needs at least 2") || srv.Hits() != 2 {
+					t.Fatalf("err %v, summary %+v, hits %d", err, sum, srv.Hits())
+				}
+			}
+		})
+	}
+}
+
+// A marked group is retried by the next --only-missing run, and its mark
+// removed once it is scored.
+func TestMarkThenRescore(t *testing.T) {
+	var broken atomic.Bool
+	broken.Store(true)
+	good := judgetest.KeywordJudge("WIN")
+	srv := judgetest.NewServer(t, func(n int, r judgetest.Request) judgetest.Reply {
+		if broken.Load() {
+			return judgetest.Reply{Status: 503}
+		}
+		return good(n, r)
+	})
+	opts := rulerOpts(t, srv)
+	opts.OnJudgeError, opts.JudgeRetries = score.PolicyMark, 0
+	out, _, _, err := run(t, opts, writeInput(t, "in.parquet", groups(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "marked.parquet")
+	os.WriteFile(p, out, 0o644)
+	broken.Store(false)
+	opts.OnlyMissing = true
+	_, gs, sum, err := run(t, opts, p)
+	if err != nil || sum.Scored != 1 || gs[0].Trajectories[0].Error != "" {
+		t.Fatalf("err %v, summary %+v, error %q", err, sum, gs[0].Trajectories[0].Error)
+	}
+}
+
+// Groups keep their order whatever order the judge answers in.
+func TestOrderUnderConcurrency(t *testing.T) {
+	var calls atomic.Int32
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		calls.Add(1)
+		// Earlier groups answer later.
+		i := strings.Index(r.User, "Scenario g")
+		var g int
+		fmt.Sscanf(r.User[i+len("Scenario g"):], "%d", &g)
+		time.Sleep(time.Duration(8-g) * 3 * time.Millisecond)
+		return judgetest.Answer(r.IDs, []float64{1, 0}), nil
+	}}
+	opts := baseOpts(t)
+	opts.Scorers, opts.JudgeModel, opts.Judge, opts.Concurrency, opts.NoCache = []string{"ruler"}, "fake", f, 4, true
+	gs := groups(8, 2)
+	_, out, _, err := run(t, opts, writeInput(t, "in.parquet", gs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids(out) != ids(gs) || calls.Load() != 8 {
+		t.Fatalf("order %s, want %s; calls %d", ids(out), ids(gs), calls.Load())
+	}
+	for _, g := range out {
+		if *g.Trajectories[0].Reward != 1 || *g.Trajectories[1].Reward != 0 {
+			t.Fatalf("group %s rewards wrong", g.ID)
+		}
+	}
+}
+
+// Cancelling keeps the groups finished before the stop, whole.
+func TestInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		if n > 0 {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return judgetest.Answer(r.IDs, []float64{1, 0}), nil
+	}}
+	opts := baseOpts(t)
+	opts.Scorers, opts.JudgeModel, opts.Judge, opts.Concurrency, opts.NoCache = []string{"ruler"}, "fake", f, 1, true
+	opts.Progress = func(groups, rows int64) { cancel() }
+	var out bytes.Buffer
+	opts.Inputs, opts.Out = []string{writeInput(t, "in.parquet", groups(4, 2))}, &out
+	sum, err := score.Score(ctx, opts)
+	if !errors.Is(err, score.ErrInterrupted) || sum.Written != 2 {
+		t.Fatalf("err %v, summary %+v", err, sum)
+	}
+	p := filepath.Join(t.TempDir(), "partial.parquet")
+	os.WriteFile(p, out.Bytes(), 0o644)
+	gs, err := trajectory.ReadAll(context.Background(), []string{p}, trajectory.ReadOptions{})
+	if err != nil || ids(gs) != "g0-t0,g0-t1" {
+		t.Fatalf("partial output: %v, %s", err, ids(gs))
+	}
+}
+
+func TestParseSpec(t *testing.T) {
+	cases := map[string]score.Spec{
+		"env":                   {Name: "env", Kind: "env"},
+		"ruler":                 {Name: "ruler", Kind: "ruler"},
+		"judge=ruler":           {Name: "judge", Kind: "ruler"},
+		"formula:a==b ? 1 : 0":  {Name: "formula", Kind: "formula", Arg: "a==b ? 1 : 0"},
+		"x=formula:max(a, b)":   {Name: "x", Kind: "formula", Arg: "max(a, b)"},
+		" formula : win - 0.1 ": {Name: "formula", Kind: "formula", Arg: "win - 0.1"},
+	}
+	for in, want := range cases {
+		got, err := score.ParseSpec(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("ParseSpec(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+}

@@ -25,15 +25,15 @@ func New(c Config, be kernels.Backend) (*Model, error) {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
 	C, V := c.Hidden, c.Vocab
-	m := &Model{Config: c, be: be, Embed: make([]float32, V*C), Norm: make([]float32, C), Blocks: make([]Block, c.Layers)}
+	m := &Model{Config: c, be: be, Embed: Matrix{F32: make([]float32, V*C)}, Norm: make([]float32, C), Blocks: make([]Block, c.Layers)}
 	if c.TieEmbeddings {
 		m.Head = m.Embed
 	} else {
-		m.Head = make([]float32, V*C)
+		m.Head = Matrix{F32: make([]float32, V*C)}
 	}
 	lin := func(mod Module, bias bool) Linear {
 		in, out := c.dims(mod)
-		l := Linear{Weight: make([]float32, out*in), In: in, Out: out}
+		l := Linear{Weight: Matrix{F32: make([]float32, out*in)}, In: in, Out: out}
 		if bias {
 			l.Bias = make([]float32, out)
 		}
@@ -56,11 +56,13 @@ func New(c Config, be kernels.Backend) (*Model, error) {
 }
 
 // Tensor is one named weight of the model as the checkpoint names it, with
-// its shape; Values aliases the model's memory.
+// its shape. Values (float32) or, for matrices converted by ToBF16, Bits
+// (bfloat16) alias the model's memory.
 type Tensor struct {
 	Name   string
 	Shape  []int
 	Values []float32
+	Bits   []uint16
 }
 
 // Tensors lists every weight the model holds under its checkpoint name, in
@@ -68,17 +70,17 @@ type Tensor struct {
 // struct tags of Model, Block, Attention, MLP and Linear.
 func (m *Model) Tensors() []Tensor {
 	var out []Tensor
-	walk(reflect.ValueOf(m).Elem(), "", func(name string, shape []int, v []float32) {
-		if name == "lm_head.weight" && m.Config.TieEmbeddings {
+	walk(reflect.ValueOf(m).Elem(), "", func(t Tensor) {
+		if t.Name == "lm_head.weight" && m.Config.TieEmbeddings {
 			return
 		}
-		out = append(out, Tensor{Name: name, Shape: shape, Values: v})
+		out = append(out, t)
 	})
 	return out
 }
 
-// walk visits every allocated weight slice under v, naming it by the hf tags.
-func walk(v reflect.Value, prefix string, visit func(name string, shape []int, vals []float32)) {
+// walk visits every allocated weight under v, naming it by the hf tags.
+func walk(v reflect.Value, prefix string, visit func(Tensor)) {
 	t := v.Type()
 	for i := range t.NumField() {
 		tag, ok := t.Field(i).Tag.Lookup("hf")
@@ -90,12 +92,15 @@ func walk(v reflect.Value, prefix string, visit func(name string, shape []int, v
 		switch x := f.Addr().Interface().(type) {
 		case *[]float32:
 			if *x != nil {
-				visit(prefix+name, vecShape(v, t.Field(i).Name, len(*x)), *x)
+				visit(Tensor{Name: prefix + name, Shape: []int{len(*x)}, Values: *x})
 			}
+		case *Matrix: // the embedding table and lm_head
+			m := v.Addr().Interface().(*Model)
+			visit(Tensor{Name: prefix + name, Shape: []int{m.Config.Vocab, m.Config.Hidden}, Values: x.F32, Bits: x.BF16})
 		case *Linear:
-			visit(prefix+name+".weight", []int{x.Out, x.In}, x.Weight)
+			visit(Tensor{Name: prefix + name + ".weight", Shape: []int{x.Out, x.In}, Values: x.Weight.F32, Bits: x.Weight.BF16})
 			if x.Bias != nil {
-				visit(prefix+name+".bias", []int{x.Out}, x.Bias)
+				visit(Tensor{Name: prefix + name + ".bias", Shape: []int{x.Out}, Values: x.Bias})
 			}
 		case *[]Block:
 			for l := range *x {
@@ -107,15 +112,6 @@ func walk(v reflect.Value, prefix string, visit func(name string, shape []int, v
 			}
 		}
 	}
-}
-
-// vecShape gives the shape of a plain weight slice: the embedding and head
-// tables are [V, C]; everything else is a vector.
-func vecShape(owner reflect.Value, field string, n int) []int {
-	if m, ok := owner.Addr().Interface().(*Model); ok && (field == "Embed" || field == "Head") {
-		return []int{m.Config.Vocab, m.Config.Hidden}
-	}
-	return []int{n}
 }
 
 // TensorSource is where weights are read from; *safetensors.Set is one.
@@ -136,8 +132,15 @@ func (m *Model) LoadWeights(src TensorSource) error {
 		if !equalShape(info.Shape, t.Shape) {
 			return fmt.Errorf("model: tensor %q has shape %v, config wants %v", t.Name, info.Shape, t.Shape)
 		}
-		if err := src.Float32Into(t.Values, t.Name); err != nil {
+		dst := t.Values
+		if t.Bits != nil {
+			dst = make([]float32, len(t.Bits))
+		}
+		if err := src.Float32Into(dst, t.Name); err != nil {
 			return fmt.Errorf("model: tensor %q: %w", t.Name, err)
+		}
+		if t.Bits != nil {
+			kernels.ToBF16(t.Bits, dst)
 		}
 	}
 	return nil

@@ -170,6 +170,6 @@ func (m *Model) Step(ctx context.Context, cache Cache, in []StepInput, ad *Adapt
 		copy(last[i*C:(i+1)*C], xf[n*C:(n+1)*C])
 	}
 	out := make([]float32, len(in)*V)
-	m.be.LinearForward(out, last, m.Head, nil, len(in), C, V)
+	m.Head.linear(m.be, out, last, nil, len(in), C, V)
 	return out, nil
 }

@@ -6,7 +6,7 @@ import "github.com/hone-rl/hone/kernels"
 // update passed per call (the adapter lives outside the model, so the same
 // weights serve the base model and any adapter).
 type Linear struct {
-	Weight []float32 // [Out, In]
+	Weight Matrix    // [Out, In]
 	Bias   []float32 // [Out] or nil
 	In     int
 	Out    int
@@ -15,7 +15,7 @@ type Linear struct {
 // Forward computes out [N, Out] = x·Wᵀ + b + Scale·(x·Aᵀ)·Bᵀ.
 // With lora, u [N, R] receives Scale·x·Aᵀ, which Backward needs.
 func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *LoRA) {
-	be.LinearForward(out, x, l.Weight, l.Bias, N, l.In, l.Out)
+	l.Weight.linear(be, out, x, l.Bias, N, l.In, l.Out)
 	if lora == nil {
 		return
 	}
@@ -35,7 +35,7 @@ func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *L
 // dx may be nil when the input's gradient is not needed.
 func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u []float32, N int, lora *LoRA) {
 	if dx != nil {
-		be.LinearBackward(dx, nil, nil, dout, x, l.Weight, N, l.In, l.Out)
+		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
 	}
 	if lora == nil {
 		return
@@ -54,5 +54,11 @@ func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u []float32, N int, l
 func (l *Linear) merge(be kernels.Backend, lora *LoRA) {
 	ba := make([]float32, l.Out*l.In)
 	be.Matmul(ba, lora.B, lora.A, l.Out, l.In, lora.R, false, false, 0)
-	be.AXPY(l.Weight, ba, lora.Scale, l.Out*l.In)
+	if l.Weight.BF16 != nil {
+		w := l.Weight.float32s()
+		be.AXPY(w, ba, lora.Scale, l.Out*l.In)
+		kernels.ToBF16(l.Weight.BF16, w)
+		return
+	}
+	be.AXPY(l.Weight.F32, ba, lora.Scale, l.Out*l.In)
 }

@@ -72,7 +72,12 @@ func Load(dir string, be kernels.Backend) (*Model, error) {
 func (m *Model) SaveWeights(path string, dtype safetensors.DType) error {
 	var ts []safetensors.Tensor
 	for _, t := range m.Tensors() {
-		st, err := safetensors.FromFloat32Tensor(t.Name, dtype, t.Shape, t.Values)
+		vals := t.Values
+		if t.Bits != nil {
+			vals = make([]float32, len(t.Bits))
+			kernels.FromBF16(vals, t.Bits)
+		}
+		st, err := safetensors.FromFloat32Tensor(t.Name, dtype, t.Shape, vals)
 		if err != nil {
 			return fmt.Errorf("model: %w", err)
 		}

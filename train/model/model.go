@@ -10,10 +10,10 @@ import (
 // Model is a decoder-only transformer of the Llama / Qwen2 / Qwen3 families,
 // its weights held as float32.
 type Model struct {
-	Embed  []float32 `hf:"model.embed_tokens.weight"` // [V, C]
+	Embed  Matrix    `hf:"model.embed_tokens.weight"` // [V, C]
 	Blocks []Block   `hf:"model.layers"`
 	Norm   []float32 `hf:"model.norm.weight"`       // [C]
-	Head   []float32 `hf:"lm_head.weight,optional"` // [V, C]; the Embed slice when tied
+	Head   Matrix    `hf:"lm_head.weight,optional"` // [V, C]; the same slices as Embed when tied
 
 	Config Config
 	be     kernels.Backend
@@ -145,7 +145,7 @@ func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOpt
 		}
 	}
 	p.xs[0] = make([]float32, N*C)
-	be.EmbeddingForward(p.xs[0], b.IDs, m.Embed, N, C, V)
+	m.embed(p.xs[0], b.IDs)
 	if opt.Checkpoint {
 		p.acts = make([]*blockActs, 1)
 	} else {
@@ -165,7 +165,11 @@ func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOpt
 	p.xf, p.rstdf = make([]float32, N*C), make([]float32, N)
 	be.RMSNormForward(p.xf, p.rstdf, p.xs[len(m.Blocks)], m.Norm, N, C, c.RMSNormEps)
 	p.Logprob, p.Entropy, p.lse = make([]float32, N), make([]float32, N), make([]float32, N)
-	be.LogprobForward(p.Logprob, p.Entropy, p.lse, p.xf, m.Head, p.tgt, N, C, V, opt.Chunk)
+	if m.Head.BF16 != nil {
+		be.LogprobForwardBF16(p.Logprob, p.Entropy, p.lse, p.xf, m.Head.BF16, p.tgt, N, C, V, opt.Chunk)
+	} else {
+		be.LogprobForward(p.Logprob, p.Entropy, p.lse, p.xf, m.Head.F32, p.tgt, N, C, V, opt.Chunk)
+	}
 	return p, nil
 }
 
@@ -195,7 +199,11 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 		return fmt.Errorf("model: backward wants %d-long gradients, got %d and %d", N, len(dlogprob), len(dentropy))
 	}
 	dxf := make([]float32, N*C)
-	be.LogprobBackward(dxf, nil, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head, p.tgt, N, C, V, p.opt.Chunk)
+	if m.Head.BF16 != nil {
+		be.LogprobBackwardBF16(dxf, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head.BF16, p.tgt, N, C, V, p.opt.Chunk)
+	} else {
+		be.LogprobBackward(dxf, nil, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head.F32, p.tgt, N, C, V, p.opt.Chunk)
+	}
 	dx := make([]float32, N*C)
 	be.RMSNormBackward(dx, nil, dxf, p.rstdf, p.xs[len(m.Blocks)], m.Norm, N, C)
 	for l := len(m.Blocks) - 1; l >= 0; l-- {
@@ -223,7 +231,7 @@ func (m *Model) hidden(ctx context.Context, ids []int32, g *geometry, ad *Adapte
 	be, c := m.be, &m.Config
 	N, C := g.N, c.Hidden
 	x, next := make([]float32, N*C), make([]float32, N*C)
-	be.EmbeddingForward(x, ids, m.Embed, N, C, c.Vocab)
+	m.embed(x, ids)
 	var s *blockActs
 	for l := range m.Blocks {
 		if err := ctx.Err(); err != nil {
@@ -257,7 +265,7 @@ func (m *Model) Logits(ctx context.Context, b *Batch, ad *Adapter) ([]float32, e
 		return nil, err
 	}
 	out := make([]float32, g.N*m.Config.Vocab)
-	m.be.LinearForward(out, xf, m.Head, nil, g.N, m.Config.Hidden, m.Config.Vocab)
+	m.Head.linear(m.be, out, xf, nil, g.N, m.Config.Hidden, m.Config.Vocab)
 	return out, nil
 }
 
@@ -278,4 +286,14 @@ func (m *Model) Merge(ad *Adapter) error {
 		}
 	}
 	return nil
+}
+
+// embed gathers out [N, C] = Embed[ids].
+func (m *Model) embed(out []float32, ids []int32) {
+	c := &m.Config
+	if m.Embed.BF16 != nil {
+		m.be.EmbeddingForwardBF16(out, ids, m.Embed.BF16, len(ids), c.Hidden, c.Vocab)
+		return
+	}
+	m.be.EmbeddingForward(out, ids, m.Embed.F32, len(ids), c.Hidden, c.Vocab)
 }

@@ -110,9 +110,13 @@ func TestStepMatchesFullForward(t *testing.T) {
 	ctx := context.Background()
 	for _, be := range testBackends(t) {
 		for _, fam := range families {
-			for _, withAdapter := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/%s/adapter=%v", be.Name(), fam, withAdapter), func(t *testing.T) {
+			for _, mode := range []string{"f32", "adapter", "bf16+adapter"} {
+				withAdapter := mode != "f32"
+				t.Run(fmt.Sprintf("%s/%s/%s", be.Name(), fam, mode), func(t *testing.T) {
 					m := newMicro(t, fam, be, 7)
+					if strings.HasPrefix(mode, "bf16") {
+						m.ToBF16()
+					}
 					var ad *Adapter
 					if withAdapter {
 						ad = randomAdapter(t, &m.Config, AllModules(), 2, 9)
@@ -290,65 +294,70 @@ func TestGradientFiniteDifference(t *testing.T) {
 	ctx := context.Background()
 	for _, be := range testBackends(t) {
 		for _, fam := range families {
-			t.Run(be.Name()+"/"+fam, func(t *testing.T) {
-				m := newMicro(t, fam, be, 13)
-				ad := randomAdapter(t, &m.Config, AllModules(), 2, 17)
-				b := packed(m.Config.Vocab, []int{4, 3}, 19)
-				N := len(b.IDs)
-				rng := rand.New(rand.NewPCG(23, 4))
-				w, u := make([]float32, N), make([]float32, N)
-				for i := range w {
-					w[i], u[i] = float32(rng.NormFloat64()), float32(0.5*rng.NormFloat64())
-				}
-				loss := func() float64 {
+			for _, bf16 := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/bf16=%v", be.Name(), fam, bf16), func(t *testing.T) {
+					m := newMicro(t, fam, be, 13)
+					if bf16 {
+						m.ToBF16()
+					}
+					ad := randomAdapter(t, &m.Config, AllModules(), 2, 17)
+					b := packed(m.Config.Vocab, []int{4, 3}, 19)
+					N := len(b.IDs)
+					rng := rand.New(rand.NewPCG(23, 4))
+					w, u := make([]float32, N), make([]float32, N)
+					for i := range w {
+						w[i], u[i] = float32(rng.NormFloat64()), float32(0.5*rng.NormFloat64())
+					}
+					loss := func() float64 {
+						p, err := m.Forward(ctx, b, ad, TrainOptions{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						var s float64
+						for i := range N {
+							s += float64(w[i])*float64(p.Logprob[i]) + float64(u[i])*float64(p.Entropy[i])
+						}
+						return s
+					}
+					ad.ZeroGrad()
 					p, err := m.Forward(ctx, b, ad, TrainOptions{})
 					if err != nil {
 						t.Fatal(err)
 					}
-					var s float64
-					for i := range N {
-						s += float64(w[i])*float64(p.Logprob[i]) + float64(u[i])*float64(p.Entropy[i])
+					if err := p.Backward(ctx, w, u); err != nil {
+						t.Fatal(err)
 					}
-					return s
-				}
-				ad.ZeroGrad()
-				p, err := m.Forward(ctx, b, ad, TrainOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Backward(ctx, w, u); err != nil {
-					t.Fatal(err)
-				}
-				checked := 0
-				ad.Params(func(name string, param, grad []float32) {
-					// A few entries of every tensor: the largest-gradient one and two random ones.
-					idx := []int{rng.IntN(len(param)), rng.IntN(len(param))}
-					big := 0
-					for i := range grad {
-						if math.Abs(float64(grad[i])) > math.Abs(float64(grad[big])) {
-							big = i
+					checked := 0
+					ad.Params(func(name string, param, grad []float32) {
+						// A few entries of every tensor: the largest-gradient one and two random ones.
+						idx := []int{rng.IntN(len(param)), rng.IntN(len(param))}
+						big := 0
+						for i := range grad {
+							if math.Abs(float64(grad[i])) > math.Abs(float64(grad[big])) {
+								big = i
+							}
 						}
-					}
-					idx = append(idx, big)
-					for _, i := range idx {
-						const h = 1e-2
-						old := param[i]
-						param[i] = old + h
-						lp := loss()
-						param[i] = old - h
-						lm := loss()
-						param[i] = old
-						fd := (lp - lm) / (2 * h)
-						if e := math.Abs(fd - float64(grad[i])); e > 2e-2*math.Abs(fd)+2e-3 {
-							t.Errorf("%s[%d]: backward %v, finite difference %v", name, i, grad[i], fd)
+						idx = append(idx, big)
+						for _, i := range idx {
+							const h = 1e-2
+							old := param[i]
+							param[i] = old + h
+							lp := loss()
+							param[i] = old - h
+							lm := loss()
+							param[i] = old
+							fd := (lp - lm) / (2 * h)
+							if e := math.Abs(fd - float64(grad[i])); e > 2e-2*math.Abs(fd)+2e-3 {
+								t.Errorf("%s[%d]: backward %v, finite difference %v", name, i, grad[i], fd)
+							}
+							checked++
 						}
-						checked++
+					})
+					if checked == 0 {
+						t.Fatal("no parameters checked")
 					}
 				})
-				if checked == 0 {
-					t.Fatal("no parameters checked")
-				}
-			})
+			}
 		}
 	}
 }
@@ -437,5 +446,69 @@ func TestAdapterRoundTrip(t *testing.T) {
 	}
 	if d := maxRelDiff(l2, l1); d != 0 {
 		t.Errorf("read-back adapter changes logits by %.3g", d)
+	}
+}
+
+// A bf16 model saved (as F32, so the float32 norms stay exact) and loaded back (then converted) is the same
+// model; its logits are close to the float32 model's; merging into bf16
+// weights stays within bf16 rounding of the adapter.
+func TestBF16(t *testing.T) {
+	ctx := context.Background()
+	for _, be := range testBackends(t) {
+		t.Run(be.Name(), func(t *testing.T) {
+			m := newMicro(t, "qwen2", be, 21)
+			b := packed(m.Config.Vocab, []int{5, 4}, 2)
+			f32, err := m.Logits(ctx, b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.ToBF16()
+			bf, err := m.Logits(ctx, b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxRelDiff(bf, f32); d == 0 || d > 3e-2 {
+				t.Errorf("bf16 logits differ from f32 by %.3g, want small but nonzero", d)
+			}
+			path := filepath.Join(t.TempDir(), "model.safetensors")
+			if err := m.SaveWeights(path, safetensors.F32); err != nil {
+				t.Fatal(err)
+			}
+			m2, err := New(m.Config, be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m2.ToBF16()
+			set, err := safetensors.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer set.Close()
+			if err := m2.LoadWeights(set); err != nil {
+				t.Fatal(err)
+			}
+			bf2, err := m2.Logits(ctx, b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxRelDiff(bf2, bf); d != 0 {
+				t.Errorf("bf16 save/load changes logits by %.3g", d)
+			}
+			ad := randomAdapter(t, &m.Config, AllModules(), 2, 3)
+			want, err := m.Logits(ctx, b, ad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Merge(ad); err != nil {
+				t.Fatal(err)
+			}
+			got, err := m.Logits(ctx, b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxRelDiff(got, want); d > 3e-2 {
+				t.Errorf("bf16 merge differs from the adapter by %.3g", d)
+			}
+		})
 	}
 }

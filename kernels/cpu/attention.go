@@ -64,6 +64,10 @@ func longest(seqOff []int32) int {
 // s is scratch of at least Tq·Tk floats; lse [Tq, H] may be nil.
 func (b *Backend) attend(out, lse, q, k, v, s []float32, Tq, Tk, H, KVH, D int, scale float32) {
 	group := H / KVH
+	if Tq <= gemvRows {
+		b.attendFew(out, lse, q, k, v, Tq, Tk, H, KVH, D, scale)
+		return
+	}
 	s = s[:Tq*Tk]
 	for h := 0; h < H; h++ {
 		g := h / group
@@ -94,6 +98,43 @@ func (b *Backend) attend(out, lse, q, k, v, s []float32, Tq, Tk, H, KVH, D int, 
 		})
 		b.sgemm(false, false, Tq, D, Tk, 1, s, Tk, v[g*D:], KVH*D, 0, out[h*D:], H*D)
 	}
+}
+
+// attendFew is attend for a few queries (decode): the same formulas, with
+// heads split among the workers and each score row and output computed by
+// the matrix-vector kernels on the strided cache (f32Gemv for S = scale·q·Kᵀ,
+// f32GemvT for out = P·V), so no BLAS call pays thread start-up per token.
+func (b *Backend) attendFew(out, lse, q, k, v []float32, Tq, Tk, H, KVH, D int, scale float32) {
+	group := H / KVH
+	b.parallel(H, Tq*Tk*D, func(h0, h1 int) {
+		s := make([]float32, Tk) // [Tk] scores, then probabilities, of one query
+		for h := h0; h < h1; h++ {
+			g := h / group
+			for i := 0; i < Tq; i++ {
+				row := s[:Tk-Tq+i+1]
+				f32Gemv(row, q[(i*H+h)*D:(i*H+h+1)*D], k[g*D:], D, KVH*D)
+				m := float32(math.Inf(-1))
+				for j := range row {
+					row[j] *= scale
+					m = max(m, row[j])
+				}
+				var sum float32
+				for j, x := range row {
+					e := exp32(x - m)
+					row[j] = e
+					sum += e
+				}
+				inv := 1 / sum
+				for j := range row {
+					row[j] *= inv
+				}
+				if lse != nil {
+					lse[i*H+h] = m + float32(math.Log(float64(sum)))
+				}
+				f32GemvT(out[(i*H+h)*D:(i*H+h+1)*D], row, v[g*D:], KVH*D)
+			}
+		}
+	})
 }
 
 // AttentionBackward accumulates dq, dk, dv per sequence and head, recomputing

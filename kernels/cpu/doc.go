@@ -14,7 +14,9 @@
 //     over strided views (lda = H·D, ldb = KVH·D), a causal row softmax in Go,
 //     out_h = P·V_g as another GEMM (ldc = H·D). Backward recomputes P from
 //     the saved lse and uses four GEMMs (dV += Pᵀ·dO, dP = dO·Vᵀ, dQ += dS·K,
-//     dK += dSᵀ·Q). Scratch is Tq×Tk floats per call, never [H,T,T].
+//     dK += dSᵀ·Q). Scratch is Tq×Tk floats per call, never [H,T,T]. For a
+//     few queries (decode) heads are split among the workers and scored with
+//     the matrix-vector kernels instead, avoiding a BLAS call per head.
 //   - The fused lm_head/log-softmax: logits of at most rowBlock rows ×
 //     chunk vocabulary columns at a time, folded into a running max, Σexp
 //     and Σexp·z per row (online logsumexp), so a 151,936-word vocabulary

@@ -28,22 +28,28 @@ func bf16GemvGo(out, x []float32, w []uint16, C int) {
 
 // f32GemvGo is the plain-Go form of f32Gemv:
 //
-//	out[o] = Σ_c x[c]·w[o*C+c]   for o < len(out)
-func f32GemvGo(out, x, w []float32, C int) {
-	x = x[:C]
+//	out[o] = Σ_c x[c]·w[o*ldw+c]   for o < len(out), c < cols
+func f32GemvGo(out, x, w []float32, cols, ldw int) {
+	x = x[:cols]
 	for o := range out {
-		row := w[o*C : (o+1)*C]
-		var s0, s1, s2, s3 float32
-		c := 0
-		for ; c+4 <= C; c += 4 {
-			s0 += x[c] * row[c]
-			s1 += x[c+1] * row[c+1]
-			s2 += x[c+2] * row[c+2]
-			s3 += x[c+3] * row[c+3]
+		row := w[o*ldw : o*ldw+cols]
+		var s float32
+		for c, xc := range x {
+			s += xc * row[c]
 		}
-		for ; c < C; c++ {
-			s0 += x[c] * row[c]
+		out[o] = s
+	}
+}
+
+// f32GemvTGo is the plain-Go form of f32GemvT:
+//
+//	out[c] = Σ_r p[r]·v[r*ldv+c]   for c < len(out), r < len(p)
+func f32GemvTGo(out, p, v []float32, ldv int) {
+	clear(out)
+	for r, pr := range p {
+		row := v[r*ldv : r*ldv+len(out)]
+		for c := range out {
+			out[c] += pr * row[c]
 		}
-		out[o] = (s0 + s1) + (s2 + s3)
 	}
 }

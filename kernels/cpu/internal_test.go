@@ -60,11 +60,46 @@ func TestGemv(t *testing.T) {
 			for i := range got {
 				got[i] = float32(math.NaN())
 			}
-			f32Gemv(got, x, wf, C)
-			f32GemvGo(want, x, wf, C)
+			f32Gemv(got, x, wf, C, C)
+			f32GemvGo(want, x, wf, C, C)
 			for i := range want {
 				if math.Abs(float64(got[i]-want[i])) > 1e-5*(1+math.Abs(float64(want[i]))) {
 					t.Errorf("f32 row %d: got %g, want %g", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestGemvStrided(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	for _, sh := range [][3]int{{1, 1, 1}, {3, 8, 24}, {17, 64, 128}, {5, 13, 40}} {
+		rows, cols, ld := sh[0], sh[1], sh[2]
+		t.Run(fmt.Sprintf("rows=%d,cols=%d,ld=%d", rows, cols, ld), func(t *testing.T) {
+			w := make([]float32, (rows-1)*ld+cols)
+			x, p := make([]float32, cols), make([]float32, rows)
+			for _, s := range [][]float32{w, x, p} {
+				for i := range s {
+					s[i] = float32(r.NormFloat64())
+				}
+			}
+			got, want := make([]float32, rows), make([]float32, rows)
+			f32Gemv(got, x, w, cols, ld)
+			f32GemvGo(want, x, w, cols, ld)
+			for i := range want {
+				if math.Abs(float64(got[i]-want[i])) > 1e-5*(1+math.Abs(float64(want[i]))) {
+					t.Errorf("gemv row %d: got %g, want %g", i, got[i], want[i])
+				}
+			}
+			gotT, wantT := make([]float32, cols), make([]float32, cols)
+			for i := range gotT {
+				gotT[i] = float32(math.NaN())
+			}
+			f32GemvT(gotT, p, w, ld)
+			f32GemvTGo(wantT, p, w, ld)
+			for i := range wantT {
+				if math.Abs(float64(gotT[i]-wantT[i])) > 1e-5*(1+math.Abs(float64(wantT[i]))) {
+					t.Errorf("gemvT col %d: got %g, want %g", i, gotT[i], wantT[i])
 				}
 			}
 		})

@@ -100,7 +100,7 @@ func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile 
 			for n := 0; n < N; n++ {
 				o, xn := out[n*ldo+lo:n*ldo+hi], x[n*C:(n+1)*C]
 				if w.f32 != nil {
-					f32Gemv(o, xn, w.f32[lo*C:hi*C], C)
+					f32Gemv(o, xn, w.f32[lo*C:hi*C], C, C)
 				} else {
 					bf16Gemv(o, xn, w.bf16[lo*C:hi*C], C)
 				}

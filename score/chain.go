@@ -169,7 +169,8 @@ func (c *Chain) Apply(ctx context.Context, g trajectory.Group) (trajectory.Group
 				return g, Skipped, ctx.Err()
 			}
 			if !isJudgeFailure(err) {
-				return g, Skipped, fmt.Errorf("scorer %s: %w", s.Name(), err)
+				// env and formula fail only on what the rows hold.
+				return g, Skipped, badInputf("scorer %s: %w", s.Name(), err)
 			}
 			switch c.OnJudgeErr {
 			case PolicySkip:

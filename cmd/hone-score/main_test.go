@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/score/judge/judgetest"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hone-score-test-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "hone-score")
+	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", binary, ".") // no symbols: links faster
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build hone-score:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runBin(t *testing.T, env []string, stdin []byte, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// scenario writes n groups of k tries; try 0 of each group wins.
+func scenario(t *testing.T, dir, name string, first, n, k int) string {
+	t.Helper()
+	var gs []trajectory.Group
+	for g := first; g < first+n; g++ {
+		id := fmt.Sprintf("g%d", g)
+		grp := trajectory.Group{ID: id}
+		for i := 0; i < k; i++ {
+			ans, win := fmt.Sprintf("I guess %d", 20+i), 0.0
+			if i == 0 {
+				ans, win = "I guess 42. WIN", 1
+			}
+			grp.Trajectories = append(grp.Trajectories, trajectory.Trajectory{
+				ID: fmt.Sprintf("%s-%d", id, i), GroupID: id, ScenarioID: id, Env: "guess",
+				Messages: []trajectory.Message{
+					{Role: "system", Content: "Find the secret number."},
+					{Role: "user", Content: "Scenario " + id},
+					{Role: "assistant", Content: ans, Trainable: true, TokenIDs: []int32{5, 6}, Logprobs: []float32{-1, -2}},
+				},
+				Reward:  trajectory.Float64(win),
+				Metrics: map[string]float64{"win": win, "illegal": float64(i)},
+			})
+		}
+		gs = append(gs, grp)
+	}
+	p := filepath.Join(dir, name)
+	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readBack(t *testing.T, path string) []trajectory.Group {
+	t.Helper()
+	gs, err := trajectory.ReadAll(context.Background(), []string{path}, trajectory.ReadOptions{})
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return gs
+}
+
+func component(tr trajectory.Trajectory, name string) (float64, bool) {
+	for _, c := range tr.RewardComponents {
+		if c.Name == name {
+			return c.Value, true
+		}
+	}
+	return 0, false
+}
+
+func TestEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	a := scenario(t, dir, "a.parquet", 0, 3, 4)
+	b := scenario(t, dir, "b.parquet", 3, 2, 3)
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	env := []string{"OPENAI_API_KEY=sk-e2e-secret", "OPENAI_BASE_URL=" + srv.BaseURL()}
+	out := filepath.Join(dir, "scored.parquet")
+	args := []string{"-o", out, "--judge-model", "judge-m", "--judge-cache", filepath.Join(dir, "cache"),
+		"--scorer", "env", "--scorer", "ruler", "--scorer", "final=formula:0.5*ruler + 0.5*env - 0.01*illegal",
+		"--judge-price-prompt", "0.5", "--judge-price-completion", "1.5", "--log-level", "debug", a, b}
+	r := runBin(t, env, nil, args...)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if srv.Hits() != 5 {
+		t.Fatalf("judge hits = %d, want one per group (5)", srv.Hits())
+	}
+	for _, req := range srv.Requests() {
+		if req.Auth != "Bearer sk-e2e-secret" {
+			t.Fatalf("auth header = %q", req.Auth)
+		}
+	}
+	if strings.Contains(r.stderr, "sk-e2e-secret") {
+		t.Fatalf("the API key was logged:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "5 groups (18 rows) read: 5 scored") || !strings.Contains(r.stderr, "judge judge-m: 5 calls, 0 cached") || !strings.Contains(r.stderr, "$") {
+		t.Fatalf("summary missing:\n%s", r.stderr)
+	}
+	gs := readBack(t, out)
+	var order []string
+	for _, g := range gs {
+		order = append(order, g.ID)
+		for i, tr := range g.Trajectories {
+			rul, _ := component(tr, "ruler")
+			envR, _ := component(tr, "env")
+			want := 0.5*rul + 0.5*envR - 0.01*float64(i)
+			if (i == 0) != (rul == 1) || tr.Reward == nil || *tr.Reward != want {
+				t.Fatalf("%s: components %+v reward %v, want %v", tr.ID, tr.RewardComponents, tr.Reward, want)
+			}
+		}
+	}
+	if strings.Join(order, ",") != "g0,g1,g2,g3,g4" {
+		t.Fatalf("group order %v", order)
+	}
+
+	// Again: same bytes, answered from the cache.
+	out2 := filepath.Join(dir, "scored2.parquet")
+	args[1] = out2
+	if r := runBin(t, env, nil, args...); r.code != 0 || !strings.Contains(r.stderr, "0 calls, 5 cached") {
+		t.Fatalf("second run: exit %d\n%s", r.code, r.stderr)
+	}
+	b1, _ := os.ReadFile(out)
+	b2, _ := os.ReadFile(out2)
+	if srv.Hits() != 5 || !bytes.Equal(b1, b2) {
+		t.Fatalf("second run: hits %d, identical %v", srv.Hits(), bytes.Equal(b1, b2))
+	}
+
+	// stdin to stdout, and --only-missing over scored output: nothing to do.
+	r = runBin(t, env, b1, "--judge-model", "judge-m", "--judge-cache", filepath.Join(dir, "cache"), "--only-missing",
+		"--scorer", "env", "--scorer", "ruler", "--scorer", "final=formula:0.5*ruler + 0.5*env - 0.01*illegal", "-")
+	if r.code != 0 || !strings.Contains(r.stderr, "5 passed through") || r.stdout != string(b1) {
+		t.Fatalf("only-missing from stdin: exit %d, same %v\n%s", r.code, r.stdout == string(b1), r.stderr)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 2, 2)
+	solo := scenario(t, dir, "solo.parquet", 5, 1, 1)
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	judgeArgs := []string{"--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache", "--scorer", "ruler"}
+	out := filepath.Join(dir, "out.parquet")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"bad formula", []string{"-o", out, "--scorer", "formula:win +* 2", in}, 2, `formula "win +* 2"`},
+		{"unknown metric", []string{"-o", out, "--scorer", "formula:wins", in}, 2, `no metric or component named "wins"`},
+		{"no input", []string{"-o", out}, 2, "no input"},
+		{"missing input", []string{"-o", out, filepath.Join(dir, "nope.parquet")}, 2, "nope.parquet"},
+		{"bad policy", []string{"-o", out, "--on-judge-error", "retry", in}, 2, "want fail, skip or mark"},
+		{"group of one, fail", append([]string{"-o", out, in, solo}, judgeArgs...), 1, `group "g5" has 1 trajectory`},
+		{"group of one, skip", append([]string{"-o", out, "--on-judge-error", "skip", in, solo}, judgeArgs...), 0, "1 skipped"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(out)
+			r := runBin(t, nil, nil, c.args...)
+			if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", r.code, c.code, r.stderr, c.want)
+			}
+			_, err := os.Stat(out)
+			if (c.code == 0) != (err == nil) {
+				t.Fatalf("output exists = %v after exit %d", err == nil, r.code)
+			}
+			left, _ := filepath.Glob(filepath.Join(dir, ".*tmp*"))
+			if len(left) > 0 {
+				t.Fatalf("temporary files left: %v", left)
+			}
+		})
+	}
+}
+
+// SIGINT while a judge call hangs: exit 130, the groups finished before
+// are written whole, nothing else.
+func TestInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 3, 2)
+	started := make(chan struct{}, 8)
+	good := judgetest.KeywordJudge("WIN")
+	srv := judgetest.NewServer(t, func(n int, r judgetest.Request) judgetest.Reply {
+		started <- struct{}{}
+		if n == 0 {
+			return good(n, r)
+		}
+		return judgetest.Reply{Delay: time.Minute}
+	})
+	out := filepath.Join(dir, "out.parquet")
+	cmd := exec.Command(binary, "-o", out, "--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache",
+		"--concurrency", "1", "--scorer", "ruler", in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		select {
+		case <-started:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("judge not called; stderr:\n%s", stderr.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v\n%s", err, stderr.String())
+	}
+	gs := readBack(t, out)
+	if len(gs) != 1 || gs[0].ID != "g0" || len(gs[0].Trajectories) != 2 || *gs[0].Trajectories[0].Reward != 1 {
+		t.Fatalf("kept %d groups: %+v", len(gs), gs)
+	}
+}

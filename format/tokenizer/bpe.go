@@ -9,10 +9,14 @@ import (
 // of the pair (a, b) is found by the packed key a<<32|b and yields its rank
 // (lower merges first) and the id of the merged token.
 type bpeModel struct {
-	byteID       [256]int32        // the token of each single byte
-	merges       map[uint64]uint64 // a<<32|b → rank<<32 | merged id
-	ignoreMerges bool              // a whole pre-token found in byRaw is taken as is
-	byRaw        map[string]int32  // raw bytes → id, for ignoreMerges
+	byteID       [256]int32       // the token of each single byte
+	merges       pairTable        // a<<32|b → rank<<32 | merged id
+	ignoreMerges bool             // a whole pre-token found in byRaw is taken as is
+	byRaw        map[string]int32 // raw bytes → id of every model token
+	// whole[id] records that BPE of the token's own bytes yields just id, so a
+	// pre-token found in byRaw with whole set needs no merging: the common
+	// case of a word that is one token. Computed once at load.
+	whole []bool
 }
 
 const noRank = ^uint32(0)
@@ -25,7 +29,7 @@ func (m *bpeModel) init(byRaw map[string]int32, vocab map[string]int, merges []j
 		}
 		m.byteID[b] = id
 	}
-	m.merges = make(map[uint64]uint64, len(merges))
+	m.merges = newPairTable(len(merges))
 	for rank, raw := range merges {
 		a, b, err := splitMerge(raw)
 		if err != nil {
@@ -38,21 +42,26 @@ func (m *bpeModel) init(byRaw map[string]int32, vocab map[string]int, merges []j
 			return fmt.Errorf("merges[%d]: %q + %q: a part or the result is not in the vocabulary", rank, a, b)
 		}
 		key := uint64(ia)<<32 | uint64(ib)
-		if _, dup := m.merges[key]; dup {
-			continue // the first (lowest) rank wins
-		}
-		m.merges[key] = uint64(rank)<<32 | uint64(im)
+		m.merges.insert(key, uint64(rank)<<32|uint64(im)) // the first (lowest) rank wins
 	}
 	m.ignoreMerges = ignoreMerges
-	if ignoreMerges {
-		m.byRaw = byRaw
+	m.byRaw = byRaw
+	size := 0
+	for _, id := range byRaw {
+		size = max(size, int(id)+1)
+	}
+	m.whole = make([]bool, size)
+	var buf []int
+	for raw, id := range byRaw {
+		buf = m.merge(raw, buf[:0])
+		m.whole[id] = len(buf) == 1 && buf[0] == int(id)
 	}
 	return nil
 }
 
 // pair returns the rank and merged id of (a, b), or noRank.
 func (m *bpeModel) pair(a, b int32) (uint32, int32) {
-	v, ok := m.merges[uint64(a)<<32|uint64(b)]
+	v, ok := m.merges.get(uint64(a)<<32 | uint64(b))
 	if !ok {
 		return noRank, 0
 	}
@@ -61,7 +70,7 @@ func (m *bpeModel) pair(a, b int32) (uint32, int32) {
 
 // shortWord is the length up to which encodeWord uses the quadratic scan; it
 // beats the heap on the short pre-tokens that make up almost all text.
-const shortWord = 48
+const shortWord = 128
 
 // encodeWord appends the BPE tokens of one pre-token (raw bytes) to out.
 //
@@ -75,10 +84,16 @@ func (m *bpeModel) encodeWord(word string, out []int) []int {
 	case len(word) == 1:
 		return append(out, int(m.byteID[word[0]]))
 	}
-	if m.ignoreMerges {
-		if id, ok := m.byRaw[word]; ok {
-			return append(out, int(id))
-		}
+	if id, ok := m.byRaw[word]; ok && (m.ignoreMerges || m.whole[id]) {
+		return append(out, int(id))
+	}
+	return m.merge(word, out)
+}
+
+// merge runs the BPE loop on word (at least one byte).
+func (m *bpeModel) merge(word string, out []int) []int {
+	if len(word) == 1 {
+		return append(out, int(m.byteID[word[0]]))
 	}
 	if len(word) <= shortWord {
 		return m.encodeShort(word, out)
@@ -264,4 +279,59 @@ func (m *bpeModel) encodeWordSlow(word string) []int {
 		out[i] = int(s)
 	}
 	return out
+}
+
+// pairTable is an open-addressing hash map from packed pairs to packed
+// results, built once and then only read. It is the hot lookup of encoding;
+// a Go map costs about twice as much here.
+type pairTable struct {
+	slots []pairSlot
+	mask  uint64
+	shift uint
+}
+
+type pairSlot struct{ key, val uint64 }
+
+// emptyKey marks a free slot; no pair of ids below 2^32-1 packs to it.
+const emptyKey = ^uint64(0)
+
+func newPairTable(n int) pairTable {
+	size, bits := 16, uint(4)
+	for size < 2*n {
+		size *= 2
+		bits++
+	}
+	slots := make([]pairSlot, size)
+	for i := range slots {
+		slots[i].key = emptyKey
+	}
+	return pairTable{slots: slots, mask: uint64(size - 1), shift: 64 - bits}
+}
+
+func (t *pairTable) home(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> t.shift }
+
+// insert adds key unless it is present already.
+func (t *pairTable) insert(key, val uint64) {
+	for i := t.home(key); ; i = (i + 1) & t.mask {
+		s := &t.slots[i]
+		if s.key == key {
+			return
+		}
+		if s.key == emptyKey {
+			s.key, s.val = key, val
+			return
+		}
+	}
+}
+
+func (t *pairTable) get(key uint64) (uint64, bool) {
+	for i := t.home(key); ; i = (i + 1) & t.mask {
+		s := &t.slots[i]
+		if s.key == key {
+			return s.val, true
+		}
+		if s.key == emptyKey {
+			return 0, false
+		}
+	}
 }

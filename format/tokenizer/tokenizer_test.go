@@ -45,6 +45,47 @@ func TestBPEMatchesSlow(t *testing.T) {
 	}
 }
 
+// TestEncodeWordMatchesSlow checks the one-token fast path of encodeWord
+// (Qwen: no ignore_merges) against the plain loop on vocabulary entries.
+func TestEncodeWordMatchesSlow(t *testing.T) {
+	m := &testTokenizer(t, "qwen3").bpe
+	k, differ := 0, 0
+	for raw, id := range m.byRaw {
+		if k++; k%40 != 0 || len(raw) > 64 {
+			continue
+		}
+		want := m.encodeWordSlow(raw)
+		if got := m.encodeWord(raw, nil); !slices.Equal(got, want) {
+			t.Fatalf("encodeWord(%q) = %v, want %v", raw, got, want)
+		}
+		if len(want) != 1 || want[0] != int(id) {
+			differ++
+		}
+	}
+	t.Logf("%d of the sampled vocabulary entries are not reached by BPE of their own bytes", differ)
+}
+
+func TestSplitMerge(t *testing.T) {
+	cases := []struct{ raw, a, b string }{
+		{`"Ġ t"`, "Ġ", "t"},
+		{`["Ġ","t"]`, "Ġ", "t"},
+		{`[ "a b" , "c" ]`, "a b", "c"},
+		{`["\"","x"]`, `"`, "x"},
+		{`"\u0120 \"x"`, "Ġ", `"x`},
+	}
+	for _, c := range cases {
+		a, b, err := splitMerge([]byte(c.raw))
+		if err != nil || a != c.a || b != c.b {
+			t.Errorf("splitMerge(%s) = %q, %q, %v; want %q, %q", c.raw, a, b, err, c.a, c.b)
+		}
+	}
+	for _, bad := range []string{`"ab"`, `["a"]`, `["a","b","c"]`, `"a b c"`, `3`} {
+		if _, _, err := splitMerge([]byte(bad)); err == nil {
+			t.Errorf("splitMerge(%s) accepted", bad)
+		}
+	}
+}
+
 // TestIgnoreMerges: Llama 3 takes a whole pre-token found in the vocabulary
 // as is, even where the merges would split it.
 func TestIgnoreMerges(t *testing.T) {

@@ -1,0 +1,35 @@
+// Encodes a corpus with Hugging Face's JavaScript tokenizers and prints, as
+// JSON, the time and token count per tokenizer; internal/bench/tokbench runs
+// it on the same corpus as Hone's tokenizer.
+//
+// Usage: node testdata/tokenizers/js/bench.mjs CORPUS.json [qwen3|llama3 ...]
+// CORPUS.json is a JSON array of document strings; each is encoded on its own
+// without the post-processor's special tokens.
+import { readFileSync } from "node:fs";
+import { loadTokenizer, models } from "./golden.mjs";
+
+const [file, ...names] = process.argv.slice(2);
+if (!file) {
+  console.error("usage: node bench.mjs CORPUS.json [qwen3|llama3 ...]");
+  process.exit(2);
+}
+const docs = JSON.parse(readFileSync(file, "utf8"));
+const bytes = docs.reduce((n, d) => n + Buffer.byteLength(d, "utf8"), 0);
+const results = [];
+for (const name of names.length ? names : Object.keys(models)) {
+  const { tok } = loadTokenizer(name);
+  const t0 = process.hrtime.bigint();
+  const c0 = process.cpuUsage();
+  let tokens = 0;
+  let hash = 0;
+  for (const d of docs) {
+    const ids = tok.encode(d, { add_special_tokens: false }).ids;
+    tokens += ids.length;
+    for (const id of ids) hash = (Math.imul(hash, 31) + id) >>> 0;
+  }
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const c = process.cpuUsage(c0);
+  const cpu_seconds = (c.user + c.system) / 1e6; // the whole process, like tokbench
+  results.push({ tokenizer: name, seconds, cpu_seconds, tokens, bytes, docs: docs.length, hash });
+}
+console.log(JSON.stringify({ reference: "@huggingface/tokenizers", node: process.version, results }));

@@ -27,6 +27,7 @@ type Options struct {
 	DecodeLayers int    // layers of the 0.5B decode pass (0 skips it)
 	Quick        bool   // small sizes, for a smoke run
 	GEMMs        string // comma-separated contenders: openblas, gonum
+	Sections     string // comma-separated: squares, mlp, output, decode
 }
 
 // AddFlags registers the options on fs.
@@ -37,6 +38,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.DecodeLayers, "decode-layers", 24, "layers in the 0.5B decode pass (0 skips it)")
 	fs.BoolVar(&o.Quick, "quick", false, "small sizes and one layer, for a smoke run")
 	fs.StringVar(&o.GEMMs, "gemm", "openblas,gonum", "contenders (gonum only without cgo)")
+	fs.StringVar(&o.Sections, "sections", "squares,mlp,output,decode", "which measurements to run")
 }
 
 func main() {
@@ -84,7 +86,28 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	m := meter{ctx: ctx, reps: o.Reps, w: w}
 	r := rand.New(rand.NewPCG(1, 2))
 
-	fmt.Fprintln(w, "\n# square SGEMM C[n,n] = A[n,n]·B[n,n]")
+	want := map[string]bool{}
+	for _, s := range strings.Split(o.Sections, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "squares", "mlp", "output", "decode":
+			want[s] = true
+		default:
+			return fmt.Errorf("--sections: unknown section %q (want squares, mlp, output, decode)", s)
+		}
+	}
+	if !want["squares"] {
+		o.Squares = nil
+	}
+	if !want["mlp"] {
+		o.Tokens = nil
+	}
+	if !want["decode"] {
+		o.DecodeLayers = 0
+	}
+
+	if len(o.Squares) > 0 {
+		fmt.Fprintln(w, "\n# square SGEMM C[n,n] = A[n,n]·B[n,n]")
+	}
 	for _, n := range o.Squares {
 		a, bm, c := randn(r, n*n), randn(r, n*n), make([]float32, n*n)
 		for _, b := range backends {
@@ -95,8 +118,13 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	}
 
 	const C, I, V = 896, 4864, 151936
-	fmt.Fprintln(w, "\n# MLP up/gate: out[T,4864] = x[T,896]·W[4864,896]ᵀ (LinearForward)")
-	wMLP := randn(r, I*C)
+	if len(o.Tokens) > 0 {
+		fmt.Fprintln(w, "\n# MLP up/gate: out[T,4864] = x[T,896]·W[4864,896]ᵀ (LinearForward; T ≤ 4 uses the gemv kernel, not the GEMM)")
+	}
+	var wMLP []float32
+	if len(o.Tokens) > 0 {
+		wMLP = randn(r, I*C)
+	}
 	for _, T := range o.Tokens {
 		x, out := randn(r, T*C), make([]float32, T*I)
 		for _, b := range backends {
@@ -111,9 +139,15 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	if o.Quick {
 		vocab = 8192
 	}
-	fmt.Fprintf(w, "\n# output layer, V=%d: logits in 4096-column chunks (GEMM only), and fused LogprobForward\n", vocab)
+	outTokens := o.Tokens
+	if !want["output"] {
+		outTokens = nil
+	}
+	if len(outTokens) > 0 {
+		fmt.Fprintf(w, "\n# output layer, V=%d: logits in 4096-column chunks (GEMM only), and fused LogprobForward\n", vocab)
+	}
 	wOut := randn(r, vocab*C)
-	for _, T := range o.Tokens {
+	for _, T := range outTokens {
 		x := randn(r, T*C)
 		z := make([]float32, T*kernels.DefaultLogprobChunk)
 		tg := make([]int32, T)

@@ -225,7 +225,13 @@ func fromFile(cfg Config, f *safetensors.File) (*Adapter, error) {
 // temporary folder beside dir, which is then renamed to dir. dir must not exist or
 // be an empty folder (which is replaced); missing parents are created. A reader sees
 // either no adapter or a complete one.
-func Write(dir string, a *Adapter) error {
+func Write(dir string, a *Adapter) error { return WriteWith(dir, a, nil) }
+
+// WriteWith is Write with a hook: extra, when not nil, is called with the temporary
+// folder after the adapter files are in it and before the folder is renamed into
+// place, so companion files (a trainer's optimizer state) appear atomically with the
+// adapter. An error from extra abandons the whole folder.
+func WriteWith(dir string, a *Adapter, extra func(tmpDir string) error) error {
 	cfg, ts, err := a.encode()
 	if err != nil {
 		return fmt.Errorf("%w (writing %s)", err, dir)
@@ -258,6 +264,11 @@ func Write(dir string, a *Adapter) error {
 	}
 	if err := safetensors.Write(filepath.Join(tmp, WeightsName), ts, nil); err != nil {
 		return fmt.Errorf("peft: %w", err)
+	}
+	if extra != nil {
+		if err := extra(tmp); err != nil {
+			return fmt.Errorf("peft: writing %s: %w", dir, err)
+		}
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes 0700
 		return fmt.Errorf("peft: %w", err)

@@ -338,3 +338,32 @@ func TestReadRejects(t *testing.T) {
 		t.Errorf("all-linear: %v %+v", err, a)
 	}
 }
+
+func TestWriteWithExtra(t *testing.T) {
+	m := tinyConfig(t)
+	a := randomAdapter(t, m, 2, 4, false, 5)
+	root := t.TempDir()
+	dir := filepath.Join(root, "step-000003")
+	err := WriteWith(dir, a, func(tmp string) error {
+		if _, err := os.Stat(filepath.Join(tmp, WeightsName)); err != nil {
+			return err // the adapter must already be there
+		}
+		return os.WriteFile(filepath.Join(tmp, "optimizer.safetensors"), []byte("state"), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{ConfigName, WeightsName, "optimizer.safetensors"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); err != nil {
+			t.Error(err)
+		}
+	}
+	failed := filepath.Join(root, "step-000004")
+	err = WriteWith(failed, a, func(string) error { return fmt.Errorf("disk full") })
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("extra error: %v", err)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 1 {
+		t.Errorf("failed write left %v", ents)
+	}
+}

@@ -8,6 +8,10 @@ func (b *Backend) Matmul(c, a, bb []float32, M, N, K int, transA, transB bool, b
 	kernels.Need("Matmul", "c", len(c), M*N)
 	kernels.Need("Matmul", "a", len(a), M*K)
 	kernels.Need("Matmul", "b", len(bb), K*N)
+	if M <= gemvRows && !transA && M > 0 && N > 0 {
+		b.matmulFew(c, a, bb, M, N, K, transB, beta)
+		return
+	}
 	lda, ldb := K, N
 	if transA {
 		lda = M
@@ -16,6 +20,42 @@ func (b *Backend) Matmul(c, a, bb []float32, M, N, K int, transA, transB bool, b
 		ldb = K
 	}
 	b.sgemm(transA, transB, M, N, K, 1, a, max(1, lda), bb, max(1, ldb), beta, c, max(1, N))
+}
+
+// matmulFew is Matmul for a few rows of a (decode: LoRA's x·Aᵀ and
+// (x·Aᵀ)·Bᵀ at N = 1) with the matrix-vector kernels, columns of c split
+// among the workers: a BLAS call would cost more in thread start-up than the
+// arithmetic. Row i of c is
+//
+//	c[i, j] = Σ_p a[i,p]·b[j,p] (transB, f32Gemv)  or  Σ_p a[i,p]·b[p,j] (f32GemvT)
+//
+// plus beta·c[i, j] when beta ≠ 0.
+func (b *Backend) matmulFew(c, a, bb []float32, M, N, K int, transB bool, beta float32) {
+	b.parallel(N, M*K, func(lo, hi int) {
+		var tmp []float32 // [hi−lo] when beta ≠ 0
+		if beta != 0 {
+			tmp = make([]float32, hi-lo)
+		}
+		for i := 0; i < M; i++ {
+			dst := c[i*N+lo : i*N+hi]
+			if beta != 0 {
+				copy(tmp, dst)
+			}
+			switch {
+			case K == 0:
+				clear(dst)
+			case transB:
+				f32Gemv(dst, a[i*K:(i+1)*K], bb[lo*K:], K, K)
+			default:
+				f32GemvT(dst, a[i*K:(i+1)*K], bb[lo:], N)
+			}
+			if beta != 0 {
+				for j := range dst {
+					dst[j] += beta * tmp[j]
+				}
+			}
+		}
+	})
 }
 
 // MatmulBatched: batch Matmuls on consecutive blocks.

@@ -367,3 +367,31 @@ func TestWriteWithExtra(t *testing.T) {
 		t.Errorf("failed write left %v", ents)
 	}
 }
+
+func TestFullPEFTConfig(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "peft-full-config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.R != 16 || c.LoraAlpha != 32 || c.Scaling() != 2 || len(c.TargetModules) != 7 || c.LoraDropout != 0.05 ||
+		c.BaseModelNameOrPath != "Qwen/Qwen2.5-0.5B-Instruct" || !c.InferenceMode {
+		t.Errorf("%+v", c)
+	}
+	for _, repl := range []string{`"layer_replication": [[0, 2]]`, `"use_qalora": true`, `"trainable_token_indices": [5]`,
+		`"target_parameters": ["mlp.experts"]`, `"exclude_modules": ["o_proj"]`} {
+		key := strings.SplitN(repl, ":", 2)[0]
+		var kv map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &kv); err != nil {
+			t.Fatal(err)
+		}
+		kv[strings.Trim(key, `"`)] = json.RawMessage(strings.SplitN(repl, ":", 2)[1])
+		b, _ := json.Marshal(kv)
+		if _, err := ParseConfig(b); err == nil || !strings.Contains(err.Error(), strings.Trim(key, `"`)) {
+			t.Errorf("%s: %v", repl, err)
+		}
+	}
+}

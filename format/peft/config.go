@@ -87,6 +87,11 @@ type rawConfig struct {
 	RankPattern         json.RawMessage `json:"rank_pattern"`
 	AlphaPattern        json.RawMessage `json:"alpha_pattern"`
 	LoraBias            *bool           `json:"lora_bias"`
+	LayerReplication    json.RawMessage `json:"layer_replication"`
+	UseQALoRA           *bool           `json:"use_qalora"`
+	TrainableTokens     json.RawMessage `json:"trainable_token_indices"`
+	TargetParameters    json.RawMessage `json:"target_parameters"`
+	ExcludeModules      json.RawMessage `json:"exclude_modules"`
 }
 
 func isNullOrEmpty(m json.RawMessage) bool {
@@ -140,6 +145,22 @@ func ParseConfig(data []byte) (Config, error) {
 	}
 	if r.LoraBias != nil && *r.LoraBias {
 		return c, fmt.Errorf("peft: adapter config: lora_bias is true; trained LoRA biases are not supported")
+	}
+	// Keys that change which weights exist or how they combine; their defaults are
+	// null/false, and anything else would be silently misapplied.
+	for _, k := range []struct {
+		key string
+		set bool
+	}{
+		{"layer_replication", !isNullOrEmpty(r.LayerReplication)},
+		{"use_qalora", r.UseQALoRA != nil && *r.UseQALoRA},
+		{"trainable_token_indices", !isNullOrEmpty(r.TrainableTokens)},
+		{"target_parameters", !isNullOrEmpty(r.TargetParameters)},
+		{"exclude_modules", !isNullOrEmpty(r.ExcludeModules)},
+	} {
+		if k.set {
+			return c, fmt.Errorf("peft: adapter config: %s is set; Hone supports only its default (null/false)", k.key)
+		}
 	}
 	if !isNullOrEmpty(r.ModulesToSave) {
 		return c, fmt.Errorf("peft: adapter config: modules_to_save is %s; fully trained extra modules are not supported (vLLM rejects them too)", r.ModulesToSave)

@@ -1,0 +1,9 @@
+// Command hone-serve is Hone's OpenAI-compatible inference server: the
+// model folder's own chat template and tokenizer, continuous batching, and
+// LoRA adapters picked up from a folder as hone-train writes them. It is
+// flags and wiring over package serve; signals, logs and exit codes follow
+// cmd/internal/cli. SIGINT/SIGTERM drain: new requests get 503 while those
+// in flight finish.
+//
+//	hone-serve --model models/qwen2.5-0.5b --adapters runs/adapters --port 8000
+package main

@@ -1,0 +1,202 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hone-rl/hone/format/chattemplate"
+)
+
+// The OpenAI wire shapes hone-serve reads and writes, with vLLM's extras
+// (top_k, return_token_ids, token_ids, prompt_token_ids, chat_template_kwargs).
+
+// stringList is OpenAI's "string or array of strings" (stop).
+type stringList []string
+
+func (s *stringList) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		*s = nil
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var one string
+		if err := json.Unmarshal(b, &one); err != nil {
+			return err
+		}
+		*s = stringList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("stop: want a string or an array of strings")
+	}
+	*s = many
+	return nil
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// samplingFields are shared by chat and completions requests.
+type samplingFields struct {
+	Model               string         `json:"model"`
+	N                   *int           `json:"n"`
+	Temperature         *float64       `json:"temperature"`
+	TopP                *float64       `json:"top_p"`
+	TopK                *int           `json:"top_k"`
+	Seed                *int64         `json:"seed"`
+	MaxTokens           *int           `json:"max_tokens"`
+	MaxCompletionTokens *int           `json:"max_completion_tokens"`
+	Stop                stringList     `json:"stop"`
+	StopTokenIDs        []int32        `json:"stop_token_ids"`
+	IgnoreEOS           bool           `json:"ignore_eos"`
+	PresencePenalty     *float64       `json:"presence_penalty"`
+	FrequencyPenalty    *float64       `json:"frequency_penalty"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *streamOptions `json:"stream_options"`
+	ReturnTokenIDs      bool           `json:"return_token_ids"`
+	SkipSpecialTokens   *bool          `json:"skip_special_tokens"`
+	User                string         `json:"user"`
+}
+
+type responseFormat struct {
+	Type       string `json:"type"` // text, json_object, json_schema
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
+type chatRequest struct {
+	samplingFields
+	Messages            []chattemplate.Message `json:"messages"`
+	Tools               []json.RawMessage      `json:"tools"`
+	ToolChoice          json.RawMessage        `json:"tool_choice"`
+	Logprobs            bool                   `json:"logprobs"`
+	TopLogprobs         *int                   `json:"top_logprobs"`
+	ResponseFormat      *responseFormat        `json:"response_format"`
+	ChatTemplateKwargs  map[string]any         `json:"chat_template_kwargs"`
+	AddGenerationPrompt *bool                  `json:"add_generation_prompt"`
+}
+
+type completionRequest struct {
+	samplingFields
+	Prompt   json.RawMessage `json:"prompt"`
+	Echo     bool            `json:"echo"`
+	Logprobs *int            `json:"logprobs"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+type topLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type tokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float32      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []topLogprob `json:"top_logprobs"`
+}
+
+type chatLogprobs struct {
+	Content []tokenLogprob `json:"content"`
+}
+
+type toolCallFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type toolCall struct {
+	Index    *int             `json:"index,omitempty"` // streaming deltas only
+	ID       string           `json:"id"`
+	Type     string           `json:"type"`
+	Function toolCallFunction `json:"function"`
+}
+
+type chatMessage struct {
+	Role      string     `json:"role,omitempty"`
+	Content   *string    `json:"content"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int           `json:"index"`
+	Message      *chatMessage  `json:"message,omitempty"`
+	Delta        *chatMessage  `json:"delta,omitempty"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+	TokenIDs     []int32       `json:"token_ids,omitempty"`
+}
+
+type chatResponse struct {
+	ID             string       `json:"id"`
+	Object         string       `json:"object"`
+	Created        int64        `json:"created"`
+	Model          string       `json:"model"`
+	Choices        []chatChoice `json:"choices"`
+	Usage          *usage       `json:"usage,omitempty"`
+	PromptTokenIDs []int32      `json:"prompt_token_ids,omitempty"`
+}
+
+type completionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []*float32           `json:"token_logprobs"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+type completionChoice struct {
+	Index          int                 `json:"index"`
+	Text           string              `json:"text"`
+	Logprobs       *completionLogprobs `json:"logprobs"`
+	FinishReason   *string             `json:"finish_reason"`
+	TokenIDs       []int32             `json:"token_ids,omitempty"`
+	PromptTokenIDs []int32             `json:"prompt_token_ids,omitempty"`
+}
+
+type completionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage,omitempty"`
+}
+
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+	Root    string `json:"root,omitempty"`
+	Parent  string `json:"parent,omitempty"`
+}
+
+type modelList struct {
+	Object string       `json:"object"`
+	Data   []modelEntry `json:"data"`
+}
+
+// apiError is OpenAI's error object.
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    any     `json:"code"`
+}
+
+type errorBody struct {
+	Error apiError `json:"error"`
+}

@@ -1,0 +1,341 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/serve/engine"
+)
+
+// toolMode is what tool_choice asks for.
+type toolMode struct {
+	parse bool   // parse tool calls out of the output
+	name  string // a named function (tool_choice {"type":"function",...})
+}
+
+func parseToolChoice(raw json.RawMessage, haveTools bool) (toolMode, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return toolMode{parse: haveTools}, nil
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		switch str {
+		case "none":
+			return toolMode{}, nil
+		case "auto", "required":
+			if !haveTools {
+				return toolMode{}, badRequest("tool_choice", "tool_choice %q needs tools", str)
+			}
+			return toolMode{parse: true}, nil
+		}
+		return toolMode{}, badRequest("tool_choice", "tool_choice %q: want none, auto, required or a function", str)
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil || named.Function.Name == "" {
+		return toolMode{}, badRequest("tool_choice", "tool_choice: want a string or {\"type\":\"function\",\"function\":{\"name\":…}}")
+	}
+	if !haveTools {
+		return toolMode{}, badRequest("tool_choice", "tool_choice names %q but no tools were given", named.Function.Name)
+	}
+	return toolMode{parse: true, name: named.Function.Name}, nil
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := readJSON(r, &req); err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	if err := s.chatRun(w, r, &req); err != nil {
+		writeHTTPError(w, err)
+	}
+}
+
+func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatRequest) error {
+	ad, modelName, err := s.resolve(req.Model)
+	if err != nil {
+		return &httpError{status: http.StatusNotFound, typ: "not_found_error", code: "model_not_found", param: "model", msg: err.Error()}
+	}
+	if len(req.Messages) == 0 {
+		return badRequest("messages", "messages must not be empty")
+	}
+	tm, err := parseToolChoice(req.ToolChoice, len(req.Tools) > 0)
+	if err != nil {
+		return err
+	}
+	if req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text" {
+		return badRequest("response_format", "response_format %q is not supported by this server yet (constrained decoding is not built in)", req.ResponseFormat.Type)
+	}
+	agp := true
+	if req.AddGenerationPrompt != nil {
+		agp = *req.AddGenerationPrompt
+	}
+	text, err := s.tmpl.Render(chattemplate.Input{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: agp, Kwargs: req.ChatTemplateKwargs})
+	if err != nil {
+		var re *chattemplate.RaisedError
+		if errors.As(err, &re) {
+			return badRequest("messages", "%v", err)
+		}
+		return badRequest("messages", "rendering the chat template: %v", err)
+	}
+	prompt := toInt32(s.tok.Encode(text, false))
+	p, n, err := s.params(&req.samplingFields, len(prompt), false)
+	if err != nil {
+		return err
+	}
+	if req.TopLogprobs != nil {
+		if *req.TopLogprobs < 0 || *req.TopLogprobs > 20 {
+			return badRequest("top_logprobs", "top_logprobs must be between 0 and 20, got %d", *req.TopLogprobs)
+		}
+		if !req.Logprobs && *req.TopLogprobs > 0 {
+			return badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+		}
+		p.TopLogprobs = *req.TopLogprobs
+	}
+	p.Logprobs = req.Logprobs
+	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
+	defer cancel()
+	ereq := &engine.Request{Prompt: prompt, N: n, Params: p}
+	if ad != nil {
+		ereq.Adapter = ad.Weights
+	}
+	h, err := s.submit(ctx, ereq)
+	if err != nil {
+		return err
+	}
+	id, created := newID("chatcmpl-"), time.Now().Unix()
+	if req.Stream {
+		return s.chatStream(ctx, w, req, h, n, prompt, tm, id, created, modelName)
+	}
+	outs, err := s.collect(ctx, h, n)
+	if err != nil {
+		return err
+	}
+	resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: modelName}
+	if req.ReturnTokenIDs {
+		resp.PromptTokenIDs = prompt
+	}
+	u := usage{PromptTokens: len(prompt)}
+	for i := range outs {
+		o := &outs[i]
+		u.CompletionTokens += len(o.ids)
+		msg, finish := s.chatMessage(o.text.String(), o.finish, tm)
+		ch := chatChoice{Index: i, Message: msg, FinishReason: &finish}
+		if req.Logprobs {
+			ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs(o.ids, o.lps, o.tops)}
+		}
+		if req.ReturnTokenIDs {
+			ch.TokenIDs = nonNil(o.ids)
+		}
+		resp.Choices = append(resp.Choices, ch)
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	resp.Usage = &u
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// chatMessage builds the assistant message, with tool calls parsed out when
+// tools are in play.
+func (s *Server) chatMessage(text, finish string, tm toolMode) (*chatMessage, string) {
+	msg := &chatMessage{Role: "assistant", Content: &text}
+	if !tm.parse {
+		return msg, finish
+	}
+	content, calls := parseToolCalls(text)
+	if len(calls) == 0 {
+		return msg, finish
+	}
+	for _, c := range calls {
+		msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: newID("call_"), Type: "function", Function: toolCallFunction{Name: c.Name, Arguments: c.Arguments}})
+	}
+	if content == "" {
+		msg.Content = nil
+	} else {
+		msg.Content = &content
+	}
+	return msg, "tool_calls"
+}
+
+func (s *Server) tokenString(id int32) (string, []int) {
+	b, _ := s.tok.TokenBytes(int(id))
+	ints := make([]int, len(b))
+	for i, c := range b {
+		ints[i] = int(c)
+	}
+	return string(b), ints
+}
+
+func (s *Server) tokenLogprobs(ids []int32, lps []float32, tops [][]engine.TokenLogprob) []tokenLogprob {
+	out := make([]tokenLogprob, len(ids))
+	for i, id := range ids {
+		t, b := s.tokenString(id)
+		out[i] = tokenLogprob{Token: t, Logprob: lps[i], Bytes: b, TopLogprobs: []topLogprob{}}
+		for _, tl := range tops[i] {
+			tt, tb := s.tokenString(tl.ID)
+			out[i].TopLogprobs = append(out[i].TopLogprobs, topLogprob{Token: tt, Logprob: tl.Logprob, Bytes: tb})
+		}
+	}
+	return out
+}
+
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
+}
+
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// chatStream writes the output as server-sent events, one chunk per token
+// (per choice). With tools in play a choice's text is held until it ends,
+// because only the whole output tells content from tool calls.
+func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *chatRequest, h *engine.Handle, n int, prompt []int32, tm toolMode, id string, created int64, modelName string) error {
+	sse := newSSE(w)
+	chunk := func(choices []chatChoice, u *usage, first bool) {
+		c := chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: modelName, Choices: choices, Usage: u}
+		if first && req.ReturnTokenIDs {
+			c.PromptTokenIDs = prompt
+		}
+		if choices == nil {
+			c.Choices = []chatChoice{}
+		}
+		sse.send(c)
+	}
+	empty := ""
+	var firsts []chatChoice
+	for i := range n {
+		firsts = append(firsts, chatChoice{Index: i, Delta: &chatMessage{Role: "assistant", Content: &empty}})
+	}
+	chunk(firsts, nil, true)
+	held := make([]choiceOut, n)
+	completion := 0
+	t0, first := time.Now(), true
+	for {
+		evs, done, err := h.Next(ctx)
+		if err != nil {
+			sse.sendError(genError(ctx, err))
+			return nil
+		}
+		for _, ev := range evs {
+			if ev.Err != nil {
+				sse.sendError(genError(ctx, ev.Err))
+				return nil
+			}
+			if ev.Token >= 0 {
+				completion++
+				if first {
+					s.met.ttft(time.Since(t0))
+					first = false
+				}
+			}
+			ch := chatChoice{Index: ev.Choice, Delta: &chatMessage{}}
+			text := ev.Text
+			if tm.parse {
+				held[ev.Choice].add(ev)
+				text = ""
+			}
+			if text != "" {
+				ch.Delta.Content = &text
+			}
+			if ev.Token >= 0 {
+				if req.Logprobs {
+					ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs([]int32{ev.Token}, []float32{ev.Logprob}, [][]engine.TokenLogprob{ev.Top})}
+				}
+				if req.ReturnTokenIDs {
+					ch.TokenIDs = []int32{ev.Token}
+				}
+			}
+			if ev.Finish != "" {
+				finish := ev.Finish
+				if tm.parse {
+					msg, f := s.chatMessage(held[ev.Choice].text.String(), ev.Finish, tm)
+					finish = f
+					ch.Delta.Content = msg.Content
+					for k := range msg.ToolCalls {
+						k := k
+						msg.ToolCalls[k].Index = &k
+					}
+					ch.Delta.ToolCalls = msg.ToolCalls
+				}
+				ch.FinishReason = &finish
+			}
+			if ch.Delta.Content == nil && ch.Delta.ToolCalls == nil && ch.Logprobs == nil && ch.TokenIDs == nil && ch.FinishReason == nil {
+				continue
+			}
+			chunk([]chatChoice{ch}, nil, false)
+		}
+		if done {
+			break
+		}
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		chunk(nil, &usage{PromptTokens: len(prompt), CompletionTokens: completion, TotalTokens: len(prompt) + completion}, false)
+	}
+	sse.done()
+	return nil
+}
+
+// sse writes server-sent events.
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return &sse{w: w, f: f}
+}
+
+func (s *sse) send(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(s.w, "data: %s\n\n", b)
+	if s.f != nil {
+		s.f.Flush()
+	}
+}
+
+func (s *sse) sendError(err error) {
+	var he *httpError
+	e := apiError{Message: err.Error(), Type: "server_error"}
+	if errors.As(err, &he) {
+		e.Type = he.typ
+		if he.code != "" {
+			e.Code = he.code
+		}
+	}
+	s.send(errorBody{Error: e})
+	s.done()
+}
+
+func (s *sse) done() {
+	fmt.Fprint(s.w, "data: [DONE]\n\n")
+	if s.f != nil {
+		s.f.Flush()
+	}
+}

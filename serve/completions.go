@@ -1,0 +1,252 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/hone-rl/hone/serve/engine"
+	"github.com/hone-rl/hone/train/model"
+)
+
+// parsePrompt reads a completions prompt: a string, an array of token ids,
+// or a one-element array of either.
+func (s *Server) parsePrompt(raw json.RawMessage) ([]int32, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, badRequest("prompt", "prompt is required")
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return toInt32(s.tok.Encode(str, true)), nil
+	}
+	var ids []int32
+	if json.Unmarshal(raw, &ids) == nil {
+		for _, id := range ids {
+			if id < 0 || int(id) >= s.m.Config.Vocab {
+				return nil, badRequest("prompt", "token id %d outside the vocabulary [0, %d)", id, s.m.Config.Vocab)
+			}
+		}
+		return ids, nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil {
+		if len(list) != 1 {
+			return nil, badRequest("prompt", "this server takes one prompt per request, got %d", len(list))
+		}
+		return s.parsePrompt(list[0])
+	}
+	return nil, badRequest("prompt", "prompt: want a string, an array of token ids, or a one-element array of either")
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if err := readJSON(r, &req); err != nil {
+		writeHTTPError(w, err)
+		return
+	}
+	if err := s.completionsRun(w, r, &req); err != nil {
+		writeHTTPError(w, err)
+	}
+}
+
+func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *completionRequest) error {
+	ad, modelName, err := s.resolve(req.Model)
+	if err != nil {
+		return &httpError{status: http.StatusNotFound, typ: "not_found_error", code: "model_not_found", param: "model", msg: err.Error()}
+	}
+	prompt, err := s.parsePrompt(req.Prompt)
+	if err != nil {
+		return err
+	}
+	if len(prompt) == 0 {
+		return badRequest("prompt", "prompt has no tokens")
+	}
+	p, n, err := s.params(&req.samplingFields, len(prompt), req.Echo)
+	if err != nil {
+		return err
+	}
+	if req.Logprobs != nil {
+		if *req.Logprobs < 0 || *req.Logprobs > 20 {
+			return badRequest("logprobs", "logprobs must be between 0 and 20, got %d", *req.Logprobs)
+		}
+		p.Logprobs, p.TopLogprobs = true, *req.Logprobs
+	}
+	if req.Stream && req.Echo {
+		return badRequest("echo", "echo is not supported with stream")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
+	defer cancel()
+	var adw *model.Adapter
+	if ad != nil {
+		adw = ad.Weights
+	}
+	// Prompt logprobs first: a failure here costs no generation.
+	var promptLP []float32
+	var promptTop [][]engine.TokenLogprob
+	if req.Echo && p.Logprobs {
+		promptLP, promptTop, err = s.scorePrompt(ctx, prompt, adw, p.TopLogprobs)
+		if err != nil {
+			return genError(ctx, err)
+		}
+	}
+	h, err := s.submit(ctx, &engine.Request{Prompt: prompt, N: n, Params: p, Adapter: adw})
+	if err != nil {
+		return err
+	}
+	id, created := newID("cmpl-"), time.Now().Unix()
+	if req.Stream {
+		return s.completionStream(ctx, w, req, h, prompt, id, created, modelName)
+	}
+	outs, err := s.collect(ctx, h, n)
+	if err != nil {
+		return err
+	}
+	resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName}
+	u := usage{PromptTokens: len(prompt)}
+	promptText := s.tok.Decode(toInts(prompt), false)
+	for i := range outs {
+		o := &outs[i]
+		u.CompletionTokens += len(o.ids)
+		finish := o.finish
+		ch := completionChoice{Index: i, Text: o.text.String(), FinishReason: &finish}
+		if req.Echo {
+			ch.Text = promptText + ch.Text
+		}
+		if p.Logprobs {
+			lp := &completionLogprobs{}
+			offset := 0
+			addTok := func(id int32, v *float32, top []engine.TokenLogprob) {
+				t, _ := s.tokenString(id)
+				lp.Tokens = append(lp.Tokens, t)
+				lp.TokenLogprobs = append(lp.TokenLogprobs, v)
+				lp.TextOffset = append(lp.TextOffset, offset)
+				offset += len(t)
+				var m map[string]float32
+				if v != nil {
+					m = map[string]float32{}
+					for _, tl := range top {
+						tt, _ := s.tokenString(tl.ID)
+						if _, ok := m[tt]; !ok {
+							m[tt] = tl.Logprob
+						}
+					}
+				}
+				lp.TopLogprobs = append(lp.TopLogprobs, m)
+			}
+			if req.Echo {
+				for j, id := range prompt {
+					if j == 0 {
+						addTok(id, nil, nil)
+						continue
+					}
+					v := promptLP[j]
+					addTok(id, &v, promptTop[j])
+				}
+			}
+			for j, id := range o.ids {
+				v := o.lps[j]
+				addTok(id, &v, o.tops[j])
+			}
+			ch.Logprobs = lp
+		}
+		if req.ReturnTokenIDs {
+			ch.TokenIDs = nonNil(o.ids)
+			ch.PromptTokenIDs = prompt
+		}
+		resp.Choices = append(resp.Choices, ch)
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	resp.Usage = &u
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+func toInts(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}
+
+// scorePrompt returns log p(prompt[j] | prompt[:j]) for j ≥ 1 (index 0 is
+// unused) and the top alternatives at each position, from one full forward.
+func (s *Server) scorePrompt(ctx context.Context, prompt []int32, ad *model.Adapter, top int) ([]float32, [][]engine.TokenLogprob, error) {
+	s.scoreMu.Lock()
+	defer s.scoreMu.Unlock()
+	N, V := len(prompt), s.m.Config.Vocab
+	pos := make([]int32, N)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	logits, err := s.m.Logits(ctx, &model.Batch{IDs: prompt, Pos: pos, SeqOff: []int32{0, int32(N)}}, ad)
+	if err != nil {
+		return nil, nil, err
+	}
+	lp := make([]float32, N)
+	tops := make([][]engine.TokenLogprob, N)
+	for j := 1; j < N; j++ {
+		row := engine.LogSoftmax(logits[(j-1)*V : j*V])
+		lp[j] = row[prompt[j]]
+		tops[j] = engine.TopN(row, top)
+	}
+	return lp, tops, nil
+}
+
+// completionStream writes completion chunks as server-sent events.
+func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, req *completionRequest, h *engine.Handle, prompt []int32, id string, created int64, modelName string) error {
+	sse := newSSE(w)
+	completion := 0
+	firstChunk := true
+	for {
+		evs, done, err := h.Next(ctx)
+		if err != nil {
+			sse.sendError(genError(ctx, err))
+			return nil
+		}
+		for _, ev := range evs {
+			if ev.Err != nil {
+				sse.sendError(genError(ctx, ev.Err))
+				return nil
+			}
+			ch := completionChoice{Index: ev.Choice, Text: ev.Text}
+			if ev.Token >= 0 {
+				completion++
+				if req.ReturnTokenIDs {
+					ch.TokenIDs = []int32{ev.Token}
+				}
+				if req.Logprobs != nil {
+					t, _ := s.tokenString(ev.Token)
+					v := ev.Logprob
+					m := map[string]float32{}
+					for _, tl := range ev.Top {
+						tt, _ := s.tokenString(tl.ID)
+						m[tt] = tl.Logprob
+					}
+					ch.Logprobs = &completionLogprobs{Tokens: []string{t}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{m}, TextOffset: []int{0}}
+				}
+			}
+			if req.ReturnTokenIDs && firstChunk {
+				ch.PromptTokenIDs = prompt
+				firstChunk = false
+			}
+			if ev.Finish != "" {
+				f := ev.Finish
+				ch.FinishReason = &f
+			}
+			sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName, Choices: []completionChoice{ch}})
+		}
+		if done {
+			break
+		}
+	}
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName, Choices: []completionChoice{},
+			Usage: &usage{PromptTokens: len(prompt), CompletionTokens: completion, TotalTokens: len(prompt) + completion}})
+	}
+	sse.done()
+	return nil
+}

@@ -1,0 +1,30 @@
+// Package serve is hone-serve: an OpenAI-compatible HTTP server over
+// train/model, with continuous batching (serve/engine) and LoRA adapters
+// hot-reloaded from a folder (serve/adapters).
+//
+// Endpoints: POST /v1/chat/completions (messages rendered with the model's
+// own chat template, tools and tool_choice, n, logprobs/top_logprobs,
+// vLLM's return_token_ids → prompt_token_ids and choices[].token_ids,
+// streaming with stream_options.include_usage), POST /v1/completions
+// (prompt text or token ids; echo with logprobs returns the prompt's token
+// logprobs, the way to score a given text), GET /v1/models (the base model,
+// every <run> and <run>@<step> loaded), GET /health and GET /metrics
+// (Prometheus text format, written by hand).
+//
+// Errors use OpenAI's error object: 400 bad request, 401 wrong or missing
+// API key, 404 unknown model, 413 body too large, 429 queue full, 503
+// shutting down, 504 past the request deadline.
+//
+// Tool calls are parsed from the output text: Hermes/Qwen
+// <tool_call>{json}</tool_call> blocks and Llama 3.1 JSON
+// {"name":…,"parameters":…}; found calls become message.tool_calls with
+// finish_reason "tool_calls". A streamed choice with tools in play is sent
+// whole at its end, since only the complete text tells a call from content.
+//
+// Each response's model field names what answered: the base model's name
+// or "<run>@<step>". A request keeps the adapter it resolved at admission
+// even when a newer step is loaded meanwhile.
+//
+// Options/AddFlags/Run are the command's surface; cmd/hone-serve is a thin
+// main over them. The server binds 127.0.0.1 unless told otherwise.
+package serve

@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hone-rl/hone/train/model"
+)
+
+// ErrCacheFull means a reservation does not fit the KV cache budget now.
+var ErrCacheFull = errors.New("kv cache budget exhausted")
+
+// KVCache implements model.Cache with a byte budget. Each sequence gets one
+// block of keys and values per layer, allocated by Reserve for a fixed
+// number of tokens; Grow beyond the reservation fails. Keys and values are
+// float32, so a token costs layers·2·KVH·D·4 bytes.
+//
+// The model calls Len/Grow/KV/Truncate from the scheduler goroutine only;
+// the mutex makes the accounting readable from other goroutines (metrics).
+type KVCache struct {
+	layers, kvd int
+	budget      int64 // bytes; 0: unlimited
+
+	mu   sync.Mutex
+	used int64 // bytes reserved
+	seqs map[int]*kvSeq
+}
+
+type kvSeq struct {
+	n, capTokens int
+	k, v         [][]float32 // [layers][capTokens, KVH, D]
+}
+
+var _ model.Cache = (*KVCache)(nil)
+
+// NewKVCache returns an empty cache for a model of config c holding at most
+// budget bytes of keys and values (0: no limit).
+func NewKVCache(c *model.Config, budget int64) *KVCache {
+	return &KVCache{layers: c.Layers, kvd: c.KVHeads * c.HeadDim, budget: budget, seqs: map[int]*kvSeq{}}
+}
+
+// TokenBytes is what one cached token costs.
+func (c *KVCache) TokenBytes() int64 { return int64(c.layers) * 2 * int64(c.kvd) * 4 }
+
+// Budget is the byte budget (0: unlimited).
+func (c *KVCache) Budget() int64 { return c.budget }
+
+// Used is the number of bytes reserved now.
+func (c *KVCache) Used() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
+// Fits reports whether a reservation of tokens could ever succeed.
+func (c *KVCache) Fits(tokens int64) bool {
+	return c.budget == 0 || tokens*c.TokenBytes() <= c.budget
+}
+
+// Reserve allocates room for tokens tokens of the new sequence seq.
+func (c *KVCache) Reserve(seq, tokens int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.seqs[seq]; ok {
+		return fmt.Errorf("kv cache: sequence %d already reserved", seq)
+	}
+	b := int64(tokens) * c.TokenBytes()
+	if c.budget > 0 && c.used+b > c.budget {
+		return ErrCacheFull
+	}
+	s := &kvSeq{capTokens: tokens, k: make([][]float32, c.layers), v: make([][]float32, c.layers)}
+	for l := range s.k {
+		s.k[l] = make([]float32, tokens*c.kvd)
+		s.v[l] = make([]float32, tokens*c.kvd)
+	}
+	c.seqs[seq] = s
+	c.used += b
+	return nil
+}
+
+// Free releases seq and its reservation.
+func (c *KVCache) Free(seq int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.seqs[seq]; ok {
+		c.used -= int64(s.capTokens) * c.TokenBytes()
+		delete(c.seqs, seq)
+	}
+}
+
+// Fork copies the first n cached tokens of src into the reserved, empty
+// sequence dst: the prompt of an n > 1 request is prefilled once and shared
+// this way.
+func (c *KVCache) Fork(dst, src, n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, d := c.seqs[src], c.seqs[dst]
+	if s == nil || d == nil || n > s.n || n > d.capTokens {
+		return fmt.Errorf("kv cache: fork %d tokens of sequence %d into %d", n, src, dst)
+	}
+	for l := range s.k {
+		copy(d.k[l], s.k[l][:n*c.kvd])
+		copy(d.v[l], s.v[l][:n*c.kvd])
+	}
+	d.n = n
+	return nil
+}
+
+// Len implements model.Cache.
+func (c *KVCache) Len(seq int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.seqs[seq]; s != nil {
+		return s.n
+	}
+	return 0
+}
+
+// Grow implements model.Cache; it fails past the sequence's reservation.
+func (c *KVCache) Grow(seq, n int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.seqs[seq]
+	if s == nil {
+		return fmt.Errorf("kv cache: sequence %d has no reservation", seq)
+	}
+	if n < 0 || s.n+n > s.capTokens {
+		return fmt.Errorf("kv cache: sequence %d: %d+%d tokens exceed its reservation of %d", seq, s.n, n, s.capTokens)
+	}
+	s.n += n
+	return nil
+}
+
+// KV implements model.Cache.
+func (c *KVCache) KV(layer, seq int) (k, v []float32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.seqs[seq]
+	if s == nil {
+		return nil, nil
+	}
+	return s.k[layer][:s.n*c.kvd], s.v[layer][:s.n*c.kvd]
+}
+
+// Truncate implements model.Cache. The reservation is kept until Free, so
+// a failed step can be retried without losing the sequence's room.
+func (c *KVCache) Truncate(seq, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.seqs[seq]; s != nil && n < s.n {
+		s.n = max(n, 0)
+	}
+}

@@ -1,0 +1,27 @@
+// Package engine runs generation for hone-serve: a scheduler that keeps a
+// running batch of sequences and lets new requests join it between decode
+// steps (continuous batching), a KV cache with a memory budget that
+// implements train/model's Cache interface, and the per-sequence sampler.
+//
+// What it owns:
+//
+//   - KVCache: one preallocated block per sequence, sized prompt+max_tokens
+//     when the request is admitted, so a running sequence never runs out of
+//     memory mid-way; the sum of reservations stays under the byte budget
+//     and requests that do not fit yet wait in the queue.
+//   - Engine: a bounded queue (Submit answers ErrQueueFull), admission in
+//     arrival order, one model.Step per adapter group per iteration (prefill
+//     of new sequences and one decode token of running ones in the same
+//     step), prefix sharing for n > 1 (the prompt is prefilled once and its
+//     KV rows copied to the other n-1 sequences), cancellation through each
+//     request's context, and Shutdown that drains what is running.
+//   - Sampling: temperature, top_k, top_p, presence/frequency penalties,
+//     stop strings, stop token ids, max_tokens, raw-model logprobs and
+//     top_logprobs; a per-sequence PCG seeded from (seed, choice index), so
+//     the same seed gives the same tokens whatever else is in the batch.
+//   - The Constraint seam: a per-sequence object that masks the logits of
+//     tokens that cannot come next (constrained decoding plugs in here).
+//
+// Output reaches the caller through a Handle whose event buffer never
+// blocks the scheduler: a slow client cannot stall the batch.
+package engine

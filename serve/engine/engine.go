@@ -1,0 +1,583 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hone-rl/hone/format/tokenizer"
+	"github.com/hone-rl/hone/train/model"
+)
+
+// Errors Submit returns; the server maps them to HTTP statuses.
+var (
+	ErrQueueFull = errors.New("engine: request queue is full")
+	ErrClosed    = errors.New("engine: shutting down")
+	ErrTooLarge  = errors.New("engine: request does not fit")
+)
+
+// Config sizes the engine.
+type Config struct {
+	MaxBatch     int   // sequences in the running batch (default 32)
+	MaxQueue     int   // requests waiting to join it (default 256)
+	KVCacheBytes int64 // budget of the KV cache in bytes (0: unlimited)
+	EOS          []int32
+	Tokenizer    *tokenizer.Tokenizer // decodes generated text (stop strings)
+	Log          *slog.Logger
+}
+
+// Request is one generation request: N sequences continuing Prompt.
+type Request struct {
+	Ctx     context.Context // cancels the request (client gone, deadline)
+	Prompt  []int32
+	N       int
+	Params  Params
+	Adapter *model.Adapter // nil: the base model
+	// Constraint, when set, makes one Constraint per sequence.
+	Constraint func(choice int) Constraint
+}
+
+// Event is what happened to one sequence (choice) of a request.
+type Event struct {
+	Choice int
+	// Token is a generated token (-1 on the final event of a sequence that
+	// carries no token), with its raw-model logprob and top alternatives
+	// when Params.Logprobs.
+	Token   int32
+	Logprob float32
+	Top     []TokenLogprob
+	Text    string // text completed by this token (stop strings held back)
+	Finish  string // "stop" or "length" on the sequence's last event
+	Err     error  // the sequence failed (cancelled, deadline, model error)
+}
+
+// Handle is the caller's side of a submitted request.
+type Handle struct {
+	mu     sync.Mutex
+	events []Event
+	open   int // sequences not finished
+	notify chan struct{}
+}
+
+func (h *Handle) push(ev Event) {
+	h.mu.Lock()
+	h.events = append(h.events, ev)
+	if ev.Finish != "" || ev.Err != nil {
+		h.open--
+	}
+	h.mu.Unlock()
+	select {
+	case h.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Next waits for events. It returns done once every sequence has finished
+// and all events were handed out; an error only when ctx ends first.
+func (h *Handle) Next(ctx context.Context) (evs []Event, done bool, err error) {
+	for {
+		h.mu.Lock()
+		evs, h.events = h.events, nil
+		open := h.open
+		h.mu.Unlock()
+		if len(evs) > 0 || open == 0 {
+			return evs, open == 0, nil
+		}
+		select {
+		case <-h.notify:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// Stats are counters for /metrics.
+type Stats struct {
+	Running, Queued         int
+	PromptTokens, GenTokens int64
+	Steps                   int64
+	KVUsedBytes, KVBudget   int64
+	RequestsDone, Cancelled int64
+	StepSeconds             float64
+}
+
+type reqState struct {
+	r    *Request
+	h    *Handle
+	seqs []*sequence
+	live int
+}
+
+type sequence struct {
+	id      int
+	rs      *reqState
+	choice  int
+	pending []int32 // tokens to feed at the next step
+	leader  bool    // prefills the prompt for its siblings
+	waiting bool    // sibling waiting for the leader's prefill
+	smp     *sampler
+	cons    Constraint
+	gen     int
+	dec     *tokenizer.StreamDecoder
+	text    strings.Builder // generated text so far (for stop strings)
+	sent    int             // bytes of text handed out
+	done    bool
+}
+
+// Engine schedules requests onto the model. Create it with New; it is safe
+// for concurrent use.
+type Engine struct {
+	m     *model.Model
+	cfg   Config
+	cache *KVCache
+	eos   map[int32]bool
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	queue   []*reqState
+	closing bool
+	wake    chan struct{}
+	stopped chan struct{}
+	kill    chan struct{}
+	killed  atomic.Bool
+
+	nextSeq int
+	running []*sequence
+
+	promptTokens, genTokens, steps, reqDone, cancelled atomic.Int64
+	stepNanos                                          atomic.Int64
+	nRunning, nQueued                                  atomic.Int64
+}
+
+// New starts an engine over m.
+func New(m *model.Model, cfg Config) *Engine {
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 32
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = 256
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{
+		m: m, cfg: cfg, cache: NewKVCache(&m.Config, cfg.KVCacheBytes), eos: map[int32]bool{}, log: cfg.Log,
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}), kill: make(chan struct{}),
+	}
+	for _, id := range cfg.EOS {
+		e.eos[id] = true
+	}
+	go e.loop()
+	return e
+}
+
+// Model is the model the engine runs.
+func (e *Engine) Model() *model.Model { return e.m }
+
+// MaxBatch is the running-batch size.
+func (e *Engine) MaxBatch() int { return e.cfg.MaxBatch }
+
+// Stats returns the current counters.
+func (e *Engine) Stats() Stats {
+	return Stats{
+		Running: int(e.nRunning.Load()), Queued: int(e.nQueued.Load()),
+		PromptTokens: e.promptTokens.Load(), GenTokens: e.genTokens.Load(), Steps: e.steps.Load(),
+		KVUsedBytes: e.cache.Used(), KVBudget: e.cache.Budget(),
+		RequestsDone: e.reqDone.Load(), Cancelled: e.cancelled.Load(),
+		StepSeconds: float64(e.stepNanos.Load()) / 1e9,
+	}
+}
+
+// Check reports whether r could ever run, without queueing it.
+func (e *Engine) Check(r *Request) error {
+	switch {
+	case len(r.Prompt) == 0:
+		return fmt.Errorf("%w: empty prompt", ErrTooLarge)
+	case r.N < 1:
+		return fmt.Errorf("%w: n must be at least 1", ErrTooLarge)
+	case r.N > e.cfg.MaxBatch:
+		return fmt.Errorf("%w: n=%d is more than the batch size %d", ErrTooLarge, r.N, e.cfg.MaxBatch)
+	case r.Params.MaxTokens < 0:
+		return fmt.Errorf("%w: max_tokens must not be negative", ErrTooLarge)
+	}
+	for _, id := range r.Prompt {
+		if id < 0 || int(id) >= e.m.Config.Vocab {
+			return fmt.Errorf("%w: token id %d outside the vocabulary [0, %d)", ErrTooLarge, id, e.m.Config.Vocab)
+		}
+	}
+	if need := int64(r.N) * int64(len(r.Prompt)+r.Params.MaxTokens); !e.cache.Fits(need) {
+		return fmt.Errorf("%w: %d prompt tokens + %d max_tokens × n=%d need %d bytes of KV cache, the budget is %d",
+			ErrTooLarge, len(r.Prompt), r.Params.MaxTokens, r.N, need*e.cache.TokenBytes(), e.cache.Budget())
+	}
+	return nil
+}
+
+// Submit queues r. It fails at once with ErrQueueFull, ErrClosed or an
+// ErrTooLarge error; otherwise the Handle delivers the output.
+func (e *Engine) Submit(r *Request) (*Handle, error) {
+	if err := e.Check(r); err != nil {
+		return nil, err
+	}
+	if r.Ctx == nil {
+		r.Ctx = context.Background()
+	}
+	h := &Handle{open: r.N, notify: make(chan struct{}, 1)}
+	e.mu.Lock()
+	switch {
+	case e.closing:
+		e.mu.Unlock()
+		return nil, ErrClosed
+	case len(e.queue) >= e.cfg.MaxQueue:
+		e.mu.Unlock()
+		return nil, ErrQueueFull
+	}
+	e.queue = append(e.queue, &reqState{r: r, h: h})
+	e.nQueued.Store(int64(len(e.queue)))
+	e.mu.Unlock()
+	e.poke()
+	return h, nil
+}
+
+func (e *Engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Shutdown stops accepting requests and waits until the running and queued
+// ones finished. When ctx ends first, the rest are failed with ErrClosed.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	e.poke()
+	select {
+	case <-e.stopped:
+		return nil
+	case <-ctx.Done():
+		if e.killed.CompareAndSwap(false, true) {
+			close(e.kill)
+		}
+		<-e.stopped
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) loop() {
+	defer close(e.stopped)
+	for {
+		select {
+		case <-e.kill:
+			e.failAll(ErrClosed)
+			return
+		default:
+		}
+		e.reap()
+		e.admit()
+		if len(e.running) == 0 {
+			e.mu.Lock()
+			idle := len(e.queue) == 0
+			closing := e.closing
+			e.mu.Unlock()
+			if idle && closing {
+				return
+			}
+			select {
+			case <-e.wake:
+			case <-e.kill:
+			case <-time.After(50 * time.Millisecond): // re-check deadlines of queued requests
+			}
+			continue
+		}
+		e.step()
+	}
+}
+
+// failAll ends every queued and running request with err.
+func (e *Engine) failAll(err error) {
+	e.mu.Lock()
+	q := e.queue
+	e.queue = nil
+	e.mu.Unlock()
+	for _, rs := range q {
+		for i := range rs.r.N {
+			rs.h.push(Event{Choice: i, Token: -1, Err: err})
+		}
+	}
+	for _, s := range e.running {
+		e.finish(s, Event{Token: -1, Err: err})
+	}
+	e.running = nil
+	e.nRunning.Store(0)
+	e.nQueued.Store(0)
+}
+
+// reap drops cancelled requests, queued or running.
+func (e *Engine) reap() {
+	e.mu.Lock()
+	q := e.queue[:0]
+	var gone []*reqState
+	for _, rs := range e.queue {
+		if rs.r.Ctx.Err() != nil {
+			gone = append(gone, rs)
+		} else {
+			q = append(q, rs)
+		}
+	}
+	clear(e.queue[len(q):])
+	e.queue = q
+	e.nQueued.Store(int64(len(q)))
+	e.mu.Unlock()
+	for _, rs := range gone {
+		e.cancelled.Add(1)
+		for i := range rs.r.N {
+			rs.h.push(Event{Choice: i, Token: -1, Err: context.Cause(rs.r.Ctx)})
+		}
+	}
+	for _, s := range e.running {
+		if !s.done && s.rs.r.Ctx.Err() != nil {
+			if s.choice == 0 {
+				e.cancelled.Add(1)
+			}
+			e.finish(s, Event{Token: -1, Err: context.Cause(s.rs.r.Ctx)})
+		}
+	}
+	e.compact()
+}
+
+func (e *Engine) compact() {
+	e.running = slices.DeleteFunc(e.running, func(s *sequence) bool { return s.done })
+	e.nRunning.Store(int64(len(e.running)))
+}
+
+// admit moves queued requests into the running batch, in arrival order,
+// while the batch has room and their KV reservations fit.
+func (e *Engine) admit() {
+	for {
+		e.mu.Lock()
+		if len(e.queue) == 0 {
+			e.mu.Unlock()
+			return
+		}
+		rs := e.queue[0]
+		r := rs.r
+		if len(e.running)+r.N > e.cfg.MaxBatch {
+			e.mu.Unlock()
+			return
+		}
+		tokens := len(r.Prompt) + r.Params.MaxTokens
+		if r.Params.MaxTokens == 0 {
+			tokens = len(r.Prompt) // nothing to generate; never stepped
+		}
+		ids := make([]int, r.N)
+		ok := true
+		for i := range ids {
+			ids[i] = e.nextSeq
+			e.nextSeq++
+			if err := e.cache.Reserve(ids[i], tokens); err != nil {
+				for _, id := range ids[:i] {
+					e.cache.Free(id)
+				}
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			e.mu.Unlock()
+			return // wait for running sequences to free memory
+		}
+		e.queue = e.queue[1:]
+		e.nQueued.Store(int64(len(e.queue)))
+		e.mu.Unlock()
+
+		e.promptTokens.Add(int64(len(r.Prompt)))
+		rs.live = r.N
+		for i, id := range ids {
+			s := &sequence{id: id, rs: rs, choice: i, smp: newSampler(r.Params, i), dec: e.cfg.Tokenizer.NewStreamDecoder(r.Params.SkipSpecial)}
+			if r.Constraint != nil {
+				s.cons = r.Constraint(i)
+			}
+			if i == 0 {
+				s.leader, s.pending = true, r.Prompt
+			} else {
+				s.waiting = true
+			}
+			rs.seqs = append(rs.seqs, s)
+		}
+		if r.Params.MaxTokens == 0 {
+			for _, s := range rs.seqs {
+				e.finish(s, Event{Token: -1, Finish: "length"})
+			}
+			continue
+		}
+		e.running = append(e.running, rs.seqs...)
+		e.nRunning.Store(int64(len(e.running)))
+	}
+}
+
+// step runs one model step per adapter over every sequence with pending
+// tokens and samples the next token of each.
+func (e *Engine) step() {
+	t0 := time.Now()
+	type group struct {
+		ad   *model.Adapter
+		seqs []*sequence
+	}
+	var groups []*group
+	for _, s := range e.running {
+		if s.done || s.waiting {
+			continue
+		}
+		var g *group
+		for _, x := range groups {
+			if x.ad == s.rs.r.Adapter {
+				g = x
+			}
+		}
+		if g == nil {
+			g = &group{ad: s.rs.r.Adapter}
+			groups = append(groups, g)
+		}
+		g.seqs = append(g.seqs, s)
+	}
+	V := e.m.Config.Vocab
+	for _, g := range groups {
+		in := make([]model.StepInput, len(g.seqs))
+		for i, s := range g.seqs {
+			in[i] = model.StepInput{Seq: s.id, IDs: s.pending}
+		}
+		logits, err := e.m.Step(context.Background(), e.cache, in, g.ad)
+		if err != nil {
+			e.log.Error("model step failed", "sequences", len(in), "err", err)
+			for _, s := range g.seqs {
+				for _, t := range s.rs.seqs {
+					e.finish(t, Event{Token: -1, Err: fmt.Errorf("model step: %w", err)})
+				}
+			}
+			continue
+		}
+		for i, s := range g.seqs {
+			row := logits[i*V : (i+1)*V]
+			if s.leader {
+				s.leader = false
+				for _, t := range s.rs.seqs[1:] {
+					if t.done {
+						continue
+					}
+					if err := e.cache.Fork(t.id, s.id, len(s.pending)); err != nil {
+						e.finish(t, Event{Token: -1, Err: err})
+						continue
+					}
+					t.waiting = false
+					e.sample(t, slices.Clone(row))
+				}
+			}
+			e.sample(s, row)
+		}
+	}
+	e.steps.Add(1)
+	e.stepNanos.Add(int64(time.Since(t0)))
+	e.compact()
+}
+
+// sample picks the next token of s from its logits row and reports it.
+func (e *Engine) sample(s *sequence, row []float32) {
+	if s.done {
+		return
+	}
+	p := &s.rs.r.Params
+	id, lp, top := s.smp.pick(row, s.cons)
+	if s.cons != nil {
+		if err := s.cons.Accept(id); err != nil {
+			e.finish(s, Event{Token: -1, Err: fmt.Errorf("constraint: %w", err)})
+			return
+		}
+	}
+	s.gen++
+	e.genTokens.Add(1)
+	ev := Event{Choice: s.choice, Token: id, Logprob: lp, Top: top}
+	stop := (e.eos[id] && !p.IgnoreEOS) || slices.Contains(p.StopIDs, id)
+	if !stop {
+		s.text.WriteString(s.dec.Add(int(id)))
+	}
+	all := s.text.String()
+	if !stop && len(p.Stop) > 0 {
+		// A stop string may end in this token; search the new text and the
+		// longest stop string's worth of text before it.
+		from := max(0, s.sent-maxLen(p.Stop))
+		cut := -1
+		for _, st := range p.Stop {
+			if i := strings.Index(all[from:], st); i >= 0 && (cut < 0 || from+i < cut) {
+				cut = from + i
+			}
+		}
+		if cut >= 0 {
+			stop = true
+			all = all[:max(cut, s.sent)]
+		}
+	}
+	switch {
+	case stop && len(all) < s.text.Len():
+		ev.Text, ev.Finish = all[s.sent:], "stop" // cut at a stop string
+	case stop:
+		ev.Text, ev.Finish = all[s.sent:]+s.dec.Flush(), "stop"
+	case s.gen >= p.MaxTokens:
+		ev.Text, ev.Finish = all[s.sent:]+s.dec.Flush(), "length"
+	default:
+		// Hold back a tail that could still become a stop string.
+		end := len(all) - holdBack(all, p.Stop)
+		if end > s.sent {
+			ev.Text = all[s.sent:end]
+			s.sent = end
+		}
+		s.pending = []int32{id}
+		s.rs.h.push(ev)
+		return
+	}
+	e.finish(s, ev)
+}
+
+func maxLen(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n = max(n, len(s))
+	}
+	return n
+}
+
+// holdBack is the length of the longest suffix of text that is a proper
+// prefix of a stop string.
+func holdBack(text string, stops []string) int {
+	best := 0
+	for _, st := range stops {
+		for n := min(len(st)-1, len(text)); n > best; n-- {
+			if strings.HasSuffix(text, st[:n]) {
+				best = n
+				break
+			}
+		}
+	}
+	return best
+}
+
+// finish ends s with its last event and frees its cache.
+func (e *Engine) finish(s *sequence, ev Event) {
+	if s.done {
+		return
+	}
+	s.done = true
+	ev.Choice = s.choice
+	e.cache.Free(s.id)
+	s.rs.live--
+	if s.rs.live == 0 {
+		e.reqDone.Add(1)
+	}
+	s.rs.h.push(ev)
+}

@@ -1,0 +1,217 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hone-rl/hone/serve/engine"
+)
+
+// choiceOut gathers one choice's output.
+type choiceOut struct {
+	text   strings.Builder
+	ids    []int32
+	lps    []float32
+	tops   [][]engine.TokenLogprob
+	finish string
+	err    error
+}
+
+func (c *choiceOut) add(ev engine.Event) {
+	if ev.Token >= 0 {
+		c.ids = append(c.ids, ev.Token)
+		c.lps = append(c.lps, ev.Logprob)
+		c.tops = append(c.tops, ev.Top)
+	}
+	c.text.WriteString(ev.Text)
+	if ev.Finish != "" {
+		c.finish = ev.Finish
+	}
+	if ev.Err != nil {
+		c.err = ev.Err
+	}
+}
+
+// params turns the shared request fields into sampling parameters.
+// allowZero permits max_tokens 0 (an echo-only completion).
+func (s *Server) params(f *samplingFields, promptLen int, allowZero bool) (engine.Params, int, error) {
+	p := engine.Params{Temperature: 1, TopP: 1, SkipSpecial: true, IgnoreEOS: f.IgnoreEOS, StopIDs: f.StopTokenIDs}
+	n := 1
+	if f.N != nil {
+		n = *f.N
+		if n < 1 || n > s.eng.MaxBatch() {
+			return p, 0, badRequest("n", "n must be between 1 and %d, got %d", s.eng.MaxBatch(), n)
+		}
+	}
+	if f.Temperature != nil {
+		if *f.Temperature < 0 || *f.Temperature > 100 {
+			return p, 0, badRequest("temperature", "temperature must be between 0 and 100, got %v", *f.Temperature)
+		}
+		p.Temperature = *f.Temperature
+	}
+	if f.TopP != nil {
+		if !(*f.TopP > 0 && *f.TopP <= 1) {
+			return p, 0, badRequest("top_p", "top_p must be in (0, 1], got %v", *f.TopP)
+		}
+		p.TopP = *f.TopP
+	}
+	if f.TopK != nil {
+		if *f.TopK < -1 {
+			return p, 0, badRequest("top_k", "top_k must be -1 (off), 0 (off) or positive, got %d", *f.TopK)
+		}
+		p.TopK = max(*f.TopK, 0)
+	}
+	for _, pen := range []struct {
+		name string
+		v    *float64
+		dst  *float64
+	}{{"presence_penalty", f.PresencePenalty, &p.PresencePenalty}, {"frequency_penalty", f.FrequencyPenalty, &p.FrequencyPenalty}} {
+		if pen.v != nil {
+			if *pen.v < -2 || *pen.v > 2 {
+				return p, 0, badRequest(pen.name, "%s must be between -2 and 2, got %v", pen.name, *pen.v)
+			}
+			*pen.dst = *pen.v
+		}
+	}
+	if f.Seed != nil {
+		p.Seed, p.HasSeed = uint64(*f.Seed), true
+	}
+	if f.SkipSpecialTokens != nil {
+		p.SkipSpecial = *f.SkipSpecialTokens
+	}
+	for _, st := range f.Stop {
+		if st == "" {
+			return p, 0, badRequest("stop", "stop strings must not be empty")
+		}
+	}
+	if len(f.Stop) > 16 {
+		return p, 0, badRequest("stop", "at most 16 stop strings, got %d", len(f.Stop))
+	}
+	p.Stop = f.Stop
+	for _, id := range f.StopTokenIDs {
+		if id < 0 || int(id) >= s.m.Config.Vocab {
+			return p, 0, badRequest("stop_token_ids", "stop token id %d outside the vocabulary", id)
+		}
+	}
+	room := s.maxCtx - promptLen
+	if room < 0 || (room == 0 && !allowZero) {
+		return p, 0, badRequest("messages", "the prompt has %d tokens; the model's context is %d", promptLen, s.maxCtx)
+	}
+	mt := f.MaxCompletionTokens
+	param := "max_completion_tokens"
+	if mt == nil {
+		mt, param = f.MaxTokens, "max_tokens"
+	}
+	switch {
+	case mt == nil:
+		p.MaxTokens = min(s.o.MaxTokens, room)
+	case *mt < 0 || (*mt == 0 && !allowZero):
+		return p, 0, badRequest(param, "%s must be at least 1, got %d", param, *mt)
+	case *mt > s.o.MaxTokens:
+		return p, 0, badRequest(param, "%s=%d is more than this server's cap of %d", param, *mt, s.o.MaxTokens)
+	case *mt > room:
+		return p, 0, badRequest(param, "%s=%d plus the %d prompt tokens exceed the model's context of %d", param, *mt, promptLen, s.maxCtx)
+	default:
+		p.MaxTokens = *mt
+	}
+	return p, n, nil
+}
+
+// submit queues a generation; the context carries the request deadline.
+func (s *Server) submit(ctx context.Context, req *engine.Request) (*engine.Handle, error) {
+	req.Ctx = ctx
+	if s.forceOutput != nil && req.Constraint == nil {
+		ids := s.forceOutput(req.Prompt)
+		req.Constraint = func(int) engine.Constraint { return &forced{ids: ids, eos: s.eosID()} }
+	}
+	h, err := s.eng.Submit(req)
+	if err != nil {
+		return nil, submitError(err)
+	}
+	return h, nil
+}
+
+func (s *Server) eosID() int32 {
+	if id, ok := s.tok.TokenID(s.tmpl.SpecialTokens()["eos_token"]); ok {
+		return int32(id)
+	}
+	return 0
+}
+
+// collect waits for every choice of h to finish.
+func (s *Server) collect(ctx context.Context, h *engine.Handle, n int) ([]choiceOut, error) {
+	outs := make([]choiceOut, n)
+	t0 := time.Now()
+	first := true
+	for {
+		evs, done, err := h.Next(ctx)
+		if err != nil {
+			return nil, genError(ctx, err)
+		}
+		for _, ev := range evs {
+			if first && ev.Token >= 0 {
+				s.met.ttft(time.Since(t0))
+				first = false
+			}
+			outs[ev.Choice].add(ev)
+		}
+		if done {
+			break
+		}
+	}
+	for i := range outs {
+		if outs[i].err != nil {
+			return nil, genError(ctx, outs[i].err)
+		}
+	}
+	return outs, nil
+}
+
+// genError maps a failed generation to HTTP: 504 past the deadline, 503
+// when the server stopped it, 499-like cancellation otherwise.
+func genError(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		return &httpError{status: http.StatusGatewayTimeout, typ: "timeout", code: "timeout", msg: "the request ran past its deadline"}
+	case errors.Is(err, engine.ErrClosed):
+		return submitError(err)
+	case errors.Is(err, context.Canceled):
+		return &httpError{status: 499, typ: "cancelled", msg: "request cancelled"}
+	}
+	return fmt.Errorf("generation failed: %w", err)
+}
+
+// forced is the test hook's constraint: it allows exactly the next token of
+// a fixed list, then the end-of-sequence token.
+type forced struct {
+	ids []int32
+	pos int
+	eos int32
+}
+
+func (f *forced) Mask(logits []float32) {
+	want := f.eos
+	if f.pos < len(f.ids) {
+		want = f.ids[f.pos]
+	}
+	for i := range logits {
+		if int32(i) != want {
+			logits[i] = float32(math.Inf(-1))
+		}
+	}
+}
+
+func (f *forced) Accept(id int32) error {
+	if f.pos < len(f.ids) {
+		if id != f.ids[f.pos] {
+			return fmt.Errorf("forced output: got %d, want %d", id, f.ids[f.pos])
+		}
+		f.pos++
+	}
+	return nil
+}

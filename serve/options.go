@@ -1,0 +1,148 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// Options configure hone-serve.
+type Options struct {
+	Model           string // model folder (config.json, safetensors, tokenizer, chat template)
+	Adapters        string // folder of <run>/step-N adapters to watch ("" : none)
+	ServedModelName string // the base model's name in the API (default: the folder's name)
+	Host            string
+	Port            int
+	APIKey          string // require "Authorization: Bearer <key>" when set
+	MaxBatch        int    // sequences decoded together
+	MaxQueue        int    // requests waiting before 429
+	KVCacheBytes    int64  // KV cache budget
+	MaxAdapters     int    // steps kept loaded per run
+	MaxTokens       int    // cap (and default) of max_tokens
+	MaxBodyBytes    int64  // request body cap (413 beyond)
+	RequestTimeout  time.Duration
+	DrainTimeout    time.Duration // how long shutdown waits for requests in flight
+	PollInterval    time.Duration // adapter folder polling
+
+	Log *slog.Logger
+	// Ready, when set, is called with the listening address once the
+	// server accepts connections.
+	Ready func(addr string)
+}
+
+// AddFlags registers the options as command-line flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Model, "model", "", "model folder: config.json, *.safetensors, tokenizer.json, tokenizer_config.json (required)")
+	fs.StringVar(&o.Adapters, "adapters", "", "watch this folder for LoRA adapters laid out as <run>/step-N/ with a <run>/latest pointer")
+	fs.StringVar(&o.ServedModelName, "served-model-name", "", "name of the base model in the API (default: the model folder's name)")
+	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on (0.0.0.0 exposes the server; set --api-key then)")
+	fs.IntVar(&o.Port, "port", 8000, "port to listen on (0: any free port)")
+	fs.StringVar(&o.APIKey, "api-key", "", "require this bearer token on /v1 requests")
+	fs.IntVar(&o.MaxBatch, "max-batch", 32, "sequences decoded together in one step")
+	fs.IntVar(&o.MaxQueue, "max-queue", 256, "requests waiting for the batch before new ones get 429")
+	fs.Int64Var(&o.KVCacheBytes, "kv-cache-bytes", 2<<30, "KV cache budget in bytes (0: unlimited)")
+	fs.IntVar(&o.MaxAdapters, "max-adapters", 2, "adapter steps kept loaded per run (addressable as <run>@<step>)")
+	fs.IntVar(&o.MaxTokens, "max-tokens", 4096, "cap and default of max_tokens / max_completion_tokens")
+	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", 10*time.Minute, "deadline of one request (504 beyond)")
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 60*time.Second, "on shutdown, how long requests in flight may finish")
+	fs.DurationVar(&o.PollInterval, "poll-interval", time.Second, "how often the adapter folder is checked")
+}
+
+func (o Options) withDefaults() Options {
+	def := Options{}
+	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
+	def.AddFlags(fs)
+	if o.Host == "" {
+		o.Host = def.Host
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = def.MaxBatch
+	}
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = def.MaxQueue
+	}
+	if o.MaxAdapters <= 0 {
+		o.MaxAdapters = def.MaxAdapters
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = def.MaxTokens
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = def.MaxBodyBytes
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = def.RequestTimeout
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = def.DrainTimeout
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = def.PollInterval
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Run serves until ctx ends, then drains: new requests get 503 while those
+// in flight finish (up to DrainTimeout), and the listener closes.
+func Run(ctx context.Context, o Options, be kernels.Backend) error {
+	o = o.withDefaults()
+	s, err := NewServer(o, be)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+	if err != nil {
+		s.eng.Shutdown(context.Background())
+		return fmt.Errorf("serve: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx ends, then drains as Run describes.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	o := s.o
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(o.Log.Handler(), slog.LevelWarn)}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	if s.reg != nil {
+		go s.reg.Watch(watchCtx, o.PollInterval)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	o.Log.Info("hone-serve listening", "addr", ln.Addr().String(), "model", s.name)
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		s.eng.Shutdown(context.Background())
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	o.Log.Info("hone-serve draining", "timeout", o.DrainTimeout)
+	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
+	defer cancel()
+	derr := s.Shutdown(dctx)
+	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer hcancel()
+	if err := hs.Shutdown(hctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		hs.Close()
+	}
+	if derr != nil {
+		return fmt.Errorf("serve: drain: %w", derr)
+	}
+	return nil
+}

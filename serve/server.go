@@ -1,0 +1,331 @@
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/format/tokenizer"
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/serve/adapters"
+	"github.com/hone-rl/hone/serve/engine"
+	"github.com/hone-rl/hone/train/model"
+)
+
+// Server is hone-serve's HTTP front over one engine. Create it with
+// NewServer; serve Handler; call Shutdown to drain.
+type Server struct {
+	o       Options
+	m       *model.Model
+	tok     *tokenizer.Tokenizer
+	tmpl    *chattemplate.Template
+	eng     *engine.Engine
+	reg     *adapters.Registry // nil without --adapters
+	name    string             // the base model's served name
+	maxCtx  int
+	created int64
+	log     *slog.Logger
+	met     *metrics
+
+	draining atomic.Bool
+	active   atomic.Int64
+	scoreMu  sync.Mutex // one prompt-scoring forward at a time
+
+	// forceOutput, when set (tests), makes every generation follow the
+	// returned tokens (then end of sequence) through the Constraint seam.
+	forceOutput func(prompt []int32) []int32
+}
+
+// NewServer loads the model folder and adapters of o onto backend be.
+func NewServer(o Options, be kernels.Backend) (*Server, error) {
+	o = o.withDefaults()
+	if o.Model == "" {
+		return nil, errors.New("serve: no model folder given (--model)")
+	}
+	h, err := hfconfig.Load(o.Model)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	m, err := model.Load(o.Model, be)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	tmpl, err := chattemplate.Load(o.Model)
+	if err != nil {
+		return nil, fmt.Errorf("serve: chat template: %w", err)
+	}
+	tok, err := tokenizer.Load(o.Model)
+	if err != nil {
+		return nil, fmt.Errorf("serve: tokenizer in %s: %w", o.Model, err)
+	}
+	var eos []int32
+	for _, id := range h.StopTokenIDs() {
+		eos = append(eos, int32(id))
+	}
+	// The template's end-of-turn token ends a chat turn too (Qwen's
+	// <|im_end|> when generation_config.json is missing).
+	if t, ok := tmpl.SpecialTokens()["eos_token"]; ok {
+		if id, ok := tok.TokenID(t); ok && !containsID(eos, int32(id)) {
+			eos = append(eos, int32(id))
+		}
+	}
+	s := &Server{
+		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: h.MaxPositionEmbeddings,
+		created: time.Now().Unix(), log: o.Log, met: newMetrics(),
+	}
+	if s.name == "" {
+		s.name = baseName(o.Model)
+	}
+	if s.maxCtx <= 0 {
+		s.maxCtx = 1 << 20
+	}
+	s.eng = engine.New(m, engine.Config{
+		MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue, KVCacheBytes: o.KVCacheBytes, EOS: eos, Tokenizer: tok, Log: o.Log,
+	})
+	if o.Adapters != "" {
+		s.reg = adapters.New(adapters.Options{Dir: o.Adapters, Config: &m.Config, MaxKeep: o.MaxAdapters, Log: o.Log})
+		s.reg.Poll(context.Background())
+	}
+	return s, nil
+}
+
+func containsID(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Registry is the adapter registry (nil without --adapters).
+func (s *Server) Registry() *adapters.Registry { return s.reg }
+
+// Engine is the server's engine.
+func (s *Server) Engine() *engine.Engine { return s.eng }
+
+// Handler routes the API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.Handle("GET /v1/models", s.api("models", s.models))
+	mux.Handle("POST /v1/chat/completions", s.api("chat", s.chat))
+	mux.Handle("POST /v1/completions", s.api("completions", s.completions))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found_error", "no route for "+r.Method+" "+r.URL.Path, "", "")
+	})
+	return mux
+}
+
+// statusWriter remembers the status for metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// api wraps an endpoint with authentication, the draining check, the body
+// cap, in-flight accounting and metrics.
+func (s *Server) api(endpoint string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() { s.met.request(endpoint, sw.status) }()
+		if s.o.APIKey != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.o.APIKey)) != 1 {
+				writeError(sw, http.StatusUnauthorized, "authentication_error", "missing or wrong API key (Authorization: Bearer …)", "", "invalid_api_key")
+				return
+			}
+		}
+		if s.draining.Load() {
+			writeError(sw, http.StatusServiceUnavailable, "service_unavailable", "server is shutting down", "", "shutting_down")
+			return
+		}
+		s.active.Add(1)
+		defer s.active.Add(-1)
+		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
+		h(sw, r)
+	})
+}
+
+// Shutdown stops taking requests (503) and waits for those in flight, then
+// stops the engine. When ctx ends first, what still runs is failed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	var err error
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for s.active.Load() > 0 && err == nil {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if e := s.eng.Shutdown(ctx); err == nil {
+		err = e
+	}
+	return err
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeError(w, http.StatusServiceUnavailable, "service_unavailable", "server is shutting down", "", "shutting_down")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"status":"ok"}`+"\n")
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	list := modelList{Object: "list", Data: []modelEntry{{ID: s.name, Object: "model", Created: s.created, OwnedBy: "hone", Root: s.name}}}
+	if s.reg != nil {
+		for _, n := range s.reg.Names() {
+			list.Data = append(list.Data, modelEntry{ID: n, Object: "model", Created: s.created, OwnedBy: "hone", Root: n, Parent: s.name})
+		}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// resolve maps a request's model name to an adapter (nil: base model) and
+// the name responses carry.
+func (s *Server) resolve(name string) (*adapters.Adapter, string, error) {
+	if name == "" || name == s.name {
+		return nil, s.name, nil
+	}
+	if s.reg != nil {
+		if a, err := s.reg.Resolve(name); err == nil {
+			return a, a.Name(), nil
+		}
+	}
+	return nil, "", fmt.Errorf("the model %q does not exist", name)
+}
+
+// httpError is an error with its HTTP status and OpenAI error type.
+type httpError struct {
+	status int
+	typ    string
+	code   string
+	param  string
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(param, format string, args ...any) *httpError {
+	return &httpError{status: http.StatusBadRequest, typ: "invalid_request_error", param: param, msg: fmt.Sprintf(format, args...)}
+}
+
+func writeHTTPError(w http.ResponseWriter, err error) {
+	var he *httpError
+	if errors.As(err, &he) {
+		writeError(w, he.status, he.typ, he.msg, he.param, he.code)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "server_error", err.Error(), "", "")
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg, param, code string) {
+	e := apiError{Message: msg, Type: typ}
+	if param != "" {
+		e.Param = &param
+	}
+	if code != "" {
+		e.Code = code
+	}
+	writeJSON(w, status, errorBody{Error: e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"message":"encoding the response failed","type":"server_error","param":null,"code":null}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// readJSON decodes the request body into v: 413 past the size cap, 400 for
+// malformed JSON or wrong-typed fields.
+func readJSON(r *http.Request, v any) error {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &httpError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
+				msg: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
+		}
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := strings.TrimPrefix(te.Field, "samplingFields.")
+			return badRequest(field, "field %q: want %s, got JSON %s", field, te.Type, te.Value)
+		}
+		return badRequest("", "request body is not valid JSON: %v", err)
+	}
+	return nil
+}
+
+// submitError maps engine.Submit's errors to HTTP.
+func submitError(err error) error {
+	switch {
+	case errors.Is(err, engine.ErrQueueFull):
+		return &httpError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "queue_full", msg: "the request queue is full; retry later"}
+	case errors.Is(err, engine.ErrClosed):
+		return &httpError{status: http.StatusServiceUnavailable, typ: "service_unavailable", code: "shutting_down", msg: "server is shutting down"}
+	case errors.Is(err, engine.ErrTooLarge):
+		return badRequest("", "%v", err)
+	}
+	return err
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func baseName(dir string) string {
+	dir = strings.TrimRight(dir, "/")
+	if i := strings.LastIndex(dir, "/"); i >= 0 {
+		return dir[i+1:]
+	}
+	return dir
+}

@@ -1,0 +1,123 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// parsedCall is one function call found in model output.
+type parsedCall struct {
+	Name      string
+	Arguments string // JSON text
+}
+
+// parseToolCalls splits model output into plain content and tool calls.
+// Two formats are recognised:
+//
+//   - Hermes / Qwen: <tool_call>{"name": …, "arguments": {…}}</tool_call>,
+//     any number of them; the text outside the tags is the content;
+//   - Llama 3.1 JSON: the whole output (after an optional <|python_tag|>)
+//     is {"name": …, "parameters": {…}} or several such objects separated
+//     by ";".
+//
+// Output that matches neither comes back as content with no calls. A
+// <tool_call> block that is not valid JSON is left in the content.
+func parseToolCalls(text string) (content string, calls []parsedCall) {
+	if strings.Contains(text, "<tool_call>") {
+		return parseHermes(text)
+	}
+	return parseLlamaJSON(text)
+}
+
+func parseHermes(text string) (string, []parsedCall) {
+	var rest strings.Builder
+	var calls []parsedCall
+	s := text
+	for {
+		i := strings.Index(s, "<tool_call>")
+		if i < 0 {
+			rest.WriteString(s)
+			break
+		}
+		body := s[i+len("<tool_call>"):]
+		j := strings.Index(body, "</tool_call>")
+		end := len(body) // an unterminated last call (max_tokens hit) is tried too
+		if j >= 0 {
+			end = j
+		}
+		c, ok := callFromJSON(strings.TrimSpace(body[:end]), "arguments", "parameters")
+		if !ok {
+			rest.WriteString(s[:i+len("<tool_call>")])
+			s = body
+			continue
+		}
+		rest.WriteString(s[:i])
+		calls = append(calls, c)
+		if j < 0 {
+			break
+		}
+		s = body[j+len("</tool_call>"):]
+	}
+	return strings.TrimSpace(rest.String()), calls
+}
+
+func parseLlamaJSON(text string) (string, []parsedCall) {
+	t := strings.TrimSpace(text)
+	t = strings.TrimSpace(strings.TrimPrefix(t, "<|python_tag|>"))
+	if !strings.HasPrefix(t, "{") {
+		return text, nil
+	}
+	var calls []parsedCall
+	for {
+		dec := json.NewDecoder(strings.NewReader(t))
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return text, nil
+		}
+		c, ok := callFromJSON(string(raw), "parameters", "arguments")
+		if !ok {
+			return text, nil
+		}
+		calls = append(calls, c)
+		// Another call may follow after a ";".
+		t = strings.TrimSpace(t[dec.InputOffset():])
+		if t == "" {
+			return "", calls
+		}
+		if t[0] != ';' {
+			return text, nil
+		}
+		t = strings.TrimSpace(t[1:])
+	}
+}
+
+// callFromJSON reads {"name": string, <argKey>: object} with the arguments
+// under the first of argKeys present.
+func callFromJSON(s string, argKeys ...string) (parsedCall, bool) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &obj); err != nil {
+		return parsedCall{}, false
+	}
+	var name string
+	if err := json.Unmarshal(obj["name"], &name); err != nil || name == "" {
+		return parsedCall{}, false
+	}
+	args := "{}"
+	for _, k := range argKeys {
+		if v, ok := obj[k]; ok {
+			v = bytes.TrimSpace(v)
+			if len(v) > 0 && v[0] == '"' {
+				// Some models write the arguments as a JSON string.
+				var inner string
+				if json.Unmarshal(v, &inner) == nil {
+					args = inner
+				}
+			} else {
+				args = string(v)
+			}
+			break
+		}
+	}
+	return parsedCall{Name: name, Arguments: args}, true
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -37,6 +38,7 @@ func Run(t *testing.T, b kernels.Backend) {
 	t.Run("LogprobBF16", s.logprobBF16)
 	t.Run("AdamW", s.adamw)
 	t.Run("Elementwise", s.elementwise)
+	t.Run("BadArguments", s.badArguments)
 }
 
 type suite struct {
@@ -650,6 +652,50 @@ func (s suite) elementwise(t *testing.T) {
 			s.r.AXPY(wo, a, -1.5, n)
 			s.b.AXPY(gob, a, -1.5, n)
 			near(t, "AXPY", gob, wo, 1e-7)
+		})
+	}
+}
+
+// badArguments checks that wrong sizes and out-of-range ids panic with a
+// message naming the op, instead of touching memory they should not.
+func (s suite) badArguments(t *testing.T) {
+	f := func(n int) []float32 { return make([]float32, n) }
+	for _, c := range []struct {
+		name string
+		call func()
+	}{
+		{"Matmul short c", func() { s.b.Matmul(f(5), f(6), f(6), 2, 3, 2, false, false, 0) }},
+		{"Matmul short a", func() { s.b.Matmul(f(6), f(3), f(6), 2, 3, 2, false, true, 0) }},
+		{"LinearForward short weight", func() { s.b.LinearForward(f(6), f(4), f(5), nil, 2, 2, 3) }},
+		{"LinearForwardBF16 short bias", func() { s.b.LinearForwardBF16(f(6), f(4), make([]uint16, 6), f(2), 2, 2, 3) }},
+		{"RMSNormForward short rstd", func() { s.b.RMSNormForward(f(4), f(1), f(4), f(2), 2, 2, 1e-6) }},
+		{"RoPEForward rotary dims over head dim", func() { s.b.RoPEForward(f(4), f(4), []int32{0}, f(3), 1, 1, 4) }},
+		{"AttentionForward seqOff not ending at N", func() {
+			s.b.AttentionForward(f(8), f(2), f(8), f(8), f(8), []int32{0, 1}, 2, 1, 1, 4, 1)
+		}},
+		{"AttentionForward heads not a multiple", func() {
+			s.b.AttentionForward(f(12), f(3), f(12), f(8), f(8), []int32{0, 1}, 1, 3, 2, 4, 1)
+		}},
+		{"AttentionDecode more queries than cache", func() { s.b.AttentionDecode(f(8), f(8), f(4), f(4), 2, 1, 1, 1, 4, 1) }},
+		{"EmbeddingForward id out of range", func() { s.b.EmbeddingForward(f(2), []int32{3}, f(6), 1, 2, 3) }},
+		{"EmbeddingBackward negative id", func() { s.b.EmbeddingBackward(f(6), f(2), []int32{-1}, 1, 2, 3) }},
+		{"LogprobForward target out of range", func() {
+			s.b.LogprobForward(f(1), f(1), f(1), f(2), f(6), []int32{3}, 1, 2, 3, 0)
+		}},
+		{"AdamW step 0", func() { s.b.AdamW(f(1), f(1), f(1), f(1), 1, 0, kernels.DefaultAdamW(1e-3)) }},
+		{"Add short b", func() { s.b.Add(f(3), f(3), f(2), 3) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if r == nil {
+					t.Fatalf("no panic")
+				}
+				if msg := fmt.Sprint(r); !strings.HasPrefix(msg, "kernels.") {
+					t.Fatalf("panic %q does not name the op", msg)
+				}
+			}()
+			c.call()
 		})
 	}
 }

@@ -1,0 +1,355 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/format/tokenizer"
+	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/train/model"
+	"github.com/hone-rl/hone/train/tinymodel"
+)
+
+// tiny writes a small random model folder and loads it on the reference
+// backend, whose row-by-row loops make batched and single runs bit-equal.
+func tiny(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	o := tinymodel.Options{Family: "qwen3", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 3, InitStd: 0.5}
+	if err := tinymodel.Write(context.Background(), dir, o, ref.New()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.Load(dir, ref.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, tok
+}
+
+type result struct {
+	ids    []int32
+	lps    []float32
+	text   string
+	finish string
+}
+
+func run(t testing.TB, e *Engine, r *Request) []result {
+	t.Helper()
+	h, err := e.Submit(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wait(t, h, r.N)
+}
+
+func wait(t testing.TB, h *Handle, n int) []result {
+	t.Helper()
+	out := make([]result, n)
+	for {
+		evs, done, err := h.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Err != nil {
+				t.Fatalf("choice %d: %v", ev.Choice, ev.Err)
+			}
+			o := &out[ev.Choice]
+			if ev.Token >= 0 {
+				o.ids = append(o.ids, ev.Token)
+				o.lps = append(o.lps, ev.Logprob)
+			}
+			o.text += ev.Text
+			if ev.Finish != "" {
+				o.finish = ev.Finish
+			}
+		}
+		if done {
+			return out
+		}
+	}
+}
+
+// TestGreedyMatchesFullForward: the cached decode path picks the same tokens
+// and logprobs as a naive loop re-running the whole sequence each step.
+func TestGreedyMatchesFullForward(t *testing.T) {
+	m, tok := tiny(t)
+	e := New(m, Config{Tokenizer: tok})
+	defer e.Shutdown(context.Background())
+	prompt := []int32{104, 101, 108, 108, 111}
+	got := run(t, e, &Request{Prompt: prompt, N: 1, Params: Params{MaxTokens: 12, Logprobs: true, IgnoreEOS: true}})[0]
+
+	seq := slices.Clone(prompt)
+	V := m.Config.Vocab
+	for i := range 12 {
+		pos := make([]int32, len(seq))
+		for j := range pos {
+			pos[j] = int32(j)
+		}
+		logits, err := m.Logits(context.Background(), &model.Batch{IDs: seq, Pos: pos, SeqOff: []int32{0, int32(len(seq))}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := logits[(len(seq)-1)*V:]
+		best := 0
+		for k, v := range row {
+			if v > row[best] {
+				best = k
+			}
+		}
+		if got.ids[i] != int32(best) {
+			t.Fatalf("token %d: engine %d, full forward %d", i, got.ids[i], best)
+		}
+		want := LogSoftmax(row)[best]
+		if d := math.Abs(float64(got.lps[i] - want)); d > 1e-4*max(1, math.Abs(float64(want))) {
+			t.Fatalf("token %d: logprob %v, full forward %v", i, got.lps[i], want)
+		}
+		seq = append(seq, int32(best))
+	}
+	if got.finish != "length" {
+		t.Fatalf("finish %q, want length", got.finish)
+	}
+}
+
+// TestSeedIndependentOfBatch: a seeded request gives the same tokens alone,
+// next to other requests, and as choice 0 of an n=3 request; choices of one
+// request differ from each other.
+func TestSeedIndependentOfBatch(t *testing.T) {
+	m, tok := tiny(t)
+	e := New(m, Config{Tokenizer: tok, MaxBatch: 16})
+	defer e.Shutdown(context.Background())
+	p := Params{Temperature: 1.0, TopP: 0.95, TopK: 50, MaxTokens: 16, Seed: 42, HasSeed: true, IgnoreEOS: true}
+	prompt := []int32{1, 2, 3, 4}
+	alone := run(t, e, &Request{Prompt: prompt, N: 1, Params: p})[0]
+
+	// The same request among others of different lengths, submitted together.
+	var hs []*Handle
+	for i := range 5 {
+		q := p
+		q.Seed = uint64(100 + i)
+		h, err := e.Submit(&Request{Prompt: append([]int32{9, 9}, prompt[:i%4+1]...), N: 2, Params: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	h, err := e.Submit(&Request{Prompt: prompt, N: 3, Params: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := wait(t, h, 3)
+	for _, o := range hs {
+		wait(t, o, 2)
+	}
+	if !slices.Equal(alone.ids, group[0].ids) {
+		t.Fatalf("seeded output changed with batching:\nalone %v\nbatch %v", alone.ids, group[0].ids)
+	}
+	if slices.Equal(group[0].ids, group[1].ids) && slices.Equal(group[1].ids, group[2].ids) {
+		t.Fatalf("all three choices equal %v; choices must use distinct streams", group[0].ids)
+	}
+}
+
+func TestStopStringsAndEOS(t *testing.T) {
+	m, tok := tiny(t)
+	e := New(m, Config{Tokenizer: tok})
+	defer e.Shutdown(context.Background())
+	p := Params{MaxTokens: 20, IgnoreEOS: true, SkipSpecial: true}
+	full := run(t, e, &Request{Prompt: []int32{5, 6, 7}, N: 1, Params: p})[0]
+	if len(full.text) < 4 {
+		t.Skipf("greedy text %q too short to cut", full.text)
+	}
+	// A stop string from the middle of the greedy text cuts it there.
+	stop := full.text[2:4]
+	p.Stop = []string{stop}
+	cut := run(t, e, &Request{Prompt: []int32{5, 6, 7}, N: 1, Params: p})[0]
+	want := full.text[:2]
+	if i := len(want); i > 0 {
+		for k := 0; k+len(stop) <= 2; k++ {
+			if full.text[k:k+len(stop)] == stop {
+				want = full.text[:k]
+				break
+			}
+		}
+	}
+	if cut.text != want || cut.finish != "stop" {
+		t.Fatalf("stop %q: got %q (%s), want %q (stop)", stop, cut.text, cut.finish, want)
+	}
+	// The first greedy token as an EOS id ends at once, with no text.
+	e2 := New(m, Config{Tokenizer: tok, EOS: []int32{full.ids[0]}})
+	defer e2.Shutdown(context.Background())
+	p.Stop, p.IgnoreEOS = nil, false
+	got := run(t, e2, &Request{Prompt: []int32{5, 6, 7}, N: 1, Params: p})[0]
+	if len(got.ids) != 1 || got.text != "" || got.finish != "stop" {
+		t.Fatalf("EOS: ids %v text %q finish %q", got.ids, got.text, got.finish)
+	}
+}
+
+func TestHoldBack(t *testing.T) {
+	for _, c := range []struct {
+		text  string
+		stops []string
+		want  int
+	}{
+		{"abc", []string{"cd"}, 1}, {"abc", []string{"xyz"}, 0}, {"abcd", []string{"bcdx", "dy"}, 3}, {"", []string{"a"}, 0},
+	} {
+		if got := holdBack(c.text, c.stops); got != c.want {
+			t.Errorf("holdBack(%q, %q) = %d, want %d", c.text, c.stops, got, c.want)
+		}
+	}
+}
+
+// maskTo is a Constraint that allows only one token.
+type maskTo struct{ id int32 }
+
+func (c maskTo) Mask(l []float32) {
+	for i := range l {
+		if int32(i) != c.id {
+			l[i] = float32(math.Inf(-1))
+		}
+	}
+}
+func (c maskTo) Accept(id int32) error {
+	if id != c.id {
+		return fmt.Errorf("got %d", id)
+	}
+	return nil
+}
+
+func TestConstraintMasks(t *testing.T) {
+	m, tok := tiny(t)
+	e := New(m, Config{Tokenizer: tok})
+	defer e.Shutdown(context.Background())
+	got := run(t, e, &Request{Prompt: []int32{1}, N: 2, Params: Params{Temperature: 1, MaxTokens: 5, Logprobs: true, IgnoreEOS: true},
+		Constraint: func(int) Constraint { return maskTo{'x'} }})
+	for _, o := range got {
+		if o.text != "xxxxx" {
+			t.Fatalf("constrained text %q, want xxxxx", o.text)
+		}
+		if o.lps[0] >= 0 || math.IsInf(float64(o.lps[0]), 0) {
+			t.Fatalf("logprob %v should be the raw model's, finite and negative", o.lps[0])
+		}
+	}
+}
+
+func TestQueueFullCancelAndShutdown(t *testing.T) {
+	m, tok := tiny(t)
+	e := New(m, Config{Tokenizer: tok, MaxBatch: 1, MaxQueue: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	long := Params{MaxTokens: 100000 - 10, IgnoreEOS: true}
+	h1, err := e.Submit(&Request{Ctx: ctx, Prompt: []int32{1}, N: 1, Params: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until h1 runs so that the queue is empty, then fill it.
+	if _, _, err := h1.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := e.Submit(&Request{Prompt: []int32{1}, N: 1, Params: Params{MaxTokens: 3, IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Submit(&Request{Prompt: []int32{1}, N: 1, Params: Params{MaxTokens: 3}}); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("third request: %v, want ErrQueueFull", err)
+	}
+	cancel()
+	var last Event
+	for {
+		evs, done, err := h1.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) > 0 {
+			last = evs[len(evs)-1]
+		}
+		if done {
+			break
+		}
+	}
+	if !errors.Is(last.Err, context.Canceled) {
+		t.Fatalf("cancelled request ended with %+v", last)
+	}
+	if got := wait(t, h2, 1)[0]; len(got.ids) != 3 {
+		t.Fatalf("queued request got %d tokens, want 3", len(got.ids))
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	if err := e.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Submit(&Request{Prompt: []int32{1}, N: 1, Params: Params{MaxTokens: 3}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after shutdown: %v, want ErrClosed", err)
+	}
+	if used := e.cache.Used(); used != 0 {
+		t.Fatalf("KV cache still holds %d bytes", used)
+	}
+}
+
+// TestKVBudget: requests that do not fit the budget together wait for each
+// other instead of failing; one that can never fit is refused at once.
+func TestKVBudget(t *testing.T) {
+	m, tok := tiny(t)
+	c := NewKVCache(&m.Config, 0)
+	budget := 40 * c.TokenBytes() // room for one 4+30 token sequence at a time
+	e := New(m, Config{Tokenizer: tok, KVCacheBytes: budget})
+	defer e.Shutdown(context.Background())
+	p := Params{MaxTokens: 30, IgnoreEOS: true}
+	var hs []*Handle
+	for range 3 {
+		h, err := e.Submit(&Request{Prompt: []int32{1, 2, 3, 4}, N: 1, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	for _, h := range hs {
+		if got := wait(t, h, 1)[0]; len(got.ids) != 30 {
+			t.Fatalf("got %d tokens, want 30", len(got.ids))
+		}
+	}
+	if _, err := e.Submit(&Request{Prompt: []int32{1, 2, 3, 4}, N: 2, Params: p}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("n=2 over budget: %v, want ErrTooLarge", err)
+	}
+}
+
+func TestKVCacheFork(t *testing.T) {
+	m, _ := tiny(t)
+	c := NewKVCache(&m.Config, 0)
+	if err := c.Reserve(1, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Grow(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	k, v := c.KV(1, 1)
+	for i := range k {
+		k[i], v[i] = float32(i), float32(-i)
+	}
+	if err := c.Grow(1, 2); err == nil {
+		t.Fatal("grow past the reservation succeeded")
+	}
+	if err := c.Reserve(2, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Fork(2, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	k2, v2 := c.KV(1, 2)
+	if !slices.Equal(k, k2) || !slices.Equal(v, v2) || c.Len(2) != 3 {
+		t.Fatalf("fork copied %d tokens wrongly", c.Len(2))
+	}
+	c.Free(1)
+	c.Free(2)
+	if c.Used() != 0 {
+		t.Fatalf("used %d after freeing all", c.Used())
+	}
+}

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -260,11 +261,14 @@ func openChecked(src *source) (*openedFile, FileInfo, error) {
 	}
 	info.Size = size
 	var pf *parquet.File
-	err = protect("read footer", func() error {
-		var err error
-		pf, err = parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
-		return err
-	})
+	err = checkFrame(ra, size)
+	if err == nil {
+		err = protect("read footer", func() error {
+			var err error
+			pf, err = parquet.OpenFile(ra, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+			return err
+		})
+	}
 	if err == nil {
 		err = checkFile(pf, size)
 	}
@@ -297,6 +301,30 @@ func openChecked(src *source) (*openedFile, FileInfo, error) {
 		return nil, info, fmt.Errorf("trajectory: %s: %w", src.name, err)
 	}
 	return &openedFile{pf: pf, closer: closer}, info, nil
+}
+
+// checkFrame checks the magic bytes and that the footer length fits in the
+// file, before parquet-go sizes a buffer from it (a garbage length made it
+// allocate gigabytes).
+func checkFrame(ra io.ReaderAt, size int64) error {
+	const magic = "PAR1"
+	if size < 12 {
+		return fmt.Errorf("%d bytes is too short for a Parquet file", size)
+	}
+	var head, tail [8]byte
+	if _, err := ra.ReadAt(head[:4], 0); err != nil {
+		return fmt.Errorf("read header: %w", err)
+	}
+	if _, err := ra.ReadAt(tail[:], size-8); err != nil {
+		return fmt.Errorf("read footer: %w", err)
+	}
+	if string(head[:4]) != magic || string(tail[4:]) != magic {
+		return fmt.Errorf("no Parquet magic bytes at the start and end (truncated, or not Parquet)")
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
+		return fmt.Errorf("footer length %d does not fit in %d bytes (truncated?)", n, size)
+	}
+	return nil
 }
 
 // checkFile rejects footers whose numbers cannot describe this file, before

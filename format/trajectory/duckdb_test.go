@@ -1,0 +1,170 @@
+package trajectory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// needTool skips a test outside CI and fails it under CI=true.
+func needTool(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is set but %s", msg)
+	}
+	t.Skip(msg)
+}
+
+func repoRoot(t *testing.T) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// duckSummary mirrors the JSON that testdata/duckdb/query.mjs prints. DuckDB
+// gives big integers as strings, doubles as numbers, and NULL as null.
+type duckSummary struct {
+	Step         any     `json:"step"`
+	Env          *string `json:"env"`
+	Trajectories any     `json:"trajectories"`
+	Groups       any     `json:"groups"`
+	Scored       any     `json:"scored"`
+	RewardMean   any     `json:"reward_mean"`
+	RewardStd    any     `json:"reward_std"`
+	RewardMin    any     `json:"reward_min"`
+	RewardMax    any     `json:"reward_max"`
+	Errors       any     `json:"errors"`
+	Tokens       any     `json:"tokens"`
+}
+
+func num(t *testing.T, v any) float64 {
+	t.Helper()
+	switch x := v.(type) {
+	case nil:
+		return 0 // SQL NULL: our Summary reports 0 for an empty aggregate
+	case float64:
+		return x
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		if err != nil {
+			t.Fatalf("DuckDB value %q: %v", x, err)
+		}
+		return f
+	}
+	t.Fatalf("DuckDB value %#v of type %T", v, v)
+	return 0
+}
+
+func closeEnough(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
+
+func compareSummary(t *testing.T, what string, d duckSummary, s Summary) {
+	t.Helper()
+	check := func(field string, duck any, ours float64) {
+		t.Helper()
+		if got := num(t, duck); !closeEnough(got, ours) {
+			t.Errorf("%s %s: DuckDB %v, Stats %v", what, field, got, ours)
+		}
+	}
+	check("trajectories", d.Trajectories, float64(s.Trajectories))
+	check("groups", d.Groups, float64(s.Groups))
+	check("scored", d.Scored, float64(s.Reward.Scored))
+	check("avg(reward)", d.RewardMean, s.Reward.Mean)
+	check("stddev_samp(reward)", d.RewardStd, s.Reward.Std)
+	check("min(reward)", d.RewardMin, s.Reward.Min)
+	check("max(reward)", d.RewardMax, s.Reward.Max)
+	check("errors", d.Errors, float64(s.Errors))
+	check("tokens", d.Tokens, float64(s.Tokens))
+}
+
+// TestDuckDBAgreesWithStats writes a file with several steps and rewards,
+// null ones among them, and checks DuckDB's aggregates against Stats.
+func TestDuckDBAgreesWithStats(t *testing.T) {
+	root := repoRoot(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		needTool(t, "node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join(root, "testdata/duckdb/node_modules/@duckdb/node-api")); err != nil {
+		needTool(t, "run `npm ci` in testdata/duckdb")
+	}
+	groups := sampleGroups(11, 30, 4)
+	// A step where nothing is scored: DuckDB's avg is NULL, ours 0.
+	for i := range groups[29].Trajectories {
+		groups[29].Trajectories[i].Step = 9
+		groups[29].Trajectories[i].Reward = nil
+	}
+	path := writeTemp(t, "duck.parquet", groups, WriterOptions{RowGroupBytes: 8 << 10})
+	ctx := context.Background()
+	r, err := Open(ctx, []string{path}, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	stats, err := ComputeStats(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.CommandContext(ctx, node, filepath.Join(root, "testdata/duckdb/query.mjs"), path)
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("query.mjs: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var duck struct {
+		Total         duckSummary   `json:"total"`
+		ByStep        []duckSummary `json:"by_step"`
+		ByEnv         []duckSummary `json:"by_env"`
+		SchemaVersion string        `json:"schema_version"`
+	}
+	if err := json.Unmarshal(out, &duck); err != nil {
+		t.Fatalf("query.mjs output %s: %v", out, err)
+	}
+	if duck.SchemaVersion != strconv.Itoa(SchemaVersion) {
+		t.Errorf("DuckDB sees schema version %q", duck.SchemaVersion)
+	}
+	compareSummary(t, "total", duck.Total, stats.Summary)
+	if len(duck.ByStep) != len(stats.ByStep) || len(stats.ByStep) != 4 {
+		t.Fatalf("DuckDB has %d steps, Stats %d, want 4", len(duck.ByStep), len(stats.ByStep))
+	}
+	for i, s := range stats.ByStep {
+		if num(t, duck.ByStep[i].Step) != float64(s.Step) {
+			t.Fatalf("step %d: DuckDB has step %v", s.Step, duck.ByStep[i].Step)
+		}
+		compareSummary(t, fmt.Sprintf("step %d", s.Step), duck.ByStep[i], s.Summary)
+	}
+	if stats.ByStep[3].Reward.Scored != 0 || duck.ByStep[3].RewardMean != nil {
+		t.Errorf("unscored step: Stats scored %d, DuckDB avg %v", stats.ByStep[3].Reward.Scored, duck.ByStep[3].RewardMean)
+	}
+	if len(duck.ByEnv) != len(stats.ByEnv) {
+		t.Fatalf("DuckDB has %d envs, Stats %d", len(duck.ByEnv), len(stats.ByEnv))
+	}
+	for i, e := range stats.ByEnv {
+		if d := duck.ByEnv[i].Env; d == nil || *d != e.Env {
+			t.Fatalf("env %d: DuckDB %v, Stats %q", i, d, e.Env)
+		}
+		compareSummary(t, "env "+e.Env, duck.ByEnv[i], e.Summary)
+	}
+}

@@ -1,0 +1,124 @@
+package trajectory
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestJSONLRoundTrip(t *testing.T) {
+	groups := sampleGroups(8, 5, 4)
+	var buf bytes.Buffer
+	if err := ExportJSONL(&buf, groups...); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 20 {
+		t.Fatalf("%d lines, want 20", n)
+	}
+	got, res, err := ImportJSONL(context.Background(), &buf, "export.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.GeneratedIDs != 0 || res.GeneratedGroupIDs != 0 || res.Lines != 20 || res.Groups != 5 {
+		t.Errorf("import result %+v", res)
+	}
+	diffGroups(t, groups, got)
+}
+
+// An OpenAI-style log from another tool: no ids, content parts, null
+// content, tool calls, an ART choice with logprobs, an unknown key.
+const foreignLog = `{"messages":[{"role":"user","content":[{"type":"text","text":"look at "},{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"low"}},{"type":"text","text":"this"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"zoom","arguments":"{\"level\": {\"x\": [1, 2.5]}}"}}]},{"role":"tool","tool_call_id":"c1","content":"zoomed"}],"tools":[{"type":"function","function":{"name":"zoom","description":"Zoom in","parameters":{"type":"object","properties":{"level":{"type":"object"}}}}}],"reward":0.5,"logs":["a","b"]}
+
+{"messages_and_choices":[{"role":"user","content":"2+2?"},{"finish_reason":"stop","index":0,"message":{"role":"assistant","content":"4"},"logprobs":{"content":[{"token":"token_id:19","logprob":-0.25}]}}],"group_id":"G"}
+{"messages":[{"role":"user","content":"again"}],"group_id":"G","trajectory_id":"mine","metrics":{"turns":1}}
+`
+
+func TestImportForeignLog(t *testing.T) {
+	ctx := context.Background()
+	groups, res, err := ImportJSONL(ctx, strings.NewReader(foreignLog), "foreign.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ImportResult{Lines: 3, Groups: 2, GeneratedIDs: 2, GeneratedGroupIDs: 1}
+	if res != want {
+		t.Errorf("result %+v, want %+v", res, want)
+	}
+	if len(groups) != 2 || len(groups[0].Trajectories) != 1 || groups[1].ID != "G" || len(groups[1].Trajectories) != 2 {
+		t.Fatalf("groups %+v", groups)
+	}
+	a := groups[0].Trajectories[0]
+	if !strings.HasPrefix(a.ID, "t-") || a.GroupID != "g-"+a.ID[2:] || a.Reward == nil || *a.Reward != 0.5 {
+		t.Errorf("first line: id %q group %q reward %v", a.ID, a.GroupID, a.Reward)
+	}
+	if a.Messages[0].Content != "look at this" || !strings.Contains(a.Messages[0].ContentParts, `"detail":"low"`) {
+		t.Errorf("content parts: %q / %q", a.Messages[0].Content, a.Messages[0].ContentParts)
+	}
+	if m := a.Messages[1]; m.ContentParts != "null" || m.ToolCalls[0].Arguments != `{"level": {"x": [1, 2.5]}}` {
+		t.Errorf("tool call turn %+v", m)
+	}
+	if a.Tools[0].Parameters != `{"type":"object","properties":{"level":{"type":"object"}}}` || a.Metadata["jsonl.logs"] != `["a","b"]` {
+		t.Errorf("tools %+v metadata %v", a.Tools, a.Metadata)
+	}
+	c := groups[1].Trajectories[0].Messages[1]
+	if !c.Trainable || c.Content != "4" || c.FinishReason != "stop" || len(c.TokenIDs) != 1 || c.TokenIDs[0] != 19 || c.Logprobs[0] != -0.25 {
+		t.Errorf("choice turn %+v", c)
+	}
+	if groups[1].Trajectories[1].ID != "mine" {
+		t.Errorf("given id replaced: %q", groups[1].Trajectories[1].ID)
+	}
+
+	// Ids are deterministic.
+	again, _, err := ImportJSONL(ctx, strings.NewReader(foreignLog), "other-name.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].Trajectories[0].ID != a.ID || again[1].Trajectories[0].ID != groups[1].Trajectories[0].ID {
+		t.Error("importing the same log twice gave different ids")
+	}
+
+	// Export restores content exactly: the parts list and the null.
+	var buf bytes.Buffer
+	if err := ExportJSONL(&buf, groups[0]); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	var orig struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal([]byte(strings.SplitN(foreignLog, "\n", 2)[0]), &orig)
+	for i := range orig.Messages {
+		if string(line.Messages[i].Content) != string(orig.Messages[i].Content) {
+			t.Errorf("message %d content %s, want %s", i, line.Messages[i].Content, orig.Messages[i].Content)
+		}
+	}
+}
+
+func TestImportErrorsNameTheLine(t *testing.T) {
+	for name, c := range map[string]struct{ in, want string }{
+		"not json":        {`{"messages": [}`, "in.jsonl:1"},
+		"no role":         {"{\"messages\":[]}\n{\"messages\":[{\"content\":\"x\"}]}", "in.jsonl:2: messages[0]: no role"},
+		"bad content":     {`{"messages":[{"role":"user","content":7}]}`, "content"},
+		"duplicate ids":   {"{\"messages\":[],\"trajectory_id\":\"a\",\"group_id\":\"g\"}\n{\"messages\":[],\"trajectory_id\":\"a\",\"group_id\":\"g\"}", "in.jsonl:2: trajectory_id \"a\" appears twice"},
+		"bad split":       {`{"messages":[],"split":"dev"}`, "in.jsonl:1 (group"},
+		"tool no name":    {`{"messages":[],"tools":[{"type":"function","function":{}}]}`, "tools[0]"},
+		"both msg fields": {`{"messages":[],"messages_and_choices":[]}`, "both"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := ImportJSONL(context.Background(), strings.NewReader(c.in), "in.jsonl")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want it to mention %q", err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,241 @@
+package trajectory
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+)
+
+// writeRaw writes rows of any struct type with parquet-go directly, for
+// files our Writer would never produce.
+func writeRaw[T any](t *testing.T, path string, rows []T, kv ...string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	opts := []parquet.WriterOption{parquet.Compression(&zstd.Codec{})}
+	for i := 0; i+1 < len(kv); i += 2 {
+		opts = append(opts, parquet.KeyValueMetadata(kv[i], kv[i+1]))
+	}
+	w := parquet.NewGenericWriter[T](f, opts...)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rowPlus is a future writer's row: every column of ours plus new ones.
+type rowPlus struct {
+	row
+	Extra      string            `parquet:"extra_column"`
+	ExtraList  []int64           `parquet:"extra_list,list"`
+	ExtraInner []struct{ A int } `parquet:"extra_inner,list"`
+}
+
+func TestExtraColumnsIgnored(t *testing.T) {
+	groups := sampleGroups(4, 3, 2)
+	var rows []rowPlus
+	for _, g := range groups {
+		for i := range g.Trajectories {
+			rows = append(rows, rowPlus{row: toRow(&g.Trajectories[i]), Extra: "x", ExtraList: []int64{1, 2}})
+		}
+	}
+	path := filepath.Join(t.TempDir(), "extra.parquet")
+	writeRaw(t, path, rows, MetadataKeySchemaVersion, "1")
+	// Make sure the extra columns really are in the file.
+	f, _ := os.Open(path)
+	st, _ := f.Stat()
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pf.Schema().Lookup("extra_column"); !ok {
+		t.Fatal("test file lacks extra_column")
+	}
+	f.Close()
+	got, err := ReadAll(context.Background(), []string{path}, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffGroups(t, groups, got)
+}
+
+// rowMissing lacks env and has step as a string.
+type rowMissing struct {
+	Run          string `parquet:"run"`
+	Step         string `parquet:"step"`
+	GroupID      string `parquet:"group_id"`
+	TrajectoryID string `parquet:"trajectory_id"`
+}
+
+func TestMissingAndMistypedColumns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.parquet")
+	writeRaw(t, path, []rowMissing{{Run: "r", Step: "1", GroupID: "g", TrajectoryID: "a"}})
+	_, err := Open(context.Background(), []string{path}, ReadOptions{})
+	if err == nil {
+		t.Fatal("opened a file with missing columns")
+	}
+	for _, want := range []string{path, "column env: missing", "column step: type BYTE_ARRAY, want INT64", "column messages.list.element.token_ids.list.element: missing"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q\ndoes not mention %q", err, want)
+		}
+	}
+}
+
+func TestNewerSchemaVersion(t *testing.T) {
+	g := sampleGroups(5, 1, 1)[0]
+	path := filepath.Join(t.TempDir(), "v2.parquet")
+	writeRaw(t, path, []row{toRow(&g.Trajectories[0])}, MetadataKeySchemaVersion, "2")
+	_, err := Open(context.Background(), []string{path}, ReadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "schema version 2") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error %v, want one naming the file and schema version 2", err)
+	}
+	writeRaw(t, path, []row{toRow(&g.Trajectories[0])}, MetadataKeySchemaVersion, "two")
+	if _, err := Open(context.Background(), []string{path}, ReadOptions{}); err == nil || !strings.Contains(err.Error(), `"two"`) {
+		t.Fatalf("error %v, want one about the bad version", err)
+	}
+}
+
+func readErr(t *testing.T, paths ...string) error {
+	t.Helper()
+	_, err := ReadAll(context.Background(), paths, ReadOptions{})
+	if err == nil {
+		t.Fatal("read succeeded, want an error")
+	}
+	return err
+}
+
+func mustContain(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("error %q\ndoes not mention %q", err, p)
+		}
+	}
+}
+
+func TestInputSetChecks(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.parquet")
+	b := filepath.Join(dir, "b.parquet")
+	one := func(gid, tid string) Group { return Group{ID: gid, Trajectories: []Trajectory{{ID: tid}}} }
+	ctx := context.Background()
+
+	t.Run("duplicate trajectory id across files", func(t *testing.T) {
+		WriteFile(ctx, a, []Group{one("g1", "x"), one("g2", "y")}, WriterOptions{})
+		WriteFile(ctx, b, []Group{one("g3", "y")}, WriterOptions{})
+		mustContain(t, readErr(t, a, b), b, "row 0", `group "g3"`, `trajectory_id "y"`, a+" row 1")
+	})
+	t.Run("group split across files", func(t *testing.T) {
+		WriteFile(ctx, a, []Group{one("g1", "x")}, WriterOptions{})
+		WriteFile(ctx, b, []Group{one("g0", "z"), one("g1", "y")}, WriterOptions{})
+		mustContain(t, readErr(t, a, b), `group "g1" split across files`, a, b+" (row 1)")
+	})
+	t.Run("group not contiguous in a file", func(t *testing.T) {
+		p := filepath.Join(dir, "nc.parquet")
+		writeRaw(t, p, []row{{GroupID: "g1", TrajectoryID: "a"}, {GroupID: "g2", TrajectoryID: "b"}, {GroupID: "g1", TrajectoryID: "c"}})
+		mustContain(t, readErr(t, p), p, `group "g1"`, "not contiguous")
+	})
+	t.Run("bad row", func(t *testing.T) {
+		p := filepath.Join(dir, "bad.parquet")
+		writeRaw(t, p, []row{{GroupID: "g1", TrajectoryID: "a"}, {GroupID: "g1", TrajectoryID: "b", Split: "bogus"}})
+		mustContain(t, readErr(t, p), p, "row 1", `group "g1"`, `trajectory "b"`, "split")
+	})
+	t.Run("same file twice", func(t *testing.T) {
+		WriteFile(ctx, a, []Group{one("g1", "x")}, WriterOptions{})
+		mustContain(t, readErr(t, a, a), "duplicates")
+	})
+	t.Run("Validate", func(t *testing.T) {
+		WriteFile(ctx, a, []Group{one("g1", "x")}, WriterOptions{})
+		WriteFile(ctx, b, []Group{one("g2", "y")}, WriterOptions{})
+		if err := Validate(ctx, []string{a, b}, ReadOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		WriteFile(ctx, b, []Group{one("g2", "x")}, WriterOptions{})
+		if err := Validate(ctx, []string{a, b}, ReadOptions{}); err == nil {
+			t.Fatal("Validate missed a duplicate id")
+		}
+	})
+}
+
+func TestOpenPaths(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	all := sampleGroups(6, 6, 2)
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	os.MkdirAll(filepath.Join(dir, ".hidden"), 0o755)
+	for i, name := range []string{"step-1.parquet", "sub/step-2.parquet", "step-3.parquet"} {
+		if err := WriteFile(ctx, filepath.Join(dir, name), all[2*i:2*i+2], WriterOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Files that must be skipped: a temp file, a hidden directory, other suffixes.
+	os.WriteFile(filepath.Join(dir, ".step-4.parquet.tmp-1"), []byte("partial"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".hidden", "x.parquet"), []byte("junk"), 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("junk"), 0o644)
+
+	count := func(paths []string, opts ReadOptions) int {
+		t.Helper()
+		groups, err := ReadAll(ctx, paths, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(groups)
+	}
+	if n := count([]string{dir}, ReadOptions{}); n != 6 {
+		t.Errorf("directory: %d groups, want 6", n)
+	}
+	if n := count([]string{filepath.Join(dir, "step-*.parquet")}, ReadOptions{}); n != 4 {
+		t.Errorf("glob: %d groups, want 4", n)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "sub/step-2.parquet"))
+	spoolDir := t.TempDir()
+	r, err := Open(ctx, []string{"-", filepath.Join(dir, "step-1.parquet")}, ReadOptions{Stdin: bytes.NewReader(data), TempDir: spoolDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs := r.Files(); fs[0].Path != "-" || fs[1].Rows != 4 {
+		t.Errorf("files %+v", fs)
+	}
+	n := 0
+	for {
+		_, err := r.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 4 {
+		t.Errorf("stdin + file: %d groups, want 4", n)
+	}
+	if ents, _ := os.ReadDir(spoolDir); len(ents) != 1 {
+		t.Errorf("spool dir holds %d files while open, want 1", len(ents))
+	}
+	r.Close()
+	if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
+		t.Errorf("spooled stdin not removed: %v", ents)
+	}
+	for _, bad := range [][]string{{filepath.Join(dir, "nope-*.parquet")}, {filepath.Join(dir, "missing.parquet")}, {t.TempDir()}, {}} {
+		if _, err := Open(ctx, bad, ReadOptions{}); err == nil {
+			t.Errorf("Open(%q) succeeded", bad)
+		}
+	}
+	if _, err := Open(ctx, []string{filepath.Join(dir, "notes.txt")}, ReadOptions{}); err == nil ||
+		!strings.Contains(err.Error(), "notes.txt") {
+		t.Errorf("non-parquet file: %v", err)
+	}
+}

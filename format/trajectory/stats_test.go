@@ -1,0 +1,108 @@
+package trajectory
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+// naiveSummary is the two-pass textbook computation Stats must agree with.
+func naiveSummary(ts []Trajectory, groups int64) Summary {
+	s := Summary{Groups: groups, Trajectories: int64(len(ts))}
+	var xs []float64
+	for _, t := range ts {
+		if t.Error != "" {
+			s.Errors++
+		}
+		for _, m := range t.Messages {
+			s.Tokens += int64(len(m.TokenIDs))
+		}
+		if t.Reward == nil {
+			s.Reward.Unscored++
+			continue
+		}
+		xs = append(xs, *t.Reward)
+	}
+	s.Reward.Scored = int64(len(xs))
+	if len(xs) == 0 {
+		return s
+	}
+	s.Reward.Min, s.Reward.Max = xs[0], xs[0]
+	var sum float64
+	for _, x := range xs {
+		sum += x
+		s.Reward.Min, s.Reward.Max = math.Min(s.Reward.Min, x), math.Max(s.Reward.Max, x)
+	}
+	s.Reward.Mean = sum / float64(len(xs))
+	if len(xs) > 1 {
+		var ss float64
+		for _, x := range xs {
+			ss += (x - s.Reward.Mean) * (x - s.Reward.Mean)
+		}
+		s.Reward.Std = math.Sqrt(ss / float64(len(xs)-1))
+	}
+	return s
+}
+
+func summariesClose(a, b Summary) bool {
+	ra, rb := a.Reward, b.Reward
+	a.Reward, b.Reward = RewardSummary{}, RewardSummary{}
+	return a == b && ra.Scored == rb.Scored && ra.Unscored == rb.Unscored &&
+		closeEnough(ra.Mean, rb.Mean) && closeEnough(ra.Std, rb.Std) && ra.Min == rb.Min && ra.Max == rb.Max
+}
+
+func TestStatsMatchNaive(t *testing.T) {
+	for _, shape := range []struct{ groups, size int }{{1, 1}, {2, 3}, {7, 5}, {17, 4}} {
+		groups := sampleGroups(uint64(shape.groups), shape.groups, shape.size)
+		path := writeTemp(t, "s.parquet", groups, WriterOptions{RowGroupBytes: 4096})
+		r, err := Open(context.Background(), []string{path}, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := ComputeStats(context.Background(), r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all []Trajectory
+		byStep := map[int64][]Trajectory{}
+		stepGroups := map[int64]int64{}
+		byEnv := map[string][]Trajectory{}
+		envGroups := map[string]int64{}
+		for _, g := range groups {
+			seenS, seenE := map[int64]bool{}, map[string]bool{}
+			for _, tr := range g.Trajectories {
+				all = append(all, tr)
+				byStep[tr.Step] = append(byStep[tr.Step], tr)
+				byEnv[tr.Env] = append(byEnv[tr.Env], tr)
+				if !seenS[tr.Step] {
+					seenS[tr.Step] = true
+					stepGroups[tr.Step]++
+				}
+				if !seenE[tr.Env] {
+					seenE[tr.Env] = true
+					envGroups[tr.Env]++
+				}
+			}
+		}
+		if want := naiveSummary(all, int64(len(groups))); !summariesClose(st.Summary, want) {
+			t.Errorf("%d×%d total:\n got  %+v\n want %+v", shape.groups, shape.size, st.Summary, want)
+		}
+		if len(st.ByStep) != len(byStep) || len(st.ByEnv) != len(byEnv) || len(st.Files) != 1 {
+			t.Fatalf("%d steps, %d envs, %d files", len(st.ByStep), len(st.ByEnv), len(st.Files))
+		}
+		for i, s := range st.ByStep {
+			if i > 0 && st.ByStep[i-1].Step >= s.Step {
+				t.Errorf("steps not sorted")
+			}
+			if want := naiveSummary(byStep[s.Step], stepGroups[s.Step]); !summariesClose(s.Summary, want) {
+				t.Errorf("step %d:\n got  %+v\n want %+v", s.Step, s.Summary, want)
+			}
+		}
+		for _, e := range st.ByEnv {
+			if want := naiveSummary(byEnv[e.Env], envGroups[e.Env]); !summariesClose(e.Summary, want) {
+				t.Errorf("env %q:\n got  %+v\n want %+v", e.Env, e.Summary, want)
+			}
+		}
+	}
+}

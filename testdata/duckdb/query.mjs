@@ -1,0 +1,45 @@
+// Summarizes a Hone trajectory Parquet file with DuckDB and prints JSON, so
+// format/trajectory's test can compare DuckDB's reading of our files with
+// its own Stats.
+//
+//   node testdata/duckdb/query.mjs FILE.parquet            # the summary below
+//   node testdata/duckdb/query.mjs FILE.parquet "SQL"      # any query; the file is the view `t`
+import { DuckDBInstance } from '@duckdb/node-api';
+
+const [file, sql] = process.argv.slice(2);
+if (!file) {
+  console.error('usage: node query.mjs FILE.parquet [SQL]');
+  process.exit(2);
+}
+
+const db = await DuckDBInstance.create(':memory:');
+const conn = await db.connect();
+const quoted = "'" + file.replaceAll("'", "''") + "'";
+await conn.run(`CREATE VIEW t AS SELECT * FROM read_parquet(${quoted})`);
+
+async function rows(q) {
+  const reader = await conn.runAndReadAll(q);
+  return reader.getRowObjectsJson();
+}
+
+// Tokens: sampled token ids over every message of every trajectory.
+const summary = `count(*) AS trajectories, count(DISTINCT group_id) AS groups,
+  count(reward) AS scored, avg(reward) AS reward_mean, stddev_samp(reward) AS reward_std,
+  min(reward) AS reward_min, max(reward) AS reward_max,
+  count(*) FILTER (WHERE error <> '') AS errors,
+  coalesce(sum(list_sum(list_transform(messages, m -> len(m.token_ids)))), 0) AS tokens`;
+
+let out;
+if (sql) {
+  out = await rows(sql);
+} else {
+  out = {
+    total: (await rows(`SELECT ${summary} FROM t`))[0],
+    by_step: await rows(`SELECT step, ${summary} FROM t GROUP BY step ORDER BY step`),
+    by_env: await rows(`SELECT env, ${summary} FROM t GROUP BY env ORDER BY env`),
+    schema_version: (await rows(
+      `SELECT decode(value) AS v FROM parquet_kv_metadata(${quoted}) WHERE decode(key) = 'hone.schema_version'`))[0]?.v ?? null,
+  };
+}
+console.log(JSON.stringify(out));
+conn.closeSync?.();

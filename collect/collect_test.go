@@ -1,0 +1,381 @@
+package collect_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/envtest"
+	"github.com/hone-rl/hone/collect/env/guess"
+	"github.com/hone-rl/hone/collect/openaitest"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// bisectReply answers guess-the-number by bisection.
+func bisectReply(r openaitest.Request) openaitest.Reply {
+	lo, hi, err := guess.ParseRange(r.LastContent())
+	if err != nil {
+		return openaitest.Reply{Content: "?"}
+	}
+	return openaitest.Reply{Content: fmt.Sprint((lo + hi) / 2), Model: "myrun@7"}
+}
+
+func readGroups(t *testing.T, data []byte) []trajectory.Group {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out.parquet")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := trajectory.ReadAll(context.Background(), []string{path}, trajectory.ReadOptions{})
+	if err != nil {
+		t.Fatalf("reading the output back: %v", err)
+	}
+	return gs
+}
+
+func baseOpts(srv *openaitest.Server, out *bytes.Buffer) collect.Options {
+	temp := 0.7
+	return collect.Options{
+		Env: "guess", Groups: 3, GroupSize: 4, Concurrency: 5, MaxTurns: 10, Seed: 3, Run: "r",
+		Policy: "model", Out: out,
+		Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "myrun", Temperature: &temp, MaxTokens: 8, Retries: 3, Backoff: time.Millisecond, RequestTimeout: 2 * time.Second},
+	}
+}
+
+// checkTurns checks that every assistant turn carries exactly what the
+// fake server sampled.
+func checkTurns(t *testing.T, tr trajectory.Trajectory) {
+	t.Helper()
+	for i, m := range tr.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		text := m.Content
+		for _, c := range m.ToolCalls {
+			text += c.Name + c.Arguments
+		}
+		ids, lps := openaitest.Tokens(text)
+		if !m.Trainable || len(m.TokenIDs) != len(ids) || len(m.Logprobs) != len(lps) || len(ids) == 0 {
+			t.Fatalf("%s message %d: trainable %v, %d ids, %d logprobs; want %d", tr.ID, i, m.Trainable, len(m.TokenIDs), len(m.Logprobs), len(ids))
+		}
+		for k := range ids {
+			if m.TokenIDs[k] != ids[k] || math.Abs(float64(m.Logprobs[k])-lps[k]) > 1e-6 {
+				t.Fatalf("%s message %d token %d: got (%d, %v), want (%d, %v)", tr.ID, i, k, m.TokenIDs[k], m.Logprobs[k], ids[k], lps[k])
+			}
+		}
+		if m.FinishReason == "" || m.AnswerModel == "" || m.Latency <= 0 {
+			t.Errorf("%s message %d: finish %q, model %q, latency %v", tr.ID, i, m.FinishReason, m.AnswerModel, m.Latency)
+		}
+	}
+}
+
+func TestRunModelGuess(t *testing.T) {
+	srv := openaitest.New(bisectReply)
+	defer srv.Close()
+	var out bytes.Buffer
+	o := baseOpts(srv, &out)
+	var progress []collect.Stats
+	o.Progress = func(s collect.Stats) { progress = append(progress, s) }
+	st, err := collect.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := readGroups(t, out.Bytes())
+	if len(gs) != 3 || st.Groups != 3 || st.Episodes != 12 || st.Failures != 0 || len(progress) != 3 {
+		t.Fatalf("groups %d, stats %+v, progress calls %d", len(gs), st, len(progress))
+	}
+	for gi, g := range gs {
+		if want := fmt.Sprintf("r-s3-g%05d", gi); g.ID != want || len(g.Trajectories) != 4 {
+			t.Fatalf("group %d: id %s, %d trajectories; want %s, 4", gi, g.ID, len(g.Trajectories), want)
+		}
+		for _, tr := range g.Trajectories {
+			checkTurns(t, tr)
+			if tr.Reward == nil || *tr.Reward < 1 || tr.Metrics["found"] != 1 || tr.Error != "" {
+				t.Errorf("%s: reward %v, metrics %v, error %q", tr.ID, tr.Reward, tr.Metrics, tr.Error)
+			}
+			if tr.Env != "guess" || tr.Run != "r" || tr.Model != "myrun" || tr.Adapter != "myrun@7" || tr.Step != 7 || tr.Payload == "" {
+				t.Errorf("%s: env %q run %q model %q adapter %q step %d", tr.ID, tr.Env, tr.Run, tr.Model, tr.Adapter, tr.Step)
+			}
+		}
+	}
+	for _, r := range srv.Requests() {
+		if !r.Logprobs || !r.ReturnTokenIDs || r.Model != "myrun" || r.Temperature == nil || *r.Temperature != 0.7 || r.MaxTokens == nil || *r.MaxTokens != 8 || r.Seed == nil || r.TopP != nil {
+			t.Fatalf("request did not ask for logprobs/token ids with the sampling options: %s", r.Raw)
+		}
+	}
+}
+
+// The output's order and content do not depend on concurrency.
+func TestDeterministicOrder(t *testing.T) {
+	run := func(conc int) []trajectory.Group {
+		var out bytes.Buffer
+		o := collect.Options{Env: "guess", Groups: 6, GroupSize: 3, Concurrency: conc, MaxTurns: 10, Seed: 9, Run: "d", Policy: "scripted:random-in-range", Out: &out}
+		if _, err := collect.Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		return readGroups(t, out.Bytes())
+	}
+	a, b := run(1), run(7)
+	for gi := range a {
+		for ti := range a[gi].Trajectories {
+			x, y := a[gi].Trajectories[ti], b[gi].Trajectories[ti]
+			if x.ID != y.ID || len(x.Messages) != len(y.Messages) || *x.Reward != *y.Reward {
+				t.Fatalf("%s differs between concurrency 1 and 7", x.ID)
+			}
+			for k := range x.Messages {
+				if x.Messages[k].Content != y.Messages[k].Content {
+					t.Fatalf("%s message %d differs", x.ID, k)
+				}
+			}
+		}
+	}
+}
+
+func TestScriptedPolicyNoModel(t *testing.T) {
+	var out bytes.Buffer
+	o := collect.Options{Env: "guess", Groups: 20, GroupSize: 2, Concurrency: 4, MaxTurns: 10, Seed: 1, Policy: "scripted:bisect", Out: &out}
+	st, err := collect.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MeanReward() < 1 {
+		t.Errorf("bisect mean reward %v", st.MeanReward())
+	}
+	gs := readGroups(t, out.Bytes())
+	tr := gs[0].Trajectories[0]
+	if tr.Messages[0].Content != "range 1-32" || tr.Messages[1].Role != "assistant" || tr.Messages[1].Content != "16" || tr.Model != "scripted:bisect" {
+		t.Errorf("scripted transcript starts %+v", tr.Messages[:2])
+	}
+	if _, err := collect.Run(context.Background(), collect.Options{Env: "guess", Groups: 1, GroupSize: 1, Concurrency: 1, Policy: "scripted:nope", Out: &out}); !errors.Is(err, collect.ErrUsage) {
+		t.Errorf("unknown scripted policy: %v", err)
+	}
+}
+
+// Tool calls, including malformed ones, go through the loop and the
+// malformed ones come back to the model as the tool result.
+func TestToolCallsAndMalformed(t *testing.T) {
+	var n atomic.Int64
+	srv := openaitest.New(func(r openaitest.Request) openaitest.Reply {
+		var last struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}
+		json.Unmarshal(r.Messages[len(r.Messages)-1], &last)
+		if last.Role == "tool" && !strings.HasPrefix(last.Content, "error:") {
+			return openaitest.Reply{Content: last.Content}
+		}
+		i := n.Add(1)
+		switch i % 3 {
+		case 1:
+			return openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: fmt.Sprint("a", i), Name: "lookup", Arguments: `{"key":`}}} // bad JSON
+		case 2:
+			return openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: fmt.Sprint("b", i), Name: "lookup", Arguments: `{"key":5}`}, {ID: fmt.Sprint("c", i), Name: "nope", Arguments: `{}`}}}
+		}
+		return openaitest.Reply{ToolCalls: []openaitest.ToolCall{{ID: fmt.Sprint("d", i), Name: "lookup", Arguments: `{"key":"w"}`}}}
+	})
+	defer srv.Close()
+	var out bytes.Buffer
+	o := baseOpts(srv, &out)
+	o.Env, o.Groups, o.GroupSize, o.Concurrency = "fake", 1, 1, 1
+	o.NewEnv = func(string, map[string]string) (env.Env, error) { return envtest.Fake{}, nil }
+	if _, err := collect.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	tr := readGroups(t, out.Bytes())[0].Trajectories[0]
+	checkTurns(t, tr)
+	if tr.Metrics["malformed_tool_calls"] != 3 || tr.Metrics["tool_calls"] != 4 || *tr.Reward != 1 {
+		t.Fatalf("metrics %v reward %v", tr.Metrics, *tr.Reward)
+	}
+	var errs []string
+	for _, m := range tr.Messages {
+		if m.Role == "tool" && strings.HasPrefix(m.Content, "error:") {
+			errs = append(errs, m.Content)
+		}
+	}
+	if len(errs) != 3 || !strings.Contains(errs[0], "not a JSON object") || !strings.Contains(errs[1], `"key" should be string`) || !strings.Contains(errs[2], `unknown tool "nope"`) {
+		t.Errorf("tool errors fed back: %q", errs)
+	}
+	if len(tr.Tools) != 1 || tr.Tools[0].Name != "lookup" {
+		t.Errorf("tools %+v", tr.Tools)
+	}
+	// The model saw the tools and the error results.
+	reqs := srv.Requests()
+	if len(reqs[0].Tools) != 1 || !bytes.Contains(reqs[1].Raw, []byte(`not a JSON object`)) {
+		t.Errorf("second request: %s", reqs[1].Raw)
+	}
+}
+
+func TestScenarioFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.jsonl")
+	os.WriteFile(path, []byte(`{"id":"a","environment":"guess","payload":{"secret":3,"n":8,"turns":3},"split":"val"}
+{"id":"b","payload":{"secret":8,"n":8,"turns":3}}
+
+{"id":"c","payload":{"secret":1,"n":8,"turns":3},"split":"test"}
+`), 0o644)
+	var out bytes.Buffer
+	o := collect.Options{Env: "guess", Scenarios: path, GroupSize: 2, Concurrency: 2, Policy: "scripted:bisect", Out: &out}
+	if _, err := collect.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	gs := readGroups(t, out.Bytes())
+	if len(gs) != 3 || gs[0].Trajectories[0].ScenarioID != "a" || gs[0].Trajectories[0].Split != "val" || gs[2].Trajectories[1].Split != "test" {
+		t.Fatalf("groups from file: %d", len(gs))
+	}
+	if gs[0].Trajectories[0].Messages[0].Content != "range 1-8" {
+		t.Errorf("payload not used: %q", gs[0].Trajectories[0].Messages[0].Content)
+	}
+	// The Parquet output is a scenario file too.
+	pq := filepath.Join(dir, "t.parquet")
+	os.WriteFile(pq, out.Bytes(), 0o644)
+	scs, err := collect.ReadScenarios(context.Background(), pq)
+	if err != nil || len(scs) != 3 || scs[1].ID != "b" || string(scs[1].Payload) != `{"secret":8,"n":8,"turns":3}` {
+		t.Fatalf("scenarios from parquet: %v %+v", err, scs)
+	}
+	for _, bad := range []string{`{"id":"a"}` + "\n" + `{"id":"a"}`, `{"idd":"a"}`, `{"id":"a","split":"dev"}`, `{"payload":1}`} {
+		if _, err := collect.DecodeScenarios(strings.NewReader(bad), "x.jsonl"); err == nil || !strings.Contains(err.Error(), "x.jsonl:") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// Faults: retries get through transient errors; persistent ones become
+// rows with Error set; --max-failures aborts.
+func TestFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault openaitest.Fault
+	}{{"500", openaitest.Status500}, {"429", openaitest.Status429}, {"drop", openaitest.Drop}, {"truncate", openaitest.Truncate}, {"hang", openaitest.Hang}} {
+		t.Run(tc.name+"/transient", func(t *testing.T) {
+			srv := openaitest.New(bisectReply)
+			defer srv.Close()
+			srv.Fault = func(n int64) openaitest.Fault {
+				if n%3 == 1 && n < 12 { // a few requests fail once; the retry succeeds
+					return tc.fault
+				}
+				return openaitest.None
+			}
+			var out bytes.Buffer
+			o := baseOpts(srv, &out)
+			o.Groups, o.GroupSize, o.Concurrency = 2, 2, 1
+			o.Model.RequestTimeout = 150 * time.Millisecond
+			st, err := collect.Run(context.Background(), o)
+			if err != nil || st.Failures != 0 {
+				t.Fatalf("err %v, stats %+v", err, st)
+			}
+			for _, g := range readGroups(t, out.Bytes()) {
+				for _, tr := range g.Trajectories {
+					checkTurns(t, tr)
+				}
+			}
+		})
+	}
+	t.Run("persistent", func(t *testing.T) {
+		srv := openaitest.New(bisectReply)
+		defer srv.Close()
+		srv.Fault = func(n int64) openaitest.Fault { return openaitest.Status500 }
+		var out bytes.Buffer
+		o := baseOpts(srv, &out)
+		o.Groups, o.GroupSize, o.Concurrency = 2, 2, 2
+		o.Model.Retries = 2
+		st, err := collect.Run(context.Background(), o)
+		if err != nil || st.Failures != 4 {
+			t.Fatalf("err %v, stats %+v", err, st)
+		}
+		if got := srv.Count(); got != 12 {
+			t.Errorf("%d requests, want 4 episodes × 3 attempts", got)
+		}
+		gs := readGroups(t, out.Bytes())
+		if len(gs) != 2 {
+			t.Fatalf("%d groups", len(gs))
+		}
+		for _, g := range gs {
+			for _, tr := range g.Trajectories {
+				if !strings.Contains(tr.Error, "HTTP 500") || tr.Reward != nil || len(tr.Messages) != 1 {
+					t.Errorf("%s: error %q reward %v", tr.ID, tr.Error, tr.Reward)
+				}
+			}
+		}
+	})
+	t.Run("max-failures", func(t *testing.T) {
+		srv := openaitest.New(bisectReply)
+		defer srv.Close()
+		srv.Fault = func(n int64) openaitest.Fault { return openaitest.Status500 }
+		var out bytes.Buffer
+		o := baseOpts(srv, &out)
+		o.Groups, o.GroupSize, o.Concurrency = 20, 2, 1
+		o.Model.Retries, o.MaxFailures = 0, "0.1"
+		st, err := collect.Run(context.Background(), o)
+		if !errors.Is(err, collect.ErrTooManyFailures) || st.Failures != 5 {
+			t.Fatalf("err %v, stats %+v", err, st)
+		}
+		if gs := readGroups(t, out.Bytes()); len(gs) != 2 {
+			t.Errorf("%d whole groups written before the abort, want 2", len(gs))
+		}
+	})
+	t.Run("episode-timeout", func(t *testing.T) {
+		srv := openaitest.New(bisectReply)
+		defer srv.Close()
+		srv.Fault = func(n int64) openaitest.Fault { return openaitest.Hang }
+		var out bytes.Buffer
+		o := baseOpts(srv, &out)
+		o.Groups, o.GroupSize = 1, 2
+		o.Timeout = 200 * time.Millisecond
+		st, err := collect.Run(context.Background(), o)
+		if err != nil || st.Failures != 2 {
+			t.Fatalf("err %v stats %+v", err, st)
+		}
+		tr := readGroups(t, out.Bytes())[0].Trajectories[0]
+		if !strings.Contains(tr.Error, "episode timeout") {
+			t.Errorf("error %q", tr.Error)
+		}
+	})
+}
+
+// A stop writes the finished groups and nothing partial.
+func TestInterrupt(t *testing.T) {
+	var n atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := openaitest.New(bisectReply)
+	defer srv.Close()
+	srv.Fault = func(i int64) openaitest.Fault {
+		if n.Add(1) > 80 { // after a few groups, everything hangs and we stop
+			cancel()
+			return openaitest.Hang
+		}
+		return openaitest.None
+	}
+	var out bytes.Buffer
+	o := baseOpts(srv, &out)
+	o.Groups, o.GroupSize, o.Concurrency = 50, 2, 3
+	st, err := collect.Run(ctx, o)
+	if !errors.Is(err, collect.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	gs := readGroups(t, out.Bytes())
+	if len(gs) == 0 || len(gs) != st.Groups || len(gs) >= 50 {
+		t.Fatalf("%d groups written, stats %+v", len(gs), st)
+	}
+	for _, g := range gs {
+		if len(g.Trajectories) != 2 {
+			t.Fatalf("group %s has %d trajectories", g.ID, len(g.Trajectories))
+		}
+		for _, tr := range g.Trajectories {
+			if tr.Error != "" {
+				t.Errorf("%s: %s", tr.ID, tr.Error)
+			}
+		}
+	}
+}

@@ -1,0 +1,5 @@
+// Package envtest holds Fake, an in-memory environment for testing the
+// agent loop, and Suite, the behaviour every env.Env must show: scenarios
+// that repeat for a seed, scripted policies that finish inside the limits
+// with rewards in range, and episodes that survive garbage turns.
+package envtest

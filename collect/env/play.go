@@ -1,0 +1,115 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// PlayResult is what Play recorded of one episode.
+type PlayResult struct {
+	Messages []trajectory.Message
+	Tools    []trajectory.Tool
+	Outcome  Outcome
+	Done     bool // the episode said done; false when maxTurns stopped it
+}
+
+// Play runs one episode with policy p: reset, then turn after turn, the
+// policy's message is appended, its tool calls are checked (CheckCall) and
+// the malformed ones answered with the reason, the rest handed with the
+// turn to the episode, and the episode's answer appended — until the episode
+// is done or maxTurns assistant turns were taken (0: no limit).
+//
+// Besides the episode's own metrics the outcome carries assistant_turns,
+// tool_calls, malformed_tool_calls and truncated (1 when maxTurns stopped
+// it). On error the result holds what was recorded so far.
+func Play(ctx context.Context, ep Episode, p Policy, maxTurns int) (PlayResult, error) {
+	var res PlayResult
+	obs, err := ep.Reset(ctx)
+	if err != nil {
+		return res, fmt.Errorf("reset: %w", err)
+	}
+	res.Messages = append(res.Messages, obs.Messages...)
+	res.Tools = obs.Tools
+	var turns, calls, malformed int
+	finish := func() {
+		o := ep.Outcome()
+		m := make(map[string]float64, len(o.Metrics)+4)
+		maps.Copy(m, o.Metrics)
+		m["assistant_turns"] = float64(turns)
+		m["tool_calls"] = float64(calls)
+		m["malformed_tool_calls"] = float64(malformed)
+		m["truncated"] = 0
+		if !res.Done {
+			m["truncated"] = 1
+		}
+		res.Outcome = Outcome{Reward: o.Reward, Metrics: m}
+	}
+	for maxTurns <= 0 || turns < maxTurns {
+		if err := ctx.Err(); err != nil {
+			finish()
+			return res, err
+		}
+		msg, err := p.Act(ctx, res.Messages, res.Tools)
+		if err != nil {
+			finish()
+			return res, fmt.Errorf("turn %d: policy: %w", turns+1, err)
+		}
+		msg.Role = "assistant"
+		res.Messages = append(res.Messages, msg)
+		turns++
+		// Malformed calls are answered here, in call order, with the
+		// reason; the rest go to the episode.
+		reasons := make(map[int]string)
+		var good []trajectory.ToolCall
+		for i, c := range msg.ToolCalls {
+			calls++
+			if _, err := CheckCall(c, res.Tools); err != nil {
+				malformed++
+				reasons[i] = "error: " + err.Error()
+				continue
+			}
+			good = append(good, c)
+		}
+		fb, err := ep.Step(ctx, Turn{Message: msg, Calls: good})
+		if err != nil {
+			finish()
+			return res, fmt.Errorf("turn %d: step: %w", turns, err)
+		}
+		byID := make(map[string]trajectory.Message)
+		var rest []trajectory.Message
+		for _, m := range fb.Messages {
+			if m.Role == "tool" {
+				byID[m.ToolCallID] = m
+			} else {
+				rest = append(rest, m)
+			}
+		}
+		for i, c := range msg.ToolCalls {
+			if r, ok := reasons[i]; ok {
+				res.Messages = append(res.Messages, ToolResult(c.ID, c.Name, r))
+			} else if m, ok := byID[c.ID]; ok {
+				res.Messages = append(res.Messages, m)
+				delete(byID, c.ID)
+			} else if !fb.Done {
+				res.Messages = append(res.Messages, ToolResult(c.ID, c.Name, "error: the environment gave no result for this call"))
+			}
+		}
+		for _, m := range fb.Messages { // tool results for ids the turn did not have, in order
+			if m.Role == "tool" {
+				if _, left := byID[m.ToolCallID]; left {
+					res.Messages = append(res.Messages, m)
+				}
+			}
+		}
+		res.Messages = append(res.Messages, rest...)
+		if fb.Done {
+			res.Done = true
+			break
+		}
+	}
+	finish()
+	return res, nil
+}

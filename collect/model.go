@@ -1,0 +1,242 @@
+package collect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// ModelOptions says how to reach the policy's OpenAI-compatible endpoint
+// and how to sample.
+type ModelOptions struct {
+	BaseURL     string
+	APIKey      string
+	Model       string
+	Temperature *float64 // nil: the server's default
+	TopP        *float64
+	MaxTokens   int // 0: the server's default
+	// Retries is how many times a call is repeated after a 429, a 5xx, a
+	// timeout or a broken connection; Backoff is the first wait, doubled
+	// each time (with jitter).
+	Retries        int
+	Backoff        time.Duration
+	RequestTimeout time.Duration // per attempt; 0: none
+	HTTPClient     *http.Client
+}
+
+// Model is the policy that asks an OpenAI-compatible server for each turn,
+// with logprobs and (vLLM's extension) the sampled token ids.
+type Model struct {
+	client openai.Client
+	o      ModelOptions
+}
+
+// NewModel returns a Model. The client's own retries are off; Model
+// retries itself so that a test can make the backoff short.
+func NewModel(o ModelOptions) *Model {
+	ro := []option.RequestOption{
+		option.WithMaxRetries(0),
+		option.WithAPIKey(orDefault(o.APIKey, "none")), // servers without keys accept any
+	}
+	if o.BaseURL != "" {
+		ro = append(ro, option.WithBaseURL(o.BaseURL))
+	}
+	if o.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(o.HTTPClient))
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 500 * time.Millisecond
+	}
+	return &Model{client: openai.NewClient(ro...), o: o}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Policy returns the model as an env.Policy for one episode; seed is sent
+// as the request seed (offset by the turn), for servers that honour it.
+func (m *Model) Policy(seed int64) env.Policy {
+	turn := int64(0)
+	return env.PolicyFunc(func(ctx context.Context, msgs []trajectory.Message, tools []trajectory.Tool) (trajectory.Message, error) {
+		turn++
+		return m.Complete(ctx, msgs, tools, seed+turn)
+	})
+}
+
+// completion is the part of a chat completion response Model reads,
+// including vLLM's token id fields.
+type completion struct {
+	Model          string  `json:"model"`
+	PromptTokenIDs []int32 `json:"prompt_token_ids"`
+	Choices        []struct {
+		FinishReason string          `json:"finish_reason"`
+		Message      env.WireMessage `json:"message"`
+		TokenIDs     []int32         `json:"token_ids"`
+		Logprobs     *struct {
+			Content []struct {
+				Token   string  `json:"token"`
+				Logprob float32 `json:"logprob"`
+			} `json:"content"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+}
+
+// Complete asks for one assistant turn. The returned message is trainable
+// and carries token ids, logprobs, finish reason, answering model and the
+// latency of the successful attempt.
+func (m *Model) Complete(ctx context.Context, msgs []trajectory.Message, tools []trajectory.Tool, seed int64) (trajectory.Message, error) {
+	params, err := m.params(msgs, tools, seed)
+	if err != nil {
+		return trajectory.Message{}, err
+	}
+	var lastErr error
+	for attempt := 0; ; attempt++ {
+		msg, err := m.once(ctx, params)
+		if err == nil {
+			return msg, nil
+		}
+		lastErr = err
+		if !retryable(ctx, err) || attempt >= m.o.Retries {
+			break
+		}
+		d := m.o.Backoff << attempt
+		d -= time.Duration(rand.Int64N(int64(d)/4 + 1)) // jitter, so clients do not retry in step
+		select {
+		case <-ctx.Done():
+			return trajectory.Message{}, fmt.Errorf("%w (after: %v)", ctx.Err(), lastErr)
+		case <-time.After(d):
+		}
+	}
+	return trajectory.Message{}, lastErr
+}
+
+func (m *Model) params(msgs []trajectory.Message, tools []trajectory.Tool, seed int64) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: m.o.Model, Logprobs: openai.Bool(true), Seed: openai.Int(seed)}
+	raw, err := json.Marshal(env.ToWire(msgs))
+	if err != nil {
+		return p, err
+	}
+	if err := json.Unmarshal(raw, &p.Messages); err != nil {
+		return p, fmt.Errorf("messages: %w", err)
+	}
+	if len(tools) > 0 {
+		raw, err := json.Marshal(env.ToolsToWire(tools))
+		if err != nil {
+			return p, err
+		}
+		if err := json.Unmarshal(raw, &p.Tools); err != nil {
+			return p, fmt.Errorf("tools: %w", err)
+		}
+	}
+	if m.o.Temperature != nil {
+		p.Temperature = openai.Float(*m.o.Temperature)
+	}
+	if m.o.TopP != nil {
+		p.TopP = openai.Float(*m.o.TopP)
+	}
+	if m.o.MaxTokens > 0 {
+		p.MaxTokens = openai.Int(int64(m.o.MaxTokens))
+	}
+	return p, nil
+}
+
+// callError is a failed attempt with what decides a retry.
+type callError struct {
+	status  int // HTTP status, 0 when none came back
+	timeout bool
+	err     error
+}
+
+func (e *callError) Error() string { return e.err.Error() }
+func (e *callError) Unwrap() error { return e.err }
+
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var ce *callError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	return ce.status == 0 || ce.status == http.StatusTooManyRequests || ce.status == http.StatusRequestTimeout || ce.status >= 500
+}
+
+func (m *Model) once(ctx context.Context, params openai.ChatCompletionNewParams) (trajectory.Message, error) {
+	callCtx := ctx
+	if m.o.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, m.o.RequestTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	resp, err := m.client.Chat.Completions.New(callCtx, params, option.WithJSONSet("return_token_ids", true))
+	latency := time.Since(start)
+	if err != nil {
+		var apiErr *openai.Error
+		switch {
+		case errors.As(err, &apiErr):
+			return trajectory.Message{}, &callError{status: apiErr.StatusCode, err: fmt.Errorf("HTTP %d: %w", apiErr.StatusCode, err)}
+		case ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded):
+			return trajectory.Message{}, &callError{timeout: true, err: fmt.Errorf("no answer within %v", m.o.RequestTimeout)}
+		case ctx.Err() != nil:
+			return trajectory.Message{}, err
+		}
+		return trajectory.Message{}, &callError{err: err}
+	}
+	var c completion
+	if err := json.Unmarshal([]byte(resp.RawJSON()), &c); err != nil {
+		return trajectory.Message{}, &callError{status: 502, err: fmt.Errorf("response body: %w", err)}
+	}
+	if len(c.Choices) == 0 {
+		return trajectory.Message{}, fmt.Errorf("response without choices")
+	}
+	ch := c.Choices[0]
+	msg, err := env.FromWire(ch.Message)
+	if err != nil {
+		return msg, fmt.Errorf("response message: %w", err)
+	}
+	msg.Role = "assistant"
+	msg.Trainable = true
+	msg.TokenIDs = ch.TokenIDs
+	if ch.Logprobs != nil {
+		for _, lp := range ch.Logprobs.Content {
+			msg.Logprobs = append(msg.Logprobs, lp.Logprob)
+		}
+	}
+	if len(msg.TokenIDs) > 0 && len(msg.Logprobs) > 0 && len(msg.TokenIDs) != len(msg.Logprobs) {
+		return msg, fmt.Errorf("server gave %d token ids but %d logprobs", len(msg.TokenIDs), len(msg.Logprobs))
+	}
+	msg.FinishReason = ch.FinishReason
+	msg.AnswerModel = c.Model
+	msg.Latency = latency
+	return msg, nil
+}
+
+// stepOf reads the adapter step from a served name like "run@42".
+func stepOf(model string) int64 {
+	i := strings.LastIndexByte(model, '@')
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.ParseInt(model[i+1:], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}

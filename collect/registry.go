@@ -1,0 +1,71 @@
+package collect
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/guess"
+)
+
+// EnvNames lists the built-in environments NewEnv knows.
+var EnvNames = []string{"guess"}
+
+// NewEnv builds a built-in environment from its name and --env-opt
+// settings. Unknown settings are an error, so a typo is not ignored.
+func NewEnv(name string, opts map[string]string) (env.Env, error) {
+	o := settings(maps.Clone(opts))
+	if o == nil {
+		o = settings{}
+	}
+	var e env.Env
+	switch name {
+	case "guess":
+		n, turns := o.int("n", 32), o.int("turns", 5)
+		e = guess.New(n, turns)
+	default:
+		return nil, fmt.Errorf("unknown environment %q (have %v)", name, EnvNames)
+	}
+	if err := o.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return e, nil
+}
+
+// settings reads --env-opt values, remembering which were used and the
+// first malformed one.
+type settings map[string]string
+
+func (s settings) str(key, def string) string {
+	if v, ok := s[key]; ok {
+		delete(s, key)
+		return v
+	}
+	return def
+}
+
+func (s settings) int(key string, def int) int {
+	v, ok := s[key]
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		s["!bad"] = fmt.Sprintf("%s=%q is not an integer", key, v)
+		delete(s, key)
+		return def
+	}
+	delete(s, key)
+	return n
+}
+
+func (s settings) check() error {
+	if bad, ok := s["!bad"]; ok {
+		return fmt.Errorf("--env-opt %s", bad)
+	}
+	for k := range s {
+		return fmt.Errorf("unknown --env-opt %q", k)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package collect
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// ReadScenarios reads scenarios from path: a Parquet trajectory file (its
+// distinct scenarios, in order of first appearance) or JSON lines with
+// the fields id, environment, payload (any JSON value) and split.
+func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
+	if strings.HasSuffix(path, ".parquet") {
+		groups, err := trajectory.ReadAll(ctx, []string{path}, trajectory.ReadOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("scenarios %s: %w", path, err)
+		}
+		var out []env.Scenario
+		seen := map[string]bool{}
+		for _, g := range groups {
+			for _, t := range g.Trajectories {
+				if t.ScenarioID == "" || seen[t.ScenarioID] {
+					continue
+				}
+				seen[t.ScenarioID] = true
+				sc := env.Scenario{ID: t.ScenarioID, Env: t.Env, Split: t.Split}
+				if t.Payload != "" {
+					sc.Payload = json.RawMessage(t.Payload)
+				}
+				out = append(out, sc)
+			}
+		}
+		return out, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenarios: %w", err)
+	}
+	defer f.Close()
+	return DecodeScenarios(f, path)
+}
+
+// DecodeScenarios reads JSON-lines scenarios from r; name labels errors.
+func DecodeScenarios(r io.Reader, name string) ([]env.Scenario, error) {
+	var out []env.Scenario
+	seen := map[string]int{}
+	br := bufio.NewReader(r)
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			var sc env.Scenario
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&sc); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w (want {\"id\", \"environment\", \"payload\", \"split\"})", name, line, err)
+			}
+			if sc.ID == "" {
+				return nil, fmt.Errorf("%s:%d: scenario without an id", name, line)
+			}
+			if prev, ok := seen[sc.ID]; ok {
+				return nil, fmt.Errorf("%s:%d: scenario id %q already on line %d", name, line, sc.ID, prev)
+			}
+			switch sc.Split {
+			case "", trajectory.SplitTrain, trajectory.SplitVal, trajectory.SplitTest:
+			default:
+				return nil, fmt.Errorf("%s:%d: split %q is not train, val or test", name, line, sc.Split)
+			}
+			if string(sc.Payload) == "null" {
+				sc.Payload = nil
+			}
+			seen[sc.ID] = line
+			out = append(out, sc)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+}

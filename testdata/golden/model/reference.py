@@ -130,7 +130,7 @@ def rotate_half(x):
 
 def apply_rope(x, pos, inv):
     # x [T, H, D]; pos [T]
-    ang = pos.to(torch.float64)[:, None] * inv[None, :]  # [T, D/2]
+    ang = pos.to(inv.dtype)[:, None] * inv[None, :]  # [T, D/2]
     emb = torch.cat([ang, ang], dim=-1)                    # [T, D]
     cos = emb.cos()[:, None, :]
     sin = emb.sin()[:, None, :]
@@ -381,9 +381,66 @@ def golden(casedir):
     write_json(os.path.join(casedir, "golden.json"), out)
 
 
+def bench_train(steps=3):
+    """Times LoRA training steps of this reference (float32, autograd, full
+    logits) on the shape of train/model's BenchmarkTrainStep: hidden 256,
+    4 layers, 8/4 heads, MLP 688, vocab 4096, 8 x 256 tokens, LoRA r8 on all
+    projections, AdamW on the LoRA parameters. Not golden values: a yardstick."""
+    import time
+    torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
+    cfg = dict(model_type="qwen2", vocab_size=4096, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+               num_attention_heads=8, num_key_value_heads=4, rms_norm_eps=1e-6, rope_theta=1e6, rope_scaling=None,
+               tie_word_embeddings=False)
+    g = torch.Generator().manual_seed(0)
+    W = {k: v.to(torch.float32) for k, v in random_weights(cfg, torch.float32, g).items()}
+    mods = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    ad = {}
+    for l in range(cfg["num_hidden_layers"]):
+        for mod in mods:
+            sub = "self_attn" if mod in mods[:4] else "mlp"
+            p = "base_model.model.model.layers.%d.%s.%s." % (l, sub, mod)
+            fin, fout = module_dims(cfg, mod)
+            ad[p + "lora_A.weight"] = torch.randn(8, fin, generator=g) / math.sqrt(fin)
+            ad[p + "lora_B.weight"] = torch.zeros(fout, 8)
+    lora = Lora(ad, dict(r=8, lora_alpha=16))
+    opt = torch.optim.AdamW(list(lora.params.values()), lr=1e-4)
+    T, B = 256, 8
+    ids = torch.randint(0, 4096, (B * T,), generator=g).tolist()
+    tg = torch.randint(0, 4096, (B * T,), generator=g)
+    pos = [i % T for i in range(B * T)]
+    starts = [i * T for i in range(B)]
+    times = []
+    for step in range(steps + 1):
+        t0 = time.perf_counter()
+        logits = forward_f32(cfg, W, ids, pos, starts, lora)
+        lp = logits.log_softmax(-1).gather(1, tg[:, None])[:, 0]
+        loss = -lp.mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    per = sum(times[1:]) / steps
+    print("torch %s threads=%d: %.3f s/step, %.0f tokens/s (first step %.3f s)" % (
+        torch.__version__, torch.get_num_threads(), per, B * T / per, times[0]))
+
+
+def forward_f32(cfg, W, ids, pos, seq_starts, lora):
+    # The reference forward builds its RoPE tables in float64; run it in
+    # float32 by casting those inputs, the rest follows the weights' dtype.
+    global inv_freq
+    f64 = inv_freq
+    try:
+        inv_freq = lambda c, d: f64(c, d).to(torch.float32)
+        return forward(cfg, W, ids, pos, seq_starts, lora)
+    finally:
+        inv_freq = f64
+
+
 def main(argv):
     torch.set_num_threads(1)
-    if len(argv) == 3 and argv[1] == "make-cases":
+    if len(argv) == 2 and argv[1] == "bench-train":
+        bench_train()
+    elif len(argv) == 3 and argv[1] == "make-cases":
         make_cases(argv[2])
     elif len(argv) == 3 and argv[1] == "golden":
         golden(argv[2])

@@ -4,8 +4,10 @@
 //
 // What it owns:
 //
-//   - loading a Hugging Face model folder (config.json + safetensors, any of
-//     f32/f16/bf16 on disk, kept as float32 in memory) into a Model;
+//   - loading a Hugging Face model folder (config.json + safetensors, single
+//     file or sharded, any of f32/f16/bf16 on disk, kept as float32 in memory,
+//     or as bfloat16 after Model.ToBF16) into a Model; SaveWeights writes the
+//     weights back (after Merge: a merged checkpoint);
 //   - the training pass: a full-sequence forward over packed sequences that
 //     returns per-token log-probabilities of given targets and the entropy
 //     (through the backend's chunked lm_head kernel, never a [N, V] logits
@@ -17,7 +19,17 @@
 //     (serve implements it; ContiguousCache here is the simple one);
 //   - LoRA: Adapter (rank, alpha, rsLoRA, any subset of q,k,v,o,gate,up,down),
 //     running with the adapter switched off (pass a nil *Adapter: no second
-//     copy of the weights), merging an adapter into the weights for export.
+//     copy of the weights), merging an adapter into the weights for export,
+//     reading and writing PEFT adapter folders through format/peft.
+//
+// The typical training step:
+//
+//	ad.ZeroGrad()
+//	p, err := m.Forward(ctx, batch, ad, model.TrainOptions{})   // p.Logprob, p.Entropy [N]
+//	// … the objective turns p.Logprob/p.Entropy into dL/dlogprob, dL/dentropy …
+//	err = p.Backward(ctx, dlogprob, dentropy)                    // accumulates ad's DA, DB
+//
+// and the reference (KL) logprobs come from m.Forward(ctx, batch, nil, …).
 //
 // All arithmetic goes through a kernels.Backend value given to Load/New; the
 // model never picks a backend itself.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"github.com/hone-rl/hone/format/safetensors"
 	"math"
 	"os"
 	"path/filepath"
@@ -214,6 +215,49 @@ func TestGoldenChecksums(t *testing.T) {
 		}
 		if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != sum {
 			t.Errorf("%s: sha256 %s, SHA256SUMS says %s (%s)", name, got, sum, rerun)
+		}
+	}
+}
+
+// A checkpoint split into shards (model.safetensors.index.json) loads to the
+// same model as the single file.
+func TestLoadSharded(t *testing.T) {
+	be := testBackends(t)[0]
+	src := filepath.Join(goldenDir, "llama", "model")
+	m, err := Load(src, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg, err := os.ReadFile(filepath.Join(src, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for _, tn := range m.Tensors() {
+		st, err := safetensors.FromFloat32Tensor(tn.Name, safetensors.F32, tn.Shape, tn.Values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, st)
+	}
+	if err := safetensors.WriteSharded(dir, ts, 64<<10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if shards, _ := filepath.Glob(filepath.Join(dir, "model-*-of-*.safetensors")); len(shards) < 3 {
+		t.Fatalf("only %d shards written; the test wants several", len(shards))
+	}
+	m2, err := Load(dir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := m.Tensors(), m2.Tensors()
+	for i := range a {
+		if a[i].Name != b[i].Name || fmt.Sprint(a[i].Values) != fmt.Sprint(b[i].Values) {
+			t.Fatalf("tensor %s differs after sharding", a[i].Name)
 		}
 	}
 }

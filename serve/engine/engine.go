@@ -240,6 +240,9 @@ func (e *Engine) Submit(r *Request) (*Handle, error) {
 	e.queue = append(e.queue, &reqState{r: r, h: h})
 	e.nQueued.Store(int64(len(e.queue)))
 	e.mu.Unlock()
+	// A cancelled request leaves the queue or batch at the next loop turn;
+	// wake the loop so that an idle one notices too.
+	context.AfterFunc(r.Ctx, e.poke)
 	e.poke()
 	return h, nil
 }

@@ -1,0 +1,174 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/train/model"
+	"github.com/hone-rl/hone/train/tinymodel"
+)
+
+// tinyDir writes a small random model folder (qwen3, hidden 32, 2 layers).
+func tinyDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	o := tinymodel.Options{Family: "qwen3", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 5, InitStd: 0.5}
+	if err := tinymodel.Write(context.Background(), dir, o, ref.New()); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+type testServer struct {
+	s      *Server
+	url    string // http://127.0.0.1:port
+	client openai.Client
+	stop   context.CancelFunc
+	done   chan error
+}
+
+// startServer runs a real server on 127.0.0.1:0 on the reference backend.
+// edit, when set, adjusts the Server before it serves (test hooks).
+func startServer(t testing.TB, o Options, edit func(*Server)) *testServer {
+	t.Helper()
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		if testing.Verbose() {
+			o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		}
+	}
+	s, err := NewServer(o, ref.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(s)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ts := &testServer{s: s, url: "http://" + ln.Addr().String(), stop: cancel, done: make(chan error, 1)}
+	go func() { ts.done <- s.Serve(ctx, ln) }()
+	key := o.APIKey
+	if key == "" {
+		key = "none"
+	}
+	ts.client = openai.NewClient(option.WithBaseURL(ts.url+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+	t.Cleanup(func() { ts.close(t) })
+	return ts
+}
+
+func (ts *testServer) close(t testing.TB) {
+	if ts.stop == nil {
+		return
+	}
+	ts.stop()
+	ts.stop = nil
+	select {
+	case err := <-ts.done:
+		if err != nil {
+			t.Errorf("server stopped with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("server did not stop")
+	}
+}
+
+// post sends a raw JSON body and returns status and body.
+func (ts *testServer) post(t testing.TB, path, body string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", ts.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (ts *testServer) get(t testing.TB, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(ts.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// writeStep writes adapter step n of run into dir/<run>/step-0000n with
+// random A and B (so it changes the output), then points latest at it, both
+// atomically (temporary name, then rename), as hone-train does.
+func writeStep(t testing.TB, modelDir, adaptersDir, run string, n int) {
+	t.Helper()
+	m, err := model.Load(modelDir, ref.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 4, Alpha: 8, Targets: model.AllModules()}, uint64(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr == nil {
+				continue
+			}
+			for i := range lr.B {
+				lr.B[i] = float32(rng.NormFloat64())
+			}
+		}
+	}
+	runDir := filepath.Join(adaptersDir, run)
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := stepName(n)
+	tmp := filepath.Join(runDir, ".tmp-"+name)
+	if err := model.WriteAdapter(tmp, ad, modelDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(runDir, name)); err != nil {
+		t.Fatal(err)
+	}
+	pointLatest(t, runDir, name)
+}
+
+func stepName(n int) string { return fmt.Sprintf("step-%06d", n) }
+
+func pointLatest(t testing.TB, runDir, name string) {
+	t.Helper()
+	tmp := filepath.Join(runDir, ".latest.tmp")
+	if err := os.WriteFile(tmp, []byte(name+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(runDir, "latest")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -502,3 +502,22 @@ func TestParseSpec(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSpec: no --scorer value makes ParseSpec panic, and an accepted
+// one names a known kind.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{"env", "ruler", "x=ruler", "formula:a", "y=formula:a:b", "=", ":", "env=env", "formula"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		s, err := score.ParseSpec(v)
+		if err != nil {
+			return
+		}
+		switch s.Kind {
+		case "env", "formula", "ruler":
+		default:
+			t.Fatalf("ParseSpec(%q) accepted kind %q", v, s.Kind)
+		}
+	})
+}

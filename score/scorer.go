@@ -43,6 +43,9 @@ func (EnvScorer) Name() string { return ComponentEnv }
 // ScoreGroup returns each row's env component; a row without one has no
 // environment reward, which is bad input.
 func (EnvScorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]trajectory.RewardComponent, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	out := make([]trajectory.RewardComponent, len(g.Trajectories))
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]

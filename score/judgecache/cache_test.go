@@ -95,3 +95,10 @@ func TestCacheStoresOnlySuccess(t *testing.T) {
 		t.Fatalf("calls = %d, err %v", len(f.Calls()), err)
 	}
 }
+
+func TestSuiteCache(t *testing.T) {
+	judgetest.Suite(t, func(t *testing.T, answer func(judge.Request) (string, error)) judge.Judge {
+		f := &judge.Fake{Answer: func(_ int, r judge.Request) (string, error) { return answer(r) }}
+		return &judgecache.Cache{Dir: t.TempDir(), Next: f}
+	})
+}

@@ -6,11 +6,13 @@ import (
 	"strconv"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/game2048"
 	"github.com/hone-rl/hone/collect/env/guess"
+	"github.com/hone-rl/hone/collect/env/tictactoe"
 )
 
 // EnvNames lists the built-in environments NewEnv knows.
-var EnvNames = []string{"guess"}
+var EnvNames = []string{"guess", "tictactoe", "2048"}
 
 // NewEnv builds a built-in environment from its name and --env-opt
 // settings. Unknown settings are an error, so a typo is not ignored.
@@ -24,6 +26,14 @@ func NewEnv(name string, opts map[string]string) (env.Env, error) {
 	case "guess":
 		n, turns := o.int("n", 32), o.int("turns", 5)
 		e = guess.New(n, turns)
+	case "tictactoe":
+		t, err := tictactoe.New(o.str("opponent", "random"))
+		if err != nil {
+			return nil, err
+		}
+		e = t
+	case "2048":
+		e = game2048.New(o.int("target", 64), o.int("max-moves", 100))
 	default:
 		return nil, fmt.Errorf("unknown environment %q (have %v)", name, EnvNames)
 	}

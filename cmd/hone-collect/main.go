@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/collect"
+)
+
+const usage = `hone-collect plays episodes of an environment and writes groups of
+trajectories (one group = --group-size attempts at one scenario) as Parquet.
+
+Usage:
+  hone-collect [flags] -o OUT.parquet
+
+Each assistant turn records the sampled token ids and logprobs (the server
+is asked for logprobs and vLLM's return_token_ids), the model that
+answered, the finish reason and the latency. Model calls are retried on
+429, 5xx, timeouts and broken connections; an episode that still fails is
+a row with its error set.
+
+Examples:
+  hone-collect --env guess --groups 16 -G 8 --model myrun \
+      --base-url http://localhost:8000/v1 --temperature 1 -o runs/r1/step-0.parquet
+  hone-collect --env guess --env-opt n=64 --env-opt turns=6 --groups 500 -G 1 \
+      --policy scripted:mix -o sft.parquet          # no model: SFT data
+  hone-collect --scenarios tasks.jsonl -G 4 --model qwen3 -o out.parquet
+
+Scenario files are JSON lines {"id", "environment", "payload", "split"} or a
+trajectory Parquet file (its scenarios are replayed).
+
+Exit codes: 0 ok, 1 failure (or more failed episodes than --max-failures),
+2 bad usage or input, 130 interrupted (finished groups are kept).
+
+Flags:
+`
+
+func main() {
+	cli.Main("hone-collect", func(ctx context.Context) error {
+		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	})
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "proxy" {
+		return runProxy(ctx, args[1:], stderr)
+	}
+	fs := pflag.NewFlagSet("hone-collect", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	var opts collect.Options
+	var logOpt cli.LogOptions
+	var output string
+	opts.AddFlags(fs)
+	logOpt.AddFlags(fs)
+	fs.StringVarP(&output, "output", "o", "", "output Parquet file (default: stdout when it is not a terminal)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return cli.Usage(err)
+	}
+	if fs.NArg() > 0 {
+		return cli.Usagef("unexpected arguments %q (scenario files go to --scenarios)", fs.Args())
+	}
+	if opts.Model.BaseURL == "" {
+		opts.Model.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if opts.Model.APIKey == "" {
+		opts.Model.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	log, err := logOpt.Logger(stderr)
+	if err != nil {
+		return err
+	}
+	if _, err := cli.ChooseOutput(output, cli.IsTerminal(stdout), true); err != nil {
+		return err
+	}
+	p := cli.NewProgress(stderr, "groups", int64(opts.Groups))
+	p.Start(ctx)
+	defer p.Stop()
+	var last int
+	var lastTok int64
+	opts.Log = log
+	opts.Progress = func(s collect.Stats) {
+		p.Add(int64(s.Groups-last), s.Tokens-lastTok)
+		last, lastTok = s.Groups, s.Tokens
+	}
+	var runErr error
+	err = cli.WriteOutput(output, stdout, true, func(w io.Writer) error {
+		opts.Out = w
+		var st collect.Stats
+		st, runErr = collect.Run(ctx, opts)
+		p.Stop()
+		if st.Total > 0 {
+			fmt.Fprintln(stderr, "hone-collect: "+st.String())
+		}
+		if errors.Is(runErr, collect.ErrInterrupted) || errors.Is(runErr, collect.ErrTooManyFailures) {
+			return nil // keep the whole groups finished before the stop
+		}
+		return runErr
+	})
+	if err == nil {
+		err = runErr
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, collect.ErrUsage):
+		return cli.Usage(err)
+	case errors.Is(err, collect.ErrInterrupted):
+		return fmt.Errorf("%w: %w", cli.ErrInterrupted, err)
+	}
+	return err
+}
+
+func runProxy(ctx context.Context, args []string, stderr io.Writer) error {
+	return cli.Usagef("proxy: not built yet")
+}

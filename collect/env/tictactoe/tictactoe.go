@@ -1,0 +1,300 @@
+// Package tictactoe is tic-tac-toe against a scripted opponent ("random"
+// or "minimax"). The agent plays x and answers with a cell number 1-9
+// (row by row); the user message shows the board after the opponent's
+// reply. Reward: 1 win, 0.5 draw, 0 loss, −1 for an illegal or unreadable
+// move, which ends the game. Metrics: win, draw, loss, illegal, moves.
+package tictactoe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// Env is the tic-tac-toe environment.
+type Env struct {
+	Opponent string // default opponent for generated scenarios
+
+	mu   sync.Mutex
+	memo map[board]int // minimax values, shared by all episodes
+}
+
+// New returns the environment; opponent "" means "random".
+func New(opponent string) (*Env, error) {
+	if opponent == "" {
+		opponent = "random"
+	}
+	if opponent != "random" && opponent != "minimax" {
+		return nil, fmt.Errorf("tictactoe: opponent %q: want random or minimax", opponent)
+	}
+	return &Env{Opponent: opponent, memo: map[board]int{}}, nil
+}
+
+// Payload is a scenario's payload.
+type Payload struct {
+	Opponent   string `json:"opponent"`
+	AgentFirst bool   `json:"agent_first"`
+}
+
+// board holds 9 cells: 0 empty, 1 x (agent), 2 o (opponent).
+type board [9]uint8
+
+var lines = [8][3]int{{0, 1, 2}, {3, 4, 5}, {6, 7, 8}, {0, 3, 6}, {1, 4, 7}, {2, 5, 8}, {0, 4, 8}, {2, 4, 6}}
+
+func (b *board) winner() uint8 {
+	for _, l := range lines {
+		if b[l[0]] != 0 && b[l[0]] == b[l[1]] && b[l[1]] == b[l[2]] {
+			return b[l[0]]
+		}
+	}
+	return 0
+}
+
+func (b *board) full() bool {
+	for _, c := range b {
+		if c == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *board) free() []int {
+	var out []int
+	for i, c := range b {
+		if c == 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func (b *board) String() string {
+	var s strings.Builder
+	for i, c := range b {
+		s.WriteByte(".xo"[c])
+		if i%3 == 2 {
+			s.WriteByte('\n')
+		}
+	}
+	return s.String()
+}
+
+// value is the minimax value of b with p to move, from x's side: +1 x wins,
+// 0 draw, −1 o wins.
+func (e *Env) value(b board, p uint8) int {
+	if w := b.winner(); w != 0 {
+		if w == 1 {
+			return 1
+		}
+		return -1
+	}
+	if b.full() {
+		return 0
+	}
+	key := b
+	key[0] |= p << 4 // the side to move is part of the key
+	e.mu.Lock()
+	v, ok := e.memo[key]
+	e.mu.Unlock()
+	if ok {
+		return v
+	}
+	best := -2
+	if p == 2 {
+		best = 2
+	}
+	for _, i := range b.free() {
+		b[i] = p
+		v := e.value(b, 3-p)
+		b[i] = 0
+		if p == 1 && v > best || p == 2 && v < best {
+			best = v
+		}
+	}
+	e.mu.Lock()
+	e.memo[key] = best
+	e.mu.Unlock()
+	return best
+}
+
+// bestMoves lists the optimal moves for p.
+func (e *Env) bestMoves(b board, p uint8) []int {
+	var out []int
+	best := 0
+	for k, i := range b.free() {
+		b[i] = p
+		v := e.value(b, 3-p)
+		b[i] = 0
+		if p == 2 {
+			v = -v
+		}
+		if k == 0 || v > best {
+			best, out = v, out[:0]
+		}
+		if v == best {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Name implements env.Env.
+func (e *Env) Name() string { return "tictactoe" }
+
+// RewardRange implements env.Env.
+func (e *Env) RewardRange() (float64, float64) { return -1, 1 }
+
+// Scenarios implements env.Env: the agent moves first in about half.
+func (e *Env) Scenarios(_ context.Context, seed int64, n int) ([]env.Scenario, error) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x747474))
+	out := make([]env.Scenario, n)
+	for i := range out {
+		p, _ := json.Marshal(Payload{Opponent: e.Opponent, AgentFirst: rng.IntN(2) == 0})
+		out[i] = env.Scenario{ID: fmt.Sprintf("tictactoe-%d-%d", seed, i), Env: "tictactoe", Payload: p, Split: trajectory.SplitTrain}
+	}
+	return out, nil
+}
+
+// NewEpisode implements env.Env.
+func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, seed int64) (env.Episode, error) {
+	p := Payload{Opponent: e.Opponent, AgentFirst: true}
+	if len(sc.Payload) > 0 {
+		if err := json.Unmarshal(sc.Payload, &p); err != nil {
+			return nil, fmt.Errorf("tictactoe: scenario %s: payload: %w", sc.ID, err)
+		}
+	}
+	if p.Opponent == "" {
+		p.Opponent = e.Opponent
+	}
+	if p.Opponent != "random" && p.Opponent != "minimax" {
+		return nil, fmt.Errorf("tictactoe: scenario %s: opponent %q: want random or minimax", sc.ID, p.Opponent)
+	}
+	return &episode{e: e, p: p, rng: rand.New(rand.NewPCG(uint64(seed), 0x6f7070))}, nil
+}
+
+type episode struct {
+	e       *Env
+	p       Payload
+	rng     *rand.Rand
+	b       board
+	moves   int
+	illegal bool
+	result  uint8 // 0 playing or draw, 1 agent won, 2 opponent won
+	over    bool
+}
+
+func (ep *episode) opponent() {
+	moves := ep.b.free()
+	if ep.p.Opponent == "minimax" {
+		moves = ep.e.bestMoves(ep.b, 2)
+	}
+	ep.b[moves[ep.rng.IntN(len(moves))]] = 2
+}
+
+func (ep *episode) prompt() trajectory.Message {
+	return env.User(ep.b.String() + "your move (x, 1-9)")
+}
+
+func (ep *episode) Reset(context.Context) (env.Observation, error) {
+	if !ep.p.AgentFirst {
+		ep.opponent()
+	}
+	return env.Observation{Messages: []trajectory.Message{ep.prompt()}}, nil
+}
+
+func (ep *episode) Step(_ context.Context, t env.Turn) (env.Feedback, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(t.Message.Content))
+	if err != nil || n < 1 || n > 9 || ep.b[n-1] != 0 || len(t.Message.ToolCalls) > 0 {
+		ep.illegal, ep.over = true, true
+		return env.Feedback{Done: true}, nil
+	}
+	ep.moves++
+	ep.b[n-1] = 1
+	if ep.end() {
+		return env.Feedback{Done: true}, nil
+	}
+	ep.opponent()
+	if ep.end() {
+		return env.Feedback{Done: true}, nil
+	}
+	return env.Feedback{Messages: []trajectory.Message{ep.prompt()}}, nil
+}
+
+func (ep *episode) end() bool {
+	if w := ep.b.winner(); w != 0 {
+		ep.result, ep.over = w, true
+	} else if ep.b.full() {
+		ep.over = true
+	}
+	return ep.over
+}
+
+func (ep *episode) Outcome() env.Outcome {
+	m := map[string]float64{"win": 0, "draw": 0, "loss": 0, "illegal": 0, "moves": float64(ep.moves)}
+	r := 0.0
+	switch {
+	case ep.illegal:
+		m["illegal"], r = 1, -1
+	case ep.result == 1:
+		m["win"], r = 1, 1
+	case ep.result == 2:
+		m["loss"] = 1
+	case ep.over:
+		m["draw"], r = 1, 0.5
+	}
+	return env.Outcome{Reward: r, Metrics: m}
+}
+
+func (ep *episode) Close() error { return nil }
+
+// Policies implements env.Scripted: "minimax" plays perfectly, "random"
+// picks a random free cell.
+func (e *Env) Policies() []string { return []string{"minimax", "random"} }
+
+// Policy implements env.Scripted. It reads the board from the last user
+// message, as a model would.
+func (e *Env) Policy(name string, seed int64) (env.Policy, error) {
+	if name != "minimax" && name != "random" {
+		return nil, fmt.Errorf("tictactoe: %w %q (have %v)", env.ErrUnknownPolicy, name, e.Policies())
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x706f6c))
+	return env.PolicyFunc(func(_ context.Context, msgs []trajectory.Message, _ []trajectory.Tool) (trajectory.Message, error) {
+		b, err := parseBoard(env.LastUser(msgs))
+		if err != nil {
+			return trajectory.Message{}, err
+		}
+		moves := b.free()
+		if name == "minimax" {
+			moves = e.bestMoves(b, 1)
+		}
+		if len(moves) == 0 {
+			return trajectory.Message{}, fmt.Errorf("tictactoe: no free cell")
+		}
+		return env.Assistant(strconv.Itoa(moves[rng.IntN(len(moves))] + 1)), nil
+	}), nil
+}
+
+func parseBoard(s string) (board, error) {
+	var b board
+	rows := strings.Split(s, "\n")
+	if len(rows) < 3 {
+		return b, fmt.Errorf("tictactoe: no board in %q", s)
+	}
+	for r := range 3 {
+		if len(rows[r]) != 3 {
+			return b, fmt.Errorf("tictactoe: no board in %q", s)
+		}
+		for c := range 3 {
+			b[3*r+c] = uint8(strings.IndexByte(".xo", rows[r][c]))
+		}
+	}
+	return b, nil
+}

@@ -174,12 +174,8 @@ def forward(cfg, W, ids, pos, seq_starts, lora=None):
     mt = cfg["model_type"]
     T = len(ids)
     inv = inv_freq(cfg, D)
-    # Attention mask: causal within each packed sequence.
-    seg = torch.zeros(T, dtype=torch.long)
-    for i, s in enumerate(seq_starts):
-        seg[s:] = i
-    ar = torch.arange(T)
-    allowed = (seg[:, None] == seg[None, :]) & (ar[None, :] <= ar[:, None])
+    # Packed sequences: attention runs per sequence, causal inside it.
+    bounds = list(zip(seq_starts, list(seq_starts[1:]) + [T]))
 
     x = W["model.embed_tokens.weight"][torch.tensor(ids)]
     pos_t = torch.tensor(pos)
@@ -200,9 +196,14 @@ def forward(cfg, W, ids, pos, seq_starts, lora=None):
         rep = H // KV
         k = k.repeat_interleave(rep, dim=1)
         v = v.repeat_interleave(rep, dim=1)
-        att = torch.einsum("thd,shd->hts", q, k) / math.sqrt(D)
-        att = att.masked_fill(~allowed[None], float("-inf")).softmax(-1)
-        o = torch.einsum("hts,shd->thd", att, v).reshape(T, H * D)
+        outs = []
+        for a, b in bounds:
+            n = b - a
+            att = torch.einsum("thd,shd->hts", q[a:b], k[a:b]) / math.sqrt(D)
+            causal = torch.ones(n, n, dtype=torch.bool).tril()
+            att = att.masked_fill(~causal[None], float("-inf")).softmax(-1)
+            outs.append(torch.einsum("hts,shd->thd", att, v[a:b]))
+        o = torch.cat(outs).reshape(T, H * D)
         x = x + linear(o, W[p + "self_attn.o_proj.weight"], None, lr("o_proj"), sc)
         h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
         g = linear(h, W[p + "mlp.gate_proj.weight"], None, lr("gate_proj"), sc)
@@ -381,7 +382,7 @@ def golden(casedir):
     write_json(os.path.join(casedir, "golden.json"), out)
 
 
-def bench_train(steps=3):
+def bench_train(steps=int(os.environ.get("BENCH_STEPS", "3"))):
     """Times LoRA training steps of this reference (float32, autograd, full
     logits) on the shape of train/model's BenchmarkTrainStep: hidden 256,
     4 layers, 8/4 heads, MLP 688, vocab 4096, 8 x 256 tokens, LoRA r8 on all

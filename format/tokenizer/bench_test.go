@@ -10,11 +10,7 @@ import (
 // against the JavaScript reference.
 func benchText(b *testing.B) string {
 	var sb strings.Builder
-	g := &goldenFile{}
-	{
-		t := &testing.T{}
-		g = readGolden(t, "qwen3")
-	}
+	g := readGolden(b, "qwen3")
 	for sb.Len() < 1<<20 {
 		for _, c := range g.Cases {
 			sb.WriteString(c.Text)

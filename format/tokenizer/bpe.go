@@ -17,6 +17,7 @@ type bpeModel struct {
 	// pre-token found in byRaw with whole set needs no merging: the common
 	// case of a word that is one token. Computed once at load.
 	whole []bool
+	cache *wordCache // multi-token pre-tokens seen recently; nil disables it
 }
 
 const noRank = ^uint32(0)
@@ -87,7 +88,20 @@ func (m *bpeModel) encodeWord(word string, out []int) []int {
 	if id, ok := m.byRaw[word]; ok && (m.ignoreMerges || m.whole[id]) {
 		return append(out, int(id))
 	}
-	return m.merge(word, out)
+	if m.cache == nil || len(word) > maxCachedWord {
+		return m.merge(word, out)
+	}
+	e, slot := m.cache.get(word)
+	if e != nil {
+		for _, id := range e.ids {
+			out = append(out, int(id))
+		}
+		return out
+	}
+	n := len(out)
+	out = m.merge(word, out)
+	m.cache.put(slot, word, out[n:])
+	return out
 }
 
 // merge runs the BPE loop on word (at least one byte).

@@ -19,7 +19,18 @@
 //     only complete UTF-8 characters (StreamDecoder).
 //
 // Internally every token is kept as its raw bytes rather than its byte-level
-// unicode spelling, so encoding never builds the mapped strings.
+// unicode spelling, so encoding never builds the mapped strings. Merges live
+// in an open-addressing table keyed by the packed pair (left<<32 | right); a
+// pre-token that is itself one token is found by one map lookup; other
+// pre-tokens go through the BPE loop (an array scan for short ones, a
+// linked list and heap for long ones) and a small lock-free word cache.
+//
+// Where the reference and the original Rust/Oniguruma implementation differ,
+// this package follows the reference: the (?i:'s|…) contractions fold ASCII
+// case only (Oniguruma also folds U+017F ſ to s), and \p{L}/\p{N} come from
+// Go's Unicode tables (15.0), so letters added in later Unicode versions may
+// split differently. single_word on added tokens is ignored, as the
+// reference ignores it; Decode applies no clean_up_tokenization_spaces.
 //
 // The reference is Hugging Face's JavaScript tokenizers (@huggingface/tokenizers);
 // testdata/tokenizers/golden holds its output for the real Qwen3 and Llama 3.1

@@ -67,7 +67,7 @@ type goldenCase struct {
 	DecodedSkipSpecial string `json:"decoded_skip_special"`
 }
 
-func readGolden(t *testing.T, name string) *goldenFile {
+func readGolden(t testing.TB, name string) *goldenFile {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testdataDir, "golden", name+".json"))
 	if err != nil {

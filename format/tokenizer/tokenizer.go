@@ -189,6 +189,7 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	if err := t.bpe.init(byRaw, m.Vocab, m.Merges, m.IgnoreMerges); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
+	t.bpe.cache = newWordCache(1 << 16)
 
 	// Added tokens. Later entries win for a duplicated id, as in Hugging Face.
 	t.addedByID = make(map[int]int, len(f.AddedTokens))

@@ -204,12 +204,21 @@ func TestTokenLookups(t *testing.T) {
 	}
 }
 
+// TestConcurrentEncode runs Encode and Decode from many goroutines over
+// texts full of multi-token words, so that they race on the word cache (run
+// it with -race), and compares with a tokenizer that has no cache.
 func TestConcurrentEncode(t *testing.T) {
 	tk := testTokenizer(t, "qwen3")
+	plain := *tk
+	plain.bpe.cache = nil
 	texts := []string{"Hello, world!", "<|im_start|>user\nHi<|im_end|>", strings.Repeat("a  b\n", 50), "自然语言 😀 123456"}
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 40 {
+		texts = append(texts, randomText(r, []rune("qxzjkv wyé中文'"), 20+r.IntN(80)))
+	}
 	want := make([][]int, len(texts))
 	for i, s := range texts {
-		want[i] = tk.Encode(s, true)
+		want[i] = plain.Encode(s, true)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
@@ -217,8 +226,8 @@ func TestConcurrentEncode(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := range 200 {
-				i := (g + k) % len(texts)
+			for k := range 400 {
+				i := (g*7 + k) % len(texts)
 				if got := tk.Encode(texts[i], true); !slices.Equal(got, want[i]) {
 					errs <- texts[i]
 					return
@@ -268,4 +277,27 @@ func FuzzEncodeDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWordCache: encoding with a warm cache, and with no cache at all, gives
+// the same ids as a first encoding.
+func TestWordCache(t *testing.T) {
+	for _, name := range []string{"qwen3", "llama3"} {
+		tk := testTokenizer(t, name)
+		if tk.bpe.cache == nil {
+			t.Fatalf("%s: no word cache", name)
+		}
+		plain := *tk
+		plain.bpe.cache = nil
+		r := rand.New(rand.NewPCG(5, 6))
+		for range 200 {
+			s := randomText(r, []rune("abcdefgh ijk'sé中文😀\n12"), 1+r.IntN(60))
+			want := plain.Encode(s, true)
+			for pass := range 2 {
+				if got := tk.Encode(s, true); !slices.Equal(got, want) {
+					t.Fatalf("%s: pass %d: Encode(%q) = %v, without cache %v", name, pass, s, got, want)
+				}
+			}
+		}
+	}
 }

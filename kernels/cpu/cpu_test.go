@@ -1,6 +1,8 @@
 package cpu_test
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels/cpu"
@@ -39,5 +41,53 @@ func TestGolden(t *testing.T) {
 			defer b.Close()
 			kerneltest.RunGolden(t, b, "../../testdata/golden/kernels")
 		})
+	}
+}
+
+// TestConcurrentUse calls one backend from several goroutines at once (the
+// pool is shared, parts that cannot be queued run inline) and checks every
+// goroutine gets the sequential result.
+func TestConcurrentUse(t *testing.T) {
+	b, err := cpu.New(cpu.Options{MinParallel: 1, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const N, C, OC = 9, 16, 24
+	inp, w := make([]float32, N*C), make([]float32, OC*C)
+	for i := range inp {
+		inp[i] = float32(i%7) - 3
+	}
+	for i := range w {
+		w[i] = float32(i%5) * 0.25
+	}
+	want := make([]float32, N*OC)
+	b.LinearForward(want, inp, w, nil, N, C, OC)
+	wantS := make([]float32, N*OC)
+	b.SwiGLUForward(wantS, want, want, N*OC)
+
+	errs := make(chan string, 8)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, s := make([]float32, N*OC), make([]float32, N*OC)
+			for rep := 0; rep < 20; rep++ {
+				b.LinearForward(out, inp, w, nil, N, C, OC)
+				b.SwiGLUForward(s, out, out, N*OC)
+				for i := range out {
+					if out[i] != want[i] || s[i] != wantS[i] {
+						errs <- fmt.Sprintf("value %d differs: %g/%g, want %g/%g", i, out[i], s[i], want[i], wantS[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

@@ -51,9 +51,11 @@ type Trajectory struct {
 	Metrics          map[string]float64
 	Metadata         map[string]string
 	Error            string // why the episode failed; "" when it did not
-	CreatedAt        time.Time
-	StartedAt        time.Time
-	FinishedAt       time.Time
+	// Timestamps are stored with nanosecond precision and read back in
+	// UTC; the zero time means "not recorded" and is stored as null.
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
 }
 
 // Message is one chat turn in the OpenAI chat shape, plus what the policy's

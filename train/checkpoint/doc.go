@@ -1,0 +1,17 @@
+// Package checkpoint owns a training run's folder, adapters/<run>/:
+//
+//	step-000042/          one per saved step, written atomically (temp + rename):
+//	  adapter_config.json, adapter_model.safetensors   the PEFT adapter
+//	  optimizer.safetensors                            AdamW moments, "<param>.exp_avg"/".exp_avg_sq"
+//	  trainer_state.json                               step, optimizer step, the step's metrics row
+//	  train_config.json                                the exact options of the run, as JSON
+//	latest                "step-000042\n", replaced atomically after the step folder is in place
+//	best                  the same for the best step by the chosen metric (when asked)
+//	metrics.jsonl         one JSON object per step (see train/trainer)
+//	manifest.json         input files consumed by incremental runs, with sha256 checksums
+//	lock                  flock(2)-held while a run trains, so two runs never overlap
+//
+// A crash at any point leaves either the previous latest step or the new
+// one; a step folder newer than latest (written, but the pointer not yet
+// moved) is stale and is replaced when that step is saved again.
+package checkpoint

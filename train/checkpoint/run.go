@@ -1,0 +1,399 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/format/safetensors"
+)
+
+// File names inside a run folder and a step folder.
+const (
+	LatestName    = "latest"
+	BestName      = "best"
+	MetricsName   = "metrics.jsonl"
+	ManifestName  = "manifest.json"
+	LockName      = "lock"
+	OptimizerName = "optimizer.safetensors"
+	StateName     = "trainer_state.json"
+	ConfigName    = "train_config.json"
+)
+
+// Run is one run folder.
+type Run struct {
+	Dir string
+}
+
+// StepName is the folder name of step n: "step-000042".
+func StepName(n int) string { return fmt.Sprintf("step-%06d", n) }
+
+// StepDir is the folder of step n.
+func (r *Run) StepDir(n int) string { return filepath.Join(r.Dir, StepName(n)) }
+
+// ParseStepName returns n for "step-000042".
+func ParseStepName(s string) (int, bool) {
+	rest, ok := strings.CutPrefix(s, "step-")
+	if !ok || rest == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// Tensor is a named float32 array saved beside the adapter (optimizer state).
+type Tensor struct {
+	Name   string
+	Values []float32
+}
+
+// State is what trainer_state.json holds.
+type State struct {
+	Step          int                `json:"step"`           // training steps done
+	OptimizerStep int                `json:"optimizer_step"` // AdamW updates done (steps with something to train)
+	Metrics       map[string]float64 `json:"metrics,omitempty"`
+	// Extra is the caller's own resumable state (e.g. an incremental session).
+	Extra json.RawMessage `json:"extra,omitempty"`
+}
+
+// Save writes step st.Step: the adapter, the optimizer tensors, st and the
+// config (any JSON-marshalable value) into a new step folder atomically, then
+// points latest at it.
+func (r *Run) Save(ad *peft.Adapter, opt []Tensor, st State, config any) error {
+	dir := r.StepDir(st.Step)
+	if _, err := os.Stat(dir); err == nil {
+		// A step folder that latest does not name yet is what a crash between
+		// the folder's rename and the pointer's leaves; it is redone.
+		if last, ok, err := r.Latest(); err != nil {
+			return err
+		} else if ok && last >= st.Step {
+			return fmt.Errorf("checkpoint: %s already exists and latest is step %d", dir, last)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("checkpoint: remove stale %s: %w", dir, err)
+		}
+	}
+	cfg, err := json.MarshalIndent(config, "", "  ")
+	if err != nil {
+		return fmt.Errorf("checkpoint: config: %w", err)
+	}
+	state, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("checkpoint: state: %w", err)
+	}
+	err = peft.WriteWith(dir, ad, func(tmp string) error {
+		var ts []safetensors.Tensor
+		for _, t := range opt {
+			x, err := safetensors.FromFloat32Tensor(t.Name, "F32", []int{len(t.Values)}, t.Values)
+			if err != nil {
+				return err
+			}
+			ts = append(ts, x)
+		}
+		if err := safetensors.Write(filepath.Join(tmp, OptimizerName), ts, nil); err != nil {
+			return err
+		}
+		if err := writeFileSync(filepath.Join(tmp, StateName), append(state, '\n')); err != nil {
+			return err
+		}
+		return writeFileSync(filepath.Join(tmp, ConfigName), append(cfg, '\n'))
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint: step %d: %w", st.Step, err)
+	}
+	return r.setPointer(LatestName, st.Step)
+}
+
+// Latest returns the step latest names; ok is false in a fresh run folder.
+func (r *Run) Latest() (step int, ok bool, err error) { return r.pointer(LatestName) }
+
+// Best returns the step best names, if any.
+func (r *Run) Best() (step int, ok bool, err error) { return r.pointer(BestName) }
+
+func (r *Run) pointer(name string) (int, bool, error) {
+	b, err := os.ReadFile(filepath.Join(r.Dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("checkpoint: %w", err)
+	}
+	n, ok := ParseStepName(strings.TrimSpace(string(b)))
+	if !ok {
+		return 0, false, fmt.Errorf("checkpoint: %s: %q does not name a step folder", filepath.Join(r.Dir, name), strings.TrimSpace(string(b)))
+	}
+	if _, err := os.Stat(r.StepDir(n)); err != nil {
+		return 0, false, fmt.Errorf("checkpoint: %s names %s: %w", name, StepName(n), err)
+	}
+	return n, true, nil
+}
+
+func (r *Run) setPointer(name string, step int) error {
+	return writeAtomic(filepath.Join(r.Dir, name), []byte(StepName(step)+"\n"))
+}
+
+// ReadState reads step n's trainer_state.json.
+func (r *Run) ReadState(n int) (State, error) {
+	var st State
+	b, err := os.ReadFile(filepath.Join(r.StepDir(n), StateName))
+	if err != nil {
+		return st, fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("checkpoint: %s: %w", filepath.Join(r.StepDir(n), StateName), err)
+	}
+	return st, nil
+}
+
+// ReadConfig returns step n's train_config.json bytes.
+func (r *Run) ReadConfig(n int) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(r.StepDir(n), ConfigName))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	return b, nil
+}
+
+// ReadOptimizer fills each tensor of opt (by name) from step n.
+func (r *Run) ReadOptimizer(n int, opt []Tensor) error {
+	path := filepath.Join(r.StepDir(n), OptimizerName)
+	f, err := safetensors.OpenFile(path)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	if len(f.Names()) != len(opt) {
+		return fmt.Errorf("checkpoint: %s holds %d tensors, the optimizer has %d", path, len(f.Names()), len(opt))
+	}
+	for _, t := range opt {
+		if err := f.Float32Into(t.Values, t.Name); err != nil {
+			return fmt.Errorf("checkpoint: %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// Prune deletes step folders except the keep most recent, the one latest
+// names and the best by metric (higher is better when maximize), whose step
+// it records in the best pointer. keep ≤ 0 keeps everything; metric "" skips
+// the best pointer.
+func (r *Run) Prune(keep int, metric string, maximize bool) error {
+	steps, err := r.Steps()
+	if err != nil {
+		return err
+	}
+	protect := map[int]bool{}
+	if last, ok, err := r.Latest(); err != nil {
+		return err
+	} else if ok {
+		protect[last] = true
+	}
+	if metric != "" {
+		bestStep, bestV, found := 0, 0.0, false
+		for _, s := range steps {
+			st, err := r.ReadState(s)
+			if err != nil {
+				return err
+			}
+			v, ok := st.Metrics[metric]
+			if !ok || v != v {
+				continue
+			}
+			if !found || (maximize && v > bestV) || (!maximize && v < bestV) {
+				bestStep, bestV, found = s, v, true
+			}
+		}
+		if found {
+			protect[bestStep] = true
+			if err := r.setPointer(BestName, bestStep); err != nil {
+				return err
+			}
+		}
+	}
+	if keep <= 0 {
+		return nil
+	}
+	for i, s := range steps {
+		if i >= len(steps)-keep || protect[s] {
+			continue
+		}
+		if err := os.RemoveAll(r.StepDir(s)); err != nil {
+			return fmt.Errorf("checkpoint: prune: %w", err)
+		}
+	}
+	return nil
+}
+
+// Steps lists the step folders present, ascending.
+func (r *Run) Steps() ([]int, error) {
+	ents, err := os.ReadDir(r.Dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var out []int
+	for _, e := range ents {
+		if n, ok := ParseStepName(e.Name()); ok && e.IsDir() {
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// AppendMetrics appends one JSON line to metrics.jsonl and syncs it.
+func (r *Run) AppendMetrics(row map[string]float64) error {
+	b, err := json.Marshal(row)
+	if err != nil {
+		return fmt.Errorf("checkpoint: metrics row: %w", err)
+	}
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(r.Dir, MetricsName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return f.Close()
+}
+
+// RepairMetrics makes metrics.jsonl agree with the last saved step after a
+// crash: rows of steps after last are dropped (their step is redone), and
+// lastRow is appended when the row of step last is missing (the process died
+// between the checkpoint and the metrics line).
+func (r *Run) RepairMetrics(last int, lastRow map[string]float64) error {
+	path := filepath.Join(r.Dir, MetricsName)
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	var out bytes.Buffer
+	have := false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for line := 1; sc.Scan(); line++ {
+		var row map[string]float64
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			// A torn last line from a kill mid-append is dropped.
+			continue
+		}
+		s := int(row["step"])
+		if s > last {
+			continue
+		}
+		have = have || s == last
+		out.Write(sc.Bytes())
+		out.WriteByte('\n')
+	}
+	if !have && lastRow != nil {
+		line, err := json.Marshal(lastRow)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		out.Write(line)
+		out.WriteByte('\n')
+	}
+	if bytes.Equal(out.Bytes(), b) {
+		return nil
+	}
+	return writeAtomic(path, out.Bytes())
+}
+
+// Lock takes an exclusive, non-blocking flock on the run's lock file. It
+// fails at once when another process holds it. The lock ends with unlock or
+// with the process.
+func (r *Run) Lock() (unlock func(), err error) {
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	path := filepath.Join(r.Dir, LockName)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("checkpoint: %s is held by another hone-train run: %w", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("checkpoint: lock %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+// ErrLocked is returned (wrapped) by Lock when another run holds the lock.
+var ErrLocked = errors.New("run is locked")
+
+// writeAtomic writes data to a temporary file beside path, syncs it and
+// renames it over path, then syncs the folder.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(f.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("checkpoint: write %s: %w", path, werr)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+func writeFileSync(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

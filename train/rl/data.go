@@ -1,0 +1,168 @@
+package rl
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/train/grpo"
+	"github.com/hone-rl/hone/train/trainer"
+)
+
+// group is one scenario's attempts, laid out once at load time.
+type group struct {
+	ID      string
+	Rewards []float64         // of trajectories without error
+	Ex      []trainer.Example // aligned with Rewards; Seqs nil when untrainable
+	Missing []string          // why Ex[i] is untrainable ("" when it is trainable)
+	Errors  int               // trajectories with an error or without a reward
+}
+
+// loadGroups reads the files and lays out every trajectory.
+func loadGroups(ctx context.Context, text *layout.Model, files []string, lopt layout.Options, allowNoLogprobs bool) ([]group, error) {
+	gs, err := trajectory.ReadAll(ctx, files, trajectory.ReadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]group, 0, len(gs))
+	for _, g := range gs {
+		gr := group{ID: g.ID}
+		for _, t := range g.Trajectories {
+			if t.Error != "" || t.Reward == nil || math.IsNaN(*t.Reward) {
+				gr.Errors++
+				continue
+			}
+			lay, err := text.Layout(t.Messages, t.Tools, lopt)
+			if err != nil {
+				return nil, fmt.Errorf("group %s, trajectory %s: %w", g.ID, t.ID, err)
+			}
+			ex := trainer.Example{Seqs: lay.Sequences}
+			why := ""
+			switch {
+			case ex.Trainable() == 0:
+				why = "no_trainable"
+			case !allowNoLogprobs && missingLogprobs(&ex):
+				why = "no_logprobs"
+			}
+			if why != "" {
+				ex.Seqs = nil
+			}
+			gr.Rewards = append(gr.Rewards, *t.Reward)
+			gr.Ex = append(gr.Ex, ex)
+			gr.Missing = append(gr.Missing, why)
+		}
+		out = append(out, gr)
+	}
+	return out, nil
+}
+
+func missingLogprobs(e *trainer.Example) bool {
+	for _, s := range e.Seqs {
+		for j := 1; j < len(s.IDs); j++ {
+			if s.Trainable[j] && math.IsNaN(float64(s.Logprobs[j])) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// schedule maps step s to the groups it trains on.
+type schedule struct {
+	n, perStep int
+	seed       uint64
+}
+
+func (sc schedule) groups(s int) []int {
+	out := make([]int, 0, sc.perStep)
+	for p := s * sc.perStep; p < (s+1)*sc.perStep; p++ {
+		epoch := p / sc.n
+		perm := rand.New(rand.NewPCG(sc.seed, uint64(epoch))).Perm(sc.n)
+		out = append(out, perm[p%sc.n])
+	}
+	return out
+}
+
+// stepsFor is the number of steps that covers epochs passes.
+func (sc schedule) stepsFor(epochs int) int {
+	return (epochs*sc.n + sc.perStep - 1) / sc.perStep
+}
+
+// batch builds the examples of the given groups with their advantages and
+// the step's data metrics; skip says why nothing is trainable.
+func batch(gs []group, idx []int, scale grpo.Scale) (exs []trainer.Example, metrics map[string]float64, skip string) {
+	rewards := make([][]float64, len(idx))
+	for k, g := range idx {
+		rewards[k] = gs[g].Rewards
+	}
+	adv := grpo.Advantages(rewards, scale)
+	var all []float64
+	var errs, zero, noLP, trajs, trainable, equal, errOnly int
+	for k, g := range idx {
+		gr := &gs[g]
+		errs += gr.Errors
+		trajs += len(gr.Rewards) + gr.Errors
+		all = append(all, gr.Rewards...)
+		if len(gr.Rewards) == 0 {
+			errOnly++
+			continue
+		}
+		n := 0
+		eq := true
+		for i, ex := range gr.Ex {
+			a := adv[k][i]
+			if a != 0 {
+				eq = false
+			}
+			switch {
+			case a == 0:
+				zero++
+			case gr.Missing[i] == "no_logprobs":
+				noLP++
+			case ex.Seqs == nil:
+				// no trainable tokens at all: nothing to count it as
+			default:
+				ex.Adv = a
+				exs = append(exs, ex)
+				n++
+			}
+		}
+		if eq {
+			equal++
+		}
+		if n > 0 {
+			trainable++
+		}
+	}
+	mean, std := meanStd(all)
+	metrics = map[string]float64{
+		"reward_mean": mean, "reward_std": std,
+		"groups": float64(len(idx)), "groups_trainable": float64(trainable),
+		"trajectories": float64(trajs), "trajectories_trained": float64(len(exs)),
+		"dropped_zero_adv": float64(zero), "errors": float64(errs), "no_logprobs": float64(noLP),
+	}
+	if len(exs) == 0 {
+		skip = fmt.Sprintf("%d groups: %d with equal rewards (zero advantage), %d with only errored or unrewarded trajectories; %d trajectories: %d errors, %d zero advantage, %d without sampled logprobs",
+			len(idx), equal, errOnly, trajs, errs, zero, noLP)
+	}
+	return exs, metrics, skip
+}
+
+func meanStd(xs []float64) (float64, float64) {
+	if len(xs) == 0 {
+		return 0, 0 // JSON has no NaN; "groups" = 0 tells the story
+	}
+	m := 0.0
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	v := 0.0
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return m, math.Sqrt(v / float64(len(xs)))
+}

@@ -1,0 +1,26 @@
+// Package rl is hone-train's GRPO job: it reads scored trajectory files,
+// lays every trajectory out with the model's own chat template
+// (format/layout: only the tokens the policy sampled are trainable, with
+// their sampled logprobs), computes group advantages (train/grpo), and runs
+// steps of the chosen GRPO loss through train/trainer, checkpointing each.
+//
+// Data order: the groups of all inputs (file order, then row order) are
+// visited in a fresh seeded permutation per epoch; step s takes positions
+// [s·G, (s+1)·G) of that endless sequence (G = --groups-per-step, 0: all
+// groups). A step is a function of (inputs, options, s) alone, which is what
+// makes a resumed run end bit-identical to an uninterrupted one.
+//
+// What a step drops, and counts in its metrics row: trajectories with an
+// error or no reward (errors), trajectories whose advantage is zero
+// (dropped_zero_adv — every trajectory of a group with equal rewards), and
+// trajectories whose trainable tokens have no sampled logprobs
+// (no_logprobs, unless --allow-no-logprobs). A step left with nothing says
+// so, with those counts, and changes nothing.
+//
+// Incremental mode (Options.WatchDir): train on exactly the *.parquet files
+// of a folder that the run's manifest does not list as consumed (by
+// sha256), holding the run's flock; with nothing new it reports so and
+// succeeds. The session (files, first and last step) is recorded in the
+// manifest before training, so a run killed mid-session is finished, not
+// restarted, by the next one.
+package rl

@@ -1,0 +1,96 @@
+package rl
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/train/tinymodel"
+)
+
+// tinyModel writes a 2-layer, hidden-32 Qwen3 model folder.
+func tinyModel(t testing.TB, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "model")
+	if err := tinymodel.Write(context.Background(), p, tinymodel.Options{Family: "qwen3", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 3}, ref.New()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// backend is deterministic across processes: one worker, pure-Go GEMM.
+func backend(t testing.TB) kernels.Backend {
+	be, err := cpu.New(cpu.Options{Workers: 1, GEMM: "gonum"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
+}
+
+// writeGroups writes nGroups groups of size trajectories each: a system
+// and user message, then one sampled assistant turn (ids from the model's
+// tokenizer plus <|im_end|>, logprob −2 each). rewards(g, i) gives each
+// reward (NaN: an errored trajectory).
+func writeGroups(t testing.TB, modelDir, path string, nGroups, size int, rewards func(g, i int) float64) {
+	t.Helper()
+	text, err := layout.LoadModel(modelDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gs []trajectory.Group
+	for g := range nGroups {
+		grp := trajectory.Group{ID: fmt.Sprintf("%s-g%d", filepath.Base(path), g)}
+		for i := range size {
+			answer := fmt.Sprintf("move %d", (g*7+i*3)%10)
+			var ids []int32
+			for _, id := range text.Tokenizer.Encode(answer, false) {
+				ids = append(ids, int32(id))
+			}
+			ids = append(ids, 258) // <|im_end|>
+			lps := make([]float32, len(ids))
+			for k := range lps {
+				lps[k] = -2 + 0.1*float32(k%3)
+			}
+			tr := trajectory.Trajectory{
+				ID: fmt.Sprintf("%s-t%d", grp.ID, i), GroupID: grp.ID, ScenarioID: fmt.Sprint(g),
+				Messages: []trajectory.Message{
+					{Role: "system", Content: "play"},
+					{Role: "user", Content: fmt.Sprintf("board %d", g)},
+					{Role: "assistant", Content: answer, Trainable: true, TokenIDs: ids, Logprobs: lps, FinishReason: "stop"},
+				},
+			}
+			if r := rewards(g, i); math.IsNaN(r) {
+				tr.Error = "env failed"
+			} else {
+				tr.Reward = trajectory.Float64(r)
+			}
+			grp.Trajectories = append(grp.Trajectories, tr)
+		}
+		gs = append(gs, grp)
+	}
+	if err := trajectory.WriteFile(context.Background(), path, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// varied gives rewards that differ within each group.
+func varied(g, i int) float64 { return float64((g+i)%3) / 2 }
+
+// baseOptions are fast GRPO options over one input file.
+func baseOptions(modelDir, out, run string, inputs ...string) Options {
+	var o Options
+	fs := newFlagSet()
+	o.AddFlags(fs)
+	o.Model, o.Out, o.Name, o.Inputs = modelDir, out, run, inputs
+	o.Rank, o.Alpha, o.LR, o.MaxGradNorm = 4, 8, 1e-2, 1
+	o.GroupsPerStep, o.Epochs, o.TokenBudget = 2, 1, 64
+	return o
+}

@@ -1,0 +1,315 @@
+package rl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/hone-rl/hone/train/grpo"
+	"github.com/hone-rl/hone/train/model"
+	"github.com/hone-rl/hone/train/trainer"
+	"github.com/spf13/pflag"
+)
+
+func newFlagSet() *pflag.FlagSet { return pflag.NewFlagSet("test", pflag.ContinueOnError) }
+
+func readMetrics(t *testing.T, dir string) []map[string]float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, checkpoint.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]float64
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		var r map[string]float64
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("metrics line %q: %v", sc.Text(), err)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func TestRunWritesCheckpointsAndMetrics(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	in := filepath.Join(dir, "a.parquet")
+	writeGroups(t, md, in, 4, 4, varied)
+	o := baseOptions(md, filepath.Join(dir, "adapters"), "r1", in)
+	o.Epochs = 2
+	o.KeepLast, o.BestMetric = 2, "reward_mean"
+	var log bytes.Buffer
+	if err := Run(context.Background(), backend(t), o, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	run := &checkpoint.Run{Dir: filepath.Join(dir, "adapters", "r1")}
+	last, ok, err := run.Latest()
+	if err != nil || !ok || last != 4 {
+		t.Fatalf("latest = %d %v %v, want step 4 (2 epochs × 4 groups / 2 per step)", last, ok, err)
+	}
+	steps, _ := run.Steps()
+	if best, ok, _ := run.Best(); !ok || len(steps) > 3 || !contains(steps, best) || !contains(steps, 4) || !contains(steps, 3) {
+		t.Errorf("kept steps %v (best %d): want the last 2 plus the best", steps, best)
+	}
+	rows := readMetrics(t, run.Dir)
+	if len(rows) != 4 {
+		t.Fatalf("%d metrics rows, want 4", len(rows))
+	}
+	for _, k := range []string{"loss", "policy_loss", "kl", "entropy", "clip_frac", "grad_norm", "lr", "reward_mean", "reward_std", "groups_trainable", "tokens", "trainable_tokens", "tokens_per_s", "seconds"} {
+		if _, ok := rows[0][k]; !ok {
+			t.Errorf("metrics row lacks %q: %v", k, rows[0])
+		}
+	}
+	if rows[0]["grad_norm"] == 0 || rows[0]["groups_trainable"] != 2 {
+		t.Errorf("first step trained nothing: %v", rows[0])
+	}
+	// The saved adapter loads as PEFT and differs from a fresh one.
+	m, err := model.Load(md, backend(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad, err := model.ReadAdapter(run.StepDir(4), &m.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonzero := false
+	ad.Params(func(name string, p, _ []float32) {
+		if strings.HasSuffix(name, "lora_B.weight") {
+			for _, x := range p {
+				nonzero = nonzero || x != 0
+			}
+		}
+	})
+	if !nonzero {
+		t.Error("lora_B is still zero after 4 steps")
+	}
+	// Running again without --resume refuses; with it there is nothing to do.
+	if err := Run(context.Background(), backend(t), o, &log); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("second run without --resume: %v", err)
+	}
+	o.Resume = true
+	log.Reset()
+	if err := Run(context.Background(), backend(t), o, &log); err != nil || !strings.Contains(log.String(), "nothing to do") {
+		t.Errorf("resume of a finished run: %v, log %q", err, log.String())
+	}
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func TestNothingTrainableSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	in := filepath.Join(dir, "eq.parquet")
+	writeGroups(t, md, in, 2, 3, func(g, i int) float64 {
+		if g == 1 {
+			return math.NaN()
+		}
+		return 1
+	})
+	o := baseOptions(md, dir, "eq", in)
+	var log bytes.Buffer
+	if err := Run(context.Background(), backend(t), o, &log); err != nil {
+		t.Fatal(err)
+	}
+	msg := log.String()
+	if !strings.Contains(msg, "nothing to train") || !strings.Contains(msg, "1 with equal rewards") || !strings.Contains(msg, "1 with only errored") || !strings.Contains(msg, "3 errors") {
+		t.Errorf("log does not say why: %q", msg)
+	}
+	rows := readMetrics(t, filepath.Join(dir, "eq"))
+	if len(rows) != 1 || rows[0]["trainable_tokens"] != 0 || rows[0]["dropped_zero_adv"] != 3 || rows[0]["errors"] != 3 {
+		t.Errorf("metrics %v", rows)
+	}
+}
+
+// TestGradientCheckThroughModel compares the gradient trainer.Accumulate
+// puts into the LoRA tensors with central differences of the step loss
+// along random directions of all LoRA parameters, for differentiable
+// variants of the loss (ppo with a wide clip range, token and sequence
+// ratios, KL on; art with on-policy ratios, where its weight is constant).
+func TestGradientCheckThroughModel(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	in := filepath.Join(dir, "g.parquet")
+	writeGroups(t, md, in, 2, 3, varied)
+	be := backend(t)
+	m, err := model.Load(md, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := layout.LoadModel(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := loadGroups(context.Background(), text, []string{in}, layout.Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exs, _, skip := batch(gs, []int{0, 1}, grpo.ScaleGroup)
+	if skip != "" {
+		t.Fatal(skip)
+	}
+	cases := map[string]grpo.Config{
+		"ppo token kl":  {Loss: "ppo", Epsilon: 0.99, EpsilonHigh: 50, Level: "token", Norm: "sequence", Beta: 0.5},
+		"ppo sequence":  {Loss: "ppo", Epsilon: 0.99, EpsilonHigh: 50, Level: "sequence", Norm: "tokens"},
+		"art on-policy": {Loss: "art", Epsilon: 1, EpsilonHigh: 4, Level: "token", Norm: "constant", NormConstant: 16, Beta: 0.2},
+	}
+	for name, cfg := range cases {
+		t.Run(name, func(t *testing.T) {
+			ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 4, Targets: model.AllModules()}, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(9, 9))
+			ad.Params(func(_ string, p, _ []float32) {
+				for i := range p {
+					p[i] += float32(0.05 * rng.NormFloat64())
+				}
+			})
+			tot := grpo.Totals{Items: len(exs)}
+			for i := range exs {
+				tot.Tokens += exs[i].Trainable()
+			}
+			mbs, err := trainer.Pack(exs, 40) // several micro-batches
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(mbs) < 2 {
+				t.Fatalf("want gradient accumulation over several micro-batches, got %d", len(mbs))
+			}
+			if cfg.Loss == "art" {
+				for _, mb := range mbs {
+					for i := range mb.Sampler {
+						mb.Sampler[i] = float32(math.NaN())
+					}
+				}
+			}
+			job := &trainer.Job{MicroBatches: mbs, Loss: lossFunc(cfg, tot), NeedRef: cfg.Beta > 0}
+			ctx := context.Background()
+			if _, err := trainer.Accumulate(ctx, m, ad, job, model.TrainOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var params, grads [][]float32
+			ad.Params(func(_ string, p, g []float32) {
+				params = append(params, p)
+				grads = append(grads, append([]float32(nil), g...))
+			})
+			loss := func() float64 {
+				s, err := trainer.Accumulate(ctx, m, ad, job, model.TrainOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s["loss"]
+			}
+			for dirn := range 3 {
+				d := make([][]float32, len(params))
+				analytic := 0.0
+				for k, p := range params {
+					d[k] = make([]float32, len(p))
+					for i := range p {
+						d[k][i] = float32(rng.NormFloat64())
+						analytic += float64(d[k][i]) * float64(grads[k][i])
+					}
+				}
+				const h = 1e-3
+				shift := func(s float32) {
+					for k, p := range params {
+						for i := range p {
+							p[i] += s * d[k][i]
+						}
+					}
+				}
+				orig := make([][]float32, len(params))
+				for k, p := range params {
+					orig[k] = append([]float32(nil), p...)
+				}
+				shift(h)
+				up := loss()
+				for k := range params {
+					copy(params[k], orig[k])
+				}
+				shift(-h)
+				down := loss()
+				for k := range params {
+					copy(params[k], orig[k])
+				}
+				fd := (up - down) / (2 * h)
+				t.Logf("direction %d: analytic %.6g, finite difference %.6g", dirn, analytic, fd)
+				if math.Abs(fd-analytic) > 2e-2*math.Abs(analytic)+1e-5 {
+					t.Errorf("direction %d: analytic %.6g, finite difference %.6g", dirn, analytic, fd)
+				}
+			}
+		})
+	}
+}
+
+func TestWatchTrainsOnlyNewFilesAndLocks(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	watch := filepath.Join(dir, "incoming")
+	if err := os.MkdirAll(watch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeGroups(t, md, filepath.Join(watch, "round1.parquet"), 2, 3, varied)
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir = watch
+	runDir := filepath.Join(dir, "cron")
+	step := func() int {
+		n, _, err := (&checkpoint.Run{Dir: runDir}).Latest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var log bytes.Buffer
+	if err := Run(context.Background(), backend(t), o, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if step() != 1 {
+		t.Fatalf("after the first cron run: step %d, want 1", step())
+	}
+	log.Reset()
+	if err := Run(context.Background(), backend(t), o, &log); err != nil {
+		t.Fatal(err)
+	}
+	if step() != 1 || !strings.Contains(log.String(), "nothing new") {
+		t.Fatalf("second run trained again: step %d, log %q", step(), log.String())
+	}
+	writeGroups(t, md, filepath.Join(watch, "round2.parquet"), 2, 3, varied)
+	if err := Run(context.Background(), backend(t), o, &log); err != nil {
+		t.Fatal(err)
+	}
+	man, err := (&checkpoint.Run{Dir: runDir}).ReadManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step() != 2 || len(man.Consumed) != 2 || man.Pending != nil {
+		t.Fatalf("after round2: step %d, manifest %+v", step(), man)
+	}
+	// A held lock keeps a second run out.
+	unlock, err := (&checkpoint.Run{Dir: runDir}).Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if err := Run(context.Background(), backend(t), o, &log); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("run under a held lock: %v, want ErrLocked", err)
+	}
+}

@@ -1,0 +1,169 @@
+package rl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/train/grpo"
+	"github.com/hone-rl/hone/train/trainer"
+	"github.com/spf13/pflag"
+)
+
+// Options configure a GRPO run. The JSON form (Resume excluded) is the
+// run's config, saved with each checkpoint and compared on resume.
+type Options struct {
+	trainer.Options
+	Inputs          []string    `json:"inputs,omitempty"`
+	WatchDir        string      `json:"watch_dir,omitempty"`
+	GroupsPerStep   int         `json:"groups_per_step"`
+	ScaleRewards    string      `json:"scale_rewards"`
+	AllowNoLogprobs bool        `json:"allow_no_logprobs"`
+	Loss            grpo.Config `json:"loss"`
+}
+
+// AddFlags registers the GRPO flags and the shared ones.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Options.AddFlags(fs, 5e-6)
+	fs.StringVar(&o.WatchDir, "watch-dir", "", "incremental mode: train on the *.parquet files of DIR not yet consumed by this run (implies --resume)")
+	fs.IntVar(&o.GroupsPerStep, "groups-per-step", 0, "groups per optimizer step (0: all groups of the inputs)")
+	fs.StringVar(&o.ScaleRewards, "scale-rewards", "group", "divide advantages by the group's std (group), the batch's (batch) or not at all (none; Dr. GRPO)")
+	fs.BoolVar(&o.AllowNoLogprobs, "allow-no-logprobs", false, "train trajectories whose sampled logprobs are missing (ratio taken as 1)")
+	d := grpo.DefaultConfig()
+	fs.StringVar(&o.Loss.Loss, "loss", d.Loss, "art: −clip(sg(ρ),1−ε,1+ε_high)·A·logπ (ART default); ppo: −min(ρA, clip(ρ,1−ε,1+ε_high)A)")
+	fs.Float64Var(&o.Loss.Epsilon, "epsilon", -1, "lower clip ε (default: 1.0 for art, 0.2 for ppo)")
+	fs.Float64Var(&o.Loss.EpsilonHigh, "epsilon-high", -1, "upper clip ε_high (default: 4.0 for art, = --epsilon for ppo; DAPO clip-higher: 0.28)")
+	fs.StringVar(&o.Loss.Level, "ratio-level", d.Level, "importance ratio per token or per sequence (GSPO)")
+	fs.StringVar(&o.Loss.Norm, "norm", d.Norm, "loss normalization: sequence (each trajectory weighs the same), tokens (token mean over the step, DAPO) or constant (Dr. GRPO)")
+	fs.Float64Var(&o.Loss.NormConstant, "norm-constant", d.NormConstant, "L of --norm constant: loss = Σ token losses / (trajectories·L)")
+	fs.Float64Var(&o.Loss.Beta, "beta", 0, "weight of the k3 KL penalty to the base model (adapter off); 0: off")
+	fs.Float64Var(&o.Loss.TIS, "tis", 0, "truncated importance sampling cap C against the sampler's logprobs (0: off)")
+}
+
+// Normalize fills the loss-dependent defaults.
+func (o *Options) Normalize() {
+	if o.Loss.Epsilon < 0 {
+		o.Loss.Epsilon = map[string]float64{"art": 1, "ppo": 0.2}[o.Loss.Loss]
+	}
+	if o.Loss.EpsilonHigh < 0 {
+		o.Loss.EpsilonHigh = o.Loss.Epsilon
+		if o.Loss.Loss == "art" {
+			o.Loss.EpsilonHigh = 4
+		}
+	}
+	if o.WatchDir != "" {
+		o.Resume = true
+	}
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	if err := o.Options.Validate(); err != nil {
+		return err
+	}
+	if _, err := grpo.ParseScale(o.ScaleRewards); err != nil {
+		return err
+	}
+	if o.GroupsPerStep < 0 {
+		return fmt.Errorf("--groups-per-step %d must not be negative", o.GroupsPerStep)
+	}
+	if (o.WatchDir == "") == (len(o.Inputs) == 0) {
+		return fmt.Errorf("give trajectory files or --watch-dir, not both or neither")
+	}
+	return o.Loss.Validate()
+}
+
+// Run trains. Messages (one line per step, resume and skip notices) go to log.
+func Run(ctx context.Context, be kernels.Backend, o Options, log io.Writer) error {
+	o.Normalize()
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.WatchDir != "" {
+		return runWatch(ctx, be, o, log)
+	}
+	env, err := trainer.Setup(ctx, be, &o.Options, o, o.Resume, log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	return train(ctx, env, o, o.Inputs, 0, -1, nil, log)
+}
+
+// train runs steps on files: step s of the run is step s−start of this
+// data. end < 0 means the step count follows from --steps/--epochs.
+func train(ctx context.Context, env *trainer.Env, o Options, files []string, start, end int, extra json.RawMessage, log io.Writer) error {
+	kw, _ := o.Kwargs()
+	gs, err := loadGroups(ctx, env.Text, files, layout.Options{Kwargs: kw}, o.AllowNoLogprobs)
+	if err != nil {
+		return err
+	}
+	if len(gs) == 0 {
+		return fmt.Errorf("no groups in %v", files)
+	}
+	per := o.GroupsPerStep
+	if per == 0 || per > len(gs) {
+		per = len(gs)
+	}
+	sc := schedule{n: len(gs), perStep: per, seed: o.Seed + uint64(start)}
+	if end < 0 {
+		end = start + sc.stepsFor(o.Epochs)
+		if o.Steps > 0 {
+			end = o.Steps
+		}
+	}
+	if env.Done >= end {
+		fmt.Fprintf(log, "%s is at step %d; nothing to do (target %d)\n", env.Ckpt.Dir, env.Done, end)
+		return nil
+	}
+	scale, _ := grpo.ParseScale(o.ScaleRewards)
+	loop := o.Options.Loop(env, o, end, log)
+	loop.Extra = extra
+	loop.Next = func(ctx context.Context, s int) (*trainer.Job, error) {
+		exs, metrics, skip := batch(gs, sc.groups(s-start), scale)
+		job := &trainer.Job{Metrics: metrics, Skip: skip, NeedRef: o.Loss.Beta > 0}
+		if skip != "" {
+			return job, nil
+		}
+		tot := grpo.Totals{Items: len(exs)}
+		for i := range exs {
+			tot.Tokens += exs[i].Trainable()
+		}
+		mbs, err := trainer.Pack(exs, o.TokenBudget)
+		if err != nil {
+			return nil, err
+		}
+		job.MicroBatches = mbs
+		job.Loss = lossFunc(o.Loss, tot)
+		return job, nil
+	}
+	return loop.Run(ctx, env.Done, end)
+}
+
+// lossFunc adapts grpo.Loss to a micro-batch.
+func lossFunc(c grpo.Config, tot grpo.Totals) trainer.LossFunc {
+	return func(mb *trainer.MicroBatch, out trainer.Outputs) (map[string]float64, []float64, error) {
+		tk := grpo.Tokens{
+			Logprob: out.Logprob, Old: mb.Sampler, Ref: out.Ref,
+			Item: mb.Item, Adv: mb.Adv, ItemTokens: mb.ItemTokens,
+		}
+		if c.TIS > 0 {
+			// ℓ^old recomputed with the weights of this step: one update per
+			// batch means they equal ℓ_θ exactly; the sampler's logprobs
+			// then only enter through the TIS weight.
+			tk.Old, tk.Sampler = append([]float32(nil), out.Logprob...), mb.Sampler
+		}
+		terms, grad, err := grpo.Loss(c, tk, tot)
+		if err != nil {
+			return nil, nil, err
+		}
+		return map[string]float64{
+			"loss": terms.Loss, "policy_loss": terms.Policy, "kl": terms.KL,
+			"clip_frac":  float64(terms.Clipped) / float64(tot.Tokens),
+			"ratio_mean": terms.Ratio / float64(tot.Tokens),
+		}, grad, nil
+	}
+}

@@ -1,0 +1,109 @@
+package rl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/hone-rl/hone/train/trainer"
+)
+
+// runWatch trains on the files of o.WatchDir not yet consumed.
+func runWatch(ctx context.Context, be kernels.Backend, o Options, log io.Writer) error {
+	env, err := trainer.Setup(ctx, be, &o.Options, o, true, log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	run := env.Ckpt
+	man, err := run.ReadManifest()
+	if err != nil {
+		return err
+	}
+	sess := man.Pending
+	if sess != nil {
+		for _, f := range sess.Files {
+			now, err := checkpoint.HashFile(f.Path)
+			if err != nil || now.SHA256 != f.SHA256 {
+				return fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s): %v", sess.StartStep, f.Path, f.SHA256, err)
+			}
+		}
+		fmt.Fprintf(log, "finishing the session of %d files begun at step %d\n", len(sess.Files), sess.StartStep)
+	} else {
+		ents, err := os.ReadDir(o.WatchDir)
+		if err != nil {
+			return fmt.Errorf("--watch-dir: %w", err)
+		}
+		var names []string
+		for _, e := range ents {
+			n := e.Name()
+			if e.Type().IsRegular() && strings.HasSuffix(n, ".parquet") && !strings.HasPrefix(n, ".") {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		sess = &checkpoint.Session{StartStep: env.Done}
+		for _, n := range names {
+			fe, err := checkpoint.HashFile(filepath.Join(o.WatchDir, n))
+			if err != nil {
+				return err
+			}
+			if !man.Has(fe.SHA256) {
+				sess.Files = append(sess.Files, fe)
+			}
+		}
+		if len(sess.Files) == 0 {
+			fmt.Fprintf(log, "nothing new in %s (%d files already consumed); %s stays at step %d\n", o.WatchDir, len(man.Consumed), run.Dir, env.Done)
+			return nil
+		}
+		sess.EndStep = -1
+	}
+	var files []string
+	for _, f := range sess.Files {
+		files = append(files, f.Path)
+	}
+	if sess.EndStep < 0 {
+		// Fix the session's length before training, so a resumed session
+		// aims at the same step.
+		groups, err := trajectory.ReadAll(ctx, files, trajectory.ReadOptions{})
+		if err != nil {
+			return err
+		}
+		gs := len(groups)
+		if gs == 0 {
+			return fmt.Errorf("no groups in the new files %v", files)
+		}
+		per := o.GroupsPerStep
+		if per == 0 || per > gs {
+			per = gs
+		}
+		n := schedule{n: gs, perStep: per}.stepsFor(o.Epochs)
+		if o.Steps > 0 { // in watch mode --steps counts the steps of one session
+			n = o.Steps
+		}
+		sess.EndStep = sess.StartStep + n
+		man.Pending = sess
+		if err := run.WriteManifest(man); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "training on %d new files, steps %d to %d\n", len(files), sess.StartStep+1, sess.EndStep)
+	}
+	extra, _ := json.Marshal(sess)
+	if err := train(ctx, env, o, files, sess.StartStep, sess.EndStep, extra, log); err != nil {
+		return err
+	}
+	for _, f := range sess.Files {
+		f.Step = sess.EndStep
+		man.Consumed = append(man.Consumed, f)
+	}
+	man.Pending = nil
+	return run.WriteManifest(man)
+}

@@ -1,0 +1,142 @@
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/hone-rl/hone/train/model"
+)
+
+// Loop runs training steps from a saved (or fresh) state to a target step,
+// saving a checkpoint and writing a metrics row after each.
+type Loop struct {
+	Model    *model.Model
+	Adapter  *model.Adapter
+	Opt      *AdamW
+	Sched    Schedule
+	Ckpt     *checkpoint.Run
+	BaseName string // base_model_name_or_path of saved adapters
+	Config   any    // the run's options, saved in every step folder
+	Train    model.TrainOptions
+
+	SaveEvery  int    // save every n steps (and always the last); ≤ 0: 1
+	KeepLast   int    // step folders kept (≤ 0: all)
+	BestMetric string // metric picking the best step ("" none)
+	BestMax    bool   // higher BestMetric is better
+	// Extra is saved in each step's state (incremental sessions).
+	Extra json.RawMessage
+
+	Log io.Writer
+	// Next returns the job of step s (0-based: the step that makes s+1
+	// steps done). It must depend only on s and the run's inputs, so that a
+	// resumed run repeats exactly what an uninterrupted one would do.
+	Next func(ctx context.Context, s int) (*Job, error)
+}
+
+// Run trains steps from (steps already done) up to to.
+func (l *Loop) Run(ctx context.Context, from, to int) error {
+	every := max(l.SaveEvery, 1)
+	for s := from; s < to; s++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		row, err := l.step(ctx, s)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", s+1, err)
+		}
+		if (s+1)%every == 0 || s+1 == to {
+			st := checkpoint.State{Step: s + 1, OptimizerStep: l.Opt.Step, Metrics: row, Extra: l.Extra}
+			if err := l.Ckpt.Save(l.Adapter.ToPEFT(l.BaseName), l.Opt.Tensors(), st, l.Config); err != nil {
+				return err
+			}
+			if err := l.Ckpt.Prune(l.KeepLast, l.BestMetric, l.BestMax); err != nil {
+				return err
+			}
+		}
+		if err := l.Ckpt.AppendMetrics(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Loop) step(ctx context.Context, s int) (map[string]float64, error) {
+	t0 := time.Now()
+	job, err := l.Next(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	row := map[string]float64{"step": float64(s + 1)}
+	maps.Copy(row, job.Metrics)
+	lr := l.Sched.At(l.Opt.Step)
+	if job.Skip != "" {
+		row["trainable_tokens"] = 0
+		row["seconds"] = time.Since(t0).Seconds()
+		l.logf("step %d: nothing to train: %s", s+1, job.Skip)
+		return row, nil
+	}
+	sums, err := Accumulate(ctx, l.Model, l.Adapter, job, l.Train)
+	if err != nil {
+		return nil, err
+	}
+	norm := l.Opt.Update(l.Model.Backend(), l.Adapter, lr)
+	secs := time.Since(t0).Seconds()
+	for k, v := range sums {
+		if k != "entropy_sum" {
+			row[k] = v
+		}
+	}
+	if n := sums["trainable_tokens"]; n > 0 {
+		row["entropy"] = sums["entropy_sum"] / n
+	}
+	row["grad_norm"] = norm
+	row["lr"] = lr
+	row["seconds"] = secs
+	row["tokens_per_s"] = sums["tokens"] / secs
+	l.logf("step %d: %s", s+1, summary(row))
+	return row, nil
+}
+
+func (l *Loop) logf(format string, args ...any) {
+	if l.Log != nil {
+		fmt.Fprintf(l.Log, format+"\n", args...)
+	}
+}
+
+func summary(row map[string]float64) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(row)) {
+		if k == "step" {
+			continue
+		}
+		fmt.Fprintf(&b, "%s=%.4g ", k, row[k])
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// Restore loads step n of run: the adapter (for a model of config c) and
+// the optimizer's moments and update count.
+func Restore(run *checkpoint.Run, n int, c *model.Config, p kernels.AdamWParams, maxGradNorm float64) (*model.Adapter, *AdamW, checkpoint.State, error) {
+	ad, err := model.ReadAdapter(run.StepDir(n), c)
+	if err != nil {
+		return nil, nil, checkpoint.State{}, err
+	}
+	st, err := run.ReadState(n)
+	if err != nil {
+		return nil, nil, st, err
+	}
+	opt := NewAdamW(ad, p, maxGradNorm)
+	if err := run.ReadOptimizer(n, opt.Tensors()); err != nil {
+		return nil, nil, st, err
+	}
+	opt.Step = st.OptimizerStep
+	return ad, opt, st, nil
+}

@@ -1,0 +1,242 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/hone-rl/hone/train/model"
+	"github.com/spf13/pflag"
+)
+
+// Options are what every training job shares: the model, the run folder,
+// the LoRA shape, the optimizer and schedule, batching and checkpoints. The
+// JSON form is saved with every checkpoint as the run's exact config.
+type Options struct {
+	Model       string   `json:"model"`
+	Out         string   `json:"out"`
+	Name        string   `json:"run"`
+	Resume      bool     `json:"-"`
+	InitAdapter string   `json:"init_adapter,omitempty"`
+	Rank        int      `json:"rank"`
+	Alpha       float64  `json:"alpha"`
+	RSLoRA      bool     `json:"rslora"`
+	Targets     []string `json:"targets"`
+	Seed        uint64   `json:"seed"`
+
+	LR          float64 `json:"lr"`
+	Schedule    string  `json:"lr_schedule"`
+	Warmup      int     `json:"warmup_steps"`
+	MinLR       float64 `json:"min_lr"`
+	Beta1       float64 `json:"adam_beta1"`
+	Beta2       float64 `json:"adam_beta2"`
+	AdamEps     float64 `json:"adam_eps"`
+	WeightDecay float64 `json:"weight_decay"`
+	MaxGradNorm float64 `json:"max_grad_norm"`
+
+	TokenBudget   int  `json:"token_budget"`
+	Checkpointing bool `json:"gradient_checkpointing"`
+	Steps         int  `json:"steps"`
+	Epochs        int  `json:"epochs"`
+
+	SaveEvery  int    `json:"save_every"`
+	KeepLast   int    `json:"keep_last"`
+	BestMetric string `json:"best_metric,omitempty"`
+	BestMode   string `json:"best_mode"`
+
+	TemplateKwargs string `json:"chat_template_kwargs,omitempty"`
+}
+
+// AddFlags registers the shared flags with their defaults; lr is the job's
+// default learning rate.
+func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
+	fs.StringVar(&o.Model, "model", "", "base model folder (config.json, safetensors, tokenizer, chat template)")
+	fs.StringVar(&o.Out, "out", "adapters", "folder holding run folders")
+	fs.StringVar(&o.Name, "run", "", "run name: checkpoints go to OUT/RUN/step-NNNNNN")
+	fs.BoolVar(&o.Resume, "resume", false, "continue the run from its latest checkpoint")
+	fs.StringVar(&o.InitAdapter, "init-adapter", "", "start from this PEFT adapter folder (e.g. an SFT step) instead of a fresh LoRA")
+	fs.IntVar(&o.Rank, "rank", 8, "LoRA rank")
+	fs.Float64Var(&o.Alpha, "alpha", 16, "LoRA alpha (scale alpha/rank)")
+	fs.BoolVar(&o.RSLoRA, "rslora", false, "scale alpha/√rank")
+	fs.StringSliceVar(&o.Targets, "targets", []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}, "LoRA target projections")
+	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the LoRA init and the data order")
+	fs.Float64Var(&o.LR, "lr", lr, "peak learning rate")
+	fs.StringVar(&o.Schedule, "lr-schedule", "constant", "constant, warmup (linear warm-up then constant) or cosine (warm-up then cosine decay to --min-lr)")
+	fs.IntVar(&o.Warmup, "warmup-steps", 0, "optimizer updates of linear warm-up")
+	fs.Float64Var(&o.MinLR, "min-lr", 0, "final learning rate of the cosine schedule")
+	fs.Float64Var(&o.Beta1, "adam-beta1", 0.9, "AdamW β1")
+	fs.Float64Var(&o.Beta2, "adam-beta2", 0.99, "AdamW β2 (ART: 0.99)")
+	fs.Float64Var(&o.AdamEps, "adam-eps", 1e-8, "AdamW ε")
+	fs.Float64Var(&o.WeightDecay, "weight-decay", 0.1, "AdamW decoupled weight decay (ART: 0.1)")
+	fs.Float64Var(&o.MaxGradNorm, "max-grad-norm", 0.1, "clip the global gradient norm to this (ART: 0.1; ≤ 0: off)")
+	fs.IntVar(&o.TokenBudget, "token-budget", 8192, "tokens per micro-batch; gradients accumulate over a step's micro-batches")
+	fs.BoolVar(&o.Checkpointing, "gradient-checkpointing", false, "recompute block activations in backward (less memory)")
+	fs.IntVar(&o.Steps, "steps", 0, "steps to reach (0: --epochs over the inputs)")
+	fs.IntVar(&o.Epochs, "epochs", 1, "passes over the inputs when --steps is 0")
+	fs.IntVar(&o.SaveEvery, "save-every", 1, "save a checkpoint every N steps (and the last)")
+	fs.IntVar(&o.KeepLast, "keep-last", 0, "step folders to keep (0: all); latest and best are always kept")
+	fs.StringVar(&o.BestMetric, "best-metric", "", "metric picking the best step (kept, and named by OUT/RUN/best)")
+	fs.StringVar(&o.BestMode, "best-mode", "max", "max or min: which --best-metric value is best")
+	fs.StringVar(&o.TemplateKwargs, "chat-template-kwargs", "", `JSON object of chat template kwargs the trajectories were served with, e.g. {"enable_thinking":false}`)
+}
+
+// Validate checks the shared options.
+func (o *Options) Validate() error {
+	if o.Model == "" {
+		return fmt.Errorf("--model is required")
+	}
+	if o.Name == "" {
+		return fmt.Errorf("--run is required")
+	}
+	if o.BestMode != "max" && o.BestMode != "min" {
+		return fmt.Errorf("--best-mode %q: want max or min", o.BestMode)
+	}
+	if o.TokenBudget <= 0 || o.Epochs <= 0 || o.Steps < 0 {
+		return fmt.Errorf("--token-budget %d and --epochs %d must be positive, --steps %d not negative", o.TokenBudget, o.Epochs, o.Steps)
+	}
+	if _, err := o.Kwargs(); err != nil {
+		return err
+	}
+	return o.Sched(0).Validate()
+}
+
+// Kwargs parses --chat-template-kwargs.
+func (o *Options) Kwargs() (map[string]any, error) {
+	if o.TemplateKwargs == "" {
+		return nil, nil
+	}
+	var kw map[string]any
+	if err := json.Unmarshal([]byte(o.TemplateKwargs), &kw); err != nil {
+		return nil, fmt.Errorf("--chat-template-kwargs: %w", err)
+	}
+	return kw, nil
+}
+
+// Sched is the learning-rate schedule over total optimizer updates.
+func (o *Options) Sched(total int) Schedule {
+	return Schedule{Kind: o.Schedule, LR: o.LR, Warmup: o.Warmup, Total: total, MinLR: o.MinLR}
+}
+
+// AdamWParams are the optimizer's hyperparameters (LR set per update).
+func (o *Options) AdamWParams() kernels.AdamWParams {
+	return kernels.AdamWParams{LR: float32(o.LR), Beta1: float32(o.Beta1), Beta2: float32(o.Beta2), Eps: float32(o.AdamEps), WeightDecay: float32(o.WeightDecay)}
+}
+
+// Env is a run ready to train: model, text layout, adapter, optimizer and
+// run folder (locked), and how many steps are already done.
+type Env struct {
+	Model  *model.Model
+	Text   *layout.Model
+	Ckpt   *checkpoint.Run
+	Ad     *model.Adapter
+	Opt    *AdamW
+	Done   int              // steps already done (0 for a fresh run)
+	State  checkpoint.State // of the restored step
+	unlock func()
+}
+
+// Close releases the run folder's lock.
+func (e *Env) Close() {
+	if e.unlock != nil {
+		e.unlock()
+		e.unlock = nil
+	}
+}
+
+// Setup loads the model and either restores the run's latest step
+// (resume must be true when the run folder has one; config, the job's
+// options, must then equal the saved config) or starts a fresh adapter.
+func Setup(ctx context.Context, be kernels.Backend, o *Options, config any, resume bool, log io.Writer) (*Env, error) {
+	m, err := model.Load(o.Model, be)
+	if err != nil {
+		return nil, err
+	}
+	text, err := layout.LoadModel(o.Model)
+	if err != nil {
+		return nil, err
+	}
+	run := &checkpoint.Run{Dir: filepath.Join(o.Out, o.Name)}
+	unlock, err := run.Lock()
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{Model: m, Text: text, Ckpt: run, unlock: unlock}
+	ok := false
+	defer func() {
+		if !ok {
+			env.Close()
+		}
+	}()
+	last, has, err := run.Latest()
+	if err != nil {
+		return nil, err
+	}
+	if has && !resume {
+		return nil, fmt.Errorf("%s already has %s: pass --resume to continue it, or choose another --run", run.Dir, checkpoint.StepName(last))
+	}
+	if has {
+		saved, err := run.ReadConfig(last)
+		if err != nil {
+			return nil, err
+		}
+		now, err := json.MarshalIndent(config, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(bytes.TrimSpace(saved), bytes.TrimSpace(now)) {
+			return nil, fmt.Errorf("resume: options differ from %s; a resumed run must use the same options:\nsaved: %s\nnow:   %s",
+				filepath.Join(run.StepDir(last), checkpoint.ConfigName), bytes.TrimSpace(saved), now)
+		}
+		env.Ad, env.Opt, env.State, err = Restore(run, last, &m.Config, o.AdamWParams(), o.MaxGradNorm)
+		if err != nil {
+			return nil, err
+		}
+		env.Done = last
+		if err := run.RepairMetrics(last, env.State.Metrics); err != nil {
+			return nil, err
+		}
+		if log != nil {
+			fmt.Fprintf(log, "resuming %s from %s\n", run.Dir, checkpoint.StepName(last))
+		}
+		ok = true
+		return env, nil
+	}
+	if err := run.RepairMetrics(0, nil); err != nil { // a fresh run starts with no rows
+		return nil, err
+	}
+	if o.InitAdapter != "" {
+		env.Ad, err = model.ReadAdapter(o.InitAdapter, &m.Config)
+	} else {
+		ac := model.AdapterConfig{Rank: o.Rank, Alpha: o.Alpha, RSLoRA: o.RSLoRA}
+		for _, t := range o.Targets {
+			mod, err := model.ParseModule(t)
+			if err != nil {
+				return nil, err
+			}
+			ac.Targets = append(ac.Targets, mod)
+		}
+		env.Ad, err = model.NewAdapter(&m.Config, ac, o.Seed)
+	}
+	if err != nil {
+		return nil, err
+	}
+	env.Opt = NewAdamW(env.Ad, o.AdamWParams(), o.MaxGradNorm)
+	ok = true
+	return env, nil
+}
+
+// Loop returns a Loop over env with the shared options filled in.
+func (o *Options) Loop(env *Env, config any, totalUpdates int, log io.Writer) *Loop {
+	return &Loop{
+		Model: env.Model, Adapter: env.Ad, Opt: env.Opt, Sched: o.Sched(totalUpdates), Ckpt: env.Ckpt,
+		BaseName: o.Model, Config: config, Train: model.TrainOptions{Checkpoint: o.Checkpointing},
+		SaveEvery: o.SaveEvery, KeepLast: o.KeepLast, BestMetric: o.BestMetric, BestMax: o.BestMode == "max",
+		Log: log,
+	}
+}

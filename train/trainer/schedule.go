@@ -1,0 +1,54 @@
+package trainer
+
+import (
+	"fmt"
+	"math"
+)
+
+// Schedule gives the learning rate of each optimizer update.
+//
+//	constant: LR
+//	warmup:   LR·min(1, (k+1)/Warmup)
+//	cosine:   warmup as above, then MinLR + (LR−MinLR)·(1+cos(π·p))/2,
+//	          p = (k−Warmup)/(Total−Warmup) clamped to [0, 1]
+//
+// with k the 0-based update index and Total the planned number of updates.
+type Schedule struct {
+	Kind   string  `json:"kind"`
+	LR     float64 `json:"lr"`
+	Warmup int     `json:"warmup"`
+	Total  int     `json:"total"`
+	MinLR  float64 `json:"min_lr"`
+}
+
+// Validate checks the kind and the numbers.
+func (s Schedule) Validate() error {
+	switch s.Kind {
+	case "constant", "warmup", "cosine":
+	default:
+		return fmt.Errorf("trainer: lr schedule %q: want constant, warmup or cosine", s.Kind)
+	}
+	if !(s.LR > 0) || s.MinLR < 0 || s.Warmup < 0 {
+		return fmt.Errorf("trainer: lr %v, min lr %v and warmup %d must be positive", s.LR, s.MinLR, s.Warmup)
+	}
+	return nil
+}
+
+// At returns the learning rate of update k (0-based).
+func (s Schedule) At(k int) float64 {
+	if s.Kind == "constant" {
+		return s.LR
+	}
+	if s.Warmup > 0 && k < s.Warmup {
+		return s.LR * float64(k+1) / float64(s.Warmup)
+	}
+	if s.Kind == "warmup" {
+		return s.LR
+	}
+	span := s.Total - s.Warmup
+	if span <= 0 {
+		return s.LR
+	}
+	p := math.Min(1, math.Max(0, float64(k-s.Warmup)/float64(span)))
+	return s.MinLR + (s.LR-s.MinLR)*(1+math.Cos(math.Pi*p))/2
+}

@@ -52,6 +52,9 @@ func (m *bpeModel) init(byRaw map[string]int32, vocab map[string]int, merges []j
 		size = max(size, int(id)+1)
 	}
 	m.whole = make([]bool, size)
+	if ignoreMerges {
+		return nil // encodeWord takes every vocabulary word whole anyway
+	}
 	var buf []int
 	for raw, id := range byRaw {
 		buf = m.merge(raw, buf[:0])

@@ -1,0 +1,123 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tinyJSON builds a small byte-level tokenizer.json: the 256 byte tokens,
+// the given merges (in order) and added tokens, with the Qwen2 Split.
+func tinyJSON(t *testing.T, merges []any, added []AddedToken, extra map[string]any) string {
+	t.Helper()
+	vocab := map[string]int{}
+	for b := 0; b < 256; b++ {
+		vocab[string(byteToRune[b])] = b
+	}
+	for _, m := range merges {
+		var a, b string
+		switch m := m.(type) {
+		case string:
+			a, b, _ = strings.Cut(m, " ")
+		case []string:
+			a, b = m[0], m[1]
+		}
+		if _, ok := vocab[a+b]; !ok {
+			vocab[a+b] = len(vocab)
+		}
+	}
+	doc := map[string]any{
+		"added_tokens": added,
+		"normalizer":   map[string]any{"type": "NFC"},
+		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{
+			map[string]any{"type": "Split", "pattern": map[string]any{"Regex": PatternQwen2}, "behavior": "Isolated", "invert": false},
+			map[string]any{"type": "ByteLevel", "add_prefix_space": false, "use_regex": false},
+		}},
+		"post_processor": nil,
+		"decoder":        map[string]any{"type": "ByteLevel"},
+		"model":          map[string]any{"type": "BPE", "vocab": vocab, "merges": merges},
+	}
+	for k, v := range extra {
+		doc[k] = v
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestParseTiny(t *testing.T) {
+	merges := []any{"h e", []string{"l", "l"}, "he ll", []string{"Ġ", "w"}, "o Ġ"}
+	added := []AddedToken{
+		{ID: 1000, Content: "<s>", Special: true},
+		{ID: 1001, Content: "<pad>", Special: true, LStrip: true, RStrip: true},
+		{ID: 1002, Content: "é!", Normalized: true}, // matched after NFC
+	}
+	extra := map[string]any{"post_processor": map[string]any{"type": "TemplateProcessing",
+		"single":         []any{map[string]any{"SpecialToken": map[string]any{"id": "<s>"}}, map[string]any{"Sequence": map[string]any{"id": "A"}}, map[string]any{"SpecialToken": map[string]any{"id": "<s>"}}},
+		"special_tokens": map[string]any{"<s>": map[string]any{"id": "<s>", "ids": []int{1000}}}}}
+	tk, err := Parse(strings.NewReader(tinyJSON(t, merges, added, extra)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.VocabSize() != 1003 {
+		t.Errorf("VocabSize() = %d, want 1003", tk.VocabSize())
+	}
+	id := func(s string) int {
+		i, ok := tk.TokenID(s)
+		if !ok {
+			t.Fatalf("TokenID(%q) missing", s)
+		}
+		return i
+	}
+	cases := []struct {
+		text string
+		add  bool
+		want []int
+	}{
+		{"hello", false, []int{id("hell"), 'o'}},
+		{"hello", true, []int{1000, id("hell"), 'o', 1000}},
+		{" w", false, []int{id("Ġw")}},
+		// lstrip/rstrip swallow the spaces around <pad>.
+		{"he  <pad>  he", false, []int{id("he"), 1001, id("he")}},
+		// "e\u0301!" is NFC "é!", a normalized added token.
+		{"e\u0301!", false, []int{1002}},
+		{"<s><s>", false, []int{1000, 1000}},
+	}
+	for _, c := range cases {
+		if got := tk.Encode(c.text, c.add); !slices.Equal(got, c.want) {
+			t.Errorf("Encode(%q, %v) = %v, want %v", c.text, c.add, got, c.want)
+		}
+	}
+	if got := tk.Decode([]int{1000, id("hell"), 'o', 1001, 1002}, true); got != "helloé!" {
+		t.Errorf("Decode(skip special) = %q, want %q", got, "helloé!")
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	base := func(extra map[string]any) string { return tinyJSON(t, []any{"h e"}, nil, extra) }
+	cases := map[string]struct {
+		doc  string
+		want string
+	}{
+		"unknown regex": {base(map[string]any{"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{
+			map[string]any{"type": "Split", "pattern": map[string]any{"Regex": `\w+`}, "behavior": "Isolated"},
+			map[string]any{"type": "ByteLevel", "use_regex": false}}}}), "not one of the known patterns"},
+		"unigram":           {base(map[string]any{"model": map[string]any{"type": "Unigram"}}), `"Unigram" is not supported`},
+		"wordpiece decoder": {base(map[string]any{"decoder": map[string]any{"type": "WordPiece"}}), `"WordPiece" is not supported`},
+		"lowercase":         {base(map[string]any{"normalizer": map[string]any{"type": "Lowercase"}}), `"Lowercase" is not supported`},
+		"bad merge":         {tinyJSON(t, []any{"h e", "x"}, nil, nil), "merges[1]"},
+		"not json":          {"{", "decode json"},
+	}
+	for name, c := range cases {
+		_, err := Parse(strings.NewReader(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Parse error %v, want one containing %q", name, err, c.want)
+		}
+	}
+	if _, err := Load("no/such/dir"); err == nil {
+		t.Error("Load of a missing path succeeded")
+	}
+}

@@ -36,6 +36,25 @@ func (b *Block) newActs(N int, lr *[numModules]*LoRA) *blockActs {
 	}
 }
 
+// fitLoRA sizes the LoRA scratch of s for layer lr, so one blockActs can be
+// reused across layers whose adapted modules or ranks differ.
+func (s *blockActs) fitLoRA(N int, lr *[numModules]*LoRA) {
+	fit := func(u *[]float32, l *LoRA) {
+		switch {
+		case l == nil:
+			*u = nil
+		case len(*u) != N*l.R:
+			*u = make([]float32, N*l.R)
+		}
+	}
+	for m := ModQ; m <= ModO; m++ {
+		fit(&s.attn.u[m], lr[m])
+	}
+	for i, m := range [3]Module{ModGate, ModUp, ModDown} {
+		fit(&s.mlp.u[i], lr[m])
+	}
+}
+
 // Forward writes xout [N, C] (which must not alias x) from x [N, C].
 func (b *Block) Forward(be kernels.Backend, xout []float32, s *blockActs, x []float32, g *geometry, layer int, lr *[numModules]*LoRA) error {
 	N, C := g.N, b.C

@@ -179,9 +179,11 @@ func (p *Pass) slot(l int) *blockActs {
 	if p.opt.Checkpoint {
 		i = 0
 	}
+	lr := p.ad.layer(l)
 	if p.acts[i] == nil {
-		p.acts[i] = p.m.Blocks[l].newActs(p.g.N, p.ad.layer(l))
+		p.acts[i] = p.m.Blocks[l].newActs(p.g.N, lr)
 	}
+	p.acts[i].fitLoRA(p.g.N, lr)
 	return p.acts[i]
 }
 
@@ -237,9 +239,10 @@ func (m *Model) hidden(ctx context.Context, ids []int32, g *geometry, ad *Adapte
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if s == nil || ad != nil {
-			s = m.Blocks[l].newActs(N, ad.layer(l)) // LoRA scratch differs per layer only in rank
+		if s == nil {
+			s = m.Blocks[l].newActs(N, ad.layer(l))
 		}
+		s.fitLoRA(N, ad.layer(l))
 		if err := m.Blocks[l].Forward(be, next, s, x, g, l, ad.layer(l)); err != nil {
 			return nil, err
 		}

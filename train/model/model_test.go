@@ -512,3 +512,41 @@ func TestBF16(t *testing.T) {
 		})
 	}
 }
+
+// An adapter whose layers adapt different modules at different ranks (as a
+// PEFT file with layers_to_transform or per-layer choices gives) trains
+// correctly, with and without gradient checkpointing.
+func TestUnevenAdapter(t *testing.T) {
+	ctx := context.Background()
+	for _, be := range testBackends(t) {
+		t.Run(be.Name(), func(t *testing.T) {
+			m := newMicro(t, "llama", be, 4)
+			ad := randomAdapter(t, &m.Config, AllModules(), 2, 6)
+			ad.Layers[0] = [numModules]*LoRA{}                 // layer 0 not adapted
+			ad.Layers[1][ModK], ad.Layers[1][ModUp] = nil, nil // layer 1 partly
+			b := packed(m.Config.Vocab, []int{5, 3}, 8)
+			w := make([]float32, len(b.IDs))
+			for i := range w {
+				w[i] = float32(i%4) - 1.5
+			}
+			grads := map[bool][]float32{}
+			for _, ckpt := range []bool{false, true} {
+				ad.ZeroGrad()
+				p, err := m.Forward(ctx, b, ad, TrainOptions{Checkpoint: ckpt})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Backward(ctx, w, nil); err != nil {
+					t.Fatal(err)
+				}
+				ad.Params(func(_ string, _, g []float32) { grads[ckpt] = append(grads[ckpt], g...) })
+			}
+			if d := maxRelDiff(grads[true], grads[false]); d > 1e-6 {
+				t.Errorf("checkpointed gradient differs by %.3g", d)
+			}
+			if _, err := m.Logits(ctx, b, ad); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -1,0 +1,146 @@
+package rl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/train/checkpoint"
+)
+
+// TestMain lets the test binary act as a training process for the SIGKILL
+// test: with HONE_RL_CHILD set to a JSON Options it trains and exits.
+func TestMain(m *testing.M) {
+	if js := os.Getenv("HONE_RL_CHILD"); js != "" {
+		var o Options
+		if err := json.Unmarshal([]byte(js), &o); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		o.Resume = os.Getenv("HONE_RL_CHILD_RESUME") != ""
+		be, err := cpu.New(cpu.Options{Workers: 1, GEMM: "gonum"})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		if err := Run(context.Background(), be, o, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// startChild trains o in a subprocess and SIGKILLs it once the run's latest
+// step reaches killAt (plus delay), returning the step it was killed after.
+func startChild(t *testing.T, o Options, resume bool, killAt int, delay time.Duration) int {
+	t.Helper()
+	js, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "HONE_RL_CHILD="+string(js))
+	if resume {
+		cmd.Env = append(cmd.Env, "HONE_RL_CHILD_RESUME=1")
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run := &checkpoint.Run{Dir: filepath.Join(o.Out, o.Name)}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		n, ok, _ := run.Latest()
+		if ok && n >= killAt {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("child never reached step %d:\n%s", killAt, stderr.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(delay)
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	n, _, err := run.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n >= o.Steps {
+		t.Fatalf("the child finished (step %d) before the kill; make steps slower", n)
+	}
+	return n
+}
+
+// TestResumeAfterSIGKILLIsBitIdentical trains 8 steps uninterrupted, and
+// the same 8 steps in processes killed with SIGKILL mid-run twice and then
+// resumed; the final adapter and optimizer files must be byte-identical and
+// the metrics file must hold each step once.
+func TestResumeAfterSIGKILLIsBitIdentical(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocesses")
+	}
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	in := filepath.Join(dir, "a.parquet")
+	writeGroups(t, md, in, 4, 4, varied)
+	o := baseOptions(md, filepath.Join(dir, "adapters"), "ref", in)
+	o.Steps, o.TokenBudget = 8, 24
+	o.Schedule, o.Warmup = "cosine", 2
+	o.Loss.Beta = 0.1
+
+	var log bytes.Buffer
+	if err := Run(context.Background(), backend(t), o, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+
+	k := o
+	k.Name = "killed"
+	first := startChild(t, k, false, 2, 0)
+	second := startChild(t, k, true, first+2, 3*time.Millisecond)
+	t.Logf("killed after steps %d and %d", first, second)
+	k.Resume = true
+	if err := Run(context.Background(), backend(t), k, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	for _, f := range []string{"adapter_model.safetensors", checkpoint.OptimizerName} {
+		a, err := os.ReadFile(filepath.Join(dir, "adapters", "ref", checkpoint.StepName(8), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "adapters", "killed", checkpoint.StepName(8), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between the uninterrupted and the killed-and-resumed run", f)
+		}
+	}
+	rows := readMetrics(t, filepath.Join(dir, "adapters", "killed"))
+	if len(rows) != 8 {
+		t.Fatalf("%d metrics rows, want 8", len(rows))
+	}
+	for i, r := range rows {
+		if int(r["step"]) != i+1 {
+			t.Errorf("metrics row %d is step %v", i, r["step"])
+		}
+	}
+	ref := readMetrics(t, filepath.Join(dir, "adapters", "ref"))
+	if ref[7]["loss"] != rows[7]["loss"] || ref[7]["grad_norm"] != rows[7]["grad_norm"] {
+		t.Errorf("last step: loss %v / %v, grad norm %v / %v", ref[7]["loss"], rows[7]["loss"], ref[7]["grad_norm"], rows[7]["grad_norm"])
+	}
+}

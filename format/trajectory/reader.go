@@ -35,9 +35,11 @@ type FileInfo struct {
 }
 
 // Reader reads groups from a set of trajectory files in order. It holds
-// one batch of decoded rows and the current group in memory, plus 16 bytes
-// per trajectory and group id seen (a hash and a location) for the
-// duplicate checks; never a whole file. Not safe for concurrent use.
+// one batch of decoded rows and the current group in memory, never a whole
+// file, plus a map entry (a 64-bit hash of the id and a packed location,
+// about 20-40 bytes) per trajectory and group seen, for the duplicate
+// checks. A hash collision between two different ids, odds about n²/2⁶⁵,
+// would be reported as a duplicate. Not safe for concurrent use.
 type Reader struct {
 	srcs  []*source
 	infos []FileInfo
@@ -55,14 +57,22 @@ type Reader struct {
 	err   error // sticky
 
 	seed   maphash.Seed
-	ids    map[uint64]location
-	groups map[uint64]location
+	ids    map[uint64]uint64 // id hash -> location.pack()
+	groups map[uint64]uint64
 }
 
 type location struct {
 	file int32
 	row  int64
 }
+
+// Packed locations keep the duplicate-check maps small: 24 bits of file
+// index, 40 bits of row.
+const maxFiles, maxRows = 1 << 24, 1 << 40
+
+func (l location) pack() uint64 { return uint64(l.file)<<40 | uint64(l.row) }
+
+func unpack(v uint64) location { return location{file: int32(v >> 40), row: int64(v & (maxRows - 1))} }
 
 type located struct {
 	t   Trajectory
@@ -114,6 +124,10 @@ func Open(ctx context.Context, paths []string, opts ReadOptions) (*Reader, error
 		r.Close()
 		return nil, fmt.Errorf("trajectory: no input files")
 	}
+	if len(r.srcs) >= maxFiles {
+		r.Close()
+		return nil, fmt.Errorf("trajectory: %d input files; at most %d in one set", len(r.srcs), maxFiles-1)
+	}
 	if err := r.checkAll(ctx); err != nil {
 		r.Close()
 		return nil, err
@@ -137,8 +151,8 @@ func NewReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
 func newReader() *Reader {
 	return &Reader{
 		seed:   maphash.MakeSeed(),
-		ids:    make(map[uint64]location),
-		groups: make(map[uint64]location),
+		ids:    make(map[uint64]uint64),
+		groups: make(map[uint64]uint64),
 	}
 }
 
@@ -406,7 +420,8 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 		g.Trajectories = append(g.Trajectories, next.t)
 	}
 	h := maphash.String(r.seed, g.ID)
-	if prev, ok := r.groups[h]; ok {
+	if packed, ok := r.groups[h]; ok {
+		prev := unpack(packed)
 		if prev.file == first.loc.file {
 			r.err = fmt.Errorf("trajectory: %s: group %q: rows not contiguous (rows from %d and again from %d)",
 				r.srcs[first.loc.file].name, g.ID, prev.row, first.loc.row)
@@ -416,7 +431,7 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 		}
 		return Group{}, r.err
 	}
-	r.groups[h] = first.loc
+	r.groups[h] = first.loc.pack()
 	return g, nil
 }
 
@@ -434,6 +449,9 @@ func (r *Reader) nextRow() (*located, error) {
 		}
 	}
 	loc := location{file: int32(r.cur), row: r.brow + int64(r.bpos)}
+	if loc.row >= maxRows {
+		return nil, fmt.Errorf("trajectory: %s: more than %d rows in one file", r.srcs[r.cur].name, int64(maxRows))
+	}
 	l := &located{t: fromRow(&r.batch[r.bpos]), loc: loc}
 	r.batch[r.bpos] = row{} // let the decoded row go
 	r.bpos++
@@ -442,11 +460,12 @@ func (r *Reader) nextRow() (*located, error) {
 		return nil, fmt.Errorf("trajectory: %s: row %d (group %q, trajectory %q): %w", name, loc.row, l.t.GroupID, l.t.ID, err)
 	}
 	h := maphash.String(r.seed, l.t.ID)
-	if prev, ok := r.ids[h]; ok {
+	if packed, ok := r.ids[h]; ok {
+		prev := unpack(packed)
 		return nil, fmt.Errorf("trajectory: %s: row %d (group %q): trajectory_id %q duplicates %s row %d",
 			name, loc.row, l.t.GroupID, l.t.ID, r.srcs[prev.file].name, prev.row)
 	}
-	r.ids[h] = loc
+	r.ids[h] = loc.pack()
 	return l, nil
 }
 

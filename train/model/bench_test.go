@@ -76,9 +76,16 @@ func BenchmarkTrainStep(b *testing.B) {
 // BenchmarkDecode: greedy-style decode steps (one new token per sequence)
 // after a 32-token prompt, for 1 and 8 sequences at once.
 func BenchmarkDecode(b *testing.B) {
-	for _, S := range []int{1, 8} {
-		b.Run(fmt.Sprintf("S=%d", S), func(b *testing.B) {
+	for _, c := range []struct {
+		S    int
+		bf16 bool
+	}{{1, false}, {8, false}, {1, true}, {8, true}} {
+		S := c.S
+		b.Run(fmt.Sprintf("S=%d,bf16=%v", S, c.bf16), func(b *testing.B) {
 			m, ad := benchModel(b)
+			if c.bf16 {
+				m.ToBF16()
+			}
 			ctx := context.Background()
 			cache := NewContiguousCache(&m.Config)
 			var in []StepInput

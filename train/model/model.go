@@ -8,7 +8,11 @@ import (
 )
 
 // Model is a decoder-only transformer of the Llama / Qwen2 / Qwen3 families,
-// its weights held as float32.
+// its weights held as float32 (or bfloat16 matrices after ToBF16).
+//
+// Forward, Logits and Step only read the weights: several may run at once
+// (each with its own Cache). Merge, ToBF16 and LoadWeights write them and
+// must not overlap with anything else.
 type Model struct {
 	Embed  Matrix    `hf:"model.embed_tokens.weight"` // [V, C]
 	Blocks []Block   `hf:"model.layers"`

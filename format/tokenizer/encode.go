@@ -61,6 +61,7 @@ func (t *trie) match(s string, i int) (int, int) {
 type section struct {
 	text  string
 	added int // index into Tokenizer.added, or -1
+	start int // byte offset of text in the string that was split
 }
 
 // split cuts s into sections at the added tokens of t, then applies their
@@ -78,14 +79,14 @@ func (tr *trie) split(s string, added []AddedToken, dst []section) []section {
 			continue
 		}
 		if i > start {
-			dst = append(dst, section{s[start:i], -1})
+			dst = append(dst, section{s[start:i], -1, start})
 		}
-		dst = append(dst, section{s[i : i+n], tok})
+		dst = append(dst, section{s[i : i+n], tok, i})
 		i += n
 		start = i
 	}
 	if start < len(s) {
-		dst = append(dst, section{s[start:], -1})
+		dst = append(dst, section{s[start:], -1, start})
 	}
 	for k, sec := range dst {
 		if sec.added < 0 {
@@ -96,7 +97,9 @@ func (tr *trie) split(s string, added []AddedToken, dst []section) []section {
 			dst[k-1].text = trimRightJS(dst[k-1].text)
 		}
 		if a.RStrip && k+1 < len(dst) && dst[k+1].added < 0 {
-			dst[k+1].text = trimLeftJS(dst[k+1].text)
+			old := dst[k+1].text
+			dst[k+1].text = trimLeftJS(old)
+			dst[k+1].start += len(old) - len(dst[k+1].text)
 		}
 	}
 	return dst

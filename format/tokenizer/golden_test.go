@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 const (
@@ -159,4 +160,37 @@ func streamDecode(tk *Tokenizer, ids []int, skipSpecial bool) string {
 		s += d.Add(id)
 	}
 	return s + d.Flush()
+}
+
+// TestEncodeWithOffsets: on every golden case the ids equal Encode's, the
+// spans run forward and, stitched together, give back the text; where no
+// normalization happened a whole-character token's span holds its bytes.
+func TestEncodeWithOffsets(t *testing.T) {
+	for _, name := range []string{"qwen3", "llama3"} {
+		tk := testTokenizer(t, name)
+		for _, c := range readGolden(t, name).Cases {
+			ids, spans := tk.EncodeWithOffsets(c.Text, true)
+			if !slices.Equal(ids, c.IDs) || len(spans) != len(ids) {
+				t.Fatalf("%s/%s: EncodeWithOffsets ids %v (%d spans), want %v", name, c.Name, ids, len(spans), c.IDs)
+			}
+			text := validUTF8(c.Text)
+			var stitched []byte
+			end := 0
+			for i, sp := range spans {
+				if sp.Start < 0 || sp.End < sp.Start || sp.End > len(text) || (i > 0 && sp.Start < spans[i-1].Start) {
+					t.Fatalf("%s/%s: span %d = %v out of order (previous %v, len %d)", name, c.Name, i, sp, spans[max(i-1, 0)], len(text))
+				}
+				if sp.End > end {
+					stitched = append(stitched, text[max(sp.Start, end):sp.End]...)
+					end = sp.End
+				}
+				if b, ok := tk.TokenBytes(ids[i]); ok && utf8.Valid(b) && tk.norm.apply(text) == text && sp.End > sp.Start && text[sp.Start:sp.End] != string(b) {
+					t.Errorf("%s/%s: token %d (%q) has span %v = %q", name, c.Name, i, b, sp, text[sp.Start:sp.End])
+				}
+			}
+			if string(stitched) != text {
+				t.Errorf("%s/%s: stitched spans %q, want %q", name, c.Name, stitched, text)
+			}
+		}
+	}
 }

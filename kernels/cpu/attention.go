@@ -18,7 +18,10 @@ func (b *Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, 
 	kernels.Need(op, "q", len(q), N*H*D)
 	kernels.Need(op, "k", len(k), N*KVH*D)
 	kernels.Need(op, "v", len(v), N*KVH*D)
-	s := make([]float32, longest(seqOff)*longest(seqOff)) // [T, T] scores of one head
+	T := longest(seqOff)
+	sp := b.buf(T * T) // [T, T] scores of one head
+	defer b.release(sp)
+	s := *sp
 	for i := 0; i+1 < len(seqOff); i++ {
 		lo, hi := int(seqOff[i]), int(seqOff[i+1])
 		if hi == lo {
@@ -43,7 +46,9 @@ func (b *Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, K
 	if Tq == 0 {
 		return
 	}
-	b.attend(out, nil, q, kCache, vCache, make([]float32, Tq*Tk), Tq, Tk, H, KVH, D, scale)
+	sp := b.buf(Tq * Tk) // [Tq, Tk] scores of one head
+	defer b.release(sp)
+	b.attend(out, nil, q, kCache, vCache, *sp, Tq, Tk, H, KVH, D, scale)
 }
 
 func longest(seqOff []int32) int {
@@ -158,7 +163,10 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float3
 		kernels.Need(op, c.name, len(c.buf), c.n)
 	}
 	T := longest(seqOff)
-	p, dp := make([]float32, T*T), make([]float32, T*T) // [T, T] P and dP (then dS) of one head
+	pp, dpp := b.buf(T*T), b.buf(T*T) // [T, T] P and dP (then dS) of one head
+	defer b.release(pp)
+	defer b.release(dpp)
+	p, dp := *pp, *dpp
 	group := H / KVH
 	for si := 0; si+1 < len(seqOff); si++ {
 		lo, hi := int(seqOff[si]), int(seqOff[si+1])

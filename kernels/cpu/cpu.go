@@ -33,6 +33,7 @@ type Backend struct {
 	pool        *pool
 	minParallel int
 	lpRows      int
+	scratch     sync.Pool // of *[]float32, see buf
 }
 
 var _ kernels.Backend = (*Backend)(nil)
@@ -85,6 +86,20 @@ func (b *Backend) Close() error {
 	b.pool.close()
 	return nil
 }
+
+// buf returns a scratch buffer of n floats with undefined contents, reused
+// across calls so that hot ops neither allocate nor page-fault fresh memory
+// each time; give it back with release. Safe for concurrent use.
+func (b *Backend) buf(n int) *[]float32 {
+	if v, ok := b.scratch.Get().(*[]float32); ok && cap(*v) >= n {
+		*v = (*v)[:n]
+		return v
+	}
+	s := make([]float32, n)
+	return &s
+}
+
+func (b *Backend) release(v *[]float32) { b.scratch.Put(v) }
 
 // pool runs parts of a loop on long-lived workers.
 type pool struct {

@@ -153,7 +153,9 @@ func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile 
 		return
 	}
 	if len(tile) < bf16Tile*C {
-		tile = make([]float32, bf16Tile*C) // [bf16Tile, C] widened weight rows
+		tp := b.buf(bf16Tile * C) // [bf16Tile, C] widened weight rows
+		defer b.release(tp)
+		tile = *tp
 	}
 	for o0 := 0; o0 < OC; o0 += bf16Tile {
 		o1 := min(OC, o0+bf16Tile)
@@ -208,7 +210,9 @@ func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C
 	if N == 0 || C == 0 {
 		return
 	}
-	tile := make([]float32, bf16Tile*C) // [bf16Tile, C]
+	tp := b.buf(bf16Tile * C) // [bf16Tile, C] widened weight rows
+	defer b.release(tp)
+	tile := *tp
 	for o0 := 0; o0 < OC; o0 += bf16Tile {
 		o1 := min(OC, o0+bf16Tile)
 		t := tile[:(o1-o0)*C]

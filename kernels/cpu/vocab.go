@@ -166,10 +166,14 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 	}
 	chunk = min(chunk, V)
 	R := min(b.lpRows, N)
-	z := make([]float32, R*chunk) // [R, chunk] logits block
-	var tile []float32            // [bf16Tile, C] widened bf16 rows
+	zp := b.buf(R * chunk) // [R, chunk] logits block
+	defer b.release(zp)
+	z := *zp
+	var tile []float32 // [bf16Tile, C] widened bf16 rows
 	if w.bf16 != nil {
-		tile = make([]float32, bf16Tile*C)
+		tp := b.buf(bf16Tile * C)
+		defer b.release(tp)
+		tile = *tp
 	}
 	m := make([]float32, R)                        // [R] running max
 	s, t := make([]float64, R), make([]float64, R) // [R] running Σe, Σe·(z−m)
@@ -269,10 +273,14 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 	}
 	chunk = min(chunk, V)
 	R := min(b.lpRows, N)
-	z := make([]float32, R*chunk) // [R, chunk] logits, then dz
-	var wide []float32            // [chunk, C] widened bf16 rows of one chunk
+	zp := b.buf(R * chunk) // [R, chunk] logits, then dz
+	defer b.release(zp)
+	z := *zp
+	var wide []float32 // [chunk, C] widened bf16 rows of one chunk
 	if w.bf16 != nil {
-		wide = make([]float32, chunk*C)
+		wp := b.buf(chunk * C)
+		defer b.release(wp)
+		wide = *wp
 	}
 	for r0 := 0; r0 < N; r0 += R {
 		nr := min(R, N-r0)

@@ -304,3 +304,28 @@ func (m *Model) embed(out []float32, ids []int32) {
 	}
 	m.be.EmbeddingForward(out, ids, m.Embed.F32, len(ids), c.Hidden, c.Vocab)
 }
+
+// Pack builds a packed Batch from sequences of token ids and, optionally,
+// their targets (targets[s][i] is the token whose logprob is wanted after
+// ids[s][i], −1 for none; nil targets: none at all). Positions restart at 0
+// in every sequence.
+func Pack(ids, targets [][]int32) (*Batch, error) {
+	if targets != nil && len(targets) != len(ids) {
+		return nil, fmt.Errorf("model: pack: %d sequences but %d target lists", len(ids), len(targets))
+	}
+	b := &Batch{SeqOff: []int32{0}}
+	for s, seq := range ids {
+		if targets != nil && len(targets[s]) != len(seq) {
+			return nil, fmt.Errorf("model: pack: sequence %d has %d ids but %d targets", s, len(seq), len(targets[s]))
+		}
+		b.IDs = append(b.IDs, seq...)
+		for i := range seq {
+			b.Pos = append(b.Pos, int32(i))
+		}
+		if targets != nil {
+			b.Targets = append(b.Targets, targets[s]...)
+		}
+		b.SeqOff = append(b.SeqOff, int32(len(b.IDs)))
+	}
+	return b, nil
+}

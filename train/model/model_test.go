@@ -550,3 +550,24 @@ func TestUnevenAdapter(t *testing.T) {
 		})
 	}
 }
+
+func TestPack(t *testing.T) {
+	b, err := Pack([][]int32{{5, 6, 7}, {8}, {9, 10}}, [][]int32{{6, 7, -1}, {-1}, {10, -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Batch{
+		IDs: []int32{5, 6, 7, 8, 9, 10}, Pos: []int32{0, 1, 2, 0, 0, 1}, SeqOff: []int32{0, 3, 4, 6},
+		Targets: []int32{6, 7, -1, -1, 10, -1},
+	}
+	if fmt.Sprint(b) != fmt.Sprint(want) {
+		t.Errorf("Pack = %+v, want %+v", b, want)
+	}
+	if _, err := Pack([][]int32{{1, 2}}, [][]int32{{1}}); err == nil {
+		t.Error("Pack accepted targets of the wrong length")
+	}
+	m := newMicro(t, "llama", testBackends(t)[0], 1)
+	if _, err := m.Forward(context.Background(), b, nil, TrainOptions{}); err != nil {
+		t.Errorf("packed batch rejected: %v", err)
+	}
+}

@@ -19,7 +19,9 @@ type Cache interface {
 	// Grow makes room for n more tokens of seq, so that Len(seq) grows by n.
 	Grow(seq, n int) error
 	// KV returns the whole cache of seq in layer, k and v [Len(seq), KVH, D],
-	// writable. The slices stay valid until the next Grow or Truncate.
+	// contiguous and writable (the attention kernel reads it as one block; a
+	// paged cache gathers into a scratch slice and scatters the new rows back
+	// on the next call). The slices stay valid until the next Grow or Truncate.
 	KV(layer, seq int) (k, v []float32)
 	// Truncate drops everything of seq after its first n tokens (0 frees it).
 	Truncate(seq, n int)

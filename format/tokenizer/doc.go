@@ -38,5 +38,11 @@
 // Invalid UTF-8 handed to Encode is first replaced the way a WHATWG TextDecoder
 // (and Rust's from_utf8_lossy) does, one U+FFFD per maximal invalid subpart.
 //
-// A *Tokenizer is immutable after Load and safe for concurrent use.
+// Use: Load a tokenizer folder or file; Encode (added tokens in the text are
+// matched; addSpecial adds the post-processor's tokens), EncodeOrdinary (no
+// added-token matching, for untrusted text), EncodeWithOffsets (ids and the
+// input bytes each covers); Decode, or a StreamDecoder per generation.
+//
+// A *Tokenizer is safe for concurrent use (its only mutable part is the word
+// cache, whose slots are swapped atomically).
 package tokenizer

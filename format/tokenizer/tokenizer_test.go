@@ -269,6 +269,9 @@ func FuzzEncodeDecode(f *testing.F) {
 			if got := tk.Decode(ids, false); got != want {
 				t.Fatalf("%s: Decode(Encode(%q)) = %q, want %q (ids %v)", name, s, got, want, ids)
 			}
+			if oids, spans := tk.EncodeWithOffsets(s, false); !slices.Equal(oids, ids) || len(spans) != len(ids) {
+				t.Fatalf("%s: EncodeWithOffsets(%q) = %v, Encode %v", name, s, oids, ids)
+			}
 			if got := streamDecode(tk, ids, false); got != want {
 				t.Fatalf("%s: stream decode of Encode(%q) = %q, want %q", name, s, got, want)
 			}

@@ -27,7 +27,7 @@
 //
 // Where the reference and the original Rust/Oniguruma implementation differ,
 // this package follows the reference: the (?i:'s|…) contractions fold ASCII
-// case only (Oniguruma also folds U+017F ſ to s), and \p{L}/\p{N} come from
+// case only (Oniguruma's Unicode case folding may also match U+017F ſ and the Kelvin sign), and \p{L}/\p{N} come from
 // Go's Unicode tables (15.0), so letters added in later Unicode versions may
 // split differently. single_word on added tokens is ignored, as the
 // reference ignores it; Decode applies no clean_up_tokenization_spaces.

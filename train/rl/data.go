@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -68,27 +67,6 @@ func missingLogprobs(e *trainer.Example) bool {
 		}
 	}
 	return false
-}
-
-// schedule maps step s to the groups it trains on.
-type schedule struct {
-	n, perStep int
-	seed       uint64
-}
-
-func (sc schedule) groups(s int) []int {
-	out := make([]int, 0, sc.perStep)
-	for p := s * sc.perStep; p < (s+1)*sc.perStep; p++ {
-		epoch := p / sc.n
-		perm := rand.New(rand.NewPCG(sc.seed, uint64(epoch))).Perm(sc.n)
-		out = append(out, perm[p%sc.n])
-	}
-	return out
-}
-
-// stepsFor is the number of steps that covers epochs passes.
-func (sc schedule) stepsFor(epochs int) int {
-	return (epochs*sc.n + sc.perStep - 1) / sc.perStep
 }
 
 // batch builds the examples of the given groups with their advantages and

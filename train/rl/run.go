@@ -108,9 +108,9 @@ func train(ctx context.Context, env *trainer.Env, o Options, files []string, sta
 	if per == 0 || per > len(gs) {
 		per = len(gs)
 	}
-	sc := schedule{n: len(gs), perStep: per, seed: o.Seed + uint64(start)}
+	sc := trainer.Order{N: len(gs), PerStep: per, Seed: o.Seed + uint64(start)}
 	if end < 0 {
-		end = start + sc.stepsFor(o.Epochs)
+		end = start + sc.StepsFor(o.Epochs)
 		if o.Steps > 0 {
 			end = o.Steps
 		}
@@ -123,7 +123,7 @@ func train(ctx context.Context, env *trainer.Env, o Options, files []string, sta
 	loop := o.Options.Loop(env, o, end, log)
 	loop.Extra = extra
 	loop.Next = func(ctx context.Context, s int) (*trainer.Job, error) {
-		exs, metrics, skip := batch(gs, sc.groups(s-start), scale)
+		exs, metrics, skip := batch(gs, sc.Items(s-start), scale)
 		job := &trainer.Job{Metrics: metrics, Skip: skip, NeedRef: o.Loss.Beta > 0}
 		if skip != "" {
 			return job, nil

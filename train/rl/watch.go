@@ -85,7 +85,7 @@ func runWatch(ctx context.Context, be kernels.Backend, o Options, log io.Writer)
 		if per == 0 || per > gs {
 			per = gs
 		}
-		n := schedule{n: gs, perStep: per}.stepsFor(o.Epochs)
+		n := trainer.Order{N: gs, PerStep: per}.StepsFor(o.Epochs)
 		if o.Steps > 0 { // in watch mode --steps counts the steps of one session
 			n = o.Steps
 		}

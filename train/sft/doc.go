@@ -1,0 +1,14 @@
+// Package sft is hone-train's supervised fine-tuning job on the same LoRA
+// adapters GRPO trains: the input is trajectory files (Parquet) or JSON
+// Lines chat data ({"messages": [...], "tools": [...]} per line, read by
+// format/trajectory's ImportJSONL), and only assistant turns are trained —
+// all of them, or the last of each conversation (--turns). Tokens come from
+// format/layout with the model's own chat template (sampled ids are used
+// where a trajectory carries them).
+//
+// Loss: the token mean of the negative log-likelihood over the step's
+// trainable tokens, −(1/T) Σ_t log π(x_t | x_<t), accumulated over
+// micro-batches by token budget. Steps, data order, checkpoints, resume and
+// metrics are train/trainer's, so an SFT run folder can seed a GRPO run
+// (hone-train grpo --init-adapter OUT/RUN/step-N).
+package sft

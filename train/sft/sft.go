@@ -1,0 +1,199 @@
+package sft
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/train/trainer"
+	"github.com/spf13/pflag"
+)
+
+// Options configure an SFT run; the JSON form is the run's saved config.
+type Options struct {
+	trainer.Options
+	Inputs    []string `json:"inputs"`
+	Turns     string   `json:"turns"`
+	BatchSize int      `json:"batch_size"`
+	MinReward *float64 `json:"min_reward,omitempty"`
+}
+
+// AddFlags registers the SFT flags and the shared ones.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Options.AddFlags(fs, 5e-5)
+	fs.StringVar(&o.Turns, "turns", "all", "assistant turns to train: all, or last (of each conversation)")
+	fs.IntVar(&o.BatchSize, "batch-size", 8, "conversations per optimizer step (0: all)")
+	fs.Var(&optFloat{&o.MinReward}, "min-reward", "train only trajectories with reward ≥ this (and a reward)")
+}
+
+// optFloat is a float flag that stays nil until set.
+type optFloat struct{ p **float64 }
+
+func (f *optFloat) String() string {
+	if f.p == nil || *f.p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(**f.p, 'g', -1, 64)
+}
+
+func (f *optFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return err
+	}
+	*f.p = &v
+	return nil
+}
+
+func (f *optFloat) Type() string { return "float" }
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	if err := o.Options.Validate(); err != nil {
+		return err
+	}
+	if o.Turns != "all" && o.Turns != "last" {
+		return fmt.Errorf("--turns %q: want all or last", o.Turns)
+	}
+	if o.BatchSize < 0 {
+		return fmt.Errorf("--batch-size %d must not be negative", o.BatchSize)
+	}
+	if len(o.Inputs) == 0 {
+		return fmt.Errorf("no input files")
+	}
+	return nil
+}
+
+// Run trains. Messages go to log.
+func Run(ctx context.Context, be kernels.Backend, o Options, log io.Writer) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	env, err := trainer.Setup(ctx, be, &o.Options, o, o.Resume, log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	kw, _ := o.Kwargs()
+	exs, skipped, err := Load(ctx, env.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw})
+	if err != nil {
+		return err
+	}
+	if len(exs) == 0 {
+		return fmt.Errorf("nothing to train in %v: %d conversations skipped (errors, reward filter or no assistant turn)", o.Inputs, skipped)
+	}
+	fmt.Fprintf(log, "sft: %d conversations (%d skipped)\n", len(exs), skipped)
+	per := o.BatchSize
+	if per == 0 || per > len(exs) {
+		per = len(exs)
+	}
+	order := trainer.Order{N: len(exs), PerStep: per, Seed: o.Seed}
+	end := order.StepsFor(o.Epochs)
+	if o.Steps > 0 {
+		end = o.Steps
+	}
+	if env.Done >= end {
+		fmt.Fprintf(log, "%s is at step %d; nothing to do (target %d)\n", env.Ckpt.Dir, env.Done, end)
+		return nil
+	}
+	loop := o.Options.Loop(env, o, end, log)
+	loop.Next = func(ctx context.Context, s int) (*trainer.Job, error) {
+		idx := order.Items(s)
+		batch := make([]trainer.Example, len(idx))
+		T := 0
+		for k, i := range idx {
+			batch[k] = exs[i]
+			T += exs[i].Trainable()
+		}
+		mbs, err := trainer.Pack(batch, o.TokenBudget)
+		if err != nil {
+			return nil, err
+		}
+		return &trainer.Job{MicroBatches: mbs, Loss: NLL(T), Metrics: map[string]float64{"conversations": float64(len(idx))}}, nil
+	}
+	return loop.Run(ctx, env.Done, end)
+}
+
+// NLL is the SFT loss of a step with T trainable tokens: each token
+// contributes −ℓ_t/T, so dLoss/dℓ_t = −1/T.
+func NLL(T int) trainer.LossFunc {
+	return func(mb *trainer.MicroBatch, out trainer.Outputs) (map[string]float64, []float64, error) {
+		grad := make([]float64, len(out.Logprob))
+		loss := 0.0
+		for i, lp := range out.Logprob {
+			loss -= float64(lp) / float64(T)
+			grad[i] = -1 / float64(T)
+		}
+		return map[string]float64{"loss": loss}, grad, nil
+	}
+}
+
+// Load reads conversations (Parquet trajectory files, or .jsonl/.json chat
+// files) and lays each out with its assistant turns trainable (all, or the
+// last). Trajectories with an error, or below minReward when set, and
+// conversations without an assistant turn are skipped and counted.
+func Load(ctx context.Context, text *layout.Model, files []string, turns string, minReward *float64, lopt layout.Options) ([]trainer.Example, int, error) {
+	var groups []trajectory.Group
+	for _, f := range files {
+		if strings.HasSuffix(f, ".jsonl") || strings.HasSuffix(f, ".json") {
+			r, err := os.Open(f)
+			if err != nil {
+				return nil, 0, err
+			}
+			gs, _, err := trajectory.ImportJSONL(ctx, r, f)
+			r.Close()
+			if err != nil {
+				return nil, 0, err
+			}
+			groups = append(groups, gs...)
+			continue
+		}
+		gs, err := trajectory.ReadAll(ctx, []string{f}, trajectory.ReadOptions{})
+		if err != nil {
+			return nil, 0, err
+		}
+		groups = append(groups, gs...)
+	}
+	var exs []trainer.Example
+	skipped := 0
+	for _, g := range groups {
+		for _, t := range g.Trajectories {
+			if t.Error != "" || (minReward != nil && (t.Reward == nil || math.IsNaN(*t.Reward) || *t.Reward < *minReward)) {
+				skipped++
+				continue
+			}
+			msgs := append([]trajectory.Message(nil), t.Messages...)
+			last := -1
+			for i := range msgs {
+				msgs[i].Trainable = false
+				if msgs[i].Role == "assistant" {
+					last = i
+					msgs[i].Trainable = turns == "all"
+				}
+			}
+			if last < 0 {
+				skipped++
+				continue
+			}
+			msgs[last].Trainable = true
+			lay, err := text.Layout(msgs, t.Tools, lopt)
+			if err != nil {
+				return nil, 0, fmt.Errorf("group %s, trajectory %s: %w", g.ID, t.ID, err)
+			}
+			ex := trainer.Example{Seqs: lay.Sequences}
+			if ex.Trainable() == 0 {
+				skipped++
+				continue
+			}
+			exs = append(exs, ex)
+		}
+	}
+	return exs, skipped, nil
+}

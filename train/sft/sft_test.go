@@ -1,0 +1,133 @@
+package sft
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/hone-rl/hone/train/tinymodel"
+	"github.com/hone-rl/hone/train/trainer"
+	"github.com/spf13/pflag"
+)
+
+func setup(t *testing.T) (dir, modelDir, data string) {
+	t.Helper()
+	dir = t.TempDir()
+	modelDir = filepath.Join(dir, "model")
+	if err := tinymodel.Write(context.Background(), modelDir, tinymodel.Options{Family: "llama", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 1, InitStd: 0.2}, ref.New()); err != nil {
+		t.Fatal(err)
+	}
+	// Two-turn chats: the answers are a fixed function of the question.
+	var b bytes.Buffer
+	for i := range 6 {
+		line := map[string]any{"messages": []map[string]string{
+			{"role": "user", "content": fmt.Sprintf("q%d", i)},
+			{"role": "assistant", "content": fmt.Sprintf("a%d", i)},
+			{"role": "user", "content": "again"},
+			{"role": "assistant", "content": fmt.Sprintf("b%d!", 5-i)},
+		}}
+		js, _ := json.Marshal(line)
+		b.Write(append(js, '\n'))
+	}
+	data = filepath.Join(dir, "chats.jsonl")
+	if err := os.WriteFile(data, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, modelDir, data
+}
+
+func TestTurnsAllOrLast(t *testing.T) {
+	_, md, data := setup(t)
+	text, err := layout.LoadModel(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _, err := Load(context.Background(), text, []string{data}, "all", nil, layout.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, _, err := Load(context.Background(), text, []string{data}, "last", nil, layout.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "a0" + <|im_end|> = 3 tokens, "b5!" + <|im_end|> = 4 tokens.
+	if len(all) != 6 || all[0].Trainable() != 7 || last[0].Trainable() != 4 {
+		t.Errorf("trainable tokens: all %d, last %d over %d chats; want 7 and 4", all[0].Trainable(), last[0].Trainable(), len(all))
+	}
+}
+
+func TestSFTLossDrops(t *testing.T) {
+	dir, md, data := setup(t)
+	var o Options
+	o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
+	o.Model, o.Out, o.Name, o.Inputs = md, dir, "sft", []string{data}
+	o.LR, o.Rank, o.Alpha, o.Steps, o.BatchSize, o.WeightDecay, o.MaxGradNorm = 3e-2, 8, 16, 30, 0, 0, 1
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	var log bytes.Buffer
+	if err := Run(context.Background(), be, o, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	f, err := os.ReadFile(filepath.Join(dir, "sft", checkpoint.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var losses []float64
+	sc := bufio.NewScanner(bytes.NewReader(f))
+	for sc.Scan() {
+		var r map[string]float64
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, r["loss"])
+	}
+	if len(losses) != 30 || !(losses[29] < 0.5*losses[0]) {
+		t.Fatalf("loss %v → %v over %d steps; want it halved", losses[0], losses[len(losses)-1], len(losses))
+	}
+	t.Logf("SFT loss %.3f → %.3f in 30 steps", losses[0], losses[29])
+
+	// The SFT adapter seeds another run (what GRPO's --init-adapter does).
+	var o2 trainer.Options = o.Options
+	o2.Name, o2.InitAdapter = "next", filepath.Join(dir, "sft", checkpoint.StepName(30))
+	env, err := trainer.Setup(context.Background(), be, &o2, o2, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	got := env.Ad.ToPEFT("x")
+	want, _, _, err := trainer.Restore(&checkpoint.Run{Dir: filepath.Join(dir, "sft")}, 30, &env.Model.Config, o.AdamWParams(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l, mods := range want.ToPEFT("x").Tensors {
+		for name, p := range mods {
+			if !equal(got.Tensors[l][name].B, p.B) {
+				t.Errorf("layer %d %s differs after --init-adapter", l, name)
+			}
+		}
+	}
+}
+
+func equal(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

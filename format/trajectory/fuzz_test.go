@@ -92,3 +92,39 @@ func TestCorruptInputsGiveClearErrors(t *testing.T) {
 		})
 	}
 }
+
+// FuzzImportJSONL checks that import never panics, and that whatever it
+// accepts survives export and import unchanged.
+func FuzzImportJSONL(f *testing.F) {
+	f.Add([]byte(foreignLog))
+	var buf bytes.Buffer
+	if err := ExportJSONL(&buf, sampleGroups(9, 2, 2)...); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],"payload":{ "x" : [ 1 , 2 ] },"created_at":"2026-01-02T03:04:05.123+02:00"}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant","latency_ms":1e300}]}`))
+	f.Add([]byte("{}\n\n[]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ctx := context.Background()
+		groups, _, err := ImportJSONL(ctx, bytes.NewReader(data), "fuzz.jsonl")
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.jsonl") {
+				t.Fatalf("error does not name the input: %v", err)
+			}
+			return
+		}
+		var out bytes.Buffer
+		if err := ExportJSONL(&out, groups...); err != nil {
+			t.Fatalf("export of an accepted import failed: %v", err)
+		}
+		again, res, err := ImportJSONL(ctx, &out, "export.jsonl")
+		if err != nil {
+			t.Fatalf("re-import of our own export failed: %v\n%s", err, out.Bytes())
+		}
+		if res.GeneratedIDs != 0 || res.GeneratedGroupIDs != 0 {
+			t.Fatalf("re-import generated ids: %+v", res)
+		}
+		diffGroups(t, groups, again)
+	})
+}

@@ -106,6 +106,9 @@ type ImportResult struct {
 // number, a NUL byte and the line, so importing the same file twice gives
 // the same ids. A line without "group_id" is a group of one whose id is the
 // same digest prefixed "g-". Groups come back in order of first appearance.
+// JSON values kept as text (payload, content parts, tool parameters) are
+// stored compacted, and timestamps in UTC, so that exporting and importing
+// again gives the same trajectories.
 // Top-level keys Hone does not know are kept in Metadata as "jsonl.<key>"
 // holding the key's raw JSON.
 func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, ImportResult, error) {
@@ -188,7 +191,7 @@ func parseLine(line []byte, lineNo int) (t Trajectory, genID, genGroup bool, err
 		CreatedAt: derefTime(jl.CreatedAt), StartedAt: derefTime(jl.StartedAt), FinishedAt: derefTime(jl.FinishedAt),
 	}
 	if len(jl.Payload) > 0 && string(jl.Payload) != "null" {
-		t.Payload = string(jl.Payload)
+		t.Payload = compact(jl.Payload)
 	}
 	var msgs []json.RawMessage
 	if m, ok := raw["messages"]; ok && string(m) != "null" {
@@ -209,7 +212,7 @@ func parseLine(line []byte, lineNo int) (t Trajectory, genID, genGroup bool, err
 		}
 		tt := Tool{Type: tool.Type, Name: tool.Function.Name, Description: tool.Function.Description}
 		if len(tool.Function.Parameters) > 0 && string(tool.Function.Parameters) != "null" {
-			tt.Parameters = string(tool.Function.Parameters)
+			tt.Parameters = compact(tool.Function.Parameters)
 		}
 		t.Tools = append(t.Tools, tt)
 	}
@@ -285,8 +288,13 @@ func messageFromJSON(jm *jsonMessage, _ json.RawMessage) (Message, error) {
 	m := Message{
 		Role: jm.Role, ToolCallID: jm.ToolCallID, Name: jm.Name, Trainable: jm.Trainable,
 		TokenIDs: jm.TokenIDs, Logprobs: jm.Logprobs, FinishReason: jm.FinishReason,
-		AnswerModel: jm.AnswerModel, Latency: time.Duration(math.Round(jm.LatencyMS * 1e6)),
+		AnswerModel: jm.AnswerModel,
 	}
+	// A Duration holds about 292 years; refuse what it cannot.
+	if !(jm.LatencyMS >= 0 && jm.LatencyMS < 1e12) {
+		return m, fmt.Errorf("latency_ms %v: want 0 <= latency_ms < 1e12", jm.LatencyMS)
+	}
+	m.Latency = time.Duration(math.Round(jm.LatencyMS * 1e6))
 	if m.Role == "" {
 		return m, errors.New("no role")
 	}
@@ -301,7 +309,7 @@ func messageFromJSON(jm *jsonMessage, _ json.RawMessage) (Message, error) {
 	default:
 		// null or a list of parts: keep the exact JSON, and the text parts
 		// joined, for readers that only want text.
-		m.ContentParts = string(c)
+		m.ContentParts = compact(c)
 		if c[0] == '[' {
 			var parts []struct {
 				Type string `json:"type"`
@@ -334,11 +342,23 @@ func messageFromJSON(jm *jsonMessage, _ json.RawMessage) (Message, error) {
 	return m, nil
 }
 
+// derefTime returns t in UTC, as the Parquet reader does.
 func derefTime(t *time.Time) time.Time {
 	if t == nil {
 		return time.Time{}
 	}
-	return *t
+	return t.UTC()
+}
+
+// compact removes insignificant whitespace from valid JSON, so that what
+// ImportJSONL stores is what ExportJSONL writes (encoding/json compacts raw
+// values on output).
+func compact(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw) // json.Unmarshal already accepted it; keep it as is
+	}
+	return b.String()
 }
 
 func timePtr(t time.Time) *time.Time {

@@ -12,7 +12,11 @@ import (
 
 // New returns a model of config c with every weight allocated (zero; norm
 // weights zero too) and computing with be. Load and tinymodel fill it.
-func New(c Config, be kernels.Backend) (*Model, error) {
+func New(c Config, be kernels.Backend) (*Model, error) { return newModel(c, be, false) }
+
+// newModel is New, allocating the projection, embedding and lm_head
+// matrices as bfloat16 when bf16 is set.
+func newModel(c Config, be kernels.Backend, bf16 bool) (*Model, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -25,15 +29,21 @@ func New(c Config, be kernels.Backend) (*Model, error) {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
 	C, V := c.Hidden, c.Vocab
-	m := &Model{Config: c, be: be, Embed: Matrix{F32: make([]float32, V*C)}, Norm: make([]float32, C), Blocks: make([]Block, c.Layers)}
+	matrix := func(n int) Matrix {
+		if bf16 {
+			return Matrix{BF16: make([]uint16, n)}
+		}
+		return Matrix{F32: make([]float32, n)}
+	}
+	m := &Model{Config: c, be: be, Embed: matrix(V * C), Norm: make([]float32, C), Blocks: make([]Block, c.Layers)}
 	if c.TieEmbeddings {
 		m.Head = m.Embed
 	} else {
-		m.Head = Matrix{F32: make([]float32, V*C)}
+		m.Head = matrix(V * C)
 	}
 	lin := func(mod Module, bias bool) Linear {
 		in, out := c.dims(mod)
-		l := Linear{Weight: Matrix{F32: make([]float32, out*in)}, In: in, Out: out}
+		l := Linear{Weight: matrix(out * in), In: in, Out: out}
 		if bias {
 			l.Bias = make([]float32, out)
 		}

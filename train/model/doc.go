@@ -6,7 +6,7 @@
 //
 //   - loading a Hugging Face model folder (config.json + safetensors, single
 //     file or sharded, any of f32/f16/bf16 on disk, kept as float32 in memory,
-//     or as bfloat16 after Model.ToBF16) into a Model; SaveWeights writes the
+//     or as bfloat16 with LoadBF16 / Model.ToBF16) into a Model; SaveWeights writes the
 //     weights back (after Merge: a merged checkpoint);
 //   - the training pass: a full-sequence forward over packed sequences that
 //     returns per-token log-probabilities of given targets and the entropy

@@ -143,7 +143,13 @@ func TestGolden(t *testing.T) {
 				gc := loadGoldenCase(t, folder, be)
 				m, ad, b := gc.model, gc.ad, gc.batch
 				if bf16 {
-					m.ToBF16()
+					var err error
+					if m, err = LoadBF16(filepath.Join(goldenDir, folder, "model"), be); err != nil {
+						t.Fatal(err)
+					}
+					if m.Embed.BF16 == nil || m.Blocks[0].MLP.Down.Weight.BF16 == nil {
+						t.Fatal("LoadBF16 kept float32 matrices")
+					}
 				}
 
 				logits, err := m.Logits(ctx, b, ad)

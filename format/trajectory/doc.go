@@ -16,10 +16,18 @@
 // group and field in its errors. Columns it does not know are ignored, so
 // newer writers can add columns without breaking older readers.
 //
+// Writing: NewWriter(w, opts), WriteGroup for each group, Close; or
+// WriteFile, which writes to a temporary name and renames. Reading:
+// Open(ctx, paths, opts) over files, globs, directories and "-", then Next
+// until io.EOF; ReadAll and Validate wrap that loop. NewReader reads one
+// file from an io.ReaderAt.
+//
 // ImportJSONL and ExportJSONL move trajectories to and from JSON Lines in
 // the OpenAI chat shape ({"messages": [...], "tools": [...]} per line, plus
 // Hone's fields when present), so logs from other tools can enter and Hone's
-// files can leave. Stats summarizes a set of files for hone-inspect.
+// files can leave; lines without ids get deterministic ones (see
+// ImportJSONL). ComputeStats (or a StatsBuilder fed group by group)
+// summarizes an input set per step and per environment for hone-inspect.
 //
 // The package imports nothing of Hone's.
 package trajectory

@@ -10,6 +10,7 @@ import (
 
 func TestJSONLRoundTrip(t *testing.T) {
 	groups := sampleGroups(8, 5, 4)
+	groups[2].Trajectories[1].Messages[0].Content = strings.Repeat("naïve 😀 ", (1<<20)/12)
 	var buf bytes.Buffer
 	if err := ExportJSONL(&buf, groups...); err != nil {
 		t.Fatal(err)

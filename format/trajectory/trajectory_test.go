@@ -240,6 +240,7 @@ func TestWriterRejects(t *testing.T) {
 		{"duplicate id in group", []Group{{ID: "g", Trajectories: []Trajectory{{ID: "a"}, {ID: "a"}}}}, `"a" twice`},
 		{"duplicate id across groups", []Group{{ID: "g", Trajectories: []Trajectory{{ID: "a"}}}, {ID: "h", Trajectories: []Trajectory{{ID: "a"}}}}, "already written"},
 		{"group twice", []Group{{ID: "g", Trajectories: []Trajectory{{ID: "a"}}}, {ID: "g", Trajectories: []Trajectory{{ID: "b"}}}}, "group already written"},
+		{"empty group", []Group{{ID: "g"}}, "no trajectories"},
 		{"empty trajectory id", []Group{{ID: "g", Trajectories: []Trajectory{{}}}}, "trajectory_id: empty"},
 		{"bad split", []Group{{ID: "g", Trajectories: []Trajectory{{ID: "a", Split: "dev"}}}}, "split"},
 		{"bad payload", []Group{{ID: "g", Trajectories: []Trajectory{{ID: "a", Payload: "{"}}}}, "payload"},

@@ -68,7 +68,8 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	}
 }
 
-// WriteGroup validates and writes one whole group. A trajectory with an
+// WriteGroup validates and writes one whole group, which must hold at least
+// one trajectory. A trajectory with an
 // empty GroupID takes the group's ID; one with a different GroupID is an
 // error. A group ID or trajectory ID already written to this file is an
 // error. After an error the Writer is unusable and Close reports it.
@@ -84,6 +85,10 @@ func (w *Writer) WriteGroup(ctx context.Context, g Group) error {
 	}
 	if g.ID == "" {
 		return fmt.Errorf("trajectory: write group: empty group id")
+	}
+	if len(g.Trajectories) == 0 {
+		// A file has no row for an empty group, so it could not be read back.
+		return fmt.Errorf("trajectory: write group %q: no trajectories", g.ID)
 	}
 	if _, dup := w.groups[g.ID]; dup {
 		return fmt.Errorf("trajectory: write group %q: group already written to this file", g.ID)

@@ -27,5 +27,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input, 130 interrupted.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newInitModelCmd(stdout))
+	root.AddCommand(newGRPOCmd(stderr))
+	root.AddCommand(newSFTCmd(stderr))
 	return root
 }

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"io"
+	"runtime"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/train/rl"
+	"github.com/spf13/cobra"
+)
+
+func newGRPOCmd(stderr io.Writer) *cobra.Command {
+	var opts rl.Options
+	var threads int
+	cmd := &cobra.Command{
+		Use:   "grpo --model DIR --run NAME [flags] (FILES... | --watch-dir DIR)",
+		Short: "Train a LoRA adapter with GRPO on scored trajectory files",
+		Long: `grpo trains a LoRA adapter on groups of scored trajectories (Parquet files,
+globs or folders). Advantages are A = r − mean(group), divided by the group's
+std unless --scale-rewards says otherwise; zero-advantage trajectories are
+dropped and counted. Only the tokens the policy sampled are trained, with
+their stored logprobs.
+
+Default loss (ART's): −clip(sg(ρ), 1−ε, 1+ε_high)·A·logπ with ε=1, ε_high=4,
+ρ = exp(logπ − logπ_sampler) per token, every trajectory weighted equally.
+--loss ppo gives −min(ρA, clip(ρ, 1−ε, 1+ε_high)A) with ε=0.2; --ratio-level
+sequence gives GSPO; --norm tokens|constant give DAPO's token mean and
+Dr. GRPO's constant; --beta adds the k3 KL to the base model; --tis C
+truncated importance sampling against the sampler's logprobs.
+
+Each step is saved to OUT/RUN/step-NNNNNN (PEFT adapter, optimizer state,
+train_config.json), then OUT/RUN/latest is moved to it; metrics go to
+OUT/RUN/metrics.jsonl, one JSON object per step. --resume continues from
+latest and ends bit-identical to an uninterrupted run.
+
+--watch-dir DIR trains on the *.parquet files in DIR that OUT/RUN/manifest.json
+does not list (by sha256), holding OUT/RUN/lock; with nothing new it says so
+and exits 0. --steps then counts steps per session.`,
+		Example: `  hone-train grpo --model models/tiny --run ttt --groups-per-step 16 scored/round-*.parquet
+  hone-train grpo --model models/tiny --run ttt --loss ppo --epsilon 0.2 --epsilon-high 0.28 --norm tokens scored/
+  hone-train grpo --model models/tiny --run ttt --watch-dir scored/`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.WatchDir == "" {
+				files, err := cli.ExpandInputs(args, ".parquet")
+				if err != nil {
+					return err
+				}
+				opts.Inputs = files
+			} else if len(args) > 0 {
+				return cli.Usagef("grpo: give files or --watch-dir, not both")
+			}
+			opts.Normalize()
+			if err := opts.Validate(); err != nil {
+				return cli.Usage(err)
+			}
+			be, err := cpu.New(cpu.Options{Workers: threads})
+			if err != nil {
+				return err
+			}
+			defer be.Close()
+			return rl.Run(cmd.Context(), be, opts, stderr)
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	return cmd
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/hone-rl/hone/train/tinymodel"
+)
+
+// TestMain lets the test binary stand in for the hone-train binary (for
+// the cron script test): run as HONE_TRAIN_TEST_MAIN=1 it is main.
+func TestMain(m *testing.M) {
+	if os.Getenv("HONE_TRAIN_TEST_MAIN") != "" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// scoredFixture writes a tiny model and one scored file of 2 groups × 3
+// into watch.
+func scoredFixture(t *testing.T, dir, watch, name string) string {
+	t.Helper()
+	md := filepath.Join(dir, "model")
+	if _, err := os.Stat(md); err != nil {
+		if err := tinymodel.Write(context.Background(), md, tinymodel.Options{Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2}, ref.New()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var gs []trajectory.Group
+	for g := range 2 {
+		grp := trajectory.Group{ID: fmt.Sprintf("%s-%d", name, g)}
+		for i := range 3 {
+			ids := []int32{'m', 'v', '0' + int32(i), 258} // byte tokens, then <|im_end|>
+			grp.Trajectories = append(grp.Trajectories, trajectory.Trajectory{
+				ID: fmt.Sprintf("%s-%d-%d", name, g, i), GroupID: grp.ID, Reward: trajectory.Float64(float64(i)),
+				Messages: []trajectory.Message{
+					{Role: "user", Content: "go"},
+					{Role: "assistant", Content: fmt.Sprintf("mv%d", i), Trainable: true, TokenIDs: ids, Logprobs: []float32{-1, -1, -1, -1}, FinishReason: "stop"},
+				},
+			})
+		}
+		gs = append(gs, grp)
+	}
+	if err := os.MkdirAll(watch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := trajectory.WriteFile(context.Background(), filepath.Join(watch, name+".parquet"), gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return md
+}
+
+// TestCronScriptTwiceTrainsOnce runs pipelines/cron/hone-train-cron.sh twice
+// with this test binary as hone-train: the first call trains one step, the
+// second finds nothing new and leaves the run as it was.
+func TestCronScriptTwiceTrainsOnce(t *testing.T) {
+	dir := t.TempDir()
+	watch := filepath.Join(dir, "scored")
+	md := scoredFixture(t, dir, watch, "r1")
+	script, err := filepath.Abs("../../pipelines/cron/hone-train-cron.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() string {
+		cmd := exec.Command("sh", script)
+		cmd.Env = append(os.Environ(),
+			"HONE_TRAIN_TEST_MAIN=1", "HONE_TRAIN="+os.Args[0], "HONE_MODEL="+md, "HONE_SCORED="+watch,
+			"HONE_ADAPTERS="+filepath.Join(dir, "adapters"), "HONE_RUN=cron", "HONE_TRAIN_FLAGS=--rank 2 --threads 1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("cron script: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	ck := &checkpoint.Run{Dir: filepath.Join(dir, "adapters", "cron")}
+	run()
+	first, ok, err := ck.Latest()
+	if err != nil || !ok || first != 1 {
+		t.Fatalf("after the first call: latest %d %v %v, want step 1", first, ok, err)
+	}
+	before, _ := os.ReadFile(filepath.Join(ck.Dir, checkpoint.MetricsName))
+	out := run()
+	after, _ := os.ReadFile(filepath.Join(ck.Dir, checkpoint.MetricsName))
+	if n, _, _ := ck.Latest(); n != 1 || !strings.Contains(out, "nothing new") || !bytes.Equal(before, after) {
+		t.Fatalf("second call trained again: latest %d, output %q", n, out)
+	}
+}
+
+func TestTrainUsage(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	in := filepath.Join(dir, "s", "a.parquet")
+	for _, args := range [][]string{
+		{"grpo", in},                          // no --model
+		{"grpo", "--model", md, in},           // no --run
+		{"grpo", "--model", md, "--run", "x"}, // no inputs
+		{"grpo", "--model", md, "--run", "x", "--loss", "reinforce", in},
+		{"grpo", "--model", md, "--run", "x", "--scale-rewards", "zscore", in},
+		{"grpo", "--model", md, "--run", "x", "--norm", "constant", "--norm-constant", "0", in},
+		{"sft", "--model", md, "--run", "x", "--turns", "first", in},
+		{"sft", "--model", md, "--run", "x", "--lr-schedule", "linear", in},
+	} {
+		var out bytes.Buffer
+		err := cli.ExecuteCommand(context.Background(), newRootCmd(&out, &out), args)
+		if cli.ExitCode(err) != cli.ExitUsage {
+			t.Errorf("%v: exit %d (%v), want usage", args, cli.ExitCode(err), err)
+		}
+	}
+	// A valid grpo call trains and reports each step.
+	var out bytes.Buffer
+	args := []string{"grpo", "--model", md, "--run", "ok", "--out", filepath.Join(dir, "adapters"), "--rank", "2", "--threads", "1", in}
+	if err := cli.ExecuteCommand(context.Background(), newRootCmd(&out, &out), args); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "step 1:") {
+		t.Errorf("no step line in %q", out.String())
+	}
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"io"
+	"runtime"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/train/sft"
+	"github.com/spf13/cobra"
+)
+
+func newSFTCmd(stderr io.Writer) *cobra.Command {
+	var opts sft.Options
+	var threads int
+	cmd := &cobra.Command{
+		Use:   "sft --model DIR --run NAME [flags] FILES...",
+		Short: "Fine-tune a LoRA adapter on assistant turns (trajectory or JSONL chat files)",
+		Long: `sft trains a LoRA adapter to imitate assistant turns: Parquet trajectory
+files, or JSON Lines chat files (.jsonl, one {"messages": [...], "tools": [...]}
+per line). --turns all trains every assistant turn, --turns last only the last
+of each conversation. The loss is the mean negative log-likelihood over the
+step's assistant tokens. Checkpoints, --resume and metrics work as in grpo; a
+step folder can seed GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
+		Example: `  hone-train sft --model models/tiny --run warmup --epochs 3 --lr 1e-3 data/scripted.jsonl
+  hone-train sft --model models/tiny --run best --min-reward 1 --turns last scored/`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files, err := cli.ExpandInputs(args, ".parquet")
+			if err != nil {
+				return err
+			}
+			opts.Inputs = files
+			if err := opts.Validate(); err != nil {
+				return cli.Usage(err)
+			}
+			be, err := cpu.New(cpu.Options{Workers: threads})
+			if err != nil {
+				return err
+			}
+			defer be.Close()
+			return sft.Run(cmd.Context(), be, opts, stderr)
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	return cmd
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hone-rl/hone/kernels"
 )
@@ -122,10 +123,13 @@ func newPool(workers int) *pool {
 
 func (p *pool) close() { p.once.Do(func() { close(p.tasks) }) }
 
-// parallel runs fn over [0, n) split into contiguous ranges, one per worker,
-// when n·cost (work per item) reaches the backend's threshold; otherwise on
-// the calling goroutine. A part that cannot be queued (workers busy with
-// another caller) runs inline, so nested or concurrent calls never deadlock.
+// parallel runs fn over [0, n) split into contiguous parts when n·cost
+// (work per item) reaches the backend's threshold; otherwise on the calling
+// goroutine. Parts are claimed from a shared counter by the caller and by
+// the workers it wakes, so the caller never waits for a worker that has not
+// started yet (on a busy machine a wake-up can take longer than the work):
+// it only waits for parts a worker has already claimed. A helper that cannot
+// be queued is simply not sent, so nested or concurrent calls never deadlock.
 func (b *Backend) parallel(n, cost int, fn func(lo, hi int)) {
 	w := b.pool.workers
 	if n <= 0 {
@@ -135,20 +139,26 @@ func (b *Backend) parallel(n, cost int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	if w > n {
-		w = n
-	}
+	parts := min(n, 4*w)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i := 1; i < w; i++ {
-		lo, hi := i*n/w, (i+1)*n/w
-		wg.Add(1)
-		task := func() { defer wg.Done(); fn(lo, hi) }
-		select {
-		case b.pool.tasks <- task:
-		default:
-			task()
+	wg.Add(parts)
+	run := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= parts {
+				return
+			}
+			fn(i*n/parts, (i+1)*n/parts)
+			wg.Done()
 		}
 	}
-	fn(0, n/w)
+	for i := 1; i < w; i++ {
+		select {
+		case b.pool.tasks <- run:
+		default:
+		}
+	}
+	run()
 	wg.Wait()
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // needTool skips a test outside CI and fails it under CI=true.
@@ -96,9 +97,10 @@ func compareSummary(t *testing.T, what string, d duckSummary, s Summary) {
 	check("tokens", d.Tokens, float64(s.Tokens))
 }
 
-// TestDuckDBAgreesWithStats writes a file with several steps and rewards,
-// null ones among them, and checks DuckDB's aggregates against Stats.
-func TestDuckDBAgreesWithStats(t *testing.T) {
+// duckQuery runs testdata/duckdb/query.mjs with args, skipping or failing
+// (under CI) when node or the npm package is missing.
+func duckQuery(t *testing.T, args ...string) []byte {
+	t.Helper()
 	root := repoRoot(t)
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -107,6 +109,44 @@ func TestDuckDBAgreesWithStats(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "testdata/duckdb/node_modules/@duckdb/node-api")); err != nil {
 		needTool(t, "run `npm ci` in testdata/duckdb")
 	}
+	cmd := exec.Command(node, append([]string{filepath.Join(root, "testdata/duckdb/query.mjs")}, args...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("query.mjs %v: %v\n%s", args, err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestReadFileWrittenByDuckDB has DuckDB copy one of our files to a new
+// Parquet file of its own making (its own list, map and timestamp
+// encodings, no hone metadata) and reads that back.
+func TestReadFileWrittenByDuckDB(t *testing.T) {
+	groups := sampleGroups(12, 5, 4)
+	path := writeTemp(t, "ours.parquet", groups, WriterOptions{})
+	copied := filepath.Join(t.TempDir(), "duck.parquet")
+	duckQuery(t, path, "COPY (SELECT * FROM t) TO '"+copied+"' (FORMAT parquet)")
+	got, err := ReadAll(context.Background(), []string{copied}, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// DuckDB keeps timestamps to the microsecond.
+	for _, g := range groups {
+		for i := range g.Trajectories {
+			tr := &g.Trajectories[i]
+			tr.CreatedAt = tr.CreatedAt.Truncate(time.Microsecond)
+			tr.StartedAt = tr.StartedAt.Truncate(time.Microsecond)
+			tr.FinishedAt = tr.FinishedAt.Truncate(time.Microsecond)
+		}
+	}
+	diffGroups(t, groups, got)
+}
+
+// TestDuckDBAgreesWithStats writes a file with several steps and rewards,
+// null ones among them, and checks DuckDB's aggregates against Stats.
+func TestDuckDBAgreesWithStats(t *testing.T) {
 	groups := sampleGroups(11, 30, 4)
 	// A step where nothing is scored: DuckDB's avg is NULL, ours 0.
 	for i := range groups[29].Trajectories {
@@ -125,14 +165,7 @@ func TestDuckDBAgreesWithStats(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.CommandContext(ctx, node, filepath.Join(root, "testdata/duckdb/query.mjs"), path)
-	out, err := cmd.Output()
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			t.Fatalf("query.mjs: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatal(err)
-	}
+	out := duckQuery(t, path)
 	var duck struct {
 		Total         duckSummary   `json:"total"`
 		ByStep        []duckSummary `json:"by_step"`

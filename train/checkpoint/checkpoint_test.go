@@ -1,0 +1,131 @@
+package checkpoint
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/peft"
+)
+
+func adapter() *peft.Adapter {
+	a := &peft.Adapter{Config: peft.Config{R: 1, LoraAlpha: 2, TargetModules: []string{"q_proj"}}}
+	a.Set(0, "q_proj", peft.LoRA{A: []float32{1, 2}, B: []float32{3, 4}, R: 1, In: 2, Out: 2})
+	return a
+}
+
+func TestSaveLatestRestore(t *testing.T) {
+	r := &Run{Dir: filepath.Join(t.TempDir(), "run")}
+	if _, ok, err := r.Latest(); ok || err != nil {
+		t.Fatalf("fresh run: latest ok=%v err=%v", ok, err)
+	}
+	m := []float32{0.5, -1}
+	for step := 1; step <= 3; step++ {
+		st := State{Step: step, OptimizerStep: step, Metrics: map[string]float64{"reward_mean": float64(step % 3)}}
+		if err := r.Save(adapter(), []Tensor{{"x.exp_avg", m}}, st, map[string]any{"lr": 0.1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, ok, err := r.Latest()
+	if err != nil || !ok || n != 3 {
+		t.Fatalf("latest %d %v %v", n, ok, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(r.Dir, LatestName))
+	if string(b) != "step-000003\n" {
+		t.Errorf("latest file %q", b)
+	}
+	got := []Tensor{{"x.exp_avg", make([]float32, 2)}}
+	if err := r.ReadOptimizer(3, got); err != nil || got[0].Values[0] != 0.5 || got[0].Values[1] != -1 {
+		t.Errorf("optimizer %v %v", got[0].Values, err)
+	}
+	if cfg, err := r.ReadConfig(3); err != nil || !strings.Contains(string(cfg), `"lr": 0.1`) {
+		t.Errorf("config %s %v", cfg, err)
+	}
+	if _, err := peft.Read(r.StepDir(2)); err != nil {
+		t.Errorf("step folder is not a PEFT adapter: %v", err)
+	}
+	// Saving an existing step at or below latest is refused; a stale folder
+	// above latest (crash before the pointer moved) is replaced.
+	if err := r.Save(adapter(), nil, State{Step: 3}, nil); err == nil {
+		t.Error("overwrote step 3")
+	}
+	if err := os.MkdirAll(filepath.Join(r.StepDir(4), "junk"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Save(adapter(), nil, State{Step: 4}, nil); err != nil {
+		t.Fatalf("stale step folder: %v", err)
+	}
+	// Keep the last 2 plus the best by reward_mean (step 2: 2 % 3 = 2).
+	if err := r.Prune(2, "reward_mean", true); err != nil {
+		t.Fatal(err)
+	}
+	steps, _ := r.Steps()
+	if len(steps) != 3 || steps[0] != 2 || steps[1] != 3 || steps[2] != 4 {
+		t.Errorf("after prune: %v, want [2 3 4]", steps)
+	}
+	if b, ok, _ := r.Best(); !ok || b != 2 {
+		t.Errorf("best %d %v, want 2", b, ok)
+	}
+}
+
+func TestRepairMetrics(t *testing.T) {
+	r := &Run{Dir: t.TempDir()}
+	for s := 1; s <= 3; s++ {
+		if err := r.AppendMetrics(map[string]float64{"step": float64(s), "loss": float64(s)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A torn line from a kill mid-append.
+	f, _ := os.OpenFile(filepath.Join(r.Dir, MetricsName), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"step":4,"lo`)
+	f.Close()
+	if err := r.RepairMetrics(2, map[string]float64{"step": 2, "loss": 9}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(r.Dir, MetricsName))
+	if string(b) != "{\"loss\":1,\"step\":1}\n{\"loss\":2,\"step\":2}\n" {
+		t.Errorf("repaired to %q", b)
+	}
+	// The last saved step's row is restored when it was never written.
+	if err := r.RepairMetrics(5, map[string]float64{"step": 5}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(filepath.Join(r.Dir, MetricsName))
+	if !strings.HasSuffix(string(b), "{\"step\":5}\n") {
+		t.Errorf("missing row not restored: %q", b)
+	}
+}
+
+func TestLockAndManifest(t *testing.T) {
+	r := &Run{Dir: t.TempDir()}
+	unlock, err := r.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Lock(); !errors.Is(err, ErrLocked) {
+		t.Errorf("second lock: %v", err)
+	}
+	unlock()
+	unlock2, err := r.Lock()
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	unlock2()
+
+	p := filepath.Join(r.Dir, "a.parquet")
+	os.WriteFile(p, []byte("abc"), 0o644)
+	fe, err := HashFile(p)
+	if err != nil || fe.SHA256 != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" || fe.Size != 3 {
+		t.Fatalf("hash %+v %v", fe, err)
+	}
+	m := Manifest{Consumed: []FileEntry{fe}, Pending: &Session{StartStep: 1, EndStep: 3}}
+	if err := r.WriteManifest(m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ReadManifest()
+	if err != nil || !got.Has(fe.SHA256) || got.Has("x") || got.Pending.EndStep != 3 {
+		t.Errorf("manifest %+v %v", got, err)
+	}
+}

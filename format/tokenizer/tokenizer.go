@@ -25,8 +25,9 @@ type AddedToken struct {
 	Special    bool   `json:"special"`
 }
 
-// Tokenizer encodes text to token ids and decodes ids to text. It is
-// immutable after Load and safe for concurrent use.
+// Tokenizer encodes text to token ids and decodes ids to text. Apart from
+// its atomically updated word cache it is immutable after Load; it is safe
+// for concurrent use.
 type Tokenizer struct {
 	norm      normalizer
 	split     splitMode // pre-tokenizer pattern

@@ -28,6 +28,7 @@ type Options struct {
 	Quick        bool   // small sizes, for a smoke run
 	GEMMs        string // comma-separated contenders: openblas, gonum
 	Sections     string // comma-separated: squares, mlp, output, decode
+	Vocab        int    // output-layer width (151936 for Qwen2.5)
 }
 
 // AddFlags registers the options on fs.
@@ -38,6 +39,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.DecodeLayers, "decode-layers", 24, "layers in the 0.5B decode pass (0 skips it)")
 	fs.BoolVar(&o.Quick, "quick", false, "small sizes and one layer, for a smoke run")
 	fs.StringVar(&o.GEMMs, "gemm", "openblas,gonum", "contenders (gonum only without cgo)")
+	fs.IntVar(&o.Vocab, "vocab", 151936, "vocabulary size of the output layer")
 	fs.StringVar(&o.Sections, "sections", "squares,mlp,output,decode", "which measurements to run")
 }
 
@@ -98,8 +100,9 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	if !want["squares"] {
 		o.Squares = nil
 	}
+	mlpTokens := o.Tokens
 	if !want["mlp"] {
-		o.Tokens = nil
+		mlpTokens = nil
 	}
 	if !want["decode"] {
 		o.DecodeLayers = 0
@@ -117,15 +120,15 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		}
 	}
 
-	const C, I, V = 896, 4864, 151936
-	if len(o.Tokens) > 0 {
+	const C, I = 896, 4864
+	if len(mlpTokens) > 0 {
 		fmt.Fprintln(w, "\n# MLP up/gate: out[T,4864] = x[T,896]·W[4864,896]ᵀ (LinearForward; T ≤ 4 uses the gemv kernel, not the GEMM)")
 	}
 	var wMLP []float32
-	if len(o.Tokens) > 0 {
+	if len(mlpTokens) > 0 {
 		wMLP = randn(r, I*C)
 	}
-	for _, T := range o.Tokens {
+	for _, T := range mlpTokens {
 		x, out := randn(r, T*C), make([]float32, T*I)
 		for _, b := range backends {
 			m.gflops(fmt.Sprintf("T=%d %s", T, b.Name()), 2*float64(T)*C*I, func() {
@@ -135,8 +138,8 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	}
 	wMLP = nil
 
-	vocab := V
-	if o.Quick {
+	vocab := o.Vocab
+	if o.Quick || vocab <= 0 {
 		vocab = 8192
 	}
 	outTokens := o.Tokens

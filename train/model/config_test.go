@@ -1,0 +1,40 @@
+package model
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/kernels"
+)
+
+// Real config.json files (kept by format/hfconfig) map onto the model's
+// Config with the family specifics: Qwen2 biases, Qwen3 q/k norms and
+// explicit head_dim, Llama 3.2 rope scaling, tied embeddings.
+func TestConfigFromRealFiles(t *testing.T) {
+	dir := "../../format/hfconfig/testdata"
+	cases := map[string]Config{
+		"qwen2.5-0.5b-instruct": {Family: "qwen2", Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
+			HeadDim: 64, RMSNormEps: 1e-6, RoPE: kernels.RoPEConfig{Theta: 1e6, HeadDim: 64}, TieEmbeddings: true, QKVBias: true},
+		"qwen3-1.7b": {Family: "qwen3", Vocab: 151936, Hidden: 2048, Intermediate: 6144, Layers: 28, Heads: 16, KVHeads: 8,
+			HeadDim: 128, RMSNormEps: 1e-6, RoPE: kernels.RoPEConfig{Theta: 1e6, HeadDim: 128}, TieEmbeddings: true, QKNorm: true},
+		"llama-3.2-1b-instruct": {Family: "llama", Vocab: 128256, Hidden: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8,
+			HeadDim: 64, RMSNormEps: 1e-5, TieEmbeddings: true, RoPE: kernels.RoPEConfig{Theta: 500000, HeadDim: 64,
+				Scaling: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 8192}},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			h, err := hfconfig.Load(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ConfigFromHF(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("ConfigFromHF =\n%+v\nwant\n%+v", got, want)
+			}
+		})
+	}
+}

@@ -28,6 +28,7 @@ type Options struct {
 	JudgeTimeout     time.Duration
 	JudgeTemperature float64 // negative: the server's default
 	JudgeMaxTokens   int64
+	JudgeFormat      string // judge.FormatJSONSchema, FormatJSONObject or FormatNone
 	Concurrency      int
 	CacheDir         string
 	NoCache          bool
@@ -76,6 +77,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.JudgeTimeout, "judge-timeout", 5*time.Minute, "time limit of one judge call")
 	fs.Float64Var(&o.JudgeTemperature, "judge-temperature", -1, "sampling temperature of the judge (negative: the server's default)")
 	fs.Int64Var(&o.JudgeMaxTokens, "judge-max-tokens", 0, "maximum tokens of a judge answer (0: the server's default)")
+	fs.StringVar(&o.JudgeFormat, "judge-response-format", "json_schema", "response_format asked of the judge: json_schema, json_object, or none for servers without structured output (answers are validated either way)")
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "judge calls in flight at once")
 	fs.StringVar(&o.CacheDir, "judge-cache", DefaultCacheDir(), "directory of cached judge verdicts")
 	fs.BoolVar(&o.NoCache, "no-judge-cache", false, "neither read nor write the judge cache")
@@ -92,6 +94,11 @@ func (o *Options) validate() error {
 	case PolicyFail, PolicySkip, PolicyMark:
 	default:
 		return usagef("--on-judge-error %q: want fail, skip or mark", o.OnJudgeError)
+	}
+	switch o.JudgeFormat {
+	case "", judge.FormatJSONSchema, judge.FormatJSONObject, judge.FormatNone:
+	default:
+		return usagef("--judge-response-format %q: want json_schema, json_object or none", o.JudgeFormat)
 	}
 	if o.JudgeRetries < 0 {
 		return usagef("--judge-retries %d: want 0 or more", o.JudgeRetries)

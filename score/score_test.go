@@ -339,7 +339,10 @@ func TestOnJudgeError(t *testing.T) {
 			t.Run(fname+"/"+policy, func(t *testing.T) {
 				srv := judgetest.NewServer(t, badForG1(bad))
 				opts := rulerOpts(t, srv)
-				opts.OnJudgeError, opts.JudgeRetries, opts.JudgeTimeout = policy, 1, 150*time.Millisecond
+				opts.OnJudgeError, opts.JudgeRetries = policy, 1
+				if fname == "timeout" {
+					opts.JudgeTimeout = 500 * time.Millisecond
+				}
 				_, gs, sum, err := run(t, opts, writeInput(t, "in.parquet", groups(3, 2)))
 				// g0 and g2: one call each; g1: 2 attempts. Under fail,
 				// g2 may be cancelled before its call.

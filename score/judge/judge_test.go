@@ -115,7 +115,13 @@ func TestOpenAIFailures(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return c.reply })
-			_, err := newOpenAI(s, "sk-secret", 200*time.Millisecond).Judge(context.Background(), req3)
+			// Only the timeout case gets a short limit, so a slow machine
+			// does not turn the other cases into timeouts.
+			limit := 10 * time.Second
+			if c.kind == "timeout" {
+				limit = 300 * time.Millisecond
+			}
+			_, err := newOpenAI(s, "sk-secret", limit).Judge(context.Background(), req3)
 			var je *judge.Error
 			if !errors.As(err, &je) || je.Kind != c.kind || je.Retryable != c.retryable {
 				t.Fatalf("err = %v (%#v), want kind %s retryable %v", err, err, c.kind, c.retryable)
@@ -210,5 +216,21 @@ func TestMeterAndFake(t *testing.T) {
 	u := m.Usage()
 	if u["judge-m"].Calls != 2 || u["other"].Calls != 1 || len(f.Calls()) != 3 {
 		t.Fatalf("usage %+v, calls %d", u, len(f.Calls()))
+	}
+}
+
+func TestOpenAIResponseFormats(t *testing.T) {
+	for format, want := range map[string]string{"": `"type":"json_schema"`, judge.FormatJSONObject: `"response_format":{"type":"json_object"}`, judge.FormatNone: ""} {
+		s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply {
+			return judgetest.Reply{Content: judgetest.Answer([]string{"1", "2", "3"}, []float64{1, 0, 0})}
+		})
+		j := judge.NewOpenAI(judge.OpenAIOptions{BaseURL: s.BaseURL(), ResponseFormat: format})
+		if _, err := j.Judge(context.Background(), req3); err != nil {
+			t.Fatal(err)
+		}
+		raw := string(s.Requests()[0].Raw)
+		if (want == "" && strings.Contains(raw, "response_format")) || !strings.Contains(raw, want) {
+			t.Errorf("format %q: request %s", format, raw)
+		}
 	}
 }

@@ -21,8 +21,20 @@ type OpenAIOptions struct {
 	Timeout     time.Duration
 	Temperature *float64 // nil: the server's default
 	MaxTokens   int64    // 0: the server's default
-	HTTPClient  *http.Client
+	// ResponseFormat is what the request asks of the answer's shape:
+	// FormatJSONSchema (the default, ""), FormatJSONObject, or FormatNone for
+	// servers without structured output. The answer is checked by Parse
+	// either way.
+	ResponseFormat string
+	HTTPClient     *http.Client
 }
+
+// Response formats a judge request can ask for.
+const (
+	FormatJSONSchema = "json_schema"
+	FormatJSONObject = "json_object"
+	FormatNone       = "none"
+)
 
 // OpenAI is a Judge that calls /chat/completions on an OpenAI-compatible
 // server and asks for the answer in the json_schema response format.
@@ -65,15 +77,18 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 			openai.SystemMessage(req.System),
 			openai.UserMessage(req.User),
 		},
-		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{
-			OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
-				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
-					Name:   "trajectory_scores",
-					Strict: openai.Bool(true),
-					Schema: Schema(len(req.IDs)),
-				},
+	}
+	switch o.opts.ResponseFormat {
+	case "", FormatJSONSchema:
+		params.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+				Name:   "trajectory_scores",
+				Strict: openai.Bool(true),
+				Schema: Schema(len(req.IDs)),
 			},
-		},
+		}
+	case FormatJSONObject:
+		params.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
 	}
 	if o.opts.Temperature != nil {
 		params.Temperature = openai.Float(*o.opts.Temperature)

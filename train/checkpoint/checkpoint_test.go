@@ -57,6 +57,19 @@ func TestSaveLatestRestore(t *testing.T) {
 	if err := r.Save(adapter(), nil, State{Step: 4}, nil); err != nil {
 		t.Fatalf("stale step folder: %v", err)
 	}
+	// Leftovers of a killed save are removed.
+	os.MkdirAll(filepath.Join(r.Dir, ".step-000005.tmp-123"), 0o755)
+	os.WriteFile(filepath.Join(r.Dir, ".latest.tmp-9"), nil, 0o644)
+	if err := r.CleanTemp(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(r.Dir); len(ents) != 5 { // 4 step folders and latest
+		names := []string{}
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("after CleanTemp: %v", names)
+	}
 	// Keep the last 2 plus the best by reward_mean (step 2: 2 % 3 = 2).
 	if err := r.Prune(2, "reward_mean", true); err != nil {
 		t.Fatal(err)

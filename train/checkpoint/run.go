@@ -237,6 +237,24 @@ func (r *Run) Prune(keep int, metric string, maximize bool) error {
 	return nil
 }
 
+// CleanTemp removes the temporary folders and files a killed save left in
+// the run folder (".step-000042.tmp-…", ".latest.tmp-…"). Call it only while
+// holding the lock.
+func (r *Run) CleanTemp() error {
+	ents, err := os.ReadDir(r.Dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	for _, e := range ents {
+		if n := e.Name(); strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") {
+			if err := os.RemoveAll(filepath.Join(r.Dir, n)); err != nil {
+				return fmt.Errorf("checkpoint: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
 // Steps lists the step folders present, ascending.
 func (r *Run) Steps() ([]int, error) {
 	ents, err := os.ReadDir(r.Dir)

@@ -173,6 +173,9 @@ func Setup(ctx context.Context, be kernels.Backend, o *Options, config any, resu
 			env.Close()
 		}
 	}()
+	if err := run.CleanTemp(); err != nil {
+		return nil, err
+	}
 	last, has, err := run.Latest()
 	if err != nil {
 		return nil, err

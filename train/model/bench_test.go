@@ -110,45 +110,67 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkDecode05B: batch-1 decode on the Qwen2.5-0.5B shape (hidden 896,
-// 24 layers, 14/2 heads, MLP 4864, vocab 151936, tied), float32 and bf16
-// weights, after a 16-token prompt. Random weights; ~2 GB of memory.
+// model05B returns a model of the Qwen2.5-0.5B shape (hidden 896, 24
+// layers, 14/2 heads, MLP 4864, vocab 151936, tied) with cheap deterministic
+// weights (values do not matter for speed); ~2 GB of memory in float32.
+func model05B(b *testing.B, bf16 bool) *Model {
+	be, err := cpu.New(cpu.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { be.Close() })
+	c := Config{Family: "qwen2", Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
+		HeadDim: 64, RMSNormEps: 1e-6, QKVBias: true, TieEmbeddings: true, RoPE: kernels.RoPEConfig{Theta: 1e6}}
+	m, err := New(c, be)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range m.Tensors() {
+		for i := range t.Values {
+			t.Values[i] = float32((i*7919)%2001-1000) * 2e-5
+		}
+	}
+	if bf16 {
+		m.ToBF16()
+	}
+	return m
+}
+
+// BenchmarkDecode05B: batch-1 decode on the 0.5B shape after a 16-token prompt.
 func BenchmarkDecode05B(b *testing.B) {
 	for _, bf16 := range []bool{false, true} {
 		b.Run(fmt.Sprintf("bf16=%v", bf16), func(b *testing.B) {
-			be, err := cpu.New(cpu.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer be.Close()
-			c := Config{Family: "qwen2", Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
-				HeadDim: 64, RMSNormEps: 1e-6, QKVBias: true, TieEmbeddings: true, RoPE: kernels.RoPEConfig{Theta: 1e6}}
-			m, err := New(c, be)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, t := range m.Tensors() { // cheap deterministic fill; values do not matter for speed
-				for i := range t.Values {
-					t.Values[i] = float32((i*7919)%2001-1000) * 2e-5
-				}
-			}
-			if bf16 {
-				m.ToBF16()
-			}
+			m := model05B(b, bf16)
 			ctx := context.Background()
 			cache := NewContiguousCache(&m.Config)
-			prompt := packed(c.Vocab, []int{16}, 1).IDs
+			prompt := packed(m.Config.Vocab, []int{16}, 1).IDs
 			if _, err := m.Step(ctx, cache, []StepInput{{Seq: 0, IDs: prompt}}, nil); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			start := time.Now()
 			for i := range b.N {
-				if _, err := m.Step(ctx, cache, []StepInput{{Seq: 0, IDs: []int32{int32(i % c.Vocab)}}}, nil); err != nil {
+				if _, err := m.Step(ctx, cache, []StepInput{{Seq: 0, IDs: []int32{int32(i % m.Config.Vocab)}}}, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tokens/s")
 		})
 	}
+}
+
+// BenchmarkPrefill05B: a 128-token prompt into an empty cache, 0.5B shape.
+func BenchmarkPrefill05B(b *testing.B) {
+	m := model05B(b, false)
+	ctx := context.Background()
+	prompt := packed(m.Config.Vocab, []int{128}, 1).IDs
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		cache := NewContiguousCache(&m.Config)
+		if _, err := m.Step(ctx, cache, []StepInput{{Seq: i, IDs: prompt}}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(prompt)*b.N)/time.Since(start).Seconds(), "tokens/s")
 }

@@ -41,6 +41,12 @@ func backend(t testing.TB) kernels.Backend {
 // reward (NaN: an errored trajectory).
 func writeGroups(t testing.TB, modelDir, path string, nGroups, size int, rewards func(g, i int) float64) {
 	t.Helper()
+	writeGroupsWith(t, modelDir, path, nGroups, size, func(g, i int) string { return fmt.Sprintf("move %d", (g*7+i*3)%10) }, rewards)
+}
+
+// writeGroupsWith is writeGroups with the assistant's answers given.
+func writeGroupsWith(t testing.TB, modelDir, path string, nGroups, size int, answerOf func(g, i int) string, rewards func(g, i int) float64) {
+	t.Helper()
 	text, err := layout.LoadModel(modelDir)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +55,7 @@ func writeGroups(t testing.TB, modelDir, path string, nGroups, size int, rewards
 	for g := range nGroups {
 		grp := trajectory.Group{ID: fmt.Sprintf("%s-g%d", filepath.Base(path), g)}
 		for i := range size {
-			answer := fmt.Sprintf("move %d", (g*7+i*3)%10)
+			answer := answerOf(g, i)
 			var ids []int32
 			for _, id := range text.Tokenizer.Encode(answer, false) {
 				ids = append(ids, int32(id))

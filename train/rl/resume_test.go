@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +143,56 @@ func TestResumeAfterSIGKILLIsBitIdentical(t *testing.T) {
 	ref := readMetrics(t, filepath.Join(dir, "adapters", "ref"))
 	if ref[7]["loss"] != rows[7]["loss"] || ref[7]["grad_norm"] != rows[7]["grad_norm"] {
 		t.Errorf("last step: loss %v / %v, grad norm %v / %v", ref[7]["loss"], rows[7]["loss"], ref[7]["grad_norm"], rows[7]["grad_norm"])
+	}
+}
+
+// TestWatchSessionKilledIsFinishedOnce kills an incremental session midway;
+// the next cron run finishes that session (same steps, same end state as an
+// uninterrupted session) and records the file as consumed once.
+func TestWatchSessionKilledIsFinishedOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocesses")
+	}
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	watch := filepath.Join(dir, "scored")
+	if err := os.MkdirAll(watch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeGroups(t, md, filepath.Join(watch, "r1.parquet"), 4, 4, varied)
+	o := baseOptions(md, filepath.Join(dir, "adapters"), "ref")
+	o.WatchDir, o.Epochs, o.TokenBudget = watch, 2, 24 // 4 steps per session
+	o.Steps = 4
+	var log bytes.Buffer
+	if err := Run(context.Background(), backend(t), o, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	k := o
+	k.Name = "killed"
+	after := startChild(t, k, true, 1, 0)
+	run := &checkpoint.Run{Dir: filepath.Join(dir, "adapters", "killed")}
+	man, err := run.ReadManifest()
+	if err != nil || man.Pending == nil || len(man.Consumed) != 0 {
+		t.Fatalf("after the kill at step %d: manifest %+v, %v", after, man, err)
+	}
+	log.Reset()
+	if err := Run(context.Background(), backend(t), k, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "finishing the session") {
+		t.Errorf("log %q", log.String())
+	}
+	man, err = run.ReadManifest()
+	if err != nil || man.Pending != nil || len(man.Consumed) != 1 || man.Consumed[0].Step != 4 {
+		t.Fatalf("manifest %+v, %v", man, err)
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "adapters", "ref", checkpoint.StepName(4), "adapter_model.safetensors"))
+	b, _ := os.ReadFile(filepath.Join(run.StepDir(4), "adapter_model.safetensors"))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("the finished session differs from the uninterrupted one")
+	}
+	log.Reset()
+	if err := Run(context.Background(), backend(t), k, &log); err != nil || !strings.Contains(log.String(), "nothing new") {
+		t.Errorf("third run: %v %q", err, log.String())
 	}
 }

@@ -19,18 +19,12 @@ import (
 
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/model"
-	"github.com/hone-rl/hone/train/tinymodel"
 )
 
-// tinyDir writes a small random model folder (qwen3, hidden 32, 2 layers).
+// tinyDir is the committed tiny model folder (see testdata/README.md).
 func tinyDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny")
-	o := tinymodel.Options{Family: "qwen3", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 5, InitStd: 0.5}
-	if err := tinymodel.Write(context.Background(), dir, o, ref.New()); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return filepath.Join("testdata", "tiny")
 }
 
 type testServer struct {

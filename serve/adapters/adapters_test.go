@@ -12,16 +12,17 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/train/model"
-	"github.com/hone-rl/hone/train/tinymodel"
 )
 
 func testConfig(t *testing.T) *model.Config {
 	t.Helper()
-	c, err := tinymodel.Options{Hidden: 32, Layers: 2, Heads: 4}.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &c
+	return config(32)
+}
+
+// config is a small model shape; nothing is computed, only shapes checked.
+func config(hidden int) *model.Config {
+	return &model.Config{Family: "qwen3", Vocab: 259, Hidden: hidden, Intermediate: 88, Layers: 2, Heads: 4, KVHeads: 2,
+		HeadDim: hidden / 4, RMSNormEps: 1e-6, QKNorm: true}
 }
 
 func write(t *testing.T, c *model.Config, dir string, seed uint64) *model.Adapter {
@@ -95,11 +96,7 @@ func TestPollLatestKeepAndRefuse(t *testing.T) {
 	// A broken step (weights of the wrong shape) is refused and logged; the
 	// previous step keeps serving; once fixed it loads.
 	bad := filepath.Join(run, "step-000007")
-	other, err := tinymodel.Options{Hidden: 48, Layers: 2, Heads: 4}.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, &other, bad, 7)
+	write(t, config(48), bad, 7)
 	os.WriteFile(filepath.Join(run, "latest"), []byte("step-000007"), 0o644)
 	if n := r.Poll(context.Background()); n != 0 {
 		t.Fatalf("loaded a broken adapter")

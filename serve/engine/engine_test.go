@@ -13,18 +13,14 @@ import (
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/model"
-	"github.com/hone-rl/hone/train/tinymodel"
 )
 
-// tiny writes a small random model folder and loads it on the reference
-// backend, whose row-by-row loops make batched and single runs bit-equal.
+// tiny loads the committed tiny model folder (serve/testdata/README.md) on
+// the reference backend, whose row-by-row loops make batched and single runs
+// bit-equal.
 func tiny(t testing.TB) (*model.Model, *tokenizer.Tokenizer) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny")
-	o := tinymodel.Options{Family: "qwen3", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 3, InitStd: 0.5}
-	if err := tinymodel.Write(context.Background(), dir, o, ref.New()); err != nil {
-		t.Fatal(err)
-	}
+	dir := filepath.Join("..", "testdata", "tiny")
 	m, err := model.Load(dir, ref.New())
 	if err != nil {
 		t.Fatal(err)

@@ -141,8 +141,20 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 	case errors.As(err, &apiErr):
 		code := apiErr.StatusCode
 		retry := code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
-		// apiErr's own message carries the URL and body, never the key.
-		return &Error{Kind: "http", Retryable: retry, Usage: usage, Err: fmt.Errorf("HTTP %d: %w", code, err)}
+		// The server's own message says what to fix (an unknown model, an
+		// unsupported response_format); it never holds the key.
+		msg := err.Error()
+		if apiErr.Message != "" {
+			msg = apiErr.Message
+			if apiErr.Param != "" {
+				msg += " (param " + apiErr.Param + ")"
+			}
+		}
+		where := "the judge"
+		if apiErr.Request != nil && apiErr.Request.URL != nil {
+			where = apiErr.Request.URL.Redacted()
+		}
+		return &Error{Kind: "http", Retryable: retry, Usage: usage, Err: fmt.Errorf("HTTP %d from %s: %s", code, where, msg)}
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
 		return &Error{Kind: "timeout", Retryable: true, Usage: usage, Err: fmt.Errorf("no answer within %v: %w", timeout, err)}
 	default:

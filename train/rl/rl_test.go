@@ -391,3 +391,28 @@ func TestGRPOPrefersRewardedAnswers(t *testing.T) {
 		})
 	}
 }
+
+func TestResumeChecksOptions(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	in := filepath.Join(dir, "a.parquet")
+	writeGroups(t, md, in, 2, 3, varied)
+	o := baseOptions(md, dir, "r", in)
+	var log bytes.Buffer
+	if err := Run(context.Background(), backend(t), o, &log); err != nil {
+		t.Fatal(err)
+	}
+	o.Resume = true
+	o.Loss.Beta = 0.5
+	if err := Run(context.Background(), backend(t), o, &log); err == nil || !strings.Contains(err.Error(), "options differ") {
+		t.Errorf("resume with another beta: %v", err)
+	}
+	o.Loss.Beta = 0
+	o.Steps = 3 // extending a run is allowed
+	if err := Run(context.Background(), backend(t), o, &log); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := (&checkpoint.Run{Dir: filepath.Join(dir, "r")}).Latest(); n != 3 {
+		t.Errorf("extended run at step %d, want 3", n)
+	}
+}

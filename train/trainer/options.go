@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"reflect"
 
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/kernels"
@@ -192,8 +193,8 @@ func Setup(ctx context.Context, be kernels.Backend, o *Options, config any, resu
 		if err != nil {
 			return nil, err
 		}
-		if !bytes.Equal(bytes.TrimSpace(saved), bytes.TrimSpace(now)) {
-			return nil, fmt.Errorf("resume: options differ from %s; a resumed run must use the same options:\nsaved: %s\nnow:   %s",
+		if !sameConfig(saved, now) {
+			return nil, fmt.Errorf("resume: options differ from %s; a resumed run must use the same options (only --steps and --epochs may change):\nsaved: %s\nnow:   %s",
 				filepath.Join(run.StepDir(last), checkpoint.ConfigName), bytes.TrimSpace(saved), now)
 		}
 		env.Ad, env.Opt, env.State, err = Restore(run, last, &m.Config, o.AdamWParams(), o.MaxGradNorm)
@@ -232,6 +233,21 @@ func Setup(ctx context.Context, be kernels.Backend, o *Options, config any, resu
 	env.Opt = NewAdamW(env.Ad, o.AdamWParams(), o.MaxGradNorm)
 	ok = true
 	return env, nil
+}
+
+// sameConfig compares two saved configs, ignoring "steps" and "epochs":
+// extending a run changes where it stops, not what each step does (a
+// cosine schedule is then stretched from the next step on).
+func sameConfig(a, b []byte) bool {
+	var x, y map[string]any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	for _, k := range []string{"steps", "epochs"} {
+		delete(x, k)
+		delete(y, k)
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // Loop returns a Loop over env with the shared options filled in.

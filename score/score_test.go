@@ -55,7 +55,7 @@ func groups(n, k int) []trajectory.Group {
 	return gs
 }
 
-func writeInput(t *testing.T, name string, gs []trajectory.Group) string {
+func writeInput(t testing.TB, name string, gs []trajectory.Group) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	if err := trajectory.WriteFile(context.Background(), p, gs, trajectory.WriterOptions{}); err != nil {

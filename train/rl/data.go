@@ -78,7 +78,7 @@ func batch(gs []group, idx []int, scale grpo.Scale) (exs []trainer.Example, metr
 	}
 	adv := grpo.Advantages(rewards, scale)
 	var all []float64
-	var errs, zero, noLP, trajs, trainable, equal, errOnly int
+	var errs, zero, noLP, noTok, trajs, trainable, equal, errOnly int
 	for k, g := range idx {
 		gr := &gs[g]
 		errs += gr.Errors
@@ -101,7 +101,7 @@ func batch(gs []group, idx []int, scale grpo.Scale) (exs []trainer.Example, metr
 			case gr.Missing[i] == "no_logprobs":
 				noLP++
 			case ex.Seqs == nil:
-				// no trainable tokens at all: nothing to count it as
+				noTok++ // no trainable assistant tokens at all
 			default:
 				ex.Adv = a
 				exs = append(exs, ex)
@@ -121,10 +121,11 @@ func batch(gs []group, idx []int, scale grpo.Scale) (exs []trainer.Example, metr
 		"groups": float64(len(idx)), "groups_trainable": float64(trainable),
 		"trajectories": float64(trajs), "trajectories_trained": float64(len(exs)),
 		"dropped_zero_adv": float64(zero), "errors": float64(errs), "no_logprobs": float64(noLP),
+		"no_trainable_tokens": float64(noTok),
 	}
 	if len(exs) == 0 {
-		skip = fmt.Sprintf("%d groups: %d with equal rewards (zero advantage), %d with only errored or unrewarded trajectories; %d trajectories: %d errors, %d zero advantage, %d without sampled logprobs",
-			len(idx), equal, errOnly, trajs, errs, zero, noLP)
+		skip = fmt.Sprintf("%d groups: %d with equal rewards (zero advantage), %d with only errored or unrewarded trajectories; %d trajectories: %d errors, %d zero advantage, %d without sampled logprobs, %d without trainable tokens",
+			len(idx), equal, errOnly, trajs, errs, zero, noLP, noTok)
 	}
 	return exs, metrics, skip
 }

@@ -44,13 +44,24 @@ type Loop struct {
 // Run trains steps from (steps already done) up to to.
 func (l *Loop) Run(ctx context.Context, from, to int) error {
 	every := max(l.SaveEvery, 1)
+	skipped, updates := 0, l.Opt.Step
+	defer func() {
+		if l.Log != nil && to > from {
+			fmt.Fprintf(l.Log, "%s: steps %d..%d done, %d optimizer updates, %d steps with nothing to train\n",
+				l.Ckpt.Dir, from+1, to, l.Opt.Step-updates, skipped)
+		}
+	}()
 	for s := from; s < to; s++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		row, err := l.step(ctx, s)
 		if err != nil {
+			to = s // the summary covers the steps that finished
 			return fmt.Errorf("step %d: %w", s+1, err)
+		}
+		if _, ok := row["grad_norm"]; !ok {
+			skipped++
 		}
 		if (s+1)%every == 0 || s+1 == to {
 			st := checkpoint.State{Step: s + 1, OptimizerStep: l.Opt.Step, Metrics: row, Extra: l.Extra}

@@ -32,7 +32,8 @@ truncated importance sampling against the sampler's logprobs.
 Each step is saved to OUT/RUN/step-NNNNNN (PEFT adapter, optimizer state,
 train_config.json), then OUT/RUN/latest is moved to it; metrics go to
 OUT/RUN/metrics.jsonl, one JSON object per step. --resume continues from
-latest and ends bit-identical to an uninterrupted run.
+latest and ends bit-identical to an uninterrupted run (same machine and
+--threads), even after SIGKILL.
 
 --watch-dir DIR trains on the *.parquet files in DIR that OUT/RUN/manifest.json
 does not list (by sha256), holding OUT/RUN/lock; with nothing new it says so

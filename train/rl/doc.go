@@ -14,8 +14,9 @@
 // error or no reward (errors), trajectories whose advantage is zero
 // (dropped_zero_adv — every trajectory of a group with equal rewards), and
 // trajectories whose trainable tokens have no sampled logprobs
-// (no_logprobs, unless --allow-no-logprobs). A step left with nothing says
-// so, with those counts, and changes nothing.
+// (no_logprobs, unless --allow-no-logprobs). A step left with nothing logs
+// "nothing to train" with those counts; it still counts as a step (its
+// checkpoint holds the unchanged adapter) but takes no optimizer update.
 //
 // Incremental mode (Options.WatchDir): train on exactly the *.parquet files
 // of a folder that the run's manifest does not list as consumed (by

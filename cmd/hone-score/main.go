@@ -92,7 +92,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		p.Stop()
 		if runErr == nil || errors.Is(runErr, score.ErrInterrupted) {
 			fmt.Fprintln(stderr, "hone-score: "+sum.String())
-			log.Info("hone-score summary", "groups", sum.Groups, "rows", sum.Rows, "scored", sum.Scored,
+			log.Debug("hone-score summary", "groups", sum.Groups, "rows", sum.Rows, "scored", sum.Scored,
 				"passed", sum.Passed, "skipped", sum.Skipped, "marked", sum.Marked, "written", sum.Written)
 		}
 		if errors.Is(runErr, score.ErrInterrupted) {

@@ -14,6 +14,8 @@
 //   - Retry: a decorator that repeats a call whose answer was malformed, or
 //     whose transport failed in a way worth repeating, a bounded number of
 //     times.
+//   - Meter: a decorator that adds up calls, cache hits, retries and tokens
+//     per judge model, for the run's summary.
 //
 // The disk cache decorator lives in score/judgecache. Every failure a judge
 // reports wraps ErrFailed, so callers can apply their --on-judge-error

@@ -1,8 +1,3 @@
-// Package judgetest provides a scripted OpenAI-compatible judge server
-// for tests: an httptest server speaking /v1/chat/completions whose
-// answers a test script decides, which records every request and counts
-// hits, so tests can check prompt assembly, retries, error handling and
-// caching deterministically.
 package judgetest
 
 import (

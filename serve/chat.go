@@ -15,8 +15,30 @@ import (
 
 // toolMode is what tool_choice asks for.
 type toolMode struct {
-	parse bool   // parse tool calls out of the output
-	name  string // a named function (tool_choice {"type":"function",...})
+	parse bool            // parse tool calls out of the output
+	name  string          // a named function (tool_choice {"type":"function",...})
+	names map[string]bool // the functions offered
+}
+
+// toolNames returns the function names of OpenAI tool definitions.
+func toolNames(tools []json.RawMessage) map[string]bool {
+	names := map[string]bool{}
+	for _, raw := range tools {
+		var t struct {
+			Name     string `json:"name"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(raw, &t) == nil {
+			if t.Function.Name != "" {
+				names[t.Function.Name] = true
+			} else if t.Name != "" {
+				names[t.Name] = true
+			}
+		}
+	}
+	return names
 }
 
 func parseToolChoice(raw json.RawMessage, haveTools bool) (toolMode, error) {
@@ -74,6 +96,10 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	tm, err := parseToolChoice(req.ToolChoice, len(req.Tools) > 0)
 	if err != nil {
 		return err
+	}
+	tm.names = toolNames(req.Tools)
+	if tm.name != "" && !tm.names[tm.name] {
+		return badRequest("tool_choice", "tool_choice names %q, which is not among the tools", tm.name)
 	}
 	if req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text" {
 		return badRequest("response_format", "response_format %q is not supported by this server yet (constrained decoding is not built in)", req.ResponseFormat.Type)
@@ -154,7 +180,7 @@ func (s *Server) chatMessage(text, finish string, tm toolMode) (*chatMessage, st
 	if !tm.parse {
 		return msg, finish
 	}
-	content, calls := parseToolCalls(text)
+	content, calls := parseToolCalls(text, tm.names)
 	if len(calls) == 0 {
 		return msg, finish
 	}

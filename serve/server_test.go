@@ -461,6 +461,19 @@ func TestToolCallsForcedOutput(t *testing.T) {
 	}
 }
 
+func TestParseToolCallsOfferedNames(t *testing.T) {
+	names := map[string]bool{"search": true}
+	if _, calls := parseToolCalls(`{"name": "Bob", "arguments": {}}`, names); calls != nil {
+		t.Fatalf("a JSON answer with a name field became a call: %+v", calls)
+	}
+	if c, calls := parseToolCalls(`<tool_call>{"name":"rm","arguments":{}}</tool_call>`, names); calls != nil || c == "" {
+		t.Fatalf("a call to a function not offered: %q %+v", c, calls)
+	}
+	if _, calls := parseToolCalls(`<tool_call>{"name":"search","arguments":{"q":"x"}}</tool_call>`, names); len(calls) != 1 {
+		t.Fatalf("offered call not parsed")
+	}
+}
+
 func TestParseToolCalls(t *testing.T) {
 	for _, c := range []struct {
 		name, text, content string
@@ -478,7 +491,7 @@ func TestParseToolCalls(t *testing.T) {
 		{"plain text", "just words", "just words", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			content, calls := parseToolCalls(c.text)
+			content, calls := parseToolCalls(c.text, nil)
 			if content != c.content || !slices.Equal(calls, c.calls) {
 				t.Fatalf("got %q %+v, want %q %+v", content, calls, c.content, c.calls)
 			}

@@ -22,15 +22,17 @@ type parsedCall struct {
 //     by ";".
 //
 // Output that matches neither comes back as content with no calls. A
-// <tool_call> block that is not valid JSON is left in the content.
-func parseToolCalls(text string) (content string, calls []parsedCall) {
+// <tool_call> block that is not valid JSON, or names a function not in
+// names (when names is not nil), is left in the content: a JSON answer
+// that happens to have a "name" field is not a call.
+func parseToolCalls(text string, names map[string]bool) (content string, calls []parsedCall) {
 	if strings.Contains(text, "<tool_call>") {
-		return parseHermes(text)
+		return parseHermes(text, names)
 	}
-	return parseLlamaJSON(text)
+	return parseLlamaJSON(text, names)
 }
 
-func parseHermes(text string) (string, []parsedCall) {
+func parseHermes(text string, names map[string]bool) (string, []parsedCall) {
 	var rest strings.Builder
 	var calls []parsedCall
 	s := text
@@ -47,7 +49,7 @@ func parseHermes(text string) (string, []parsedCall) {
 			end = j
 		}
 		c, ok := callFromJSON(strings.TrimSpace(body[:end]), "arguments", "parameters")
-		if !ok {
+		if !ok || (names != nil && !names[c.Name]) {
 			rest.WriteString(s[:i+len("<tool_call>")])
 			s = body
 			continue
@@ -62,7 +64,7 @@ func parseHermes(text string) (string, []parsedCall) {
 	return strings.TrimSpace(rest.String()), calls
 }
 
-func parseLlamaJSON(text string) (string, []parsedCall) {
+func parseLlamaJSON(text string, names map[string]bool) (string, []parsedCall) {
 	t := strings.TrimSpace(text)
 	t = strings.TrimSpace(strings.TrimPrefix(t, "<|python_tag|>"))
 	if !strings.HasPrefix(t, "{") {
@@ -76,7 +78,7 @@ func parseLlamaJSON(text string) (string, []parsedCall) {
 			return text, nil
 		}
 		c, ok := callFromJSON(string(raw), "parameters", "arguments")
-		if !ok {
+		if !ok || (names != nil && !names[c.Name]) {
 			return text, nil
 		}
 		calls = append(calls, c)

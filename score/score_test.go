@@ -143,6 +143,26 @@ func TestEnvAndFormula(t *testing.T) {
 			}
 		}
 	}
+	// Everything but the reward, its components and the chain metadata
+	// passes through as it was: messages with token ids and logprobs,
+	// metrics, timestamps.
+	orig, err := trajectory.ReadAll(context.Background(), []string{in}, trajectory.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for gi := range orig {
+		for ti := range orig[gi].Trajectories {
+			a, b := orig[gi].Trajectories[ti], gs[gi].Trajectories[ti]
+			a.Reward, a.RewardComponents, a.Metadata = nil, nil, nil
+			b.Reward, b.RewardComponents, b.Metadata = nil, nil, nil
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("%s changed beyond its reward:\n%+v\n%+v", a.ID, a, b)
+			}
+		}
+	}
+	if len(gs[0].Trajectories[0].Messages[2].Logprobs) != 2 {
+		t.Fatal("logprobs lost")
+	}
 	// Scoring the output again with the same chain changes nothing.
 	p := filepath.Join(t.TempDir(), "scored.parquet")
 	os.WriteFile(p, out1, 0o644)

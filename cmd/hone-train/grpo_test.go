@@ -127,3 +127,34 @@ func TestTrainUsage(t *testing.T) {
 		t.Errorf("no step line in %q", out.String())
 	}
 }
+
+// TestSFTThenGRPO runs the commands as the pipeline will: SFT on JSONL chat
+// data, then GRPO starting from the SFT adapter.
+func TestSFTThenGRPO(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	chats := filepath.Join(dir, "chats.jsonl")
+	if err := os.WriteFile(chats, []byte(`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"mv1"}]}
+{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"mv2"}]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "adapters")
+	var log bytes.Buffer
+	exec := func(args ...string) {
+		t.Helper()
+		if err := cli.ExecuteCommand(context.Background(), newRootCmd(&log, &log), args); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, log.String())
+		}
+	}
+	exec("sft", "--model", md, "--out", out, "--run", "warm", "--rank", "2", "--steps", "2", "--lr", "1e-3", "--threads", "1", chats)
+	exec("grpo", "--model", md, "--out", out, "--run", "rl", "--init-adapter", filepath.Join(out, "warm", "step-000002"), "--threads", "1", filepath.Join(dir, "s"))
+	ck := &checkpoint.Run{Dir: filepath.Join(out, "rl")}
+	if n, ok, err := ck.Latest(); err != nil || !ok || n != 1 {
+		t.Fatalf("grpo latest %d %v %v\n%s", n, ok, err, log.String())
+	}
+	cfg, err := ck.ReadConfig(1)
+	if err != nil || !strings.Contains(string(cfg), `"init_adapter"`) {
+		t.Errorf("saved config lacks init_adapter: %s %v", cfg, err)
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+)
+
+func TestHelpAndUsage(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Example:", "hone-serve --model", "--kv-cache-bytes", "--adapters", "127.0.0.1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("--help lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, args := range [][]string{{}, {"--model", "x", "extra"}, {"--bogus"}} {
+		err := run(context.Background(), args, &bytes.Buffer{})
+		if cli.ExitCode(err) != cli.ExitUsage {
+			t.Fatalf("%q: %v (exit %d), want a usage error", args, err, cli.ExitCode(err))
+		}
+	}
+	if err := run(context.Background(), []string{"--model", t.TempDir()}, &bytes.Buffer{}); err == nil || cli.ExitCode(err) == cli.ExitOK {
+		t.Fatalf("empty model folder: %v", err)
+	}
+}
+
+// TestServeAndStop starts the real binary's run on a free port and stops it
+// as a signal would: it drains and returns nil.
+func TestServeAndStop(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var log bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1"}, &log)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, log.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not return after cancel")
+	}
+	if !strings.Contains(log.String(), "listening") {
+		t.Fatalf("log lacks the listening line:\n%s", log.String())
+	}
+}

@@ -498,3 +498,35 @@ func TestParseToolCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefixSharedForN: an n=4 request prefills its prompt once.
+func TestPrefixSharedForN(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
+	p := chatParams("tiny", 2, 5)
+	p.N = openai.Int(4)
+	resp, err := ts.client.Chat.Completions.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := ts.s.eng.Stats()
+	if len(resp.Choices) != 4 || st.PromptTokens != resp.Usage.PromptTokens || resp.Usage.CompletionTokens != 20 {
+		t.Fatalf("%d choices, usage %+v, prompt tokens prefilled %d (want %d: once)", len(resp.Choices), resp.Usage, st.PromptTokens, resp.Usage.PromptTokens)
+	}
+}
+
+// TestDeadlineAndBudget: a request past --request-timeout gets 504; one
+// that can never fit --kv-cache-bytes gets 400; the server keeps serving.
+func TestDeadlineAndBudget(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t), RequestTimeout: 100 * time.Millisecond, KVCacheBytes: 1 << 19, MaxTokens: 4000}, nil)
+	status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":1000,"ignore_eos":true}`)
+	if status != http.StatusGatewayTimeout || !strings.Contains(body, "deadline") {
+		t.Fatalf("long request: %d %s", status, body)
+	}
+	status, body = ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":3000}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, "KV cache") {
+		t.Fatalf("request over the KV budget: %d %s", status, body)
+	}
+	if status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":3}`); status != 200 {
+		t.Fatalf("afterwards: %d %s", status, body)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/score/formula"
 	"github.com/hone-rl/hone/score/judge"
@@ -255,17 +257,17 @@ type slot struct {
 	done    chan struct{}
 }
 
-// pipeline reads groups in order, scores up to conc of them at once, and
-// hands the results to write in input order. At most 2·conc groups are held
-// in memory at a time. When ctx ends, the groups finished before the first
-// unfinished one are written and the result wraps ErrInterrupted.
+// pipeline reads groups in order, scores up to conc of them at once (an
+// errgroup with that limit), and hands the results to write in input
+// order. At most about 2·conc groups are held in memory at a time. When
+// ctx ends, the groups finished before the first unfinished one are
+// written and the result wraps ErrInterrupted.
 func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum *Summary, write func(trajectory.Group) error) error {
-	// work is cancelled by the first failure, with that failure as cause,
-	// so in-flight judge calls stop.
-	work, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	// The first failure cancels work, with itself as the cause, so judge
+	// calls in flight stop.
+	eg, work := errgroup.WithContext(ctx)
+	eg.SetLimit(conc)
 	order := make(chan *slot, conc) // the window: groups read but not yet written
-	sem := make(chan struct{}, conc)
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(order)
@@ -283,19 +285,11 @@ func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum
 				return
 			}
 			s := &slot{in: g, done: make(chan struct{})}
-			select {
-			case sem <- struct{}{}:
-			case <-work.Done():
-				readErr <- nil
-				return
-			}
-			go func() {
-				defer func() { <-sem; close(s.done) }()
+			eg.Go(func() error { // blocks while conc groups are being scored
+				defer close(s.done)
 				s.out, s.outcome, s.err = c.Apply(work, s.in)
-				if s.err != nil && ctx.Err() == nil {
-					cancel(s.err)
-				}
-			}()
+				return s.err
+			})
 			select {
 			case order <- s:
 			case <-work.Done():
@@ -318,7 +312,6 @@ func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum
 			if work.Err() != nil {
 				failure = context.Cause(work)
 			}
-			cancel(failure)
 			continue
 		}
 		sum.Groups++
@@ -336,9 +329,11 @@ func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum
 		}
 		if err := write(s.out); err != nil {
 			failure = err
-			cancel(err)
+			// Stop the reader and the workers: the output is lost anyway.
+			eg.Go(func() error { return err })
 		}
 	}
+	eg.Wait()
 	rerr := <-readErr
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w after %d groups: %w", ErrInterrupted, sum.Groups, context.Cause(ctx))

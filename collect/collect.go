@@ -258,6 +258,9 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 					pol = model.Policy(seed)
 				}
 				t := runEpisode(gctx, o, scEnvs[j.group], scs[j.group], pol, seed)
+				if c, ok := pol.(io.Closer); ok {
+					c.Close() // scripted policies backed by a process
+				}
 				t.GroupID = groupID(o, j.group)
 				t.ID = fmt.Sprintf("%s-a%03d", t.GroupID, j.attempt)
 				select {
@@ -284,7 +287,7 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 		}
 		ts := pending[gi]
 		delete(pending, gi)
-		if err := w.WriteGroup(ctx, trajectory.Group{ID: groupID(o, gi), Trajectories: ts}); err != nil {
+		if err := w.WriteGroup(context.WithoutCancel(ctx), trajectory.Group{ID: groupID(o, gi), Trajectories: ts}); err != nil {
 			writeErr = fmt.Errorf("write group %s: %w", groupID(o, gi), err)
 			cancel(writeErr)
 		}

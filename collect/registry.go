@@ -1,18 +1,21 @@
 package collect
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"strconv"
+	"time"
 
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/env/game2048"
 	"github.com/hone-rl/hone/collect/env/guess"
+	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/collect/env/tictactoe"
 )
 
 // EnvNames lists the built-in environments NewEnv knows.
-var EnvNames = []string{"guess", "tictactoe", "2048"}
+var EnvNames = []string{"guess", "tictactoe", "2048", "stdio"}
 
 // NewEnv builds a built-in environment from its name and --env-opt
 // settings. Unknown settings are an error, so a typo is not ignored.
@@ -34,6 +37,21 @@ func NewEnv(name string, opts map[string]string) (env.Env, error) {
 		e = t
 	case "2048":
 		e = game2048.New(o.int("target", 64), o.int("max-moves", 100))
+	case "stdio":
+		argv, err := stdio.Split(o.str("cmd", ""))
+		if err != nil {
+			return nil, err
+		}
+		if len(argv) == 0 {
+			return nil, fmt.Errorf("stdio needs --env-opt cmd='PROGRAM ARGS...'")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s, err := stdio.New(ctx, argv, o.str("dir", ""))
+		if err != nil {
+			return nil, err
+		}
+		e = s
 	default:
 		return nil, fmt.Errorf("unknown environment %q (have %v)", name, EnvNames)
 	}

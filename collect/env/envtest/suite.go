@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"testing"
@@ -126,7 +127,11 @@ func play(t *testing.T, e env.Env, sc env.Scenario, seed int64, maxTurns int, po
 			t.Errorf("Close: %v", err)
 		}
 	}()
-	res, err := env.Play(ctx, ep, pol(seed), maxTurns)
+	p := pol(seed)
+	if c, ok := p.(io.Closer); ok {
+		defer c.Close()
+	}
+	res, err := env.Play(ctx, ep, p, maxTurns)
 	if err != nil {
 		t.Fatalf("scenario %s: %v", sc.ID, err)
 	}

@@ -1,0 +1,372 @@
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// Env is an environment behind a command.
+type Env struct {
+	argv     []string
+	dir      string
+	name     string
+	lo, hi   float64
+	policies []string
+}
+
+// New starts the command once to ask for its name, reward range and
+// policies. argv is the program and its arguments; dir its working
+// directory ("" for the current one).
+func New(ctx context.Context, argv []string, dir string) (*Env, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("stdio: empty command")
+	}
+	e := &Env{argv: argv, dir: dir}
+	p, err := e.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	var h struct {
+		Name        string    `json:"name"`
+		RewardRange []float64 `json:"reward_range"`
+		Policies    []string  `json:"policies"`
+	}
+	if err := p.call(ctx, map[string]any{"op": "hello"}, &h); err != nil {
+		return nil, err
+	}
+	e.name, e.policies = h.Name, h.Policies
+	if e.name == "" {
+		e.name = "stdio"
+	}
+	e.lo, e.hi = -1e9, 1e9
+	if len(h.RewardRange) == 2 {
+		e.lo, e.hi = h.RewardRange[0], h.RewardRange[1]
+	}
+	return e, nil
+}
+
+// Split splits a command line on spaces, honouring single and double
+// quotes (no escapes), for --env-opt cmd='python3 env.py'.
+func Split(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	in, quote, has := false, byte(0), false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			quote, has = c, true
+		case c == ' ' || c == '\t':
+			if in || has {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+			in, has = false, false
+			continue
+		default:
+			cur.WriteByte(c)
+		}
+		in = true
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("stdio: unbalanced quote in %q", s)
+	}
+	if in || has {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+// Name implements env.Env.
+func (e *Env) Name() string { return e.name }
+
+// RewardRange implements env.Env.
+func (e *Env) RewardRange() (float64, float64) { return e.lo, e.hi }
+
+// Scenarios implements env.Env.
+func (e *Env) Scenarios(ctx context.Context, seed int64, n int) ([]env.Scenario, error) {
+	p, err := e.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	var r struct {
+		Scenarios []env.Scenario `json:"scenarios"`
+	}
+	if err := p.call(ctx, map[string]any{"op": "scenarios", "seed": seed, "n": n}, &r); err != nil {
+		return nil, err
+	}
+	for i := range r.Scenarios {
+		if r.Scenarios[i].ID == "" {
+			return nil, fmt.Errorf("stdio: scenario %d has no id", i)
+		}
+		r.Scenarios[i].Env = e.name
+	}
+	return r.Scenarios, nil
+}
+
+// NewEpisode implements env.Env: one process per episode.
+func (e *Env) NewEpisode(ctx context.Context, sc env.Scenario, seed int64) (env.Episode, error) {
+	p, err := e.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &episode{p: p, sc: sc, seed: seed}, nil
+}
+
+type episode struct {
+	p       *proc
+	sc      env.Scenario
+	seed    int64
+	outcome env.Outcome
+}
+
+type wireObs struct {
+	Messages []env.WireMessage  `json:"messages"`
+	Tools    []env.WireTool     `json:"tools"`
+	Done     bool               `json:"done"`
+	Reward   float64            `json:"reward"`
+	Metrics  map[string]float64 `json:"metrics"`
+}
+
+func fromWire(ws []env.WireMessage) ([]trajectory.Message, error) {
+	out := make([]trajectory.Message, len(ws))
+	for i, w := range ws {
+		m, err := env.FromWire(w)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+func (ep *episode) Reset(ctx context.Context) (env.Observation, error) {
+	var r wireObs
+	sc := ep.sc
+	if len(sc.Payload) == 0 {
+		sc.Payload = json.RawMessage("null")
+	}
+	if err := ep.p.call(ctx, map[string]any{"op": "reset", "scenario": sc, "seed": ep.seed}, &r); err != nil {
+		return env.Observation{}, err
+	}
+	msgs, err := fromWire(r.Messages)
+	if err != nil {
+		return env.Observation{}, fmt.Errorf("stdio: reset: %w", err)
+	}
+	return env.Observation{Messages: msgs, Tools: env.ToolsFromWire(r.Tools)}, nil
+}
+
+func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
+	ids := make([]string, 0, len(t.Calls))
+	for _, c := range t.Calls {
+		ids = append(ids, c.ID)
+	}
+	var r wireObs
+	if err := ep.p.call(ctx, map[string]any{"op": "step", "message": env.ToWire([]trajectory.Message{t.Message})[0], "calls": ids}, &r); err != nil {
+		return env.Feedback{}, err
+	}
+	msgs, err := fromWire(r.Messages)
+	if err != nil {
+		return env.Feedback{}, fmt.Errorf("stdio: step: %w", err)
+	}
+	ep.outcome = env.Outcome{Reward: r.Reward, Metrics: r.Metrics}
+	return env.Feedback{Messages: msgs, Done: r.Done}, nil
+}
+
+func (ep *episode) Outcome() env.Outcome { return ep.outcome }
+
+func (ep *episode) Close() error { return ep.p.close() }
+
+// Policies implements env.Scripted with the policies the program named.
+func (e *Env) Policies() []string { return e.policies }
+
+// Policy implements env.Scripted: a process of its own answers "act".
+func (e *Env) Policy(name string, seed int64) (env.Policy, error) {
+	found := false
+	for _, p := range e.policies {
+		found = found || p == name
+	}
+	if !found {
+		return nil, fmt.Errorf("stdio: %w %q (have %v)", env.ErrUnknownPolicy, name, e.policies)
+	}
+	return &policy{e: e, name: name, seed: seed}, nil
+}
+
+// policy answers "act" from one process of its own, started at the first
+// turn; Close ends it (the loop closes policies that are io.Closers).
+type policy struct {
+	e    *Env
+	name string
+	seed int64
+	p    *proc
+}
+
+func (pl *policy) Act(ctx context.Context, msgs []trajectory.Message, tools []trajectory.Tool) (trajectory.Message, error) {
+	if pl.p == nil {
+		p, err := pl.e.start(ctx)
+		if err != nil {
+			return trajectory.Message{}, err
+		}
+		pl.p = p
+	}
+	var r struct {
+		Message env.WireMessage `json:"message"`
+	}
+	req := map[string]any{"op": "act", "policy": pl.name, "seed": pl.seed, "messages": env.ToWire(msgs), "tools": env.ToolsToWire(tools)}
+	if err := pl.p.call(ctx, req, &r); err != nil {
+		return trajectory.Message{}, err
+	}
+	return env.FromWire(r.Message)
+}
+
+func (pl *policy) Close() error {
+	if pl.p != nil {
+		return pl.p.close()
+	}
+	return nil
+}
+
+// proc is one running environment process.
+type proc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan []byte
+	stderr *tailBuffer
+	done   chan struct{}
+	once   sync.Once
+	err    error
+}
+
+func (e *Env) start(ctx context.Context) (*proc, error) {
+	cmd := exec.Command(e.argv[0], e.argv[1:]...)
+	cmd.Dir = e.dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, stdin: stdin, lines: make(chan []byte, 1), stderr: &tailBuffer{max: 4096}, done: make(chan struct{})}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("stdio: start %v: %w", e.argv, err)
+	}
+	go func() {
+		defer close(p.lines)
+		br := bufio.NewReaderSize(stdout, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(bytes.TrimSpace(line)) > 0 {
+				select {
+				case p.lines <- line:
+				case <-p.done:
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return p, nil
+}
+
+// call sends one request and reads one response into out.
+func (p *proc) call(ctx context.Context, req any, out any) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	op, _ := req.(map[string]any)["op"].(string)
+	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("stdio: %s: write: %w%s", op, err, p.stderr.suffix())
+	}
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			p.close()
+			return fmt.Errorf("stdio: %s: the environment exited without answering (%v)%s", op, p.err, p.stderr.suffix())
+		}
+		var e struct {
+			Error *string `json:"error"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			return fmt.Errorf("stdio: %s: response is not JSON: %w: %.200q", op, err, line)
+		}
+		if e.Error != nil {
+			return fmt.Errorf("stdio: %s: environment error: %s", op, *e.Error)
+		}
+		if err := json.Unmarshal(line, out); err != nil {
+			return fmt.Errorf("stdio: %s: response: %w", op, err)
+		}
+		return nil
+	case <-ctx.Done():
+		p.close()
+		return fmt.Errorf("stdio: %s: %w", op, ctx.Err())
+	}
+}
+
+// close ends the process: stdin closed, then killed if it lingers.
+func (p *proc) close() error {
+	p.once.Do(func() {
+		close(p.done)
+		p.stdin.Close()
+		exited := make(chan error, 1)
+		go func() { exited <- p.cmd.Wait() }()
+		select {
+		case p.err = <-exited:
+		case <-time.After(500 * time.Millisecond):
+			p.cmd.Process.Kill()
+			p.err = <-exited
+		}
+	})
+	return nil
+}
+
+// tailBuffer keeps the last max bytes written, for error messages.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) suffix() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := strings.TrimSpace(string(t.b)); s != "" {
+		return "; stderr: " + s
+	}
+	return ""
+}

@@ -1,0 +1,148 @@
+package stdio_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/envtest"
+	"github.com/hone-rl/hone/collect/env/stdio"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+func python(t *testing.T) string {
+	t.Helper()
+	// Resolve the interpreter once: shims (pyenv) cost a second a start.
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	p := strings.TrimSpace(string(out))
+	if err != nil || p == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("python3 not on PATH: %v", err)
+		}
+		t.Skip("python3 not on PATH")
+	}
+	return p
+}
+
+func example(t *testing.T) *stdio.Env {
+	t.Helper()
+	script, _ := filepath.Abs("../../../pipelines/stdio-env-example/env.py")
+	e, err := stdio.New(context.Background(), []string{python(t), "-S", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestPythonExampleSuite(t *testing.T) {
+	e := example(t)
+	if e.Name() != "arith" || !reflect.DeepEqual(e.Policies(), []string{"calculator", "mental"}) {
+		t.Fatalf("hello: %s %v", e.Name(), e.Policies())
+	}
+	envtest.Suite(t, e, envtest.SuiteOptions{Scenarios: 2, MaxTurns: 6})
+}
+
+// The calculator policy solves every task; the mental one (a*b) none.
+func TestPythonExamplePolicies(t *testing.T) {
+	e := example(t)
+	ctx := context.Background()
+	scs, err := e.Scenarios(ctx, 5, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"calculator", "mental"} {
+		sum := 0.0
+		for i, sc := range scs {
+			ep, err := e.NewEpisode(ctx, sc, int64(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := e.Policy(name, 1)
+			res, err := env.Play(ctx, ep, p, 6)
+			ep.Close()
+			p.(io.Closer).Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += res.Outcome.Reward
+			if name == "calculator" {
+				if len(res.Tools) != 1 || res.Messages[1].ToolCalls[0].Name != "calculator" || res.Messages[2].Role != "tool" || res.Outcome.Metrics["calculator_calls"] != 1 {
+					t.Errorf("%s: transcript %+v", sc.ID, res.Messages)
+				}
+			}
+		}
+		if want := map[string]float64{"calculator": 2, "mental": 0}[name]; sum != want {
+			t.Errorf("policy %s: total reward %v, want %v", name, sum, want)
+		}
+	}
+}
+
+// Broken programs fail the episode with a message that says why.
+func TestBrokenPrograms(t *testing.T) {
+	py := python(t)
+	ctx := context.Background()
+	hello := `import sys,json
+print(json.dumps({"name":"b"}), flush=True)
+`
+	for _, tc := range []struct{ name, body, want string }{
+		{"exits", hello + "sys.stderr.write('boom\\n')\n", "exited without answering"},
+		{"not-json", hello + "print('hello there', flush=True)\n", "not JSON"},
+		{"error", hello + "print(json.dumps({'error':'no such scenario'}), flush=True)\n", "no such scenario"},
+		{"bad-message", hello + "print(json.dumps({'messages':[{'content':'x'}]}), flush=True)\n", "without a role"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// hello goes to a first process; the episode gets a second.
+			script := filepath.Join(t.TempDir(), "env.py")
+			os.WriteFile(script, []byte("import sys,json\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\n"+strings.TrimPrefix(tc.body, hello)), 0o644)
+			e, err := stdio.New(ctx, []string{py, "-S", script}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ep.Close()
+			_, err = ep.Reset(ctx)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("hang", func(t *testing.T) {
+		script := filepath.Join(t.TempDir(), "env.py")
+		os.WriteFile(script, []byte("import sys,json,time\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\ntime.sleep(30)\n"), 0o644)
+		e, err := stdio.New(ctx, []string{py, "-S", script}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep, _ := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+		c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err = ep.Reset(c)
+		if err == nil || time.Since(start) > 5*time.Second {
+			t.Errorf("hang: %v after %v", err, time.Since(start))
+		}
+		ep.Close()
+	})
+}
+
+func TestSplit(t *testing.T) {
+	got, err := stdio.Split(`python3  'my env.py' --x "a b" ''`)
+	if want := []string{"python3", "my env.py", "--x", "a b", ""}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Split = %q, %v; want %q", got, err, want)
+	}
+	if _, err := stdio.Split(`a 'b`); err == nil {
+		t.Error("unbalanced quote accepted")
+	}
+}
+
+var _ = trajectory.Message{}

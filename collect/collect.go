@@ -194,7 +194,9 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 	}
 	scEnvs := make([]env.Env, len(scs))
 	for i, sc := range scs {
-		if scEnvs[i], err = getEnv(sc.Env); err != nil {
+		if o.Scenarios == "" {
+			scEnvs[i] = envs[o.Env] // generated: the environment that made them
+		} else if scEnvs[i], err = getEnv(sc.Env); err != nil {
 			return st, fmt.Errorf("scenario %s: %w", sc.ID, err)
 		}
 		if scripted {

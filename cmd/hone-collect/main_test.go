@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+var binDir string
+
+// TestMain builds hone-collect and hone-serve once: the end-to-end tests
+// run both as processes.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hone-collect-test-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	for _, pkg := range []string{".", "../hone-serve"} {
+		name := "hone-collect"
+		if pkg != "." {
+			name = filepath.Base(pkg)
+		}
+		build := exec.Command("go", "build", "-ldflags=-s -w", "-o", filepath.Join(dir, name), pkg)
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build", pkg+":", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func collectBin(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "hone-collect"), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// startServe runs the real hone-serve on the tiny test model and returns
+// its base URL.
+func startServe(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "hone-serve"), "--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`listening.*addr=(\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a + "/v1"
+	case <-time.After(time.Minute):
+		t.Fatal("hone-serve did not start listening within a minute")
+	}
+	return ""
+}
+
+func read(t *testing.T, path string) []trajectory.Group {
+	t.Helper()
+	gs, err := trajectory.ReadAll(context.Background(), []string{path}, trajectory.ReadOptions{})
+	if err != nil {
+		t.Fatalf("reading %s: %v", path, err)
+	}
+	return gs
+}
+
+// Every environment against the real hone-serve: whole groups, token ids
+// and logprobs on every assistant turn, rewards in the environment's range.
+func TestEndToEndServe(t *testing.T) {
+	base := startServe(t)
+	dir := t.TempDir()
+	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	havePy := err == nil
+	if !havePy && os.Getenv("CI") != "" {
+		t.Fatalf("python3 not on PATH: %v", err)
+	}
+	script, _ := filepath.Abs("../../pipelines/stdio-env-example/env.py")
+	cases := []struct {
+		env    string
+		opts   []string
+		lo, hi float64
+	}{
+		{"guess", nil, -1, 1.2},
+		{"tictactoe", []string{"--env-opt", "opponent=minimax"}, -1, 1},
+		{"2048", []string{"--env-opt", "max-moves=3"}, -1, 1},
+	}
+	if havePy {
+		cases = append(cases, struct {
+			env    string
+			opts   []string
+			lo, hi float64
+		}{"stdio", []string{"--env-opt", "cmd=" + strings.TrimSpace(string(py)) + " -S " + script}, 0, 1})
+	}
+	for _, tc := range cases {
+		t.Run(tc.env, func(t *testing.T) {
+			out := filepath.Join(dir, tc.env+".parquet")
+			args := append([]string{"--env", tc.env, "--groups", "2", "-G", "3", "--concurrency", "4", "--max-turns", "3",
+				"--model", "tiny", "--base-url", base, "--max-tokens", "4", "--temperature", "1", "--seed", "5", "-o", out}, tc.opts...)
+			r := collectBin(t, args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "2/2 groups, 6 episodes (0 failed)") {
+				t.Errorf("summary line: %s", r.stderr)
+			}
+			gs := read(t, out)
+			if len(gs) != 2 {
+				t.Fatalf("%d groups", len(gs))
+			}
+			for _, g := range gs {
+				if len(g.Trajectories) != 3 {
+					t.Fatalf("group %s: %d trajectories", g.ID, len(g.Trajectories))
+				}
+				for _, tr := range g.Trajectories {
+					if tr.Error != "" || tr.Reward == nil || *tr.Reward < tc.lo || *tr.Reward > tc.hi {
+						t.Errorf("%s: error %q reward %v", tr.ID, tr.Error, tr.Reward)
+					}
+					turns := 0
+					for i, m := range tr.Messages {
+						if m.Role != "assistant" {
+							continue
+						}
+						turns++
+						if !m.Trainable || len(m.TokenIDs) == 0 || len(m.TokenIDs) > 4 || len(m.Logprobs) != len(m.TokenIDs) || m.AnswerModel != "tiny" || m.FinishReason == "" {
+							t.Errorf("%s message %d: trainable %v, %d ids, %d logprobs, model %q, finish %q", tr.ID, i, m.Trainable, len(m.TokenIDs), len(m.Logprobs), m.AnswerModel, m.FinishReason)
+						}
+						for _, lp := range m.Logprobs {
+							if !(lp <= 0) {
+								t.Errorf("%s message %d: logprob %v", tr.ID, i, lp)
+							}
+						}
+					}
+					if turns == 0 || turns > 3 {
+						t.Errorf("%s: %d assistant turns", tr.ID, turns)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestScriptedAndUsage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "sft.parquet")
+	r := collectBin(t, "--env", "guess", "--groups", "10", "-G", "2", "--policy", "scripted:bisect", "-o", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	gs := read(t, out)
+	if len(gs) != 10 || *gs[0].Trajectories[0].Reward < 1 {
+		t.Errorf("%d groups", len(gs))
+	}
+	for _, args := range [][]string{
+		{"--env", "guess", "--groups", "1", "-o", out},                         // no model
+		{"--env", "nope", "--groups", "1", "--policy", "scripted", "-o", out},  // unknown env
+		{"--env", "guess", "--policy", "scripted", "-o", out},                  // no --groups
+		{"--env", "guess", "--groups", "1", "--policy", "scripted", "--bogus"}, // unknown flag
+		{"--env", "guess", "--groups", "1", "--policy", "scripted", "--max-failures", "1.5", "-o", out},
+	} {
+		if r := collectBin(t, args...); r.code != 2 {
+			t.Errorf("%v: exit %d, want 2: %s", args, r.code, r.stderr)
+		}
+	}
+}
+
+// SIGINT during a run: exit 130, and the file holds the whole groups
+// finished before the stop.
+func TestInterruptProcess(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o.parquet")
+	// A server that answers slowly, so the run is still going when the
+	// signal comes.
+	script := filepath.Join(dir, "slow.py")
+	os.WriteFile(script, []byte(`import sys, json, time
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req["op"]
+    if op == "hello": r = {"name": "slow", "reward_range": [0, 1], "policies": ["wait"]}
+    elif op == "scenarios": r = {"scenarios": [{"id": "s%d" % i} for i in range(req["n"])]}
+    elif op == "reset": r = {"messages": [{"role": "user", "content": "go"}]}
+    elif op == "act":
+        time.sleep(0.05)
+        r = {"message": {"role": "assistant", "content": "ok"}}
+    else: r = {"messages": [], "done": True, "reward": 1}
+    print(json.dumps(r), flush=True)
+`), 0o644)
+	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("python3 not on PATH")
+	}
+	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", "cmd="+strings.TrimSpace(string(py))+" -S "+script,
+		"--groups", "400", "-G", "2", "--concurrency", "2", "--policy", "scripted", "-o", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130: %s", err, stderr.String())
+	}
+	gs := read(t, out)
+	if len(gs) == 0 || len(gs) >= 400 {
+		t.Fatalf("%d groups kept: %s", len(gs), stderr.String())
+	}
+	for _, g := range gs {
+		if len(g.Trajectories) != 2 {
+			t.Errorf("group %s: %d trajectories", g.ID, len(g.Trajectories))
+		}
+	}
+}
+
+var _ = collect.Options{}

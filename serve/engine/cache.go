@@ -11,10 +11,12 @@ import (
 // ErrCacheFull means a reservation does not fit the KV cache budget now.
 var ErrCacheFull = errors.New("kv cache budget exhausted")
 
-// KVCache implements model.Cache with a byte budget. Each sequence gets one
-// block of keys and values per layer, allocated by Reserve for a fixed
-// number of tokens; Grow beyond the reservation fails. Keys and values are
-// float32, so a token costs layers·2·KVH·D·4 bytes.
+// KVCache implements model.Cache with a byte budget. Reserve books room for
+// a fixed number of tokens of a sequence against the budget; Grow beyond the
+// reservation fails. The memory itself grows with the sequence (doubling,
+// up to the reservation), so a request that stops early never touches most
+// of what it booked. Keys and values are float32, so a token costs
+// layers·2·KVH·D·4 bytes.
 //
 // The model calls Len/Grow/KV/Truncate from the scheduler goroutine only;
 // the mutex makes the accounting readable from other goroutines (metrics).
@@ -29,7 +31,25 @@ type KVCache struct {
 
 type kvSeq struct {
 	n, capTokens int
-	k, v         [][]float32 // [layers][capTokens, KVH, D]
+	k, v         [][]float32 // [layers][≤capTokens, KVH, D], len = allocated tokens·KVH·D
+}
+
+// ensure makes room for need tokens of s (need ≤ s.capTokens).
+func (c *KVCache) ensure(s *kvSeq, need int) {
+	have := 0
+	if len(s.k) > 0 && s.k[0] != nil {
+		have = len(s.k[0]) / c.kvd
+	}
+	if need <= have {
+		return
+	}
+	n := min(s.capTokens, max(need, 2*have, 16))
+	for l := range s.k {
+		k, v := make([]float32, n*c.kvd), make([]float32, n*c.kvd)
+		copy(k, s.k[l][:s.n*c.kvd])
+		copy(v, s.v[l][:s.n*c.kvd])
+		s.k[l], s.v[l] = k, v
+	}
 }
 
 var _ model.Cache = (*KVCache)(nil)
@@ -69,12 +89,7 @@ func (c *KVCache) Reserve(seq, tokens int) error {
 	if c.budget > 0 && c.used+b > c.budget {
 		return ErrCacheFull
 	}
-	s := &kvSeq{capTokens: tokens, k: make([][]float32, c.layers), v: make([][]float32, c.layers)}
-	for l := range s.k {
-		s.k[l] = make([]float32, tokens*c.kvd)
-		s.v[l] = make([]float32, tokens*c.kvd)
-	}
-	c.seqs[seq] = s
+	c.seqs[seq] = &kvSeq{capTokens: tokens, k: make([][]float32, c.layers), v: make([][]float32, c.layers)}
 	c.used += b
 	return nil
 }
@@ -99,6 +114,8 @@ func (c *KVCache) Fork(dst, src, n int) error {
 	if s == nil || d == nil || n > s.n || n > d.capTokens {
 		return fmt.Errorf("kv cache: fork %d tokens of sequence %d into %d", n, src, dst)
 	}
+	d.n = 0
+	c.ensure(d, n)
 	for l := range s.k {
 		copy(d.k[l], s.k[l][:n*c.kvd])
 		copy(d.v[l], s.v[l][:n*c.kvd])
@@ -128,6 +145,7 @@ func (c *KVCache) Grow(seq, n int) error {
 	if n < 0 || s.n+n > s.capTokens {
 		return fmt.Errorf("kv cache: sequence %d: %d+%d tokens exceed its reservation of %d", seq, s.n, n, s.capTokens)
 	}
+	c.ensure(s, s.n+n)
 	s.n += n
 	return nil
 }
@@ -137,7 +155,7 @@ func (c *KVCache) KV(layer, seq int) (k, v []float32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.seqs[seq]
-	if s == nil {
+	if s == nil || s.k[layer] == nil {
 		return nil, nil
 	}
 	return s.k[layer][:s.n*c.kvd], s.v[layer][:s.n*c.kvd]

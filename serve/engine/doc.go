@@ -5,10 +5,11 @@
 //
 // What it owns:
 //
-//   - KVCache: one preallocated block per sequence, sized prompt+max_tokens
-//     when the request is admitted, so a running sequence never runs out of
-//     memory mid-way; the sum of reservations stays under the byte budget
-//     and requests that do not fit yet wait in the queue.
+//   - KVCache: each sequence books prompt+max_tokens tokens against the
+//     byte budget when its request is admitted, so a running sequence never
+//     runs out of memory mid-way; the sum of reservations stays under the
+//     budget and requests that do not fit yet wait in the queue. Memory is
+//     allocated as the sequence grows (doubling), not at booking.
 //   - Engine: a bounded queue (Submit answers ErrQueueFull), admission in
 //     arrival order, one model.Step per adapter group per iteration (prefill
 //     of new sequences and one decode token of running ones in the same

@@ -343,6 +343,30 @@ func TestKVCacheFork(t *testing.T) {
 	if !slices.Equal(k, k2) || !slices.Equal(v, v2) || c.Len(2) != 3 {
 		t.Fatalf("fork copied %d tokens wrongly", c.Len(2))
 	}
+	// Token by token past several reallocations, earlier rows stay put.
+	if err := c.Reserve(3, 100); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := c.Grow(3, 1); err != nil {
+			t.Fatal(err)
+		}
+		for l := range m.Config.Layers {
+			k, _ := c.KV(l, 3)
+			kvd := len(k) / (i + 1)
+			k[i*kvd] = float32(i + l)
+		}
+	}
+	for l := range m.Config.Layers {
+		k, _ := c.KV(l, 3)
+		kvd := len(k) / 100
+		for i := range 100 {
+			if k[i*kvd] != float32(i+l) {
+				t.Fatalf("layer %d token %d: %v after growing", l, i, k[i*kvd])
+			}
+		}
+	}
+	c.Free(3)
 	c.Free(1)
 	c.Free(2)
 	if c.Used() != 0 {

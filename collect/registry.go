@@ -10,12 +10,13 @@ import (
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/env/game2048"
 	"github.com/hone-rl/hone/collect/env/guess"
+	"github.com/hone-rl/hone/collect/env/inbox"
 	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/collect/env/tictactoe"
 )
 
 // EnvNames lists the built-in environments NewEnv knows.
-var EnvNames = []string{"guess", "tictactoe", "2048", "stdio"}
+var EnvNames = []string{"guess", "tictactoe", "2048", "inbox", "stdio"}
 
 // NewEnv builds a built-in environment from its name and --env-opt
 // settings. Unknown settings are an error, so a typo is not ignored.
@@ -37,6 +38,14 @@ func NewEnv(name string, opts map[string]string) (env.Env, error) {
 		e = t
 	case "2048":
 		e = game2048.New(o.int("target", 64), o.int("max-moves", 100))
+	case "inbox":
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		ib, err := inbox.Open(ctx, int64(o.int("inbox-seed", 1)), o.str("db", ""))
+		if err != nil {
+			return nil, err
+		}
+		e = ib
 	case "stdio":
 		argv, err := stdio.Split(o.str("cmd", ""))
 		if err != nil {

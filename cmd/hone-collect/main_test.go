@@ -141,6 +141,7 @@ func TestEndToEndServe(t *testing.T) {
 		{"guess", nil, -1, 1.2},
 		{"tictactoe", []string{"--env-opt", "opponent=minimax"}, -1, 1},
 		{"2048", []string{"--env-opt", "max-moves=3"}, -1, 1},
+		{"inbox", nil, 0, 1},
 	}
 	if havePy {
 		cases = append(cases, struct {

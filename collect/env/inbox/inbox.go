@@ -1,0 +1,291 @@
+// Package inbox is an email-research task in the style of ART·E: a
+// deterministic synthetic inbox (people, threads, dates, facts with
+// near-miss distractors) is stored in a SQLite database with an FTS5
+// full-text index, and each scenario asks a question whose answer is in
+// one email. The agent has three tools: search_inbox, read_email and
+// return_final_answer.
+//
+// Reward (in [0, 1]): 0.7 for a correct answer (the expected string
+// appears in it, case-insensitively), plus 0.1 each for finding the source
+// email in a search, reading it, and citing it among the sources. A reply
+// without a tool call counts as a final answer without sources. Metrics:
+// correct, found_source, read_source, cited_source, searches, reads,
+// answered.
+package inbox
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver, with FTS5
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// Env is the inbox environment over one generated inbox.
+type Env struct {
+	inbox  Inbox
+	db     *sql.DB
+	tmpDir string // removed by Close when the database is temporary
+}
+
+// Open generates the inbox for seed and stores it in the SQLite database
+// at path (replaced if it exists); "" uses a temporary file.
+func Open(ctx context.Context, seed int64, path string) (*Env, error) {
+	e := &Env{inbox: Generate(seed)}
+	if path == "" {
+		dir, err := os.MkdirTemp("", "hone-inbox-*")
+		if err != nil {
+			return nil, err
+		}
+		e.tmpDir = dir
+		path = filepath.Join(dir, "inbox.db")
+	} else if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("inbox: %w", err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("inbox: open %s: %w", path, err)
+	}
+	e.db = db
+	if err := e.load(ctx); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("inbox: build %s: %w", path, err)
+	}
+	return e, nil
+}
+
+func (e *Env) load(ctx context.Context) error {
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE VIRTUAL TABLE emails USING fts5(
+		id UNINDEXED, thread UNINDEXED, sender, recipient, date UNINDEXED, subject, body)`); err != nil {
+		return err
+	}
+	for _, m := range e.inbox.Emails {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO emails VALUES (?,?,?,?,?,?,?)`, m.ID, m.Thread, m.From, m.To, m.Date, m.Subject, m.Body); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// Close releases the database (and removes a temporary one).
+func (e *Env) Close() error {
+	var err error
+	if e.db != nil {
+		err = e.db.Close()
+	}
+	if e.tmpDir != "" {
+		os.RemoveAll(e.tmpDir)
+	}
+	return err
+}
+
+// Inbox returns the generated inbox.
+func (e *Env) Inbox() Inbox { return e.inbox }
+
+// SearchResult is one hit of search_inbox.
+type SearchResult struct {
+	ID      string `json:"id"`
+	Date    string `json:"date"`
+	From    string `json:"from"`
+	Subject string `json:"subject"`
+	Snippet string `json:"snippet"`
+}
+
+// Search runs a full-text query: every keyword must match (FTS5 phrase
+// per keyword), best matches first, at most limit.
+func (e *Env) Search(ctx context.Context, keywords []string, limit int) ([]SearchResult, error) {
+	var terms []string
+	for _, k := range keywords {
+		k = strings.TrimSpace(k)
+		if k != "" {
+			terms = append(terms, `"`+strings.ReplaceAll(k, `"`, `""`)+`"`)
+		}
+	}
+	if len(terms) == 0 {
+		return nil, errors.New("no keywords")
+	}
+	rows, err := e.db.QueryContext(ctx, `SELECT id, date, sender, subject, snippet(emails, 6, '', '', '…', 12)
+		FROM emails WHERE emails MATCH ? ORDER BY rank LIMIT ?`, strings.Join(terms, " AND "), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []SearchResult
+	for rows.Next() {
+		var r SearchResult
+		if err := rows.Scan(&r.ID, &r.Date, &r.From, &r.Subject, &r.Snippet); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Read returns one email, or an error naming the id.
+func (e *Env) Read(ctx context.Context, id string) (Email, error) {
+	var m Email
+	err := e.db.QueryRowContext(ctx, `SELECT id, thread, sender, recipient, date, subject, body FROM emails WHERE id = ?`, id).
+		Scan(&m.ID, &m.Thread, &m.From, &m.To, &m.Date, &m.Subject, &m.Body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, fmt.Errorf("no email with id %q", id)
+	}
+	return m, err
+}
+
+// Tools are the tools offered in every episode.
+var Tools = []trajectory.Tool{
+	{Type: "function", Name: "search_inbox", Description: "Full-text search of the inbox; every keyword must match. Returns id, date, sender, subject and a snippet per email.",
+		Parameters: `{"type":"object","properties":{"keywords":{"type":"array","items":{"type":"string"}},"max_results":{"type":"integer"}},"required":["keywords"]}`},
+	{Type: "function", Name: "read_email", Description: "Read one email by its id.",
+		Parameters: `{"type":"object","properties":{"message_id":{"type":"string"}},"required":["message_id"]}`},
+	{Type: "function", Name: "return_final_answer", Description: "Give the final answer and the ids of the emails it comes from. Ends the task.",
+		Parameters: `{"type":"object","properties":{"answer":{"type":"string"},"sources":{"type":"array","items":{"type":"string"}}},"required":["answer","sources"]}`},
+}
+
+const systemPrompt = "You answer questions about the user's email inbox. Use search_inbox and read_email to find the answer, then call return_final_answer with the answer and the ids of the emails it comes from."
+
+// Name implements env.Env.
+func (e *Env) Name() string { return "inbox" }
+
+// RewardRange implements env.Env.
+func (e *Env) RewardRange() (float64, float64) { return 0, 1 }
+
+// Scenarios implements env.Env: the inbox's questions in an order drawn
+// from seed; past the pool they repeat with a new id.
+func (e *Env) Scenarios(_ context.Context, seed int64, n int) ([]env.Scenario, error) {
+	qs := e.inbox.Questions
+	order := make([]int, len(qs))
+	for i := range order {
+		order[i] = i
+	}
+	r := uint64(seed)*6364136223846793005 + 1442695040888963407
+	for i := len(order) - 1; i > 0; i-- { // Fisher–Yates with an LCG, stable across Go versions
+		r = r*6364136223846793005 + 1442695040888963407
+		j := int((r >> 33) % uint64(i+1))
+		order[i], order[j] = order[j], order[i]
+	}
+	out := make([]env.Scenario, n)
+	for i := range out {
+		q := qs[order[i%len(qs)]]
+		p, _ := json.Marshal(q)
+		out[i] = env.Scenario{ID: fmt.Sprintf("inbox-%s-%d", q.ID, i/len(qs)), Env: "inbox", Payload: p, Split: trajectory.SplitTrain}
+	}
+	return out, nil
+}
+
+// NewEpisode implements env.Env.
+func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episode, error) {
+	var q Question
+	if err := json.Unmarshal(sc.Payload, &q); err != nil || q.Question == "" || q.Answer == "" {
+		return nil, fmt.Errorf("inbox: scenario %s: payload needs question, answer and source_id (%v)", sc.ID, err)
+	}
+	return &episode{e: e, q: q}, nil
+}
+
+type episode struct {
+	e                  *Env
+	q                  Question
+	searches, reads    int
+	found, read, cited bool
+	answered, correct  bool
+}
+
+func (ep *episode) Reset(context.Context) (env.Observation, error) {
+	return env.Observation{
+		Messages: []trajectory.Message{{Role: "system", Content: systemPrompt}, env.User(ep.q.Question)},
+		Tools:    Tools,
+	}, nil
+}
+
+func (ep *episode) answer(text string, sources []string) {
+	ep.answered = true
+	ep.correct = strings.Contains(strings.ToLower(text), strings.ToLower(ep.q.Answer))
+	for _, s := range sources {
+		ep.cited = ep.cited || s == ep.q.SourceID
+	}
+}
+
+func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
+	if len(t.Message.ToolCalls) == 0 {
+		ep.answer(t.Message.Content, nil)
+		return env.Feedback{Done: true}, nil
+	}
+	var out []trajectory.Message
+	for _, c := range t.Calls {
+		var args struct {
+			Keywords   []string `json:"keywords"`
+			MaxResults int      `json:"max_results"`
+			MessageID  string   `json:"message_id"`
+			Answer     string   `json:"answer"`
+			Sources    []string `json:"sources"`
+		}
+		json.Unmarshal([]byte(c.Arguments), &args) // CheckCall already validated it
+		var result string
+		switch c.Name {
+		case "search_inbox":
+			ep.searches++
+			limit := args.MaxResults
+			if limit <= 0 || limit > 10 {
+				limit = 10
+			}
+			rs, err := ep.e.Search(ctx, args.Keywords, limit)
+			switch {
+			case err != nil:
+				result = "error: " + err.Error()
+			case len(rs) == 0:
+				result = "no emails match"
+			default:
+				for _, r := range rs {
+					ep.found = ep.found || r.ID == ep.q.SourceID
+				}
+				b, _ := json.Marshal(rs)
+				result = string(b)
+			}
+		case "read_email":
+			ep.reads++
+			m, err := ep.e.Read(ctx, args.MessageID)
+			if err != nil {
+				result = "error: " + err.Error()
+			} else {
+				ep.read = ep.read || m.ID == ep.q.SourceID
+				b, _ := json.Marshal(m)
+				result = string(b)
+			}
+		case "return_final_answer":
+			ep.answer(args.Answer, args.Sources)
+			return env.Feedback{Messages: append(out, env.ToolResult(c.ID, c.Name, "answer recorded")), Done: true}, nil
+		}
+		out = append(out, env.ToolResult(c.ID, c.Name, result))
+	}
+	return env.Feedback{Messages: out}, nil
+}
+
+func (ep *episode) Outcome() env.Outcome {
+	b := func(x bool) float64 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	r := 0.7*b(ep.correct) + 0.1*b(ep.found) + 0.1*b(ep.read) + 0.1*b(ep.cited)
+	return env.Outcome{Reward: r, Metrics: map[string]float64{
+		"correct": b(ep.correct), "found_source": b(ep.found), "read_source": b(ep.read), "cited_source": b(ep.cited),
+		"searches": float64(ep.searches), "reads": float64(ep.reads), "answered": b(ep.answered),
+	}}
+}
+
+func (ep *episode) Close() error { return nil }

@@ -1,0 +1,109 @@
+package inbox_test
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/envtest"
+	"github.com/hone-rl/hone/collect/env/inbox"
+)
+
+func open(t *testing.T) *inbox.Env {
+	t.Helper()
+	e, err := inbox.Open(context.Background(), 1, filepath.Join(t.TempDir(), "inbox.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func TestSuite(t *testing.T) { envtest.Suite(t, open(t), envtest.SuiteOptions{Scenarios: 5, MaxTurns: 12}) }
+
+func TestGenerateDeterministic(t *testing.T) {
+	a, b, c := inbox.Generate(3), inbox.Generate(3), inbox.Generate(4)
+	if !reflect.DeepEqual(a, b) || reflect.DeepEqual(a, c) {
+		t.Fatal("Generate is not a function of its seed")
+	}
+	if len(a.Questions) < 30 || len(a.Emails) < 100 {
+		t.Fatalf("%d questions, %d emails", len(a.Questions), len(a.Emails))
+	}
+	byID := map[string]inbox.Email{}
+	for _, m := range a.Emails {
+		byID[m.ID] = m
+	}
+	for _, q := range a.Questions {
+		if !strings.Contains(byID[q.SourceID].Body, q.Answer) {
+			t.Errorf("%s: source %s does not hold the answer %q", q.ID, q.SourceID, q.Answer)
+		}
+	}
+}
+
+func TestSearchAndRead(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	q := e.Inbox().Questions[0] // a flight question
+	rs, err := e.Search(ctx, []string{"flight", lastWord(q.Question)}, 10)
+	if err != nil || len(rs) != 1 || rs[0].ID != q.SourceID {
+		t.Fatalf("search for %q: %v %+v", q.Question, err, rs)
+	}
+	m, err := e.Read(ctx, q.SourceID)
+	if err != nil || !strings.Contains(m.Body, q.Answer) {
+		t.Fatalf("read: %v %+v", err, m)
+	}
+	if _, err := e.Read(ctx, "m9999"); err == nil {
+		t.Error("read of a missing id did not fail")
+	}
+	if rs, err := e.Search(ctx, []string{`a"b`, "OR"}, 5); err != nil || len(rs) != 0 {
+		t.Errorf("quotes and operators in keywords: %v %v", err, rs)
+	}
+}
+
+// The reward separates a good searcher from a random one.
+func TestRewardSeparatesPolicies(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	scs, _ := e.Scenarios(ctx, 1, len(e.Inbox().Questions))
+	mean := func(name string) float64 {
+		sum := 0.0
+		for i, sc := range scs {
+			ep, _ := e.NewEpisode(ctx, sc, int64(i))
+			p, _ := e.Policy(name, int64(i))
+			res, err := env.Play(ctx, ep, p, 15)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += res.Outcome.Reward
+		}
+		return sum / float64(len(scs))
+	}
+	s, r := mean("searcher"), mean("random")
+	t.Logf("mean reward over %d questions: searcher %.3f, random %.3f", len(scs), s, r)
+	if s < 0.9 || r > 0.3 {
+		t.Errorf("searcher %.3f (want ≥ 0.9), random %.3f (want ≤ 0.3)", s, r)
+	}
+}
+
+func TestPartialCredit(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	q := e.Inbox().Questions[3]
+	sc, _ := e.Scenarios(ctx, 1, 1)
+	_ = sc
+	p := []byte(`{"question":"` + q.Question + `","answer":"` + q.Answer + `","source_id":"` + q.SourceID + `"}`)
+	ep, _ := e.NewEpisode(ctx, env.Scenario{ID: "x", Payload: p}, 0)
+	ep.Reset(ctx)
+	fb, _ := ep.Step(ctx, env.Turn{Message: env.Assistant("The answer is " + q.Answer)})
+	if o := ep.Outcome(); !fb.Done || o.Reward != 0.7 || o.Metrics["answered"] != 1 {
+		t.Errorf("correct text answer without tools: %+v", o)
+	}
+}
+
+func lastWord(s string) string {
+	f := strings.Fields(strings.TrimSuffix(s, "?"))
+	return f[len(f)-1]
+}

@@ -11,12 +11,13 @@ import (
 	"github.com/hone-rl/hone/collect/env/game2048"
 	"github.com/hone-rl/hone/collect/env/guess"
 	"github.com/hone-rl/hone/collect/env/inbox"
+	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/collect/env/tictactoe"
 )
 
 // EnvNames lists the built-in environments NewEnv knows.
-var EnvNames = []string{"guess", "tictactoe", "2048", "inbox", "stdio"}
+var EnvNames = []string{"guess", "tictactoe", "2048", "inbox", "stdio", "mcp"}
 
 // NewEnv builds a built-in environment from its name and --env-opt
 // settings. Unknown settings are an error, so a typo is not ignored.
@@ -46,6 +47,26 @@ func NewEnv(name string, opts map[string]string) (env.Env, error) {
 			return nil, err
 		}
 		e = ib
+	case "mcp":
+		argv, err := stdio.Split(o.str("cmd", ""))
+		if err != nil {
+			return nil, err
+		}
+		mo := mcpenv.Options{Command: argv, URL: o.str("url", ""), System: o.str("system", "")}
+		if path := o.str("tasks", ""); path != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if mo.Tasks, err = ReadScenarios(ctx, path); err != nil {
+				return nil, err
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		m, err := mcpenv.Open(ctx, mo)
+		if err != nil {
+			return nil, err
+		}
+		e = m
 	case "stdio":
 		argv, err := stdio.Split(o.str("cmd", ""))
 		if err != nil {

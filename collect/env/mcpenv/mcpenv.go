@@ -1,0 +1,196 @@
+// Package mcpenv turns any MCP server into an environment: its tools
+// (listed once, over stdio to a command or over streamable HTTP) become
+// the agent's tools, and tasks come from a scenario file. An episode asks
+// the task as the user message, runs each tool call on the server and
+// ends when the agent answers without a tool call.
+//
+// A task's payload is {"task": "...", "answer": "..."}; "answer" is
+// optional. With it the reward is 1 when the final answer contains it
+// (case-insensitively) and 0 otherwise; without it the reward is 0 and
+// scoring is left to hone-score (a formula or RULER). Metrics: answered,
+// correct, tool_errors (calls the server reported as errors).
+package mcpenv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// Options says how to reach the server.
+type Options struct {
+	Command []string // a stdio server: program and arguments
+	URL     string   // or a streamable HTTP endpoint
+	Tasks   []env.Scenario
+	System  string // system prompt ("" for a default)
+}
+
+// Env is one connected MCP session shared by all episodes.
+type Env struct {
+	session *mcp.ClientSession
+	tools   []trajectory.Tool
+	tasks   []env.Scenario
+	system  string
+}
+
+// Open connects and lists the server's tools.
+func Open(ctx context.Context, o Options) (*Env, error) {
+	var t mcp.Transport
+	switch {
+	case len(o.Command) > 0 && o.URL != "":
+		return nil, errors.New("mcp: give a command or a URL, not both")
+	case len(o.Command) > 0:
+		t = &mcp.CommandTransport{Command: exec.Command(o.Command[0], o.Command[1:]...)}
+	case o.URL != "":
+		t = &mcp.StreamableClientTransport{Endpoint: o.URL, DisableStandaloneSSE: true}
+	default:
+		return nil, errors.New("mcp: needs --env-opt cmd='SERVER ARGS' or --env-opt url=http://...")
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "hone-collect", Version: "1"}, nil)
+	s, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: connect: %w", err)
+	}
+	e := &Env{session: s, tasks: o.Tasks, system: o.System}
+	if e.system == "" {
+		e.system = "You complete tasks with the tools you are given. When done, answer without calling a tool."
+	}
+	for tool, err := range s.Tools(ctx, nil) {
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("mcp: list tools: %w", err)
+		}
+		params := ""
+		if tool.InputSchema != nil {
+			b, err := json.Marshal(tool.InputSchema)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("mcp: tool %s: schema: %w", tool.Name, err)
+			}
+			params = string(b)
+		}
+		e.tools = append(e.tools, trajectory.Tool{Type: "function", Name: tool.Name, Description: tool.Description, Parameters: params})
+	}
+	if len(e.tools) == 0 {
+		s.Close()
+		return nil, errors.New("mcp: the server offers no tools")
+	}
+	return e, nil
+}
+
+// Tools returns the server's tools in the agent's shape.
+func (e *Env) Tools() []trajectory.Tool { return e.tools }
+
+// Close ends the session (and a stdio server).
+func (e *Env) Close() error { return e.session.Close() }
+
+// Name implements env.Env.
+func (e *Env) Name() string { return "mcp" }
+
+// RewardRange implements env.Env.
+func (e *Env) RewardRange() (float64, float64) { return 0, 1 }
+
+// Scenarios implements env.Env: the tasks given, cycled to n, in order.
+func (e *Env) Scenarios(_ context.Context, _ int64, n int) ([]env.Scenario, error) {
+	if len(e.tasks) == 0 {
+		return nil, errors.New("mcp: no tasks: give --scenarios FILE or --env-opt tasks=FILE")
+	}
+	out := make([]env.Scenario, n)
+	for i := range out {
+		out[i] = e.tasks[i%len(e.tasks)]
+		if i >= len(e.tasks) {
+			out[i].ID = fmt.Sprintf("%s-%d", out[i].ID, i/len(e.tasks))
+		}
+	}
+	return out, nil
+}
+
+// Payload is a task's payload.
+type Payload struct {
+	Task   string `json:"task"`
+	Answer string `json:"answer,omitempty"`
+}
+
+// NewEpisode implements env.Env.
+func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episode, error) {
+	var p Payload
+	if err := json.Unmarshal(sc.Payload, &p); err != nil || p.Task == "" {
+		return nil, fmt.Errorf("mcp: scenario %s: payload needs {\"task\": ...} (%v)", sc.ID, err)
+	}
+	return &episode{e: e, p: p}, nil
+}
+
+type episode struct {
+	e                 *Env
+	p                 Payload
+	answered, correct bool
+	toolErrors        int
+}
+
+func (ep *episode) Reset(context.Context) (env.Observation, error) {
+	return env.Observation{
+		Messages: []trajectory.Message{{Role: "system", Content: ep.e.system}, env.User(ep.p.Task)},
+		Tools:    ep.e.tools,
+	}, nil
+}
+
+func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
+	if len(t.Message.ToolCalls) == 0 {
+		ep.answered = true
+		ep.correct = ep.p.Answer != "" && strings.Contains(strings.ToLower(t.Message.Content), strings.ToLower(ep.p.Answer))
+		return env.Feedback{Done: true}, nil
+	}
+	var out []trajectory.Message
+	for _, c := range t.Calls {
+		var args map[string]any
+		json.Unmarshal([]byte(c.Arguments), &args) // CheckCall validated it
+		res, err := ep.e.session.CallTool(ctx, &mcp.CallToolParams{Name: c.Name, Arguments: args})
+		if err != nil {
+			if ctx.Err() != nil {
+				return env.Feedback{}, err
+			}
+			// A protocol error on one call is the model's feedback, not
+			// the end of the episode.
+			ep.toolErrors++
+			out = append(out, env.ToolResult(c.ID, c.Name, "error: "+err.Error()))
+			continue
+		}
+		var text []string
+		for _, part := range res.Content {
+			if tc, ok := part.(*mcp.TextContent); ok {
+				text = append(text, tc.Text)
+			} else if b, err := json.Marshal(part); err == nil {
+				text = append(text, string(b))
+			}
+		}
+		s := strings.Join(text, "\n")
+		if res.IsError {
+			ep.toolErrors++
+			s = "error: " + s
+		}
+		out = append(out, env.ToolResult(c.ID, c.Name, s))
+	}
+	return env.Feedback{Messages: out}, nil
+}
+
+func (ep *episode) Outcome() env.Outcome {
+	b := func(x bool) float64 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	return env.Outcome{Reward: b(ep.correct), Metrics: map[string]float64{
+		"answered": b(ep.answered), "correct": b(ep.correct), "tool_errors": float64(ep.toolErrors),
+	}}
+}
+
+func (ep *episode) Close() error { return nil }

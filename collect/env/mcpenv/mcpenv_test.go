@@ -1,0 +1,132 @@
+package mcpenv_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/envtest"
+	"github.com/hone-rl/hone/collect/env/mcpenv"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+type addIn struct {
+	A float64 `json:"a" jsonschema:"first addend"`
+	B float64 `json:"b" jsonschema:"second addend"`
+}
+
+// testServer is a small MCP server: add, and fail (always a tool error).
+func testServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "calc", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "add two numbers"}, func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(in.A + in.B)}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "always fails"}, func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return nil, nil, fmt.Errorf("this tool always fails")
+	})
+	return s
+}
+
+// TestMain doubles as the stdio MCP server when the tests start
+// themselves as one.
+func TestMain(m *testing.M) {
+	if os.Getenv("HONE_MCP_TEST_SERVER") == "1" {
+		if err := testServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+var tasks = []env.Scenario{
+	{ID: "t1", Payload: json.RawMessage(`{"task":"What is 2+3?","answer":"5"}`)},
+	{ID: "t2", Payload: json.RawMessage(`{"task":"What is 10+32?","answer":"42"}`)},
+}
+
+func connect(t *testing.T, transport string) *mcpenv.Env {
+	t.Helper()
+	o := mcpenv.Options{Tasks: tasks}
+	switch transport {
+	case "stdio":
+		t.Setenv("HONE_MCP_TEST_SERVER", "1")
+		o.Command = []string{os.Args[0], "-test.run=^$"}
+	case "http":
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return testServer() }, nil)
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		o.URL = srv.URL
+	}
+	e, err := mcpenv.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// adder reads the two numbers of the task, calls add, then answers.
+func adder(_ context.Context, msgs []trajectory.Message, _ []trajectory.Tool) (trajectory.Message, error) {
+	last := msgs[len(msgs)-1]
+	if last.Role == "tool" {
+		return env.Assistant("The answer is " + last.Content), nil
+	}
+	var a, b int
+	fmt.Sscanf(strings.TrimPrefix(last.Content, "What is "), "%d+%d", &a, &b)
+	return trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{
+		{ID: "c1", Type: "function", Name: "fail", Arguments: `{}`},
+		{ID: "c2", Type: "function", Name: "add", Arguments: fmt.Sprintf(`{"a":%d,"b":%d}`, a, b)},
+	}}, nil
+}
+
+func TestMCP(t *testing.T) {
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			e := connect(t, transport)
+			names := []string{}
+			for _, tool := range e.Tools() {
+				names = append(names, tool.Name)
+			}
+			if strings.Join(names, ",") != "add,fail" || !strings.Contains(e.Tools()[0].Parameters, `"a"`) {
+				t.Fatalf("tools %+v", e.Tools())
+			}
+			envtest.Suite(t, e, envtest.SuiteOptions{Scenarios: 2, MaxTurns: 4})
+			ctx := context.Background()
+			for _, sc := range tasks {
+				ep, err := e.NewEpisode(ctx, sc, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := env.Play(ctx, ep, env.PolicyFunc(adder), 4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Outcome.Reward != 1 || res.Outcome.Metrics["tool_errors"] != 1 || !res.Done {
+					t.Errorf("%s: %+v", sc.ID, res.Outcome)
+				}
+				if m := res.Messages[3]; m.ToolCallID != "c1" || !strings.Contains(m.Content, "always fails") {
+					t.Errorf("%s: failing tool result %+v", sc.ID, m)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := mcpenv.Open(ctx, mcpenv.Options{}); err == nil {
+		t.Error("no server accepted")
+	}
+	if _, err := mcpenv.Open(ctx, mcpenv.Options{Command: []string{"/nonexistent/server"}}); err == nil {
+		t.Error("missing command accepted")
+	}
+}

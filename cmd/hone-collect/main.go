@@ -11,6 +11,7 @@ import (
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/proxy"
 )
 
 const usage = `hone-collect plays episodes of an environment and writes groups of
@@ -123,6 +124,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
+const proxyUsage = `hone-collect proxy records the conversations of your own agent: point its
+OpenAI base URL at the proxy and send the headers X-Hone-Trajectory (and
+X-Hone-Group) with each request. Requests go upstream asking for logprobs
+and token ids; responses come back unchanged.
+
+  POST /hone/trajectories/{id}/reward  {"reward": 1, "metrics": {...}}  closes a trajectory
+  POST /hone/groups/{id}/close                                          flushes a group
+
+Each flushed group is written as a Parquet file into --output-dir.
+
+Example:
+  hone-collect proxy --upstream http://localhost:8000/v1 -o runs/r1/proxy --group-size 4
+  OPENAI_BASE_URL=http://127.0.0.1:8100/v1 python my_agent.py
+
+Flags:
+`
+
 func runProxy(ctx context.Context, args []string, stderr io.Writer) error {
-	return cli.Usagef("proxy: not built yet")
+	fs := pflag.NewFlagSet("hone-collect proxy", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, proxyUsage)
+		fs.PrintDefaults()
+	}
+	var opts proxy.Options
+	var logOpt cli.LogOptions
+	opts.AddFlags(fs)
+	logOpt.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return cli.Usage(err)
+	}
+	if opts.Upstream == "" {
+		opts.Upstream = os.Getenv("OPENAI_BASE_URL")
+	}
+	if opts.Upstream == "" || opts.OutDir == "" {
+		return cli.Usagef("proxy needs --upstream (or $OPENAI_BASE_URL) and --output-dir")
+	}
+	log, err := logOpt.Logger(stderr)
+	if err != nil {
+		return err
+	}
+	opts.Log = log
+	return proxy.Run(ctx, opts)
 }

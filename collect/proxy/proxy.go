@@ -1,0 +1,473 @@
+// Package proxy is hone-collect's recording proxy: a user's own agent, in
+// any language, points its OpenAI base URL at it. Each chat completion
+// request is forwarded upstream with logprobs and vLLM's return_token_ids
+// switched on, the upstream response goes back to the agent unchanged, and
+// the conversation is recorded as a trajectory keyed by the request
+// headers X-Hone-Trajectory and X-Hone-Group (the group defaults to the
+// trajectory). A small HTTP call sets a trajectory's reward and closes it:
+//
+//	POST /hone/trajectories/{id}/reward   {"reward": 1, "metrics": {"steps": 3}}
+//	POST /hone/groups/{id}/close
+//
+// A group is flushed — written as a Parquet file of its own, atomically,
+// into the output folder — when it is closed, or when GroupSize of its
+// trajectories are closed. Trajectories still open in a closed group are
+// written with Error "not closed". Requests without X-Hone-Trajectory are
+// forwarded and not recorded; streaming requests are refused (the proxy
+// records whole responses only).
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// Options configures the proxy.
+type Options struct {
+	Upstream  string // upstream base URL, e.g. http://localhost:8000/v1
+	APIKey    string // sent upstream when set (else the agent's Authorization passes through)
+	Listen    string // address to listen on
+	OutDir    string // folder for the flushed groups
+	GroupSize int    // flush a group once this many of its trajectories are closed (0: only on close)
+	Run       string // run name recorded in every row
+
+	Log        *slog.Logger
+	HTTPClient *http.Client
+	OnListen   func(addr string) // called with the bound address
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Upstream, "upstream", "", "upstream OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL)")
+	fs.StringVar(&o.APIKey, "api-key", "", "API key for the upstream (default: the agent's own Authorization header)")
+	fs.StringVar(&o.Listen, "listen", "127.0.0.1:8100", "address to listen on")
+	fs.StringVarP(&o.OutDir, "output-dir", "o", "", "folder where each flushed group is written as a Parquet file (required)")
+	fs.IntVar(&o.GroupSize, "group-size", 0, "flush a group once this many of its trajectories have a reward (0: only on POST /hone/groups/{id}/close)")
+	fs.StringVar(&o.Run, "run", "proxy", "run name recorded in every row")
+}
+
+// Proxy is the recording HTTP handler.
+type Proxy struct {
+	o      Options
+	client *http.Client
+
+	mu      sync.Mutex
+	groups  map[string]*group
+	flushed map[string]bool
+	wg      sync.WaitGroup // flushes in progress
+	files   int
+}
+
+type group struct {
+	order []string
+	trajs map[string]*record
+}
+
+type record struct {
+	t      trajectory.Trajectory
+	turns  []trajectory.Message // assistant turns as produced, with tokens
+	closed bool
+}
+
+// New returns the proxy handler.
+func New(o Options) (*Proxy, error) {
+	if o.Upstream == "" {
+		return nil, errors.New("proxy: no upstream")
+	}
+	if o.OutDir == "" {
+		return nil, errors.New("proxy: no output folder")
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	c := o.HTTPClient
+	if c == nil {
+		c = &http.Client{}
+	}
+	return &Proxy{o: o, client: c, groups: map[string]*group{}, flushed: map[string]bool{}}, nil
+}
+
+var (
+	rewardPath = regexp.MustCompile(`^/hone/trajectories/([^/]+)/reward$`)
+	closePath  = regexp.MustCompile(`^/hone/groups/([^/]+)/close$`)
+)
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		p.chat(w, r)
+	case r.Method == http.MethodPost && rewardPath.MatchString(r.URL.Path):
+		p.reward(w, r, rewardPath.FindStringSubmatch(r.URL.Path)[1])
+	case r.Method == http.MethodPost && closePath.MatchString(r.URL.Path):
+		id := closePath.FindStringSubmatch(r.URL.Path)[1]
+		if err := p.closeGroup(id); err != nil {
+			httpError(w, http.StatusNotFound, err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		p.forward(w, r, nil)
+	}
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "hone_proxy_error"}})
+	w.Write(b)
+}
+
+// forward sends r (with body, if not nil) upstream and returns the
+// response body after copying it to w unchanged.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) ([]byte, int, bool) {
+	if body == nil {
+		var err error
+		if body, err = io.ReadAll(r.Body); err != nil {
+			httpError(w, http.StatusBadRequest, "read request: "+err.Error())
+			return nil, 0, false
+		}
+	}
+	rest := strings.TrimPrefix(r.URL.Path, "/v1")
+	u := strings.TrimSuffix(p.o.Upstream, "/") + rest
+	if r.URL.RawQuery != "" {
+		u += "?" + r.URL.RawQuery
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, u, bytes.NewReader(body))
+	if err != nil {
+		httpError(w, http.StatusBadGateway, err.Error())
+		return nil, 0, false
+	}
+	for _, h := range []string{"Content-Type", "Authorization", "Accept"} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	if p.o.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+p.o.APIKey)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		httpError(w, http.StatusBadGateway, "upstream: "+err.Error())
+		return nil, 0, false
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		httpError(w, http.StatusBadGateway, "upstream body: "+err.Error())
+		return nil, 0, false
+	}
+	for k, vs := range resp.Header {
+		if k == "Content-Length" {
+			continue
+		}
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.Write(out)
+	return out, resp.StatusCode, true
+}
+
+func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
+	tid := r.Header.Get("X-Hone-Trajectory")
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "read request: "+err.Error())
+		return
+	}
+	if tid == "" {
+		p.forward(w, r, body)
+		return
+	}
+	gid := r.Header.Get("X-Hone-Group")
+	if gid == "" {
+		gid = tid
+	}
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(body, &req); err != nil {
+		httpError(w, http.StatusBadRequest, "request is not a JSON object: "+err.Error())
+		return
+	}
+	if s, ok := req["stream"]; ok && string(s) == "true" {
+		httpError(w, http.StatusBadRequest, "the recording proxy does not record streaming requests; send stream=false")
+		return
+	}
+	var conv struct {
+		Model    string            `json:"model"`
+		Messages []env.WireMessage `json:"messages"`
+		Tools    []env.WireTool    `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &conv); err != nil {
+		httpError(w, http.StatusBadRequest, "messages: "+err.Error())
+		return
+	}
+	msgs := make([]trajectory.Message, len(conv.Messages))
+	for i, m := range conv.Messages {
+		if msgs[i], err = env.FromWire(m); err != nil {
+			httpError(w, http.StatusBadRequest, fmt.Sprintf("messages[%d]: %v", i, err))
+			return
+		}
+	}
+	p.mu.Lock()
+	if p.flushed[gid] {
+		p.mu.Unlock()
+		httpError(w, http.StatusConflict, fmt.Sprintf("group %s was already flushed", gid))
+		return
+	}
+	p.mu.Unlock()
+	req["logprobs"] = json.RawMessage("true")
+	req["return_token_ids"] = json.RawMessage("true")
+	fwd, _ := json.Marshal(req)
+	start := time.Now()
+	out, status, ok := p.forward(w, r, fwd)
+	latency := time.Since(start)
+	if !ok || status != http.StatusOK {
+		return
+	}
+	turn, err := parseTurn(out)
+	if err != nil {
+		p.o.Log.Warn("proxy: response not recorded", "trajectory", tid, "error", err)
+		return
+	}
+	turn.Latency = latency
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.groups[gid]
+	if g == nil {
+		g = &group{trajs: map[string]*record{}}
+		p.groups[gid] = g
+	}
+	rec := g.trajs[tid]
+	if rec == nil {
+		rec = &record{t: trajectory.Trajectory{ID: tid, GroupID: gid, Run: p.o.Run, Model: conv.Model, Env: "proxy", CreatedAt: time.Now().UTC(), StartedAt: start.UTC()}}
+		g.trajs[tid] = rec
+		g.order = append(g.order, tid)
+	}
+	if rec.closed {
+		p.o.Log.Warn("proxy: request for a closed trajectory", "trajectory", tid)
+		return
+	}
+	rec.turns = append(rec.turns, turn)
+	rec.t.Messages = append(msgs, turn)
+	rec.t.Tools = env.ToolsFromWire(conv.Tools)
+	rec.t.Adapter = turn.AnswerModel
+	rec.t.FinishedAt = time.Now().UTC()
+}
+
+// parseTurn reads the assistant turn, with token ids and logprobs, from a
+// chat completion response.
+func parseTurn(body []byte) (trajectory.Message, error) {
+	var c struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			FinishReason string          `json:"finish_reason"`
+			Message      env.WireMessage `json:"message"`
+			TokenIDs     []int32         `json:"token_ids"`
+			Logprobs     *struct {
+				Content []struct {
+					Logprob float32 `json:"logprob"`
+				} `json:"content"`
+			} `json:"logprobs"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(body, &c); err != nil {
+		return trajectory.Message{}, err
+	}
+	if len(c.Choices) == 0 {
+		return trajectory.Message{}, errors.New("no choices")
+	}
+	ch := c.Choices[0]
+	m, err := env.FromWire(ch.Message)
+	if err != nil {
+		return m, err
+	}
+	m.Role, m.Trainable, m.TokenIDs, m.FinishReason, m.AnswerModel = "assistant", true, ch.TokenIDs, ch.FinishReason, c.Model
+	if ch.Logprobs != nil {
+		for _, lp := range ch.Logprobs.Content {
+			m.Logprobs = append(m.Logprobs, lp.Logprob)
+		}
+	}
+	return m, nil
+}
+
+// sameTurn reports whether an assistant message the agent sent back is the
+// turn recorded earlier.
+func sameTurn(a, b trajectory.Message) bool {
+	if a.Content != b.Content || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
+	}
+	for i := range a.ToolCalls {
+		if a.ToolCalls[i].ID != b.ToolCalls[i].ID || a.ToolCalls[i].Name != b.ToolCalls[i].Name || a.ToolCalls[i].Arguments != b.ToolCalls[i].Arguments {
+			return false
+		}
+	}
+	return true
+}
+
+// finish puts the recorded token data on the assistant turns the agent
+// sent back: the last request's messages are the conversation as the
+// agent kept it.
+func (rec *record) finish() trajectory.Trajectory {
+	t := rec.t
+	t.Messages = append([]trajectory.Message(nil), t.Messages...)
+	k := 0
+	for i, m := range t.Messages {
+		if m.Role != "assistant" || m.Trainable {
+			continue
+		}
+		for j := k; j < len(rec.turns); j++ {
+			if sameTurn(m, rec.turns[j]) {
+				t.Messages[i] = rec.turns[j]
+				k = j + 1
+				break
+			}
+		}
+	}
+	return t
+}
+
+func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
+	var body struct {
+		Reward  *float64           `json:"reward"`
+		Metrics map[string]float64 `json:"metrics"`
+		Error   string             `json:"error"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		httpError(w, http.StatusBadRequest, "body: "+err.Error())
+		return
+	}
+	p.mu.Lock()
+	var gid string
+	var rec *record
+	for id, g := range p.groups {
+		if x, ok := g.trajs[tid]; ok {
+			gid, rec = id, x
+		}
+	}
+	if rec == nil {
+		p.mu.Unlock()
+		httpError(w, http.StatusNotFound, fmt.Sprintf("no open trajectory %q", tid))
+		return
+	}
+	rec.t.Reward, rec.t.Metrics, rec.t.Error = body.Reward, body.Metrics, body.Error
+	rec.closed = true
+	full := false
+	if p.o.GroupSize > 0 {
+		n := 0
+		for _, x := range p.groups[gid].trajs {
+			if x.closed {
+				n++
+			}
+		}
+		full = n >= p.o.GroupSize
+	}
+	p.mu.Unlock()
+	if full {
+		if err := p.closeGroup(gid); err != nil {
+			httpError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// closeGroup writes the group's file and forgets it.
+func (p *Proxy) closeGroup(gid string) error {
+	p.mu.Lock()
+	g := p.groups[gid]
+	if g == nil {
+		p.mu.Unlock()
+		return fmt.Errorf("no open group %q", gid)
+	}
+	delete(p.groups, gid)
+	p.flushed[gid] = true
+	p.files++
+	name := filepath.Join(p.o.OutDir, fmt.Sprintf("%s-%06d.parquet", p.o.Run, p.files))
+	out := trajectory.Group{ID: gid}
+	for _, id := range g.order {
+		rec := g.trajs[id]
+		t := rec.finish()
+		if !rec.closed {
+			t.Error = "not closed"
+		}
+		out.Trajectories = append(out.Trajectories, t)
+	}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	defer p.wg.Done()
+	if err := writeAtomic(name, out); err != nil {
+		return fmt.Errorf("flush group %s: %w", gid, err)
+	}
+	p.o.Log.Info("proxy: group flushed", "group", gid, "trajectories", len(out.Trajectories), "file", name)
+	return nil
+}
+
+func writeAtomic(name string, g trajectory.Group) error {
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp")
+	if err := trajectory.WriteFile(context.Background(), tmp, []trajectory.Group{g}, trajectory.WriterOptions{}); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, name)
+}
+
+// Run serves until ctx ends, then waits for requests and flushes in
+// flight. Groups never closed are not written.
+func Run(ctx context.Context, o Options) error {
+	if o.Upstream == "" {
+		o.Upstream = os.Getenv("OPENAI_BASE_URL")
+	}
+	p, err := New(o)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	if o.OnListen != nil {
+		o.OnListen(ln.Addr().String())
+	}
+	p.o.Log.Info("hone-collect proxy listening", "addr", ln.Addr().String(), "upstream", o.Upstream)
+	srv := &http.Server{Handler: p}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	p.wg.Wait()
+	p.mu.Lock()
+	open := len(p.groups)
+	p.mu.Unlock()
+	if open > 0 {
+		p.o.Log.Warn("proxy: groups never closed were not written", "groups", open)
+	}
+	return nil
+}

@@ -53,9 +53,14 @@ func NewModel(o ModelOptions) *Model {
 	if o.BaseURL != "" {
 		ro = append(ro, option.WithBaseURL(o.BaseURL))
 	}
-	if o.HTTPClient != nil {
-		ro = append(ro, option.WithHTTPClient(o.HTTPClient))
+	if o.HTTPClient == nil {
+		// The default transport keeps 2 idle connections per host; with many
+		// episodes in flight every call would then open a new one.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 1024
+		o.HTTPClient = &http.Client{Transport: t}
 	}
+	ro = append(ro, option.WithHTTPClient(o.HTTPClient))
 	if o.Backoff <= 0 {
 		o.Backoff = 500 * time.Millisecond
 	}

@@ -86,22 +86,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := cli.ChooseOutput(output, cli.IsTerminal(stdout), true); err != nil {
 		return err
 	}
-	p := cli.NewProgress(stderr, "groups", int64(opts.Groups))
-	p.Start(ctx)
-	defer p.Stop()
-	var last int
-	var lastTok int64
+	// The progress line (groups, episodes/s, mean reward) is redrawn
+	// after each group, on a terminal only.
+	live := cli.IsTerminal(stderr)
 	opts.Log = log
 	opts.Progress = func(s collect.Stats) {
-		p.Add(int64(s.Groups-last), s.Tokens-lastTok)
-		last, lastTok = s.Groups, s.Tokens
+		if live {
+			fmt.Fprintf(stderr, "\r%s\x1b[K", s)
+		}
+	}
+	clearLine := func() {
+		if live {
+			fmt.Fprint(stderr, "\r\x1b[K")
+		}
 	}
 	var runErr error
 	err = cli.WriteOutput(output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
 		var st collect.Stats
 		st, runErr = collect.Run(ctx, opts)
-		p.Stop()
+		clearLine()
 		if st.Total > 0 {
 			fmt.Fprintln(stderr, "hone-collect: "+st.String())
 		}

@@ -22,7 +22,9 @@ func open(t *testing.T) *inbox.Env {
 	return e
 }
 
-func TestSuite(t *testing.T) { envtest.Suite(t, open(t), envtest.SuiteOptions{Scenarios: 5, MaxTurns: 12}) }
+func TestSuite(t *testing.T) {
+	envtest.Suite(t, open(t), envtest.SuiteOptions{Scenarios: 5, MaxTurns: 12})
+}
 
 func TestGenerateDeterministic(t *testing.T) {
 	a, b, c := inbox.Generate(3), inbox.Generate(3), inbox.Generate(4)

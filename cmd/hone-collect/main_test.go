@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/hone-rl/hone/collect"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -275,3 +279,74 @@ for line in sys.stdin:
 }
 
 var _ = collect.Options{}
+
+// The recording proxy as a process between an agent written with the
+// official Go client and the real hone-serve.
+func TestProxyEndToEndServe(t *testing.T) {
+	base := startServe(t)
+	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "proxy", "--upstream", base, "--listen", "127.0.0.1:0", "-o", dir, "--group-size", "1")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	addr := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`proxy listening.*addr=(\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	var proxyURL string
+	select {
+	case a := <-addr:
+		proxyURL = "http://" + a
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("proxy did not start")
+	}
+	client := openai.NewClient(option.WithBaseURL(proxyURL+"/v1"), option.WithAPIKey("none"), option.WithHeader("X-Hone-Trajectory", "e2e-1"), option.WithMaxRetries(0))
+	ctx := context.Background()
+	params := openai.ChatCompletionNewParams{Model: "tiny", MaxTokens: openai.Int(5), Temperature: openai.Float(1),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("range 1-32")}}
+	var seen []string
+	for _, next := range []string{"higher, range 9-32", ""} {
+		resp, err := client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, resp.Choices[0].Message.Content)
+		params.Messages = append(params.Messages, resp.Choices[0].Message.ToParam())
+		if next != "" {
+			params.Messages = append(params.Messages, openai.UserMessage(next))
+		}
+	}
+	resp, err := http.Post(proxyURL+"/hone/trajectories/e2e-1/reward", "application/json", strings.NewReader(`{"reward":0.25}`))
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("reward: %v %v", err, resp)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("proxy did not stop on SIGTERM")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	gs := read(t, files[0])
+	tr := gs[0].Trajectories[0]
+	if len(files) != 1 || tr.ID != "e2e-1" || *tr.Reward != 0.25 || len(tr.Messages) != 4 {
+		t.Fatalf("files %v, trajectory %+v", files, tr)
+	}
+	for i, k := range []int{1, 3} {
+		m := tr.Messages[k]
+		if m.Role != "assistant" || m.Content != seen[i] || !m.Trainable || len(m.TokenIDs) == 0 || len(m.Logprobs) != len(m.TokenIDs) || m.AnswerModel != "tiny" {
+			t.Errorf("turn %d: %+v (agent saw %q)", i, m, seen[i])
+		}
+	}
+}

@@ -110,6 +110,11 @@ func (m *Model) Complete(ctx context.Context, msgs []trajectory.Message, tools [
 	if err != nil {
 		return trajectory.Message{}, err
 	}
+	return m.call(ctx, params)
+}
+
+// call sends params with retries.
+func (m *Model) call(ctx context.Context, params openai.ChatCompletionNewParams) (trajectory.Message, error) {
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		msg, err := m.once(ctx, params)

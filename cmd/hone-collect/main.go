@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/env/mcpenv"
+	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/collect/proxy"
 )
 
@@ -51,6 +54,9 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "proxy" {
 		return runProxy(ctx, args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == "scenarios" {
+		return runScenarios(ctx, args[1:], stdout, stderr)
 	}
 	fs := pflag.NewFlagSet("hone-collect", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -174,4 +180,81 @@ func runProxy(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	opts.Log = log
 	return proxy.Run(ctx, opts)
+}
+
+const scenariosUsage = `hone-collect scenarios asks a model to write varied tasks for an MCP
+server's tools (JSON-schema output) and prints them as a scenario file
+(JSON lines) for hone-collect --scenarios.
+
+Example:
+  hone-collect scenarios --mcp-url http://localhost:3000/mcp -n 50 --model gpt-4.1 \
+      --val-fraction 0.1 -o tasks.jsonl
+  hone-collect --scenarios tasks.jsonl --env-opt url=http://localhost:3000/mcp -G 4 \
+      --model myrun --base-url http://localhost:8000/v1 -o runs/r1/step-0.parquet
+
+Flags:
+`
+
+func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := pflag.NewFlagSet("hone-collect scenarios", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, scenariosUsage)
+		fs.PrintDefaults()
+	}
+	var o collect.TaskGenOptions
+	var mcpCmd, mcpURL, output string
+	fs.StringVar(&mcpCmd, "mcp-cmd", "", "MCP server to start, speaking stdio, e.g. 'npx -y @modelcontextprotocol/server-everything'")
+	fs.StringVar(&mcpURL, "mcp-url", "", "MCP server's streamable HTTP URL")
+	fs.IntVarP(&o.N, "n", "n", 20, "tasks to generate")
+	fs.Int64Var(&o.Seed, "seed", 1, "request seed and id prefix")
+	fs.Float64Var(&o.ValFraction, "val-fraction", 0, "share of the tasks marked split val")
+	fs.StringVar(&o.Hint, "hint", "", "extra guidance for the task writer")
+	fs.StringVar(&o.Model.Model, "model", "", "model that writes the tasks (required)")
+	fs.StringVar(&o.Model.BaseURL, "base-url", "", "OpenAI-compatible base URL (default $OPENAI_BASE_URL)")
+	fs.StringVar(&o.Model.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
+	fs.IntVar(&o.Model.Retries, "retries", 4, "retries on 429, 5xx and timeouts")
+	fs.StringVarP(&output, "output", "o", "", "output JSON lines file (default stdout)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return cli.Usage(err)
+	}
+	if o.Model.Model == "" || (mcpCmd == "") == (mcpURL == "") {
+		return cli.Usagef("scenarios needs --model and one of --mcp-cmd or --mcp-url")
+	}
+	if o.Model.BaseURL == "" {
+		o.Model.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if o.Model.APIKey == "" {
+		o.Model.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	argv, err := stdio.Split(mcpCmd)
+	if err != nil {
+		return cli.Usage(err)
+	}
+	m, err := mcpenv.Open(ctx, mcpenv.Options{Command: argv, URL: mcpURL})
+	if err != nil {
+		return err
+	}
+	o.Tools = m.Tools()
+	m.Close()
+	scs, err := collect.GenerateTasks(ctx, o)
+	if err != nil {
+		return err
+	}
+	err = cli.WriteOutput(output, stdout, false, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		for _, sc := range scs {
+			if err := enc.Encode(sc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		fmt.Fprintf(stderr, "hone-collect: %d tasks for %d tools\n", len(scs), len(o.Tools))
+	}
+	return err
 }

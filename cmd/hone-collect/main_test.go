@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -278,8 +281,6 @@ for line in sys.stdin:
 	}
 }
 
-var _ = collect.Options{}
-
 // The recording proxy as a process between an agent written with the
 // official Go client and the real hone-serve.
 func TestProxyEndToEndServe(t *testing.T) {
@@ -348,5 +349,34 @@ func TestProxyEndToEndServe(t *testing.T) {
 		if m.Role != "assistant" || m.Content != seen[i] || !m.Trainable || len(m.TokenIDs) == 0 || len(m.Logprobs) != len(m.TokenIDs) || m.AnswerModel != "tiny" {
 			t.Errorf("turn %d: %+v (agent saw %q)", i, m, seen[i])
 		}
+	}
+}
+
+// hone-collect scenarios lists a real MCP server's tools (HTTP) and asks a
+// model for tasks; the tasks file then drives a scripted-free run.
+func TestScenariosFromMCP(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "shout", Description: "upper-case a text"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.ToUpper(in.Text)}}}, nil, nil
+	})
+	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer mcpSrv.Close()
+	llm := openaitest.New(func(r openaitest.Request) openaitest.Reply {
+		if !strings.Contains(string(r.Raw), "upper-case a text") {
+			return openaitest.Reply{Content: "no tools in prompt"}
+		}
+		return openaitest.Reply{Content: `{"tasks":[{"task":"Shout hello.","answer":"HELLO"},{"task":"Shout bye.","answer":"BYE"}]}`}
+	})
+	defer llm.Close()
+	out := filepath.Join(t.TempDir(), "tasks.jsonl")
+	r := collectBin(t, "scenarios", "--mcp-url", mcpSrv.URL, "--model", "gen", "--base-url", llm.BaseURL(), "-n", "2", "-o", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	scs, err := collect.ReadScenarios(context.Background(), out)
+	if err != nil || len(scs) != 2 || scs[0].Env != "mcp" || !strings.Contains(string(scs[1].Payload), "BYE") {
+		t.Fatalf("%v %+v", err, scs)
 	}
 }

@@ -403,8 +403,8 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 	if len(sc.Payload) > 0 {
 		t.Payload = string(sc.Payload)
 	}
-	if pol != nil && strings.HasPrefix(o.Policy, "scripted") {
-		t.Model = o.Policy
+	if name, ok := scriptedName(o.Policy, e); ok {
+		t.Model = "scripted:" + name
 	}
 	epCtx := ctx
 	if o.Timeout > 0 {
@@ -440,4 +440,16 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 	}
 	t.Reward = trajectory.Float64(res.Outcome.Reward)
 	return t
+}
+
+// scriptedName is the scripted policy an episode of e plays, if any.
+func scriptedName(policy string, e env.Env) (string, bool) {
+	scripted, name, err := parsePolicy(policy)
+	if err != nil || !scripted {
+		return "", false
+	}
+	if s, ok := e.(env.Scripted); ok && name == "" && len(s.Policies()) > 0 {
+		name = s.Policies()[0]
+	}
+	return name, true
 }

@@ -1,0 +1,76 @@
+package env_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+var tools = []trajectory.Tool{{Type: "function", Name: "f",
+	Parameters: `{"type":"object","properties":{"s":{"type":"string"},"n":{"type":"integer"},"x":{"type":["number","null"]},"l":{"type":"array"}},"required":["s"],"additionalProperties":false}`}}
+
+func TestCheckCall(t *testing.T) {
+	for _, tc := range []struct{ name, args, want string }{
+		{"f", `{"s":"a"}`, ""},
+		{"f", `{"s":"a","n":3,"x":null,"l":[1]}`, ""},
+		{"f", ` {"s":"a","x":1.5} `, ""},
+		{"g", `{}`, `unknown tool "g"`},
+		{"f", `{"s":`, "not a JSON object"},
+		{"f", `[1]`, "not a JSON object"},
+		{"f", `{}`, `missing required argument "s"`},
+		{"f", `{"s":1}`, `"s" should be string`},
+		{"f", `{"s":"a","n":1.5}`, `"n" should be integer`},
+		{"f", `{"s":"a","z":1}`, `unexpected argument "z"`},
+	} {
+		_, err := env.CheckCall(trajectory.ToolCall{Name: tc.name, Arguments: tc.args}, tools)
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s(%s): %v, want %q", tc.name, tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestWireRoundTrip(t *testing.T) {
+	msgs := []trajectory.Message{
+		{Role: "system", Content: "s"},
+		{Role: "user", Content: "hi", ContentParts: `[{"type":"text","text":"hi"}]`},
+		{Role: "assistant", ToolCalls: []trajectory.ToolCall{{ID: "c", Type: "function", Name: "f", Arguments: `{"s":"a"}`}}},
+		{Role: "tool", ToolCallID: "c", Name: "f", Content: "ok"},
+		{Role: "assistant", Content: "done"},
+	}
+	b, err := json.Marshal(env.ToWire(msgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws []env.WireMessage
+	json.Unmarshal(b, &ws)
+	for i, w := range ws {
+		m, err := env.FromWire(w)
+		if err != nil || !reflect.DeepEqual(m, msgs[i]) {
+			t.Errorf("message %d: %+v, %v; want %+v", i, m, err, msgs[i])
+		}
+	}
+	if !strings.Contains(string(b), `"content":null,"tool_calls"`) {
+		t.Errorf("a tool-call turn without text should have null content: %s", b)
+	}
+	if got := env.ToolsFromWire(env.ToolsToWire(tools)); !reflect.DeepEqual(got, tools) {
+		t.Errorf("tools round trip: %+v", got)
+	}
+	if _, err := env.FromWire(env.WireMessage{Role: "user", Content: json.RawMessage(`5`)}); err == nil {
+		t.Error("numeric content accepted")
+	}
+}
+
+// Malformed model output never panics the checker or the converter.
+func FuzzCheckCall(f *testing.F) {
+	for _, s := range []string{`{"s":"a"}`, `{`, `null`, `{"s":{"x":[1,{}]}}`, `"str"`, `{"n":1e400}`} {
+		f.Add("f", s)
+	}
+	f.Fuzz(func(t *testing.T, name, args string) {
+		env.CheckCall(trajectory.ToolCall{Name: name, Arguments: args}, tools)
+		env.FromWire(env.WireMessage{Role: "assistant", Content: json.RawMessage(args)})
+	})
+}

@@ -9,7 +9,7 @@
 GO      ?= go
 BIN     := bin
 # Packages that run goroutines of their own; they are tested again under -race.
-RACE_PKGS := ./cmd/internal/cli/... ./format/tokenizer/... ./kernels/...
+RACE_PKGS := ./cmd/internal/cli/... ./format/tokenizer/... ./kernels/... ./serve/... ./score/... ./collect/...
 
 .PHONY: all build test fmt-check vet test-unit test-race test-nocgo bench
 
@@ -44,5 +44,12 @@ test-race:
 test-nocgo:
 	CGO_ENABLED=0 $(GO) test -count=1 ./kernels/...
 
+# Each benchmark prints its figures next to its reference, measured in the
+# same run under the same environment. They never set OPENBLAS_*; to measure
+# with OpenBLAS's auto-detected kernels, run
+#   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE make bench
 bench: build
 	@echo "BLAS environment: OPENBLAS_CORETYPE=$${OPENBLAS_CORETYPE-<unset>} OPENBLAS_L2_SIZE=$${OPENBLAS_L2_SIZE-<unset>} OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS-<unset>}"
+	$(GO) run ./internal/bench/trajbench
+	$(GO) run ./internal/bench/tokbench
+	$(GO) run ./internal/bench/gemmbench

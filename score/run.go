@@ -290,10 +290,11 @@ func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum
 				s.out, s.outcome, s.err = c.Apply(work, s.in)
 				return s.err
 			})
-			select {
-			case order <- s:
-			case <-work.Done():
-				<-s.done
+			// Always hand the slot over, even when work has ended: the
+			// writer loop drains order until it is closed, and a slot
+			// dropped here would lose the failure that ended work.
+			order <- s
+			if work.Err() != nil {
 				readErr <- nil
 				return
 			}

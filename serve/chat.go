@@ -7,38 +7,103 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/serve/constrain"
 	"github.com/hone-rl/hone/serve/engine"
 )
 
 // toolMode is what tool_choice asks for.
 type toolMode struct {
-	parse bool            // parse tool calls out of the output
-	name  string          // a named function (tool_choice {"type":"function",...})
-	names map[string]bool // the functions offered
+	parse  bool                       // parse tool calls out of the output
+	force  bool                       // required or a named function: the output must be a call
+	name   string                     // a named function (tool_choice {"type":"function",...})
+	names  map[string]bool            // the functions offered
+	params map[string]json.RawMessage // their parameter schemas
 }
 
-// toolNames returns the function names of OpenAI tool definitions.
-func toolNames(tools []json.RawMessage) map[string]bool {
-	names := map[string]bool{}
+// toolNames returns the function names of OpenAI tool definitions and
+// their parameter schemas.
+func toolNames(tools []json.RawMessage) (map[string]bool, map[string]json.RawMessage) {
+	names, params := map[string]bool{}, map[string]json.RawMessage{}
 	for _, raw := range tools {
 		var t struct {
-			Name     string `json:"name"`
-			Function struct {
-				Name string `json:"name"`
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+			Function   struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
 			} `json:"function"`
 		}
 		if json.Unmarshal(raw, &t) == nil {
 			if t.Function.Name != "" {
-				names[t.Function.Name] = true
+				names[t.Function.Name], params[t.Function.Name] = true, t.Function.Parameters
 			} else if t.Name != "" {
-				names[t.Name] = true
+				names[t.Name], params[t.Name] = true, t.Parameters
 			}
 		}
 	}
-	return names
+	return names, params
+}
+
+// toolCallFormat says how the model's template asks for calls: "hermes"
+// (<tool_call>{"name", "arguments"}</tool_call>), "llama" (bare
+// {"name", "parameters"}) or "" when the template shows neither.
+func (s *Server) toolCallFormat() string {
+	var all strings.Builder
+	for _, n := range s.tmpl.Names() {
+		all.WriteString(s.tmpl.Source(n))
+	}
+	src := all.String()
+	switch {
+	case strings.Contains(src, "<tool_call>"):
+		return "hermes"
+	case strings.Contains(src, `"parameters"`):
+		return "llama"
+	}
+	return ""
+}
+
+// forceToolCall returns the constraint that makes the output one call in
+// the template's format: of the named function (its arguments following its
+// parameter schema when constrain supports it), or of any offered function
+// for "required".
+func (s *Server) forceToolCall(tm toolMode) func(int) engine.Constraint {
+	format := s.toolCallFormat()
+	if format == "" {
+		return nil
+	}
+	argKey, prefix, suffix := "arguments", "<tool_call>\n", "\n</tool_call>"
+	if format == "llama" {
+		argKey, prefix, suffix = "parameters", "", ""
+	}
+	args := json.RawMessage(`{"type":"object"}`)
+	var name json.RawMessage
+	if tm.name != "" {
+		name, _ = json.Marshal(map[string]any{"const": tm.name})
+		if p := tm.params[tm.name]; len(p) > 0 {
+			if _, err := constrain.Compile(p); err == nil {
+				args = p
+			}
+		}
+	} else {
+		var names []string
+		for n := range tm.names {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		name, _ = json.Marshal(map[string]any{"enum": names})
+	}
+	doc := fmt.Sprintf(`{"type":"object","properties":{"name":%s,%q:%s}}`, name, argKey, args)
+	schema, err := constrain.Compile(json.RawMessage(doc))
+	if err != nil {
+		s.log.Warn("tool_choice: cannot build the call schema; not forcing", "err", err)
+		return nil
+	}
+	return func(int) engine.Constraint { return constrain.NewWrapped(s.tok, s.eos, prefix, schema, suffix) }
 }
 
 func parseToolChoice(raw json.RawMessage, haveTools bool) (toolMode, error) {
@@ -55,7 +120,7 @@ func parseToolChoice(raw json.RawMessage, haveTools bool) (toolMode, error) {
 			if !haveTools {
 				return toolMode{}, badRequest("tool_choice", "tool_choice %q needs tools", str)
 			}
-			return toolMode{parse: true}, nil
+			return toolMode{parse: true, force: str == "required"}, nil
 		}
 		return toolMode{}, badRequest("tool_choice", "tool_choice %q: want none, auto, required or a function", str)
 	}
@@ -71,7 +136,32 @@ func parseToolChoice(raw json.RawMessage, haveTools bool) (toolMode, error) {
 	if !haveTools {
 		return toolMode{}, badRequest("tool_choice", "tool_choice names %q but no tools were given", named.Function.Name)
 	}
-	return toolMode{parse: true, name: named.Function.Name}, nil
+	return toolMode{parse: true, force: true, name: named.Function.Name}, nil
+}
+
+// responseFormat returns the per-choice constraint response_format asks
+// for (nil for text): json_object any JSON object, json_schema a document
+// of the schema (serve/constrain; unsupported keywords are a 400).
+func (s *Server) responseFormat(rf *responseFormat) (func(int) engine.Constraint, error) {
+	if rf == nil || rf.Type == "" || rf.Type == "text" {
+		return nil, nil
+	}
+	var schema *constrain.Schema
+	switch rf.Type {
+	case "json_object":
+		schema = constrain.Object()
+	case "json_schema":
+		if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
+			return nil, badRequest("response_format", "json_schema needs json_schema.schema")
+		}
+		var err error
+		if schema, err = constrain.Compile(rf.JSONSchema.Schema); err != nil {
+			return nil, badRequest("response_format", "json_schema: %v", err)
+		}
+	default:
+		return nil, badRequest("response_format", "response_format type %q: want text, json_object or json_schema", rf.Type)
+	}
+	return func(int) engine.Constraint { return constrain.NewJSON(s.tok, s.eos, schema) }, nil
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -97,12 +187,19 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err != nil {
 		return err
 	}
-	tm.names = toolNames(req.Tools)
+	tm.names, tm.params = toolNames(req.Tools)
 	if tm.name != "" && !tm.names[tm.name] {
 		return badRequest("tool_choice", "tool_choice names %q, which is not among the tools", tm.name)
 	}
-	if req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text" {
-		return badRequest("response_format", "response_format %q is not supported by this server yet (constrained decoding is not built in)", req.ResponseFormat.Type)
+	cons, err := s.responseFormat(req.ResponseFormat)
+	if err != nil {
+		return err
+	}
+	if tm.force {
+		if cons != nil {
+			return badRequest("response_format", "response_format cannot be combined with tool_choice %q", "required")
+		}
+		cons = s.forceToolCall(tm)
 	}
 	agp := true
 	if req.AddGenerationPrompt != nil {
@@ -133,7 +230,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	p.Logprobs = req.Logprobs
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
 	defer cancel()
-	ereq := &engine.Request{Prompt: prompt, N: n, Params: p}
+	ereq := &engine.Request{Prompt: prompt, N: n, Params: p, Constraint: cons}
 	if ad != nil {
 		ereq.Adapter = ad.Weights
 	}

@@ -21,6 +21,14 @@
 // finish_reason "tool_calls". A streamed choice with tools in play is sent
 // whole at its end, since only the complete text tells a call from content.
 //
+// response_format json_object / json_schema is enforced by constrained
+// decoding (serve/constrain through serve/engine's Constraint seam): tokens
+// that cannot continue a valid document are masked, so a finished output
+// always parses. tool_choice "required" or a named function forces the
+// output to be one call in the template's own markup (Hermes <tool_call> or
+// Llama JSON), its arguments following the function's parameter schema when
+// constrain supports the schema.
+//
 // Each response's model field names what answered: the base model's name
 // or "<run>@<step>". A request keeps the adapter it resolved at admission
 // even when a newer step is loaded meanwhile.

@@ -35,6 +35,7 @@ type Server struct {
 	eng     *engine.Engine
 	reg     *adapters.Registry // nil without --adapters
 	name    string             // the base model's served name
+	eos     []int32            // ids that end a sequence
 	maxCtx  int
 	created int64
 	log     *slog.Logger
@@ -83,7 +84,7 @@ func NewServer(o Options, be kernels.Backend) (*Server, error) {
 		}
 	}
 	s := &Server{
-		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: h.MaxPositionEmbeddings,
+		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: h.MaxPositionEmbeddings, eos: eos,
 		created: time.Now().Unix(), log: o.Log, met: newMetrics(),
 	}
 	if s.name == "" {

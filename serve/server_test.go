@@ -225,7 +225,8 @@ func TestErrors(t *testing.T) {
 		{"bad n", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"n":0}`, 400, "n"},
 		{"bad top_p", "/v1/completions", `{"model":"tiny","prompt":"x","top_p":1.5}`, 400, "top_p"},
 		{"token out of vocab", "/v1/completions", `{"model":"tiny","prompt":[1,99999]}`, 400, "prompt"},
-		{"json_schema", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`, 400, "response_format"},
+		{"json_schema anyOf", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"anyOf":[{"type":"string"}]}}}}`, 400, "response_format"},
+		{"response_format type", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, 400, "response_format"},
 		{"no route", "/v1/embeddings", `{}`, 404, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

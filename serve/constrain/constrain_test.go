@@ -1,0 +1,198 @@
+package constrain
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// byteVocab is a tokenizer with the 256 byte tokens, a few multi-byte
+// tokens and an end-of-sequence token (id eosID).
+type byteVocab struct{ extra []string }
+
+const eosID = 300
+
+func (v byteVocab) VocabSize() int { return eosID + 1 }
+func (v byteVocab) TokenBytes(id int) ([]byte, bool) {
+	switch {
+	case id < 256:
+		return []byte{byte(id)}, true
+	case id-256 < len(v.extra):
+		return []byte(v.extra[id-256]), true
+	}
+	return nil, false
+}
+func (v byteVocab) IsSpecial(id int) bool { return id == eosID }
+
+func accepts(s *Schema, doc string) bool {
+	m := newMachine(s)
+	for i := 0; i < len(doc); i++ {
+		if !m.feed(doc[i]) {
+			return false
+		}
+	}
+	return m.complete()
+}
+
+func TestRecogniser(t *testing.T) {
+	anyObj := Object()
+	for _, doc := range []string{`{}`, `{"a":1}`, `{"a":[1,2.5,-3e+2,true,false,null,"x\"\\\u00e9"],"b":{"c":{}}}`, `{"":""}`} {
+		if !accepts(anyObj, doc) {
+			t.Errorf("json_object refuses %s", doc)
+		}
+	}
+	for _, doc := range []string{`[]`, `1`, `{"a":}`, `{,}`, `{"a":1,}`, `{"a" :1}`, `{"a":01}`, `{"a":tru}`, "{\"a\":\"\x01\"}", `{"a":1}}`, `{"a":1`, `{"a":.5}`, `{"a":"\q"}`} {
+		if accepts(anyObj, doc) {
+			t.Errorf("json_object accepts %s", doc)
+		}
+	}
+	s, err := Compile(json.RawMessage(`{"type":"object","properties":{"verdict":{"enum":["yes","no"]},"score":{"type":"integer"},"tags":{"type":"array","items":{"type":"string","maxLength":3}},"ok":{"type":"boolean"},"why":{"type":"null"}},"required":["verdict"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{`{"verdict":"yes","score":-12,"tags":[],"ok":true,"why":null}`, `{"verdict":"no","score":0,"tags":["a","abc"],"ok":false,"why":null}`} {
+		if !accepts(s, doc) {
+			t.Errorf("schema refuses %s", doc)
+		}
+	}
+	for _, doc := range []string{`{"verdict":"maybe","score":1,"tags":[],"ok":true,"why":null}`, `{"score":1,"verdict":"yes","tags":[],"ok":true,"why":null}`,
+		`{"verdict":"yes","score":1.5,"tags":[],"ok":true,"why":null}`, `{"verdict":"yes","score":1,"tags":["abcd"],"ok":true,"why":null}`, `{"verdict":"yes"}`} {
+		if accepts(s, doc) {
+			t.Errorf("schema accepts %s", doc)
+		}
+	}
+	short, err := Compile(json.RawMessage(`{"type":"string","maxLength":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for doc, want := range map[string]bool{`"é€"`: true, `"ab"`: true, `"abc"`: false, `"éab"`: false, "\"\xff\"": false, "\"\xc3\"": false, `"\u00e9x"`: true} {
+		if accepts(short, doc) != want {
+			t.Errorf("maxLength 2 string %q: accepted %v, want %v", doc, !want, want)
+		}
+	}
+	for _, bad := range []string{`{"anyOf":[{"type":"string"}]}`, `{"type":["string","null"]}`, `{"type":"strin"}`, `[1]`} {
+		if _, err := Compile(json.RawMessage(bad)); err == nil {
+			t.Errorf("Compile(%s) succeeded", bad)
+		}
+	}
+}
+
+// walk samples uniformly among the tokens the constraint allows until the
+// end-of-sequence token or limit tokens.
+func walk(j *JSON, V int, rng *rand.Rand, limit int) (string, bool) {
+	var out strings.Builder
+	for range limit {
+		logits := make([]float32, V)
+		for i := range logits {
+			logits[i] = float32(rng.NormFloat64())
+		}
+		j.Mask(logits)
+		var ok []int32
+		for i, l := range logits {
+			if !math.IsInf(float64(l), -1) {
+				ok = append(ok, int32(i))
+			}
+		}
+		id := ok[rng.IntN(len(ok))]
+		if err := j.Accept(id); err != nil {
+			panic(err)
+		}
+		if id == eosID {
+			return out.String(), true
+		}
+		b, _ := byteVocab{}.TokenBytes(int(id))
+		if int(id) >= 256 {
+			b = []byte(j.v.(byteVocab).extra[id-256])
+		}
+		out.Write(b)
+	}
+	return out.String(), false
+}
+
+// TestRandomWalksParse: whatever a sampler picks among the unmasked tokens,
+// a finished output parses and has the schema's shape.
+func TestRandomWalksParse(t *testing.T) {
+	v := byteVocab{extra: []string{`{"`, `":`, `",`, `yes`, `true}`, `"no"`}}
+	s, err := Compile(json.RawMessage(`{"type":"object","properties":{"verdict":{"enum":["yes","no"]},"n":{"type":"integer"},"flags":{"type":"array","items":{"type":"boolean"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished := 0
+	for seed := range 100 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		out, done := walk(NewJSON(v, []int32{eosID}, s), v.VocabSize(), rng, 300)
+		if !done {
+			continue
+		}
+		finished++
+		var got struct {
+			Verdict *string      `json:"verdict"`
+			N       *json.Number `json:"n"`
+			Flags   []bool       `json:"flags"`
+		}
+		dec := json.NewDecoder(strings.NewReader(out))
+		dec.DisallowUnknownFields()
+		dec.UseNumber()
+		if err := dec.Decode(&got); err != nil || got.Verdict == nil || got.N == nil || (*got.Verdict != "yes" && *got.Verdict != "no") ||
+			strings.ContainsAny(string(*got.N), ".eE") {
+			t.Fatalf("seed %d: %q does not fit the schema (%v)", seed, out, err)
+		}
+	}
+	if finished < 75 {
+		t.Fatalf("only %d of 100 walks finished within 300 tokens", finished)
+	}
+	// json_object: any finished output is a valid JSON object.
+	for seed := range 100 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 2))
+		out, done := walk(NewJSON(v, []int32{eosID}, Object()), v.VocabSize(), rng, 60)
+		if done && (!json.Valid([]byte(out)) || out[0] != '{') {
+			t.Fatalf("seed %d: %q is not a JSON object", seed, out)
+		}
+		if !done && !accepts(Object(), out) && len(out) > 0 {
+			// A cut-off output must still be a prefix: feeding it succeeds.
+			m := newMachine(Object())
+			for i := 0; i < len(out); i++ {
+				if !m.feed(out[i]) {
+					t.Fatalf("seed %d: %q is not a JSON prefix at byte %d", seed, out, i)
+				}
+			}
+		}
+	}
+}
+
+func TestTopIndices(t *testing.T) {
+	got := topIndices([]float32{1, 5, 3, 5, -1}, 3)
+	if len(got) != 3 || got[0] != 1 || got[1] != 3 || got[2] != 2 {
+		t.Fatalf("topIndices = %v", got)
+	}
+}
+
+func TestWrapped(t *testing.T) {
+	s, err := Compile(json.RawMessage(`{"type":"object","properties":{"name":{"const":"f"},"arguments":{"type":"object"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := func(doc string) (*JSON, bool) {
+		j := NewWrapped(byteVocab{}, []int32{eosID}, "<tool_call>\n", s, "\n</tool_call>")
+		for i := 0; i < len(doc); i++ {
+			if !j.m.feed(doc[i]) {
+				return j, false
+			}
+		}
+		return j, true
+	}
+	j, ok := feed("<tool_call>\n{\"name\":\"f\",\"arguments\":{\"a\":[1]}}\n</tool_call>")
+	if !ok || !j.Complete() {
+		t.Fatal("wrapped call refused")
+	}
+	if j, ok := feed("<tool_call>\n{\"name\":\"f\",\"arguments\":{}}"); !ok || j.Complete() {
+		t.Fatalf("call without its suffix: ok %v, complete %v", ok, j.Complete())
+	}
+	for _, bad := range []string{"hello", "<tool_call>\n{\"name\":\"g\"", "<tool_call>\n{\"name\":\"f\",\"arguments\":{}}\n</tool_call>x"} {
+		if _, ok := feed(bad); ok {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}

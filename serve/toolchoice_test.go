@@ -1,0 +1,82 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// qwenTiny is the tiny model with Qwen2.5's chat template (Hermes tool calls).
+func qwenTiny(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.CopyFS(dir, os.DirFS(tinyDir(t))); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("..", "testdata", "templates", "qwen2.5", "chat_template.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestToolChoiceForcesACall: with a named tool_choice the random tiny model
+// still answers with a call of that function whose arguments fit its
+// parameter schema; with "required" the output is a call in the template's
+// markup.
+func TestToolChoiceForcesACall(t *testing.T) {
+	ts := startServer(t, Options{Model: qwenTiny(t)}, nil)
+	tools := []openai.ChatCompletionToolUnionParam{
+		openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: "get_weather",
+			Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{
+				"city": map[string]any{"type": "string", "maxLength": 6}, "days": map[string]any{"enum": []int{1, 2, 3}}}},
+		}),
+		openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_time"}),
+	}
+	p := chatParams("tiny", 3, 120)
+	p.Tools = tools
+	p.N = openai.Int(4)
+	p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &openai.ChatCompletionNamedToolChoiceParam{
+		Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"}}}
+	resp, err := ts.client.Chat.Completions.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range resp.Choices {
+		if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 || ch.Message.ToolCalls[0].Function.Name != "get_weather" {
+			t.Fatalf("named tool_choice: %+v", ch)
+		}
+		var args struct {
+			City *string `json:"city"`
+			Days *int    `json:"days"`
+		}
+		if err := json.Unmarshal([]byte(ch.Message.ToolCalls[0].Function.Arguments), &args); err != nil || args.City == nil || utf8.RuneCountInString(*args.City) > 6 || args.Days == nil {
+			t.Fatalf("arguments %q do not fit the parameters (%v)", ch.Message.ToolCalls[0].Function.Arguments, err)
+		}
+	}
+	p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")}
+	resp, err = ts.client.Chat.Completions.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range resp.Choices {
+		if ch.FinishReason == "tool_calls" {
+			if n := ch.Message.ToolCalls[0].Function.Name; n != "get_weather" && n != "get_time" {
+				t.Fatalf("required: call of %q", n)
+			}
+		} else if !strings.HasPrefix(ch.Message.Content, "<tool_call>\n{\"name\":\"get_") {
+			t.Fatalf("required: output %q is not a call", ch.Message.Content)
+		}
+	}
+}

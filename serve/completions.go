@@ -87,6 +87,11 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	var promptLP []float32
 	var promptTop [][]engine.TokenLogprob
 	if req.Echo && p.Logprobs {
+		// The prompt is scored by one full forward that holds [N, V]
+		// logits; refuse what would not fit in maxScoreBytes.
+		if need := int64(len(prompt)) * int64(s.m.Config.Vocab) * 4; need > maxScoreBytes {
+			return badRequest("prompt", "echo with logprobs of %d prompt tokens needs %d bytes of logits; the limit is %d", len(prompt), need, int64(maxScoreBytes))
+		}
 		promptLP, promptTop, err = s.scorePrompt(ctx, prompt, adw, p.TopLogprobs)
 		if err != nil {
 			return genError(ctx, err)
@@ -171,6 +176,9 @@ func toInts(ids []int32) []int {
 	}
 	return out
 }
+
+// maxScoreBytes caps the logits one prompt-scoring forward may hold.
+const maxScoreBytes = 1 << 30
 
 // scorePrompt returns log p(prompt[j] | prompt[:j]) for j ≥ 1 (index 0 is
 // unused) and the top alternatives at each position, from one full forward.

@@ -9,7 +9,7 @@
 GO      ?= go
 BIN     := bin
 # Packages that run goroutines of their own; they are tested again under -race.
-RACE_PKGS := ./cmd/internal/cli/... ./format/tokenizer/... ./kernels/... ./serve/... ./score/... ./collect/...
+RACE_PKGS := ./cmd/internal/cli/... ./format/tokenizer/... ./kernels/... ./serve/... ./cmd/hone-serve/... ./score/... ./collect/...
 
 .PHONY: all build test fmt-check vet test-unit test-race test-nocgo bench
 
@@ -53,3 +53,10 @@ bench: build
 	$(GO) run ./internal/bench/trajbench
 	$(GO) run ./internal/bench/tokbench
 	$(GO) run ./internal/bench/gemmbench
+	$(GO) test -run '^$$' -bench GRPOStep -benchtime 5x ./train/rl
+	$(GO) test -run '^$$' -bench Collect -benchtime 2x ./collect/
+	$(GO) run ./serve/internal/servebench --model serve/testdata/tiny
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	  $(BIN)/hone-train init-model --family qwen2 --hidden 896 --layers 24 --heads 14 --kv-heads 2 \
+	    --intermediate 4864 --vocab 151936 --tie-embeddings --dtype BF16 -o $$tmp/q05 && \
+	  $(GO) run ./serve/internal/servebench --model $$tmp/q05 --tokens 32

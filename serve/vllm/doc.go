@@ -1,0 +1,34 @@
+// Package vllm is hone-serve's front for a vLLM server (--upstream URL):
+// for models too big for the embedded engine, every /v1 request is
+// forwarded to vLLM's OpenAI server, and each new adapter step that
+// hone-train writes is pushed to vLLM through its runtime LoRA API, so the
+// rest of the pipeline (collect, score, train) cannot tell the difference.
+//
+// What it owns:
+//
+//   - Front, an http.Handler: our bearer-key check and body cap (401/413 in
+//     OpenAI's error shape) before anything reaches vLLM; the request's
+//     "model" rewritten from "<run>" to the newest loaded "<run>@<step>";
+//     responses, SSE streams included, copied through unchanged and flushed
+//     as they arrive; GET /v1/models with a "<run>" alias entry per run.
+//     Clients cannot reach vLLM's load/unload endpoints through the front.
+//   - Sync (and Watch, which calls it on a timer): for each valid run in the
+//     adapters folder, the step named by DIR/<run>/latest (else the highest
+//     step-N folder) is loaded with
+//     POST /v1/load_lora_adapter {"lora_name":"<run>@<step>","lora_path":"<abs dir>"}
+//     and only after that succeeds does "<run>" switch to it; then versions
+//     beyond KeepAdapters per run are unloaded, oldest first, with
+//     POST /v1/unload_lora_adapter {"lora_name":"<run>@<step>"}.
+//     A failed load is logged, the previous version keeps serving, and the
+//     same folder is not retried until its modification time changes.
+//     A 400 "has already been loaded" answer counts as loaded, so a
+//     restarted front re-adopts what a still-running vLLM holds.
+//
+// vLLM must run with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (without it the
+// load/unload routes do not exist and every load fails with 404) and with
+// --enable-lora, --max-lora-rank at least the adapters' rank and
+// --max-loras / --max-cpu-loras at least KeepAdapters × runs. Versioned names
+// are used instead of load_inplace so that requests in flight keep the
+// weights they started with. The adapter folder must be readable by the
+// vLLM process at the same absolute path (shared disk).
+package vllm

@@ -1,0 +1,303 @@
+package vllm
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure a Front.
+type Options struct {
+	Upstream     string        // vLLM's base URL, e.g. http://127.0.0.1:8001 (a trailing /v1 is dropped)
+	UpstreamKey  string        // bearer token vLLM expects (its --api-key); empty: none sent
+	AdaptersDir  string        // DIR/<run>/step-N/ as hone-train writes it; empty: no adapters
+	KeepAdapters int           // versions kept loaded in vLLM per run (default 2)
+	Client       *http.Client  // for the LoRA calls and the proxied requests (default: a plain client)
+	APIKey       string        // clients must send "Authorization: Bearer <key>" on /v1 when set
+	MaxBodyBytes int64         // request body cap, 413 beyond (default 8 MiB)
+	Log          *slog.Logger  // default: discard
+	Interval     time.Duration // Watch's poll interval (default 2s)
+}
+
+// Front forwards requests to vLLM and keeps vLLM's LoRA adapters in step
+// with the adapters folder. Create it with NewFront; it is an http.Handler.
+type Front struct {
+	o     Options
+	base  *url.URL
+	proxy *httputil.ReverseProxy
+
+	syncMu sync.Mutex // one Sync at a time
+
+	mu   sync.RWMutex
+	runs map[string]*runState
+}
+
+// runState is what vLLM holds of one run.
+type runState struct {
+	current int               // step "<run>" maps to; -1 before the first load
+	loaded  []int             // steps loaded in vLLM, ascending
+	failed  map[int]time.Time // step → folder stamp when its load failed
+	path    map[int]string    // step → folder given to vLLM
+}
+
+// NewFront checks o and returns the front.
+func NewFront(o Options) (*Front, error) {
+	if o.Upstream == "" {
+		return nil, errors.New("vllm: no upstream URL")
+	}
+	u, err := url.Parse(strings.TrimRight(o.Upstream, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("vllm: upstream %q: want http(s)://host:port", o.Upstream)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/v1")
+	if o.KeepAdapters <= 0 {
+		o.KeepAdapters = 2
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{}
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 8 << 20
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Interval <= 0 {
+		o.Interval = 2 * time.Second
+	}
+	f := &Front{o: o, base: u, runs: map[string]*runState{}}
+	f.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(f.base)
+			pr.Out.Header.Del("Authorization")
+			if o.UpstreamKey != "" {
+				pr.Out.Header.Set("Authorization", "Bearer "+o.UpstreamKey)
+			}
+		},
+		Transport:      o.Client.Transport,
+		FlushInterval:  -1, // SSE: every write reaches the client at once
+		ModifyResponse: f.modifyResponse,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client left
+			}
+			f.o.Log.Warn("vllm: upstream request failed", "path", r.URL.Path, "err", err)
+			writeError(w, http.StatusBadGateway, "upstream_error", "the vLLM upstream did not answer: "+err.Error(), "", "")
+		},
+	}
+	if f.proxy.Transport == nil {
+		f.proxy.Transport = http.DefaultTransport
+	}
+	return f, nil
+}
+
+// Model maps a request's model name to the name sent to vLLM: "<run>" to
+// the run's current "<run>@<step>"; a "<run>@<step>" of a known run must be
+// loaded (ok false otherwise); anything else passes unchanged.
+func (f *Front) Model(name string) (string, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if run, s, found := strings.Cut(name, "@"); found {
+		rs := f.runs[run]
+		if rs == nil {
+			return name, true
+		}
+		step, err := strconv.Atoi(s)
+		if err != nil {
+			return name, false
+		}
+		for _, l := range rs.loaded {
+			if l == step {
+				return versionName(run, step), true
+			}
+		}
+		return name, false
+	}
+	if rs := f.runs[name]; rs != nil && rs.current >= 0 {
+		return versionName(name, rs.current), true
+	}
+	return name, true
+}
+
+// Loaded returns the versioned names loaded in vLLM, by run then step.
+func (f *Front) Loaded() []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []string
+	for _, run := range sortedKeys(f.runs) {
+		for _, s := range f.runs[run].loaded {
+			out = append(out, versionName(run, s))
+		}
+	}
+	return out
+}
+
+func versionName(run string, step int) string { return run + "@" + strconv.Itoa(step) }
+
+// ServeHTTP checks the key and the body, rewrites the model name and
+// forwards the request to vLLM.
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, "/v1/") {
+		f.proxy.ServeHTTP(w, r) // /health, /metrics, /version of vLLM
+		return
+	}
+	if f.o.APIKey != "" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(f.o.APIKey)) != 1 {
+			writeError(w, http.StatusUnauthorized, "authentication_error", "missing or wrong API key (Authorization: Bearer …)", "", "invalid_api_key")
+			return
+		}
+	}
+	switch r.URL.Path {
+	case "/v1/load_lora_adapter", "/v1/unload_lora_adapter":
+		// Only the front manages vLLM's adapters.
+		writeError(w, http.StatusNotFound, "not_found_error", "no route for "+r.Method+" "+r.URL.Path, "", "")
+		return
+	}
+	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.o.MaxBodyBytes))
+		r.Body.Close()
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body is larger than %d bytes", f.o.MaxBodyBytes), "", "request_too_large")
+				return
+			}
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error(), "", "")
+			return
+		}
+		body, status, err := f.rewriteModel(body)
+		if err != nil {
+			writeError(w, status, "not_found_error", err.Error(), "model", "model_not_found")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	f.proxy.ServeHTTP(w, r)
+}
+
+// rewriteModel replaces the top-level "model" of a JSON object body. A
+// body that is not a JSON object goes through as it is (vLLM answers it).
+func (f *Front) rewriteModel(body []byte) ([]byte, int, error) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil {
+		return body, 0, nil
+	}
+	var name string
+	if json.Unmarshal(obj["model"], &name) != nil {
+		return body, 0, nil
+	}
+	to, ok := f.Model(name)
+	if !ok {
+		return nil, http.StatusNotFound, fmt.Errorf("model %q is not loaded (loaded: %s)", name, strings.Join(f.Loaded(), ", "))
+	}
+	if to == name {
+		return body, 0, nil
+	}
+	obj["model"], _ = json.Marshal(to)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("re-encoding the request: %w", err)
+	}
+	return out, 0, nil
+}
+
+// modifyResponse adds a "<run>" alias to vLLM's /v1/models list for each
+// run that has a current version.
+func (f *Front) modifyResponse(resp *http.Response) error {
+	if resp.Request.URL.Path != "/v1/models" || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("reading vLLM's model list: %w", err)
+	}
+	out := body
+	var list struct {
+		Object string                       `json:"object"`
+		Data   []map[string]json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(body, &list) == nil {
+		byID := map[string]map[string]json.RawMessage{}
+		for _, m := range list.Data {
+			var id string
+			json.Unmarshal(m["id"], &id)
+			byID[id] = m
+		}
+		f.mu.RLock()
+		for _, run := range sortedKeys(f.runs) {
+			rs := f.runs[run]
+			src, ok := byID[versionName(run, rs.current)]
+			if rs.current < 0 || !ok || byID[run] != nil {
+				continue
+			}
+			alias := map[string]json.RawMessage{}
+			for k, v := range src {
+				alias[k] = v
+			}
+			alias["id"], _ = json.Marshal(run)
+			list.Data = append(list.Data, alias)
+		}
+		f.mu.RUnlock()
+		if b, err := json.Marshal(list); err == nil {
+			out = b
+		}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(out))
+	resp.ContentLength = int64(len(out))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+	return nil
+}
+
+type apiError struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// writeError writes OpenAI's error object.
+func writeError(w http.ResponseWriter, status int, typ, msg, param, code string) {
+	e := apiError{Message: msg, Type: typ}
+	if param != "" {
+		e.Param = &param
+	}
+	if code != "" {
+		e.Code = &code
+	}
+	b, _ := json.Marshal(map[string]apiError{"error": e})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// Watch calls Sync every Interval until ctx ends, logging what fails.
+func (f *Front) Watch(ctx context.Context) {
+	t := time.NewTicker(f.o.Interval)
+	defer t.Stop()
+	for {
+		if err := f.Sync(ctx); err != nil && ctx.Err() == nil {
+			f.o.Log.Warn("vllm: adapter sync", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

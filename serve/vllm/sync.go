@@ -1,0 +1,270 @@
+package vllm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hone-rl/hone/serve/adapters"
+)
+
+// Sync brings vLLM in step with the adapters folder once: for each run
+// whose newest step is not loaded, it loads that step, switches "<run>" to
+// it, then unloads the versions beyond KeepAdapters. It returns the joined
+// errors of what failed; what succeeded stays done.
+func (f *Front) Sync(ctx context.Context) error {
+	if f.o.AdaptersDir == "" {
+		return nil
+	}
+	f.syncMu.Lock()
+	defer f.syncMu.Unlock()
+	ents, err := os.ReadDir(f.o.AdaptersDir)
+	if err != nil {
+		return fmt.Errorf("vllm: reading adapters folder %s: %w", f.o.AdaptersDir, err)
+	}
+	var errs []error
+	for _, ent := range ents {
+		if !ent.IsDir() || !adapters.ValidRun(ent.Name()) {
+			continue
+		}
+		if err := f.syncRun(ctx, ent.Name()); err != nil {
+			errs = append(errs, err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (f *Front) syncRun(ctx context.Context, run string) error {
+	runDir := filepath.Join(f.o.AdaptersDir, run)
+	name, step, err := newestStep(runDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no step yet
+	}
+	if err != nil {
+		return fmt.Errorf("vllm: run %s: %w", run, err)
+	}
+	f.mu.Lock()
+	rs := f.runs[run]
+	if rs == nil {
+		// Only Sync (under syncMu) changes a runState; readers take mu.
+		rs = &runState{current: -1, failed: map[int]time.Time{}, path: map[int]string{}}
+		f.runs[run] = rs
+	}
+	f.mu.Unlock()
+	dir, err := filepath.Abs(filepath.Join(runDir, name))
+	if err != nil {
+		return fmt.Errorf("vllm: run %s: %w", run, err)
+	}
+	var loadErr error
+	if rs.current != step {
+		stamp := folderStamp(dir)
+		if at, ok := rs.failed[step]; ok && at.Equal(stamp) {
+			return nil // failed before and unchanged since
+		}
+		if slices.Contains(rs.loaded, step) {
+			f.switchTo(run, rs, step)
+		} else if err := checkFolder(dir); err != nil {
+			loadErr = err
+		} else if err := f.load(ctx, versionName(run, step), dir); err != nil {
+			loadErr = err
+		} else {
+			f.mu.Lock()
+			rs.loaded = append(rs.loaded, step)
+			sort.Ints(rs.loaded)
+			rs.path[step] = dir
+			rs.current = step
+			f.mu.Unlock()
+			f.o.Log.Info("vllm: adapter loaded", "name", versionName(run, step), "path", dir)
+		}
+		if loadErr != nil {
+			rs.failed[step] = stamp
+			loadErr = fmt.Errorf("vllm: loading %s from %s (still serving %s): %w", versionName(run, step), dir, f.servingName(run, rs), loadErr)
+			f.o.Log.Warn("vllm: adapter refused", "err", loadErr)
+		} else {
+			delete(rs.failed, step)
+		}
+	}
+	return errors.Join(loadErr, f.unloadOld(ctx, run, rs))
+}
+
+func (f *Front) servingName(run string, rs *runState) string {
+	if rs.current < 0 {
+		return "nothing"
+	}
+	return versionName(run, rs.current)
+}
+
+func (f *Front) switchTo(run string, rs *runState, step int) {
+	f.mu.Lock()
+	rs.current = step
+	f.mu.Unlock()
+}
+
+// unloadOld unloads loaded versions other than the current one beyond the
+// keep count, oldest first. A failed unload is retried at the next Sync.
+func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
+	f.mu.RLock()
+	var others []int
+	for _, s := range rs.loaded {
+		if s != rs.current {
+			others = append(others, s)
+		}
+	}
+	f.mu.RUnlock()
+	extra := len(others) - (f.o.KeepAdapters - 1)
+	if rs.current < 0 {
+		extra = len(others) - f.o.KeepAdapters
+	}
+	var errs []error
+	for _, s := range others[:max(extra, 0)] { // ascending: oldest first
+		if err := f.call(ctx, "/v1/unload_lora_adapter", map[string]string{"lora_name": versionName(run, s)}); err != nil {
+			errs = append(errs, fmt.Errorf("vllm: unloading %s: %w", versionName(run, s), err))
+			continue
+		}
+		f.mu.Lock()
+		rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == s })
+		delete(rs.path, s)
+		f.mu.Unlock()
+		f.o.Log.Info("vllm: adapter unloaded", "name", versionName(run, s))
+	}
+	return errors.Join(errs...)
+}
+
+// load asks vLLM to load dir as name. vLLM answering that the name is
+// already loaded counts as success (a restarted front finds its own work).
+func (f *Front) load(ctx context.Context, name, dir string) error {
+	err := f.call(ctx, "/v1/load_lora_adapter", map[string]string{"lora_name": name, "lora_path": dir})
+	var ce *callError
+	if errors.As(err, &ce) && ce.status == http.StatusBadRequest && strings.Contains(ce.body, "already been loaded") {
+		return nil
+	}
+	return err
+}
+
+// callError is a non-200 answer of vLLM's LoRA API.
+type callError struct {
+	status int
+	body   string
+}
+
+func (e *callError) Error() string {
+	msg := fmt.Sprintf("vLLM answered %d: %s", e.status, strings.TrimSpace(e.body))
+	if e.status == http.StatusNotFound {
+		msg += " (is vLLM running with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora?)"
+	}
+	return msg
+}
+
+// call POSTs body as JSON to vLLM's path and wants 200.
+func (f *Front) call(ctx context.Context, path string, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.base.JoinPath(path).String(), bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if f.o.UpstreamKey != "" {
+		req.Header.Set("Authorization", "Bearer "+f.o.UpstreamKey)
+	}
+	resp, err := f.o.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return &callError{status: resp.StatusCode, body: string(msg)}
+	}
+	return nil
+}
+
+// newestStep returns the step folder DIR/<run>/latest names, or without
+// that file the highest step-N folder.
+func newestStep(runDir string) (string, int, error) {
+	b, err := os.ReadFile(filepath.Join(runDir, "latest"))
+	if err == nil {
+		name := strings.TrimSpace(string(b))
+		n, ok := adapters.ParseStepDir(name)
+		if !ok {
+			return "", 0, fmt.Errorf("%s names %q, not a step-N folder of the run", filepath.Join(runDir, "latest"), name)
+		}
+		return name, n, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", 0, err
+	}
+	ents, err := os.ReadDir(runDir)
+	if err != nil {
+		return "", 0, err
+	}
+	best, bestN := "", -1
+	for _, ent := range ents {
+		if n, ok := adapters.ParseStepDir(ent.Name()); ok && ent.IsDir() && n > bestN {
+			best, bestN = ent.Name(), n
+		}
+	}
+	if best == "" {
+		return "", 0, os.ErrNotExist
+	}
+	return best, bestN, nil
+}
+
+// checkFolder refuses a step folder that is not a whole PEFT adapter
+// before vLLM is asked to read it.
+func checkFolder(dir string) error {
+	cfg, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
+	if err != nil {
+		return fmt.Errorf("adapter folder: %w", err)
+	}
+	var c struct {
+		R int `json:"r"`
+	}
+	if err := json.Unmarshal(cfg, &c); err != nil || c.R <= 0 {
+		return fmt.Errorf("%s: not a LoRA adapter_config.json (want a positive \"r\")", filepath.Join(dir, "adapter_config.json"))
+	}
+	st, err := os.Stat(filepath.Join(dir, "adapter_model.safetensors"))
+	if err != nil {
+		return fmt.Errorf("adapter folder: %w", err)
+	}
+	if st.Size() < 8 {
+		return fmt.Errorf("%s: truncated (%d bytes)", filepath.Join(dir, "adapter_model.safetensors"), st.Size())
+	}
+	return nil
+}
+
+// folderStamp is the newest modification time of dir and its two files,
+// so a rewritten folder is tried again.
+func folderStamp(dir string) time.Time {
+	var t time.Time
+	for _, p := range []string{dir, filepath.Join(dir, "adapter_config.json"), filepath.Join(dir, "adapter_model.safetensors")} {
+		if st, err := os.Stat(p); err == nil && st.ModTime().After(t) {
+			t = st.ModTime()
+		}
+	}
+	return t
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

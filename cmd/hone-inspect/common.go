@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"syscall"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -29,20 +28,20 @@ func (a *app) openInputs(ctx context.Context, args []string) (*trajectory.Reader
 	return r, nil
 }
 
-// classify marks an error from the format package for the exit code. The
-// package reports bad files, rows and groups as plain errors naming the
-// place; only operating-system errors (a disk that fails, a permission
-// refused) are failures of the run rather than of the input.
+// classify marks an error from the format package for the exit code: the
+// package types every bad-input error (a bad file, row, group or JSONL
+// line, a missing input) as *trajectory.InputError; anything else (a disk
+// that fails, a permission refused) is a failure of the run. A missing
+// file named by the cli layer counts as bad input too.
 func classify(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
-	var errno syscall.Errno
-	var perr *fs.PathError
-	if (errors.As(err, &errno) || errors.As(err, &perr)) && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	var ie *trajectory.InputError
+	if errors.As(err, &ie) || errors.Is(err, fs.ErrNotExist) {
+		return cli.BadInput(err)
 	}
-	return cli.BadInput(err)
+	return err
 }
 
 // totalRows is the number of trajectories in the input set, from the

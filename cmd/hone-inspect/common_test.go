@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/trajectory"
 )
 
 // classify decides between exit code 2 (the input is bad) and 1 (the run
@@ -19,7 +20,9 @@ func TestClassify(t *testing.T) {
 		want int
 	}{
 		{nil, 0},
-		{fmt.Errorf("trajectory: a.parquet: row 3 (group %q): split: bad", "g"), 2},
+		{&trajectory.InputError{File: "a.parquet", Row: 3, Group: "g", Field: "split", Err: errors.New("split: bad")}, 2},
+		{fmt.Errorf("read all: %w", &trajectory.InputError{Row: -1, Err: errors.New("not parquet")}), 2},
+		{errors.New("an error of no known kind"), 1},
 		{fmt.Errorf("trajectory: open a.parquet: %w", &fs.PathError{Op: "open", Path: "a.parquet", Err: syscall.ENOENT}), 2},
 		{fmt.Errorf("trajectory: open a.parquet: %w", &fs.PathError{Op: "open", Path: "a.parquet", Err: syscall.EACCES}), 1},
 		{fmt.Errorf("write: %w", syscall.ENOSPC), 1},

@@ -372,6 +372,16 @@ func TestStats(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatalf("stats --json: %v\n%s", err, r.stdout)
 	}
+	// The keys are snake_case, also in the nested objects.
+	var raw map[string]any
+	json.Unmarshal([]byte(r.stdout), &raw)
+	byStep, _ := raw["by_step"].([]any)
+	files, _ := raw["files"].([]any)
+	reward, _ := raw["reward"].(map[string]any)
+	if len(byStep) != 2 || len(files) != 2 || reward["mean"] == nil || raw["trainable_turns"] == nil ||
+		byStep[0].(map[string]any)["step"] == nil || files[0].(map[string]any)["row_groups"] == nil || raw["Groups"] != nil {
+		t.Errorf("stats --json keys are not snake_case:\n%s", r.stdout)
+	}
 	if s.Groups != 3 || s.Trajectories != 5 || s.Errors != 1 || s.Tokens != 3+2+4+1 || len(s.Files) != 2 {
 		t.Errorf("totals %+v", s.Summary)
 	}
@@ -428,7 +438,7 @@ func TestHead(t *testing.T) {
 func TestSchema(t *testing.T) {
 	dir, _, _ := fixtures(t)
 	r := mustRun(t, nil, "schema")
-	for _, want := range []string{"schema version 1", "trajectory_id", "token_ids", "reward"} {
+	for _, want := range []string{"schema version 1", "trajectory_id", "token_ids", "reward", "optional binary reasoning_content"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("schema lacks %q", want)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -54,20 +53,9 @@ func runSchema(ctx context.Context, a *app, args []string) error {
 	return nil
 }
 
-// trajectorySchema gets the schema the format package writes by writing an
-// empty file and reading its footer back, since the package exports no
-// schema value.
+// trajectorySchema is the schema the format package writes.
 func trajectorySchema() (string, error) {
-	var buf bytes.Buffer
-	w := trajectory.NewWriter(&buf, trajectory.WriterOptions{})
-	if err := w.Close(); err != nil {
-		return "", fmt.Errorf("write empty trajectory file: %w", err)
-	}
-	f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
-	if err != nil {
-		return "", fmt.Errorf("read back empty trajectory file: %w", err)
-	}
-	return f.Schema().String(), nil
+	return trajectory.Schema().String(), nil
 }
 
 func printFileSchema(ctx context.Context, a *app, path string) error {

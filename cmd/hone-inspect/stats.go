@@ -34,7 +34,7 @@ tokens and failed episodes, and summarizes rewards (scored and unscored
 count, mean, sample standard deviation, min, max) in total, per step and per
 environment.`,
 		Example: `  hone-inspect stats runs/r1/
-  hone-inspect stats --json scored.parquet | jq .Reward.Mean`,
+  hone-inspect stats --json scored.parquet | jq .reward.mean`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runStats(cmd.Context(), a, opts, args)

@@ -91,6 +91,7 @@ func FromTrajectory(t *chattemplate.Template, tok Tokenizer, msgs []trajectory.M
 }
 
 // Messages converts trajectory messages to the template's message type.
+// A non-empty ReasoningContent becomes the template's reasoning_content.
 // Content that was null becomes "" (templates such as Qwen3's test
 // `'</think>' in message.content`, which fails on null); a list of content
 // parts is passed to the template as it was.
@@ -98,6 +99,11 @@ func Messages(msgs []trajectory.Message) []chattemplate.Message {
 	out := make([]chattemplate.Message, len(msgs))
 	for i, m := range msgs {
 		c := chattemplate.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		if m.ReasoningContent != "" {
+			// Only when present: an empty one would still be a defined key.
+			rc := m.ReasoningContent
+			c.ReasoningContent = &rc
+		}
 		if m.ContentParts != "" && m.ContentParts != "null" {
 			c.ContentJSON = json.RawMessage(m.ContentParts)
 		}

@@ -14,7 +14,14 @@
 // present with the right types, unique trajectory ids, no group split across
 // files, a schema version this build understands), naming the file, row,
 // group and field in its errors. Columns it does not know are ignored, so
-// newer writers can add columns without breaking older readers.
+// newer writers can add columns without breaking older readers; columns
+// added after the first release (messages' reasoning_content) are optional,
+// so older files still read. Schema returns the layout this build writes.
+//
+// Every error that blames the input (a bad file, row, group or JSONL line, a
+// missing input) is an *InputError naming the file, row, group and field,
+// and matches ErrBadInput; other errors come from the operating system or
+// the context, so callers can tell bad input from a failed run.
 //
 // Writing: NewWriter(w, opts), WriteGroup for each group, Close; or
 // WriteFile, which writes to a temporary name and renames. Reading:

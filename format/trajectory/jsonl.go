@@ -43,17 +43,18 @@ type jsonLine struct {
 }
 
 type jsonMessage struct {
-	Role         string          `json:"role"`
-	Content      json.RawMessage `json:"content"` // string, array of parts, or null
-	ToolCalls    []jsonToolCall  `json:"tool_calls,omitempty"`
-	ToolCallID   string          `json:"tool_call_id,omitempty"`
-	Name         string          `json:"name,omitempty"`
-	Trainable    bool            `json:"trainable,omitempty"`
-	TokenIDs     []int32         `json:"token_ids,omitempty"`
-	Logprobs     []float32       `json:"logprobs,omitempty"`
-	FinishReason string          `json:"finish_reason,omitempty"`
-	AnswerModel  string          `json:"answer_model,omitempty"`
-	LatencyMS    float64         `json:"latency_ms,omitempty"`
+	Role             string          `json:"role"`
+	Content          json.RawMessage `json:"content"` // string, array of parts, or null
+	ToolCalls        []jsonToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID       string          `json:"tool_call_id,omitempty"`
+	Name             string          `json:"name,omitempty"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	Trainable        bool            `json:"trainable,omitempty"`
+	TokenIDs         []int32         `json:"token_ids,omitempty"`
+	Logprobs         []float32       `json:"logprobs,omitempty"`
+	FinishReason     string          `json:"finish_reason,omitempty"`
+	AnswerModel      string          `json:"answer_model,omitempty"`
+	LatencyMS        float64         `json:"latency_ms,omitempty"`
 }
 
 type jsonToolCall struct {
@@ -122,13 +123,13 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 		}
 		line, err := br.ReadBytes('\n')
 		if err != nil && err != io.EOF {
-			return nil, res, fmt.Errorf("trajectory: %s:%d: %w", source, lineNo, err)
+			return nil, res, fmt.Errorf("trajectory: %s:%d: %w", source, lineNo, err) // reading failed: not the input's fault
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			res.Lines++
 			t, genID, genGroup, perr := parseLine(trimmed, lineNo)
 			if perr != nil {
-				return nil, res, fmt.Errorf("trajectory: %s:%d: %w", source, lineNo, perr)
+				return nil, res, badInput(source, int64(lineNo), "", "", fmt.Errorf("trajectory: %s:%d: %w", source, lineNo, perr))
 			}
 			if genID {
 				res.GeneratedIDs++
@@ -137,7 +138,7 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 				res.GeneratedGroupIDs++
 			}
 			if verr := t.Validate(); verr != nil {
-				return nil, res, fmt.Errorf("trajectory: %s:%d (group %q, trajectory %q): %w", source, lineNo, t.GroupID, t.ID, verr)
+				return nil, res, badInput(source, int64(lineNo), t.GroupID, firstField(verr), fmt.Errorf("trajectory: %s:%d (group %q, trajectory %q): %w", source, lineNo, t.GroupID, t.ID, verr))
 			}
 			i, ok := index[t.GroupID]
 			if !ok {
@@ -147,7 +148,7 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 			}
 			for _, other := range groups[i].Trajectories {
 				if other.ID == t.ID {
-					return nil, res, fmt.Errorf("trajectory: %s:%d: trajectory_id %q appears twice in group %q", source, lineNo, t.ID, t.GroupID)
+					return nil, res, badInput(source, int64(lineNo), t.GroupID, "trajectory_id", fmt.Errorf("trajectory: %s:%d: trajectory_id %q appears twice in group %q", source, lineNo, t.ID, t.GroupID))
 				}
 			}
 			groups[i].Trajectories = append(groups[i].Trajectories, t)
@@ -287,7 +288,8 @@ func parseMessage(raw json.RawMessage) (Message, error) {
 func messageFromJSON(jm *jsonMessage, _ json.RawMessage) (Message, error) {
 	m := Message{
 		Role: jm.Role, ToolCallID: jm.ToolCallID, Name: jm.Name, Trainable: jm.Trainable,
-		TokenIDs: jm.TokenIDs, Logprobs: jm.Logprobs, FinishReason: jm.FinishReason,
+		ReasoningContent: jm.ReasoningContent,
+		TokenIDs:         jm.TokenIDs, Logprobs: jm.Logprobs, FinishReason: jm.FinishReason,
 		AnswerModel: jm.AnswerModel,
 	}
 	// A Duration holds about 292 years; refuse what it cannot.
@@ -395,7 +397,8 @@ func ExportJSONL(w io.Writer, groups ...Group) error {
 				m := &t.Messages[j]
 				jm := jsonMessage{
 					Role: m.Role, ToolCallID: m.ToolCallID, Name: m.Name, Trainable: m.Trainable,
-					TokenIDs: m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
+					ReasoningContent: m.ReasoningContent,
+					TokenIDs:         m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
 					AnswerModel: m.AnswerModel, LatencyMS: float64(m.Latency) / 1e6,
 				}
 				if m.ContentParts != "" {

@@ -26,12 +26,12 @@ type ReadOptions struct {
 
 // FileInfo describes one input file, from its footer.
 type FileInfo struct {
-	Path          string // as given, or "-" for stdin
-	Size          int64
-	Rows          int64
-	RowGroups     int
-	SchemaVersion int
-	Metadata      map[string]string // the footer's key-value metadata
+	Path          string            `json:"path"` // as given, or "-" for stdin
+	Size          int64             `json:"size"`
+	Rows          int64             `json:"rows"`
+	RowGroups     int               `json:"row_groups"`
+	SchemaVersion int               `json:"schema_version"`
+	Metadata      map[string]string `json:"metadata"` // the footer's key-value metadata
 }
 
 // Reader reads groups from a set of trajectory files in order. It holds
@@ -122,11 +122,11 @@ func Open(ctx context.Context, paths []string, opts ReadOptions) (*Reader, error
 	}
 	if len(r.srcs) == 0 {
 		r.Close()
-		return nil, fmt.Errorf("trajectory: no input files")
+		return nil, badInput("", -1, "", "", fmt.Errorf("trajectory: no input files"))
 	}
 	if len(r.srcs) >= maxFiles {
 		r.Close()
-		return nil, fmt.Errorf("trajectory: %d input files; at most %d in one set", len(r.srcs), maxFiles-1)
+		return nil, badInput("", -1, "", "", fmt.Errorf("trajectory: %d input files; at most %d in one set", len(r.srcs), maxFiles-1))
 	}
 	if err := r.checkAll(ctx); err != nil {
 		r.Close()
@@ -173,7 +173,7 @@ func fileSource(name string) *source {
 
 func (r *Reader) addStdin(opts ReadOptions) error {
 	if r.spool != "" {
-		return fmt.Errorf("trajectory: \"-\" (stdin) given more than once")
+		return badInput("-", -1, "", "", fmt.Errorf("trajectory: \"-\" (stdin) given more than once"))
 	}
 	in := opts.Stdin
 	if in == nil {
@@ -202,17 +202,17 @@ func expand(p string) ([]string, error) {
 	if strings.ContainsAny(p, "*?[") {
 		names, err := filepath.Glob(p)
 		if err != nil {
-			return nil, fmt.Errorf("trajectory: glob %q: %w", p, err)
+			return nil, badInput(p, -1, "", "", fmt.Errorf("trajectory: glob %q: %w", p, err))
 		}
 		if len(names) == 0 {
-			return nil, fmt.Errorf("trajectory: glob %q matches no files", p)
+			return nil, badInput(p, -1, "", "", fmt.Errorf("trajectory: glob %q matches no files", p))
 		}
 		slices.Sort(names)
 		return names, nil
 	}
 	st, err := os.Stat(p)
 	if err != nil {
-		return nil, fmt.Errorf("trajectory: %w", err)
+		return nil, badInput(p, -1, "", "", fmt.Errorf("trajectory: %w", err)) // not there: bad input; unreadable: an OS failure
 	}
 	if !st.IsDir() {
 		return []string{p}, nil
@@ -237,7 +237,7 @@ func expand(p string) ([]string, error) {
 		return nil, fmt.Errorf("trajectory: list %s: %w", p, err)
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("trajectory: directory %s holds no .parquet files", p)
+		return nil, badInput(p, -1, "", "", fmt.Errorf("trajectory: directory %s holds no .parquet files", p))
 	}
 	return names, nil // WalkDir visits in lexical order
 }
@@ -264,14 +264,27 @@ func (r *Reader) checkAll(ctx context.Context) error {
 func (r *Reader) Files() []FileInfo { return slices.Clone(r.infos) }
 
 // expectedSchema is the layout this build writes; files must have each of
-// its leaf columns with the same physical type and nesting.
+// its leaf columns with the same physical type and nesting, except the
+// optional columns added after schema version 1 (addedColumns).
 var expectedSchema = parquet.SchemaOf(row{})
+
+// addedColumns are the leaf columns (dot-joined paths) added to the layout
+// after files were first written. They are optional: a file without them
+// reads with their fields empty.
+var addedColumns = map[string]bool{
+	"messages.list.element.reasoning_content": true,
+}
+
+// Schema returns the Parquet schema this build writes. Files written by
+// older builds may lack the optional columns added since; readers accept
+// them.
+func Schema() *parquet.Schema { return expectedSchema }
 
 func openChecked(src *source) (*openedFile, FileInfo, error) {
 	info := FileInfo{Path: src.name}
 	ra, size, closer, err := src.open()
 	if err != nil {
-		return nil, info, fmt.Errorf("trajectory: open %s: %w", src.name, err)
+		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: open %s: %w", src.name, err)) // a missing file is bad input, a refused one is not
 	}
 	info.Size = size
 	var pf *parquet.File
@@ -288,7 +301,7 @@ func openChecked(src *source) (*openedFile, FileInfo, error) {
 	}
 	if err != nil {
 		closer.Close()
-		return nil, info, fmt.Errorf("trajectory: %s: not a readable trajectory file: %w", src.name, err)
+		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: not a readable trajectory file: %w", src.name, err))
 	}
 	md := pf.Metadata()
 	info.Rows = md.NumRows
@@ -302,17 +315,17 @@ func openChecked(src *source) (*openedFile, FileInfo, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			closer.Close()
-			return nil, info, fmt.Errorf("trajectory: %s: metadata %s=%q is not a schema version", src.name, MetadataKeySchemaVersion, v)
+			return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: metadata %s=%q is not a schema version", src.name, MetadataKeySchemaVersion, v))
 		}
 		if n > SchemaVersion {
 			closer.Close()
-			return nil, info, fmt.Errorf("trajectory: %s: written with schema version %d, this build reads up to %d; upgrade hone", src.name, n, SchemaVersion)
+			return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: written with schema version %d, this build reads up to %d; upgrade hone", src.name, n, SchemaVersion))
 		}
 		info.SchemaVersion = n
 	}
 	if err := checkColumns(pf.Schema()); err != nil {
 		closer.Close()
-		return nil, info, fmt.Errorf("trajectory: %s: %w", src.name, err)
+		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: %w", src.name, err))
 	}
 	return &openedFile{pf: pf, closer: closer}, info, nil
 }
@@ -378,6 +391,7 @@ func checkColumns(have *parquet.Schema) error {
 		got, ok := have.Lookup(path...)
 		name := strings.Join(path, ".")
 		switch {
+		case !ok && addedColumns[name]:
 		case !ok:
 			errs = append(errs, fmt.Errorf("column %s: missing", name))
 		case got.Node.Type().Kind() != want.Node.Type().Kind():
@@ -423,11 +437,11 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 	if packed, ok := r.groups[h]; ok {
 		prev := unpack(packed)
 		if prev.file == first.loc.file {
-			r.err = fmt.Errorf("trajectory: %s: group %q: rows not contiguous (rows from %d and again from %d)",
-				r.srcs[first.loc.file].name, g.ID, prev.row, first.loc.row)
+			r.err = badInput(r.srcs[first.loc.file].name, first.loc.row, g.ID, "group_id", fmt.Errorf("trajectory: %s: group %q: rows not contiguous (rows from %d and again from %d)",
+				r.srcs[first.loc.file].name, g.ID, prev.row, first.loc.row))
 		} else {
-			r.err = fmt.Errorf("trajectory: group %q split across files %s (row %d) and %s (row %d); a group must sit in one file",
-				g.ID, r.srcs[prev.file].name, prev.row, r.srcs[first.loc.file].name, first.loc.row)
+			r.err = badInput(r.srcs[first.loc.file].name, first.loc.row, g.ID, "group_id", fmt.Errorf("trajectory: group %q split across files %s (row %d) and %s (row %d); a group must sit in one file",
+				g.ID, r.srcs[prev.file].name, prev.row, r.srcs[first.loc.file].name, first.loc.row))
 		}
 		return Group{}, r.err
 	}
@@ -450,20 +464,20 @@ func (r *Reader) nextRow() (*located, error) {
 	}
 	loc := location{file: int32(r.cur), row: r.brow + int64(r.bpos)}
 	if loc.row >= maxRows {
-		return nil, fmt.Errorf("trajectory: %s: more than %d rows in one file", r.srcs[r.cur].name, int64(maxRows))
+		return nil, badInput(r.srcs[r.cur].name, loc.row, "", "", fmt.Errorf("trajectory: %s: more than %d rows in one file", r.srcs[r.cur].name, int64(maxRows)))
 	}
 	l := &located{t: fromRow(&r.batch[r.bpos]), loc: loc}
 	r.batch[r.bpos] = row{} // let the decoded row go
 	r.bpos++
 	name := r.srcs[r.cur].name
 	if err := l.t.Validate(); err != nil {
-		return nil, fmt.Errorf("trajectory: %s: row %d (group %q, trajectory %q): %w", name, loc.row, l.t.GroupID, l.t.ID, err)
+		return nil, badInput(name, loc.row, l.t.GroupID, firstField(err), fmt.Errorf("trajectory: %s: row %d (group %q, trajectory %q): %w", name, loc.row, l.t.GroupID, l.t.ID, err))
 	}
 	h := maphash.String(r.seed, l.t.ID)
 	if packed, ok := r.ids[h]; ok {
 		prev := unpack(packed)
-		return nil, fmt.Errorf("trajectory: %s: row %d (group %q): trajectory_id %q duplicates %s row %d",
-			name, loc.row, l.t.GroupID, l.t.ID, r.srcs[prev.file].name, prev.row)
+		return nil, badInput(name, loc.row, l.t.GroupID, "trajectory_id", fmt.Errorf("trajectory: %s: row %d (group %q): trajectory_id %q duplicates %s row %d",
+			name, loc.row, l.t.GroupID, l.t.ID, r.srcs[prev.file].name, prev.row))
 	}
 	r.ids[h] = loc.pack()
 	return l, nil
@@ -492,7 +506,7 @@ func (r *Reader) fill() error {
 		r.rgr.Close()
 		r.rgr = nil
 		if err != nil && err != io.EOF {
-			return fmt.Errorf("trajectory: %s: row group %d, near row %d: %w", r.srcs[r.cur].name, r.rgi-1, next, err)
+			return badInput(r.srcs[r.cur].name, next, "", "", fmt.Errorf("trajectory: %s: row group %d, near row %d: %w", r.srcs[r.cur].name, r.rgi-1, next, err))
 		}
 		return nil
 	}
@@ -504,7 +518,7 @@ func (r *Reader) fill() error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("trajectory: %s: row group %d: %w", r.srcs[r.cur].name, r.rgi-1, err)
+			return badInput(r.srcs[r.cur].name, -1, "", "", fmt.Errorf("trajectory: %s: row group %d: %w", r.srcs[r.cur].name, r.rgi-1, err))
 		}
 		if r.batch == nil {
 			r.batch = make([]row, 0, readBatch)

@@ -39,12 +39,15 @@ type messageRow struct {
 	ToolCalls    []toolCallRow `parquet:"tool_calls,list"`
 	ToolCallID   string        `parquet:"tool_call_id"`
 	Name         string        `parquet:"name"`
-	Trainable    bool          `parquet:"trainable"`
-	TokenIDs     []int32       `parquet:"token_ids,list"`
-	Logprobs     []float32     `parquet:"logprobs,list"`
-	FinishReason string        `parquet:"finish_reason"`
-	AnswerModel  string        `parquet:"answer_model"`
-	LatencyMS    float64       `parquet:"latency_ms"`
+	// ReasoningContent was added after the first files were written; it
+	// is optional so that files without the column still read.
+	ReasoningContent string    `parquet:"reasoning_content,optional"`
+	Trainable        bool      `parquet:"trainable"`
+	TokenIDs         []int32   `parquet:"token_ids,list"`
+	Logprobs         []float32 `parquet:"logprobs,list"`
+	FinishReason     string    `parquet:"finish_reason"`
+	AnswerModel      string    `parquet:"answer_model"`
+	LatencyMS        float64   `parquet:"latency_ms"`
 }
 
 type toolCallRow struct {
@@ -87,7 +90,8 @@ func toRow(t *Trajectory) row {
 			mr := messageRow{
 				Role: m.Role, Content: m.Content, ContentParts: m.ContentParts,
 				ToolCallID: m.ToolCallID, Name: m.Name, Trainable: m.Trainable,
-				TokenIDs: m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
+				ReasoningContent: m.ReasoningContent,
+				TokenIDs:         m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
 				AnswerModel: m.AnswerModel, LatencyMS: float64(m.Latency) / 1e6,
 			}
 			if len(m.ToolCalls) > 0 {
@@ -141,7 +145,8 @@ func fromRow(r *row) Trajectory {
 			m := Message{
 				Role: mr.Role, Content: mr.Content, ContentParts: mr.ContentParts,
 				ToolCallID: mr.ToolCallID, Name: mr.Name, Trainable: mr.Trainable,
-				FinishReason: mr.FinishReason, AnswerModel: mr.AnswerModel,
+				ReasoningContent: mr.ReasoningContent,
+				FinishReason:     mr.FinishReason, AnswerModel: mr.AnswerModel,
 				Latency: time.Duration(math.Round(mr.LatencyMS * 1e6)),
 			}
 			if len(mr.TokenIDs) > 0 {

@@ -11,33 +11,34 @@ import (
 // RewardSummary describes the rewards of a set of trajectories. Unscored
 // (null) rewards are counted, not averaged.
 type RewardSummary struct {
-	Scored   int64   // trajectories with a reward
-	Unscored int64   // trajectories whose reward is null
-	Mean     float64 // over scored trajectories; 0 when none
+	Scored   int64   `json:"scored"`   // trajectories with a reward
+	Unscored int64   `json:"unscored"` // trajectories whose reward is null
+	Mean     float64 `json:"mean"`     // over scored trajectories; 0 when none
 	// Std is the sample standard deviation (n-1 denominator, like SQL's
 	// stddev_samp); 0 when fewer than two are scored.
-	Std      float64
-	Min, Max float64 // 0 when none are scored
+	Std float64 `json:"std"`
+	Min float64 `json:"min"` // 0 when none are scored
+	Max float64 `json:"max"` // 0 when none are scored
 }
 
 // Summary counts one slice of an input set.
 type Summary struct {
-	Groups       int64
-	Trajectories int64
-	Errors       int64 // trajectories with a non-empty Error
-	Tokens       int64 // sampled token ids recorded on assistant turns
-	Reward       RewardSummary
+	Groups       int64         `json:"groups"`
+	Trajectories int64         `json:"trajectories"`
+	Errors       int64         `json:"errors"` // trajectories with a non-empty Error
+	Tokens       int64         `json:"tokens"` // sampled token ids recorded on assistant turns
+	Reward       RewardSummary `json:"reward"`
 }
 
 // StepSummary is the Summary of the trajectories produced at one step.
 type StepSummary struct {
-	Step int64
+	Step int64 `json:"step"`
 	Summary
 }
 
 // EnvSummary is the Summary of one environment's trajectories.
 type EnvSummary struct {
-	Env string
+	Env string `json:"env"`
 	Summary
 }
 
@@ -45,12 +46,12 @@ type EnvSummary struct {
 // environment (sorted by step and by name). A group counts once in every
 // step and environment its trajectories belong to.
 type Stats struct {
-	Files []FileInfo
+	Files []FileInfo `json:"files"`
 	Summary
-	Messages       int64
-	TrainableTurns int64
-	ByStep         []StepSummary
-	ByEnv          []EnvSummary
+	Messages       int64         `json:"messages"`
+	TrainableTurns int64         `json:"trainable_turns"`
+	ByStep         []StepSummary `json:"by_step"`
+	ByEnv          []EnvSummary  `json:"by_env"`
 }
 
 // StatsBuilder accumulates Stats group by group. The zero value is ready.

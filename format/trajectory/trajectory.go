@@ -71,6 +71,10 @@ type Message struct {
 	ToolCalls    []ToolCall
 	ToolCallID   string // for role "tool": the call it answers
 	Name         string // optional participant or tool name
+	// ReasoningContent is the model's reasoning when the server returned
+	// it apart from Content (vLLM's reasoning parsers, e.g. Qwen3's
+	// <think> block); chat templates take it as reasoning_content.
+	ReasoningContent string
 
 	// Set on assistant turns the policy produced.
 	Trainable    bool
@@ -114,7 +118,7 @@ func Float64(v float64) *float64 { return &v }
 func (t *Trajectory) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+		errs = append(errs, &fieldError{field: field, msg: fmt.Sprintf(format, args...)})
 	}
 	if t.ID == "" {
 		bad("trajectory_id", "empty")
@@ -155,5 +159,8 @@ func (t *Trajectory) Validate() error {
 			bad(fmt.Sprintf("tools[%d].parameters", i), "not valid JSON")
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return &InputError{Row: -1, Group: t.GroupID, Field: firstField(errs[0]), Err: errors.Join(errs...)}
 }

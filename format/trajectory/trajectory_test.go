@@ -33,7 +33,7 @@ func sampleGroups(seed uint64, nGroups, size int) []Group {
 				Messages: []Message{
 					{Role: "system", Content: "You are 🤖 helpful. 日本語テキスト"},
 					{Role: "user", Content: "hi", ContentParts: `[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]`},
-					{Role: "assistant", ContentParts: "null", Trainable: true,
+					{Role: "assistant", ContentParts: "null", Trainable: true, ReasoningContent: "Need to search. 検索\n",
 						ToolCalls: []ToolCall{{ID: "call_1", Type: "function", Name: "search",
 							Arguments: `{"q":"x","filters":{"k":[1,{"deep":"é"}]}}`}},
 						TokenIDs: []int32{1, 2, int32(rng.IntN(150000))}, Logprobs: []float32{-0.5, -1.25, float32(-rng.Float64())},

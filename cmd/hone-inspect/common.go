@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"syscall"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -42,6 +45,34 @@ func classify(err error) error {
 		return cli.BadInput(err)
 	}
 	return err
+}
+
+// loadModel reads a model folder: the tokenizer, and the chat template
+// when withTemplate. A folder that is missing or does not hold what is
+// needed is bad input; an operating-system failure is not.
+func loadModel(dir string, withTemplate bool) (*layout.Model, error) {
+	if dir == "" {
+		return nil, cli.Usagef("--model DIR is required")
+	}
+	var m *layout.Model
+	var err error
+	if withTemplate {
+		m, err = layout.LoadModel(dir)
+	} else {
+		var tok *tokenizer.Tokenizer
+		if tok, err = tokenizer.Load(dir); err == nil {
+			m = &layout.Model{Tokenizer: tok}
+		}
+	}
+	if err == nil {
+		return m, nil
+	}
+	var errno syscall.Errno
+	var perr *fs.PathError
+	if (errors.As(err, &errno) || errors.As(err, &perr)) && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("model %s: %w", dir, err)
+	}
+	return nil, cli.BadInputf("model %s: %w", dir, err)
 }
 
 // totalRows is the number of trajectories in the input set, from the

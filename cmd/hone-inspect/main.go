@@ -30,7 +30,7 @@ type app struct {
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "hone-inspect",
-		Short: "Look into Hone trajectory files",
+		Short: "Look into Hone trajectory files and model folders",
 		Long: `hone-inspect looks into Hone trajectory files (zstd Parquet, one row per
 trajectory, groups never split). Inputs are files, globs, directories of
 *.parquet files, or - for stdin. Parquet output goes to -o PATH or to a
@@ -60,6 +60,8 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input, 130 interrupted.`,
 		newToJSONLCmd(a),
 		newFromJSONLCmd(a),
 		newCatCmd(a),
+		newTokenizeCmd(a),
+		newRenderCmd(a),
 	)
 	return root
 }

@@ -13,8 +13,46 @@ type Vocab interface {
 	IsSpecial(id int) bool
 }
 
-// scanAll is the vocabulary size up to which Mask tests every token; above
-// it, only the topK most likely candidates are tested first.
+// Index is a Vocab read once: every token's bytes, and the tokens grouped
+// by first byte. Build one per tokenizer (NewIndex) and pass it to NewJSON
+// instead of the tokenizer; masking then neither allocates per token nor
+// tests tokens whose first byte cannot come next.
+type Index struct {
+	toks    [][]byte // nil: special or no bytes (never allowed)
+	byFirst [256][]int32
+}
+
+// NewIndex reads every token of v.
+func NewIndex(v Vocab) *Index {
+	x := &Index{toks: make([][]byte, v.VocabSize())}
+	for id := range x.toks {
+		if v.IsSpecial(id) {
+			continue
+		}
+		if b, ok := v.TokenBytes(id); ok && len(b) > 0 {
+			x.toks[id] = b
+			x.byFirst[b[0]] = append(x.byFirst[b[0]], int32(id))
+		}
+	}
+	return x
+}
+
+// VocabSize implements Vocab.
+func (x *Index) VocabSize() int { return len(x.toks) }
+
+// TokenBytes implements Vocab; the slice must not be written.
+func (x *Index) TokenBytes(id int) ([]byte, bool) {
+	if id < 0 || id >= len(x.toks) || x.toks[id] == nil {
+		return nil, false
+	}
+	return x.toks[id], true
+}
+
+// IsSpecial implements Vocab: the index keeps no special token.
+func (x *Index) IsSpecial(id int) bool { return id < 0 || id >= len(x.toks) || x.toks[id] == nil }
+
+// topK is how many of the most likely tokens Mask tests first in a large
+// vocabulary; scanAll is the size up to which it tests every token.
 const (
 	scanAll = 8192
 	topK    = 64
@@ -23,19 +61,42 @@ const (
 // JSON is a per-sequence constraint (serve/engine's Constraint): the output
 // must be compact JSON valid for a Schema, then an end-of-sequence token.
 type JSON struct {
-	v   Vocab
-	eos []int32
-	m   machine
-	buf []int32
+	v       Vocab
+	idx     *Index // v as an Index, when it is one
+	eos     []int32
+	m       machine
+	scratch machine // reused for trial feeds
+
+	maxTokens int // 0: no budget
+	used      int // tokens accepted
+	limit     int // per Mask: the most minBytes a candidate may leave; -1 none
+
+	keep []bool
 }
 
 // NewJSON returns the constraint for one sequence. eos are the ids that end
 // a sequence; one of them is allowed exactly when the document is complete.
+// Pass an *Index as v (NewIndex, once per tokenizer) for speed.
 func NewJSON(v Vocab, eos []int32, s *Schema) *JSON {
-	return &JSON{v: v, eos: eos, m: newMachine(s)}
+	j := &JSON{v: v, eos: eos, m: newMachine(s)}
+	j.idx, _ = v.(*Index)
+	return j
 }
 
-func (j *JSON) allowed(id int32) bool {
+// WithMaxTokens makes the constraint finish the document within n tokens
+// (the request's max_tokens, end-of-sequence token included): a token is
+// allowed only if the shortest completion after it, one byte per token,
+// plus the end token still fits. Vocabularies that hold every single byte
+// as a token (byte-level BPE) then always end with a complete document
+// when n covers the schema's shortest one; with a smaller n the
+// constraint heads for the shortest completion and the output is cut at
+// max_tokens (finish_reason "length"). It returns j.
+func (j *JSON) WithMaxTokens(n int) *JSON {
+	j.maxTokens = n
+	return j
+}
+
+func (j *JSON) allowed(id int32, firstOK *[256]bool) bool {
 	if slices.Contains(j.eos, id) {
 		return j.m.complete()
 	}
@@ -43,16 +104,16 @@ func (j *JSON) allowed(id int32) bool {
 		return false
 	}
 	b, ok := j.v.TokenBytes(int(id))
-	if !ok || len(b) == 0 {
+	if !ok || len(b) == 0 || (firstOK != nil && !firstOK[b[0]]) {
 		return false
 	}
-	c := j.m.clone()
+	j.m.copyInto(&j.scratch)
 	for _, x := range b {
-		if !c.feed(x) {
+		if !j.scratch.feed(x) {
 			return false
 		}
 	}
-	return true
+	return j.limit < 0 || j.scratch.minBytes() <= j.limit
 }
 
 // Mask sets every token that cannot continue the document to -Inf. For a
@@ -61,24 +122,60 @@ func (j *JSON) allowed(id int32) bool {
 // the likely valid tokens (a truncation of the distribution, as top_k is).
 func (j *JSON) Mask(logits []float32) {
 	V := len(logits)
-	keep := make([]bool, V)
+	j.limit = -1
+	if j.maxTokens > 0 {
+		// This token and the end token come out of what is left.
+		j.limit = max(j.maxTokens-j.used-2, j.m.minBytes()-1)
+	}
+	var firstOK *[256]bool
+	if j.idx != nil {
+		var f [256]bool
+		for b := range 256 {
+			j.m.copyInto(&j.scratch)
+			f[b] = j.scratch.feed(byte(b))
+		}
+		firstOK = &f
+	}
+	if cap(j.keep) < V {
+		j.keep = make([]bool, V)
+	}
+	keep := j.keep[:V]
+	clear(keep)
 	found := false
 	if V > scanAll {
 		for _, id := range topIndices(logits, topK) {
-			if j.allowed(id) {
+			if j.allowed(id, firstOK) {
 				keep[id], found = true, true
 			}
 		}
 	}
 	if !found {
-		for id := range V {
-			if !math.IsInf(float64(logits[id]), -1) && j.allowed(int32(id)) {
-				keep[id], found = true, true
+		if j.idx != nil {
+			for b := range 256 {
+				if !firstOK[b] {
+					continue
+				}
+				for _, id := range j.idx.byFirst[b] {
+					if int(id) < V && !math.IsInf(float64(logits[id]), -1) && j.allowed(id, firstOK) {
+						keep[id], found = true, true
+					}
+				}
+			}
+			for _, id := range j.eos {
+				if int(id) < V && !math.IsInf(float64(logits[id]), -1) && j.allowed(id, firstOK) {
+					keep[id], found = true, true
+				}
+			}
+		} else {
+			for id := range V {
+				if !math.IsInf(float64(logits[id]), -1) && j.allowed(int32(id), nil) {
+					keep[id], found = true, true
+				}
 			}
 		}
 	}
 	if !found && len(j.eos) > 0 {
-		keep[j.eos[0]] = true // nothing fits (cannot happen for a byte vocabulary): end
+		keep[j.eos[0]] = true // nothing fits (a vocabulary without the needed bytes): end
 	}
 	for id := range logits {
 		if !keep[id] {
@@ -89,6 +186,7 @@ func (j *JSON) Mask(logits []float32) {
 
 // Accept advances the document by the chosen token.
 func (j *JSON) Accept(id int32) error {
+	j.used++
 	if slices.Contains(j.eos, id) {
 		if !j.m.complete() {
 			return fmt.Errorf("end of sequence before the JSON document is complete")
@@ -133,6 +231,7 @@ func topIndices(logits []float32, k int) []int32 {
 // of s, then suffix (a tool call in the model's own markup, say).
 func NewWrapped(v Vocab, eos []int32, prefix string, s *Schema, suffix string) *JSON {
 	j := &JSON{v: v, eos: eos}
+	j.idx, _ = v.(*Index)
 	if suffix != "" {
 		j.m.stack = append(j.m.stack, frame{kind: fLiteral, cands: []string{suffix}})
 	}
@@ -142,3 +241,39 @@ func NewWrapped(v Vocab, eos []int32, prefix string, s *Schema, suffix string) *
 	}
 	return j
 }
+
+// State is the recogniser on its own, for callers that work in bytes: the
+// document read so far and what may follow it. Advance never changes the
+// state it is called on.
+type State struct{ m machine }
+
+// Start returns the state before the first byte of a document of s.
+func (s *Schema) Start() *State { return &State{m: newMachine(s)} }
+
+// Advance returns the state after b, or false if b cannot continue the
+// document.
+func (st *State) Advance(b []byte) (*State, bool) {
+	next := &State{m: st.m.clone()}
+	for _, x := range b {
+		if !next.m.feed(x) {
+			return st, false
+		}
+	}
+	return next, true
+}
+
+// Allowed reports whether b can continue the document.
+func (st *State) Allowed(b []byte) bool {
+	_, ok := st.Advance(b)
+	return ok
+}
+
+// Clone returns an independent copy.
+func (st *State) Clone() *State { return &State{m: st.m.clone()} }
+
+// Done reports whether the bytes so far form a whole document (an end of
+// sequence is allowed only then).
+func (st *State) Done() bool { return st.m.complete() }
+
+// MinBytes is the fewest bytes that complete the document.
+func (st *State) MinBytes() int { return st.m.minBytes() }

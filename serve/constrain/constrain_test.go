@@ -72,7 +72,11 @@ func TestRecogniser(t *testing.T) {
 			t.Errorf("maxLength 2 string %q: accepted %v, want %v", doc, !want, want)
 		}
 	}
-	for _, bad := range []string{`{"anyOf":[{"type":"string"}]}`, `{"type":["string","null"]}`, `{"type":"strin"}`, `[1]`} {
+	for _, bad := range []string{`{"anyOf":[{"type":"string"}]}`, `{"type":"strin"}`, `[1]`, `{"type":"string","pattern":"a+"}`,
+		`{"type":"number","multipleOf":2}`, `{"type":"object","minProperties":1}`, `{"$ref":"#/$defs/x"}`,
+		`{"type":"object","properties":{"a":{}},"required":["b"]}`, `{"type":"object","required":["b"]}`,
+		`{"type":"array","minItems":3,"maxItems":2}`, `{"type":"integer","minimum":1.2,"maximum":1.8}`, `{"type":["string","string"]}`,
+		`{"type":"array","items":{"type":"string","format":"date","oneOf":[]}}`} {
 		if _, err := Compile(json.RawMessage(bad)); err == nil {
 			t.Errorf("Compile(%s) succeeded", bad)
 		}

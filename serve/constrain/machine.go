@@ -1,9 +1,16 @@
 package constrain
 
+import (
+	"math"
+	"strconv"
+)
+
 // The recogniser is a pushdown automaton over bytes: a stack of frames, one
 // per JSON value being read. It accepts compact JSON only (no whitespace),
 // which every JSON parser reads, and which keeps a sampling model from
-// padding with blanks forever.
+// padding with blanks forever. Next to each state it knows the fewest bytes
+// that complete the document (minBytes), which is what lets the constraint
+// close a document before max_tokens runs out.
 
 type frameKind uint8
 
@@ -62,9 +69,10 @@ type frame struct {
 	kind  frameKind
 	st    uint8
 	s     *Schema
-	i     int      // property index, literal position, bytes read; fString: UTF-8 continuation bytes due
-	cands []string // fLiteral: texts still possible (never mutated in place)
-	n     int      // fString: characters between the quotes
+	i     int      // property index, literal position, number bytes; fString: UTF-8 continuation bytes due, or hex digits read
+	n     int      // fString: characters between the quotes; fArray: items started
+	cands []string // fLiteral: texts still possible, sorted (a sub-slice; never written)
+	num   [maxNumberBytes]byte
 }
 
 type result uint8
@@ -90,6 +98,12 @@ func (m *machine) clone() machine {
 	return machine{stack: append(make([]frame, 0, len(m.stack)+4), m.stack...), done: m.done}
 }
 
+// copyInto makes dst equal to m, reusing dst's stack.
+func (m *machine) copyInto(dst *machine) {
+	dst.stack = append(dst.stack[:0], m.stack...)
+	dst.done = m.done
+}
+
 // complete reports whether the bytes so far form a whole document.
 func (m *machine) complete() bool {
 	if m.done {
@@ -102,7 +116,7 @@ func (m *machine) complete() bool {
 func canEnd(f *frame) bool {
 	switch f.kind {
 	case fNumber:
-		return f.st == nZero || f.st == nInt || f.st == nFrac || f.st == nExp
+		return numberCanEnd(f)
 	case fLiteral:
 		for _, c := range f.cands {
 			if len(c) == f.i {
@@ -113,7 +127,8 @@ func canEnd(f *frame) bool {
 	return false
 }
 
-// feed advances by one byte; false means b cannot come next.
+// feed advances by one byte; false means b cannot come next (and m may be
+// left part-way: callers feed a copy when they need to recover).
 func (m *machine) feed(b byte) bool {
 	for {
 		if len(m.stack) == 0 {
@@ -160,48 +175,32 @@ func (m *machine) step(f *frame, b byte) result {
 	case fObject:
 		return m.stepObject(f, b)
 	case fArray:
-		switch f.st {
-		case aOpen:
-			if b == '[' {
-				f.st = aAfterOpen
-				return accept
-			}
-		case aAfterOpen, aNeedValue:
-			if f.st == aAfterOpen && b == ']' {
-				return acceptPop
-			}
-			f.st = aAfterValue
-			return m.pushAndStep(frame{kind: fValue, s: itemSchema(f.s)}, b)
-		case aAfterValue:
-			switch b {
-			case ',':
-				f.st = aNeedValue
-				return accept
-			case ']':
-				return acceptPop
-			}
-		}
-		return reject
+		return m.stepArray(f, b)
 	case fString:
 		return stepString(f, b)
 	case fNumber:
 		return stepNumber(f, b)
 	case fLiteral:
-		var next []string
-		for _, c := range f.cands {
+		// cands are sorted and share their first i bytes, so those with b
+		// next form one run.
+		lo, hi := -1, -1
+		for k, c := range f.cands {
 			if len(c) > f.i && c[f.i] == b {
-				next = append(next, c)
+				if lo < 0 {
+					lo = k
+				}
+				hi = k + 1
 			}
 		}
-		if len(next) == 0 {
+		if lo < 0 {
 			if canEnd(f) {
 				return pass
 			}
 			return reject
 		}
-		f.cands = next
+		f.cands = f.cands[lo:hi]
 		f.i++
-		for _, c := range next {
+		for _, c := range f.cands {
 			if len(c) > f.i {
 				return accept
 			}
@@ -228,44 +227,124 @@ func (m *machine) pushAndStep(nf frame, b byte) result {
 	return r
 }
 
-func itemSchema(s *Schema) *Schema {
-	if s == nil {
-		return nil
+func (m *machine) stepArray(f *frame, b byte) result {
+	s := f.s
+	minItems, maxItems := 0, -1
+	var items *Schema
+	if s != nil {
+		minItems, maxItems, items = s.minItems, s.maxItems, s.items
 	}
-	return s.items
+	switch f.st {
+	case aOpen:
+		if b == '[' {
+			f.st = aAfterOpen
+			return accept
+		}
+	case aAfterOpen, aNeedValue:
+		if f.st == aAfterOpen && b == ']' {
+			if minItems > 0 {
+				return reject
+			}
+			return acceptPop
+		}
+		if maxItems >= 0 && f.n >= maxItems {
+			return reject
+		}
+		f.st = aAfterValue
+		f.n++
+		return m.pushAndStep(frame{kind: fValue, s: items}, b)
+	case aAfterValue:
+		switch b {
+		case ',':
+			if maxItems >= 0 && f.n >= maxItems {
+				return reject
+			}
+			f.st = aNeedValue
+			return accept
+		case ']':
+			if f.n < minItems {
+				return reject
+			}
+			return acceptPop
+		}
+	}
+	return reject
 }
 
-// startValue picks the frame for a value of schema s starting with b.
-func startValue(s *Schema, b byte) (frame, bool) {
+var anyLiterals = []string{"false", "null", "true"} // sorted; never written
+
+// firstByteOK reports whether a value of s may start with b.
+func firstByteOK(s *Schema, b byte) bool {
+	isNum := b == '-' || (b >= '0' && b <= '9')
 	k := kAny
 	if s != nil {
 		k = s.kind
 	}
-	isNum := b == '-' || (b >= '0' && b <= '9')
 	switch k {
 	case kAny:
-		switch {
-		case b == '{':
-			return frame{kind: fObject, s: Object()}, true
-		case b == '[':
-			return frame{kind: fArray}, true
-		case b == '"':
-			return frame{kind: fString}, true
-		case isNum:
-			return frame{kind: fNumber, s: &Schema{kind: kNumber}}, true
-		case b == 't' || b == 'f' || b == 'n':
-			return frame{kind: fLiteral, cands: []string{"true", "false", "null"}}, true
-		}
+		return b == '{' || b == '[' || b == '"' || isNum || b == 't' || b == 'f' || b == 'n'
 	case kObject:
-		return frame{kind: fObject, s: s}, b == '{'
+		return b == '{'
 	case kArray:
-		return frame{kind: fArray, s: s}, b == '['
+		return b == '['
 	case kString:
-		return frame{kind: fString, s: s}, b == '"'
+		return b == '"'
 	case kNumber, kInteger:
-		return frame{kind: fNumber, s: s}, isNum
+		return isNum
+	case kBool, kNull, kEnum:
+		for _, c := range s.enum {
+			if c[0] == b {
+				return true
+			}
+		}
+	case kUnion:
+		for _, a := range s.alts {
+			if firstByteOK(a, b) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// startValue picks the frame for a value of schema s starting with b.
+func startValue(s *Schema, b byte) (frame, bool) {
+	if !firstByteOK(s, b) {
+		return frame{}, false
+	}
+	k := kAny
+	if s != nil {
+		k = s.kind
+	}
+	switch k {
+	case kAny:
+		switch b {
+		case '{':
+			return frame{kind: fObject, s: Object()}, true
+		case '[':
+			return frame{kind: fArray}, true
+		case '"':
+			return frame{kind: fString}, true
+		case 't', 'f', 'n':
+			return frame{kind: fLiteral, cands: anyLiterals}, true
+		}
+		return frame{kind: fNumber}, true
+	case kObject:
+		return frame{kind: fObject, s: s}, true
+	case kArray:
+		return frame{kind: fArray, s: s}, true
+	case kString:
+		return frame{kind: fString, s: s}, true
+	case kNumber, kInteger:
+		return frame{kind: fNumber, s: s}, true
 	case kBool, kNull, kEnum:
 		return frame{kind: fLiteral, cands: s.enum}, true
+	case kUnion:
+		for _, a := range s.alts {
+			if firstByteOK(a, b) {
+				return startValue(a, b)
+			}
+		}
 	}
 	return frame{}, false
 }
@@ -306,7 +385,7 @@ func (m *machine) stepObject(f *frame, b byte) result {
 		}
 	case oAfterColon:
 		f.st = oAfterValue
-		return m.pushAndStep(frame{kind: fValue}, b)
+		return m.pushAndStep(frame{kind: fValue, s: s.values}, b)
 	case oAfterValue:
 		switch b {
 		case ',':
@@ -340,6 +419,10 @@ func isHex(b byte) bool {
 }
 
 func stepString(f *frame, b byte) result {
+	minLength, maxLength := 0, -1
+	if f.s != nil {
+		minLength, maxLength = f.s.minLength, f.s.maxLength
+	}
 	switch f.st {
 	case sOpen:
 		if b == '"' {
@@ -356,11 +439,14 @@ func stepString(f *frame, b byte) result {
 		}
 		switch {
 		case b == '"':
+			if f.n < minLength {
+				return reject
+			}
 			return acceptPop
 		case b < 0x20:
 			return reject
 		}
-		if f.s != nil && f.s.maxLength > 0 && f.n >= f.s.maxLength {
+		if maxLength >= 0 && f.n >= maxLength {
 			return reject // maxLength counts characters, as JSON Schema does
 		}
 		switch {
@@ -400,77 +486,345 @@ func stepString(f *frame, b byte) result {
 	return reject
 }
 
-func stepNumber(f *frame, b byte) result {
-	integer := f.s != nil && f.s.kind == kInteger
+// ranged reports whether a number frame has minimum/maximum to keep.
+func ranged(s *Schema) bool { return s != nil && (s.hasMin || s.hasMax) }
+
+// numberNext is the state after b, or false when b cannot extend the
+// number. Exponents are not offered to ranged numbers.
+func numberNext(s *Schema, st uint8, b byte) (uint8, bool) {
+	integer := s != nil && s.kind == kInteger
+	exp := !integer && !ranged(s)
 	digit := b >= '0' && b <= '9'
-	if f.i >= maxNumberBytes {
+	switch st {
+	case nStart:
+		switch {
+		case b == '-':
+			return nSign, true
+		case b == '0':
+			return nZero, true
+		case digit:
+			return nInt, true
+		}
+	case nSign:
+		switch {
+		case b == '0':
+			return nZero, true
+		case digit:
+			return nInt, true
+		}
+	case nZero, nInt:
+		switch {
+		case digit && st == nInt:
+			return nInt, true
+		case b == '.' && !integer:
+			return nFracStart, true
+		case (b == 'e' || b == 'E') && exp:
+			return nExpStart, true
+		}
+	case nFracStart:
+		if digit {
+			return nFrac, true
+		}
+	case nFrac:
+		switch {
+		case digit:
+			return nFrac, true
+		case (b == 'e' || b == 'E') && exp:
+			return nExpStart, true
+		}
+	case nExpStart:
+		switch {
+		case b == '+' || b == '-':
+			return nExpSign, true
+		case digit:
+			return nExp, true
+		}
+	case nExpSign:
+		if digit {
+			return nExp, true
+		}
+	case nExp:
+		if digit {
+			return nExp, true
+		}
+	}
+	return 0, false
+}
+
+// terminal states are those a number may end in.
+func terminal(st uint8) bool { return st == nZero || st == nInt || st == nFrac || st == nExp }
+
+func numberCanEnd(f *frame) bool {
+	if !terminal(f.st) {
+		return false
+	}
+	if !ranged(f.s) {
+		return true
+	}
+	v, err := strconv.ParseFloat(string(f.num[:f.i]), 64)
+	return err == nil && inRange(f.s, v)
+}
+
+func inRange(s *Schema, v float64) bool {
+	if s.hasMin && (v < s.min || (s.exclMin && v == s.min)) {
+		return false
+	}
+	if s.hasMax && (v > s.max || (s.exclMax && v == s.max)) {
+		return false
+	}
+	return true
+}
+
+// meets reports whether the interval from lo to hi (each end closed or
+// open) holds a value within s's bounds.
+func meets(s *Schema, lo float64, loIn bool, hi float64, hiIn bool) bool {
+	if s.hasMin {
+		if s.min > lo {
+			lo, loIn = s.min, !s.exclMin
+		} else if s.min == lo {
+			loIn = loIn && !s.exclMin
+		}
+	}
+	if s.hasMax {
+		if s.max < hi {
+			hi, hiIn = s.max, !s.exclMax
+		} else if s.max == hi {
+			hiIn = hiIn && !s.exclMax
+		}
+	}
+	return lo < hi || (lo == hi && loIn && hiIn)
+}
+
+// feasible reports whether the number text t (in state st, no exponent)
+// can still be completed to a value within s's bounds, within
+// maxNumberBytes. Integer schemas have integer bounds (see Compile), for
+// which these half-open intervals are exact.
+func feasible(s *Schema, t []byte, st uint8) bool {
+	if st == nStart {
+		return true
+	}
+	neg := t[0] == '-'
+	digits := string(t)
+	if neg {
+		digits = digits[1:]
+	}
+	// meetsMag tests the magnitudes [a, b) (closed at a) with the sign.
+	meetsMag := func(a, b float64) bool {
+		if neg {
+			return meets(s, -b, false, -a, true)
+		}
+		return meets(s, a, true, b, false)
+	}
+	integer := s.kind == kInteger
+	switch st {
+	case nSign:
+		return meetsMag(0, math.Inf(1))
+	case nZero:
+		if integer {
+			return meetsMag(0, 0.5) // just 0
+		}
+		return meetsMag(0, 1)
+	case nInt:
+		I, err := strconv.ParseFloat(digits, 64)
+		if err != nil {
+			return false
+		}
+		room := maxNumberBytes - len(t)
+		for k := 0; k <= room; k++ {
+			p := math.Pow(10, float64(k))
+			if meetsMag(I*p, (I+1)*p) {
+				return true
+			}
+		}
+		return false
+	case nFracStart:
+		I, err := strconv.ParseFloat(digits[:len(digits)-1], 64)
+		return err == nil && meetsMag(I, I+1)
+	case nFrac:
+		v, err := strconv.ParseFloat(digits, 64)
+		if err != nil {
+			return false
+		}
+		d := len(digits) - 1 - indexByte(digits, '.')
+		return meetsMag(v, v+math.Pow(10, -float64(d)))
+	}
+	return false
+}
+
+func indexByte(s string, b byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+// numberNeed is the fewest bytes that end a number in state st, ignoring
+// any range.
+func numberNeed(st uint8) int {
+	if terminal(st) {
+		return 0
+	}
+	return 1
+}
+
+func stepNumber(f *frame, b byte) result {
+	ns, ok := numberNext(f.s, f.st, b)
+	if ok && f.i+1+numberNeed(ns) > maxNumberBytes {
+		ok = false
+	}
+	if ok && ranged(f.s) {
+		f.num[f.i] = b
+		ok = feasible(f.s, f.num[:f.i+1], ns)
+	}
+	if !ok {
 		if canEnd(f) {
 			return pass
 		}
 		return reject
 	}
-	r := reject
-	switch f.st {
-	case nStart:
-		switch {
-		case b == '-':
-			f.st, r = nSign, accept
-		case b == '0':
-			f.st, r = nZero, accept
-		case digit:
-			f.st, r = nInt, accept
+	f.num[f.i] = b
+	f.i++
+	f.st = ns
+	return accept
+}
+
+// minNumberBytes is the fewest bytes that complete the number frame f
+// (nil: a number not yet started) within s's range, or -1 if none can.
+func minNumberBytes(s *Schema, f *frame) int {
+	start := frame{kind: fNumber, s: s}
+	if f == nil {
+		f = &start
+	}
+	if !ranged(s) {
+		if f == &start {
+			return 1
 		}
-	case nSign:
-		switch {
-		case b == '0':
-			f.st, r = nZero, accept
-		case digit:
-			f.st, r = nInt, accept
-		}
-	case nZero, nInt:
-		switch {
-		case digit && f.st == nInt:
-			r = accept
-		case b == '.' && !integer:
-			f.st, r = nFracStart, accept
-		case (b == 'e' || b == 'E') && !integer:
-			f.st, r = nExpStart, accept
-		default:
-			return pass
-		}
-	case nFracStart:
-		if digit {
-			f.st, r = nFrac, accept
-		}
-	case nFrac:
-		switch {
-		case digit:
-			r = accept
-		case b == 'e' || b == 'E':
-			f.st, r = nExpStart, accept
-		default:
-			return pass
-		}
-	case nExpStart:
-		switch {
-		case b == '+' || b == '-':
-			f.st, r = nExpSign, accept
-		case digit:
-			f.st, r = nExp, accept
-		}
-	case nExpSign:
-		if digit {
-			f.st, r = nExp, accept
-		}
-	case nExp:
-		if digit {
-			r = accept
-		} else {
-			return pass
+		return numberNeed(f.st)
+	}
+	for k := 0; k <= maxNumberBytes-f.i; k++ {
+		if numberReach(f, k) {
+			return k
 		}
 	}
-	if r == accept {
-		f.i++
+	return -1
+}
+
+// numberReach reports whether exactly k more bytes can end f in range.
+// Infeasible prefixes are cut at once, so the search stays narrow.
+func numberReach(f *frame, k int) bool {
+	if k == 0 {
+		return numberCanEnd(f)
 	}
-	return r
+	for _, b := range []byte("0123456789.-") {
+		g := *f
+		if stepNumber(&g, b) == accept && numberReach(&g, k-1) {
+			return true
+		}
+	}
+	return false
+}
+
+// minBytes is the fewest bytes that complete the document from m (0 when
+// it is complete). Each state's figure is exact, so at every state with
+// minBytes > 0 some byte lowers it by one: following such bytes always
+// ends the document in exactly minBytes bytes.
+func (m *machine) minBytes() int {
+	n := 0
+	for k := range m.stack {
+		n += frameRem(&m.stack[k])
+	}
+	return n
+}
+
+func schemaMin(s *Schema) int {
+	if s == nil {
+		return 1
+	}
+	return s.minLen
+}
+
+// frameRem is the fewest bytes frame f needs once the frames above it
+// are complete.
+func frameRem(f *frame) int {
+	s := f.s
+	switch f.kind {
+	case fValue:
+		return schemaMin(s)
+	case fObject:
+		switch f.st {
+		case oOpen:
+			return s.minLen
+		case oAfterOpen, oAfterValue:
+			return 1
+		case oAfterKey:
+			return 2 + schemaMin(s.values)
+		case oAfterColon:
+			return 1 + schemaMin(s.values)
+		case oNeedKey:
+			return 4 + schemaMin(s.values)
+		case oSchemaValue:
+			return s.props[f.i].schema.minLen + propsTail(s, f.i+1)
+		case oSchemaAfter:
+			return propsTail(s, f.i+1)
+		}
+	case fArray:
+		minItems, items := 0, 1
+		if s != nil {
+			minItems, items = s.minItems, schemaMin(s.items)
+		}
+		switch f.st {
+		case aOpen:
+			if s == nil {
+				return 2
+			}
+			return s.minLen
+		case aAfterOpen, aNeedValue:
+			if f.st == aAfterOpen && minItems == 0 {
+				return 1
+			}
+			return items + max(0, minItems-f.n-1)*(1+items) + 1
+		case aAfterValue:
+			return max(0, minItems-f.n)*(1+items) + 1
+		}
+	case fString:
+		minLength := 0
+		if s != nil {
+			minLength = s.minLength
+		}
+		short := max(0, minLength-f.n)
+		switch f.st {
+		case sOpen:
+			return 2 + minLength
+		case sIn:
+			return f.i + short + 1
+		case sEsc:
+			return 1 + short + 1
+		case sHex:
+			return 4 - f.i + short + 1
+		}
+	case fNumber:
+		if n := minNumberBytes(s, f); n >= 0 {
+			return n
+		}
+		return maxNumberBytes // cannot happen: stepNumber keeps every prefix feasible
+	case fLiteral:
+		best := math.MaxInt
+		for _, c := range f.cands {
+			best = min(best, len(c)-f.i)
+		}
+		return best
+	}
+	return 0
+}
+
+// propsTail is the fewest bytes of the properties from j on, with their
+// commas, and the closing brace.
+func propsTail(s *Schema, j int) int {
+	n := 1
+	for _, p := range s.props[j:] {
+		n += 1 + len(p.key) + p.schema.minLen
+	}
+	return n
 }

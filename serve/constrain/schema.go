@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
 )
 
 // kind is the JSON type a schema node allows.
@@ -19,21 +23,31 @@ const (
 	kBool
 	kNull
 	kEnum
+	kUnion // one of alts, told apart by the value's first byte
 )
 
-// Schema is the subset of JSON Schema the constraint enforces: type
-// (object, array, string, number, integer, boolean, null), properties (all
-// emitted, in the schema's order), items, enum and const, and maxLength of
-// strings. Other keywords that would change which documents are valid
-// (anyOf, oneOf, allOf, $ref, patternProperties, a list of types) are
-// refused by Compile rather than silently ignored.
+// Schema is the subset of JSON Schema the constraint enforces; see the
+// package comment for the keywords. Compile refuses the keywords it would
+// otherwise have to ignore while they change which documents are valid.
 type Schema struct {
-	kind      kind
-	props     []prop  // object with properties; nil: any keys (when anyKeys)
-	anyKeys   bool    // object without properties
-	items     *Schema // array items; nil: any value
-	enum      []string
-	maxLength int // string bytes between the quotes, 0: no limit
+	kind    kind
+	props   []prop  // object with properties, emitted in this order
+	anyKeys bool    // object without properties: any keys
+	values  *Schema // anyKeys object: every value's schema (additionalProperties); nil: any
+	items   *Schema // array items; nil: any value
+	enum    []string
+	alts    []*Schema // kUnion
+
+	minLength, maxLength int // string characters; maxLength < 0: no limit
+	minItems, maxItems   int // maxItems < 0: no limit
+
+	// Number range (number and integer). With a range, exponents are not
+	// generated, so every prefix has an interval of reachable values.
+	hasMin, hasMax   bool
+	exclMin, exclMax bool
+	min, max         float64
+
+	minLen int // bytes of the shortest valid document
 }
 
 type prop struct {
@@ -42,11 +56,31 @@ type prop struct {
 }
 
 // Object is the schema of response_format json_object: any JSON object.
-func Object() *Schema { return &Schema{kind: kObject, anyKeys: true} }
+func Object() *Schema {
+	return &Schema{kind: kObject, anyKeys: true, maxLength: -1, maxItems: -1, minLen: 2}
+}
 
-var unsupported = []string{"anyOf", "oneOf", "allOf", "not", "$ref", "patternProperties", "if", "then", "else", "dependentSchemas"}
+// anyValue is what an unconstrained value is read with.
+func anyValue() *Schema { return &Schema{kind: kAny, maxLength: -1, maxItems: -1, minLen: 1} }
 
-// Compile reads a JSON Schema document.
+// annotations are keywords that do not change which documents are valid
+// (format is an annotation by default in JSON Schema 2020-12).
+var annotations = map[string]bool{
+	"title": true, "description": true, "default": true, "examples": true, "$schema": true, "$id": true,
+	"$comment": true, "$defs": true, "definitions": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+	"format": true, "strict": true,
+}
+
+// known are the keywords Compile enforces.
+var known = map[string]bool{
+	"type": true, "properties": true, "required": true, "additionalProperties": true, "items": true,
+	"enum": true, "const": true, "minItems": true, "maxItems": true, "minLength": true, "maxLength": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "nullable": true,
+}
+
+// Compile reads a JSON Schema document. Keywords outside the supported
+// subset are an error naming the keyword and where it sits, so a server
+// can answer 400 instead of producing documents the schema refuses.
 func Compile(raw json.RawMessage) (*Schema, error) {
 	return compile(raw, "schema", 0)
 }
@@ -56,16 +90,21 @@ func compile(raw json.RawMessage, path string, depth int) (*Schema, error) {
 		return nil, fmt.Errorf("%s: nested too deeply", path)
 	}
 	raw = bytes.TrimSpace(raw)
-	if bytes.Equal(raw, []byte("true")) || len(raw) == 0 {
-		return &Schema{kind: kAny}, nil
+	if bytes.Equal(raw, []byte("true")) || bytes.Equal(raw, []byte("{}")) || len(raw) == 0 {
+		return anyValue(), nil
 	}
 	_, obj, err := orderedObject(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for _, k := range unsupported {
-		if _, ok := obj[k]; ok {
-			return nil, fmt.Errorf("%s: keyword %q is not supported by constrained decoding", path, k)
+	var keys []string
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !known[k] && !annotations[k] {
+			return nil, fmt.Errorf("%s: keyword %q is not supported by constrained decoding (supported: %s)", path, k, supportedList())
 		}
 	}
 	if c, ok := obj["const"]; ok {
@@ -73,49 +112,168 @@ func compile(raw json.RawMessage, path string, depth int) (*Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.const: %w", path, err)
 		}
-		return &Schema{kind: kEnum, enum: []string{lit}}, nil
+		return enumSchema([]string{lit}), nil
 	}
 	if e, ok := obj["enum"]; ok {
 		var vals []json.RawMessage
 		if err := json.Unmarshal(e, &vals); err != nil || len(vals) == 0 {
 			return nil, fmt.Errorf("%s.enum: want a non-empty array", path)
 		}
-		s := &Schema{kind: kEnum}
+		var lits []string
 		for _, v := range vals {
 			lit, err := compact(v)
 			if err != nil {
 				return nil, fmt.Errorf("%s.enum: %w", path, err)
 			}
-			s.enum = append(s.enum, lit)
+			lits = append(lits, lit)
 		}
-		return s, nil
+		return enumSchema(lits), nil
 	}
-	var typ string
+	var types []string
 	if t, ok := obj["type"]; ok {
-		if err := json.Unmarshal(t, &typ); err != nil {
-			return nil, fmt.Errorf("%s.type: want one type name (a list of types is not supported)", path)
+		var one string
+		if err := json.Unmarshal(t, &one); err == nil {
+			types = []string{one}
+		} else if err := json.Unmarshal(t, &types); err != nil || len(types) == 0 {
+			return nil, fmt.Errorf("%s.type: want a type name or a non-empty list of them", path)
+		}
+	} else if _, ok := obj["properties"]; ok {
+		types = []string{"object"}
+	} else if _, ok := obj["items"]; ok {
+		types = []string{"array"}
+	} else {
+		if len(keys) > 0 && !onlyAnnotations(keys) {
+			return nil, fmt.Errorf("%s: give a \"type\" with %s", path, strings.Join(keys, ", "))
+		}
+		return anyValue(), nil
+	}
+	var nullable bool
+	if n, ok := obj["nullable"]; ok {
+		if err := json.Unmarshal(n, &nullable); err != nil {
+			return nil, fmt.Errorf("%s.nullable: want true or false", path)
 		}
 	}
-	switch typ {
-	case "":
-		if _, ok := obj["properties"]; ok {
-			typ = "object"
-		} else {
-			return &Schema{kind: kAny}, nil
+	if nullable && !slices.Contains(types, "null") {
+		types = append(types, "null")
+	}
+	// integer and number both start with a digit: number covers both.
+	if slices.Contains(types, "number") {
+		types = slices.DeleteFunc(types, func(t string) bool { return t == "integer" })
+	}
+	var alts []*Schema
+	seen := map[string]bool{}
+	for _, typ := range types {
+		if seen[typ] {
+			return nil, fmt.Errorf("%s.type: %q listed twice", path, typ)
+		}
+		seen[typ] = true
+		s, err := compileType(obj, typ, path, depth)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, s)
+	}
+	if len(alts) == 1 {
+		return alts[0], nil
+	}
+	u := &Schema{kind: kUnion, alts: alts, maxLength: -1, maxItems: -1, minLen: math.MaxInt}
+	for _, a := range alts {
+		u.minLen = min(u.minLen, a.minLen)
+	}
+	return u, nil
+}
+
+func onlyAnnotations(keys []string) bool {
+	for _, k := range keys {
+		if !annotations[k] {
+			return false
 		}
 	}
+	return true
+}
+
+func supportedList() string {
+	var ks []string
+	for k := range known {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}
+
+func enumSchema(lits []string) *Schema {
+	// Sorted, so that the literals still possible after a prefix form one
+	// run (the recogniser narrows a sub-slice and never allocates).
+	slices.Sort(lits)
+	lits = slices.Compact(lits)
+	s := &Schema{kind: kEnum, enum: lits, maxLength: -1, maxItems: -1, minLen: math.MaxInt}
+	for _, l := range lits {
+		s.minLen = min(s.minLen, len(l))
+	}
+	return s
+}
+
+// intField reads a non-negative integer keyword; def when absent.
+func intField(obj map[string]json.RawMessage, key, path string, def int) (int, error) {
+	raw, ok := obj[key]
+	if !ok {
+		return def, nil
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil || f < 0 || f != math.Trunc(f) || f > 1<<20 {
+		return 0, fmt.Errorf("%s.%s: want a non-negative integer up to %d", path, key, 1<<20)
+	}
+	return int(f), nil
+}
+
+// compileType compiles obj read as the one type typ.
+func compileType(obj map[string]json.RawMessage, typ, path string, depth int) (*Schema, error) {
+	s := &Schema{maxLength: -1, maxItems: -1}
 	switch typ {
 	case "object":
-		s := &Schema{kind: kObject}
+		s.kind = kObject
+		var required []string
+		if r, ok := obj["required"]; ok {
+			if err := json.Unmarshal(r, &required); err != nil {
+				return nil, fmt.Errorf("%s.required: want a list of property names", path)
+			}
+		}
+		var addl json.RawMessage
+		if a, ok := obj["additionalProperties"]; ok {
+			addl = bytes.TrimSpace(a)
+		}
 		p, ok := obj["properties"]
 		if !ok {
+			if len(required) > 0 {
+				return nil, fmt.Errorf("%s.required: required keys need \"properties\" that declare them", path)
+			}
+			if bytes.Equal(addl, []byte("false")) {
+				s.minLen = 2 // only {}
+				return s, nil
+			}
 			s.anyKeys = true
+			if len(addl) > 0 && !bytes.Equal(addl, []byte("true")) {
+				v, err := compile(addl, path+".additionalProperties", depth+1)
+				if err != nil {
+					return nil, err
+				}
+				s.values = v
+			}
+			s.minLen = 2
 			return s, nil
 		}
 		names, props, err := orderedObject(p)
 		if err != nil {
 			return nil, fmt.Errorf("%s.properties: %w", path, err)
 		}
+		for _, r := range required {
+			if _, ok := props[r]; !ok {
+				return nil, fmt.Errorf("%s.required: %q is not among the properties", path, r)
+			}
+		}
+		// Every property is emitted, in the schema's order: that satisfies
+		// required whatever it lists, and additionalProperties whatever it is.
+		s.minLen = 2 + max(len(names)-1, 0)
 		for _, n := range names {
 			sub, err := compile(props[n], path+".properties."+n, depth+1)
 			if err != nil {
@@ -123,10 +281,11 @@ func compile(raw json.RawMessage, path string, depth int) (*Schema, error) {
 			}
 			key, _ := json.Marshal(n)
 			s.props = append(s.props, prop{key: string(key) + ":", schema: sub})
+			s.minLen += len(key) + 1 + sub.minLen
 		}
-		return s, nil
 	case "array":
-		s := &Schema{kind: kArray}
+		s.kind = kArray
+		s.items = anyValue()
 		if it, ok := obj["items"]; ok {
 			sub, err := compile(it, path+".items", depth+1)
 			if err != nil {
@@ -134,26 +293,116 @@ func compile(raw json.RawMessage, path string, depth int) (*Schema, error) {
 			}
 			s.items = sub
 		}
-		return s, nil
+		var err error
+		if s.minItems, err = intField(obj, "minItems", path, 0); err != nil {
+			return nil, err
+		}
+		if s.maxItems, err = intField(obj, "maxItems", path, -1); err != nil {
+			return nil, err
+		}
+		if s.maxItems >= 0 && s.maxItems < s.minItems {
+			return nil, fmt.Errorf("%s: maxItems %d is below minItems %d", path, s.maxItems, s.minItems)
+		}
+		s.minLen = 2
+		if s.minItems > 0 {
+			s.minLen += s.minItems*s.items.minLen + s.minItems - 1
+		}
 	case "string":
-		s := &Schema{kind: kString}
-		if ml, ok := obj["maxLength"]; ok {
-			if err := json.Unmarshal(ml, &s.maxLength); err != nil || s.maxLength < 0 {
-				return nil, fmt.Errorf("%s.maxLength: want a non-negative integer", path)
+		s.kind = kString
+		var err error
+		if s.minLength, err = intField(obj, "minLength", path, 0); err != nil {
+			return nil, err
+		}
+		if s.maxLength, err = intField(obj, "maxLength", path, -1); err != nil {
+			return nil, err
+		}
+		if s.maxLength >= 0 && s.maxLength < s.minLength {
+			return nil, fmt.Errorf("%s: maxLength %d is below minLength %d", path, s.maxLength, s.minLength)
+		}
+		s.minLen = 2 + s.minLength
+	case "number", "integer":
+		s.kind = kNumber
+		if typ == "integer" {
+			s.kind = kInteger
+		}
+		if err := readRange(s, obj, path); err != nil {
+			return nil, err
+		}
+		if s.kind == kInteger {
+			// Integer bounds, closed: the recogniser's intervals are exact for them.
+			if s.hasMin {
+				m := math.Ceil(s.min)
+				if s.exclMin && m == s.min {
+					m++
+				}
+				s.min, s.exclMin = m, false
+			}
+			if s.hasMax {
+				m := math.Floor(s.max)
+				if s.exclMax && m == s.max {
+					m--
+				}
+				s.max, s.exclMax = m, false
 			}
 		}
-		return s, nil
-	case "number":
-		return &Schema{kind: kNumber}, nil
-	case "integer":
-		return &Schema{kind: kInteger}, nil
+		n := minNumberBytes(s, nil)
+		if n < 0 {
+			return nil, fmt.Errorf("%s: no %s of at most %d characters lies within minimum/maximum", path, typ, maxNumberBytes)
+		}
+		s.minLen = n
 	case "boolean":
-		return &Schema{kind: kBool, enum: []string{"true", "false"}}, nil
+		s.kind, s.enum, s.minLen = kBool, []string{"true", "false"}, 4
 	case "null":
-		return &Schema{kind: kNull, enum: []string{"null"}}, nil
+		s.kind, s.enum, s.minLen = kNull, []string{"null"}, 4
+	default:
+		return nil, fmt.Errorf("%s.type: %q is not a JSON Schema type", path, typ)
 	}
-	return nil, fmt.Errorf("%s.type: %q is not a JSON Schema type", path, typ)
+	return s, nil
 }
+
+// readRange reads minimum/maximum and their exclusive forms (numbers in
+// draft 6+, booleans modifying minimum/maximum in draft 4).
+func readRange(s *Schema, obj map[string]json.RawMessage, path string) error {
+	num := func(key string) (float64, bool, error) {
+		raw, ok := obj[key]
+		if !ok {
+			return 0, false, nil
+		}
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
+			var b bool
+			if json.Unmarshal(raw, &b) == nil && strings.HasPrefix(key, "exclusive") {
+				return 0, b, errBoolExclusive
+			}
+			return 0, false, fmt.Errorf("%s.%s: want a number", path, key)
+		}
+		return f, true, nil
+	}
+	var err error
+	if s.min, s.hasMin, err = num("minimum"); err != nil {
+		return err
+	}
+	if s.max, s.hasMax, err = num("maximum"); err != nil {
+		return err
+	}
+	if v, ok, err := num("exclusiveMinimum"); err == errBoolExclusive {
+		s.exclMin = ok && s.hasMin
+	} else if err != nil {
+		return err
+	} else if ok && (!s.hasMin || v >= s.min) {
+		s.min, s.hasMin, s.exclMin = v, true, true
+	}
+	if v, ok, err := num("exclusiveMaximum"); err == errBoolExclusive {
+		s.exclMax = ok && s.hasMax
+	} else if err != nil {
+		return err
+	} else if ok && (!s.hasMax || v <= s.max) {
+		s.max, s.hasMax, s.exclMax = v, true, true
+	}
+	return nil
+}
+
+var errBoolExclusive = fmt.Errorf("boolean exclusive bound")
 
 func compact(v json.RawMessage) (string, error) {
 	var b bytes.Buffer

@@ -72,6 +72,7 @@ type frame struct {
 	i     int      // property index, literal position, number bytes; fString: UTF-8 continuation bytes due, or hex digits read
 	n     int      // fString: characters between the quotes; fArray: items started
 	cands []string // fLiteral: texts still possible, sorted (a sub-slice; never written)
+	lead  byte     // fString: the lead byte of the UTF-8 character being read, until its second byte
 	num   [maxNumberBytes]byte
 }
 
@@ -431,10 +432,24 @@ func stepString(f *frame, b byte) result {
 		}
 	case sIn:
 		if f.i > 0 { // inside a multi-byte UTF-8 character
-			if b&0xC0 != 0x80 {
+			lo, hi := byte(0x80), byte(0xBF)
+			if f.lead != 0 { // the byte after the lead: no overlong forms, surrogates or > U+10FFFF
+				switch f.lead {
+				case 0xE0:
+					lo = 0xA0
+				case 0xED:
+					hi = 0x9F
+				case 0xF0:
+					lo = 0x90
+				case 0xF4:
+					hi = 0x8F
+				}
+			}
+			if b < lo || b > hi {
 				return reject
 			}
 			f.i--
+			f.lead = 0
 			return accept
 		}
 		switch {
@@ -449,8 +464,10 @@ func stepString(f *frame, b byte) result {
 		if maxLength >= 0 && f.n >= maxLength {
 			return reject // maxLength counts characters, as JSON Schema does
 		}
+		f.lead = b
 		switch {
 		case b < 0x80:
+			f.lead = 0
 		case b >= 0xC2 && b <= 0xDF:
 			f.i = 1
 		case b >= 0xE0 && b <= 0xEF:
@@ -549,6 +566,19 @@ func numberNext(s *Schema, st uint8, b byte) (uint8, bool) {
 		}
 	}
 	return 0, false
+}
+
+// maxExpDigits caps the exponent, so that every number fits a float64
+// (1e999 is JSON but overflows most parsers).
+const maxExpDigits = 2
+
+// expDigits counts the exponent digits at the end of t.
+func expDigits(t []byte) int {
+	n := 0
+	for i := len(t) - 1; i >= 0 && t[i] >= '0' && t[i] <= '9'; i-- {
+		n++
+	}
+	return n
 }
 
 // terminal states are those a number may end in.
@@ -672,6 +702,9 @@ func numberNeed(st uint8) int {
 func stepNumber(f *frame, b byte) result {
 	ns, ok := numberNext(f.s, f.st, b)
 	if ok && f.i+1+numberNeed(ns) > maxNumberBytes {
+		ok = false
+	}
+	if ok && ns == nExp && f.st == nExp && expDigits(f.num[:f.i]) >= maxExpDigits {
 		ok = false
 	}
 	if ok && ranged(f.s) {

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/chattemplate"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -47,21 +48,34 @@ func classify(err error) error {
 	return err
 }
 
-// loadModel reads a model folder: the tokenizer, and the chat template
-// when withTemplate. A folder that is missing or does not hold what is
-// needed is bad input; an operating-system failure is not.
-func loadModel(dir string, withTemplate bool) (*layout.Model, error) {
+// Parts of a model folder to load.
+const (
+	withTokenizer = 1 << iota
+	withTemplate
+)
+
+// loadModel reads the parts of a model folder a command needs (the
+// tokenizer takes most of a second to load). A folder that is missing or
+// does not hold what is needed is bad input; an operating-system failure
+// is not.
+func loadModel(dir string, parts int) (*layout.Model, error) {
 	if dir == "" {
 		return nil, cli.Usagef("--model DIR is required")
 	}
 	var m *layout.Model
 	var err error
-	if withTemplate {
+	switch parts {
+	case withTokenizer | withTemplate:
 		m, err = layout.LoadModel(dir)
-	} else {
+	case withTokenizer:
 		var tok *tokenizer.Tokenizer
 		if tok, err = tokenizer.Load(dir); err == nil {
 			m = &layout.Model{Tokenizer: tok}
+		}
+	default:
+		var tmpl *chattemplate.Template
+		if tmpl, err = chattemplate.Load(dir); err == nil {
+			m = &layout.Model{Template: tmpl}
 		}
 	}
 	if err == nil {

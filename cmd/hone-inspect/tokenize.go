@@ -70,19 +70,15 @@ func runTokenize(ctx context.Context, a *app, o tokenizeOptions) error {
 	if o.Decode && o.TextSet {
 		return cli.Usagef("--text is for encoding; --decode reads ids on stdin")
 	}
-	m, err := loadModel(o.Model, false)
-	if err != nil {
-		return err
-	}
-	tok := m.Tokenizer
 	var in []byte
+	var err error
 	if o.TextSet {
 		in = []byte(o.Text)
 	} else if in, err = readStdin(ctx, a.stdin); err != nil {
 		return err
 	}
-	if o.Decode {
-		var ids []int
+	var ids []int
+	if o.Decode { // check the input before the slow tokenizer load
 		dec := json.NewDecoder(bytes.NewReader(in))
 		if err := dec.Decode(&ids); err != nil {
 			return cli.BadInputf("stdin: want a JSON array of token ids: %w", err)
@@ -90,6 +86,13 @@ func runTokenize(ctx context.Context, a *app, o tokenizeOptions) error {
 		if _, err := dec.Token(); err != io.EOF {
 			return cli.BadInputf("stdin: more after the JSON array of token ids")
 		}
+	}
+	m, err := loadModel(o.Model, withTokenizer)
+	if err != nil {
+		return err
+	}
+	tok := m.Tokenizer
+	if o.Decode {
 		for i, id := range ids {
 			if _, ok := tok.Token(id); !ok {
 				return cli.BadInputf("stdin: ids[%d] = %d is not a token of %s (vocabulary of %d)", i, id, o.Model, tok.VocabSize())
@@ -98,7 +101,7 @@ func runTokenize(ctx context.Context, a *app, o tokenizeOptions) error {
 		_, err := io.WriteString(a.stdout, tok.Decode(ids, !o.Special))
 		return err
 	}
-	ids := tok.Encode(string(in), o.Special)
+	ids = tok.Encode(string(in), o.Special)
 	if ids == nil {
 		ids = []int{}
 	}

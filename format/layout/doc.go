@@ -44,5 +44,5 @@
 // LoadModel reads a model folder's template and tokenizer; Model.Render
 // gives the text a conversation renders to (`hone-inspect render`), and
 // Model.Layout plus Model.WriteSequence print each token with its id, mask
-// and logprob (`hone-inspect tokenize`).
+// and logprob (`hone-inspect render --ids`).
 package layout

@@ -2,13 +2,44 @@
 // response_format: a byte-level pushdown recogniser of compact JSON, driven
 // by a subset of JSON Schema, and JSON, a per-sequence constraint that masks
 // every token whose bytes cannot continue a valid document (serve/engine's
-// Constraint seam). An end-of-sequence token is allowed exactly when the
-// document is complete.
+// Constraint seam: Mask before each choice, Accept after). An
+// end-of-sequence token is allowed exactly when the document is complete,
+// so even a random model's finished output parses and fits the schema.
 //
-// Supported schema keywords: type (object, array, string, number, integer,
-// boolean, null), properties (every property is emitted, in the schema's
-// order), items, enum, const, maxLength. Keywords that would change which
-// documents are valid and are not implemented (anyOf, oneOf, allOf, $ref, …)
-// make Compile fail, so the server answers 400 instead of pretending.
-// Whitespace is never generated; numbers are capped at 24 bytes.
+// Schema keywords enforced: type (object, array, string, number, integer,
+// boolean, null, or a list of them, plus OpenAPI's nullable), properties
+// (every property is emitted, in the schema's order, which satisfies
+// required and additionalProperties: false), required (must name declared
+// properties), additionalProperties as the value schema of an object
+// without properties, items, minItems, maxItems, enum and const (any JSON
+// values), minLength and maxLength (characters), minimum, maximum,
+// exclusiveMinimum and exclusiveMaximum (checked on every prefix: a number
+// that cannot end within range is never started or extended). Annotations
+// (title, description, default, examples, format, $schema, $defs, …) are
+// ignored. Every other keyword (anyOf, oneOf, allOf, $ref, pattern,
+// multipleOf, minProperties, …) makes Compile fail with the keyword's
+// name and place, so the server answers 400 instead of pretending.
+//
+// Output shape: compact JSON only — no whitespace at all, which every
+// parser reads and which leaves a model no way to loop in blanks. Numbers
+// are at most 24 bytes with at most two exponent digits (every number fits
+// a float64); numbers with a range get no exponent. Strings are valid
+// UTF-8 (no overlong forms, no surrogates).
+//
+// Termination: every state knows the fewest bytes that complete the
+// document (State.MinBytes; exact, which a property test checks). With
+// WithMaxTokens(max_tokens) a token is allowed only if, after it, the
+// shortest completion at one byte per token plus the end token still fits,
+// so with a byte-level vocabulary the document is always complete and
+// ends with "stop" within max_tokens, provided max_tokens exceeds the
+// schema's shortest document; below that the output heads straight for
+// the end and is cut with finish_reason "length" (not valid JSON). Without
+// WithMaxTokens, strings and arrays may grow until max_tokens cuts them.
+//
+// Speed: Mask tests the 64 most likely tokens first in a vocabulary over
+// 8192 tokens and keeps only those that fit (a top-k style truncation of
+// the distribution); only when none fits does it test every token. Build
+// an Index once per tokenizer and pass it instead of the tokenizer: it
+// holds each token's bytes and groups tokens by first byte, so a scan
+// skips every token whose first byte cannot come next.
 package constrain

@@ -431,7 +431,12 @@ func FuzzAdvance(f *testing.F) {
 func BenchmarkMask(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	alphabet := []byte(`abcdefghijklmnopqrstuvwxyz ABCDEFG{}[]":,0123456789.-_\` + "\n")
+	// The first extra tokens start with a control byte, which never fits:
+	// with their logits highest, Mask must scan the whole vocabulary.
 	var extra []string
+	for i := range 40 {
+		extra = append(extra, fmt.Sprintf("\x01%c", 'a'+i))
+	}
 	for len(extra) < 150000-257 {
 		n := 2 + rng.IntN(7)
 		t := make([]byte, n)
@@ -448,21 +453,30 @@ func BenchmarkMask(b *testing.B) {
 			name string
 			v    Vocab
 		}{{"tokenizer", v}, {"index", x}} {
-			b.Run(c.name+"/"+vv.name+"/full-scan", func(b *testing.B) {
-				j := NewJSON(vv.v, []int32{int32(v.VocabSize() - 1)}, s)
-				for _, ch := range []byte(c.prefix) {
-					j.m.feed(ch)
+			for _, full := range []bool{false, true} {
+				name := c.name + "/" + vv.name + "/top-k"
+				if full {
+					name = c.name + "/" + vv.name + "/full-scan"
 				}
-				logits := make([]float32, v.VocabSize())
-				for b.Loop() {
-					for i := range logits {
-						logits[i] = 0 // all tie: top-k finds the low ids, which are bytes
+				b.Run(name, func(b *testing.B) {
+					j := NewJSON(vv.v, []int32{int32(v.VocabSize() - 1)}, s)
+					for _, ch := range []byte(c.prefix) {
+						j.m.feed(ch)
 					}
-					logits[len(logits)-2] = 1 // a likely token that never fits: forces the scan when alone
-					j.limit = -1
-					j.Mask(logits)
-				}
-			})
+					logits := make([]float32, v.VocabSize())
+					for b.Loop() {
+						for i := range logits {
+							logits[i] = float32(i%97) / 97
+						}
+						if full {
+							for i := range 32 {
+								logits[i], logits[256+i] = 2, 2
+							}
+						}
+						j.Mask(logits)
+					}
+				})
+			}
 		}
 	}
 }

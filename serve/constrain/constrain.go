@@ -13,43 +13,47 @@ type Vocab interface {
 	IsSpecial(id int) bool
 }
 
-// Index is a Vocab read once: every token's bytes, and the tokens grouped
-// by first byte. Build one per tokenizer (NewIndex) and pass it to NewJSON
-// instead of the tokenizer; masking then neither allocates per token nor
-// tests tokens whose first byte cannot come next.
+// Index is a Vocab read once: every token's bytes in one buffer, in id
+// order, with each token's first byte beside it. Build one per tokenizer
+// (NewIndex) and pass it to NewJSON instead of the tokenizer; masking then
+// neither allocates per token nor tests tokens whose first byte cannot
+// come next, and it reads memory in order.
 type Index struct {
-	toks    [][]byte // nil: special or no bytes (never allowed)
-	byFirst [256][]int32
+	data  []byte
+	off   []uint32 // token id's bytes are data[off[id]:off[id+1]]; empty: special or none (never allowed)
+	first []int16  // first byte, or -1 for an empty token
 }
 
 // NewIndex reads every token of v.
 func NewIndex(v Vocab) *Index {
-	x := &Index{toks: make([][]byte, v.VocabSize())}
-	for id := range x.toks {
-		if v.IsSpecial(id) {
-			continue
+	n := v.VocabSize()
+	x := &Index{off: make([]uint32, n+1), first: make([]int16, n)}
+	for id := range n {
+		x.first[id] = -1
+		if !v.IsSpecial(id) {
+			if b, ok := v.TokenBytes(id); ok && len(b) > 0 {
+				x.data = append(x.data, b...)
+				x.first[id] = int16(b[0])
+			}
 		}
-		if b, ok := v.TokenBytes(id); ok && len(b) > 0 {
-			x.toks[id] = b
-			x.byFirst[b[0]] = append(x.byFirst[b[0]], int32(id))
-		}
+		x.off[id+1] = uint32(len(x.data))
 	}
 	return x
 }
 
 // VocabSize implements Vocab.
-func (x *Index) VocabSize() int { return len(x.toks) }
+func (x *Index) VocabSize() int { return len(x.first) }
 
 // TokenBytes implements Vocab; the slice must not be written.
 func (x *Index) TokenBytes(id int) ([]byte, bool) {
-	if id < 0 || id >= len(x.toks) || x.toks[id] == nil {
+	if id < 0 || id >= len(x.first) || x.first[id] < 0 {
 		return nil, false
 	}
-	return x.toks[id], true
+	return x.data[x.off[id]:x.off[id+1]], true
 }
 
 // IsSpecial implements Vocab: the index keeps no special token.
-func (x *Index) IsSpecial(id int) bool { return id < 0 || id >= len(x.toks) || x.toks[id] == nil }
+func (x *Index) IsSpecial(id int) bool { return id < 0 || id >= len(x.first) || x.first[id] < 0 }
 
 // topK is how many of the most likely tokens Mask tests first in a large
 // vocabulary; scanAll is the size up to which it tests every token.
@@ -107,6 +111,14 @@ func (j *JSON) allowed(id int32, firstOK *[256]bool) bool {
 	if !ok || len(b) == 0 || (firstOK != nil && !firstOK[b[0]]) {
 		return false
 	}
+	return j.fits(b)
+}
+
+// fits reports whether the bytes b of a token may come next.
+func (j *JSON) fits(b []byte) bool {
+	if j.m.done {
+		return false
+	}
 	j.m.copyInto(&j.scratch)
 	for _, x := range b {
 		if !j.scratch.feed(x) {
@@ -150,15 +162,15 @@ func (j *JSON) Mask(logits []float32) {
 		}
 	}
 	if !found {
-		if j.idx != nil {
-			for b := range 256 {
-				if !firstOK[b] {
+		if x := j.idx; x != nil {
+			n := min(V, len(x.first))
+			for id := range n {
+				f := x.first[id]
+				if f < 0 || !firstOK[f] || math.IsInf(float64(logits[id]), -1) {
 					continue
 				}
-				for _, id := range j.idx.byFirst[b] {
-					if int(id) < V && !math.IsInf(float64(logits[id]), -1) && j.allowed(id, firstOK) {
-						keep[id], found = true, true
-					}
+				if j.fits(x.data[x.off[id]:x.off[id+1]]) {
+					keep[id], found = true, true
 				}
 			}
 			for _, id := range j.eos {

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Independent PyTorch reference for Hone's train/model (Llama, Qwen2, Qwen3 + LoRA).
 
-Two subcommands:
+Two subcommands (and two benchmark ones, bench-train and bench-decode, which
+time this reference for internal/bench/modelbench; see their docstrings):
 
   reference.py make-cases OUTDIR
       Writes one folder per case (llama, qwen2, qwen3) under OUTDIR, each with
@@ -382,18 +383,51 @@ def golden(casedir):
     write_json(os.path.join(casedir, "golden.json"), out)
 
 
-def bench_train(steps=int(os.environ.get("BENCH_STEPS", "3"))):
+BENCH_SHAPES = {
+    # train/model's BenchmarkTrainStep shape.
+    "tiny": dict(model_type="qwen2", vocab_size=4096, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+                 num_attention_heads=8, num_key_value_heads=4, rms_norm_eps=1e-6, rope_theta=1e6, rope_scaling=None,
+                 tie_word_embeddings=False),
+    # Qwen2.5-0.5B.
+    "05b": dict(model_type="qwen2", vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                num_attention_heads=14, num_key_value_heads=2, rms_norm_eps=1e-6, rope_theta=1e6, rope_scaling=None,
+                tie_word_embeddings=True),
+}
+
+
+def bench_flags(args, defaults):
+    """Parses --name value pairs into a copy of defaults (values keep the defaults' types)."""
+    out = dict(defaults)
+    if len(args) % 2:
+        raise SystemExit("bench: flags come as --name value pairs: %r" % (args,))
+    for i in range(0, len(args), 2):
+        k = args[i].lstrip("-").replace("-", "_")
+        if not args[i].startswith("--") or k not in defaults:
+            raise SystemExit("bench: unknown flag %s (known: %s)" % (args[i], ", ".join(sorted(defaults))))
+        out[k] = type(defaults[k])(args[i + 1])
+    return out
+
+
+def bench_setup(shape, dtype, g):
+    cfg = dict(BENCH_SHAPES[shape])
+    W = random_weights(cfg, dtype, g)
+    return cfg, W
+
+
+def bench_train(args=()):
     """Times LoRA training steps of this reference (float32, autograd, full
-    logits) on the shape of train/model's BenchmarkTrainStep: hidden 256,
-    4 layers, 8/4 heads, MLP 688, vocab 4096, 8 x 256 tokens, LoRA r8 on all
-    projections, AdamW on the LoRA parameters. Not golden values: a yardstick."""
+    logits) on a bench shape (default: tiny, the shape of train/model's
+    BenchmarkTrainStep: hidden 256, 4 layers, 8/4 heads, MLP 688, vocab 4096),
+    batch x seq tokens, LoRA r8 on all projections, AdamW on the LoRA
+    parameters. Not golden values: a yardstick. The last line is
+    BENCH {json} for internal/bench/modelbench."""
     import time
-    torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
-    cfg = dict(model_type="qwen2", vocab_size=4096, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
-               num_attention_heads=8, num_key_value_heads=4, rms_norm_eps=1e-6, rope_theta=1e6, rope_scaling=None,
-               tie_word_embeddings=False)
+    f = bench_flags(args, dict(shape="tiny", batch=8, seq=256, steps=int(os.environ.get("BENCH_STEPS", "3")),
+                               threads=int(os.environ.get("BENCH_THREADS", "2"))))
+    torch.set_num_threads(f["threads"])
     g = torch.Generator().manual_seed(0)
-    W = {k: v.to(torch.float32) for k, v in random_weights(cfg, torch.float32, g).items()}
+    cfg, W = bench_setup(f["shape"], torch.float32, g)
+    V = cfg["vocab_size"]
     mods = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     ad = {}
     for l in range(cfg["num_hidden_layers"]):
@@ -405,9 +439,9 @@ def bench_train(steps=int(os.environ.get("BENCH_STEPS", "3"))):
             ad[p + "lora_B.weight"] = torch.zeros(fout, 8)
     lora = Lora(ad, dict(r=8, lora_alpha=16))
     opt = torch.optim.AdamW(list(lora.params.values()), lr=1e-4)
-    T, B = 256, 8
-    ids = torch.randint(0, 4096, (B * T,), generator=g).tolist()
-    tg = torch.randint(0, 4096, (B * T,), generator=g)
+    T, B, steps = f["seq"], f["batch"], f["steps"]
+    ids = torch.randint(0, V, (B * T,), generator=g).tolist()
+    tg = torch.randint(0, V, (B * T,), generator=g)
     pos = [i % T for i in range(B * T)]
     starts = [i * T for i in range(B)]
     times = []
@@ -419,10 +453,87 @@ def bench_train(steps=int(os.environ.get("BENCH_STEPS", "3"))):
         opt.zero_grad()
         loss.backward()
         opt.step()
+        del logits, lp, loss
         times.append(time.perf_counter() - t0)
     per = sum(times[1:]) / steps
     print("torch %s threads=%d: %.3f s/step, %.0f tokens/s (first step %.3f s)" % (
         torch.__version__, torch.get_num_threads(), per, B * T / per, times[0]))
+    print("BENCH " + json.dumps(dict(kind="train", shape=f["shape"], batch=B, seq=T, steps=steps,
+                                     seconds_per_step=per, tokens_per_s=B * T / per, first_step_s=times[0],
+                                     torch=torch.__version__, threads=torch.get_num_threads())))
+
+
+def bench_decode(args=()):
+    """Times greedy decoding with a KV cache: a prompt of --prompt tokens per
+    sequence, then --tokens steps of one new token for each of --batch
+    sequences, weights and compute in float32 or bfloat16 (--dtype), no
+    adapter. The last line is BENCH {json} for internal/bench/modelbench."""
+    import time
+    f = bench_flags(args, dict(shape="05b", batch=1, prompt=16, tokens=16, dtype="f32",
+                               threads=int(os.environ.get("BENCH_THREADS", "2"))))
+    torch.set_num_threads(f["threads"])
+    dt = {"f32": torch.float32, "bf16": torch.bfloat16}[f["dtype"]]
+    g = torch.Generator().manual_seed(0)
+    cfg, W = bench_setup(f["shape"], dt, g)
+    C = cfg["hidden_size"]
+    H = cfg["num_attention_heads"]
+    KV = cfg["num_key_value_heads"]
+    D = cfg.get("head_dim") or C // H
+    eps = cfg["rms_norm_eps"]
+    inv = inv_freq(cfg, D).to(torch.float32)
+    head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else W["lm_head.weight"]
+    B = f["batch"]
+    cache = [[None, None] for _ in range(cfg["num_hidden_layers"])]
+
+    def step(ids, start):
+        # ids [B, T] appended at positions start … start+T-1 of every sequence.
+        Bn, T = ids.shape
+        pos = torch.arange(start, start + T)
+        x = W["model.embed_tokens.weight"][ids]  # [B, T, C]
+        causal = torch.ones(T, start + T, dtype=torch.bool).tril(start)
+        for l in range(cfg["num_hidden_layers"]):
+            p = "model.layers.%d." % l
+            h = rms_norm(x, W[p + "input_layernorm.weight"], eps)
+            q = linear(h, W[p + "self_attn.q_proj.weight"], W.get(p + "self_attn.q_proj.bias"))
+            k = linear(h, W[p + "self_attn.k_proj.weight"], W.get(p + "self_attn.k_proj.bias"))
+            v = linear(h, W[p + "self_attn.v_proj.weight"], W.get(p + "self_attn.v_proj.bias"))
+            q = apply_rope(q.view(Bn * T, H, D), pos.repeat(Bn), inv).to(dt).view(Bn, T, H, D)
+            k = apply_rope(k.view(Bn * T, KV, D), pos.repeat(Bn), inv).to(dt).view(Bn, T, KV, D)
+            v = v.view(Bn, T, KV, D)
+            kc, vc = cache[l]
+            kc = k if kc is None else torch.cat([kc, k], 1)
+            vc = v if vc is None else torch.cat([vc, v], 1)
+            cache[l] = [kc, vc]
+            rep = H // KV
+            kr = kc.repeat_interleave(rep, dim=2)
+            vr = vc.repeat_interleave(rep, dim=2)
+            att = torch.einsum("bthd,bshd->bhts", q, kr) / math.sqrt(D)
+            att = att.masked_fill(~causal[None, None], float("-inf")).softmax(-1)
+            o = torch.einsum("bhts,bshd->bthd", att, vr).reshape(Bn, T, H * D)
+            x = x + linear(o, W[p + "self_attn.o_proj.weight"])
+            h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
+            gt = linear(h, W[p + "mlp.gate_proj.weight"])
+            u = linear(h, W[p + "mlp.up_proj.weight"])
+            x = x + linear(torch.nn.functional.silu(gt) * u, W[p + "mlp.down_proj.weight"])
+        x = rms_norm(x[:, -1], W["model.norm.weight"], eps)
+        return (x @ head.T).argmax(-1)  # [B] greedy next tokens
+
+    V = cfg["vocab_size"]
+    with torch.no_grad():
+        prompt = torch.randint(0, V, (B, f["prompt"]), generator=g)
+        t0 = time.perf_counter()
+        nxt = step(prompt, 0)
+        prefill = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for i in range(f["tokens"]):
+            nxt = step(nxt[:, None], f["prompt"] + i)
+        dur = time.perf_counter() - t0
+    tps = B * f["tokens"] / dur
+    print("torch %s threads=%d decode %s batch %d: %.2f tokens/s (prefill %.3f s)" % (
+        torch.__version__, torch.get_num_threads(), f["dtype"], B, tps, prefill))
+    print("BENCH " + json.dumps(dict(kind="decode", shape=f["shape"], batch=B, dtype=f["dtype"], tokens=f["tokens"],
+                                     tokens_per_s=tps, prefill_s=prefill, torch=torch.__version__,
+                                     threads=torch.get_num_threads())))
 
 
 def forward_f32(cfg, W, ids, pos, seq_starts, lora):
@@ -439,8 +550,10 @@ def forward_f32(cfg, W, ids, pos, seq_starts, lora):
 
 def main(argv):
     torch.set_num_threads(1)
-    if len(argv) == 2 and argv[1] == "bench-train":
-        bench_train()
+    if len(argv) >= 2 and argv[1] == "bench-train":
+        bench_train(argv[2:])
+    elif len(argv) >= 2 and argv[1] == "bench-decode":
+        bench_decode(argv[2:])
     elif len(argv) == 3 and argv[1] == "make-cases":
         make_cases(argv[2])
     elif len(argv) == 3 and argv[1] == "golden":

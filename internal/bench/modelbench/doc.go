@@ -1,0 +1,28 @@
+// Command modelbench times train/model next to the PyTorch reference
+// (testdata/golden/model/reference.py) on the same machine, in one run:
+//
+//   - a LoRA training step (forward + backward + AdamW on the adapter, rank 8
+//     on all projections) on a tiny shape and on the Qwen2.5-0.5B shape;
+//   - greedy KV-cache decoding at batch 1 and 8 on the 0.5B shape, with
+//     float32 and bfloat16 weights;
+//
+// each in tokens/s, with the achieved GFLOP/s against the SGEMM peak of
+// kernels/cpu measured at the start of the same run, and the peak RSS of
+// each contender. Every measurement runs in its own child process (this
+// binary's hidden "worker" subcommand for Hone, /usr/bin/python3 for
+// PyTorch) so that the RSS, read from the child's rusage, is its own.
+//
+// The BLAS environment is printed and never changed: both contenders
+// inherit it. PyTorch gets torch.set_num_threads(--torch-threads) and, like
+// Hone, OMP_WAIT_POLICY=PASSIVE when that is unset. For PyTorch's best
+// setup run with OPENBLAS_NUM_THREADS=1; for OpenBLAS's AVX-512 kernels:
+//
+//	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 go run ./internal/bench/modelbench
+//	go run ./internal/bench/modelbench --quick
+//
+// FLOPs are counted, not measured: a training step is 2 × the forward
+// matmul FLOPs (the forward and the input gradient; base weights get no
+// gradient) plus 3 × the causal attention FLOPs; a decode token is 2 × the
+// weights it multiplies plus its attention over the cache. LoRA and
+// element-wise work are left out, so GFLOP/s slightly understate the work.
+package main

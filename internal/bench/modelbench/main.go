@@ -1,0 +1,389 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hone-rl/hone/kernels/cpu"
+)
+
+// Options of one benchmark run.
+type Options struct {
+	Quick        bool
+	Rows         string // comma-separated row names, "" for all
+	Contenders   string // comma-separated: hone, torch
+	Batch, Seq   int    // training batch × sequence length
+	Steps        int    // timed training steps (after one warm-up)
+	Tokens       int    // timed decode steps
+	Prompt       int    // decode prompt length
+	Checkpoint   bool   // Hone: gradient checkpointing in training
+	TorchThreads int
+	Python       string
+	Reference    string // path of reference.py
+	PeakSize     int    // square SGEMM size for the peak
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Quick, "quick", false, "small batches and few steps, for a smoke run")
+	fs.StringVar(&o.Rows, "rows", "", "comma-separated rows to run (default all): "+strings.Join(rowNames(), ", "))
+	fs.StringVar(&o.Contenders, "contenders", "hone,torch", "who runs: hone, torch")
+	fs.IntVar(&o.Batch, "batch", 8, "training sequences per step")
+	fs.IntVar(&o.Seq, "seq", 256, "training tokens per sequence")
+	fs.IntVar(&o.Steps, "steps", 2, "timed training steps after one warm-up step")
+	fs.IntVar(&o.Tokens, "tokens", 16, "timed decode steps")
+	fs.IntVar(&o.Prompt, "prompt", 16, "decode prompt tokens per sequence")
+	fs.BoolVar(&o.Checkpoint, "checkpoint", false, "Hone: recompute block activations in backward")
+	fs.IntVar(&o.TorchThreads, "torch-threads", 2, "torch.set_num_threads for the reference")
+	fs.StringVar(&o.Python, "python", "/usr/bin/python3", "interpreter with torch")
+	fs.StringVar(&o.Reference, "reference", "", "path of reference.py (default: found from the working directory)")
+	fs.IntVar(&o.PeakSize, "peak-size", 2048, "size of the square SGEMM that sets the peak")
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err := worker(ctx, os.Args[2:], os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "modelbench worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var o Options
+	fs := pflag.NewFlagSet("modelbench", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "modelbench: train/model next to the PyTorch reference, LoRA training and decode\n\n"+
+			"example: OPENBLAS_NUM_THREADS=1 go run ./internal/bench/modelbench --quick\n\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := Run(ctx, o, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "modelbench:", err)
+		os.Exit(1)
+	}
+}
+
+// row is one line of the table: a measurement both contenders run.
+type row struct {
+	name  string
+	shape string
+	train bool
+	batch int
+	bf16  bool
+}
+
+func rows() []row {
+	return []row{
+		{name: "train-tiny", shape: "tiny", train: true},
+		{name: "train-05b", shape: "05b", train: true},
+		{name: "decode-05b-b1-f32", shape: "05b", batch: 1},
+		{name: "decode-05b-b1-bf16", shape: "05b", batch: 1, bf16: true},
+		{name: "decode-05b-b8-f32", shape: "05b", batch: 8},
+		{name: "decode-05b-b8-bf16", shape: "05b", batch: 8, bf16: true},
+	}
+}
+
+func rowNames() []string {
+	var n []string
+	for _, r := range rows() {
+		n = append(n, r.name)
+	}
+	return n
+}
+
+// result is one contender's figure for one row.
+type result struct {
+	TokensPerS float64 `json:"tokens_per_s"`
+	RSS        int64   // bytes, from the child's rusage
+	Err        error
+}
+
+// Run measures and writes the report to w.
+func Run(ctx context.Context, o Options, w io.Writer) error {
+	if o.Quick {
+		o.Batch, o.Seq, o.Steps, o.Tokens, o.Prompt = 2, 64, 1, 4, 8
+		o.PeakSize = min(o.PeakSize, 1024)
+	}
+	if o.Batch < 1 || o.Seq < 1 || o.Steps < 1 || o.Tokens < 1 || o.Prompt < 1 {
+		return fmt.Errorf("--batch, --seq, --steps, --tokens and --prompt must be ≥ 1")
+	}
+	want := map[string]bool{}
+	if o.Rows != "" {
+		known := map[string]bool{}
+		for _, n := range rowNames() {
+			known[n] = true
+		}
+		for _, n := range strings.Split(o.Rows, ",") {
+			n = strings.TrimSpace(n)
+			if !known[n] {
+				return fmt.Errorf("--rows: unknown row %q (known: %s)", n, strings.Join(rowNames(), ", "))
+			}
+			want[n] = true
+		}
+	}
+	who := map[string]bool{}
+	for _, c := range strings.Split(o.Contenders, ",") {
+		switch c = strings.TrimSpace(c); c {
+		case "hone", "torch":
+			who[c] = true
+		default:
+			return fmt.Errorf("--contenders: unknown %q (want hone, torch)", c)
+		}
+	}
+	if who["torch"] && o.Reference == "" {
+		ref, err := findReference()
+		if err != nil {
+			return err
+		}
+		o.Reference = ref
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this binary to run workers: %w", err)
+	}
+	env := os.Environ()
+	if os.Getenv("OMP_WAIT_POLICY") == "" {
+		env = append(env, "OMP_WAIT_POLICY=PASSIVE")
+	}
+	fmt.Fprintf(w, "BLAS environment: %s OMP_WAIT_POLICY=%s GOMAXPROCS=%d NumCPU=%d\n",
+		blasEnv(), envOr(env, "OMP_WAIT_POLICY"), runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Fprintf(w, "training: batch %d × %d tokens, %d timed step(s) after a warm-up, LoRA r8 on all projections; decode: prompt %d, %d timed steps\n",
+		o.Batch, o.Seq, o.Steps, o.Prompt, o.Tokens)
+	if who["torch"] {
+		fmt.Fprintf(w, "PyTorch: %s %s, torch threads %d\n", o.Python, o.Reference, o.TorchThreads)
+	}
+
+	peak, err := gemmPeak(ctx, o.PeakSize)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "SGEMM peak (kernels/cpu, %d² square, best of 3): %.1f GFLOP/s\n\n", o.PeakSize, peak)
+
+	type line struct {
+		r           row
+		hone, torch result
+		flops       float64 // per token
+	}
+	var table []line
+	for _, r := range rows() {
+		if len(want) > 0 && !want[r.name] {
+			continue
+		}
+		ln := line{r: r, flops: flopsPerToken(r, o)}
+		for _, c := range []string{"hone", "torch"} {
+			if !who[c] {
+				continue
+			}
+			var args []string
+			var bin string
+			if c == "hone" {
+				bin, args = self, append([]string{"worker"}, workerArgs(r, o)...)
+			} else {
+				bin, args = o.Python, append([]string{o.Reference}, torchArgs(r, o)...)
+			}
+			start := time.Now()
+			res := runChild(ctx, bin, args, env)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			status := "ok"
+			if res.Err != nil {
+				status = res.Err.Error()
+			}
+			fmt.Fprintf(w, "  %-20s %-5s %9.2f tokens/s  rss %6.2f GB  (%.0f s wall) %s\n", r.name, c, res.TokensPerS,
+				float64(res.RSS)/1e9, time.Since(start).Seconds(), status)
+			if c == "hone" {
+				ln.hone = res
+			} else {
+				ln.torch = res
+			}
+		}
+		table = append(table, ln)
+	}
+
+	fmt.Fprintf(w, "\n%-20s %12s %12s %8s %18s %18s %9s %9s\n", "row", "hone tok/s", "torch tok/s", "hone/pt",
+		"hone GFLOP/s (%pk)", "torch GFLOP/s(%pk)", "hone RSS", "torch RSS")
+	for _, ln := range table {
+		cell := func(r result) (string, string, string) {
+			if r.Err != nil || r.TokensPerS == 0 {
+				return "-", "-", "-"
+			}
+			gf := r.TokensPerS * ln.flops / 1e9
+			return fmt.Sprintf("%.2f", r.TokensPerS), fmt.Sprintf("%.1f (%.0f%%)", gf, 100*gf/peak),
+				fmt.Sprintf("%.2f GB", float64(r.RSS)/1e9)
+		}
+		ht, hg, hr := cell(ln.hone)
+		tt, tg, tr := cell(ln.torch)
+		ratio := "-"
+		if ln.hone.TokensPerS > 0 && ln.torch.TokensPerS > 0 {
+			ratio = fmt.Sprintf("%.2f", ln.hone.TokensPerS/ln.torch.TokensPerS)
+		}
+		fmt.Fprintf(w, "%-20s %12s %12s %8s %18s %18s %9s %9s\n", ln.r.name, ht, tt, ratio, hg, tg, hr, tr)
+	}
+	return nil
+}
+
+func workerArgs(r row, o Options) []string {
+	if r.train {
+		a := []string{"train", "--shape", r.shape, "--batch", fmt.Sprint(o.Batch), "--seq", fmt.Sprint(o.Seq),
+			"--steps", fmt.Sprint(o.Steps)}
+		if o.Checkpoint {
+			a = append(a, "--checkpoint")
+		}
+		return a
+	}
+	return []string{"decode", "--shape", r.shape, "--batch", fmt.Sprint(r.batch), "--prompt", fmt.Sprint(o.Prompt),
+		"--tokens", fmt.Sprint(o.Tokens), "--dtype", dtype(r)}
+}
+
+func torchArgs(r row, o Options) []string {
+	th := fmt.Sprint(o.TorchThreads)
+	if r.train {
+		return []string{"bench-train", "--shape", r.shape, "--batch", fmt.Sprint(o.Batch), "--seq", fmt.Sprint(o.Seq),
+			"--steps", fmt.Sprint(o.Steps), "--threads", th}
+	}
+	return []string{"bench-decode", "--shape", r.shape, "--batch", fmt.Sprint(r.batch), "--prompt", fmt.Sprint(o.Prompt),
+		"--tokens", fmt.Sprint(o.Tokens), "--dtype", dtype(r), "--threads", th}
+}
+
+func dtype(r row) string {
+	if r.bf16 {
+		return "bf16"
+	}
+	return "f32"
+}
+
+// runChild runs one measurement and reads its "BENCH {json}" line and its
+// peak RSS (ru_maxrss is in KiB on Linux).
+func runChild(ctx context.Context, bin string, args, env []string) result {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var res result
+	if ps := cmd.ProcessState; ps != nil {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			res.RSS = int64(ru.Maxrss) * 1024
+		}
+	}
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		res.Err = fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args, " "), err, msg)
+		return res
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	found := false
+	for sc.Scan() {
+		if l, ok := strings.CutPrefix(sc.Text(), "BENCH "); ok {
+			if err := json.Unmarshal([]byte(l), &res); err != nil {
+				res.Err = fmt.Errorf("%s: bad BENCH line %q: %w", filepath.Base(bin), l, err)
+				return res
+			}
+			found = true
+		}
+	}
+	if !found {
+		res.Err = fmt.Errorf("%s %s: no BENCH line in its output", filepath.Base(bin), strings.Join(args, " "))
+	}
+	return res
+}
+
+// findReference looks for testdata/golden/model/reference.py in the working
+// directory and its parents (go run starts in the caller's directory).
+func findReference() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding reference.py: %w", err)
+	}
+	for {
+		p := filepath.Join(dir, "testdata", "golden", "model", "reference.py")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", fmt.Errorf("testdata/golden/model/reference.py not found above the working directory; pass --reference")
+		}
+		dir = up
+	}
+}
+
+func blasEnv() string {
+	var kv []string
+	for _, e := range os.Environ() {
+		if strings.HasPrefix(e, "OPENBLAS_") || strings.HasPrefix(e, "OMP_NUM_THREADS=") || strings.HasPrefix(e, "GOTO") {
+			kv = append(kv, e)
+		}
+	}
+	sort.Strings(kv)
+	if len(kv) == 0 {
+		return "(no OPENBLAS_* set)"
+	}
+	return strings.Join(kv, " ")
+}
+
+func envOr(env []string, k string) string {
+	v := ""
+	for _, e := range env {
+		if s, ok := strings.CutPrefix(e, k+"="); ok {
+			v = s
+		}
+	}
+	return v
+}
+
+// gemmPeak is the best of three timed square SGEMMs on kernels/cpu's
+// default GEMM, after one warm-up.
+func gemmPeak(ctx context.Context, n int) (float64, error) {
+	be, err := cpu.New(cpu.Options{})
+	if err != nil {
+		return 0, fmt.Errorf("GEMM peak: %w", err)
+	}
+	defer be.Close()
+	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i] = float32(i%17) * 0.01
+		b[i] = float32(i%13) * 0.01
+	}
+	best := 0.0
+	for i := range 4 {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		t := time.Now()
+		be.Matmul(c, a, b, n, n, n, false, false, 0)
+		if s := time.Since(t).Seconds(); i > 0 {
+			best = max(best, 2*float64(n)*float64(n)*float64(n)/s/1e9)
+		}
+	}
+	return best, nil
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestMain lets the test binary stand in for the command's worker
+// subcommand, since Run starts workers through os.Executable.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "worker" {
+		if err := worker(context.Background(), os.Args[2:], os.Stdout); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestRunHoneTiny runs the tiny training row for Hone through a child
+// process and checks the table has a positive figure and an RSS.
+func TestRunHoneTiny(t *testing.T) {
+	var out bytes.Buffer
+	o := Options{Quick: true, Rows: "train-tiny", Contenders: "hone", PeakSize: 256}
+	if err := Run(context.Background(), o, &out); err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		last = l
+	}
+	f := strings.Fields(last)
+	if len(f) < 2 || f[0] != "train-tiny" || f[1] == "-" {
+		t.Fatalf("no Hone figure in the table:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "SGEMM peak") || !strings.Contains(last, "GB") {
+		t.Fatalf("report lacks the peak or the RSS:\n%s", out.String())
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	for _, o := range []Options{
+		{Rows: "nope", Contenders: "hone", Batch: 1, Seq: 1, Steps: 1, Tokens: 1, Prompt: 1},
+		{Contenders: "tf", Batch: 1, Seq: 1, Steps: 1, Tokens: 1, Prompt: 1},
+		{Contenders: "hone", Batch: 0, Seq: 1, Steps: 1, Tokens: 1, Prompt: 1},
+	} {
+		if err := Run(context.Background(), o, &bytes.Buffer{}); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}
+
+// TestFlopsPerToken checks the counted work against a hand count of the
+// 0.5B shape: 357.9M projection weights + 136.1M output weights per token.
+func TestFlopsPerToken(t *testing.T) {
+	c, err := shapeConfig("05b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = 24*(896*(896+2*128)+896*896+3*896*4864) + 151936*896
+	if got := matmulParams(c); got != want {
+		t.Fatalf("matmulParams = %v, want %v", got, float64(want))
+	}
+	o := Options{Seq: 1, Prompt: 1, Tokens: 0}
+	if d := flopsPerToken(row{shape: "05b", batch: 1}, o); d != 2*want+2*2*896*24 {
+		t.Fatalf("decode flops %v", d)
+	}
+}

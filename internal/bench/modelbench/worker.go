@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/train/model"
+)
+
+// shapeConfig returns the model shapes of reference.py's BENCH_SHAPES.
+func shapeConfig(shape string) (model.Config, error) {
+	switch shape {
+	case "tiny":
+		return model.Config{Family: "qwen2", Vocab: 4096, Hidden: 256, Intermediate: 688, Layers: 4, Heads: 8, KVHeads: 4,
+			HeadDim: 32, RMSNormEps: 1e-6, QKVBias: true, RoPE: kernels.RoPEConfig{Theta: 1e6}}, nil
+	case "05b":
+		return model.Config{Family: "qwen2", Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
+			HeadDim: 64, RMSNormEps: 1e-6, QKVBias: true, TieEmbeddings: true, RoPE: kernels.RoPEConfig{Theta: 1e6}}, nil
+	}
+	return model.Config{}, fmt.Errorf("unknown shape %q (want tiny, 05b)", shape)
+}
+
+// matmulParams is the number of weights one token multiplies in a forward
+// pass: every projection and the output layer.
+func matmulParams(c model.Config) float64 {
+	qd, kvd := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	perLayer := c.Hidden*(qd+2*kvd) + qd*c.Hidden + 3*c.Hidden*c.Intermediate
+	return float64(c.Layers*perLayer + c.Vocab*c.Hidden)
+}
+
+// flopsPerToken is the counted work of one token of row r (see doc.go).
+func flopsPerToken(r row, o Options) float64 {
+	c, err := shapeConfig(r.shape)
+	if err != nil {
+		return 0
+	}
+	qd := float64(c.Heads * c.HeadDim)
+	if r.train {
+		// Causal attention: QKᵀ and PV over on average (T+1)/2 keys.
+		att := 2 * 2 * qd * float64(o.Seq+1) / 2 * float64(c.Layers)
+		return 2*2*matmulParams(c) + 3*att
+	}
+	ctx := float64(o.Prompt) + float64(o.Tokens)/2
+	return 2*matmulParams(c) + 2*2*qd*ctx*float64(c.Layers)
+}
+
+// workerResult is the BENCH line a worker prints (the same keys as
+// reference.py's).
+type workerResult struct {
+	Kind       string  `json:"kind"`
+	Shape      string  `json:"shape"`
+	Batch      int     `json:"batch"`
+	Dtype      string  `json:"dtype,omitempty"`
+	TokensPerS float64 `json:"tokens_per_s"`
+	FirstS     float64 `json:"first_step_s"`
+	Checkpoint bool    `json:"checkpoint,omitempty"`
+}
+
+// worker runs one Hone measurement in this process: "train …" or "decode …".
+func worker(ctx context.Context, args []string, w io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("want train or decode")
+	}
+	kind := args[0]
+	fs := pflag.NewFlagSet("worker "+kind, pflag.ContinueOnError)
+	shape := fs.String("shape", "tiny", "tiny or 05b")
+	batch := fs.Int("batch", 8, "sequences")
+	seq := fs.Int("seq", 256, "training tokens per sequence")
+	steps := fs.Int("steps", 2, "timed training steps")
+	ckpt := fs.Bool("checkpoint", false, "gradient checkpointing")
+	prompt := fs.Int("prompt", 16, "decode prompt tokens")
+	tokens := fs.Int("tokens", 16, "timed decode steps")
+	dt := fs.String("dtype", "f32", "decode weights: f32 or bf16")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	c, err := shapeConfig(*shape)
+	if err != nil {
+		return err
+	}
+	be, err := cpu.New(cpu.Options{})
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	m, err := model.New(c, be)
+	if err != nil {
+		return err
+	}
+	fill(m)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var res workerResult
+	switch kind {
+	case "train":
+		res, err = trainWorker(ctx, m, rng, *batch, *seq, *steps, *ckpt)
+	case "decode":
+		if *dt == "bf16" {
+			m.ToBF16()
+		} else if *dt != "f32" {
+			return fmt.Errorf("--dtype %q: want f32 or bf16", *dt)
+		}
+		res, err = decodeWorker(ctx, m, rng, *batch, *prompt, *tokens)
+		res.Dtype = *dt
+	default:
+		return fmt.Errorf("unknown worker %q (want train or decode)", kind)
+	}
+	if err != nil {
+		return err
+	}
+	res.Shape = *shape
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "BENCH %s\n", b)
+	return nil
+}
+
+// fill gives the weights cheap deterministic values of a sensible scale
+// (the values do not matter for speed; norms get 1).
+func fill(m *model.Model) {
+	for _, t := range m.Tensors() {
+		if len(t.Shape) == 1 {
+			for i := range t.Values {
+				t.Values[i] = 1
+			}
+			continue
+		}
+		for i := range t.Values {
+			t.Values[i] = float32((i*7919)%2001-1000) * 3e-5
+		}
+	}
+}
+
+func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, steps int, ckpt bool) (workerResult, error) {
+	V := m.Config.Vocab
+	b := &model.Batch{SeqOff: []int32{0}}
+	for range B {
+		for i := range T {
+			b.IDs = append(b.IDs, int32(rng.IntN(V)))
+			b.Targets = append(b.Targets, int32(rng.IntN(V)))
+			b.Pos = append(b.Pos, int32(i))
+		}
+		b.SeqOff = append(b.SeqOff, int32(len(b.IDs)))
+	}
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 8, Alpha: 16, Targets: model.AllModules()}, 1)
+	if err != nil {
+		return workerResult{}, err
+	}
+	N := len(b.IDs)
+	dlp := make([]float32, N)
+	for i := range dlp {
+		dlp[i] = -1 / float32(N) // loss = −mean logprob, as reference.py
+	}
+	type moments struct{ m, v []float32 }
+	opt := map[string]*moments{}
+	be := m.Backend()
+	var first, timed time.Duration
+	for step := 0; step <= steps; step++ {
+		t0 := time.Now()
+		ad.ZeroGrad()
+		p, err := m.Forward(ctx, b, ad, model.TrainOptions{Checkpoint: ckpt})
+		if err != nil {
+			return workerResult{}, err
+		}
+		if err := p.Backward(ctx, dlp, nil); err != nil {
+			return workerResult{}, err
+		}
+		ad.Params(func(name string, param, grad []float32) {
+			mo := opt[name]
+			if mo == nil {
+				mo = &moments{make([]float32, len(param)), make([]float32, len(param))}
+				opt[name] = mo
+			}
+			be.AdamW(param, grad, mo.m, mo.v, len(param), step+1, kernels.DefaultAdamW(1e-4))
+		})
+		if d := time.Since(t0); step == 0 {
+			first = d
+		} else {
+			timed += d
+		}
+	}
+	return workerResult{Kind: "train", Batch: B, TokensPerS: float64(N*steps) / timed.Seconds(),
+		FirstS: first.Seconds(), Checkpoint: ckpt}, nil
+}
+
+func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, prompt, tokens int) (workerResult, error) {
+	V := m.Config.Vocab
+	cache := model.NewContiguousCache(&m.Config)
+	in := make([]model.StepInput, B)
+	for s := range in {
+		ids := make([]int32, prompt)
+		for i := range ids {
+			ids[i] = int32(rng.IntN(V))
+		}
+		in[s] = model.StepInput{Seq: s, IDs: ids}
+	}
+	t0 := time.Now()
+	logits, err := m.Step(ctx, cache, in, nil)
+	if err != nil {
+		return workerResult{}, err
+	}
+	first := time.Since(t0)
+	t0 = time.Now()
+	for range tokens {
+		for s := range in {
+			in[s].IDs = []int32{argmax(logits[s*V : (s+1)*V])}
+		}
+		if logits, err = m.Step(ctx, cache, in, nil); err != nil {
+			return workerResult{}, err
+		}
+	}
+	return workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / time.Since(t0).Seconds(),
+		FirstS: first.Seconds()}, nil
+}
+
+func argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}

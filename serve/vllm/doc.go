@@ -23,6 +23,8 @@
 //     same folder is not retried until its modification time changes.
 //     A 400 "has already been loaded" answer counts as loaded, so a
 //     restarted front re-adopts what a still-running vLLM holds.
+//   - Serve: the front on a listener with Watch running; on cancel, new
+//     requests get 503 while those in flight, streams included, finish.
 //
 // vLLM must run with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (without it the
 // load/unload routes do not exist and every load fails with 404) and with

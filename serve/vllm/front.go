@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +43,8 @@ type Front struct {
 
 	mu   sync.RWMutex
 	runs map[string]*runState
+
+	draining atomic.Bool // Serve is stopping: new requests get 503
 }
 
 // runState is what vLLM holds of one run.
@@ -149,6 +152,10 @@ func versionName(run string, step int) string { return run + "@" + strconv.Itoa(
 // ServeHTTP checks the key and the body, rewrites the model name and
 // forwards the request to vLLM.
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.draining.Load() {
+		writeError(w, http.StatusServiceUnavailable, "service_unavailable", "server is shutting down", "", "shutting_down")
+		return
+	}
 	if !strings.HasPrefix(r.URL.Path, "/v1/") {
 		f.proxy.ServeHTTP(w, r) // /health, /metrics, /version of vLLM
 		return

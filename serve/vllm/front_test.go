@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -447,4 +448,57 @@ func TestWatch(t *testing.T) {
 	cancel()
 	<-done
 	wantCalls(t, fake.takeCalls(), load("r@1", p))
+}
+
+// TestServeDrains: on cancel, a stream in flight finishes, a new request
+// on a kept-alive connection gets 503, and Serve returns nil.
+func TestServeDrains(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{Interval: 10 * time.Millisecond})
+	writeStep(t, dir, "r", 1)
+	fake.release = make(chan struct{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- f.Serve(ctx, ln, 5*time.Second) }()
+	url := "http://" + ln.Addr().String()
+	deadline := time.Now().Add(5 * time.Second)
+	for { // Serve runs Watch: wait for r@1
+		if got, _ := f.Model("r"); got == "r@1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Serve's watch did not load r@1")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	client := &http.Client{}
+	resp, err := client.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"r","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if first, err := br.ReadString('\n'); err != nil || !strings.Contains(first, `"r@1"`) {
+		t.Fatalf("first chunk %q, %v", first, err)
+	}
+	cancel()
+	for !f.draining.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	rec := httptest.NewRecorder()
+	f.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"r"}`)))
+	if rec.Code != 503 {
+		t.Fatalf("request while draining: %d", rec.Code)
+	}
+	close(fake.release)
+	rest, err := io.ReadAll(br)
+	resp.Body.Close()
+	if err != nil || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Fatalf("stream in flight was cut: %q, %v", rest, err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
 }

@@ -1,0 +1,41 @@
+package vllm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Serve serves the front on ln, with Watch running, until ctx ends; then
+// it drains: new requests get 503 while those in flight (streams
+// included) finish, for at most drain.
+func (f *Front) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
+	hs := &http.Server{Handler: f, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(f.o.Log.Handler(), slog.LevelWarn)}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	go f.Watch(watchCtx)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	f.o.Log.Info("hone-serve listening in front of vLLM", "addr", ln.Addr().String(), "upstream", f.base.String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("vllm front: %w", err)
+	case <-ctx.Done():
+	}
+	f.draining.Store(true)
+	stopWatch()
+	dctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	if err := hs.Shutdown(dctx); err != nil {
+		hs.Close()
+		return fmt.Errorf("vllm front: draining: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("vllm front: %w", err)
+	}
+	return nil
+}

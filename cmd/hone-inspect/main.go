@@ -62,6 +62,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input, 130 interrupted.`,
 		newCatCmd(a),
 		newTokenizeCmd(a),
 		newRenderCmd(a),
+		newReportCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package constrain
+
+const raceEnabled = false

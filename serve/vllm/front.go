@@ -192,6 +192,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
+		r.TransferEncoding = nil // the body is whole now: send it with a length
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	}
 	f.proxy.ServeHTTP(w, r)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -79,8 +81,20 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	prompt := fs.Int("prompt", 16, "decode prompt tokens")
 	tokens := fs.Int("tokens", 16, "timed decode steps")
 	dt := fs.String("dtype", "f32", "decode weights: f32 or bf16")
+	prof := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	c, err := shapeConfig(*shape)
 	if err != nil {

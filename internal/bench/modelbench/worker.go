@@ -85,17 +85,6 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if *prof != "" {
-		f, err := os.Create(*prof)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
 	c, err := shapeConfig(*shape)
 	if err != nil {
 		return err
@@ -111,6 +100,18 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	}
 	fill(m)
 	rng := rand.New(rand.NewPCG(1, 2))
+	// Profile from here: the weights are filled, the measured part follows.
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var res workerResult
 	switch kind {
 	case "train":

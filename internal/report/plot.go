@@ -5,22 +5,29 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Plot size on paper and the resolution it is rasterized at: 6.4x3.6 in at
-// 125 dpi is 800x450 pixels, shown at half that per CSS pixel on a HiDPI
-// screen and still sharp when the page is zoomed.
+// Plot size on paper and the resolution it is rasterized at: 5.6x3.3 in at
+// 144 dpi is 806x475 pixels. The page shows two plots a row, each about
+// 600 CSS pixels wide, so a 10 pt tick label reads at about 14 px and the
+// image stays sharp when the page is zoomed.
 const (
-	plotW   = 6.4 * vg.Inch
-	plotH   = 3.6 * vg.Inch
-	plotDPI = 125
+	plotW   = 5.6 * vg.Inch
+	plotH   = 3.3 * vg.Inch
+	plotDPI = 144
 )
+
+// sans is the typeface of every text; gonum/plot's default is a serif.
+var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
 
 // line is one drawn series; Lo/Hi, when set, shade a band around it
 // (mean ± std).
@@ -54,12 +61,15 @@ var palette = []color.RGBA{
 func renderPNG(c chart) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = c.Title
-	p.Title.TextStyle.Font.Size = vg.Points(14)
+	p.Title.TextStyle.Font = sans
+	p.Title.TextStyle.Font.Size = vg.Points(13)
 	p.Title.Padding = vg.Points(6)
 	p.X.Label.Text = c.XLabel
 	p.Y.Label.Text = c.YLabel
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font = sans
 		a.Label.TextStyle.Font.Size = vg.Points(11)
+		a.Tick.Label.Font = sans
 		a.Tick.Label.Font.Size = vg.Points(10)
 		a.Padding = vg.Points(2)
 	}
@@ -128,10 +138,13 @@ func renderPNG(c chart) ([]byte, error) {
 			p.Legend.Add(l.Name, thumbs...)
 		}
 	}
-	// A constant series would otherwise get a zero-height axis; give it a
-	// visible range around the value instead.
-	if ymin == ymax {
-		d := math.Max(math.Abs(ymin)*0.1, 1e-3)
+	// Leave a margin above and below the data so a curve does not run along
+	// the frame; a constant series gets a visible range around its value.
+	if !math.IsInf(ymin, 0) {
+		d := (ymax - ymin) * 0.05
+		if d == 0 {
+			d = math.Max(math.Abs(ymin)*0.1, 1e-3)
+		}
 		p.Y.Min, p.Y.Max = ymin-d, ymax+d
 	}
 	// One-step runs: widen the x range the same way so the point is centred.
@@ -139,6 +152,7 @@ func renderPNG(c chart) ([]byte, error) {
 		p.X.Min, p.X.Max = p.X.Min-1, p.X.Max+1
 	}
 	p.Legend.Top = true
+	p.Legend.TextStyle.Font = sans
 	p.Legend.TextStyle.Font.Size = vg.Points(10)
 	p.Legend.Padding = vg.Points(2)
 	p.Legend.YOffs = -vg.Points(4)
@@ -174,22 +188,54 @@ func (integerTicks) Ticks(min, max float64) []plot.Tick {
 	return out
 }
 
-// compactTicks keeps the default positions but writes labels in the
-// shortest form: 2e-05 rather than 0.00002, 1.2e+06 rather than 1200000.
+// compactTicks keeps the default tick positions but labels them with the
+// fewest significant digits that tell every label apart (5.5416, 5.5420
+// rather than 5.54, 5.54), with no padding zeros (5750, not 5750.00), and
+// in exponent form for very small or large values (2e-5).
 type compactTicks struct{}
 
 func (compactTicks) Ticks(min, max float64) []plot.Tick {
 	ts := (plot.DefaultTicks{}).Ticks(min, max)
+	var idx []int
 	for i := range ts {
-		if ts[i].Label == "" {
-			continue
+		if ts[i].Label != "" {
+			idx = append(idx, i)
 		}
-		v := ts[i].Value
-		if a := math.Abs(v); a != 0 && (a < 1e-3 || a >= 1e6) {
-			ts[i].Label = trimExp(fmt.Sprintf("%.3g", v))
+	}
+	for prec := 2; prec <= 10; prec++ {
+		seen := map[string]bool{}
+		distinct := true
+		for _, i := range idx {
+			l := tickLabel(ts[i].Value, prec)
+			if seen[l] {
+				distinct = false
+			}
+			seen[l] = true
+			ts[i].Label = l
+		}
+		if distinct {
+			break
 		}
 	}
 	return ts
+}
+
+// tickLabel formats v with prec significant digits, plainly when that is
+// short and with an exponent otherwise.
+func tickLabel(v float64, prec int) string {
+	if v == 0 {
+		return "0"
+	}
+	if a := math.Abs(v); a < 1e-3 || a >= 1e6 {
+		return trimExp(strconv.FormatFloat(v, 'e', prec-1, 64))
+	}
+	return strconv.FormatFloat(strconvRound(v, prec), 'f', -1, 64)
+}
+
+// strconvRound rounds v to prec significant digits.
+func strconvRound(v float64, prec int) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', prec, 64), 64)
+	return r
 }
 
 func countLabels(ts []plot.Tick) int {
@@ -202,13 +248,22 @@ func countLabels(ts []plot.Tick) int {
 	return n
 }
 
-// trimExp turns "2e-05" into "2e-5".
+// trimExp turns "2.50e-05" into "2.5e-5".
 func trimExp(s string) string {
-	b := []byte(s)
-	for i := 0; i+2 < len(b); i++ {
-		if b[i] == 'e' && (b[i+1] == '-' || b[i+1] == '+') && b[i+2] == '0' && i+3 < len(b) {
-			return string(append(b[:i+2:i+2], b[i+3:]...))
-		}
+	mant, exp, ok := strings.Cut(s, "e")
+	if !ok {
+		return s
 	}
-	return s
+	if strings.Contains(mant, ".") {
+		mant = strings.TrimRight(strings.TrimRight(mant, "0"), ".")
+	}
+	sign := ""
+	if strings.HasPrefix(exp, "-") {
+		sign = "-"
+	}
+	exp = strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
+	if exp == "" {
+		return mant
+	}
+	return mant + "e" + sign + exp
 }

@@ -55,10 +55,22 @@ var known = []struct{ key, title, ylabel string }{
 	{"policy_loss", "Policy loss", "policy loss"},
 	{"kl", "KL to reference", "KL"},
 	{"entropy", "Entropy", "nats / token"},
-	{"grad_norm", "Gradient norm", "‖g‖₂"},
+	{"grad_norm", "Gradient norm", "L2 norm"},
 	{"clip_frac", "Clip fraction", "fraction of tokens"},
 	{"lr", "Learning rate", "lr"},
 	{"ratio_mean", "Importance ratio mean", "π/π_old"},
+}
+
+// otherTitles names the trainer's bookkeeping series; anything else is
+// titled after its key.
+var otherTitles = map[string]string{
+	"tokens":           "Tokens per step",
+	"trainable_tokens": "Trainable tokens per step",
+	"tokens_per_s":     "Throughput (tokens/s)",
+	"seconds":          "Step time (s)",
+	"groups":           "Groups per step",
+	"groups_trainable": "Trainable groups per step",
+	"reward_std":       "Reward std",
 }
 
 // Build renders every figure of in.
@@ -91,7 +103,11 @@ func Build(ctx context.Context, in Input) (*Page, error) {
 		if used[s.Name] {
 			continue
 		}
-		other = append(other, chart{ID: s.Name, Title: humanize(s.Name), XLabel: "step", YLabel: s.Name,
+		title := otherTitles[s.Name]
+		if title == "" {
+			title = humanize(s.Name)
+		}
+		other = append(other, chart{ID: s.Name, Title: title, XLabel: "step", YLabel: s.Name,
 			Lines: []line{{Name: s.Name, X: s.X, Y: s.Y}}})
 	}
 	var sections []struct {

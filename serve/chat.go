@@ -103,7 +103,7 @@ func (s *Server) forceToolCall(tm toolMode) func(int) engine.Constraint {
 		s.log.Warn("tool_choice: cannot build the call schema; not forcing", "err", err)
 		return nil
 	}
-	return func(int) engine.Constraint { return constrain.NewWrapped(s.tok, s.eos, prefix, schema, suffix) }
+	return func(int) engine.Constraint { return constrain.NewWrapped(s.cvocab, s.eos, prefix, schema, suffix) }
 }
 
 func parseToolChoice(raw json.RawMessage, haveTools bool) (toolMode, error) {
@@ -161,7 +161,7 @@ func (s *Server) responseFormat(rf *responseFormat) (func(int) engine.Constraint
 	default:
 		return nil, badRequest("response_format", "response_format type %q: want text, json_object or json_schema", rf.Type)
 	}
-	return func(int) engine.Constraint { return constrain.NewJSON(s.tok, s.eos, schema) }, nil
+	return func(int) engine.Constraint { return constrain.NewJSON(s.cvocab, s.eos, schema) }, nil
 }
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -230,6 +230,18 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	p.Logprobs = req.Logprobs
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
 	defer cancel()
+	if cons != nil {
+		// A JSON document must end within max_tokens, so a choice stops
+		// with a complete document instead of being cut mid-string.
+		mk, maxTokens := cons, p.MaxTokens
+		cons = func(i int) engine.Constraint {
+			c := mk(i)
+			if j, ok := c.(*constrain.JSON); ok {
+				j.WithMaxTokens(maxTokens)
+			}
+			return c
+		}
+	}
 	ereq := &engine.Request{Prompt: prompt, N: n, Params: p, Constraint: cons}
 	if ad != nil {
 		ereq.Adapter = ad.Weights

@@ -21,6 +21,7 @@ import (
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/serve/adapters"
+	"github.com/hone-rl/hone/serve/constrain"
 	"github.com/hone-rl/hone/serve/engine"
 	"github.com/hone-rl/hone/train/model"
 )
@@ -31,6 +32,7 @@ type Server struct {
 	o       Options
 	m       *model.Model
 	tok     *tokenizer.Tokenizer
+	cvocab  *constrain.Index // tok read once for constrained decoding (fast masking)
 	tmpl    *chattemplate.Template
 	eng     *engine.Engine
 	reg     *adapters.Registry // nil without --adapters
@@ -87,6 +89,7 @@ func NewServer(o Options, be kernels.Backend) (*Server, error) {
 		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: h.MaxPositionEmbeddings, eos: eos,
 		created: time.Now().Unix(), log: o.Log, met: newMetrics(),
 	}
+	s.cvocab = constrain.NewIndex(tok)
 	if s.name == "" {
 		s.name = baseName(o.Model)
 	}

@@ -1,8 +1,30 @@
-# make -f pipelines/demo.mk — the demo loop (see pipelines/demo.sh).
-# Needs the binaries in bin/ (make build) and jq. Every run starts fresh in
-# OUT (default out/demo). Knobs pass through: SEED, ROUNDS, EVAL_EPISODES,
-# EVAL_SPLIT (test for the reported numbers, val for choosing settings).
+# make -f pipelines/demo.mk — the demo loop (pipelines/demo.sh): a tiny random
+# model warmed up by SFT on a scripted policy, then GRPO rounds through
+# hone-serve (hot reload) → hone-collect → hone-score → hone-train grpo, with
+# held-out evaluations before and after.
+#
+# Needs bin/ (make build), jq, curl and python3 (for a free port). Every run
+# starts fresh: OUT is removed first. Knobs pass through the environment:
+#   SEED, OUT, ROUNDS, SFT_STEPS, EVAL_EPISODES, EVAL_SPLIT (test: the
+#   reported numbers; val: for choosing settings — never tune on test).
+#
+#   demo          one run, OUT=out/demo
+#   demo-seeds    seeds 1 and 2 into out/demo-seed1, out/demo-seed2, then
+#                 check that the T=1 success rose by ≥ 20 points in each
 
-.PHONY: demo
+OUT   ?= out/demo
+SEEDS ?= 1 2
+MIN_GAIN ?= 0.20
+
+.PHONY: demo demo-seeds
+
 demo:
-	./pipelines/demo.sh
+	OUT=$(OUT) ./pipelines/demo.sh
+
+demo-seeds:
+	@for s in $(SEEDS); do OUT=out/demo-seed$$s SEED=$$s ./pipelines/demo.sh || exit 1; done
+	@for s in $(SEEDS); do \
+	  jq -e --argjson min $(MIN_GAIN) '.results as $$r | def s(m; t): ($$r[] | select(.model == m and .temperature == t) | .success); \
+	    (s("rl"; 1) - s("base"; 1)) >= $$min' out/demo-seed$$s/summary.json >/dev/null \
+	    || { echo "seed $$s: T=1 success did not rise by $(MIN_GAIN)"; exit 1; }; \
+	done; echo "every seed rose by at least $(MIN_GAIN) at T=1"

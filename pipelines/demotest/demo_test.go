@@ -1,0 +1,120 @@
+package demotest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+type result struct {
+	Model       string   `json:"model"`
+	Temperature float64  `json:"temperature"`
+	Episodes    int      `json:"episodes"`
+	Success     *float64 `json:"success"`
+	Invalid     *float64 `json:"invalid"`
+}
+
+type summary struct {
+	Seed    int      `json:"seed"`
+	Split   string   `json:"split"`
+	Results []result `json:"results"`
+}
+
+// need fails under CI and skips elsewhere when a tool is missing.
+func need(t *testing.T, tool string) {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is needed by the demo: %v", tool, err)
+		}
+		t.Skipf("%s not installed: %v", tool, err)
+	}
+}
+
+func TestDemoPlumbing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every binary and runs the loop (~30 s)")
+	}
+	need(t, "jq")
+	need(t, "curl")
+	need(t, "python3")
+	need(t, "column")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	bin := t.TempDir()
+	for _, name := range []string{"hone-train", "hone-collect", "hone-score", "hone-serve", "hone-inspect"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, name), "./cmd/"+name)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", name, err, out)
+		}
+	}
+
+	out := filepath.Join(t.TempDir(), "demo")
+	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SEED=3",
+		"SFT_STEPS=4", "ROUNDS=2", "RL_GROUPS=2", "GSIZE=4", "EVAL_EPISODES=6", "EVAL_SPLIT=val")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo.sh: %v\n%s", err, stdout.String())
+	}
+
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatalf("summary: %v\n%s", err, stdout.String())
+	}
+	var s summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("summary.json: %v\n%s", err, b)
+	}
+	if s.Seed != 3 || s.Split != "val" {
+		t.Errorf("summary seed/split = %d/%q, want 3/val", s.Seed, s.Split)
+	}
+	want := []struct {
+		model string
+		temp  float64
+	}{{"base", 0}, {"base", 1}, {"warmup", 0}, {"warmup", 1}, {"rl", 0}, {"rl", 1}}
+	if len(s.Results) != len(want) {
+		t.Fatalf("summary has %d results, want %d:\n%s", len(s.Results), len(want), b)
+	}
+	for i, w := range want {
+		r := s.Results[i]
+		if r.Model != w.model || r.Temperature != w.temp || r.Episodes != 6 || r.Success == nil || r.Invalid == nil {
+			t.Errorf("result %d = %+v, want model %s at T=%g over 6 episodes with rates", i, r, w.model, w.temp)
+			continue
+		}
+		if *r.Success < 0 || *r.Success > 1 || *r.Invalid < 0 || *r.Invalid > 1 {
+			t.Errorf("result %d: rates outside [0,1]: %+v", i, r)
+		}
+	}
+	// Each round trained one GRPO step and the server served it.
+	for _, p := range []string{"adapters/rl/step-000002", "scored/round-002.parquet", "eval/rl-T1.parquet"} {
+		if _, err := os.Stat(filepath.Join(out, p)); err != nil {
+			t.Errorf("missing artefact: %v", err)
+		}
+	}
+	if !strings.Contains(stdout.String(), "GRPO gain (warmup -> rl)") {
+		t.Errorf("no before/after line in the output:\n%s", stdout.String())
+	}
+	// The server must be gone: no process still has the model folder open.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		c, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(c, []byte(out)) && bytes.Contains(c, []byte("hone-serve")) {
+			t.Errorf("hone-serve still running after the demo: %s %q", p, bytes.ReplaceAll(c, []byte{0}, []byte{' '}))
+		}
+	}
+}

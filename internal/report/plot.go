@@ -95,9 +95,8 @@ func renderPNG(c chart) ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("report: %s: band: %w", c.ID, err)
 			}
-			fill := col
-			fill.A = 0x38
-			poly.Color = fill
+			// color.RGBA is premultiplied; a translucent fill needs NRGBA.
+			poly.Color = color.NRGBA{R: col.R, G: col.G, B: col.B, A: 0x40}
 			poly.LineStyle.Width = 0
 			p.Add(poly)
 			for j := range l.X {
@@ -146,6 +145,19 @@ func renderPNG(c chart) ([]byte, error) {
 			d = math.Max(math.Abs(ymin)*0.1, 1e-3)
 		}
 		p.Y.Min, p.Y.Max = ymin-d, ymax+d
+		// The legend sits in the top right corner; raise the top so it
+		// covers no data (about 7% of the height per entry).
+		if n := len(c.Lines); n > 1 {
+			p.Y.Max += (p.Y.Max - p.Y.Min) * (0.03 + 0.08*float64(n))
+		}
+	}
+	// Markers on the first and last step would be cut in half by the frame.
+	for _, l := range c.Lines {
+		if l.Points && p.X.Max > p.X.Min {
+			d := (p.X.Max - p.X.Min) * 0.03
+			p.X.Min, p.X.Max = p.X.Min-d, p.X.Max+d
+			break
+		}
 	}
 	// One-step runs: widen the x range the same way so the point is centred.
 	if p.X.Min == p.X.Max {
@@ -171,41 +183,56 @@ func renderPNG(c chart) ([]byte, error) {
 type integerTicks struct{}
 
 func (integerTicks) Ticks(min, max float64) []plot.Tick {
-	var out []plot.Tick
-	for _, t := range (plot.DefaultTicks{}).Ticks(min, max) {
-		if t.Value != math.Trunc(t.Value) {
-			continue
-		}
-		out = append(out, t)
-	}
-	if countLabels(out) >= 2 || max-min > 20 {
-		return out
-	}
-	out = out[:0]
-	for v := math.Ceil(min); v <= max; v++ {
-		out = append(out, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
-	}
-	return out
+	return niceTicks(min, max, true)
 }
 
-// compactTicks keeps the default tick positions but labels them with the
-// fewest significant digits that tell every label apart (5.5416, 5.5420
-// rather than 5.54, 5.54), with no padding zeros (5750, not 5750.00), and
-// in exponent form for very small or large values (2e-5).
+// compactTicks labels the y axis at round values (1, 2 or 5 times a power
+// of ten) with the fewest significant digits that tell every label apart
+// (5.5416, 5.5420 rather than 5.54, 5.54), no padding zeros (5750, not
+// 5750.00), and an exponent for very small or large values (2e-5).
 type compactTicks struct{}
 
 func (compactTicks) Ticks(min, max float64) []plot.Tick {
-	ts := (plot.DefaultTicks{}).Ticks(min, max)
-	var idx []int
-	for i := range ts {
-		if ts[i].Label != "" {
-			idx = append(idx, i)
+	return niceTicks(min, max, false)
+}
+
+// niceTicks puts 3 to 6 labelled ticks at multiples of 1, 2 or 5 times a
+// power of ten (at least 1 when integer is set), with unlabelled minor
+// ticks between them. gonum's DefaultTicks can choose 2.5, 12.5, 22.5 for
+// a 1..24 range, which reads badly on a step axis.
+func niceTicks(min, max float64, integer bool) []plot.Tick {
+	if !(max > min) || math.IsInf(min, 0) || math.IsInf(max, 0) {
+		return []plot.Tick{{Value: min, Label: tickLabel(min, 6)}}
+	}
+	span := max - min
+	mag := math.Pow(10, math.Floor(math.Log10(span/5)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if span/(m*mag) <= 6 {
+			step = m * mag
+			break
 		}
 	}
-	for prec := 2; prec <= 10; prec++ {
+	if integer && step < 1 {
+		step = 1
+	}
+	minor := step / 5
+	if lead := step / mag; lead == 2 || lead == 20 {
+		minor = step / 4
+	}
+	if integer && minor < 1 {
+		minor = 0
+	}
+	var ts []plot.Tick
+	first := math.Ceil(min/step - 1e-9)
+	for k := first; k*step <= max+step*1e-9; k++ {
+		ts = append(ts, plot.Tick{Value: k * step})
+	}
+	// Label with as few digits as keep the labels distinct.
+	for prec := 1; prec <= 12; prec++ {
 		seen := map[string]bool{}
 		distinct := true
-		for _, i := range idx {
+		for i := range ts {
 			l := tickLabel(ts[i].Value, prec)
 			if seen[l] {
 				distinct = false
@@ -217,13 +244,21 @@ func (compactTicks) Ticks(min, max float64) []plot.Tick {
 			break
 		}
 	}
+	if minor > 0 {
+		for k := math.Ceil(min/minor - 1e-9); k*minor <= max+minor*1e-9; k++ {
+			v := k * minor
+			if r := math.Abs(v/step - math.Round(v/step)); r > 1e-6 {
+				ts = append(ts, plot.Tick{Value: v})
+			}
+		}
+	}
 	return ts
 }
 
 // tickLabel formats v with prec significant digits, plainly when that is
 // short and with an exponent otherwise.
 func tickLabel(v float64, prec int) string {
-	if v == 0 {
+	if math.Abs(v) < 1e-300 {
 		return "0"
 	}
 	if a := math.Abs(v); a < 1e-3 || a >= 1e6 {
@@ -236,16 +271,6 @@ func tickLabel(v float64, prec int) string {
 func strconvRound(v float64, prec int) float64 {
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', prec, 64), 64)
 	return r
-}
-
-func countLabels(ts []plot.Tick) int {
-	n := 0
-	for _, t := range ts {
-		if t.Label != "" {
-			n++
-		}
-	}
-	return n
 }
 
 // trimExp turns "2.50e-05" into "2.5e-5".

@@ -29,11 +29,15 @@ type Options struct {
 	JudgeTemperature float64 // negative: the server's default
 	JudgeMaxTokens   int64
 	JudgeFormat      string // judge.FormatJSONSchema, FormatJSONObject or FormatNone
-	Concurrency      int
-	CacheDir         string
-	NoCache          bool
-	PricePrompt      float64 // USD per million prompt tokens, for the summary
-	PriceCompletion  float64 // USD per million completion tokens
+	// JudgeExplanationMax bounds each explanation in the json_schema
+	// (maxLength, characters); 0 leaves the keyword out because OpenAI's
+	// strict mode does not accept it. See judge.SchemaOptions.
+	JudgeExplanationMax int
+	Concurrency         int
+	CacheDir            string
+	NoCache             bool
+	PricePrompt         float64 // USD per million prompt tokens, for the summary
+	PriceCompletion     float64 // USD per million completion tokens
 
 	// Inputs are the input files in order ("-" for stdin), already
 	// expanded from globs and directories.
@@ -78,6 +82,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.JudgeTemperature, "judge-temperature", -1, "sampling temperature of the judge (negative: the server's default)")
 	fs.Int64Var(&o.JudgeMaxTokens, "judge-max-tokens", 0, "maximum tokens of a judge answer (0: the server's default)")
 	fs.StringVar(&o.JudgeFormat, "judge-response-format", "json_schema", "response_format asked of the judge: json_schema, json_object, or none for servers without structured output (answers are validated either way)")
+	fs.IntVar(&o.JudgeExplanationMax, "judge-explanation-max-chars", 0, "maxLength of each explanation in the json_schema, for judges that decode under the schema (hone-serve, vLLM; 300 is plenty): answers then end within a known token count; 0 leaves it out, as OpenAI's strict mode requires")
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "judge calls in flight at once")
 	fs.StringVar(&o.CacheDir, "judge-cache", DefaultCacheDir(), "directory of cached judge verdicts")
 	fs.BoolVar(&o.NoCache, "no-judge-cache", false, "neither read nor write the judge cache")
@@ -99,6 +104,9 @@ func (o *Options) validate() error {
 	case "", judge.FormatJSONSchema, judge.FormatJSONObject, judge.FormatNone:
 	default:
 		return usagef("--judge-response-format %q: want json_schema, json_object or none", o.JudgeFormat)
+	}
+	if o.JudgeExplanationMax < 0 {
+		return usagef("--judge-explanation-max-chars %d: want 0 or more", o.JudgeExplanationMax)
 	}
 	if o.JudgeRetries < 0 {
 		return usagef("--judge-retries %d: want 0 or more", o.JudgeRetries)

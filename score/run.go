@@ -226,7 +226,8 @@ func buildJudge(opts Options, log *slog.Logger) (judge.Judge, error) {
 		if key == "" {
 			key = os.Getenv("OPENAI_API_KEY")
 		}
-		oo := judge.OpenAIOptions{BaseURL: base, APIKey: key, Timeout: opts.JudgeTimeout, MaxTokens: opts.JudgeMaxTokens, ResponseFormat: opts.JudgeFormat}
+		oo := judge.OpenAIOptions{BaseURL: base, APIKey: key, Timeout: opts.JudgeTimeout, MaxTokens: opts.JudgeMaxTokens, ResponseFormat: opts.JudgeFormat,
+			ExplanationMaxChars: opts.JudgeExplanationMax}
 		if opts.JudgeTemperature >= 0 {
 			t := opts.JudgeTemperature
 			oo.Temperature = &t

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/serve"
 	"github.com/hone-rl/hone/train/tinymodel"
 )
@@ -47,49 +49,86 @@ func startHoneServe(t *testing.T) string {
 	return "http://" + ln.Addr().String() + "/v1"
 }
 
+// maxAnswerTokens bounds the tokens of any answer that fits the judge
+// schema for ids with explanations of at most maxChars characters: every
+// token holds at least one byte, so the bound is the longest document in
+// bytes, plus the end token. The longest document is the shortest one
+// (empty explanations, score 0) with each explanation grown to maxChars
+// characters of at most 12 bytes each (a surrogate pair written as two
+// \uXXXX escapes) and each score grown to 24 bytes (serve/constrain's
+// longest number).
+func maxAnswerTokens(t *testing.T, ids []string, maxChars int) int {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`{"scores":{`)
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `%q:{"explanation":"","score":0}`, id)
+	}
+	b.WriteString(`}}`)
+	shortest := b.String()
+	if _, err := judge.Parse(judge.Request{IDs: ids}, shortest); err != nil {
+		t.Fatalf("shortest answer %s: %v", shortest, err)
+	}
+	return len(shortest) + len(ids)*(12*maxChars+23) + 1
+}
+
 // TestHoneServeAsJudge runs hone-score against the real hone-serve with a
 // tiny random model as the judge. A random model cannot grade, so this
-// checks the protocol end to end — request shape, usage accounting, the
-// failure paths — not the quality of the scores.
+// checks the protocol end to end — request shape, constrained decoding of
+// the answer schema, usage accounting, the failure paths — not the
+// quality of the scores.
 func TestHoneServeAsJudge(t *testing.T) {
 	base := startHoneServe(t)
 	dir := t.TempDir()
-	in := scenario(t, dir, "in.parquet", 0, 2, 2)
+	in := scenario(t, dir, "in.parquet", 0, 2, 2) // 2 groups of 2
 	out := filepath.Join(dir, "out.parquet")
 	common := []string{"-o", out, "--judge-base-url", base, "--judge-model", "tiny-judge", "--no-judge-cache",
-		"--judge-max-tokens", "12", "--judge-temperature", "0", "--scorer", "ruler"}
+		"--judge-temperature", "0", "--scorer", "ruler"}
 
-	// Default: a json_schema response format. Today hone-serve refuses it
-	// (no constrained decoding yet: HTTP 400, not retried); once it
-	// enforces the schema, every group must come back scored.
-	r := runBin(t, nil, nil, append(common, in)...)
-	switch {
-	case r.code == 1:
-		if !strings.Contains(r.stderr, "HTTP 400") || !strings.Contains(r.stderr, "response_format") {
-			t.Fatalf("json_schema refused, but not clearly:\n%s", r.stderr)
-		}
-	case r.code == 0:
-		for _, g := range readBack(t, out) {
-			for _, tr := range g.Trajectories {
-				if v, ok := component(tr, "ruler"); !ok || v < 0 || v > 1 {
-					t.Fatalf("%s: ruler component %v %v", tr.ID, v, ok)
-				}
+	// Default json_schema format: hone-serve decodes under the answer
+	// schema (ids as required keys, explanation maxLength, score in [0,1]),
+	// so with max_tokens above the longest possible answer every group is
+	// scored by its first answer — no retries, no marks.
+	const maxChars = 24
+	budget := maxAnswerTokens(t, []string{"1", "2"}, maxChars)
+	r := runBin(t, nil, nil, append(common, "--judge-explanation-max-chars", fmt.Sprint(maxChars),
+		"--judge-max-tokens", fmt.Sprint(budget), "--judge-retries", "0", "--on-judge-error", "fail", in)...)
+	if r.code != 0 || !strings.Contains(r.stderr, "judge tiny-judge: 2 calls, 0 cached, 0 retries") {
+		t.Fatalf("json_schema with max_tokens %d: exit %d:\n%s", budget, r.code, r.stderr)
+	}
+	t.Logf("json_schema, max_tokens %d: %s", budget, strings.TrimSpace(r.stderr))
+	gs := readBack(t, out)
+	if len(gs) != 2 {
+		t.Fatalf("%d groups back, want 2", len(gs))
+	}
+	for _, g := range gs {
+		for _, tr := range g.Trajectories {
+			if v, ok := component(tr, "ruler"); !ok || v < 0 || v > 1 || tr.Error != "" {
+				t.Fatalf("%s: ruler component %v %v, error %q", tr.ID, v, ok, tr.Error)
 			}
 		}
-	default:
-		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+
+	// A max_tokens below the shortest answer cuts the JSON off whatever the
+	// decoder does: each group is retried once and then marked.
+	r = runBin(t, nil, nil, append(common, "--judge-max-tokens", "12", "--judge-retries", "1", "--on-judge-error", "mark", in)...)
+	if r.code != 0 || !strings.Contains(r.stderr, "2 marked") || !strings.Contains(r.stderr, "judge tiny-judge: 4 calls, 0 cached, 2 retries") {
+		t.Fatalf("json_schema with max_tokens 12: exit %d:\n%s", r.code, r.stderr)
 	}
 
 	// Without a response format the tiny model's text is not a valid
 	// answer: each group is retried once and then marked.
-	r = runBin(t, nil, nil, append(common, "--judge-response-format", "none", "--judge-retries", "1", "--on-judge-error", "mark", in)...)
+	r = runBin(t, nil, nil, append(common, "--judge-max-tokens", "12", "--judge-response-format", "none", "--judge-retries", "1", "--on-judge-error", "mark", in)...)
 	if r.code != 0 || !strings.Contains(r.stderr, "2 marked") || !strings.Contains(r.stderr, "judge tiny-judge: 4 calls, 0 cached, 2 retries") {
 		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 	}
 	if strings.Contains(r.stderr, " 0 prompt + ") {
 		t.Fatalf("hone-serve's token usage was not counted:\n%s", r.stderr)
 	}
-	gs := readBack(t, out)
+	gs = readBack(t, out)
 	if len(gs) != 2 || !strings.Contains(gs[0].Trajectories[0].Error, "hone-score: scorer ruler:") || !strings.Contains(gs[0].Trajectories[0].Error, "malformed") {
 		t.Fatalf("rows not marked as malformed answers: %q", gs[0].Trajectories[0].Error)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,15 @@ func TestParse(t *testing.T) {
 	if _, err := judge.Parse(req3, "```json\n"+good+"\n```"); err != nil {
 		t.Fatalf("fenced answer: %v", err)
 	}
+	// The keyed form the json_schema asks for, in any key order.
+	keyed := `{"scores":{"2":{"explanation":"meh","score":0.25},"1":{"explanation":"best","score":1},"3":{"explanation":"worst","score":0}}}`
+	s, err = judge.Parse(req3, keyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s[0] != (judge.Score{ID: "1", Explanation: "best", Score: 1}) || s[1].Score != 0.25 || s[2].Explanation != "worst" {
+		t.Fatalf("keyed scores = %+v", s)
+	}
 	bad := map[string]struct{ answer, want string }{
 		"non-json":     {"I think trajectory 1 is best.", "not the expected JSON"},
 		"empty":        {"", "empty answer"},
@@ -36,7 +46,11 @@ func TestParse(t *testing.T) {
 		"unknown id":   {judgetest.Answer([]string{"1", "2", "7"}, []float64{1, 0, 0}), `unknown trajectory_id "7"`},
 		"duplicate id": {judgetest.Answer([]string{"1", "2", "2"}, []float64{1, 0, 0}), `"2" scored twice`},
 		"trailing":     {good + " and more", "trailing text"},
-		"wrong shape":  {`{"scores": {"1": 0.5}}`, "not the expected JSON"},
+		"wrong shape":  {`{"scores": {"1": 0.5}}`, `scores: trajectory_id "1"`},
+		"scalar":       {`{"scores": 0.5}`, "want an object keyed by trajectory id or a list"},
+		"keyed repeat": {`{"scores":{"1":{"explanation":"","score":1},"2":{"explanation":"","score":0},"2":{"explanation":"","score":0}}}`, `"2" scored twice`},
+		"keyed count":  {`{"scores":{"1":{"explanation":"","score":1},"3":{"explanation":"","score":0}}}`, "2 scores for 3 trajectories"},
+		"keyed range":  {`{"scores":{"1":{"explanation":"","score":1},"2":{"explanation":"","score":2},"3":{"explanation":"","score":0}}}`, `"2": score 2 is outside [0,1]`},
 	}
 	for name, c := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -52,14 +66,70 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestSchema(t *testing.T) {
-	b, err := json.Marshal(judge.Schema(4))
-	if err != nil {
-		t.Fatal(err)
+// strictKeywords are the schema keywords OpenAI's strict structured
+// outputs accept (its guide's list of supported keywords, without those
+// the answer schema has no use for). maxLength is not among them.
+var strictKeywords = map[string]bool{
+	"type": true, "properties": true, "required": true, "additionalProperties": true,
+	"description": true, "enum": true, "minimum": true, "maximum": true, "items": true,
+	"minItems": true, "maxItems": true,
+}
+
+// keywords collects the keywords used anywhere in a schema, descending
+// into properties' values (whose keys are names, not keywords).
+func keywords(v any, into map[string]bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
 	}
-	for _, want := range []string{`"minItems":4`, `"maxItems":4`, `"minimum":0`, `"maximum":1`, `"required":["scores"]`} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("schema %s lacks %s", b, want)
+	for k, sub := range m {
+		into[k] = true
+		if k == "properties" {
+			for _, p := range sub.(map[string]any) {
+				keywords(p, into)
+			}
+		} else {
+			keywords(sub, into)
+		}
+	}
+}
+
+func TestSchema(t *testing.T) {
+	ids := []string{"1", "2", "10"}
+	for _, maxChars := range []int{0, 300} {
+		b, err := json.Marshal(judge.Schema(ids, judge.SchemaOptions{ExplanationMaxChars: maxChars}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Round-trip through JSON so the check sees what the server sees.
+		var s map[string]any
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		used := map[string]bool{}
+		keywords(s, used)
+		for k := range used {
+			if !strictKeywords[k] && !(k == "maxLength" && maxChars > 0) {
+				t.Errorf("maxChars %d: keyword %q is not one OpenAI strict mode accepts", maxChars, k)
+			}
+		}
+		if used["maxLength"] != (maxChars > 0) {
+			t.Errorf("maxChars %d: maxLength used = %v", maxChars, used["maxLength"])
+		}
+		scores := s["properties"].(map[string]any)["scores"].(map[string]any)
+		props := scores["properties"].(map[string]any)
+		if fmt.Sprint(scores["required"]) != "[1 2 10]" || len(props) != 3 || scores["additionalProperties"] != false || s["additionalProperties"] != false {
+			t.Fatalf("scores schema = %s", b)
+		}
+		entry := props["10"].(map[string]any)
+		ep := entry["properties"].(map[string]any)
+		score := ep["score"].(map[string]any)
+		if fmt.Sprint(entry["required"]) != "[explanation score]" || entry["additionalProperties"] != false ||
+			score["minimum"] != 0.0 || score["maximum"] != 1.0 || score["type"] != "number" {
+			t.Fatalf("entry schema = %s", b)
+		}
+		if maxChars > 0 && ep["explanation"].(map[string]any)["maxLength"] != float64(maxChars) {
+			t.Fatalf("explanation schema = %s", b)
 		}
 	}
 }

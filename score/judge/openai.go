@@ -26,7 +26,11 @@ type OpenAIOptions struct {
 	// servers without structured output. The answer is checked by Parse
 	// either way.
 	ResponseFormat string
-	HTTPClient     *http.Client
+	// ExplanationMaxChars bounds each explanation in the json_schema
+	// (maxLength); 0 leaves it out, as OpenAI's strict mode requires. See
+	// SchemaOptions.
+	ExplanationMaxChars int
+	HTTPClient          *http.Client
 }
 
 // Response formats a judge request can ask for.
@@ -84,7 +88,7 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
 				Name:   "trajectory_scores",
 				Strict: openai.Bool(true),
-				Schema: Schema(len(req.IDs)),
+				Schema: Schema(req.IDs, SchemaOptions{ExplanationMaxChars: o.opts.ExplanationMaxChars}),
 			},
 		}
 	case FormatJSONObject:

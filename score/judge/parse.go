@@ -8,33 +8,70 @@ import (
 	"strings"
 )
 
-// answer is the JSON object a judge must reply with.
+// answer is the JSON object a judge must reply with. Scores is either the
+// keyed form the json_schema asks for, {"1": {"explanation", "score"}, …},
+// or ART's list form, [{"trajectory_id", "explanation", "score"}, …], which
+// judges without structured output may still write.
 type answer struct {
-	Scores []Score `json:"scores"`
+	Scores json.RawMessage `json:"scores"`
 }
 
-// Schema returns the JSON schema of the answer for n trajectories, as sent
-// in the json_schema response format. Servers that enforce it (vLLM's
-// guided decoding, hosted structured outputs) then cannot produce a wrong
-// count or an out-of-range score; Parse checks anyway, since not all do.
-func Schema(n int) map[string]any {
+// keyedScore is one entry of the keyed form.
+type keyedScore struct {
+	Explanation string  `json:"explanation"`
+	Score       float64 `json:"score"`
+}
+
+// SchemaOptions tunes the answer schema to what a judge server enforces.
+type SchemaOptions struct {
+	// ExplanationMaxChars, when > 0, adds maxLength to each explanation.
+	// Servers that decode under the schema (hone-serve, vLLM) then finish
+	// every answer within a known number of tokens, even with a weak model
+	// that would otherwise ramble until max_tokens cuts the JSON off.
+	// OpenAI's strict structured outputs do not list maxLength among the
+	// keywords they accept, so it is off (0) unless asked for.
+	ExplanationMaxChars int
+}
+
+// Schema returns the JSON schema of the answer for the trajectory ids, as
+// sent in the json_schema response format. The scores are an object keyed
+// by trajectory id, every id a required property and no other allowed,
+// rather than ART's list of {trajectory_id, …}: a list item's schema
+// cannot say "a different id at each position", so a constrained decoder
+// could still repeat an id, whereas here each id appears exactly once by
+// construction. Every keyword is one OpenAI's strict mode accepts
+// (type, properties, required, additionalProperties: false, description,
+// minimum, maximum) except the optional maxLength (see SchemaOptions).
+// Servers that enforce it cannot produce a missing or unknown id or an
+// out-of-range score; Parse checks anyway, since not all do.
+func Schema(ids []string, o SchemaOptions) map[string]any {
+	explanation := map[string]any{"type": "string", "description": "one or two sentences on how this trajectory did"}
+	if o.ExplanationMaxChars > 0 {
+		explanation["maxLength"] = o.ExplanationMaxChars
+	}
+	entry := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"explanation": explanation,
+			"score":       map[string]any{"type": "number", "minimum": 0, "maximum": 1},
+		},
+		// Explanation first: a model that writes its reason before its
+		// number grades better, and schema-ordered decoders emit it so.
+		"required":             []string{"explanation", "score"},
+		"additionalProperties": false,
+	}
+	props := make(map[string]any, len(ids))
+	for _, id := range ids {
+		props[id] = entry
+	}
 	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{
 			"scores": map[string]any{
-				"type":     "array",
-				"minItems": n,
-				"maxItems": n,
-				"items": map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"trajectory_id": map[string]any{"type": "string"},
-						"explanation":   map[string]any{"type": "string", "description": "one or two sentences on how this trajectory did"},
-						"score":         map[string]any{"type": "number", "minimum": 0, "maximum": 1},
-					},
-					"required":             []string{"trajectory_id", "explanation", "score"},
-					"additionalProperties": false,
-				},
+				"type":                 "object",
+				"properties":           props,
+				"required":             append([]string(nil), ids...),
+				"additionalProperties": false,
 			},
 		},
 		"required":             []string{"scores"},
@@ -43,7 +80,8 @@ func Schema(n int) map[string]any {
 }
 
 // Parse decodes and checks a judge's answer against the request: a JSON
-// object {"scores": [...]} with exactly one entry per requested id, each
+// object {"scores": …}, keyed by id or a list (see answer), with exactly
+// one entry per requested id, each
 // score a finite number in [0,1]. The scores come back in the order of
 // req.IDs, matched by id, not by position. A Markdown code fence around
 // the JSON is tolerated. Errors are *Error of kind "malformed" (retryable).
@@ -63,8 +101,12 @@ func Parse(req Request, content string) ([]Score, error) {
 	if dec.More() {
 		return nil, bad("trailing text after the JSON answer")
 	}
-	if len(a.Scores) != len(req.IDs) {
-		return nil, bad("answer has %d scores for %d trajectories", len(a.Scores), len(req.IDs))
+	scores, err := entries(a.Scores)
+	if err != nil {
+		return nil, bad("answer's scores: %v", err)
+	}
+	if len(scores) != len(req.IDs) {
+		return nil, bad("answer has %d scores for %d trajectories", len(scores), len(req.IDs))
 	}
 	want := make(map[string]int, len(req.IDs))
 	for i, id := range req.IDs {
@@ -73,7 +115,7 @@ func Parse(req Request, content string) ([]Score, error) {
 	out := make([]Score, len(req.IDs))
 	seen := make([]bool, len(req.IDs))
 	var errs []error
-	for _, s := range a.Scores {
+	for _, s := range scores {
 		i, ok := want[s.ID]
 		switch {
 		case !ok:
@@ -111,4 +153,41 @@ func prefix(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// entries reads the scores in either form, in the answer's order. In the
+// keyed form a repeated key is kept as a repeated entry (a plain map would
+// silently keep the last), so Parse reports it like a repeated list id.
+func entries(raw json.RawMessage) ([]Score, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil, nil
+	case raw[0] == '[':
+		var list []Score
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, err
+		}
+		return list, nil
+	case raw[0] != '{':
+		return nil, fmt.Errorf("want an object keyed by trajectory id or a list, got %q", prefix(string(raw), 40))
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	if _, err := dec.Token(); err != nil { // the opening brace
+		return nil, err
+	}
+	var out []Score
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		id, _ := tok.(string) // object keys are always strings
+		var k keyedScore
+		if err := dec.Decode(&k); err != nil {
+			return nil, fmt.Errorf("trajectory_id %q: %w", id, err)
+		}
+		out = append(out, Score{ID: id, Explanation: k.Explanation, Score: k.Score})
+	}
+	return out, nil
 }

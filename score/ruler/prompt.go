@@ -14,7 +14,7 @@ import (
 // PromptVersion names the prompt layout built here. Change it whenever the
 // text or layout changes, so cached verdicts of the old prompt are not
 // reused for the new one.
-const PromptVersion = "ruler-v1"
+const PromptVersion = "ruler-v2"
 
 // DefaultRubric is used when the user gives none.
 const DefaultRubric = `- An attempt that reaches the goal must score clearly higher than any attempt that does not.
@@ -27,7 +27,7 @@ const systemTemplate = `You are grading several attempts by an AI agent at one a
 Compare the attempts with each other and give each a score between 0 and 1 that reflects how well it did relative to the others, following the rubric below. Also give each a short explanation (one or two sentences).
 
 Answer with a JSON object only, with one entry per trajectory id:
-{"scores": [{"trajectory_id": "1", "explanation": "...", "score": 0.0}, ...]}
+{"scores": {"1": {"explanation": "...", "score": 0.0}, ...}}
 
 Rubric:
 %s`

@@ -56,7 +56,7 @@ func TestBuildGolden(t *testing.T) {
 	if p.SharedPrefix != 2 || p.Identical || strings.Join(p.IDs, ",") != "1,2" {
 		t.Fatalf("prompt meta = %+v", p)
 	}
-	if !strings.Contains(p.System, ruler.DefaultRubric) || !strings.Contains(p.System, `"trajectory_id"`) {
+	if !strings.Contains(p.System, ruler.DefaultRubric) || !strings.Contains(p.System, `{"scores": {"1": {"explanation": "...", "score": 0.0}`) {
 		t.Fatalf("system prompt lacks the rubric or the answer shape:\n%s", p.System)
 	}
 	for _, leak := range []string{"token", "logprob", "-0.5", "finish", "trainable"} {

@@ -188,24 +188,20 @@ func KeywordJudge(keyword string) func(int, Request) Reply {
 	}
 }
 
-// IDsFromSchema returns "1".."n" where n is the item count the request's
-// json_schema asks for.
+// IDsFromSchema returns the trajectory ids the request's json_schema
+// asks to be scored (the required keys of "scores"), nil without one.
 func (r Request) IDsFromSchema() []string {
 	var rf struct {
 		JSONSchema struct {
 			Schema struct {
 				Properties struct {
 					Scores struct {
-						MinItems int `json:"minItems"`
+						Required []string `json:"required"`
 					} `json:"scores"`
 				} `json:"properties"`
 			} `json:"schema"`
 		} `json:"json_schema"`
 	}
 	json.Unmarshal(r.ResponseFormat, &rf)
-	var ids []string
-	for i := 1; i <= rf.JSONSchema.Schema.Properties.Scores.MinItems; i++ {
-		ids = append(ids, fmt.Sprint(i))
-	}
-	return ids
+	return rf.JSONSchema.Schema.Properties.Scores.Required
 }

@@ -153,7 +153,7 @@ func renderPNG(c chart) ([]byte, error) {
 	}
 	// Markers on the first and last step would be cut in half by the frame.
 	for _, l := range c.Lines {
-		if l.Points && p.X.Max > p.X.Min {
+		if (l.Points || len(l.X) == 1) && p.X.Max > p.X.Min {
 			d := (p.X.Max - p.X.Min) * 0.03
 			p.X.Min, p.X.Max = p.X.Min-d, p.X.Max+d
 			break

@@ -303,8 +303,11 @@ func (s Summary) rows() [][2]string {
 		r = append(r, [2]string{"total tokens", groupDigits(s.TotalTokens)})
 	}
 	if s.HasSeconds {
-		d := time.Duration(s.WallSeconds * float64(time.Second))
-		r = append(r, [2]string{"wall time", d.Round(time.Second / 10).String()})
+		wall := strconv.FormatFloat(s.WallSeconds, 'g', 3, 64) + "s"
+		if s.WallSeconds >= 10 {
+			wall = time.Duration(s.WallSeconds * float64(time.Second)).Round(time.Second).String()
+		}
+		r = append(r, [2]string{"wall time", wall})
 	}
 	return r
 }

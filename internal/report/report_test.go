@@ -206,7 +206,7 @@ func TestSummaryHandChecked(t *testing.T) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
 	rows := fmt.Sprint(got.rows())
-	for _, frag := range []string{"4 (step 3 to 7)", "0.5 → 0.7 (+0.2)", "4 (reward mean 0.9)", "351", "3.8s"} {
+	for _, frag := range []string{"4 (step 3 to 7)", "0.5 → 0.7 (+0.2)", "4 (reward mean 0.9)", "351", "3.75s"} {
 		if !strings.Contains(rows, frag) {
 			t.Errorf("summary rows %s lack %q", rows, frag)
 		}

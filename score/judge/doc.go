@@ -9,7 +9,12 @@
 //   - OpenAI: any OpenAI-compatible chat-completions server (hone-serve,
 //     vLLM, a hosted API) through the official openai-go client. It asks for
 //     the answer as JSON with a json_schema response format and checks it
-//     with Parse.
+//     with Parse. The schema (Schema) keys the scores by trajectory id, so
+//     a server that decodes under it (hone-serve, vLLM) can produce each id
+//     exactly once; it uses only keywords OpenAI's strict mode accepts,
+//     plus an explanation maxLength when SchemaOptions asks for it (off by
+//     default: strict mode does not list maxLength). Parse also accepts
+//     ART's list form, {"scores": [{"trajectory_id", …}]}.
 //   - Fake: an in-memory judge driven by a function, for tests.
 //   - Retry: a decorator that repeats a call whose answer was malformed, or
 //     whose transport failed in a way worth repeating, a bounded number of

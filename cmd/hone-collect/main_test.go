@@ -246,9 +246,12 @@ for line in sys.stdin:
     elif op == "act":
         time.sleep(0.05)
         r = {"message": {"role": "assistant", "content": "ok"}}
-    else: r = {"messages": [], "done": True, "reward": 1}
+    else:
+        r = {"messages": [], "done": True, "reward": 1}
+        with open(sys.argv[1], "a") as f: f.write("end\n")
     print(json.dumps(r), flush=True)
 `), 0o644)
+	ends := filepath.Join(dir, "ends")
 	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -256,14 +259,20 @@ for line in sys.stdin:
 		}
 		t.Skip("python3 not on PATH")
 	}
-	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", "cmd="+strings.TrimSpace(string(py))+" -S "+script,
+	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", "cmd="+strings.TrimSpace(string(py))+" -S "+script+" "+ends,
 		"--groups", "400", "-G", "2", "--concurrency", "2", "--policy", "scripted", "-o", out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Signal once a few episodes have ended (so at least one group is
+	// whole), however slow the machine is.
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if b, _ := os.ReadFile(ends); bytes.Count(b, []byte("\n")) >= 6 {
+			break
+		}
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	err = cmd.Wait()
 	var ee *exec.ExitError

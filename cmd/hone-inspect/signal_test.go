@@ -31,42 +31,61 @@ func TestInterruptLeavesNoOutput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			work := t.TempDir()
-			cmd := exec.Command(binary, tc.args...)
-			cmd.Dir = work
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			// Half the input, then wait until the command is blocked reading.
-			stdin.Write(tc.input[:len(tc.input)/2])
-			time.Sleep(300 * time.Millisecond)
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(100 * time.Millisecond)
-			stdin.Write(tc.input[len(tc.input)/2:])
-			stdin.Close()
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err = <-done:
-			case <-time.After(20 * time.Second):
-				t.Fatal("no exit after SIGINT")
-			}
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-				t.Fatalf("exit %v, want 130; stderr %q", err, stderr.String())
+			// A signal that lands before the command has installed its
+			// handler kills it the default way; that start-up race is not
+			// what this test is about, so wait longer and try again.
+			var work string
+			for attempt, wait := range []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second, 8 * time.Second} {
+				work = t.TempDir()
+				stderr, err := interruptWhileReading(t, tc.args, tc.input, work, wait)
+				var ee *exec.ExitError
+				if errors.As(err, &ee) && !ee.Exited() && attempt < 3 {
+					continue // killed by the signal before its handler was set
+				}
+				if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+					t.Fatalf("exit %v, want 130; stderr %q", err, stderr)
+				}
+				break
 			}
 			if ents, _ := os.ReadDir(work); len(ents) != 0 {
 				t.Errorf("left in the output directory: %v", ents)
 			}
 		})
 	}
+}
+
+// interruptWhileReading starts the binary with args in work, writes half of
+// input to its stdin, waits, sends SIGINT, writes the rest and returns how
+// the process ended and its stderr.
+func interruptWhileReading(t *testing.T, args []string, input []byte, work string, wait time.Duration) (stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = work
+	stdin, perr := cmd.StdinPipe()
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Half the input, then wait until the command is blocked reading.
+	stdin.Write(input[:len(input)/2])
+	time.Sleep(wait)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	stdin.Write(input[len(input)/2:])
+	stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit after SIGINT")
+	}
+	return errBuf.String(), err
 }

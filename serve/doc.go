@@ -24,7 +24,9 @@
 // response_format json_object / json_schema is enforced by constrained
 // decoding (serve/constrain through serve/engine's Constraint seam): tokens
 // that cannot continue a valid document are masked, so a finished output
-// always parses. tool_choice "required" or a named function forces the
+// always parses; each JSON constraint gets the request's max_tokens, so
+// with max_tokens above the schema's shortest document every choice ends
+// "stop" with a complete document. tool_choice "required" or a named function forces the
 // output to be one call in the template's own markup (Hermes <tool_call> or
 // Llama JSON), its arguments following the function's parameter schema when
 // constrain supports the schema.
@@ -32,6 +34,10 @@
 // Each response's model field names what answered: the base model's name
 // or "<run>@<step>". A request keeps the adapter it resolved at admission
 // even when a newer step is loaded meanwhile.
+//
+// With Options.Upstream (--upstream URL) Run serves serve/vllm's front
+// instead: every request forwarded to that vLLM server and each new adapter
+// step loaded into it through vLLM's runtime LoRA API; no model is loaded.
 //
 // Options/AddFlags/Run are the command's surface; cmd/hone-serve is a thin
 // main over them. The server binds 127.0.0.1 unless told otherwise.

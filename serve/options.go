@@ -13,11 +13,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/serve/vllm"
 )
 
 // Options configure hone-serve.
 type Options struct {
 	Model           string // model folder (config.json, safetensors, tokenizer, chat template)
+	Upstream        string // vLLM's base URL: forward to it instead of loading Model (serve/vllm)
+	UpstreamAPIKey  string // bearer token vLLM expects (its --api-key)
 	Adapters        string // folder of <run>/step-N adapters to watch ("" : none)
 	ServedModelName string // the base model's name in the API (default: the folder's name)
 	Host            string
@@ -41,7 +44,9 @@ type Options struct {
 
 // AddFlags registers the options as command-line flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Model, "model", "", "model folder: config.json, *.safetensors, tokenizer.json, tokenizer_config.json (required)")
+	fs.StringVar(&o.Model, "model", "", "model folder: config.json, *.safetensors, tokenizer.json, tokenizer_config.json (this or --upstream is required)")
+	fs.StringVar(&o.Upstream, "upstream", "", "forward every /v1 request to the vLLM server at this URL instead of loading --model, pushing each new adapter step to it (vLLM needs VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora)")
+	fs.StringVar(&o.UpstreamAPIKey, "upstream-api-key", "", "bearer token sent to the --upstream vLLM server (its --api-key)")
 	fs.StringVar(&o.Adapters, "adapters", "", "watch this folder for LoRA adapters laid out as <run>/step-N/ with a <run>/latest pointer")
 	fs.StringVar(&o.ServedModelName, "served-model-name", "", "name of the base model in the API (default: the model folder's name)")
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on (0.0.0.0 exposes the server; set --api-key then)")
@@ -96,9 +101,14 @@ func (o Options) withDefaults() Options {
 }
 
 // Run serves until ctx ends, then drains: new requests get 503 while those
-// in flight finish (up to DrainTimeout), and the listener closes.
+// in flight finish (up to DrainTimeout), and the listener closes. With
+// Upstream set it serves serve/vllm's front for that vLLM server instead,
+// Model and be are not used (be may be nil).
 func Run(ctx context.Context, o Options, be kernels.Backend) error {
 	o = o.withDefaults()
+	if o.Upstream != "" {
+		return runFront(ctx, o)
+	}
 	s, err := NewServer(o, be)
 	if err != nil {
 		return err
@@ -109,6 +119,32 @@ func Run(ctx context.Context, o Options, be kernels.Backend) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return s.Serve(ctx, ln)
+}
+
+// runFront serves the vLLM front: requests forwarded to o.Upstream, and the
+// adapters folder's newest steps loaded into vLLM as "<run>@<step>".
+func runFront(ctx context.Context, o Options) error {
+	f, err := vllm.NewFront(vllm.Options{
+		Upstream:     o.Upstream,
+		UpstreamKey:  o.UpstreamAPIKey,
+		AdaptersDir:  o.Adapters,
+		KeepAdapters: o.MaxAdapters,
+		APIKey:       o.APIKey,
+		MaxBodyBytes: o.MaxBodyBytes,
+		Log:          o.Log,
+		Interval:     o.PollInterval,
+	})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+	return f.Serve(ctx, ln, o.DrainTimeout)
 }
 
 // Serve serves on ln until ctx ends, then drains as Run describes.

@@ -3,7 +3,10 @@
 // LoRA adapters picked up from a folder as hone-train writes them. It is
 // flags and wiring over package serve; signals, logs and exit codes follow
 // cmd/internal/cli. SIGINT/SIGTERM drain: new requests get 503 while those
-// in flight finish.
+// in flight finish. With --upstream URL instead of --model it fronts a
+// vLLM server (serve/vllm): requests forwarded, adapter steps pushed to
+// vLLM's runtime LoRA API.
 //
 //	hone-serve --model models/qwen2.5-0.5b --adapters runs/adapters --port 8000
+//	hone-serve --upstream http://127.0.0.1:8001 --adapters "$PWD/runs/adapters"
 package main

@@ -14,10 +14,12 @@ import (
 	"github.com/hone-rl/hone/serve"
 )
 
-const usage = `hone-serve serves a model folder over an OpenAI-compatible HTTP API.
+const usage = `hone-serve serves a model folder over an OpenAI-compatible HTTP API,
+or fronts a vLLM server for models too big for the embedded engine.
 
 Usage:
   hone-serve --model DIR [flags]
+  hone-serve --upstream URL [flags]
 
 Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
 GET /health, GET /metrics. With --adapters DIR, every DIR/<run>/step-N/ PEFT
@@ -29,6 +31,20 @@ Example:
   hone-serve --model /tmp/tiny --adapters runs/adapters --port 8000 &
   curl -s localhost:8000/v1/chat/completions -H 'Content-Type: application/json' \
     -d '{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":16,"seed":1}'
+
+With --upstream URL (instead of --model) every /v1 request is forwarded to
+the vLLM server at URL, the model "<run>" rewritten to the newest loaded
+"<run>@<N>", and each new --adapters step is loaded into vLLM through its
+runtime LoRA API (POST /v1/load_lora_adapter; old steps unloaded beyond
+--max-adapters). vLLM must be started with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
+and --enable-lora (plus --max-lora-rank >= the adapters' rank and
+--max-loras >= --max-adapters × runs), and must read the adapters folder at
+the same absolute path.
+
+Example with vLLM:
+  VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve Qwen/Qwen2.5-7B-Instruct \
+    --port 8001 --enable-lora --max-lora-rank 16 --max-loras 4
+  hone-serve --upstream http://127.0.0.1:8001 --adapters "$PWD/runs/adapters" --port 8000
 
 Exit codes: 0 drained after SIGINT/SIGTERM, 1 failure, 2 bad usage.
 
@@ -63,14 +79,27 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return cli.Usagef("unexpected arguments %q", fs.Args())
 	}
-	if opts.Model == "" {
-		return cli.Usagef("--model is required")
+	switch {
+	case opts.Model == "" && opts.Upstream == "":
+		return cli.Usagef("one of --model or --upstream is required")
+	case opts.Model != "" && opts.Upstream != "":
+		return cli.Usagef("--model and --upstream exclude each other: serve a model folder or front a vLLM server")
+	case opts.Upstream == "" && opts.UpstreamAPIKey != "":
+		return cli.Usagef("--upstream-api-key needs --upstream")
 	}
 	log, err := logOpt.Logger(stderr)
 	if err != nil {
 		return err
 	}
 	opts.Log = log
+	if opts.Upstream != "" {
+		// vLLM runs the model: no local backend.
+		err = serve.Run(ctx, opts, nil)
+		if err == nil && ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	be, err := cpu.New(cpu.Options{Workers: threads})
 	if err != nil {
 		return err

@@ -15,12 +15,13 @@ func TestHelpAndUsage(t *testing.T) {
 	if err := run(context.Background(), []string{"--help"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Example:", "hone-serve --model", "--kv-cache-bytes", "--adapters", "127.0.0.1"} {
+	for _, want := range []string{"Example:", "hone-serve --model", "--kv-cache-bytes", "--adapters", "127.0.0.1", "--upstream", "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True", "--enable-lora"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("--help lacks %q:\n%s", want, out.String())
 		}
 	}
-	for _, args := range [][]string{{}, {"--model", "x", "extra"}, {"--bogus"}} {
+	for _, args := range [][]string{{}, {"--model", "x", "extra"}, {"--bogus"},
+		{"--model", "x", "--upstream", "http://127.0.0.1:1"}, {"--model", "x", "--upstream-api-key", "k"}} {
 		err := run(context.Background(), args, &bytes.Buffer{})
 		if cli.ExitCode(err) != cli.ExitUsage {
 			t.Fatalf("%q: %v (exit %d), want a usage error", args, err, cli.ExitCode(err))

@@ -1,6 +1,7 @@
 # Hone — build, test and benchmark. See README.md.
 #
 #   make build   every binary into bin/
+#   make pipeline  the demo loop (see pipelines/RESULTS.md for what it shows)
 #   make test    gofmt, go vet, the import-policy test, all tests (fuzz seed
 #                corpora included), -race on the concurrent packages, and the
 #                kernel suite again without cgo (the pure-Go fallback)
@@ -11,19 +12,33 @@ BIN     := bin
 # Packages that run goroutines of their own; they are tested again under -race.
 RACE_PKGS := ./cmd/internal/cli/... ./format/tokenizer/... ./kernels/... ./serve/... ./cmd/hone-serve/... ./score/... ./collect/...
 
-.PHONY: all build test fmt-check vet test-unit test-race test-nocgo bench
+# The CPU kernels call OpenBLAS through cgo (Debian: libopenblas-dev). Where
+# it is missing, build pure Go (gonum's GEMM, several times slower) and say so,
+# so that `make pipeline` still works on a bare machine. Tests need OpenBLAS:
+# .ci/run installs it.
+HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $${CC:-cc} -x c - -lopenblas -o /dev/null >/dev/null 2>&1 && echo yes)
+BUILD_ENV := $(if $(HAVE_OPENBLAS),,CGO_ENABLED=0)
+
+.PHONY: all build pipeline test fmt-check vet test-unit test-race test-nocgo bench
 
 all: build
 
 build:
 	@mkdir -p $(BIN)
+	@[ -n "$(HAVE_OPENBLAS)" ] || echo "note: OpenBLAS not found (apt-get install libopenblas-dev); building the pure-Go kernels, which are slower"
 	@for d in cmd/*/; do \
 	  name=$$(basename $$d); \
 	  [ "$$name" = internal ] && continue; \
 	  ls $$d*.go >/dev/null 2>&1 || continue; \
-	  echo "go build -o $(BIN)/$$name ./$$d"; \
-	  $(GO) build -o $(BIN)/$$name ./$$d || exit 1; \
+	  echo "$(BUILD_ENV) go build -o $(BIN)/$$name ./$$d"; \
+	  $(BUILD_ENV) $(GO) build -o $(BIN)/$$name ./$$d || exit 1; \
 	done
+
+# The demo loop on a tiny model, on this CPU: SFT warm-up from a scripted
+# policy, then rounds of hone-serve → hone-collect → hone-score → hone-train,
+# with a held-out evaluation before and after (pipelines/demo.mk, RESULTS.md).
+pipeline: build
+	$(MAKE) -f pipelines/demo.mk
 
 test: fmt-check vet test-unit test-race test-nocgo
 

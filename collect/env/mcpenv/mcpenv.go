@@ -9,6 +9,9 @@
 // (case-insensitively) and 0 otherwise; without it the reward is 0 and
 // scoring is left to hone-score (a formula or RULER). Metrics: answered,
 // correct, tool_errors (calls the server reported as errors).
+//
+// A payload may also carry "solution": {"calls": [{"name", "arguments"}],
+// "answer"}, which the scripted policy "replay" plays back (policy.go).
 package mcpenv
 
 import (
@@ -18,6 +21,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -39,6 +43,11 @@ type Env struct {
 	tools   []trajectory.Tool
 	tasks   []env.Scenario
 	system  string
+
+	// asked maps a task text to the scenario last started with it, so a
+	// replay policy, which sees only the conversation, finds its solution.
+	mu    sync.Mutex
+	asked map[string]asked
 }
 
 // Open connects and lists the server's tools.
@@ -115,8 +124,9 @@ func (e *Env) Scenarios(_ context.Context, _ int64, n int) ([]env.Scenario, erro
 
 // Payload is a task's payload.
 type Payload struct {
-	Task   string `json:"task"`
-	Answer string `json:"answer,omitempty"`
+	Task     string    `json:"task"`
+	Answer   string    `json:"answer,omitempty"`
+	Solution *Solution `json:"solution,omitempty"`
 }
 
 // NewEpisode implements env.Env.
@@ -125,6 +135,7 @@ func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episo
 	if err := json.Unmarshal(sc.Payload, &p); err != nil || p.Task == "" {
 		return nil, fmt.Errorf("mcp: scenario %s: payload needs {\"task\": ...} (%v)", sc.ID, err)
 	}
+	e.remember(sc.ID, p)
 	return &episode{e: e, p: p}, nil
 }
 

@@ -3,6 +3,7 @@ package mcpenv_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -49,8 +50,8 @@ func TestMain(m *testing.M) {
 }
 
 var tasks = []env.Scenario{
-	{ID: "t1", Payload: json.RawMessage(`{"task":"What is 2+3?","answer":"5"}`)},
-	{ID: "t2", Payload: json.RawMessage(`{"task":"What is 10+32?","answer":"42"}`)},
+	{ID: "t1", Payload: json.RawMessage(`{"task":"What is 2+3?","answer":"5","solution":{"calls":[{"name":"add","arguments":{"a":2,"b":3}}],"answer":"It is 5."}}`)},
+	{ID: "t2", Payload: json.RawMessage(`{"task":"What is 10+32?","answer":"42","solution":{"calls":[{"name":"fail"},{"name":"add","arguments":{"a":10,"b":30}},{"name":"add","arguments":{"a":40,"b":2}}]}}`)},
 }
 
 func connect(t *testing.T, transport string) *mcpenv.Env {
@@ -128,5 +129,68 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if _, err := mcpenv.Open(ctx, mcpenv.Options{Command: []string{"/nonexistent/server"}}); err == nil {
 		t.Error("missing command accepted")
+	}
+}
+
+// TestReplay plays each task's solution through the real server and checks
+// the calls, the server's answers and that the reward is the one the
+// adder policy earns by answering correctly.
+func TestReplay(t *testing.T) {
+	e := connect(t, "stdio")
+	ctx := context.Background()
+	// t2's solution has no answer of its own: the payload's is used.
+	finalAnswer := map[string]string{"t1": "It is 5.", "t2": "42"}
+	wantCalls := map[string][]string{"t1": {"add 5"}, "t2": {"fail this tool always fails", "add 40", "add 42"}}
+	play := func(sc env.Scenario, p env.Policy) env.PlayResult {
+		t.Helper()
+		ep, err := e.NewEpisode(ctx, sc, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := env.Play(ctx, ep, p, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, sc := range tasks {
+		want := play(sc, env.PolicyFunc(adder)).Outcome.Reward
+		p, err := e.Policy("replay", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := play(sc, p)
+		if res.Outcome.Reward != want || want != 1 || !res.Done || res.Outcome.Metrics["correct"] != 1 {
+			t.Errorf("%s: replay outcome %+v, adder's reward %v", sc.ID, res.Outcome, want)
+		}
+		var got []string
+		for i, m := range res.Messages {
+			if m.Role == "tool" {
+				call := res.Messages[i-1].ToolCalls[0]
+				if call.ID != m.ToolCallID {
+					t.Errorf("%s: result %+v answers another call than %+v", sc.ID, m, call)
+				}
+				got = append(got, call.Name+" "+strings.TrimPrefix(m.Content, "error: "))
+			}
+		}
+		if strings.Join(got, "|") != strings.Join(wantCalls[sc.ID], "|") {
+			t.Errorf("%s: calls and results %q, want %q", sc.ID, got, wantCalls[sc.ID])
+		}
+		if last := res.Messages[len(res.Messages)-1]; last.Role != "assistant" || len(last.ToolCalls) != 0 || last.Content != finalAnswer[sc.ID] {
+			t.Errorf("%s: final message %+v", sc.ID, last)
+		}
+	}
+
+	bare := env.Scenario{ID: "nosol", Payload: json.RawMessage(`{"task":"What is 1+1?","answer":"2"}`)}
+	ep, err := e.NewEpisode(ctx, bare, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := e.Policy("replay", 1)
+	if _, err := env.Play(ctx, ep, p, 4); err == nil || !strings.Contains(err.Error(), "scenario nosol has no \"solution\"") {
+		t.Errorf("no solution: err %v", err)
+	}
+	if _, err := e.Policy("nope", 1); !errors.Is(err, env.ErrUnknownPolicy) {
+		t.Errorf("unknown policy: %v", err)
 	}
 }

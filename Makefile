@@ -68,6 +68,9 @@ bench: build
 	$(GO) run ./internal/bench/trajbench
 	$(GO) run ./internal/bench/tokbench
 	$(GO) run ./internal/bench/gemmbench
+	@# Hone next to PyTorch: LoRA training step and decode, tiny and Qwen2.5-0.5B shapes
+	@# (long: tens of minutes; --quick for a smoke run).
+	OMP_WAIT_POLICY=PASSIVE $(GO) run ./train/internal/modelbench
 	$(GO) test -run '^$$' -bench GRPOStep -benchtime 5x ./train/rl
 	$(GO) test -run '^$$' -bench Collect -benchtime 2x ./collect/
 	$(GO) run ./serve/internal/servebench --model serve/testdata/tiny

@@ -2,7 +2,7 @@
 """Independent PyTorch reference for Hone's train/model (Llama, Qwen2, Qwen3 + LoRA).
 
 Two subcommands (and two benchmark ones, bench-train and bench-decode, which
-time this reference for internal/bench/modelbench; see their docstrings):
+time this reference for train/internal/modelbench; see their docstrings):
 
   reference.py make-cases OUTDIR
       Writes one folder per case (llama, qwen2, qwen3) under OUTDIR, each with
@@ -420,7 +420,7 @@ def bench_train(args=()):
     BenchmarkTrainStep: hidden 256, 4 layers, 8/4 heads, MLP 688, vocab 4096),
     batch x seq tokens, LoRA r8 on all projections, AdamW on the LoRA
     parameters. Not golden values: a yardstick. The last line is
-    BENCH {json} for internal/bench/modelbench."""
+    BENCH {json} for train/internal/modelbench."""
     import time
     f = bench_flags(args, dict(shape="tiny", batch=8, seq=256, steps=int(os.environ.get("BENCH_STEPS", "3")),
                                threads=int(os.environ.get("BENCH_THREADS", "2"))))
@@ -467,7 +467,7 @@ def bench_decode(args=()):
     """Times greedy decoding with a KV cache: a prompt of --prompt tokens per
     sequence, then --tokens steps of one new token for each of --batch
     sequences, weights and compute in float32 or bfloat16 (--dtype), no
-    adapter. The last line is BENCH {json} for internal/bench/modelbench."""
+    adapter. The last line is BENCH {json} for train/internal/modelbench."""
     import time
     f = bench_flags(args, dict(shape="05b", batch=1, prompt=16, tokens=16, dtype="f32",
                                threads=int(os.environ.get("BENCH_THREADS", "2"))))

@@ -17,8 +17,8 @@
 // Hone, OMP_WAIT_POLICY=PASSIVE when that is unset. For PyTorch's best
 // setup run with OPENBLAS_NUM_THREADS=1; for OpenBLAS's AVX-512 kernels:
 //
-//	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 go run ./internal/bench/modelbench
-//	go run ./internal/bench/modelbench --quick
+//	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 go run ./train/internal/modelbench
+//	go run ./train/internal/modelbench --quick
 //
 // FLOPs are counted, not measured: a training step is 2 × the forward
 // matmul FLOPs (the forward and the input gradient; base weights get no

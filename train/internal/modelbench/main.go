@@ -71,7 +71,7 @@ func main() {
 	o.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "modelbench: train/model next to the PyTorch reference, LoRA training and decode\n\n"+
-			"example: OPENBLAS_NUM_THREADS=1 go run ./internal/bench/modelbench --quick\n\n%s", fs.FlagUsages())
+			"example: OPENBLAS_NUM_THREADS=1 go run ./train/internal/modelbench --quick\n\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/spf13/pflag"
-
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/collect"
 	"github.com/hone-rl/hone/collect/env/mcpenv"
@@ -58,23 +56,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "scenarios" {
 		return runScenarios(ctx, args[1:], stdout, stderr)
 	}
-	fs := pflag.NewFlagSet("hone-collect", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs := cli.NewFlagSet("hone-collect", usage, stderr)
 	var opts collect.Options
 	var logOpt cli.LogOptions
 	var output string
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.StringVarP(&output, "output", "o", "", "output Parquet file (default: stdout when it is not a terminal)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return cli.Usage(err)
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return cli.Usagef("unexpected arguments %q (scenario files go to --scenarios)", fs.Args())
@@ -152,21 +142,13 @@ Flags:
 `
 
 func runProxy(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("hone-collect proxy", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, proxyUsage)
-		fs.PrintDefaults()
-	}
+	fs := cli.NewFlagSet("hone-collect proxy", proxyUsage, stderr)
 	var opts proxy.Options
 	var logOpt cli.LogOptions
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return cli.Usage(err)
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if opts.Upstream == "" {
 		opts.Upstream = os.Getenv("OPENAI_BASE_URL")
@@ -196,12 +178,7 @@ Flags:
 `
 
 func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("hone-collect scenarios", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, scenariosUsage)
-		fs.PrintDefaults()
-	}
+	fs := cli.NewFlagSet("hone-collect scenarios", scenariosUsage, stderr)
 	var o collect.TaskGenOptions
 	var mcpCmd, mcpURL, output string
 	fs.StringVar(&mcpCmd, "mcp-cmd", "", "MCP server to start, speaking stdio, e.g. 'npx -y @modelcontextprotocol/server-everything'")
@@ -215,11 +192,8 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&o.Model.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
 	fs.IntVar(&o.Model.Retries, "retries", 4, "retries on 429, 5xx and timeouts")
 	fs.StringVarP(&output, "output", "o", "", "output JSON lines file (default stdout)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return cli.Usage(err)
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
+		return err
 	}
 	if o.Model.Model == "" || (mcpCmd == "") == (mcpURL == "") {
 		return cli.Usagef("scenarios needs --model and one of --mcp-cmd or --mcp-url")

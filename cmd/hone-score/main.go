@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/spf13/pflag"
-
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/score"
 )
@@ -47,23 +45,15 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := pflag.NewFlagSet("hone-score", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs := cli.NewFlagSet("hone-score", usage, stderr)
 	var opts score.Options
 	var logOpt cli.LogOptions
 	var output string
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.StringVarP(&output, "output", "o", "", "output file (default: stdout when it is not a terminal)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return cli.Usage(err)
+	if help, err := cli.ParseFlags(fs, args); help || err != nil {
+		return err
 	}
 	log, err := logOpt.Logger(stderr)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/hone-rl/hone/cmd/internal/testbin"
 	"github.com/hone-rl/hone/collect"
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -31,28 +31,7 @@ var binDir string
 // TestMain builds hone-collect and hone-serve once: the end-to-end tests
 // run both as processes.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hone-collect-test-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	for _, pkg := range []string{".", "../hone-serve"} {
-		name := "hone-collect"
-		if pkg != "." {
-			name = filepath.Base(pkg)
-		}
-		build := exec.Command("go", "build", "-ldflags=-s -w", "-o", filepath.Join(dir, name), pkg)
-		build.Stderr = os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build", pkg+":", err)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, func(dir string) { binDir = dir }, ".", "../hone-serve")
 }
 
 type result struct {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/cmd/internal/testbin"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/parquet-go/parquet-go"
 )
@@ -22,22 +23,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hone-inspect-test-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "hone-inspect")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build hone-inspect:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, func(dir string) { binary = filepath.Join(dir, "hone-inspect") }, ".")
 }
 
 type result struct {

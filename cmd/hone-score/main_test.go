@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/cmd/internal/testbin"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/score/judge/judgetest"
 )
@@ -20,22 +21,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "hone-score-test-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "hone-score")
-	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", binary, ".") // no symbols: links faster
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build hone-score:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m, func(dir string) { binary = filepath.Join(dir, "hone-score") }, ".")
 }
 
 type result struct {

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -87,5 +90,22 @@ func TestRunCancelsContextAfterReturn(t *testing.T) {
 	})
 	if seen.Err() == nil {
 		t.Error("context still live after Run returned: its signal handler leaks")
+	}
+}
+
+func TestRunWritesCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	t.Setenv(CPUProfileEnv, path)
+	code := Run(context.Background(), "x", io.Discard, func(context.Context) error { return nil })
+	if code != ExitOK {
+		t.Fatalf("exit code %d", code)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Size() == 0 {
+		t.Fatalf("profile not written: %v", err)
+	}
+	t.Setenv(CPUProfileEnv, filepath.Join(t.TempDir(), "missing", "cpu.pprof"))
+	if code := Run(context.Background(), "x", io.Discard, func(context.Context) error { return nil }); code == ExitOK {
+		t.Fatal("an unwritable profile path should fail the run")
 	}
 }

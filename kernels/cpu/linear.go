@@ -117,33 +117,49 @@ type weights struct {
 	bf16 []uint16
 }
 
-// gemvRows is the largest N for which linearNT runs matrix-vector kernels
-// instead of sgemm: few rows (decode) are memory bound, and a BLAS call
-// there pays thread synchronisation for no arithmetic gain.
+// gemvRows is the largest M for which matmulFew runs matrix-vector kernels
+// instead of sgemm: few rows are memory bound, and a BLAS call there pays
+// thread synchronisation for no arithmetic gain.
 const gemvRows = 4
+
+// fewRows is the largest N for which linearNT runs the rows kernels
+// (f32Rows, bf16Rows) instead of sgemm: up to there (decode of up to
+// fewRows sequences) a tile kernel that reads each weight row once for all
+// N inputs, split over the workers by weight rows, beats a BLAS call, and
+// bfloat16 weights are widened in registers instead of through a buffer.
+const fewRows = 64
+
+// rowBlock is the number of weight rows one part of linearNT's split takes
+// at least (the rows kernels work in tiles of 4 rows).
+const rowBlock = 16
 
 // bf16Tile is the number of bfloat16 weight rows widened at a time for sgemm.
 const bf16Tile = 128
 
 // linearNT computes out[n, o] (row stride ldo) = Σ_c x[n,c]·w[o,c] for
 // n < N, o < OC — the product x·wᵀ, the loop it must equal. For N ≤
-// gemvRows the OC weight rows are split among the workers and each worker
-// runs f32Gemv / bf16Gemv (weights read once); otherwise float32 weights go
-// to sgemm directly and bfloat16 weights are widened bf16Tile rows at a time
-// into tile (nil: allocated) and fed to sgemm.
+// fewRows the OC weight rows are split among the workers in blocks of
+// rowBlock and each worker runs f32Rows / bf16Rows (weights read once);
+// otherwise float32 weights go to sgemm directly and bfloat16 weights are
+// widened bf16Tile rows at a time into tile (nil: allocated) and fed to sgemm.
 func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile []float32, N, C, OC int) {
 	if N == 0 || OC == 0 {
 		return
 	}
-	if N <= gemvRows {
-		b.parallel(OC, N*C, func(lo, hi int) {
-			for n := 0; n < N; n++ {
-				o, xn := out[n*ldo+lo:n*ldo+hi], x[n*C:(n+1)*C]
-				if w.f32 != nil {
-					f32Gemv(o, xn, w.f32[lo*C:hi*C], C, C)
-				} else {
-					bf16Gemv(o, xn, w.bf16[lo*C:hi*C], C)
-				}
+	if C == 0 {
+		for n := range N {
+			clear(out[n*ldo : n*ldo+OC])
+		}
+		return
+	}
+	if N <= fewRows {
+		blocks := (OC + rowBlock - 1) / rowBlock
+		b.parallel(blocks, N*C*rowBlock, func(lo, hi int) {
+			o0, o1 := lo*rowBlock, min(OC, hi*rowBlock)
+			if w.f32 != nil {
+				f32Rows(out[o0:], ldo, x, N, C, w.f32[o0*C:o1*C])
+			} else {
+				bf16Rows(out[o0:], ldo, x, N, C, w.bf16[o0*C:o1*C])
 			}
 		})
 		return

@@ -154,8 +154,15 @@ func (s suite) matmulBatched(t *testing.T) {
 	}
 }
 
+// linearShapes are [N, C, OC] for the Linear ops: decode batches 1..33 and
+// past 64 (where a backend may switch from a few-rows kernel to GEMM), rows
+// OC not a multiple of 4 or 16, C below, at and past the vector widths and
+// past 1024 (a column-chunk edge).
+var linearShapes = [][3]int{{1, 3, 5}, {2, 8, 1}, {1, 17, 33}, {3, 31, 7}, {5, 16, 18}, {8, 1025, 13},
+	{17, 32, 48}, {32, 100, 37}, {33, 64, 17}, {64, 33, 6}, {65, 48, 5}}
+
 func (s suite) linear(t *testing.T) {
-	for _, sh := range [][3]int{{1, 3, 5}, {2, 8, 1}, {17, 32, 48}, {33, 64, 17}} {
+	for _, sh := range linearShapes {
 		N, C, OC := sh[0], sh[1], sh[2]
 		for _, withBias := range []bool{false, true} {
 			name := fmt.Sprintf("N=%d,C=%d,OC=%d,bias=%v", N, C, OC, withBias)
@@ -191,7 +198,7 @@ func (s suite) linear(t *testing.T) {
 }
 
 func (s suite) linearBF16(t *testing.T) {
-	for _, sh := range [][3]int{{1, 3, 5}, {1, 64, 33}, {17, 32, 48}, {4, 130, 70}} {
+	for _, sh := range append([][3]int{{1, 64, 33}, {4, 130, 70}}, linearShapes...) {
 		N, C, OC := sh[0], sh[1], sh[2]
 		name := fmt.Sprintf("N=%d,C=%d,OC=%d", N, C, OC)
 		t.Run(name, func(t *testing.T) {

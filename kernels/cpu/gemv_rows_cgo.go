@@ -1,0 +1,252 @@
+//go:build cgo
+
+package cpu
+
+/*
+#cgo CFLAGS: -O3
+#include <stdint.h>
+#include <stddef.h>
+
+// rows_*: out[n*ldo + o] = Σ_c x[n*C + c]·w[o*C + c] for n < N, o < rows —
+// the product of a few input rows (decode: one per sequence) with a block of
+// weight rows. The weights are the big read, so every form below reads each
+// weight row once for all N inputs.
+
+static inline float rows_widen(uint16_t h) {
+	union { uint32_t u; float f; } v = { .u = (uint32_t)h << 16 };
+	return v.f;
+}
+
+static void rows_f32_plain(float *out, long ldo, const float *x, long N, long C, const float *w, long rows) {
+	for (long o = 0; o < rows; o++)
+		for (long n = 0; n < N; n++) {
+			float s = 0;
+			for (long c = 0; c < C; c++) s += x[n * C + c] * w[o * C + c];
+			out[n * ldo + o] = s;
+		}
+}
+
+static void rows_bf16_plain(float *out, long ldo, const float *x, long N, long C, const uint16_t *w, long rows) {
+	for (long o = 0; o < rows; o++)
+		for (long n = 0; n < N; n++) {
+			float s = 0;
+			for (long c = 0; c < C; c++) s += x[n * C + c] * rows_widen(w[o * C + c]);
+			out[n * ldo + o] = s;
+		}
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define RT512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#define RT256 __attribute__((target("avx2,fma")))
+
+RT512 static inline __m512 rows_ldw_f32(const float *p) { return _mm512_loadu_ps(p); }
+RT512 static inline __m512 rows_ldw_f32m(const float *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+RT512 static inline __m512 rows_ldw_bf16(const uint16_t *p) {
+	__m256i h = _mm256_loadu_si256((const __m256i *)p);
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+RT512 static inline __m512 rows_ldw_bf16m(const uint16_t *p, __mmask16 m) {
+	__m256i h = _mm256_maskz_loadu_epi16(m, p);
+	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// A tile of RB weight rows × NB inputs held in RB·NB vector sums: per 16
+// columns it loads RB weight vectors and NB input vectors and issues RB·NB
+// FMAs, so the weights are read once per tile and the inputs once per RB
+// rows. The column tail is a masked load (zeros beyond C add nothing).
+#define ROWS_TILE(NAME, WT, LDW, LDWM, RB, NB)                                              \
+RT512 static void NAME(float *out, long ldo, const float *x, const WT *w, long ld, long K) { \
+	__m512 acc[RB][NB];                                                                      \
+	_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                                    \
+	_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) acc[r][n] = _mm512_setzero_ps();   \
+	long c = 0;                                                                              \
+	for (; c + 16 <= K; c += 16) {                                                           \
+		__m512 wv[RB];                                                                       \
+		_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++) wv[r] = LDW(w + r * ld + c);     \
+		_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) {                               \
+			__m512 xv = _mm512_loadu_ps(x + n * ld + c);                                     \
+			_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                             \
+				acc[r][n] = _mm512_fmadd_ps(wv[r], xv, acc[r][n]);                           \
+		}                                                                                    \
+	}                                                                                        \
+	if (c < K) {                                                                             \
+		__mmask16 m = (__mmask16)((1u << (K - c)) - 1);                                      \
+		__m512 wv[RB];                                                                       \
+		_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++) wv[r] = LDWM(w + r * ld + c, m); \
+		_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) {                               \
+			__m512 xv = _mm512_maskz_loadu_ps(m, x + n * ld + c);                            \
+			_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                             \
+				acc[r][n] = _mm512_fmadd_ps(wv[r], xv, acc[r][n]);                           \
+		}                                                                                    \
+	}                                                                                        \
+	_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++)                                    \
+	_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                                    \
+		out[n * ldo + r] = _mm512_reduce_add_ps(acc[r][n]);                                  \
+}
+
+typedef void (*rows_f32_tile)(float *, long, const float *, const float *, long, long);
+typedef void (*rows_bf16_tile)(float *, long, const float *, const uint16_t *, long, long);
+
+#define ROWS_TILES(SUF, WT, LDW, LDWM)                                                   \
+ROWS_TILE(rows_##SUF##_1x1, WT, LDW, LDWM, 1, 1)                                         \
+ROWS_TILE(rows_##SUF##_1x2, WT, LDW, LDWM, 1, 2)                                         \
+ROWS_TILE(rows_##SUF##_1x3, WT, LDW, LDWM, 1, 3)                                         \
+ROWS_TILE(rows_##SUF##_1x4, WT, LDW, LDWM, 1, 4)                                         \
+ROWS_TILE(rows_##SUF##_2x1, WT, LDW, LDWM, 2, 1)                                         \
+ROWS_TILE(rows_##SUF##_2x2, WT, LDW, LDWM, 2, 2)                                         \
+ROWS_TILE(rows_##SUF##_2x3, WT, LDW, LDWM, 2, 3)                                         \
+ROWS_TILE(rows_##SUF##_2x4, WT, LDW, LDWM, 2, 4)                                         \
+ROWS_TILE(rows_##SUF##_3x1, WT, LDW, LDWM, 3, 1)                                         \
+ROWS_TILE(rows_##SUF##_3x2, WT, LDW, LDWM, 3, 2)                                         \
+ROWS_TILE(rows_##SUF##_3x3, WT, LDW, LDWM, 3, 3)                                         \
+ROWS_TILE(rows_##SUF##_3x4, WT, LDW, LDWM, 3, 4)                                         \
+ROWS_TILE(rows_##SUF##_4x1, WT, LDW, LDWM, 4, 1)                                         \
+ROWS_TILE(rows_##SUF##_4x2, WT, LDW, LDWM, 4, 2)                                         \
+ROWS_TILE(rows_##SUF##_4x3, WT, LDW, LDWM, 4, 3)                                         \
+ROWS_TILE(rows_##SUF##_4x4, WT, LDW, LDWM, 4, 4)                                         \
+static const rows_##SUF##_tile rows_##SUF##_tiles[4][4] = {                              \
+	{rows_##SUF##_1x1, rows_##SUF##_1x2, rows_##SUF##_1x3, rows_##SUF##_1x4},            \
+	{rows_##SUF##_2x1, rows_##SUF##_2x2, rows_##SUF##_2x3, rows_##SUF##_2x4},            \
+	{rows_##SUF##_3x1, rows_##SUF##_3x2, rows_##SUF##_3x3, rows_##SUF##_3x4},            \
+	{rows_##SUF##_4x1, rows_##SUF##_4x2, rows_##SUF##_4x3, rows_##SUF##_4x4},            \
+};
+
+ROWS_TILES(f32, float, rows_ldw_f32, rows_ldw_f32m)
+ROWS_TILES(bf16, uint16_t, rows_ldw_bf16, rows_ldw_bf16m)
+
+// Columns are taken in chunks of rowsKC so that a tile's weight rows stay
+// in L1 while every input block passes over them; the first chunk stores,
+// later ones add to out.
+enum { rowsKC = 1024 };
+
+#define ROWS_DRIVER(SUF, WT)                                                                      \
+RT512 static void rows_##SUF##_avx512(float *out, long ldo, const float *x, long N, long C, const WT *w, long rows) { \
+	float part[16];                                                                               \
+	for (long c0 = 0; c0 < C; c0 += rowsKC) {                                                     \
+		long kc = C - c0 < rowsKC ? C - c0 : rowsKC;                                              \
+		for (long o = 0; o < rows; o += 4) {                                                      \
+			int rb = rows - o < 4 ? (int)(rows - o) : 4;                                          \
+			for (long n = 0; n < N; n += 4) {                                                     \
+				int nb = N - n < 4 ? (int)(N - n) : 4;                                            \
+				rows_##SUF##_tile f = rows_##SUF##_tiles[rb - 1][nb - 1];                         \
+				if (c0 == 0) {                                                                    \
+					f(out + n * ldo + o, ldo, x + n * C + c0, w + o * C + c0, C, kc);                 \
+					continue;                                                                     \
+				}                                                                                 \
+				f(part, 4, x + n * C + c0, w + o * C + c0, C, kc);                                    \
+				for (int j = 0; j < nb; j++)                                                      \
+					for (int r = 0; r < rb; r++) out[(n + j) * ldo + o + r] += part[j * 4 + r];   \
+			}                                                                                     \
+		}                                                                                         \
+	}                                                                                             \
+}
+ROWS_DRIVER(f32, float)
+ROWS_DRIVER(bf16, uint16_t)
+
+RT256 static inline float rows_hsum256(__m256 a) {
+	__m128 s4 = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+	s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+	s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
+	return _mm_cvtss_f32(s4);
+}
+
+RT256 static inline __m256 rows_ld8_bf16(const uint16_t *p) {
+	__m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+	return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+}
+
+// AVX2 + FMA (CPUs without AVX-512): one weight row at a time, against every
+// input while the row is in L1.
+#define ROWS_AVX2(SUF, WT, LD8, WIDEN)                                                              \
+RT256 static void rows_##SUF##_avx2(float *out, long ldo, const float *x, long N, long C, const WT *w, long rows) { \
+	for (long o = 0; o < rows; o++) {                                                               \
+		const WT *row = w + o * C;                                                                  \
+		for (long n = 0; n < N; n++) {                                                              \
+			const float *xn = x + n * C;                                                            \
+			__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();                              \
+			long c = 0;                                                                             \
+			for (; c + 16 <= C; c += 16) {                                                          \
+				a0 = _mm256_fmadd_ps(LD8(row + c), _mm256_loadu_ps(xn + c), a0);                   \
+				a1 = _mm256_fmadd_ps(LD8(row + c + 8), _mm256_loadu_ps(xn + c + 8), a1);            \
+			}                                                                                       \
+			float s = rows_hsum256(_mm256_add_ps(a0, a1));                                          \
+			for (; c < C; c++) s += xn[c] * WIDEN(row[c]);                                          \
+			out[n * ldo + o] = s;                                                                   \
+		}                                                                                           \
+	}                                                                                               \
+}
+#define ROWS_ID(v) (v)
+ROWS_AVX2(f32, float, _mm256_loadu_ps, ROWS_ID)
+ROWS_AVX2(bf16, uint16_t, rows_ld8_bf16, rows_widen)
+
+// rows_level: 2 with AVX-512 (F, BW, VL, DQ), 1 with AVX2 + FMA, else 0.
+static int rows_level(void) {
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+		return 2;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
+	return 0;
+}
+#else
+static int rows_level(void) { return 0; }
+#define rows_f32_avx512 rows_f32_plain
+#define rows_bf16_avx512 rows_bf16_plain
+#define rows_f32_avx2 rows_f32_plain
+#define rows_bf16_avx2 rows_bf16_plain
+#endif
+
+static void rows_f32(float *out, long ldo, const float *x, long N, long C, const float *w, long rows, int level) {
+	switch (level) {
+	case 2: rows_f32_avx512(out, ldo, x, N, C, w, rows); break;
+	case 1: rows_f32_avx2(out, ldo, x, N, C, w, rows); break;
+	default: rows_f32_plain(out, ldo, x, N, C, w, rows);
+	}
+}
+
+static void rows_bf16(float *out, long ldo, const float *x, long N, long C, const uint16_t *w, long rows, int level) {
+	switch (level) {
+	case 2: rows_bf16_avx512(out, ldo, x, N, C, w, rows); break;
+	case 1: rows_bf16_avx2(out, ldo, x, N, C, w, rows); break;
+	default: rows_bf16_plain(out, ldo, x, N, C, w, rows);
+	}
+}
+*/
+import "C"
+
+import "unsafe"
+
+// rowsLevel is the instruction set the rows kernels use, read once (the CPU
+// does not change under a running process): 2 AVX-512, 1 AVX2, 0 plain C.
+var rowsLevel = C.rows_level()
+
+// rowsKernel names the rows kernel this process uses, for tests and reports.
+func rowsKernel() string {
+	return [...]string{"c", "avx2", "avx512"}[rowsLevel]
+}
+
+// f32Rows: out[n*ldo+o] = Σ_c x[n*C+c]·w[o*C+c] for n < N, o < len(w)/C,
+// in C, each weight row read once for all N inputs; C ≥ 1. The loop it must
+// equal is f32RowsGo.
+func f32Rows(out []float32, ldo int, x []float32, N, C int, w []float32) {
+	if N == 0 || len(w) < C {
+		return
+	}
+	rows := len(w) / C
+	_, _ = out[(N-1)*ldo+rows-1], x[N*C-1]
+	C.rows_f32((*C.float)(unsafe.Pointer(&out[0])), C.long(ldo), (*C.float)(unsafe.Pointer(&x[0])), C.long(N), C.long(C),
+		(*C.float)(unsafe.Pointer(&w[0])), C.long(rows), rowsLevel)
+}
+
+// bf16Rows is f32Rows with bfloat16 weights, widened in the kernel.
+func bf16Rows(out []float32, ldo int, x []float32, N, C int, w []uint16) {
+	if N == 0 || len(w) < C {
+		return
+	}
+	rows := len(w) / C
+	_, _ = out[(N-1)*ldo+rows-1], x[N*C-1]
+	C.rows_bf16((*C.float)(unsafe.Pointer(&out[0])), C.long(ldo), (*C.float)(unsafe.Pointer(&x[0])), C.long(N), C.long(C),
+		(*C.uint16_t)(unsafe.Pointer(&w[0])), C.long(rows), rowsLevel)
+}

@@ -18,17 +18,60 @@ func (b *Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, 
 	kernels.Need(op, "q", len(q), N*H*D)
 	kernels.Need(op, "k", len(k), N*KVH*D)
 	kernels.Need(op, "v", len(v), N*KVH*D)
-	T := longest(seqOff)
-	sp := b.buf(T * T) // [T, T] scores of one head
-	defer b.release(sp)
-	s := *sp
-	for i := 0; i+1 < len(seqOff); i++ {
-		lo, hi := int(seqOff[i]), int(seqOff[i+1])
+	S := len(seqOff) - 1
+	b.attnItems(S*KVH, longest(seqOff), func(it int, s []float32, inner bool) {
+		si, g := it/KVH, it%KVH
+		lo, hi := int(seqOff[si]), int(seqOff[si+1])
 		if hi == lo {
-			continue
+			return
 		}
-		b.attend(out[lo*H*D:], lse[lo*H:], q[lo*H*D:], k[lo*KVH*D:], v[lo*KVH*D:], s, hi-lo, hi-lo, H, KVH, D, scale)
+		b.attendGroup(out[lo*H*D:], lse[lo*H:], q[lo*H*D:], k[lo*KVH*D:], v[lo*KVH*D:], s, hi-lo, hi-lo, H, KVH, D, g, scale, inner)
+	})
+}
+
+// attnItems runs fn(i, scratch, inner) for the items i < n of an attention
+// (one sequence × one kv head each: items never write the same rows). When
+// GEMMs run single-threaded (Options.SplitGEMM) the items are spread over
+// the workers, each with its own T×T scratch and single-threaded products
+// (inner = false: fn must not fan out further); otherwise they run one after
+// another on the caller and fn may split its products and row loops
+// (inner = true). Per-item products are small (T×T×D), so running whole
+// items on separate cores beats splitting each product.
+func (b *Backend) attnItems(n, T int, fn func(i int, s []float32, inner bool)) {
+	if !b.splitGEMM || n < 2 {
+		sp := b.buf(2 * T * T)
+		defer b.release(sp)
+		for i := 0; i < n; i++ {
+			fn(i, *sp, true)
+		}
+		return
 	}
+	b.split(n, n, func(lo, hi int) {
+		sp := b.buf(2 * T * T)
+		defer b.release(sp)
+		for i := lo; i < hi; i++ {
+			fn(i, *sp, false)
+		}
+	})
+}
+
+// rowsOf runs fn over [0, n) rows: split among the workers when inner,
+// on the calling goroutine otherwise.
+func (b *Backend) rowsOf(inner bool, n, cost int, fn func(lo, hi int)) {
+	if inner {
+		b.parallel(n, cost, fn)
+		return
+	}
+	fn(0, n)
+}
+
+// gemmOf is sgemm when inner, one single-threaded BLAS call otherwise.
+func (b *Backend) gemmOf(inner, tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, bb []float32, ldb int, beta float32, c []float32, ldc int) {
+	if inner || m == 0 || n == 0 || k == 0 {
+		b.sgemm(tA, tB, m, n, k, alpha, a, lda, bb, ldb, beta, c, ldc)
+		return
+	}
+	b.gemm(tA, tB, m, n, k, alpha, a, lda, bb, ldb, beta, c, ldc)
 }
 
 // AttentionDecode: Tq new queries [Tq,H,D] against one sequence's cache [Tk,KVH,D].
@@ -46,9 +89,13 @@ func (b *Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, K
 	if Tq == 0 {
 		return
 	}
-	sp := b.buf(Tq * Tk) // [Tq, Tk] scores of one head
-	defer b.release(sp)
-	b.attend(out, nil, q, kCache, vCache, *sp, Tq, Tk, H, KVH, D, scale)
+	if Tq <= gemvRows {
+		b.attendFew(out, nil, q, kCache, vCache, Tq, Tk, H, KVH, D, scale)
+		return
+	}
+	b.attnItems(KVH, max(Tq, Tk), func(g int, s []float32, inner bool) {
+		b.attendGroup(out, nil, q, kCache, vCache, s, Tq, Tk, H, KVH, D, g, scale, inner)
+	})
 }
 
 func longest(seqOff []int32) int {
@@ -59,25 +106,21 @@ func longest(seqOff []int32) int {
 	return m
 }
 
-// attend computes, for each head h (kv head g = h/(H/KVH)), with query i
-// seeing key rows j ≤ Tk−Tq+i:
+// attendGroup computes, for each query head h of kv head g (h/(H/KVH) = g),
+// with query i seeing key rows j ≤ Tk−Tq+i:
 //
 //	S   = scale·Q_h·K_gᵀ          [Tq, Tk]   one sgemm on strided views
 //	P   = causal row softmax(S),  lse_i = log Σ_j exp(S_ij)
 //	O_h = P·V_g                   [Tq, D]    one sgemm, written with ldc = H·D
 //
-// s is scratch of at least Tq·Tk floats; lse [Tq, H] may be nil.
-func (b *Backend) attend(out, lse, q, k, v, s []float32, Tq, Tk, H, KVH, D int, scale float32) {
+// s is scratch of at least Tq·Tk floats; lse [Tq, H] may be nil; inner as
+// in attnItems.
+func (b *Backend) attendGroup(out, lse, q, k, v, s []float32, Tq, Tk, H, KVH, D, g int, scale float32, inner bool) {
 	group := H / KVH
-	if Tq <= gemvRows {
-		b.attendFew(out, lse, q, k, v, Tq, Tk, H, KVH, D, scale)
-		return
-	}
 	s = s[:Tq*Tk]
-	for h := 0; h < H; h++ {
-		g := h / group
-		b.sgemm(false, true, Tq, Tk, D, scale, q[h*D:], H*D, k[g*D:], KVH*D, 0, s, Tk)
-		b.parallel(Tq, Tk, func(lo, hi int) {
+	for h := g * group; h < (g+1)*group; h++ {
+		b.gemmOf(inner, false, true, Tq, Tk, D, scale, q[h*D:], H*D, k[g*D:], KVH*D, 0, s, Tk)
+		b.rowsOf(inner, Tq, Tk, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				row := s[i*Tk : (i+1)*Tk]
 				last := Tk - Tq + i
@@ -101,11 +144,11 @@ func (b *Backend) attend(out, lse, q, k, v, s []float32, Tq, Tk, H, KVH, D int, 
 				}
 			}
 		})
-		b.sgemm(false, false, Tq, D, Tk, 1, s, Tk, v[g*D:], KVH*D, 0, out[h*D:], H*D)
+		b.gemmOf(inner, false, false, Tq, D, Tk, 1, s, Tk, v[g*D:], KVH*D, 0, out[h*D:], H*D)
 	}
 }
 
-// attendFew is attend for a few queries (decode): the same formulas, with
+// attendFew is attendGroup over all heads for a few queries (decode): the same formulas, with
 // heads split among the workers and each score row and output computed by
 // the matrix-vector kernels on the strided cache (f32Gemv for S = scale·q·Kᵀ,
 // f32GemvT for out = P·V), so no BLAS call pays thread start-up per token.
@@ -162,27 +205,23 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float3
 		{"out", out, N * H * D}, {"lse", lse, N * H}, {"q", q, N * H * D}, {"k", k, N * KVH * D}, {"v", v, N * KVH * D}} {
 		kernels.Need(op, c.name, len(c.buf), c.n)
 	}
-	T := longest(seqOff)
-	pp, dpp := b.buf(T*T), b.buf(T*T) // [T, T] P and dP (then dS) of one head
-	defer b.release(pp)
-	defer b.release(dpp)
-	p, dp := *pp, *dpp
+	S := len(seqOff) - 1
 	group := H / KVH
-	for si := 0; si+1 < len(seqOff); si++ {
+	b.attnItems(S*KVH, longest(seqOff), func(it int, scratch []float32, inner bool) {
+		si, g := it/KVH, it%KVH
 		lo, hi := int(seqOff[si]), int(seqOff[si+1])
 		t := hi - lo
 		if t == 0 {
-			continue
+			return
 		}
 		Q, K, V := q[lo*H*D:], k[lo*KVH*D:], v[lo*KVH*D:]
 		dO, O, L := dout[lo*H*D:], out[lo*H*D:], lse[lo*H:]
 		dQ, dK, dV := dq[lo*H*D:], dk[lo*KVH*D:], dv[lo*KVH*D:]
-		P, dP := p[:t*t], dp[:t*t]
-		for h := 0; h < H; h++ {
-			g := h / group
-			b.sgemm(false, true, t, t, D, scale, Q[h*D:], H*D, K[g*D:], KVH*D, 0, P, t)
-			b.sgemm(false, true, t, t, D, 1, dO[h*D:], H*D, V[g*D:], KVH*D, 0, dP, t)
-			b.parallel(t, t, func(i0, i1 int) {
+		P, dP := scratch[:t*t], scratch[t*t:2*t*t] // P and dP (then dS) of one head
+		for h := g * group; h < (g+1)*group; h++ {
+			b.gemmOf(inner, false, true, t, t, D, scale, Q[h*D:], H*D, K[g*D:], KVH*D, 0, P, t)
+			b.gemmOf(inner, false, true, t, t, D, 1, dO[h*D:], H*D, V[g*D:], KVH*D, 0, dP, t)
+			b.rowsOf(inner, t, t, func(i0, i1 int) {
 				for i := i0; i < i1; i++ {
 					var dd float32
 					do, o := dO[(i*H+h)*D:(i*H+h+1)*D], O[(i*H+h)*D:(i*H+h+1)*D]
@@ -200,9 +239,9 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float3
 					clear(drow[i+1:])
 				}
 			})
-			b.sgemm(true, false, t, D, t, 1, P, t, dO[h*D:], H*D, 1, dV[g*D:], KVH*D)
-			b.sgemm(false, false, t, D, t, scale, dP, t, K[g*D:], KVH*D, 1, dQ[h*D:], H*D)
-			b.sgemm(true, false, t, D, t, scale, dP, t, Q[h*D:], H*D, 1, dK[g*D:], KVH*D)
+			b.gemmOf(inner, true, false, t, D, t, 1, P, t, dO[h*D:], H*D, 1, dV[g*D:], KVH*D)
+			b.gemmOf(inner, false, false, t, D, t, scale, dP, t, K[g*D:], KVH*D, 1, dQ[h*D:], H*D)
+			b.gemmOf(inner, true, false, t, D, t, scale, dP, t, Q[h*D:], H*D, 1, dK[g*D:], KVH*D)
 		}
-	}
+	})
 }

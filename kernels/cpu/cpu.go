@@ -24,6 +24,13 @@ type Options struct {
 	// LogprobRows caps the rows of one logits block in LogprobForward and
 	// LogprobBackward (scratch = LogprobRows × chunk floats). 0 means 512.
 	LogprobRows int
+	// SplitGEMM says whether large matrix products are split into blocks
+	// computed concurrently by the workers, each a single-threaded BLAS call:
+	// 0 (auto) splits when the GEMM is OpenBLAS running one thread
+	// (OPENBLAS_NUM_THREADS=1), which otherwise leaves all but one core idle
+	// in every product; 1 always splits; −1 never does (a multi-threaded
+	// OpenBLAS, or gonum, parallelises inside the call).
+	SplitGEMM int
 }
 
 // Backend is the CPU backend. Create it with New; it is safe for concurrent
@@ -31,6 +38,7 @@ type Options struct {
 type Backend struct {
 	name        string
 	gemm        sgemmFunc
+	splitGEMM   bool // see Options.SplitGEMM
 	pool        *pool
 	minParallel int
 	lpRows      int
@@ -57,7 +65,15 @@ func New(o Options) (*Backend, error) {
 	if lr <= 0 {
 		lr = 512
 	}
-	return &Backend{name: "cpu/" + name, gemm: gemm, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
+	split := false
+	switch {
+	case o.SplitGEMM > 0:
+		split = true
+	case o.SplitGEMM == 0:
+		split = name == "openblas" && openblasThreads() == 1
+	}
+	split = split && w > 1
+	return &Backend{name: "cpu/" + name, gemm: gemm, splitGEMM: split, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
 }
 
 // pickGEMM resolves Options.GEMM.
@@ -139,7 +155,17 @@ func (b *Backend) parallel(n, cost int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	parts := min(n, 4*w)
+	b.split(n, min(n, 4*w), fn)
+}
+
+// split runs fn over [0, n) cut into parts contiguous pieces, claimed as
+// parallel describes.
+func (b *Backend) split(n, parts int, fn func(lo, hi int)) {
+	w := b.pool.workers
+	if parts <= 1 || w <= 1 {
+		fn(0, n)
+		return
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(parts)

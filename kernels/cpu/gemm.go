@@ -43,7 +43,11 @@ func scaleC(m, n int, beta float32, c []float32, ldc int) {
 	}
 }
 
-// gemm is the backend's sgemm with quick returns.
+// sgemm is the backend's GEMM with quick returns. When the backend splits
+// GEMMs (Options.SplitGEMM) and the product is large, C is cut into blocks
+// of rows (or of columns, when it is wider than tall), each computed by one
+// single-threaded BLAS call on its own worker: every part re-packs the
+// shared operand, which costs about 1/(its rows) of its arithmetic.
 func (b *Backend) sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, bb []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
@@ -52,5 +56,39 @@ func (b *Backend) sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, ld
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	b.gemm(tA, tB, m, n, k, alpha, a, lda, bb, ldb, beta, c, ldc)
+	if !b.splitGEMM || m*n*k < gemmSplitWork*b.minParallel || max(m, n) < 2*gemmSplitMin {
+		b.gemm(tA, tB, m, n, k, alpha, a, lda, bb, ldb, beta, c, ldc)
+		return
+	}
+	w := b.pool.workers
+	if m >= n {
+		// Rows of C are rows of op(A): a's row i, or its column i when tA.
+		parts := min(2*w, m/gemmSplitMin)
+		b.split(m, parts, func(lo, hi int) {
+			ao := lo * lda
+			if tA {
+				ao = lo
+			}
+			b.gemm(tA, tB, hi-lo, n, k, alpha, a[ao:], lda, bb, ldb, beta, c[lo*ldc:], ldc)
+		})
+		return
+	}
+	// Columns of C are columns of op(B): b's column j, or its row j when tB.
+	parts := min(2*w, n/gemmSplitMin)
+	b.split(n, parts, func(lo, hi int) {
+		bo := lo
+		if tB {
+			bo = lo * ldb
+		}
+		b.gemm(tA, tB, m, hi-lo, k, alpha, a, lda, bb[bo:], ldb, beta, c[lo:], ldc)
+	})
 }
+
+// gemmSplitWork × Options.MinParallel is the product size m·n·k from which
+// sgemm splits (2M multiply-adds by default: about 10 µs of one core, well
+// above a worker's wake-up); gemmSplitMin is the fewest rows or columns of
+// one part.
+const (
+	gemmSplitWork = 64
+	gemmSplitMin  = 16
+)

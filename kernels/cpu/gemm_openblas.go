@@ -13,6 +13,10 @@ import "unsafe"
 // openblas is cblas_sgemm in cgo builds (nil in gemm_nocgo.go).
 var openblas sgemmFunc = openblasSgemm
 
+// openblasThreads is the number of threads OpenBLAS uses inside one call
+// (read, never set: OPENBLAS_NUM_THREADS is the user's to choose).
+func openblasThreads() int { return int(C.openblas_get_num_threads()) }
+
 // openblasSgemm calls cblas_sgemm (row-major). Slices are non-empty: the
 // caller quick-returns on empty shapes.
 func openblasSgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {

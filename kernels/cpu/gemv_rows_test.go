@@ -103,3 +103,23 @@ func BenchmarkRows(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRowsHead streams a weight bigger than the last-level cache (the
+// 0.5B shape's tied LM head, 151936 × 896) through bf16Rows at N = 1: the
+// figure is the memory bandwidth one core gets in decode.
+func BenchmarkRowsHead(b *testing.B) {
+	const C, rows = 896, 151936
+	x := make([]float32, C)
+	wh := make([]uint16, rows*C)
+	for i := range wh {
+		wh[i] = kernels.BF16(float32(i%2001-1000) * 3e-5)
+	}
+	for i := range x {
+		x[i] = 1
+	}
+	out := make([]float32, rows)
+	b.SetBytes(int64(2 * rows * C))
+	for b.Loop() {
+		bf16Rows(out, rows, x, 1, C, wh)
+	}
+}

@@ -136,26 +136,36 @@ func model05B(b *testing.B, bf16 bool) *Model {
 	return m
 }
 
-// BenchmarkDecode05B: batch-1 decode on the 0.5B shape after a 16-token prompt.
+// BenchmarkDecode05B: decode steps on the 0.5B shape after a 16-token
+// prompt per sequence, for 1, 8 and 32 sequences at once (continuous
+// batching); tokens/s is the aggregate over the sequences.
 func BenchmarkDecode05B(b *testing.B) {
 	for _, bf16 := range []bool{false, true} {
-		b.Run(fmt.Sprintf("bf16=%v", bf16), func(b *testing.B) {
-			m := model05B(b, bf16)
-			ctx := context.Background()
-			cache := NewContiguousCache(&m.Config)
-			prompt := packed(m.Config.Vocab, []int{16}, 1).IDs
-			if _, err := m.Step(ctx, cache, []StepInput{{Seq: 0, IDs: prompt}}, nil); err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			start := time.Now()
-			for i := range b.N {
-				if _, err := m.Step(ctx, cache, []StepInput{{Seq: 0, IDs: []int32{int32(i % m.Config.Vocab)}}}, nil); err != nil {
+		m := model05B(b, bf16)
+		for _, S := range []int{1, 8, 32} {
+			b.Run(fmt.Sprintf("S=%d,bf16=%v", S, bf16), func(b *testing.B) {
+				ctx := context.Background()
+				cache := NewContiguousCache(&m.Config)
+				in := make([]StepInput, S)
+				for s := range in {
+					in[s] = StepInput{Seq: s, IDs: packed(m.Config.Vocab, []int{16}, uint64(s+1)).IDs}
+				}
+				if _, err := m.Step(ctx, cache, in, nil); err != nil {
 					b.Fatal(err)
 				}
-			}
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tokens/s")
-		})
+				b.ResetTimer()
+				start := time.Now()
+				for i := range b.N {
+					for s := range in {
+						in[s].IDs = []int32{int32((i*7 + s) % m.Config.Vocab)}
+					}
+					if _, err := m.Step(ctx, cache, in, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(S*b.N)/time.Since(start).Seconds(), "tokens/s")
+			})
+		}
 	}
 }
 

@@ -3,7 +3,7 @@
 //
 //   - a LoRA training step (forward + backward + AdamW on the adapter, rank 8
 //     on all projections) on a tiny shape and on the Qwen2.5-0.5B shape;
-//   - greedy KV-cache decoding at batch 1 and 8 on the 0.5B shape, with
+//   - greedy KV-cache decoding at batch 1, 8 and 32 on the 0.5B shape, with
 //     float32 and bfloat16 weights;
 //
 // each in tokens/s, with the achieved GFLOP/s against the SGEMM peak of

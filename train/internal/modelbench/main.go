@@ -105,6 +105,10 @@ func rows() []row {
 		{name: "decode-05b-b1-bf16", shape: "05b", batch: 1, bf16: true},
 		{name: "decode-05b-b8-f32", shape: "05b", batch: 8},
 		{name: "decode-05b-b8-bf16", shape: "05b", batch: 8, bf16: true},
+		// Continuous batching in hone-serve steps many sequences at once:
+		// the aggregate rate there must grow well past batch 1.
+		{name: "decode-05b-b32-f32", shape: "05b", batch: 32},
+		{name: "decode-05b-b32-bf16", shape: "05b", batch: 32, bf16: true},
 	}
 }
 

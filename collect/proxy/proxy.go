@@ -13,8 +13,21 @@
 // into the output folder — when it is closed, or when GroupSize of its
 // trajectories are closed. Trajectories still open in a closed group are
 // written with Error "not closed". Requests without X-Hone-Trajectory are
-// forwarded and not recorded; streaming requests are refused (the proxy
-// records whole responses only).
+// forwarded and not recorded.
+//
+// Streamed requests ("stream": true) are forwarded with the same
+// additions, stream_options as the agent set them. Every server-sent event
+// goes to the agent byte for byte, flushed as soon as it is complete, while
+// the proxy assembles the chunks into the turn it records: content, tool
+// calls by index (arguments concatenated), finish reason, logprobs and
+// vLLM's per-chunk token_ids, and the model that answered — the same turn
+// a non-streamed request would have recorded. The turn is recorded before
+// the event with its finish reason reaches the agent, so a reward posted
+// after the stream always finds it. When a stream ends badly (the
+// agent disconnects, upstream breaks off, sends an error event or an event
+// that is not JSON) the turn is recorded as far as it arrived and the
+// trajectory keeps the error. Streamed requests with n > 1 are refused
+// with a 400 (param "n"): the proxy records one choice per turn.
 package proxy
 
 import (
@@ -84,6 +97,7 @@ type group struct {
 type record struct {
 	t      trajectory.Trajectory
 	turns  []trajectory.Message // assistant turns as produced, with tokens
+	errs   []string             // why turns failed (broken streams)
 	closed bool
 }
 
@@ -122,7 +136,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && closePath.MatchString(r.URL.Path):
 		id := closePath.FindStringSubmatch(r.URL.Path)[1]
 		if err := p.closeGroup(id); err != nil {
-			httpError(w, http.StatusNotFound, err.Error())
+			code := http.StatusInternalServerError
+			if errors.Is(err, errNoGroup) {
+				code = http.StatusNotFound
+			}
+			httpError(w, code, err.Error())
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -132,9 +150,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func httpError(w http.ResponseWriter, code int, msg string) {
+	apiError(w, code, msg, "")
+}
+
+// apiError answers with OpenAI's error object; param names the offending
+// request field ("" for none).
+func apiError(w http.ResponseWriter, code int, msg, param string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "hone_proxy_error"}})
+	e := map[string]any{"message": msg, "type": "hone_proxy_error", "param": nil, "code": nil}
+	if param != "" {
+		e["param"] = param
+	}
+	if code == http.StatusBadRequest {
+		e["type"] = "invalid_request_error"
+	}
+	b, _ := json.Marshal(map[string]any{"error": e})
 	w.Write(b)
 }
 
@@ -148,6 +179,25 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) ([]
 			return nil, 0, false
 		}
 	}
+	resp, ok := p.send(w, r, body)
+	if !ok {
+		return nil, 0, false
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		httpError(w, http.StatusBadGateway, "upstream body: "+err.Error())
+		return nil, 0, false
+	}
+	copyHeader(w, resp)
+	w.WriteHeader(resp.StatusCode)
+	w.Write(out)
+	return out, resp.StatusCode, true
+}
+
+// send makes r's request, with body, to the upstream. When it cannot, it
+// answers the agent with a 502 and returns false.
+func (p *Proxy) send(w http.ResponseWriter, r *http.Request, body []byte) (*http.Response, bool) {
 	rest := strings.TrimPrefix(r.URL.Path, "/v1")
 	u := strings.TrimSuffix(p.o.Upstream, "/") + rest
 	if r.URL.RawQuery != "" {
@@ -156,7 +206,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) ([]
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, u, bytes.NewReader(body))
 	if err != nil {
 		httpError(w, http.StatusBadGateway, err.Error())
-		return nil, 0, false
+		return nil, false
 	}
 	for _, h := range []string{"Content-Type", "Authorization", "Accept"} {
 		if v := r.Header.Get(h); v != "" {
@@ -169,14 +219,14 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) ([]
 	resp, err := p.client.Do(req)
 	if err != nil {
 		httpError(w, http.StatusBadGateway, "upstream: "+err.Error())
-		return nil, 0, false
+		return nil, false
 	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		httpError(w, http.StatusBadGateway, "upstream body: "+err.Error())
-		return nil, 0, false
-	}
+	return resp, true
+}
+
+// copyHeader copies the upstream response's headers to w, but for the
+// length, which the proxy's own server sets.
+func copyHeader(w http.ResponseWriter, resp *http.Response) {
 	for k, vs := range resp.Header {
 		if k == "Content-Length" {
 			continue
@@ -185,9 +235,6 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) ([]
 			w.Header().Add(k, v)
 		}
 	}
-	w.WriteHeader(resp.StatusCode)
-	w.Write(out)
-	return out, resp.StatusCode, true
 }
 
 func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
@@ -210,8 +257,20 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "request is not a JSON object: "+err.Error())
 		return
 	}
-	if s, ok := req["stream"]; ok && string(s) == "true" {
-		httpError(w, http.StatusBadRequest, "the recording proxy does not record streaming requests; send stream=false")
+	var opts struct {
+		Stream bool `json:"stream"`
+		N      *int `json:"n"`
+	}
+	if err := json.Unmarshal(body, &opts); err != nil {
+		httpError(w, http.StatusBadRequest, "stream, n: "+err.Error())
+		return
+	}
+	// A streamed answer is recorded choice by choice as it arrives; with
+	// n > 1 the agent keeps one of several interleaved choices, which the
+	// proxy could not tell apart, so it is refused rather than recorded
+	// wrongly.
+	if opts.Stream && opts.N != nil && *opts.N > 1 {
+		apiError(w, http.StatusBadRequest, "the recording proxy does not record streamed requests with n > 1; send n=1 or stream=false", "n")
 		return
 	}
 	var conv struct {
@@ -241,8 +300,18 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	req["return_token_ids"] = json.RawMessage("true")
 	fwd, _ := json.Marshal(req)
 	start := time.Now()
+	tools := env.ToolsFromWire(conv.Tools)
+	if opts.Stream {
+		p.streamChat(w, r, fwd, func(turn trajectory.Message, err error) {
+			turn.Latency = time.Since(start)
+			if err != nil {
+				p.o.Log.Warn("proxy: streamed turn recorded with an error", "trajectory", tid, "error", err)
+			}
+			p.record(tid, gid, conv.Model, msgs, tools, turn, err, start)
+		})
+		return
+	}
 	out, status, ok := p.forward(w, r, fwd)
-	latency := time.Since(start)
 	if !ok || status != http.StatusOK {
 		return
 	}
@@ -251,9 +320,22 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		p.o.Log.Warn("proxy: response not recorded", "trajectory", tid, "error", err)
 		return
 	}
-	turn.Latency = latency
+	turn.Latency = time.Since(start)
+	p.record(tid, gid, conv.Model, msgs, tools, turn, nil, start)
+}
+
+// record adds an assistant turn, answering the conversation msgs, to
+// trajectory tid of group gid. A turn that came with an error (a broken
+// stream) becomes the trajectory's last message as far as it arrived, and
+// the error stays on the trajectory even when the agent carries on, so
+// the episode is never trained on as if nothing had happened.
+func (p *Proxy) record(tid, gid, model string, msgs []trajectory.Message, tools []trajectory.Tool, turn trajectory.Message, turnErr error, start time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.flushed[gid] {
+		p.o.Log.Warn("proxy: turn not recorded: its group was flushed meanwhile", "trajectory", tid, "group", gid)
+		return
+	}
 	g := p.groups[gid]
 	if g == nil {
 		g = &group{trajs: map[string]*record{}}
@@ -261,7 +343,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := g.trajs[tid]
 	if rec == nil {
-		rec = &record{t: trajectory.Trajectory{ID: tid, GroupID: gid, Run: p.o.Run, Model: conv.Model, Env: "proxy", CreatedAt: time.Now().UTC(), StartedAt: start.UTC()}}
+		rec = &record{t: trajectory.Trajectory{ID: tid, GroupID: gid, Run: p.o.Run, Model: model, Env: "proxy", CreatedAt: time.Now().UTC(), StartedAt: start.UTC()}}
 		g.trajs[tid] = rec
 		g.order = append(g.order, tid)
 	}
@@ -269,10 +351,16 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		p.o.Log.Warn("proxy: request for a closed trajectory", "trajectory", tid)
 		return
 	}
-	rec.turns = append(rec.turns, turn)
+	if turnErr != nil {
+		rec.errs = append(rec.errs, fmt.Sprintf("turn %d: %v", len(rec.turns)+len(rec.errs)+1, turnErr))
+	} else {
+		rec.turns = append(rec.turns, turn)
+	}
 	rec.t.Messages = append(msgs, turn)
-	rec.t.Tools = env.ToolsFromWire(conv.Tools)
-	rec.t.Adapter = turn.AnswerModel
+	rec.t.Tools = tools
+	if turn.AnswerModel != "" {
+		rec.t.Adapter = turn.AnswerModel
+	}
 	rec.t.FinishedAt = time.Now().UTC()
 }
 
@@ -331,6 +419,13 @@ func sameTurn(a, b trajectory.Message) bool {
 // agent kept it.
 func (rec *record) finish() trajectory.Trajectory {
 	t := rec.t
+	if len(rec.errs) > 0 {
+		errs := rec.errs
+		if t.Error != "" {
+			errs = append(errs[:len(errs):len(errs)], t.Error)
+		}
+		t.Error = strings.Join(errs, "; ")
+	}
 	t.Messages = append([]trajectory.Message(nil), t.Messages...)
 	k := 0
 	for i, m := range t.Messages {
@@ -393,13 +488,16 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// errNoGroup: the group to close is not open.
+var errNoGroup = errors.New("no open group")
+
 // closeGroup writes the group's file and forgets it.
 func (p *Proxy) closeGroup(gid string) error {
 	p.mu.Lock()
 	g := p.groups[gid]
 	if g == nil {
 		p.mu.Unlock()
-		return fmt.Errorf("no open group %q", gid)
+		return fmt.Errorf("%w %q", errNoGroup, gid)
 	}
 	delete(p.groups, gid)
 	p.flushed[gid] = true
@@ -410,7 +508,7 @@ func (p *Proxy) closeGroup(gid string) error {
 		rec := g.trajs[id]
 		t := rec.finish()
 		if !rec.closed {
-			t.Error = "not closed"
+			t.Error = strings.TrimPrefix(t.Error+"; not closed", "; ")
 		}
 		out.Trajectories = append(out.Trajectories, t)
 	}

@@ -1,0 +1,260 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// maxHeldEvent bounds the bytes of one event the proxy holds back until
+// the event is complete; a longer one is passed on as it comes.
+const maxHeldEvent = 1 << 20
+
+// streamChat sends a streamed chat completion request upstream and relays
+// the response to the agent byte for byte, each server-sent event written
+// and flushed as soon as it is complete, while it assembles choice 0's
+// chunks into the assistant turn. It calls done exactly once with the turn
+// — when the event carrying the finish reason has arrived, before that
+// event goes to the agent, so that an agent which reads the whole stream
+// and then posts its reward always finds the turn recorded — or, when the
+// stream ends without one, with what arrived and why (the agent went away,
+// upstream broke off, sent an error or an event that is not JSON). When
+// upstream does not answer 200 the agent gets upstream's answer as is and
+// done is not called: nothing was generated, as with a refused
+// non-streamed request.
+func (p *Proxy) streamChat(w http.ResponseWriter, r *http.Request, body []byte, done func(trajectory.Message, error)) {
+	resp, ok := p.send(w, r, body)
+	if !ok {
+		return
+	}
+	defer resp.Body.Close()
+	copyHeader(w, resp)
+	w.WriteHeader(resp.StatusCode)
+	if resp.StatusCode != http.StatusOK {
+		io.Copy(w, resp.Body)
+		return
+	}
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	var acc accumulator
+	recorded := false
+	finish := func(err error) {
+		if recorded {
+			return
+		}
+		recorded = true
+		turn, terr := acc.turn()
+		if err == nil {
+			err = terr
+		}
+		done(turn, err)
+	}
+	var held []byte // the raw bytes of the event in progress
+	var data []byte // its data lines
+	var writeErr, readErr error
+	pass := func(flush bool) {
+		if writeErr == nil && len(held) > 0 {
+			_, writeErr = w.Write(held)
+		}
+		if writeErr == nil && flush {
+			writeErr = rc.Flush()
+		}
+		held = held[:0]
+	}
+	take := func() {
+		acc.event(data)
+		data = data[:0]
+		// The turn is whole once its finish reason arrived: agents may
+		// stop reading there, or at [DONE], before upstream's body ends.
+		if acc.finish != "" {
+			finish(acc.err)
+		}
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadBytes('\n')
+		held = append(held, line...)
+		field := bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(field) == 0 && len(line) > 0: // a blank line ends the event
+			take()
+			pass(true)
+		case bytes.HasPrefix(field, []byte("data:")):
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(field[len("data:"):], []byte(" "))...)
+		}
+		if len(held) > maxHeldEvent {
+			pass(false)
+		}
+		if err != nil {
+			if len(data) > 0 { // the last event lacked its blank line
+				take()
+			}
+			pass(true)
+			if !errors.Is(err, io.EOF) {
+				readErr = err
+			}
+			break
+		}
+		if writeErr != nil {
+			break // the agent is gone: stop reading (closing the body cancels upstream)
+		}
+	}
+	switch {
+	case acc.err != nil:
+		finish(acc.err)
+	case writeErr != nil || r.Context().Err() != nil:
+		cause := writeErr
+		if cause == nil {
+			cause = r.Context().Err()
+		}
+		finish(fmt.Errorf("agent disconnected mid-stream: %w", cause))
+	case readErr != nil:
+		finish(fmt.Errorf("upstream stream broken: %w", readErr))
+	default:
+		finish(errors.New("upstream closed the stream before the turn finished"))
+	}
+}
+
+// accumulator assembles an assistant turn from chat completion chunks, the
+// way the OpenAI SDKs do: content concatenated, tool calls by index with
+// their arguments concatenated, the last finish reason, and the token ids
+// and logprobs every chunk carries.
+type accumulator struct {
+	model    string
+	content  strings.Builder
+	calls    []env.WireToolCall
+	finish   string
+	tokenIDs []int32
+	logprobs []float32
+	done     bool  // [DONE] seen
+	err      error // the first error event or unparseable event
+}
+
+// streamChunk is the part of a chat.completion.chunk the proxy records.
+// Upstream errors mid-stream come as an event with an error object.
+type streamChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+		TokenIDs     []int32 `json:"token_ids"`
+		Logprobs     *struct {
+			Content []struct {
+				Logprob float32 `json:"logprob"`
+			} `json:"content"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// maxToolCalls bounds the index of a streamed tool call, so that a bad
+// index cannot make the proxy allocate without limit.
+const maxToolCalls = 1024
+
+func (a *accumulator) fail(err error) {
+	if a.err == nil {
+		a.err = err
+	}
+}
+
+// event takes one server-sent event's data.
+func (a *accumulator) event(data []byte) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return // a comment or an event without data
+	}
+	if string(data) == "[DONE]" {
+		a.done = true
+		return
+	}
+	var c streamChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		a.fail(fmt.Errorf("upstream sent an event that is not a JSON chunk: %q", clip(data, 80)))
+		return
+	}
+	if c.Error != nil {
+		a.fail(fmt.Errorf("upstream error mid-stream: %s", c.Error.Message))
+		return
+	}
+	if c.Model != "" {
+		a.model = c.Model
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // the proxy records choice 0, as for non-streamed requests
+		}
+		if ch.Delta.Content != nil {
+			a.content.WriteString(*ch.Delta.Content)
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			if tc.Index < 0 || tc.Index >= maxToolCalls {
+				a.fail(fmt.Errorf("upstream sent tool call index %d", tc.Index))
+				continue
+			}
+			for len(a.calls) <= tc.Index {
+				a.calls = append(a.calls, env.WireToolCall{})
+			}
+			call := &a.calls[tc.Index]
+			if tc.ID != "" {
+				call.ID = tc.ID
+			}
+			if tc.Type != "" {
+				call.Type = tc.Type
+			}
+			if tc.Function.Name != "" {
+				call.Function.Name = tc.Function.Name
+			}
+			call.Function.Arguments += tc.Function.Arguments
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			a.finish = *ch.FinishReason
+		}
+		a.tokenIDs = append(a.tokenIDs, ch.TokenIDs...)
+		if ch.Logprobs != nil {
+			for _, lp := range ch.Logprobs.Content {
+				a.logprobs = append(a.logprobs, lp.Logprob)
+			}
+		}
+	}
+}
+
+// turn is the assembled assistant message, converted the way a
+// non-streamed response's message is (parseTurn).
+func (a *accumulator) turn() (trajectory.Message, error) {
+	content, _ := json.Marshal(a.content.String())
+	m, err := env.FromWire(env.WireMessage{Role: "assistant", Content: content, ToolCalls: a.calls})
+	m.Role, m.Trainable, m.TokenIDs, m.Logprobs, m.FinishReason, m.AnswerModel = "assistant", true, a.tokenIDs, a.logprobs, a.finish, a.model
+	return m, err
+}
+
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

@@ -127,7 +127,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 const proxyUsage = `hone-collect proxy records the conversations of your own agent: point its
 OpenAI base URL at the proxy and send the headers X-Hone-Trajectory (and
 X-Hone-Group) with each request. Requests go upstream asking for logprobs
-and token ids; responses come back unchanged.
+and token ids; responses come back unchanged. Streamed requests
+("stream": true) are relayed event by event as they arrive and recorded
+as the same turn a non-streamed request would give; a stream that breaks
+off (agent gone, upstream cut or garbled) leaves the trajectory with its
+error. Streamed requests with n > 1 are refused (400).
 
   POST /hone/trajectories/{id}/reward  {"reward": 1, "metrics": {...}}  closes a trajectory
   POST /hone/groups/{id}/close                                          flushes a group

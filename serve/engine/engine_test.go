@@ -117,6 +117,72 @@ func TestGreedyMatchesFullForward(t *testing.T) {
 	}
 }
 
+// TestChunkedPrefill: a prompt fed over several steps (PrefillTokens 4)
+// gives the same greedy tokens and logprobs, and the same seeded samples
+// for n = 3 sharing the prompt, as one fed at once; it takes one step per
+// chunk, and a sequence already decoding keeps getting a token every step
+// while another's prompt is prefilled.
+func TestChunkedPrefill(t *testing.T) {
+	m, tok := tiny(t)
+	prompt := []int32{104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 10}
+	greedy := Params{MaxTokens: 6, Logprobs: true, IgnoreEOS: true}
+	seeded := Params{Temperature: 1, TopK: 40, MaxTokens: 6, Seed: 7, HasSeed: true, IgnoreEOS: true}
+	whole := New(m, Config{Tokenizer: tok})
+	defer whole.Shutdown(context.Background())
+	chunked := New(m, Config{Tokenizer: tok, PrefillTokens: 4})
+	defer chunked.Shutdown(context.Background())
+
+	a := run(t, whole, &Request{Prompt: prompt, N: 1, Params: greedy})[0]
+	steps := chunked.Stats().Steps
+	b := run(t, chunked, &Request{Prompt: prompt, N: 1, Params: greedy})[0]
+	// ceil(13/4) = 4 prefill steps, the last yielding token 1, then 5 more.
+	if got := chunked.Stats().Steps - steps; got != 4+5 {
+		t.Errorf("chunked run took %d steps, want 9", got)
+	}
+	if !slices.Equal(a.ids, b.ids) {
+		t.Fatalf("greedy tokens: whole %v, chunked %v", a.ids, b.ids)
+	}
+	for i := range a.lps {
+		if d := math.Abs(float64(a.lps[i] - b.lps[i])); d > 1e-4*max(1, math.Abs(float64(a.lps[i]))) {
+			t.Fatalf("token %d: logprob whole %v, chunked %v", i, a.lps[i], b.lps[i])
+		}
+	}
+	sa := run(t, whole, &Request{Prompt: prompt, N: 3, Params: seeded})
+	sb := run(t, chunked, &Request{Prompt: prompt, N: 3, Params: seeded})
+	for c := range sa {
+		if !slices.Equal(sa[c].ids, sb[c].ids) {
+			t.Fatalf("choice %d: whole %v, chunked %v", c, sa[c].ids, sb[c].ids)
+		}
+	}
+
+	// A decoding sequence next to a prompt being prefilled: each of the
+	// prompt's 4 steps also decodes a token of the first request, so the
+	// first request's 20 tokens take no more than 20 steps.
+	h1, err := chunked.Submit(&Request{Prompt: []int32{1}, N: 1, Params: Params{MaxTokens: 20, IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		evs, _, err := h1.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) > 0 {
+			break // decoding
+		}
+	}
+	steps = chunked.Stats().Steps
+	h2, err := chunked.Submit(&Request{Prompt: prompt, N: 1, Params: Params{MaxTokens: 1, IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, h1, 1)
+	wait(t, h2, 1)
+	if got := chunked.Stats().Steps - steps; got > 20 {
+		t.Errorf("the first request's remaining tokens and the second's prefill took %d steps, want ≤ 20 (interleaved)", got)
+	}
+}
+
 // TestSeedIndependentOfBatch: a seeded request gives the same tokens alone,
 // next to other requests, and as choice 0 of an n=3 request; choices of one
 // request differ from each other.

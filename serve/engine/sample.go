@@ -50,6 +50,7 @@ type sampler struct {
 
 	scratch []float32
 	idx     []int32
+	blocks  []float64
 }
 
 func newSampler(p Params, choice int) *sampler {
@@ -144,51 +145,16 @@ func (s *sampler) choose(row []float32) int32 {
 	inv := float32(1 / s.p.Temperature)
 	k := s.p.TopK
 	topP := s.p.TopP
-	if k <= 0 && (topP <= 0 || topP >= 1) {
-		// Plain sampling over the whole vocabulary: no sort needed.
-		m := float32(math.Inf(-1))
-		for _, v := range row {
-			m = max(m, v)
-		}
-		var sum float64
-		for i, v := range row {
-			e := math.Exp(float64((v - m) * inv))
-			row[i] = float32(e)
-			sum += e
-		}
-		target, acc := u*sum, 0.0
-		last := 0
-		for i, e := range row {
-			if e == 0 {
-				continue
-			}
-			last = i
-			acc += float64(e)
-			if acc > target {
-				return int32(i)
-			}
-		}
-		return int32(last)
+	if k >= len(row) {
+		k = 0
 	}
-	// Candidates sorted by logit, best first (ties: lower id), cut to top_k.
-	s.idx = s.idx[:0]
-	for i, v := range row {
-		if !math.IsInf(float64(v), -1) {
-			s.idx = append(s.idx, int32(i))
-		}
+	switch {
+	case k <= 0 && (topP <= 0 || topP >= 1):
+		return s.sampleAll(row, inv, u)
+	case k <= 0:
+		return s.sampleNucleus(row, topP, inv, u)
 	}
-	slices.SortFunc(s.idx, func(a, b int32) int {
-		switch {
-		case row[a] > row[b]:
-			return -1
-		case row[a] < row[b]:
-			return 1
-		}
-		return int(a - b)
-	})
-	if k > 0 && k < len(s.idx) {
-		s.idx = s.idx[:k]
-	}
+	s.idx = s.candidates(row, k)
 	if len(s.idx) == 0 {
 		return 0
 	}
@@ -196,9 +162,9 @@ func (s *sampler) choose(row []float32) int32 {
 	s.scratch = s.scratch[:0]
 	var sum float64
 	for _, i := range s.idx {
-		e := math.Exp(float64((row[i] - m) * inv))
-		s.scratch = append(s.scratch, float32(e))
-		sum += e
+		e := exp32((row[i] - m) * inv)
+		s.scratch = append(s.scratch, e)
+		sum += float64(e)
 	}
 	if topP > 0 && topP < 1 {
 		// Keep the smallest prefix whose mass reaches top_p.
@@ -223,4 +189,265 @@ func (s *sampler) choose(row []float32) int32 {
 		}
 	}
 	return s.idx[len(s.idx)-1]
+}
+
+// sampleBlock is the number of logits whose probability mass sampleAll
+// sums together, so that finding the drawn token scans one block instead
+// of half the vocabulary.
+const sampleBlock = 512
+
+// sampleAll draws from softmax(row·inv) over the whole row (overwriting it
+// with the unnormalised probabilities), with u uniform in [0, 1).
+func (s *sampler) sampleAll(row []float32, inv float32, u float64) int32 {
+	m := float32(math.Inf(-1))
+	for _, v := range row {
+		m = max(m, v)
+	}
+	if math.IsInf(float64(m), -1) {
+		return 0 // every token masked; a constraint must leave one
+	}
+	s.blocks = s.blocks[:0]
+	var sum float64
+	for lo := 0; lo < len(row); lo += sampleBlock {
+		blk := row[lo:min(lo+sampleBlock, len(row))]
+		var bs float64
+		for i, v := range blk {
+			e := exp32((v - m) * inv)
+			blk[i] = e
+			bs += float64(e)
+		}
+		s.blocks = append(s.blocks, bs)
+		sum += bs
+	}
+	target, acc := u*sum, 0.0
+	last := -1
+	for b, bs := range s.blocks {
+		if acc+bs <= target {
+			acc += bs
+			continue
+		}
+		// The draw falls in this block (up to rounding: the scan's sum
+		// may fall short of the block's, then the next block goes on).
+		lo := b * sampleBlock
+		for i, e := range row[lo:min(lo+sampleBlock, len(row))] {
+			if e == 0 {
+				continue
+			}
+			last = lo + i
+			acc += float64(e)
+			if acc > target {
+				return int32(last)
+			}
+		}
+	}
+	if last < 0 { // rounding pushed the target past the last block
+		for i := len(row) - 1; i >= 0; i-- {
+			if row[i] != 0 {
+				return int32(i)
+			}
+		}
+	}
+	return int32(max(last, 0))
+}
+
+// nucleusBuckets is how finely sampleNucleus ranks entries before sorting:
+// buckets of 1/32 of a unit of scaled logit (a factor e^(1/32) of
+// probability), down to 40 units below the best; the last bucket holds the
+// rest.
+const (
+	nucleusPerUnit = 32
+	nucleusBuckets = 40 * nucleusPerUnit
+)
+
+// sampleNucleus draws from softmax(row·inv) cut to the smallest prefix of
+// the ranking (best first, ties: lower id) that holds top_p of the mass,
+// without sorting the row: it sums the mass of logit buckets, takes every
+// bucket above the one where the cumulative mass reaches top_p, and sorts
+// only that bucket's entries to find the exact cut. The draw then scans the
+// kept entries in id order.
+func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u float64) int32 {
+	m := float32(math.Inf(-1))
+	for _, v := range row {
+		m = max(m, v)
+	}
+	if math.IsInf(float64(m), -1) {
+		return 0
+	}
+	bucket := func(v float32) int {
+		x := (m - v) * inv * nucleusPerUnit
+		if !(x < nucleusBuckets) { // also -Inf logits
+			return nucleusBuckets
+		}
+		return int(x)
+	}
+	s.scratch = slices.Grow(s.scratch[:0], len(row))[:len(row)]
+	s.blocks = slices.Grow(s.blocks[:0], nucleusBuckets+1)[:nucleusBuckets+1]
+	clear(s.blocks)
+	var total float64
+	for i, v := range row {
+		e := exp32((v - m) * inv)
+		s.scratch[i] = e
+		s.blocks[bucket(v)] += float64(e)
+		total += float64(e)
+	}
+	// Buckets above cut are wholly in the nucleus: their mass is short of
+	// top_p.
+	want := topP * total
+	cut, acc := nucleusBuckets, 0.0
+	for b, bm := range s.blocks {
+		if acc+bm >= want {
+			cut = b
+			break
+		}
+		acc += bm
+	}
+	// Within the cut bucket, keep the best entries until the mass reaches
+	// top_p; the last kept one bounds the nucleus.
+	s.idx = s.idx[:0]
+	for i, v := range row {
+		if e := s.scratch[i]; e > 0 && bucket(v) == cut {
+			s.idx = append(s.idx, int32(i))
+		}
+	}
+	slices.SortFunc(s.idx, func(a, b int32) int {
+		switch {
+		case row[a] > row[b]:
+			return -1
+		case row[a] < row[b]:
+			return 1
+		}
+		return int(a - b)
+	})
+	lastV, lastID := float32(math.Inf(1)), int32(-1) // nothing kept from the cut bucket yet
+	for _, i := range s.idx {
+		lastV, lastID = row[i], i
+		acc += float64(s.scratch[i])
+		if acc >= want {
+			break
+		}
+	}
+	in := func(i int, v float32) bool {
+		b := bucket(v)
+		return b < cut || b == cut && (v > lastV || v == lastV && int32(i) <= lastID)
+	}
+	target, run := u*acc, 0.0
+	last := -1
+	for i, v := range row {
+		e := s.scratch[i]
+		if e == 0 || !in(i, v) {
+			continue
+		}
+		last = i
+		run += float64(e)
+		if run > target {
+			return int32(i)
+		}
+	}
+	return int32(max(last, 0))
+}
+
+// candidates returns the ids of the unmasked entries of row, sorted best
+// first (ties: lower id), cut to the k best (k > 0); with k well below the
+// row's length only those are sorted (kept in a heap first).
+func (s *sampler) candidates(row []float32, k int) []int32 {
+	m := float32(math.Inf(-1))
+	n := 0
+	for _, v := range row {
+		if !math.IsInf(float64(v), -1) {
+			m = max(m, v)
+			n++
+		}
+	}
+	idx := s.idx[:0]
+	if n == 0 {
+		return idx
+	}
+	better := func(a, b int32) int {
+		switch {
+		case row[a] > row[b]:
+			return -1
+		case row[a] < row[b]:
+			return 1
+		}
+		return int(a - b)
+	}
+	for i, v := range row {
+		if !math.IsInf(float64(v), -1) {
+			idx = append(idx, int32(i))
+		}
+	}
+	if k > 0 && k < len(idx)/4 {
+		// Keep the k best in a heap with the worst on top, then sort them.
+		h := idx[:k]
+		heapify(h, better)
+		for _, i := range idx[k:] {
+			if better(i, h[0]) < 0 {
+				h[0] = i
+				siftDown(h, 0, better)
+			}
+		}
+		idx = h
+	}
+	slices.SortFunc(idx, better)
+	if k > 0 && k < len(idx) {
+		idx = idx[:k]
+	}
+	return idx
+}
+
+// heapify orders h as a heap whose root is the worst entry under better.
+func heapify(h []int32, better func(a, b int32) int) {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i, better)
+	}
+}
+
+func siftDown(h []int32, i int, better func(a, b int32) int) {
+	for {
+		w := i
+		if l := 2*i + 1; l < len(h) && better(h[l], h[w]) > 0 {
+			w = l
+		}
+		if r := 2*i + 2; r < len(h) && better(h[r], h[w]) > 0 {
+			w = r
+		}
+		if w == i {
+			return
+		}
+		h[i], h[w] = h[w], h[i]
+		i = w
+	}
+}
+
+// exp32 is e^x in float32 (Cephes expf: range reduction by ln 2, then a
+// degree-6 polynomial; within 2 ulp), several times cheaper than math.Exp
+// in float64, which matters over a 151,936-token row per sequence per step.
+// Arguments below -87.3 (and -Inf) give 0.
+func exp32(x float32) float32 {
+	const (
+		log2e = 1.44269504088896341
+		c1    = 0.693359375
+		c2    = -2.12194440e-4
+	)
+	switch {
+	case x < -87.33:
+		return 0
+	case x > 88.72:
+		return float32(math.Inf(1))
+	}
+	z := x*log2e + 0.5
+	n := int32(z)
+	if float32(n) > z {
+		n-- // floor for negative z
+	}
+	fn := float32(n)
+	r := x - fn*c1 - fn*c2
+	p := float32(1.9875691500e-4)
+	p = p*r + 1.3981999507e-3
+	p = p*r + 8.3334519073e-3
+	p = p*r + 4.1665795894e-2
+	p = p*r + 1.6666665459e-1
+	p = p*r + 5.0000001201e-1
+	y := p*r*r + r + 1
+	return y * math.Float32frombits(uint32(n+127)<<23)
 }

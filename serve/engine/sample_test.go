@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+// refProbs is the distribution choose must draw from, computed the slow,
+// obvious way in float64: sort everything, cut to top_k, softmax at the
+// temperature, cut to the smallest prefix holding top_p, renormalise.
+func refProbs(row []float32, p Params) []float64 {
+	var ids []int
+	for i, v := range row {
+		if !math.IsInf(float64(v), -1) {
+			ids = append(ids, i)
+		}
+	}
+	sort.SliceStable(ids, func(a, b int) bool { return row[ids[a]] > row[ids[b]] })
+	if p.TopK > 0 && p.TopK < len(ids) {
+		ids = ids[:p.TopK]
+	}
+	w := make([]float64, len(ids))
+	var sum float64
+	for j, i := range ids {
+		w[j] = math.Exp((float64(row[i]) - float64(row[ids[0]])) / p.Temperature)
+		sum += w[j]
+	}
+	if p.TopP > 0 && p.TopP < 1 {
+		acc := 0.0
+		for j := range w {
+			acc += w[j] / sum
+			if acc >= p.TopP {
+				ids, w = ids[:j+1], w[:j+1]
+				break
+			}
+		}
+		sum = 0
+		for _, x := range w {
+			sum += x
+		}
+	}
+	out := make([]float64, len(row))
+	for j, i := range ids {
+		out[i] = w[j] / sum
+	}
+	return out
+}
+
+// TestChooseDistribution: the frequencies of many draws match refProbs
+// within a few standard errors, and tokens outside top_k / top_p / the
+// mask are never drawn, for plain sampling over rows of several blocks,
+// top_k alone (heap and sort paths), top_p alone (threshold path) and both.
+func TestChooseDistribution(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	cases := []struct {
+		name string
+		V    int
+		std  float64 // of the logits
+		p    Params
+	}{
+		{"plain", 1300, 1, Params{Temperature: 0.7}},
+		{"plain-peaked", 40, 4, Params{Temperature: 2}},
+		{"top_k-heap", 1000, 2, Params{Temperature: 1, TopK: 7}},
+		{"top_k-sort", 20, 1, Params{Temperature: 1, TopK: 12}},
+		{"top_p-flat", 300, 0.5, Params{Temperature: 0.8, TopP: 0.6}},
+		{"top_p-peaked", 1000, 3, Params{Temperature: 0.8, TopP: 0.6}},
+		{"top_p-wide", 50, 1, Params{Temperature: 3, TopP: 0.95}},
+		{"top_k+top_p", 1000, 1, Params{Temperature: 1, TopK: 20, TopP: 0.7}},
+	}
+	const draws = 40000
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			row := make([]float32, c.V)
+			for i := range row {
+				row[i] = float32(rng.NormFloat64() * c.std)
+			}
+			for i := 0; i < c.V; i += 9 {
+				row[i] = float32(math.Inf(-1)) // masked
+			}
+			want := refProbs(row, c.p)
+			c.p.Seed, c.p.HasSeed = 11, true
+			s := newSampler(c.p, 0)
+			counts := make([]int, c.V)
+			buf := make([]float32, c.V)
+			for range draws {
+				copy(buf, row)
+				counts[s.choose(buf)]++
+			}
+			for i, n := range counts {
+				got := float64(n) / draws
+				if want[i] == 0 {
+					if n > 0 {
+						t.Fatalf("token %d (probability 0) drawn %d times", i, n)
+					}
+					continue
+				}
+				if se := math.Sqrt(want[i] * (1 - want[i]) / draws); math.Abs(got-want[i]) > 5*se+1e-4 {
+					t.Errorf("token %d: frequency %.5f, probability %.5f (±%.5f)", i, got, want[i], se)
+				}
+			}
+		})
+	}
+}
+
+// TestChooseSeedStable: the same seed draws the same tokens whatever the
+// path, and greedy picks the first best id.
+func TestChooseSeedStable(t *testing.T) {
+	row := []float32{1, 3, 3, float32(math.Inf(-1)), 2}
+	if got := newSampler(Params{}, 0).choose(append([]float32(nil), row...)); got != 1 {
+		t.Fatalf("greedy picked %d, want 1", got)
+	}
+	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, TopK: 2}, {Temperature: 1, TopP: 0.5}} {
+		p.Seed, p.HasSeed = 5, true
+		a, b := newSampler(p, 3), newSampler(p, 3)
+		for range 50 {
+			x, y := a.choose(append([]float32(nil), row...)), b.choose(append([]float32(nil), row...))
+			if x != y || x == 3 {
+				t.Fatalf("%+v: draws %d and %d (3 is masked)", p, x, y)
+			}
+		}
+	}
+}
+
+// TestExp32: within a few float32 ulps of math.Exp where sampling uses it
+// (arguments ≤ 0), 0 below the float32 range.
+func TestExp32(t *testing.T) {
+	for x := float32(-87); x <= 20; x += 0.0137 {
+		got, want := float64(exp32(x)), math.Exp(float64(x))
+		if math.Abs(got-want) > 4e-7*want {
+			t.Fatalf("exp32(%g) = %g, want %g", x, got, want)
+		}
+	}
+	if exp32(float32(math.Inf(-1))) != 0 || exp32(-100) != 0 {
+		t.Fatal("exp32 of -Inf or -100 is not 0")
+	}
+}
+
+func BenchmarkChoose(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	row := make([]float32, 151936)
+	for i := range row {
+		row[i] = float32(rng.NormFloat64())
+	}
+	buf := make([]float32, len(row))
+	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, TopK: 50}, {Temperature: 1, TopP: 0.9},
+		{Temperature: 0.7, TopK: 50, TopP: 0.95}} {
+		b.Run(fmt.Sprintf("T=%g,k=%d,p=%g", p.Temperature, p.TopK, p.TopP), func(b *testing.B) {
+			s := newSampler(p, 0)
+			for range b.N {
+				copy(buf, row)
+				s.choose(buf)
+			}
+		})
+	}
+}

@@ -73,8 +73,12 @@ bench: build
 	OMP_WAIT_POLICY=PASSIVE $(GO) run ./train/internal/modelbench
 	$(GO) test -run '^$$' -bench GRPOStep -benchtime 5x ./train/rl
 	$(GO) test -run '^$$' -bench Collect -benchtime 2x ./collect/
-	$(GO) run ./serve/internal/servebench --model serve/testdata/tiny
+	@# hone-serve over HTTP next to PyTorch's KV-cache decode (reference.py bench-decode) of the same
+	@# shapes, reference.py's tiny and Qwen2.5-0.5B, at 1, 8 and 32 streams (a few minutes).
 	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	  $(BIN)/hone-train init-model --family qwen2 --hidden 256 --layers 4 --heads 8 --kv-heads 4 \
+	    --intermediate 688 --vocab 4096 -o $$tmp/tiny && \
+	  $(GO) run ./serve/internal/servebench --model $$tmp/tiny && \
 	  $(BIN)/hone-train init-model --family qwen2 --hidden 896 --layers 24 --heads 14 --kv-heads 2 \
 	    --intermediate 4864 --vocab 151936 --tie-embeddings --dtype BF16 -o $$tmp/q05 && \
 	  $(GO) run ./serve/internal/servebench --model $$tmp/q05 --tokens 32

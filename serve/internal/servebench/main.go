@@ -1,10 +1,25 @@
 // Command servebench measures hone-serve end to end over HTTP: time to first
 // token, single-stream decode tokens/s, and aggregate tokens/s with 1, 8 and
-// 32 concurrent streams, on a model folder (write one with
-// `hone-train init-model`; the Qwen2.5-0.5B shape is --hidden 896 --layers 24
-// --heads 14 --kv-heads 2 --intermediate 4864 --vocab 151936 --tie-embeddings).
+// 32 concurrent streams, on a model folder, and in the same run PyTorch's
+// KV-cache decode of the same shape (testdata/golden/model/reference.py
+// bench-decode, run by /usr/bin/python3 as a child process after the Hone
+// measurements, with batch = the stream count, float32 like Hone's served
+// weights, torch.set_num_threads(2), the same BLAS environment and
+// OMP_WAIT_POLICY=PASSIVE unless set).
+//
+// The model must have one of reference.py's bench shapes (or pass
+// --torch=false); write them with `hone-train init-model`:
+//
+//	tiny: --family qwen2 --hidden 256 --layers 4 --heads 8 --kv-heads 4 --intermediate 688 --vocab 4096
+//	05b:  --family qwen2 --hidden 896 --layers 24 --heads 14 --kv-heads 2 --intermediate 4864 --vocab 151936 --tie-embeddings
 //
 //	go run ./serve/internal/servebench --model /tmp/tiny --streams 1,8,32 --tokens 64
+//
+// The two contenders do not do the same work around the model: Hone
+// samples at temperature 1 and streams every token over HTTP to separate
+// clients whose requests join the batch as they arrive; the reference
+// decodes one fixed batch greedily in-process. Its figures are the model
+// cost a server would add its overhead to. Measured results: RESULTS.md.
 package main
 
 import (
@@ -21,6 +36,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +56,12 @@ type options struct {
 	prompt  int
 	threads int
 	batch   int
+	cpuprof string
+
+	torch        bool
+	python       string
+	reference    string
+	torchThreads int
 }
 
 func main() {
@@ -50,9 +73,15 @@ func main() {
 	fs.IntVar(&o.prompt, "prompt", 32, "prompt tokens per stream")
 	fs.IntVar(&o.threads, "threads", 0, "CPU workers (0: all cores)")
 	fs.IntVar(&o.batch, "max-batch", 32, "server batch size")
+	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the measured Hone runs to this file")
+	fs.BoolVar(&o.torch, "torch", true, "also time reference.py's PyTorch KV-cache decode of the same shape")
+	fs.StringVar(&o.python, "python", "/usr/bin/python3", "interpreter with torch")
+	fs.StringVar(&o.reference, "reference", "", "path of reference.py (default: found from the working directory)")
+	fs.IntVar(&o.torchThreads, "torch-threads", 2, "torch.set_num_threads for the reference")
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "servebench: hone-serve TTFT and decode throughput over HTTP\n\n"+
-			"example: hone-train init-model -o /tmp/tiny && go run ./serve/internal/servebench --model /tmp/tiny\n\n%s", fs.FlagUsages())
+		fmt.Fprintf(os.Stderr, "servebench: hone-serve TTFT and decode throughput over HTTP, next to PyTorch\n\n"+
+			"example: hone-train init-model --family qwen2 --hidden 256 --layers 4 --heads 8 --kv-heads 4 --intermediate 688 --vocab 4096 -o /tmp/tiny\n"+
+			"         go run ./serve/internal/servebench --model /tmp/tiny\n\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -77,7 +106,21 @@ type streamResult struct {
 	tokens      int
 }
 
+// row is one contender's figures at one stream count.
+type row struct {
+	who                 string
+	streams             int
+	ttftP50, ttftMax    float64 // ms
+	decodePerStream     float64 // tokens/s after the first token, mean over streams
+	aggregate           float64 // all generated tokens / wall time from first request to last token
+	avgBatch, msPerStep float64 // Hone only: generated tokens per model step, time per step
+	err                 error
+}
+
 func run(ctx context.Context, o options, w io.Writer) error {
+	if o.tokens < 2 || o.prompt < 1 || len(o.streams) == 0 {
+		return fmt.Errorf("--tokens must be ≥ 2, --prompt ≥ 1, --streams not empty")
+	}
 	be, err := cpu.New(cpu.Options{Workers: o.threads})
 	if err != nil {
 		return err
@@ -89,9 +132,87 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	shape := ""
+	if o.torch {
+		if shape, err = torchShape(s.Engine().Model().Config); err != nil {
+			return err
+		}
+		if o.reference == "" {
+			if o.reference, err = findReference(); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(w, "servebench: %s, %d prompt + %d generated tokens per stream, sampled at temperature 1\n", o.model, o.prompt, o.tokens)
+	fmt.Fprintf(w, "environment: %s NumCPU=%d\n", blasEnv(), runtime.NumCPU())
+	fmt.Fprintf(w, "hone:  hone-serve over HTTP (streamed /v1/completions), backend %s, max batch %d\n", be.Name(), o.batch)
+	if o.torch {
+		fmt.Fprintf(w, "torch: %s %s bench-decode --shape %s --dtype f32 --threads %d (greedy, one batch of n sequences, no HTTP)\n",
+			o.python, o.reference, shape, o.torchThreads)
+	}
+	rows, err := measureHone(ctx, o, s, w)
 	if err != nil {
 		return err
+	}
+	if o.torch {
+		for _, n := range o.streams {
+			r := row{who: "torch", streams: n}
+			t, err := torchDecode(ctx, o, shape, n)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				r.err = err
+			} else {
+				// Every sequence gets its first token from the prompt step,
+				// then one per decode step.
+				decode := float64(n*(o.tokens-1)) / t.TokensPerS
+				r.ttftP50, r.ttftMax = 1000*t.PrefillS, 1000*t.PrefillS
+				r.decodePerStream = t.TokensPerS / float64(n)
+				r.aggregate = float64(n*o.tokens) / (t.PrefillS + decode)
+			}
+			rows = append(rows, r)
+		}
+	}
+	fmt.Fprintf(w, "\n%-6s %8s %12s %12s %18s %16s %10s %10s\n", "who", "streams", "ttft_p50_ms", "ttft_max_ms",
+		"decode_tok/s/strm", "aggregate_tok/s", "avg_batch", "ms/step")
+	agg := map[string]map[int]float64{}
+	for _, r := range rows {
+		if r.err != nil {
+			fmt.Fprintf(w, "%-6s %8d  failed: %v\n", r.who, r.streams, r.err)
+			continue
+		}
+		b, ms := "-", "-"
+		if r.who == "hone" {
+			b, ms = fmt.Sprintf("%.1f", r.avgBatch), fmt.Sprintf("%.1f", r.msPerStep)
+		}
+		fmt.Fprintf(w, "%-6s %8d %12.1f %12.1f %18.2f %16.2f %10s %10s\n", r.who, r.streams, r.ttftP50, r.ttftMax,
+			r.decodePerStream, r.aggregate, b, ms)
+		if agg[r.who] == nil {
+			agg[r.who] = map[int]float64{}
+		}
+		agg[r.who][r.streams] = r.aggregate
+	}
+	first, last := o.streams[0], o.streams[len(o.streams)-1]
+	for _, who := range []string{"hone", "torch"} {
+		if a, b := agg[who][first], agg[who][last]; a > 0 && b > 0 {
+			fmt.Fprintf(w, "%s: aggregate at %d streams = %.1fx the aggregate at %d\n", who, last, b/a, first)
+		}
+	}
+	for _, n := range o.streams {
+		if h, t := agg["hone"][n], agg["torch"][n]; h > 0 && t > 0 {
+			fmt.Fprintf(w, "hone/torch aggregate at %d streams: %.2f\n", n, h/t)
+		}
+	}
+	return nil
+}
+
+// measureHone serves s on a loopback port and runs each stream count
+// against it.
+func measureHone(ctx context.Context, o options, s *serve.Server, w io.Writer) ([]row, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -100,17 +221,27 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	url := "http://" + ln.Addr().String() + "/v1/completions"
 	vocab := s.Engine().Model().Config.Vocab
 
-	fmt.Fprintf(w, "servebench: %s, backend %s, %d prompt + %d generated tokens per stream\n", o.model, be.Name(), o.prompt, o.tokens)
-	fmt.Fprintf(w, "%-8s %12s %12s %18s %18s\n", "streams", "ttft_p50_ms", "ttft_max_ms", "decode_tok/s/strm", "aggregate_tok/s")
 	// One warm-up stream.
 	if _, err := stream(ctx, url, promptIDs(0, o.prompt, vocab), o.tokens); err != nil {
-		return err
+		return nil, err
 	}
-	var single, last float64
+	if o.cpuprof != "" {
+		f, err := os.Create(o.cpuprof)
+		if err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var rows []row
 	for _, n := range o.streams {
 		res := make([]streamResult, n)
 		errs := make([]error, n)
 		var wg sync.WaitGroup
+		st0 := s.Engine().Stats()
 		t0 := time.Now()
 		for i := range n {
 			wg.Add(1)
@@ -121,8 +252,9 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		}
 		wg.Wait()
 		wall := time.Since(t0)
+		st1 := s.Engine().Stats()
 		if err := errors.Join(errs...); err != nil {
-			return err
+			return nil, err
 		}
 		var ttfts []float64
 		total, decode := 0, 0.0
@@ -134,17 +266,19 @@ func run(ctx context.Context, o options, w io.Writer) error {
 			}
 		}
 		sort.Float64s(ttfts)
-		agg := float64(total) / wall.Seconds()
-		if n == 1 {
-			single = agg
+		r := row{who: "hone", streams: n, ttftP50: ttfts[len(ttfts)/2], ttftMax: ttfts[len(ttfts)-1],
+			decodePerStream: decode / float64(n), aggregate: float64(total) / wall.Seconds()}
+		// Generated tokens per model step: how full the running batch was
+		// (a step that only prefills a prompt chunk generates nothing, so
+		// chunked prefill lowers it).
+		if steps := st1.Steps - st0.Steps; steps > 0 {
+			r.avgBatch = float64(st1.GenTokens-st0.GenTokens) / float64(steps)
+			r.msPerStep = 1000 * (st1.StepSeconds - st0.StepSeconds) / float64(steps)
 		}
-		last = agg
-		fmt.Fprintf(w, "%-8d %12.1f %12.1f %18.1f %18.1f\n", n, ttfts[len(ttfts)/2], ttfts[len(ttfts)-1], decode/float64(n), agg)
+		fmt.Fprintf(w, "  hone %2d streams: %.2f tokens/s aggregate (%.1f s wall)\n", n, r.aggregate, wall.Seconds())
+		rows = append(rows, r)
 	}
-	if single > 0 {
-		fmt.Fprintf(w, "aggregate at %d streams = %.1fx the single stream\n", o.streams[len(o.streams)-1], last/single)
-	}
-	return nil
+	return rows, nil
 }
 
 func promptIDs(seed uint64, n, vocab int) []int32 {

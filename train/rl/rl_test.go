@@ -443,3 +443,48 @@ func TestGradientCheckpointingSameResult(t *testing.T) {
 		t.Error("adapters differ with and without gradient checkpointing")
 	}
 }
+
+// TestWatchCosineSpansScheduleSteps trains one step per cron session with a
+// cosine schedule over --schedule-steps 4: each session's LR must follow
+// the run's cosine, not a cosine that ends at the session's own last step.
+func TestWatchCosineSpansScheduleSteps(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	watch := filepath.Join(dir, "incoming")
+	if err := os.MkdirAll(watch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(md, dir, "cos")
+	o.WatchDir, o.Steps = watch, 0
+	o.LR, o.Schedule, o.ScheduleSteps = 1e-3, "cosine", 4
+	for r := 1; r <= 3; r++ {
+		writeGroups(t, md, filepath.Join(watch, fmt.Sprintf("round%d.parquet", r)), 2, 3, varied)
+		var log bytes.Buffer
+		if err := Run(context.Background(), backend(t), o, &log); err != nil {
+			t.Fatalf("session %d: %v\n%s", r, err, log.String())
+		}
+	}
+	f, err := os.ReadFile(filepath.Join(dir, "cos", checkpoint.MetricsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, line := range strings.Split(strings.TrimSpace(string(f)), "\n") {
+		var row struct {
+			LR float64 `json:"lr"`
+		}
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, row.LR)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d metrics rows, want 3: %v", len(got), got)
+	}
+	for k, lr := range got {
+		want := 1e-3 * (1 + math.Cos(math.Pi*float64(k)/4)) / 2
+		if math.Abs(lr-want) > 1e-12 {
+			t.Errorf("update %d: lr %g, want %g (cosine over 4 updates)", k, lr, want)
+		}
+	}
+}

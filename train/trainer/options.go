@@ -31,15 +31,22 @@ type Options struct {
 	Targets     []string `json:"targets"`
 	Seed        uint64   `json:"seed"`
 
-	LR          float64 `json:"lr"`
-	Schedule    string  `json:"lr_schedule"`
-	Warmup      int     `json:"warmup_steps"`
-	MinLR       float64 `json:"min_lr"`
-	Beta1       float64 `json:"adam_beta1"`
-	Beta2       float64 `json:"adam_beta2"`
-	AdamEps     float64 `json:"adam_eps"`
-	WeightDecay float64 `json:"weight_decay"`
-	MaxGradNorm float64 `json:"max_grad_norm"`
+	LR       float64 `json:"lr"`
+	Schedule string  `json:"lr_schedule"`
+	Warmup   int     `json:"warmup_steps"`
+	MinLR    float64 `json:"min_lr"`
+	// ScheduleSteps is the run's planned number of optimizer updates, the
+	// horizon of the cosine schedule. 0 takes the step this invocation
+	// trains to, which is right for one long invocation but not for
+	// incremental training (--watch-dir with --steps 1 per round), where
+	// each invocation would otherwise see its own end as the horizon and
+	// the schedule would decay at every round.
+	ScheduleSteps int     `json:"schedule_steps,omitempty"`
+	Beta1         float64 `json:"adam_beta1"`
+	Beta2         float64 `json:"adam_beta2"`
+	AdamEps       float64 `json:"adam_eps"`
+	WeightDecay   float64 `json:"weight_decay"`
+	MaxGradNorm   float64 `json:"max_grad_norm"`
 
 	TokenBudget   int  `json:"token_budget"`
 	Checkpointing bool `json:"gradient_checkpointing"`
@@ -71,6 +78,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.StringVar(&o.Schedule, "lr-schedule", "constant", "constant, warmup (linear warm-up then constant) or cosine (warm-up then cosine decay to --min-lr)")
 	fs.IntVar(&o.Warmup, "warmup-steps", 0, "optimizer updates of linear warm-up")
 	fs.Float64Var(&o.MinLR, "min-lr", 0, "final learning rate of the cosine schedule")
+	fs.IntVar(&o.ScheduleSteps, "schedule-steps", 0, "planned optimizer updates of the whole run, the cosine schedule's horizon (0: the step this invocation reaches; set it when training a step per round with --watch-dir)")
 	fs.Float64Var(&o.Beta1, "adam-beta1", 0.9, "AdamW β1")
 	fs.Float64Var(&o.Beta2, "adam-beta2", 0.99, "AdamW β2 (ART: 0.99)")
 	fs.Float64Var(&o.AdamEps, "adam-eps", 1e-8, "AdamW ε")
@@ -98,6 +106,9 @@ func (o *Options) Validate() error {
 	if o.BestMode != "max" && o.BestMode != "min" {
 		return fmt.Errorf("--best-mode %q: want max or min", o.BestMode)
 	}
+	if o.ScheduleSteps < 0 {
+		return fmt.Errorf("--schedule-steps %d must not be negative", o.ScheduleSteps)
+	}
 	if o.TokenBudget <= 0 || o.Epochs <= 0 || o.Steps < 0 {
 		return fmt.Errorf("--token-budget %d and --epochs %d must be positive, --steps %d not negative", o.TokenBudget, o.Epochs, o.Steps)
 	}
@@ -119,8 +130,12 @@ func (o *Options) Kwargs() (map[string]any, error) {
 	return kw, nil
 }
 
-// Sched is the learning-rate schedule over total optimizer updates.
+// Sched is the learning-rate schedule over total optimizer updates, or over
+// ScheduleSteps when that is set.
 func (o *Options) Sched(total int) Schedule {
+	if o.ScheduleSteps > 0 {
+		total = o.ScheduleSteps
+	}
 	return Schedule{Kind: o.Schedule, LR: o.LR, Warmup: o.Warmup, Total: total, MinLR: o.MinLR}
 }
 

@@ -23,32 +23,35 @@ type Attention struct {
 	InvFreq   []float32 // [D/2] RoPE inverse frequencies, shared by all blocks
 }
 
-// attnActs are the activations Attention.Backward needs.
+// attnActs are the activations Attention.Backward needs. RoPE runs in place
+// (qr aliases qn, kr aliases kn) and without the Qwen3 per-head norms qn
+// aliases q and kn aliases k: the pre-RoPE projections are only needed as
+// the norms' inputs.
 type attnActs struct {
 	q, k, v      []float32    // [N,H,D], [N,KVH,D], [N,KVH,D] projections
 	qn, kn       []float32    // after the per-head norms (alias q, k without them)
 	qrstd, krstd []float32    // [N·H], [N·KVH] norm statistics
-	qr, kr       []float32    // [N,H,D], [N,KVH,D] after RoPE
+	qr, kr       []float32    // [N,H,D], [N,KVH,D] after RoPE (alias qn, kn)
 	out          []float32    // [N,H,D] attention output
 	lse          []float32    // [N,H] log-sum-exp of the scores
 	u            [4][]float32 // [N,R] LoRA activations of q, k, v, o
 }
 
-func (a *Attention) newActs(N int, lr *[numModules]*LoRA) *attnActs {
+func (a *Attention) newActs(ar *arena, N int, lr *[numModules]*LoRA) *attnActs {
 	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
 	s := &attnActs{
-		q: make([]float32, qd), k: make([]float32, kvd), v: make([]float32, kvd),
-		qr: make([]float32, qd), kr: make([]float32, kvd),
-		out: make([]float32, qd), lse: make([]float32, N*a.H),
+		q: ar.take(qd), k: ar.take(kvd), v: ar.take(kvd),
+		out: ar.take(qd), lse: ar.take(N * a.H),
 	}
 	s.qn, s.kn = s.q, s.k
 	if a.QNorm != nil {
-		s.qn, s.kn = make([]float32, qd), make([]float32, kvd)
-		s.qrstd, s.krstd = make([]float32, N*a.H), make([]float32, N*a.KVH)
+		s.qn, s.kn = ar.take(qd), ar.take(kvd)
+		s.qrstd, s.krstd = ar.take(N*a.H), ar.take(N*a.KVH)
 	}
+	s.qr, s.kr = s.qn, s.kn
 	for m := ModQ; m <= ModO; m++ {
 		if lr[m] != nil {
-			s.u[m] = make([]float32, N*lr[m].R)
+			s.u[m] = ar.take(N * lr[m].R)
 		}
 	}
 	return s
@@ -95,21 +98,30 @@ func (a *Attention) decode(be kernels.Backend, s *attnActs, g *geometry, layer i
 	return nil
 }
 
-// Backward accumulates dx [N, C] += d out/d x · dout and the LoRA gradients.
-func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs, x []float32, g *geometry, lr *[numModules]*LoRA) {
+// Backward accumulates dx [N, C] += d out/d x · dout and the LoRA gradients;
+// w supplies the scratch.
+func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
 	N := g.N
 	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
-	datt := make([]float32, qd) // [N,H,D]
+	datt := w.dq[:qd] // [N,H,D]
+	clear(datt)
 	a.O.Backward(be, datt, dout, s.out, s.u[ModO], N, lr[ModO])
 
-	dqr, dkr, dv := make([]float32, qd), make([]float32, kvd), make([]float32, kvd)
+	dqr, dkr, dv := w.dqr[:qd], w.dkr[:kvd], w.dv[:kvd]
+	clear(dqr)
+	clear(dkr)
+	clear(dv)
 	be.AttentionBackward(dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
 
-	dq, dk := make([]float32, qd), make([]float32, kvd) // gradients w.r.t. q, k before RoPE
+	dq, dk := datt, w.dk[:kvd] // gradients w.r.t. q, k before RoPE; datt is spent
+	clear(dq)
+	clear(dk)
 	be.RoPEBackward(dq, dqr, g.pos, a.InvFreq, N, a.H, a.D)
 	be.RoPEBackward(dk, dkr, g.pos, a.InvFreq, N, a.KVH, a.D)
 	if a.QNorm != nil {
-		dqp, dkp := make([]float32, qd), make([]float32, kvd)
+		dqp, dkp := dqr, dkr // spent as well
+		clear(dqp)
+		clear(dkp)
 		be.RMSNormBackward(dqp, nil, dq, s.qrstd, s.q, a.QNorm, N*a.H, a.D)
 		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, a.KNorm, N*a.KVH, a.D)
 		dq, dk = dqp, dkp

@@ -17,22 +17,24 @@ type Block struct {
 }
 
 // blockActs are the activations Block.Backward needs (x is the block's input,
-// owned by the caller).
+// owned by the caller). The normed inputs of attention and MLP are not kept:
+// Backward recomputes them from x, x2 and the norm weights (a cheap row
+// pass), saving two [N, C] tensors per layer.
 type blockActs struct {
-	h1, rstd1 []float32 // [N, C], [N]
-	attn      *attnActs
-	x2        []float32 // [N, C] residual stream after attention
-	h2, rstd2 []float32 // [N, C], [N]
-	mlp       *mlpActs
+	rstd1 []float32 // [N]
+	attn  *attnActs
+	x2    []float32 // [N, C] residual stream after attention
+	rstd2 []float32 // [N]
+	mlp   *mlpActs
 }
 
-func (b *Block) newActs(N int, lr *[numModules]*LoRA) *blockActs {
+func (b *Block) newActs(ar *arena, N int, lr *[numModules]*LoRA) *blockActs {
 	return &blockActs{
-		h1: make([]float32, N*b.C), rstd1: make([]float32, N),
-		attn: b.Attn.newActs(N, lr),
-		x2:   make([]float32, N*b.C),
-		h2:   make([]float32, N*b.C), rstd2: make([]float32, N),
-		mlp: b.MLP.newActs(N, lr),
+		rstd1: ar.take(N),
+		attn:  b.Attn.newActs(ar, N, lr),
+		x2:    ar.take(N * b.C),
+		rstd2: ar.take(N),
+		mlp:   b.MLP.newActs(ar, N, lr),
 	}
 }
 
@@ -55,31 +57,35 @@ func (s *blockActs) fitLoRA(N int, lr *[numModules]*LoRA) {
 	}
 }
 
-// Forward writes xout [N, C] (which must not alias x) from x [N, C].
-func (b *Block) Forward(be kernels.Backend, xout []float32, s *blockActs, x []float32, g *geometry, layer int, lr *[numModules]*LoRA) error {
+// Forward writes xout [N, C] (which must not alias x) from x [N, C]; w.h and
+// w.act are scratch.
+func (b *Block) Forward(be kernels.Backend, xout []float32, s *blockActs, x []float32, w *work, g *geometry, layer int, lr *[numModules]*LoRA) error {
 	N, C := g.N, b.C
-	be.RMSNormForward(s.h1, s.rstd1, x, b.InputNorm, N, C, b.Eps)
-	if err := b.Attn.Forward(be, s.x2, s.attn, s.h1, g, layer, lr); err != nil {
+	h := w.h[:N*C]
+	be.RMSNormForward(h, s.rstd1, x, b.InputNorm, N, C, b.Eps)
+	if err := b.Attn.Forward(be, s.x2, s.attn, h, g, layer, lr); err != nil {
 		return err
 	}
 	be.Add(s.x2, s.x2, x, N*C)
-	be.RMSNormForward(s.h2, s.rstd2, s.x2, b.PostNorm, N, C, b.Eps)
-	b.MLP.Forward(be, xout, s.mlp, s.h2, N, lr)
+	be.RMSNormForward(h, s.rstd2, s.x2, b.PostNorm, N, C, b.Eps)
+	b.MLP.Forward(be, xout, s.mlp, h, w.act, N, lr)
 	be.Add(xout, xout, s.x2, N*C)
 	return nil
 }
 
 // Backward accumulates dx [N, C] += (∂xout/∂x)ᵀ·dxout and the LoRA gradients.
-func (b *Block) Backward(be kernels.Backend, dx, dxout []float32, s *blockActs, x []float32, g *geometry, lr *[numModules]*LoRA) {
+func (b *Block) Backward(be kernels.Backend, dx, dxout []float32, s *blockActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
 	N, C := g.N, b.C
-	dx2 := make([]float32, N*C)
+	h, dx2, dh := w.h[:N*C], w.dx2[:N*C], w.dh[:N*C]
 	copy(dx2, dxout) // residual
-	dh2 := make([]float32, N*C)
-	b.MLP.Backward(be, dh2, dxout, s.mlp, s.h2, N, lr)
-	be.RMSNormBackward(dx2, nil, dh2, s.rstd2, s.x2, b.PostNorm, N, C)
+	clear(dh)
+	be.RMSNormForward(h, s.rstd2, s.x2, b.PostNorm, N, C, b.Eps) // the MLP's input again
+	b.MLP.Backward(be, dh, dxout, s.mlp, h, w, N, lr)
+	be.RMSNormBackward(dx2, nil, dh, s.rstd2, s.x2, b.PostNorm, N, C)
 
 	be.AXPY(dx, dx2, 1, N*C) // residual
-	dh1 := make([]float32, N*C)
-	b.Attn.Backward(be, dh1, dx2, s.attn, s.h1, g, lr)
-	be.RMSNormBackward(dx, nil, dh1, s.rstd1, x, b.InputNorm, N, C)
+	clear(dh)
+	be.RMSNormForward(h, s.rstd1, x, b.InputNorm, N, C, b.Eps) // the attention's input again
+	b.Attn.Backward(be, dh, dx2, s.attn, h, w, g, lr)
+	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, b.InputNorm, N, C)
 }

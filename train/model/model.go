@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hone-rl/hone/kernels"
 )
@@ -21,6 +22,7 @@ type Model struct {
 
 	Config Config
 	be     kernels.Backend
+	slabs  slabPool // activation memory of released passes
 }
 
 // Backend returns the backend the model computes with.
@@ -122,11 +124,116 @@ type Pass struct {
 	opt   TrainOptions
 	g     *geometry
 	tgt   []int32
+	slab  []float32    // every buffer below is carved from it (see plan)
 	xs    [][]float32  // [L+1][N, C] residual stream entering each block, then the last block's output
 	acts  []*blockActs // per block, or one reused slot under Checkpoint
+	w     *work        // scratch shared by all blocks
 	xf    []float32    // [N, C] final-norm output
 	rstdf []float32    // [N]
 	lse   []float32    // [N]
+}
+
+// work is the scratch of one pass, shared by all blocks: forward needs h
+// and act; backward the rest (allocated only for passes with an adapter).
+type work struct {
+	h              []float32 // [N, C] normed block input (attention, then MLP)
+	act            []float32 // [N, I] SwiGLU output; in backward also dgate
+	dact, dup      []float32 // [N, I]
+	dx2, dh        []float32 // [N, C]
+	dq, dqr        []float32 // [N, H·D]
+	dkr, dv, dk    []float32 // [N, KVH·D]
+	dxf, dx, dprev []float32 // [N, C] model-level gradients of the residual stream
+}
+
+func (m *Model) newWork(ar *arena, N int, backward bool) *work {
+	c := &m.Config
+	C, I, qd, kvd := c.Hidden, c.Intermediate, c.qDim(), c.kvDim()
+	w := &work{h: ar.take(N * C), act: ar.take(N * I)}
+	if backward {
+		w.dact, w.dup = ar.take(N*I), ar.take(N*I)
+		w.dx2, w.dh = ar.take(N*C), ar.take(N*C)
+		w.dq, w.dqr = ar.take(N*qd), ar.take(N*qd)
+		w.dkr, w.dv, w.dk = ar.take(N*kvd), ar.take(N*kvd), ar.take(N*kvd)
+		w.dxf, w.dx, w.dprev = ar.take(N*C), ar.take(N*C), ar.take(N*C)
+	}
+	return w
+}
+
+// arena hands out consecutive pieces of one slab. With a nil slab it only
+// counts: running the same allocation code twice, first counting, gives the
+// pass's memory plan and then carves it out of a single allocation.
+type arena struct {
+	slab []float32
+	off  int
+}
+
+func (a *arena) take(n int) []float32 {
+	o := a.off
+	a.off += n
+	if a.slab == nil {
+		return nil
+	}
+	return a.slab[o:a.off:a.off]
+}
+
+// slabPool keeps the slabs of released passes for the next Forward: a
+// training loop then reuses the same memory every step instead of leaving
+// gigabytes of garbage for the collector (whose heap target would double
+// the peak) and page-faulting fresh memory in each step.
+type slabPool struct {
+	mu   sync.Mutex
+	free [][]float32
+}
+
+// maxFreeSlabs bounds the slabs kept: one per pass that may run at once.
+const maxFreeSlabs = 2
+
+func (sp *slabPool) get(n int) []float32 {
+	sp.mu.Lock()
+	best := -1
+	for i, s := range sp.free {
+		if cap(s) >= n && (best < 0 || cap(s) < cap(sp.free[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		s := sp.free[best]
+		sp.free = append(sp.free[:best], sp.free[best+1:]...)
+		sp.mu.Unlock()
+		return s[:n]
+	}
+	sp.mu.Unlock()
+	return make([]float32, n)
+}
+
+func (sp *slabPool) put(s []float32) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if len(sp.free) < maxFreeSlabs {
+		sp.free = append(sp.free, s)
+		return
+	}
+	// Keep the larger slabs: they serve more shapes.
+	small := 0
+	for i, f := range sp.free {
+		if cap(f) < cap(sp.free[small]) {
+			small = i
+		}
+	}
+	if cap(s) > cap(sp.free[small]) {
+		sp.free[small] = s
+	}
+}
+
+// Release hands the pass's activation memory back to the model for the next
+// Forward. The pass (its Logprob and Entropy included) must not be used
+// afterwards. Optional: an unreleased pass is garbage collected.
+func (p *Pass) Release() {
+	if p.slab == nil {
+		return
+	}
+	p.m.slabs.put(p.slab)
+	p.slab, p.xs, p.acts, p.w, p.Logprob, p.Entropy = nil, nil, nil, nil, nil, nil
 }
 
 // Forward runs the training pass: per-token log-probabilities of b.Targets
@@ -141,34 +248,30 @@ func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOpt
 	be, c := m.be, &m.Config
 	N, C, V := len(b.IDs), c.Hidden, c.Vocab
 	g := &geometry{N: N, pos: b.Pos, seqOff: b.SeqOff}
-	p := &Pass{m: m, ad: ad, opt: opt, g: g, tgt: b.Targets, xs: make([][]float32, len(m.Blocks)+1)}
+	p := &Pass{m: m, ad: ad, opt: opt, g: g, tgt: b.Targets}
 	if p.tgt == nil {
 		p.tgt = make([]int32, N)
 		for i := range p.tgt {
 			p.tgt[i] = -1
 		}
 	}
-	p.xs[0] = make([]float32, N*C)
+	var plan arena
+	p.carve(&plan)
+	p.slab = m.slabs.get(plan.off)
+	p.carve(&arena{slab: p.slab})
+
 	m.embed(p.xs[0], b.IDs)
-	if opt.Checkpoint {
-		p.acts = make([]*blockActs, 1)
-	} else {
-		p.acts = make([]*blockActs, len(m.Blocks))
-	}
 	for l := range m.Blocks {
 		if err := ctx.Err(); err != nil {
+			p.Release()
 			return nil, err
 		}
-		blk, lr := &m.Blocks[l], ad.layer(l)
-		s := p.slot(l)
-		p.xs[l+1] = make([]float32, N*C)
-		if err := blk.Forward(be, p.xs[l+1], s, p.xs[l], g, l, lr); err != nil {
+		if err := m.Blocks[l].Forward(be, p.xs[l+1], p.slot(l), p.xs[l], p.w, g, l, ad.layer(l)); err != nil {
+			p.Release()
 			return nil, err
 		}
 	}
-	p.xf, p.rstdf = make([]float32, N*C), make([]float32, N)
 	be.RMSNormForward(p.xf, p.rstdf, p.xs[len(m.Blocks)], m.Norm, N, C, c.RMSNormEps)
-	p.Logprob, p.Entropy, p.lse = make([]float32, N), make([]float32, N), make([]float32, N)
 	if m.Head.BF16 != nil {
 		be.LogprobForwardBF16(p.Logprob, p.Entropy, p.lse, p.xf, m.Head.BF16, p.tgt, N, C, V, opt.Chunk)
 	} else {
@@ -177,18 +280,49 @@ func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOpt
 	return p, nil
 }
 
-// slot returns the activation storage of block l (shared under Checkpoint).
+// carve lays out every buffer of the pass in ar: the residual stream of
+// each block (two alternating buffers for a pass without an adapter, which
+// has no backward), one activation slot per block (one shared slot under
+// Checkpoint or without an adapter), the scratch, and the head's results.
+func (p *Pass) carve(ar *arena) {
+	m := p.m
+	N, C, L := p.g.N, m.Config.Hidden, len(m.Blocks)
+	train := p.ad != nil
+	p.xs = make([][]float32, L+1)
+	if train {
+		for l := range p.xs {
+			p.xs[l] = ar.take(N * C)
+		}
+	} else {
+		x0, x1 := ar.take(N*C), ar.take(N*C)
+		for l := range p.xs {
+			p.xs[l] = x0
+			if l%2 == 1 {
+				p.xs[l] = x1
+			}
+		}
+	}
+	if p.opt.Checkpoint || !train {
+		p.acts = []*blockActs{m.Blocks[0].newActs(ar, N, p.ad.layer(0))}
+	} else {
+		p.acts = make([]*blockActs, L)
+		for l := range p.acts {
+			p.acts[l] = m.Blocks[l].newActs(ar, N, p.ad.layer(l))
+		}
+	}
+	p.w = m.newWork(ar, N, train)
+	p.xf, p.rstdf = ar.take(N*C), ar.take(N)
+	p.Logprob, p.Entropy, p.lse = ar.take(N), ar.take(N), ar.take(N)
+}
+
+// slot returns the activation storage of block l (shared under Checkpoint
+// and in passes without an adapter).
 func (p *Pass) slot(l int) *blockActs {
-	i := l
-	if p.opt.Checkpoint {
-		i = 0
+	if len(p.acts) == 1 {
+		p.acts[0].fitLoRA(p.g.N, p.ad.layer(l))
+		return p.acts[0]
 	}
-	lr := p.ad.layer(l)
-	if p.acts[i] == nil {
-		p.acts[i] = p.m.Blocks[l].newActs(p.g.N, lr)
-	}
-	p.acts[i].fitLoRA(p.g.N, lr)
-	return p.acts[i]
+	return p.acts[l]
 }
 
 // Backward accumulates into the adapter's DA and DB the gradient of
@@ -204,13 +338,18 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 	if (dlogprob != nil && len(dlogprob) != N) || (dentropy != nil && len(dentropy) != N) {
 		return fmt.Errorf("model: backward wants %d-long gradients, got %d and %d", N, len(dlogprob), len(dentropy))
 	}
-	dxf := make([]float32, N*C)
+	if p.slab == nil {
+		return fmt.Errorf("model: backward of a released pass")
+	}
+	w := p.w
+	dxf, dx, dprev := w.dxf, w.dx, w.dprev
+	clear(dxf)
 	if m.Head.BF16 != nil {
 		be.LogprobBackwardBF16(dxf, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head.BF16, p.tgt, N, C, V, p.opt.Chunk)
 	} else {
 		be.LogprobBackward(dxf, nil, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head.F32, p.tgt, N, C, V, p.opt.Chunk)
 	}
-	dx := make([]float32, N*C)
+	clear(dx)
 	be.RMSNormBackward(dx, nil, dxf, p.rstdf, p.xs[len(m.Blocks)], m.Norm, N, C)
 	for l := len(m.Blocks) - 1; l >= 0; l-- {
 		if err := ctx.Err(); err != nil {
@@ -219,15 +358,15 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 		blk, lr := &m.Blocks[l], p.ad.layer(l)
 		s := p.slot(l)
 		if p.opt.Checkpoint {
-			// Recompute this block's activations from its saved input.
-			tmp := make([]float32, N*C)
-			if err := blk.Forward(be, tmp, s, p.xs[l], g, l, lr); err != nil {
+			// Recompute this block's activations from its saved input; its
+			// output (already in xs[l+1]) goes to the spent dxf.
+			if err := blk.Forward(be, dxf, s, p.xs[l], w, g, l, lr); err != nil {
 				return err
 			}
 		}
-		dprev := make([]float32, N*C)
-		blk.Backward(be, dprev, dx, s, p.xs[l], g, lr)
-		dx = dprev
+		clear(dprev)
+		blk.Backward(be, dprev, dx, s, p.xs[l], w, g, lr)
+		dx, dprev = dprev, dx
 	}
 	return nil
 }
@@ -236,25 +375,32 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 func (m *Model) hidden(ctx context.Context, ids []int32, g *geometry, ad *Adapter) ([]float32, error) {
 	be, c := m.be, &m.Config
 	N, C := g.N, c.Hidden
-	x, next := make([]float32, N*C), make([]float32, N*C)
+	// One layout for every layer: the LoRA scratch is refitted per layer.
+	var plan arena
+	carve := func(ar *arena) (x, next []float32, s *blockActs, w *work, xf []float32) {
+		x, next = ar.take(N*C), ar.take(N*C)
+		s = m.Blocks[0].newActs(ar, N, ad.layer(0))
+		w = m.newWork(ar, N, false)
+		return x, next, s, w, ar.take(N * C)
+	}
+	carve(&plan)
+	slab := m.slabs.get(plan.off)
+	defer m.slabs.put(slab)
+	x, next, s, w, xf := carve(&arena{slab: slab})
 	m.embed(x, ids)
-	var s *blockActs
 	for l := range m.Blocks {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if s == nil {
-			s = m.Blocks[l].newActs(N, ad.layer(l))
-		}
 		s.fitLoRA(N, ad.layer(l))
-		if err := m.Blocks[l].Forward(be, next, s, x, g, l, ad.layer(l)); err != nil {
+		if err := m.Blocks[l].Forward(be, next, s, x, w, g, l, ad.layer(l)); err != nil {
 			return nil, err
 		}
 		x, next = next, x
 	}
-	xf := make([]float32, N*C)
-	be.RMSNormForward(xf, make([]float32, N), x, m.Norm, N, C, c.RMSNormEps)
-	return xf, nil
+	out := make([]float32, N*C) // returned: not from the slab
+	be.RMSNormForward(out, xf[:N], x, m.Norm, N, C, c.RMSNormEps)
+	return out, nil
 }
 
 // Logits returns the full logits [N, V] of a packed batch (b.Targets is

@@ -189,6 +189,7 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 		if err := p.Backward(ctx, dlp, nil); err != nil {
 			return workerResult{}, err
 		}
+		p.Release() // the next step reuses the activation memory
 		ad.Params(func(name string, param, grad []float32) {
 			mo := opt[name]
 			if mo == nil {

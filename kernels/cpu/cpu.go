@@ -18,15 +18,16 @@ type Options struct {
 	// an op runs on the calling goroutine alone. 0 means 32768; tests set 1 to
 	// exercise the parallel paths on small shapes.
 	MinParallel int
-	// GEMM selects the matrix product: "" (OpenBLAS when built with cgo,
-	// gonum otherwise), "openblas" or "gonum".
+	// GEMM selects the matrix product: "" (the first available of avx512,
+	// openblas, gonum), "avx512" (built-in, single-threaded, cgo and an
+	// AVX-512F CPU), "openblas" or "gonum".
 	GEMM string
 	// LogprobRows caps the rows of one logits block in LogprobForward and
 	// LogprobBackward (scratch = LogprobRows × chunk floats). 0 means 512.
 	LogprobRows int
 	// SplitGEMM says whether large matrix products are split into blocks
 	// computed concurrently by the workers, each a single-threaded BLAS call:
-	// 0 (auto) splits when the GEMM is OpenBLAS running one thread
+	// 0 (auto) splits for avx512 and for OpenBLAS running one thread
 	// (OPENBLAS_NUM_THREADS=1), which otherwise leaves all but one core idle
 	// in every product; 1 always splits; −1 never does (a multi-threaded
 	// OpenBLAS, or gonum, parallelises inside the call).
@@ -70,20 +71,30 @@ func New(o Options) (*Backend, error) {
 	case o.SplitGEMM > 0:
 		split = true
 	case o.SplitGEMM == 0:
-		split = name == "openblas" && openblasThreads() == 1
+		split = name == "avx512" || name == "openblas" && openblasThreads() == 1
 	}
 	split = split && w > 1
 	return &Backend{name: "cpu/" + name, gemm: gemm, splitGEMM: split, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
 }
 
-// pickGEMM resolves Options.GEMM.
+// pickGEMM resolves Options.GEMM. The default prefers the built-in AVX-512
+// kernel: OpenBLAS 0.3.21's runtime detection falls back to SSE3 kernels on
+// CPUs newer than itself, several times slower.
 func pickGEMM(which string) (sgemmFunc, string, error) {
 	switch which {
 	case "":
+		if avx512 != nil {
+			return avx512, "avx512", nil
+		}
 		if openblas != nil {
 			return openblas, "openblas", nil
 		}
 		return gonumSgemm, "gonum", nil
+	case "avx512":
+		if avx512 == nil {
+			return nil, "", fmt.Errorf("cpu: GEMM %q needs a cgo build on a CPU with AVX-512F", which)
+		}
+		return avx512, "avx512", nil
 	case "openblas":
 		if openblas == nil {
 			return nil, "", fmt.Errorf("cpu: GEMM %q needs a cgo build linked with -lopenblas (this binary was built with CGO_ENABLED=0)", which)
@@ -92,10 +103,10 @@ func pickGEMM(which string) (sgemmFunc, string, error) {
 	case "gonum":
 		return gonumSgemm, "gonum", nil
 	}
-	return nil, "", fmt.Errorf("cpu: unknown GEMM %q (want openblas or gonum)", which)
+	return nil, "", fmt.Errorf("cpu: unknown GEMM %q (want avx512, openblas or gonum)", which)
 }
 
-// Name returns "cpu/openblas" or "cpu/gonum".
+// Name returns "cpu/avx512", "cpu/openblas" or "cpu/gonum".
 func (b *Backend) Name() string { return b.name }
 
 // Close stops the worker goroutines. Ops must not be called afterwards.

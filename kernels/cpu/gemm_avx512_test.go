@@ -1,0 +1,124 @@
+//go:build cgo
+
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels/kerneltest"
+)
+
+func needAVX512(t testing.TB) {
+	if avx512 == nil {
+		t.Skip("CPU without AVX-512F: the built-in GEMM is not offered")
+	}
+}
+
+// The built-in GEMM against gonum on shapes around its blocking (MR 8, NR
+// 32, KC 256, MC 128, NC 2048), all transposes, strided operands, and
+// beta 0 (over NaN), 1 and 0.5.
+func TestAVX512Sgemm(t *testing.T) {
+	needAVX512(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	shapes := [][3]int{{1, 1, 1}, {7, 31, 3}, {8, 32, 256}, {9, 33, 257}, {129, 65, 300}, {17, 2049, 5}, {200, 40, 513}}
+	for _, sh := range shapes {
+		m, n, k := sh[0], sh[1], sh[2]
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				for _, beta := range []float32{0, 1, 0.5} {
+					t.Run(fmt.Sprintf("%dx%dx%d,tA=%v,tB=%v,beta=%g", m, n, k, tA, tB, beta), func(t *testing.T) {
+						lda, ldb, ldc := k+3, n+2, n+1
+						if tA {
+							lda = m + 3
+						}
+						if tB {
+							ldb = k + 2
+						}
+						rowsA, rowsB := m, k
+						if tA {
+							rowsA = k
+						}
+						if tB {
+							rowsB = n
+						}
+						a, b := make([]float32, rowsA*lda), make([]float32, rowsB*ldb)
+						for i := range a {
+							a[i] = float32(r.NormFloat64())
+						}
+						for i := range b {
+							b[i] = float32(r.NormFloat64())
+						}
+						got, want := make([]float32, m*ldc), make([]float32, m*ldc)
+						for i := range got {
+							got[i] = float32(r.NormFloat64())
+							if beta == 0 {
+								got[i] = float32(math.NaN())
+							}
+							want[i] = got[i]
+						}
+						avx512(tA, tB, m, n, k, 0.75, a, lda, b, ldb, beta, got, ldc)
+						gonumSgemm(tA, tB, m, n, k, 0.75, a, lda, b, ldb, beta, want, ldc)
+						for i := 0; i < m; i++ {
+							for j := 0; j < ldc; j++ {
+								g, w := got[i*ldc+j], want[i*ldc+j]
+								if j >= n { // outside C: untouched
+									if math.Float32bits(g) != math.Float32bits(w) {
+										t.Fatalf("c[%d,%d] (padding) changed to %g", i, j, g)
+									}
+									continue
+								}
+								if math.Abs(float64(g-w)) > 1e-4*(1+math.Abs(float64(w))) {
+									t.Fatalf("c[%d,%d] = %g, want %g", i, j, g, w)
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+func TestConformanceAVX512(t *testing.T) {
+	needAVX512(t)
+	for _, split := range []int{-1, 1} {
+		t.Run(fmt.Sprintf("split=%d", split), func(t *testing.T) {
+			b, err := New(Options{GEMM: "avx512", MinParallel: 1, Workers: 3, LogprobRows: 4, SplitGEMM: split})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			kerneltest.Run(t, b)
+		})
+	}
+}
+
+// BenchmarkSgemm compares the GEMMs on the 0.5B training shapes, one thread.
+func BenchmarkSgemm(bm *testing.B) {
+	for _, sh := range []struct {
+		name    string
+		m, n, k int
+		tB      bool
+	}{{"fwd_2048x4864x896_NT", 2048, 4864, 896, true}, {"bwd_2048x896x4864_NN", 2048, 896, 4864, false}} {
+		for _, g := range []string{"avx512", "openblas"} {
+			f, _, err := pickGEMM(g)
+			if err != nil {
+				continue
+			}
+			bm.Run(sh.name+"/"+g, func(bm *testing.B) {
+				a, b, c := make([]float32, sh.m*sh.k), make([]float32, sh.k*sh.n), make([]float32, sh.m*sh.n)
+				ldb := sh.n
+				if sh.tB {
+					ldb = sh.k
+				}
+				for i := 0; i < bm.N; i++ {
+					f(false, sh.tB, sh.m, sh.n, sh.k, 1, a, sh.k, b, ldb, 0, c, sh.n)
+				}
+				bm.ReportMetric(2*float64(sh.m*sh.n*sh.k)*float64(bm.N)/bm.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

@@ -142,9 +142,118 @@ static void hone_sgemm_avx512(int tA, int tB, long m, long n, long k, float alph
 		}
 	}
 }
+// ---- vectorised element-wise kernels (same algorithm as exp32 in exp.go) ----
+
+// exp16: e^x for 16 lanes, x ≤ 0 expected; 0 below −87 (as exp32).
+__attribute__((target("avx512f")))
+static inline __m512 exp16(__m512 x) {
+	__m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.4426950408889634f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693145751953125f), x);
+	r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.428606765330187045e-06f), r);
+	__m512 p = _mm512_set1_ps(1.0f / 720);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	__m512 e = _mm512_scalef_ps(p, k);
+	__mmask16 lo = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ);
+	return _mm512_mask_blend_ps(lo, e, _mm512_setzero_ps());
+}
+
+// sigmoid16: σ(g) through e^(−|g|) (never overflows).
+__attribute__((target("avx512f")))
+static inline __m512 sigmoid16(__m512 g) {
+	__m512 ag = _mm512_abs_ps(g);
+	__m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), ag));
+	__m512 one = _mm512_set1_ps(1.0f);
+	__m512 inv = _mm512_div_ps(one, _mm512_add_ps(one, e));
+	__mmask16 neg = _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_LT_OQ);
+	return _mm512_mask_mul_ps(inv, neg, e, inv); // g < 0: e/(1+e)
+}
+
+__attribute__((target("avx512f")))
+static void hone_swiglu_fwd(float *out, const float *gate, const float *up, long n) {
+	long i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512 g = _mm512_loadu_ps(gate + i);
+		_mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(g, sigmoid16(g)), _mm512_loadu_ps(up + i)));
+	}
+	if (i < n) {
+		__mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+		__m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+		_mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(_mm512_mul_ps(g, sigmoid16(g)), _mm512_maskz_loadu_ps(m, up + i)));
+	}
+}
+
+// dgate += d·u·s·(1 + g·(1 − s)),  dup += d·g·s
+__attribute__((target("avx512f")))
+static void hone_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate, const float *up, long n) {
+	__m512 one = _mm512_set1_ps(1.0f);
+	for (long i = 0; i < n; i += 16) {
+		__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+		__m512 g = _mm512_maskz_loadu_ps(m, gate + i), d = _mm512_maskz_loadu_ps(m, dout + i), u = _mm512_maskz_loadu_ps(m, up + i);
+		__m512 s = sigmoid16(g);
+		__m512 ds = _mm512_mul_ps(d, s);
+		__m512 f = _mm512_fmadd_ps(g, _mm512_sub_ps(one, s), one);
+		_mm512_mask_storeu_ps(dgate + i, m, _mm512_fmadd_ps(_mm512_mul_ps(ds, u), f, _mm512_maskz_loadu_ps(m, dgate + i)));
+		_mm512_mask_storeu_ps(dup + i, m, _mm512_fmadd_ps(ds, g, _mm512_maskz_loadu_ps(m, dup + i)));
+	}
+}
+
+// hone_row_max returns max(x[0..n)), n > 0.
+__attribute__((target("avx512f")))
+static float hone_row_max(const float *x, long n) {
+	__m512 mx = _mm512_set1_ps(-__builtin_inff());
+	for (long i = 0; i < n; i += 16) {
+		__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+		mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, x + i));
+	}
+	return _mm512_reduce_max_ps(mx);
+}
+
+// hone_exp_sums: s = Σ e^(x−mu), t = Σ e^(x−mu)·(x−mu), 16 float lanes
+// summed in double at the end.
+__attribute__((target("avx512f")))
+static void hone_exp_sums(const float *x, long n, float mu, double *s, double *t) {
+	__m512 vs = _mm512_setzero_ps(), vt = _mm512_setzero_ps(), vm = _mm512_set1_ps(mu);
+	for (long i = 0; i < n; i += 16) {
+		__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+		__m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm);
+		__m512 e = _mm512_maskz_mov_ps(m, exp16(d));
+		vs = _mm512_add_ps(vs, e);
+		vt = _mm512_fmadd_ps(e, _mm512_maskz_mov_ps(m, d), vt);
+	}
+	float a[16], b[16];
+	_mm512_storeu_ps(a, vs);
+	_mm512_storeu_ps(b, vt);
+	double ss = 0, tt = 0;
+	for (int i = 0; i < 16; i++) { ss += a[i]; tt += b[i]; }
+	*s = ss;
+	*t = tt;
+}
+
+// hone_logprob_grad: row[j] = −dl·p − de·p·(lp + H), lp = row[j] − l, p = e^lp.
+__attribute__((target("avx512f")))
+static void hone_logprob_grad(float *row, long n, float l, float dl, float de, float H) {
+	__m512 vl = _mm512_set1_ps(l), vdl = _mm512_set1_ps(dl), vde = _mm512_set1_ps(de), vH = _mm512_set1_ps(H);
+	for (long i = 0; i < n; i += 16) {
+		__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+		__m512 lp = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, row + i), vl);
+		__m512 p = exp16(lp);
+		__m512 g = _mm512_fmadd_ps(vde, _mm512_add_ps(lp, vH), vdl); // dl + de·(lp+H)
+		_mm512_mask_storeu_ps(row + i, m, _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(p, g)));
+	}
+}
 #else
 static void hone_sgemm_avx512(int tA, int tB, long m, long n, long k, float alpha, const float *a, long lda,
                               const float *b, long ldb, float beta, float *c, long ldc) { abort(); }
+static void hone_swiglu_fwd(float *out, const float *gate, const float *up, long n) { abort(); }
+static void hone_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate, const float *up, long n) { abort(); }
+static float hone_row_max(const float *x, long n) { abort(); }
+static void hone_exp_sums(const float *x, long n, float mu, double *s, double *t) { abort(); }
+static void hone_logprob_grad(float *row, long n, float l, float dl, float de, float H) { abort(); }
 #endif
 */
 import "C"
@@ -154,11 +263,49 @@ import "unsafe"
 // avx512 is the built-in AVX-512 GEMM, nil when the CPU lacks AVX-512F.
 var avx512 sgemmFunc
 
+// vec holds the AVX-512 element-wise kernels (all nil without AVX-512F):
+// the exp-heavy loops (SwiGLU, the vocabulary softmax) run ~5× faster than
+// exp32 one value at a time.
+var vec vecKernels
+
+type vecKernels struct {
+	swigluFwd   func(out, gate, up []float32)
+	swigluBwd   func(dgate, dup, dout, gate, up []float32)
+	rowMax      func(x []float32) float32
+	expSums     func(x []float32, mu float32) (s, t float64)
+	logprobGrad func(row []float32, l, dl, de, H float32)
+}
+
 func init() {
-	if C.hone_has_avx512() != 0 {
-		avx512 = avx512Sgemm
+	if C.hone_has_avx512() == 0 {
+		return
+	}
+	avx512 = avx512Sgemm
+	vec = vecKernels{
+		swigluFwd: func(out, gate, up []float32) {
+			if len(out) > 0 {
+				C.hone_swiglu_fwd(fp(out), fp(gate), fp(up), C.long(len(out)))
+			}
+		},
+		swigluBwd: func(dgate, dup, dout, gate, up []float32) {
+			if len(dgate) > 0 {
+				C.hone_swiglu_bwd(fp(dgate), fp(dup), fp(dout), fp(gate), fp(up), C.long(len(dgate)))
+			}
+		},
+		rowMax: func(x []float32) float32 { return float32(C.hone_row_max(fp(x), C.long(len(x)))) },
+		expSums: func(x []float32, mu float32) (float64, float64) {
+			var s, t C.double
+			C.hone_exp_sums(fp(x), C.long(len(x)), C.float(mu), &s, &t)
+			return float64(s), float64(t)
+		},
+		logprobGrad: func(row []float32, l, dl, de, H float32) {
+			C.hone_logprob_grad(fp(row), C.long(len(row)), C.float(l), C.float(dl), C.float(de), C.float(H))
+		},
 	}
 }
+
+// fp is the C pointer to x[0] (len(x) > 0).
+func fp(x []float32) *C.float { return (*C.float)(unsafe.Pointer(&x[0])) }
 
 // avx512Sgemm runs the C kernel above on one thread (sgemm splits large
 // products over the workers). Slices are non-empty and k > 0.

@@ -4,3 +4,14 @@ package cpu
 
 // avx512 needs cgo (C intrinsics): without it pickGEMM never offers it.
 var avx512 sgemmFunc
+
+// vec is empty without cgo: the element-wise ops use their Go loops.
+var vec vecKernels
+
+type vecKernels struct {
+	swigluFwd   func(out, gate, up []float32)
+	swigluBwd   func(dgate, dup, dout, gate, up []float32)
+	rowMax      func(x []float32) float32
+	expSums     func(x []float32, mu float32) (s, t float64)
+	logprobGrad func(row []float32, l, dl, de, H float32)
+}

@@ -122,3 +122,76 @@ func BenchmarkSgemm(bm *testing.B) {
 		}
 	}
 }
+
+// The AVX-512 element-wise kernels against their Go loops, on lengths
+// around the 16-lane width and over the exp range the softmax uses.
+func TestVecKernels(t *testing.T) {
+	needAVX512(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	near := func(what string, i int, got, want float64, tol float64) {
+		t.Helper()
+		if math.Abs(got-want) > tol*(1+math.Abs(want)) || math.IsNaN(got) {
+			t.Fatalf("%s[%d] = %g, want %g", what, i, got, want)
+		}
+	}
+	for _, n := range []int{1, 15, 16, 17, 33, 100} {
+		g, u, d := make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range g {
+			g[i] = float32(8 * r.NormFloat64())
+			u[i] = float32(r.NormFloat64())
+			d[i] = float32(r.NormFloat64())
+		}
+		g[0] = -100 // e^−100 underflows: σ = 0, silu = −0
+		out := make([]float32, n)
+		vec.swigluFwd(out, g, u)
+		dg, du := make([]float32, n), make([]float32, n)
+		for i := range dg {
+			dg[i], du[i] = 0.5, -0.25
+		}
+		vec.swigluBwd(dg, du, d, g, u)
+		for i := range g {
+			s := 1 / (1 + math.Exp(-float64(g[i])))
+			gi := float64(g[i])
+			near("swiglu", i, float64(out[i]), gi*s*float64(u[i]), 1e-6)
+			near("dgate", i, float64(dg[i]), 0.5+float64(d[i])*float64(u[i])*s*(1+gi*(1-s)), 1e-5)
+			near("dup", i, float64(du[i]), -0.25+float64(d[i])*gi*s, 1e-5)
+		}
+
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(-90 * r.Float64())
+		}
+		mx := x[0]
+		for _, v := range x {
+			mx = max(mx, v)
+		}
+		if got := vec.rowMax(x); got != mx {
+			t.Fatalf("rowMax = %g, want %g", got, mx)
+		}
+		var s, tt float64
+		for _, v := range x {
+			dd := float64(v - mx)
+			e := math.Exp(dd)
+			if dd < -87 {
+				e = 0
+			}
+			s += e
+			tt += e * dd
+		}
+		gs, gt := vec.expSums(x, mx)
+		near("expSums s", n, gs, s, 1e-6)
+		near("expSums t", n, gt, tt, 1e-5)
+
+		row := append([]float32(nil), x...)
+		l, dl, de, H := mx+0.3, float32(0.7), float32(-0.2), float32(1.5)
+		vec.logprobGrad(row, l, dl, de, H)
+		for j, v := range x {
+			lp := float64(v - l)
+			p := math.Exp(lp)
+			if lp < -87 {
+				p = 0
+			}
+			near("logprobGrad", j, float64(row[j]), -float64(dl)*p-float64(de)*p*(lp+float64(H)), 1e-6)
+		}
+	}
+}

@@ -192,7 +192,12 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 					if tg := int(targets[r0+i]) - v0; tg >= 0 && tg < cs {
 						zt[i] = row[tg]
 					}
-					cm := rowMax(row)
+					var cm float32
+					if vec.rowMax != nil {
+						cm = vec.rowMax(row)
+					} else {
+						cm = rowMax(row)
+					}
 					if cm > m[i] {
 						if s[i] > 0 {
 							d := float64(m[i] - cm)
@@ -204,11 +209,15 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 					}
 					mi := m[i]
 					var cs1, ct float64
-					for _, x := range row {
-						d := x - mi
-						e := float64(exp32(d))
-						cs1 += e
-						ct += e * float64(d)
+					if vec.expSums != nil {
+						cs1, ct = vec.expSums(row, mi)
+					} else {
+						for _, x := range row {
+							d := x - mi
+							e := float64(exp32(d))
+							cs1 += e
+							ct += e * float64(d)
+						}
 					}
 					s[i] += cs1
 					t[i] += ct
@@ -304,10 +313,14 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 					}
 					l, H := lse[n], entropy[n]
 					row := z[i*cs : (i+1)*cs]
-					for j, x := range row {
-						lp := x - l
-						p := exp32(lp)
-						row[j] = -dl*p - de*p*(lp+H)
+					if vec.logprobGrad != nil {
+						vec.logprobGrad(row, l, dl, de, H)
+					} else {
+						for j, x := range row {
+							lp := x - l
+							p := exp32(lp)
+							row[j] = -dl*p - de*p*(lp+H)
+						}
 					}
 					if tg := int(targets[n]) - v0; tg >= 0 && tg < cs {
 						row[tg] += dl

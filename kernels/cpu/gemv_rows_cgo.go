@@ -106,6 +106,7 @@ ROWS_TILE(rows_##SUF##_4x1, WT, LDW, LDWM, 4, 1)                                
 ROWS_TILE(rows_##SUF##_4x2, WT, LDW, LDWM, 4, 2)                                         \
 ROWS_TILE(rows_##SUF##_4x3, WT, LDW, LDWM, 4, 3)                                         \
 ROWS_TILE(rows_##SUF##_4x4, WT, LDW, LDWM, 4, 4)                                         \
+ROWS_TILE(rows_##SUF##_8x1, WT, LDW, LDWM, 8, 1)                                         \
 static const rows_##SUF##_tile rows_##SUF##_tiles[4][4] = {                              \
 	{rows_##SUF##_1x1, rows_##SUF##_1x2, rows_##SUF##_1x3, rows_##SUF##_1x4},            \
 	{rows_##SUF##_2x1, rows_##SUF##_2x2, rows_##SUF##_2x3, rows_##SUF##_2x4},            \
@@ -115,6 +116,10 @@ static const rows_##SUF##_tile rows_##SUF##_tiles[4][4] = {                     
 
 ROWS_TILES(f32, float, rows_ldw_f32, rows_ldw_f32m)
 ROWS_TILES(bf16, uint16_t, rows_ldw_bf16, rows_ldw_bf16m)
+
+// With one input (batch-1 decode: pure streaming) tiles take 8 weight rows,
+// not 4: one core then has twice the cache misses in flight (measured on the
+// LM head, bf16: 6.2–7.6 → 8.0–9.0 GB/s on one core).
 
 // Columns are taken in chunks of rowsKC so that a tile's weight rows stay
 // in L1 while every input block passes over them; the first chunk stores,
@@ -133,6 +138,16 @@ RT512 static void rows_f32_avx512(float *out, long ldo, const float *x, long N, 
 		long kc = C - c0 < rowsKC ? C - c0 : rowsKC;
 		for (long o = 0; o < rows; o += 4) {
 			int rb = rows - o < 4 ? (int)(rows - o) : 4;
+			if (N == 1 && rows - o >= 8) {
+				rows_f32_tile f = rows_f32_8x1;
+				if (c0 == 0) f(out + o, ldo, x, C, w + o * C, C, kc);
+				else {
+					f(part, 1, x + c0, C, w + o * C + c0, C, kc);
+					for (int r = 0; r < 8; r++) out[o + r] += part[r];
+				}
+				o += 4;
+				continue;
+			}
 			for (long n = 0; n < N; n += 4) {
 				int nb = N - n < 4 ? (int)(N - n) : 4;
 				rows_f32_tile f = rows_f32_tiles[rb - 1][nb - 1];
@@ -174,6 +189,15 @@ RT512 static void rows_bf16_avx512(float *out, long ldo, const float *x, long N,
 		long kc = C - c0 < rowsKC ? C - c0 : rowsKC, ldb = (kc + 15) & ~15L;
 		for (long o = 0; o < rows; o += 4) {
 			int rb = rows - o < 4 ? (int)(rows - o) : 4;
+			if (N == 1 && rows - o >= 8) {
+				if (c0 == 0) rows_bf16_8x1(out + o, ldo, x, C, w + o * C, C, kc);
+				else {
+					rows_bf16_8x1(part, 1, x + c0, C, w + o * C + c0, C, kc);
+					for (int r = 0; r < 8; r++) out[o + r] += part[r];
+				}
+				o += 4;
+				continue;
+			}
 			if (N > rowsWidenN) rows_widen_block(wb, ldb, w + o * C + c0, C, rb, kc);
 			for (long n = 0; n < N; n += 4) {
 				int nb = N - n < 4 ? (int)(N - n) : 4;

@@ -28,6 +28,7 @@
 //	p, err := m.Forward(ctx, batch, ad, model.TrainOptions{})   // p.Logprob, p.Entropy [N]
 //	// … the objective turns p.Logprob/p.Entropy into dL/dlogprob, dL/dentropy …
 //	err = p.Backward(ctx, dlogprob, dentropy)                    // accumulates ad's DA, DB
+//	p.Release()                                                  // the next Forward reuses its memory
 //
 // and the reference (KL) logprobs come from m.Forward(ctx, batch, nil, …).
 //

@@ -49,6 +49,9 @@ func Accumulate(ctx context.Context, m *model.Model, ad *model.Adapter, job *Job
 				return nil, fmt.Errorf("micro-batch %d, adapter off: %w", k, err)
 			}
 			out.Ref = gather(ref.Logprob, mb.Pos)
+			// gather copied what the loss needs: hand the pass's planned
+			// memory back for the next Forward instead of to the GC.
+			ref.Release()
 		}
 		pass, err := m.Forward(ctx, &mb.Batch, ad, topt)
 		if err != nil {
@@ -74,7 +77,9 @@ func Accumulate(ctx context.Context, m *model.Model, ad *model.Adapter, job *Job
 		for i, p := range mb.Pos {
 			dlp[p] = float32(grad[i])
 		}
-		if err := pass.Backward(ctx, dlp, nil); err != nil {
+		err = pass.Backward(ctx, dlp, nil)
+		pass.Release() // the gradients are in ad; the activations can be reused
+		if err != nil {
 			return nil, fmt.Errorf("micro-batch %d backward: %w", k, err)
 		}
 	}

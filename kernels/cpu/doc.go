@@ -1,11 +1,17 @@
 // Package cpu is the fast CPU implementation of kernels.Backend.
 //
 // Matrix products go through one internal routine, sgemm (row-major,
-// C = α·op(A)·op(B) + β·C with leading dimensions), which is OpenBLAS's
-// cblas_sgemm via cgo when the package is built with cgo (Debian
-// libopenblas-dev; this is the only package of Hone that links C), and
-// gonum's pure-Go Sgemm otherwise (CGO_ENABLED=0) or when Options.GEMM is
-// "gonum". Both must pass kernels/kerneltest.
+// C = α·op(A)·op(B) + β·C with leading dimensions). Options.GEMM picks what
+// runs it: by default a built-in blocked AVX-512 kernel in C (cgo, on CPUs
+// with AVX-512F — OpenBLAS 0.3.21 does not know the newest CPUs and falls
+// back to its SSE3 kernels on them, several times slower), else OpenBLAS's
+// cblas_sgemm via cgo (Debian libopenblas-dev), else gonum's pure-Go Sgemm
+// (CGO_ENABLED=0, or "gonum"). Every choice must pass kernels/kerneltest.
+// Large products are split into blocks of rows or columns computed
+// concurrently by the worker pool, each a single-threaded call
+// (Options.SplitGEMM: automatic for the built-in kernel and for OpenBLAS
+// running one thread; a multi-threaded OpenBLAS parallelises inside the
+// call instead).
 //
 // What is built on sgemm:
 //
@@ -22,16 +28,17 @@
 //     and Σexp·z per row (online logsumexp), so a 151,936-word vocabulary
 //     never materialises as [N, V].
 //
-// bfloat16 weights: for a few rows (decode) a dedicated matrix-vector
-// kernel reads the uint16 weights once and widens them in registers (C with
-// AVX2/FMA under cgo when the CPU has them, plain Go otherwise) — decode is
-// memory bound, so half the bytes is nearly twice the speed; for many rows,
-// weight tiles are widened into a scratch buffer and fed to sgemm.
+// Decode-sized products (at most 64 input rows, the LM head included) skip
+// sgemm: the "rows" kernels read each weight row once for all inputs, in
+// register tiles, float32 or bfloat16 weights widened in registers (C with
+// AVX-512 or AVX2 chosen once at start-up, plain Go without cgo) — decode is
+// memory bound, so half the bytes is nearly twice the speed. For more rows,
+// bfloat16 weight tiles are widened into a scratch buffer and fed to sgemm.
 //
 // Element-wise and row-wise ops (norms, RoPE, SwiGLU, softmax rows, AdamW)
-// are plain Go split over rows by a small worker pool owned by the Backend
-// value (Options.Workers goroutines, no globals); below Options.MinParallel
-// units of work an op runs on the calling goroutine, so tiny ops pay no
-// scheduling. sgemm is never called from pool workers: OpenBLAS has its own
-// threads.
+// are split over rows by a small worker pool owned by the Backend value
+// (Options.Workers goroutines, no globals); SwiGLU and the vocabulary
+// softmax rows have AVX-512 forms under cgo, the rest is plain Go. Below
+// Options.MinParallel units of work an op runs on the calling goroutine, so
+// tiny ops pay no scheduling.
 package cpu

@@ -441,6 +441,9 @@ func (e *Engine) admit() {
 // of each whose prompt is fully fed, all such rows at once (pickAll).
 func (e *Engine) step() {
 	t0 := time.Now()
+	// Counted as it starts: a caller woken by the step's last event sees
+	// the step counted.
+	e.steps.Add(1)
 	type group struct {
 		ad   *model.Adapter
 		seqs []*sequence
@@ -516,7 +519,6 @@ func (e *Engine) step() {
 			e.emit(j.s, j.pick)
 		}
 	}
-	e.steps.Add(1)
 	e.stepNanos.Add(int64(time.Since(t0)))
 	e.compact()
 }

@@ -275,7 +275,9 @@ func measureHone(ctx context.Context, o options, s *serve.Server, w io.Writer) (
 			r.avgBatch = float64(st1.GenTokens-st0.GenTokens) / float64(steps)
 			r.msPerStep = 1000 * (st1.StepSeconds - st0.StepSeconds) / float64(steps)
 		}
-		fmt.Fprintf(w, "  hone %2d streams: %.2f tokens/s aggregate (%.1f s wall)\n", n, r.aggregate, wall.Seconds())
+		// The whole row at once, so that a run cut short keeps it.
+		fmt.Fprintf(w, "  hone %2d streams: ttft p50 %.1f ms, max %.1f ms, %.2f tokens/s a stream, %.2f aggregate, avg batch %.1f, %.1f ms/step (%.1f s wall)\n",
+			n, r.ttftP50, r.ttftMax, r.decodePerStream, r.aggregate, r.avgBatch, r.msPerStep, wall.Seconds())
 		rows = append(rows, r)
 	}
 	return rows, nil

@@ -2,7 +2,8 @@
 # The demo loop: a tiny random model learns guess-the-number on a CPU.
 #
 #   1. init-model       a random qwen3-style model (byte-level tokenizer)
-#   2. warm-up data     the environment's scripted random-in-range policy
+#   2. warm-up data     the environment's scripted "mix" policy: bisection
+#                       in 30% of episodes, random-in-range otherwise
 #   3. SFT warm-up      a LoRA adapter that imitates it (run "warmup")
 #   4. hone-serve       in the background, hot-reloading OUT/adapters
 #   5. evaluation       base and warm-up on held-out test scenarios
@@ -13,7 +14,8 @@
 #
 # Everything lands under OUT (default out/demo); a run starts fresh (the
 # folder is removed first). Environment knobs: BIN, OUT, SEED, ROUNDS,
-# EVAL_EPISODES, SFT_STEPS, THREADS. The server is always stopped on exit.
+# EVAL_EPISODES, SFT_STEPS, WARMUP_POLICY, REWARD, RL_LR, THREADS. The
+# server is always stopped on exit.
 set -euo pipefail
 
 BIN=${BIN:-bin}
@@ -21,14 +23,18 @@ OUT=${OUT:-out/demo}
 SEED=${SEED:-1}
 N=${N:-32}                       # secrets in 1..N
 TURNS=${TURNS:-5}                # guesses per episode
+WARMUP_POLICY=${WARMUP_POLICY:-mix}  # scripted play imitated by the warm-up
 SFT_STEPS=${SFT_STEPS:-300}
 SFT_LR=${SFT_LR:-1e-2}
-ROUNDS=${ROUNDS:-24}
+ROUNDS=${ROUNDS:-16}
 RL_GROUPS=${RL_GROUPS:-16}
 GSIZE=${GSIZE:-8}
 RL_LR=${RL_LR:-2e-3}          # 5e-3 collapsed to one deterministic losing policy by round 12
-# Training reward: the env reward less a small penalty per out-of-range guess.
-REWARD=${REWARD:-env - 0.05*out_of_range}
+# Training reward: the env reward less a penalty per out-of-range guess.
+# With 0.05 one val run (seed 2, 150 SFT steps) settled on safe
+# out-of-range numbers (never invalid, never found); 0.25 keeps the
+# pressure on finding the secret.
+REWARD=${REWARD:-env - 0.25*out_of_range}
 EVAL_EPISODES=${EVAL_EPISODES:-200}
 EVAL_SPLIT=${EVAL_SPLIT:-test}   # test: final numbers; val: for choosing settings
 THREADS=${THREADS:-2}
@@ -58,8 +64,8 @@ log "1/7 tiny random model (seed $SEED)"
 "$BIN"/hone-train init-model --family qwen3 --hidden 64 --layers 2 --heads 4 \
 	--init-std "$INIT_STD" --seed "$SEED" -o "$OUT"/model >/dev/null
 
-log "2/7 warm-up data: scripted random-in-range"
-"$BIN"/hone-collect "${ENV_OPTS[@]}" --groups 4000 -G 1 --policy scripted:random-in-range \
+log "2/7 warm-up data: scripted $WARMUP_POLICY"
+"$BIN"/hone-collect "${ENV_OPTS[@]}" --groups 4000 -G 1 --policy "scripted:$WARMUP_POLICY" \
 	--seed $((100000 + SEED)) --run warmup-data -o "$OUT"/data/warmup.parquet 2>"$OUT"/data/collect.log
 
 log "3/7 SFT warm-up: $SFT_STEPS steps"
@@ -156,5 +162,6 @@ jq -r '.results[] | [.model, (if .temperature == 0 then "greedy" else "T=1" end)
 	(.out_of_range_per_guess * 100 | round | tostring) + "%"] | @tsv' "$OUT"/summary.json |
 	(echo -e "model\tsampling\tsuccess\tinvalid\tout-of-range guesses"; cat) | column -t -s $'\t'
 jq -r '.results as $r | def s(m; t): ($r[] | select(.model == m and .temperature == t) | .success);
-	"GRPO gain (warmup -> rl): greedy \((s("rl"; 0) - s("warmup"; 0)) * 100 | round) points, T=1 \((s("rl"; 1) - s("warmup"; 1)) * 100 | round) points"' "$OUT"/summary.json
+	"GRPO gain (warmup -> rl): greedy \((s("rl"; 0) - s("warmup"; 0)) * 100 | round) points, T=1 \((s("rl"; 1) - s("warmup"; 1)) * 100 | round) points",
+	"whole pipeline (base -> rl): greedy \((s("rl"; 0) - s("base"; 0)) * 100 | round) points, T=1 \((s("rl"; 1) - s("base"; 1)) * 100 | round) points"' "$OUT"/summary.json
 log "done; summary in $OUT/summary.json"

@@ -28,6 +28,7 @@ type Options struct {
 	APIKey          string // require "Authorization: Bearer <key>" when set
 	MaxBatch        int    // sequences decoded together
 	MaxQueue        int    // requests waiting before 429
+	PrefillTokens   int    // prompt tokens fed per step (chunked prefill; 0: the engine's default)
 	KVCacheBytes    int64  // KV cache budget
 	MaxAdapters     int    // steps kept loaded per run
 	MaxTokens       int    // cap (and default) of max_tokens
@@ -54,6 +55,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.APIKey, "api-key", "", "require this bearer token on /v1 requests")
 	fs.IntVar(&o.MaxBatch, "max-batch", 32, "sequences decoded together in one step")
 	fs.IntVar(&o.MaxQueue, "max-queue", 256, "requests waiting for the batch before new ones get 429")
+	fs.IntVar(&o.PrefillTokens, "prefill-tokens", 512, "prompt tokens fed per step, over all new requests (chunked prefill: running sequences keep decoding while long prompts load)")
 	fs.Int64Var(&o.KVCacheBytes, "kv-cache-bytes", 2<<30, "KV cache budget in bytes (0: unlimited)")
 	fs.IntVar(&o.MaxAdapters, "max-adapters", 2, "adapter steps kept loaded per run (addressable as <run>@<step>)")
 	fs.IntVar(&o.MaxTokens, "max-tokens", 4096, "cap and default of max_tokens / max_completion_tokens")

@@ -5,16 +5,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,36 +28,57 @@ import (
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/proxy"
 	"github.com/hone-rl/hone/format/trajectory"
-	"github.com/hone-rl/hone/kernels/ref"
-	"github.com/hone-rl/hone/serve"
 )
 
-// tap records every response body a handler writes, flushes included, so
-// a test can compare what upstream sent with what the agent received.
+// tap records every response body the proxy reads from upstream, byte
+// for byte, as an http.RoundTripper in the proxy's HTTP client: what
+// hone-serve sent, to compare with what the agent received.
 type tap struct {
-	h      http.Handler
 	mu     sync.Mutex
 	bodies [][]byte
 }
 
-type tapWriter struct {
-	http.ResponseWriter
-	buf bytes.Buffer
+// client is the HTTP client the proxy under test uses to reach upstream.
+func (t *tap) client() *http.Client { return &http.Client{Transport: t} }
+
+func (t *tap) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &tapBody{ReadCloser: resp.Body, t: t}
+	return resp, nil
 }
 
-func (w *tapWriter) Write(b []byte) (int, error) {
-	w.buf.Write(b)
-	return w.ResponseWriter.Write(b)
+// tapBody keeps what was read and hands it to the tap once, at EOF or
+// Close, whichever comes first.
+type tapBody struct {
+	io.ReadCloser
+	t    *tap
+	buf  bytes.Buffer
+	once sync.Once
 }
 
-func (w *tapWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+func (b *tapBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.buf.Write(p[:n])
+	if err != nil {
+		b.keep()
+	}
+	return n, err
+}
 
-func (t *tap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	tw := &tapWriter{ResponseWriter: w}
-	t.h.ServeHTTP(tw, r)
-	t.mu.Lock()
-	t.bodies = append(t.bodies, tw.buf.Bytes())
-	t.mu.Unlock()
+func (b *tapBody) Close() error {
+	b.keep()
+	return b.ReadCloser.Close()
+}
+
+func (b *tapBody) keep() {
+	b.once.Do(func() {
+		b.t.mu.Lock()
+		b.t.bodies = append(b.t.bodies, b.buf.Bytes())
+		b.t.mu.Unlock()
+	})
 }
 
 // sent returns the bodies of the first n responses, waiting for handlers
@@ -70,8 +94,33 @@ func (t *tap) sent(n int) [][]byte {
 	}
 }
 
-// startServe runs the real hone-serve, in process, on the tiny test model
-// with Qwen2.5's chat template (Hermes tool calls), behind a tap.
+// serveBin is the hone-serve binary TestMain builds: collect may not import
+// serve (policy_test.go), so the real server runs as a process, as users
+// run it.
+var serveBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "proxy-test-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serveBin = filepath.Join(dir, "hone-serve")
+	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", serveBin, "../../cmd/hone-serve")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build hone-serve:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startServe runs the real hone-serve as a process on the tiny test model
+// with Qwen2.5's chat template (Hermes tool calls); the proxy under test
+// reaches it through the returned tap's client.
 func startServe(t *testing.T) (string, *tap) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
@@ -85,19 +134,43 @@ func startServe(t *testing.T) (string, *tap) {
 	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), tmpl, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := serve.NewServer(serve.Options{Model: dir, Log: slog.New(slog.DiscardHandler)}, ref.New())
+	cmd := exec.Command(serveBin, "--model", dir, "--port", "0", "--threads", "1")
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := &tap{h: s.Handler()}
-	srv := httptest.NewServer(tp)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
 	})
-	return srv.URL + "/v1", tp
+	addr := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`listening.*addr=(\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	var upstream *url.URL
+	select {
+	case a := <-addr:
+		upstream = &url.URL{Scheme: "http", Host: a}
+	case <-time.After(time.Minute):
+		t.Fatal("hone-serve did not start listening within a minute")
+	}
+	return upstream.String() + "/v1", &tap{}
 }
 
 // teeBodies is client middleware that keeps every response body the agent
@@ -217,7 +290,7 @@ func readGroups(t *testing.T, srvURL, out string, gids ...string) map[string]tra
 func TestProxyStreamMatchesPlain(t *testing.T) {
 	base, tp := startServe(t)
 	out := t.TempDir()
-	p, err := proxy.New(proxy.Options{Upstream: base, OutDir: out, Run: "px"})
+	p, err := proxy.New(proxy.Options{Upstream: base, OutDir: out, Run: "px", HTTPClient: tp.client()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +384,7 @@ func TestProxyNodeAgent(t *testing.T) {
 	}
 	base, tp := startServe(t)
 	out := t.TempDir()
-	p, err := proxy.New(proxy.Options{Upstream: base, OutDir: out, Run: "px"})
+	p, err := proxy.New(proxy.Options{Upstream: base, OutDir: out, Run: "px", HTTPClient: tp.client()})
 	if err != nil {
 		t.Fatal(err)
 	}

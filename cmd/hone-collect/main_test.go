@@ -61,42 +61,8 @@ func collectBin(t *testing.T, args ...string) result {
 // its base URL.
 func startServe(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "hone-serve"), "--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	addr := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`listening.*addr=(\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return "http://" + a + "/v1"
-	case <-time.After(time.Minute):
-		t.Fatal("hone-serve did not start listening within a minute")
-	}
-	return ""
+	addr := openaitest.StartProcess(t, filepath.Join(binDir, "hone-serve"), "--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1")
+	return "http://" + addr + "/v1"
 }
 
 func read(t *testing.T, path string) []trajectory.Group {

@@ -9,15 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +23,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/collect/proxy"
 	"github.com/hone-rl/hone/format/trajectory"
 )
@@ -134,43 +132,8 @@ func startServe(t *testing.T) (string, *tap) {
 	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), tmpl, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(serveBin, "--model", dir, "--port", "0", "--threads", "1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	addr := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`listening.*addr=(\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	var upstream *url.URL
-	select {
-	case a := <-addr:
-		upstream = &url.URL{Scheme: "http", Host: a}
-	case <-time.After(time.Minute):
-		t.Fatal("hone-serve did not start listening within a minute")
-	}
-	return upstream.String() + "/v1", &tap{}
+	addr := openaitest.StartProcess(t, serveBin, "--model", dir, "--port", "0", "--threads", "1")
+	return "http://" + addr + "/v1", &tap{}
 }
 
 // teeBodies is client middleware that keeps every response body the agent

@@ -1,0 +1,60 @@
+package openaitest
+
+import (
+	"bufio"
+	"os/exec"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// listening matches the line a Hone server logs once bound, e.g.
+// `level=INFO msg="hone-serve listening" addr=127.0.0.1:41234`.
+var listening = regexp.MustCompile(`listening.*addr=(\S+)`)
+
+// StartProcess runs a server binary (the real hone-serve, say, started with
+// --port 0) as a process and returns the host:port it logged on stderr as
+// listening. The test fails if none is logged within a minute. At cleanup
+// the process gets SIGTERM, and SIGKILL if it has not exited 10 s later.
+func StartProcess(t testing.TB, bin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return a
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not log a listening address within a minute", bin)
+	}
+	return ""
+}

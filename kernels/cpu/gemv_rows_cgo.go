@@ -6,6 +6,7 @@ package cpu
 #cgo CFLAGS: -O3
 #include <stdint.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 // rows_*: out[n*ldo + o] = Σ_c x[n*C + c]·w[o*C + c] for n < N, o < rows —
 // the product of a few input rows (decode: one per sequence) with a block of
@@ -115,7 +116,81 @@ static const rows_##SUF##_tile rows_##SUF##_tiles[4][4] = {                     
 };
 
 ROWS_TILES(f32, float, rows_ldw_f32, rows_ldw_f32m)
-ROWS_TILES(bf16, uint16_t, rows_ldw_bf16, rows_ldw_bf16m)
+
+// The bfloat16 tiles below read 32 weights (one cache line) per load and
+// widen them with one unpack each for the low and the high half of every
+// 128-bit lane, so the lanes hold weights c+{0..3, 8..11, 16..19, 24..27}
+// and c+{4..7, 12..15, 20..23, 28..31}; the inputs are permuted the same way
+// once per call (rows_permute32). Against a 16-weight load widened by a
+// zero-extension and a shift, this reads memory about a fifth faster on one
+// core (LM head, 8-row tiles: 6.7–7.9 → 8.3–9.6 GB/s; two cores 13–15 → 15–16.5).
+RT512 static void rows_permute32(float *xp, const float *x, long K32) {
+	const __m512i il = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+	const __m512i ih = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+	for (long c = 0; c < K32; c += 32) {
+		__m512 a = _mm512_loadu_ps(x + c), b = _mm512_loadu_ps(x + c + 16);
+		_mm512_storeu_ps(xp + c, _mm512_permutex2var_ps(a, il, b));
+		_mm512_storeu_ps(xp + c + 16, _mm512_permutex2var_ps(a, ih, b));
+	}
+}
+
+// A bfloat16 tile over columns [0, K): whole 32-column steps against the
+// permuted inputs xp, then the rest 16 at a time (masked) against x.
+#define ROWS_TILE_U(NAME, RB, NB)                                                                 \
+RT512 static void NAME(float *out, long ldo, const float *xp, long ldxp, const float *x, long ldx, \
+                       const uint16_t *w, long ldw, long K) {                                     \
+	__m512 acc[RB][NB];                                                                          \
+	_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                                        \
+	_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) acc[r][n] = _mm512_setzero_ps();       \
+	const __m512i z = _mm512_setzero_si512();                                                    \
+	long c = 0;                                                                                  \
+	for (; c + 32 <= K; c += 32) {                                                               \
+		__m512 lo[RB], hi[RB];                                                                   \
+		_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++) {                                   \
+			__m512i v = _mm512_loadu_si512((const void *)(w + r * ldw + c));                     \
+			lo[r] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, v));                            \
+			hi[r] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, v));                            \
+		}                                                                                        \
+		_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) {                                   \
+			__m512 xl = _mm512_loadu_ps(xp + n * ldxp + c), xh = _mm512_loadu_ps(xp + n * ldxp + c + 16); \
+			_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++) {                               \
+				acc[r][n] = _mm512_fmadd_ps(lo[r], xl, acc[r][n]);                               \
+				acc[r][n] = _mm512_fmadd_ps(hi[r], xh, acc[r][n]);                               \
+			}                                                                                    \
+		}                                                                                        \
+	}                                                                                            \
+	for (; c < K; c += 16) {                                                                     \
+		__mmask16 m = K - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - c)) - 1);       \
+		__m512 wv[RB];                                                                           \
+		_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++) wv[r] = rows_ldw_bf16m(w + r * ldw + c, m); \
+		_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) {                                   \
+			__m512 xv = _mm512_maskz_loadu_ps(m, x + n * ldx + c);                               \
+			_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                                 \
+				acc[r][n] = _mm512_fmadd_ps(wv[r], xv, acc[r][n]);                               \
+		}                                                                                        \
+	}                                                                                            \
+	_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++)                                        \
+	_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                                        \
+		out[n * ldo + r] = _mm512_reduce_add_ps(acc[r][n]);                                      \
+}
+
+typedef void (*rows_bf16u_tile)(float *, long, const float *, long, const float *, long, const uint16_t *, long, long);
+ROWS_TILE_U(rows_bf16u_1x1, 1, 1) ROWS_TILE_U(rows_bf16u_1x2, 1, 2) ROWS_TILE_U(rows_bf16u_1x3, 1, 3) ROWS_TILE_U(rows_bf16u_1x4, 1, 4)
+ROWS_TILE_U(rows_bf16u_2x1, 2, 1) ROWS_TILE_U(rows_bf16u_2x2, 2, 2) ROWS_TILE_U(rows_bf16u_2x3, 2, 3) ROWS_TILE_U(rows_bf16u_2x4, 2, 4)
+ROWS_TILE_U(rows_bf16u_3x1, 3, 1) ROWS_TILE_U(rows_bf16u_3x2, 3, 2) ROWS_TILE_U(rows_bf16u_3x3, 3, 3) ROWS_TILE_U(rows_bf16u_3x4, 3, 4)
+ROWS_TILE_U(rows_bf16u_4x1, 4, 1) ROWS_TILE_U(rows_bf16u_4x2, 4, 2) ROWS_TILE_U(rows_bf16u_4x3, 4, 3) ROWS_TILE_U(rows_bf16u_4x4, 4, 4)
+ROWS_TILE_U(rows_bf16u_8x1, 8, 1)
+static const rows_bf16u_tile rows_bf16u_tiles[4][4] = {
+	{rows_bf16u_1x1, rows_bf16u_1x2, rows_bf16u_1x3, rows_bf16u_1x4},
+	{rows_bf16u_2x1, rows_bf16u_2x2, rows_bf16u_2x3, rows_bf16u_2x4},
+	{rows_bf16u_3x1, rows_bf16u_3x2, rows_bf16u_3x3, rows_bf16u_3x4},
+	{rows_bf16u_4x1, rows_bf16u_4x2, rows_bf16u_4x3, rows_bf16u_4x4},
+};
+
+// rows_xp is this thread's buffer for permuted inputs (grown, never freed:
+// one per worker thread).
+static __thread float *rows_xp;
+static __thread long rows_xp_len;
 
 // With one input (batch-1 decode: pure streaming) tiles take 8 weight rows,
 // not 4: one core then has twice the cache misses in flight (measured on the
@@ -185,14 +260,28 @@ enum { rowsWidenN = 8 };
 RT512 static void rows_bf16_avx512(float *out, long ldo, const float *x, long N, long C, const uint16_t *w, long rows) {
 	float part[16];
 	float wb[4 * rowsKC] __attribute__((aligned(64)));
+	// Up to rowsWidenN inputs the tiles widen in registers, against inputs
+	// permuted once here; past that, rows are widened once into wb.
+	long K32 = C & ~31L;
+	const float *xp = x;
+	if (N <= rowsWidenN && K32 > 0) {
+		if (rows_xp_len < N * K32) {
+			free(rows_xp);
+			rows_xp = aligned_alloc(64, (size_t)N * K32 * sizeof(float));
+			rows_xp_len = rows_xp ? N * K32 : 0;
+		}
+		if (!rows_xp) abort();
+		for (long n = 0; n < N; n++) rows_permute32(rows_xp + n * K32, x + n * C, K32);
+		xp = rows_xp;
+	}
 	for (long c0 = 0; c0 < C; c0 += rowsKC) {
 		long kc = C - c0 < rowsKC ? C - c0 : rowsKC, ldb = (kc + 15) & ~15L;
 		for (long o = 0; o < rows; o += 4) {
 			int rb = rows - o < 4 ? (int)(rows - o) : 4;
 			if (N == 1 && rows - o >= 8) {
-				if (c0 == 0) rows_bf16_8x1(out + o, ldo, x, C, w + o * C, C, kc);
+				if (c0 == 0) rows_bf16u_8x1(out + o, ldo, xp, K32, x, C, w + o * C, C, kc);
 				else {
-					rows_bf16_8x1(part, 1, x + c0, C, w + o * C + c0, C, kc);
+					rows_bf16u_8x1(part, 1, xp + c0, K32, x + c0, C, w + o * C + c0, C, kc);
 					for (int r = 0; r < 8; r++) out[o + r] += part[r];
 				}
 				o += 4;
@@ -206,7 +295,7 @@ RT512 static void rows_bf16_avx512(float *out, long ldo, const float *x, long N,
 				if (N > rowsWidenN)
 					rows_f32_tiles[rb - 1][nb - 1](dst, ldd, x + n * C + c0, C, wb, ldb, kc);
 				else
-					rows_bf16_tiles[rb - 1][nb - 1](dst, ldd, x + n * C + c0, C, w + o * C + c0, C, kc);
+					rows_bf16u_tiles[rb - 1][nb - 1](dst, ldd, xp + n * K32 + c0, K32, x + n * C + c0, C, w + o * C + c0, C, kc);
 				if (c0 != 0) rows_store(out + n * ldo + o, ldo, part, rb, nb);
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hone-rl/hone/kernels"
 )
@@ -140,12 +141,37 @@ func newPool(workers int) *pool {
 	p := &pool{workers: workers, tasks: make(chan func(), 4*workers)}
 	for i := 1; i < workers; i++ {
 		go func() {
-			for f := range p.tasks {
+			for {
+				f, ok := p.next()
+				if !ok {
+					return
+				}
 				f()
 			}
 		}()
 	}
 	return p
+}
+
+// workerSpin is how long an idle worker polls for the next part before it
+// parks. Waking a parked thread on a virtual machine means waking its idle
+// vCPU, which took from tens of microseconds to over a millisecond here, and
+// a decode step is a chain of ~190 parallel ops of about half a millisecond
+// each: a worker that parks between them starts most of them late.
+const workerSpin = 200 * time.Microsecond
+
+// next returns the next task, polling for workerSpin before it blocks;
+// ok is false once the pool is closed.
+func (p *pool) next() (f func(), ok bool) {
+	for deadline := time.Now().Add(workerSpin); time.Now().Before(deadline); {
+		select {
+		case f, ok = <-p.tasks:
+			return f, ok
+		default:
+		}
+	}
+	f, ok = <-p.tasks
+	return f, ok
 }
 
 func (p *pool) close() { p.once.Do(func() { close(p.tasks) }) }
@@ -177,7 +203,7 @@ func (b *Backend) split(n, parts int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	var next atomic.Int64
+	var next, done atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(parts)
 	run := func() {
@@ -187,6 +213,7 @@ func (b *Backend) split(n, parts int, fn func(lo, hi int)) {
 				return
 			}
 			fn(i*n/parts, (i+1)*n/parts)
+			done.Add(1)
 			wg.Done()
 		}
 	}
@@ -197,5 +224,9 @@ func (b *Backend) split(n, parts int, fn func(lo, hi int)) {
 		}
 	}
 	run()
+	// Poll before blocking, for the reason workerSpin gives: a caller that
+	// parks here is woken as late as a parked worker.
+	for deadline := time.Now().Add(workerSpin); done.Load() < int64(parts) && time.Now().Before(deadline); {
+	}
 	wg.Wait()
 }

@@ -153,8 +153,28 @@ static void kernel(long kc, const float *Ap, const float *Bp, float *c, long ldc
 		for (long j = 0; j < nr; j++) c[i * ldc + j] += alpha * t[i * NR + j];
 }
 
+static __thread float *swapT;
+static __thread long swapLen;
+
 static void hone_sgemm_avx512(int tA, int tB, long m, long n, long k, float alpha, const float *a, long lda,
                               const float *b, long ldb, float beta, float *c, long ldc) {
+	// A narrow C (LoRA's rank-r products: n = r, m in the thousands) would
+	// fill a quarter of each 32-wide tile. Computing Cᵀ = op(B)ᵀ·op(A)ᵀ
+	// instead puts the long side across the tiles, and op(A)'s big operand
+	// is then packed as B, with the vector transpose.
+	if (n < NR / 2 && m >= 4 * NR) {
+		if (swapLen < m * n) {
+			free(swapT);
+			swapT = aligned_alloc(64, (size_t)m * n * sizeof(float));
+			if (!swapT) abort();
+			swapLen = m * n;
+		}
+		hone_sgemm_avx512(!tB, !tA, n, m, k, alpha, b, ldb, a, lda, 0, swapT, m);
+		for (long i = 0; i < m; i++)
+			for (long j = 0; j < n; j++)
+				c[i * ldc + j] = beta == 0 ? swapT[j * m + i] : swapT[j * m + i] + beta * c[i * ldc + j];
+		return;
+	}
 	if (!packA) {
 		packA = aligned_alloc(64, (size_t)MC * KC * sizeof(float));
 		packB = aligned_alloc(64, (size_t)NC * KC * sizeof(float));

@@ -20,7 +20,7 @@ package cpu
 #define NR 32
 #define KC 256
 #define MC 128
-#define NC 2048
+#define NC 4096
 
 static int hone_has_avx512(void) {
 #if defined(__x86_64__)

@@ -18,13 +18,13 @@ func needAVX512(t testing.TB) {
 }
 
 // The built-in GEMM against gonum on shapes around its blocking (MR 8, NR
-// 32, KC 256, MC 128, NC 2048), all transposes, strided operands, and
+// 32, KC 256, MC 128, NC 4096), all transposes, strided operands, and
 // beta 0 (over NaN), 1 and 0.5; n < 16 with m ≥ 128 takes the swapped
 // (Cᵀ) path.
 func TestAVX512Sgemm(t *testing.T) {
 	needAVX512(t)
 	r := rand.New(rand.NewPCG(5, 6))
-	shapes := [][3]int{{1, 1, 1}, {7, 31, 3}, {8, 32, 256}, {9, 33, 257}, {129, 65, 300}, {17, 2049, 5}, {200, 40, 513}, {300, 8, 70}, {257, 15, 300}}
+	shapes := [][3]int{{1, 1, 1}, {7, 31, 3}, {8, 32, 256}, {9, 33, 257}, {129, 65, 300}, {17, 2049, 5}, {200, 40, 513}, {300, 8, 70}, {257, 15, 300}, {9, 4100, 20}}
 	for _, sh := range shapes {
 		m, n, k := sh[0], sh[1], sh[2]
 		for _, tA := range []bool{false, true} {

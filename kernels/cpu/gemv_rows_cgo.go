@@ -56,8 +56,9 @@ RT512 static inline __m512 rows_ldw_bf16m(const uint16_t *p, __mmask16 m) {
 // A tile of RB weight rows × NB inputs held in RB·NB vector sums: per 16
 // columns it loads RB weight vectors and NB input vectors and issues RB·NB
 // FMAs, so the weights are read once per tile and the inputs once per RB
-// rows. The column tail is a masked load (zeros beyond C add nothing).
-#define ROWS_TILE(NAME, WT, LDW, LDWM, RB, NB)                                              \
+// rows. The column tail is a masked load (zeros beyond C add nothing). PF: also
+// prefetch the next RB rows (see the note on prefetching below).
+#define ROWS_TILE(NAME, WT, LDW, LDWM, RB, NB, PF)                                          \
 RT512 static void NAME(float *out, long ldo, const float *x, long ldx, const WT *w, long ldw, long K) { \
 	__m512 acc[RB][NB];                                                                      \
 	_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                                    \
@@ -65,7 +66,10 @@ RT512 static void NAME(float *out, long ldo, const float *x, long ldx, const WT 
 	long c = 0;                                                                              \
 	for (; c + 16 <= K; c += 16) {                                                           \
 		__m512 wv[RB];                                                                       \
-		_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++) wv[r] = LDW(w + r * ldw + c);    \
+		_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++) {                                 \
+			wv[r] = LDW(w + r * ldw + c);                                                      \
+			if (PF) _mm_prefetch((const char *)(w + (r + RB) * ldw + c), _MM_HINT_T0);          \
+		}                                                                                        \
 		_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) {                               \
 			__m512 xv = _mm512_loadu_ps(x + n * ldx + c);                                    \
 			_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                             \
@@ -91,23 +95,23 @@ typedef void (*rows_f32_tile)(float *, long, const float *, long, const float *,
 typedef void (*rows_bf16_tile)(float *, long, const float *, long, const uint16_t *, long, long);
 
 #define ROWS_TILES(SUF, WT, LDW, LDWM)                                                   \
-ROWS_TILE(rows_##SUF##_1x1, WT, LDW, LDWM, 1, 1)                                         \
-ROWS_TILE(rows_##SUF##_1x2, WT, LDW, LDWM, 1, 2)                                         \
-ROWS_TILE(rows_##SUF##_1x3, WT, LDW, LDWM, 1, 3)                                         \
-ROWS_TILE(rows_##SUF##_1x4, WT, LDW, LDWM, 1, 4)                                         \
-ROWS_TILE(rows_##SUF##_2x1, WT, LDW, LDWM, 2, 1)                                         \
-ROWS_TILE(rows_##SUF##_2x2, WT, LDW, LDWM, 2, 2)                                         \
-ROWS_TILE(rows_##SUF##_2x3, WT, LDW, LDWM, 2, 3)                                         \
-ROWS_TILE(rows_##SUF##_2x4, WT, LDW, LDWM, 2, 4)                                         \
-ROWS_TILE(rows_##SUF##_3x1, WT, LDW, LDWM, 3, 1)                                         \
-ROWS_TILE(rows_##SUF##_3x2, WT, LDW, LDWM, 3, 2)                                         \
-ROWS_TILE(rows_##SUF##_3x3, WT, LDW, LDWM, 3, 3)                                         \
-ROWS_TILE(rows_##SUF##_3x4, WT, LDW, LDWM, 3, 4)                                         \
-ROWS_TILE(rows_##SUF##_4x1, WT, LDW, LDWM, 4, 1)                                         \
-ROWS_TILE(rows_##SUF##_4x2, WT, LDW, LDWM, 4, 2)                                         \
-ROWS_TILE(rows_##SUF##_4x3, WT, LDW, LDWM, 4, 3)                                         \
-ROWS_TILE(rows_##SUF##_4x4, WT, LDW, LDWM, 4, 4)                                         \
-ROWS_TILE(rows_##SUF##_8x1, WT, LDW, LDWM, 8, 1)                                         \
+ROWS_TILE(rows_##SUF##_1x1, WT, LDW, LDWM, 1, 1, 0)                                         \
+ROWS_TILE(rows_##SUF##_1x2, WT, LDW, LDWM, 1, 2, 0)                                         \
+ROWS_TILE(rows_##SUF##_1x3, WT, LDW, LDWM, 1, 3, 0)                                         \
+ROWS_TILE(rows_##SUF##_1x4, WT, LDW, LDWM, 1, 4, 0)                                         \
+ROWS_TILE(rows_##SUF##_2x1, WT, LDW, LDWM, 2, 1, 0)                                         \
+ROWS_TILE(rows_##SUF##_2x2, WT, LDW, LDWM, 2, 2, 0)                                         \
+ROWS_TILE(rows_##SUF##_2x3, WT, LDW, LDWM, 2, 3, 0)                                         \
+ROWS_TILE(rows_##SUF##_2x4, WT, LDW, LDWM, 2, 4, 0)                                         \
+ROWS_TILE(rows_##SUF##_3x1, WT, LDW, LDWM, 3, 1, 0)                                         \
+ROWS_TILE(rows_##SUF##_3x2, WT, LDW, LDWM, 3, 2, 0)                                         \
+ROWS_TILE(rows_##SUF##_3x3, WT, LDW, LDWM, 3, 3, 0)                                         \
+ROWS_TILE(rows_##SUF##_3x4, WT, LDW, LDWM, 3, 4, 0)                                         \
+ROWS_TILE(rows_##SUF##_4x1, WT, LDW, LDWM, 4, 1, 0)                                         \
+ROWS_TILE(rows_##SUF##_4x2, WT, LDW, LDWM, 4, 2, 0)                                         \
+ROWS_TILE(rows_##SUF##_4x3, WT, LDW, LDWM, 4, 3, 0)                                         \
+ROWS_TILE(rows_##SUF##_4x4, WT, LDW, LDWM, 4, 4, 0)                                         \
+ROWS_TILE(rows_##SUF##_8x1, WT, LDW, LDWM, 8, 1, 0)                                         \
 static const rows_##SUF##_tile rows_##SUF##_tiles[4][4] = {                              \
 	{rows_##SUF##_1x1, rows_##SUF##_1x2, rows_##SUF##_1x3, rows_##SUF##_1x4},            \
 	{rows_##SUF##_2x1, rows_##SUF##_2x2, rows_##SUF##_2x3, rows_##SUF##_2x4},            \
@@ -116,6 +120,11 @@ static const rows_##SUF##_tile rows_##SUF##_tiles[4][4] = {                     
 };
 
 ROWS_TILES(f32, float, rows_ldw_f32, rows_ldw_f32m)
+ROWS_TILE(rows_f32p_4x1, float, rows_ldw_f32, rows_ldw_f32m, 4, 1, 1)
+ROWS_TILE(rows_f32p_4x2, float, rows_ldw_f32, rows_ldw_f32m, 4, 2, 1)
+ROWS_TILE(rows_f32p_4x3, float, rows_ldw_f32, rows_ldw_f32m, 4, 3, 1)
+ROWS_TILE(rows_f32p_4x4, float, rows_ldw_f32, rows_ldw_f32m, 4, 4, 1)
+static const rows_f32_tile rows_f32p_tiles[4] = {rows_f32p_4x1, rows_f32p_4x2, rows_f32p_4x3, rows_f32p_4x4};
 
 // The bfloat16 tiles below read 32 weights (one cache line) per load and
 // widen them with one unpack each for the low and the high half of every
@@ -136,7 +145,7 @@ RT512 static void rows_permute32(float *xp, const float *x, long K32) {
 
 // A bfloat16 tile over columns [0, K): whole 32-column steps against the
 // permuted inputs xp, then the rest 16 at a time (masked) against x.
-#define ROWS_TILE_U(NAME, RB, NB)                                                                 \
+#define ROWS_TILE_U(NAME, RB, NB, PF)                                                             \
 RT512 static void NAME(float *out, long ldo, const float *xp, long ldxp, const float *x, long ldx, \
                        const uint16_t *w, long ldw, long K) {                                     \
 	__m512 acc[RB][NB];                                                                          \
@@ -148,7 +157,7 @@ RT512 static void NAME(float *out, long ldo, const float *xp, long ldxp, const f
 		__m512 lo[RB], hi[RB];                                                                   \
 		_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++) {                                   \
 			__m512i v = _mm512_loadu_si512((const void *)(w + r * ldw + c));                     \
-			if (RB == 8) _mm_prefetch((const char *)(w + (r + RB) * ldw + c), _MM_HINT_T0);        \
+			if (PF) _mm_prefetch((const char *)(w + (r + RB) * ldw + c), _MM_HINT_T0);              \
 			lo[r] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, v));                            \
 			hi[r] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, v));                            \
 		}                                                                                        \
@@ -176,11 +185,14 @@ RT512 static void NAME(float *out, long ldo, const float *xp, long ldxp, const f
 }
 
 typedef void (*rows_bf16u_tile)(float *, long, const float *, long, const float *, long, const uint16_t *, long, long);
-ROWS_TILE_U(rows_bf16u_1x1, 1, 1) ROWS_TILE_U(rows_bf16u_1x2, 1, 2) ROWS_TILE_U(rows_bf16u_1x3, 1, 3) ROWS_TILE_U(rows_bf16u_1x4, 1, 4)
-ROWS_TILE_U(rows_bf16u_2x1, 2, 1) ROWS_TILE_U(rows_bf16u_2x2, 2, 2) ROWS_TILE_U(rows_bf16u_2x3, 2, 3) ROWS_TILE_U(rows_bf16u_2x4, 2, 4)
-ROWS_TILE_U(rows_bf16u_3x1, 3, 1) ROWS_TILE_U(rows_bf16u_3x2, 3, 2) ROWS_TILE_U(rows_bf16u_3x3, 3, 3) ROWS_TILE_U(rows_bf16u_3x4, 3, 4)
-ROWS_TILE_U(rows_bf16u_4x1, 4, 1) ROWS_TILE_U(rows_bf16u_4x2, 4, 2) ROWS_TILE_U(rows_bf16u_4x3, 4, 3) ROWS_TILE_U(rows_bf16u_4x4, 4, 4)
-ROWS_TILE_U(rows_bf16u_8x1, 8, 1)
+ROWS_TILE_U(rows_bf16u_1x1, 1, 1, 0) ROWS_TILE_U(rows_bf16u_1x2, 1, 2, 0) ROWS_TILE_U(rows_bf16u_1x3, 1, 3, 0) ROWS_TILE_U(rows_bf16u_1x4, 1, 4, 0)
+ROWS_TILE_U(rows_bf16u_2x1, 2, 1, 0) ROWS_TILE_U(rows_bf16u_2x2, 2, 2, 0) ROWS_TILE_U(rows_bf16u_2x3, 2, 3, 0) ROWS_TILE_U(rows_bf16u_2x4, 2, 4, 0)
+ROWS_TILE_U(rows_bf16u_3x1, 3, 1, 0) ROWS_TILE_U(rows_bf16u_3x2, 3, 2, 0) ROWS_TILE_U(rows_bf16u_3x3, 3, 3, 0) ROWS_TILE_U(rows_bf16u_3x4, 3, 4, 0)
+ROWS_TILE_U(rows_bf16u_4x1, 4, 1, 0) ROWS_TILE_U(rows_bf16u_4x2, 4, 2, 0) ROWS_TILE_U(rows_bf16u_4x3, 4, 3, 0) ROWS_TILE_U(rows_bf16u_4x4, 4, 4, 0)
+ROWS_TILE_U(rows_bf16u_8x1, 8, 1, 1)
+ROWS_TILE_U(rows_bf16up_4x1, 4, 1, 1) ROWS_TILE_U(rows_bf16up_4x2, 4, 2, 1)
+ROWS_TILE_U(rows_bf16up_4x3, 4, 3, 1) ROWS_TILE_U(rows_bf16up_4x4, 4, 4, 1)
+static const rows_bf16u_tile rows_bf16up_tiles[4] = {rows_bf16up_4x1, rows_bf16up_4x2, rows_bf16up_4x3, rows_bf16up_4x4};
 static const rows_bf16u_tile rows_bf16u_tiles[4][4] = {
 	{rows_bf16u_1x1, rows_bf16u_1x2, rows_bf16u_1x3, rows_bf16u_1x4},
 	{rows_bf16u_2x1, rows_bf16u_2x2, rows_bf16u_2x3, rows_bf16u_2x4},
@@ -196,13 +208,19 @@ static __thread long rows_xp_len;
 // With one input (batch-1 decode: pure streaming) tiles take 8 weight rows,
 // not 4: one core then has twice the cache misses in flight (measured on the
 // LM head, bf16: 6.2–7.6 → 8.0–9.0 GB/s on one core).
-// The 8-row bfloat16 tile also prefetches the same columns of the next 8
-// rows: widening takes enough instructions per cache line that the
-// out-of-order window alone keeps too few misses in flight. On AMD Zen 4
-// (2 cores) this lifted the LM head stream from 23–24 to 28 GB/s on one core
-// and 29–33 to 33–36 GB/s on two, and batch-1 bf16 decode by about 8%; the
-// float32 tile gained nothing measurable and has no prefetch. A prefetch past
-// the end of the weights is harmless: x86 prefetches never fault.
+//
+// Whichever tile reads a block of weight rows first from memory (the 8-row
+// bfloat16 tile, the first input block of the 4-row tiles, the widening of
+// rows into an L1 buffer) prefetches the same columns of the next block:
+// widening takes enough instructions per cache line that the out-of-order
+// window alone keeps too few misses in flight, and with several inputs the
+// arithmetic between two blocks leaves the memory idle. Measured on AMD
+// Zen 4 (2 cores, modelbench on the 0.5B shape, alternating runs): batch 1
+// bf16 +8%, batch 8 f32 +30% and bf16 more, batch 32 f32 +18% and bf16
+// +15%; the LM head stream at batch 1 went from 23–24 to 28 GB/s on one
+// core. The 8-row float32 tile gained nothing (its stream is already at the
+// machine's bandwidth) and has no prefetch. A prefetch past the end of the
+// weights is harmless: x86 prefetches never fault.
 
 // Columns are taken in chunks of rowsKC so that a tile's weight rows stay
 // in L1 while every input block passes over them; the first chunk stores,
@@ -233,7 +251,7 @@ RT512 static void rows_f32_avx512(float *out, long ldo, const float *x, long N, 
 			}
 			for (long n = 0; n < N; n += 4) {
 				int nb = N - n < 4 ? (int)(N - n) : 4;
-				rows_f32_tile f = rows_f32_tiles[rb - 1][nb - 1];
+				rows_f32_tile f = n == 0 && rb == 4 ? rows_f32p_tiles[nb - 1] : rows_f32_tiles[rb - 1][nb - 1];
 				if (c0 == 0) {
 					f(out + n * ldo + o, ldo, x + n * C, C, w + o * C, C, kc);
 					continue;
@@ -250,7 +268,10 @@ RT512 static void rows_f32_avx512(float *out, long ldo, const float *x, long N, 
 RT512 static void rows_widen_block(float *wb, long ldb, const uint16_t *w, long C, int rb, long kc) {
 	for (int r = 0; r < rb; r++) {
 		long c = 0;
-		for (; c + 16 <= kc; c += 16) _mm512_store_ps(wb + r * ldb + c, rows_ldw_bf16(w + r * C + c));
+		for (; c + 16 <= kc; c += 16) {
+			_mm_prefetch((const char *)(w + (r + rb) * C + c), _MM_HINT_T0);
+			_mm512_store_ps(wb + r * ldb + c, rows_ldw_bf16(w + r * C + c));
+		}
 		if (c < kc) {
 			__mmask16 m = (__mmask16)((1u << (kc - c)) - 1);
 			_mm512_mask_storeu_ps(wb + r * ldb + c, m, rows_ldw_bf16m(w + r * C + c, m));
@@ -303,7 +324,7 @@ RT512 static void rows_bf16_avx512(float *out, long ldo, const float *x, long N,
 				if (N > rowsWidenN)
 					rows_f32_tiles[rb - 1][nb - 1](dst, ldd, x + n * C + c0, C, wb, ldb, kc);
 				else
-					rows_bf16u_tiles[rb - 1][nb - 1](dst, ldd, xp + n * K32 + c0, K32, x + n * C + c0, C, w + o * C + c0, C, kc);
+					(n == 0 && rb == 4 ? rows_bf16up_tiles[nb - 1] : rows_bf16u_tiles[rb - 1][nb - 1])(dst, ldd, xp + n * K32 + c0, K32, x + n * C + c0, C, w + o * C + c0, C, kc);
 				if (c0 != 0) rows_store(out + n * ldo + o, ldo, part, rb, nb);
 			}
 		}

@@ -157,6 +157,7 @@ type Engine struct {
 
 	nextSeq int
 	running []*sequence
+	logits  []float32 // the last step's logits, reused by the next (step only)
 
 	promptTokens, genTokens, steps, reqDone, cancelled atomic.Int64
 	stepNanos                                          atomic.Int64
@@ -482,7 +483,9 @@ func (e *Engine) step() {
 		for i, s := range g.seqs {
 			in[i] = model.StepInput{Seq: s.id, IDs: s.pending[:g.feed[i]]}
 		}
-		logits, err := e.m.Step(context.Background(), e.cache, in, g.ad)
+		// The logits buffer is reused step after step: nothing keeps a
+		// row past this group's picks (a forked sequence gets a copy).
+		logits, err := e.m.StepInto(context.Background(), e.cache, in, g.ad, e.logits)
 		if err != nil {
 			e.log.Error("model step failed", "sequences", len(in), "err", err)
 			for _, s := range g.seqs {
@@ -492,6 +495,7 @@ func (e *Engine) step() {
 			}
 			continue
 		}
+		e.logits = logits
 		var jobs []pickJob
 		for i, s := range g.seqs {
 			if s.pending = s.pending[g.feed[i]:]; len(s.pending) > 0 {

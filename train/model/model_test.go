@@ -97,7 +97,11 @@ func maxRelDiff(a, b []float32) float64 {
 		scale = max(scale, math.Abs(float64(v)))
 	}
 	for i := range a {
-		worst = max(worst, math.Abs(float64(a[i]-b[i]))/(scale+1e-30))
+		d := math.Abs(float64(a[i]-b[i])) / (scale + 1e-30)
+		if math.IsNaN(d) { // max would carry the NaN and every "d > tol" pass
+			return math.Inf(1)
+		}
+		worst = max(worst, d)
 	}
 	return worst
 }
@@ -131,6 +135,7 @@ func TestStepMatchesFullForward(t *testing.T) {
 					V := m.Config.Vocab
 					cache := NewContiguousCache(&m.Config)
 					done := make([]int, len(lens)) // tokens of each sequence already in the cache
+					var buf []float32
 					for round := 0; ; round++ {
 						var in []StepInput
 						var which []int
@@ -149,10 +154,22 @@ func TestStepMatchesFullForward(t *testing.T) {
 						if len(in) == 0 {
 							break
 						}
-						out, err := m.Step(ctx, cache, in, ad)
+						// Later rounds write into the previous round's logits
+						// (StepInto), poisoned so stale values would show.
+						for i := range buf {
+							buf[i] = float32(math.NaN())
+						}
+						out, err := m.StepInto(ctx, cache, in, ad, buf)
 						if err != nil {
 							t.Fatal(err)
 						}
+						if len(out) != len(in)*V {
+							t.Fatalf("round %d: %d logits, want %d", round, len(out), len(in)*V)
+						}
+						if round > 0 && &out[0] != &buf[0] {
+							t.Fatalf("round %d: StepInto allocated though the buffer holds %d logits", round, cap(buf))
+						}
+						buf = out
 						for i, s := range which {
 							done[s] += len(in[i].IDs)
 							row := int(b.SeqOff[s]) + done[s] - 1

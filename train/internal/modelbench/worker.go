@@ -230,7 +230,7 @@ func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, prompt
 		for s := range in {
 			in[s].IDs = []int32{argmax(logits[s*V : (s+1)*V])}
 		}
-		if logits, err = m.Step(ctx, cache, in, nil); err != nil {
+		if logits, err = m.StepInto(ctx, cache, in, nil, logits); err != nil {
 			return workerResult{}, err
 		}
 	}

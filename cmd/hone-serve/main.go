@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	be, err := cpu.New(cpu.Options{Workers: threads})
+	be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ and exits 0. --steps then counts steps per session.`,
 			if err := opts.Validate(); err != nil {
 				return cli.Usage(err)
 			}
-			be, err := cpu.New(cpu.Options{Workers: threads})
+			be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
 			if err != nil {
 				return err
 			}

@@ -33,7 +33,7 @@ step folder can seed GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			if err := opts.Validate(); err != nil {
 				return cli.Usage(err)
 			}
-			be, err := cpu.New(cpu.Options{Workers: threads})
+			be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
 			if err != nil {
 				return err
 			}

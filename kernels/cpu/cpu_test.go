@@ -2,6 +2,7 @@ package cpu_test
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -89,5 +90,25 @@ func TestConcurrentUse(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// SpareProc leaves GOMAXPROCS one above the workers it returns, and does not
+// lower a GOMAXPROCS that is already higher.
+func TestSpareProc(t *testing.T) {
+	old := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(old) })
+
+	runtime.GOMAXPROCS(2)
+	if w := cpu.SpareProc(0); w != 2 || runtime.GOMAXPROCS(0) != 3 {
+		t.Errorf("SpareProc(0) at GOMAXPROCS 2: workers %d, GOMAXPROCS %d; want 2 and 3", w, runtime.GOMAXPROCS(0))
+	}
+	runtime.GOMAXPROCS(2)
+	if w := cpu.SpareProc(4); w != 4 || runtime.GOMAXPROCS(0) != 5 {
+		t.Errorf("SpareProc(4) at GOMAXPROCS 2: workers %d, GOMAXPROCS %d; want 4 and 5", w, runtime.GOMAXPROCS(0))
+	}
+	runtime.GOMAXPROCS(8)
+	if w := cpu.SpareProc(2); w != 2 || runtime.GOMAXPROCS(0) != 8 {
+		t.Errorf("SpareProc(2) at GOMAXPROCS 8: workers %d, GOMAXPROCS %d; want 2 and 8", w, runtime.GOMAXPROCS(0))
 	}
 }

@@ -89,7 +89,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	be, err := cpu.New(cpu.Options{})
+	be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(0)}) // a worker process makes one backend
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ type Options struct {
 	Python       string
 	Reference    string // path of reference.py
 	PeakSize     int    // square SGEMM size for the peak
+	Repeat       int    // runs of each decode row per contender (≤ 0: one)
 }
 
 // AddFlags registers the options on fs.
@@ -53,6 +54,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Python, "python", "/usr/bin/python3", "interpreter with torch")
 	fs.StringVar(&o.Reference, "reference", "", "path of reference.py (default: found from the working directory)")
 	fs.IntVar(&o.PeakSize, "peak-size", 2048, "size of the square SGEMM that sets the peak")
+	fs.IntVar(&o.Repeat, "repeat", 3, "runs of each decode row per contender, taking turns; the table gives the median "+
+		"and the range (training rows run once: PyTorch's 0.5B step alone takes minutes)")
 }
 
 func main() {
@@ -132,7 +135,9 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	if o.Quick {
 		o.Batch, o.Seq, o.Steps, o.Tokens, o.Prompt = 2, 64, 1, 4, 8
 		o.PeakSize = min(o.PeakSize, 1024)
+		o.Repeat = 1
 	}
+	o.Repeat = max(o.Repeat, 1)
 	if o.Batch < 1 || o.Seq < 1 || o.Steps < 1 || o.Tokens < 1 || o.Prompt < 1 {
 		return fmt.Errorf("--batch, --seq, --steps, --tokens and --prompt must be ≥ 1")
 	}
@@ -176,8 +181,8 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "BLAS environment: %s OMP_WAIT_POLICY=%s GOMAXPROCS=%d NumCPU=%d\n",
 		blasEnv(), envOr(env, "OMP_WAIT_POLICY"), runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Fprintf(w, "training: batch %d × %d tokens, %d timed step(s) after a warm-up, LoRA r8 on all projections; decode: prompt %d, %d timed steps\n",
-		o.Batch, o.Seq, o.Steps, o.Prompt, o.Tokens)
+	fmt.Fprintf(w, "training: batch %d × %d tokens, %d timed step(s) after a warm-up, LoRA r8 on all projections; decode: prompt %d, %d timed steps, %d run(s) a contender, taking turns\n",
+		o.Batch, o.Seq, o.Steps, o.Prompt, o.Tokens, o.Repeat)
 	if who["torch"] {
 		fmt.Fprintf(w, "PyTorch: %s %s, torch threads %d\n", o.Python, o.Reference, o.TorchThreads)
 	}
@@ -190,7 +195,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 
 	type line struct {
 		r           row
-		hone, torch result
+		hone, torch []result
 		flops       float64 // per token
 	}
 	var table []line
@@ -199,57 +204,103 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 			continue
 		}
 		ln := line{r: r, flops: flopsPerToken(r, o)}
-		for _, c := range []string{"hone", "torch"} {
-			if !who[c] {
-				continue
-			}
-			var args []string
-			var bin string
-			if c == "hone" {
-				bin, args = self, append([]string{"worker"}, workerArgs(r, o)...)
-			} else {
-				bin, args = o.Python, append([]string{o.Reference}, torchArgs(r, o)...)
-			}
-			start := time.Now()
-			res := runChild(ctx, bin, args, env)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			status := "ok"
-			if res.Err != nil {
-				status = res.Err.Error()
-			}
-			fmt.Fprintf(w, "  %-20s %-5s %9.2f tokens/s  rss %6.2f GB  (%.0f s wall) %s\n", r.name, c, res.TokensPerS,
-				float64(res.RSS)/1e9, time.Since(start).Seconds(), status)
-			if c == "hone" {
-				ln.hone = res
-			} else {
-				ln.torch = res
+		// The machines are shared and their speed drifts: the contenders take
+		// turns, so that each sees the same spells.
+		runs := o.Repeat
+		if r.train {
+			runs = 1
+		}
+		for i := 0; i < runs; i++ {
+			for _, c := range []string{"hone", "torch"} {
+				if !who[c] {
+					continue
+				}
+				var args []string
+				var bin string
+				if c == "hone" {
+					bin, args = self, append([]string{"worker"}, workerArgs(r, o)...)
+				} else {
+					bin, args = o.Python, append([]string{o.Reference}, torchArgs(r, o)...)
+				}
+				start := time.Now()
+				res := runChild(ctx, bin, args, env)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				status := "ok"
+				if res.Err != nil {
+					status = res.Err.Error()
+				}
+				fmt.Fprintf(w, "  %-20s %-5s %9.2f tokens/s  rss %6.2f GB  (%.0f s wall) %s\n", r.name, c, res.TokensPerS,
+					float64(res.RSS)/1e9, time.Since(start).Seconds(), status)
+				if c == "hone" {
+					ln.hone = append(ln.hone, res)
+				} else {
+					ln.torch = append(ln.torch, res)
+				}
 			}
 		}
 		table = append(table, ln)
 	}
 
-	fmt.Fprintf(w, "\n%-20s %12s %12s %8s %18s %18s %9s %9s\n", "row", "hone tok/s", "torch tok/s", "hone/pt",
+	fmt.Fprintf(w, "\n%-20s %20s %20s %8s %18s %18s %9s %9s\n", "row", "hone tok/s", "torch tok/s", "hone/pt",
 		"hone GFLOP/s (%pk)", "torch GFLOP/s(%pk)", "hone RSS", "torch RSS")
 	for _, ln := range table {
-		cell := func(r result) (string, string, string) {
-			if r.Err != nil || r.TokensPerS == 0 {
-				return "-", "-", "-"
+		cell := func(rs []result) (s summary, rate, gflops, rss string) {
+			s = summarize(rs)
+			if s.n == 0 {
+				return s, "-", "-", "-"
 			}
-			gf := r.TokensPerS * ln.flops / 1e9
-			return fmt.Sprintf("%.2f", r.TokensPerS), fmt.Sprintf("%.1f (%.0f%%)", gf, 100*gf/peak),
-				fmt.Sprintf("%.2f GB", float64(r.RSS)/1e9)
+			rate = fmt.Sprintf("%.2f", s.median)
+			if s.n > 1 {
+				rate += fmt.Sprintf(" (%.1f–%.1f)", s.lo, s.hi)
+			}
+			gf := s.median * ln.flops / 1e9
+			return s, rate, fmt.Sprintf("%.1f (%.0f%%)", gf, 100*gf/peak), fmt.Sprintf("%.2f GB", float64(s.rss)/1e9)
 		}
-		ht, hg, hr := cell(ln.hone)
-		tt, tg, tr := cell(ln.torch)
+		hs, ht, hg, hr := cell(ln.hone)
+		ts, tt, tg, tr := cell(ln.torch)
 		ratio := "-"
-		if ln.hone.TokensPerS > 0 && ln.torch.TokensPerS > 0 {
-			ratio = fmt.Sprintf("%.2f", ln.hone.TokensPerS/ln.torch.TokensPerS)
+		if hs.n > 0 && ts.n > 0 {
+			ratio = fmt.Sprintf("%.2f", hs.median/ts.median)
 		}
-		fmt.Fprintf(w, "%-20s %12s %12s %8s %18s %18s %9s %9s\n", ln.r.name, ht, tt, ratio, hg, tg, hr, tr)
+		fmt.Fprintf(w, "%-20s %20s %20s %8s %18s %18s %9s %9s\n", ln.r.name, ht, tt, ratio, hg, tg, hr, tr)
+	}
+	if o.Repeat > 1 {
+		fmt.Fprintf(w, "decode rows: median of the runs that succeeded (range in brackets); hone/pt is the ratio of the medians\n")
 	}
 	return nil
+}
+
+// summary is what the table shows of one contender's runs of a row.
+type summary struct {
+	n              int     // runs that gave a figure
+	median, lo, hi float64 // tokens/s
+	rss            int64   // the largest peak RSS of those runs
+}
+
+// summarize takes the runs that succeeded: their median (the mean of the
+// middle two for an even count), extremes and largest RSS.
+func summarize(rs []result) summary {
+	var v []float64
+	var s summary
+	for _, r := range rs {
+		if r.Err != nil || r.TokensPerS <= 0 {
+			continue
+		}
+		v = append(v, r.TokensPerS)
+		s.rss = max(s.rss, r.RSS)
+	}
+	if s.n = len(v); s.n == 0 {
+		return s
+	}
+	sort.Float64s(v)
+	s.lo, s.hi = v[0], v[len(v)-1]
+	s.median = v[len(v)/2]
+	if len(v)%2 == 0 {
+		s.median = (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	return s
 }
 
 func workerArgs(r row, o Options) []string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -68,5 +69,27 @@ func TestFlopsPerToken(t *testing.T) {
 	o := Options{Seq: 1, Prompt: 1, Tokens: 0}
 	if d := flopsPerToken(row{shape: "05b", batch: 1}, o); d != 2*want+2*2*896*24 {
 		t.Fatalf("decode flops %v", d)
+	}
+}
+
+// summarize keeps only the runs that gave a figure and takes their median.
+func TestSummarize(t *testing.T) {
+	bad := result{Err: errors.New("worker died")}
+	cases := []struct {
+		rs             []result
+		n              int
+		median, lo, hi float64
+		rss            int64
+	}{
+		{nil, 0, 0, 0, 0, 0},
+		{[]result{bad}, 0, 0, 0, 0, 0},
+		{[]result{{TokensPerS: 20, RSS: 5}, bad, {TokensPerS: 12, RSS: 9}, {TokensPerS: 15, RSS: 7}}, 3, 15, 12, 20, 9},
+		{[]result{{TokensPerS: 30, RSS: 1}, {TokensPerS: 10, RSS: 2}}, 2, 20, 10, 30, 2},
+	}
+	for i, c := range cases {
+		s := summarize(c.rs)
+		if s.n != c.n || s.median != c.median || s.lo != c.lo || s.hi != c.hi || s.rss != c.rss {
+			t.Errorf("case %d: %+v, want n %d median %v range %v–%v rss %d", i, s, c.n, c.median, c.lo, c.hi, c.rss)
+		}
 	}
 }

@@ -29,6 +29,7 @@ type Options struct {
 	GEMMs        string // comma-separated contenders: openblas, gonum
 	Sections     string // comma-separated: squares, mlp, output, decode
 	Vocab        int    // output-layer width (151936 for Qwen2.5)
+	Workers      int    // kernel workers of each backend (0: GOMAXPROCS)
 }
 
 // AddFlags registers the options on fs.
@@ -58,6 +59,7 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	o.Workers = cpu.SpareProc(0) // as the hone binaries do
 	err := Run(ctx, o, os.Stdout)
 	stop()
 	if err != nil {
@@ -75,10 +77,10 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	if o.Reps < 1 {
 		return fmt.Errorf("--reps %d: need at least 1", o.Reps)
 	}
-	fmt.Fprintf(w, "BLAS environment: %s GOMAXPROCS=%d\n", blasEnv(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "BLAS environment: %s GOMAXPROCS=%d workers=%d\n", blasEnv(), runtime.GOMAXPROCS(0), o.Workers)
 	var backends []*cpu.Backend
 	for _, g := range strings.Split(o.GEMMs, ",") {
-		b, err := cpu.New(cpu.Options{GEMM: strings.TrimSpace(g)})
+		b, err := cpu.New(cpu.Options{GEMM: strings.TrimSpace(g), Workers: o.Workers})
 		if err != nil {
 			return fmt.Errorf("contender %q: %w", g, err)
 		}

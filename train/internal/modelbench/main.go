@@ -179,8 +179,8 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	if os.Getenv("OMP_WAIT_POLICY") == "" {
 		env = append(env, "OMP_WAIT_POLICY=PASSIVE")
 	}
-	fmt.Fprintf(w, "BLAS environment: %s OMP_WAIT_POLICY=%s GOMAXPROCS=%d NumCPU=%d\n",
-		blasEnv(), envOr(env, "OMP_WAIT_POLICY"), runtime.GOMAXPROCS(0), runtime.NumCPU())
+	fmt.Fprintf(w, "BLAS environment: %s OMP_WAIT_POLICY=%s GOMAXPROCS=%d NumCPU=%d (Hone's workers: %d kernel workers, GOMAXPROCS one more, see cpu.SpareProc)\n",
+		blasEnv(), envOr(env, "OMP_WAIT_POLICY"), runtime.GOMAXPROCS(0), runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(w, "training: batch %d × %d tokens, %d timed step(s) after a warm-up, LoRA r8 on all projections; decode: prompt %d, %d timed steps, %d run(s) a contender, taking turns\n",
 		o.Batch, o.Seq, o.Steps, o.Prompt, o.Tokens, o.Repeat)
 	if who["torch"] {

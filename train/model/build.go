@@ -28,22 +28,11 @@ func newModel(c Config, be kernels.Backend, bf16 bool) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
-	C, V := c.Hidden, c.Vocab
-	matrix := func(n int) Matrix {
-		if bf16 {
-			return Matrix{BF16: make([]uint16, n)}
-		}
-		return Matrix{F32: make([]float32, n)}
-	}
-	m := &Model{Config: c, be: be, Embed: matrix(V * C), Norm: make([]float32, C), Blocks: make([]Block, c.Layers)}
-	if c.TieEmbeddings {
-		m.Head = m.Embed
-	} else {
-		m.Head = matrix(V * C)
-	}
+	C := c.Hidden
+	m := &Model{Config: c, be: be, Norm: make([]float32, C), Blocks: make([]Block, c.Layers)}
 	lin := func(mod Module, bias bool) Linear {
 		in, out := c.dims(mod)
-		l := Linear{Weight: matrix(out * in), In: in, Out: out}
+		l := Linear{In: in, Out: out}
 		if bias {
 			l.Bias = make([]float32, out)
 		}
@@ -62,6 +51,7 @@ func newModel(c Config, be kernels.Backend, bf16 bool) (*Model, error) {
 		}
 		b.MLP = MLP{Gate: lin(ModGate, c.MLPBias), Up: lin(ModUp, c.MLPBias), Down: lin(ModDown, c.MLPBias)}
 	}
+	m.allocMatrices(bf16)
 	return m, nil
 }
 

@@ -1,0 +1,87 @@
+package model
+
+import (
+	"sort"
+	"testing"
+	"unsafe"
+
+	"github.com/hone-rl/hone/kernels/ref"
+)
+
+// checkSlab checks that every weight matrix has exactly its own elements
+// (len = cap = size, so no write or append can reach a neighbour), that no
+// two overlap, that all share the model's one precision, and that a tied
+// lm_head is the embedding.
+func checkSlab(t *testing.T, m *Model, bf16 bool) {
+	t.Helper()
+	type span struct{ lo, hi uintptr }
+	var spans []span
+	m.eachMatrix(func(w *Matrix, n int) {
+		var p unsafe.Pointer
+		var bytes, l, c int
+		switch {
+		case bf16 && w.BF16 != nil && w.F32 == nil:
+			p, l, c, bytes = unsafe.Pointer(&w.BF16[0]), len(w.BF16), cap(w.BF16), 2*n
+		case !bf16 && w.F32 != nil && w.BF16 == nil:
+			p, l, c, bytes = unsafe.Pointer(&w.F32[0]), len(w.F32), cap(w.F32), 4*n
+		default:
+			t.Fatalf("matrix of %d elements: F32 %d, BF16 %d values; want only %s", n, len(w.F32), len(w.BF16), map[bool]string{true: "BF16", false: "F32"}[bf16])
+		}
+		if l != n || c != n {
+			t.Errorf("matrix of %d elements has len %d, cap %d", n, l, c)
+		}
+		spans = append(spans, span{uintptr(p), uintptr(p) + uintptr(bytes)})
+	})
+	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo })
+	for i := 1; i < len(spans); i++ {
+		if spans[i].lo < spans[i-1].hi {
+			t.Errorf("matrices overlap: [%#x, %#x) and [%#x, %#x)", spans[i-1].lo, spans[i-1].hi, spans[i].lo, spans[i].hi)
+		}
+	}
+	if m.Config.TieEmbeddings {
+		same := func(a, b Matrix) bool {
+			if bf16 {
+				return &a.BF16[0] == &b.BF16[0] && len(a.BF16) == len(b.BF16)
+			}
+			return &a.F32[0] == &b.F32[0] && len(a.F32) == len(b.F32)
+		}
+		if !same(m.Head, m.Embed) {
+			t.Error("tied lm_head is not the embedding")
+		}
+	}
+}
+
+// TestWeightSlab checks the layout allocMatrices gives, before and after
+// ToBF16, tied and untied, and that ToBF16 keeps the values (rounded) and
+// does nothing the second time.
+func TestWeightSlab(t *testing.T) {
+	for _, tie := range []bool{false, true} {
+		c := microConfig("llama")
+		c.TieEmbeddings = tie
+		m, err := New(c, ref.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		randomize(m, 5)
+		checkSlab(t, m, false)
+		want := m.Blocks[1].MLP.Down.Weight.F32[7]
+		m.ToBF16()
+		checkSlab(t, m, true)
+		got := m.Blocks[1].MLP.Down.Weight.float32s()[7]
+		if d := got - want; d > 1e-2*abs32(want) || -d > 1e-2*abs32(want) {
+			t.Errorf("tie=%v: a weight became %v in bf16, want about %v", tie, got, want)
+		}
+		before := &m.Embed.BF16[0]
+		m.ToBF16()
+		if &m.Embed.BF16[0] != before {
+			t.Errorf("tie=%v: a second ToBF16 reallocated the weights", tie)
+		}
+	}
+}
+
+func abs32(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

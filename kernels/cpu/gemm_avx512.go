@@ -296,6 +296,23 @@ static void hone_exp_sums(const float *x, long n, float mu, double *s, double *t
 	*t = tt;
 }
 
+// hone_exp_shift: dst[i] = e^((x[i]−mu)·scale), returning Σ dst summed in
+// double (two lanes of 8 per 16 values), so that a 151,936-entry row loses
+// nothing to float32 accumulation. dst may be x.
+__attribute__((target("avx512f")))
+static double hone_exp_shift(float *dst, const float *x, long n, float mu, float scale) {
+	__m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+	__m512 vm = _mm512_set1_ps(mu), vs = _mm512_set1_ps(scale);
+	for (long i = 0; i < n; i += 16) {
+		__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+		__m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm), vs)));
+		_mm512_mask_storeu_ps(dst + i, m, e);
+		s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+		s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+	}
+	return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
 // hone_logprob_grad: row[j] = −dl·p − de·p·(lp + H), lp = row[j] − l, p = e^lp.
 __attribute__((target("avx512f")))
 static void hone_logprob_grad(float *row, long n, float l, float dl, float de, float H) {
@@ -316,6 +333,7 @@ static void hone_swiglu_bwd(float *dgate, float *dup, const float *dout, const f
 static float hone_row_max(const float *x, long n) { abort(); }
 static void hone_exp_sums(const float *x, long n, float mu, double *s, double *t) { abort(); }
 static void hone_logprob_grad(float *row, long n, float l, float dl, float de, float H) { abort(); }
+static double hone_exp_shift(float *dst, const float *x, long n, float mu, float scale) { abort(); }
 #endif
 */
 import "C"
@@ -336,6 +354,7 @@ type vecKernels struct {
 	rowMax      func(x []float32) float32
 	expSums     func(x []float32, mu float32) (s, t float64)
 	logprobGrad func(row []float32, l, dl, de, H float32)
+	expShift    func(dst, x []float32, mu, scale float32) float64
 }
 
 func init() {
@@ -362,6 +381,9 @@ func init() {
 		},
 		logprobGrad: func(row []float32, l, dl, de, H float32) {
 			C.hone_logprob_grad(fp(row), C.long(len(row)), C.float(l), C.float(dl), C.float(de), C.float(H))
+		},
+		expShift: func(dst, x []float32, mu, scale float32) float64 {
+			return float64(C.hone_exp_shift(fp(dst), fp(x), C.long(len(x)), C.float(mu), C.float(scale)))
 		},
 	}
 }

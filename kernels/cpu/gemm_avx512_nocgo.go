@@ -14,4 +14,5 @@ type vecKernels struct {
 	rowMax      func(x []float32) float32
 	expSums     func(x []float32, mu float32) (s, t float64)
 	logprobGrad func(row []float32, l, dl, de, H float32)
+	expShift    func(dst, x []float32, mu, scale float32) float64
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/hone-rl/hone/kernels/cpu"
 )
 
 // Params are the sampling settings of one request (OpenAI's names).
@@ -51,6 +53,7 @@ type sampler struct {
 	scratch []float32
 	idx     []int32
 	blocks  []float64
+	raw     []float32 // log-softmax of the row, when logprobs are asked for
 }
 
 func newSampler(p Params, choice int) *sampler {
@@ -65,20 +68,27 @@ func newSampler(p Params, choice int) *sampler {
 
 // LogSoftmax returns log p of every entry of x (in a new slice).
 func LogSoftmax(x []float32) []float32 {
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
+	return logSoftmaxInto(make([]float32, len(x)), x)
+}
+
+// logSoftmaxInto writes log p of every entry of x into dst (which must
+// hold len(x) values) and returns dst[:len(x)]. The exponentials go through
+// kernels/cpu's vectorised pass (float32, summed in float64): over a
+// 151,936-token row that is some 20 times faster than math.Exp one value at
+// a time, and it runs for every sequence at every step when a client asks
+// for logprobs, as RL rollouts do. A row with no finite entry is copied.
+func logSoftmaxInto(dst, x []float32) []float32 {
+	dst = dst[:len(x)]
+	m := cpu.RowMax(x)
+	if math.IsInf(float64(m), -1) {
+		copy(dst, x)
+		return dst
 	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v - m))
-	}
-	lse := m + float32(math.Log(s))
-	out := make([]float32, len(x))
+	lse := m + float32(math.Log(cpu.ExpShift(dst, x, m, 1)))
 	for i, v := range x {
-		out[i] = v - lse
+		dst[i] = v - lse
 	}
-	return out
+	return dst
 }
 
 // TopN returns the n largest entries of lp, best first (ties: lower id).
@@ -112,7 +122,8 @@ func TopN(lp []float32, n int) []TokenLogprob {
 func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top []TokenLogprob) {
 	var raw []float32
 	if s.p.Logprobs {
-		raw = LogSoftmax(row)
+		s.raw = slices.Grow(s.raw[:0], len(row))
+		raw = logSoftmaxInto(s.raw[:len(row)], row)
 	}
 	for t, n := range s.counts {
 		row[t] -= float32(s.p.FrequencyPenalty*float64(n) + s.p.PresencePenalty)
@@ -160,12 +171,10 @@ func (s *sampler) choose(row []float32) int32 {
 	}
 	m := row[s.idx[0]]
 	s.scratch = s.scratch[:0]
-	var sum float64
 	for _, i := range s.idx {
-		e := exp32((row[i] - m) * inv)
-		s.scratch = append(s.scratch, e)
-		sum += float64(e)
+		s.scratch = append(s.scratch, row[i])
 	}
+	sum := cpu.ExpShift(s.scratch, s.scratch, m, inv)
 	if topP > 0 && topP < 1 {
 		// Keep the smallest prefix whose mass reaches top_p.
 		acc := 0.0
@@ -199,10 +208,7 @@ const sampleBlock = 512
 // sampleAll draws from softmax(row·inv) over the whole row (overwriting it
 // with the unnormalised probabilities), with u uniform in [0, 1).
 func (s *sampler) sampleAll(row []float32, inv float32, u float64) int32 {
-	m := float32(math.Inf(-1))
-	for _, v := range row {
-		m = max(m, v)
-	}
+	m := cpu.RowMax(row)
 	if math.IsInf(float64(m), -1) {
 		return 0 // every token masked; a constraint must leave one
 	}
@@ -210,12 +216,7 @@ func (s *sampler) sampleAll(row []float32, inv float32, u float64) int32 {
 	var sum float64
 	for lo := 0; lo < len(row); lo += sampleBlock {
 		blk := row[lo:min(lo+sampleBlock, len(row))]
-		var bs float64
-		for i, v := range blk {
-			e := exp32((v - m) * inv)
-			blk[i] = e
-			bs += float64(e)
-		}
+		bs := cpu.ExpShift(blk, blk, m, inv)
 		s.blocks = append(s.blocks, bs)
 		sum += bs
 	}
@@ -266,10 +267,7 @@ const (
 // only that bucket's entries to find the exact cut. The draw then scans the
 // kept entries in id order.
 func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u float64) int32 {
-	m := float32(math.Inf(-1))
-	for _, v := range row {
-		m = max(m, v)
-	}
+	m := cpu.RowMax(row)
 	if math.IsInf(float64(m), -1) {
 		return 0
 	}
@@ -283,12 +281,11 @@ func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u floa
 	s.scratch = slices.Grow(s.scratch[:0], len(row))[:len(row)]
 	s.blocks = slices.Grow(s.blocks[:0], nucleusBuckets+1)[:nucleusBuckets+1]
 	clear(s.blocks)
-	var total float64
-	for i, v := range row {
-		e := exp32((v - m) * inv)
-		s.scratch[i] = e
-		s.blocks[bucket(v)] += float64(e)
-		total += float64(e)
+	total := cpu.ExpShift(s.scratch, row, m, inv)
+	for i, e := range s.scratch {
+		if e != 0 { // masked and negligible tokens add nothing
+			s.blocks[bucket(row[i])] += float64(e)
+		}
 	}
 	// Buckets above cut are wholly in the nucleus: their mass is short of
 	// top_p.
@@ -417,37 +414,4 @@ func siftDown(h []int32, i int, better func(a, b int32) int) {
 		h[i], h[w] = h[w], h[i]
 		i = w
 	}
-}
-
-// exp32 is e^x in float32 (Cephes expf: range reduction by ln 2, then a
-// degree-6 polynomial; within 2 ulp), several times cheaper than math.Exp
-// in float64, which matters over a 151,936-token row per sequence per step.
-// Arguments below -87.3 (and -Inf) give 0.
-func exp32(x float32) float32 {
-	const (
-		log2e = 1.44269504088896341
-		c1    = 0.693359375
-		c2    = -2.12194440e-4
-	)
-	switch {
-	case x < -87.33:
-		return 0
-	case x > 88.72:
-		return float32(math.Inf(1))
-	}
-	z := x*log2e + 0.5
-	n := int32(z)
-	if float32(n) > z {
-		n-- // floor for negative z
-	}
-	fn := float32(n)
-	r := x - fn*c1 - fn*c2
-	p := float32(1.9875691500e-4)
-	p = p*r + 1.3981999507e-3
-	p = p*r + 8.3334519073e-3
-	p = p*r + 4.1665795894e-2
-	p = p*r + 1.6666665459e-1
-	p = p*r + 5.0000001201e-1
-	y := p*r*r + r + 1
-	return y * math.Float32frombits(uint32(n+127)<<23)
 }

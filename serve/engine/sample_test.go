@@ -124,17 +124,46 @@ func TestChooseSeedStable(t *testing.T) {
 	}
 }
 
-// TestExp32: within a few float32 ulps of math.Exp where sampling uses it
-// (arguments ≤ 0), 0 below the float32 range.
-func TestExp32(t *testing.T) {
-	for x := float32(-87); x <= 20; x += 0.0137 {
-		got, want := float64(exp32(x)), math.Exp(float64(x))
-		if math.Abs(got-want) > 4e-7*want {
-			t.Fatalf("exp32(%g) = %g, want %g", x, got, want)
+// TestLogSoftmax: against float64 math over a Qwen-sized row with masked
+// entries, into a caller's buffer; a row with nothing finite stays as it is.
+func TestLogSoftmax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	row := make([]float32, 151936)
+	for i := range row {
+		row[i] = float32(6 * rng.NormFloat64())
+	}
+	row[3], row[99] = float32(math.Inf(-1)), float32(math.Inf(-1))
+	m := math.Inf(-1)
+	for _, v := range row {
+		m = max(m, float64(v))
+	}
+	var s float64
+	for _, v := range row {
+		s += math.Exp(float64(v) - m)
+	}
+	lse := m + math.Log(s)
+	got := logSoftmaxInto(make([]float32, len(row)+5), row) // a longer buffer is cut to the row
+	if len(got) != len(row) {
+		t.Fatalf("got %d values for a row of %d", len(got), len(row))
+	}
+	for i, v := range row {
+		want := float64(v) - lse
+		if math.IsInf(want, -1) {
+			if !math.IsInf(float64(got[i]), -1) {
+				t.Fatalf("[%d] masked: got %g, want -Inf", i, got[i])
+			}
+			continue
+		}
+		if math.Abs(float64(got[i])-want) > 1e-5*max(1, math.Abs(want)) {
+			t.Fatalf("[%d] = %g, want %g", i, got[i], want)
 		}
 	}
-	if exp32(float32(math.Inf(-1))) != 0 || exp32(-100) != 0 {
-		t.Fatal("exp32 of -Inf or -100 is not 0")
+	if a := LogSoftmax(row); a[7] != got[7] {
+		t.Fatalf("LogSoftmax and logSoftmaxInto differ: %g vs %g", a[7], got[7])
+	}
+	masked := []float32{float32(math.Inf(-1)), float32(math.Inf(-1))}
+	if out := LogSoftmax(masked); !math.IsInf(float64(out[0]), -1) || !math.IsInf(float64(out[1]), -1) {
+		t.Fatalf("all-masked row gave %v", out)
 	}
 }
 
@@ -152,6 +181,26 @@ func BenchmarkChoose(b *testing.B) {
 			for range b.N {
 				copy(buf, row)
 				s.choose(buf)
+			}
+		})
+	}
+}
+
+// BenchmarkPick is one sequence's whole per-step sampling work over a
+// Qwen-sized row, with and without the logprobs RL rollouts ask for.
+func BenchmarkPick(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	row := make([]float32, 151936)
+	for i := range row {
+		row[i] = float32(rng.NormFloat64())
+	}
+	buf := make([]float32, len(row))
+	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, Logprobs: true, TopLogprobs: 5}} {
+		b.Run(fmt.Sprintf("logprobs=%v", p.Logprobs), func(b *testing.B) {
+			s := newSampler(p, 0)
+			for range b.N {
+				copy(buf, row)
+				s.pick(buf, nil)
 			}
 		})
 	}

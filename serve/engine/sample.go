@@ -347,18 +347,6 @@ func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u floa
 // first (ties: lower id), cut to the k best (k > 0); with k well below the
 // row's length only those are sorted (kept in a heap first).
 func (s *sampler) candidates(row []float32, k int) []int32 {
-	m := float32(math.Inf(-1))
-	n := 0
-	for _, v := range row {
-		if !math.IsInf(float64(v), -1) {
-			m = max(m, v)
-			n++
-		}
-	}
-	idx := s.idx[:0]
-	if n == 0 {
-		return idx
-	}
 	better := func(a, b int32) int {
 		switch {
 		case row[a] > row[b]:
@@ -368,27 +356,41 @@ func (s *sampler) candidates(row []float32, k int) []int32 {
 		}
 		return int(a - b)
 	}
-	for i, v := range row {
-		if !math.IsInf(float64(v), -1) {
+	idx := s.idx[:0]
+	if k <= 0 || k >= len(row)/4 {
+		for i, v := range row {
+			if !math.IsInf(float64(v), -1) {
+				idx = append(idx, int32(i))
+			}
+		}
+		slices.SortFunc(idx, better)
+		if k > 0 && k < len(idx) {
+			idx = idx[:k]
+		}
+		return idx
+	}
+	// Keep the k best in a heap with the worst on top, then sort them. One
+	// float comparison turns away almost every entry: ids rise as the scan
+	// goes, so an entry equal to the worst kept one ranks below it.
+	i := 0
+	for ; i < len(row) && len(idx) < k; i++ {
+		if !math.IsInf(float64(row[i]), -1) {
 			idx = append(idx, int32(i))
 		}
 	}
-	if k > 0 && k < len(idx)/4 {
-		// Keep the k best in a heap with the worst on top, then sort them.
-		h := idx[:k]
-		heapify(h, better)
-		for _, i := range idx[k:] {
-			if better(i, h[0]) < 0 {
-				h[0] = i
-				siftDown(h, 0, better)
+	if len(idx) == k {
+		heapify(idx, better)
+		worst := row[idx[0]]
+		for ; i < len(row); i++ {
+			if row[i] <= worst {
+				continue
 			}
+			idx[0] = int32(i)
+			siftDown(idx, 0, better)
+			worst = row[idx[0]]
 		}
-		idx = h
 	}
 	slices.SortFunc(idx, better)
-	if k > 0 && k < len(idx) {
-		idx = idx[:k]
-	}
 	return idx
 }
 

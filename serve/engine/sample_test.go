@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 )
@@ -120,6 +121,38 @@ func TestChooseSeedStable(t *testing.T) {
 			if x != y || x == 3 {
 				t.Fatalf("%+v: draws %d and %d (3 is masked)", p, x, y)
 			}
+		}
+	}
+}
+
+// TestCandidates: the k best unmasked ids, best first, ties to the lower
+// id, on both the heap and the sort path, with many ties and with fewer
+// unmasked entries than k.
+func TestCandidates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, c := range []struct{ V, k, every int }{
+		{1000, 7, 3}, {1000, 50, 1}, {1000, 7, 400}, {20, 12, 4}, {5000, 1, 2}, {64, 0, 5},
+	} {
+		row := make([]float32, c.V)
+		for i := range row {
+			row[i] = float32(rng.IntN(6)) // few distinct values: many ties
+			if i%c.every != 0 {
+				row[i] = float32(math.Inf(-1))
+			}
+		}
+		var want []int32
+		for i, v := range row {
+			if !math.IsInf(float64(v), -1) {
+				want = append(want, int32(i))
+			}
+		}
+		sort.SliceStable(want, func(a, b int) bool { return row[want[a]] > row[want[b]] })
+		if c.k > 0 && c.k < len(want) {
+			want = want[:c.k]
+		}
+		got := newSampler(Params{}, 0).candidates(row, c.k)
+		if !slices.Equal(got, want) {
+			t.Errorf("V=%d k=%d every=%d: candidates %v, want %v", c.V, c.k, c.every, got, want)
 		}
 	}
 }

@@ -54,6 +54,7 @@ type sampler struct {
 	idx     []int32
 	blocks  []float64
 	raw     []float32 // log-softmax of the row, when logprobs are asked for
+	bucket  []uint16  // sampleNucleus: each entry's logit bucket
 }
 
 func newSampler(p Params, choice int) *sampler {
@@ -258,6 +259,7 @@ func (s *sampler) sampleAll(row []float32, inv float32, u float64) int32 {
 const (
 	nucleusPerUnit = 32
 	nucleusBuckets = 40 * nucleusPerUnit
+	noBucket       = math.MaxUint16 // an entry of probability 0
 )
 
 // sampleNucleus draws from softmax(row·inv) cut to the smallest prefix of
@@ -271,29 +273,32 @@ func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u floa
 	if math.IsInf(float64(m), -1) {
 		return 0
 	}
-	bucket := func(v float32) int {
-		x := (m - v) * inv * nucleusPerUnit
-		if !(x < nucleusBuckets) { // also -Inf logits
-			return nucleusBuckets
-		}
-		return int(x)
-	}
 	s.scratch = slices.Grow(s.scratch[:0], len(row))[:len(row)]
+	s.bucket = slices.Grow(s.bucket[:0], len(row))[:len(row)]
 	s.blocks = slices.Grow(s.blocks[:0], nucleusBuckets+1)[:nucleusBuckets+1]
 	clear(s.blocks)
 	total := cpu.ExpShift(s.scratch, row, m, inv)
+	// Each entry's bucket, computed once: noBucket for the ones of zero
+	// probability (masked, or beyond float32's range), which no draw takes.
+	scale := inv * nucleusPerUnit
 	for i, e := range s.scratch {
-		if e != 0 { // masked and negligible tokens add nothing
-			s.blocks[bucket(row[i])] += float64(e)
+		b := uint16(noBucket)
+		if e != 0 {
+			b = nucleusBuckets
+			if x := (m - row[i]) * scale; x < nucleusBuckets {
+				b = uint16(x)
+			}
+			s.blocks[b] += float64(e)
 		}
+		s.bucket[i] = b
 	}
 	// Buckets above cut are wholly in the nucleus: their mass is short of
 	// top_p.
 	want := topP * total
-	cut, acc := nucleusBuckets, 0.0
+	cut, acc := uint16(nucleusBuckets), 0.0
 	for b, bm := range s.blocks {
 		if acc+bm >= want {
-			cut = b
+			cut = uint16(b)
 			break
 		}
 		acc += bm
@@ -301,8 +306,8 @@ func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u floa
 	// Within the cut bucket, keep the best entries until the mass reaches
 	// top_p; the last kept one bounds the nucleus.
 	s.idx = s.idx[:0]
-	for i, v := range row {
-		if e := s.scratch[i]; e > 0 && bucket(v) == cut {
+	for i, b := range s.bucket {
+		if b == cut {
 			s.idx = append(s.idx, int32(i))
 		}
 	}
@@ -323,19 +328,14 @@ func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u floa
 			break
 		}
 	}
-	in := func(i int, v float32) bool {
-		b := bucket(v)
-		return b < cut || b == cut && (v > lastV || v == lastV && int32(i) <= lastID)
-	}
 	target, run := u*acc, 0.0
 	last := -1
-	for i, v := range row {
-		e := s.scratch[i]
-		if e == 0 || !in(i, v) {
+	for i, b := range s.bucket {
+		if b > cut || b == cut && !(row[i] > lastV || row[i] == lastV && int32(i) <= lastID) {
 			continue
 		}
 		last = i
-		run += float64(e)
+		run += float64(s.scratch[i])
 		if run > target {
 			return int32(i)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/kernels/hugepage"
 )
 
 // Options of one benchmark run.
@@ -151,7 +152,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	if len(outTokens) > 0 {
 		fmt.Fprintf(w, "\n# output layer, V=%d: logits in 4096-column chunks (GEMM only), and fused LogprobForward\n", vocab)
 	}
-	wOut := randn(r, vocab*C)
+	wOut := hugeRandn(r, vocab*C)
 	for _, T := range outTokens {
 		x := randn(r, T*C)
 		z := make([]float32, T*kernels.DefaultLogprobChunk)
@@ -193,14 +194,16 @@ func decode(m meter, r *rand.Rand, b *cpu.Backend, layers int, wOut []float32, v
 	var bytes32 float64
 	for l := 0; l < layers; l++ {
 		for _, s := range shapes {
-			f := randn(r, s[0]*s[1])
+			f := hugeRandn(r, s[0]*s[1])
 			h := make([]uint16, len(f))
+			hugepage.Uint16s(h)
 			kernels.ToBF16(h, f)
 			mats = append(mats, mat{f, h, s[0], s[1]})
 			bytes32 += 4 * float64(len(f))
 		}
 	}
 	hOut := make([]uint16, len(wOut))
+	hugepage.Uint16s(hOut)
 	kernels.ToBF16(hOut, wOut)
 	mats = append(mats, mat{wOut, hOut, vocab, C})
 	bytes32 += 4 * float64(len(wOut))
@@ -274,6 +277,19 @@ func blasEnv() string {
 	}
 	sort.Strings(kv)
 	return strings.Join(kv, " ")
+}
+
+// hugeRandn is randn on memory advised onto huge pages before it is
+// written, as train/model places its weights: the decode pass then reads
+// weights the way a model's decode does (per matrix here, so the edges of
+// the small k/v matrices stay on 4 KiB pages).
+func hugeRandn(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	hugepage.Float32s(x)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	return x
 }
 
 func randn(r *rand.Rand, n int) []float32 {

@@ -311,15 +311,7 @@ func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u floa
 			s.idx = append(s.idx, int32(i))
 		}
 	}
-	slices.SortFunc(s.idx, func(a, b int32) int {
-		switch {
-		case row[a] > row[b]:
-			return -1
-		case row[a] < row[b]:
-			return 1
-		}
-		return int(a - b)
-	})
+	slices.SortFunc(s.idx, byLogit(row))
 	lastV, lastID := float32(math.Inf(1)), int32(-1) // nothing kept from the cut bucket yet
 	for _, i := range s.idx {
 		lastV, lastID = row[i], i
@@ -343,11 +335,10 @@ func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u floa
 	return int32(max(last, 0))
 }
 
-// candidates returns the ids of the unmasked entries of row, sorted best
-// first (ties: lower id), cut to the k best (k > 0); with k well below the
-// row's length only those are sorted (kept in a heap first).
-func (s *sampler) candidates(row []float32, k int) []int32 {
-	better := func(a, b int32) int {
+// byLogit orders token ids by their logit in row, best first, ties to the
+// lower id: the ranking top_k and top_p cut.
+func byLogit(row []float32) func(a, b int32) int {
+	return func(a, b int32) int {
 		switch {
 		case row[a] > row[b]:
 			return -1
@@ -356,6 +347,13 @@ func (s *sampler) candidates(row []float32, k int) []int32 {
 		}
 		return int(a - b)
 	}
+}
+
+// candidates returns the ids of the unmasked entries of row, sorted best
+// first (ties: lower id), cut to the k best (k > 0); with k well below the
+// row's length only those are sorted (kept in a heap first).
+func (s *sampler) candidates(row []float32, k int) []int32 {
+	better := byLogit(row)
 	idx := s.idx[:0]
 	if k <= 0 || k >= len(row)/4 {
 		for i, v := range row {

@@ -200,12 +200,18 @@ func TestLogSoftmax(t *testing.T) {
 	}
 }
 
-func BenchmarkChoose(b *testing.B) {
+// benchRow is a Qwen-sized logits row of standard normal values.
+func benchRow() []float32 {
 	rng := rand.New(rand.NewPCG(1, 1))
 	row := make([]float32, 151936)
 	for i := range row {
 		row[i] = float32(rng.NormFloat64())
 	}
+	return row
+}
+
+func BenchmarkChoose(b *testing.B) {
+	row := benchRow()
 	buf := make([]float32, len(row))
 	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, TopK: 50}, {Temperature: 1, TopP: 0.9},
 		{Temperature: 0.7, TopK: 50, TopP: 0.95}} {
@@ -222,11 +228,7 @@ func BenchmarkChoose(b *testing.B) {
 // BenchmarkPick is one sequence's whole per-step sampling work over a
 // Qwen-sized row, with and without the logprobs RL rollouts ask for.
 func BenchmarkPick(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 1))
-	row := make([]float32, 151936)
-	for i := range row {
-		row[i] = float32(rng.NormFloat64())
-	}
+	row := benchRow()
 	buf := make([]float32, len(row))
 	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, Logprobs: true, TopLogprobs: 5}} {
 		b.Run(fmt.Sprintf("logprobs=%v", p.Logprobs), func(b *testing.B) {

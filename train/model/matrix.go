@@ -77,9 +77,13 @@ func (m *Model) eachMatrix(f func(w *Matrix, n int)) {
 	}
 }
 
-// matrixAlign is the element alignment of each matrix inside the slab: 128
-// bytes, two cache lines, in either precision.
+// matrixAlign is the element alignment of each matrix inside the slab:
+// whole cache lines in either precision (256 bytes in float32, 128 in
+// bfloat16).
 const matrixAlign = 64
+
+// padded is n rounded up to matrixAlign: a matrix's share of the slab.
+func padded(n int) int { return (n + matrixAlign - 1) &^ (matrixAlign - 1) }
 
 // allocMatrices gives every weight matrix fresh zeroed memory, float32 or
 // bfloat16, carved from one allocation that is advised onto huge pages
@@ -92,7 +96,7 @@ const matrixAlign = 64
 // previous memory of each matrix is dropped.
 func (m *Model) allocMatrices(bf16 bool) {
 	total := 0
-	m.eachMatrix(func(_ *Matrix, n int) { total += (n + matrixAlign - 1) &^ (matrixAlign - 1) })
+	m.eachMatrix(func(_ *Matrix, n int) { total += padded(n) })
 	var f32 []float32
 	var b16 []uint16
 	if bf16 {
@@ -109,7 +113,7 @@ func (m *Model) allocMatrices(bf16 bool) {
 		} else {
 			*w = Matrix{F32: f32[off : off+n : off+n]}
 		}
-		off += (n + matrixAlign - 1) &^ (matrixAlign - 1)
+		off += padded(n)
 	})
 	if m.Config.TieEmbeddings {
 		m.Head = m.Embed

@@ -298,7 +298,7 @@ static void hone_exp_sums(const float *x, long n, float mu, double *s, double *t
 
 // hone_exp_shift: dst[i] = e^((x[i]−mu)·scale), returning Σ dst summed in
 // double (two lanes of 8 per 16 values), so that a 151,936-entry row loses
-// nothing to float32 accumulation. dst may be x.
+// nothing to float32 accumulation. dst may be x, or NULL for the sum alone.
 __attribute__((target("avx512f")))
 static double hone_exp_shift(float *dst, const float *x, long n, float mu, float scale) {
 	__m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
@@ -306,7 +306,7 @@ static double hone_exp_shift(float *dst, const float *x, long n, float mu, float
 	for (long i = 0; i < n; i += 16) {
 		__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
 		__m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vm), vs)));
-		_mm512_mask_storeu_ps(dst + i, m, e);
+		if (dst) _mm512_mask_storeu_ps(dst + i, m, e);
 		s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
 		s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
 	}
@@ -383,7 +383,11 @@ func init() {
 			C.hone_logprob_grad(fp(row), C.long(len(row)), C.float(l), C.float(dl), C.float(de), C.float(H))
 		},
 		expShift: func(dst, x []float32, mu, scale float32) float64 {
-			return float64(C.hone_exp_shift(fp(dst), fp(x), C.long(len(x)), C.float(mu), C.float(scale)))
+			var d *C.float
+			if dst != nil {
+				d = fp(dst)
+			}
+			return float64(C.hone_exp_shift(d, fp(x), C.long(len(x)), C.float(mu), C.float(scale)))
 		},
 	}
 }

@@ -24,9 +24,10 @@ func RowMax(x []float32) float32 {
 // exponent pass of a softmax at temperature 1/scale: with mu the maximum of
 // x and scale > 0 every argument is ≤ 0, the range it is accurate for
 // (within a few ulp); arguments below −87, −Inf among them, give 0. dst may
-// be x; it must hold len(x) values.
+// be x; it must hold len(x) values, or be nil when only the sum is wanted
+// (a log-sum-exp, which then costs no stores).
 func ExpShift(dst, x []float32, mu, scale float32) float64 {
-	if len(dst) < len(x) {
+	if dst != nil && len(dst) < len(x) {
 		panic("cpu.ExpShift: dst shorter than x")
 	}
 	if len(x) == 0 {
@@ -42,7 +43,9 @@ func expShiftGo(dst, x []float32, mu, scale float32) float64 {
 	var s float64
 	for i, v := range x {
 		e := exp32((v - mu) * scale)
-		dst[i] = e
+		if dst != nil {
+			dst[i] = e
+		}
 		s += float64(e)
 	}
 	return s

@@ -3,12 +3,13 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
 // TestRowOps checks RowMax and ExpShift (the AVX-512 code where this CPU
 // has it) and the Go loop against float64 math, over lengths around the
-// 16-lane width and a full Qwen vocabulary, in place and not.
+// 16-lane width and a full Qwen vocabulary, in place, not, and without dst.
 func TestRowOps(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
 	if m := RowMax(nil); !math.IsInf(float64(m), -1) {
@@ -62,6 +63,16 @@ func TestRowOps(t *testing.T) {
 					if !inPlace && (dst[n] != 0 || dst[n+2] != 0) {
 						t.Fatalf("n=%d %s wrote past len(x)", n, impl.name)
 					}
+				}
+				// No dst: the same sum, bit for bit (NaN when x is all −Inf, n
+				// = 1), and x untouched.
+				src := append([]float32(nil), x...)
+				s, full := impl.f(nil, src, want, scale), impl.f(make([]float32, n), x, want, scale)
+				if s != full && !(math.IsNaN(s) && math.IsNaN(full)) {
+					t.Fatalf("n=%d scale=%g %s: sum without dst %.9g, with dst %.9g", n, scale, impl.name, s, full)
+				}
+				if !slices.Equal(src, x) {
+					t.Fatalf("n=%d %s without dst changed x", n, impl.name)
 				}
 			}
 		}

@@ -42,8 +42,8 @@ func benchEngineModel(b *testing.B, shape string) *model.Model {
 
 // BenchmarkDecodeStep times one Model.Step of S sequences decoding one
 // token each after a 32-token prompt (the model cost of one scheduler step),
-// and the engine's sampling of the S rows it returns, separately, so that
-// the scheduler's share of a step shows.
+// and the engine's sampling of the S rows it returns (with and without
+// logprobs), separately, so that the scheduler's share of a step shows.
 //
 //	go test -run '^$' -bench DecodeStep/05b ./serve/engine/
 func BenchmarkDecodeStep(b *testing.B) {
@@ -79,23 +79,31 @@ func BenchmarkDecodeStep(b *testing.B) {
 					}
 					b.ReportMetric(float64(S*b.N)/b.Elapsed().Seconds(), "tokens/s")
 				})
-				b.Run(fmt.Sprintf("sample/S=%d", S), func(b *testing.B) {
-					seqs := make([]*sequence, S)
-					for i := range seqs {
-						seqs[i] = &sequence{smp: newSampler(Params{Temperature: 1, Seed: 1, HasSeed: true}, i)}
+				// Sampling at temperature 1, without and with the chosen
+				// token's logprob (which ART asks for on every request).
+				for _, lp := range []bool{false, true} {
+					name := "sample"
+					if lp {
+						name = "sample+logprobs"
 					}
-					V := m.Config.Vocab
-					rows := make([]float32, len(logits))
-					jobs := make([]pickJob, S)
-					b.ResetTimer()
-					for range b.N {
-						copy(rows, logits)
-						for i := range jobs {
-							jobs[i] = pickJob{s: seqs[i], row: rows[i*V : (i+1)*V]}
+					b.Run(fmt.Sprintf("%s/S=%d", name, S), func(b *testing.B) {
+						seqs := make([]*sequence, S)
+						for i := range seqs {
+							seqs[i] = &sequence{smp: newSampler(Params{Temperature: 1, Seed: 1, HasSeed: true, Logprobs: lp}, i)}
 						}
-						pickAll(jobs)
-					}
-				})
+						V := m.Config.Vocab
+						rows := make([]float32, len(logits))
+						jobs := make([]pickJob, S)
+						b.ResetTimer()
+						for range b.N {
+							copy(rows, logits)
+							for i := range jobs {
+								jobs[i] = pickJob{s: seqs[i], row: rows[i*V : (i+1)*V]}
+							}
+							pickAll(jobs)
+						}
+					})
+				}
 			}
 		})
 	}

@@ -53,7 +53,7 @@ type sampler struct {
 	scratch []float32
 	idx     []int32
 	blocks  []float64
-	raw     []float32 // log-softmax of the row, when logprobs are asked for
+	raw     []float32 // the row's raw logits, when logprobs are asked for
 	bucket  []uint16  // sampleNucleus: each entry's logit bucket
 }
 
@@ -73,23 +73,29 @@ func LogSoftmax(x []float32) []float32 {
 }
 
 // logSoftmaxInto writes log p of every entry of x into dst (which must
-// hold len(x) values) and returns dst[:len(x)]. The exponentials go through
-// kernels/cpu's vectorised pass (float32, summed in float64): over a
-// 151,936-token row that is some 20 times faster than math.Exp one value at
-// a time, and it runs for every sequence at every step when a client asks
-// for logprobs, as RL rollouts do. A row with no finite entry is copied.
+// hold len(x) values) and returns dst[:len(x)]. A row with no finite entry
+// is copied.
 func logSoftmaxInto(dst, x []float32) []float32 {
 	dst = dst[:len(x)]
-	m := cpu.RowMax(x)
-	if math.IsInf(float64(m), -1) {
-		copy(dst, x)
-		return dst
-	}
-	lse := m + float32(math.Log(cpu.ExpShift(dst, x, m, 1)))
+	lse := logSumExp(x)
 	for i, v := range x {
 		dst[i] = v - lse
 	}
 	return dst
+}
+
+// logSumExp returns log Σ e^x over x, or 0 when x has no finite entry (so
+// that x − logSumExp(x) leaves such a row as it is). The exponentials go
+// through kernels/cpu's vectorised pass, which only sums them here (float32
+// values, summed in float64): over a 151,936-token row that is some 20
+// times faster than math.Exp one value at a time, and it runs for every
+// sequence at every step when a client asks for logprobs, as RL rollouts do.
+func logSumExp(x []float32) float32 {
+	m := cpu.RowMax(x)
+	if math.IsInf(float64(m), -1) {
+		return 0
+	}
+	return m + float32(math.Log(cpu.ExpShift(nil, x, m, 1)))
 }
 
 // TopN returns the n largest entries of lp, best first (ties: lower id).
@@ -121,10 +127,15 @@ func TopN(lp []float32, n int) []TokenLogprob {
 // pick chooses the next token from the raw logits row (which it may modify)
 // and returns it with its raw-model logprob and the top alternatives.
 func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top []TokenLogprob) {
-	var raw []float32
+	// For logprobs it keeps a copy of the raw logits (the choice overwrites
+	// row) and their log-sum-exp, and subtracts only for the tokens it
+	// reports, rather than writing the log-softmax of the whole row: on a
+	// 151,936-entry row at temperature 1 that took a pick from 0.19 to
+	// 0.13–0.15 ms, against 0.07–0.09 ms without logprobs.
+	var lse float32
 	if s.p.Logprobs {
-		s.raw = slices.Grow(s.raw[:0], len(row))
-		raw = logSoftmaxInto(s.raw[:len(row)], row)
+		s.raw = append(s.raw[:0], row...)
+		lse = logSumExp(row)
 	}
 	for t, n := range s.counts {
 		row[t] -= float32(s.p.FrequencyPenalty*float64(n) + s.p.PresencePenalty)
@@ -134,9 +145,14 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 	}
 	id = s.choose(row)
 	s.counts[id]++
-	if raw != nil {
-		lp = raw[id]
-		top = TopN(raw, s.p.TopLogprobs)
+	if s.p.Logprobs {
+		lp = s.raw[id] - lse
+		// Ranking the raw logits ranks the logprobs (up to entries whose
+		// logprobs round to the same float32).
+		top = TopN(s.raw, s.p.TopLogprobs)
+		for i := range top {
+			top[i].Logprob -= lse
+		}
 	}
 	return id, lp, top
 }

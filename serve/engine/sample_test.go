@@ -200,6 +200,44 @@ func TestLogSoftmax(t *testing.T) {
 	}
 }
 
+// TestPickLogprobs: the chosen token's logprob and the top alternatives
+// that pick reports are those of the log-softmax of the raw row, bit for
+// bit, whatever the choice does to the row (temperature, top_k, top_p,
+// penalties, a constraint that leaves one token).
+func TestPickLogprobs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, p := range []Params{
+		{Temperature: 0, Logprobs: true},
+		{Temperature: 1, Logprobs: true, TopLogprobs: 5},
+		{Temperature: 0.7, TopK: 40, Logprobs: true, TopLogprobs: 3, FrequencyPenalty: 0.5},
+		{Temperature: 1.3, TopP: 0.8, Logprobs: true, TopLogprobs: 20, PresencePenalty: 1},
+	} {
+		s := newSampler(p, 0)
+		for step := range 8 {
+			row := make([]float32, 5003)
+			for i := range row {
+				row[i] = float32(4 * rng.NormFloat64())
+			}
+			row[17] = float32(math.Inf(-1))
+			ref := LogSoftmax(row)
+			var c Constraint
+			if step == 5 {
+				c = maskTo{id: 4000}
+			}
+			id, lp, top := s.pick(append([]float32(nil), row...), c)
+			if c != nil && id != 4000 {
+				t.Fatalf("%+v step %d: constraint to 4000 picked %d", p, step, id)
+			}
+			if lp != ref[id] {
+				t.Fatalf("%+v step %d: logprob of %d = %g, log-softmax %g", p, step, id, lp, ref[id])
+			}
+			if want := TopN(ref, p.TopLogprobs); !slices.Equal(top, want) {
+				t.Fatalf("%+v step %d: top %v, want %v", p, step, top, want)
+			}
+		}
+	}
+}
+
 // benchRow is a Qwen-sized logits row of standard normal values.
 func benchRow() []float32 {
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -226,12 +264,13 @@ func BenchmarkChoose(b *testing.B) {
 }
 
 // BenchmarkPick is one sequence's whole per-step sampling work over a
-// Qwen-sized row, with and without the logprobs RL rollouts ask for.
+// Qwen-sized row, with and without the logprobs RL rollouts ask for (ART
+// asks for the chosen token's only; top=5 adds alternatives).
 func BenchmarkPick(b *testing.B) {
 	row := benchRow()
 	buf := make([]float32, len(row))
-	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, Logprobs: true, TopLogprobs: 5}} {
-		b.Run(fmt.Sprintf("logprobs=%v", p.Logprobs), func(b *testing.B) {
+	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, Logprobs: true}, {Temperature: 1, Logprobs: true, TopLogprobs: 5}} {
+		b.Run(fmt.Sprintf("logprobs=%v/top=%d", p.Logprobs, p.TopLogprobs), func(b *testing.B) {
 			s := newSampler(p, 0)
 			for range b.N {
 				copy(buf, row)

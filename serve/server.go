@@ -62,7 +62,15 @@ func NewServer(o Options, be kernels.Backend) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	m, err := model.Load(o.Model, be)
+	bf16, err := bf16Weights(o.DType)
+	if err != nil {
+		return nil, err
+	}
+	load := model.Load
+	if bf16 {
+		load = model.LoadBF16
+	}
+	m, err := load(o.Model, be)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/hone-rl/hone/kernels/ref"
 )
 
 func chatParams(model string, seed int64, maxTokens int64) openai.ChatCompletionNewParams {
@@ -529,5 +531,60 @@ func TestDeadlineAndBudget(t *testing.T) {
 	}
 	if status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":3}`); status != 200 {
 		t.Fatalf("afterwards: %d %s", status, body)
+	}
+}
+
+// TestDTypeBF16: --dtype bfloat16 serves the model from bfloat16 weights
+// (the same folder, rounded): the logprobs of one greedy reply, re-scored by
+// a float32 server, differ a little (the rounding) but not much. A dtype it
+// does not know is refused, naming the flag.
+func TestDTypeBF16(t *testing.T) {
+	bf := startServer(t, Options{Model: tinyDir(t), DType: "bfloat16"}, nil)
+	if bf.s.m.Embed.BF16 == nil || bf.s.m.Blocks[0].MLP.Down.Weight.BF16 == nil {
+		t.Fatal("--dtype bfloat16 kept float32 matrices")
+	}
+	f32 := startServer(t, Options{Model: tinyDir(t)}, nil)
+	if f32.s.m.Embed.BF16 != nil {
+		t.Fatal("the default dtype loaded bfloat16 matrices")
+	}
+	ctx := context.Background()
+	p := chatParams("tiny", 3, 12)
+	p.Temperature = openai.Float(0)
+	p.Logprobs = openai.Bool(true)
+	resp, err := bf.client.Chat.Completions.New(ctx, p, option.WithJSONSet("return_token_ids", true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := intsField(t, resp.JSON.ExtraFields["prompt_token_ids"].Raw())
+	ids := intsField(t, resp.Choices[0].JSON.ExtraFields["token_ids"].Raw())
+	lps := resp.Choices[0].Logprobs.Content
+	if len(ids) == 0 || len(ids) != len(lps) {
+		t.Fatalf("%d ids, %d logprobs", len(ids), len(lps))
+	}
+	all := make([]int64, 0, len(prompt)+len(ids))
+	for _, id := range append(slices.Clone(prompt), ids...) {
+		all = append(all, int64(id))
+	}
+	sc, err := f32.client.Completions.New(ctx, openai.CompletionNewParams{
+		Model:     "tiny",
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: all},
+		Echo:      openai.Bool(true),
+		Logprobs:  openai.Int(0),
+		MaxTokens: openai.Int(0),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sc.Choices[0].Logprobs.TokenLogprobs[len(prompt):]
+	worst := 0.0
+	for j, lp := range lps {
+		worst = max(worst, math.Abs(float64(lp.Logprob)-got[j]))
+	}
+	t.Logf("%d tokens, largest logprob difference %g", len(lps), worst)
+	if worst == 0 || worst > 0.05 {
+		t.Fatalf("bfloat16 logprobs against float32 re-scoring: largest difference %g, want in (0, 0.05]", worst)
+	}
+	if _, err := NewServer(Options{Model: tinyDir(t), DType: "int4"}, ref.New()); err == nil || !strings.Contains(err.Error(), "--dtype") {
+		t.Fatalf("--dtype int4: %v", err)
 	}
 }

@@ -74,6 +74,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return cli.Usagef("--model and --upstream exclude each other: serve a model folder or front a vLLM server")
 	case opts.Upstream == "" && opts.UpstreamAPIKey != "":
 		return cli.Usagef("--upstream-api-key needs --upstream")
+	case opts.Upstream != "" && fs.Changed("dtype"):
+		return cli.Usagef("--dtype applies to --model (vLLM takes its own --dtype)")
 	}
 	log, err := logOpt.Logger(stderr)
 	if err != nil {

@@ -56,6 +56,7 @@ type options struct {
 	prompt  int
 	threads int
 	batch   int
+	dtype   string
 	cpuprof string
 
 	torch        bool
@@ -73,6 +74,7 @@ func main() {
 	fs.IntVar(&o.prompt, "prompt", 32, "prompt tokens per stream")
 	fs.IntVar(&o.threads, "threads", 0, "CPU workers (0: all cores)")
 	fs.IntVar(&o.batch, "max-batch", 32, "server batch size")
+	fs.StringVar(&o.dtype, "dtype", "float32", "hone-serve's --dtype: weights in memory as float32 or bfloat16 (PyTorch's reference stays float32)")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the measured Hone runs to this file")
 	fs.BoolVar(&o.torch, "torch", true, "also time reference.py's PyTorch KV-cache decode of the same shape")
 	fs.StringVar(&o.python, "python", "/usr/bin/python3", "interpreter with torch")
@@ -127,7 +129,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	defer be.Close()
-	so := serve.Options{Model: o.model, MaxBatch: o.batch, MaxQueue: 1024, KVCacheBytes: 0, MaxTokens: o.tokens,
+	so := serve.Options{Model: o.model, DType: o.dtype, MaxBatch: o.batch, MaxQueue: 1024, KVCacheBytes: 0, MaxTokens: o.tokens,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s, err := serve.NewServer(so, be)
 	if err != nil {
@@ -146,7 +148,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "servebench: %s, %d prompt + %d generated tokens per stream, sampled at temperature 1\n", o.model, o.prompt, o.tokens)
 	fmt.Fprintf(w, "environment: %s NumCPU=%d\n", blasEnv(), runtime.NumCPU())
-	fmt.Fprintf(w, "hone:  hone-serve over HTTP (streamed /v1/completions), backend %s, max batch %d\n", be.Name(), o.batch)
+	fmt.Fprintf(w, "hone:  hone-serve over HTTP (streamed /v1/completions), backend %s, max batch %d, weights %s\n", be.Name(), o.batch, o.dtype)
 	if o.torch {
 		fmt.Fprintf(w, "torch: %s %s bench-decode --shape %s --dtype f32 --threads %d (greedy, one batch of n sequences, no HTTP)\n",
 			o.python, o.reference, shape, o.torchThreads)

@@ -145,26 +145,9 @@ func TestTokenIDsRescore(t *testing.T) {
 				t.Fatalf("choice %d token %d: top_logprobs %+v vs logprob %v", i, j, lp.TopLogprobs, lp.Logprob)
 			}
 		}
-		all := make([]int64, 0, len(prompt)+len(ids))
-		for _, id := range append(slices.Clone(prompt), ids...) {
-			all = append(all, int64(id))
-		}
-		sc, err := ts.client.Completions.New(ctx, openai.CompletionNewParams{
-			Model:     "tiny",
-			Prompt:    openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: all},
-			Echo:      openai.Bool(true),
-			Logprobs:  openai.Int(0),
-			MaxTokens: openai.Int(0),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := sc.Choices[0].Logprobs.TokenLogprobs
-		if len(got) != len(all) {
-			t.Fatalf("echo returned %d logprobs for %d tokens", len(got), len(all))
-		}
+		got := ts.rescore(t, prompt, ids)
 		for j, lp := range lps {
-			want, have := float64(lp.Logprob), got[len(prompt)+j]
+			want, have := float64(lp.Logprob), got[j]
 			if math.Abs(want-have) > 1e-4*max(1, math.Abs(want)) {
 				t.Fatalf("choice %d token %d (id %d): chat logprob %v, re-scored %v", i, j, ids[j], want, have)
 			}
@@ -173,6 +156,32 @@ func TestTokenIDsRescore(t *testing.T) {
 	if len(distinct) < 2 {
 		t.Fatalf("3 sampled choices all gave %q", resp.Choices[0].Message.Content)
 	}
+}
+
+// rescore returns the server's logprobs of ids following prompt: the pair
+// echoed through /v1/completions with max_tokens 0, as a trainer re-scores
+// a rollout.
+func (ts *testServer) rescore(t *testing.T, prompt, ids []int32) []float64 {
+	t.Helper()
+	all := make([]int64, 0, len(prompt)+len(ids))
+	for _, id := range append(slices.Clone(prompt), ids...) {
+		all = append(all, int64(id))
+	}
+	sc, err := ts.client.Completions.New(context.Background(), openai.CompletionNewParams{
+		Model:     "tiny",
+		Prompt:    openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: all},
+		Echo:      openai.Bool(true),
+		Logprobs:  openai.Int(0),
+		MaxTokens: openai.Int(0),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sc.Choices[0].Logprobs.TokenLogprobs
+	if len(got) != len(all) {
+		t.Fatalf("echo returned %d logprobs for %d tokens", len(got), len(all))
+	}
+	return got[len(prompt):]
 }
 
 func TestCompletionsTextAndStream(t *testing.T) {
@@ -561,21 +570,7 @@ func TestDTypeBF16(t *testing.T) {
 	if len(ids) == 0 || len(ids) != len(lps) {
 		t.Fatalf("%d ids, %d logprobs", len(ids), len(lps))
 	}
-	all := make([]int64, 0, len(prompt)+len(ids))
-	for _, id := range append(slices.Clone(prompt), ids...) {
-		all = append(all, int64(id))
-	}
-	sc, err := f32.client.Completions.New(ctx, openai.CompletionNewParams{
-		Model:     "tiny",
-		Prompt:    openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: all},
-		Echo:      openai.Bool(true),
-		Logprobs:  openai.Int(0),
-		MaxTokens: openai.Int(0),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := sc.Choices[0].Logprobs.TokenLogprobs[len(prompt):]
+	got := f32.rescore(t, prompt, ids)
 	worst := 0.0
 	for j, lp := range lps {
 		worst = max(worst, math.Abs(float64(lp.Logprob)-got[j]))

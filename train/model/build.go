@@ -117,13 +117,22 @@ func walk(v reflect.Value, prefix string, visit func(Tensor)) {
 // TensorSource is where weights are read from; *safetensors.Set is one.
 type TensorSource interface {
 	Info(name string) (safetensors.TensorInfo, bool)
+	Bytes(name string) ([]byte, error)
 	Float32Into(dst []float32, name string) error
 }
 
+// loadChunk is how many elements LoadWeights converts at a time into a
+// bfloat16 matrix: a float32 copy of a whole matrix (545 MB for the
+// Qwen2.5-0.5B embedding) would be garbage that the process's peak RSS
+// counts, undoing much of what bfloat16 saves.
+const loadChunk = 1 << 16
+
 // LoadWeights fills every weight of m from src, converting f16/bf16 to
-// float32, and checks each tensor's shape. A tied model whose checkpoint also
+// float32 (or any dtype to a bfloat16 matrix's bits, a chunk at a time),
+// and checks each tensor's shape. A tied model whose checkpoint also
 // carries lm_head.weight ignores it.
 func (m *Model) LoadWeights(src TensorSource) error {
+	var buf []float32 // conversion buffer for bfloat16 matrices
 	for _, t := range m.Tensors() {
 		info, ok := src.Info(t.Name)
 		if !ok {
@@ -132,16 +141,40 @@ func (m *Model) LoadWeights(src TensorSource) error {
 		if !equalShape(info.Shape, t.Shape) {
 			return fmt.Errorf("model: tensor %q has shape %v, config wants %v", t.Name, info.Shape, t.Shape)
 		}
-		dst := t.Values
-		if t.Bits != nil {
-			dst = make([]float32, len(t.Bits))
+		if t.Bits == nil {
+			if err := src.Float32Into(t.Values, t.Name); err != nil {
+				return fmt.Errorf("model: tensor %q: %w", t.Name, err)
+			}
+			continue
 		}
-		if err := src.Float32Into(dst, t.Name); err != nil {
+		if buf == nil {
+			buf = make([]float32, loadChunk)
+		}
+		if err := loadBF16(t.Bits, src, t.Name, info.DType, buf); err != nil {
 			return fmt.Errorf("model: tensor %q: %w", t.Name, err)
 		}
-		if t.Bits != nil {
-			kernels.ToBF16(t.Bits, dst)
+	}
+	return nil
+}
+
+// loadBF16 converts the tensor name of dtype d into bits, len(buf)
+// elements at a time (exact when d is bfloat16: widening and rounding back
+// give the same bits).
+func loadBF16(bits []uint16, src TensorSource, name string, d safetensors.DType, buf []float32) error {
+	b, err := src.Bytes(name)
+	if err != nil {
+		return err
+	}
+	size := d.Size()
+	if len(b) != len(bits)*size {
+		return fmt.Errorf("%d bytes of %s for %d elements", len(b), d, len(bits))
+	}
+	for lo := 0; lo < len(bits); lo += len(buf) {
+		f := buf[:min(len(buf), len(bits)-lo)]
+		if err := safetensors.ToFloat32(f, d, b[lo*size:(lo+len(f))*size]); err != nil {
+			return err
 		}
+		kernels.ToBF16(bits[lo:lo+len(f)], f)
 	}
 	return nil
 }

@@ -1,10 +1,15 @@
 package model
 
 import (
+	"bytes"
+	"math"
+	"slices"
 	"sort"
 	"testing"
 	"unsafe"
 
+	"github.com/hone-rl/hone/format/safetensors"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
@@ -84,4 +89,44 @@ func abs32(x float32) float32 {
 		return -x
 	}
 	return x
+}
+
+// TestLoadBF16Chunked: converting a tensor into bfloat16 a few elements at
+// a time (the chunk not dividing the length) gives the bits that rounding
+// the whole float32 tensor gives, from each dtype on disk.
+func TestLoadBF16Chunked(t *testing.T) {
+	vals := make([]float32, 1001)
+	for i := range vals {
+		vals[i] = float32(math.Sin(float64(i)*0.37)) * float32(1+i%17) * 1e-2
+	}
+	for _, d := range []safetensors.DType{safetensors.F32, safetensors.F16, safetensors.BF16} {
+		tn, err := safetensors.FromFloat32Tensor("w", d, []int{7, 143}, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var file bytes.Buffer
+		if err := safetensors.Encode(&file, []safetensors.Tensor{tn}, nil); err != nil {
+			t.Fatal(err)
+		}
+		src, err := safetensors.ReadBytes(file.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := src.Float32("w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]uint16, len(vals))
+		kernels.ToBF16(want, whole)
+		got := make([]uint16, len(vals))
+		if err := loadBF16(got, src, "w", d, make([]float32, 64)); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: chunked bits differ from whole-tensor rounding", d)
+		}
+		if err := loadBF16(got[:1000], src, "w", d, make([]float32, 64)); err == nil {
+			t.Errorf("%s: a destination of the wrong size was accepted", d)
+		}
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -189,16 +188,4 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve: drain: %w", derr)
 	}
 	return nil
-}
-
-// bf16Weights reports whether dtype asks for bfloat16 weights; it accepts
-// vLLM's names (float32/float, bfloat16) and the short ones (f32, bf16).
-func bf16Weights(dtype string) (bool, error) {
-	switch strings.ToLower(dtype) {
-	case "float32", "float", "f32", "fp32":
-		return false, nil
-	case "bfloat16", "bf16":
-		return true, nil
-	}
-	return false, fmt.Errorf("serve: --dtype %q: want float32 or bfloat16", dtype)
 }

@@ -62,15 +62,11 @@ func NewServer(o Options, be kernels.Backend) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	bf16, err := bf16Weights(o.DType)
+	dt, err := model.ParseWeightDType(o.DType)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("serve: --%w", err)
 	}
-	load := model.Load
-	if bf16 {
-		load = model.LoadBF16
-	}
-	m, err := load(o.Model, be)
+	m, err := model.LoadAs(o.Model, be, dt)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}

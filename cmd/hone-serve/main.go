@@ -8,6 +8,7 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/serve"
+	"github.com/hone-rl/hone/train/model"
 )
 
 const usage = `hone-serve serves a model folder over an OpenAI-compatible HTTP API,
@@ -76,6 +77,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return cli.Usagef("--upstream-api-key needs --upstream")
 	case opts.Upstream != "" && fs.Changed("dtype"):
 		return cli.Usagef("--dtype applies to --model (vLLM takes its own --dtype)")
+	}
+	if _, err := model.ParseWeightDType(opts.DType); err != nil {
+		return cli.Usagef("--%v", err)
 	}
 	log, err := logOpt.Logger(stderr)
 	if err != nil {

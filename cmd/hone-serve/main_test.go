@@ -22,7 +22,7 @@ func TestHelpAndUsage(t *testing.T) {
 	}
 	for _, args := range [][]string{{}, {"--model", "x", "extra"}, {"--bogus"},
 		{"--model", "x", "--upstream", "http://127.0.0.1:1"}, {"--model", "x", "--upstream-api-key", "k"},
-		{"--upstream", "http://127.0.0.1:1", "--dtype", "bfloat16"}} {
+		{"--upstream", "http://127.0.0.1:1", "--dtype", "bfloat16"}, {"--model", "x", "--dtype", "int4"}} {
 		err := run(context.Background(), args, &bytes.Buffer{})
 		if cli.ExitCode(err) != cli.ExitUsage {
 			t.Fatalf("%q: %v (exit %d), want a usage error", args, err, cli.ExitCode(err))

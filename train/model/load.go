@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hone-rl/hone/format/hfconfig"
 	"github.com/hone-rl/hone/format/safetensors"
@@ -47,6 +48,39 @@ func Load(dir string, be kernels.Backend) (*Model, error) { return load(dir, be,
 // bfloat16 (converted tensor by tensor, so float32 copies of the whole model
 // never exist): half the memory, and decoding reads half the bytes.
 func LoadBF16(dir string, be kernels.Backend) (*Model, error) { return load(dir, be, true) }
+
+// WeightDType says how a model's matrices are held in memory: DTypeFloat32
+// or DTypeBFloat16. Either way the model computes in float32.
+type WeightDType string
+
+// The weight dtypes, named as vLLM's --dtype names them.
+const (
+	DTypeFloat32  WeightDType = "float32"
+	DTypeBFloat16 WeightDType = "bfloat16"
+)
+
+// ParseWeightDType reads a --dtype value: vLLM's names (float32, float,
+// bfloat16) or the short ones (f32, fp32, bf16), in any case.
+func ParseWeightDType(s string) (WeightDType, error) {
+	switch strings.ToLower(s) {
+	case "float32", "float", "f32", "fp32":
+		return DTypeFloat32, nil
+	case "bfloat16", "bf16":
+		return DTypeBFloat16, nil
+	}
+	return "", fmt.Errorf("dtype %q: want float32 or bfloat16", s)
+}
+
+// LoadAs is Load (float32) or LoadBF16 (bfloat16), as dt says.
+func LoadAs(dir string, be kernels.Backend, dt WeightDType) (*Model, error) {
+	switch dt {
+	case DTypeFloat32:
+		return Load(dir, be)
+	case DTypeBFloat16:
+		return LoadBF16(dir, be)
+	}
+	return nil, fmt.Errorf("model: weight dtype %q: want float32 or bfloat16", dt)
+}
 
 func load(dir string, be kernels.Backend, bf16 bool) (*Model, error) {
 	h, err := hfconfig.Load(dir)

@@ -1,4 +1,6 @@
-// Command hone-train trains LoRA adapters on trajectory files. For now it has
-// one subcommand, init-model, which writes a randomly initialised tiny model
-// folder (see train/tinymodel) for tests and demos.
+// Command hone-train trains LoRA adapters: init-model writes a randomly
+// initialised tiny model folder (see train/tinymodel) for tests and demos,
+// sft imitates assistant turns (train/sft) and grpo trains on groups of
+// scored trajectories (train/rl). Both trainers keep the base weights as
+// float32 or, with --dtype bfloat16, as bfloat16, computing in float32.
 package main

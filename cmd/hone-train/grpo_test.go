@@ -110,6 +110,7 @@ func TestTrainUsage(t *testing.T) {
 		{"grpo", "--model", md, "--run", "x", "--norm", "constant", "--norm-constant", "0", in},
 		{"sft", "--model", md, "--run", "x", "--turns", "first", in},
 		{"sft", "--model", md, "--run", "x", "--lr-schedule", "linear", in},
+		{"grpo", "--model", md, "--run", "x", "--dtype", "int8", in},
 	} {
 		var out bytes.Buffer
 		err := cli.ExecuteCommand(context.Background(), newRootCmd(&out, &out), args)

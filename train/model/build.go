@@ -14,6 +14,18 @@ import (
 // weights zero too) and computing with be. Load and tinymodel fill it.
 func New(c Config, be kernels.Backend) (*Model, error) { return newModel(c, be, false) }
 
+// NewAs is New with the projection, embedding and lm_head matrices held as
+// dt says (zero either way).
+func NewAs(c Config, be kernels.Backend, dt WeightDType) (*Model, error) {
+	switch dt {
+	case DTypeFloat32:
+		return New(c, be)
+	case DTypeBFloat16:
+		return newModel(c, be, true)
+	}
+	return nil, fmt.Errorf("model: weight dtype %q: want float32 or bfloat16", dt)
+}
+
 // newModel is New, allocating the projection, embedding and lm_head
 // matrices as bfloat16 when bf16 is set.
 func newModel(c Config, be kernels.Backend, bf16 bool) (*Model, error) {

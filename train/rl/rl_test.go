@@ -488,3 +488,46 @@ func TestWatchCosineSpansScheduleSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestDTypeBFloat16: --dtype bfloat16 trains on bfloat16 base weights.
+// On a model stored as bf16 both dtypes hold the same values, so the first
+// step's loss, entropy and gradient norm agree up to summation order; on a
+// float32 model the rounding of the weights shows in the loss.
+func TestDTypeBFloat16(t *testing.T) {
+	for _, disk := range []string{"BF16", "F32"} {
+		t.Run(disk, func(t *testing.T) {
+			dir := t.TempDir()
+			md := filepath.Join(dir, "model")
+			if err := tinymodel.Write(context.Background(), md, tinymodel.Options{Family: "qwen3", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 3, DType: disk, InitStd: 0.1}, ref.New()); err != nil {
+				t.Fatal(err)
+			}
+			in := filepath.Join(dir, "a.parquet")
+			writeGroups(t, md, in, 2, 3, varied)
+			var first [2]map[string]float64
+			for i, dt := range []string{"float32", "bf16"} {
+				o := baseOptions(md, filepath.Join(dir, "adapters"), dt, in)
+				o.Steps, o.DType = 1, dt
+				var log bytes.Buffer
+				if err := Run(context.Background(), backend(t), o, &log); err != nil {
+					t.Fatalf("--dtype %s: %v\n%s", dt, err, log.String())
+				}
+				run := &checkpoint.Run{Dir: filepath.Join(dir, "adapters", dt)}
+				first[i] = readMetrics(t, run.Dir)[0]
+				cfg, err := run.ReadConfig(1)
+				if want := map[string]string{"float32": `"dtype": "float32"`, "bf16": `"dtype": "bfloat16"`}[dt]; err != nil || !strings.Contains(string(cfg), want) {
+					t.Errorf("--dtype %s: saved config lacks %s: %s %v", dt, want, cfg, err)
+				}
+			}
+			for _, k := range []string{"loss", "entropy", "grad_norm"} {
+				a, b := first[0][k], first[1][k]
+				rel := math.Abs(a-b) / math.Max(math.Abs(a), 1e-12)
+				switch {
+				case disk == "BF16" && rel > 1e-4:
+					t.Errorf("%s: float32 %g, bfloat16 %g (rel %.2g) on bf16 weights, want within 1e-4", k, a, b, rel)
+				case disk == "F32" && k == "loss" && a == b:
+					t.Errorf("loss %g with and without rounding the float32 weights to bf16", a)
+				}
+			}
+		})
+	}
+}

@@ -59,12 +59,18 @@ type Options struct {
 	BestMode   string `json:"best_mode"`
 
 	TemplateKwargs string `json:"chat_template_kwargs,omitempty"`
+
+	// DType is how the base model's matrices are held: "float32" or
+	// "bfloat16" (normalised by Validate). Configs saved before the flag
+	// existed have no "dtype" and mean float32.
+	DType string `json:"dtype"`
 }
 
 // AddFlags registers the shared flags with their defaults; lr is the job's
 // default learning rate.
 func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.StringVar(&o.Model, "model", "", "base model folder (config.json, safetensors, tokenizer, chat template)")
+	fs.StringVar(&o.DType, "dtype", string(model.DTypeFloat32), "base weights in memory: float32, or bfloat16 (half the memory; the same rounding as hone-serve --dtype bfloat16, so the trainer's logprobs match a bfloat16 sampler's; computes in float32)")
 	fs.StringVar(&o.Out, "out", "adapters", "folder holding run folders")
 	fs.StringVar(&o.Name, "run", "", "run name: checkpoints go to OUT/RUN/step-NNNNNN")
 	fs.BoolVar(&o.Resume, "resume", false, "continue the run from its latest checkpoint")
@@ -103,6 +109,14 @@ func (o *Options) Validate() error {
 	if o.Name == "" {
 		return fmt.Errorf("--run is required")
 	}
+	if o.DType == "" {
+		o.DType = string(model.DTypeFloat32)
+	}
+	dt, err := model.ParseWeightDType(o.DType)
+	if err != nil {
+		return fmt.Errorf("--%w", err)
+	}
+	o.DType = string(dt) // saved in one spelling, so resume compares names, not aliases
 	if o.BestMode != "max" && o.BestMode != "min" {
 		return fmt.Errorf("--best-mode %q: want max or min", o.BestMode)
 	}
@@ -169,7 +183,7 @@ func (e *Env) Close() {
 // (resume must be true when the run folder has one; config, the job's
 // options, must then equal the saved config) or starts a fresh adapter.
 func Setup(ctx context.Context, be kernels.Backend, o *Options, config any, resume bool, log io.Writer) (*Env, error) {
-	m, err := model.Load(o.Model, be)
+	m, err := model.LoadAs(o.Model, be, model.WeightDType(o.DType))
 	if err != nil {
 		return nil, err
 	}
@@ -252,11 +266,17 @@ func Setup(ctx context.Context, be kernels.Backend, o *Options, config any, resu
 
 // sameConfig compares two saved configs, ignoring "steps" and "epochs":
 // extending a run changes where it stops, not what each step does (a
-// cosine schedule is then stretched from the next step on).
+// cosine schedule is then stretched from the next step on). A config
+// without "dtype" was saved before the flag existed, with float32 weights.
 func sameConfig(a, b []byte) bool {
 	var x, y map[string]any
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false
+	}
+	for _, m := range []map[string]any{x, y} {
+		if _, ok := m["dtype"]; !ok {
+			m["dtype"] = string(model.DTypeFloat32)
+		}
 	}
 	for _, k := range []string{"steps", "epochs"} {
 		delete(x, k)

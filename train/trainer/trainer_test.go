@@ -3,13 +3,17 @@ package trainer
 import (
 	"context"
 	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/model"
 	"github.com/hone-rl/hone/train/tinymodel"
+	"github.com/spf13/pflag"
 )
 
 func TestSchedule(t *testing.T) {
@@ -191,5 +195,76 @@ func TestAdamWClipsGradNorm(t *testing.T) {
 	// First Adam step moves each parameter by lr·sign(g) (bias-corrected).
 	if d := ad.Layers[0][model.ModQ].B[0] - B[0]; math.Abs(float64(d)+0.1) > 1e-5 || o.Step != 1 {
 		t.Errorf("first update moved B by %v, step %d", d, o.Step)
+	}
+}
+
+// defaultOptions are the options with their flag defaults.
+func defaultOptions() Options {
+	var o Options
+	o.AddFlags(pflag.NewFlagSet("test", pflag.ContinueOnError), 1e-5)
+	return o
+}
+
+// TestSetupDType: --dtype picks how the base weights are held, aliases are
+// saved under one name, and an unknown dtype is refused naming the flag.
+func TestSetupDType(t *testing.T) {
+	dir := t.TempDir()
+	md := filepath.Join(dir, "model")
+	if err := tinymodel.Write(context.Background(), md, tinymodel.Options{Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1}, ref.New()); err != nil {
+		t.Fatal(err)
+	}
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	for _, tc := range []struct {
+		flag, saved string
+		bf16        bool
+	}{{"", "float32", false}, {"f32", "float32", false}, {"BF16", "bfloat16", true}, {"bfloat16", "bfloat16", true}} {
+		o := defaultOptions()
+		o.Model, o.Out, o.Name, o.DType = md, dir, "r"+tc.flag, tc.flag
+		if err := o.Validate(); err != nil {
+			t.Fatalf("--dtype %q: %v", tc.flag, err)
+		}
+		if o.DType != tc.saved {
+			t.Errorf("--dtype %q normalised to %q, want %q", tc.flag, o.DType, tc.saved)
+		}
+		env, err := Setup(context.Background(), be, &o, o, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := env.Model.Embed.BF16 != nil; got != tc.bf16 || env.Model.Blocks[0].Attn.Q.Weight.BF16 != nil != tc.bf16 {
+			t.Errorf("--dtype %q: bfloat16 matrices %v, want %v", tc.flag, got, tc.bf16)
+		}
+		env.Close()
+	}
+	o := defaultOptions()
+	o.Model, o.Name, o.DType = md, "x", "int8"
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--dtype") {
+		t.Errorf("--dtype int8: %v, want an error naming --dtype", err)
+	}
+}
+
+// TestSameConfigDType: a config saved before --dtype existed has no
+// "dtype" and means float32, so such runs resume with the default and
+// refuse bfloat16.
+func TestSameConfigDType(t *testing.T) {
+	old := []byte(`{"model": "m", "rank": 8}`)
+	for _, tc := range []struct {
+		now  string
+		same bool
+	}{
+		{`{"model": "m", "rank": 8, "dtype": "float32"}`, true},
+		{`{"model": "m", "rank": 8, "dtype": "bfloat16"}`, false},
+		{`{"model": "m", "rank": 4, "dtype": "float32"}`, false},
+		{`{"model": "m", "rank": 8, "dtype": "float32", "steps": 9}`, true},
+	} {
+		if got := sameConfig(old, []byte(tc.now)); got != tc.same {
+			t.Errorf("saved %s, now %s: same %v, want %v", old, tc.now, got, tc.same)
+		}
+		if got := sameConfig([]byte(tc.now), old); got != tc.same {
+			t.Errorf("saved %s, now %s: same %v, want %v", tc.now, old, got, tc.same)
+		}
 	}
 }

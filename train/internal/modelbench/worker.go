@@ -80,7 +80,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	ckpt := fs.Bool("checkpoint", false, "gradient checkpointing")
 	prompt := fs.Int("prompt", 16, "decode prompt tokens")
 	tokens := fs.Int("tokens", 16, "timed decode steps")
-	dt := fs.String("dtype", "f32", "decode weights: f32 or bf16")
+	dt := fs.String("dtype", "f32", "weights in memory: f32 or bf16 (computed in float32)")
 	prof := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -94,7 +94,13 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	defer be.Close()
-	m, err := model.New(c, be)
+	wdt, err := model.ParseWeightDType(*dt)
+	if err != nil {
+		return fmt.Errorf("--%w", err)
+	}
+	// Built in its dtype, as LoadBF16 would load it: no float32 copy of
+	// the weights ever exists, so the peak RSS is the dtype's own.
+	m, err := model.NewAs(c, be, wdt)
 	if err != nil {
 		return err
 	}
@@ -117,13 +123,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	case "train":
 		res, err = trainWorker(ctx, m, rng, *batch, *seq, *steps, *ckpt)
 	case "decode":
-		if *dt == "bf16" {
-			m.ToBF16()
-		} else if *dt != "f32" {
-			return fmt.Errorf("--dtype %q: want f32 or bf16", *dt)
-		}
 		res, err = decodeWorker(ctx, m, rng, *batch, *prompt, *tokens)
-		res.Dtype = *dt
 	default:
 		return fmt.Errorf("unknown worker %q (want train or decode)", kind)
 	}
@@ -131,6 +131,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	res.Shape = *shape
+	res.Dtype = *dt
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -142,6 +143,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 // fill gives the weights cheap deterministic values of a sensible scale
 // (the values do not matter for speed; norms get 1).
 func fill(m *model.Model) {
+	var buf [4096]float32
 	for _, t := range m.Tensors() {
 		if len(t.Shape) == 1 {
 			for i := range t.Values {
@@ -150,10 +152,21 @@ func fill(m *model.Model) {
 			continue
 		}
 		for i := range t.Values {
-			t.Values[i] = float32((i*7919)%2001-1000) * 3e-5
+			t.Values[i] = fillValue(i)
+		}
+		// A bfloat16 matrix gets the same values, rounded, through a small
+		// buffer: a float32 copy would be garbage the peak RSS counts.
+		for lo := 0; lo < len(t.Bits); lo += len(buf) {
+			f := buf[:min(len(buf), len(t.Bits)-lo)]
+			for i := range f {
+				f[i] = fillValue(lo + i)
+			}
+			kernels.ToBF16(t.Bits[lo:lo+len(f)], f)
 		}
 	}
 }
+
+func fillValue(i int) float32 { return float32((i*7919)%2001-1000) * 3e-5 }
 
 func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, steps int, ckpt bool) (workerResult, error) {
 	V := m.Config.Vocab

@@ -64,7 +64,8 @@ func SpareProc(workers int) int {
 type Backend struct {
 	name        string
 	gemm        sgemmFunc
-	splitGEMM   bool // see Options.SplitGEMM
+	gemmB16     sgemmB16Func // the same GEMM reading a bfloat16 B; nil: widen B first
+	splitGEMM   bool         // see Options.SplitGEMM
 	pool        *pool
 	minParallel int
 	lpRows      int
@@ -99,7 +100,11 @@ func New(o Options) (*Backend, error) {
 		split = name == "avx512" || name == "openblas" && openblasThreads() == 1
 	}
 	split = split && w > 1
-	return &Backend{name: "cpu/" + name, gemm: gemm, splitGEMM: split, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
+	var gemmB16 sgemmB16Func
+	if name == "avx512" {
+		gemmB16 = avx512B16
+	}
+	return &Backend{name: "cpu/" + name, gemm: gemm, gemmB16: gemmB16, splitGEMM: split, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
 }
 
 // pickGEMM resolves Options.GEMM. The default prefers the built-in AVX-512

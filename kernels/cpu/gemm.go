@@ -14,6 +14,9 @@ import (
 // Callers check sizes and quick-return on m = 0 or n = 0.
 type sgemmFunc func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
 
+// sgemmB16Func is an sgemmFunc whose b holds bfloat16 bits.
+type sgemmB16Func func(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
+
 func gonumSgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if k == 0 {
 		scaleC(m, n, beta, c, ldc)
@@ -49,6 +52,23 @@ func scaleC(m, n int, beta float32, c []float32, ldc int) {
 // single-threaded BLAS call on its own worker: every part re-packs the
 // shared operand, which costs about 1/(its rows) of its arithmetic.
 func (b *Backend) sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, bb []float32, ldb int, beta float32, c []float32, ldc int) {
+	b.sgemmParts(tA, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, ao, bo, co int) {
+		b.gemm(tA, tB, m, n, k, alpha, a[ao:], lda, bb[bo:], ldb, beta, c[co:], ldc)
+	})
+}
+
+// sgemmB16 is sgemm with a bfloat16 B, for backends whose GEMM reads one
+// (gemmB16 not nil).
+func (b *Backend) sgemmB16(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, bb []uint16, ldb int, beta float32, c []float32, ldc int) {
+	b.sgemmParts(tA, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, ao, bo, co int) {
+		b.gemmB16(tA, tB, m, n, k, alpha, a[ao:], lda, bb[bo:], ldb, beta, c[co:], ldc)
+	})
+}
+
+// sgemmParts runs a GEMM of C [m, n] as sgemm describes, calling part for
+// the whole product or for each block: its m×n elements of C start at
+// element offsets ao in a, bo in b and co in c.
+func (b *Backend) sgemmParts(tA, tB bool, m, n, k, lda, ldb int, beta float32, c []float32, ldc int, part func(m, n, ao, bo, co int)) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -57,7 +77,7 @@ func (b *Backend) sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, ld
 		return
 	}
 	if !b.splitGEMM || m*n*k < gemmSplitWork*b.minParallel || max(m, n) < 2*gemmSplitMin {
-		b.gemm(tA, tB, m, n, k, alpha, a, lda, bb, ldb, beta, c, ldc)
+		part(m, n, 0, 0, 0)
 		return
 	}
 	w := b.pool.workers
@@ -69,7 +89,7 @@ func (b *Backend) sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, ld
 			if tA {
 				ao = lo
 			}
-			b.gemm(tA, tB, hi-lo, n, k, alpha, a[ao:], lda, bb, ldb, beta, c[lo*ldc:], ldc)
+			part(hi-lo, n, ao, 0, lo*ldc)
 		})
 		return
 	}
@@ -80,7 +100,7 @@ func (b *Backend) sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, ld
 		if tB {
 			bo = lo * ldb
 		}
-		b.gemm(tA, tB, m, hi-lo, k, alpha, a, lda, bb[bo:], ldb, beta, c[lo:], ldc)
+		part(m, hi-lo, 0, bo, lo)
 	})
 }
 

@@ -41,9 +41,7 @@ static __thread float *packA, *packB;
 // GEMM with a narrow output; eight 8-wide loads and shuffles do it in ~24
 // vector operations.
 __attribute__((target("avx2")))
-static inline void tr8x8(const float *src, long lds, float *dst, long ldd) {
-	__m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds), r2 = _mm256_loadu_ps(src + 2 * lds), r3 = _mm256_loadu_ps(src + 3 * lds);
-	__m256 r4 = _mm256_loadu_ps(src + 4 * lds), r5 = _mm256_loadu_ps(src + 5 * lds), r6 = _mm256_loadu_ps(src + 6 * lds), r7 = _mm256_loadu_ps(src + 7 * lds);
+static inline void tr8x8_rows(__m256 r0, __m256 r1, __m256 r2, __m256 r3, __m256 r4, __m256 r5, __m256 r6, __m256 r7, float *dst, long ldd) {
 	__m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
 	__m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5), t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
 	__m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE), s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
@@ -56,6 +54,32 @@ static inline void tr8x8(const float *src, long lds, float *dst, long ldd) {
 	_mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(s1, s5, 0x31));
 	_mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(s2, s6, 0x31));
 	_mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+
+__attribute__((target("avx2")))
+static inline void tr8x8(const float *src, long lds, float *dst, long ldd) {
+	tr8x8_rows(_mm256_loadu_ps(src), _mm256_loadu_ps(src + lds), _mm256_loadu_ps(src + 2 * lds), _mm256_loadu_ps(src + 3 * lds),
+	           _mm256_loadu_ps(src + 4 * lds), _mm256_loadu_ps(src + 5 * lds), _mm256_loadu_ps(src + 6 * lds), _mm256_loadu_ps(src + 7 * lds), dst, ldd);
+}
+
+// widen8 loads 8 bfloat16 values as floats (the bits shifted into the high half).
+__attribute__((target("avx2")))
+static inline __m256 widen8(const uint16_t *p) {
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+
+static inline float bf16f(uint16_t h) {
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+// tr8x8_bf16 is tr8x8 reading bfloat16 rows.
+__attribute__((target("avx2")))
+static inline void tr8x8_bf16(const uint16_t *src, long lds, float *dst, long ldd) {
+	tr8x8_rows(widen8(src), widen8(src + lds), widen8(src + 2 * lds), widen8(src + 3 * lds),
+	           widen8(src + 4 * lds), widen8(src + 5 * lds), widen8(src + 6 * lds), widen8(src + 7 * lds), dst, ldd);
 }
 
 // pack_a: rows [i0, i0+mc) × cols [p0, p0+kc) of op(A) into MR-row panels [kc][MR].
@@ -80,25 +104,37 @@ static void pack_a(float *dst, const float *a, long lda, int tA, long i0, long m
 }
 
 // pack_b: rows [p0, p0+kc) × cols [j0, j0+nc) of op(B) into NR-column panels [kc][NR].
+// B is b, or, when b16 is not NULL, the bfloat16 matrix b16 (same layout),
+// widened as it is packed: the panels are those of the widened matrix, so
+// results are bit-identical to widening B first, without a float32 copy.
 __attribute__((target("avx2")))
-static void pack_b(float *dst, const float *b, long ldb, int tB, long p0, long kc, long j0, long nc) {
+static void pack_b(float *dst, const float *b, const uint16_t *b16, long ldb, int tB, long p0, long kc, long j0, long nc) {
 	for (long jr = 0; jr < nc; jr += NR) {
 		long nr = nc - jr < NR ? nc - jr : NR;
 		long p = 0;
 		if (tB && nr == NR) {
-			const float *src = b + (j0 + jr) * ldb + p0;
+			long off = (j0 + jr) * ldb + p0;
 			for (; p + 8 <= kc; p += 8)
-				for (int g = 0; g < NR; g += 8) tr8x8(src + g * ldb + p, ldb, dst + p * NR + g, NR);
+				for (int g = 0; g < NR; g += 8) {
+					if (b16)
+						tr8x8_bf16(b16 + off + g * ldb + p, ldb, dst + p * NR + g, NR);
+					else
+						tr8x8(b + off + g * ldb + p, ldb, dst + p * NR + g, NR);
+				}
 		}
 		for (; p < kc; p++) {
 			long pp = p0 + p;
 			if (!tB && nr == NR) {
-				memcpy(dst + p * NR, b + pp * ldb + j0 + jr, NR * sizeof(float));
+				long off = pp * ldb + j0 + jr;
+				if (b16)
+					for (int g = 0; g < NR; g += 8) _mm256_storeu_ps(dst + p * NR + g, widen8(b16 + off + g));
+				else
+					memcpy(dst + p * NR, b + off, NR * sizeof(float));
 				continue;
 			}
 			for (long j = 0; j < nr; j++) {
-				long jj = j0 + jr + j;
-				dst[p * NR + j] = tB ? b[jj * ldb + pp] : b[pp * ldb + jj];
+				long jj = j0 + jr + j, at = tB ? jj * ldb + pp : pp * ldb + jj;
+				dst[p * NR + j] = b16 ? bf16f(b16[at]) : b[at];
 			}
 			for (long j = nr; j < NR; j++) dst[p * NR + j] = 0;
 		}
@@ -156,20 +192,23 @@ static void kernel(long kc, const float *Ap, const float *Bp, float *c, long ldc
 static __thread float *swapT;
 static __thread long swapLen;
 
+// hone_sgemm_avx512 reads B from b, or, when b16 is not NULL, from the
+// bfloat16 matrix b16 (same layout and ldb), widened while packing.
 static void hone_sgemm_avx512(int tA, int tB, long m, long n, long k, float alpha, const float *a, long lda,
-                              const float *b, long ldb, float beta, float *c, long ldc) {
+                              const float *b, const uint16_t *b16, long ldb, float beta, float *c, long ldc) {
 	// A narrow C (LoRA's rank-r products: n = r, m in the thousands) would
 	// fill a quarter of each 32-wide tile. Computing Cᵀ = op(B)ᵀ·op(A)ᵀ
 	// instead puts the long side across the tiles, and op(A)'s big operand
-	// is then packed as B, with the vector transpose.
-	if (n < NR / 2 && m >= 4 * NR) {
+	// is then packed as B, with the vector transpose. (Not with a bfloat16
+	// B, which would become the A operand: weight products are wide.)
+	if (!b16 && n < NR / 2 && m >= 4 * NR) {
 		if (swapLen < m * n) {
 			free(swapT);
 			swapT = aligned_alloc(64, (size_t)m * n * sizeof(float));
 			if (!swapT) abort();
 			swapLen = m * n;
 		}
-		hone_sgemm_avx512(!tB, !tA, n, m, k, alpha, b, ldb, a, lda, 0, swapT, m);
+		hone_sgemm_avx512(!tB, !tA, n, m, k, alpha, b, ldb, a, NULL, lda, 0, swapT, m);
 		for (long i = 0; i < m; i++)
 			for (long j = 0; j < n; j++)
 				c[i * ldc + j] = beta == 0 ? swapT[j * m + i] : swapT[j * m + i] + beta * c[i * ldc + j];
@@ -189,7 +228,7 @@ static void hone_sgemm_avx512(int tA, int tB, long m, long n, long k, float alph
 		long nc = n - jc < NC ? n - jc : NC;
 		for (long pc = 0; pc < k; pc += KC) {
 			long kc = k - pc < KC ? k - pc : KC;
-			pack_b(packB, b, ldb, tB, pc, kc, jc, nc);
+			pack_b(packB, b, b16, ldb, tB, pc, kc, jc, nc);
 			for (long ic = 0; ic < m; ic += MC) {
 				long mc = m - ic < MC ? m - ic : MC;
 				pack_a(packA, a, lda, tA, ic, mc, pc, kc);
@@ -327,7 +366,7 @@ static void hone_logprob_grad(float *row, long n, float l, float dl, float de, f
 }
 #else
 static void hone_sgemm_avx512(int tA, int tB, long m, long n, long k, float alpha, const float *a, long lda,
-                              const float *b, long ldb, float beta, float *c, long ldc) { abort(); }
+                              const float *b, const uint16_t *b16, long ldb, float beta, float *c, long ldc) { abort(); }
 static void hone_swiglu_fwd(float *out, const float *gate, const float *up, long n) { abort(); }
 static void hone_swiglu_bwd(float *dgate, float *dup, const float *dout, const float *gate, const float *up, long n) { abort(); }
 static float hone_row_max(const float *x, long n) { abort(); }
@@ -340,8 +379,12 @@ import "C"
 
 import "unsafe"
 
-// avx512 is the built-in AVX-512 GEMM, nil when the CPU lacks AVX-512F.
-var avx512 sgemmFunc
+// avx512 is the built-in AVX-512 GEMM, nil when the CPU lacks AVX-512F;
+// avx512B16 is the same GEMM reading a bfloat16 B.
+var (
+	avx512    sgemmFunc
+	avx512B16 sgemmB16Func
+)
 
 // vec holds the AVX-512 element-wise kernels (all nil without AVX-512F):
 // the exp-heavy loops (SwiGLU, the vocabulary softmax) run ~5× faster than
@@ -361,7 +404,7 @@ func init() {
 	if C.hone_has_avx512() == 0 {
 		return
 	}
-	avx512 = avx512Sgemm
+	avx512, avx512B16 = avx512Sgemm, avx512SgemmB16
 	vec = vecKernels{
 		swigluFwd: func(out, gate, up []float32) {
 			if len(out) > 0 {
@@ -399,7 +442,14 @@ func fp(x []float32) *C.float { return (*C.float)(unsafe.Pointer(&x[0])) }
 // products over the workers). Slices are non-empty and k > 0.
 func avx512Sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	C.hone_sgemm_avx512(cbool(tA), cbool(tB), C.long(m), C.long(n), C.long(k), C.float(alpha),
-		(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), (*C.float)(unsafe.Pointer(&b[0])), C.long(ldb),
+		(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), (*C.float)(unsafe.Pointer(&b[0])), nil, C.long(ldb),
+		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc))
+}
+
+// avx512SgemmB16 is avx512Sgemm with a bfloat16 B, widened as it is packed.
+func avx512SgemmB16(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	C.hone_sgemm_avx512(cbool(tA), cbool(tB), C.long(m), C.long(n), C.long(k), C.float(alpha),
+		(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), nil, (*C.uint16_t)(unsafe.Pointer(&b[0])), C.long(ldb),
 		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc))
 }
 

@@ -3,7 +3,10 @@
 package cpu
 
 // avx512 needs cgo (C intrinsics): without it pickGEMM never offers it.
-var avx512 sgemmFunc
+var (
+	avx512    sgemmFunc
+	avx512B16 sgemmB16Func
+)
 
 // vec is empty without cgo: the element-wise ops use their Go loops.
 var vec vecKernels

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 )
 
@@ -20,7 +21,7 @@ func needAVX512(t testing.TB) {
 // The built-in GEMM against gonum on shapes around its blocking (MR 8, NR
 // 32, KC 256, MC 128, NC 4096), all transposes, strided operands, and
 // beta 0 (over NaN), 1 and 0.5; n < 16 with m ≥ 128 takes the swapped
-// (Cᵀ) path.
+// (Cᵀ) path. The bfloat16-B form must equal it on the widened B, bit for bit.
 func TestAVX512Sgemm(t *testing.T) {
 	needAVX512(t)
 	r := rand.New(rand.NewPCG(5, 6))
@@ -60,8 +61,29 @@ func TestAVX512Sgemm(t *testing.T) {
 							}
 							want[i] = got[i]
 						}
+						c0 := append([]float32(nil), got...)
 						avx512(tA, tB, m, n, k, 0.75, a, lda, b, ldb, beta, got, ldc)
 						gonumSgemm(tA, tB, m, n, k, 0.75, a, lda, b, ldb, beta, want, ldc)
+						// With B in bfloat16 the packed panels are those of the
+						// widened B: the same bits as the float32 GEMM of it.
+						b16, wide := make([]uint16, len(b)), make([]float32, len(b))
+						kernels.ToBF16(b16, b)
+						kernels.FromBF16(wide, b16)
+						got16, want16 := append([]float32(nil), c0...), append([]float32(nil), c0...)
+						avx512B16(tA, tB, m, n, k, 0.75, a, lda, b16, ldb, beta, got16, ldc)
+						avx512(tA, tB, m, n, k, 0.75, a, lda, wide, ldb, beta, want16, ldc)
+						// Except where float32 takes the swapped path and
+						// sums in another order (bf16 B never swaps).
+						swapped := n < 16 && m >= 128
+						for i := range got16 {
+							g, w := got16[i], want16[i]
+							if swapped && math.Abs(float64(g-w)) <= 1e-5*(1+math.Abs(float64(w))) {
+								continue
+							}
+							if math.Float32bits(g) != math.Float32bits(w) {
+								t.Fatalf("bf16 B: c[%d] = %g, the widened float32 B gives %g", i, g, w)
+							}
+						}
 						for i := 0; i < m; i++ {
 							for j := 0; j < ldc; j++ {
 								g, w := got[i*ldc+j], want[i*ldc+j]

@@ -140,8 +140,10 @@ const bf16Tile = 128
 // n < N, o < OC — the product x·wᵀ, the loop it must equal. For N ≤
 // fewRows the OC weight rows are split among the workers in blocks of
 // rowBlock and each worker runs f32Rows / bf16Rows (weights read once);
-// otherwise float32 weights go to sgemm directly and bfloat16 weights are
-// widened bf16Tile rows at a time into tile (nil: allocated) and fed to sgemm.
+// otherwise float32 weights go to sgemm directly, and bfloat16 weights to
+// the GEMM's bfloat16 form (widened as it packs them) or, for a GEMM
+// without one (OpenBLAS, gonum), widened bf16Tile rows at a time into tile
+// (nil: allocated) and fed to sgemm.
 func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile []float32, N, C, OC int) {
 	if N == 0 || OC == 0 {
 		return
@@ -166,6 +168,10 @@ func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile 
 	}
 	if w.f32 != nil {
 		b.sgemm(false, true, N, OC, C, 1, x, max(1, C), w.f32, max(1, C), 0, out, ldo)
+		return
+	}
+	if b.gemmB16 != nil {
+		b.sgemmB16(false, true, N, OC, C, 1, x, max(1, C), w.bf16, max(1, C), 0, out, ldo)
 		return
 	}
 	if len(tile) < bf16Tile*C {
@@ -216,7 +222,8 @@ func (b *Backend) LinearBackward(dinp, dweight, dbias, dout, inp, weight []float
 }
 
 // LinearBackwardBF16 accumulates dinp [N,C] += dout [N,OC]·weight [OC,C]
-// (bf16), widening bf16Tile weight rows at a time for sgemm.
+// (bf16): in one GEMM reading the bfloat16 weight where the backend's GEMM
+// can, otherwise widening bf16Tile weight rows at a time for sgemm.
 func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C, OC int) {
 	op := "LinearBackwardBF16"
 	kernels.NeedSizes(op, N, C, OC)
@@ -224,6 +231,10 @@ func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C
 	kernels.Need(op, "dout", len(dout), N*OC)
 	kernels.Need(op, "weight", len(weight), OC*C)
 	if N == 0 || C == 0 {
+		return
+	}
+	if b.gemmB16 != nil {
+		b.sgemmB16(false, false, N, C, OC, 1, dout, max(1, OC), weight, C, 1, dinp, C)
 		return
 	}
 	tp := b.buf(bf16Tile * C) // [bf16Tile, C] widened weight rows

@@ -169,8 +169,8 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 	zp := b.buf(R * chunk) // [R, chunk] logits block
 	defer b.release(zp)
 	z := *zp
-	var tile []float32 // [bf16Tile, C] widened bf16 rows
-	if w.bf16 != nil {
+	var tile []float32 // [bf16Tile, C] widened bf16 rows, for a GEMM without a bfloat16 form
+	if w.bf16 != nil && b.gemmB16 == nil {
 		tp := b.buf(bf16Tile * C)
 		defer b.release(tp)
 		tile = *tp
@@ -285,8 +285,11 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 	zp := b.buf(R * chunk) // [R, chunk] logits, then dz
 	defer b.release(zp)
 	z := *zp
+	// A GEMM with a bfloat16 form reads the bf16 rows directly; otherwise
+	// each chunk is widened once for its two products.
+	widenChunks := w.bf16 != nil && b.gemmB16 == nil
 	var wide []float32 // [chunk, C] widened bf16 rows of one chunk
-	if w.bf16 != nil {
+	if widenChunks {
 		wp := b.buf(chunk * C)
 		defer b.release(wp)
 		wide = *wp
@@ -295,12 +298,13 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 		nr := min(R, N-r0)
 		for v0 := 0; v0 < V; v0 += chunk {
 			cs := min(chunk, V-v0)
-			wc := w.rows(v0, v0+cs, C).f32
-			if wc == nil {
-				wc = wide[:cs*C]
-				b.widen(wc, w.bf16[v0*C:(v0+cs)*C])
+			wv := w.rows(v0, v0+cs, C)
+			if widenChunks {
+				wc := wide[:cs*C]
+				b.widen(wc, wv.bf16)
+				wv = weights{f32: wc}
 			}
-			b.linearNT(z, cs, hidden[r0*C:], weights{f32: wc}, nil, nr, C, cs)
+			b.linearNT(z, cs, hidden[r0*C:], wv, nil, nr, C, cs)
 			b.parallel(nr, cs, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					n := r0 + i
@@ -327,7 +331,11 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 					}
 				}
 			})
-			b.sgemm(false, false, nr, C, cs, 1, z, cs, wc, C, 1, dhidden[r0*C:], C)
+			if wv.f32 != nil {
+				b.sgemm(false, false, nr, C, cs, 1, z, cs, wv.f32, C, 1, dhidden[r0*C:], C)
+			} else {
+				b.sgemmB16(false, false, nr, C, cs, 1, z, cs, wv.bf16, C, 1, dhidden[r0*C:], C)
+			}
 			if dweight != nil {
 				b.sgemm(true, false, cs, C, nr, 1, z, cs, hidden[r0*C:], C, 1, dweight[v0*C:], C)
 			}

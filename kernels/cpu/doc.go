@@ -33,7 +33,9 @@
 // register tiles, float32 or bfloat16 weights widened in registers (C with
 // AVX-512 or AVX2 chosen once at start-up, plain Go without cgo) — decode is
 // memory bound, so half the bytes is nearly twice the speed. For more rows,
-// bfloat16 weight tiles are widened into a scratch buffer and fed to sgemm.
+// the built-in AVX-512 GEMM reads bfloat16 weights itself, widening them as
+// it packs its B panels; with OpenBLAS or gonum, bfloat16 weight tiles are
+// widened into a scratch buffer and fed to sgemm.
 //
 // Element-wise and row-wise ops (norms, RoPE, SwiGLU, softmax rows, AdamW)
 // are split over rows by a small worker pool owned by the Backend value

@@ -17,13 +17,11 @@ func New(c Config, be kernels.Backend) (*Model, error) { return newModel(c, be, 
 // NewAs is New with the projection, embedding and lm_head matrices held as
 // dt says (zero either way).
 func NewAs(c Config, be kernels.Backend, dt WeightDType) (*Model, error) {
-	switch dt {
-	case DTypeFloat32:
-		return New(c, be)
-	case DTypeBFloat16:
-		return newModel(c, be, true)
+	bf16, err := dt.isBF16()
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("model: weight dtype %q: want float32 or bfloat16", dt)
+	return newModel(c, be, bf16)
 }
 
 // newModel is New, allocating the projection, embedding and lm_head

@@ -71,15 +71,25 @@ func ParseWeightDType(s string) (WeightDType, error) {
 	return "", fmt.Errorf("dtype %q: want float32 or bfloat16", s)
 }
 
-// LoadAs is Load (float32) or LoadBF16 (bfloat16), as dt says.
-func LoadAs(dir string, be kernels.Backend, dt WeightDType) (*Model, error) {
+// isBF16 reports whether dt holds matrices as bfloat16, refusing a value
+// that is neither constant (ParseWeightDType gives only those).
+func (dt WeightDType) isBF16() (bool, error) {
 	switch dt {
 	case DTypeFloat32:
-		return Load(dir, be)
+		return false, nil
 	case DTypeBFloat16:
-		return LoadBF16(dir, be)
+		return true, nil
 	}
-	return nil, fmt.Errorf("model: weight dtype %q: want float32 or bfloat16", dt)
+	return false, fmt.Errorf("model: weight dtype %q: want float32 or bfloat16", dt)
+}
+
+// LoadAs is Load (float32) or LoadBF16 (bfloat16), as dt says.
+func LoadAs(dir string, be kernels.Backend, dt WeightDType) (*Model, error) {
+	bf16, err := dt.isBF16()
+	if err != nil {
+		return nil, err
+	}
+	return load(dir, be, bf16)
 }
 
 func load(dir string, be kernels.Backend, bf16 bool) (*Model, error) {

@@ -27,6 +27,13 @@ type KVCache struct {
 	mu   sync.Mutex
 	used int64 // bytes reserved
 	seqs map[int]*kvSeq
+
+	// Prefix caching (prefix.go): rows of finished sequences kept for
+	// later prompts that start with the same tokens.
+	keepLimit int64 // bytes of kept rows at most; 0: keep nothing
+	kept      []*keptRows
+	keptBytes int64
+	clock     int64 // use counter for least-recently-used eviction
 }
 
 type kvSeq struct {
@@ -86,8 +93,14 @@ func (c *KVCache) Reserve(seq, tokens int) error {
 		return fmt.Errorf("kv cache: sequence %d already reserved", seq)
 	}
 	b := int64(tokens) * c.TokenBytes()
-	if c.budget > 0 && c.used+b > c.budget {
-		return ErrCacheFull
+	if c.budget > 0 {
+		// Kept rows give way to live sequences, least recently used first.
+		for c.used+c.keptBytes+b > c.budget && len(c.kept) > 0 {
+			c.evictOldest()
+		}
+		if c.used+b > c.budget {
+			return ErrCacheFull
+		}
 	}
 	c.seqs[seq] = &kvSeq{capTokens: tokens, k: make([][]float32, c.layers), v: make([][]float32, c.layers)}
 	c.used += b

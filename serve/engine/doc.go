@@ -16,6 +16,11 @@
 //     step), prefix sharing for n > 1 (the prompt is prefilled once and its
 //     KV rows copied to the other n-1 sequences), cancellation through each
 //     request's context, and Shutdown that drains what is running.
+//   - Prefix caching (Config.PrefixCaching, prefix.go): a finished
+//     sequence's KV rows stay in the cache, and a later prompt under the
+//     same adapter that starts with their tokens prefills only the rest;
+//     kept rows fill the budget's spare room and are evicted, least
+//     recently used first, when new sequences need it.
 //   - Sampling: temperature, top_k, top_p, presence/frequency penalties,
 //     stop strings, stop token ids, max_tokens, raw-model logprobs and
 //     top_logprobs; a per-sequence PCG seeded from (seed, choice index), so

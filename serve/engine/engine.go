@@ -23,6 +23,10 @@ var (
 	ErrTooLarge  = errors.New("engine: request does not fit")
 )
 
+// DefaultKeepBytes caps the kept rows of prefix caching when the KV cache
+// has no budget: without one, nothing else would ever evict them.
+const DefaultKeepBytes = 1 << 30
+
 // Config sizes the engine.
 type Config struct {
 	MaxBatch     int   // sequences in the running batch (default 32)
@@ -35,6 +39,12 @@ type Config struct {
 	// running sequence, so that new arrivals do not stall the batch for a
 	// whole prefill.
 	PrefillTokens int
+	// PrefixCaching keeps the KV rows of finished sequences, and a prompt
+	// that starts with the tokens of kept rows under the same adapter
+	// prefills only the rest (prefix.go). Kept rows live in the KV budget
+	// and give way to new sequences; with no budget they are capped at
+	// DefaultKeepBytes.
+	PrefixCaching bool
 	EOS           []int32
 	Tokenizer     *tokenizer.Tokenizer // decodes generated text (stop strings)
 	Log           *slog.Logger
@@ -70,7 +80,18 @@ type Handle struct {
 	mu     sync.Mutex
 	events []Event
 	open   int // sequences not finished
+	cached int // prompt tokens whose KV rows came from the prefix cache
 	notify chan struct{}
+}
+
+// CachedTokens is the number of prompt tokens that were not prefilled
+// because their KV rows came from the prefix cache (OpenAI's
+// usage.prompt_tokens_details.cached_tokens). It is final once the request
+// has started, so by its first event.
+func (h *Handle) CachedTokens() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cached
 }
 
 func (h *Handle) push(ev Event) {
@@ -112,7 +133,10 @@ type Stats struct {
 	Steps                   int64
 	KVUsedBytes, KVBudget   int64
 	RequestsDone, Cancelled int64
-	StepSeconds             float64
+	// Prefix caching: prompt tokens looked up, those whose rows came from
+	// the cache, and the bytes of rows kept.
+	PrefixQueried, PrefixHit, PrefixKeptBytes int64
+	StepSeconds                               float64
 }
 
 type reqState struct {
@@ -127,6 +151,7 @@ type sequence struct {
 	rs      *reqState
 	choice  int
 	pending []int32 // tokens to feed at the next step
+	out     []int32 // tokens generated so far
 	leader  bool    // prefills the prompt for its siblings
 	waiting bool    // sibling waiting for the leader's prefill
 	smp     *sampler
@@ -160,6 +185,7 @@ type Engine struct {
 	logits  []float32 // the last step's logits, reused by the next (step only)
 
 	promptTokens, genTokens, steps, reqDone, cancelled atomic.Int64
+	prefixQueried, prefixHit                           atomic.Int64
 	stepNanos                                          atomic.Int64
 	nRunning, nQueued                                  atomic.Int64
 }
@@ -185,6 +211,13 @@ func New(m *model.Model, cfg Config) *Engine {
 	for _, id := range cfg.EOS {
 		e.eos[id] = true
 	}
+	if cfg.PrefixCaching {
+		keep := cfg.KVCacheBytes
+		if keep == 0 {
+			keep = DefaultKeepBytes
+		}
+		e.cache.SetKeep(keep)
+	}
 	go e.loop()
 	return e
 }
@@ -202,7 +235,8 @@ func (e *Engine) Stats() Stats {
 		PromptTokens: e.promptTokens.Load(), GenTokens: e.genTokens.Load(), Steps: e.steps.Load(),
 		KVUsedBytes: e.cache.Used(), KVBudget: e.cache.Budget(),
 		RequestsDone: e.reqDone.Load(), Cancelled: e.cancelled.Load(),
-		StepSeconds: float64(e.stepNanos.Load()) / 1e9,
+		StepSeconds:   float64(e.stepNanos.Load()) / 1e9,
+		PrefixQueried: e.prefixQueried.Load(), PrefixHit: e.prefixHit.Load(), PrefixKeptBytes: e.cache.Kept(),
 	}
 }
 
@@ -391,6 +425,12 @@ func (e *Engine) admit() {
 		if r.Params.MaxTokens == 0 {
 			tokens = len(r.Prompt) // nothing to generate; never stepped
 		}
+		// Matched before the reservations, which may evict kept rows: the
+		// match is then the most recently used, so the last to go.
+		var pm PrefixMatch
+		if e.cfg.PrefixCaching && r.Params.MaxTokens > 0 {
+			pm = e.cache.Match(r.Adapter, r.Prompt)
+		}
 		ids := make([]int, r.N)
 		ok := true
 		for i := range ids {
@@ -413,6 +453,17 @@ func (e *Engine) admit() {
 		e.mu.Unlock()
 
 		e.promptTokens.Add(int64(len(r.Prompt)))
+		cached := 0
+		if pm.N > 0 && e.cache.Seed(ids[0], pm) == nil {
+			cached = pm.N
+			rs.h.mu.Lock()
+			rs.h.cached = cached
+			rs.h.mu.Unlock()
+		}
+		if e.cfg.PrefixCaching && r.Params.MaxTokens > 0 {
+			e.prefixQueried.Add(int64(len(r.Prompt)))
+			e.prefixHit.Add(int64(cached))
+		}
 		rs.live = r.N
 		for i, id := range ids {
 			s := &sequence{id: id, rs: rs, choice: i, smp: newSampler(r.Params, i), dec: e.cfg.Tokenizer.NewStreamDecoder(r.Params.SkipSpecial)}
@@ -420,7 +471,7 @@ func (e *Engine) admit() {
 				s.cons = r.Constraint(i)
 			}
 			if i == 0 {
-				s.leader, s.pending = true, r.Prompt
+				s.leader, s.pending = true, r.Prompt[cached:]
 			} else {
 				s.waiting = true
 			}
@@ -597,6 +648,7 @@ func (e *Engine) emit(s *sequence, pk picked) {
 		}
 	}
 	s.gen++
+	s.out = append(s.out, id)
 	e.genTokens.Add(1)
 	ev := Event{Choice: s.choice, Token: id, Logprob: lp, Top: top}
 	stop := (e.eos[id] && !p.IgnoreEOS) || slices.Contains(p.StopIDs, id)
@@ -663,14 +715,19 @@ func holdBack(text string, stops []string) int {
 	return best
 }
 
-// finish ends s with its last event and frees its cache.
+// finish ends s with its last event and frees its cache rows, or keeps
+// them for prefix caching when s ended normally.
 func (e *Engine) finish(s *sequence, ev Event) {
 	if s.done {
 		return
 	}
 	s.done = true
 	ev.Choice = s.choice
-	e.cache.Free(s.id)
+	if e.cfg.PrefixCaching && ev.Err == nil {
+		e.cache.Keep(s.id, s.rs.r.Adapter, append(slices.Clip(s.rs.r.Prompt), s.out...))
+	} else {
+		e.cache.Free(s.id)
+	}
 	s.rs.live--
 	if s.rs.live == 0 {
 		e.reqDone.Add(1)

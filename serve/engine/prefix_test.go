@@ -1,0 +1,261 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/hone-rl/hone/train/model"
+)
+
+// sameOutput fails unless a and b picked the same tokens with logprobs
+// within 1e-4 relative (the reference backend computes rows one by one, so
+// a prefix from the cache and a fresh prefill agree to rounding).
+func sameOutput(t *testing.T, what string, a, b result) {
+	t.Helper()
+	if !slices.Equal(a.ids, b.ids) {
+		t.Fatalf("%s: tokens %v, want %v", what, b.ids, a.ids)
+	}
+	for i := range a.lps {
+		if d := math.Abs(float64(a.lps[i] - b.lps[i])); d > 1e-4*max(1, math.Abs(float64(a.lps[i]))) {
+			t.Fatalf("%s: token %d logprob %v, want %v", what, i, b.lps[i], a.lps[i])
+		}
+	}
+}
+
+// TestPrefixCacheMultiTurn: the second turn of a conversation (first
+// prompt, the reply, a new message) starts from the first turn's rows and
+// gives what a cold engine gives; a prompt that shares only part of them
+// copies that part, and the kept rows survive for the next.
+func TestPrefixCacheMultiTurn(t *testing.T) {
+	m, tok := tiny(t)
+	cold := New(m, Config{Tokenizer: tok})
+	defer cold.Shutdown(context.Background())
+	warm := New(m, Config{Tokenizer: tok, PrefixCaching: true})
+	defer warm.Shutdown(context.Background())
+	greedy := Params{MaxTokens: 6, Logprobs: true, IgnoreEOS: true}
+
+	turn1 := []int32{104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 10}
+	a := run(t, warm, &Request{Prompt: turn1, N: 1, Params: greedy})[0]
+	sameOutput(t, "turn 1", run(t, cold, &Request{Prompt: turn1, N: 1, Params: greedy})[0], a)
+	if st := warm.Stats(); st.PrefixQueried != int64(len(turn1)) || st.PrefixHit != 0 {
+		t.Fatalf("turn 1: %d queried, %d hit; want %d, 0", st.PrefixQueried, st.PrefixHit, len(turn1))
+	}
+	// The last generated token was never fed: the rows cover the prompt and
+	// all but the last reply token.
+	fed := len(turn1) + len(a.ids) - 1
+	if got, want := warm.Stats().PrefixKeptBytes, int64(fed)*warm.cache.TokenBytes(); got < want {
+		t.Fatalf("kept %d bytes after turn 1, want at least %d (%d rows)", got, want, fed)
+	}
+
+	turn2 := slices.Concat(turn1, a.ids, []int32{10, 63, 10})
+	b := run(t, warm, &Request{Prompt: turn2, N: 1, Params: greedy})[0]
+	sameOutput(t, "turn 2", run(t, cold, &Request{Prompt: turn2, N: 1, Params: greedy})[0], b)
+	if hit := warm.Stats().PrefixHit; hit != int64(fed) {
+		t.Fatalf("turn 2 reused %d rows, want %d", hit, fed)
+	}
+	// Turn 2's rows took over turn 1's (its tokens extend them): one entry.
+	if n := keptEntries(warm.cache); n != 1 {
+		t.Fatalf("%d kept entries after turn 2, want 1", n)
+	}
+
+	// A prompt sharing the first 5 tokens copies them; the longer rows stay.
+	branch := slices.Concat(turn1[:5], []int32{33, 33, 33})
+	hit := warm.Stats().PrefixHit
+	c := run(t, warm, &Request{Prompt: branch, N: 2, Params: greedy})
+	want := run(t, cold, &Request{Prompt: branch, N: 2, Params: greedy})
+	for i := range c {
+		sameOutput(t, "branch", want[i], c[i])
+	}
+	if got := warm.Stats().PrefixHit - hit; got != 5 {
+		t.Fatalf("branch reused %d rows, want 5", got)
+	}
+	turn3 := slices.Concat(turn2, b.ids, []int32{10})
+	hit = warm.Stats().PrefixHit
+	d := run(t, warm, &Request{Prompt: turn3, N: 1, Params: greedy})[0]
+	sameOutput(t, "turn 3", run(t, cold, &Request{Prompt: turn3, N: 1, Params: greedy})[0], d)
+	if got, want := warm.Stats().PrefixHit-hit, int64(len(turn2)+len(b.ids)-1); got != want {
+		t.Fatalf("turn 3 reused %d rows, want %d", got, want)
+	}
+	if st := cold.Stats(); st.PrefixQueried != 0 || st.PrefixKeptBytes != 0 {
+		t.Fatalf("without prefix caching: %d queried, %d bytes kept", st.PrefixQueried, st.PrefixKeptBytes)
+	}
+}
+
+// TestPrefixCacheAdapter: rows computed with one adapter never serve
+// another, nor the base model.
+func TestPrefixCacheAdapter(t *testing.T) {
+	m, tok := tiny(t)
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 4, Alpha: 8, Targets: []model.Module{model.ModQ, model.ModV}}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr != nil {
+				for i := range lr.B {
+					lr.B[i] = float32(i%7-3) * 0.05 // not the base model
+				}
+			}
+		}
+	}
+	cold := New(m, Config{Tokenizer: tok})
+	defer cold.Shutdown(context.Background())
+	warm := New(m, Config{Tokenizer: tok, PrefixCaching: true})
+	defer warm.Shutdown(context.Background())
+	greedy := Params{MaxTokens: 4, Logprobs: true, IgnoreEOS: true}
+	prompt := []int32{72, 105, 32, 116, 104, 101, 114, 101}
+	run(t, warm, &Request{Prompt: prompt, N: 1, Params: greedy})
+	base := run(t, cold, &Request{Prompt: prompt, N: 1, Params: greedy})[0]
+	got := run(t, warm, &Request{Prompt: prompt, N: 1, Params: greedy, Adapter: ad})[0]
+	sameOutput(t, "adapter", run(t, cold, &Request{Prompt: prompt, N: 1, Params: greedy, Adapter: ad})[0], got)
+	if hit := warm.Stats().PrefixHit; hit != 0 {
+		t.Fatalf("the adapter's request reused %d base-model rows", hit)
+	}
+	if slices.Equal(base.lps, got.lps) {
+		t.Fatal("the adapter gives the base model's logprobs; the test cannot tell them apart")
+	}
+	// The same prompt again under the adapter hits its own rows.
+	again := run(t, warm, &Request{Prompt: prompt, N: 1, Params: greedy, Adapter: ad})[0]
+	sameOutput(t, "adapter again", got, again)
+	if hit := warm.Stats().PrefixHit; hit != int64(len(prompt)-1) {
+		t.Fatalf("the repeated request reused %d rows, want %d", hit, len(prompt)-1)
+	}
+}
+
+// TestPrefixCacheBudget: kept rows give way to new sequences, so a budget
+// that holds one sequence still runs request after request; none of them
+// waits on rows nobody uses.
+func TestPrefixCacheBudget(t *testing.T) {
+	m, tok := tiny(t)
+	tb := NewKVCache(&m.Config, 0).TokenBytes()
+	e := New(m, Config{Tokenizer: tok, KVCacheBytes: 40 * tb, PrefixCaching: true})
+	defer e.Shutdown(context.Background())
+	p := Params{MaxTokens: 30, IgnoreEOS: true}
+	for i := range 4 {
+		prompt := []int32{int32(1 + i), 2, 3, 4}
+		if got := run(t, e, &Request{Prompt: prompt, N: 1, Params: p})[0]; len(got.ids) != 30 {
+			t.Fatalf("request %d: %d tokens, want 30", i, len(got.ids))
+		}
+		st := e.Stats()
+		if st.PrefixKeptBytes == 0 || st.KVUsedBytes+st.PrefixKeptBytes > 40*tb {
+			t.Fatalf("request %d: %d bytes reserved + %d kept, budget %d", i, st.KVUsedBytes, st.PrefixKeptBytes, 40*tb)
+		}
+	}
+	if n := keptEntries(e.cache); n != 1 {
+		t.Fatalf("%d kept entries under a one-sequence budget, want 1", n)
+	}
+}
+
+// TestKVCacheKeepSeed covers the cache's side: copy and take-over, stale
+// matches, redundant rows, and the keep limit.
+func TestKVCacheKeepSeed(t *testing.T) {
+	m, _ := tiny(t)
+	c := NewKVCache(&m.Config, 0)
+	c.SetKeep(64 * c.TokenBytes())
+	fill := func(seq, n int, base float32) {
+		t.Helper()
+		if err := c.Reserve(seq, n); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Grow(seq, n); err != nil {
+			t.Fatal(err)
+		}
+		for l := range m.Config.Layers {
+			k, v := c.KV(l, seq)
+			for i := range k {
+				k[i], v[i] = base+float32(i), -base-float32(i)
+			}
+		}
+	}
+	fill(1, 6, 100)
+	c.Keep(1, nil, []int32{1, 2, 3, 4, 5, 6, 7}) // 6 rows fed, the 7th token sampled
+	if c.Used() != 0 || c.Kept() != 6*c.TokenBytes() {
+		t.Fatalf("after Keep: %d reserved, %d kept; want 0 and 6 rows", c.Used(), c.Kept())
+	}
+	if pm := c.Match(nil, []int32{1, 2, 3, 4, 5, 6, 7, 8}); pm.N != 6 {
+		t.Fatalf("full match: %d tokens, want 6", pm.N)
+	}
+	if pm := c.Match(nil, []int32{1, 2, 3}); pm.N != 2 {
+		t.Fatalf("a prompt inside the rows: %d tokens, want 2 (the last is always fed)", pm.N)
+	}
+	if pm := c.Match(&model.Adapter{}, []int32{1, 2, 3, 4}); pm.N != 0 {
+		t.Fatalf("another adapter matched %d tokens", pm.N)
+	}
+
+	// A partial match copies; the kept rows stay.
+	if err := c.Reserve(2, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Seed(2, c.Match(nil, []int32{1, 2, 3, 9})); err != nil {
+		t.Fatal(err)
+	}
+	k1 := c.kept[0].kv.k[0]
+	k2, v2 := c.KV(0, 2)
+	if c.Len(2) != 3 || !slices.Equal(k2, k1[:len(k2)]) || v2[1] != -101 || len(c.kept) != 1 {
+		t.Fatalf("copied seed: len %d, %d entries kept", c.Len(2), len(c.kept))
+	}
+	// A full match takes the rows over.
+	if err := c.Reserve(3, 20); err != nil {
+		t.Fatal(err)
+	}
+	pm := c.Match(nil, []int32{1, 2, 3, 4, 5, 6, 7, 8})
+	if err := c.Seed(3, pm); err != nil {
+		t.Fatal(err)
+	}
+	if c.Len(3) != 6 || len(c.kept) != 0 || c.Kept() != 0 {
+		t.Fatalf("take-over: len %d, %d entries and %d bytes still kept", c.Len(3), len(c.kept), c.Kept())
+	}
+	if k, _ := c.KV(0, 3); k[5] != 105 {
+		t.Fatalf("take-over: row data %v", k[:6])
+	}
+	if err := c.Reserve(4, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Seed(4, pm); err == nil {
+		t.Fatal("seeding from rows already taken over succeeded")
+	}
+	// Growing a taken-over sequence keeps its rows.
+	if err := c.Grow(3, 14); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := c.KV(0, 3); k[5] != 105 {
+		t.Fatalf("after growing: row data %v", k[:6])
+	}
+
+	// Rows a kept entry already covers are not kept twice; longer rows
+	// replace the entries they extend.
+	c.Keep(2, nil, []int32{1, 2, 3})
+	c.Keep(3, nil, slices.Concat([]int32{1, 2, 3, 4, 5, 6, 7}, make([]int32, 13)))
+	if len(c.kept) != 1 || len(c.kept[0].tokens) != 20 {
+		t.Fatalf("%d entries kept, want the 20-row one only", len(c.kept))
+	}
+	fill(5, 3, 0)
+	c.Keep(5, nil, []int32{1, 2, 3})
+	if len(c.kept) != 1 {
+		t.Fatalf("rows covered by a kept entry were kept again (%d entries)", len(c.kept))
+	}
+	// Past the keep limit the least recently used go first: 20 + 10 + 40
+	// rows > 64 drops the 10-row entry, kept after the 20-row one but used
+	// before it.
+	fill(6, 10, 0)
+	c.Keep(6, nil, slices.Repeat([]int32{9}, 10))
+	c.Match(nil, []int32{1, 2, 3})
+	fill(7, 40, 0)
+	c.Keep(7, nil, make([]int32, 40))
+	if len(c.kept) != 2 || len(c.kept[0].tokens) != 20 || len(c.kept[1].tokens) != 40 || c.Kept() != 60*c.TokenBytes() {
+		t.Fatalf("keep limit: %d entries, %d bytes; want the 20- and 40-row ones", len(c.kept), c.Kept())
+	}
+	c.Free(4)
+	c.SetKeep(0)
+	if c.Used() != 0 || c.Kept() != 0 || len(c.kept) != 0 {
+		t.Fatalf("after freeing all and SetKeep(0): %d reserved, %d kept", c.Used(), c.Kept())
+	}
+}
+
+func keptEntries(c *KVCache) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.kept)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/serve/engine"
 )
 
 // The OpenAI wire shapes hone-serve reads and writes, with vLLM's extras
@@ -91,9 +92,15 @@ type completionRequest struct {
 }
 
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int                  `json:"prompt_tokens"`
+	CompletionTokens    int                  `json:"completion_tokens"`
+	TotalTokens         int                  `json:"total_tokens"`
+	PromptTokensDetails *promptTokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// promptTokensDetails is sent when prefix caching is on, as OpenAI does.
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 type topLogprob struct {
@@ -199,4 +206,14 @@ type apiError struct {
 
 type errorBody struct {
 	Error apiError `json:"error"`
+}
+
+// usage starts the usage of a request with prompt tokens: with prefix
+// caching on, it says how many of them came from the cache.
+func (s *Server) usage(h *engine.Handle, prompt int) usage {
+	u := usage{PromptTokens: prompt, TotalTokens: prompt}
+	if !s.o.DisablePrefixCaching {
+		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: h.CachedTokens()}
+	}
+	return u
 }

@@ -262,7 +262,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if req.ReturnTokenIDs {
 		resp.PromptTokenIDs = prompt
 	}
-	u := usage{PromptTokens: len(prompt)}
+	u := s.usage(h, len(prompt))
 	for i := range outs {
 		o := &outs[i]
 		u.CompletionTokens += len(o.ids)
@@ -424,7 +424,9 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 		}
 	}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		chunk(nil, &usage{PromptTokens: len(prompt), CompletionTokens: completion, TotalTokens: len(prompt) + completion}, false)
+		u := s.usage(h, len(prompt))
+		u.CompletionTokens, u.TotalTokens = completion, len(prompt)+completion
+		chunk(nil, &u, false)
 	}
 	sse.done()
 	return nil

@@ -110,7 +110,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 		return err
 	}
 	resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName}
-	u := usage{PromptTokens: len(prompt)}
+	u := s.usage(h, len(prompt))
 	promptText := s.tok.Decode(toInts(prompt), false)
 	for i := range outs {
 		o := &outs[i]
@@ -252,8 +252,9 @@ func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, re
 		}
 	}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName, Choices: []completionChoice{},
-			Usage: &usage{PromptTokens: len(prompt), CompletionTokens: completion, TotalTokens: len(prompt) + completion}})
+		u := s.usage(h, len(prompt))
+		u.CompletionTokens, u.TotalTokens = completion, len(prompt)+completion
+		sse.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName, Choices: []completionChoice{}, Usage: &u})
 	}
 	sse.done()
 	return nil

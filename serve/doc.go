@@ -31,6 +31,16 @@
 // Llama JSON), its arguments following the function's parameter schema when
 // constrain supports the schema.
 //
+// Prefix caching is on by default, as in vLLM (--no-enable-prefix-caching
+// turns it off): the KV rows of finished requests are kept within
+// --kv-cache-bytes, so the next turn of a conversation prefills only what
+// is new; usage.prompt_tokens_details.cached_tokens says how many prompt
+// tokens came from the cache, and /metrics counts them. As with chunked
+// prefill, a prompt computed partly from cached rows gets logprobs that
+// can differ from a cold run's in their last digits (the CPU GEMM over
+// fewer rows rounds differently); turn the cache off where repeated runs
+// must agree to the bit.
+//
 // Each response's model field names what answered: the base model's name
 // or "<run>@<step>". A request keeps the adapter it resolved at admission
 // even when a newer step is loaded meanwhile.

@@ -78,7 +78,10 @@ func (s *Server) writeMetrics(w io.Writer) {
 	gauge := func(name, help string, v any, typ string) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %v\n", name, help, name, typ, name, v)
 	}
-	gauge("hone_serve_prompt_tokens_total", "Prompt tokens prefilled.", st.PromptTokens, "counter")
+	gauge("hone_serve_prompt_tokens_total", "Prompt tokens of requests started (prefix cache hits included).", st.PromptTokens, "counter")
+	gauge("hone_serve_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", st.PrefixQueried, "counter")
+	gauge("hone_serve_prefix_cache_hits_total", "Prompt tokens whose KV rows came from the prefix cache instead of a prefill.", st.PrefixHit, "counter")
+	gauge("hone_serve_prefix_cache_kept_bytes", "KV cache bytes held by finished requests for prefix caching.", st.PrefixKeptBytes, "gauge")
 	gauge("hone_serve_generation_tokens_total", "Tokens generated.", st.GenTokens, "counter")
 	gauge("hone_serve_engine_steps_total", "Model steps run by the scheduler.", st.Steps, "counter")
 	gauge("hone_serve_engine_step_seconds_total", "Time spent in scheduler steps.", st.StepSeconds, "counter")

@@ -37,6 +37,10 @@ type Options struct {
 	RequestTimeout  time.Duration
 	DrainTimeout    time.Duration // how long shutdown waits for requests in flight
 	PollInterval    time.Duration // adapter folder polling
+	// DisablePrefixCaching turns off reusing the KV rows of finished
+	// requests for later prompts with the same beginning (on by default,
+	// as in vLLM).
+	DisablePrefixCaching bool
 
 	Log *slog.Logger
 	// Ready, when set, is called with the listening address once the
@@ -59,6 +63,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxQueue, "max-queue", 256, "requests waiting for the batch before new ones get 429")
 	fs.IntVar(&o.PrefillTokens, "prefill-tokens", 512, "prompt tokens fed per step, over all new requests (chunked prefill: running sequences keep decoding while long prompts load)")
 	fs.Int64Var(&o.KVCacheBytes, "kv-cache-bytes", 2<<30, "KV cache budget in bytes (0: unlimited)")
+	enable := fs.VarPF(negatedBool{&o.DisablePrefixCaching}, "enable-prefix-caching", "",
+		"keep the KV cache rows of finished requests and start later prompts that begin with the same tokens (same model or adapter step) from them: a multi-turn conversation prefills only its new turn. They stay within --kv-cache-bytes and give way to new requests, least recently used first")
+	enable.NoOptDefVal = "true"
+	fs.BoolVar(&o.DisablePrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off (the same as --enable-prefix-caching=false)")
 	fs.IntVar(&o.MaxAdapters, "max-adapters", 2, "adapter steps kept loaded per run (addressable as <run>@<step>)")
 	fs.IntVar(&o.MaxTokens, "max-tokens", 4096, "cap and default of max_tokens / max_completion_tokens")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
@@ -189,3 +197,26 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return nil
 }
+
+// negatedBool is a boolean flag that stores its negation, so that
+// --enable-prefix-caching (default true) can set a field whose zero value
+// means "on" for callers that build Options in code.
+type negatedBool struct{ p *bool }
+
+func (b negatedBool) String() string {
+	if b.p == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*b.p)
+}
+
+func (b negatedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.p = !v
+	return nil
+}
+
+func (b negatedBool) Type() string { return "bool" }

@@ -101,7 +101,8 @@ func NewServer(o Options, be kernels.Backend) (*Server, error) {
 		s.maxCtx = 1 << 20
 	}
 	s.eng = engine.New(m, engine.Config{
-		MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue, PrefillTokens: o.PrefillTokens, KVCacheBytes: o.KVCacheBytes, EOS: eos, Tokenizer: tok, Log: o.Log,
+		MaxBatch: o.MaxBatch, MaxQueue: o.MaxQueue, PrefillTokens: o.PrefillTokens, KVCacheBytes: o.KVCacheBytes,
+		PrefixCaching: !o.DisablePrefixCaching, EOS: eos, Tokenizer: tok, Log: o.Log,
 	})
 	if o.Adapters != "" {
 		s.reg = adapters.New(adapters.Options{Dir: o.Adapters, Config: &m.Config, MaxKeep: o.MaxAdapters, Log: o.Log})

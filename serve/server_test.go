@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -15,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/spf13/pflag"
 
 	"github.com/hone-rl/hone/kernels/ref"
 )
@@ -581,5 +584,81 @@ func TestDTypeBF16(t *testing.T) {
 	}
 	if _, err := NewServer(Options{Model: tinyDir(t), DType: "int4"}, ref.New()); err == nil || !strings.Contains(err.Error(), "--dtype") {
 		t.Fatalf("--dtype int4: %v", err)
+	}
+}
+
+// TestPrefixCacheChat: the second turn of a chat starts from the first
+// turn's KV rows (usage.prompt_tokens_details.cached_tokens, /metrics) and
+// answers what a server without prefix caching answers.
+func TestPrefixCacheChat(t *testing.T) {
+	warm := startServer(t, Options{Model: tinyDir(t)}, nil)
+	cold := startServer(t, Options{Model: tinyDir(t), DisablePrefixCaching: true}, nil)
+	ctx := context.Background()
+	turn := func(ts *testServer, p openai.ChatCompletionNewParams) *openai.ChatCompletion {
+		t.Helper()
+		r, err := ts.client.Chat.Completions.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	p := chatParams("tiny", 3, 8)
+	a, coldA := turn(warm, p), turn(cold, p)
+	if a.Choices[0].Message.Content != coldA.Choices[0].Message.Content {
+		t.Fatalf("turn 1: %q with prefix caching, %q without", a.Choices[0].Message.Content, coldA.Choices[0].Message.Content)
+	}
+	if a.Usage.PromptTokensDetails.CachedTokens != 0 || !a.Usage.PromptTokensDetails.JSON.CachedTokens.Valid() {
+		t.Fatalf("turn 1 usage %+v: want cached_tokens 0", a.Usage)
+	}
+	if coldA.Usage.JSON.PromptTokensDetails.Valid() {
+		t.Fatalf("without prefix caching usage has prompt_tokens_details: %s", coldA.Usage.RawJSON())
+	}
+	p.Messages = append(p.Messages, a.Choices[0].Message.ToParam(), openai.UserMessage("and then?"))
+	b, coldB := turn(warm, p), turn(cold, p)
+	if b.Choices[0].Message.Content != coldB.Choices[0].Message.Content {
+		t.Fatalf("turn 2: %q with prefix caching, %q without", b.Choices[0].Message.Content, coldB.Choices[0].Message.Content)
+	}
+	cached := b.Usage.PromptTokensDetails.CachedTokens
+	if cached < a.Usage.PromptTokens || cached >= b.Usage.PromptTokens {
+		t.Fatalf("turn 2 reused %d of %d prompt tokens, want at least turn 1's %d", cached, b.Usage.PromptTokens, a.Usage.PromptTokens)
+	}
+	_, m := warm.get(t, "/metrics")
+	for _, want := range []string{
+		fmt.Sprintf("hone_serve_prefix_cache_hits_total %d\n", cached),
+		fmt.Sprintf("hone_serve_prefix_cache_queries_total %d\n", a.Usage.PromptTokens+b.Usage.PromptTokens),
+	} {
+		if !strings.Contains(m, want) {
+			t.Fatalf("/metrics lacks %q:\n%s", want, m)
+		}
+	}
+}
+
+func TestPrefixCachingFlags(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		disable bool
+	}{
+		{nil, false},
+		{[]string{"--enable-prefix-caching"}, false},
+		{[]string{"--enable-prefix-caching=false"}, true},
+		{[]string{"--no-enable-prefix-caching"}, true},
+		{[]string{"--enable-prefix-caching=true"}, false},
+	} {
+		var o Options
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if o.DisablePrefixCaching != c.disable {
+			t.Errorf("%v: DisablePrefixCaching %v, want %v", c.args, o.DisablePrefixCaching, c.disable)
+		}
+	}
+	var o Options
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--enable-prefix-caching=maybe"}); err == nil {
+		t.Fatal("--enable-prefix-caching=maybe parsed")
 	}
 }

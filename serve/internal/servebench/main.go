@@ -5,7 +5,9 @@
 // bench-decode, run by /usr/bin/python3 as a child process after the Hone
 // measurements, with batch = the stream count, float32 like Hone's served
 // weights, torch.set_num_threads(2), the same BLAS environment and
-// OMP_WAIT_POLICY=PASSIVE unless set).
+// OMP_WAIT_POLICY=PASSIVE unless set). Then (--turns) it times one
+// multi-turn conversation, each turn's prompt the whole conversation so
+// far, on hone-serve with its prefix cache off and on: TTFT per turn.
 //
 // The model must have one of reference.py's bench shapes (or pass
 // --torch=false); write them with `hone-train init-model`:
@@ -38,6 +40,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -58,6 +61,8 @@ type options struct {
 	batch   int
 	dtype   string
 	cpuprof string
+	turns   int // multi-turn conversation: turns (0: skip)
+	turnNew int // new prompt tokens each turn adds
 
 	torch        bool
 	python       string
@@ -76,6 +81,8 @@ func main() {
 	fs.IntVar(&o.batch, "max-batch", 32, "server batch size")
 	fs.StringVar(&o.dtype, "dtype", "float32", "hone-serve's --dtype: weights in memory as float32 or bfloat16 (PyTorch's reference stays float32)")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the measured Hone runs to this file")
+	fs.IntVar(&o.turns, "turns", 6, "then time one conversation of this many turns with hone-serve's prefix cache off and on (0: skip)")
+	fs.IntVar(&o.turnNew, "turn-tokens", 64, "new prompt tokens each turn of the conversation adds after the reply")
 	fs.BoolVar(&o.torch, "torch", true, "also time reference.py's PyTorch KV-cache decode of the same shape")
 	fs.StringVar(&o.python, "python", "/usr/bin/python3", "interpreter with torch")
 	fs.StringVar(&o.reference, "reference", "", "path of reference.py (default: found from the working directory)")
@@ -107,6 +114,7 @@ func main() {
 type streamResult struct {
 	ttft, total time.Duration
 	tokens      int
+	ids         []int32 // the generated tokens
 }
 
 // row is one contender's figures at one stream count.
@@ -129,9 +137,9 @@ func run(ctx context.Context, o options, w io.Writer) error {
 		return err
 	}
 	defer be.Close()
-	so := serve.Options{Model: o.model, DType: o.dtype, MaxBatch: o.batch, MaxQueue: 1024, KVCacheBytes: 0, MaxTokens: o.tokens,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	s, err := serve.NewServer(so, be)
+	// Prefix caching off: the streams' random byte prompts often share
+	// their first tokens, and the prefill is what is compared with PyTorch.
+	s, err := newServer(o, be, false)
 	if err != nil {
 		return err
 	}
@@ -156,6 +164,12 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	rows, err := measureHone(ctx, o, s, w)
 	if err != nil {
 		return err
+	}
+	s = nil // its model is garbage before measureTurns loads two more
+	if o.turns > 0 {
+		if err := measureTurns(ctx, o, be, w); err != nil {
+			return err
+		}
 	}
 	if o.torch {
 		for _, n := range o.streams {
@@ -210,18 +224,92 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	return nil
 }
 
-// measureHone serves s on a loopback port and runs each stream count
-// against it.
-func measureHone(ctx context.Context, o options, s *serve.Server, w io.Writer) ([]row, error) {
+// newServer loads o.model into a server. Prefix caching stays off unless
+// asked for: the streams' random byte prompts often share their first
+// tokens, and the prefill is what is compared with PyTorch.
+func newServer(o options, be *cpu.Backend, prefixCaching bool) (*serve.Server, error) {
+	so := serve.Options{Model: o.model, DType: o.dtype, MaxBatch: o.batch, MaxQueue: 1024, KVCacheBytes: 0, MaxTokens: o.tokens,
+		DisablePrefixCaching: !prefixCaching, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return serve.NewServer(so, be)
+}
+
+// listen serves s on a loopback port; stop shuts it down.
+func listen(s *serve.Server) (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(sctx, ln) }()
-	defer func() { cancel(); <-done }()
-	url := "http://" + ln.Addr().String() + "/v1/completions"
+	return "http://" + ln.Addr().String() + "/v1/completions", func() { cancel(); <-done }, nil
+}
+
+// measureTurns times one conversation of o.turns turns, the same on a
+// server with prefix caching off and on: each turn's prompt is the last
+// prompt, its reply and o.turnNew new tokens, so without the cache every
+// turn prefills the whole conversation again.
+func measureTurns(ctx context.Context, o options, be *cpu.Backend, w io.Writer) error {
+	fmt.Fprintf(w, "\nmulti-turn conversation: %d-token first prompt, each turn adds its %d-token reply and %d new tokens\n",
+		o.prompt, o.tokens, o.turnNew)
+	var ttft [2][]float64
+	var promptLen []int
+	var hit int64
+	for i, caching := range []bool{false, true} {
+		s, err := newServer(o, be, caching)
+		if err != nil {
+			return err
+		}
+		url, stop, err := listen(s)
+		if err != nil {
+			return err
+		}
+		vocab := s.Engine().Model().Config.Vocab
+		// A warm-up request first, as measureHone makes; its prompt shares
+		// no first token with the conversation's (token 0 against ≥ 1).
+		if _, err := stream(ctx, url, make([]int32, o.prompt), o.tokens); err != nil {
+			stop()
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		prompt := promptIDs(1<<20, o.prompt, vocab)
+		prompt[0] = max(prompt[0], 1)
+		for t := range o.turns {
+			r, err := stream(ctx, url, prompt, o.tokens)
+			if err != nil {
+				stop()
+				return fmt.Errorf("turn %d: %w", t+1, err)
+			}
+			ttft[i] = append(ttft[i], r.ttft.Seconds()*1000)
+			if i == 0 {
+				promptLen = append(promptLen, len(prompt))
+			}
+			prompt = slices.Concat(prompt, r.ids, promptIDs(1<<20+uint64(t)+1, o.turnNew, vocab))
+		}
+		if caching {
+			hit = s.Engine().Stats().PrefixHit
+		}
+		stop()
+	}
+	fmt.Fprintf(w, "%6s %14s %16s %16s %10s\n", "turn", "prompt_tokens", "ttft_ms_nocache", "ttft_ms_cache", "ratio")
+	var sum [2]float64
+	for t := range ttft[0] {
+		sum[0] += ttft[0][t]
+		sum[1] += ttft[1][t]
+		fmt.Fprintf(w, "%6d %14d %16.1f %16.1f %10.2f\n", t+1, promptLen[t], ttft[0][t], ttft[1][t], ttft[0][t]/ttft[1][t])
+	}
+	fmt.Fprintf(w, "prefix cache: %d prompt tokens reused; TTFT summed over turns %.0f ms without, %.0f ms with (%.2fx)\n",
+		hit, sum[0], sum[1], sum[0]/sum[1])
+	return nil
+}
+
+// measureHone serves s on a loopback port and runs each stream count
+// against it.
+func measureHone(ctx context.Context, o options, s *serve.Server, w io.Writer) ([]row, error) {
+	url, stop, err := listen(s)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
 	vocab := s.Engine().Model().Config.Vocab
 
 	// One warm-up stream.
@@ -339,6 +427,7 @@ func stream(ctx context.Context, url string, prompt []int32, tokens int) (stream
 				r.ttft = time.Since(t0)
 			}
 			r.tokens += len(c.TokenIDs)
+			r.ids = append(r.ids, c.TokenIDs...)
 		}
 	}
 	r.total = time.Since(t0)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -29,6 +31,34 @@ func TestRunHoneOnly(t *testing.T) {
 	}
 	if rows != 2 || !strings.Contains(out.String(), "hone: aggregate at 4 streams") {
 		t.Fatalf("want 2 hone rows and the ratio line:\n%s", out.String())
+	}
+}
+
+// TestMeasureTurns: the conversation is timed with the prefix cache off
+// and on, and with it on every turn after the first reuses the whole of
+// the turn before (its prompt and all but the last reply token).
+func TestMeasureTurns(t *testing.T) {
+	be, err := cpu.New(cpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	var out strings.Builder
+	o := options{model: filepath.Join("..", "..", "testdata", "tiny"), tokens: 4, prompt: 8, batch: 8, turns: 3, turnNew: 5}
+	if err := measureTurns(context.Background(), o, be, &out); err != nil {
+		t.Fatal(err)
+	}
+	// Prompts of 8, 8+4+5 = 17 and 26 tokens: turns 2 and 3 reuse 8+4−1
+	// and 17+4−1 rows.
+	want := fmt.Sprintf("prefix cache: %d prompt tokens reused", (8+4-1)+(17+4-1))
+	rows := 0
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) == 5 && (f[0] == "1" || f[0] == "2" || f[0] == "3") {
+			rows++
+		}
+	}
+	if rows != 3 || !strings.Contains(out.String(), want) {
+		t.Fatalf("want 3 turn rows and %q:\n%s", want, out.String())
 	}
 }
 

@@ -149,6 +149,13 @@ done
 log "7/7 evaluation after RL"
 evaluate rl "rl@$ROUNDS"
 
+# The server's counters, kept with the run: how much prompt prefill the
+# prefix cache saved over the multi-turn episodes.
+if curl -fsS "http://127.0.0.1:$port/metrics" >"$OUT"/serve-metrics.txt 2>/dev/null; then
+	log "    hone-serve: $(awk '$1 == "hone_serve_prefix_cache_hits_total" {h = $2} $1 == "hone_serve_prefix_cache_queries_total" {q = $2}
+		END {printf "%d of %d prompt tokens came from the prefix cache", h, q}' "$OUT"/serve-metrics.txt)"
+fi
+
 jq -s --argjson seed "$SEED" --arg split "$EVAL_SPLIT" --argjson secs $(($(date +%s) - start)) \
 	'{seed: $seed, split: $split, wall_seconds: $secs, results: .}' \
 	"$OUT"/eval/base-T0.json "$OUT"/eval/base-T1.json "$OUT"/eval/warmup-T0.json \

@@ -59,6 +59,7 @@ var known = []struct{ key, title, ylabel string }{
 	{"clip_frac", "Clip fraction", "fraction of tokens"},
 	{"lr", "Learning rate", "lr"},
 	{"ratio_mean", "Importance ratio mean", "π/π_old"},
+	{"sampler_logp_diff_mean", "Trainer − sampler logprob gap (mean |Δ|)", "nats / token"},
 }
 
 // otherTitles names the trainer's bookkeeping series; anything else is

@@ -61,7 +61,7 @@ func BenchmarkGRPOStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	opt := trainer.NewAdamW(ad, kernels.DefaultAdamW(1e-3), 1)
-	job := &trainer.Job{MicroBatches: mbs, Loss: lossFunc(grpo.DefaultConfig(), tot)}
+	job := &trainer.Job{MicroBatches: mbs, Loss: lossFunc(grpo.DefaultConfig(), tot, samplerTokens(exs))}
 	tokens := 0
 	for _, mb := range mbs {
 		tokens += len(mb.Batch.IDs)

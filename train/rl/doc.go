@@ -18,6 +18,14 @@
 // "nothing to train" with those counts; it still counts as a step (its
 // checkpoint holds the unchanged adapter) but takes no optimizer update.
 //
+// Besides the loss terms (loss, policy_loss, kl, clip_frac, ratio_mean) a
+// step reports sampler_logp_diff_mean and sampler_logp_diff_max: how far
+// the trainer's logprobs of the sampled tokens are from the sampler's,
+// |ℓ_θ − ℓ_sampler| over the tokens whose sampling logprob is known (TRL
+// logs the same gap). When the step starts from the weights that sampled,
+// this is the mismatch between the two engines: float32 hone-serve under
+// a float32 trainer, or bfloat16 weights on one side only.
+//
 // Incremental mode (Options.WatchDir): train on exactly the *.parquet files
 // of a folder that the run's manifest does not list as consumed (by
 // sha256), holding the run's flock; with nothing new it reports so and

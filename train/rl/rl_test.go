@@ -204,7 +204,7 @@ func TestGradientCheckThroughModel(t *testing.T) {
 					}
 				}
 			}
-			job := &trainer.Job{MicroBatches: mbs, Loss: lossFunc(cfg, tot), NeedRef: cfg.Beta > 0}
+			job := &trainer.Job{MicroBatches: mbs, Loss: lossFunc(cfg, tot, samplerTokens(exs)), NeedRef: cfg.Beta > 0}
 			ctx := context.Background()
 			if _, err := trainer.Accumulate(ctx, m, ad, job, model.TrainOptions{}); err != nil {
 				t.Fatal(err)
@@ -529,5 +529,90 @@ func TestDTypeBFloat16(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSamplerGapMetrics: over a step of several micro-batches,
+// sampler_logp_diff_mean and _max are the mean and max of
+// |ℓ_θ − ℓ_sampler| over the tokens whose sampling logprob is known.
+func TestSamplerGapMetrics(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	in := filepath.Join(dir, "g.parquet")
+	writeGroups(t, md, in, 2, 3, varied)
+	m, err := model.Load(md, backend(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := layout.LoadModel(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := loadGroups(context.Background(), text, []string{in}, layout.Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exs, _, skip := batch(gs, []int{0, 1}, grpo.ScaleGroup)
+	if skip != "" {
+		t.Fatal(skip)
+	}
+	// Forget the sampling logprob of every third trainable token.
+	k := 0
+	for _, e := range exs {
+		for _, sq := range e.Seqs {
+			for j := 1; j < len(sq.Trainable); j++ {
+				if sq.Trainable[j] {
+					if k%3 == 0 {
+						sq.Logprobs[j] = float32(math.NaN())
+					}
+					k++
+				}
+			}
+		}
+	}
+	known := samplerTokens(exs)
+	if known == 0 || known == k {
+		t.Fatalf("%d of %d tokens known; the test needs some of each", known, k)
+	}
+	tot := grpo.Totals{Items: len(exs)}
+	for i := range exs {
+		tot.Tokens += exs[i].Trainable()
+	}
+	mbs, err := trainer.Pack(exs, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mbs) < 2 {
+		t.Fatalf("want several micro-batches, got %d", len(mbs))
+	}
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 4, Targets: model.AllModules()}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The independent count: every token's gap, seen through the loss.
+	var sum, worst float64
+	n := 0
+	inner := lossFunc(grpo.DefaultConfig(), tot, known)
+	wrap := func(mb *trainer.MicroBatch, out trainer.Outputs) (map[string]float64, []float64, error) {
+		for i, lp := range mb.Sampler {
+			if !math.IsNaN(float64(lp)) {
+				d := math.Abs(float64(out.Logprob[i]) - float64(lp))
+				sum, worst, n = sum+d, max(worst, d), n+1
+			}
+		}
+		return inner(mb, out)
+	}
+	s, err := trainer.Accumulate(context.Background(), m, ad, &trainer.Job{MicroBatches: mbs, Loss: wrap}, model.TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != known || worst == 0 {
+		t.Fatalf("saw %d known tokens (want %d), max gap %v", n, known, worst)
+	}
+	if got, want := s["sampler_logp_diff_mean"], sum/float64(n); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("sampler_logp_diff_mean %v, want %v", got, want)
+	}
+	if got := s["sampler_logp_diff_max"]; got != worst {
+		t.Errorf("sampler_logp_diff_max %v, want %v (the max over micro-batches, not their sum)", got, worst)
 	}
 }

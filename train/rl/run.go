@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/kernels"
@@ -137,14 +138,36 @@ func train(ctx context.Context, env *trainer.Env, o Options, files []string, sta
 			return nil, err
 		}
 		job.MicroBatches = mbs
-		job.Loss = lossFunc(o.Loss, tot)
+		job.Loss = lossFunc(o.Loss, tot, samplerTokens(exs))
 		return job, nil
 	}
 	return loop.Run(ctx, env.Done, end)
 }
 
-// lossFunc adapts grpo.Loss to a micro-batch.
-func lossFunc(c grpo.Config, tot grpo.Totals) trainer.LossFunc {
+// samplerTokens counts the trainable tokens of exs whose sampling logprob
+// is known.
+func samplerTokens(exs []trainer.Example) int {
+	n := 0
+	for _, e := range exs {
+		for _, sq := range e.Seqs {
+			for j := 1; j < len(sq.Trainable); j++ {
+				if sq.Trainable[j] && !math.IsNaN(float64(sq.Logprobs[j])) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// lossFunc adapts grpo.Loss to a micro-batch. Besides the loss terms it
+// reports how far the trainer's logprobs of the sampled tokens are from
+// the sampler's (sampled tokens with known logprobs, known of them in the
+// step): |ℓ_θ − ℓ_sampler|, mean and max. Before any update of the
+// sampling weights that gap is the mismatch between the two engines (a
+// bfloat16 server under a float32 trainer shows here); after, it adds how
+// far the policy has moved since sampling.
+func lossFunc(c grpo.Config, tot grpo.Totals, known int) trainer.LossFunc {
 	return func(mb *trainer.MicroBatch, out trainer.Outputs) (map[string]float64, []float64, error) {
 		tk := grpo.Tokens{
 			Logprob: out.Logprob, Old: mb.Sampler, Ref: out.Ref,
@@ -160,10 +183,23 @@ func lossFunc(c grpo.Config, tot grpo.Totals) trainer.LossFunc {
 		if err != nil {
 			return nil, nil, err
 		}
-		return map[string]float64{
+		sums := map[string]float64{
 			"loss": terms.Loss, "policy_loss": terms.Policy, "kl": terms.KL,
 			"clip_frac":  float64(terms.Clipped) / float64(tot.Tokens),
 			"ratio_mean": terms.Ratio / float64(tot.Tokens),
-		}, grad, nil
+		}
+		if known > 0 {
+			var sum, worst float64
+			for i, lp := range mb.Sampler {
+				if !math.IsNaN(float64(lp)) {
+					d := math.Abs(float64(out.Logprob[i]) - float64(lp))
+					sum += d
+					worst = max(worst, d)
+				}
+			}
+			sums["sampler_logp_diff_mean"] = sum / float64(known)
+			sums["sampler_logp_diff_max"] = worst
+		}
+		return sums, grad, nil
 	}
 }

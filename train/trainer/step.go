@@ -3,6 +3,7 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hone-rl/hone/train/model"
 )
@@ -66,7 +67,11 @@ func Accumulate(ctx context.Context, m *model.Model, ad *model.Adapter, job *Job
 			return nil, fmt.Errorf("micro-batch %d: loss gave %d gradients for %d tokens", k, len(grad), len(mb.Pos))
 		}
 		for key, v := range s {
-			sums[key] += v
+			if old, ok := sums[key]; ok && strings.HasSuffix(key, "_max") {
+				sums[key] = max(old, v)
+			} else {
+				sums[key] += v
+			}
 		}
 		for _, e := range out.Entropy {
 			sums["entropy_sum"] += float64(e)

@@ -34,7 +34,8 @@
 // Prefix caching is on by default, as in vLLM (--no-enable-prefix-caching
 // turns it off): the KV rows of finished requests are kept within
 // --kv-cache-bytes, so the next turn of a conversation prefills only what
-// is new; usage.prompt_tokens_details.cached_tokens says how many prompt
+// is new, and requests that arrive together with the same beginning
+// prefill it once; usage.prompt_tokens_details.cached_tokens says how many prompt
 // tokens came from the cache, and /metrics counts them. As with chunked
 // prefill, a prompt computed partly from cached rows gets logprobs that
 // can differ from a cold run's in their last digits (the CPU GEMM over

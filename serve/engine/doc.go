@@ -20,7 +20,10 @@
 //     sequence's KV rows stay in the cache, and a later prompt under the
 //     same adapter that starts with their tokens prefills only the rest;
 //     kept rows fill the budget's spare room and are evicted, least
-//     recently used first, when new sequences need it.
+//     recently used first, when new sequences need it. A request admitted
+//     while another still prefills a prompt sharing at least 16 tokens
+//     with its own waits for those rows and copies them, so a GRPO
+//     group's episodes, each its own request, prefill their prompt once.
 //   - Sampling: temperature, top_k, top_p, presence/frequency penalties,
 //     stop strings, stop token ids, max_tokens, raw-model logprobs and
 //     top_logprobs; a per-sequence PCG seeded from (seed, choice index), so

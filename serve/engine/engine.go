@@ -153,14 +153,20 @@ type sequence struct {
 	pending []int32 // tokens to feed at the next step
 	out     []int32 // tokens generated so far
 	leader  bool    // prefills the prompt for its siblings
-	waiting bool    // sibling waiting for the leader's prefill
-	smp     *sampler
-	cons    Constraint
-	gen     int
-	dec     *tokenizer.StreamDecoder
-	text    strings.Builder // generated text so far (for stop strings)
-	sent    int             // bytes of text handed out
-	done    bool
+	waiting bool    // sibling waiting for the leader's prefill, or a leader for another's (await)
+	// Prefix caching across requests in flight: this leader waits for
+	// await's prompt to be prefilled and starts from its first awaitN rows;
+	// deps are the leaders waiting so on this one.
+	await  *sequence
+	awaitN int
+	deps   []*sequence
+	smp    *sampler
+	cons   Constraint
+	gen    int
+	dec    *tokenizer.StreamDecoder
+	text   strings.Builder // generated text so far (for stop strings)
+	sent   int             // bytes of text handed out
+	done   bool
 }
 
 // Engine schedules requests onto the model. Create it with New; it is safe
@@ -428,8 +434,11 @@ func (e *Engine) admit() {
 		// Matched before the reservations, which may evict kept rows: the
 		// match is then the most recently used, so the last to go.
 		var pm PrefixMatch
+		var await *sequence
+		awaitN := 0
 		if e.cfg.PrefixCaching && r.Params.MaxTokens > 0 {
 			pm = e.cache.Match(r.Adapter, r.Prompt)
+			await, awaitN = e.inFlight(r.Adapter, r.Prompt, pm.N)
 		}
 		ids := make([]int, r.N)
 		ok := true
@@ -454,7 +463,7 @@ func (e *Engine) admit() {
 
 		e.promptTokens.Add(int64(len(r.Prompt)))
 		cached := 0
-		if pm.N > 0 && e.cache.Seed(ids[0], pm) == nil {
+		if await == nil && pm.N > 0 && e.cache.Seed(ids[0], pm) == nil {
 			cached = pm.N
 			rs.h.mu.Lock()
 			rs.h.cached = cached
@@ -470,9 +479,14 @@ func (e *Engine) admit() {
 			if r.Constraint != nil {
 				s.cons = r.Constraint(i)
 			}
-			if i == 0 {
+			switch {
+			case i == 0 && await != nil:
+				s.leader, s.pending, s.waiting = true, r.Prompt, true
+				s.await, s.awaitN = await, awaitN
+				await.deps = append(await.deps, s)
+			case i == 0:
 				s.leader, s.pending = true, r.Prompt[cached:]
-			} else {
+			default:
 				s.waiting = true
 			}
 			rs.seqs = append(rs.seqs, s)
@@ -553,6 +567,10 @@ func (e *Engine) step() {
 				continue // more of the prompt next step; these logits are not needed
 			}
 			row := logits[i*V : (i+1)*V]
+			for _, d := range s.deps {
+				e.release(d, s)
+			}
+			s.deps = nil
 			if s.leader {
 				s.leader = false
 				for _, t := range s.rs.seqs[1:] {
@@ -715,6 +733,61 @@ func holdBack(text string, stops []string) int {
 	return best
 }
 
+// inFlightMin is the fewest prompt tokens a request waits for another's
+// prefill to share: below it, prefilling them alongside costs less than
+// the wait.
+const inFlightMin = 16
+
+// inFlight finds the running leader, under adapter, still prefilling a
+// prompt that shares more than better tokens with prompt (and at least
+// inFlightMin): requests that arrive together with the same beginning (a
+// GRPO group's episodes, each its own request) then prefill it once. It
+// returns the leader and the rows to take from it, at most len(prompt)−1.
+func (e *Engine) inFlight(adapter *model.Adapter, prompt []int32, better int) (*sequence, int) {
+	var best *sequence
+	bestN := max(better, inFlightMin-1)
+	if len(prompt) < 2 {
+		return nil, 0
+	}
+	want := prompt[:len(prompt)-1]
+	for _, s := range e.running {
+		if s.done || !s.leader || s.waiting || len(s.pending) == 0 || s.rs.r.Adapter != adapter {
+			continue
+		}
+		p := s.rs.r.Prompt
+		n := 0
+		for n < len(want) && n < len(p) && p[n] == want[n] {
+			n++
+		}
+		if n > bestN {
+			best, bestN = s, n
+		}
+	}
+	if best == nil {
+		return nil, 0
+	}
+	return best, bestN
+}
+
+// release lets leader d, which waited for from's prefill, start: with
+// from's first d.awaitN rows, or from nothing when from is nil (it ended
+// first) or the copy fails.
+func (e *Engine) release(d, from *sequence) {
+	d.waiting, d.await = false, nil
+	if d.done || from == nil {
+		return
+	}
+	if err := e.cache.Fork(d.id, from.id, d.awaitN); err != nil {
+		e.log.Warn("prefix cache: copy from a request in flight failed; prefilling the whole prompt", "err", err)
+		return
+	}
+	d.pending = d.rs.r.Prompt[d.awaitN:]
+	e.prefixHit.Add(int64(d.awaitN))
+	d.rs.h.mu.Lock()
+	d.rs.h.cached = d.awaitN
+	d.rs.h.mu.Unlock()
+}
+
 // finish ends s with its last event and frees its cache rows, or keeps
 // them for prefix caching when s ended normally.
 func (e *Engine) finish(s *sequence, ev Event) {
@@ -723,6 +796,10 @@ func (e *Engine) finish(s *sequence, ev Event) {
 	}
 	s.done = true
 	ev.Choice = s.choice
+	for _, d := range s.deps {
+		e.release(d, nil) // s ends before its prompt's rows exist
+	}
+	s.deps = nil
 	if e.cfg.PrefixCaching && ev.Err == nil {
 		e.cache.Keep(s.id, s.rs.r.Adapter, append(slices.Clip(s.rs.r.Prompt), s.out...))
 	} else {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -258,4 +259,93 @@ func keptEntries(c *KVCache) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.kept)
+}
+
+// TestPrefixCacheInFlight: requests admitted together with the same
+// beginning (a GRPO group's episodes, each its own request) prefill it
+// once: the first prefills, the others wait for its rows and copy them.
+// Outputs are those of an engine without the cache.
+func TestPrefixCacheInFlight(t *testing.T) {
+	m, tok := tiny(t)
+	cold := New(m, Config{Tokenizer: tok, MaxBatch: 8})
+	defer cold.Shutdown(context.Background())
+	warm := New(m, Config{Tokenizer: tok, MaxBatch: 8, PrefixCaching: true, PrefillTokens: 8})
+	defer warm.Shutdown(context.Background())
+
+	// A blocker fills the batch, so that the group waits in the queue and
+	// is admitted in one pass when the blocker ends.
+	blocker, err := warm.Submit(&Request{Prompt: []int32{200, 201}, N: 8, Params: Params{MaxTokens: 100, IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := []int32{72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 10, 71, 117, 101, 115, 115, 58, 32}
+	prompts := [][]int32{
+		shared,
+		slices.Concat(shared, []int32{49, 50}),
+		slices.Concat(shared[:17], []int32{63, 63, 63}),
+		{33, 34, 35}, // nothing in common: prefills on its own
+	}
+	p := Params{Temperature: 1, MaxTokens: 5, Logprobs: true, IgnoreEOS: true, Seed: 4, HasSeed: true}
+	var hs []*Handle
+	for _, pr := range prompts {
+		h, err := warm.Submit(&Request{Prompt: pr, N: 2, Params: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	wait(t, blocker, 8)
+	// The blocker's rows, kept, share nothing with the group.
+	hit0 := warm.Stats().PrefixHit
+	for i, h := range hs {
+		got := wait(t, h, 2)
+		want := run(t, cold, &Request{Prompt: prompts[i], N: 2, Params: p})
+		for c := range got {
+			sameOutput(t, fmt.Sprintf("prompt %d choice %d", i, c), want[c], got[c])
+		}
+	}
+	// Prompt 0 prefills 20 tokens; 1 takes 20 of its rows, 2 takes 17;
+	// 3 shares nothing.
+	if got := warm.Stats().PrefixHit - hit0; got != 20+17 {
+		t.Fatalf("the group reused %d rows, want %d", got, 20+17)
+	}
+	if c := []int{hs[0].CachedTokens(), hs[1].CachedTokens(), hs[2].CachedTokens(), hs[3].CachedTokens()}; !slices.Equal(c, []int{0, 20, 17, 0}) {
+		t.Fatalf("cached tokens per request %v, want [0 20 17 0]", c)
+	}
+}
+
+// TestPrefixCacheInFlightCancel: when the request others wait on is
+// cancelled before its prompt is prefilled, they prefill on their own.
+func TestPrefixCacheInFlightCancel(t *testing.T) {
+	m, tok := tiny(t)
+	e := New(m, Config{Tokenizer: tok, MaxBatch: 4, PrefixCaching: true, PrefillTokens: 2})
+	defer e.Shutdown(context.Background())
+	blocker, err := e.Submit(&Request{Prompt: []int32{200, 201}, N: 4, Params: Params{MaxTokens: 100, IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := slices.Repeat([]int32{104, 105}, 20)
+	ctx, cancel := context.WithCancel(context.Background())
+	first, err := e.Submit(&Request{Ctx: ctx, Prompt: shared, N: 1, Params: Params{MaxTokens: 3, IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.Submit(&Request{Prompt: slices.Concat(shared, []int32{10}), N: 1, Params: Params{MaxTokens: 3, IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, blocker, 4)
+	cancel() // the 40-token prompt takes 20 steps at 2 a step
+	for {
+		_, done, err := first.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			break
+		}
+	}
+	if got := wait(t, second, 1)[0]; len(got.ids) != 3 {
+		t.Fatalf("the waiting request got %d tokens, want 3", len(got.ids))
+	}
 }

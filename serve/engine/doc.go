@@ -23,7 +23,9 @@
 //     recently used first, when new sequences need it. A request admitted
 //     while another still prefills a prompt sharing at least 16 tokens
 //     with its own waits for those rows and copies them, so a GRPO
-//     group's episodes, each its own request, prefill their prompt once.
+//     group's episodes, each its own request, prefill their prompt once;
+//     one whose prompt begins with a decoding sequence's tokens copies
+//     that sequence's rows at once.
 //   - Sampling: temperature, top_k, top_p, presence/frequency penalties,
 //     stop strings, stop token ids, max_tokens, raw-model logprobs and
 //     top_logprobs; a per-sequence PCG seeded from (seed, choice index), so

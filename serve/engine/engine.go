@@ -434,11 +434,14 @@ func (e *Engine) admit() {
 		// Matched before the reservations, which may evict kept rows: the
 		// match is then the most recently used, so the last to go.
 		var pm PrefixMatch
-		var await *sequence
-		awaitN := 0
+		var sh share
 		if e.cfg.PrefixCaching && r.Params.MaxTokens > 0 {
 			pm = e.cache.Match(r.Adapter, r.Prompt)
-			await, awaitN = e.inFlight(r.Adapter, r.Prompt, pm.N)
+			sh = e.inFlight(r.Adapter, r.Prompt, pm.N)
+		}
+		await, awaitN := (*sequence)(nil), 0
+		if sh.wait {
+			await, awaitN = sh.from, sh.n
 		}
 		ids := make([]int, r.N)
 		ok := true
@@ -463,8 +466,17 @@ func (e *Engine) admit() {
 
 		e.promptTokens.Add(int64(len(r.Prompt)))
 		cached := 0
-		if await == nil && pm.N > 0 && e.cache.Seed(ids[0], pm) == nil {
-			cached = pm.N
+		switch {
+		case sh.from != nil && !sh.wait:
+			if e.cache.Fork(ids[0], sh.from.id, sh.n) == nil {
+				cached = sh.n
+			}
+		case sh.from == nil && pm.N > 0:
+			if e.cache.Seed(ids[0], pm) == nil {
+				cached = pm.N
+			}
+		}
+		if cached > 0 {
 			rs.h.mu.Lock()
 			rs.h.cached = cached
 			rs.h.mu.Unlock()
@@ -738,35 +750,58 @@ func holdBack(text string, stops []string) int {
 // the wait.
 const inFlightMin = 16
 
-// inFlight finds the running leader, under adapter, still prefilling a
-// prompt that shares more than better tokens with prompt (and at least
-// inFlightMin): requests that arrive together with the same beginning (a
-// GRPO group's episodes, each its own request) then prefill it once. It
-// returns the leader and the rows to take from it, at most len(prompt)−1.
-func (e *Engine) inFlight(adapter *model.Adapter, prompt []int32, better int) (*sequence, int) {
-	var best *sequence
-	bestN := max(better, inFlightMin-1)
+// share is where a new request's leader can take rows from a running
+// sequence: the first n rows of from, now, or once from's prompt is
+// prefilled (wait).
+type share struct {
+	from *sequence
+	n    int
+	wait bool
+}
+
+// inFlight finds the running sequence, under adapter, whose rows share the
+// most tokens with prompt, more than better (the kept rows' match) and at
+// most len(prompt)−1: rows already computed are copied at once; a leader
+// still prefilling a prompt that shares at least inFlightMin tokens is
+// waited for. Requests that arrive together with the same beginning (a
+// GRPO group's episodes, each its own request) then prefill it once, and
+// one that arrives while another with its beginning is decoding copies
+// that one's rows.
+func (e *Engine) inFlight(adapter *model.Adapter, prompt []int32, better int) share {
 	if len(prompt) < 2 {
-		return nil, 0
+		return share{}
 	}
 	want := prompt[:len(prompt)-1]
+	var now, later share
 	for _, s := range e.running {
-		if s.done || !s.leader || s.waiting || len(s.pending) == 0 || s.rs.r.Adapter != adapter {
+		if s.done || s.waiting || s.rs.r.Adapter != adapter {
 			continue
 		}
 		p := s.rs.r.Prompt
-		n := 0
-		for n < len(want) && n < len(p) && p[n] == want[n] {
-			n++
+		if s.leader && len(s.pending) > 0 {
+			if n := commonPrefix(p, want); n > later.n {
+				later = share{from: s, n: n, wait: true}
+			}
+			continue
 		}
-		if n > bestN {
-			best, bestN = s, n
+		// Decoding: its rows hold the prompt and the generated tokens fed
+		// (all but the last one sampled).
+		rows := e.cache.Len(s.id)
+		n := commonPrefix(p, want)
+		if n == len(p) && rows > len(p) {
+			n += commonPrefix(s.out[:rows-len(p)], want[len(p):])
+		}
+		if n = min(n, rows); n > now.n {
+			now = share{from: s, n: n}
 		}
 	}
-	if best == nil {
-		return nil, 0
+	switch {
+	case now.n > better && now.n >= later.n:
+		return now
+	case later.n > better && later.n >= inFlightMin:
+		return later
 	}
-	return best, bestN
+	return share{}
 }
 
 // release lets leader d, which waited for from's prefill, start: with

@@ -113,11 +113,7 @@ func (c *KVCache) Match(adapter *model.Adapter, prompt []int32) PrefixMatch {
 		if k.adapter != adapter {
 			continue
 		}
-		n := 0
-		for n < len(want) && n < len(k.tokens) && k.tokens[n] == want[n] {
-			n++
-		}
-		if n > best.N {
+		if n := commonPrefix(k.tokens, want); n > best.N {
 			best = PrefixMatch{rows: k, N: n}
 		}
 	}
@@ -190,4 +186,13 @@ func (c *KVCache) trimKept() {
 	for len(c.kept) > 0 && (c.keptBytes > c.keepLimit || (c.budget > 0 && c.used+c.keptBytes > c.budget)) {
 		c.evictOldest()
 	}
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b []int32) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }

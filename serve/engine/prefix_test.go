@@ -349,3 +349,46 @@ func TestPrefixCacheInFlightCancel(t *testing.T) {
 		t.Fatalf("the waiting request got %d tokens, want 3", len(got.ids))
 	}
 }
+
+// TestPrefixCacheLive: a request whose prompt begins with a decoding
+// sequence's prompt and generated tokens copies that sequence's rows at
+// once, while it keeps decoding.
+func TestPrefixCacheLive(t *testing.T) {
+	m, tok := tiny(t)
+	cold := New(m, Config{Tokenizer: tok})
+	defer cold.Shutdown(context.Background())
+	warm := New(m, Config{Tokenizer: tok, PrefixCaching: true})
+	defer warm.Shutdown(context.Background())
+	prompt := []int32{72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 10}
+	long, err := warm.Submit(&Request{Prompt: prompt, N: 1, Params: Params{MaxTokens: 300, IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []int32 // its first generated tokens
+	for len(first) < 3 {
+		evs, _, err := long.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			first = append(first, ev.Token)
+		}
+	}
+	// The rows of prompt and first[:2] exist by now (first[2] may be fed
+	// or not yet): the new prompt reuses at least len(prompt)+2 of them.
+	follow := slices.Concat(prompt, first[:2], []int32{(first[2] + 1) % 256, 10})
+	greedy := Params{MaxTokens: 4, Logprobs: true, IgnoreEOS: true}
+	h, err := warm.Submit(&Request{Prompt: follow, N: 1, Params: greedy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := wait(t, h, 1)[0]
+	sameOutput(t, "follow-up", run(t, cold, &Request{Prompt: follow, N: 1, Params: greedy})[0], got)
+	if c := h.CachedTokens(); c != len(prompt)+2 {
+		t.Fatalf("the follow-up reused %d rows of the decoding sequence, want %d", c, len(prompt)+2)
+	}
+	if warm.Stats().RequestsDone != 1 {
+		t.Fatalf("%d requests done; the long one should still be decoding", warm.Stats().RequestsDone)
+	}
+	wait(t, long, 1)
+}

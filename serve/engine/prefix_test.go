@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hone-rl/hone/train/model"
 )
@@ -273,11 +275,8 @@ func TestPrefixCacheInFlight(t *testing.T) {
 	defer warm.Shutdown(context.Background())
 
 	// A blocker fills the batch, so that the group waits in the queue and
-	// is admitted in one pass when the blocker ends.
-	blocker, err := warm.Submit(&Request{Prompt: []int32{200, 201}, N: 8, Params: Params{MaxTokens: 100, IgnoreEOS: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// is admitted in one pass when the blocker is cancelled.
+	stopBlocker := block(t, warm, 8)
 	shared := []int32{72, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 10, 71, 117, 101, 115, 115, 58, 32}
 	prompts := [][]int32{
 		shared,
@@ -294,9 +293,7 @@ func TestPrefixCacheInFlight(t *testing.T) {
 		}
 		hs = append(hs, h)
 	}
-	wait(t, blocker, 8)
-	// The blocker's rows, kept, share nothing with the group.
-	hit0 := warm.Stats().PrefixHit
+	stopBlocker()
 	for i, h := range hs {
 		got := wait(t, h, 2)
 		want := run(t, cold, &Request{Prompt: prompts[i], N: 2, Params: p})
@@ -305,8 +302,8 @@ func TestPrefixCacheInFlight(t *testing.T) {
 		}
 	}
 	// Prompt 0 prefills 20 tokens; 1 takes 20 of its rows, 2 takes 17;
-	// 3 shares nothing.
-	if got := warm.Stats().PrefixHit - hit0; got != 20+17 {
+	// 3 shares nothing, nor does the blocker.
+	if got := warm.Stats().PrefixHit; got != 20+17 {
 		t.Fatalf("the group reused %d rows, want %d", got, 20+17)
 	}
 	if c := []int{hs[0].CachedTokens(), hs[1].CachedTokens(), hs[2].CachedTokens(), hs[3].CachedTokens()}; !slices.Equal(c, []int{0, 20, 17, 0}) {
@@ -320,11 +317,8 @@ func TestPrefixCacheInFlightCancel(t *testing.T) {
 	m, tok := tiny(t)
 	e := New(m, Config{Tokenizer: tok, MaxBatch: 4, PrefixCaching: true, PrefillTokens: 2})
 	defer e.Shutdown(context.Background())
-	blocker, err := e.Submit(&Request{Prompt: []int32{200, 201}, N: 4, Params: Params{MaxTokens: 100, IgnoreEOS: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared := slices.Repeat([]int32{104, 105}, 20)
+	stopBlocker := block(t, e, 4)
+	shared := slices.Repeat([]int32{104, 105}, 200)
 	ctx, cancel := context.WithCancel(context.Background())
 	first, err := e.Submit(&Request{Ctx: ctx, Prompt: shared, N: 1, Params: Params{MaxTokens: 3, IgnoreEOS: true}})
 	if err != nil {
@@ -334,16 +328,26 @@ func TestPrefixCacheInFlightCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wait(t, blocker, 4)
-	cancel() // the 40-token prompt takes 20 steps at 2 a step
-	for {
-		_, done, err := first.Next(context.Background())
+	stopBlocker()
+	for deadline := time.Now().Add(10 * time.Second); e.Stats().Running != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two requests were not admitted: %+v", e.Stats())
+		}
+	}
+	cancel() // the 400-token prompt takes 200 steps at 2 a step
+	var last Event
+	for done := false; !done; {
+		evs, d, err := first.Next(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done {
-			break
+		for _, ev := range evs {
+			last = ev
 		}
+		done = d
+	}
+	if !errors.Is(last.Err, context.Canceled) || last.Token >= 0 {
+		t.Fatalf("the awaited request ended with %+v, want cancelled before its first token", last)
 	}
 	if got := wait(t, second, 1)[0]; len(got.ids) != 3 {
 		t.Fatalf("the waiting request got %d tokens, want 3", len(got.ids))
@@ -391,4 +395,20 @@ func TestPrefixCacheLive(t *testing.T) {
 		t.Fatalf("%d requests done; the long one should still be decoding", warm.Stats().RequestsDone)
 	}
 	wait(t, long, 1)
+}
+
+// block fills e's batch of n with a request that runs until the returned
+// function cancels it, and waits until it runs: requests submitted
+// meanwhile queue, and are admitted in one pass once it is gone.
+func block(t *testing.T, e *Engine, n int) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := e.Submit(&Request{Ctx: ctx, Prompt: []int32{200, 201}, N: n, Params: Params{MaxTokens: 100000, IgnoreEOS: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return cancel
 }

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/kernels/ref"
@@ -24,30 +23,12 @@ func BenchmarkGRPOStep(b *testing.B) {
 	if err := tinymodel.Write(context.Background(), md, tinymodel.Options{Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2}, ref.New()); err != nil {
 		b.Fatal(err)
 	}
-	in := filepath.Join(dir, "b.parquet")
-	writeGroups(b, md, in, 16, 8, varied)
 	be, err := cpu.New(cpu.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer be.Close()
-	m, err := model.Load(md, be)
-	if err != nil {
-		b.Fatal(err)
-	}
-	text, err := layout.LoadModel(md)
-	if err != nil {
-		b.Fatal(err)
-	}
-	gs, err := loadGroups(context.Background(), text, []string{in}, layout.Options{}, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	idx := make([]int, len(gs))
-	for i := range idx {
-		idx[i] = i
-	}
-	exs, _, _ := batch(gs, idx, grpo.ScaleGroup)
+	m, exs := stepExamples(b, md, be, 16, 8)
 	tot := grpo.Totals{Items: len(exs)}
 	for i := range exs {
 		tot.Tokens += exs[i].Trainable()

@@ -12,7 +12,10 @@ import (
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/train/grpo"
+	"github.com/hone-rl/hone/train/model"
 	"github.com/hone-rl/hone/train/tinymodel"
+	"github.com/hone-rl/hone/train/trainer"
 )
 
 // tinyModel writes a 2-layer, hidden-32 Qwen3 model folder.
@@ -23,6 +26,36 @@ func tinyModel(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// stepExamples writes nGroups groups of size trajectories (writeGroups,
+// varied rewards) for the model folder md, loads the model on be, and lays
+// all the groups out as one step's examples.
+func stepExamples(t testing.TB, md string, be kernels.Backend, nGroups, size int) (*model.Model, []trainer.Example) {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "g.parquet")
+	writeGroups(t, md, in, nGroups, size, varied)
+	m, err := model.Load(md, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := layout.LoadModel(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := loadGroups(context.Background(), text, []string{in}, layout.Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]int, len(gs))
+	for i := range idx {
+		idx[i] = i
+	}
+	exs, _, skip := batch(gs, idx, grpo.ScaleGroup)
+	if skip != "" {
+		t.Fatal(skip)
+	}
+	return m, exs
 }
 
 // backend is deterministic across processes: one worker, pure-Go GEMM.

@@ -148,27 +148,7 @@ func TestNothingTrainableSaysWhy(t *testing.T) {
 // variants of the loss (ppo with a wide clip range, token and sequence
 // ratios, KL on; art with on-policy ratios, where its weight is constant).
 func TestGradientCheckThroughModel(t *testing.T) {
-	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	in := filepath.Join(dir, "g.parquet")
-	writeGroups(t, md, in, 2, 3, varied)
-	be := backend(t)
-	m, err := model.Load(md, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := layout.LoadModel(md)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs, err := loadGroups(context.Background(), text, []string{in}, layout.Options{}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exs, _, skip := batch(gs, []int{0, 1}, grpo.ScaleGroup)
-	if skip != "" {
-		t.Fatal(skip)
-	}
+	m, exs := stepExamples(t, tinyModel(t, t.TempDir()), backend(t), 2, 3)
 	cases := map[string]grpo.Config{
 		"ppo token kl":  {Loss: "ppo", Epsilon: 0.99, EpsilonHigh: 50, Level: "token", Norm: "sequence", Beta: 0.5},
 		"ppo sequence":  {Loss: "ppo", Epsilon: 0.99, EpsilonHigh: 50, Level: "sequence", Norm: "tokens"},
@@ -536,26 +516,7 @@ func TestDTypeBFloat16(t *testing.T) {
 // sampler_logp_diff_mean and _max are the mean and max of
 // |ℓ_θ − ℓ_sampler| over the tokens whose sampling logprob is known.
 func TestSamplerGapMetrics(t *testing.T) {
-	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	in := filepath.Join(dir, "g.parquet")
-	writeGroups(t, md, in, 2, 3, varied)
-	m, err := model.Load(md, backend(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := layout.LoadModel(md)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs, err := loadGroups(context.Background(), text, []string{in}, layout.Options{}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exs, _, skip := batch(gs, []int{0, 1}, grpo.ScaleGroup)
-	if skip != "" {
-		t.Fatal(skip)
-	}
+	m, exs := stepExamples(t, tinyModel(t, t.TempDir()), backend(t), 2, 3)
 	// Forget the sampling logprob of every third trainable token.
 	k := 0
 	for _, e := range exs {

@@ -28,13 +28,10 @@ func tinyModel(t testing.TB, dir string) string {
 	return p
 }
 
-// stepExamples writes nGroups groups of size trajectories (writeGroups,
-// varied rewards) for the model folder md, loads the model on be, and lays
-// all the groups out as one step's examples.
-func stepExamples(t testing.TB, md string, be kernels.Backend, nGroups, size int) (*model.Model, []trainer.Example) {
+// loadFixture loads the model folder md on be and the groups of the
+// trajectory file in, laid out with the model's template.
+func loadFixture(t testing.TB, md string, be kernels.Backend, in string) (*model.Model, []group) {
 	t.Helper()
-	in := filepath.Join(t.TempDir(), "g.parquet")
-	writeGroups(t, md, in, nGroups, size, varied)
 	m, err := model.Load(md, be)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +44,17 @@ func stepExamples(t testing.TB, md string, be kernels.Backend, nGroups, size int
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m, gs
+}
+
+// stepExamples writes nGroups groups of size trajectories (writeGroups,
+// varied rewards) for the model folder md, loads the model on be, and lays
+// all the groups out as one step's examples.
+func stepExamples(t testing.TB, md string, be kernels.Backend, nGroups, size int) (*model.Model, []trainer.Example) {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "g.parquet")
+	writeGroups(t, md, in, nGroups, size, varied)
+	m, gs := loadFixture(t, md, be, in)
 	idx := make([]int, len(gs))
 	for i := range idx {
 		idx[i] = i

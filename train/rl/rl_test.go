@@ -14,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/grpo"
@@ -310,18 +309,7 @@ func TestGRPOPrefersRewardedAnswers(t *testing.T) {
 	answer := func(g, i int) string { return []string{"yes", "no"}[(g+i)%2] }
 	writeGroupsWith(t, md, in, 4, 4, answer, func(g, i int) float64 { return float64(1 - (g+i)%2) })
 	be := backend(t)
-	m, err := model.Load(md, be)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := layout.LoadModel(md)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs, err := loadGroups(context.Background(), text, []string{in}, layout.Options{}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, gs := loadFixture(t, md, be, in)
 	// margin = mean log π(yes answer) − mean log π(no answer) over group 0.
 	margin := func(ad *model.Adapter) float64 {
 		var s [2]float64

@@ -789,7 +789,7 @@ func (e *Engine) inFlight(adapter *model.Adapter, prompt []int32, better int) sh
 		rows := e.cache.Len(s.id)
 		n := commonPrefix(p, want)
 		if n == len(p) && rows > len(p) {
-			n += commonPrefix(s.out[:rows-len(p)], want[len(p):])
+			n += commonPrefix(s.out[:min(rows-len(p), len(s.out))], want[len(p):])
 		}
 		if n = min(n, rows); n > now.n {
 			now = share{from: s, n: n}

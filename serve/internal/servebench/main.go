@@ -7,7 +7,9 @@
 // weights, torch.set_num_threads(2), the same BLAS environment and
 // OMP_WAIT_POLICY=PASSIVE unless set). Then (--turns) it times one
 // multi-turn conversation, each turn's prompt the whole conversation so
-// far, on hone-serve with its prefix cache off and on: TTFT per turn.
+// far, on hone-serve with its prefix cache off and on: TTFT per turn; and
+// (--group) a group of requests sent at once with one shared prompt, as a
+// GRPO group's episodes start: wall time and the slowest TTFT.
 //
 // The model must have one of reference.py's bench shapes (or pass
 // --torch=false); write them with `hone-train init-model`:
@@ -63,6 +65,8 @@ type options struct {
 	cpuprof string
 	turns   int // multi-turn conversation: turns (0: skip)
 	turnNew int // new prompt tokens each turn adds
+	group   int // requests sent together with one prompt (0: skip)
+	groupP  int // their shared prompt tokens
 
 	torch        bool
 	python       string
@@ -83,6 +87,8 @@ func main() {
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the measured Hone runs to this file")
 	fs.IntVar(&o.turns, "turns", 6, "then time one conversation of this many turns with hone-serve's prefix cache off and on (0: skip)")
 	fs.IntVar(&o.turnNew, "turn-tokens", 64, "new prompt tokens each turn of the conversation adds after the reply")
+	fs.IntVar(&o.group, "group", 8, "then time this many requests sent at once with the same prompt (a GRPO group's first turn), prefix cache off and on (0: skip)")
+	fs.IntVar(&o.groupP, "group-prompt", 256, "the group's shared prompt tokens (each request adds one of its own)")
 	fs.BoolVar(&o.torch, "torch", true, "also time reference.py's PyTorch KV-cache decode of the same shape")
 	fs.StringVar(&o.python, "python", "/usr/bin/python3", "interpreter with torch")
 	fs.StringVar(&o.reference, "reference", "", "path of reference.py (default: found from the working directory)")
@@ -168,6 +174,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	s = nil // its model is garbage before measureTurns loads two more
 	if o.turns > 0 {
 		if err := measureTurns(ctx, o, be, w); err != nil {
+			return err
+		}
+	}
+	if o.group > 0 {
+		if err := measureGroup(ctx, o, be, w); err != nil {
 			return err
 		}
 	}
@@ -299,6 +310,59 @@ func measureTurns(ctx context.Context, o options, be *cpu.Backend, w io.Writer) 
 	}
 	fmt.Fprintf(w, "prefix cache: %d prompt tokens reused; TTFT summed over turns %.0f ms without, %.0f ms with (%.2fx)\n",
 		hit, sum[0], sum[1], sum[0]/sum[1])
+	return nil
+}
+
+// measureGroup sends o.group requests at once whose prompts share their
+// first o.groupP tokens, as a GRPO group's episodes start, to a server
+// with the prefix cache off and on, and reports the wall time until all
+// have their o.tokens tokens, and the slowest TTFT.
+func measureGroup(ctx context.Context, o options, be *cpu.Backend, w io.Writer) error {
+	fmt.Fprintf(w, "\ngroup: %d requests at once, a %d-token shared prompt and one token of their own, %d tokens each\n",
+		o.group, o.groupP, o.tokens)
+	fmt.Fprintf(w, "%-14s %10s %14s %16s\n", "prefix_cache", "wall_s", "ttft_max_ms", "tokens_reused")
+	var wall [2]float64
+	for i, caching := range []bool{false, true} {
+		s, err := newServer(o, be, caching)
+		if err != nil {
+			return err
+		}
+		url, stop, err := listen(s)
+		if err != nil {
+			return err
+		}
+		vocab := s.Engine().Model().Config.Vocab
+		if _, err := stream(ctx, url, make([]int32, o.prompt), o.tokens); err != nil { // warm-up, shares nothing
+			stop()
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		shared := promptIDs(1<<21, o.groupP, vocab)
+		shared[0] = max(shared[0], 1)
+		res := make([]streamResult, o.group)
+		errs := make([]error, o.group)
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for j := range o.group {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[j], errs[j] = stream(ctx, url, append(slices.Clip(shared), int32(j%min(vocab, 256))), o.tokens)
+			}()
+		}
+		wg.Wait()
+		wall[i] = time.Since(t0).Seconds()
+		hit := s.Engine().Stats().PrefixHit
+		stop()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		ttft := 0.0
+		for _, r := range res {
+			ttft = max(ttft, r.ttft.Seconds()*1000)
+		}
+		fmt.Fprintf(w, "%-14s %10.2f %14.1f %16d\n", map[bool]string{false: "off", true: "on"}[caching], wall[i], ttft, hit)
+	}
+	fmt.Fprintf(w, "group wall time with the prefix cache: %.2fx faster\n", wall[0]/wall[1])
 	return nil
 }
 

@@ -62,6 +62,32 @@ func TestMeasureTurns(t *testing.T) {
 	}
 }
 
+// TestMeasureGroup: with the prefix cache on, the group's requests after
+// the first reuse the shared prompt.
+func TestMeasureGroup(t *testing.T) {
+	be, err := cpu.New(cpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	var out strings.Builder
+	o := options{model: filepath.Join("..", "..", "testdata", "tiny"), tokens: 3, prompt: 8, batch: 8, group: 4, groupP: 40}
+	if err := measureGroup(context.Background(), o, be, &out); err != nil {
+		t.Fatal(err)
+	}
+	var hits []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) == 4 && (f[0] == "off" || f[0] == "on") {
+			hits = append(hits, f[3])
+		}
+	}
+	// Off: nothing reused. On: the three others take the first's 40 rows,
+	// by waiting for its prefill or copying them once it decodes.
+	if len(hits) != 2 || hits[0] != "0" || hits[1] != "120" {
+		t.Fatalf("tokens reused off/on %v, want [0 120]:\n%s", hits, out.String())
+	}
+}
+
 // TestTorchShape: the served model's config maps onto reference.py's bench
 // shape of the same numbers, and a different shape is refused.
 func TestTorchShape(t *testing.T) {

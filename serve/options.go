@@ -64,7 +64,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.PrefillTokens, "prefill-tokens", 512, "prompt tokens fed per step, over all new requests (chunked prefill: running sequences keep decoding while long prompts load)")
 	fs.Int64Var(&o.KVCacheBytes, "kv-cache-bytes", 2<<30, "KV cache budget in bytes (0: unlimited)")
 	enable := fs.VarPF(negatedBool{&o.DisablePrefixCaching}, "enable-prefix-caching", "",
-		"keep the KV cache rows of finished requests and start later prompts that begin with the same tokens (same model or adapter step) from them: a multi-turn conversation prefills only its new turn. They stay within --kv-cache-bytes and give way to new requests, least recently used first")
+		"reuse KV cache rows across requests: a prompt that begins with the tokens of a finished or running request (same model or adapter step) starts from its rows, so a multi-turn conversation prefills only its new turn and requests sharing a prompt prefill it once. Rows of finished requests stay within --kv-cache-bytes and give way to new requests, least recently used first")
 	enable.NoOptDefVal = "true"
 	fs.BoolVar(&o.DisablePrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off (the same as --enable-prefix-caching=false)")
 	fs.IntVar(&o.MaxAdapters, "max-adapters", 2, "adapter steps kept loaded per run (addressable as <run>@<step>)")

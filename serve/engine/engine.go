@@ -40,10 +40,10 @@ type Config struct {
 	// whole prefill.
 	PrefillTokens int
 	// PrefixCaching keeps the KV rows of finished sequences, and a prompt
-	// that starts with the tokens of kept rows under the same adapter
-	// prefills only the rest (prefix.go). Kept rows live in the KV budget
-	// and give way to new sequences; with no budget they are capped at
-	// DefaultKeepBytes.
+	// that starts with the tokens of kept rows, or of a running sequence,
+	// under the same adapter prefills only the rest (prefix.go, inFlight).
+	// Kept rows live in the KV budget and give way to new sequences; with
+	// no budget they are capped at DefaultKeepBytes.
 	PrefixCaching bool
 	EOS           []int32
 	Tokenizer     *tokenizer.Tokenizer // decodes generated text (stop strings)
@@ -154,10 +154,9 @@ type sequence struct {
 	out     []int32 // tokens generated so far
 	leader  bool    // prefills the prompt for its siblings
 	waiting bool    // sibling waiting for the leader's prefill, or a leader for another's (await)
-	// Prefix caching across requests in flight: this leader waits for
-	// await's prompt to be prefilled and starts from its first awaitN rows;
-	// deps are the leaders waiting so on this one.
-	await  *sequence
+	// Prefix caching across requests in flight: a waiting leader starts
+	// from the first awaitN rows of the leader whose deps it is in, once
+	// that one's prompt is prefilled.
 	awaitN int
 	deps   []*sequence
 	smp    *sampler
@@ -493,8 +492,7 @@ func (e *Engine) admit() {
 			}
 			switch {
 			case i == 0 && await != nil:
-				s.leader, s.pending, s.waiting = true, r.Prompt, true
-				s.await, s.awaitN = await, awaitN
+				s.leader, s.pending, s.waiting, s.awaitN = true, r.Prompt, true, awaitN
 				await.deps = append(await.deps, s)
 			case i == 0:
 				s.leader, s.pending = true, r.Prompt[cached:]
@@ -808,7 +806,7 @@ func (e *Engine) inFlight(adapter *model.Adapter, prompt []int32, better int) sh
 // from's first d.awaitN rows, or from nothing when from is nil (it ended
 // first) or the copy fails.
 func (e *Engine) release(d, from *sequence) {
-	d.waiting, d.await = false, nil
+	d.waiting = false
 	if d.done || from == nil {
 		return
 	}

@@ -16,7 +16,9 @@ var ErrCacheFull = errors.New("kv cache budget exhausted")
 // reservation fails. The memory itself grows with the sequence (doubling,
 // up to the reservation), so a request that stops early never touches most
 // of what it booked. Keys and values are float32, so a token costs
-// layers·2·KVH·D·4 bytes.
+// layers·2·KVH·D·4 bytes. With SetKeep, a finished sequence's rows can be
+// kept for prefix caching (Keep, Match, Seed in prefix.go); kept bytes
+// count against the budget until Reserve evicts them.
 //
 // The model calls Len/Grow/KV/Truncate from the scheduler goroutine only;
 // the mutex makes the accounting readable from other goroutines (metrics).

@@ -256,6 +256,25 @@ func listen(s *serve.Server) (url string, stop func(), err error) {
 	return "http://" + ln.Addr().String() + "/v1/completions", func() { cancel(); <-done }, nil
 }
 
+// warmServer starts a server on a loopback port and sends it one warm-up
+// request, as measureHone does. Its prompt is all token 0, and the
+// measured prompts start with a token ≥ 1, so it shares no rows with them.
+func warmServer(ctx context.Context, o options, be *cpu.Backend, prefixCaching bool) (*serve.Server, string, func(), error) {
+	s, err := newServer(o, be, prefixCaching)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	url, stop, err := listen(s)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if _, err := stream(ctx, url, make([]int32, o.prompt), o.tokens); err != nil {
+		stop()
+		return nil, "", nil, fmt.Errorf("warm-up: %w", err)
+	}
+	return s, url, stop, nil
+}
+
 // measureTurns times one conversation of o.turns turns, the same on a
 // server with prefix caching off and on: each turn's prompt is the last
 // prompt, its reply and o.turnNew new tokens, so without the cache every
@@ -267,21 +286,11 @@ func measureTurns(ctx context.Context, o options, be *cpu.Backend, w io.Writer) 
 	var promptLen []int
 	var hit int64
 	for i, caching := range []bool{false, true} {
-		s, err := newServer(o, be, caching)
-		if err != nil {
-			return err
-		}
-		url, stop, err := listen(s)
+		s, url, stop, err := warmServer(ctx, o, be, caching)
 		if err != nil {
 			return err
 		}
 		vocab := s.Engine().Model().Config.Vocab
-		// A warm-up request first, as measureHone makes; its prompt shares
-		// no first token with the conversation's (token 0 against ≥ 1).
-		if _, err := stream(ctx, url, make([]int32, o.prompt), o.tokens); err != nil {
-			stop()
-			return fmt.Errorf("warm-up: %w", err)
-		}
 		prompt := promptIDs(1<<20, o.prompt, vocab)
 		prompt[0] = max(prompt[0], 1)
 		for t := range o.turns {
@@ -323,19 +332,11 @@ func measureGroup(ctx context.Context, o options, be *cpu.Backend, w io.Writer) 
 	fmt.Fprintf(w, "%-14s %10s %14s %16s\n", "prefix_cache", "wall_s", "ttft_max_ms", "tokens_reused")
 	var wall [2]float64
 	for i, caching := range []bool{false, true} {
-		s, err := newServer(o, be, caching)
-		if err != nil {
-			return err
-		}
-		url, stop, err := listen(s)
+		s, url, stop, err := warmServer(ctx, o, be, caching)
 		if err != nil {
 			return err
 		}
 		vocab := s.Engine().Model().Config.Vocab
-		if _, err := stream(ctx, url, make([]int32, o.prompt), o.tokens); err != nil { // warm-up, shares nothing
-			stop()
-			return fmt.Errorf("warm-up: %w", err)
-		}
 		shared := promptIDs(1<<21, o.groupP, vocab)
 		shared[0] = max(shared[0], 1)
 		res := make([]streamResult, o.group)

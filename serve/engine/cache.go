@@ -129,6 +129,12 @@ func (c *KVCache) Fork(dst, src, n int) error {
 	if s == nil || d == nil || n > s.n || n > d.capTokens {
 		return fmt.Errorf("kv cache: fork %d tokens of sequence %d into %d", n, src, dst)
 	}
+	c.copyPrefix(d, s, n)
+	return nil
+}
+
+// copyPrefix makes d hold the first n rows of s (n ≤ d.capTokens).
+func (c *KVCache) copyPrefix(d, s *kvSeq, n int) {
 	d.n = 0
 	c.ensure(d, n)
 	for l := range s.k {
@@ -136,7 +142,6 @@ func (c *KVCache) Fork(dst, src, n int) error {
 		copy(d.v[l], s.v[l][:n*c.kvd])
 	}
 	d.n = n
-	return nil
 }
 
 // Len implements model.Cache.

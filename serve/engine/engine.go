@@ -161,7 +161,6 @@ type sequence struct {
 	deps   []*sequence
 	smp    *sampler
 	cons   Constraint
-	gen    int
 	dec    *tokenizer.StreamDecoder
 	text   strings.Builder // generated text so far (for stop strings)
 	sent   int             // bytes of text handed out
@@ -434,7 +433,8 @@ func (e *Engine) admit() {
 		// match is then the most recently used, so the last to go.
 		var pm PrefixMatch
 		var sh share
-		if e.cfg.PrefixCaching && r.Params.MaxTokens > 0 {
+		lookup := e.cfg.PrefixCaching && r.Params.MaxTokens > 0
+		if lookup {
 			pm = e.cache.Match(r.Adapter, r.Prompt)
 			sh = e.inFlight(r.Adapter, r.Prompt, pm.N)
 		}
@@ -475,14 +475,9 @@ func (e *Engine) admit() {
 				cached = pm.N
 			}
 		}
-		if cached > 0 {
-			rs.h.mu.Lock()
-			rs.h.cached = cached
-			rs.h.mu.Unlock()
-		}
-		if e.cfg.PrefixCaching && r.Params.MaxTokens > 0 {
+		if lookup {
 			e.prefixQueried.Add(int64(len(r.Prompt)))
-			e.prefixHit.Add(int64(cached))
+			e.reused(rs, cached)
 		}
 		rs.live = r.N
 		for i, id := range ids {
@@ -675,7 +670,6 @@ func (e *Engine) emit(s *sequence, pk picked) {
 			return
 		}
 	}
-	s.gen++
 	s.out = append(s.out, id)
 	e.genTokens.Add(1)
 	ev := Event{Choice: s.choice, Token: id, Logprob: lp, Top: top}
@@ -704,7 +698,7 @@ func (e *Engine) emit(s *sequence, pk picked) {
 		ev.Text, ev.Finish = all[s.sent:], "stop" // cut at a stop string
 	case stop:
 		ev.Text, ev.Finish = all[s.sent:]+s.dec.Flush(), "stop"
-	case s.gen >= p.MaxTokens:
+	case len(s.out) >= p.MaxTokens:
 		ev.Text, ev.Finish = all[s.sent:]+s.dec.Flush(), "length"
 	default:
 		// Hold back a tail that could still become a stop string.
@@ -815,10 +809,18 @@ func (e *Engine) release(d, from *sequence) {
 		return
 	}
 	d.pending = d.rs.r.Prompt[d.awaitN:]
-	e.prefixHit.Add(int64(d.awaitN))
-	d.rs.h.mu.Lock()
-	d.rs.h.cached = d.awaitN
-	d.rs.h.mu.Unlock()
+	e.reused(d.rs, d.awaitN)
+}
+
+// reused records that n prompt tokens of rs came from the prefix cache.
+func (e *Engine) reused(rs *reqState, n int) {
+	if n == 0 {
+		return
+	}
+	e.prefixHit.Add(int64(n))
+	rs.h.mu.Lock()
+	rs.h.cached = n
+	rs.h.mu.Unlock()
 }
 
 // finish ends s with its last event and frees its cache rows, or keeps

@@ -146,12 +146,7 @@ func (c *KVCache) Seed(seq int, m PrefixMatch) error {
 		c.drop(k)
 		return nil
 	}
-	c.ensure(d, m.N)
-	for l := range d.k {
-		copy(d.k[l], k.kv.k[l][:m.N*c.kvd])
-		copy(d.v[l], k.kv.v[l][:m.N*c.kvd])
-	}
-	d.n = m.N
+	c.copyPrefix(d, k.kv, m.N)
 	return nil
 }
 

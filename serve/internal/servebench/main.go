@@ -275,6 +275,14 @@ func warmServer(ctx context.Context, o options, be *cpu.Backend, prefixCaching b
 	return s, url, stop, nil
 }
 
+// measuredPrompt is promptIDs with a first token ≥ 1, so that it shares no
+// rows with warmServer's warm-up prompt.
+func measuredPrompt(seed uint64, n, vocab int) []int32 {
+	p := promptIDs(seed, n, vocab)
+	p[0] = max(p[0], 1)
+	return p
+}
+
 // measureTurns times one conversation of o.turns turns, the same on a
 // server with prefix caching off and on: each turn's prompt is the last
 // prompt, its reply and o.turnNew new tokens, so without the cache every
@@ -291,8 +299,7 @@ func measureTurns(ctx context.Context, o options, be *cpu.Backend, w io.Writer) 
 			return err
 		}
 		vocab := s.Engine().Model().Config.Vocab
-		prompt := promptIDs(1<<20, o.prompt, vocab)
-		prompt[0] = max(prompt[0], 1)
+		prompt := measuredPrompt(1<<20, o.prompt, vocab)
 		for t := range o.turns {
 			r, err := stream(ctx, url, prompt, o.tokens)
 			if err != nil {
@@ -337,8 +344,7 @@ func measureGroup(ctx context.Context, o options, be *cpu.Backend, w io.Writer) 
 			return err
 		}
 		vocab := s.Engine().Model().Config.Vocab
-		shared := promptIDs(1<<21, o.groupP, vocab)
-		shared[0] = max(shared[0], 1)
+		shared := measuredPrompt(1<<21, o.groupP, vocab)
 		res := make([]streamResult, o.group)
 		errs := make([]error, o.group)
 		var wg sync.WaitGroup

@@ -12,6 +12,14 @@
 // binary's hidden "worker" subcommand for Hone, /usr/bin/python3 for
 // PyTorch) so that the RSS, read from the child's rusage, is its own.
 //
+// Decode at small batch is bound by the memory's bandwidth, which on a
+// shared virtual machine moves from minute to minute. So after its timed
+// steps, Hone's decode worker runs as many more, each after a plain read of
+// all its weights' bytes on the same number of threads, and reports the
+// tokens/s such a read allows and the median of step time over read time:
+// a last table lists both for every decode row. A step/read near 1 says the
+// row ran at the memory's speed of that minute.
+//
 // The BLAS environment is printed and never changed: both contenders
 // inherit it. PyTorch gets torch.set_num_threads(--torch-threads) and, like
 // Hone, OMP_WAIT_POLICY=PASSIVE when that is unset. For PyTorch's best

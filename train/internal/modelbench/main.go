@@ -126,8 +126,12 @@ func rowNames() []string {
 // result is one contender's figure for one row.
 type result struct {
 	TokensPerS float64 `json:"tokens_per_s"`
-	RSS        int64   // bytes, from the child's rusage
-	Err        error
+	// Hone's decode rows only (see memorySpeed): the tokens/s a plain read
+	// of the weights allows, and the step's time over the read's.
+	ReadTokensPerS float64 `json:"read_tokens_per_s"`
+	StepOverRead   float64 `json:"step_over_read"`
+	RSS            int64   // bytes, from the child's rusage
+	Err            error
 }
 
 // Run measures and writes the report to w.
@@ -193,11 +197,6 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "SGEMM peak (kernels/cpu, %d² square, best of 3): %.1f GFLOP/s\n\n", o.PeakSize, peak)
 
-	type line struct {
-		r           row
-		hone, torch []result
-		flops       float64 // per token
-	}
 	var table []line
 	for _, r := range rows() {
 		if len(want) > 0 && !want[r.name] {
@@ -231,8 +230,12 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 				if res.Err != nil {
 					status = res.Err.Error()
 				}
-				fmt.Fprintf(w, "  %-20s %-5s %9.2f tokens/s  rss %6.2f GB  (%.0f s wall) %s\n", r.name, c, res.TokensPerS,
-					float64(res.RSS)/1e9, time.Since(start).Seconds(), status)
+				mem := ""
+				if res.ReadTokensPerS > 0 {
+					mem = fmt.Sprintf("  [plain read %.2f tokens/s, step/read %.2f]", res.ReadTokensPerS, res.StepOverRead)
+				}
+				fmt.Fprintf(w, "  %-20s %-5s %9.2f tokens/s  rss %6.2f GB  (%.0f s wall) %s%s\n", r.name, c, res.TokensPerS,
+					float64(res.RSS)/1e9, time.Since(start).Seconds(), status, mem)
 				if c == "hone" {
 					ln.hone = append(ln.hone, res)
 				} else {
@@ -269,7 +272,45 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	if o.Repeat > 1 {
 		fmt.Fprintf(w, "decode rows: median of the runs that succeeded (range in brackets); hone/pt is the ratio of the medians\n")
 	}
+	writeMemoryTable(w, table)
 	return nil
+}
+
+// line is one row of the report: every run of each contender.
+type line struct {
+	r           row
+	hone, torch []result
+	flops       float64 // per token
+}
+
+// writeMemoryTable prints, for Hone's decode rows, the tokens/s that a plain
+// read of the weights allowed in the same processes and the step's time
+// over the read's (medians over the runs): a row slower than its target
+// with step/read near 1 was held back by the memory, not the code.
+func writeMemoryTable(w io.Writer, table []line) {
+	header := false
+	for _, ln := range table {
+		var reads, ratios []float64
+		for _, r := range ln.hone {
+			if r.Err == nil && r.ReadTokensPerS > 0 {
+				reads = append(reads, r.ReadTokensPerS)
+				ratios = append(ratios, r.StepOverRead)
+			}
+		}
+		if len(reads) == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(w, "\nHone's decode against a plain read of its weights' bytes (same process, each step after a read; medians):\n")
+			fmt.Fprintf(w, "%-20s %24s %10s\n", "row", "plain-read tok/s", "step/read")
+			header = true
+		}
+		rate := fmt.Sprintf("%.2f", median(reads)) // median sorts reads
+		if len(reads) > 1 {
+			rate += fmt.Sprintf(" (%.1f–%.1f)", reads[0], reads[len(reads)-1])
+		}
+		fmt.Fprintf(w, "%-20s %24s %10.2f\n", ln.r.name, rate, median(ratios))
+	}
 }
 
 // summary is what the table shows of one contender's runs of a row.
@@ -294,12 +335,8 @@ func summarize(rs []result) summary {
 	if s.n = len(v); s.n == 0 {
 		return s
 	}
-	sort.Float64s(v)
+	s.median = median(v)
 	s.lo, s.hi = v[0], v[len(v)-1]
-	s.median = v[len(v)/2]
-	if len(v)%2 == 0 {
-		s.median = (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
 	return s
 }
 

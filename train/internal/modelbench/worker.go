@@ -64,6 +64,9 @@ type workerResult struct {
 	TokensPerS float64 `json:"tokens_per_s"`
 	FirstS     float64 `json:"first_step_s"`
 	Checkpoint bool    `json:"checkpoint,omitempty"`
+	// Decode only: see memorySpeed.
+	ReadTokensPerS float64 `json:"read_tokens_per_s,omitempty"`
+	StepOverRead   float64 `json:"step_over_read,omitempty"`
 }
 
 // worker runs one Hone measurement in this process: "train …" or "decode …".
@@ -89,7 +92,8 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(0)}) // a worker process makes one backend
+	workers := cpu.SpareProc(0)
+	be, err := cpu.New(cpu.Options{Workers: workers}) // a worker process makes one backend
 	if err != nil {
 		return err
 	}
@@ -123,7 +127,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	case "train":
 		res, err = trainWorker(ctx, m, rng, *batch, *seq, *steps, *ckpt)
 	case "decode":
-		res, err = decodeWorker(ctx, m, rng, *batch, *prompt, *tokens)
+		res, err = decodeWorker(ctx, m, rng, workers, *batch, *prompt, *tokens)
 	default:
 		return fmt.Errorf("unknown worker %q (want train or decode)", kind)
 	}
@@ -221,7 +225,10 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 		FirstS: first.Seconds(), Checkpoint: ckpt}, nil
 }
 
-func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, prompt, tokens int) (workerResult, error) {
+// decodeWorker times tokens greedy decode steps of B sequences after a
+// prompt, then as many more steps each after a plain read of the weights
+// (pairedRounds) on the backend's workers.
+func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, B, prompt, tokens int) (workerResult, error) {
 	V := m.Config.Vocab
 	cache := model.NewContiguousCache(&m.Config)
 	in := make([]model.StepInput, B)
@@ -238,17 +245,27 @@ func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, prompt
 		return workerResult{}, err
 	}
 	first := time.Since(t0)
-	t0 = time.Now()
-	for range tokens {
+	step := func() error {
 		for s := range in {
 			in[s].IDs = []int32{argmax(logits[s*V : (s+1)*V])}
 		}
-		if logits, err = m.StepInto(ctx, cache, in, nil, logits); err != nil {
+		logits, err = m.StepInto(ctx, cache, in, nil, logits)
+		return err
+	}
+	t0 = time.Now()
+	for range tokens {
+		if err := step(); err != nil {
 			return workerResult{}, err
 		}
 	}
-	return workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / time.Since(t0).Seconds(),
-		FirstS: first.Seconds()}, nil
+	res := workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / time.Since(t0).Seconds(),
+		FirstS: first.Seconds()}
+	ms, err := pairedRounds(weightBytes(m), workers, B, tokens, step)
+	if err != nil {
+		return workerResult{}, err
+	}
+	res.ReadTokensPerS, res.StepOverRead = ms.ReadTokensPerS, ms.StepOverRead
+	return res, nil
 }
 
 func argmax(x []float32) int32 {

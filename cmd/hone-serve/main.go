@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/pflag"
+
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/serve"
@@ -36,7 +38,10 @@ runtime LoRA API (POST /v1/load_lora_adapter; old steps unloaded beyond
 --max-adapters). vLLM must be started with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
 and --enable-lora (plus --max-lora-rank >= the adapters' rank and
 --max-loras >= --max-adapters × runs), and must read the adapters folder at
-the same absolute path.
+the same absolute path. The engine's own flags (--dtype, --threads,
+--max-batch, --max-queue, --prefill-tokens, --kv-cache-bytes, prefix
+caching, --max-tokens, --served-model-name, --request-timeout) are refused
+with --upstream: set their vLLM counterparts on vllm serve.
 
 Example with vLLM:
   VLLM_ALLOW_RUNTIME_LORA_UPDATING=True vllm serve Qwen/Qwen2.5-7B-Instruct \
@@ -75,8 +80,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return cli.Usagef("--model and --upstream exclude each other: serve a model folder or front a vLLM server")
 	case opts.Upstream == "" && opts.UpstreamAPIKey != "":
 		return cli.Usagef("--upstream-api-key needs --upstream")
-	case opts.Upstream != "" && fs.Changed("dtype"):
-		return cli.Usagef("--dtype applies to --model (vLLM takes its own --dtype)")
+	}
+	if opts.Upstream != "" {
+		if err := engineOnly(fs); err != nil {
+			return err
+		}
 	}
 	if _, err := model.ParseWeightDType(opts.DType); err != nil {
 		return cli.Usagef("--%v", err)
@@ -104,4 +112,33 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil // drained after a signal: a clean stop
 	}
 	return err
+}
+
+// engineFlags are the flags that only the embedded engine reads, each with
+// what to set on the vLLM server instead: behind --upstream they would do
+// nothing, so setting one there is a usage error rather than silently
+// ignored.
+var engineFlags = []struct{ flag, vllm string }{
+	{"dtype", "vLLM takes its own --dtype"},
+	{"threads", "vLLM runs the model"},
+	{"max-batch", "vLLM's --max-num-seqs"},
+	{"prefill-tokens", "vLLM's --max-num-batched-tokens"},
+	{"kv-cache-bytes", "vLLM's --gpu-memory-utilization or --kv-cache-memory"},
+	{"enable-prefix-caching", "vLLM's own --enable-prefix-caching / --no-enable-prefix-caching"},
+	{"no-enable-prefix-caching", "vLLM's own --enable-prefix-caching / --no-enable-prefix-caching"},
+	{"max-queue", "vLLM queues the requests the front forwards"},
+	{"max-tokens", "vLLM's --max-model-len bounds a request"},
+	{"served-model-name", "vLLM's --served-model-name names the base model"},
+	{"request-timeout", "the front sets no deadline of its own; the client's timeout applies"},
+}
+
+// engineOnly returns a usage error for the first engine-only flag set on
+// the command line.
+func engineOnly(fs *pflag.FlagSet) error {
+	for _, e := range engineFlags {
+		if fs.Changed(e.flag) {
+			return cli.Usagef("--%s applies to --model, not --upstream (%s)", e.flag, e.vllm)
+		}
+	}
+	return nil
 }

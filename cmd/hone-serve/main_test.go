@@ -28,6 +28,26 @@ func TestHelpAndUsage(t *testing.T) {
 			t.Fatalf("%q: %v (exit %d), want a usage error", args, err, cli.ExitCode(err))
 		}
 	}
+	// Flags only the embedded engine reads are refused behind --upstream,
+	// naming the flag, instead of being silently ignored.
+	for _, e := range engineFlags {
+		arg := "--" + e.flag
+		switch e.flag {
+		case "dtype":
+			arg += "=bfloat16"
+		case "served-model-name":
+			arg += "=m"
+		case "request-timeout":
+			arg += "=1m"
+		case "enable-prefix-caching", "no-enable-prefix-caching":
+		default:
+			arg += "=7"
+		}
+		err := run(context.Background(), []string{"--upstream", "http://127.0.0.1:1", arg}, &bytes.Buffer{})
+		if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), "--"+e.flag+" applies to --model") {
+			t.Errorf("--upstream with %s: %v, want a usage error naming it", arg, err)
+		}
+	}
 	if err := run(context.Background(), []string{"--model", t.TempDir()}, &bytes.Buffer{}); err == nil || cli.ExitCode(err) == cli.ExitOK {
 		t.Fatalf("empty model folder: %v", err)
 	}

@@ -57,10 +57,10 @@ RT512 static inline __m512 rows_ldw_bf16m(const uint16_t *p, __mmask16 m) {
 // columns it loads RB weight vectors and NB input vectors and issues RB·NB
 // FMAs, so the weights are read once per tile and the inputs once per RB
 // rows. The column tail is a masked load (zeros beyond C add nothing).
-// ROWS_TILE_PF below is the 4-row float32 form that also prefetches (see
-// the note on prefetching further down).
-#define ROWS_TILE(NAME, WT, LDW, LDWM, RB, NB)                                          \
-RT512 static void NAME(float *out, long ldo, const float *x, long ldx, const WT *w, long ldw, long K) { \
+// PFN > 0: also prefetch PFN rows of the next block of RB, from its row pfo
+// on (see the note on prefetching further down).
+#define ROWS_TILE(NAME, WT, LDW, LDWM, RB, NB, PFN)                                     \
+RT512 static void NAME(float *out, long ldo, const float *x, long ldx, const WT *w, long ldw, long K, int pfo) { \
 	__m512 acc[RB][NB];                                                                      \
 	_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                                    \
 	_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) acc[r][n] = _mm512_setzero_ps();   \
@@ -68,6 +68,8 @@ RT512 static void NAME(float *out, long ldo, const float *x, long ldx, const WT 
 	for (; c + 16 <= K; c += 16) {                                                           \
 		__m512 wv[RB];                                                                       \
 		_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++) wv[r] = LDW(w + r * ldw + c);      \
+		_Pragma("GCC unroll 8") for (int r = 0; r < PFN; r++)                                \
+			_mm_prefetch((const char *)(w + (RB + pfo + r) * ldw + c), _MM_HINT_T0);          \
 		_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) {                               \
 			__m512 xv = _mm512_loadu_ps(x + n * ldx + c);                                    \
 			_Pragma("GCC unroll 8") for (int r = 0; r < RB; r++)                             \
@@ -89,27 +91,26 @@ RT512 static void NAME(float *out, long ldo, const float *x, long ldx, const WT 
 		out[n * ldo + r] = _mm512_reduce_add_ps(acc[r][n]);                                  \
 }
 
-typedef void (*rows_f32_tile)(float *, long, const float *, long, const float *, long, long);
-typedef void (*rows_bf16_tile)(float *, long, const float *, long, const uint16_t *, long, long);
+typedef void (*rows_f32_tile)(float *, long, const float *, long, const float *, long, long, int);
 
 #define ROWS_TILES(SUF, WT, LDW, LDWM)                                                   \
-ROWS_TILE(rows_##SUF##_1x1, WT, LDW, LDWM, 1, 1)                                         \
-ROWS_TILE(rows_##SUF##_1x2, WT, LDW, LDWM, 1, 2)                                         \
-ROWS_TILE(rows_##SUF##_1x3, WT, LDW, LDWM, 1, 3)                                         \
-ROWS_TILE(rows_##SUF##_1x4, WT, LDW, LDWM, 1, 4)                                         \
-ROWS_TILE(rows_##SUF##_2x1, WT, LDW, LDWM, 2, 1)                                         \
-ROWS_TILE(rows_##SUF##_2x2, WT, LDW, LDWM, 2, 2)                                         \
-ROWS_TILE(rows_##SUF##_2x3, WT, LDW, LDWM, 2, 3)                                         \
-ROWS_TILE(rows_##SUF##_2x4, WT, LDW, LDWM, 2, 4)                                         \
-ROWS_TILE(rows_##SUF##_3x1, WT, LDW, LDWM, 3, 1)                                         \
-ROWS_TILE(rows_##SUF##_3x2, WT, LDW, LDWM, 3, 2)                                         \
-ROWS_TILE(rows_##SUF##_3x3, WT, LDW, LDWM, 3, 3)                                         \
-ROWS_TILE(rows_##SUF##_3x4, WT, LDW, LDWM, 3, 4)                                         \
-ROWS_TILE(rows_##SUF##_4x1, WT, LDW, LDWM, 4, 1)                                         \
-ROWS_TILE(rows_##SUF##_4x2, WT, LDW, LDWM, 4, 2)                                         \
-ROWS_TILE(rows_##SUF##_4x3, WT, LDW, LDWM, 4, 3)                                         \
-ROWS_TILE(rows_##SUF##_4x4, WT, LDW, LDWM, 4, 4)                                         \
-ROWS_TILE(rows_##SUF##_8x1, WT, LDW, LDWM, 8, 1)                                         \
+ROWS_TILE(rows_##SUF##_1x1, WT, LDW, LDWM, 1, 1, 0)                                         \
+ROWS_TILE(rows_##SUF##_1x2, WT, LDW, LDWM, 1, 2, 0)                                         \
+ROWS_TILE(rows_##SUF##_1x3, WT, LDW, LDWM, 1, 3, 0)                                         \
+ROWS_TILE(rows_##SUF##_1x4, WT, LDW, LDWM, 1, 4, 0)                                         \
+ROWS_TILE(rows_##SUF##_2x1, WT, LDW, LDWM, 2, 1, 0)                                         \
+ROWS_TILE(rows_##SUF##_2x2, WT, LDW, LDWM, 2, 2, 0)                                         \
+ROWS_TILE(rows_##SUF##_2x3, WT, LDW, LDWM, 2, 3, 0)                                         \
+ROWS_TILE(rows_##SUF##_2x4, WT, LDW, LDWM, 2, 4, 0)                                         \
+ROWS_TILE(rows_##SUF##_3x1, WT, LDW, LDWM, 3, 1, 0)                                         \
+ROWS_TILE(rows_##SUF##_3x2, WT, LDW, LDWM, 3, 2, 0)                                         \
+ROWS_TILE(rows_##SUF##_3x3, WT, LDW, LDWM, 3, 3, 0)                                         \
+ROWS_TILE(rows_##SUF##_3x4, WT, LDW, LDWM, 3, 4, 0)                                         \
+ROWS_TILE(rows_##SUF##_4x1, WT, LDW, LDWM, 4, 1, 0)                                         \
+ROWS_TILE(rows_##SUF##_4x2, WT, LDW, LDWM, 4, 2, 0)                                         \
+ROWS_TILE(rows_##SUF##_4x3, WT, LDW, LDWM, 4, 3, 0)                                         \
+ROWS_TILE(rows_##SUF##_4x4, WT, LDW, LDWM, 4, 4, 0)                                         \
+ROWS_TILE(rows_##SUF##_8x1, WT, LDW, LDWM, 8, 1, 0)                                         \
 static const rows_##SUF##_tile rows_##SUF##_tiles[4][4] = {                              \
 	{rows_##SUF##_1x1, rows_##SUF##_1x2, rows_##SUF##_1x3, rows_##SUF##_1x4},            \
 	{rows_##SUF##_2x1, rows_##SUF##_2x2, rows_##SUF##_2x3, rows_##SUF##_2x4},            \
@@ -119,46 +120,11 @@ static const rows_##SUF##_tile rows_##SUF##_tiles[4][4] = {                     
 
 ROWS_TILES(f32, float, rows_ldw_f32, rows_ldw_f32m)
 
-// A 4-row float32 tile that also prefetches PFN rows of the next block of 4,
-// from its row pfo on (rows_f32_avx512 spreads the next block's rows over
-// the input blocks).
-#define ROWS_TILE_PF(NAME, NB, PFN)                                                          \
-RT512 static void NAME(float *out, long ldo, const float *x, long ldx, const float *w, long ldw, long K, int pfo) { \
-	__m512 acc[4][NB];                                                                       \
-	_Pragma("GCC unroll 8") for (int r = 0; r < 4; r++)                                     \
-	_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) acc[r][n] = _mm512_setzero_ps();    \
-	const float *pf = w + (4 + pfo) * ldw;                                                   \
-	long c = 0;                                                                              \
-	for (; c + 16 <= K; c += 16) {                                                           \
-		__m512 wv[4];                                                                        \
-		_Pragma("GCC unroll 8") for (int r = 0; r < 4; r++) wv[r] = rows_ldw_f32(w + r * ldw + c); \
-		_Pragma("GCC unroll 8") for (int r = 0; r < PFN; r++)                                \
-			_mm_prefetch((const char *)(pf + r * ldw + c), _MM_HINT_T0);                      \
-		_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) {                               \
-			__m512 xv = _mm512_loadu_ps(x + n * ldx + c);                                    \
-			_Pragma("GCC unroll 8") for (int r = 0; r < 4; r++)                              \
-				acc[r][n] = _mm512_fmadd_ps(wv[r], xv, acc[r][n]);                           \
-		}                                                                                    \
-	}                                                                                        \
-	if (c < K) {                                                                             \
-		__mmask16 m = (__mmask16)((1u << (K - c)) - 1);                                      \
-		__m512 wv[4];                                                                        \
-		_Pragma("GCC unroll 8") for (int r = 0; r < 4; r++) wv[r] = rows_ldw_f32m(w + r * ldw + c, m); \
-		_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++) {                               \
-			__m512 xv = _mm512_maskz_loadu_ps(m, x + n * ldx + c);                           \
-			_Pragma("GCC unroll 8") for (int r = 0; r < 4; r++)                              \
-				acc[r][n] = _mm512_fmadd_ps(wv[r], xv, acc[r][n]);                           \
-		}                                                                                    \
-	}                                                                                        \
-	_Pragma("GCC unroll 8") for (int n = 0; n < NB; n++)                                    \
-	_Pragma("GCC unroll 8") for (int r = 0; r < 4; r++)                                     \
-		out[n * ldo + r] = _mm512_reduce_add_ps(acc[r][n]);                                  \
-}
-typedef void (*rows_f32pf_tile)(float *, long, const float *, long, const float *, long, long, int);
-ROWS_TILE_PF(rows_f32p2_4x1, 1, 2) ROWS_TILE_PF(rows_f32p2_4x2, 2, 2) ROWS_TILE_PF(rows_f32p2_4x3, 3, 2) ROWS_TILE_PF(rows_f32p2_4x4, 4, 2)
-ROWS_TILE_PF(rows_f32p4_4x1, 1, 4) ROWS_TILE_PF(rows_f32p4_4x2, 2, 4) ROWS_TILE_PF(rows_f32p4_4x3, 3, 4) ROWS_TILE_PF(rows_f32p4_4x4, 4, 4)
-// [0]: two rows prefetched, [1]: all four.
-static const rows_f32pf_tile rows_f32pf_tiles[2][4] = {
+#define ROWS_F32P(NAME, NB, PFN) ROWS_TILE(NAME, float, rows_ldw_f32, rows_ldw_f32m, 4, NB, PFN)
+ROWS_F32P(rows_f32p2_4x1, 1, 2) ROWS_F32P(rows_f32p2_4x2, 2, 2) ROWS_F32P(rows_f32p2_4x3, 3, 2) ROWS_F32P(rows_f32p2_4x4, 4, 2)
+ROWS_F32P(rows_f32p4_4x1, 1, 4) ROWS_F32P(rows_f32p4_4x2, 2, 4) ROWS_F32P(rows_f32p4_4x3, 3, 4) ROWS_F32P(rows_f32p4_4x4, 4, 4)
+// 4-row tiles that prefetch: [0] two rows of the next block, [1] all four.
+static const rows_f32_tile rows_f32pf_tiles[2][4] = {
 	{rows_f32p2_4x1, rows_f32p2_4x2, rows_f32p2_4x3, rows_f32p2_4x4},
 	{rows_f32p4_4x1, rows_f32p4_4x2, rows_f32p4_4x3, rows_f32p4_4x4},
 };
@@ -253,8 +219,8 @@ static __thread long rows_xp_len;
 // 8.0–9.0 GB/s on one core).
 //
 // Whichever tile reads a block of weight rows first from memory (the first
-// input block of the 4-row tiles, or for float32 at batch 5–8 both blocks,
-// two rows each; the widening of rows into an L1 buffer; the 8-row
+// input block of the 4-row tiles, or at batch 5–8 both blocks, two rows
+// each: rows_pf; the widening of rows into an L1 buffer; the 8-row
 // bfloat16 tile batch 1 used before rows_bf16_seq1) prefetches the same
 // columns of the next block:
 // widening takes enough instructions per cache line that the out-of-order
@@ -278,6 +244,22 @@ static inline void rows_store(float *out, long ldo, const float *part, int rb, i
 		for (int r = 0; r < rb; r++) out[j * ldo + r] += part[j * 4 + r];
 }
 
+// rows_pf says which prefetching 4-row tile input block p (of np blocks of
+// up to 4 inputs) runs: 1 all four next rows, 0 two of them from row *pfo,
+// -1 none. The first block prefetches the next block's 4 rows, except with
+// two input blocks (batch 5–8): each then prefetches 2, so that the memory
+// keeps streaming while the second block runs on rows already in L1.
+// Measured on AMD Zen 5 (2 threads; the matmuls of a 0.5B-shape decode step
+// at batch 8 timed against a plain read of the same bytes in the same
+// process, median of 30 rounds a run, old and new builds taking turns):
+// float32 1.43–1.54× the read's time → 1.28–1.46× (medians of 9 runs 1.49
+// → 1.32), bfloat16 1.55–1.80× → 1.29–1.42× over 3 runs. Spreading them
+// over more blocks (batch 16, 32) did not help; batch 4 is unchanged.
+static inline int rows_pf(long np, long p, int *pfo) {
+	*pfo = np == 2 ? 2 * (int)p : 0;
+	return np == 2 ? 0 : p == 0 ? 1 : -1;
+}
+
 RT512 static void rows_f32_avx512(float *out, long ldo, const float *x, long N, long C, const float *w, long rows) {
 	float part[16];
 	long np = (N + 3) / 4; // input blocks of up to 4
@@ -287,9 +269,9 @@ RT512 static void rows_f32_avx512(float *out, long ldo, const float *x, long N, 
 			int rb = rows - o < 4 ? (int)(rows - o) : 4;
 			if (N == 1 && rows - o >= 8) {
 				rows_f32_tile f = rows_f32_8x1;
-				if (c0 == 0) f(out + o, ldo, x, C, w + o * C, C, kc);
+				if (c0 == 0) f(out + o, ldo, x, C, w + o * C, C, kc, 0);
 				else {
-					f(part, 1, x + c0, C, w + o * C + c0, C, kc);
+					f(part, 1, x + c0, C, w + o * C + c0, C, kc, 0);
 					for (int r = 0; r < 8; r++) out[o + r] += part[r];
 				}
 				o += 4;
@@ -299,23 +281,9 @@ RT512 static void rows_f32_avx512(float *out, long ldo, const float *x, long N, 
 				int nb = N - n < 4 ? (int)(N - n) : 4, p = (int)(n / 4);
 				float *dst = c0 == 0 ? out + n * ldo + o : part;
 				long ldd = c0 == 0 ? ldo : 4;
-				// The first input block prefetches the next block's 4 rows,
-				// except with two input blocks (batch 5–8): each then
-				// prefetches 2, so that the memory keeps streaming while the
-				// second runs on rows already in L1. Measured on AMD Zen 5
-				// (2 threads; the matmuls of a 0.5B-shape decode step at
-				// batch 8 timed against a plain read of the same bytes in
-				// the same process, median of 30 rounds a run, old and new
-				// builds taking turns): float32 1.43–1.54× the read's time
-				// → 1.28–1.46× (medians of 9 runs 1.49 → 1.32), bfloat16
-				// (same split, rows_bf16_avx512) 1.55–1.80× → 1.29–1.42×
-				// over 3 runs. Spreading them over more blocks (batch 16,
-				// 32) did not help; batch 4 is unchanged.
-				int spread = np == 2;
-				if (rb == 4 && (p == 0 || spread))
-					rows_f32pf_tiles[spread ? 0 : 1][nb - 1](dst, ldd, x + n * C + c0, C, w + o * C + c0, C, kc, spread ? 2 * p : 0);
-				else
-					rows_f32_tiles[rb - 1][nb - 1](dst, ldd, x + n * C + c0, C, w + o * C + c0, C, kc);
+				int pfo = 0, pf = rb == 4 ? rows_pf(np, p, &pfo) : -1;
+				rows_f32_tile f = pf >= 0 ? rows_f32pf_tiles[pf][nb - 1] : rows_f32_tiles[rb - 1][nb - 1];
+				f(dst, ldd, x + n * C + c0, C, w + o * C + c0, C, kc, pfo);
 				if (c0 != 0) rows_store(out + n * ldo + o, ldo, part, rb, nb);
 			}
 		}
@@ -421,11 +389,11 @@ RT512 static void rows_bf16_avx512(float *out, long ldo, const float *x, long N,
 				float *dst = c0 == 0 ? out + n * ldo + o : part;
 				long ldd = c0 == 0 ? ldo : 4;
 				if (N > rowsWidenN) {
-					rows_f32_tiles[rb - 1][nb - 1](dst, ldd, x + n * C + c0, C, wb, ldb, kc);
+					rows_f32_tiles[rb - 1][nb - 1](dst, ldd, x + n * C + c0, C, wb, ldb, kc, 0);
 				} else {
-					int spread = N > 4, p = (int)(n / 4); // two input blocks: see rows_f32_avx512
-					rows_bf16u_tile f = rb == 4 && (p == 0 || spread) ? rows_bf16up_tiles[spread ? 0 : 1][nb - 1] : rows_bf16u_tiles[rb - 1][nb - 1];
-					f(dst, ldd, xp + n * K32 + c0, K32, x + n * C + c0, C, w + o * C + c0, C, kc, spread ? 2 * p : 0);
+					int pfo = 0, pf = rb == 4 ? rows_pf((N + 3) / 4, n / 4, &pfo) : -1;
+					rows_bf16u_tile f = pf >= 0 ? rows_bf16up_tiles[pf][nb - 1] : rows_bf16u_tiles[rb - 1][nb - 1];
+					f(dst, ldd, xp + n * K32 + c0, K32, x + n * C + c0, C, w + o * C + c0, C, kc, pfo);
 				}
 				if (c0 != 0) rows_store(out + n * ldo + o, ldo, part, rb, nb);
 			}

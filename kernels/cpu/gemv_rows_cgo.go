@@ -110,7 +110,6 @@ ROWS_TILE(rows_##SUF##_4x1, WT, LDW, LDWM, 4, 1, 0)                             
 ROWS_TILE(rows_##SUF##_4x2, WT, LDW, LDWM, 4, 2, 0)                                         \
 ROWS_TILE(rows_##SUF##_4x3, WT, LDW, LDWM, 4, 3, 0)                                         \
 ROWS_TILE(rows_##SUF##_4x4, WT, LDW, LDWM, 4, 4, 0)                                         \
-ROWS_TILE(rows_##SUF##_8x1, WT, LDW, LDWM, 8, 1, 0)                                         \
 static const rows_##SUF##_tile rows_##SUF##_tiles[4][4] = {                              \
 	{rows_##SUF##_1x1, rows_##SUF##_1x2, rows_##SUF##_1x3, rows_##SUF##_1x4},            \
 	{rows_##SUF##_2x1, rows_##SUF##_2x2, rows_##SUF##_2x3, rows_##SUF##_2x4},            \
@@ -213,15 +212,10 @@ static const rows_bf16u_tile rows_bf16u_tiles[4][4] = {
 static __thread float *rows_xp;
 static __thread long rows_xp_len;
 
-// With one input (batch-1 decode: pure streaming) float32 tiles take 8
-// weight rows, not 4: one core then has twice the cache misses in flight
-// (measured on the LM head, bf16, before bf16 had rows_bf16_seq1: 6.2–7.6 →
-// 8.0–9.0 GB/s on one core).
-//
 // Whichever tile reads a block of weight rows first from memory (the first
 // input block of the 4-row tiles, or at batch 5–8 both blocks, two rows
-// each: rows_pf; the widening of rows into an L1 buffer; the 8-row
-// bfloat16 tile batch 1 used before rows_bf16_seq1) prefetches the same
+// each: rows_pf; the widening of rows into an L1 buffer; the 8-row tile
+// batch 1 used before rows_bf16_seq1 and rows_f32_seq1) prefetches the same
 // columns of the next block:
 // widening takes enough instructions per cache line that the out-of-order
 // window alone keeps too few misses in flight, and with several inputs the
@@ -229,9 +223,8 @@ static __thread long rows_xp_len;
 // Zen 4 (2 cores, modelbench on the 0.5B shape, alternating runs): batch 1
 // bf16 +8%, batch 8 f32 +30% and bf16 more, batch 32 f32 +18% and bf16
 // +15%; the LM head stream at batch 1 went from 23–24 to 28 GB/s on one
-// core. The 8-row float32 tile gained nothing (its stream is already at the
-// machine's bandwidth) and has no prefetch. A prefetch past the end of the
-// weights is harmless: x86 prefetches never fault.
+// core. A prefetch past the end of the weights is harmless: x86 prefetches
+// never fault.
 
 // Columns are taken in chunks of rowsKC so that a tile's weight rows stay
 // in L1 while every input block passes over them; the first chunk stores,
@@ -260,23 +253,50 @@ static inline int rows_pf(long np, long p, int *pfo) {
 	return np == 2 ? 0 : p == 0 ? 1 : -1;
 }
 
+enum { rowsSeqAhead = 1024 };
+
+// rows_f32_seq1 is the one-input form (batch-1 decode), as rows_bf16_seq1
+// below: each row whole, in address order, four line-sized accumulators,
+// rowsSeqAhead bytes prefetched along the stream. It replaced an 8-row tile
+// (eight interleaved row streams, no prefetch). In a throwaway C program on
+// AMD Zen 5 (the 169 matrices of a 0.5B-shape decode step, 2 threads, 21
+// rounds a run, each form timed against a plain read of the same bytes in
+// the same round), medians over six runs: 8-row tile 1.02–1.08× the read's
+// time (median 1.05), this form 0.99–1.02× (1.01). In the engine the gain
+// is within the host's noise: a full decode step over a plain read, old
+// and new builds taking turns for ten runs, medians 1.014 → 1.003.
+RT512 static void rows_f32_seq1(float *out, const float *x, long C, const float *w, long rows) {
+	for (long o = 0; o < rows; o++) {
+		const float *wr = w + o * C;
+		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+		long c = 0;
+		for (; c + 64 <= C; c += 64) {
+			_Pragma("GCC unroll 4") for (int l = 0; l < 4; l++)
+				_mm_prefetch((const char *)(wr + c) + rowsSeqAhead + 64 * l, _MM_HINT_T0);
+			a0 = _mm512_fmadd_ps(_mm512_loadu_ps(wr + c), _mm512_loadu_ps(x + c), a0);
+			a1 = _mm512_fmadd_ps(_mm512_loadu_ps(wr + c + 16), _mm512_loadu_ps(x + c + 16), a1);
+			a2 = _mm512_fmadd_ps(_mm512_loadu_ps(wr + c + 32), _mm512_loadu_ps(x + c + 32), a2);
+			a3 = _mm512_fmadd_ps(_mm512_loadu_ps(wr + c + 48), _mm512_loadu_ps(x + c + 48), a3);
+		}
+		for (; c < C; c += 16) {
+			__mmask16 m = C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - c)) - 1);
+			a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, wr + c), _mm512_maskz_loadu_ps(m, x + c), a0);
+		}
+		out[o] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+	}
+}
+
 RT512 static void rows_f32_avx512(float *out, long ldo, const float *x, long N, long C, const float *w, long rows) {
+	if (N == 1) {
+		rows_f32_seq1(out, x, C, w, rows);
+		return;
+	}
 	float part[16];
 	long np = (N + 3) / 4; // input blocks of up to 4
 	for (long c0 = 0; c0 < C; c0 += rowsKC) {
 		long kc = C - c0 < rowsKC ? C - c0 : rowsKC;
 		for (long o = 0; o < rows; o += 4) {
 			int rb = rows - o < 4 ? (int)(rows - o) : 4;
-			if (N == 1 && rows - o >= 8) {
-				rows_f32_tile f = rows_f32_8x1;
-				if (c0 == 0) f(out + o, ldo, x, C, w + o * C, C, kc, 0);
-				else {
-					f(part, 1, x + c0, C, w + o * C + c0, C, kc, 0);
-					for (int r = 0; r < 8; r++) out[o + r] += part[r];
-				}
-				o += 4;
-				continue;
-			}
 			for (long n = 0; n < N; n += 4) {
 				int nb = N - n < 4 ? (int)(N - n) : 4, p = (int)(n / 4);
 				float *dst = c0 == 0 ? out + n * ldo + o : part;
@@ -325,9 +345,7 @@ enum { rowsWidenN = 8 };
 // → 63.2–65.1. In one process, the matmuls of a 0.5B-shape decode step
 // (bfloat16, 168 matrices and the LM head) with the two forms taking turns
 // for 40 rounds: median time ratio 1.16 and 1.09 in two runs (30.8 → 35.3
-// and 30.5 → 33.8 tokens/s). With float32 weights the 8-row tile already
-// reads as fast as a plain read, so that form stays.
-enum { rowsSeqAhead = 1024 };
+// and 30.5 → 33.8 tokens/s).
 
 RT512 static void rows_bf16_seq1(float *out, const float *xp, const float *x, long C, long K32, const uint16_t *w, long rows) {
 	const __m512i z = _mm512_setzero_si512();

@@ -183,9 +183,18 @@ type Backend interface {
 	//	weight  [V, C]  lm_head (or the tied embedding table)
 	//	targets [N]     −1 ≤ t < V
 	//	chunk   vocabulary columns per block; ≤ 0 picks the backend's default
-	LogprobForward(logprob, entropy, lse, hidden, weight []float32, targets []int32, N, C, V, chunk int)
+	//
+	// expect [N, C] may be nil. Otherwise it receives
+	//
+	//	expect[n] = Σ_j softmax(z)_j·weight[j]
+	//
+	// the lm_head row the model's distribution expects. The logprob's
+	// gradient is then a row operation (LogprobBackwardExpect) instead of a
+	// second pass over the vocabulary, for one more [N, chunk]·[chunk, C]
+	// product per chunk here.
+	LogprobForward(logprob, entropy, lse, expect, hidden, weight []float32, targets []int32, N, C, V, chunk int)
 	// LogprobForwardBF16 is LogprobForward with a bfloat16 weight [V, C].
-	LogprobForwardBF16(logprob, entropy, lse, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int)
+	LogprobForwardBF16(logprob, entropy, lse, expect, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int)
 
 	// LogprobBackward recomputes the logits chunk by chunk and accumulates,
 	// with p = softmax(z), H = entropy[n], t = targets[n]:
@@ -199,6 +208,16 @@ type Backend interface {
 	LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weight []float32, targets []int32, N, C, V, chunk int)
 	// LogprobBackwardBF16 is LogprobBackward (dhidden only) with a frozen bfloat16 weight.
 	LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int)
+	// LogprobBackwardExpect accumulates the logprob's gradient from the
+	// forward's expect [N, C], with t = targets[n]:
+	//
+	//	dhidden[n] += dlogprob[n]·(weight[t] − expect[n])    (rows with t < 0: nothing)
+	//
+	// which is LogprobBackward's dhidden with dentropy and dweight nil
+	// (Σ_j dz_j·weight[j] with dz_j = dlogprob·([j = t] − p_j)).
+	LogprobBackwardExpect(dhidden, dlogprob, expect, weight []float32, targets []int32, N, C, V int)
+	// LogprobBackwardExpectBF16 is LogprobBackwardExpect with a bfloat16 weight [V, C].
+	LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, weight []uint16, targets []int32, N, C, V int)
 
 	// ---- optimizer and elementwise -------------------------------------
 

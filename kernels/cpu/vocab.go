@@ -130,28 +130,36 @@ func (w weights) rows(v0, v1, C int) weights {
 
 // LogprobForward: per-row logprob of the target, entropy and lse of
 // softmax(hidden·weightᵀ), chunked over the vocabulary (see kernels.Backend).
-func (b *Backend) LogprobForward(logprob, entropy, lse, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
+func (b *Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
 	op := "LogprobForward"
 	kernels.Need(op, "weight", len(weight), V*C)
-	b.logprobForward(op, logprob, entropy, lse, hidden, weights{f32: weight[: V*C : V*C]}, targets, N, C, V, chunk)
+	b.logprobForward(op, logprob, entropy, lse, expect, hidden, weights{f32: weight[: V*C : V*C]}, targets, N, C, V, chunk)
 }
 
 // LogprobForwardBF16 is LogprobForward with a bfloat16 weight [V,C].
-func (b *Backend) LogprobForwardBF16(logprob, entropy, lse, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
+func (b *Backend) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
 	op := "LogprobForwardBF16"
 	kernels.Need(op, "weight", len(weight), V*C)
-	b.logprobForward(op, logprob, entropy, lse, hidden, weights{bf16: weight[: V*C : V*C]}, targets, N, C, V, chunk)
+	b.logprobForward(op, logprob, entropy, lse, expect, hidden, weights{bf16: weight[: V*C : V*C]}, targets, N, C, V, chunk)
 }
 
 // logprobForward keeps, per row, the running maximum m, s = Σ exp(z_j − m)
 // and t = Σ exp(z_j − m)·(z_j − m) over the chunks seen so far; a new
 // maximum m' rescales them (s ← s·e^(m−m'), t ← (t + (m−m')·s)·e^(m−m')).
 // At the end lse = m + log s and entropy = log s − t/s.
-func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []float32, w weights, targets []int32, N, C, V, chunk int) {
+//
+// With expect, each row also keeps e = Σ exp(z_j − m)·W_j, rescaled with s
+// (e ← e·e^(m−m')): the chunk's logits block is turned in place into
+// exp(z_j − m) and multiplied by the chunk's weight rows. At the end
+// expect = e/s.
+func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidden []float32, w weights, targets []int32, N, C, V, chunk int) {
 	kernels.NeedSizes(op, N, C, V)
 	kernels.Need(op, "logprob", len(logprob), N)
 	kernels.Need(op, "entropy", len(entropy), N)
 	kernels.Need(op, "lse", len(lse), N)
+	if expect != nil {
+		kernels.Need(op, "expect", len(expect), N*C)
+	}
 	kernels.Need(op, "hidden", len(hidden), N*C)
 	kernels.Need(op, "targets", len(targets), N)
 	kernels.NeedIDs(op, targets[:N], -1, V)
@@ -170,7 +178,16 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 	defer b.release(zp)
 	z := *zp
 	var tile []float32 // [bf16Tile, C] widened bf16 rows, for a GEMM without a bfloat16 form
-	if w.bf16 != nil && b.gemmB16 == nil {
+	// With expect, such a GEMM gets each chunk widened once for its two
+	// products instead (as logprobBackward).
+	widenChunks := expect != nil && w.bf16 != nil && b.gemmB16 == nil
+	var wide []float32 // [chunk, C]
+	switch {
+	case widenChunks:
+		wp := b.buf(chunk * C)
+		defer b.release(wp)
+		wide = *wp
+	case w.bf16 != nil && b.gemmB16 == nil:
 		tp := b.buf(bf16Tile * C)
 		defer b.release(tp)
 		tile = *tp
@@ -183,9 +200,20 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 		for i := 0; i < nr; i++ {
 			m[i], s[i], t[i] = float32(math.Inf(-1)), 0, 0
 		}
+		var ex []float32 // [nr, C] rows of expect, unnormalised
+		if expect != nil {
+			ex = expect[r0*C : (r0+nr)*C]
+			clear(ex)
+		}
 		for v0 := 0; v0 < V; v0 += chunk {
 			cs := min(chunk, V-v0)
-			b.linearNT(z, cs, hidden[r0*C:], w.rows(v0, v0+cs, C), tile, nr, C, cs)
+			wv := w.rows(v0, v0+cs, C)
+			if widenChunks {
+				wc := wide[:cs*C]
+				b.widen(wc, wv.bf16)
+				wv = weights{f32: wc}
+			}
+			b.linearNT(z, cs, hidden[r0*C:], wv, tile, nr, C, cs)
 			b.parallel(nr, cs, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					row := z[i*cs : (i+1)*cs]
@@ -204,6 +232,9 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 							f := math.Exp(d)
 							t[i] = (t[i] + d*s[i]) * f
 							s[i] *= f
+							if ex != nil {
+								scaleRow(ex[i*C:(i+1)*C], float32(f))
+							}
 						}
 						m[i] = cm
 					}
@@ -221,11 +252,24 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, hidden []floa
 					}
 					s[i] += cs1
 					t[i] += ct
+					if ex != nil {
+						expShift(row, mi)
+					}
 				}
 			})
+			if ex != nil {
+				if wv.f32 != nil {
+					b.sgemm(false, false, nr, C, cs, 1, z, cs, wv.f32, C, 1, ex, C)
+				} else {
+					b.sgemmB16(false, false, nr, C, cs, 1, z, cs, wv.bf16, C, 1, ex, C)
+				}
+			}
 		}
 		for i := 0; i < nr; i++ {
 			n := r0 + i
+			if ex != nil {
+				scaleRow(ex[i*C:(i+1)*C], float32(1/s[i]))
+			}
 			ls := math.Log(s[i])
 			lse[n] = m[i] + float32(ls)
 			entropy[n] = float32(ls - t[i]/s[i])
@@ -341,4 +385,67 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 			}
 		}
 	}
+}
+
+// expShift turns row into exp(row − m), in place.
+func expShift(row []float32, m float32) {
+	if vec.logprobGrad != nil {
+		// −dl·p with dl = −1 and no entropy term is p = exp(x − m).
+		vec.logprobGrad(row, m, -1, 0, 0)
+		return
+	}
+	for j, x := range row {
+		row[j] = exp32(x - m)
+	}
+}
+
+func scaleRow(row []float32, f float32) {
+	for j := range row {
+		row[j] *= f
+	}
+}
+
+// LogprobBackwardExpect accumulates dhidden [N,C] from the forward's expect.
+func (b *Backend) LogprobBackwardExpect(dhidden, dlogprob, expect, weight []float32, targets []int32, N, C, V int) {
+	op := "LogprobBackwardExpect"
+	kernels.Need(op, "weight", len(weight), V*C)
+	b.logprobBackwardExpect(op, dhidden, dlogprob, expect, weights{f32: weight[: V*C : V*C]}, targets, N, C, V)
+}
+
+// LogprobBackwardExpectBF16 is LogprobBackwardExpect with a bfloat16 weight [V,C].
+func (b *Backend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, weight []uint16, targets []int32, N, C, V int) {
+	op := "LogprobBackwardExpectBF16"
+	kernels.Need(op, "weight", len(weight), V*C)
+	b.logprobBackwardExpect(op, dhidden, dlogprob, expect, weights{bf16: weight[: V*C : V*C]}, targets, N, C, V)
+}
+
+func (b *Backend) logprobBackwardExpect(op string, dhidden, dlogprob, expect []float32, w weights, targets []int32, N, C, V int) {
+	kernels.NeedSizes(op, N, C, V)
+	kernels.Need(op, "dhidden", len(dhidden), N*C)
+	kernels.Need(op, "dlogprob", len(dlogprob), N)
+	kernels.Need(op, "expect", len(expect), N*C)
+	kernels.Need(op, "targets", len(targets), N)
+	kernels.NeedIDs(op, targets[:N], -1, V)
+	b.parallel(N, C, func(lo, hi int) {
+		var wt []float32 // one widened bfloat16 row
+		if w.bf16 != nil {
+			wt = make([]float32, C)
+		}
+		for n := lo; n < hi; n++ {
+			tg := int(targets[n])
+			if tg < 0 {
+				continue
+			}
+			dl := dlogprob[n]
+			dh, e := dhidden[n*C:(n+1)*C], expect[n*C:(n+1)*C]
+			if w.f32 != nil {
+				wt = w.f32[tg*C : (tg+1)*C]
+			} else {
+				kernels.FromBF16(wt, w.bf16[tg*C:(tg+1)*C])
+			}
+			for c := range dh {
+				dh[c] += dl * (wt[c] - e[c])
+			}
+		}
+	})
 }

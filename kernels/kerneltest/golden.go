@@ -120,7 +120,7 @@ func RunGolden(t *testing.T, b kernels.Backend, dir string) {
 	t.Run("Logprob/chunked", func(t *testing.T) {
 		l := g.Logprob
 		lp, ent, lse := make([]float32, l.N), make([]float32, l.N), make([]float32, l.N)
-		b.LogprobForward(lp, ent, lse, l.Hidden, l.Weight, l.Targets, l.N, l.C, l.V, l.Chunk)
+		b.LogprobForward(lp, ent, lse, nil, l.Hidden, l.Weight, l.Targets, l.N, l.C, l.V, l.Chunk)
 		check(t, "logprob", lp, l.Logprob)
 		check(t, "entropy", ent, l.Entropy)
 		check(t, "lse", lse, l.Lse)

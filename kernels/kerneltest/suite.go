@@ -533,13 +533,20 @@ func (s suite) logprob(t *testing.T) {
 			r := src(name)
 			hid, w := randn(r, N*C, 1), randn(r, V*C, 0.5)
 			tg := targetsFor(r, N, V)
-			wlp, went, wlse := nan(N), nan(N), nan(N)
-			s.r.LogprobForward(wlp, went, wlse, hid, w, tg, N, C, V, chunk)
+			wlp, went, wlse, wex := nan(N), nan(N), nan(N), nan(N*C)
+			s.r.LogprobForward(wlp, went, wlse, wex, hid, w, tg, N, C, V, chunk)
 			glp, gent, glse := nan(N), nan(N), nan(N)
-			s.b.LogprobForward(glp, gent, glse, hid, w, tg, N, C, V, chunk)
+			s.b.LogprobForward(glp, gent, glse, nil, hid, w, tg, N, C, V, chunk)
 			near(t, "logprob", glp, wlp, F32Tol)
 			near(t, "entropy", gent, went, F32Tol)
 			near(t, "lse", glse, wlse, F32Tol)
+			// The same with expect: the other results do not change.
+			elp, eent, else2, gex := nan(N), nan(N), nan(N), nan(N*C)
+			s.b.LogprobForward(elp, eent, else2, gex, hid, w, tg, N, C, V, chunk)
+			near(t, "logprob (with expect)", elp, glp, F32Tol)
+			near(t, "entropy (with expect)", eent, gent, F32Tol)
+			near(t, "lse (with expect)", else2, glse, F32Tol)
+			near(t, "expect", gex, wex, F32Tol)
 			for n := range glp {
 				if glp[n] > 0 || (tg[n] < 0 && glp[n] != 0) {
 					t.Fatalf("row %d (target %d): logprob %g", n, tg[n], glp[n])
@@ -571,6 +578,12 @@ func (s suite) logprob(t *testing.T) {
 			s.r.LogprobBackward(wdh, nil, dlp, nil, wlse, went, hid, w, tg, N, C, V, chunk)
 			s.b.LogprobBackward(gdh, nil, dlp, nil, wlse, went, hid, w, tg, N, C, V, chunk)
 			near(t, "dhidden (logprob only)", gdh, wdh, 1e-4)
+			// The one-pass form of the same gradient, from expect.
+			rdh, edh := clone(dh), clone(dh)
+			s.r.LogprobBackwardExpect(rdh, dlp, wex, w, tg, N, C, V)
+			s.b.LogprobBackwardExpect(edh, dlp, gex, w, tg, N, C, V)
+			near(t, "dhidden from expect", edh, rdh, 1e-4)
+			near(t, "dhidden from expect vs recomputed", edh, wdh, 1e-4)
 		})
 	}
 }
@@ -584,15 +597,21 @@ func (s suite) logprobBF16(t *testing.T) {
 			hid, w := randn(r, N*C, 1), randn(r, V*C, 0.5)
 			wh := bf16(w)
 			tg := targetsFor(r, N, V)
-			wlp, went, wlse := nan(N), nan(N), nan(N)
-			s.r.LogprobForwardBF16(wlp, went, wlse, hid, wh, tg, N, C, V, chunk)
+			wlp, went, wlse, wex := nan(N), nan(N), nan(N), nan(N*C)
+			s.r.LogprobForwardBF16(wlp, went, wlse, wex, hid, wh, tg, N, C, V, chunk)
 			glp, gent, glse := nan(N), nan(N), nan(N)
-			s.b.LogprobForwardBF16(glp, gent, glse, hid, wh, tg, N, C, V, chunk)
+			s.b.LogprobForwardBF16(glp, gent, glse, nil, hid, wh, tg, N, C, V, chunk)
 			near(t, "logprob", glp, wlp, F32Tol)
 			near(t, "entropy", gent, went, F32Tol)
 			near(t, "lse", glse, wlse, F32Tol)
+			elp, eent, else2, gex := nan(N), nan(N), nan(N), nan(N*C)
+			s.b.LogprobForwardBF16(elp, eent, else2, gex, hid, wh, tg, N, C, V, chunk)
+			near(t, "logprob (with expect)", elp, glp, F32Tol)
+			near(t, "entropy (with expect)", eent, gent, F32Tol)
+			near(t, "lse (with expect)", else2, glse, F32Tol)
+			near(t, "expect", gex, wex, F32Tol)
 			flp, fent, flse := nan(N), nan(N), nan(N)
-			s.r.LogprobForward(flp, fent, flse, hid, w, tg, N, C, V, chunk)
+			s.r.LogprobForward(flp, fent, flse, nil, hid, w, tg, N, C, V, chunk)
 			near(t, "lse vs float32 weights", glse, flse, BF16Tol)
 
 			dlp, dent, dh := randn(r, N, 1), randn(r, N, 1), randn(r, N*C, 1)
@@ -600,6 +619,13 @@ func (s suite) logprobBF16(t *testing.T) {
 			s.r.LogprobBackwardBF16(wdh, dlp, dent, wlse, went, hid, wh, tg, N, C, V, chunk)
 			s.b.LogprobBackwardBF16(gdh, dlp, dent, wlse, went, hid, wh, tg, N, C, V, chunk)
 			near(t, "dhidden", gdh, wdh, 1e-4)
+			wdh, gdh = clone(dh), clone(dh)
+			s.b.LogprobBackwardBF16(wdh, dlp, nil, wlse, went, hid, wh, tg, N, C, V, chunk)
+			s.b.LogprobBackwardExpectBF16(gdh, dlp, gex, wh, tg, N, C, V)
+			near(t, "dhidden from expect vs recomputed", gdh, wdh, 1e-4)
+			rdh := clone(dh)
+			s.r.LogprobBackwardExpectBF16(rdh, dlp, wex, wh, tg, N, C, V)
+			near(t, "dhidden from expect", gdh, rdh, 1e-4)
 		})
 	}
 }
@@ -689,7 +715,16 @@ func (s suite) badArguments(t *testing.T) {
 		{"EmbeddingForward id out of range", func() { s.b.EmbeddingForward(f(2), []int32{3}, f(6), 1, 2, 3) }},
 		{"EmbeddingBackward negative id", func() { s.b.EmbeddingBackward(f(6), f(2), []int32{-1}, 1, 2, 3) }},
 		{"LogprobForward target out of range", func() {
-			s.b.LogprobForward(f(1), f(1), f(1), f(2), f(6), []int32{3}, 1, 2, 3, 0)
+			s.b.LogprobForward(f(1), f(1), f(1), nil, f(2), f(6), []int32{3}, 1, 2, 3, 0)
+		}},
+		{"LogprobForward short expect", func() {
+			s.b.LogprobForward(f(1), f(1), f(1), f(1), f(2), f(6), []int32{0}, 1, 2, 3, 0)
+		}},
+		{"LogprobBackwardExpect target out of range", func() {
+			s.b.LogprobBackwardExpect(f(2), f(1), f(2), f(6), []int32{3}, 1, 2, 3)
+		}},
+		{"LogprobBackwardExpectBF16 short expect", func() {
+			s.b.LogprobBackwardExpectBF16(f(2), f(1), f(1), make([]uint16, 6), []int32{0}, 1, 2, 3)
 		}},
 		{"AdamW step 0", func() { s.b.AdamW(f(1), f(1), f(1), f(1), 1, 0, kernels.DefaultAdamW(1e-3)) }},
 		{"Add short b", func() { s.b.Add(f(3), f(3), f(2), 3) }},

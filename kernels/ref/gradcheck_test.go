@@ -189,7 +189,7 @@ func TestGradLogprob(t *testing.T) {
 	a, e := randn(r, N, 1), randn(r, N, 1) // L = Σ a·logprob + e·entropy
 	lp, ent, lse := make([]float32, N), make([]float32, N), make([]float32, N)
 	loss := func() float64 {
-		b.LogprobForward(lp, ent, lse, hid, w, tg, N, C, V, 0)
+		b.LogprobForward(lp, ent, lse, nil, hid, w, tg, N, C, V, 0)
 		return weighted(a, lp) + weighted(e, ent)
 	}
 	loss()
@@ -197,4 +197,23 @@ func TestGradLogprob(t *testing.T) {
 	b.LogprobBackward(dh, dw, a, e, lse, ent, hid, w, tg, N, C, V, 0)
 	gradcheck(t, "dhidden", hid, dh, loss)
 	gradcheck(t, "dweight", w, dw, loss)
+}
+
+// TestGradLogprobExpect checks the one-pass gradient of Σ a·logprob: the
+// forward's expected lm_head row, then LogprobBackwardExpect.
+func TestGradLogprobExpect(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	N, C, V := 4, 3, 7
+	hid, w := randn(r, N*C, 1), randn(r, V*C, 1)
+	tg := []int32{5, 0, -1, 3}
+	a := randn(r, N, 1)
+	lp, ent, lse, ex := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)
+	loss := func() float64 {
+		b.LogprobForward(lp, ent, lse, ex, hid, w, tg, N, C, V, 0)
+		return weighted(a, lp)
+	}
+	loss()
+	dh := make([]float32, N*C)
+	b.LogprobBackwardExpect(dh, a, ex, w, tg, N, C, V)
+	gradcheck(t, "dhidden", hid, dh, loss)
 }

@@ -129,13 +129,13 @@ func (Backend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 
 // LogprobForward: the reference computes the full logits row (it is the
 // oracle, memory is not its concern) and ignores chunk.
-func (Backend) LogprobForward(logprob, entropy, lse, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
-	logprobForward("LogprobForward", logprob, entropy, lse, hidden, func(i int) float32 { return weight[i] }, len(weight), targets, N, C, V)
+func (Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
+	logprobForward("LogprobForward", logprob, entropy, lse, expect, hidden, func(i int) float32 { return weight[i] }, len(weight), targets, N, C, V)
 }
 
 // LogprobForwardBF16 is LogprobForward with a bfloat16 weight [V,C].
-func (Backend) LogprobForwardBF16(logprob, entropy, lse, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
-	logprobForward("LogprobForwardBF16", logprob, entropy, lse, hidden, func(i int) float32 { return kernels.F32(weight[i]) }, len(weight), targets, N, C, V)
+func (Backend) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
+	logprobForward("LogprobForwardBF16", logprob, entropy, lse, expect, hidden, func(i int) float32 { return kernels.F32(weight[i]) }, len(weight), targets, N, C, V)
 }
 
 // logits computes z [V] = h [C] · weight [V,C]ᵀ in float64.
@@ -149,11 +149,14 @@ func logits(z []float64, h []float32, w func(int) float32, C int) {
 	}
 }
 
-func logprobForward(op string, logprob, entropy, lse, hidden []float32, w func(int) float32, nw int, targets []int32, N, C, V int) {
+func logprobForward(op string, logprob, entropy, lse, expect, hidden []float32, w func(int) float32, nw int, targets []int32, N, C, V int) {
 	kernels.NeedSizes(op, N, C, V)
 	kernels.Need(op, "logprob", len(logprob), N)
 	kernels.Need(op, "entropy", len(entropy), N)
 	kernels.Need(op, "lse", len(lse), N)
+	if expect != nil {
+		kernels.Need(op, "expect", len(expect), N*C)
+	}
 	kernels.Need(op, "hidden", len(hidden), N*C)
 	kernels.Need(op, "weight", nw, V*C)
 	kernels.Need(op, "targets", len(targets), N)
@@ -179,6 +182,15 @@ func logprobForward(op string, logprob, entropy, lse, hidden []float32, w func(i
 		logprob[n] = 0
 		if t := targets[n]; t >= 0 {
 			logprob[n] = float32(z[t] - l)
+		}
+		if expect != nil {
+			for c := 0; c < C; c++ {
+				var e float64
+				for j, v := range z {
+					e += math.Exp(v-l) * float64(w(j*C+c))
+				}
+				expect[n*C+c] = float32(e)
+			}
 		}
 	}
 }
@@ -244,6 +256,36 @@ func logprobBackward(op string, dhidden, dweight, dlogprob, dentropy, lse, entro
 					dweight[j*C+c] += float32(z[j] * float64(h[c]))
 				}
 			}
+		}
+	}
+}
+
+// LogprobBackwardExpect accumulates dhidden [N,C] from the forward's expect.
+func (Backend) LogprobBackwardExpect(dhidden, dlogprob, expect, weight []float32, targets []int32, N, C, V int) {
+	logprobBackwardExpect("LogprobBackwardExpect", dhidden, dlogprob, expect, func(i int) float32 { return weight[i] }, len(weight), targets, N, C, V)
+}
+
+// LogprobBackwardExpectBF16 is LogprobBackwardExpect with a bfloat16 weight [V,C].
+func (Backend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, weight []uint16, targets []int32, N, C, V int) {
+	logprobBackwardExpect("LogprobBackwardExpectBF16", dhidden, dlogprob, expect, func(i int) float32 { return kernels.F32(weight[i]) }, len(weight), targets, N, C, V)
+}
+
+func logprobBackwardExpect(op string, dhidden, dlogprob, expect []float32, w func(int) float32, nw int, targets []int32, N, C, V int) {
+	kernels.NeedSizes(op, N, C, V)
+	kernels.Need(op, "dhidden", len(dhidden), N*C)
+	kernels.Need(op, "dlogprob", len(dlogprob), N)
+	kernels.Need(op, "expect", len(expect), N*C)
+	kernels.Need(op, "weight", nw, V*C)
+	kernels.Need(op, "targets", len(targets), N)
+	kernels.NeedIDs(op, targets[:N], -1, V)
+	for n := 0; n < N; n++ {
+		t := int(targets[n])
+		if t < 0 {
+			continue
+		}
+		dl := float64(dlogprob[n])
+		for c := 0; c < C; c++ {
+			dhidden[n*C+c] += float32(dl * (float64(w(t*C+c)) - float64(expect[n*C+c])))
 		}
 	}
 }

@@ -131,6 +131,10 @@ type Pass struct {
 	xf    []float32    // [N, C] final-norm output
 	rstdf []float32    // [N]
 	lse   []float32    // [N]
+	// expect [N, C]: the lm_head row each position's distribution expects
+	// (passes with an adapter). Backward without dentropy turns it into the
+	// logprob's gradient row by row, instead of computing the logits again.
+	expect []float32
 }
 
 // work is the scratch of one pass, shared by all blocks: forward needs h
@@ -233,7 +237,7 @@ func (p *Pass) Release() {
 		return
 	}
 	p.m.slabs.put(p.slab)
-	p.slab, p.xs, p.acts, p.w, p.Logprob, p.Entropy = nil, nil, nil, nil, nil, nil
+	p.slab, p.xs, p.acts, p.w, p.Logprob, p.Entropy, p.expect = nil, nil, nil, nil, nil, nil, nil
 }
 
 // Forward runs the training pass: per-token log-probabilities of b.Targets
@@ -273,9 +277,9 @@ func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOpt
 	}
 	be.RMSNormForward(p.xf, p.rstdf, p.xs[len(m.Blocks)], m.Norm, N, C, c.RMSNormEps)
 	if m.Head.BF16 != nil {
-		be.LogprobForwardBF16(p.Logprob, p.Entropy, p.lse, p.xf, m.Head.BF16, p.tgt, N, C, V, opt.Chunk)
+		be.LogprobForwardBF16(p.Logprob, p.Entropy, p.lse, p.expect, p.xf, m.Head.BF16, p.tgt, N, C, V, opt.Chunk)
 	} else {
-		be.LogprobForward(p.Logprob, p.Entropy, p.lse, p.xf, m.Head.F32, p.tgt, N, C, V, opt.Chunk)
+		be.LogprobForward(p.Logprob, p.Entropy, p.lse, p.expect, p.xf, m.Head.F32, p.tgt, N, C, V, opt.Chunk)
 	}
 	return p, nil
 }
@@ -313,6 +317,9 @@ func (p *Pass) carve(ar *arena) {
 	p.w = m.newWork(ar, N, train)
 	p.xf, p.rstdf = ar.take(N*C), ar.take(N)
 	p.Logprob, p.Entropy, p.lse = ar.take(N), ar.take(N), ar.take(N)
+	if train {
+		p.expect = ar.take(N * C)
+	}
 }
 
 // slot returns the activation storage of block l (shared under Checkpoint
@@ -328,7 +335,9 @@ func (p *Pass) slot(l int) *blockActs {
 // Backward accumulates into the adapter's DA and DB the gradient of
 // Σ_n dlogprob[n]·Logprob[n] + dentropy[n]·Entropy[n] (either may be nil).
 // Call Adapter.ZeroGrad first for a fresh gradient. A pass without an
-// adapter has nothing to differentiate.
+// adapter has nothing to differentiate. Without dentropy (a GRPO or SFT
+// loss) the lm_head's part is one row operation per position, from what
+// Forward kept; with dentropy the logits are computed again, chunk by chunk.
 func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error {
 	if p.ad == nil {
 		return fmt.Errorf("model: backward of a pass without an adapter")
@@ -344,9 +353,15 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 	w := p.w
 	dxf, dx, dprev := w.dxf, w.dx, w.dprev
 	clear(dxf)
-	if m.Head.BF16 != nil {
+	switch {
+	case dentropy == nil && dlogprob == nil:
+	case dentropy == nil && m.Head.BF16 != nil:
+		be.LogprobBackwardExpectBF16(dxf, dlogprob, p.expect, m.Head.BF16, p.tgt, N, C, V)
+	case dentropy == nil:
+		be.LogprobBackwardExpect(dxf, dlogprob, p.expect, m.Head.F32, p.tgt, N, C, V)
+	case m.Head.BF16 != nil:
 		be.LogprobBackwardBF16(dxf, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head.BF16, p.tgt, N, C, V, p.opt.Chunk)
-	} else {
+	default:
 		be.LogprobBackward(dxf, nil, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head.F32, p.tgt, N, C, V, p.opt.Chunk)
 	}
 	clear(dx)

@@ -166,7 +166,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 				}
 			})
 			m.gflops(fmt.Sprintf("T=%d %s LogprobForward", T, b.Name()), 2*float64(T)*C*float64(vocab), func() {
-				b.LogprobForward(lp, ent, lse, x, wOut, tg, T, C, vocab, 0)
+				b.LogprobForward(lp, ent, lse, nil, x, wOut, tg, T, C, vocab, 0)
 			})
 		}
 	}

@@ -128,6 +128,19 @@ func (w weights) rows(v0, v1, C int) weights {
 	return weights{bf16: w.bf16[v0*C : v1*C]}
 }
 
+// chunkRows returns weight rows [v0, v0+cs) of w, widened into wide first
+// when wide is given (bfloat16 rows for a GEMM without a bfloat16 form,
+// used for two products of the chunk).
+func (b *Backend) chunkRows(w weights, v0, cs, C int, wide []float32) weights {
+	wv := w.rows(v0, v0+cs, C)
+	if wide == nil {
+		return wv
+	}
+	wc := wide[:cs*C]
+	b.widen(wc, wv.bf16)
+	return weights{f32: wc}
+}
+
 // LogprobForward: per-row logprob of the target, entropy and lse of
 // softmax(hidden·weightᵀ), chunked over the vocabulary (see kernels.Backend).
 func (b *Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
@@ -207,12 +220,7 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidde
 		}
 		for v0 := 0; v0 < V; v0 += chunk {
 			cs := min(chunk, V-v0)
-			wv := w.rows(v0, v0+cs, C)
-			if widenChunks {
-				wc := wide[:cs*C]
-				b.widen(wc, wv.bf16)
-				wv = weights{f32: wc}
-			}
+			wv := b.chunkRows(w, v0, cs, C, wide)
 			b.linearNT(z, cs, hidden[r0*C:], wv, tile, nr, C, cs)
 			b.parallel(nr, cs, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
@@ -342,12 +350,7 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 		nr := min(R, N-r0)
 		for v0 := 0; v0 < V; v0 += chunk {
 			cs := min(chunk, V-v0)
-			wv := w.rows(v0, v0+cs, C)
-			if widenChunks {
-				wc := wide[:cs*C]
-				b.widen(wc, wv.bf16)
-				wv = weights{f32: wc}
-			}
+			wv := b.chunkRows(w, v0, cs, C, wide)
 			b.linearNT(z, cs, hidden[r0*C:], wv, nil, nr, C, cs)
 			b.parallel(nr, cs, func(lo, hi int) {
 				for i := lo; i < hi; i++ {

@@ -525,6 +525,14 @@ func targetsFor(r *rand.Rand, N, V int) []int32 {
 	return tg
 }
 
+// nearLogprobs compares a LogprobForward's logprob, entropy and lse.
+func nearLogprobs(t *testing.T, suffix string, got, want [3][]float32) {
+	t.Helper()
+	for i, what := range []string{"logprob", "entropy", "lse"} {
+		near(t, what+suffix, got[i], want[i], F32Tol)
+	}
+}
+
 func (s suite) logprob(t *testing.T) {
 	for _, sh := range lpShapes {
 		N, C, V, chunk := sh.N, sh.C, sh.V, sh.chunk
@@ -537,15 +545,11 @@ func (s suite) logprob(t *testing.T) {
 			s.r.LogprobForward(wlp, went, wlse, wex, hid, w, tg, N, C, V, chunk)
 			glp, gent, glse := nan(N), nan(N), nan(N)
 			s.b.LogprobForward(glp, gent, glse, nil, hid, w, tg, N, C, V, chunk)
-			near(t, "logprob", glp, wlp, F32Tol)
-			near(t, "entropy", gent, went, F32Tol)
-			near(t, "lse", glse, wlse, F32Tol)
+			nearLogprobs(t, "", [3][]float32{glp, gent, glse}, [3][]float32{wlp, went, wlse})
 			// The same with expect: the other results do not change.
 			elp, eent, else2, gex := nan(N), nan(N), nan(N), nan(N*C)
 			s.b.LogprobForward(elp, eent, else2, gex, hid, w, tg, N, C, V, chunk)
-			near(t, "logprob (with expect)", elp, glp, F32Tol)
-			near(t, "entropy (with expect)", eent, gent, F32Tol)
-			near(t, "lse (with expect)", else2, glse, F32Tol)
+			nearLogprobs(t, " (with expect)", [3][]float32{elp, eent, else2}, [3][]float32{glp, gent, glse})
 			near(t, "expect", gex, wex, F32Tol)
 			for n := range glp {
 				if glp[n] > 0 || (tg[n] < 0 && glp[n] != 0) {
@@ -601,14 +605,10 @@ func (s suite) logprobBF16(t *testing.T) {
 			s.r.LogprobForwardBF16(wlp, went, wlse, wex, hid, wh, tg, N, C, V, chunk)
 			glp, gent, glse := nan(N), nan(N), nan(N)
 			s.b.LogprobForwardBF16(glp, gent, glse, nil, hid, wh, tg, N, C, V, chunk)
-			near(t, "logprob", glp, wlp, F32Tol)
-			near(t, "entropy", gent, went, F32Tol)
-			near(t, "lse", glse, wlse, F32Tol)
+			nearLogprobs(t, "", [3][]float32{glp, gent, glse}, [3][]float32{wlp, went, wlse})
 			elp, eent, else2, gex := nan(N), nan(N), nan(N), nan(N*C)
 			s.b.LogprobForwardBF16(elp, eent, else2, gex, hid, wh, tg, N, C, V, chunk)
-			near(t, "logprob (with expect)", elp, glp, F32Tol)
-			near(t, "entropy (with expect)", eent, gent, F32Tol)
-			near(t, "lse (with expect)", else2, glse, F32Tol)
+			nearLogprobs(t, " (with expect)", [3][]float32{elp, eent, else2}, [3][]float32{glp, gent, glse})
 			near(t, "expect", gex, wex, F32Tol)
 			flp, fent, flse := nan(N), nan(N), nan(N)
 			s.r.LogprobForward(flp, fent, flse, nil, hid, w, tg, N, C, V, chunk)

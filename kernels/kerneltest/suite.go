@@ -525,12 +525,32 @@ func targetsFor(r *rand.Rand, N, V int) []int32 {
 	return tg
 }
 
-// nearLogprobs compares a LogprobForward's logprob, entropy and lse.
-func nearLogprobs(t *testing.T, suffix string, got, want [3][]float32) {
+// lpOut holds a logprob forward's results.
+type lpOut struct{ lp, ent, lse, ex []float32 }
+
+// checkForwards runs a logprob forward of the reference (with expect) and
+// of the backend without and then with expect, checks that all three
+// agree, and returns the reference's results and the backend's (its
+// logprob, entropy and lse from the run without expect).
+func checkForwards(t *testing.T, N, C int, ref, b func(lp, ent, lse, ex []float32)) (want, got lpOut) {
 	t.Helper()
-	for i, what := range []string{"logprob", "entropy", "lse"} {
-		near(t, what+suffix, got[i], want[i], F32Tol)
+	want = lpOut{nan(N), nan(N), nan(N), nan(N * C)}
+	ref(want.lp, want.ent, want.lse, want.ex)
+	got = lpOut{nan(N), nan(N), nan(N), nil}
+	b(got.lp, got.ent, got.lse, nil)
+	withEx := lpOut{nan(N), nan(N), nan(N), nan(N * C)}
+	b(withEx.lp, withEx.ent, withEx.lse, withEx.ex)
+	for _, c := range []struct {
+		what      string
+		got, want lpOut
+	}{{"", got, want}, {" (with expect)", withEx, got}} {
+		near(t, "logprob"+c.what, c.got.lp, c.want.lp, F32Tol)
+		near(t, "entropy"+c.what, c.got.ent, c.want.ent, F32Tol)
+		near(t, "lse"+c.what, c.got.lse, c.want.lse, F32Tol)
 	}
+	near(t, "expect", withEx.ex, want.ex, F32Tol)
+	got.ex = withEx.ex
+	return want, got
 }
 
 func (s suite) logprob(t *testing.T) {
@@ -541,16 +561,11 @@ func (s suite) logprob(t *testing.T) {
 			r := src(name)
 			hid, w := randn(r, N*C, 1), randn(r, V*C, 0.5)
 			tg := targetsFor(r, N, V)
-			wlp, went, wlse, wex := nan(N), nan(N), nan(N), nan(N*C)
-			s.r.LogprobForward(wlp, went, wlse, wex, hid, w, tg, N, C, V, chunk)
-			glp, gent, glse := nan(N), nan(N), nan(N)
-			s.b.LogprobForward(glp, gent, glse, nil, hid, w, tg, N, C, V, chunk)
-			nearLogprobs(t, "", [3][]float32{glp, gent, glse}, [3][]float32{wlp, went, wlse})
-			// The same with expect: the other results do not change.
-			elp, eent, else2, gex := nan(N), nan(N), nan(N), nan(N*C)
-			s.b.LogprobForward(elp, eent, else2, gex, hid, w, tg, N, C, V, chunk)
-			nearLogprobs(t, " (with expect)", [3][]float32{elp, eent, else2}, [3][]float32{glp, gent, glse})
-			near(t, "expect", gex, wex, F32Tol)
+			want, got := checkForwards(t, N, C,
+				func(lp, ent, lse, ex []float32) { s.r.LogprobForward(lp, ent, lse, ex, hid, w, tg, N, C, V, chunk) },
+				func(lp, ent, lse, ex []float32) { s.b.LogprobForward(lp, ent, lse, ex, hid, w, tg, N, C, V, chunk) })
+			glp, gent, gex := got.lp, got.ent, got.ex
+			went, wlse, wex := want.ent, want.lse, want.ex
 			for n := range glp {
 				if glp[n] > 0 || (tg[n] < 0 && glp[n] != 0) {
 					t.Fatalf("row %d (target %d): logprob %g", n, tg[n], glp[n])
@@ -601,15 +616,15 @@ func (s suite) logprobBF16(t *testing.T) {
 			hid, w := randn(r, N*C, 1), randn(r, V*C, 0.5)
 			wh := bf16(w)
 			tg := targetsFor(r, N, V)
-			wlp, went, wlse, wex := nan(N), nan(N), nan(N), nan(N*C)
-			s.r.LogprobForwardBF16(wlp, went, wlse, wex, hid, wh, tg, N, C, V, chunk)
-			glp, gent, glse := nan(N), nan(N), nan(N)
-			s.b.LogprobForwardBF16(glp, gent, glse, nil, hid, wh, tg, N, C, V, chunk)
-			nearLogprobs(t, "", [3][]float32{glp, gent, glse}, [3][]float32{wlp, went, wlse})
-			elp, eent, else2, gex := nan(N), nan(N), nan(N), nan(N*C)
-			s.b.LogprobForwardBF16(elp, eent, else2, gex, hid, wh, tg, N, C, V, chunk)
-			nearLogprobs(t, " (with expect)", [3][]float32{elp, eent, else2}, [3][]float32{glp, gent, glse})
-			near(t, "expect", gex, wex, F32Tol)
+			want, got := checkForwards(t, N, C,
+				func(lp, ent, lse, ex []float32) {
+					s.r.LogprobForwardBF16(lp, ent, lse, ex, hid, wh, tg, N, C, V, chunk)
+				},
+				func(lp, ent, lse, ex []float32) {
+					s.b.LogprobForwardBF16(lp, ent, lse, ex, hid, wh, tg, N, C, V, chunk)
+				})
+			glse, gex := got.lse, got.ex
+			went, wlse, wex := want.ent, want.lse, want.ex
 			flp, fent, flse := nan(N), nan(N), nan(N)
 			s.r.LogprobForward(flp, fent, flse, nil, hid, w, tg, N, C, V, chunk)
 			near(t, "lse vs float32 weights", glse, flse, BF16Tol)

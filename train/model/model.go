@@ -111,6 +111,11 @@ type TrainOptions struct {
 	Checkpoint bool
 	// Chunk is the vocabulary block of the lm_head kernel (≤ 0: default).
 	Chunk int
+	// EntropyGradient says Backward will be given dentropy (a loss with an
+	// entropy term). Forward then skips what only a backward without it
+	// uses: the expected lm_head row, one more product over the vocabulary.
+	// Backward is right either way; this only saves that work.
+	EntropyGradient bool
 }
 
 // Pass is a finished training forward: the per-token results and what
@@ -132,7 +137,8 @@ type Pass struct {
 	rstdf []float32    // [N]
 	lse   []float32    // [N]
 	// expect [N, C]: the lm_head row each position's distribution expects
-	// (passes with an adapter). Backward without dentropy turns it into the
+	// (passes with an adapter, unless EntropyGradient). Backward without
+	// dentropy turns it into the
 	// logprob's gradient row by row, instead of computing the logits again.
 	expect []float32
 }
@@ -317,7 +323,7 @@ func (p *Pass) carve(ar *arena) {
 	p.w = m.newWork(ar, N, train)
 	p.xf, p.rstdf = ar.take(N*C), ar.take(N)
 	p.Logprob, p.Entropy, p.lse = ar.take(N), ar.take(N), ar.take(N)
-	if train {
+	if train && !p.opt.EntropyGradient {
 		p.expect = ar.take(N * C)
 	}
 }
@@ -337,7 +343,8 @@ func (p *Pass) slot(l int) *blockActs {
 // Call Adapter.ZeroGrad first for a fresh gradient. A pass without an
 // adapter has nothing to differentiate. Without dentropy (a GRPO or SFT
 // loss) the lm_head's part is one row operation per position, from what
-// Forward kept; with dentropy the logits are computed again, chunk by chunk.
+// Forward kept; with dentropy (or after a Forward with EntropyGradient) the
+// logits are computed again, chunk by chunk.
 func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error {
 	if p.ad == nil {
 		return fmt.Errorf("model: backward of a pass without an adapter")
@@ -355,9 +362,9 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 	clear(dxf)
 	switch {
 	case dentropy == nil && dlogprob == nil:
-	case dentropy == nil && m.Head.BF16 != nil:
+	case dentropy == nil && p.expect != nil && m.Head.BF16 != nil:
 		be.LogprobBackwardExpectBF16(dxf, dlogprob, p.expect, m.Head.BF16, p.tgt, N, C, V)
-	case dentropy == nil:
+	case dentropy == nil && p.expect != nil:
 		be.LogprobBackwardExpect(dxf, dlogprob, p.expect, m.Head.F32, p.tgt, N, C, V)
 	case m.Head.BF16 != nil:
 		be.LogprobBackwardBF16(dxf, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head.BF16, p.tgt, N, C, V, p.opt.Chunk)

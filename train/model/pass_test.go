@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 )
@@ -75,6 +76,61 @@ func TestReleaseReusesMemory(t *testing.T) {
 					t.Errorf("adapter-off logprobs after reuse differ by %.3g", d)
 				}
 			})
+		}
+	}
+}
+
+// The two ways Backward takes the lm_head's part of a logprob gradient (the
+// expected row kept by Forward; the logits computed again when Forward ran
+// with EntropyGradient) give the same LoRA gradients.
+func TestLogprobGradientPaths(t *testing.T) {
+	ctx := context.Background()
+	for _, be := range testBackends(t) {
+		for _, fam := range families {
+			for _, bf16 := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/bf16=%v", be.Name(), fam, bf16), func(t *testing.T) {
+					m := newMicro(t, fam, be, 29)
+					if bf16 {
+						m.ToBF16()
+					}
+					ad := randomAdapter(t, &m.Config, AllModules(), 2, 31)
+					b := packed(m.Config.Vocab, []int{5, 4}, 37)
+					w := make([]float32, len(b.IDs))
+					for i := range w {
+						w[i] = float32(i%5) - 1.6
+					}
+					grads := func(opt TrainOptions) []float32 {
+						ad.ZeroGrad()
+						p, err := m.Forward(ctx, b, ad, opt)
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer p.Release()
+						if (p.expect != nil) == opt.EntropyGradient {
+							t.Fatalf("EntropyGradient=%v: expect kept = %v", opt.EntropyGradient, p.expect != nil)
+						}
+						if err := p.Backward(ctx, w, nil); err != nil {
+							t.Fatal(err)
+						}
+						var g []float32
+						ad.Params(func(_ string, _, d []float32) { g = append(g, d...) })
+						return g
+					}
+					one, again := grads(TrainOptions{}), grads(TrainOptions{EntropyGradient: true})
+					var scale float64
+					for _, v := range again {
+						scale = math.Max(scale, math.Abs(float64(v)))
+					}
+					if scale == 0 {
+						t.Fatal("zero gradient: the comparison would prove nothing")
+					}
+					for i := range one {
+						if d := math.Abs(float64(one[i] - again[i])); d > 1e-5*scale {
+							t.Fatalf("gradient %d: %g from the expected row, %g recomputed (scale %g)", i, one[i], again[i], scale)
+						}
+					}
+				})
+			}
 		}
 	}
 }

@@ -261,7 +261,7 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidde
 					s[i] += cs1
 					t[i] += ct
 					if ex != nil {
-						expShift(row, mi)
+						ExpShift(row, row, mi, 1) // row ← exp(z − m), in place
 					}
 				}
 			})
@@ -387,18 +387,6 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 				b.sgemm(true, false, cs, C, nr, 1, z, cs, hidden[r0*C:], C, 1, dweight[v0*C:], C)
 			}
 		}
-	}
-}
-
-// expShift turns row into exp(row − m), in place.
-func expShift(row []float32, m float32) {
-	if vec.logprobGrad != nil {
-		// −dl·p with dl = −1 and no entropy term is p = exp(x − m).
-		vec.logprobGrad(row, m, -1, 0, 0)
-		return
-	}
-	for j, x := range row {
-		row[j] = exp32(x - m)
 	}
 }
 

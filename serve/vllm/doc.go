@@ -1,17 +1,23 @@
 // Package vllm is hone-serve's front for a vLLM server (--upstream URL):
-// for models too big for the embedded engine, every /v1 request is
+// for models too big for the embedded engine, the OpenAI routes are
 // forwarded to vLLM's OpenAI server, and each new adapter step that
 // hone-train writes is pushed to vLLM through its runtime LoRA API, so the
 // rest of the pipeline (collect, score, train) cannot tell the difference.
 //
 // What it owns:
 //
-//   - Front, an http.Handler: our bearer-key check and body cap (401/413 in
-//     OpenAI's error shape) before anything reaches vLLM; the request's
+//   - Front, an http.Handler: an allow-list of routes (POST
+//     /v1/chat/completions and /v1/completions, GET /v1/models behind our
+//     bearer key and sent with vLLM's; GET /health and /metrics open and
+//     sent without any key), matched on the path exactly as sent, so a
+//     doubled slash or an escape is no route; everything else is 404 and
+//     never reaches vLLM. Our key check and body cap (401/413 in OpenAI's
+//     error shape) come before anything reaches vLLM; the request's
 //     "model" rewritten from "<run>" to the newest loaded "<run>@<step>";
 //     responses, SSE streams included, copied through unchanged and flushed
 //     as they arrive; GET /v1/models with a "<run>" alias entry per run.
-//     Clients cannot reach vLLM's load/unload endpoints through the front.
+//     Clients cannot reach vLLM's load/unload endpoints, /sleep,
+//     /reset_prefix_cache, /invocations or any other route through the front.
 //   - Sync (and Watch, which calls it on a timer): for each valid run in the
 //     adapters folder, the step named by DIR/<run>/latest (else the highest
 //     step-N folder) is loaded with

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,7 @@ type Options struct {
 	AdaptersDir  string        // DIR/<run>/step-N/ as hone-train writes it; empty: no adapters
 	KeepAdapters int           // versions kept loaded in vLLM per run (default 2)
 	Client       *http.Client  // for the LoRA calls and the proxied requests (default: a plain client)
-	APIKey       string        // clients must send "Authorization: Bearer <key>" on /v1 when set
+	APIKey       string        // clients must send "Authorization: Bearer <key>" on /v1 routes when set
 	MaxBodyBytes int64         // request body cap, 413 beyond (default 8 MiB)
 	Log          *slog.Logger  // default: discard
 	Interval     time.Duration // Watch's poll interval (default 2s)
@@ -83,9 +84,15 @@ func NewFront(o Options) (*Front, error) {
 	f := &Front{o: o, base: u, runs: map[string]*runState{}}
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
+			// ServeHTTP forwards only a request whose escaped path is
+			// exactly a route, so the joined path is base + that route.
+			// The query is dropped: none of the routes reads one.
 			pr.SetURL(f.base)
+			pr.Out.URL.RawQuery = ""
 			pr.Out.Header.Del("Authorization")
-			if o.UpstreamKey != "" {
+			// The client's key is ours, never vLLM's; vLLM's key goes only
+			// with the routes our key guards, never with the open ones.
+			if rt, _ := lookupRoute(pr.In.URL.Path); !rt.open && o.UpstreamKey != "" {
 				pr.Out.Header.Set("Authorization", "Bearer "+o.UpstreamKey)
 			}
 		},
@@ -149,53 +156,115 @@ func (f *Front) Loaded() []string {
 
 func versionName(run string, step int) string { return run + "@" + strconv.Itoa(step) }
 
-// ServeHTTP checks the key and the body, rewrites the model name and
-// forwards the request to vLLM.
+// route is one path of the front's allow-list.
+type route struct {
+	method string // GET routes take HEAD too
+	open   bool   // no key: health checks and Prometheus scrapes
+}
+
+// lookupRoute is the front's allow-list: what an OpenAI client and a
+// monitor of the front need. Nothing else reaches vLLM: its adapter
+// management (the front alone loads and unloads adapters), /sleep,
+// /wake_up, /reset_prefix_cache, /invocations, /tokenize and the rest
+// change the server's state or are not part of the OpenAI API.
+func lookupRoute(p string) (route, bool) {
+	switch p {
+	case "/v1/chat/completions", "/v1/completions":
+		return route{method: http.MethodPost}, true
+	case "/v1/models":
+		return route{method: http.MethodGet}, true
+	case "/health", "/metrics":
+		return route{method: http.MethodGet, open: true}, true
+	}
+	return route{}, false
+}
+
+// ServeHTTP answers what is not on the allow-list with 404, checks the key
+// and the body, rewrites the model name and forwards the request to vLLM.
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.draining.Load() {
 		writeError(w, http.StatusServiceUnavailable, "service_unavailable", "server is shutting down", "", "shutting_down")
 		return
 	}
-	if !strings.HasPrefix(r.URL.Path, "/v1/") {
-		f.proxy.ServeHTTP(w, r) // /health, /metrics, /version of vLLM
+	// The path as sent must be a route byte for byte: a doubled slash, a
+	// dot segment, a trailing slash or a percent-escape is no route, so
+	// that the path checked here is the path vLLM receives.
+	p := r.URL.EscapedPath()
+	rt, ok := lookupRoute(p)
+	if !ok || r.URL.Opaque != "" {
+		f.notFound(w, r)
 		return
 	}
-	if f.o.APIKey != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(f.o.APIKey)) != 1 {
-			writeError(w, http.StatusUnauthorized, "authentication_error", "missing or wrong API key (Authorization: Bearer …)", "", "invalid_api_key")
-			return
-		}
-	}
-	switch r.URL.Path {
-	case "/v1/load_lora_adapter", "/v1/unload_lora_adapter":
-		// Only the front manages vLLM's adapters.
-		writeError(w, http.StatusNotFound, "not_found_error", "no route for "+r.Method+" "+r.URL.Path, "", "")
+	if !rt.open && !f.authorized(r) {
+		writeError(w, http.StatusUnauthorized, "authentication_error", "missing or wrong API key (Authorization: Bearer …)", "", "invalid_api_key")
 		return
 	}
-	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.o.MaxBodyBytes))
-		r.Body.Close()
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body is larger than %d bytes", f.o.MaxBodyBytes), "", "request_too_large")
-				return
-			}
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error(), "", "")
-			return
+	if r.Method != rt.method && (rt.method != http.MethodGet || r.Method != http.MethodHead) {
+		w.Header().Set("Allow", rt.method)
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", fmt.Sprintf("%s takes %s, not %s", p, rt.method, r.Method), "", "method_not_allowed")
+		return
+	}
+	if rt.method == http.MethodGet {
+		// Read-only routes forward no body.
+		if r.Body != nil {
+			r.Body.Close()
 		}
-		body, status, err := f.rewriteModel(body)
-		if err != nil {
-			writeError(w, status, "not_found_error", err.Error(), "model", "model_not_found")
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		r.TransferEncoding = nil // the body is whole now: send it with a length
-		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		r.Body, r.ContentLength, r.TransferEncoding = http.NoBody, 0, nil
+		r.Header.Del("Content-Length")
+	} else if !f.takeBody(w, r) {
+		return
 	}
 	f.proxy.ServeHTTP(w, r)
+}
+
+// authorized reports whether r carries the front's key (always, without one).
+func (f *Front) authorized(r *http.Request) bool {
+	if f.o.APIKey == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(f.o.APIKey)) == 1
+}
+
+// notFound answers a path off the allow-list, naming the route a
+// non-canonical spelling of a route stands for.
+func (f *Front) notFound(w http.ResponseWriter, r *http.Request) {
+	msg := "no route for " + r.Method + " " + r.URL.EscapedPath()
+	if c := path.Clean(r.URL.Path); c != r.URL.EscapedPath() {
+		if _, ok := lookupRoute(c); ok {
+			msg += ": send the path as " + c
+		}
+	}
+	writeError(w, http.StatusNotFound, "not_found_error", msg, "", "")
+}
+
+// takeBody reads r's body under the cap and rewrites its model name,
+// answering the client itself (and returning false) when it cannot.
+func (f *Front) takeBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.Body == nil {
+		return true
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.o.MaxBodyBytes))
+	r.Body.Close()
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body is larger than %d bytes", f.o.MaxBodyBytes), "", "request_too_large")
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error(), "", "")
+		return false
+	}
+	body, status, err := f.rewriteModel(body)
+	if err != nil {
+		writeError(w, status, "not_found_error", err.Error(), "model", "model_not_found")
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.TransferEncoding = nil // the body is whole now: send it with a length
+	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	return true
 }
 
 // rewriteModel replaces the top-level "model" of a JSON object body. A
@@ -227,7 +296,7 @@ func (f *Front) rewriteModel(body []byte) ([]byte, int, error) {
 // modifyResponse adds a "<run>" alias to vLLM's /v1/models list for each
 // run that has a current version.
 func (f *Front) modifyResponse(resp *http.Response) error {
-	if resp.Request.URL.Path != "/v1/models" || resp.StatusCode != http.StatusOK {
+	if resp.Request.URL.Path != f.base.Path+"/v1/models" || resp.StatusCode != http.StatusOK {
 		return nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))

@@ -35,6 +35,7 @@ type fakeVLLM struct {
 	failOn map[string]int // lora_name → status to answer its load with
 	chats  []map[string]any
 	auth   []string
+	seen   []string // "METHOD request-target" of every request received
 	// release, when set, holds the second stream chunk until closed.
 	release chan struct{}
 }
@@ -45,7 +46,15 @@ func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.Unmarshal(body, &m)
 	v.mu.Lock()
 	v.auth = append(v.auth, r.Header.Get("Authorization"))
+	v.seen = append(v.seen, r.Method+" "+r.RequestURI)
 	switch r.URL.Path {
+	case "/health":
+		v.mu.Unlock()
+		return
+	case "/metrics":
+		v.mu.Unlock()
+		io.WriteString(w, "vllm:num_requests_running 0\n")
+		return
 	case "/v1/load_lora_adapter", "/v1/unload_lora_adapter":
 		v.calls = append(v.calls, call{r.Method, r.URL.Path, m})
 		name, _ := m["lora_name"].(string)
@@ -500,5 +509,149 @@ func TestServeDrains(t *testing.T) {
 	}
 	if err := <-served; err != nil {
 		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// rawRequest sends one request with its request-target exactly as given,
+// as curl --path-as-is does (Go's client would not send some of them), and
+// returns the status, the Allow header and the body.
+func rawRequest(t *testing.T, addr, method, target, key, body string) (int, string, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var req strings.Builder
+	fmt.Fprintf(&req, "%s %s HTTP/1.1\r\nHost: front\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", method, target, len(body))
+	if key != "" {
+		fmt.Fprintf(&req, "Authorization: Bearer %s\r\n", key)
+	}
+	req.WriteString("\r\n" + body)
+	if _, err := io.WriteString(conn, req.String()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, target, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Allow"), string(b)
+}
+
+func (v *fakeVLLM) takeSeen() (seen, auth []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	seen, auth = v.seen, v.auth
+	v.seen, v.auth = nil, nil
+	return seen, auth
+}
+
+// TestAllowList: only the allow-listed routes reach vLLM, each /v1 one
+// behind our key and carrying vLLM's key; any other path, however spelled
+// (the review's repro: POST //v1/load_lora_adapter without a key reached
+// vLLM with vLLM's key), is 404 and vLLM never sees it.
+func TestAllowList(t *testing.T) {
+	fake, f, _ := newFixture(t, Options{APIKey: "secret", UpstreamKey: "vkey"})
+	front := httptest.NewServer(f)
+	defer front.Close()
+	addr := front.Listener.Addr().String()
+	adapter := `{"lora_name":"evil","lora_path":"/etc"}`
+	blocked := []struct{ method, target, body string }{
+		{"POST", "//v1/load_lora_adapter", adapter},
+		{"POST", "//v1/unload_lora_adapter", `{"lora_name":"r@1"}`},
+		{"POST", "//v1/chat/completions", `{"model":"base"}`},
+		{"POST", "/v1/load_lora_adapter", adapter},
+		{"POST", "/v1/unload_lora_adapter", `{"lora_name":"r@1"}`},
+		{"POST", "/v1//load_lora_adapter", adapter},
+		{"POST", "/v1/./load_lora_adapter", adapter},
+		{"POST", "/v1/x/../load_lora_adapter", adapter},
+		{"POST", "/v1/load%5Flora_adapter", adapter},
+		{"POST", "/v1/load_lora_adapter/", adapter},
+		{"POST", "/v1/chat%2Fcompletions", `{"model":"base"}`},
+		{"POST", "/v1/./chat/completions", `{"model":"base"}`},
+		{"POST", "/v1/chat/completions/", `{"model":"base"}`},
+		{"POST", "/invocations", `{"model":"base"}`},
+		{"POST", "/sleep", ""},
+		{"POST", "/wake_up", ""},
+		{"POST", "/reset_prefix_cache", ""},
+		{"POST", "/tokenize", `{"prompt":"x"}`},
+		{"GET", "/version", ""},
+		{"GET", "//health", ""},
+		{"GET", "/", ""},
+	}
+	for _, key := range []string{"", "secret"} {
+		for _, c := range blocked {
+			status, _, body := rawRequest(t, addr, c.method, c.target, key, c.body)
+			var e struct {
+				Error struct{ Message, Type string }
+			}
+			if status != 404 || json.Unmarshal([]byte(body), &e) != nil || !strings.Contains(e.Error.Message, "no route") {
+				t.Errorf("%s %s (key %q): %d %s; want 404 in an error object", c.method, c.target, key, status, body)
+			}
+		}
+	}
+	if seen, _ := fake.takeSeen(); len(seen) != 0 {
+		t.Fatalf("vLLM received requests off the allow-list: %q", seen)
+	}
+	// A doubled slash before a real route says how to send it.
+	if _, _, body := rawRequest(t, addr, "POST", "//v1/chat/completions", "secret", `{}`); !strings.Contains(body, "send the path as /v1/chat/completions") {
+		t.Errorf("doubled slash: %s; want the canonical path named", body)
+	}
+
+	// The /v1 routes need our key; nothing reaches vLLM without it.
+	for _, c := range []struct{ method, target string }{{"POST", "/v1/chat/completions"}, {"POST", "/v1/completions"}, {"GET", "/v1/models"}} {
+		if status, _, body := rawRequest(t, addr, c.method, c.target, "", `{"model":"base"}`); status != 401 || !strings.Contains(body, "invalid_api_key") {
+			t.Errorf("%s %s without a key: %d %s; want 401", c.method, c.target, status, body)
+		}
+		if status, _, _ := rawRequest(t, addr, c.method, c.target, "wrong", `{"model":"base"}`); status != 401 {
+			t.Errorf("%s %s with a wrong key: %d; want 401", c.method, c.target, status)
+		}
+	}
+	if seen, _ := fake.takeSeen(); len(seen) != 0 {
+		t.Fatalf("vLLM received unauthenticated requests: %q", seen)
+	}
+
+	// A route with the wrong method is 405 and stays here.
+	if status, allow, _ := rawRequest(t, addr, "GET", "/v1/chat/completions", "secret", ""); status != 405 || allow != "POST" {
+		t.Errorf("GET /v1/chat/completions: %d Allow %q; want 405 Allow POST", status, allow)
+	}
+	if status, allow, _ := rawRequest(t, addr, "DELETE", "/v1/models", "secret", ""); status != 405 || allow != "GET" {
+		t.Errorf("DELETE /v1/models: %d Allow %q; want 405 Allow GET", status, allow)
+	}
+	if seen, _ := fake.takeSeen(); len(seen) != 0 {
+		t.Fatalf("vLLM received a request with the wrong method: %q", seen)
+	}
+
+	// What is forwarded: the checked path without its query; vLLM's key
+	// on the /v1 routes only, never on the open ones, whatever the client sent.
+	for _, c := range []struct{ method, target, key string }{
+		{"POST", "/v1/chat/completions?x=1", "secret"},
+		{"GET", "/v1/models", "secret"},
+		{"GET", "/health", ""},
+		{"GET", "/metrics", "secret"},
+	} {
+		if status, _, body := rawRequest(t, addr, c.method, c.target, c.key, `{"model":"base"}`); status != 200 {
+			t.Errorf("%s %s: %d %s; want 200", c.method, c.target, status, body)
+		}
+	}
+	seen, auth := fake.takeSeen()
+	want := []string{"POST /v1/chat/completions", "GET /v1/models", "GET /health", "GET /metrics"}
+	if !slices.Equal(seen, want) || !slices.Equal(auth, []string{"Bearer vkey", "Bearer vkey", "", ""}) {
+		t.Fatalf("vLLM received %q with Authorization %q; want %q with vLLM's key on the /v1 routes only", seen, auth, want)
+	}
+
+	// Without a key of our own the allow-list still holds.
+	fake2, open, _ := newFixture(t, Options{UpstreamKey: "vkey"})
+	front2 := httptest.NewServer(open)
+	defer front2.Close()
+	for _, target := range []string{"/v1/load_lora_adapter", "//v1/load_lora_adapter", "/sleep"} {
+		if status, _, _ := rawRequest(t, front2.Listener.Addr().String(), "POST", target, "", adapter); status != 404 {
+			t.Errorf("keyless front, POST %s: %d; want 404", target, status)
+		}
+	}
+	if seen, _ := fake2.takeSeen(); len(seen) != 0 {
+		t.Fatalf("a keyless front forwarded %q", seen)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -48,18 +50,38 @@ Example with vLLM:
     --port 8001 --enable-lora --max-lora-rank 16 --max-loras 4
   hone-serve --upstream http://127.0.0.1:8001 --adapters "$PWD/runs/adapters" --port 8000
 
+Keys: --api-key (or the environment variable HONE_API_KEY, which keeps the
+key out of the process list; the flag wins) makes /v1 requests need
+"Authorization: Bearer <key>"; /health and /metrics stay open. The default
+--host 127.0.0.1 takes connections from this machine only; on any other
+address without a key, a warning is logged at start. --upstream-api-key (or
+HONE_UPSTREAM_API_KEY) is the key sent to vLLM, with the /v1 requests only.
+With --upstream only POST /v1/chat/completions, POST /v1/completions,
+GET /v1/models, GET /health and GET /metrics are forwarded, their path
+exactly as written here; anything else, vLLM's adapter routes included, is
+404 and never reaches vLLM.
+
 Exit codes: 0 drained after SIGINT/SIGTERM, 1 failure, 2 bad usage.
 
 Flags:
 `
 
+// The environment variables the keys are read from when their flag is not
+// given: a key on the command line is visible to every user of the machine
+// (ps, /proc/PID/cmdline).
+const (
+	apiKeyEnv      = "HONE_API_KEY"
+	upstreamKeyEnv = "HONE_UPSTREAM_API_KEY"
+)
+
 func main() {
 	cli.Main("hone-serve", func(ctx context.Context) error {
-		return run(ctx, os.Args[1:], os.Stderr)
+		return run(ctx, os.Args[1:], os.Getenv, os.Stderr)
 	})
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+// run is hone-serve with its arguments, environment (getenv) and stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := cli.NewFlagSet("hone-serve", usage, stderr)
 	var opts serve.Options
 	var logOpt cli.LogOptions
@@ -78,9 +100,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return cli.Usagef("one of --model or --upstream is required")
 	case opts.Model != "" && opts.Upstream != "":
 		return cli.Usagef("--model and --upstream exclude each other: serve a model folder or front a vLLM server")
-	case opts.Upstream == "" && opts.UpstreamAPIKey != "":
+	case opts.Upstream == "" && fs.Changed("upstream-api-key"):
 		return cli.Usagef("--upstream-api-key needs --upstream")
 	}
+	keysFromEnv(fs, &opts, getenv)
 	if opts.Upstream != "" {
 		if err := engineOnly(fs); err != nil {
 			return err
@@ -94,6 +117,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	opts.Log = log
+	if opts.Host == "" {
+		opts.Host = fs.Lookup("host").DefValue // what serve listens on for an empty host
+	}
+	warnExposed(log, opts)
 	if opts.Upstream != "" {
 		// vLLM runs the model: no local backend.
 		err = serve.Run(ctx, opts, nil)
@@ -112,6 +139,40 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil // drained after a signal: a clean stop
 	}
 	return err
+}
+
+// keysFromEnv fills the keys whose flag was not given from the
+// environment. The environment's upstream key is for --upstream only: set
+// for a whole shell, it is no error with --model.
+func keysFromEnv(fs *pflag.FlagSet, o *serve.Options, getenv func(string) string) {
+	if !fs.Changed("api-key") {
+		o.APIKey = getenv(apiKeyEnv)
+	}
+	if !fs.Changed("upstream-api-key") && o.Upstream != "" {
+		o.UpstreamAPIKey = getenv(upstreamKeyEnv)
+	}
+}
+
+// warnExposed logs, at start, that a server listening beyond this machine
+// takes requests from anyone when it has no key: with --upstream that is
+// also the vLLM server behind it, under vLLM's own key.
+func warnExposed(log *slog.Logger, o serve.Options) {
+	if o.APIKey != "" || loopback(o.Host) {
+		return
+	}
+	log.Warn("hone-serve is reachable from the network with NO authentication: anyone who can connect may send requests"+
+		" (with --upstream, to the vLLM server too); set a key with "+apiKeyEnv+"=… (or --api-key), or listen on --host 127.0.0.1",
+		"host", o.Host, "port", o.Port)
+}
+
+// loopback reports whether host is this machine only: localhost or a
+// loopback address. 0.0.0.0, ::, a LAN address or another name is not.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // engineFlags are the flags that only the embedded engine reads, each with

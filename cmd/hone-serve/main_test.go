@@ -3,19 +3,33 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/cmd/internal/testbin"
 )
+
+// binary is the hone-serve binary TestMain builds, for the tests that run
+// it as a process.
+var binary string
+
+func TestMain(m *testing.M) {
+	testbin.Main(m, func(dir string) { binary = filepath.Join(dir, "hone-serve") }, ".")
+}
+
+// noEnv is an empty environment, so that the tests do not depend on the
+// shell they run in.
+func noEnv(string) string { return "" }
 
 func TestHelpAndUsage(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"--help"}, &out); err != nil {
+	if err := run(context.Background(), []string{"--help"}, noEnv, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Example:", "hone-serve --model", "--kv-cache-bytes", "--adapters", "127.0.0.1", "--upstream", "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True", "--enable-lora"} {
+	for _, want := range []string{"Example:", "hone-serve --model", "--kv-cache-bytes", "--adapters", "127.0.0.1", "--upstream", "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True", "--enable-lora", "HONE_API_KEY", "HONE_UPSTREAM_API_KEY", "warning"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("--help lacks %q:\n%s", want, out.String())
 		}
@@ -23,7 +37,7 @@ func TestHelpAndUsage(t *testing.T) {
 	for _, args := range [][]string{{}, {"--model", "x", "extra"}, {"--bogus"},
 		{"--model", "x", "--upstream", "http://127.0.0.1:1"}, {"--model", "x", "--upstream-api-key", "k"},
 		{"--upstream", "http://127.0.0.1:1", "--dtype", "bfloat16"}, {"--model", "x", "--dtype", "int4"}} {
-		err := run(context.Background(), args, &bytes.Buffer{})
+		err := run(context.Background(), args, noEnv, &bytes.Buffer{})
 		if cli.ExitCode(err) != cli.ExitUsage {
 			t.Fatalf("%q: %v (exit %d), want a usage error", args, err, cli.ExitCode(err))
 		}
@@ -43,13 +57,19 @@ func TestHelpAndUsage(t *testing.T) {
 		default:
 			arg += "=7"
 		}
-		err := run(context.Background(), []string{"--upstream", "http://127.0.0.1:1", arg}, &bytes.Buffer{})
+		err := run(context.Background(), []string{"--upstream", "http://127.0.0.1:1", arg}, noEnv, &bytes.Buffer{})
 		if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), "--"+e.flag+" applies to --model") {
 			t.Errorf("--upstream with %s: %v, want a usage error naming it", arg, err)
 		}
 	}
-	if err := run(context.Background(), []string{"--model", t.TempDir()}, &bytes.Buffer{}); err == nil || cli.ExitCode(err) == cli.ExitOK {
+	if err := run(context.Background(), []string{"--model", t.TempDir()}, noEnv, &bytes.Buffer{}); err == nil || cli.ExitCode(err) == cli.ExitOK {
 		t.Fatalf("empty model folder: %v", err)
+	}
+	// The environment's upstream key is for --upstream: set for a whole
+	// shell it does not make --model a usage error.
+	env := func(k string) string { return map[string]string{upstreamKeyEnv: "s"}[k] }
+	if err := run(context.Background(), []string{"--model", t.TempDir()}, env, &bytes.Buffer{}); err == nil || strings.Contains(err.Error(), "needs --upstream") {
+		t.Fatalf("--model with %s set: %v, want only the empty folder refused", upstreamKeyEnv, err)
 	}
 }
 
@@ -60,7 +80,7 @@ func TestServeAndStop(t *testing.T) {
 	done := make(chan error, 1)
 	var log bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1"}, &log)
+		done <- run(ctx, []string{"--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1"}, noEnv, &log)
 	}()
 	time.Sleep(200 * time.Millisecond)
 	cancel()

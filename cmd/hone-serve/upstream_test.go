@@ -25,10 +25,15 @@ type fakeVLLM struct {
 	mu     sync.Mutex
 	loads  []map[string]string
 	chats  []string // model names received
+	auths  []string // Authorization of each chat request
+	seen   []string // "METHOD request-target Authorization" of every request
 	loaded chan struct{}
 }
 
 func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v.mu.Lock()
+	v.seen = append(v.seen, r.Method+" "+r.RequestURI+" "+r.Header.Get("Authorization"))
+	v.mu.Unlock()
 	var body map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil && r.Method == http.MethodPost {
 		http.Error(w, "bad json: "+err.Error(), http.StatusBadRequest)
@@ -54,6 +59,7 @@ func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		model, _ := body["model"].(string)
 		v.mu.Lock()
 		v.chats = append(v.chats, model)
+		v.auths = append(v.auths, r.Header.Get("Authorization"))
 		v.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, model)
@@ -63,19 +69,16 @@ func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // TestUpstreamFront runs the real hone-serve binary with --upstream in
-// front of a fake vLLM: an adapter step written after start is loaded into
-// vLLM with its versioned name and absolute folder, and a chat request for
-// "<run>" reaches vLLM as "<run>@<step>".
+// front of a fake vLLM, its keys given in the environment: an adapter step
+// written after start is loaded into vLLM with its versioned name and
+// absolute folder, a chat request for "<run>" reaches vLLM as
+// "<run>@<step>" with vLLM's key, and requests without our key, or for
+// vLLM's adapter routes however spelled, never reach vLLM.
 func TestUpstreamFront(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds and runs the binary")
+		t.Skip("runs the binary")
 	}
 	dir := t.TempDir()
-	binary := filepath.Join(dir, "hone-serve")
-	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", binary, ".") // no symbols: links faster
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	fake := &fakeVLLM{loaded: make(chan struct{}, 1)}
 	up := httptest.NewServer(fake)
 	defer up.Close()
@@ -87,7 +90,8 @@ func TestUpstreamFront(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "--upstream", up.URL, "--adapters", adapters,
-		"--port", "0", "--poll-interval", "50ms", "--api-key", "k", "--log-format", "json")
+		"--port", "0", "--poll-interval", "50ms", "--log-format", "json")
+	cmd.Env = append(os.Environ(), apiKeyEnv+"=k", upstreamKeyEnv+"=s")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -184,14 +188,47 @@ func TestUpstreamFront(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	// Our key is checked before anything reaches vLLM.
-	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"myrun"}`))
-	if err != nil {
-		t.Fatal(err)
+	fake.mu.Lock()
+	auths := fake.auths
+	fake.mu.Unlock()
+	for _, a := range auths {
+		if a != "Bearer s" {
+			t.Fatalf("vLLM got Authorization %q on a chat request, want %s's key", a, upstreamKeyEnv)
+		}
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("no key: status %d, want 401", resp.StatusCode)
+
+	// Our key (from HONE_API_KEY) is checked before anything reaches vLLM,
+	// and vLLM's adapter routes are not reachable at all, however spelled
+	// (the review's repro: //v1/load_lora_adapter reached vLLM with its key).
+	fake.mu.Lock()
+	fake.seen = nil
+	fake.mu.Unlock()
+	for _, c := range []struct {
+		path string
+		want int
+	}{
+		{"/v1/chat/completions", http.StatusUnauthorized},
+		{"//v1/chat/completions", http.StatusNotFound},
+		{"//v1/load_lora_adapter", http.StatusNotFound},
+		{"/v1/load_lora_adapter", http.StatusNotFound},
+		{"/invocations", http.StatusNotFound},
+		{"/sleep", http.StatusNotFound},
+		{"/reset_prefix_cache", http.StatusNotFound},
+	} {
+		resp, err := http.Post("http://"+addr+c.path, "application/json", strings.NewReader(`{"model":"myrun","lora_name":"x","lora_path":"/etc"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("POST %s without a key: status %d, want %d", c.path, resp.StatusCode, c.want)
+		}
+	}
+	fake.mu.Lock()
+	seen := fake.seen
+	fake.mu.Unlock()
+	if len(seen) != 0 {
+		t.Fatalf("requests without our key reached vLLM: %q", seen)
 	}
 
 	// SIGTERM drains and exits 0.

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 
 	"github.com/spf13/pflag"
 
@@ -61,7 +63,8 @@ GET /v1/models, GET /health and GET /metrics are forwarded, their path
 exactly as written here; anything else, vLLM's adapter routes included, is
 404 and never reaches vLLM.
 
-Exit codes: 0 drained after SIGINT/SIGTERM, 1 failure, 2 bad usage.
+Exit codes: 0 drained after SIGINT/SIGTERM, 1 failure, 2 bad usage or a
+missing or broken model folder.
 
 Flags:
 `
@@ -124,17 +127,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if opts.Upstream != "" {
 		// vLLM runs the model: no local backend.
 		err = serve.Run(ctx, opts, nil)
-		if err == nil && ctx.Err() != nil {
-			return nil
-		}
-		return err
+	} else {
+		err = serveModel(ctx, opts, threads)
 	}
-	be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
-	if err != nil {
-		return err
-	}
-	defer be.Close()
-	err = serve.Run(ctx, opts, be)
 	if err == nil && ctx.Err() != nil {
 		return nil // drained after a signal: a clean stop
 	}
@@ -173,6 +168,27 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// serveModel serves the model folder on the CPU backend until ctx ends.
+// The folder is the user's input: one that is missing, incomplete or
+// malformed is bad input (exit 2), not a failure of the run.
+func serveModel(ctx context.Context, opts serve.Options, threads int) error {
+	be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	s, err := serve.NewServer(opts, be)
+	if err != nil {
+		return cli.BadInput(err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)))
+	if err != nil {
+		s.Engine().Shutdown(context.Background())
+		return fmt.Errorf("serve: %w", err)
+	}
+	return s.Serve(ctx, ln)
 }
 
 // engineFlags are the flags that only the embedded engine reads, each with

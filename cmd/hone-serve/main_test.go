@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,8 +65,8 @@ func TestHelpAndUsage(t *testing.T) {
 			t.Errorf("--upstream with %s: %v, want a usage error naming it", arg, err)
 		}
 	}
-	if err := run(context.Background(), []string{"--model", t.TempDir()}, noEnv, &bytes.Buffer{}); err == nil || cli.ExitCode(err) == cli.ExitOK {
-		t.Fatalf("empty model folder: %v", err)
+	if err := run(context.Background(), []string{"--model", t.TempDir()}, noEnv, &bytes.Buffer{}); cli.ExitCode(err) != cli.ExitUsage {
+		t.Fatalf("empty model folder: %v (exit %d), want bad input", err, cli.ExitCode(err))
 	}
 	// The environment's upstream key is for --upstream: set for a whole
 	// shell it does not make --model a usage error.
@@ -94,5 +97,45 @@ func TestServeAndStop(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "listening") {
 		t.Fatalf("log lacks the listening line:\n%s", log.String())
+	}
+}
+
+// TestBadModelFolderExits2: a model folder that is missing, empty, or has
+// a broken config.json or no weights is bad input: the real binary exits
+// 2, naming what is wrong, as the README's exit-code table says.
+func TestBadModelFolderExits2(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	broken := filepath.Join(dir, "broken")
+	noWeights := filepath.Join(dir, "no-weights")
+	for _, d := range []string{empty, broken, noWeights} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(broken, "config.json"), []byte("{bad"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile("../../serve/testdata/tiny/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(noWeights, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, want string }{
+		{filepath.Join(dir, "missing"), "config.json"},
+		{empty, "config.json"},
+		{broken, "config.json"},
+		{noWeights, "safetensors"},
+	} {
+		cmd := exec.Command(binary, "--model", c.dir, "--port", "0", "--threads", "1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != cli.ExitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("--model %s: %v, stderr %q; want exit 2 naming %s", c.dir, err, stderr.String(), c.want)
+		}
 	}
 }

@@ -67,7 +67,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"reuse KV cache rows across requests: a prompt that begins with the tokens of a finished or running request (same model or adapter step) starts from its rows, so a multi-turn conversation prefills only its new turn and requests sharing a prompt prefill it once. Rows of finished requests stay within --kv-cache-bytes and give way to new requests, least recently used first")
 	enable.NoOptDefVal = "true"
 	fs.BoolVar(&o.DisablePrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off (the same as --enable-prefix-caching=false)")
-	fs.IntVar(&o.MaxAdapters, "max-adapters", 2, "adapter steps kept loaded per run (addressable as <run>@<step>)")
+	fs.IntVar(&o.MaxAdapters, "max-adapters", 2, "adapter steps kept loaded per run: the one <run>/latest names and the most recently current others (addressable as <run>@<step>)")
 	fs.IntVar(&o.MaxTokens, "max-tokens", 4096, "cap and default of max_tokens / max_completion_tokens")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 10*time.Minute, "deadline of one request (504 beyond)")

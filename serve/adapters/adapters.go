@@ -28,6 +28,8 @@ type Adapter struct {
 	Dir     string
 	Weights *model.Adapter
 	Loaded  time.Time
+
+	stamp stamp // the folder's files when they were read
 }
 
 // Name is the served name, "<run>@<step>".
@@ -55,15 +57,21 @@ func ParseStepDir(name string) (int, bool) {
 type Options struct {
 	Dir     string
 	Config  *model.Config // the base model's, to check shapes
-	MaxKeep int           // steps kept per run (default 2)
+	MaxKeep int           // steps kept loaded per run: the current one and the most recently current others (default 2)
 	Log     *slog.Logger
 }
 
+// run is what the registry holds of one run.
 type run struct {
-	steps []*Adapter // ascending by step, at most MaxKeep
+	// steps are the loaded steps, least recently made current first.
+	steps []*Adapter
+	// current is what "<run>" means: the step latest names (else the newest
+	// folder) once it loaded; a step that failed to load leaves it as it was.
+	current *Adapter
 }
 
-type failure struct {
+// stamp summarises a folder's files so that a rewrite is noticed.
+type stamp struct {
 	mod  time.Time
 	size int64
 }
@@ -72,9 +80,15 @@ type failure struct {
 type Registry struct {
 	o Options
 
-	mu     sync.RWMutex
-	runs   map[string]*run
-	failed map[string]failure // step dirs that failed, by path, until they change
+	mu   sync.RWMutex
+	runs map[string]*run
+
+	pollMu sync.Mutex       // one Poll at a time; guards what follows
+	failed map[string]stamp // step dirs that failed, by real path, until they change
+	// warned holds the warning last logged per condition ("" for the
+	// adapters folder, else the run name), so that a condition that lasts
+	// is logged once, and again only when it changes or comes back.
+	warned map[string]string
 }
 
 // New returns an empty registry; call Poll or Watch to load adapters.
@@ -85,11 +99,12 @@ func New(o Options) *Registry {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Registry{o: o, runs: map[string]*run{}, failed: map[string]failure{}}
+	return &Registry{o: o, runs: map[string]*run{}, failed: map[string]stamp{}, warned: map[string]string{}}
 }
 
-// Resolve returns the adapter a model name asks for: "<run>" (newest step)
-// or "<run>@<step>". It fails with ErrUnknown for anything else.
+// Resolve returns the adapter a model name asks for: "<run>" (the step the
+// run's latest file names) or "<run>@<step>" (any loaded step). It fails
+// with ErrUnknown for anything else.
 func (r *Registry) Resolve(name string) (*Adapter, error) {
 	runS, stepS, hasStep := strings.Cut(name, "@")
 	if !ValidRun(runS) {
@@ -98,11 +113,11 @@ func (r *Registry) Resolve(name string) (*Adapter, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	rn := r.runs[runS]
-	if rn == nil || len(rn.steps) == 0 {
+	if rn == nil || rn.current == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknown, name)
 	}
 	if !hasStep {
-		return rn.steps[len(rn.steps)-1], nil
+		return rn.current, nil
 	}
 	n, err := strconv.Atoi(stepS)
 	if err != nil || n < 0 || strconv.Itoa(n) != stepS {
@@ -122,7 +137,7 @@ func (r *Registry) Names() []string {
 	defer r.mu.RUnlock()
 	var out []string
 	for name, rn := range r.runs {
-		if len(rn.steps) > 0 {
+		if rn.current != nil {
 			out = append(out, name)
 		}
 		for _, a := range rn.steps {
@@ -147,20 +162,25 @@ func (r *Registry) Watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Poll loads the newest step of every run whose newest step is not loaded
-// yet. Failures are logged; it returns how many adapters it loaded.
+// Poll brings every run in step with its folder: the step a run's latest
+// file names (else its newest step folder) is loaded if it is not loaded or
+// its folder changed, and becomes what "<run>" means. Failures are logged
+// once per condition; it returns how many adapters it loaded.
 func (r *Registry) Poll(ctx context.Context) int {
+	r.pollMu.Lock()
+	defer r.pollMu.Unlock()
 	ents, err := os.ReadDir(r.o.Dir)
 	if err != nil {
-		r.o.Log.Warn("adapters: read folder", "dir", r.o.Dir, "err", err)
+		r.warnOnce("", "adapters: cannot read the adapters folder; serving what is loaded", "dir", r.o.Dir, "err", err)
 		return 0
 	}
+	r.clearWarning("")
 	loaded := 0
 	for _, ent := range ents {
 		if ctx.Err() != nil {
 			return loaded
 		}
-		if !ent.IsDir() || !ValidRun(ent.Name()) {
+		if !ValidRun(ent.Name()) || !IsDir(r.o.Dir, ent) {
 			continue
 		}
 		if r.pollRun(ent.Name()) {
@@ -170,99 +190,120 @@ func (r *Registry) Poll(ctx context.Context) int {
 	return loaded
 }
 
-// newestStep returns the step folder the run points at.
-func (r *Registry) newestStep(runDir string) (string, int, error) {
-	if b, err := os.ReadFile(filepath.Join(runDir, "latest")); err == nil {
-		name := filepath.Base(strings.TrimSpace(string(b)))
-		n, ok := ParseStepDir(name)
-		if !ok || strings.TrimSpace(string(b)) != name {
-			return "", 0, fmt.Errorf("%s/latest names %q, not a step-N folder of the run", runDir, strings.TrimSpace(string(b)))
-		}
-		return name, n, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", 0, err
-	}
-	ents, err := os.ReadDir(runDir)
-	if err != nil {
-		return "", 0, err
-	}
-	best, bestN := "", -1
-	for _, ent := range ents {
-		if n, ok := ParseStepDir(ent.Name()); ok && ent.IsDir() && n > bestN {
-			best, bestN = ent.Name(), n
-		}
-	}
-	if best == "" {
-		return "", 0, os.ErrNotExist
-	}
-	return best, bestN, nil
-}
-
+// pollRun loads or switches to the current step of one run; it reports
+// whether it loaded an adapter.
 func (r *Registry) pollRun(name string) bool {
-	runDir := filepath.Join(r.o.Dir, name)
-	stepDir, n, err := r.newestStep(runDir)
+	step, err := Locate(r.o.Dir, name)
 	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			r.o.Log.Warn("adapters: find newest step", "run", name, "err", err)
+		if errors.Is(err, os.ErrNotExist) {
+			r.clearWarning(name) // no step yet: nothing to say
+		} else {
+			r.warnOnce(name, "adapters: cannot use the run's current step; the previous one keeps serving", "run", name, "err", err)
 		}
 		return false
 	}
-	r.mu.RLock()
-	rn := r.runs[name]
-	have := rn != nil && slices.ContainsFunc(rn.steps, func(a *Adapter) bool { return a.Step == n })
-	r.mu.RUnlock()
-	if have {
+	r.clearWarning(name)
+	st := stampOf(step.Real)
+	if a := r.loadedStep(name, step.N); a != nil && a.stamp == st {
+		r.makeCurrent(name, a)
 		return false
 	}
-	dir := filepath.Join(runDir, stepDir)
-	st := stamp(dir)
-	if f, ok := r.failedAt(dir); ok && f == st {
+	if f, ok := r.failed[step.Real]; ok && f == st {
 		return false // refused before and unchanged since
 	}
-	w, err := model.ReadAdapter(dir, r.o.Config)
+	w, err := model.ReadAdapter(step.Real, r.o.Config)
+	if err == nil {
+		err = checkFinite(w)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", step.Dir, err)
+		}
+	}
 	if err != nil {
-		r.mu.Lock()
-		r.failed[dir] = st
-		r.mu.Unlock()
-		r.o.Log.Error("adapters: refusing adapter; the previous one keeps serving", "dir", dir, "err", err)
+		r.failed[step.Real] = st
+		r.o.Log.Error("adapters: refusing adapter; the previous one keeps serving", "dir", step.Dir, "err", err)
 		return false
 	}
-	a := &Adapter{Run: name, Step: n, Dir: dir, Weights: w, Loaded: time.Now()}
-	r.mu.Lock()
-	delete(r.failed, dir)
-	rn = r.runs[name]
-	if rn == nil {
-		rn = &run{}
-		r.runs[name] = rn
-	}
-	rn.steps = append(rn.steps, a)
-	sort.Slice(rn.steps, func(i, j int) bool { return rn.steps[i].Step < rn.steps[j].Step })
-	if len(rn.steps) > r.o.MaxKeep {
-		rn.steps = slices.Clone(rn.steps[len(rn.steps)-r.o.MaxKeep:])
-	}
-	r.mu.Unlock()
-	r.o.Log.Info("adapters: loaded", "model", a.Name(), "dir", dir)
+	delete(r.failed, step.Real)
+	a := &Adapter{Run: name, Step: step.N, Dir: step.Dir, Weights: w, Loaded: time.Now(), stamp: st}
+	r.install(a)
+	r.o.Log.Info("adapters: loaded", "model", a.Name(), "dir", step.Dir)
 	return true
 }
 
-func (r *Registry) failedAt(dir string) (failure, bool) {
+// loadedStep returns the loaded adapter of run's step n, or nil.
+func (r *Registry) loadedStep(name string, n int) *Adapter {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	f, ok := r.failed[dir]
-	return f, ok
-}
-
-// stamp summarises a folder's files so that a rewrite is noticed.
-func stamp(dir string) failure {
-	var f failure
-	ents, _ := os.ReadDir(dir)
-	for _, ent := range ents {
-		if info, err := ent.Info(); err == nil {
-			f.size += info.Size()
-			if info.ModTime().After(f.mod) {
-				f.mod = info.ModTime()
+	if rn := r.runs[name]; rn != nil {
+		for _, a := range rn.steps {
+			if a.Step == n {
+				return a
 			}
 		}
 	}
-	return f
+	return nil
+}
+
+// makeCurrent points "<run>" at the loaded adapter a (a rolled-back latest
+// file, say), and logs the switch.
+func (r *Registry) makeCurrent(name string, a *Adapter) {
+	r.mu.Lock()
+	rn := r.runs[name]
+	if rn.current == a {
+		r.mu.Unlock()
+		return
+	}
+	rn.current = a
+	rn.steps = append(slices.DeleteFunc(rn.steps, func(b *Adapter) bool { return b == a }), a)
+	r.mu.Unlock()
+	r.o.Log.Info("adapters: serving a loaded step", "model", a.Name(), "dir", a.Dir)
+}
+
+// install adds a freshly loaded adapter as the run's current one, replacing
+// an older load of the same step, and drops the least recently current steps
+// beyond MaxKeep (never the current one).
+func (r *Registry) install(a *Adapter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rn := r.runs[a.Run]
+	if rn == nil {
+		rn = &run{}
+		r.runs[a.Run] = rn
+	}
+	rn.steps = slices.DeleteFunc(rn.steps, func(b *Adapter) bool { return b.Step == a.Step })
+	rn.steps = append(rn.steps, a)
+	rn.current = a
+	for len(rn.steps) > r.o.MaxKeep {
+		rn.steps = slices.Delete(rn.steps, 0, 1) // the current one is last
+	}
+}
+
+// warnOnce logs a warning about condition key unless the same message was
+// the last one logged for it.
+func (r *Registry) warnOnce(key, msg string, args ...any) {
+	text := fmt.Sprint(append([]any{msg}, args...)...)
+	if r.warned[key] == text {
+		return
+	}
+	r.warned[key] = text
+	r.o.Log.Warn(msg, args...)
+}
+
+// clearWarning forgets condition key, so that it is logged if it comes back.
+func (r *Registry) clearWarning(key string) { delete(r.warned, key) }
+
+// stampOf summarises a folder's files (following links) so that a rewrite
+// is noticed.
+func stampOf(dir string) stamp {
+	var s stamp
+	ents, _ := os.ReadDir(dir)
+	for _, ent := range ents {
+		if info, err := os.Stat(filepath.Join(dir, ent.Name())); err == nil {
+			s.size += info.Size()
+			if info.ModTime().After(s.mod) {
+				s.mod = info.ModTime()
+			}
+		}
+	}
+	return s
 }

@@ -2,14 +2,23 @@
 // new ones that hone-train writes, without a restart.
 //
 // Layout watched: DIR/<run>/step-<N>/ (a PEFT adapter folder, N usually
-// zero-padded: step-000042) and DIR/<run>/latest, a file naming the newest
+// zero-padded: step-000042) and DIR/<run>/latest, a file naming the current
 // step folder. Without a latest file the highest step folder is taken.
+// latest is what the operator says is current: rolling it back to an older
+// step makes "<run>" answer with that step.
 //
-// A Registry polls DIR (Watch) and loads a new step off the request path;
-// the swap is one pointer update under a lock, so a request that resolved
-// its adapter before keeps using it until it finishes. A folder that fails
-// to load (half-written, wrong shapes) is logged and skipped until it
-// changes; the previous step keeps serving. Per run the newest MaxKeep
-// steps stay loaded and are addressable as "<run>@<N>"; "<run>" means the
-// newest. Names are checked so that no request can name a path.
+// A Registry polls DIR (Watch) and loads the current step off the request
+// path; the swap is one pointer update under a lock, so a request that
+// resolved its adapter before keeps using it until it finishes. A loaded
+// step is read again only when its folder changes. A folder that fails to
+// load (half-written, wrong shapes, a NaN or infinite weight) is logged once
+// and skipped until it changes; the previous step keeps serving. Per run
+// MaxKeep steps stay loaded and are addressable as "<run>@<N>": the current
+// one and the most recently current others. A missing DIR or a bad latest
+// file is logged once, and again only when it changes or comes back.
+//
+// Names are checked so that no request can name a path, and nothing is read
+// through a symbolic link that leads outside DIR: a run folder, step folder
+// or adapter file that resolves elsewhere is refused (links inside DIR are
+// followed).
 package adapters

@@ -25,8 +25,14 @@
 //     and only after that succeeds does "<run>" switch to it; then versions
 //     beyond KeepAdapters per run are unloaded, oldest first, with
 //     POST /v1/unload_lora_adapter {"lora_name":"<run>@<step>"}.
-//     A failed load is logged, the previous version keeps serving, and the
-//     same folder is not retried until its modification time changes.
+//     latest is what the operator says is current: rolled back to a step
+//     still loaded, "<run>" switches to it without a call. A step folder
+//     that is not a whole adapter, whose weights hold a NaN or infinite
+//     value, or that resolves through a link to outside the adapters folder
+//     is never pushed to vLLM. A failed load is logged, the previous version
+//     keeps serving, and the same folder is not retried until its
+//     modification time changes; a missing adapters folder or a bad latest
+//     file is reported once, and again only when it changes or comes back.
 //     A 400 "has already been loaded" answer counts as loaded, so a
 //     restarted front re-adopts what a still-running vLLM holds.
 //   - Serve: the front on a listener with Watch running; on cancel, new

@@ -13,6 +13,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,10 @@ type Front struct {
 	proxy *httputil.ReverseProxy
 
 	syncMu sync.Mutex // one Sync at a time
+	// reported holds, per condition ("" for the adapters folder, else the
+	// run), the error Sync last returned for it, so a lasting one is
+	// returned (and logged by Watch) once. Guarded by syncMu.
+	reported map[string]string
 
 	mu   sync.RWMutex
 	runs map[string]*runState
@@ -51,7 +56,7 @@ type Front struct {
 // runState is what vLLM holds of one run.
 type runState struct {
 	current int               // step "<run>" maps to; -1 before the first load
-	loaded  []int             // steps loaded in vLLM, ascending
+	loaded  []int             // steps loaded in vLLM, least recently current first
 	failed  map[int]time.Time // step → folder stamp when its load failed
 	path    map[int]string    // step → folder given to vLLM
 }
@@ -147,7 +152,7 @@ func (f *Front) Loaded() []string {
 	defer f.mu.RUnlock()
 	var out []string
 	for _, run := range sortedKeys(f.runs) {
-		for _, s := range f.runs[run].loaded {
+		for _, s := range slices.Sorted(slices.Values(f.runs[run].loaded)) {
 			out = append(out, versionName(run, s))
 		}
 	}

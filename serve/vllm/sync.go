@@ -19,9 +19,13 @@ import (
 )
 
 // Sync brings vLLM in step with the adapters folder once: for each run
-// whose newest step is not loaded, it loads that step, switches "<run>" to
-// it, then unloads the versions beyond KeepAdapters. It returns the joined
-// errors of what failed; what succeeded stays done.
+// whose current step (the one latest names, else the newest folder) is not
+// what "<run>" maps to, it loads that step or switches to it if still
+// loaded, then unloads the versions beyond KeepAdapters. It returns the
+// joined errors of what failed; what succeeded stays done. A condition
+// already reported (a missing folder, a bad latest file, a link out of the
+// folder, a refused step folder that has not changed) is not reported
+// again until it changes or comes back.
 func (f *Front) Sync(ctx context.Context) error {
 	if f.o.AdaptersDir == "" {
 		return nil
@@ -30,11 +34,12 @@ func (f *Front) Sync(ctx context.Context) error {
 	defer f.syncMu.Unlock()
 	ents, err := os.ReadDir(f.o.AdaptersDir)
 	if err != nil {
-		return fmt.Errorf("vllm: reading adapters folder %s: %w", f.o.AdaptersDir, err)
+		return f.reportOnce("", fmt.Errorf("vllm: reading adapters folder %s: %w", f.o.AdaptersDir, err))
 	}
+	f.reportOnce("", nil)
 	var errs []error
 	for _, ent := range ents {
-		if !ent.IsDir() || !adapters.ValidRun(ent.Name()) {
+		if !adapters.ValidRun(ent.Name()) || !adapters.IsDir(f.o.AdaptersDir, ent) {
 			continue
 		}
 		if err := f.syncRun(ctx, ent.Name()); err != nil {
@@ -47,15 +52,34 @@ func (f *Front) Sync(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// reportOnce returns err unless the same error was the last one returned
+// for condition key ("" for the folder, else the run); a nil err clears the
+// key so that the condition is reported again if it comes back.
+func (f *Front) reportOnce(key string, err error) error {
+	if f.reported == nil {
+		f.reported = map[string]string{}
+	}
+	if err == nil {
+		delete(f.reported, key)
+		return nil
+	}
+	if f.reported[key] == err.Error() {
+		return nil
+	}
+	f.reported[key] = err.Error()
+	return err
+}
+
 func (f *Front) syncRun(ctx context.Context, run string) error {
-	runDir := filepath.Join(f.o.AdaptersDir, run)
-	name, step, err := newestStep(runDir)
+	found, err := adapters.Locate(f.o.AdaptersDir, run)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil // no step yet
+		return f.reportOnce(run, nil) // no step yet
 	}
 	if err != nil {
-		return fmt.Errorf("vllm: run %s: %w", run, err)
+		return f.reportOnce(run, fmt.Errorf("vllm: %w", err))
 	}
+	f.reportOnce(run, nil)
+	step := found.N
 	f.mu.Lock()
 	rs := f.runs[run]
 	if rs == nil {
@@ -64,7 +88,7 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 		f.runs[run] = rs
 	}
 	f.mu.Unlock()
-	dir, err := filepath.Abs(filepath.Join(runDir, name))
+	dir, err := filepath.Abs(found.Dir)
 	if err != nil {
 		return fmt.Errorf("vllm: run %s: %w", run, err)
 	}
@@ -76,14 +100,13 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 		}
 		if slices.Contains(rs.loaded, step) {
 			f.switchTo(run, rs, step)
-		} else if err := checkFolder(dir); err != nil {
+		} else if err := checkFolder(found.Real); err != nil {
 			loadErr = err
 		} else if err := f.load(ctx, versionName(run, step), dir); err != nil {
 			loadErr = err
 		} else {
 			f.mu.Lock()
 			rs.loaded = append(rs.loaded, step)
-			sort.Ints(rs.loaded)
 			rs.path[step] = dir
 			rs.current = step
 			f.mu.Unlock()
@@ -107,14 +130,19 @@ func (f *Front) servingName(run string, rs *runState) string {
 	return versionName(run, rs.current)
 }
 
+// switchTo points "<run>" at a step vLLM still holds (a rolled-back latest
+// file) and makes it the most recently current one.
 func (f *Front) switchTo(run string, rs *runState, step int) {
 	f.mu.Lock()
 	rs.current = step
+	rs.loaded = append(slices.DeleteFunc(rs.loaded, func(x int) bool { return x == step }), step)
 	f.mu.Unlock()
+	f.o.Log.Info("vllm: serving a loaded step", "name", versionName(run, step))
 }
 
 // unloadOld unloads loaded versions other than the current one beyond the
-// keep count, oldest first. A failed unload is retried at the next Sync.
+// keep count, least recently current first. A failed unload is retried at
+// the next Sync.
 func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
 	f.mu.RLock()
 	var others []int
@@ -129,7 +157,7 @@ func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
 		extra = len(others) - f.o.KeepAdapters
 	}
 	var errs []error
-	for _, s := range others[:max(extra, 0)] { // ascending: oldest first
+	for _, s := range others[:max(extra, 0)] { // least recently current first
 		if err := f.call(ctx, "/v1/unload_lora_adapter", map[string]string{"lora_name": versionName(run, s)}); err != nil {
 			errs = append(errs, fmt.Errorf("vllm: unloading %s: %w", versionName(run, s), err))
 			continue
@@ -194,39 +222,9 @@ func (f *Front) call(ctx context.Context, path string, body any) error {
 	return nil
 }
 
-// newestStep returns the step folder DIR/<run>/latest names, or without
-// that file the highest step-N folder.
-func newestStep(runDir string) (string, int, error) {
-	b, err := os.ReadFile(filepath.Join(runDir, "latest"))
-	if err == nil {
-		name := strings.TrimSpace(string(b))
-		n, ok := adapters.ParseStepDir(name)
-		if !ok {
-			return "", 0, fmt.Errorf("%s names %q, not a step-N folder of the run", filepath.Join(runDir, "latest"), name)
-		}
-		return name, n, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return "", 0, err
-	}
-	ents, err := os.ReadDir(runDir)
-	if err != nil {
-		return "", 0, err
-	}
-	best, bestN := "", -1
-	for _, ent := range ents {
-		if n, ok := adapters.ParseStepDir(ent.Name()); ok && ent.IsDir() && n > bestN {
-			best, bestN = ent.Name(), n
-		}
-	}
-	if best == "" {
-		return "", 0, os.ErrNotExist
-	}
-	return best, bestN, nil
-}
-
-// checkFolder refuses a step folder that is not a whole PEFT adapter
-// before vLLM is asked to read it.
+// checkFolder refuses a step folder that is not a whole PEFT adapter, or
+// whose weights hold a NaN or infinite value, before vLLM is asked to read
+// it: vLLM would serve such an adapter and answer with garbage.
 func checkFolder(dir string) error {
 	cfg, err := os.ReadFile(filepath.Join(dir, "adapter_config.json"))
 	if err != nil {
@@ -245,7 +243,7 @@ func checkFolder(dir string) error {
 	if st.Size() < 8 {
 		return fmt.Errorf("%s: truncated (%d bytes)", filepath.Join(dir, "adapter_model.safetensors"), st.Size())
 	}
-	return nil
+	return adapters.CheckWeightsFile(filepath.Join(dir, "adapter_model.safetensors"))
 }
 
 // folderStamp is the newest modification time of dir and its two files,

@@ -1,0 +1,197 @@
+package vllm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/format/safetensors"
+	"github.com/hone-rl/hone/serve/adapters"
+)
+
+// writePEFT writes a real PEFT adapter folder DIR/run/step-N in dtype with
+// poison at one element of a lora_B matrix, and points latest at it.
+func writePEFT(t *testing.T, dir, run string, step int, dtype safetensors.DType, poison float32) string {
+	t.Helper()
+	name := fmt.Sprintf("step-%06d", step)
+	p := filepath.Join(dir, run, name)
+	b := make([]float32, 8*2)
+	b[5] = poison
+	a := make([]float32, 2*8)
+	for i := range a {
+		a[i] = 0.01 * float32(i)
+	}
+	pa := &peft.Adapter{Config: peft.Config{R: 2, LoraAlpha: 4, TargetModules: []string{"q_proj"}}, DType: dtype}
+	pa.Set(0, "q_proj", peft.LoRA{A: a, B: b, R: 2, In: 8, Out: 8})
+	if err := peft.Write(p, pa); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, run, "latest"), []byte(name+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSyncRefusesNonFinite: a step whose weights hold a NaN or an infinity
+// is never pushed to vLLM; "<run>" stays on the previous step and the
+// refusal is reported once.
+func TestSyncRefusesNonFinite(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
+	ctx := context.Background()
+	p1 := writePEFT(t, dir, "r", 1, safetensors.BF16, 0.5)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@1", p1))
+	for step, tc := range map[int]struct {
+		dtype  safetensors.DType
+		poison float32
+		want   string
+	}{
+		2: {safetensors.BF16, float32(math.NaN()), "holds NaN at element 5"},
+		3: {safetensors.F16, float32(math.Inf(-1)), "holds -Inf at element 5"},
+		4: {safetensors.F32, float32(math.Inf(1)), "holds +Inf at element 5"},
+	} {
+		writePEFT(t, dir, "r", step, tc.dtype, tc.poison)
+		err := f.Sync(ctx)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "still serving r@1") {
+			t.Fatalf("step %d (%s): Sync = %v; want a refusal naming %q", step, tc.dtype, err, tc.want)
+		}
+		if err := f.Sync(ctx); err != nil {
+			t.Fatalf("step %d: second Sync of the unchanged folder: %v", step, err)
+		}
+		wantCalls(t, fake.takeCalls()) // vLLM never asked
+		if got, _ := f.Model("r"); got != "r@1" {
+			t.Fatalf(`step %d: Model("r") = %q, want r@1`, step, got)
+		}
+	}
+}
+
+// TestSyncRefusesOutside: a step folder or weights file linked to a place
+// outside the adapters folder is not pushed to vLLM; a run folder linked
+// inside it is.
+func TestSyncRefusesOutside(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
+	ctx := context.Background()
+	outside := t.TempDir()
+	p1 := writeStep(t, dir, "r", 1)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@1", p1))
+	o2 := writeStep(t, outside, "x", 2)
+	if err := os.Symlink(o2, filepath.Join(dir, "r", "step-000002")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "r", "latest"), []byte("step-000002"), 0o644)
+	err := f.Sync(ctx)
+	if !errors.Is(err, adapters.ErrOutside) || !strings.Contains(err.Error(), o2) {
+		t.Fatalf("Sync with a step folder linked outside: %v; want ErrOutside naming %s", err, o2)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatalf("the same link reported again: %v", err)
+	}
+	// A real folder whose weights file links outside.
+	p3 := writeStep(t, dir, "r", 3)
+	w := filepath.Join(p3, "adapter_model.safetensors")
+	os.Remove(w)
+	os.Symlink(filepath.Join(o2, "adapter_model.safetensors"), w)
+	if err := f.Sync(ctx); !errors.Is(err, adapters.ErrOutside) {
+		t.Fatalf("Sync with a weights file linked outside: %v; want ErrOutside", err)
+	}
+	wantCalls(t, fake.takeCalls())
+	if got, _ := f.Model("r"); got != "r@1" {
+		t.Fatalf(`Model("r") = %q, want r@1`, got)
+	}
+	// An alias run folder inside the adapters folder is followed.
+	os.WriteFile(filepath.Join(dir, "r", "latest"), []byte("step-000001"), 0o644)
+	if err := os.Symlink("r", filepath.Join(dir, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("alias@1", filepath.Join(dir, "alias", "step-000001")))
+}
+
+// TestSyncReportsOnce: a missing adapters folder and a bad latest file are
+// each reported once while they last, and again when they change or come
+// back, so Watch does not log them at every poll.
+func TestSyncReportsOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "adapters")
+	_, f, _ := newFixture(t, Options{AdaptersDir: dir})
+	ctx := context.Background()
+	var errs []string
+	syncN := func(n int) {
+		for range n {
+			if err := f.Sync(ctx); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	syncN(3)
+	os.Mkdir(dir, 0o755)
+	syncN(2)
+	os.Remove(dir)
+	syncN(2)
+	if len(errs) != 2 || !strings.Contains(errs[0], "reading adapters folder") || errs[1] != errs[0] {
+		t.Fatalf("missing, present, missing folder: errors %q; want the folder error twice", errs)
+	}
+	errs = nil
+	writeStep(t, dir, "r", 1)
+	os.WriteFile(filepath.Join(dir, "r", "latest"), []byte("step-x"), 0o644)
+	syncN(3)
+	os.WriteFile(filepath.Join(dir, "r", "latest"), []byte("../../etc"), 0o644)
+	syncN(3)
+	os.WriteFile(filepath.Join(dir, "r", "latest"), []byte("step-000001"), 0o644)
+	syncN(2)
+	os.WriteFile(filepath.Join(dir, "r", "latest"), []byte("step-x"), 0o644)
+	syncN(2)
+	if len(errs) != 3 || !strings.Contains(errs[0], `"step-x"`) || !strings.Contains(errs[1], `"../../etc"`) || errs[2] != errs[0] {
+		t.Fatalf("bad, other bad, good, bad latest: errors %q; want three reports", errs)
+	}
+}
+
+// TestSyncRollback: latest rolled back to a step vLLM still holds switches
+// "<run>" to it without a call; the version dropped next is the least
+// recently current one, never the current one.
+func TestSyncRollback(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
+	ctx := context.Background()
+	var p [4]string
+	for n := 1; n <= 3; n++ {
+		p[n] = writeStep(t, dir, "r", n)
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.takeCalls()
+	latest := func(n int) {
+		os.WriteFile(filepath.Join(dir, "r", "latest"), []byte(fmt.Sprintf("step-%06d\n", n)), 0o644)
+		for range 3 {
+			if err := f.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	latest(2)
+	wantCalls(t, fake.takeCalls()) // still loaded: no call
+	if got, _ := f.Model("r"); got != "r@2" {
+		t.Fatalf(`Model("r") = %q after latest → step 2, want r@2`, got)
+	}
+	latest(1)
+	wantCalls(t, fake.takeCalls(), load("r@1", p[1]), unload("r@3"))
+	if got, _ := f.Model("r"); got != "r@1" {
+		t.Fatalf(`Model("r") = %q after latest → step 1, want r@1`, got)
+	}
+	if got := f.Loaded(); !slices.Equal(got, []string{"r@1", "r@2"}) {
+		t.Fatalf("Loaded = %v, want r@1 r@2", got)
+	}
+}

@@ -52,7 +52,9 @@ func BenchmarkGRPOStep(b *testing.B) {
 		if _, err := trainer.Accumulate(context.Background(), m, ad, job, model.TrainOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		opt.Update(be, ad, 1e-3)
+		if _, err := opt.Update(be, ad, 1e-3); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportMetric(float64(tokens), "tokens/step")
 	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/format/layout"
@@ -130,4 +132,36 @@ func equal(a, b []float32) bool {
 		}
 	}
 	return true
+}
+
+// TestHugeLRStopsBeforeSaving: --lr 1e30 without clipping stops the run
+// at the first step whose loss, gradient or weights are not finite, with
+// that step unsaved and latest naming the step before.
+func TestHugeLRStopsBeforeSaving(t *testing.T) {
+	dir, md, data := setup(t)
+	var o Options
+	o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
+	o.Model, o.Out, o.Name, o.Inputs = md, dir, "nan", []string{data}
+	o.LR, o.MaxGradNorm, o.Rank, o.Steps, o.BatchSize = 1e30, 0, 4, 6, 2
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	var log bytes.Buffer
+	err = Run(context.Background(), be, o, &log)
+	if !errors.Is(err, trainer.ErrNotFinite) {
+		t.Fatalf("run: %v, want a non-finite error\n%s", err, log.String())
+	}
+	var bad int
+	if _, serr := fmt.Sscanf(err.Error(), "step %d: the ", &bad); serr != nil || !strings.Contains(err.Error(), "not finite") {
+		t.Fatalf("error %q does not name the step", err)
+	}
+	run := &checkpoint.Run{Dir: filepath.Join(dir, "nan")}
+	if _, err := os.Stat(run.StepDir(bad)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the failed step's folder exists (%v)", err)
+	}
+	if last, ok, err := run.Latest(); err != nil || ok != (bad > 1) || last != bad-1 {
+		t.Errorf("latest %d %v %v, want step %d", last, ok, err, bad-1)
+	}
 }

@@ -3,9 +3,11 @@ package trainer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -41,14 +43,17 @@ type Loop struct {
 	Next func(ctx context.Context, s int) (*Job, error)
 }
 
-// Run trains steps from (steps already done) up to to.
+// Run trains steps from (steps already done) up to to. A step whose loss,
+// gradient or updated weights are not finite stops the run before anything
+// of it is written (ErrNotFinite): the step folders and latest stay as the
+// last good step left them.
 func (l *Loop) Run(ctx context.Context, from, to int) error {
 	every := max(l.SaveEvery, 1)
-	skipped, updates := 0, l.Opt.Step
+	skipped, updates, done := 0, l.Opt.Step, from
 	defer func() {
-		if l.Log != nil && to > from {
+		if l.Log != nil && done > from {
 			fmt.Fprintf(l.Log, "%s: steps %d..%d done, %d optimizer updates, %d steps with nothing to train\n",
-				l.Ckpt.Dir, from+1, to, l.Opt.Step-updates, skipped)
+				l.Ckpt.Dir, from+1, done, l.Opt.Step-updates, skipped)
 		}
 	}()
 	for s := from; s < to; s++ {
@@ -57,8 +62,7 @@ func (l *Loop) Run(ctx context.Context, from, to int) error {
 		}
 		row, err := l.step(ctx, s)
 		if err != nil {
-			to = s // the summary covers the steps that finished
-			return fmt.Errorf("step %d: %w", s+1, err)
+			return l.stepError(s+1, err)
 		}
 		if _, ok := row["grad_norm"]; !ok {
 			skipped++
@@ -75,8 +79,23 @@ func (l *Loop) Run(ctx context.Context, from, to int) error {
 		if err := l.Ckpt.AppendMetrics(row); err != nil {
 			return err
 		}
+		done = s + 1
 	}
 	return nil
+}
+
+// stepError names step n in err; a non-finite step also says what to do
+// and what is left on disk.
+func (l *Loop) stepError(n int, err error) error {
+	if !errors.Is(err, ErrNotFinite) {
+		return fmt.Errorf("step %d: %w", n, err)
+	}
+	kept := "the run has no saved step yet"
+	if last, ok, lerr := l.Ckpt.Latest(); lerr == nil && ok {
+		kept = fmt.Sprintf("%s still names %s", filepath.Join(l.Ckpt.Dir, checkpoint.LatestName), checkpoint.StepName(last))
+	}
+	return fmt.Errorf("step %d: %w: lower --lr, set --max-grad-norm to clip the gradient, and check the rewards; nothing of step %d was saved, %s",
+		n, err, n, kept)
 }
 
 func (l *Loop) step(ctx context.Context, s int) (map[string]float64, error) {
@@ -98,7 +117,13 @@ func (l *Loop) step(ctx context.Context, s int) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	norm := l.Opt.Update(l.Model.Backend(), l.Adapter, lr)
+	if loss := sums["loss"]; !isFinite(loss) {
+		return nil, &notFinite{what: "loss", detail: fmt.Sprint(loss)}
+	}
+	norm, err := l.Opt.Update(l.Model.Backend(), l.Adapter, lr)
+	if err != nil {
+		return nil, err
+	}
 	secs := time.Since(t0).Seconds()
 	for k, v := range sums {
 		if k != "entropy_sum" {
@@ -113,7 +138,25 @@ func (l *Loop) step(ctx context.Context, s int) (map[string]float64, error) {
 	row["seconds"] = secs
 	row["tokens_per_s"] = sums["tokens"] / secs
 	l.logf("step %d: %s", s+1, summary(row))
+	if bad := dropNonFinite(row); len(bad) > 0 {
+		l.logf("step %d: %s not finite, left out of the metrics", s+1, strings.Join(bad, ", "))
+	}
 	return row, nil
+}
+
+// dropNonFinite deletes the NaN and Inf values of row, which JSON cannot
+// hold, and returns their names. The loss, gradient and weights were
+// checked before; this covers the job's other metrics (a ratio of an
+// empty sum, an entropy), so that writing the row never fails.
+func dropNonFinite(row map[string]float64) []string {
+	var bad []string
+	for _, k := range slices.Sorted(maps.Keys(row)) {
+		if !isFinite(row[k]) {
+			bad = append(bad, k)
+			delete(row, k)
+		}
+	}
+	return bad
 }
 
 func (l *Loop) logf(format string, args ...any) {

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/hone-rl/hone/kernels"
@@ -43,23 +44,54 @@ func GradNorm(ad *model.Adapter) float64 {
 }
 
 // Update clips the gradient to MaxGradNorm, takes one AdamW step at rate lr
-// and returns the norm before clipping.
-func (o *AdamW) Update(be kernels.Backend, ad *model.Adapter, lr float64) float64 {
+// and returns the norm before clipping. The norm is computed even without
+// clipping: a NaN or Inf anywhere in the gradient makes it non-finite, and
+// then nothing is updated. After the step every weight is checked too, since
+// a huge lr overflows weights to Inf from a finite gradient; on either
+// failure the error matches ErrNotFinite and Step is not advanced.
+func (o *AdamW) Update(be kernels.Backend, ad *model.Adapter, lr float64) (float64, error) {
 	norm := GradNorm(ad)
+	if !isFinite(norm) {
+		return norm, &notFinite{what: "gradient", detail: fmt.Sprintf("its norm is %v", norm)}
+	}
 	if o.MaxGradNorm > 0 && norm > o.MaxGradNorm {
 		s := float32(o.MaxGradNorm / (norm + 1e-6))
 		ad.Params(func(_ string, _, g []float32) { be.Scale(g, g, s, len(g)) })
 	}
-	o.Step++
+	step := o.Step + 1
 	p := o.Params
 	p.LR = float32(lr)
 	i := 0
 	ad.Params(func(_ string, param, g []float32) {
-		be.AdamW(param, g, o.m[i], o.v[i], len(param), o.Step, p)
+		be.AdamW(param, g, o.m[i], o.v[i], len(param), step, p)
 		i++
 	})
-	return norm
+	if err := checkWeights(ad); err != nil {
+		return norm, err
+	}
+	o.Step = step
+	return norm, nil
 }
+
+// checkWeights returns a notFinite error naming the first LoRA tensor that
+// holds a NaN or Inf.
+func checkWeights(ad *model.Adapter) error {
+	var err error
+	ad.Params(func(name string, param, _ []float32) {
+		if err != nil {
+			return
+		}
+		for _, x := range param {
+			if v := float64(x); !isFinite(v) {
+				err = &notFinite{what: "updated weights", detail: fmt.Sprintf("%s holds %v", name, v)}
+				return
+			}
+		}
+	})
+	return err
+}
+
+func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // Tensors returns the moments under "<param>.exp_avg" / "<param>.exp_avg_sq"
 // (aliasing the optimizer's memory), for saving and loading.

@@ -185,7 +185,10 @@ func TestAdamWClipsGradNorm(t *testing.T) {
 	n := float64(len(ad.Layers[0][model.ModQ].DA) + len(ad.Layers[0][model.ModQ].DB))
 	o := NewAdamW(ad, kernels.AdamWParams{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}, 1)
 	B := append([]float32(nil), ad.Layers[0][model.ModQ].B...)
-	norm := o.Update(be, ad, 0.1)
+	norm, err := o.Update(be, ad, 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if math.Abs(norm-3*math.Sqrt(n)) > 1e-4 {
 		t.Errorf("grad norm %v, want %v", norm, 3*math.Sqrt(n))
 	}

@@ -3,7 +3,9 @@ package rl
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"strings"
 
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -17,26 +19,45 @@ type group struct {
 	Rewards []float64         // of trajectories without error
 	Ex      []trainer.Example // aligned with Rewards; Seqs nil when untrainable
 	Missing []string          // why Ex[i] is untrainable ("" when it is trainable)
-	Errors  int               // trajectories with an error or without a reward
+	Errors  int               // trajectories with an error (failed episodes)
 }
 
-// loadGroups reads the files and lays out every trajectory.
+// loadGroups reads the files and lays out every trajectory. A trajectory
+// needs a reward, or an error saying why its episode failed (counted, never
+// trained); one with neither was not scored, and the input set is refused,
+// naming its rows, since training on the rest would silently drop them.
+// Every error that blames the files matches trainer.ErrBadInput.
 func loadGroups(ctx context.Context, text *layout.Model, files []string, lopt layout.Options, allowNoLogprobs bool) ([]group, error) {
-	gs, err := trajectory.ReadAll(ctx, files, trajectory.ReadOptions{})
+	r, err := trajectory.Open(ctx, files, trajectory.ReadOptions{})
 	if err != nil {
-		return nil, err
+		return nil, trainer.Input(err)
 	}
-	out := make([]group, 0, len(gs))
-	for _, g := range gs {
+	defer r.Close()
+	rows := rowCounter{files: r.Files()}
+	var unscored []string
+	var out []group
+	for {
+		g, err := r.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, trainer.Input(err)
+		}
 		gr := group{ID: g.ID}
 		for _, t := range g.Trajectories {
-			if t.Error != "" || t.Reward == nil || math.IsNaN(*t.Reward) {
+			where := rows.next()
+			if t.Error != "" {
 				gr.Errors++
+				continue
+			}
+			if t.Reward == nil || math.IsNaN(*t.Reward) {
+				unscored = append(unscored, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
 				continue
 			}
 			lay, err := text.Layout(t.Messages, t.Tools, lopt)
 			if err != nil {
-				return nil, fmt.Errorf("group %s, trajectory %s: %w", g.ID, t.ID, err)
+				return nil, trainer.BadInputf("%s (group %s, trajectory %s): %w", where, g.ID, t.ID, err)
 			}
 			ex := trainer.Example{Seqs: lay.Sequences}
 			why := ""
@@ -55,7 +76,42 @@ func loadGroups(ctx context.Context, text *layout.Model, files []string, lopt la
 		}
 		out = append(out, gr)
 	}
+	if len(unscored) > 0 {
+		return nil, unscoredError(unscored)
+	}
 	return out, nil
+}
+
+// unscoredError lists the first rows without a reward.
+func unscoredError(rows []string) error {
+	const show = 5
+	list := strings.Join(rows[:min(show, len(rows))], ", ")
+	if len(rows) > show {
+		list += fmt.Sprintf(" and %d more", len(rows)-show)
+	}
+	return trainer.BadInputf("%d trajectories have no reward and no error: %s; score the files first (hone-score), or set error on episodes that failed",
+		len(rows), list)
+}
+
+// rowCounter names the file and row (0-based, as the trajectory package
+// numbers them) of each trajectory a Reader returns: it reads the files in
+// order and a group's rows in order, so the n-th trajectory is the n-th
+// row of the input set.
+type rowCounter struct {
+	files []trajectory.FileInfo
+	file  int
+	row   int64
+}
+
+func (c *rowCounter) next() string {
+	for c.file < len(c.files) && c.row >= c.files[c.file].Rows {
+		c.file, c.row = c.file+1, 0
+	}
+	if c.file == len(c.files) { // not reached: the reader checks each file's rows against its footer
+		return "a row past the footers' counts"
+	}
+	c.row++
+	return fmt.Sprintf("%s row %d", c.files[c.file].Path, c.row-1)
 }
 
 func missingLogprobs(e *trainer.Example) bool {
@@ -124,7 +180,7 @@ func batch(gs []group, idx []int, scale grpo.Scale) (exs []trainer.Example, metr
 		"no_trainable_tokens": float64(noTok),
 	}
 	if len(exs) == 0 {
-		skip = fmt.Sprintf("%d groups: %d with equal rewards (zero advantage), %d with only errored or unrewarded trajectories; %d trajectories: %d errors, %d zero advantage, %d without sampled logprobs, %d without trainable tokens",
+		skip = fmt.Sprintf("%d groups: %d with equal rewards (zero advantage), %d with only errored trajectories; %d trajectories: %d errors, %d zero advantage, %d without sampled logprobs, %d without trainable tokens",
 			len(idx), equal, errOnly, trajs, errs, zero, noLP, noTok)
 	}
 	return exs, metrics, skip

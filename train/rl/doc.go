@@ -10,8 +10,12 @@
 // groups). A step is a function of (inputs, options, s) alone, which is what
 // makes a resumed run end bit-identical to an uninterrupted one.
 //
+// Every trajectory must carry a reward, or an error saying why its episode
+// failed: a row with neither was never scored, and the input set is refused
+// as bad input, naming the file, row and group, before anything is written.
+//
 // What a step drops, and counts in its metrics row: trajectories with an
-// error or no reward (errors), trajectories whose advantage is zero
+// error (errors), trajectories whose advantage is zero
 // (dropped_zero_adv — every trajectory of a group with equal rewards), and
 // trajectories whose trainable tokens have no sampled logprobs
 // (no_logprobs, unless --allow-no-logprobs). A step left with nothing logs

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/kernels"
@@ -83,28 +84,44 @@ func Run(ctx context.Context, be kernels.Backend, o Options, log io.Writer) erro
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if o.WatchDir != "" {
-		return runWatch(ctx, be, o, log)
+	base, err := trainer.LoadBase(be, &o.Options)
+	if err != nil {
+		return err
 	}
-	env, err := trainer.Setup(ctx, be, &o.Options, o, o.Resume, log)
+	if o.WatchDir != "" {
+		return runWatch(ctx, base, o, log)
+	}
+	// The inputs are read before Setup touches the run folder, so that a
+	// bad input leaves nothing behind.
+	gs, err := loadInputs(ctx, base.Text, o, o.Inputs)
+	if err != nil {
+		return err
+	}
+	env, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	return train(ctx, env, o, o.Inputs, 0, -1, nil, log)
+	return train(ctx, env, o, gs, 0, -1, nil, log)
 }
 
-// train runs steps on files: step s of the run is step s−start of this
-// data. end < 0 means the step count follows from --steps/--epochs.
-func train(ctx context.Context, env *trainer.Env, o Options, files []string, start, end int, extra json.RawMessage, log io.Writer) error {
+// loadInputs reads and lays out the groups of files; an input set without
+// a single group is bad input.
+func loadInputs(ctx context.Context, text *layout.Model, o Options, files []string) ([]group, error) {
 	kw, _ := o.Kwargs()
-	gs, err := loadGroups(ctx, env.Text, files, layout.Options{Kwargs: kw}, o.AllowNoLogprobs)
+	gs, err := loadGroups(ctx, text, files, layout.Options{Kwargs: kw}, o.AllowNoLogprobs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(gs) == 0 {
-		return fmt.Errorf("no groups in %v", files)
+		return nil, trainer.BadInputf("no groups in %s", strings.Join(files, ", "))
 	}
+	return gs, nil
+}
+
+// train runs steps on the groups gs: step s of the run is step s−start of
+// this data. end < 0 means the step count follows from --steps/--epochs.
+func train(ctx context.Context, env *trainer.Env, o Options, gs []group, start, end int, extra json.RawMessage, log io.Writer) error {
 	per := o.GroupsPerStep
 	if per == 0 || per > len(gs) {
 		per = len(gs)

@@ -10,15 +10,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/hone-rl/hone/format/trajectory"
-	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/trainer"
 )
 
 // runWatch trains on the files of o.WatchDir not yet consumed.
-func runWatch(ctx context.Context, be kernels.Backend, o Options, log io.Writer) error {
-	env, err := trainer.Setup(ctx, be, &o.Options, o, true, log)
+func runWatch(ctx context.Context, base *trainer.Base, o Options, log io.Writer) error {
+	env, err := trainer.Setup(ctx, base, &o.Options, o, true, log)
 	if err != nil {
 		return err
 	}
@@ -40,7 +38,7 @@ func runWatch(ctx context.Context, be kernels.Backend, o Options, log io.Writer)
 	} else {
 		ents, err := os.ReadDir(o.WatchDir)
 		if err != nil {
-			return fmt.Errorf("--watch-dir: %w", err)
+			return trainer.Input(fmt.Errorf("--watch-dir: %w", err))
 		}
 		var names []string
 		for _, e := range ents {
@@ -70,22 +68,20 @@ func runWatch(ctx context.Context, be kernels.Backend, o Options, log io.Writer)
 	for _, f := range sess.Files {
 		files = append(files, f.Path)
 	}
+	// A bad new file is refused here, before the session is written to the
+	// manifest: fixed (and so changed), it is then read as a new file.
+	gs, err := loadInputs(ctx, env.Text, o, files)
+	if err != nil {
+		return err
+	}
 	if sess.EndStep < 0 {
 		// Fix the session's length before training, so a resumed session
 		// aims at the same step.
-		groups, err := trajectory.ReadAll(ctx, files, trajectory.ReadOptions{})
-		if err != nil {
-			return err
-		}
-		gs := len(groups)
-		if gs == 0 {
-			return fmt.Errorf("no groups in the new files %v", files)
-		}
 		per := o.GroupsPerStep
-		if per == 0 || per > gs {
-			per = gs
+		if per == 0 || per > len(gs) {
+			per = len(gs)
 		}
-		n := trainer.Order{N: gs, PerStep: per}.StepsFor(o.Epochs)
+		n := trainer.Order{N: len(gs), PerStep: per}.StepsFor(o.Epochs)
 		if o.Steps > 0 { // in watch mode --steps counts the steps of one session
 			n = o.Steps
 		}
@@ -97,7 +93,7 @@ func runWatch(ctx context.Context, be kernels.Backend, o Options, log io.Writer)
 		fmt.Fprintf(log, "training on %d new files, steps %d to %d\n", len(files), sess.StartStep+1, sess.EndStep)
 	}
 	extra, _ := json.Marshal(sess)
-	if err := train(ctx, env, o, files, sess.StartStep, sess.EndStep, extra, log); err != nil {
+	if err := train(ctx, env, o, gs, sess.StartStep, sess.EndStep, extra, log); err != nil {
 		return err
 	}
 	for _, f := range sess.Files {

@@ -76,19 +76,25 @@ func Run(ctx context.Context, be kernels.Backend, o Options, log io.Writer) erro
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	env, err := trainer.Setup(ctx, be, &o.Options, o, o.Resume, log)
+	base, err := trainer.LoadBase(be, &o.Options)
 	if err != nil {
 		return err
 	}
-	defer env.Close()
+	// The inputs are read before Setup touches the run folder, so that a
+	// bad input leaves nothing behind.
 	kw, _ := o.Kwargs()
-	exs, skipped, err := Load(ctx, env.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw})
+	exs, skipped, err := Load(ctx, base.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw})
 	if err != nil {
 		return err
 	}
 	if len(exs) == 0 {
-		return fmt.Errorf("nothing to train in %v: %d conversations skipped (errors, reward filter or no assistant turn)", o.Inputs, skipped)
+		return trainer.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter or no assistant turn)", strings.Join(o.Inputs, ", "), skipped)
 	}
+	env, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
 	fmt.Fprintf(log, "sft: %d conversations (%d skipped)\n", len(exs), skipped)
 	per := o.BatchSize
 	if per == 0 || per > len(exs) {
@@ -135,29 +141,32 @@ func NLL(T int) trainer.LossFunc {
 	}
 }
 
+// readConversations reads one file: JSON Lines chats (.jsonl, .json) or a
+// Parquet trajectory file.
+func readConversations(ctx context.Context, f string) ([]trajectory.Group, error) {
+	if !strings.HasSuffix(f, ".jsonl") && !strings.HasSuffix(f, ".json") {
+		return trajectory.ReadAll(ctx, []string{f}, trajectory.ReadOptions{})
+	}
+	r, err := os.Open(f)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	gs, _, err := trajectory.ImportJSONL(ctx, r, f)
+	return gs, err
+}
+
 // Load reads conversations (Parquet trajectory files, or .jsonl/.json chat
 // files) and lays each out with its assistant turns trainable (all, or the
 // last). Trajectories with an error, or below minReward when set, and
-// conversations without an assistant turn are skipped and counted.
+// conversations without an assistant turn are skipped and counted. Errors
+// that blame the files match trainer.ErrBadInput.
 func Load(ctx context.Context, text *layout.Model, files []string, turns string, minReward *float64, lopt layout.Options) ([]trainer.Example, int, error) {
 	var groups []trajectory.Group
 	for _, f := range files {
-		if strings.HasSuffix(f, ".jsonl") || strings.HasSuffix(f, ".json") {
-			r, err := os.Open(f)
-			if err != nil {
-				return nil, 0, err
-			}
-			gs, _, err := trajectory.ImportJSONL(ctx, r, f)
-			r.Close()
-			if err != nil {
-				return nil, 0, err
-			}
-			groups = append(groups, gs...)
-			continue
-		}
-		gs, err := trajectory.ReadAll(ctx, []string{f}, trajectory.ReadOptions{})
+		gs, err := readConversations(ctx, f)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, trainer.Input(err)
 		}
 		groups = append(groups, gs...)
 	}
@@ -185,7 +194,7 @@ func Load(ctx context.Context, text *layout.Model, files []string, turns string,
 			msgs[last].Trainable = true
 			lay, err := text.Layout(msgs, t.Tools, lopt)
 			if err != nil {
-				return nil, 0, fmt.Errorf("group %s, trajectory %s: %w", g.ID, t.ID, err)
+				return nil, 0, trainer.BadInputf("group %s, trajectory %s: %w", g.ID, t.ID, err)
 			}
 			ex := trainer.Example{Seqs: lay.Sequences}
 			if ex.Trainable() == 0 {

@@ -103,7 +103,11 @@ func TestSFTLossDrops(t *testing.T) {
 	// The SFT adapter seeds another run (what GRPO's --init-adapter does).
 	var o2 trainer.Options = o.Options
 	o2.Name, o2.InitAdapter = "next", filepath.Join(dir, "sft", checkpoint.StepName(30))
-	env, err := trainer.Setup(context.Background(), be, &o2, o2, false, nil)
+	base, err := trainer.LoadBase(be, &o2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := trainer.Setup(context.Background(), base, &o2, o2, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

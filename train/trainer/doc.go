@@ -16,8 +16,16 @@
 //     appends one metrics row per step to metrics.jsonl: the loss terms the
 //     job reports plus entropy (mean over trainable tokens), grad_norm (before
 //     clipping), lr, tokens, trainable_tokens, tokens_per_s and seconds;
-//   - Setup loads the model, takes the run's lock and restores the latest
-//     step (adapter, optimizer moments and update count) on --resume.
+//   - LoadBase loads the model folder; Setup takes the run's lock and
+//     restores the latest step (adapter, optimizer moments and update count)
+//     on --resume. Jobs read their inputs between the two, so bad input
+//     leaves the run folder untouched.
+//
+// Errors: those that blame the model folder, an adapter folder or the input
+// files match ErrBadInput (exit code 2 in hone-train). A step whose loss,
+// gradient norm (computed whether or not it clips) or updated LoRA weights
+// hold NaN or Inf stops the run with an error matching ErrNotFinite before
+// anything of that step is written; the steps before it stay saved.
 //
 // Determinism: a step depends only on the restored state and its step
 // number, and every reduction runs in a fixed order, so a run resumed from

@@ -158,6 +158,29 @@ func (o *Options) AdamWParams() kernels.AdamWParams {
 	return kernels.AdamWParams{LR: float32(o.LR), Beta1: float32(o.Beta1), Beta2: float32(o.Beta2), Eps: float32(o.AdamEps), WeightDecay: float32(o.WeightDecay)}
 }
 
+// Base is the model a run trains: its weights and its text side
+// (tokenizer and chat template), loaded from the model folder.
+type Base struct {
+	Model *model.Model
+	Text  *layout.Model
+}
+
+// LoadBase loads the model folder o.Model. A folder that is missing or does
+// not hold a model this build reads is bad input (ErrBadInput), as is the
+// rest of the run's input; loading it before Setup lets a run check its
+// inputs before it creates anything in the run folder.
+func LoadBase(be kernels.Backend, o *Options) (*Base, error) {
+	m, err := model.LoadAs(o.Model, be, model.WeightDType(o.DType))
+	if err != nil {
+		return nil, Input(fmt.Errorf("model folder %s: %w", o.Model, err))
+	}
+	text, err := layout.LoadModel(o.Model)
+	if err != nil {
+		return nil, Input(fmt.Errorf("model folder %s: %w", o.Model, err))
+	}
+	return &Base{Model: m, Text: text}, nil
+}
+
 // Env is a run ready to train: model, text layout, adapter, optimizer and
 // run folder (locked), and how many steps are already done.
 type Env struct {
@@ -179,24 +202,18 @@ func (e *Env) Close() {
 	}
 }
 
-// Setup loads the model and either restores the run's latest step
-// (resume must be true when the run folder has one; config, the job's
-// options, must then equal the saved config) or starts a fresh adapter.
-func Setup(ctx context.Context, be kernels.Backend, o *Options, config any, resume bool, log io.Writer) (*Env, error) {
-	m, err := model.LoadAs(o.Model, be, model.WeightDType(o.DType))
-	if err != nil {
-		return nil, err
-	}
-	text, err := layout.LoadModel(o.Model)
-	if err != nil {
-		return nil, err
-	}
+// Setup takes the run folder's lock over base and either restores the
+// run's latest step (resume must be true when the run folder has one;
+// config, the job's options, must then equal the saved config) or starts
+// a fresh adapter.
+func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log io.Writer) (*Env, error) {
+	m := base.Model
 	run := &checkpoint.Run{Dir: filepath.Join(o.Out, o.Name)}
 	unlock, err := run.Lock()
 	if err != nil {
 		return nil, err
 	}
-	env := &Env{Model: m, Text: text, Ckpt: run, unlock: unlock}
+	env := &Env{Model: m, Text: base.Text, Ckpt: run, unlock: unlock}
 	ok := false
 	defer func() {
 		if !ok {
@@ -244,7 +261,9 @@ func Setup(ctx context.Context, be kernels.Backend, o *Options, config any, resu
 		return nil, err
 	}
 	if o.InitAdapter != "" {
-		env.Ad, err = model.ReadAdapter(o.InitAdapter, &m.Config)
+		if env.Ad, err = model.ReadAdapter(o.InitAdapter, &m.Config); err != nil {
+			err = Input(fmt.Errorf("--init-adapter: %w", err))
+		}
 	} else {
 		ac := model.AdapterConfig{Rank: o.Rank, Alpha: o.Alpha, RSLoRA: o.RSLoRA}
 		for _, t := range o.Targets {

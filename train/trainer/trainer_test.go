@@ -233,7 +233,11 @@ func TestSetupDType(t *testing.T) {
 		if o.DType != tc.saved {
 			t.Errorf("--dtype %q normalised to %q, want %q", tc.flag, o.DType, tc.saved)
 		}
-		env, err := Setup(context.Background(), be, &o, o, false, nil)
+		base, err := LoadBase(be, &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := Setup(context.Background(), base, &o, o, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

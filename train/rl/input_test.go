@@ -1,0 +1,80 @@
+package rl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/train/trainer"
+)
+
+// TestUnscoredRowsRefused: a trajectory with neither a reward nor an error
+// was never scored; the run refuses the input as bad input, naming the
+// file, row, group and trajectory of each, and writes nothing.
+func TestUnscoredRowsRefused(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	a, b := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "b.parquet")
+	writeGroups(t, md, a, 2, 3, varied)
+	writeGroups(t, md, b, 2, 3, varied)
+	gs, err := trajectory.ReadAll(context.Background(), []string{b}, trajectory.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs[1].Trajectories[0].Reward = nil // row 3 of b
+	gs[1].Trajectories[2].Reward = nil // row 5 of b
+	if err := trajectory.WriteFile(context.Background(), b, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(md, filepath.Join(dir, "adapters"), "r", a, b)
+	var log bytes.Buffer
+	err = Run(context.Background(), backend(t), o, &log)
+	if !errors.Is(err, trainer.ErrBadInput) {
+		t.Fatalf("run: %v, want bad input\n%s", err, log.String())
+	}
+	for _, want := range []string{
+		"2 trajectories have no reward",
+		fmt.Sprintf("%s row 3 (group %s, trajectory %s)", b, gs[1].ID, gs[1].Trajectories[0].ID),
+		fmt.Sprintf("%s row 5 (group %s, trajectory %s)", b, gs[1].ID, gs[1].Trajectories[2].ID),
+		"hone-score",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "adapters")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused input left the adapters folder behind (%v)", err)
+	}
+}
+
+// TestBadInputFilesAreBadInput: a file that is not Parquet, or is cut
+// short, is bad input naming the file.
+func TestBadInputFilesAreBadInput(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	good := filepath.Join(dir, "good.parquet")
+	writeGroups(t, md, good, 2, 3, varied)
+	whole, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"garbage.parquet":   []byte("PAR1 this is not a parquet file PAR1"),
+		"truncated.parquet": whole[:len(whole)/2],
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := Run(context.Background(), backend(t), baseOptions(md, filepath.Join(dir, "adapters"), "r", path), &bytes.Buffer{})
+		if !errors.Is(err, trainer.ErrBadInput) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v, want bad input naming the file", name, err)
+		}
+	}
+}

@@ -20,7 +20,8 @@ func newGRPOCmd(stderr io.Writer) *cobra.Command {
 globs or folders). Advantages are A = r − mean(group), divided by the group's
 std unless --scale-rewards says otherwise; zero-advantage trajectories are
 dropped and counted. Only the tokens the policy sampled are trained, with
-their stored logprobs.
+their stored logprobs. Every trajectory needs a reward, or an error for an
+episode that failed: unscored rows are refused (exit code 2), naming them.
 
 Default loss (ART's): −clip(sg(ρ), 1−ε, 1+ε_high)·A·logπ with ε=1, ε_high=4,
 ρ = exp(logπ − logπ_sampler) per token, every trajectory weighted equally.
@@ -33,7 +34,8 @@ Each step is saved to OUT/RUN/step-NNNNNN (PEFT adapter, optimizer state,
 train_config.json), then OUT/RUN/latest is moved to it; metrics go to
 OUT/RUN/metrics.jsonl, one JSON object per step. --resume continues from
 latest and ends bit-identical to an uninterrupted run (same machine and
---threads), even after SIGKILL.
+--threads), even after SIGKILL. A step whose loss, gradient or updated
+weights are NaN or Inf stops the run (exit code 1) before it is saved.
 
 --watch-dir DIR trains on the *.parquet files in DIR that OUT/RUN/manifest.json
 does not list (by sha256), holding OUT/RUN/lock; with nothing new it says so
@@ -60,7 +62,7 @@ and exits 0. --steps then counts steps per session.`,
 				return err
 			}
 			defer be.Close()
-			return rl.Run(cmd.Context(), be, opts, stderr)
+			return exitKind(rl.Run(cmd.Context(), be, opts, stderr))
 		},
 	}
 	opts.AddFlags(cmd.Flags())

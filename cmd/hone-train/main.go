@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/cobra"
 )
 
@@ -30,4 +32,15 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input, 130 interrupted.`,
 	root.AddCommand(newGRPOCmd(stderr))
 	root.AddCommand(newSFTCmd(stderr))
 	return root
+}
+
+// exitKind maps the train packages' error kinds to exit codes: an error
+// that blames the model folder, an adapter folder or the input files
+// (trainer.ErrBadInput) is bad input, exit code 2; anything else that went
+// wrong during the run (a non-finite loss included) is a failure, 1.
+func exitKind(err error) error {
+	if errors.Is(err, trainer.ErrBadInput) {
+		return cli.BadInput(err)
+	}
+	return err
 }

@@ -20,8 +20,9 @@ func newSFTCmd(stderr io.Writer) *cobra.Command {
 files, or JSON Lines chat files (.jsonl, one {"messages": [...], "tools": [...]}
 per line). --turns all trains every assistant turn, --turns last only the last
 of each conversation. The loss is the mean negative log-likelihood over the
-step's assistant tokens. Checkpoints, --resume and metrics work as in grpo; a
-step folder can seed GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
+step's assistant tokens. Checkpoints, --resume, metrics and the stop on a
+NaN or Inf loss, gradient or weights work as in grpo; a step folder can seed
+GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 		Example: `  hone-train sft --model models/tiny --run warmup --epochs 3 --lr 1e-3 data/scripted.jsonl
   hone-train sft --model models/tiny --run best --min-reward 1 --turns last scored/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,7 +39,7 @@ step folder can seed GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 				return err
 			}
 			defer be.Close()
-			return sft.Run(cmd.Context(), be, opts, stderr)
+			return exitKind(sft.Run(cmd.Context(), be, opts, stderr))
 		},
 	}
 	opts.AddFlags(cmd.Flags())

@@ -150,7 +150,7 @@ func (t *Tokenizer) AppendEncode(dst []int, text string, addSpecial bool) []int 
 	if addSpecial {
 		dst = append(dst, t.prefix...)
 	}
-	dst = t.encodeText(dst, validUTF8(text), true)
+	dst = t.encodeText(dst, validUTF8(text), true, nil)
 	if addSpecial {
 		dst = append(dst, t.suffix...)
 	}
@@ -161,27 +161,31 @@ func (t *Tokenizer) AppendEncode(dst []int, text string, addSpecial bool) []int 
 // inside text is spelled out with ordinary tokens. Use it for untrusted text
 // that must not inject control tokens.
 func (t *Tokenizer) EncodeOrdinary(text string) []int {
-	return t.encodeText(make([]int, 0, len(text)/3+4), validUTF8(text), false)
+	return t.encodeText(make([]int, 0, len(text)/3+4), validUTF8(text), false, nil)
 }
 
-func (t *Tokenizer) encodeText(dst []int, text string, matchAdded bool) []int {
+// encodeText encodes text; a non-nil lim stops it early (limit.go).
+func (t *Tokenizer) encodeText(dst []int, text string, matchAdded bool, lim *tokenCap) []int {
 	if !matchAdded || t.rawSplit.empty() {
-		return t.encodeSection(dst, text, matchAdded)
+		return t.encodeSection(dst, text, matchAdded, lim)
 	}
 	var buf [16]section
 	for _, sec := range t.rawSplit.split(text, t.added, buf[:0]) {
+		if lim.done(dst) {
+			return dst
+		}
 		if sec.added >= 0 {
 			dst = append(dst, t.added[sec.added].ID)
 			continue
 		}
-		dst = t.encodeSection(dst, sec.text, true)
+		dst = t.encodeSection(dst, sec.text, true, lim)
 	}
 	return dst
 }
 
 // encodeSection normalizes text that holds no raw added token, cuts out the
 // normalized added tokens and encodes the rest.
-func (t *Tokenizer) encodeSection(dst []int, text string, matchAdded bool) []int {
+func (t *Tokenizer) encodeSection(dst []int, text string, matchAdded bool, lim *tokenCap) []int {
 	if text == "" {
 		return dst
 	}
@@ -189,21 +193,24 @@ func (t *Tokenizer) encodeSection(dst []int, text string, matchAdded bool) []int
 		text = t.norm.apply(text)
 	}
 	if !matchAdded || t.normSplit.empty() {
-		return t.encodePlain(dst, text)
+		return t.encodePlain(dst, text, lim)
 	}
 	var buf [16]section
 	for _, sec := range t.normSplit.split(text, t.added, buf[:0]) {
+		if lim.done(dst) {
+			return dst
+		}
 		if sec.added >= 0 {
 			dst = append(dst, t.added[sec.added].ID)
 			continue
 		}
-		dst = t.encodePlain(dst, sec.text)
+		dst = t.encodePlain(dst, sec.text, lim)
 	}
 	return dst
 }
 
 // encodePlain pre-tokenizes normalized text and runs BPE on each pre-token.
-func (t *Tokenizer) encodePlain(dst []int, text string) []int {
+func (t *Tokenizer) encodePlain(dst []int, text string, lim *tokenCap) []int {
 	if text == "" {
 		return dst
 	}
@@ -215,10 +222,16 @@ func (t *Tokenizer) encodePlain(dst []int, text string) []int {
 			text = " " + text
 		}
 		if t.split == splitNone {
+			if lim.skip(dst, text) {
+				return dst
+			}
 			return t.bpe.encodeWord(text, dst)
 		}
 		for i := 0; i < len(text); {
 			j := nextPiece(text, i, t.split)
+			if lim.skip(dst, text[i:j]) {
+				return dst
+			}
 			dst = t.bpe.encodeWord(text[i:j], dst)
 			i = j
 		}
@@ -227,6 +240,9 @@ func (t *Tokenizer) encodePlain(dst []int, text string) []int {
 	for i := 0; i < len(text); {
 		j := nextPiece(text, i, t.split)
 		piece := text[i:j]
+		if lim.skip(dst, piece) {
+			return dst
+		}
 		if t.prefixSp && piece[0] != ' ' {
 			// ByteLevel after Split prefixes every piece, as the reference does.
 			piece = " " + piece

@@ -41,6 +41,17 @@ func (n normalizer) apply(s string) string {
 	return s
 }
 
+// isIdentity reports whether apply returns s unchanged (s is already in
+// every form), without allocating.
+func (n normalizer) isIdentity(s string) bool {
+	for _, f := range n {
+		if !f.IsNormalString(s) {
+			return false
+		}
+	}
+	return true
+}
+
 func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 	if isNull(raw) {
 		return nil, nil

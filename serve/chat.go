@@ -213,7 +213,10 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 		}
 		return badRequest("messages", "rendering the chat template: %v", err)
 	}
-	prompt := toInt32(s.tok.Encode(text, false))
+	prompt, err := s.encodePrompt(text, false, "messages")
+	if err != nil {
+		return err
+	}
 	p, n, err := s.params(&req.samplingFields, len(prompt), false)
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ func (s *Server) parsePrompt(raw json.RawMessage) ([]int32, error) {
 	}
 	var str string
 	if json.Unmarshal(raw, &str) == nil {
-		return toInt32(s.tok.Encode(str, true)), nil
+		return s.encodePrompt(str, true, "prompt")
 	}
 	var ids []int32
 	if json.Unmarshal(raw, &ids) == nil {

@@ -15,6 +15,15 @@
 // API key, 404 unknown model, 413 body too large, 429 queue full, 503
 // shutting down, 504 past the request deadline.
 //
+// A prompt over the model's context is a 400 with code
+// "context_length_exceeded" in vLLM's words ("This model's maximum context
+// length is N tokens. However, your request has (at least) M input
+// tokens…"). It is found without tokenizing more than the context: a text
+// longer than the context's worth of the longest token is refused by its
+// length alone, and any other is tokenized only until the count passes the
+// context (format/tokenizer's Limited), so a large body costs neither the
+// time nor the memory of its tokens.
+//
 // Tool calls are parsed from the output text: Hermes/Qwen
 // <tool_call>{json}</tool_call> blocks and Llama 3.1 JSON
 // {"name":…,"parameters":…}; found calls become message.tool_calls with

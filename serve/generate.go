@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/serve/engine"
 )
 
@@ -99,8 +100,11 @@ func (s *Server) params(f *samplingFields, promptLen int, allowZero bool) (engin
 		}
 	}
 	room := s.maxCtx - promptLen
-	if room < 0 || (room == 0 && !allowZero) {
-		return p, 0, badRequest("messages", "the prompt has %d tokens; the model's context is %d", promptLen, s.maxCtx)
+	if room < 0 {
+		return p, 0, s.contextError("messages", promptLen, false)
+	}
+	if room == 0 && !allowZero {
+		return p, 0, badRequest("messages", "the prompt has %d tokens, the whole of the model's context of %d, which leaves none for the completion", promptLen, s.maxCtx)
 	}
 	mt := f.MaxCompletionTokens
 	param := "max_completion_tokens"
@@ -120,6 +124,35 @@ func (s *Server) params(f *samplingFields, promptLen int, allowZero bool) (engin
 		p.MaxTokens = *mt
 	}
 	return p, n, nil
+}
+
+// encodePrompt tokenizes a prompt's text, giving up as soon as it cannot
+// fit the model's context: a text far over it is refused by its length
+// before any tokenizing, so a large body costs neither the time nor the
+// memory of its tokens. param names the field for the 400.
+func (s *Server) encodePrompt(text string, addSpecial bool, param string) ([]int32, error) {
+	ids, err := s.ptok.Encode(text, addSpecial, s.maxCtx)
+	var tl *tokenizer.TooLongError
+	if errors.As(err, &tl) {
+		return nil, s.contextError(param, tl.AtLeast, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toInt32(ids), nil
+}
+
+// contextError is the 400 for a prompt over the model's context, in the
+// words of vLLM's (and OpenAI's code): tokens is the prompt's size, or a
+// lower bound on it with atLeast.
+func (s *Server) contextError(param string, tokens int, atLeast bool) error {
+	size := fmt.Sprint(tokens)
+	if atLeast {
+		size = "at least " + size
+	}
+	e := badRequest(param, "This model's maximum context length is %d tokens. However, your request has %s input tokens. Please reduce the length of the %s.", s.maxCtx, size, param)
+	e.code = "context_length_exceeded"
+	return e
 }
 
 // submit queues a generation; the context carries the request deadline.

@@ -32,7 +32,8 @@ type Server struct {
 	o       Options
 	m       *model.Model
 	tok     *tokenizer.Tokenizer
-	cvocab  *constrain.Index // tok read once for constrained decoding (fast masking)
+	ptok    *tokenizer.Limited // tok for prompts: gives up at the context length
+	cvocab  *constrain.Index   // tok read once for constrained decoding (fast masking)
 	tmpl    *chattemplate.Template
 	eng     *engine.Engine
 	reg     *adapters.Registry // nil without --adapters
@@ -94,6 +95,7 @@ func NewServer(o Options, be kernels.Backend) (*Server, error) {
 		created: time.Now().Unix(), log: o.Log, met: newMetrics(),
 	}
 	s.cvocab = constrain.NewIndex(tok)
+	s.ptok = tok.Limited()
 	if s.name == "" {
 		s.name = baseName(o.Model)
 	}

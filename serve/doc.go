@@ -13,7 +13,9 @@
 //
 // Errors use OpenAI's error object: 400 bad request, 401 wrong or missing
 // API key, 404 unknown model, 413 body too large, 429 queue full, 503
-// shutting down, 504 past the request deadline.
+// shutting down, 504 past the request deadline. A 429 carries
+// Retry-After: 1 (a place in the queue frees within a decoding step or
+// two), a 503 Retry-After: 5 (the server is being restarted or replaced).
 //
 // A prompt over the model's context is a 400 with code
 // "context_length_exceeded" in vLLM's words ("This model's maximum context

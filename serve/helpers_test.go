@@ -87,6 +87,13 @@ func (ts *testServer) close(t testing.TB) {
 // post sends a raw JSON body and returns status and body.
 func (ts *testServer) post(t testing.TB, path, body string, header ...string) (int, string) {
 	t.Helper()
+	status, _, b := ts.postHeader(t, path, body, header...)
+	return status, b
+}
+
+// postHeader is post that returns the response header too.
+func (ts *testServer) postHeader(t testing.TB, path, body string, header ...string) (int, http.Header, string) {
+	t.Helper()
 	req, err := http.NewRequest("POST", ts.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +108,7 @@ func (ts *testServer) post(t testing.TB, path, body string, header ...string) (i
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 func (ts *testServer) get(t testing.TB, path string) (int, string) {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,7 +183,7 @@ func (s *Server) api(endpoint string, h http.HandlerFunc) http.Handler {
 			}
 		}
 		if s.draining.Load() {
-			writeError(sw, http.StatusServiceUnavailable, "service_unavailable", "server is shutting down", "", "shutting_down")
+			writeHTTPError(sw, errShuttingDown())
 			return
 		}
 		s.active.Add(1)
@@ -214,7 +215,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
-		writeError(w, http.StatusServiceUnavailable, "service_unavailable", "server is shutting down", "", "shutting_down")
+		writeHTTPError(w, errShuttingDown())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -247,11 +248,24 @@ func (s *Server) resolve(name string) (*adapters.Adapter, string, error) {
 
 // httpError is an error with its HTTP status and OpenAI error type.
 type httpError struct {
-	status int
-	typ    string
-	code   string
-	param  string
-	msg    string
+	status     int
+	typ        string
+	code       string
+	param      string
+	msg        string
+	retryAfter int // seconds, sent as Retry-After when positive
+}
+
+// Retry-After of the 429 and 503 answers, in seconds: a full queue frees
+// a place within a decoding step or two, while a server shutting down is
+// being restarted or replaced, which takes longer.
+const (
+	retryQueueFull = 1
+	retryShutdown  = 5
+)
+
+func errShuttingDown() *httpError {
+	return &httpError{status: http.StatusServiceUnavailable, typ: "service_unavailable", code: "shutting_down", msg: "server is shutting down", retryAfter: retryShutdown}
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -263,6 +277,9 @@ func badRequest(param, format string, args ...any) *httpError {
 func writeHTTPError(w http.ResponseWriter, err error) {
 	var he *httpError
 	if errors.As(err, &he) {
+		if he.retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))
+		}
 		writeError(w, he.status, he.typ, he.msg, he.param, he.code)
 		return
 	}
@@ -318,9 +335,9 @@ func readJSON(r *http.Request, v any) error {
 func submitError(err error) error {
 	switch {
 	case errors.Is(err, engine.ErrQueueFull):
-		return &httpError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "queue_full", msg: "the request queue is full; retry later"}
+		return &httpError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "queue_full", msg: "the request queue is full; retry later", retryAfter: retryQueueFull}
 	case errors.Is(err, engine.ErrClosed):
-		return &httpError{status: http.StatusServiceUnavailable, typ: "service_unavailable", code: "shutting_down", msg: "server is shutting down"}
+		return errShuttingDown()
 	case errors.Is(err, engine.ErrTooLarge):
 		return badRequest("", "%v", err)
 	}

@@ -345,9 +345,12 @@ func TestQueueFull429(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":2}`)
+	status, header, body := ts.postHeader(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":2}`)
 	if status != http.StatusTooManyRequests || !strings.Contains(body, "rate_limit_error") {
 		t.Fatalf("third request: %d %s", status, body)
+	}
+	if ra := header.Get("Retry-After"); ra != "1" {
+		t.Fatalf("429 with Retry-After %q, want 1 (second)", ra)
 	}
 	cancel()
 	wg.Wait()
@@ -405,9 +408,20 @@ func TestGracefulShutdown(t *testing.T) {
 	for !ts.s.draining.Load() && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":2}`)
+	status, header, body := ts.postHeader(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":2}`)
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, "shutting down") {
 		t.Fatalf("during drain: %d %s", status, body)
+	}
+	if ra := header.Get("Retry-After"); ra != "5" {
+		t.Fatalf("503 while draining with Retry-After %q, want 5 (seconds)", ra)
+	}
+	resp, err := http.Get(ts.url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("health while draining: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	var acc openai.ChatCompletionAccumulator
 	acc.AddChunk(st.Current())

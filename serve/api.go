@@ -3,7 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"reflect"
 
 	"github.com/hone-rl/hone/format/chattemplate"
 	"github.com/hone-rl/hone/serve/engine"
@@ -29,9 +29,13 @@ func (s *stringList) UnmarshalJSON(b []byte) error {
 		*s = stringList{one}
 		return nil
 	}
+	if len(b) == 0 || b[0] != '[' {
+		// A type error, so that readJSON names the field and the types.
+		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[stringList]()}
+	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {
-		return fmt.Errorf("stop: want a string or an array of strings")
+		return err
 	}
 	*s = many
 	return nil

@@ -166,7 +166,7 @@ func (s *Server) responseFormat(rf *responseFormat) (func(int) engine.Constraint
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	if err := readJSON(r, &req); err != nil {
+	if err := s.readJSON(r, &req); err != nil {
 		writeHTTPError(w, err)
 		return
 	}
@@ -182,6 +182,9 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	}
 	if len(req.Messages) == 0 {
 		return badRequest("messages", "messages must not be empty")
+	}
+	if err := checkMessages(req.Messages); err != nil {
+		return err
 	}
 	tm, err := parseToolChoice(req.ToolChoice, len(req.Tools) > 0)
 	if err != nil {

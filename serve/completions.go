@@ -43,7 +43,7 @@ func (s *Server) parsePrompt(raw json.RawMessage) ([]int32, error) {
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if err := readJSON(r, &req); err != nil {
+	if err := s.readJSON(r, &req); err != nil {
 		writeHTTPError(w, err)
 		return
 	}

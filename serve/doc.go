@@ -16,6 +16,12 @@
 // shutting down, 504 past the request deadline. A 429 carries
 // Retry-After: 1 (a place in the queue frees within a decoding step or
 // two), a 503 Retry-After: 5 (the server is being restarted or replaced).
+// A 400 names the JSON field at fault with its array indices and says which
+// JSON type it wants ("messages[1].content: expected a string or an array
+// of content parts, got a number"); a body that is not valid UTF-8, a
+// message role other than OpenAI's (system, developer, user, assistant,
+// tool, function) and content of another shape are 400s too. A \ud800-style
+// escape of a lone surrogate decodes to U+FFFD, as in encoding/json.
 //
 // A prompt over the model's context is a 400 with code
 // "context_length_exceeded" in vLLM's words ("This model's maximum context

@@ -308,29 +308,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// readJSON decodes the request body into v: 413 past the size cap, 400 for
-// malformed JSON or wrong-typed fields.
-func readJSON(r *http.Request, v any) error {
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &httpError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
-				msg: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
-		}
-		return badRequest("", "reading the request body: %v", err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			field := strings.TrimPrefix(te.Field, "samplingFields.")
-			return badRequest(field, "field %q: want %s, got JSON %s", field, te.Type, te.Value)
-		}
-		return badRequest("", "request body is not valid JSON: %v", err)
-	}
-	return nil
-}
-
 // submitError maps engine.Submit's errors to HTTP.
 func submitError(err error) error {
 	switch {

@@ -1,0 +1,290 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Reading request bodies: 400s that name the JSON field at fault and the
+// JSON type it wants, never a Go type.
+
+// readJSON decodes the request body into v: 413 past the size cap, 400 for
+// malformed JSON, invalid UTF-8 in any string (encoding/json would quietly
+// turn it into U+FFFD) or wrong-typed fields. A body with a Content-Length
+// is read into one buffer of that size, not into one grown step by step,
+// which would allocate several times the body; one declared over the cap
+// is refused unread.
+func (s *Server) readJSON(r *http.Request, v any) error {
+	if r.ContentLength > s.o.MaxBodyBytes { // refused unread
+		return tooLarge(s.o.MaxBodyBytes)
+	}
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(r.Body); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge(mbe.Limit)
+		}
+		return badRequest("", "reading the request body: %v", err)
+	}
+	b := buf.Bytes()
+	err := json.Unmarshal(b, v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return badRequest("", "request body is not valid JSON: %v (at byte %d)", se, se.Offset)
+	}
+	if !utf8.Valid(b) {
+		return invalidUTF8(b)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return typeError(b, te)
+	}
+	if err != nil {
+		return badRequest("", "request body: %v", err)
+	}
+	return nil
+}
+
+func tooLarge(limit int64) error {
+	return &httpError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
+		msg: fmt.Sprintf("request body is larger than %d bytes (--max-body-bytes)", limit)}
+}
+
+// invalidUTF8 is the 400 for a body that is valid JSON but not valid
+// UTF-8, naming the string that holds the first bad byte. (A \ud800-style
+// escape of a lone surrogate is valid UTF-8 text and decodes to U+FFFD, as
+// encoding/json does; it is accepted.)
+func invalidUTF8(b []byte) error {
+	bad := 0
+	for bad < len(b) {
+		r, n := utf8.DecodeRune(b[bad:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		bad += n
+	}
+	where, what := "", "not valid UTF-8"
+	walkJSON(b, func(n jsonNode) bool {
+		if n.end <= int64(bad) {
+			return true
+		}
+		if n.key { // name the object that holds the key
+			n.frames, what = n.frames[:len(n.frames)-1], "an object key is not valid UTF-8"
+		}
+		where = n.path()
+		return false
+	})
+	return badRequest(where, "%s: %s (at byte %d)", orBody(where), what, bad+1)
+}
+
+// typeError is the 400 for a JSON value of the wrong type: encoding/json's
+// error names the Go field path without array indices, so the body is
+// walked for the first value on that path of the type it complained about.
+func typeError(b []byte, te *json.UnmarshalTypeError) error {
+	field := strings.TrimPrefix(te.Field, "samplingFields.")
+	var want []string
+	if field != "" {
+		want = strings.Split(field, ".")
+	}
+	kind, lit, _ := strings.Cut(te.Value, " ")
+	where := field
+	walkJSON(b, func(n jsonNode) bool {
+		if n.key || n.kind != kind || (lit != "" && n.lit != lit) || !n.onPath(want) {
+			return true
+		}
+		where = n.path()
+		return false
+	})
+	got := kindPhrase(kind)
+	if lit != "" {
+		got = lit
+	}
+	return badRequest(where, "%s: expected %s, got %s", orBody(where), jsonTypeName(te.Type), got)
+}
+
+func orBody(path string) string {
+	if path == "" {
+		return "the request body"
+	}
+	return path
+}
+
+// jsonTypeName says which JSON value a Go type takes.
+func jsonTypeName(t reflect.Type) string {
+	if t == reflect.TypeFor[stringList]() {
+		return "a string or an array of strings"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonTypeName(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	case reflect.Int8, reflect.Int16, reflect.Int32:
+		return fmt.Sprintf("a %d-bit integer", t.Bits())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("a non-negative %d-bit integer", t.Bits())
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a different JSON value"
+}
+
+// jsonNode is one value (or object key) met by walkJSON.
+type jsonNode struct {
+	frames []jsonFrame // the containers it is in, outermost first
+	key    bool        // an object key, not a value
+	kind   string      // string, number, bool, null, array, object (as json.UnmarshalTypeError.Value says)
+	lit    string      // a number's text
+	end    int64       // the byte offset just past it (past the bracket for a container)
+}
+
+type jsonFrame struct {
+	obj     bool
+	key     string // obj: the current key
+	wantKey bool   // obj: the next token is a key
+	index   int    // array: the current element
+}
+
+// path spells the node's place: messages[2].content.
+func (n jsonNode) path() string {
+	var b strings.Builder
+	for _, f := range n.frames {
+		if !f.obj {
+			b.WriteString("[" + strconv.Itoa(f.index) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(clip(f.key, 64))
+	}
+	return b.String()
+}
+
+// onPath reports whether the object keys on the way to n are keys (array
+// levels skipped), matched as encoding/json matches them: case-insensitively.
+func (n jsonNode) onPath(keys []string) bool {
+	i := 0
+	for _, f := range n.frames {
+		if !f.obj {
+			continue
+		}
+		if i == len(keys) || !strings.EqualFold(f.key, keys[i]) {
+			return false
+		}
+		i++
+	}
+	return i == len(keys)
+}
+
+// walkJSON calls visit on every value and key of the JSON document b in
+// order, until visit returns false or the document ends or breaks.
+func walkJSON(b []byte, visit func(jsonNode) bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var stack []jsonFrame
+	next := func() { // past a value: the parent moves on
+		if len(stack) > 0 {
+			if top := &stack[len(stack)-1]; top.obj {
+				top.wantKey = true
+			} else {
+				top.index++
+			}
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil { // io.EOF at the end
+			return
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			next()
+			continue
+		}
+		if len(stack) > 0 && stack[len(stack)-1].obj && stack[len(stack)-1].wantKey {
+			top := &stack[len(stack)-1]
+			top.key, top.wantKey = tok.(string), false
+			if !visit(jsonNode{frames: stack, key: true, kind: "string", end: dec.InputOffset()}) {
+				return
+			}
+			continue
+		}
+		n := jsonNode{frames: stack, end: dec.InputOffset()}
+		switch t := tok.(type) {
+		case json.Delim:
+			n.kind = map[json.Delim]string{'{': "object", '[': "array"}[t]
+		case string:
+			n.kind = "string"
+		case json.Number:
+			n.kind, n.lit = "number", string(t)
+		case bool:
+			n.kind = "bool"
+		case nil:
+			n.kind = "null"
+		}
+		if !visit(n) {
+			return
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, jsonFrame{obj: true, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, jsonFrame{})
+		default:
+			next()
+		}
+	}
+}
+
+// clip shortens s to at most n bytes (on a character boundary) and marks
+// the cut, for echoing client text in errors.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// jsonKind names the JSON type of a raw value the way
+// json.UnmarshalTypeError.Value does.
+func jsonKind(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}

@@ -28,6 +28,13 @@
 // that is not JSON) the turn is recorded as far as it arrived and the
 // trajectory keeps the error. Streamed requests with n > 1 are refused
 // with a 400 (param "n"): the proxy records one choice per turn.
+//
+// Memory per request is bounded. A request body over MaxBodyBytes is
+// answered 413 in OpenAI's error shape, as hone-serve answers it, before
+// more than that is read and without contacting the upstream. Of an
+// upstream answer the proxy holds at most MaxResponseBytes to record it; a
+// larger answer still reaches the agent whole, passed through as it comes,
+// and its turn is recorded with an error instead of a truncated turn.
 package proxy
 
 import (
@@ -62,10 +69,22 @@ type Options struct {
 	GroupSize int    // flush a group once this many of its trajectories are closed (0: only on close)
 	Run       string // run name recorded in every row
 
+	MaxBodyBytes     int64 // largest request body accepted, 413 beyond (0: DefaultMaxBodyBytes)
+	MaxResponseBytes int64 // most of one upstream answer held to record it (0: DefaultMaxResponseBytes)
+
 	Log        *slog.Logger
 	HTTPClient *http.Client
 	OnListen   func(addr string) // called with the bound address
 }
+
+const (
+	// DefaultMaxBodyBytes is hone-serve's default --max-body-bytes, so that
+	// a request the proxy takes is one hone-serve behind it takes too.
+	DefaultMaxBodyBytes = 8 << 20
+	// DefaultMaxResponseBytes leaves room for the largest answers an agent
+	// asks for: 32k tokens with 20 top logprobs each are about 35 MB.
+	DefaultMaxResponseBytes = 64 << 20
+)
 
 // AddFlags registers the options on fs.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
@@ -75,6 +94,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.OutDir, "output-dir", "o", "", "folder where each flushed group is written as a Parquet file (required)")
 	fs.IntVar(&o.GroupSize, "group-size", 0, "flush a group once this many of its trajectories have a reward (0: only on POST /hone/groups/{id}/close)")
 	fs.StringVar(&o.Run, "run", "proxy", "run name recorded in every row")
+	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted (413 beyond, as hone-serve)")
+	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", DefaultMaxResponseBytes, "most bytes of one upstream answer held to record it; a larger answer still reaches the agent, and its turn is recorded with an error")
 }
 
 // Proxy is the recording HTTP handler.
@@ -115,6 +136,12 @@ func New(o Options) (*Proxy, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	c := o.HTTPClient
 	if c == nil {
 		c = &http.Client{}
@@ -128,6 +155,13 @@ var (
 )
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Every route reads its body through the cap; a declared length over
+	// it is refused before a byte of the body is read.
+	if r.ContentLength > p.o.MaxBodyBytes {
+		p.tooLarge(w)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, p.o.MaxBodyBytes)
 	switch {
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions"):
 		p.chat(w, r)
@@ -162,37 +196,76 @@ func apiError(w http.ResponseWriter, code int, msg, param string) {
 	if param != "" {
 		e["param"] = param
 	}
-	if code == http.StatusBadRequest {
+	switch code {
+	case http.StatusBadRequest:
 		e["type"] = "invalid_request_error"
+	case http.StatusRequestEntityTooLarge: // as hone-serve answers it
+		e["type"], e["code"] = "invalid_request_error", "request_too_large"
 	}
 	b, _ := json.Marshal(map[string]any{"error": e})
 	w.Write(b)
 }
 
-// forward sends r (with body, if not nil) upstream and returns the
-// response body after copying it to w unchanged.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) ([]byte, int, bool) {
+func (p *Proxy) tooLarge(w http.ResponseWriter) {
+	httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes (hone-collect proxy --max-body-bytes)", p.o.MaxBodyBytes))
+}
+
+// readBody reads r's body, which ServeHTTP capped; past the cap it answers
+// 413, on other errors 400, and returns false.
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		p.tooLarge(w)
+		return nil, false
+	}
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "read request: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// answer is what forward relayed: upstream's status and, when it was at
+// most MaxResponseBytes, its body.
+type answer struct {
+	status   int
+	body     []byte
+	tooLarge bool // the body was larger, and went to the agent unheld
+}
+
+// forward sends r (with body, if not nil) upstream and copies the response
+// to w unchanged. ok is false when the agent got the proxy's error instead.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) (a answer, ok bool) {
 	if body == nil {
-		var err error
-		if body, err = io.ReadAll(r.Body); err != nil {
-			httpError(w, http.StatusBadRequest, "read request: "+err.Error())
-			return nil, 0, false
+		if body, ok = p.readBody(w, r); !ok {
+			return a, false
 		}
 	}
 	resp, ok := p.send(w, r, body)
 	if !ok {
-		return nil, 0, false
+		return a, false
 	}
 	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
+	// An answer that fits is held whole before anything goes out, so that
+	// an answer upstream breaks off becomes a 502, not a truncated 200.
+	out, err := io.ReadAll(io.LimitReader(resp.Body, p.o.MaxResponseBytes+1))
 	if err != nil {
 		httpError(w, http.StatusBadGateway, "upstream body: "+err.Error())
-		return nil, 0, false
+		return a, false
 	}
 	copyHeader(w, resp)
 	w.WriteHeader(resp.StatusCode)
 	w.Write(out)
-	return out, resp.StatusCode, true
+	a.status = resp.StatusCode
+	if int64(len(out)) <= p.o.MaxResponseBytes {
+		a.body = out
+		return a, true
+	}
+	// Past the cap the rest passes through as it comes; the agent sees
+	// upstream breaking off as a truncated body, as it would without us.
+	a.tooLarge = true
+	io.Copy(w, resp.Body)
+	return a, true
 }
 
 // send makes r's request, with body, to the upstream. When it cannot, it
@@ -239,9 +312,8 @@ func copyHeader(w http.ResponseWriter, resp *http.Response) {
 
 func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	tid := r.Header.Get("X-Hone-Trajectory")
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "read request: "+err.Error())
+	body, ok := p.readBody(w, r)
+	if !ok {
 		return
 	}
 	if tid == "" {
@@ -284,6 +356,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs := make([]trajectory.Message, len(conv.Messages))
 	for i, m := range conv.Messages {
+		var err error
 		if msgs[i], err = env.FromWire(m); err != nil {
 			httpError(w, http.StatusBadRequest, fmt.Sprintf("messages[%d]: %v", i, err))
 			return
@@ -311,11 +384,17 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	out, status, ok := p.forward(w, r, fwd)
-	if !ok || status != http.StatusOK {
+	a, ok := p.forward(w, r, fwd)
+	if !ok || a.status != http.StatusOK {
 		return
 	}
-	turn, err := parseTurn(out)
+	if a.tooLarge {
+		err := fmt.Errorf("upstream's answer is larger than %d bytes (hone-collect proxy --max-response-bytes): the agent got it whole, the turn is left empty", p.o.MaxResponseBytes)
+		p.o.Log.Warn("proxy: response not recorded", "trajectory", tid, "error", err)
+		p.record(tid, gid, conv.Model, msgs, tools, trajectory.Message{Role: "assistant"}, err, start)
+		return
+	}
+	turn, err := parseTurn(a.body)
 	if err != nil {
 		p.o.Log.Warn("proxy: response not recorded", "trajectory", tid, "error", err)
 		return
@@ -449,7 +528,11 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 		Metrics map[string]float64 `json:"metrics"`
 		Error   string             `json:"error"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+	raw, ok := p.readBody(w, r)
+	if !ok {
+		return
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
 		httpError(w, http.StatusBadRequest, "body: "+err.Error())
 		return
 	}

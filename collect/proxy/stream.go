@@ -26,10 +26,10 @@ const maxHeldEvent = 1 << 20
 // event goes to the agent, so that an agent which reads the whole stream
 // and then posts its reward always finds the turn recorded — or, when the
 // stream ends without one, with what arrived and why (the agent went away,
-// upstream broke off, sent an error or an event that is not JSON). When
-// upstream does not answer 200 the agent gets upstream's answer as is and
-// done is not called: nothing was generated, as with a refused
-// non-streamed request.
+// upstream broke off, sent an error or an event that is not JSON, or more
+// event data than MaxResponseBytes). When upstream does not answer 200 the
+// agent gets upstream's answer as is and done is not called: nothing was
+// generated, as with a refused non-streamed request.
 func (p *Proxy) streamChat(w http.ResponseWriter, r *http.Request, body []byte, done func(trajectory.Message, error)) {
 	resp, ok := p.send(w, r, body)
 	if !ok {
@@ -42,88 +42,147 @@ func (p *Proxy) streamChat(w http.ResponseWriter, r *http.Request, body []byte, 
 		io.Copy(w, resp.Body)
 		return
 	}
-	rc := http.NewResponseController(w)
-	rc.Flush()
-	var acc accumulator
-	recorded := false
-	finish := func(err error) {
-		if recorded {
-			return
-		}
-		recorded = true
-		turn, terr := acc.turn()
-		if err == nil {
-			err = terr
-		}
-		done(turn, err)
-	}
-	var held []byte // the raw bytes of the event in progress
-	var data []byte // its data lines
-	var writeErr, readErr error
-	pass := func(flush bool) {
-		if writeErr == nil && len(held) > 0 {
-			_, writeErr = w.Write(held)
-		}
-		if writeErr == nil && flush {
-			writeErr = rc.Flush()
-		}
-		held = held[:0]
-	}
-	take := func() {
-		acc.event(data)
-		data = data[:0]
-		// The turn is whole once its finish reason arrived: agents may
-		// stop reading there, or at [DONE], before upstream's body ends.
-		if acc.finish != "" {
-			finish(acc.err)
-		}
-	}
-	br := bufio.NewReader(resp.Body)
-	for {
-		line, err := br.ReadBytes('\n')
-		held = append(held, line...)
-		field := bytes.TrimRight(line, "\r\n")
-		switch {
-		case len(field) == 0 && len(line) > 0: // a blank line ends the event
-			take()
-			pass(true)
-		case bytes.HasPrefix(field, []byte("data:")):
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, bytes.TrimPrefix(field[len("data:"):], []byte(" "))...)
-		}
-		if len(held) > maxHeldEvent {
-			pass(false)
-		}
-		if err != nil {
-			if len(data) > 0 { // the last event lacked its blank line
-				take()
-			}
-			pass(true)
-			if !errors.Is(err, io.EOF) {
-				readErr = err
-			}
-			break
-		}
-		if writeErr != nil {
-			break // the agent is gone: stop reading (closing the body cancels upstream)
-		}
-	}
+	s := &sseRelay{w: w, rc: http.NewResponseController(w), limit: p.o.MaxResponseBytes, done: done}
+	s.rc.Flush()
+	readErr := s.run(resp.Body)
 	switch {
-	case acc.err != nil:
-		finish(acc.err)
-	case writeErr != nil || r.Context().Err() != nil:
-		cause := writeErr
+	case s.acc.err != nil:
+		s.record(s.acc.err)
+	case s.writeErr != nil || r.Context().Err() != nil:
+		cause := s.writeErr
 		if cause == nil {
 			cause = r.Context().Err()
 		}
-		finish(fmt.Errorf("agent disconnected mid-stream: %w", cause))
+		s.record(fmt.Errorf("agent disconnected mid-stream: %w", cause))
 	case readErr != nil:
-		finish(fmt.Errorf("upstream stream broken: %w", readErr))
+		s.record(fmt.Errorf("upstream stream broken: %w", readErr))
 	default:
-		finish(errors.New("upstream closed the stream before the turn finished"))
+		s.record(errors.New("upstream closed the stream before the turn finished"))
 	}
+}
+
+// sseRelay passes upstream's server-sent events to the agent as each one
+// completes, and hands their data to the accumulator. What it holds is
+// bounded whatever upstream sends: one read, at most maxHeldEvent raw bytes
+// of the event in progress, and limit bytes of event data over the stream.
+type sseRelay struct {
+	w     io.Writer
+	rc    *http.ResponseController
+	acc   accumulator
+	limit int64
+	done  func(trajectory.Message, error)
+
+	held     []byte // the raw bytes of the event in progress
+	data     []byte // its data lines
+	kept     int64  // data bytes handed to acc so far
+	over     bool   // past limit: no more data is kept
+	recorded bool   // done was called
+	writeErr error  // the agent is gone
+}
+
+// run relays body until it ends or the agent goes away, and returns
+// upstream's read error, if any.
+func (s *sseRelay) run(body io.Reader) error {
+	br := bufio.NewReaderSize(body, 64<<10)
+	// A line arrives in pieces when it is longer than br's buffer, so the
+	// field name is looked at on a line's first piece only.
+	atStart, isData, lineOff := true, false, 0
+	for {
+		frag, err := br.ReadSlice('\n')
+		ended := !errors.Is(err, bufio.ErrBufferFull) // frag ends its line, at a newline or at the end of body
+		s.held = append(s.held, frag...)
+		if atStart {
+			isData = bytes.HasPrefix(frag, []byte("data:"))
+			if isData {
+				if len(s.data) > 0 {
+					s.keep([]byte{'\n'})
+				}
+				lineOff = len(s.data)
+				frag = bytes.TrimPrefix(frag[len("data:"):], []byte(" "))
+			}
+		}
+		switch {
+		case atStart && ended && len(frag) > 0 && len(bytes.TrimRight(frag, "\r\n")) == 0: // a blank line ends the event
+			s.take()
+			s.pass(true)
+		case isData:
+			s.keep(frag)
+			if ended && !s.over {
+				s.data = s.data[:lineOff+len(bytes.TrimRight(s.data[lineOff:], "\r\n"))]
+			}
+		}
+		atStart = ended
+		if len(s.held) > maxHeldEvent {
+			s.pass(false)
+		}
+		if err != nil && ended {
+			if len(s.data) > 0 { // the last event lacked its blank line
+				s.take()
+			}
+			s.pass(true)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if s.writeErr != nil {
+			return nil // stop reading (closing the body cancels upstream)
+		}
+	}
+}
+
+// pass writes the held bytes to the agent.
+func (s *sseRelay) pass(flush bool) {
+	if s.writeErr == nil && len(s.held) > 0 {
+		_, s.writeErr = s.w.Write(s.held)
+	}
+	if s.writeErr == nil && flush {
+		s.writeErr = s.rc.Flush()
+	}
+	s.held = s.held[:0]
+}
+
+// keep adds b to the event's data, unless that passes the limit: then the
+// turn is recorded as far as it arrived, with the error, and the rest of
+// the stream is only relayed.
+func (s *sseRelay) keep(b []byte) {
+	if s.over {
+		return
+	}
+	if s.kept+int64(len(s.data)+len(b)) > s.limit {
+		s.over, s.data = true, nil
+		s.acc.fail(fmt.Errorf("upstream's streamed answer is larger than %d bytes (hone-collect proxy --max-response-bytes): the agent got it all, the turn is recorded as far as that", s.limit))
+		s.record(s.acc.err)
+		return
+	}
+	s.data = append(s.data, b...)
+}
+
+// take hands the complete event's data to the accumulator.
+func (s *sseRelay) take() {
+	if !s.over {
+		s.kept += int64(len(s.data))
+		s.acc.event(s.data)
+	}
+	s.data = s.data[:0]
+	// The turn is whole once its finish reason arrived: agents may stop
+	// reading there, or at [DONE], before upstream's body ends.
+	if s.acc.finish != "" {
+		s.record(s.acc.err)
+	}
+}
+
+// record calls done with the turn as assembled, once.
+func (s *sseRelay) record(err error) {
+	if s.recorded {
+		return
+	}
+	s.recorded = true
+	turn, terr := s.acc.turn()
+	if err == nil {
+		err = terr
+	}
+	s.done(turn, err)
 }
 
 // accumulator assembles an assistant turn from chat completion chunks, the

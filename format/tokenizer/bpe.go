@@ -22,7 +22,7 @@ type bpeModel struct {
 
 const noRank = ^uint32(0)
 
-func (m *bpeModel) init(byRaw map[string]int32, vocab map[string]int, merges []json.RawMessage, ignoreMerges bool) error {
+func (m *bpeModel) init(byRaw map[string]int32, vocab map[string]int32, merges []json.RawMessage, ignoreMerges bool) error {
 	for b := 0; b < 256; b++ {
 		id, ok := byRaw[string([]byte{byte(b)})]
 		if !ok {

@@ -38,6 +38,12 @@
 // Invalid UTF-8 handed to Encode is first replaced the way a WHATWG TextDecoder
 // (and Rust's from_utf8_lossy) does, one U+FFFD per maximal invalid subpart.
 //
+// Token ids are checked before any table is sized by them: each must be a
+// whole number, below twice the file's token count plus 65536 (real
+// vocabularies are dense), and no id may stand for two different tokens;
+// the error names the token. Added tokens that repeat a vocabulary entry
+// with its id, as Hugging Face's files often do, are accepted.
+//
 // Use: Load a tokenizer folder or file; Encode (added tokens in the text are
 // matched; addSpecial adds the post-processor's tokens), EncodeOrdinary (no
 // added-token matching, for untrusted text), EncodeWithOffsets (ids and the

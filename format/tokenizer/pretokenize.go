@@ -57,7 +57,7 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 		return nil, nil
 	}
 	var c component
-	if err := json.Unmarshal(raw, &c); err != nil {
+	if err := decodeJSON(raw, &c); err != nil {
 		return nil, err
 	}
 	switch c.Type {
@@ -73,7 +73,7 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 		var s struct {
 			Normalizers []json.RawMessage `json:"normalizers"`
 		}
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := decodeJSON(raw, &s); err != nil {
 			return nil, err
 		}
 		var out normalizer
@@ -100,7 +100,7 @@ func parsePreTokenizer(raw json.RawMessage) (splitMode, bool, error) {
 		return 0, false, errors.New("missing; byte-level BPE needs a ByteLevel pre-tokenizer")
 	}
 	var c component
-	if err := json.Unmarshal(raw, &c); err != nil {
+	if err := decodeJSON(raw, &c); err != nil {
 		return 0, false, err
 	}
 	switch c.Type {
@@ -117,7 +117,7 @@ func parsePreTokenizer(raw json.RawMessage) (splitMode, bool, error) {
 		var s struct {
 			Pretokenizers []json.RawMessage `json:"pretokenizers"`
 		}
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := decodeJSON(raw, &s); err != nil {
 			return 0, false, err
 		}
 		if len(s.Pretokenizers) == 1 {
@@ -131,7 +131,7 @@ func parsePreTokenizer(raw json.RawMessage) (splitMode, bool, error) {
 			return 0, false, fmt.Errorf("pretokenizers[0]: %w", err)
 		}
 		var bl component
-		if err := json.Unmarshal(s.Pretokenizers[1], &bl); err != nil {
+		if err := decodeJSON(s.Pretokenizers[1], &bl); err != nil {
 			return 0, false, fmt.Errorf("pretokenizers[1]: %w", err)
 		}
 		if bl.Type != "ByteLevel" {
@@ -155,7 +155,7 @@ func parseByteLevel(raw json.RawMessage) (useRegex, addPrefixSpace bool, err err
 		AddPrefixSpace bool  `json:"add_prefix_space"`
 		UseRegex       *bool `json:"use_regex"`
 	}
-	if err := json.Unmarshal(raw, &bl); err != nil {
+	if err := decodeJSON(raw, &bl); err != nil {
 		return false, false, err
 	}
 	useRegex = true // Hugging Face's default
@@ -175,7 +175,7 @@ func parseSplit(raw json.RawMessage) (splitMode, error) {
 		Behavior string `json:"behavior"`
 		Invert   bool   `json:"invert"`
 	}
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if err := decodeJSON(raw, &s); err != nil {
 		return 0, err
 	}
 	if s.Type != "Split" {

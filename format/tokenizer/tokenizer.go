@@ -88,13 +88,13 @@ func Parse(r io.Reader) (*Tokenizer, error) {
 	var f fileJSON
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("decode json: %w", err)
+		return nil, fmt.Errorf("decode json: %w", plainJSONError(err))
 	}
 	return build(&f)
 }
 
 type fileJSON struct {
-	AddedTokens   []AddedToken    `json:"added_tokens"`
+	AddedTokens   []addedJSON     `json:"added_tokens"`
 	Normalizer    json.RawMessage `json:"normalizer"`
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
@@ -110,7 +110,7 @@ type modelJSON struct {
 	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
 	ByteFallback            bool              `json:"byte_fallback"`
 	IgnoreMerges            bool              `json:"ignore_merges"`
-	Vocab                   map[string]int    `json:"vocab"`
+	Vocab                   map[string]idJSON `json:"vocab"`
 	Merges                  []json.RawMessage `json:"merges"`
 }
 
@@ -153,19 +153,11 @@ func build(f *fileJSON) (*Tokenizer, error) {
 		return nil, errors.New("model: byte_fallback is not supported (byte-level BPE only)")
 	}
 
-	// Size the id space over the model vocabulary and the added tokens.
-	size := 0
-	for tok, id := range m.Vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("model.vocab: token %q has negative id %d", tok, id)
-		}
-		size = max(size, id+1)
-	}
-	for _, a := range f.AddedTokens {
-		if a.ID < 0 {
-			return nil, fmt.Errorf("added_tokens: %q has negative id %d", a.Content, a.ID)
-		}
-		size = max(size, a.ID+1)
+	// Size the id space over the model vocabulary and the added tokens,
+	// once every id is known to be sane.
+	size, err := idSpace(m.Vocab, f.AddedTokens)
+	if err != nil {
+		return nil, err
 	}
 	t.size = size
 	t.tokBytes = make([][]byte, size)
@@ -173,32 +165,29 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	t.isAdded = make([]bool, size)
 	t.vocabStr = make(map[string]int32, len(m.Vocab)+len(f.AddedTokens))
 
-	// Model tokens: keep the raw bytes behind each byte-level spelling.
-	byRaw := make(map[string]int32, len(m.Vocab))
-	for tok, id := range m.Vocab {
-		raw, ok := unmapByteLevel(tok)
-		if !ok {
-			return nil, fmt.Errorf("model.vocab: token %q (id %d) is not a byte-level string", tok, id)
-		}
-		t.tokBytes[id] = raw
-		t.vocabStr[tok] = int32(id)
-		if prev, dup := byRaw[string(raw)]; dup {
-			return nil, fmt.Errorf("model.vocab: ids %d and %d spell the same bytes", prev, id)
-		}
-		byRaw[string(raw)] = int32(id)
+	byRaw, err := t.readVocab(m.Vocab)
+	if err != nil {
+		return nil, err
 	}
-	if err := t.bpe.init(byRaw, m.Vocab, m.Merges, m.IgnoreMerges); err != nil {
+	if err := t.bpe.init(byRaw, t.vocabStr, m.Merges, m.IgnoreMerges); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	t.bpe.cache = newWordCache(1 << 16)
 
-	// Added tokens. Later entries win for a duplicated id, as in Hugging Face.
+	// Added tokens. An entry may repeat a vocabulary entry or an earlier
+	// added token, with the same id and content, as Hugging Face's files
+	// often do; an id given to two different tokens is refused, since
+	// decoding it would give one token's text for the other.
 	t.addedByID = make(map[int]int, len(f.AddedTokens))
 	var raw, normed []string
 	rawIdx, normIdx := map[string]int{}, map[string]int{}
-	for _, a := range f.AddedTokens {
+	for _, aj := range f.AddedTokens {
+		a := aj.token()
 		if a.Content == "" {
 			return nil, fmt.Errorf("added_tokens: id %d has empty content", a.ID)
+		}
+		if other, ok := t.idOwner(a.ID); ok && other != a.Content && string(t.tokBytes[a.ID]) != a.Content {
+			return nil, fmt.Errorf("added_tokens: %q has id %d, which is already the id of %q; give it an id of its own", a.Content, a.ID, other)
 		}
 		i := len(t.added)
 		t.added = append(t.added, a)
@@ -223,6 +212,51 @@ func build(f *fileJSON) (*Tokenizer, error) {
 		return nil, fmt.Errorf("post_processor: %w", err)
 	}
 	return t, nil
+}
+
+// readVocab fills the tables with the model vocabulary, keeping the raw
+// bytes behind each byte-level spelling, and returns the raw bytes → id
+// map BPE works on. Two tokens with one id are refused, naming both (the
+// pair first in string order, so the message is the same on every run).
+func (t *Tokenizer) readVocab(vocab map[string]idJSON) (map[string]int32, error) {
+	byRaw := make(map[string]int32, len(vocab))
+	var dup bool
+	var dupA, dupB string
+	for tok, idj := range vocab {
+		id := int32(idj.n)
+		raw, ok := unmapByteLevel(tok)
+		if !ok {
+			return nil, fmt.Errorf("model.vocab: token %q (id %d) is not a byte-level string", tok, id)
+		}
+		if prev := t.tokBytes[id]; prev != nil {
+			a, b := min(tok, mapByteLevel(prev)), max(tok, mapByteLevel(prev))
+			if !dup || a < dupA || a == dupA && b < dupB {
+				dup, dupA, dupB = true, a, b
+			}
+		}
+		t.tokBytes[id] = raw
+		t.vocabStr[tok] = id
+		if prev, dup := byRaw[string(raw)]; dup {
+			return nil, fmt.Errorf("model.vocab: ids %d and %d spell the same bytes", prev, id)
+		}
+		byRaw[string(raw)] = id
+	}
+	if dup {
+		return nil, fmt.Errorf("model.vocab: tokens %q and %q have the same id %d; each token needs an id of its own", dupA, dupB, vocab[dupA].n)
+	}
+	return byRaw, nil
+}
+
+// idOwner returns the token id already stands for while the tables are
+// being filled: an added token's content or a vocabulary entry's spelling.
+func (t *Tokenizer) idOwner(id int) (string, bool) {
+	if i, ok := t.addedByID[id]; ok {
+		return t.added[i].Content, true
+	}
+	if b := t.tokBytes[id]; b != nil {
+		return mapByteLevel(b), true
+	}
+	return "", false
 }
 
 // VocabSize is one more than the largest token id (model vocabulary and added
@@ -287,7 +321,7 @@ func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) error {
 		return nil
 	}
 	var c component
-	if err := json.Unmarshal(raw, &c); err != nil {
+	if err := decodeJSON(raw, &c); err != nil {
 		return err
 	}
 	switch c.Type {
@@ -297,7 +331,7 @@ func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) error {
 		var s struct {
 			Processors []json.RawMessage `json:"processors"`
 		}
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := decodeJSON(raw, &s); err != nil {
 			return err
 		}
 		for i, p := range s.Processors {
@@ -317,10 +351,10 @@ func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) error {
 				} `json:"Sequence"`
 			} `json:"single"`
 			SpecialTokens map[string]struct {
-				IDs []int `json:"ids"`
+				IDs []idJSON `json:"ids"`
 			} `json:"special_tokens"`
 		}
-		if err := json.Unmarshal(raw, &tp); err != nil {
+		if err := decodeJSON(raw, &tp); err != nil {
 			return err
 		}
 		if len(t.prefix)+len(t.suffix) > 0 {
@@ -340,14 +374,14 @@ func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) error {
 					return fmt.Errorf("single[%d]: special token %q not in special_tokens", i, p.SpecialToken.ID)
 				}
 				for _, id := range st.IDs {
-					if id < 0 || id >= t.size {
-						return fmt.Errorf("single[%d]: id %d out of range", i, id)
+					if !id.ok() || id.n >= int64(t.size) {
+						return fmt.Errorf("single[%d]: special token %q has id %s, not one of the file's ids (0 to %d)", i, p.SpecialToken.ID, id, t.size-1)
 					}
-				}
-				if seen {
-					t.suffix = append(t.suffix, st.IDs...)
-				} else {
-					t.prefix = append(t.prefix, st.IDs...)
+					if seen {
+						t.suffix = append(t.suffix, int(id.n))
+					} else {
+						t.prefix = append(t.prefix, int(id.n))
+					}
 				}
 			default:
 				return fmt.Errorf("single[%d]: neither SpecialToken nor Sequence", i)
@@ -367,7 +401,7 @@ func checkDecoder(raw json.RawMessage) error {
 		return errors.New("missing; only ByteLevel is supported")
 	}
 	var c component
-	if err := json.Unmarshal(raw, &c); err != nil {
+	if err := decodeJSON(raw, &c); err != nil {
 		return err
 	}
 	if c.Type != "ByteLevel" {
@@ -384,7 +418,7 @@ func splitMerge(raw json.RawMessage) (a, b string, err error) {
 	}
 	if len(s) > 0 && s[0] == '"' {
 		var str string
-		if err := json.Unmarshal(s, &str); err != nil {
+		if err := decodeJSON(s, &str); err != nil {
 			return "", "", err
 		}
 		a, b, ok := strings.Cut(str, " ")
@@ -394,7 +428,7 @@ func splitMerge(raw json.RawMessage) (a, b string, err error) {
 		return a, b, nil
 	}
 	var pair []string
-	if err := json.Unmarshal(s, &pair); err != nil {
+	if err := decodeJSON(s, &pair); err != nil {
 		return "", "", err
 	}
 	if len(pair) != 2 {

@@ -20,6 +20,12 @@ trajectories (one group = --group-size attempts at one scenario) as Parquet.
 
 Usage:
   hone-collect [flags] -o OUT.parquet
+  hone-collect COMMAND [flags]
+
+Commands:
+  proxy       record your own agent's model calls as trajectory groups
+  scenarios   have a model write tasks for an MCP server's tools (--scenarios)
+Run 'hone-collect COMMAND --help' for a command's flags and example.
 
 Each assistant turn records the sampled token ids and logprobs (the server
 is asked for logprobs and vLLM's return_token_ids), the model that
@@ -50,13 +56,14 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// A usage error inside a command points to that command's --help.
 	if len(args) > 0 && args[0] == "proxy" {
-		return runProxy(ctx, args[1:], stderr)
+		return cli.ForCommand("hone-collect proxy", runProxy(ctx, args[1:], stdout, stderr))
 	}
 	if len(args) > 0 && args[0] == "scenarios" {
-		return runScenarios(ctx, args[1:], stdout, stderr)
+		return cli.ForCommand("hone-collect scenarios", runScenarios(ctx, args[1:], stdout, stderr))
 	}
-	fs := cli.NewFlagSet("hone-collect", usage, stderr)
+	fs := cli.NewFlagSet("hone-collect", usage, stdout)
 	var opts collect.Options
 	var logOpt cli.LogOptions
 	var output string
@@ -145,8 +152,8 @@ Example:
 Flags:
 `
 
-func runProxy(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := cli.NewFlagSet("hone-collect proxy", proxyUsage, stderr)
+func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("hone-collect proxy", proxyUsage, stdout)
 	var opts proxy.Options
 	var logOpt cli.LogOptions
 	opts.AddFlags(fs)
@@ -182,7 +189,7 @@ Flags:
 `
 
 func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := cli.NewFlagSet("hone-collect scenarios", scenariosUsage, stderr)
+	fs := cli.NewFlagSet("hone-collect scenarios", scenariosUsage, stdout)
 	var o collect.TaskGenOptions
 	var mcpCmd, mcpURL, output string
 	fs.StringVar(&mcpCmd, "mcp-cmd", "", "MCP server to start, speaking stdio, e.g. 'npx -y @modelcontextprotocol/server-everything'")

@@ -45,7 +45,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := cli.NewFlagSet("hone-score", usage, stderr)
+	fs := cli.NewFlagSet("hone-score", usage, stdout)
 	var opts score.Options
 	var logOpt cli.LogOptions
 	var output string

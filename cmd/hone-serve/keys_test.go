@@ -63,7 +63,7 @@ func startRun(t *testing.T, env map[string]string, args ...string) (string, *log
 	sink := &logSink{addr: make(chan string, 1)}
 	done := make(chan error, 1)
 	args = append(args, "--port", "0", "--log-format", "json")
-	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, sink) }()
+	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, io.Discard, sink) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

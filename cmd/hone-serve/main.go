@@ -79,13 +79,14 @@ const (
 
 func main() {
 	cli.Main("hone-serve", func(ctx context.Context) error {
-		return run(ctx, os.Args[1:], os.Getenv, os.Stderr)
+		return run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	})
 }
 
-// run is hone-serve with its arguments, environment (getenv) and stderr.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	fs := cli.NewFlagSet("hone-serve", usage, stderr)
+// run is hone-serve with its arguments, environment (getenv), stdout (for
+// --help) and stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("hone-serve", usage, stdout)
 	var opts serve.Options
 	var logOpt cli.LogOptions
 	var threads int

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,7 @@ func noEnv(string) string { return "" }
 
 func TestHelpAndUsage(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"--help"}, noEnv, &out); err != nil {
+	if err := run(context.Background(), []string{"--help"}, noEnv, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Example:", "hone-serve --model", "--kv-cache-bytes", "--adapters", "127.0.0.1", "--upstream", "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True", "--enable-lora", "HONE_API_KEY", "HONE_UPSTREAM_API_KEY", "warning"} {
@@ -40,7 +41,7 @@ func TestHelpAndUsage(t *testing.T) {
 	for _, args := range [][]string{{}, {"--model", "x", "extra"}, {"--bogus"},
 		{"--model", "x", "--upstream", "http://127.0.0.1:1"}, {"--model", "x", "--upstream-api-key", "k"},
 		{"--upstream", "http://127.0.0.1:1", "--dtype", "bfloat16"}, {"--model", "x", "--dtype", "int4"}} {
-		err := run(context.Background(), args, noEnv, &bytes.Buffer{})
+		err := run(context.Background(), args, noEnv, io.Discard, &bytes.Buffer{})
 		if cli.ExitCode(err) != cli.ExitUsage {
 			t.Fatalf("%q: %v (exit %d), want a usage error", args, err, cli.ExitCode(err))
 		}
@@ -60,18 +61,18 @@ func TestHelpAndUsage(t *testing.T) {
 		default:
 			arg += "=7"
 		}
-		err := run(context.Background(), []string{"--upstream", "http://127.0.0.1:1", arg}, noEnv, &bytes.Buffer{})
+		err := run(context.Background(), []string{"--upstream", "http://127.0.0.1:1", arg}, noEnv, io.Discard, &bytes.Buffer{})
 		if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), "--"+e.flag+" applies to --model") {
 			t.Errorf("--upstream with %s: %v, want a usage error naming it", arg, err)
 		}
 	}
-	if err := run(context.Background(), []string{"--model", t.TempDir()}, noEnv, &bytes.Buffer{}); cli.ExitCode(err) != cli.ExitUsage {
+	if err := run(context.Background(), []string{"--model", t.TempDir()}, noEnv, io.Discard, &bytes.Buffer{}); cli.ExitCode(err) != cli.ExitUsage {
 		t.Fatalf("empty model folder: %v (exit %d), want bad input", err, cli.ExitCode(err))
 	}
 	// The environment's upstream key is for --upstream: set for a whole
 	// shell it does not make --model a usage error.
 	env := func(k string) string { return map[string]string{upstreamKeyEnv: "s"}[k] }
-	if err := run(context.Background(), []string{"--model", t.TempDir()}, env, &bytes.Buffer{}); err == nil || strings.Contains(err.Error(), "needs --upstream") {
+	if err := run(context.Background(), []string{"--model", t.TempDir()}, env, io.Discard, &bytes.Buffer{}); err == nil || strings.Contains(err.Error(), "needs --upstream") {
 		t.Fatalf("--model with %s set: %v, want only the empty folder refused", upstreamKeyEnv, err)
 	}
 }
@@ -83,7 +84,7 @@ func TestServeAndStop(t *testing.T) {
 	done := make(chan error, 1)
 	var log bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1"}, noEnv, &log)
+		done <- run(ctx, []string{"--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1"}, noEnv, io.Discard, &log)
 	}()
 	time.Sleep(200 * time.Millisecond)
 	cancel()

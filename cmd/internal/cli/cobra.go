@@ -10,8 +10,10 @@ import (
 // ExecuteCommand runs a cobra command tree with args under ctx. An error
 // that comes before a command's RunE started — an unknown flag or command,
 // a wrong number of arguments — is marked as a usage error (exit code 2);
-// errors from RunE keep their own marking. Cobra's own printing of errors
-// and usage is switched off, since Run prints the error once.
+// errors from RunE keep their own marking. A usage error points to the
+// --help of the command it came from ("hone-train grpo"), not the root's.
+// Cobra's own printing of errors and usage is switched off, since Run
+// prints the error once.
 func ExecuteCommand(ctx context.Context, root *cobra.Command, args []string) error {
 	started := false
 	var wrap func(c *cobra.Command)
@@ -30,9 +32,12 @@ func ExecuteCommand(ctx context.Context, root *cobra.Command, args []string) err
 	root.SilenceErrors = true
 	root.SilenceUsage = true
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && !started && ExitCode(err) == ExitFailure && !errors.Is(err, context.Canceled) {
 		err = Usage(err)
+	}
+	if cmd != nil {
+		err = ForCommand(cmd.CommandPath(), err)
 	}
 	return err
 }

@@ -32,6 +32,7 @@ func TestExecuteCommandExitCodes(t *testing.T) {
 		{"ok", []string{"sub", "a"}, nil, 0},
 		{"run failure", []string{"sub", "a"}, boom, 1},
 		{"run bad input", []string{"sub", "a"}, BadInput(boom), 2},
+		{"run usage", []string{"sub", "a"}, Usage(boom), 2},
 		{"run cancelled", []string{"sub", "a"}, context.Canceled, 130},
 		{"unknown flag", []string{"sub", "--nope", "a"}, nil, 2},
 		{"bad flag value", []string{"sub", "--n", "x", "a"}, nil, 2},
@@ -42,6 +43,15 @@ func TestExecuteCommandExitCodes(t *testing.T) {
 		err := ExecuteCommand(context.Background(), testTree(tc.runErr), tc.args)
 		if got := ExitCode(err); got != tc.want {
 			t.Errorf("%s: exit %d (%v), want %d", tc.name, got, err, tc.want)
+		}
+		// A usage error in the subcommand points to its own --help; one
+		// that found no subcommand, to the root's.
+		want := "tool sub"
+		if tc.args[0] != "sub" {
+			want = "tool"
+		}
+		if isUsageOnly(err) && helpCommand(err, "tool") != want {
+			t.Errorf("%s: usage error points to %q --help, want %q", tc.name, helpCommand(err, "tool"), want)
 		}
 	}
 }

@@ -16,5 +16,8 @@
 //   - one mapping from errors to exit codes: 0 ok, 1 failure, 2 usage or bad
 //     input, 130 interrupted (Usage, BadInput, ExitCode), and Main, which
 //     exits only after the run function returned and its deferred clean-up
-//     ran.
+//     ran;
+//   - --help on stdout with exit 0 (NewFlagSet, ParseFlags, cobra's help),
+//     and usage errors on stderr with exit 2, each pointing to the --help
+//     of the subcommand it came from (ForCommand, ExecuteCommand).
 package cli

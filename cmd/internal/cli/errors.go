@@ -21,7 +21,8 @@ var ErrInterrupted = errors.New("interrupted")
 // original error so errors.Is/As keep working through it.
 type kindError struct {
 	code  int
-	usage bool // bad flags or arguments, as opposed to bad input data
+	usage bool   // bad flags or arguments, as opposed to bad input data
+	help  string // the command whose --help explains the usage ("" : the binary's)
 	err   error
 }
 
@@ -54,6 +55,19 @@ func BadInput(err error) error {
 // BadInputf is BadInput(fmt.Errorf(format, args...)).
 func BadInputf(format string, args ...any) error {
 	return BadInput(fmt.Errorf(format, args...))
+}
+
+// ForCommand points a usage error (Usage) at the --help of command, the
+// binary and subcommand as typed ("hone-collect proxy"), so that the user
+// reads the help of the command they got wrong. An error already pointed
+// at a command keeps it (the innermost knows best); other errors, nil
+// included, are returned as they are.
+func ForCommand(command string, err error) error {
+	var k *kindError
+	if !errors.As(err, &k) || !k.usage || k.help != "" {
+		return err
+	}
+	return &kindError{code: k.code, usage: true, help: command, err: err}
 }
 
 // IsUsage reports whether err (or an error it wraps) was marked by Usage or

@@ -56,6 +56,9 @@ func TestRunPrintsOnceAndMapsCode(t *testing.T) {
 		{nil, 0, nil},
 		{errors.New("disk full"), 1, []string{"tool: disk full\n"}},
 		{Usagef("unknown flag --x"), 2, []string{"tool: unknown flag --x\n", "Run 'tool --help'"}},
+		{ForCommand("tool sub", Usagef("unknown flag --x")), 2, []string{"tool: unknown flag --x\n", "Run 'tool sub --help'"}},
+		{ForCommand("tool", fmt.Errorf("sub: %w", ForCommand("tool sub", Usagef("bad")))), 2, []string{"tool: sub: bad\n", "Run 'tool sub --help'"}},
+		{ForCommand("tool sub", BadInputf("a.parquet: bad")), 2, []string{"tool: a.parquet: bad\n"}},
 		{BadInputf("a.parquet: row 3: bad"), 2, []string{"tool: a.parquet: row 3: bad\n"}},
 		{context.Canceled, 130, []string{"tool: context canceled\n"}},
 	}
@@ -69,6 +72,9 @@ func TestRunPrintsOnceAndMapsCode(t *testing.T) {
 			if !strings.Contains(stderr.String(), c) {
 				t.Errorf("%v: stderr %q lacks %q", tc.err, stderr.String(), c)
 			}
+		}
+		if !isUsageOnly(tc.err) && strings.Contains(stderr.String(), "--help") {
+			t.Errorf("%v: not a usage error, yet stderr points to --help: %q", tc.err, stderr.String())
 		}
 		if tc.err == nil && stderr.Len() != 0 {
 			t.Errorf("success printed %q", stderr.String())

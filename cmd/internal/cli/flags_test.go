@@ -19,15 +19,18 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--n", "x"}, false, true, false},
 	}
 	for _, c := range cases {
-		var stderr bytes.Buffer
-		fs := NewFlagSet("tool", "tool does things\n\nFlags:\n", &stderr)
+		var stdout bytes.Buffer
+		fs := NewFlagSet("tool sub", "tool does things\n\nFlags:\n", &stdout)
 		n := fs.Int("n", 1, "how many")
 		help, err := ParseFlags(fs, c.args)
 		if help != c.help || (err != nil) != c.usageErr || (err != nil && !IsUsage(err)) {
 			t.Errorf("%q: help=%v err=%v", c.args, help, err)
 		}
-		if printed := strings.Contains(stderr.String(), "tool does things"); printed != c.wantPrint {
-			t.Errorf("%q: usage printed=%v, want %v (%q)", c.args, printed, c.wantPrint, stderr.String())
+		if printed := strings.Contains(stdout.String(), "tool does things"); printed != c.wantPrint {
+			t.Errorf("%q: usage printed=%v, want %v (%q)", c.args, printed, c.wantPrint, stdout.String())
+		}
+		if err != nil && helpCommand(err, "tool") != "tool sub" {
+			t.Errorf("%q: the usage error points to %q's help, want the flag set's command", c.args, helpCommand(err, "tool"))
 		}
 		if c.args[0] == "--n" && !c.usageErr && *n != 3 {
 			t.Errorf("--n 3 parsed as %d", *n)

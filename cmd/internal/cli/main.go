@@ -40,7 +40,7 @@ func Run(parent context.Context, name string, stderr io.Writer, fn func(ctx cont
 	case code == ExitInterrupted && errors.Is(err, ErrInterrupted):
 		fmt.Fprintf(stderr, "%s: interrupted\n", name)
 	case code == ExitUsage && isUsageOnly(err):
-		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
+		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, helpCommand(err, name))
 	default:
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	}
@@ -81,6 +81,16 @@ func profiled(path string, fn func(ctx context.Context) error) func(ctx context.
 func isUsageOnly(err error) bool {
 	var k *kindError
 	return errors.As(err, &k) && k.code == ExitUsage && k.usage
+}
+
+// helpCommand is the command whose --help a usage error points to: the one
+// ForCommand named, else the binary.
+func helpCommand(err error, name string) string {
+	var k *kindError
+	if errors.As(err, &k) && k.help != "" {
+		return k.help
+	}
+	return name
 }
 
 // SignalContext returns a context that is cancelled, with cause

@@ -25,10 +25,10 @@ var allowedImports = []struct {
 	{"format", nil},
 	{"kernels", nil},
 	{"train/model", []string{"format", "kernels"}},
-	{"train", []string{"train/model", "format", "kernels"}},
+	{"train", []string{"train/model", "format", "kernels", "internal/flagval"}},
 	{"serve", []string{"train/model", "format", "kernels"}},
-	{"collect", []string{"format"}},
-	{"score", []string{"format"}},
+	{"collect", []string{"format", "internal/flagval"}},
+	{"score", []string{"format", "internal/flagval"}},
 	{"internal", []string{"format", "kernels"}},
 	{"cmd", []string{""}}, // everything
 	{"pipelines", nil},
@@ -151,6 +151,10 @@ func TestImportPolicyRules(t *testing.T) {
 		{"cmd/hone-score", "score/ruler", true},
 		{"internal/bench/x", "format/trajectory", true},
 		{"internal/bench/x", "train/model", false},
+		{"collect", "internal/flagval", true},
+		{"score", "internal/flagval", true},
+		{"train/rl", "internal/flagval", true},
+		{"collect", "internal/report", false},
 	}
 	for _, c := range cases {
 		got := allowedEdge(c.pkg, c.imp)

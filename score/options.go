@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/score/judge"
 )
 
@@ -79,7 +80,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RubricFile, "rubric", "", "file with the grading rubric for ruler (default: Hone's built-in rubric)")
 	fs.IntVar(&o.JudgeRetries, "judge-retries", 2, "retries of a judge call after a malformed answer, HTTP 429/5xx or a timeout")
 	fs.DurationVar(&o.JudgeTimeout, "judge-timeout", 5*time.Minute, "time limit of one judge call")
-	fs.Float64Var(&o.JudgeTemperature, "judge-temperature", -1, "sampling temperature of the judge (negative: the server's default)")
+	flagval.OptionalFloat(fs, &o.JudgeTemperature, "judge-temperature", -1, "sampling temperature of the judge (default: the server's)")
 	fs.Int64Var(&o.JudgeMaxTokens, "judge-max-tokens", 0, "maximum tokens of a judge answer (0: the server's default)")
 	fs.StringVar(&o.JudgeFormat, "judge-response-format", "json_schema", "response_format asked of the judge: json_schema, json_object, or none for servers without structured output (answers are validated either way)")
 	fs.IntVar(&o.JudgeExplanationMax, "judge-explanation-max-chars", 0, "maxLength of each explanation in the json_schema, for judges that decode under the schema (hone-serve, vLLM; 300 is plenty): answers then end within a known token count; 0 leaves it out, as OpenAI's strict mode requires")

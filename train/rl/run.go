@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/grpo"
 	"github.com/hone-rl/hone/train/trainer"
@@ -36,8 +37,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowNoLogprobs, "allow-no-logprobs", false, "train trajectories whose sampled logprobs are missing (ratio taken as 1)")
 	d := grpo.DefaultConfig()
 	fs.StringVar(&o.Loss.Loss, "loss", d.Loss, "art: −clip(sg(ρ),1−ε,1+ε_high)·A·logπ (ART default); ppo: −min(ρA, clip(ρ,1−ε,1+ε_high)A)")
-	fs.Float64Var(&o.Loss.Epsilon, "epsilon", -1, "lower clip ε (default: 1.0 for art, 0.2 for ppo)")
-	fs.Float64Var(&o.Loss.EpsilonHigh, "epsilon-high", -1, "upper clip ε_high (default: 4.0 for art, = --epsilon for ppo; DAPO clip-higher: 0.28)")
+	// -1 stands for the loss's own value (Normalize); --help shows it in words.
+	flagval.OptionalFloat(fs, &o.Loss.Epsilon, "epsilon", -1, "lower clip ε (default: 1.0 for art, 0.2 for ppo)")
+	flagval.OptionalFloat(fs, &o.Loss.EpsilonHigh, "epsilon-high", -1, "upper clip ε_high (default: 4.0 for art, = --epsilon for ppo; DAPO clip-higher: 0.28)")
 	fs.StringVar(&o.Loss.Level, "ratio-level", d.Level, "importance ratio per token or per sequence (GSPO)")
 	fs.StringVar(&o.Loss.Norm, "norm", d.Norm, "loss normalization: sequence (each trajectory weighs the same), tokens (token mean over the step, DAPO) or constant (Dr. GRPO)")
 	fs.Float64Var(&o.Loss.NormConstant, "norm-constant", d.NormConstant, "L of --norm constant: loss = Σ token losses / (trajectories·L)")

@@ -3,8 +3,9 @@ package collect
 import (
 	"context"
 	"fmt"
-	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hone-rl/hone/collect/env"
@@ -20,110 +21,143 @@ import (
 var EnvNames = []string{"guess", "tictactoe", "2048", "inbox", "stdio", "mcp"}
 
 // NewEnv builds a built-in environment from its name and --env-opt
-// settings. Unknown settings are an error, so a typo is not ignored.
+// settings. Every setting is read before the environment is opened, so
+// that an unknown key (a typo) is refused at once, with the environment's
+// valid keys, before a server or program is started. The errors do not
+// repeat the environment's name: the caller's context names it.
 func NewEnv(name string, opts map[string]string) (env.Env, error) {
-	o := settings(maps.Clone(opts))
-	if o == nil {
-		o = settings{}
-	}
-	var e env.Env
+	o := &settings{vals: opts}
+	var open func(ctx context.Context) (env.Env, error)
 	switch name {
 	case "guess":
 		n, turns := o.int("n", 32), o.int("turns", 5)
-		e = guess.New(n, turns)
+		open = func(context.Context) (env.Env, error) { return guess.New(n, turns), nil }
 	case "tictactoe":
-		t, err := tictactoe.New(o.str("opponent", "random"))
-		if err != nil {
-			return nil, err
-		}
-		e = t
-	case "2048":
-		e = game2048.New(o.int("target", 64), o.int("max-moves", 100))
-	case "inbox":
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		ib, err := inbox.Open(ctx, int64(o.int("inbox-seed", 1)), o.str("db", ""))
-		if err != nil {
-			return nil, err
-		}
-		e = ib
-	case "mcp":
-		argv, err := stdio.Split(o.str("cmd", ""))
-		if err != nil {
-			return nil, err
-		}
-		mo := mcpenv.Options{Command: argv, URL: o.str("url", ""), System: o.str("system", "")}
-		if path := o.str("tasks", ""); path != "" {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if mo.Tasks, err = ReadScenarios(ctx, path); err != nil {
+		opponent := o.str("opponent", "random")
+		open = func(context.Context) (env.Env, error) {
+			t, err := tictactoe.New(opponent)
+			if err != nil {
 				return nil, err
 			}
+			return t, nil
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		m, err := mcpenv.Open(ctx, mo)
-		if err != nil {
-			return nil, err
+	case "2048":
+		target, maxMoves := o.int("target", 64), o.int("max-moves", 100)
+		open = func(context.Context) (env.Env, error) { return game2048.New(target, maxMoves), nil }
+	case "inbox":
+		seed, db := o.int("inbox-seed", 1), o.str("db", "")
+		open = func(ctx context.Context) (env.Env, error) {
+			ib, err := inbox.Open(ctx, int64(seed), db)
+			if err != nil {
+				return nil, err
+			}
+			return ib, nil
 		}
-		e = m
+	case "mcp":
+		cmd, url, system, tasks := o.str("cmd", ""), o.str("url", ""), o.str("system", ""), o.str("tasks", "")
+		open = func(ctx context.Context) (env.Env, error) { return openMCP(ctx, cmd, url, system, tasks) }
 	case "stdio":
-		argv, err := stdio.Split(o.str("cmd", ""))
-		if err != nil {
-			return nil, err
-		}
-		if len(argv) == 0 {
-			return nil, fmt.Errorf("stdio needs --env-opt cmd='PROGRAM ARGS...'")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		s, err := stdio.New(ctx, argv, o.str("dir", ""))
-		if err != nil {
-			return nil, err
-		}
-		e = s
+		cmd, dir := o.str("cmd", ""), o.str("dir", "")
+		open = func(ctx context.Context) (env.Env, error) { return openStdio(ctx, cmd, dir) }
 	default:
 		return nil, fmt.Errorf("unknown environment %q (have %v)", name, EnvNames)
 	}
 	if err := o.check(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	return e, nil
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return open(ctx)
 }
 
-// settings reads --env-opt values, remembering which were used and the
-// first malformed one.
-type settings map[string]string
+// openMCP connects to an MCP server (a command speaking stdio, or a URL),
+// with the tasks of a scenario file when one is named.
+func openMCP(ctx context.Context, cmd, url, system, tasks string) (env.Env, error) {
+	argv, err := stdio.Split(cmd)
+	if err != nil {
+		return nil, err
+	}
+	mo := mcpenv.Options{Command: argv, URL: url, System: system}
+	if tasks != "" {
+		if mo.Tasks, err = ReadScenarios(ctx, tasks); err != nil {
+			return nil, err
+		}
+	}
+	m, err := mcpenv.Open(ctx, mo)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
 
-func (s settings) str(key, def string) string {
-	if v, ok := s[key]; ok {
-		delete(s, key)
+// openStdio starts an external environment program speaking JSON lines.
+func openStdio(ctx context.Context, cmd, dir string) (env.Env, error) {
+	argv, err := stdio.Split(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("stdio needs --env-opt cmd='PROGRAM ARGS...'")
+	}
+	s, err := stdio.New(ctx, argv, dir)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// settings reads the --env-opt values of one environment, remembering the
+// keys the environment knows, in the order it reads them, and the first
+// malformed value.
+type settings struct {
+	vals map[string]string
+	keys []string
+	bad  error
+}
+
+func (s *settings) str(key, def string) string {
+	s.keys = append(s.keys, key)
+	if v, ok := s.vals[key]; ok {
 		return v
 	}
 	return def
 }
 
-func (s settings) int(key string, def int) int {
-	v, ok := s[key]
+func (s *settings) int(key string, def int) int {
+	s.keys = append(s.keys, key)
+	v, ok := s.vals[key]
 	if !ok {
 		return def
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		s["!bad"] = fmt.Sprintf("%s=%q is not an integer", key, v)
-		delete(s, key)
+		if s.bad == nil {
+			s.bad = fmt.Errorf("option %s=%q is not an integer", key, v)
+		}
 		return def
 	}
-	delete(s, key)
 	return n
 }
 
-func (s settings) check() error {
-	if bad, ok := s["!bad"]; ok {
-		return fmt.Errorf("--env-opt %s", bad)
+// check refuses the first malformed value, then any key the environment
+// did not read, listing the keys it knows.
+func (s *settings) check() error {
+	if s.bad != nil {
+		return s.bad
 	}
-	for k := range s {
-		return fmt.Errorf("unknown --env-opt %q", k)
+	var unknown []string
+	for k := range s.vals {
+		if !slices.Contains(s.keys, k) {
+			unknown = append(unknown, strconv.Quote(k))
+		}
 	}
-	return nil
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	what := "option"
+	if len(unknown) > 1 {
+		what = "options"
+	}
+	return fmt.Errorf("unknown %s %s; valid: %s", what, strings.Join(unknown, ", "), strings.Join(s.keys, ", "))
 }

@@ -1,0 +1,91 @@
+package collect_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/openaitest"
+)
+
+// TestEnvOptUnknownKey gives every built-in environment an --env-opt key
+// it does not know: the error names the key and lists the environment's
+// valid keys (Run names the environment), and comes before anything is
+// started (the stdio and mcp environments are given no program or URL).
+func TestEnvOptUnknownKey(t *testing.T) {
+	valid := map[string]string{
+		"guess":     "n, turns",
+		"tictactoe": "opponent",
+		"2048":      "target, max-moves",
+		"inbox":     "inbox-seed, db",
+		"stdio":     "cmd, dir",
+		"mcp":       "cmd, url, system, tasks",
+	}
+	for _, name := range collect.EnvNames {
+		keys, ok := valid[name]
+		if !ok {
+			t.Errorf("environment %s has no expected keys in this test", name)
+			continue
+		}
+		_, err := collect.NewEnv(name, map[string]string{"foo": "1"})
+		want := `unknown option "foo"; valid: ` + keys
+		if err == nil || err.Error() != want {
+			t.Errorf("%s --env-opt foo=1: %v, want %q", name, err, want)
+		}
+	}
+	_, err := collect.NewEnv("guess", map[string]string{"n": "many", "foo": "1", "bar": "2"})
+	if want := `option n="many" is not an integer`; err == nil || err.Error() != want {
+		t.Errorf("malformed n: %v, want %q", err, want)
+	}
+	_, err = collect.NewEnv("guess", map[string]string{"foo": "1", "bar": "2"})
+	if want := `unknown options "bar", "foo"; valid: n, turns`; err == nil || err.Error() != want {
+		t.Errorf("two unknown keys: %v, want %q", err, want)
+	}
+	if e, err := collect.NewEnv("guess", map[string]string{"n": "8", "turns": "3"}); err != nil || e.Name() != "guess" {
+		t.Errorf("valid keys refused: %v", err)
+	}
+}
+
+// TestSamplingFlags parses the flags as hone-collect does: --help shows
+// the sampling defaults in words (not NaN), an unset --top-p sends no
+// top_p, and --temperature reaches every request.
+func TestSamplingFlags(t *testing.T) {
+	var o collect.Options
+	fs := pflag.NewFlagSet("hone-collect", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	help := fs.FlagUsages()
+	for _, bad := range []string{"NaN", "(default [])", "stringToString"} {
+		if strings.Contains(help, bad) {
+			t.Errorf("--help shows %q:\n%s", bad, help)
+		}
+	}
+	for _, line := range strings.Split(help, "\n") {
+		if strings.Contains(line, "--temperature") && !strings.HasSuffix(line, "(default: the server's)") {
+			t.Errorf("--temperature's default reads %q, want the server's", line)
+		}
+	}
+
+	srv := openaitest.New(bisectReply)
+	defer srv.Close()
+	if err := fs.Parse([]string{"--env", "guess", "--groups", "1", "-G", "1", "--model", "m", "--base-url", srv.BaseURL(), "--temperature", "0.7"}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	o.Out = &out
+	if _, err := collect.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("no model call")
+	}
+	for _, r := range reqs {
+		if r.Temperature == nil || *r.Temperature != 0.7 || r.TopP != nil {
+			t.Fatalf("request's sampling options: %s", r.Raw)
+		}
+	}
+}

@@ -79,7 +79,7 @@ func commands(t *testing.T, help string) []string {
 
 // misleading are default texts no --help may print: sentinels that read as
 // settings (NaN, -1) and pflag's names for an empty map.
-var misleading = []string{"NaN", "(default -1)", "(default [])", "stringToString"}
+var misleading = []string{"(default NaN)", "NaN)", "(default -1)", "(default [])", "stringToString"}
 
 // TestHelpAndUsageErrors runs every binary and subcommand: --help is the
 // command's output (stdout, exit 0, with an example, nothing on stderr)

@@ -77,7 +77,7 @@ func TestToolsReachTheTemplate(t *testing.T) {
 	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatal(err)
 	}
-	text, err := tmpl.Render(chattemplate.Input{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: true})
+	text, err := tmpl.Render(t.Context(), chattemplate.Input{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: true})
 	if err != nil {
 		t.Fatal(err)
 	}

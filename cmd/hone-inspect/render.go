@@ -123,7 +123,7 @@ func runRender(ctx context.Context, a *app, o renderOptions, agpSet, kwSet bool)
 		return err
 	}
 	if !o.IDs {
-		text, err := m.Render(t.Messages, t.Tools, o.AGP, kwargs)
+		text, err := m.Render(ctx, t.Messages, t.Tools, o.AGP, kwargs)
 		if err != nil {
 			return cli.BadInputf("render with the template of %s: %w", o.Model, err)
 		}
@@ -132,7 +132,7 @@ func runRender(ctx context.Context, a *app, o renderOptions, agpSet, kwSet bool)
 	}
 	var seqs []layout.Sequence
 	if o.AGP {
-		text, err := m.Render(t.Messages, t.Tools, true, kwargs)
+		text, err := m.Render(ctx, t.Messages, t.Tools, true, kwargs)
 		if err != nil {
 			return cli.BadInputf("render with the template of %s: %w", o.Model, err)
 		}
@@ -143,7 +143,7 @@ func runRender(ctx context.Context, a *app, o renderOptions, agpSet, kwSet bool)
 				t.Messages[i].Trainable = t.Messages[i].Role == "assistant"
 			}
 		}
-		l, err := m.Layout(t.Messages, t.Tools, layout.Options{Kwargs: kwargs})
+		l, err := m.Layout(ctx, t.Messages, t.Tools, layout.Options{Kwargs: kwargs})
 		if err != nil {
 			return cli.BadInputf("lay out with the template of %s: %w", o.Model, err)
 		}
@@ -151,7 +151,7 @@ func runRender(ctx context.Context, a *app, o renderOptions, agpSet, kwSet bool)
 		if len(seqs) == 0 {
 			// No assistant message: nothing to train, the whole rendering
 			// is context.
-			text, err := m.Render(t.Messages, t.Tools, false, kwargs)
+			text, err := m.Render(ctx, t.Messages, t.Tools, false, kwargs)
 			if err != nil {
 				return cli.BadInputf("render with the template of %s: %w", o.Model, err)
 			}

@@ -1,12 +1,12 @@
 package chattemplate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -20,12 +20,23 @@ import (
 type Template struct {
 	names    []string // sorted
 	sources  map[string]string
-	compiled map[string]*jinja.Template
+	origins  map[string]string // where each template came from, for errors
+	compiled map[string]*compiled
 	special  map[string]jinja.Value // bos_token, eos_token, ..., additional_special_tokens
 
 	// Clock gives the time strftime_now prints; nil means time.Now. Tests
 	// and reproducible pipelines set a fixed clock.
 	Clock func() time.Time
+	// Limits bound every rendering; the zero value means the defaults.
+	// Set it before sharing the Template.
+	Limits Limits
+}
+
+// compiled is a template rewritten to report to a rendering's budget
+// (instrument.go) and compiled.
+type compiled struct {
+	tmpl    *jinja.Template
+	regions []region
 }
 
 // Input is what a chat template is rendered with.
@@ -51,7 +62,8 @@ var specialTokenKeys = []string{"bos_token", "eos_token", "unk_token", "sep_toke
 
 // reserved are the variables Render sets itself; a kwarg with one of these
 // names is an error in transformers too (a duplicate keyword argument).
-var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true}
+var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
+	"range": true, tojsonName: true, hookLoop: true, hookEnter: true, hookLeave: true, hookOut: true, hookSet: true}
 
 // Load reads the chat template of the model folder dir the way transformers
 // does: tokenizer_config.json's chat_template (a string, or a list of
@@ -73,7 +85,7 @@ func Load(dir string) (*Template, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
-	t, err := fromConfig(cfg, override)
+	t, err := fromConfig(cfg, override, cfgPath, jinjaPath)
 	if err != nil {
 		if cfg == nil {
 			return nil, fmt.Errorf("chat template in %s: %w", dir, err)
@@ -86,7 +98,7 @@ func Load(dir string) (*Template, error) {
 		if err != nil {
 			return nil, fmt.Errorf("chat template: %w", err)
 		}
-		if err := t.add(strings.TrimSuffix(filepath.Base(p), ".jinja"), string(b)); err != nil {
+		if err := t.add(strings.TrimSuffix(filepath.Base(p), ".jinja"), string(b), p); err != nil {
 			return nil, fmt.Errorf("chat template %s: %w", p, err)
 		}
 	}
@@ -100,7 +112,7 @@ func Load(dir string) (*Template, error) {
 // A non-empty override is used as the default template instead of the
 // config's (the content of a chat_template.jinja file).
 func FromConfig(tokenizerConfig []byte, override string) (*Template, error) {
-	t, err := fromConfig(tokenizerConfig, override)
+	t, err := fromConfig(tokenizerConfig, override, "tokenizer_config.json", "chat_template.jinja")
 	if err != nil {
 		return nil, err
 	}
@@ -113,18 +125,24 @@ func FromConfig(tokenizerConfig []byte, override string) (*Template, error) {
 // New compiles a single template source with the given special tokens
 // (for example {"eos_token": "<|im_end|>"}).
 func New(source string, specialTokens map[string]string) (*Template, error) {
-	t := &Template{sources: map[string]string{}, compiled: map[string]*jinja.Template{}, special: map[string]jinja.Value{}}
+	t := newTemplate()
 	for k, v := range specialTokens {
 		t.special[k] = jinja.NewString(v)
 	}
-	if err := t.add("default", source); err != nil {
+	if err := t.add("default", source, ""); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func fromConfig(cfg []byte, override string) (*Template, error) {
-	t := &Template{sources: map[string]string{}, compiled: map[string]*jinja.Template{}, special: map[string]jinja.Value{}}
+func newTemplate() *Template {
+	return &Template{sources: map[string]string{}, origins: map[string]string{}, compiled: map[string]*compiled{}, special: map[string]jinja.Value{}}
+}
+
+// fromConfig reads a tokenizer_config.json; cfgName and overrideName name
+// the config and the override file in errors.
+func fromConfig(cfg []byte, override, cfgName, overrideName string) (*Template, error) {
+	t := newTemplate()
 	var fields map[string]json.RawMessage
 	if cfg != nil {
 		if err := json.Unmarshal(cfg, &fields); err != nil {
@@ -171,7 +189,7 @@ func fromConfig(cfg []byte, override string) (*Template, error) {
 		}
 		switch {
 		case json.Unmarshal(raw, &one) == nil:
-			if err := t.add("default", one); err != nil {
+			if err := t.add("default", one, cfgName); err != nil {
 				return nil, err
 			}
 		case json.Unmarshal(raw, &named) == nil:
@@ -179,7 +197,7 @@ func fromConfig(cfg []byte, override string) (*Template, error) {
 				if n.Name == "" {
 					return nil, fmt.Errorf("chat_template[%d]: no name", i)
 				}
-				if err := t.add(n.Name, n.Template); err != nil {
+				if err := t.add(n.Name, n.Template, cfgName); err != nil {
 					return nil, fmt.Errorf("chat_template[%d] %q: %w", i, n.Name, err)
 				}
 			}
@@ -190,7 +208,7 @@ func fromConfig(cfg []byte, override string) (*Template, error) {
 		}
 	}
 	if override != "" {
-		if err := t.add("default", override); err != nil {
+		if err := t.add("default", override, overrideName); err != nil {
 			return nil, fmt.Errorf("chat_template.jinja: %w", err)
 		}
 	}
@@ -216,25 +234,45 @@ func tokenString(raw json.RawMessage) (string, bool, error) {
 	return *tok.Content, true, nil
 }
 
-// tojsonCall matches uses of the tojson filter. The engine looks filters up
-// in its own table before the render data, so its tojson (which sorts keys
-// and escapes differently when indenting) cannot be replaced; instead the
-// template text is rewritten to call our filter, passed as a variable.
-var tojsonCall = regexp.MustCompile(`\|\s*tojson\b`)
-
+// tojsonName is the variable our tojson filter is passed as. The engine
+// looks filters up in its own table before the render data, so its tojson
+// (which sorts keys and escapes differently when indenting) cannot be
+// replaced; instead the template text is rewritten to call ours.
 const tojsonName = "__hone_tojson"
 
-func (t *Template) add(name, source string) error {
-	c, err := jinja.Compile(tojsonCall.ReplaceAllString(source, "|"+tojsonName))
+// add compiles a template: its static limits are checked, the source is
+// compiled as written (so that syntax errors read as the engine reports
+// them), and then the instrumented text that Render runs. Errors about the
+// template itself match ErrBadTemplate.
+func (t *Template) add(name, source, origin string) error {
+	// The static limits are checked before the engine parses anything:
+	// its parser recurses once per bracket and operator.
+	ins, insErr := instrument(source, true)
+	var unclosed *unclosedTagError
+	if insErr != nil && !errors.As(insErr, &unclosed) {
+		return &badTemplate{fmt.Errorf("compile: %w", insErr)}
+	}
+	// An unclosed tag stops the engine's scanner too, before its parser,
+	// and the engine words it better.
+	if _, err := jinja.Compile(source); err != nil {
+		return &badTemplate{fmt.Errorf("compile: %w", err)}
+	}
+	if insErr != nil {
+		return &badTemplate{fmt.Errorf("compile: %w", insErr)}
+	}
+	c, err := jinja.Compile(ins.source)
 	if err != nil {
-		return fmt.Errorf("compile: %w", err)
+		// instrument() keeps every tag the engine accepts parseable (it
+		// refuses the one it cannot, a dangling `is`); this is a bug.
+		return fmt.Errorf("compile with render limits (please report this as a bug): %w", err)
 	}
 	if _, ok := t.sources[name]; !ok {
 		t.names = append(t.names, name)
 		sort.Strings(t.names)
 	}
 	t.sources[name] = source
-	t.compiled[name] = c
+	t.origins[name] = origin
+	t.compiled[name] = &compiled{tmpl: c, regions: ins.regions}
 	return nil
 }
 
@@ -285,7 +323,11 @@ func (e *RaisedError) Error() string { return "chat template raised: " + e.Messa
 // sees messages, tools (none when empty), documents (none),
 // add_generation_prompt, the special tokens and the kwargs — the variables
 // transformers' apply_chat_template passes.
-func (t *Template) Render(in Input) (string, error) {
+//
+// The rendering stops with a *LimitError (errors.Is ErrLimit) when the
+// template passes t.Limits, and with ctx's error (wrapped) soon after ctx
+// is done; a panic inside the engine becomes an error matching ErrEngine.
+func (t *Template) Render(ctx context.Context, in Input) (out string, err error) {
 	name, err := t.pick(in)
 	if err != nil {
 		return "", err
@@ -294,7 +336,24 @@ func (t *Template) Render(in Input) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := t.compiled[name].RenderValues(data)
+	c := t.compiled[name]
+	b := &budget{ctx: ctx, lim: t.Limits.withDefaults(), regions: c.regions, name: name, source: t.origins[name]}
+	if err := b.check(); err != nil {
+		return "", err
+	}
+	for k, v := range b.callables() {
+		data[k] = v
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = "", fmt.Errorf("render chat template %q: %w: %v", name, ErrEngine, p)
+		}
+	}()
+	out, err = c.tmpl.RenderValues(data)
+	if b.err != nil {
+		// A limit hit where the engine dropped the error still counts.
+		return "", b.err
+	}
 	if err != nil {
 		var raised *RaisedError
 		if errors.As(err, &raised) {
@@ -345,7 +404,6 @@ func (t *Template) variables(in Input) (map[string]jinja.Value, error) {
 	data["add_generation_prompt"] = jinja.NewBool(in.AddGenerationPrompt)
 	data["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
 	data["strftime_now"] = jinja.NewCallable("strftime_now", t.strftimeNow)
-	data[tojsonName] = jinja.NewCallable("tojson", tojsonFilter)
 	return data, nil
 }
 

@@ -95,7 +95,7 @@ func TestStrftimeNowUsesClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmpl.Clock = func() time.Time { return time.Date(2024, 7, 5, 15, 4, 9, 0, time.UTC) }
-	got, err := tmpl.Render(Input{})
+	got, err := tmpl.Render(t.Context(), Input{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,14 +104,14 @@ func TestStrftimeNowUsesClock(t *testing.T) {
 		t.Errorf("got %q want %q", got, want)
 	}
 	bad, _ := New(`{{ strftime_now("%Q") }}`, nil)
-	if _, err := bad.Render(Input{}); err == nil {
+	if _, err := bad.Render(t.Context(), Input{}); err == nil {
 		t.Error("unknown directive: want an error")
 	}
 }
 
 func TestRaiseException(t *testing.T) {
 	tmpl, _ := New(`{{ raise_exception("roles must alternate") }}`, nil)
-	_, err := tmpl.Render(Input{})
+	_, err := tmpl.Render(t.Context(), Input{})
 	var raised *RaisedError
 	if !errors.As(err, &raised) || raised.Message != "roles must alternate" {
 		t.Fatalf("got %v", err)
@@ -134,20 +134,20 @@ func TestNamedTemplatesAndSpecialTokens(t *testing.T) {
 		t.Error("bos_token null must be left out")
 	}
 	msgs := []Message{{Role: "user", Content: "hi"}}
-	plain, err := tmpl.Render(Input{Messages: msgs})
+	plain, err := tmpl.Render(t.Context(), Input{Messages: msgs})
 	if err != nil || plain != "<|im_start|>user\nhi<|im_end|>\n" {
 		t.Errorf("default: %q %v", plain, err)
 	}
 	tool, _ := FunctionTool("f", "", `{"type":"object"}`)
-	withTools, err := tmpl.Render(Input{Messages: msgs, Tools: []json.RawMessage{tool}})
+	withTools, err := tmpl.Render(t.Context(), Input{Messages: msgs, Tools: []json.RawMessage{tool}})
 	if err != nil || !strings.HasPrefix(withTools, "<|im_start|>system\nTools:\n{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}") {
 		t.Errorf("tool_use: %q %v", withTools, err)
 	}
-	forced, err := tmpl.Render(Input{Messages: msgs, Tools: []json.RawMessage{tool}, TemplateName: "default"})
+	forced, err := tmpl.Render(t.Context(), Input{Messages: msgs, Tools: []json.RawMessage{tool}, TemplateName: "default"})
 	if err != nil || forced != plain {
 		t.Errorf("TemplateName default: %q %v", forced, err)
 	}
-	if _, err := tmpl.Render(Input{TemplateName: "nope"}); err == nil {
+	if _, err := tmpl.Render(t.Context(), Input{TemplateName: "nope"}); err == nil {
 		t.Error("unknown template name: want an error")
 	}
 }
@@ -164,7 +164,7 @@ func TestLoadPrefersChatTemplateJinja(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := tmpl.Render(Input{}); got != "config <s>" {
+	if got, _ := tmpl.Render(t.Context(), Input{}); got != "config <s>" {
 		t.Errorf("got %q", got)
 	}
 	write("chat_template.jinja", "file {{ bos_token }}{{ x }}")
@@ -172,11 +172,11 @@ func TestLoadPrefersChatTemplateJinja(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := tmpl.Render(Input{Kwargs: map[string]any{"x": 1, "bos_token": "<B>"}})
+	got, err := tmpl.Render(t.Context(), Input{Kwargs: map[string]any{"x": 1, "bos_token": "<B>"}})
 	if err != nil || got != "file <B>1" {
 		t.Errorf("got %q %v (kwargs override special tokens)", got, err)
 	}
-	if _, err := tmpl.Render(Input{Kwargs: map[string]any{"messages": 1}}); err == nil {
+	if _, err := tmpl.Render(t.Context(), Input{Kwargs: map[string]any{"messages": 1}}); err == nil {
 		t.Error("kwarg messages: want an error")
 	}
 	if _, err := Load(t.TempDir()); err == nil {
@@ -199,7 +199,7 @@ func TestMessageJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmpl, _ := New(`{{ messages[0].content is none }}{% for c in messages[0].tool_calls %}|{{ c.function.arguments | tojson }}{% endfor %}`, nil)
-	got, err := tmpl.Render(Input{Messages: []Message{m}})
+	got, err := tmpl.Render(t.Context(), Input{Messages: []Message{m}})
 	if want := `True|{"b": 1, "a": [2]}|{"y": true, "x": null}|"not json"`; err != nil || got != want {
 		t.Errorf("got %q %v want %q", got, err, want)
 	}
@@ -211,7 +211,7 @@ func TestKwargsFromJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmpl, _ := New(`{{ enable_thinking }} {{ extra | tojson }}`, nil)
-	got, err := tmpl.Render(Input{Kwargs: kw})
+	got, err := tmpl.Render(t.Context(), Input{Kwargs: kw})
 	if err != nil || got != `False {"z": 1, "a": 2}` {
 		t.Errorf("got %q %v", got, err)
 	}

@@ -17,6 +17,32 @@
 // with sorted keys, and tool schemas and tool-call arguments rendered through
 // tojson would then differ from what the model was trained on.
 //
+// Rendering is bounded, because the template comes with the model folder
+// and runs on every request: the engine has no hooks for limits, so the
+// template text is rewritten before it is compiled to call per-render
+// counters (instrument.go, limits.go) that stop a rendering with a
+// *LimitError when it runs too many steps (loop bodies, macro bodies,
+// range items), writes too much text, builds too large a value with
+// {% set %} or {{ }}, or nests macro calls too deeply, and with the
+// context's error once the context is done. range is replaced by one that
+// refuses huge ranges before building them, tojson by one with the same
+// limits, and a panic inside the engine becomes an error (ErrEngine).
+// Check renders a small conversation once, at load time.
+//
+// What the limits cannot see, because the engine evaluates it in one call
+// with no hook inside: a single expression whose result is far larger than
+// its operands — a string repeated by a computed count ('x' * n, where a
+// literal n above 1 MiB is refused when the template is compiled),
+// .replace()/.format() with large arguments, a filter such as
+// indent(width) on many lines — allocates before anything can measure
+// it; lists grown in place with .append()/.insert() or dicts with
+// .update() are measured only when printed or assigned (a list that
+// contains itself is caught there, but printing it with ~ or |string
+// recurses in the engine); and a long string operation is not interrupted
+// by the context, which is only checked between steps. Static limits
+// (nesting of blocks and brackets, tokens per tag) keep the engine's
+// recursive parser and evaluator far below Go's stack limit.
+//
 // The reference for correctness is @huggingface/jinja (the renderer of
 // transformers.js): testdata/templates/golden holds its renderings of the
 // conversations in testdata/templates/cases for Qwen2.5, Qwen3, Llama 3.1

@@ -47,3 +47,32 @@ func FuzzJSONRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzInstrument: a template the engine compiles is either refused by a
+// static limit or rendered with the hooks exactly as without them; a
+// rendering stopped by a limit is the end (hostile templates must stop,
+// not crash or hang). Seeds in testdata/fuzz/FuzzInstrument hold the
+// hostile templates of limits_test.go and whitespace-control cases.
+func FuzzInstrument(f *testing.F) {
+	for _, s := range []string{
+		"{%- for m in messages -%}\n  {{- m.content -}}\n{% endfor %}\n",
+		"{% for m in messages %}\n  {{ m.role }}\n{%- else %} none {% endfor %}",
+		"  {% macro x(a) -%}\n\t{{ a }}  {%- endmacro %}\n{{ x(1) }} {{- x(2) }}",
+		"{% set s %}\n {{ eos_token }} {% endset -%}\n{{ s }}|{% raw %} {{- x }} {% endraw %}",
+		"{{ '-}}' }}{#- c -#}\n{%- if flag %}y{% endif -%}  \n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		if len(src) > 4096 {
+			return
+		}
+		same, err := sameWithAndWithoutHooks(t.Context(), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !same {
+			t.Fatal("renders differently with the hooks")
+		}
+	})
+}

@@ -104,7 +104,7 @@ func TestGolden(t *testing.T) {
 				in := readCase(t, cp)
 				txt := filepath.Join(templatesDir, "golden", model, name+".txt")
 				errFile := filepath.Join(templatesDir, "golden", model, name+".error")
-				got, err := tmpl.Render(in)
+				got, err := tmpl.Render(t.Context(), in)
 				if want, rerr := os.ReadFile(txt); rerr == nil {
 					if err != nil {
 						t.Fatalf("render: %v", err)
@@ -143,7 +143,7 @@ func TestGolden(t *testing.T) {
 					}
 					asStrings.Messages[i].ToolCalls = calls
 				}
-				got2, err2 := tmpl.Render(asStrings)
+				got2, err2 := tmpl.Render(t.Context(), asStrings)
 				if got2 != got || (err2 == nil) != (err == nil) {
 					t.Errorf("arguments as compact JSON text render differently:\n%s", firstDiff(got2, got))
 				}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -113,7 +114,14 @@ type jsonOptions struct {
 	sortKeys    bool
 	itemSep     string
 	keySep      string
+	maxBytes    int64 // stop with errJSONTooBig past this many bytes; 0: no limit
 }
+
+// Errors of tojson under a rendering's limits.
+var (
+	errJSONTooBig  = errors.New("tojson: output too large")
+	errJSONTooDeep = errors.New("tojson: value nested too deeply")
+)
 
 // ToJSON writes v as Python's json.dumps(v, ensure_ascii=False) does, which
 // is what transformers' tojson filter calls: ", " and ": " separators, keys
@@ -129,10 +137,15 @@ func ToJSON(v jinja.Value) (string, error) {
 // transformers registers. With an indent, Python's item separator drops its
 // trailing space.
 func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	return tojsonLimited(args, kwargs, 0)
+}
+
+// tojsonLimited is tojsonFilter writing at most maxBytes (0: no limit).
+func tojsonLimited(args []jinja.Value, kwargs map[string]jinja.Value, maxBytes int64) (jinja.Value, error) {
 	if len(args) == 0 {
 		return jinja.Undefined(), errors.New("tojson: no value")
 	}
-	o := jsonOptions{itemSep: ", ", keySep: ": "}
+	o := jsonOptions{itemSep: ", ", keySep: ": ", maxBytes: maxBytes}
 	if v, ok := kwargs["indent"]; ok && !v.IsNone() && !v.IsUndefined() {
 		switch {
 		case v.IsInt():
@@ -167,6 +180,13 @@ func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 }
 
 func encodeJSON(sb *strings.Builder, v jinja.Value, o jsonOptions, depth int) error {
+	// A list that contains itself would recurse without end.
+	if depth > maxValueDepth {
+		return errJSONTooDeep
+	}
+	if o.maxBytes > 0 && int64(sb.Len()) > o.maxBytes {
+		return errJSONTooBig
+	}
 	switch {
 	case v.IsUndefined(), v.IsNone():
 		// Python cannot serialize jinja2's Undefined; @huggingface/jinja
@@ -238,17 +258,17 @@ func newline(sb *strings.Builder, o jsonOptions, depth int) {
 		return
 	}
 	sb.WriteByte('\n')
-	sb.WriteString(strings.Repeat(" ", o.indent*depth))
+	// Python's ' ' * n is empty for a negative n; strings.Repeat panics.
+	n := max(o.indent, 0) * depth
+	if o.maxBytes > 0 && int64(sb.Len())+int64(n) > o.maxBytes {
+		n = int(o.maxBytes) + 1 - sb.Len() // just past the limit: the caller reports it
+	}
+	sb.WriteString(strings.Repeat(" ", max(n, 0)))
 }
 
-// sortStrings orders keys by code point, as Python's sorted() does on str.
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}
+// sortStrings orders keys by code point, as Python's sorted() does on str
+// (byte order of UTF-8 is code point order).
+func sortStrings(s []string) { slices.Sort(s) }
 
 // writeJSONString quotes s as Python's json module does: only '"', '\\' and
 // control characters below U+0020 are escaped (with ensure_ascii, also every

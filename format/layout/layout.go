@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -77,7 +78,7 @@ type TurnData struct {
 }
 
 // FromTrajectory lays out a trajectory's messages and tools.
-func FromTrajectory(t *chattemplate.Template, tok Tokenizer, msgs []trajectory.Message, tools []trajectory.Tool, opt Options) (*Layout, error) {
+func FromTrajectory(ctx context.Context, t *chattemplate.Template, tok Tokenizer, msgs []trajectory.Message, tools []trajectory.Tool, opt Options) (*Layout, error) {
 	chat := Messages(msgs)
 	data := make([]TurnData, len(msgs))
 	for i, m := range msgs {
@@ -87,7 +88,7 @@ func FromTrajectory(t *chattemplate.Template, tok Tokenizer, msgs []trajectory.M
 	if err != nil {
 		return nil, err
 	}
-	return Build(t, tok, chat, data, ts, opt)
+	return Build(ctx, t, tok, chat, data, ts, opt)
 }
 
 // Messages converts trajectory messages to the template's message type.
@@ -131,13 +132,13 @@ func Tools(tools []trajectory.Tool) ([]json.RawMessage, error) {
 
 // Build lays out msgs; data[i] describes msgs[i] (only assistant entries are
 // read). See the package comment for the method.
-func Build(t *chattemplate.Template, tok Tokenizer, msgs []chattemplate.Message, data []TurnData, tools []json.RawMessage, opt Options) (*Layout, error) {
+func Build(ctx context.Context, t *chattemplate.Template, tok Tokenizer, msgs []chattemplate.Message, data []TurnData, tools []json.RawMessage, opt Options) (*Layout, error) {
 	if len(data) != len(msgs) {
 		return nil, fmt.Errorf("layout: %d messages but %d turn records", len(msgs), len(data))
 	}
 	stops := stopSet(t, tok, opt.StopTokens)
 	render := func(n int, agp bool) (string, error) {
-		return t.Render(chattemplate.Input{Messages: msgs[:n], Tools: tools, AddGenerationPrompt: agp, Kwargs: opt.Kwargs})
+		return t.Render(ctx, chattemplate.Input{Messages: msgs[:n], Tools: tools, AddGenerationPrompt: agp, Kwargs: opt.Kwargs})
 	}
 
 	var out Layout
@@ -301,10 +302,10 @@ func hasPrefix32(s []int, prefix []int32) bool {
 
 // Render renders a whole conversation with its tools, as served (no
 // generation prompt unless agp): the text `hone-inspect render` shows.
-func Render(t *chattemplate.Template, msgs []trajectory.Message, tools []trajectory.Tool, agp bool, kwargs map[string]any) (string, error) {
+func Render(ctx context.Context, t *chattemplate.Template, msgs []trajectory.Message, tools []trajectory.Tool, agp bool, kwargs map[string]any) (string, error) {
 	ts, err := Tools(tools)
 	if err != nil {
 		return "", err
 	}
-	return t.Render(chattemplate.Input{Messages: Messages(msgs), Tools: ts, AddGenerationPrompt: agp, Kwargs: kwargs})
+	return t.Render(ctx, chattemplate.Input{Messages: Messages(msgs), Tools: ts, AddGenerationPrompt: agp, Kwargs: kwargs})
 }

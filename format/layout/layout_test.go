@@ -105,7 +105,7 @@ func TestRenderedTextAndMask(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			msgs := toolConversation()
 			tools := []trajectory.Tool{weatherTool}
-			l, err := FromTrajectory(m.tmpl, m.tok, msgs, tools, Options{})
+			l, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, tools, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func TestRenderedTextAndMask(t *testing.T) {
 func checkSequence(t *testing.T, m model, msgs []trajectory.Message, tools []trajectory.Tool, s Sequence) int {
 	t.Helper()
 	last := s.Turns[len(s.Turns)-1].Message
-	full, err := Render(m.tmpl, msgs[:last+1], tools, false, nil)
+	full, err := Render(t.Context(), m.tmpl, msgs[:last+1], tools, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +149,11 @@ func checkSequence(t *testing.T, m model, msgs []trajectory.Message, tools []tra
 	checkConsistent(t, s)
 	masked := 0
 	for _, turn := range s.Turns {
-		prompt, err := Render(m.tmpl, msgs[:turn.Message], tools, true, nil)
+		prompt, err := Render(t.Context(), m.tmpl, msgs[:turn.Message], tools, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		upTo, err := Render(m.tmpl, msgs[:turn.Message+1], tools, false, nil)
+		upTo, err := Render(t.Context(), m.tmpl, msgs[:turn.Message+1], tools, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +225,7 @@ func TestSampledIDsSplicedVerbatim(t *testing.T) {
 		{Role: "user", Content: "Again"},
 		{Role: "assistant", Content: "Okay", Trainable: false},
 	}
-	l, err := FromTrajectory(m.tmpl, m.tok, msgs, nil, Options{})
+	l, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestSampledIDsSplicedVerbatim(t *testing.T) {
 	if seqOf[0] != seqOf[1] || seqOf[2] != seqOf[1]+1 {
 		t.Fatalf("sequences of turns: %v", seqOf)
 	}
-	prompt3, _ := Render(m.tmpl, msgs[:5], nil, true, nil)
+	prompt3, _ := Render(t.Context(), m.tmpl, msgs[:5], nil, true, nil)
 	s2 := l.Sequences[seqOf[2]]
 	if got := decode(m.tok, s2.IDs[:turns[2].Start]); got != prompt3 {
 		t.Errorf("new sequence starts with %q, want the prompt %q", got, prompt3)
@@ -302,7 +302,7 @@ func TestQwen3DroppedThinkStartsNewSequence(t *testing.T) {
 		{Role: "user", Content: "3+3?"},
 		{Role: "assistant", Content: "<think>\nAlso small.\n</think>\n\n6", Trainable: true},
 	}
-	l, err := FromTrajectory(m.tmpl, m.tok, msgs, nil, Options{})
+	l, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestQwen3DroppedThinkStartsNewSequence(t *testing.T) {
 		if got := decode(m.tok, s.IDs[tr.Start:tr.End]); got != want[i] {
 			t.Errorf("sequence %d: turn %q, want %q", i, got, want[i])
 		}
-		prompt, _ := Render(m.tmpl, msgs[:tr.Message], nil, true, nil)
+		prompt, _ := Render(t.Context(), m.tmpl, msgs[:tr.Message], nil, true, nil)
 		if got := decode(m.tok, s.IDs[:tr.Start]); got != prompt {
 			t.Errorf("sequence %d: prompt %q, want %q", i, got, prompt)
 		}
@@ -329,7 +329,7 @@ func TestQwen3DroppedThinkStartsNewSequence(t *testing.T) {
 func TestFinishLengthWithoutIDsLeavesStopUntrained(t *testing.T) {
 	m := models(t)[3] // ChatML
 	msgs := []trajectory.Message{{Role: "user", Content: "Count"}, {Role: "assistant", Content: "1 2 3", Trainable: true, FinishReason: "length"}}
-	l, err := FromTrajectory(m.tmpl, m.tok, msgs, nil, Options{})
+	l, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,13 +346,13 @@ func TestFinishLengthWithoutIDsLeavesStopUntrained(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	m := models(t)[3]
 	msgs := []trajectory.Message{{Role: "user", Content: "x"}, {Role: "assistant", Content: "y", Trainable: true, TokenIDs: []int32{1, 2}, Logprobs: []float32{-1}}}
-	if _, err := FromTrajectory(m.tmpl, m.tok, msgs, nil, Options{}); err == nil || !strings.Contains(err.Error(), "message 1") {
+	if _, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, nil, Options{}); err == nil || !strings.Contains(err.Error(), "message 1") {
 		t.Errorf("logprob count mismatch: %v", err)
 	}
-	if _, err := Build(m.tmpl, m.tok, Messages(msgs), nil, nil, Options{}); err == nil {
+	if _, err := Build(t.Context(), m.tmpl, m.tok, Messages(msgs), nil, nil, Options{}); err == nil {
 		t.Error("missing turn data: want an error")
 	}
-	l, err := FromTrajectory(m.tmpl, m.tok, msgs[:1], nil, Options{})
+	l, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs[:1], nil, Options{})
 	if err != nil || len(l.Sequences) != 0 {
 		t.Errorf("no assistant turn: %v %v", l, err)
 	}
@@ -378,11 +378,11 @@ func TestModelHelpers(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := []trajectory.Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Yo\n", Trainable: true, TokenIDs: nil}}
-	text, err := m.Render(msgs, nil, false, nil)
+	text, err := m.Render(t.Context(), msgs, nil, false, nil)
 	if err != nil || text != "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nYo\n<|im_end|>\n" {
 		t.Fatalf("render %q %v", text, err)
 	}
-	l, err := m.Layout(msgs, nil, Options{})
+	l, err := m.Layout(t.Context(), msgs, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,13 +409,13 @@ func TestModelHelpers(t *testing.T) {
 func TestBoundaryMerge(t *testing.T) {
 	m := models(t)[1] // Qwen2.5 template, Qwen3 tokenizer
 	msgs := []trajectory.Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "\nHello", Trainable: true}}
-	l, err := FromTrajectory(m.tmpl, m.tok, msgs, nil, Options{})
+	l, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := l.Sequences[0]
-	prompt, _ := Render(m.tmpl, msgs[:1], nil, true, nil)
-	full, _ := Render(m.tmpl, msgs, nil, false, nil)
+	prompt, _ := Render(t.Context(), m.tmpl, msgs[:1], nil, true, nil)
+	full, _ := Render(t.Context(), m.tmpl, msgs, nil, false, nil)
 	if whole := m.tok.Encode(full, false); slices.Equal(toInt32(whole), s.IDs) {
 		t.Fatal("test premise: encoding the whole text should merge across the boundary")
 	}
@@ -448,7 +448,7 @@ func BenchmarkLayout(b *testing.B) {
 	b.ResetTimer()
 	tokens := 0
 	for b.Loop() {
-		l, err := FromTrajectory(m.tmpl, m.tok, msgs, tools, Options{})
+		l, err := FromTrajectory(b.Context(), m.tmpl, m.tok, msgs, tools, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -465,7 +465,7 @@ func TestNullContentToolCall(t *testing.T) {
 		{Role: "user", Content: "Weather in Oslo?"},
 		{Role: "assistant", ContentParts: "null", Trainable: true, ToolCalls: []trajectory.ToolCall{{ID: "a", Type: "function", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}},
 	}
-	l, err := FromTrajectory(m.tmpl, m.tok, msgs, []trajectory.Tool{weatherTool}, Options{})
+	l, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, []trajectory.Tool{weatherTool}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,11 +483,11 @@ func TestNullContentToolCall(t *testing.T) {
 func TestThinkingMismatchIsAnError(t *testing.T) {
 	m := models(t)[0]
 	msgs := []trajectory.Message{{Role: "user", Content: "2+2?"}, {Role: "assistant", Content: "<think>\nSum.\n</think>\n\n4", Trainable: true}}
-	_, err := FromTrajectory(m.tmpl, m.tok, msgs, nil, Options{Kwargs: map[string]any{"enable_thinking": false}})
+	_, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, nil, Options{Kwargs: map[string]any{"enable_thinking": false}})
 	if err == nil || !strings.Contains(err.Error(), "enable_thinking") {
 		t.Errorf("got %v", err)
 	}
-	if _, err := FromTrajectory(m.tmpl, m.tok, msgs, nil, Options{}); err != nil {
+	if _, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, nil, Options{}); err != nil {
 		t.Errorf("with thinking enabled: %v", err)
 	}
 }

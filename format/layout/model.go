@@ -2,6 +2,7 @@ package layout
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -35,13 +36,13 @@ func LoadModel(dir string) (*Model, error) {
 }
 
 // Render renders a trajectory's conversation with the model's template.
-func (m *Model) Render(msgs []trajectory.Message, tools []trajectory.Tool, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
-	return Render(m.Template, msgs, tools, addGenerationPrompt, kwargs)
+func (m *Model) Render(ctx context.Context, msgs []trajectory.Message, tools []trajectory.Tool, addGenerationPrompt bool, kwargs map[string]any) (string, error) {
+	return Render(ctx, m.Template, msgs, tools, addGenerationPrompt, kwargs)
 }
 
 // Layout lays out a trajectory's conversation (see Build).
-func (m *Model) Layout(msgs []trajectory.Message, tools []trajectory.Tool, opt Options) (*Layout, error) {
-	return FromTrajectory(m.Template, m.Tokenizer, msgs, tools, opt)
+func (m *Model) Layout(ctx context.Context, msgs []trajectory.Message, tools []trajectory.Tool, opt Options) (*Layout, error) {
+	return FromTrajectory(ctx, m.Template, m.Tokenizer, msgs, tools, opt)
 }
 
 // WriteSequence writes one line per token of s, tab-separated: position,

@@ -22,7 +22,7 @@ func TestReasoningContentReachesTemplate(t *testing.T) {
 		{Role: "user", Content: "2+2?"},
 		{Role: "assistant", Content: "4", ReasoningContent: "Two plus two is four.", Trainable: true},
 	}
-	got, err := Render(qwen3.tmpl, msgs, nil, false, nil)
+	got, err := Render(t.Context(), qwen3.tmpl, msgs, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestReasoningContentReachesTemplate(t *testing.T) {
 		t.Errorf("render\n%q\nwant\n%q", got, want)
 	}
 	// The layout trains the reasoning tokens with the rest of the turn.
-	l, err := FromTrajectory(qwen3.tmpl, qwen3.tok, msgs, nil, Options{})
+	l, err := FromTrajectory(t.Context(), qwen3.tmpl, qwen3.tok, msgs, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestReasoningContentReachesTemplate(t *testing.T) {
 	}
 
 	msgs[1].ReasoningContent = ""
-	got, err = Render(qwen3.tmpl, msgs, nil, false, nil)
+	got, err = Render(t.Context(), qwen3.tmpl, msgs, nil, false, nil)
 	if err != nil || !strings.Contains(got, "<think>\n\n</think>\n\n4") {
 		t.Errorf("without reasoning: %q %v", got, err)
 	}

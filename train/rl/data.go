@@ -55,7 +55,7 @@ func loadGroups(ctx context.Context, text *layout.Model, files []string, lopt la
 				unscored = append(unscored, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
 				continue
 			}
-			lay, err := text.Layout(t.Messages, t.Tools, lopt)
+			lay, err := text.Layout(ctx, t.Messages, t.Tools, lopt)
 			if err != nil {
 				return nil, trainer.BadInputf("%s (group %s, trajectory %s): %w", where, g.ID, t.ID, err)
 			}

@@ -192,7 +192,7 @@ func Load(ctx context.Context, text *layout.Model, files []string, turns string,
 				continue
 			}
 			msgs[last].Trainable = true
-			lay, err := text.Layout(msgs, t.Tools, lopt)
+			lay, err := text.Layout(ctx, msgs, t.Tools, lopt)
 			if err != nil {
 				return nil, 0, trainer.BadInputf("group %s, trajectory %s: %w", g.ID, t.ID, err)
 			}

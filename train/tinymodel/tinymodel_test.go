@@ -133,7 +133,7 @@ func TestTokenizerAndTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := tmpl.Render(chattemplate.Input{
+	out, err := tmpl.Render(t.Context(), chattemplate.Input{
 		Messages:            []chattemplate.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}},
 		AddGenerationPrompt: true,
 	})

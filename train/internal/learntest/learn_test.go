@@ -245,7 +245,7 @@ func prompt(sc scenario) []trajectory.Message {
 // promptIDs renders the chat template with the generation prompt and
 // tokenizes it, as a server does before prefill.
 func (p *policy) promptIDs(t *testing.T, sc scenario) []int32 {
-	s, err := p.text.Render(prompt(sc), nil, true, nil)
+	s, err := p.text.Render(t.Context(), prompt(sc), nil, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

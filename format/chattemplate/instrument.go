@@ -1,0 +1,483 @@
+package chattemplate
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// The engine (github.com/ardanlabs/jinja) has no hooks for a step counter,
+// a context or a recursion limit, so the limits are put into the template
+// text itself: before it is compiled, the source is rewritten to call
+// per-render callables that Render passes as variables (see limits.go).
+//
+//   - every {% for %} body and {% call %} body starts with
+//     {{ __hone_loop(ID) }}, and every {% macro %} body with
+//     {{ __hone_enter(ID) }} and ends with {{ __hone_leave() }}; ID names
+//     the body's region, whose static size (tokens of its tags and bytes of
+//     its literal text) each execution charges to the budget;
+//   - {{ E }} becomes {{ __hone_out(E) }} and {% set x = E %} becomes
+//     {% set x = __hone_set(E) %} (with the namespace as a second argument
+//     for {% set ns.a = E %}), which measure the value and pass it through;
+//   - `| tojson` becomes `| __hone_tojson` (the engine's own tojson sorts
+//     keys; its filters are looked up before variables, so the call is
+//     renamed instead).
+//
+// The inserted tags are expressions, not block tags, on purpose: the
+// engine applies trim_blocks/lstrip_blocks and the "-" markers by looking
+// from each tag to the nearest text segment, skipping other tags, and an
+// expression tag without markers neither trims nor is counted; a block tag
+// would strip one more newline after it. Inserted tags add no text and no
+// line breaks, so the output and the line numbers in errors are unchanged.
+// The scanner below follows the engine's own (scan.go) so that it cuts the
+// source into the same tags.
+
+// Static limits, checked when a template is compiled. They keep the
+// engine's recursive parser and evaluator far from Go's stack limit.
+const (
+	maxNesting       = 64      // nested blocks ({% if %} in {% for %} ...)
+	maxTagTokens     = 1024    // tokens in one tag
+	maxTagBrackets   = 64      // nested (, [ and { in one tag
+	maxRepeatLiteral = 1 << 20 // s * N with a literal N allocates N copies at once
+)
+
+type segKind int
+
+const (
+	segText segKind = iota
+	segComment
+	segExpr
+	segStmt
+)
+
+// segment is a piece of template source: text, or a tag with its content
+// (without delimiters and "-" markers) at src[from:to].
+type segment struct {
+	kind                segKind
+	start, end          int // the whole segment
+	from, to            int // a tag's content
+	trimLeft, trimRight bool
+	line                int
+}
+
+// scan cuts src into text and tags as the engine's scanner does: a tag
+// opens with {{, {% or {#, may carry a "-" right after the opener or right
+// before the closer, and (except comments) skips quoted strings with
+// backslash escapes when looking for its closer.
+func scan(src string) ([]segment, error) {
+	var segs []segment
+	line, textStart, textLine := 1, 0, 1
+	i := 0
+	for i < len(src) {
+		if src[i] != '{' || i+1 >= len(src) || (src[i+1] != '{' && src[i+1] != '%' && src[i+1] != '#') {
+			if src[i] == '\n' {
+				line++
+			}
+			i++
+			continue
+		}
+		if i > textStart {
+			segs = append(segs, segment{kind: segText, start: textStart, end: i, line: textLine})
+		}
+		seg := segment{kind: segExpr, start: i, line: line}
+		closer := "}}"
+		switch src[i+1] {
+		case '%':
+			seg.kind, closer = segStmt, "%}"
+		case '#':
+			seg.kind, closer = segComment, "#}"
+		}
+		i += 2
+		if i < len(src) && src[i] == '-' {
+			seg.trimLeft = true
+			i++
+		}
+		seg.from = i
+		found := false
+		for i < len(src) {
+			c := src[i]
+			if seg.kind != segComment && (c == '\'' || c == '"') {
+				i++
+				for i < len(src) && src[i] != c {
+					if src[i] == '\\' && i+1 < len(src) {
+						if src[i+1] == '\n' {
+							line++
+						}
+						i++
+					}
+					if src[i] == '\n' {
+						line++
+					}
+					i++
+				}
+				if i < len(src) {
+					i++
+				}
+				continue
+			}
+			if c == '-' && i+2 < len(src) && src[i+1] == closer[0] && src[i+2] == closer[1] {
+				seg.to, seg.trimRight, seg.end, found = i, true, i+3, true
+				break
+			}
+			if i+1 < len(src) && c == closer[0] && src[i+1] == closer[1] {
+				seg.to, seg.end, found = i, i+2, true
+				break
+			}
+			if c == '\n' {
+				line++
+			}
+			i++
+		}
+		if !found {
+			return nil, &unclosedTagError{line: seg.line}
+		}
+		segs = append(segs, seg)
+		i = seg.end
+		textStart, textLine = i, line
+	}
+	if textStart < len(src) {
+		segs = append(segs, segment{kind: segText, start: textStart, end: len(src), line: textLine})
+	}
+	return segs, nil
+}
+
+type unclosedTagError struct{ line int }
+
+func (e *unclosedTagError) Error() string { return fmt.Sprintf("unclosed tag at line %d", e.line) }
+
+// keyword is a statement's first word, as the engine reads it: leading
+// letters and underscores after the leading space.
+func keyword(content string) string {
+	s := strings.TrimSpace(content)
+	for i, r := range s {
+		if r != '_' && !unicode.IsLetter(r) {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// region is a part of the template that runs again and again (a loop
+// body, a macro body, a {% call %} body) and what one run of it costs
+// beyond the regions inside it: the tokens and tags it evaluates and the
+// bytes of literal text it writes.
+type region struct {
+	steps int64
+	text  int64
+}
+
+// block is an open {% ... %} block while rewriting.
+type block struct {
+	kind   string // for, if, macro, call, filter, set, generation
+	region int    // the region its body opened, -1 if none
+	inElse bool   // a for loop's {% else %}: runs once, in the outer region
+}
+
+// instrumented is a rewritten template source with its regions.
+type instrumented struct {
+	source  string
+	regions []region // region 0 is the top level, which runs once
+}
+
+// instrument rewrites src as described at the top of this file and checks
+// the static limits. With hooks false it only renames tojson, which gives
+// the template as it rendered before limits existed (tests compare the
+// two).
+func instrument(src string, hooks bool) (*instrumented, error) {
+	segs, err := scan(src)
+	if err != nil {
+		return nil, err
+	}
+	w := rewriter{src: src, hooks: hooks, regions: []region{{}}}
+	for _, s := range segs {
+		if err := w.segment(s); err != nil {
+			return nil, fmt.Errorf("line %d: %w", s.line, err)
+		}
+	}
+	return &instrumented{source: w.out.String(), regions: w.regions}, nil
+}
+
+type rewriter struct {
+	src     string
+	hooks   bool
+	out     strings.Builder
+	regions []region
+	stack   []block
+	inRaw   bool
+}
+
+// current is the region the segment being read belongs to.
+func (w *rewriter) current() int {
+	for i := len(w.stack) - 1; i >= 0; i-- {
+		if b := w.stack[i]; b.region >= 0 && !b.inElse {
+			return b.region
+		}
+	}
+	return 0
+}
+
+func (w *rewriter) segment(s segment) error {
+	content := w.src[s.from:s.to]
+	switch {
+	case s.kind == segText:
+		w.regions[w.current()].text += int64(s.end - s.start)
+		w.out.WriteString(w.src[s.start:s.end])
+		return nil
+	case s.kind == segComment:
+		w.out.WriteString(w.src[s.start:s.end])
+		return nil
+	case w.inRaw:
+		// The engine copies everything up to {% endraw %} as text.
+		if s.kind == segStmt && keyword(content) == "endraw" {
+			w.inRaw = false
+		} else {
+			w.regions[w.current()].text += int64(s.end - s.start)
+		}
+		w.out.WriteString(w.src[s.start:s.end])
+		return nil
+	}
+	tokens, err := checkTag(content)
+	if err != nil {
+		return err
+	}
+	w.regions[w.current()].steps += int64(tokens) + 1
+	if s.kind == segExpr {
+		code := renameTojson(content)
+		if w.hooks {
+			code = " " + hookOut + "(" + code + ") "
+		}
+		w.tag(s, code)
+		return nil
+	}
+	return w.statement(s, content)
+}
+
+// statement rewrites a {% ... %} tag and follows the block structure.
+func (w *rewriter) statement(s segment, content string) error {
+	kw := keyword(content)
+	code := renameTojson(content)
+	switch kw {
+	case "for", "macro", "call":
+		id := len(w.regions)
+		w.regions = append(w.regions, region{steps: 1}) // an empty body still costs a step
+		if err := w.push(block{kind: kw, region: id}); err != nil {
+			return err
+		}
+		w.tag(s, code)
+		if w.hooks {
+			hook := hookLoop
+			if kw == "macro" {
+				hook = hookEnter
+			}
+			fmt.Fprintf(&w.out, "{{ %s(%d) }}", hook, id)
+		}
+		return nil
+	case "if", "filter", "generation":
+		w.tag(s, code)
+		return w.push(block{kind: kw, region: -1})
+	case "set":
+		rest := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(content), "set"))
+		if !strings.Contains(rest, "=") {
+			w.tag(s, code)
+			return w.push(block{kind: "set", region: -1})
+		}
+		if w.hooks {
+			code = setWithHook(content)
+		}
+		w.tag(s, code)
+		return nil
+	case "else":
+		if n := len(w.stack); n > 0 && w.stack[n-1].kind == "for" {
+			w.stack[n-1].inElse = true
+		}
+	case "endmacro":
+		if w.hooks {
+			w.out.WriteString("{{ " + hookLeave + "() }}")
+		}
+		w.pop()
+	case "endfor", "endif", "endcall", "endfilter", "endset", "endgeneration":
+		w.pop()
+	case "raw":
+		w.inRaw = true
+	}
+	w.tag(s, code)
+	return nil
+}
+
+func (w *rewriter) push(b block) error {
+	if len(w.stack) >= maxNesting {
+		return &staticError{fmt.Sprintf("blocks nested more than %d deep", maxNesting)}
+	}
+	w.stack = append(w.stack, b)
+	return nil
+}
+
+func (w *rewriter) pop() {
+	if n := len(w.stack); n > 0 {
+		w.stack = w.stack[:n-1]
+	}
+}
+
+// tag writes s with new content, keeping its delimiters and markers.
+func (w *rewriter) tag(s segment, content string) {
+	open, close := "{{", "}}"
+	if s.kind == segStmt {
+		open, close = "{%", "%}"
+	}
+	w.out.WriteString(open)
+	if s.trimLeft {
+		w.out.WriteByte('-')
+	}
+	w.out.WriteString(content)
+	if s.trimRight {
+		w.out.WriteByte('-')
+	}
+	w.out.WriteString(close)
+}
+
+// setWithHook wraps the value of an inline {% set target = value %}. The
+// engine splits the statement at its first "=", and so does this.
+func setWithHook(content string) string {
+	eq := strings.IndexByte(content, '=')
+	target := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(content[:eq]), "set"))
+	extra := ""
+	if ns, _, ok := strings.Cut(target, "."); ok && isIdent(ns) && strings.TrimSpace(content[eq+1:]) != "" {
+		extra = ", " + ns // an empty value is None, and takes no second argument
+	}
+	return content[:eq+1] + " " + hookSet + "(" + renameTojson(content[eq+1:]) + extra + ") "
+}
+
+func isIdent(s string) bool {
+	if s == "" || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isIdentByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
+
+// renameTojson points `| tojson` at our filter, outside string literals.
+func renameTojson(code string) string {
+	if !strings.Contains(code, "tojson") {
+		return code
+	}
+	var b strings.Builder
+	for i := 0; i < len(code); {
+		c := code[i]
+		if c == '\'' || c == '"' {
+			j := skipString(code, i)
+			b.WriteString(code[i:j])
+			i = j
+			continue
+		}
+		if c == '|' {
+			j := i + 1
+			for j < len(code) && strings.IndexByte(" \t\n\r\f", code[j]) >= 0 {
+				j++
+			}
+			if strings.HasPrefix(code[j:], "tojson") && (j+6 == len(code) || !isIdentByte(code[j+6])) {
+				b.WriteString("|" + tojsonName)
+				i = j + 6
+				continue
+			}
+		}
+		b.WriteByte(c)
+		i++
+	}
+	return b.String()
+}
+
+// skipString returns the index after the string literal starting at i,
+// with the engine's tokenizer's rules (a backslash escapes the next byte;
+// an unterminated string runs to the end).
+func skipString(code string, i int) int {
+	q := code[i]
+	i++
+	for i < len(code) && code[i] != q {
+		if code[i] == '\\' && i+1 < len(code) {
+			i++
+		}
+		i++
+	}
+	if i < len(code) {
+		i++
+	}
+	return i
+}
+
+// checkTag counts the tokens of a tag's content and checks the static
+// limits on it: its size, its bracket nesting, and `* N` with a literal N
+// so large that the engine's string repetition would exhaust memory.
+func checkTag(code string) (int, error) {
+	tokens, depth := 0, 0
+	prevStar := false
+	var last, beforeLast string // the last two tokens, for a dangling `is`
+	for i := 0; i < len(code); {
+		c := code[i]
+		star := false
+		start := i
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+			continue
+		case c == '\'' || c == '"':
+			i = skipString(code, i)
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(code) && (isIdentByte(code[j]) || code[j] == '.') {
+				j++
+			}
+			if prevStar {
+				if n, err := strconv.ParseInt(code[i:j], 10, 64); err == nil && n > maxRepeatLiteral {
+					return 0, &staticError{fmt.Sprintf("`* %d`: repeating a string that many times would exhaust memory (limit %d)", n, maxRepeatLiteral)}
+				}
+			}
+			i = j
+		case isIdentByte(c):
+			for i < len(code) && isIdentByte(code[i]) {
+				i++
+			}
+		case c == '(' || c == '[' || c == '{':
+			if depth++; depth > maxTagBrackets {
+				return 0, &staticError{fmt.Sprintf("brackets nested more than %d deep in one tag", maxTagBrackets)}
+			}
+			i++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+			i++
+		case c == '*' && i+1 < len(code) && code[i+1] == '*', c == '/' && i+1 < len(code) && code[i+1] == '/':
+			i += 2
+		case c == '*':
+			star = true
+			i++
+		default:
+			i++
+		}
+		prevStar = star
+		beforeLast, last = last, code[start:i]
+		if tokens++; tokens > maxTagTokens {
+			return 0, &staticError{fmt.Sprintf("a tag of more than %d tokens", maxTagTokens)}
+		}
+	}
+	// The engine takes the token after `is` as the test's name, whatever
+	// it is; at the end of a tag that is the closing parenthesis of a hook
+	// (so the rewritten tag would not parse), and Jinja itself refuses it.
+	if last == "is" || (last == "not" && beforeLast == "is") {
+		return 0, &staticError{"the tag ends in `is` with no test name"}
+	}
+	return tokens, nil
+}
+
+// staticError is a template refused before it runs: it breaks a static
+// limit, or has a tag that the limits cannot be added to.
+type staticError struct{ msg string }
+
+func (e *staticError) Error() string { return e.msg }

@@ -1,0 +1,281 @@
+package chattemplate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// hostile are templates that, before rendering had limits, killed the
+// process (stack overflow, out of memory, a panic) or kept a core busy
+// for good. limit is the Limit of the *LimitError each must stop with;
+// "engine" means an ErrEngine error instead.
+var hostile = []struct {
+	name, src, limit string
+}{
+	{"recursive macro", `{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}`, "macro depth"},
+	{"mutual recursion in a call block", `{% macro a() %}{% call b() %}{{ a() }}{% endcall %}{% endmacro %}{% macro b() %}{{ caller() }}{% endmacro %}{{ a() }}`, "macro depth"},
+	{"range 10**12", `{% for x in range(10**12) %}{{ x }}{% endfor %}`, "steps"},
+	{"nested loops", `{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}`, "steps"},
+	{"string doubling", `{% set ns = namespace(s="x") %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}`, "value bytes"},
+	{"string doubling in the loop scope", `{% set s = "x" %}{% for i in range(64) %}{% set s = s + s %}{% endfor %}{{ s|length }}`, "value bytes"},
+	{"list doubling", `{% set ns = namespace(l=[0]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l|length }}`, "value bytes"},
+	{"doubling through a macro", `{% macro d(s) %}{{ s }}{{ s }}{% endmacro %}{% set ns = namespace(s="x") %}{% for i in range(64) %}{% set ns.s = d(ns.s) %}{% endfor %}`, "value bytes"},
+	{"doubling through a block set", `{% set ns = namespace(s="x") %}{% for i in range(64) %}{% set t %}{{ ns.s }}{{ ns.s }}{% endset %}{% set ns.s = t %}{% endfor %}`, "value bytes"},
+	{"printing a large value again and again", `{% set s = "x" * 1000000 %}{% for i in range(100000) %}{{ s }}{% endfor %}`, "output bytes"},
+	{"literal text in a long loop", `{% for i in range(600000) %}` + strings.Repeat("0123456789", 100) + `{% endfor %}`, "output bytes"},
+	{"namespace inside itself", `{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me ~ "" }}`, "value depth"},
+	{"printing a list that contains itself", `{% set l = [] %}{{ l.append(l) }}{{ l }}`, "value depth"},
+	{"tojson of a list that contains itself", `{% set l = [] %}{{ l.append(l) }}{{ l|tojson }}`, "value depth"},
+	{"tojson with a huge indent", `{{ [[[[[1]]]]]|tojson(indent=1000000000) }}`, "value bytes"},
+	{"negative string repeat", `{{ "x" * -1 }}`, "engine"},
+	{"worst case of the static limits", worstCase(), "macro depth"},
+}
+
+// worstCase recurses through as deep an expression and as many nested
+// blocks as a template may have; it runs with a Go stack limit of 64 MiB
+// (a sixteenth of the default) to show the margin.
+func worstCase() string {
+	var b strings.Builder
+	b.WriteString("{% macro m() %}")
+	b.WriteString(strings.Repeat("{% if true %}", maxNesting-1))
+	b.WriteString("{{ " + strings.Repeat("not ", maxTagTokens-4) + "m() }}")
+	b.WriteString(strings.Repeat("{% endif %}", maxNesting-1))
+	b.WriteString("{% endmacro %}{{ m() }}")
+	return b.String()
+}
+
+const hostileEnv = "HONE_CHATTEMPLATE_HOSTILE"
+
+// TestHostileTemplates renders each hostile template in a child process
+// (so that a fatal error or running out of memory shows up as a failure
+// instead of killing the tests) and demands a clear error, quickly, with
+// the child's peak memory bounded.
+func TestHostileTemplates(t *testing.T) {
+	if name := os.Getenv(hostileEnv); name != "" {
+		renderHostile(t, name)
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hostile {
+		t.Run(h.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, exe, "-test.run=^TestHostileTemplates$", "-test.v")
+			cmd.Env = append(os.Environ(), hostileEnv+"="+h.name)
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			took := time.Since(start)
+			if err != nil {
+				t.Fatalf("child: %v after %v\n%s", err, took, tail(out))
+			}
+			want := "stopped at its " + h.limit + " limit"
+			if h.limit == "engine" {
+				want = ErrEngine.Error()
+			}
+			if !strings.Contains(string(out), "RESULT: "+h.limit+": ") || !strings.Contains(string(out), want) {
+				t.Fatalf("want a %q error, child said:\n%s", h.limit, tail(out))
+			}
+			if took > 30*time.Second {
+				t.Errorf("took %v", took)
+			}
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && runtime.GOOS == "linux" {
+				t.Logf("peak memory %d MiB, %v", ru.Maxrss>>10, took)
+				if rss := ru.Maxrss << 10; rss > 768<<20 {
+					t.Errorf("child's peak memory %d MiB", rss>>20)
+				}
+			}
+		})
+	}
+}
+
+// renderHostile is the child's side: it renders one template and prints
+// which limit stopped it.
+func renderHostile(t *testing.T, name string) {
+	for _, h := range hostile {
+		if h.name != name {
+			continue
+		}
+		if h.name == "worst case of the static limits" {
+			debug.SetMaxStack(64 << 20)
+		}
+		tmpl, err := New(h.src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = tmpl.Render(context.Background(), Input{})
+		var le *LimitError
+		switch {
+		case errors.As(err, &le):
+			fmt.Printf("RESULT: %s: %v\n", le.Limit, err)
+		case errors.Is(err, ErrEngine):
+			fmt.Printf("RESULT: engine: %v\n", err)
+		default:
+			t.Fatalf("want a limit error, got %v", err)
+		}
+		return
+	}
+	t.Fatalf("no hostile template %q", name)
+}
+
+func tail(b []byte) string {
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// TestRenderStopsWhenCancelled cancels a rendering that would run for
+// hours under generous limits: it returns at once with the context's
+// error.
+func TestRenderStopsWhenCancelled(t *testing.T) {
+	tmpl, err := New(`{% for a in range(500000) %}{{ started() }}{% for b in range(500000) %}{{ b }}{% endfor %}{% endfor %}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.Limits = Limits{Steps: 1 << 62, OutputBytes: 1 << 62}
+	started := make(chan struct{})
+	var once sync.Once
+	kwargs := map[string]any{"started": jinja.NewCallable("started", func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+		once.Do(func() { close(started) })
+		return jinja.NewString(""), nil
+	})}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := tmpl.Render(ctx, Input{Kwargs: kwargs})
+		done <- err
+	}()
+	<-started
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrLimit) {
+			t.Fatalf("got %v, want the context's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("rendering still runs 10 s after its context was cancelled")
+	}
+
+	// A context already past its deadline stops a rendering before it
+	// starts.
+	past, cancel2 := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel2()
+	if _, err := tmpl.Render(past, Input{Kwargs: kwargs}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("past deadline: got %v", err)
+	}
+}
+
+// TestStaticLimits: templates refused when compiled, each with an error
+// that says why, and the largest ones still accepted.
+func TestStaticLimits(t *testing.T) {
+	nested := func(n int) string {
+		return strings.Repeat("{% if true %}", n) + "x" + strings.Repeat("{% endif %}", n)
+	}
+	refused := []struct{ src, want string }{
+		{`{{ "x" * 1000000000000 }}`, "* 1000000000000"},
+		{nested(maxNesting + 1), "blocks nested more than 64 deep"},
+		{"{{ " + strings.Repeat("(", maxTagBrackets+1) + "1" + strings.Repeat(")", maxTagBrackets+1) + " }}", "brackets nested more than 64 deep"},
+		{"{{ 1" + strings.Repeat(" + 1", maxTagTokens/2) + " }}", "more than 1024 tokens"},
+		{"{{ x is }}", "ends in `is` with no test name"},
+		{"{% set y = x is not %}", "ends in `is` with no test name"},
+	}
+	for _, r := range refused {
+		_, err := New(r.src, nil)
+		if !errors.Is(err, ErrBadTemplate) || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("%.60s: got %v, want an error saying %q", r.src, err, r.want)
+		}
+	}
+	accepted := []string{
+		`{{ "-" * 80 }}`,
+		nested(maxNesting),
+		"{{ " + strings.Repeat("(", maxTagBrackets) + "1" + strings.Repeat(")", maxTagBrackets) + " }}",
+		"{{ 1" + strings.Repeat(" + 1", maxTagTokens/2-1) + " }}",
+		"{{ x is none }}{{ 'is' }}",
+	}
+	for _, src := range accepted {
+		tmpl, err := New(src, nil)
+		if err != nil {
+			t.Errorf("%.60s: %v", src, err)
+			continue
+		}
+		if _, err := tmpl.Render(t.Context(), Input{}); err != nil {
+			t.Errorf("%.60s: %v", src, err)
+		}
+	}
+}
+
+// TestLimitsDoNotChangeResults: what the replaced range and tojson return
+// is what the engine's own give, and a negative tojson indent writes what
+// Python's json.dumps does instead of panicking.
+func TestLimitsDoNotChangeResults(t *testing.T) {
+	rows := []struct{ src, want string }{
+		{`{{ range(3) }}|{{ range(1, 4) }}|{{ range(5, 0, -2) }}|{{ range(0) }}|{{ range(2, 2) }}|{{ range(3.9) }}|{{ range("4") }}|{{ range(true) }}`,
+			"[0, 1, 2]|[1, 2, 3]|[5, 3, 1]|[]|[]|[0, 1, 2]|[0, 1, 2, 3]|[0]"},
+		{`{% for i in range(9223372036854775806, 9223372036854775807, 3) %}{{ i }}{% endfor %}`, "9223372036854775806"},
+		{`{{ [1, [2]]|tojson(indent=-1) }}`, "[\n1,\n[\n2\n]\n]"},
+	}
+	for _, r := range rows {
+		tmpl, err := New(r.src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tmpl.Render(t.Context(), Input{})
+		if err != nil || got != r.want {
+			t.Errorf("%s: got %q (%v), want %q", r.src, got, err, r.want)
+		}
+	}
+	for _, src := range []string{`{{ range() }}`, `{{ range(1, 2, 0) }}`} {
+		tmpl, _ := New(src, nil)
+		_, err := tmpl.Render(t.Context(), Input{})
+		plain, _ := jinja.Compile(src)
+		_, want := plain.Render(nil)
+		if err == nil || want == nil || !strings.HasSuffix(err.Error(), want.Error()) {
+			t.Errorf("%s: got %v, the engine's range says %v", src, err, want)
+		}
+	}
+}
+
+// TestLimitErrorNamesTheTemplate: the error says which file and which
+// limit, and matches ErrLimit.
+func TestLimitErrorNamesTheTemplate(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/chat_template.jinja", []byte(`{% for m in messages %}{% for i in range(100) %}{{ m.content }}{% endfor %}{% endfor %}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.Limits = Limits{Steps: 1000}
+	_, err = tmpl.Render(t.Context(), Input{Messages: []Message{{Role: "user", Content: "hi"}, {Role: "user", Content: "again"}}})
+	var le *LimitError
+	if !errors.As(err, &le) || !errors.Is(err, ErrLimit) || le.Limit != "steps" || le.Max != 1000 {
+		t.Fatalf("got %v", err)
+	}
+	for _, want := range []string{dir + "/chat_template.jinja", "steps limit of 1000", "chat template is at fault"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	// The same conversation fits the default limits.
+	tmpl.Limits = Limits{}
+	if _, err := tmpl.Render(t.Context(), Input{Messages: []Message{{Role: "user", Content: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+}

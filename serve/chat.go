@@ -208,13 +208,9 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if req.AddGenerationPrompt != nil {
 		agp = *req.AddGenerationPrompt
 	}
-	text, err := s.tmpl.Render(r.Context(), chattemplate.Input{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: agp, Kwargs: req.ChatTemplateKwargs})
+	text, err := s.renderPrompt(r.Context(), chattemplate.Input{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: agp, Kwargs: req.ChatTemplateKwargs})
 	if err != nil {
-		var re *chattemplate.RaisedError
-		if errors.As(err, &re) {
-			return badRequest("messages", "%v", err)
-		}
-		return badRequest("messages", "rendering the chat template: %v", err)
+		return err
 	}
 	prompt, err := s.encodePrompt(text, false, "messages")
 	if err != nil {

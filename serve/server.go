@@ -76,6 +76,11 @@ func NewServer(o Options, be kernels.Backend) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: chat template: %w", err)
 	}
+	// A template that loops, recurses or crashes on a plain conversation
+	// would fail every request: refuse to start instead.
+	if err := tmpl.Check(context.Background()); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	tok, err := tokenizer.Load(o.Model)
 	if err != nil {
 		return nil, fmt.Errorf("serve: tokenizer in %s: %w", o.Model, err)

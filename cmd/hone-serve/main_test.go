@@ -140,3 +140,22 @@ func TestBadModelFolderExits2(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileTemplateRefused: a model folder whose chat template recurses
+// without end on any conversation makes hone-serve exit 2 at start, with an
+// error naming the template file, instead of dying on the first request.
+func TestHostileTemplateRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.CopyFS(dir, os.DirFS("../../serve/testdata/tiny")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "chat_template.jinja")
+	if err := os.WriteFile(path, []byte(`{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	err := run(t.Context(), []string{"--model", dir, "--port", "0", "--threads", "1"}, noEnv, io.Discard, &log)
+	if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "macro depth limit") {
+		t.Fatalf("got %v (exit %d), want exit 2 naming %s\n%s", err, cli.ExitCode(err), path, log.String())
+	}
+}

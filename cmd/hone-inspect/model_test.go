@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -313,6 +314,34 @@ func TestRenderBadInput(t *testing.T) {
 	r := run(t, []byte(`{"messages":[{"role":"user","content":"x"}]}`), "render", "--model", bare)
 	if r.code != 2 {
 		t.Errorf("render without a chat template: exit %d, stdout %q, stderr %q; want exit 2", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestRenderHostileTemplate: a model folder whose chat template recurses
+// without end, or doubles a string until memory is gone, is bad input: exit
+// 2 with the limit and the template file named, at once, instead of a
+// crash of the process (a Go fatal error also exits 2, so the message is
+// what tells them apart).
+func TestRenderHostileTemplate(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{`{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}`, "macro depth limit"},
+		{`{% set s = "x" %}{% for i in range(64) %}{% set s = s ~ s %}{% endfor %}{{ s }}`, "value bytes limit"},
+		{`{% set l = [0] %}{% for i in range(64) %}{% set l = l + l %}{% endfor %}{{ l|length }}`, "value bytes limit"},
+		{`{% for i in range(10**12) %}{% endfor %}`, "steps limit"},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "chat_template.jinja")
+		if err := os.WriteFile(path, []byte(tc.src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		r := run(t, []byte(`{"messages":[{"role":"user","content":"x"}]}`), "render", "--model", dir)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, path) || strings.Contains(r.stderr, "goroutine ") {
+			t.Errorf("%s: exit %d, stderr %.2000q; want exit 2 saying %q", tc.src, r.code, r.stderr, tc.want)
+		}
+		if took := time.Since(start); took > 20*time.Second {
+			t.Errorf("%s: took %v", tc.src, took)
+		}
 	}
 }
 

@@ -346,7 +346,7 @@ func (t *Template) Render(ctx context.Context, in Input) (out string, err error)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			out, err = "", fmt.Errorf("render chat template %q: %w: %v", name, ErrEngine, p)
+			out, err = "", fmt.Errorf("render chat template %q: %w: %s", name, ErrEngine, panicText(p))
 		}
 	}()
 	out, err = c.tmpl.RenderValues(data)
@@ -362,6 +362,16 @@ func (t *Template) Render(ctx context.Context, in Input) (out string, err error)
 		return "", fmt.Errorf("render chat template %q: %w", name, err)
 	}
 	return out, nil
+}
+
+// panicText says what a panic in the engine was, without Go type names
+// (an interface conversion names the engine's internal types).
+func panicText(p any) string {
+	s := fmt.Sprint(p)
+	if strings.Contains(s, "interface conversion") {
+		return "a value of the wrong kind reached one of its functions"
+	}
+	return s
 }
 
 func (t *Template) variables(in Input) (map[string]jinja.Value, error) {

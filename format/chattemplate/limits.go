@@ -20,9 +20,9 @@ import (
 type Limits struct {
 	// Steps bounds the work of one rendering. Every run of a loop body,
 	// macro body or {% call %} body costs the number of tokens and tags
-	// in it (nested bodies count their own runs), every item range()
-	// makes costs one, and so does every value measured for ValueBytes.
-	// Default 10,000,000.
+	// in it (nested bodies count their own runs), and every item that
+	// range() makes or that measuring a value for ValueBytes visits costs
+	// one. Default 10,000,000 (about a second of the engine's time).
 	Steps int64
 	// OutputBytes bounds the text a rendering produces, counting the text
 	// macros and {% set %} blocks capture and what tojson writes as well

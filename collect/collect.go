@@ -24,6 +24,7 @@ import (
 var (
 	ErrUsage           = errors.New("usage")
 	ErrTooManyFailures = errors.New("too many failed episodes")
+	ErrAllFailed       = errors.New("every episode failed")
 	ErrInterrupted     = errors.New("interrupted")
 )
 
@@ -40,7 +41,7 @@ type Options struct {
 	Seed        int64
 	Run         string // run name recorded in every row
 	Policy      string // "model" or "scripted[:NAME]"
-	MaxFailures string // a count ("10") or a fraction of episodes ("0.1"); "" = no limit
+	MaxFailures string // a count ("10") or a fraction of episodes ("0.1"); "" = never stop early
 
 	Model    ModelOptions
 	tempFlag *float64 // NaN: not set
@@ -67,7 +68,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")
 	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids")
 	fs.StringVar(&o.Policy, "policy", "model", "who plays: model, or scripted[:NAME] (the environment's scripted policy, no model calls)")
-	fs.StringVar(&o.MaxFailures, "max-failures", "", "abort once more episodes failed than this count, or fraction of episodes (e.g. 0.1) (default: no limit)")
+	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; default: never stop early (the run still exits 1 when every episode failed)")
 	fs.StringVar(&o.Model.Model, "model", "", "model name to request, e.g. myrun for the latest adapter (required unless --policy scripted)")
 	fs.StringVar(&o.Model.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL)")
 	fs.StringVar(&o.Model.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
@@ -89,7 +90,9 @@ func (o *Options) finish() {
 	}
 }
 
-// Stats are a run's counts so far.
+// Stats are a run's counts so far. They count the episodes of finished
+// groups only, which are exactly the rows Run writes: an episode whose
+// group a stop left unfinished is neither written nor counted.
 type Stats struct {
 	Groups, Episodes, Failures int
 	Total                      int // groups planned
@@ -107,14 +110,47 @@ func (s Stats) MeanReward() float64 {
 	return s.RewardSum / float64(s.Rewarded)
 }
 
-// String is the one-line summary.
+// addGroup counts a finished group's episodes.
+func (s *Stats) addGroup(ts []trajectory.Trajectory) {
+	s.Groups++
+	for i := range ts {
+		t := &ts[i]
+		s.Episodes++
+		if t.Error != "" {
+			s.Failures++
+		} else if t.Reward != nil {
+			s.RewardSum += *t.Reward
+			s.Rewarded++
+		}
+		for _, m := range t.Messages {
+			s.Tokens += int64(len(m.TokenIDs))
+		}
+	}
+}
+
+// String is the one-line summary. The mean reward is over the episodes
+// that succeeded, and says so when some failed; with none, it says that
+// instead of printing NaN.
 func (s Stats) String() string {
 	rate := 0.0
 	if s.Elapsed > 0 {
 		rate = float64(s.Episodes) / s.Elapsed.Seconds()
 	}
-	return fmt.Sprintf("%d/%d groups, %d episodes (%d failed) in %.1fs, %.2f episodes/s, mean reward %.3f, %d tokens",
-		s.Groups, s.Total, s.Episodes, s.Failures, s.Elapsed.Seconds(), rate, s.MeanReward(), s.Tokens)
+	var reward string
+	switch {
+	case s.Rewarded > 0 && s.Failures > 0:
+		reward = fmt.Sprintf("mean reward %.3f over the %d that succeeded", s.MeanReward(), s.Rewarded)
+	case s.Rewarded > 0:
+		reward = fmt.Sprintf("mean reward %.3f", s.MeanReward())
+	case s.Episodes == 0:
+		reward = "no group finished"
+	case s.Failures == s.Episodes:
+		reward = "no episode succeeded"
+	default:
+		reward = "no rewards"
+	}
+	return fmt.Sprintf("%d/%d groups, %d episodes (%d failed) in %.1fs, %.2f episodes/s, %s, %d tokens",
+		s.Groups, s.Total, s.Episodes, s.Failures, s.Elapsed.Seconds(), rate, reward, s.Tokens)
 }
 
 type job struct {
@@ -129,7 +165,11 @@ type result struct {
 // Run plays GroupSize episodes of each scenario and writes the finished
 // groups to o.Out in scenario order. A failed episode is a row with Error
 // set. On cancellation every finished group is written, none partially,
-// and the error wraps ErrInterrupted.
+// and the error wraps ErrInterrupted. Once more episodes failed than
+// MaxFailures allows, Run stops the same way and the error wraps
+// ErrTooManyFailures; when the run ends with every episode failed, the
+// error wraps ErrAllFailed. Both name the most common episode error, and
+// the output is complete either way: the caller decides to keep it.
 func Run(ctx context.Context, o Options) (Stats, error) {
 	o.finish()
 	var st Stats
@@ -285,6 +325,8 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 	counts := map[int]int{}
 	finished := map[int]bool{}
 	next := 0
+	failed := 0 // every failed episode so far, finished group or not: --max-failures counts these
+	var tally errorTally
 	var writeErr error
 	write := func(gi int) {
 		if writeErr != nil {
@@ -306,23 +348,20 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 		}
 		pending[r.group][r.attempt] = r.t
 		counts[r.group]++
-		st.Episodes++
 		if r.t.Error != "" {
-			st.Failures++
+			failed++
+			tally.add(r.t.Error)
 			o.Log.Warn("episode failed", "trajectory", r.t.ID, "scenario", r.t.ScenarioID, "error", r.t.Error)
-			if maxFail >= 0 && st.Failures > maxFail {
-				cancel(fmt.Errorf("%w: %d failed (limit %s)", ErrTooManyFailures, st.Failures, o.MaxFailures))
+			if maxFail >= 0 && failed > maxFail {
+				cancel(fmt.Errorf("%w: %d failed, more than --max-failures %s allows (%d of %d episodes), %s",
+					ErrTooManyFailures, failed, o.MaxFailures, maxFail, len(scs)*o.GroupSize, tally.mostCommon()))
 			}
-		} else if r.t.Reward != nil {
-			st.RewardSum += *r.t.Reward
-			st.Rewarded++
-		}
-		for _, m := range r.t.Messages {
-			st.Tokens += int64(len(m.TokenIDs))
 		}
 		if counts[r.group] == o.GroupSize {
+			// Counted when finished: every finished group is written,
+			// in order now or after a stop below.
 			finished[r.group] = true
-			st.Groups++
+			st.addGroup(pending[r.group])
 			for finished[next] {
 				write(next)
 				next++
@@ -353,8 +392,73 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 		return st, context.Cause(runCtx)
 	case ctx.Err() != nil:
 		return st, fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))
+	case st.Episodes > 0 && st.Failures == st.Episodes:
+		return st, fmt.Errorf("%w (%d of %d), %s; %s", ErrAllFailed, st.Failures, st.Episodes, tally.mostCommon(), failureAdvice(o, scripted))
 	}
 	return st, nil
+}
+
+// errorTally counts episode errors by their text, to name the most common
+// one when a run fails. It keeps at most maxDistinct texts: a run whose
+// every error differs must not grow it without bound.
+type errorTally struct {
+	count map[string]int
+	order []string // first seen first, so ties go to the earliest
+	other int      // errors not kept
+}
+
+const maxDistinct = 64
+
+func (t *errorTally) add(msg string) {
+	if t.count == nil {
+		t.count = map[string]int{}
+	}
+	if _, ok := t.count[msg]; !ok {
+		if len(t.order) == maxDistinct {
+			t.other++
+			return
+		}
+		t.order = append(t.order, msg)
+	}
+	t.count[msg]++
+}
+
+// mostCommon describes the most frequent error, shortened to one line.
+func (t *errorTally) mostCommon() string {
+	best := ""
+	for _, m := range t.order {
+		if best == "" || t.count[m] > t.count[best] {
+			best = m
+		}
+	}
+	if best == "" {
+		return "no error recorded"
+	}
+	msg := strings.Join(strings.Fields(best), " ")
+	if r := []rune(msg); len(r) > 300 {
+		msg = string(r[:300]) + "…"
+	}
+	total := t.other
+	for _, n := range t.count {
+		total += n
+	}
+	if t.count[best] == total {
+		return "all with: " + msg
+	}
+	return fmt.Sprintf("most often (%d of %d): %s", t.count[best], total, msg)
+}
+
+// failureAdvice says what to check when every episode failed.
+func failureAdvice(o Options, scripted bool) string {
+	const rows = "each failed episode is a row with its error in the output (hone-inspect stats, hone-inspect head)"
+	if scripted {
+		return "check the environment's settings (--env, --env-opt) and the scenarios; " + rows
+	}
+	where := o.Model.BaseURL
+	if where == "" {
+		where = "api.openai.com (no --base-url or $OPENAI_BASE_URL given)"
+	}
+	return fmt.Sprintf("check that %s is up and serves model %q (--base-url, --model, --api-key), and the environment's settings (--env-opt); %s", where, o.Model.Model, rows)
 }
 
 func groupID(o Options, gi int) string { return fmt.Sprintf("%s-s%d-g%05d", o.Run, o.Seed, gi) }

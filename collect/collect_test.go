@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -290,8 +291,14 @@ func TestFaults(t *testing.T) {
 		o.Groups, o.GroupSize, o.Concurrency = 2, 2, 2
 		o.Model.Retries = 2
 		st, err := collect.Run(context.Background(), o)
-		if err != nil || st.Failures != 4 {
+		// Every episode failed: the run fails, naming the error, and the
+		// groups are still written, each failure a row with its error.
+		if !errors.Is(err, collect.ErrAllFailed) || st.Failures != 4 || !strings.Contains(err.Error(), "all with: ") ||
+			!strings.Contains(err.Error(), "HTTP 500") || !strings.Contains(err.Error(), srv.BaseURL()) {
 			t.Fatalf("err %v, stats %+v", err, st)
+		}
+		if sum := st.String(); strings.Contains(sum, "NaN") || !strings.Contains(sum, "4 episodes (4 failed)") || !strings.Contains(sum, "no episode succeeded") {
+			t.Errorf("summary %q", sum)
 		}
 		if got := srv.Count(); got != 12 {
 			t.Errorf("%d requests, want 4 episodes × 3 attempts", got)
@@ -317,7 +324,10 @@ func TestFaults(t *testing.T) {
 		o.Groups, o.GroupSize, o.Concurrency = 20, 2, 1
 		o.Model.Retries, o.MaxFailures = 0, "0.1"
 		st, err := collect.Run(context.Background(), o)
-		if !errors.Is(err, collect.ErrTooManyFailures) || st.Failures != 5 {
+		// The 5th failure (group 2's first attempt) stops the run; the
+		// stats count the 4 rows written, not that unfinished episode.
+		if !errors.Is(err, collect.ErrTooManyFailures) || !strings.Contains(err.Error(), "5 failed, more than --max-failures 0.1 allows (4 of 40 episodes)") ||
+			!strings.Contains(err.Error(), "HTTP 500") || st.Groups != 2 || st.Episodes != 4 || st.Failures != 4 {
 			t.Fatalf("err %v, stats %+v", err, st)
 		}
 		if gs := readGroups(t, out.Bytes()); len(gs) != 2 {
@@ -333,7 +343,7 @@ func TestFaults(t *testing.T) {
 		o.Groups, o.GroupSize = 1, 2
 		o.Timeout = 200 * time.Millisecond
 		st, err := collect.Run(context.Background(), o)
-		if err != nil || st.Failures != 2 {
+		if !errors.Is(err, collect.ErrAllFailed) || !strings.Contains(err.Error(), "episode timeout") || st.Failures != 2 {
 			t.Fatalf("err %v stats %+v", err, st)
 		}
 		tr := readGroups(t, out.Bytes())[0].Trajectories[0]
@@ -377,5 +387,103 @@ func TestInterrupt(t *testing.T) {
 				t.Errorf("%s: %s", tr.ID, tr.Error)
 			}
 		}
+	}
+}
+
+// Some episodes fail, some succeed: no error, and the summary's mean is
+// over the ones that succeeded, which it says.
+func TestSomeFailed(t *testing.T) {
+	srv := openaitest.New(bisectReply)
+	defer srv.Close()
+	srv.Fault = func(n int64) openaitest.Fault {
+		if n == 1 {
+			return openaitest.Status500
+		}
+		return openaitest.None
+	}
+	var out bytes.Buffer
+	o := baseOpts(srv, &out)
+	o.Groups, o.GroupSize, o.Concurrency = 2, 2, 1
+	o.Model.Retries = 0
+	st, err := collect.Run(context.Background(), o)
+	if err != nil || st.Episodes != 4 || st.Failures != 1 || st.Rewarded != 3 {
+		t.Fatalf("err %v, stats %+v", err, st)
+	}
+	if sum := st.String(); !strings.Contains(sum, "over the 3 that succeeded") {
+		t.Errorf("summary %q", sum)
+	}
+}
+
+// stallEnv is envtest.Fake whose episodes stall in Reset until the run
+// stops, except the attempts at scenario 0 and the first attempt at
+// scenario 1. With two workers, the second stalled episode means every
+// other episode has finished and been handed over: group 0 is whole,
+// group 1 is not.
+type stallEnv struct {
+	envtest.Fake
+	first, second string // scenario ids
+
+	mu      sync.Mutex
+	seen    map[string]int
+	stalled int
+	onStall func(stalled int)
+}
+
+func (e *stallEnv) NewEpisode(ctx context.Context, sc env.Scenario, seed int64) (env.Episode, error) {
+	e.mu.Lock()
+	n := e.seen[sc.ID]
+	e.seen[sc.ID]++
+	stall := sc.ID != e.first && (sc.ID != e.second || n > 0)
+	if stall {
+		e.stalled++
+	}
+	stalled := e.stalled
+	e.mu.Unlock()
+	if !stall {
+		return e.Fake.NewEpisode(ctx, sc, seed)
+	}
+	e.onStall(stalled)
+	return stalledEpisode{}, nil
+}
+
+type stalledEpisode struct{}
+
+func (stalledEpisode) Reset(ctx context.Context) (env.Observation, error) {
+	<-ctx.Done()
+	return env.Observation{}, ctx.Err()
+}
+func (stalledEpisode) Step(context.Context, env.Turn) (env.Feedback, error) {
+	return env.Feedback{}, errors.New("stalled episode stepped")
+}
+func (stalledEpisode) Outcome() env.Outcome { return env.Outcome{} }
+func (stalledEpisode) Close() error         { return nil }
+
+// A stop counts exactly the rows written: group 1's finished attempt is
+// neither written nor counted.
+func TestInterruptCountsWritten(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := &stallEnv{first: "fake-4-0", second: "fake-4-1", seen: map[string]int{}, onStall: func(n int) {
+		if n == 2 {
+			cancel()
+		}
+	}}
+	var out bytes.Buffer
+	o := collect.Options{Env: "fake", Groups: 5, GroupSize: 2, Concurrency: 2, MaxTurns: 10, Seed: 4, Run: "r",
+		Policy: "scripted:lookup", Out: &out, NewEnv: func(string, map[string]string) (env.Env, error) { return e, nil }}
+	st, err := collect.Run(ctx, o)
+	if !errors.Is(err, collect.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	gs := readGroups(t, out.Bytes())
+	rows := 0
+	for _, g := range gs {
+		rows += len(g.Trajectories)
+	}
+	if len(gs) != 1 || gs[0].Trajectories[0].ScenarioID != "fake-4-0" || st.Groups != 1 || st.Episodes != rows || st.Failures != 0 || st.Rewarded != rows {
+		t.Fatalf("%d groups, %d rows written; stats %+v", len(gs), rows, st)
+	}
+	if sum := st.String(); !strings.Contains(sum, "1/5 groups, 2 episodes (0 failed)") {
+		t.Errorf("summary %q", sum)
 	}
 }

@@ -8,4 +8,13 @@
 // policy play, and writes whole groups in scenario order to a Parquet
 // trajectory file. A failed episode is a row with Error set; a stop writes
 // every finished group and nothing partial.
+//
+// Failures are loud but lose nothing. By default a run never stops early
+// for failed episodes (ART, by contrast, aborts on the first exception),
+// but when it ends with every episode failed Run returns ErrAllFailed,
+// naming the most common error, and hone-collect exits 1. MaxFailures
+// (--max-failures, a count or a fraction of all episodes) stops the run
+// once more episodes failed than it allows, with ErrTooManyFailures (exit
+// 1). In both cases the finished groups are written, failed episodes as
+// rows with their error, and Stats count exactly the rows written.
 package collect

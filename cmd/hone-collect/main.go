@@ -43,8 +43,9 @@ Examples:
 Scenario files are JSON lines {"id", "environment", "payload", "split"} or a
 trajectory Parquet file (its scenarios are replayed).
 
-Exit codes: 0 ok, 1 failure (or more failed episodes than --max-failures),
-2 bad usage or input, 130 interrupted (finished groups are kept).
+Exit codes: 0 ok; 1 failure: every episode failed, or more than
+--max-failures did (by default the run never stops early); 2 bad usage or
+input; 130 interrupted. On 1 and 130 the finished groups are still written.
 
 Flags:
 `
@@ -112,8 +113,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if st.Total > 0 {
 			fmt.Fprintln(stderr, "hone-collect: "+st.String())
 		}
-		if errors.Is(runErr, collect.ErrInterrupted) || errors.Is(runErr, collect.ErrTooManyFailures) {
-			return nil // keep the whole groups finished before the stop
+		if errors.Is(runErr, collect.ErrInterrupted) || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
+			return nil // keep the whole groups finished, failed episodes as rows with their error
 		}
 		return runErr
 	})

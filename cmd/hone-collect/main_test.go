@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -173,30 +175,111 @@ func TestScriptedAndUsage(t *testing.T) {
 	}
 }
 
+// rowsAndSummary reads the file's rows and the summary line's episode
+// count.
+func rowsAndSummary(t *testing.T, path, stderr string) (rows, said int) {
+	t.Helper()
+	for _, g := range read(t, path) {
+		rows += len(g.Trajectories)
+	}
+	m := regexp.MustCompile(`hone-collect: \d+/\d+ groups, (\d+) episodes`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no summary line:\n%s", stderr)
+	}
+	said, _ = strconv.Atoi(m[1])
+	return rows, said
+}
+
+// Failed episodes are loud: exit 1 when every episode failed (naming the
+// error and what to check) or more than --max-failures did; the file
+// still holds every finished group and the summary counts its rows.
+func TestFailuresProcess(t *testing.T) {
+	dir := t.TempDir()
+	t.Run("nothing listening", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := "http://" + ln.Addr().String() + "/v1"
+		ln.Close() // nothing listens there now
+		out := filepath.Join(dir, "dead.parquet")
+		r := collectBin(t, "--env", "guess", "--groups", "2", "-G", "2", "--model", "m", "--base-url", base, "--retries", "0", "-o", out)
+		if r.code != 1 || !strings.Contains(r.stderr, "every episode failed (4 of 4), all with: ") || !strings.Contains(r.stderr, "connection refused") ||
+			!strings.Contains(r.stderr, "check that "+base+" is up") || strings.Contains(r.stderr, "NaN") || !strings.Contains(r.stderr, "no episode succeeded") {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		gs := read(t, out)
+		if len(gs) != 2 || len(gs[0].Trajectories) != 2 || gs[0].Trajectories[0].Error == "" || gs[0].Trajectories[0].Reward != nil {
+			t.Fatalf("output: %+v", gs)
+		}
+		if rows, said := rowsAndSummary(t, out, r.stderr); rows != 4 || said != 4 {
+			t.Errorf("%d rows written, summary says %d", rows, said)
+		}
+	})
+	t.Run("max-failures", func(t *testing.T) {
+		srv := openaitest.New(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "16"} })
+		defer srv.Close()
+		// One turn per episode, one episode at a time: attempt 0 of each
+		// group fails, attempt 1 ends after its turn. The 3rd failure
+		// (group 2, attempt 0) stops the run while group 2's attempt 1
+		// waits on its answer: group 2 is neither written nor counted.
+		srv.Fault = func(n int64) openaitest.Fault {
+			switch {
+			case n >= 6:
+				return openaitest.Hang
+			case n%2 == 1:
+				return openaitest.Status500
+			}
+			return openaitest.None
+		}
+		out := filepath.Join(dir, "some.parquet")
+		r := collectBin(t, "--env", "guess", "--groups", "10", "-G", "2", "--concurrency", "1", "--max-turns", "1", "--model", "m",
+			"--base-url", srv.BaseURL(), "--retries", "0", "--max-failures", "2", "-o", out)
+		if r.code != 1 || !strings.Contains(r.stderr, "3 failed, more than --max-failures 2 allows") || !strings.Contains(r.stderr, "HTTP 500") {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		gs := read(t, out)
+		if len(gs) != 2 || gs[1].Trajectories[0].Error == "" || gs[1].Trajectories[1].Error != "" {
+			t.Fatalf("%d groups: %+v", len(gs), gs)
+		}
+		if rows, said := rowsAndSummary(t, out, r.stderr); rows != 4 || said != 4 || !strings.Contains(r.stderr, "over the 2 that succeeded") {
+			t.Errorf("%d rows written, summary says %d: %s", rows, said, r.stderr)
+		}
+	})
+}
+
 // SIGINT during a run: exit 130, and the file holds the whole groups
-// finished before the stop.
+// finished before the stop, and the summary counts exactly its rows.
 func TestInterruptProcess(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "o.parquet")
-	// A server that answers slowly, so the run is still going when the
-	// signal comes.
-	script := filepath.Join(dir, "slow.py")
-	os.WriteFile(script, []byte(`import sys, json, time
+	// An environment whose 4th and later episodes stall in reset. With
+	// two at a time, once the 5th has started both workers are stalled:
+	// three episodes have ended, two of one group and one of another,
+	// whatever order they ran in. The signal comes then.
+	script := filepath.Join(dir, "stall.py")
+	os.WriteFile(script, []byte(`import sys, json, os, time
 for line in sys.stdin:
     req = json.loads(line)
     op = req["op"]
-    if op == "hello": r = {"name": "slow", "reward_range": [0, 1], "policies": ["wait"]}
+    if op == "hello": r = {"name": "stall", "reward_range": [0, 1], "policies": ["wait"]}
     elif op == "scenarios": r = {"scenarios": [{"id": "s%d" % i} for i in range(req["n"])]}
-    elif op == "reset": r = {"messages": [{"role": "user", "content": "go"}]}
-    elif op == "act":
-        time.sleep(0.05)
-        r = {"message": {"role": "assistant", "content": "ok"}}
-    else:
-        r = {"messages": [], "done": True, "reward": 1}
-        with open(sys.argv[1], "a") as f: f.write("end\n")
+    elif op == "reset":
+        n = 1
+        while True:
+            try:
+                os.close(os.open(os.path.join(sys.argv[1], "reset-%d" % n), os.O_CREAT | os.O_EXCL))
+                break
+            except FileExistsError:
+                n += 1
+        if n >= 4: time.sleep(3600)
+        r = {"messages": [{"role": "user", "content": "go"}]}
+    elif op == "act": r = {"message": {"role": "assistant", "content": "ok"}}
+    else: r = {"messages": [], "done": True, "reward": 1}
     print(json.dumps(r), flush=True)
 `), 0o644)
-	ends := filepath.Join(dir, "ends")
+	resets := filepath.Join(dir, "resets")
+	os.Mkdir(resets, 0o755)
 	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -204,18 +287,20 @@ for line in sys.stdin:
 		}
 		t.Skip("python3 not on PATH")
 	}
-	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", "cmd="+strings.TrimSpace(string(py))+" -S "+script+" "+ends,
+	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", "cmd="+strings.TrimSpace(string(py))+" -S "+script+" "+resets,
 		"--groups", "400", "-G", "2", "--concurrency", "2", "--policy", "scripted", "-o", out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Signal once a few episodes have ended (so at least one group is
-	// whole), however slow the machine is.
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if b, _ := os.ReadFile(ends); bytes.Count(b, []byte("\n")) >= 6 {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(resets, "reset-5")); err == nil {
 			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the 5th episode did not start: %s", stderr.String())
 		}
 	}
 	cmd.Process.Signal(syscall.SIGINT)
@@ -225,13 +310,11 @@ for line in sys.stdin:
 		t.Fatalf("exit %v, want 130: %s", err, stderr.String())
 	}
 	gs := read(t, out)
-	if len(gs) == 0 || len(gs) >= 400 {
-		t.Fatalf("%d groups kept: %s", len(gs), stderr.String())
+	if len(gs) != 1 || len(gs[0].Trajectories) != 2 {
+		t.Fatalf("%d groups kept, want 1 whole group: %s", len(gs), stderr.String())
 	}
-	for _, g := range gs {
-		if len(g.Trajectories) != 2 {
-			t.Errorf("group %s: %d trajectories", g.ID, len(g.Trajectories))
-		}
+	if rows, said := rowsAndSummary(t, out, stderr.String()); rows != 2 || said != 2 {
+		t.Errorf("%d rows written, summary says %d episodes: %s", rows, said, stderr.String())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 
 	"github.com/expr-lang/expr"
@@ -124,12 +125,32 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 			f = 1
 		}
 	default:
-		return 0, fmt.Errorf("formula %q gave %v (%T), not a number", s.src, res, res)
+		return 0, fmt.Errorf("formula %q gave %s, not a number", s.src, valueKind(res))
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("formula %q gave %v, not a finite number", s.src, f)
 	}
 	return f, nil
+}
+
+// valueKind names what a formula gave in words a user knows, never a Go
+// type name.
+func valueKind(v any) string {
+	switch r := v.(type) {
+	case nil:
+		return "nothing (nil)"
+	case string:
+		return fmt.Sprintf("the text %q", r)
+	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Slice, reflect.Array:
+		return fmt.Sprintf("a list %v", v)
+	case reflect.Map:
+		return "a map"
+	case reflect.Func:
+		return "a function"
+	}
+	return fmt.Sprintf("%v", v)
 }
 
 func describe(t *trajectory.Trajectory) string {

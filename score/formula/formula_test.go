@@ -69,6 +69,8 @@ func TestEvalErrors(t *testing.T) {
 		"0.0/0":                  "not a finite number",
 		"1/0":                    "not a finite number",
 		`metadata["difficulty"]`: "not a number",
+		"[win, 2]":               "gave a list [0 2], not a number",
+		"{'a': 1}":               "gave a map, not a number",
 	}
 	for src, want := range cases {
 		f, err := formula.New("f", src)
@@ -76,7 +78,7 @@ func TestEvalErrors(t *testing.T) {
 			t.Fatalf("New(%q): %v", src, err)
 		}
 		_, err = f.Eval(traj())
-		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("formula %q", src)) {
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("formula %q", src)) || strings.Contains(err.Error(), "interface") {
 			t.Errorf("Eval(%q): err = %v, want %q and the expression", src, err, want)
 		}
 	}

@@ -118,6 +118,7 @@ const (
 	Passed                 // written untouched (--only-missing, nothing missing)
 	Skipped                // dropped after a judge failure (--on-judge-error skip)
 	Marked                 // written unscored, rows marked (--on-judge-error mark)
+	Errored                // written untouched: every row's episode failed in collection
 )
 
 // isJudgeFailure reports whether err falls under --on-judge-error.
@@ -127,9 +128,13 @@ func isJudgeFailure(err error) bool {
 
 // complete reports whether every row of g already has a reward and every
 // component the chain writes, and no mark from an earlier failed run.
+// Rows whose episode failed are never scored, so they do not count.
 func (c *Chain) complete(g *trajectory.Group) bool {
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
+		if EpisodeFailed(t) {
+			continue
+		}
 		if t.Reward == nil || hasMark(t) {
 			return false
 		}
@@ -144,14 +149,64 @@ func (c *Chain) complete(g *trajectory.Group) bool {
 
 // Apply scores g. It returns the group to write (unless the outcome is
 // Skipped) and, for failures that stop the run, an error.
+//
+// Rows whose episode failed in collection (EpisodeFailed) are not scored:
+// the scorers see the group without them, as hone-train does, and they are
+// written as they were read, reward and all. A group with no other row is
+// written untouched, as Errored.
 func (c *Chain) Apply(ctx context.Context, g trajectory.Group) (trajectory.Group, Outcome, error) {
+	var live []int // rows to score
+	for i := range g.Trajectories {
+		if !EpisodeFailed(&g.Trajectories[i]) {
+			live = append(live, i)
+		}
+	}
+	if len(live) == 0 && len(g.Trajectories) > 0 {
+		return g, Errored, nil
+	}
 	if c.OnlyMissing && c.complete(&g) {
 		return g, Passed, nil
 	}
 	work := cloneGroup(g)
-	before := make([]*float64, len(work.Trajectories))
-	for i := range work.Trajectories {
-		t := &work.Trajectories[i]
+	sub := trajectory.Group{ID: g.ID, Trajectories: make([]trajectory.Trajectory, len(live))}
+	for k, i := range live {
+		sub.Trajectories[k] = work.Trajectories[i]
+	}
+	failed := len(g.Trajectories) - len(live)
+	before, err := c.score(ctx, &sub)
+	if err != nil {
+		if ctx.Err() != nil {
+			return g, Skipped, ctx.Err()
+		}
+		if failed > 0 {
+			err = fmt.Errorf("%w (%d of the group's %d rows failed in collection and are not scored)", err, failed, len(g.Trajectories))
+		}
+		return c.onError(g, live, err)
+	}
+	for k := range sub.Trajectories {
+		t := &sub.Trajectories[k]
+		_, scoredBefore := t.Metadata[MetaChain]
+		if scoredBefore && before[k] != nil && (t.Reward == nil || *t.Reward != *before[k]) {
+			setComponent(t, trajectory.RewardComponent{Name: ComponentPrevious, Value: *before[k],
+				Explanation: fmt.Sprintf("reward before re-scoring (was scored by %s)", t.Metadata[MetaChain])})
+		}
+		if t.Metadata == nil {
+			t.Metadata = map[string]string{}
+		}
+		t.Metadata[MetaChain] = c.Spec
+		clearMark(t)
+		work.Trajectories[live[k]] = *t
+	}
+	return work, Scored, nil
+}
+
+// score runs the scorers over g in place: each row gets every scorer's
+// component and the last one's value as its reward. It returns the
+// rewards the rows had before.
+func (c *Chain) score(ctx context.Context, g *trajectory.Group) ([]*float64, error) {
+	before := make([]*float64, len(g.Trajectories))
+	for i := range g.Trajectories {
+		t := &g.Trajectories[i]
 		before[i] = t.Reward
 		_, scoredBefore := t.Metadata[MetaChain]
 		if _, ok := component(t, ComponentEnv); !ok && t.Reward != nil && !scoredBefore {
@@ -160,52 +215,50 @@ func (c *Chain) Apply(ctx context.Context, g trajectory.Group) (trajectory.Group
 		}
 	}
 	for _, s := range c.Scorers {
-		comps, err := s.ScoreGroup(ctx, &work)
-		if err == nil && len(comps) != len(work.Trajectories) {
-			err = fmt.Errorf("scorer %s returned %d components for %d trajectories", s.Name(), len(comps), len(work.Trajectories))
+		comps, err := s.ScoreGroup(ctx, g)
+		if err == nil && len(comps) != len(g.Trajectories) {
+			err = fmt.Errorf("scorer %s returned %d components for %d trajectories", s.Name(), len(comps), len(g.Trajectories))
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return g, Skipped, ctx.Err()
-			}
-			if !isJudgeFailure(err) {
-				// env and formula fail only on what the rows hold.
-				return g, Skipped, badInputf("scorer %s: %w", s.Name(), err)
-			}
-			switch c.OnJudgeErr {
-			case PolicySkip:
-				return g, Skipped, nil
-			case PolicyMark:
-				marked := cloneGroup(g)
-				for i := range marked.Trajectories {
-					markError(&marked.Trajectories[i], fmt.Sprintf("scorer %s: %v", s.Name(), err))
-				}
-				return marked, Marked, nil
-			default:
-				return g, Skipped, fmt.Errorf("scorer %s: %w (--on-judge-error fail; use skip or mark to go on without this group)", s.Name(), err)
-			}
+			return nil, &scorerError{s.Name(), err}
 		}
-		for i := range work.Trajectories {
-			t := &work.Trajectories[i]
+		for i := range g.Trajectories {
+			t := &g.Trajectories[i]
 			comps[i].Name = s.Name()
 			setComponent(t, comps[i])
 			t.Reward = trajectory.Float64(comps[i].Value)
 		}
 	}
-	for i := range work.Trajectories {
-		t := &work.Trajectories[i]
-		_, scoredBefore := t.Metadata[MetaChain]
-		if scoredBefore && before[i] != nil && (t.Reward == nil || *t.Reward != *before[i]) {
-			setComponent(t, trajectory.RewardComponent{Name: ComponentPrevious, Value: *before[i],
-				Explanation: fmt.Sprintf("reward before re-scoring (was scored by %s)", t.Metadata[MetaChain])})
-		}
-		if t.Metadata == nil {
-			t.Metadata = map[string]string{}
-		}
-		t.Metadata[MetaChain] = c.Spec
-		clearMark(t)
+	return before, nil
+}
+
+// scorerError is a scorer's failure, named.
+type scorerError struct {
+	scorer string
+	err    error
+}
+
+func (e *scorerError) Error() string { return "scorer " + e.scorer + ": " + e.err.Error() }
+func (e *scorerError) Unwrap() error { return e.err }
+
+// onError applies --on-judge-error to a judge failure; any other failure
+// is bad input (env and formula fail only on what the rows hold). Marks go
+// on the rows that were to be scored (live), not on failed episodes.
+func (c *Chain) onError(g trajectory.Group, live []int, err error) (trajectory.Group, Outcome, error) {
+	if !isJudgeFailure(err) {
+		return g, Skipped, badInputf("%w", err)
 	}
-	return work, Scored, nil
+	switch c.OnJudgeErr {
+	case PolicySkip:
+		return g, Skipped, nil
+	case PolicyMark:
+		marked := cloneGroup(g)
+		for _, i := range live {
+			markError(&marked.Trajectories[i], err.Error())
+		}
+		return marked, Marked, nil
+	}
+	return g, Skipped, fmt.Errorf("%w (--on-judge-error fail; use skip or mark to go on without this group)", err)
 }
 
 // cloneGroup copies the parts of a group that scoring modifies.

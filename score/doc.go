@@ -21,11 +21,18 @@
 // component "previous". The chain that scored a row is recorded in its
 // metadata under MetaChain.
 //
+// Rows whose episode failed in collection (their error is set, by
+// hone-collect or any other writer) are never scored: the scorers see each
+// group without them, as hone-train does, and they are written as they
+// were read, reward still null, and counted in the summary. A group whose
+// every row failed is written untouched and counted as such.
+//
 // Judge failures (transport errors, timeouts, malformed answers after the
-// retries, a group of one) follow --on-judge-error: fail stops the run
-// (exit 1, nothing written), skip drops the group from the output and
-// counts it, mark writes the group unscored with the reason in each row's
-// error field. Bad input — a formula naming a metric a row lacks, an env
+// retries, a group of one — also one left with a single row by failed
+// episodes) follow --on-judge-error: fail stops the run (exit 1, nothing
+// written), skip drops the group from the output and counts it, mark
+// writes the group as it was read, with the reason in the error field of
+// each row that was to be scored, and counts it. Bad input — a formula naming a metric a row lacks, an env
 // reward that is missing — always stops the run (exit 2).
 //
 // Re-runs are cheap and stable: judge verdicts are cached on disk (see

@@ -34,7 +34,9 @@ type Summary struct {
 	Passed       int64 // groups passed through by --only-missing
 	Skipped      int64 // groups dropped by --on-judge-error skip
 	Marked       int64 // groups marked by --on-judge-error mark
+	Errored      int64 // groups written untouched: every row's episode failed
 	Written      int64 // rows written
+	ErroredRows  int64 // of them, rows whose episode failed: written unscored
 	Judge        map[string]judge.Usage
 	PricePrompt  float64
 	PriceCompl   float64
@@ -52,8 +54,15 @@ func (s Summary) Cost() float64 {
 // String is the one-line summary.
 func (s Summary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d groups (%d rows) read: %d scored, %d passed through, %d skipped, %d marked; %d rows written",
-		s.Groups, s.Rows, s.Scored, s.Passed, s.Skipped, s.Marked, s.Written)
+	fmt.Fprintf(&b, "%d groups (%d rows) read: %d scored, %d passed through, %d skipped, %d marked",
+		s.Groups, s.Rows, s.Scored, s.Passed, s.Skipped, s.Marked)
+	if s.Errored > 0 {
+		fmt.Fprintf(&b, ", %d with every row errored", s.Errored)
+	}
+	fmt.Fprintf(&b, "; %d rows written", s.Written)
+	if s.ErroredRows > 0 {
+		fmt.Fprintf(&b, ", %d of them errored in collection and passed through unscored", s.ErroredRows)
+	}
 	models := make([]string, 0, len(s.Judge))
 	for m := range s.Judge {
 		models = append(models, m)
@@ -109,8 +118,13 @@ func Score(ctx context.Context, opts Options) (Summary, error) {
 			return fmt.Errorf("write group %q: %w", g.ID, err)
 		}
 		sum.Written += int64(len(g.Trajectories))
+		for i := range g.Trajectories {
+			if EpisodeFailed(&g.Trajectories[i]) {
+				sum.ErroredRows++
+			}
+		}
 		if opts.Progress != nil {
-			opts.Progress(sum.Scored+sum.Passed+sum.Marked+sum.Skipped, sum.Written)
+			opts.Progress(sum.Scored+sum.Passed+sum.Marked+sum.Skipped+sum.Errored, sum.Written)
 		}
 		return nil
 	})
@@ -328,6 +342,8 @@ func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum
 			continue
 		case Marked:
 			sum.Marked++
+		case Errored:
+			sum.Errored++
 		}
 		if err := write(s.out); err != nil {
 			failure = err

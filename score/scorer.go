@@ -41,7 +41,8 @@ type EnvScorer struct{}
 func (EnvScorer) Name() string { return ComponentEnv }
 
 // ScoreGroup returns each row's env component; a row without one has no
-// environment reward, which is bad input.
+// environment reward, which is bad input. (Rows whose episode failed never
+// reach a scorer: see Chain.Apply.)
 func (EnvScorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]trajectory.RewardComponent, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -51,7 +52,7 @@ func (EnvScorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 		t := &g.Trajectories[i]
 		c, ok := component(t, ComponentEnv)
 		if !ok {
-			return nil, badInputf("group %q, trajectory %q: env scorer: the row has no environment reward (reward is null); score it with another scorer, e.g. ruler or formula", g.ID, t.ID)
+			return nil, badInputf("group %q, trajectory %q: env scorer: the row has no environment reward (reward is null, and no error says its episode failed); score it with another scorer, e.g. ruler or formula", g.ID, t.ID)
 		}
 		out[i] = c
 	}
@@ -96,6 +97,20 @@ func clearMark(t *trajectory.Trajectory) {
 	} else if i := strings.Index(t.Error, " | "+errorPrefix); i >= 0 {
 		t.Error = t.Error[:i]
 	}
+}
+
+// EpisodeFailed reports whether a row's episode failed in collection: its
+// error, less any mark hone-score added, is not empty. Such rows are never
+// scored.
+func EpisodeFailed(t *trajectory.Trajectory) bool {
+	e := t.Error
+	if strings.HasPrefix(e, errorPrefix) {
+		return false
+	}
+	if i := strings.Index(e, " | "+errorPrefix); i >= 0 {
+		e = e[:i]
+	}
+	return e != ""
 }
 
 func hasMark(t *trajectory.Trajectory) bool {

@@ -23,7 +23,8 @@ component and the last one's value becomes the reward:
   ruler               one LLM-judge call per group, relative scores in [0,1]
   NAME=formula:EXPR   the same under component NAME (NAME=ruler too)
 The reward a row had before is kept as component "env" (first scoring) or
-"previous" (re-scoring).
+"previous" (re-scoring). Rows whose episode failed (error set) are not
+scored: they pass through unscored and the summary counts them.
 
 Examples:
   hone-score -o scored.parquet --scorer env --scorer 'formula:win - 0.1*illegal' runs/r1/
@@ -83,7 +84,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if runErr == nil || errors.Is(runErr, score.ErrInterrupted) {
 			fmt.Fprintln(stderr, "hone-score: "+sum.String())
 			log.Debug("hone-score summary", "groups", sum.Groups, "rows", sum.Rows, "scored", sum.Scored,
-				"passed", sum.Passed, "skipped", sum.Skipped, "marked", sum.Marked, "written", sum.Written)
+				"passed", sum.Passed, "skipped", sum.Skipped, "marked", sum.Marked, "errored", sum.Errored,
+				"written", sum.Written, "errored_rows", sum.ErroredRows)
 		}
 		if errors.Is(runErr, score.ErrInterrupted) {
 			return nil // keep the whole groups finished before the stop

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +19,14 @@ import (
 	"github.com/hone-rl/hone/score/judge/judgetest"
 )
 
-var binary string
+var binary, collectBinary string
 
+// TestMain builds hone-score, and hone-collect to make real trajectory
+// files with.
 func TestMain(m *testing.M) {
-	testbin.Main(m, func(dir string) { binary = filepath.Join(dir, "hone-score") }, ".")
+	testbin.Main(m, func(dir string) {
+		binary, collectBinary = filepath.Join(dir, "hone-score"), filepath.Join(dir, "hone-collect")
+	}, ".", "../hone-collect")
 }
 
 type result struct {
@@ -245,5 +250,108 @@ func TestInterrupt(t *testing.T) {
 	gs := readBack(t, out)
 	if len(gs) != 1 || gs[0].ID != "g0" || len(gs[0].Trajectories) != 2 || *gs[0].Trajectories[0].Reward != 1 {
 		t.Fatalf("kept %d groups: %+v", len(gs), gs)
+	}
+}
+
+// collected makes the files of a real run: 8 groups of 4 played by
+// hone-collect's scripted policy (32 rows), and one group collected
+// against an endpoint where nothing listens (1 errored row).
+func collected(t *testing.T, dir string) (good, dead string) {
+	t.Helper()
+	good, dead = filepath.Join(dir, "good.parquet"), filepath.Join(dir, "dead.parquet")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if b, err := exec.CommandContext(ctx, collectBinary, "--env", "guess", "--groups", "8", "-G", "4", "--policy", "scripted", "-o", good).CombinedOutput(); err != nil {
+		t.Fatalf("hone-collect: %v\n%s", err, b)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	b, err := exec.CommandContext(ctx, collectBinary, "--env", "guess", "--groups", "1", "-G", "1", "--run", "dead", "--model", "m",
+		"--base-url", base, "--retries", "0", "-o", dead).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("hone-collect against nothing: %v, want exit 1\n%s", err, b)
+	}
+	return good, dead
+}
+
+// A collected file with an errored group scores under every scorer: the
+// errored row passes through unscored and is counted; --on-judge-error
+// does what its help says.
+func TestErroredRows(t *testing.T) {
+	dir := t.TempDir()
+	good, dead := collected(t, dir)
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("found"))
+	judgeArgs := []string{"--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache"}
+	const counted = "9 groups (33 rows) read: 8 scored, 0 passed through, 0 skipped, 0 marked, 1 with every row errored; 33 rows written, 1 of them errored in collection and passed through unscored"
+	for _, scorers := range [][]string{{"env"}, {"formula:found - 0.1*invalid"}, {"ruler"}, {"env", "ruler", "final=formula:0.5*env + 0.5*ruler"}} {
+		t.Run(strings.Join(scorers, " | "), func(t *testing.T) {
+			out := filepath.Join(dir, "scored.parquet")
+			args := append([]string{"-o", out, good, dead}, judgeArgs...)
+			for _, s := range scorers {
+				args = append(args, "--scorer", s)
+			}
+			r := runBin(t, nil, nil, args...)
+			if r.code != 0 || !strings.Contains(r.stderr, counted) {
+				t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+			}
+			gs := readBack(t, out)
+			if len(gs) != 9 {
+				t.Fatalf("%d groups", len(gs))
+			}
+			for _, g := range gs[:8] {
+				for _, tr := range g.Trajectories {
+					if tr.Reward == nil || tr.Error != "" {
+						t.Fatalf("%s: reward %v, error %q", tr.ID, tr.Reward, tr.Error)
+					}
+				}
+			}
+			e := gs[8].Trajectories[0]
+			if e.Reward != nil || !strings.Contains(e.Error, "connection refused") || len(e.RewardComponents) != 0 {
+				t.Fatalf("errored row: reward %v, error %q, components %+v", e.Reward, e.Error, e.RewardComponents)
+			}
+		})
+	}
+
+	down := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Status: 500} })
+	judgeArgs = []string{"--judge-base-url", down.BaseURL(), "--judge-model", "m", "--no-judge-cache", "--judge-retries", "0", "--scorer", "ruler"}
+	cases := []struct {
+		policy string
+		code   int
+		want   string
+		groups int
+	}{
+		{"fail", 1, "(--on-judge-error fail; use skip or mark", 0},
+		{"skip", 0, "9 groups (33 rows) read: 0 scored, 0 passed through, 8 skipped, 0 marked, 1 with every row errored; 1 rows written, 1 of them errored", 1},
+		{"mark", 0, "9 groups (33 rows) read: 0 scored, 0 passed through, 0 skipped, 8 marked, 1 with every row errored; 33 rows written, 1 of them errored", 9},
+	}
+	for _, c := range cases {
+		t.Run("on-judge-error "+c.policy, func(t *testing.T) {
+			out := filepath.Join(dir, c.policy+".parquet")
+			r := runBin(t, nil, nil, append([]string{"-o", out, "--on-judge-error", c.policy, good, dead}, judgeArgs...)...)
+			if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", r.code, c.code, r.stderr, c.want)
+			}
+			if c.groups == 0 {
+				if _, err := os.Stat(out); err == nil {
+					t.Fatal("output written after --on-judge-error fail")
+				}
+				return
+			}
+			gs := readBack(t, out)
+			if len(gs) != c.groups || !strings.Contains(gs[len(gs)-1].Trajectories[0].Error, "connection refused") {
+				t.Fatalf("%d groups: %+v", len(gs), gs)
+			}
+			if c.policy == "mark" {
+				m := gs[0].Trajectories[0]
+				if !strings.HasPrefix(m.Error, "hone-score: scorer ruler: ") || !strings.Contains(m.Error, "500") || m.Reward == nil {
+					t.Fatalf("marked row: error %q, reward %v", m.Error, m.Reward)
+				}
+			}
+		})
 	}
 }

@@ -189,64 +189,10 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 	if !scripted && o.Model.Model == "" {
 		return st, fmt.Errorf("%w: --model is required unless --policy scripted", ErrUsage)
 	}
-	envs := map[string]env.Env{}
-	getEnv := func(name string) (env.Env, error) {
-		if name == "" {
-			name = o.Env
-		}
-		if name == "" {
-			return nil, fmt.Errorf("%w: no --env given and the scenario names none", ErrUsage)
-		}
-		if e, ok := envs[name]; ok {
-			return e, nil
-		}
-		e, err := o.NewEnv(name, o.EnvOpts)
-		if err != nil {
-			return nil, fmt.Errorf("%w: environment %s: %w", ErrUsage, name, err)
-		}
-		envs[name] = e
-		return e, nil
-	}
-	defer func() {
-		for _, e := range envs {
-			if c, ok := e.(io.Closer); ok {
-				c.Close()
-			}
-		}
-	}()
-
-	var scs []env.Scenario
-	if o.Scenarios != "" {
-		if scs, err = ReadScenarios(ctx, o.Scenarios); err != nil {
-			return st, fmt.Errorf("%w: %w", ErrUsage, err)
-		}
-		if o.Groups > 0 && o.Groups < len(scs) {
-			scs = scs[:o.Groups]
-		}
-	} else {
-		if o.Groups <= 0 {
-			return st, fmt.Errorf("%w: --groups is required when scenarios are generated", ErrUsage)
-		}
-		e, err := getEnv("")
-		if err != nil {
-			return st, err
-		}
-		if scs, err = e.Scenarios(ctx, o.Seed, o.Groups); err != nil {
-			return st, fmt.Errorf("generate scenarios: %w", err)
-		}
-	}
-	scEnvs := make([]env.Env, len(scs))
-	for i, sc := range scs {
-		if o.Scenarios == "" {
-			scEnvs[i] = envs[o.Env] // generated: the environment that made them
-		} else if scEnvs[i], err = getEnv(sc.Env); err != nil {
-			return st, fmt.Errorf("scenario %s: %w", sc.ID, err)
-		}
-		if scripted {
-			if _, ok := scEnvs[i].(env.Scripted); !ok {
-				return st, fmt.Errorf("%w: environment %s has no scripted policy", ErrUsage, scEnvs[i].Name())
-			}
-		}
+	scs, scEnvs, closeEnvs, err := loadScenarios(ctx, o, scripted)
+	defer closeEnvs()
+	if err != nil {
+		return st, err
 	}
 	maxFail, err := failureLimit(o.MaxFailures, len(scs)*o.GroupSize)
 	if err != nil {
@@ -261,63 +207,8 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 	w := trajectory.NewWriter(o.Out, trajectory.WriterOptions{Metadata: map[string]string{"hone.collect.run": o.Run}})
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	jobs := make(chan job, o.Concurrency)
-	results := make(chan result, o.Concurrency)
 	g, gctx := errgroup.WithContext(runCtx)
-	g.Go(func() error {
-		defer close(jobs)
-		for gi := range scs {
-			for a := 0; a < o.GroupSize; a++ {
-				select {
-				case jobs <- job{gi, a}:
-				case <-gctx.Done():
-					return nil
-				}
-			}
-		}
-		return nil
-	})
-	var wg sync.WaitGroup
-	for range o.Concurrency {
-		wg.Add(1)
-		g.Go(func() error {
-			defer wg.Done()
-			for j := range jobs {
-				if gctx.Err() != nil {
-					return nil
-				}
-				var pol env.Policy
-				seed := episodeSeed(o.Seed, j.group, j.attempt)
-				if scripted {
-					s := scEnvs[j.group].(env.Scripted)
-					name := policyName
-					if name == "" {
-						name = s.Policies()[0]
-					}
-					p, err := s.Policy(name, seed)
-					if err != nil {
-						return fmt.Errorf("%w: %w", ErrUsage, err)
-					}
-					pol = p
-				} else {
-					pol = model.Policy(seed)
-				}
-				t := runEpisode(gctx, o, scEnvs[j.group], scs[j.group], pol, seed)
-				if c, ok := pol.(io.Closer); ok {
-					c.Close() // scripted policies backed by a process
-				}
-				t.GroupID = groupID(o, j.group)
-				t.ID = fmt.Sprintf("%s-a%03d", t.GroupID, j.attempt)
-				select {
-				case results <- result{j, t}:
-				case <-gctx.Done():
-					return nil
-				}
-			}
-			return nil
-		})
-	}
-	go func() { wg.Wait(); close(results) }()
+	results := startEpisodes(gctx, g, o, scs, scEnvs, policyName, model)
 
 	// Assemble groups; write them in scenario order as they complete.
 	start := time.Now()
@@ -459,6 +350,135 @@ func failureAdvice(o Options, scripted bool) string {
 		where = "api.openai.com (no --base-url or $OPENAI_BASE_URL given)"
 	}
 	return fmt.Sprintf("check that %s is up and serves model %q (--base-url, --model, --api-key), and the environment's settings (--env-opt); %s", where, o.Model.Model, rows)
+}
+
+// loadScenarios reads or generates the scenarios and opens the
+// environment of each. closeEnvs closes the environments opened, also
+// after an error.
+func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Scenario, scEnvs []env.Env, closeEnvs func(), err error) {
+	envs := map[string]env.Env{}
+	closeEnvs = func() {
+		for _, e := range envs {
+			if c, ok := e.(io.Closer); ok {
+				c.Close()
+			}
+		}
+	}
+	getEnv := func(name string) (env.Env, error) {
+		if name == "" {
+			name = o.Env
+		}
+		if name == "" {
+			return nil, fmt.Errorf("%w: no --env given and the scenario names none", ErrUsage)
+		}
+		if e, ok := envs[name]; ok {
+			return e, nil
+		}
+		e, err := o.NewEnv(name, o.EnvOpts)
+		if err != nil {
+			return nil, fmt.Errorf("%w: environment %s: %w", ErrUsage, name, err)
+		}
+		envs[name] = e
+		return e, nil
+	}
+	if o.Scenarios != "" {
+		if scs, err = ReadScenarios(ctx, o.Scenarios); err != nil {
+			return nil, nil, closeEnvs, fmt.Errorf("%w: %w", ErrUsage, err)
+		}
+		if o.Groups > 0 && o.Groups < len(scs) {
+			scs = scs[:o.Groups]
+		}
+	} else {
+		if o.Groups <= 0 {
+			return nil, nil, closeEnvs, fmt.Errorf("%w: --groups is required when scenarios are generated", ErrUsage)
+		}
+		e, err := getEnv("")
+		if err != nil {
+			return nil, nil, closeEnvs, err
+		}
+		if scs, err = e.Scenarios(ctx, o.Seed, o.Groups); err != nil {
+			return nil, nil, closeEnvs, fmt.Errorf("generate scenarios: %w", err)
+		}
+	}
+	scEnvs = make([]env.Env, len(scs))
+	for i, sc := range scs {
+		if o.Scenarios == "" {
+			scEnvs[i] = envs[o.Env] // generated: the environment that made them
+		} else if scEnvs[i], err = getEnv(sc.Env); err != nil {
+			return nil, nil, closeEnvs, fmt.Errorf("scenario %s: %w", sc.ID, err)
+		}
+		if scripted {
+			if _, ok := scEnvs[i].(env.Scripted); !ok {
+				return nil, nil, closeEnvs, fmt.Errorf("%w: environment %s has no scripted policy", ErrUsage, scEnvs[i].Name())
+			}
+		}
+	}
+	return scs, scEnvs, closeEnvs, nil
+}
+
+// startEpisodes plays every episode on o.Concurrency workers in g and
+// returns their results, closed once the workers are done. Workers stop
+// when gctx ends. model is nil when a scripted policy plays.
+func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env.Scenario, scEnvs []env.Env, policyName string, model *Model) <-chan result {
+	scripted := model == nil
+	jobs := make(chan job, o.Concurrency)
+	results := make(chan result, o.Concurrency)
+	g.Go(func() error {
+		defer close(jobs)
+		for gi := range scs {
+			for a := 0; a < o.GroupSize; a++ {
+				select {
+				case jobs <- job{gi, a}:
+				case <-gctx.Done():
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+	var wg sync.WaitGroup
+	for range o.Concurrency {
+		wg.Add(1)
+		g.Go(func() error {
+			defer wg.Done()
+			for j := range jobs {
+				if gctx.Err() != nil {
+					return nil
+				}
+				var pol env.Policy
+				seed := episodeSeed(o.Seed, j.group, j.attempt)
+				if scripted {
+					s := scEnvs[j.group].(env.Scripted)
+					name := policyName
+					if name == "" {
+						name = s.Policies()[0]
+					}
+					p, err := s.Policy(name, seed)
+					if err != nil {
+						return fmt.Errorf("%w: %w", ErrUsage, err)
+					}
+					pol = p
+				} else {
+					pol = model.Policy(seed)
+				}
+				t := runEpisode(gctx, o, scEnvs[j.group], scs[j.group], pol, seed)
+				if c, ok := pol.(io.Closer); ok {
+					c.Close() // scripted policies backed by a process
+				}
+				t.GroupID = groupID(o, j.group)
+				t.ID = fmt.Sprintf("%s-a%03d", t.GroupID, j.attempt)
+				select {
+				case results <- result{j, t}:
+				case <-gctx.Done():
+					return nil
+				}
+			}
+			return nil
+		})
+	}
+	go func() { wg.Wait(); close(results) }()
+	return results
+
 }
 
 func groupID(o Options, gi int) string { return fmt.Sprintf("%s-s%d-g%05d", o.Run, o.Seed, gi) }

@@ -45,7 +45,8 @@ trajectory Parquet file (its scenarios are replayed).
 
 Exit codes: 0 ok; 1 failure: every episode failed, or more than
 --max-failures did (by default the run never stops early); 2 bad usage or
-input; 130 interrupted. On 1 and 130 the finished groups are still written.
+input; 130 interrupted. After failed episodes or an interrupt, the finished
+groups are still written, failed episodes as rows with their error.
 
 Flags:
 `

@@ -36,8 +36,7 @@ func moduleSources(t *testing.T) []sourceFile {
 			return err
 		}
 		if d.IsDir() {
-			name := d.Name()
-			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bin") {
+			if notCode(path, d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil

@@ -73,6 +73,12 @@ func allowedEdge(rel, target string) bool {
 	return false
 }
 
+// notCode reports whether the folder at path (named name) holds no package
+// of ours: hidden folders, test data, node packages and built binaries.
+func notCode(path, name string) bool {
+	return path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bin")
+}
+
 func TestImportPolicy(t *testing.T) {
 	var dirs []string
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
@@ -80,8 +86,7 @@ func TestImportPolicy(t *testing.T) {
 			return err
 		}
 		if d.IsDir() {
-			name := d.Name()
-			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bin") {
+			if notCode(path, d.Name()) {
 				return filepath.SkipDir
 			}
 			dirs = append(dirs, path)

@@ -1,0 +1,142 @@
+"""Record your own agent's episodes with `hone-collect proxy`.
+
+Point your OpenAI client at the proxy, send each episode's ids as headers,
+and post its reward when it ends:
+
+    import hone_proxy
+    from openai import OpenAI
+
+    client = OpenAI(base_url="http://127.0.0.1:8100/v1", api_key="none")
+    t = hone_proxy.Trajectory(group="scenario-17")
+    client.chat.completions.create(model="myrun", messages=msgs, extra_headers=t.headers)
+    t.reward(1.0, metrics={"turns": 3})
+
+One file, standard library only (Python 3.8+): copy it next to your agent or
+put this folder on PYTHONPATH. The protocol is in docs/proxy.md.
+"""
+
+import asyncio
+import json
+import math
+import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+
+__all__ = ["Trajectory", "close_group", "aclose_group", "proxy_url", "HoneProxyError"]
+
+TRAJECTORY_HEADER = "X-Hone-Trajectory"
+GROUP_HEADER = "X-Hone-Group"
+
+# An id travels in a header and in a URL path: printable ASCII, no space, no "/".
+_ID = re.compile(r"[!-.0-~]+")
+
+
+class HoneProxyError(Exception):
+    """The proxy refused a call, or could not be reached."""
+
+
+def proxy_url(base_url=None):
+    """The proxy's root URL: base_url (default $OPENAI_BASE_URL), the URL
+    your OpenAI client uses, without its trailing /v1."""
+    url = base_url or os.environ.get("OPENAI_BASE_URL", "")
+    if not url:
+        raise HoneProxyError("no proxy URL: pass base_url='http://127.0.0.1:8100/v1' or set OPENAI_BASE_URL")
+    url = url.rstrip("/")
+    if url.endswith("/v1"):
+        url = url[: -len("/v1")]
+    return url
+
+
+def _check_id(what, value):
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        raise ValueError("%s id %r: use printable ASCII without spaces or '/'" % (what, value))
+    return value
+
+
+def _post(url, body, timeout):
+    data = json.dumps(body, allow_nan=False).encode() if body is not None else b""
+    req = urllib.request.Request(url, data=data, method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            resp.read()
+    except urllib.error.HTTPError as e:
+        raw = e.read().decode("utf-8", "replace")
+        try:
+            msg = json.loads(raw)["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            msg = raw.strip() or e.reason
+        raise HoneProxyError("POST %s: HTTP %d: %s" % (url, e.code, msg)) from None
+    except OSError as e:  # URLError, timeouts, refused connections
+        raise HoneProxyError("POST %s: %s (is hone-collect proxy running there?)" % (url, e)) from None
+
+
+class Trajectory:
+    """One episode as the proxy records it.
+
+    id      the trajectory id (default: a random one); unique in the run.
+    group   the group id (default: the trajectory's own): the attempts at
+            one scenario that GRPO compares share it. A group id is used
+            once per proxy run: after the group is written, more requests
+            with it are refused (409).
+    headers the dict to pass as the openai client's default_headers (a
+            client per episode) or extra_headers (on every call).
+    """
+
+    def __init__(self, group=None, id=None, base_url=None, timeout=30.0):
+        self.id = _check_id("trajectory", id if id is not None else uuid.uuid4().hex)
+        self.group = _check_id("group", group if group is not None else self.id)
+        self.headers = {TRAJECTORY_HEADER: self.id, GROUP_HEADER: self.group}
+        self._root = proxy_url(base_url)
+        self._timeout = timeout
+
+    def reward(self, reward, metrics=None, error=None):
+        """Sets the reward (a finite number, or None for none) and metrics
+        ({name: number}) and closes the trajectory: later requests with its
+        headers are forwarded but not recorded. error marks the episode as
+        failed (hone-train skips it). The trajectory must have made at least
+        one chat request through the proxy."""
+        body = {"reward": _number("reward", reward) if reward is not None else None}
+        if metrics:
+            body["metrics"] = {str(k): _number("metric " + str(k), v) for k, v in metrics.items()}
+        if error:
+            body["error"] = str(error)
+        _post("%s/hone/trajectories/%s/reward" % (self._root, urllib.parse.quote(self.id, safe="")), body, self._timeout)
+
+    async def areward(self, reward, metrics=None, error=None):
+        """reward() for asyncio code: the POST runs in a worker thread."""
+        await asyncio.to_thread(self.reward, reward, metrics, error)
+
+    def close_group(self):
+        """Writes this trajectory's group now (see close_group)."""
+        close_group(self.group, base_url=self._root, timeout=self._timeout)
+
+    async def aclose_group(self):
+        """close_group() for asyncio code."""
+        await asyncio.to_thread(self.close_group)
+
+
+def _number(what, v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise ValueError("%s %r is not a number" % (what, v)) from None
+    if not math.isfinite(f):
+        raise ValueError("%s is %r: it must be finite" % (what, v))
+    return f
+
+
+def close_group(group, base_url=None, timeout=30.0):
+    """Writes group's trajectories as one Parquet file; those without a
+    reward are written with the error "not closed". Not needed when the
+    proxy runs with --group-size N: a group is written once N of its
+    trajectories have a reward."""
+    root = proxy_url(base_url)
+    _post("%s/hone/groups/%s/close" % (root, urllib.parse.quote(_check_id("group", group), safe="")), None, timeout)
+
+
+async def aclose_group(group, base_url=None, timeout=30.0):
+    """close_group() for asyncio code."""
+    await asyncio.to_thread(close_group, group, base_url, timeout)

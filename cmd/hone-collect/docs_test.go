@@ -1,0 +1,486 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// The pages under docs/ show runnable examples first. Their fenced blocks
+// marked "sh test" or "js test" run here, as written, against the binaries
+// this test builds; a "text output" block right after one is its exact
+// stdout.
+
+// docBlock is one runnable block of a page and the output shown under it.
+type docBlock struct {
+	lang, code string
+	line       int     // of the opening fence, for messages
+	output     *string // the "text output" block that follows, if any
+}
+
+// docBlocks reads page's runnable blocks, in order.
+func docBlocks(t *testing.T, page string) []docBlock {
+	t.Helper()
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []docBlock
+	var info string
+	var body []string
+	start := 0
+	for i, ln := range strings.Split(string(b), "\n") {
+		fence := strings.HasPrefix(ln, "```")
+		switch {
+		case fence && start == 0:
+			info, body, start = strings.TrimSpace(strings.TrimPrefix(ln, "```")), nil, i+1
+		case fence:
+			code := strings.Join(body, "\n") + "\n"
+			if lang, ok := strings.CutSuffix(info, " test"); ok {
+				blocks = append(blocks, docBlock{lang: lang, code: code, line: start})
+			} else if info == "text output" {
+				if len(blocks) == 0 || blocks[len(blocks)-1].output != nil {
+					t.Fatalf("%s:%d: output block without a runnable block before it", page, start)
+				}
+				blocks[len(blocks)-1].output = &code
+			}
+			start = 0
+		default:
+			body = append(body, ln)
+		}
+	}
+	if start != 0 {
+		t.Fatalf("%s:%d: unclosed code block", page, start)
+	}
+	if len(blocks) == 0 {
+		t.Fatalf("%s: no runnable block", page)
+	}
+	return blocks
+}
+
+// docNeedTool fails under CI and skips elsewhere: a reference tool is missing.
+func docNeedTool(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is set but %s", msg)
+	}
+	t.Skip(msg)
+}
+
+// docPython returns the real Python executable behind python3 (a shim such as
+// pyenv's costs a second per start, and the stdio environment starts one
+// process per episode).
+func docPython(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("python3", "-c", "import sys; assert sys.version_info >= (3, 9), sys.version; print(sys.executable)").Output()
+	if err != nil {
+		docNeedTool(t, fmt.Sprintf("python3 (3.9 or newer) is not on PATH: %v", err))
+	}
+	return strings.TrimSpace(string(out))
+}
+
+var (
+	extraBins    sync.Once
+	extraBinsErr error
+)
+
+// docBins builds the binaries the pages use besides hone-collect and
+// hone-serve into binDir, once.
+func docBins(t *testing.T) {
+	t.Helper()
+	extraBins.Do(func() {
+		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", binDir+string(filepath.Separator), "../hone-train", "../hone-inspect")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			extraBinsErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if extraBinsErr != nil {
+		t.Fatal(extraBinsErr)
+	}
+}
+
+// docDir is a stand-in for the repository root after `make build`: bin/
+// holds the binaries built here, the folders the pages use are links to
+// the real ones, and out/ is fresh. path is the PATH to run blocks with:
+// python3 first (the real executable), then the system's.
+func docDir(t *testing.T, tools ...string) (dir, path string) {
+	t.Helper()
+	docBins(t)
+	dir = t.TempDir()
+	link := func(target, name string) {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(binDir, "bin")
+	for _, d := range []string{"pipelines", "python", "docs"} {
+		abs, err := filepath.Abs(filepath.Join("../..", d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		link(abs, d)
+	}
+	shims := filepath.Join(dir, ".tools")
+	if err := os.Mkdir(shims, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(docPython(t), filepath.Join(shims, "python3")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range append([]string{"bash"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			docNeedTool(t, tool+" is not installed")
+		}
+	}
+	return dir, shims + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// docRunBlock runs a sh block with bash -euo pipefail in dir, in a process
+// group of its own that is killed afterwards (the block may start servers
+// in the background), and returns its stdout.
+func docRunBlock(t *testing.T, dir, path string, b docBlock) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", b.code)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+path, "PYTHONDONTWRITEBYTECODE=1") // no __pycache__ in python/
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second // a background job left holding stdout
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if err != nil {
+		t.Fatalf("block at line %d: %v\n%s\nstdout:\n%s\nstderr:\n%s", b.line, err, b.code, stdout.String(), stderr.String())
+	}
+	if b.output != nil && stdout.String() != *b.output {
+		t.Errorf("block at line %d prints:\n%s\nthe page shows:\n%s", b.line, stdout.String(), *b.output)
+	}
+	return stdout.String()
+}
+
+// docRows reads a file's trajectories, in order.
+func docRows(t *testing.T, path string) []trajectory.Trajectory {
+	t.Helper()
+	var out []trajectory.Trajectory
+	for _, g := range read(t, path) {
+		for _, tr := range g.Trajectories {
+			if tr.GroupID != g.ID {
+				t.Errorf("%s: trajectory %s in group %s says group %s", path, tr.ID, g.ID, tr.GroupID)
+			}
+			out = append(out, tr)
+		}
+	}
+	return out
+}
+
+// docs/stdio-env.md: the scripted run writes 4 groups of 2 solved
+// episodes, and the protocol session prints what the page shows.
+func TestDocStdioEnv(t *testing.T) {
+	dir, path := docDir(t, "jq")
+	blocks := docBlocks(t, "../../docs/stdio-env.md")
+	if len(blocks) != 2 || blocks[0].output == nil || blocks[1].output == nil {
+		t.Fatalf("want 2 sh blocks with their output, have %+v", blocks)
+	}
+	for _, b := range blocks {
+		docRunBlock(t, dir, path, b)
+	}
+	trs := docRows(t, filepath.Join(dir, "out/arith.parquet"))
+	if len(trs) != 4 {
+		t.Fatalf("%d rows, want 2 groups × 2", len(trs))
+	}
+	for _, tr := range trs {
+		if tr.Error != "" || tr.Reward == nil || *tr.Reward != 1 || tr.Metrics["correct"] != 1 || tr.Env != "arith" || tr.Model != "scripted:calculator" {
+			t.Errorf("%s: error %q, reward %v, metrics %v, env %q, model %q", tr.ID, tr.Error, tr.Reward, tr.Metrics, tr.Env, tr.Model)
+		}
+	}
+}
+
+// docs/mcp-env.md: the replayed tasks over the example MCP server, with
+// the rewards and the conversation the page shows.
+func TestDocMCPEnv(t *testing.T) {
+	dir, path := docDir(t, "jq")
+	blocks := docBlocks(t, "../../docs/mcp-env.md")
+	if len(blocks) != 1 || blocks[0].output == nil {
+		t.Fatalf("want 1 sh block with its output, have %+v", blocks)
+	}
+	docRunBlock(t, dir, path, blocks[0])
+	trs := docRows(t, filepath.Join(dir, "out/mcp.parquet"))
+	want := map[string]float64{"france": 1, "japan": 1, "kenya": 1, "peru": 0}
+	if len(trs) != len(want) {
+		t.Fatalf("%d rows, want %d", len(trs), len(want))
+	}
+	for _, tr := range trs {
+		if r, ok := want[tr.ScenarioID]; !ok || tr.Error != "" || tr.Reward == nil || *tr.Reward != r || tr.Env != "mcp" || len(tr.Tools) != 2 {
+			t.Errorf("%s: error %q, reward %v, env %q, %d tools", tr.ScenarioID, tr.Error, tr.Reward, tr.Env, len(tr.Tools))
+		}
+	}
+}
+
+// docFreePort returns a port nothing listens on now.
+func docFreePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// docs/proxy.md's shell example, on free ports instead of 8000 and 8100:
+// the example agent's four attempts are written as one group with the
+// rewards it printed and the tokens hone-serve sampled.
+func TestDocProxy(t *testing.T) {
+	dir, path := docDir(t, "curl")
+	blocks := docBlocks(t, "../../docs/proxy.md")
+	if len(blocks) != 2 || blocks[0].lang != "sh" || blocks[1].lang != "js" {
+		t.Fatalf("want a sh and a js block, have %+v", blocks)
+	}
+	b := blocks[0]
+	serve, prox := docFreePort(t), docFreePort(t)
+	for _, port := range []struct{ doc, free string }{{"8000", serve}, {"8100", prox}} {
+		if !strings.Contains(b.code, ":"+port.doc) {
+			t.Fatalf("the block names no port %s:\n%s", port.doc, b.code)
+		}
+		b.code = strings.NewReplacer(":"+port.doc, ":"+port.free, "--port "+port.doc, "--port "+port.free).Replace(b.code)
+	}
+	stdout := docRunBlock(t, dir, path, b)
+	said := map[string][2]int{} // trajectory: reward, turns
+	for _, m := range regexp.MustCompile(`(?m)^(q1-a\d): reward (\d) after (\d) turn`).FindAllStringSubmatch(stdout, -1) {
+		r, _ := strconv.Atoi(m[2])
+		n, _ := strconv.Atoi(m[3])
+		said[m[1]] = [2]int{r, n}
+	}
+	if len(said) != 4 || !strings.Contains(stdout, "groups 1, trajectories 4") {
+		t.Fatalf("agent and stats printed:\n%s", stdout)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "out/proxy/*.parquet"))
+	if len(files) != 1 || filepath.Base(files[0]) != "proxy-000001.parquet" {
+		t.Fatalf("files %v", files)
+	}
+	trs := docRows(t, files[0])
+	if len(trs) != 4 {
+		t.Fatalf("%d trajectories", len(trs))
+	}
+	for i, tr := range trs {
+		s := said[tr.ID]
+		if tr.ID != fmt.Sprintf("q1-a%d", i) || tr.GroupID != "q1" || tr.Env != "proxy" || tr.Run != "proxy" || tr.Error != "" ||
+			tr.Reward == nil || *tr.Reward != float64(s[0]) || tr.Metrics["turns"] != float64(s[1]) || len(tr.Messages) != 2*s[1] {
+			t.Errorf("trajectory %d: %+v (agent said %v)", i, tr, s)
+			continue
+		}
+		docCheckTurns(t, tr)
+	}
+}
+
+// docCheckTurns: every assistant turn carries what hone-serve sampled.
+func docCheckTurns(t *testing.T, tr trajectory.Trajectory) {
+	t.Helper()
+	for k, m := range tr.Messages {
+		if (m.Role == "assistant") != (k%2 == 1) {
+			t.Errorf("%s message %d: role %s", tr.ID, k, m.Role)
+		}
+		if m.Role == "assistant" && (!m.Trainable || len(m.TokenIDs) == 0 || len(m.Logprobs) != len(m.TokenIDs) || m.AnswerModel != "tiny") {
+			t.Errorf("%s message %d: trainable %v, %d ids, %d logprobs, model %q", tr.ID, k, m.Trainable, len(m.TokenIDs), len(m.Logprobs), m.AnswerModel)
+		}
+	}
+}
+
+// docStartProxy runs hone-collect proxy in front of upstream, writing into
+// out, and returns its base URL (…/v1). It is stopped at the test's end.
+func docStartProxy(t *testing.T, upstream, out string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "proxy", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", out)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Error("proxy did not stop on SIGTERM")
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		defer close(exited)
+		re := regexp.MustCompile(`proxy listening.*addr=(\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		cmd.Wait()
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a + "/v1"
+	case <-exited:
+		t.Fatal("proxy exited before listening")
+	case <-time.After(30 * time.Second):
+		t.Fatal("proxy did not start")
+	}
+	return ""
+}
+
+// The helper's own calls, with the standard library, against the real
+// proxy in front of the real hone-serve: headers on chat calls, rewards
+// (blocking and asyncio), closes, and the proxy's refusals raised with its
+// message; then the groups as written.
+func TestPythonHelper(t *testing.T) {
+	py := docPython(t)
+	out := t.TempDir()
+	base := docStartProxy(t, startServe(t), out)
+	helperDir, _ := filepath.Abs("../../python")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "testdata/helper_check.py", base, "tiny")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+helperDir, "OPENAI_BASE_URL="+base, "PYTHONDONTWRITEBYTECODE=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helper_check.py: %v\n%s", err, stderr.String())
+	}
+	var said struct {
+		T1 []string `json:"t1"`
+		T2 string   `json:"t2"`
+	}
+	if err := json.Unmarshal(stdout, &said); err != nil || len(said.T1) != 2 {
+		t.Fatalf("output %q: %v", stdout, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*.parquet"))
+	if len(files) != 2 {
+		t.Fatalf("files %v, want one per group", files)
+	}
+	g1, g2 := docRows(t, filepath.Join(out, "proxy-000001.parquet")), docRows(t, filepath.Join(out, "proxy-000002.parquet"))
+	if len(g1) != 3 || len(g2) != 1 {
+		t.Fatalf("groups of %d and %d trajectories, want 3 and 1", len(g1), len(g2))
+	}
+	t1, t2, t3, t4 := g1[0], g1[1], g1[2], g2[0]
+	if t1.ID != "t1" || t1.GroupID != "g1" || t1.Reward == nil || *t1.Reward != 0.5 || t1.Metrics["turns"] != 2 || t1.Error != "" || len(t1.Messages) != 4 ||
+		t1.Messages[1].Content != said.T1[0] || t1.Messages[3].Content != said.T1[1] {
+		t.Errorf("t1: %+v (agent saw %q)", t1, said.T1)
+	} else {
+		docCheckTurns(t, t1)
+	}
+	if t2.ID != said.T2 || t2.GroupID != "g1" || t2.Reward == nil || *t2.Reward != 1 || t2.Error != "" {
+		t.Errorf("t2 (%s): %+v", said.T2, t2)
+	}
+	if t3.ID != "t3" || t3.Reward != nil || t3.Error != "not closed" {
+		t.Errorf("t3: reward %v, error %q", t3.Reward, t3.Error)
+	}
+	if t4.ID != "t4" || t4.GroupID != "g2" || t4.Reward != nil || t4.Error != "tool crashed" {
+		t.Errorf("t4: %+v", t4)
+	}
+}
+
+// docs/proxy.md's Node example, with the official openai package, against
+// the real proxy in front of the real hone-serve.
+func TestDocProxyNode(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		docNeedTool(t, "node is not installed")
+	}
+	modules, _ := filepath.Abs("testdata/proxy-node/node_modules")
+	if _, err := os.Stat(filepath.Join(modules, "openai/package.json")); err != nil {
+		docNeedTool(t, "run `npm ci` in cmd/hone-collect/testdata/proxy-node")
+	}
+	blocks := docBlocks(t, "../../docs/proxy.md")
+	js := blocks[len(blocks)-1]
+	if js.lang != "js" || !strings.Contains(js.code, `"http://127.0.0.1:8100"`) {
+		t.Fatalf("the page's last runnable block is not the Node example on port 8100: %+v", js)
+	}
+	out := t.TempDir()
+	base := docStartProxy(t, startServe(t), out)
+	dir := t.TempDir()
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	code := strings.Replace(js.code, `"http://127.0.0.1:8100"`, strconv.Quote(strings.TrimSuffix(base, "/v1")), 1)
+	if err := os.WriteFile(filepath.Join(dir, "agent.mjs"), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "agent.mjs")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, stderr.String())
+	}
+	var id string
+	var reward float64
+	if _, err := fmt.Sscan(string(stdout), &id, &reward); err != nil || id != "node-1" {
+		t.Fatalf("node printed %q: %v", stdout, err)
+	}
+	trs := docRows(t, filepath.Join(out, "proxy-000001.parquet"))
+	if len(trs) != 1 || trs[0].ID != "node-1" || trs[0].GroupID != "node" || trs[0].Reward == nil || *trs[0].Reward != reward ||
+		trs[0].Metrics["turns"] != 1 || len(trs[0].Messages) != 2 {
+		t.Fatalf("recorded %+v", trs)
+	}
+	docCheckTurns(t, trs[0])
+}
+
+// The README links the three pages and the helper, and every relative
+// link of the pages and the README names a file that exists.
+func TestDocLinks(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"(docs/stdio-env.md)", "(docs/mcp-env.md)", "(docs/proxy.md)", "(python/hone_proxy.py)"} {
+		if !bytes.Contains(readme, []byte(want)) {
+			t.Errorf("README.md does not link %s", want)
+		}
+	}
+	pages, _ := filepath.Glob("../../docs/*.md")
+	if len(pages) < 3 {
+		t.Fatalf("pages %v", pages)
+	}
+	link := regexp.MustCompile(`\]\(([^)#\s]+)[^)]*\)`)
+	for _, page := range append(pages, "../../README.md") {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			if strings.Contains(m[1], "://") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(page), m[1])); err != nil {
+				t.Errorf("%s links %s: %v", page, m[1], err)
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/checkpoint"
@@ -89,9 +90,9 @@ func TestCronScriptTwiceTrainsOnce(t *testing.T) {
 	if err != nil || !ok || first != 1 {
 		t.Fatalf("after the first call: latest %d %v %v, want step 1", first, ok, err)
 	}
-	before, _ := os.ReadFile(filepath.Join(ck.Dir, checkpoint.MetricsName))
+	before, _ := os.ReadFile(filepath.Join(ck.Dir, runfolder.MetricsName))
 	out := run()
-	after, _ := os.ReadFile(filepath.Join(ck.Dir, checkpoint.MetricsName))
+	after, _ := os.ReadFile(filepath.Join(ck.Dir, runfolder.MetricsName))
 	if n, _, _ := ck.Latest(); n != 1 || !strings.Contains(out, "nothing new") || !bytes.Equal(before, after) {
 		t.Fatalf("second call trained again: latest %d, output %q", n, out)
 	}

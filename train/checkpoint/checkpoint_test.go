@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/format/runfolder"
 )
 
 func adapter() *peft.Adapter {
@@ -32,7 +33,7 @@ func TestSaveLatestRestore(t *testing.T) {
 	if err != nil || !ok || n != 3 {
 		t.Fatalf("latest %d %v %v", n, ok, err)
 	}
-	b, _ := os.ReadFile(filepath.Join(r.Dir, LatestName))
+	b, _ := os.ReadFile(filepath.Join(r.Dir, runfolder.LatestName))
 	if string(b) != "step-000003\n" {
 		t.Errorf("latest file %q", b)
 	}
@@ -91,13 +92,13 @@ func TestRepairMetrics(t *testing.T) {
 		}
 	}
 	// A torn line from a kill mid-append.
-	f, _ := os.OpenFile(filepath.Join(r.Dir, MetricsName), os.O_APPEND|os.O_WRONLY, 0)
+	f, _ := os.OpenFile(filepath.Join(r.Dir, runfolder.MetricsName), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"step":4,"lo`)
 	f.Close()
 	if err := r.RepairMetrics(2, map[string]float64{"step": 2, "loss": 9}); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(filepath.Join(r.Dir, MetricsName))
+	b, _ := os.ReadFile(filepath.Join(r.Dir, runfolder.MetricsName))
 	if string(b) != "{\"loss\":1,\"step\":1}\n{\"loss\":2,\"step\":2}\n" {
 		t.Errorf("repaired to %q", b)
 	}
@@ -105,7 +106,7 @@ func TestRepairMetrics(t *testing.T) {
 	if err := r.RepairMetrics(5, map[string]float64{"step": 5}); err != nil {
 		t.Fatal(err)
 	}
-	b, _ = os.ReadFile(filepath.Join(r.Dir, MetricsName))
+	b, _ = os.ReadFile(filepath.Join(r.Dir, runfolder.MetricsName))
 	if !strings.HasSuffix(string(b), "{\"step\":5}\n") {
 		t.Errorf("missing row not restored: %q", b)
 	}
@@ -140,5 +141,38 @@ func TestLockAndManifest(t *testing.T) {
 	got, err := r.ReadManifest()
 	if err != nil || !got.Has(fe.SHA256) || got.Has("x") || got.Pending.EndStep != 3 {
 		t.Errorf("manifest %+v %v", got, err)
+	}
+}
+
+// TestStepNamesAsServeReadsThem: training takes as a step folder, or as what
+// latest names, exactly what hone-serve does (runfolder.ParseStepName).
+// Before, a folder "step-+5" or a 13-digit step counted as a step here while
+// serve ignored it, and latest "step-+5" resumed step 5 while serve refused it.
+func TestStepNamesAsServeReadsThem(t *testing.T) {
+	r := &Run{Dir: t.TempDir()}
+	if err := r.Save(adapter(), nil, State{Step: 5}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"step-+7", "step-0000000000008", "step- 9"} {
+		if err := os.MkdirAll(filepath.Join(r.Dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if steps, err := r.Steps(); err != nil || len(steps) != 1 || steps[0] != 5 {
+		t.Errorf("Steps = %v, %v; want [5]: no other folder is a step folder to serve", steps, err)
+	}
+	latest := filepath.Join(r.Dir, runfolder.LatestName)
+	for _, text := range []string{"step-+5", "step-0000000000005", "../step-000005"} {
+		if err := os.WriteFile(latest, []byte(text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if n, ok, err := r.Latest(); err == nil || ok {
+			t.Errorf("latest %q: step %d, ok %v; want the refusal hone-serve gives", text, n, ok)
+		} else if !strings.Contains(err.Error(), latest) {
+			t.Errorf("latest %q: %v; want it to name %s", text, err, latest)
+		}
+		if _, err := runfolder.Locate(filepath.Dir(r.Dir), filepath.Base(r.Dir)); err == nil {
+			t.Errorf("latest %q: serve's Locate accepts it", text)
+		}
 	}
 }

@@ -1,4 +1,6 @@
-// Package checkpoint owns a training run's folder, adapters/<run>/:
+// Package checkpoint writes and resumes a training run's folder,
+// adapters/<run>/, whose shared layout (step folder names, latest,
+// metrics.jsonl, the run-name rule) format/runfolder defines:
 //
 //	step-000042/          one per saved step, written atomically (temp + rename):
 //	  adapter_config.json, adapter_model.safetensors   the PEFT adapter

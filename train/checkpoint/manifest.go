@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/hone-rl/hone/format/runfolder"
 )
 
 // Manifest records which input files incremental runs consumed.
@@ -69,7 +71,7 @@ func (r *Run) WriteManifest(m Manifest) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: manifest: %w", err)
 	}
-	return writeAtomic(filepath.Join(r.Dir, ManifestName), append(b, '\n'))
+	return runfolder.WriteFile(filepath.Join(r.Dir, ManifestName), append(b, '\n'))
 }
 
 // HashFile returns the entry (sha256, size) of the file at path.

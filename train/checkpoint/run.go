@@ -6,23 +6,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/safetensors"
 )
 
-// File names inside a run folder and a step folder.
+// File names inside a run folder and a step folder that only training uses;
+// the names every stage shares (step folders, latest, metrics.jsonl) are
+// format/runfolder's.
 const (
-	LatestName    = "latest"
 	BestName      = "best"
-	MetricsName   = "metrics.jsonl"
 	ManifestName  = "manifest.json"
 	LockName      = "lock"
 	OptimizerName = "optimizer.safetensors"
@@ -35,24 +32,8 @@ type Run struct {
 	Dir string
 }
 
-// StepName is the folder name of step n: "step-000042".
-func StepName(n int) string { return fmt.Sprintf("step-%06d", n) }
-
-// StepDir is the folder of step n.
-func (r *Run) StepDir(n int) string { return filepath.Join(r.Dir, StepName(n)) }
-
-// ParseStepName returns n for "step-000042".
-func ParseStepName(s string) (int, bool) {
-	rest, ok := strings.CutPrefix(s, "step-")
-	if !ok || rest == "" {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	return n, true
-}
+// StepDir is the folder of step n, as hone-train names it.
+func (r *Run) StepDir(n int) string { return filepath.Join(r.Dir, runfolder.StepName(n)) }
 
 // Tensor is a named float32 array saved beside the adapter (optimizer state).
 type Tensor struct {
@@ -114,35 +95,30 @@ func (r *Run) Save(ad *peft.Adapter, opt []Tensor, st State, config any) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: step %d: %w", st.Step, err)
 	}
-	return r.setPointer(LatestName, st.Step)
+	return runfolder.WritePointer(r.Dir, runfolder.LatestName, st.Step)
 }
 
 // Latest returns the step latest names; ok is false in a fresh run folder.
-func (r *Run) Latest() (step int, ok bool, err error) { return r.pointer(LatestName) }
+func (r *Run) Latest() (step int, ok bool, err error) { return r.pointer(runfolder.LatestName) }
 
 // Best returns the step best names, if any.
 func (r *Run) Best() (step int, ok bool, err error) { return r.pointer(BestName) }
 
+// pointer reads the pointer file name and checks that the step folder it
+// names exists. A run resumes from the folder hone-train names its steps
+// with, StepDir(n), whatever spelling of n the file holds.
 func (r *Run) pointer(name string) (int, bool, error) {
-	b, err := os.ReadFile(filepath.Join(r.Dir, name))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, false, nil
-	}
+	s, ok, err := runfolder.ReadPointer(r.Dir, name)
 	if err != nil {
 		return 0, false, fmt.Errorf("checkpoint: %w", err)
 	}
-	n, ok := ParseStepName(strings.TrimSpace(string(b)))
 	if !ok {
-		return 0, false, fmt.Errorf("checkpoint: %s: %q does not name a step folder", filepath.Join(r.Dir, name), strings.TrimSpace(string(b)))
+		return 0, false, nil
 	}
-	if _, err := os.Stat(r.StepDir(n)); err != nil {
-		return 0, false, fmt.Errorf("checkpoint: %s names %s: %w", name, StepName(n), err)
+	if _, err := os.Stat(r.StepDir(s.N)); err != nil {
+		return 0, false, fmt.Errorf("checkpoint: %s names %s: %w", name, runfolder.StepName(s.N), err)
 	}
-	return n, true, nil
-}
-
-func (r *Run) setPointer(name string, step int) error {
-	return writeAtomic(filepath.Join(r.Dir, name), []byte(StepName(step)+"\n"))
+	return s.N, true, nil
 }
 
 // ReadState reads step n's trainer_state.json.
@@ -218,7 +194,7 @@ func (r *Run) Prune(keep int, metric string, maximize bool) error {
 		}
 		if found {
 			protect[bestStep] = true
-			if err := r.setPointer(BestName, bestStep); err != nil {
+			if err := runfolder.WritePointer(r.Dir, BestName, bestStep); err != nil {
 				return err
 			}
 		}
@@ -246,7 +222,7 @@ func (r *Run) CleanTemp() error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	for _, e := range ents {
-		if n := e.Name(); strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") {
+		if n := e.Name(); runfolder.IsTemp(n) {
 			if err := os.RemoveAll(filepath.Join(r.Dir, n)); err != nil {
 				return fmt.Errorf("checkpoint: %w", err)
 			}
@@ -255,19 +231,16 @@ func (r *Run) CleanTemp() error {
 	return nil
 }
 
-// Steps lists the step folders present, ascending.
+// Steps lists the numbers of the step folders present, ascending.
 func (r *Run) Steps() ([]int, error) {
-	ents, err := os.ReadDir(r.Dir)
+	steps, err := runfolder.Steps(r.Dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	var out []int
-	for _, e := range ents {
-		if n, ok := ParseStepName(e.Name()); ok && e.IsDir() {
-			out = append(out, n)
-		}
+	for _, s := range steps {
+		out = append(out, s.N)
 	}
-	sort.Ints(out)
 	return out, nil
 }
 
@@ -280,7 +253,7 @@ func (r *Run) AppendMetrics(row map[string]float64) error {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(r.Dir, MetricsName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(filepath.Join(r.Dir, runfolder.MetricsName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -300,7 +273,7 @@ func (r *Run) AppendMetrics(row map[string]float64) error {
 // lastRow is appended when the row of step last is missing (the process died
 // between the checkpoint and the metrics line).
 func (r *Run) RepairMetrics(last int, lastRow map[string]float64) error {
-	path := filepath.Join(r.Dir, MetricsName)
+	path := filepath.Join(r.Dir, runfolder.MetricsName)
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -334,7 +307,7 @@ func (r *Run) RepairMetrics(last int, lastRow map[string]float64) error {
 	if bytes.Equal(out.Bytes(), b) {
 		return nil
 	}
-	return writeAtomic(path, out.Bytes())
+	return runfolder.WriteFile(path, out.Bytes())
 }
 
 // Lock takes an exclusive, non-blocking flock on the run's lock file. It
@@ -364,41 +337,6 @@ func (r *Run) Lock() (unlock func(), err error) {
 
 // ErrLocked is returned (wrapped) by Lock when another run holds the lock.
 var ErrLocked = errors.New("run is locked")
-
-// writeAtomic writes data to a temporary file beside path, syncs it and
-// renames it over path, then syncs the folder.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(f.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("checkpoint: write %s: %w", path, werr)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
-}
 
 func writeFileSync(path string, data []byte) error {
 	f, err := os.Create(path)

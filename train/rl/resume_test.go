@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/checkpoint"
 )
@@ -119,11 +120,11 @@ func TestResumeAfterSIGKILLIsBitIdentical(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	for _, f := range []string{"adapter_model.safetensors", checkpoint.OptimizerName} {
-		a, err := os.ReadFile(filepath.Join(dir, "adapters", "ref", checkpoint.StepName(8), f))
+		a, err := os.ReadFile(filepath.Join(dir, "adapters", "ref", runfolder.StepName(8), f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, "adapters", "killed", checkpoint.StepName(8), f))
+		b, err := os.ReadFile(filepath.Join(dir, "adapters", "killed", runfolder.StepName(8), f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +187,7 @@ func TestWatchSessionKilledIsFinishedOnce(t *testing.T) {
 	if err != nil || man.Pending != nil || len(man.Consumed) != 1 || man.Consumed[0].Step != 4 {
 		t.Fatalf("manifest %+v, %v", man, err)
 	}
-	a, _ := os.ReadFile(filepath.Join(dir, "adapters", "ref", checkpoint.StepName(4), "adapter_model.safetensors"))
+	a, _ := os.ReadFile(filepath.Join(dir, "adapters", "ref", runfolder.StepName(4), "adapter_model.safetensors"))
 	b, _ := os.ReadFile(filepath.Join(run.StepDir(4), "adapter_model.safetensors"))
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Error("the finished session differs from the uninterrupted one")

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/grpo"
@@ -27,7 +28,7 @@ func newFlagSet() *pflag.FlagSet { return pflag.NewFlagSet("test", pflag.Continu
 
 func readMetrics(t *testing.T, dir string) []map[string]float64 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, checkpoint.MetricsName))
+	b, err := os.ReadFile(filepath.Join(dir, runfolder.MetricsName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func TestGradientCheckpointingSameResult(t *testing.T) {
 		if err := Run(context.Background(), backend(t), o, &log); err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, o.Name, checkpoint.StepName(2), "adapter_model.safetensors"))
+		b, err := os.ReadFile(filepath.Join(dir, o.Name, runfolder.StepName(2), "adapter_model.safetensors"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,7 +433,7 @@ func TestWatchCosineSpansScheduleSteps(t *testing.T) {
 			t.Fatalf("session %d: %v\n%s", r, err, log.String())
 		}
 	}
-	f, err := os.ReadFile(filepath.Join(dir, "cos", checkpoint.MetricsName))
+	f, err := os.ReadFile(filepath.Join(dir, "cos", runfolder.MetricsName))
 	if err != nil {
 		t.Fatal(err)
 	}

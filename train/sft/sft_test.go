@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/checkpoint"
@@ -82,7 +83,7 @@ func TestSFTLossDrops(t *testing.T) {
 	if err := Run(context.Background(), be, o, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	f, err := os.ReadFile(filepath.Join(dir, "sft", checkpoint.MetricsName))
+	f, err := os.ReadFile(filepath.Join(dir, "sft", runfolder.MetricsName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestSFTLossDrops(t *testing.T) {
 
 	// The SFT adapter seeds another run (what GRPO's --init-adapter does).
 	var o2 trainer.Options = o.Options
-	o2.Name, o2.InitAdapter = "next", filepath.Join(dir, "sft", checkpoint.StepName(30))
+	o2.Name, o2.InitAdapter = "next", filepath.Join(dir, "sft", runfolder.StepName(30))
 	base, err := trainer.LoadBase(be, &o2)
 	if err != nil {
 		t.Fatal(err)

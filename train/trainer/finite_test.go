@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/checkpoint"
@@ -114,13 +115,13 @@ func TestNonFiniteStepStopsBeforeSaving(t *testing.T) {
 				}
 			}
 			if _, err := os.Stat(l.Ckpt.StepDir(tc.badStep)); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("%s exists (%v)", checkpoint.StepName(tc.badStep), err)
+				t.Errorf("%s exists (%v)", runfolder.StepName(tc.badStep), err)
 			}
 			last, ok, err := l.Ckpt.Latest()
 			if err != nil || ok != (tc.badStep > 1) || last != tc.badStep-1 {
 				t.Errorf("latest %d %v %v, want step %d", last, ok, err, tc.badStep-1)
 			}
-			rows, _ := os.ReadFile(filepath.Join(l.Ckpt.Dir, checkpoint.MetricsName))
+			rows, _ := os.ReadFile(filepath.Join(l.Ckpt.Dir, runfolder.MetricsName))
 			if n := bytes.Count(rows, []byte("\n")); n != tc.badStep-1 {
 				t.Errorf("%d metrics rows, want %d: %s", n, tc.badStep-1, rows)
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/model"
@@ -92,7 +93,7 @@ func (l *Loop) stepError(n int, err error) error {
 	}
 	kept := "the run has no saved step yet"
 	if last, ok, lerr := l.Ckpt.Latest(); lerr == nil && ok {
-		kept = fmt.Sprintf("%s still names %s", filepath.Join(l.Ckpt.Dir, checkpoint.LatestName), checkpoint.StepName(last))
+		kept = fmt.Sprintf("%s still names %s", filepath.Join(l.Ckpt.Dir, runfolder.LatestName), runfolder.StepName(last))
 	}
 	return fmt.Errorf("step %d: %w: lower --lr, set --max-grad-norm to clip the gradient, and check the rewards; nothing of step %d was saved, %s",
 		n, err, n, kept)

@@ -10,6 +10,7 @@ import (
 	"reflect"
 
 	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/model"
@@ -228,7 +229,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 		return nil, err
 	}
 	if has && !resume {
-		return nil, fmt.Errorf("%s already has %s: pass --resume to continue it, or choose another --run", run.Dir, checkpoint.StepName(last))
+		return nil, fmt.Errorf("%s already has %s: pass --resume to continue it, or choose another --run", run.Dir, runfolder.StepName(last))
 	}
 	if has {
 		saved, err := run.ReadConfig(last)
@@ -252,7 +253,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 			return nil, err
 		}
 		if log != nil {
-			fmt.Fprintf(log, "resuming %s from %s\n", run.Dir, checkpoint.StepName(last))
+			fmt.Fprintf(log, "resuming %s from %s\n", run.Dir, runfolder.StepName(last))
 		}
 		ok = true
 		return env, nil

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
@@ -191,7 +192,7 @@ func learn(t *testing.T, seed uint64) (before, after float64) {
 // importance ratio exp(logπ_θ − logπ_sampler) of the trained tokens is 1:
 // the training forward and the KV-cache decode agree on the logprobs.
 func checkMetrics(t *testing.T, dir string) (maxDev float64) {
-	f, err := os.Open(filepath.Join(dir, checkpoint.MetricsName))
+	f, err := os.Open(filepath.Join(dir, runfolder.MetricsName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,14 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -33,25 +31,7 @@ type Adapter struct {
 }
 
 // Name is the served name, "<run>@<step>".
-func (a *Adapter) Name() string { return a.Run + "@" + strconv.Itoa(a.Step) }
-
-var (
-	runName  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-	stepName = regexp.MustCompile(`^step-([0-9]{1,12})$`)
-)
-
-// ValidRun reports whether s may name a run (no path separators, no "..").
-func ValidRun(s string) bool { return runName.MatchString(s) && !strings.Contains(s, "..") }
-
-// ParseStepDir returns N of a "step-N" folder name.
-func ParseStepDir(name string) (int, bool) {
-	m := stepName.FindStringSubmatch(name)
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.Atoi(m[1])
-	return n, err == nil
-}
+func (a *Adapter) Name() string { return runfolder.ServedName(a.Run, a.Step) }
 
 // Options configure a Registry.
 type Options struct {
@@ -106,29 +86,25 @@ func New(o Options) *Registry {
 // run's latest file names) or "<run>@<step>" (any loaded step). It fails
 // with ErrUnknown for anything else.
 func (r *Registry) Resolve(name string) (*Adapter, error) {
-	runS, stepS, hasStep := strings.Cut(name, "@")
-	if !ValidRun(runS) {
-		return nil, fmt.Errorf("%w: %q", ErrUnknown, name)
+	want, err := runfolder.ParseServed(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnknown, err)
 	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	rn := r.runs[runS]
+	rn := r.runs[want.Run]
 	if rn == nil || rn.current == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknown, name)
 	}
-	if !hasStep {
+	if !want.HasStep {
 		return rn.current, nil
 	}
-	n, err := strconv.Atoi(stepS)
-	if err != nil || n < 0 || strconv.Itoa(n) != stepS {
-		return nil, fmt.Errorf("%w: %q (step must be a plain number)", ErrUnknown, name)
-	}
 	for _, a := range rn.steps {
-		if a.Step == n {
+		if a.Step == want.Step {
 			return a, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %q (step %d is not loaded)", ErrUnknown, name, n)
+	return nil, fmt.Errorf("%w: %q (step %d is not loaded)", ErrUnknown, name, want.Step)
 }
 
 // Names lists "<run>" and "<run>@<step>" for every loaded adapter, sorted.
@@ -169,21 +145,18 @@ func (r *Registry) Watch(ctx context.Context, interval time.Duration) {
 func (r *Registry) Poll(ctx context.Context) int {
 	r.pollMu.Lock()
 	defer r.pollMu.Unlock()
-	ents, err := os.ReadDir(r.o.Dir)
+	runs, err := runfolder.Runs(r.o.Dir)
 	if err != nil {
 		r.warnOnce("", "adapters: cannot read the adapters folder; serving what is loaded", "dir", r.o.Dir, "err", err)
 		return 0
 	}
 	r.clearWarning("")
 	loaded := 0
-	for _, ent := range ents {
+	for _, name := range runs {
 		if ctx.Err() != nil {
 			return loaded
 		}
-		if !ValidRun(ent.Name()) || !IsDir(r.o.Dir, ent) {
-			continue
-		}
-		if r.pollRun(ent.Name()) {
+		if r.pollRun(name) {
 			loaded++
 		}
 	}
@@ -193,7 +166,7 @@ func (r *Registry) Poll(ctx context.Context) int {
 // pollRun loads or switches to the current step of one run; it reports
 // whether it loaded an adapter.
 func (r *Registry) pollRun(name string) bool {
-	step, err := Locate(r.o.Dir, name)
+	step, err := runfolder.Locate(r.o.Dir, name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			r.clearWarning(name) // no step yet: nothing to say

@@ -37,29 +37,6 @@ func write(t *testing.T, c *model.Config, dir string, seed uint64) *model.Adapte
 	return ad
 }
 
-func TestNames(t *testing.T) {
-	for _, s := range []string{"run", "r-1.b_2", "A"} {
-		if !ValidRun(s) {
-			t.Errorf("ValidRun(%q) = false", s)
-		}
-	}
-	for _, s := range []string{"", "..", "a/b", "../x", "a..b", ".hidden", "a b", strings.Repeat("x", 200), "a\\b"} {
-		if ValidRun(s) {
-			t.Errorf("ValidRun(%q) = true", s)
-		}
-	}
-	for s, want := range map[string]int{"step-000042": 42, "step-7": 7, "step-0": 0} {
-		if n, ok := ParseStepDir(s); !ok || n != want {
-			t.Errorf("ParseStepDir(%q) = %d, %v", s, n, ok)
-		}
-	}
-	for _, s := range []string{"step-", "step-x", "step-1/..", "steps-1", "step--1"} {
-		if _, ok := ParseStepDir(s); ok {
-			t.Errorf("ParseStepDir(%q) accepted", s)
-		}
-	}
-}
-
 func TestPollLatestKeepAndRefuse(t *testing.T) {
 	c := testConfig(t)
 	root := t.TempDir()

@@ -1,9 +1,10 @@
 // Package adapters keeps the LoRA adapters hone-serve serves and picks up
 // new ones that hone-train writes, without a restart.
 //
-// Layout watched: DIR/<run>/step-<N>/ (a PEFT adapter folder, N usually
-// zero-padded: step-000042) and DIR/<run>/latest, a file naming the current
-// step folder. Without a latest file the highest step folder is taken.
+// Layout watched: the run folders format/runfolder defines,
+// DIR/<run>/step-<N>/ (a PEFT adapter folder, N usually zero-padded:
+// step-000042) and DIR/<run>/latest, a file naming the current step folder.
+// Without a latest file the highest step folder is taken (runfolder.Locate).
 // latest is what the operator says is current: rolling it back to an older
 // step makes "<run>" answer with that step.
 //
@@ -17,8 +18,8 @@
 // one and the most recently current others. A missing DIR or a bad latest
 // file is logged once, and again only when it changes or comes back.
 //
-// Names are checked so that no request can name a path, and nothing is read
-// through a symbolic link that leads outside DIR: a run folder, step folder
-// or adapter file that resolves elsewhere is refused (links inside DIR are
-// followed).
+// Names are checked (runfolder.ParseServed) so that no request can name a
+// path, and nothing is read through a symbolic link that leads outside DIR:
+// a run folder, step folder or adapter file that resolves elsewhere is
+// refused with runfolder.ErrOutside (links inside DIR are followed).
 package adapters

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/train/model"
 )
@@ -201,7 +202,7 @@ func TestSymlinkOutsideRefused(t *testing.T) {
 	if n := logs.count(slog.LevelWarn, msgRunWarn, "err", "outside the adapters folder"); n != 1 {
 		t.Fatalf("%d warnings about the outside link, want 1:\n%s", n, logs)
 	}
-	if _, err := Locate(root, "exp"); !errors.Is(err, ErrOutside) {
+	if _, err := runfolder.Locate(root, "exp"); !errors.Is(err, runfolder.ErrOutside) {
 		t.Fatalf("Locate: %v, want ErrOutside", err)
 	}
 	// A real step folder whose weights file is a link to elsewhere.

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hone-rl/hone/format/runfolder"
 )
 
 // Options configure a Front.
@@ -120,30 +122,27 @@ func NewFront(o Options) (*Front, error) {
 
 // Model maps a request's model name to the name sent to vLLM: "<run>" to
 // the run's current "<run>@<step>"; a "<run>@<step>" of a known run must be
-// loaded (ok false otherwise); anything else passes unchanged.
+// loaded and spelled as hone-serve spells it (ok false otherwise: "r@05" is
+// not "r@5"); anything else, a name of vLLM's own, passes unchanged.
 func (f *Front) Model(name string) (string, bool) {
+	want, err := runfolder.ParseServed(name)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if run, s, found := strings.Cut(name, "@"); found {
-		rs := f.runs[run]
-		if rs == nil {
-			return name, true
-		}
-		step, err := strconv.Atoi(s)
-		if err != nil {
-			return name, false
-		}
-		for _, l := range rs.loaded {
-			if l == step {
-				return versionName(run, step), true
-			}
-		}
+	rs := f.runs[want.Run]
+	switch {
+	case rs == nil:
+		return name, true
+	case err != nil:
 		return name, false
+	case !want.HasStep:
+		if rs.current >= 0 {
+			return runfolder.ServedName(want.Run, rs.current), true
+		}
+		return name, true
+	case slices.Contains(rs.loaded, want.Step):
+		return name, true
 	}
-	if rs := f.runs[name]; rs != nil && rs.current >= 0 {
-		return versionName(name, rs.current), true
-	}
-	return name, true
+	return name, false
 }
 
 // Loaded returns the versioned names loaded in vLLM, by run then step.
@@ -153,13 +152,11 @@ func (f *Front) Loaded() []string {
 	var out []string
 	for _, run := range sortedKeys(f.runs) {
 		for _, s := range slices.Sorted(slices.Values(f.runs[run].loaded)) {
-			out = append(out, versionName(run, s))
+			out = append(out, runfolder.ServedName(run, s))
 		}
 	}
 	return out
 }
-
-func versionName(run string, step int) string { return run + "@" + strconv.Itoa(step) }
 
 // route is one path of the front's allow-list.
 type route struct {
@@ -324,7 +321,7 @@ func (f *Front) modifyResponse(resp *http.Response) error {
 		f.mu.RLock()
 		for _, run := range sortedKeys(f.runs) {
 			rs := f.runs[run]
-			src, ok := byID[versionName(run, rs.current)]
+			src, ok := byID[runfolder.ServedName(run, rs.current)]
 			if rs.current < 0 || !ok || byID[run] != nil {
 				continue
 			}

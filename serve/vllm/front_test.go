@@ -380,6 +380,9 @@ func TestProxy(t *testing.T) {
 		{"wrong key", "/v1/chat/completions", "nope", `{"model":"r"}`, 401, "invalid_api_key"},
 		{"too big", "/v1/chat/completions", "secret", `{"model":"r","x":"` + strings.Repeat("a", 5000) + `"}`, 413, "request_too_large"},
 		{"unloaded version", "/v1/chat/completions", "secret", `{"model":"r@1"}`, 404, "model_not_found"},
+		// hone-serve's registry has no "r@02" or "r@+2": one step, one name.
+		{"zero-padded version", "/v1/chat/completions", "secret", `{"model":"r@02"}`, 404, "model_not_found"},
+		{"signed version", "/v1/chat/completions", "secret", `{"model":"r@+2"}`, 404, "model_not_found"},
 		{"load route", "/v1/load_lora_adapter", "secret", `{"lora_name":"x","lora_path":"/etc"}`, 404, "no route"},
 	} {
 		resp := post(c.path, c.key, c.body)

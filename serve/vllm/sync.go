@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/serve/adapters"
 )
 
@@ -32,17 +33,14 @@ func (f *Front) Sync(ctx context.Context) error {
 	}
 	f.syncMu.Lock()
 	defer f.syncMu.Unlock()
-	ents, err := os.ReadDir(f.o.AdaptersDir)
+	runs, err := runfolder.Runs(f.o.AdaptersDir)
 	if err != nil {
 		return f.reportOnce("", fmt.Errorf("vllm: reading adapters folder %s: %w", f.o.AdaptersDir, err))
 	}
 	f.reportOnce("", nil)
 	var errs []error
-	for _, ent := range ents {
-		if !adapters.ValidRun(ent.Name()) || !adapters.IsDir(f.o.AdaptersDir, ent) {
-			continue
-		}
-		if err := f.syncRun(ctx, ent.Name()); err != nil {
+	for _, run := range runs {
+		if err := f.syncRun(ctx, run); err != nil {
 			errs = append(errs, err)
 		}
 		if ctx.Err() != nil {
@@ -71,7 +69,7 @@ func (f *Front) reportOnce(key string, err error) error {
 }
 
 func (f *Front) syncRun(ctx context.Context, run string) error {
-	found, err := adapters.Locate(f.o.AdaptersDir, run)
+	found, err := runfolder.Locate(f.o.AdaptersDir, run)
 	if errors.Is(err, os.ErrNotExist) {
 		return f.reportOnce(run, nil) // no step yet
 	}
@@ -102,7 +100,7 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 			f.switchTo(run, rs, step)
 		} else if err := checkFolder(found.Real); err != nil {
 			loadErr = err
-		} else if err := f.load(ctx, versionName(run, step), dir); err != nil {
+		} else if err := f.load(ctx, runfolder.ServedName(run, step), dir); err != nil {
 			loadErr = err
 		} else {
 			f.mu.Lock()
@@ -110,11 +108,11 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 			rs.path[step] = dir
 			rs.current = step
 			f.mu.Unlock()
-			f.o.Log.Info("vllm: adapter loaded", "name", versionName(run, step), "path", dir)
+			f.o.Log.Info("vllm: adapter loaded", "name", runfolder.ServedName(run, step), "path", dir)
 		}
 		if loadErr != nil {
 			rs.failed[step] = stamp
-			loadErr = fmt.Errorf("vllm: loading %s from %s (still serving %s): %w", versionName(run, step), dir, f.servingName(run, rs), loadErr)
+			loadErr = fmt.Errorf("vllm: loading %s from %s (still serving %s): %w", runfolder.ServedName(run, step), dir, f.servingName(run, rs), loadErr)
 			f.o.Log.Warn("vllm: adapter refused", "err", loadErr)
 		} else {
 			delete(rs.failed, step)
@@ -127,7 +125,7 @@ func (f *Front) servingName(run string, rs *runState) string {
 	if rs.current < 0 {
 		return "nothing"
 	}
-	return versionName(run, rs.current)
+	return runfolder.ServedName(run, rs.current)
 }
 
 // switchTo points "<run>" at a step vLLM still holds (a rolled-back latest
@@ -137,7 +135,7 @@ func (f *Front) switchTo(run string, rs *runState, step int) {
 	rs.current = step
 	rs.loaded = append(slices.DeleteFunc(rs.loaded, func(x int) bool { return x == step }), step)
 	f.mu.Unlock()
-	f.o.Log.Info("vllm: serving a loaded step", "name", versionName(run, step))
+	f.o.Log.Info("vllm: serving a loaded step", "name", runfolder.ServedName(run, step))
 }
 
 // unloadOld unloads loaded versions other than the current one beyond the
@@ -158,15 +156,15 @@ func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
 	}
 	var errs []error
 	for _, s := range others[:max(extra, 0)] { // least recently current first
-		if err := f.call(ctx, "/v1/unload_lora_adapter", map[string]string{"lora_name": versionName(run, s)}); err != nil {
-			errs = append(errs, fmt.Errorf("vllm: unloading %s: %w", versionName(run, s), err))
+		if err := f.call(ctx, "/v1/unload_lora_adapter", map[string]string{"lora_name": runfolder.ServedName(run, s)}); err != nil {
+			errs = append(errs, fmt.Errorf("vllm: unloading %s: %w", runfolder.ServedName(run, s), err))
 			continue
 		}
 		f.mu.Lock()
 		rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == s })
 		delete(rs.path, s)
 		f.mu.Unlock()
-		f.o.Log.Info("vllm: adapter unloaded", "name", versionName(run, s))
+		f.o.Log.Info("vllm: adapter unloaded", "name", runfolder.ServedName(run, s))
 	}
 	return errors.Join(errs...)
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/safetensors"
-	"github.com/hone-rl/hone/serve/adapters"
 )
 
 // writePEFT writes a real PEFT adapter folder DIR/run/step-N in dtype with
@@ -92,7 +92,7 @@ func TestSyncRefusesOutside(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "r", "latest"), []byte("step-000002"), 0o644)
 	err := f.Sync(ctx)
-	if !errors.Is(err, adapters.ErrOutside) || !strings.Contains(err.Error(), o2) {
+	if !errors.Is(err, runfolder.ErrOutside) || !strings.Contains(err.Error(), o2) {
 		t.Fatalf("Sync with a step folder linked outside: %v; want ErrOutside naming %s", err, o2)
 	}
 	if err := f.Sync(ctx); err != nil {
@@ -103,7 +103,7 @@ func TestSyncRefusesOutside(t *testing.T) {
 	w := filepath.Join(p3, "adapter_model.safetensors")
 	os.Remove(w)
 	os.Symlink(filepath.Join(o2, "adapter_model.safetensors"), w)
-	if err := f.Sync(ctx); !errors.Is(err, adapters.ErrOutside) {
+	if err := f.Sync(ctx); !errors.Is(err, runfolder.ErrOutside) {
 		t.Fatalf("Sync with a weights file linked outside: %v; want ErrOutside", err)
 	}
 	wantCalls(t, fake.takeCalls())

@@ -487,3 +487,33 @@ func TestInterruptCountsWritten(t *testing.T) {
 		t.Errorf("summary %q", sum)
 	}
 }
+
+// TestStepFromServedName: a trajectory's step is N of the "<run>@<N>" that
+// answered, spelled as hone-serve spells it; any other answering model
+// records step 0 (its name still goes to the adapter column). Before, the
+// digits after the last "@" of any name were taken: "org/model@2024" gave
+// step 2024 and "myrun@-1" step -1.
+func TestStepFromServedName(t *testing.T) {
+	for answer, want := range map[string]int64{
+		"myrun@7": 7, "myrun@0": 0, "myrun": 0, "qwen3-0.6b": 0,
+		"org/model@2024": 0, "myrun@-1": 0, "myrun@07": 0, "a@b@3": 0,
+	} {
+		srv := openaitest.New(func(r openaitest.Request) openaitest.Reply {
+			rep := bisectReply(r)
+			rep.Model = answer
+			return rep
+		})
+		var out bytes.Buffer
+		o := baseOpts(srv, &out)
+		o.Groups, o.GroupSize, o.Concurrency = 1, 1, 1
+		_, err := collect.Run(context.Background(), o)
+		srv.Close()
+		if err != nil {
+			t.Fatalf("answered by %q: %v", answer, err)
+		}
+		tr := readGroups(t, out.Bytes())[0].Trajectories[0]
+		if tr.Step != want || tr.Adapter != answer {
+			t.Errorf("answered by %q: step %d, adapter %q; want step %d", answer, tr.Step, tr.Adapter, want)
+		}
+	}
+}

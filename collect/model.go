@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -238,15 +237,9 @@ func (m *Model) once(ctx context.Context, params openai.ChatCompletionNewParams)
 	return msg, nil
 }
 
-// stepOf reads the adapter step from a served name like "run@42".
+// stepOf reads the adapter step from a served name like "run@42"; any
+// other name (a base model's, "org/model@2024") records step 0.
 func stepOf(model string) int64 {
-	i := strings.LastIndexByte(model, '@')
-	if i < 0 {
-		return 0
-	}
-	n, err := strconv.ParseInt(model[i+1:], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
+	n, _ := runfolder.ServedStep(model)
+	return int64(n)
 }

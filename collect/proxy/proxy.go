@@ -57,6 +57,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -438,7 +439,11 @@ func (p *Proxy) record(tid, gid, model string, msgs []trajectory.Message, tools 
 	rec.t.Messages = append(msgs, turn)
 	rec.t.Tools = tools
 	if turn.AnswerModel != "" {
+		// As hone-collect's own loop records it: the adapter that answered,
+		// and its step when that is a "<run>@<N>" name.
 		rec.t.Adapter = turn.AnswerModel
+		step, _ := runfolder.ServedStep(turn.AnswerModel)
+		rec.t.Step = int64(step)
 	}
 	rec.t.FinishedAt = time.Now().UTC()
 }

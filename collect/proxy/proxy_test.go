@@ -127,7 +127,7 @@ func TestProxyRecordsAgent(t *testing.T) {
 		t.Fatalf("groups %+v", gs)
 	}
 	tr := gs[0].Trajectories[1]
-	if tr.ID != "t2" || *tr.Reward != 1 || tr.Metrics["steps"] != 2 || len(tr.Tools) != 1 || tr.Tools[0].Name != "weather" || tr.Adapter != "agent@3" {
+	if tr.ID != "t2" || *tr.Reward != 1 || tr.Metrics["steps"] != 2 || len(tr.Tools) != 1 || tr.Tools[0].Name != "weather" || tr.Adapter != "agent@3" || tr.Step != 3 {
 		t.Errorf("trajectory %+v", tr)
 	}
 	roles := []string{}

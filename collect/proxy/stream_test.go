@@ -651,7 +651,7 @@ func TestProxyStreamFaults(t *testing.T) {
 	tr := readGroups(t, srv.URL, out, "tools")["tools"]
 	want := []trajectory.ToolCall{{ID: "call_a", Type: "function", Name: "weather", Arguments: `{"city":"Oslo"}`}, {ID: "call_b", Type: "function", Name: "time", Arguments: "{}"}}
 	if m := tr.Messages[1]; !reflect.DeepEqual(m.ToolCalls, want) || m.Content != "" || m.FinishReason != "tool_calls" ||
-		!reflect.DeepEqual(m.TokenIDs, []int32{7, 8, 9, 10}) || !reflect.DeepEqual(m.Logprobs, []float32{-1, -2, -3, -4}) || tr.Adapter != "agent@7" {
+		!reflect.DeepEqual(m.TokenIDs, []int32{7, 8, 9, 10}) || !reflect.DeepEqual(m.Logprobs, []float32{-1, -2, -3, -4}) || tr.Adapter != "agent@7" || tr.Step != 7 {
 		t.Errorf("tool calls: %+v", m)
 	}
 

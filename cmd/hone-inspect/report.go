@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/internal/report"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -67,7 +68,7 @@ func runReport(ctx context.Context, a *app, opts reportOptions, runArg string) e
 		return cli.BadInput(err)
 	}
 	if st.IsDir() {
-		metricsPath = filepath.Join(runArg, "metrics.jsonl")
+		metricsPath = filepath.Join(runArg, runfolder.MetricsName)
 	}
 	run := opts.Run
 	if run == "" {

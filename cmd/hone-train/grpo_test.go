@@ -119,6 +119,20 @@ func TestTrainUsage(t *testing.T) {
 			t.Errorf("%v: exit %d (%v), want usage", args, cli.ExitCode(err), err)
 		}
 	}
+	// A run name hone-serve cannot serve (or that is a path) is refused
+	// before anything is written; before, it trained into OUT/RUN.
+	adapters := filepath.Join(dir, "adapters")
+	for _, run := range []string{"my run", "../escape", "a/b", "r@1", ".hidden"} {
+		var out bytes.Buffer
+		args := []string{"grpo", "--model", md, "--run", run, "--out", adapters, "--rank", "2", "--threads", "1", in}
+		err := cli.ExecuteCommand(context.Background(), newRootCmd(&out, &out), args)
+		if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(fmt.Sprint(err), "is not a run name") {
+			t.Errorf("--run %q: exit %d (%v), want usage saying it is not a run name", run, cli.ExitCode(err), err)
+		}
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 2 { // the model and s
+		t.Errorf("refused runs left %v behind (%v)", ents, err)
+	}
 	// A valid grpo call trains and reports each step.
 	var out bytes.Buffer
 	args := []string{"grpo", "--model", md, "--run", "ok", "--out", filepath.Join(dir, "adapters"), "--rank", "2", "--threads", "1", in}

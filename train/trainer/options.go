@@ -110,6 +110,12 @@ func (o *Options) Validate() error {
 	if o.Name == "" {
 		return fmt.Errorf("--run is required")
 	}
+	if err := runfolder.CheckRun(o.Name); err != nil {
+		// The run folder is OUT/RUN and hone-serve serves it as RUN and
+		// RUN@N: a name it cannot serve, or one that is a path, is refused
+		// before anything is written.
+		return fmt.Errorf("--run: %w", err)
+	}
 	if o.DType == "" {
 		o.DType = string(model.DTypeFloat32)
 	}

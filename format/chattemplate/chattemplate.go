@@ -65,13 +65,17 @@ var specialTokenKeys = []string{"bos_token", "eos_token", "unk_token", "sep_toke
 var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
 	"range": true, tojsonName: true, hookLoop: true, hookEnter: true, hookLeave: true, hookOut: true, hookSet: true}
 
+// ConfigName is the file of a model folder that holds the chat template and
+// the tokenizer's special tokens.
+const ConfigName = "tokenizer_config.json"
+
 // Load reads the chat template of the model folder dir the way transformers
 // does: tokenizer_config.json's chat_template (a string, or a list of
 // {"name", "template"} objects), replaced by chat_template.jinja when that
 // file exists, plus named templates from additional_chat_templates/*.jinja.
 // Special tokens come from tokenizer_config.json.
 func Load(dir string) (*Template, error) {
-	cfgPath := filepath.Join(dir, "tokenizer_config.json")
+	cfgPath := filepath.Join(dir, ConfigName)
 	cfg, err := os.ReadFile(cfgPath)
 	if errors.Is(err, os.ErrNotExist) {
 		cfg = nil
@@ -112,7 +116,7 @@ func Load(dir string) (*Template, error) {
 // A non-empty override is used as the default template instead of the
 // config's (the content of a chat_template.jinja file).
 func FromConfig(tokenizerConfig []byte, override string) (*Template, error) {
-	t, err := fromConfig(tokenizerConfig, override, "tokenizer_config.json", "chat_template.jinja")
+	t, err := fromConfig(tokenizerConfig, override, ConfigName, "chat_template.jinja")
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,10 @@ type Tokenizer struct {
 	size      int
 }
 
+// FileName is the tokenizer's file in a model folder (FileName+".gz" when
+// compressed, as testdata keeps them).
+const FileName = "tokenizer.json"
+
 // Load reads a tokenizer from path: a tokenizer.json file (optionally
 // gzip-compressed), or a directory holding tokenizer.json or tokenizer.json.gz.
 func Load(path string) (*Tokenizer, error) {
@@ -55,9 +59,12 @@ func Load(path string) (*Tokenizer, error) {
 	}
 	if fi.IsDir() {
 		dir := path
-		path = filepath.Join(dir, "tokenizer.json")
+		path = filepath.Join(dir, FileName)
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			path = filepath.Join(dir, "tokenizer.json.gz")
+			path = filepath.Join(dir, FileName+".gz")
+			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("tokenizer: %s holds no %s (nor %s.gz): %w", dir, FileName, FileName, err)
+			}
 		}
 	}
 	f, err := os.Open(path)

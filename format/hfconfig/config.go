@@ -102,10 +102,54 @@ func (c *Config) LinearDims(module string) (in, out int, err error) {
 // StopTokenIDs returns the ids that end generation: generation_config.json's
 // eos_token_id when present (what transformers' generate uses), else config.json's.
 func (c *Config) StopTokenIDs() []int {
-	if c.Generation != nil && len(c.Generation.EOSTokenIDs) > 0 {
-		return append([]int(nil), c.Generation.EOSTokenIDs...)
+	return eosRule(c.Generation, c.EOSTokenIDs)
+}
+
+// eosRule is StopTokenIDs' rule, shared with LoadEOS: transformers builds
+// the generation config from config.json only when generation_config.json
+// gives no eos_token_id.
+func eosRule(g *GenerationConfig, configEOS []int) []int {
+	if g != nil && len(g.EOSTokenIDs) > 0 {
+		return append([]int(nil), g.EOSTokenIDs...)
 	}
-	return append([]int(nil), c.EOSTokenIDs...)
+	return append([]int(nil), configEOS...)
+}
+
+// LoadEOS reads only the end-of-sequence ids of the model folder dir, by
+// StopTokenIDs' rule. It checks nothing else in config.json, so it reads
+// folders of model families Hone does not run (hone-inspect renders those);
+// a folder with neither file gives no ids. Load is the reader of a folder
+// whose model is to be built.
+func LoadEOS(dir string) ([]int, error) {
+	var g *GenerationConfig
+	gpath := filepath.Join(dir, GenerationConfigName)
+	gdata, err := os.ReadFile(gpath)
+	switch {
+	case err == nil:
+		if g, err = ParseGenerationConfig(gdata); err != nil {
+			return nil, fmt.Errorf("%s: %w", gpath, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("hfconfig: %w", err)
+	}
+	var configEOS []int
+	path := filepath.Join(dir, ConfigName)
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		var r struct {
+			EOSTokenID json.RawMessage `json:"eos_token_id"`
+		}
+		if err := json.Unmarshal(data, &r); err != nil {
+			return nil, fmt.Errorf("%s: hfconfig: %w", path, err)
+		}
+		if configEOS, err = tokenIDs("eos_token_id", r.EOSTokenID, 0); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("hfconfig: %w", err)
+	}
+	return eosRule(g, configEOS), nil
 }
 
 // raw mirrors config.json; pointers tell "absent" from zero.

@@ -1,6 +1,15 @@
-// Package modelfolder opens a Hugging Face model folder — config.json (with
-// generation_config.json when present) and its safetensors weights, single file or
-// sharded — and checks that the weights are the ones the config describes.
+// Package modelfolder is the one opener of a Hugging Face model folder, for
+// every stage: config.json (with generation_config.json when present), the
+// safetensors weights (single file or sharded) checked against the config,
+// tokenizer.json, the chat template of tokenizer_config.json, and the ids
+// that end a turn. serve, train and hone-inspect open folders only through
+// Open (contracts_modelfolder_test.go pins that), so they cannot disagree
+// about what a folder says.
+//
+// Which tokens end a turn is StopTokens: the eos ids transformers' generate
+// stops on (generation_config.json's, else config.json's) and the
+// tokenizer's eos_token, as vLLM serves a folder. serve stops generating on
+// them; layout ends a trained turn at them.
 //
 // It owns the per-family list of checkpoint tensor names and shapes (Expected):
 // embed_tokens, per layer the norms, q/k/v/o projections (plus q/k/v biases for

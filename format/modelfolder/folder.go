@@ -2,24 +2,56 @@ package modelfolder
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/hone-rl/hone/format/chattemplate"
 	"github.com/hone-rl/hone/format/hfconfig"
 	"github.com/hone-rl/hone/format/safetensors"
+	"github.com/hone-rl/hone/format/tokenizer"
 )
 
-// Folder is an opened model folder. Close releases the weight mappings.
+// The files of a model folder, named for the programs that write one
+// (hone-train init-model). The weights are model.safetensors, or shards
+// with safetensors.IndexName.
+const (
+	ConfigFile           = hfconfig.ConfigName
+	GenerationConfigFile = hfconfig.GenerationConfigName
+	TokenizerFile        = tokenizer.FileName
+	TokenizerConfigFile  = chattemplate.ConfigName
+)
+
+// Part is a part of a model folder for Open to read; parts combine with |.
+type Part uint
+
+const (
+	// Config is config.json, with generation_config.json when present.
+	Config Part = 1 << iota
+	// Weights are the safetensors weights, checked against the config
+	// (Check); asking for them reads Config too.
+	Weights
+	// Tokenizer is tokenizer.json (or tokenizer.json.gz).
+	Tokenizer
+	// Template is the chat template and the special tokens, from
+	// tokenizer_config.json and chat_template.jinja.
+	Template
+	// All is what serve and train open: the whole folder.
+	All = Config | Weights | Tokenizer | Template
+)
+
+// Folder is an opened model folder: the parts Open was asked for, nil for
+// the others. Close releases the weight mappings.
 type Folder struct {
-	Dir     string
-	Config  *hfconfig.Config
-	Weights *safetensors.Set
-	// TokenizerPath and TokenizerConfigPath name tokenizer.json and
-	// tokenizer_config.json when the folder has them ("" otherwise).
-	TokenizerPath       string
-	TokenizerConfigPath string
+	Dir       string
+	Config    *hfconfig.Config // Config.Generation is generation_config.json
+	Weights   *safetensors.Set
+	Tokenizer *tokenizer.Tokenizer
+	Template  *chattemplate.Template
+	// StopTokens are the ids that end a turn (see StopTokens): serve stops
+	// generating on them and layout ends a trained turn at them. Set when
+	// Tokenizer and Template are both opened.
+	StopTokens []int
 }
 
 // TensorSpec is one checkpoint tensor a config implies. Shape is PyTorch's: a
@@ -30,37 +62,99 @@ type TensorSpec struct {
 	Optional bool // lm_head.weight of a tied model: present in some checkpoints
 }
 
-// Open reads dir's config and opens its weights, then checks them with Check.
-func Open(dir string) (*Folder, error) {
-	cfg, err := hfconfig.Load(dir)
-	if err != nil {
+// Open reads the parts of the model folder dir. Errors name the folder and
+// the file at fault; a missing config.json or tokenizer.json wraps
+// fs.ErrNotExist.
+func Open(dir string, parts Part) (*Folder, error) {
+	f := &Folder{Dir: dir}
+	if err := f.open(parts); err != nil {
+		_ = f.Close()
 		return nil, fmt.Errorf("model folder %s: %w", dir, err)
-	}
-	w, err := safetensors.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("model folder %s: %w", dir, err)
-	}
-	if err := Check(cfg, w); err != nil {
-		_ = w.Close()
-		return nil, fmt.Errorf("model folder %s: %w", dir, err)
-	}
-	f := &Folder{Dir: dir, Config: cfg, Weights: w}
-	if p := filepath.Join(dir, "tokenizer.json"); exists(p) {
-		f.TokenizerPath = p
-	}
-	if p := filepath.Join(dir, "tokenizer_config.json"); exists(p) {
-		f.TokenizerConfigPath = p
 	}
 	return f, nil
 }
 
-func exists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
+func (f *Folder) open(parts Part) error {
+	var err error
+	if parts&(Config|Weights) != 0 {
+		if f.Config, err = hfconfig.Load(f.Dir); err != nil {
+			return err
+		}
+	}
+	if parts&Weights != 0 {
+		if f.Weights, err = safetensors.Open(f.Dir); err != nil {
+			return err
+		}
+		if err := Check(f.Config, f.Weights); err != nil {
+			return err
+		}
+	}
+	if parts&Template != 0 {
+		if f.Template, err = chattemplate.Load(f.Dir); err != nil {
+			return err
+		}
+	}
+	if parts&Tokenizer != 0 {
+		if f.Tokenizer, err = tokenizer.Load(f.Dir); err != nil {
+			return err
+		}
+	}
+	if f.Tokenizer == nil || f.Template == nil {
+		return nil
+	}
+	var eos []int
+	if f.Config != nil {
+		eos = f.Config.StopTokenIDs()
+	} else if eos, err = hfconfig.LoadEOS(f.Dir); err != nil {
+		// Without Config, the eos ids are read on their own, so that a
+		// folder of a family Hone cannot run still renders.
+		return err
+	}
+	f.StopTokens = StopTokens(eos, f.Template, f.Tokenizer)
+	return nil
 }
 
-// Close unmaps the weights.
-func (f *Folder) Close() error { return f.Weights.Close() }
+// Close unmaps the weights (when they were opened).
+func (f *Folder) Close() error {
+	if f == nil || f.Weights == nil {
+		return nil
+	}
+	return f.Weights.Close()
+}
+
+// TokenIDer maps a token, spelled as in tokenizer.json, to its id;
+// *tokenizer.Tokenizer is one.
+type TokenIDer interface {
+	TokenID(token string) (int, bool)
+}
+
+// StopTokens is the one rule for which tokens end a turn, shared by serve
+// (generation stops on them) and layout (a trained turn ends at them), as
+// vLLM serves a Hugging Face folder:
+//   - eos, the ids transformers' generate stops on: generation_config.json's
+//     eos_token_id, one id or a list, else config.json's
+//     (hfconfig.Config.StopTokenIDs); Llama 3.2 lists <|end_of_text|>,
+//     <|eom_id|> and <|eot_id|> there;
+//   - the tokenizer's eos_token from tokenizer_config.json (the template's
+//     special token), which vLLM stops on besides: Qwen's <|im_end|> when
+//     generation_config.json is missing.
+//
+// The ids come in that order, each once. Nothing else ends a turn: a token
+// the folder does not name is text to the model, however it is spelled.
+func StopTokens(eos []int, t *chattemplate.Template, tok TokenIDer) []int {
+	out := make([]int, 0, len(eos)+1)
+	for _, id := range eos {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	if name, ok := t.SpecialTokens()["eos_token"]; ok {
+		if id, ok := tok.TokenID(name); ok && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
 
 // Expected lists the tensors a checkpoint of config c holds, in layer order.
 func Expected(c *hfconfig.Config) []TensorSpec {

@@ -77,7 +77,7 @@ func TestFamilies(t *testing.T) {
 			js := fmt.Sprintf(tiny, c.typ, c.headDim, c.tie, c.bias)
 			for _, sharded := range []bool{false, true} {
 				dir := makeFolder(t, js, "", nil, sharded)
-				f, err := Open(dir)
+				f, err := Open(dir, Weights)
 				if err != nil {
 					t.Fatalf("sharded=%v: %v", sharded, err)
 				}
@@ -130,7 +130,7 @@ func TestRejects(t *testing.T) {
 	}
 	for name, c := range cases {
 		dir := makeFolder(t, js, c.drop, c.extra, false)
-		f, err := Open(dir)
+		f, err := Open(dir, Weights)
 		if c.want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
@@ -148,7 +148,7 @@ func TestRejects(t *testing.T) {
 			t.Errorf("%s: error %q should mention %q and the folder", name, err, c.want)
 		}
 	}
-	if _, err := Open(t.TempDir()); err == nil || !strings.Contains(err.Error(), "config.json") {
+	if _, err := Open(t.TempDir(), Weights); err == nil || !strings.Contains(err.Error(), "config.json") {
 		t.Errorf("empty folder: %v", err)
 	}
 }
@@ -161,7 +161,7 @@ func TestModelGoldenFolders(t *testing.T) {
 		t.Skip("no model folders under testdata/golden/model")
 	}
 	for _, d := range dirs {
-		f, err := Open(d)
+		f, err := Open(d, Weights)
 		if err != nil {
 			t.Errorf("%v", err)
 			continue

@@ -10,9 +10,10 @@
 // with add_generation_prompt=true (the prompt P the server showed the model
 // when it sampled that turn) and messages[:a+1] without it (R). The turn's
 // tokens are Encode(R) after Encode(P); the policy produced them up to and
-// including the first stop token (the template's end-of-turn token, e.g.
-// <|im_end|> or <|eot_id|>); what follows it (ChatML's "\n") is template
-// glue and is context.
+// including the first stop token (Options.StopTokens: the model folder's
+// ids that end a turn, those serve stops on, e.g. <|im_end|> or Llama 3.2's
+// <|eot_id|>, <|eom_id|> and <|end_of_text|>); what follows it (ChatML's
+// "\n") is template glue and is context.
 //
 // When the message carries the token ids the server sampled, those ids are
 // used verbatim for the policy's part of the turn, with their logprobs, in
@@ -41,8 +42,9 @@
 //
 // # Inspecting a model folder
 //
-// LoadModel reads a model folder's template and tokenizer; Model.Render
-// gives the text a conversation renders to (`hone-inspect render`), and
-// Model.Layout plus Model.WriteSequence print each token with its id, mask
-// and logprob (`hone-inspect render --ids`).
+// LoadModel reads a model folder's template, tokenizer and stop ids through
+// format/modelfolder (FromFolder takes them from a folder already open);
+// Model.Render gives the text a conversation renders to (`hone-inspect
+// render`), and Model.Layout plus Model.WriteSequence print each token with
+// its id, mask and logprob (`hone-inspect render --ids`).
 package layout

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -24,9 +25,11 @@ type Options struct {
 	// {"enable_thinking": false}. They must match the server's, or the
 	// prompts differ from what the model saw.
 	Kwargs map[string]any
-	// StopTokens are the ids that end an assistant turn. Empty means the
-	// template's eos_token plus whichever of <|im_end|>, <|endoftext|>,
-	// <|eot_id|>, <|eom_id|> the tokenizer knows.
+	// StopTokens are the ids that end an assistant turn: a model folder's
+	// (modelfolder.Folder.StopTokens, which Model.Layout passes), so that a
+	// turn ends where serve stopped generating it. Empty means what the
+	// same rule gives without the folder's generation config: the
+	// template's eos_token alone.
 	StopTokens []int
 }
 
@@ -257,21 +260,13 @@ func (s *Sequence) appendContext(ids []int) {
 
 // stopSet resolves the ids that end an assistant turn.
 func stopSet(t *chattemplate.Template, tok Tokenizer, explicit []int) map[int]bool {
-	set := map[int]bool{}
-	if len(explicit) > 0 {
-		for _, id := range explicit {
-			set[id] = true
-		}
-		return set
+	ids := explicit
+	if len(ids) == 0 {
+		ids = modelfolder.StopTokens(nil, t, tok)
 	}
-	names := []string{"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|eom_id|>"}
-	if eos, ok := t.SpecialTokens()["eos_token"]; ok {
-		names = append(names, eos)
-	}
-	for _, n := range names {
-		if id, ok := tok.TokenID(n); ok {
-			set[id] = true
-		}
+	set := make(map[int]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
 	}
 	return set
 }

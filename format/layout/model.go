@@ -9,30 +9,37 @@ import (
 	"strconv"
 
 	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
-// Model is what a model folder says about text: its chat template and its
-// tokenizer. It backs `hone-inspect render` and `hone-inspect tokenize`.
+// Model is what a model folder says about text: its chat template, its
+// tokenizer and the ids that end a turn. It backs `hone-inspect render` and
+// `hone-inspect tokenize`, and train lays conversations out with it.
 type Model struct {
 	Template  *chattemplate.Template
 	Tokenizer *tokenizer.Tokenizer
+	// StopTokens are the folder's ids that end a turn
+	// (modelfolder.StopTokens), the ids serve stops generating on; Layout
+	// passes them to Build.
+	StopTokens []int
 }
 
-// LoadModel reads the chat template (tokenizer_config.json,
-// chat_template.jinja) and the tokenizer (tokenizer.json or
-// tokenizer.json.gz) of a Hugging Face model folder.
+// FromFolder is the text side of an opened model folder (opened with at
+// least modelfolder.Tokenizer and modelfolder.Template for Layout).
+func FromFolder(f *modelfolder.Folder) *Model {
+	return &Model{Template: f.Template, Tokenizer: f.Tokenizer, StopTokens: f.StopTokens}
+}
+
+// LoadModel opens the text side of the model folder dir: its chat template,
+// tokenizer and stop ids (modelfolder.Open with Tokenizer and Template).
 func LoadModel(dir string) (*Model, error) {
-	tmpl, err := chattemplate.Load(dir)
+	f, err := modelfolder.Open(dir, modelfolder.Tokenizer|modelfolder.Template)
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer in %s: %w", dir, err)
-	}
-	return &Model{Template: tmpl, Tokenizer: tok}, nil
+	return FromFolder(f), nil
 }
 
 // Render renders a trajectory's conversation with the model's template.
@@ -40,8 +47,12 @@ func (m *Model) Render(ctx context.Context, msgs []trajectory.Message, tools []t
 	return Render(ctx, m.Template, msgs, tools, addGenerationPrompt, kwargs)
 }
 
-// Layout lays out a trajectory's conversation (see Build).
+// Layout lays out a trajectory's conversation (see Build), its turns
+// ending at the folder's stop ids unless opt names others.
 func (m *Model) Layout(ctx context.Context, msgs []trajectory.Message, tools []trajectory.Tool, opt Options) (*Layout, error) {
+	if len(opt.StopTokens) == 0 {
+		opt.StopTokens = m.StopTokens
+	}
 	return FromTrajectory(ctx, m.Template, m.Tokenizer, msgs, tools, opt)
 }
 

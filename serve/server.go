@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/chattemplate"
-	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/serve/adapters"
@@ -60,44 +60,33 @@ func NewServer(o Options, be kernels.Backend) (*Server, error) {
 	if o.Model == "" {
 		return nil, errors.New("serve: no model folder given (--model)")
 	}
-	h, err := hfconfig.Load(o.Model)
-	if err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
-	}
 	dt, err := model.ParseWeightDType(o.DType)
 	if err != nil {
 		return nil, fmt.Errorf("serve: --%w", err)
 	}
-	m, err := model.LoadAs(o.Model, be, dt)
+	f, err := modelfolder.Open(o.Model, modelfolder.All)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	tmpl, err := chattemplate.Load(o.Model)
+	m, err := model.FromFolder(f, be, dt)
+	_ = f.Close() // the model holds its own copy of the weights: unmap them now
 	if err != nil {
-		return nil, fmt.Errorf("serve: chat template: %w", err)
+		return nil, fmt.Errorf("serve: %w", err)
 	}
+	tmpl, tok := f.Template, f.Tokenizer
 	// A template that loops, recurses or crashes on a plain conversation
 	// would fail every request: refuse to start instead.
 	if err := tmpl.Check(context.Background()); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	tok, err := tokenizer.Load(o.Model)
-	if err != nil {
-		return nil, fmt.Errorf("serve: tokenizer in %s: %w", o.Model, err)
-	}
-	var eos []int32
-	for _, id := range h.StopTokenIDs() {
-		eos = append(eos, int32(id))
-	}
-	// The template's end-of-turn token ends a chat turn too (Qwen's
-	// <|im_end|> when generation_config.json is missing).
-	if t, ok := tmpl.SpecialTokens()["eos_token"]; ok {
-		if id, ok := tok.TokenID(t); ok && !containsID(eos, int32(id)) {
-			eos = append(eos, int32(id))
-		}
+	// The folder's ids that end a turn, the ones train's layout ends a
+	// trained turn at.
+	eos := make([]int32, len(f.StopTokens))
+	for i, id := range f.StopTokens {
+		eos[i] = int32(id)
 	}
 	s := &Server{
-		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: h.MaxPositionEmbeddings, eos: eos,
+		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: f.Config.MaxPositionEmbeddings, eos: eos,
 		created: time.Now().Unix(), log: o.Log, met: newMetrics(),
 	}
 	s.cvocab = constrain.NewIndex(tok)
@@ -117,15 +106,6 @@ func NewServer(o Options, be kernels.Backend) (*Server, error) {
 		s.reg.Poll(context.Background())
 	}
 	return s, nil
-}
-
-func containsID(ids []int32, id int32) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // Registry is the adapter registry (nil without --adapters).

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/kernels"
 )
@@ -40,7 +41,8 @@ func ConfigFromHF(h *hfconfig.Config) (Config, error) {
 }
 
 // Load reads the model folder dir (config.json and model.safetensors, or a
-// sharded model.safetensors.index.json) into a model computing with be.
+// sharded model.safetensors.index.json, opened and checked by
+// modelfolder.Open) into a model computing with be.
 // Weights stored as f16 or bf16 are converted to float32.
 func Load(dir string, be kernels.Backend) (*Model, error) { return load(dir, be, false) }
 
@@ -93,25 +95,40 @@ func LoadAs(dir string, be kernels.Backend, dt WeightDType) (*Model, error) {
 }
 
 func load(dir string, be kernels.Backend, bf16 bool) (*Model, error) {
-	h, err := hfconfig.Load(dir)
+	f, err := modelfolder.Open(dir, modelfolder.Weights)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	c, err := ConfigFromHF(h)
+	defer f.Close()
+	return fromFolder(f, be, bf16)
+}
+
+// FromFolder builds the model of an opened model folder (its Config and
+// Weights parts) computing with be, holding its matrices as dt. The weights
+// are copied out of the folder's mappings, so the folder may be closed
+// once FromFolder returns.
+func FromFolder(f *modelfolder.Folder, be kernels.Backend, dt WeightDType) (*Model, error) {
+	bf16, err := dt.isBF16()
 	if err != nil {
-		return nil, fmt.Errorf("model: %s: %w", dir, err)
+		return nil, err
+	}
+	if f.Config == nil || f.Weights == nil {
+		return nil, fmt.Errorf("model: %s was opened without its weights (want modelfolder.Weights)", f.Dir)
+	}
+	return fromFolder(f, be, bf16)
+}
+
+func fromFolder(f *modelfolder.Folder, be kernels.Backend, bf16 bool) (*Model, error) {
+	c, err := ConfigFromHF(f.Config)
+	if err != nil {
+		return nil, fmt.Errorf("model: %s: %w", f.Dir, err)
 	}
 	m, err := newModel(c, be, bf16)
 	if err != nil {
-		return nil, fmt.Errorf("model: %s: %w", dir, err)
+		return nil, fmt.Errorf("model: %s: %w", f.Dir, err)
 	}
-	set, err := safetensors.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	defer set.Close()
-	if err := m.LoadWeights(set); err != nil {
-		return nil, fmt.Errorf("%w (in %s)", err, dir)
+	if err := m.LoadWeights(f.Weights); err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, f.Dir)
 	}
 	return m, nil
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 
 	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/checkpoint"
@@ -177,15 +178,17 @@ type Base struct {
 // rest of the run's input; loading it before Setup lets a run check its
 // inputs before it creates anything in the run folder.
 func LoadBase(be kernels.Backend, o *Options) (*Base, error) {
-	m, err := model.LoadAs(o.Model, be, model.WeightDType(o.DType))
+	f, err := modelfolder.Open(o.Model, modelfolder.All)
+	if err != nil {
+		return nil, Input(err)
+	}
+	m, err := model.FromFolder(f, be, model.WeightDType(o.DType))
+	_ = f.Close() // the model holds its own copy of the weights: unmap them now
 	if err != nil {
 		return nil, Input(fmt.Errorf("model folder %s: %w", o.Model, err))
 	}
-	text, err := layout.LoadModel(o.Model)
-	if err != nil {
-		return nil, Input(fmt.Errorf("model folder %s: %w", o.Model, err))
-	}
-	return &Base{Model: m, Text: text}, nil
+	// The text side carries the folder's stop ids, the ones serve stops on.
+	return &Base{Model: m, Text: layout.FromFolder(f)}, nil
 }
 
 // Env is a run ready to train: model, text layout, adapter, optimizer and

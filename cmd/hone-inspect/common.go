@@ -8,9 +8,8 @@ import (
 	"syscall"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
-	"github.com/hone-rl/hone/format/chattemplate"
 	"github.com/hone-rl/hone/format/layout"
-	"github.com/hone-rl/hone/format/tokenizer"
+	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -50,43 +49,29 @@ func classify(err error) error {
 
 // Parts of a model folder to load.
 const (
-	withTokenizer = 1 << iota
-	withTemplate
+	withTokenizer = modelfolder.Tokenizer
+	withTemplate  = modelfolder.Template
 )
 
 // loadModel reads the parts of a model folder a command needs (the
-// tokenizer takes most of a second to load). A folder that is missing or
-// does not hold what is needed is bad input; an operating-system failure
-// is not.
-func loadModel(dir string, parts int) (*layout.Model, error) {
+// tokenizer takes most of a second to load); with both, the folder's stop
+// ids come too, so `render --ids` ends turns where train does. A folder
+// that is missing or does not hold what is needed is bad input; an
+// operating-system failure is not.
+func loadModel(dir string, parts modelfolder.Part) (*layout.Model, error) {
 	if dir == "" {
 		return nil, cli.Usagef("--model DIR is required")
 	}
-	var m *layout.Model
-	var err error
-	switch parts {
-	case withTokenizer | withTemplate:
-		m, err = layout.LoadModel(dir)
-	case withTokenizer:
-		var tok *tokenizer.Tokenizer
-		if tok, err = tokenizer.Load(dir); err == nil {
-			m = &layout.Model{Tokenizer: tok}
-		}
-	default:
-		var tmpl *chattemplate.Template
-		if tmpl, err = chattemplate.Load(dir); err == nil {
-			m = &layout.Model{Template: tmpl}
-		}
-	}
+	f, err := modelfolder.Open(dir, parts)
 	if err == nil {
-		return m, nil
+		return layout.FromFolder(f), nil
 	}
 	var errno syscall.Errno
 	var perr *fs.PathError
 	if (errors.As(err, &errno) || errors.As(err, &perr)) && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("model %s: %w", dir, err)
+		return nil, err
 	}
-	return nil, cli.BadInputf("model %s: %w", dir, err)
+	return nil, cli.BadInput(err)
 }
 
 // totalRows is the number of trajectories in the input set, from the

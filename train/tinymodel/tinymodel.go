@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
@@ -188,10 +189,10 @@ func writeFiles(ctx context.Context, dir string, o Options, m *model.Model) erro
 		name string
 		v    any
 	}{
-		{"config.json", configJSON(o, &m.Config)},
-		{"generation_config.json", map[string]any{"bos_token_id": 256, "eos_token_id": []int{258, 256}, "pad_token_id": 256}},
-		{"tokenizer.json", tokenizerJSON()},
-		{"tokenizer_config.json", tokenizerConfigJSON()},
+		{modelfolder.ConfigFile, configJSON(o, &m.Config)},
+		{modelfolder.GenerationConfigFile, map[string]any{"bos_token_id": 256, "eos_token_id": []int{258, 256}, "pad_token_id": 256}},
+		{modelfolder.TokenizerFile, tokenizerJSON()},
+		{modelfolder.TokenizerConfigFile, tokenizerConfigJSON()},
 	}
 	for _, f := range files {
 		if err := writeJSON(filepath.Join(dir, f.name), f.v); err != nil {

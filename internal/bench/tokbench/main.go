@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/spf13/pflag"
 )
@@ -122,10 +123,11 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	fmt.Fprintf(w, "%-7s %10s %11s %10s %11s | %10s %11s %10s | %6s  %s\n", "", "Hone MB/s", "Hone tok/s", "wall MB/s", "‖ wall MB/s", "JS MB/s", "JS tok/s", "wall MB/s", "ratio", "tokens")
 	var mismatch []string
 	for _, name := range o.Tokenizer {
-		tk, err := tokenizer.Load(filepath.Join(o.Dir, name))
+		f, err := modelfolder.Open(filepath.Join(o.Dir, name), modelfolder.Tokenizer)
 		if err != nil {
 			return err
 		}
+		tk := f.Tokenizer
 		var best result
 		for range max(o.Repeat, 1) {
 			if err := ctx.Err(); err != nil {

@@ -1,0 +1,153 @@
+package fileset
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestCreateCommit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.parquet")
+	if err := os.WriteFile(path, []byte("old"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Create(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Name() != path {
+		t.Errorf("Name() = %q", o.Name())
+	}
+	if _, err := o.Write([]byte("new contents")); err != nil {
+		t.Fatal(err)
+	}
+	// Before Commit a reader sees the old file, whole; the new one is
+	// a hidden temporary file beside it (same file system for the rename).
+	if got, _ := os.ReadFile(path); string(got) != "old" {
+		t.Fatalf("before commit: %q", got)
+	}
+	if names := dirNames(t, dir); len(names) != 2 || !strings.HasPrefix(names[0], ".out.parquet.tmp-") {
+		t.Fatalf("while writing the folder holds %q", names)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "new contents" {
+		t.Fatalf("after commit: %q", got)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want the replaced file's 0640", st.Mode().Perm())
+	}
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("folder holds %q, want only the output", names)
+	}
+	if err := o.Abort(); err != nil {
+		t.Errorf("Abort after Commit: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("Abort after Commit removed the output: %v", err)
+	}
+	if err := o.Commit(); err == nil {
+		t.Error("second Commit succeeded")
+	}
+}
+
+func TestCreateNewFileMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.parquet")
+	o, err := Create(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", st.Mode().Perm())
+	}
+}
+
+func TestCreateAbortLeavesNoPartialFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, existing := range []bool{true, false} {
+		path := filepath.Join(dir, "out.parquet")
+		os.Remove(path)
+		if existing {
+			if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o, err := Create(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Write([]byte("half a fi"))
+		if err := o.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		switch {
+		case existing && string(got) != "old":
+			t.Fatalf("existing file clobbered: %q", got)
+		case !existing && !errors.Is(err, os.ErrNotExist):
+			t.Fatalf("aborted output visible: %q, %v", got, err)
+		}
+		if names := dirNames(t, dir); len(names) != map[bool]int{true: 1, false: 0}[existing] {
+			t.Fatalf("temporary file left: %q", names)
+		}
+	}
+}
+
+// A Commit that fails (here: the target became a directory while the
+// output was written) removes the temporary file and reports the name.
+func TestCreateFailedCommitLeavesNoPartialFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.parquet")
+	o, err := Create(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Write([]byte("whole, but"))
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(path, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Commit onto a full directory: %v", err)
+	}
+	if names := dirNames(t, dir); len(names) != 1 || names[0] != "out.parquet" {
+		t.Fatalf("folder holds %q, want only the directory in the way", names)
+	}
+}
+
+func TestCreateErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, mention string }{
+		{dir, "is a directory"},
+		{filepath.Join(dir, "no", "such", "out.parquet"), "does not exist"},
+		{"s3://bucket/out.parquet", "no support for s3:// yet"},
+	} {
+		_, err := Create(context.Background(), tc.name)
+		if !errors.Is(err, ErrBadArgument) || !strings.Contains(err.Error(), tc.mention) || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("Create(%q): %v", tc.name, err)
+		}
+	}
+}

@@ -1,0 +1,40 @@
+// Package fileset owns how Hone names the files a stage reads and writes:
+// the one rule by which input arguments become an ordered set of files, the
+// one copy of stdin, and the one atomic writer of outputs. Every stage and
+// hone-inspect resolve their inputs here, once, and every reader (the
+// trajectory reader included) opens what was resolved, by index, without
+// looking at the arguments again.
+//
+// The input rule, for each argument in order:
+//
+//   - "-" is standard input, copied once to a temporary file (a Parquet
+//     footer sits at the end, so the reader needs random access), which the
+//     set's Close removes; "-" may be given once.
+//   - A path that exists is taken literally: a file is that file, even when
+//     its name holds glob characters ("round[1].parquet").
+//   - A directory means the regular files directly in it (not below it)
+//     whose names end in the extension asked for (".parquet" unless told
+//     otherwise), skipping names that start with "." (temporary outputs),
+//     sorted by name.
+//   - Otherwise an argument with *, ?, [ or \ is a glob (path.Match syntax),
+//     its file matches sorted by name; as in the shell, a name starting with
+//     "." matches only a pattern whose last element starts with ".".
+//   - Anything else is an error naming the argument, as are a glob that
+//     matches nothing, a directory with no such files, and no arguments.
+//
+// Matches of one argument are sorted; the arguments keep their order; a
+// name given twice is read once, at its first place.
+//
+// Names are plain paths or URLs. The scheme picks a Store: plain paths and
+// file:// URLs are the local file system; any other scheme (s3://, gs://)
+// is refused with an error naming it until a store for it is added to
+// storeFor, so that the stages can take URLs without changing. Errors that
+// blame an argument match ErrBadArgument; others come from the operating
+// system or the context.
+//
+// Create starts an output: written to a temporary name beside the target
+// and renamed over it only by Commit, after an fsync, so that a reader sees
+// the old file or the whole new one, never half of it.
+//
+// The package imports nothing of Hone's.
+package fileset

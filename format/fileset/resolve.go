@@ -1,0 +1,254 @@
+package fileset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Stdin is the input argument that means standard input.
+const Stdin = "-"
+
+// Options says how Resolve treats directories and "-".
+type Options struct {
+	// Ext is the name ending of the files a directory stands for;
+	// "" means ".parquet".
+	Ext string
+	// Stdin is read for "-"; nil means os.Stdin.
+	Stdin io.Reader
+	// TempDir is where "-" is copied; "" means os.TempDir().
+	TempDir string
+	// Sequential says the inputs are read once from the start (JSON
+	// lines): "-" is then read from Stdin as it comes, not copied.
+	Sequential bool
+}
+
+// Set is an ordered set of resolved inputs. Close removes the copy of
+// stdin; a Set is not safe for concurrent use while being closed.
+type Set struct {
+	names []string
+	spool string    // the copy of stdin, removed by Close
+	stdin io.Reader // stdin read in order (Options.Sequential)
+}
+
+// Files is the set of the named files or URLs taken as they are: no glob,
+// directory or "-". For names resolved before, e.g. recorded in a
+// manifest; a name that cannot be opened fails at Open.
+func Files(names ...string) *Set {
+	return &Set{names: append([]string(nil), names...)}
+}
+
+// Len is the number of inputs; 0 for a nil set.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.names)
+}
+
+// Name is the i-th input's name: the path or URL, "-" for stdin.
+func (s *Set) Name(i int) string { return s.names[i] }
+
+// Names are the inputs' names in order.
+func (s *Set) Names() []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s.names...)
+}
+
+// MarshalJSON writes the names, so a run's saved config lists its inputs.
+func (s *Set) MarshalJSON() ([]byte, error) { return json.Marshal(s.names) }
+
+// Open opens the i-th input. It may be called again after Close of the
+// File; stdin is copied once, when the set was resolved.
+func (s *Set) Open(ctx context.Context, i int) (*File, error) {
+	name := s.names[i]
+	if name != Stdin {
+		return Open(ctx, name)
+	}
+	switch {
+	case s.spool != "":
+		f, err := local{}.Open(ctx, s.spool)
+		if err != nil {
+			return nil, fmt.Errorf("open the copy of stdin: %w", err)
+		}
+		f.Name = Stdin
+		return f, nil
+	case s.stdin != nil:
+		return &File{Name: Stdin, Size: -1, r: noReadAt{}, c: io.NopCloser(nil)}, nil
+	default:
+		return nil, argErrorf(Stdin, "stdin is not part of this set")
+	}
+}
+
+// Stdin returns standard input for a set resolved with
+// Options.Sequential, nil otherwise: the caller reads "-" from it in order.
+func (s *Set) Stdin() io.Reader { return s.stdin }
+
+// noReadAt stands for stdin read in order: it has no random access.
+type noReadAt struct{}
+
+func (noReadAt) ReadAt([]byte, int64) (int, error) {
+	return 0, errors.New("stdin is read in order here (not copied); read it with Set.Stdin")
+}
+
+// Close removes the copy of stdin, if any.
+func (s *Set) Close() error {
+	if s == nil || s.spool == "" {
+		return nil
+	}
+	err := os.Remove(s.spool)
+	s.spool = ""
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the copy of stdin: %w", err)
+	}
+	return nil
+}
+
+// Resolve turns input arguments into a Set by the rule in the package
+// documentation. Stdin is copied last, after every other argument
+// resolved, so a typo does not consume a pipe. Errors that blame an
+// argument match ErrBadArgument and name it.
+func Resolve(ctx context.Context, args []string, opts Options) (*Set, error) {
+	if len(args) == 0 {
+		return nil, &ArgError{Arg: "", Err: errors.New("no input given: name files, globs, directories, or - for stdin")}
+	}
+	ext := opts.Ext
+	if ext == "" {
+		ext = ".parquet"
+	}
+	s := &Set{}
+	seen := make(map[string]bool)
+	for _, arg := range args {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		names, err := expand(ctx, arg, ext)
+		if err == nil && arg == Stdin && seen[Stdin] {
+			err = argErrorf(arg, "stdin given more than once")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input %w", err)
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				s.names = append(s.names, n)
+			}
+		}
+	}
+	if seen[Stdin] {
+		if err := s.takeStdin(ctx, opts); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// takeStdin copies stdin to a temporary file, or keeps it to be read in
+// order.
+func (s *Set) takeStdin(ctx context.Context, opts Options) error {
+	in := opts.Stdin
+	if in == nil {
+		in = os.Stdin
+	}
+	if opts.Sequential {
+		s.stdin = in
+		return nil
+	}
+	p, err := spool(ctx, in, opts.TempDir)
+	if err != nil {
+		return err
+	}
+	s.spool = p
+	return nil
+}
+
+// List applies the directory rule to dir: the regular files directly in
+// it whose names end in ext and do not start with ".", sorted by name. An
+// empty result is not an error here (a watched folder may be empty).
+func List(ctx context.Context, dir, ext string) ([]string, error) {
+	st, err := storeFor(dir)
+	if err != nil {
+		return nil, err
+	}
+	all, err := st.List(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range all {
+		if b := base(n); strings.HasSuffix(b, ext) && !strings.HasPrefix(b, ".") {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// expand resolves one argument other than a repeated "-".
+func expand(ctx context.Context, arg, ext string) ([]string, error) {
+	if arg == Stdin {
+		return []string{Stdin}, nil
+	}
+	st, err := storeFor(arg)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := st.Stat(ctx, arg)
+	switch {
+	case err == nil && dir:
+		files, err := List(ctx, arg, ext)
+		if err != nil {
+			return nil, fmt.Errorf("%q: list directory: %w", arg, err)
+		}
+		if len(files) == 0 {
+			return nil, argErrorf(arg, "directory has no *%s files", ext)
+		}
+		return files, nil
+	case err == nil:
+		return []string{arg}, nil // a name that exists is taken literally, glob characters and all
+	case errors.Is(err, ErrBadArgument):
+		return nil, err
+	case errors.Is(err, fs.ErrNotExist) && hasMeta(arg):
+		return glob(ctx, st, arg)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, argErrorf(arg, "no such file or directory")
+	default:
+		return nil, fmt.Errorf("%q: %w", arg, err)
+	}
+}
+
+// glob expands a pattern that names no existing file.
+func glob(ctx context.Context, st Store, pattern string) ([]string, error) {
+	matches, err := st.Glob(ctx, pattern)
+	if err != nil {
+		if errors.Is(err, ErrBadArgument) {
+			return nil, err
+		}
+		return nil, argErrorf(pattern, "bad glob pattern: %w", err)
+	}
+	var out []string
+	for _, m := range matches {
+		if strings.HasPrefix(base(m), ".") && !strings.HasPrefix(base(pattern), ".") {
+			continue // as in the shell, * does not match a leading dot (our temporary files)
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 {
+		return nil, argErrorf(pattern, "glob matches no files")
+	}
+	return out, nil
+}
+
+func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[\`) }
+
+// base is the last element of a path or URL.
+func base(name string) string { return path.Base(filepath.ToSlash(name)) }

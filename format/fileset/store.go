@@ -1,0 +1,226 @@
+package fileset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Store reads and writes the files under one kind of name: the local file
+// system (plain paths and file:// URLs) now, an object store later. Names
+// passed in and returned are in the caller's form (a file:// URL stays a
+// URL), so messages show what the user typed. The input rule (extension,
+// hidden names, order, duplicates) is Resolve's, not the store's.
+type Store interface {
+	// Stat says whether name is a directory; an absent name gives an error
+	// matching fs.ErrNotExist.
+	Stat(ctx context.Context, name string) (dir bool, err error)
+	// List returns the regular files directly in dir, sorted by name.
+	List(ctx context.Context, dir string) ([]string, error)
+	// Glob returns the names of the files matching pattern, sorted.
+	Glob(ctx context.Context, pattern string) ([]string, error)
+	// Open opens name for random access.
+	Open(ctx context.Context, name string) (*File, error)
+	// Create starts writing name, replaced only when the Output is
+	// committed.
+	Create(ctx context.Context, name string) (Output, error)
+}
+
+// schemeRE matches a URL's scheme and "://".
+var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
+
+// storeFor picks the store for a name by its URL scheme. Plain paths and
+// file:// URLs are local; a store for another scheme is added here.
+func storeFor(name string) (Store, error) {
+	m := schemeRE.FindStringSubmatch(name)
+	if m == nil {
+		return local{}, nil
+	}
+	switch strings.ToLower(m[1]) {
+	case "file":
+		return local{}, nil
+	default:
+		return nil, &ArgError{Arg: name, Err: fmt.Errorf("no support for %s:// yet: name a local path or a file:// URL", m[1])}
+	}
+}
+
+// local is the local file system. It takes plain paths and file:// URLs
+// (file:///abs/path or file://localhost/abs/path).
+type local struct{}
+
+// localName splits name into the path to use and a function that puts a
+// path back into name's form.
+func localName(name string) (string, func(string) string, error) {
+	if schemeRE.FindStringIndex(name) == nil {
+		return name, func(p string) string { return p }, nil
+	}
+	u, err := url.Parse(name)
+	if err != nil {
+		return "", nil, &ArgError{Arg: name, Err: fmt.Errorf("not a file URL: %w", err)}
+	}
+	if u.Host != "" && u.Host != "localhost" {
+		return "", nil, &ArgError{Arg: name, Err: fmt.Errorf("file URL names host %q; only local files (file:///path) are read", u.Host)}
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.Path == "" {
+		return "", nil, &ArgError{Arg: name, Err: errors.New("a file URL is file:///absolute/path (write ? as %3F and # as %23)")}
+	}
+	host := u.Host
+	back := func(p string) string {
+		return (&url.URL{Scheme: "file", Host: host, Path: filepath.ToSlash(p)}).String()
+	}
+	return filepath.FromSlash(u.Path), back, nil
+}
+
+func (local) Stat(ctx context.Context, name string) (bool, error) {
+	p, _, err := localName(name)
+	if err != nil {
+		return false, err
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return false, err
+	}
+	return st.IsDir(), nil
+}
+
+func (local) List(ctx context.Context, dir string) ([]string, error) {
+	p, back, err := localName(dir)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(p) // sorted by name
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			names = append(names, back(filepath.Join(p, e.Name())))
+		}
+	}
+	return names, nil
+}
+
+func (local) Glob(ctx context.Context, pattern string) ([]string, error) {
+	p, back, err := localName(pattern)
+	if err != nil {
+		return nil, err
+	}
+	matches, err := filepath.Glob(p)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(matches)
+	var names []string
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil && st.IsDir() {
+			continue // a glob names files; a matched directory is not descended into
+		}
+		names = append(names, back(m))
+	}
+	return names, nil
+}
+
+func (local) Open(ctx context.Context, name string) (*File, error) {
+	p, _, err := localName(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, &ArgError{Arg: name, Err: errors.New("is a directory; name a file")}
+	}
+	return &File{Name: name, Size: st.Size(), r: f, c: f}, nil
+}
+
+func (local) Create(ctx context.Context, name string) (Output, error) {
+	p, _, err := localName(name)
+	if err != nil {
+		return nil, err
+	}
+	o, err := createLocal(name, p)
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// File is an opened input: random access, since a Parquet footer sits at
+// the end, and its size.
+type File struct {
+	Name string // as in the set: the path or URL, "-" for stdin
+	Size int64
+	r    io.ReaderAt
+	c    io.Closer
+}
+
+// ReadAt reads len(p) bytes at off.
+func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.r.ReadAt(p, off) }
+
+// Reader reads the file from the start, for formats read in order (JSON
+// lines).
+func (f *File) Reader() io.Reader { return io.NewSectionReader(f.r, 0, f.Size) }
+
+// Close releases the file.
+func (f *File) Close() error { return f.c.Close() }
+
+// Open opens one named file or URL as it is: no glob, directory or "-".
+// For a name taken from a resolved set (a manifest, a flag naming one
+// file).
+func Open(ctx context.Context, name string) (*File, error) {
+	st, err := storeFor(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := st.Open(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	return f, nil
+}
+
+// ErrBadArgument is matched (errors.Is) by every error that blames an
+// input or output argument: a missing file, a glob that matches nothing, a
+// directory without input files, "-" twice, an unknown URL scheme.
+var ErrBadArgument = errors.New("bad input or output argument")
+
+// ArgError is the type of the errors that blame an argument. Its text
+// names the argument.
+type ArgError struct {
+	Arg string // the argument as given
+	Err error
+}
+
+func (e *ArgError) Error() string {
+	if e.Arg == "" {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%q: %v", e.Arg, e.Err)
+}
+
+// Unwrap returns the wrapped error.
+func (e *ArgError) Unwrap() error { return e.Err }
+
+// Is makes every ArgError match ErrBadArgument.
+func (e *ArgError) Is(target error) bool { return target == ErrBadArgument }
+
+// argErrorf is an ArgError for arg with a formatted reason.
+func argErrorf(arg, format string, args ...any) error {
+	return &ArgError{Arg: arg, Err: fmt.Errorf(format, args...)}
+}

@@ -38,7 +38,7 @@ func readGroups(t *testing.T, data []byte) []trajectory.Group {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gs, err := trajectory.ReadAll(context.Background(), []string{path}, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadFile(context.Background(), path)
 	if err != nil {
 		t.Fatalf("reading the output back: %v", err)
 	}

@@ -7,19 +7,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
-// ReadScenarios reads scenarios from path: a Parquet trajectory file (its
-// distinct scenarios, in order of first appearance) or JSON lines with
-// the fields id, environment, payload (any JSON value) and split.
+// ReadScenarios reads scenarios from path, a file or URL taken as it is: a
+// Parquet trajectory file (its distinct scenarios, in order of first
+// appearance) or JSON lines with the fields id, environment, payload (any
+// JSON value) and split.
 func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 	if strings.HasSuffix(path, ".parquet") {
-		groups, err := trajectory.ReadAll(ctx, []string{path}, trajectory.ReadOptions{})
+		groups, err := trajectory.ReadFile(ctx, path)
 		if err != nil {
 			return nil, fmt.Errorf("scenarios %s: %w", path, err)
 		}
@@ -40,12 +41,12 @@ func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 		}
 		return out, nil
 	}
-	f, err := os.Open(path)
+	f, err := fileset.Open(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("scenarios: %w", err)
 	}
 	defer f.Close()
-	return DecodeScenarios(f, path)
+	return DecodeScenarios(f.Reader(), path)
 }
 
 // DecodeScenarios reads JSON-lines scenarios from r; name labels errors.

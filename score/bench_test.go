@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/score"
 )
 
@@ -16,7 +17,7 @@ func BenchmarkEnvFormula(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		opts := score.Options{Scorers: []string{"env", "formula:win - 0.1*illegal"}, OnJudgeError: score.PolicyFail,
-			Concurrency: 2, Inputs: []string{in}, Out: io.Discard}
+			Concurrency: 2, Inputs: fileset.Files(in), Out: io.Discard}
 		sum, err := score.Score(context.Background(), opts)
 		if err != nil || sum.Written != 4000 {
 			b.Fatal(sum, err)

@@ -150,7 +150,7 @@ func slicesContain(s []string, v string) bool {
 
 func readInput(t *testing.T, path string) []trajectory.Group {
 	t.Helper()
-	gs, err := trajectory.ReadAll(context.Background(), []string{path}, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

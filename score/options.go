@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/score/judge"
 )
@@ -40,10 +41,9 @@ type Options struct {
 	PricePrompt         float64 // USD per million prompt tokens, for the summary
 	PriceCompletion     float64 // USD per million completion tokens
 
-	// Inputs are the input files in order ("-" for stdin), already
-	// expanded from globs and directories.
-	Inputs []string
-	Stdin  io.Reader // read for "-"; nil means os.Stdin
+	// Inputs are the input files, resolved from the arguments by
+	// fileset.Resolve; the caller closes the set.
+	Inputs *fileset.Set
 	// Out receives the scored Parquet file. The caller makes it atomic.
 	Out io.Writer
 	// Summary receives the one-line summary; nil means none.
@@ -121,7 +121,7 @@ func (o *Options) validate() error {
 	if o.PricePrompt < 0 || o.PriceCompletion < 0 {
 		return usagef("judge prices must not be negative")
 	}
-	if len(o.Inputs) == 0 {
+	if o.Inputs.Len() == 0 {
 		return usagef("no input files")
 	}
 	if o.Out == nil {

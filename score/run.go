@@ -107,7 +107,7 @@ func Score(ctx context.Context, opts Options) (Summary, error) {
 			sum.Judge = meter.Usage()
 		}
 	}()
-	r, err := trajectory.Open(ctx, opts.Inputs, trajectory.ReadOptions{Stdin: opts.Stdin})
+	r, err := trajectory.Open(ctx, opts.Inputs)
 	if err != nil {
 		return sum, inputError(err)
 	}

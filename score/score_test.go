@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/score"
 	"github.com/hone-rl/hone/score/judge"
@@ -69,7 +70,7 @@ func writeInput(t testing.TB, name string, gs []trajectory.Group) string {
 func run(t *testing.T, opts score.Options, inputs ...string) ([]byte, []trajectory.Group, score.Summary, error) {
 	t.Helper()
 	var out bytes.Buffer
-	opts.Inputs, opts.Out = inputs, &out
+	opts.Inputs, opts.Out = fileset.Files(inputs...), &out
 	sum, err := score.Score(context.Background(), opts)
 	if err != nil {
 		return nil, nil, sum, err
@@ -78,7 +79,7 @@ func run(t *testing.T, opts score.Options, inputs ...string) ([]byte, []trajecto
 	if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gs, err := trajectory.ReadAll(context.Background(), []string{p}, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadFile(context.Background(), p)
 	if err != nil {
 		t.Fatalf("read output back: %v", err)
 	}
@@ -146,7 +147,7 @@ func TestEnvAndFormula(t *testing.T) {
 	// Everything but the reward, its components and the chain metadata
 	// passes through as it was: messages with token ids and logprobs,
 	// metrics, timestamps.
-	orig, err := trajectory.ReadAll(context.Background(), []string{in}, trajectory.ReadOptions{})
+	orig, err := trajectory.ReadFile(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,14 +497,14 @@ func TestInterrupt(t *testing.T) {
 	opts.Scorers, opts.JudgeModel, opts.Judge, opts.Concurrency, opts.NoCache = []string{"ruler"}, "fake", f, 1, true
 	opts.Progress = func(groups, rows int64) { cancel() }
 	var out bytes.Buffer
-	opts.Inputs, opts.Out = []string{writeInput(t, "in.parquet", groups(4, 2))}, &out
+	opts.Inputs, opts.Out = fileset.Files(writeInput(t, "in.parquet", groups(4, 2))), &out
 	sum, err := score.Score(ctx, opts)
 	if !errors.Is(err, score.ErrInterrupted) || sum.Written != 2 {
 		t.Fatalf("err %v, summary %+v", err, sum)
 	}
 	p := filepath.Join(t.TempDir(), "partial.parquet")
 	os.WriteFile(p, out.Bytes(), 0o644)
-	gs, err := trajectory.ReadAll(context.Background(), []string{p}, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadFile(context.Background(), p)
 	if err != nil || ids(gs) != "g0-t0,g0-t1" {
 		t.Fatalf("partial output: %v, %s", err, ids(gs))
 	}

@@ -69,7 +69,7 @@ func startServe(t *testing.T) string {
 
 func read(t *testing.T, path string) []trajectory.Group {
 	t.Helper()
-	gs, err := trajectory.ReadAll(context.Background(), []string{path}, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadFile(context.Background(), path)
 	if err != nil {
 		t.Fatalf("reading %s: %v", path, err)
 	}

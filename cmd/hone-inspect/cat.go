@@ -48,7 +48,7 @@ func runCat(ctx context.Context, a *app, opts catOptions, args []string) error {
 		return err
 	}
 	defer r.Close()
-	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r))
+	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r.Reader))
 	p.Start(ctx)
 	defer p.Stop()
 	var groups int64

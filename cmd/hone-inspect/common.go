@@ -8,27 +8,41 @@ import (
 	"syscall"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
-// openInputs expands the input arguments the cli way (files, globs,
-// directories of *.parquet, "-") and opens them as one trajectory input
-// set, which checks every footer first.
-func (a *app) openInputs(ctx context.Context, args []string) (*trajectory.Reader, error) {
-	paths, err := cli.ExpandInputs(args, ".parquet")
+// inputReader reads an input set; Close closes the reader and the set
+// (removing the copy of stdin).
+type inputReader struct {
+	*trajectory.Reader
+	set *fileset.Set
+}
+
+func (r *inputReader) Close() error {
+	r.Reader.Close()
+	return r.set.Close()
+}
+
+// openInputs resolves the input arguments (files, globs, directories of
+// *.parquet, "-") and opens them as one trajectory input set, which checks
+// every footer first.
+func (a *app) openInputs(ctx context.Context, args []string) (*inputReader, error) {
+	set, err := cli.ResolveInputs(ctx, args, fileset.Options{Stdin: a.stdin})
 	if err != nil {
 		return nil, err
 	}
-	r, err := trajectory.Open(ctx, paths, trajectory.ReadOptions{Stdin: a.stdin})
+	r, err := trajectory.Open(ctx, set)
 	if err != nil {
+		set.Close()
 		return nil, classify(err)
 	}
 	for _, f := range r.Files() {
 		a.log.Debug("input", "file", f.Path, "bytes", f.Size, "rows", f.Rows, "row_groups", f.RowGroups, "schema_version", f.SchemaVersion)
 	}
-	return r, nil
+	return &inputReader{Reader: r, set: set}, nil
 }
 
 // classify marks an error from the format package for the exit code: the

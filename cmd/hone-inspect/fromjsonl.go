@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -46,10 +46,11 @@ func runFromJSONL(ctx context.Context, a *app, opts fromJSONLOptions, args []str
 	if _, err := cli.ChooseOutput(opts.Output, cli.IsTerminal(a.stdout), true); err != nil {
 		return err
 	}
-	paths, err := cli.ExpandInputs(args, ".jsonl")
+	set, err := cli.ResolveInputs(ctx, args, fileset.Options{Ext: ".jsonl", Stdin: a.stdin, Sequential: true})
 	if err != nil {
 		return err
 	}
+	defer set.Close()
 	out, err := cli.OpenOutput(opts.Output, a.stdout, true)
 	if err != nil {
 		return err
@@ -57,8 +58,8 @@ func runFromJSONL(ctx context.Context, a *app, opts fromJSONLOptions, args []str
 	defer out.Close()
 	var total trajectory.ImportResult
 	w := trajectory.NewWriter(out, trajectory.WriterOptions{})
-	for _, path := range paths {
-		res, err := importOne(ctx, a, w, path)
+	for i := range set.Len() {
+		res, err := importOne(ctx, w, set, i)
 		if err != nil {
 			return err
 		}
@@ -78,15 +79,16 @@ func runFromJSONL(ctx context.Context, a *app, opts fromJSONLOptions, args []str
 	return nil
 }
 
-func importOne(ctx context.Context, a *app, w *trajectory.Writer, path string) (trajectory.ImportResult, error) {
-	var r io.Reader = a.stdin
-	if path != cli.Stdin {
-		in, err := cli.OpenInput(ctx, path, nil, "")
+func importOne(ctx context.Context, w *trajectory.Writer, set *fileset.Set, i int) (trajectory.ImportResult, error) {
+	path := set.Name(i)
+	r := set.Stdin() // "-" is read as it comes
+	if path != fileset.Stdin {
+		in, err := set.Open(ctx, i)
 		if err != nil {
-			return trajectory.ImportResult{}, err
+			return trajectory.ImportResult{}, classify(err)
 		}
 		defer in.Close()
-		r = in
+		r = in.Reader()
 	}
 	groups, res, err := trajectory.ImportJSONL(ctx, r, path)
 	if err != nil {

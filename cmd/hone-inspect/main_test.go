@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/cmd/internal/testbin"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/parquet-go/parquet-go"
 )
@@ -121,10 +122,10 @@ func fixtures(t *testing.T) (dir string, a, b []trajectory.Group) {
 	// Read back what the writer stored, so comparisons are against the
 	// format's own view (group ids filled in, and so on).
 	var err error
-	if a, err = trajectory.ReadAll(ctx, []string{filepath.Join(dir, "a.parquet")}, trajectory.ReadOptions{}); err != nil {
+	if a, err = trajectory.ReadFile(ctx, filepath.Join(dir, "a.parquet")); err != nil {
 		t.Fatal(err)
 	}
-	if b, err = trajectory.ReadAll(ctx, []string{filepath.Join(dir, "b.parquet")}, trajectory.ReadOptions{}); err != nil {
+	if b, err = trajectory.ReadFile(ctx, filepath.Join(dir, "b.parquet")); err != nil {
 		t.Fatal(err)
 	}
 	return dir, a, b
@@ -132,7 +133,7 @@ func fixtures(t *testing.T) (dir string, a, b []trajectory.Group) {
 
 func readAll(t *testing.T, paths ...string) []trajectory.Group {
 	t.Helper()
-	g, err := trajectory.ReadAll(context.Background(), paths, trajectory.ReadOptions{})
+	g, err := trajectory.ReadAll(context.Background(), fileset.Files(paths...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,6 +306,27 @@ func TestCatRefusesDuplicatesAndKeepsOldOutput(t *testing.T) {
 	sameGroups(t, "cat a a", readBytes(t, []byte(r.stdout)), readAll(t, a))
 }
 
+// A file named with glob characters is read as named. Before, the cli took
+// "round[1].parquet" literally and the trajectory reader globbed it again:
+// with round1.parquet beside it, cat wrote round1.parquet's groups.
+func TestCatReadsALiteralNameWithGlobCharacters(t *testing.T) {
+	dir, a, b := fixtures(t)
+	lit, other := filepath.Join(dir, "round[1].parquet"), filepath.Join(dir, "round1.parquet")
+	if err := os.Rename(filepath.Join(dir, "a.parquet"), lit); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, nil, "cat", lit)
+	sameGroups(t, "cat round[1].parquet alone", readBytes(t, []byte(r.stdout)), a)
+	if err := os.Rename(filepath.Join(dir, "b.parquet"), other); err != nil {
+		t.Fatal(err)
+	}
+	r = mustRun(t, nil, "cat", lit)
+	sameGroups(t, "cat round[1].parquet beside round1.parquet", readBytes(t, []byte(r.stdout)), a)
+	// Named by a file:// URL, the same file.
+	r = mustRun(t, nil, "cat", "file://"+filepath.ToSlash(other))
+	sameGroups(t, "cat file://…/round1.parquet", readBytes(t, []byte(r.stdout)), b)
+}
+
 func TestValidate(t *testing.T) {
 	dir, _, _ := fixtures(t)
 	r := mustRun(t, nil, "validate", dir)
@@ -473,6 +495,8 @@ func TestUsageErrors(t *testing.T) {
 		{"head", "-n", "-1", dir},                // bad value
 		{"--log-level", "loud", "stats", dir},    // bad log level
 		{"to-jsonl", "-o", dir, dir},             // output is a directory
+		{"stats", "s3://bucket/round-1.parquet"}, // no object-store support yet
+		{"cat", "-o", "gs://bucket/x.parquet", dir},
 	}
 	for _, args := range tests {
 		r := run(t, nil, args...)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/report"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -90,14 +91,15 @@ func runReport(ctx context.Context, a *app, opts reportOptions, runArg string) e
 		in.Sources = append(in.Sources, p)
 	}
 	if len(opts.Trajectories) > 0 {
-		paths, err := cli.ExpandInputs(opts.Trajectories, ".parquet")
+		set, err := cli.ResolveInputs(ctx, opts.Trajectories, fileset.Options{Stdin: a.stdin})
 		if err != nil {
 			return err
 		}
-		if in.Trajectories, err = report.TrajectoryRewards(ctx, paths); err != nil {
+		defer set.Close()
+		if in.Trajectories, err = report.TrajectoryRewards(ctx, set); err != nil {
 			return classify(err)
 		}
-		in.Sources = append(in.Sources, paths...)
+		in.Sources = append(in.Sources, set.Names()...)
 	}
 	pg, err := report.Build(ctx, in)
 	if err != nil {

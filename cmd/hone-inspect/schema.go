@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/parquet-go/parquet-go"
 	"github.com/spf13/cobra"
@@ -38,15 +39,16 @@ func runSchema(ctx context.Context, a *app, args []string) error {
 		_, err = fmt.Fprintf(a.stdout, "# trajectory schema version %d\n%s\n", trajectory.SchemaVersion, s)
 		return err
 	}
-	paths, err := cli.ExpandInputs(args, ".parquet")
+	set, err := cli.ResolveInputs(ctx, args, fileset.Options{Stdin: a.stdin})
 	if err != nil {
 		return err
 	}
-	for i, p := range paths {
+	defer set.Close()
+	for i := range set.Len() {
 		if i > 0 {
 			fmt.Fprintln(a.stdout)
 		}
-		if err := printFileSchema(ctx, a, p); err != nil {
+		if err := printFileSchema(ctx, a, set, i); err != nil {
 			return err
 		}
 	}
@@ -58,12 +60,13 @@ func trajectorySchema() (string, error) {
 	return trajectory.Schema().String(), nil
 }
 
-func printFileSchema(ctx context.Context, a *app, path string) error {
-	in, err := cli.OpenInput(ctx, path, a.stdin, "")
+func printFileSchema(ctx context.Context, a *app, set *fileset.Set, i int) error {
+	in, err := set.Open(ctx, i)
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	defer in.Close()
+	path := in.Name
 	f, err := parquet.OpenFile(in, in.Size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return cli.BadInputf("%s: not a Parquet file: %w", path, err)

@@ -50,7 +50,7 @@ func runStats(ctx context.Context, a *app, opts statsOptions, args []string) err
 		return err
 	}
 	defer r.Close()
-	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r))
+	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r.Reader))
 	p.Start(ctx)
 	defer p.Stop()
 	var b trajectory.StatsBuilder

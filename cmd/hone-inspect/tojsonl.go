@@ -43,7 +43,7 @@ func runToJSONL(ctx context.Context, a *app, opts toJSONLOptions, args []string)
 		return err
 	}
 	defer r.Close()
-	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r))
+	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r.Reader))
 	p.Start(ctx)
 	defer p.Stop()
 	err = cli.WriteOutput(opts.Output, a.stdout, false, func(w io.Writer) error {

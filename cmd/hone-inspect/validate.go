@@ -34,7 +34,7 @@ func runValidate(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer r.Close()
-	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r))
+	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r.Reader))
 	p.Start(ctx)
 	defer p.Stop()
 	var groups int64

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/score"
 )
 
@@ -60,19 +61,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	inputs, err := cli.ExpandInputs(fs.Args(), ".parquet")
-	if err != nil {
-		return err
-	}
-	// Refuse Parquet to a terminal before any judge call is paid for.
+	// Refuse Parquet to a terminal before stdin is read or any judge call
+	// is paid for.
 	if _, err := cli.ChooseOutput(output, cli.IsTerminal(stdout), true); err != nil {
 		return err
 	}
+	inputs, err := cli.ResolveInputs(ctx, fs.Args(), fileset.Options{Stdin: stdin})
+	if err != nil {
+		return err
+	}
+	defer inputs.Close()
 	p := cli.NewProgress(stderr, "groups", 0)
 	p.Start(ctx)
 	defer p.Stop()
 	var last int64
-	opts.Inputs, opts.Stdin, opts.Log = inputs, stdin, log
+	opts.Inputs, opts.Log = inputs, log
 	opts.Progress = func(groups, rows int64) { p.Add(groups-last, 0); last = groups }
 
 	var runErr error

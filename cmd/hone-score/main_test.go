@@ -90,7 +90,7 @@ func scenario(t *testing.T, dir, name string, first, n, k int) string {
 
 func readBack(t *testing.T, path string) []trajectory.Group {
 	t.Helper()
-	gs, err := trajectory.ReadAll(context.Background(), []string{path}, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadFile(context.Background(), path)
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}

@@ -71,7 +71,7 @@ func TestExitCodes(t *testing.T) {
 	if err := parquet.WriteFile(columns, []thinRow{{"g", "t"}}); err != nil {
 		t.Fatal(err)
 	}
-	gs, err := trajectory.ReadAll(context.Background(), []string{good}, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadFile(context.Background(), good)
 	if err != nil {
 		t.Fatal(err)
 	}

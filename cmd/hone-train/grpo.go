@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/rl"
 	"github.com/spf13/cobra"
@@ -45,11 +46,12 @@ and exits 0. --steps then counts steps per session.`,
   hone-train grpo --model models/tiny --run ttt --watch-dir scored/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.WatchDir == "" {
-				files, err := cli.ExpandInputs(args, ".parquet")
+				in, err := cli.ResolveInputs(cmd.Context(), args, fileset.Options{})
 				if err != nil {
 					return err
 				}
-				opts.Inputs = files
+				defer in.Close()
+				opts.Inputs = in
 			} else if len(args) > 0 {
 				return cli.Usagef("grpo: give files or --watch-dir, not both")
 			}

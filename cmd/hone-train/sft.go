@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/sft"
 	"github.com/spf13/cobra"
@@ -26,11 +27,12 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 		Example: `  hone-train sft --model models/tiny --run warmup --epochs 3 --lr 1e-3 data/scripted.jsonl
   hone-train sft --model models/tiny --run best --min-reward 1 --turns last scored/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			files, err := cli.ExpandInputs(args, ".parquet")
+			in, err := cli.ResolveInputs(cmd.Context(), args, fileset.Options{})
 			if err != nil {
 				return err
 			}
-			opts.Inputs = files
+			defer in.Close()
+			opts.Inputs = in
 			if err := opts.Validate(); err != nil {
 				return cli.Usage(err)
 			}

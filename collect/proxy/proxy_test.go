@@ -17,6 +17,7 @@ import (
 
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/collect/proxy"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -119,7 +120,7 @@ func TestProxyRecordsAgent(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("files %v", files)
 	}
-	gs, err := trajectory.ReadAll(context.Background(), files, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadAll(context.Background(), fileset.Files(files...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestProxyCloseAndPassThrough(t *testing.T) {
 		t.Fatalf("close: %v %v", err, resp.Status)
 	}
 	files, _ := filepath.Glob(filepath.Join(out, "*.parquet"))
-	gs, err := trajectory.ReadAll(context.Background(), files, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadAll(context.Background(), fileset.Files(files...))
 	if err != nil || len(gs) != 1 || gs[0].Trajectories[1].Error != "not closed" || *gs[0].Trajectories[0].Reward != 0.5 {
 		t.Fatalf("close: %v %+v", err, gs)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/collect/proxy"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -236,7 +237,7 @@ func readGroups(t *testing.T, srvURL, out string, gids ...string) map[string]tra
 		}
 	}
 	files, _ := filepath.Glob(filepath.Join(out, "*.parquet"))
-	gs, err := trajectory.ReadAll(context.Background(), files, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadAll(context.Background(), fileset.Files(files...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +412,7 @@ func TestProxyNodeAgent(t *testing.T) {
 		}
 	}
 	files, _ := filepath.Glob(filepath.Join(out, "*.parquet"))
-	gs, err := trajectory.ReadAll(context.Background(), files, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadAll(context.Background(), fileset.Files(files...))
 	if err != nil || len(gs) != 2 {
 		t.Fatalf("%d groups: %v", len(gs), err)
 	}

@@ -2,6 +2,7 @@ package fileset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/url"
@@ -332,8 +333,19 @@ func TestListEmptyFolderIsNotAnError(t *testing.T) {
 }
 
 func TestSetJSONIsItsNames(t *testing.T) {
-	b, err := Files("a.parquet", "-").MarshalJSON()
-	if err != nil || string(b) != `["a.parquet","-"]` {
+	b, err := json.Marshal(struct {
+		In *Set `json:"inputs,omitempty"`
+	}{Files("a.parquet", "-")})
+	if err != nil || string(b) != `{"inputs":["a.parquet","-"]}` {
 		t.Fatalf("%s, %v", b, err)
+	}
+	var back struct {
+		In *Set `json:"inputs"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil || !slices.Equal(back.In.Names(), []string{"a.parquet", "-"}) {
+		t.Fatalf("read back %q, %v", back.In.Names(), err)
+	}
+	if err := json.Unmarshal([]byte(`{"inputs":"a.parquet"}`), &back); err == nil {
+		t.Fatal("a string read as a set")
 	}
 }

@@ -67,6 +67,17 @@ func (s *Set) Names() []string {
 // MarshalJSON writes the names, so a run's saved config lists its inputs.
 func (s *Set) MarshalJSON() ([]byte, error) { return json.Marshal(s.names) }
 
+// UnmarshalJSON reads names written by MarshalJSON as Files does: taken as
+// they are, with no copy of stdin behind "-".
+func (s *Set) UnmarshalJSON(b []byte) error {
+	var names []string
+	if err := json.Unmarshal(b, &names); err != nil {
+		return fmt.Errorf("input set: want a list of names: %w", err)
+	}
+	*s = Set{names: names}
+	return nil
+}
+
 // Open opens the i-th input. It may be called again after Close of the
 // File; stdin is copied once, when the set was resolved.
 func (s *Set) Open(ctx context.Context, i int) (*File, error) {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hone-rl/hone/format/fileset"
 )
 
 // messageRowV1 and rowV1 are the row layout as first released, before the
@@ -71,7 +73,7 @@ func TestReasoningContentRoundTrip(t *testing.T) {
 	if groups[0].Trajectories[0].Messages[2].ReasoningContent == "" {
 		t.Fatal("sample lacks reasoning content")
 	}
-	got, err := ReadAll(context.Background(), []string{writeTemp(t, "r.parquet", groups, WriterOptions{})}, ReadOptions{})
+	got, err := ReadFile(context.Background(), writeTemp(t, "r.parquet", groups, WriterOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestReadFileWithoutReasoningColumn(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "v1.parquet")
 	writeRaw(t, path, rows, MetadataKeySchemaVersion, "1")
-	got, err := ReadAll(context.Background(), []string{path}, ReadOptions{})
+	got, err := ReadFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func TestInputErrorTellsBadInputFromIO(t *testing.T) {
 	if err := os.Chmod(locked, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Open(context.Background(), []string{locked}, ReadOptions{})
+	_, err = Open(context.Background(), fileset.Files(locked))
 	if err == nil || errors.Is(err, ErrBadInput) {
 		t.Errorf("unreadable file: error %v, want a non-input error", err)
 	}

@@ -24,10 +24,11 @@
 // the context, so callers can tell bad input from a failed run.
 //
 // Writing: NewWriter(w, opts), WriteGroup for each group, Close; or
-// WriteFile, which writes to a temporary name and renames. Reading:
-// Open(ctx, paths, opts) over files, globs, directories and "-", then Next
-// until io.EOF; ReadAll and Validate wrap that loop. NewReader reads one
-// file from an io.ReaderAt.
+// WriteFile, which writes through fileset.Create (a temporary name, renamed
+// when whole). Reading: Open(ctx, set) over an input set that
+// fileset.Resolve made from the arguments (files, globs, directories, "-"),
+// then Next until io.EOF; ReadAll and Validate wrap that loop, ReadFile
+// reads one named file. NewReader reads one file from an io.ReaderAt.
 //
 // ImportJSONL and ExportJSONL move trajectories to and from JSON Lines in
 // the OpenAI chat shape ({"messages": [...], "tools": [...]} per line, plus
@@ -36,5 +37,5 @@
 // ImportJSONL). ComputeStats (or a StatsBuilder fed group by group)
 // summarizes an input set per step and per environment for hone-inspect.
 //
-// The package imports nothing of Hone's.
+// The package imports nothing of Hone's but format/fileset.
 package trajectory

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/hone-rl/hone/format/fileset"
 )
 
 // needTool skips a test outside CI and fails it under CI=true.
@@ -128,7 +130,7 @@ func TestReadFileWrittenByDuckDB(t *testing.T) {
 	path := writeTemp(t, "ours.parquet", groups, WriterOptions{})
 	copied := filepath.Join(t.TempDir(), "duck.parquet")
 	duckQuery(t, path, "COPY (SELECT * FROM t) TO '"+copied+"' (FORMAT parquet)")
-	got, err := ReadAll(context.Background(), []string{copied}, ReadOptions{})
+	got, err := ReadFile(context.Background(), copied)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +157,7 @@ func TestDuckDBAgreesWithStats(t *testing.T) {
 	}
 	path := writeTemp(t, "duck.parquet", groups, WriterOptions{RowGroupBytes: 8 << 10})
 	ctx := context.Background()
-	r, err := Open(ctx, []string{path}, ReadOptions{})
+	r, err := Open(ctx, fileset.Files(path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,22 +7,13 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/parquet-go/parquet-go"
 )
-
-// ReadOptions configures Open. The zero value reads "-" from os.Stdin and
-// spools it to os.TempDir.
-type ReadOptions struct {
-	Stdin   io.Reader // read for the path "-"; nil means os.Stdin
-	TempDir string    // where stdin is spooled; "" means os.TempDir()
-}
 
 // FileInfo describes one input file, from its footer.
 type FileInfo struct {
@@ -43,7 +34,6 @@ type FileInfo struct {
 type Reader struct {
 	srcs  []*source
 	infos []FileInfo
-	spool string // temp file holding stdin, removed on Close
 
 	cur   int         // index of the source being read
 	file  *openedFile // open handle on srcs[cur], nil between files
@@ -82,7 +72,7 @@ type located struct {
 // source is one input: a name for messages and a way to open it.
 type source struct {
 	name string
-	open func() (io.ReaderAt, int64, io.Closer, error)
+	open func(ctx context.Context) (io.ReaderAt, int64, io.Closer, error)
 }
 
 type openedFile struct {
@@ -92,40 +82,19 @@ type openedFile struct {
 
 const readBatch = 64
 
-// Open opens a set of trajectory files: each path is a file, a glob, a
-// directory (every *.parquet below it, in lexical order, skipping names
-// that start with a dot) or "-" for stdin, which is spooled to a temporary
-// file because a Parquet footer sits at the end. Every footer is read and
-// checked (schema version, columns) before Open returns.
-func Open(ctx context.Context, paths []string, opts ReadOptions) (*Reader, error) {
+// Open opens a set of trajectory files resolved by fileset.Resolve (or
+// named by fileset.Files). Every footer is read and checked (schema
+// version, columns) before Open returns. The caller keeps the set and
+// closes it after the Reader.
+func Open(ctx context.Context, in *fileset.Set) (*Reader, error) {
 	r := newReader()
-	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			r.Close()
-			return nil, err
-		}
-		if p == "-" {
-			if err := r.addStdin(opts); err != nil {
-				r.Close()
-				return nil, err
-			}
-			continue
-		}
-		names, err := expand(p)
-		if err != nil {
-			r.Close()
-			return nil, err
-		}
-		for _, name := range names {
-			r.srcs = append(r.srcs, fileSource(name))
-		}
+	for i := range in.Len() {
+		r.srcs = append(r.srcs, setSource(in, i))
 	}
 	if len(r.srcs) == 0 {
-		r.Close()
 		return nil, badInput("", -1, "", "", fmt.Errorf("trajectory: no input files"))
 	}
 	if len(r.srcs) >= maxFiles {
-		r.Close()
 		return nil, badInput("", -1, "", "", fmt.Errorf("trajectory: %d input files; at most %d in one set", len(r.srcs), maxFiles-1))
 	}
 	if err := r.checkAll(ctx); err != nil {
@@ -139,7 +108,7 @@ func Open(ctx context.Context, paths []string, opts ReadOptions) (*Reader, error
 // is used in messages. The caller keeps ownership of ra.
 func NewReader(name string, ra io.ReaderAt, size int64) (*Reader, error) {
 	r := newReader()
-	r.srcs = []*source{{name: name, open: func() (io.ReaderAt, int64, io.Closer, error) {
+	r.srcs = []*source{{name: name, open: func(context.Context) (io.ReaderAt, int64, io.Closer, error) {
 		return ra, size, io.NopCloser(nil), nil
 	}}}
 	if err := r.checkAll(context.Background()); err != nil {
@@ -156,90 +125,15 @@ func newReader() *Reader {
 	}
 }
 
-func fileSource(name string) *source {
-	return &source{name: name, open: func() (io.ReaderAt, int64, io.Closer, error) {
-		f, err := os.Open(name)
+// setSource is the i-th input of a set, opened when read.
+func setSource(in *fileset.Set, i int) *source {
+	return &source{name: in.Name(i), open: func(ctx context.Context) (io.ReaderAt, int64, io.Closer, error) {
+		f, err := in.Open(ctx, i)
 		if err != nil {
 			return nil, 0, nil, err
 		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, 0, nil, err
-		}
-		return f, st.Size(), f, nil
+		return f, f.Size, f, nil
 	}}
-}
-
-func (r *Reader) addStdin(opts ReadOptions) error {
-	if r.spool != "" {
-		return badInput("-", -1, "", "", fmt.Errorf("trajectory: \"-\" (stdin) given more than once"))
-	}
-	in := opts.Stdin
-	if in == nil {
-		in = os.Stdin
-	}
-	f, err := os.CreateTemp(opts.TempDir, "hone-stdin-*.parquet")
-	if err != nil {
-		return fmt.Errorf("trajectory: spool stdin: %w", err)
-	}
-	r.spool = f.Name()
-	_, err = io.Copy(f, in)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("trajectory: spool stdin to %s: %w", f.Name(), err)
-	}
-	src := fileSource(f.Name())
-	src.name = "-"
-	r.srcs = append(r.srcs, src)
-	return nil
-}
-
-// expand turns one path argument into file names.
-func expand(p string) ([]string, error) {
-	if strings.ContainsAny(p, "*?[") {
-		names, err := filepath.Glob(p)
-		if err != nil {
-			return nil, badInput(p, -1, "", "", fmt.Errorf("trajectory: glob %q: %w", p, err))
-		}
-		if len(names) == 0 {
-			return nil, badInput(p, -1, "", "", fmt.Errorf("trajectory: glob %q matches no files", p))
-		}
-		slices.Sort(names)
-		return names, nil
-	}
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, badInput(p, -1, "", "", fmt.Errorf("trajectory: %w", err)) // not there: bad input; unreadable: an OS failure
-	}
-	if !st.IsDir() {
-		return []string{p}, nil
-	}
-	var names []string
-	err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if path != p && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".parquet") {
-			names = append(names, path)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("trajectory: list %s: %w", p, err)
-	}
-	if len(names) == 0 {
-		return nil, badInput(p, -1, "", "", fmt.Errorf("trajectory: directory %s holds no .parquet files", p))
-	}
-	return names, nil // WalkDir visits in lexical order
 }
 
 // checkAll reads and checks every footer, then closes the files again so a
@@ -250,7 +144,7 @@ func (r *Reader) checkAll(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		of, info, err := openChecked(src)
+		of, info, err := openChecked(ctx, src)
 		if err != nil {
 			return err
 		}
@@ -280,9 +174,9 @@ var addedColumns = map[string]bool{
 // them.
 func Schema() *parquet.Schema { return expectedSchema }
 
-func openChecked(src *source) (*openedFile, FileInfo, error) {
+func openChecked(ctx context.Context, src *source) (*openedFile, FileInfo, error) {
 	info := FileInfo{Path: src.name}
-	ra, size, closer, err := src.open()
+	ra, size, closer, err := src.open(ctx)
 	if err != nil {
 		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: open %s: %w", src.name, err)) // a missing file is bad input, a refused one is not
 	}
@@ -412,14 +306,14 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 	if err := ctx.Err(); err != nil {
 		return Group{}, err
 	}
-	first, err := r.nextRow()
+	first, err := r.nextRow(ctx)
 	if err != nil {
 		r.err = err
 		return Group{}, err
 	}
 	g := Group{ID: first.t.GroupID, Trajectories: []Trajectory{first.t}}
 	for {
-		next, err := r.nextRow()
+		next, err := r.nextRow(ctx)
 		if err == io.EOF {
 			break
 		}
@@ -451,14 +345,14 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 
 // nextRow returns the next row of the input set, checked on its own and
 // against the ids seen before.
-func (r *Reader) nextRow() (*located, error) {
+func (r *Reader) nextRow(ctx context.Context) (*located, error) {
 	if r.peek != nil {
 		l := r.peek
 		r.peek = nil
 		return l, nil
 	}
 	for r.bpos >= len(r.batch) {
-		if err := r.fill(); err != nil {
+		if err := r.fill(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -485,7 +379,7 @@ func (r *Reader) nextRow() (*located, error) {
 
 // fill decodes the next batch of rows, moving to the next row group or file
 // as needed. It returns io.EOF after the last file.
-func (r *Reader) fill() error {
+func (r *Reader) fill(ctx context.Context) error {
 	if r.done {
 		return io.EOF
 	}
@@ -534,7 +428,7 @@ func (r *Reader) fill() error {
 		r.done = true
 		return io.EOF
 	}
-	of, _, err := openChecked(r.srcs[r.cur])
+	of, _, err := openChecked(ctx, r.srcs[r.cur])
 	if err != nil {
 		return err
 	}
@@ -543,7 +437,8 @@ func (r *Reader) fill() error {
 	return nil
 }
 
-// Close releases the open file and removes the spooled stdin, if any.
+// Close releases the open file. The input set stays open: its owner
+// closes it.
 func (r *Reader) Close() error {
 	if r.rgr != nil {
 		r.rgr.Close()
@@ -554,20 +449,13 @@ func (r *Reader) Close() error {
 		r.file = nil
 	}
 	r.done = true
-	if r.spool != "" {
-		err := os.Remove(r.spool)
-		r.spool = ""
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("trajectory: remove spooled stdin: %w", err)
-		}
-	}
 	return nil
 }
 
 // ReadAll reads every group of an input set into memory. For large inputs
 // iterate with Open and Next instead.
-func ReadAll(ctx context.Context, paths []string, opts ReadOptions) ([]Group, error) {
-	r, err := Open(ctx, paths, opts)
+func ReadAll(ctx context.Context, in *fileset.Set) ([]Group, error) {
+	r, err := Open(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -585,10 +473,16 @@ func ReadAll(ctx context.Context, paths []string, opts ReadOptions) ([]Group, er
 	}
 }
 
+// ReadFile reads every group of one file (a path or URL, taken as it is)
+// into memory.
+func ReadFile(ctx context.Context, name string) ([]Group, error) {
+	return ReadAll(ctx, fileset.Files(name))
+}
+
 // Validate reads an input set through and returns the first problem found,
 // or nil when every file, row and group is well formed.
-func Validate(ctx context.Context, paths []string, opts ReadOptions) error {
-	r, err := Open(ctx, paths, opts)
+func Validate(ctx context.Context, in *fileset.Set) error {
+	r, err := Open(ctx, in)
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,14 @@ package trajectory
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 )
@@ -64,7 +66,7 @@ func TestExtraColumnsIgnored(t *testing.T) {
 		t.Fatal("test file lacks extra_column")
 	}
 	f.Close()
-	got, err := ReadAll(context.Background(), []string{path}, ReadOptions{})
+	got, err := ReadFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ type rowMissing struct {
 func TestMissingAndMistypedColumns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.parquet")
 	writeRaw(t, path, []rowMissing{{Run: "r", Step: "1", GroupID: "g", TrajectoryID: "a"}})
-	_, err := Open(context.Background(), []string{path}, ReadOptions{})
+	_, err := Open(context.Background(), fileset.Files(path))
 	if err == nil {
 		t.Fatal("opened a file with missing columns")
 	}
@@ -97,19 +99,19 @@ func TestNewerSchemaVersion(t *testing.T) {
 	g := sampleGroups(5, 1, 1)[0]
 	path := filepath.Join(t.TempDir(), "v2.parquet")
 	writeRaw(t, path, []row{toRow(&g.Trajectories[0])}, MetadataKeySchemaVersion, "2")
-	_, err := Open(context.Background(), []string{path}, ReadOptions{})
+	_, err := Open(context.Background(), fileset.Files(path))
 	if err == nil || !strings.Contains(err.Error(), "schema version 2") || !strings.Contains(err.Error(), path) {
 		t.Fatalf("error %v, want one naming the file and schema version 2", err)
 	}
 	writeRaw(t, path, []row{toRow(&g.Trajectories[0])}, MetadataKeySchemaVersion, "two")
-	if _, err := Open(context.Background(), []string{path}, ReadOptions{}); err == nil || !strings.Contains(err.Error(), `"two"`) {
+	if _, err := Open(context.Background(), fileset.Files(path)); err == nil || !strings.Contains(err.Error(), `"two"`) {
 		t.Fatalf("error %v, want one about the bad version", err)
 	}
 }
 
 func readErr(t *testing.T, paths ...string) error {
 	t.Helper()
-	_, err := ReadAll(context.Background(), paths, ReadOptions{})
+	_, err := ReadAll(context.Background(), fileset.Files(paths...))
 	if err == nil {
 		t.Fatal("read succeeded, want an error")
 	}
@@ -159,49 +161,62 @@ func TestInputSetChecks(t *testing.T) {
 	t.Run("Validate", func(t *testing.T) {
 		WriteFile(ctx, a, []Group{one("g1", "x")}, WriterOptions{})
 		WriteFile(ctx, b, []Group{one("g2", "y")}, WriterOptions{})
-		if err := Validate(ctx, []string{a, b}, ReadOptions{}); err != nil {
+		if err := Validate(ctx, fileset.Files(a, b)); err != nil {
 			t.Fatal(err)
 		}
 		WriteFile(ctx, b, []Group{one("g2", "x")}, WriterOptions{})
-		if err := Validate(ctx, []string{a, b}, ReadOptions{}); err == nil {
+		if err := Validate(ctx, fileset.Files(a, b)); err == nil {
 			t.Fatal("Validate missed a duplicate id")
 		}
 	})
 }
 
-func TestOpenPaths(t *testing.T) {
+// resolveSet resolves args with fileset, as every stage does, and closes
+// the set when the test ends.
+func resolveSet(t *testing.T, args []string, opts fileset.Options) *fileset.Set {
+	t.Helper()
+	in, err := fileset.Resolve(context.Background(), args, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return in
+}
+
+// Open reads what fileset resolved, in its order, and nothing else: the
+// directory rule, globs and stdin are fileset's, applied once.
+func TestOpenResolvedSet(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	all := sampleGroups(6, 6, 2)
 	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
-	os.MkdirAll(filepath.Join(dir, ".hidden"), 0o755)
 	for i, name := range []string{"step-1.parquet", "sub/step-2.parquet", "step-3.parquet"} {
 		if err := WriteFile(ctx, filepath.Join(dir, name), all[2*i:2*i+2], WriterOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Files that must be skipped: a temp file, a hidden directory, other suffixes.
+	// Files a directory input skips: a temporary output, other suffixes.
 	os.WriteFile(filepath.Join(dir, ".step-4.parquet.tmp-1"), []byte("partial"), 0o644)
-	os.WriteFile(filepath.Join(dir, ".hidden", "x.parquet"), []byte("junk"), 0o644)
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("junk"), 0o644)
 
-	count := func(paths []string, opts ReadOptions) int {
+	count := func(args ...string) int {
 		t.Helper()
-		groups, err := ReadAll(ctx, paths, opts)
+		groups, err := ReadAll(ctx, resolveSet(t, args, fileset.Options{}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return len(groups)
 	}
-	if n := count([]string{dir}, ReadOptions{}); n != 6 {
-		t.Errorf("directory: %d groups, want 6", n)
+	if n := count(dir); n != 4 {
+		t.Errorf("directory: %d groups, want 4 (step-1 and step-3; sub/ is not read)", n)
 	}
-	if n := count([]string{filepath.Join(dir, "step-*.parquet")}, ReadOptions{}); n != 4 {
-		t.Errorf("glob: %d groups, want 4", n)
+	if n := count(filepath.Join(dir, "step-*.parquet"), filepath.Join(dir, "sub")); n != 6 {
+		t.Errorf("glob and folder: %d groups, want 6", n)
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, "sub/step-2.parquet"))
 	spoolDir := t.TempDir()
-	r, err := Open(ctx, []string{"-", filepath.Join(dir, "step-1.parquet")}, ReadOptions{Stdin: bytes.NewReader(data), TempDir: spoolDir})
+	in := resolveSet(t, []string{"-", filepath.Join(dir, "step-1.parquet")}, fileset.Options{Stdin: bytes.NewReader(data), TempDir: spoolDir})
+	r, err := Open(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,20 +237,48 @@ func TestOpenPaths(t *testing.T) {
 	if n != 4 {
 		t.Errorf("stdin + file: %d groups, want 4", n)
 	}
-	if ents, _ := os.ReadDir(spoolDir); len(ents) != 1 {
-		t.Errorf("spool dir holds %d files while open, want 1", len(ents))
-	}
 	r.Close()
-	if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
-		t.Errorf("spooled stdin not removed: %v", ents)
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
 	}
-	for _, bad := range [][]string{{filepath.Join(dir, "nope-*.parquet")}, {filepath.Join(dir, "missing.parquet")}, {t.TempDir()}, {}} {
-		if _, err := Open(ctx, bad, ReadOptions{}); err == nil {
-			t.Errorf("Open(%q) succeeded", bad)
+	if ents, _ := os.ReadDir(spoolDir); len(ents) != 0 {
+		t.Errorf("copy of stdin not removed: %v", ents)
+	}
+	for _, bad := range [][]string{{filepath.Join(dir, "missing.parquet")}, {}} {
+		if _, err := Open(ctx, fileset.Files(bad...)); !errors.Is(err, ErrBadInput) {
+			t.Errorf("Open(%q): %v, want bad input", bad, err)
 		}
 	}
-	if _, err := Open(ctx, []string{filepath.Join(dir, "notes.txt")}, ReadOptions{}); err == nil ||
+	if _, err := Open(ctx, fileset.Files(filepath.Join(dir, "notes.txt"))); err == nil ||
 		!strings.Contains(err.Error(), "notes.txt") {
 		t.Errorf("non-parquet file: %v", err)
+	}
+}
+
+// A file whose name holds glob characters is read as named. The reader
+// used to glob every argument again after the cli had resolved it:
+// "round[1].parquet" then read round1.parquet beside it, and alone failed
+// with "glob matches no files".
+func TestOpenReadsALiteralNameWithGlobCharacters(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	all := sampleGroups(8, 3, 2)
+	lit := filepath.Join(dir, "round[1].parquet")
+	if err := WriteFile(ctx, lit, all[:1], WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, beside := range []bool{false, true} {
+		if beside {
+			if err := WriteFile(ctx, filepath.Join(dir, "round1.parquet"), all[1:], WriterOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := ReadAll(ctx, resolveSet(t, []string{lit}, fileset.Options{}))
+		if err != nil {
+			t.Fatalf("round1.parquet beside: %v: %v", beside, err)
+		}
+		if len(got) != 1 || got[0].ID != all[0].ID {
+			t.Fatalf("round1.parquet beside: %v: read %d groups, want the literal file's one", beside, len(got))
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"testing"
+
+	"github.com/hone-rl/hone/format/fileset"
 )
 
 // naiveSummary is the two-pass textbook computation Stats must agree with.
@@ -55,7 +57,7 @@ func TestStatsMatchNaive(t *testing.T) {
 	for _, shape := range []struct{ groups, size int }{{1, 1}, {2, 3}, {7, 5}, {17, 4}} {
 		groups := sampleGroups(uint64(shape.groups), shape.groups, shape.size)
 		path := writeTemp(t, "s.parquet", groups, WriterOptions{RowGroupBytes: 4096})
-		r, err := Open(context.Background(), []string{path}, ReadOptions{})
+		r, err := Open(context.Background(), fileset.Files(path))
 		if err != nil {
 			t.Fatal(err)
 		}

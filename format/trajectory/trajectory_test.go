@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -113,13 +114,13 @@ func TestRoundTripEveryField(t *testing.T) {
 	groups[1].Trajectories[0].Messages[1].ContentParts = ""
 	// Empty, non-nil lists come back nil: the format does not tell them apart.
 	path := writeTemp(t, "rt.parquet", groups, WriterOptions{RowGroupBytes: 64 << 10, Metadata: map[string]string{"hone.run": "x"}})
-	got, err := ReadAll(context.Background(), []string{path}, ReadOptions{})
+	got, err := ReadFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	diffGroups(t, groups, got)
 
-	r, err := Open(context.Background(), []string{path}, ReadOptions{})
+	r, err := Open(context.Background(), fileset.Files(path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestRewardNullVersusZero(t *testing.T) {
 		{ID: "null"}, {ID: "zero", Reward: Float64(0)}, {ID: "negzero", Reward: Float64(-0.0)}, {ID: "one", Reward: Float64(1)},
 	}}
 	path := writeTemp(t, "r.parquet", []Group{g}, WriterOptions{})
-	got, err := ReadAll(context.Background(), []string{path}, ReadOptions{})
+	got, err := ReadFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

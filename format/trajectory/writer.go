@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 )
@@ -206,36 +205,26 @@ func estimateSize(t *Trajectory) int64 {
 	return n
 }
 
-// WriteFile writes groups to path atomically: to a temporary file in the
-// same directory, renamed over path only after a successful Close.
-func WriteFile(ctx context.Context, path string, groups []Group, opts WriterOptions) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+// WriteFile writes groups to name (a path or URL) atomically, through
+// fileset.Create: nothing is visible under name until the whole file is
+// written and synced.
+func WriteFile(ctx context.Context, name string, groups []Group, opts WriterOptions) error {
+	out, err := fileset.Create(ctx, name)
 	if err != nil {
-		return fmt.Errorf("trajectory: write %s: %w", path, err)
+		return fmt.Errorf("trajectory: write %s: %w", name, err)
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	w := NewWriter(f, opts)
+	defer out.Abort()
+	w := NewWriter(out, opts)
 	for _, g := range groups {
 		if err := w.WriteGroup(ctx, g); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
+			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("trajectory: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("trajectory: write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("trajectory: write %s: %w", path, err)
+	if err := out.Commit(); err != nil {
+		return fmt.Errorf("trajectory: %w", err)
 	}
 	return nil
 }

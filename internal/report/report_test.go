@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 	"gonum.org/v1/plot/vg"
 )
@@ -105,7 +106,7 @@ func TestBuildHasEveryPlot(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "s.parquet")
 	writeTrajectories(t, path, 12)
-	steps, err := TrajectoryRewards(ctx, []string{path})
+	steps, err := TrajectoryRewards(ctx, fileset.Files(path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestReadEval(t *testing.T) {
 func TestTrajectoryRewardsMatchNaive(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.parquet")
 	want := writeTrajectories(t, path, 5)
-	steps, err := TrajectoryRewards(context.Background(), []string{path})
+	steps, err := TrajectoryRewards(context.Background(), fileset.Files(path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func TestTrajectoryRewardsMatchNaive(t *testing.T) {
 	if len(cs) != 2 || len(cs[0].Lines[0].Lo) != 5 || math.Abs(cs[0].Lines[0].Hi[0]-cs[0].Lines[0].Lo[0]-2*steps[0].Reward.Std) > 1e-12 {
 		t.Fatalf("trajectory charts %+v", cs)
 	}
-	if _, err := TrajectoryRewards(context.Background(), []string{filepath.Join(t.TempDir(), "none.parquet")}); err == nil {
+	if _, err := TrajectoryRewards(context.Background(), fileset.Files(filepath.Join(t.TempDir(), "none.parquet"))); err == nil {
 		t.Fatal("a missing trajectory file gave no error")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -59,10 +60,10 @@ func Summarize(run string, m *Metrics) Summary {
 	return s
 }
 
-// TrajectoryRewards reads trajectory files (paths as trajectory.Open takes
-// them) and returns the reward summary of every step, sorted by step.
-func TrajectoryRewards(ctx context.Context, paths []string) ([]trajectory.StepSummary, error) {
-	r, err := trajectory.Open(ctx, paths, trajectory.ReadOptions{})
+// TrajectoryRewards reads an input set of trajectory files and returns the
+// reward summary of every step, sorted by step.
+func TrajectoryRewards(ctx context.Context, in *fileset.Set) ([]trajectory.StepSummary, error) {
+	r, err := trajectory.Open(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("report: trajectories: %w", err)
 	}

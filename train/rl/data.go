@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/train/grpo"
@@ -22,13 +23,13 @@ type group struct {
 	Errors  int               // trajectories with an error (failed episodes)
 }
 
-// loadGroups reads the files and lays out every trajectory. A trajectory
+// loadGroups reads an input set and lays out every trajectory. A trajectory
 // needs a reward, or an error saying why its episode failed (counted, never
 // trained); one with neither was not scored, and the input set is refused,
 // naming its rows, since training on the rest would silently drop them.
 // Every error that blames the files matches trainer.ErrBadInput.
-func loadGroups(ctx context.Context, text *layout.Model, files []string, lopt layout.Options, allowNoLogprobs bool) ([]group, error) {
-	r, err := trajectory.Open(ctx, files, trajectory.ReadOptions{})
+func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, allowNoLogprobs bool) ([]group, error) {
+	r, err := trajectory.Open(ctx, in)
 	if err != nil {
 		return nil, trainer.Input(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/kernels"
@@ -40,7 +41,7 @@ func loadFixture(t testing.TB, md string, be kernels.Backend, in string) (*model
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs, err := loadGroups(context.Background(), text, []string{in}, layout.Options{}, false)
+	gs, err := loadGroups(context.Background(), text, fileset.Files(in), layout.Options{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,10 @@ func baseOptions(modelDir, out, run string, inputs ...string) Options {
 	var o Options
 	fs := newFlagSet()
 	o.AddFlags(fs)
-	o.Model, o.Out, o.Name, o.Inputs = modelDir, out, run, inputs
+	o.Model, o.Out, o.Name = modelDir, out, run
+	if len(inputs) > 0 { // watch mode has none, and saves no "inputs"
+		o.Inputs = fileset.Files(inputs...)
+	}
 	o.Rank, o.Alpha, o.LR, o.MaxGradNorm = 4, 8, 1e-2, 1
 	o.GroupsPerStep, o.Epochs, o.TokenBudget = 2, 1, 64
 	return o

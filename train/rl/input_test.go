@@ -23,7 +23,7 @@ func TestUnscoredRowsRefused(t *testing.T) {
 	a, b := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "b.parquet")
 	writeGroups(t, md, a, 2, 3, varied)
 	writeGroups(t, md, b, 2, 3, varied)
-	gs, err := trajectory.ReadAll(context.Background(), []string{b}, trajectory.ReadOptions{})
+	gs, err := trajectory.ReadFile(context.Background(), b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/kernels"
@@ -20,12 +21,12 @@ import (
 // run's config, saved with each checkpoint and compared on resume.
 type Options struct {
 	trainer.Options
-	Inputs          []string    `json:"inputs,omitempty"`
-	WatchDir        string      `json:"watch_dir,omitempty"`
-	GroupsPerStep   int         `json:"groups_per_step"`
-	ScaleRewards    string      `json:"scale_rewards"`
-	AllowNoLogprobs bool        `json:"allow_no_logprobs"`
-	Loss            grpo.Config `json:"loss"`
+	Inputs          *fileset.Set `json:"inputs,omitempty"` // saved as its names
+	WatchDir        string       `json:"watch_dir,omitempty"`
+	GroupsPerStep   int          `json:"groups_per_step"`
+	ScaleRewards    string       `json:"scale_rewards"`
+	AllowNoLogprobs bool         `json:"allow_no_logprobs"`
+	Loss            grpo.Config  `json:"loss"`
 }
 
 // AddFlags registers the GRPO flags and the shared ones.
@@ -74,7 +75,7 @@ func (o *Options) Validate() error {
 	if o.GroupsPerStep < 0 {
 		return fmt.Errorf("--groups-per-step %d must not be negative", o.GroupsPerStep)
 	}
-	if (o.WatchDir == "") == (len(o.Inputs) == 0) {
+	if (o.WatchDir == "") == (o.Inputs.Len() == 0) {
 		return fmt.Errorf("give trajectory files or --watch-dir, not both or neither")
 	}
 	return o.Loss.Validate()
@@ -107,16 +108,16 @@ func Run(ctx context.Context, be kernels.Backend, o Options, log io.Writer) erro
 	return train(ctx, env, o, gs, 0, -1, nil, log)
 }
 
-// loadInputs reads and lays out the groups of files; an input set without
+// loadInputs reads and lays out the groups of an input set; one without
 // a single group is bad input.
-func loadInputs(ctx context.Context, text *layout.Model, o Options, files []string) ([]group, error) {
+func loadInputs(ctx context.Context, text *layout.Model, o Options, in *fileset.Set) ([]group, error) {
 	kw, _ := o.Kwargs()
-	gs, err := loadGroups(ctx, text, files, layout.Options{Kwargs: kw}, o.AllowNoLogprobs)
+	gs, err := loadGroups(ctx, text, in, layout.Options{Kwargs: kw}, o.AllowNoLogprobs)
 	if err != nil {
 		return nil, err
 	}
 	if len(gs) == 0 {
-		return nil, trainer.BadInputf("no groups in %s", strings.Join(files, ", "))
+		return nil, trainer.BadInputf("no groups in %s", strings.Join(in.Names(), ", "))
 	}
 	return gs, nil
 }

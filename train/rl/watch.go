@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/trainer"
 )
@@ -36,21 +33,15 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log io.Writer)
 		}
 		fmt.Fprintf(log, "finishing the session of %d files begun at step %d\n", len(sess.Files), sess.StartStep)
 	} else {
-		ents, err := os.ReadDir(o.WatchDir)
+		// The folder is read by the directory rule of every input (fileset):
+		// its *.parquet files, not below it, no hidden or temporary names.
+		names, err := fileset.List(ctx, o.WatchDir, ".parquet")
 		if err != nil {
 			return trainer.Input(fmt.Errorf("--watch-dir: %w", err))
 		}
-		var names []string
-		for _, e := range ents {
-			n := e.Name()
-			if e.Type().IsRegular() && strings.HasSuffix(n, ".parquet") && !strings.HasPrefix(n, ".") {
-				names = append(names, n)
-			}
-		}
-		sort.Strings(names)
 		sess = &checkpoint.Session{StartStep: env.Done}
 		for _, n := range names {
-			fe, err := checkpoint.HashFile(filepath.Join(o.WatchDir, n))
+			fe, err := checkpoint.HashFile(n)
 			if err != nil {
 				return err
 			}
@@ -69,8 +60,10 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log io.Writer)
 		files = append(files, f.Path)
 	}
 	// A bad new file is refused here, before the session is written to the
-	// manifest: fixed (and so changed), it is then read as a new file.
-	gs, err := loadInputs(ctx, env.Text, o, files)
+	// manifest: fixed (and so changed), it is then read as a new file. This
+	// is the one decoding of the files; the session's length below comes
+	// from the groups it returns.
+	gs, err := loadInputs(ctx, env.Text, o, fileset.Files(files...))
 	if err != nil {
 		return err
 	}

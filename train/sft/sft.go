@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/kernels"
@@ -19,10 +19,10 @@ import (
 // Options configure an SFT run; the JSON form is the run's saved config.
 type Options struct {
 	trainer.Options
-	Inputs    []string `json:"inputs"`
-	Turns     string   `json:"turns"`
-	BatchSize int      `json:"batch_size"`
-	MinReward *float64 `json:"min_reward,omitempty"`
+	Inputs    *fileset.Set `json:"inputs"` // saved as its names
+	Turns     string       `json:"turns"`
+	BatchSize int          `json:"batch_size"`
+	MinReward *float64     `json:"min_reward,omitempty"`
 }
 
 // AddFlags registers the SFT flags and the shared ones.
@@ -65,7 +65,7 @@ func (o *Options) Validate() error {
 	if o.BatchSize < 0 {
 		return fmt.Errorf("--batch-size %d must not be negative", o.BatchSize)
 	}
-	if len(o.Inputs) == 0 {
+	if o.Inputs.Len() == 0 {
 		return fmt.Errorf("no input files")
 	}
 	return nil
@@ -88,7 +88,7 @@ func Run(ctx context.Context, be kernels.Backend, o Options, log io.Writer) erro
 		return err
 	}
 	if len(exs) == 0 {
-		return trainer.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter or no assistant turn)", strings.Join(o.Inputs, ", "), skipped)
+		return trainer.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter or no assistant turn)", strings.Join(o.Inputs.Names(), ", "), skipped)
 	}
 	env, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
 	if err != nil {
@@ -141,19 +141,34 @@ func NLL(T int) trainer.LossFunc {
 	}
 }
 
-// readConversations reads one file: JSON Lines chats (.jsonl, .json) or a
-// Parquet trajectory file.
-func readConversations(ctx context.Context, f string) ([]trajectory.Group, error) {
-	if !strings.HasSuffix(f, ".jsonl") && !strings.HasSuffix(f, ".json") {
-		return trajectory.ReadAll(ctx, []string{f}, trajectory.ReadOptions{})
+// readConversations reads the i-th input on its own: JSON Lines chats
+// (.jsonl, .json) or a Parquet trajectory file.
+func readConversations(ctx context.Context, in *fileset.Set, i int) ([]trajectory.Group, error) {
+	f, err := in.Open(ctx, i)
+	if err != nil {
+		return nil, err
 	}
-	r, err := os.Open(f)
+	defer f.Close()
+	if name := f.Name; strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".json") {
+		gs, _, err := trajectory.ImportJSONL(ctx, f.Reader(), name)
+		return gs, err
+	}
+	r, err := trajectory.NewReader(f.Name, f, f.Size)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	gs, _, err := trajectory.ImportJSONL(ctx, r, f)
-	return gs, err
+	var gs []trajectory.Group
+	for {
+		g, err := r.Next(ctx)
+		if err == io.EOF {
+			return gs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		gs = append(gs, g)
+	}
 }
 
 // Load reads conversations (Parquet trajectory files, or .jsonl/.json chat
@@ -161,10 +176,10 @@ func readConversations(ctx context.Context, f string) ([]trajectory.Group, error
 // last). Trajectories with an error, or below minReward when set, and
 // conversations without an assistant turn are skipped and counted. Errors
 // that blame the files match trainer.ErrBadInput.
-func Load(ctx context.Context, text *layout.Model, files []string, turns string, minReward *float64, lopt layout.Options) ([]trainer.Example, int, error) {
+func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string, minReward *float64, lopt layout.Options) ([]trainer.Example, int, error) {
 	var groups []trajectory.Group
-	for _, f := range files {
-		gs, err := readConversations(ctx, f)
+	for i := range in.Len() {
+		gs, err := readConversations(ctx, in, i)
 		if err != nil {
 			return nil, 0, trainer.Input(err)
 		}

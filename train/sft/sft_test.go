@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels/cpu"
@@ -54,11 +55,11 @@ func TestTurnsAllOrLast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, _, err := Load(context.Background(), text, []string{data}, "all", nil, layout.Options{})
+	all, _, err := Load(context.Background(), text, fileset.Files(data), "all", nil, layout.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, _, err := Load(context.Background(), text, []string{data}, "last", nil, layout.Options{})
+	last, _, err := Load(context.Background(), text, fileset.Files(data), "last", nil, layout.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestSFTLossDrops(t *testing.T) {
 	dir, md, data := setup(t)
 	var o Options
 	o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
-	o.Model, o.Out, o.Name, o.Inputs = md, dir, "sft", []string{data}
+	o.Model, o.Out, o.Name, o.Inputs = md, dir, "sft", fileset.Files(data)
 	o.LR, o.Rank, o.Alpha, o.Steps, o.BatchSize, o.WeightDecay, o.MaxGradNorm = 3e-2, 8, 16, 30, 0, 0, 1
 	be, err := cpu.New(cpu.Options{Workers: 1})
 	if err != nil {
@@ -146,7 +147,7 @@ func TestHugeLRStopsBeforeSaving(t *testing.T) {
 	dir, md, data := setup(t)
 	var o Options
 	o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
-	o.Model, o.Out, o.Name, o.Inputs = md, dir, "nan", []string{data}
+	o.Model, o.Out, o.Name, o.Inputs = md, dir, "nan", fileset.Files(data)
 	o.LR, o.MaxGradNorm, o.Rank, o.Steps, o.BatchSize = 1e30, 0, 4, 6, 2
 	be, err := cpu.New(cpu.Options{Workers: 1})
 	if err != nil {

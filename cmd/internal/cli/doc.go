@@ -1,13 +1,13 @@
 // Package cli holds the conventions every Hone stage binary shares, written
 // once so that each cmd/hone-* main stays flags and wiring:
 //
-//   - inputs: paths, globs, directories of Parquet files, or "-" for stdin
-//     (ExpandInputs, OpenInput, which spools stdin to a temporary file because
-//     a Parquet footer sits at the end);
+//   - inputs: paths, globs, directories of Parquet files, or "-" for stdin,
+//     resolved once by format/fileset's rule (ResolveInputs adds the exit
+//     codes);
 //   - output: -o PATH or stdout when stdout is not a terminal, never Parquet
-//     to a terminal (ChooseOutput, OpenOutput), written to a temporary name in
-//     the target directory and renamed on success (AtomicFile), so a reader
-//     never sees half a file;
+//     to a terminal (ChooseOutput, OpenOutput), written through
+//     fileset.Create to a temporary name in the target directory and renamed
+//     on success, so a reader never sees half a file;
 //   - a signal-aware context: the first SIGINT/SIGTERM cancels, a second one
 //     exits at once (SignalContext);
 //   - structured logs on stderr (LogOptions);

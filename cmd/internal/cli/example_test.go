@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/spf13/pflag"
 )
 
@@ -25,23 +26,24 @@ func Example() {
 		if err != nil {
 			return err
 		}
-		inputs, err := cli.ExpandInputs(fs.Args(), ".parquet")
+		inputs, err := cli.ResolveInputs(ctx, fs.Args(), fileset.Options{})
 		if err != nil {
 			return err
 		}
-		progress := cli.NewProgress(os.Stderr, "groups", int64(len(inputs)))
+		defer inputs.Close() // removes the copy of stdin
+		progress := cli.NewProgress(os.Stderr, "groups", int64(inputs.Len()))
 		progress.Start(ctx)
 		defer progress.Stop()
 		err = cli.WriteOutput(*out, os.Stdout, true, func(w io.Writer) error {
-			for _, name := range inputs {
-				in, err := cli.OpenInput(ctx, name, os.Stdin, "")
+			for i := range inputs.Len() {
+				in, err := inputs.Open(ctx, i)
 				if err != nil {
-					return err
+					return cli.BadInput(err)
 				}
-				_, err = io.Copy(w, in) // a real stage decodes and writes groups
+				_, err = io.Copy(w, in.Reader()) // a real stage decodes and writes groups
 				in.Close()
 				if err != nil {
-					return fmt.Errorf("%s: %w", name, err)
+					return fmt.Errorf("%s: %w", in.Name, err)
 				}
 				if err := ctx.Err(); err != nil {
 					return err // nothing partial is committed

@@ -23,93 +23,18 @@ func dirNames(t *testing.T, dir string) []string {
 	return names
 }
 
-func TestAtomicFileCommit(t *testing.T) {
+// The atomic writer itself is format/fileset's (its tests cover commit,
+// abort and modes); here: a path that cannot be an output is a usage error.
+func TestOpenOutputErrors(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "out.parquet")
-	if err := os.WriteFile(path, []byte("old"), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	a, err := CreateAtomic(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if filepath.Dir(a.TempName()) != dir {
-		t.Errorf("temp %q not in the target directory", a.TempName())
-	}
-	if _, err := a.Write([]byte("new contents")); err != nil {
-		t.Fatal(err)
-	}
-	// Before Commit a reader still sees the old file, whole.
-	if got, _ := os.ReadFile(path); string(got) != "old" {
-		t.Fatalf("before commit: %q", got)
-	}
-	if err := a.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := os.ReadFile(path); string(got) != "new contents" {
-		t.Fatalf("after commit: %q", got)
-	}
-	if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
-		t.Errorf("mode %v, want the replaced file's 0640", st.Mode().Perm())
-	}
-	if names := dirNames(t, dir); len(names) != 1 {
-		t.Errorf("directory holds %q, want only the output", names)
-	}
-	if err := a.Abort(); err != nil {
-		t.Errorf("Abort after Commit: %v", err)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Errorf("Abort after Commit removed the output: %v", err)
-	}
-	if err := a.Commit(); err == nil {
-		t.Error("second Commit succeeded")
-	}
-}
-
-func TestAtomicFileNewFileMode(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "new.parquet")
-	a, err := CreateAtomic(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if st, _ := os.Stat(path); st.Mode().Perm() != 0o644 {
-		t.Errorf("mode %v, want 0644", st.Mode().Perm())
-	}
-}
-
-func TestAtomicFileAbort(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "out.parquet")
-	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	a, err := CreateAtomic(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Write([]byte("half a fi"))
-	if err := a.Abort(); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := os.ReadFile(path); string(got) != "old" {
-		t.Fatalf("existing file clobbered: %q", got)
-	}
-	if names := dirNames(t, dir); len(names) != 1 {
-		t.Fatalf("temporary file left: %q", names)
-	}
-}
-
-func TestCreateAtomicErrors(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := CreateAtomic(dir); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "is a directory") {
-		t.Errorf("directory as output: %v", err)
-	}
-	p := filepath.Join(dir, "no", "such", "out.parquet")
-	if _, err := CreateAtomic(p); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "does not exist") {
-		t.Errorf("missing directory: %v", err)
+	for _, tc := range []struct{ path, mention string }{
+		{dir, "is a directory"},
+		{filepath.Join(dir, "no", "such", "out.parquet"), "does not exist"},
+		{"s3://bucket/out.parquet", "no support for s3:// yet"},
+	} {
+		if _, err := OpenOutput(tc.path, nil, true); ExitCode(err) != ExitUsage || !isUsageOnly(err) || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("OpenOutput(%q): %v (exit code %d)", tc.path, err, ExitCode(err))
+		}
 	}
 }
 

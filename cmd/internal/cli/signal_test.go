@@ -25,16 +25,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// helperMain writes part of an output through an AtomicFile, says "ready"
+// helperMain writes part of an output through OpenOutput, says "ready"
 // on stdout, and then either waits for cancellation ("write") or ignores it
 // ("hang"), so that only a second signal ends it.
 func helperMain(mode, out string) {
 	Main("helper", func(ctx context.Context) error {
-		f, err := CreateAtomic(out)
+		f, err := OpenOutput(out, os.Stdout, true)
 		if err != nil {
 			return err
 		}
-		defer f.Abort()
+		defer f.Close()
 		if _, err := f.Write([]byte("first group, not yet complete")); err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/spf13/pflag"
 )
@@ -270,7 +271,7 @@ func writePhase(ctx context.Context, o options) (result, error) {
 
 func readPhase(ctx context.Context, path string) (result, error) {
 	start := time.Now()
-	r, err := trajectory.Open(ctx, []string{path}, trajectory.ReadOptions{})
+	r, err := trajectory.Open(ctx, fileset.Files(path))
 	if err != nil {
 		return result{}, err
 	}

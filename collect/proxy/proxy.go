@@ -603,20 +603,12 @@ func (p *Proxy) closeGroup(gid string) error {
 	p.wg.Add(1)
 	p.mu.Unlock()
 	defer p.wg.Done()
-	if err := writeAtomic(name, out); err != nil {
+	// WriteFile is atomic itself (a temporary name, renamed when whole).
+	if err := trajectory.WriteFile(context.Background(), name, []trajectory.Group{out}, trajectory.WriterOptions{}); err != nil {
 		return fmt.Errorf("flush group %s: %w", gid, err)
 	}
 	p.o.Log.Info("proxy: group flushed", "group", gid, "trajectories", len(out.Trajectories), "file", name)
 	return nil
-}
-
-func writeAtomic(name string, g trajectory.Group) error {
-	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp")
-	if err := trajectory.WriteFile(context.Background(), tmp, []trajectory.Group{g}, trajectory.WriterOptions{}); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, name)
 }
 
 // Run serves until ctx ends, then waits for requests and flushes in

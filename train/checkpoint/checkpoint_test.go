@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -130,9 +131,13 @@ func TestLockAndManifest(t *testing.T) {
 
 	p := filepath.Join(r.Dir, "a.parquet")
 	os.WriteFile(p, []byte("abc"), 0o644)
-	fe, err := HashFile(p)
+	fe, err := HashFile(context.Background(), p)
 	if err != nil || fe.SHA256 != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" || fe.Size != 3 {
 		t.Fatalf("hash %+v %v", fe, err)
+	}
+	// A watched folder named by a file:// URL lists its files as URLs.
+	if fu, err := HashFile(context.Background(), "file://"+filepath.ToSlash(p)); err != nil || fu.SHA256 != fe.SHA256 {
+		t.Fatalf("hash by file URL %+v %v", fu, err)
 	}
 	m := Manifest{Consumed: []FileEntry{fe}, Pending: &Session{StartStep: 1, EndStep: 3}}
 	if err := r.WriteManifest(m); err != nil {

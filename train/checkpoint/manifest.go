@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/format/fileset"
 )
 
 // Manifest records which input files incremental runs consumed.
@@ -74,15 +76,16 @@ func (r *Run) WriteManifest(m Manifest) error {
 	return runfolder.WriteFile(filepath.Join(r.Dir, ManifestName), append(b, '\n'))
 }
 
-// HashFile returns the entry (sha256, size) of the file at path.
-func HashFile(path string) (FileEntry, error) {
-	f, err := os.Open(path)
+// HashFile returns the entry (sha256, size) of the input file at path (a
+// path or URL, as fileset names inputs).
+func HashFile(ctx context.Context, path string) (FileEntry, error) {
+	f, err := fileset.Open(ctx, path)
 	if err != nil {
 		return FileEntry{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, f.Reader())
 	if err != nil {
 		return FileEntry{}, fmt.Errorf("checkpoint: hash %s: %w", path, err)
 	}

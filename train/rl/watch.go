@@ -26,7 +26,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log io.Writer)
 	sess := man.Pending
 	if sess != nil {
 		for _, f := range sess.Files {
-			now, err := checkpoint.HashFile(f.Path)
+			now, err := checkpoint.HashFile(ctx, f.Path)
 			if err != nil || now.SHA256 != f.SHA256 {
 				return fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s): %v", sess.StartStep, f.Path, f.SHA256, err)
 			}
@@ -41,7 +41,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log io.Writer)
 		}
 		sess = &checkpoint.Session{StartStep: env.Done}
 		for _, n := range names {
-			fe, err := checkpoint.HashFile(n)
+			fe, err := checkpoint.HashFile(ctx, n)
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@
 //     whose names end in the extension asked for (".parquet" unless told
 //     otherwise), skipping names that start with "." (temporary outputs),
 //     sorted by name.
-//   - Otherwise an argument with *, ?, [ or \ is a glob (path.Match syntax),
+//   - Otherwise an argument with *, ?, [ or \ is a glob (filepath.Match syntax),
 //     its file matches sorted by name; as in the shell, a name starting with
 //     "." matches only a pattern whose last element starts with ".".
 //   - Anything else is an error naming the argument, as are a glob that

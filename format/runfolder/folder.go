@@ -2,12 +2,15 @@ package runfolder
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/hone-rl/hone/format/fileset"
 )
 
 // Step is one step folder of a run: its number and its folder name as
@@ -125,39 +128,25 @@ func IsTemp(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMark)
 }
 
-// WriteFile replaces the file at path, in a run folder, atomically: data goes
-// to a temporary file beside it (".NAME.tmp-…"), is synced and renamed over
-// path, and the folder is synced, so that a reader or a crash sees the old
-// file or the new one, never part of one. The folder is made if need be.
+// WriteFile replaces the file at path, in a run folder, atomically, through
+// fileset.Create: data goes to a temporary file beside it (".NAME.tmp-…",
+// which IsTemp recognises), is synced and renamed over path, and the folder
+// is synced, so that a reader or a crash sees the old file or the new one,
+// never part of one. The folder is made if need be.
 func WriteFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("runfolder: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+tempMark+"*")
+	out, err := fileset.Create(context.Background(), path)
 	if err != nil {
 		return fmt.Errorf("runfolder: %w", err)
 	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
+	defer out.Abort()
+	if _, err := out.Write(data); err != nil {
+		return fmt.Errorf("runfolder: write %s: %w", path, err)
 	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(f.Name(), 0o644) // CreateTemp makes 0600
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("runfolder: write %s: %w", path, werr)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // the rename is durable once the folder is
-		_ = d.Close()
+	if err := out.Commit(); err != nil {
+		return fmt.Errorf("runfolder: %w", err)
 	}
 	return nil
 }

@@ -219,6 +219,23 @@ type Backend interface {
 	// LogprobBackwardExpectBF16 is LogprobBackwardExpect with a bfloat16 weight [V, C].
 	LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, weight []uint16, targets []int32, N, C, V int)
 
+	// ---- sampling rows: one row, on the calling goroutine ---------------
+
+	// RowMax returns the largest entry of x (−Inf when x is empty). With
+	// ExpShift it is the softmax a sampler takes of each logits row, many
+	// sequences at once from their own goroutines: these two run on the
+	// caller's goroutine, never on the backend's workers.
+	RowMax(x []float32) float32
+	// ExpShift writes dst[i] = e^((x[i]−mu)·scale), the argument formed in
+	// float32, for each i < len(x), and returns the sum of the values
+	// written, accumulated in float64: the exponent pass of a softmax at
+	// temperature 1/scale. With mu the maximum of x and scale > 0 every
+	// argument is ≤ 0, the range it is accurate for (within a few ulp);
+	// arguments below −87, −Inf among them, give 0. dst may be x; it must
+	// hold len(x) values, or be nil when only the sum is wanted (a
+	// log-sum-exp).
+	ExpShift(dst, x []float32, mu, scale float32) float64
+
 	// ---- optimizer and elementwise -------------------------------------
 
 	// AdamW takes one step on n parameters, as torch.optim.AdamW (decoupled

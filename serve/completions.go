@@ -197,7 +197,7 @@ func (s *Server) scorePrompt(ctx context.Context, prompt []int32, ad *model.Adap
 	lp := make([]float32, N)
 	tops := make([][]engine.TokenLogprob, N)
 	for j := 1; j < N; j++ {
-		row := engine.LogSoftmax(logits[(j-1)*V : j*V])
+		row := engine.LogSoftmax(s.m.Backend(), logits[(j-1)*V:j*V])
 		lp[j] = row[prompt[j]]
 		tops[j] = engine.TopN(row, top)
 	}

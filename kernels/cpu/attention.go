@@ -160,7 +160,7 @@ func (b *Backend) attendFew(out, lse, q, k, v []float32, Tq, Tk, H, KVH, D int, 
 			g := h / group
 			for i := 0; i < Tq; i++ {
 				row := s[:Tk-Tq+i+1]
-				f32Gemv(row, q[(i*H+h)*D:(i*H+h+1)*D], k[g*D:], D, KVH*D)
+				b.feat.f32Gemv(row, q[(i*H+h)*D:(i*H+h+1)*D], k[g*D:], D, KVH*D)
 				m := float32(math.Inf(-1))
 				for j := range row {
 					row[j] *= scale
@@ -179,7 +179,7 @@ func (b *Backend) attendFew(out, lse, q, k, v []float32, Tq, Tk, H, KVH, D int, 
 				if lse != nil {
 					lse[i*H+h] = m + float32(math.Log(float64(sum)))
 				}
-				f32GemvT(out[(i*H+h)*D:(i*H+h+1)*D], row, v[g*D:], KVH*D)
+				b.feat.f32GemvT(out[(i*H+h)*D:(i*H+h+1)*D], row, v[g*D:], KVH*D)
 			}
 		}
 	})

@@ -63,7 +63,9 @@ func SpareProc(workers int) int {
 // use; Close stops its workers.
 type Backend struct {
 	name        string
-	gemm        sgemmFunc
+	feat        features     // what this CPU offers the C kernels
+	vec         vecKernels   // vectorised element-wise loops; nil fields: the Go loops
+	gemm        sgemmFunc    // the GEMM Options.GEMM picked
 	gemmB16     sgemmB16Func // the same GEMM reading a bfloat16 B; nil: widen B first
 	splitGEMM   bool         // see Options.SplitGEMM
 	pool        *pool
@@ -74,9 +76,36 @@ type Backend struct {
 
 var _ kernels.Backend = (*Backend)(nil)
 
-// New returns a CPU backend configured by o.
+// features is what the CPU offers the C kernels. New detects it, and the
+// backend carries it with the kernels it picked: no package state decides
+// what a backend runs, so Options alone choose among what the CPU offers.
+type features struct {
+	avx512 bool // AVX-512F: the built-in GEMM and the vectorised element-wise loops
+	gemv   int  // matrix-vector kernels: 1 AVX2 + FMA, 0 plain
+	rows   int  // rows kernels: 2 AVX-512 (F, BW, VL, DQ), 1 AVX2 + FMA, 0 plain
+}
+
+// detect reads the CPU's instruction sets (a few cpuid queries; all zero
+// without cgo, where every kernel is Go).
+func detect() features {
+	return features{avx512: hasAVX512(), gemv: gemvLevel(), rows: rowsLevel()}
+}
+
+// vecKernels are the vectorised forms of the exp-heavy element-wise loops;
+// a nil field means the Go loop runs instead.
+type vecKernels struct {
+	swigluFwd   func(out, gate, up []float32)
+	swigluBwd   func(dgate, dup, dout, gate, up []float32)
+	rowMax      func(x []float32) float32
+	expSums     func(x []float32, mu float32) (s, t float64)
+	logprobGrad func(row []float32, l, dl, de, H float32)
+	expShift    func(dst, x []float32, mu, scale float32) float64
+}
+
+// New returns a CPU backend configured by o, using what this CPU offers.
 func New(o Options) (*Backend, error) {
-	gemm, name, err := pickGEMM(o.GEMM)
+	feat := detect()
+	gemm, gemmB16, name, err := pickGEMM(o.GEMM, feat)
 	if err != nil {
 		return nil, err
 	}
@@ -100,40 +129,45 @@ func New(o Options) (*Backend, error) {
 		split = name == "avx512" || name == "openblas" && openblasThreads() == 1
 	}
 	split = split && w > 1
-	var gemmB16 sgemmB16Func
-	if name == "avx512" {
-		gemmB16 = avx512B16
+	var vec vecKernels
+	if feat.avx512 {
+		vec = avx512Vec()
 	}
-	return &Backend{name: "cpu/" + name, gemm: gemm, gemmB16: gemmB16, splitGEMM: split, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
+	return &Backend{name: "cpu/" + name, feat: feat, vec: vec, gemm: gemm, gemmB16: gemmB16, splitGEMM: split,
+		pool: newPool(w), minParallel: mp, lpRows: lr}, nil
 }
 
-// pickGEMM resolves Options.GEMM. The default prefers the built-in AVX-512
-// kernel: OpenBLAS 0.3.21's runtime detection falls back to SSE3 kernels on
-// CPUs newer than itself, several times slower.
-func pickGEMM(which string) (sgemmFunc, string, error) {
+// pickGEMM resolves Options.GEMM against what the CPU offers, returning the
+// GEMM, its bfloat16-B form (nil when it has none) and its name. The default
+// prefers the built-in AVX-512 kernel: OpenBLAS 0.3.21's runtime detection
+// falls back to SSE3 kernels on CPUs newer than itself, several times slower.
+func pickGEMM(which string, f features) (sgemmFunc, sgemmB16Func, string, error) {
 	switch which {
 	case "":
-		if avx512 != nil {
-			return avx512, "avx512", nil
+		if f.avx512 {
+			g, g16 := avx512GEMM()
+			return g, g16, "avx512", nil
 		}
-		if openblas != nil {
-			return openblas, "openblas", nil
+		if g := openblasGEMM(); g != nil {
+			return g, nil, "openblas", nil
 		}
-		return gonumSgemm, "gonum", nil
+		return gonumSgemm, nil, "gonum", nil
 	case "avx512":
-		if avx512 == nil {
-			return nil, "", fmt.Errorf("cpu: GEMM %q needs a cgo build on a CPU with AVX-512F", which)
+		if !f.avx512 {
+			return nil, nil, "", fmt.Errorf("cpu: GEMM %q needs a cgo build on a CPU with AVX-512F", which)
 		}
-		return avx512, "avx512", nil
+		g, g16 := avx512GEMM()
+		return g, g16, "avx512", nil
 	case "openblas":
-		if openblas == nil {
-			return nil, "", fmt.Errorf("cpu: GEMM %q needs a cgo build linked with -lopenblas (this binary was built with CGO_ENABLED=0)", which)
+		g := openblasGEMM()
+		if g == nil {
+			return nil, nil, "", fmt.Errorf("cpu: GEMM %q needs a cgo build linked with -lopenblas (this binary was built with CGO_ENABLED=0)", which)
 		}
-		return openblas, "openblas", nil
+		return g, nil, "openblas", nil
 	case "gonum":
-		return gonumSgemm, "gonum", nil
+		return gonumSgemm, nil, "gonum", nil
 	}
-	return nil, "", fmt.Errorf("cpu: unknown GEMM %q (want avx512, openblas or gonum)", which)
+	return nil, nil, "", fmt.Errorf("cpu: unknown GEMM %q (want avx512, openblas or gonum)", which)
 }
 
 // Name returns "cpu/avx512", "cpu/openblas" or "cpu/gonum".

@@ -146,8 +146,8 @@ func (b *Backend) SwiGLUForward(out, gate, up []float32, n int) {
 	kernels.Need(op, "gate", len(gate), n)
 	kernels.Need(op, "up", len(up), n)
 	b.parallel(n, 8, func(lo, hi int) {
-		if vec.swigluFwd != nil {
-			vec.swigluFwd(out[lo:hi], gate[lo:hi], up[lo:hi])
+		if b.vec.swigluFwd != nil {
+			b.vec.swigluFwd(out[lo:hi], gate[lo:hi], up[lo:hi])
 			return
 		}
 		for i := lo; i < hi; i++ {
@@ -167,8 +167,8 @@ func (b *Backend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 	kernels.Need(op, "gate", len(gate), n)
 	kernels.Need(op, "up", len(up), n)
 	b.parallel(n, 8, func(lo, hi int) {
-		if vec.swigluBwd != nil {
-			vec.swigluBwd(dgate[lo:hi], dup[lo:hi], dout[lo:hi], gate[lo:hi], up[lo:hi])
+		if b.vec.swigluBwd != nil {
+			b.vec.swigluBwd(dgate[lo:hi], dup[lo:hi], dout[lo:hi], gate[lo:hi], up[lo:hi])
 			return
 		}
 		for i := lo; i < hi; i++ {

@@ -379,33 +379,19 @@ import "C"
 
 import "unsafe"
 
-// avx512 is the built-in AVX-512 GEMM, nil when the CPU lacks AVX-512F;
-// avx512B16 is the same GEMM reading a bfloat16 B.
-var (
-	avx512    sgemmFunc
-	avx512B16 sgemmB16Func
-)
+// hasAVX512 reports whether the CPU has AVX-512F, which the built-in GEMM
+// and the vectorised element-wise kernels need.
+func hasAVX512() bool { return C.hone_has_avx512() != 0 }
 
-// vec holds the AVX-512 element-wise kernels (all nil without AVX-512F):
-// the exp-heavy loops (SwiGLU, the vocabulary softmax) run ~5× faster than
-// exp32 one value at a time.
-var vec vecKernels
+// avx512GEMM returns the built-in AVX-512 GEMM and its form reading a
+// bfloat16 B. Only for a CPU with AVX-512F (hasAVX512).
+func avx512GEMM() (sgemmFunc, sgemmB16Func) { return avx512Sgemm, avx512SgemmB16 }
 
-type vecKernels struct {
-	swigluFwd   func(out, gate, up []float32)
-	swigluBwd   func(dgate, dup, dout, gate, up []float32)
-	rowMax      func(x []float32) float32
-	expSums     func(x []float32, mu float32) (s, t float64)
-	logprobGrad func(row []float32, l, dl, de, H float32)
-	expShift    func(dst, x []float32, mu, scale float32) float64
-}
-
-func init() {
-	if C.hone_has_avx512() == 0 {
-		return
-	}
-	avx512, avx512B16 = avx512Sgemm, avx512SgemmB16
-	vec = vecKernels{
+// avx512Vec returns the AVX-512 element-wise kernels: the exp-heavy loops
+// (SwiGLU, the vocabulary softmax) run ~5× faster than exp32 one value at
+// a time. Only for a CPU with AVX-512F (hasAVX512).
+func avx512Vec() vecKernels {
+	return vecKernels{
 		swigluFwd: func(out, gate, up []float32) {
 			if len(out) > 0 {
 				C.hone_swiglu_fwd(fp(out), fp(gate), fp(up), C.long(len(out)))

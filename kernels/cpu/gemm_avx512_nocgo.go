@@ -2,20 +2,11 @@
 
 package cpu
 
-// avx512 needs cgo (C intrinsics): without it pickGEMM never offers it.
-var (
-	avx512    sgemmFunc
-	avx512B16 sgemmB16Func
-)
+// The AVX-512 kernels are C intrinsics: without cgo none is offered, and
+// the ops use their Go loops.
 
-// vec is empty without cgo: the element-wise ops use their Go loops.
-var vec vecKernels
+func hasAVX512() bool { return false }
 
-type vecKernels struct {
-	swigluFwd   func(out, gate, up []float32)
-	swigluBwd   func(dgate, dup, dout, gate, up []float32)
-	rowMax      func(x []float32) float32
-	expSums     func(x []float32, mu float32) (s, t float64)
-	logprobGrad func(row []float32, l, dl, de, H float32)
-	expShift    func(dst, x []float32, mu, scale float32) float64
-}
+func avx512GEMM() (sgemmFunc, sgemmB16Func) { return nil, nil }
+
+func avx512Vec() vecKernels { return vecKernels{} }

@@ -13,7 +13,7 @@ import (
 )
 
 func needAVX512(t testing.TB) {
-	if avx512 == nil {
+	if !detect().avx512 {
 		t.Skip("CPU without AVX-512F: the built-in GEMM is not offered")
 	}
 }
@@ -24,6 +24,7 @@ func needAVX512(t testing.TB) {
 // (Cᵀ) path. The bfloat16-B form must equal it on the widened B, bit for bit.
 func TestAVX512Sgemm(t *testing.T) {
 	needAVX512(t)
+	avx512, avx512B16 := avx512GEMM()
 	r := rand.New(rand.NewPCG(5, 6))
 	shapes := [][3]int{{1, 1, 1}, {7, 31, 3}, {8, 32, 256}, {9, 33, 257}, {129, 65, 300}, {17, 2049, 5}, {200, 40, 513}, {300, 8, 70}, {257, 15, 300}, {9, 4100, 20}}
 	for _, sh := range shapes {
@@ -127,7 +128,7 @@ func BenchmarkSgemm(bm *testing.B) {
 		tB      bool
 	}{{"fwd_2048x4864x896_NT", 2048, 4864, 896, true}, {"bwd_2048x896x4864_NN", 2048, 896, 4864, false}} {
 		for _, g := range []string{"avx512", "openblas"} {
-			f, _, err := pickGEMM(g)
+			f, _, _, err := pickGEMM(g, detect())
 			if err != nil {
 				continue
 			}
@@ -150,6 +151,7 @@ func BenchmarkSgemm(bm *testing.B) {
 // around the 16-lane width and over the exp range the softmax uses.
 func TestVecKernels(t *testing.T) {
 	needAVX512(t)
+	vec := avx512Vec()
 	r := rand.New(rand.NewPCG(7, 8))
 	near := func(what string, i int, got, want float64, tol float64) {
 		t.Helper()

@@ -2,8 +2,8 @@
 
 package cpu
 
-// openblas is unavailable without cgo: pickGEMM falls back to gonum.
-var openblas sgemmFunc
+// openblasGEMM is nil without cgo: pickGEMM falls back to gonum.
+func openblasGEMM() sgemmFunc { return nil }
 
 // openblasThreads is 0 without OpenBLAS.
 func openblasThreads() int { return 0 }

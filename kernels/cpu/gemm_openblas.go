@@ -10,8 +10,8 @@ import "C"
 
 import "unsafe"
 
-// openblas is cblas_sgemm in cgo builds (nil in gemm_nocgo.go).
-var openblas sgemmFunc = openblasSgemm
+// openblasGEMM is cblas_sgemm in cgo builds (nil in gemm_nocgo.go).
+func openblasGEMM() sgemmFunc { return openblasSgemm }
 
 // openblasThreads is the number of threads OpenBLAS uses inside one call
 // (read, never set: OPENBLAS_NUM_THREADS is the user's to choose).

@@ -139,19 +139,13 @@ import "C"
 
 import "unsafe"
 
-// hasAVX2 is read once: the CPU does not change under a running process.
-var hasAVX2 = C.has_avx2_fma() != 0
-
-func simd() C.int {
-	if hasAVX2 {
-		return 1
-	}
-	return 0
-}
+// gemvLevel is the instruction set the matrix-vector kernels can use on
+// this CPU: 1 AVX2 + FMA, 0 plain C.
+func gemvLevel() int { return int(C.has_avx2_fma()) }
 
 // bf16Gemv: out[o] = Σ_c x[c]·F32(w[o*cols+c]) for o < len(out), in C
-// (AVX2/FMA when the CPU has them). The loop it must equal is bf16GemvGo.
-func bf16Gemv(out, x []float32, w []uint16, cols int) {
+// (AVX2/FMA when f.gemv says the CPU has them). The loop it must equal is bf16GemvGo.
+func (f features) bf16Gemv(out, x []float32, w []uint16, cols int) {
 	if len(out) == 0 {
 		return
 	}
@@ -161,12 +155,12 @@ func bf16Gemv(out, x []float32, w []uint16, cols int) {
 	}
 	_ = w[(len(out)-1)*cols+cols-1]
 	C.bf16_gemv((*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&x[:cols][0])),
-		(*C.uint16_t)(unsafe.Pointer(&w[0])), C.long(len(out)), C.long(cols), simd())
+		(*C.uint16_t)(unsafe.Pointer(&w[0])), C.long(len(out)), C.long(cols), C.int(f.gemv))
 }
 
 // f32Gemv: out[o] = Σ_c x[c]·w[o*ldw+c] for o < len(out), in C. The loop it
 // must equal is f32GemvGo.
-func f32Gemv(out, x, w []float32, cols, ldw int) {
+func (f features) f32Gemv(out, x, w []float32, cols, ldw int) {
 	if len(out) == 0 {
 		return
 	}
@@ -176,12 +170,12 @@ func f32Gemv(out, x, w []float32, cols, ldw int) {
 	}
 	_ = w[(len(out)-1)*ldw+cols-1]
 	C.f32_gemv((*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&x[:cols][0])),
-		(*C.float)(unsafe.Pointer(&w[0])), C.long(len(out)), C.long(cols), C.long(ldw), simd())
+		(*C.float)(unsafe.Pointer(&w[0])), C.long(len(out)), C.long(cols), C.long(ldw), C.int(f.gemv))
 }
 
 // f32GemvT: out[c] = Σ_r p[r]·v[r*ldv+c] for c < len(out), r < len(p), in
 // C. The loop it must equal is f32GemvTGo.
-func f32GemvT(out, p, v []float32, ldv int) {
+func (f features) f32GemvT(out, p, v []float32, ldv int) {
 	if len(out) == 0 {
 		return
 	}
@@ -191,5 +185,5 @@ func f32GemvT(out, p, v []float32, ldv int) {
 	}
 	_ = v[(len(p)-1)*ldv+len(out)-1]
 	C.f32_gemvt((*C.float)(unsafe.Pointer(&out[0])), (*C.float)(unsafe.Pointer(&p[0])),
-		(*C.float)(unsafe.Pointer(&v[0])), C.long(len(p)), C.long(len(out)), C.long(ldv), simd())
+		(*C.float)(unsafe.Pointer(&v[0])), C.long(len(p)), C.long(len(out)), C.long(ldv), C.int(f.gemv))
 }

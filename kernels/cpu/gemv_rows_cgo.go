@@ -492,35 +492,35 @@ import "C"
 
 import "unsafe"
 
-// rowsLevel is the instruction set the rows kernels use, read once (the CPU
-// does not change under a running process): 2 AVX-512, 1 AVX2, 0 plain C.
-var rowsLevel = C.rows_level()
+// rowsLevel is the instruction set the rows kernels can use on this CPU:
+// 2 AVX-512, 1 AVX2, 0 plain C.
+func rowsLevel() int { return int(C.rows_level()) }
 
-// rowsKernel names the rows kernel this process uses, for tests and reports.
-func rowsKernel() string {
-	return [...]string{"c", "avx2", "avx512"}[rowsLevel]
+// rowsKernel names the rows kernel f selects, for tests and reports.
+func (f features) rowsKernel() string {
+	return [...]string{"c", "avx2", "avx512"}[f.rows]
 }
 
 // f32Rows: out[n*ldo+o] = Σ_c x[n*C+c]·w[o*C+c] for n < N, o < len(w)/C,
 // in C, each weight row read once for all N inputs; C ≥ 1. The loop it must
 // equal is f32RowsGo.
-func f32Rows(out []float32, ldo int, x []float32, N, C int, w []float32) {
+func (f features) f32Rows(out []float32, ldo int, x []float32, N, C int, w []float32) {
 	if N == 0 || len(w) < C {
 		return
 	}
 	rows := len(w) / C
 	_, _ = out[(N-1)*ldo+rows-1], x[N*C-1]
 	C.rows_f32((*C.float)(unsafe.Pointer(&out[0])), C.long(ldo), (*C.float)(unsafe.Pointer(&x[0])), C.long(N), C.long(C),
-		(*C.float)(unsafe.Pointer(&w[0])), C.long(rows), rowsLevel)
+		(*C.float)(unsafe.Pointer(&w[0])), C.long(rows), C.int(f.rows))
 }
 
 // bf16Rows is f32Rows with bfloat16 weights, widened in the kernel.
-func bf16Rows(out []float32, ldo int, x []float32, N, C int, w []uint16) {
+func (f features) bf16Rows(out []float32, ldo int, x []float32, N, C int, w []uint16) {
 	if N == 0 || len(w) < C {
 		return
 	}
 	rows := len(w) / C
 	_, _ = out[(N-1)*ldo+rows-1], x[N*C-1]
 	C.rows_bf16((*C.float)(unsafe.Pointer(&out[0])), C.long(ldo), (*C.float)(unsafe.Pointer(&x[0])), C.long(N), C.long(C),
-		(*C.uint16_t)(unsafe.Pointer(&w[0])), C.long(rows), rowsLevel)
+		(*C.uint16_t)(unsafe.Pointer(&w[0])), C.long(rows), C.int(f.rows))
 }

@@ -14,7 +14,8 @@ import (
 // and inputs not multiples of 4), column tails not multiples of 8 or 16,
 // column chunk edges (1024), and an output stride wider than the rows.
 func TestRows(t *testing.T) {
-	t.Logf("rows kernel: %s", rowsKernel())
+	f := detect()
+	t.Logf("rows kernel: %s", f.rowsKernel())
 	r := rand.New(rand.NewPCG(3, 3))
 	for _, C := range []int{1, 7, 8, 15, 16, 17, 33, 100, 1023, 1024, 1025, 2100} {
 		for _, N := range []int{1, 2, 3, 4, 5, 8, 9, 33} {
@@ -64,9 +65,9 @@ func TestRows(t *testing.T) {
 							}
 						}
 					}
-					check("f32", func(o []float32) { f32Rows(o, ldo, x, N, C, wf) },
+					check("f32", func(o []float32) { f.f32Rows(o, ldo, x, N, C, wf) },
 						func(o []float32) { f32RowsGo(o, ldo, x, N, C, wf) })
-					check("bf16", func(o []float32) { bf16Rows(o, ldo, x, N, C, wh) },
+					check("bf16", func(o []float32) { f.bf16Rows(o, ldo, x, N, C, wh) },
 						func(o []float32) { bf16RowsGo(o, ldo, x, N, C, wh) })
 				})
 			}
@@ -78,6 +79,7 @@ func TestRows(t *testing.T) {
 // widest projection (896 → 4864) for the decode batch sizes.
 func BenchmarkRows(b *testing.B) {
 	const C, rows = 896, 4864
+	f := detect()
 	for _, N := range []int{1, 4, 8, 32} {
 		x := make([]float32, N*C)
 		wf := make([]float32, rows*C)
@@ -90,14 +92,14 @@ func BenchmarkRows(b *testing.B) {
 		b.Run(fmt.Sprintf("f32/N=%d", N), func(b *testing.B) {
 			b.SetBytes(int64(4 * rows * C))
 			for b.Loop() {
-				f32Rows(out, rows, x, N, C, wf)
+				f.f32Rows(out, rows, x, N, C, wf)
 			}
 			b.ReportMetric(float64(2*N*rows*C)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 		b.Run(fmt.Sprintf("bf16/N=%d", N), func(b *testing.B) {
 			b.SetBytes(int64(2 * rows * C))
 			for b.Loop() {
-				bf16Rows(out, rows, x, N, C, wh)
+				f.bf16Rows(out, rows, x, N, C, wh)
 			}
 			b.ReportMetric(float64(2*N*rows*C)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
@@ -119,7 +121,8 @@ func BenchmarkRowsHead(b *testing.B) {
 	}
 	out := make([]float32, rows)
 	b.SetBytes(int64(2 * rows * C))
+	f := detect()
 	for b.Loop() {
-		bf16Rows(out, rows, x, 1, C, wh)
+		f.bf16Rows(out, rows, x, 1, C, wh)
 	}
 }

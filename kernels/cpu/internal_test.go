@@ -48,7 +48,7 @@ func TestGemv(t *testing.T) {
 			for i := range got {
 				got[i] = float32(math.NaN())
 			}
-			bf16Gemv(got, x, w, C)
+			detect().bf16Gemv(got, x, w, C)
 			bf16GemvGo(want, x, w, C)
 			for i := range want {
 				if math.Abs(float64(got[i]-want[i])) > 1e-5*(1+math.Abs(float64(want[i]))) {
@@ -60,7 +60,7 @@ func TestGemv(t *testing.T) {
 			for i := range got {
 				got[i] = float32(math.NaN())
 			}
-			f32Gemv(got, x, wf, C, C)
+			detect().f32Gemv(got, x, wf, C, C)
 			f32GemvGo(want, x, wf, C, C)
 			for i := range want {
 				if math.Abs(float64(got[i]-want[i])) > 1e-5*(1+math.Abs(float64(want[i]))) {
@@ -84,7 +84,7 @@ func TestGemvStrided(t *testing.T) {
 				}
 			}
 			got, want := make([]float32, rows), make([]float32, rows)
-			f32Gemv(got, x, w, cols, ld)
+			detect().f32Gemv(got, x, w, cols, ld)
 			f32GemvGo(want, x, w, cols, ld)
 			for i := range want {
 				if math.Abs(float64(got[i]-want[i])) > 1e-5*(1+math.Abs(float64(want[i]))) {
@@ -95,7 +95,7 @@ func TestGemvStrided(t *testing.T) {
 			for i := range gotT {
 				gotT[i] = float32(math.NaN())
 			}
-			f32GemvT(gotT, p, w, ld)
+			detect().f32GemvT(gotT, p, w, ld)
 			f32GemvTGo(wantT, p, w, ld)
 			for i := range wantT {
 				if math.Abs(float64(gotT[i]-wantT[i])) > 1e-5*(1+math.Abs(float64(wantT[i]))) {

@@ -45,9 +45,9 @@ func (b *Backend) matmulFew(c, a, bb []float32, M, N, K int, transB bool, beta f
 			case K == 0:
 				clear(dst)
 			case transB:
-				f32Gemv(dst, a[i*K:(i+1)*K], bb[lo*K:], K, K)
+				b.feat.f32Gemv(dst, a[i*K:(i+1)*K], bb[lo*K:], K, K)
 			default:
-				f32GemvT(dst, a[i*K:(i+1)*K], bb[lo:], N)
+				b.feat.f32GemvT(dst, a[i*K:(i+1)*K], bb[lo:], N)
 			}
 			if beta != 0 {
 				for j := range dst {
@@ -159,9 +159,9 @@ func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile 
 		b.parallel(blocks, N*C*rowBlock, func(lo, hi int) {
 			o0, o1 := lo*rowBlock, min(OC, hi*rowBlock)
 			if w.f32 != nil {
-				f32Rows(out[o0:], ldo, x, N, C, w.f32[o0*C:o1*C])
+				b.feat.f32Rows(out[o0:], ldo, x, N, C, w.f32[o0*C:o1*C])
 			} else {
-				bf16Rows(out[o0:], ldo, x, N, C, w.bf16[o0*C:o1*C])
+				b.feat.bf16Rows(out[o0:], ldo, x, N, C, w.bf16[o0*C:o1*C])
 			}
 		})
 		return

@@ -1,20 +1,24 @@
 package cpu
 
-import "math"
+import (
+	"math"
 
-// Row operations for callers outside the Backend interface: hone-serve's
-// sampler turns one logits row per sequence into probabilities every step,
-// over a vocabulary of up to 151,936 entries, in its own goroutines. They
-// run on the calling goroutine (no workers) and use the AVX-512 code where
-// the CPU has it, the Go loops otherwise.
+	"github.com/hone-rl/hone/kernels"
+)
+
+// Row operations (kernels.Backend's sampling rows): hone-serve's sampler
+// turns one logits row per sequence into probabilities every step, over a
+// vocabulary of up to 151,936 entries, in its own goroutines. They run on
+// the calling goroutine (no workers) and use the AVX-512 code where the CPU
+// has it, the Go loops otherwise.
 
 // RowMax returns the largest entry of x; −Inf when x is empty.
-func RowMax(x []float32) float32 {
+func (b *Backend) RowMax(x []float32) float32 {
 	switch {
 	case len(x) == 0:
 		return float32(math.Inf(-1))
-	case vec.rowMax != nil:
-		return vec.rowMax(x)
+	case b.vec.rowMax != nil:
+		return b.vec.rowMax(x)
 	}
 	return rowMax(x)
 }
@@ -26,15 +30,15 @@ func RowMax(x []float32) float32 {
 // (within a few ulp); arguments below −87, −Inf among them, give 0. dst may
 // be x; it must hold len(x) values, or be nil when only the sum is wanted
 // (a log-sum-exp, which then costs no stores).
-func ExpShift(dst, x []float32, mu, scale float32) float64 {
-	if dst != nil && len(dst) < len(x) {
-		panic("cpu.ExpShift: dst shorter than x")
+func (b *Backend) ExpShift(dst, x []float32, mu, scale float32) float64 {
+	if dst != nil {
+		kernels.Need("ExpShift", "dst", len(dst), len(x))
 	}
 	if len(x) == 0 {
 		return 0
 	}
-	if vec.expShift != nil {
-		return vec.expShift(dst, x, mu, scale)
+	if b.vec.expShift != nil {
+		return b.vec.expShift(dst, x, mu, scale)
 	}
 	return expShiftGo(dst, x, mu, scale)
 }

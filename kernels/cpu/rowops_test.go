@@ -12,10 +12,15 @@ import (
 // 16-lane width and a full Qwen vocabulary, in place, not, and without dst.
 func TestRowOps(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
-	if m := RowMax(nil); !math.IsInf(float64(m), -1) {
+	b, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if m := b.RowMax(nil); !math.IsInf(float64(m), -1) {
 		t.Fatalf("RowMax(nil) = %g, want -Inf", m)
 	}
-	if s := ExpShift(nil, nil, 0, 1); s != 0 {
+	if s := b.ExpShift(nil, nil, 0, 1); s != 0 {
 		t.Fatalf("ExpShift of nothing = %g", s)
 	}
 	for _, n := range []int{1, 15, 16, 17, 33, 1000, 151936} {
@@ -28,7 +33,7 @@ func TestRowOps(t *testing.T) {
 		for _, v := range x {
 			want = max(want, v)
 		}
-		if got := RowMax(x); got != want {
+		if got := b.RowMax(x); got != want {
 			t.Fatalf("n=%d: RowMax = %g, want %g", n, got, want)
 		}
 		for _, scale := range []float32{1, 1 / 0.7, 0.05} {
@@ -44,7 +49,7 @@ func TestRowOps(t *testing.T) {
 			for _, impl := range []struct {
 				name string
 				f    func(dst, x []float32, mu, scale float32) float64
-			}{{"ExpShift", ExpShift}, {"expShiftGo", expShiftGo}} {
+			}{{"ExpShift", b.ExpShift}, {"expShiftGo", expShiftGo}} {
 				for _, inPlace := range []bool{false, true} {
 					src := append([]float32(nil), x...)
 					dst := make([]float32, n+3) // longer is fine
@@ -80,16 +85,21 @@ func TestRowOps(t *testing.T) {
 }
 
 func BenchmarkExpShift(b *testing.B) {
+	be, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
 	x := make([]float32, 151936)
 	r := rand.New(rand.NewPCG(1, 1))
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
-	m := RowMax(x)
+	m := be.RowMax(x)
 	dst := make([]float32, len(x))
 	b.Run("exported", func(b *testing.B) {
 		for range b.N {
-			ExpShift(dst, x, m, 1)
+			be.ExpShift(dst, x, m, 1)
 		}
 	})
 	b.Run("go", func(b *testing.B) {

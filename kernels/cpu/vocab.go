@@ -229,8 +229,8 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidde
 						zt[i] = row[tg]
 					}
 					var cm float32
-					if vec.rowMax != nil {
-						cm = vec.rowMax(row)
+					if b.vec.rowMax != nil {
+						cm = b.vec.rowMax(row)
 					} else {
 						cm = rowMax(row)
 					}
@@ -248,8 +248,8 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidde
 					}
 					mi := m[i]
 					var cs1, ct float64
-					if vec.expSums != nil {
-						cs1, ct = vec.expSums(row, mi)
+					if b.vec.expSums != nil {
+						cs1, ct = b.vec.expSums(row, mi)
 					} else {
 						for _, x := range row {
 							d := x - mi
@@ -261,7 +261,7 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidde
 					s[i] += cs1
 					t[i] += ct
 					if ex != nil {
-						ExpShift(row, row, mi, 1) // row ← exp(z − m), in place
+						b.ExpShift(row, row, mi, 1) // row ← exp(z − m), in place
 					}
 				}
 			})
@@ -364,8 +364,8 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 					}
 					l, H := lse[n], entropy[n]
 					row := z[i*cs : (i+1)*cs]
-					if vec.logprobGrad != nil {
-						vec.logprobGrad(row, l, dl, de, H)
+					if b.vec.logprobGrad != nil {
+						b.vec.logprobGrad(row, l, dl, de, H)
 					} else {
 						for j, x := range row {
 							lp := x - l

@@ -38,6 +38,7 @@ func Run(t *testing.T, b kernels.Backend) {
 	t.Run("LogprobBF16", s.logprobBF16)
 	t.Run("AdamW", s.adamw)
 	t.Run("Elementwise", s.elementwise)
+	t.Run("Rows", s.rows)
 	t.Run("BadArguments", s.badArguments)
 }
 
@@ -706,6 +707,51 @@ func (s suite) elementwise(t *testing.T) {
 	}
 }
 
+// rows checks the sampling row ops on lengths around vector widths and a
+// full Qwen vocabulary, with masked (−Inf) entries, at the temperatures a
+// sampler uses: into another buffer, in place, and for the sum alone.
+func (s suite) rows(t *testing.T) {
+	inf := float32(math.Inf(-1))
+	if m := s.b.RowMax(nil); m != inf {
+		t.Fatalf("RowMax of nothing = %g, want -Inf", m)
+	}
+	if sum := s.b.ExpShift(nil, nil, 0, 1); sum != 0 {
+		t.Fatalf("ExpShift of nothing = %g, want 0", sum)
+	}
+	for _, n := range []int{1, 2, 15, 16, 17, 33, 1000, 151936} {
+		name := fmt.Sprintf("n=%d", n)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			x := randn(r, n, 8)
+			if n > 1 {
+				x[r.IntN(n)] = inf // a masked token
+			}
+			mu := s.r.RowMax(x)
+			if got := s.b.RowMax(x); got != mu {
+				t.Fatalf("RowMax = %g, want %g", got, mu)
+			}
+			for _, scale := range []float32{1, 1 / 0.7, 0.05} {
+				want, got := nan(n), nan(n)
+				ws := s.r.ExpShift(want, x, mu, scale)
+				gs := s.b.ExpShift(got, x, mu, scale)
+				what := fmt.Sprintf("scale=%g", scale)
+				near(t, what+" dst", got, want, F32Tol)
+				if math.Abs(gs-ws) > F32Tol*ws {
+					t.Errorf("%s: sum %.9g, want %.9g", what, gs, ws)
+				}
+				inPlace := clone(x)
+				if is := s.b.ExpShift(inPlace, inPlace, mu, scale); is != gs {
+					t.Errorf("%s: in place the sum is %.9g, into another buffer %.9g", what, is, gs)
+				}
+				near(t, what+" in place", inPlace, got, 0)
+				if sum := s.b.ExpShift(nil, x, mu, scale); sum != gs {
+					t.Errorf("%s: without dst the sum is %.9g, with it %.9g", what, sum, gs)
+				}
+			}
+		})
+	}
+}
+
 // badArguments checks that wrong sizes and out-of-range ids panic with a
 // message naming the op, instead of touching memory they should not.
 func (s suite) badArguments(t *testing.T) {
@@ -743,6 +789,7 @@ func (s suite) badArguments(t *testing.T) {
 		}},
 		{"AdamW step 0", func() { s.b.AdamW(f(1), f(1), f(1), f(1), 1, 0, kernels.DefaultAdamW(1e-3)) }},
 		{"Add short b", func() { s.b.Add(f(3), f(3), f(2), 3) }},
+		{"ExpShift short dst", func() { s.b.ExpShift(f(2), f(3), 0, 1) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer func() {

@@ -89,7 +89,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 					b.Run(fmt.Sprintf("%s/S=%d", name, S), func(b *testing.B) {
 						seqs := make([]*sequence, S)
 						for i := range seqs {
-							seqs[i] = &sequence{smp: newSampler(Params{Temperature: 1, Seed: 1, HasSeed: true, Logprobs: lp}, i)}
+							seqs[i] = &sequence{smp: newSampler(m.Backend(), Params{Temperature: 1, Seed: 1, HasSeed: true, Logprobs: lp}, i)}
 						}
 						V := m.Config.Vocab
 						rows := make([]float32, len(logits))

@@ -481,7 +481,7 @@ func (e *Engine) admit() {
 		}
 		rs.live = r.N
 		for i, id := range ids {
-			s := &sequence{id: id, rs: rs, choice: i, smp: newSampler(r.Params, i), dec: e.cfg.Tokenizer.NewStreamDecoder(r.Params.SkipSpecial)}
+			s := &sequence{id: id, rs: rs, choice: i, smp: newSampler(e.m.Backend(), r.Params, i), dec: e.cfg.Tokenizer.NewStreamDecoder(r.Params.SkipSpecial)}
 			if r.Constraint != nil {
 				s.cons = r.Constraint(i)
 			}

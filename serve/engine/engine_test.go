@@ -106,7 +106,7 @@ func TestGreedyMatchesFullForward(t *testing.T) {
 		if got.ids[i] != int32(best) {
 			t.Fatalf("token %d: engine %d, full forward %d", i, got.ids[i], best)
 		}
-		want := LogSoftmax(row)[best]
+		want := LogSoftmax(m.Backend(), row)[best]
 		if d := math.Abs(float64(got.lps[i] - want)); d > 1e-4*max(1, math.Abs(float64(want))) {
 			t.Fatalf("token %d: logprob %v, full forward %v", i, got.lps[i], want)
 		}

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/kernels"
 )
 
 // Params are the sampling settings of one request (OpenAI's names).
@@ -46,6 +46,7 @@ type TokenLogprob struct {
 
 // sampler picks tokens for one sequence.
 type sampler struct {
+	be     kernels.Backend // its row ops (RowMax, ExpShift) turn logits into probabilities
 	p      Params
 	rng    *rand.Rand
 	counts map[int32]int // generated tokens, for penalties
@@ -57,27 +58,28 @@ type sampler struct {
 	bucket  []uint16  // sampleNucleus: each entry's logit bucket
 }
 
-func newSampler(p Params, choice int) *sampler {
+func newSampler(be kernels.Backend, p Params, choice int) *sampler {
 	seed := p.Seed
 	if !p.HasSeed {
 		seed = rand.Uint64()
 	}
 	// The choice index is the PCG stream, so choice i of a request draws
 	// the same numbers whatever batch it runs in.
-	return &sampler{p: p, rng: rand.New(rand.NewPCG(seed, uint64(choice)+0x9e3779b97f4a7c15)), counts: map[int32]int{}}
+	return &sampler{be: be, p: p, rng: rand.New(rand.NewPCG(seed, uint64(choice)+0x9e3779b97f4a7c15)), counts: map[int32]int{}}
 }
 
-// LogSoftmax returns log p of every entry of x (in a new slice).
-func LogSoftmax(x []float32) []float32 {
-	return logSoftmaxInto(make([]float32, len(x)), x)
+// LogSoftmax returns log p of every entry of x (in a new slice), with be's
+// row ops.
+func LogSoftmax(be kernels.Backend, x []float32) []float32 {
+	return logSoftmaxInto(be, make([]float32, len(x)), x)
 }
 
 // logSoftmaxInto writes log p of every entry of x into dst (which must
 // hold len(x) values) and returns dst[:len(x)]. A row with no finite entry
 // is copied.
-func logSoftmaxInto(dst, x []float32) []float32 {
+func logSoftmaxInto(be kernels.Backend, dst, x []float32) []float32 {
 	dst = dst[:len(x)]
-	lse := logSumExp(x)
+	lse := logSumExp(be, x)
 	for i, v := range x {
 		dst[i] = v - lse
 	}
@@ -86,16 +88,17 @@ func logSoftmaxInto(dst, x []float32) []float32 {
 
 // logSumExp returns log Σ e^x over x, or 0 when x has no finite entry (so
 // that x − logSumExp(x) leaves such a row as it is). The exponentials go
-// through kernels/cpu's vectorised pass, which only sums them here (float32
-// values, summed in float64): over a 151,936-token row that is some 20
-// times faster than math.Exp one value at a time, and it runs for every
-// sequence at every step when a client asks for logprobs, as RL rollouts do.
-func logSumExp(x []float32) float32 {
-	m := cpu.RowMax(x)
+// through the backend's row pass (kernels.Backend.ExpShift), which only
+// sums them here (float32 values, summed in float64): on the CPU backend's
+// vectorised code, over a 151,936-token row, that is some 20 times faster
+// than math.Exp one value at a time, and it runs for every sequence at every
+// step when a client asks for logprobs, as RL rollouts do.
+func logSumExp(be kernels.Backend, x []float32) float32 {
+	m := be.RowMax(x)
 	if math.IsInf(float64(m), -1) {
 		return 0
 	}
-	return m + float32(math.Log(cpu.ExpShift(nil, x, m, 1)))
+	return m + float32(math.Log(be.ExpShift(nil, x, m, 1)))
 }
 
 // TopN returns the n largest entries of lp, best first (ties: lower id).
@@ -135,7 +138,7 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 	var lse float32
 	if s.p.Logprobs {
 		s.raw = append(s.raw[:0], row...)
-		lse = logSumExp(row)
+		lse = logSumExp(s.be, row)
 	}
 	for t, n := range s.counts {
 		row[t] -= float32(s.p.FrequencyPenalty*float64(n) + s.p.PresencePenalty)
@@ -191,7 +194,7 @@ func (s *sampler) choose(row []float32) int32 {
 	for _, i := range s.idx {
 		s.scratch = append(s.scratch, row[i])
 	}
-	sum := cpu.ExpShift(s.scratch, s.scratch, m, inv)
+	sum := s.be.ExpShift(s.scratch, s.scratch, m, inv)
 	if topP > 0 && topP < 1 {
 		// Keep the smallest prefix whose mass reaches top_p.
 		acc := 0.0
@@ -225,7 +228,7 @@ const sampleBlock = 512
 // sampleAll draws from softmax(row·inv) over the whole row (overwriting it
 // with the unnormalised probabilities), with u uniform in [0, 1).
 func (s *sampler) sampleAll(row []float32, inv float32, u float64) int32 {
-	m := cpu.RowMax(row)
+	m := s.be.RowMax(row)
 	if math.IsInf(float64(m), -1) {
 		return 0 // every token masked; a constraint must leave one
 	}
@@ -233,7 +236,7 @@ func (s *sampler) sampleAll(row []float32, inv float32, u float64) int32 {
 	var sum float64
 	for lo := 0; lo < len(row); lo += sampleBlock {
 		blk := row[lo:min(lo+sampleBlock, len(row))]
-		bs := cpu.ExpShift(blk, blk, m, inv)
+		bs := s.be.ExpShift(blk, blk, m, inv)
 		s.blocks = append(s.blocks, bs)
 		sum += bs
 	}
@@ -285,7 +288,7 @@ const (
 // only that bucket's entries to find the exact cut. The draw then scans the
 // kept entries in id order.
 func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u float64) int32 {
-	m := cpu.RowMax(row)
+	m := s.be.RowMax(row)
 	if math.IsInf(float64(m), -1) {
 		return 0
 	}
@@ -293,7 +296,7 @@ func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u floa
 	s.bucket = slices.Grow(s.bucket[:0], len(row))[:len(row)]
 	s.blocks = slices.Grow(s.blocks[:0], nucleusBuckets+1)[:nucleusBuckets+1]
 	clear(s.blocks)
-	total := cpu.ExpShift(s.scratch, row, m, inv)
+	total := s.be.ExpShift(s.scratch, row, m, inv)
 	// Each entry's bucket, computed once: noBucket for the ones of zero
 	// probability (masked, or beyond float32's range), which no draw takes.
 	scale := inv * nucleusPerUnit

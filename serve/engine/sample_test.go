@@ -7,7 +7,22 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cpu"
 )
+
+// rowBackend is the CPU backend whose vectorised row ops (RowMax,
+// ExpShift) the sampler runs on in hone-serve.
+func rowBackend(t testing.TB) kernels.Backend {
+	t.Helper()
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
+}
 
 // refProbs is the distribution choose must draw from, computed the slow,
 // obvious way in float64: sort everything, cut to top_k, softmax at the
@@ -55,6 +70,7 @@ func refProbs(row []float32, p Params) []float64 {
 // mask are never drawn, for plain sampling over rows of several blocks,
 // top_k alone (heap and sort paths), top_p alone (threshold path) and both.
 func TestChooseDistribution(t *testing.T) {
+	be := rowBackend(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	cases := []struct {
 		name string
@@ -83,7 +99,7 @@ func TestChooseDistribution(t *testing.T) {
 			}
 			want := refProbs(row, c.p)
 			c.p.Seed, c.p.HasSeed = 11, true
-			s := newSampler(c.p, 0)
+			s := newSampler(be, c.p, 0)
 			counts := make([]int, c.V)
 			buf := make([]float32, c.V)
 			for range draws {
@@ -109,13 +125,14 @@ func TestChooseDistribution(t *testing.T) {
 // TestChooseSeedStable: the same seed draws the same tokens whatever the
 // path, and greedy picks the first best id.
 func TestChooseSeedStable(t *testing.T) {
+	be := rowBackend(t)
 	row := []float32{1, 3, 3, float32(math.Inf(-1)), 2}
-	if got := newSampler(Params{}, 0).choose(append([]float32(nil), row...)); got != 1 {
+	if got := newSampler(be, Params{}, 0).choose(append([]float32(nil), row...)); got != 1 {
 		t.Fatalf("greedy picked %d, want 1", got)
 	}
 	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, TopK: 2}, {Temperature: 1, TopP: 0.5}} {
 		p.Seed, p.HasSeed = 5, true
-		a, b := newSampler(p, 3), newSampler(p, 3)
+		a, b := newSampler(be, p, 3), newSampler(be, p, 3)
 		for range 50 {
 			x, y := a.choose(append([]float32(nil), row...)), b.choose(append([]float32(nil), row...))
 			if x != y || x == 3 {
@@ -129,6 +146,7 @@ func TestChooseSeedStable(t *testing.T) {
 // id, on both the heap and the sort path, with many ties and with fewer
 // unmasked entries than k.
 func TestCandidates(t *testing.T) {
+	be := rowBackend(t)
 	rng := rand.New(rand.NewPCG(9, 9))
 	for _, c := range []struct{ V, k, every int }{
 		{1000, 7, 3}, {1000, 50, 1}, {1000, 7, 400}, {20, 12, 4}, {5000, 1, 2}, {64, 0, 5},
@@ -150,7 +168,7 @@ func TestCandidates(t *testing.T) {
 		if c.k > 0 && c.k < len(want) {
 			want = want[:c.k]
 		}
-		got := newSampler(Params{}, 0).candidates(row, c.k)
+		got := newSampler(be, Params{}, 0).candidates(row, c.k)
 		if !slices.Equal(got, want) {
 			t.Errorf("V=%d k=%d every=%d: candidates %v, want %v", c.V, c.k, c.every, got, want)
 		}
@@ -160,6 +178,7 @@ func TestCandidates(t *testing.T) {
 // TestLogSoftmax: against float64 math over a Qwen-sized row with masked
 // entries, into a caller's buffer; a row with nothing finite stays as it is.
 func TestLogSoftmax(t *testing.T) {
+	be := rowBackend(t)
 	rng := rand.New(rand.NewPCG(7, 7))
 	row := make([]float32, 151936)
 	for i := range row {
@@ -175,7 +194,7 @@ func TestLogSoftmax(t *testing.T) {
 		s += math.Exp(float64(v) - m)
 	}
 	lse := m + math.Log(s)
-	got := logSoftmaxInto(make([]float32, len(row)+5), row) // a longer buffer is cut to the row
+	got := logSoftmaxInto(be, make([]float32, len(row)+5), row) // a longer buffer is cut to the row
 	if len(got) != len(row) {
 		t.Fatalf("got %d values for a row of %d", len(got), len(row))
 	}
@@ -191,11 +210,11 @@ func TestLogSoftmax(t *testing.T) {
 			t.Fatalf("[%d] = %g, want %g", i, got[i], want)
 		}
 	}
-	if a := LogSoftmax(row); a[7] != got[7] {
+	if a := LogSoftmax(be, row); a[7] != got[7] {
 		t.Fatalf("LogSoftmax and logSoftmaxInto differ: %g vs %g", a[7], got[7])
 	}
 	masked := []float32{float32(math.Inf(-1)), float32(math.Inf(-1))}
-	if out := LogSoftmax(masked); !math.IsInf(float64(out[0]), -1) || !math.IsInf(float64(out[1]), -1) {
+	if out := LogSoftmax(be, masked); !math.IsInf(float64(out[0]), -1) || !math.IsInf(float64(out[1]), -1) {
 		t.Fatalf("all-masked row gave %v", out)
 	}
 }
@@ -205,6 +224,7 @@ func TestLogSoftmax(t *testing.T) {
 // bit, whatever the choice does to the row (temperature, top_k, top_p,
 // penalties, a constraint that leaves one token).
 func TestPickLogprobs(t *testing.T) {
+	be := rowBackend(t)
 	rng := rand.New(rand.NewPCG(9, 9))
 	for _, p := range []Params{
 		{Temperature: 0, Logprobs: true},
@@ -212,14 +232,14 @@ func TestPickLogprobs(t *testing.T) {
 		{Temperature: 0.7, TopK: 40, Logprobs: true, TopLogprobs: 3, FrequencyPenalty: 0.5},
 		{Temperature: 1.3, TopP: 0.8, Logprobs: true, TopLogprobs: 20, PresencePenalty: 1},
 	} {
-		s := newSampler(p, 0)
+		s := newSampler(be, p, 0)
 		for step := range 8 {
 			row := make([]float32, 5003)
 			for i := range row {
 				row[i] = float32(4 * rng.NormFloat64())
 			}
 			row[17] = float32(math.Inf(-1))
-			ref := LogSoftmax(row)
+			ref := LogSoftmax(be, row)
 			var c Constraint
 			if step == 5 {
 				c = maskTo{id: 4000}
@@ -249,12 +269,13 @@ func benchRow() []float32 {
 }
 
 func BenchmarkChoose(b *testing.B) {
+	be := rowBackend(b)
 	row := benchRow()
 	buf := make([]float32, len(row))
 	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, TopK: 50}, {Temperature: 1, TopP: 0.9},
 		{Temperature: 0.7, TopK: 50, TopP: 0.95}} {
 		b.Run(fmt.Sprintf("T=%g,k=%d,p=%g", p.Temperature, p.TopK, p.TopP), func(b *testing.B) {
-			s := newSampler(p, 0)
+			s := newSampler(be, p, 0)
 			for range b.N {
 				copy(buf, row)
 				s.choose(buf)
@@ -267,11 +288,12 @@ func BenchmarkChoose(b *testing.B) {
 // Qwen-sized row, with and without the logprobs RL rollouts ask for (ART
 // asks for the chosen token's only; top=5 adds alternatives).
 func BenchmarkPick(b *testing.B) {
+	be := rowBackend(b)
 	row := benchRow()
 	buf := make([]float32, len(row))
 	for _, p := range []Params{{Temperature: 1}, {Temperature: 1, Logprobs: true}, {Temperature: 1, Logprobs: true, TopLogprobs: 5}} {
 		b.Run(fmt.Sprintf("logprobs=%v/top=%d", p.Logprobs, p.TopLogprobs), func(b *testing.B) {
-			s := newSampler(p, 0)
+			s := newSampler(be, p, 0)
 			for range b.N {
 				copy(buf, row)
 				s.pick(buf, nil)

@@ -17,8 +17,9 @@ import (
 	"github.com/hone-rl/hone/collect/env/tictactoe"
 )
 
-// EnvNames lists the built-in environments NewEnv knows.
-var EnvNames = []string{"guess", "tictactoe", "2048", "inbox", "stdio", "mcp"}
+// EnvNames lists the built-in environments NewEnv knows, in a new slice
+// the caller may keep or change.
+func EnvNames() []string { return []string{"guess", "tictactoe", "2048", "inbox", "stdio", "mcp"} }
 
 // NewEnv builds a built-in environment from its name and --env-opt
 // settings. Every setting is read before the environment is opened, so
@@ -60,7 +61,7 @@ func NewEnv(name string, opts map[string]string) (env.Env, error) {
 		cmd, dir := o.str("cmd", ""), o.str("dir", "")
 		open = func(ctx context.Context) (env.Env, error) { return openStdio(ctx, cmd, dir) }
 	default:
-		return nil, fmt.Errorf("unknown environment %q (have %v)", name, EnvNames)
+		return nil, fmt.Errorf("unknown environment %q (have %s)", name, strings.Join(EnvNames(), ", "))
 	}
 	if err := o.check(); err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func TestEnvOptUnknownKey(t *testing.T) {
 		"stdio":     "cmd, dir",
 		"mcp":       "cmd, url, system, tasks",
 	}
-	for _, name := range collect.EnvNames {
+	for _, name := range collect.EnvNames() {
 		keys, ok := valid[name]
 		if !ok {
 			t.Errorf("environment %s has no expected keys in this test", name)
@@ -87,5 +87,15 @@ func TestSamplingFlags(t *testing.T) {
 		if r.Temperature == nil || *r.Temperature != 0.7 || r.TopP != nil {
 			t.Fatalf("request's sampling options: %s", r.Raw)
 		}
+	}
+}
+
+// TestEnvNamesFresh: a caller changing the list it got changes nobody
+// else's (it was an exported package variable).
+func TestEnvNamesFresh(t *testing.T) {
+	names := collect.EnvNames()
+	names[0] = "changed"
+	if again := collect.EnvNames(); again[0] != "guess" {
+		t.Fatalf("EnvNames after a caller changed its copy: %v", again)
 	}
 }

@@ -17,11 +17,11 @@ import (
 	"github.com/hone-rl/hone/train/model"
 )
 
-// Special tokens after the 256 byte tokens.
-var Specials = []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
+// specials are the special tokens after the 256 byte tokens.
+var specials = [...]string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
 
 // MinVocab is the vocabulary the tokenizer needs: 256 bytes and the specials.
-var MinVocab = 256 + len(Specials)
+const MinVocab = 256 + len(specials)
 
 // Options size the model. Zero fields take the defaults of Defaults.
 type Options struct {
@@ -278,7 +278,7 @@ func tokenizerJSON() map[string]any {
 		vocab[string(r)] = b
 	}
 	var added []map[string]any
-	for i, s := range Specials {
+	for i, s := range specials {
 		added = append(added, map[string]any{
 			"id": 256 + i, "content": s, "single_word": false, "lstrip": false, "rstrip": false,
 			"normalized": false, "special": true,
@@ -315,7 +315,7 @@ const ChatTemplate = "{%- for message in messages %}" +
 
 func tokenizerConfigJSON() map[string]any {
 	dec := map[string]any{}
-	for i, s := range Specials {
+	for i, s := range specials {
 		dec[fmt.Sprint(256+i)] = map[string]any{
 			"content": s, "lstrip": false, "normalized": false, "rstrip": false, "single_word": false, "special": true,
 		}

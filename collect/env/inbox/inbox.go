@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver, with FTS5
@@ -146,8 +147,9 @@ func (e *Env) Read(ctx context.Context, id string) (Email, error) {
 	return m, err
 }
 
-// Tools are the tools offered in every episode.
-var Tools = []trajectory.Tool{
+// tools are the tools offered in every episode; each episode gets its own
+// copy of the list.
+var tools = []trajectory.Tool{
 	{Type: "function", Name: "search_inbox", Description: "Full-text search of the inbox; every keyword must match. Returns id, date, sender, subject and a snippet per email.",
 		Parameters: `{"type":"object","properties":{"keywords":{"type":"array","items":{"type":"string"}},"max_results":{"type":"integer"}},"required":["keywords"]}`},
 	{Type: "function", Name: "read_email", Description: "Read one email by its id.",
@@ -207,7 +209,7 @@ type episode struct {
 func (ep *episode) Reset(context.Context) (env.Observation, error) {
 	return env.Observation{
 		Messages: []trajectory.Message{{Role: "system", Content: systemPrompt}, env.User(ep.q.Question)},
-		Tools:    Tools,
+		Tools:    slices.Clone(tools),
 	}, nil
 }
 

@@ -1,0 +1,112 @@
+package hone
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"strconv"
+	"testing"
+)
+
+// What a value does is decided by whoever builds it: the command builds the
+// backend from its flags and passes it down (STYLE.md habit 7), a library
+// hands out fresh values instead of exporting mutable ones, and nothing is
+// switched at start-up by an init function (DESIGN.md: no global mutable
+// state).
+
+// initFuncs lists every func init outside tests.
+func initFuncs(srcs []sourceFile) []string {
+	var out []string
+	for _, sf := range srcs {
+		for _, d := range sf.file.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == "init" {
+				out = append(out, fmt.Sprintf("%s: func init", sf.fset.Position(fd.Pos())))
+			}
+		}
+	}
+	return out
+}
+
+// packageVars lists the package-level variables (other than _) of the
+// files under prefixes (nil: every file) that keep(name, value) accepts;
+// value is nil for a variable declared without one.
+func packageVars(srcs []sourceFile, prefixes []string, keep func(name *ast.Ident, value ast.Expr) bool) []string {
+	var out []string
+	for _, sf := range srcs {
+		if prefixes != nil && !inAny(sf.rel, prefixes) {
+			continue
+		}
+		for _, d := range sf.file.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					var value ast.Expr
+					if len(vs.Values) == len(vs.Names) {
+						value = vs.Values[i]
+					}
+					if name.Name != "_" && keep(name, value) {
+						out = append(out, fmt.Sprintf("%s: var %s", sf.fset.Position(name.Pos()), name.Name))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// isErrorValue reports whether e is errors.New(…) or fmt.Errorf(…): a
+// sentinel error, the one kind of exported variable callers compare with.
+func isErrorValue(e ast.Expr) bool {
+	call, ok := e.(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && (pkg.Name == "errors" && sel.Sel.Name == "New" || pkg.Name == "fmt" && sel.Sel.Name == "Errorf")
+}
+
+// importsOf lists the files importing path whose package keep accepts.
+func importsOf(srcs []sourceFile, path string, keep func(sf sourceFile) bool) []string {
+	var out []string
+	for _, sf := range srcs {
+		for _, imp := range sf.file.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == path && keep(sf) {
+				out = append(out, fmt.Sprintf("%s: imports %s", sf.fset.Position(imp.Pos()), path))
+			}
+		}
+	}
+	return out
+}
+
+func TestContractNoInitFuncs(t *testing.T) {
+	pin(t, initFuncs(moduleSources(t)), []string{"the constructor that needs it (cpu.New detects the CPU)"},
+		"no init function: what a value uses is decided when it is built")
+}
+
+func TestContractNoExportedMutableVars(t *testing.T) {
+	found := packageVars(moduleSources(t), nil, func(name *ast.Ident, value ast.Expr) bool {
+		return name.IsExported() && (value == nil || !isErrorValue(value))
+	})
+	pin(t, found, []string{"a function returning a fresh value, or a constant"},
+		"no exported package variable other than a sentinel error: any importer could change it for every other")
+}
+
+func TestContractCPUBackendState(t *testing.T) {
+	srcs := moduleSources(t)
+	found := packageVars(srcs, []string{"kernels/cpu"}, func(*ast.Ident, ast.Expr) bool { return true })
+	pin(t, found, []string{"the cpu.Backend value, filled by cpu.New"},
+		"no package state in kernels/cpu: which GEMM and which vector kernels run is the backend's, from Options and the CPU")
+	found = importsOf(srcs, module+"/kernels/cpu", func(sf sourceFile) bool {
+		return sf.file.Name.Name != "main" && !inAny(sf.rel, []string{"kernels"})
+	})
+	pin(t, found, []string{"cmd and the benchmark programs (package main), which build the backend"},
+		"libraries take a kernels.Backend; only a main package builds the CPU one")
+}

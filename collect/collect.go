@@ -48,10 +48,12 @@ type Options struct {
 	topPFlag *float64
 
 	// Set by the caller, not by flags.
-	Out      io.Writer                                                  // Parquet output
-	Log      *slog.Logger                                               // nil: discard
-	Progress func(Stats)                                                // called after each finished group
-	NewEnv   func(name string, opts map[string]string) (env.Env, error) // nil: NewEnv
+	Out      io.Writer    // Parquet output
+	Log      *slog.Logger // nil: discard
+	Progress func(Stats)  // called after each finished group
+	// NewEnv opens an environment by name (nil: NewEnv); it must stop
+	// when ctx ends.
+	NewEnv func(ctx context.Context, name string, opts map[string]string) (env.Env, error)
 }
 
 // AddFlags registers the options on fs.
@@ -191,6 +193,11 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 	}
 	scs, scEnvs, closeEnvs, err := loadScenarios(ctx, o, scripted)
 	defer closeEnvs()
+	if err != nil && ctx.Err() != nil {
+		// Stopped while the scenarios loaded or an environment started:
+		// whatever failed then failed for that, not for bad usage.
+		return st, fmt.Errorf("%w before the first episode: %w", ErrInterrupted, context.Cause(ctx))
+	}
 	if err != nil {
 		return st, err
 	}
@@ -374,7 +381,7 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 		if e, ok := envs[name]; ok {
 			return e, nil
 		}
-		e, err := o.NewEnv(name, o.EnvOpts)
+		e, err := o.NewEnv(ctx, name, o.EnvOpts)
 		if err != nil {
 			return nil, fmt.Errorf("%w: environment %s: %w", ErrUsage, name, err)
 		}

@@ -189,7 +189,7 @@ func TestToolCallsAndMalformed(t *testing.T) {
 	var out bytes.Buffer
 	o := baseOpts(srv, &out)
 	o.Env, o.Groups, o.GroupSize, o.Concurrency = "fake", 1, 1, 1
-	o.NewEnv = func(string, map[string]string) (env.Env, error) { return envtest.Fake{}, nil }
+	o.NewEnv = func(context.Context, string, map[string]string) (env.Env, error) { return envtest.Fake{}, nil }
 	if _, err := collect.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +470,7 @@ func TestInterruptCountsWritten(t *testing.T) {
 	}}
 	var out bytes.Buffer
 	o := collect.Options{Env: "fake", Groups: 5, GroupSize: 2, Concurrency: 2, MaxTurns: 10, Seed: 4, Run: "r",
-		Policy: "scripted:lookup", Out: &out, NewEnv: func(string, map[string]string) (env.Env, error) { return e, nil }}
+		Policy: "scripted:lookup", Out: &out, NewEnv: func(context.Context, string, map[string]string) (env.Env, error) { return e, nil }}
 	st, err := collect.Run(ctx, o)
 	if !errors.Is(err, collect.ErrInterrupted) {
 		t.Fatalf("err %v", err)

@@ -24,9 +24,12 @@ func EnvNames() []string { return []string{"guess", "tictactoe", "2048", "inbox"
 // NewEnv builds a built-in environment from its name and --env-opt
 // settings. Every setting is read before the environment is opened, so
 // that an unknown key (a typo) is refused at once, with the environment's
-// valid keys, before a server or program is started. The errors do not
-// repeat the environment's name: the caller's context names it.
-func NewEnv(name string, opts map[string]string) (env.Env, error) {
+// valid keys, before a server or program is started. Opening (starting an
+// MCP server or a stdio program and waiting for its answer, creating an
+// inbox database) stops when ctx ends, and after startTimeout at most. The
+// errors do not repeat the environment's name: the caller's context names
+// it.
+func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, error) {
 	o := &settings{vals: opts}
 	var open func(ctx context.Context) (env.Env, error)
 	switch name {
@@ -66,10 +69,14 @@ func NewEnv(name string, opts map[string]string) (env.Env, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	return open(ctx)
 }
+
+// startTimeout bounds how long an environment may take to start: a
+// program that never answers its hello fails the run instead of hanging it.
+const startTimeout = time.Minute
 
 // openMCP connects to an MCP server (a command speaking stdio, or a URL),
 // with the tasks of a scenario file when one is named.

@@ -31,21 +31,21 @@ func TestEnvOptUnknownKey(t *testing.T) {
 			t.Errorf("environment %s has no expected keys in this test", name)
 			continue
 		}
-		_, err := collect.NewEnv(name, map[string]string{"foo": "1"})
+		_, err := collect.NewEnv(context.Background(), name, map[string]string{"foo": "1"})
 		want := `unknown option "foo"; valid: ` + keys
 		if err == nil || err.Error() != want {
 			t.Errorf("%s --env-opt foo=1: %v, want %q", name, err, want)
 		}
 	}
-	_, err := collect.NewEnv("guess", map[string]string{"n": "many", "foo": "1", "bar": "2"})
+	_, err := collect.NewEnv(context.Background(), "guess", map[string]string{"n": "many", "foo": "1", "bar": "2"})
 	if want := `option n="many" is not an integer`; err == nil || err.Error() != want {
 		t.Errorf("malformed n: %v, want %q", err, want)
 	}
-	_, err = collect.NewEnv("guess", map[string]string{"foo": "1", "bar": "2"})
+	_, err = collect.NewEnv(context.Background(), "guess", map[string]string{"foo": "1", "bar": "2"})
 	if want := `unknown options "bar", "foo"; valid: n, turns`; err == nil || err.Error() != want {
 		t.Errorf("two unknown keys: %v, want %q", err, want)
 	}
-	if e, err := collect.NewEnv("guess", map[string]string{"n": "8", "turns": "3"}); err != nil || e.Name() != "guess" {
+	if e, err := collect.NewEnv(context.Background(), "guess", map[string]string{"n": "8", "turns": "3"}); err != nil || e.Name() != "guess" {
 		t.Errorf("valid keys refused: %v", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -57,7 +58,10 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 	case len(o.Command) > 0 && o.URL != "":
 		return nil, errors.New("mcp: give a command or a URL, not both")
 	case len(o.Command) > 0:
-		t = &mcp.CommandTransport{Command: exec.Command(o.Command[0], o.Command[1:]...)}
+		// Closing waits TerminateDuration for the server to exit after its
+		// stdin closes, then sends SIGTERM: the SDK's default of 5s held
+		// every stop (Ctrl-C during start-up too) for that long.
+		t = &mcp.CommandTransport{Command: exec.Command(o.Command[0], o.Command[1:]...), TerminateDuration: time.Second}
 	case o.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: o.URL, DisableStandaloneSSE: true}
 	default:

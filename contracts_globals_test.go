@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"regexp"
 	"strconv"
 	"testing"
 )
@@ -109,4 +110,13 @@ func TestContractCPUBackendState(t *testing.T) {
 	})
 	pin(t, found, []string{"cmd and the benchmark programs (package main), which build the backend"},
 		"libraries take a kernels.Backend; only a main package builds the CPU one")
+}
+
+// TestContractProgressLine: a line redrawn in place on the terminal (a
+// carriage return that does not end a line, or an ANSI escape) is
+// cli.Progress's to draw, so every stage shows progress the same way.
+func TestContractProgressLine(t *testing.T) {
+	home := []string{"cmd/internal/cli"}
+	found := stringsOutside(moduleSources(t), regexp.MustCompile(`^\r($|[^\n])|\x1b\[`), home)
+	pin(t, found, home, "a redrawn progress line is drawn by cli.Progress")
 }

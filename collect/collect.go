@@ -50,7 +50,7 @@ type Options struct {
 	// Set by the caller, not by flags.
 	Out      io.Writer    // Parquet output
 	Log      *slog.Logger // nil: discard
-	Progress func(Stats)  // called after each finished group
+	Progress func(Stats)  // called once the scenarios are loaded (Total set), then after each finished group
 	// NewEnv opens an environment by name (nil: NewEnv); it must stop
 	// when ctx ends.
 	NewEnv func(ctx context.Context, name string, opts map[string]string) (env.Env, error)
@@ -206,6 +206,9 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 		return st, err
 	}
 	st.Total = len(scs)
+	if o.Progress != nil {
+		o.Progress(st) // a progress line can show the total from the start
+	}
 	var model *Model
 	if !scripted {
 		model = NewModel(o.Model)

@@ -93,8 +93,15 @@ func TestRunModelGuess(t *testing.T) {
 		t.Fatal(err)
 	}
 	gs := readGroups(t, out.Bytes())
-	if len(gs) != 3 || st.Groups != 3 || st.Episodes != 12 || st.Failures != 0 || len(progress) != 3 {
+	if len(gs) != 3 || st.Groups != 3 || st.Episodes != 12 || st.Failures != 0 || len(progress) != 4 {
 		t.Fatalf("groups %d, stats %+v, progress calls %d", len(gs), st, len(progress))
+	}
+	// Progress: once with the total before any group is done (so that a
+	// progress line shows it from the start), then after each group.
+	for i, p := range progress {
+		if p.Groups != i || p.Total != 3 {
+			t.Fatalf("progress call %d: %d of %d groups, want %d of 3", i, p.Groups, p.Total, i)
+		}
 	}
 	for gi, g := range gs {
 		if want := fmt.Sprintf("r-s3-g%05d", gi); g.ID != want || len(g.Trajectories) != 4 {

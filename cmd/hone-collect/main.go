@@ -91,26 +91,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := cli.ChooseOutput(output, cli.IsTerminal(stdout), true); err != nil {
 		return err
 	}
-	// The progress line (groups, episodes/s, mean reward) is redrawn
-	// after each group, on a terminal only.
-	live := cli.IsTerminal(stderr)
+	// The progress line (groups done of the total, tokens, rates, ETA) is
+	// cli.Progress's, on a terminal only. collect reports cumulative
+	// Stats, one call at a time; the line counts what each call adds.
+	p := cli.NewProgress(stderr, "groups", 0)
+	var last collect.Stats
 	opts.Log = log
 	opts.Progress = func(s collect.Stats) {
-		if live {
-			fmt.Fprintf(stderr, "\r%s\x1b[K", s)
-		}
+		p.SetTotal(int64(s.Total))
+		p.Add(int64(s.Groups-last.Groups), s.Tokens-last.Tokens)
+		last = s
 	}
-	clearLine := func() {
-		if live {
-			fmt.Fprint(stderr, "\r\x1b[K")
-		}
-	}
+	p.Start(ctx)
+	defer p.Stop()
 	var runErr error
 	err = cli.WriteOutput(output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
 		var st collect.Stats
 		st, runErr = collect.Run(ctx, opts)
-		clearLine()
+		p.Stop()
 		if st.Total > 0 {
 			fmt.Fprintln(stderr, "hone-collect: "+st.String())
 		}

@@ -102,7 +102,7 @@ type Progress struct {
 	w        io.Writer
 	live     bool
 	label    string
-	total    int64
+	total    atomic.Int64
 	interval time.Duration
 	start    time.Time
 	done     atomic.Int64
@@ -117,8 +117,14 @@ type Progress struct {
 // NewProgress counts label (e.g. "groups") out of total (0 if unknown).
 // The line is drawn on w only if w is a terminal (IsTerminal).
 func NewProgress(w io.Writer, label string, total int64) *Progress {
-	return &Progress{w: w, live: IsTerminal(w), label: label, total: total, interval: 200 * time.Millisecond, start: time.Now()}
+	p := &Progress{w: w, live: IsTerminal(w), label: label, interval: 200 * time.Millisecond, start: time.Now()}
+	p.total.Store(total)
+	return p
 }
+
+// SetTotal sets the number of items expected, for a run that learns it
+// after it started (0: unknown).
+func (p *Progress) SetTotal(total int64) { p.total.Store(total) }
 
 // Add records items finished and tokens processed.
 func (p *Progress) Add(items, tokens int64) {
@@ -128,7 +134,7 @@ func (p *Progress) Add(items, tokens int64) {
 
 // State returns the current counts.
 func (p *Progress) State() ProgressState {
-	return ProgressState{Label: p.label, Done: p.done.Load(), Total: p.total, Tokens: p.tokens.Load(), Elapsed: time.Since(p.start)}
+	return ProgressState{Label: p.label, Done: p.done.Load(), Total: p.total.Load(), Tokens: p.tokens.Load(), Elapsed: time.Since(p.start)}
 }
 
 // Start begins redrawing until ctx is done or Stop is called. It does

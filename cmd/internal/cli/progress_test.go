@@ -74,6 +74,16 @@ func TestProgressNotTerminal(t *testing.T) {
 	}
 }
 
+// A total learnt after the start shows from then on.
+func TestProgressSetTotal(t *testing.T) {
+	p := NewProgress(&bytes.Buffer{}, "groups", 0)
+	p.Add(1, 0)
+	p.SetTotal(4)
+	if st := p.State(); st.Done != 1 || st.Total != 4 {
+		t.Fatalf("state %+v, want 1 of 4", st)
+	}
+}
+
 // When live, the line is redrawn in place and cleared by Stop.
 func TestProgressLiveDraw(t *testing.T) {
 	var buf bytes.Buffer

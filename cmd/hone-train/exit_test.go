@@ -103,7 +103,9 @@ func TestExitCodes(t *testing.T) {
 		{"no reward", []string{"grpo", "--model", md, "--run", "u", unscored}, 2, []string{"6 trajectories have no reward", unscored + " row 0 (group a-0, trajectory a-0-0)"}},
 		{"grpo lr 1e30", []string{"grpo", "--model", md, "--run", "nan", "--lr", "1e30", "--max-grad-norm", "0", "--steps", "4", good}, 1, []string{"not finite", "lower --lr"}},
 		{"sft lr 1e30", []string{"sft", "--model", md, "--run", "snan", "--lr", "1e30", "--max-grad-norm", "0", "--steps", "4", "--batch-size", "2", good}, 1, []string{"not finite", "lower --lr"}},
-		{"good", []string{"grpo", "--model", md, "--run", "ok", good}, 0, []string{"step 1:"}},
+		{"good", []string{"grpo", "--model", md, "--run", "ok", good}, 0, []string{"msg=step step=1 ", "msg=\"training done\""}},
+		{"json logs", []string{"grpo", "--model", md, "--run", "j", "--log-format", "json", good}, 0, []string{`"msg":"step","step":1,`, `"msg":"training done"`}},
+		{"bad log level", []string{"grpo", "--model", md, "--run", "l", "--log-level", "loud", good}, 2, []string{"--log-level"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, msg := runMain(t, append(tc.args[:1:1], append(common, tc.args[1:]...)...)...)

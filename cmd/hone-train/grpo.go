@@ -1,7 +1,7 @@
 package main
 
 import (
-	"io"
+	"log/slog"
 	"runtime"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newGRPOCmd(stderr io.Writer) *cobra.Command {
+func newGRPOCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts rl.Options
 	var threads int
 	cmd := &cobra.Command{
@@ -59,12 +59,16 @@ and exits 0. --steps then counts steps per session.`,
 			if err := opts.Validate(); err != nil {
 				return cli.Usage(err)
 			}
+			log, err := logger()
+			if err != nil {
+				return err
+			}
 			be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
 			if err != nil {
 				return err
 			}
 			defer be.Close()
-			return exitKind(rl.Run(cmd.Context(), be, opts, stderr))
+			return exitKind(rl.Run(cmd.Context(), be, opts, log))
 		},
 	}
 	opts.AddFlags(cmd.Flags())

@@ -139,7 +139,7 @@ func TestTrainUsage(t *testing.T) {
 	if err := cli.ExecuteCommand(context.Background(), newRootCmd(&out, &out), args); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "step 1:") {
+	if !strings.Contains(out.String(), "msg=step step=1 ") {
 		t.Errorf("no step line in %q", out.String())
 	}
 }

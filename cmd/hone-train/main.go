@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
@@ -28,9 +29,14 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input, 130 interrupted.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// Logs (one line per step, the end summary) go to stderr through
+	// log/slog, as in the other stages.
+	logOpt := &cli.LogOptions{}
+	logOpt.AddFlags(root.PersistentFlags())
+	logger := func() (*slog.Logger, error) { return logOpt.Logger(stderr) }
 	root.AddCommand(newInitModelCmd(stdout))
-	root.AddCommand(newGRPOCmd(stderr))
-	root.AddCommand(newSFTCmd(stderr))
+	root.AddCommand(newGRPOCmd(logger))
+	root.AddCommand(newSFTCmd(logger))
 	return root
 }
 

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"io"
+	"log/slog"
 	"runtime"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newSFTCmd(stderr io.Writer) *cobra.Command {
+func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts sft.Options
 	var threads int
 	cmd := &cobra.Command{
@@ -36,12 +36,16 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			if err := opts.Validate(); err != nil {
 				return cli.Usage(err)
 			}
+			log, err := logger()
+			if err != nil {
+				return err
+			}
 			be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
 			if err != nil {
 				return err
 			}
 			defer be.Close()
-			return exitKind(sft.Run(cmd.Context(), be, opts, stderr))
+			return exitKind(sft.Run(cmd.Context(), be, opts, log))
 		},
 	}
 	opts.AddFlags(cmd.Flags())

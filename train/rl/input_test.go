@@ -34,7 +34,7 @@ func TestUnscoredRowsRefused(t *testing.T) {
 	}
 	o := baseOptions(md, filepath.Join(dir, "adapters"), "r", a, b)
 	var log bytes.Buffer
-	err = Run(context.Background(), backend(t), o, &log)
+	err = Run(context.Background(), backend(t), o, textLog(&log))
 	if !errors.Is(err, trainer.ErrBadInput) {
 		t.Fatalf("run: %v, want bad input\n%s", err, log.String())
 	}
@@ -72,7 +72,7 @@ func TestBadInputFilesAreBadInput(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := Run(context.Background(), backend(t), baseOptions(md, filepath.Join(dir, "adapters"), "r", path), &bytes.Buffer{})
+		err := Run(context.Background(), backend(t), baseOptions(md, filepath.Join(dir, "adapters"), "r", path), nil)
 		if !errors.Is(err, trainer.ErrBadInput) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v, want bad input naming the file", name, err)
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"log/slog"
 	"math"
 	"strings"
 
@@ -81,8 +81,12 @@ func (o *Options) Validate() error {
 	return o.Loss.Validate()
 }
 
-// Run trains. Messages (one line per step, resume and skip notices) go to log.
-func Run(ctx context.Context, be kernels.Backend, o Options, log io.Writer) error {
+// Run trains. Messages (one line per step, resume and skip notices, the
+// end summary) go to log (nil: none).
+func Run(ctx context.Context, be kernels.Backend, o Options, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	o.Normalize()
 	if err := o.Validate(); err != nil {
 		return err
@@ -124,7 +128,7 @@ func loadInputs(ctx context.Context, text *layout.Model, o Options, in *fileset.
 
 // train runs steps on the groups gs: step s of the run is step s−start of
 // this data. end < 0 means the step count follows from --steps/--epochs.
-func train(ctx context.Context, env *trainer.Env, o Options, gs []group, start, end int, extra json.RawMessage, log io.Writer) error {
+func train(ctx context.Context, env *trainer.Env, o Options, gs []group, start, end int, extra json.RawMessage, log *slog.Logger) error {
 	per := o.GroupsPerStep
 	if per == 0 || per > len(gs) {
 		per = len(gs)
@@ -137,7 +141,7 @@ func train(ctx context.Context, env *trainer.Env, o Options, gs []group, start, 
 		}
 	}
 	if env.Done >= end {
-		fmt.Fprintf(log, "%s is at step %d; nothing to do (target %d)\n", env.Ckpt.Dir, env.Done, end)
+		log.Info("nothing to do", "run", env.Ckpt.Dir, "step", env.Done, "target", end)
 		return nil
 	}
 	scale, _ := grpo.ParseScale(o.ScaleRewards)

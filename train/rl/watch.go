@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"log/slog"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/train/checkpoint"
@@ -12,7 +12,7 @@ import (
 )
 
 // runWatch trains on the files of o.WatchDir not yet consumed.
-func runWatch(ctx context.Context, base *trainer.Base, o Options, log io.Writer) error {
+func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logger) error {
 	env, err := trainer.Setup(ctx, base, &o.Options, o, true, log)
 	if err != nil {
 		return err
@@ -31,7 +31,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log io.Writer)
 				return fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s): %v", sess.StartStep, f.Path, f.SHA256, err)
 			}
 		}
-		fmt.Fprintf(log, "finishing the session of %d files begun at step %d\n", len(sess.Files), sess.StartStep)
+		log.Info("finishing the session", "files", len(sess.Files), "begun_at_step", sess.StartStep)
 	} else {
 		// The folder is read by the directory rule of every input (fileset):
 		// its *.parquet files, not below it, no hidden or temporary names.
@@ -50,7 +50,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log io.Writer)
 			}
 		}
 		if len(sess.Files) == 0 {
-			fmt.Fprintf(log, "nothing new in %s (%d files already consumed); %s stays at step %d\n", o.WatchDir, len(man.Consumed), run.Dir, env.Done)
+			log.Info("nothing new", "watch_dir", o.WatchDir, "files_consumed", len(man.Consumed), "run", run.Dir, "step", env.Done)
 			return nil
 		}
 		sess.EndStep = -1
@@ -83,7 +83,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log io.Writer)
 		if err := run.WriteManifest(man); err != nil {
 			return err
 		}
-		fmt.Fprintf(log, "training on %d new files, steps %d to %d\n", len(files), sess.StartStep+1, sess.EndStep)
+		log.Info("training on new files", "files", len(files), "first_step", sess.StartStep+1, "last_step", sess.EndStep)
 	}
 	extra, _ := json.Marshal(sess)
 	if err := train(ctx, env, o, gs, sess.StartStep, sess.EndStep, extra, log); err != nil {

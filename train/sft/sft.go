@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -71,8 +72,12 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Run trains. Messages go to log.
-func Run(ctx context.Context, be kernels.Backend, o Options, log io.Writer) error {
+// Run trains. Messages (one line per step, resume notices, the end
+// summary) go to log (nil: none).
+func Run(ctx context.Context, be kernels.Backend, o Options, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -95,7 +100,7 @@ func Run(ctx context.Context, be kernels.Backend, o Options, log io.Writer) erro
 		return err
 	}
 	defer env.Close()
-	fmt.Fprintf(log, "sft: %d conversations (%d skipped)\n", len(exs), skipped)
+	log.Info("sft examples", "conversations", len(exs), "skipped", skipped)
 	per := o.BatchSize
 	if per == 0 || per > len(exs) {
 		per = len(exs)
@@ -106,7 +111,7 @@ func Run(ctx context.Context, be kernels.Backend, o Options, log io.Writer) erro
 		end = o.Steps
 	}
 	if env.Done >= end {
-		fmt.Fprintf(log, "%s is at step %d; nothing to do (target %d)\n", env.Ckpt.Dir, env.Done, end)
+		log.Info("nothing to do", "run", env.Ckpt.Dir, "step", env.Done, "target", end)
 		return nil
 	}
 	loop := o.Options.Loop(env, o, end, log)

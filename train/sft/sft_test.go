@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,7 +83,7 @@ func TestSFTLossDrops(t *testing.T) {
 	}
 	defer be.Close()
 	var log bytes.Buffer
-	if err := Run(context.Background(), be, o, &log); err != nil {
+	if err := Run(context.Background(), be, o, textLog(&log)); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	f, err := os.ReadFile(filepath.Join(dir, "sft", runfolder.MetricsName))
@@ -155,7 +157,7 @@ func TestHugeLRStopsBeforeSaving(t *testing.T) {
 	}
 	defer be.Close()
 	var log bytes.Buffer
-	err = Run(context.Background(), be, o, &log)
+	err = Run(context.Background(), be, o, textLog(&log))
 	if !errors.Is(err, trainer.ErrNotFinite) {
 		t.Fatalf("run: %v, want a non-finite error\n%s", err, log.String())
 	}
@@ -171,3 +173,6 @@ func TestHugeLRStopsBeforeSaving(t *testing.T) {
 		t.Errorf("latest %d %v %v, want step %d", last, ok, err, bad-1)
 	}
 }
+
+// textLog logs as hone-train does (slog text lines) into w.
+func textLog(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

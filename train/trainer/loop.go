@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ type Loop struct {
 	// Extra is saved in each step's state (incremental sessions).
 	Extra json.RawMessage
 
-	Log io.Writer
+	Log *slog.Logger // one line per step, skip notices and the end summary; nil: none
 	// Next returns the job of step s (0-based: the step that makes s+1
 	// steps done). It must depend only on s and the run's inputs, so that a
 	// resumed run repeats exactly what an uninterrupted one would do.
@@ -52,9 +53,9 @@ func (l *Loop) Run(ctx context.Context, from, to int) error {
 	every := max(l.SaveEvery, 1)
 	skipped, updates, done := 0, l.Opt.Step, from
 	defer func() {
-		if l.Log != nil && done > from {
-			fmt.Fprintf(l.Log, "%s: steps %d..%d done, %d optimizer updates, %d steps with nothing to train\n",
-				l.Ckpt.Dir, from+1, done, l.Opt.Step-updates, skipped)
+		if done > from { // the one-line summary of the run
+			l.log().Info("training done", "run", l.Ckpt.Dir, "first_step", from+1, "last_step", done,
+				"optimizer_updates", l.Opt.Step-updates, "steps_with_nothing_to_train", skipped)
 		}
 	}()
 	for s := from; s < to; s++ {
@@ -111,7 +112,7 @@ func (l *Loop) step(ctx context.Context, s int) (map[string]float64, error) {
 	if job.Skip != "" {
 		row["trainable_tokens"] = 0
 		row["seconds"] = time.Since(t0).Seconds()
-		l.logf("step %d: nothing to train: %s", s+1, job.Skip)
+		l.log().Info("nothing to train", "step", s+1, "why", job.Skip)
 		return row, nil
 	}
 	sums, err := Accumulate(ctx, l.Model, l.Adapter, job, l.Train)
@@ -138,9 +139,9 @@ func (l *Loop) step(ctx context.Context, s int) (map[string]float64, error) {
 	row["lr"] = lr
 	row["seconds"] = secs
 	row["tokens_per_s"] = sums["tokens"] / secs
-	l.logf("step %d: %s", s+1, summary(row))
+	l.log().Info("step", metricAttrs(row)...)
 	if bad := dropNonFinite(row); len(bad) > 0 {
-		l.logf("step %d: %s not finite, left out of the metrics", s+1, strings.Join(bad, ", "))
+		l.log().Warn("metrics not finite, left out of the metrics row", "step", s+1, "metrics", strings.Join(bad, ","))
 	}
 	return row, nil
 }
@@ -160,21 +161,27 @@ func dropNonFinite(row map[string]float64) []string {
 	return bad
 }
 
-func (l *Loop) logf(format string, args ...any) {
-	if l.Log != nil {
-		fmt.Fprintf(l.Log, format+"\n", args...)
+// log is l.Log, or a logger that drops everything.
+func (l *Loop) log() *slog.Logger {
+	if l.Log == nil {
+		return slog.New(slog.DiscardHandler)
 	}
+	return l.Log
 }
 
-func summary(row map[string]float64) string {
-	var b strings.Builder
+// metricAttrs are a step's metrics as log attributes: the step first, then
+// the rest by name, each rounded to 4 significant digits (a number still,
+// for --log-format json).
+func metricAttrs(row map[string]float64) []any {
+	attrs := []any{slog.Int("step", int(row["step"]))}
 	for _, k := range slices.Sorted(maps.Keys(row)) {
 		if k == "step" {
 			continue
 		}
-		fmt.Fprintf(&b, "%s=%.4g ", k, row[k])
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(row[k], 'g', 4, 64), 64)
+		attrs = append(attrs, slog.Float64(k, v))
 	}
-	return strings.TrimSpace(b.String())
+	return attrs
 }
 
 // Restore loads step n of run: the adapter (for a model of config c) and

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 
@@ -216,7 +216,7 @@ func (e *Env) Close() {
 // run's latest step (resume must be true when the run folder has one;
 // config, the job's options, must then equal the saved config) or starts
 // a fresh adapter.
-func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log io.Writer) (*Env, error) {
+func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Env, error) {
 	m := base.Model
 	run := &checkpoint.Run{Dir: filepath.Join(o.Out, o.Name)}
 	unlock, err := run.Lock()
@@ -262,7 +262,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 			return nil, err
 		}
 		if log != nil {
-			fmt.Fprintf(log, "resuming %s from %s\n", run.Dir, runfolder.StepName(last))
+			log.Info("resuming", "run", run.Dir, "from", runfolder.StepName(last))
 		}
 		ok = true
 		return env, nil
@@ -315,7 +315,7 @@ func sameConfig(a, b []byte) bool {
 }
 
 // Loop returns a Loop over env with the shared options filled in.
-func (o *Options) Loop(env *Env, config any, totalUpdates int, log io.Writer) *Loop {
+func (o *Options) Loop(env *Env, config any, totalUpdates int, log *slog.Logger) *Loop {
 	return &Loop{
 		Model: env.Model, Adapter: env.Ad, Opt: env.Opt, Sched: o.Sched(totalUpdates), Ckpt: env.Ckpt,
 		BaseName: o.Model, Config: config, Train: model.TrainOptions{Checkpoint: o.Checkpointing},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -165,7 +166,7 @@ func learn(t *testing.T, seed uint64) (before, after float64) {
 			t.Fatal(err)
 		}
 		var log strings.Builder
-		if err := rl.Run(ctx, be, o, &log); err != nil {
+		if err := rl.Run(ctx, be, o, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
 			t.Fatalf("step %d: %v\n%s", s+1, err, log.String())
 		}
 		n, ok, err := run.Latest()

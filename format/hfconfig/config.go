@@ -233,6 +233,17 @@ func Parse(data []byte) (*Config, error) {
 	default:
 		return nil, fmt.Errorf("hfconfig: model_type %q is not supported (supported: %s)", c.ModelType, strings.Join(SupportedModelTypes(), ", "))
 	}
+	for _, parse := range []func(*raw, *Config) error{parseShape, parseNumerics, parseLayers, parseSpecialIDs} {
+		if err := parse(&r, c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// parseShape reads the sizes: vocabulary, hidden and MLP widths, layers,
+// query and key/value heads, and the head dimension.
+func parseShape(r *raw, c *Config) error {
 	need := func(field string, p *int) (int, error) {
 		if p == nil {
 			return 0, fmt.Errorf("hfconfig: %s: missing", field)
@@ -242,7 +253,6 @@ func Parse(data []byte) (*Config, error) {
 		}
 		return *p, nil
 	}
-	var err error
 	for _, f := range []struct {
 		name string
 		p    *int
@@ -254,8 +264,9 @@ func Parse(data []byte) (*Config, error) {
 		{"num_hidden_layers", r.NumHiddenLayers, &c.NumHiddenLayers},
 		{"num_attention_heads", r.NumAttentionHeads, &c.NumAttentionHeads},
 	} {
+		var err error
 		if *f.dst, err = need(f.name, f.p); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	c.NumKeyValueHeads = c.NumAttentionHeads
@@ -263,7 +274,7 @@ func Parse(data []byte) (*Config, error) {
 		c.NumKeyValueHeads = *r.NumKeyValueHeads
 	}
 	if c.NumKeyValueHeads <= 0 || c.NumAttentionHeads%c.NumKeyValueHeads != 0 {
-		return nil, fmt.Errorf("hfconfig: num_key_value_heads %d must be positive and divide num_attention_heads %d", c.NumKeyValueHeads, c.NumAttentionHeads)
+		return fmt.Errorf("hfconfig: num_key_value_heads %d must be positive and divide num_attention_heads %d", c.NumKeyValueHeads, c.NumAttentionHeads)
 	}
 	switch {
 	case r.HeadDim != nil:
@@ -272,37 +283,50 @@ func Parse(data []byte) (*Config, error) {
 		c.HeadDim = 128 // Qwen3Config's default; its head_dim is not hidden/heads
 	default:
 		if c.HiddenSize%c.NumAttentionHeads != 0 {
-			return nil, fmt.Errorf("hfconfig: no head_dim and hidden_size %d is not a multiple of num_attention_heads %d", c.HiddenSize, c.NumAttentionHeads)
+			return fmt.Errorf("hfconfig: no head_dim and hidden_size %d is not a multiple of num_attention_heads %d", c.HiddenSize, c.NumAttentionHeads)
 		}
 		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
 	}
 	if c.HeadDim <= 0 || c.HeadDim%2 != 0 {
-		return nil, fmt.Errorf("hfconfig: head_dim %d must be positive and even (RoPE rotates pairs)", c.HeadDim)
+		return fmt.Errorf("hfconfig: head_dim %d must be positive and even (RoPE rotates pairs)", c.HeadDim)
 	}
+	return nil
+}
+
+// parseNumerics reads the activation, the norm's epsilon, RoPE and the
+// longest position.
+func parseNumerics(r *raw, c *Config) error {
 	c.HiddenAct = "silu"
 	if r.HiddenAct != nil {
 		c.HiddenAct = *r.HiddenAct
 	}
 	if c.HiddenAct != "silu" {
-		return nil, fmt.Errorf("hfconfig: hidden_act %q is not supported (only silu, as in every llama/qwen2/qwen3 checkpoint)", c.HiddenAct)
+		return fmt.Errorf("hfconfig: hidden_act %q is not supported (only silu, as in every llama/qwen2/qwen3 checkpoint)", c.HiddenAct)
 	}
 	c.RMSNormEps = 1e-6
 	if r.RMSNormEps != nil {
 		c.RMSNormEps = *r.RMSNormEps
 	}
 	if !(c.RMSNormEps > 0) || math.IsInf(c.RMSNormEps, 0) {
-		return nil, fmt.Errorf("hfconfig: rms_norm_eps %v must be positive", c.RMSNormEps)
+		return fmt.Errorf("hfconfig: rms_norm_eps %v must be positive", c.RMSNormEps)
 	}
-	if c.RoPE, err = parseRoPE(r); err != nil {
-		return nil, err
+	var err error
+	if c.RoPE, err = parseRoPE(*r); err != nil {
+		return err
 	}
 	c.MaxPositionEmbeddings = map[string]int{"llama": 2048, "qwen2": 32768, "qwen3": 32768}[c.ModelType]
 	if r.MaxPositionEmbeddings != nil {
 		c.MaxPositionEmbeddings = *r.MaxPositionEmbeddings
 	}
 	if c.MaxPositionEmbeddings <= 0 {
-		return nil, fmt.Errorf("hfconfig: max_position_embeddings %d must be positive", c.MaxPositionEmbeddings)
+		return fmt.Errorf("hfconfig: max_position_embeddings %d must be positive", c.MaxPositionEmbeddings)
 	}
+	return nil
+}
+
+// parseLayers reads how the family builds its layers: tied embeddings,
+// biases, Qwen3's q/k norms, the sliding window and the stored dtype.
+func parseLayers(r *raw, c *Config) error {
 	if r.TieWordEmbeddings != nil {
 		c.TieWordEmbeddings = *r.TieWordEmbeddings
 	}
@@ -323,7 +347,7 @@ func Parse(data []byte) (*Config, error) {
 	c.QKNorm = c.ModelType == "qwen3"
 	if r.UseSlidingWindow != nil && *r.UseSlidingWindow {
 		if r.SlidingWindow == nil || *r.SlidingWindow <= 0 {
-			return nil, errors.New("hfconfig: use_sliding_window is true but sliding_window is not a positive number")
+			return errors.New("hfconfig: use_sliding_window is true but sliding_window is not a positive number")
 		}
 		c.SlidingWindow = *r.SlidingWindow
 	}
@@ -336,29 +360,35 @@ func Parse(data []byte) (*Config, error) {
 	case r.TorchDType != nil:
 		c.DType = *r.TorchDType
 	}
+	return nil
+}
+
+// parseSpecialIDs reads the bos, eos and pad token ids, each inside the
+// vocabulary.
+func parseSpecialIDs(r *raw, c *Config) error {
 	ids, err := tokenIDs("bos_token_id", r.BOSTokenID, c.VocabSize)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(ids) > 1 {
-		return nil, fmt.Errorf("hfconfig: bos_token_id: want one id, got %v", ids)
+		return fmt.Errorf("hfconfig: bos_token_id: want one id, got %v", ids)
 	}
 	if len(ids) == 1 {
 		c.BOSTokenID = &ids[0]
 	}
 	if c.EOSTokenIDs, err = tokenIDs("eos_token_id", r.EOSTokenID, c.VocabSize); err != nil {
-		return nil, err
+		return err
 	}
 	if ids, err = tokenIDs("pad_token_id", r.PadTokenID, c.VocabSize); err != nil {
-		return nil, err
+		return err
 	}
 	if len(ids) > 1 {
-		return nil, fmt.Errorf("hfconfig: pad_token_id: want one id, got %v", ids)
+		return fmt.Errorf("hfconfig: pad_token_id: want one id, got %v", ids)
 	}
 	if len(ids) == 1 {
 		c.PadTokenID = &ids[0]
 	}
-	return c, nil
+	return nil
 }
 
 // tokenIDs decodes a token id field written as an int, a list of ints, or null. Each

@@ -228,41 +228,11 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidde
 					if tg := int(targets[r0+i]) - v0; tg >= 0 && tg < cs {
 						zt[i] = row[tg]
 					}
-					var cm float32
-					if b.vec.rowMax != nil {
-						cm = b.vec.rowMax(row)
-					} else {
-						cm = rowMax(row)
-					}
-					if cm > m[i] {
-						if s[i] > 0 {
-							d := float64(m[i] - cm)
-							f := math.Exp(d)
-							t[i] = (t[i] + d*s[i]) * f
-							s[i] *= f
-							if ex != nil {
-								scaleRow(ex[i*C:(i+1)*C], float32(f))
-							}
-						}
-						m[i] = cm
-					}
-					mi := m[i]
-					var cs1, ct float64
-					if b.vec.expSums != nil {
-						cs1, ct = b.vec.expSums(row, mi)
-					} else {
-						for _, x := range row {
-							d := x - mi
-							e := float64(exp32(d))
-							cs1 += e
-							ct += e * float64(d)
-						}
-					}
-					s[i] += cs1
-					t[i] += ct
+					var exRow []float32 // [C]
 					if ex != nil {
-						b.ExpShift(row, row, mi, 1) // row ← exp(z − m), in place
+						exRow = ex[i*C : (i+1)*C]
 					}
+					b.foldChunk(row, &m[i], &s[i], &t[i], exRow)
 				}
 			})
 			if ex != nil {
@@ -286,6 +256,49 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidde
 				logprob[n] = zt[i] - lse[n]
 			}
 		}
+	}
+}
+
+// foldChunk folds one chunk of a row's logits into the row's running
+// maximum m, s = Σ exp(z − m) and t = Σ exp(z − m)·(z − m), rescaling them
+// when the chunk raises the maximum, as logprobForward describes. With ex
+// (the row's unnormalised expect [C]) it rescales ex too and leaves
+// exp(z − m) in row, for the caller's product with the chunk's weights.
+func (b *Backend) foldChunk(row []float32, m *float32, s, t *float64, ex []float32) {
+	var cm float32
+	if b.vec.rowMax != nil {
+		cm = b.vec.rowMax(row)
+	} else {
+		cm = rowMax(row)
+	}
+	if cm > *m {
+		if *s > 0 {
+			d := float64(*m - cm)
+			f := math.Exp(d)
+			*t = (*t + d**s) * f
+			*s *= f
+			if ex != nil {
+				scaleRow(ex, float32(f))
+			}
+		}
+		*m = cm
+	}
+	mi := *m
+	var cs1, ct float64
+	if b.vec.expSums != nil {
+		cs1, ct = b.vec.expSums(row, mi)
+	} else {
+		for _, x := range row {
+			d := x - mi
+			e := float64(exp32(d))
+			cs1 += e
+			ct += e * float64(d)
+		}
+	}
+	*s += cs1
+	*t += ct
+	if ex != nil {
+		b.ExpShift(row, row, mi, 1) // row ← exp(z − m), in place
 	}
 }
 

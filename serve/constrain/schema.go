@@ -229,127 +229,23 @@ func intField(obj map[string]json.RawMessage, key, path string, def int) (int, e
 // compileType compiles obj read as the one type typ.
 func compileType(obj map[string]json.RawMessage, typ, path string, depth int) (*Schema, error) {
 	s := &Schema{maxLength: -1, maxItems: -1}
+	var err error
 	switch typ {
 	case "object":
 		s.kind = kObject
-		var required []string
-		if r, ok := obj["required"]; ok {
-			if err := json.Unmarshal(r, &required); err != nil {
-				return nil, fmt.Errorf("%s.required: want a list of property names", path)
-			}
-		}
-		var addl json.RawMessage
-		if a, ok := obj["additionalProperties"]; ok {
-			addl = bytes.TrimSpace(a)
-		}
-		p, ok := obj["properties"]
-		if !ok {
-			if len(required) > 0 {
-				return nil, fmt.Errorf("%s.required: required keys need \"properties\" that declare them", path)
-			}
-			if bytes.Equal(addl, []byte("false")) {
-				s.minLen = 2 // only {}
-				return s, nil
-			}
-			s.anyKeys = true
-			if len(addl) > 0 && !bytes.Equal(addl, []byte("true")) {
-				v, err := compile(addl, path+".additionalProperties", depth+1)
-				if err != nil {
-					return nil, err
-				}
-				s.values = v
-			}
-			s.minLen = 2
-			return s, nil
-		}
-		names, props, err := orderedObject(p)
-		if err != nil {
-			return nil, fmt.Errorf("%s.properties: %w", path, err)
-		}
-		for _, r := range required {
-			if _, ok := props[r]; !ok {
-				return nil, fmt.Errorf("%s.required: %q is not among the properties", path, r)
-			}
-		}
-		// Every property is emitted, in the schema's order: that satisfies
-		// required whatever it lists, and additionalProperties whatever it is.
-		s.minLen = 2 + max(len(names)-1, 0)
-		for _, n := range names {
-			sub, err := compile(props[n], path+".properties."+n, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			key, _ := json.Marshal(n)
-			s.props = append(s.props, prop{key: string(key) + ":", schema: sub})
-			s.minLen += len(key) + 1 + sub.minLen
-		}
+		err = compileObject(s, obj, path, depth)
 	case "array":
 		s.kind = kArray
-		s.items = anyValue()
-		if it, ok := obj["items"]; ok {
-			sub, err := compile(it, path+".items", depth+1)
-			if err != nil {
-				return nil, err
-			}
-			s.items = sub
-		}
-		var err error
-		if s.minItems, err = intField(obj, "minItems", path, 0); err != nil {
-			return nil, err
-		}
-		if s.maxItems, err = intField(obj, "maxItems", path, -1); err != nil {
-			return nil, err
-		}
-		if s.maxItems >= 0 && s.maxItems < s.minItems {
-			return nil, fmt.Errorf("%s: maxItems %d is below minItems %d", path, s.maxItems, s.minItems)
-		}
-		s.minLen = 2
-		if s.minItems > 0 {
-			s.minLen += s.minItems*s.items.minLen + s.minItems - 1
-		}
+		err = compileArray(s, obj, path, depth)
 	case "string":
 		s.kind = kString
-		var err error
-		if s.minLength, err = intField(obj, "minLength", path, 0); err != nil {
-			return nil, err
-		}
-		if s.maxLength, err = intField(obj, "maxLength", path, -1); err != nil {
-			return nil, err
-		}
-		if s.maxLength >= 0 && s.maxLength < s.minLength {
-			return nil, fmt.Errorf("%s: maxLength %d is below minLength %d", path, s.maxLength, s.minLength)
-		}
-		s.minLen = 2 + s.minLength
+		err = compileString(s, obj, path)
 	case "number", "integer":
 		s.kind = kNumber
 		if typ == "integer" {
 			s.kind = kInteger
 		}
-		if err := readRange(s, obj, path); err != nil {
-			return nil, err
-		}
-		if s.kind == kInteger {
-			// Integer bounds, closed: the recogniser's intervals are exact for them.
-			if s.hasMin {
-				m := math.Ceil(s.min)
-				if s.exclMin && m == s.min {
-					m++
-				}
-				s.min, s.exclMin = m, false
-			}
-			if s.hasMax {
-				m := math.Floor(s.max)
-				if s.exclMax && m == s.max {
-					m--
-				}
-				s.max, s.exclMax = m, false
-			}
-		}
-		n := minNumberBytes(s, nil)
-		if n < 0 {
-			return nil, fmt.Errorf("%s: no %s of at most %d characters lies within minimum/maximum", path, typ, maxNumberBytes)
-		}
-		s.minLen = n
+		err = compileNumber(s, obj, typ, path)
 	case "boolean":
 		s.kind, s.enum, s.minLen = kBool, []string{"true", "false"}, 4
 	case "null":
@@ -357,7 +253,141 @@ func compileType(obj map[string]json.RawMessage, typ, path string, depth int) (*
 	default:
 		return nil, fmt.Errorf("%s.type: %q is not a JSON Schema type", path, typ)
 	}
+	if err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// compileObject fills s from an object schema: its properties, in order,
+// or with none, any keys (whose values follow additionalProperties).
+func compileObject(s *Schema, obj map[string]json.RawMessage, path string, depth int) error {
+	var required []string
+	if r, ok := obj["required"]; ok {
+		if err := json.Unmarshal(r, &required); err != nil {
+			return fmt.Errorf("%s.required: want a list of property names", path)
+		}
+	}
+	var addl json.RawMessage
+	if a, ok := obj["additionalProperties"]; ok {
+		addl = bytes.TrimSpace(a)
+	}
+	p, ok := obj["properties"]
+	if !ok {
+		if len(required) > 0 {
+			return fmt.Errorf("%s.required: required keys need \"properties\" that declare them", path)
+		}
+		if bytes.Equal(addl, []byte("false")) {
+			s.minLen = 2 // only {}
+			return nil
+		}
+		s.anyKeys = true
+		if len(addl) > 0 && !bytes.Equal(addl, []byte("true")) {
+			v, err := compile(addl, path+".additionalProperties", depth+1)
+			if err != nil {
+				return err
+			}
+			s.values = v
+		}
+		s.minLen = 2
+		return nil
+	}
+	names, props, err := orderedObject(p)
+	if err != nil {
+		return fmt.Errorf("%s.properties: %w", path, err)
+	}
+	for _, r := range required {
+		if _, ok := props[r]; !ok {
+			return fmt.Errorf("%s.required: %q is not among the properties", path, r)
+		}
+	}
+	// Every property is emitted, in the schema's order: that satisfies
+	// required whatever it lists, and additionalProperties whatever it is.
+	s.minLen = 2 + max(len(names)-1, 0)
+	for _, n := range names {
+		sub, err := compile(props[n], path+".properties."+n, depth+1)
+		if err != nil {
+			return err
+		}
+		key, _ := json.Marshal(n)
+		s.props = append(s.props, prop{key: string(key) + ":", schema: sub})
+		s.minLen += len(key) + 1 + sub.minLen
+	}
+	return nil
+}
+
+// compileArray fills s from an array schema: items and their count.
+func compileArray(s *Schema, obj map[string]json.RawMessage, path string, depth int) error {
+	s.items = anyValue()
+	if it, ok := obj["items"]; ok {
+		sub, err := compile(it, path+".items", depth+1)
+		if err != nil {
+			return err
+		}
+		s.items = sub
+	}
+	var err error
+	if s.minItems, err = intField(obj, "minItems", path, 0); err != nil {
+		return err
+	}
+	if s.maxItems, err = intField(obj, "maxItems", path, -1); err != nil {
+		return err
+	}
+	if s.maxItems >= 0 && s.maxItems < s.minItems {
+		return fmt.Errorf("%s: maxItems %d is below minItems %d", path, s.maxItems, s.minItems)
+	}
+	s.minLen = 2
+	if s.minItems > 0 {
+		s.minLen += s.minItems*s.items.minLen + s.minItems - 1
+	}
+	return nil
+}
+
+// compileString fills s from a string schema: its length bounds.
+func compileString(s *Schema, obj map[string]json.RawMessage, path string) error {
+	var err error
+	if s.minLength, err = intField(obj, "minLength", path, 0); err != nil {
+		return err
+	}
+	if s.maxLength, err = intField(obj, "maxLength", path, -1); err != nil {
+		return err
+	}
+	if s.maxLength >= 0 && s.maxLength < s.minLength {
+		return fmt.Errorf("%s: maxLength %d is below minLength %d", path, s.maxLength, s.minLength)
+	}
+	s.minLen = 2 + s.minLength
+	return nil
+}
+
+// compileNumber fills s (kind kNumber or kInteger, for typ) from a number
+// or integer schema: its range, closed for integers.
+func compileNumber(s *Schema, obj map[string]json.RawMessage, typ, path string) error {
+	if err := readRange(s, obj, path); err != nil {
+		return err
+	}
+	if s.kind == kInteger {
+		// Integer bounds, closed: the recogniser's intervals are exact for them.
+		if s.hasMin {
+			m := math.Ceil(s.min)
+			if s.exclMin && m == s.min {
+				m++
+			}
+			s.min, s.exclMin = m, false
+		}
+		if s.hasMax {
+			m := math.Floor(s.max)
+			if s.exclMax && m == s.max {
+				m--
+			}
+			s.max, s.exclMax = m, false
+		}
+	}
+	n := minNumberBytes(s, nil)
+	if n < 0 {
+		return fmt.Errorf("%s: no %s of at most %d characters lies within minimum/maximum", path, typ, maxNumberBytes)
+	}
+	s.minLen = n
+	return nil
 }
 
 // readRange reads minimum/maximum and their exclusive forms (numbers in

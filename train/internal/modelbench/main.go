@@ -145,28 +145,9 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	if o.Batch < 1 || o.Seq < 1 || o.Steps < 1 || o.Tokens < 1 || o.Prompt < 1 {
 		return fmt.Errorf("--batch, --seq, --steps, --tokens and --prompt must be ≥ 1")
 	}
-	want := map[string]bool{}
-	if o.Rows != "" {
-		known := map[string]bool{}
-		for _, n := range rowNames() {
-			known[n] = true
-		}
-		for _, n := range strings.Split(o.Rows, ",") {
-			n = strings.TrimSpace(n)
-			if !known[n] {
-				return fmt.Errorf("--rows: unknown row %q (known: %s)", n, strings.Join(rowNames(), ", "))
-			}
-			want[n] = true
-		}
-	}
-	who := map[string]bool{}
-	for _, c := range strings.Split(o.Contenders, ",") {
-		switch c = strings.TrimSpace(c); c {
-		case "hone", "torch":
-			who[c] = true
-		default:
-			return fmt.Errorf("--contenders: unknown %q (want hone, torch)", c)
-		}
+	want, who, err := selection(o)
+	if err != nil {
+		return err
 	}
 	if who["torch"] && o.Reference == "" {
 		ref, err := findReference()
@@ -197,6 +178,46 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "SGEMM peak (kernels/cpu, %d² square, best of 3): %.1f GFLOP/s\n\n", o.PeakSize, peak)
 
+	table, err := runRows(ctx, w, o, want, who, self, env)
+	if err != nil {
+		return err
+	}
+	writeRateTable(w, table, peak, o.Repeat)
+	writeMemoryTable(w, table)
+	return nil
+}
+
+// selection reads --rows (want; empty: every row) and --contenders (who).
+func selection(o Options) (want, who map[string]bool, err error) {
+	want = map[string]bool{}
+	if o.Rows != "" {
+		known := map[string]bool{}
+		for _, n := range rowNames() {
+			known[n] = true
+		}
+		for _, n := range strings.Split(o.Rows, ",") {
+			n = strings.TrimSpace(n)
+			if !known[n] {
+				return nil, nil, fmt.Errorf("--rows: unknown row %q (known: %s)", n, strings.Join(rowNames(), ", "))
+			}
+			want[n] = true
+		}
+	}
+	who = map[string]bool{}
+	for _, c := range strings.Split(o.Contenders, ",") {
+		switch c = strings.TrimSpace(c); c {
+		case "hone", "torch":
+			who[c] = true
+		default:
+			return nil, nil, fmt.Errorf("--contenders: unknown %q (want hone, torch)", c)
+		}
+	}
+	return want, who, nil
+}
+
+// runRows runs the contenders on each row wanted, taking turns, printing a
+// line per run, and returns the runs of each row.
+func runRows(ctx context.Context, w io.Writer, o Options, want, who map[string]bool, self string, env []string) ([]line, error) {
 	var table []line
 	for _, r := range rows() {
 		if len(want) > 0 && !want[r.name] {
@@ -224,7 +245,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 				start := time.Now()
 				res := runChild(ctx, bin, args, env)
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return nil, ctx.Err()
 				}
 				status := "ok"
 				if res.Err != nil {
@@ -245,7 +266,12 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		}
 		table = append(table, ln)
 	}
+	return table, nil
+}
 
+// writeRateTable prints tokens/s, GFLOP/s (and the share of the SGEMM peak)
+// and RSS of each row, for each contender.
+func writeRateTable(w io.Writer, table []line, peak float64, repeat int) {
 	fmt.Fprintf(w, "\n%-20s %20s %20s %8s %18s %18s %9s %9s\n", "row", "hone tok/s", "torch tok/s", "hone/pt",
 		"hone GFLOP/s (%pk)", "torch GFLOP/s(%pk)", "hone RSS", "torch RSS")
 	for _, ln := range table {
@@ -269,11 +295,9 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "%-20s %20s %20s %8s %18s %18s %9s %9s\n", ln.r.name, ht, tt, ratio, hg, tg, hr, tr)
 	}
-	if o.Repeat > 1 {
+	if repeat > 1 {
 		fmt.Fprintf(w, "decode rows: median of the runs that succeeded (range in brackets); hone/pt is the ratio of the medians\n")
 	}
-	writeMemoryTable(w, table)
-	return nil
 }
 
 // line is one row of the report: every run of each contender.

@@ -173,23 +173,10 @@ type result struct {
 // error wraps ErrAllFailed. Both name the most common episode error, and
 // the output is complete either way: the caller decides to keep it.
 func Run(ctx context.Context, o Options) (Stats, error) {
-	o.finish()
 	var st Stats
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.NewEnv == nil {
-		o.NewEnv = NewEnv
-	}
-	if o.GroupSize <= 0 || o.Concurrency <= 0 {
-		return st, fmt.Errorf("%w: --group-size and --concurrency must be positive", ErrUsage)
-	}
-	scripted, policyName, err := parsePolicy(o.Policy)
+	scripted, policyName, err := o.prepare()
 	if err != nil {
 		return st, err
-	}
-	if !scripted && o.Model.Model == "" {
-		return st, fmt.Errorf("%w: --model is required unless --policy scripted", ErrUsage)
 	}
 	scs, scEnvs, closeEnvs, err := loadScenarios(ctx, o, scripted)
 	defer closeEnvs()
@@ -297,6 +284,29 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 		return st, fmt.Errorf("%w (%d of %d), %s; %s", ErrAllFailed, st.Failures, st.Episodes, tally.mostCommon(), failureAdvice(o, scripted))
 	}
 	return st, nil
+}
+
+// prepare fills the defaults Run needs (flags moved into Model, a
+// discarding logger, NewEnv) and checks the options that need no file or
+// environment, returning the policy's kind and name.
+func (o *Options) prepare() (scripted bool, policyName string, err error) {
+	o.finish()
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.NewEnv == nil {
+		o.NewEnv = NewEnv
+	}
+	if o.GroupSize <= 0 || o.Concurrency <= 0 {
+		return false, "", fmt.Errorf("%w: --group-size and --concurrency must be positive", ErrUsage)
+	}
+	if scripted, policyName, err = parsePolicy(o.Policy); err != nil {
+		return false, "", err
+	}
+	if !scripted && o.Model.Model == "" {
+		return false, "", fmt.Errorf("%w: --model is required unless --policy scripted", ErrUsage)
+	}
+	return scripted, policyName, nil
 }
 
 // errorTally counts episode errors by their text, to name the most common

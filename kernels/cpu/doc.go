@@ -31,7 +31,7 @@
 // Decode-sized products (at most 64 input rows, the LM head included) skip
 // sgemm: the "rows" kernels read each weight row once for all inputs, in
 // register tiles, float32 or bfloat16 weights widened in registers (C with
-// AVX-512 or AVX2 chosen once at start-up, plain Go without cgo) — decode is
+// AVX-512 or AVX2 as New finds the CPU, plain Go without cgo) — decode is
 // memory bound, so half the bytes is nearly twice the speed. For more rows,
 // the built-in AVX-512 GEMM reads bfloat16 weights itself, widening them as
 // it packs its B panels; with OpenBLAS or gonum, bfloat16 weight tiles are
@@ -42,5 +42,10 @@
 // (Options.Workers goroutines, no globals); SwiGLU and the vocabulary
 // softmax rows have AVX-512 forms under cgo, the rest is plain Go. Below
 // Options.MinParallel units of work an op runs on the calling goroutine, so
-// tiny ops pay no scheduling.
+// tiny ops pay no scheduling. RowMax and ExpShift (a sampler's softmax of
+// one logits row) always run on the calling goroutine.
+//
+// New reads the CPU's instruction sets once and the Backend keeps them with
+// the GEMM it picked: the package holds no state, so two backends with
+// different Options run side by side, each as configured.
 package cpu

@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/runfolder"
 )
 
 // Manifest records which input files incremental runs consumed.

@@ -14,14 +14,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hone-rl/hone/format/chatmsg"
 )
 
 // jsonLine is one JSON Lines record: the OpenAI chat shape ({"messages",
 // "tools"}) plus Hone's fields, each omitted when empty. Field names match
 // the Parquet column names.
 type jsonLine struct {
-	Messages         []jsonMessage      `json:"messages"`
-	Tools            []jsonTool         `json:"tools,omitempty"`
+	Messages         []json.RawMessage  `json:"messages"`
+	Tools            []Tool             `json:"tools,omitempty"`
 	Run              string             `json:"run,omitempty"`
 	Step             int64              `json:"step,omitempty"`
 	Model            string             `json:"model,omitempty"`
@@ -42,44 +44,22 @@ type jsonLine struct {
 	FinishedAt       *time.Time         `json:"finished_at,omitempty"`
 }
 
-type jsonMessage struct {
-	Role             string          `json:"role"`
-	Content          json.RawMessage `json:"content"` // string, array of parts, or null
-	ToolCalls        []jsonToolCall  `json:"tool_calls,omitempty"`
-	ToolCallID       string          `json:"tool_call_id,omitempty"`
-	Name             string          `json:"name,omitempty"`
-	ReasoningContent string          `json:"reasoning_content,omitempty"`
-	Trainable        bool            `json:"trainable,omitempty"`
-	TokenIDs         []int32         `json:"token_ids,omitempty"`
-	Logprobs         []float32       `json:"logprobs,omitempty"`
-	FinishReason     string          `json:"finish_reason,omitempty"`
-	AnswerModel      string          `json:"answer_model,omitempty"`
-	LatencyMS        float64         `json:"latency_ms,omitempty"`
-}
-
-type jsonToolCall struct {
-	ID       string       `json:"id,omitempty"`
-	Type     string       `json:"type,omitempty"`
-	Function jsonFunction `json:"function"`
-}
-
-type jsonFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Arguments   *string         `json:"arguments,omitempty"`  // tool calls
-	Parameters  json.RawMessage `json:"parameters,omitempty"` // tools
-}
-
-type jsonTool struct {
-	Type     string       `json:"type"`
-	Function jsonFunction `json:"function"`
+// turnFields are Hone's fields of a message line, written after the chat
+// message's own (chatmsg.MarshalWith).
+type turnFields struct {
+	Trainable    bool      `json:"trainable,omitempty"`
+	TokenIDs     []int32   `json:"token_ids,omitempty"`
+	Logprobs     []float32 `json:"logprobs,omitempty"`
+	FinishReason string    `json:"finish_reason,omitempty"`
+	AnswerModel  string    `json:"answer_model,omitempty"`
+	LatencyMS    float64   `json:"latency_ms,omitempty"`
 }
 
 // jsonChoice is an OpenAI completion choice, as ART logs keep them in
 // "messages_and_choices": the policy's own turn.
 type jsonChoice struct {
-	FinishReason string      `json:"finish_reason"`
-	Message      jsonMessage `json:"message"`
+	FinishReason string          `json:"finish_reason"`
+	Message      json.RawMessage `json:"message"`
 	Logprobs     *struct {
 		Content []struct {
 			Token   string  `json:"token"`
@@ -98,9 +78,12 @@ type ImportResult struct {
 
 // ImportJSONL reads JSON Lines, one trajectory per line, in the OpenAI chat
 // shape: {"messages": [...], "tools": [...]} plus any of Hone's fields
-// (those ExportJSONL writes). ART's "messages_and_choices" is read as
-// "messages", a choice ({"message": ..., "finish_reason": ...}) becoming a
-// trainable assistant turn. source names the input in errors.
+// (those ExportJSONL writes). Messages and tools are read with
+// format/chatmsg, the shape's one codec: content parts are checked as
+// chatmsg.ContentText says, and tool-call arguments may be a string or a
+// JSON object. ART's "messages_and_choices" is read as "messages", a
+// choice ({"message": ..., "finish_reason": ...}) becoming a trainable
+// assistant turn. source names the input in errors.
 //
 // A line without "trajectory_id" gets one derived from its line number and
 // content: "t-" and the first 16 hex digits of SHA-256 over the decimal line
@@ -208,15 +191,11 @@ func parseLine(line []byte, lineNo int) (t Trajectory, genID, genGroup bool, err
 		t.Messages = append(t.Messages, msg)
 	}
 	for i, tool := range jl.Tools {
-		if tool.Function.Name == "" {
+		if tool.Name == "" {
 			return t, false, false, fmt.Errorf("tools[%d]: no function name", i)
 		}
-		tt := Tool{Type: tool.Type, Name: tool.Function.Name, Description: tool.Function.Description}
-		if len(tool.Function.Parameters) > 0 && string(tool.Function.Parameters) != "null" {
-			tt.Parameters = compact(tool.Function.Parameters)
-		}
-		t.Tools = append(t.Tools, tt)
 	}
+	t.Tools = jl.Tools
 	for k, v := range raw {
 		if knownKeys[k] {
 			continue
@@ -245,101 +224,63 @@ func parseMessage(raw json.RawMessage) (Message, error) {
 		return Message{}, err
 	}
 	if _, isChoice := probe["message"]; isChoice {
-		var c jsonChoice
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return Message{}, fmt.Errorf("choice: %w", err)
-		}
-		m, err := messageFromJSON(&c.Message, probe["message"])
-		if err != nil {
-			return Message{}, err
-		}
-		m.Trainable = true
-		if m.FinishReason == "" {
-			m.FinishReason = c.FinishReason
-		}
-		if c.Logprobs != nil && len(m.Logprobs) == 0 {
-			ids := make([]int32, 0, len(c.Logprobs.Content))
-			for _, tok := range c.Logprobs.Content {
-				m.Logprobs = append(m.Logprobs, float32(tok.Logprob))
-				// vLLM with return_tokens_as_token_ids reports "token_id:123".
-				if s, ok := strings.CutPrefix(tok.Token, "token_id:"); ok {
-					if id, err := strconv.ParseInt(s, 10, 32); err == nil {
-						ids = append(ids, int32(id))
-					}
-				}
-			}
-			if len(m.TokenIDs) == 0 && len(ids) == len(m.Logprobs) {
-				m.TokenIDs = ids
-			}
-		}
-		return m, nil
+		return parseChoice(raw)
 	}
-	var jm jsonMessage
-	if err := json.Unmarshal(raw, &jm); err != nil {
-		return Message{}, err
-	}
-	_, hasContent := probe["content"]
-	if !hasContent {
-		jm.Content = nil
-	}
-	return messageFromJSON(&jm, raw)
+	return parseTurn(raw)
 }
 
-func messageFromJSON(jm *jsonMessage, _ json.RawMessage) (Message, error) {
-	m := Message{
-		Role: jm.Role, ToolCallID: jm.ToolCallID, Name: jm.Name, Trainable: jm.Trainable,
-		ReasoningContent: jm.ReasoningContent,
-		TokenIDs:         jm.TokenIDs, Logprobs: jm.Logprobs, FinishReason: jm.FinishReason,
-		AnswerModel: jm.AnswerModel,
+// parseTurn reads one message: the chat message and Hone's fields.
+func parseTurn(raw json.RawMessage) (Message, error) {
+	var c chatmsg.Message
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return Message{}, err
+	}
+	var f turnFields
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return Message{}, err
 	}
 	// A Duration holds about 292 years; refuse what it cannot.
-	if !(jm.LatencyMS >= 0 && jm.LatencyMS < 1e12) {
-		return m, fmt.Errorf("latency_ms %v: want 0 <= latency_ms < 1e12", jm.LatencyMS)
+	if !(f.LatencyMS >= 0 && f.LatencyMS < 1e12) {
+		return Message{}, fmt.Errorf("latency_ms %v: want 0 <= latency_ms < 1e12", f.LatencyMS)
 	}
-	m.Latency = time.Duration(math.Round(jm.LatencyMS * 1e6))
-	if m.Role == "" {
-		return m, errors.New("no role")
+	m, err := FromChat(c)
+	if err != nil {
+		return m, err
 	}
-	c := bytes.TrimSpace(jm.Content)
-	switch {
-	case len(c) == 0:
-		m.ContentParts = "null" // absent reads as null, the usual shape of a tool-call turn
-	case c[0] == '"':
-		if err := json.Unmarshal(c, &m.Content); err != nil {
-			return m, fmt.Errorf("content: %w", err)
-		}
-	default:
-		// null or a list of parts: keep the exact JSON, and the text parts
-		// joined, for readers that only want text.
-		m.ContentParts = compact(c)
-		if c[0] == '[' {
-			var parts []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal(c, &parts); err != nil {
-				return m, fmt.Errorf("content parts: %w", err)
-			}
-			var sb strings.Builder
-			for _, p := range parts {
-				if p.Type == "text" {
-					sb.WriteString(p.Text)
+	m.Trainable, m.TokenIDs, m.Logprobs, m.FinishReason, m.AnswerModel = f.Trainable, f.TokenIDs, f.Logprobs, f.FinishReason, f.AnswerModel
+	m.Latency = time.Duration(math.Round(f.LatencyMS * 1e6))
+	return m, nil
+}
+
+// parseChoice reads an ART choice: a trainable assistant turn, with the
+// logprobs (and vLLM's "token_id:N" tokens) of the choice.
+func parseChoice(raw json.RawMessage) (Message, error) {
+	var c jsonChoice
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return Message{}, fmt.Errorf("choice: %w", err)
+	}
+	m, err := parseTurn(c.Message)
+	if err != nil {
+		return Message{}, err
+	}
+	m.Trainable = true
+	if m.FinishReason == "" {
+		m.FinishReason = c.FinishReason
+	}
+	if c.Logprobs != nil && len(m.Logprobs) == 0 {
+		ids := make([]int32, 0, len(c.Logprobs.Content))
+		for _, tok := range c.Logprobs.Content {
+			m.Logprobs = append(m.Logprobs, float32(tok.Logprob))
+			// vLLM with return_tokens_as_token_ids reports "token_id:123".
+			if s, ok := strings.CutPrefix(tok.Token, "token_id:"); ok {
+				if id, err := strconv.ParseInt(s, 10, 32); err == nil {
+					ids = append(ids, int32(id))
 				}
 			}
-			m.Content = sb.String()
-		} else if string(c) != "null" {
-			return m, fmt.Errorf("content: want a string, a list of parts or null, got %.40s", c)
 		}
-	}
-	for j, tc := range jm.ToolCalls {
-		call := ToolCall{ID: tc.ID, Type: tc.Type, Name: tc.Function.Name}
-		if tc.Function.Arguments != nil {
-			call.Arguments = *tc.Function.Arguments
+		if len(m.TokenIDs) == 0 && len(ids) == len(m.Logprobs) {
+			m.TokenIDs = ids
 		}
-		if call.Name == "" {
-			return m, fmt.Errorf("tool_calls[%d]: no function name", j)
-		}
-		m.ToolCalls = append(m.ToolCalls, call)
 	}
 	return m, nil
 }
@@ -380,8 +321,8 @@ func ExportJSONL(w io.Writer, groups ...Group) error {
 		for i := range g.Trajectories {
 			t := &g.Trajectories[i]
 			jl := jsonLine{
-				Messages: make([]jsonMessage, len(t.Messages)),
-				Run:      t.Run, Step: t.Step, Model: t.Model, Adapter: t.Adapter,
+				Messages: make([]json.RawMessage, len(t.Messages)), Tools: t.Tools,
+				Run: t.Run, Step: t.Step, Model: t.Model, Adapter: t.Adapter,
 				ScenarioID: t.ScenarioID, Split: t.Split, GroupID: t.GroupID, TrajectoryID: t.ID,
 				Env: t.Env, Reward: t.Reward, RewardComponents: t.RewardComponents,
 				Metrics: t.Metrics, Metadata: t.Metadata, Error: t.Error,
@@ -395,34 +336,14 @@ func ExportJSONL(w io.Writer, groups ...Group) error {
 			}
 			for j := range t.Messages {
 				m := &t.Messages[j]
-				jm := jsonMessage{
-					Role: m.Role, ToolCallID: m.ToolCallID, Name: m.Name, Trainable: m.Trainable,
-					ReasoningContent: m.ReasoningContent,
-					TokenIDs:         m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
+				b, err := chatmsg.MarshalWith(m.Chat(), turnFields{
+					Trainable: m.Trainable, TokenIDs: m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
 					AnswerModel: m.AnswerModel, LatencyMS: float64(m.Latency) / 1e6,
+				})
+				if err != nil {
+					return fmt.Errorf("trajectory: export %q messages[%d]: %w", t.ID, j, err)
 				}
-				if m.ContentParts != "" {
-					jm.Content = json.RawMessage(m.ContentParts)
-				} else {
-					b, err := json.Marshal(m.Content)
-					if err != nil {
-						return fmt.Errorf("trajectory: export %q messages[%d]: %w", t.ID, j, err)
-					}
-					jm.Content = b
-				}
-				for _, c := range m.ToolCalls {
-					args := c.Arguments
-					jm.ToolCalls = append(jm.ToolCalls, jsonToolCall{ID: c.ID, Type: c.Type,
-						Function: jsonFunction{Name: c.Name, Arguments: &args}})
-				}
-				jl.Messages[j] = jm
-			}
-			for _, tool := range t.Tools {
-				jt := jsonTool{Type: tool.Type, Function: jsonFunction{Name: tool.Name, Description: tool.Description}}
-				if tool.Parameters != "" {
-					jt.Function.Parameters = json.RawMessage(tool.Parameters)
-				}
-				jl.Tools = append(jl.Tools, jt)
+				jl.Messages[j] = b
 			}
 			if err := enc.Encode(&jl); err != nil {
 				return fmt.Errorf("trajectory: export group %q, trajectory %q: %w", g.ID, t.ID, err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hone-rl/hone/format/chatmsg"
 )
 
 // SchemaVersion is the version of the row layout this build writes and the
@@ -59,13 +61,14 @@ type Trajectory struct {
 }
 
 // Message is one chat turn in the OpenAI chat shape, plus what the policy's
-// server reported for the turns it produced.
+// server reported for the turns it produced. Chat and FromChat convert it
+// to and from format/chatmsg's Message, the shape's one codec.
 type Message struct {
 	Role string // system, user, assistant, tool (or developer, ...)
 	// Content is the message text. When the original content was not a plain
-	// string (a list of parts, or null), Content holds the concatenated text
-	// parts and ContentParts holds the original JSON value exactly, which
-	// export restores.
+	// string (a list of parts, or null), Content holds the text parts joined
+	// and ContentParts holds the original JSON value exactly (compacted),
+	// which export restores.
 	Content      string
 	ContentParts string
 	ToolCalls    []ToolCall
@@ -85,21 +88,14 @@ type Message struct {
 	Latency      time.Duration // wall time of the completion request
 }
 
-// ToolCall is one function call requested by an assistant turn.
-type ToolCall struct {
-	ID        string
-	Type      string // "function"
-	Name      string // function name
-	Arguments string // JSON text exactly as the model produced it
-}
-
-// Tool is one tool offered to the model.
-type Tool struct {
-	Type        string // "function"
-	Name        string
-	Description string
-	Parameters  string // JSON schema of the arguments ("" when none)
-}
+// ToolCall is one function call requested by an assistant turn, and Tool
+// one tool offered to the model: both are the OpenAI chat shape's own
+// types (format/chatmsg), which JSON Lines files and every stage write and
+// read the same way.
+type (
+	ToolCall = chatmsg.ToolCall
+	Tool     = chatmsg.Tool
+)
 
 // RewardComponent is one named part of a reward, with the scorer's
 // explanation of it.

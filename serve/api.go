@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"reflect"
 
-	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/serve/engine"
 )
 
 // The OpenAI wire shapes hone-serve reads and writes, with vLLM's extras
 // (top_k, return_token_ids, token_ids, prompt_token_ids, chat_template_kwargs).
+// Messages, their stream deltas and tool calls are format/chatmsg's.
 
 // stringList is OpenAI's "string or array of strings" (stop).
 type stringList []string
@@ -78,14 +79,14 @@ type responseFormat struct {
 
 type chatRequest struct {
 	samplingFields
-	Messages            []chattemplate.Message `json:"messages"`
-	Tools               []json.RawMessage      `json:"tools"`
-	ToolChoice          json.RawMessage        `json:"tool_choice"`
-	Logprobs            bool                   `json:"logprobs"`
-	TopLogprobs         *int                   `json:"top_logprobs"`
-	ResponseFormat      *responseFormat        `json:"response_format"`
-	ChatTemplateKwargs  map[string]any         `json:"chat_template_kwargs"`
-	AddGenerationPrompt *bool                  `json:"add_generation_prompt"`
+	Messages            []chatmsg.Message `json:"messages"`
+	Tools               []json.RawMessage `json:"tools"`
+	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	Logprobs            bool              `json:"logprobs"`
+	TopLogprobs         *int              `json:"top_logprobs"`
+	ResponseFormat      *responseFormat   `json:"response_format"`
+	ChatTemplateKwargs  map[string]any    `json:"chat_template_kwargs"`
+	AddGenerationPrompt *bool             `json:"add_generation_prompt"`
 }
 
 type completionRequest struct {
@@ -124,31 +125,13 @@ type chatLogprobs struct {
 	Content []tokenLogprob `json:"content"`
 }
 
-type toolCallFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type toolCall struct {
-	Index    *int             `json:"index,omitempty"` // streaming deltas only
-	ID       string           `json:"id"`
-	Type     string           `json:"type"`
-	Function toolCallFunction `json:"function"`
-}
-
-type chatMessage struct {
-	Role      string     `json:"role,omitempty"`
-	Content   *string    `json:"content"`
-	ToolCalls []toolCall `json:"tool_calls,omitempty"`
-}
-
 type chatChoice struct {
-	Index        int           `json:"index"`
-	Message      *chatMessage  `json:"message,omitempty"`
-	Delta        *chatMessage  `json:"delta,omitempty"`
-	Logprobs     *chatLogprobs `json:"logprobs"`
-	FinishReason *string       `json:"finish_reason"`
-	TokenIDs     []int32       `json:"token_ids,omitempty"`
+	Index        int              `json:"index"`
+	Message      *chatmsg.Message `json:"message,omitempty"`
+	Delta        *chatmsg.Delta   `json:"delta,omitempty"`
+	Logprobs     *chatLogprobs    `json:"logprobs"`
+	FinishReason *string          `json:"finish_reason"`
+	TokenIDs     []int32          `json:"token_ids,omitempty"`
 }
 
 type chatResponse struct {

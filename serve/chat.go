@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/chattemplate"
 	"github.com/hone-rl/hone/serve/constrain"
 	"github.com/hone-rl/hone/serve/engine"
@@ -285,9 +286,9 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 }
 
 // chatMessage builds the assistant message, with tool calls parsed out when
-// tools are in play.
-func (s *Server) chatMessage(text, finish string, tm toolMode) (*chatMessage, string) {
-	msg := &chatMessage{Role: "assistant", Content: &text}
+// tools are in play; a message of tool calls alone has null content.
+func (s *Server) chatMessage(text, finish string, tm toolMode) (*chatmsg.Message, string) {
+	msg := &chatmsg.Message{Role: "assistant", Content: text}
 	if !tm.parse {
 		return msg, finish
 	}
@@ -296,12 +297,11 @@ func (s *Server) chatMessage(text, finish string, tm toolMode) (*chatMessage, st
 		return msg, finish
 	}
 	for _, c := range calls {
-		msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: newID("call_"), Type: "function", Function: toolCallFunction{Name: c.Name, Arguments: c.Arguments}})
+		msg.ToolCalls = append(msg.ToolCalls, chatmsg.ToolCall{ID: newID("call_"), Type: "function", Name: c.Name, Arguments: c.Arguments})
 	}
+	msg.Content = content
 	if content == "" {
-		msg.Content = nil
-	} else {
-		msg.Content = &content
+		msg.ContentJSON = json.RawMessage("null")
 	}
 	return msg, "tool_calls"
 }
@@ -361,7 +361,7 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 	empty := ""
 	var firsts []chatChoice
 	for i := range n {
-		firsts = append(firsts, chatChoice{Index: i, Delta: &chatMessage{Role: "assistant", Content: &empty}})
+		firsts = append(firsts, chatChoice{Index: i, Delta: &chatmsg.Delta{Role: "assistant", Content: &empty}})
 	}
 	chunk(firsts, nil, true)
 	held := make([]choiceOut, n)
@@ -385,7 +385,7 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 					first = false
 				}
 			}
-			ch := chatChoice{Index: ev.Choice, Delta: &chatMessage{}}
+			ch := chatChoice{Index: ev.Choice, Delta: &chatmsg.Delta{}}
 			text := ev.Text
 			if tm.parse {
 				held[ev.Choice].add(ev)
@@ -407,12 +407,8 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 				if tm.parse {
 					msg, f := s.chatMessage(held[ev.Choice].text.String(), ev.Finish, tm)
 					finish = f
-					ch.Delta.Content = msg.Content
-					for k := range msg.ToolCalls {
-						k := k
-						msg.ToolCalls[k].Index = &k
-					}
-					ch.Delta.ToolCalls = msg.ToolCalls
+					d := msg.Delta()
+					ch.Delta.Content, ch.Delta.ToolCalls = d.Content, d.ToolCalls
 				}
 				ch.FinishReason = &finish
 			}

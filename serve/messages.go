@@ -1,11 +1,10 @@
 package serve
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 
-	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/format/chatmsg"
 )
 
 // roleList is the message roles OpenAI's chat API accepts, for errors.
@@ -24,8 +23,8 @@ func knownRole(role string) bool {
 
 // checkMessages refuses what no template should be given: a missing or
 // unknown role, and content that is neither text, null nor a list of
-// content parts.
-func checkMessages(msgs []chattemplate.Message) error {
+// content parts (chatmsg.ContentText says which part is wrong).
+func checkMessages(msgs []chatmsg.Message) error {
 	for i, m := range msgs {
 		at := fmt.Sprintf("messages[%d]", i)
 		switch {
@@ -34,40 +33,13 @@ func checkMessages(msgs []chattemplate.Message) error {
 		case !knownRole(m.Role):
 			return badRequest(at+".role", "%s.role: unknown role %q; want %s", at, clip(m.Role, 40), roleList)
 		}
-		if err := checkContent(at+".content", m.ContentJSON); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkContent checks a message's content given as JSON other than a
-// string (raw is nil for a string): null, or an array of content parts,
-// each an object, text parts with their text a string.
-func checkContent(at string, raw json.RawMessage) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || jsonKind(raw) == "null" {
-		return nil
-	}
-	var parts []json.RawMessage
-	if jsonKind(raw) != "array" || json.Unmarshal(raw, &parts) != nil {
-		return badRequest(at, "%s: expected a string or an array of content parts, got %s", at, kindPhrase(jsonKind(raw)))
-	}
-	for j, p := range parts {
-		pat := fmt.Sprintf("%s[%d]", at, j)
-		var part struct {
-			Type json.RawMessage `json:"type"`
-			Text json.RawMessage `json:"text"`
-		}
-		if jsonKind(p) != "object" || json.Unmarshal(p, &part) != nil {
-			return badRequest(pat, "%s: expected a content part (an object with a type), got %s", pat, kindPhrase(jsonKind(p)))
-		}
-		var typ string
-		if json.Unmarshal(part.Type, &typ) != nil {
-			return badRequest(pat+".type", "%s.type: expected a string such as \"text\", got %s", pat, kindPhrase(jsonKind(part.Type)))
-		}
-		if typ == "text" && jsonKind(part.Text) != "string" {
-			return badRequest(pat+".text", "%s.text: expected a string, got %s", pat, kindPhrase(jsonKind(part.Text)))
+		if _, err := chatmsg.ContentText(m.ContentJSON); err != nil {
+			var ce *chatmsg.ContentError
+			if !errors.As(err, &ce) {
+				return badRequest(at+".content", "%s.%v", at, err)
+			}
+			path := at + ".content" + ce.Path
+			return badRequest(path, "%s: %s", path, ce.Detail())
 		}
 	}
 	return nil

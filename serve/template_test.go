@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/chattemplate"
 	"github.com/hone-rl/hone/format/tokenizer"
 )
@@ -71,8 +72,8 @@ func TestToolsReachTheTemplate(t *testing.T) {
 	}
 	body, _ := json.Marshal(p)
 	var req struct {
-		Messages []chattemplate.Message `json:"messages"`
-		Tools    []json.RawMessage      `json:"tools"`
+		Messages []chatmsg.Message `json:"messages"`
+		Tools    []json.RawMessage `json:"tools"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatal(err)

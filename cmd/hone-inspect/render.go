@@ -97,11 +97,10 @@ func runRender(ctx context.Context, a *app, o renderOptions, agpSet, kwSet bool)
 	if !kwSet {
 		kwargs = extras.ChatTemplateKwargs
 	}
-	if in, err = argumentsAsText(in); err != nil {
-		return cli.BadInputf("stdin: %w", err)
-	}
 	// The trajectory JSONL reader parses the OpenAI chat shape (content
-	// parts, tool calls, reasoning_content); it wants the object on one line.
+	// parts, tool calls with arguments as text or, as Hugging Face's
+	// examples write them, as objects, reasoning_content); it wants the
+	// object on one line.
 	var line bytes.Buffer
 	if err := json.Compact(&line, in); err != nil {
 		return cli.BadInputf("stdin: %w", err)
@@ -177,61 +176,4 @@ func contextSequence(ids []int) layout.Sequence {
 		s.Logprobs[i] = float32(math.NaN())
 	}
 	return s
-}
-
-// argumentsAsText turns tool-call arguments written as JSON objects (as
-// Hugging Face's examples write them) into the OpenAI wire form, a string
-// holding the JSON text with its key order, which the trajectory format
-// stores. The template still receives them as a dict.
-func argumentsAsText(in []byte) ([]byte, error) {
-	var conv map[string]json.RawMessage
-	if err := json.Unmarshal(in, &conv); err != nil {
-		return nil, err
-	}
-	var msgs []map[string]json.RawMessage
-	if len(conv["messages"]) == 0 || json.Unmarshal(conv["messages"], &msgs) != nil {
-		return in, nil // not a list of objects: the reader will say what is wrong
-	}
-	changed := false
-	for i, m := range msgs {
-		var calls []map[string]json.RawMessage
-		if len(m["tool_calls"]) == 0 || json.Unmarshal(m["tool_calls"], &calls) != nil {
-			continue
-		}
-		for j, c := range calls {
-			var fn map[string]json.RawMessage
-			if len(c["function"]) == 0 || json.Unmarshal(c["function"], &fn) != nil {
-				continue
-			}
-			args := bytes.TrimSpace(fn["arguments"])
-			if len(args) == 0 || args[0] != '{' {
-				continue
-			}
-			text, err := json.Marshal(string(args))
-			if err != nil {
-				return nil, fmt.Errorf("messages[%d].tool_calls[%d].function.arguments: %w", i, j, err)
-			}
-			fn["arguments"] = text
-			if c["function"], err = json.Marshal(fn); err != nil {
-				return nil, err
-			}
-			changed = true
-		}
-		if changed {
-			b, err := json.Marshal(calls)
-			if err != nil {
-				return nil, err
-			}
-			msgs[i]["tool_calls"] = b
-		}
-	}
-	if !changed {
-		return in, nil
-	}
-	b, err := json.Marshal(msgs)
-	if err != nil {
-		return nil, err
-	}
-	conv["messages"] = b
-	return json.Marshal(conv)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/hone-rl/hone/format/chatmsg"
 )
 
 // Template is a model's chat template (or its set of named templates) with
@@ -41,7 +43,9 @@ type compiled struct {
 
 // Input is what a chat template is rendered with.
 type Input struct {
-	Messages []Message
+	// Messages are OpenAI chat messages (format/chatmsg, the shape's one
+	// codec, which also reads tool-call arguments given as JSON objects).
+	Messages []chatmsg.Message
 	// Tools are OpenAI tool definitions as JSON, key order kept. Bare
 	// function descriptions are wrapped as {"type":"function","function":…}.
 	Tools               []json.RawMessage
@@ -395,7 +399,7 @@ func (t *Template) variables(in Input) (map[string]jinja.Value, error) {
 	}
 	msgs := make([]jinja.Value, len(in.Messages))
 	for i, m := range in.Messages {
-		v, err := m.value()
+		v, err := messageValue(m)
 		if err != nil {
 			return nil, fmt.Errorf("message %d (%s): %w", i, m.Role, err)
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/hone-rl/hone/format/chatmsg"
 )
 
 // The expected strings below are Python's own output, from
@@ -133,12 +135,12 @@ func TestNamedTemplatesAndSpecialTokens(t *testing.T) {
 	if _, ok := sp["bos_token"]; ok {
 		t.Error("bos_token null must be left out")
 	}
-	msgs := []Message{{Role: "user", Content: "hi"}}
+	msgs := []chatmsg.Message{{Role: "user", Content: "hi"}}
 	plain, err := tmpl.Render(t.Context(), Input{Messages: msgs})
 	if err != nil || plain != "<|im_start|>user\nhi<|im_end|>\n" {
 		t.Errorf("default: %q %v", plain, err)
 	}
-	tool, _ := FunctionTool("f", "", `{"type":"object"}`)
+	tool, _ := chatmsg.Tool{Name: "f", Parameters: `{"type":"object"}`}.MarshalJSON()
 	withTools, err := tmpl.Render(t.Context(), Input{Messages: msgs, Tools: []json.RawMessage{tool}})
 	if err != nil || !strings.HasPrefix(withTools, "<|im_start|>system\nTools:\n{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\"}}}") {
 		t.Errorf("tool_use: %q %v", withTools, err)
@@ -190,7 +192,7 @@ func TestLoadPrefersChatTemplateJinja(t *testing.T) {
 }
 
 func TestMessageJSON(t *testing.T) {
-	var m Message
+	var m chatmsg.Message
 	err := json.Unmarshal([]byte(`{"role":"assistant","content":null,"tool_calls":[
 		{"id":"1","type":"function","function":{"name":"f","arguments":"{\"b\": 1, \"a\": [2]}"}},
 		{"function":{"name":"g","arguments":{"y":true,"x":null}}},
@@ -199,7 +201,7 @@ func TestMessageJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmpl, _ := New(`{{ messages[0].content is none }}{% for c in messages[0].tool_calls %}|{{ c.function.arguments | tojson }}{% endfor %}`, nil)
-	got, err := tmpl.Render(t.Context(), Input{Messages: []Message{m}})
+	got, err := tmpl.Render(t.Context(), Input{Messages: []chatmsg.Message{m}})
 	if want := `True|{"b": 1, "a": [2]}|{"y": true, "x": null}|"not json"`; err != nil || got != want {
 		t.Errorf("got %q %v want %q", got, err, want)
 	}

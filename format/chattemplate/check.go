@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/hone-rl/hone/format/chatmsg"
 )
 
 // ErrBadTemplate is matched (errors.Is) by the errors that say a model
@@ -33,7 +35,7 @@ var checkTool = json.RawMessage(`{"type": "function", "function": {"name": "get_
 // conversations without them, as before. Errors match ErrBadTemplate and
 // name the template's file.
 func (t *Template) Check(ctx context.Context) error {
-	plain := []Message{{Role: "system", Content: "You are a helpful assistant."}, {Role: "user", Content: "Hello!"}, {Role: "assistant", Content: "Hi! How can I help?"}}
+	plain := []chatmsg.Message{{Role: "system", Content: "You are a helpful assistant."}, {Role: "user", Content: "Hello!"}, {Role: "assistant", Content: "Hi! How can I help?"}}
 	in := Input{Messages: plain}
 	_, err := t.Render(ctx, in)
 	var raised *RaisedError
@@ -45,9 +47,9 @@ func (t *Template) Check(ctx context.Context) error {
 		return t.checkError(in, "a system, user and assistant message", err)
 	}
 	in = Input{
-		Messages: []Message{
+		Messages: []chatmsg.Message{
 			{Role: "user", Content: "What is the weather in Paris?"},
-			{Role: "assistant", ToolCalls: []ToolCall{{ID: "call_1", Type: "function", Name: "get_weather", Arguments: `{"city": "Paris"}`}}},
+			{Role: "assistant", ToolCalls: []chatmsg.ToolCall{{ID: "call_1", Type: "function", Name: "get_weather", Arguments: `{"city": "Paris"}`}}},
 			{Role: "tool", ToolCallID: "call_1", Content: "Sunny, 21 C"},
 			{Role: "assistant", Content: "It is sunny in Paris."},
 		},

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hone-rl/hone/format/chatmsg"
 )
 
 const (
@@ -22,7 +24,7 @@ var goldenModels = []string{"qwen3", "qwen2.5", "llama3.1", "chatml"}
 
 type goldenCase struct {
 	Description         string            `json:"description"`
-	Messages            []Message         `json:"messages"`
+	Messages            []chatmsg.Message `json:"messages"`
 	Tools               []json.RawMessage `json:"tools"`
 	AddGenerationPrompt bool              `json:"add_generation_prompt"`
 	Kwargs              map[string]json.RawMessage
@@ -131,9 +133,9 @@ func TestGolden(t *testing.T) {
 					return
 				}
 				asStrings := in
-				asStrings.Messages = append([]Message(nil), in.Messages...)
+				asStrings.Messages = append([]chatmsg.Message(nil), in.Messages...)
 				for i := range asStrings.Messages {
-					calls := append([]ToolCall(nil), asStrings.Messages[i].ToolCalls...)
+					calls := append([]chatmsg.ToolCall(nil), asStrings.Messages[i].ToolCalls...)
 					for j := range calls {
 						var compact bytes.Buffer
 						if err := json.Compact(&compact, []byte(calls[j].Arguments)); err != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/hone-rl/hone/format/chatmsg"
 )
 
 // renderPlain renders the named template without the limits: compiled
@@ -117,7 +119,7 @@ func sameWithAndWithoutHooks(ctx context.Context, src string) (bool, error) {
 	tmpl.Clock = func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) }
 	tmpl.Limits = Limits{Steps: 100000, OutputBytes: 1 << 20, ValueBytes: 1 << 18, MacroDepth: 20}
 	in := Input{
-		Messages: []Message{{Role: "system", Content: "  sys\n"}, {Role: "user", Content: "hi\n\n"}, {Role: "assistant", Content: "\tyes "}},
+		Messages: []chatmsg.Message{{Role: "system", Content: "  sys\n"}, {Role: "user", Content: "hi\n\n"}, {Role: "assistant", Content: "\tyes "}},
 		Tools:    []json.RawMessage{checkTool},
 		Kwargs:   map[string]any{"flag": true, "n": 3},
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/hone-rl/hone/format/chatmsg"
 )
 
 // hostile are templates that, before rendering had limits, killed the
@@ -263,7 +265,7 @@ func TestLimitErrorNamesTheTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmpl.Limits = Limits{Steps: 1000}
-	_, err = tmpl.Render(t.Context(), Input{Messages: []Message{{Role: "user", Content: "hi"}, {Role: "user", Content: "again"}}})
+	_, err = tmpl.Render(t.Context(), Input{Messages: []chatmsg.Message{{Role: "user", Content: "hi"}, {Role: "user", Content: "again"}}})
 	var le *LimitError
 	if !errors.As(err, &le) || !errors.Is(err, ErrLimit) || le.Limit != "steps" || le.Max != 1000 {
 		t.Fatalf("got %v", err)
@@ -275,7 +277,7 @@ func TestLimitErrorNamesTheTemplate(t *testing.T) {
 	}
 	// The same conversation fits the default limits.
 	tmpl.Limits = Limits{}
-	if _, err := tmpl.Render(t.Context(), Input{Messages: []Message{{Role: "user", Content: "hi"}}}); err != nil {
+	if _, err := tmpl.Render(t.Context(), Input{Messages: []chatmsg.Message{{Role: "user", Content: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,94 +6,17 @@ import (
 	"fmt"
 
 	"github.com/ardanlabs/jinja"
+
+	"github.com/hone-rl/hone/format/chatmsg"
 )
 
-// Message is one chat message in the OpenAI chat-completions shape, the
-// shape Hugging Face chat templates read.
-type Message struct {
-	Role string // system, user, assistant, tool, ...
-	// Content is the message text. ContentJSON, when set, is the content's
-	// original JSON value (null, or a list of content parts) and is given to
-	// the template instead, as transformers would.
-	Content     string
-	ContentJSON json.RawMessage
-	// ReasoningContent is the assistant's separate reasoning text (Qwen3's
-	// reasoning_content); nil leaves the key out, so templates see it as
-	// undefined.
-	ReasoningContent *string
-	ToolCalls        []ToolCall
-	ToolCallID       string // role "tool": the call it answers
-	Name             string // optional participant or tool name
-}
-
-// ToolCall is one function call of an assistant message.
-type ToolCall struct {
-	ID   string
-	Type string // "function" when empty
-	Name string
-	// Arguments is the JSON text of the arguments. A JSON object reaches the
-	// template as an ordered dict (templates print it with tojson or iterate
-	// it with |items); anything else is passed as the plain string.
-	Arguments string
-}
-
-// wireMessage is the JSON form of Message.
-type wireMessage struct {
-	Role             string          `json:"role"`
-	Content          json.RawMessage `json:"content"`
-	ReasoningContent *string         `json:"reasoning_content"`
-	ToolCalls        []struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-	ToolCallID string `json:"tool_call_id"`
-	Name       string `json:"name"`
-}
-
-// UnmarshalJSON reads an OpenAI chat message. Tool-call arguments may be a
-// JSON string (the OpenAI wire form) or a JSON object (as Hugging Face
-// examples write them); both end up as JSON text in Arguments.
-func (m *Message) UnmarshalJSON(data []byte) error {
-	var w wireMessage
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	*m = Message{Role: w.Role, ReasoningContent: w.ReasoningContent, ToolCallID: w.ToolCallID, Name: w.Name}
-	c := bytes.TrimSpace(w.Content)
-	switch {
-	case len(c) == 0:
-		m.ContentJSON = json.RawMessage("null")
-	case c[0] == '"':
-		if err := json.Unmarshal(c, &m.Content); err != nil {
-			return fmt.Errorf("content: %w", err)
-		}
-	default:
-		m.ContentJSON = append(json.RawMessage(nil), c...)
-	}
-	for i, tc := range w.ToolCalls {
-		call := ToolCall{ID: tc.ID, Type: tc.Type, Name: tc.Function.Name}
-		a := bytes.TrimSpace(tc.Function.Arguments)
-		if len(a) > 0 && a[0] == '"' {
-			if err := json.Unmarshal(a, &call.Arguments); err != nil {
-				return fmt.Errorf("tool_calls[%d].function.arguments: %w", i, err)
-			}
-		} else {
-			call.Arguments = string(a)
-		}
-		m.ToolCalls = append(m.ToolCalls, call)
-	}
-	return nil
-}
-
-// value is the message as the template sees it: an ordered dict with keys
-// role, content, reasoning_content, tool_calls, tool_call_id, name, where
-// the optional ones are present only when set (templates test
+// messageValue is the message as the template sees it: an ordered dict
+// with keys role, content, reasoning_content, tool_calls, tool_call_id,
+// name, where the optional ones are present only when set (templates test
 // `'tool_calls' in message` and `message.reasoning_content is defined`).
-func (m Message) value() (jinja.Value, error) {
+// Content given as JSON (null, a list of parts) reaches the template as
+// that value, as transformers passes it.
+func messageValue(m chatmsg.Message) (jinja.Value, error) {
 	d := jinja.NewDict()
 	dict := d.AsDict()
 	dict.Set("role", jinja.NewString(m.Role))
@@ -112,7 +35,7 @@ func (m Message) value() (jinja.Value, error) {
 	if len(m.ToolCalls) > 0 {
 		calls := make([]jinja.Value, len(m.ToolCalls))
 		for i, tc := range m.ToolCalls {
-			v, err := tc.value()
+			v, err := toolCallValue(tc)
 			if err != nil {
 				return jinja.Undefined(), fmt.Errorf("tool_calls[%d]: %w", i, err)
 			}
@@ -129,7 +52,7 @@ func (m Message) value() (jinja.Value, error) {
 	return d, nil
 }
 
-func (tc ToolCall) value() (jinja.Value, error) {
+func toolCallValue(tc chatmsg.ToolCall) (jinja.Value, error) {
 	fn := jinja.NewDict()
 	fn.AsDict().Set("name", jinja.NewString(tc.Name))
 	fn.AsDict().Set("arguments", argumentsValue(tc.Arguments))
@@ -158,31 +81,6 @@ func argumentsValue(args string) jinja.Value {
 		}
 	}
 	return jinja.NewString(args)
-}
-
-// FunctionTool returns the OpenAI function-tool JSON for a tool given by its
-// parts: {"type": "function", "function": {"name", "description",
-// "parameters"}}, leaving out an empty description and empty parameters.
-// parameters is the JSON schema text; its key order is kept.
-func FunctionTool(name, description, parameters string) (json.RawMessage, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"type":"function","function":{"name":`)
-	n, _ := json.Marshal(name)
-	b.Write(n)
-	if description != "" {
-		d, _ := json.Marshal(description)
-		b.WriteString(`,"description":`)
-		b.Write(d)
-	}
-	if p := bytes.TrimSpace([]byte(parameters)); len(p) > 0 {
-		if !json.Valid(p) {
-			return nil, fmt.Errorf("tool %q: parameters are not valid JSON", name)
-		}
-		b.WriteString(`,"parameters":`)
-		b.Write(p)
-	}
-	b.WriteString(`}}`)
-	return b.Bytes(), nil
 }
 
 // toolValue converts one tool's JSON. A bare function description

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/chattemplate"
 	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -94,25 +95,16 @@ func FromTrajectory(ctx context.Context, t *chattemplate.Template, tok Tokenizer
 	return Build(ctx, t, tok, chat, data, ts, opt)
 }
 
-// Messages converts trajectory messages to the template's message type.
-// A non-empty ReasoningContent becomes the template's reasoning_content.
-// Content that was null becomes "" (templates such as Qwen3's test
-// `'</think>' in message.content`, which fails on null); a list of content
-// parts is passed to the template as it was.
-func Messages(msgs []trajectory.Message) []chattemplate.Message {
-	out := make([]chattemplate.Message, len(msgs))
-	for i, m := range msgs {
-		c := chattemplate.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
-		if m.ReasoningContent != "" {
-			// Only when present: an empty one would still be a defined key.
-			rc := m.ReasoningContent
-			c.ReasoningContent = &rc
-		}
-		if m.ContentParts != "" && m.ContentParts != "null" {
-			c.ContentJSON = json.RawMessage(m.ContentParts)
-		}
-		for _, tc := range m.ToolCalls {
-			c.ToolCalls = append(c.ToolCalls, chattemplate.ToolCall{ID: tc.ID, Type: tc.Type, Name: tc.Name, Arguments: tc.Arguments})
+// Messages converts trajectory messages to the template's messages
+// (trajectory.Message.Chat). Content that was null becomes "" (templates
+// such as Qwen3's test `'</think>' in message.content`, which fails on
+// null); a list of content parts is passed to the template as it was.
+func Messages(msgs []trajectory.Message) []chatmsg.Message {
+	out := make([]chatmsg.Message, len(msgs))
+	for i := range msgs {
+		c := msgs[i].Chat()
+		if string(c.ContentJSON) == "null" {
+			c.ContentJSON = nil
 		}
 		out[i] = c
 	}
@@ -124,7 +116,7 @@ func Messages(msgs []trajectory.Message) []chattemplate.Message {
 func Tools(tools []trajectory.Tool) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	for i, t := range tools {
-		raw, err := chattemplate.FunctionTool(t.Name, t.Description, t.Parameters)
+		raw, err := t.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("tool %d: %w", i, err)
 		}
@@ -135,7 +127,7 @@ func Tools(tools []trajectory.Tool) ([]json.RawMessage, error) {
 
 // Build lays out msgs; data[i] describes msgs[i] (only assistant entries are
 // read). See the package comment for the method.
-func Build(ctx context.Context, t *chattemplate.Template, tok Tokenizer, msgs []chattemplate.Message, data []TurnData, tools []json.RawMessage, opt Options) (*Layout, error) {
+func Build(ctx context.Context, t *chattemplate.Template, tok Tokenizer, msgs []chatmsg.Message, data []TurnData, tools []json.RawMessage, opt Options) (*Layout, error) {
 	if len(data) != len(msgs) {
 		return nil, fmt.Errorf("layout: %d messages but %d turn records", len(msgs), len(data))
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/chattemplate"
 	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/format/tokenizer"
@@ -134,7 +135,7 @@ func TestTokenizerAndTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := tmpl.Render(t.Context(), chattemplate.Input{
-		Messages:            []chattemplate.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}},
+		Messages:            []chatmsg.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Hi"}},
 		AddGenerationPrompt: true,
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/score/judge"
 )
@@ -50,36 +51,11 @@ func (p Prompt) Request(model string) judge.Request {
 	return judge.Request{Model: model, PromptVersion: PromptVersion, System: p.System, User: p.User, IDs: p.IDs}
 }
 
-// message is what the judge sees of one chat turn.
-type message struct {
-	Role       string     `json:"role"`
-	Name       string     `json:"name,omitempty"`
-	Content    string     `json:"content"`
-	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-}
-
-type toolCall struct {
-	ID       string   `json:"id,omitempty"`
-	Type     string   `json:"type"`
-	Function function `json:"function"`
-}
-
-type function struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-func judgeView(m *trajectory.Message) message {
-	out := message{Role: m.Role, Name: m.Name, Content: m.Content, ToolCallID: m.ToolCallID}
-	for _, c := range m.ToolCalls {
-		typ := c.Type
-		if typ == "" {
-			typ = "function"
-		}
-		out.ToolCalls = append(out.ToolCalls, toolCall{ID: c.ID, Type: typ, Function: function{Name: c.Name, Arguments: c.Arguments}})
-	}
-	return out
+// judgeView is what the judge sees of one chat turn: the message in the
+// OpenAI chat shape (format/chatmsg) with its text only: no content
+// parts, no reasoning, none of Hone's fields (token ids, logprobs, ...).
+func judgeView(m *trajectory.Message) chatmsg.Message {
+	return chatmsg.Message{Role: m.Role, Name: m.Name, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
 }
 
 // marshal renders v as compact JSON without HTML escaping, so the judge
@@ -89,7 +65,7 @@ func marshal(v any) string {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		// Only strings and slices of plain structs are encoded here.
+		// Only strings and messages holding no raw JSON are encoded here.
 		panic(fmt.Sprintf("ruler: encode judge view: %v", err))
 	}
 	return strings.TrimSuffix(buf.String(), "\n")
@@ -101,7 +77,7 @@ func Build(trajs []trajectory.Trajectory, rubric string) Prompt {
 	if strings.TrimSpace(rubric) == "" {
 		rubric = DefaultRubric
 	}
-	views := make([][]message, len(trajs))
+	views := make([][]chatmsg.Message, len(trajs))
 	rendered := make([][]string, len(trajs))
 	for i := range trajs {
 		for j := range trajs[i].Messages {
@@ -148,9 +124,9 @@ func Build(trajs []trajectory.Trajectory, rubric string) Prompt {
 	return p
 }
 
-func writeBlock(b *strings.Builder, id string, msgs []message) {
+func writeBlock(b *strings.Builder, id string, msgs []chatmsg.Message) {
 	if msgs == nil {
-		msgs = []message{}
+		msgs = []chatmsg.Message{}
 	}
 	fmt.Fprintf(b, "<trajectory id=%q>\n%s\n</trajectory>", id, marshal(msgs))
 }

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/openai/openai-go/v3"
-
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -46,23 +45,14 @@ func GenerateTasks(ctx context.Context, o TaskGenOptions) ([]env.Scenario, error
 	}
 	b.WriteString("\nReply with JSON: {\"tasks\": [{\"task\": \"...\", \"answer\": \"...\"}, ...]}.")
 	m := NewModel(o.Model)
-	var schema map[string]any
-	json.Unmarshal([]byte(taskSchema), &schema)
-	p := openai.ChatCompletionNewParams{
-		Model:    o.Model.Model,
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(b.String())},
-		Seed:     openai.Int(o.Seed),
-		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &openai.ResponseFormatJSONSchemaParam{
-			JSONSchema: openai.ResponseFormatJSONSchemaJSONSchemaParam{Name: "tasks", Strict: openai.Bool(true), Schema: schema},
-		}},
+	req := &chatRequest{Model: o.Model.Model, Messages: []chatmsg.Message{{Role: "user", Content: b.String()}}, Seed: o.Seed,
+		Temperature: o.Model.Temperature, MaxTokens: max(o.Model.MaxTokens, 0), ReturnTokenIDs: true,
+		ResponseFormat: json.RawMessage(`{"type":"json_schema","json_schema":{"name":"tasks","strict":true,"schema":` + taskSchema + `}}`)}
+	body, err := encodeRequest(req)
+	if err != nil {
+		return nil, fmt.Errorf("generate tasks: %w", err)
 	}
-	if o.Model.Temperature != nil {
-		p.Temperature = openai.Float(*o.Model.Temperature)
-	}
-	if o.Model.MaxTokens > 0 {
-		p.MaxTokens = openai.Int(int64(o.Model.MaxTokens))
-	}
-	msg, err := m.call(ctx, p)
+	msg, err := m.call(ctx, body)
 	if err != nil {
 		return nil, fmt.Errorf("generate tasks: %w", err)
 	}

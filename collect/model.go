@@ -13,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 )
@@ -83,6 +84,23 @@ func (m *Model) Policy(seed int64) env.Policy {
 	})
 }
 
+// chatRequest is the chat completion request Model sends: the messages
+// and tools in the OpenAI chat shape (format/chatmsg) as they are, so a
+// tool's schema reaches the server with its key order, plus vLLM's
+// return_token_ids.
+type chatRequest struct {
+	Model          string            `json:"model"`
+	Messages       []chatmsg.Message `json:"messages"`
+	Tools          []trajectory.Tool `json:"tools,omitempty"`
+	Logprobs       bool              `json:"logprobs,omitempty"`
+	Seed           int64             `json:"seed"`
+	Temperature    *float64          `json:"temperature,omitempty"`
+	TopP           *float64          `json:"top_p,omitempty"`
+	MaxTokens      int               `json:"max_tokens,omitempty"`
+	ResponseFormat json.RawMessage   `json:"response_format,omitempty"`
+	ReturnTokenIDs bool              `json:"return_token_ids"`
+}
+
 // completion is the part of a chat completion response Model reads,
 // including vLLM's token id fields.
 type completion struct {
@@ -90,7 +108,7 @@ type completion struct {
 	PromptTokenIDs []int32 `json:"prompt_token_ids"`
 	Choices        []struct {
 		FinishReason string          `json:"finish_reason"`
-		Message      env.WireMessage `json:"message"`
+		Message      chatmsg.Message `json:"message"`
 		TokenIDs     []int32         `json:"token_ids"`
 		Logprobs     *struct {
 			Content []struct {
@@ -105,18 +123,18 @@ type completion struct {
 // and carries token ids, logprobs, finish reason, answering model and the
 // latency of the successful attempt.
 func (m *Model) Complete(ctx context.Context, msgs []trajectory.Message, tools []trajectory.Tool, seed int64) (trajectory.Message, error) {
-	params, err := m.params(msgs, tools, seed)
+	body, err := encodeRequest(m.request(msgs, tools, seed))
 	if err != nil {
 		return trajectory.Message{}, err
 	}
-	return m.call(ctx, params)
+	return m.call(ctx, body)
 }
 
-// call sends params with retries.
-func (m *Model) call(ctx context.Context, params openai.ChatCompletionNewParams) (trajectory.Message, error) {
+// call sends the request body with retries.
+func (m *Model) call(ctx context.Context, body []byte) (trajectory.Message, error) {
 	var lastErr error
 	for attempt := 0; ; attempt++ {
-		msg, err := m.once(ctx, params)
+		msg, err := m.once(ctx, body)
 		if err == nil {
 			return msg, nil
 		}
@@ -135,34 +153,27 @@ func (m *Model) call(ctx context.Context, params openai.ChatCompletionNewParams)
 	return trajectory.Message{}, lastErr
 }
 
-func (m *Model) params(msgs []trajectory.Message, tools []trajectory.Tool, seed int64) (openai.ChatCompletionNewParams, error) {
-	p := openai.ChatCompletionNewParams{Model: m.o.Model, Logprobs: openai.Bool(true), Seed: openai.Int(seed)}
-	raw, err := json.Marshal(env.ToWire(msgs))
-	if err != nil {
-		return p, err
+// request builds the request for one turn. The messages are sent as the
+// OpenAI API takes them (chatmsg.Message.ForAPI).
+func (m *Model) request(msgs []trajectory.Message, tools []trajectory.Tool, seed int64) *chatRequest {
+	r := &chatRequest{Model: m.o.Model, Messages: make([]chatmsg.Message, len(msgs)), Tools: tools,
+		Logprobs: true, Seed: seed, Temperature: m.o.Temperature, TopP: m.o.TopP, MaxTokens: max(m.o.MaxTokens, 0), ReturnTokenIDs: true}
+	for i := range msgs {
+		r.Messages[i] = msgs[i].Chat().ForAPI()
 	}
-	if err := json.Unmarshal(raw, &p.Messages); err != nil {
-		return p, fmt.Errorf("messages: %w", err)
+	return r
+}
+
+// encodeRequest is the body of r. What cannot be sent (a tool whose
+// parameters are not JSON) fails here, before any attempt, in its own
+// words rather than encoding/json's.
+func encodeRequest(r *chatRequest) ([]byte, error) {
+	b, err := json.Marshal(r)
+	var me *json.MarshalerError
+	if errors.As(err, &me) {
+		return nil, me.Err
 	}
-	if len(tools) > 0 {
-		raw, err := json.Marshal(env.ToolsToWire(tools))
-		if err != nil {
-			return p, err
-		}
-		if err := json.Unmarshal(raw, &p.Tools); err != nil {
-			return p, fmt.Errorf("tools: %w", err)
-		}
-	}
-	if m.o.Temperature != nil {
-		p.Temperature = openai.Float(*m.o.Temperature)
-	}
-	if m.o.TopP != nil {
-		p.TopP = openai.Float(*m.o.TopP)
-	}
-	if m.o.MaxTokens > 0 {
-		p.MaxTokens = openai.Int(int64(m.o.MaxTokens))
-	}
-	return p, nil
+	return b, err
 }
 
 // callError is a failed attempt with what decides a retry.
@@ -186,7 +197,11 @@ func retryable(ctx context.Context, err error) bool {
 	return ce.status == 0 || ce.status == http.StatusTooManyRequests || ce.status == http.StatusRequestTimeout || ce.status >= 500
 }
 
-func (m *Model) once(ctx context.Context, params openai.ChatCompletionNewParams) (trajectory.Message, error) {
+// once sends the body through the openai-go client (base URL, key, error
+// statuses) as it is, and reads the answer straight into completion: one
+// encoding each way, and the fields openai-go's types lack (token_ids,
+// reasoning_content) arrive with the rest.
+func (m *Model) once(ctx context.Context, body []byte) (trajectory.Message, error) {
 	callCtx := ctx
 	if m.o.RequestTimeout > 0 {
 		var cancel context.CancelFunc
@@ -194,7 +209,8 @@ func (m *Model) once(ctx context.Context, params openai.ChatCompletionNewParams)
 		defer cancel()
 	}
 	start := time.Now()
-	resp, err := m.client.Chat.Completions.New(callCtx, params, option.WithJSONSet("return_token_ids", true))
+	var c completion
+	err := m.client.Post(callCtx, "chat/completions", body, &c)
 	latency := time.Since(start)
 	if err != nil {
 		var apiErr *openai.Error
@@ -208,15 +224,11 @@ func (m *Model) once(ctx context.Context, params openai.ChatCompletionNewParams)
 		}
 		return trajectory.Message{}, &callError{err: err}
 	}
-	var c completion
-	if err := json.Unmarshal([]byte(resp.RawJSON()), &c); err != nil {
-		return trajectory.Message{}, &callError{status: 502, err: fmt.Errorf("response body: %w", err)}
-	}
 	if len(c.Choices) == 0 {
 		return trajectory.Message{}, fmt.Errorf("response without choices")
 	}
 	ch := c.Choices[0]
-	msg, err := env.FromWire(ch.Message)
+	msg, err := trajectory.FromChat(ch.Message)
 	if err != nil {
 		return msg, fmt.Errorf("response message: %w", err)
 	}

@@ -2,11 +2,11 @@ package env_test
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -33,37 +33,6 @@ func TestCheckCall(t *testing.T) {
 	}
 }
 
-func TestWireRoundTrip(t *testing.T) {
-	msgs := []trajectory.Message{
-		{Role: "system", Content: "s"},
-		{Role: "user", Content: "hi", ContentParts: `[{"type":"text","text":"hi"}]`},
-		{Role: "assistant", ToolCalls: []trajectory.ToolCall{{ID: "c", Type: "function", Name: "f", Arguments: `{"s":"a"}`}}},
-		{Role: "tool", ToolCallID: "c", Name: "f", Content: "ok"},
-		{Role: "assistant", Content: "done"},
-	}
-	b, err := json.Marshal(env.ToWire(msgs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ws []env.WireMessage
-	json.Unmarshal(b, &ws)
-	for i, w := range ws {
-		m, err := env.FromWire(w)
-		if err != nil || !reflect.DeepEqual(m, msgs[i]) {
-			t.Errorf("message %d: %+v, %v; want %+v", i, m, err, msgs[i])
-		}
-	}
-	if !strings.Contains(string(b), `"content":null,"tool_calls"`) {
-		t.Errorf("a tool-call turn without text should have null content: %s", b)
-	}
-	if got := env.ToolsFromWire(env.ToolsToWire(tools)); !reflect.DeepEqual(got, tools) {
-		t.Errorf("tools round trip: %+v", got)
-	}
-	if _, err := env.FromWire(env.WireMessage{Role: "user", Content: json.RawMessage(`5`)}); err == nil {
-		t.Error("numeric content accepted")
-	}
-}
-
 // Malformed model output never panics the checker or the converter.
 func FuzzCheckCall(f *testing.F) {
 	for _, s := range []string{`{"s":"a"}`, `{`, `null`, `{"s":{"x":[1,{}]}}`, `"str"`, `{"n":1e400}`} {
@@ -71,6 +40,6 @@ func FuzzCheckCall(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name, args string) {
 		env.CheckCall(trajectory.ToolCall{Name: name, Arguments: args}, tools)
-		env.FromWire(env.WireMessage{Role: "assistant", Content: json.RawMessage(args)})
+		trajectory.FromChat(chatmsg.Message{Role: "assistant", ContentJSON: json.RawMessage(args)})
 	})
 }

@@ -56,7 +56,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 )
@@ -348,8 +348,8 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	var conv struct {
 		Model    string            `json:"model"`
-		Messages []env.WireMessage `json:"messages"`
-		Tools    []env.WireTool    `json:"tools"`
+		Messages []chatmsg.Message `json:"messages"`
+		Tools    []trajectory.Tool `json:"tools"`
 	}
 	if err := json.Unmarshal(body, &conv); err != nil {
 		httpError(w, http.StatusBadRequest, "messages: "+err.Error())
@@ -358,7 +358,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	msgs := make([]trajectory.Message, len(conv.Messages))
 	for i, m := range conv.Messages {
 		var err error
-		if msgs[i], err = env.FromWire(m); err != nil {
+		if msgs[i], err = trajectory.FromChat(m); err != nil {
 			httpError(w, http.StatusBadRequest, fmt.Sprintf("messages[%d]: %v", i, err))
 			return
 		}
@@ -374,7 +374,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	req["return_token_ids"] = json.RawMessage("true")
 	fwd, _ := json.Marshal(req)
 	start := time.Now()
-	tools := env.ToolsFromWire(conv.Tools)
+	tools := conv.Tools
 	if opts.Stream {
 		p.streamChat(w, r, fwd, func(turn trajectory.Message, err error) {
 			turn.Latency = time.Since(start)
@@ -455,7 +455,7 @@ func parseTurn(body []byte) (trajectory.Message, error) {
 		Model   string `json:"model"`
 		Choices []struct {
 			FinishReason string          `json:"finish_reason"`
-			Message      env.WireMessage `json:"message"`
+			Message      chatmsg.Message `json:"message"`
 			TokenIDs     []int32         `json:"token_ids"`
 			Logprobs     *struct {
 				Content []struct {
@@ -471,7 +471,7 @@ func parseTurn(body []byte) (trajectory.Message, error) {
 		return trajectory.Message{}, errors.New("no choices")
 	}
 	ch := c.Choices[0]
-	m, err := env.FromWire(ch.Message)
+	m, err := trajectory.FromChat(ch.Message)
 	if err != nil {
 		return m, err
 	}

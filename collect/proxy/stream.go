@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
-	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -185,14 +184,12 @@ func (s *sseRelay) record(err error) {
 	s.done(turn, err)
 }
 
-// accumulator assembles an assistant turn from chat completion chunks, the
-// way the OpenAI SDKs do: content concatenated, tool calls by index with
-// their arguments concatenated, the last finish reason, and the token ids
-// and logprobs every chunk carries.
+// accumulator assembles an assistant turn from chat completion chunks:
+// the message from choice 0's deltas (chatmsg.Builder), the last finish
+// reason, and the token ids and logprobs every chunk carries.
 type accumulator struct {
 	model    string
-	content  strings.Builder
-	calls    []env.WireToolCall
+	msg      chatmsg.Builder
 	finish   string
 	tokenIDs []int32
 	logprobs []float32
@@ -205,21 +202,10 @@ type accumulator struct {
 type streamChunk struct {
 	Model   string `json:"model"`
 	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content   *string `json:"content"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-		TokenIDs     []int32 `json:"token_ids"`
+		Index        int           `json:"index"`
+		Delta        chatmsg.Delta `json:"delta"`
+		FinishReason *string       `json:"finish_reason"`
+		TokenIDs     []int32       `json:"token_ids"`
 		Logprobs     *struct {
 			Content []struct {
 				Logprob float32 `json:"logprob"`
@@ -230,10 +216,6 @@ type streamChunk struct {
 		Message string `json:"message"`
 	} `json:"error"`
 }
-
-// maxToolCalls bounds the index of a streamed tool call, so that a bad
-// index cannot make the proxy allocate without limit.
-const maxToolCalls = 1024
 
 func (a *accumulator) fail(err error) {
 	if a.err == nil {
@@ -267,28 +249,8 @@ func (a *accumulator) event(data []byte) {
 		if ch.Index != 0 {
 			continue // the proxy records choice 0, as for non-streamed requests
 		}
-		if ch.Delta.Content != nil {
-			a.content.WriteString(*ch.Delta.Content)
-		}
-		for _, tc := range ch.Delta.ToolCalls {
-			if tc.Index < 0 || tc.Index >= maxToolCalls {
-				a.fail(fmt.Errorf("upstream sent tool call index %d", tc.Index))
-				continue
-			}
-			for len(a.calls) <= tc.Index {
-				a.calls = append(a.calls, env.WireToolCall{})
-			}
-			call := &a.calls[tc.Index]
-			if tc.ID != "" {
-				call.ID = tc.ID
-			}
-			if tc.Type != "" {
-				call.Type = tc.Type
-			}
-			if tc.Function.Name != "" {
-				call.Function.Name = tc.Function.Name
-			}
-			call.Function.Arguments += tc.Function.Arguments
+		if err := a.msg.Add(ch.Delta); err != nil {
+			a.fail(fmt.Errorf("upstream sent %w", err))
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			a.finish = *ch.FinishReason
@@ -305,8 +267,9 @@ func (a *accumulator) event(data []byte) {
 // turn is the assembled assistant message, converted the way a
 // non-streamed response's message is (parseTurn).
 func (a *accumulator) turn() (trajectory.Message, error) {
-	content, _ := json.Marshal(a.content.String())
-	m, err := env.FromWire(env.WireMessage{Role: "assistant", Content: content, ToolCalls: a.calls})
+	c := a.msg.Message()
+	c.Role = "assistant"
+	m, err := trajectory.FromChat(c)
 	m.Role, m.Trainable, m.TokenIDs, m.Logprobs, m.FinishReason, m.AnswerModel = "assistant", true, a.tokenIDs, a.logprobs, a.finish, a.model
 	return m, err
 }

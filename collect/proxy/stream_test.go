@@ -22,9 +22,9 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/collect/proxy"
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 )
@@ -371,7 +371,7 @@ func TestProxyNodeAgent(t *testing.T) {
 			t.Fatalf("%s agent: %v\n%s", mode, err, stderr.String())
 		}
 		var seen struct {
-			Messages []env.WireMessage
+			Messages []chatmsg.Message
 			Bodies   [][]byte // base64 in JSON
 		}
 		if err := json.Unmarshal(stdout, &seen); err != nil {
@@ -395,7 +395,7 @@ func TestProxyNodeAgent(t *testing.T) {
 			t.Fatalf("%s: recorded %d messages, the agent kept %d", mode, len(tr.Messages), len(seen.Messages))
 		}
 		for i, w := range seen.Messages {
-			want, err := env.FromWire(w)
+			want, err := trajectory.FromChat(w)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,8 +5,9 @@
 // fresh process; closing its stdin asks it to exit.
 //
 // Requests and their responses (messages and tools in the OpenAI chat
-// shape; any response may instead be {"error": "text"}, which fails the
-// episode):
+// shape of format/chatmsg, an assistant message with the reasoning_content
+// the model gave; any response may instead be {"error": "text"}, which
+// fails the episode):
 //
 //	{"op":"hello"}
 //	  → {"name":"arith", "reward_range":[0,1], "policies":["calculator"]}

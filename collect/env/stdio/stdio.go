@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -140,18 +141,20 @@ type episode struct {
 	outcome env.Outcome
 }
 
+// wireObs is a reset or step response; messages and tools are in the
+// OpenAI chat shape (format/chatmsg).
 type wireObs struct {
-	Messages []env.WireMessage  `json:"messages"`
-	Tools    []env.WireTool     `json:"tools"`
+	Messages []chatmsg.Message  `json:"messages"`
+	Tools    []trajectory.Tool  `json:"tools"`
 	Done     bool               `json:"done"`
 	Reward   float64            `json:"reward"`
 	Metrics  map[string]float64 `json:"metrics"`
 }
 
-func fromWire(ws []env.WireMessage) ([]trajectory.Message, error) {
+func fromWire(ws []chatmsg.Message) ([]trajectory.Message, error) {
 	out := make([]trajectory.Message, len(ws))
 	for i, w := range ws {
-		m, err := env.FromWire(w)
+		m, err := trajectory.FromChat(w)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
@@ -173,7 +176,7 @@ func (ep *episode) Reset(ctx context.Context) (env.Observation, error) {
 	if err != nil {
 		return env.Observation{}, fmt.Errorf("stdio: reset: %w", err)
 	}
-	return env.Observation{Messages: msgs, Tools: env.ToolsFromWire(r.Tools)}, nil
+	return env.Observation{Messages: msgs, Tools: r.Tools}, nil
 }
 
 func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
@@ -182,7 +185,7 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 		ids = append(ids, c.ID)
 	}
 	var r wireObs
-	if err := ep.p.call(ctx, map[string]any{"op": "step", "message": env.ToWire([]trajectory.Message{t.Message})[0], "calls": ids}, &r); err != nil {
+	if err := ep.p.call(ctx, map[string]any{"op": "step", "message": t.Message.Chat(), "calls": ids}, &r); err != nil {
 		return env.Feedback{}, err
 	}
 	msgs, err := fromWire(r.Messages)
@@ -230,13 +233,13 @@ func (pl *policy) Act(ctx context.Context, msgs []trajectory.Message, tools []tr
 		pl.p = p
 	}
 	var r struct {
-		Message env.WireMessage `json:"message"`
+		Message chatmsg.Message `json:"message"`
 	}
-	req := map[string]any{"op": "act", "policy": pl.name, "seed": pl.seed, "messages": env.ToWire(msgs), "tools": env.ToolsToWire(tools)}
+	req := map[string]any{"op": "act", "policy": pl.name, "seed": pl.seed, "messages": trajectory.ChatMessages(msgs), "tools": tools}
 	if err := pl.p.call(ctx, req, &r); err != nil {
 		return trajectory.Message{}, err
 	}
-	return env.FromWire(r.Message)
+	return trajectory.FromChat(r.Message)
 }
 
 func (pl *policy) Close() error {

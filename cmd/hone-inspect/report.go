@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
-	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/internal/report"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"

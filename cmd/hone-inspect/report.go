@@ -13,6 +13,7 @@ import (
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/internal/report"
+	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -26,63 +27,83 @@ type reportOptions struct {
 
 func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Output, "output", "o", "report.html", "write the page to PATH (atomically), or - for stdout")
-	fs.StringArrayVar(&o.Evals, "eval", nil, "eval JSONL file to plot (repeatable; see below)")
-	fs.StringArrayVar(&o.Trajectories, "trajectories", nil, "trajectory Parquet file, glob or directory whose rewards to plot per step (repeatable)")
-	fs.StringVar(&o.Run, "run", "", "run name shown on the page (default: the run folder's name)")
+	fs.StringArrayVar(&o.Evals, "eval", nil, "eval file or glob to plot (repeatable; see below)")
+	fs.StringArrayVar(&o.Trajectories, "trajectories", nil, "trajectory Parquet file, glob or directory whose episodes to plot and show (repeatable)")
+	fs.StringVar(&o.Run, "run", "", "run name shown on the page, with one RUN_DIR (default: the run folder's name)")
 }
 
 func newReportCmd(a *app) *cobra.Command {
 	var opts reportOptions
 	cmd := &cobra.Command{
-		Use:   "report [flags] RUN_DIR|METRICS.jsonl",
-		Short: "Render a training run as one HTML page of plots",
-		Long: `report reads a training run folder written by hone-train (adapters/<run>/,
+		Use:   "report [flags] RUN_DIR|METRICS.jsonl...",
+		Short: "Render training runs as one HTML page of charts",
+		Long: `report reads training run folders written by hone-train (adapters/<run>/,
 whose metrics.jsonl holds one JSON object per step) and writes one
-self-contained HTML page: a summary table (steps, first and last reward
-mean, best step, total tokens, wall time) and PNG plots of reward, loss, KL,
-entropy, gradient norm, clip fraction, learning rate and every other
-numeric metric over steps. Images are embedded, so the page is one file.
+self-contained HTML page that works offline: a summary, the run's
+hyperparameters (train_config.json of its latest step), and charts of
+reward, loss, KL, entropy, gradient norm, clip fraction, learning rate and
+every other numeric metric. Charts are drawn by the page itself: choose the
+x axis (step, training time, tokens), smooth noisy lines, hover for values.
+Series that never change (KL 0 with beta 0, a constant learning rate) are
+folded into one line under their section. Several RUN_DIRs are overlaid,
+one colour a run.
 
---eval FILE adds eval results, one JSON object per line:
+--trajectories adds what the episodes say, per step: the reward
+distribution, each reward component, each environment metric, completion
+length, and a table of sample rollouts (the best and the worst episode of
+the group whose rewards spread widest). A file that the run's manifest.json
+lists (hone-train --watch-dir) is drawn at the step that trained on it;
+hover a point to see which adapter sampled it.
+
+--eval FILE adds eval results: JSON objects, one a line or pretty-printed
+one after another (as jq writes them), or arrays of them:
   {"label":"after-grpo","step":40,"accuracy":0.62,"mean_reward":0.41}
 "label" (required) names what was evaluated, "step" (optional integer,
-default 0) places it on the step axis, and every other numeric key is a
-metric; each metric gets one plot with one line per label.
-
---trajectories adds the reward mean ± std per step computed from the
-trajectory files themselves, beside the trainer's reward_mean.`,
+default 0) places it on the step axis, "run" (optional) names the run whose
+time and token axes place it. Every other numeric key is a metric with a
+chart of one line per label, except the settings temperature, top_p,
+max_tokens, episodes and seed, which the eval table shows with the string
+values.`,
 		Example: `  hone-inspect report adapters/r1 -o r1.html
-  hone-inspect report adapters/r1 --eval eval.jsonl --trajectories 'runs/r1/*.scored.parquet' -o r1.html`,
-		Args: cobra.ExactArgs(1),
+  hone-inspect report out/demo/adapters/rl --trajectories out/demo/scored \
+      --eval 'out/demo/eval/*.json' -o rl.html
+  hone-inspect report adapters/lr-1e-3 adapters/lr-3e-3 -o compare.html`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(cmd.Context(), a, opts, args[0])
+			return runReport(cmd.Context(), a, opts, args)
 		},
 	}
 	opts.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runReport(ctx context.Context, a *app, opts reportOptions, runArg string) error {
-	metricsPath := runArg
-	st, err := os.Stat(runArg)
+func runReport(ctx context.Context, a *app, opts reportOptions, args []string) error {
+	if opts.Run != "" && len(args) > 1 {
+		return cli.Usagef("--run names the run of one RUN_DIR; with %d, each is named after its folder", len(args))
+	}
+	var in report.Input
+	var manifests []runManifest
+	for _, arg := range args {
+		run, man, sources, err := readRun(arg)
+		if err != nil {
+			return err
+		}
+		if opts.Run != "" {
+			run.Name = opts.Run
+		}
+		in.Runs = append(in.Runs, run)
+		manifests = append(manifests, runManifest{run.Name, man})
+		in.Sources = append(in.Sources, sources...)
+	}
+	nameApart(in.Runs, args)
+	for i := range manifests {
+		manifests[i].run = in.Runs[i].Name
+	}
+	evals, err := evalFiles(ctx, opts.Evals)
 	if err != nil {
-		return cli.BadInput(err)
-	}
-	if st.IsDir() {
-		metricsPath = filepath.Join(runArg, runfolder.MetricsName)
-	}
-	run := opts.Run
-	if run == "" {
-		run = filepath.Base(filepath.Dir(metricsPath))
-	}
-	in := report.Input{Run: run}
-	if in.Metrics, err = readFile(metricsPath, func(r io.Reader) (*report.Metrics, error) {
-		return report.ReadMetrics(r, metricsPath)
-	}); err != nil {
 		return err
 	}
-	in.Sources = append(in.Sources, metricsPath)
-	for _, p := range opts.Evals {
+	for _, p := range evals {
 		rows, err := readFile(p, func(r io.Reader) ([]report.EvalRow, error) { return report.ReadEval(r, p) })
 		if err != nil {
 			return err
@@ -91,15 +112,9 @@ func runReport(ctx context.Context, a *app, opts reportOptions, runArg string) e
 		in.Sources = append(in.Sources, p)
 	}
 	if len(opts.Trajectories) > 0 {
-		set, err := cli.ResolveInputs(ctx, opts.Trajectories, fileset.Options{Stdin: a.stdin})
-		if err != nil {
+		if err := readTrajectories(ctx, &in, opts.Trajectories, a.stdin, manifests); err != nil {
 			return err
 		}
-		defer set.Close()
-		if in.Trajectories, err = report.TrajectoryRewards(ctx, set); err != nil {
-			return classify(err)
-		}
-		in.Sources = append(in.Sources, set.Names()...)
 	}
 	pg, err := report.Build(ctx, in)
 	if err != nil {
@@ -108,12 +123,154 @@ func runReport(ctx context.Context, a *app, opts reportOptions, runArg string) e
 	if err := cli.WriteOutput(opts.Output, a.stdout, false, pg.WriteHTML); err != nil {
 		return err
 	}
-	n := 0
-	for _, s := range pg.Sections {
-		n += len(s.Figures)
-	}
 	if opts.Output != "-" {
-		a.log.Info("report written", "path", opts.Output, "plots", n, "steps", pg.Summary.Rows)
+		n := 0
+		for _, s := range pg.Sections {
+			n += len(s.Charts)
+		}
+		a.log.Info("report written", "path", opts.Output, "charts", n, "runs", len(in.Runs))
+	}
+	return nil
+}
+
+// runManifest is the manifest.json of a run: which trajectory files it
+// trained on, at which step.
+type runManifest struct {
+	run      string
+	consumed []checkpoint.FileEntry
+}
+
+// readRun reads a run folder (or its metrics.jsonl named directly): the
+// metrics, the hyperparameters of its latest step, and its manifest.
+func readRun(arg string) (report.RunInput, []checkpoint.FileEntry, []string, error) {
+	var run report.RunInput
+	metricsPath := arg
+	st, err := os.Stat(arg)
+	if err != nil {
+		return run, nil, nil, cli.BadInput(err)
+	}
+	if st.IsDir() {
+		metricsPath = filepath.Join(arg, runfolder.MetricsName)
+	}
+	dir := filepath.Dir(metricsPath)
+	run.Name = filepath.Base(dir)
+	if run.Metrics, err = readFile(metricsPath, func(r io.Reader) (*report.Metrics, error) {
+		return report.ReadMetrics(r, metricsPath)
+	}); err != nil {
+		return run, nil, nil, err
+	}
+	sources := []string{metricsPath}
+	ck := &checkpoint.Run{Dir: dir}
+	step, ok, err := ck.Latest()
+	if err != nil {
+		return run, nil, nil, cli.BadInput(err)
+	}
+	if ok {
+		b, err := ck.ReadConfig(step)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// A step written before train_config.json existed.
+		case err != nil:
+			return run, nil, nil, err
+		default:
+			cfgPath := filepath.Join(ck.StepDir(step), checkpoint.ConfigName)
+			if run.Config, err = report.FlattenConfig(b, cfgPath); err != nil {
+				return run, nil, nil, cli.BadInput(err)
+			}
+			run.ConfigStep = step
+			sources = append(sources, cfgPath)
+		}
+	}
+	man, err := ck.ReadManifest()
+	if err != nil {
+		return run, nil, nil, cli.BadInput(err)
+	}
+	return run, man.Consumed, sources, nil
+}
+
+// nameApart renames runs that share a folder name ("a/adapters/rl" and
+// "b/adapters/rl") after the path they were given by.
+func nameApart(runs []report.RunInput, args []string) {
+	count := map[string]int{}
+	for _, r := range runs {
+		count[r.Name]++
+	}
+	for i := range runs {
+		if count[runs[i].Name] > 1 {
+			runs[i].Name = filepath.ToSlash(filepath.Clean(args[i]))
+		}
+	}
+}
+
+// evalFiles resolves the --eval arguments by the rule of every input
+// (fileset): a file as named, a glob, or the *.json files of a folder.
+func evalFiles(ctx context.Context, args []string) ([]string, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	set, err := cli.ResolveInputs(ctx, args, fileset.Options{Ext: ".json", Sequential: true})
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	return set.Names(), nil
+}
+
+// readTrajectories reads the trajectory files into in, each placed at the
+// step of the run whose manifest lists it (matched by size and checksum,
+// so a file is found wherever the report runs from).
+func readTrajectories(ctx context.Context, in *report.Input, args []string, stdin io.Reader, manifests []runManifest) error {
+	set, err := cli.ResolveInputs(ctx, args, fileset.Options{Stdin: stdin})
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	paths := set.Names()
+	var files []report.TrajFile
+	for i, p := range paths {
+		f := report.TrajFile{Path: p, Open: func(ctx context.Context) (*fileset.File, error) { return set.Open(ctx, i) }}
+		if p != fileset.Stdin {
+			if err := trainedBy(ctx, &f, manifests); err != nil {
+				return err
+			}
+		}
+		files = append(files, f)
+	}
+	names := make([]string, len(in.Runs))
+	for i, r := range in.Runs {
+		names[i] = r.Name
+	}
+	if in.Trajectories, err = report.ReadTrajectories(ctx, files, names); err != nil {
+		return classify(err)
+	}
+	in.Sources = append(in.Sources, paths...)
+	return nil
+}
+
+// trainedBy sets the run and step that trained on f, if a manifest lists it.
+func trainedBy(ctx context.Context, f *report.TrajFile, manifests []runManifest) error {
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		return cli.BadInput(err)
+	}
+	var sum string
+	for _, m := range manifests {
+		for _, e := range m.consumed {
+			if e.Size != st.Size() || e.Step == 0 {
+				continue
+			}
+			if sum == "" {
+				h, err := checkpoint.HashFile(ctx, f.Path)
+				if err != nil {
+					return err
+				}
+				sum = h.SHA256
+			}
+			if e.SHA256 == sum {
+				f.Run, f.Step = m.run, e.Step
+				return nil
+			}
+		}
 	}
 	return nil
 }

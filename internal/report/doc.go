@@ -1,32 +1,44 @@
-// Package report renders a training run into one self-contained HTML page:
-// a summary table (run, steps, first and last reward mean, best step, total
-// tokens, wall time) and a grid of PNG line plots, embedded as base64 data
-// URIs so the page can be mailed or archived as a single file.
+// Package report renders training runs into one self-contained HTML page
+// that works offline: a summary per run, the runs' hyperparameters side by
+// side, and charts the page draws itself (assets/report.js, our own code:
+// SVG with exact tick labels, EMA smoothing, step, training-time or token
+// x axes, values on hover, runs overlaid one colour each). Charts whose
+// every line is flat (KL 0 with beta 0, a constant learning rate) are
+// folded into one line each under their section.
 //
-// Inputs, all optional except the metrics:
+// Inputs, all optional except each run's metrics:
 //
 //   - metrics.jsonl, written by hone-train into adapters/<run>/: one JSON
 //     object per step. Every numeric key becomes a series over "step" (or
 //     over the 1-based row number when a row has no "step"); other values
 //     (strings, bools, nested objects, null) are ignored. A blank, garbled or
 //     non-object line, or a step that does not increase, is an error naming
-//     file:line.
+//     file:line. Cumulative "seconds" and "tokens" give the training-time
+//     and token axes.
 //
-//   - eval files (JSONL), one object per evaluation:
+//   - train_config.json of the run's latest step, flattened by
+//     FlattenConfig ("loss.beta").
+//
+//   - eval files: JSON objects, one a line or pretty-printed one after
+//     another (jq's default), or arrays of them:
 //
 //     {"label":"after-grpo","step":40,"accuracy":0.62,"mean_reward":0.41}
 //
 //     "label" (string, required) names the model or stage evaluated,
 //     "step" (integer, optional, default 0) is the training step it belongs
-//     to, and every other numeric key is a metric. Each metric gets one plot
-//     with one line of points per label, so "before" at step 0 and "after"
-//     at the last step read as a jump.
+//     to, "run" (optional) the run whose time and token axes place it. The
+//     numeric keys in settingKeys (temperature, episodes, ...) and string
+//     values say how the evaluation ran and go to the table; every other
+//     numeric key is a metric with one chart of one line per label.
 //
-//   - trajectory Parquet files (format/trajectory): the reward mean and
-//     sample standard deviation per step, computed from the data itself with
-//     trajectory.ComputeStats, as a cross-check of the trainer's own
-//     reward_mean.
+//   - trajectory Parquet files (format/trajectory), read by
+//     ReadTrajectories: per step the reward distribution, the mean of each
+//     reward component and environment metric, completion length, and the
+//     group whose rewards spread widest with its best and worst episode.
+//     A file is drawn at the step that trained on it when the run's
+//     manifest.json lists it (the caller matches the files), else at the
+//     step of the run's own adapter that sampled it, else at step 0.
 //
-// The package only reads and renders; choosing files and writing the page
-// atomically is the job of cmd/hone-inspect report.
+// The package only reads and renders; choosing files, reading run folders
+// and writing the page atomically is the job of cmd/hone-inspect report.
 package report

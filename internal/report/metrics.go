@@ -9,6 +9,8 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Series is one named quantity over steps; X is sorted ascending.
@@ -93,37 +95,41 @@ type EvalRow struct {
 	Label   string
 	Step    float64
 	Metrics map[string]float64
+	// Settings are how the evaluation ran: string values ("model": "rl")
+	// and the numeric keys in settingKeys. They are shown in the table, not
+	// plotted.
+	Settings map[string]string
+	// Run names the run whose wall-time and token axes place the row
+	// ("" for the first run).
+	Run string
 	// Where is "file:line", for messages.
 	Where string
 }
 
-// ReadEval parses an eval JSONL stream (see the package doc for the format).
+// settingKeys are numeric keys that describe how an evaluation ran rather
+// than how it went: plotting the temperature over steps says nothing.
+var settingKeys = map[string]bool{"temperature": true, "top_p": true, "max_tokens": true, "episodes": true, "seed": true}
+
+// maxEvalFile bounds an eval file, which is read whole: a few hundred
+// bytes a row.
+const maxEvalFile = 64 << 20
+
+// ReadEval parses an eval file (see the package doc for the format): JSON
+// objects one a line, as jq -c writes them, or pretty-printed one after
+// another, as jq writes them by default, or JSON arrays of such objects.
 func ReadEval(r io.Reader, name string) ([]EvalRow, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxEvalFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > maxEvalFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes; is it an eval file?", name, maxEvalFile)
+	}
 	var rows []EvalRow
-	err := eachObject(r, name, func(line int, obj map[string]any) error {
-		row := EvalRow{Metrics: map[string]float64{}, Where: fmt.Sprintf("%s:%d", name, line)}
-		label, ok := obj["label"].(string)
-		if !ok || label == "" {
-			return fmt.Errorf("%s:%d: missing string \"label\"", name, line)
-		}
-		row.Label = label
-		if v, ok := obj["step"]; ok {
-			s, ok := number(v)
-			if !ok || s < 0 || s != math.Trunc(s) {
-				return fmt.Errorf("%s:%d: step %v is not a non-negative integer", name, line, v)
-			}
-			row.Step = s
-		}
-		for k, v := range obj {
-			if k == "label" || k == "step" {
-				continue
-			}
-			if y, ok := number(v); ok {
-				row.Metrics[k] = y
-			}
-		}
-		if len(row.Metrics) == 0 {
-			return fmt.Errorf("%s:%d: no numeric metric in the row", name, line)
+	err = eachValue(data, name, func(where string, obj map[string]any) error {
+		row, err := evalRow(obj, where)
+		if err != nil {
+			return err
 		}
 		rows = append(rows, row)
 		return nil
@@ -135,6 +141,95 @@ func ReadEval(r io.Reader, name string) ([]EvalRow, error) {
 		return nil, fmt.Errorf("%s: no eval rows", name)
 	}
 	return rows, nil
+}
+
+// evalRow reads one eval object; where is "file:line" for messages.
+func evalRow(obj map[string]any, where string) (EvalRow, error) {
+	row := EvalRow{Metrics: map[string]float64{}, Settings: map[string]string{}, Where: where}
+	label, ok := obj["label"].(string)
+	if !ok || label == "" {
+		return row, fmt.Errorf("%s: missing string \"label\" (what was evaluated, e.g. \"after-grpo\")", where)
+	}
+	row.Label = label
+	if v, ok := obj["step"]; ok {
+		s, ok := number(v)
+		if !ok || s < 0 || s != math.Trunc(s) {
+			return row, fmt.Errorf("%s: step %v is not a non-negative integer", where, v)
+		}
+		row.Step = s
+	}
+	if v, ok := obj["run"]; ok {
+		if row.Run, ok = v.(string); !ok {
+			return row, fmt.Errorf("%s: \"run\" is not a string", where)
+		}
+	}
+	for k, v := range obj {
+		if k == "label" || k == "step" || k == "run" {
+			continue
+		}
+		y, isNum := number(v)
+		switch {
+		case isNum && settingKeys[k]:
+			row.Settings[k] = strconv.FormatFloat(y, 'g', -1, 64)
+		case isNum:
+			row.Metrics[k] = y
+		default:
+			if s, ok := v.(string); ok {
+				row.Settings[k] = s
+			}
+		}
+	}
+	if len(row.Metrics) == 0 {
+		return row, fmt.Errorf("%s: no numeric metric in the row", where)
+	}
+	return row, nil
+}
+
+// eachValue calls fn with every object of a stream of JSON values (objects,
+// or arrays of objects) and where it starts, "file:line" ("file:line[i]"
+// inside an array).
+func eachValue(data []byte, name string, fn func(where string, obj map[string]any) error) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	lineAt := func(off int64) int { return 1 + bytes.Count(data[:min(int(off), len(data))], []byte("\n")) }
+	for {
+		// The value starts after the whitespace that follows the previous one.
+		start := dec.InputOffset()
+		for start < int64(len(data)) && strings.ContainsRune(" \t\r\n", rune(data[start])) {
+			start++
+		}
+		var v any
+		err := dec.Decode(&v)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return fmt.Errorf("%s:%d: %w", name, lineAt(se.Offset), err)
+			}
+			return fmt.Errorf("%s:%d: %w", name, lineAt(start), err)
+		}
+		where := fmt.Sprintf("%s:%d", name, lineAt(start))
+		switch x := v.(type) {
+		case map[string]any:
+			if err := fn(where, x); err != nil {
+				return err
+			}
+		case []any:
+			for i, e := range x {
+				obj, ok := e.(map[string]any)
+				if !ok {
+					return fmt.Errorf("%s[%d]: not a JSON object", where, i)
+				}
+				if err := fn(fmt.Sprintf("%s[%d]", where, i), obj); err != nil {
+					return err
+				}
+			}
+		default:
+			return fmt.Errorf("%s: not a JSON object", where)
+		}
+	}
 }
 
 // eachObject calls fn with every line of r decoded as a JSON object. A final

@@ -2,55 +2,141 @@ package report
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"html/template"
 	"io"
-	"math"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
-	"time"
-
-	"github.com/hone-rl/hone/format/trajectory"
 )
 
-// Input is everything one page shows. Metrics is required.
+// RunInput is one training run.
+type RunInput struct {
+	Name    string
+	Metrics *Metrics // required
+	// Config is the run's train_config.json, flattened (FlattenConfig),
+	// from step ConfigStep; nil when the run folder has none.
+	Config     []Param
+	ConfigStep int
+}
+
+// Input is everything one page shows. Every run needs its metrics; the
+// rest is optional.
 type Input struct {
-	Run          string
-	Metrics      *Metrics
+	Runs         []RunInput
 	Evals        []EvalRow
-	Trajectories []trajectory.StepSummary // from TrajectoryRewards
+	Trajectories *Trajectories // from ReadTrajectories
 	// Sources lists the files read, shown at the foot of the page.
 	Sources []string
 }
 
-// Figure is one rendered plot.
-type Figure struct {
-	ID    string
-	Title string
-	PNG   []byte
+// Line is one drawn series of a chart. X is the run's step; the page maps
+// it to training time or tokens with the run's own axes.
+type Line struct {
+	Run  int       `json:"run"` // index into the page's runs
+	Name string    `json:"name"`
+	X    []float64 `json:"x"`
+	Y    []float64 `json:"y"`
+	// Lo..Hi shade an inner band (mean ± std, or the quartiles), Min..Max
+	// a lighter outer one (the extremes).
+	Lo  []float64 `json:"lo,omitempty"`
+	Hi  []float64 `json:"hi,omitempty"`
+	Min []float64 `json:"min,omitempty"`
+	Max []float64 `json:"max,omitempty"`
+	// Note says more about each point on hover (which adapter sampled a
+	// step's episodes, which step trained on them).
+	Note   []string `json:"note,omitempty"`
+	Points bool     `json:"points,omitempty"` // markers, no smoothing (sparse data such as evals)
+	Dashed bool     `json:"dashed,omitempty"`
 }
 
-// Section is a titled group of figures.
+// Chart is one plot.
+type Chart struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	YLabel string `json:"ylabel"`
+	// ByLine colours lines by their order rather than by run (eval labels).
+	ByLine bool   `json:"byLine,omitempty"`
+	Lines  []Line `json:"lines"`
+}
+
+// Folded is a chart left out because every line in it is flat: what it
+// would have shown is one value per line.
+type Folded struct {
+	ID, Title string
+	Values    []string // "0.002", or "rl: 0.002" with several lines
+}
+
+// Table is a plain table; Diff marks rows whose values differ between
+// runs.
+type Table struct {
+	Head []string
+	Rows [][]string
+	Diff []bool
+}
+
+// Section is a titled group of charts.
 type Section struct {
-	Title   string
-	Figures []Figure
+	ID, Title, Caption string
+	Charts             []Chart
+	Folded             []Folded
+	Table              *Table
 }
 
-// Page is what Render writes, exposed so that callers and tests can look at
-// the figures without parsing HTML.
+// RunRollouts are the steps of one run whose episodes are shown in full.
+type RunRollouts struct {
+	Run   string
+	Steps []*TrajStep
+}
+
+// Page is what WriteHTML writes, exposed so that callers and tests can look
+// at it without parsing HTML.
 type Page struct {
-	Summary  Summary
+	Runs     []Summary
+	Summary  *Table
+	Params   *Table // hyperparameters, one column per run; nil when no run has any
 	Sections []Section
+	Rollouts []RunRollouts
+	Notes    []string
 	Sources  []string
+	axes     []runAxes
+}
+
+// Chart returns the chart (drawn, not folded) with the id, or nil.
+func (pg *Page) Chart(id string) *Chart {
+	for i := range pg.Sections {
+		for j := range pg.Sections[i].Charts {
+			if pg.Sections[i].Charts[j].ID == id {
+				return &pg.Sections[i].Charts[j]
+			}
+		}
+	}
+	return nil
+}
+
+// FoldedChart returns the folded chart with the id, or nil.
+func (pg *Page) FoldedChart(id string) *Folded {
+	for i := range pg.Sections {
+		for j := range pg.Sections[i].Folded {
+			if pg.Sections[i].Folded[j].ID == id {
+				return &pg.Sections[i].Folded[j]
+			}
+		}
+	}
+	return nil
+}
+
+// runAxes are the alternative x axes of a run: cumulative training seconds
+// and tokens at each step that logged them (nil when none did).
+type runAxes struct {
+	Name   string    `json:"name"`
+	Color  string    `json:"color"`
+	Steps  []float64 `json:"steps"`
+	Time   []float64 `json:"time"`
+	Tokens []float64 `json:"tokens"`
 }
 
 // known are the trainer's metrics in the order a reader looks for them,
-// with a title and a y label. reward_std is drawn as the band of
-// reward_mean and gets no plot of its own.
+// with a title and a y label; anything else goes to "Other metrics".
 var known = []struct{ key, title, ylabel string }{
-	{"reward_mean", "Reward (trainer, mean ± std)", "reward"},
 	{"loss", "Loss", "loss"},
 	{"policy_loss", "Policy loss", "policy loss"},
 	{"kl", "KL to reference", "KL"},
@@ -60,180 +146,208 @@ var known = []struct{ key, title, ylabel string }{
 	{"lr", "Learning rate", "lr"},
 	{"ratio_mean", "Importance ratio mean", "π/π_old"},
 	{"sampler_logp_diff_mean", "Trainer − sampler logprob gap (mean |Δ|)", "nats / token"},
+	{"sampler_logp_diff_max", "Trainer − sampler logprob gap (max |Δ|)", "nats / token"},
 }
 
 // otherTitles names the trainer's bookkeeping series; anything else is
 // titled after its key.
 var otherTitles = map[string]string{
-	"tokens":           "Tokens per step",
-	"trainable_tokens": "Trainable tokens per step",
-	"tokens_per_s":     "Throughput (tokens/s)",
-	"seconds":          "Step time (s)",
-	"groups":           "Groups per step",
-	"groups_trainable": "Trainable groups per step",
-	"reward_std":       "Reward std",
+	"tokens":               "Tokens per step",
+	"trainable_tokens":     "Trainable tokens per step",
+	"tokens_per_s":         "Throughput (tokens/s)",
+	"seconds":              "Step time (s)",
+	"groups":               "Groups per step",
+	"groups_trainable":     "Trainable groups per step",
+	"trajectories":         "Trajectories per step",
+	"trajectories_trained": "Trajectories trained per step",
+	"dropped_zero_adv":     "Trajectories dropped (zero advantage)",
+	"reward_std":           "Reward std",
 }
 
-// Build renders every figure of in.
+// palette is the Tableau 10 order: distinct, colour-blind tolerable and
+// readable on white. Runs take their colour from it in order.
+var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
+
+// Build lays out the page for in.
 func Build(ctx context.Context, in Input) (*Page, error) {
-	if in.Metrics == nil {
-		return nil, fmt.Errorf("report: no metrics")
+	if len(in.Runs) == 0 {
+		return nil, fmt.Errorf("report: no runs")
 	}
-	m := in.Metrics
-	pg := &Page{Summary: Summarize(in.Run, m), Sources: in.Sources}
-	var train, other []chart
-	used := map[string]bool{"reward_std": true}
-	for _, k := range known {
-		s := m.Get(k.key)
-		if s == nil {
-			continue
+	names := make([]string, len(in.Runs))
+	for i, r := range in.Runs {
+		if r.Metrics == nil {
+			return nil, fmt.Errorf("report: run %q has no metrics", r.Name)
 		}
-		used[k.key] = true
-		l := line{Name: k.key, X: s.X, Y: s.Y}
-		if k.key == "reward_mean" {
-			if sd := m.Get("reward_std"); sd != nil {
-				l.Lo, l.Hi = bandAt(s, sd)
-			}
+		if slices.Contains(names[:i], r.Name) {
+			return nil, fmt.Errorf("report: two runs are called %q; name them apart", r.Name)
 		}
-		train = append(train, chart{ID: k.key, Title: k.title, XLabel: "step", YLabel: k.ylabel, Lines: []line{l}})
+		names[i] = r.Name
 	}
-	if sd := m.Get("reward_std"); sd != nil && m.Get("reward_mean") == nil {
-		used["reward_std"] = false
+	pg := &Page{Sources: in.Sources}
+	for i, r := range in.Runs {
+		pg.Runs = append(pg.Runs, Summarize(r.Name, r.Metrics))
+		pg.axes = append(pg.axes, axesOf(r, palette[i%len(palette)]))
 	}
-	for _, s := range m.Series {
-		if used[s.Name] {
-			continue
+	pg.Summary = summaryTable(pg.Runs)
+	pg.Params = paramsTable(in.Runs)
+	tr := in.Trajectories
+	if tr == nil {
+		tr = &Trajectories{}
+	}
+	sections := []Section{
+		rewardSection(in.Runs, tr),
+		trainingSection(in.Runs),
+		episodeSection(in.Runs, tr),
+		evalSection(in.Runs, in.Evals),
+		otherSection(in.Runs),
+	}
+	for _, s := range sections {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		title := otherTitles[s.Name]
-		if title == "" {
-			title = humanize(s.Name)
-		}
-		other = append(other, chart{ID: s.Name, Title: title, XLabel: "step", YLabel: s.Name,
-			Lines: []line{{Name: s.Name, X: s.X, Y: s.Y}}})
-	}
-	var sections []struct {
-		title  string
-		charts []chart
-	}
-	add := func(title string, cs []chart) {
-		if len(cs) > 0 {
-			sections = append(sections, struct {
-				title  string
-				charts []chart
-			}{title, cs})
+		s = fold(s)
+		if len(s.Charts) > 0 || len(s.Folded) > 0 || s.Table != nil {
+			pg.Sections = append(pg.Sections, s)
 		}
 	}
-	add("Training", train)
-	add("Evaluation", evalCharts(in.Evals))
-	add("Trajectories", trajCharts(in.Trajectories, m.Get("reward_mean")))
-	add("Other metrics", other)
-	for _, sec := range sections {
-		out := Section{Title: sec.title}
-		for _, c := range sec.charts {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			png, err := renderPNG(c)
-			if err != nil {
-				return nil, err
-			}
-			out.Figures = append(out.Figures, Figure{ID: c.ID, Title: c.Title, PNG: png})
-		}
-		pg.Sections = append(pg.Sections, out)
+	pg.Rollouts = rollouts(in.Runs, tr)
+	if tr.Unplaced > 0 {
+		pg.Notes = append(pg.Notes, fmt.Sprintf("%d episodes of run(s) %s are not shown: none of the runs on this page sampled or trained on them.",
+			tr.Unplaced, strings.Join(tr.UnplacedRuns, ", ")))
 	}
 	return pg, nil
 }
 
-// bandAt returns mean-std and mean+std at the steps of mean; steps without
-// a std get a zero-width band.
-func bandAt(mean, sd *Series) (lo, hi []float64) {
-	at := make(map[float64]float64, len(sd.X))
-	for i, x := range sd.X {
-		at[x] = sd.Y[i]
+// axesOf computes a run's training-time and token axes from its "seconds"
+// and "tokens" metrics.
+func axesOf(r RunInput, color string) runAxes {
+	a := runAxes{Name: r.Name, Color: color, Steps: r.Metrics.Steps}
+	cum := func(key string) []float64 {
+		s := r.Metrics.Get(key)
+		if s == nil {
+			return nil
+		}
+		out := make([]float64, len(r.Metrics.Steps))
+		sum, j := 0.0, 0
+		for i, step := range r.Metrics.Steps {
+			for j < len(s.X) && s.X[j] <= step {
+				sum += s.Y[j]
+				j++
+			}
+			out[i] = sum
+		}
+		return out
 	}
-	lo, hi = make([]float64, len(mean.X)), make([]float64, len(mean.X))
-	for i, x := range mean.X {
-		lo[i], hi[i] = mean.Y[i]-at[x], mean.Y[i]+at[x]
-	}
-	return lo, hi
+	a.Time, a.Tokens = cum("seconds"), cum("tokens")
+	return a
 }
 
-// evalCharts draws one chart per eval metric with one line per label, in
-// the order labels first appear.
-func evalCharts(rows []EvalRow) []chart {
-	var metrics, labels []string
-	seenM, seenL := map[string]bool{}, map[string]bool{}
-	for _, r := range rows {
-		if !seenL[r.Label] {
-			seenL[r.Label] = true
-			labels = append(labels, r.Label)
-		}
-		keys := make([]string, 0, len(r.Metrics))
-		for k := range r.Metrics {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if !seenM[k] {
-				seenM[k] = true
-				metrics = append(metrics, k)
-			}
-		}
-	}
-	var out []chart
-	for _, k := range metrics {
-		c := chart{ID: "eval-" + k, Title: "Eval: " + humanize(k), XLabel: "step", YLabel: k}
-		for _, lab := range labels {
-			type pt struct{ x, y float64 }
-			var pts []pt
-			for _, r := range rows {
-				if v, ok := r.Metrics[k]; ok && r.Label == lab {
-					pts = append(pts, pt{r.Step, v})
-				}
-			}
-			if len(pts) == 0 {
-				continue
-			}
-			sort.SliceStable(pts, func(i, j int) bool { return pts[i].x < pts[j].x })
-			l := line{Name: lab, Points: true}
-			for _, p := range pts {
-				l.X, l.Y = append(l.X, p.x), append(l.Y, p.y)
-			}
-			c.Lines = append(c.Lines, l)
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// trajCharts draws the reward per step computed from the trajectories, with
-// the trainer's own reward_mean dashed beside it when there is one.
-func trajCharts(steps []trajectory.StepSummary, trainer *Series) []chart {
-	var l line
-	var scored line
-	l.Name, scored.Name = "trajectories", "scored"
-	for _, s := range steps {
-		scored.X, scored.Y = append(scored.X, float64(s.Step)), append(scored.Y, float64(s.Reward.Scored))
-		if s.Reward.Scored == 0 {
+// runLines returns one line of metric key per run that logged it.
+func runLines(runs []RunInput, key string) []Line {
+	var out []Line
+	for i, r := range runs {
+		s := r.Metrics.Get(key)
+		if s == nil {
 			continue
 		}
-		x := float64(s.Step)
-		l.X, l.Y = append(l.X, x), append(l.Y, s.Reward.Mean)
-		l.Lo, l.Hi = append(l.Lo, s.Reward.Mean-s.Reward.Std), append(l.Hi, s.Reward.Mean+s.Reward.Std)
-	}
-	if len(scored.X) == 0 {
-		return nil
-	}
-	var out []chart
-	if len(l.X) > 0 {
-		c := chart{ID: "traj-reward", Title: "Reward (trajectories, mean ± std)", XLabel: "step", YLabel: "reward", Lines: []line{l}}
-		if trainer != nil {
-			c.Lines = append(c.Lines, line{Name: "trainer reward_mean", X: trainer.X, Y: trainer.Y, Dashed: true})
+		name := key
+		if len(runs) > 1 {
+			name = r.Name
 		}
-		out = append(out, c)
+		out = append(out, Line{Run: i, Name: name, X: s.X, Y: s.Y})
 	}
-	out = append(out, chart{ID: "traj-scored", Title: "Scored trajectories per step", XLabel: "step", YLabel: "trajectories", Lines: []line{scored}})
 	return out
+}
+
+func trainingSection(runs []RunInput) Section {
+	sec := Section{ID: "training", Title: "Training"}
+	for _, k := range known {
+		if ls := runLines(runs, k.key); len(ls) > 0 {
+			sec.Charts = append(sec.Charts, Chart{ID: k.key, Title: k.title, YLabel: k.ylabel, Lines: ls})
+		}
+	}
+	return sec
+}
+
+func otherSection(runs []RunInput) Section {
+	used := map[string]bool{"reward_mean": true, "reward_std": true}
+	for _, k := range known {
+		used[k.key] = true
+	}
+	var keys []string
+	for _, r := range runs {
+		for _, s := range r.Metrics.Series {
+			if !used[s.Name] && !slices.Contains(keys, s.Name) {
+				keys = append(keys, s.Name)
+			}
+		}
+	}
+	// reward_std has a plot of its own only where it is not the band of a
+	// reward_mean.
+	for _, r := range runs {
+		if r.Metrics.Get("reward_std") != nil && r.Metrics.Get("reward_mean") == nil && !slices.Contains(keys, "reward_std") {
+			keys = append(keys, "reward_std")
+		}
+	}
+	slices.Sort(keys)
+	sec := Section{ID: "other", Title: "Other metrics"}
+	for _, k := range keys {
+		title := otherTitles[k]
+		if title == "" {
+			title = humanize(k)
+		}
+		ls := runLines(runs, k)
+		if k == "reward_std" {
+			ls = slices.DeleteFunc(ls, func(l Line) bool { return runs[l.Run].Metrics.Get("reward_mean") != nil })
+		}
+		sec.Charts = append(sec.Charts, Chart{ID: k, Title: title, YLabel: k, Lines: ls})
+	}
+	return sec
+}
+
+// fold moves the charts whose every line is flat out of the grid.
+func fold(s Section) Section {
+	var keep []Chart
+	for _, c := range s.Charts {
+		if !flatChart(c) {
+			keep = append(keep, c)
+			continue
+		}
+		f := Folded{ID: c.ID, Title: c.Title}
+		for _, l := range c.Lines {
+			v := exact(l.Y[0])
+			if len(c.Lines) > 1 {
+				v = l.Name + ": " + v
+			}
+			f.Values = append(f.Values, v)
+		}
+		s.Folded = append(s.Folded, f)
+	}
+	s.Charts = keep
+	return s
+}
+
+// flatChart reports whether every line of c has two or more points, all at
+// one value (bands included). A single point is not flat: it is all there
+// is to see.
+func flatChart(c Chart) bool {
+	if len(c.Lines) == 0 {
+		return false
+	}
+	for _, l := range c.Lines {
+		if len(l.X) < 2 {
+			return false
+		}
+		v := l.Y[0]
+		for _, ys := range [][]float64{l.Y, l.Lo, l.Hi, l.Min, l.Max} {
+			for _, y := range ys {
+				if y != v {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // humanize turns "tokens_per_s" into "Tokens per s".
@@ -253,117 +367,3 @@ func Render(ctx context.Context, w io.Writer, in Input) error {
 	}
 	return pg.WriteHTML(w)
 }
-
-// WriteHTML writes the page: inline CSS, no scripts, every image a data URI.
-func (pg *Page) WriteHTML(w io.Writer) error {
-	type fig struct {
-		ID, Title string
-		Src       template.HTMLAttr
-	}
-	type sec struct {
-		Title   string
-		Figures []fig
-	}
-	data := struct {
-		Run     string
-		Rows    [][2]string
-		Sects   []sec
-		Sources []string
-	}{Run: pg.Summary.Run, Rows: pg.Summary.rows(), Sources: pg.Sources}
-	for _, s := range pg.Sections {
-		out := sec{Title: s.Title}
-		for _, f := range s.Figures {
-			// The whole attribute is trusted markup: base64 holds no quote
-			// or ampersand, and as a plain URL html/template would write
-			// every "+" as "&#43;", a tenth more bytes for nothing.
-			out.Figures = append(out.Figures, fig{ID: f.ID, Title: f.Title,
-				Src: template.HTMLAttr(`src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(f.PNG) + `"`)})
-		}
-		data.Sects = append(data.Sects, out)
-	}
-	if err := pageTmpl.Execute(w, data); err != nil {
-		return fmt.Errorf("report: html: %w", err)
-	}
-	return nil
-}
-
-// rows formats the summary table.
-func (s Summary) rows() [][2]string {
-	r := [][2]string{{"run", s.Run}}
-	steps := strconv.Itoa(s.Rows)
-	if s.Rows > 0 {
-		steps += fmt.Sprintf(" (step %s to %s)", num(s.FirstStep), num(s.LastStep))
-	}
-	r = append(r, [2]string{"steps", steps})
-	if s.HasReward {
-		r = append(r,
-			[2]string{"reward mean, first → last", fmt.Sprintf("%s → %s (%+.4g)", num(s.FirstReward), num(s.LastReward), s.LastReward-s.FirstReward)},
-			[2]string{"best step", fmt.Sprintf("%s (reward mean %s)", num(s.BestStep), num(s.BestReward))})
-	}
-	if s.HasTokens {
-		r = append(r, [2]string{"total tokens", groupDigits(s.TotalTokens)})
-	}
-	if s.HasSeconds {
-		wall := strconv.FormatFloat(s.WallSeconds, 'g', 3, 64) + "s"
-		if s.WallSeconds >= 10 {
-			wall = time.Duration(s.WallSeconds * float64(time.Second)).Round(time.Second).String()
-		}
-		r = append(r, [2]string{"wall time", wall})
-	}
-	return r
-}
-
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 5, 64) }
-
-// groupDigits writes 1234567 as "1 234 567" (thin spaces read in any locale).
-func groupDigits(v float64) string {
-	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteString("\u2009")
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Hone run {{.Run}}</title>
-<style>
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #222; margin: 24px auto; max-width: 1400px; padding: 0 16px; background: #fafafa; }
-h1 { font-size: 24px; margin: 0 0 12px; }
-h2 { font-size: 19px; margin: 28px 0 10px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
-table.summary { border-collapse: collapse; background: #fff; box-shadow: 0 1px 2px rgba(0,0,0,.08); }
-table.summary th, table.summary td { padding: 6px 14px; border-bottom: 1px solid #eee; text-align: left; }
-table.summary th { font-weight: 600; color: #555; white-space: nowrap; }
-table.summary td { font-variant-numeric: tabular-nums; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(460px, 1fr)); gap: 14px; }
-figure { margin: 0; background: #fff; padding: 6px; box-shadow: 0 1px 2px rgba(0,0,0,.08); }
-figure img { width: 100%; height: auto; display: block; }
-footer { margin-top: 28px; color: #777; font-size: 13px; }
-footer code { word-break: break-all; }
-</style>
-</head>
-<body>
-<h1>Hone run <code>{{.Run}}</code></h1>
-<table class="summary">
-{{range .Rows}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
-{{end}}</table>
-{{range .Sects}}<h2>{{.Title}}</h2>
-<div class="grid">
-{{range .Figures}}<figure id="{{.ID}}"><img {{.Src}} alt="{{.Title}}" width="800" height="450"></figure>
-{{end}}</div>
-{{end}}{{if .Sources}}<footer>Read from:{{range .Sources}} <code>{{.}}</code>{{end}}</footer>
-{{end}}</body>
-</html>
-`))

@@ -1,24 +1,16 @@
 package report
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image/png"
+	"maps"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/hone-rl/hone/format/fileset"
-	"github.com/hone-rl/hone/format/trajectory"
-	"gonum.org/v1/plot/vg"
 )
 
 // synthRow is one metrics row as hone-train writes it.
@@ -58,136 +50,10 @@ func f64(v any) float64 {
 	panic(fmt.Sprintf("not a number: %T", v))
 }
 
-// writeTrajectories writes groups at steps 1..steps with seeded rewards
-// (one trajectory per group left unscored) and returns every scored reward
-// by step.
-func writeTrajectories(t *testing.T, path string, steps int) map[int64][]float64 {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(7, 7))
-	want := map[int64][]float64{}
-	var groups []trajectory.Group
-	for s := int64(1); s <= int64(steps); s++ {
-		for g := 0; g < 3; g++ {
-			grp := trajectory.Group{ID: fmt.Sprintf("s%d-g%d", s, g)}
-			for k := 0; k < 4; k++ {
-				tr := trajectory.Trajectory{Run: "r1", Step: s, GroupID: grp.ID, ID: fmt.Sprintf("%s-%d", grp.ID, k), Env: "demo",
-					Messages: []trajectory.Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"}}}
-				if k != 3 {
-					r := float64(s)/10 + rng.Float64()
-					tr.Reward = &r
-					want[s] = append(want[s], r)
-				}
-				grp.Trajectories = append(grp.Trajectories, tr)
-			}
-			groups = append(groups, grp)
-		}
-	}
-	if err := trajectory.WriteFile(context.Background(), path, groups, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return want
-}
-
 const evalJSONL = `{"label":"base","step":0,"accuracy":0.30,"mean_reward":0.1}
 {"label":"after-grpo","step":12,"accuracy":0.55,"mean_reward":0.4}
 {"label":"after-grpo","step":6,"accuracy":0.45,"mean_reward":0.3,"model":"x"}
 `
-
-func TestBuildHasEveryPlot(t *testing.T) {
-	ctx := context.Background()
-	_, text := synthMetrics(12, 1)
-	m, err := ReadMetrics(strings.NewReader(text), "metrics.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	evals, err := ReadEval(strings.NewReader(evalJSONL), "eval.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "s.parquet")
-	writeTrajectories(t, path, 12)
-	steps, err := TrajectoryRewards(ctx, fileset.Files(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg, err := Build(ctx, Input{Run: "r1", Metrics: m, Evals: evals, Trajectories: steps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, s := range pg.Sections {
-		for _, f := range s.Figures {
-			ids = append(ids, f.ID)
-			checkPNG(t, f.ID, f.PNG)
-		}
-	}
-	want := []string{
-		"reward_mean", "loss", "policy_loss", "kl", "entropy", "grad_norm", "clip_frac", "lr", "ratio_mean",
-		"eval-accuracy", "eval-mean_reward",
-		"traj-reward", "traj-scored",
-		"groups", "groups_trainable", "seconds", "tokens", "tokens_per_s", "trainable_tokens",
-	}
-	if !slices.Equal(ids, want) {
-		t.Fatalf("figures\n got %q\nwant %q", ids, want)
-	}
-
-	var html bytes.Buffer
-	if err := pg.WriteHTML(&html); err != nil {
-		t.Fatal(err)
-	}
-	srcs := regexp.MustCompile(`src="data:image/png;base64,([A-Za-z0-9+/=]+)"`).FindAllStringSubmatch(html.String(), -1)
-	if len(srcs) != len(want) {
-		t.Fatalf("html has %d embedded PNGs, want %d", len(srcs), len(want))
-	}
-	for i, s := range srcs {
-		b, err := base64.StdEncoding.DecodeString(s[1])
-		if err != nil {
-			t.Fatalf("image %d: %v", i, err)
-		}
-		checkPNG(t, want[i], b)
-	}
-	for _, frag := range []string{"<title>Hone run r1</title>", "Training", "Evaluation", "Trajectories", "Other metrics"} {
-		if !strings.Contains(html.String(), frag) {
-			t.Errorf("html lacks %q", frag)
-		}
-	}
-	if strings.Contains(html.String(), "<script") || strings.Contains(html.String(), "http") {
-		t.Error("page is not self-contained: it has a script or a link")
-	}
-}
-
-func checkPNG(t *testing.T, id string, b []byte) {
-	t.Helper()
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("%s: not a PNG: %v", id, err)
-	}
-	w, h := img.Bounds().Dx(), img.Bounds().Dy()
-	wantW, wantH := int(math.Round(float64(plotW/vg.Inch)*plotDPI)), int(math.Round(float64(plotH/vg.Inch)*plotDPI))
-	if abs(w-wantW) > 1 || abs(h-wantH) > 1 {
-		t.Fatalf("%s: %dx%d, want %dx%d", id, w, h, wantW, wantH)
-	}
-	// A drawn plot is mostly white with some ink; a blank image is not.
-	ink := 0
-	for y := 0; y < h; y += 3 {
-		for x := 0; x < w; x += 3 {
-			r, g, bb, _ := img.At(x, y).RGBA()
-			if r+g+bb < 3*0xc000 {
-				ink++
-			}
-		}
-	}
-	if frac := float64(ink) / float64((w/3)*(h/3)); frac < 0.005 || frac > 0.5 {
-		t.Fatalf("%s: %.3f of pixels are dark; not a plot", id, frac)
-	}
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
 
 func TestSummaryHandChecked(t *testing.T) {
 	text := `{"step":3,"reward_mean":0.5,"tokens":100,"seconds":1.5}
@@ -290,15 +156,27 @@ func TestReadEval(t *testing.T) {
 		len(rows[2].Metrics) != 2 || rows[2].Where != "e.jsonl:3" {
 		t.Fatalf("rows %+v", rows)
 	}
-	cs := evalCharts(rows)
+	sec := evalSection([]RunInput{{Name: "r"}}, rows)
+	cs := sec.Charts
 	if len(cs) != 2 || cs[0].ID != "eval-accuracy" || len(cs[0].Lines) != 2 ||
 		!slices.Equal(cs[0].Lines[1].X, []float64{6, 12}) || !slices.Equal(cs[0].Lines[1].Y, []float64{0.45, 0.55}) {
 		t.Fatalf("eval charts %+v", cs)
+	}
+	// The table lists rows by step, the string "model" among the settings.
+	if got := sec.Table.Head; !slices.Equal(got, []string{"label", "step", "model", "accuracy", "mean_reward"}) {
+		t.Fatalf("eval table head %q", got)
+	}
+	if got := sec.Table.Rows[1]; !slices.Equal(got, []string{"after-grpo", "6", "x", "0.45", "0.3"}) {
+		t.Fatalf("eval table row 2 %q", got)
 	}
 	for _, tc := range []struct{ text, want string }{
 		{"{\"step\":1,\"acc\":1}\n", "e.jsonl:1: missing string \"label\""},
 		{"{\"label\":\"a\"}\n", "e.jsonl:1: no numeric metric"},
 		{"{\"label\":\"a\",\"acc\":1}\n{\"label\":", "e.jsonl:2:"},
+		{"{\"label\":\"a\",\"acc\":1}\n\n{\n  \"label\": \"b\",\n  \"acc\": 1,\n", "e.jsonl:3:"},
+		{"{\"label\":\"a\",\"acc\":1}\n[{\"label\":\"b\",\"acc\":1}, 3]\n", "e.jsonl:2[1]: not a JSON object"},
+		{"{\"label\":\"a\",\"acc\":1}\n\"text\"\n", "e.jsonl:2: not a JSON object"},
+		{"{\"label\":\"a\",\"run\":1,\"acc\":1}\n", "e.jsonl:1: \"run\" is not a string"},
 		{"{\"label\":\"a\",\"step\":-1,\"acc\":1}\n", "e.jsonl:1: step -1"},
 		{"", "e.jsonl: no eval rows"},
 	} {
@@ -308,76 +186,50 @@ func TestReadEval(t *testing.T) {
 	}
 }
 
-func TestTrajectoryRewardsMatchNaive(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.parquet")
-	want := writeTrajectories(t, path, 5)
-	steps, err := TrajectoryRewards(context.Background(), fileset.Files(path))
+// jqPretty is an eval file as jq writes it by default, the way
+// pipelines/demo.sh wrote out/demo/eval/*.json before it passed -c: one
+// pretty-printed object. The old line-by-line reader failed on it with
+// ":1: unexpected EOF".
+const jqPretty = `{
+  "label": "rl T=1",
+  "step": 16,
+  "run": "rl",
+  "model": "rl",
+  "temperature": 1,
+  "episodes": 200,
+  "success": 0.73,
+  "mean_reward": 0.6162000000000004
+}
+{
+  "label": "rl T=0",
+  "step": 16,
+  "model": "rl",
+  "temperature": 0,
+  "success": 0.925
+}
+`
+
+func TestReadEvalPrettyPrintedAndArrays(t *testing.T) {
+	rows, err := ReadEval(strings.NewReader(jqPretty), "rl-T1.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(steps) != 5 {
-		t.Fatalf("%d steps, want 5", len(steps))
+	if len(rows) != 2 || rows[0].Label != "rl T=1" || rows[0].Step != 16 || rows[0].Run != "rl" || rows[1].Where != "rl-T1.json:11" {
+		t.Fatalf("rows %+v", rows)
 	}
-	for _, s := range steps {
-		xs := want[s.Step]
-		var mean, ss float64
-		for _, x := range xs {
-			mean += x / float64(len(xs))
-		}
-		for _, x := range xs {
-			ss += (x - mean) * (x - mean)
-		}
-		std := math.Sqrt(ss / float64(len(xs)-1))
-		if s.Reward.Scored != int64(len(xs)) || s.Reward.Unscored != 3 ||
-			math.Abs(s.Reward.Mean-mean) > 1e-12 || math.Abs(s.Reward.Std-std) > 1e-12*std {
-			t.Fatalf("step %d: %+v, want mean %g std %g over %d", s.Step, s.Reward, mean, std, len(xs))
-		}
+	// Settings are shown, not plotted: a chart of the temperature over
+	// steps says nothing.
+	if !maps.Equal(rows[0].Metrics, map[string]float64{"success": 0.73, "mean_reward": 0.6162000000000004}) ||
+		!maps.Equal(rows[0].Settings, map[string]string{"model": "rl", "temperature": "1", "episodes": "200"}) {
+		t.Fatalf("row 1 metrics %v settings %v", rows[0].Metrics, rows[0].Settings)
 	}
-	cs := trajCharts(steps, nil)
-	if len(cs) != 2 || len(cs[0].Lines[0].Lo) != 5 || math.Abs(cs[0].Lines[0].Hi[0]-cs[0].Lines[0].Lo[0]-2*steps[0].Reward.Std) > 1e-12 {
-		t.Fatalf("trajectory charts %+v", cs)
+	arr, err := ReadEval(strings.NewReader(`[{"label":"a","acc":0.5},{"label":"b","step":2,"acc":0.7}]`), "e.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := TrajectoryRewards(context.Background(), fileset.Files(filepath.Join(t.TempDir(), "none.parquet"))); err == nil {
-		t.Fatal("a missing trajectory file gave no error")
+	if len(arr) != 2 || arr[1].Label != "b" || arr[1].Step != 2 || arr[1].Where != "e.json:1[1]" {
+		t.Fatalf("array rows %+v", arr)
 	}
-}
-
-func TestEdgeRunsRender(t *testing.T) {
-	for _, tc := range []struct{ name, text string }{
-		{"one step", `{"step":1,"loss":1,"reward_mean":0.5,"reward_std":0.1}`},
-		{"constant", "{\"step\":1,\"lr\":0}\n{\"step\":2,\"lr\":0}\n"},
-		{"tiny lr", "{\"step\":1,\"lr\":1e-7}\n{\"step\":2,\"lr\":3e-7}\n"},
-		{"huge", "{\"step\":1,\"tokens\":1e9}\n{\"step\":2,\"tokens\":3e12}\n"},
-		{"reward_std alone", "{\"step\":1,\"reward_std\":1}\n{\"step\":2,\"reward_std\":2}\n"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := ReadMetrics(strings.NewReader(tc.text), "m.jsonl")
-			if err != nil {
-				t.Fatal(err)
-			}
-			pg, err := Build(context.Background(), Input{Run: "r", Metrics: m})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			for _, s := range pg.Sections {
-				for _, f := range s.Figures {
-					checkPNG(t, f.ID, f.PNG)
-					n++
-				}
-			}
-			if n != len(m.Series)-boolInt(m.Get("reward_std") != nil && m.Get("reward_mean") != nil) {
-				t.Fatalf("%d figures for %d series", n, len(m.Series))
-			}
-		})
-	}
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func TestBuildCancelled(t *testing.T) {
@@ -388,42 +240,8 @@ func TestBuildCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Build(ctx, Input{Run: "r", Metrics: m}); !errors.Is(err, context.Canceled) {
+	if _, err := Build(ctx, Input{Runs: []RunInput{{Name: "r", Metrics: m}}}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
-	}
-}
-
-func TestTickLabels(t *testing.T) {
-	for _, r := range [][2]float64{{5.5397, 5.5445}, {0, 1}, {4750, 5900}, {1e-7, 3e-7}, {1e9, 3e12}, {-2, 2}, {0.0092, 0.0108}} {
-		ts := (compactTicks{}).Ticks(r[0], r[1])
-		seen := map[string]bool{}
-		for _, tk := range ts {
-			if tk.Label == "" {
-				continue
-			}
-			if seen[tk.Label] {
-				t.Errorf("range %v: label %q repeats in %v", r, tk.Label, ts)
-			}
-			seen[tk.Label] = true
-			if strings.HasSuffix(tk.Label, ".0") || strings.Contains(tk.Label, "e-0") || strings.Contains(tk.Label, "e+") {
-				t.Errorf("range %v: label %q is not compact", r, tk.Label)
-			}
-		}
-		if len(seen) < 2 {
-			t.Errorf("range %v: fewer than two labels: %v", r, ts)
-		}
-	}
-	for in, want := range map[string]string{"2.50e-05": "2.5e-5", "1.00e+09": "1e9", "3e-07": "3e-7", "1.5": "1.5"} {
-		if got := trimExp(in); got != want {
-			t.Errorf("trimExp(%q) = %q, want %q", in, got, want)
-		}
-	}
-	for _, r := range [][2]float64{{1, 2}, {1, 3}, {0, 116}} {
-		for _, tk := range (integerTicks{}).Ticks(r[0], r[1]) {
-			if tk.Value != math.Trunc(tk.Value) {
-				t.Errorf("range %v: tick at %g on a step axis", r, tk.Value)
-			}
-		}
 	}
 }
 

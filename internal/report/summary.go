@@ -1,11 +1,11 @@
 package report
 
 import (
-	"context"
 	"fmt"
-
-	"github.com/hone-rl/hone/format/fileset"
-	"github.com/hone-rl/hone/format/trajectory"
+	"math"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Summary is the table at the top of the page. Has* fields say whether the
@@ -60,17 +60,74 @@ func Summarize(run string, m *Metrics) Summary {
 	return s
 }
 
-// TrajectoryRewards reads an input set of trajectory files and returns the
-// reward summary of every step, sorted by step.
-func TrajectoryRewards(ctx context.Context, in *fileset.Set) ([]trajectory.StepSummary, error) {
-	r, err := trajectory.Open(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("report: trajectories: %w", err)
+// rows formats one run's column of the summary table.
+func (s Summary) rows() [][2]string {
+	steps := strconv.Itoa(s.Rows)
+	if s.Rows > 0 {
+		steps += fmt.Sprintf(" (step %s to %s)", num(s.FirstStep), num(s.LastStep))
 	}
-	defer r.Close()
-	st, err := trajectory.ComputeStats(ctx, r)
-	if err != nil {
-		return nil, fmt.Errorf("report: trajectories: %w", err)
+	r := [][2]string{{"steps", steps}}
+	if s.HasReward {
+		r = append(r,
+			[2]string{"reward mean, first → last", fmt.Sprintf("%s → %s (%+.4g)", num(s.FirstReward), num(s.LastReward), s.LastReward-s.FirstReward)},
+			[2]string{"best step", fmt.Sprintf("%s (reward mean %s)", num(s.BestStep), num(s.BestReward))})
 	}
-	return st.ByStep, nil
+	if s.HasTokens {
+		r = append(r, [2]string{"total tokens", groupDigits(s.TotalTokens)})
+	}
+	if s.HasSeconds {
+		wall := strconv.FormatFloat(s.WallSeconds, 'g', 3, 64) + "s"
+		if s.WallSeconds >= 10 {
+			wall = time.Duration(s.WallSeconds * float64(time.Second)).Round(time.Second).String()
+		}
+		// The sum of the steps' own times: collection and scoring between
+		// steps are not in it.
+		r = append(r, [2]string{"training time (sum of step times)", wall})
+	}
+	return r
+}
+
+// summaryTable puts the runs' summaries side by side, one column a run.
+func summaryTable(runs []Summary) *Table {
+	t := &Table{Head: []string{""}}
+	var labels []string
+	cells := map[string][]string{}
+	for i, s := range runs {
+		t.Head = append(t.Head, s.Run)
+		for _, kv := range s.rows() {
+			if cells[kv[0]] == nil {
+				labels = append(labels, kv[0])
+				cells[kv[0]] = make([]string, len(runs))
+			}
+			cells[kv[0]][i] = kv[1]
+		}
+	}
+	for _, l := range labels {
+		t.Rows = append(t.Rows, append([]string{l}, cells[l]...))
+		t.Diff = append(t.Diff, false)
+	}
+	return t
+}
+
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 5, 64) }
+
+// exact writes v in the fewest digits that read back as v.
+func exact(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// groupDigits writes 1234567 as "1 234 567" (thin spaces read in any locale).
+func groupDigits(v float64) string {
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteString("\u2009")
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

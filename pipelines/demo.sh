@@ -104,16 +104,22 @@ log "4/7 hone-serve on port $port"
 wait_model base
 wait_model warmup
 
-# evaluate LABEL MODEL: held-out episodes, greedy and at T=1.
+# evaluate LABEL MODEL STEP: held-out episodes, greedy and at T=1, summarized
+# in OUT/eval/LABEL-T<t>.json as one JSON line that `hone-inspect report
+# --eval` reads: the base model is its own line, the warm-up (the adapter
+# run rl starts from, so its step 0) and rl@ROUNDS are one line "rl T=<t>"
+# over rl's steps.
 evaluate() {
-	local label=$1 model=$2 t
+	local label=$1 model=$2 step=$3 t line=rl
+	[ "$label" = base ] && line=base
 	for t in 0 1; do
 		"$BIN"/hone-collect "${ENV_OPTS[@]}" --groups "$EVAL_EPISODES" -G 1 --model "$model" \
 			--base-url "$URL" --api-key none --temperature "$t" --max-tokens 4 \
 			--seed "$EVAL_SEED" --run "eval-$label" \
 			-o "$OUT/eval/$label-T$t.parquet" 2>>"$OUT"/eval/collect.log
 		"$BIN"/hone-inspect to-jsonl "$OUT/eval/$label-T$t.parquet" 2>/dev/null |
-			jq -s --arg name "$label" --arg t "$t" '{
+			jq -sc --arg name "$label" --arg t "$t" --arg line "$line T=$t" --argjson step "$step" '{
+				label: $line, step: $step, run: "rl",
 				model: $name, temperature: ($t | tonumber), episodes: length,
 				success: (map(.metrics.found) | add / length),
 				invalid: (map(.metrics.invalid) | add / length),
@@ -123,8 +129,8 @@ evaluate() {
 	log "    $label: greedy $(jq .success "$OUT/eval/$label-T0.json"), T=1 $(jq .success "$OUT/eval/$label-T1.json")"
 }
 log "5/7 evaluation before RL ($EVAL_SPLIT split, $EVAL_EPISODES episodes each)"
-evaluate base base
-evaluate warmup warmup
+evaluate base base 0
+evaluate warmup warmup 0
 
 warm_step=$OUT/adapters/warmup/$(cat "$OUT"/adapters/warmup/latest)
 log "6/7 GRPO: $ROUNDS rounds of $RL_GROUPS secrets x $GSIZE tries"
@@ -147,7 +153,7 @@ for r in $(seq "$ROUNDS"); do
 done
 
 log "7/7 evaluation after RL"
-evaluate rl "rl@$ROUNDS"
+evaluate rl "rl@$ROUNDS" "$ROUNDS"
 
 # The server's counters, kept with the run: how much prompt prefill the
 # prefix cache saved over the multi-turn episodes.

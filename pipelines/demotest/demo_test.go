@@ -106,6 +106,23 @@ func TestDemoPlumbing(t *testing.T) {
 			t.Errorf("missing artefact: %v", err)
 		}
 	}
+	// The demo's eval files and trajectories go through the report as they
+	// are: --eval used to fail on them with ":1: unexpected EOF".
+	page := filepath.Join(out, "report.html")
+	rep := exec.CommandContext(ctx, filepath.Join(bin, "hone-inspect"), "report", filepath.Join(out, "adapters", "rl"),
+		"--eval", filepath.Join(out, "eval", "*.json"), "--trajectories", filepath.Join(out, "scored"), "-o", page)
+	if b, err := rep.CombinedOutput(); err != nil {
+		t.Fatalf("hone-inspect report on the demo's files: %v\n%s", err, b)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{`"id":"eval-success"`, "<th>base T=0</th>", "<th>rl T=1</th><td>2</td>", "sampled by warmup@4 · trained at step 1"} {
+		if !strings.Contains(string(html), frag) {
+			t.Errorf("the report on the demo lacks %q", frag)
+		}
+	}
 	if !strings.Contains(stdout.String(), "GRPO gain (warmup -> rl)") {
 		t.Errorf("no before/after line in the output:\n%s", stdout.String())
 	}

@@ -88,9 +88,8 @@ type browserRecord struct {
 
 // openInChromium loads the page in headless Chromium and returns the DOM
 // after its scripts ran, and what Chromium logged.
-func openInChromium(t *testing.T, page string) (dom, log string) {
+func openInChromium(t *testing.T, chromium, page string) (dom, log string) {
 	t.Helper()
-	chromium := need(t, "chromium", "chromium", "chromium-browser")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "report.html")
 	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
@@ -116,6 +115,7 @@ func openInChromium(t *testing.T, page string) (dom, log string) {
 // or console message, every chart drawn with its points, hover, smoothing,
 // the token axis and the rollout picker work.
 func TestReportInBrowser(t *testing.T) {
+	chromium := need(t, "chromium", "chromium", "chromium-browser")
 	in, _ := fixtureInput(t, t.TempDir())
 	pg, err := Build(context.Background(), in)
 	if err != nil {
@@ -126,7 +126,7 @@ func TestReportInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := strings.Replace(buf.String(), `<meta charset="utf-8">`, `<meta charset="utf-8">`+browserHook, 1)
-	dom, log := openInChromium(t, page)
+	dom, log := openInChromium(t, chromium, page)
 	for _, l := range strings.Split(log, "\n") {
 		if strings.Contains(l, ":CONSOLE") {
 			t.Errorf("console: %s", l)

@@ -27,7 +27,7 @@ type reportOptions struct {
 
 func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Output, "output", "o", "report.html", "write the page to PATH (atomically), or - for stdout")
-	fs.StringArrayVar(&o.Evals, "eval", nil, "eval file or glob to plot (repeatable; see below)")
+	fs.StringArrayVar(&o.Evals, "eval", nil, "eval file or glob to plot (repeatable; format above)")
 	fs.StringArrayVar(&o.Trajectories, "trajectories", nil, "trajectory Parquet file, glob or directory whose episodes to plot and show (repeatable)")
 	fs.StringVar(&o.Run, "run", "", "run name shown on the page, with one RUN_DIR (default: the run folder's name)")
 }

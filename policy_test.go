@@ -25,11 +25,16 @@ var allowedImports = []struct {
 	{"format", nil},
 	{"kernels", nil},
 	{"train/model", []string{"format", "kernels"}},
-	{"train", []string{"train/model", "format", "kernels", "internal/flagval"}},
-	{"serve", []string{"train/model", "format", "kernels"}},
-	{"collect", []string{"format", "internal/flagval"}},
-	{"score", []string{"format", "internal/flagval"}},
+	{"train", []string{"train/model", "format", "kernels", "internal/flagval", "internal/stageerr"}},
+	{"serve", []string{"train/model", "format", "kernels", "internal/stageerr"}},
+	{"collect", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry"}},
+	{"score", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry"}},
 	{"internal", []string{"format", "kernels"}},
+	// The kinds of error every stage returns and cmd maps to exit codes,
+	// and the retry decorator of collect's and score's clients: each
+	// stage's shared process conventions, so they import nothing of ours.
+	{"internal/stageerr", nil},
+	{"internal/retry", nil},
 	{"cmd", []string{""}}, // everything
 	{"pipelines", nil},
 }
@@ -160,6 +165,16 @@ func TestImportPolicyRules(t *testing.T) {
 		{"score", "internal/flagval", true},
 		{"train/rl", "internal/flagval", true},
 		{"collect", "internal/report", false},
+		{"collect", "internal/stageerr", true},
+		{"score/judge", "internal/retry", true},
+		{"collect", "internal/retry", true},
+		{"train/rl", "internal/stageerr", true},
+		{"train/model", "internal/stageerr", false},
+		{"serve", "internal/stageerr", true},
+		{"serve", "internal/retry", false},
+		{"internal/stageerr", "format/trajectory", false},
+		{"internal/retry", "kernels", false},
+		{"cmd/internal/cli", "internal/stageerr", true},
 	}
 	for _, c := range cases {
 		got := allowedEdge(c.pkg, c.imp)

@@ -14,9 +14,10 @@
 //   - progress on stderr when it is a terminal, and a one-line summary
 //     (Progress);
 //   - one mapping from errors to exit codes: 0 ok, 1 failure, 2 usage or bad
-//     input, 130 interrupted (Usage, BadInput, ExitCode), and Main, which
-//     exits only after the run function returned and its deferred clean-up
-//     ran;
+//     input, 130 interrupted (ExitCode, over the kinds of error that the
+//     stages and the mains share, defined once in internal/stageerr; Usage
+//     and BadInput forward there), and Main, which exits only after the run
+//     function returned and its deferred clean-up ran;
 //   - --help on stdout with exit 0 (NewFlagSet, ParseFlags, cobra's help),
 //     and usage errors on stderr with exit 2, each pointing to the --help
 //     of the subcommand it came from (ForCommand, ExecuteCommand).

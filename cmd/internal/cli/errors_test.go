@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 func TestExitCode(t *testing.T) {
@@ -29,7 +31,10 @@ func TestExitCode(t *testing.T) {
 		{"wrapped bad input", fmt.Errorf("file a.parquet: %w", BadInputf("row 3: %w", base)), 2},
 		{"canceled", context.Canceled, 130},
 		{"wrapped canceled", fmt.Errorf("write group 7: %w", context.Canceled), 130},
-		{"interrupted", ErrInterrupted, 130},
+		{"interrupted", stageerr.ErrInterrupted, 130},
+		{"wrapped interrupted", fmt.Errorf("%w after 3 groups: %w", stageerr.ErrInterrupted, context.Canceled), 130},
+		{"stage usage", stageerr.Usagef("--policy %q: want model", "x"), 2},
+		{"stage bad input", fmt.Errorf("scenario s1: %w", stageerr.Input(errors.New("not JSON"))), 2},
 		{"canceled wins over usage", Usage(fmt.Errorf("x: %w", context.Canceled)), 130},
 		{"deadline is a failure", context.DeadlineExceeded, 1},
 	}
@@ -79,7 +84,7 @@ func TestRunPrintsOnceAndMapsCode(t *testing.T) {
 		if tc.err == nil && stderr.Len() != 0 {
 			t.Errorf("success printed %q", stderr.String())
 		}
-		if _, ok := tc.err.(*kindError); ok && strings.Count(stderr.String(), "tool:") != 1 {
+		if tc.err != nil && strings.Count(stderr.String(), "tool:") != 1 {
 			t.Errorf("error printed more than once: %q", stderr.String())
 		}
 	}

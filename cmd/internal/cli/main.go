@@ -10,6 +10,8 @@ import (
 	"runtime/pprof"
 	"sync"
 	"syscall"
+
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 // Main runs fn under SignalContext and exits the process with ExitCode of
@@ -31,13 +33,13 @@ func Run(parent context.Context, name string, stderr io.Writer, fn func(ctx cont
 	ctx, stop := SignalContext(parent, stderr)
 	defer stop()
 	err := profiled(os.Getenv(CPUProfileEnv), fn)(ctx)
-	if err != nil && errors.Is(context.Cause(ctx), ErrInterrupted) && !errors.Is(err, ErrInterrupted) {
-		err = fmt.Errorf("%w: %w", ErrInterrupted, err)
+	if err != nil && errors.Is(context.Cause(ctx), stageerr.ErrInterrupted) && !errors.Is(err, stageerr.ErrInterrupted) {
+		err = fmt.Errorf("%w: %w", stageerr.ErrInterrupted, err)
 	}
 	code := ExitCode(err)
 	switch {
 	case code == ExitOK:
-	case code == ExitInterrupted && errors.Is(err, ErrInterrupted):
+	case code == ExitInterrupted && errors.Is(err, stageerr.ErrInterrupted):
 		fmt.Fprintf(stderr, "%s: interrupted\n", name)
 	case code == ExitUsage && isUsageOnly(err):
 		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, helpCommand(err, name))
@@ -78,24 +80,9 @@ func profiled(path string, fn func(ctx context.Context) error) func(ctx context.
 	}
 }
 
-func isUsageOnly(err error) bool {
-	var k *kindError
-	return errors.As(err, &k) && k.code == ExitUsage && k.usage
-}
-
-// helpCommand is the command whose --help a usage error points to: the one
-// ForCommand named, else the binary.
-func helpCommand(err error, name string) string {
-	var k *kindError
-	if errors.As(err, &k) && k.help != "" {
-		return k.help
-	}
-	return name
-}
-
 // SignalContext returns a context that is cancelled, with cause
-// ErrInterrupted, on the first SIGINT or SIGTERM. A second signal exits the
-// process at once with code 130, for the user whose clean-up hangs;
+// stageerr.ErrInterrupted, on the first SIGINT or SIGTERM. A second signal
+// exits the process at once with code 130, for the user whose clean-up hangs;
 // temporary files may then remain (they are named ".*.tmp-*"). notice, if
 // not nil, receives one line per signal. stop releases the signal handler
 // and cancels the context.
@@ -110,7 +97,7 @@ func SignalContext(parent context.Context, notice io.Writer) (ctx context.Contex
 			if notice != nil {
 				fmt.Fprintf(notice, "received %v: stopping (send it again to exit at once)\n", sig)
 			}
-			cancel(ErrInterrupted)
+			cancel(stageerr.ErrInterrupted)
 		case <-done:
 			return
 		}

@@ -1,0 +1,87 @@
+package retry
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// Policy says how often and how patiently a failed call is repeated.
+type Policy struct {
+	// Attempts is the most calls made, the first included; values below
+	// 1 mean 1.
+	Attempts int
+	// Retryable reports whether a failure may pass when the call is made
+	// again; nil means no failure does.
+	Retryable func(error) bool
+	// Backoff returns the pause before retry i (1-based); nil means none.
+	Backoff func(i int) time.Duration
+}
+
+// Do calls call until it succeeds, fails with an error Retryable rejects,
+// has been called Attempts times, or ctx ends. It returns the last call's
+// result. When ctx ends during a pause, the error wraps ctx.Err() and
+// names the failure that was being retried.
+func Do[T any](ctx context.Context, p Policy, call func(ctx context.Context) (T, error)) (T, error) {
+	for i := 1; ; i++ {
+		v, err := call(ctx)
+		if err == nil {
+			return v, nil
+		}
+		if p.Retryable == nil || !p.Retryable(err) || i >= p.Attempts || ctx.Err() != nil {
+			return v, err
+		}
+		if p.Backoff == nil {
+			continue
+		}
+		t := time.NewTimer(p.Backoff(i))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			var zero T
+			return zero, fmt.Errorf("%w (after: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// Status reports whether an HTTP answer with this status code is worth
+// asking again: rate limits (429), request timeouts (408) and server
+// errors (5xx) may pass; a bad request, a missing model or a refused key
+// will not.
+func Status(code int) bool {
+	return code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
+}
+
+// Exponential returns the pauses base, 2·base, 4·base, … for retries 1, 2,
+// 3, …, each capped at max; max ≤ 0 means no cap, and the pause then
+// stops growing where doubling would overflow.
+func Exponential(base, max time.Duration) func(i int) time.Duration {
+	if max <= 0 {
+		max = time.Duration(1<<63 - 1)
+	}
+	return func(i int) time.Duration {
+		d := min(base, max)
+		for ; i > 1 && d < max; i-- {
+			if d > max/2 {
+				return max
+			}
+			d *= 2
+		}
+		return d
+	}
+}
+
+// Jittered shortens each pause of backoff by a random share of up to a
+// quarter, so that many clients that failed together do not retry in step.
+func Jittered(backoff func(i int) time.Duration) func(i int) time.Duration {
+	return func(i int) time.Duration {
+		d := backoff(i)
+		if d <= 0 {
+			return d
+		}
+		return d - time.Duration(rand.Int64N(int64(d)/4+1))
+	}
+}

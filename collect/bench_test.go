@@ -30,7 +30,7 @@ func BenchmarkCollect(b *testing.B) {
 				buf.Reset()
 				o := collect.Options{Env: "guess", Groups: 32, GroupSize: 8, Concurrency: conc, MaxTurns: 10, Seed: 1, Policy: "model", Out: &buf,
 					Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "m", Retries: 1, Backoff: time.Millisecond}}
-				st, err := collect.Run(context.Background(), o)
+				st, err := runStats(context.Background(), o)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -18,14 +18,18 @@ import (
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/flagval"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
-// Errors Run wraps, for the command to map to exit codes.
+// Failures of a run whose output is still whole: the finished groups are
+// written, failed episodes as rows with their error. Both are failures of
+// the run (exit code 1); the caller decides whether to keep the output. Run
+// marks its other errors with internal/stageerr's kinds: bad options are
+// stageerr.ErrUsage, a bad scenario file stageerr.ErrBadInput, a stop
+// stageerr.ErrInterrupted.
 var (
-	ErrUsage           = errors.New("usage")
 	ErrTooManyFailures = errors.New("too many failed episodes")
 	ErrAllFailed       = errors.New("every episode failed")
-	ErrInterrupted     = errors.New("interrupted")
 )
 
 // Options configures a collection run.
@@ -54,6 +58,10 @@ type Options struct {
 	// NewEnv opens an environment by name (nil: NewEnv); it must stop
 	// when ctx ends.
 	NewEnv func(ctx context.Context, name string, opts map[string]string) (env.Env, error)
+	// Summary, if set, is called once as Run returns, whatever the error,
+	// with the counts of the rows written (Total is 0 when the run stopped
+	// before its scenarios were known).
+	Summary func(Stats)
 }
 
 // AddFlags registers the options on fs.
@@ -167,30 +175,34 @@ type result struct {
 // Run plays GroupSize episodes of each scenario and writes the finished
 // groups to o.Out in scenario order. A failed episode is a row with Error
 // set. On cancellation every finished group is written, none partially,
-// and the error wraps ErrInterrupted. Once more episodes failed than
-// MaxFailures allows, Run stops the same way and the error wraps
+// and the error wraps stageerr.ErrInterrupted. Once more episodes failed
+// than MaxFailures allows, Run stops the same way and the error wraps
 // ErrTooManyFailures; when the run ends with every episode failed, the
 // error wraps ErrAllFailed. Both name the most common episode error, and
-// the output is complete either way: the caller decides to keep it.
-func Run(ctx context.Context, o Options) (Stats, error) {
+// the output is complete either way: the caller decides to keep it. The
+// counts go to o.Summary.
+func Run(ctx context.Context, o Options) error {
 	var st Stats
+	if o.Summary != nil {
+		defer func() { o.Summary(st) }()
+	}
 	scripted, policyName, err := o.prepare()
 	if err != nil {
-		return st, err
+		return err
 	}
 	scs, scEnvs, closeEnvs, err := loadScenarios(ctx, o, scripted)
 	defer closeEnvs()
 	if err != nil && ctx.Err() != nil {
 		// Stopped while the scenarios loaded or an environment started:
 		// whatever failed then failed for that, not for bad usage.
-		return st, fmt.Errorf("%w before the first episode: %w", ErrInterrupted, context.Cause(ctx))
+		return fmt.Errorf("%w before the first episode: %w", stageerr.ErrInterrupted, context.Cause(ctx))
 	}
 	if err != nil {
-		return st, err
+		return err
 	}
 	maxFail, err := failureLimit(o.MaxFailures, len(scs)*o.GroupSize)
 	if err != nil {
-		return st, err
+		return err
 	}
 	st.Total = len(scs)
 	if o.Progress != nil {
@@ -273,17 +285,17 @@ func Run(ctx context.Context, o Options) (Stats, error) {
 	}
 	switch {
 	case writeErr != nil:
-		return st, writeErr
+		return writeErr
 	case gerr != nil:
-		return st, gerr
+		return gerr
 	case context.Cause(runCtx) != nil && errors.Is(context.Cause(runCtx), ErrTooManyFailures):
-		return st, context.Cause(runCtx)
+		return context.Cause(runCtx)
 	case ctx.Err() != nil:
-		return st, fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))
+		return fmt.Errorf("%w: %w", stageerr.ErrInterrupted, context.Cause(ctx))
 	case st.Episodes > 0 && st.Failures == st.Episodes:
-		return st, fmt.Errorf("%w (%d of %d), %s; %s", ErrAllFailed, st.Failures, st.Episodes, tally.mostCommon(), failureAdvice(o, scripted))
+		return fmt.Errorf("%w (%d of %d), %s; %s", ErrAllFailed, st.Failures, st.Episodes, tally.mostCommon(), failureAdvice(o, scripted))
 	}
-	return st, nil
+	return nil
 }
 
 // prepare fills the defaults Run needs (flags moved into Model, a
@@ -298,13 +310,13 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 		o.NewEnv = NewEnv
 	}
 	if o.GroupSize <= 0 || o.Concurrency <= 0 {
-		return false, "", fmt.Errorf("%w: --group-size and --concurrency must be positive", ErrUsage)
+		return false, "", stageerr.Usagef("--group-size and --concurrency must be positive")
 	}
 	if scripted, policyName, err = parsePolicy(o.Policy); err != nil {
 		return false, "", err
 	}
 	if !scripted && o.Model.Model == "" {
-		return false, "", fmt.Errorf("%w: --model is required unless --policy scripted", ErrUsage)
+		return false, "", stageerr.Usagef("--model is required unless --policy scripted")
 	}
 	return scripted, policyName, nil
 }
@@ -389,28 +401,28 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 			name = o.Env
 		}
 		if name == "" {
-			return nil, fmt.Errorf("%w: no --env given and the scenario names none", ErrUsage)
+			return nil, stageerr.Usagef("no --env given and the scenario names none")
 		}
 		if e, ok := envs[name]; ok {
 			return e, nil
 		}
 		e, err := o.NewEnv(ctx, name, o.EnvOpts)
 		if err != nil {
-			return nil, fmt.Errorf("%w: environment %s: %w", ErrUsage, name, err)
+			return nil, stageerr.Usagef("environment %s: %w", name, err)
 		}
 		envs[name] = e
 		return e, nil
 	}
 	if o.Scenarios != "" {
 		if scs, err = ReadScenarios(ctx, o.Scenarios); err != nil {
-			return nil, nil, closeEnvs, fmt.Errorf("%w: %w", ErrUsage, err)
+			return nil, nil, closeEnvs, stageerr.BadInput(err)
 		}
 		if o.Groups > 0 && o.Groups < len(scs) {
 			scs = scs[:o.Groups]
 		}
 	} else {
 		if o.Groups <= 0 {
-			return nil, nil, closeEnvs, fmt.Errorf("%w: --groups is required when scenarios are generated", ErrUsage)
+			return nil, nil, closeEnvs, stageerr.Usagef("--groups is required when scenarios are generated")
 		}
 		e, err := getEnv("")
 		if err != nil {
@@ -429,7 +441,7 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 		}
 		if scripted {
 			if _, ok := scEnvs[i].(env.Scripted); !ok {
-				return nil, nil, closeEnvs, fmt.Errorf("%w: environment %s has no scripted policy", ErrUsage, scEnvs[i].Name())
+				return nil, nil, closeEnvs, stageerr.Usagef("environment %s has no scripted policy", scEnvs[i].Name())
 			}
 		}
 	}
@@ -475,7 +487,7 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 					}
 					p, err := s.Policy(name, seed)
 					if err != nil {
-						return fmt.Errorf("%w: %w", ErrUsage, err)
+						return stageerr.Usage(err)
 					}
 					pol = p
 				} else {
@@ -521,7 +533,7 @@ func parsePolicy(s string) (scripted bool, name string, err error) {
 	case strings.HasPrefix(s, "scripted:"):
 		return true, strings.TrimPrefix(s, "scripted:"), nil
 	}
-	return false, "", fmt.Errorf("%w: --policy %q: want model or scripted[:NAME]", ErrUsage, s)
+	return false, "", stageerr.Usagef("--policy %q: want model or scripted[:NAME]", s)
 }
 
 // failureLimit turns --max-failures into a count (-1: no limit).
@@ -534,7 +546,7 @@ func failureLimit(s string, episodes int) (int, error) {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f < 0 || f >= 1 {
-		return 0, fmt.Errorf("%w: --max-failures %q: want a count or a fraction in [0,1)", ErrUsage, s)
+		return 0, stageerr.Usagef("--max-failures %q: want a count or a fraction in [0,1)", s)
 	}
 	return int(f * float64(episodes)), nil
 }

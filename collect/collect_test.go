@@ -21,7 +21,21 @@ import (
 	"github.com/hone-rl/hone/collect/env/guess"
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
+
+// runStats is collect.Run with the counts it reports to Summary, which
+// must be called exactly once.
+func runStats(ctx context.Context, o collect.Options) (collect.Stats, error) {
+	var st collect.Stats
+	calls := 0
+	o.Summary = func(s collect.Stats) { st = s; calls++ }
+	err := collect.Run(ctx, o)
+	if calls != 1 {
+		err = errors.Join(err, fmt.Errorf("Summary called %d times, want once", calls))
+	}
+	return st, err
+}
 
 // bisectReply answers guess-the-number by bisection.
 func bisectReply(r openaitest.Request) openaitest.Reply {
@@ -88,7 +102,7 @@ func TestRunModelGuess(t *testing.T) {
 	o := baseOpts(srv, &out)
 	var progress []collect.Stats
 	o.Progress = func(s collect.Stats) { progress = append(progress, s) }
-	st, err := collect.Run(context.Background(), o)
+	st, err := runStats(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +143,7 @@ func TestDeterministicOrder(t *testing.T) {
 	run := func(conc int) []trajectory.Group {
 		var out bytes.Buffer
 		o := collect.Options{Env: "guess", Groups: 6, GroupSize: 3, Concurrency: conc, MaxTurns: 10, Seed: 9, Run: "d", Policy: "scripted:random-in-range", Out: &out}
-		if _, err := collect.Run(context.Background(), o); err != nil {
+		if err := collect.Run(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
 		return readGroups(t, out.Bytes())
@@ -153,7 +167,7 @@ func TestDeterministicOrder(t *testing.T) {
 func TestScriptedPolicyNoModel(t *testing.T) {
 	var out bytes.Buffer
 	o := collect.Options{Env: "guess", Groups: 20, GroupSize: 2, Concurrency: 4, MaxTurns: 10, Seed: 1, Policy: "scripted:bisect", Out: &out}
-	st, err := collect.Run(context.Background(), o)
+	st, err := runStats(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +179,7 @@ func TestScriptedPolicyNoModel(t *testing.T) {
 	if tr.Messages[0].Content != "range 1-32" || tr.Messages[1].Role != "assistant" || tr.Messages[1].Content != "16" || tr.Model != "scripted:bisect" {
 		t.Errorf("scripted transcript starts %+v", tr.Messages[:2])
 	}
-	if _, err := collect.Run(context.Background(), collect.Options{Env: "guess", Groups: 1, GroupSize: 1, Concurrency: 1, Policy: "scripted:nope", Out: &out}); !errors.Is(err, collect.ErrUsage) {
+	if err := collect.Run(context.Background(), collect.Options{Env: "guess", Groups: 1, GroupSize: 1, Concurrency: 1, Policy: "scripted:nope", Out: &out}); !errors.Is(err, stageerr.ErrUsage) {
 		t.Errorf("unknown scripted policy: %v", err)
 	}
 }
@@ -197,7 +211,7 @@ func TestToolCallsAndMalformed(t *testing.T) {
 	o := baseOpts(srv, &out)
 	o.Env, o.Groups, o.GroupSize, o.Concurrency = "fake", 1, 1, 1
 	o.NewEnv = func(context.Context, string, map[string]string) (env.Env, error) { return envtest.Fake{}, nil }
-	if _, err := collect.Run(context.Background(), o); err != nil {
+	if err := collect.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	tr := readGroups(t, out.Bytes())[0].Trajectories[0]
@@ -234,7 +248,7 @@ func TestScenarioFile(t *testing.T) {
 `), 0o644)
 	var out bytes.Buffer
 	o := collect.Options{Env: "guess", Scenarios: path, GroupSize: 2, Concurrency: 2, Policy: "scripted:bisect", Out: &out}
-	if _, err := collect.Run(context.Background(), o); err != nil {
+	if err := collect.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	gs := readGroups(t, out.Bytes())
@@ -278,7 +292,7 @@ func TestFaults(t *testing.T) {
 			o := baseOpts(srv, &out)
 			o.Groups, o.GroupSize, o.Concurrency = 2, 2, 1
 			o.Model.RequestTimeout = 150 * time.Millisecond
-			st, err := collect.Run(context.Background(), o)
+			st, err := runStats(context.Background(), o)
 			if err != nil || st.Failures != 0 {
 				t.Fatalf("err %v, stats %+v", err, st)
 			}
@@ -297,7 +311,7 @@ func TestFaults(t *testing.T) {
 		o := baseOpts(srv, &out)
 		o.Groups, o.GroupSize, o.Concurrency = 2, 2, 2
 		o.Model.Retries = 2
-		st, err := collect.Run(context.Background(), o)
+		st, err := runStats(context.Background(), o)
 		// Every episode failed: the run fails, naming the error, and the
 		// groups are still written, each failure a row with its error.
 		if !errors.Is(err, collect.ErrAllFailed) || st.Failures != 4 || !strings.Contains(err.Error(), "all with: ") ||
@@ -330,7 +344,7 @@ func TestFaults(t *testing.T) {
 		o := baseOpts(srv, &out)
 		o.Groups, o.GroupSize, o.Concurrency = 20, 2, 1
 		o.Model.Retries, o.MaxFailures = 0, "0.1"
-		st, err := collect.Run(context.Background(), o)
+		st, err := runStats(context.Background(), o)
 		// The 5th failure (group 2's first attempt) stops the run; the
 		// stats count the 4 rows written, not that unfinished episode.
 		if !errors.Is(err, collect.ErrTooManyFailures) || !strings.Contains(err.Error(), "5 failed, more than --max-failures 0.1 allows (4 of 40 episodes)") ||
@@ -349,7 +363,7 @@ func TestFaults(t *testing.T) {
 		o := baseOpts(srv, &out)
 		o.Groups, o.GroupSize = 1, 2
 		o.Timeout = 200 * time.Millisecond
-		st, err := collect.Run(context.Background(), o)
+		st, err := runStats(context.Background(), o)
 		if !errors.Is(err, collect.ErrAllFailed) || !strings.Contains(err.Error(), "episode timeout") || st.Failures != 2 {
 			t.Fatalf("err %v stats %+v", err, st)
 		}
@@ -377,8 +391,8 @@ func TestInterrupt(t *testing.T) {
 	var out bytes.Buffer
 	o := baseOpts(srv, &out)
 	o.Groups, o.GroupSize, o.Concurrency = 50, 2, 3
-	st, err := collect.Run(ctx, o)
-	if !errors.Is(err, collect.ErrInterrupted) {
+	st, err := runStats(ctx, o)
+	if !errors.Is(err, stageerr.ErrInterrupted) {
 		t.Fatalf("err %v", err)
 	}
 	gs := readGroups(t, out.Bytes())
@@ -412,7 +426,7 @@ func TestSomeFailed(t *testing.T) {
 	o := baseOpts(srv, &out)
 	o.Groups, o.GroupSize, o.Concurrency = 2, 2, 1
 	o.Model.Retries = 0
-	st, err := collect.Run(context.Background(), o)
+	st, err := runStats(context.Background(), o)
 	if err != nil || st.Episodes != 4 || st.Failures != 1 || st.Rewarded != 3 {
 		t.Fatalf("err %v, stats %+v", err, st)
 	}
@@ -478,8 +492,8 @@ func TestInterruptCountsWritten(t *testing.T) {
 	var out bytes.Buffer
 	o := collect.Options{Env: "fake", Groups: 5, GroupSize: 2, Concurrency: 2, MaxTurns: 10, Seed: 4, Run: "r",
 		Policy: "scripted:lookup", Out: &out, NewEnv: func(context.Context, string, map[string]string) (env.Env, error) { return e, nil }}
-	st, err := collect.Run(ctx, o)
-	if !errors.Is(err, collect.ErrInterrupted) {
+	st, err := runStats(ctx, o)
+	if !errors.Is(err, stageerr.ErrInterrupted) {
 		t.Fatalf("err %v", err)
 	}
 	gs := readGroups(t, out.Bytes())
@@ -513,7 +527,7 @@ func TestStepFromServedName(t *testing.T) {
 		var out bytes.Buffer
 		o := baseOpts(srv, &out)
 		o.Groups, o.GroupSize, o.Concurrency = 1, 1, 1
-		_, err := collect.Run(context.Background(), o)
+		err := collect.Run(context.Background(), o)
 		srv.Close()
 		if err != nil {
 			t.Fatalf("answered by %q: %v", answer, err)

@@ -16,5 +16,12 @@
 // (--max-failures, a count or a fraction of all episodes) stops the run
 // once more episodes failed than it allows, with ErrTooManyFailures (exit
 // 1). In both cases the finished groups are written, failed episodes as
-// rows with their error, and Stats count exactly the rows written.
+// rows with their error, and the Stats handed to Options.Summary count
+// exactly the rows written.
+//
+// Like every stage, the package exposes Options (AddFlags) and
+// Run(ctx, opts) error; it reads no environment variable (cmd/hone-collect
+// fills the endpoint and key from $OPENAI_BASE_URL and $OPENAI_API_KEY),
+// marks its errors with internal/stageerr's kinds, and retries model calls
+// through internal/retry.
 package collect

@@ -10,6 +10,7 @@ import (
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 // TaskGenOptions configures GenerateTasks.
@@ -30,7 +31,7 @@ const taskSchema = `{"type":"object","properties":{"tasks":{"type":"array","item
 // {"task", "answer"}; an empty answer leaves scoring to hone-score).
 func GenerateTasks(ctx context.Context, o TaskGenOptions) ([]env.Scenario, error) {
 	if o.N <= 0 {
-		return nil, fmt.Errorf("%w: the number of tasks must be positive", ErrUsage)
+		return nil, stageerr.Usagef("the number of tasks must be positive")
 	}
 	if len(o.Tools) == 0 {
 		return nil, errors.New("no tools to write tasks for")

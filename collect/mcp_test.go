@@ -59,7 +59,7 @@ func TestRunMCP(t *testing.T) {
 	var out bytes.Buffer
 	o := collect.Options{Scenarios: tasks, EnvOpts: map[string]string{"url": url}, GroupSize: 2, Concurrency: 4, MaxTurns: 4, Run: "m", Out: &out,
 		Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "x", Backoff: time.Millisecond}}
-	st, err := collect.Run(context.Background(), o)
+	st, err := runStats(context.Background(), o)
 	if err != nil || st.MeanReward() != 1 {
 		t.Fatalf("err %v stats %+v", err, st)
 	}

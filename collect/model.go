@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -16,22 +15,25 @@ import (
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/retry"
 )
 
 // ModelOptions says how to reach the policy's OpenAI-compatible endpoint
-// and how to sample.
+// and how to sample. The values are taken as given: the caller (cmd) fills
+// BaseURL and APIKey from $OPENAI_BASE_URL and $OPENAI_API_KEY; this
+// package reads no environment.
 type ModelOptions struct {
-	BaseURL     string
-	APIKey      string
+	BaseURL     string // "" : api.openai.com
+	APIKey      string // "" : none (servers without keys accept any)
 	Model       string
 	Temperature *float64 // nil: the server's default
 	TopP        *float64
 	MaxTokens   int // 0: the server's default
 	// Retries is how many times a call is repeated after a 429, a 5xx, a
 	// timeout or a broken connection; Backoff is the first wait, doubled
-	// each time (with jitter).
+	// each time (with jitter; internal/retry).
 	Retries        int
-	Backoff        time.Duration
+	Backoff        time.Duration // 0: 500ms
 	RequestTimeout time.Duration // per attempt; 0: none
 	HTTPClient     *http.Client
 }
@@ -41,18 +43,20 @@ type ModelOptions struct {
 type Model struct {
 	client openai.Client
 	o      ModelOptions
+	retry  retry.Policy
 }
 
 // NewModel returns a Model. The client's own retries are off; Model
-// retries itself so that a test can make the backoff short.
+// retries through internal/retry, the decorator score's judge uses too,
+// so that a test can make the backoff short.
 func NewModel(o ModelOptions) *Model {
 	ro := []option.RequestOption{
 		option.WithMaxRetries(0),
 		option.WithAPIKey(orDefault(o.APIKey, "none")), // servers without keys accept any
 	}
-	if o.BaseURL != "" {
-		ro = append(ro, option.WithBaseURL(o.BaseURL))
-	}
+	// The client would take $OPENAI_BASE_URL for an empty BaseURL: name
+	// the endpoint either way, so that only cmd reads the environment.
+	ro = append(ro, option.WithBaseURL(orDefault(o.BaseURL, openAIBaseURL)))
 	if o.HTTPClient == nil {
 		// The default transport keeps 2 idle connections per host; with many
 		// episodes in flight every call would then open a new one.
@@ -64,8 +68,15 @@ func NewModel(o ModelOptions) *Model {
 	if o.Backoff <= 0 {
 		o.Backoff = 500 * time.Millisecond
 	}
-	return &Model{client: openai.NewClient(ro...), o: o}
+	return &Model{client: openai.NewClient(ro...), o: o, retry: retry.Policy{
+		Attempts:  o.Retries + 1,
+		Retryable: retryable,
+		Backoff:   retry.Jittered(retry.Exponential(o.Backoff, 0)),
+	}}
 }
+
+// openAIBaseURL is where a Model without a BaseURL sends its calls.
+const openAIBaseURL = "https://api.openai.com/v1/"
 
 func orDefault(s, def string) string {
 	if s == "" {
@@ -130,27 +141,11 @@ func (m *Model) Complete(ctx context.Context, msgs []trajectory.Message, tools [
 	return m.call(ctx, body)
 }
 
-// call sends the request body with retries.
+// call sends the request body, retried as m.retry says.
 func (m *Model) call(ctx context.Context, body []byte) (trajectory.Message, error) {
-	var lastErr error
-	for attempt := 0; ; attempt++ {
-		msg, err := m.once(ctx, body)
-		if err == nil {
-			return msg, nil
-		}
-		lastErr = err
-		if !retryable(ctx, err) || attempt >= m.o.Retries {
-			break
-		}
-		d := m.o.Backoff << attempt
-		d -= time.Duration(rand.Int64N(int64(d)/4 + 1)) // jitter, so clients do not retry in step
-		select {
-		case <-ctx.Done():
-			return trajectory.Message{}, fmt.Errorf("%w (after: %v)", ctx.Err(), lastErr)
-		case <-time.After(d):
-		}
-	}
-	return trajectory.Message{}, lastErr
+	return retry.Do(ctx, m.retry, func(ctx context.Context) (trajectory.Message, error) {
+		return m.once(ctx, body)
+	})
 }
 
 // request builds the request for one turn. The messages are sent as the
@@ -186,15 +181,14 @@ type callError struct {
 func (e *callError) Error() string { return e.err.Error() }
 func (e *callError) Unwrap() error { return e.err }
 
-func retryable(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
+// retryable: a timeout or a broken connection (no status), or a status
+// worth asking again (retry.Status).
+func retryable(err error) bool {
 	var ce *callError
 	if !errors.As(err, &ce) {
 		return false
 	}
-	return ce.status == 0 || ce.status == http.StatusTooManyRequests || ce.status == http.StatusRequestTimeout || ce.status >= 500
+	return ce.status == 0 || retry.Status(ce.status)
 }
 
 // once sends the body through the openai-go client (base URL, key, error

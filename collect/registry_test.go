@@ -76,7 +76,7 @@ func TestSamplingFlags(t *testing.T) {
 	}
 	var out bytes.Buffer
 	o.Out = &out
-	if _, err := collect.Run(context.Background(), o); err != nil {
+	if err := collect.Run(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 // TestRunCancelDuringEnvStart: a stop (Ctrl-C) while an environment
@@ -50,7 +51,7 @@ func TestRunCancelDuringEnvStart(t *testing.T) {
 				EnvOpts: map[string]string{"cmd": fmt.Sprintf(`sh -c 'echo up > %s; exec sleep 600'`, fifo)}}
 			done := make(chan error, 1)
 			go func() {
-				_, err := collect.Run(ctx, o)
+				err := collect.Run(ctx, o)
 				done <- err
 			}()
 			select {
@@ -64,7 +65,7 @@ func TestRunCancelDuringEnvStart(t *testing.T) {
 			cancel()
 			select {
 			case err := <-done:
-				if !errors.Is(err, collect.ErrInterrupted) || errors.Is(err, collect.ErrUsage) {
+				if !errors.Is(err, stageerr.ErrInterrupted) || errors.Is(err, stageerr.ErrUsage) {
 					t.Fatalf("Run: %v; want an interruption, not a usage error", err)
 				}
 			case <-time.After(15 * time.Second):

@@ -13,6 +13,7 @@ import (
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/collect/proxy"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 const usage = `hone-collect plays episodes of an environment and writes groups of
@@ -57,6 +58,24 @@ func main() {
 	})
 }
 
+// The environment variables an OpenAI client reads, read here for the
+// endpoint and key a flag left empty: the collect packages read no
+// environment.
+const (
+	baseURLEnv = "OPENAI_BASE_URL"
+	apiKeyEnv  = "OPENAI_API_KEY"
+)
+
+// modelFromEnv fills the endpoint and key that no flag gave.
+func modelFromEnv(m *collect.ModelOptions) {
+	if m.BaseURL == "" {
+		m.BaseURL = os.Getenv(baseURLEnv)
+	}
+	if m.APIKey == "" {
+		m.APIKey = os.Getenv(apiKeyEnv)
+	}
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// A usage error inside a command points to that command's --help.
 	if len(args) > 0 && args[0] == "proxy" {
@@ -78,12 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return cli.Usagef("unexpected arguments %q (scenario files go to --scenarios)", fs.Args())
 	}
-	if opts.Model.BaseURL == "" {
-		opts.Model.BaseURL = os.Getenv("OPENAI_BASE_URL")
-	}
-	if opts.Model.APIKey == "" {
-		opts.Model.APIKey = os.Getenv("OPENAI_API_KEY")
-	}
+	modelFromEnv(&opts.Model)
 	log, err := logOpt.Logger(stderr)
 	if err != nil {
 		return err
@@ -102,32 +116,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		p.Add(int64(s.Groups-last.Groups), s.Tokens-last.Tokens)
 		last = s
 	}
+	opts.Summary = func(st collect.Stats) {
+		p.Stop() // the summary goes below the finished progress line
+		if st.Total > 0 {
+			fmt.Fprintln(stderr, "hone-collect: "+st.String())
+		}
+	}
 	p.Start(ctx)
 	defer p.Stop()
 	var runErr error
 	err = cli.WriteOutput(output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
-		var st collect.Stats
-		st, runErr = collect.Run(ctx, opts)
-		p.Stop()
-		if st.Total > 0 {
-			fmt.Fprintln(stderr, "hone-collect: "+st.String())
-		}
-		if errors.Is(runErr, collect.ErrInterrupted) || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
+		runErr = collect.Run(ctx, opts)
+		if errors.Is(runErr, stageerr.ErrInterrupted) || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
 			return nil // keep the whole groups finished, failed episodes as rows with their error
 		}
 		return runErr
 	})
 	if err == nil {
 		err = runErr
-	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, collect.ErrUsage):
-		return cli.Usage(err)
-	case errors.Is(err, collect.ErrInterrupted):
-		return fmt.Errorf("%w: %w", cli.ErrInterrupted, err)
 	}
 	return err
 }
@@ -163,7 +170,7 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if opts.Upstream == "" {
-		opts.Upstream = os.Getenv("OPENAI_BASE_URL")
+		opts.Upstream = os.Getenv(baseURLEnv)
 	}
 	if opts.Upstream == "" || opts.OutDir == "" {
 		return cli.Usagef("proxy needs --upstream (or $OPENAI_BASE_URL) and --output-dir")
@@ -210,12 +217,7 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if o.Model.Model == "" || (mcpCmd == "") == (mcpURL == "") {
 		return cli.Usagef("scenarios needs --model and one of --mcp-cmd or --mcp-url")
 	}
-	if o.Model.BaseURL == "" {
-		o.Model.BaseURL = os.Getenv("OPENAI_BASE_URL")
-	}
-	if o.Model.APIKey == "" {
-		o.Model.APIKey = os.Getenv("OPENAI_API_KEY")
-	}
+	modelFromEnv(&o.Model)
 	argv, err := stdio.Split(mcpCmd)
 	if err != nil {
 		return cli.Usage(err)

@@ -169,9 +169,23 @@ func TestScriptedAndUsage(t *testing.T) {
 		{"--env", "guess", "--groups", "1", "--policy", "scripted", "--bogus"}, // unknown flag
 		{"--env", "guess", "--groups", "1", "--policy", "scripted", "--max-failures", "1.5", "-o", out},
 	} {
-		if r := collectBin(t, args...); r.code != 2 {
-			t.Errorf("%v: exit %d, want 2: %s", args, r.code, r.stderr)
+		if r := collectBin(t, args...); r.code != 2 || !strings.Contains(r.stderr, "Run 'hone-collect --help'") {
+			t.Errorf("%v: exit %d, want 2 pointing to --help: %s", args, r.code, r.stderr)
 		}
+	}
+}
+
+// A scenario file that is not one is bad input: exit 2, naming the file,
+// without sending the user to --help (the flags were right).
+func TestBadScenarioFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "tasks.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"id":"a","split":"dev"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := collectBin(t, "--env", "guess", "--scenarios", bad, "--policy", "scripted", "-o", filepath.Join(dir, "out.parquet"))
+	if r.code != 2 || !strings.Contains(r.stderr, bad) || strings.Contains(r.stderr, "--help") {
+		t.Fatalf("exit %d, want 2 naming %s without pointing to --help: %s", r.code, bad, r.stderr)
 	}
 }
 

@@ -59,11 +59,12 @@ import (
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 // Options configures the proxy.
 type Options struct {
-	Upstream  string // upstream base URL, e.g. http://localhost:8000/v1
+	Upstream  string // upstream base URL, e.g. http://localhost:8000/v1 (hone-collect proxy fills it from $OPENAI_BASE_URL; this package reads no environment)
 	APIKey    string // sent upstream when set (else the agent's Authorization passes through)
 	Listen    string // address to listen on
 	OutDir    string // folder for the flushed groups
@@ -126,10 +127,10 @@ type record struct {
 // New returns the proxy handler.
 func New(o Options) (*Proxy, error) {
 	if o.Upstream == "" {
-		return nil, errors.New("proxy: no upstream")
+		return nil, stageerr.Usagef("proxy: no upstream")
 	}
 	if o.OutDir == "" {
-		return nil, errors.New("proxy: no output folder")
+		return nil, stageerr.Usagef("proxy: no output folder")
 	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
@@ -614,9 +615,6 @@ func (p *Proxy) closeGroup(gid string) error {
 // Run serves until ctx ends, then waits for requests and flushes in
 // flight. Groups never closed are not written.
 func Run(ctx context.Context, o Options) error {
-	if o.Upstream == "" {
-		o.Upstream = os.Getenv("OPENAI_BASE_URL")
-	}
 	p, err := New(o)
 	if err != nil {
 		return err

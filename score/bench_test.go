@@ -18,7 +18,7 @@ func BenchmarkEnvFormula(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		opts := score.Options{Scorers: []string{"env", "formula:win - 0.1*illegal"}, OnJudgeError: score.PolicyFail,
 			Concurrency: 2, Inputs: fileset.Files(in), Out: io.Discard}
-		sum, err := score.Score(context.Background(), opts)
+		sum, err := scoreRun(context.Background(), opts)
 		if err != nil || sum.Written != 4000 {
 			b.Fatal(sum, err)
 		}

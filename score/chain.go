@@ -10,31 +10,10 @@ import (
 	"strings"
 
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/score/ruler"
 )
-
-// Errors that say which exit code a failure maps to; Run's errors wrap one
-// of them where it applies.
-var (
-	ErrUsage    = errors.New("usage")
-	ErrBadInput = errors.New("bad input")
-)
-
-// kindError tags an error with ErrUsage or ErrBadInput without changing
-// its message.
-type kindError struct{ kind, err error }
-
-func (e *kindError) Error() string   { return e.err.Error() }
-func (e *kindError) Unwrap() []error { return []error{e.kind, e.err} }
-
-func usagef(format string, args ...any) error {
-	return &kindError{ErrUsage, fmt.Errorf(format, args...)}
-}
-
-func badInputf(format string, args ...any) error {
-	return &kindError{ErrBadInput, fmt.Errorf(format, args...)}
-}
 
 // Spec is one parsed --scorer value: [NAME=]KIND[:ARG].
 type Spec struct {
@@ -70,27 +49,27 @@ func ParseSpec(v string) (Spec, error) {
 	switch kind {
 	case "env":
 		if hasArg {
-			return s, usagef("--scorer %q: env takes no argument", v)
+			return s, stageerr.Usagef("--scorer %q: env takes no argument", v)
 		}
 		if named && name != ComponentEnv {
-			return s, usagef("--scorer %q: the env scorer's component is always named %q", v, ComponentEnv)
+			return s, stageerr.Usagef("--scorer %q: the env scorer's component is always named %q", v, ComponentEnv)
 		}
 	case "formula":
 		if s.Arg == "" {
-			return s, usagef("--scorer %q: formula needs an expression, e.g. --scorer 'formula:win - 0.1*illegal'", v)
+			return s, stageerr.Usagef("--scorer %q: formula needs an expression, e.g. --scorer 'formula:win - 0.1*illegal'", v)
 		}
 	case "ruler":
 		if hasArg {
-			return s, usagef("--scorer %q: ruler takes no argument (use --rubric FILE, --judge-model)", v)
+			return s, stageerr.Usagef("--scorer %q: ruler takes no argument (use --rubric FILE, --judge-model)", v)
 		}
 	default:
-		return s, usagef("--scorer %q: unknown scorer %q (want env, formula:EXPR or ruler, optionally NAME=...)", v, kind)
+		return s, stageerr.Usagef("--scorer %q: unknown scorer %q (want env, formula:EXPR or ruler, optionally NAME=...)", v, kind)
 	}
 	if !nameRE.MatchString(name) {
-		return s, usagef("--scorer %q: component name %q is not a name (letters, digits, _ . -)", v, name)
+		return s, stageerr.Usagef("--scorer %q: component name %q is not a name (letters, digits, _ . -)", v, name)
 	}
 	if kind != "env" && (name == ComponentEnv || name == ComponentPrevious) {
-		return s, usagef("--scorer %q: component name %q is reserved", v, name)
+		return s, stageerr.Usagef("--scorer %q: component name %q is reserved", v, name)
 	}
 	return s, nil
 }
@@ -246,7 +225,7 @@ func (e *scorerError) Unwrap() error { return e.err }
 // on the rows that were to be scored (live), not on failed episodes.
 func (c *Chain) onError(g trajectory.Group, live []int, err error) (trajectory.Group, Outcome, error) {
 	if !isJudgeFailure(err) {
-		return g, Skipped, badInputf("%w", err)
+		return g, Skipped, stageerr.BadInput(err)
 	}
 	switch c.OnJudgeErr {
 	case PolicySkip:

@@ -39,4 +39,10 @@
 // score/judgecache), the same input and chain give byte-identical rows,
 // and --only-missing passes through, untouched, every group whose rows all
 // have a reward and every component of the chain.
+//
+// Like every stage, the package exposes Options (AddFlags) and
+// Run(ctx, opts) error, which hands its counts to Options.Summary; it reads
+// no environment variable (cmd/hone-score fills the judge's endpoint and
+// key from $OPENAI_BASE_URL and $OPENAI_API_KEY) and marks its errors with
+// internal/stageerr's kinds.
 package score

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/score"
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/score/judge/judgetest"
@@ -180,7 +181,7 @@ func TestOnJudgeErrorWithErroredRows(t *testing.T) {
 			_, out, sum, err := run(t, opts, in)
 			switch policy {
 			case score.PolicyFail:
-				if !errors.Is(err, judge.ErrFailed) || errors.Is(err, score.ErrBadInput) || errors.Is(err, score.ErrUsage) ||
+				if !errors.Is(err, judge.ErrFailed) || errors.Is(err, stageerr.ErrBadInput) || errors.Is(err, stageerr.ErrUsage) ||
 					!strings.Contains(err.Error(), "judge overloaded") || !strings.Contains(err.Error(), "--on-judge-error fail") {
 					t.Fatalf("err = %v", err)
 				}
@@ -225,7 +226,7 @@ func TestRulerGroupLeftWithOne(t *testing.T) {
 	opts.Judge = keywordFake(t)
 	_, _, _, err := run(t, opts, in)
 	if err == nil || !strings.Contains(err.Error(), `group "g0" has 1 trajectory`) || !strings.Contains(err.Error(), "1 of the group's 2 rows failed in collection") ||
-		errors.Is(err, score.ErrBadInput) {
+		errors.Is(err, stageerr.ErrBadInput) {
 		t.Fatalf("err = %v", err)
 	}
 	opts.OnJudgeError = score.PolicyMark

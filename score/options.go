@@ -11,6 +11,7 @@ import (
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/flagval"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/score/judge"
 )
 
@@ -23,8 +24,8 @@ type Options struct {
 	OnJudgeError string
 
 	JudgeModel       string
-	JudgeBaseURL     string // "" means $OPENAI_BASE_URL, then the client's default
-	JudgeAPIKey      string // "" means $OPENAI_API_KEY; never logged
+	JudgeBaseURL     string // "" means api.openai.com; hone-score fills it from $OPENAI_BASE_URL
+	JudgeAPIKey      string // hone-score fills it from $OPENAI_API_KEY; never logged
 	RubricFile       string
 	JudgeRetries     int
 	JudgeTimeout     time.Duration
@@ -46,8 +47,9 @@ type Options struct {
 	Inputs *fileset.Set
 	// Out receives the scored Parquet file. The caller makes it atomic.
 	Out io.Writer
-	// Summary receives the one-line summary; nil means none.
-	Summary io.Writer
+	// Summary, if set, is called once as Run returns, whatever the error,
+	// with the counts (Summary.String is the one-line summary).
+	Summary func(Summary)
 	Log     *slog.Logger // nil: discard
 	// Progress, if set, is called after each group is written.
 	Progress func(groups, rows int64)
@@ -99,33 +101,33 @@ func (o *Options) validate() error {
 	switch o.OnJudgeError {
 	case PolicyFail, PolicySkip, PolicyMark:
 	default:
-		return usagef("--on-judge-error %q: want fail, skip or mark", o.OnJudgeError)
+		return stageerr.Usagef("--on-judge-error %q: want fail, skip or mark", o.OnJudgeError)
 	}
 	switch o.JudgeFormat {
 	case "", judge.FormatJSONSchema, judge.FormatJSONObject, judge.FormatNone:
 	default:
-		return usagef("--judge-response-format %q: want json_schema, json_object or none", o.JudgeFormat)
+		return stageerr.Usagef("--judge-response-format %q: want json_schema, json_object or none", o.JudgeFormat)
 	}
 	if o.JudgeExplanationMax < 0 {
-		return usagef("--judge-explanation-max-chars %d: want 0 or more", o.JudgeExplanationMax)
+		return stageerr.Usagef("--judge-explanation-max-chars %d: want 0 or more", o.JudgeExplanationMax)
 	}
 	if o.JudgeRetries < 0 {
-		return usagef("--judge-retries %d: want 0 or more", o.JudgeRetries)
+		return stageerr.Usagef("--judge-retries %d: want 0 or more", o.JudgeRetries)
 	}
 	if o.Concurrency < 1 {
-		return usagef("--concurrency %d: want 1 or more", o.Concurrency)
+		return stageerr.Usagef("--concurrency %d: want 1 or more", o.Concurrency)
 	}
 	if o.JudgeTimeout < 0 {
-		return usagef("--judge-timeout %v: want 0 (none) or more", o.JudgeTimeout)
+		return stageerr.Usagef("--judge-timeout %v: want 0 (none) or more", o.JudgeTimeout)
 	}
 	if o.PricePrompt < 0 || o.PriceCompletion < 0 {
-		return usagef("judge prices must not be negative")
+		return stageerr.Usagef("judge prices must not be negative")
 	}
 	if o.Inputs.Len() == 0 {
-		return usagef("no input files")
+		return stageerr.Usagef("no input files")
 	}
 	if o.Out == nil {
-		return usagef("no output")
+		return stageerr.Usagef("no output")
 	}
 	return nil
 }

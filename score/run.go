@@ -5,27 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
 	"strings"
-	"syscall"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/retry"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/score/formula"
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/score/judgecache"
 	"github.com/hone-rl/hone/score/ruler"
 )
-
-// ErrInterrupted wraps the error Run returns when ctx ended before all
-// groups were scored. The output then holds every group finished before
-// the stop, whole and in order, and is a complete Parquet file; the caller
-// decides whether to keep it.
-var ErrInterrupted = errors.New("stopped before all groups were scored")
 
 // Summary counts what a run did.
 type Summary struct {
@@ -79,37 +74,37 @@ func (s Summary) String() string {
 	return b.String()
 }
 
-// Run scores opts.Inputs into opts.Out and writes the summary.
+// Run scores opts.Inputs into opts.Out and hands the counts to
+// opts.Summary. When ctx ends before all groups were scored, the error
+// wraps stageerr.ErrInterrupted; the output then holds every group
+// finished before the stop, whole and in order, and is a complete Parquet
+// file: the caller decides whether to keep it. Bad options are
+// stageerr.ErrUsage, bad input files stageerr.ErrBadInput.
 func Run(ctx context.Context, opts Options) error {
-	sum, err := Score(ctx, opts)
-	if opts.Summary != nil && (err == nil || errors.Is(err, ErrInterrupted)) {
-		fmt.Fprintln(opts.Summary, "hone-score: "+sum.String())
+	sum := Summary{PricePrompt: opts.PricePrompt, PriceCompl: opts.PriceCompletion}
+	var meter *judge.Meter
+	if opts.Summary != nil {
+		defer func() {
+			if meter != nil {
+				sum.Judge = meter.Usage()
+			}
+			opts.Summary(sum)
+		}()
 	}
-	return err
-}
-
-// Score is Run without the summary line: it returns the counts.
-func Score(ctx context.Context, opts Options) (Summary, error) {
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if err := opts.validate(); err != nil {
-		return Summary{}, err
+		return err
 	}
 	chain, meter, err := buildChain(opts, log)
 	if err != nil {
-		return Summary{}, err
+		return err
 	}
-	sum := Summary{PricePrompt: opts.PricePrompt, PriceCompl: opts.PriceCompletion}
-	defer func() {
-		if meter != nil {
-			sum.Judge = meter.Usage()
-		}
-	}()
 	r, err := trajectory.Open(ctx, opts.Inputs)
 	if err != nil {
-		return sum, inputError(err)
+		return stageerr.Input(err)
 	}
 	defer r.Close()
 	w := trajectory.NewWriter(opts.Out, trajectory.WriterOptions{Metadata: map[string]string{MetaChain: chain.Spec}})
@@ -128,30 +123,13 @@ func Score(ctx context.Context, opts Options) (Summary, error) {
 		}
 		return nil
 	})
-	if meter != nil {
-		sum.Judge = meter.Usage()
-	}
-	if err != nil && !errors.Is(err, ErrInterrupted) {
-		return sum, err
+	if err != nil && !errors.Is(err, stageerr.ErrInterrupted) {
+		return err
 	}
 	if cerr := w.Close(); cerr != nil {
-		return sum, fmt.Errorf("write output: %w", cerr)
+		return fmt.Errorf("write output: %w", cerr)
 	}
-	return sum, err
-}
-
-// inputError marks reader errors as bad input, except operating-system
-// failures, which are failures of the run.
-func inputError(err error) error {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	var errno syscall.Errno
-	var perr *fs.PathError
-	if (errors.As(err, &errno) || errors.As(err, &perr)) && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return badInputf("%w", err)
+	return err
 }
 
 // buildChain turns the --scorer specs into a Chain. It returns the meter
@@ -165,7 +143,7 @@ func buildChain(opts Options, log *slog.Logger) (*Chain, *judge.Meter, error) {
 			return nil, nil, err
 		}
 		if prev, dup := names[s.Name]; dup {
-			return nil, nil, usagef("--scorer %q and --scorer %q both write component %q; name one, e.g. NAME=formula:EXPR", prev, v, s.Name)
+			return nil, nil, stageerr.Usagef("--scorer %q and --scorer %q both write component %q; name one, e.g. NAME=formula:EXPR", prev, v, s.Name)
 		}
 		names[s.Name] = v
 		specs = append(specs, s)
@@ -181,7 +159,7 @@ func buildChain(opts Options, log *slog.Logger) (*Chain, *judge.Meter, error) {
 		case "formula":
 			f, err := formula.New(s.Name, s.Arg)
 			if err != nil {
-				return nil, nil, usagef("--scorer %q: %w", s.String(), err)
+				return nil, nil, stageerr.Usagef("--scorer %q: %w", s.String(), err)
 			}
 			c.Scorers = append(c.Scorers, f)
 		case "ruler":
@@ -217,10 +195,10 @@ func readRubric(path string) (string, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", usagef("--rubric: %w", err)
+		return "", stageerr.Usagef("--rubric: %w", err)
 	}
 	if strings.TrimSpace(string(b)) == "" {
-		return "", usagef("--rubric %s: the file is empty", path)
+		return "", stageerr.Usagef("--rubric %s: the file is empty", path)
 	}
 	return string(b), nil
 }
@@ -228,18 +206,11 @@ func readRubric(path string) (string, error) {
 // buildJudge assembles Cache(Retry(OpenAI or opts.Judge)).
 func buildJudge(opts Options, log *slog.Logger) (judge.Judge, error) {
 	if opts.JudgeModel == "" {
-		return nil, usagef("--scorer ruler needs --judge-model")
+		return nil, stageerr.Usagef("--scorer ruler needs --judge-model")
 	}
 	j := opts.Judge
 	if j == nil {
-		base := opts.JudgeBaseURL
-		if base == "" {
-			base = os.Getenv("OPENAI_BASE_URL")
-		}
-		key := opts.JudgeAPIKey
-		if key == "" {
-			key = os.Getenv("OPENAI_API_KEY")
-		}
+		base, key := opts.JudgeBaseURL, opts.JudgeAPIKey
 		oo := judge.OpenAIOptions{BaseURL: base, APIKey: key, Timeout: opts.JudgeTimeout, MaxTokens: opts.JudgeMaxTokens, ResponseFormat: opts.JudgeFormat,
 			ExplanationMaxChars: opts.JudgeExplanationMax}
 		if opts.JudgeTemperature >= 0 {
@@ -251,12 +222,12 @@ func buildJudge(opts Options, log *slog.Logger) (judge.Judge, error) {
 	}
 	backoff := opts.Backoff
 	if backoff == nil {
-		backoff = judge.ExponentialBackoff(1e9, 30e9)
+		backoff = retry.Exponential(time.Second, 30*time.Second)
 	}
 	j = judge.Retry{Next: j, Attempts: opts.JudgeRetries + 1, Backoff: backoff}
 	if !opts.NoCache {
 		if opts.CacheDir == "" {
-			return nil, usagef("--judge-cache is empty (use --no-judge-cache to run without one)")
+			return nil, stageerr.Usagef("--judge-cache is empty (use --no-judge-cache to run without one)")
 		}
 		j = &judgecache.Cache{Dir: opts.CacheDir, Next: j, Log: log}
 	}
@@ -276,7 +247,7 @@ type slot struct {
 // errgroup with that limit), and hands the results to write in input
 // order. At most about 2·conc groups are held in memory at a time. When
 // ctx ends, the groups finished before the first unfinished one are
-// written and the result wraps ErrInterrupted.
+// written and the result wraps stageerr.ErrInterrupted.
 func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum *Summary, write func(trajectory.Group) error) error {
 	// The first failure cancels work, with itself as the cause, so judge
 	// calls in flight stop.
@@ -294,7 +265,7 @@ func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum
 			}
 			if err != nil {
 				if work.Err() == nil {
-					err = inputError(err)
+					err = stageerr.Input(err)
 				}
 				readErr <- err
 				return
@@ -354,7 +325,7 @@ func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum
 	eg.Wait()
 	rerr := <-readErr
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w after %d groups: %w", ErrInterrupted, sum.Groups, context.Cause(ctx))
+		return fmt.Errorf("%w: stopped before all groups were scored, after %d groups: %w", stageerr.ErrInterrupted, sum.Groups, context.Cause(ctx))
 	}
 	if failure != nil {
 		return failure

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/score"
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/score/judge/judgetest"
@@ -65,13 +66,26 @@ func writeInput(t testing.TB, name string, gs []trajectory.Group) string {
 	return p
 }
 
+// scoreRun is score.Run with the counts it hands to Summary, which must
+// be called exactly once.
+func scoreRun(ctx context.Context, opts score.Options) (score.Summary, error) {
+	var sum score.Summary
+	calls := 0
+	opts.Summary = func(s score.Summary) { sum = s; calls++ }
+	err := score.Run(ctx, opts)
+	if calls != 1 {
+		err = errors.Join(err, fmt.Errorf("Summary called %d times, want once", calls))
+	}
+	return sum, err
+}
+
 // run scores inputs and returns the output bytes, the groups read back and
 // the summary.
 func run(t *testing.T, opts score.Options, inputs ...string) ([]byte, []trajectory.Group, score.Summary, error) {
 	t.Helper()
 	var out bytes.Buffer
 	opts.Inputs, opts.Out = fileset.Files(inputs...), &out
-	sum, err := score.Score(context.Background(), opts)
+	sum, err := scoreRun(context.Background(), opts)
 	if err != nil {
 		return nil, nil, sum, err
 	}
@@ -214,7 +228,7 @@ func TestUsageErrors(t *testing.T) {
 				c.mod(&opts)
 			}
 			_, _, _, err := run(t, opts, in)
-			if !errors.Is(err, score.ErrUsage) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want a usage error containing %q", err, c.want)
 			}
 		})
@@ -228,7 +242,7 @@ func TestBadInput(t *testing.T) {
 	opts := baseOpts(t)
 	opts.Scorers = []string{"env"}
 	_, _, _, err := run(t, opts, in)
-	if !errors.Is(err, score.ErrBadInput) || !strings.Contains(err.Error(), `trajectory "g0-t1"`) {
+	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), `trajectory "g0-t1"`) {
 		t.Fatalf("err = %v", err)
 	}
 	opts.Scorers = []string{"formula:wins"}
@@ -238,7 +252,7 @@ func TestBadInput(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "bad.parquet")
 	os.WriteFile(bad, []byte("not parquet"), 0o644)
-	if _, _, _, err = run(t, opts, bad); !errors.Is(err, score.ErrBadInput) {
+	if _, _, _, err = run(t, opts, bad); !errors.Is(err, stageerr.ErrBadInput) {
 		t.Fatalf("not-parquet input: err = %v", err)
 	}
 }
@@ -498,8 +512,8 @@ func TestInterrupt(t *testing.T) {
 	opts.Progress = func(groups, rows int64) { cancel() }
 	var out bytes.Buffer
 	opts.Inputs, opts.Out = fileset.Files(writeInput(t, "in.parquet", groups(4, 2))), &out
-	sum, err := score.Score(ctx, opts)
-	if !errors.Is(err, score.ErrInterrupted) || sum.Written != 2 {
+	sum, err := scoreRun(ctx, opts)
+	if !errors.Is(err, stageerr.ErrInterrupted) || sum.Written != 2 {
 		t.Fatalf("err %v, summary %+v", err, sum)
 	}
 	p := filepath.Join(t.TempDir(), "partial.parquet")

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 // Scorer scores one group: it returns one reward component per trajectory,
@@ -52,7 +53,7 @@ func (EnvScorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 		t := &g.Trajectories[i]
 		c, ok := component(t, ComponentEnv)
 		if !ok {
-			return nil, badInputf("group %q, trajectory %q: env scorer: the row has no environment reward (reward is null, and no error says its episode failed); score it with another scorer, e.g. ruler or formula", g.ID, t.ID)
+			return nil, stageerr.BadInputf("group %q, trajectory %q: env scorer: the row has no environment reward (reward is null, and no error says its episode failed); score it with another scorer, e.g. ruler or formula", g.ID, t.ID)
 		}
 		out[i] = c
 	}

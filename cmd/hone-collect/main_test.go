@@ -431,3 +431,30 @@ func TestScenariosFromMCP(t *testing.T) {
 		t.Fatalf("%v %+v", err, scs)
 	}
 }
+
+// The endpoint and key a flag left empty come from $OPENAI_BASE_URL and
+// $OPENAI_API_KEY, read here in the command: the collect packages read no
+// environment, nor does the client they build.
+func TestEndpointFromEnvironment(t *testing.T) {
+	fake := openaitest.New(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "16"} })
+	defer fake.Close()
+	auth := make(chan string, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case auth <- r.Header.Get("Authorization"):
+		default:
+		}
+		fake.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-from-env")
+	out := filepath.Join(t.TempDir(), "out.parquet")
+	r := collectBin(t, "--env", "guess", "--groups", "1", "-G", "1", "--max-turns", "1", "--model", "m", "-o", out)
+	if r.code != 0 || fake.Count() != 1 {
+		t.Fatalf("exit %d after %d calls to $OPENAI_BASE_URL: %s", r.code, fake.Count(), r.stderr)
+	}
+	if got := <-auth; got != "Bearer sk-from-env" {
+		t.Errorf("Authorization %q, want the key from $OPENAI_API_KEY", got)
+	}
+}

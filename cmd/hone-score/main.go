@@ -9,6 +9,7 @@ import (
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/score"
 )
 
@@ -57,6 +58,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
+	judgeFromEnv(&opts)
 	log, err := logOpt.Logger(stderr)
 	if err != nil {
 		return err
@@ -78,19 +80,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	opts.Inputs, opts.Log = inputs, log
 	opts.Progress = func(groups, rows int64) { p.Add(groups-last, 0); last = groups }
 
+	var sum score.Summary
+	opts.Summary = func(s score.Summary) { sum = s }
+
 	var runErr error
 	err = cli.WriteOutput(output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
-		var sum score.Summary
-		sum, runErr = score.Score(ctx, opts)
+		runErr = score.Run(ctx, opts)
 		p.Stop()
-		if runErr == nil || errors.Is(runErr, score.ErrInterrupted) {
+		if runErr == nil || errors.Is(runErr, stageerr.ErrInterrupted) {
 			fmt.Fprintln(stderr, "hone-score: "+sum.String())
 			log.Debug("hone-score summary", "groups", sum.Groups, "rows", sum.Rows, "scored", sum.Scored,
 				"passed", sum.Passed, "skipped", sum.Skipped, "marked", sum.Marked, "errored", sum.Errored,
 				"written", sum.Written, "errored_rows", sum.ErroredRows)
 		}
-		if errors.Is(runErr, score.ErrInterrupted) {
+		if errors.Is(runErr, stageerr.ErrInterrupted) {
 			return nil // keep the whole groups finished before the stop
 		}
 		return runErr
@@ -98,20 +102,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		err = runErr
 	}
-	return exitKind(err)
+	return err
 }
 
-// exitKind maps the score package's error kinds to the CLI's exit codes.
-func exitKind(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, score.ErrUsage):
-		return cli.Usage(err)
-	case errors.Is(err, score.ErrBadInput):
-		return cli.BadInput(err)
-	case errors.Is(err, score.ErrInterrupted):
-		return fmt.Errorf("%w: %w", cli.ErrInterrupted, err)
+// judgeFromEnv fills the judge's endpoint and key that no flag gave from
+// the variables an OpenAI client reads: the score packages read no
+// environment.
+func judgeFromEnv(o *score.Options) {
+	if o.JudgeBaseURL == "" {
+		o.JudgeBaseURL = os.Getenv("OPENAI_BASE_URL")
 	}
-	return err
+	if o.JudgeAPIKey == "" {
+		o.JudgeAPIKey = os.Getenv("OPENAI_API_KEY")
+	}
 }

@@ -18,7 +18,8 @@
 //   - Fake: an in-memory judge driven by a function, for tests.
 //   - Retry: a decorator that repeats a call whose answer was malformed, or
 //     whose transport failed in a way worth repeating, a bounded number of
-//     times.
+//     times, through internal/retry (the one retry loop, which collect's
+//     model calls use too), adding up the usage of every attempt.
 //   - Meter: a decorator that adds up calls, cache hits, retries and tokens
 //     per judge model, for the run's summary.
 //

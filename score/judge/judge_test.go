@@ -258,14 +258,6 @@ func TestRetry(t *testing.T) {
 			t.Fatalf("err %v, hits %d, want one call", err, s.Hits())
 		}
 	})
-	t.Run("backoff", func(t *testing.T) {
-		b := judge.ExponentialBackoff(time.Second, 5*time.Second)
-		for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second} {
-			if got := b(i + 1); got != want {
-				t.Errorf("backoff(%d) = %v, want %v", i+1, got, want)
-			}
-		}
-	})
 }
 
 func TestMeterAndFake(t *testing.T) {

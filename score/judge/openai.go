@@ -10,11 +10,13 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/hone-rl/hone/internal/retry"
 )
 
 // OpenAIOptions configures an OpenAI-compatible judge.
 type OpenAIOptions struct {
-	BaseURL string // e.g. http://localhost:8000/v1; "" means the client's default
+	BaseURL string // e.g. http://localhost:8000/v1; "" means api.openai.com (no environment is read)
 	APIKey  string // sent as a bearer token; never logged
 	// Timeout bounds one call; 0 means none beyond ctx. A call that runs
 	// past it fails with a retryable "timeout" error.
@@ -57,14 +59,17 @@ func NewOpenAI(opts OpenAIOptions) *OpenAI {
 		// when the user has none to give.
 		option.WithAPIKey(orDefault(opts.APIKey, "none")),
 	}
-	if opts.BaseURL != "" {
-		ro = append(ro, option.WithBaseURL(opts.BaseURL))
-	}
+	// The client would take $OPENAI_BASE_URL for an empty BaseURL: name
+	// the server either way, so that only cmd reads the environment.
+	ro = append(ro, option.WithBaseURL(orDefault(opts.BaseURL, openAIBaseURL)))
 	if opts.HTTPClient != nil {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
 	return &OpenAI{client: openai.NewClient(ro...), opts: opts}
 }
+
+// openAIBaseURL is where a judge without a BaseURL sends its calls.
+const openAIBaseURL = "https://api.openai.com/v1/"
 
 func orDefault(s, def string) string {
 	if s == "" {
@@ -144,7 +149,6 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 	switch {
 	case errors.As(err, &apiErr):
 		code := apiErr.StatusCode
-		retry := code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
 		// The server's own message says what to fix (an unknown model, an
 		// unsupported response_format); it never holds the key.
 		msg := err.Error()
@@ -158,7 +162,7 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 		if apiErr.Request != nil && apiErr.Request.URL != nil {
 			where = apiErr.Request.URL.Redacted()
 		}
-		return &Error{Kind: "http", Retryable: retry, Usage: usage, Err: fmt.Errorf("HTTP %d from %s: %s", code, where, msg)}
+		return &Error{Kind: "http", Retryable: retry.Status(code), Usage: usage, Err: fmt.Errorf("HTTP %d from %s: %s", code, where, msg)}
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
 		return &Error{Kind: "timeout", Retryable: true, Usage: usage, Err: fmt.Errorf("no answer within %v: %w", timeout, err)}
 	default:

@@ -3,59 +3,47 @@ package judge
 import (
 	"context"
 	"time"
+
+	"github.com/hone-rl/hone/internal/retry"
 )
 
 // Retry is a decorator that repeats a failed call while the failure is
 // retryable (a malformed answer, HTTP 429/5xx, a per-call timeout) and
-// fewer than Attempts calls were made. The verdict's usage, or the final
-// error's, includes every attempt.
+// fewer than Attempts calls were made. The repeating is internal/retry's,
+// the one retry decorator collect's model calls use too; Retry adds the
+// accounting: the verdict's usage, or the final error's, includes every
+// attempt.
 type Retry struct {
 	Next     Judge
 	Attempts int // total calls at most; values below 1 mean 1
 	// Backoff returns the pause before retry number i (1-based); nil means
-	// no pause.
+	// no pause. retry.Exponential makes the usual one.
 	Backoff func(i int) time.Duration
 }
 
 // Judge calls Next until it succeeds, fails for good, or runs out of
 // attempts.
 func (r Retry) Judge(ctx context.Context, req Request) (Verdict, error) {
-	var spent Usage
-	for i := 0; ; i++ {
+	var spent Usage // of the failed attempts
+	calls := 0
+	p := retry.Policy{Attempts: r.Attempts, Retryable: retryable, Backoff: r.Backoff}
+	v, err := retry.Do(ctx, p, func(ctx context.Context) (Verdict, error) {
+		calls++
 		v, err := r.Next.Judge(ctx, req)
-		if err == nil {
-			v.Usage = v.Usage.Add(spent)
-			return v, nil
+		if err != nil {
+			spent = spent.Add(usageOf(err))
 		}
-		spent = spent.Add(usageOf(err))
-		if !retryable(err) || i+1 >= r.Attempts || ctx.Err() != nil {
-			if je, ok := err.(*Error); ok {
-				cp := *je
-				cp.Usage = spent
-				return Verdict{}, &cp
-			}
-			return Verdict{}, err
-		}
-		spent.Retries++
-		if r.Backoff != nil {
-			t := time.NewTimer(r.Backoff(i + 1))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return Verdict{}, ctx.Err()
-			case <-t.C:
-			}
-		}
+		return v, err
+	})
+	spent.Retries += int64(calls - 1) // every call after the first repeats a failed one
+	if err == nil {
+		v.Usage = v.Usage.Add(spent)
+		return v, nil
 	}
-}
-
-// ExponentialBackoff returns base, 2·base, 4·base, ... capped at max.
-func ExponentialBackoff(base, max time.Duration) func(int) time.Duration {
-	return func(i int) time.Duration {
-		d := base
-		for ; i > 1 && d < max; i-- {
-			d *= 2
-		}
-		return min(d, max)
+	if je, ok := err.(*Error); ok {
+		cp := *je
+		cp.Usage = spent
+		return Verdict{}, &cp
 	}
+	return Verdict{}, err
 }

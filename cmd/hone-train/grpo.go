@@ -55,10 +55,6 @@ and exits 0. --steps then counts steps per session.`,
 			} else if len(args) > 0 {
 				return cli.Usagef("grpo: give files or --watch-dir, not both")
 			}
-			opts.Normalize()
-			if err := opts.Validate(); err != nil {
-				return cli.Usage(err)
-			}
 			log, err := logger()
 			if err != nil {
 				return err
@@ -68,7 +64,8 @@ and exits 0. --steps then counts steps per session.`,
 				return err
 			}
 			defer be.Close()
-			return exitKind(rl.Run(cmd.Context(), be, opts, log))
+			opts.Backend, opts.Log = be, log
+			return rl.Run(cmd.Context(), opts)
 		},
 	}
 	opts.AddFlags(cmd.Flags())

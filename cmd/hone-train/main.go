@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
-	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/cobra"
 )
 
@@ -38,15 +36,4 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input, 130 interrupted.`,
 	root.AddCommand(newGRPOCmd(logger))
 	root.AddCommand(newSFTCmd(logger))
 	return root
-}
-
-// exitKind maps the train packages' error kinds to exit codes: an error
-// that blames the model folder, an adapter folder or the input files
-// (trainer.ErrBadInput) is bad input, exit code 2; anything else that went
-// wrong during the run (a non-finite loss included) is a failure, 1.
-func exitKind(err error) error {
-	if errors.Is(err, trainer.ErrBadInput) {
-		return cli.BadInput(err)
-	}
-	return err
 }

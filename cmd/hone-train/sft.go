@@ -33,9 +33,6 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			}
 			defer in.Close()
 			opts.Inputs = in
-			if err := opts.Validate(); err != nil {
-				return cli.Usage(err)
-			}
 			log, err := logger()
 			if err != nil {
 				return err
@@ -45,7 +42,8 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 				return err
 			}
 			defer be.Close()
-			return exitKind(sft.Run(cmd.Context(), be, opts, log))
+			opts.Backend, opts.Log = be, log
+			return sft.Run(cmd.Context(), opts)
 		},
 	}
 	opts.AddFlags(cmd.Flags())

@@ -10,6 +10,7 @@ import (
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/train/grpo"
 	"github.com/hone-rl/hone/train/trainer"
 )
@@ -27,11 +28,11 @@ type group struct {
 // needs a reward, or an error saying why its episode failed (counted, never
 // trained); one with neither was not scored, and the input set is refused,
 // naming its rows, since training on the rest would silently drop them.
-// Every error that blames the files matches trainer.ErrBadInput.
+// Every error that blames the files matches stageerr.ErrBadInput.
 func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, allowNoLogprobs bool) ([]group, error) {
 	r, err := trajectory.Open(ctx, in)
 	if err != nil {
-		return nil, trainer.Input(err)
+		return nil, stageerr.Input(err)
 	}
 	defer r.Close()
 	rows := rowCounter{files: r.Files()}
@@ -43,7 +44,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			break
 		}
 		if err != nil {
-			return nil, trainer.Input(err)
+			return nil, stageerr.Input(err)
 		}
 		gr := group{ID: g.ID}
 		for _, t := range g.Trajectories {
@@ -58,7 +59,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			}
 			lay, err := text.Layout(ctx, t.Messages, t.Tools, lopt)
 			if err != nil {
-				return nil, trainer.BadInputf("%s (group %s, trajectory %s): %w", where, g.ID, t.ID, err)
+				return nil, stageerr.BadInputf("%s (group %s, trajectory %s): %w", where, g.ID, t.ID, err)
 			}
 			ex := trainer.Example{Seqs: lay.Sequences}
 			why := ""
@@ -90,7 +91,7 @@ func unscoredError(rows []string) error {
 	if len(rows) > show {
 		list += fmt.Sprintf(" and %d more", len(rows)-show)
 	}
-	return trainer.BadInputf("%d trajectories have no reward and no error: %s; score the files first (hone-score), or set error on episodes that failed",
+	return stageerr.BadInputf("%d trajectories have no reward and no error: %s; score the files first (hone-score), or set error on episodes that failed",
 		len(rows), list)
 }
 

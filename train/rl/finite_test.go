@@ -27,7 +27,7 @@ func TestHugeLRStopsBeforeSaving(t *testing.T) {
 	o := baseOptions(md, dir, "nan", in)
 	o.LR, o.MaxGradNorm, o.Steps = 1e30, 0, 6
 	var log bytes.Buffer
-	err := Run(context.Background(), backend(t), o, textLog(&log))
+	err := runWith(context.Background(), backend(t), o, textLog(&log))
 	if !errors.Is(err, trainer.ErrNotFinite) {
 		t.Fatalf("run: %v, want a non-finite error\n%s", err, log.String())
 	}

@@ -3,6 +3,7 @@ package rl
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"testing"
@@ -65,6 +66,12 @@ func stepExamples(t testing.TB, md string, be kernels.Backend, nGroups, size int
 		t.Fatal(skip)
 	}
 	return m, exs
+}
+
+// runWith is Run with the backend and the log set in o.
+func runWith(ctx context.Context, be kernels.Backend, o Options, log *slog.Logger) error {
+	o.Backend, o.Log = be, log
+	return Run(ctx, o)
 }
 
 // backend is deterministic across processes: one worker, pure-Go GEMM.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/trajectory"
-	"github.com/hone-rl/hone/train/trainer"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 // TestUnscoredRowsRefused: a trajectory with neither a reward nor an error
@@ -34,8 +34,8 @@ func TestUnscoredRowsRefused(t *testing.T) {
 	}
 	o := baseOptions(md, filepath.Join(dir, "adapters"), "r", a, b)
 	var log bytes.Buffer
-	err = Run(context.Background(), backend(t), o, textLog(&log))
-	if !errors.Is(err, trainer.ErrBadInput) {
+	err = runWith(context.Background(), backend(t), o, textLog(&log))
+	if !errors.Is(err, stageerr.ErrBadInput) {
 		t.Fatalf("run: %v, want bad input\n%s", err, log.String())
 	}
 	for _, want := range []string{
@@ -72,9 +72,27 @@ func TestBadInputFilesAreBadInput(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := Run(context.Background(), backend(t), baseOptions(md, filepath.Join(dir, "adapters"), "r", path), nil)
-		if !errors.Is(err, trainer.ErrBadInput) || !strings.Contains(err.Error(), path) {
+		err := runWith(context.Background(), backend(t), baseOptions(md, filepath.Join(dir, "adapters"), "r", path), nil)
+		if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v, want bad input naming the file", name, err)
 		}
+	}
+}
+
+// Bad options are usage errors of Run itself (hone-train no longer checks
+// them first), and a run without a backend stops before touching anything.
+func TestRunUsage(t *testing.T) {
+	dir := t.TempDir()
+	o := baseOptions("", filepath.Join(dir, "adapters"), "r", filepath.Join(dir, "a.parquet"))
+	o.Backend = backend(t)
+	if err := Run(context.Background(), o); !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), "--model") {
+		t.Errorf("no --model: %v, want a usage error naming the flag", err)
+	}
+	o = baseOptions(filepath.Join(dir, "model"), filepath.Join(dir, "adapters"), "r", filepath.Join(dir, "a.parquet"))
+	if err := Run(context.Background(), o); err == nil || errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), "Backend") {
+		t.Errorf("no backend: %v, want a failure naming Options.Backend", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "adapters")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused run left %s behind (%v)", filepath.Join(dir, "adapters"), err)
 	}
 }

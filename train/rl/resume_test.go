@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
-		if err := Run(context.Background(), be, o, textLog(os.Stderr)); err != nil {
+		if err := runWith(context.Background(), be, o, textLog(os.Stderr)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -106,7 +106,7 @@ func TestResumeAfterSIGKILLIsBitIdentical(t *testing.T) {
 	o.Loss.Beta = 0.1
 
 	var log bytes.Buffer
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 
@@ -116,7 +116,7 @@ func TestResumeAfterSIGKILLIsBitIdentical(t *testing.T) {
 	second := startChild(t, k, true, first+2, 3*time.Millisecond)
 	t.Logf("killed after steps %d and %d", first, second)
 	k.Resume = true
-	if err := Run(context.Background(), backend(t), k, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), k, textLog(&log)); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	for _, f := range []string{"adapter_model.safetensors", checkpoint.OptimizerName} {
@@ -165,7 +165,7 @@ func TestWatchSessionKilledIsFinishedOnce(t *testing.T) {
 	o.WatchDir, o.Epochs, o.TokenBudget = watch, 2, 24 // 4 steps per session
 	o.Steps = 4
 	var log bytes.Buffer
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	k := o
@@ -177,7 +177,7 @@ func TestWatchSessionKilledIsFinishedOnce(t *testing.T) {
 		t.Fatalf("after the kill at step %d: manifest %+v, %v", after, man, err)
 	}
 	log.Reset()
-	if err := Run(context.Background(), backend(t), k, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), k, textLog(&log)); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	if !strings.Contains(log.String(), "finishing the session") {
@@ -193,7 +193,7 @@ func TestWatchSessionKilledIsFinishedOnce(t *testing.T) {
 		t.Error("the finished session differs from the uninterrupted one")
 	}
 	log.Reset()
-	if err := Run(context.Background(), backend(t), k, textLog(&log)); err != nil || !strings.Contains(log.String(), "nothing new") {
+	if err := runWith(context.Background(), backend(t), k, textLog(&log)); err != nil || !strings.Contains(log.String(), "nothing new") {
 		t.Errorf("third run: %v %q", err, log.String())
 	}
 }

@@ -55,7 +55,7 @@ func TestRunWritesCheckpointsAndMetrics(t *testing.T) {
 	o.Epochs = 2
 	o.KeepLast, o.BestMetric = 2, "reward_mean"
 	var log bytes.Buffer
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	run := &checkpoint.Run{Dir: filepath.Join(dir, "adapters", "r1")}
@@ -100,12 +100,12 @@ func TestRunWritesCheckpointsAndMetrics(t *testing.T) {
 		t.Error("lora_B is still zero after 4 steps")
 	}
 	// Running again without --resume refuses; with it there is nothing to do.
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Errorf("second run without --resume: %v", err)
 	}
 	o.Resume = true
 	log.Reset()
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil || !strings.Contains(log.String(), "nothing to do") {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil || !strings.Contains(log.String(), "nothing to do") {
 		t.Errorf("resume of a finished run: %v, log %q", err, log.String())
 	}
 }
@@ -131,7 +131,7 @@ func TestNothingTrainableSaysWhy(t *testing.T) {
 	})
 	o := baseOptions(md, dir, "eq", in)
 	var log bytes.Buffer
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 		t.Fatal(err)
 	}
 	msg := log.String()
@@ -264,21 +264,21 @@ func TestWatchTrainsOnlyNewFilesAndLocks(t *testing.T) {
 		return n
 	}
 	var log bytes.Buffer
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	if step() != 1 {
 		t.Fatalf("after the first cron run: step %d, want 1", step())
 	}
 	log.Reset()
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 		t.Fatal(err)
 	}
 	if step() != 1 || !strings.Contains(log.String(), "nothing new") {
 		t.Fatalf("second run trained again: step %d, log %q", step(), log.String())
 	}
 	writeGroups(t, md, filepath.Join(watch, "round2.parquet"), 2, 3, varied)
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 		t.Fatal(err)
 	}
 	man, err := (&checkpoint.Run{Dir: runDir}).ReadManifest()
@@ -294,7 +294,7 @@ func TestWatchTrainsOnlyNewFilesAndLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); !errors.Is(err, checkpoint.ErrLocked) {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); !errors.Is(err, checkpoint.ErrLocked) {
 		t.Errorf("run under a held lock: %v, want ErrLocked", err)
 	}
 }
@@ -347,7 +347,7 @@ func TestGRPOPrefersRewardedAnswers(t *testing.T) {
 			o.GroupsPerStep, o.Steps, o.LR = 4, 5, 2e-2
 			set(&o)
 			var log bytes.Buffer
-			if err := Run(context.Background(), be, o, textLog(&log)); err != nil {
+			if err := runWith(context.Background(), be, o, textLog(&log)); err != nil {
 				t.Fatalf("%v\n%s", err, log.String())
 			}
 			run := &checkpoint.Run{Dir: filepath.Join(dir, o.Name)}
@@ -371,17 +371,17 @@ func TestResumeChecksOptions(t *testing.T) {
 	writeGroups(t, md, in, 2, 3, varied)
 	o := baseOptions(md, dir, "r", in)
 	var log bytes.Buffer
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 		t.Fatal(err)
 	}
 	o.Resume = true
 	o.Loss.Beta = 0.5
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err == nil || !strings.Contains(err.Error(), "options differ") {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err == nil || !strings.Contains(err.Error(), "options differ") {
 		t.Errorf("resume with another beta: %v", err)
 	}
 	o.Loss.Beta = 0
 	o.Steps = 3 // extending a run is allowed
-	if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 		t.Fatal(err)
 	}
 	if n, _, _ := (&checkpoint.Run{Dir: filepath.Join(dir, "r")}).Latest(); n != 3 {
@@ -401,7 +401,7 @@ func TestGradientCheckpointingSameResult(t *testing.T) {
 		o := baseOptions(md, dir, fmt.Sprintf("ck%d", i), in)
 		o.Steps, o.Checkpointing = 2, ck
 		var log bytes.Buffer
-		if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 			t.Fatal(err)
 		}
 		b, err := os.ReadFile(filepath.Join(dir, o.Name, runfolder.StepName(2), "adapter_model.safetensors"))
@@ -431,7 +431,7 @@ func TestWatchCosineSpansScheduleSteps(t *testing.T) {
 	for r := 1; r <= 3; r++ {
 		writeGroups(t, md, filepath.Join(watch, fmt.Sprintf("round%d.parquet", r)), 2, 3, varied)
 		var log bytes.Buffer
-		if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 			t.Fatalf("session %d: %v\n%s", r, err, log.String())
 		}
 	}
@@ -479,7 +479,7 @@ func TestDTypeBFloat16(t *testing.T) {
 				o := baseOptions(md, filepath.Join(dir, "adapters"), dt, in)
 				o.Steps, o.DType = 1, dt
 				var log bytes.Buffer
-				if err := Run(context.Background(), backend(t), o, textLog(&log)); err != nil {
+				if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
 					t.Fatalf("--dtype %s: %v\n%s", dt, err, log.String())
 				}
 				run := &checkpoint.Run{Dir: filepath.Join(dir, "adapters", dt)}

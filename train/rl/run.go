@@ -3,6 +3,7 @@ package rl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -11,7 +12,7 @@ import (
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/internal/flagval"
-	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/train/grpo"
 	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/pflag"
@@ -81,17 +82,23 @@ func (o *Options) Validate() error {
 	return o.Loss.Validate()
 }
 
-// Run trains. Messages (one line per step, resume and skip notices, the
-// end summary) go to log (nil: none).
-func Run(ctx context.Context, be kernels.Backend, o Options, log *slog.Logger) error {
+// Run trains on o.Backend. Messages (one line per step, resume and skip
+// notices, the end summary) go to o.Log (nil: none). Bad options are
+// stageerr.ErrUsage; bad model, adapter or trajectory files
+// stageerr.ErrBadInput.
+func Run(ctx context.Context, o Options) error {
+	o.Normalize()
+	if err := o.Validate(); err != nil {
+		return stageerr.Usage(err)
+	}
+	if o.Backend == nil {
+		return errors.New("grpo: no backend (Options.Backend)")
+	}
+	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	o.Normalize()
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	base, err := trainer.LoadBase(be, &o.Options)
+	base, err := trainer.LoadBase(o.Backend, &o.Options)
 	if err != nil {
 		return err
 	}
@@ -121,7 +128,7 @@ func loadInputs(ctx context.Context, text *layout.Model, o Options, in *fileset.
 		return nil, err
 	}
 	if len(gs) == 0 {
-		return nil, trainer.BadInputf("no groups in %s", strings.Join(in.Names(), ", "))
+		return nil, stageerr.BadInputf("no groups in %s", strings.Join(in.Names(), ", "))
 	}
 	return gs, nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/trainer"
 )
@@ -37,7 +38,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 		// its *.parquet files, not below it, no hidden or temporary names.
 		names, err := fileset.List(ctx, o.WatchDir, ".parquet")
 		if err != nil {
-			return trainer.Input(fmt.Errorf("--watch-dir: %w", err))
+			return stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
 		}
 		sess = &checkpoint.Session{StartStep: env.Done}
 		for _, n := range names {

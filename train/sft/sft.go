@@ -2,6 +2,7 @@ package sft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +13,7 @@ import (
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/trajectory"
-	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/pflag"
 )
@@ -72,16 +73,22 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Run trains. Messages (one line per step, resume notices, the end
-// summary) go to log (nil: none).
-func Run(ctx context.Context, be kernels.Backend, o Options, log *slog.Logger) error {
+// Run trains on o.Backend. Messages (one line per step, resume notices,
+// the end summary) go to o.Log (nil: none). Bad options are
+// stageerr.ErrUsage; bad model, adapter or input files
+// stageerr.ErrBadInput.
+func Run(ctx context.Context, o Options) error {
+	if err := o.Validate(); err != nil {
+		return stageerr.Usage(err)
+	}
+	if o.Backend == nil {
+		return errors.New("sft: no backend (Options.Backend)")
+	}
+	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	base, err := trainer.LoadBase(be, &o.Options)
+	base, err := trainer.LoadBase(o.Backend, &o.Options)
 	if err != nil {
 		return err
 	}
@@ -93,7 +100,7 @@ func Run(ctx context.Context, be kernels.Backend, o Options, log *slog.Logger) e
 		return err
 	}
 	if len(exs) == 0 {
-		return trainer.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter or no assistant turn)", strings.Join(o.Inputs.Names(), ", "), skipped)
+		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter or no assistant turn)", strings.Join(o.Inputs.Names(), ", "), skipped)
 	}
 	env, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
 	if err != nil {
@@ -180,13 +187,13 @@ func readConversations(ctx context.Context, in *fileset.Set, i int) ([]trajector
 // files) and lays each out with its assistant turns trainable (all, or the
 // last). Trajectories with an error, or below minReward when set, and
 // conversations without an assistant turn are skipped and counted. Errors
-// that blame the files match trainer.ErrBadInput.
+// that blame the files match stageerr.ErrBadInput.
 func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string, minReward *float64, lopt layout.Options) ([]trainer.Example, int, error) {
 	var groups []trajectory.Group
 	for i := range in.Len() {
 		gs, err := readConversations(ctx, in, i)
 		if err != nil {
-			return nil, 0, trainer.Input(err)
+			return nil, 0, stageerr.Input(err)
 		}
 		groups = append(groups, gs...)
 	}
@@ -214,7 +221,7 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			msgs[last].Trainable = true
 			lay, err := text.Layout(ctx, msgs, t.Tools, lopt)
 			if err != nil {
-				return nil, 0, trainer.BadInputf("group %s, trajectory %s: %w", g.ID, t.ID, err)
+				return nil, 0, stageerr.BadInputf("group %s, trajectory %s: %w", g.ID, t.ID, err)
 			}
 			ex := trainer.Example{Seqs: lay.Sequences}
 			if ex.Trainable() == 0 {

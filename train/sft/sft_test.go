@@ -83,7 +83,8 @@ func TestSFTLossDrops(t *testing.T) {
 	}
 	defer be.Close()
 	var log bytes.Buffer
-	if err := Run(context.Background(), be, o, textLog(&log)); err != nil {
+	o.Backend, o.Log = be, textLog(&log)
+	if err := Run(context.Background(), o); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	f, err := os.ReadFile(filepath.Join(dir, "sft", runfolder.MetricsName))
@@ -157,7 +158,8 @@ func TestHugeLRStopsBeforeSaving(t *testing.T) {
 	}
 	defer be.Close()
 	var log bytes.Buffer
-	err = Run(context.Background(), be, o, textLog(&log))
+	o.Backend, o.Log = be, textLog(&log)
+	err = Run(context.Background(), o)
 	if !errors.Is(err, trainer.ErrNotFinite) {
 		t.Fatalf("run: %v, want a non-finite error\n%s", err, log.String())
 	}

@@ -22,7 +22,7 @@
 //     leaves the run folder untouched.
 //
 // Errors: those that blame the model folder, an adapter folder or the input
-// files match ErrBadInput (exit code 2 in hone-train). A step whose loss,
+// files are of kind stageerr.ErrBadInput (exit code 2 in hone-train). A step whose loss,
 // gradient norm (computed whether or not it clips) or updated LoRA weights
 // hold NaN or Inf stops the run with an error matching ErrNotFinite before
 // anything of that step is written; the steps before it stay saved.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/tinymodel"
@@ -38,7 +39,7 @@ func TestModelFolderErrorsAreBadInput(t *testing.T) {
 		o := defaultOptions()
 		o.Model = md
 		_, err := LoadBase(be, &o)
-		if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), md) {
+		if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), md) {
 			t.Errorf("--model %s: %v, want bad input naming the folder", md, err)
 		}
 	}
@@ -48,7 +49,7 @@ func TestModelFolderErrorsAreBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Setup(context.Background(), base, &o, o, false, nil); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "--init-adapter") {
+	if _, err := Setup(context.Background(), base, &o, o, false, nil); !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "--init-adapter") {
 		t.Errorf("--init-adapter %s: %v, want bad input naming the flag", broken, err)
 	}
 }

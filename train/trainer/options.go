@@ -12,6 +12,7 @@ import (
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/model"
@@ -66,6 +67,11 @@ type Options struct {
 	// "bfloat16" (normalised by Validate). Configs saved before the flag
 	// existed have no "dtype" and mean float32.
 	DType string `json:"dtype"`
+
+	// Set by the caller (cmd builds the backend), not by flags, and not
+	// part of the saved config.
+	Backend kernels.Backend `json:"-"` // where the model is loaded and trained
+	Log     *slog.Logger    `json:"-"` // one line per step, resume and skip notices, the end summary; nil: none
 }
 
 // AddFlags registers the shared flags with their defaults; lr is the job's
@@ -174,18 +180,18 @@ type Base struct {
 }
 
 // LoadBase loads the model folder o.Model. A folder that is missing or does
-// not hold a model this build reads is bad input (ErrBadInput), as is the
+// not hold a model this build reads is bad input (stageerr.ErrBadInput), as is the
 // rest of the run's input; loading it before Setup lets a run check its
 // inputs before it creates anything in the run folder.
 func LoadBase(be kernels.Backend, o *Options) (*Base, error) {
 	f, err := modelfolder.Open(o.Model, modelfolder.All)
 	if err != nil {
-		return nil, Input(err)
+		return nil, stageerr.Input(err)
 	}
 	m, err := model.FromFolder(f, be, model.WeightDType(o.DType))
 	_ = f.Close() // the model holds its own copy of the weights: unmap them now
 	if err != nil {
-		return nil, Input(fmt.Errorf("model folder %s: %w", o.Model, err))
+		return nil, stageerr.Input(fmt.Errorf("model folder %s: %w", o.Model, err))
 	}
 	// The text side carries the folder's stop ids, the ones serve stops on.
 	return &Base{Model: m, Text: layout.FromFolder(f)}, nil
@@ -272,7 +278,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 	}
 	if o.InitAdapter != "" {
 		if env.Ad, err = model.ReadAdapter(o.InitAdapter, &m.Config); err != nil {
-			err = Input(fmt.Errorf("--init-adapter: %w", err))
+			err = stageerr.Input(fmt.Errorf("--init-adapter: %w", err))
 		}
 	} else {
 		ac := model.AdapterConfig{Rank: o.Rank, Alpha: o.Alpha, RSLoRA: o.RSLoRA}

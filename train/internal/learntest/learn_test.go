@@ -166,7 +166,8 @@ func learn(t *testing.T, seed uint64) (before, after float64) {
 			t.Fatal(err)
 		}
 		var log strings.Builder
-		if err := rl.Run(ctx, be, o, slog.New(slog.NewTextHandler(&log, nil))); err != nil {
+		o.Backend, o.Log = be, slog.New(slog.NewTextHandler(&log, nil))
+		if err := rl.Run(ctx, o); err != nil {
 			t.Fatalf("step %d: %v\n%s", s+1, err, log.String())
 		}
 		n, ok, err := run.Latest()

@@ -45,7 +45,10 @@ func startServer(t testing.TB, o Options, edit func(*Server)) *testServer {
 			o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		}
 	}
-	s, err := NewServer(o, ref.New())
+	if o.Backend == nil {
+		o.Backend = ref.New()
+	}
+	s, err := NewServer(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/serve/vllm"
 )
@@ -42,7 +43,9 @@ type Options struct {
 	// as in vLLM).
 	DisablePrefixCaching bool
 
-	Log *slog.Logger
+	// Set by the caller, not by flags.
+	Backend kernels.Backend // where Model is loaded and run (cmd builds it); unused with Upstream
+	Log     *slog.Logger
 	// Ready, when set, is called with the listening address once the
 	// server accepts connections.
 	Ready func(addr string)
@@ -118,15 +121,21 @@ func (o Options) withDefaults() Options {
 // Run serves until ctx ends, then drains: new requests get 503 while those
 // in flight finish (up to DrainTimeout), and the listener closes. With
 // Upstream set it serves serve/vllm's front for that vLLM server instead,
-// Model and be are not used (be may be nil).
-func Run(ctx context.Context, o Options, be kernels.Backend) error {
+// and Model and Backend are not used (Backend may be nil). A model folder
+// that is missing, incomplete or malformed (its chat template failing the
+// load-time check included) is bad input, stageerr.ErrBadInput: the user's
+// input, not a failure of the run.
+func Run(ctx context.Context, o Options) error {
 	o = o.withDefaults()
 	if o.Upstream != "" {
 		return runFront(ctx, o)
 	}
-	s, err := NewServer(o, be)
+	if o.Backend == nil {
+		return errors.New("serve: no backend (Options.Backend)")
+	}
+	s, err := NewServer(o)
 	if err != nil {
-		return err
+		return stageerr.BadInput(err)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {

@@ -20,7 +20,6 @@ import (
 	"github.com/hone-rl/hone/format/chattemplate"
 	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/tokenizer"
-	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/serve/adapters"
 	"github.com/hone-rl/hone/serve/constrain"
 	"github.com/hone-rl/hone/serve/engine"
@@ -54,8 +53,12 @@ type Server struct {
 	forceOutput func(prompt []int32) []int32
 }
 
-// NewServer loads the model folder and adapters of o onto backend be.
-func NewServer(o Options, be kernels.Backend) (*Server, error) {
+// NewServer loads the model folder and adapters of o onto o.Backend.
+func NewServer(o Options) (*Server, error) {
+	be := o.Backend
+	if be == nil {
+		return nil, errors.New("serve: no backend (Options.Backend)")
+	}
 	o = o.withDefaults()
 	if o.Model == "" {
 		return nil, errors.New("serve: no model folder given (--model)")

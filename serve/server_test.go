@@ -596,7 +596,7 @@ func TestDTypeBF16(t *testing.T) {
 	if worst == 0 || worst > 0.05 {
 		t.Fatalf("bfloat16 logprobs against float32 re-scoring: largest difference %g, want in (0, 0.05]", worst)
 	}
-	if _, err := NewServer(Options{Model: tinyDir(t), DType: "int4"}, ref.New()); err == nil || !strings.Contains(err.Error(), "--dtype") {
+	if _, err := NewServer(Options{Model: tinyDir(t), DType: "int4", Backend: ref.New()}); err == nil || !strings.Contains(err.Error(), "--dtype") {
 		t.Fatalf("--dtype int4: %v", err)
 	}
 }

@@ -92,7 +92,7 @@ func TestTemplateRenderingHasTheRequestDeadline(t *testing.T) {
 // an error naming the template file.
 func TestServerRefusesAHostileTemplate(t *testing.T) {
 	dir := withTemplate(t, `{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}`)
-	_, err := NewServer(Options{Model: dir}, ref.New())
+	_, err := NewServer(Options{Model: dir, Backend: ref.New()})
 	if !errors.Is(err, chattemplate.ErrBadTemplate) || !strings.Contains(err.Error(), filepath.Join(dir, "chat_template.jinja")) {
 		t.Fatalf("got %v", err)
 	}

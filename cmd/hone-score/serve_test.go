@@ -26,8 +26,8 @@ func startHoneServe(t *testing.T) string {
 	if err := tinymodel.Write(context.Background(), dir, o, ref.New()); err != nil {
 		t.Fatal(err)
 	}
-	s, err := serve.NewServer(serve.Options{Model: dir, ServedModelName: "tiny-judge",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, ref.New())
+	s, err := serve.NewServer(serve.Options{Model: dir, ServedModelName: "tiny-judge", Backend: ref.New(),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

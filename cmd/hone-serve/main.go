@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"strconv"
 
 	"github.com/spf13/pflag"
 
@@ -127,12 +125,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		opts.Host = fs.Lookup("host").DefValue // what serve listens on for an empty host
 	}
 	warnExposed(log, opts)
-	if opts.Upstream != "" {
-		// vLLM runs the model: no local backend.
-		err = serve.Run(ctx, opts, nil)
-	} else {
-		err = serveModel(ctx, opts, threads)
+	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
+		be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+		if err != nil {
+			return err
+		}
+		defer be.Close()
+		opts.Backend = be
 	}
+	err = serve.Run(ctx, opts)
 	if err == nil && ctx.Err() != nil {
 		return nil // drained after a signal: a clean stop
 	}
@@ -171,27 +172,6 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// serveModel serves the model folder on the CPU backend until ctx ends.
-// The folder is the user's input: one that is missing, incomplete or
-// malformed is bad input (exit 2), not a failure of the run.
-func serveModel(ctx context.Context, opts serve.Options, threads int) error {
-	be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
-	if err != nil {
-		return err
-	}
-	defer be.Close()
-	s, err := serve.NewServer(opts, be)
-	if err != nil {
-		return cli.BadInput(err)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)))
-	if err != nil {
-		s.Engine().Shutdown(context.Background())
-		return fmt.Errorf("serve: %w", err)
-	}
-	return s.Serve(ctx, ln)
 }
 
 // engineFlags are the flags that only the embedded engine reads, each with

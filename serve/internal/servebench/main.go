@@ -240,8 +240,8 @@ func run(ctx context.Context, o options, w io.Writer) error {
 // tokens, and the prefill is what is compared with PyTorch.
 func newServer(o options, be *cpu.Backend, prefixCaching bool) (*serve.Server, error) {
 	so := serve.Options{Model: o.model, DType: o.dtype, MaxBatch: o.batch, MaxQueue: 1024, KVCacheBytes: 0, MaxTokens: o.tokens,
-		DisablePrefixCaching: !prefixCaching, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	return serve.NewServer(so, be)
+		DisablePrefixCaching: !prefixCaching, Backend: be, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return serve.NewServer(so)
 }
 
 // listen serves s on a loopback port; stop shuts it down.

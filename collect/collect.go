@@ -163,6 +163,13 @@ func (s Stats) String() string {
 		s.Groups, s.Total, s.Episodes, s.Failures, s.Elapsed.Seconds(), rate, reward, s.Tokens)
 }
 
+// summarize hands the final counts to o.Summary, if set.
+func (o *Options) summarize(st *Stats) {
+	if o.Summary != nil {
+		o.Summary(*st)
+	}
+}
+
 type job struct {
 	group, attempt int
 }
@@ -183,9 +190,7 @@ type result struct {
 // counts go to o.Summary.
 func Run(ctx context.Context, o Options) error {
 	var st Stats
-	if o.Summary != nil {
-		defer func() { o.Summary(st) }()
-	}
+	defer o.summarize(&st)
 	scripted, policyName, err := o.prepare()
 	if err != nil {
 		return err

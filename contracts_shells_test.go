@@ -53,6 +53,10 @@ var kindExempt = map[string]string{
 	// format, and the stages mark what the reader returns with
 	// stageerr.Input.
 	"format/trajectory.ErrBadInput": "format cannot import internal/stageerr",
+	// fileset.ErrBadArgument blames an input or output argument (a
+	// missing file, a glob matching nothing); cmd/internal/cli marks it
+	// stageerr's usage (ResolveInputs, OpenOutput).
+	"format/fileset.ErrBadArgument": "format cannot import internal/stageerr",
 }
 
 var (

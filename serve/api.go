@@ -32,7 +32,7 @@ func (s *stringList) UnmarshalJSON(b []byte) error {
 	}
 	if len(b) == 0 || b[0] != '[' {
 		// A type error, so that readJSON names the field and the types.
-		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[stringList]()}
+		return &json.UnmarshalTypeError{Value: chatmsg.JSONKind(b), Type: reflect.TypeFor[stringList]()}
 	}
 	var many []string
 	if err := json.Unmarshal(b, &many); err != nil {

@@ -266,25 +266,3 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
-// jsonKind names the JSON type of a raw value the way
-// json.UnmarshalTypeError.Value does.
-func jsonKind(raw []byte) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '"':
-		return "string"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
-	}
-	return "number"
-}

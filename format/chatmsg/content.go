@@ -33,7 +33,7 @@ func (e *ContentError) Detail() string {
 // string; anything else is a *ContentError.
 func ContentText(raw json.RawMessage) (string, error) {
 	raw = bytes.TrimSpace(raw)
-	switch kind(raw) {
+	switch JSONKind(raw) {
 	case "nothing", "null":
 		return "", nil
 	case "string":
@@ -44,7 +44,7 @@ func ContentText(raw json.RawMessage) (string, error) {
 		return s, nil
 	}
 	var parts []json.RawMessage
-	if kind(raw) != "array" || json.Unmarshal(raw, &parts) != nil {
+	if JSONKind(raw) != "array" || json.Unmarshal(raw, &parts) != nil {
 		return "", &ContentError{Want: "a string or an array of content parts", Got: kindPhrase(raw)}
 	}
 	var sb strings.Builder
@@ -54,7 +54,7 @@ func ContentText(raw json.RawMessage) (string, error) {
 			Type json.RawMessage `json:"type"`
 			Text json.RawMessage `json:"text"`
 		}
-		if kind(p) != "object" || json.Unmarshal(p, &part) != nil {
+		if JSONKind(p) != "object" || json.Unmarshal(p, &part) != nil {
 			return "", &ContentError{Path: at, Want: "a content part (an object with a type)", Got: kindPhrase(p)}
 		}
 		var typ string
@@ -65,7 +65,7 @@ func ContentText(raw json.RawMessage) (string, error) {
 			continue
 		}
 		var text string
-		if kind(part.Text) != "string" || json.Unmarshal(part.Text, &text) != nil {
+		if JSONKind(part.Text) != "string" || json.Unmarshal(part.Text, &text) != nil {
 			return "", &ContentError{Path: at + ".text", Want: "a string", Got: kindPhrase(part.Text)}
 		}
 		sb.WriteString(text)
@@ -73,9 +73,9 @@ func ContentText(raw json.RawMessage) (string, error) {
 	return sb.String(), nil
 }
 
-// kind names the JSON type of a raw value: string, number, bool, null,
-// array, object, or nothing.
-func kind(raw []byte) string {
+// JSONKind names the JSON type of a raw value: string, number, bool,
+// null, array, object, or nothing (as json.UnmarshalTypeError.Value does).
+func JSONKind(raw []byte) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return "nothing"
@@ -97,7 +97,7 @@ func kind(raw []byte) string {
 
 // kindPhrase says the JSON type of a raw value in a sentence.
 func kindPhrase(raw []byte) string {
-	switch k := kind(raw); k {
+	switch k := JSONKind(raw); k {
 	case "null", "nothing":
 		return k
 	case "string", "number":

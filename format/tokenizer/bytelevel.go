@@ -23,6 +23,11 @@ var byteToRune, runeToByte = func() (b2r [256]rune, r2b map[rune]byte) {
 	return b2r, r2b
 }()
 
+// ByteLevelAlphabet returns the ByteLevel table: the character that stands
+// for each byte in a byte-level BPE vocabulary. Tools that write tiny
+// tokenizers use it to spell their vocabulary as this package reads it.
+func ByteLevelAlphabet() [256]rune { return byteToRune }
+
 // mapByteLevel spells raw bytes in the ByteLevel alphabet.
 func mapByteLevel(raw []byte) string {
 	var sb strings.Builder

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hone-rl/hone/format/tokenizer"
 	"io"
 
 	"math/rand/v2"
@@ -256,25 +257,9 @@ func configJSON(o Options, c *model.Config) map[string]any {
 	return j
 }
 
-// byteToUnicode is GPT-2's byte-level alphabet: printable Latin-1 bytes map to
-// themselves, the other bytes to U+0100 onwards in byte order.
-func byteToUnicode() [256]rune {
-	var m [256]rune
-	n := 0
-	for b := range 256 {
-		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
-			m[b] = rune(b)
-		} else {
-			m[b] = rune(256 + n)
-			n++
-		}
-	}
-	return m
-}
-
 func tokenizerJSON() map[string]any {
 	vocab := map[string]int{}
-	for b, r := range byteToUnicode() {
+	for b, r := range tokenizer.ByteLevelAlphabet() {
 		vocab[string(r)] = b
 	}
 	var added []map[string]any

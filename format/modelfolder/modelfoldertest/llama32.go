@@ -6,6 +6,7 @@ package modelfoldertest
 
 import (
 	"encoding/json"
+	"github.com/hone-rl/hone/format/tokenizer"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -128,7 +129,7 @@ func writeWeights(t testing.TB, dir string, cfg map[string]any) {
 // given, from id 256.
 func ByteTokenizer(specials []string) map[string]any {
 	vocab := map[string]int{}
-	for b, r := range byteToUnicode() {
+	for b, r := range tokenizer.ByteLevelAlphabet() {
 		vocab[string(r)] = b
 	}
 	var added []map[string]any
@@ -144,22 +145,6 @@ func ByteTokenizer(specials []string) map[string]any {
 			"end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
 			"vocab": vocab, "merges": []string{}},
 	}
-}
-
-// byteToUnicode is GPT-2's byte-level alphabet: printable Latin-1 bytes
-// stand for themselves, the others for U+0100 onwards in byte order.
-func byteToUnicode() [256]rune {
-	var m [256]rune
-	n := 0
-	for b := range 256 {
-		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
-			m[b] = rune(b)
-		} else {
-			m[b] = rune(256 + n)
-			n++
-		}
-	}
-	return m
 }
 
 // Tokens are the ids of text in the byte-level tokenizer: one per byte.

@@ -71,7 +71,7 @@ bench: build
 	@# Hone next to PyTorch: LoRA training step and decode, tiny and Qwen2.5-0.5B shapes
 	@# (long: tens of minutes; --quick for a smoke run).
 	OMP_WAIT_POLICY=PASSIVE $(GO) run ./train/internal/modelbench
-	$(GO) test -run '^$$' -bench GRPOStep -benchtime 5x ./train/rl
+	$(GO) test -run '^$$' -bench GRPOStep -benchtime 5x ./train/grpojob
 	$(GO) test -run '^$$' -bench Collect -benchtime 2x ./collect/
 	@# hone-serve over HTTP next to PyTorch's KV-cache decode (reference.py bench-decode) of the same
 	@# shapes, reference.py's tiny and Qwen2.5-0.5B, at 1, 8 and 32 streams (a few minutes).

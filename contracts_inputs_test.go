@@ -28,7 +28,7 @@ func TestContractInputs(t *testing.T) {
 	// serve/adapters, train/checkpoint, format/peft are not input sets.)
 	var readers []sourceFile
 	for _, sf := range srcs {
-		if inAny(sf.rel, []string{"cmd", "collect", "score", "train/rl", "train/sft", "internal/report", "format/trajectory"}) {
+		if inAny(sf.rel, []string{"cmd", "collect", "score", "train/grpojob", "train/sft", "internal/report", "format/trajectory"}) {
 			readers = append(readers, sf)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // environment; what is worth retrying is decided once, in internal/retry.
 
 // stagePackages are the stage libraries whose Run is the stage's one entry.
-var stagePackages = []string{"collect", "collect/proxy", "score", "train/rl", "train/sft", "serve"}
+var stagePackages = []string{"collect", "collect/proxy", "score", "train/grpojob", "train/sft", "serve"}
 
 // envReaders are the benchmark mains that may read the environment: they
 // set OMP_WAIT_POLICY for the PyTorch reference they start, and are no

@@ -1,6 +1,6 @@
 // Command hone-train trains LoRA adapters: init-model writes a randomly
 // initialised tiny model folder (see train/tinymodel) for tests and demos,
 // sft imitates assistant turns (train/sft) and grpo trains on groups of
-// scored trajectories (train/rl). Both trainers keep the base weights as
+// scored trajectories (train/grpojob). Both trainers keep the base weights as
 // float32 or, with --dtype bfloat16, as bfloat16, computing in float32.
 package main

@@ -7,12 +7,12 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/kernels/cpu"
-	"github.com/hone-rl/hone/train/rl"
+	"github.com/hone-rl/hone/train/grpojob"
 	"github.com/spf13/cobra"
 )
 
 func newGRPOCmd(logger func() (*slog.Logger, error)) *cobra.Command {
-	var opts rl.Options
+	var opts grpojob.Options
 	var threads int
 	cmd := &cobra.Command{
 		Use:   "grpo --model DIR --run NAME [flags] (FILES... | --watch-dir DIR)",
@@ -65,7 +65,7 @@ and exits 0. --steps then counts steps per session.`,
 			}
 			defer be.Close()
 			opts.Backend, opts.Log = be, log
-			return rl.Run(cmd.Context(), opts)
+			return grpojob.Run(cmd.Context(), opts)
 		},
 	}
 	opts.AddFlags(cmd.Flags())

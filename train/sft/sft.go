@@ -102,11 +102,11 @@ func Run(ctx context.Context, o Options) error {
 	if len(exs) == 0 {
 		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter or no assistant turn)", strings.Join(o.Inputs.Names(), ", "), skipped)
 	}
-	env, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
+	prep, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
 	if err != nil {
 		return err
 	}
-	defer env.Close()
+	defer prep.Close()
 	log.Info("sft examples", "conversations", len(exs), "skipped", skipped)
 	per := o.BatchSize
 	if per == 0 || per > len(exs) {
@@ -117,11 +117,11 @@ func Run(ctx context.Context, o Options) error {
 	if o.Steps > 0 {
 		end = o.Steps
 	}
-	if env.Done >= end {
-		log.Info("nothing to do", "run", env.Ckpt.Dir, "step", env.Done, "target", end)
+	if prep.Done >= end {
+		log.Info("nothing to do", "run", prep.Ckpt.Dir, "step", prep.Done, "target", end)
 		return nil
 	}
-	loop := o.Options.Loop(env, o, end, log)
+	loop := o.Options.Loop(prep, o, end, log)
 	loop.Next = func(ctx context.Context, s int) (*trainer.Job, error) {
 		idx := order.Items(s)
 		batch := make([]trainer.Example, len(idx))
@@ -136,7 +136,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		return &trainer.Job{MicroBatches: mbs, Loss: NLL(T), Metrics: map[string]float64{"conversations": float64(len(idx))}}, nil
 	}
-	return loop.Run(ctx, env.Done, end)
+	return loop.Run(ctx, prep.Done, end)
 }
 
 // NLL is the SFT loss of a step with T trainable tokens: each token

@@ -197,9 +197,9 @@ func LoadBase(be kernels.Backend, o *Options) (*Base, error) {
 	return &Base{Model: m, Text: layout.FromFolder(f)}, nil
 }
 
-// Env is a run ready to train: model, text layout, adapter, optimizer and
+// Prepared is a run ready to train (what Setup returns): model, text layout, adapter, optimizer and
 // run folder (locked), and how many steps are already done.
-type Env struct {
+type Prepared struct {
 	Model  *model.Model
 	Text   *layout.Model
 	Ckpt   *checkpoint.Run
@@ -211,10 +211,10 @@ type Env struct {
 }
 
 // Close releases the run folder's lock.
-func (e *Env) Close() {
-	if e.unlock != nil {
-		e.unlock()
-		e.unlock = nil
+func (p *Prepared) Close() {
+	if p.unlock != nil {
+		p.unlock()
+		p.unlock = nil
 	}
 }
 
@@ -222,18 +222,18 @@ func (e *Env) Close() {
 // run's latest step (resume must be true when the run folder has one;
 // config, the job's options, must then equal the saved config) or starts
 // a fresh adapter.
-func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Env, error) {
+func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Prepared, error) {
 	m := base.Model
 	run := &checkpoint.Run{Dir: filepath.Join(o.Out, o.Name)}
 	unlock, err := run.Lock()
 	if err != nil {
 		return nil, err
 	}
-	env := &Env{Model: m, Text: base.Text, Ckpt: run, unlock: unlock}
+	prep := &Prepared{Model: m, Text: base.Text, Ckpt: run, unlock: unlock}
 	ok := false
 	defer func() {
 		if !ok {
-			env.Close()
+			prep.Close()
 		}
 	}()
 	if err := run.CleanTemp(); err != nil {
@@ -259,25 +259,25 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 			return nil, fmt.Errorf("resume: options differ from %s; a resumed run must use the same options (only --steps and --epochs may change):\nsaved: %s\nnow:   %s",
 				filepath.Join(run.StepDir(last), checkpoint.ConfigName), bytes.TrimSpace(saved), now)
 		}
-		env.Ad, env.Opt, env.State, err = Restore(run, last, &m.Config, o.AdamWParams(), o.MaxGradNorm)
+		prep.Ad, prep.Opt, prep.State, err = Restore(run, last, &m.Config, o.AdamWParams(), o.MaxGradNorm)
 		if err != nil {
 			return nil, err
 		}
-		env.Done = last
-		if err := run.RepairMetrics(last, env.State.Metrics); err != nil {
+		prep.Done = last
+		if err := run.RepairMetrics(last, prep.State.Metrics); err != nil {
 			return nil, err
 		}
 		if log != nil {
 			log.Info("resuming", "run", run.Dir, "from", runfolder.StepName(last))
 		}
 		ok = true
-		return env, nil
+		return prep, nil
 	}
 	if err := run.RepairMetrics(0, nil); err != nil { // a fresh run starts with no rows
 		return nil, err
 	}
 	if o.InitAdapter != "" {
-		if env.Ad, err = model.ReadAdapter(o.InitAdapter, &m.Config); err != nil {
+		if prep.Ad, err = model.ReadAdapter(o.InitAdapter, &m.Config); err != nil {
 			err = stageerr.Input(fmt.Errorf("--init-adapter: %w", err))
 		}
 	} else {
@@ -289,14 +289,14 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 			}
 			ac.Targets = append(ac.Targets, mod)
 		}
-		env.Ad, err = model.NewAdapter(&m.Config, ac, o.Seed)
+		prep.Ad, err = model.NewAdapter(&m.Config, ac, o.Seed)
 	}
 	if err != nil {
 		return nil, err
 	}
-	env.Opt = NewAdamW(env.Ad, o.AdamWParams(), o.MaxGradNorm)
+	prep.Opt = NewAdamW(prep.Ad, o.AdamWParams(), o.MaxGradNorm)
 	ok = true
-	return env, nil
+	return prep, nil
 }
 
 // sameConfig compares two saved configs, ignoring "steps" and "epochs":
@@ -320,10 +320,10 @@ func sameConfig(a, b []byte) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// Loop returns a Loop over env with the shared options filled in.
-func (o *Options) Loop(env *Env, config any, totalUpdates int, log *slog.Logger) *Loop {
+// Loop returns a Loop over prep with the shared options filled in.
+func (o *Options) Loop(prep *Prepared, config any, totalUpdates int, log *slog.Logger) *Loop {
 	return &Loop{
-		Model: env.Model, Adapter: env.Ad, Opt: env.Opt, Sched: o.Sched(totalUpdates), Ckpt: env.Ckpt,
+		Model: prep.Model, Adapter: prep.Ad, Opt: prep.Opt, Sched: o.Sched(totalUpdates), Ckpt: prep.Ckpt,
 		BaseName: o.Model, Config: config, Train: model.TrainOptions{Checkpoint: o.Checkpointing},
 		SaveEvery: o.SaveEvery, KeepLast: o.KeepLast, BestMetric: o.BestMetric, BestMax: o.BestMode == "max",
 		Log: log,

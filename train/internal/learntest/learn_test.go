@@ -22,8 +22,8 @@ import (
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/hone-rl/hone/train/grpojob"
 	"github.com/hone-rl/hone/train/model"
-	"github.com/hone-rl/hone/train/rl"
 	"github.com/hone-rl/hone/train/tinymodel"
 	"github.com/spf13/pflag"
 )
@@ -117,7 +117,7 @@ func TestGRPOLearns(t *testing.T) {
 }
 
 // learn runs one seed: a fresh tiny model, steps rounds of sample → write
-// Parquet → rl.Run (one GRPO step, --watch-dir mode, as the demo loop
+// Parquet → grpojob.Run (one GRPO step, --watch-dir mode, as the demo loop
 // calls hone-train), and the held-out evaluation before and after. It
 // returns the mean held-out reward before and after.
 func learn(t *testing.T, seed uint64) (before, after float64) {
@@ -142,7 +142,7 @@ func learn(t *testing.T, seed uint64) (before, after float64) {
 	}
 	p := &policy{m: m, text: text}
 
-	var o rl.Options
+	var o grpojob.Options
 	o.AddFlags(pflag.NewFlagSet("grpo", pflag.ContinueOnError)) // hone-train grpo's defaults
 	o.Model, o.Out, o.Name, o.Seed = modelDir, filepath.Join(dir, "adapters"), "rl", seed
 	o.WatchDir, o.Steps = filepath.Join(dir, "scored"), 1
@@ -167,7 +167,7 @@ func learn(t *testing.T, seed uint64) (before, after float64) {
 		}
 		var log strings.Builder
 		o.Backend, o.Log = be, slog.New(slog.NewTextHandler(&log, nil))
-		if err := rl.Run(ctx, o); err != nil {
+		if err := grpojob.Run(ctx, o); err != nil {
 			t.Fatalf("step %d: %v\n%s", s+1, err, log.String())
 		}
 		n, ok, err := run.Latest()

@@ -1,4 +1,4 @@
-package rl
+package grpojob
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package rl
+package grpojob
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 
 // runWatch trains on the files of o.WatchDir not yet consumed.
 func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logger) error {
-	env, err := trainer.Setup(ctx, base, &o.Options, o, true, log)
+	prep, err := trainer.Setup(ctx, base, &o.Options, o, true, log)
 	if err != nil {
 		return err
 	}
-	defer env.Close()
-	run := env.Ckpt
+	defer prep.Close()
+	run := prep.Ckpt
 	man, err := run.ReadManifest()
 	if err != nil {
 		return err
@@ -40,7 +40,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 		if err != nil {
 			return stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
 		}
-		sess = &checkpoint.Session{StartStep: env.Done}
+		sess = &checkpoint.Session{StartStep: prep.Done}
 		for _, n := range names {
 			fe, err := checkpoint.HashFile(ctx, n)
 			if err != nil {
@@ -51,7 +51,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 			}
 		}
 		if len(sess.Files) == 0 {
-			log.Info("nothing new", "watch_dir", o.WatchDir, "files_consumed", len(man.Consumed), "run", run.Dir, "step", env.Done)
+			log.Info("nothing new", "watch_dir", o.WatchDir, "files_consumed", len(man.Consumed), "run", run.Dir, "step", prep.Done)
 			return nil
 		}
 		sess.EndStep = -1
@@ -64,7 +64,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// manifest: fixed (and so changed), it is then read as a new file. This
 	// is the one decoding of the files; the session's length below comes
 	// from the groups it returns.
-	gs, err := loadInputs(ctx, env.Text, o, fileset.Files(files...))
+	gs, err := loadInputs(ctx, prep.Text, o, fileset.Files(files...))
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 		log.Info("training on new files", "files", len(files), "first_step", sess.StartStep+1, "last_step", sess.EndStep)
 	}
 	extra, _ := json.Marshal(sess)
-	if err := train(ctx, env, o, gs, sess.StartStep, sess.EndStep, extra, log); err != nil {
+	if err := train(ctx, prep, o, gs, sess.StartStep, sess.EndStep, extra, log); err != nil {
 		return err
 	}
 	for _, f := range sess.Files {

@@ -1,4 +1,4 @@
-package rl
+package grpojob
 
 import (
 	"bytes"
@@ -18,15 +18,15 @@ import (
 )
 
 // TestMain lets the test binary act as a training process for the SIGKILL
-// test: with HONE_RL_CHILD set to a JSON Options it trains and exits.
+// test: with HONE_GRPOJOB_CHILD set to a JSON Options it trains and exits.
 func TestMain(m *testing.M) {
-	if js := os.Getenv("HONE_RL_CHILD"); js != "" {
+	if js := os.Getenv("HONE_GRPOJOB_CHILD"); js != "" {
 		var o Options
 		if err := json.Unmarshal([]byte(js), &o); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
-		o.Resume = os.Getenv("HONE_RL_CHILD_RESUME") != ""
+		o.Resume = os.Getenv("HONE_GRPOJOB_CHILD_RESUME") != ""
 		be, err := cpu.New(cpu.Options{Workers: 1, GEMM: "gonum"})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -50,9 +50,9 @@ func startChild(t *testing.T, o Options, resume bool, killAt int, delay time.Dur
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "HONE_RL_CHILD="+string(js))
+	cmd.Env = append(os.Environ(), "HONE_GRPOJOB_CHILD="+string(js))
 	if resume {
-		cmd.Env = append(cmd.Env, "HONE_RL_CHILD_RESUME=1")
+		cmd.Env = append(cmd.Env, "HONE_GRPOJOB_CHILD_RESUME=1")
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -1,4 +1,4 @@
-package rl
+package grpojob
 
 import (
 	"context"
@@ -111,12 +111,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	env, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
+	prep, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
 	if err != nil {
 		return err
 	}
-	defer env.Close()
-	return train(ctx, env, o, gs, 0, -1, nil, log)
+	defer prep.Close()
+	return train(ctx, prep, o, gs, 0, -1, nil, log)
 }
 
 // loadInputs reads and lays out the groups of an input set; one without
@@ -135,7 +135,7 @@ func loadInputs(ctx context.Context, text *layout.Model, o Options, in *fileset.
 
 // train runs steps on the groups gs: step s of the run is step s−start of
 // this data. end < 0 means the step count follows from --steps/--epochs.
-func train(ctx context.Context, env *trainer.Env, o Options, gs []group, start, end int, extra json.RawMessage, log *slog.Logger) error {
+func train(ctx context.Context, prep *trainer.Prepared, o Options, gs []group, start, end int, extra json.RawMessage, log *slog.Logger) error {
 	per := o.GroupsPerStep
 	if per == 0 || per > len(gs) {
 		per = len(gs)
@@ -147,12 +147,12 @@ func train(ctx context.Context, env *trainer.Env, o Options, gs []group, start, 
 			end = o.Steps
 		}
 	}
-	if env.Done >= end {
-		log.Info("nothing to do", "run", env.Ckpt.Dir, "step", env.Done, "target", end)
+	if prep.Done >= end {
+		log.Info("nothing to do", "run", prep.Ckpt.Dir, "step", prep.Done, "target", end)
 		return nil
 	}
 	scale, _ := grpo.ParseScale(o.ScaleRewards)
-	loop := o.Options.Loop(env, o, end, log)
+	loop := o.Options.Loop(prep, o, end, log)
 	loop.Extra = extra
 	loop.Next = func(ctx context.Context, s int) (*trainer.Job, error) {
 		exs, metrics, skip := batch(gs, sc.Items(s-start), scale)
@@ -172,7 +172,7 @@ func train(ctx context.Context, env *trainer.Env, o Options, gs []group, start, 
 		job.Loss = lossFunc(o.Loss, tot, samplerTokens(exs))
 		return job, nil
 	}
-	return loop.Run(ctx, env.Done, end)
+	return loop.Run(ctx, prep.Done, end)
 }
 
 // samplerTokens counts the trainable tokens of exs whose sampling logprob

@@ -1,4 +1,4 @@
-// Package rl is hone-train's GRPO job: it reads scored trajectory files,
+// Package grpojob is hone-train's GRPO job: it reads scored trajectory files,
 // lays every trajectory out with the model's own chat template
 // (format/layout: only the tokens the policy sampled are trainable, with
 // their sampled logprobs), computes group advantages (train/grpo), and runs
@@ -36,4 +36,4 @@
 // succeeds. The session (files, first and last step) is recorded in the
 // manifest before training, so a run killed mid-session is finished, not
 // restarted, by the next one.
-package rl
+package grpojob

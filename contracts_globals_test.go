@@ -3,7 +3,6 @@ package hone
 import (
 	"fmt"
 	"go/ast"
-	"go/token"
 	"regexp"
 	"strconv"
 	"testing"
@@ -33,27 +32,9 @@ func initFuncs(srcs []sourceFile) []string {
 // value is nil for a variable declared without one.
 func packageVars(srcs []sourceFile, prefixes []string, keep func(name *ast.Ident, value ast.Expr) bool) []string {
 	var out []string
-	for _, sf := range srcs {
-		if prefixes != nil && !inAny(sf.rel, prefixes) {
-			continue
-		}
-		for _, d := range sf.file.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.VAR {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, name := range vs.Names {
-					var value ast.Expr
-					if len(vs.Values) == len(vs.Names) {
-						value = vs.Values[i]
-					}
-					if name.Name != "_" && keep(name, value) {
-						out = append(out, fmt.Sprintf("%s: var %s", sf.fset.Position(name.Pos()), name.Name))
-					}
-				}
-			}
+	for _, v := range packageVarsOf(srcs) {
+		if (prefixes == nil || inAny(v.sf.rel, prefixes)) && keep(v.name, v.value) {
+			out = append(out, v.String())
 		}
 	}
 	return out

@@ -69,35 +69,23 @@ var (
 // by value (errors.New("usage"), errors.New("interrupted")).
 func kindDecls(srcs []sourceFile, home []string) []string {
 	var out []string
-	for _, sf := range srcs {
-		if inAny(sf.rel, home) {
+	for _, v := range packageVarsOf(srcs) {
+		if inAny(v.sf.rel, home) {
 			continue
 		}
-		for _, d := range sf.file.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.VAR {
-				continue
+		if _, ok := kindExempt[path.Dir(v.sf.rel)+"."+v.name.Name]; ok {
+			continue
+		}
+		text := ""
+		if v.value != nil {
+			text = errorsNewText(v.value)
+		}
+		if kindName.MatchString(v.name.Name) || kindText.MatchString(text) {
+			decl := v.String()
+			if text != "" {
+				decl += fmt.Sprintf(" = errors.New(%q)", text)
 			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, name := range vs.Names {
-					key := path.Dir(sf.rel) + "." + name.Name
-					if _, ok := kindExempt[key]; ok {
-						continue
-					}
-					text := ""
-					if i < len(vs.Values) {
-						text = errorsNewText(vs.Values[i])
-					}
-					if kindName.MatchString(name.Name) || kindText.MatchString(text) {
-						decl := "var " + name.Name
-						if text != "" {
-							decl += fmt.Sprintf(" = errors.New(%q)", text)
-						}
-						out = append(out, fmt.Sprintf("%s: %s", sf.fset.Position(name.Pos()), decl))
-					}
-				}
-			}
+			out = append(out, decl)
 		}
 	}
 	return out

@@ -129,6 +129,48 @@ func callsOutside(srcs []sourceFile, pkgPath, name string, home []string) []stri
 	return out
 }
 
+// packageVar is one package-level variable (other than _) of a source
+// file; value is nil for a variable declared without one, or with a
+// multi-valued call (var a, b = f()).
+type packageVar struct {
+	sf    sourceFile
+	name  *ast.Ident
+	value ast.Expr
+}
+
+// packageVarsOf walks the package-level var declarations of srcs: the one
+// walker the contracts that look at package variables share.
+func packageVarsOf(srcs []sourceFile) []packageVar {
+	var out []packageVar
+	for _, sf := range srcs {
+		for _, d := range sf.file.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if name.Name == "_" {
+						continue
+					}
+					var value ast.Expr
+					if len(vs.Values) == len(vs.Names) {
+						value = vs.Values[i]
+					}
+					out = append(out, packageVar{sf: sf, name: name, value: value})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// String is "file:line: var name".
+func (v packageVar) String() string {
+	return fmt.Sprintf("%s: var %s", v.sf.fset.Position(v.name.Pos()), v.name.Name)
+}
+
 // pin fails t once for each place found outside a contract's home.
 func pin(t *testing.T, found []string, home []string, why string) {
 	t.Helper()
@@ -149,6 +191,18 @@ func TestContractScanners(t *testing.T) {
 	}
 	if got := callsOutside(srcs, "fmt", "Errorf", nil); len(got) == 0 {
 		t.Error("callsOutside finds no fmt.Errorf")
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x.go", "package x\nvar (\n\tA = 1\n\t_ = 2\n\tb, c = f()\n\td int\n)\nconst E = 3\n", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range packageVarsOf([]sourceFile{{rel: "x.go", file: f, fset: fset}}) {
+		got = append(got, fmt.Sprintf("%s=%v", v.name.Name, v.value != nil))
+	}
+	if strings.Join(got, " ") != "A=true b=false c=false d=false" {
+		t.Errorf("packageVarsOf finds %v, want A with its value, then b, c, d without one", got)
 	}
 	if !inAny("format/trajectory/reader.go", []string{"format/trajectory"}) || inAny("format/trajectoryx/a.go", []string{"format/trajectory"}) {
 		t.Error("inAny matches the wrong prefixes")

@@ -25,16 +25,18 @@ var allowedImports = []struct {
 	{"format", nil},
 	{"kernels", nil},
 	{"train/model", []string{"format", "kernels"}},
-	{"train", []string{"train/model", "format", "kernels", "internal/flagval", "internal/stageerr"}},
-	{"serve", []string{"train/model", "format", "kernels", "internal/stageerr"}},
-	{"collect", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry"}},
-	{"score", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry"}},
+	{"train", []string{"train/model", "format", "kernels", "internal/flagval", "internal/stageerr", "internal/waitfor"}},
+	{"serve", []string{"train/model", "format", "kernels", "internal/stageerr", "internal/waitfor"}},
+	{"collect", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry", "internal/waitfor"}},
+	{"score", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry", "internal/waitfor"}},
 	{"internal", []string{"format", "kernels"}},
 	// The kinds of error every stage returns and cmd maps to exit codes,
 	// and the retry decorator of collect's and score's clients: each
 	// stage's shared process conventions, so they import nothing of ours.
 	{"internal/stageerr", nil},
 	{"internal/retry", nil},
+	// The tests' one way to wait for a condition (imported by tests only).
+	{"internal/waitfor", nil},
 	{"cmd", []string{""}}, // everything
 	{"pipelines", nil},
 }

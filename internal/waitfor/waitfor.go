@@ -8,10 +8,15 @@
 // Tests whose subject is time itself (a ticker, a deadline) use
 // testing/synctest's fake clock instead, where the code under test allows.
 //
+// Buffer holds what a logger or a process writes, for a condition to read
+// while the writer runs.
+//
 // It imports nothing of ours, so that every package's tests may use it.
 package waitfor
 
 import (
+	"bytes"
+	"sync"
 	"testing"
 	"time"
 )
@@ -40,4 +45,24 @@ func Until(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	if !Within(limit, cond) {
 		t.Fatalf("timed out after %v waiting for %s", limit, what)
 	}
+}
+
+// Buffer is a bytes.Buffer that one goroutine (a logger, a process's
+// stderr) may write while a test polls what it holds.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

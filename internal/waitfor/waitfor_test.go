@@ -54,3 +54,20 @@ func TestUntilFailsNamingWhat(t *testing.T) {
 		t.Fatalf("Until failed on a condition that held: %q", r.msg)
 	}
 }
+
+// Buffer is written and read at once without a race (go test -race).
+func TestBufferConcurrent(t *testing.T) {
+	var b Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 100 {
+			fmt.Fprint(&b, "x")
+		}
+	}()
+	Until(t, 10*time.Second, "100 bytes", func() bool { return len(b.String()) == 100 })
+	<-done
+	if b.String() != strings.Repeat("x", 100) {
+		t.Fatalf("Buffer holds %q", b.String())
+	}
+}

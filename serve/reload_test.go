@@ -2,14 +2,18 @@ package serve
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go/v3"
+
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 type answer struct{ model, content string }
@@ -23,7 +27,9 @@ func TestHotReloadUnderLoad(t *testing.T) {
 	dir := tinyDir(t)
 	adir := t.TempDir()
 	writeStep(t, dir, adir, "r1", 1)
-	ts := startServer(t, Options{Model: dir, Adapters: adir, PollInterval: 10 * time.Millisecond, MaxAdapters: 2, MaxBatch: 16}, nil)
+	var log waitfor.Buffer
+	ts := startServer(t, Options{Model: dir, Adapters: adir, PollInterval: 10 * time.Millisecond, MaxAdapters: 2, MaxBatch: 16,
+		Log: slog.New(slog.NewTextHandler(&log, nil))}, nil)
 	params := chatParams("r1", 99, 6)
 
 	var mu sync.Mutex
@@ -63,14 +69,10 @@ func TestHotReloadUnderLoad(t *testing.T) {
 	}
 	waitFor := func(model string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !seen(model) {
-			if time.Now().After(deadline) {
-				close(stop)
-				wg.Wait()
-				t.Fatalf("no response from %s within 20 s", model)
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !waitfor.Within(20*time.Second, func() bool { return seen(model) }) {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("no response from %s within 20 s", model)
 		}
 	}
 	waitFor("r1@1")
@@ -92,21 +94,25 @@ func TestHotReloadUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	pointLatest(t, filepath.Join(adir, "r1"), stepName(4))
-	time.Sleep(100 * time.Millisecond) // several polls
+	refused := waitfor.Within(20*time.Second, func() bool {
+		return strings.Contains(log.String(), "refusing adapter") && strings.Contains(log.String(), stepName(4))
+	})
 	mu.Lock()
 	n3 := len(answers)
 	mu.Unlock()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	more := refused && waitfor.Within(20*time.Second, func() bool {
 		mu.Lock()
-		more := len(answers) > n3+workers
-		mu.Unlock()
-		if more || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(answers) > n3+workers
+	})
 	close(stop)
 	wg.Wait()
+	if !refused {
+		t.Fatalf("the broken step 4 was not refused within 20 s; log:\n%s", log.String())
+	}
+	if !more {
+		t.Fatalf("no more than %d answers after step 4 was refused, want more than %d", len(answers)-n3, workers)
+	}
 
 	if len(errs) > 0 {
 		t.Fatalf("%d requests failed, first: %v", len(errs), errs[0])
@@ -183,12 +189,7 @@ func TestAdapterPinnedRequest(t *testing.T) {
 	}
 	acc.AddChunk(st.Current())
 	writeStep(t, dir, adir, "r1", 2)
-	for deadline := time.Now().Add(10 * time.Second); !slices.Contains(ts.s.reg.Names(), "r1@2"); {
-		if time.Now().After(deadline) {
-			t.Fatal("step 2 not loaded")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Until(t, 10*time.Second, "step 2 to load", func() bool { return slices.Contains(ts.s.reg.Names(), "r1@2") })
 	for st.Next() {
 		acc.AddChunk(st.Current())
 	}

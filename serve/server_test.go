@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/spf13/pflag"
 
+	"github.com/hone-rl/hone/internal/waitfor"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
@@ -336,14 +339,10 @@ func TestQueueFull429(t *testing.T) {
 			ts.client.Completions.New(ctx, long, option.WithJSONSet("ignore_eos", true))
 		}()
 		// Wait until the first runs and the second waits.
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
+		waitfor.Until(t, 10*time.Second, "the first request running, then the second queued", func() bool {
 			st := ts.s.eng.Stats()
-			if (i == 0 && st.Running == 1) || (i == 1 && st.Queued == 1) {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return (i == 0 && st.Running == 1) || (i == 1 && st.Queued == 1)
+		})
 	}
 	status, header, body := ts.postHeader(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":2}`)
 	if status != http.StatusTooManyRequests || !strings.Contains(body, "rate_limit_error") {
@@ -354,12 +353,10 @@ func TestQueueFull429(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-	for deadline := time.Now().Add(10 * time.Second); ts.s.eng.Stats().Queued+ts.s.eng.Stats().Running > 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("cancelled requests still held: %+v", ts.s.eng.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitfor.Until(t, 10*time.Second, "the cancelled requests to leave the engine", func() bool {
+		st := ts.s.eng.Stats()
+		return st.Queued+st.Running == 0
+	})
 	if status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":2}`); status != 200 {
 		t.Fatalf("after the queue emptied: %d %s", status, body)
 	}
@@ -381,13 +378,10 @@ func TestClientDisconnectCancels(t *testing.T) {
 	}
 	cancel()
 	st.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for ts.s.eng.Stats().Running != 0 || ts.s.eng.Stats().Cancelled != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("sequence still running after the client left: %+v", ts.s.eng.Stats())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Until(t, 10*time.Second, "the sequence to stop after the client left", func() bool {
+		st := ts.s.eng.Stats()
+		return st.Running == 0 && st.Cancelled == 1
+	})
 	if st := ts.s.eng.Stats(); st.GenTokens >= 4000 || st.KVUsedBytes != 0 {
 		t.Fatalf("after disconnect: %+v", st)
 	}
@@ -404,10 +398,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal(st.Err())
 	}
 	ts.stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ts.s.draining.Load() && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	waitfor.Until(t, 10*time.Second, "the server to start draining", ts.s.draining.Load)
 	status, header, body := ts.postHeader(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":2}`)
 	if status != http.StatusServiceUnavailable || !strings.Contains(body, "shutting down") {
 		t.Fatalf("during drain: %d %s", status, body)
@@ -545,9 +536,15 @@ func TestPrefixSharedForN(t *testing.T) {
 
 // TestDeadlineAndBudget: a request past --request-timeout gets 504; one
 // that can never fit --kv-cache-bytes gets 400; the server keeps serving.
+// The first request cannot finish in time, however fast the machine: the
+// backend holds its first forward until the 504 is in.
 func TestDeadlineAndBudget(t *testing.T) {
-	ts := startServer(t, Options{Model: tinyDir(t), RequestTimeout: 100 * time.Millisecond, KVCacheBytes: 1 << 19, MaxTokens: 4000}, nil)
+	be := &gatedBackend{Backend: ref.New(), release: make(chan struct{})}
+	ts := startServer(t, Options{Model: tinyDir(t), Backend: be, RequestTimeout: 100 * time.Millisecond, KVCacheBytes: 1 << 19, MaxTokens: 4000}, nil)
+	be.armed.Store(true)
 	status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":1000,"ignore_eos":true}`)
+	be.armed.Store(false)
+	close(be.release)
 	if status != http.StatusGatewayTimeout || !strings.Contains(body, "deadline") {
 		t.Fatalf("long request: %d %s", status, body)
 	}
@@ -558,6 +555,22 @@ func TestDeadlineAndBudget(t *testing.T) {
 	if status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":"x","max_tokens":3}`); status != 200 {
 		t.Fatalf("afterwards: %d %s", status, body)
 	}
+}
+
+// gatedBackend holds every LinearForward while armed, until release is
+// closed: generation that cannot advance, for a deadline test that does
+// not depend on how fast the machine is.
+type gatedBackend struct {
+	kernels.Backend
+	armed   atomic.Bool
+	release chan struct{}
+}
+
+func (g *gatedBackend) LinearForward(out, inp, weight, bias []float32, N, C, OC int) {
+	if g.armed.Load() {
+		<-g.release
+	}
+	g.Backend.LinearForward(out, inp, weight, bias, N, C, OC)
 }
 
 // TestDTypeBF16: --dtype bfloat16 serves the model from bfloat16 weights

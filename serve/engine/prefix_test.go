@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/internal/waitfor"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -329,11 +330,7 @@ func TestPrefixCacheInFlightCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopBlocker()
-	for deadline := time.Now().Add(10 * time.Second); e.Stats().Running != 2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the two requests were not admitted: %+v", e.Stats())
-		}
-	}
+	waitfor.Until(t, 10*time.Second, "the two requests to be admitted", func() bool { return e.Stats().Running == 2 })
 	cancel() // the 400-token prompt takes 200 steps at 2 a step
 	var last Event
 	for done := false; !done; {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 // call is one request the fake vLLM received on its LoRA API.
@@ -447,16 +449,7 @@ func TestWatch(t *testing.T) {
 	done := make(chan struct{})
 	go func() { f.Watch(ctx); close(done) }()
 	p := writeStep(t, dir, "r", 1)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if got, _ := f.Model("r"); got == "r@1" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Watch did not load r@1 within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Until(t, 10*time.Second, "Watch to load r@1", func() bool { got, _ := f.Model("r"); return got == "r@1" })
 	cancel()
 	<-done
 	wantCalls(t, fake.takeCalls(), load("r@1", p))
@@ -476,16 +469,7 @@ func TestServeDrains(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- f.Serve(ctx, ln, 5*time.Second) }()
 	url := "http://" + ln.Addr().String()
-	deadline := time.Now().Add(5 * time.Second)
-	for { // Serve runs Watch: wait for r@1
-		if got, _ := f.Model("r"); got == "r@1" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Serve's watch did not load r@1")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Until(t, 10*time.Second, "Serve's watch to load r@1", func() bool { got, _ := f.Model("r"); return got == "r@1" })
 	client := &http.Client{}
 	resp, err := client.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"r","stream":true}`))
 	if err != nil {
@@ -496,9 +480,7 @@ func TestServeDrains(t *testing.T) {
 		t.Fatalf("first chunk %q, %v", first, err)
 	}
 	cancel()
-	for !f.draining.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	waitfor.Until(t, 10*time.Second, "the front to start draining", f.draining.Load)
 	rec := httptest.NewRecorder()
 	f.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/chat/completions", strings.NewReader(`{"model":"r"}`)))
 	if rec.Code != 503 {

@@ -27,6 +27,7 @@ import (
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 // tap records every response body the proxy reads from upstream, byte
@@ -83,14 +84,14 @@ func (b *tapBody) keep() {
 // sent returns the bodies of the first n responses, waiting for handlers
 // still returning (the agent may read the last byte first).
 func (t *tap) sent(n int) [][]byte {
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	waitfor.Within(10*time.Second, func() bool {
 		t.mu.Lock()
-		if len(t.bodies) >= n || time.Now().After(deadline) {
-			defer t.mu.Unlock()
-			return append([][]byte(nil), t.bodies...)
-		}
-		t.mu.Unlock()
-	}
+		defer t.mu.Unlock()
+		return len(t.bodies) >= n
+	})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([][]byte(nil), t.bodies...)
 }
 
 // serveBin is the hone-serve binary TestMain builds: collect may not import
@@ -577,17 +578,14 @@ func TestProxyStreamFaults(t *testing.T) {
 	}
 	// The turn is recorded once the handler returns: wait until the
 	// trajectory exists.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitfor.Until(t, 10*time.Second, "the abandoned stream's trajectory to be recorded", func() bool {
 		resp, err := http.Post(srv.URL+"/hone/trajectories/gone/reward", "application/json", strings.NewReader(`{"reward":0}`))
-		if err == nil && resp.StatusCode == http.StatusNoContent {
-			break
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the abandoned stream's trajectory was never recorded")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusNoContent
+	})
 
 	// Streamed n > 1 is refused before anything goes upstream.
 	mu.Lock()

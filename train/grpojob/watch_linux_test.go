@@ -1,0 +1,89 @@
+package grpojob
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// opensIn starts watching dir (inotify) and returns a function that counts
+// the opens of each file in it so far.
+func opensIn(t *testing.T, dir string) func() map[string]int {
+	t.Helper()
+	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+	if err != nil {
+		t.Skipf("inotify: %v", err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	opens := map[string]int{}
+	return func() map[string]int {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := syscall.Read(fd, buf)
+			if errors.Is(err, syscall.EAGAIN) {
+				return opens
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+				ev := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
+				name := buf[off+syscall.SizeofInotifyEvent : off+syscall.SizeofInotifyEvent+int(ev.Len)]
+				if s := string(bytes.TrimRight(name, "\x00")); s != "" { // "": the folder itself
+					opens[s]++
+				}
+				off += syscall.SizeofInotifyEvent + int(ev.Len)
+			}
+		}
+	}
+}
+
+// A watch session reads each new file twice: once to hash it for the
+// manifest, once to decode its groups (the trajectory reader's own opens:
+// its footer check, then its rows), from which the session's length is
+// counted. Watch mode used to decode the files a second time only to count
+// their groups.
+func TestWatchReadsEachNewFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	watch := filepath.Join(dir, "incoming")
+	if err := os.MkdirAll(watch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"round1.parquet", "round2.parquet"}
+	writeGroups(t, md, filepath.Join(watch, names[0]), 2, 3, varied)
+	writeGroups(t, md, filepath.Join(watch, names[1]), 1, 3, varied)
+	opens := opensIn(t, watch)
+
+	// What one decoding of the files opens.
+	if _, err := trajectory.ReadAll(context.Background(), fileset.Files(filepath.Join(watch, names[0]), filepath.Join(watch, names[1]))); err != nil {
+		t.Fatal(err)
+	}
+	decode := maps.Clone(opens())
+	clear(opens())
+
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir = watch
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	got := opens()
+	for _, name := range names {
+		if decode[name] == 0 || got[name] != 1+decode[name] {
+			t.Errorf("%s opened %d times in a watch session, want %d: one hashing, one decoding (%d opens)", name, got[name], 1+decode[name], decode[name])
+		}
+	}
+}

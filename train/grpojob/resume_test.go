@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/internal/waitfor"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/checkpoint"
 )
@@ -60,19 +61,14 @@ func startChild(t *testing.T, o Options, resume bool, killAt int, delay time.Dur
 		t.Fatal(err)
 	}
 	run := &checkpoint.Run{Dir: filepath.Join(o.Out, o.Name)}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		n, ok, _ := run.Latest()
-		if ok && n >= killAt {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("child never reached step %d:\n%s", killAt, stderr.String())
-		}
-		time.Sleep(time.Millisecond)
+	if !waitfor.Within(60*time.Second, func() bool { n, ok, _ := run.Latest(); return ok && n >= killAt }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child never reached step %d:\n%s", killAt, stderr.String())
 	}
+	// A fixed sleep on purpose: it moves the kill to some point inside
+	// the next step (which point does not matter; resuming must give the
+	// same run from any of them), not a wait for something to happen.
 	time.Sleep(delay)
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)

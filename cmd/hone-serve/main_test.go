@@ -14,6 +14,7 @@ import (
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/cmd/internal/testbin"
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 // binary is the hone-serve binary TestMain builds, for the tests that run
@@ -82,11 +83,18 @@ func TestHelpAndUsage(t *testing.T) {
 func TestServeAndStop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var log bytes.Buffer
+	var log waitfor.Buffer
 	go func() {
 		done <- run(ctx, []string{"--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1"}, noEnv, io.Discard, &log)
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitfor.Until(t, 20*time.Second, "the listening line", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("run returned before listening: %v\n%s", err, log.String())
+		default:
+		}
+		return strings.Contains(log.String(), "listening")
+	})
 	cancel()
 	select {
 	case err := <-done:
@@ -95,9 +103,6 @@ func TestServeAndStop(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not return after cancel")
-	}
-	if !strings.Contains(log.String(), "listening") {
-		t.Fatalf("log lacks the listening line:\n%s", log.String())
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 // fakeVLLM answers the parts of vLLM's OpenAI server the front uses: the
@@ -156,8 +158,8 @@ func TestUpstreamFront(t *testing.T) {
 	// "myrun" switches to the new step right after the load succeeds, so
 	// a request may still pass as "myrun" for a moment; retry until vLLM
 	// sees the versioned name, and accept nothing else.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	last := ""
+	sent := func() bool {
 		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions",
 			strings.NewReader(`{"model":"myrun","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`))
 		req.Header.Set("Authorization", "Bearer k")
@@ -177,15 +179,15 @@ func TestUpstreamFront(t *testing.T) {
 			t.Fatalf("chat for myrun: %d %s\n%s", resp.StatusCode, b, logs())
 		}
 		fake.mu.Lock()
-		last := fake.chats[len(fake.chats)-1]
+		last = fake.chats[len(fake.chats)-1]
 		fake.mu.Unlock()
-		if last == "myrun@3" {
-			break
-		}
-		if last != "myrun" || time.Now().After(deadline) {
+		if last != "myrun" && last != "myrun@3" {
 			t.Fatalf("vLLM received model %q, want myrun@3\n%s", last, logs())
 		}
-		time.Sleep(20 * time.Millisecond)
+		return last == "myrun@3"
+	}
+	if !waitfor.Within(10*time.Second, sent) {
+		t.Fatalf("vLLM still received model %q after 10 s, want myrun@3\n%s", last, logs())
 	}
 
 	fake.mu.Lock()

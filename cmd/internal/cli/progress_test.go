@@ -5,7 +5,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -51,27 +53,55 @@ func TestFormatCount(t *testing.T) {
 	}
 }
 
-// Off a terminal the progress line is never drawn; the counts and summary
-// still work.
+// Off a terminal the progress line is never drawn, however long the run;
+// the counts and summary still work. The clock is synctest's: five
+// intervals pass at once, and the elapsed time is exact.
 func TestProgressNotTerminal(t *testing.T) {
-	var buf bytes.Buffer
-	p := NewProgress(&buf, "groups", 10)
-	p.interval = time.Millisecond
-	p.Start(context.Background())
-	for range 10 {
-		p.Add(1, 5)
-	}
-	time.Sleep(5 * time.Millisecond)
-	sum := p.Summary()
-	if buf.Len() != 0 {
-		t.Errorf("drew on a non-terminal: %q", buf.String())
-	}
-	if st := p.State(); st.Done != 10 || st.Tokens != 50 {
-		t.Errorf("state %+v", st)
-	}
-	if want := "done: 10 groups in "; len(sum) < len(want) || sum[:len(want)] != want {
-		t.Errorf("summary %q", sum)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		p := NewProgress(&buf, "groups", 10)
+		p.interval = time.Millisecond
+		p.Start(context.Background())
+		for range 10 {
+			p.Add(1, 5)
+		}
+		time.Sleep(5 * time.Millisecond)
+		sum := p.Summary()
+		if buf.Len() != 0 {
+			t.Errorf("drew on a non-terminal: %q", buf.String())
+		}
+		if st := p.State(); st.Done != 10 || st.Tokens != 50 {
+			t.Errorf("state %+v", st)
+		}
+		if want := "done: 10 groups in 5ms (2k/s), 50 tokens (10k/s)"; sum != want {
+			t.Errorf("summary %q, want %q", sum, want)
+		}
+	})
+}
+
+// When live, Start redraws the line once per interval with the counts and
+// rates of that moment, until Stop clears it. The clock is synctest's, so
+// the lines drawn are exact.
+func TestProgressLiveTicks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		p := NewProgress(&buf, "groups", 4)
+		p.live = true // as if buf were a terminal
+		p.interval = time.Second
+		p.Start(context.Background())
+		p.Add(1, 100)
+		time.Sleep(1500 * time.Millisecond) // one redraw, at 1 s
+		p.Add(1, 300)
+		time.Sleep(time.Second) // one more, at 2 s
+		synctest.Wait()
+		p.Stop()
+		line1 := "groups 1/4 (25%)  1.0/s  tokens 100 (100/s)  ETA 3s"
+		line2 := "groups 2/4 (50%)  1.0/s  tokens 400 (200/s)  ETA 2s"
+		want := "\r" + line1 + "\r" + line2 + "\r" + strings.Repeat(" ", len(line2)) + "\r"
+		if got := buf.String(); got != want {
+			t.Errorf("drawn %q\nwant  %q", got, want)
+		}
+	})
 }
 
 // A total learnt after the start shows from then on.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 // The signal tests run this test binary again as a small stage program:
@@ -40,7 +42,7 @@ func helperMain(mode, out string) {
 		}
 		fmt.Println("ready")
 		if mode == "hang" {
-			time.Sleep(time.Minute)
+			time.Sleep(time.Minute) // a clean-up that hangs: the subject, not a wait
 		}
 		<-ctx.Done()
 		return fmt.Errorf("write second group: %w", context.Cause(ctx))
@@ -129,7 +131,10 @@ func TestSecondSIGINTExitsAtOnce(t *testing.T) {
 	cmd, stderr := startHelper(t, "hang", filepath.Join(dir, "out.parquet"))
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
-	time.Sleep(50 * time.Millisecond)
+	waitfor.Until(t, 10*time.Second, "the first signal's notice", func() bool {
+		msg, _ := os.ReadFile(stderr.Name())
+		return strings.Contains(string(msg), "stopping")
+	})
 	cmd.Process.Signal(syscall.SIGINT)
 	if code := waitExit(t, cmd); code != ExitInterrupted {
 		msg, _ := os.ReadFile(stderr.Name())

@@ -26,6 +26,7 @@ import (
 	"github.com/hone-rl/hone/collect"
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 var binDir string
@@ -308,14 +309,10 @@ for line in sys.stdin:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(resets, "reset-5")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the 5th episode did not start: %s", stderr.String())
-		}
+	if !waitfor.Within(60*time.Second, func() bool { _, err := os.Stat(filepath.Join(resets, "reset-5")); return err == nil }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the 5th episode did not start: %s", stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	err = cmd.Wait()

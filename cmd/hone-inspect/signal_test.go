@@ -1,14 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 // Ctrl-C while a command is still reading its stdin: the command stops
@@ -55,8 +57,8 @@ func TestInterruptLeavesNoOutput(t *testing.T) {
 }
 
 // interruptWhileReading starts the binary with args in work, writes half of
-// input to its stdin, waits, sends SIGINT, writes the rest and returns how
-// the process ended and its stderr.
+// input to its stdin, waits, sends SIGINT, writes the rest once the command
+// has taken the signal, and returns how the process ended and its stderr.
 func interruptWhileReading(t *testing.T, args []string, input []byte, work string, wait time.Duration) (stderr string, err error) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
@@ -65,23 +67,39 @@ func interruptWhileReading(t *testing.T, args []string, input []byte, work strin
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	var errBuf bytes.Buffer
+	var errBuf waitfor.Buffer
 	cmd.Stderr = &errBuf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	// Half the input, then wait until the command is blocked reading.
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Half the input, then give the command time to block reading it: a
+	// guess, on purpose (nothing outside the process shows that it is
+	// blocked in read); the caller retries with longer waits the one case
+	// a short guess gets wrong, a signal before the handler is set.
 	stdin.Write(input[:len(input)/2])
 	time.Sleep(wait)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The rest only once the signal is taken (its notice is out), or the
+	// command has died of it.
+	exited := false
+	waitfor.Until(t, 20*time.Second, "the signal's notice or the exit", func() bool {
+		select {
+		case err = <-done:
+			exited = true
+		default:
+		}
+		return exited || strings.Contains(errBuf.String(), "received interrupt")
+	})
+	if exited {
+		return errBuf.String(), err
+	}
 	stdin.Write(input[len(input)/2:])
 	stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
 	case err = <-done:
 	case <-time.After(20 * time.Second):

@@ -3,6 +3,8 @@ package hone
 import (
 	"fmt"
 	"go/ast"
+	"go/parser"
+	"go/token"
 	"strings"
 	"testing"
 )
@@ -76,4 +78,27 @@ func TestContractFuncLength(t *testing.T) {
 	for _, f := range longFuncs(moduleSources(t)) {
 		t.Errorf("%s (limit %d): split it, or say why it must stay whole in a comment line starting \"// long:\"", f, maxFuncLines)
 	}
+}
+
+// TestContractFuncLengthScanner: longFuncs reports a long function and
+// lets one that says why pass, on sources parsed as moduleSources parses
+// them (comments kept: without them no "// long:" would be seen).
+func TestContractFuncLengthScanner(t *testing.T) {
+	body := strings.Repeat("\t_ = 0\n", maxFuncLines)
+	src := "package x\n\nfunc a() {\n" + body + "}\n\n// b is long.\n//\n// long: one table, read top to bottom.\nfunc b() {\n" + body + "}\n\nfunc c() {\n\t// long: a switch over every opcode.\n" + body + "}\n"
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x.go", src, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := longFuncs([]sourceFile{{rel: "x.go", file: f, fset: fset}})
+	if len(got) != 1 || !strings.Contains(got[0], ": a is") {
+		t.Errorf("longFuncs = %q, want only a", got)
+	}
+	for _, sf := range moduleSources(t) {
+		if len(sf.file.Comments) > 0 {
+			return
+		}
+	}
+	t.Error("moduleSources keeps no comments, so no \"// long:\" can be seen")
 }

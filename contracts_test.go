@@ -30,6 +30,18 @@ type sourceFile struct {
 // folders the import policy skips.
 func moduleSources(t *testing.T) []sourceFile {
 	t.Helper()
+	return goSources(t, false)
+}
+
+// testSources parses every _test.go file of the module, as moduleSources.
+func testSources(t *testing.T) []sourceFile {
+	t.Helper()
+	return goSources(t, true)
+}
+
+// goSources parses the module's test files (tests) or its other Go files.
+func goSources(t *testing.T, tests bool) []sourceFile {
+	t.Helper()
 	var out []sourceFile
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -41,7 +53,7 @@ func moduleSources(t *testing.T) []sourceFile {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") != tests {
 			return nil
 		}
 		fset := token.NewFileSet()

@@ -75,11 +75,11 @@ func interruptWhileReading(t *testing.T, args []string, input []byte, work strin
 	defer cmd.Process.Kill()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	// Half the input, then give the command time to block reading it: a
-	// guess, on purpose (nothing outside the process shows that it is
-	// blocked in read); the caller retries with longer waits the one case
-	// a short guess gets wrong, a signal before the handler is set.
 	stdin.Write(input[:len(input)/2])
+	// sleep: half the input, then time for the command to block reading
+	// the rest: a guess, on purpose (nothing outside the process shows that
+	// it is blocked in read); the caller retries with longer waits the one
+	// case a short guess gets wrong, a signal before the handler is set.
 	time.Sleep(wait)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 func TestWithinSeesAChangeFromAnotherGoroutine(t *testing.T) {
 	var flag atomic.Bool
 	go func() {
-		time.Sleep(20 * time.Millisecond) // the other side, slower than one poll
+		time.Sleep(20 * time.Millisecond) // sleep: the other side, slower than one poll
 		flag.Store(true)
 	}()
 	if !Within(10*time.Second, flag.Load) {

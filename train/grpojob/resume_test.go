@@ -66,9 +66,9 @@ func startChild(t *testing.T, o Options, resume bool, killAt int, delay time.Dur
 		cmd.Wait()
 		t.Fatalf("child never reached step %d:\n%s", killAt, stderr.String())
 	}
-	// A fixed sleep on purpose: it moves the kill to some point inside
-	// the next step (which point does not matter; resuming must give the
-	// same run from any of them), not a wait for something to happen.
+	// sleep: on purpose, to move the kill to some point inside the next
+	// step (which point does not matter; resuming must give the same run
+	// from any of them), not a wait for something to happen.
 	time.Sleep(delay)
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func helperMain(mode, out string) {
 		}
 		fmt.Println("ready")
 		if mode == "hang" {
-			time.Sleep(time.Minute) // a clean-up that hangs: the subject, not a wait
+			time.Sleep(time.Minute) // sleep: a clean-up that hangs, the subject of the test
 		}
 		<-ctx.Done()
 		return fmt.Errorf("write second group: %w", context.Cause(ctx))

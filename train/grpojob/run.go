@@ -113,6 +113,11 @@ func (o *Options) Validate() error {
 		// micro-batch, which is only right with one update per step.
 		return fmt.Errorf("--norm art takes an update per row, so --tis needs --tis-mode sampler (recomputed logprobs would come from weights already updated by earlier rows)")
 	}
+	if o.Loss.Norm == "art" && o.Schedule == "cosine" && o.ScheduleSteps == 0 {
+		// The schedule counts optimizer updates, and with one per row a
+		// step's count is known only once its rows are packed.
+		return fmt.Errorf("--norm art with --lr-schedule cosine needs --schedule-steps: the cosine horizon in optimizer updates (one per packed row)")
+	}
 	if o.ScaleLRByRewardStd && o.WatchDir != "" {
 		return fmt.Errorf("--scale-lr-by-reward-std fits the reward std of every step of the run, which --watch-dir sessions do not hold; train without it, or on the files directly")
 	}

@@ -344,6 +344,11 @@ func TestGRPOPrefersRewardedAnswers(t *testing.T) {
 			o.ScaleRewards = "none"
 		},
 		"art kl tis": func(o *Options) { o.Loss.Beta = 0.05; o.Loss.TIS = 2 },
+		// ART's step: several rows, an update each; ART's ratio knobs.
+		"norm art rows": func(o *Options) {
+			o.Loss.Norm, o.PackedSeqLen, o.AdvantageBalance = "art", 48, 0.2
+			o.Loss.Level, o.Loss.MaxISWeight, o.Loss.TIS, o.Loss.TISMode = "geometric_average", 3, 2, "sampler"
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := baseOptions(md, dir, "yn-"+strings.ReplaceAll(name, " ", "-"), in)
@@ -354,6 +359,11 @@ func TestGRPOPrefersRewardedAnswers(t *testing.T) {
 				t.Fatalf("%v\n%s", err, log.String())
 			}
 			run := &checkpoint.Run{Dir: filepath.Join(dir, o.Name)}
+			if o.Loss.Norm == "art" {
+				if u := readMetrics(t, run.Dir)[0]["updates"]; u < 2 {
+					t.Errorf("first step took %v updates; the case wants several rows", u)
+				}
+			}
 			ad, err := model.ReadAdapter(run.StepDir(5), &m.Config)
 			if err != nil {
 				t.Fatal(err)

@@ -31,6 +31,14 @@ sequence gives GSPO; --norm tokens|constant give DAPO's token mean and
 Dr. GRPO's constant; --beta adds the k3 KL to the base model; --tis C
 truncated importance sampling against the sampler's logprobs.
 
+ART's step shape: --norm art packs the step's histories into rows of
+--packed-sequence-length tokens with ART's trajectory weights and advantage
+scaling, and takes one optimizer update per row. ART's other knobs:
+--ratio-level average|geometric_average, --ratio-per-history, --max-is-weight,
+--mask-prob-ratio, --kimi-k2-tau, --tis-mode sampler, --advantage-balance,
+--lr-trajectories-power, --scale-lr-by-reward-std (docs/art.md maps every ART
+option to a flag).
+
 Each step is saved to OUT/RUN/step-NNNNNN (PEFT adapter, optimizer state,
 train_config.json), then OUT/RUN/latest is moved to it; metrics go to
 OUT/RUN/metrics.jsonl, one JSON object per step. --resume continues from
@@ -43,7 +51,8 @@ does not list (by sha256), holding OUT/RUN/lock; with nothing new it says so
 and exits 0. --steps then counts steps per session.`,
 		Example: `  hone-train grpo --model models/tiny --run ttt --groups-per-step 16 scored/round-*.parquet
   hone-train grpo --model models/tiny --run ttt --loss ppo --epsilon 0.2 --epsilon-high 0.28 --norm tokens scored/
-  hone-train grpo --model models/tiny --run ttt --watch-dir scored/`,
+  hone-train grpo --model models/tiny --run ttt --watch-dir scored/
+  hone-train grpo --model models/tiny --run art-e --norm art --groups-per-step 12 --lr 1.2e-5 scored/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.WatchDir == "" {
 				in, err := cli.ResolveInputs(cmd.Context(), args, fileset.Options{})

@@ -10,13 +10,17 @@
 //
 // Loss (Config documents each knob and its default): with ℓ_t the current
 // log-probability of a trainable token, ℓ^old_t the sampler's, δ_t = ℓ_t −
-// ℓ^old_t and ρ = exp(δ_t) (token) or exp(mean_t δ_t) (sequence, GSPO),
+// ℓ^old_t and ρ = exp(δ_t) (token), exp(mean_t δ_t) (sequence, GSPO; the
+// mean over the trajectory, or over each history), their mean (average) or
+// their geometric mean (geometric_average),
 //
 //	art (default): l_t = −clip(sg(ρ), 1−ε, 1+ε_high)·A·ℓ_t   ε=1, ε_high=4
 //	ppo:           l_t = −min(ρA, clip(ρ, 1−ε, 1+ε_high)A)  ε=0.2 (DAPO: ε_high=0.28)
-//	optional TIS:  l_t ← l_t·sg(min(exp(ℓ^old_t − ℓ^sampler_t), C))
+//	optional:      ρ ← min(ρ, M); ρ ← 0 outside (1−ε, 1+ε_high); A_t ← A − τ·sg(δ_t)
+//	optional TIS:  l_t ← l_t·sg(min(exp(ℓ^old_t − ℓ^sampler_t), C)), or sg(min(ρ_t, C))
 //	optional KL:   + β·(exp(ℓ^ref−ℓ) − (ℓ^ref−ℓ) − 1), ℓ^ref with the adapter off
-//	loss = Σ_t w_t·l_t, w_t = 1/(I·n_i) (sequence), 1/T (tokens), 1/(I·L) (constant, Dr. GRPO)
+//	loss = Σ_t w_t·l_t, w_t = 1/(I·n_i) (sequence), 1/T (tokens), 1/(I·L) (constant, Dr. GRPO),
+//	       W_i/(T_row + 1e-6) (art: one packed row, ART's trajectory weights)
 //
 // The package is pure arithmetic on slices: it knows nothing of models,
 // files or optimizers (train/trainer runs the passes).

@@ -18,7 +18,11 @@ type goldenFile struct {
 	Sampler []float64  `json:"sampler"`
 	Ref     []float64  `json:"ref"`
 	Adv     []float64  `json:"adv"`
-	Cases   []struct {
+	// HistLengths splits each trajectory's tokens into histories; Weight
+	// is ART's per-trajectory weight (norm art).
+	HistLengths [][]int   `json:"hist_lengths"`
+	Weight      []float64 `json:"weight"`
+	Cases       []struct {
 		Name   string    `json:"name"`
 		Config Config    `json:"config"`
 		Policy float64   `json:"policy"`
@@ -30,7 +34,9 @@ type goldenFile struct {
 
 // TestLossMatchesPyTorch compares Loss and its gradient with an independent
 // PyTorch implementation differentiated by autograd (golden.json), for
-// every variant the script lists.
+// every variant the script lists: Hone's own and ART's knobs (levels
+// average and geometric_average, per-history ratios, the ratio cap and
+// mask, Kimi's τ, TIS against the sampler, the per-row norm).
 func TestLossMatchesPyTorch(t *testing.T) {
 	raw, err := os.ReadFile("testdata/golden/golden.json")
 	if err != nil {
@@ -66,6 +72,23 @@ func TestLossMatchesPyTorch(t *testing.T) {
 		}
 		return out
 	}
+	if len(g.HistLengths) != len(g.Lengths) {
+		t.Fatalf("golden has %d history splits for %d trajectories (%s)", len(g.HistLengths), len(g.Lengths), rerun)
+	}
+	for i, hl := range g.HistLengths {
+		sum := 0
+		for _, n := range hl {
+			for range n {
+				tk.Hist = append(tk.Hist, int32(len(tk.HistTokens)))
+			}
+			tk.HistTokens = append(tk.HistTokens, n)
+			sum += n
+		}
+		if sum != g.Lengths[i] {
+			t.Fatalf("trajectory %d: histories of %v tokens, want %d (%s)", i, hl, g.Lengths[i], rerun)
+		}
+	}
+	tk.Weight = g.Weight
 	tk.Logprob, tk.Sampler, tk.Ref = f32(g.Logprob), f32(g.Sampler), f32(g.Ref)
 	for _, o := range g.Old {
 		if o == nil {
@@ -75,10 +98,10 @@ func TestLossMatchesPyTorch(t *testing.T) {
 		}
 	}
 	tot := Totals{Items: len(g.Lengths), Tokens: len(tk.Item)}
-	if len(g.Cases) < 9 {
+	if len(g.Cases) < 27 {
 		t.Fatalf("golden has %d cases (%s)", len(g.Cases), rerun)
 	}
-	clipped := 0
+	clipped, masked := 0, 0
 	for _, c := range g.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			terms, grad, err := Loss(c.Config, tk, tot)
@@ -86,7 +109,8 @@ func TestLossMatchesPyTorch(t *testing.T) {
 				t.Fatal(err)
 			}
 			clipped += terms.Clipped
-			t.Logf("%d of %d tokens clipped", terms.Clipped, terms.Tokens)
+			masked += terms.Masked
+			t.Logf("%d of %d tokens clipped, %d capped or masked", terms.Clipped, terms.Tokens, terms.Masked)
 			const tol = 1e-9
 			if !near(terms.Policy, c.Policy, tol) || !near(terms.KL, c.KL, tol) || !near(terms.Loss, c.Loss, tol) {
 				t.Errorf("policy %v kl %v loss %v; PyTorch %v %v %v (%s)", terms.Policy, terms.KL, terms.Loss, c.Policy, c.KL, c.Loss, rerun)
@@ -100,5 +124,8 @@ func TestLossMatchesPyTorch(t *testing.T) {
 	}
 	if clipped == 0 {
 		t.Errorf("no case clips a ratio; the golden inputs do not exercise clipping (%s)", rerun)
+	}
+	if masked == 0 {
+		t.Errorf("no case caps or masks a ratio; the golden inputs do not exercise them (%s)", rerun)
 	}
 }

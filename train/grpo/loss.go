@@ -6,7 +6,9 @@ import (
 )
 
 // Config selects the loss variant. The zero value is not valid; start from
-// DefaultConfig.
+// DefaultConfig. Fields added after the first release are omitempty with
+// their zero value as the default, so configs saved before them compare
+// equal on resume.
 type Config struct {
 	// Loss is "art" (default) or "ppo":
 	//
@@ -18,28 +20,63 @@ type Config struct {
 	// (DAPO's clip-higher: 0.2 and 0.28).
 	Epsilon     float64 `json:"epsilon"`
 	EpsilonHigh float64 `json:"epsilon_high"`
-	// Level is "token" (ρ_t = exp(ℓ_t − ℓ^old_t)) or "sequence" (GSPO:
-	// ρ_i = exp(mean over the trajectory's tokens of ℓ_t − ℓ^old_t), one
-	// ratio shared by all tokens of trajectory i).
+	// Level is how the importance ratio ρ_t is formed from the token ratio
+	// r_t = exp(δ_t), δ_t = ℓ_t − ℓ^old_t, and the sequence ratio
+	// s = exp(mean of δ over the tokens of the token's sequence):
+	//
+	//	token:             ρ_t = r_t
+	//	sequence:          ρ_t = s             (GSPO)
+	//	average:           ρ_t = (r_t + s)/2
+	//	geometric_average: ρ_t = √r_t · √s
+	//
+	// (ART's importance_sampling_level, src/art/loss.py.) The sequence is
+	// the whole trajectory, or with RatioPerHistory each of its histories.
 	Level string `json:"level"`
+	// RatioPerHistory takes the sequence ratio s over each history (each
+	// token sequence a trajectory is laid out as) instead of over the
+	// whole trajectory. ART does this: every history is its own packed
+	// result with its own group id, and loss.py averages δ per group id.
+	RatioPerHistory bool `json:"ratio_per_history,omitempty"`
+	// MaxISWeight, when positive, caps the ratio: ρ ← min(ρ, MaxISWeight)
+	// (no gradient through a capped ratio). ART calls it
+	// max_negative_advantage_importance_sampling_weight, but applies it to
+	// every token whatever the sign of its advantage; so does Hone.
+	MaxISWeight float64 `json:"max_is_weight,omitempty"`
+	// MaskRatio zeroes the ratio outside the open interval
+	// (1−ε, 1+ε_high) (ART's mask_prob_ratio), after MaxISWeight.
+	MaskRatio bool `json:"mask_prob_ratio,omitempty"`
+	// KimiTau, when not 0, shifts each token's advantage by the stop-
+	// gradient log ratio: A_t ← A − τ·sg(δ_t) (ART's kimi_k2_tau), after
+	// the ratio is formed.
+	KimiTau float64 `json:"kimi_k2_tau,omitempty"`
 	// Norm is how token losses are summed into the step loss:
 	//
 	//	sequence: (1/I) Σ_i (1/n_i) Σ_t l_t   every trajectory weighs the same
 	//	tokens:   (1/T) Σ_i Σ_t l_t           token mean over the step (DAPO)
 	//	constant: (1/(I·L)) Σ_i Σ_t l_t       L = NormConstant (Dr. GRPO)
+	//	art:      Σ_t W_i·l_t / (T_mb + 1e-6) ART: the token mean of a packed
+	//	                                      row, W_i the trajectory's weight
 	//
 	// with I the trajectories and T the trainable tokens of the whole step
-	// (all micro-batches), n_i the trainable tokens of trajectory i.
+	// (all micro-batches), n_i the trainable tokens of trajectory i, and
+	// for art T_mb the trainable tokens of this micro-batch (one packed
+	// row, its own optimizer update) and W_i = Tokens.Weight[i].
 	Norm         string  `json:"norm"`
 	NormConstant float64 `json:"norm_constant"`
 	// Beta weighs the KL penalty to the base model (adapter off), k3
 	// estimator: k_t = exp(ℓ^ref_t − ℓ_t) − (ℓ^ref_t − ℓ_t) − 1. 0: off.
 	Beta float64 `json:"beta"`
-	// TIS, when positive, multiplies each policy token loss by the
-	// truncated importance weight sg(min(exp(ℓ^old_t − ℓ^sampler_t), TIS)),
-	// correcting for the sampler/trainer mismatch. ℓ^old is then recomputed
-	// with the current weights at the start of the step.
-	TIS float64 `json:"tis"`
+	// TIS, when positive, multiplies each policy token loss by a truncated
+	// importance weight, never differentiated. Its form is TISMode's:
+	//
+	//	"" (recomputed): sg(min(exp(ℓ^old_t − ℓ^sampler_t), TIS)); ℓ^old is
+	//	     recomputed with the weights at the start of the step, so the
+	//	     weight corrects the sampler/trainer mismatch (ART with
+	//	     precalculate_logprobs)
+	//	sampler: sg(min(ρ_t, TIS)) with ρ_t the ratio above, against the
+	//	     sampler's logprobs (ART without precalculate_logprobs)
+	TIS     float64 `json:"tis"`
+	TISMode string  `json:"tis_mode,omitempty"`
 }
 
 // DefaultConfig is ART's default: the clipped stop-gradient importance
@@ -57,24 +94,35 @@ func (c Config) Validate() error {
 		return fmt.Errorf("grpo: loss %q: want art or ppo", c.Loss)
 	}
 	switch c.Level {
-	case "token", "sequence":
+	case "token", "sequence", "average", "geometric_average":
 	default:
-		return fmt.Errorf("grpo: ratio level %q: want token or sequence", c.Level)
+		return fmt.Errorf("grpo: ratio level %q: want token, sequence, average or geometric_average", c.Level)
 	}
 	switch c.Norm {
-	case "sequence", "tokens":
+	case "sequence", "tokens", "art":
 	case "constant":
 		if !(c.NormConstant > 0) {
 			return fmt.Errorf("grpo: norm constant %v must be positive", c.NormConstant)
 		}
 	default:
-		return fmt.Errorf("grpo: norm %q: want sequence, tokens or constant", c.Norm)
+		return fmt.Errorf("grpo: norm %q: want sequence, tokens, constant or art", c.Norm)
 	}
 	if !(c.Epsilon >= 0) || !(c.EpsilonHigh >= 0) {
 		return fmt.Errorf("grpo: epsilon %v and epsilon-high %v must be ≥ 0", c.Epsilon, c.EpsilonHigh)
 	}
-	if !(c.Beta >= 0) || !(c.TIS >= 0) {
-		return fmt.Errorf("grpo: beta %v and tis %v must be ≥ 0", c.Beta, c.TIS)
+	if !(c.Beta >= 0) || !(c.TIS >= 0) || !(c.MaxISWeight >= 0) {
+		return fmt.Errorf("grpo: beta %v, tis %v and max-is-weight %v must be ≥ 0", c.Beta, c.TIS, c.MaxISWeight)
+	}
+	if math.IsNaN(c.KimiTau) || math.IsInf(c.KimiTau, 0) {
+		return fmt.Errorf("grpo: kimi-k2-tau %v must be finite", c.KimiTau)
+	}
+	switch c.TISMode {
+	case "", "sampler":
+	default:
+		return fmt.Errorf("grpo: tis mode %q: want recomputed or sampler", c.TISMode)
+	}
+	if c.RatioPerHistory && c.Level == "token" {
+		return fmt.Errorf("grpo: a per-history ratio needs a sequence ratio (level sequence, average or geometric_average), not token")
 	}
 	return nil
 }
@@ -84,13 +132,20 @@ func (c Config) Validate() error {
 type Tokens struct {
 	Logprob []float32 // ℓ_t under the current policy
 	Old     []float32 // ℓ^old_t; NaN: unknown, treated as on-policy (ρ_t = 1)
-	Sampler []float32 // the sampler's ℓ_t, read only when Config.TIS > 0 (NaN: weight 1)
+	Sampler []float32 // the sampler's ℓ_t, read only when Config.TIS > 0 in recomputed mode (NaN: weight 1)
 	Ref     []float32 // base-model ℓ_t, read only when Config.Beta > 0
 	Item    []int32   // trajectory index of token t, into Adv and ItemTokens
 	Adv     []float64 // advantage of each trajectory
 	// ItemTokens[i] is n_i, trajectory i's trainable tokens. Every token of
 	// a trajectory must be in the same Tokens.
 	ItemTokens []int
+	// Hist is the history (token sequence) of token t, into HistTokens,
+	// which counts each history's trainable tokens; read only with
+	// Config.RatioPerHistory.
+	Hist       []int32
+	HistTokens []int
+	// Weight is W_i per trajectory, read only with Config.Norm "art".
+	Weight []float64
 }
 
 // Totals are the step-wide counts the normalization divides by.
@@ -106,6 +161,7 @@ type Terms struct {
 	Policy  float64 // the normalized policy term
 	KL      float64 // the normalized k3 term (before β)
 	Clipped int     // tokens whose ratio was clipped (ppo: the clipped branch was taken)
+	Masked  int     // tokens whose ratio was capped (MaxISWeight) or masked (MaskRatio)
 	Tokens  int     // tokens seen
 	Ratio   float64 // Σ_t ρ_t over tokens seen (for the mean ratio)
 }
@@ -116,43 +172,34 @@ func (t *Terms) Add(o Terms) {
 	t.Policy += o.Policy
 	t.KL += o.KL
 	t.Clipped += o.Clipped
+	t.Masked += o.Masked
 	t.Tokens += o.Tokens
 	t.Ratio += o.Ratio
 }
 
+// artRowEps is added to a packed row's token count before dividing (ART's
+// value in loss.py).
+const artRowEps = 1e-6
+
 // Loss returns the micro-batch's terms and dLoss/dℓ_t for every token.
-// See Config for the formulas; the gradient is exact for each variant:
+// See Config for the formulas; the gradient is exact for each variant.
+// Writing ρ_t = f(r_t, s_g) with g the token's sequence (n_g tokens):
 //
-//	art:  ∂l_t/∂ℓ_t = −c_t·A (c the clipped, stop-gradient weight)
-//	ppo:  ∂l_t/∂ρ = −A when the unclipped branch is the minimum, else 0;
-//	      token level ∂ρ_t/∂ℓ_t = ρ_t; sequence level ∂ρ_i/∂ℓ_s = ρ_i/n_i
+//	∂ρ_t/∂ℓ_u = a_t·[u = t] + b_t/n_g·[u ∈ g]
+//	token a = r, b = 0; sequence a = 0, b = s; average a = r/2, b = s/2;
+//	geometric a = b = ρ/2; a = b = 0 where ρ was capped or masked
+//	art:  ∂l_t/∂ℓ_t = −c_t·A_t (c the clipped, stop-gradient weight)
+//	ppo:  ∂l_t/∂ρ_t = −A_t when the unclipped branch is the minimum, else 0
 //	KL:   ∂k_t/∂ℓ_t = 1 − exp(ℓ^ref_t − ℓ_t)
 //
-// each times the token's normalization weight (and β for KL).
+// each times the token's normalization weight and TIS weight (β and no
+// TIS weight for KL).
 func Loss(c Config, tk Tokens, tot Totals) (Terms, []float64, error) {
-	T := len(tk.Logprob)
-	if len(tk.Old) != T || len(tk.Item) != T {
-		return Terms{}, nil, fmt.Errorf("grpo: %d logprobs, %d old logprobs, %d item indices", T, len(tk.Old), len(tk.Item))
+	seqOf, seqTokens, err := c.check(tk, tot)
+	if err != nil {
+		return Terms{}, nil, err
 	}
-	if c.TIS > 0 && len(tk.Sampler) != T {
-		return Terms{}, nil, fmt.Errorf("grpo: truncated IS needs %d sampler logprobs, got %d", T, len(tk.Sampler))
-	}
-	if c.Beta > 0 && len(tk.Ref) != T {
-		return Terms{}, nil, fmt.Errorf("grpo: KL needs %d reference logprobs, got %d", T, len(tk.Ref))
-	}
-	if len(tk.ItemTokens) != len(tk.Adv) {
-		return Terms{}, nil, fmt.Errorf("grpo: %d advantages for %d trajectories", len(tk.Adv), len(tk.ItemTokens))
-	}
-	if tot.Items <= 0 || tot.Tokens <= 0 {
-		return Terms{}, nil, fmt.Errorf("grpo: step totals %+v must be positive", tot)
-	}
-	I := len(tk.Adv)
-	for _, it := range tk.Item {
-		if it < 0 || int(it) >= I {
-			return Terms{}, nil, fmt.Errorf("grpo: trajectory index %d outside [0, %d)", it, I)
-		}
-	}
-
+	T, I := len(tk.Logprob), len(tk.Adv)
 	// δ_t = ℓ_t − ℓ^old_t, with unknown old logprobs treated as ℓ_t itself.
 	delta := make([]float64, T)
 	for t := range delta {
@@ -170,41 +217,34 @@ func Loss(c Config, tk Tokens, tot Totals) (Terms, []float64, error) {
 			w[i] = 1 / float64(tot.Tokens)
 		case "constant":
 			w[i] = 1 / (float64(tot.Items) * c.NormConstant)
+		case "art":
+			w[i] = tk.Weight[i] / (float64(T) + artRowEps)
 		}
 	}
-	// Sequence-level (GSPO) ratios and, for ppo, Σ_t w_t·tis_t per trajectory.
-	var seqRatio []float64
-	if c.Level == "sequence" {
-		seqRatio = make([]float64, I)
-		cnt := make([]int, I)
-		for t, it := range tk.Item {
-			seqRatio[it] += delta[t]
-			cnt[it]++
-		}
-		for i := range seqRatio {
-			if cnt[i] != tk.ItemTokens[i] {
-				return Terms{}, nil, fmt.Errorf("grpo: trajectory %d has %d of its %d tokens in this batch; sequence-level ratios need all", i, cnt[i], tk.ItemTokens[i])
-			}
-			seqRatio[i] = math.Exp(seqRatio[i] / float64(max(cnt[i], 1)))
-		}
+	seqRatio, err := c.seqRatios(seqOf, seqTokens, delta)
+	if err != nil {
+		return Terms{}, nil, err
 	}
 	lo, hi := 1-c.Epsilon, 1+c.EpsilonHigh
 	grad := make([]float64, T)
-	seqGrad := make([]float64, I) // ppo, sequence level: Σ_t w·tis·∂l_t/∂ρ_i
+	seqGrad := make([]float64, len(seqTokens)) // Σ_t ∂L/∂ρ_t·b_t per sequence
 	var terms Terms
 	for t := range T {
 		i := tk.Item[t]
-		A := tk.Adv[i]
-		rho := math.Exp(delta[t])
+		s := 0.0
 		if seqRatio != nil {
-			rho = seqRatio[i]
+			s = seqRatio[seqOf[t]]
 		}
-		tis := 1.0
-		if c.TIS > 0 && !isNaN32(tk.Old[t]) && !isNaN32(tk.Sampler[t]) {
-			tis = math.Min(math.Exp(float64(tk.Old[t])-float64(tk.Sampler[t])), c.TIS)
+		rho, a, b, masked := c.ratio(math.Exp(delta[t]), s)
+		if masked {
+			terms.Masked++
+		}
+		A := tk.Adv[i]
+		if c.KimiTau != 0 {
+			A -= c.KimiTau * delta[t]
 		}
 		clipped := math.Min(math.Max(rho, lo), hi)
-		var l, dl float64 // token loss and its derivative (w.r.t. ℓ_t for art, ρ for ppo)
+		var l, dl float64 // token loss and its derivative (w.r.t. ℓ_t for art, ρ_t for ppo)
 		switch c.Loss {
 		case "art":
 			l = -clipped * A * float64(tk.Logprob[t])
@@ -222,15 +262,15 @@ func Loss(c Config, tk Tokens, tot Totals) (Terms, []float64, error) {
 				dl = -A
 			}
 		}
-		wt := w[i] * tis
+		wt := w[i] * c.tisWeight(tk, t, rho)
 		terms.Policy += wt * l
-		switch {
-		case c.Loss == "art":
+		if c.Loss == "art" {
 			grad[t] += wt * dl
-		case seqRatio != nil:
-			seqGrad[i] += wt * dl
-		default:
-			grad[t] += wt * dl * rho
+		} else {
+			grad[t] += wt * dl * a
+			if b != 0 {
+				seqGrad[seqOf[t]] += wt * dl * b
+			}
 		}
 		if c.Beta > 0 {
 			d := float64(tk.Ref[t]) - float64(tk.Logprob[t])
@@ -242,12 +282,113 @@ func Loss(c Config, tk Tokens, tot Totals) (Terms, []float64, error) {
 		terms.Ratio += rho
 	}
 	if c.Loss == "ppo" && seqRatio != nil {
-		for t, i := range tk.Item {
-			grad[t] += seqGrad[i] * seqRatio[i] / float64(tk.ItemTokens[i])
+		for t, g := range seqOf {
+			grad[t] += seqGrad[g] / float64(seqTokens[g])
 		}
 	}
 	terms.Loss = terms.Policy + c.Beta*terms.KL
 	return terms, grad, nil
+}
+
+// check validates tk against c and tot, and returns the sequence each
+// token's sequence ratio is taken over (its trajectory, or its history
+// with RatioPerHistory) and each sequence's token count.
+func (c Config) check(tk Tokens, tot Totals) ([]int32, []int, error) {
+	T := len(tk.Logprob)
+	if len(tk.Old) != T || len(tk.Item) != T {
+		return nil, nil, fmt.Errorf("grpo: %d logprobs, %d old logprobs, %d item indices", T, len(tk.Old), len(tk.Item))
+	}
+	if c.TIS > 0 && c.TISMode == "" && len(tk.Sampler) != T {
+		return nil, nil, fmt.Errorf("grpo: truncated IS needs %d sampler logprobs, got %d", T, len(tk.Sampler))
+	}
+	if c.Beta > 0 && len(tk.Ref) != T {
+		return nil, nil, fmt.Errorf("grpo: KL needs %d reference logprobs, got %d", T, len(tk.Ref))
+	}
+	if len(tk.ItemTokens) != len(tk.Adv) {
+		return nil, nil, fmt.Errorf("grpo: %d advantages for %d trajectories", len(tk.Adv), len(tk.ItemTokens))
+	}
+	if c.Norm == "art" && len(tk.Weight) != len(tk.Adv) {
+		return nil, nil, fmt.Errorf("grpo: norm art needs %d trajectory weights, got %d", len(tk.Adv), len(tk.Weight))
+	}
+	if c.Norm != "art" && (tot.Items <= 0 || tot.Tokens <= 0) {
+		return nil, nil, fmt.Errorf("grpo: step totals %+v must be positive", tot)
+	}
+	for _, it := range tk.Item {
+		if it < 0 || int(it) >= len(tk.Adv) {
+			return nil, nil, fmt.Errorf("grpo: trajectory index %d outside [0, %d)", it, len(tk.Adv))
+		}
+	}
+	if !c.RatioPerHistory {
+		return tk.Item, tk.ItemTokens, nil
+	}
+	if len(tk.Hist) != T {
+		return nil, nil, fmt.Errorf("grpo: a per-history ratio needs %d history indices, got %d", T, len(tk.Hist))
+	}
+	for _, h := range tk.Hist {
+		if h < 0 || int(h) >= len(tk.HistTokens) {
+			return nil, nil, fmt.Errorf("grpo: history index %d outside [0, %d)", h, len(tk.HistTokens))
+		}
+	}
+	return tk.Hist, tk.HistTokens, nil
+}
+
+// seqRatios returns s_g = exp(mean_{t∈g} δ_t) per sequence g, or nil at
+// token level. Every token of a sequence must be present.
+func (c Config) seqRatios(seqOf []int32, seqTokens []int, delta []float64) ([]float64, error) {
+	if c.Level == "token" {
+		return nil, nil
+	}
+	ratio := make([]float64, len(seqTokens))
+	cnt := make([]int, len(seqTokens))
+	for t, g := range seqOf {
+		ratio[g] += delta[t]
+		cnt[g]++
+	}
+	for g := range ratio {
+		if cnt[g] != seqTokens[g] {
+			return nil, fmt.Errorf("grpo: sequence %d has %d of its %d tokens in this batch; sequence-level ratios need all", g, cnt[g], seqTokens[g])
+		}
+		ratio[g] = math.Exp(ratio[g] / float64(max(cnt[g], 1)))
+	}
+	return ratio, nil
+}
+
+// ratio forms ρ from the token ratio r and the sequence ratio s (Level),
+// then caps and masks it, returning the coefficients of ∂ρ/∂ℓ_t (a) and
+// ∂ρ/∂mean δ (b), both 0 for a capped or masked ratio (masked true).
+func (c Config) ratio(r, s float64) (rho, a, b float64, masked bool) {
+	switch c.Level {
+	case "token":
+		rho, a, b = r, r, 0
+	case "sequence":
+		rho, a, b = s, 0, s
+	case "average":
+		rho, a, b = (r+s)/2, r/2, s/2
+	case "geometric_average":
+		rho = math.Sqrt(r) * math.Sqrt(s)
+		a, b = rho/2, rho/2
+	}
+	if c.MaxISWeight > 0 && rho > c.MaxISWeight {
+		rho, a, b, masked = c.MaxISWeight, 0, 0, true
+	}
+	if c.MaskRatio && !(rho > 1-c.Epsilon && rho < 1+c.EpsilonHigh) {
+		rho, a, b, masked = 0, 0, 0, true
+	}
+	return rho, a, b, masked
+}
+
+// tisWeight is token t's truncated importance weight (1 without TIS).
+func (c Config) tisWeight(tk Tokens, t int, rho float64) float64 {
+	if c.TIS <= 0 {
+		return 1
+	}
+	if c.TISMode == "sampler" {
+		return math.Min(rho, c.TIS)
+	}
+	if isNaN32(tk.Old[t]) || isNaN32(tk.Sampler[t]) {
+		return 1
+	}
+	return math.Min(math.Exp(float64(tk.Old[t])-float64(tk.Sampler[t])), c.TIS)
 }
 
 func isNaN32(x float32) bool { return x != x }

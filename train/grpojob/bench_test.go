@@ -42,7 +42,7 @@ func BenchmarkGRPOStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	opt := trainer.NewAdamW(ad, kernels.DefaultAdamW(1e-3), 1)
-	job := &trainer.Job{MicroBatches: mbs, Loss: lossFunc(grpo.DefaultConfig(), tot, samplerTokens(exs))}
+	job := &trainer.Job{MicroBatches: mbs, Loss: lossFunc(grpo.DefaultConfig(), tot, samplerTokens(exs), nil, 1)}
 	tokens := 0
 	for _, mb := range mbs {
 		tokens += len(mb.Batch.IDs)

@@ -30,6 +30,18 @@
 // this is the mismatch between the two engines: float32 hone-serve under
 // a float32 trainer, or bfloat16 weights on one side only.
 //
+// ART's step shape (--norm art, docs/art.md): the step's trajectories
+// get ART's weights (1/trainable tokens, mean 1 over the step's tokens) and
+// advantages (after --advantage-balance, divided by mean |A|·W); every
+// history becomes its own example, packed in order into rows of
+// --packed-sequence-length tokens (default: the longest history rounded up
+// to 2048); each row is one micro-batch and one optimizer update, its loss
+// the row's weighted token mean. --lr-trajectories-power scales an
+// update's learning rate by (histories it trains)^p, and
+// --scale-lr-by-reward-std by the trend of the mean within-group reward
+// std over the run's steps, both as ART does. art.go names the ART code
+// each piece restates; testdata/artstep holds the PyTorch golden.
+//
 // Incremental mode (Options.WatchDir): train on exactly the *.parquet files
 // of a folder that the run's manifest does not list as consumed (by
 // sha256), holding the run's flock; with nothing new it reports so and

@@ -155,6 +155,9 @@ func TestGradientCheckThroughModel(t *testing.T) {
 		"ppo token kl":  {Loss: "ppo", Epsilon: 0.99, EpsilonHigh: 50, Level: "token", Norm: "sequence", Beta: 0.5},
 		"ppo sequence":  {Loss: "ppo", Epsilon: 0.99, EpsilonHigh: 50, Level: "sequence", Norm: "tokens"},
 		"art on-policy": {Loss: "art", Epsilon: 1, EpsilonHigh: 4, Level: "token", Norm: "constant", NormConstant: 16, Beta: 0.2},
+		// ART's ratio levels and its per-history sequence ratio.
+		"ppo average":               {Loss: "ppo", Epsilon: 0.99, EpsilonHigh: 50, Level: "average", Norm: "sequence"},
+		"ppo geometric per history": {Loss: "ppo", Epsilon: 0.99, EpsilonHigh: 50, Level: "geometric_average", RatioPerHistory: true, Norm: "tokens"},
 	}
 	for name, cfg := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -186,7 +189,7 @@ func TestGradientCheckThroughModel(t *testing.T) {
 					}
 				}
 			}
-			job := &trainer.Job{MicroBatches: mbs, Loss: lossFunc(cfg, tot, samplerTokens(exs)), NeedRef: cfg.Beta > 0}
+			job := &trainer.Job{MicroBatches: mbs, Loss: lossFunc(cfg, tot, samplerTokens(exs), nil, 1), NeedRef: cfg.Beta > 0}
 			ctx := context.Background()
 			if _, err := trainer.Accumulate(ctx, m, ad, job, model.TrainOptions{}); err != nil {
 				t.Fatal(err)
@@ -341,6 +344,11 @@ func TestGRPOPrefersRewardedAnswers(t *testing.T) {
 			o.ScaleRewards = "none"
 		},
 		"art kl tis": func(o *Options) { o.Loss.Beta = 0.05; o.Loss.TIS = 2 },
+		// ART's step: several rows, an update each; ART's ratio knobs.
+		"norm art rows": func(o *Options) {
+			o.Loss.Norm, o.PackedSeqLen, o.AdvantageBalance = "art", 48, 0.2
+			o.Loss.Level, o.Loss.MaxISWeight, o.Loss.TIS, o.Loss.TISMode = "geometric_average", 3, 2, "sampler"
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := baseOptions(md, dir, "yn-"+strings.ReplaceAll(name, " ", "-"), in)
@@ -351,6 +359,11 @@ func TestGRPOPrefersRewardedAnswers(t *testing.T) {
 				t.Fatalf("%v\n%s", err, log.String())
 			}
 			run := &checkpoint.Run{Dir: filepath.Join(dir, o.Name)}
+			if o.Loss.Norm == "art" {
+				if u := readMetrics(t, run.Dir)[0]["updates"]; u < 2 {
+					t.Errorf("first step took %v updates; the case wants several rows", u)
+				}
+			}
 			ad, err := model.ReadAdapter(run.StepDir(5), &m.Config)
 			if err != nil {
 				t.Fatal(err)
@@ -544,7 +557,7 @@ func TestSamplerGapMetrics(t *testing.T) {
 	// The independent count: every token's gap, seen through the loss.
 	var sum, worst float64
 	n := 0
-	inner := lossFunc(grpo.DefaultConfig(), tot, known)
+	inner := lossFunc(grpo.DefaultConfig(), tot, known, nil, 1)
 	wrap := func(mb *trainer.MicroBatch, out trainer.Outputs) (map[string]float64, []float64, error) {
 		for i, lp := range mb.Sampler {
 			if !math.IsNaN(float64(lp)) {

@@ -28,6 +28,13 @@ type Options struct {
 	ScaleRewards    string       `json:"scale_rewards"`
 	AllowNoLogprobs bool         `json:"allow_no_logprobs"`
 	Loss            grpo.Config  `json:"loss"`
+
+	// ART's knobs outside the token loss (docs/art.md); omitempty, so
+	// configs saved before them compare equal on resume.
+	AdvantageBalance    float64 `json:"advantage_balance,omitempty"`
+	LRTrajectoriesPower float64 `json:"lr_trajectories_power,omitempty"`
+	ScaleLRByRewardStd  bool    `json:"scale_lr_by_reward_std,omitempty"`
+	PackedSeqLen        int     `json:"packed_sequence_length,omitempty"`
 }
 
 // AddFlags registers the GRPO flags and the shared ones.
@@ -42,11 +49,20 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// -1 stands for the loss's own value (Normalize); --help shows it in words.
 	flagval.OptionalFloat(fs, &o.Loss.Epsilon, "epsilon", -1, "lower clip ε (default: 1.0 for art, 0.2 for ppo)")
 	flagval.OptionalFloat(fs, &o.Loss.EpsilonHigh, "epsilon-high", -1, "upper clip ε_high (default: 4.0 for art, = --epsilon for ppo; DAPO clip-higher: 0.28)")
-	fs.StringVar(&o.Loss.Level, "ratio-level", d.Level, "importance ratio per token or per sequence (GSPO)")
-	fs.StringVar(&o.Loss.Norm, "norm", d.Norm, "loss normalization: sequence (each trajectory weighs the same), tokens (token mean over the step, DAPO) or constant (Dr. GRPO)")
+	fs.StringVar(&o.Loss.Level, "ratio-level", d.Level, "importance ratio: token, sequence (GSPO), average ((token+sequence)/2) or geometric_average (√(token·sequence))")
+	fs.BoolVar(&o.Loss.RatioPerHistory, "ratio-per-history", false, "take the sequence ratio over each history of a trajectory, not the whole trajectory (ART's)")
+	fs.StringVar(&o.Loss.Norm, "norm", d.Norm, "loss normalization: sequence (each trajectory weighs the same), tokens (token mean over the step, DAPO), constant (Dr. GRPO) or art (ART's: trajectories packed into rows, token mean per row, one optimizer update per row)")
+	fs.IntVar(&o.PackedSeqLen, "packed-sequence-length", 0, "--norm art: tokens per packed row (0: the longest history rounded up to a multiple of 2048, ART's default)")
 	fs.Float64Var(&o.Loss.NormConstant, "norm-constant", d.NormConstant, "L of --norm constant: loss = Σ token losses / (trajectories·L)")
 	fs.Float64Var(&o.Loss.Beta, "beta", 0, "weight of the k3 KL penalty to the base model (adapter off); 0: off")
 	fs.Float64Var(&o.Loss.TIS, "tis", 0, "truncated importance sampling cap C against the sampler's logprobs (0: off)")
+	fs.StringVar(&o.Loss.TISMode, "tis-mode", "recomputed", "--tis weight: recomputed (min(exp(logπ_old − logπ_sampler), C) with logπ_old recomputed at the step start) or sampler (min(ρ, C) on the ratio against the sampler)")
+	fs.Float64Var(&o.Loss.MaxISWeight, "max-is-weight", 0, "cap the importance ratio at this value, every token (ART's max_negative_advantage_importance_sampling_weight; 0: off)")
+	fs.BoolVar(&o.Loss.MaskRatio, "mask-prob-ratio", false, "zero the importance ratio outside (1−ε, 1+ε_high) (ART's mask_prob_ratio)")
+	fs.Float64Var(&o.Loss.KimiTau, "kimi-k2-tau", 0, "shift each token's advantage by −τ·sg(logπ − logπ_old) (ART's kimi_k2_tau; 0: off)")
+	fs.Float64Var(&o.AdvantageBalance, "advantage-balance", 0, "in [−1, 1]: > 0 scales negative advantages by 1−b, < 0 positive ones by 1+b (ART's advantage_balance)")
+	fs.Float64Var(&o.LRTrajectoriesPower, "lr-trajectories-power", 0, "scale each update's lr by (histories it trains)^p (ART's num_trajectories_learning_rate_multiplier_power)")
+	fs.BoolVar(&o.ScaleLRByRewardStd, "scale-lr-by-reward-std", false, "scale the lr by the trend of the mean within-group reward std, fitted over the run's steps (ART's scale_learning_rate_by_reward_std_dev)")
 }
 
 // Normalize fills the loss-dependent defaults.
@@ -63,6 +79,9 @@ func (o *Options) Normalize() {
 	if o.WatchDir != "" {
 		o.Resume = true
 	}
+	if o.Loss.TISMode == "recomputed" {
+		o.Loss.TISMode = "" // saved as before the mode existed
+	}
 }
 
 // Validate checks the options.
@@ -78,6 +97,29 @@ func (o *Options) Validate() error {
 	}
 	if (o.WatchDir == "") == (o.Inputs.Len() == 0) {
 		return fmt.Errorf("give trajectory files or --watch-dir, not both or neither")
+	}
+	if !(o.AdvantageBalance >= -1 && o.AdvantageBalance <= 1) {
+		return fmt.Errorf("--advantage-balance %v must be in [-1, 1]", o.AdvantageBalance)
+	}
+	if math.IsNaN(o.LRTrajectoriesPower) || math.IsInf(o.LRTrajectoriesPower, 0) {
+		return fmt.Errorf("--lr-trajectories-power %v must be finite", o.LRTrajectoriesPower)
+	}
+	if o.PackedSeqLen < 0 || (o.PackedSeqLen > 0 && o.Loss.Norm != "art") {
+		return fmt.Errorf("--packed-sequence-length %d: a positive row length, and only with --norm art", o.PackedSeqLen)
+	}
+	if o.Loss.Norm == "art" && o.Loss.TIS > 0 && o.Loss.TISMode == "" {
+		// ART's precalculate_logprobs computes ℓ^old of every row before
+		// the first of the step's updates; Hone recomputes it per
+		// micro-batch, which is only right with one update per step.
+		return fmt.Errorf("--norm art takes an update per row, so --tis needs --tis-mode sampler (recomputed logprobs would come from weights already updated by earlier rows)")
+	}
+	if o.Loss.Norm == "art" && o.Schedule == "cosine" && o.ScheduleSteps == 0 {
+		// The schedule counts optimizer updates, and with one per row a
+		// step's count is known only once its rows are packed.
+		return fmt.Errorf("--norm art with --lr-schedule cosine needs --schedule-steps: the cosine horizon in optimizer updates (one per packed row)")
+	}
+	if o.ScaleLRByRewardStd && o.WatchDir != "" {
+		return fmt.Errorf("--scale-lr-by-reward-std fits the reward std of every step of the run, which --watch-dir sessions do not hold; train without it, or on the files directly")
 	}
 	return o.Loss.Validate()
 }
@@ -151,28 +193,66 @@ func train(ctx context.Context, prep *trainer.Prepared, o Options, gs []group, s
 		log.Info("nothing to do", "run", prep.Ckpt.Dir, "step", prep.Done, "target", end)
 		return nil
 	}
-	scale, _ := grpo.ParseScale(o.ScaleRewards)
 	loop := o.Options.Loop(prep, o, end, log)
 	loop.Extra = extra
 	loop.Next = func(ctx context.Context, s int) (*trainer.Job, error) {
-		exs, metrics, skip := batch(gs, sc.Items(s-start), scale)
-		job := &trainer.Job{Metrics: metrics, Skip: skip, NeedRef: o.Loss.Beta > 0}
-		if skip != "" {
-			return job, nil
+		lrScale := 1.0
+		if o.ScaleLRByRewardStd {
+			// The run's steps 0..s, each a function of the inputs and its
+			// index: a resumed run computes the same history.
+			y := make([]float64, s+1)
+			for k := range y {
+				y[k] = groupRewardStd(gs, sc.Items(k-start))
+			}
+			lrScale = rewardStdLRScale(y)
 		}
-		tot := grpo.Totals{Items: len(exs)}
-		for i := range exs {
-			tot.Tokens += exs[i].Trainable()
-		}
+		return stepJob(gs, sc.Items(s-start), o, lrScale)
+	}
+	return loop.Run(ctx, prep.Done, end)
+}
+
+// stepJob builds the job of one step over the groups idx; lrScale
+// multiplies the learning rate of each of its updates.
+func stepJob(gs []group, idx []int, o Options, lrScale float64) (*trainer.Job, error) {
+	scale, _ := grpo.ParseScale(o.ScaleRewards)
+	exs, metrics, skip := batch(gs, idx, scale)
+	metrics["reward_group_std"] = groupRewardStd(gs, idx)
+	job := &trainer.Job{Metrics: metrics, Skip: skip, NeedRef: o.Loss.Beta > 0}
+	if skip != "" {
+		return job, nil
+	}
+	balanceAdvantages(exs, o.AdvantageBalance)
+	known := samplerTokens(exs)
+	tot := grpo.Totals{Items: len(exs)}
+	for i := range exs {
+		tot.Tokens += exs[i].Trainable()
+	}
+	if o.Loss.Norm != "art" {
 		mbs, err := trainer.Pack(exs, o.TokenBudget)
 		if err != nil {
 			return nil, err
 		}
 		job.MicroBatches = mbs
-		job.Loss = lossFunc(o.Loss, tot, samplerTokens(exs))
+		job.Loss = lossFunc(o.Loss, tot, known, nil, 1)
+		job.LRScale = []float64{lrScale * math.Pow(float64(histories(exs)), o.LRTrajectoriesPower)}
 		return job, nil
 	}
-	return loop.Run(ctx, prep.Done, end)
+	// ART's step: weights and advantages normalized over the step, every
+	// history its own result, packed greedily into rows, one update each.
+	w := artWeights(exs)
+	hs, hw := artHistories(exs, w)
+	rows, err := trainer.Pack(hs, artRowLength(hs, o.PackedSeqLen))
+	if err != nil {
+		return nil, err
+	}
+	job.MicroBatches, job.PerMicroBatch = rows, true
+	job.Loss = lossFunc(o.Loss, tot, known, hw, len(rows))
+	job.LRScale = make([]float64, len(rows))
+	for k, r := range rows {
+		job.LRScale[k] = lrScale * math.Pow(float64(len(r.Examples)), o.LRTrajectoriesPower)
+	}
+	metrics["rows"] = float64(len(rows))
+	return job, nil
 }
 
 // samplerTokens counts the trainable tokens of exs whose sampling logprob
@@ -198,13 +278,25 @@ func samplerTokens(exs []trainer.Example) int {
 // sampling weights that gap is the mismatch between the two engines (a
 // bfloat16 server under a float32 trainer shows here); after, it adds how
 // far the policy has moved since sampling.
-func lossFunc(c grpo.Config, tot grpo.Totals, known int) trainer.LossFunc {
+//
+// With weights (--norm art) every micro-batch is a packed row and its own
+// update: weights[e] is W of the step's example e, and the loss terms are
+// reported as the mean over the step's rows (ART logs each row's loss and
+// averages them) rather than their sum.
+func lossFunc(c grpo.Config, tot grpo.Totals, known int, weights []float64, rows int) trainer.LossFunc {
 	return func(mb *trainer.MicroBatch, out trainer.Outputs) (map[string]float64, []float64, error) {
 		tk := grpo.Tokens{
 			Logprob: out.Logprob, Old: mb.Sampler, Ref: out.Ref,
 			Item: mb.Item, Adv: mb.Adv, ItemTokens: mb.ItemTokens,
+			Hist: mb.Hist, HistTokens: mb.HistTokens,
 		}
-		if c.TIS > 0 {
+		if weights != nil {
+			tk.Weight = make([]float64, len(mb.Examples))
+			for k, e := range mb.Examples {
+				tk.Weight[k] = weights[e]
+			}
+		}
+		if c.TIS > 0 && c.TISMode == "" {
 			// ℓ^old recomputed with the weights of this step: one update per
 			// batch means they equal ℓ_θ exactly; the sampler's logprobs
 			// then only enter through the TIS weight.
@@ -214,8 +306,9 @@ func lossFunc(c grpo.Config, tot grpo.Totals, known int) trainer.LossFunc {
 		if err != nil {
 			return nil, nil, err
 		}
+		per := 1 / float64(rows)
 		sums := map[string]float64{
-			"loss": terms.Loss, "policy_loss": terms.Policy, "kl": terms.KL,
+			"loss": terms.Loss * per, "policy_loss": terms.Policy * per, "kl": terms.KL * per,
 			"clip_frac":  float64(terms.Clipped) / float64(tot.Tokens),
 			"ratio_mean": terms.Ratio / float64(tot.Tokens),
 		}

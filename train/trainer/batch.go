@@ -48,6 +48,11 @@ type MicroBatch struct {
 	// Adv and ItemTokens are per example of this micro-batch.
 	Adv        []float64
 	ItemTokens []int
+	// Hist is the sequence (history) of each trainable position, counted
+	// over the micro-batch's sequences in order; HistTokens counts each
+	// sequence's trainable positions.
+	Hist       []int32
+	HistTokens []int
 	// Examples are the indices of the packed examples in the step's list.
 	Examples []int
 }
@@ -80,6 +85,8 @@ func Pack(exs []Example, budget int) ([]*MicroBatch, error) {
 		b := &cur.Batch
 		for _, s := range e.Seqs {
 			base := len(b.IDs)
+			hist := int32(len(cur.HistTokens))
+			cur.HistTokens = append(cur.HistTokens, 0)
 			for j, id := range s.IDs {
 				b.IDs = append(b.IDs, id)
 				b.Pos = append(b.Pos, int32(j))
@@ -89,6 +96,8 @@ func Pack(exs []Example, budget int) ([]*MicroBatch, error) {
 					cur.Pos = append(cur.Pos, base+j)
 					cur.Item = append(cur.Item, item)
 					cur.Sampler = append(cur.Sampler, s.Logprobs[j+1])
+					cur.Hist = append(cur.Hist, hist)
+					cur.HistTokens[hist]++
 				}
 				b.Targets = append(b.Targets, tgt)
 			}

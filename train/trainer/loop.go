@@ -108,21 +108,13 @@ func (l *Loop) step(ctx context.Context, s int) (map[string]float64, error) {
 	}
 	row := map[string]float64{"step": float64(s + 1)}
 	maps.Copy(row, job.Metrics)
-	lr := l.Sched.At(l.Opt.Step)
 	if job.Skip != "" {
 		row["trainable_tokens"] = 0
 		row["seconds"] = time.Since(t0).Seconds()
 		l.log().Info("nothing to train", "step", s+1, "why", job.Skip)
 		return row, nil
 	}
-	sums, err := Accumulate(ctx, l.Model, l.Adapter, job, l.Train)
-	if err != nil {
-		return nil, err
-	}
-	if loss := sums["loss"]; !isFinite(loss) {
-		return nil, &notFinite{what: "loss", detail: fmt.Sprint(loss)}
-	}
-	norm, err := l.Opt.Update(l.Model.Backend(), l.Adapter, lr)
+	sums, norm, lr, updates, err := l.train(ctx, job)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +127,11 @@ func (l *Loop) step(ctx context.Context, s int) (map[string]float64, error) {
 	if n := sums["trainable_tokens"]; n > 0 {
 		row["entropy"] = sums["entropy_sum"] / n
 	}
-	row["grad_norm"] = norm
+	row["grad_norm"] = norm // mean over the step's updates
 	row["lr"] = lr
+	if job.PerMicroBatch {
+		row["updates"] = float64(updates)
+	}
 	row["seconds"] = secs
 	row["tokens_per_s"] = sums["tokens"] / secs
 	l.log().Info("step", metricAttrs(row)...)

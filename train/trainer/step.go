@@ -31,6 +31,67 @@ type Job struct {
 	// Skip, when not empty, says why this step has nothing to train; the
 	// step is counted, logged with this reason, and no update happens.
 	Skip string
+	// PerMicroBatch takes one optimizer update per micro-batch, in order,
+	// each on the weights the previous one left (ART's one step per packed
+	// row), instead of one update on the gradient summed over all of them.
+	PerMicroBatch bool
+	// LRScale, when not nil, multiplies the scheduled learning rate of
+	// each update: one entry per micro-batch with PerMicroBatch, else one.
+	LRScale []float64
+}
+
+// updates splits the job's micro-batches into its optimizer updates.
+func (j *Job) updates() [][]*MicroBatch {
+	if !j.PerMicroBatch {
+		return [][]*MicroBatch{j.MicroBatches}
+	}
+	out := make([][]*MicroBatch, len(j.MicroBatches))
+	for k, mb := range j.MicroBatches {
+		out[k] = []*MicroBatch{mb}
+	}
+	return out
+}
+
+// train runs job's updates on l's adapter and optimizer. It returns the
+// loss sums over all micro-batches (maxima for "_max" keys), the mean
+// gradient norm and learning rate over the updates, and their count. A
+// loss that is not finite stops it before that update (ErrNotFinite).
+func (l *Loop) train(ctx context.Context, job *Job) (sums map[string]float64, norm, lr float64, n int, err error) {
+	ups := job.updates()
+	if job.LRScale != nil && len(job.LRScale) != len(ups) {
+		return nil, 0, 0, 0, fmt.Errorf("trainer: %d learning-rate scales for %d updates", len(job.LRScale), len(ups))
+	}
+	sums = map[string]float64{}
+	for k, mbs := range ups {
+		sub := *job
+		sub.MicroBatches = mbs
+		s, err := Accumulate(ctx, l.Model, l.Adapter, &sub, l.Train)
+		if err != nil {
+			return nil, 0, 0, 0, err
+		}
+		if loss := s["loss"]; !isFinite(loss) {
+			return nil, 0, 0, 0, &notFinite{what: "loss", detail: fmt.Sprint(loss)}
+		}
+		lrk := l.Sched.At(l.Opt.Step)
+		if job.LRScale != nil {
+			lrk *= job.LRScale[k]
+		}
+		nk, err := l.Opt.Update(l.Model.Backend(), l.Adapter, lrk)
+		if err != nil {
+			return nil, 0, 0, 0, err
+		}
+		for key, v := range s {
+			if old, ok := sums[key]; ok && strings.HasSuffix(key, "_max") {
+				sums[key] = max(old, v)
+			} else {
+				sums[key] += v
+			}
+		}
+		norm += nk
+		lr += lrk
+	}
+	n = len(ups)
+	return sums, norm / float64(n), lr / float64(n), n, nil
 }
 
 // Accumulate runs every micro-batch of job forward and backward, adding the

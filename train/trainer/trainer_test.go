@@ -86,6 +86,10 @@ func TestPack(t *testing.T) {
 	if b.SeqOff[1] != 2 || b.Pos[2] != 0 || mbs[1].Pos[1] != 3 || mbs[1].Sampler[1] != -2 || mbs[1].Adv[0] != -1 {
 		t.Errorf("micro-batch 1: %+v", mbs[1])
 	}
+	// Example 2's two sequences are two histories of one trainable token each.
+	if h, n := mbs[1].Hist, mbs[1].HistTokens; len(h) != 2 || h[0] != 0 || h[1] != 1 || len(n) != 2 || n[0] != 1 || n[1] != 1 {
+		t.Errorf("micro-batch 1: histories %v of %v tokens, want [0 1] of [1 1]", h, n)
+	}
 	// Position 0 of example 3 is marked trainable but nothing predicts it.
 	if exs[2].Trainable() != 2 || len(mbs[2].Pos) != 2 {
 		t.Errorf("example 3: %d trainable, %d positions", exs[2].Trainable(), len(mbs[2].Pos))

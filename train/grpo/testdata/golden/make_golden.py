@@ -2,8 +2,15 @@
 
 An independent implementation of the GRPO loss family on padded [I, Tmax]
 tensors (the TRL layout), in float64 on float32-representable inputs:
-loss terms and d loss / d logprob for each variant. Run from the repository
-root:
+loss terms and d loss / d logprob for each variant. The ART knobs
+(importance-sampling levels average and geometric_average, the sequence
+ratio per history, max_negative_advantage_importance_sampling_weight,
+mask_prob_ratio, kimi_k2_tau, truncated importance sampling without
+precomputed logprobs, and the per-row token mean with trajectory weights)
+restate OpenPipe ART's src/art/loss.py (loss_fn, commit 13d6b609) in the
+same padded layout: the sequence ratio is a mean of the log ratio per
+sequence id (ART's group_aggregate over group_ids), each step in the order
+loss_fn applies it. Run from the repository root:
 
     /usr/bin/python3 train/grpo/testdata/golden/make_golden.py
 
@@ -40,25 +47,64 @@ adv = torch.tensor([1.5, -0.7, 0.4, -2.0], dtype=torch.float64)
 old_nan = torch.zeros(I, T, dtype=torch.bool)
 old_nan[1, 2] = True  # unknown sampling logprob: on-policy
 
+# Histories: trajectory 1 is two histories of 2 tokens, trajectory 2 one of
+# 1 and one of 2; the others one each. hist[i, t] is a global history id.
+hist_lengths = [[2], [2, 2], [1, 2], [1]]
+hist = torch.zeros(I, T, dtype=torch.long)
+h = 0
+for i, hl in enumerate(hist_lengths):
+    t = 0
+    for n_h in hl:
+        hist[i, t:t + n_h] = h
+        h, t = h + 1, t + n_h
+H = h
+item = torch.arange(I).unsqueeze(1).expand(I, T)
+# ART's trajectory weights (preprocessing/pack.py): 1/(n_i + 1e-6), then
+# divided by their mean over all assistant tokens.
+w_raw = torch.tensor([1 / (n + 1e-6) for n in lengths], dtype=torch.float64)
+weight = w_raw / ((w_raw.unsqueeze(1) * mask).sum() / mask.sum())
+
+
+def seq_mean(x, ids, n_ids):
+    """Mean of x over the masked tokens of each id, broadcast back."""
+    s = torch.zeros(n_ids, dtype=x.dtype).index_add(0, ids[mask.bool()], x[mask.bool()])
+    c = torch.zeros(n_ids, dtype=x.dtype).index_add(0, ids[mask.bool()], torch.ones_like(x[mask.bool()]))
+    return (s / c)[ids]
+
 
 def loss_fn(c, lp):
     o = torch.where(old_nan, lp.detach(), old)
     delta = (lp - o) * mask
     n = mask.sum(1)
-    if c["level"] == "token":
-        ratio = torch.exp(delta)
-    else:
-        ratio = torch.exp(delta.sum(1) / n).unsqueeze(1).expand(I, T)
+    ratio = torch.exp(delta)
+    if c["level"] != "token":
+        ids, n_ids = (hist, H) if c.get("ratio_per_history") else (item, I)
+        seq = torch.exp(seq_mean(delta, ids, n_ids))
+        if c["level"] == "sequence":
+            ratio = seq
+        elif c["level"] == "average":
+            ratio = (ratio + seq) / 2
+        else:
+            ratio = ratio**0.5 * seq**0.5
     lo, hi = 1 - c["epsilon"], 1 + c["epsilon_high"]
+    if c.get("max_is_weight", 0) > 0:
+        ratio = torch.clamp(ratio, max=c["max_is_weight"])
+    if c.get("mask_prob_ratio"):
+        ratio = torch.where((ratio > lo) & (ratio < hi), ratio, torch.zeros_like(ratio))
+    A = adv.unsqueeze(1).expand(I, T)
+    if c.get("kimi_k2_tau", 0) != 0:
+        A = A - c["kimi_k2_tau"] * delta.detach()
     clipped = torch.clamp(ratio, lo, hi)
-    A = adv.unsqueeze(1)
     if c["loss"] == "art":
         l = -clipped.detach() * A * lp
     else:
         l = -torch.min(ratio * A, clipped * A)
     if c["tis"] > 0:
-        w = torch.clamp(torch.exp(old - sampler), max=c["tis"])
-        w = torch.where(old_nan, torch.ones_like(w), w).detach()
+        if c.get("tis_mode") == "sampler":
+            w = torch.clamp(ratio, max=c["tis"]).detach()
+        else:
+            w = torch.clamp(torch.exp(old - sampler), max=c["tis"])
+            w = torch.where(old_nan, torch.ones_like(w), w).detach()
         l = l * w
     d = ref - lp
     k = torch.exp(d) - d - 1
@@ -66,6 +112,8 @@ def loss_fn(c, lp):
         agg = lambda x: ((x * mask).sum(1) / n).sum() / I
     elif c["norm"] == "tokens":
         agg = lambda x: (x * mask).sum() / mask.sum()
+    elif c["norm"] == "art":
+        agg = lambda x: (x * weight.unsqueeze(1) * mask).sum() / (mask.sum() + 1e-6)
     else:
         agg = lambda x: (x * mask).sum() / (I * c["norm_constant"])
     policy, kl = agg(l), agg(k)
@@ -85,6 +133,27 @@ cases = [
     ("dr grpo", dict(loss="ppo", epsilon=0.2, epsilon_high=0.2, norm="constant")),
     ("ppo kl", dict(loss="ppo", epsilon=0.2, epsilon_high=0.2, beta=0.3)),
     ("art kl tis", dict(beta=0.1, tis=1.5)),
+    # ART's further knobs (src/art/loss.py).
+    ("art average", dict(level="average", epsilon=0.2, epsilon_high=0.28)),
+    ("art geometric per history", dict(level="geometric_average", ratio_per_history=True, epsilon=0.2, epsilon_high=0.28)),
+    ("ppo average", dict(loss="ppo", level="average", epsilon=0.2, epsilon_high=0.28)),
+    ("ppo geometric", dict(loss="ppo", level="geometric_average", epsilon=0.2, epsilon_high=0.28)),
+    ("gspo per history", dict(loss="ppo", level="sequence", ratio_per_history=True, epsilon=0.1, epsilon_high=0.15)),
+    ("ppo average per history", dict(loss="ppo", level="average", ratio_per_history=True, epsilon=0.2, epsilon_high=0.28)),
+    ("art max is weight", dict(max_is_weight=1.2)),
+    ("ppo max is weight", dict(loss="ppo", epsilon=0.2, epsilon_high=0.5, max_is_weight=1.1)),
+    ("ppo sequence max is weight", dict(loss="ppo", level="sequence", epsilon=0.2, epsilon_high=0.5, max_is_weight=1.05)),
+    ("art mask ratio", dict(mask_prob_ratio=True, epsilon=0.3, epsilon_high=0.3)),
+    ("ppo mask ratio", dict(loss="ppo", mask_prob_ratio=True, epsilon=0.3, epsilon_high=0.3)),
+    ("art kimi tau", dict(kimi_k2_tau=0.5)),
+    ("ppo kimi tau", dict(loss="ppo", epsilon=0.2, epsilon_high=0.2, kimi_k2_tau=0.3)),
+    ("art tis sampler", dict(tis=1.3, tis_mode="sampler")),
+    ("ppo geometric tis sampler", dict(loss="ppo", level="geometric_average", epsilon=0.2, epsilon_high=0.28, tis=1.1, tis_mode="sampler")),
+    ("art norm", dict(norm="art")),
+    ("ppo norm art kl", dict(loss="ppo", norm="art", epsilon=0.2, epsilon_high=0.2, beta=0.2)),
+    ("everything", dict(loss="ppo", level="average", ratio_per_history=True, epsilon=0.2, epsilon_high=0.4,
+                        max_is_weight=1.3, mask_prob_ratio=True, kimi_k2_tau=0.2, tis=1.2, tis_mode="sampler",
+                        norm="art", beta=0.05)),
 ]
 out_cases = []
 for name, over in cases:
@@ -104,6 +173,7 @@ golden = dict(
     lengths=lengths,
     logprob=flat(lp), old=[None if old_nan[i, t] else old[i, t].item() for i in range(I) for t in range(lengths[i])],
     sampler=flat(sampler), ref=flat(ref), adv=adv.tolist(), cases=out_cases,
+    hist_lengths=hist_lengths, weight=weight.tolist(),
 )
 text = json.dumps(golden, indent=1, allow_nan=False) + "\n"
 with open(os.path.join(HERE, "golden.json"), "w") as f:

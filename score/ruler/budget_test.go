@@ -170,3 +170,25 @@ func TestCountersCutWholeCharacters(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBuildWithin: a group of 8 whose tool results are 200 KB each
+// (about 1.6 MB of prompt), cut to an 8192-token judge with Qwen3's
+// tokenizer.
+func BenchmarkBuildWithin(b *testing.B) {
+	tok, err := tokenizer.Load("../../testdata/tokenizers/qwen3")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var trajs []trajectory.Trajectory
+	for i := range 8 {
+		trajs = append(trajs, game(fmt.Sprint(i), "{}", strings.Repeat(fmt.Sprintf("line %d of the file, with some words. ", i), 5500), "done"))
+	}
+	budget := ruler.Budget{Tokens: 8192 - 1024 - 64, Counter: ruler.TokenizerCounter(tok)}
+	b.ResetTimer()
+	for range b.N {
+		p, err := ruler.BuildWithin(trajs, "", budget)
+		if err != nil || p.Cuts != 8 {
+			b.Fatalf("cuts %d, err %v", p.Cuts, err)
+		}
+	}
+}

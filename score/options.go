@@ -36,18 +36,19 @@ type Options struct {
 	// (maxLength, characters); 0 leaves the keyword out because OpenAI's
 	// strict mode does not accept it. See judge.SchemaOptions.
 	JudgeExplanationMax int
+	Concurrency         int
+	CacheDir            string
+	NoCache             bool
+	PricePrompt         float64 // USD per million prompt tokens, for the summary
+	PriceCompletion     float64 // USD per million completion tokens
+
 	// JudgeContextTokens is the judge's context window; 0 sets no limit.
 	// The prompt gets what is left after the answer's reserve
 	// (JudgeMaxTokens, or DefaultAnswerReserve) and TemplateMargin.
 	JudgeContextTokens int
 	// JudgeTokenizer is a tokenizer.json, or a folder holding one, that
 	// counts the prompt's tokens; "" estimates them (ruler.Estimate).
-	JudgeTokenizer  string
-	Concurrency     int
-	CacheDir        string
-	NoCache         bool
-	PricePrompt     float64 // USD per million prompt tokens, for the summary
-	PriceCompletion float64 // USD per million completion tokens
+	JudgeTokenizer string
 
 	// Inputs are the input files, resolved from the arguments by
 	// fileset.Resolve; the caller closes the set.
@@ -106,7 +107,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// StringArray, not StringSlice: formulas contain commas (max(a, b)).
 	fs.StringArrayVar(&o.Scorers, "scorer", nil, "scorer to apply, repeatable, in order: env | formula:EXPR | ruler, optionally NAME=... (default env)")
 	fs.BoolVar(&o.OnlyMissing, "only-missing", false, "pass through untouched every group whose rows all have a reward and all of the chain's components")
-	fs.StringVar(&o.OnJudgeError, "on-judge-error", PolicyFail, "when the judge fails for a group after retries,  or its prompt cannot fit --judge-context-tokens: fail (stop: exit 1, no output file), skip (drop the group, counted), or mark (write the group as it was read, unscored, with the reason in each judged row's error, counted)")
+	fs.StringVar(&o.OnJudgeError, "on-judge-error", PolicyFail, "when the judge fails for a group after retries, or its prompt cannot fit --judge-context-tokens: fail (stop: exit 1, no output file), skip (drop the group, counted), or mark (write the group as it was read, unscored, with the reason in each judged row's error, counted)")
 	fs.StringVar(&o.JudgeModel, "judge-model", "", "judge model name for ruler (required with --scorer ruler)")
 	fs.StringVar(&o.JudgeBaseURL, "judge-base-url", "", "OpenAI-compatible base URL of the judge, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL, else api.openai.com)")
 	fs.StringVar(&o.JudgeAPIKey, "judge-api-key", "", "API key of the judge (default $OPENAI_API_KEY; prefer the variable: flags show in process lists)")

@@ -102,7 +102,7 @@ const (
 
 // isJudgeFailure reports whether err falls under --on-judge-error.
 func isJudgeFailure(err error) bool {
-	return errors.Is(err, judge.ErrFailed) || errors.Is(err, ruler.ErrGroupOfOne)
+	return errors.Is(err, judge.ErrFailed) || errors.Is(err, ruler.ErrPromptTooLong)
 }
 
 // complete reports whether every row of g already has a reward and every

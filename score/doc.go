@@ -27,9 +27,12 @@
 // were read, reward still null, and counted in the summary. A group whose
 // every row failed is written untouched and counted as such.
 //
+// RULER judges a group of one (also one left with a single row by failed
+// episodes) alone, on an absolute scale: see score/ruler.
+//
 // Judge failures (transport errors, timeouts, malformed answers after the
-// retries, a group of one — also one left with a single row by failed
-// episodes) follow --on-judge-error: fail stops the run (exit 1, nothing
+// retries, a prompt that cannot fit --judge-context-tokens) follow
+// --on-judge-error: fail stops the run (exit 1, nothing
 // written), skip drops the group from the output and counts it, mark
 // writes the group as it was read, with the reason in the error field of
 // each row that was to be scored, and counts it. Bad input — a formula naming a metric a row lacks, an env

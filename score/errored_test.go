@@ -215,23 +215,21 @@ func TestOnJudgeErrorWithErroredRows(t *testing.T) {
 	}
 }
 
-// A group left with one row by failed episodes cannot be ranked: it is a
-// judge failure (a group of one), and the message says why it has one.
+// A group left with one row by failed episodes is scored as a group of
+// one, on an absolute scale; the failed row passes through.
 func TestRulerGroupLeftWithOne(t *testing.T) {
 	g := groups(1, 2)[0]
 	g.Trajectories[1] = failedEpisode("g0", 1)
 	in := writeInput(t, "in.parquet", []trajectory.Group{g})
 	opts := baseOpts(t)
 	opts.Scorers, opts.NoCache, opts.JudgeModel = []string{"ruler"}, true, "judge-m"
-	opts.Judge = keywordFake(t)
-	_, _, _, err := run(t, opts, in)
-	if err == nil || !strings.Contains(err.Error(), `group "g0" has 1 trajectory`) || !strings.Contains(err.Error(), "1 of the group's 2 rows failed in collection") ||
-		errors.Is(err, stageerr.ErrBadInput) {
-		t.Fatalf("err = %v", err)
-	}
-	opts.OnJudgeError = score.PolicyMark
+	f := keywordFake(t)
+	opts.Judge = f
 	_, out, sum, err := run(t, opts, in)
-	if err != nil || sum.Marked != 1 || sum.ErroredRows != 1 || !strings.Contains(out[0].Trajectories[0].Error, "needs at least 2") || out[0].Trajectories[1].Error != refused {
-		t.Fatalf("mark: err %v, summary %+v, rows %+v", err, sum, out)
+	if err != nil || sum.Scored != 1 || sum.ErroredRows != 1 || out[0].Trajectories[1].Error != refused {
+		t.Fatalf("err %v, summary %+v", err, sum)
+	}
+	if r, _ := comp(&out[0].Trajectories[0], "ruler"); r != 1 || !strings.Contains(f.Calls()[0].System, "absolute scale") {
+		t.Fatalf("row %+v, system:\n%s", out[0].Trajectories[0], f.Calls()[0].System)
 	}
 }

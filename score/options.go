@@ -42,6 +42,14 @@ type Options struct {
 	PricePrompt         float64 // USD per million prompt tokens, for the summary
 	PriceCompletion     float64 // USD per million completion tokens
 
+	// JudgeContextTokens is the judge's context window; 0 sets no limit.
+	// The prompt gets what is left after the answer's reserve
+	// (JudgeMaxTokens, or DefaultAnswerReserve) and TemplateMargin.
+	JudgeContextTokens int
+	// JudgeTokenizer is a tokenizer.json, or a folder holding one, that
+	// counts the prompt's tokens; "" estimates them (ruler.Estimate).
+	JudgeTokenizer string
+
 	// Inputs are the input files, resolved from the arguments by
 	// fileset.Resolve; the caller closes the set.
 	Inputs *fileset.Set
@@ -70,12 +78,36 @@ func DefaultCacheDir() string {
 	return ".hone-judge-cache"
 }
 
+// DefaultAnswerReserve is the room left for the judge's answer under
+// --judge-context-tokens when --judge-max-tokens is not given.
+const DefaultAnswerReserve = 1024
+
+// TemplateMargin is the room left under --judge-context-tokens for the
+// tokens the judge's chat template wraps the two messages in.
+const TemplateMargin = 64
+
+func (o *Options) answerReserve() int {
+	if o.JudgeMaxTokens > 0 {
+		return int(min(o.JudgeMaxTokens, int64(o.JudgeContextTokens)))
+	}
+	return DefaultAnswerReserve
+}
+
+// promptBudget is the tokens the ruler prompt may take (system and user
+// messages); 0 when there is no limit.
+func (o *Options) promptBudget() int {
+	if o.JudgeContextTokens <= 0 {
+		return 0
+	}
+	return o.JudgeContextTokens - o.answerReserve() - TemplateMargin
+}
+
 // AddFlags registers the options' flags.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// StringArray, not StringSlice: formulas contain commas (max(a, b)).
 	fs.StringArrayVar(&o.Scorers, "scorer", nil, "scorer to apply, repeatable, in order: env | formula:EXPR | ruler, optionally NAME=... (default env)")
 	fs.BoolVar(&o.OnlyMissing, "only-missing", false, "pass through untouched every group whose rows all have a reward and all of the chain's components")
-	fs.StringVar(&o.OnJudgeError, "on-judge-error", PolicyFail, "when the judge fails for a group after retries, or a group has one trajectory: fail (stop: exit 1, no output file), skip (drop the group, counted), or mark (write the group as it was read, unscored, with the reason in each judged row's error, counted)")
+	fs.StringVar(&o.OnJudgeError, "on-judge-error", PolicyFail, "when the judge fails for a group after retries, or its prompt cannot fit --judge-context-tokens: fail (stop: exit 1, no output file), skip (drop the group, counted), or mark (write the group as it was read, unscored, with the reason in each judged row's error, counted)")
 	fs.StringVar(&o.JudgeModel, "judge-model", "", "judge model name for ruler (required with --scorer ruler)")
 	fs.StringVar(&o.JudgeBaseURL, "judge-base-url", "", "OpenAI-compatible base URL of the judge, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL, else api.openai.com)")
 	fs.StringVar(&o.JudgeAPIKey, "judge-api-key", "", "API key of the judge (default $OPENAI_API_KEY; prefer the variable: flags show in process lists)")
@@ -86,6 +118,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.JudgeMaxTokens, "judge-max-tokens", 0, "maximum tokens of a judge answer (0: the server's default)")
 	fs.StringVar(&o.JudgeFormat, "judge-response-format", "json_schema", "response_format asked of the judge: json_schema, json_object, or none for servers without structured output (answers are validated either way)")
 	fs.IntVar(&o.JudgeExplanationMax, "judge-explanation-max-chars", 0, "maxLength of each explanation in the json_schema, for judges that decode under the schema (hone-serve, vLLM; 300 is plenty): answers then end within a known token count; 0 leaves it out, as OpenAI's strict mode requires")
+	fs.IntVar(&o.JudgeContextTokens, "judge-context-tokens", 0, "the judge's context window in tokens: longer ruler prompts are cut to fit (tool results first, each cut marked), leaving room for --judge-max-tokens (or 1024) and the chat template; 0: no limit")
+	fs.StringVar(&o.JudgeTokenizer, "judge-tokenizer", "", "tokenizer.json of the judge model (or its folder) to count prompt tokens with for --judge-context-tokens (default: estimate 3 bytes a token)")
 	fs.IntVar(&o.Concurrency, "concurrency", 4, "judge calls in flight at once")
 	fs.StringVar(&o.CacheDir, "judge-cache", DefaultCacheDir(), "directory of cached judge verdicts")
 	fs.BoolVar(&o.NoCache, "no-judge-cache", false, "neither read nor write the judge cache")
@@ -110,6 +144,16 @@ func (o *Options) validate() error {
 	}
 	if o.JudgeExplanationMax < 0 {
 		return stageerr.Usagef("--judge-explanation-max-chars %d: want 0 or more", o.JudgeExplanationMax)
+	}
+	if o.JudgeContextTokens < 0 {
+		return stageerr.Usagef("--judge-context-tokens %d: want 0 (no limit) or more", o.JudgeContextTokens)
+	}
+	if o.JudgeTokenizer != "" && o.JudgeContextTokens == 0 {
+		return stageerr.Usagef("--judge-tokenizer counts tokens for --judge-context-tokens: give that too")
+	}
+	if o.JudgeContextTokens > 0 && o.promptBudget() < 1 {
+		return stageerr.Usagef("--judge-context-tokens %d leaves no room for the prompt after the answer's %d tokens (--judge-max-tokens) and the chat template's %d",
+			o.JudgeContextTokens, o.answerReserve(), TemplateMargin)
 	}
 	if o.JudgeRetries < 0 {
 		return stageerr.Usagef("--judge-retries %d: want 0 or more", o.JudgeRetries)

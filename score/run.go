@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/retry"
 	"github.com/hone-rl/hone/internal/stageerr"
@@ -150,6 +151,7 @@ func buildChain(opts Options, log *slog.Logger) (*Chain, *judge.Meter, error) {
 	}
 	c := &Chain{OnJudgeErr: opts.OnJudgeError, OnlyMissing: opts.OnlyMissing}
 	var meter *judge.Meter
+	var budget ruler.Budget // one tokenizer for every ruler scorer
 	var parts []string
 	for _, s := range specs {
 		parts = append(parts, s.String())
@@ -169,17 +171,34 @@ func buildChain(opts Options, log *slog.Logger) (*Chain, *judge.Meter, error) {
 					return nil, nil, err
 				}
 				meter = &judge.Meter{Next: j}
+				if budget, err = judgeBudget(opts); err != nil {
+					return nil, nil, err
+				}
 			}
 			rubric, err := readRubric(opts.RubricFile)
 			if err != nil {
 				return nil, nil, err
 			}
-			c.Scorers = append(c.Scorers, &ruler.Scorer{Component: s.Name, Judge: meter, Model: opts.JudgeModel, Rubric: rubric, Log: log})
+			c.Scorers = append(c.Scorers, &ruler.Scorer{Component: s.Name, Judge: meter, Model: opts.JudgeModel, Rubric: rubric, Budget: budget, Log: log})
 			parts[len(parts)-1] += fmt.Sprintf("(model=%s,rubric=%s)", opts.JudgeModel, rubricLabel(opts.RubricFile))
 		}
 	}
 	c.Spec = strings.Join(parts, " | ")
 	return c, meter, nil
+}
+
+// judgeBudget turns --judge-context-tokens and --judge-tokenizer into the
+// ruler prompt's budget.
+func judgeBudget(opts Options) (ruler.Budget, error) {
+	b := ruler.Budget{Tokens: opts.promptBudget()}
+	if opts.JudgeTokenizer != "" {
+		tok, err := tokenizer.Load(opts.JudgeTokenizer)
+		if err != nil {
+			return b, stageerr.Usagef("--judge-tokenizer: %w", err)
+		}
+		b.Counter = ruler.TokenizerCounter(tok)
+	}
+	return b, nil
 }
 
 func rubricLabel(path string) string {

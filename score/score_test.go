@@ -23,6 +23,7 @@ import (
 	"github.com/hone-rl/hone/score"
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/score/judge/judgetest"
+	"github.com/hone-rl/hone/score/ruler"
 )
 
 // episode builds one trajectory: the shared scenario prompt, then the
@@ -213,14 +214,19 @@ func TestUsageErrors(t *testing.T) {
 		mod     func(*score.Options)
 		want    string
 	}{
-		"bad expression":  {[]string{"formula:win - "}, nil, `--scorer "formula:win -": formula "win -" does not parse`},
-		"unknown scorer":  {[]string{"bleu"}, nil, `unknown scorer "bleu"`},
-		"empty formula":   {[]string{"formula:"}, nil, "needs an expression"},
-		"duplicate":       {[]string{"formula:win", "formula:illegal"}, nil, `both write component "formula"`},
-		"reserved":        {[]string{"env=formula:win"}, nil, `component name "env" is reserved`},
-		"no judge model":  {[]string{"ruler"}, nil, "needs --judge-model"},
-		"bad policy":      {[]string{"env"}, func(o *score.Options) { o.OnJudgeError = "ignore" }, "want fail, skip or mark"},
-		"missing rubric":  {[]string{"ruler"}, func(o *score.Options) { o.JudgeModel = "m"; o.RubricFile = "/nonexistent/rubric.txt" }, "--rubric"},
+		"bad expression":    {[]string{"formula:win - "}, nil, `--scorer "formula:win -": formula "win -" does not parse`},
+		"unknown scorer":    {[]string{"bleu"}, nil, `unknown scorer "bleu"`},
+		"empty formula":     {[]string{"formula:"}, nil, "needs an expression"},
+		"duplicate":         {[]string{"formula:win", "formula:illegal"}, nil, `both write component "formula"`},
+		"reserved":          {[]string{"env=formula:win"}, nil, `component name "env" is reserved`},
+		"no judge model":    {[]string{"ruler"}, nil, "needs --judge-model"},
+		"bad policy":        {[]string{"env"}, func(o *score.Options) { o.OnJudgeError = "ignore" }, "want fail, skip or mark"},
+		"missing rubric":    {[]string{"ruler"}, func(o *score.Options) { o.JudgeModel = "m"; o.RubricFile = "/nonexistent/rubric.txt" }, "--rubric"},
+		"tokenizer alone":   {[]string{"env"}, func(o *score.Options) { o.JudgeTokenizer = "tok.json" }, "give that too"},
+		"context too small": {[]string{"env"}, func(o *score.Options) { o.JudgeContextTokens = 1000 }, "leaves no room for the prompt after the answer's 1024 tokens"},
+		"bad tokenizer": {[]string{"ruler"}, func(o *score.Options) {
+			o.JudgeModel, o.JudgeContextTokens, o.JudgeTokenizer = "m", 8192, "/nonexistent/tokenizer.json"
+		}, "--judge-tokenizer"},
 		"bad concurrency": {[]string{"env"}, func(o *score.Options) { o.Concurrency = 0 }, "--concurrency"},
 	}
 	for name, c := range cases {
@@ -414,31 +420,26 @@ func TestOnJudgeError(t *testing.T) {
 	}
 }
 
+// A group of one is scored on an absolute scale with one judge call, as
+// any other group; the others stay relative.
 func TestGroupOfOne(t *testing.T) {
 	gs := groups(3, 2)
 	gs[1].Trajectories = gs[1].Trajectories[:1]
 	in := writeInput(t, "in.parquet", gs)
-	for _, policy := range []string{score.PolicyFail, score.PolicySkip, score.PolicyMark} {
-		t.Run(policy, func(t *testing.T) {
-			srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
-			opts := rulerOpts(t, srv)
-			opts.OnJudgeError, opts.NoCache, opts.Concurrency = policy, true, 1
-			_, out, sum, err := run(t, opts, in)
-			switch policy {
-			case score.PolicyFail:
-				if err == nil || !strings.Contains(err.Error(), `group "g1" has 1 trajectory`) || !strings.Contains(err.Error(), "at least 2") {
-					t.Fatalf("err = %v", err)
-				}
-			case score.PolicySkip:
-				if err != nil || sum.Skipped != 1 || ids(out) != "g0-t0,g0-t1,g2-t0,g2-t1" || srv.Hits() != 2 {
-					t.Fatalf("err %v, summary %+v, rows %s, hits %d", err, sum, ids(out), srv.Hits())
-				}
-			case score.PolicyMark:
-				if err != nil || sum.Marked != 1 || !strings.Contains(out[1].Trajectories[0].Error, "needs at least 2") || srv.Hits() != 2 {
-					t.Fatalf("err %v, summary %+v, hits %d", err, sum, srv.Hits())
-				}
-			}
-		})
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	opts := rulerOpts(t, srv)
+	opts.NoCache, opts.Concurrency = true, 1
+	_, out, sum, err := run(t, opts, in)
+	if err != nil || sum.Scored != 3 || srv.Hits() != 3 || ids(out) != "g0-t0,g0-t1,g1-t0,g2-t0,g2-t1" {
+		t.Fatalf("err %v, summary %+v, rows %s, hits %d", err, sum, ids(out), srv.Hits())
+	}
+	if r, _ := comp(&out[1].Trajectories[0], "ruler"); r != 1 || out[1].Trajectories[0].Error != "" {
+		t.Fatalf("group of one: %+v", out[1].Trajectories[0])
+	}
+	for i, req := range srv.Requests() {
+		if abs := strings.Contains(req.System(), "absolute scale"); abs != (i == 1) {
+			t.Fatalf("request %d: absolute scale %v:\n%s", i, abs, req.System())
+		}
 	}
 }
 
@@ -573,4 +574,45 @@ func FuzzParseSpec(f *testing.F) {
 			t.Fatalf("ParseSpec(%q) accepted kind %q", v, s.Kind)
 		}
 	})
+}
+
+// --judge-context-tokens cuts each prompt to what the context leaves
+// after the answer's --judge-max-tokens and the template margin; a group
+// that cannot fit at all is a judge failure, under --on-judge-error.
+func TestJudgeContextTokens(t *testing.T) {
+	gs := groups(2, 2)
+	gs[0].Trajectories[0].Messages[2].Content = "guess 42: WIN " + strings.Repeat("because the clues add up. ", 240)
+	in := writeInput(t, "in.parquet", gs)
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	opts := rulerOpts(t, srv)
+	opts.NoCache, opts.Concurrency = true, 1
+	opts.JudgeMaxTokens = 200
+	const prompt = 1000
+	opts.JudgeContextTokens = prompt + 200 + score.TemplateMargin
+	_, out, sum, err := run(t, opts, in)
+	if err != nil || sum.Scored != 2 {
+		t.Fatalf("err %v, summary %+v", err, sum)
+	}
+	est := ruler.Estimate{}
+	reqs := srv.Requests()
+	if n := est.Count(reqs[0].System()) + est.Count(reqs[0].User()); n > prompt || !strings.Contains(reqs[0].User(), "tokens cut to fit the judge's context") {
+		t.Fatalf("group g0: %d prompt tokens for a budget of %d:\n%s", n, prompt, reqs[0].User())
+	}
+	if strings.Contains(reqs[1].User(), "tokens cut") || strings.Contains(reqs[1].System(), "shortened") {
+		t.Fatalf("group g1 fits and was cut:\n%s", reqs[1].User())
+	}
+	if r, _ := comp(&out[0].Trajectories[0], "ruler"); r != 1 {
+		t.Fatalf("the cut winner scored %v", r)
+	}
+
+	opts.JudgeContextTokens = 300 + 200 + score.TemplateMargin // less than the system prompt
+	opts.OnJudgeError = score.PolicyMark
+	_, out, sum, err = run(t, opts, in)
+	if err != nil || sum.Marked != 2 || !strings.Contains(out[0].Trajectories[0].Error, "does not fit the judge's context") || srv.Hits() != 2 {
+		t.Fatalf("err %v, summary %+v, hits %d", err, sum, srv.Hits())
+	}
+	opts.OnJudgeError = score.PolicyFail
+	if _, _, _, err = run(t, opts, in); err == nil || errors.Is(err, stageerr.ErrUsage) || errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "budget of 300") {
+		t.Fatalf("fail: err = %v", err)
+	}
 }

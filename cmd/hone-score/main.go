@@ -23,6 +23,7 @@ component and the last one's value becomes the reward:
   env                 keep the environment's reward (component "env")
   formula:EXPR        an expression over metrics and components, e.g. 'win - 0.1*illegal'
   ruler               one LLM-judge call per group, relative scores in [0,1]
+                      (a group of one is scored on an absolute scale; see docs/ruler.md)
   NAME=formula:EXPR   the same under component NAME (NAME=ruler too)
 The reward a row had before is kept as component "env" (first scoring) or
 "previous" (re-scoring). Rows whose episode failed (error set) are not

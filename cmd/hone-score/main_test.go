@@ -189,8 +189,8 @@ func TestExitCodes(t *testing.T) {
 		{"no input", []string{"-o", out}, 2, "no input"},
 		{"missing input", []string{"-o", out, filepath.Join(dir, "nope.parquet")}, 2, "nope.parquet"},
 		{"bad policy", []string{"-o", out, "--on-judge-error", "retry", in}, 2, "want fail, skip or mark"},
-		{"group of one, fail", append([]string{"-o", out, in, solo}, judgeArgs...), 1, `group "g5" has 1 trajectory`},
-		{"group of one, skip", append([]string{"-o", out, "--on-judge-error", "skip", in, solo}, judgeArgs...), 0, "1 skipped"},
+		{"group of one", append([]string{"-o", out, in, solo}, judgeArgs...), 0, "3 scored, 0 passed through, 0 skipped"},
+		{"context too small", append([]string{"-o", out, "--judge-context-tokens", "100", in}, judgeArgs...), 2, "leaves no room for the prompt"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

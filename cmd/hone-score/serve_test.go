@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/serve"
@@ -18,8 +19,10 @@ import (
 )
 
 // startHoneServe runs the real hone-serve server, in this process, over a
-// tiny random model, and returns its OpenAI base URL.
-func startHoneServe(t *testing.T) string {
+// tiny random model, and returns its OpenAI base URL and the model's
+// folder. The model's context is 4096 tokens, and its tokenizer spends
+// one token per byte.
+func startHoneServe(t *testing.T) (base, modelDir string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
 	o := tinymodel.Options{Family: "qwen3", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 7, InitStd: 0.5}
@@ -46,7 +49,7 @@ func startHoneServe(t *testing.T) string {
 			t.Error("hone-serve did not stop")
 		}
 	})
-	return "http://" + ln.Addr().String() + "/v1"
+	return "http://" + ln.Addr().String() + "/v1", dir
 }
 
 // maxAnswerTokens bounds the tokens of any answer that fits the judge
@@ -81,7 +84,7 @@ func maxAnswerTokens(t *testing.T, ids []string, maxChars int) int {
 // the answer schema, usage accounting, the failure paths — not the
 // quality of the scores.
 func TestHoneServeAsJudge(t *testing.T) {
-	base := startHoneServe(t)
+	base, _ := startHoneServe(t)
 	dir := t.TempDir()
 	in := scenario(t, dir, "in.parquet", 0, 2, 2) // 2 groups of 2
 	out := filepath.Join(dir, "out.parquet")
@@ -131,5 +134,56 @@ func TestHoneServeAsJudge(t *testing.T) {
 	gs = readBack(t, out)
 	if len(gs) != 2 || !strings.Contains(gs[0].Trajectories[0].Error, "hone-score: scorer ruler:") || !strings.Contains(gs[0].Trajectories[0].Error, "malformed") {
 		t.Fatalf("rows not marked as malformed answers: %q", gs[0].Trajectories[0].Error)
+	}
+}
+
+// TestHoneServeJudgeContext: a group whose prompt is longer than the
+// judge's context (ART #473) is refused by hone-serve; with
+// --judge-context-tokens and the judge's tokenizer the prompt is cut to
+// fit, and the group is scored by the first answer.
+func TestHoneServeJudgeContext(t *testing.T) {
+	base, model := startHoneServe(t)
+	dir := t.TempDir()
+	var g trajectory.Group
+	g.ID = "long"
+	for i, answer := range []string{"WIN", "lose"} {
+		g.Trajectories = append(g.Trajectories, trajectory.Trajectory{
+			ID: fmt.Sprintf("long-%d", i), GroupID: "long", Env: "search",
+			Tools: []trajectory.Tool{{Name: "search", Description: "Search the notes.", Parameters: `{"type":"object","properties":{"q":{"type":"string"}}}`}},
+			Messages: []trajectory.Message{
+				{Role: "system", Content: "Find the secret in the notes."},
+				{Role: "user", Content: "Go."},
+				{Role: "assistant", ToolCalls: []trajectory.ToolCall{{ID: "c1", Type: "function", Name: "search", Arguments: fmt.Sprintf(`{"q":"try %d"}`, i)}}},
+				{Role: "tool", ToolCallID: "c1", Content: strings.Repeat(fmt.Sprintf("note %d: nothing here. ", i), 150)}, // 3300 bytes
+				{Role: "assistant", Content: answer, Trainable: true},
+			},
+			Reward: trajectory.Float64(0),
+		})
+	}
+	in := filepath.Join(dir, "long.parquet")
+	if err := trajectory.WriteFile(context.Background(), in, []trajectory.Group{g}, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.parquet")
+	const maxChars = 24
+	answer := maxAnswerTokens(t, []string{"1", "2"}, maxChars)
+	common := []string{"-o", out, "--judge-base-url", base, "--judge-model", "tiny-judge", "--no-judge-cache", "--judge-temperature", "0",
+		"--judge-explanation-max-chars", fmt.Sprint(maxChars), "--judge-max-tokens", fmt.Sprint(answer), "--judge-retries", "0", "--scorer", "ruler", in}
+
+	r := runBin(t, nil, nil, common...)
+	if r.code != 1 || !strings.Contains(r.stderr, "maximum context length is 4096 tokens") {
+		t.Fatalf("uncut prompt: exit %d (want 1, refused by the judge):\n%s", r.code, r.stderr)
+	}
+
+	r = runBin(t, nil, nil, append(common, "--judge-context-tokens", "4096", "--judge-tokenizer", model, "--log-level", "debug")...)
+	if r.code != 0 || !strings.Contains(r.stderr, "judge tiny-judge: 1 calls, 0 cached, 0 retries") || !strings.Contains(r.stderr, "texts cut to fit the judge's context") {
+		t.Fatalf("cut prompt, max_tokens %d: exit %d:\n%s", answer, r.code, r.stderr)
+	}
+	t.Logf("cut to fit 4096 tokens with max_tokens %d: %s", answer, r.stderr[strings.LastIndex(r.stderr, "hone-score: "):])
+	gs := readBack(t, out)
+	for _, tr := range gs[0].Trajectories {
+		if v, ok := component(tr, "ruler"); !ok || v < 0 || v > 1 || tr.Error != "" {
+			t.Fatalf("%s: ruler component %v %v, error %q", tr.ID, v, ok, tr.Error)
+		}
 	}
 }

@@ -15,7 +15,11 @@ import (
 // PromptVersion names the prompt layout built here. Change it whenever the
 // text or layout changes, so cached verdicts of the old prompt are not
 // reused for the new one.
-const PromptVersion = "ruler-v2"
+//
+// ruler-v3: the tools offered are shown (<available_tools>), a single
+// attempt is scored on an absolute scale, and texts may be cut to a token
+// budget with a marker and a note in the system message.
+const PromptVersion = "ruler-v3"
 
 // DefaultRubric is used when the user gives none.
 const DefaultRubric = `- An attempt that reaches the goal must score clearly higher than any attempt that does not.
@@ -23,27 +27,60 @@ const DefaultRubric = `- An attempt that reaches the goal must score clearly hig
 - Keep score gaps in proportion to quality gaps: attempts of nearly equal quality get nearly equal scores.
 - An attempt that does not reach the goal still earns partial credit for real progress toward it.`
 
-const systemTemplate = `You are grading several attempts by an AI agent at one and the same task. Work out the task from the system and user messages the agent received.
+// relativeTemplate is the system message for two or more attempts; its
+// verbs are the cut note (cutNote or "") and the rubric.
+const relativeTemplate = `You are grading several attempts by an AI agent at one and the same task. Work out the task from the system and user messages the agent received, and from the tools it could call (listed in <available_tools> when it had any).
 
 Compare the attempts with each other and give each a score between 0 and 1 that reflects how well it did relative to the others, following the rubric below. Also give each a short explanation (one or two sentences).
-
+%s
 Answer with a JSON object only, with one entry per trajectory id:
 {"scores": {"1": {"explanation": "...", "score": 0.0}, ...}}
 
 Rubric:
 %s`
 
+// absoluteTemplate is the system message when the judge sees one attempt:
+// a group of one, or a group whose attempts are all identical.
+const absoluteTemplate = `You are grading one attempt by an AI agent at a task. Work out the task from the system and user messages the agent received, and from the tools it could call (listed in <available_tools> when it had any).
+
+There is no other attempt to compare it with, so score it on an absolute scale between 0 and 1, following the rubric below as far as it applies to a single attempt: 1 for a goal reached fully and directly, 0 for no real progress, and values in between for partial progress or for a goal reached with wasted effort. Also give a short explanation (one or two sentences).
+%s
+Answer with a JSON object only:
+{"scores": {"1": {"explanation": "...", "score": 0.0}}}
+
+Rubric:
+%s`
+
+// cutNote is added to the system message when texts were cut to fit the
+// judge's context; marker is the mark left where a cut was made.
+const (
+	cutNote = `
+Some long texts were shortened to fit your context window. Each cut is marked where it was made, like [… 120 of 900 tokens cut to fit the judge's context …]. The agent saw the whole text: do not count a cut against it.
+`
+	marker = "[… %d of %d tokens cut to fit the judge's context …]"
+)
+
 // Prompt is an assembled judge prompt for one group.
 type Prompt struct {
 	System string
 	User   string
-	// IDs are the ids shown to the judge, "1".."N", or just "1" when all
-	// trajectories are identical (then Identical is true).
-	IDs       []string
+	// IDs are the ids shown to the judge, "1".."N", or just "1" when the
+	// judge sees one attempt (then Absolute is true).
+	IDs []string
+	// Identical is true when the group has two or more trajectories and
+	// all are the same: one is shown and its score given to all.
 	Identical bool
+	// Absolute is true when one attempt is shown (a group of one, or an
+	// identical group) and the judge scores it on an absolute scale.
+	Absolute bool
 	// SharedPrefix is the number of leading messages all trajectories
 	// share, shown once.
 	SharedPrefix int
+	// Tokens is the prompt's size (system + user) as the budget counted
+	// it; 0 when the prompt was built without a budget.
+	Tokens int
+	// Cuts is the number of texts shortened to fit the budget.
+	Cuts int
 }
 
 // Request turns the prompt into a judge request for model.
@@ -65,26 +102,48 @@ func marshal(v any) string {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		// Only strings and messages holding no raw JSON are encoded here.
+		// Only strings, messages holding no raw JSON and tools whose
+		// parameters trajectory.Validate checked are encoded here.
 		panic(fmt.Sprintf("ruler: encode judge view: %v", err))
 	}
 	return strings.TrimSuffix(buf.String(), "\n")
 }
 
-// Build assembles the judge prompt for a group's trajectories. rubric ""
-// means DefaultRubric. It does not check the group size; Scorer does.
-func Build(trajs []trajectory.Trajectory, rubric string) Prompt {
+// layout is what a prompt shows, before any text is cut.
+type layout struct {
+	rubric    string
+	absolute  bool
+	identical bool
+	// tools is the <available_tools> block shown once ("" when no
+	// trajectory had tools, or when they differ: then blockTools holds
+	// each shown trajectory's own).
+	tools      string
+	blockTools []string
+	shared     []chatmsg.Message // the common prefix, shown once
+	blocks     [][]chatmsg.Message
+	ids        []string
+}
+
+func newLayout(trajs []trajectory.Trajectory, rubric string) *layout {
 	if strings.TrimSpace(rubric) == "" {
 		rubric = DefaultRubric
 	}
+	l := &layout{rubric: strings.TrimSpace(rubric)}
 	views := make([][]chatmsg.Message, len(trajs))
 	rendered := make([][]string, len(trajs))
+	tools := make([]string, len(trajs))
+	sameTools, anyTools := true, false
 	for i := range trajs {
 		for j := range trajs[i].Messages {
 			v := judgeView(&trajs[i].Messages[j])
 			views[i] = append(views[i], v)
 			rendered[i] = append(rendered[i], marshal(v))
 		}
+		tools[i] = "[]"
+		if len(trajs[i].Tools) > 0 {
+			tools[i], anyTools = marshal(trajs[i].Tools), true
+		}
+		sameTools = sameTools && tools[i] == tools[0]
 	}
 	prefix := commonPrefix(rendered)
 	identical := true
@@ -93,42 +152,80 @@ func Build(trajs []trajectory.Trajectory, rubric string) Prompt {
 			identical = false
 		}
 	}
-	p := Prompt{System: fmt.Sprintf(systemTemplate, strings.TrimSpace(rubric)), SharedPrefix: prefix}
-	var b strings.Builder
-	if identical {
-		// Nothing to compare: show one trajectory whole and let its score
-		// stand for all.
-		p.Identical = true
-		p.SharedPrefix = 0
-		p.IDs = []string{"1"}
-		b.WriteString("Trajectories:\n\n")
-		writeBlock(&b, "1", views[0])
-		p.User = b.String()
-		return p
+	// Trajectories with the same messages but different tools were not
+	// in the same situation: they are compared, not merged.
+	identical = identical && sameTools
+	if identical || len(trajs) == 1 {
+		// One attempt to show, whole: the judge scores it on its own.
+		l.absolute, l.identical = true, len(trajs) > 1
+		l.ids, l.blocks = []string{"1"}, [][]chatmsg.Message{views[0]}
+		if anyTools {
+			l.tools = tools[0]
+		}
+		return l
 	}
-	if prefix > 0 {
+	l.shared = views[0][:prefix]
+	for i := range views {
+		l.ids = append(l.ids, strconv.Itoa(i+1))
+		l.blocks = append(l.blocks, views[i][prefix:])
+	}
+	switch {
+	case anyTools && sameTools:
+		l.tools = tools[0]
+	case anyTools:
+		l.blockTools = tools
+	}
+	return l
+}
+
+// render writes the prompt, cutting texts with c (nil: none).
+func (l *layout) render(c *cutter) Prompt {
+	p := Prompt{IDs: l.ids, Identical: l.identical, Absolute: l.absolute, SharedPrefix: len(l.shared)}
+	if c != nil {
+		c.cuts = 0
+	}
+	var b strings.Builder
+	if l.tools != "" {
+		fmt.Fprintf(&b, "The agent could call these tools:\n<available_tools>\n%s\n</available_tools>\n\n", l.tools)
+	}
+	if len(l.shared) > 0 {
 		b.WriteString("All trajectories begin with these messages:\n<shared_context>\n")
-		b.WriteString(marshal(views[0][:prefix]))
+		b.WriteString(marshal(c.views(l.shared)))
 		b.WriteString("\n</shared_context>\n\nEach trajectory continues as follows.\n\n")
 	}
-	b.WriteString("Trajectories:\n\n")
-	for i := range views {
-		id := strconv.Itoa(i + 1)
-		p.IDs = append(p.IDs, id)
+	if l.absolute {
+		b.WriteString("Trajectory:\n\n")
+	} else {
+		b.WriteString("Trajectories:\n\n")
+	}
+	for i, msgs := range l.blocks {
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
-		writeBlock(&b, id, views[i][prefix:])
+		fmt.Fprintf(&b, "<trajectory id=%q>\n", l.ids[i])
+		if l.blockTools != nil {
+			fmt.Fprintf(&b, "<available_tools>\n%s\n</available_tools>\n", l.blockTools[i])
+		}
+		b.WriteString(marshal(c.views(msgs)))
+		b.WriteString("\n</trajectory>")
 	}
 	p.User = b.String()
+	note := ""
+	if c != nil && c.cuts > 0 {
+		note, p.Cuts = cutNote, c.cuts
+	}
+	tmpl := relativeTemplate
+	if l.absolute {
+		tmpl = absoluteTemplate
+	}
+	p.System = fmt.Sprintf(tmpl, note, l.rubric)
 	return p
 }
 
-func writeBlock(b *strings.Builder, id string, msgs []chatmsg.Message) {
-	if msgs == nil {
-		msgs = []chatmsg.Message{}
-	}
-	fmt.Fprintf(b, "<trajectory id=%q>\n%s\n</trajectory>", id, marshal(msgs))
+// Build assembles the judge prompt for a group's trajectories, with no
+// token budget. rubric "" means DefaultRubric.
+func Build(trajs []trajectory.Trajectory, rubric string) Prompt {
+	return newLayout(trajs, rubric).render(nil)
 }
 
 // commonPrefix returns how many leading messages every list shares.

@@ -2,7 +2,6 @@ package ruler_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -98,7 +97,8 @@ func TestBuildPrefixSharing(t *testing.T) {
 func TestBuildIdentical(t *testing.T) {
 	a, b := game("a", "{}", "ok", "x"), game("b", "{}", "ok", "x")
 	p := ruler.Build([]trajectory.Trajectory{a, b}, "")
-	if !p.Identical || strings.Join(p.IDs, ",") != "1" || strings.Contains(p.User, "shared_context") || !strings.Contains(p.User, "tic-tac-toe") {
+	if !p.Identical || !p.Absolute || strings.Join(p.IDs, ",") != "1" || strings.Contains(p.User, "shared_context") || !strings.Contains(p.User, "tic-tac-toe") ||
+		!strings.Contains(p.System, "absolute scale") {
 		t.Fatalf("identical group prompt = %+v", p)
 	}
 	f := &judge.Fake{Answer: func(_ int, r judge.Request) (string, error) {
@@ -129,13 +129,5 @@ func TestScorer(t *testing.T) {
 	}
 	if srv.Hits() != 1 {
 		t.Fatalf("judge calls = %d, want 1 per group", srv.Hits())
-	}
-
-	_, err = s.ScoreGroup(context.Background(), &trajectory.Group{ID: "solo", Trajectories: trajs[:1]})
-	if !errors.Is(err, ruler.ErrGroupOfOne) || !strings.Contains(err.Error(), `group "solo" has 1 trajectory`) {
-		t.Fatalf("group of one: err = %v", err)
-	}
-	if srv.Hits() != 1 {
-		t.Fatalf("a group of one called the judge")
 	}
 }

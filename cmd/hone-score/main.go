@@ -59,7 +59,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	judgeFromEnv(&opts)
-	log, err := logOpt.Logger(stderr)
+	// The log goes through the progress line (drawn on a terminal only),
+	// so that no log line is written over it.
+	p := cli.NewProgress(stderr, "groups", 0)
+	log, err := logOpt.Logger(p.Writer())
 	if err != nil {
 		return err
 	}
@@ -73,7 +76,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	defer inputs.Close()
-	p := cli.NewProgress(stderr, "groups", 0)
 	p.Start(ctx)
 	defer p.Stop()
 	var last int64

@@ -32,7 +32,7 @@ const weatherTool = `[{"type":"function","function":{"name":"get_weather","param
 
 // TestToolsWithoutToolTemplate: the tiny model's template has no tool-call
 // markup. A request with tools is answered in plain text with an
-// X-Hone-Warning header, logged once per model; forcing a call is a 400
+// X-Hone-Warning header (streamed or not), logged once per model; forcing a call is a 400
 // with code tools_unsupported. A template with tool support gets no
 // warning.
 func TestToolsWithoutToolTemplate(t *testing.T) {
@@ -56,6 +56,11 @@ func TestToolsWithoutToolTemplate(t *testing.T) {
 			}
 		}
 	}
+	// Streamed, the header comes with the event stream.
+	status, h, out := ts.postHeader(t, "/v1/chat/completions", strings.Replace(body(""), `{"model"`, `{"stream":true,"model"`, 1))
+	if status != http.StatusOK || !strings.Contains(h.Get(WarningHeader), "tools ignored") || !strings.Contains(out, "data: [DONE]") {
+		t.Errorf("streamed: status %d, %s = %q: %s", status, WarningHeader, h.Get(WarningHeader), out)
+	}
 	if n := strings.Count(logBuf.String(), "no tool-call format"); n != 1 {
 		t.Errorf("warning logged %d times for 4 requests to one model, want once:\n%s", n, logBuf.String())
 	}
@@ -73,7 +78,7 @@ func TestToolsWithoutToolTemplate(t *testing.T) {
 		}
 	}
 	// Without tools, no warning.
-	status, h, out := ts.postHeader(t, "/v1/chat/completions", `{"model":"tiny","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`)
+	status, h, out = ts.postHeader(t, "/v1/chat/completions", `{"model":"tiny","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`)
 	if status != http.StatusOK || h.Get(WarningHeader) != "" {
 		t.Errorf("plain request: status %d, warning %q: %s", status, h.Get(WarningHeader), out)
 	}

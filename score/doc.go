@@ -35,7 +35,9 @@
 // --on-judge-error: fail stops the run (exit 1, nothing
 // written), skip drops the group from the output and counts it, mark
 // writes the group as it was read, with the reason in the error field of
-// each row that was to be scored, and counts it. Bad input — a formula naming a metric a row lacks, an env
+// each row that was to be scored, and counts it; when the judge failed
+// every group it was given, skip and mark still write the output but end
+// with ErrJudgeFailedAll (exit 1). Bad input — a formula naming a metric a row lacks, an env
 // reward that is missing — always stops the run (exit 2).
 //
 // Re-runs are cheap and stable: judge verdicts are cached on disk (see

@@ -162,7 +162,9 @@ func readInput(t *testing.T, path string) []trajectory.Group {
 // fails, and leaves failed episodes alone: fail stops the run (a judge
 // failure, exit 1 — not bad input); skip drops the judged groups, counted,
 // and passes the dead group through; mark writes the judged groups as they
-// were read with the reason in the error of each row that was judged.
+// were read with the reason in the error of each row that was judged. With
+// skip and mark the output is complete, but as the judge failed every
+// group the run ends with ErrJudgeFailedAll (exit 1).
 func TestOnJudgeErrorWithErroredRows(t *testing.T) {
 	in := erroredInput(t)
 	down := errors.New("HTTP 503: judge overloaded")
@@ -187,11 +189,11 @@ func TestOnJudgeErrorWithErroredRows(t *testing.T) {
 				}
 				return
 			case score.PolicySkip:
-				if err != nil || sum.Skipped != 9 || sum.Errored != 1 || sum.Written != 4 || sum.ErroredRows != 4 || len(out) != 1 || out[0].ID != "dead" {
+				if !errors.Is(err, score.ErrJudgeFailedAll) || sum.Skipped != 9 || sum.Errored != 1 || sum.Written != 4 || sum.ErroredRows != 4 || len(out) != 1 || out[0].ID != "dead" {
 					t.Fatalf("err %v, summary %+v, %d groups", err, sum, len(out))
 				}
 			case score.PolicyMark:
-				if err != nil || sum.Marked != 9 || sum.Errored != 1 || sum.Written != 40 || sum.ErroredRows != 5 || len(out) != 10 {
+				if !errors.Is(err, score.ErrJudgeFailedAll) || sum.Marked != 9 || sum.Errored != 1 || sum.Written != 40 || sum.ErroredRows != 5 || len(out) != 10 {
 					t.Fatalf("err %v, summary %+v, %d groups", err, sum, len(out))
 				}
 				for _, g := range out[:8] {

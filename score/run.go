@@ -38,6 +38,12 @@ type Summary struct {
 	PriceCompl   float64
 }
 
+// ErrJudgeFailedAll is returned when the judge failed every group it was
+// given (under --on-judge-error skip or mark, which otherwise let a run go
+// on): the output is still complete and holds what could be written, but
+// a run that scored nothing is a failure (exit 1), not a success.
+var ErrJudgeFailedAll = errors.New("the judge failed every group it was given")
+
 // Cost returns the judge cost in USD at the given prices.
 func (s Summary) Cost() float64 {
 	var c float64
@@ -79,7 +85,8 @@ func (s Summary) String() string {
 // opts.Summary. When ctx ends before all groups were scored, the error
 // wraps stageerr.ErrInterrupted; the output then holds every group
 // finished before the stop, whole and in order, and is a complete Parquet
-// file: the caller decides whether to keep it. Bad options are
+// file: the caller decides whether to keep it. So it is with
+// ErrJudgeFailedAll, when the judge failed every group it was given. Bad options are
 // stageerr.ErrUsage, bad input files stageerr.ErrBadInput.
 func Run(ctx context.Context, opts Options) error {
 	sum := Summary{PricePrompt: opts.PricePrompt, PriceCompl: opts.PriceCompletion}
@@ -129,6 +136,10 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if cerr := w.Close(); cerr != nil {
 		return fmt.Errorf("write output: %w", cerr)
+	}
+	if err == nil && sum.Scored == 0 && sum.Skipped+sum.Marked > 0 {
+		return fmt.Errorf("%w (%d skipped, %d marked under --on-judge-error %s; the log has each reason)",
+			ErrJudgeFailedAll, sum.Skipped, sum.Marked, opts.OnJudgeError)
 	}
 	return err
 }

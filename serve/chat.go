@@ -107,6 +107,33 @@ func (s *Server) forceToolCall(tm toolMode) func(int) engine.Constraint {
 	return func(int) engine.Constraint { return constrain.NewWrapped(s.cvocab, s.eos, prefix, schema, suffix) }
 }
 
+// WarningHeader carries hone-serve's warnings about a request it answered
+// anyway, such as tools its model cannot call.
+const WarningHeader = "X-Hone-Warning"
+
+// checkToolSupport handles a request with tools when the template shows no
+// tool-call markup (toolCallFormat ""): the model is not shown the tools
+// in a form it was taught, and cannot be made to call. Forcing a call is
+// refused (400, code tools_unsupported); otherwise the request is answered
+// (calls that happen to be in the text are still parsed) with the
+// WarningHeader, and the log says so once per served model, so that a
+// plain-text answer is not mistaken for a model that chose not to call.
+func (s *Server) checkToolSupport(w http.ResponseWriter, tm toolMode, modelName string) error {
+	if s.toolCallFormat() != "" {
+		return nil
+	}
+	const why = "the model's chat template has no tool-call format (neither Hermes <tool_call> nor Llama JSON)"
+	if tm.force {
+		return &httpError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "tools_unsupported", param: "tool_choice",
+			msg: fmt.Sprintf("%s: tool_choice cannot force a call of model %q; serve a model whose template supports tools", why, modelName)}
+	}
+	w.Header().Set(WarningHeader, "tools ignored: "+why+"; expect a plain-text answer")
+	if _, warned := s.toolsWarned.LoadOrStore(modelName, true); !warned {
+		s.log.Warn("requests send tools, but "+why+": expect plain-text answers", "model", modelName)
+	}
+	return nil
+}
+
 func parseToolChoice(raw json.RawMessage, haveTools bool) (toolMode, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -190,6 +217,11 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	tm, err := parseToolChoice(req.ToolChoice, len(req.Tools) > 0)
 	if err != nil {
 		return err
+	}
+	if len(req.Tools) > 0 {
+		if err := s.checkToolSupport(w, tm, modelName); err != nil {
+			return err
+		}
 	}
 	tm.names, tm.params = toolNames(req.Tools)
 	if tm.name != "" && !tm.names[tm.name] {

@@ -37,6 +37,11 @@
 // {"name":…,"parameters":…}; found calls become message.tool_calls with
 // finish_reason "tool_calls". A streamed choice with tools in play is sent
 // whole at its end, since only the complete text tells a call from content.
+// A model whose template shows no tool-call markup cannot be asked for
+// calls: a request with tools is answered (expect plain text) with an
+// X-Hone-Warning header saying so (and a warning logged once per model),
+// and tool_choice "required" or a named function is a 400 with code
+// tools_unsupported.
 //
 // response_format json_object / json_schema is enforced by constrained
 // decoding (serve/constrain through serve/engine's Constraint seam): tokens

@@ -44,6 +44,8 @@ type Server struct {
 	log     *slog.Logger
 	met     *metrics
 
+	toolsWarned sync.Map // served model names already warned of tools their template lacks
+
 	draining atomic.Bool
 	active   atomic.Int64
 	scoreMu  sync.Mutex // one prompt-scoring forward at a time

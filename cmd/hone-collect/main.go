@@ -98,17 +98,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("unexpected arguments %q (scenario files go to --scenarios)", fs.Args())
 	}
 	modelFromEnv(&opts.Model)
-	log, err := logOpt.Logger(stderr)
+	// The progress line (groups done of the total, tokens, rates, ETA) is
+	// cli.Progress's, on a terminal only; the log goes through it so that
+	// no log line is written over the line. collect reports cumulative
+	// Stats, one call at a time; the line counts what each call adds.
+	p := cli.NewProgress(stderr, "groups", 0)
+	log, err := logOpt.Logger(p.Writer())
 	if err != nil {
 		return err
 	}
 	if _, err := cli.ChooseOutput(output, cli.IsTerminal(stdout), true); err != nil {
 		return err
 	}
-	// The progress line (groups done of the total, tokens, rates, ETA) is
-	// cli.Progress's, on a terminal only. collect reports cumulative
-	// Stats, one call at a time; the line counts what each call adds.
-	p := cli.NewProgress(stderr, "groups", 0)
 	var last collect.Stats
 	opts.Log = log
 	opts.Progress = func(s collect.Stats) {

@@ -48,8 +48,10 @@ func runCat(ctx context.Context, a *app, opts catOptions, args []string) error {
 		return err
 	}
 	defer r.Close()
-	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r.Reader))
-	p.Start(ctx)
+	p, err := a.progress(ctx, "trajectories", totalRows(r.Reader))
+	if err != nil {
+		return err
+	}
 	defer p.Stop()
 	var groups int64
 	err = cli.WriteOutput(opts.Output, a.stdout, true, func(out io.Writer) error {

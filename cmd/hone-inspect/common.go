@@ -88,6 +88,20 @@ func loadModel(dir string, parts modelfolder.Part) (*layout.Model, error) {
 	return nil, cli.BadInput(err)
 }
 
+// progress starts the progress line of a command that reads the input
+// set, and moves the log onto it, so that a log line is never written over
+// the line.
+func (a *app) progress(ctx context.Context, label string, total int64) (*cli.Progress, error) {
+	p := cli.NewProgress(a.stderr, label, total)
+	log, err := a.logOpt.Logger(p.Writer())
+	if err != nil {
+		return nil, err
+	}
+	a.log = log
+	p.Start(ctx)
+	return p, nil
+}
+
 // totalRows is the number of trajectories in the input set, from the
 // footers, for the progress line.
 func totalRows(r *trajectory.Reader) int64 {

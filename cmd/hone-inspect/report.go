@@ -43,7 +43,8 @@ self-contained HTML page that works offline: a summary, the run's
 hyperparameters (train_config.json of its latest step), and charts of
 reward, loss, KL, entropy, gradient norm, clip fraction, learning rate and
 every other numeric metric. Charts are drawn by the page itself: choose the
-x axis (step, training time, tokens), smooth noisy lines, hover for values.
+x axis (step, training time, tokens, wall time: the rows' "time", which
+counts the time between steps too), smooth noisy lines, hover for values.
 Series that never change (KL 0 with beta 0, a constant learning rate) are
 folded into one line under their section. Several RUN_DIRs are overlaid,
 one colour a run.

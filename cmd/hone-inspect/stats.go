@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -50,8 +49,10 @@ func runStats(ctx context.Context, a *app, opts statsOptions, args []string) err
 		return err
 	}
 	defer r.Close()
-	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r.Reader))
-	p.Start(ctx)
+	p, err := a.progress(ctx, "trajectories", totalRows(r.Reader))
+	if err != nil {
+		return err
+	}
 	defer p.Stop()
 	var b trajectory.StatsBuilder
 	for {

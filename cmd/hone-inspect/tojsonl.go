@@ -43,8 +43,10 @@ func runToJSONL(ctx context.Context, a *app, opts toJSONLOptions, args []string)
 		return err
 	}
 	defer r.Close()
-	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r.Reader))
-	p.Start(ctx)
+	p, err := a.progress(ctx, "trajectories", totalRows(r.Reader))
+	if err != nil {
+		return err
+	}
 	defer p.Stop()
 	err = cli.WriteOutput(opts.Output, a.stdout, false, func(w io.Writer) error {
 		for {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -34,8 +33,10 @@ func runValidate(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer r.Close()
-	p := cli.NewProgress(a.stderr, "trajectories", totalRows(r.Reader))
-	p.Start(ctx)
+	p, err := a.progress(ctx, "trajectories", totalRows(r.Reader))
+	if err != nil {
+		return err
+	}
 	defer p.Stop()
 	var groups int64
 	for {

@@ -36,8 +36,10 @@ Examples:
   hone-collect ... | hone-score --judge-model qwen3 --judge-base-url http://localhost:8000/v1 \
       --scorer ruler --on-judge-error skip - > scored.parquet
 
-Exit codes: 0 ok, 1 failure (judge failure with --on-judge-error fail), 2 bad
-usage or bad input, 130 interrupted (groups finished before the stop are kept).
+Exit codes: 0 ok, 1 failure (judge failure with --on-judge-error fail; with
+skip or mark, a judge that failed every group: the output is still written),
+2 bad usage or bad input, 130 interrupted (groups finished before the stop
+are kept).
 
 Flags:
 `
@@ -60,7 +62,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	judgeFromEnv(&opts)
-	log, err := logOpt.Logger(stderr)
+	// The log goes through the progress line (drawn on a terminal only),
+	// so that no log line is written over it.
+	p := cli.NewProgress(stderr, "groups", 0)
+	log, err := logOpt.Logger(p.Writer())
 	if err != nil {
 		return err
 	}
@@ -74,7 +79,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	defer inputs.Close()
-	p := cli.NewProgress(stderr, "groups", 0)
 	p.Start(ctx)
 	defer p.Stop()
 	var last int64
@@ -89,14 +93,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		opts.Out = w
 		runErr = score.Run(ctx, opts)
 		p.Stop()
-		if runErr == nil || errors.Is(runErr, stageerr.ErrInterrupted) {
+		kept := errors.Is(runErr, stageerr.ErrInterrupted) || errors.Is(runErr, score.ErrJudgeFailedAll)
+		if runErr == nil || kept {
 			fmt.Fprintln(stderr, "hone-score: "+sum.String())
 			log.Debug("hone-score summary", "groups", sum.Groups, "rows", sum.Rows, "scored", sum.Scored,
 				"passed", sum.Passed, "skipped", sum.Skipped, "marked", sum.Marked, "errored", sum.Errored,
 				"written", sum.Written, "errored_rows", sum.ErroredRows)
 		}
-		if errors.Is(runErr, stageerr.ErrInterrupted) {
-			return nil // keep the whole groups finished before the stop
+		if kept {
+			return nil // keep the whole groups finished before the stop, or what a failing judge left
 		}
 		return runErr
 	})

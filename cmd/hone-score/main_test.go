@@ -281,7 +281,8 @@ func collected(t *testing.T, dir string) (good, dead string) {
 
 // A collected file with an errored group scores under every scorer: the
 // errored row passes through unscored and is counted; --on-judge-error
-// does what its help says.
+// does what its help says, and a judge that fails every group ends a skip
+// or mark run with exit 1 after writing its output.
 func TestErroredRows(t *testing.T) {
 	dir := t.TempDir()
 	good, dead := collected(t, dir)
@@ -326,8 +327,8 @@ func TestErroredRows(t *testing.T) {
 		groups int
 	}{
 		{"fail", 1, "(--on-judge-error fail; use skip or mark", 0},
-		{"skip", 0, "9 groups (33 rows) read: 0 scored, 0 passed through, 8 skipped, 0 marked, 1 with every row errored; 1 rows written, 1 of them errored", 1},
-		{"mark", 0, "9 groups (33 rows) read: 0 scored, 0 passed through, 0 skipped, 8 marked, 1 with every row errored; 33 rows written, 1 of them errored", 9},
+		{"skip", 1, "9 groups (33 rows) read: 0 scored, 0 passed through, 8 skipped, 0 marked, 1 with every row errored; 1 rows written, 1 of them errored", 1},
+		{"mark", 1, "9 groups (33 rows) read: 0 scored, 0 passed through, 0 skipped, 8 marked, 1 with every row errored; 33 rows written, 1 of them errored", 9},
 	}
 	for _, c := range cases {
 		t.Run("on-judge-error "+c.policy, func(t *testing.T) {
@@ -341,6 +342,11 @@ func TestErroredRows(t *testing.T) {
 					t.Fatal("output written after --on-judge-error fail")
 				}
 				return
+			}
+			// The judge failed every group: exit 1, saying so, with the
+			// output written all the same.
+			if !strings.Contains(r.stderr, "the judge failed every group it was given (") {
+				t.Fatalf("stderr does not say the judge failed every group:\n%s", r.stderr)
 			}
 			gs := readBack(t, out)
 			if len(gs) != c.groups || !strings.Contains(gs[len(gs)-1].Trajectories[0].Error, "connection refused") {

@@ -116,16 +116,17 @@ func TestHoneServeAsJudge(t *testing.T) {
 	}
 
 	// A max_tokens below the shortest answer cuts the JSON off whatever the
-	// decoder does: each group is retried once and then marked.
+	// decoder does: each group is retried once and then marked. The judge
+	// failed every group: exit 1, the marked output written.
 	r = runBin(t, nil, nil, append(common, "--judge-max-tokens", "12", "--judge-retries", "1", "--on-judge-error", "mark", in)...)
-	if r.code != 0 || !strings.Contains(r.stderr, "2 marked") || !strings.Contains(r.stderr, "judge tiny-judge: 4 calls, 0 cached, 2 retries") {
+	if r.code != 1 || !strings.Contains(r.stderr, "2 marked") || !strings.Contains(r.stderr, "judge tiny-judge: 4 calls, 0 cached, 2 retries") {
 		t.Fatalf("json_schema with max_tokens 12: exit %d:\n%s", r.code, r.stderr)
 	}
 
 	// Without a response format the tiny model's text is not a valid
-	// answer: each group is retried once and then marked.
+	// answer: each group is retried once and then marked (exit 1 again).
 	r = runBin(t, nil, nil, append(common, "--judge-max-tokens", "12", "--judge-response-format", "none", "--judge-retries", "1", "--on-judge-error", "mark", in)...)
-	if r.code != 0 || !strings.Contains(r.stderr, "2 marked") || !strings.Contains(r.stderr, "judge tiny-judge: 4 calls, 0 cached, 2 retries") {
+	if r.code != 1 || !strings.Contains(r.stderr, "2 marked") || !strings.Contains(r.stderr, "judge tiny-judge: 4 calls, 0 cached, 2 retries") {
 		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
 	}
 	if strings.Contains(r.stderr, " 0 prompt + ") {

@@ -8,11 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Output is an output being written. Nothing is visible under its name
-// until Commit; Abort (or a failed Commit) leaves no trace, and an existing
-// file of that name is untouched until Commit succeeds.
+// until Commit; Abort (or a failed Commit) leaves no trace — not even the
+// folders Create made for it — and an existing file of that name is
+// untouched until Commit succeeds.
 type Output interface {
 	io.Writer
 	// Name is the name being written, as given.
@@ -24,7 +26,8 @@ type Output interface {
 	Abort() error
 }
 
-// Create starts writing name, a path or URL.
+// Create starts writing name, a path or URL. Missing parent folders of a
+// local path are made (0755), as `mkdir -p` would.
 func Create(ctx context.Context, name string) (Output, error) {
 	st, err := storeFor(name)
 	if err != nil {
@@ -38,13 +41,14 @@ func Create(ctx context.Context, name string) (Output, error) {
 // over the target by Commit.
 type localOutput struct {
 	f    *os.File
-	name string // as given
-	path string // the target on disk
+	name string   // as given
+	path string   // the target on disk
+	made []string // folders made for it, deepest first: Abort removes them
 	done bool
 }
 
-// createLocal starts writing path; the temporary file is named
-// ".<base>.tmp-<random>" beside it.
+// createLocal starts writing path, making its missing parent folders; the
+// temporary file is named ".<base>.tmp-<random>" beside it.
 func createLocal(name, path string) (*localOutput, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("output %w", argErrorf(name, "is a directory; name a file"))
@@ -53,14 +57,61 @@ func createLocal(name, path string) (*localOutput, error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+file+".tmp-*")
+	made, err := makeParents(filepath.Clean(dir))
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("output %w", argErrorf(name, "directory %q does not exist", dir))
+		removeMade(made)
+		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("output %w", argErrorf(name, "cannot make its folder %q: a file is in the way", dir))
 		}
 		return nil, fmt.Errorf("create output %q: %w", name, err)
 	}
-	return &localOutput{f: f, name: name, path: path}, nil
+	f, err := os.CreateTemp(dir, "."+file+".tmp-*")
+	if err != nil {
+		removeMade(made)
+		return nil, fmt.Errorf("create output %q: %w", name, err)
+	}
+	return &localOutput{f: f, name: name, path: path, made: made}, nil
+}
+
+// makeParents makes dir and its missing parents, and returns the folders
+// it made, deepest first (also when it fails part way).
+func makeParents(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	var made []string
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return made, err
+		} else if err == nil {
+			made = append([]string{missing[i]}, made...)
+		}
+	}
+	// A file where a folder should be fails here, after the loop made what
+	// it could.
+	if st, err := os.Stat(dir); err != nil {
+		return made, err
+	} else if !st.IsDir() {
+		return made, syscall.ENOTDIR
+	}
+	return made, nil
+}
+
+// removeMade removes the folders makeParents made, deepest first, while
+// they are empty: something else written into one meanwhile stays.
+func removeMade(made []string) {
+	for _, d := range made {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
 }
 
 func (o *localOutput) Write(p []byte) (int, error) { return o.f.Write(p) }
@@ -90,6 +141,7 @@ func (o *localOutput) Commit() error {
 	}
 	if err != nil {
 		os.Remove(o.f.Name())
+		removeMade(o.made)
 		return fmt.Errorf("write output %q: %w", o.name, err)
 	}
 	syncDir(filepath.Dir(o.path))
@@ -115,5 +167,6 @@ func (o *localOutput) Abort() error {
 	if err := os.Remove(o.f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove temporary output %q: %w", o.f.Name(), err)
 	}
+	removeMade(o.made)
 	return nil
 }

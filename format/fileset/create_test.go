@@ -138,11 +138,66 @@ func TestCreateFailedCommitLeavesNoPartialFile(t *testing.T) {
 	}
 }
 
+// Missing parent folders are made; Commit keeps them, Abort removes the
+// ones Create made (and only those, and only while empty).
+func TestCreateMakesParents(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "runs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "runs", "r1", "eval", "out.parquet")
+	o, err := Create(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Write([]byte("data"))
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "data" {
+		t.Fatalf("read back %q, %v", b, err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "runs", "r1")); err != nil || !st.IsDir() {
+		t.Fatalf("made folder: %v %v", st, err)
+	}
+
+	aborted := filepath.Join(dir, "runs", "r2", "deep", "out.parquet")
+	o, err = Create(context.Background(), aborted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Write([]byte("half"))
+	if err := o.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if names := dirNames(t, filepath.Join(dir, "runs")); len(names) != 1 || names[0] != "r1" {
+		t.Fatalf("after Abort runs/ holds %q, want only r1 (r2 and r2/deep removed)", names)
+	}
+
+	// A folder made for the output that something else wrote into stays.
+	o, err = Create(context.Background(), filepath.Join(dir, "runs", "r3", "a", "out.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "runs", "r3", "other"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.Abort()
+	if names := dirNames(t, filepath.Join(dir, "runs", "r3")); len(names) != 1 || names[0] != "other" {
+		t.Fatalf("after Abort runs/r3 holds %q, want only other", names)
+	}
+}
+
 func TestCreateErrors(t *testing.T) {
 	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ name, mention string }{
 		{dir, "is a directory"},
-		{filepath.Join(dir, "no", "such", "out.parquet"), "does not exist"},
+		{filepath.Join(file, "out.parquet"), "a file is in the way"},
+		{filepath.Join(file, "sub", "out.parquet"), "a file is in the way"},
 		{"s3://bucket/out.parquet", "no support for s3:// yet"},
 	} {
 		_, err := Create(context.Background(), tc.name)

@@ -34,7 +34,8 @@
 //
 // Create starts an output: written to a temporary name beside the target
 // and renamed over it only by Commit, after an fsync, so that a reader sees
-// the old file or the whole new one, never half of it.
+// the old file or the whole new one, never half of it. Missing parent
+// folders are made, and removed again by Abort or a failed Commit.
 //
 // The package imports nothing of Hone's.
 package fileset

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -121,5 +122,34 @@ func TestImportErrorsNameTheLine(t *testing.T) {
 				t.Errorf("error %v, want it to mention %q", err, c.want)
 			}
 		})
+	}
+}
+
+// Reward components export with snake_case keys like the rest of a row,
+// and the import reads them back.
+func TestJSONLRewardComponentKeys(t *testing.T) {
+	g := Group{ID: "g", Trajectories: []Trajectory{{ID: "t", GroupID: "g", Reward: Float64(0.5),
+		Messages:         []Message{{Role: "user", Content: "hi"}},
+		RewardComponents: []RewardComponent{{Name: "env", Value: 1}, {Name: "ruler", Value: 0.25, Explanation: "ok"}}}}}
+	var buf bytes.Buffer
+	if err := ExportJSONL(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	var row struct {
+		Components []map[string]any `json:"reward_components"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &row); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{{"name": "env", "value": 1.0}, {"name": "ruler", "value": 0.25, "explanation": "ok"}}
+	if len(row.Components) != 2 || fmt.Sprint(row.Components) != fmt.Sprint(want) {
+		t.Fatalf("reward_components %v, want %v (line %s)", row.Components, want, buf.String())
+	}
+	got, _, err := ImportJSONL(context.Background(), &buf, "x.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got[0].Trajectories[0].RewardComponents; len(c) != 2 || c[1] != g.Trajectories[0].RewardComponents[1] {
+		t.Fatalf("imported components %+v", c)
 	}
 }

@@ -98,11 +98,12 @@ type (
 )
 
 // RewardComponent is one named part of a reward, with the scorer's
-// explanation of it.
+// explanation of it. In JSON (hone-inspect head, to-jsonl) its keys are
+// snake_case like every other field of a row.
 type RewardComponent struct {
-	Name        string
-	Value       float64
-	Explanation string
+	Name        string  `json:"name"`
+	Value       float64 `json:"value"`
+	Explanation string  `json:"explanation,omitempty"`
 }
 
 // Float64 returns a pointer to v, for setting Trajectory.Reward.

@@ -19,7 +19,7 @@ import (
 // records every script error and console.error or console.warn, then
 // after load what each chart drew, the hover box over the first point of
 // the reward chart, the charts again with smoothing on and tokens as the
-// x axis, and which rollout shows after choosing the first step. The
+// x axis, then wall time as the x axis, and which rollout shows after choosing the first step. The
 // record goes into the DOM as JSON, which --dump-dom returns.
 const browserHook = `<script>
 (function () {
@@ -54,6 +54,10 @@ const browserHook = `<script>
       sm.value = '0.6';
       sm.dispatchEvent(new Event('input'));
       res.tokens = snap();
+      res.wallEnabled = !ax.querySelector('option[value="wall"]').disabled;
+      ax.value = 'wall';
+      ax.dispatchEvent(new Event('change'));
+      res.wall = snap();
       var box2 = document.querySelector('.run-rollouts'), sel = box2.querySelector('select');
       sel.value = '0';
       sel.dispatchEvent(new Event('change'));
@@ -83,6 +87,8 @@ type browserRecord struct {
 	Step     map[string]chartSnap `json:"step"`
 	Hover    string               `json:"hover"`
 	Tokens   map[string]chartSnap `json:"tokens"`
+	Wall     map[string]chartSnap `json:"wall"`
+	WallOn   bool                 `json:"wallEnabled"`
 	Rollouts []bool               `json:"rollouts"`
 }
 
@@ -173,6 +179,11 @@ func TestReportInBrowser(t *testing.T) {
 	// Tokens on the x axis, smoothing on: the raw line stays, faint.
 	if s := rec.Tokens["chart-loss"]; s.Drawn != 32 || s.Raw != 2 || !strings.Contains(s.XTicks, "k") {
 		t.Errorf("loss chart over tokens, smoothed: %+v", s)
+	}
+	// Wall time on the x axis: steps 10s apart, the first ending at 1.5s,
+	// the last at 151.5s.
+	if s := rec.Wall["chart-loss"]; !rec.WallOn || s.Drawn != 32 || !strings.Contains(s.XTicks, "100") || strings.Contains(s.XTicks, "k") {
+		t.Errorf("loss chart over wall time (option enabled %v): %+v", rec.WallOn, s)
 	}
 	if !slices.Equal(rec.Rollouts, []bool{true, false, false, false}) {
 		t.Errorf("after choosing the first step, rollouts shown %v", rec.Rollouts)

@@ -1,8 +1,8 @@
 // Package report renders training runs into one self-contained HTML page
 // that works offline: a summary per run, the runs' hyperparameters side by
 // side, and charts the page draws itself (assets/report.js, our own code:
-// SVG with exact tick labels, EMA smoothing, step, training-time or token
-// x axes, values on hover, runs overlaid one colour each). Charts whose
+// SVG with exact tick labels, EMA smoothing, step, training-time, token or
+// wall-time x axes, values on hover, runs overlaid one colour each). Charts whose
 // every line is flat (KL 0 with beta 0, a constant learning rate) are
 // folded into one line each under their section.
 //
@@ -14,7 +14,8 @@
 //     (strings, bools, nested objects, null) are ignored. A blank, garbled or
 //     non-object line, or a step that does not increase, is an error naming
 //     file:line. Cumulative "seconds" and "tokens" give the training-time
-//     and token axes.
+//     and token axes; "time" (Unix seconds when the row was written) gives
+//     the wall-time axis, which includes the time between steps.
 //
 //   - train_config.json of the run's latest step, flattened by
 //     FlattenConfig ("loss.beta").

@@ -91,14 +91,15 @@ func fixtureEpisode(fx *roundFixture, run, adapter string, step int64, r, g, k i
 }
 
 // grpoMetrics is a GRPO run's metrics.jsonl: n steps, KL 0 (beta 0) and a
-// constant learning rate, the rest moving.
+// constant learning rate, the rest moving; a step every 10 wall seconds, of
+// which 1.5 train.
 func grpoMetrics(t *testing.T, name string, n int, lr float64) *Metrics {
 	t.Helper()
 	var b strings.Builder
 	for i := 1; i <= n; i++ {
 		x := float64(i)
-		fmt.Fprintf(&b, `{"step":%d,"loss":%g,"kl":0,"lr":%g,"entropy":%g,"grad_norm":%g,"reward_mean":%g,"reward_std":%g,"tokens":%d,"seconds":%g,"groups":3}`+"\n",
-			i, 0.5*math.Exp(-x/8), lr, 2.3-0.1*x, 0.8+0.3*math.Sin(x), 0.2+0.05*x, 0.3-0.01*x, 1000+10*i, 1.5)
+		fmt.Fprintf(&b, `{"step":%d,"loss":%g,"kl":0,"lr":%g,"entropy":%g,"grad_norm":%g,"reward_mean":%g,"reward_std":%g,"tokens":%d,"seconds":%g,"groups":3,"time":%.3f}`+"\n",
+			i, 0.5*math.Exp(-x/8), lr, 2.3-0.1*x, 0.8+0.3*math.Sin(x), 0.2+0.05*x, 0.3-0.01*x, 1000+10*i, 1.5, 1.7e9+10*x)
 	}
 	m, err := ReadMetrics(strings.NewReader(b.String()), name+"/metrics.jsonl")
 	if err != nil {

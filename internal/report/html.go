@@ -113,7 +113,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <header class="top">
 <h1>Hone run{{if gt (len .Runs) 1}}s{{end}} {{range $i, $r := .Runs}}<span class="run-chip"><i style="background: {{color $i}}"></i><code>{{$r.Run}}</code></span>{{end}}</h1>
 <form class="controls" id="controls" onsubmit="return false">
-<label>x axis <select id="xaxis"><option value="step">step</option><option value="time">training time (s)</option><option value="tokens">tokens</option></select></label>
+<label>x axis <select id="xaxis"><option value="step">step</option><option value="time">training time (s)</option><option value="tokens">tokens</option><option value="wall">wall time (s)</option></select></label>
 <label>smoothing <input id="smooth" type="range" min="0" max="0.99" step="0.01" value="0"> <output id="smooth-value">0</output></label>
 </form>
 <nav class="toc"><a href="#summary">summary</a>{{if .Params}} <a href="#hyperparameters">hyperparameters</a>{{end}}{{range .Sects}} <a href="#sec-{{.ID}}">{{.Title}}</a>{{end}}{{if .Rollouts}} <a href="#rollouts">rollouts</a>{{end}}</nav>

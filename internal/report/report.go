@@ -125,13 +125,16 @@ func (pg *Page) FoldedChart(id string) *Folded {
 }
 
 // runAxes are the alternative x axes of a run: cumulative training seconds
-// and tokens at each step that logged them (nil when none did).
+// and tokens at each step that logged them (nil when none did), and the
+// wall time since the run's first step began (nil unless every row has a
+// "time").
 type runAxes struct {
 	Name   string    `json:"name"`
 	Color  string    `json:"color"`
 	Steps  []float64 `json:"steps"`
 	Time   []float64 `json:"time"`
 	Tokens []float64 `json:"tokens"`
+	Wall   []float64 `json:"wall"`
 }
 
 // known are the trainer's metrics in the order a reader looks for them,
@@ -239,7 +242,29 @@ func axesOf(r RunInput, color string) runAxes {
 		return out
 	}
 	a.Time, a.Tokens = cum("seconds"), cum("tokens")
+	a.Wall = wallAxis(r.Metrics)
 	return a
+}
+
+// wallAxis is the wall-clock seconds from the start of a run's first step
+// to the end of each step: the "time" each row was written at (Unix
+// seconds) less the first row's, plus the first step's own "seconds". Unlike
+// the training-time axis it includes what happened between steps
+// (collection, scoring, waiting for data). Nil unless every row has a time.
+func wallAxis(m *Metrics) []float64 {
+	t := m.Get("time")
+	if t == nil || len(t.Y) != len(m.Steps) || len(t.Y) == 0 {
+		return nil
+	}
+	start := t.Y[0]
+	if s := m.Get("seconds"); s != nil && len(s.X) > 0 && s.X[0] == m.Steps[0] {
+		start -= s.Y[0]
+	}
+	out := make([]float64, len(t.Y))
+	for i, y := range t.Y {
+		out[i] = y - start
+	}
+	return out
 }
 
 // runLines returns one line of metric key per run that logged it.
@@ -270,7 +295,8 @@ func trainingSection(runs []RunInput) Section {
 }
 
 func otherSection(runs []RunInput) Section {
-	used := map[string]bool{"reward_mean": true, "reward_std": true}
+	// "time" (when a row was written) is the wall-time axis, not a chart.
+	used := map[string]bool{"reward_mean": true, "reward_std": true, "time": true}
 	for _, k := range known {
 		used[k.key] = true
 	}

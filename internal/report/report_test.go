@@ -55,6 +55,44 @@ const evalJSONL = `{"label":"base","step":0,"accuracy":0.30,"mean_reward":0.1}
 {"label":"after-grpo","step":6,"accuracy":0.45,"mean_reward":0.3,"model":"x"}
 `
 
+// The wall-time axis runs from the start of the first step (its "time"
+// less its "seconds") to the end of each step; a run with a row lacking
+// "time" has none.
+func TestWallAxisHandChecked(t *testing.T) {
+	text := `{"step":1,"seconds":2,"time":1000}
+{"step":2,"seconds":3,"time":1010.5}
+{"step":4,"seconds":1,"time":1100}
+`
+	m, err := ReadMetrics(strings.NewReader(text), "m.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := wallAxis(m), []float64{2, 12.5, 102}; !slices.Equal(got, want) {
+		t.Errorf("wall axis %v, want %v", got, want)
+	}
+	s := Summarize("r", m)
+	if !s.HasWall || s.WallSpan != 102 {
+		t.Errorf("summary wall %v %v, want 102", s.HasWall, s.WallSpan)
+	}
+	if rows := fmt.Sprint(s.rows()); !strings.Contains(rows, "wall time (first step to last) 1m42s") {
+		t.Errorf("summary rows %s lack the wall time", rows)
+	}
+	pg, err := Build(context.Background(), Input{Runs: []RunInput{{Name: "r", Metrics: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pg.Chart("time") != nil || pg.FoldedChart("time") != nil {
+		t.Error(`"time" drawn as a chart; it is the wall-time axis`)
+	}
+	m, err = ReadMetrics(strings.NewReader(text+`{"step":5,"seconds":1}`+"\n"), "m.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := wallAxis(m); w != nil {
+		t.Errorf("a row without time: wall axis %v, want none", w)
+	}
+}
+
 func TestSummaryHandChecked(t *testing.T) {
 	text := `{"step":3,"reward_mean":0.5,"tokens":100,"seconds":1.5}
 {"step":4,"reward_mean":0.9,"tokens":200,"seconds":2}

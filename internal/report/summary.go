@@ -27,6 +27,9 @@ type Summary struct {
 
 	HasSeconds  bool
 	WallSeconds float64 // sum of "seconds" over rows
+
+	HasWall  bool
+	WallSpan float64 // wall seconds from the first step's start to the last step's end (wallAxis)
 }
 
 // Summarize computes the summary table of a run from its metrics.
@@ -57,6 +60,9 @@ func Summarize(run string, m *Metrics) Summary {
 			s.WallSeconds += y
 		}
 	}
+	if w := wallAxis(m); w != nil {
+		s.HasWall, s.WallSpan = true, w[len(w)-1]
+	}
 	return s
 }
 
@@ -76,15 +82,24 @@ func (s Summary) rows() [][2]string {
 		r = append(r, [2]string{"total tokens", groupDigits(s.TotalTokens)})
 	}
 	if s.HasSeconds {
-		wall := strconv.FormatFloat(s.WallSeconds, 'g', 3, 64) + "s"
-		if s.WallSeconds >= 10 {
-			wall = time.Duration(s.WallSeconds * float64(time.Second)).Round(time.Second).String()
-		}
+		wall := seconds(s.WallSeconds)
 		// The sum of the steps' own times: collection and scoring between
 		// steps are not in it.
 		r = append(r, [2]string{"training time (sum of step times)", wall})
 	}
+	if s.HasWall {
+		r = append(r, [2]string{"wall time (first step to last)", seconds(s.WallSpan)})
+	}
 	return r
+}
+
+// seconds writes a duration for reading: 3 digits under 10s, else whole
+// seconds ("1h2m3s").
+func seconds(x float64) string {
+	if x < 10 {
+		return strconv.FormatFloat(x, 'g', 3, 64) + "s"
+	}
+	return time.Duration(x * float64(time.Second)).Round(time.Second).String()
 }
 
 // summaryTable puts the runs' summaries side by side, one column a run.

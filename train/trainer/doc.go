@@ -15,7 +15,8 @@
 //   - Loop runs steps, saves each to the run folder (train/checkpoint) and
 //     appends one metrics row per step to metrics.jsonl: the loss terms the
 //     job reports plus entropy (mean over trainable tokens), grad_norm (before
-//     clipping), lr, tokens, trainable_tokens, tokens_per_s and seconds;
+//     clipping), lr, tokens, trainable_tokens, tokens_per_s, seconds and
+//     time (Unix seconds when the step ended, for a wall-time axis);
 //   - LoadBase loads the model folder; Setup takes the run's lock and
 //     restores the latest step (adapter, optimizer moments and update count)
 //     on --resume. Jobs read their inputs between the two, so bad input

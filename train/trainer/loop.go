@@ -69,6 +69,9 @@ func (l *Loop) Run(ctx context.Context, from, to int) error {
 		if _, ok := row["grad_norm"]; !ok {
 			skipped++
 		}
+		// When the step ended, on the wall clock (Unix seconds): the
+		// report's wall-time axis, which shows the time between steps too.
+		row["time"] = float64(time.Now().UnixMilli()) / 1e3
 		if (s+1)%every == 0 || s+1 == to {
 			st := checkpoint.State{Step: s + 1, OptimizerStep: l.Opt.Step, Metrics: row, Extra: l.Extra}
 			if err := l.Ckpt.Save(l.Adapter.ToPEFT(l.BaseName), l.Opt.Tensors(), st, l.Config); err != nil {

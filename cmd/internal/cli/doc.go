@@ -11,8 +11,10 @@
 //   - a signal-aware context: the first SIGINT/SIGTERM cancels, a second one
 //     exits at once (SignalContext);
 //   - structured logs on stderr (LogOptions);
-//   - progress on stderr when it is a terminal, and a one-line summary
-//     (Progress);
+//   - progress on stderr when it is a terminal — percent, rates, ETA, and a
+//     "waiting" heartbeat once nothing finished for a second — and a
+//     one-line summary (Progress); the log writes through Progress.Writer,
+//     so that its lines scroll above the progress line, never over it;
 //   - one mapping from errors to exit codes: 0 ok, 1 failure, 2 usage or bad
 //     input, 130 interrupted (ExitCode, over the kinds of error that the
 //     stages and the mains share, defined once in internal/stageerr; Usage

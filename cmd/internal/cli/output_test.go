@@ -27,9 +27,13 @@ func dirNames(t *testing.T, dir string) []string {
 // abort and modes); here: a path that cannot be an output is a usage error.
 func TestOpenOutputErrors(t *testing.T) {
 	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ path, mention string }{
 		{dir, "is a directory"},
-		{filepath.Join(dir, "no", "such", "out.parquet"), "does not exist"},
+		{filepath.Join(file, "out.parquet"), "a file is in the way"},
 		{"s3://bucket/out.parquet", "no support for s3:// yet"},
 	} {
 		if _, err := OpenOutput(tc.path, nil, true); ExitCode(err) != ExitUsage || !isUsageOnly(err) || !strings.Contains(err.Error(), tc.mention) {
@@ -122,4 +126,30 @@ func TestOpenOutputRefusesParquetToTerminal(t *testing.T) {
 		t.Fatalf("text to a terminal refused: %v", err)
 	}
 	out.Close()
+}
+
+// -o into a folder that does not exist yet makes it; a failed run leaves
+// no folder behind.
+func TestWriteOutputMakesFolders(t *testing.T) {
+	dir := t.TempDir()
+	err := WriteOutput(filepath.Join(dir, "runs", "r1", "failed.parquet"), nil, true, func(w io.Writer) error {
+		w.Write([]byte("partial"))
+		return errors.New("boom")
+	})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if names := dirNames(t, dir); len(names) != 0 {
+		t.Fatalf("failed write left %q", names)
+	}
+	path := filepath.Join(dir, "runs", "r1", "out.parquet")
+	if err := WriteOutput(path, nil, true, func(w io.Writer) error {
+		_, err := w.Write([]byte("whole"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "whole" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
 }

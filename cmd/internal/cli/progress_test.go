@@ -26,6 +26,14 @@ func TestFormatProgress(t *testing.T) {
 			"groups 100/100 (100%)  0.8/s  tokens 3.5M (29.2k/s)"},
 		{ProgressState{Label: "groups", Done: 1, Total: 7200, Elapsed: time.Second},
 			"groups 1/7200 (0%)  1.0/s  ETA 1h59m59s"},
+		{ProgressState{Label: "groups", Done: 2, Total: 4, Elapsed: 4 * time.Second, Idle: 2500 * time.Millisecond},
+			"groups 2/4 (50%)  0.5/s  ETA 4s  waiting 2s"},
+		{ProgressState{Label: "groups", Done: 0, Total: 4, Elapsed: 1500 * time.Millisecond, Idle: 1500 * time.Millisecond},
+			"groups 0/4 (0%)  0.0/s  ETA ?  waiting 1s"},
+		{ProgressState{Label: "groups", Done: 2, Total: 4, Elapsed: 4 * time.Second, Idle: 999 * time.Millisecond},
+			"groups 2/4 (50%)  0.5/s  ETA 4s"},
+		{ProgressState{Label: "groups", Done: 4, Total: 4, Elapsed: 4 * time.Second, Idle: 3 * time.Second},
+			"groups 4/4 (100%)  1.0/s"},
 	}
 	for _, tc := range tests {
 		if got := FormatProgress(tc.s); got != tc.want {

@@ -123,7 +123,7 @@
   }
 
   // mapX converts step x of a run to the chosen axis: the run's cumulative
-  // training seconds or tokens, linear between logged steps, 0 at step 0,
+  // training seconds or tokens or its wall time, linear between logged steps, 0 at step 0,
   // flat after the last. NaN when the run has no such axis.
   function mapX(run, axis, x) {
     if (axis === 'step') {
@@ -188,7 +188,7 @@
     return d + 'Z';
   }
 
-  var AXIS_NAMES = { step: 'step', time: 'training time (s)', tokens: 'tokens' };
+  var AXIS_NAMES = { step: 'step', time: 'training time (s)', tokens: 'tokens', wall: 'wall time (s)' };
 
   // prepare maps a chart's lines onto the axis and smooths them; lines of
   // runs without that axis are listed in missing.
@@ -320,7 +320,7 @@
       return t.label.length;
     }));
     var g = { left: 24 + widest * 6.6, right: W - 12, top: 8, bottom: H - 36 };
-    var xt = niceTicks(d.x0, d.x1, state.axis !== 'time', Math.max(2, Math.min(8, Math.floor((g.right - g.left) / 80))));
+    var xt = niceTicks(d.x0, d.x1, state.axis === 'step' || state.axis === 'tokens', Math.max(2, Math.min(8, Math.floor((g.right - g.left) / 80))));
     g.sx = function (x) {
       return g.left + (x - d.x0) / (d.x1 - d.x0) * (g.right - g.left);
     };
@@ -454,7 +454,7 @@
     var axis = document.getElementById('xaxis');
     var smooth = document.getElementById('smooth');
     var smoothOut = document.getElementById('smooth-value');
-    ['time', 'tokens'].forEach(function (a) {
+    ['time', 'tokens', 'wall'].forEach(function (a) {
       var opt = axis.querySelector('option[value="' + a + '"]');
       opt.disabled = !data.runs.some(function (r) {
         return r[a] && r[a].length;

@@ -81,13 +81,7 @@ func TestReadmeRoundByHand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	work := t.TempDir()
-	for _, name := range []string{"hone-train", "hone-collect", "hone-score", "hone-serve", "hone-inspect"} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(work, "bin", name), "./cmd/"+name)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", name, err, out)
-		}
-	}
+	buildBinaries(ctx, t, root, filepath.Join(work, "bin"))
 	// Stop on the first failing command, and never leave the server behind.
 	src = "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + src
 	start := time.Now()

@@ -19,7 +19,8 @@ import (
 //	option "lr" differs: run has 1e-5, command gives 2e-5
 //
 // "steps" and "epochs" are never compared (extending a run changes where it
-// stops, not what each step does), nor the top-level keys in mayChange. A
+// stops, not what each step does; a cosine schedule is then stretched from
+// the next step on), nor the top-level keys in mayChange. A
 // config without "dtype" was saved before the flag existed, with float32
 // weights. Configs that are not JSON objects differ as a whole.
 func configDiff(saved, now []byte, mayChange ...string) []string {

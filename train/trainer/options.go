@@ -224,8 +224,9 @@ func (p *Prepared) Close() {
 
 // Setup takes the run folder's lock over base and either restores the
 // run's latest step (resume must be true when the run folder has one;
-// config, the job's options, must then equal the saved config) or starts
-// a fresh adapter.
+// config, the job's options, must then equal the saved config but for
+// "steps", "epochs" and o.MayChange, else a usage error names each option
+// that differs) or starts a fresh adapter.
 func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Prepared, error) {
 	m := base.Model
 	run := &checkpoint.Run{Dir: filepath.Join(o.Out, o.Name)}

@@ -56,7 +56,7 @@ func freePort(t *testing.T) int {
 // GRPO run, at least 0.3 above the first's, sampled by the warm-up.
 func TestReadmeRoundByHand(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds every binary, warms a model up and runs 8 GRPO rounds (~30 s on 2 quiet cores)")
+		t.Skip("builds every binary, warms a model up and runs 8 GRPO rounds (about a minute)")
 	}
 	need(t, "curl")
 	need(t, "bash")

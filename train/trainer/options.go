@@ -104,7 +104,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.Float64Var(&o.MaxGradNorm, "max-grad-norm", 0.1, "clip the global gradient norm to this (ART: 0.1; ≤ 0: off)")
 	fs.IntVar(&o.TokenBudget, "token-budget", 8192, "tokens per micro-batch; gradients accumulate over a step's micro-batches")
 	fs.BoolVar(&o.Checkpointing, "gradient-checkpointing", false, "recompute block activations in backward (less memory)")
-	fs.IntVar(&o.Steps, "steps", 0, "steps to reach (0: --epochs over the inputs)")
+	fs.IntVar(&o.Steps, "steps", 0, "steps to train on the inputs (0: --epochs over them), counted from the run's start or, for grpo, from the start of the inputs' session")
 	fs.IntVar(&o.Epochs, "epochs", 1, "passes over the inputs when --steps is 0")
 	fs.IntVar(&o.SaveEvery, "save-every", 1, "save a checkpoint every N steps (and the last)")
 	fs.IntVar(&o.KeepLast, "keep-last", 0, "step folders to keep (0: all); latest and best are always kept")

@@ -6,7 +6,9 @@
 # Needs bin/ (make build), jq, curl and python3 (for a free port). Every run
 # starts fresh: OUT is removed first. Knobs pass through the environment:
 #   SEED, OUT, ROUNDS, SFT_STEPS, EVAL_EPISODES, EVAL_SPLIT (test: the
-#   reported numbers; val: for choosing settings — never tune on test).
+#   reported numbers; val: for choosing settings — never tune on test), and
+#   the job's ENV, ENV_OPTS, SCORERS, EVAL_METRIC, EVAL_COLUMNS (see the top
+#   of pipelines/demo.sh). demo-seeds checks the default job's summaries.
 #
 #   demo          one run, OUT=out/demo
 #   demo-seeds    seeds 1 and 2 into out/demo-seed1, out/demo-seed2, then

@@ -1,21 +1,42 @@
 #!/usr/bin/env bash
-# The demo loop: a tiny random model learns guess-the-number on a CPU.
+# The demo loop, and a loop to adapt to your own job. By default a tiny
+# random model learns guess-the-number on a CPU.
 #
-#   1. init-model       a random qwen3-style model (byte-level tokenizer)
-#   2. warm-up data     the environment's scripted "mix" policy: bisection
-#                       in 30% of episodes, random-in-range otherwise
-#   3. SFT warm-up      a LoRA adapter that imitates it (run "warmup")
+#   1. init-model       a random qwen3-style model (byte-level tokenizer),
+#                       or the model folder MODEL names
+#   2. warm-up data     the environment's scripted WARMUP_POLICY ("mix" for
+#                       guess: bisection in 30% of episodes, random-in-range
+#                       otherwise)
+#   3. SFT warm-up      a LoRA adapter that imitates it (run "warmup");
+#                       SFT_STEPS=0 skips 2 and 3 (GRPO from a fresh LoRA)
 #   4. hone-serve       in the background, hot-reloading OUT/adapters
-#   5. evaluation       base and warm-up on held-out test scenarios
-#   6. GRPO rounds      collect (16 secrets x 8 tries, T=1) -> score -> one
-#                       GRPO step (run "rl"); the server picks up each step
-#   7. evaluation       after GRPO, then a before/after table and
-#                       OUT/summary.json
+#   5. evaluation       base and warm-up on held-out scenarios
+#   6. GRPO rounds      collect (RL_GROUPS scenarios x GSIZE tries, T=1) ->
+#                       hone-score SCORERS -> one GRPO step (run "rl", each
+#                       round a new session of it); the server picks up each
+#                       step
+#   7. evaluation       after GRPO, then a before/after table,
+#                       OUT/summary.json and OUT/report.html
+#                       (hone-inspect report)
 #
+# Your job: set the environment, the scorers and the metric to evaluate.
+#   ENV            environment of hone-collect --env (default guess)
+#   ENV_OPTS       its --env-opt settings, separated by ";" (default
+#                  "n=$N;turns=$TURNS"), e.g. "cmd=python3 env.py" for stdio
+#   WARMUP_POLICY  scripted policy imitated by the warm-up (--policy
+#                  scripted:NAME; default mix)
+#   SCORERS        hone-score --scorer specs in order, separated by ";"
+#                  (default "env;formula:$REWARD")
+#   EVAL_METRIC    the environment metric whose mean per held-out episode is
+#                  the summary's "success" (default found)
+#   EVAL_COLUMNS   more columns of the summary, separated by spaces: METRIC
+#                  (its mean per episode) or NAME=METRIC/METRIC (a ratio of
+#                  sums); default "invalid out_of_range_per_guess=out_of_range/turns"
+#   MAX_TOKENS     tokens per assistant turn (default 4)
 # Everything lands under OUT (default out/demo); a run starts fresh (the
-# folder is removed first). Environment knobs: BIN, OUT, SEED, ROUNDS,
-# EVAL_EPISODES, SFT_STEPS, WARMUP_POLICY, REWARD, RL_LR, THREADS. The
-# server is always stopped on exit.
+# folder is removed first). Other knobs: BIN, MODEL, SEED, ROUNDS,
+# EVAL_EPISODES, EVAL_SPLIT, SFT_STEPS, RL_GROUPS, GSIZE, RL_LR, THREADS.
+# The server is always stopped on exit.
 set -euo pipefail
 
 BIN=${BIN:-bin}
@@ -23,7 +44,11 @@ OUT=${OUT:-out/demo}
 SEED=${SEED:-1}
 N=${N:-32}                       # secrets in 1..N
 TURNS=${TURNS:-5}                # guesses per episode
+ENV=${ENV:-guess}
+ENV_OPTS=${ENV_OPTS-n=$N;turns=$TURNS}
 WARMUP_POLICY=${WARMUP_POLICY:-mix}  # scripted play imitated by the warm-up
+MODEL=${MODEL:-}                 # a model folder to use instead of a tiny random one
+MAX_TOKENS=${MAX_TOKENS:-4}
 SFT_STEPS=${SFT_STEPS:-300}
 SFT_LR=${SFT_LR:-1e-2}
 ROUNDS=${ROUNDS:-16}
@@ -35,6 +60,9 @@ RL_LR=${RL_LR:-2e-3}          # 5e-3 collapsed to one deterministic losing polic
 # out-of-range numbers (never invalid, never found); 0.25 keeps the
 # pressure on finding the secret.
 REWARD=${REWARD:-env - 0.25*out_of_range}
+SCORERS=${SCORERS:-env;formula:$REWARD}
+EVAL_METRIC=${EVAL_METRIC:-found}
+EVAL_COLUMNS=${EVAL_COLUMNS-invalid out_of_range_per_guess=out_of_range/turns}
 EVAL_EPISODES=${EVAL_EPISODES:-200}
 EVAL_SPLIT=${EVAL_SPLIT:-test}   # test: final numbers; val: for choosing settings
 THREADS=${THREADS:-2}
@@ -55,29 +83,57 @@ command -v jq >/dev/null || { echo "demo: jq is needed for the summary" >&2; exi
 
 start=$(date +%s)
 log() { echo "[demo $(($(date +%s) - start))s] $*"; }
-ENV_OPTS=(--env guess --env-opt "n=$N" --env-opt "turns=$TURNS")
+
+# splitlist SEP STRING: the items of STRING separated by SEP, one a line,
+# without surrounding blanks; empty items dropped.
+splitlist() {
+	local item
+	local -a items
+	IFS=$1 read -r -a items <<<"$2"
+	for item in "${items[@]}"; do
+		item=${item#"${item%%[![:space:]]*}"}
+		item=${item%"${item##*[![:space:]]}"}
+		[ -n "$item" ] && printf '%s\n' "$item"
+	done
+	return 0
+}
+ENV_ARGS=(--env "$ENV")
+while IFS= read -r o; do ENV_ARGS+=(--env-opt "$o"); done < <(splitlist ';' "$ENV_OPTS")
+SCORE_ARGS=()
+while IFS= read -r s; do SCORE_ARGS+=(--scorer "$s"); done < <(splitlist ';' "$SCORERS")
+[ ${#SCORE_ARGS[@]} -gt 0 ] || { echo "demo: SCORERS is empty" >&2; exit 2; }
 
 rm -rf "$OUT"
 mkdir -p "$OUT"/data "$OUT"/rounds "$OUT"/scored "$OUT"/eval "$OUT"/adapters
 
-log "1/7 tiny random model (seed $SEED)"
-"$BIN"/hone-train init-model --family qwen3 --hidden 64 --layers 2 --heads 4 \
-	--init-std "$INIT_STD" --seed "$SEED" -o "$OUT"/model >/dev/null
+if [ -n "$MODEL" ]; then
+	log "1/7 model folder $MODEL"
+	[ -d "$MODEL" ] || { echo "demo: MODEL=$MODEL is not a folder" >&2; exit 2; }
+	ln -s "$(cd "$MODEL" && pwd)" "$OUT"/model
+else
+	log "1/7 tiny random model (seed $SEED)"
+	"$BIN"/hone-train init-model --family qwen3 --hidden 64 --layers 2 --heads 4 \
+		--init-std "$INIT_STD" --seed "$SEED" -o "$OUT"/model >/dev/null
+fi
 
-log "2/7 warm-up data: scripted $WARMUP_POLICY"
-"$BIN"/hone-collect "${ENV_OPTS[@]}" --groups 4000 -G 1 --policy "scripted:$WARMUP_POLICY" \
-	--seed $((100000 + SEED)) --run warmup-data -o "$OUT"/data/warmup.parquet 2>"$OUT"/data/collect.log
+if [ "$SFT_STEPS" -gt 0 ]; then
+	log "2/7 warm-up data: scripted $WARMUP_POLICY"
+	"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups 4000 -G 1 --policy "scripted:$WARMUP_POLICY" \
+		--seed $((100000 + SEED)) --run warmup-data -o "$OUT"/data/warmup.parquet 2>"$OUT"/data/collect.log
 
-log "3/7 SFT warm-up: $SFT_STEPS steps"
-"$BIN"/hone-train sft --model "$OUT"/model --run warmup --out "$OUT"/adapters \
-	--lr "$SFT_LR" --max-grad-norm 1 --batch-size 32 --steps "$SFT_STEPS" \
-	--save-every "$SFT_STEPS" --keep-last 1 --seed "$SEED" --threads "$THREADS" \
-	"$OUT"/data/warmup.parquet >"$OUT"/sft.log 2>&1
-log "    $(tail -1 "$OUT"/sft.log)"
+	log "3/7 SFT warm-up: $SFT_STEPS steps"
+	"$BIN"/hone-train sft --model "$OUT"/model --run warmup --out "$OUT"/adapters \
+		--lr "$SFT_LR" --max-grad-norm 1 --batch-size 32 --steps "$SFT_STEPS" \
+		--save-every "$SFT_STEPS" --keep-last 1 --seed "$SEED" --threads "$THREADS" \
+		"$OUT"/data/warmup.parquet >"$OUT"/sft.log 2>&1
+	log "    $(tail -1 "$OUT"/sft.log)"
+else
+	log "2-3/7 no warm-up (SFT_STEPS=0): GRPO starts from a fresh LoRA adapter"
+fi
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$BIN"/hone-serve --model "$OUT"/model --adapters "$OUT"/adapters --port "$port" \
-	--served-model-name base --poll-interval 200ms --threads "$THREADS" --max-tokens 8 \
+	--served-model-name base --poll-interval 200ms --threads "$THREADS" --max-tokens $((2 * MAX_TOKENS)) \
 	>"$OUT"/serve.log 2>&1 &
 serve_pid=$!
 stop_server() {
@@ -102,47 +158,65 @@ wait_model() {
 }
 log "4/7 hone-serve on port $port"
 wait_model base
-wait_model warmup
+[ "$SFT_STEPS" -gt 0 ] && wait_model warmup
+
+# EVAL_COLUMNS as a JSON list of {name, num, den}: a column is the mean of
+# metric num per episode, or with den the ratio of the two metrics' sums.
+EVAL_COLS=$(jq -cn --arg s "$EVAL_COLUMNS" '$s | split(" ") | map(select(. != "")) | map(
+	(if test("=") then (split("=") | {name: .[0], spec: (.[1:] | join("="))}) else {name: null, spec: .} end)
+	| . + (.spec | split("/") | {num: .[0], den: .[1]})
+	| .name //= (if .den then "\(.num)_per_\(.den)" else .num end) | del(.spec))')
 
 # evaluate LABEL MODEL STEP: held-out episodes, greedy and at T=1, summarized
 # in OUT/eval/LABEL-T<t>.json as one JSON line that `hone-inspect report
 # --eval` reads: the base model is its own line, the warm-up (the adapter
 # run rl starts from, so its step 0) and rl@ROUNDS are one line "rl T=<t>"
-# over rl's steps.
+# over rl's steps. "success" is the mean of EVAL_METRIC per episode.
 evaluate() {
 	local label=$1 model=$2 step=$3 t line=rl
 	[ "$label" = base ] && line=base
 	for t in 0 1; do
-		"$BIN"/hone-collect "${ENV_OPTS[@]}" --groups "$EVAL_EPISODES" -G 1 --model "$model" \
-			--base-url "$URL" --api-key none --temperature "$t" --max-tokens 4 \
+		"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$EVAL_EPISODES" -G 1 --model "$model" \
+			--base-url "$URL" --api-key none --temperature "$t" --max-tokens "$MAX_TOKENS" \
 			--seed "$EVAL_SEED" --run "eval-$label" \
 			-o "$OUT/eval/$label-T$t.parquet" 2>>"$OUT"/eval/collect.log
 		"$BIN"/hone-inspect to-jsonl "$OUT/eval/$label-T$t.parquet" 2>/dev/null |
-			jq -sc --arg name "$label" --arg t "$t" --arg line "$line T=$t" --argjson step "$step" '{
+			jq -sc --arg name "$label" --arg t "$t" --arg line "$line T=$t" --argjson step "$step" \
+				--arg metric "$EVAL_METRIC" --argjson cols "$EVAL_COLS" '
+				def total(m): map(.metrics[m] // 0) | add;
+				. as $eps | {
 				label: $line, step: $step, run: "rl",
-				model: $name, temperature: ($t | tonumber), episodes: length,
-				success: (map(.metrics.found) | add / length),
-				invalid: (map(.metrics.invalid) | add / length),
-				out_of_range_per_guess: ((map(.metrics.out_of_range) | add) / (map(.metrics.turns) | add)),
-				mean_reward: (map(.reward) | add / length)}' >"$OUT/eval/$label-T$t.json"
+				model: $name, temperature: ($t | tonumber), episodes: length, metric: $metric,
+				success: (total($metric) / length)}
+				+ ([$cols[] as $c | {($c.name): (if $c.den then total($c.den) as $d | if $d == 0 then null else total($c.num) / $d end
+					else total($c.num) / length end)}] | add // {})
+				+ {mean_reward: (map(.reward) | add / length)}' >"$OUT/eval/$label-T$t.json"
 	done
 	log "    $label: greedy $(jq .success "$OUT/eval/$label-T0.json"), T=1 $(jq .success "$OUT/eval/$label-T1.json")"
 }
-log "5/7 evaluation before RL ($EVAL_SPLIT split, $EVAL_EPISODES episodes each)"
+log "5/7 evaluation before RL ($EVAL_SPLIT split, $EVAL_EPISODES episodes each, $EVAL_METRIC)"
 evaluate base base 0
-evaluate warmup warmup 0
+evals=("$OUT"/eval/base-T0.json "$OUT"/eval/base-T1.json)
+init=()
+model=base
+if [ "$SFT_STEPS" -gt 0 ]; then
+	evaluate warmup warmup 0
+	evals+=("$OUT"/eval/warmup-T0.json "$OUT"/eval/warmup-T1.json)
+	init=(--init-adapter "$OUT/adapters/warmup/$(cat "$OUT"/adapters/warmup/latest)")
+	model=warmup
+fi
 
-warm_step=$OUT/adapters/warmup/$(cat "$OUT"/adapters/warmup/latest)
-log "6/7 GRPO: $ROUNDS rounds of $RL_GROUPS secrets x $GSIZE tries"
-model=warmup
+log "6/7 GRPO: $ROUNDS rounds of $RL_GROUPS scenarios x $GSIZE tries"
 for r in $(seq "$ROUNDS"); do
 	f=$(printf 'round-%03d.parquet' "$r")
-	"$BIN"/hone-collect "${ENV_OPTS[@]}" --groups "$RL_GROUPS" -G "$GSIZE" --model "$model" \
-		--base-url "$URL" --api-key none --temperature 1 --max-tokens 4 \
+	"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$RL_GROUPS" -G "$GSIZE" --model "$model" \
+		--base-url "$URL" --api-key none --temperature 1 --max-tokens "$MAX_TOKENS" \
 		--seed $((200000 + SEED * 1000 + r)) --run rl -o "$OUT/rounds/$f" 2>>"$OUT"/rounds/collect.log
-	"$BIN"/hone-score --scorer env --scorer "formula:$REWARD" -o "$OUT/scored/$f" "$OUT/rounds/$f" 2>>"$OUT"/scored/score.log
+	"$BIN"/hone-score "${SCORE_ARGS[@]}" -o "$OUT/scored/$f" "$OUT/rounds/$f" 2>>"$OUT"/scored/score.log
+	# One step per round on the files the run has not consumed yet (the
+	# cron-style incremental mode; see the README on rounds).
 	"$BIN"/hone-train grpo --model "$OUT"/model --run rl --out "$OUT"/adapters \
-		--init-adapter "$warm_step" --watch-dir "$OUT"/scored --steps 1 \
+		${init[@]+"${init[@]}"} --watch-dir "$OUT"/scored --steps 1 \
 		--lr "$RL_LR" --seed "$SEED" --threads "$THREADS" --keep-last 2 \
 		>>"$OUT"/grpo.log 2>&1
 	model=rl@$r
@@ -154,6 +228,7 @@ done
 
 log "7/7 evaluation after RL"
 evaluate rl "rl@$ROUNDS" "$ROUNDS"
+evals+=("$OUT"/eval/rl-T0.json "$OUT"/eval/rl-T1.json)
 
 # The server's counters, kept with the run: how much prompt prefill the
 # prefix cache saved over the multi-turn episodes.
@@ -163,18 +238,21 @@ if curl -fsS "http://127.0.0.1:$port/metrics" >"$OUT"/serve-metrics.txt 2>/dev/n
 fi
 
 jq -s --argjson seed "$SEED" --arg split "$EVAL_SPLIT" --argjson secs $(($(date +%s) - start)) \
-	'{seed: $seed, split: $split, wall_seconds: $secs, results: .}' \
-	"$OUT"/eval/base-T0.json "$OUT"/eval/base-T1.json "$OUT"/eval/warmup-T0.json \
-	"$OUT"/eval/warmup-T1.json "$OUT"/eval/rl-T0.json "$OUT"/eval/rl-T1.json >"$OUT"/summary.json.tmp
+	'{seed: $seed, split: $split, wall_seconds: $secs, results: .}' "${evals[@]}" >"$OUT"/summary.json.tmp
 mv "$OUT"/summary.json.tmp "$OUT"/summary.json
 
 echo
-echo "guess-the-number 1..$N in $TURNS turns, $EVAL_EPISODES held-out $EVAL_SPLIT episodes, seed $SEED"
-jq -r '.results[] | [.model, (if .temperature == 0 then "greedy" else "T=1" end),
-	(.success * 100 | round | tostring) + "%", (.invalid * 100 | round | tostring) + "%",
-	(.out_of_range_per_guess * 100 | round | tostring) + "%"] | @tsv' "$OUT"/summary.json |
-	(echo -e "model\tsampling\tsuccess\tinvalid\tout-of-range guesses"; cat) | column -t -s $'\t'
-jq -r '.results as $r | def s(m; t): ($r[] | select(.model == m and .temperature == t) | .success);
-	"GRPO gain (warmup -> rl): greedy \((s("rl"; 0) - s("warmup"; 0)) * 100 | round) points, T=1 \((s("rl"; 1) - s("warmup"; 1)) * 100 | round) points",
-	"whole pipeline (base -> rl): greedy \((s("rl"; 0) - s("base"; 0)) * 100 | round) points, T=1 \((s("rl"; 1) - s("base"; 1)) * 100 | round) points"' "$OUT"/summary.json
-log "done; summary in $OUT/summary.json"
+echo "$ENV${ENV_OPTS:+ ($ENV_OPTS)}, $EVAL_EPISODES held-out $EVAL_SPLIT episodes, seed $SEED; success = mean $EVAL_METRIC per episode"
+jq -r --argjson cols "$EVAL_COLS" 'def show: if . == null then "-" else . * 100 | round / 100 | tostring end;
+	.results[] | [.model, (if .temperature == 0 then "greedy" else "T=1" end), (.success | show)]
+	+ [. as $row | $cols[] | $row[.name] | show] | @tsv' "$OUT"/summary.json |
+	(jq -r --argjson cols "$EVAL_COLS" -n '["model", "sampling", "success"] + [$cols[].name] | @tsv'; cat) | column -t -s $'\t'
+jq -r 'def gain(a; b; t): .results as $r | [$r[] | select(.model == a and .temperature == t) | .success][0]
+	- [$r[] | select(.model == b and .temperature == t) | .success][0] | . * 100 | round / 100 | if . >= 0 then "+\(.)" else "\(.)" end;
+	(if any(.results[]; .model == "warmup") then "GRPO gain (warmup -> rl): greedy \(gain("rl"; "warmup"; 0)), T=1 \(gain("rl"; "warmup"; 1))" else empty end),
+	"whole pipeline (base -> rl): greedy \(gain("rl"; "base"; 0)), T=1 \(gain("rl"; "base"; 1))"' "$OUT"/summary.json
+
+log "report: hone-inspect report on run rl, its rounds and the evaluations"
+"$BIN"/hone-inspect report "$OUT"/adapters/rl --trajectories "$OUT"/scored --eval "$OUT/eval/*.json" \
+	-o "$OUT"/report.html 2>>"$OUT"/report.log || { cat "$OUT"/report.log >&2; exit 1; }
+log "done; summary in $OUT/summary.json, report in $OUT/report.html"

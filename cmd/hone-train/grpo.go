@@ -46,12 +46,21 @@ latest and ends bit-identical to an uninterrupted run (same machine and
 --threads), even after SIGKILL. A step whose loss, gradient or updated
 weights are NaN or Inf stops the run (exit code 1) before it is saved.
 
+Rounds: --resume with new trajectory files is the next session of the same
+run: the adapter and the optimizer state carry over, the data order is
+seeded by --seed plus the session's index, and --steps (or --epochs)
+counts the steps on these files. Sessions are known by the sha256 of their
+files (OUT/RUN/manifest.json lists them): the last session's files again
+continue that session. Any other option must stay as the run has it; a
+change is refused (exit code 2) naming the option and both values.
+
 --watch-dir DIR trains on the *.parquet files in DIR that OUT/RUN/manifest.json
 does not list (by sha256), holding OUT/RUN/lock; with nothing new it says so
 and exits 0. --steps then counts steps per session.`,
 		Example: `  hone-train grpo --model models/tiny --run ttt --groups-per-step 16 scored/round-*.parquet
   hone-train grpo --model models/tiny --run ttt --loss ppo --epsilon 0.2 --epsilon-high 0.28 --norm tokens scored/
   hone-train grpo --model models/tiny --run ttt --watch-dir scored/
+  hone-train grpo --model models/tiny --run ttt --resume --groups-per-step 16 scored/round-2.parquet
   hone-train grpo --model models/tiny --run art-e --norm art --groups-per-step 12 --lr 1.2e-5 scored/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.WatchDir == "" {

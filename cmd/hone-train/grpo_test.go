@@ -174,3 +174,46 @@ func TestSFTThenGRPO(t *testing.T) {
 		t.Errorf("saved config lacks init_adapter: %s %v", cfg, err)
 	}
 }
+
+// TestGRPORounds runs hone-train as a process for three rounds of one run:
+// round 2 without --resume is a usage error (exit 2); with --resume and the
+// new file it trains on from the run's step; a changed --lr is refused
+// (exit 2) naming only that option, and leaves the run as it was.
+func TestGRPORounds(t *testing.T) {
+	dir := t.TempDir()
+	scored := filepath.Join(dir, "scored")
+	md := scoredFixture(t, dir, scored, "r1")
+	scoredFixture(t, dir, scored, "r2")
+	out := filepath.Join(dir, "adapters")
+	grpo := func(extra ...string) (int, string) {
+		args := []string{"grpo", "--model", md, "--run", "rounds", "--out", out, "--rank", "2", "--threads", "1", "--lr", "1e-3"}
+		return runMain(t, append(args, extra...)...)
+	}
+	if code, msg := grpo(filepath.Join(scored, "r1.parquet")); code != 0 {
+		t.Fatalf("round 1: exit %d\n%s", code, msg)
+	}
+	r2 := filepath.Join(scored, "r2.parquet")
+	if code, msg := grpo(r2); code != cli.ExitUsage || !strings.Contains(msg, "pass --resume") {
+		t.Errorf("round 2 without --resume: exit %d, want %d saying --resume\n%s", code, cli.ExitUsage, msg)
+	}
+	code, msg := grpo("--resume", "--lr", "2e-3", r2)
+	if code != cli.ExitUsage || !strings.Contains(msg, `option "lr" differs: run has 0.001, command gives 0.002`) ||
+		strings.Contains(msg, "inputs") || strings.Count(msg, "differs") != 1 {
+		t.Errorf("round 2 with another --lr: exit %d, want %d naming only lr\n%s", code, cli.ExitUsage, msg)
+	}
+	if code, msg := grpo("--resume", r2); code != 0 || !strings.Contains(msg, "new session of the run") {
+		t.Fatalf("round 2: exit %d\n%s", code, msg)
+	}
+	ck := &checkpoint.Run{Dir: filepath.Join(out, "rounds")}
+	if n, _, _ := ck.Latest(); n != 2 {
+		t.Errorf("after round 2 latest is step %d, want 2", n)
+	}
+	st, err := ck.ReadState(2)
+	if err != nil || st.OptimizerStep != 2 {
+		t.Errorf("round 2's state %+v (%v): the optimizer did not carry over", st, err)
+	}
+	man, err := ck.ReadManifest()
+	if err != nil || len(man.Sessions) != 2 || man.Sessions[1].Files[0].Path != r2 {
+		t.Errorf("manifest sessions %+v, %v", man.Sessions, err)
+	}
+}

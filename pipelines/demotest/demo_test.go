@@ -37,6 +37,20 @@ func need(t *testing.T, tool string) {
 	}
 }
 
+// buildBinaries builds the five stage binaries of the repository at root
+// into dir and returns dir.
+func buildBinaries(ctx context.Context, t *testing.T, root, dir string) string {
+	t.Helper()
+	for _, name := range []string{"hone-train", "hone-collect", "hone-score", "hone-serve", "hone-inspect"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", name, err, out)
+		}
+	}
+	return dir
+}
+
 func TestDemoPlumbing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds every binary and runs the loop (~30 s)")
@@ -52,14 +66,7 @@ func TestDemoPlumbing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	bin := t.TempDir()
-	for _, name := range []string{"hone-train", "hone-collect", "hone-score", "hone-serve", "hone-inspect"} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, name), "./cmd/"+name)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", name, err, out)
-		}
-	}
+	bin := buildBinaries(ctx, t, root, t.TempDir())
 
 	out := filepath.Join(t.TempDir(), "demo")
 	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
@@ -123,6 +130,9 @@ func TestDemoPlumbing(t *testing.T) {
 			t.Errorf("the report on the demo lacks %q", frag)
 		}
 	}
+	if fi, err := os.Stat(filepath.Join(out, "report.html")); err != nil || fi.Size() == 0 {
+		t.Errorf("demo.sh did not end with a report: %v", err)
+	}
 	if !strings.Contains(stdout.String(), "GRPO gain (warmup -> rl)") {
 		t.Errorf("no before/after line in the output:\n%s", stdout.String())
 	}
@@ -133,5 +143,69 @@ func TestDemoPlumbing(t *testing.T) {
 		if err == nil && bytes.Contains(c, []byte(out)) && bytes.Contains(c, []byte("hone-serve")) {
 			t.Errorf("hone-serve still running after the demo: %s %q", p, bytes.ReplaceAll(c, []byte{0}, []byte{' '}))
 		}
+	}
+}
+
+// TestDemoOtherJob runs demo.sh as a user adapts it to another job: another
+// environment without options, two scorers (one with blanks in it), another
+// eval metric and columns (a ratio among them), no warm-up. The summary and
+// the eval files follow the settings, and the run ends with a report.
+func TestDemoOtherJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every binary and runs the loop")
+	}
+	need(t, "jq")
+	need(t, "curl")
+	need(t, "python3")
+	need(t, "column")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := buildBinaries(ctx, t, root, t.TempDir())
+	out := filepath.Join(t.TempDir(), "demo")
+	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SEED=3", "ENV=tictactoe", "ENV_OPTS=",
+		"SCORERS=env; shaped=formula:env - 0.5*illegal", "EVAL_METRIC=win", "EVAL_COLUMNS=illegal moves_per_illegal=moves/illegal",
+		"SFT_STEPS=0", "ROUNDS=2", "RL_GROUPS=2", "GSIZE=4", "EVAL_EPISODES=6", "EVAL_SPLIT=val")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo.sh: %v\n%s", err, stdout.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Results []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("summary.json: %v\n%s", err, b)
+	}
+	if len(s.Results) != 4 {
+		t.Fatalf("summary has %d results, want base and rl at two temperatures (no warm-up):\n%s", len(s.Results), b)
+	}
+	for _, r := range s.Results {
+		if r["metric"] != "win" || r["success"] == nil || r["illegal"] == nil || r["model"] == "warmup" {
+			t.Errorf("result %v: want the mean of win as success, an illegal column, no warm-up", r)
+		}
+		if _, ok := r["moves_per_illegal"]; !ok {
+			t.Errorf("result %v lacks the ratio column moves_per_illegal", r)
+		}
+	}
+	// The rounds were scored by the chain given: env, then the shaped reward.
+	st, err := exec.CommandContext(ctx, filepath.Join(bin, "hone-inspect"), "stats", "--json", filepath.Join(out, "scored")).Output()
+	if err != nil || !strings.Contains(string(st), `"hone.score.chain": "env | shaped=formula:env - 0.5*illegal"`) {
+		t.Errorf("scored rounds: %v\n%s", err, st)
+	}
+	if fi, err := os.Stat(filepath.Join(out, "report.html")); err != nil || fi.Size() == 0 {
+		t.Errorf("demo.sh did not end with a report: %v", err)
+	}
+	if !strings.Contains(stdout.String(), "success = mean win per episode") || strings.Contains(stdout.String(), "GRPO gain (warmup") {
+		t.Errorf("summary lines:\n%s", stdout.String())
 	}
 }

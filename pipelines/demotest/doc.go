@@ -1,6 +1,11 @@
 // Package demotest runs the demo loop (pipelines/demo.sh) end to end with
 // the real binaries, built into a temporary folder, at a tiny size: it
 // checks the plumbing (every stage ran, the summary is complete, the
-// server is gone afterwards), not that the model learns — the learning
+// report is written, the server is gone afterwards), for the default job
+// and for another environment, scorer chain and eval metric set through
+// the script's variables, not that the model learns — the learning
 // figures come from a full `make pipeline` run.
+//
+// It also runs the README's "A round by hand" as written (readme_test.go):
+// the SFT warm-up and the GRPO rounds must raise the mean reward.
 package demotest

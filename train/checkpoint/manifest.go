@@ -15,13 +15,18 @@ import (
 	"github.com/hone-rl/hone/format/runfolder"
 )
 
-// Manifest records which input files incremental runs consumed.
+// Manifest records which input files incremental runs consumed, and the
+// sessions of a run resumed with new input files.
 type Manifest struct {
 	Consumed []FileEntry `json:"consumed"`
 	// Pending is the session in progress: set before its first step is
 	// trained, cleared (its files moved to Consumed) after its last. A run
 	// that finds it set resumes that session instead of starting a new one.
 	Pending *Session `json:"pending,omitempty"`
+	// Sessions lists, by index, the sessions of a run trained on the input
+	// files given to each command (not --watch-dir): a session begins when
+	// a resumed run is given files other than its last session's.
+	Sessions []Session `json:"sessions,omitempty"`
 }
 
 // FileEntry identifies one input file by name and content.
@@ -32,9 +37,11 @@ type FileEntry struct {
 	Step   int    `json:"step,omitempty"` // the run's step after the session that consumed it
 }
 
-// Session is one incremental training session: which files, from which step
-// to which.
+// Session is one training session: which files, from which step to which.
+// Index counts the sessions of a run given input files (0 for the first);
+// --watch-dir sessions leave it 0.
 type Session struct {
+	Index     int         `json:"index,omitempty"`
 	Files     []FileEntry `json:"files"`
 	StartStep int         `json:"start_step"`
 	EndStep   int         `json:"end_step"`
@@ -76,6 +83,39 @@ func (r *Run) WriteManifest(m Manifest) error {
 	return runfolder.WriteFile(filepath.Join(r.Dir, ManifestName), append(b, '\n'))
 }
 
+// SameFiles reports whether a and b hold the same contents in the same
+// order, by sha256 (names may differ).
+func SameFiles(a, b []FileEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].SHA256 != b[i].SHA256 {
+			return false
+		}
+	}
+	return true
+}
+
+// HashSet returns the entries of every input of in, in order; stdin ("-")
+// is hashed from its copy.
+func HashSet(ctx context.Context, in *fileset.Set) ([]FileEntry, error) {
+	var out []FileEntry
+	for i := range in.Len() {
+		f, err := in.Open(ctx, i)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+		e, err := hashReader(f.Reader(), in.Name(i))
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
 // HashFile returns the entry (sha256, size) of the input file at path (a
 // path or URL, as fileset names inputs).
 func HashFile(ctx context.Context, path string) (FileEntry, error) {
@@ -84,8 +124,13 @@ func HashFile(ctx context.Context, path string) (FileEntry, error) {
 		return FileEntry{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	defer f.Close()
+	return hashReader(f.Reader(), path)
+}
+
+// hashReader is the entry of the file named path read from r.
+func hashReader(r io.Reader, path string) (FileEntry, error) {
 	h := sha256.New()
-	n, err := io.Copy(h, f.Reader())
+	n, err := io.Copy(h, r)
 	if err != nil {
 		return FileEntry{}, fmt.Errorf("checkpoint: hash %s: %w", path, err)
 	}

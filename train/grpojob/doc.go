@@ -10,6 +10,17 @@
 // groups). A step is a function of (inputs, options, s) alone, which is what
 // makes a resumed run end bit-identical to an uninterrupted one.
 //
+// Sessions (rounds): the input files of one command are a session of the
+// run, known by their sha256s in order. Resumed with other files, the run
+// begins its next session at the step it reached: the adapter and AdamW
+// state carry over, the order above is seeded by --seed plus the session's
+// index, and --steps/--epochs count the session's own steps. The last
+// session's files again continue that session (after a kill, or with more
+// --steps). Each step saves its session in trainer_state.json ("extra");
+// manifest.json lists the sessions. Only "inputs", "steps" and "epochs" of
+// the saved config may change on resume; another change is refused as
+// usage, naming each option that differs (trainer.Setup).
+//
 // Every trajectory must carry a reward, or an error saying why its episode
 // failed: a row with neither was never scored, and the input set is refused
 // as bad input, naming the file, row and group, before anything is written.

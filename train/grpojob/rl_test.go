@@ -389,7 +389,7 @@ func TestResumeChecksOptions(t *testing.T) {
 	}
 	o.Resume = true
 	o.Loss.Beta = 0.5
-	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err == nil || !strings.Contains(err.Error(), "options differ") {
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err == nil || !strings.Contains(err.Error(), `option "loss.beta" differs: run has 0, command gives 0.5`) {
 		t.Errorf("resume with another beta: %v", err)
 	}
 	o.Loss.Beta = 0

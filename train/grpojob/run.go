@@ -13,6 +13,7 @@ import (
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/stageerr"
+	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/grpo"
 	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/pflag"
@@ -153,12 +154,18 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	files, err := checkpoint.HashSet(ctx, o.Inputs)
+	if err != nil {
+		return err
+	}
+	// New input files on --resume start a new session of the run (runFiles).
+	o.MayChange = []string{"inputs"}
 	prep, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
 	if err != nil {
 		return err
 	}
 	defer prep.Close()
-	return train(ctx, prep, o, gs, 0, -1, nil, log)
+	return runFiles(ctx, prep, o, gs, files, log)
 }
 
 // loadInputs reads and lays out the groups of an input set; one without
@@ -175,20 +182,14 @@ func loadInputs(ctx context.Context, text *layout.Model, o Options, in *fileset.
 	return gs, nil
 }
 
-// train runs steps on the groups gs: step s of the run is step s−start of
-// this data. end < 0 means the step count follows from --steps/--epochs.
-func train(ctx context.Context, prep *trainer.Prepared, o Options, gs []group, start, end int, extra json.RawMessage, log *slog.Logger) error {
+// train runs the run's steps start+1..end on the groups gs, in the order
+// seeded by seed: step s of the run is step s−start of this data.
+func train(ctx context.Context, prep *trainer.Prepared, o Options, gs []group, start, end int, seed uint64, extra json.RawMessage, log *slog.Logger) error {
 	per := o.GroupsPerStep
 	if per == 0 || per > len(gs) {
 		per = len(gs)
 	}
-	sc := trainer.Order{N: len(gs), PerStep: per, Seed: o.Seed + uint64(start)}
-	if end < 0 {
-		end = start + sc.StepsFor(o.Epochs)
-		if o.Steps > 0 {
-			end = o.Steps
-		}
-	}
+	sc := trainer.Order{N: len(gs), PerStep: per, Seed: seed}
 	if prep.Done >= end {
 		log.Info("nothing to do", "run", prep.Ckpt.Dir, "step", prep.Done, "target", end)
 		return nil

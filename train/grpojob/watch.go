@@ -87,7 +87,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 		log.Info("training on new files", "files", len(files), "first_step", sess.StartStep+1, "last_step", sess.EndStep)
 	}
 	extra, _ := json.Marshal(sess)
-	if err := train(ctx, prep, o, gs, sess.StartStep, sess.EndStep, extra, log); err != nil {
+	if err := train(ctx, prep, o, gs, sess.StartStep, sess.EndStep, o.Seed+uint64(sess.StartStep), extra, log); err != nil {
 		return err
 	}
 	for _, f := range sess.Files {

@@ -1,13 +1,13 @@
 package trainer
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/modelfolder"
@@ -72,6 +72,10 @@ type Options struct {
 	// part of the saved config.
 	Backend kernels.Backend `json:"-"` // where the model is loaded and trained
 	Log     *slog.Logger    `json:"-"` // one line per step, resume and skip notices, the end summary; nil: none
+	// MayChange names the top-level keys of the saved config that a resumed
+	// run may change besides "steps" and "epochs": GRPO's "inputs", since
+	// new trajectory files start a new session of the same run.
+	MayChange []string `json:"-"`
 }
 
 // AddFlags registers the shared flags with their defaults; lr is the job's
@@ -100,7 +104,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.Float64Var(&o.MaxGradNorm, "max-grad-norm", 0.1, "clip the global gradient norm to this (ART: 0.1; ≤ 0: off)")
 	fs.IntVar(&o.TokenBudget, "token-budget", 8192, "tokens per micro-batch; gradients accumulate over a step's micro-batches")
 	fs.BoolVar(&o.Checkpointing, "gradient-checkpointing", false, "recompute block activations in backward (less memory)")
-	fs.IntVar(&o.Steps, "steps", 0, "steps to reach (0: --epochs over the inputs)")
+	fs.IntVar(&o.Steps, "steps", 0, "steps to train on the inputs (0: --epochs over them), counted from the run's start or, for grpo, from the start of the inputs' session")
 	fs.IntVar(&o.Epochs, "epochs", 1, "passes over the inputs when --steps is 0")
 	fs.IntVar(&o.SaveEvery, "save-every", 1, "save a checkpoint every N steps (and the last)")
 	fs.IntVar(&o.KeepLast, "keep-last", 0, "step folders to keep (0: all); latest and best are always kept")
@@ -220,8 +224,9 @@ func (p *Prepared) Close() {
 
 // Setup takes the run folder's lock over base and either restores the
 // run's latest step (resume must be true when the run folder has one;
-// config, the job's options, must then equal the saved config) or starts
-// a fresh adapter.
+// config, the job's options, must then equal the saved config but for
+// "steps", "epochs" and o.MayChange, else a usage error names each option
+// that differs) or starts a fresh adapter.
 func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Prepared, error) {
 	m := base.Model
 	run := &checkpoint.Run{Dir: filepath.Join(o.Out, o.Name)}
@@ -244,7 +249,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 		return nil, err
 	}
 	if has && !resume {
-		return nil, fmt.Errorf("%s already has %s: pass --resume to continue it, or choose another --run", run.Dir, runfolder.StepName(last))
+		return nil, stageerr.Usagef("%s already has %s: pass --resume to continue it, or choose another --run", run.Dir, runfolder.StepName(last))
 	}
 	if has {
 		saved, err := run.ReadConfig(last)
@@ -255,9 +260,13 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 		if err != nil {
 			return nil, err
 		}
-		if !sameConfig(saved, now) {
-			return nil, fmt.Errorf("resume: options differ from %s; a resumed run must use the same options (only --steps and --epochs may change):\nsaved: %s\nnow:   %s",
-				filepath.Join(run.StepDir(last), checkpoint.ConfigName), bytes.TrimSpace(saved), now)
+		if diff := configDiff(saved, now, o.MayChange...); len(diff) > 0 {
+			may := "--steps and --epochs"
+			if slices.Contains(o.MayChange, "inputs") {
+				may = "the input files, --steps and --epochs"
+			}
+			return nil, stageerr.Usagef("resume %s: %s (saved in %s); a resumed run keeps its options: only %s may change",
+				run.Dir, strings.Join(diff, "; "), filepath.Join(run.StepDir(last), checkpoint.ConfigName), may)
 		}
 		prep.Ad, prep.Opt, prep.State, err = Restore(run, last, &m.Config, o.AdamWParams(), o.MaxGradNorm)
 		if err != nil {
@@ -299,26 +308,9 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 	return prep, nil
 }
 
-// sameConfig compares two saved configs, ignoring "steps" and "epochs":
-// extending a run changes where it stops, not what each step does (a
-// cosine schedule is then stretched from the next step on). A config
-// without "dtype" was saved before the flag existed, with float32 weights.
-func sameConfig(a, b []byte) bool {
-	var x, y map[string]any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	for _, m := range []map[string]any{x, y} {
-		if _, ok := m["dtype"]; !ok {
-			m["dtype"] = string(model.DTypeFloat32)
-		}
-	}
-	for _, k := range []string{"steps", "epochs"} {
-		delete(x, k)
-		delete(y, k)
-	}
-	return reflect.DeepEqual(x, y)
-}
+// sameConfig reports whether two saved configs agree but for "steps" and
+// "epochs" (configDiff).
+func sameConfig(a, b []byte) bool { return len(configDiff(a, b)) == 0 }
 
 // Loop returns a Loop over prep with the shared options filled in.
 func (o *Options) Loop(prep *Prepared, config any, totalUpdates int, log *slog.Logger) *Loop {

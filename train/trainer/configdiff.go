@@ -1,0 +1,110 @@
+package trainer
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hone-rl/hone/train/model"
+)
+
+// configDiff compares a run's saved config with the one a command gives and
+// returns one line per option that differs, named by its key in
+// train_config.json (dotted for nested keys, e.g. "loss.beta"):
+//
+//	option "lr" differs: run has 1e-5, command gives 2e-5
+//
+// "steps" and "epochs" are never compared (extending a run changes where it
+// stops, not what each step does; a cosine schedule is then stretched from
+// the next step on), nor the top-level keys in mayChange. A
+// config without "dtype" was saved before the flag existed, with float32
+// weights. Configs that are not JSON objects differ as a whole.
+func configDiff(saved, now []byte, mayChange ...string) []string {
+	var x, y map[string]any
+	if err := json.Unmarshal(saved, &x); err != nil {
+		return []string{fmt.Sprintf("the run's saved config is not a JSON object: %v", err)}
+	}
+	if err := json.Unmarshal(now, &y); err != nil {
+		return []string{fmt.Sprintf("the command's config is not a JSON object: %v", err)}
+	}
+	for _, m := range []map[string]any{x, y} {
+		if _, ok := m["dtype"]; !ok {
+			m["dtype"] = string(model.DTypeFloat32)
+		}
+		for _, k := range append([]string{"steps", "epochs"}, mayChange...) {
+			delete(m, k)
+		}
+	}
+	var out []string
+	diffValues("", x, y, &out)
+	return out
+}
+
+// diffValues appends a line for each leaf where a (the run's) and b (the
+// command's) differ; objects are compared key by key.
+func diffValues(key string, a, b any, out *[]string) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		keys := slices.Sorted(maps.Keys(am))
+		for _, k := range slices.Sorted(maps.Keys(bm)) {
+			if _, ok := am[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range keys {
+			sub := k
+			if key != "" {
+				sub = key + "." + k
+			}
+			av, ain := am[k]
+			bv, bin := bm[k]
+			switch {
+			case !ain:
+				*out = append(*out, fmt.Sprintf("option %q differs: run has it unset, command gives %s", sub, showValue(bv)))
+			case !bin:
+				*out = append(*out, fmt.Sprintf("option %q differs: run has %s, command leaves it unset", sub, showValue(av)))
+			default:
+				diffValues(sub, av, bv, out)
+			}
+		}
+		return
+	}
+	if !reflect.DeepEqual(a, b) {
+		*out = append(*out, fmt.Sprintf("option %q differs: run has %s, command gives %s", key, showValue(a), showValue(b)))
+	}
+}
+
+// showValue writes a config value as a user would type it: numbers in the
+// shortest form (1e-5, not 0.00001 or 1e-05), strings quoted, lists and
+// objects as compact JSON.
+func showValue(v any) string {
+	switch v := v.(type) {
+	case float64:
+		s := strconv.FormatFloat(v, 'g', -1, 64)
+		if i := strings.IndexAny(s, "e"); i >= 0 {
+			mant, exp := s[:i+1], s[i+1:]
+			sign := ""
+			if exp[0] == '-' || exp[0] == '+' {
+				if exp[0] == '-' {
+					sign = "-"
+				}
+				exp = exp[1:]
+			}
+			s = mant + sign + strings.TrimLeft(exp, "0")
+		}
+		return s
+	case nil:
+		return "null"
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(b)
+	}
+}

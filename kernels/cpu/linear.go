@@ -154,6 +154,18 @@ func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile 
 		}
 		return
 	}
+	if w.bf16 != nil && b.bgemm != nil {
+		if N >= bf16MinRows {
+			b.bgemmRun(true, N, OC, C, x, C, w.bf16, C, 0, out, ldo)
+			return
+		}
+		// The mode's contract holds for any N: the rows kernels below get
+		// the activation rounded as the GEMM would round it.
+		xp := b.buf(N * C)
+		defer b.release(xp)
+		roundBF16(*xp, x[:N*C])
+		x = *xp
+	}
 	if N <= fewRows {
 		blocks := (OC + rowBlock - 1) / rowBlock
 		b.parallel(blocks, N*C*rowBlock, func(lo, hi int) {
@@ -233,6 +245,13 @@ func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C
 	if N == 0 || C == 0 {
 		return
 	}
+	if OC == 0 {
+		return
+	}
+	if b.bgemm != nil {
+		b.bgemmRun(false, N, C, OC, dout, OC, weight, C, 1, dinp, C)
+		return
+	}
 	if b.gemmB16 != nil {
 		b.sgemmB16(false, false, N, C, OC, 1, dout, max(1, OC), weight, C, 1, dinp, C)
 		return
@@ -246,5 +265,29 @@ func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C
 		b.widen(t, weight[o0*C:o1*C])
 		// dinp += dout[:, o0:o1] · t
 		b.sgemm(false, false, N, C, o1-o0, 1, dout[o0:], OC, t, C, 1, dinp, C)
+	}
+}
+
+// bf16MinRows is the fewest rows (tokens) for which LinearForwardBF16 runs
+// the bfloat16 GEMM in the bf16 compute mode: a decode step of fewer
+// sequences is memory bound, and the rows kernels (float32 activations,
+// weights widened in registers) read the weights once without packing them.
+const bf16MinRows = 8
+
+// bgemmRun runs the bfloat16 GEMM (Options.Compute = PrecisionBF16) on
+// c [m, n] (+)= bf16(a [m, k])·op(w), split over the workers as sgemm splits
+// (rows of a, or columns of op(w)); m, n, k > 0, beta 0 or 1.
+func (b *Backend) bgemmRun(tB bool, m, n, k int, a []float32, lda int, w []uint16, ldb int, beta float32, c []float32, ldc int) {
+	b.sgemmParts(false, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, ao, bo, co int) {
+		b.bgemm(tB, m, n, k, a[ao:], lda, w[bo:], ldb, beta, c[co:], ldc)
+	})
+}
+
+// roundBF16 writes src rounded to bfloat16 (nearest even) and widened back
+// into dst.
+func roundBF16(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, f := range src {
+		dst[i] = kernels.F32(kernels.BF16(f))
 	}
 }

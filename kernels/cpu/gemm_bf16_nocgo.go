@@ -1,0 +1,12 @@
+//go:build !cgo
+
+package cpu
+
+// The bfloat16 GEMM is C: without cgo there is none, and New refuses the
+// bf16 compute mode.
+
+func hasAVX512BF16() bool { return false }
+
+type bgemmFunc func(tB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
+
+func bf16GEMM(native bool) bgemmFunc { return nil }

@@ -14,21 +14,29 @@ import (
 // TestBF16GEMMBlocks checks the bfloat16 GEMM directly on shapes that cross
 // every block edge (BMC = 96 rows, BNC = 1024 columns, BKC = 512 k, odd k,
 // tiles of 12×32), with leading dimensions wider than the matrices and beta
-// 0 (NaN in C ignored) and 1, against float64 sums of the rounded operands.
+// 0 (NaN in C ignored) and 1, against float64 sums of the rounded operands;
+// with the AVX2 conversion and packing (where the CPU has AVX2) and without,
+// leading dimensions of B odd (tB then packs word by word) and even.
 // The native kernel runs too where the CPU has AVX512-BF16.
 func TestBF16GEMMBlocks(t *testing.T) {
 	kinds := []bool{false}
 	if hasAVX512BF16() {
 		kinds = append(kinds, true)
 	}
+	fasts := []bool{false}
+	if bf16GEMMFastOK() {
+		fasts = append(fasts, true)
+	}
 	for _, native := range kinds {
-		g := bf16GEMM(native)
-		for _, sh := range [][3]int{{1, 1, 1}, {13, 33, 3}, {97, 40, 1025}, {12, 1030, 514}, {100, 1100, 7}} {
-			m, n, k := sh[0], sh[1], sh[2]
-			for _, tB := range []bool{false, true} {
-				for _, beta := range []float32{0, 1} {
-					name := fmt.Sprintf("native=%v,m=%d,n=%d,k=%d,tB=%v,beta=%g", native, m, n, k, tB, beta)
-					t.Run(name, func(t *testing.T) { checkBGEMM(t, g, m, n, k, tB, beta) })
+		for _, fast := range fasts {
+			g := bf16GEMMWith(native, fast)
+			for _, sh := range [][3]int{{1, 1, 1}, {13, 33, 3}, {97, 40, 1025}, {12, 1030, 514}, {100, 1100, 7}, {30, 70, 600}} {
+				m, n, k := sh[0], sh[1], sh[2]
+				for _, tB := range []bool{false, true} {
+					for _, beta := range []float32{0, 1} {
+						name := fmt.Sprintf("native=%v,fast=%v,m=%d,n=%d,k=%d,tB=%v,beta=%g", native, fast, m, n, k, tB, beta)
+						t.Run(name, func(t *testing.T) { checkBGEMM(t, g, m, n, k, tB, beta) })
+					}
 				}
 			}
 		}
@@ -89,6 +97,37 @@ func checkBGEMM(t *testing.T, g bgemmFunc, m, n, k int, tB bool, beta float32) {
 	for i := range pad {
 		if math.Float32bits(pad[i]) != math.Float32bits(padWas[i]) {
 			t.Fatalf("wrote past column %d of the last row", n)
+		}
+	}
+}
+
+// TestBF16Round: the GEMM's rounding of A, scalar and AVX2, is kernels.BF16
+// bit for bit, ties to even, NaN, infinities, the largest float (to Inf),
+// denormals and signed zeros included.
+func TestBF16Round(t *testing.T) {
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+		math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, 1e-40, -3e-39,
+		math.Float32frombits(0x3f808000), math.Float32frombits(0x3f818000), math.Float32frombits(0x3f80ffff),
+		math.Float32frombits(0x7fc00001), math.Float32frombits(0xff800001), math.Float32frombits(0x7f7f8000)}
+	r := rand.New(rand.NewPCG(1, 2))
+	for len(vals) < 45 { // 45: eight-wide blocks and a scalar tail, odd length
+		vals = append(vals, math.Float32frombits(r.Uint32()))
+	}
+	fasts := []bool{false}
+	if bf16GEMMFastOK() {
+		fasts = append(fasts, true)
+	}
+	for _, fast := range fasts {
+		dst := make([]uint16, len(vals)+1)
+		dst[len(vals)] = 0xffff
+		bf16RoundRow(dst, vals, fast)
+		for i, v := range vals {
+			if want := kernels.BF16(v); dst[i] != want {
+				t.Errorf("fast=%v: %g (%#08x) rounds to %#04x, want %#04x", fast, v, math.Float32bits(v), dst[i], want)
+			}
+		}
+		if dst[len(vals)] != 0 {
+			t.Errorf("fast=%v: padding %#04x, want 0", fast, dst[len(vals)])
 		}
 	}
 }

@@ -80,8 +80,9 @@ type Backend struct {
 	gemm        sgemmFunc    // the GEMM Options.GEMM picked
 	gemmB16     sgemmB16Func // the same GEMM reading a bfloat16 B; nil: widen B first
 	prec        kernels.Precision
-	bgemm       bgemmFunc // the bfloat16 GEMM when prec is PrecisionBF16, else nil
-	splitGEMM   bool      // see Options.SplitGEMM
+	bgemm       bgemmFunc    // the bfloat16 GEMM when prec is PrecisionBF16, else nil
+	brows       bf16RowsFunc // its decode form (few rows), likewise
+	splitGEMM   bool         // see Options.SplitGEMM
 	pool        *pool
 	minParallel int
 	lpRows      int
@@ -124,7 +125,7 @@ func New(o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	bgemm, suffix, err := pickBF16(o.Compute, o.BF16Kernel, feat)
+	bgemm, brows, suffix, err := pickBF16(o.Compute, o.BF16Kernel, feat)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +154,7 @@ func New(o Options) (*Backend, error) {
 		vec = avx512Vec()
 	}
 	return &Backend{name: "cpu/" + name + suffix, feat: feat, vec: vec, gemm: gemm, gemmB16: gemmB16, splitGEMM: split,
-		prec: o.Compute, bgemm: bgemm, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
+		prec: o.Compute, bgemm: bgemm, brows: brows, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
 }
 
 // NoBF16Error is New's error for the bf16 compute mode on a CPU (or a
@@ -166,29 +167,30 @@ func (NoBF16Error) Error() string {
 }
 
 // pickBF16 resolves Options.Compute and Options.BF16Kernel: the bfloat16
-// GEMM (nil for PrecisionF32) and the suffix it adds to the backend's name.
-func pickBF16(p kernels.Precision, kernel string, f features) (bgemmFunc, string, error) {
+// GEMM and its decode form (nil for PrecisionF32) and the suffix they add
+// to the backend's name.
+func pickBF16(p kernels.Precision, kernel string, f features) (bgemmFunc, bf16RowsFunc, string, error) {
 	switch p {
 	case kernels.PrecisionF32:
-		return nil, "", nil
+		return nil, nil, "", nil
 	case kernels.PrecisionBF16:
 	default:
-		return nil, "", fmt.Errorf("cpu: unknown compute precision %v", p)
+		return nil, nil, "", fmt.Errorf("cpu: unknown compute precision %v", p)
 	}
 	switch kernel {
 	case "":
 		if !f.bf16 {
-			return nil, "", NoBF16Error{}
+			return nil, nil, "", NoBF16Error{}
 		}
-		return bf16GEMM(true), "+bf16", nil
+		return bf16GEMM(true), bf16RowsKernel(true), "+bf16", nil
 	case "portable":
 		g := bf16GEMM(false)
 		if g == nil {
-			return nil, "", fmt.Errorf("cpu: the portable bfloat16 GEMM is C: this binary was built with CGO_ENABLED=0")
+			return nil, nil, "", fmt.Errorf("cpu: the portable bfloat16 GEMM is C: this binary was built with CGO_ENABLED=0")
 		}
-		return g, "+bf16portable", nil
+		return g, bf16RowsKernel(false), "+bf16portable", nil
 	}
-	return nil, "", fmt.Errorf("cpu: unknown bfloat16 kernel %q (want \"\" or portable)", kernel)
+	return nil, nil, "", fmt.Errorf("cpu: unknown bfloat16 kernel %q (want \"\" or portable)", kernel)
 }
 
 // Precision returns the compute precision the backend was made with.

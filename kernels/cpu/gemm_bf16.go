@@ -274,6 +274,81 @@ static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *
 static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t) { abort(); }
 #endif
 
+// The decode kernel (few rows, tB only): out[n*ldo + o] = Σ_c a16[n][c] ·
+// w[o][c] for n < N, o < rows, with A already rounded (a16 [N][C]) and the
+// weight rows read in place — no packing, which would cost more than the
+// arithmetic of a few rows. A tile of DR_O = 4 weight rows × DR_N = 6
+// inputs keeps 24 zmm accumulators of 16 pair-sums along k (32 bfloat16 a
+// step, the tail masked), reduced at the end; the weight tile stays in L1
+// while every input tile passes over it.
+
+#define DR_O 4
+#define DR_N 6
+
+static void brows_portable(float *out, long ldo, const uint16_t *a16, long N, long C, const uint16_t *w, long rows) {
+	for (long o = 0; o < rows; o++)
+		for (long n = 0; n < N; n++) {
+			const uint16_t *x = a16 + n * C, *r = w + o * C;
+			float acc = 0;
+			long c = 0;
+			for (; c + 1 < C; c += 2) acc = fmaf(bf16w(x[c]), bf16w(r[c]), fmaf(bf16w(x[c + 1]), bf16w(r[c + 1]), acc));
+			if (c < C) acc = fmaf(bf16w(x[c]), bf16w(r[c]), acc);
+			out[n * ldo + o] = acc;
+		}
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512bw,avx512bf16")))
+static void brows_native(float *out, long ldo, const uint16_t *a16, long N, long C, const uint16_t *w, long rows) {
+	__mmask32 tail = (C % 32) ? (__mmask32)((1u << (C % 32)) - 1) : (__mmask32)0xffffffffu;
+	long cfull = C - C % 32;
+	for (long o0 = 0; o0 < rows; o0 += DR_O) {
+		long no = rows - o0 < DR_O ? rows - o0 : DR_O;
+		const uint16_t *wr[DR_O];
+		for (int j = 0; j < DR_O; j++) wr[j] = w + (o0 + (j < no ? j : 0)) * C;
+		for (long n0 = 0; n0 < N; n0 += DR_N) {
+			long nn = N - n0 < DR_N ? N - n0 : DR_N;
+			const uint16_t *ar[DR_N];
+			for (int i = 0; i < DR_N; i++) ar[i] = a16 + (n0 + (i < nn ? i : 0)) * C;
+			__m512 acc[DR_N][DR_O];
+#pragma GCC unroll 6
+			for (int i = 0; i < DR_N; i++)
+#pragma GCC unroll 4
+				for (int j = 0; j < DR_O; j++) acc[i][j] = _mm512_setzero_ps();
+			for (long c = 0; c < C; c += 32) {
+				__mmask32 m = c < cfull ? (__mmask32)0xffffffffu : tail;
+				__m512bh wv[DR_O];
+#pragma GCC unroll 4
+				for (int j = 0; j < DR_O; j++) wv[j] = (__m512bh)_mm512_maskz_loadu_epi16(m, wr[j] + c);
+#pragma GCC unroll 6
+				for (int i = 0; i < DR_N; i++) {
+					__m512bh av = (__m512bh)_mm512_maskz_loadu_epi16(m, ar[i] + c);
+#pragma GCC unroll 4
+					for (int j = 0; j < DR_O; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, wv[j]);
+				}
+			}
+			// Constant indices only on acc, so that it stays in registers.
+			float red[DR_N][DR_O];
+#pragma GCC unroll 6
+			for (int i = 0; i < DR_N; i++)
+#pragma GCC unroll 4
+				for (int j = 0; j < DR_O; j++) red[i][j] = _mm512_reduce_add_ps(acc[i][j]);
+			for (long i = 0; i < nn; i++)
+				for (long j = 0; j < no; j++) out[(n0 + i) * ldo + o0 + j] = red[i][j];
+		}
+	}
+}
+#else
+static void brows_native(float *out, long ldo, const uint16_t *a16, long N, long C, const uint16_t *w, long rows) { abort(); }
+#endif
+
+static void hone_brows(int native, float *out, long ldo, const uint16_t *a16, long N, long C, const uint16_t *w, long rows) {
+	if (native)
+		brows_native(out, ldo, a16, N, C, w, rows);
+	else
+		brows_portable(out, ldo, a16, N, C, w, rows);
+}
+
 // hone_bround is bround_rows (fast: the AVX2 form), for tests.
 static void hone_bround(int fast, uint16_t *dst, long ldd, const float *a, long lda, long m, long k) {
 #if defined(__x86_64__)
@@ -368,6 +443,36 @@ func bf16RoundRow(dst []uint16, a []float32, fast bool) {
 		return
 	}
 	C.hone_bround(0, (*C.uint16_t)(unsafe.Pointer(&dst[0])), C.long(ldd), (*C.float)(unsafe.Pointer(&a[0])), C.long(k), 1, C.long(k))
+}
+
+// bf16RowsFunc is the decode form of the bfloat16 GEMM: out[n*ldo+o] =
+// Σ_c a16[n*C+c]·w[o*C+c] for n < N, o < len(w)/C, a16 holding the
+// activation already rounded (bf16RoundRows); N, C ≥ 1.
+type bf16RowsFunc func(out []float32, ldo int, a16 []uint16, N, C int, w []uint16)
+
+// bf16RowsKernel returns the decode kernel: AVX512-BF16 when native, else
+// the portable loop.
+func bf16RowsKernel(native bool) bf16RowsFunc {
+	nat := cbool(native)
+	return func(out []float32, ldo int, a16 []uint16, N, C int, w []uint16) {
+		rows := len(w) / C
+		if rows == 0 {
+			return
+		}
+		_, _ = out[(N-1)*ldo+rows-1], a16[N*C-1]
+		C.hone_brows(nat, (*C.float)(unsafe.Pointer(&out[0])), C.long(ldo), (*C.uint16_t)(unsafe.Pointer(&a16[0])), C.long(N), C.long(C),
+			(*C.uint16_t)(unsafe.Pointer(&w[0])), C.long(rows))
+	}
+}
+
+// bf16RoundRows writes x [N, C] rounded to bfloat16 into dst [N, C], with
+// the AVX2 conversion where the CPU has it.
+func bf16RoundRows(dst []uint16, x []float32, N, C int) {
+	if N == 0 || C == 0 {
+		return
+	}
+	_, _ = dst[N*C-1], x[N*C-1]
+	C.hone_bround(C.int(cbool(bf16GEMMFastOK())), (*C.uint16_t)(unsafe.Pointer(&dst[0])), C.long(C), (*C.float)(unsafe.Pointer(&x[0])), C.long(C), C.long(N), C.long(C))
 }
 
 // bf16GEMMFastOK reports whether the CPU has AVX2, which the fast

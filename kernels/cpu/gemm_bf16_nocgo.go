@@ -10,3 +10,9 @@ func hasAVX512BF16() bool { return false }
 type bgemmFunc func(tB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
 
 func bf16GEMM(native bool) bgemmFunc { return nil }
+
+type bf16RowsFunc func(out []float32, ldo int, a16 []uint16, N, C int, w []uint16)
+
+func bf16RowsKernel(native bool) bf16RowsFunc { return nil }
+
+func bf16RoundRows(dst []uint16, x []float32, N, C int) {}

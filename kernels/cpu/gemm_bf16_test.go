@@ -131,3 +131,56 @@ func TestBF16Round(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16RowsKernel checks the decode kernel against float64 sums on
+// shapes off its 4-row × 6-input tiles and its 32-wide k steps, the output
+// rows strided (ldo > rows); the native kernel too where the CPU has it.
+func TestBF16RowsKernel(t *testing.T) {
+	kinds := []bool{false}
+	if hasAVX512BF16() {
+		kinds = append(kinds, true)
+	}
+	for _, native := range kinds {
+		k := bf16RowsKernel(native)
+		for _, sh := range [][3]int{{1, 1, 1}, {7, 31, 5}, {8, 32, 4}, {13, 33, 9}, {64, 100, 17}, {6, 896, 12}} {
+			N, C, rows := sh[0], sh[1], sh[2]
+			t.Run(fmt.Sprintf("native=%v,N=%d,C=%d,rows=%d", native, N, C, rows), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(N), uint64(C*rows)))
+				x := make([]float32, N*C)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				w := make([]uint16, rows*C)
+				for i := range w {
+					w[i] = kernels.BF16(float32(r.NormFloat64()))
+				}
+				a16 := make([]uint16, N*C)
+				bf16RoundRows(a16, x, N, C)
+				ldo := rows + 3
+				out := make([]float32, N*ldo)
+				for i := range out {
+					out[i] = -7
+				}
+				k(out, ldo, a16, N, C, w)
+				for n := 0; n < N; n++ {
+					for o := 0; o < ldo; o++ {
+						got := float64(out[n*ldo+o])
+						if o >= rows {
+							if got != -7 {
+								t.Fatalf("out[%d, %d] (past the rows) = %g, want untouched", n, o, got)
+							}
+							continue
+						}
+						var want float64
+						for c := 0; c < C; c++ {
+							want += float64(kernels.F32(kernels.BF16(x[n*C+c]))) * float64(kernels.F32(w[o*C+c]))
+						}
+						if e := math.Abs(got - want); !(e <= 1e-5*math.Sqrt(float64(C))*(1+math.Abs(want))) {
+							t.Fatalf("out[%d, %d] = %g, want %g", n, o, got, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}

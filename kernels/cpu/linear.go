@@ -1,6 +1,10 @@
 package cpu
 
-import "github.com/hone-rl/hone/kernels"
+import (
+	"unsafe"
+
+	"github.com/hone-rl/hone/kernels"
+)
 
 // Matmul: c [M,N] = op(a)·op(b) + beta·c (see kernels.Backend).
 func (b *Backend) Matmul(c, a, bb []float32, M, N, K int, transA, transB bool, beta float32) {
@@ -155,8 +159,12 @@ func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile 
 		return
 	}
 	if w.bf16 != nil && b.bgemm != nil {
-		if N >= bf16MinRows {
+		if N > fewRows {
 			b.bgemmRun(true, N, OC, C, x, C, w.bf16, C, 0, out, ldo)
+			return
+		}
+		if N >= bf16MinRows {
+			b.bf16Few(out, ldo, x, w.bf16, N, C, OC)
 			return
 		}
 		// The mode's contract holds for any N: the rows kernels below get
@@ -269,10 +277,27 @@ func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C
 }
 
 // bf16MinRows is the fewest rows (tokens) for which LinearForwardBF16 runs
-// the bfloat16 GEMM in the bf16 compute mode: a decode step of fewer
-// sequences is memory bound, and the rows kernels (float32 activations,
-// weights widened in registers) read the weights once without packing them.
+// bfloat16 arithmetic in the bf16 compute mode: a decode step of fewer
+// sequences is memory bound, and the float32 rows kernels (weights widened
+// in registers) get the rounded activation instead. From bf16MinRows to
+// fewRows rows the decode kernel (bf16RowsFunc) reads the weights in place;
+// past fewRows, the packed GEMM.
 const bf16MinRows = 8
+
+// bf16Few is linearNT's decode path in the bf16 compute mode: x [N, C]
+// rounded to bfloat16 once, then the weight rows split among the workers in
+// blocks of rowBlock, each block through the decode kernel.
+func (b *Backend) bf16Few(out []float32, ldo int, x []float32, w []uint16, N, C, OC int) {
+	xp := b.buf((N*C + 1) / 2) // [N, C] bfloat16, two to a float32
+	defer b.release(xp)
+	a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*xp))), N*C)
+	bf16RoundRows(a16, x, N, C)
+	blocks := (OC + rowBlock - 1) / rowBlock
+	b.parallel(blocks, N*C*rowBlock, func(lo, hi int) {
+		o0, o1 := lo*rowBlock, min(OC, hi*rowBlock)
+		b.brows(out[o0:], ldo, a16, N, C, w[o0*C:o1*C])
+	})
+}
 
 // bgemmRun runs the bfloat16 GEMM (Options.Compute = PrecisionBF16) on
 // c [m, n] (+)= bf16(a [m, k])·op(w), split over the workers as sgemm splits

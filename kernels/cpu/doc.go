@@ -44,8 +44,11 @@
 // (nearest even) and runs a blocked bfloat16 GEMM in C: operands packed as
 // k-pairs, a 12×32 AVX512-BF16 micro-kernel (vdpbf16ps, float32
 // accumulation), or on request a portable micro-kernel doing the same
-// arithmetic in plain C for CPUs without the instructions (tests). Decode
-// steps under bf16MinRows rows keep the rows kernels, on the rounded
+// arithmetic in plain C for CPUs without the instructions (tests). The
+// activation is rounded once per call into bfloat16 rows that the
+// micro-kernel broadcasts from; only B is packed. Decode-sized products (8
+// to 64 rows) skip packing: a 4×6-tile dot-product kernel reads the weight
+// rows in place; under 8 rows the float32 rows kernels run on the rounded
 // activation. LoRA, attention, norms and the optimizer stay float32.
 //
 // Element-wise and row-wise ops (norms, RoPE, SwiGLU, softmax rows, AdamW)

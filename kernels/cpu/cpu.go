@@ -31,7 +31,8 @@ type Options struct {
 	// 0 (auto) splits for avx512 and for OpenBLAS running one thread
 	// (OPENBLAS_NUM_THREADS=1), which otherwise leaves all but one core idle
 	// in every product; 1 always splits; −1 never does (a multi-threaded
-	// OpenBLAS, or gonum, parallelises inside the call).
+	// OpenBLAS, or gonum, parallelises inside the call). The bfloat16 GEMM
+	// of the bf16 compute mode is single-threaded C: it splits unless −1.
 	SplitGEMM int
 	// Compute is the precision of the products on frozen bfloat16 weights
 	// (kernels.Precision): PrecisionF32 (the zero value, exact) or
@@ -82,6 +83,8 @@ type Backend struct {
 	prec        kernels.Precision
 	bgemm       bgemmFunc    // the bfloat16 GEMM when prec is PrecisionBF16, else nil
 	brows       bf16RowsFunc // its decode form (few rows), likewise
+	bnative     bool         // bgemm is the AVX512-BF16 one
+	splitB16    bool         // bgemm's products are split over the workers (single-threaded C, like avx512)
 	splitGEMM   bool         // see Options.SplitGEMM
 	pool        *pool
 	minParallel int
@@ -125,7 +128,7 @@ func New(o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	bgemm, brows, suffix, err := pickBF16(o.Compute, o.BF16Kernel, feat)
+	bgemm, brows, bnative, suffix, err := pickBF16(o.Compute, o.BF16Kernel, feat)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +157,7 @@ func New(o Options) (*Backend, error) {
 		vec = avx512Vec()
 	}
 	return &Backend{name: "cpu/" + name + suffix, feat: feat, vec: vec, gemm: gemm, gemmB16: gemmB16, splitGEMM: split,
-		prec: o.Compute, bgemm: bgemm, brows: brows, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
+		prec: o.Compute, bgemm: bgemm, brows: brows, bnative: bnative, splitB16: w > 1 && o.SplitGEMM >= 0, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
 }
 
 // NoBF16Error is New's error for the bf16 compute mode on a CPU (or a
@@ -167,30 +170,30 @@ func (NoBF16Error) Error() string {
 }
 
 // pickBF16 resolves Options.Compute and Options.BF16Kernel: the bfloat16
-// GEMM and its decode form (nil for PrecisionF32) and the suffix they add
-// to the backend's name.
-func pickBF16(p kernels.Precision, kernel string, f features) (bgemmFunc, bf16RowsFunc, string, error) {
+// GEMM and its decode form (nil for PrecisionF32), whether they are the
+// AVX512-BF16 ones, and the suffix they add to the backend's name.
+func pickBF16(p kernels.Precision, kernel string, f features) (bgemmFunc, bf16RowsFunc, bool, string, error) {
 	switch p {
 	case kernels.PrecisionF32:
-		return nil, nil, "", nil
+		return nil, nil, false, "", nil
 	case kernels.PrecisionBF16:
 	default:
-		return nil, nil, "", fmt.Errorf("cpu: unknown compute precision %v", p)
+		return nil, nil, false, "", fmt.Errorf("cpu: unknown compute precision %v", p)
 	}
 	switch kernel {
 	case "":
 		if !f.bf16 {
-			return nil, nil, "", NoBF16Error{}
+			return nil, nil, false, "", NoBF16Error{}
 		}
-		return bf16GEMM(true), bf16RowsKernel(true), "+bf16", nil
+		return bf16GEMM(true), bf16RowsKernel(true), true, "+bf16", nil
 	case "portable":
 		g := bf16GEMM(false)
 		if g == nil {
-			return nil, nil, "", fmt.Errorf("cpu: the portable bfloat16 GEMM is C: this binary was built with CGO_ENABLED=0")
+			return nil, nil, false, "", fmt.Errorf("cpu: the portable bfloat16 GEMM is C: this binary was built with CGO_ENABLED=0")
 		}
-		return g, bf16RowsKernel(false), "+bf16portable", nil
+		return g, bf16RowsKernel(false), false, "+bf16portable", nil
 	}
-	return nil, nil, "", fmt.Errorf("cpu: unknown bfloat16 kernel %q (want \"\" or portable)", kernel)
+	return nil, nil, false, "", fmt.Errorf("cpu: unknown bfloat16 kernel %q (want \"\" or portable)", kernel)
 }
 
 // Precision returns the compute precision the backend was made with.

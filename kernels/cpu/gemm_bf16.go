@@ -364,10 +364,32 @@ static __thread uint16_t *bA16;
 static __thread long bA16cap;
 static __thread uint32_t *bpackB;
 
+// Pre-packed B: the panels of the whole of op(B), each BNR columns × one
+// BKC block of k in a slot of BKC/2 × BNR words, slot (jp, pb) at
+// (jp·nkb + pb)·BKC/2·BNR words, nkb = ⌈k/BKC⌉. Parts of a GEMM split by
+// rows of A share it instead of each packing all of B.
+
+static long hone_bprepack_words(long n, long k) {
+	return ((n + BNR - 1) / BNR) * ((k + BKC - 1) / BKC) * (BKC / 2) * BNR;
+}
+
+// hone_bprepack packs the column panels [jp0, jp1) of op(B) into pre.
+static void hone_bprepack(uint32_t *pre, const uint16_t *b, long ldb, int tB, long n, long k, long jp0, long jp1, int fast) {
+	long nkb = (k + BKC - 1) / BKC;
+	for (long jp = jp0; jp < jp1; jp++) {
+		long j0 = jp * BNR, nc = n - j0 < BNR ? n - j0 : BNR;
+		for (long pb = 0; pb < nkb; pb++) {
+			long pc = pb * BKC, kc = k - pc < BKC ? k - pc : BKC;
+			bpack_b(pre + (jp * nkb + pb) * (BKC / 2) * BNR, b, ldb, tB, pc, kc, j0, nc, fast);
+		}
+	}
+}
+
 // hone_bgemm: see the comment at the top. native picks the micro-kernel,
-// fast the AVX2 conversion and packing (the CPU must have AVX2).
+// fast the AVX2 conversion and packing (the CPU must have AVX2). pre, when
+// not NULL, is B pre-packed (hone_bprepack, all n columns) and b is unused.
 static void hone_bgemm(int native, int fast, int tB, long m, long n, long k, const float *a, long lda,
-                       const uint16_t *b, long ldb, float beta, float *c, long ldc) {
+                       const uint16_t *b, long ldb, float beta, float *c, long ldc, const uint32_t *pre) {
 	long lda16 = (k + 1) & ~1L;
 	if (bA16cap < m * lda16) {
 		free(bA16);
@@ -389,12 +411,14 @@ static void hone_bgemm(int native, int fast, int tB, long m, long n, long k, con
 		for (long pc = 0; pc < k; pc += BKC) {
 			long kc = k - pc < BKC ? k - pc : BKC, kcp = (kc + 1) / 2;
 			int first = pc == 0 && beta == 0;
-			bpack_b(bpackB, b, ldb, tB, pc, kc, jc, nc, fast);
+			if (!pre) bpack_b(bpackB, b, ldb, tB, pc, kc, jc, nc, fast);
+			long nkb = (k + BKC - 1) / BKC;
 			for (long ic = 0; ic < m; ic += BMC) {
 				long mc = m - ic < BMC ? m - ic : BMC;
 				for (long jr = 0; jr < nc; jr += BNR) {
 					long nr = nc - jr < BNR ? nc - jr : BNR;
-					const uint32_t *Bp = bpackB + (jr / BNR) * kcp * BNR;
+					const uint32_t *Bp = pre ? pre + (((jc + jr) / BNR) * nkb + pc / BKC) * (BKC / 2) * BNR
+					                         : bpackB + (jr / BNR) * kcp * BNR;
 					for (long ir = 0; ir < mc; ir += BMR) {
 						long mr = mc - ir < BMR ? mc - ir : BMR;
 						// Rows past mr repeat the first: computed, never stored.
@@ -445,6 +469,27 @@ func bf16RoundRow(dst []uint16, a []float32, fast bool) {
 	C.hone_bround(0, (*C.uint16_t)(unsafe.Pointer(&dst[0])), C.long(ldd), (*C.float)(unsafe.Pointer(&a[0])), C.long(k), 1, C.long(k))
 }
 
+// bprepackWords is the length of a pre-packed op(B) [k, n] (bgemmPre).
+func bprepackWords(n, k int) int { return int(C.hone_bprepack_words(C.long(n), C.long(k))) }
+
+// bprepackPanels packs the column panels [jp0, jp1) (32 columns each) of
+// op(b) into pre (bprepackWords long); parts may run concurrently.
+func bprepackPanels(pre []uint32, b []uint16, ldb int, tB bool, n, k, jp0, jp1 int) {
+	C.hone_bprepack((*C.uint32_t)(unsafe.Pointer(&pre[0])), (*C.uint16_t)(unsafe.Pointer(&b[0])), C.long(ldb), cbool(tB),
+		C.long(n), C.long(k), C.long(jp0), C.long(jp1), cbool(bf16GEMMFastOK()))
+}
+
+// bprepackPanel is the column-panel width of bprepackPanels.
+const bprepackPanel = 32
+
+// bgemmPre is the bfloat16 GEMM on a pre-packed op(B) of all n columns:
+// c [m, n] (+)= bf16(a)·op(B), as bgemmFunc; the micro-kernel as native.
+func bgemmPre(native bool, m, n, k int, a []float32, lda int, pre []uint32, beta float32, c []float32, ldc int) {
+	C.hone_bgemm(cbool(native), cbool(bf16GEMMFastOK()), 0, C.long(m), C.long(n), C.long(k),
+		(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), nil, 0,
+		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), (*C.uint32_t)(unsafe.Pointer(&pre[0])))
+}
+
 // bf16RowsFunc is the decode form of the bfloat16 GEMM: out[n*ldo+o] =
 // Σ_c a16[n*C+c]·w[o*C+c] for n < N, o < len(w)/C, a16 holding the
 // activation already rounded (bf16RoundRows); N, C ≥ 1.
@@ -486,6 +531,6 @@ func bf16GEMMWith(native, fast bool) bgemmFunc {
 	return func(tB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
 		C.hone_bgemm(nat, fst, cbool(tB), C.long(m), C.long(n), C.long(k),
 			(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), (*C.uint16_t)(unsafe.Pointer(&b[0])), C.long(ldb),
-			C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc))
+			C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), nil)
 	}
 }

@@ -16,3 +16,12 @@ type bf16RowsFunc func(out []float32, ldo int, a16 []uint16, N, C int, w []uint1
 func bf16RowsKernel(native bool) bf16RowsFunc { return nil }
 
 func bf16RoundRows(dst []uint16, x []float32, N, C int) {}
+
+func bprepackWords(n, k int) int { return 0 }
+
+func bprepackPanels(pre []uint32, b []uint16, ldb int, tB bool, n, k, jp0, jp1 int) {}
+
+const bprepackPanel = 32
+
+func bgemmPre(native bool, m, n, k int, a []float32, lda int, pre []uint32, beta float32, c []float32, ldc int) {
+}

@@ -301,9 +301,23 @@ func (b *Backend) bf16Few(out []float32, ldo int, x []float32, w []uint16, N, C,
 
 // bgemmRun runs the bfloat16 GEMM (Options.Compute = PrecisionBF16) on
 // c [m, n] (+)= bf16(a [m, k])·op(w), split over the workers as sgemm splits
-// (rows of a, or columns of op(w)); m, n, k > 0, beta 0 or 1.
+// (rows of a, or columns of op(w)); m, n, k > 0, beta 0 or 1. Split by
+// rows, every part would pack all of op(w): the workers pack it once
+// instead, a panel range each, and the parts share it.
 func (b *Backend) bgemmRun(tB bool, m, n, k int, a []float32, lda int, w []uint16, ldb int, beta float32, c []float32, ldc int) {
-	b.sgemmParts(false, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, ao, bo, co int) {
+	if split, byRows := b.gemmSplit(b.splitB16, m, n, k); split && byRows {
+		words := bprepackWords(n, k)
+		pp := b.buf(words) // the packed panels, 32-bit words kept in a float32 scratch
+		defer b.release(pp)
+		pre := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(*pp))), words)
+		panels := (n + bprepackPanel - 1) / bprepackPanel
+		b.parallel(panels, k*bprepackPanel, func(lo, hi int) { bprepackPanels(pre, w, ldb, tB, n, k, lo, hi) })
+		b.sgemmParts(b.splitB16, false, false, m, n, k, lda, 0, beta, c, ldc, func(m, n, ao, _, co int) {
+			bgemmPre(b.bnative, m, n, k, a[ao:], lda, pre, beta, c[co:], ldc)
+		})
+		return
+	}
+	b.sgemmParts(b.splitB16, false, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, ao, bo, co int) {
 		b.bgemm(tB, m, n, k, a[ao:], lda, w[bo:], ldb, beta, c[co:], ldc)
 	})
 }

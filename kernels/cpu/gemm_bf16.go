@@ -387,23 +387,32 @@ static void hone_bprepack(uint32_t *pre, const uint16_t *b, long ldb, int tB, lo
 
 // hone_bgemm: see the comment at the top. native picks the micro-kernel,
 // fast the AVX2 conversion and packing (the CPU must have AVX2). pre, when
-// not NULL, is B pre-packed (hone_bprepack, all n columns) and b is unused.
+// not NULL, is B pre-packed (hone_bprepack, all n columns) and b is unused;
+// a16, when not NULL, is A already rounded (rows of ld16 ≥ k rounded up to
+// even, the padding zero) and a is unused.
 static void hone_bgemm(int native, int fast, int tB, long m, long n, long k, const float *a, long lda,
-                       const uint16_t *b, long ldb, float beta, float *c, long ldc, const uint32_t *pre) {
+                       const uint16_t *b, long ldb, float beta, float *c, long ldc, const uint32_t *pre,
+                       const uint16_t *a16, long ld16) {
 	long lda16 = (k + 1) & ~1L;
-	if (bA16cap < m * lda16) {
+	if (!a16 && bA16cap < m * lda16) {
 		free(bA16);
 		bA16cap = m * lda16;
 		bA16 = aligned_alloc(64, (sizeof(uint16_t) * bA16cap + 63) & ~63L);
 	}
 	if (!bpackB) bpackB = aligned_alloc(64, sizeof(uint32_t) * BNC * (BKC / 2));
-	if (!bA16 || !bpackB) abort();
+	if (!bpackB || (!a16 && !bA16)) abort();
+	const uint16_t *A16 = a16;
+	if (a16)
+		lda16 = ld16;
+	else {
 #if defined(__x86_64__)
-	if (fast)
-		bround_rows_avx2(bA16, lda16, a, lda, m, k);
-	else
+		if (fast)
+			bround_rows_avx2(bA16, lda16, a, lda, m, k);
+		else
 #endif
-		bround_rows(bA16, lda16, a, lda, m, k);
+			bround_rows(bA16, lda16, a, lda, m, k);
+		A16 = bA16;
+	}
 	float t[BMR * BNR] __attribute__((aligned(64)));
 	const uint16_t *ar[BMR];
 	for (long jc = 0; jc < n; jc += BNC) {
@@ -422,7 +431,7 @@ static void hone_bgemm(int native, int fast, int tB, long m, long n, long k, con
 					for (long ir = 0; ir < mc; ir += BMR) {
 						long mr = mc - ir < BMR ? mc - ir : BMR;
 						// Rows past mr repeat the first: computed, never stored.
-						for (long i = 0; i < BMR; i++) ar[i] = bA16 + (ic + ir + (i < mr ? i : 0)) * lda16 + pc;
+						for (long i = 0; i < BMR; i++) ar[i] = A16 + (ic + ir + (i < mr ? i : 0)) * lda16 + pc;
 						if (native)
 							bkernel_native(kcp, ar, Bp, t);
 						else
@@ -487,7 +496,25 @@ const bprepackPanel = 32
 func bgemmPre(native bool, m, n, k int, a []float32, lda int, pre []uint32, beta float32, c []float32, ldc int) {
 	C.hone_bgemm(cbool(native), cbool(bf16GEMMFastOK()), 0, C.long(m), C.long(n), C.long(k),
 		(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), nil, 0,
-		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), (*C.uint32_t)(unsafe.Pointer(&pre[0])))
+		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), (*C.uint32_t)(unsafe.Pointer(&pre[0])), nil, 0)
+}
+
+// bgemmA16 is the bfloat16 GEMM on an A already rounded: a16 [m] rows of
+// ld16 = k rounded up to even bfloat16 (bf16RoundRowsPad), as bgemmFunc.
+func bgemmA16(native, tB bool, m, n, k int, a16 []uint16, ld16 int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	C.hone_bgemm(cbool(native), cbool(bf16GEMMFastOK()), cbool(tB), C.long(m), C.long(n), C.long(k), nil, 0,
+		(*C.uint16_t)(unsafe.Pointer(&b[0])), C.long(ldb), C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), nil,
+		(*C.uint16_t)(unsafe.Pointer(&a16[0])), C.long(ld16))
+}
+
+// bf16RoundRowsPad writes the m rows of a (row stride lda, k values) rounded
+// to bfloat16 into dst, rows of ld16 = k rounded up to even, the padding zero.
+func bf16RoundRowsPad(dst []uint16, ld16 int, a []float32, lda, m, k int) {
+	if m == 0 {
+		return
+	}
+	_, _ = dst[(m-1)*ld16+k-1], a[(m-1)*lda+k-1]
+	C.hone_bround(C.int(cbool(bf16GEMMFastOK())), (*C.uint16_t)(unsafe.Pointer(&dst[0])), C.long(ld16), (*C.float)(unsafe.Pointer(&a[0])), C.long(lda), C.long(m), C.long(k))
 }
 
 // bf16RowsFunc is the decode form of the bfloat16 GEMM: out[n*ldo+o] =
@@ -531,6 +558,6 @@ func bf16GEMMWith(native, fast bool) bgemmFunc {
 	return func(tB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
 		C.hone_bgemm(nat, fst, cbool(tB), C.long(m), C.long(n), C.long(k),
 			(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), (*C.uint16_t)(unsafe.Pointer(&b[0])), C.long(ldb),
-			C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), nil)
+			C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), nil, nil, 0)
 	}
 }

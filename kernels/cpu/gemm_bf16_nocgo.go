@@ -25,3 +25,8 @@ const bprepackPanel = 32
 
 func bgemmPre(native bool, m, n, k int, a []float32, lda int, pre []uint32, beta float32, c []float32, ldc int) {
 }
+
+func bgemmA16(native, tB bool, m, n, k int, a16 []uint16, ld16 int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+}
+
+func bf16RoundRowsPad(dst []uint16, ld16 int, a []float32, lda, m, k int) {}

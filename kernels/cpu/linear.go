@@ -303,7 +303,8 @@ func (b *Backend) bf16Few(out []float32, ldo int, x []float32, w []uint16, N, C,
 // c [m, n] (+)= bf16(a [m, k])·op(w), split over the workers as sgemm splits
 // (rows of a, or columns of op(w)); m, n, k > 0, beta 0 or 1. Split by
 // rows, every part would pack all of op(w): the workers pack it once
-// instead, a panel range each, and the parts share it.
+// instead, a panel range each, and the parts share it; split by columns,
+// likewise for rounding a.
 func (b *Backend) bgemmRun(tB bool, m, n, k int, a []float32, lda int, w []uint16, ldb int, beta float32, c []float32, ldc int) {
 	if split, byRows := b.gemmSplit(b.splitB16, m, n, k); split && byRows {
 		words := bprepackWords(n, k)
@@ -314,6 +315,19 @@ func (b *Backend) bgemmRun(tB bool, m, n, k int, a []float32, lda int, w []uint1
 		b.parallel(panels, k*bprepackPanel, func(lo, hi int) { bprepackPanels(pre, w, ldb, tB, n, k, lo, hi) })
 		b.sgemmParts(b.splitB16, false, false, m, n, k, lda, 0, beta, c, ldc, func(m, n, ao, _, co int) {
 			bgemmPre(b.bnative, m, n, k, a[ao:], lda, pre, beta, c[co:], ldc)
+		})
+		return
+	}
+	if split, _ := b.gemmSplit(b.splitB16, m, n, k); split {
+		// Split by columns, every part would round all of a: the workers
+		// round it once instead, a range of rows each.
+		ld16 := (k + 1) &^ 1
+		ap := b.buf((m*ld16 + 1) / 2) // a's rows in bfloat16, two to a float32
+		defer b.release(ap)
+		a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*ap))), m*ld16)
+		b.parallel(m, k, func(lo, hi int) { bf16RoundRowsPad(a16[lo*ld16:], ld16, a[lo*lda:], lda, hi-lo, k) })
+		b.sgemmParts(b.splitB16, false, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, _, bo, co int) {
+			bgemmA16(b.bnative, tB, m, n, k, a16, ld16, w[bo:], ldb, beta, c[co:], ldc)
 		})
 		return
 	}

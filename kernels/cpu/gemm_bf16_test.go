@@ -184,3 +184,44 @@ func TestBF16RowsKernel(t *testing.T) {
 		}
 	}
 }
+
+// The bf16 GEMM's overheads outside the micro-kernel, on the 0.5B MLP
+// shape (x [2048, 896], W [4864, 896]): rounding A, packing all of B as a
+// linear layer's forward (tB) and backward (!tB) read it. They run on any
+// CPU; compare them with the product's 8.9 G multiply-adds.
+//
+//	go test ./kernels/cpu -run - -bench BF16Overhead
+func BenchmarkBF16OverheadRoundA(b *testing.B) {
+	const m, k = 2048, 896
+	a := make([]float32, m*k)
+	for i := range a {
+		a[i] = float32(i%97) * 0.01
+	}
+	dst := make([]uint16, m*k)
+	b.SetBytes(4 * m * k)
+	for b.Loop() {
+		bf16RoundRowsPad(dst, k, a, k, m, k)
+	}
+}
+
+func BenchmarkBF16OverheadPackB(b *testing.B) {
+	const n, k = 4864, 896
+	w := make([]uint16, n*k)
+	for i := range w {
+		w[i] = 0x3f80 + uint16(i%13)
+	}
+	for _, tB := range []bool{true, false} {
+		b.Run(fmt.Sprintf("tB=%v", tB), func(b *testing.B) {
+			nn, kk, ldb := n, k, k // forward: op(W) = Wᵀ [896, 4864]: k = 896, n = 4864
+			if !tB {
+				nn, kk, ldb = k, n, k // backward: op(W) = W [4864, 896]: k = 4864, n = 896
+			}
+			pre := make([]uint32, bprepackWords(nn, kk))
+			panels := (nn + bprepackPanel - 1) / bprepackPanel
+			b.SetBytes(2 * n * k)
+			for b.Loop() {
+				bprepackPanels(pre, w, ldb, tB, nn, kk, 0, panels)
+			}
+		})
+	}
+}

@@ -220,11 +220,13 @@ static inline void bstore(const float *t, float *c, long ldc, long mr, long nr, 
 	}
 }
 
-// The micro-kernels: t [BMR][BNR] = Σ_q A pairs · Bp [kcp][BNR], where row
+// The micro-kernels: T [BMR][BNR] = Σ_q A pairs · Bp [kcp][BNR], where row
 // i's pair q is the 32-bit word at ar[i] + 2q (ar: BMR row pointers into
-// the bfloat16 copy of A).
+// the bfloat16 copy of A). With full set (a whole tile of C), T goes to C
+// (row stride ldc): written when overwrite, else added; otherwise to t, for
+// bstore to take the corner that exists.
 
-static void bkernel_portable(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t) {
+static void bkernel_portable(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t, float *c, long ldc, int full, int overwrite) {
 	for (long x = 0; x < BMR * BNR; x++) t[x] = 0;
 	for (long q = 0; q < kcp; q++) {
 		const uint32_t *bp = Bp + q * BNR;
@@ -239,12 +241,13 @@ static void bkernel_portable(long kcp, const uint16_t *const *ar, const uint32_t
 			for (long j = 0; j < BNR; j++) ti[j] = fmaf(a0, b0[j], fmaf(a1, b1[j], ti[j]));
 		}
 	}
+	if (full) bstore(t, c, ldc, BMR, BNR, overwrite);
 }
 
 #if defined(__x86_64__)
 // bkernel_native is bkernel_portable on AVX512-BF16.
 __attribute__((target("avx512f,avx512bw,avx512bf16")))
-static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t) {
+static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t, float *cc, long ldc, int full, int overwrite) {
 	__m512 c[BMR][2];
 	const uint16_t *a[BMR];
 #pragma GCC unroll 12
@@ -264,6 +267,19 @@ static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *
 			c[i][1] = _mm512_dpbf16_ps(c[i][1], x, b1);
 		}
 	}
+	if (full) {
+#pragma GCC unroll 12
+		for (int i = 0; i < BMR; i++) {
+			float *ci = cc + i * ldc;
+			if (!overwrite) {
+				c[i][0] = _mm512_add_ps(c[i][0], _mm512_loadu_ps(ci));
+				c[i][1] = _mm512_add_ps(c[i][1], _mm512_loadu_ps(ci + 16));
+			}
+			_mm512_storeu_ps(ci, c[i][0]);
+			_mm512_storeu_ps(ci + 16, c[i][1]);
+		}
+		return;
+	}
 #pragma GCC unroll 12
 	for (int i = 0; i < BMR; i++) {
 		_mm512_storeu_ps(t + i * BNR, c[i][0]);
@@ -271,7 +287,7 @@ static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *
 	}
 }
 #else
-static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t) { abort(); }
+static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t, float *cc, long ldc, int full, int overwrite) { abort(); }
 #endif
 
 // The decode kernel (few rows, tB only): out[n*ldo + o] = Σ_c a16[n][c] ·
@@ -432,11 +448,13 @@ static void hone_bgemm(int native, int fast, int tB, long m, long n, long k, con
 						long mr = mc - ir < BMR ? mc - ir : BMR;
 						// Rows past mr repeat the first: computed, never stored.
 						for (long i = 0; i < BMR; i++) ar[i] = A16 + (ic + ir + (i < mr ? i : 0)) * lda16 + pc;
+						float *ct = c + (ic + ir) * ldc + jc + jr;
+						int full = mr == BMR && nr == BNR;
 						if (native)
-							bkernel_native(kcp, ar, Bp, t);
+							bkernel_native(kcp, ar, Bp, t, ct, ldc, full, first);
 						else
-							bkernel_portable(kcp, ar, Bp, t);
-						bstore(t, c + (ic + ir) * ldc + jc + jr, ldc, mr, nr, first);
+							bkernel_portable(kcp, ar, Bp, t, ct, ldc, full, first);
+						if (!full) bstore(t, ct, ldc, mr, nr, first);
 					}
 				}
 			}

@@ -250,10 +250,7 @@ func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C
 	kernels.Need(op, "dinp", len(dinp), N*C)
 	kernels.Need(op, "dout", len(dout), N*OC)
 	kernels.Need(op, "weight", len(weight), OC*C)
-	if N == 0 || C == 0 {
-		return
-	}
-	if OC == 0 {
+	if N == 0 || C == 0 || OC == 0 {
 		return
 	}
 	if b.bgemm != nil {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
-	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/serve"
 	"github.com/hone-rl/hone/train/model"
 )
@@ -40,7 +40,7 @@ runtime LoRA API (POST /v1/load_lora_adapter; old steps unloaded beyond
 --max-adapters). vLLM must be started with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
 and --enable-lora (plus --max-lora-rank >= the adapters' rank and
 --max-loras >= --max-adapters × runs), and must read the adapters folder at
-the same absolute path. The engine's own flags (--dtype, --threads,
+the same absolute path. The engine's own flags (--dtype, --compute, --threads,
 --max-batch, --max-queue, --prefill-tokens, --kv-cache-bytes, prefix
 caching, --max-tokens, --served-model-name, --request-timeout) are refused
 with --upstream: set their vLLM counterparts on vllm serve.
@@ -90,9 +90,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var opts serve.Options
 	var logOpt cli.LogOptions
 	var threads int
+	var compute string
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.IntVar(&threads, "threads", 0, "CPU worker goroutines (0: all cores)")
+	fs.StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -126,7 +128,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	warnExposed(log, opts)
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
-		be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+		be, err := newBackend(threads, compute, opts.DType)
 		if err != nil {
 			return err
 		}
@@ -181,6 +183,7 @@ func loopback(host string) bool {
 var engineFlags = []struct{ flag, vllm string }{
 	{"dtype", "vLLM takes its own --dtype"},
 	{"threads", "vLLM runs the model"},
+	{"compute", "vLLM takes its own --dtype"},
 	{"max-batch", "vLLM's --max-num-seqs"},
 	{"prefill-tokens", "vLLM's --max-num-batched-tokens"},
 	{"kv-cache-bytes", "vLLM's --gpu-memory-utilization or --kv-cache-memory"},

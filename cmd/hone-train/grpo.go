@@ -4,9 +4,9 @@ import (
 	"log/slog"
 	"runtime"
 
+	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
-	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/grpojob"
 	"github.com/spf13/cobra"
 )
@@ -14,6 +14,7 @@ import (
 func newGRPOCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts grpojob.Options
 	var threads int
+	var compute string
 	cmd := &cobra.Command{
 		Use:   "grpo --model DIR --run NAME [flags] (FILES... | --watch-dir DIR)",
 		Short: "Train a LoRA adapter with GRPO on scored trajectory files",
@@ -77,7 +78,7 @@ and exits 0. --steps then counts steps per session.`,
 			if err != nil {
 				return err
 			}
-			be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+			be, err := newBackend(threads, compute, opts.DType)
 			if err != nil {
 				return err
 			}
@@ -88,5 +89,6 @@ and exits 0. --steps then counts steps per session.`,
 	}
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	return cmd
 }

@@ -4,9 +4,9 @@ import (
 	"log/slog"
 	"runtime"
 
+	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
-	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/sft"
 	"github.com/spf13/cobra"
 )
@@ -14,6 +14,7 @@ import (
 func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts sft.Options
 	var threads int
+	var compute string
 	cmd := &cobra.Command{
 		Use:   "sft --model DIR --run NAME [flags] FILES...",
 		Short: "Fine-tune a LoRA adapter on assistant turns (trajectory or JSONL chat files)",
@@ -37,7 +38,7 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			if err != nil {
 				return err
 			}
-			be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+			be, err := newBackend(threads, compute, opts.DType)
 			if err != nil {
 				return err
 			}
@@ -48,5 +49,6 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 	}
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	return cmd
 }

@@ -31,8 +31,21 @@ type Options struct {
 	// 0 (auto) splits for avx512 and for OpenBLAS running one thread
 	// (OPENBLAS_NUM_THREADS=1), which otherwise leaves all but one core idle
 	// in every product; 1 always splits; −1 never does (a multi-threaded
-	// OpenBLAS, or gonum, parallelises inside the call).
+	// OpenBLAS, or gonum, parallelises inside the call). The bfloat16 GEMM
+	// of the bf16 compute mode is single-threaded C: it splits unless −1.
 	SplitGEMM int
+	// Compute is the precision of the products on frozen bfloat16 weights
+	// (kernels.Precision): PrecisionF32 (the zero value, exact) or
+	// PrecisionBF16, which rounds the activation to bfloat16 and runs the
+	// bfloat16 GEMM (LinearForwardBF16 from bf16MinRows rows, and
+	// LinearBackwardBF16). New refuses PrecisionBF16 on a CPU without
+	// AVX512-BF16 unless BF16Kernel is "portable".
+	Compute kernels.Precision
+	// BF16Kernel picks the bfloat16 GEMM's micro-kernel: "" (AVX512-BF16,
+	// the CPU must have it) or "portable" (the same packing and blocking
+	// with the arithmetic in plain C: any CPU, several times slower than
+	// float32 — for tests and for checking the mode's numerics).
+	BF16Kernel string
 }
 
 // SpareProc makes GOMAXPROCS exceed the number of kernel workers by one,
@@ -67,6 +80,11 @@ type Backend struct {
 	vec         vecKernels   // vectorised element-wise loops; nil fields: the Go loops
 	gemm        sgemmFunc    // the GEMM Options.GEMM picked
 	gemmB16     sgemmB16Func // the same GEMM reading a bfloat16 B; nil: widen B first
+	prec        kernels.Precision
+	bgemm       bgemmFunc    // the bfloat16 GEMM when prec is PrecisionBF16, else nil
+	brows       bf16RowsFunc // its decode form (few rows), likewise
+	bnative     bool         // bgemm is the AVX512-BF16 one
+	splitB16    bool         // bgemm's products are split over the workers (single-threaded C, like avx512)
 	splitGEMM   bool         // see Options.SplitGEMM
 	pool        *pool
 	minParallel int
@@ -83,12 +101,13 @@ type features struct {
 	avx512 bool // AVX-512F: the built-in GEMM and the vectorised element-wise loops
 	gemv   int  // matrix-vector kernels: 1 AVX2 + FMA, 0 plain
 	rows   int  // rows kernels: 2 AVX-512 (F, BW, VL, DQ), 1 AVX2 + FMA, 0 plain
+	bf16   bool // AVX512-BF16 (with F and BW): the native bfloat16 GEMM
 }
 
 // detect reads the CPU's instruction sets (a few cpuid queries; all zero
 // without cgo, where every kernel is Go).
 func detect() features {
-	return features{avx512: hasAVX512(), gemv: gemvLevel(), rows: rowsLevel()}
+	return features{avx512: hasAVX512(), gemv: gemvLevel(), rows: rowsLevel(), bf16: hasAVX512BF16()}
 }
 
 // vecKernels are the vectorised forms of the exp-heavy element-wise loops;
@@ -106,6 +125,10 @@ type vecKernels struct {
 func New(o Options) (*Backend, error) {
 	feat := detect()
 	gemm, gemmB16, name, err := pickGEMM(o.GEMM, feat)
+	if err != nil {
+		return nil, err
+	}
+	bgemm, brows, bnative, suffix, err := pickBF16(o.Compute, o.BF16Kernel, feat)
 	if err != nil {
 		return nil, err
 	}
@@ -133,9 +156,48 @@ func New(o Options) (*Backend, error) {
 	if feat.avx512 {
 		vec = avx512Vec()
 	}
-	return &Backend{name: "cpu/" + name, feat: feat, vec: vec, gemm: gemm, gemmB16: gemmB16, splitGEMM: split,
-		pool: newPool(w), minParallel: mp, lpRows: lr}, nil
+	return &Backend{name: "cpu/" + name + suffix, feat: feat, vec: vec, gemm: gemm, gemmB16: gemmB16, splitGEMM: split,
+		prec: o.Compute, bgemm: bgemm, brows: brows, bnative: bnative, splitB16: w > 1 && o.SplitGEMM >= 0, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
 }
+
+// NoBF16Error is New's error for the bf16 compute mode on a CPU (or a
+// build) without AVX512-BF16; hone-train and hone-serve exit 2 on it (find
+// it with errors.As).
+type NoBF16Error struct{}
+
+func (NoBF16Error) Error() string {
+	return "cpu: --compute bf16 needs a CPU with AVX512-BF16 (avx512_bf16 in /proc/cpuinfo: AMD Zen 4 or later, Intel Cooper Lake / Sapphire Rapids or later) and a cgo build: this CPU or binary lacks it; use --compute f32"
+}
+
+// pickBF16 resolves Options.Compute and Options.BF16Kernel: the bfloat16
+// GEMM and its decode form (nil for PrecisionF32), whether they are the
+// AVX512-BF16 ones, and the suffix they add to the backend's name.
+func pickBF16(p kernels.Precision, kernel string, f features) (bgemmFunc, bf16RowsFunc, bool, string, error) {
+	switch p {
+	case kernels.PrecisionF32:
+		return nil, nil, false, "", nil
+	case kernels.PrecisionBF16:
+	default:
+		return nil, nil, false, "", fmt.Errorf("cpu: unknown compute precision %v", p)
+	}
+	switch kernel {
+	case "":
+		if !f.bf16 {
+			return nil, nil, false, "", NoBF16Error{}
+		}
+		return bf16GEMM(true), bf16RowsKernel(true), true, "+bf16", nil
+	case "portable":
+		g := bf16GEMM(false)
+		if g == nil {
+			return nil, nil, false, "", fmt.Errorf("cpu: the portable bfloat16 GEMM is C: this binary was built with CGO_ENABLED=0")
+		}
+		return g, bf16RowsKernel(false), false, "+bf16portable", nil
+	}
+	return nil, nil, false, "", fmt.Errorf("cpu: unknown bfloat16 kernel %q (want \"\" or portable)", kernel)
+}
+
+// Precision returns the compute precision the backend was made with.
+func (b *Backend) Precision() kernels.Precision { return b.prec }
 
 // pickGEMM resolves Options.GEMM against what the CPU offers, returning the
 // GEMM, its bfloat16-B form (nil when it has none) and its name. The default
@@ -170,7 +232,8 @@ func pickGEMM(which string, f features) (sgemmFunc, sgemmB16Func, string, error)
 	return nil, nil, "", fmt.Errorf("cpu: unknown GEMM %q (want avx512, openblas or gonum)", which)
 }
 
-// Name returns "cpu/avx512", "cpu/openblas" or "cpu/gonum".
+// Name returns "cpu/avx512", "cpu/openblas" or "cpu/gonum", with "+bf16"
+// (or "+bf16portable") in the bf16 compute mode.
 func (b *Backend) Name() string { return b.name }
 
 // Close stops the worker goroutines. Ops must not be called afterwards.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 )
@@ -110,5 +111,41 @@ func TestSpareProc(t *testing.T) {
 	runtime.GOMAXPROCS(8)
 	if w := cpu.SpareProc(2); w != 2 || runtime.GOMAXPROCS(0) != 8 {
 		t.Errorf("SpareProc(2) at GOMAXPROCS 8: workers %d, GOMAXPROCS %d; want 2 and 8", w, runtime.GOMAXPROCS(0))
+	}
+}
+
+// bf16Kernels are the bfloat16 GEMM micro-kernels this CPU can run: the
+// portable one always (under cgo), the AVX512-BF16 one where the CPU has it.
+func bf16Kernels(t *testing.T) []string {
+	k := []string{"portable"}
+	if _, err := cpu.New(cpu.Options{Compute: kernels.PrecisionBF16}); err == nil {
+		k = append(k, "")
+	} else {
+		t.Logf("native bfloat16 GEMM not checked: %v", err)
+	}
+	return k
+}
+
+// TestConformanceBF16 runs the suite on the bf16 compute mode: the ops on
+// bfloat16 weights against ref on the same rounded activations (F32Tol) and
+// against float32 (kernels.BF16ComputeTol); every other op as in f32.
+func TestConformanceBF16(t *testing.T) {
+	if !cgoBuild {
+		t.Skip("the bfloat16 GEMM is C; this test binary was built with CGO_ENABLED=0")
+	}
+	for _, k := range bf16Kernels(t) {
+		for _, minPar := range []int{0, 1} {
+			t.Run(fmt.Sprintf("kernel=%q,minParallel=%d", k, minPar), func(t *testing.T) {
+				b, err := cpu.New(cpu.Options{Compute: kernels.PrecisionBF16, BF16Kernel: k, MinParallel: minPar, Workers: 3, LogprobRows: 4})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close()
+				if kernels.PrecisionOf(b) != kernels.PrecisionBF16 {
+					t.Fatalf("%s reports precision %v", b.Name(), kernels.PrecisionOf(b))
+				}
+				kerneltest.Run(t, b)
+			})
+		}
 	}
 }

@@ -52,7 +52,7 @@ func scaleC(m, n int, beta float32, c []float32, ldc int) {
 // single-threaded BLAS call on its own worker: every part re-packs the
 // shared operand, which costs about 1/(its rows) of its arithmetic.
 func (b *Backend) sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, bb []float32, ldb int, beta float32, c []float32, ldc int) {
-	b.sgemmParts(tA, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, ao, bo, co int) {
+	b.sgemmParts(b.splitGEMM, tA, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, ao, bo, co int) {
 		b.gemm(tA, tB, m, n, k, alpha, a[ao:], lda, bb[bo:], ldb, beta, c[co:], ldc)
 	})
 }
@@ -60,15 +60,16 @@ func (b *Backend) sgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, ld
 // sgemmB16 is sgemm with a bfloat16 B, for backends whose GEMM reads one
 // (gemmB16 not nil).
 func (b *Backend) sgemmB16(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, bb []uint16, ldb int, beta float32, c []float32, ldc int) {
-	b.sgemmParts(tA, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, ao, bo, co int) {
+	b.sgemmParts(b.splitGEMM, tA, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, ao, bo, co int) {
 		b.gemmB16(tA, tB, m, n, k, alpha, a[ao:], lda, bb[bo:], ldb, beta, c[co:], ldc)
 	})
 }
 
-// sgemmParts runs a GEMM of C [m, n] as sgemm describes, calling part for
+// sgemmParts runs a GEMM of C [m, n] as sgemm describes (splitting only
+// when splitOK), calling part for
 // the whole product or for each block: its m×n elements of C start at
 // element offsets ao in a, bo in b and co in c.
-func (b *Backend) sgemmParts(tA, tB bool, m, n, k, lda, ldb int, beta float32, c []float32, ldc int, part func(m, n, ao, bo, co int)) {
+func (b *Backend) sgemmParts(splitOK, tA, tB bool, m, n, k, lda, ldb int, beta float32, c []float32, ldc int, part func(m, n, ao, bo, co int)) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -76,12 +77,13 @@ func (b *Backend) sgemmParts(tA, tB bool, m, n, k, lda, ldb int, beta float32, c
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	if !b.splitGEMM || m*n*k < gemmSplitWork*b.minParallel || max(m, n) < 2*gemmSplitMin {
+	split, byRows := b.gemmSplit(splitOK, m, n, k)
+	if !split {
 		part(m, n, 0, 0, 0)
 		return
 	}
 	w := b.pool.workers
-	if m >= n {
+	if byRows {
 		// Rows of C are rows of op(A): a's row i, or its column i when tA.
 		parts := min(2*w, m/gemmSplitMin)
 		b.split(m, parts, func(lo, hi int) {
@@ -102,6 +104,16 @@ func (b *Backend) sgemmParts(tA, tB bool, m, n, k, lda, ldb int, beta float32, c
 		}
 		part(m, hi-lo, 0, bo, lo)
 	})
+}
+
+// gemmSplit says whether sgemmParts splits a product of C [m, n] over k,
+// and whether by rows of C (else by columns); splitOK is whether the GEMM
+// may be split at all (Options.SplitGEMM for sgemm).
+func (b *Backend) gemmSplit(splitOK bool, m, n, k int) (split, byRows bool) {
+	if !splitOK || m*n*k < gemmSplitWork*b.minParallel || max(m, n) < 2*gemmSplitMin {
+		return false, false
+	}
+	return true, m >= n
 }
 
 // gemmSplitWork × Options.MinParallel is the product size m·n·k from which

@@ -1,6 +1,10 @@
 package cpu
 
-import "github.com/hone-rl/hone/kernels"
+import (
+	"unsafe"
+
+	"github.com/hone-rl/hone/kernels"
+)
 
 // Matmul: c [M,N] = op(a)·op(b) + beta·c (see kernels.Backend).
 func (b *Backend) Matmul(c, a, bb []float32, M, N, K int, transA, transB bool, beta float32) {
@@ -154,6 +158,22 @@ func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile 
 		}
 		return
 	}
+	if w.bf16 != nil && b.bgemm != nil {
+		if N > fewRows {
+			b.bgemmRun(true, N, OC, C, x, C, w.bf16, C, 0, out, ldo)
+			return
+		}
+		if N >= bf16MinRows {
+			b.bf16Few(out, ldo, x, w.bf16, N, C, OC)
+			return
+		}
+		// The mode's contract holds for any N: the rows kernels below get
+		// the activation rounded as the GEMM would round it.
+		xp := b.buf(N * C)
+		defer b.release(xp)
+		roundBF16(*xp, x[:N*C])
+		x = *xp
+	}
 	if N <= fewRows {
 		blocks := (OC + rowBlock - 1) / rowBlock
 		b.parallel(blocks, N*C*rowBlock, func(lo, hi int) {
@@ -230,7 +250,11 @@ func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C
 	kernels.Need(op, "dinp", len(dinp), N*C)
 	kernels.Need(op, "dout", len(dout), N*OC)
 	kernels.Need(op, "weight", len(weight), OC*C)
-	if N == 0 || C == 0 {
+	if N == 0 || C == 0 || OC == 0 {
+		return
+	}
+	if b.bgemm != nil {
+		b.bgemmRun(false, N, C, OC, dout, OC, weight, C, 1, dinp, C)
 		return
 	}
 	if b.gemmB16 != nil {
@@ -246,5 +270,74 @@ func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C
 		b.widen(t, weight[o0*C:o1*C])
 		// dinp += dout[:, o0:o1] · t
 		b.sgemm(false, false, N, C, o1-o0, 1, dout[o0:], OC, t, C, 1, dinp, C)
+	}
+}
+
+// bf16MinRows is the fewest rows (tokens) for which LinearForwardBF16 runs
+// bfloat16 arithmetic in the bf16 compute mode: a decode step of fewer
+// sequences is memory bound, and the float32 rows kernels (weights widened
+// in registers) get the rounded activation instead. From bf16MinRows to
+// fewRows rows the decode kernel (bf16RowsFunc) reads the weights in place;
+// past fewRows, the packed GEMM.
+const bf16MinRows = 8
+
+// bf16Few is linearNT's decode path in the bf16 compute mode: x [N, C]
+// rounded to bfloat16 once, then the weight rows split among the workers in
+// blocks of rowBlock, each block through the decode kernel.
+func (b *Backend) bf16Few(out []float32, ldo int, x []float32, w []uint16, N, C, OC int) {
+	xp := b.buf((N*C + 1) / 2) // [N, C] bfloat16, two to a float32
+	defer b.release(xp)
+	a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*xp))), N*C)
+	bf16RoundRows(a16, x, N, C)
+	blocks := (OC + rowBlock - 1) / rowBlock
+	b.parallel(blocks, N*C*rowBlock, func(lo, hi int) {
+		o0, o1 := lo*rowBlock, min(OC, hi*rowBlock)
+		b.brows(out[o0:], ldo, a16, N, C, w[o0*C:o1*C])
+	})
+}
+
+// bgemmRun runs the bfloat16 GEMM (Options.Compute = PrecisionBF16) on
+// c [m, n] (+)= bf16(a [m, k])·op(w), split over the workers as sgemm splits
+// (rows of a, or columns of op(w)); m, n, k > 0, beta 0 or 1. Split by
+// rows, every part would pack all of op(w): the workers pack it once
+// instead, a panel range each, and the parts share it; split by columns,
+// likewise for rounding a.
+func (b *Backend) bgemmRun(tB bool, m, n, k int, a []float32, lda int, w []uint16, ldb int, beta float32, c []float32, ldc int) {
+	if split, byRows := b.gemmSplit(b.splitB16, m, n, k); split && byRows {
+		words := bprepackWords(n, k)
+		pp := b.buf(words) // the packed panels, 32-bit words kept in a float32 scratch
+		defer b.release(pp)
+		pre := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(*pp))), words)
+		panels := (n + bprepackPanel - 1) / bprepackPanel
+		b.parallel(panels, k*bprepackPanel, func(lo, hi int) { bprepackPanels(pre, w, ldb, tB, n, k, lo, hi) })
+		b.sgemmParts(b.splitB16, false, false, m, n, k, lda, 0, beta, c, ldc, func(m, n, ao, _, co int) {
+			bgemmPre(b.bnative, m, n, k, a[ao:], lda, pre, beta, c[co:], ldc)
+		})
+		return
+	}
+	if split, _ := b.gemmSplit(b.splitB16, m, n, k); split {
+		// Split by columns, every part would round all of a: the workers
+		// round it once instead, a range of rows each.
+		ld16 := (k + 1) &^ 1
+		ap := b.buf((m*ld16 + 1) / 2) // a's rows in bfloat16, two to a float32
+		defer b.release(ap)
+		a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*ap))), m*ld16)
+		b.parallel(m, k, func(lo, hi int) { bf16RoundRowsPad(a16[lo*ld16:], ld16, a[lo*lda:], lda, hi-lo, k) })
+		b.sgemmParts(b.splitB16, false, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, _, bo, co int) {
+			bgemmA16(b.bnative, tB, m, n, k, a16, ld16, w[bo:], ldb, beta, c[co:], ldc)
+		})
+		return
+	}
+	b.sgemmParts(b.splitB16, false, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, ao, bo, co int) {
+		b.bgemm(tB, m, n, k, a[ao:], lda, w[bo:], ldb, beta, c[co:], ldc)
+	})
+}
+
+// roundBF16 writes src rounded to bfloat16 (nearest even) and widened back
+// into dst.
+func roundBF16(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, f := range src {
+		dst[i] = kernels.F32(kernels.BF16(f))
 	}
 }

@@ -3,3 +3,5 @@
 package cpu_test
 
 func gemms() []string { return []string{"gonum"} }
+
+const cgoBuild = false

@@ -193,7 +193,7 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidde
 	var tile []float32 // [bf16Tile, C] widened bf16 rows, for a GEMM without a bfloat16 form
 	// With expect, such a GEMM gets each chunk widened once for its two
 	// products instead (as logprobBackward).
-	widenChunks := expect != nil && w.bf16 != nil && b.gemmB16 == nil
+	widenChunks := expect != nil && w.bf16 != nil && b.gemmB16 == nil && b.bgemm == nil
 	var wide []float32 // [chunk, C]
 	switch {
 	case widenChunks:
@@ -239,7 +239,7 @@ func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidde
 				if wv.f32 != nil {
 					b.sgemm(false, false, nr, C, cs, 1, z, cs, wv.f32, C, 1, ex, C)
 				} else {
-					b.sgemmB16(false, false, nr, C, cs, 1, z, cs, wv.bf16, C, 1, ex, C)
+					b.accB16(nr, C, cs, z, cs, wv.bf16, ex)
 				}
 			}
 		}
@@ -352,7 +352,7 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 	z := *zp
 	// A GEMM with a bfloat16 form reads the bf16 rows directly; otherwise
 	// each chunk is widened once for its two products.
-	widenChunks := w.bf16 != nil && b.gemmB16 == nil
+	widenChunks := w.bf16 != nil && b.gemmB16 == nil && b.bgemm == nil
 	var wide []float32 // [chunk, C] widened bf16 rows of one chunk
 	if widenChunks {
 		wp := b.buf(chunk * C)
@@ -394,7 +394,7 @@ func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentrop
 			if wv.f32 != nil {
 				b.sgemm(false, false, nr, C, cs, 1, z, cs, wv.f32, C, 1, dhidden[r0*C:], C)
 			} else {
-				b.sgemmB16(false, false, nr, C, cs, 1, z, cs, wv.bf16, C, 1, dhidden[r0*C:], C)
+				b.accB16(nr, C, cs, z, cs, wv.bf16, dhidden[r0*C:])
 			}
 			if dweight != nil {
 				b.sgemm(true, false, cs, C, nr, 1, z, cs, hidden[r0*C:], C, 1, dweight[v0*C:], C)
@@ -452,4 +452,16 @@ func (b *Backend) logprobBackwardExpect(op string, dhidden, dlogprob, expect []f
 			}
 		}
 	})
+}
+
+// accB16 accumulates c [m, n] (row stride n) += z [m, k] (row stride ldz) ·
+// w [k, n] (bfloat16): with the bfloat16 GEMM in the bf16 compute mode (z
+// rounded to bfloat16), else with the GEMM's bfloat16 form. Only for a
+// backend with one of them (callers widen w otherwise).
+func (b *Backend) accB16(m, n, k int, z []float32, ldz int, w []uint16, c []float32) {
+	if b.bgemm != nil {
+		b.bgemmRun(false, m, n, k, z, ldz, w, n, 1, c, n)
+		return
+	}
+	b.sgemmB16(false, false, m, n, k, 1, z, ldz, w, n, 1, c, n)
 }

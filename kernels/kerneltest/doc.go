@@ -10,7 +10,10 @@
 // not of one element. tol is F32Tol for float32 weights; ops taking bfloat16
 // weights are compared with F32Tol against ref on the same bf16 values (the
 // conversion is exact) and with BF16Tol against ref's float32 op on the
-// unrounded weights (the dtype's own error).
+// unrounded weights (the dtype's own error). A backend computing in
+// kernels.PrecisionBF16 is checked the same way on activations rounded to
+// bfloat16 as the mode rounds them, and against float32 with the mode's
+// loose bound (kernels.Precision.Tolerance).
 //
 // Backward ops are checked with gradient buffers that start non-zero, so a
 // backend that overwrites instead of accumulating fails.

@@ -5,6 +5,11 @@
 // 4096-column chunks and as the fused chunked LogprobForward), and a decode
 // pass — every weight matrix of the 0.5B model applied to one token — with
 // float32 against bfloat16 weights, as an upper bound on decode tokens/s.
+// Section bf16 times the MLP product on a bfloat16 weight (forward and the
+// backward to the activation) with float32 and with bf16 compute side by
+// side (on CPUs with AVX512-BF16; elsewhere it says so):
+//
+//	go run ./internal/bench/gemmbench --sections bf16
 //
 // It prints the BLAS environment it ran under (OPENBLAS_* variables,
 // GOMAXPROCS) and never changes it: run every contender in one process, and

@@ -42,7 +42,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Quick, "quick", false, "small sizes and one layer, for a smoke run")
 	fs.StringVar(&o.GEMMs, "gemm", "openblas,gonum", "contenders (gonum only without cgo)")
 	fs.IntVar(&o.Vocab, "vocab", 151936, "vocabulary size of the output layer")
-	fs.StringVar(&o.Sections, "sections", "squares,mlp,output,decode", "which measurements to run")
+	fs.StringVar(&o.Sections, "sections", "squares,mlp,output,decode,bf16", "which measurements to run")
 }
 
 func main() {
@@ -94,10 +94,10 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	want := map[string]bool{}
 	for _, s := range strings.Split(o.Sections, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "squares", "mlp", "output", "decode":
+		case "squares", "mlp", "output", "decode", "bf16":
 			want[s] = true
 		default:
-			return fmt.Errorf("--sections: unknown section %q (want squares, mlp, output, decode)", s)
+			return fmt.Errorf("--sections: unknown section %q (want squares, mlp, output, decode, bf16)", s)
 		}
 	}
 	if !want["squares"] {
@@ -176,7 +176,48 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 			return err
 		}
 	}
+	if want["bf16"] {
+		bf16Compute(m, r, o)
+	}
 	return ctx.Err()
+}
+
+// bf16Compute times the products on a bfloat16 weight of the 0.5B MLP
+// shape (up/gate forward, and the backward to the activation) with float32
+// compute and with bf16 compute (issue #23), side by side, at decode and
+// training row counts. Without AVX512-BF16 it says so and measures nothing.
+func bf16Compute(m meter, r *rand.Rand, o Options) {
+	const C, I = 896, 4864
+	fmt.Fprintln(m.w, "\n# bf16 compute: x[T,896]·W[4864,896]ᵀ and dx[T,896] += dout[T,4864]·W, W bfloat16 (LinearForwardBF16, LinearBackwardBF16)")
+	f32, err := cpu.New(cpu.Options{Workers: o.Workers})
+	if err != nil {
+		fmt.Fprintf(m.w, "skipped: %v\n", err)
+		return
+	}
+	defer f32.Close()
+	b16, err := cpu.New(cpu.Options{Workers: o.Workers, Compute: kernels.PrecisionBF16})
+	if err != nil {
+		fmt.Fprintf(m.w, "skipped: %v\n", err)
+		return
+	}
+	defer b16.Close()
+	w := make([]uint16, I*C)
+	kernels.ToBF16(w, randn(r, I*C))
+	tokens := []int{8, 32, 512, 2048}
+	if o.Quick {
+		tokens = []int{8, 64}
+	}
+	for _, T := range tokens {
+		x, out, dout, dx := randn(r, T*C), make([]float32, T*I), randn(r, T*I), make([]float32, T*C)
+		for _, b := range []*cpu.Backend{f32, b16} {
+			m.gflops(fmt.Sprintf("T=%d %s forward", T, b.Name()), 2*float64(T)*C*I, func() {
+				b.LinearForwardBF16(out, x, w, nil, T, C, I)
+			})
+			m.gflops(fmt.Sprintf("T=%d %s backward dx", T, b.Name()), 2*float64(T)*C*I, func() {
+				b.LinearBackwardBF16(dx, dout, w, T, C, I)
+			})
+		}
+	}
 }
 
 // decode applies every weight matrix of the Qwen2.5-0.5B shape to one token

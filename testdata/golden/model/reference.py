@@ -419,14 +419,18 @@ def bench_train(args=()):
     logits) on a bench shape (default: tiny, the shape of train/model's
     BenchmarkTrainStep: hidden 256, 4 layers, 8/4 heads, MLP 688, vocab 4096),
     batch x seq tokens, LoRA r8 on all projections, AdamW on the LoRA
-    parameters. Not golden values: a yardstick. The last line is
+    parameters. Not golden values: a yardstick. --autocast 1 runs the
+    forward under torch.autocast("cpu", dtype=torch.bfloat16) over bfloat16
+    base weights (the bf16 compute rows). The last line is
     BENCH {json} for train/internal/modelbench."""
+    import contextlib
     import time
     f = bench_flags(args, dict(shape="tiny", batch=8, seq=256, steps=int(os.environ.get("BENCH_STEPS", "3")),
-                               threads=int(os.environ.get("BENCH_THREADS", "2"))))
+                               threads=int(os.environ.get("BENCH_THREADS", "2")), autocast=0))
+    ac = f["autocast"] != 0
     torch.set_num_threads(f["threads"])
     g = torch.Generator().manual_seed(0)
-    cfg, W = bench_setup(f["shape"], torch.float32, g)
+    cfg, W = bench_setup(f["shape"], torch.bfloat16 if ac else torch.float32, g)
     V = cfg["vocab_size"]
     mods = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     ad = {}
@@ -447,8 +451,9 @@ def bench_train(args=()):
     times = []
     for step in range(steps + 1):
         t0 = time.perf_counter()
-        logits = forward_f32(cfg, W, ids, pos, starts, lora)
-        lp = logits.log_softmax(-1).gather(1, tg[:, None])[:, 0]
+        with torch.autocast("cpu", dtype=torch.bfloat16) if ac else contextlib.nullcontext():
+            logits = forward_f32(cfg, W, ids, pos, starts, lora)
+        lp = logits.float().log_softmax(-1).gather(1, tg[:, None])[:, 0]
         loss = -lp.mean()
         opt.zero_grad()
         loss.backward()
@@ -458,7 +463,7 @@ def bench_train(args=()):
     per = sum(times[1:]) / steps
     print("torch %s threads=%d: %.3f s/step, %.0f tokens/s (first step %.3f s)" % (
         torch.__version__, torch.get_num_threads(), per, B * T / per, times[0]))
-    print("BENCH " + json.dumps(dict(kind="train", shape=f["shape"], batch=B, seq=T, steps=steps,
+    print("BENCH " + json.dumps(dict(kind="train", shape=f["shape"], batch=B, seq=T, steps=steps, autocast=ac,
                                      seconds_per_step=per, tokens_per_s=B * T / per, first_step_s=times[0],
                                      torch=torch.__version__, threads=torch.get_num_threads())))
 

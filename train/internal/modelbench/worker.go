@@ -83,7 +83,8 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	ckpt := fs.Bool("checkpoint", false, "gradient checkpointing")
 	prompt := fs.Int("prompt", 16, "decode prompt tokens")
 	tokens := fs.Int("tokens", 16, "timed decode steps")
-	dt := fs.String("dtype", "f32", "weights in memory: f32 or bf16 (computed in float32)")
+	dt := fs.String("dtype", "f32", "weights in memory: f32 or bf16")
+	comp := fs.String("compute", "f32", "precision of the products on the base weights: f32, or bf16 (needs --dtype bf16 and AVX512-BF16)")
 	prof := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -92,8 +93,12 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	prec, err := kernels.ParsePrecision(*comp)
+	if err != nil {
+		return fmt.Errorf("--compute: %w", err)
+	}
 	workers := cpu.SpareProc(0)
-	be, err := cpu.New(cpu.Options{Workers: workers}) // a worker process makes one backend
+	be, err := cpu.New(cpu.Options{Workers: workers, Compute: prec}) // a worker process makes one backend
 	if err != nil {
 		return err
 	}
@@ -101,6 +106,9 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	wdt, err := model.ParseWeightDType(*dt)
 	if err != nil {
 		return fmt.Errorf("--%w", err)
+	}
+	if prec == kernels.PrecisionBF16 && wdt != model.DTypeBFloat16 {
+		return fmt.Errorf("--compute bf16 needs --dtype bf16 (it multiplies bfloat16 weights)")
 	}
 	// Built in its dtype, as LoadBF16 would load it: no float32 copy of
 	// the weights ever exists, so the peak RSS is the dtype's own.

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hone-rl/hone/cmd/internal/backendflag"
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/kernels/cpu"
+)
+
+// newBackend builds the CPU backend from --threads (≤ 0: GOMAXPROCS; one
+// spare P, see cpu.SpareProc), --compute and --dtype. The bf16 mode on a
+// CPU or build without AVX512-BF16 is a usage error (exit 2): it never
+// falls back to float32 silently.
+func newBackend(threads int, compute, dtype string) (*cpu.Backend, error) {
+	p, err := backendflag.Precision(compute, dtype)
+	if err != nil {
+		return nil, err
+	}
+	be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads), Compute: p})
+	if errors.As(err, new(cpu.NoBF16Error)) {
+		return nil, cli.Usage(err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cpu backend: %w", err)
+	}
+	return be, nil
+}

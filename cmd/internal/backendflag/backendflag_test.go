@@ -1,0 +1,30 @@
+package backendflag
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/kernels"
+)
+
+func TestPrecision(t *testing.T) {
+	for _, c := range []struct{ compute, dtype, want string }{
+		{"fp8", "float32", "unknown compute precision"},
+		{"bf16", "float32", "needs --dtype bfloat16"},
+		{"bf16", "int4", "--dtype"},
+	} {
+		_, err := Precision(c.compute, c.dtype)
+		if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--compute %s --dtype %s: %v (exit %d), want a usage error saying %q", c.compute, c.dtype, err, cli.ExitCode(err), c.want)
+		}
+	}
+	for _, c := range []struct {
+		compute, dtype string
+		want           kernels.Precision
+	}{{"f32", "float32", kernels.PrecisionF32}, {"f32", "bf16", kernels.PrecisionF32}, {"bf16", "bf16", kernels.PrecisionBF16}, {"bfloat16", "bfloat16", kernels.PrecisionBF16}} {
+		if p, err := Precision(c.compute, c.dtype); err != nil || p != c.want {
+			t.Errorf("--compute %s --dtype %s: %v, %v; want %v", c.compute, c.dtype, p, err, c.want)
+		}
+	}
+}

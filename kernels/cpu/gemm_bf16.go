@@ -1,0 +1,581 @@
+//go:build cgo
+
+package cpu
+
+/*
+#cgo CFLAGS: -O3
+#cgo LDFLAGS: -lm
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+// A blocked bfloat16 GEMM (the Goto/BLIS scheme) for the bf16 compute mode:
+// row-major C[m,n] = A[m,k] (float32, rounded to bfloat16 nearest-even) times
+// op(B) (bfloat16 bits), float32 accumulation:
+//
+//	C = A·Bᵀ + beta·C   (tB: B is [n,k], a linear layer's weight [OC,C])
+//	C = A·B  + beta·C   (!tB: B is [k,n], the same weight in LinearBackward)
+//
+// beta is 0 (C overwritten, old contents ignored) or 1. k is consumed in
+// pairs, as vdpbf16ps does: lane j of a 16-float accumulator gains
+// a[2p+1]·b[2p+1][j] then a[2p]·b[2p][j].
+//
+// A is rounded once per call into a row-major bfloat16 copy (k padded to
+// even with a zero), and the micro-kernel broadcasts each row's 32-bit pair
+// straight from it: no A panels, so A costs one pass of conversion instead
+// of a repacking for every block of columns. B is packed in BNR-column
+// panels of pairs [kc/2][BNR] (32-bit words), once per block of BNC columns
+// and BKC k for all of A's rows; with AVX2 the packing moves 8×8 blocks of
+// words (tB) or interleaves two rows 16 at a time (!tB).
+//
+// Two micro-kernels read the same operands:
+//   - native: AVX512-BF16, MR×NR = 12×32 in 24 zmm accumulators, per k pair
+//     two 64-byte loads of B, twelve 32-bit broadcasts of A, 24 vdpbf16ps;
+//   - portable: the same arithmetic in plain C (two fmaf per pair, the odd
+//     half first, as the instruction does), for CPUs without AVX512-BF16.
+//     It is the tested stand-in: the conversion, packing, blocking and edge
+//     handling it shares with the native kernel are checked on any CPU. It
+//     does not flush denormals as vdpbf16ps does (inputs below 2⁻¹²⁶ count
+//     as zero there), which no tolerance here can see.
+
+#define BMR 12
+#define BNR 32
+#define BKC 256   // k per block (128 pairs): B micro-panel 16 KB + A rows 6 KB in L1
+#define BMC 96    // rows of A per block, 48 KB of bfloat16 rows in L2
+#define BNC 1024  // columns of B per block: 512 KB packed
+
+static int hone_has_avx512bf16(void) {
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
+#else
+	return 0;
+#endif
+}
+
+static int hone_has_avx2(void) {
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2");
+#else
+	return 0;
+#endif
+}
+
+// bf16r rounds f to bfloat16 bits, nearest even; a NaN stays a quiet NaN
+// (kernels.BF16 in C).
+static inline uint16_t bf16r(float f) {
+	uint32_t b;
+	memcpy(&b, &f, sizeof b);
+	if ((b & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(b >> 16) | 0x40;
+	b += 0x7fffu + ((b >> 16) & 1);
+	return (uint16_t)(b >> 16);
+}
+
+static inline float bf16w(uint16_t h) {
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+// bround_rows writes rows [0, m) of A rounded to bfloat16 into dst [m][ldd],
+// ldd = k rounded up to even; the padding element is zero.
+static void bround_rows(uint16_t *dst, long ldd, const float *a, long lda, long m, long k) {
+	for (long i = 0; i < m; i++) {
+		const float *src = a + i * lda;
+		uint16_t *d = dst + i * ldd;
+		for (long p = 0; p < k; p++) d[p] = bf16r(src[p]);
+		if (ldd > k) d[k] = 0;
+	}
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+// bround_rows_avx2 is bround_rows eight floats at a time.
+__attribute__((target("avx2")))
+static void bround_rows_avx2(uint16_t *dst, long ldd, const float *a, long lda, long m, long k) {
+	const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), absm = _mm256_set1_epi32(0x7fffffff);
+	const __m256i inf = _mm256_set1_epi32(0x7f800000), quiet = _mm256_set1_epi32(0x400000);
+	for (long i = 0; i < m; i++) {
+		const float *src = a + i * lda;
+		uint16_t *d = dst + i * ldd;
+		long p = 0;
+		for (; p + 8 <= k; p += 8) {
+			__m256i b = _mm256_loadu_si256((const __m256i *)(src + p));
+			__m256i r = _mm256_add_epi32(b, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(b, 16), one)));
+			__m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, absm), inf);
+			r = _mm256_srli_epi32(_mm256_blendv_epi8(r, _mm256_or_si256(b, quiet), nan), 16);
+			__m128i lo = _mm256_castsi256_si128(r), hi = _mm256_extracti128_si256(r, 1);
+			_mm_storeu_si128((__m128i *)(d + p), _mm_packus_epi32(lo, hi));
+		}
+		for (; p < k; p++) d[p] = bf16r(src[p]);
+		if (ldd > k) d[k] = 0;
+	}
+}
+
+// tr8x8w writes the transpose of an 8×8 block of 32-bit words:
+// dst[r*ldd + c] = src[c*lds + r] (strides in words).
+__attribute__((target("avx2")))
+static inline void tr8x8w(const uint32_t *src, long lds, uint32_t *dst, long ldd) {
+	__m256 r0 = _mm256_loadu_ps((const float *)src), r1 = _mm256_loadu_ps((const float *)(src + lds));
+	__m256 r2 = _mm256_loadu_ps((const float *)(src + 2 * lds)), r3 = _mm256_loadu_ps((const float *)(src + 3 * lds));
+	__m256 r4 = _mm256_loadu_ps((const float *)(src + 4 * lds)), r5 = _mm256_loadu_ps((const float *)(src + 5 * lds));
+	__m256 r6 = _mm256_loadu_ps((const float *)(src + 6 * lds)), r7 = _mm256_loadu_ps((const float *)(src + 7 * lds));
+	__m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+	__m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5), t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+	__m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE), s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+	__m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE), s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+	float *d = (float *)dst;
+	_mm256_storeu_ps(d, _mm256_permute2f128_ps(s0, s4, 0x20));
+	_mm256_storeu_ps(d + ldd, _mm256_permute2f128_ps(s1, s5, 0x20));
+	_mm256_storeu_ps(d + 2 * ldd, _mm256_permute2f128_ps(s2, s6, 0x20));
+	_mm256_storeu_ps(d + 3 * ldd, _mm256_permute2f128_ps(s3, s7, 0x20));
+	_mm256_storeu_ps(d + 4 * ldd, _mm256_permute2f128_ps(s0, s4, 0x31));
+	_mm256_storeu_ps(d + 5 * ldd, _mm256_permute2f128_ps(s1, s5, 0x31));
+	_mm256_storeu_ps(d + 6 * ldd, _mm256_permute2f128_ps(s2, s6, 0x31));
+	_mm256_storeu_ps(d + 7 * ldd, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+
+// bpack_b_avx2 packs whole BNR-wide panels the fast way and reports how many
+// pairs of the panel it did (the caller finishes the rest): tB, 8 pairs ×
+// 8 columns per transpose; !tB, two rows interleaved 16 columns at a time.
+__attribute__((target("avx2")))
+static long bpack_b_avx2(uint32_t *dst, const uint16_t *b, long ldb, int tB, long p0, long kc, long j0) {
+	long kcp2 = kc / 2; // whole pairs
+	if (tB) {
+		if (ldb % 2 || p0 % 2) return 0; // pairs not word-aligned in B's rows
+		long q = 0;
+		for (; q + 8 <= kcp2; q += 8)
+			for (int g = 0; g < BNR; g += 8)
+				tr8x8w((const uint32_t *)(b + (j0 + g) * ldb + p0) + q, ldb / 2, dst + q * BNR + g, BNR);
+		return q;
+	}
+	for (long q = 0; q < kcp2; q++) {
+		const uint16_t *r0 = b + (p0 + 2 * q) * ldb + j0, *r1 = r0 + ldb;
+		for (int g = 0; g < BNR; g += 16) {
+			__m256i x0 = _mm256_loadu_si256((const __m256i *)(r0 + g)), x1 = _mm256_loadu_si256((const __m256i *)(r1 + g));
+			__m256i lo = _mm256_unpacklo_epi16(x0, x1), hi = _mm256_unpackhi_epi16(x0, x1);
+			_mm256_storeu_si256((__m256i *)(dst + q * BNR + g), _mm256_permute2x128_si256(lo, hi, 0x20));
+			_mm256_storeu_si256((__m256i *)(dst + q * BNR + g + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+		}
+	}
+	return kcp2;
+}
+#endif
+
+// bpack_b: k [p0, p0+kc) × columns [j0, j0+nc) of op(B) into BNR-column
+// panels of pairs [kcp][BNR] (kcp = (kc+1)/2); columns past nc and a k past
+// kc are zero. tB (B [n,k]): the pair of column j is two adjacent bfloat16
+// of row j, one 32-bit word. !tB (B [k,n]): it interleaves rows 2q and 2q+1.
+// fast uses the AVX2 packing for whole panels.
+static void bpack_b(uint32_t *dst, const uint16_t *b, long ldb, int tB, long p0, long kc, long j0, long nc, int fast) {
+	long kcp = (kc + 1) / 2;
+	for (long jr = 0; jr < nc; jr += BNR) {
+		long nr = nc - jr < BNR ? nc - jr : BNR;
+		long q0 = 0;
+#if defined(__x86_64__)
+		if (fast && nr == BNR) q0 = bpack_b_avx2(dst, b, ldb, tB, p0, kc, j0 + jr);
+#endif
+		if (tB) {
+			for (long j = 0; j < nr; j++) {
+				const uint16_t *src = b + (j0 + jr + j) * ldb + p0;
+				long q = q0;
+				for (; 2 * q + 1 < kc; q++) {
+					uint32_t w;
+					memcpy(&w, src + 2 * q, sizeof w);
+					dst[q * BNR + j] = w;
+				}
+				if (q < kcp) dst[q * BNR + j] = src[2 * q];
+			}
+		} else {
+			for (long q = q0; q < kcp; q++) {
+				const uint16_t *r0 = b + (p0 + 2 * q) * ldb + j0 + jr;
+				const uint16_t *r1 = 2 * q + 1 < kc ? r0 + ldb : NULL;
+				uint32_t *d = dst + q * BNR;
+				if (r1)
+					for (long j = 0; j < nr; j++) d[j] = (uint32_t)r0[j] | (uint32_t)r1[j] << 16;
+				else
+					for (long j = 0; j < nr; j++) d[j] = r0[j];
+			}
+		}
+		if (nr < BNR)
+			for (long q = 0; q < kcp; q++)
+				for (long j = nr; j < BNR; j++) dst[q * BNR + j] = 0;
+		dst += kcp * BNR;
+	}
+}
+
+// bstore adds (or, first, writes) the tile t [BMR][BNR] into C's mr×nr corner.
+static inline void bstore(const float *t, float *c, long ldc, long mr, long nr, int overwrite) {
+	for (long i = 0; i < mr; i++) {
+		float *ci = c + i * ldc;
+		const float *ti = t + i * BNR;
+		if (overwrite)
+			for (long j = 0; j < nr; j++) ci[j] = ti[j];
+		else
+			for (long j = 0; j < nr; j++) ci[j] += ti[j];
+	}
+}
+
+// The micro-kernels: T [BMR][BNR] = Σ_q A pairs · Bp [kcp][BNR], where row
+// i's pair q is the 32-bit word at ar[i] + 2q (ar: BMR row pointers into
+// the bfloat16 copy of A). With full set (a whole tile of C), T goes to C
+// (row stride ldc): written when overwrite, else added; otherwise to t, for
+// bstore to take the corner that exists.
+
+static void bkernel_portable(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t, float *c, long ldc, int full, int overwrite) {
+	for (long x = 0; x < BMR * BNR; x++) t[x] = 0;
+	for (long q = 0; q < kcp; q++) {
+		const uint32_t *bp = Bp + q * BNR;
+		float b0[BNR], b1[BNR];
+		for (long j = 0; j < BNR; j++) {
+			b0[j] = bf16w((uint16_t)bp[j]);
+			b1[j] = bf16w((uint16_t)(bp[j] >> 16));
+		}
+		for (long i = 0; i < BMR; i++) {
+			float a0 = bf16w(ar[i][2 * q]), a1 = bf16w(ar[i][2 * q + 1]);
+			float *ti = t + i * BNR;
+			for (long j = 0; j < BNR; j++) ti[j] = fmaf(a0, b0[j], fmaf(a1, b1[j], ti[j]));
+		}
+	}
+	if (full) bstore(t, c, ldc, BMR, BNR, overwrite);
+}
+
+#if defined(__x86_64__)
+// bkernel_native is bkernel_portable on AVX512-BF16.
+__attribute__((target("avx512f,avx512bw,avx512bf16")))
+static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t, float *cc, long ldc, int full, int overwrite) {
+	__m512 c[BMR][2];
+	const uint16_t *a[BMR];
+#pragma GCC unroll 12
+	for (int i = 0; i < BMR; i++) {
+		c[i][0] = c[i][1] = _mm512_setzero_ps();
+		a[i] = ar[i];
+	}
+	for (long q = 0; q < kcp; q++) {
+		__m512bh b0 = (__m512bh)_mm512_loadu_si512(Bp + q * BNR);
+		__m512bh b1 = (__m512bh)_mm512_loadu_si512(Bp + q * BNR + 16);
+#pragma GCC unroll 12
+		for (int i = 0; i < BMR; i++) {
+			uint32_t w;
+			memcpy(&w, a[i] + 2 * q, sizeof w);
+			__m512bh x = (__m512bh)_mm512_set1_epi32((int)w);
+			c[i][0] = _mm512_dpbf16_ps(c[i][0], x, b0);
+			c[i][1] = _mm512_dpbf16_ps(c[i][1], x, b1);
+		}
+	}
+	if (full) {
+#pragma GCC unroll 12
+		for (int i = 0; i < BMR; i++) {
+			float *ci = cc + i * ldc;
+			if (!overwrite) {
+				c[i][0] = _mm512_add_ps(c[i][0], _mm512_loadu_ps(ci));
+				c[i][1] = _mm512_add_ps(c[i][1], _mm512_loadu_ps(ci + 16));
+			}
+			_mm512_storeu_ps(ci, c[i][0]);
+			_mm512_storeu_ps(ci + 16, c[i][1]);
+		}
+		return;
+	}
+#pragma GCC unroll 12
+	for (int i = 0; i < BMR; i++) {
+		_mm512_storeu_ps(t + i * BNR, c[i][0]);
+		_mm512_storeu_ps(t + i * BNR + 16, c[i][1]);
+	}
+}
+#else
+static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t, float *cc, long ldc, int full, int overwrite) { abort(); }
+#endif
+
+// The decode kernel (few rows, tB only): out[n*ldo + o] = Σ_c a16[n][c] ·
+// w[o][c] for n < N, o < rows, with A already rounded (a16 [N][C]) and the
+// weight rows read in place — no packing, which would cost more than the
+// arithmetic of a few rows. A tile of DR_O = 4 weight rows × DR_N = 6
+// inputs keeps 24 zmm accumulators of 16 pair-sums along k (32 bfloat16 a
+// step, the tail masked), reduced at the end; the weight tile stays in L1
+// while every input tile passes over it.
+
+#define DR_O 4
+#define DR_N 6
+
+static void brows_portable(float *out, long ldo, const uint16_t *a16, long N, long C, const uint16_t *w, long rows) {
+	for (long o = 0; o < rows; o++)
+		for (long n = 0; n < N; n++) {
+			const uint16_t *x = a16 + n * C, *r = w + o * C;
+			float acc = 0;
+			long c = 0;
+			for (; c + 1 < C; c += 2) acc = fmaf(bf16w(x[c]), bf16w(r[c]), fmaf(bf16w(x[c + 1]), bf16w(r[c + 1]), acc));
+			if (c < C) acc = fmaf(bf16w(x[c]), bf16w(r[c]), acc);
+			out[n * ldo + o] = acc;
+		}
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512bw,avx512bf16")))
+static void brows_native(float *out, long ldo, const uint16_t *a16, long N, long C, const uint16_t *w, long rows) {
+	__mmask32 tail = (C % 32) ? (__mmask32)((1u << (C % 32)) - 1) : (__mmask32)0xffffffffu;
+	long cfull = C - C % 32;
+	for (long o0 = 0; o0 < rows; o0 += DR_O) {
+		long no = rows - o0 < DR_O ? rows - o0 : DR_O;
+		const uint16_t *wr[DR_O];
+		for (int j = 0; j < DR_O; j++) wr[j] = w + (o0 + (j < no ? j : 0)) * C;
+		for (long n0 = 0; n0 < N; n0 += DR_N) {
+			long nn = N - n0 < DR_N ? N - n0 : DR_N;
+			const uint16_t *ar[DR_N];
+			for (int i = 0; i < DR_N; i++) ar[i] = a16 + (n0 + (i < nn ? i : 0)) * C;
+			__m512 acc[DR_N][DR_O];
+#pragma GCC unroll 6
+			for (int i = 0; i < DR_N; i++)
+#pragma GCC unroll 4
+				for (int j = 0; j < DR_O; j++) acc[i][j] = _mm512_setzero_ps();
+			for (long c = 0; c < C; c += 32) {
+				__mmask32 m = c < cfull ? (__mmask32)0xffffffffu : tail;
+				__m512bh wv[DR_O];
+#pragma GCC unroll 4
+				for (int j = 0; j < DR_O; j++) wv[j] = (__m512bh)_mm512_maskz_loadu_epi16(m, wr[j] + c);
+#pragma GCC unroll 6
+				for (int i = 0; i < DR_N; i++) {
+					__m512bh av = (__m512bh)_mm512_maskz_loadu_epi16(m, ar[i] + c);
+#pragma GCC unroll 4
+					for (int j = 0; j < DR_O; j++) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, wv[j]);
+				}
+			}
+			// Constant indices only on acc, so that it stays in registers.
+			float red[DR_N][DR_O];
+#pragma GCC unroll 6
+			for (int i = 0; i < DR_N; i++)
+#pragma GCC unroll 4
+				for (int j = 0; j < DR_O; j++) red[i][j] = _mm512_reduce_add_ps(acc[i][j]);
+			for (long i = 0; i < nn; i++)
+				for (long j = 0; j < no; j++) out[(n0 + i) * ldo + o0 + j] = red[i][j];
+		}
+	}
+}
+#else
+static void brows_native(float *out, long ldo, const uint16_t *a16, long N, long C, const uint16_t *w, long rows) { abort(); }
+#endif
+
+static void hone_brows(int native, float *out, long ldo, const uint16_t *a16, long N, long C, const uint16_t *w, long rows) {
+	if (native)
+		brows_native(out, ldo, a16, N, C, w, rows);
+	else
+		brows_portable(out, ldo, a16, N, C, w, rows);
+}
+
+// hone_bround is bround_rows (fast: the AVX2 form), for tests.
+static void hone_bround(int fast, uint16_t *dst, long ldd, const float *a, long lda, long m, long k) {
+#if defined(__x86_64__)
+	if (fast) {
+		bround_rows_avx2(dst, ldd, a, lda, m, k);
+		return;
+	}
+#endif
+	bround_rows(dst, ldd, a, lda, m, k);
+}
+
+static __thread uint16_t *bA16;
+static __thread long bA16cap;
+static __thread uint32_t *bpackB;
+
+// Pre-packed B: the panels of the whole of op(B), each BNR columns × one
+// BKC block of k in a slot of BKC/2 × BNR words, slot (jp, pb) at
+// (jp·nkb + pb)·BKC/2·BNR words, nkb = ⌈k/BKC⌉. Parts of a GEMM split by
+// rows of A share it instead of each packing all of B.
+
+static long hone_bprepack_words(long n, long k) {
+	return ((n + BNR - 1) / BNR) * ((k + BKC - 1) / BKC) * (BKC / 2) * BNR;
+}
+
+// hone_bprepack packs the column panels [jp0, jp1) of op(B) into pre.
+static void hone_bprepack(uint32_t *pre, const uint16_t *b, long ldb, int tB, long n, long k, long jp0, long jp1, int fast) {
+	long nkb = (k + BKC - 1) / BKC;
+	for (long jp = jp0; jp < jp1; jp++) {
+		long j0 = jp * BNR, nc = n - j0 < BNR ? n - j0 : BNR;
+		for (long pb = 0; pb < nkb; pb++) {
+			long pc = pb * BKC, kc = k - pc < BKC ? k - pc : BKC;
+			bpack_b(pre + (jp * nkb + pb) * (BKC / 2) * BNR, b, ldb, tB, pc, kc, j0, nc, fast);
+		}
+	}
+}
+
+// hone_bgemm: see the comment at the top. native picks the micro-kernel,
+// fast the AVX2 conversion and packing (the CPU must have AVX2). pre, when
+// not NULL, is B pre-packed (hone_bprepack, all n columns) and b is unused;
+// a16, when not NULL, is A already rounded (rows of ld16 ≥ k rounded up to
+// even, the padding zero) and a is unused.
+static void hone_bgemm(int native, int fast, int tB, long m, long n, long k, const float *a, long lda,
+                       const uint16_t *b, long ldb, float beta, float *c, long ldc, const uint32_t *pre,
+                       const uint16_t *a16, long ld16) {
+	long lda16 = (k + 1) & ~1L;
+	if (!a16 && bA16cap < m * lda16) {
+		free(bA16);
+		bA16cap = m * lda16;
+		bA16 = aligned_alloc(64, (sizeof(uint16_t) * bA16cap + 63) & ~63L);
+	}
+	if (!bpackB) bpackB = aligned_alloc(64, sizeof(uint32_t) * BNC * (BKC / 2));
+	if (!bpackB || (!a16 && !bA16)) abort();
+	const uint16_t *A16 = a16;
+	if (a16)
+		lda16 = ld16;
+	else {
+#if defined(__x86_64__)
+		if (fast)
+			bround_rows_avx2(bA16, lda16, a, lda, m, k);
+		else
+#endif
+			bround_rows(bA16, lda16, a, lda, m, k);
+		A16 = bA16;
+	}
+	float t[BMR * BNR] __attribute__((aligned(64)));
+	const uint16_t *ar[BMR];
+	for (long jc = 0; jc < n; jc += BNC) {
+		long nc = n - jc < BNC ? n - jc : BNC;
+		for (long pc = 0; pc < k; pc += BKC) {
+			long kc = k - pc < BKC ? k - pc : BKC, kcp = (kc + 1) / 2;
+			int first = pc == 0 && beta == 0;
+			if (!pre) bpack_b(bpackB, b, ldb, tB, pc, kc, jc, nc, fast);
+			long nkb = (k + BKC - 1) / BKC;
+			for (long ic = 0; ic < m; ic += BMC) {
+				long mc = m - ic < BMC ? m - ic : BMC;
+				for (long jr = 0; jr < nc; jr += BNR) {
+					long nr = nc - jr < BNR ? nc - jr : BNR;
+					const uint32_t *Bp = pre ? pre + (((jc + jr) / BNR) * nkb + pc / BKC) * (BKC / 2) * BNR
+					                         : bpackB + (jr / BNR) * kcp * BNR;
+					for (long ir = 0; ir < mc; ir += BMR) {
+						long mr = mc - ir < BMR ? mc - ir : BMR;
+						// Rows past mr repeat the first: computed, never stored.
+						for (long i = 0; i < BMR; i++) ar[i] = A16 + (ic + ir + (i < mr ? i : 0)) * lda16 + pc;
+						float *ct = c + (ic + ir) * ldc + jc + jr;
+						int full = mr == BMR && nr == BNR;
+						if (native)
+							bkernel_native(kcp, ar, Bp, t, ct, ldc, full, first);
+						else
+							bkernel_portable(kcp, ar, Bp, t, ct, ldc, full, first);
+						if (!full) bstore(t, ct, ldc, mr, nr, first);
+					}
+				}
+			}
+		}
+	}
+}
+*/
+import "C"
+
+import "unsafe"
+
+// hasAVX512BF16 reports whether the CPU has AVX512-BF16 (with F and BW),
+// which the native bfloat16 GEMM needs.
+func hasAVX512BF16() bool { return C.hone_has_avx512bf16() != 0 }
+
+// bgemmFunc computes, for row-major matrices with leading dimensions,
+//
+//	c[i,j] = Σ_p bf16(a[i,p])·op(b)[p,j] + beta·c[i,j]
+//
+// with float32 accumulation, op(b)[p,j] = b[j*ldb+p] when tB (b [n,k]) or
+// b[p*ldb+j] (b [k,n]); beta is 0 (c's old contents ignored) or 1.
+// Slices are non-empty and m, n, k > 0.
+type bgemmFunc func(tB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
+
+// bf16GEMM returns the bfloat16 GEMM: the AVX512-BF16 micro-kernel when
+// native (only on a CPU with hasAVX512BF16), else the portable one.
+func bf16GEMM(native bool) bgemmFunc { return bf16GEMMWith(native, bf16GEMMFastOK()) }
+
+// bf16RoundRow rounds a into dst (len(a) rounded up to even values, the
+// padding zero) as the GEMM rounds A, with the AVX2 conversion when fast:
+// for tests.
+func bf16RoundRow(dst []uint16, a []float32, fast bool) {
+	k := len(a)
+	ldd := (k + 1) &^ 1
+	if fast {
+		C.hone_bround(1, (*C.uint16_t)(unsafe.Pointer(&dst[0])), C.long(ldd), (*C.float)(unsafe.Pointer(&a[0])), C.long(k), 1, C.long(k))
+		return
+	}
+	C.hone_bround(0, (*C.uint16_t)(unsafe.Pointer(&dst[0])), C.long(ldd), (*C.float)(unsafe.Pointer(&a[0])), C.long(k), 1, C.long(k))
+}
+
+// bprepackWords is the length of a pre-packed op(B) [k, n] (bgemmPre).
+func bprepackWords(n, k int) int { return int(C.hone_bprepack_words(C.long(n), C.long(k))) }
+
+// bprepackPanels packs the column panels [jp0, jp1) (32 columns each) of
+// op(b) into pre (bprepackWords long); parts may run concurrently.
+func bprepackPanels(pre []uint32, b []uint16, ldb int, tB bool, n, k, jp0, jp1 int) {
+	C.hone_bprepack((*C.uint32_t)(unsafe.Pointer(&pre[0])), (*C.uint16_t)(unsafe.Pointer(&b[0])), C.long(ldb), cbool(tB),
+		C.long(n), C.long(k), C.long(jp0), C.long(jp1), cbool(bf16GEMMFastOK()))
+}
+
+// bprepackPanel is the column-panel width of bprepackPanels.
+const bprepackPanel = 32
+
+// bgemmPre is the bfloat16 GEMM on a pre-packed op(B) of all n columns:
+// c [m, n] (+)= bf16(a)·op(B), as bgemmFunc; the micro-kernel as native.
+func bgemmPre(native bool, m, n, k int, a []float32, lda int, pre []uint32, beta float32, c []float32, ldc int) {
+	C.hone_bgemm(cbool(native), cbool(bf16GEMMFastOK()), 0, C.long(m), C.long(n), C.long(k),
+		(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), nil, 0,
+		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), (*C.uint32_t)(unsafe.Pointer(&pre[0])), nil, 0)
+}
+
+// bgemmA16 is the bfloat16 GEMM on an A already rounded: a16 [m] rows of
+// ld16 = k rounded up to even bfloat16 (bf16RoundRowsPad), as bgemmFunc.
+func bgemmA16(native, tB bool, m, n, k int, a16 []uint16, ld16 int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	C.hone_bgemm(cbool(native), cbool(bf16GEMMFastOK()), cbool(tB), C.long(m), C.long(n), C.long(k), nil, 0,
+		(*C.uint16_t)(unsafe.Pointer(&b[0])), C.long(ldb), C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), nil,
+		(*C.uint16_t)(unsafe.Pointer(&a16[0])), C.long(ld16))
+}
+
+// bf16RoundRowsPad writes the m rows of a (row stride lda, k values) rounded
+// to bfloat16 into dst, rows of ld16 = k rounded up to even, the padding zero.
+func bf16RoundRowsPad(dst []uint16, ld16 int, a []float32, lda, m, k int) {
+	if m == 0 {
+		return
+	}
+	_, _ = dst[(m-1)*ld16+k-1], a[(m-1)*lda+k-1]
+	C.hone_bround(C.int(cbool(bf16GEMMFastOK())), (*C.uint16_t)(unsafe.Pointer(&dst[0])), C.long(ld16), (*C.float)(unsafe.Pointer(&a[0])), C.long(lda), C.long(m), C.long(k))
+}
+
+// bf16RowsFunc is the decode form of the bfloat16 GEMM: out[n*ldo+o] =
+// Σ_c a16[n*C+c]·w[o*C+c] for n < N, o < len(w)/C, a16 holding the
+// activation already rounded (bf16RoundRows); N, C ≥ 1.
+type bf16RowsFunc func(out []float32, ldo int, a16 []uint16, N, C int, w []uint16)
+
+// bf16RowsKernel returns the decode kernel: AVX512-BF16 when native, else
+// the portable loop.
+func bf16RowsKernel(native bool) bf16RowsFunc {
+	nat := cbool(native)
+	return func(out []float32, ldo int, a16 []uint16, N, C int, w []uint16) {
+		rows := len(w) / C
+		if rows == 0 {
+			return
+		}
+		_, _ = out[(N-1)*ldo+rows-1], a16[N*C-1]
+		C.hone_brows(nat, (*C.float)(unsafe.Pointer(&out[0])), C.long(ldo), (*C.uint16_t)(unsafe.Pointer(&a16[0])), C.long(N), C.long(C),
+			(*C.uint16_t)(unsafe.Pointer(&w[0])), C.long(rows))
+	}
+}
+
+// bf16RoundRows writes x [N, C] rounded to bfloat16 into dst [N, C], with
+// the AVX2 conversion where the CPU has it.
+func bf16RoundRows(dst []uint16, x []float32, N, C int) {
+	if N == 0 || C == 0 {
+		return
+	}
+	_, _ = dst[N*C-1], x[N*C-1]
+	C.hone_bround(C.int(cbool(bf16GEMMFastOK())), (*C.uint16_t)(unsafe.Pointer(&dst[0])), C.long(C), (*C.float)(unsafe.Pointer(&x[0])), C.long(C), C.long(N), C.long(C))
+}
+
+// bf16GEMMFastOK reports whether the CPU has AVX2, which the fast
+// conversion and packing use.
+func bf16GEMMFastOK() bool { return C.hone_has_avx2() != 0 }
+
+// bf16GEMMWith is bf16GEMM with the AVX2 conversion and packing on or off
+// (fast needs an AVX2 CPU; tests check both).
+func bf16GEMMWith(native, fast bool) bgemmFunc {
+	nat, fst := cbool(native), cbool(fast)
+	return func(tB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+		C.hone_bgemm(nat, fst, cbool(tB), C.long(m), C.long(n), C.long(k),
+			(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), (*C.uint16_t)(unsafe.Pointer(&b[0])), C.long(ldb),
+			C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), nil, nil, 0)
+	}
+}

@@ -1,0 +1,32 @@
+//go:build !cgo
+
+package cpu
+
+// The bfloat16 GEMM is C: without cgo there is none, and New refuses the
+// bf16 compute mode.
+
+func hasAVX512BF16() bool { return false }
+
+type bgemmFunc func(tB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
+
+func bf16GEMM(native bool) bgemmFunc { return nil }
+
+type bf16RowsFunc func(out []float32, ldo int, a16 []uint16, N, C int, w []uint16)
+
+func bf16RowsKernel(native bool) bf16RowsFunc { return nil }
+
+func bf16RoundRows(dst []uint16, x []float32, N, C int) {}
+
+func bprepackWords(n, k int) int { return 0 }
+
+func bprepackPanels(pre []uint32, b []uint16, ldb int, tB bool, n, k, jp0, jp1 int) {}
+
+const bprepackPanel = 32
+
+func bgemmPre(native bool, m, n, k int, a []float32, lda int, pre []uint32, beta float32, c []float32, ldc int) {
+}
+
+func bgemmA16(native, tB bool, m, n, k int, a16 []uint16, ld16 int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+}
+
+func bf16RoundRowsPad(dst []uint16, ld16 int, a []float32, lda, m, k int) {}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/serve"
 	"github.com/hone-rl/hone/train/model"
@@ -90,9 +92,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var opts serve.Options
 	var logOpt cli.LogOptions
 	var threads int
+	var device string
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.IntVar(&threads, "threads", 0, "CPU worker goroutines (0: all cores)")
+	backend.AddFlag(fs, &device)
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -126,7 +130,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	warnExposed(log, opts)
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
-		be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+		be, err := backend.New(device, func() (kernels.Backend, error) {
+			return cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+		}, getenv)
 		if err != nil {
 			return err
 		}
@@ -181,6 +187,7 @@ func loopback(host string) bool {
 var engineFlags = []struct{ flag, vllm string }{
 	{"dtype", "vLLM takes its own --dtype"},
 	{"threads", "vLLM runs the model"},
+	{"device", "vLLM runs the model"},
 	{"max-batch", "vLLM's --max-num-seqs"},
 	{"prefill-tokens", "vLLM's --max-num-batched-tokens"},
 	{"kv-cache-bytes", "vLLM's --gpu-memory-utilization or --kv-cache-memory"},

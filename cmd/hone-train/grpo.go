@@ -2,10 +2,13 @@ package main
 
 import (
 	"log/slog"
+	"os"
 	"runtime"
 
+	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/grpojob"
 	"github.com/spf13/cobra"
@@ -14,6 +17,7 @@ import (
 func newGRPOCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts grpojob.Options
 	var threads int
+	var device string
 	cmd := &cobra.Command{
 		Use:   "grpo --model DIR --run NAME [flags] (FILES... | --watch-dir DIR)",
 		Short: "Train a LoRA adapter with GRPO on scored trajectory files",
@@ -59,7 +63,9 @@ and exits 0. --steps then counts steps per session.`,
 			if err != nil {
 				return err
 			}
-			be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+			be, err := backend.New(device, func() (kernels.Backend, error) {
+				return cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+			}, os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -70,5 +76,6 @@ and exits 0. --steps then counts steps per session.`,
 	}
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	backend.AddFlag(cmd.Flags(), &device)
 	return cmd
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"log/slog"
+	"os"
 	"runtime"
 
+	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/sft"
 	"github.com/spf13/cobra"
@@ -14,6 +17,7 @@ import (
 func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts sft.Options
 	var threads int
+	var device string
 	cmd := &cobra.Command{
 		Use:   "sft --model DIR --run NAME [flags] FILES...",
 		Short: "Fine-tune a LoRA adapter on assistant turns (trajectory or JSONL chat files)",
@@ -37,7 +41,9 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			if err != nil {
 				return err
 			}
-			be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+			be, err := backend.New(device, func() (kernels.Backend, error) {
+				return cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
+			}, os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -48,5 +54,6 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 	}
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	backend.AddFlag(cmd.Flags(), &device)
 	return cmd
 }

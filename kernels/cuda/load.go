@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -39,22 +40,22 @@ func openLib(path string, sonames []string, bind func(handle uintptr) error) (us
 	if path != "" {
 		names = []string{path}
 	}
-	var errs []error
+	var errs []string
 	for _, name := range names {
 		tried = append(tried, name)
 		h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, err.Error())
 			continue
 		}
 		if err := bind(h); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
 			_ = purego.Dlclose(h)
 			continue
 		}
 		return name, tried, nil
 	}
-	return "", tried, errors.Join(errs...)
+	return "", tried, errors.New(strings.Join(errs, "; "))
 }
 
 // bindAll resolves syms in the library handle.

@@ -31,6 +31,7 @@ type Device struct {
 	ctx     Context
 	handle  BLASHandle
 	closed  bool
+	live    map[DevPtr]int // bytes of each allocation not yet freed
 }
 
 // Open loads the driver and cuBLAS and opens device o.Ordinal. What is
@@ -71,7 +72,7 @@ func OpenWith(drv Driver, blas BLAS, ordinal int) (*Device, error) {
 	if ordinal < 0 || ordinal >= n {
 		return nil, noDevice(fmt.Errorf("device %d asked for, the driver sees %d", ordinal, n))
 	}
-	d := &Device{drv: drv, blas: blas, ordinal: ordinal}
+	d := &Device{drv: drv, blas: blas, ordinal: ordinal, live: map[DevPtr]int{}}
 	if d.id, err = drv.DeviceGet(ordinal); err != nil {
 		return nil, fmt.Errorf("CUDA backend: %w", err)
 	}
@@ -119,8 +120,10 @@ func (d *Device) do(f func() error) error {
 	return f()
 }
 
-// Close destroys the cuBLAS handle and releases the primary context. It is
-// safe to call more than once.
+// Close frees the buffers still allocated, destroys the cuBLAS handle and
+// releases the primary context. Buffers left allocated are a leak in the
+// caller: Close frees them and says so in its error. It is safe to call
+// more than once.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -130,9 +133,19 @@ func (d *Device) Close() error {
 	d.closed = true
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	err := d.drv.CtxSetCurrent(d.ctx)
-	if err == nil {
-		err = d.blas.Destroy(d.handle)
+	if err := d.drv.CtxSetCurrent(d.ctx); err != nil {
+		return errors.Join(err, d.drv.PrimaryCtxRelease(d.id))
 	}
-	return errors.Join(err, d.drv.PrimaryCtxRelease(d.id))
+	var errs []error
+	if n := len(d.live); n > 0 {
+		bytes := 0
+		for p, b := range d.live {
+			bytes += b
+			errs = append(errs, d.drv.MemFree(p))
+		}
+		errs = append([]error{fmt.Errorf("CUDA device %d closed with %d buffers (%d bytes) not freed", d.ordinal, n, bytes)}, errs...)
+		clear(d.live)
+	}
+	errs = append(errs, d.blas.Destroy(d.handle), d.drv.PrimaryCtxRelease(d.id))
+	return errors.Join(errs...)
 }

@@ -1,11 +1,14 @@
 package cuda_test
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/kerneltest"
+	"github.com/hone-rl/hone/kernels/ref"
 )
 
 // TestOpenNamesWhatIsMissing: Open through the real loader says which of
@@ -50,5 +53,42 @@ func TestOpenNamesWhatIsMissing(t *testing.T) {
 	}
 	if err := dev.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestMatmulThroughLoader runs Device.Matmul and MatmulBatched end to end
+// through the real loader and purego on the C stand-ins, against ref; the
+// fake libcuda ends with no allocation.
+func TestMatmulThroughLoader(t *testing.T) {
+	libs := fakeLibs(t)
+	_, live := fakeHooks(t, libs.Driver)
+	dev, err := cuda.Open(cuda.Options{DriverLib: libs.Driver, BLASLib: libs.BLAS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(28, 3))
+	const batch, M, N, K = 2, 5, 3, 7
+	a, b := randn(r, batch*K*M), randn(r, batch*N*K) // stored transposed
+	c := randn(r, batch*M*N)
+	want := append([]float32(nil), c...)
+	ref.New().MatmulBatched(want, a, b, batch, M, N, K, true, true, 0.25)
+	da, db, dc := upload(t, dev, a), upload(t, dev, b), upload(t, dev, c)
+	if err := dev.MatmulBatched(dc, da, db, batch, M, N, K, true, true, 0.25); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "MatmulBatched", download(t, dc), want, kerneltest.F32Tol)
+	ref.New().Matmul(want[:M*N], a[:K*M], b[:N*K], M, N, K, true, true, 0)
+	if err := dev.Matmul(dc, da, db, M, N, K, true, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "Matmul", download(t, dc)[:M*N], want[:M*N], kerneltest.F32Tol)
+	if got := live(); got != 3 {
+		t.Errorf("fake libcuda has %d allocations, want 3", got)
+	}
+	if err := dev.Close(); err == nil || !strings.Contains(err.Error(), "3 buffers") {
+		t.Errorf("Close with 3 buffers left: %v", err)
+	}
+	if got := live(); got != 0 {
+		t.Errorf("after Close fake libcuda has %d allocations", got)
 	}
 }

@@ -21,7 +21,7 @@ import (
 func TestDeviceCUDA(t *testing.T) {
 	cc := os.Getenv("CC")
 	if cc == "" {
-		cc = "cc"
+		cc = "gcc" // as cgo
 	}
 	libs, err := cudafake.BuildLibs(context.Background(), cc, t.TempDir())
 	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {

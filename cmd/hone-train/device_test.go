@@ -20,7 +20,7 @@ func fakeCUDA(t *testing.T) cudafake.Libs {
 	t.Helper()
 	cc := os.Getenv("CC")
 	if cc == "" {
-		cc = "cc"
+		cc = "gcc" // as cgo
 	}
 	libs, err := cudafake.BuildLibs(context.Background(), cc, t.TempDir())
 	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {

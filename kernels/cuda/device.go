@@ -32,6 +32,7 @@ type Device struct {
 	handle  BLASHandle
 	closed  bool
 	live    map[DevPtr]int // bytes of each allocation not yet freed
+	modules map[Module]bool
 }
 
 // Open loads the driver and cuBLAS and opens device o.Ordinal. What is
@@ -72,7 +73,7 @@ func OpenWith(drv Driver, blas BLAS, ordinal int) (*Device, error) {
 	if ordinal < 0 || ordinal >= n {
 		return nil, noDevice(fmt.Errorf("device %d asked for, the driver sees %d", ordinal, n))
 	}
-	d := &Device{drv: drv, blas: blas, ordinal: ordinal, live: map[DevPtr]int{}}
+	d := &Device{drv: drv, blas: blas, ordinal: ordinal, live: map[DevPtr]int{}, modules: map[Module]bool{}}
 	if d.id, err = drv.DeviceGet(ordinal); err != nil {
 		return nil, fmt.Errorf("CUDA backend: %w", err)
 	}
@@ -120,8 +121,8 @@ func (d *Device) do(f func() error) error {
 	return f()
 }
 
-// Close frees the buffers still allocated, destroys the cuBLAS handle and
-// releases the primary context. Buffers left allocated are a leak in the
+// Close frees the buffers still allocated, unloads the modules still
+// loaded, destroys the cuBLAS handle and releases the primary context. Buffers left allocated are a leak in the
 // caller: Close frees them and says so in its error. It is safe to call
 // more than once.
 func (d *Device) Close() error {
@@ -146,6 +147,10 @@ func (d *Device) Close() error {
 		errs = append([]error{fmt.Errorf("CUDA device %d closed with %d buffers (%d bytes) not freed", d.ordinal, n, bytes)}, errs...)
 		clear(d.live)
 	}
+	for m := range d.modules {
+		errs = append(errs, d.drv.ModuleUnload(m))
+	}
+	clear(d.modules)
 	errs = append(errs, d.blas.Destroy(d.handle), d.drv.PrimaryCtxRelease(d.id))
 	return errors.Join(errs...)
 }

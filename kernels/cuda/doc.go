@@ -1,8 +1,17 @@
 // Package cuda is the start of Hone's CUDA backend (issue #28): run-time
 // bindings to the CUDA Driver API and cuBLAS, a device probe, device
-// buffers and row-major GEMMs on cuBLAS. It has never run on a GPU: its
-// tests use the fakes of kernels/cuda/cudafake. It does not implement
-// kernels.Backend yet, so the commands refuse --device cuda.
+// buffers, row-major GEMMs on cuBLAS, and module loading and kernel launch.
+// It has never run on a GPU: its tests use the fakes of
+// kernels/cuda/cudafake. It does not implement kernels.Backend yet, so the
+// commands refuse --device cuda.
+//
+// # Kernels
+//
+// Kernel sources are CUDA C++ beside this file (rmsnorm.cu). No PTX is
+// built yet; their text is tested on the CPU by compiling it with g++
+// through cpushim/cuda_cpu.h (one OS thread per CUDA thread, barriers, warp
+// shuffles, divergent barriers and shuffles fail the launch) and comparing
+// with kernels/ref (shim_test.go).
 //
 // # Loading
 //

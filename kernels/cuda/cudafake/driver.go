@@ -126,6 +126,13 @@ func (d *Driver) Retained(dev cuda.DeviceID) int {
 	return d.retained[dev]
 }
 
+// Modules returns the number of modules loaded and not unloaded.
+func (d *Driver) Modules() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.modules)
+}
+
 // Launches returns the kernel launches so far.
 func (d *Driver) Launches() []Launch {
 	d.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -16,20 +17,53 @@ import (
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
 
-// fakeLibs compiles the C stand-ins for libcuda and libcublas. Without a C
-// compiler the test is skipped, unless CI is set.
+// built holds the fake libraries compiled once for this test binary.
+var built struct {
+	once sync.Once
+	dir  string
+	libs cudafake.Libs
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// fakeLibs returns a fresh copy of the C stand-ins for libcuda and
+// libcublas (compiled once): a copy at a path of its own loads as a
+// library of its own, with its own state. Without a C compiler the test is
+// skipped, unless CI is set.
 func fakeLibs(t *testing.T) cudafake.Libs {
 	t.Helper()
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "gcc" // as cgo
+	built.once.Do(func() {
+		cc := os.Getenv("CC")
+		if cc == "" {
+			cc = "gcc" // as cgo
+		}
+		if built.dir, built.err = os.MkdirTemp("", "cudafake"); built.err == nil {
+			built.libs, built.err = cudafake.BuildLibs(context.Background(), cc, built.dir)
+		}
+	})
+	if errors.Is(built.err, exec.ErrNotFound) && os.Getenv("CI") == "" {
+		t.Skipf("no C compiler to build the fake CUDA libraries: %v", built.err)
 	}
-	libs, err := cudafake.BuildLibs(context.Background(), cc, t.TempDir())
-	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
-		t.Skipf("no C compiler to build the fake CUDA libraries: %v", err)
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	if err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	libs := cudafake.Libs{Driver: filepath.Join(dir, filepath.Base(built.libs.Driver)), BLAS: filepath.Join(dir, filepath.Base(built.libs.BLAS))}
+	for src, dst := range map[string]string{built.libs.Driver: libs.Driver, built.libs.BLAS: libs.BLAS} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return libs
 }

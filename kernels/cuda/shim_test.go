@@ -33,7 +33,7 @@ func buildShim(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), name)
-	out, err := exec.Command(cxx, "-std=c++17", "-O1", "-Wall", "-Werror", "-pthread", "-I", "cpushim",
+	out, err := exec.Command(cxx, "-std=c++17", "-O0", "-Wall", "-Werror", "-pthread", "-I", "cpushim",
 		"-o", bin, filepath.Join("testdata", name+".cc")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s testdata/%s.cc: %v\n%s", cxx, name, err, out)
@@ -45,6 +45,7 @@ func buildShim(t *testing.T, name string) string {
 // through cpushim/cuda_cpu.h — against kernels/ref's RMSNormForward on edge
 // shapes and block sizes (one warp, several, a partial last column stride).
 func TestRMSNormOnCPUShim(t *testing.T) {
+	t.Parallel() // most of the time is the compiler's
 	bin := buildShim(t, "rmsnorm_main")
 	r := rand.New(rand.NewPCG(28, 4))
 	for _, s := range [][3]int{{1, 1, 32}, {3, 70, 64}, {5, 33, 96}, {2, 17, 32}, {5, 896, 256}, {1, 1000, 1024}} {
@@ -106,6 +107,7 @@ func runShimKernel(t *testing.T, bin, kernel string) ([]float64, string) {
 
 // TestShim checks the shim on the kernels of testdata/shim_kernels.cu.
 func TestShim(t *testing.T) {
+	t.Parallel()
 	bin := buildShim(t, "shim_main")
 	t.Run("semantics", func(t *testing.T) { shimSemantics(t, bin) })
 	t.Run("divergence", func(t *testing.T) { shimDivergence(t, bin) })

@@ -26,12 +26,12 @@ func AddFlag(fs *pflag.FlagSet, device *string) {
 		LibCUDAEnv+" and "+LibCUBLASEnv+" give the libraries' paths)")
 }
 
-// New returns the backend for device: "cpu" is what newCPU returns (the
+// New returns the backend for device. "cpu" is what newCPU returns (the
 // main builds kernels/cpu: only package main may, see the contract tests).
-// "cuda" opens the device through kernels/cuda, with
-// the library paths from getenv; a machine lacking the driver, cuBLAS or a
-// device gets the error naming what is missing, and one that has them all
-// an error saying the CUDA backend cannot run the model yet. Both exit 1.
+// "cuda" opens the device through kernels/cuda, with the library paths from
+// getenv: a machine lacking the driver, cuBLAS or a device gets the error
+// naming what is missing, and one that has them all an error saying the
+// CUDA backend cannot run the model yet; both exit 1.
 func New(device string, newCPU func() (kernels.Backend, error), getenv func(string) string) (kernels.Backend, error) {
 	switch device {
 	case "cpu":

@@ -9,8 +9,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/serve"
 	"github.com/hone-rl/hone/train/model"
 )
@@ -90,11 +92,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var opts serve.Options
 	var logOpt cli.LogOptions
 	var threads int
-	var compute string
+	var compute, device string
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.IntVar(&threads, "threads", 0, "CPU worker goroutines (0: all cores)")
 	fs.StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
+	backend.AddFlag(fs, &device)
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -128,7 +131,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	warnExposed(log, opts)
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
-		be, err := newBackend(threads, compute, opts.DType)
+		be, err := backend.New(device, func() (kernels.Backend, error) {
+			be, err := newBackend(threads, compute, opts.DType)
+			if err != nil {
+				return nil, err
+			}
+			return be, nil
+		}, getenv)
 		if err != nil {
 			return err
 		}
@@ -184,6 +193,7 @@ var engineFlags = []struct{ flag, vllm string }{
 	{"dtype", "vLLM takes its own --dtype"},
 	{"threads", "vLLM runs the model"},
 	{"compute", "vLLM takes its own --dtype"},
+	{"device", "vLLM runs the model"},
 	{"max-batch", "vLLM's --max-num-seqs"},
 	{"prefill-tokens", "vLLM's --max-num-batched-tokens"},
 	{"kv-cache-bytes", "vLLM's --gpu-memory-utilization or --kv-cache-memory"},

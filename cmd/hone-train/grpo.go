@@ -2,11 +2,14 @@ package main
 
 import (
 	"log/slog"
+	"os"
 	"runtime"
 
+	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/grpojob"
 	"github.com/spf13/cobra"
 )
@@ -15,6 +18,7 @@ func newGRPOCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts grpojob.Options
 	var threads int
 	var compute string
+	var device string
 	cmd := &cobra.Command{
 		Use:   "grpo --model DIR --run NAME [flags] (FILES... | --watch-dir DIR)",
 		Short: "Train a LoRA adapter with GRPO on scored trajectory files",
@@ -78,7 +82,13 @@ and exits 0. --steps then counts steps per session.`,
 			if err != nil {
 				return err
 			}
-			be, err := newBackend(threads, compute, opts.DType)
+			be, err := backend.New(device, func() (kernels.Backend, error) {
+				be, err := newBackend(threads, compute, opts.DType)
+				if err != nil {
+					return nil, err
+				}
+				return be, nil
+			}, os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -90,5 +100,6 @@ and exits 0. --steps then counts steps per session.`,
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
 	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
+	backend.AddFlag(cmd.Flags(), &device)
 	return cmd
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"log/slog"
+	"os"
 	"runtime"
 
+	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/sft"
 	"github.com/spf13/cobra"
 )
@@ -15,6 +18,7 @@ func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts sft.Options
 	var threads int
 	var compute string
+	var device string
 	cmd := &cobra.Command{
 		Use:   "sft --model DIR --run NAME [flags] FILES...",
 		Short: "Fine-tune a LoRA adapter on assistant turns (trajectory or JSONL chat files)",
@@ -38,7 +42,13 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			if err != nil {
 				return err
 			}
-			be, err := newBackend(threads, compute, opts.DType)
+			be, err := backend.New(device, func() (kernels.Backend, error) {
+				be, err := newBackend(threads, compute, opts.DType)
+				if err != nil {
+					return nil, err
+				}
+				return be, nil
+			}, os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -50,5 +60,6 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
 	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
+	backend.AddFlag(cmd.Flags(), &device)
 	return cmd
 }

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+)
+
+// TestDeviceCUDA runs hone-serve --device cuda: where the driver library,
+// cuBLAS or a device is missing it exits 1 naming which; where all are there
+// (the C stand-ins of kernels/cuda/cudafake) it exits 1 saying the CUDA
+// backend is not implemented yet, without serving. With --upstream the flag
+// is a usage error.
+func TestDeviceCUDA(t *testing.T) {
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "gcc" // as cgo
+	}
+	libs, err := cudafake.BuildLibs(context.Background(), cc, t.TempDir())
+	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
+		t.Skipf("no C compiler to build the fake CUDA libraries: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := filepath.Join(t.TempDir(), "libcublas.so.13")
+	model := []string{"--model", "../../serve/testdata/tiny", "--port", "0", "--device", "cuda"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		code int
+		says string
+	}{
+		{"no driver", []string{"HONE_LIBCUDA=" + nowhere}, model, 1, "CUDA backend unavailable: no CUDA driver library (tried " + nowhere + ")"},
+		{"no cuBLAS", []string{"HONE_LIBCUDA=" + libs.Driver, "HONE_LIBCUBLAS=" + nowhere}, model, 1, "CUDA backend unavailable: no cuBLAS library (tried " + nowhere + ")"},
+		{"no device", []string{"HONE_LIBCUDA=" + libs.Driver, "HONE_LIBCUBLAS=" + libs.BLAS, "HONE_FAKE_CUDA_DEVICES=0"}, model, 1, "CUDA backend unavailable: no CUDA device"},
+		{"device there", []string{"HONE_LIBCUDA=" + libs.Driver, "HONE_LIBCUBLAS=" + libs.BLAS}, model, 1, "CUDA backend: not implemented yet: cuda:0 (Fake CUDA Device 0"},
+		{"sonames", nil, model, 1, "CUDA backend"}, // whatever this machine has
+		{"upstream", nil, []string{"--upstream", "http://127.0.0.1:1", "--device", "cuda"}, 2, "--device applies to --model, not --upstream"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(binary, tc.args...)
+			cmd.Env = append(os.Environ(), tc.env...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != tc.code || !strings.Contains(stderr.String(), tc.says) {
+				t.Errorf("%v: %v, stderr %q; want exit %d saying %q", tc.args, err, stderr.String(), tc.code, tc.says)
+			}
+			if strings.Contains(stderr.String(), "listening") {
+				t.Errorf("served with --device cuda:\n%s", stderr.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package cuda
+
+import "unsafe"
+
+// The slice of the CUDA Driver API and cuBLAS this package calls, as Go
+// interfaces: LoadDriver and LoadBLAS return the real libraries bound at run
+// time, and kernels/cuda/cudafake a CPU stand-in for tests. Methods mirror one
+// C entry point each (named in their doc) and turn its status into an *Error;
+// they validate nothing the library validates itself.
+
+// DevPtr is a device address (CUdeviceptr).
+type DevPtr uint64
+
+// DeviceID is a device handle (CUdevice), as returned by DeviceGet.
+type DeviceID int32
+
+// Context, Module, Function and BLASHandle are opaque handles (CUcontext,
+// CUmodule, CUfunction, cublasHandle_t).
+type (
+	Context    uintptr
+	Module     uintptr
+	Function   uintptr
+	BLASHandle uintptr
+)
+
+// Dim3 is a launch grid or block shape.
+type Dim3 struct{ X, Y, Z int }
+
+// Threads is X·Y·Z.
+func (d Dim3) Threads() int { return d.X * d.Y * d.Z }
+
+// Driver is the CUDA Driver API as the backend uses it. A context is current
+// per OS thread: callers lock the goroutine to its thread (runtime.LockOSThread)
+// between CtxSetCurrent and the calls that need it.
+type Driver interface {
+	// Path is the library the driver was loaded from ("fake" for a fake).
+	Path() string
+	// Init is cuInit(0).
+	Init() error
+	// Version is cuDriverGetVersion: 1000·major + 10·minor (13000 for 13.0).
+	Version() (int, error)
+	// DeviceCount is cuDeviceGetCount.
+	DeviceCount() (int, error)
+	// DeviceGet is cuDeviceGet.
+	DeviceGet(ordinal int) (DeviceID, error)
+	// DeviceName is cuDeviceGetName.
+	DeviceName(DeviceID) (string, error)
+	// PrimaryCtxRetain is cuDevicePrimaryCtxRetain (the context the CUDA
+	// runtime shares; its ABI did not change across versions, unlike
+	// cuCtxCreate's, which grew parameters in CUDA 12.5).
+	PrimaryCtxRetain(DeviceID) (Context, error)
+	// PrimaryCtxRelease is cuDevicePrimaryCtxRelease_v2.
+	PrimaryCtxRelease(DeviceID) error
+	// CtxSetCurrent is cuCtxSetCurrent.
+	CtxSetCurrent(Context) error
+	// CtxSynchronize is cuCtxSynchronize.
+	CtxSynchronize() error
+	// MemAlloc is cuMemAlloc_v2.
+	MemAlloc(bytes int) (DevPtr, error)
+	// MemFree is cuMemFree_v2.
+	MemFree(DevPtr) error
+	// MemcpyHtoD is cuMemcpyHtoD_v2 of len(src) bytes.
+	MemcpyHtoD(dst DevPtr, src []byte) error
+	// MemcpyDtoH is cuMemcpyDtoH_v2 of len(dst) bytes.
+	MemcpyDtoH(dst []byte, src DevPtr) error
+	// ModuleLoadData is cuModuleLoadData; PTX text must end in a NUL byte.
+	ModuleLoadData(image []byte) (Module, error)
+	// ModuleUnload is cuModuleUnload.
+	ModuleUnload(Module) error
+	// ModuleGetFunction is cuModuleGetFunction.
+	ModuleGetFunction(m Module, name string) (Function, error)
+	// LaunchKernel is cuLaunchKernel on the default stream; params[i] points
+	// at the value of the kernel's i-th parameter.
+	LaunchKernel(f Function, grid, block Dim3, sharedBytes int, params []unsafe.Pointer) error
+}
+
+// Op is cublasOperation_t.
+type Op int32
+
+// The operations on a GEMM operand.
+const (
+	OpN Op = 0 // CUBLAS_OP_N: as stored
+	OpT Op = 1 // CUBLAS_OP_T: transposed
+)
+
+func (o Op) String() string {
+	if o == OpT {
+		return "T"
+	}
+	return "N"
+}
+
+// Gemm is one column-major single-precision product, cuBLAS's argument list:
+//
+//	C[m,n] = Alpha·op(A)·op(B) + Beta·C
+//
+// op(A) is m×k, op(B) k×n; element (i,j) of a column-major matrix X with
+// leading dimension ldx is X[i + j·ldx]. The strides (in elements) and Batch
+// are read by SgemmStridedBatched only: product b uses A+b·StrideA, and so on.
+type Gemm struct {
+	TransA, TransB Op
+	M, N, K        int
+	Alpha, Beta    float32
+	A              DevPtr
+	LDA            int
+	StrideA        int64
+	B              DevPtr
+	LDB            int
+	StrideB        int64
+	C              DevPtr
+	LDC            int
+	StrideC        int64
+	Batch          int
+}
+
+// BLAS is cuBLAS as the backend uses it. Calls run on the default stream of
+// the context current when Create was called.
+type BLAS interface {
+	// Path is the library cuBLAS was loaded from ("fake" for a fake).
+	Path() string
+	// Create is cublasCreate_v2.
+	Create() (BLASHandle, error)
+	// Destroy is cublasDestroy_v2.
+	Destroy(BLASHandle) error
+	// Sgemm is cublasSgemm_v2 (host-side alpha and beta).
+	Sgemm(h BLASHandle, g Gemm) error
+	// SgemmStridedBatched is cublasSgemmStridedBatched.
+	SgemmStridedBatched(h BLASHandle, g Gemm) error
+}

@@ -1,0 +1,122 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// Buffer is float32 memory on a Device, allocated by Alloc and released by
+// Free. The host sees its contents only through Upload and Download.
+type Buffer struct {
+	d   *Device
+	ptr DevPtr
+	n   int // float32 elements
+}
+
+// Alloc allocates n float32 elements (contents undefined).
+func (d *Device) Alloc(n int) (*Buffer, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("CUDA Alloc: %d elements: want a positive count", n)
+	}
+	b := &Buffer{d: d, n: n}
+	err := d.do(func() error {
+		p, err := d.drv.MemAlloc(4 * n)
+		if err != nil {
+			return err
+		}
+		b.ptr = p
+		d.live[p] = 4 * n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("CUDA Alloc of %d floats: %w", n, err)
+	}
+	return b, nil
+}
+
+// Live returns the number of buffers allocated and not yet freed, and their
+// bytes.
+func (d *Device) Live() (buffers, bytes int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, b := range d.live {
+		bytes += b
+	}
+	return len(d.live), bytes
+}
+
+// Len is the buffer's length in float32 elements.
+func (b *Buffer) Len() int { return b.n }
+
+// errFreed is returned for a buffer used after Free.
+var errFreed = errors.New("buffer used after Free")
+
+// checkLive fails for a buffer already freed; the device's lock is held.
+func (b *Buffer) checkLive() error {
+	if _, ok := b.d.live[b.ptr]; !ok {
+		return errFreed
+	}
+	return nil
+}
+
+// f32Bytes views s as bytes.
+func f32Bytes(s []float32) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s))
+}
+
+// Upload copies src, which must have exactly Len elements, to the device.
+func (b *Buffer) Upload(src []float32) error {
+	if len(src) != b.n {
+		return fmt.Errorf("CUDA Upload: %d values into a buffer of %d", len(src), b.n)
+	}
+	err := b.d.do(func() error {
+		if err := b.checkLive(); err != nil {
+			return err
+		}
+		return b.d.drv.MemcpyHtoD(b.ptr, f32Bytes(src))
+	})
+	if err != nil {
+		return fmt.Errorf("CUDA Upload of %d floats: %w", b.n, err)
+	}
+	return nil
+}
+
+// Download copies the buffer into dst, which must have exactly Len
+// elements, after the work queued before it has finished.
+func (b *Buffer) Download(dst []float32) error {
+	if len(dst) != b.n {
+		return fmt.Errorf("CUDA Download: a buffer of %d into %d values", b.n, len(dst))
+	}
+	err := b.d.do(func() error {
+		if err := b.checkLive(); err != nil {
+			return err
+		}
+		return b.d.drv.MemcpyDtoH(f32Bytes(dst), b.ptr)
+	})
+	if err != nil {
+		return fmt.Errorf("CUDA Download of %d floats: %w", b.n, err)
+	}
+	return nil
+}
+
+// Free releases the buffer. Freeing it twice is an error.
+func (b *Buffer) Free() error {
+	err := b.d.do(func() error {
+		if err := b.checkLive(); err != nil {
+			return err
+		}
+		if err := b.d.drv.MemFree(b.ptr); err != nil {
+			return err // still counted: Close tries again
+		}
+		delete(b.d.live, b.ptr)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("CUDA Free of %d floats: %w", b.n, err)
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+// cuda_cpu.h: run the text of Hone's CUDA kernels on the CPU, for tests on
+// machines without a GPU (issue #28). A test compiles a kernel's .cu file
+// with g++ after this header and launches it with hone_cuda::launch.
+//
+// The model, and what it does not cover:
+//   - one OS thread per CUDA thread of a block; the blocks of a grid run one
+//     after another (CUDA promises no order or concurrency between blocks,
+//     so a correct kernel cannot tell);
+//   - __shared__ is a static local: with one block running at a time, that
+//     is one copy per block. extern __shared__ (dynamic) is not emulated;
+//   - __syncthreads() is a barrier over the block's threads, and the warp
+//     shuffles (__shfl_sync, _up_, _down_, _xor_, full mask only) exchange
+//     values through a per-warp buffer between two barriers over the warp's
+//     lanes; warps are 32 lanes, the last one possibly partial;
+//   - divergence fails loudly: a barrier or shuffle that not every thread of
+//     its block or warp reaches (some finished the kernel, or wait elsewhere),
+//     or that threads reach at different places in the source, stops the
+//     launch and launch() returns a message naming the places. On a GPU the
+//     same code is undefined behaviour that often returns wrong values;
+//   - no memory model: plain host memory, and the barriers order it.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+#define __shared__ static
+
+struct uint3 {
+	unsigned x, y, z;
+};
+
+struct dim3 {
+	unsigned x, y, z;
+	dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+
+inline thread_local uint3 threadIdx, blockIdx;
+inline thread_local dim3 blockDim, gridDim;
+constexpr int warpSize = 32;
+
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+
+namespace hone_cuda {
+
+// Diverged unwinds a thread out of its kernel once the launch has failed.
+struct Diverged {};
+
+// Barrier counts the arrivals of its members (the block's threads, or one
+// warp's lanes) at one place in the source.
+struct Barrier {
+	int members = 0;
+	int arrived = 0;
+	int finished = 0;  // members that returned from the kernel
+	long generation = 0;
+	const char *file = nullptr;
+	int line = 0;
+	std::string name;  // "__syncthreads", "warp 2 shuffle"
+};
+
+// Block is the state the threads of the running block share, under one lock.
+struct Block {
+	std::mutex mu;
+	std::condition_variable cv;
+	int running = 0;  // threads neither waiting at a barrier nor finished
+	bool broken = false;
+	std::string error;
+	Barrier block;
+	std::vector<Barrier> warps;
+	std::vector<std::vector<uint64_t>> exchange;  // per warp, one slot per lane
+
+	std::string where(const Barrier &b) const {
+		return b.name + " at " + b.file + ":" + std::to_string(b.line);
+	}
+
+	// fail records the first failure and wakes every waiting thread.
+	void fail(const std::string &msg) {
+		if (!broken) {
+			broken = true;
+			error = msg;
+		}
+		cv.notify_all();
+	}
+
+	// stuck describes every barrier with threads waiting at it.
+	std::string stuck() const {
+		std::string s;
+		if (block.arrived > 0) s += "; " + std::to_string(block.arrived) + " of " + std::to_string(block.members) + " threads wait at " + where(block);
+		for (const Barrier &w : warps)
+			if (w.arrived > 0) s += "; " + std::to_string(w.arrived) + " of " + std::to_string(w.members) + " lanes wait at " + where(w);
+		return s;
+	}
+
+	// wait blocks the calling thread at b (reached at file:line) until all
+	// of b's members arrive, or fails the launch on divergence.
+	void wait(Barrier &b, const char *file, int line) {
+		std::unique_lock<std::mutex> lk(mu);
+		if (broken) throw Diverged{};
+		if (b.arrived > 0 && (b.line != line || std::strcmp(b.file, file) != 0)) {
+			fail("divergent " + b.name + ": reached at " + file + ":" + std::to_string(line) + " while others wait at " + b.file + ":" + std::to_string(b.line));
+			throw Diverged{};
+		}
+		if (b.arrived == 0) {
+			b.file = file;
+			b.line = line;
+		}
+		if (b.finished > 0) {
+			fail("divergent " + b.name + " at " + file + ":" + std::to_string(line) + ": " + std::to_string(b.finished) + " of " + std::to_string(b.members) + " members already returned from the kernel");
+			throw Diverged{};
+		}
+		if (++b.arrived == b.members) {
+			b.arrived = 0;
+			b.generation++;
+			running += b.members - 1;  // the others wake up
+			cv.notify_all();
+			return;
+		}
+		running--;
+		if (running == 0) {
+			fail("divergent barriers: no thread can go on" + stuck());
+			throw Diverged{};
+		}
+		long gen = b.generation;
+		cv.wait(lk, [&] { return b.generation != gen || broken; });
+		if (broken && b.generation == gen) throw Diverged{};
+	}
+
+	// leave marks a thread of warp w finished.
+	void leave(int w) {
+		std::lock_guard<std::mutex> lk(mu);
+		running--;
+		block.finished++;
+		warps[w].finished++;
+		if (broken) return;
+		if (block.arrived > 0 || warps[w].arrived > 0) {
+			fail("divergent barrier: a thread returned from the kernel while others wait" + stuck());
+		} else if (running == 0 && !stuck().empty()) {
+			fail("divergent barriers: no thread can go on" + stuck());
+		}
+	}
+};
+
+inline thread_local Block *current = nullptr;
+
+inline unsigned flatThread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+
+inline void syncthreads(const char *file, int line) { current->wait(current->block, file, line); }
+
+// shuffle is every warp shuffle: lane src(lane) of the caller's warp (or
+// the caller itself when src returns a lane outside the warp).
+template <class T, class Src>
+T shuffle(unsigned mask, T v, Src src, const char *file, int line) {
+	static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable<T>::value, "shuffle of a type the shim does not carry");
+	Block &b = *current;
+	unsigned lane = flatThread() % warpSize, w = flatThread() / warpSize;
+	Barrier &bar = b.warps[w];
+	unsigned full = bar.members == 32 ? 0xffffffffu : (1u << bar.members) - 1;
+	if ((mask & full) != full) {
+		std::lock_guard<std::mutex> lk(b.mu);
+		b.fail("shuffle at " + std::string(file) + ":" + std::to_string(line) + ": partial mask " + std::to_string(mask) + " is not emulated");
+		throw Diverged{};
+	}
+	uint64_t slot = 0;
+	std::memcpy(&slot, &v, sizeof v);
+	b.exchange[w][lane] = slot;
+	b.wait(bar, file, line);  // every lane has written
+	int s = src(int(lane));
+	if (s >= 0 && s < bar.members) std::memcpy(&v, &b.exchange[w][s], sizeof v);
+	b.wait(bar, file, line);  // every lane has read
+	return v;
+}
+
+// segment is the first lane of lane's width-wide segment.
+inline int segment(int lane, int width) { return lane / width * width; }
+
+template <class T>
+T shfl(const char *f, int l, unsigned mask, T v, int srcLane, int width = warpSize) {
+	return shuffle(mask, v, [&](int lane) { return segment(lane, width) + srcLane % width; }, f, l);
+}
+template <class T>
+T shfl_up(const char *f, int l, unsigned mask, T v, unsigned delta, int width = warpSize) {
+	return shuffle(mask, v, [&](int lane) { return lane - segment(lane, width) >= int(delta) ? lane - int(delta) : lane; }, f, l);
+}
+template <class T>
+T shfl_down(const char *f, int l, unsigned mask, T v, unsigned delta, int width = warpSize) {
+	return shuffle(mask, v, [&](int lane) { return lane - segment(lane, width) + int(delta) < width ? lane + int(delta) : lane; }, f, l);
+}
+template <class T>
+T shfl_xor(const char *f, int l, unsigned mask, T v, int laneMask, int width = warpSize) {
+	return shuffle(mask, v, [&](int lane) { int s = lane ^ laneMask; return segment(s, width) == segment(lane, width) ? s : lane; }, f, l);
+}
+
+// launch runs kernel<<<grid, block>>>(args...) and returns "" or what went
+// wrong (a divergent barrier, a block too large), naming the block.
+template <class... Params, class... Args>
+std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
+	unsigned n = block.x * block.y * block.z;
+	if (n == 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0) return "launch: bad geometry";
+	for (unsigned bz = 0; bz < grid.z; bz++)
+		for (unsigned by = 0; by < grid.y; by++)
+			for (unsigned bx = 0; bx < grid.x; bx++) {
+				Block b;
+				b.running = int(n);
+				b.block.members = int(n);
+				b.block.name = "__syncthreads";
+				unsigned nw = (n + warpSize - 1) / warpSize;
+				b.warps.resize(nw);
+				b.exchange.assign(nw, std::vector<uint64_t>(warpSize));
+				for (unsigned w = 0; w < nw; w++) {
+					b.warps[w].members = int(n - w * warpSize < unsigned(warpSize) ? n - w * warpSize : warpSize);
+					b.warps[w].name = "warp " + std::to_string(w) + " shuffle";
+				}
+				std::vector<std::thread> threads;
+				for (unsigned t = 0; t < n; t++)
+					threads.emplace_back([&, t] {
+						current = &b;
+						threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+						blockIdx = {bx, by, bz};
+						blockDim = block;
+						gridDim = grid;
+						try {
+							kernel(args...);
+						} catch (const Diverged &) {
+						}
+						b.leave(int(t / warpSize));
+					});
+				for (auto &th : threads) th.join();
+				if (b.broken)
+					return "block (" + std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) + "): " + b.error;
+			}
+	return "";
+}
+
+}  // namespace hone_cuda
+
+#define __syncthreads() hone_cuda::syncthreads(__FILE__, __LINE__)
+#define __shfl_sync(...) hone_cuda::shfl(__FILE__, __LINE__, __VA_ARGS__)
+#define __shfl_up_sync(...) hone_cuda::shfl_up(__FILE__, __LINE__, __VA_ARGS__)
+#define __shfl_down_sync(...) hone_cuda::shfl_down(__FILE__, __LINE__, __VA_ARGS__)
+#define __shfl_xor_sync(...) hone_cuda::shfl_xor(__FILE__, __LINE__, __VA_ARGS__)

@@ -1,0 +1,217 @@
+package cudafake
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/hone-rl/hone/kernels/cuda"
+)
+
+// The cublasStatus_t codes the fake returns.
+const (
+	blasNotInitialized  = 1
+	blasInvalidValue    = cuda.BLASStatusInvalidValue
+	blasExecutionFailed = 13
+)
+
+func blasFail(call string, code int, text string) error {
+	name := map[int]string{blasNotInitialized: "CUBLAS_STATUS_NOT_INITIALIZED",
+		blasInvalidValue: "CUBLAS_STATUS_INVALID_VALUE", blasExecutionFailed: "CUBLAS_STATUS_EXECUTION_FAILED"}[code]
+	return &cuda.Error{Call: call, Code: code, Name: name, Text: text}
+}
+
+// BLAS is an in-memory cuda.BLAS over a fake Driver's memory: its GEMMs
+// compute the column-major product from the BLAS definition, after the
+// argument checks cuBLAS makes (leading dimensions) and a check that every
+// operand lies inside one allocation (on a GPU, a read outside one is an
+// illegal address). It records every GEMM's arguments.
+type BLAS struct {
+	drv     *Driver
+	mu      sync.Mutex
+	handles map[cuda.BLASHandle]bool
+	next    cuda.BLASHandle
+	gemms   []cuda.Gemm
+	fail    map[string]int // FailNext
+}
+
+// NewBLAS returns a fake cuBLAS working on drv's memory.
+func NewBLAS(drv *Driver) *BLAS {
+	return &BLAS{drv: drv, handles: map[cuda.BLASHandle]bool{}, next: 0x4000, fail: map[string]int{}}
+}
+
+// Handles returns the number of handles created and not destroyed.
+func (b *BLAS) Handles() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.handles)
+}
+
+// Gemms returns the arguments of every GEMM call so far.
+func (b *BLAS) Gemms() []cuda.Gemm {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]cuda.Gemm(nil), b.gemms...)
+}
+
+// FailNext makes the next call of the entry point call
+// ("cublasSgemm_v2") fail with the cublasStatus_t code.
+func (b *BLAS) FailNext(call string, code int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fail[call] = code
+}
+
+func (b *BLAS) Path() string { return "fake" }
+
+func (b *BLAS) Create() (cuda.BLASHandle, error) {
+	b.drv.mu.Lock()
+	current := b.drv.current
+	b.drv.mu.Unlock()
+	if current == 0 {
+		return 0, blasFail("cublasCreate_v2", blasNotInitialized, "no current context")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.next++
+	b.handles[b.next] = true
+	return b.next, nil
+}
+
+func (b *BLAS) Destroy(h cuda.BLASHandle) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.handles[h] {
+		return blasFail("cublasDestroy_v2", blasNotInitialized, "unknown handle")
+	}
+	delete(b.handles, h)
+	return nil
+}
+
+func (b *BLAS) Sgemm(h cuda.BLASHandle, g cuda.Gemm) error {
+	g.Batch, g.StrideA, g.StrideB, g.StrideC = 1, 0, 0, 0
+	return b.gemm("cublasSgemm_v2", h, g)
+}
+
+func (b *BLAS) SgemmStridedBatched(h cuda.BLASHandle, g cuda.Gemm) error {
+	return b.gemm("cublasSgemmStridedBatched", h, g)
+}
+
+// matrix is a column-major operand in the fake's memory.
+type matrix struct {
+	mem []byte
+	ld  int
+}
+
+func (m matrix) at(i, j int) float32 {
+	return math.Float32frombits(binary.LittleEndian.Uint32(m.mem[4*(i+j*m.ld):]))
+}
+
+func (m matrix) set(i, j int, v float32) {
+	binary.LittleEndian.PutUint32(m.mem[4*(i+j*m.ld):], math.Float32bits(v))
+}
+
+// extent is the number of elements a column-major rows×cols matrix with
+// leading dimension ld spans.
+func extent(rows, cols, ld int) int {
+	if rows == 0 || cols == 0 {
+		return 0
+	}
+	return (cols-1)*ld + rows
+}
+
+func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if code, ok := b.fail[call]; ok {
+		delete(b.fail, call)
+		return blasFail(call, code, "injected by the test")
+	}
+	if !b.handles[h] {
+		return blasFail(call, blasNotInitialized, "unknown handle")
+	}
+	if err := checkGemm(call, g); err != nil {
+		return err
+	}
+	b.gemms = append(b.gemms, g)
+	ar, ac := g.M, g.K // op(A) is m×k: A is stored m×k, or k×m when transposed
+	if g.TransA == cuda.OpT {
+		ar, ac = g.K, g.M
+	}
+	br, bc := g.K, g.N
+	if g.TransB == cuda.OpT {
+		br, bc = g.N, g.K
+	}
+	b.drv.mu.Lock()
+	defer b.drv.mu.Unlock()
+	for i := range g.Batch {
+		ops := [3]struct {
+			name      string
+			p         cuda.DevPtr
+			stride    int64
+			rows, col int
+			ld        int
+		}{{"A", g.A, g.StrideA, ar, ac, g.LDA}, {"B", g.B, g.StrideB, br, bc, g.LDB}, {"C", g.C, g.StrideC, g.M, g.N, g.LDC}}
+		var m [3]matrix
+		for j, o := range ops {
+			p := o.p + cuda.DevPtr(4*int64(i)*o.stride)
+			mem, ok := b.drv.span(p, 4*extent(o.rows, o.col, o.ld))
+			if !ok {
+				return blasFail(call, blasExecutionFailed, fmt.Sprintf("batch %d: %s (%d×%d, ld %d) at %#x is not inside one allocation", i, o.name, o.rows, o.col, o.ld, uint64(p)))
+			}
+			m[j] = matrix{mem, o.ld}
+		}
+		product(g, m[0], m[1], m[2])
+	}
+	return nil
+}
+
+// checkGemm makes cuBLAS's argument checks.
+func checkGemm(call string, g cuda.Gemm) error {
+	rowsA, rowsB := g.M, g.K
+	if g.TransA == cuda.OpT {
+		rowsA = g.K
+	}
+	if g.TransB == cuda.OpT {
+		rowsB = g.N
+	}
+	switch {
+	case g.TransA != cuda.OpN && g.TransA != cuda.OpT, g.TransB != cuda.OpN && g.TransB != cuda.OpT:
+		return blasFail(call, blasInvalidValue, "unknown operation")
+	case g.M < 0 || g.N < 0 || g.K < 0 || g.Batch < 0:
+		return blasFail(call, blasInvalidValue, fmt.Sprintf("m=%d n=%d k=%d batch=%d", g.M, g.N, g.K, g.Batch))
+	case g.LDA < max(1, rowsA) || g.LDB < max(1, rowsB) || g.LDC < max(1, g.M):
+		return blasFail(call, blasInvalidValue, fmt.Sprintf("lda=%d ldb=%d ldc=%d for op(A)=%v op(B)=%v m=%d n=%d k=%d", g.LDA, g.LDB, g.LDC, g.TransA, g.TransB, g.M, g.N, g.K))
+	}
+	return nil
+}
+
+// product is C = Alpha·op(A)·op(B) + Beta·C from the definition, in
+// float64; Beta 0 ignores C's contents (cuBLAS's rule).
+func product(g cuda.Gemm, a, b, c matrix) {
+	for j := range g.N {
+		for i := range g.M {
+			var s float64
+			for l := range g.K {
+				var av, bv float32
+				if g.TransA == cuda.OpT {
+					av = a.at(l, i)
+				} else {
+					av = a.at(i, l)
+				}
+				if g.TransB == cuda.OpT {
+					bv = b.at(j, l)
+				} else {
+					bv = b.at(l, j)
+				}
+				s += float64(av) * float64(bv)
+			}
+			v := float64(g.Alpha) * s
+			if g.Beta != 0 {
+				v += float64(g.Beta) * float64(c.at(i, j))
+			}
+			c.set(i, j, float32(v))
+		}
+	}
+}

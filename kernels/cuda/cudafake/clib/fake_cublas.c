@@ -1,0 +1,85 @@
+/* A stand-in for libcublas with the entry points kernels/cuda binds, for
+   tests on machines without a GPU: the column-major GEMMs of the BLAS
+   reference, computed on host memory (the fake driver's "device" memory),
+   with cuBLAS's argument checks on the leading dimensions. */
+#include <stdlib.h>
+
+typedef int cublasStatus_t;
+
+cublasStatus_t cublasCreate_v2(void **h) {
+	*h = malloc(1);
+	return *h ? 0 : 3;
+}
+
+cublasStatus_t cublasDestroy_v2(void *h) {
+	if (!h) return 1;
+	free(h);
+	return 0;
+}
+
+static int maxi(int a, int b) { return a > b ? a : b; }
+
+static cublasStatus_t checkArgs(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc) {
+	if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1)) return 7;
+	if (m < 0 || n < 0 || k < 0) return 7;
+	if (lda < maxi(1, ta ? k : m) || ldb < maxi(1, tb ? n : k) || ldc < maxi(1, m)) return 7;
+	return 0;
+}
+
+/* gemm: C = alpha·op(A)·op(B) + beta·C, column-major; beta == 0 ignores C. */
+static void gemm(int ta, int tb, int m, int n, int k, float alpha, const float *A, int lda,
+                 const float *B, int ldb, float beta, float *C, int ldc) {
+	for (int j = 0; j < n; j++)
+		for (int i = 0; i < m; i++) {
+			double s = 0;
+			for (int l = 0; l < k; l++) {
+				double a = ta ? A[l + (long)i * lda] : A[i + (long)l * lda];
+				double b = tb ? B[j + (long)l * ldb] : B[l + (long)j * ldb];
+				s += a * b;
+			}
+			float *c = &C[i + (long)j * ldc];
+			*c = beta == 0 ? (float)(alpha * s) : (float)(alpha * s + beta * *c);
+		}
+}
+
+cublasStatus_t cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *alpha,
+                              const float *A, int lda, const float *B, int ldb, const float *beta,
+                              float *C, int ldc) {
+	if (!h) return 1;
+	cublasStatus_t s = checkArgs(ta, tb, m, n, k, lda, ldb, ldc);
+	if (s) return s;
+	gemm(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc);
+	return 0;
+}
+
+cublasStatus_t cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k,
+                                         const float *alpha, const float *A, int lda, long long sa,
+                                         const float *B, int ldb, long long sb, const float *beta,
+                                         float *C, int ldc, long long sc, int batch) {
+	if (!h) return 1;
+	cublasStatus_t s = checkArgs(ta, tb, m, n, k, lda, ldb, ldc);
+	if (s || batch < 0) return s ? s : 7;
+	for (int i = 0; i < batch; i++)
+		gemm(ta, tb, m, n, k, *alpha, A + i * sa, lda, B + i * sb, ldb, *beta, C + i * sc, ldc);
+	return 0;
+}
+
+const char *cublasGetStatusName(cublasStatus_t s) {
+	switch (s) {
+	case 0: return "CUBLAS_STATUS_SUCCESS";
+	case 1: return "CUBLAS_STATUS_NOT_INITIALIZED";
+	case 3: return "CUBLAS_STATUS_ALLOC_FAILED";
+	case 7: return "CUBLAS_STATUS_INVALID_VALUE";
+	default: return "CUBLAS_STATUS_UNKNOWN";
+	}
+}
+
+const char *cublasGetStatusString(cublasStatus_t s) {
+	switch (s) {
+	case 0: return "success";
+	case 1: return "the library was not initialized";
+	case 3: return "the resource allocation failed";
+	case 7: return "an invalid numeric value was used as an argument";
+	default: return "unknown error";
+	}
+}

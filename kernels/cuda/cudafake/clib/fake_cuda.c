@@ -1,0 +1,153 @@
+/* A stand-in for libcuda.so.1 with the entry points kernels/cuda binds, for
+   tests on machines without a GPU. "Device memory" is host memory from
+   malloc; HONE_FAKE_CUDA_DEVICES (default 1) sets how many devices it
+   reports (0: cuInit fails with CUDA_ERROR_NO_DEVICE, as the real driver
+   does on a machine without a GPU). One kernel exists in any module whose
+   image starts with "//fake": fill(float *p, float v, int n) sets
+   p[i] = v for every i < n covered by the grid (one thread per element). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+
+static int initialized;
+static int deviceOverride = -1; /* set by hone_fake_cuda_set_devices */
+static long live;               /* allocations not yet freed */
+
+static int devices(void) {
+	if (deviceOverride >= 0) return deviceOverride;
+	const char *s = getenv("HONE_FAKE_CUDA_DEVICES");
+	return s ? atoi(s) : 1;
+}
+
+/* Test hooks, not part of the CUDA API: set the device count (a negative n
+   goes back to the environment) and read the number of live allocations. */
+void hone_fake_cuda_set_devices(int n) { deviceOverride = n; }
+long hone_fake_cuda_live(void) { return live; }
+
+CUresult cuInit(unsigned flags) {
+	if (flags != 0) return 1;
+	if (devices() == 0) return 100;
+	initialized = 1;
+	return 0;
+}
+
+CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+
+CUresult cuDeviceGetCount(int *n) {
+	if (!initialized) return 3;
+	*n = devices();
+	return 0;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+	if (!initialized) return 3;
+	if (ordinal < 0 || ordinal >= devices()) return 101;
+	*d = ordinal;
+	return 0;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+	snprintf(name, (size_t)len, "Fake CUDA Device %d", d);
+	return 0;
+}
+
+CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d) {
+	*ctx = (void *)(uintptr_t)(0x1000 + d);
+	return 0;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { (void)d; return 0; }
+CUresult cuCtxSetCurrent(void *ctx) { return ctx ? 0 : 201; }
+CUresult cuCtxSynchronize(void) { return 0; }
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+	if (n == 0) return 1;
+	void *q = malloc(n);
+	if (!q) return 2;
+	*p = (CUdeviceptr)(uintptr_t)q;
+	live++;
+	return 0;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr p) {
+	if (!p) return 1;
+	free((void *)(uintptr_t)p);
+	live--;
+	return 0;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+	memcpy((void *)(uintptr_t)dst, src, n);
+	return 0;
+}
+
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+	memcpy(dst, (const void *)(uintptr_t)src, n);
+	return 0;
+}
+
+CUresult cuModuleLoadData(void **m, const void *image) {
+	if (strncmp((const char *)image, "//fake", 6) != 0) return 200;
+	*m = (void *)(uintptr_t)0x2000;
+	return 0;
+}
+
+CUresult cuModuleUnload(void *m) { return m ? 0 : 400; }
+
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+	if (!m) return 400;
+	if (strcmp(name, "fill") != 0) return 500;
+	*f = (void *)(uintptr_t)0x3000;
+	return 0;
+}
+
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+	(void)shared; (void)stream; (void)extra;
+	if (f != (void *)(uintptr_t)0x3000) return 400;
+	if (bx * by * bz > 1024 || gx == 0 || gy == 0 || gz == 0 || bx == 0) return 1;
+	float *p = (float *)(uintptr_t)*(CUdeviceptr *)params[0];
+	float v = *(float *)params[1];
+	int n = *(int *)params[2];
+	unsigned long long threads = (unsigned long long)gx * bx;
+	for (unsigned long long i = 0; i < threads && i < (unsigned long long)n; i++) p[i] = v;
+	return 0;
+}
+
+static const struct { int code; const char *name, *text; } errs[] = {
+	{0, "CUDA_SUCCESS", "no error"},
+	{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+	{2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+	{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+	{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+	{101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{200, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+	{201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+};
+
+static int lookup(CUresult r) {
+	for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
+		if (errs[i].code == r) return (int)i;
+	return -1;
+}
+
+CUresult cuGetErrorName(CUresult r, const char **s) {
+	int i = lookup(r);
+	if (i < 0) return 1;
+	*s = errs[i].name;
+	return 0;
+}
+
+CUresult cuGetErrorString(CUresult r, const char **s) {
+	int i = lookup(r);
+	if (i < 0) return 1;
+	*s = errs[i].text;
+	return 0;
+}

@@ -1,0 +1,387 @@
+package cudafake
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"unsafe"
+
+	"github.com/hone-rl/hone/kernels/cuda"
+)
+
+// The CUresult codes the fake returns, with the driver's names for them.
+const (
+	errInvalidValue   = 1
+	errOutOfMemory    = 2
+	errNotInitialized = 3
+	errInvalidDevice  = 101
+	errInvalidImage   = 200
+	errInvalidContext = 201
+	errInvalidHandle  = 400
+	errNotFound       = 500
+)
+
+func codeName(code int) string {
+	switch code {
+	case errInvalidValue:
+		return "CUDA_ERROR_INVALID_VALUE"
+	case errOutOfMemory:
+		return "CUDA_ERROR_OUT_OF_MEMORY"
+	case errNotInitialized:
+		return "CUDA_ERROR_NOT_INITIALIZED"
+	case cuda.CUDAErrorNoDevice:
+		return "CUDA_ERROR_NO_DEVICE"
+	case errInvalidDevice:
+		return "CUDA_ERROR_INVALID_DEVICE"
+	case errInvalidImage:
+		return "CUDA_ERROR_INVALID_IMAGE"
+	case errInvalidContext:
+		return "CUDA_ERROR_INVALID_CONTEXT"
+	case errInvalidHandle:
+		return "CUDA_ERROR_INVALID_HANDLE"
+	case errNotFound:
+		return "CUDA_ERROR_NOT_FOUND"
+	}
+	return ""
+}
+
+// fail is the *cuda.Error of a failed call; text says what the fake saw.
+func fail(call string, code int, text string) error {
+	return &cuda.Error{Call: call, Code: code, Name: codeName(code), Text: text}
+}
+
+// Launch is one kernel launch the fake recorded.
+type Launch struct {
+	Kernel      string
+	Grid, Block cuda.Dim3
+	SharedBytes int
+	Params      int
+}
+
+// Driver is an in-memory cuda.Driver: device memory is Go memory at fake
+// addresses, with gaps between allocations, so that an access outside an
+// allocation is an error rather than a read of a neighbour. It checks what
+// the real driver requires of its caller: cuInit first, a current context
+// for memory and module calls, known pointers, launch geometry within an
+// sm_90 device's limits. Create one with NewDriver.
+type Driver struct {
+	mu        sync.Mutex
+	devices   int
+	memLimit  int // bytes; 0: no limit
+	inited    bool
+	retained  map[cuda.DeviceID]int
+	current   cuda.Context
+	next      cuda.DevPtr
+	allocs    map[cuda.DevPtr][]byte
+	used      int
+	failNext  map[string]int
+	kernels   map[string]bool
+	modules   map[cuda.Module]bool
+	functions map[cuda.Function]string
+	launches  []Launch
+}
+
+// NewDriver returns a fake driver with the given number of devices
+// (0: cuInit fails with CUDA_ERROR_NO_DEVICE) and device memory of memLimit
+// bytes (0: unlimited). Modules loaded into it hold the kernels named.
+func NewDriver(devices, memLimit int, kernels ...string) *Driver {
+	d := &Driver{devices: devices, memLimit: memLimit, retained: map[cuda.DeviceID]int{},
+		next: 0x7f0000000000, allocs: map[cuda.DevPtr][]byte{}, failNext: map[string]int{},
+		kernels: map[string]bool{}, modules: map[cuda.Module]bool{}, functions: map[cuda.Function]string{}}
+	for _, k := range kernels {
+		d.kernels[k] = true
+	}
+	return d
+}
+
+// FailNext makes the next call of the entry point call ("cuMemAlloc_v2")
+// fail with the CUresult code.
+func (d *Driver) FailNext(call string, code int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failNext[call] = code
+}
+
+// injected returns the failure FailNext queued for call, once; d.mu is held.
+func (d *Driver) injected(call string) error {
+	code, ok := d.failNext[call]
+	if !ok {
+		return nil
+	}
+	delete(d.failNext, call)
+	return fail(call, code, "injected by the test")
+}
+
+// Live returns the allocations not yet freed and their bytes.
+func (d *Driver) Live() (allocations, bytes int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.allocs), d.used
+}
+
+// Retained returns how many times device dev's primary context is retained.
+func (d *Driver) Retained(dev cuda.DeviceID) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.retained[dev]
+}
+
+// Modules returns the number of modules loaded and not unloaded.
+func (d *Driver) Modules() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.modules)
+}
+
+// Launches returns the kernel launches so far.
+func (d *Driver) Launches() []Launch {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]Launch(nil), d.launches...)
+}
+
+// enter takes the lock and checks the state every call needs: an injected
+// failure, cuInit, and (when ctx) a current context. Callers defer
+// d.mu.Unlock() before calling it: the lock is held on every return.
+func (d *Driver) enter(call string, ctx bool) error {
+	d.mu.Lock()
+	if err := d.injected(call); err != nil {
+		return err
+	}
+	if !d.inited && call != "cuInit" && call != "cuDriverGetVersion" {
+		return fail(call, errNotInitialized, "cuInit was not called")
+	}
+	if ctx && d.current == 0 {
+		return fail(call, errInvalidContext, "no current context")
+	}
+	return nil
+}
+
+func (d *Driver) Path() string { return "fake" }
+
+func (d *Driver) Init() error {
+	defer d.mu.Unlock()
+	if err := d.enter("cuInit", false); err != nil {
+		return err
+	}
+	if d.devices == 0 {
+		return fail("cuInit", cuda.CUDAErrorNoDevice, "no CUDA-capable device is detected")
+	}
+	d.inited = true
+	return nil
+}
+
+func (d *Driver) Version() (int, error) {
+	defer d.mu.Unlock()
+	return 13000, d.enter("cuDriverGetVersion", false)
+}
+
+func (d *Driver) DeviceCount() (int, error) {
+	defer d.mu.Unlock()
+	if err := d.enter("cuDeviceGetCount", false); err != nil {
+		return 0, err
+	}
+	return d.devices, nil
+}
+
+func (d *Driver) DeviceGet(ordinal int) (cuda.DeviceID, error) {
+	defer d.mu.Unlock()
+	if err := d.enter("cuDeviceGet", false); err != nil {
+		return 0, err
+	}
+	if ordinal < 0 || ordinal >= d.devices {
+		return 0, fail("cuDeviceGet", errInvalidDevice, fmt.Sprintf("ordinal %d of %d", ordinal, d.devices))
+	}
+	return cuda.DeviceID(ordinal), nil
+}
+
+func (d *Driver) DeviceName(dev cuda.DeviceID) (string, error) {
+	defer d.mu.Unlock()
+	if err := d.enter("cuDeviceGetName", false); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Fake Device %d", dev), nil
+}
+
+func (d *Driver) PrimaryCtxRetain(dev cuda.DeviceID) (cuda.Context, error) {
+	defer d.mu.Unlock()
+	if err := d.enter("cuDevicePrimaryCtxRetain", false); err != nil {
+		return 0, err
+	}
+	d.retained[dev]++
+	return cuda.Context(0x1000 + int(dev)), nil
+}
+
+func (d *Driver) PrimaryCtxRelease(dev cuda.DeviceID) error {
+	defer d.mu.Unlock()
+	if err := d.enter("cuDevicePrimaryCtxRelease_v2", false); err != nil {
+		return err
+	}
+	if d.retained[dev] == 0 {
+		return fail("cuDevicePrimaryCtxRelease_v2", errInvalidContext, "released more often than retained")
+	}
+	d.retained[dev]--
+	return nil
+}
+
+func (d *Driver) CtxSetCurrent(c cuda.Context) error {
+	defer d.mu.Unlock()
+	if err := d.enter("cuCtxSetCurrent", false); err != nil {
+		return err
+	}
+	if d.retained[cuda.DeviceID(int(c)-0x1000)] == 0 {
+		return fail("cuCtxSetCurrent", errInvalidContext, "context not retained")
+	}
+	d.current = c
+	return nil
+}
+
+func (d *Driver) CtxSynchronize() error {
+	defer d.mu.Unlock()
+	return d.enter("cuCtxSynchronize", true)
+}
+
+func (d *Driver) MemAlloc(bytes int) (cuda.DevPtr, error) {
+	defer d.mu.Unlock()
+	if err := d.enter("cuMemAlloc_v2", true); err != nil {
+		return 0, err
+	}
+	if bytes <= 0 {
+		return 0, fail("cuMemAlloc_v2", errInvalidValue, fmt.Sprintf("%d bytes", bytes))
+	}
+	if d.memLimit > 0 && d.used+bytes > d.memLimit {
+		return 0, fail("cuMemAlloc_v2", errOutOfMemory, fmt.Sprintf("%d bytes asked, %d of %d in use", bytes, d.used, d.memLimit))
+	}
+	p := d.next
+	d.allocs[p] = make([]byte, bytes)
+	d.used += bytes
+	d.next += cuda.DevPtr((bytes+255)/256*256 + 4096) // aligned, with a gap
+	return p, nil
+}
+
+func (d *Driver) MemFree(p cuda.DevPtr) error {
+	defer d.mu.Unlock()
+	if err := d.enter("cuMemFree_v2", true); err != nil {
+		return err
+	}
+	mem, ok := d.allocs[p]
+	if !ok {
+		return fail("cuMemFree_v2", errInvalidValue, fmt.Sprintf("%#x is not an allocation", uint64(p)))
+	}
+	d.used -= len(mem)
+	delete(d.allocs, p)
+	return nil
+}
+
+// span returns the n bytes of device memory at p, which must lie inside
+// one allocation; d.mu is held.
+func (d *Driver) span(p cuda.DevPtr, n int) ([]byte, bool) {
+	bases := make([]cuda.DevPtr, 0, len(d.allocs))
+	for b := range d.allocs {
+		bases = append(bases, b)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	i := sort.Search(len(bases), func(i int) bool { return bases[i] > p }) - 1
+	if i < 0 || n < 0 {
+		return nil, false
+	}
+	mem := d.allocs[bases[i]]
+	off := int(p - bases[i])
+	if off+n > len(mem) {
+		return nil, false
+	}
+	return mem[off : off+n], true
+}
+
+func (d *Driver) MemcpyHtoD(dst cuda.DevPtr, src []byte) error {
+	defer d.mu.Unlock()
+	if err := d.enter("cuMemcpyHtoD_v2", true); err != nil {
+		return err
+	}
+	mem, ok := d.span(dst, len(src))
+	if !ok {
+		return fail("cuMemcpyHtoD_v2", errInvalidValue, fmt.Sprintf("%d bytes at %#x are not inside one allocation", len(src), uint64(dst)))
+	}
+	copy(mem, src)
+	return nil
+}
+
+func (d *Driver) MemcpyDtoH(dst []byte, src cuda.DevPtr) error {
+	defer d.mu.Unlock()
+	if err := d.enter("cuMemcpyDtoH_v2", true); err != nil {
+		return err
+	}
+	mem, ok := d.span(src, len(dst))
+	if !ok {
+		return fail("cuMemcpyDtoH_v2", errInvalidValue, fmt.Sprintf("%d bytes at %#x are not inside one allocation", len(dst), uint64(src)))
+	}
+	copy(dst, mem)
+	return nil
+}
+
+func (d *Driver) ModuleLoadData(image []byte) (cuda.Module, error) {
+	defer d.mu.Unlock()
+	if err := d.enter("cuModuleLoadData", true); err != nil {
+		return 0, err
+	}
+	if len(image) == 0 || image[len(image)-1] != 0 {
+		return 0, fail("cuModuleLoadData", errInvalidImage, "PTX text must end in a NUL byte")
+	}
+	m := cuda.Module(0x2000 + len(d.modules))
+	d.modules[m] = true
+	return m, nil
+}
+
+func (d *Driver) ModuleUnload(m cuda.Module) error {
+	defer d.mu.Unlock()
+	if err := d.enter("cuModuleUnload", true); err != nil {
+		return err
+	}
+	if !d.modules[m] {
+		return fail("cuModuleUnload", errInvalidHandle, "unknown module")
+	}
+	delete(d.modules, m)
+	return nil
+}
+
+func (d *Driver) ModuleGetFunction(m cuda.Module, name string) (cuda.Function, error) {
+	defer d.mu.Unlock()
+	if err := d.enter("cuModuleGetFunction", true); err != nil {
+		return 0, err
+	}
+	if !d.modules[m] {
+		return 0, fail("cuModuleGetFunction", errInvalidHandle, "unknown module")
+	}
+	if !d.kernels[name] {
+		return 0, fail("cuModuleGetFunction", errNotFound, "named symbol not found")
+	}
+	f := cuda.Function(0x3000 + len(d.functions))
+	d.functions[f] = name
+	return f, nil
+}
+
+// LaunchKernel records the launch after checking its geometry against an
+// sm_90 device's limits (1024 threads a block; block 1024×1024×64; grid
+// (2³¹-1)×65535×65535; 48 KiB of static shared memory without opt-in). It
+// runs nothing.
+func (d *Driver) LaunchKernel(f cuda.Function, grid, block cuda.Dim3, sharedBytes int, params []unsafe.Pointer) error {
+	defer d.mu.Unlock()
+	if err := d.enter("cuLaunchKernel", true); err != nil {
+		return err
+	}
+	name, ok := d.functions[f]
+	if !ok {
+		return fail("cuLaunchKernel", errInvalidHandle, "unknown function")
+	}
+	if !within(block, cuda.Dim3{X: 1024, Y: 1024, Z: 64}) || block.Threads() > 1024 ||
+		!within(grid, cuda.Dim3{X: 1<<31 - 1, Y: 65535, Z: 65535}) || sharedBytes < 0 || sharedBytes > 48<<10 {
+		return fail("cuLaunchKernel", errInvalidValue, fmt.Sprintf("grid %v block %v shared %d bytes", grid, block, sharedBytes))
+	}
+	d.launches = append(d.launches, Launch{Kernel: name, Grid: grid, Block: block, SharedBytes: sharedBytes, Params: len(params)})
+	return nil
+}
+
+// within reports 1 ≤ x ≤ max in every dimension.
+func within(x, max cuda.Dim3) bool {
+	return x.X >= 1 && x.Y >= 1 && x.Z >= 1 && x.X <= max.X && x.Y <= max.Y && x.Z <= max.Z
+}

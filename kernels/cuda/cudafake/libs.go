@@ -1,0 +1,47 @@
+package cudafake
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+)
+
+//go:embed clib/*.c
+var clib embed.FS
+
+// Libs are the paths of the fake CUDA libraries BuildLibs compiled.
+type Libs struct {
+	Driver string // a stand-in for libcuda.so.1 (clib/fake_cuda.c)
+	BLAS   string // a stand-in for libcublas.so (clib/fake_cublas.c)
+}
+
+// BuildLibs compiles the C stand-ins for the CUDA driver and cuBLAS
+// (clib/*.c) with the C compiler cc into shared libraries in dir, so that
+// tests drive the real run-time loader (kernels/cuda.LoadDriver, LoadBLAS)
+// and its calls through purego on a machine without CUDA. The fake driver
+// reports HONE_FAKE_CUDA_DEVICES devices (default 1) from the environment of
+// the process that loads it; two extra C functions serve tests in that
+// process: hone_fake_cuda_set_devices(int) overrides the count and
+// hone_fake_cuda_live() returns the allocations not yet freed. An absent
+// compiler gives an error wrapping exec.ErrNotFound.
+func BuildLibs(ctx context.Context, cc, dir string) (Libs, error) {
+	if _, err := exec.LookPath(cc); err != nil {
+		return Libs{}, fmt.Errorf("fake CUDA libraries: %w", err)
+	}
+	libs := Libs{Driver: filepath.Join(dir, "libcuda.so.1"), BLAS: filepath.Join(dir, "libcublas.so.13")}
+	for _, b := range []struct{ src, out string }{{"clib/fake_cuda.c", libs.Driver}, {"clib/fake_cublas.c", libs.BLAS}} {
+		src, err := clib.ReadFile(b.src)
+		if err != nil {
+			return Libs{}, err
+		}
+		cmd := exec.CommandContext(ctx, cc, "-x", "c", "-std=c99", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-o", b.out, "-")
+		cmd.Stdin = bytes.NewReader(src)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return Libs{}, fmt.Errorf("fake CUDA libraries: %s %s: %v\n%s", cc, b.src, err, out)
+		}
+	}
+	return libs, nil
+}

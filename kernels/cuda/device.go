@@ -1,0 +1,156 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// Options says where to find the CUDA libraries and which device to use.
+type Options struct {
+	// DriverLib is an explicit path of libcuda; empty tries its sonames.
+	DriverLib string
+	// BLASLib is an explicit path of libcublas; empty tries the sonames of
+	// CUDA 13, 12 and 11.
+	BLASLib string
+	// Ordinal is the device's index among those the driver sees.
+	Ordinal int
+}
+
+// Device is one CUDA device with its primary context and a cuBLAS handle.
+// Its methods are safe for concurrent use; they run one at a time.
+type Device struct {
+	mu      sync.Mutex
+	drv     Driver
+	blas    BLAS
+	id      DeviceID
+	ordinal int
+	name    string
+	version int
+	ctx     Context
+	handle  BLASHandle
+	closed  bool
+	live    map[DevPtr]int // bytes of each allocation not yet freed
+	modules map[Module]bool
+}
+
+// Open loads the driver and cuBLAS and opens device o.Ordinal. What is
+// missing — the driver library, the cuBLAS library or a device — comes back
+// as a *MissingError; other failures as the driver's *Error, wrapped.
+func Open(o Options) (*Device, error) {
+	drv, err := LoadDriver(o.DriverLib)
+	if err != nil {
+		return nil, err
+	}
+	blas, err := LoadBLAS(o.BLASLib)
+	if err != nil {
+		return nil, err
+	}
+	return OpenWith(drv, blas, o.Ordinal)
+}
+
+// noDevice is the MissingError for a machine whose driver sees no device
+// (or not device ordinal).
+func noDevice(err error) *MissingError {
+	return &MissingError{What: "CUDA device", Err: err, Hint: "nvidia-smi lists the devices the driver sees"}
+}
+
+// OpenWith opens device ordinal through drv and blas: cuInit, the device,
+// its primary context and a cuBLAS handle.
+func OpenWith(drv Driver, blas BLAS, ordinal int) (*Device, error) {
+	if err := drv.Init(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) && ce.Code == CUDAErrorNoDevice {
+			return nil, noDevice(err)
+		}
+		return nil, fmt.Errorf("CUDA backend: %w", err)
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return nil, fmt.Errorf("CUDA backend: %w", err)
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, noDevice(fmt.Errorf("device %d asked for, the driver sees %d", ordinal, n))
+	}
+	d := &Device{drv: drv, blas: blas, ordinal: ordinal, live: map[DevPtr]int{}, modules: map[Module]bool{}}
+	if d.id, err = drv.DeviceGet(ordinal); err != nil {
+		return nil, fmt.Errorf("CUDA backend: %w", err)
+	}
+	if d.name, err = drv.DeviceName(d.id); err != nil {
+		return nil, fmt.Errorf("CUDA backend: %w", err)
+	}
+	if d.version, err = drv.Version(); err != nil {
+		return nil, fmt.Errorf("CUDA backend: %w", err)
+	}
+	if d.ctx, err = drv.PrimaryCtxRetain(d.id); err != nil {
+		return nil, fmt.Errorf("CUDA backend: device %d: %w", ordinal, err)
+	}
+	err = d.do(func() error {
+		var err error
+		d.handle, err = blas.Create()
+		return err
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("CUDA backend: device %d: %w", ordinal, err), drv.PrimaryCtxRelease(d.id))
+	}
+	return d, nil
+}
+
+// String names the device: "cuda:0 (NVIDIA H200, driver 13.0, cuBLAS libcublas.so.13)".
+func (d *Device) String() string {
+	return fmt.Sprintf("cuda:%d (%s, driver %d.%d, cuBLAS %s)", d.ordinal, d.name, d.version/1000, d.version%1000/10, d.blas.Path())
+}
+
+// errClosed is returned by a Device's methods after Close.
+var errClosed = errors.New("CUDA device is closed")
+
+// do runs f with the device's context current on this goroutine's OS
+// thread, one call at a time.
+func (d *Device) do(f func() error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errClosed
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := d.drv.CtxSetCurrent(d.ctx); err != nil {
+		return err
+	}
+	return f()
+}
+
+// Close frees the buffers still allocated, unloads the modules still
+// loaded, destroys the cuBLAS handle and releases the primary context. Buffers left allocated are a leak in the
+// caller: Close frees them and says so in its error. It is safe to call
+// more than once.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := d.drv.CtxSetCurrent(d.ctx); err != nil {
+		return errors.Join(err, d.drv.PrimaryCtxRelease(d.id))
+	}
+	var errs []error
+	if n := len(d.live); n > 0 {
+		bytes := 0
+		for p, b := range d.live {
+			bytes += b
+			errs = append(errs, d.drv.MemFree(p))
+		}
+		errs = append([]error{fmt.Errorf("CUDA device %d closed with %d buffers (%d bytes) not freed", d.ordinal, n, bytes)}, errs...)
+		clear(d.live)
+	}
+	for m := range d.modules {
+		errs = append(errs, d.drv.ModuleUnload(m))
+	}
+	clear(d.modules)
+	errs = append(errs, d.blas.Destroy(d.handle), d.drv.PrimaryCtxRelease(d.id))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,47 @@
+// Package cuda is the start of Hone's CUDA backend (issue #28): run-time
+// bindings to the CUDA Driver API and cuBLAS, a device probe, device
+// buffers, row-major GEMMs on cuBLAS, and module loading and kernel launch.
+// It has never run on a GPU: its tests use the fakes of
+// kernels/cuda/cudafake. It does not implement kernels.Backend yet, so the
+// commands refuse --device cuda.
+//
+// # Kernels
+//
+// Kernel sources are CUDA C++ beside this file (rmsnorm.cu). No PTX is
+// built yet; their text is tested on the CPU by compiling it with g++
+// through cpushim/cuda_cpu.h (one OS thread per CUDA thread, barriers, warp
+// shuffles, divergent barriers and shuffles fail the launch) and comparing
+// with kernels/ref (shim_test.go).
+//
+// # Loading
+//
+// The libraries are opened at run time with dlopen through purego (no cgo),
+// so every binary builds and starts on a machine without CUDA; only Open
+// looks for them. The driver is libcuda.so.1; cuBLAS is tried as
+// libcublas.so.13, .12, .11, then libcublas.so, or taken from an explicit
+// path (Options; the commands read HONE_LIBCUDA and HONE_LIBCUBLAS). What is
+// missing (driver library, cuBLAS library, device) comes back as a
+// *MissingError. gorgonia.org/cu is not used on purpose: its package init
+// calls cuInit and exits the process without a device, and it links
+// libcublas.so.11 at build time.
+//
+// # Row-major GEMM on column-major cuBLAS
+//
+// Hone stores matrices row-major; cuBLAS reads them column-major. A
+// row-major X[r,c] is, byte for byte, the column-major Xᵀ[c,r]. So the
+// row-major product C = op(A)·op(B) (C [M,N]) is computed as the
+// column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, which is one cuBLAS call with the
+// operands swapped and the sizes M and N swapped:
+//
+//	gemm(opB, opA, m=N, n=M, k=K, B, ldb, A, lda, C, ldc=N)
+//
+// where opB is T when B is stored transposed ([N,K], ldb = K) and N
+// otherwise ([K,N], ldb = N), and likewise opA with lda = M or K. No data
+// moves; Matmul and MatmulBatched do this mapping.
+//
+// # Threads
+//
+// A CUDA context is current per OS thread. Device locks the calling
+// goroutine to its thread and makes the device's context current around
+// every call into the libraries, and serialises calls with a mutex.
+package cuda

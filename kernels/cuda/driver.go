@@ -1,0 +1,203 @@
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// driverLib is the CUDA driver library bound at run time.
+type driverLib struct {
+	path              string
+	init              func(flags uint32) int32
+	version           func(v *int32) int32
+	deviceGetCount    func(n *int32) int32
+	deviceGet         func(dev *int32, ordinal int32) int32
+	deviceGetName     func(name *byte, n int32, dev int32) int32
+	primaryCtxRetain  func(ctx *uintptr, dev int32) int32
+	primaryCtxRelease func(dev int32) int32
+	ctxSetCurrent     func(ctx uintptr) int32
+	ctxSynchronize    func() int32
+	memAlloc          func(p *uint64, n uint64) int32
+	memFree           func(p uint64) int32
+	memcpyHtoD        func(dst uint64, src unsafe.Pointer, n uint64) int32
+	memcpyDtoH        func(dst unsafe.Pointer, src uint64, n uint64) int32
+	moduleLoadData    func(m *uintptr, image unsafe.Pointer) int32
+	moduleUnload      func(m uintptr) int32
+	moduleGetFunction func(f *uintptr, m uintptr, name string) int32
+	launchKernel      func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params, extra unsafe.Pointer) int32
+	getErrorName      func(r int32, s *unsafe.Pointer) int32
+	getErrorString    func(r int32, s *unsafe.Pointer) int32
+}
+
+func (d *driverLib) symbols() []symbol {
+	return []symbol{
+		{name: "cuInit", fptr: &d.init},
+		{name: "cuDriverGetVersion", fptr: &d.version},
+		{name: "cuDeviceGetCount", fptr: &d.deviceGetCount},
+		{name: "cuDeviceGet", fptr: &d.deviceGet},
+		{name: "cuDeviceGetName", fptr: &d.deviceGetName},
+		{name: "cuDevicePrimaryCtxRetain", fptr: &d.primaryCtxRetain},
+		{name: "cuDevicePrimaryCtxRelease_v2", fptr: &d.primaryCtxRelease},
+		{name: "cuCtxSetCurrent", fptr: &d.ctxSetCurrent},
+		{name: "cuCtxSynchronize", fptr: &d.ctxSynchronize},
+		{name: "cuMemAlloc_v2", fptr: &d.memAlloc},
+		{name: "cuMemFree_v2", fptr: &d.memFree},
+		{name: "cuMemcpyHtoD_v2", fptr: &d.memcpyHtoD},
+		{name: "cuMemcpyDtoH_v2", fptr: &d.memcpyDtoH},
+		{name: "cuModuleLoadData", fptr: &d.moduleLoadData},
+		{name: "cuModuleUnload", fptr: &d.moduleUnload},
+		{name: "cuModuleGetFunction", fptr: &d.moduleGetFunction},
+		{name: "cuLaunchKernel", fptr: &d.launchKernel},
+		{name: "cuGetErrorName", fptr: &d.getErrorName},
+		{name: "cuGetErrorString", fptr: &d.getErrorString},
+	}
+}
+
+// LoadDriver loads the CUDA driver library from path, or, when path is
+// empty, by its sonames (libcuda.so.1, libcuda.so). It calls nothing in it:
+// Init is the first call. A library that is absent or lacks an entry point
+// gives a *MissingError.
+func LoadDriver(path string) (Driver, error) {
+	d := &driverLib{}
+	used, tried, err := openLib(path, driverSonames(), func(h uintptr) error { return bindAll(h, d.symbols()) })
+	if err != nil {
+		return nil, &MissingError{What: "CUDA driver library", Tried: tried, Err: err,
+			Hint: "install the NVIDIA driver, or set HONE_LIBCUDA to the path of libcuda.so.1"}
+	}
+	d.path = used
+	return d, nil
+}
+
+// check turns a CUresult into an *Error naming call, with the driver's own
+// name and description of the code.
+func (d *driverLib) check(call string, r int32) error {
+	if r == CUDASuccess {
+		return nil
+	}
+	e := &Error{Call: call, Code: int(r)}
+	var p unsafe.Pointer
+	if d.getErrorName(r, &p) == CUDASuccess {
+		e.Name = goString(p)
+	}
+	p = nil
+	if d.getErrorString(r, &p) == CUDASuccess {
+		e.Text = goString(p)
+	}
+	return e
+}
+
+func (d *driverLib) Path() string { return d.path }
+
+func (d *driverLib) Init() error { return d.check("cuInit", d.init(0)) }
+
+func (d *driverLib) Version() (int, error) {
+	var v int32
+	err := d.check("cuDriverGetVersion", d.version(&v))
+	return int(v), err
+}
+
+func (d *driverLib) DeviceCount() (int, error) {
+	var n int32
+	err := d.check("cuDeviceGetCount", d.deviceGetCount(&n))
+	return int(n), err
+}
+
+func (d *driverLib) DeviceGet(ordinal int) (DeviceID, error) {
+	o, err := cInt("ordinal", ordinal)
+	if err != nil {
+		return 0, err
+	}
+	var dev int32
+	err = d.check("cuDeviceGet", d.deviceGet(&dev, o))
+	return DeviceID(dev), err
+}
+
+func (d *driverLib) DeviceName(dev DeviceID) (string, error) {
+	buf := make([]byte, 256)
+	if err := d.check("cuDeviceGetName", d.deviceGetName(&buf[0], int32(len(buf)), int32(dev))); err != nil {
+		return "", err
+	}
+	return goString(unsafe.Pointer(&buf[0])), nil
+}
+
+func (d *driverLib) PrimaryCtxRetain(dev DeviceID) (Context, error) {
+	var c uintptr
+	err := d.check("cuDevicePrimaryCtxRetain", d.primaryCtxRetain(&c, int32(dev)))
+	return Context(c), err
+}
+
+func (d *driverLib) PrimaryCtxRelease(dev DeviceID) error {
+	return d.check("cuDevicePrimaryCtxRelease_v2", d.primaryCtxRelease(int32(dev)))
+}
+
+func (d *driverLib) CtxSetCurrent(c Context) error {
+	return d.check("cuCtxSetCurrent", d.ctxSetCurrent(uintptr(c)))
+}
+
+func (d *driverLib) CtxSynchronize() error {
+	return d.check("cuCtxSynchronize", d.ctxSynchronize())
+}
+
+func (d *driverLib) MemAlloc(bytes int) (DevPtr, error) {
+	if bytes <= 0 {
+		return 0, fmt.Errorf("cuMemAlloc_v2: %d bytes: want a positive size", bytes)
+	}
+	var p uint64
+	err := d.check("cuMemAlloc_v2", d.memAlloc(&p, uint64(bytes)))
+	return DevPtr(p), err
+}
+
+func (d *driverLib) MemFree(p DevPtr) error {
+	return d.check("cuMemFree_v2", d.memFree(uint64(p)))
+}
+
+func (d *driverLib) MemcpyHtoD(dst DevPtr, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
+	return d.check("cuMemcpyHtoD_v2", d.memcpyHtoD(uint64(dst), unsafe.Pointer(&src[0]), uint64(len(src))))
+}
+
+func (d *driverLib) MemcpyDtoH(dst []byte, src DevPtr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	return d.check("cuMemcpyDtoH_v2", d.memcpyDtoH(unsafe.Pointer(&dst[0]), uint64(src), uint64(len(dst))))
+}
+
+func (d *driverLib) ModuleLoadData(image []byte) (Module, error) {
+	if len(image) == 0 {
+		return 0, fmt.Errorf("cuModuleLoadData: empty image")
+	}
+	var m uintptr
+	err := d.check("cuModuleLoadData", d.moduleLoadData(&m, unsafe.Pointer(&image[0])))
+	return Module(m), err
+}
+
+func (d *driverLib) ModuleUnload(m Module) error {
+	return d.check("cuModuleUnload", d.moduleUnload(uintptr(m)))
+}
+
+func (d *driverLib) ModuleGetFunction(m Module, name string) (Function, error) {
+	var f uintptr
+	if err := d.check("cuModuleGetFunction", d.moduleGetFunction(&f, uintptr(m), name)); err != nil {
+		return 0, fmt.Errorf("%w: kernel %q", err, name)
+	}
+	return Function(f), nil
+}
+
+func (d *driverLib) LaunchKernel(f Function, grid, block Dim3, sharedBytes int, params []unsafe.Pointer) error {
+	dims := []int{grid.X, grid.Y, grid.Z, block.X, block.Y, block.Z, sharedBytes}
+	u := make([]uint32, len(dims))
+	for i, v := range dims {
+		if v < 0 || v > 1<<31-1 {
+			return fmt.Errorf("cuLaunchKernel: grid %v block %v shared %d: out of range", grid, block, sharedBytes)
+		}
+		u[i] = uint32(v)
+	}
+	var pp unsafe.Pointer
+	if len(params) > 0 {
+		pp = unsafe.Pointer(&params[0])
+	}
+	return d.check("cuLaunchKernel", d.launchKernel(uintptr(f), u[0], u[1], u[2], u[3], u[4], u[5], u[6], 0, pp, nil))
+}

@@ -1,0 +1,62 @@
+package cuda
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The CUresult and cublasStatus_t codes this package names.
+const (
+	CUDASuccess            = 0
+	CUDAErrorInvalidValue  = 1   // CUDA_ERROR_INVALID_VALUE
+	CUDAErrorOutOfMemory   = 2   // CUDA_ERROR_OUT_OF_MEMORY
+	CUDAErrorNoDevice      = 100 // CUDA_ERROR_NO_DEVICE
+	CUDAErrorNotFound      = 500 // CUDA_ERROR_NOT_FOUND
+	BLASStatusInvalidValue = 7   // CUBLAS_STATUS_INVALID_VALUE
+)
+
+// Error is a failed call into the driver or cuBLAS.
+type Error struct {
+	Call string // the C entry point, "cuMemAlloc_v2"
+	Code int    // its CUresult or cublasStatus_t
+	Name string // the code's name, "CUDA_ERROR_OUT_OF_MEMORY"
+	Text string // the library's description of the code; may be empty
+}
+
+func (e *Error) Error() string {
+	name := e.Name
+	if name == "" {
+		name = fmt.Sprintf("error %d", e.Code)
+	}
+	if e.Text == "" || e.Text == name {
+		return fmt.Sprintf("%s: %s", e.Call, name)
+	}
+	return fmt.Sprintf("%s: %s (%s)", e.Call, name, e.Text)
+}
+
+// MissingError says what a machine lacks for the CUDA backend: the driver
+// library, the cuBLAS library, or a device. Open returns it; commands print it
+// and exit 1.
+type MissingError struct {
+	What  string   // "CUDA driver library", "cuBLAS library" or "CUDA device"
+	Tried []string // the paths or sonames tried, for the libraries
+	Hint  string   // what to do about it
+	Err   error    // the last loader or driver error
+}
+
+func (e *MissingError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "CUDA backend unavailable: no %s", e.What)
+	if len(e.Tried) > 0 {
+		fmt.Fprintf(&b, " (tried %s)", strings.Join(e.Tried, ", "))
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	if e.Hint != "" {
+		fmt.Fprintf(&b, "; %s", e.Hint)
+	}
+	return b.String()
+}
+
+func (e *MissingError) Unwrap() error { return e.Err }

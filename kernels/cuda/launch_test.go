@@ -1,0 +1,127 @@
+package cuda_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+)
+
+// TestLaunchThroughLoader launches the C stand-in's fill(p, v, n) kernel
+// through the real loader and purego: a *Buffer, a float32 and an int reach
+// the kernel as its parameters, and the grid bounds what it writes.
+func TestLaunchThroughLoader(t *testing.T) {
+	libs := fakeLibs(t)
+	dev, err := cuda.Open(cuda.Options{DriverLib: libs.Driver, BLASLib: libs.BLAS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	mod, err := dev.LoadModule([]byte("//fake module, no NUL byte"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mod.Kernel("nope"); err == nil || !strings.Contains(err.Error(), `CUDA kernel "nope": cuModuleGetFunction: CUDA_ERROR_NOT_FOUND`) {
+		t.Errorf("unknown kernel: %v", err)
+	}
+	fill, err := mod.Kernel("fill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, 30)
+	buf := upload(t, dev, x)
+	defer buf.Free()
+	// 2 blocks of 8 threads cover 16 of the 20 elements asked for.
+	if err := fill.Launch(cuda.Dim3{X: 2, Y: 1, Z: 1}, cuda.Dim3{X: 8, Y: 1, Z: 1}, 0, buf, float32(7), 20); err != nil {
+		t.Fatal(err)
+	}
+	got := download(t, buf)
+	for i, v := range got {
+		if want := map[bool]float32{true: 7, false: 0}[i < 16]; v != want {
+			t.Fatalf("element %d = %v after fill, want %v", i, v, want)
+		}
+	}
+	if err := mod.Unload(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLaunchChecks: Launch refuses bad geometry before the driver sees it,
+// arguments that are no kernel parameter, buffers freed or of another
+// device, and kernels of an unloaded module; the fake driver records the
+// launches that pass; Close unloads the modules left loaded.
+func TestLaunchChecks(t *testing.T) {
+	drv := cudafake.NewDriver(1, 0, "rmsnorm_forward")
+	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := dev.LoadModule([]byte(".version 7.8\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := mod.Kernel("rmsnorm_forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := dev.Alloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _ := openFake(t, 0)
+	defer other.Close()
+	foreign, err := other.Alloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer foreign.Free()
+	one, warp := cuda.Dim3{X: 1, Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: 1, Z: 1}
+	for _, c := range []struct {
+		name        string
+		grid, block cuda.Dim3
+		args        []any
+		says        string
+	}{
+		{"1025 threads", one, cuda.Dim3{X: 1025, Y: 1, Z: 1}, nil, "at most 1024 threads"},
+		{"zero grid", cuda.Dim3{X: 0, Y: 1, Z: 1}, warp, nil, "every dimension ≥ 1"},
+		{"float64", one, warp, []any{buf, 1.5}, "argument 1: a float64 is not a kernel parameter"},
+		{"int past int32", one, warp, []any{1 << 40}, "argument 0: 1099511627776 does not fit an int"},
+		{"foreign buffer", one, warp, []any{foreign}, "argument 0: a buffer of another device"},
+	} {
+		if err := k.Launch(c.grid, c.block, 0, c.args...); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want it to say %q", c.name, err, c.says)
+		}
+	}
+	if err := k.Launch(cuda.Dim3{X: 7, Y: 1, Z: 1}, cuda.Dim3{X: 256, Y: 1, Z: 1}, 0, buf, buf, int32(3), float32(1e-6)); err != nil {
+		t.Fatal(err)
+	}
+	want := cudafake.Launch{Kernel: "rmsnorm_forward", Grid: cuda.Dim3{X: 7, Y: 1, Z: 1}, Block: cuda.Dim3{X: 256, Y: 1, Z: 1}, Params: 4}
+	if got := drv.Launches(); len(got) != 1 || got[0] != want {
+		t.Errorf("the driver saw %+v, want [%+v]", got, want)
+	}
+	if err := buf.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Launch(one, warp, 0, buf); err == nil || !strings.Contains(err.Error(), "used after Free") {
+		t.Errorf("freed buffer: %v", err)
+	}
+	if _, err := dev.LoadModule([]byte("// a second module")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mod.Unload(); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Launch(one, warp, 0); err == nil || !strings.Contains(err.Error(), "module was unloaded") {
+		t.Errorf("after Unload: %v", err)
+	}
+	if drv.Modules() != 1 {
+		t.Errorf("%d modules loaded, want 1", drv.Modules())
+	}
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if drv.Modules() != 0 {
+		t.Errorf("Close left %d modules loaded", drv.Modules())
+	}
+}

@@ -1,0 +1,31 @@
+// Test harness: launches one kernel of shim_kernels.cu, named by argv[1], on
+// 2 blocks of 64 threads, and prints its 2·4·64 outputs, one a line. A
+// failed launch prints its message to stderr and exits 3.
+#include "cuda_cpu.h"
+#include "shim_kernels.cu"
+
+#include <cstdio>
+#include <cstring>
+
+int main(int argc, char **argv) {
+	if (argc != 2) return 2;
+	const struct {
+		const char *name;
+		void (*kernel)(float *);
+	} kernels[] = {{"shuffles", shuffles}, {"shared_per_block", shared_per_block},
+	               {"barrier_in_branch", barrier_in_branch}, {"barrier_two_places", barrier_two_places},
+	               {"shuffle_in_branch", shuffle_in_branch}, {"shuffle_then_barrier", shuffle_then_barrier}};
+	std::vector<float> out(2 * 4 * 64);
+	for (const auto &k : kernels) {
+		if (strcmp(k.name, argv[1]) != 0) continue;
+		std::string err = hone_cuda::launch(k.kernel, dim3(2), dim3(64), out.data());
+		if (!err.empty()) {
+			fprintf(stderr, "%s\n", err.c_str());
+			return 3;
+		}
+		for (float v : out) printf("%g\n", v);
+		return 0;
+	}
+	fprintf(stderr, "no kernel %s\n", argv[1]);
+	return 2;
+}

@@ -7,12 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/retry"
@@ -203,13 +205,45 @@ func buildChain(opts Options, log *slog.Logger) (*Chain, *judge.Meter, error) {
 func judgeBudget(opts Options) (ruler.Budget, error) {
 	b := ruler.Budget{Tokens: opts.promptBudget()}
 	if opts.JudgeTokenizer != "" {
-		tok, err := tokenizer.Load(opts.JudgeTokenizer)
+		tok, err := loadJudgeTokenizer(opts.JudgeTokenizer)
 		if err != nil {
 			return b, stageerr.Usagef("--judge-tokenizer: %w", err)
 		}
 		b.Counter = ruler.TokenizerCounter(tok)
 	}
 	return b, nil
+}
+
+// loadJudgeTokenizer reads the judge's tokenizer from its model folder (the
+// folder, or the folder's tokenizer.json), through the folder's one opener;
+// a tokenizer file of another name is parsed as it is.
+func loadJudgeTokenizer(path string) (*tokenizer.Tokenizer, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	dir := path
+	if !fi.IsDir() {
+		if base := filepath.Base(path); base != modelfolder.TokenizerFile && base != modelfolder.TokenizerFile+".gz" {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			tok, err := tokenizer.Parse(f)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			return tok, nil
+		}
+		dir = filepath.Dir(path)
+	}
+	folder, err := modelfolder.Open(dir, modelfolder.Tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	defer folder.Close()
+	return folder.Tokenizer, nil
 }
 
 func rubricLabel(path string) string {

@@ -78,6 +78,8 @@ func played(out string) []string {
 func TestProgressOnTerminal(t *testing.T) {
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		// sleep: the slow model is the point: 1.3 s without an answer is
+		// what makes the progress line show its 1 s heartbeat.
 		time.Sleep(1300 * time.Millisecond)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)

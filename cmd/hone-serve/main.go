@@ -93,6 +93,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.IntVar(&threads, "threads", 0, "CPU worker goroutines (0: all cores)")
+	var remote remoteAdapters
+	remote.addFlags(fs)
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -125,6 +127,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		opts.Host = fs.Lookup("host").DefValue // what serve listens on for an empty host
 	}
 	warnExposed(log, opts)
+	if err := remote.start(ctx, &opts.Adapters, opts.PollInterval, opts.MaxAdapters, log); err != nil {
+		return err
+	}
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
 		be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads)})
 		if err != nil {

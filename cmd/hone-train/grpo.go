@@ -14,6 +14,7 @@ import (
 func newGRPOCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts grpojob.Options
 	var threads int
+	var remote remoteOut
 	cmd := &cobra.Command{
 		Use:   "grpo --model DIR --run NAME [flags] (FILES... | --watch-dir DIR)",
 		Short: "Train a LoRA adapter with GRPO on scored trajectory files",
@@ -65,10 +66,15 @@ and exits 0. --steps then counts steps per session.`,
 			}
 			defer be.Close()
 			opts.Backend, opts.Log = be, log
-			return grpojob.Run(cmd.Context(), opts)
+			finish, err := remote.start(cmd.Context(), &opts.Options, log)
+			if err != nil {
+				return err
+			}
+			return finish(grpojob.Run(cmd.Context(), opts))
 		},
 	}
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	remote.addFlags(cmd.Flags())
 	return cmd
 }

@@ -14,6 +14,7 @@ import (
 func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts sft.Options
 	var threads int
+	var remote remoteOut
 	cmd := &cobra.Command{
 		Use:   "sft --model DIR --run NAME [flags] FILES...",
 		Short: "Fine-tune a LoRA adapter on assistant turns (trajectory or JSONL chat files)",
@@ -43,10 +44,15 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			}
 			defer be.Close()
 			opts.Backend, opts.Log = be, log
-			return sft.Run(cmd.Context(), opts)
+			finish, err := remote.start(cmd.Context(), &opts.Options, log)
+			if err != nil {
+				return err
+			}
+			return finish(sft.Run(cmd.Context(), opts))
 		},
 	}
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	remote.addFlags(cmd.Flags())
 	return cmd
 }

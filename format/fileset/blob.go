@@ -418,3 +418,36 @@ func (o *blobOutput) Abort() error {
 	}
 	return nil
 }
+
+// listDirs returns the folders (key prefixes) directly in dir.
+func (blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
+	n, err := parseBlobName(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := n.open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	p := n.key
+	if p != "" && !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	var names []string
+	it := b.List(&blob.ListOptions{Prefix: p, Delimiter: "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, blobErr(dir, err)
+		}
+		if obj.IsDir {
+			names = append(names, n.name(strings.TrimSuffix(obj.Key, "/")))
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}

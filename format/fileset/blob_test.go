@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -348,5 +349,36 @@ func TestS3AtomicOutput(t *testing.T) {
 	}
 	if _, err := Create(ctx, s3.url("bkt", "out/")); !errors.Is(err, ErrBadArgument) {
 		t.Errorf("output naming a folder: %v", err)
+	}
+}
+
+func TestJoinAndListDirs(t *testing.T) {
+	for _, tc := range []struct{ dir, want string }{
+		{"runs", filepath.Join("runs", "r1", "latest")},
+		{"s3://b/runs?region=x", "s3://b/runs/r1/latest?region=x"},
+		{"s3://b/runs/", "s3://b/runs/r1/latest"},
+		{"file:///tmp/runs", "file:///tmp/runs/r1/latest"},
+	} {
+		if got := Join(tc.dir, "r1", "latest"); got != tc.want {
+			t.Errorf("Join(%q) = %q, want %q", tc.dir, got, tc.want)
+		}
+	}
+	if IsURL("runs") || IsURL("file:///x") || !IsURL("gs://b/x") {
+		t.Error("IsURL")
+	}
+	s3 := newFaultyS3(t, "bkt")
+	for _, k := range []string{"a/r1/latest", "a/r2/step-1/x", "a/.hidden/x", "a/file"} {
+		putObject(t, s3.url("bkt", k), []byte("x"))
+	}
+	got, err := ListDirs(context.Background(), s3.url("bkt", "a"))
+	if want := []string{s3.url("bkt", "a/r1"), s3.url("bkt", "a/r2")}; err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("ListDirs: %q, %v; want %q", got, err, want)
+	}
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "r1"), 0o755)
+	os.Mkdir(filepath.Join(dir, ".tmp"), 0o755)
+	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+	if got, err := ListDirs(context.Background(), dir); err != nil || len(got) != 1 || got[0] != filepath.Join(dir, "r1") {
+		t.Errorf("local ListDirs: %q, %v", got, err)
 	}
 }

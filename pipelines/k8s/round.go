@@ -25,15 +25,28 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Round is a parsed WorkflowTemplate.
+// Round is a parsed WorkflowTemplate, or the workflow of a CronWorkflow.
 type Round struct {
 	Spec struct {
-		Entrypoint string `json:"entrypoint"`
-		Arguments  struct {
-			Parameters []param `json:"parameters"`
-		} `json:"arguments"`
-		Templates []template `json:"templates"`
+		workflowSpec
+		WorkflowSpec *workflowSpec `json:"workflowSpec"` // a CronWorkflow's
 	} `json:"spec"`
+}
+
+type workflowSpec struct {
+	Entrypoint string `json:"entrypoint"`
+	Arguments  struct {
+		Parameters []param `json:"parameters"`
+	} `json:"arguments"`
+	Templates []template `json:"templates"`
+}
+
+// spec is the workflow to run.
+func (r *Round) spec() *workflowSpec {
+	if r.Spec.WorkflowSpec != nil {
+		return r.Spec.WorkflowSpec
+	}
+	return &r.Spec.workflowSpec
 }
 
 type param struct {
@@ -67,7 +80,7 @@ type task struct {
 	} `json:"arguments"`
 }
 
-// Load reads a WorkflowTemplate.
+// Load reads a WorkflowTemplate or a CronWorkflow.
 func Load(path string) (*Round, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -92,11 +105,13 @@ type Options struct {
 
 var refRE = regexp.MustCompile(`\{\{\s*([^}]*?)\s*\}\}`)
 
-// Run runs the entrypoint DAG: tasks in an order that honours their
-// dependencies, the items of a withSequence task at once.
+// Run runs the entrypoint: a DAG's tasks in an order that honours their
+// dependencies, the items of a withSequence task at once; or a container
+// template alone.
 func (r *Round) Run(ctx context.Context, o Options) error {
+	spec := r.spec()
 	wf := map[string]string{}
-	for _, p := range r.Spec.Arguments.Parameters {
+	for _, p := range spec.Arguments.Parameters {
 		wf[p.Name] = p.Value
 	}
 	for k, v := range o.Params {
@@ -106,16 +121,21 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 		wf[k] = v
 	}
 	templates := map[string]template{}
-	for _, t := range r.Spec.Templates {
+	for _, t := range spec.Templates {
 		templates[t.Name] = t
 	}
-	entry, ok := templates[r.Spec.Entrypoint]
-	if !ok || entry.DAG == nil {
-		return fmt.Errorf("entrypoint %q is not a DAG template", r.Spec.Entrypoint)
-	}
-	order, err := topo(entry.DAG.Tasks)
-	if err != nil {
-		return err
+	entry, ok := templates[spec.Entrypoint]
+	var order []task
+	switch {
+	case !ok:
+		return fmt.Errorf("entrypoint %q is no template", spec.Entrypoint)
+	case entry.DAG != nil:
+		var err error
+		if order, err = topo(entry.DAG.Tasks); err != nil {
+			return err
+		}
+	default:
+		order = []task{{Name: entry.Name, Template: entry.Name}}
 	}
 	var logMu sync.Mutex
 	for _, tk := range order {

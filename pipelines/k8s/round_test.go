@@ -90,6 +90,7 @@ func TestRoundOverFakeS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var log bytes.Buffer
 	rctx, rcancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer rcancel()
@@ -101,7 +102,7 @@ func TestRoundOverFakeS3(t *testing.T) {
 			"collect-flags": "--policy scripted:mix --concurrency 4",
 			"train-flags":   "--steps 1 --rank 2 --lr 1e-2 --threads 1 --allow-no-logprobs",
 		},
-		Env: append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH")),
+		Env: env,
 		Log: &log,
 	})
 	if err != nil {
@@ -119,6 +120,46 @@ func TestRoundOverFakeS3(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "== wait-serve") {
 		t.Errorf("the wait step did not run:\n%s", log.String())
+	}
+
+	// cron.yaml's step on the same store: the round's scored parts land
+	// in STORE/scored/; the first call trains step 1 of run "cron" and
+	// publishes it, the second finds nothing new.
+	parts, err := fileset.List(context.Background(), s3.URL("hone", "rounds/1/scored"), ".parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range parts {
+		b, err := fileset.ReadFile(context.Background(), p)
+		if err == nil {
+			err = fileset.WriteFile(context.Background(), s3.URL("hone", fmt.Sprintf("scored/round-1-%d.parquet", i)), b)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cron, err := Load("cron.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for call := range 2 {
+		log.Reset()
+		err := cron.Run(rctx, Options{
+			Params: map[string]string{"store": "s3://hone", "query": "?" + s3.Query(), "run": "cron", "model-dir": model,
+				"train-flags": "--rank 2 --threads 1 --allow-no-logprobs"},
+			Env: env,
+			Log: &log,
+		})
+		if err != nil {
+			t.Fatalf("cron call %d: %v\n%s", call+1, err, log.String())
+		}
+		b, err := fileset.ReadFile(context.Background(), s3.URL("hone", "adapters/cron/latest"))
+		if err != nil || strings.TrimSpace(string(b)) != "step-000001" {
+			t.Errorf("after cron call %d the published latest is %q, %v\n%s", call+1, b, err, log.String())
+		}
+		if call == 1 && !strings.Contains(log.String(), "nothing new") {
+			t.Errorf("the second cron call did not find nothing new:\n%s", log.String())
+		}
 	}
 }
 

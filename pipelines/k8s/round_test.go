@@ -17,17 +17,27 @@ import (
 	"github.com/hone-rl/hone/internal/fakes3d"
 )
 
-// build compiles the hone binaries into a temporary folder.
-func build(t *testing.T, names ...string) string {
-	t.Helper()
-	bin := t.TempDir()
-	for _, n := range names {
+// bin is the folder TestMain builds the hone binaries into.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hone-k8s-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = dir
+	for _, n := range []string{"hone-collect", "hone-score", "hone-train", "hone-serve"} {
 		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, n), "../../cmd/"+n).CombinedOutput()
 		if err != nil {
-			t.Fatalf("go build %s: %v\n%s", n, err, out)
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", n, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
 		}
 	}
-	return bin
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 func freePort(t *testing.T) int {
@@ -49,10 +59,6 @@ func freePort(t *testing.T) int {
 // own answers all score alike, which leaves GRPO no advantage to learn
 // from; sampling from hone-serve is covered by hone-collect's tests.
 func TestRoundOverFakeS3(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binaries and runs a round")
-	}
-	bin := build(t, "hone-collect", "hone-score", "hone-train", "hone-serve")
 	s3 := fakes3d.StartTest(t, "hone")
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model")

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path"
@@ -10,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/fakes3d"
 )
 
@@ -64,4 +69,43 @@ func statsByBase(t *testing.T, out string) map[string]any {
 		fm["path"] = path.Base(filepath.ToSlash(p))
 	}
 	return m
+}
+
+// Reading only a file's footer over S3 fetches the footer and the magic
+// number (in requests of fileset.ReadAround at least), not the object.
+func TestObjectStoreFooterOnly(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "runs")
+	rng := rand.New(rand.NewPCG(1, 2))
+	var gs []trajectory.Group
+	for g := range 200 {
+		text := make([]byte, 16<<10)
+		for i := range text {
+			text[i] = 'a' + byte(rng.IntN(26)) // incompressible enough
+		}
+		gs = append(gs, trajectory.Group{ID: fmt.Sprintf("g%d", g), Trajectories: []trajectory.Trajectory{
+			traj(fmt.Sprintf("t%d", g), "math", 1, f(1), 1)}})
+		gs[g].Trajectories[0].Messages[0].Content = string(text)
+	}
+	name := s3.URL("runs", "big.parquet")
+	if err := trajectory.WriteFile(context.Background(), name, gs, trajectory.WriterOptions{RowGroupBytes: 200 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fileset.Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := f.Size
+	tail := make([]byte, 8)
+	if _, err := f.ReadAt(tail, size-8); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	footer := int64(tail[0]) | int64(tail[1])<<8 | int64(tail[2])<<16 | int64(tail[3])<<24 // little-endian length before "PAR1"
+	before := s3.SentBytes()
+	r := mustRun(t, nil, "schema", name)
+	read := s3.SentBytes() - before
+	if want := footer + 8 + fileset.ReadAround; size < 2<<20 || read > want {
+		t.Errorf("schema of a %d-byte object (footer %d bytes) read %d bytes; want at most %d\n%s", size, footer, read, want, r.stdout)
+	}
+	t.Logf("schema of a %d-byte object, footer %d bytes: read %d bytes", size, footer, read)
 }

@@ -27,10 +27,17 @@ import (
 // "/".
 type blobStore struct{}
 
-// ReadAhead is how many bytes an object read fetches at least per request:
-// a Parquet reader asks for a footer, then pages of a few KiB, and each
-// request to an object store costs a round trip.
-const ReadAhead = 1 << 20
+// ReadAhead is how many bytes an object read fetches at least per request
+// when reads go in order (each starts where the last one ended): a Parquet
+// reader reads a column chunk's pages a few KiB at a time, and each
+// request to an object store costs a round trip. A read elsewhere (a
+// file's magic number, its footer, the next column) fetches at least
+// ReadAround bytes, so a reader that jumps does not pay for a MiB each
+// time.
+const (
+	ReadAhead  = 1 << 20
+	ReadAround = 64 << 10
+)
 
 // bodyRetries is how many more times a ranged read is tried when the
 // connection breaks while its body streams. Requests that fail outright
@@ -224,14 +231,14 @@ func (blobStore) Open(ctx context.Context, name string) (*File, error) {
 		b.Close()
 		return nil, blobErr(name, err)
 	}
-	r := &blobReader{ctx: ctx, b: b, key: n.key, name: name, size: a.Size}
+	r := &blobReader{ctx: ctx, b: b, key: n.key, name: name, size: a.Size, next: -1}
 	return &File{Name: name, Size: a.Size, r: r, c: r}, nil
 }
 
 // blobReader reads an object by ranged requests of at least ReadAhead
-// bytes, keeping the last one, so a reader asking for small pieces in
-// order makes one request per ReadAhead bytes. It is safe for concurrent
-// use.
+// bytes (ReadAround for a read out of order), keeping the last one, so a
+// reader asking for small pieces in order makes one request per ReadAhead
+// bytes. It is safe for concurrent use.
 type blobReader struct {
 	// ctx is the context of the Open that made the reader: ReadAt has none
 	// of its own, and the reads belong to that Open.
@@ -244,6 +251,7 @@ type blobReader struct {
 	mu     sync.Mutex
 	buf    []byte // bytes [bufOff, bufOff+len(buf)) of the object
 	bufOff int64
+	next   int64 // where the last ReadAt ended; -1 before the first
 }
 
 func (r *blobReader) ReadAt(p []byte, off int64) (int, error) {
@@ -259,6 +267,11 @@ func (r *blobReader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	ahead := int64(ReadAround)
+	if off == r.next {
+		ahead = ReadAhead
+	}
+	r.next = off + int64(len(want))
 	n := 0
 	for n < len(want) {
 		at := off + int64(n)
@@ -266,7 +279,7 @@ func (r *blobReader) ReadAt(p []byte, off int64) (int, error) {
 			n += copy(want[n:], r.buf[at-r.bufOff:])
 			continue
 		}
-		if len(want)-n >= ReadAhead {
+		if int64(len(want)-n) >= ahead {
 			// A large read goes straight into p.
 			if err := r.fetch(want[n:], at); err != nil {
 				return n, err
@@ -274,7 +287,7 @@ func (r *blobReader) ReadAt(p []byte, off int64) (int, error) {
 			n = len(want)
 			continue
 		}
-		size := int64(ReadAhead)
+		size := ahead
 		if rest := r.size - at; size > rest {
 			size = rest
 		}

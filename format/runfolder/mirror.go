@@ -45,8 +45,11 @@ func remoteLatest(ctx context.Context, run string) (Step, bool, error) {
 // newer than the remote run folder's latest and no newer than the local
 // latest, then the run's other files (metrics.jsonl, manifest.json…;
 // not its lock or temporary files), then points the remote latest at the
-// local one. It returns the steps uploaded. A local run without latest
-// publishes nothing.
+// local one when that is newer. It returns the steps uploaded. A local run
+// without latest publishes nothing. Neither side moves a latest back, so
+// rolling a served run back (writing an older step's name into latest)
+// is not carried through object storage: the next Pull moves the copy's
+// latest forward to the store's again.
 func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 	last, ok, err := ReadPointer(localRun, LatestName)
 	if err != nil || !ok {
@@ -75,7 +78,7 @@ func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 	if err := copyFiles(ctx, localRun, remoteRun, func(name string) bool { return name == LatestName || name == "lock" }); err != nil {
 		return done, fmt.Errorf("publish %s: %w", localRun, err)
 	}
-	if last.N != from {
+	if last.N > from { // only forward: a store another trainer moved on is not rolled back
 		if err := fileset.WriteFile(ctx, fileset.Join(remoteRun, LatestName), []byte(last.Name+"\n")); err != nil {
 			return done, fmt.Errorf("publish %s: %w", localRun, err)
 		}

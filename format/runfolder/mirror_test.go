@@ -59,6 +59,19 @@ func TestPublishPull(t *testing.T) {
 	if got, err := Publish(ctx, train, store); err != nil || got != nil {
 		t.Errorf("publishing again copied %v, %v", got, err)
 	}
+	// A store that another trainer moved to step 5 is not moved back.
+	if err := WritePointer(store, LatestName, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Publish(ctx, train, store); err != nil {
+		t.Fatal(err)
+	}
+	if s, _, _ := ReadPointer(store, LatestName); s.N != 5 {
+		t.Errorf("publishing an older run moved the store's latest to %d", s.N)
+	}
+	if err := WritePointer(store, LatestName, 2); err != nil {
+		t.Fatal(err)
+	}
 
 	skip := func(n string) bool { return n == "optimizer.safetensors" }
 	got, err := Pull(ctx, store, serve, PullOptions{Skip: skip, Newest: 1})

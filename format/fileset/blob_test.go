@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
@@ -28,11 +29,12 @@ type faultyS3 struct {
 	srv *httptest.Server
 
 	mu        sync.Mutex
-	fail      int    // the next fail requests of method failOn are answered 503
-	failOn    string // an HTTP method
-	cut       int    // the next cut object reads stop after half their body
-	gets      int    // object reads (GET of a key) served
-	sentBytes int64  // bytes of object bodies sent
+	fail      int           // the next fail requests of method failOn are answered 503
+	failOn    string        // an HTTP method
+	cut       int           // the next cut object reads stop after half their body
+	delay     time.Duration // object reads wait this long before their first byte
+	gets      int           // object reads (GET of a key) served
+	sentBytes int64         // bytes of object bodies sent
 }
 
 func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
@@ -55,6 +57,7 @@ func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
 		}
 		object := r.Method == http.MethodGet && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1
 		cut := false
+		delay := f.delay
 		if object {
 			f.gets++
 			if f.cut > 0 {
@@ -66,6 +69,13 @@ func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
 		if !object {
 			h.ServeHTTP(w, r)
 			return
+		}
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return
+			}
 		}
 		cw := &countingWriter{ResponseWriter: w, f: f, cut: cut}
 		h.ServeHTTP(cw, r)
@@ -380,5 +390,33 @@ func TestJoinAndListDirs(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
 	if got, err := ListDirs(context.Background(), dir); err != nil || len(got) != 1 || got[0] != filepath.Join(dir, "r1") {
 		t.Errorf("local ListDirs: %q, %v", got, err)
+	}
+}
+
+// A store slow to send its first byte is waited for; cancelling the
+// context ends the wait at once, with an error naming the URL.
+func TestS3SlowFirstByte(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	name := s3.url("bkt", "slow.bin")
+	putObject(t, name, []byte("worth the wait"))
+	s3.set(func(f *faultyS3) { f.delay = 300 * time.Millisecond })
+	if got := readObject(t, name); string(got) != "worth the wait" {
+		t.Errorf("read %q", got)
+	}
+	s3.set(func(f *faultyS3) { f.delay = time.Minute })
+	ctx, cancel := context.WithCancel(context.Background())
+	f, err := Open(ctx, name) // HEAD is not delayed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = f.ReadAt(make([]byte, 4), 0)
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "s3://bkt/slow.bin") {
+		t.Errorf("read cancelled while waiting: %v; want context.Canceled naming the URL", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancel took %v to be heard", d)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/shard"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/stageerr"
@@ -52,6 +53,7 @@ type Options struct {
 	topPFlag *float64
 
 	// Set by the caller, not by flags.
+	Shard    shard.Shard  // the part of the scenarios this run plays (hone-collect --shard); zero: all
 	Out      io.Writer    // Parquet output
 	Log      *slog.Logger // nil: discard
 	Progress func(Stats)  // called once the scenarios are loaded (Total set), then after each finished group
@@ -195,7 +197,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	scs, scEnvs, closeEnvs, err := loadScenarios(ctx, o, scripted)
+	scs, places, scEnvs, closeEnvs, err := loadScenarios(ctx, o, scripted)
 	defer closeEnvs()
 	if err != nil && ctx.Err() != nil {
 		// Stopped while the scenarios loaded or an environment started:
@@ -222,7 +224,7 @@ func Run(ctx context.Context, o Options) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	g, gctx := errgroup.WithContext(runCtx)
-	results := startEpisodes(gctx, g, o, scs, scEnvs, policyName, model)
+	results := startEpisodes(gctx, g, o, scs, places, scEnvs, policyName, model)
 
 	// Assemble groups; write them in scenario order as they complete.
 	start := time.Now()
@@ -239,8 +241,8 @@ func Run(ctx context.Context, o Options) error {
 		}
 		ts := pending[gi]
 		delete(pending, gi)
-		if err := w.WriteGroup(context.WithoutCancel(ctx), trajectory.Group{ID: groupID(o, gi), Trajectories: ts}); err != nil {
-			writeErr = fmt.Errorf("write group %s: %w", groupID(o, gi), err)
+		if err := w.WriteGroup(context.WithoutCancel(ctx), trajectory.Group{ID: groupID(o, places[gi]), Trajectories: ts}); err != nil {
+			writeErr = fmt.Errorf("write group %s: %w", groupID(o, places[gi]), err)
 			cancel(writeErr)
 		}
 	}
@@ -389,10 +391,11 @@ func failureAdvice(o Options, scripted bool) string {
 	return fmt.Sprintf("check that %s is up and serves model %q (--base-url, --model, --api-key), and the environment's settings (--env-opt); %s", where, o.Model.Model, rows)
 }
 
-// loadScenarios reads or generates the scenarios and opens the
-// environment of each. closeEnvs closes the environments opened, also
-// after an error.
-func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Scenario, scEnvs []env.Env, closeEnvs func(), err error) {
+// loadScenarios reads or generates the scenarios, keeps o.Shard's part of
+// them (places[i] is scs[i]'s place in the whole run, which names its
+// group and seeds its episodes), and opens the environment of each.
+// closeEnvs closes the environments opened, also after an error.
+func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Scenario, places []int, scEnvs []env.Env, closeEnvs func(), err error) {
 	envs := map[string]env.Env{}
 	closeEnvs = func() {
 		for _, e := range envs {
@@ -420,43 +423,49 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 	}
 	if o.Scenarios != "" {
 		if scs, err = ReadScenarios(ctx, o.Scenarios); err != nil {
-			return nil, nil, closeEnvs, stageerr.BadInput(err)
+			return nil, nil, nil, closeEnvs, stageerr.BadInput(err)
 		}
 		if o.Groups > 0 && o.Groups < len(scs) {
 			scs = scs[:o.Groups]
 		}
 	} else {
 		if o.Groups <= 0 {
-			return nil, nil, closeEnvs, stageerr.Usagef("--groups is required when scenarios are generated")
+			return nil, nil, nil, closeEnvs, stageerr.Usagef("--groups is required when scenarios are generated")
 		}
 		e, err := getEnv("")
 		if err != nil {
-			return nil, nil, closeEnvs, err
+			return nil, nil, nil, closeEnvs, err
 		}
 		if scs, err = e.Scenarios(ctx, o.Seed, o.Groups); err != nil {
-			return nil, nil, closeEnvs, fmt.Errorf("generate scenarios: %w", err)
+			return nil, nil, nil, closeEnvs, fmt.Errorf("generate scenarios: %w", err)
 		}
 	}
+	places = o.Shard.Places(len(scs))
+	mine := make([]env.Scenario, len(places))
+	for i, k := range places {
+		mine[i] = scs[k]
+	}
+	scs = mine
 	scEnvs = make([]env.Env, len(scs))
 	for i, sc := range scs {
 		if o.Scenarios == "" {
 			scEnvs[i] = envs[o.Env] // generated: the environment that made them
 		} else if scEnvs[i], err = getEnv(sc.Env); err != nil {
-			return nil, nil, closeEnvs, fmt.Errorf("scenario %s: %w", sc.ID, err)
+			return nil, nil, nil, closeEnvs, fmt.Errorf("scenario %s: %w", sc.ID, err)
 		}
 		if scripted {
 			if _, ok := scEnvs[i].(env.Scripted); !ok {
-				return nil, nil, closeEnvs, stageerr.Usagef("environment %s has no scripted policy", scEnvs[i].Name())
+				return nil, nil, nil, closeEnvs, stageerr.Usagef("environment %s has no scripted policy", scEnvs[i].Name())
 			}
 		}
 	}
-	return scs, scEnvs, closeEnvs, nil
+	return scs, places, scEnvs, closeEnvs, nil
 }
 
 // startEpisodes plays every episode on o.Concurrency workers in g and
 // returns their results, closed once the workers are done. Workers stop
 // when gctx ends. model is nil when a scripted policy plays.
-func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env.Scenario, scEnvs []env.Env, policyName string, model *Model) <-chan result {
+func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env.Scenario, places []int, scEnvs []env.Env, policyName string, model *Model) <-chan result {
 	scripted := model == nil
 	jobs := make(chan job, o.Concurrency)
 	results := make(chan result, o.Concurrency)
@@ -483,7 +492,7 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 					return nil
 				}
 				var pol env.Policy
-				seed := episodeSeed(o.Seed, j.group, j.attempt)
+				seed := episodeSeed(o.Seed, places[j.group], j.attempt)
 				if scripted {
 					s := scEnvs[j.group].(env.Scripted)
 					name := policyName
@@ -502,7 +511,7 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 				if c, ok := pol.(io.Closer); ok {
 					c.Close() // scripted policies backed by a process
 				}
-				t.GroupID = groupID(o, j.group)
+				t.GroupID = groupID(o, places[j.group])
 				t.ID = fmt.Sprintf("%s-a%03d", t.GroupID, j.attempt)
 				select {
 				case results <- result{j, t}:

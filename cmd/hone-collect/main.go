@@ -91,9 +91,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.StringVarP(&output, "output", "o", "", "output Parquet file (default: stdout when it is not a terminal)")
+	var shardOpt cli.ShardOption
+	shardOpt.AddFlag(fs)
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
+	sh, output, err := shardOpt.Shard(output)
+	if err != nil {
+		return err
+	}
+	opts.Shard = sh
 	if fs.NArg() > 0 {
 		return cli.Usagef("unexpected arguments %q (scenario files go to --scenarios)", fs.Args())
 	}

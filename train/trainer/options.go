@@ -23,8 +23,13 @@ import (
 // the LoRA shape, the optimizer and schedule, batching and checkpoints. The
 // JSON form is saved with every checkpoint as the run's exact config.
 type Options struct {
-	Model       string   `json:"model"`
-	Out         string   `json:"out"`
+	Model string `json:"model"`
+	Out   string `json:"out"`
+	// OutLocal, when set, is the local folder the run folders are written
+	// in while Out names an object-store folder they are published to
+	// (hone-train --out-cache): the saved config keeps Out, so a run
+	// resumed from another cache matches.
+	OutLocal    string   `json:"-"`
 	Name        string   `json:"run"`
 	Resume      bool     `json:"-"`
 	InitAdapter string   `json:"init_adapter,omitempty"`
@@ -229,7 +234,11 @@ func (p *Prepared) Close() {
 // that differs) or starts a fresh adapter.
 func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Prepared, error) {
 	m := base.Model
-	run := &checkpoint.Run{Dir: filepath.Join(o.Out, o.Name)}
+	out := o.Out
+	if o.OutLocal != "" {
+		out = o.OutLocal
+	}
+	run := &checkpoint.Run{Dir: filepath.Join(out, o.Name)}
 	unlock, err := run.Lock()
 	if err != nil {
 		return nil, err

@@ -28,7 +28,7 @@ type logEvalOptions struct {
 
 func (o *logEvalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Run, "run", "", "the training run folder the episodes evaluate, e.g. adapters/rl (required)")
-	fs.IntVar(&o.Step, "step", -1, "the step evaluated (default: the step of the adapter that answered, <run>@N, which every episode must share; 0 is the run's starting point)")
+	fs.IntVar(&o.Step, "step", 0, "the step evaluated, 0 for the run's starting point (default: the step of the adapter that answered, <run>@N, which every episode must share)")
 	fs.StringVar(&o.Split, "split", "val", "the split's name, the prefix of the metrics: val, test, val-greedy, …")
 }
 
@@ -63,6 +63,9 @@ fail must have a reward: unscored rows are refused (exit code 2).`,
   hone-inspect log-eval --run adapters/rl --step 3 --split test scored-test.parquet`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("step") {
+				opts.Step = -1 // from the episodes
+			}
 			return runLogEval(cmd.Context(), a, opts, args)
 		},
 	}
@@ -73,6 +76,9 @@ fail must have a reward: unscored rows are refused (exit code 2).`,
 func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string) error {
 	if opts.Run == "" {
 		return cli.Usagef("--run DIR is required: the training run folder, e.g. adapters/rl")
+	}
+	if opts.Step < -1 {
+		return cli.Usagef("--step %d: want a step number, 0 or more", opts.Step)
 	}
 	if err := checkpoint.CheckSplit(opts.Split); err != nil {
 		return cli.Usagef("--%v", err)

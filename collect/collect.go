@@ -78,7 +78,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")
 	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids")
 	fs.StringVar(&o.Policy, "policy", "model", "who plays: model, or scripted[:NAME] (the environment's scripted policy, no model calls)")
-	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; default: never stop early (the run still exits 1 when every episode failed)")
+	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; 0 stops at the first failure, as ART's gather does by default; default: never stop early, since a failed episode is kept as a row with its error that training skips (the run still exits 1 when every episode failed)")
 	fs.StringVar(&o.Model.Model, "model", "", "model name to request, e.g. myrun for the latest adapter (required unless --policy scripted)")
 	fs.StringVar(&o.Model.BaseURL, "base-url", "", "OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL)")
 	fs.StringVar(&o.Model.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY)")

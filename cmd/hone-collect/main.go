@@ -49,6 +49,12 @@ Exit codes: 0 ok; 1 failure: every episode failed, or more than
 input; 130 interrupted. After failed episodes or an interrupt, the finished
 groups are still written, failed episodes as rows with their error.
 
+Unlike ART, whose gather aborts on the first exception, a run is not
+stopped by one failed episode: it is written with its error, counted in the
+summary, never trained (hone-train counts it as "errors") and counted as
+exception_rate by hone-inspect log-eval, so an unattended round loses only
+that episode. --max-failures 0 restores ART's behaviour (docs/art.md).
+
 Flags:
 `
 

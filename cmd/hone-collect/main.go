@@ -42,7 +42,9 @@ Examples:
   hone-collect --scenarios tasks.jsonl -G 4 --model qwen3 -o out.parquet
 
 Scenario files are JSON lines {"id", "environment", "payload", "split"} or a
-trajectory Parquet file (its scenarios are replayed).
+trajectory Parquet file (its scenarios are replayed). --split val plays only
+a file's val scenarios, or labels generated ones val (an eval set for
+hone-inspect log-eval; give it a --seed of its own).
 
 Exit codes: 0 ok; 1 failure: every episode failed, or more than
 --max-failures did (by default the run never stops early); 2 bad usage or

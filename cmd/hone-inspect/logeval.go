@@ -57,7 +57,7 @@ step by them: log-eval moves OUT/RUN/best itself and prunes as the run's
 --keep-last says (steps not yet evaluated are kept). It takes the run
 folder's lock, waiting while hone-train trains. An episode that did not
 fail must have a reward: unscored rows are refused (exit code 2).`,
-		Example: `  hone-collect --env guess --seed 800001 --groups 64 -G 1 --temperature 0 \
+		Example: `  hone-collect --env guess --split val --seed 800001 --groups 64 -G 1 --temperature 0 \
       --model rl@3 --base-url http://localhost:8000/v1 -o val/rl-3.parquet
   hone-inspect log-eval --run adapters/rl val/rl-3.parquet
   hone-inspect log-eval --run adapters/rl --step 3 --split test scored-test.parquet`,
@@ -117,7 +117,8 @@ func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string)
 		return cli.BadInput(fmt.Errorf("step %d is after the run's latest, %s: an eval belongs to a step the run has saved", ev.step, runfolder.StepName(last)))
 	}
 	if ev.otherSplit != "" {
-		a.log.Warn("episodes of another split", "split", opts.Split, "rows_split", ev.otherSplit, "rows", ev.otherCount)
+		a.log.Warn("episodes labelled with another split: check that they are held out (hone-collect --split val, with a --seed of its own)",
+			"split", opts.Split, "rows_split", ev.otherSplit, "rows", ev.otherCount)
 	}
 	cfg, err := readBestConfig(run, last)
 	if err != nil {

@@ -57,7 +57,7 @@ func TestLogEvalLoop(t *testing.T) {
 	}
 	runDir := filepath.Join(work, "adapters", "rl")
 	val := func(model, file string) {
-		stage("hone-collect", "--env", "guess", "--groups", "8", "-G", "1", "--model", model, "--base-url", base,
+		stage("hone-collect", "--env", "guess", "--split", "val", "--groups", "8", "-G", "1", "--model", model, "--base-url", base,
 			"--temperature", "0", "--max-tokens", "4", "--seed", "800001", "--run", "val", "-o", file)
 	}
 	logged := map[int]map[string]float64{}

@@ -42,12 +42,20 @@ Examples:
   hone-collect --scenarios tasks.jsonl -G 4 --model qwen3 -o out.parquet
 
 Scenario files are JSON lines {"id", "environment", "payload", "split"} or a
-trajectory Parquet file (its scenarios are replayed).
+trajectory Parquet file (its scenarios are replayed). --split val plays only
+a file's val scenarios, or labels generated ones val (an eval set for
+hone-inspect log-eval; give it a --seed of its own).
 
 Exit codes: 0 ok; 1 failure: every episode failed, or more than
 --max-failures did (by default the run never stops early); 2 bad usage or
 input; 130 interrupted. After failed episodes or an interrupt, the finished
 groups are still written, failed episodes as rows with their error.
+
+Unlike ART, whose gather aborts on the first exception, a run is not
+stopped by one failed episode: it is written with its error, counted in the
+summary, never trained (hone-train counts it as "errors") and counted as
+exception_rate by hone-inspect log-eval, so an unattended round loses only
+that episode. --max-failures 0 restores ART's behaviour (docs/art.md).
 
 Flags:
 `

@@ -261,6 +261,27 @@ func TestFailuresProcess(t *testing.T) {
 			t.Errorf("%d rows written, summary says %d: %s", rows, said, r.stderr)
 		}
 	})
+	// --max-failures 0 is ART's gather default: the first failed episode
+	// stops the run.
+	t.Run("max-failures 0 as ART", func(t *testing.T) {
+		srv := openaitest.New(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "16"} })
+		defer srv.Close()
+		srv.Fault = func(n int64) openaitest.Fault {
+			if n == 2 {
+				return openaitest.Status500
+			}
+			return openaitest.None
+		}
+		out := filepath.Join(dir, "art.parquet")
+		r := collectBin(t, "--env", "guess", "--groups", "10", "-G", "2", "--concurrency", "1", "--max-turns", "1", "--model", "m",
+			"--base-url", srv.BaseURL(), "--retries", "0", "--max-failures", "0", "-o", out)
+		if r.code != 1 || !strings.Contains(r.stderr, "1 failed, more than --max-failures 0 allows") {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		if gs := read(t, out); len(gs) != 1 {
+			t.Errorf("%d groups written, want the one finished before the failure", len(gs))
+		}
+	})
 }
 
 // SIGINT during a run: exit 130, and the file holds the whole groups

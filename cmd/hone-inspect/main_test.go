@@ -20,11 +20,13 @@ import (
 	"github.com/parquet-go/parquet-go"
 )
 
-// The tests run the real binary, built once into a temporary directory.
-var binary string
+// The tests run the real binary, built once into a temporary directory
+// (binDir), beside the stages the log-eval loop test runs with it.
+var binary, binDir string
 
 func TestMain(m *testing.M) {
-	testbin.Main(m, func(dir string) { binary = filepath.Join(dir, "hone-inspect") }, ".")
+	testbin.Main(m, func(dir string) { binary, binDir = filepath.Join(dir, "hone-inspect"), dir },
+		".", "../hone-train", "../hone-serve", "../hone-collect")
 }
 
 type result struct {

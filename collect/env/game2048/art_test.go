@@ -8,9 +8,18 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/collect/env/game2048"
 	"github.com/hone-rl/hone/format/trajectory"
 )
+
+// The environment keeps its contract with ART's reward shape (rewards in
+// the widened range among them).
+func TestARTSuite(t *testing.T) {
+	e := game2048.New(64, 200)
+	e.Reward = game2048.RewardART
+	envtest.Suite(t, e, envtest.SuiteOptions{Scenarios: 4, MaxTurns: 200})
+}
 
 // ARTReward on known boards equals ART's formula as restated in Python by
 // testdata/art_reward.py (which wrote testdata/art_reward.json).

@@ -10,9 +10,18 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/collect/env/tictactoe"
 	"github.com/hone-rl/hone/format/trajectory"
 )
+
+// The environment keeps its contract with ART's reward shape (rewards in
+// the widened range among them).
+func TestARTSuite(t *testing.T) {
+	e, _ := tictactoe.New("random")
+	e.Reward = tictactoe.RewardART
+	envtest.Suite(t, e, envtest.SuiteOptions{Scenarios: 6, MaxTurns: 5})
+}
 
 // ARTReward per result equals ART's formula as restated in Python by
 // testdata/art_reward.py (which wrote testdata/art_reward.json).

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/hone-rl/hone/cmd/internal/testbin"
 	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/waitfor"
@@ -506,6 +508,44 @@ func TestScenariosFromExampleServer(t *testing.T) {
 		if tr.Error != "" || tr.Reward == nil || *tr.Reward != wantReward || len(tr.Tools) != 2 || !strings.Contains(tr.Payload, `"difficulty"`) {
 			t.Errorf("%s: error %q reward %v payload %s", tr.ScenarioID, tr.Error, tr.Reward, tr.Payload)
 		}
+	}
+}
+
+// Against the real hone-serve (tiny random model), the request's schema
+// is enforced by constrained decoding: every reply parses, each task has a
+// difficulty from 1 to 5, and the tasks missing after a call (empty texts
+// the random model wrote) are asked for again. A random model never asks
+// for a summary: with the requirement, no task passes and the run fails
+// saying why.
+func TestScenariosOnHoneServe(t *testing.T) {
+	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("python3 not on PATH")
+	}
+	base := startServe(t)
+	server := strings.TrimSpace(string(py)) + " ../../pipelines/mcp-env-example/server.py"
+	out := filepath.Join(t.TempDir(), "tasks.jsonl")
+	args := []string{"scenarios", "--mcp-cmd", server, "--model", "tiny", "--base-url", base, "-n", "3", "--max-tokens", "200", "-o", out}
+	r := collectBin(t, append(args, "--no-summary")...)
+	if r.code != 0 || !strings.HasPrefix(r.stderr, "hone-collect: 3 tasks for 2 tools and 0 resources; ") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	scs, err := collect.ReadScenarios(context.Background(), out)
+	if err != nil || len(scs) != 3 {
+		t.Fatalf("%v, %d tasks", err, len(scs))
+	}
+	for _, sc := range scs {
+		var p mcpenv.Payload
+		if err := json.Unmarshal(sc.Payload, &p); err != nil || strings.TrimSpace(p.Task) == "" || p.Difficulty < 1 || p.Difficulty > 5 {
+			t.Errorf("%s: %v %s", sc.ID, err, sc.Payload)
+		}
+	}
+	r = collectBin(t, args...)
+	if r.code != 1 || !strings.Contains(r.stderr, "0 valid tasks of 3 after 5 model calls") || !strings.Contains(r.stderr, "not asking for a summary") {
+		t.Errorf("with the summary requirement: exit %d: %s", r.code, r.stderr)
 	}
 }
 

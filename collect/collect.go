@@ -437,7 +437,7 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 			all := len(scs)
 			scs = slices.DeleteFunc(scs, func(sc env.Scenario) bool { return sc.Split != o.Split })
 			if len(scs) == 0 {
-				return nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: none of its %d scenarios has split %q", o.Scenarios, all, o.Split))
+				return nil, nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: none of its %d scenarios has split %q", o.Scenarios, all, o.Split))
 			}
 		}
 		if o.Groups > 0 && o.Groups < len(scs) {

@@ -1,5 +1,5 @@
-// Package model is Hone's transformer: the Llama, Qwen2 and Qwen3 decoder
-// families as one set of structs (Model → Block → Attention, MLP → Linear),
+// Package model is Hone's transformer: the Llama, Qwen2, Qwen3 and Gemma 3
+// (text, gemma3_text) decoder families as one set of structs (Model → Block → Attention, MLP → Linear),
 // each with a Forward and a Backward that mirrors it, plus LoRA adapters.
 //
 // What it owns:
@@ -44,4 +44,18 @@
 // attention within each packed sequence; MLP down(silu(gate(x))·up(x));
 // Qwen2 adds q/k/v biases; Qwen3 applies per-head RMSNorm to q and k before
 // RoPE; LoRA adds scale·B·A·x with scale alpha/r (alpha/√r for rsLoRA).
+//
+// Gemma 3 (transformers' modeling_gemma3): embeddings times √C; every
+// RMSNorm multiplies by 1+w; per-head q/k norms; scores scaled by
+// query_pre_attn_scalar^-1/2; sandwich norms (the attention and MLP outputs
+// are normed before their residual adds, the MLP input by
+// pre_feedforward_layernorm); MLP down(gelu_tanh(gate(x))·up(x)); sliding
+// layers (layer_types / sliding_window_pattern) see only the last
+// sliding_window keys, query included, and rotate with base
+// rope_local_base_freq, full layers with rope_theta. Training attention over
+// a sequence longer than the window, and the GeGLU activation, run as Go
+// loops split across goroutines (the kernels package has no such
+// operations); decoding reads only the window's cached rows through the
+// backend's decode attention. Soft-capping and linear rope scaling are
+// refused when config.json sets them.
 package model

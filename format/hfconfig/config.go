@@ -421,6 +421,10 @@ func parseLayers(r *raw, c *Config) error {
 	return nil
 }
 
+// maxGemma3Layers bounds num_hidden_layers of a gemma3_text config (the
+// largest Gemma 3 has 62).
+const maxGemma3Layers = 1 << 16
+
 // gemma3LayerTypes are the values of layer_types Gemma 3 knows.
 var gemma3LayerTypes = []string{"sliding_attention", "full_attention"}
 
@@ -433,6 +437,10 @@ func parseGemma3(r *raw, c *Config) error {
 		return nil
 	}
 	c.SandwichNorms = true
+	if c.NumHiddenLayers > maxGemma3Layers {
+		// The layer pattern is expanded per layer: bound it before allocating.
+		return fmt.Errorf("hfconfig: num_hidden_layers %d is more than %d", c.NumHiddenLayers, maxGemma3Layers)
+	}
 	for _, f := range []string{"final_logit_softcapping", "attn_logit_softcapping"} {
 		if m, ok := r.keys[f]; ok && string(m) != "null" {
 			return fmt.Errorf("hfconfig: %s %s is not supported (Gemma 3 checkpoints write null; soft-capping is not implemented)", f, m)

@@ -293,6 +293,7 @@ func TestGemma3Rejects(t *testing.T) {
 		"local base":      {g(`,"rope_local_base_freq":-1`), "rope_local_base_freq -1"},
 		"local yarn":      {g(`,"rope_parameters":{"sliding_attention":{"rope_type":"linear","factor":2}}`), "rope_parameters.sliding_attention"},
 		"multimodal":      {`{"model_type":"gemma3","text_config":{}}`, "gemma3_text checkpoints are"},
+		"layers huge":     {strings.Replace(g(""), `"num_hidden_layers":2`, `"num_hidden_layers":100000000`, 1), "num_hidden_layers 100000000 is more than"},
 	}
 	for name, c := range cases {
 		_, err := Parse([]byte(c.json))

@@ -76,40 +76,58 @@ func needsWindow(seqOff []int32, W int) bool {
 	return false
 }
 
-// windowUnits calls fn for every (sequence, key/value head) pair of the
-// packed batch, in parallel: no two pairs write the same rows of dk and dv.
-func windowUnits(seqOff []int32, KVH int, fn func(lo, hi, g int)) {
-	S := len(seqOff) - 1
-	parallel(S*KVH, 1, func(a, b int) {
-		for u := a; u < b; u++ {
-			s, g := u/KVH, u%KVH
-			fn(int(seqOff[s]), int(seqOff[s+1]), g)
+// windowBlock is how many consecutive rows (queries, or keys) one unit of
+// parallel work of the window attention takes.
+const windowBlock = 32
+
+// windowUnits calls fn for every (sequence, key/value head, block of rows)
+// of the packed batch, in parallel; fn gets the sequence's bounds [lo, hi),
+// the head g and the rows [r0, r1) of the block.
+func windowUnits(seqOff []int32, KVH int, fn func(lo, hi, g, r0, r1 int)) {
+	type unit struct{ lo, hi, g, r0 int }
+	var units []unit
+	for s := 0; s+1 < len(seqOff); s++ {
+		lo, hi := int(seqOff[s]), int(seqOff[s+1])
+		for g := range KVH {
+			for r := lo; r < hi; r += windowBlock {
+				units = append(units, unit{lo, hi, g, r})
+			}
+		}
+	}
+	parallel(len(units), 1, func(a, b int) {
+		for _, u := range units[a:b] {
+			fn(u.lo, u.hi, u.g, u.r0, min(u.hi, u.r0+windowBlock))
 		}
 	})
+}
+
+// dot is x·y in float64.
+func dot(x, y []float32) float64 {
+	var s float64
+	for i, v := range x {
+		s += float64(v) * float64(y[i])
+	}
+	return s
 }
 
 // windowForward is causal grouped-query attention within each packed
 // sequence where query i sees only keys j with i−W < j ≤ i (indices within
 // its sequence), as transformers' sliding-window mask (kv_idx > q_idx −
 // sliding_window). It writes out [N,H,D] and lse [N,H], the natural
-// log-sum-exp of each query's scaled scores, for windowBackward.
+// log-sum-exp of each query's scaled scores, for windowBackward. Units of
+// work are blocks of queries: each writes only its own rows.
 func windowForward(out, lse, q, k, v []float32, seqOff []int32, H, KVH, D, W int, scale float32) {
 	rep := H / KVH
-	windowUnits(seqOff, KVH, func(lo, hi, g int) {
+	windowUnits(seqOff, KVH, func(lo, hi, g, r0, r1 int) {
 		p := make([]float64, W)
 		acc := make([]float64, D)
-		for i := lo; i < hi; i++ {
+		for i := r0; i < r1; i++ {
 			from := max(lo, i-W+1)
 			for h := g * rep; h < (g+1)*rep; h++ {
 				qi := q[(i*H+h)*D : (i*H+h+1)*D]
 				mx := math.Inf(-1)
 				for j := from; j <= i; j++ {
-					kj := k[(j*KVH+g)*D : (j*KVH+g+1)*D]
-					var dot float64
-					for d, x := range qi {
-						dot += float64(x) * float64(kj[d])
-					}
-					p[j-from] = dot * float64(scale)
+					p[j-from] = dot(qi, k[(j*KVH+g)*D:(j*KVH+g+1)*D]) * float64(scale)
 					mx = max(mx, p[j-from])
 				}
 				var sum float64
@@ -117,8 +135,7 @@ func windowForward(out, lse, q, k, v []float32, seqOff []int32, H, KVH, D, W int
 				for j := from; j <= i; j++ {
 					e := math.Exp(p[j-from] - mx)
 					sum += e
-					vj := v[(j*KVH+g)*D : (j*KVH+g+1)*D]
-					for d, x := range vj {
+					for d, x := range v[(j*KVH+g)*D : (j*KVH+g+1)*D] {
 						acc[d] += e * float64(x)
 					}
 				}
@@ -133,35 +150,53 @@ func windowForward(out, lse, q, k, v []float32, seqOff []int32, H, KVH, D, W int
 }
 
 // windowBackward accumulates dq, dk, dv of windowForward given dout, from
-// its out and lse.
+// its out and lse. Two passes keep every unit's writes its own: blocks of
+// queries accumulate dq, blocks of keys accumulate dk and dv (each
+// recomputing the scores it needs from q, k and lse).
 func windowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, H, KVH, D, W int, scale float32) {
 	rep := H / KVH
 	sc := float64(scale)
-	windowUnits(seqOff, KVH, func(lo, hi, g int) {
-		for i := lo; i < hi; i++ {
-			from := max(lo, i-W+1)
+	N := int(seqOff[len(seqOff)-1])
+	di := make([]float64, N*H) // dout·out of each query row
+	parallel(N*H, 256, func(a, b int) {
+		for r := a; r < b; r++ {
+			di[r] = dot(dout[r*D:(r+1)*D], out[r*D:(r+1)*D])
+		}
+	})
+	// grad returns, for query row r = i·H+h and key j, the softmax
+	// probability p and the score gradient ds (scale included).
+	grad := func(r, j, g int) (p, ds float64) {
+		kr := (j*KVH + g) * D
+		p = math.Exp(dot(q[r*D:(r+1)*D], k[kr:kr+D])*sc - float64(lse[r]))
+		dp := dot(dout[r*D:(r+1)*D], v[kr:kr+D])
+		return p, p * (dp - di[r]) * sc
+	}
+	windowUnits(seqOff, KVH, func(lo, hi, g, r0, r1 int) {
+		for i := r0; i < r1; i++ {
 			for h := g * rep; h < (g+1)*rep; h++ {
-				row := (i*H + h) * D
-				qi, doi, oi, dqi := q[row:row+D], dout[row:row+D], out[row:row+D], dq[row:row+D]
-				var di float64 // dout·out
-				for d := range doi {
-					di += float64(doi[d]) * float64(oi[d])
-				}
-				l := float64(lse[i*H+h])
-				for j := from; j <= i; j++ {
-					kr := (j*KVH + g) * D
-					kj, vj, dkj, dvj := k[kr:kr+D], v[kr:kr+D], dk[kr:kr+D], dv[kr:kr+D]
-					var s, dp float64
-					for d := range qi {
-						s += float64(qi[d]) * float64(kj[d])
-						dp += float64(doi[d]) * float64(vj[d])
+				r := i*H + h
+				dqi := dq[r*D : (r+1)*D]
+				for j := max(lo, i-W+1); j <= i; j++ {
+					_, ds := grad(r, j, g)
+					for d, x := range k[(j*KVH+g)*D : (j*KVH+g+1)*D] {
+						dqi[d] += float32(ds * float64(x))
 					}
-					pj := math.Exp(s*sc - l)
-					ds := pj * (dp - di) * sc
-					for d := range qi {
-						dqi[d] += float32(ds * float64(kj[d]))
+				}
+			}
+		}
+	})
+	windowUnits(seqOff, KVH, func(lo, hi, g, r0, r1 int) {
+		for j := r0; j < r1; j++ {
+			kr := (j*KVH + g) * D
+			dkj, dvj := dk[kr:kr+D], dv[kr:kr+D]
+			for i := j; i < min(hi, j+W); i++ {
+				for h := g * rep; h < (g+1)*rep; h++ {
+					r := i*H + h
+					p, ds := grad(r, j, g)
+					qi, doi := q[r*D:(r+1)*D], dout[r*D:(r+1)*D]
+					for d := range dkj {
 						dkj[d] += float32(ds * float64(qi[d]))
-						dvj[d] += float32(pj * float64(doi[d]))
+						dvj[d] += float32(p * float64(doi[d]))
 					}
 				}
 			}

@@ -92,7 +92,7 @@ func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []
 	be.RoPEForward(s.kr, s.kn, g.pos, a.InvFreq, N, a.KVH, a.D)
 	switch {
 	case g.cache == nil && needsWindow(g.seqOff, a.Window):
-		windowForward(s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
+		windowForward(be, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
 	case g.cache == nil:
 		be.AttentionForward(s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
 	default:
@@ -147,7 +147,7 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 	clear(dkr)
 	clear(dv)
 	if needsWindow(g.seqOff, a.Window) {
-		windowBackward(dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
+		windowBackward(be, dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
 	} else {
 		be.AttentionBackward(dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
 	}

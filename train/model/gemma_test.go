@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 // golden and finite-difference tests cover windows that do mask.
 func TestWindowAttentionMatchesBackend(t *testing.T) {
 	const H, KVH, D = 4, 2, 8
-	seqOff := []int32{0, 7, 12, 21}
+	seqOff := []int32{0, 70, 75, 225} // several query blocks per sequence
 	N := int(seqOff[len(seqOff)-1])
 	rng := rand.New(rand.NewPCG(3, 5))
 	fill := func(n int) []float32 {
@@ -26,17 +27,17 @@ func TestWindowAttentionMatchesBackend(t *testing.T) {
 	const scale = 0.3
 	for _, be := range testBackends(t) {
 		t.Run(be.Name(), func(t *testing.T) {
-			if needsWindow(seqOff, 9) || !needsWindow(seqOff, 8) {
-				t.Fatal("needsWindow: the longest sequence has 9 tokens")
+			if needsWindow(seqOff, 150) || !needsWindow(seqOff, 149) {
+				t.Fatal("needsWindow: the longest sequence has 150 tokens")
 			}
 			out, lse := make([]float32, N*H*D), make([]float32, N*H)
 			wout, wlse := make([]float32, N*H*D), make([]float32, N*H)
 			be.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
-			windowForward(wout, wlse, q, k, v, seqOff, H, KVH, D, 9, scale)
+			windowForward(be, wout, wlse, q, k, v, seqOff, H, KVH, D, 150, scale)
 			grads := func(window bool) [3][]float32 {
 				g := [3][]float32{make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)}
 				if window {
-					windowBackward(g[0], g[1], g[2], dout, wout, wlse, q, k, v, seqOff, H, KVH, D, 9, scale)
+					windowBackward(be, g[0], g[1], g[2], dout, wout, wlse, q, k, v, seqOff, H, KVH, D, 150, scale)
 				} else {
 					be.AttentionBackward(g[0], g[1], g[2], dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
 				}
@@ -49,6 +50,89 @@ func TestWindowAttentionMatchesBackend(t *testing.T) {
 			}{{"out", wout, out}, {"lse", wlse, lse}, {"dq", got[0], want[0]}, {"dk", got[1], want[1]}, {"dv", got[2], want[2]}} {
 				if d := maxRelDiff(c.got, c.want); d > 1e-5 {
 					t.Errorf("%d %s: window path differs from the backend by %.3g", i, c.name, d)
+				}
+			}
+		})
+	}
+}
+
+// With a window that masks (20 keys, sequences up to 150 tokens, so query
+// blocks start past the window), the tiled path agrees with the definition
+// computed row by row in float64: softmax over keys j with i−20 < j ≤ i,
+// and its gradients.
+func TestWindowAttentionMasks(t *testing.T) {
+	const H, KVH, D, W = 4, 2, 8, 20
+	seqOff := []int32{0, 150, 161}
+	N := int(seqOff[len(seqOff)-1])
+	rng := rand.New(rand.NewPCG(7, 9))
+	fill := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return x
+	}
+	q, k, v, dout := fill(N*H*D), fill(N*KVH*D), fill(N*KVH*D), fill(N*H*D)
+	const scale = 0.4
+	// The definition, row by row.
+	wantOut, wantLSE := make([]float32, N*H*D), make([]float32, N*H)
+	wdq, wdk, wdv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+	for s := 0; s+1 < len(seqOff); s++ {
+		lo, hi := int(seqOff[s]), int(seqOff[s+1])
+		for i := lo; i < hi; i++ {
+			for h := range H {
+				g := h / (H / KVH)
+				r := i*H + h
+				from := max(lo, i-W+1)
+				sc := make([]float64, i+1-from)
+				mx := math.Inf(-1)
+				for j := from; j <= i; j++ {
+					sc[j-from] = scale * dot(q[r*D:(r+1)*D], k[(j*KVH+g)*D:(j*KVH+g+1)*D])
+					mx = max(mx, sc[j-from])
+				}
+				var sum float64
+				for _, x := range sc {
+					sum += math.Exp(x - mx)
+				}
+				lse := mx + math.Log(sum)
+				wantLSE[r] = float32(lse)
+				o := make([]float64, D)
+				for j := from; j <= i; j++ {
+					p := math.Exp(sc[j-from] - lse)
+					for d := range D {
+						o[d] += p * float64(v[(j*KVH+g)*D+d])
+					}
+				}
+				var di float64
+				for d := range D {
+					wantOut[r*D+d] = float32(o[d])
+					di += o[d] * float64(dout[r*D+d])
+				}
+				for j := from; j <= i; j++ {
+					p := math.Exp(sc[j-from] - lse)
+					dp := dot(dout[r*D:(r+1)*D], v[(j*KVH+g)*D:(j*KVH+g+1)*D])
+					ds := p * (dp - di) * scale
+					for d := range D {
+						wdq[r*D+d] += float32(ds * float64(k[(j*KVH+g)*D+d]))
+						wdk[(j*KVH+g)*D+d] += float32(ds * float64(q[r*D+d]))
+						wdv[(j*KVH+g)*D+d] += float32(p * float64(dout[r*D+d]))
+					}
+				}
+			}
+		}
+	}
+	for _, be := range testBackends(t) {
+		t.Run(be.Name(), func(t *testing.T) {
+			out, lse := make([]float32, N*H*D), make([]float32, N*H)
+			windowForward(be, out, lse, q, k, v, seqOff, H, KVH, D, W, scale)
+			dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+			windowBackward(be, dq, dk, dv, dout, out, lse, q, k, v, seqOff, H, KVH, D, W, scale)
+			for _, c := range []struct {
+				name      string
+				got, want []float32
+			}{{"out", out, wantOut}, {"lse", lse, wantLSE}, {"dq", dq, wdq}, {"dk", dk, wdk}, {"dv", dv, wdv}} {
+				if d := maxRelDiff(c.got, c.want); d > 1e-5 {
+					t.Errorf("%s: tiled path differs from the definition by %.3g", c.name, d)
 				}
 			}
 		})
@@ -110,9 +194,10 @@ func BenchmarkWindowAttention(b *testing.B) {
 	q, k, v, dout := fill(N*H*D), fill(N*KVH*D), fill(N*KVH*D), fill(N*H*D)
 	out, lse := make([]float32, N*H*D), make([]float32, N*H)
 	dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+	be := testBackends(b)[1] // the CPU backend
 	b.ResetTimer()
 	for range b.N {
-		windowForward(out, lse, q, k, v, seqOff, H, KVH, D, W, 0.0625)
-		windowBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, H, KVH, D, W, 0.0625)
+		windowForward(be, out, lse, q, k, v, seqOff, H, KVH, D, W, 0.0625)
+		windowBackward(be, dq, dk, dv, dout, out, lse, q, k, v, seqOff, H, KVH, D, W, 0.0625)
 	}
 }

@@ -87,10 +87,10 @@ const windowBlock = 64
 // operands gathered into contiguous matrices for the backend's Matmul.
 type windowTile struct {
 	lo, r0, r1, k0, g int
-	rows, nk        int       // (r1−r0)·rep query rows, r1−k0 keys
-	qb, ob, dob     []float32 // [rows, D] queries, outputs, output gradients
-	kb, vb          []float32 // [nk, D]
-	s, p            []float32 // [rows, nk] scores, then probabilities (0 where masked)
+	rows, nk          int       // (r1−r0)·rep query rows, r1−k0 keys
+	qb, ob, dob       []float32 // [rows, D] queries, outputs, output gradients
+	kb, vb            []float32 // [nk, D]
+	s, p              []float32 // [rows, nk] scores, then probabilities (0 where masked)
 }
 
 // windowScratch allocates a tile's buffers for the largest block.

@@ -52,10 +52,11 @@
 // pre_feedforward_layernorm); MLP down(gelu_tanh(gate(x))·up(x)); sliding
 // layers (layer_types / sliding_window_pattern) see only the last
 // sliding_window keys, query included, and rotate with base
-// rope_local_base_freq, full layers with rope_theta. Training attention over
-// a sequence longer than the window, and the GeGLU activation, run as Go
-// loops split across goroutines (the kernels package has no such
-// operations); decoding reads only the window's cached rows through the
-// backend's decode attention. Soft-capping and linear rope scaling are
+// rope_local_base_freq, full layers with rope_theta. The kernels package has
+// no sliding-window attention and no GeGLU: training attention over a
+// sequence longer than the window runs in tiles of 64 queries through the
+// backend's Matmul (masking and softmax in Go), GeGLU as a Go loop split
+// across goroutines; decoding reads only the window's cached rows through
+// the backend's decode attention. Soft-capping and linear rope scaling are
 // refused when config.json sets them.
 package model

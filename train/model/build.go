@@ -38,6 +38,13 @@ func newModel(c Config, be kernels.Backend, bf16 bool) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
+	if c.RoPELinear > 1 {
+		scaled := make([]float32, len(inv))
+		for i, f := range inv {
+			scaled[i] = float32(float64(f) / c.RoPELinear)
+		}
+		inv = scaled
+	}
 	localInv := inv
 	if strings.Contains(c.LayerKinds, "S") {
 		c.LocalRoPE.HeadDim = c.HeadDim

@@ -20,6 +20,10 @@ type Config struct {
 	RMSNormEps   float32
 
 	RoPE kernels.RoPEConfig // Theta, scaling; HeadDim is filled from HeadDim
+	// RoPELinear > 1 divides RoPE's inverse frequencies by it (transformers'
+	// "linear" rope scaling; for Gemma 3 only the full-attention layers');
+	// 0 or 1: none.
+	RoPELinear float64
 
 	TieEmbeddings bool // lm_head shares the embedding table
 	QKVBias       bool // q/k/v projections carry a bias (Qwen2, or attention_bias)
@@ -78,6 +82,9 @@ func (c *Config) Validate() error {
 		if k == 'S' && c.SlidingWindow <= 0 {
 			return fmt.Errorf("model config: sliding layers need a positive window, got %d", c.SlidingWindow)
 		}
+	}
+	if c.RoPELinear != 0 && !(c.RoPELinear >= 1) {
+		return fmt.Errorf("model config: linear rope factor %v must be at least 1", c.RoPELinear)
 	}
 	if c.EmbedScale < 0 || c.AttnScale < 0 {
 		return fmt.Errorf("model config: embedding scale %v and attention scale %v must not be negative", c.EmbedScale, c.AttnScale)

@@ -40,7 +40,7 @@
 // MLP width, V the vocabulary, r the LoRA rank.
 //
 // Formulas (HF conventions): RMSNorm x·rsqrt(mean(x²)+eps)·w; RoPE in the
-// rotate_half layout with optional llama3 frequency scaling; causal GQA
+// rotate_half layout with optional llama3 or linear frequency scaling; causal GQA
 // attention within each packed sequence; MLP down(silu(gate(x))·up(x));
 // Qwen2 adds q/k/v biases; Qwen3 applies per-head RMSNorm to q and k before
 // RoPE; LoRA adds scale·B·A·x with scale alpha/r (alpha/√r for rsLoRA).
@@ -57,6 +57,6 @@
 // sequence longer than the window runs in tiles of 64 queries through the
 // backend's Matmul (masking and softmax in Go), GeGLU as a Go loop split
 // across goroutines; decoding reads only the window's cached rows through
-// the backend's decode attention. Soft-capping and linear rope scaling are
-// refused when config.json sets them.
+// the backend's decode attention. Linear rope scaling divides the full
+// layers' frequencies; soft-capping is refused when config.json sets it.
 package model

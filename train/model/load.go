@@ -30,6 +30,8 @@ func ConfigFromHF(h *hfconfig.Config) (Config, error) {
 	}
 	switch h.RoPE.Type {
 	case "", "default":
+	case "linear":
+		c.RoPELinear = h.RoPE.Factor
 	case "llama3":
 		c.RoPE.Scaling = "llama3"
 		c.RoPE.Factor = h.RoPE.Factor
@@ -37,7 +39,7 @@ func ConfigFromHF(h *hfconfig.Config) (Config, error) {
 		c.RoPE.HighFreqFactor = h.RoPE.HighFreqFactor
 		c.RoPE.OriginalMaxPos = float64(h.RoPE.OriginalMaxPositionEmbeddings)
 	default:
-		return Config{}, fmt.Errorf("model: rope scaling %q not supported (want default or llama3)", h.RoPE.Type)
+		return Config{}, fmt.Errorf("model: rope scaling %q not supported (want default, linear or llama3)", h.RoPE.Type)
 	}
 	if gemma {
 		// Gemma 3: transformers' modeling_gemma3 (Gemma3TextScaledWordEmbedding,

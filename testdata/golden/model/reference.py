@@ -34,7 +34,7 @@ embeddings times sqrt(hidden_size); every RMSNorm multiplies by (1 + w); per-hea
 norms before RoPE; scores scaled by query_pre_attn_scalar**-0.5; sliding layers use
 plain RoPE with base rope_local_base_freq and see only keys j with i - j < sliding_window
 (transformers' sliding_window_overlay: kv_idx > q_idx - sliding_window), full layers use
-rope_theta; x2 = x + post_attention_layernorm(attn(input_layernorm(x))), out = x2 +
+rope_theta (and rope_scaling: linear divides their inverse frequencies by factor); x2 = x + post_attention_layernorm(attn(input_layernorm(x))), out = x2 +
 post_feedforward_layernorm(mlp(pre_feedforward_layernorm(x2))); MLP down(gelu_tanh(gate)
 * up); tied lm_head by default. Soft-capping is not modelled (Gemma 3 sets it to null).
 """
@@ -139,6 +139,9 @@ def inv_freq(cfg, head_dim):
                 s = (L / wl - lo) / (hi - lo)
                 out.append((1 - s) * f / factor + s * f)
         inv = torch.tensor(out, dtype=torch.float64)
+    elif rs and (rs.get("rope_type") or rs.get("type")) == "linear":
+        # transformers' _compute_linear_scaling_rope_parameters: inv_freq / factor.
+        inv = inv / rs["factor"]
     return inv
 
 
@@ -261,14 +264,16 @@ def forward(cfg, W, ids, pos, seq_starts, lora=None):
 CASES = {
     # Gemma 3: GQA 4:2, head_dim 16 != hidden/heads 12, query_pre_attn_scalar 24 != head_dim,
     # sliding_window_pattern 2 (layers 0 and 2 slide, window 4 < both sequences, local RoPE base
-    # 10000; layer 1 full, rope_theta 1e6), tie_word_embeddings absent (Gemma's default: tied),
+    # 10000; layer 1 full, rope_theta 1e6 with linear rope scaling factor 2, as the larger Gemma 3
+    # checkpoints scale their full layers), tie_word_embeddings absent (Gemma's default: tied),
     # bf16 on disk, LoRA r=4 on all 7 projections.
     "gemma3": dict(
         seed=1003,
         config=dict(architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", vocab_size=331, hidden_size=48,
                     intermediate_size=80, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
                     head_dim=16, query_pre_attn_scalar=24, max_position_embeddings=512, rms_norm_eps=1e-6,
-                    rope_theta=1000000.0, rope_local_base_freq=10000.0, rope_scaling=None, sliding_window=4,
+                    rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                    rope_scaling=dict(rope_type="linear", factor=2.0), sliding_window=4,
                     sliding_window_pattern=2, hidden_activation="gelu_pytorch_tanh", attention_bias=False,
                     attn_logit_softcapping=None, final_logit_softcapping=None, torch_dtype="bfloat16",
                     bos_token_id=2, eos_token_id=[1, 106], pad_token_id=0),

@@ -446,6 +446,12 @@ func parseGemma3(r *raw, c *Config) error {
 			return fmt.Errorf("hfconfig: %s %s is not supported (Gemma 3 checkpoints write null; soft-capping is not implemented)", f, m)
 		}
 	}
+	if m, ok := r.keys["attention_dropout"]; ok {
+		var p float64
+		if err := json.Unmarshal(m, &p); err != nil || p != 0 {
+			return fmt.Errorf("hfconfig: attention_dropout %s is not supported (Hone trains without dropout; Gemma 3 checkpoints write 0.0)", m)
+		}
+	}
 	if r.UseBidirectionalAttention != nil && *r.UseBidirectionalAttention {
 		return errors.New("hfconfig: use_bidirectional_attention true is not supported (Hone runs causal decoders only)")
 	}

@@ -283,6 +283,7 @@ func TestGemma3Rejects(t *testing.T) {
 		"final softcap":   {g(`,"final_logit_softcapping":30.0`), "final_logit_softcapping 30.0 is not supported"},
 		"attn softcap":    {g(`,"attn_logit_softcapping":50`), "attn_logit_softcapping 50 is not supported"},
 		"bidirectional":   {g(`,"use_bidirectional_attention":true`), "use_bidirectional_attention"},
+		"dropout":         {g(`,"attention_dropout":0.1`), "attention_dropout 0.1 is not supported"},
 		"layer types len": {g(`,"layer_types":["full_attention"]`), "layer_types has 1 entries, num_hidden_layers is 2"},
 		"layer type name": {g(`,"layer_types":["full_attention","chunked_attention"]`), `layer_types[1] "chunked_attention"`},
 		"pattern zero":    {g(`,"sliding_window_pattern":0`), "sliding_window_pattern 0"},

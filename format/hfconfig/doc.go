@@ -17,6 +17,6 @@
 // embeddings by default; layer_types, else sliding_window_pattern (default 6); sliding_window
 // (default 4096); rope_local_base_freq (default 10000) or per-layer-type rope_parameters;
 // query_pre_attn_scalar (default 256). attn_logit_softcapping and final_logit_softcapping
-// other than null, and use_bidirectional_attention true, are refused; so is the multimodal
-// model_type gemma3.
+// other than null, attention_dropout other than 0 and use_bidirectional_attention true are
+// refused; so is the multimodal model_type gemma3.
 package hfconfig

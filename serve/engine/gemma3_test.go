@@ -3,13 +3,14 @@ package engine
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/model"
-	"github.com/hone-rl/hone/train/tinymodel"
 )
 
 // TestGemma3SlidingWindowDecode: a Gemma 3 model whose first layer slides
@@ -28,7 +29,7 @@ func TestGemma3SlidingWindowDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tinymodel.Init(m, 5, 0.3)
+	initRandom(m, 5, 0.3)
 	e := New(m, Config{Tokenizer: tok, PrefillTokens: 3})
 	defer e.Shutdown(context.Background())
 	prompt := []int32{104, 101, 108, 108, 111, 33, 10}
@@ -64,5 +65,22 @@ func TestGemma3SlidingWindowDecode(t *testing.T) {
 			t.Fatalf("token %d: logprob %v, full forward %v", i, got.lps[i], want)
 		}
 		seq = append(seq, int32(best))
+	}
+}
+
+// initRandom gives m's weights random values of deviation std (norm weights
+// 1), as train/tinymodel does; serve may not import train/tinymodel.
+func initRandom(m *model.Model, seed uint64, std float64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for _, t := range m.Tensors() {
+		if strings.HasSuffix(t.Name, "norm.weight") {
+			for i := range t.Values {
+				t.Values[i] = 1
+			}
+			continue
+		}
+		for i := range t.Values {
+			t.Values[i] = float32(std * rng.NormFloat64())
+		}
 	}
 }

@@ -82,3 +82,11 @@ bench: build
 	  $(BIN)/hone-train init-model --family qwen2 --hidden 896 --layers 24 --heads 14 --kv-heads 2 \
 	    --intermediate 4864 --vocab 151936 --tie-embeddings --dtype BF16 -o $$tmp/q05 && \
 	  $(GO) run ./serve/internal/servebench --model $$tmp/q05 --tokens 32
+
+# The CUDA kernels (kernels/cuda/*.cu) compiled ahead of time to PTX for
+# compute_80 and compute_90, into kernels/cuda/ptx/ (committed; embedded with
+# go:embed). Needs nvcc: Debian's nvidia-cuda-toolkit (non-free), as .ci/run
+# installs it. kernels/cuda's TestPTXCurrent checks the committed PTX is current.
+.PHONY: ptx
+ptx:
+	$(GO) run ./kernels/cuda/internal/ptxgen -src kernels/cuda -out kernels/cuda/ptx

@@ -93,11 +93,11 @@ ptx:
 
 # The one-shot device check, built here for a machine with one NVIDIA GPU
 # (no Go there): kernels/cuda's test binary (its *OnHardware tests run with
-# HONE_CUDA_TEST=1) and run.sh (kernels/cuda/gpucheck), into out/gpu-check/.
+# HONE_CUDA_TEST=1) and run.sh (kernels/cuda/gpucheck), into bin/gpu-check/.
 # Copy the folder over and run `bash run.sh`; see run.sh for what it checks
 # and what it does not yet. The dry run here checks the binary starts and
 # holds the hardware tests, which skip without HONE_CUDA_TEST=1.
-GPU_CHECK := out/gpu-check
+GPU_CHECK := $(BIN)/gpu-check
 .PHONY: gpu-check
 gpu-check:
 	rm -rf $(GPU_CHECK) && mkdir -p $(GPU_CHECK)

@@ -21,8 +21,8 @@ import (
 // every architecture, for that architecture's target, defining exactly the
 // kernels the source defines; no PTX is left of a source that is gone.
 func TestEmbeddedPTX(t *testing.T) {
-	if got := cuda.PTXArches(); !slices.Equal(got, ptxbuild.Arches) {
-		t.Fatalf("cuda.PTXArches() = %v, ptxbuild.Arches = %v", got, ptxbuild.Arches)
+	if got := cuda.PTXArches(); !slices.Equal(got, ptxbuild.Arches()) {
+		t.Fatalf("cuda.PTXArches() = %v, ptxbuild.Arches() = %v", got, ptxbuild.Arches())
 	}
 	mods, err := ptxbuild.Sources(".")
 	if err != nil {
@@ -32,8 +32,8 @@ func TestEmbeddedPTX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != len(mods)*len(ptxbuild.Arches) {
-		t.Errorf("ptx/ holds %v, want the PTX of %v for compute %v (make ptx)", files, mods, ptxbuild.Arches)
+	if len(files) != len(mods)*len(ptxbuild.Arches()) {
+		t.Errorf("ptx/ holds %v, want the PTX of %v for compute %v (make ptx)", files, mods, ptxbuild.Arches())
 	}
 	for _, m := range mods {
 		src, err := os.ReadFile(m + ".cu")
@@ -44,7 +44,7 @@ func TestEmbeddedPTX(t *testing.T) {
 		if len(kernels) == 0 {
 			t.Errorf("%s.cu defines no extern \"C\" __global__ kernel", m)
 		}
-		for _, a := range ptxbuild.Arches {
+		for _, a := range ptxbuild.Arches() {
 			ptx, err := cuda.PTX(m, a)
 			if err != nil {
 				t.Fatal(err)
@@ -122,11 +122,12 @@ func TestLoadKernelsEmbeddedPTX(t *testing.T) {
 	}
 }
 
-// toolkit finds nvcc and ptxas: without them the test is skipped, unless CI
+// toolkit finds nvcc and ptxas ($HONE_NVCC and $HONE_NVCC_CCBIN name nvcc
+// and its host compiler when set): without them the test is skipped, unless CI
 // is set (.ci/run installs Debian's nvidia-cuda-toolkit).
 func toolkit(t *testing.T) ptxbuild.Toolkit {
 	t.Helper()
-	tk, err := ptxbuild.FindToolkit()
+	tk, err := ptxbuild.FindToolkit(os.Getenv("HONE_NVCC"), os.Getenv("HONE_NVCC_CCBIN"))
 	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
 		t.Skipf("%v", err)
 	}
@@ -154,7 +155,7 @@ func TestPTXCurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, a := range ptxbuild.Arches {
+		for _, a := range ptxbuild.Arches() {
 			name := ptxbuild.FileName(m, a)
 			fresh, err := tk.Compile(ctx, ".", m, a)
 			if err != nil {

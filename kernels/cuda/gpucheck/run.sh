@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Hone's one-shot device check (issue #28). `make gpu-check` builds this
-# folder (out/gpu-check/); copy it to a machine with one NVIDIA GPU (a CUDA
+# folder (bin/gpu-check/); copy it to a machine with one NVIDIA GPU (a CUDA
 # driver; Go is not needed) and run
 #
 #   bash run.sh [RESULTS_DIR]

@@ -23,10 +23,10 @@ import (
 	"strings"
 )
 
-// Arches are the virtual architectures every kernel is compiled for
+// Arches returns the virtual architectures every kernel is compiled for
 // (compute_80: A100; compute_90: H100/H200). The driver JITs PTX to the
 // device's own architecture, so a newer device runs the newest of these.
-var Arches = []int{80, 90}
+func Arches() []int { return []int{80, 90} }
 
 // FileName is the PTX file of module (a .cu file's base name) for arch:
 // "rmsnorm.compute_90.ptx".
@@ -37,13 +37,15 @@ func FileName(module string, arch int) string {
 // Sources returns the modules in dir: the base names of its *.cu files,
 // sorted.
 func Sources(dir string) ([]string, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.cu"))
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var mods []string
-	for _, p := range paths {
-		mods = append(mods, strings.TrimSuffix(filepath.Base(p), ".cu"))
+	for _, e := range ents {
+		if name := e.Name(); !e.IsDir() && strings.HasSuffix(name, ".cu") {
+			mods = append(mods, strings.TrimSuffix(name, ".cu"))
+		}
 	}
 	sort.Strings(mods)
 	if len(mods) == 0 {
@@ -59,15 +61,17 @@ type Toolkit struct {
 	HostCXX string // nvcc's host compiler (-ccbin)
 }
 
-// nvccPaths are where nvcc is looked for after $HONE_NVCC and $PATH.
-var nvccPaths = []string{"/usr/lib/nvidia-cuda-toolkit/bin/nvcc", "/usr/local/cuda/bin/nvcc"}
+// FindToolkit finds nvcc (the nvcc argument when not empty, else nvcc on
+// $PATH, else in the toolkit's usual places), ptxas (beside nvcc, else on
+// $PATH) and a host compiler nvcc 11.8 accepts (ccbin when not empty, else
+// g++-11, else g++-12, which needs -allow-unsupported-compiler and is given
+// it). What is missing comes back as an error wrapping exec.ErrNotFound.
+func FindToolkit(nvcc, ccbin string) (Toolkit, error) {
+	return findToolkit(nvcc, ccbin, []string{"/usr/lib/nvidia-cuda-toolkit/bin/nvcc", "/usr/local/cuda/bin/nvcc"})
+}
 
-// FindToolkit finds nvcc ($HONE_NVCC, else $PATH, else the toolkit's usual
-// places), ptxas (beside nvcc, else $PATH) and a host compiler nvcc 11.8
-// accepts ($HONE_NVCC_CCBIN, else g++-11, else g++-12, which needs
-// -allow-unsupported-compiler and is given it). What is missing comes back
-// as an error wrapping exec.ErrNotFound.
-func FindToolkit() (Toolkit, error) {
+// findToolkit is FindToolkit with the places nvcc is looked for after $PATH.
+func findToolkit(nvcc, ccbin string, nvccPaths []string) (Toolkit, error) {
 	var tk Toolkit
 	find := func(what string, names ...string) (string, error) {
 		for _, n := range names {
@@ -82,13 +86,13 @@ func FindToolkit() (Toolkit, error) {
 			what, strings.Join(slicesNonEmpty(names), ", "), exec.ErrNotFound)
 	}
 	var err error
-	if tk.NVCC, err = find("nvcc", append([]string{os.Getenv("HONE_NVCC"), "nvcc"}, nvccPaths...)...); err != nil {
+	if tk.NVCC, err = find("nvcc", append([]string{nvcc, "nvcc"}, nvccPaths...)...); err != nil {
 		return tk, err
 	}
 	if tk.Ptxas, err = find("ptxas", filepath.Join(filepath.Dir(tk.NVCC), "ptxas"), "ptxas"); err != nil {
 		return tk, err
 	}
-	if tk.HostCXX, err = find("nvcc's host C++ compiler", os.Getenv("HONE_NVCC_CCBIN"), "g++-11", "g++-12"); err != nil {
+	if tk.HostCXX, err = find("nvcc's host C++ compiler", ccbin, "g++-11", "g++-12"); err != nil {
 		return tk, err
 	}
 	return tk, nil
@@ -132,67 +136,52 @@ func (tk Toolkit) Compile(ctx context.Context, srcDir, module string, arch int) 
 	return os.ReadFile(out)
 }
 
-// Generate compiles every module of srcDir for every arch into outDir
-// (each file written to a temporary name, then renamed) and removes *.ptx
+// Generate compiles every module of srcDir for every arch, and only when
+// all of them compiled writes the PTX into outDir and removes the *.ptx
 // files of outDir that no source makes. It returns the files written.
+// The files are written in place (os.WriteFile): they are committed, and a
+// torn one is what TestPTXCurrent and git diff show.
 func (tk Toolkit) Generate(ctx context.Context, srcDir, outDir string) ([]string, error) {
 	mods, err := Sources(srcDir)
 	if err != nil {
 		return nil, err
 	}
+	ptx := map[string][]byte{}
+	var names []string
+	for _, m := range mods {
+		for _, a := range Arches() {
+			b, err := tk.Compile(ctx, srcDir, m, a)
+			if err != nil {
+				return nil, err
+			}
+			name := FileName(m, a)
+			ptx[name] = b
+			names = append(names, name)
+		}
+	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, err
 	}
-	keep := map[string]bool{}
 	var written []string
-	for _, m := range mods {
-		for _, a := range Arches {
-			ptx, err := tk.Compile(ctx, srcDir, m, a)
-			if err != nil {
-				return written, err
-			}
-			name := FileName(m, a)
-			keep[name] = true
-			dst := filepath.Join(outDir, name)
-			if err := writeAtomic(dst, ptx); err != nil {
-				return written, err
-			}
-			written = append(written, dst)
+	for _, name := range names {
+		dst := filepath.Join(outDir, name)
+		if err := os.WriteFile(dst, ptx[name], 0o644); err != nil {
+			return written, err
 		}
+		written = append(written, dst)
 	}
-	old, err := filepath.Glob(filepath.Join(outDir, "*.ptx"))
+	ents, err := os.ReadDir(outDir)
 	if err != nil {
 		return written, err
 	}
-	for _, p := range old {
-		if !keep[filepath.Base(p)] {
-			if err := os.Remove(p); err != nil {
+	for _, e := range ents {
+		if _, ok := ptx[e.Name()]; !ok && strings.HasSuffix(e.Name(), ".ptx") {
+			if err := os.Remove(filepath.Join(outDir, e.Name())); err != nil {
 				return written, err
 			}
 		}
 	}
 	return written, nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // Function is what ptxas -v says of one function it compiled.

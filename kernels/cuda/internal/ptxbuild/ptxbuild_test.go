@@ -65,11 +65,7 @@ func TestEntriesAndKernels(t *testing.T) {
 // exec.ErrNotFound (the tests skip on it, or fail under CI).
 func TestFindToolkitMissing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	t.Setenv("HONE_NVCC", "")
-	saved := nvccPaths
-	nvccPaths = nil
-	defer func() { nvccPaths = saved }()
-	_, err := FindToolkit()
+	_, err := findToolkit("", "", nil)
 	if !errors.Is(err, exec.ErrNotFound) || !strings.Contains(err.Error(), "nvidia-cuda-toolkit") {
 		t.Errorf("FindToolkit without nvcc: %v", err)
 	}

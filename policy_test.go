@@ -84,8 +84,11 @@ func allowedEdge(rel, target string) bool {
 
 // notCode reports whether the folder at path (named name) holds no package
 // of ours: hidden folders, test data, node packages and built binaries.
+// out/ and runs/ at the top are the demo's and the user's outputs
+// (ignored by git, as bin/ is): make pipeline leaves out/ behind.
 func notCode(path, name string) bool {
-	return path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bin")
+	return path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bin" ||
+		path == "out" || path == "runs")
 }
 
 func TestImportPolicy(t *testing.T) {

@@ -82,3 +82,30 @@ bench: build
 	  $(BIN)/hone-train init-model --family qwen2 --hidden 896 --layers 24 --heads 14 --kv-heads 2 \
 	    --intermediate 4864 --vocab 151936 --tie-embeddings --dtype BF16 -o $$tmp/q05 && \
 	  $(GO) run ./serve/internal/servebench --model $$tmp/q05 --tokens 32
+
+# The CUDA kernels (kernels/cuda/*.cu) compiled ahead of time to PTX for
+# compute_80 and compute_90, into kernels/cuda/ptx/ (committed; embedded with
+# go:embed). Needs nvcc: Debian's nvidia-cuda-toolkit (non-free), as .ci/run
+# installs it. kernels/cuda's TestPTXCurrent checks the committed PTX is current.
+.PHONY: ptx
+ptx:
+	$(GO) run ./kernels/cuda/internal/ptxgen -src kernels/cuda -out kernels/cuda/ptx
+
+# The one-shot device check, built here for a machine with one NVIDIA GPU
+# (no Go there): kernels/cuda's test binary (its *OnHardware tests run with
+# HONE_CUDA_TEST=1) and run.sh (kernels/cuda/gpucheck), into bin/gpu-check/.
+# Copy the folder over and run `bash run.sh`; see run.sh for what it checks
+# and what it does not yet. The dry run here checks the binary starts and
+# holds the hardware tests, which skip without HONE_CUDA_TEST=1.
+GPU_CHECK := $(BIN)/gpu-check
+.PHONY: gpu-check
+gpu-check:
+	rm -rf $(GPU_CHECK) && mkdir -p $(GPU_CHECK)
+	CGO_ENABLED=0 $(GO) test -c -o $(GPU_CHECK)/cuda.test ./kernels/cuda
+	install -m 755 kernels/cuda/gpucheck/run.sh $(GPU_CHECK)/run.sh
+	@echo "$$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')" > $(GPU_CHECK)/COMMIT
+	bash -n $(GPU_CHECK)/run.sh
+	@list=$$($(GPU_CHECK)/cuda.test -test.list OnHardware) && echo "$$list" && \
+	  echo "$$list" | grep -qx TestOnHardware && echo "$$list" | grep -qx TestRMSNormOnHardware
+	env -u HONE_CUDA_TEST $(GPU_CHECK)/cuda.test -test.run OnHardware -test.v | grep -- '--- SKIP'
+	@echo "built $(GPU_CHECK): $$(ls $(GPU_CHECK) | tr '\n' ' ')"

@@ -28,6 +28,7 @@ var envReaders = []string{
 	"internal/bench",            // gemmbench passes OMP_WAIT_POLICY to PyTorch
 	"train/internal/modelbench", // the same
 	"serve/internal/servebench", // the same
+	"pipelines/k8s/runlocal",    // a main: hands its PATH and environment to the steps
 }
 
 func TestContractEnvironmentOnlyInCmd(t *testing.T) {

@@ -94,7 +94,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{"hone-score", nil},
 		{"hone-serve", nil},
 		{"hone-train", []string{"grpo", "init-model", "sft"}},
-		{"hone-inspect", []string{"cat", "from-jsonl", "head", "render", "report", "schema", "stats", "to-jsonl", "tokenize", "validate"}},
+		{"hone-inspect", []string{"cat", "from-jsonl", "head", "log-eval", "render", "report", "schema", "stats", "to-jsonl", "tokenize", "validate"}},
 	}
 	for _, b := range binaries {
 		paths := [][]string{{b.name}}

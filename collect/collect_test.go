@@ -272,6 +272,48 @@ func TestScenarioFile(t *testing.T) {
 	}
 }
 
+// --split plays one split of a scenario file, and labels generated
+// scenarios (an eval set for hone-inspect log-eval).
+func TestSplit(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.jsonl")
+	os.WriteFile(path, []byte(`{"id":"a","environment":"guess","payload":{"secret":3,"n":8,"turns":3},"split":"val"}
+{"id":"b","payload":{"secret":8,"n":8,"turns":3},"split":"train"}
+{"id":"c","payload":{"secret":1,"n":8,"turns":3},"split":"val"}
+{"id":"d","payload":{"secret":2,"n":8,"turns":3}}
+`), 0o644)
+	var out bytes.Buffer
+	o := collect.Options{Env: "guess", Scenarios: path, Split: "val", GroupSize: 1, Concurrency: 2, Policy: "scripted:bisect", Out: &out}
+	if err := collect.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range readGroups(t, out.Bytes()) {
+		ids = append(ids, g.Trajectories[0].ScenarioID+":"+g.Trajectories[0].Split)
+	}
+	if strings.Join(ids, " ") != "a:val c:val" {
+		t.Errorf("--split val played %v", ids)
+	}
+	o.Split, out = "test", bytes.Buffer{}
+	if err := collect.Run(context.Background(), o); !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), `none of its 4 scenarios has split "test"`) {
+		t.Errorf("no scenario of the split: %v", err)
+	}
+	o.Split = "dev"
+	if err := collect.Run(context.Background(), o); !errors.Is(err, stageerr.ErrUsage) {
+		t.Errorf("--split dev: %v", err)
+	}
+	out = bytes.Buffer{}
+	gen := collect.Options{Env: "guess", Groups: 3, GroupSize: 1, Concurrency: 1, Seed: 800001, Split: "val", Policy: "scripted:bisect", Out: &out}
+	if err := collect.Run(context.Background(), gen); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range readGroups(t, out.Bytes()) {
+		if g.Trajectories[0].Split != "val" {
+			t.Errorf("generated scenario %s has split %q, want val", g.Trajectories[0].ScenarioID, g.Trajectories[0].Split)
+		}
+	}
+}
+
 // Faults: retries get through transient errors; persistent ones become
 // rows with Error set; --max-failures aborts.
 func TestFaults(t *testing.T) {

@@ -7,7 +7,8 @@
 // timeouts and broken connections) or lets the environment's scripted
 // policy play, and writes whole groups in scenario order to a Parquet
 // trajectory file. A failed episode is a row with Error set; a stop writes
-// every finished group and nothing partial.
+// every finished group and nothing partial. GenerateTasks (hone-collect
+// scenarios) has a model write MCP tasks, as ART's generate_scenarios.
 //
 // Failures are loud but lose nothing. By default a run never stops early
 // for failed episodes (ART, by contrast, aborts on the first exception),

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/format/trajectory"
 )
@@ -74,26 +75,130 @@ func TestRunMCP(t *testing.T) {
 	}
 }
 
+// genReply is a scripted task writer's reply.
+func genReply(tasks ...string) openaitest.Reply {
+	return openaitest.Reply{Content: `{"tasks":[` + strings.Join(tasks, ",") + `]}`}
+}
+
+// GenerateTasks asks again for the tasks still missing until it holds
+// exactly N valid ones; the calls it makes are checked one by one: the
+// tools and resources in the prompt, the schema fixing the count, the
+// difficulty and summary requirements, the kept tasks shown on a retry.
 func TestGenerateTasks(t *testing.T) {
-	srv := openaitest.New(func(r openaitest.Request) openaitest.Reply {
-		return openaitest.Reply{Content: `{"tasks":[{"task":"Multiply 4 by 9.","answer":"36"},{"task":"Multiply 4 by 9.","answer":"36"},{"task":"What is 12 times 12?","answer":"144"},{"task":"Area of a 3 by 8 rectangle?","answer":""}]}`}
-	})
+	replies := []openaitest.Reply{
+		genReply(`{"task":"Multiply 4 by 9, then summarize what you did.","difficulty":2,"answer":"36"}`,
+			`{"task":"multiply 4 by  9, then SUMMARIZE what you did.","difficulty":2,"answer":"36"}`, // a repeat
+			`{"task":"Square 12 and summarize.","difficulty":7,"answer":"144"}`,                      // difficulty out of range
+			`{"task":"Multiply 3 by 3.","difficulty":1,"answer":"9"}`),                               // no summary
+		{Content: "Here are three more tasks!"},
+		genReply(`{"task":"Compute 2 times 8 and give a summary.","difficulty":1,"answer":"16"}`,
+			`{"task":"Price 7 items at 3.5 each using the rate sheet; summarize the totals.","difficulty":5,"answer":"24.5"}`,
+			`{"task":"Multiply 6 by 7 and summarise your steps.","difficulty":3.0,"answer":""}`,
+			`{"task":"One too many, with a summary.","difficulty":2,"answer":""}`),
+	}
+	srv := openaitest.New(nil)
 	defer srv.Close()
-	tools := []trajectory.Tool{{Type: "function", Name: "multiply", Description: "multiply two numbers", Parameters: `{"type":"object"}`}}
-	scs, err := collect.GenerateTasks(context.Background(), collect.TaskGenOptions{Tools: tools, N: 3, Seed: 2, ValFraction: 0.34,
+	srv.Reply = func(openaitest.Request) openaitest.Reply { return replies[srv.Count()-1] }
+	tools := []trajectory.Tool{{Type: "function", Name: "multiply", Description: "multiply two numbers", Parameters: `{"type":"object","properties":{"a":{"type":"number"}}}`}}
+	res := []mcpenv.Resource{{URI: "file:///rates.csv", Name: "rate sheet", Description: "prices per item", MIMEType: "text/csv"}}
+	scs, st, err := collect.GenerateTasks(context.Background(), collect.TaskGenOptions{Tools: tools, Resources: res, N: 4, Seed: 2, ValFraction: 0.25,
 		Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "gen"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(scs) != 3 || scs[0].Env != "mcp" || scs[2].Split != "val" || scs[1].Split != "train" || string(scs[1].Payload) != `{"answer":"144","task":"What is 12 times 12?"}` {
-		t.Fatalf("%+v", scs)
+	want := []string{
+		`{"task":"Multiply 4 by 9, then summarize what you did.","answer":"36","difficulty":2}`,
+		`{"task":"Compute 2 times 8 and give a summary.","answer":"16","difficulty":1}`,
+		`{"task":"Price 7 items at 3.5 each using the rate sheet; summarize the totals.","answer":"24.5","difficulty":5}`,
+		`{"task":"Multiply 6 by 7 and summarise your steps.","difficulty":3}`,
 	}
-	raw := string(srv.Requests()[0].Raw)
-	if !strings.Contains(raw, `"json_schema"`) || !strings.Contains(raw, "multiply two numbers") || !strings.Contains(raw, "Write 3 varied") {
-		t.Errorf("request %s", raw)
+	if len(scs) != len(want) {
+		t.Fatalf("%d tasks, want %d: %+v", len(scs), len(want), scs)
 	}
-	srv.Reply = func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "sure, here are tasks"} }
-	if _, err := collect.GenerateTasks(context.Background(), collect.TaskGenOptions{Tools: tools, N: 3, Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "gen"}}); err == nil || !strings.Contains(err.Error(), "not the JSON") {
-		t.Errorf("bad reply: %v", err)
+	for i, sc := range scs {
+		split := "train"
+		if i == 3 {
+			split = "val"
+		}
+		if string(sc.Payload) != want[i] || sc.ID != fmt.Sprintf("mcp-2-%03d", i) || sc.Env != "mcp" || sc.Split != split {
+			t.Errorf("task %d: %+v %s, want %s in %s", i, sc, sc.Payload, want[i], split)
+		}
+	}
+	wantDropped := map[string]int{"repeated": 1, "without a difficulty from 1 to 5": 1, "not asking for a summary": 1,
+		"replies that are not the JSON asked for": 1, "beyond the number asked for": 1}
+	if st.Calls != 3 || st.Difficulty != [6]int{0, 1, 1, 1, 0, 1} || fmt.Sprint(st.Dropped) != fmt.Sprint(wantDropped) {
+		t.Errorf("stats %+v", st)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d calls, want 3", len(reqs))
+	}
+	for i, r := range reqs {
+		n := []int{4, 3, 3}[i]
+		raw, prompt := string(r.Raw), r.LastContent()
+		var body struct {
+			ResponseFormat struct {
+				JSONSchema struct {
+					Schema struct {
+						Properties struct {
+							Tasks struct {
+								MinItems, MaxItems int
+								Items              struct {
+									Required   []string
+									Properties struct {
+										Difficulty struct{ Minimum, Maximum int }
+									}
+								}
+							}
+						}
+					}
+				} `json:"json_schema"`
+			} `json:"response_format"`
+		}
+		if err := json.Unmarshal(r.Raw, &body); err != nil {
+			t.Fatal(err)
+		}
+		tasks := body.ResponseFormat.JSONSchema.Schema.Properties.Tasks
+		if tasks.MinItems != n || tasks.MaxItems != n || fmt.Sprint(tasks.Items.Required) != "[task answer difficulty]" ||
+			tasks.Items.Properties.Difficulty.Minimum != 1 || tasks.Items.Properties.Difficulty.Maximum != 5 {
+			t.Errorf("call %d: schema %+v, want exactly %d tasks with a difficulty 1-5", i+1, tasks, n)
+		}
+		if r.Model != "gen" || r.Seed == nil || *r.Seed != int64(2+i) || r.MaxTokens == nil || *r.MaxTokens != 8000 || len(r.Messages) != 1 {
+			t.Errorf("call %d: %s", i+1, raw)
+		}
+		for _, s := range []string{
+			fmt.Sprintf("Write %d different tasks", n),
+			`"name": "multiply"`, `"description": "multiply two numbers"`, `"properties": {`,
+			`"uri": "file:///rates.csv"`, `"mimeType": "text/csv"`, `"description": "prices per item"`,
+			"difficulty, an integer from 1", "a summary of the work it did",
+		} {
+			if !strings.Contains(prompt, s) {
+				t.Errorf("call %d: the prompt lacks %q:\n%s", i+1, s, prompt)
+			}
+		}
+		if strings.Contains(prompt, "already written") != (i > 0) || i > 0 && !strings.Contains(prompt, "\n- Multiply 4 by 9, then summarize what you did.\n") {
+			t.Errorf("call %d: the kept tasks are (not) shown:\n%s", i+1, prompt)
+		}
+	}
+
+	// Short of N after the last call: an error that says why.
+	srv.Reply = func(openaitest.Request) openaitest.Reply {
+		return genReply(`{"task":"Multiply 4 by 9.","difficulty":1,"answer":"36"}`)
+	}
+	_, st, err = collect.GenerateTasks(context.Background(), collect.TaskGenOptions{Tools: tools, N: 3, Calls: 2, Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "gen"}})
+	if err == nil || !strings.Contains(err.Error(), "0 valid tasks of 3 after 2 model calls (dropped 2 not asking for a summary)") || st.Calls != 2 {
+		t.Errorf("short: %v, %+v", err, st)
+	}
+	// Without the summary requirement the same task passes, once.
+	before := srv.Count()
+	scs, st, err = collect.GenerateTasks(context.Background(), collect.TaskGenOptions{Tools: tools, N: 2, Calls: 2, NoSummary: true, Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "gen"}})
+	if err == nil || !strings.Contains(err.Error(), "1 valid tasks of 2 after 2 model calls (dropped 1 repeated)") {
+		t.Errorf("no summary: %v %+v", err, scs)
+	}
+	if p := srv.Requests()[before].LastContent(); strings.Contains(p, "summary") || !strings.Contains(p, "Resources:\nnone\n") {
+		t.Errorf("prompt without the summary requirement or resources:\n%s", p)
+	}
+	if _, _, err := collect.GenerateTasks(context.Background(), collect.TaskGenOptions{N: 2, Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "gen"}}); err == nil {
+		t.Error("no tools: no error")
 	}
 }

@@ -37,17 +37,28 @@ func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 		n, turns := o.int("n", 32), o.int("turns", 5)
 		open = func(context.Context) (env.Env, error) { return guess.New(n, turns), nil }
 	case "tictactoe":
-		opponent := o.str("opponent", "random")
+		opponent, reward := o.str("opponent", "random"), o.str("reward", tictactoe.RewardHone)
 		open = func(context.Context) (env.Env, error) {
+			if err := checkReward(reward); err != nil {
+				return nil, err
+			}
 			t, err := tictactoe.New(opponent)
 			if err != nil {
 				return nil, err
 			}
+			t.Reward = reward
 			return t, nil
 		}
 	case "2048":
-		target, maxMoves := o.int("target", 64), o.int("max-moves", 100)
-		open = func(context.Context) (env.Env, error) { return game2048.New(target, maxMoves), nil }
+		target, maxMoves, reward := o.int("target", 64), o.int("max-moves", 100), o.str("reward", game2048.RewardHone)
+		open = func(context.Context) (env.Env, error) {
+			if err := checkReward(reward); err != nil {
+				return nil, err
+			}
+			g := game2048.New(target, maxMoves)
+			g.Reward = reward
+			return g, nil
+		}
 	case "inbox":
 		seed, db := o.int("inbox-seed", 1), o.str("db", "")
 		open = func(ctx context.Context) (env.Env, error) {
@@ -72,6 +83,14 @@ func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	return open(ctx)
+}
+
+// checkReward refuses a game reward shape other than Hone's and ART's.
+func checkReward(reward string) error {
+	if reward != game2048.RewardHone && reward != game2048.RewardART {
+		return fmt.Errorf("option reward=%q: want %s (the default) or %s (OpenPipe ART's example rewards)", reward, game2048.RewardHone, game2048.RewardART)
+	}
+	return nil
 }
 
 // startTimeout bounds how long an environment may take to start: a

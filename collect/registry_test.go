@@ -19,8 +19,8 @@ import (
 func TestEnvOptUnknownKey(t *testing.T) {
 	valid := map[string]string{
 		"guess":     "n, turns",
-		"tictactoe": "opponent",
-		"2048":      "target, max-moves",
+		"tictactoe": "opponent, reward",
+		"2048":      "target, max-moves, reward",
 		"inbox":     "inbox-seed, db",
 		"stdio":     "cmd, dir",
 		"mcp":       "cmd, url, system, tasks",
@@ -97,5 +97,27 @@ func TestEnvNamesFresh(t *testing.T) {
 	names[0] = "changed"
 	if again := collect.EnvNames(); again[0] != "guess" {
 		t.Fatalf("EnvNames after a caller changed its copy: %v", again)
+	}
+}
+
+// The games take reward=art (OpenPipe ART's example reward shapes, which
+// widen the reward range) and refuse any other shape, naming the choices.
+func TestGameRewardOption(t *testing.T) {
+	for name, want := range map[string][2]float64{"2048": {-1, 2}, "tictactoe": {-100, 1}} {
+		e, err := collect.NewEnv(context.Background(), name, map[string]string{"reward": "art"})
+		if err != nil {
+			t.Fatalf("%s reward=art: %v", name, err)
+		}
+		if lo, hi := e.RewardRange(); lo != want[0] || hi != want[1] {
+			t.Errorf("%s reward=art: range [%v, %v], want %v", name, lo, hi, want)
+		}
+		e, err = collect.NewEnv(context.Background(), name, nil)
+		if lo, hi := e.RewardRange(); err != nil || lo != -1 || hi != 1 {
+			t.Errorf("%s default: %v, range [%v, %v], want [-1, 1]", name, err, lo, hi)
+		}
+		_, err = collect.NewEnv(context.Background(), name, map[string]string{"reward": "ruler"})
+		if err == nil || !strings.Contains(err.Error(), `reward="ruler": want hone (the default) or art`) {
+			t.Errorf("%s reward=ruler: %v", name, err)
+		}
 	}
 }

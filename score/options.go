@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/shard"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/score/judge"
@@ -50,6 +51,10 @@ type Options struct {
 	// counts the prompt's tokens; "" estimates them (ruler.Estimate).
 	JudgeTokenizer string
 
+	// Shard is the part of the input groups this run scores (the groups
+	// at places k with k mod Count == Index, hone-score --shard); the
+	// zero value scores them all. Every shard reads the whole input.
+	Shard shard.Shard
 	// Inputs are the input files, resolved from the arguments by
 	// fileset.Resolve; the caller closes the set.
 	Inputs *fileset.Set

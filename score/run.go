@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hone-rl/hone/format/modelfolder"
+	"github.com/hone-rl/hone/format/shard"
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/retry"
@@ -118,7 +119,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer r.Close()
 	w := trajectory.NewWriter(opts.Out, trajectory.WriterOptions{Metadata: map[string]string{MetaChain: chain.Spec}})
-	err = pipeline(ctx, r, chain, opts.Concurrency, &sum, func(g trajectory.Group) error {
+	err = pipeline(ctx, r, opts.Shard, chain, opts.Concurrency, &sum, func(g trajectory.Group) error {
 		if err := w.WriteGroup(ctx, g); err != nil {
 			return fmt.Errorf("write group %q: %w", g.ID, err)
 		}
@@ -312,7 +313,7 @@ type slot struct {
 // order. At most about 2·conc groups are held in memory at a time. When
 // ctx ends, the groups finished before the first unfinished one are
 // written and the result wraps stageerr.ErrInterrupted.
-func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum *Summary, write func(trajectory.Group) error) error {
+func pipeline(ctx context.Context, r *trajectory.Reader, sh shard.Shard, c *Chain, conc int, sum *Summary, write func(trajectory.Group) error) error {
 	// The first failure cancels work, with itself as the cause, so judge
 	// calls in flight stop.
 	eg, work := errgroup.WithContext(ctx)
@@ -321,7 +322,7 @@ func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(order)
-		for {
+		for k := 0; ; k++ {
 			g, err := r.Next(work)
 			if err == io.EOF {
 				readErr <- nil
@@ -333,6 +334,9 @@ func pipeline(ctx context.Context, r *trajectory.Reader, c *Chain, conc int, sum
 				}
 				readErr <- err
 				return
+			}
+			if !sh.Owns(k) {
+				continue // another shard's group
 			}
 			s := &slot{in: g, done: make(chan struct{})}
 			eg.Go(func() error { // blocks while conc groups are being scored

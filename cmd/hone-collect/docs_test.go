@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -232,6 +233,31 @@ func TestDocMCPEnv(t *testing.T) {
 	for _, tr := range trs {
 		if r, ok := want[tr.ScenarioID]; !ok || tr.Error != "" || tr.Reward == nil || *tr.Reward != r || tr.Env != "mcp" || len(tr.Tools) != 2 {
 			t.Errorf("%s: error %q, reward %v, env %q, %d tools", tr.ScenarioID, tr.Error, tr.Reward, tr.Env, len(tr.Tools))
+		}
+	}
+}
+
+// docs/games.md: 2048 with ART's reward, each row's reward ART's formula
+// on its final board (read back from the metrics).
+func TestDocGames(t *testing.T) {
+	dir, path := docDir(t, "jq")
+	blocks := docBlocks(t, "../../docs/games.md")
+	if len(blocks) != 1 || blocks[0].output == nil {
+		t.Fatalf("want 1 sh block with its output, have %+v", blocks)
+	}
+	docRunBlock(t, dir, path, blocks[0])
+	trs := docRows(t, filepath.Join(dir, "out/2048.parquet"))
+	if len(trs) != 3 {
+		t.Fatalf("%d rows, want 3", len(trs))
+	}
+	for _, tr := range trs {
+		m, s := tr.Metrics["max_tile"], tr.Metrics["board_value"]
+		want := 2.0
+		if m < 128 {
+			want = (math.Log2(m)-1)/(math.Log2(128)-1) + 0.2*(math.Log2(s)-1)/(math.Log2(16*128)-1)
+		}
+		if tr.Error != "" || tr.Reward == nil || math.Abs(*tr.Reward-want) > 1e-12 || tr.Env != "2048" {
+			t.Errorf("%s: error %q, reward %v, want %v, metrics %v", tr.ScenarioID, tr.Error, tr.Reward, want, tr.Metrics)
 		}
 	}
 }

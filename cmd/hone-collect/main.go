@@ -42,12 +42,20 @@ Examples:
   hone-collect --scenarios tasks.jsonl -G 4 --model qwen3 -o out.parquet
 
 Scenario files are JSON lines {"id", "environment", "payload", "split"} or a
-trajectory Parquet file (its scenarios are replayed).
+trajectory Parquet file (its scenarios are replayed). --split val plays only
+a file's val scenarios, or labels generated ones val (an eval set for
+hone-inspect log-eval; give it a --seed of its own).
 
 Exit codes: 0 ok; 1 failure: every episode failed, or more than
 --max-failures did (by default the run never stops early); 2 bad usage or
 input; 130 interrupted. After failed episodes or an interrupt, the finished
 groups are still written, failed episodes as rows with their error.
+
+Unlike ART, whose gather aborts on the first exception, a run is not
+stopped by one failed episode: it is written with its error, counted in the
+summary, never trained (hone-train counts it as "errors") and counted as
+exception_rate by hone-inspect log-eval, so an unattended round loses only
+that episode. --max-failures 0 restores ART's behaviour (docs/art.md).
 
 Flags:
 `
@@ -91,9 +99,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.StringVarP(&output, "output", "o", "", "output Parquet file (default: stdout when it is not a terminal)")
+	var shardOpt cli.ShardOption
+	shardOpt.AddFlag(fs)
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
+	sh, output, err := shardOpt.Shard(output)
+	if err != nil {
+		return err
+	}
+	opts.Shard = sh
 	if fs.NArg() > 0 {
 		return cli.Usagef("unexpected arguments %q (scenario files go to --scenarios)", fs.Args())
 	}
@@ -184,9 +199,20 @@ func runProxy(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return proxy.Run(ctx, opts)
 }
 
-const scenariosUsage = `hone-collect scenarios asks a model to write varied tasks for an MCP
-server's tools (JSON-schema output) and prints them as a scenario file
-(JSON lines) for hone-collect --scenarios.
+const scenariosUsage = `hone-collect scenarios asks a model to write exactly -n varied tasks for an
+MCP server, as ART's generate_scenarios does, and prints them as a
+scenario file (JSON lines) for hone-collect --scenarios.
+
+The prompt shows the server's tools and resources as JSON and asks for
+each task a difficulty from 1 to 5 and, unless --no-summary, that it end by
+asking for a summary of the work and a report of the results; the reply
+must follow a JSON schema with exactly the number of tasks asked for.
+Tasks without a difficulty from 1 to 5, without the summary request, or
+repeated are dropped, and the model is asked again for the tasks still
+missing (shown those it already wrote), up to --calls calls; fewer than -n
+valid tasks after the last is an error. Each task's payload is {"task",
+"answer", "difficulty"}. A summary line on stderr gives the calls, the
+difficulty histogram and the tasks dropped, by reason.
 
 Example:
   hone-collect scenarios --mcp-url http://localhost:3000/mcp -n 50 --model gpt-4.1 \
@@ -203,13 +229,16 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var mcpCmd, mcpURL, output string
 	fs.StringVar(&mcpCmd, "mcp-cmd", "", "MCP server to start, speaking stdio, e.g. 'npx -y @modelcontextprotocol/server-everything'")
 	fs.StringVar(&mcpURL, "mcp-url", "", "MCP server's streamable HTTP URL")
-	fs.IntVarP(&o.N, "n", "n", 20, "tasks to generate")
-	fs.Int64Var(&o.Seed, "seed", 1, "request seed and id prefix")
+	fs.IntVarP(&o.N, "n", "n", 20, "tasks to generate, exactly")
+	fs.IntVar(&o.Calls, "calls", 5, "model calls at most to get -n valid tasks")
+	fs.BoolVar(&o.NoSummary, "no-summary", false, "do not require each task to end by asking for a summary and report")
+	fs.Int64Var(&o.Seed, "seed", 1, "request seed of the first call (the next calls add 1 each) and id prefix")
 	fs.Float64Var(&o.ValFraction, "val-fraction", 0, "share of the tasks marked split val")
 	fs.StringVar(&o.Hint, "hint", "", "extra guidance for the task writer")
 	fs.StringVar(&o.Model.Model, "model", "", "model that writes the tasks (required)")
 	fs.StringVar(&o.Model.BaseURL, "base-url", "", "OpenAI-compatible base URL (default $OPENAI_BASE_URL)")
 	fs.StringVar(&o.Model.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
+	fs.IntVar(&o.Model.MaxTokens, "max-tokens", 8000, "completion tokens per call (ART's value)")
 	fs.IntVar(&o.Model.Retries, "retries", 4, "retries on 429, 5xx and timeouts")
 	fs.StringVarP(&output, "output", "o", "", "output JSON lines file (default stdout)")
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
@@ -217,6 +246,9 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if o.Model.Model == "" || (mcpCmd == "") == (mcpURL == "") {
 		return cli.Usagef("scenarios needs --model and one of --mcp-cmd or --mcp-url")
+	}
+	if o.N <= 0 || o.Calls <= 0 || o.Model.MaxTokens <= 0 {
+		return cli.Usagef("-n, --calls and --max-tokens must be positive")
 	}
 	modelFromEnv(&o.Model)
 	argv, err := stdio.Split(mcpCmd)
@@ -228,8 +260,12 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	o.Tools = m.Tools()
+	o.Resources, err = m.Resources(ctx)
 	m.Close()
-	scs, err := collect.GenerateTasks(ctx, o)
+	if err != nil {
+		return err
+	}
+	scs, st, err := collect.GenerateTasks(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -243,7 +279,7 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return nil
 	})
 	if err == nil {
-		fmt.Fprintf(stderr, "hone-collect: %d tasks for %d tools\n", len(scs), len(o.Tools))
+		fmt.Fprintf(stderr, "hone-collect: %d tasks for %d tools and %d resources; %s\n", len(scs), len(o.Tools), len(o.Resources), st)
 	}
 	return err
 }

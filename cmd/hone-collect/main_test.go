@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/hone-rl/hone/cmd/internal/testbin"
 	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/waitfor"
@@ -261,6 +263,27 @@ func TestFailuresProcess(t *testing.T) {
 			t.Errorf("%d rows written, summary says %d: %s", rows, said, r.stderr)
 		}
 	})
+	// --max-failures 0 is ART's gather default: the first failed episode
+	// stops the run.
+	t.Run("max-failures 0 as ART", func(t *testing.T) {
+		srv := openaitest.New(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "16"} })
+		defer srv.Close()
+		srv.Fault = func(n int64) openaitest.Fault {
+			if n == 2 {
+				return openaitest.Status500
+			}
+			return openaitest.None
+		}
+		out := filepath.Join(dir, "art.parquet")
+		r := collectBin(t, "--env", "guess", "--groups", "10", "-G", "2", "--concurrency", "1", "--max-turns", "1", "--model", "m",
+			"--base-url", srv.BaseURL(), "--retries", "0", "--max-failures", "0", "-o", out)
+		if r.code != 1 || !strings.Contains(r.stderr, "1 failed, more than --max-failures 0 allows") {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		if gs := read(t, out); len(gs) != 1 {
+			t.Errorf("%d groups written, want the one finished before the failure", len(gs))
+		}
+	})
 }
 
 // SIGINT during a run: exit 130, and the file holds the whole groups
@@ -400,8 +423,8 @@ func TestProxyEndToEndServe(t *testing.T) {
 	}
 }
 
-// hone-collect scenarios lists a real MCP server's tools (HTTP) and asks a
-// model for tasks; the tasks file then drives a scripted-free run.
+// hone-collect scenarios lists a real MCP server's tools and resources
+// (go-sdk, streamable HTTP) and shows both to the task writer.
 func TestScenariosFromMCP(t *testing.T) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "shout", Description: "upper-case a text"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -409,13 +432,14 @@ func TestScenariosFromMCP(t *testing.T) {
 	}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.ToUpper(in.Text)}}}, nil, nil
 	})
+	s.AddResource(&mcp.Resource{URI: "file:///greetings.txt", Name: "greetings", Description: "words to shout", MIMEType: "text/plain"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///greetings.txt", Text: "hello"}}}, nil
+		})
 	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	defer mcpSrv.Close()
 	llm := openaitest.New(func(r openaitest.Request) openaitest.Reply {
-		if !strings.Contains(string(r.Raw), "upper-case a text") {
-			return openaitest.Reply{Content: "no tools in prompt"}
-		}
-		return openaitest.Reply{Content: `{"tasks":[{"task":"Shout hello.","answer":"HELLO"},{"task":"Shout bye.","answer":"BYE"}]}`}
+		return openaitest.Reply{Content: `{"tasks":[{"task":"Shout hello and summarize.","difficulty":1,"answer":"HELLO"},{"task":"Shout each word of the greetings file, then write a summary.","difficulty":3,"answer":""}]}`}
 	})
 	defer llm.Close()
 	out := filepath.Join(t.TempDir(), "tasks.jsonl")
@@ -423,9 +447,126 @@ func TestScenariosFromMCP(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
+	if want := "hone-collect: 2 tasks for 1 tools and 1 resources; 1 model calls; difficulty 1:1 2:0 3:1 4:0 5:0; dropped none\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
 	scs, err := collect.ReadScenarios(context.Background(), out)
-	if err != nil || len(scs) != 2 || scs[0].Env != "mcp" || !strings.Contains(string(scs[1].Payload), "BYE") {
+	if err != nil || len(scs) != 2 || scs[0].Env != "mcp" || string(scs[1].Payload) != `{"task":"Shout each word of the greetings file, then write a summary.","difficulty":3}` {
 		t.Fatalf("%v %+v", err, scs)
+	}
+	prompt := llm.Requests()[0].LastContent()
+	for _, want := range []string{`"name": "shout"`, `"description": "upper-case a text"`, `"uri": "file:///greetings.txt"`, `"name": "greetings"`, `"mimeType": "text/plain"`} {
+		if !strings.Contains(prompt, want) {
+			t.Errorf("the prompt lacks %s:\n%s", want, prompt)
+		}
+	}
+}
+
+// The repository's example MCP server (stdio, Python): hone-collect
+// scenarios writes tasks for its two tools, asking again for a dropped
+// one, and the file it writes drives a model run over the same server.
+func TestScenariosFromExampleServer(t *testing.T) {
+	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("python3 not on PATH")
+	}
+	server := strings.TrimSpace(string(py)) + " ../../pipelines/mcp-env-example/server.py"
+	replies := []string{
+		`{"tasks":[{"task":"What is the capital of Peru? Summarize how you found out.","difficulty":1,"answer":"Lima"},{"task":"Population of Tokyo?","difficulty":2,"answer":"14.0"}]}`,
+		`{"tasks":[{"task":"How many millions live in the capital of Kenya? End with a summary of your steps.","difficulty":2,"answer":"4.4"}]}`,
+	}
+	llm := openaitest.New(nil)
+	defer llm.Close()
+	llm.Reply = func(r openaitest.Request) openaitest.Reply {
+		if n := int(llm.Count()); n <= len(replies) {
+			return openaitest.Reply{Content: replies[n-1]}
+		}
+		// The run: answer each task at once, right for Peru only.
+		return openaitest.Reply{Content: "It is Lima."}
+	}
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	r := collectBin(t, "scenarios", "--mcp-cmd", server, "--model", "gen", "--base-url", llm.BaseURL(), "-n", "2", "--seed", "7", "--val-fraction", "0.5", "-o", tasks)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if want := "hone-collect: 2 tasks for 2 tools and 0 resources; 2 model calls; difficulty 1:1 2:1 3:0 4:0 5:0; dropped 1 not asking for a summary\n"; r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	b, _ := os.ReadFile(tasks)
+	want := `{"id":"mcp-7-000","environment":"mcp","payload":{"task":"What is the capital of Peru? Summarize how you found out.","answer":"Lima","difficulty":1},"split":"train"}
+{"id":"mcp-7-001","environment":"mcp","payload":{"task":"How many millions live in the capital of Kenya? End with a summary of your steps.","answer":"4.4","difficulty":2},"split":"val"}
+`
+	if string(b) != want {
+		t.Errorf("tasks file:\n%s\nwant:\n%s", b, want)
+	}
+	reqs := llm.Requests()
+	for i, n := range []string{"Write 2 different tasks", "Write 1 different tasks"} {
+		p := reqs[i].LastContent()
+		if !strings.Contains(p, n) || !strings.Contains(p, `"name": "capital"`) || !strings.Contains(p, `"description": "A city's population, in millions."`) ||
+			!strings.Contains(p, `"required": [`) || !strings.Contains(p, "Resources:\nnone\n") || *reqs[i].Seed != int64(7+i) {
+			t.Errorf("call %d: %s", i+1, reqs[i].Raw)
+		}
+	}
+	if p := reqs[1].LastContent(); !strings.Contains(p, "already written; do not repeat them:\n- What is the capital of Peru?") {
+		t.Errorf("the retry does not show the kept task:\n%s", p)
+	}
+	out := filepath.Join(dir, "out.parquet")
+	r = collectBin(t, "--scenarios", tasks, "--env-opt", "cmd="+server, "-G", "1", "--model", "m", "--base-url", llm.BaseURL(), "-o", out)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	gs, err := trajectory.ReadFile(context.Background(), out)
+	if err != nil || len(gs) != 2 {
+		t.Fatalf("%v, %d groups", err, len(gs))
+	}
+	for _, g := range gs {
+		tr := g.Trajectories[0]
+		wantReward := map[string]float64{"mcp-7-000": 1, "mcp-7-001": 0}[tr.ScenarioID]
+		if tr.Error != "" || tr.Reward == nil || *tr.Reward != wantReward || len(tr.Tools) != 2 || !strings.Contains(tr.Payload, `"difficulty"`) {
+			t.Errorf("%s: error %q reward %v payload %s", tr.ScenarioID, tr.Error, tr.Reward, tr.Payload)
+		}
+	}
+}
+
+// Against the real hone-serve (tiny random model), the request's schema
+// is enforced by constrained decoding: every reply parses, each task has a
+// difficulty from 1 to 5, and the tasks missing after a call (empty texts
+// the random model wrote) are asked for again. A random model never asks
+// for a summary: with the requirement, no task passes and the run fails
+// saying why.
+func TestScenariosOnHoneServe(t *testing.T) {
+	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("python3 not on PATH")
+	}
+	base := startServe(t)
+	server := strings.TrimSpace(string(py)) + " ../../pipelines/mcp-env-example/server.py"
+	out := filepath.Join(t.TempDir(), "tasks.jsonl")
+	args := []string{"scenarios", "--mcp-cmd", server, "--model", "tiny", "--base-url", base, "-n", "3", "--max-tokens", "200", "-o", out}
+	r := collectBin(t, append(args, "--no-summary")...)
+	if r.code != 0 || !strings.HasPrefix(r.stderr, "hone-collect: 3 tasks for 2 tools and 0 resources; ") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	scs, err := collect.ReadScenarios(context.Background(), out)
+	if err != nil || len(scs) != 3 {
+		t.Fatalf("%v, %d tasks", err, len(scs))
+	}
+	for _, sc := range scs {
+		var p mcpenv.Payload
+		if err := json.Unmarshal(sc.Payload, &p); err != nil || strings.TrimSpace(p.Task) == "" || p.Difficulty < 1 || p.Difficulty > 5 {
+			t.Errorf("%s: %v %s", sc.ID, err, sc.Payload)
+		}
+	}
+	r = collectBin(t, args...)
+	if r.code != 1 || !strings.Contains(r.stderr, "0 valid tasks of 3 after 5 model calls") || !strings.Contains(r.stderr, "not asking for a summary") {
+		t.Errorf("with the summary requirement: exit %d: %s", r.code, r.stderr)
 	}
 }
 

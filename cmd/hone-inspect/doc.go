@@ -1,6 +1,7 @@
 // Command hone-inspect looks into Hone trajectory files: their schema and
 // metadata, the first rows, summary statistics, validation, conversion to
-// and from JSON Lines, and merging several files into one. It also checks
+// and from JSON Lines, and merging several files into one; log-eval records
+// an eval split's episodes (val/reward, …) in a training run. It also checks
 // a Hugging Face model folder before training on it: tokenize turns text
 // into token ids and back, render shows what the chat template makes of a
 // conversation and, with --ids, the token ids and training mask.
@@ -12,6 +13,7 @@
 //	hone-inspect to-jsonl scored.parquet > scored.jsonl
 //	hone-inspect from-jsonl -o imported.parquet chats.jsonl
 //	hone-inspect cat -o all.parquet runs/r1/ runs/r2/
+//	hone-inspect log-eval --run adapters/rl val/rl-3.parquet
 //	printf 'Hello' | hone-inspect tokenize --model ~/models/Qwen3-1.7B
 //	hone-inspect render --model ~/models/Qwen3-1.7B --ids < conversation.json
 //

@@ -63,6 +63,7 @@ Exit codes: 0 ok, 1 failure, 2 bad usage or bad input, 130 interrupted.`,
 		newTokenizeCmd(a),
 		newRenderCmd(a),
 		newReportCmd(a),
+		newLogEvalCmd(a),
 	)
 	return root
 }

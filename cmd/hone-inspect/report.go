@@ -42,7 +42,9 @@ whose metrics.jsonl holds one JSON object per step) and writes one
 self-contained HTML page that works offline: a summary, the run's
 hyperparameters (train_config.json of its latest step), and charts of
 reward, loss, KL, entropy, gradient norm, clip fraction, learning rate and
-every other numeric metric. Charts are drawn by the page itself: choose the
+every other numeric metric, and the eval splits hone-inspect log-eval
+recorded in the run folder's eval.jsonl (val/reward, …), with the best
+step by the run's --best-metric. Charts are drawn by the page itself: choose the
 x axis (step, training time, tokens, wall time: the rows' "time", which
 counts the time between steps too), smooth noisy lines, hover for values.
 Series that never change (KL 0 with beta 0, a constant learning rate) are
@@ -161,6 +163,15 @@ func readRun(arg string) (report.RunInput, []checkpoint.FileEntry, []string, err
 		return run, nil, nil, err
 	}
 	sources := []string{metricsPath}
+	evalPath := filepath.Join(dir, checkpoint.EvalName)
+	if _, err := os.Stat(evalPath); err == nil {
+		if run.Splits, err = readFile(evalPath, func(r io.Reader) (*report.Metrics, error) {
+			return report.ReadMetrics(r, evalPath)
+		}); err != nil {
+			return run, nil, nil, err
+		}
+		sources = append(sources, evalPath)
+	}
 	ck := &checkpoint.Run{Dir: dir}
 	step, ok, err := ck.Latest()
 	if err != nil {

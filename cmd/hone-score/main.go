@@ -58,9 +58,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.StringVarP(&output, "output", "o", "", "output file (default: stdout when it is not a terminal)")
+	var shardOpt cli.ShardOption
+	shardOpt.AddFlag(fs)
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
+	sh, output, err := shardOpt.Shard(output)
+	if err != nil {
+		return err
+	}
+	opts.Shard = sh
 	judgeFromEnv(&opts)
 	// The log goes through the progress line (drawn on a terminal only),
 	// so that no log line is written over it.

@@ -98,6 +98,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&threads, "threads", 0, "CPU worker goroutines (0: all cores)")
 	fs.StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	backend.AddFlag(fs, &device)
+	var remote remoteAdapters
+	remote.addFlags(fs)
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -130,6 +132,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		opts.Host = fs.Lookup("host").DefValue // what serve listens on for an empty host
 	}
 	warnExposed(log, opts)
+	if err := remote.start(ctx, &opts.Adapters, opts.PollInterval, opts.MaxAdapters, log); err != nil {
+		return err
+	}
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
 		be, err := backend.New(device, func() (kernels.Backend, error) {
 			be, err := newBackend(threads, compute, opts.DType)

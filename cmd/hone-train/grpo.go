@@ -19,6 +19,7 @@ func newGRPOCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var threads int
 	var compute string
 	var device string
+	var remote remoteOut
 	cmd := &cobra.Command{
 		Use:   "grpo --model DIR --run NAME [flags] (FILES... | --watch-dir DIR)",
 		Short: "Train a LoRA adapter with GRPO on scored trajectory files",
@@ -94,12 +95,17 @@ and exits 0. --steps then counts steps per session.`,
 			}
 			defer be.Close()
 			opts.Backend, opts.Log = be, log
-			return grpojob.Run(cmd.Context(), opts)
+			finish, err := remote.start(cmd.Context(), &opts.Options, log)
+			if err != nil {
+				return err
+			}
+			return finish(grpojob.Run(cmd.Context(), opts))
 		},
 	}
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
 	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	backend.AddFlag(cmd.Flags(), &device)
+	remote.addFlags(cmd.Flags())
 	return cmd
 }

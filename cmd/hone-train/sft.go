@@ -19,6 +19,7 @@ func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var threads int
 	var compute string
 	var device string
+	var remote remoteOut
 	cmd := &cobra.Command{
 		Use:   "sft --model DIR --run NAME [flags] FILES...",
 		Short: "Fine-tune a LoRA adapter on assistant turns (trajectory or JSONL chat files)",
@@ -54,12 +55,17 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			}
 			defer be.Close()
 			opts.Backend, opts.Log = be, log
-			return sft.Run(cmd.Context(), opts)
+			finish, err := remote.start(cmd.Context(), &opts.Options, log)
+			if err != nil {
+				return err
+			}
+			return finish(sft.Run(cmd.Context(), opts))
 		},
 	}
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
 	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	backend.AddFlag(cmd.Flags(), &device)
+	remote.addFlags(cmd.Flags())
 	return cmd
 }

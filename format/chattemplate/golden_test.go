@@ -20,7 +20,7 @@ const (
 	rerun        = "rerun: cd testdata/templates/js && npm ci && node golden.mjs"
 )
 
-var goldenModels = []string{"qwen3", "qwen2.5", "llama3.1", "chatml"}
+var goldenModels = []string{"qwen3", "qwen2.5", "llama3.1", "chatml", "gemma3"}
 
 type goldenCase struct {
 	Description         string            `json:"description"`

@@ -26,16 +26,24 @@
 // name given twice is read once, at its first place.
 //
 // Names are plain paths or URLs. The scheme picks a Store: plain paths and
-// file:// URLs are the local file system; any other scheme (s3://, gs://)
-// is refused with an error naming it until a store for it is added to
-// storeFor, so that the stages can take URLs without changing. Errors that
-// blame an argument match ErrBadArgument; others come from the operating
-// system or the context.
+// file:// URLs are the local file system; s3://, gs://, azblob:// (any
+// scheme a gocloud.dev/blob driver registered; format/fileset/blobdrivers
+// links the three) are an object store, where a folder is a key prefix and
+// a glob may have its characters only in the last element; any other
+// scheme is refused with an error naming it. Object-store names keep their
+// query (endpoint, region…) on every name derived from them. Objects are
+// read by ranged requests (ReadAhead bytes or more for reads in order,
+// ReadAround for a jump), and a body that breaks off is asked for again. Errors that blame an argument match
+// ErrBadArgument; others come from the operating system, the store or the
+// context; an absent file or object matches fs.ErrNotExist.
 //
 // Create starts an output: written to a temporary name beside the target
 // and renamed over it only by Commit, after an fsync, so that a reader sees
 // the old file or the whole new one, never half of it. Missing parent
-// folders are made, and removed again by Abort or a failed Commit.
+// folders are made, and removed again by Abort or a failed Commit. An
+// object is written to a local temporary file and uploaded by Commit in one
+// request (or one multipart upload), which the store shows whole or not at
+// all.
 //
 // The package imports nothing of Hone's.
 package fileset

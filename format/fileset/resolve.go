@@ -228,7 +228,7 @@ func expand(ctx context.Context, arg, ext string) ([]string, error) {
 		return []string{arg}, nil // a name that exists is taken literally, glob characters and all
 	case errors.Is(err, ErrBadArgument):
 		return nil, err
-	case errors.Is(err, fs.ErrNotExist) && hasMeta(arg):
+	case errors.Is(err, fs.ErrNotExist) && hasMeta(pathPart(arg)):
 		return glob(ctx, st, arg)
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, argErrorf(arg, "no such file or directory")
@@ -261,5 +261,14 @@ func glob(ctx context.Context, st Store, pattern string) ([]string, error) {
 
 func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[\`) }
 
+// pathPart is name without the query of an object-store URL, whose "?"
+// is no glob character.
+func pathPart(name string) string {
+	if m := schemeRE.FindStringSubmatch(name); m != nil && !strings.EqualFold(m[1], "file") {
+		name, _, _ = strings.Cut(name, "?")
+	}
+	return name
+}
+
 // base is the last element of a path or URL.
-func base(name string) string { return path.Base(filepath.ToSlash(name)) }
+func base(name string) string { return path.Base(filepath.ToSlash(pathPart(name))) }

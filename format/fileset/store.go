@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"gocloud.dev/blob"
 )
 
 // Store reads and writes the files under one kind of name: the local file
@@ -37,17 +39,21 @@ type Store interface {
 var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
 
 // storeFor picks the store for a name by its URL scheme. Plain paths and
-// file:// URLs are local; a store for another scheme is added here.
+// file:// URLs are local; a scheme a gocloud.dev/blob driver registered
+// (linked by importing format/fileset/blobdrivers) is an object store.
 func storeFor(name string) (Store, error) {
 	m := schemeRE.FindStringSubmatch(name)
 	if m == nil {
 		return local{}, nil
 	}
-	switch strings.ToLower(m[1]) {
-	case "file":
+	scheme := strings.ToLower(m[1])
+	switch {
+	case scheme == "file":
 		return local{}, nil
+	case blob.DefaultURLMux().ValidBucketScheme(scheme):
+		return blobStore{}, nil
 	default:
-		return nil, &ArgError{Arg: name, Err: fmt.Errorf("no support for %s:// yet: name a local path or a file:// URL", m[1])}
+		return nil, &ArgError{Arg: name, Err: fmt.Errorf("no support for %s:// in this program: name a local path, a file:// URL, or an object-store URL of a driver it links (the hone commands link s3://, and gs:// and azblob:// when built with -tags gcs,azblob)", m[1])}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -18,7 +19,7 @@ const (
 )
 
 // SupportedModelTypes returns the config.json model_type values this package accepts.
-func SupportedModelTypes() []string { return []string{"llama", "qwen2", "qwen3"} }
+func SupportedModelTypes() []string { return []string{"llama", "qwen2", "qwen3", "gemma3_text"} }
 
 // RoPE holds the rotary-embedding parameters, merged from rope_theta/rope_scaling or
 // rope_parameters.
@@ -36,7 +37,7 @@ type RoPE struct {
 
 // Config is a validated model configuration with transformers' defaults applied.
 type Config struct {
-	ModelType     string   // "llama", "qwen2" or "qwen3"
+	ModelType     string   // "llama", "qwen2", "qwen3" or "gemma3_text"
 	Architectures []string // e.g. ["Qwen2ForCausalLM"]
 
 	VocabSize         int // V
@@ -45,10 +46,12 @@ type Config struct {
 	NumHiddenLayers   int
 	NumAttentionHeads int // H
 	NumKeyValueHeads  int // KVH, divides H (default H)
-	HeadDim           int // D (explicit head_dim, else C/H; Qwen3 default 128)
-	HiddenAct         string
-	RMSNormEps        float64
-	RoPE              RoPE
+	HeadDim           int // D (explicit head_dim, else C/H; Qwen3 and Gemma 3 default 128 and 256)
+	// HiddenAct is the MLP's activation: hidden_act ("silu") for llama/qwen,
+	// hidden_activation ("gelu_pytorch_tanh") for gemma3_text.
+	HiddenAct  string
+	RMSNormEps float64
+	RoPE       RoPE
 
 	MaxPositionEmbeddings int
 	TieWordEmbeddings     bool // lm_head reuses embed_tokens; the checkpoint may lack lm_head.weight
@@ -60,9 +63,29 @@ type Config struct {
 	QKNorm        bool // per-head q_norm/k_norm before RoPE (qwen3)
 
 	// SlidingWindow is the attention window when use_sliding_window is true (0 when
-	// off); MaxWindowLayers is Qwen's max_window_layers. Recorded, not interpreted.
+	// off); MaxWindowLayers is Qwen's max_window_layers. Recorded, not interpreted
+	// for qwen2; for gemma3_text SlidingWindow is the window of the layers
+	// LayerTypes marks "sliding_attention" (a key at distance ≥ SlidingWindow
+	// from the query is masked).
 	SlidingWindow   int
 	MaxWindowLayers int
+
+	// Gemma 3 (gemma3_text) only; zero for the other families.
+	//
+	// LayerTypes is "sliding_attention" or "full_attention" per layer: the
+	// layer_types list, else derived from sliding_window_pattern (default 6:
+	// every 6th layer full) as Gemma3TextConfig derives it.
+	LayerTypes []string
+	// LocalRoPETheta is rope_local_base_freq (default 10000), the plain-RoPE
+	// base of the sliding layers; RoPE (rope_theta and rope_scaling) is the
+	// full-attention layers'.
+	LocalRoPETheta float64
+	// QueryPreAttnScalar s scales the attention scores by s^-1/2 (default 256).
+	QueryPreAttnScalar float64
+	// SandwichNorms: each block also has pre_feedforward_layernorm and
+	// post_feedforward_layernorm, and post_attention_layernorm normalises the
+	// attention output before the residual add.
+	SandwichNorms bool
 
 	DType string // torch_dtype, or dtype in newer files ("bfloat16", …); "" when absent
 
@@ -180,6 +203,18 @@ type raw struct {
 	BOSTokenID            json.RawMessage `json:"bos_token_id"`
 	EOSTokenID            json.RawMessage `json:"eos_token_id"`
 	PadTokenID            json.RawMessage `json:"pad_token_id"`
+
+	// gemma3_text
+	HiddenActivation          *string         `json:"hidden_activation"`
+	QueryPreAttnScalar        *float64        `json:"query_pre_attn_scalar"`
+	SlidingWindowPattern      *int            `json:"sliding_window_pattern"`
+	LayerTypes                []string        `json:"layer_types"`
+	RopeLocalBaseFreq         *float64        `json:"rope_local_base_freq"`
+	FinalLogitSoftcapping     json.RawMessage `json:"final_logit_softcapping"`
+	AttnLogitSoftcapping      json.RawMessage `json:"attn_logit_softcapping"`
+	UseBidirectionalAttention *bool           `json:"use_bidirectional_attention"`
+
+	keys map[string]json.RawMessage // every top-level key as written (tells null from absent)
 }
 
 // Load reads dir/config.json and, when present, dir/generation_config.json. dir may
@@ -224,16 +259,21 @@ func Parse(data []byte) (*Config, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("hfconfig: %w", err)
 	}
+	if err := json.Unmarshal(data, &r.keys); err != nil {
+		return nil, fmt.Errorf("hfconfig: %w", err)
+	}
 	if r.ModelType == nil {
 		return nil, fmt.Errorf("hfconfig: no model_type (supported: %s)", strings.Join(SupportedModelTypes(), ", "))
 	}
 	c := &Config{ModelType: *r.ModelType, Architectures: r.Architectures}
 	switch c.ModelType {
-	case "llama", "qwen2", "qwen3":
+	case "llama", "qwen2", "qwen3", "gemma3_text":
+	case "gemma3":
+		return nil, fmt.Errorf("hfconfig: model_type %q (the multimodal Gemma 3 wrapper) is not supported; text-only gemma3_text checkpoints are (supported: %s)", c.ModelType, strings.Join(SupportedModelTypes(), ", "))
 	default:
 		return nil, fmt.Errorf("hfconfig: model_type %q is not supported (supported: %s)", c.ModelType, strings.Join(SupportedModelTypes(), ", "))
 	}
-	for _, parse := range []func(*raw, *Config) error{parseShape, parseNumerics, parseLayers, parseSpecialIDs} {
+	for _, parse := range []func(*raw, *Config) error{parseShape, parseNumerics, parseLayers, parseGemma3, parseSpecialIDs} {
 		if err := parse(&r, c); err != nil {
 			return nil, err
 		}
@@ -281,6 +321,8 @@ func parseShape(r *raw, c *Config) error {
 		c.HeadDim = *r.HeadDim
 	case c.ModelType == "qwen3":
 		c.HeadDim = 128 // Qwen3Config's default; its head_dim is not hidden/heads
+	case c.ModelType == "gemma3_text":
+		c.HeadDim = 256 // Gemma3TextConfig's default
 	default:
 		if c.HiddenSize%c.NumAttentionHeads != 0 {
 			return fmt.Errorf("hfconfig: no head_dim and hidden_size %d is not a multiple of num_attention_heads %d", c.HiddenSize, c.NumAttentionHeads)
@@ -296,12 +338,23 @@ func parseShape(r *raw, c *Config) error {
 // parseNumerics reads the activation, the norm's epsilon, RoPE and the
 // longest position.
 func parseNumerics(r *raw, c *Config) error {
-	c.HiddenAct = "silu"
-	if r.HiddenAct != nil {
-		c.HiddenAct = *r.HiddenAct
-	}
-	if c.HiddenAct != "silu" {
-		return fmt.Errorf("hfconfig: hidden_act %q is not supported (only silu, as in every llama/qwen2/qwen3 checkpoint)", c.HiddenAct)
+	if c.ModelType == "gemma3_text" {
+		// Gemma3TextConfig reads hidden_activation (hidden_act is not its field).
+		c.HiddenAct = "gelu_pytorch_tanh"
+		if r.HiddenActivation != nil {
+			c.HiddenAct = *r.HiddenActivation
+		}
+		if c.HiddenAct != "gelu_pytorch_tanh" {
+			return fmt.Errorf("hfconfig: hidden_activation %q is not supported for gemma3_text (only gelu_pytorch_tanh)", c.HiddenAct)
+		}
+	} else {
+		c.HiddenAct = "silu"
+		if r.HiddenAct != nil {
+			c.HiddenAct = *r.HiddenAct
+		}
+		if c.HiddenAct != "silu" {
+			return fmt.Errorf("hfconfig: hidden_act %q is not supported (only silu, as in every llama/qwen2/qwen3 checkpoint)", c.HiddenAct)
+		}
 	}
 	c.RMSNormEps = 1e-6
 	if r.RMSNormEps != nil {
@@ -311,10 +364,14 @@ func parseNumerics(r *raw, c *Config) error {
 		return fmt.Errorf("hfconfig: rms_norm_eps %v must be positive", c.RMSNormEps)
 	}
 	var err error
-	if c.RoPE, err = parseRoPE(*r); err != nil {
+	defTheta := 10000.0 // the class default of llama, qwen2 and qwen3
+	if c.ModelType == "gemma3_text" {
+		defTheta = 1e6 // Gemma3TextConfig's rope_theta
+	}
+	if c.RoPE, err = parseRoPE(*r, defTheta); err != nil {
 		return err
 	}
-	c.MaxPositionEmbeddings = map[string]int{"llama": 2048, "qwen2": 32768, "qwen3": 32768}[c.ModelType]
+	c.MaxPositionEmbeddings = map[string]int{"llama": 2048, "qwen2": 32768, "qwen3": 32768, "gemma3_text": 131072}[c.ModelType]
 	if r.MaxPositionEmbeddings != nil {
 		c.MaxPositionEmbeddings = *r.MaxPositionEmbeddings
 	}
@@ -327,6 +384,7 @@ func parseNumerics(r *raw, c *Config) error {
 // parseLayers reads how the family builds its layers: tied embeddings,
 // biases, Qwen3's q/k norms, the sliding window and the stored dtype.
 func parseLayers(r *raw, c *Config) error {
+	c.TieWordEmbeddings = c.ModelType == "gemma3_text" // Gemma3TextConfig's default
 	if r.TieWordEmbeddings != nil {
 		c.TieWordEmbeddings = *r.TieWordEmbeddings
 	}
@@ -338,14 +396,14 @@ func parseLayers(r *raw, c *Config) error {
 		// Qwen2Attention hard-codes bias=True on q/k/v and False on o, whatever
 		// attention_bias says.
 		c.QKVBias, c.OBias = true, false
-	case "llama", "qwen3":
+	case "llama", "qwen3", "gemma3_text":
 		c.QKVBias, c.OBias = c.AttentionBias, c.AttentionBias
 	}
 	if r.MLPBias != nil && c.ModelType == "llama" {
 		c.MLPBias = *r.MLPBias
 	}
-	c.QKNorm = c.ModelType == "qwen3"
-	if r.UseSlidingWindow != nil && *r.UseSlidingWindow {
+	c.QKNorm = c.ModelType == "qwen3" || c.ModelType == "gemma3_text"
+	if r.UseSlidingWindow != nil && *r.UseSlidingWindow && c.ModelType != "gemma3_text" {
 		if r.SlidingWindow == nil || *r.SlidingWindow <= 0 {
 			return errors.New("hfconfig: use_sliding_window is true but sliding_window is not a positive number")
 		}
@@ -359,6 +417,114 @@ func parseLayers(r *raw, c *Config) error {
 		c.DType = *r.DType
 	case r.TorchDType != nil:
 		c.DType = *r.TorchDType
+	}
+	return nil
+}
+
+// maxGemma3Layers bounds num_hidden_layers of a gemma3_text config (the
+// largest Gemma 3 has 62).
+const maxGemma3Layers = 1 << 16
+
+// gemma3LayerTypes are the values of layer_types Gemma 3 knows.
+var gemma3LayerTypes = []string{"sliding_attention", "full_attention"}
+
+// parseGemma3 reads what only gemma3_text has, with Gemma3TextConfig's
+// defaults (transformers' configuration_gemma3.py): the layer types and
+// their window, the local RoPE base, query_pre_attn_scalar, and refuses
+// soft-capping and bidirectional attention, which Hone does not implement.
+func parseGemma3(r *raw, c *Config) error {
+	if c.ModelType != "gemma3_text" {
+		return nil
+	}
+	c.SandwichNorms = true
+	if c.NumHiddenLayers > maxGemma3Layers {
+		// The layer pattern is expanded per layer: bound it before allocating.
+		return fmt.Errorf("hfconfig: num_hidden_layers %d is more than %d", c.NumHiddenLayers, maxGemma3Layers)
+	}
+	for _, f := range []string{"final_logit_softcapping", "attn_logit_softcapping"} {
+		if m, ok := r.keys[f]; ok && string(m) != "null" {
+			return fmt.Errorf("hfconfig: %s %s is not supported (Gemma 3 checkpoints write null; soft-capping is not implemented)", f, m)
+		}
+	}
+	if m, ok := r.keys["attention_dropout"]; ok {
+		var p float64
+		if err := json.Unmarshal(m, &p); err != nil || p != 0 {
+			return fmt.Errorf("hfconfig: attention_dropout %s is not supported (Hone trains without dropout; Gemma 3 checkpoints write 0.0)", m)
+		}
+	}
+	if r.UseBidirectionalAttention != nil && *r.UseBidirectionalAttention {
+		return errors.New("hfconfig: use_bidirectional_attention true is not supported (Hone runs causal decoders only)")
+	}
+	c.QueryPreAttnScalar = 256
+	if r.QueryPreAttnScalar != nil {
+		c.QueryPreAttnScalar = *r.QueryPreAttnScalar
+	}
+	if !(c.QueryPreAttnScalar > 0) || math.IsInf(c.QueryPreAttnScalar, 0) {
+		return fmt.Errorf("hfconfig: query_pre_attn_scalar %v must be positive", c.QueryPreAttnScalar)
+	}
+	if r.LayerTypes != nil {
+		if len(r.LayerTypes) != c.NumHiddenLayers {
+			return fmt.Errorf("hfconfig: layer_types has %d entries, num_hidden_layers is %d", len(r.LayerTypes), c.NumHiddenLayers)
+		}
+		for i, t := range r.LayerTypes {
+			if !slices.Contains(gemma3LayerTypes, t) {
+				return fmt.Errorf("hfconfig: layer_types[%d] %q is not supported (want %s)", i, t, strings.Join(gemma3LayerTypes, " or "))
+			}
+		}
+		c.LayerTypes = append([]string(nil), r.LayerTypes...)
+	} else {
+		pattern := 6
+		if r.SlidingWindowPattern != nil {
+			pattern = *r.SlidingWindowPattern
+		}
+		if pattern <= 0 {
+			return fmt.Errorf("hfconfig: sliding_window_pattern %d must be positive", pattern)
+		}
+		c.LayerTypes = make([]string, c.NumHiddenLayers)
+		for i := range c.LayerTypes {
+			c.LayerTypes[i] = "sliding_attention"
+			if (i+1)%pattern == 0 {
+				c.LayerTypes[i] = "full_attention"
+			}
+		}
+	}
+	c.SlidingWindow = 4096
+	if m, ok := r.keys["sliding_window"]; ok {
+		if string(m) == "null" || r.SlidingWindow == nil || *r.SlidingWindow <= 0 {
+			return fmt.Errorf("hfconfig: sliding_window %s must be a positive number for gemma3_text", m)
+		}
+		c.SlidingWindow = *r.SlidingWindow
+	}
+	c.LocalRoPETheta = 10000
+	if r.RopeLocalBaseFreq != nil {
+		c.LocalRoPETheta = *r.RopeLocalBaseFreq
+	}
+	// Newer transformers write rope_parameters per layer type instead.
+	var perType map[string]json.RawMessage
+	if m := r.RopeParameters; len(m) > 0 && string(m) != "null" && json.Unmarshal(m, &perType) == nil {
+		full, hasFull := perType["full_attention"]
+		sliding, hasSliding := perType["sliding_attention"]
+		if hasFull || hasSliding {
+			var err error
+			if hasFull {
+				if c.RoPE, err = parseRoPE(raw{RopeTheta: r.RopeTheta, RopeScaling: r.RopeScaling, RopeParameters: full}, 1e6); err != nil {
+					return fmt.Errorf("%w (in rope_parameters.full_attention)", err)
+				}
+			}
+			if hasSliding {
+				local, err := parseRoPE(raw{RopeTheta: r.RopeLocalBaseFreq, RopeParameters: sliding}, 10000)
+				if err != nil {
+					return fmt.Errorf("%w (in rope_parameters.sliding_attention; rope_theta there is rope_local_base_freq)", err)
+				}
+				if local.Type != "default" {
+					return fmt.Errorf("hfconfig: rope_parameters.sliding_attention: rope type %q is not supported (the sliding layers use plain RoPE)", local.Type)
+				}
+				c.LocalRoPETheta = local.Theta
+			}
+		}
+	}
+	if !(c.LocalRoPETheta > 0) || math.IsInf(c.LocalRoPETheta, 0) {
+		return fmt.Errorf("hfconfig: rope_local_base_freq %v must be positive", c.LocalRoPETheta)
 	}
 	return nil
 }
@@ -425,8 +591,8 @@ type ropeObj struct {
 
 func supportedRoPE() string { return "default, linear, dynamic, llama3" }
 
-func parseRoPE(r raw) (RoPE, error) {
-	rope := RoPE{Type: "default", Theta: 10000} // the class default of all three families
+func parseRoPE(r raw, defTheta float64) (RoPE, error) {
+	rope := RoPE{Type: "default", Theta: defTheta}
 	var objs []struct {
 		field string
 		o     ropeObj

@@ -214,3 +214,92 @@ func TestLinearDimsUnknown(t *testing.T) {
 		t.Error("lm_head accepted")
 	}
 }
+
+// gemma3_1b is shaped like the config.json of google/gemma-3-1b-it
+// (transformers 4.50): sliding_window_pattern rather than layer_types.
+const gemma3_1b = `{"architectures":["Gemma3ForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
+"attn_logit_softcapping":null,"bos_token_id":2,"cache_implementation":"hybrid","eos_token_id":[1,106],
+"final_logit_softcapping":null,"head_dim":256,"hidden_activation":"gelu_pytorch_tanh","hidden_size":1152,
+"initializer_range":0.02,"intermediate_size":6912,"max_position_embeddings":32768,"model_type":"gemma3_text",
+"num_attention_heads":4,"num_hidden_layers":26,"num_key_value_heads":1,"pad_token_id":0,
+"query_pre_attn_scalar":256,"rms_norm_eps":1e-06,"rope_local_base_freq":10000,"rope_scaling":null,
+"rope_theta":1000000,"sliding_window":512,"sliding_window_pattern":6,"torch_dtype":"bfloat16",
+"use_cache":true,"vocab_size":262144}`
+
+func TestGemma3(t *testing.T) {
+	c, err := Parse([]byte(gemma3_1b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var full []int
+	for i, lt := range c.LayerTypes {
+		if lt == "full_attention" {
+			full = append(full, i)
+		}
+	}
+	got := fmt.Sprint(c.HeadDim, c.HiddenAct, c.SlidingWindow, c.LocalRoPETheta, c.RoPE, c.QueryPreAttnScalar,
+		c.TieWordEmbeddings, c.QKNorm, c.SandwichNorms, c.QKVBias, c.OBias, c.MaxPositionEmbeddings, c.EOSTokenIDs, len(c.LayerTypes), full)
+	want := fmt.Sprint(256, "gelu_pytorch_tanh", 512, 10000.0, RoPE{Type: "default", Theta: 1e6}, 256.0,
+		true, true, true, false, false, 32768, []int{1, 106}, 26, []int{5, 11, 17, 23})
+	if got != want {
+		t.Errorf("gemma-3-1b:\n got %s\nwant %s", got, want)
+	}
+
+	// Gemma3TextConfig's defaults for what a config leaves out.
+	d, err := Parse([]byte(`{"model_type":"gemma3_text","vocab_size":10,"hidden_size":8,"intermediate_size":16,
+		"num_hidden_layers":7,"num_attention_heads":2,"tie_word_embeddings":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = fmt.Sprint(d.HeadDim, d.SlidingWindow, d.LocalRoPETheta, d.RoPE.Theta, d.QueryPreAttnScalar, d.TieWordEmbeddings,
+		d.MaxPositionEmbeddings, d.LayerTypes[4], d.LayerTypes[5], d.LayerTypes[6], d.NumKeyValueHeads)
+	want = fmt.Sprint(256, 4096, 10000.0, 1e6, 256.0, true, 131072, "sliding_attention", "full_attention", "sliding_attention", 2)
+	if got != want {
+		t.Errorf("gemma3_text defaults:\n got %s\nwant %s", got, want)
+	}
+
+	// layer_types wins over any pattern; per-layer-type rope_parameters (newer transformers).
+	e, err := Parse([]byte(`{"model_type":"gemma3_text","vocab_size":10,"hidden_size":8,"intermediate_size":16,
+		"num_hidden_layers":2,"num_attention_heads":2,"head_dim":4,"sliding_window_pattern":1,
+		"layer_types":["full_attention","sliding_attention"],
+		"rope_parameters":{"full_attention":{"rope_type":"linear","factor":8,"rope_theta":500000},
+		"sliding_attention":{"rope_type":"default","rope_theta":20000}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = fmt.Sprint(e.LayerTypes, e.RoPE, e.LocalRoPETheta)
+	want = fmt.Sprint([]string{"full_attention", "sliding_attention"}, RoPE{Type: "linear", Theta: 500000, Factor: 8}, 20000.0)
+	if got != want {
+		t.Errorf("gemma3_text layer_types and rope_parameters:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestGemma3Rejects(t *testing.T) {
+	g := func(extra string) string {
+		return `{"model_type":"gemma3_text","vocab_size":10,"hidden_size":8,"intermediate_size":16,
+		"num_hidden_layers":2,"num_attention_heads":2,"head_dim":4` + extra + `}`
+	}
+	cases := map[string]struct{ json, want string }{
+		"final softcap":   {g(`,"final_logit_softcapping":30.0`), "final_logit_softcapping 30.0 is not supported"},
+		"attn softcap":    {g(`,"attn_logit_softcapping":50`), "attn_logit_softcapping 50 is not supported"},
+		"bidirectional":   {g(`,"use_bidirectional_attention":true`), "use_bidirectional_attention"},
+		"dropout":         {g(`,"attention_dropout":0.1`), "attention_dropout 0.1 is not supported"},
+		"layer types len": {g(`,"layer_types":["full_attention"]`), "layer_types has 1 entries, num_hidden_layers is 2"},
+		"layer type name": {g(`,"layer_types":["full_attention","chunked_attention"]`), `layer_types[1] "chunked_attention"`},
+		"pattern zero":    {g(`,"sliding_window_pattern":0`), "sliding_window_pattern 0"},
+		"window null":     {g(`,"sliding_window":null`), "sliding_window null must be a positive number"},
+		"window zero":     {g(`,"sliding_window":0`), "sliding_window 0"},
+		"activation":      {g(`,"hidden_activation":"gelu"`), `hidden_activation "gelu"`},
+		"scalar":          {g(`,"query_pre_attn_scalar":0`), "query_pre_attn_scalar 0"},
+		"local base":      {g(`,"rope_local_base_freq":-1`), "rope_local_base_freq -1"},
+		"local yarn":      {g(`,"rope_parameters":{"sliding_attention":{"rope_type":"linear","factor":2}}`), "rope_parameters.sliding_attention"},
+		"multimodal":      {`{"model_type":"gemma3","text_config":{}}`, "gemma3_text checkpoints are"},
+		"layers huge":     {strings.Replace(g(""), `"num_hidden_layers":2`, `"num_hidden_layers":100000000`, 1), "num_hidden_layers 100000000 is more than"},
+	}
+	for name, c := range cases {
+		_, err := Parse([]byte(c.json))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", name, err, c.want)
+		}
+	}
+}

@@ -1,6 +1,6 @@
 // Package hfconfig reads a Hugging Face model's config.json and generation_config.json
-// for the model families Hone implements (model_type llama, qwen2, qwen3) into one
-// validated Config.
+// for the model families Hone implements (model_type llama, qwen2, qwen3, gemma3_text)
+// into one validated Config.
 //
 // It owns the meaning of the fields, not the model math: defaults that transformers
 // applies when a key is absent (num_key_value_heads = heads, head_dim = hidden/heads —
@@ -11,4 +11,12 @@
 // an int, a list or null. Anything a model built from the Config could get silently
 // wrong — an unknown model_type, an unknown RoPE type, an activation other than silu,
 // heads that do not divide — is an error naming the field.
+//
+// gemma3_text follows Gemma3TextConfig (transformers' configuration_gemma3.py):
+// hidden_activation (only gelu_pytorch_tanh), head_dim 256, rope_theta 1e6 and tied
+// embeddings by default; layer_types, else sliding_window_pattern (default 6); sliding_window
+// (default 4096); rope_local_base_freq (default 10000) or per-layer-type rope_parameters;
+// query_pre_attn_scalar (default 256). attn_logit_softcapping and final_logit_softcapping
+// other than null, attention_dropout other than 0 and use_bidirectional_attention true are
+// refused; so is the multimodal model_type gemma3.
 package hfconfig

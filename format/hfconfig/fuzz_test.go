@@ -18,6 +18,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"model_type":"llama","vocab_size":1,"hidden_size":2,"intermediate_size":1,"num_hidden_layers":1,"num_attention_heads":1,"rope_parameters":{"rope_type":"llama3","factor":1,"low_freq_factor":1,"high_freq_factor":2,"original_max_position_embeddings":1}}`))
 	f.Add([]byte(`{"model_type":"qwen3","eos_token_id":[1,2],"bos_token_id":null}`))
+	f.Add([]byte(gemma3_1b))
+	f.Add([]byte(`{"model_type":"gemma3_text","vocab_size":4,"hidden_size":2,"intermediate_size":1,"num_hidden_layers":2,"num_attention_heads":1,"head_dim":2,"layer_types":["full_attention","sliding_attention"],"rope_parameters":{"full_attention":{"rope_type":"default"},"sliding_attention":{"rope_theta":5}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b)
 		if err != nil {
@@ -31,6 +33,10 @@ func FuzzParse(f *testing.F) {
 			if id < 0 || id >= c.VocabSize {
 				t.Fatalf("eos id %d outside vocab %d", id, c.VocabSize)
 			}
+		}
+		if c.ModelType == "gemma3_text" && (len(c.LayerTypes) != c.NumHiddenLayers || !(c.LocalRoPETheta > 0) ||
+			!(c.QueryPreAttnScalar > 0) || c.SlidingWindow <= 0 || !c.SandwichNorms || !c.QKNorm) {
+			t.Fatalf("accepted inconsistent gemma3_text config %+v", c)
 		}
 		if c.RoPE.Type == "llama3" && !(c.RoPE.HighFreqFactor > c.RoPE.LowFreqFactor && c.RoPE.OriginalMaxPositionEmbeddings > 0) {
 			t.Fatalf("bad llama3 rope %+v", c.RoPE)

@@ -182,6 +182,10 @@ func Expected(c *hfconfig.Config) []TensorSpec {
 			add(p+"self_attn.k_norm.weight", D)
 		}
 		add(p+"post_attention_layernorm.weight", C)
+		if c.SandwichNorms {
+			add(p+"pre_feedforward_layernorm.weight", C)
+			add(p+"post_feedforward_layernorm.weight", C)
+		}
 		add(p+"mlp.gate_proj.weight", I, C)
 		add(p+"mlp.up_proj.weight", I, C)
 		add(p+"mlp.down_proj.weight", C, I)

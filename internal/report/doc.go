@@ -18,7 +18,12 @@
 //     the wall-time axis, which includes the time between steps.
 //
 //   - train_config.json of the run's latest step, flattened by
-//     FlattenConfig ("loss.beta").
+//     FlattenConfig ("loss.beta"); its best_metric and best_mode name the
+//     summary's best step.
+//
+//   - eval.jsonl of the run folder (hone-inspect log-eval), read like
+//     metrics.jsonl: eval split metrics ("val/reward") by the step
+//     evaluated, drawn as points in the "Eval splits" section.
 //
 //   - eval files: JSON objects, one a line or pretty-printed one after
 //     another (jq's default), or arrays of them:

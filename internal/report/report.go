@@ -16,6 +16,9 @@ type RunInput struct {
 	// from step ConfigStep; nil when the run folder has none.
 	Config     []Param
 	ConfigStep int
+	// Splits is the run's eval.jsonl (hone-inspect log-eval): eval split
+	// metrics ("val/reward") by the step evaluated; nil when it has none.
+	Splits *Metrics
 }
 
 // Input is everything one page shows. Every run needs its metrics; the
@@ -188,7 +191,9 @@ func Build(ctx context.Context, in Input) (*Page, error) {
 	}
 	pg := &Page{Sources: in.Sources}
 	for i, r := range in.Runs {
-		pg.Runs = append(pg.Runs, Summarize(r.Name, r.Metrics))
+		sum := Summarize(r.Name, r.Metrics)
+		sum.bestBy(r)
+		pg.Runs = append(pg.Runs, sum)
 		pg.axes = append(pg.axes, axesOf(r, palette[i%len(palette)]))
 	}
 	pg.Summary = summaryTable(pg.Runs)
@@ -199,6 +204,7 @@ func Build(ctx context.Context, in Input) (*Page, error) {
 	}
 	sections := []Section{
 		rewardSection(in.Runs, tr),
+		splitSection(in.Runs),
 		trainingSection(in.Runs),
 		episodeSection(in.Runs, tr),
 		evalSection(in.Runs, in.Evals),

@@ -198,6 +198,45 @@ func bandAt(mean, sd *Series) (lo, hi []float64) {
 	return lo, hi
 }
 
+// splitSection charts the eval splits of each run's eval.jsonl
+// (hone-inspect log-eval), one chart a metric, each split's reward first,
+// one line a run, drawn as points: a split is evaluated at some steps only.
+func splitSection(runs []RunInput) Section {
+	sec := Section{ID: "splits", Title: "Eval splits", Caption: "hone-inspect log-eval: episodes each step played on a held-out split, by the step evaluated"}
+	var keys []string
+	for _, r := range runs {
+		if r.Splits == nil {
+			continue
+		}
+		for _, s := range r.Splits.Series {
+			if !slices.Contains(keys, s.Name) {
+				keys = append(keys, s.Name)
+			}
+		}
+	}
+	slices.Sort(keys)
+	sort.SliceStable(keys, func(i, j int) bool {
+		return strings.HasSuffix(keys[i], "/reward") && !strings.HasSuffix(keys[j], "/reward")
+	})
+	for _, k := range keys {
+		c := Chart{ID: "split-" + safeID(k), Title: k, YLabel: k}
+		for i, r := range runs {
+			if r.Splits == nil {
+				continue
+			}
+			if ser := r.Splits.Get(k); ser != nil {
+				name := k
+				if len(runs) > 1 {
+					name = r.Name
+				}
+				c.Lines = append(c.Lines, Line{Run: i, Name: name, X: ser.X, Y: ser.Y, Points: true})
+			}
+		}
+		sec.Charts = append(sec.Charts, c)
+	}
+	return sec
+}
+
 func evalSection(runs []RunInput, rows []EvalRow) Section {
 	sec := Section{ID: "eval", Title: "Evaluation"}
 	if len(rows) == 0 {

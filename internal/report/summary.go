@@ -30,6 +30,44 @@ type Summary struct {
 
 	HasWall  bool
 	WallSpan float64 // wall seconds from the first step's start to the last step's end (wallAxis)
+
+	// The best step by the run's --best-metric (train_config.json's
+	// best_metric and best_mode), a training or an eval split metric
+	// (the first, on ties), as hone-train and log-eval pick it.
+	BestMetric      string
+	BestMax         bool
+	HasBestMetric   bool
+	BestMetricStep  float64
+	BestMetricValue float64
+}
+
+// bestBy fills the Best* fields from r's config and its metrics or eval
+// splits.
+func (s *Summary) bestBy(r RunInput) {
+	s.BestMax = true
+	for _, p := range r.Config {
+		switch p.Key {
+		case "best_metric":
+			s.BestMetric = p.Value
+		case "best_mode":
+			s.BestMax = p.Value != "min"
+		}
+	}
+	if s.BestMetric == "" {
+		return
+	}
+	ser := r.Metrics.Get(s.BestMetric)
+	if ser == nil && r.Splits != nil {
+		ser = r.Splits.Get(s.BestMetric)
+	}
+	if ser == nil {
+		return
+	}
+	for i, y := range ser.Y {
+		if !s.HasBestMetric || (s.BestMax && y > s.BestMetricValue) || (!s.BestMax && y < s.BestMetricValue) {
+			s.HasBestMetric, s.BestMetricStep, s.BestMetricValue = true, ser.X[i], y
+		}
+	}
 }
 
 // Summarize computes the summary table of a run from its metrics.
@@ -77,6 +115,17 @@ func (s Summary) rows() [][2]string {
 		r = append(r,
 			[2]string{"reward mean, first → last", fmt.Sprintf("%s → %s (%+.4g)", num(s.FirstReward), num(s.LastReward), s.LastReward-s.FirstReward)},
 			[2]string{"best step", fmt.Sprintf("%s (reward mean %s)", num(s.BestStep), num(s.BestReward))})
+	}
+	if s.BestMetric != "" {
+		mode := "max"
+		if !s.BestMax {
+			mode = "min"
+		}
+		v := "not logged yet"
+		if s.HasBestMetric {
+			v = fmt.Sprintf("%s (%s %s)", num(s.BestMetricStep), s.BestMetric, num(s.BestMetricValue))
+		}
+		r = append(r, [2]string{fmt.Sprintf("best step by --best-metric %s (%s)", s.BestMetric, mode), v})
 	}
 	if s.HasTokens {
 		r = append(r, [2]string{"total tokens", groupDigits(s.TotalTokens)})

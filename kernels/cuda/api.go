@@ -45,6 +45,9 @@ type Driver interface {
 	DeviceGet(ordinal int) (DeviceID, error)
 	// DeviceName is cuDeviceGetName.
 	DeviceName(DeviceID) (string, error)
+	// ComputeCapability is cuDeviceGetAttribute of
+	// CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR and _MINOR (9, 0 for an H200).
+	ComputeCapability(DeviceID) (major, minor int, err error)
 	// PrimaryCtxRetain is cuDevicePrimaryCtxRetain (the context the CUDA
 	// runtime shares; its ABI did not change across versions, unlike
 	// cuCtxCreate's, which grew parameters in CUDA 12.5).

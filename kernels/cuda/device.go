@@ -27,6 +27,7 @@ type Device struct {
 	id      DeviceID
 	ordinal int
 	name    string
+	cc      int // compute capability, 10·major + minor (90 for 9.0)
 	version int
 	ctx     Context
 	handle  BLASHandle
@@ -80,6 +81,11 @@ func OpenWith(drv Driver, blas BLAS, ordinal int) (*Device, error) {
 	if d.name, err = drv.DeviceName(d.id); err != nil {
 		return nil, fmt.Errorf("CUDA backend: %w", err)
 	}
+	major, minor, err := drv.ComputeCapability(d.id)
+	if err != nil {
+		return nil, fmt.Errorf("CUDA backend: %w", err)
+	}
+	d.cc = 10*major + minor
 	if d.version, err = drv.Version(); err != nil {
 		return nil, fmt.Errorf("CUDA backend: %w", err)
 	}
@@ -97,9 +103,9 @@ func OpenWith(drv Driver, blas BLAS, ordinal int) (*Device, error) {
 	return d, nil
 }
 
-// String names the device: "cuda:0 (NVIDIA H200, driver 13.0, cuBLAS libcublas.so.13)".
+// String names the device: "cuda:0 (NVIDIA H200, driver 13.0, cuBLAS libcublas.so.13, compute 9.0)".
 func (d *Device) String() string {
-	return fmt.Sprintf("cuda:%d (%s, driver %d.%d, cuBLAS %s)", d.ordinal, d.name, d.version/1000, d.version%1000/10, d.blas.Path())
+	return fmt.Sprintf("cuda:%d (%s, driver %d.%d, cuBLAS %s, compute %d.%d)", d.ordinal, d.name, d.version/1000, d.version%1000/10, d.blas.Path(), d.cc/10, d.cc%10)
 }
 
 // errClosed is returned by a Device's methods after Close.

@@ -45,7 +45,7 @@ func TestOpenNamesWhatIsMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := dev.String(), "cuda:0 (Fake CUDA Device 0, driver 13.0, cuBLAS "+libs.BLAS+")"; got != want {
+	if got, want := dev.String(), "cuda:0 (Fake CUDA Device 0, driver 13.0, cuBLAS "+libs.BLAS+", compute 9.0)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 	if err := dev.Close(); err != nil {

@@ -7,11 +7,19 @@
 //
 // # Kernels
 //
-// Kernel sources are CUDA C++ beside this file (rmsnorm.cu). No PTX is
-// built yet; their text is tested on the CPU by compiling it with g++
-// through cpushim/cuda_cpu.h (one OS thread per CUDA thread, barriers, warp
-// shuffles, divergent barriers and shuffles fail the launch) and comparing
-// with kernels/ref (shim_test.go).
+// Kernel sources are CUDA C++ beside this file (rmsnorm.cu). Their text is
+// tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one
+// OS thread per CUDA thread, barriers, warp shuffles, divergent barriers and
+// shuffles fail the launch) and comparing with kernels/ref (shim_test.go).
+//
+// `make ptx` compiles them ahead of time with nvcc (Debian's
+// nvidia-cuda-toolkit 11.8) to PTX for compute_80 and compute_90, into ptx/,
+// which is committed and embedded (ptx.go); Device.LoadKernels hands the
+// driver the PTX for the device's compute capability, and the driver JITs
+// it. TestPTXCurrent compiles the sources again and fails when the
+// committed PTX differs, or when ptxas -arch=sm_80/sm_90 refuses a kernel or
+// spills registers (internal/ptxbuild holds the nvcc and ptxas flags). None
+// of it has run on a GPU yet.
 //
 // # Loading
 //

@@ -13,6 +13,7 @@ type driverLib struct {
 	deviceGetCount    func(n *int32) int32
 	deviceGet         func(dev *int32, ordinal int32) int32
 	deviceGetName     func(name *byte, n int32, dev int32) int32
+	deviceGetAttr     func(v *int32, attr int32, dev int32) int32
 	primaryCtxRetain  func(ctx *uintptr, dev int32) int32
 	primaryCtxRelease func(dev int32) int32
 	ctxSetCurrent     func(ctx uintptr) int32
@@ -36,6 +37,7 @@ func (d *driverLib) symbols() []symbol {
 		{name: "cuDeviceGetCount", fptr: &d.deviceGetCount},
 		{name: "cuDeviceGet", fptr: &d.deviceGet},
 		{name: "cuDeviceGetName", fptr: &d.deviceGetName},
+		{name: "cuDeviceGetAttribute", fptr: &d.deviceGetAttr},
 		{name: "cuDevicePrimaryCtxRetain", fptr: &d.primaryCtxRetain},
 		{name: "cuDevicePrimaryCtxRelease_v2", fptr: &d.primaryCtxRelease},
 		{name: "cuCtxSetCurrent", fptr: &d.ctxSetCurrent},
@@ -118,6 +120,23 @@ func (d *driverLib) DeviceName(dev DeviceID) (string, error) {
 		return "", err
 	}
 	return goString(unsafe.Pointer(&buf[0])), nil
+}
+
+// The CUdevice_attribute codes of the compute capability.
+const (
+	attrComputeCapabilityMajor = 75
+	attrComputeCapabilityMinor = 76
+)
+
+func (d *driverLib) ComputeCapability(dev DeviceID) (major, minor int, err error) {
+	var ma, mi int32
+	if err := d.check("cuDeviceGetAttribute", d.deviceGetAttr(&ma, attrComputeCapabilityMajor, int32(dev))); err != nil {
+		return 0, 0, err
+	}
+	if err := d.check("cuDeviceGetAttribute", d.deviceGetAttr(&mi, attrComputeCapabilityMinor, int32(dev))); err != nil {
+		return 0, 0, err
+	}
+	return int(ma), int(mi), nil
 }
 
 func (d *driverLib) PrimaryCtxRetain(dev DeviceID) (Context, error) {

@@ -11,16 +11,20 @@ import (
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
-// TestOnHardware runs the GEMMs on a real CUDA device against kernels/ref.
-// It runs only when HONE_CUDA_TEST=1 (CI and this repository's machines
-// have no GPU): build the test binary here and run it there,
+// The *OnHardware tests run on a real CUDA device, against kernels/ref.
+// They run only when HONE_CUDA_TEST=1 (CI and this repository's machines
+// have no GPU): build the test binary here and run it there (`make
+// gpu-check` does both halves),
 //
 //	go test -c -o cuda.test ./kernels/cuda
 //	HONE_CUDA_TEST=1 ./cuda.test -test.run OnHardware -test.v
 //
 // with HONE_LIBCUDA / HONE_LIBCUBLAS when the libraries are not on the
-// loader's path. It has not been run yet.
-func TestOnHardware(t *testing.T) {
+// loader's path. They have not been run yet.
+
+// openHardware opens device 0, or skips without HONE_CUDA_TEST=1.
+func openHardware(t *testing.T) *cuda.Device {
+	t.Helper()
 	if os.Getenv("HONE_CUDA_TEST") != "1" {
 		t.Skip("set HONE_CUDA_TEST=1 on a machine with a CUDA device")
 	}
@@ -29,6 +33,13 @@ func TestOnHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("device: %s", dev)
+	return dev
+}
+
+// TestOnHardware runs the GEMMs (cuBLAS, through the row-major mapping).
+func TestOnHardware(t *testing.T) {
+	dev := openHardware(t)
+	var err error
 	r := rand.New(rand.NewPCG(28, 5))
 	for _, s := range [][4]int{{1, 1, 1, 1}, {1, 17, 5, 3}, {3, 33, 65, 129}, {2, 256, 896, 128}} {
 		batch, M, N, K := s[0], s[1], s[2], s[3]
@@ -53,6 +64,47 @@ func TestOnHardware(t *testing.T) {
 				}
 			}
 		}
+	}
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRMSNormOnHardware runs rmsnorm.cu's embedded PTX (JIT-compiled by the
+// driver) on edge shapes and block sizes, and the 0.5B and 7B hidden sizes.
+func TestRMSNormOnHardware(t *testing.T) {
+	dev := openHardware(t)
+	mod, err := dev.LoadKernels("rmsnorm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := mod.Kernel("rmsnorm_forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(28, 6))
+	for _, s := range [][3]int{{1, 1, 32}, {3, 70, 64}, {5, 33, 96}, {2, 17, 32}, {5, 896, 256}, {1, 1000, 1024}, {64, 3584, 1024}} {
+		N, C, threads := s[0], s[1], s[2]
+		name := fmt.Sprintf("N=%d,C=%d,threads=%d", N, C, threads)
+		const eps = 1e-6
+		inp, weight := randn(r, N*C), randn(r, C)
+		out, rstd := make([]float32, N*C), make([]float32, N)
+		ref.New().RMSNormForward(out, rstd, inp, weight, N, C, eps)
+		dIn, dW := upload(t, dev, inp), upload(t, dev, weight)
+		dOut, dRstd := upload(t, dev, make([]float32, N*C)), upload(t, dev, make([]float32, N))
+		if err := k.Launch(cuda.Dim3{X: N, Y: 1, Z: 1}, cuda.Dim3{X: threads, Y: 1, Z: 1}, 0, dOut, dRstd, dIn, dW, C, float32(eps)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		near(t, name+" out", download(t, dOut), out, kerneltest.F32Tol)
+		near(t, name+" rstd", download(t, dRstd), rstd, kerneltest.F32Tol)
+		for _, x := range []*cuda.Buffer{dIn, dW, dOut, dRstd} {
+			if err := x.Free(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := mod.Unload(); err != nil {
+		t.Fatal(err)
 	}
 	if err := dev.Close(); err != nil {
 		t.Fatal(err)

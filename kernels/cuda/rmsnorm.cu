@@ -9,8 +9,8 @@
 // each warp by shuffles, then across warps through shared memory. Every
 // barrier and shuffle is reached by the whole block or by a whole warp
 // (warp 0's branch), as kernels/cuda/cpushim requires and CUDA expects.
-// Not yet compiled to PTX or run on a GPU: tested on the CPU through
-// cpushim/cuda_cpu.h against kernels/ref.
+// Compiled to PTX (ptx/, `make ptx`) but not yet run on a GPU: tested on
+// the CPU through cpushim/cuda_cpu.h against kernels/ref.
 
 __device__ __forceinline__ float warpSum(float v) {
 	for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);

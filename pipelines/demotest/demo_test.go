@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -37,18 +39,55 @@ func need(t *testing.T, tool string) {
 	}
 }
 
+// stageBinaries are the five stage binaries the demo runs.
+var stageBinaries = []string{"hone-train", "hone-collect", "hone-score", "hone-serve", "hone-inspect"}
+
+// built holds the binaries built once for the package's tests: linking five
+// large binaries is a good part of each test's time on two cores.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
 // buildBinaries builds the five stage binaries of the repository at root
-// into dir and returns dir.
+// (once per test process) and links them into dir; it returns dir.
 func buildBinaries(ctx context.Context, t *testing.T, root, dir string) string {
 	t.Helper()
-	for _, name := range []string{"hone-train", "hone-collect", "hone-score", "hone-serve", "hone-inspect"} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", name, err, out)
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "hone-demotest-bin-")
+		for _, name := range stageBinaries {
+			if built.err != nil {
+				return
+			}
+			cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(built.dir, name), "./cmd/"+name)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				built.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
+			}
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range stageBinaries {
+		if err := os.Symlink(filepath.Join(built.dir, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return dir
+}
+
+// TestMain removes the binaries built for the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 func TestDemoPlumbing(t *testing.T) {

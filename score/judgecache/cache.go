@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/score/judge"
 )
 
@@ -49,9 +49,10 @@ func Key(req judge.Request) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Path returns where the entry for key lives.
+// Path returns where the entry for key lives: a path, or a URL when Dir
+// names an object-store folder (s3://bucket/judge-cache).
 func (c *Cache) Path(key string) string {
-	return filepath.Join(c.Dir, key[:2], key+".json")
+	return fileset.Join(c.Dir, key[:2], key+".json")
 }
 
 // Judge answers from the cache when it can, and otherwise asks Next and
@@ -59,7 +60,7 @@ func (c *Cache) Path(key string) string {
 func (c *Cache) Judge(ctx context.Context, req judge.Request) (judge.Verdict, error) {
 	key := Key(req)
 	path := c.Path(key)
-	if v, ok := c.load(path, key, req); ok {
+	if v, ok := c.load(ctx, path, key, req); ok {
 		return v, nil
 	}
 	v, err := c.Next.Judge(ctx, req)
@@ -68,7 +69,7 @@ func (c *Cache) Judge(ctx context.Context, req judge.Request) (judge.Verdict, er
 	}
 	e := entry{Format: formatVersion, Key: key, Model: req.Model, AnsweredBy: v.Model,
 		PromptVersion: req.PromptVersion, Scores: v.Scores, Usage: v.Usage}
-	if err := writeAtomic(path, e); err != nil {
+	if err := writeAtomic(ctx, path, e); err != nil {
 		// The verdict is good; a cache that cannot be written only costs a
 		// judge call next time, so the run goes on.
 		if c.Log != nil {
@@ -78,8 +79,8 @@ func (c *Cache) Judge(ctx context.Context, req judge.Request) (judge.Verdict, er
 	return v, nil
 }
 
-func (c *Cache) load(path, key string, req judge.Request) (judge.Verdict, bool) {
-	b, err := os.ReadFile(path)
+func (c *Cache) load(ctx context.Context, path, key string, req judge.Request) (judge.Verdict, bool) {
+	b, err := fileset.ReadFile(ctx, path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) && c.Log != nil {
 			c.Log.Warn("judge cache: unreadable entry, calling the judge", "path", path, "err", err)
@@ -101,33 +102,19 @@ func (c *Cache) load(path, key string, req judge.Request) (judge.Verdict, bool) 
 	return judge.Verdict{Model: e.AnsweredBy, Scores: e.Scores, Usage: judge.Usage{CacheHits: 1}}, true
 }
 
-func writeAtomic(path string, e entry) (err error) {
+// writeAtomic stores an entry through fileset.Create: a local file is
+// written under a temporary name and renamed into place, an object is
+// uploaded whole, so concurrent runs and crashes leave a whole entry or
+// none.
+func writeAtomic(ctx context.Context, path string, e entry) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+	if !fileset.IsURL(path) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
 		}
-	}()
-	if _, err = f.Write(append(b, '\n')); err != nil {
-		return err
 	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("rename into place: %w", err)
-	}
-	return nil
+	return fileset.WriteFile(ctx, path, append(b, '\n'))
 }

@@ -7,7 +7,9 @@
 // system text (which holds the rubric), user text (which holds the group's
 // content) and trajectory ids, and sits in a two-level directory
 // (DIR/ab/abcdef….json). Only verdicts that passed validation are stored.
-// Writes go to a temporary file renamed into place, so concurrent runs and
-// crashes leave either a whole entry or none. A file that cannot be read
+// Writes go through fileset.Create (a temporary file renamed into place,
+// or one upload), so concurrent runs and crashes leave either a whole
+// entry or none. DIR may be an object-store folder (s3://bucket/cache), so
+// the shards of a scoring job share one cache. A file that cannot be read
 // back is treated as a miss and rewritten.
 package judgecache

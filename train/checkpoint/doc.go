@@ -9,6 +9,7 @@
 //	  train_config.json                                the exact options of the run, as JSON
 //	latest                "step-000042\n", replaced atomically after the step folder is in place
 //	best                  the same for the best step by the chosen metric (when asked)
+//	eval.jsonl            eval results by step, "val/reward" and so on (hone-inspect log-eval)
 //	metrics.jsonl         one JSON object per step (see train/trainer)
 //	manifest.json         input files consumed by incremental runs, with sha256 checksums
 //	lock                  flock(2)-held while a run trains, so two runs never overlap

@@ -166,6 +166,13 @@ func (r *Run) ReadOptimizer(n int, opt []Tensor) error {
 // names and the best by metric (higher is better when maximize), whose step
 // it records in the best pointer. keep ≤ 0 keeps everything; metric "" skips
 // the best pointer.
+//
+// A training metric ("reward_mean") is read from each step's
+// trainer_state.json; an eval metric ("val/reward", IsEvalMetric) from
+// eval.jsonl, which hone-inspect log-eval fills after the step was saved.
+// With an eval metric, the steps newer than the newest step evaluated on it
+// are kept too, until they are evaluated: a step is never pruned before its
+// result is known.
 func (r *Run) Prune(keep int, metric string, maximize bool) error {
 	steps, err := r.Steps()
 	if err != nil {
@@ -178,14 +185,42 @@ func (r *Run) Prune(keep int, metric string, maximize bool) error {
 		protect[last] = true
 	}
 	if metric != "" {
-		bestStep, bestV, found := 0, 0.0, false
-		for _, s := range steps {
+		value := func(s int) (float64, bool, error) {
 			st, err := r.ReadState(s)
+			if err != nil {
+				return 0, false, err
+			}
+			v, ok := st.Metrics[metric]
+			return v, ok && v == v, nil
+		}
+		if IsEvalMetric(metric) {
+			evals, err := r.ReadEval()
 			if err != nil {
 				return err
 			}
-			v, ok := st.Metrics[metric]
-			if !ok || v != v {
+			newest := -1
+			for s, row := range evals {
+				if _, ok := row[metric]; ok {
+					newest = max(newest, s)
+				}
+			}
+			for _, s := range steps {
+				if s > newest {
+					protect[s] = true
+				}
+			}
+			value = func(s int) (float64, bool, error) {
+				v, ok := evals[s][metric]
+				return v, ok, nil
+			}
+		}
+		bestStep, bestV, found := 0, 0.0, false
+		for _, s := range steps {
+			v, ok, err := value(s)
+			if err != nil {
+				return err
+			}
+			if !ok {
 				continue
 			}
 			if !found || (maximize && v > bestV) || (!maximize && v < bestV) {

@@ -15,12 +15,16 @@ type Attention struct {
 	K     Linear    `hf:"k_proj"`
 	V     Linear    `hf:"v_proj"`
 	O     Linear    `hf:"o_proj"`
-	QNorm []float32 `hf:"q_norm.weight,optional"` // [D], Qwen3 only
-	KNorm []float32 `hf:"k_norm.weight,optional"` // [D], Qwen3 only
+	QNorm []float32 `hf:"q_norm.weight,optional"` // [D], Qwen3 and Gemma 3
+	KNorm []float32 `hf:"k_norm.weight,optional"` // [D], Qwen3 and Gemma 3
 
 	H, KVH, D int
 	Eps       float32
-	InvFreq   []float32 // [D/2] RoPE inverse frequencies, shared by all blocks
+	InvFreq   []float32 // [D/2] RoPE inverse frequencies, shared by the blocks of one kind
+
+	Scale      float32 // score scale; 0: 1/√D
+	NormOffset bool    // the q/k norms multiply by 1+w (Gemma)
+	Window     int     // > 0: a query sees only the last Window keys, itself included (Gemma's sliding layers)
 }
 
 // attnActs are the activations Attention.Backward needs. RoPE runs in place
@@ -35,6 +39,7 @@ type attnActs struct {
 	out          []float32    // [N,H,D] attention output
 	lse          []float32    // [N,H] log-sum-exp of the scores
 	u            [4][]float32 // [N,R] LoRA activations of q, k, v, o
+	qnw, knw     []float32    // [D] the q/k norms' 1+w (NormOffset only)
 }
 
 func (a *Attention) newActs(ar *arena, N int, lr *[numModules]*LoRA) *attnActs {
@@ -47,6 +52,9 @@ func (a *Attention) newActs(ar *arena, N int, lr *[numModules]*LoRA) *attnActs {
 	if a.QNorm != nil {
 		s.qn, s.kn = ar.take(qd), ar.take(kvd)
 		s.qrstd, s.krstd = ar.take(N*a.H), ar.take(N*a.KVH)
+		if a.NormOffset {
+			s.qnw, s.knw = ar.take(a.D), ar.take(a.D)
+		}
 	}
 	s.qr, s.kr = s.qn, s.kn
 	for m := ModQ; m <= ModO; m++ {
@@ -57,7 +65,17 @@ func (a *Attention) newActs(ar *arena, N int, lr *[numModules]*LoRA) *attnActs {
 	return s
 }
 
-func (a *Attention) scale() float32 { return float32(1 / math.Sqrt(float64(a.D))) }
+func (a *Attention) scale() float32 {
+	if a.Scale != 0 {
+		return a.Scale
+	}
+	return float32(1 / math.Sqrt(float64(a.D)))
+}
+
+// qkNormWeights returns the weights the q and k norms multiply by.
+func (a *Attention) qkNormWeights(s *attnActs) (qw, kw []float32) {
+	return normWeight(s.qnw, a.QNorm, a.NormOffset), normWeight(s.knw, a.KNorm, a.NormOffset)
+}
 
 // Forward writes out [N, C] = attention(x) for x [N, C] (the normed input).
 func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []float32, g *geometry, layer int, lr *[numModules]*LoRA) error {
@@ -66,15 +84,21 @@ func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []
 	a.K.Forward(be, s.k, s.u[ModK], x, N, lr[ModK])
 	a.V.Forward(be, s.v, s.u[ModV], x, N, lr[ModV])
 	if a.QNorm != nil {
-		be.RMSNormForward(s.qn, s.qrstd, s.q, a.QNorm, N*a.H, a.D, a.Eps)
-		be.RMSNormForward(s.kn, s.krstd, s.k, a.KNorm, N*a.KVH, a.D, a.Eps)
+		qw, kw := a.qkNormWeights(s)
+		be.RMSNormForward(s.qn, s.qrstd, s.q, qw, N*a.H, a.D, a.Eps)
+		be.RMSNormForward(s.kn, s.krstd, s.k, kw, N*a.KVH, a.D, a.Eps)
 	}
 	be.RoPEForward(s.qr, s.qn, g.pos, a.InvFreq, N, a.H, a.D)
 	be.RoPEForward(s.kr, s.kn, g.pos, a.InvFreq, N, a.KVH, a.D)
-	if g.cache == nil {
+	switch {
+	case g.cache == nil && needsWindow(g.seqOff, a.Window):
+		windowForward(be, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
+	case g.cache == nil:
 		be.AttentionForward(s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
-	} else if err := a.decode(be, s, g, layer); err != nil {
-		return err
+	default:
+		if err := a.decode(be, s, g, layer); err != nil {
+			return err
+		}
 	}
 	a.O.Forward(be, out, s.u[ModO], s.out, N, lr[ModO])
 	return nil
@@ -93,7 +117,18 @@ func (a *Attention) decode(be kernels.Backend, s *attnActs, g *geometry, layer i
 		}
 		copy(kc[start*kvd:], s.kr[lo*kvd:hi*kvd])
 		copy(vc[start*kvd:], s.v[lo*kvd:hi*kvd])
-		be.AttentionDecode(s.out[lo*qd:hi*qd], s.qr[lo*qd:hi*qd], kc, vc, n, start+n, a.H, a.KVH, a.D, a.scale())
+		if a.Window <= 0 || start+n <= a.Window {
+			be.AttentionDecode(s.out[lo*qd:hi*qd], s.qr[lo*qd:hi*qd], kc, vc, n, start+n, a.H, a.KVH, a.D, a.scale())
+			continue
+		}
+		// Sliding window: each new token attends to its own last Window
+		// cached keys (earlier rows stay cached but are not read).
+		for t := range n {
+			i := start + t // the token's index in its sequence
+			from := max(0, i-a.Window+1)
+			r := lo + t
+			be.AttentionDecode(s.out[r*qd:(r+1)*qd], s.qr[r*qd:(r+1)*qd], kc[from*kvd:(i+1)*kvd], vc[from*kvd:(i+1)*kvd], 1, i+1-from, a.H, a.KVH, a.D, a.scale())
+		}
 	}
 	return nil
 }
@@ -111,7 +146,11 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 	clear(dqr)
 	clear(dkr)
 	clear(dv)
-	be.AttentionBackward(dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
+	if needsWindow(g.seqOff, a.Window) {
+		windowBackward(be, dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
+	} else {
+		be.AttentionBackward(dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
+	}
 
 	dq, dk := datt, w.dk[:kvd] // gradients w.r.t. q, k before RoPE; datt is spent
 	clear(dq)
@@ -122,8 +161,9 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 		dqp, dkp := dqr, dkr // spent as well
 		clear(dqp)
 		clear(dkp)
-		be.RMSNormBackward(dqp, nil, dq, s.qrstd, s.q, a.QNorm, N*a.H, a.D)
-		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, a.KNorm, N*a.KVH, a.D)
+		qw, kw := a.qkNormWeights(s)
+		be.RMSNormBackward(dqp, nil, dq, s.qrstd, s.q, qw, N*a.H, a.D)
+		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, kw, N*a.KVH, a.D)
 		dq, dk = dqp, dkp
 	}
 	a.Q.Backward(be, dx, dq, x, s.u[ModQ], N, lr[ModQ])

@@ -6,15 +6,28 @@ import "github.com/hone-rl/hone/kernels"
 //
 //	x2   = x  + Attn(RMSNorm(x;  InputNorm))
 //	xout = x2 + MLP(RMSNorm(x2; PostNorm))
+//
+// or, with PreFFNorm and PostFFNorm (Gemma 3's sandwich norms):
+//
+//	x2   = x  + RMSNorm(Attn(RMSNorm(x; InputNorm)); PostNorm)
+//	xout = x2 + RMSNorm(MLP(RMSNorm(x2; PreFFNorm)); PostFFNorm)
+//
+// With NormOffset every norm multiplies by 1+w instead of w.
 type Block struct {
-	InputNorm []float32 `hf:"input_layernorm.weight"` // [C]
-	Attn      Attention `hf:"self_attn"`
-	PostNorm  []float32 `hf:"post_attention_layernorm.weight"` // [C]
-	MLP       MLP       `hf:"mlp"`
+	InputNorm  []float32 `hf:"input_layernorm.weight"` // [C]
+	Attn       Attention `hf:"self_attn"`
+	PostNorm   []float32 `hf:"post_attention_layernorm.weight"`            // [C]
+	PreFFNorm  []float32 `hf:"pre_feedforward_layernorm.weight,optional"`  // [C], Gemma 3 only
+	PostFFNorm []float32 `hf:"post_feedforward_layernorm.weight,optional"` // [C], Gemma 3 only
+	MLP        MLP       `hf:"mlp"`
 
-	C   int
-	Eps float32
+	C          int
+	Eps        float32
+	NormOffset bool
 }
+
+// sandwich reports whether the block has Gemma 3's four norms.
+func (b *Block) sandwich() bool { return b.PreFFNorm != nil }
 
 // blockActs are the activations Block.Backward needs (x is the block's input,
 // owned by the caller). The normed inputs of attention and MLP are not kept:
@@ -26,16 +39,47 @@ type blockActs struct {
 	x2    []float32 // [N, C] residual stream after attention
 	rstd2 []float32 // [N]
 	mlp   *mlpActs
+
+	// Sandwich norms only: the attention and MLP outputs before their
+	// post-norms, and those norms' statistics.
+	ao, mo       []float32 // [N, C]
+	rstdA, rstdM []float32 // [N]
+	// NormOffset only: 1+w of InputNorm, PostNorm, PreFFNorm, PostFFNorm.
+	nw [4][]float32 // [C] each
+}
+
+// norms returns the weights the block's norms multiply by (input, post-
+// attention, pre- and post-feed-forward; the last two nil without sandwich
+// norms), computing 1+w into s under NormOffset.
+func (b *Block) norms(s *blockActs) (in, post, preFF, postFF []float32) {
+	ws := [4][]float32{b.InputNorm, b.PostNorm, b.PreFFNorm, b.PostFFNorm}
+	var out [4][]float32
+	for i, w := range ws {
+		if w != nil {
+			out[i] = normWeight(s.nw[i], w, b.NormOffset)
+		}
+	}
+	return out[0], out[1], out[2], out[3]
 }
 
 func (b *Block) newActs(ar *arena, N int, lr *[numModules]*LoRA) *blockActs {
-	return &blockActs{
+	s := &blockActs{
 		rstd1: ar.take(N),
 		attn:  b.Attn.newActs(ar, N, lr),
 		x2:    ar.take(N * b.C),
 		rstd2: ar.take(N),
 		mlp:   b.MLP.newActs(ar, N, lr),
 	}
+	if b.sandwich() {
+		s.ao, s.mo = ar.take(N*b.C), ar.take(N*b.C)
+		s.rstdA, s.rstdM = ar.take(N), ar.take(N)
+	}
+	if b.NormOffset {
+		for i := range s.nw {
+			s.nw[i] = ar.take(b.C)
+		}
+	}
+	return s
 }
 
 // fitLoRA sizes the LoRA scratch of s for layer lr, so one blockActs can be
@@ -60,14 +104,18 @@ func (s *blockActs) fitLoRA(N int, lr *[numModules]*LoRA) {
 // Forward writes xout [N, C] (which must not alias x) from x [N, C]; w.h and
 // w.act are scratch.
 func (b *Block) Forward(be kernels.Backend, xout []float32, s *blockActs, x []float32, w *work, g *geometry, layer int, lr *[numModules]*LoRA) error {
+	if b.sandwich() {
+		return b.forwardSandwich(be, xout, s, x, w, g, layer, lr)
+	}
 	N, C := g.N, b.C
+	in, post, _, _ := b.norms(s)
 	h := w.h[:N*C]
-	be.RMSNormForward(h, s.rstd1, x, b.InputNorm, N, C, b.Eps)
+	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps)
 	if err := b.Attn.Forward(be, s.x2, s.attn, h, g, layer, lr); err != nil {
 		return err
 	}
 	be.Add(s.x2, s.x2, x, N*C)
-	be.RMSNormForward(h, s.rstd2, s.x2, b.PostNorm, N, C, b.Eps)
+	be.RMSNormForward(h, s.rstd2, s.x2, post, N, C, b.Eps)
 	b.MLP.Forward(be, xout, s.mlp, h, w.act, N, lr)
 	be.Add(xout, xout, s.x2, N*C)
 	return nil
@@ -75,17 +123,63 @@ func (b *Block) Forward(be kernels.Backend, xout []float32, s *blockActs, x []fl
 
 // Backward accumulates dx [N, C] += (∂xout/∂x)ᵀ·dxout and the LoRA gradients.
 func (b *Block) Backward(be kernels.Backend, dx, dxout []float32, s *blockActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
+	if b.sandwich() {
+		b.backwardSandwich(be, dx, dxout, s, x, w, g, lr)
+		return
+	}
 	N, C := g.N, b.C
+	in, post, _, _ := b.norms(s)
 	h, dx2, dh := w.h[:N*C], w.dx2[:N*C], w.dh[:N*C]
 	copy(dx2, dxout) // residual
 	clear(dh)
-	be.RMSNormForward(h, s.rstd2, s.x2, b.PostNorm, N, C, b.Eps) // the MLP's input again
+	be.RMSNormForward(h, s.rstd2, s.x2, post, N, C, b.Eps) // the MLP's input again
 	b.MLP.Backward(be, dh, dxout, s.mlp, h, w, N, lr)
-	be.RMSNormBackward(dx2, nil, dh, s.rstd2, s.x2, b.PostNorm, N, C)
+	be.RMSNormBackward(dx2, nil, dh, s.rstd2, s.x2, post, N, C)
 
 	be.AXPY(dx, dx2, 1, N*C) // residual
 	clear(dh)
-	be.RMSNormForward(h, s.rstd1, x, b.InputNorm, N, C, b.Eps) // the attention's input again
+	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps) // the attention's input again
 	b.Attn.Backward(be, dh, dx2, s.attn, h, w, g, lr)
-	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, b.InputNorm, N, C)
+	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)
+}
+
+// forwardSandwich is Forward with Gemma 3's four norms.
+func (b *Block) forwardSandwich(be kernels.Backend, xout []float32, s *blockActs, x []float32, w *work, g *geometry, layer int, lr *[numModules]*LoRA) error {
+	N, C := g.N, b.C
+	in, post, preFF, postFF := b.norms(s)
+	h := w.h[:N*C]
+	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps)
+	if err := b.Attn.Forward(be, s.ao, s.attn, h, g, layer, lr); err != nil {
+		return err
+	}
+	be.RMSNormForward(s.x2, s.rstdA, s.ao, post, N, C, b.Eps)
+	be.Add(s.x2, s.x2, x, N*C)
+	be.RMSNormForward(h, s.rstd2, s.x2, preFF, N, C, b.Eps)
+	b.MLP.Forward(be, s.mo, s.mlp, h, w.act, N, lr)
+	be.RMSNormForward(xout, s.rstdM, s.mo, postFF, N, C, b.Eps)
+	be.Add(xout, xout, s.x2, N*C)
+	return nil
+}
+
+// backwardSandwich is Backward with Gemma 3's four norms; w.dn is the
+// gradient of a sub-layer's output before its post-norm.
+func (b *Block) backwardSandwich(be kernels.Backend, dx, dxout []float32, s *blockActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
+	N, C := g.N, b.C
+	in, post, preFF, postFF := b.norms(s)
+	h, dx2, dh, dn := w.h[:N*C], w.dx2[:N*C], w.dh[:N*C], w.dn[:N*C]
+	copy(dx2, dxout) // residual
+	clear(dn)
+	be.RMSNormBackward(dn, nil, dxout, s.rstdM, s.mo, postFF, N, C)
+	clear(dh)
+	be.RMSNormForward(h, s.rstd2, s.x2, preFF, N, C, b.Eps) // the MLP's input again
+	b.MLP.Backward(be, dh, dn, s.mlp, h, w, N, lr)
+	be.RMSNormBackward(dx2, nil, dh, s.rstd2, s.x2, preFF, N, C)
+
+	be.AXPY(dx, dx2, 1, N*C) // residual
+	clear(dn)
+	be.RMSNormBackward(dn, nil, dx2, s.rstdA, s.ao, post, N, C)
+	clear(dh)
+	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps) // the attention's input again
+	b.Attn.Backward(be, dh, dn, s.attn, h, w, g, lr)
+	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)
 }

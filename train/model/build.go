@@ -38,6 +38,20 @@ func newModel(c Config, be kernels.Backend, bf16 bool) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
+	if c.RoPELinear > 1 {
+		scaled := make([]float32, len(inv))
+		for i, f := range inv {
+			scaled[i] = float32(float64(f) / c.RoPELinear)
+		}
+		inv = scaled
+	}
+	localInv := inv
+	if strings.Contains(c.LayerKinds, "S") {
+		c.LocalRoPE.HeadDim = c.HeadDim
+		if localInv, err = kernels.RoPEInvFreq(c.LocalRoPE); err != nil {
+			return nil, fmt.Errorf("model config: sliding layers: %w", err)
+		}
+	}
 	C := c.Hidden
 	m := &Model{Config: c, be: be, Norm: make([]float32, C), Blocks: make([]Block, c.Layers)}
 	lin := func(mod Module, bias bool) Linear {
@@ -50,16 +64,23 @@ func newModel(c Config, be kernels.Backend, bf16 bool) (*Model, error) {
 	}
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
-		b.C, b.Eps = C, c.RMSNormEps
+		b.C, b.Eps, b.NormOffset = C, c.RMSNormEps, c.NormOffset
 		b.InputNorm, b.PostNorm = make([]float32, C), make([]float32, C)
+		if c.SandwichNorms {
+			b.PreFFNorm, b.PostFFNorm = make([]float32, C), make([]float32, C)
+		}
 		b.Attn = Attention{
 			Q: lin(ModQ, c.QKVBias), K: lin(ModK, c.QKVBias), V: lin(ModV, c.QKVBias), O: lin(ModO, c.OBias),
 			H: c.Heads, KVH: c.KVHeads, D: c.HeadDim, Eps: c.RMSNormEps, InvFreq: inv,
+			Scale: c.AttnScale, NormOffset: c.NormOffset,
+		}
+		if c.sliding(i) {
+			b.Attn.InvFreq, b.Attn.Window = localInv, c.SlidingWindow
 		}
 		if c.QKNorm {
 			b.Attn.QNorm, b.Attn.KNorm = make([]float32, c.HeadDim), make([]float32, c.HeadDim)
 		}
-		b.MLP = MLP{Gate: lin(ModGate, c.MLPBias), Up: lin(ModUp, c.MLPBias), Down: lin(ModDown, c.MLPBias)}
+		b.MLP = MLP{Gate: lin(ModGate, c.MLPBias), Up: lin(ModUp, c.MLPBias), Down: lin(ModDown, c.MLPBias), GELU: c.Act == "gelu_tanh"}
 	}
 	m.allocMatrices(bf16)
 	return m, nil

@@ -9,7 +9,7 @@ import (
 // Config holds the architecture numbers the model is built from. Load fills
 // it from config.json; tests and tinymodel build it directly.
 type Config struct {
-	Family       string // "llama", "qwen2" or "qwen3"
+	Family       string // "llama", "qwen2", "qwen3" or "gemma3_text"
 	Vocab        int    // V
 	Hidden       int    // C
 	Intermediate int    // I, SwiGLU width
@@ -20,12 +20,30 @@ type Config struct {
 	RMSNormEps   float32
 
 	RoPE kernels.RoPEConfig // Theta, scaling; HeadDim is filled from HeadDim
+	// RoPELinear > 1 divides RoPE's inverse frequencies by it (transformers'
+	// "linear" rope scaling; for Gemma 3 only the full-attention layers');
+	// 0 or 1: none.
+	RoPELinear float64
 
 	TieEmbeddings bool // lm_head shares the embedding table
 	QKVBias       bool // q/k/v projections carry a bias (Qwen2, or attention_bias)
 	QKNorm        bool // per-head RMSNorm of q and k before RoPE (Qwen3)
 	OBias         bool // o_proj carries a bias (Llama attention_bias)
 	MLPBias       bool // gate/up/down carry biases (Llama mlp_bias)
+
+	// Gemma 3 (family gemma3_text); the zero values are the other families'.
+	Act           string  // MLP activation: "" or "silu" (SwiGLU); "gelu_tanh": down(gelu_tanh(gate)·up)
+	NormOffset    bool    // every RMSNorm multiplies by 1+w instead of w
+	SandwichNorms bool    // post-attention, pre- and post-feed-forward norms (see Block)
+	EmbedScale    float32 // the embeddings are multiplied by it (√Hidden); 0: not scaled
+	AttnScale     float32 // attention score scale (query_pre_attn_scalar^-1/2); 0: 1/√HeadDim
+	// LayerKinds is one byte per layer, 'S' for one whose attention sees only
+	// the last SlidingWindow keys (the query's own included) and whose RoPE
+	// is LocalRoPE, 'F' for full attention ("": all full). A string keeps
+	// Config comparable.
+	LayerKinds    string
+	SlidingWindow int
+	LocalRoPE     kernels.RoPEConfig
 }
 
 // Validate reports the first inconsistent number.
@@ -42,9 +60,34 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("model config: rms_norm_eps %v must be positive", c.RMSNormEps)
 	}
 	switch c.Family {
-	case "llama", "qwen2", "qwen3":
+	case "llama", "qwen2", "qwen3", "gemma3_text":
 	default:
-		return fmt.Errorf("model config: family %q not supported (want llama, qwen2 or qwen3)", c.Family)
+		return fmt.Errorf("model config: family %q not supported (want llama, qwen2, qwen3 or gemma3_text)", c.Family)
+	}
+	if c.Family == "gemma3_text" && !(c.Act == "gelu_tanh" && c.NormOffset && c.SandwichNorms && c.QKNorm) {
+		return fmt.Errorf("model config: gemma3_text needs the gelu_tanh activation, (1+w) norms, sandwich norms and q/k norms (ConfigFromHF sets them)")
+	}
+	switch c.Act {
+	case "", "silu", "gelu_tanh":
+	default:
+		return fmt.Errorf("model config: activation %q not supported (want silu or gelu_tanh)", c.Act)
+	}
+	if c.LayerKinds != "" && len(c.LayerKinds) != c.Layers {
+		return fmt.Errorf("model config: layer kinds %q for %d layers", c.LayerKinds, c.Layers)
+	}
+	for _, k := range c.LayerKinds {
+		if k != 'S' && k != 'F' {
+			return fmt.Errorf("model config: layer kinds %q: want only S (sliding) and F (full)", c.LayerKinds)
+		}
+		if k == 'S' && c.SlidingWindow <= 0 {
+			return fmt.Errorf("model config: sliding layers need a positive window, got %d", c.SlidingWindow)
+		}
+	}
+	if c.RoPELinear != 0 && !(c.RoPELinear >= 1) {
+		return fmt.Errorf("model config: linear rope factor %v must be at least 1", c.RoPELinear)
+	}
+	if c.EmbedScale < 0 || c.AttnScale < 0 {
+		return fmt.Errorf("model config: embedding scale %v and attention scale %v must not be negative", c.EmbedScale, c.AttnScale)
 	}
 	return nil
 }
@@ -52,3 +95,19 @@ func (c *Config) Validate() error {
 // qDim is H·D, the width of the query projection; kvDim is KVH·D.
 func (c *Config) qDim() int  { return c.Heads * c.HeadDim }
 func (c *Config) kvDim() int { return c.KVHeads * c.HeadDim }
+
+// sliding reports whether layer l attends through a sliding window.
+func (c *Config) sliding(l int) bool { return c.LayerKinds != "" && c.LayerKinds[l] == 'S' }
+
+// normWeight returns the weight an RMSNorm multiplies by: w itself, or,
+// with Gemma's offset, 1+w written into dst (len(w) long).
+func normWeight(dst, w []float32, offset bool) []float32 {
+	if !offset {
+		return w
+	}
+	dst = dst[:len(w)]
+	for i, x := range w {
+		dst[i] = 1 + x
+	}
+	return dst
+}

@@ -1,7 +1,9 @@
 package model
 
 import (
+	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/format/hfconfig"
@@ -36,5 +38,43 @@ func TestConfigFromRealFiles(t *testing.T) {
 				t.Errorf("ConfigFromHF =\n%+v\nwant\n%+v", got, want)
 			}
 		})
+	}
+}
+
+// The Gemma 3 golden case's config.json maps onto the Gemma specifics:
+// GeGLU, (1+w) norms, sandwich norms, √hidden embedding scale,
+// query_pre_attn_scalar, the layer pattern, the full layers' linear rope
+// scaling and the sliding layers' RoPE.
+func TestConfigFromGemma3(t *testing.T) {
+	h, err := hfconfig.Load(filepath.Join(goldenDir, "gemma3", "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ConfigFromHF(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Family: "gemma3_text", Vocab: 331, Hidden: 48, Intermediate: 80, Layers: 3, Heads: 4, KVHeads: 2,
+		HeadDim: 16, RMSNormEps: 1e-6, RoPE: kernels.RoPEConfig{Theta: 1e6, HeadDim: 16}, RoPELinear: 2, TieEmbeddings: true, QKNorm: true,
+		Act: "gelu_tanh", NormOffset: true, SandwichNorms: true, EmbedScale: float32(math.Sqrt(48)),
+		AttnScale: float32(1 / math.Sqrt(24)), LayerKinds: "SFS", SlidingWindow: 4,
+		LocalRoPE: kernels.RoPEConfig{Theta: 10000, HeadDim: 16}}
+	if got != want {
+		t.Errorf("ConfigFromHF =\n%+v\nwant\n%+v", got, want)
+	}
+
+	// A gemma3_text Config without Gemma's pieces (as a builder that knows
+	// only the other families would make) is refused, not run as Llama.
+	bare := want
+	bare.SandwichNorms = false
+	if err := bare.Validate(); err == nil || !strings.Contains(err.Error(), "gemma3_text needs") {
+		t.Errorf("gemma3_text without sandwich norms: error %v", err)
+	}
+
+	// Dynamic rope scaling is parsed by hfconfig but not implemented by the
+	// model: refused by name.
+	h.RoPE = hfconfig.RoPE{Type: "dynamic", Theta: 1e6, Factor: 8}
+	if _, err := ConfigFromHF(h); err == nil || !strings.Contains(err.Error(), `rope scaling "dynamic" not supported`) {
+		t.Errorf("dynamic rope scaling: error %v", err)
 	}
 }

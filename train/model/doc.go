@@ -1,5 +1,5 @@
-// Package model is Hone's transformer: the Llama, Qwen2 and Qwen3 decoder
-// families as one set of structs (Model → Block → Attention, MLP → Linear),
+// Package model is Hone's transformer: the Llama, Qwen2, Qwen3 and Gemma 3
+// (text, gemma3_text) decoder families as one set of structs (Model → Block → Attention, MLP → Linear),
 // each with a Forward and a Backward that mirrors it, plus LoRA adapters.
 //
 // What it owns:
@@ -40,8 +40,23 @@
 // MLP width, V the vocabulary, r the LoRA rank.
 //
 // Formulas (HF conventions): RMSNorm x·rsqrt(mean(x²)+eps)·w; RoPE in the
-// rotate_half layout with optional llama3 frequency scaling; causal GQA
+// rotate_half layout with optional llama3 or linear frequency scaling; causal GQA
 // attention within each packed sequence; MLP down(silu(gate(x))·up(x));
 // Qwen2 adds q/k/v biases; Qwen3 applies per-head RMSNorm to q and k before
 // RoPE; LoRA adds scale·B·A·x with scale alpha/r (alpha/√r for rsLoRA).
+//
+// Gemma 3 (transformers' modeling_gemma3): embeddings times √C; every
+// RMSNorm multiplies by 1+w; per-head q/k norms; scores scaled by
+// query_pre_attn_scalar^-1/2; sandwich norms (the attention and MLP outputs
+// are normed before their residual adds, the MLP input by
+// pre_feedforward_layernorm); MLP down(gelu_tanh(gate(x))·up(x)); sliding
+// layers (layer_types / sliding_window_pattern) see only the last
+// sliding_window keys, query included, and rotate with base
+// rope_local_base_freq, full layers with rope_theta. The kernels package has
+// no sliding-window attention and no GeGLU: training attention over a
+// sequence longer than the window runs in tiles of 64 queries through the
+// backend's Matmul (masking and softmax in Go), GeGLU as a Go loop split
+// across goroutines; decoding reads only the window's cached rows through
+// the backend's decode attention. Linear rope scaling divides the full
+// layers' frequencies; soft-capping is refused when config.json sets it.
 package model

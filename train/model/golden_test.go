@@ -130,7 +130,7 @@ func flat2(rows [][]float64) []float64 {
 	return out
 }
 
-var goldenCases = []string{"llama", "qwen2", "qwen3"}
+var goldenCases = []string{"gemma3", "llama", "qwen2", "qwen3"}
 
 func TestGolden(t *testing.T) {
 	ctx := context.Background()

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/hone-rl/hone/format/hfconfig"
@@ -13,7 +14,11 @@ import (
 // ConfigFromHF maps a parsed config.json onto the model's Config, refusing
 // what the model does not implement.
 func ConfigFromHF(h *hfconfig.Config) (Config, error) {
-	if h.HiddenAct != "" && h.HiddenAct != "silu" {
+	gemma := h.ModelType == "gemma3_text"
+	switch {
+	case gemma && h.HiddenAct != "gelu_pytorch_tanh":
+		return Config{}, fmt.Errorf("model: hidden_activation %q not supported (want gelu_pytorch_tanh)", h.HiddenAct)
+	case !gemma && h.HiddenAct != "" && h.HiddenAct != "silu":
 		return Config{}, fmt.Errorf("model: hidden_act %q not supported (want silu)", h.HiddenAct)
 	}
 	c := Config{
@@ -25,6 +30,8 @@ func ConfigFromHF(h *hfconfig.Config) (Config, error) {
 	}
 	switch h.RoPE.Type {
 	case "", "default":
+	case "linear":
+		c.RoPELinear = h.RoPE.Factor
 	case "llama3":
 		c.RoPE.Scaling = "llama3"
 		c.RoPE.Factor = h.RoPE.Factor
@@ -32,7 +39,28 @@ func ConfigFromHF(h *hfconfig.Config) (Config, error) {
 		c.RoPE.HighFreqFactor = h.RoPE.HighFreqFactor
 		c.RoPE.OriginalMaxPos = float64(h.RoPE.OriginalMaxPositionEmbeddings)
 	default:
-		return Config{}, fmt.Errorf("model: rope scaling %q not supported (want default or llama3)", h.RoPE.Type)
+		return Config{}, fmt.Errorf("model: rope scaling %q not supported (want default, linear or llama3)", h.RoPE.Type)
+	}
+	if gemma {
+		// Gemma 3: transformers' modeling_gemma3 (Gemma3TextScaledWordEmbedding,
+		// Gemma3RMSNorm, Gemma3Attention.scaling, Gemma3DecoderLayer).
+		c.Act, c.NormOffset, c.SandwichNorms = "gelu_tanh", true, true
+		c.EmbedScale = float32(math.Sqrt(float64(h.HiddenSize)))
+		c.AttnScale = float32(1 / math.Sqrt(h.QueryPreAttnScalar))
+		c.SlidingWindow = h.SlidingWindow
+		c.LocalRoPE = kernels.RoPEConfig{Theta: h.LocalRoPETheta, HeadDim: h.HeadDim}
+		kinds := make([]byte, len(h.LayerTypes))
+		for i, t := range h.LayerTypes {
+			switch t {
+			case "sliding_attention":
+				kinds[i] = 'S'
+			case "full_attention":
+				kinds[i] = 'F'
+			default:
+				return Config{}, fmt.Errorf("model: layer_types[%d] %q not supported", i, t)
+			}
+		}
+		c.LayerKinds = string(kinds)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err

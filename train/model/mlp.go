@@ -2,11 +2,22 @@ package model
 
 import "github.com/hone-rl/hone/kernels"
 
-// MLP is the SwiGLU feed-forward: down(silu(gate(x))·up(x)).
+// MLP is the gated feed-forward down(act(gate(x))·up(x)): SwiGLU (act =
+// silu), or Gemma's GeGLU when GELU is set (act = GELU, tanh approximation).
 type MLP struct {
 	Gate Linear `hf:"gate_proj"`
 	Up   Linear `hf:"up_proj"`
 	Down Linear `hf:"down_proj"`
+	GELU bool
+}
+
+// glu writes act = a(gate)·up with the MLP's activation a.
+func (m *MLP) glu(be kernels.Backend, act, gate, up []float32) {
+	if m.GELU {
+		geluGLUForward(act, gate, up)
+		return
+	}
+	be.SwiGLUForward(act, gate, up, len(act))
 }
 
 // mlpActs are the activations MLP.Backward needs. The SwiGLU product is not
@@ -33,7 +44,7 @@ func (m *MLP) newActs(ar *arena, N int, lr *[numModules]*LoRA) *mlpActs {
 func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x, act []float32, N int, lr *[numModules]*LoRA) {
 	m.Gate.Forward(be, s.gate, s.u[0], x, N, lr[ModGate])
 	m.Up.Forward(be, s.up, s.u[1], x, N, lr[ModUp])
-	be.SwiGLUForward(act, s.gate, s.up, N*m.Gate.Out)
+	m.glu(be, act[:N*m.Gate.Out], s.gate, s.up)
 	m.Down.Forward(be, out, s.u[2], act, N, lr[ModDown])
 }
 
@@ -43,14 +54,18 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 	NI := N * m.Gate.Out
 	act, dact, dup := w.act[:NI], w.dact[:NI], w.dup[:NI]
 	if lr[ModDown] != nil { // only the LoRA gradient DA reads the down projection's input
-		be.SwiGLUForward(act, s.gate, s.up, NI)
+		m.glu(be, act, s.gate, s.up)
 	}
 	clear(dact)
 	m.Down.Backward(be, dact, dout, act, s.u[2], N, lr[ModDown])
 	dgate := act // act is spent: reuse it for dgate
 	clear(dgate)
 	clear(dup)
-	be.SwiGLUBackward(dgate, dup, dact, s.gate, s.up, NI)
+	if m.GELU {
+		geluGLUBackward(dgate, dup, dact, s.gate, s.up)
+	} else {
+		be.SwiGLUBackward(dgate, dup, dact, s.gate, s.up, NI)
+	}
 	m.Gate.Backward(be, dx, dgate, x, s.u[0], N, lr[ModGate])
 	m.Up.Backward(be, dx, dup, x, s.u[1], N, lr[ModUp])
 }

@@ -153,12 +153,20 @@ type work struct {
 	dq, dqr        []float32 // [N, H·D]
 	dkr, dv, dk    []float32 // [N, KVH·D]
 	dxf, dx, dprev []float32 // [N, C] model-level gradients of the residual stream
+	dn             []float32 // [N, C] sandwich norms only: a sub-layer output's gradient
+	nwf            []float32 // [C] NormOffset only: the final norm's 1+w
 }
 
 func (m *Model) newWork(ar *arena, N int, backward bool) *work {
 	c := &m.Config
 	C, I, qd, kvd := c.Hidden, c.Intermediate, c.qDim(), c.kvDim()
 	w := &work{h: ar.take(N * C), act: ar.take(N * I)}
+	if c.NormOffset {
+		w.nwf = ar.take(C)
+	}
+	if backward && c.SandwichNorms {
+		w.dn = ar.take(N * C)
+	}
 	if backward {
 		w.dact, w.dup = ar.take(N*I), ar.take(N*I)
 		w.dx2, w.dh = ar.take(N*C), ar.take(N*C)
@@ -281,7 +289,7 @@ func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOpt
 			return nil, err
 		}
 	}
-	be.RMSNormForward(p.xf, p.rstdf, p.xs[len(m.Blocks)], m.Norm, N, C, c.RMSNormEps)
+	be.RMSNormForward(p.xf, p.rstdf, p.xs[len(m.Blocks)], m.finalNorm(p.w), N, C, c.RMSNormEps)
 	if m.Head.BF16 != nil {
 		be.LogprobForwardBF16(p.Logprob, p.Entropy, p.lse, p.expect, p.xf, m.Head.BF16, p.tgt, N, C, V, opt.Chunk)
 	} else {
@@ -372,7 +380,7 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 		be.LogprobBackward(dxf, nil, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head.F32, p.tgt, N, C, V, p.opt.Chunk)
 	}
 	clear(dx)
-	be.RMSNormBackward(dx, nil, dxf, p.rstdf, p.xs[len(m.Blocks)], m.Norm, N, C)
+	be.RMSNormBackward(dx, nil, dxf, p.rstdf, p.xs[len(m.Blocks)], m.finalNorm(w), N, C)
 	for l := len(m.Blocks) - 1; l >= 0; l-- {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -421,7 +429,7 @@ func (m *Model) hidden(ctx context.Context, ids []int32, g *geometry, ad *Adapte
 		x, next = next, x
 	}
 	out := make([]float32, N*C) // returned: not from the slab
-	be.RMSNormForward(out, xf[:N], x, m.Norm, N, C, c.RMSNormEps)
+	be.RMSNormForward(out, xf[:N], x, m.finalNorm(w), N, C, c.RMSNormEps)
 	return out, nil
 }
 
@@ -463,14 +471,21 @@ func (m *Model) Merge(ad *Adapter) error {
 	return nil
 }
 
-// embed gathers out [N, C] = Embed[ids].
+// finalNorm returns the weight the final norm multiplies by (1+w, in w's
+// scratch, under NormOffset).
+func (m *Model) finalNorm(w *work) []float32 { return normWeight(w.nwf, m.Norm, m.Config.NormOffset) }
+
+// embed gathers out [N, C] = Embed[ids], times EmbedScale when set.
 func (m *Model) embed(out []float32, ids []int32) {
 	c := &m.Config
 	if m.Embed.BF16 != nil {
 		m.be.EmbeddingForwardBF16(out, ids, m.Embed.BF16, len(ids), c.Hidden, c.Vocab)
-		return
+	} else {
+		m.be.EmbeddingForward(out, ids, m.Embed.F32, len(ids), c.Hidden, c.Vocab)
 	}
-	m.be.EmbeddingForward(out, ids, m.Embed.F32, len(ids), c.Hidden, c.Vocab)
+	if c.EmbedScale != 0 {
+		m.be.Scale(out, out, c.EmbedScale, len(ids)*c.Hidden)
+	}
 }
 
 // Pack builds a packed Batch from sequences of token ids and, optionally,

@@ -25,13 +25,25 @@ func microConfig(family string) Config {
 		c.QKNorm, c.HeadDim = true, 6
 	case "llama":
 		c.RoPE = kernels.RoPEConfig{Theta: 500000, Scaling: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 16}
+	case "gemma3_text":
+		// Layer 0 slides with a window shorter than the test sequences.
+		c.QKNorm, c.HeadDim, c.TieEmbeddings = true, 6, true
+		c.Act, c.NormOffset, c.SandwichNorms = "gelu_tanh", true, true
+		c.EmbedScale, c.AttnScale = float32(math.Sqrt(12)), float32(1/math.Sqrt(5))
+		c.LayerKinds, c.SlidingWindow = "SF", 3
+		c.RoPE.Theta, c.LocalRoPE = 1e6, kernels.RoPEConfig{Theta: 10000}
 	}
 	return c
 }
 
-// randomize fills every weight with seeded values; norms near 1.
+// randomize fills every weight with seeded values; norms near 1 (under
+// NormOffset, stored weights near 0: the norm multiplies by 1+w).
 func randomize(m *Model, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 1))
+	one := 1.0
+	if m.Config.NormOffset {
+		one = 0
+	}
 	for _, t := range m.Tensors() {
 		norm := strings.HasSuffix(t.Name, "norm.weight")
 		std := 1 / math.Sqrt(float64(t.Shape[len(t.Shape)-1]))
@@ -40,7 +52,7 @@ func randomize(m *Model, seed uint64) {
 		}
 		for i := range t.Values {
 			if norm {
-				t.Values[i] = float32(1 + 0.1*rng.NormFloat64())
+				t.Values[i] = float32(one + 0.1*rng.NormFloat64())
 			} else {
 				t.Values[i] = float32(std * rng.NormFloat64())
 			}
@@ -106,7 +118,7 @@ func maxRelDiff(a, b []float32) float64 {
 	return worst
 }
 
-var families = []string{"llama", "qwen2", "qwen3"}
+var families = []string{"llama", "qwen2", "qwen3", "gemma3_text"}
 
 // Decoding through the KV cache — a prompt prefill, then one token at a time,
 // several sequences per step — gives the logits of the full forward.

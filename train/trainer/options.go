@@ -23,8 +23,13 @@ import (
 // the LoRA shape, the optimizer and schedule, batching and checkpoints. The
 // JSON form is saved with every checkpoint as the run's exact config.
 type Options struct {
-	Model       string   `json:"model"`
-	Out         string   `json:"out"`
+	Model string `json:"model"`
+	Out   string `json:"out"`
+	// OutLocal, when set, is the local folder the run folders are written
+	// in while Out names an object-store folder they are published to
+	// (hone-train --out-cache): the saved config keeps Out, so a run
+	// resumed from another cache matches.
+	OutLocal    string   `json:"-"`
 	Name        string   `json:"run"`
 	Resume      bool     `json:"-"`
 	InitAdapter string   `json:"init_adapter,omitempty"`
@@ -107,8 +112,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.IntVar(&o.Steps, "steps", 0, "steps to train on the inputs (0: --epochs over them), counted from the run's start or, for grpo, from the start of the inputs' session")
 	fs.IntVar(&o.Epochs, "epochs", 1, "passes over the inputs when --steps is 0")
 	fs.IntVar(&o.SaveEvery, "save-every", 1, "save a checkpoint every N steps (and the last)")
-	fs.IntVar(&o.KeepLast, "keep-last", 0, "step folders to keep (0: all); latest and best are always kept")
-	fs.StringVar(&o.BestMetric, "best-metric", "", "metric picking the best step (kept, and named by OUT/RUN/best)")
+	fs.IntVar(&o.KeepLast, "keep-last", 0, "step folders to keep (0: all); latest and best are always kept, and with an eval --best-metric every step not yet evaluated")
+	fs.StringVar(&o.BestMetric, "best-metric", "", "metric picking the best step (kept, and named by OUT/RUN/best): a training metric such as reward_mean, or an eval metric such as val/reward that hone-inspect log-eval records after each step is evaluated (steps not yet evaluated are kept)")
 	fs.StringVar(&o.BestMode, "best-mode", "max", "max or min: which --best-metric value is best")
 	fs.StringVar(&o.TemplateKwargs, "chat-template-kwargs", "", `JSON object of chat template kwargs the trajectories were served with, e.g. {"enable_thinking":false}`)
 }
@@ -229,7 +234,11 @@ func (p *Prepared) Close() {
 // that differs) or starts a fresh adapter.
 func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Prepared, error) {
 	m := base.Model
-	run := &checkpoint.Run{Dir: filepath.Join(o.Out, o.Name)}
+	out := o.Out
+	if o.OutLocal != "" {
+		out = o.OutLocal
+	}
+	run := &checkpoint.Run{Dir: filepath.Join(out, o.Name)}
 	unlock, err := run.Lock()
 	if err != nil {
 		return nil, err

@@ -103,9 +103,13 @@ func TestProgressLiveTicks(t *testing.T) {
 		time.Sleep(time.Second) // one more, at 2 s
 		synctest.Wait()
 		p.Stop()
-		line1 := "groups 1/4 (25%)  1.0/s  tokens 100 (100/s)  ETA 3s"
+		// At 1 s nothing has finished for a second: the heartbeat shows.
+		// At 2 s the last group finished 0.5 s ago: no heartbeat, and the
+		// shorter line is padded over the longer one.
+		line1 := "groups 1/4 (25%)  1.0/s  tokens 100 (100/s)  ETA 3s  waiting 1s"
 		line2 := "groups 2/4 (50%)  1.0/s  tokens 400 (200/s)  ETA 2s"
-		want := "\r" + line1 + "\r" + line2 + "\r" + strings.Repeat(" ", len(line2)) + "\r"
+		pad := strings.Repeat(" ", len(line1)-len(line2))
+		want := "\r" + line1 + "\r" + line2 + pad + "\r" + strings.Repeat(" ", len(line2)) + "\r"
 		if got := buf.String(); got != want {
 			t.Errorf("drawn %q\nwant  %q", got, want)
 		}

@@ -2,8 +2,10 @@
 // the 4×4 board (numbers, "." for empty); the agent answers left, right, up
 // or down. A move that changes nothing is illegal and wastes the turn; an
 // unreadable answer ends the game with reward −1. Otherwise the reward is
-// log2(max tile)/log2(target), 1 once the target tile appears. Metrics:
-// max_tile, moves, illegal, won, invalid.
+// log2(max tile)/log2(target), 1 once the target tile appears; with
+// Reward "art" it is ART's 2048 shape instead (ARTReward). Metrics:
+// max_tile, board_value (the sum of the tiles), moves, illegal, won,
+// invalid.
 package game2048
 
 import (
@@ -23,6 +25,36 @@ import (
 type Env struct {
 	Target   int // tile that wins (default 64)
 	MaxMoves int // moves before the game is cut (default 100)
+	// Reward is the reward shape: "" or RewardHone (log2 of the max tile
+	// over log2 of the target), or RewardART (ARTReward).
+	Reward string
+}
+
+// The reward shapes Env.Reward names.
+const (
+	RewardHone = "hone"
+	RewardART  = "art"
+)
+
+// ARTReward is the reward OpenPipe ART's 2048 example gives a finished
+// game (examples/2048/rollout.py, the branch after check_game_finished;
+// its WINNING_VALUE, 128 in examples/2048/utils.py, is target here): with
+// m the largest tile and s the sum of all tiles,
+//
+//	m ≥ target: 2
+//	otherwise:  (log2 m − 1)/(log2 target − 1) + 0.2·(log2 s − 1)/(log2(16·target) − 1)
+//
+// The first term is 0 for a largest tile of 2 and 1 at the target; the
+// second is 0 for a board summing to 2 and 1 for sixteen target tiles.
+// An unreadable move is −1 in ART as here (the caller's case).
+func ARTReward(board [16]int, target int) float64 {
+	g := grid(board)
+	m, s := g.max(), g.sum()
+	if m >= target {
+		return 2
+	}
+	t := math.Log2(float64(target))
+	return (math.Log2(float64(m))-1)/(t-1) + 0.2*(math.Log2(float64(s))-1)/(math.Log2(16*float64(target))-1)
 }
 
 // New returns the environment with defaults for zero values.
@@ -121,6 +153,14 @@ func (g *grid) max() int {
 	return m
 }
 
+func (g *grid) sum() int {
+	s := 0
+	for _, v := range g {
+		s += v
+	}
+	return s
+}
+
 func (g *grid) canMove() bool {
 	for _, d := range dirs {
 		c := *g
@@ -176,7 +216,12 @@ func parseGrid(s string) (grid, error) {
 func (e *Env) Name() string { return "2048" }
 
 // RewardRange implements env.Env.
-func (e *Env) RewardRange() (float64, float64) { return -1, 1 }
+func (e *Env) RewardRange() (float64, float64) {
+	if e.Reward == RewardART {
+		return -1, 2
+	}
+	return -1, 1
+}
 
 // Scenarios implements env.Env.
 func (e *Env) Scenarios(_ context.Context, seed int64, n int) ([]env.Scenario, error) {
@@ -203,7 +248,10 @@ func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episo
 	if p.MaxMoves <= 0 {
 		p.MaxMoves = e.MaxMoves
 	}
-	ep := &episode{p: p, rng: rand.New(rand.NewPCG(uint64(p.Seed), 0x7469))}
+	if e.Reward != "" && e.Reward != RewardHone && e.Reward != RewardART {
+		return nil, fmt.Errorf("2048: reward %q: want %s or %s", e.Reward, RewardHone, RewardART)
+	}
+	ep := &episode{p: p, art: e.Reward == RewardART, rng: rand.New(rand.NewPCG(uint64(p.Seed), 0x7469))}
 	ep.g.spawn(ep.rng)
 	ep.g.spawn(ep.rng)
 	return ep, nil
@@ -215,6 +263,7 @@ type episode struct {
 	g                     grid
 	moves, illegal, turns int
 	invalid               bool
+	art                   bool // ARTReward's shape
 }
 
 func (ep *episode) prompt(prefix string) trajectory.Message {
@@ -254,6 +303,9 @@ func (ep *episode) Outcome() env.Outcome {
 	mt := ep.g.max()
 	won := mt >= ep.p.Target
 	r := math.Min(1, math.Log2(float64(mt))/math.Log2(float64(ep.p.Target)))
+	if ep.art {
+		r = ARTReward(ep.g, ep.p.Target)
+	}
 	if ep.invalid {
 		r = -1
 	}
@@ -266,7 +318,7 @@ func (ep *episode) Outcome() env.Outcome {
 		inv = 1
 	}
 	return env.Outcome{Reward: r, Metrics: map[string]float64{
-		"max_tile": float64(mt), "moves": float64(ep.moves), "illegal": float64(ep.illegal), "won": w, "invalid": inv,
+		"max_tile": float64(mt), "board_value": float64(ep.g.sum()), "moves": float64(ep.moves), "illegal": float64(ep.illegal), "won": w, "invalid": inv,
 	}}
 }
 

@@ -4,10 +4,11 @@
 // the task as the user message, runs each tool call on the server and
 // ends when the agent answers without a tool call.
 //
-// A task's payload is {"task": "...", "answer": "..."}; "answer" is
-// optional. With it the reward is 1 when the final answer contains it
-// (case-insensitively) and 0 otherwise; without it the reward is 0 and
-// scoring is left to hone-score (a formula or RULER). Metrics: answered,
+// A task's payload is {"task": "...", "answer": "...", "difficulty": 3};
+// "answer" and "difficulty" (1 to 5, the task writer's rating, carried
+// only) are optional. With an answer the reward is 1 when the final answer
+// contains it (case-insensitively) and 0 otherwise; without it the reward
+// is 0 and scoring is left to hone-score (a formula or RULER). Metrics: answered,
 // correct, tool_errors (calls the server reported as errors).
 //
 // A payload may also carry "solution": {"calls": [{"name", "arguments"}],
@@ -102,6 +103,31 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 // Tools returns the server's tools in the agent's shape.
 func (e *Env) Tools() []trajectory.Tool { return e.tools }
 
+// Resource is one resource an MCP server lists (resources/list), in the
+// protocol's field names: what a task writer is shown besides the tools.
+type Resource struct {
+	URI         string `json:"uri"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+}
+
+// Resources lists the server's resources, following the listing's pages;
+// a server that does not declare the resources capability has none.
+func (e *Env) Resources(ctx context.Context) ([]Resource, error) {
+	if ir := e.session.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Resources == nil {
+		return nil, nil
+	}
+	var out []Resource
+	for r, err := range e.session.Resources(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("mcp: list resources: %w", err)
+		}
+		out = append(out, Resource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType})
+	}
+	return out, nil
+}
+
 // Close ends the session (and a stdio server).
 func (e *Env) Close() error { return e.session.Close() }
 
@@ -128,9 +154,12 @@ func (e *Env) Scenarios(_ context.Context, _ int64, n int) ([]env.Scenario, erro
 
 // Payload is a task's payload.
 type Payload struct {
-	Task     string    `json:"task"`
-	Answer   string    `json:"answer,omitempty"`
-	Solution *Solution `json:"solution,omitempty"`
+	Task   string `json:"task"`
+	Answer string `json:"answer,omitempty"`
+	// Difficulty, 1 to 5, is the task writer's rating (hone-collect
+	// scenarios); the environment only carries it.
+	Difficulty int       `json:"difficulty,omitempty"`
+	Solution   *Solution `json:"solution,omitempty"`
 }
 
 // NewEpisode implements env.Env.

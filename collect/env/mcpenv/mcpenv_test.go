@@ -194,3 +194,37 @@ func TestReplay(t *testing.T) {
 		t.Errorf("unknown policy: %v", err)
 	}
 }
+
+// Resources lists a server's resources across pages (two per page here),
+// and none for a server without the resources capability.
+func TestResources(t *testing.T) {
+	if rs, err := connect(t, "http").Resources(context.Background()); err != nil || rs != nil {
+		t.Errorf("a server without resources: %v, %+v", err, rs)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, &mcp.ServerOptions{PageSize: 2})
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "add two numbers"}, func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	read := func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{}, nil
+	}
+	want := []mcpenv.Resource{
+		{URI: "file:///a.csv", Name: "a", Description: "table a", MIMEType: "text/csv"},
+		{URI: "file:///b.txt", Name: "b"},
+		{URI: "file:///c.md", Name: "c", Description: "notes"},
+	}
+	for _, r := range want {
+		s.AddResource(&mcp.Resource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType}, read)
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	defer srv.Close()
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rs, err := e.Resources(context.Background())
+	if err != nil || fmt.Sprint(rs) != fmt.Sprint(want) {
+		t.Errorf("resources %+v (%v), want %+v", rs, err, want)
+	}
+}

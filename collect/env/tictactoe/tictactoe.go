@@ -10,7 +10,7 @@
 //	78o
 //
 // Reward: 1 win, 0.5 draw, 0 loss, −1 for an illegal or unreadable move,
-// which ends the game. Metrics: win, draw, loss, illegal, win_or_draw,
+// which ends the game; with Reward "art", ART's shape (ARTReward). Metrics: win, draw, loss, illegal, win_or_draw,
 // moves, and two that show the blocking skill: threats (agent turns where
 // the opponent could complete a line next move and the agent cannot win at
 // once) and blocks (those turns where the agent took the threatened cell;
@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ import (
 // Env is the tic-tac-toe environment.
 type Env struct {
 	Opponent string // default opponent for generated scenarios
+	// Reward is the reward shape: "" or RewardHone (an illegal move −1),
+	// or RewardART (ARTReward).
+	Reward string
 
 	mu   sync.Mutex
 	memo map[board]int // minimax values, shared by all episodes
@@ -59,6 +63,34 @@ func New(opponent string) (*Env, error) {
 		return nil, fmt.Errorf("tictactoe: opponent %q: want one of %v", opponent, opponents)
 	}
 	return &Env{Opponent: opponent, memo: map[board]int{}}, nil
+}
+
+// The reward shapes Env.Reward names.
+const (
+	RewardHone = "hone"
+	RewardART  = "art"
+)
+
+// ARTReward is the reward OpenPipe ART's tic-tac-toe example gives
+// (examples/tic_tac_toe/rollout.py) for a game's result, one of the
+// metric names "win" 1, "draw" 0.5, "loss" 0 and "illegal" (an illegal
+// or unreadable move, which ends the game):
+//
+//	−100 + ln(moves + 1)/ln(100)
+//
+// where moves counts the agent's legal moves before it: a game spoiled
+// later costs a little less. Hone's default shape gives −1 there. A game
+// cut before its end (any other result) keeps ART's initial reward, 0.
+func ARTReward(result string, moves int) float64 {
+	switch result {
+	case "illegal":
+		return -100 + math.Log(float64(moves)+1)/math.Log(100)
+	case "win":
+		return 1
+	case "draw":
+		return 0.5
+	}
+	return 0
 }
 
 // Payload is a scenario's payload.
@@ -192,7 +224,12 @@ func (e *Env) bestMoves(b board, p uint8) []int {
 func (e *Env) Name() string { return "tictactoe" }
 
 // RewardRange implements env.Env.
-func (e *Env) RewardRange() (float64, float64) { return -1, 1 }
+func (e *Env) RewardRange() (float64, float64) {
+	if e.Reward == RewardART {
+		return -100, 1
+	}
+	return -1, 1
+}
 
 // Scenarios implements env.Env: the agent moves first in about half.
 func (e *Env) Scenarios(_ context.Context, seed int64, n int) ([]env.Scenario, error) {
@@ -218,6 +255,9 @@ func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, seed int64) (env.Ep
 	}
 	if !knownOpponent(p.Opponent) {
 		return nil, fmt.Errorf("tictactoe: scenario %s: opponent %q: want one of %v", sc.ID, p.Opponent, opponents)
+	}
+	if e.Reward != "" && e.Reward != RewardHone && e.Reward != RewardART {
+		return nil, fmt.Errorf("tictactoe: reward %q: want %s or %s", e.Reward, RewardHone, RewardART)
 	}
 	return &episode{e: e, p: p, rng: rand.New(rand.NewPCG(uint64(seed), 0x6f7070))}, nil
 }
@@ -307,6 +347,15 @@ func (ep *episode) Outcome() env.Outcome {
 		m["loss"] = 1
 	case ep.over:
 		m["draw"], m["win_or_draw"], r = 1, 1, 0.5
+	}
+	if ep.e.Reward == RewardART {
+		result := ""
+		for _, k := range []string{"win", "draw", "loss", "illegal"} {
+			if m[k] == 1 {
+				result = k
+			}
+		}
+		r = ARTReward(result, ep.moves)
 	}
 	return env.Outcome{Reward: r, Metrics: m}
 }

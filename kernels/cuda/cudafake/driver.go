@@ -2,6 +2,7 @@ package cudafake
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"sync"
 	"unsafe"
@@ -50,6 +51,9 @@ func fail(call string, code int, text string) error {
 	return &cuda.Error{Call: call, Code: code, Name: codeName(code), Text: text}
 }
 
+// entryRE finds the kernels a PTX image defines.
+var entryRE = regexp.MustCompile(`(?m)^\.visible \.entry (\w+)\(`)
+
 // Launch is one kernel launch the fake recorded.
 type Launch struct {
 	Kernel      string
@@ -67,7 +71,8 @@ type Launch struct {
 type Driver struct {
 	mu        sync.Mutex
 	devices   int
-	memLimit  int // bytes; 0: no limit
+	cc        [2]int // compute capability: major, minor
+	memLimit  int    // bytes; 0: no limit
 	inited    bool
 	retained  map[cuda.DeviceID]int
 	current   cuda.Context
@@ -79,13 +84,16 @@ type Driver struct {
 	modules   map[cuda.Module]bool
 	functions map[cuda.Function]string
 	launches  []Launch
+	images    [][]byte
 }
 
 // NewDriver returns a fake driver with the given number of devices
-// (0: cuInit fails with CUDA_ERROR_NO_DEVICE) and device memory of memLimit
-// bytes (0: unlimited). Modules loaded into it hold the kernels named.
+// (0: cuInit fails with CUDA_ERROR_NO_DEVICE) of compute capability 9.0
+// and device memory of memLimit bytes (0: unlimited). Modules loaded into
+// it hold the kernels named, and those a PTX image defines (its
+// ".visible .entry" lines).
 func NewDriver(devices, memLimit int, kernels ...string) *Driver {
-	d := &Driver{devices: devices, memLimit: memLimit, retained: map[cuda.DeviceID]int{},
+	d := &Driver{devices: devices, cc: [2]int{9, 0}, memLimit: memLimit, retained: map[cuda.DeviceID]int{},
 		next: 0x7f0000000000, allocs: map[cuda.DevPtr][]byte{}, failNext: map[string]int{},
 		kernels: map[string]bool{}, modules: map[cuda.Module]bool{}, functions: map[cuda.Function]string{}}
 	for _, k := range kernels {
@@ -110,6 +118,21 @@ func (d *Driver) injected(call string) error {
 	}
 	delete(d.failNext, call)
 	return fail(call, code, "injected by the test")
+}
+
+// SetComputeCapability sets the compute capability the devices report.
+func (d *Driver) SetComputeCapability(major, minor int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cc = [2]int{major, minor}
+}
+
+// Images returns the module images loaded so far, in order, as the driver
+// got them (PTX text with its NUL byte).
+func (d *Driver) Images() [][]byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([][]byte(nil), d.images...)
 }
 
 // Live returns the allocations not yet freed and their bytes.
@@ -201,6 +224,17 @@ func (d *Driver) DeviceName(dev cuda.DeviceID) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("Fake Device %d", dev), nil
+}
+
+func (d *Driver) ComputeCapability(dev cuda.DeviceID) (major, minor int, err error) {
+	defer d.mu.Unlock()
+	if err := d.enter("cuDeviceGetAttribute", false); err != nil {
+		return 0, 0, err
+	}
+	if int(dev) < 0 || int(dev) >= d.devices {
+		return 0, 0, fail("cuDeviceGetAttribute", errInvalidDevice, fmt.Sprintf("device %d of %d", dev, d.devices))
+	}
+	return d.cc[0], d.cc[1], nil
 }
 
 func (d *Driver) PrimaryCtxRetain(dev cuda.DeviceID) (cuda.Context, error) {
@@ -327,8 +361,12 @@ func (d *Driver) ModuleLoadData(image []byte) (cuda.Module, error) {
 	if len(image) == 0 || image[len(image)-1] != 0 {
 		return 0, fail("cuModuleLoadData", errInvalidImage, "PTX text must end in a NUL byte")
 	}
-	m := cuda.Module(0x2000 + len(d.modules))
+	m := cuda.Module(0x2000 + len(d.images))
 	d.modules[m] = true
+	d.images = append(d.images, append([]byte(nil), image...))
+	for _, k := range entryRE.FindAllSubmatch(image, -1) {
+		d.kernels[string(k[1])] = true
+	}
 	return m, nil
 }
 

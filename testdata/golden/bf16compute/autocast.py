@@ -24,7 +24,7 @@ MODEL = os.path.join(HERE, "..", "model")
 sys.path.insert(0, MODEL)
 import reference  # noqa: E402  (the goldens' own independent implementation)
 
-CASES = ["llama", "qwen2", "qwen3"]
+CASES = ["gemma3", "llama", "qwen2", "qwen3"]
 
 
 def run(case):

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Independent PyTorch reference for Hone's train/model (Llama, Qwen2, Qwen3 + LoRA).
+"""Independent PyTorch reference for Hone's train/model (Llama, Qwen2, Qwen3, Gemma 3 + LoRA).
 
 Two subcommands (and two benchmark ones, bench-train and bench-decode, which
 time this reference for train/internal/modelbench; see their docstrings):
 
   reference.py make-cases OUTDIR
-      Writes one folder per case (llama, qwen2, qwen3) under OUTDIR, each with
+      Writes one folder per case (gemma3, llama, qwen2, qwen3) under OUTDIR, each with
         model/     config.json + model.safetensors (random weights; f32, bf16 or f16 on disk)
         adapter/   adapter_config.json + adapter_model.safetensors (PEFT names, random A and B)
         inputs.json  packed batch: input_ids, position_ids, seq_starts, targets, weights
@@ -26,6 +26,17 @@ embedding, RMSNorm, RoPE in the rotate_half convention with optional llama3 freq
 scaling, grouped-query causal attention restricted to each packed sequence, SwiGLU MLP,
 Qwen2 q/k/v bias, Qwen3 per-head q/k RMSNorm before RoPE, explicit head_dim, tied
 embeddings, LoRA y += scale * B(A x) with scale alpha/r (or alpha/sqrt(r) for rsLoRA).
+
+Gemma 3 (model_type gemma3_text), restated from transformers' modeling_gemma3.py
+(Gemma3TextScaledWordEmbedding, Gemma3RMSNorm, Gemma3Attention, Gemma3DecoderLayer,
+Gemma3TextModel) and configuration_gemma3.py (layer_types from sliding_window_pattern):
+embeddings times sqrt(hidden_size); every RMSNorm multiplies by (1 + w); per-head q/k
+norms before RoPE; scores scaled by query_pre_attn_scalar**-0.5; sliding layers use
+plain RoPE with base rope_local_base_freq and see only keys j with i - j < sliding_window
+(transformers' sliding_window_overlay: kv_idx > q_idx - sliding_window), full layers use
+rope_theta (and rope_scaling: linear divides their inverse frequencies by factor); x2 = x + post_attention_layernorm(attn(input_layernorm(x))), out = x2 +
+post_feedforward_layernorm(mlp(pre_feedforward_layernorm(x2))); MLP down(gelu_tanh(gate)
+* up); tied lm_head by default. Soft-capping is not modelled (Gemma 3 sets it to null).
 """
 import json
 import math
@@ -97,8 +108,15 @@ def write_json(path, obj):
 
 # ---------------------------------------------------------------- the model
 
-def rms_norm(x, w, eps):
-    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * w
+def rms_norm(x, w, eps, offset=False):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * ((1.0 + w) if offset else w)
+
+
+def gemma3_layer_types(cfg):
+    if cfg.get("layer_types"):
+        return cfg["layer_types"]
+    pat = cfg.get("sliding_window_pattern", 6)
+    return ["sliding_attention" if (i + 1) % pat else "full_attention" for i in range(cfg["num_hidden_layers"])]
 
 
 def inv_freq(cfg, head_dim):
@@ -121,6 +139,9 @@ def inv_freq(cfg, head_dim):
                 s = (L / wl - lo) / (hi - lo)
                 out.append((1 - s) * f / factor + s * f)
         inv = torch.tensor(out, dtype=torch.float64)
+    elif rs and (rs.get("rope_type") or rs.get("type")) == "linear":
+        # transformers' _compute_linear_scaling_rope_parameters: inv_freq / factor.
+        inv = inv / rs["factor"]
     return inv
 
 
@@ -175,51 +196,95 @@ def forward(cfg, W, ids, pos, seq_starts, lora=None):
     mt = cfg["model_type"]
     T = len(ids)
     inv = inv_freq(cfg, D)
+    gemma = mt == "gemma3_text"
+    scale = 1 / math.sqrt(D)
+    if gemma:
+        kinds = gemma3_layer_types(cfg)
+        local_inv = inv_freq(dict(rope_theta=cfg.get("rope_local_base_freq", 10000.0)), D)
+        scale = cfg.get("query_pre_attn_scalar", 256) ** -0.5
+        window = cfg.get("sliding_window", 4096)
     # Packed sequences: attention runs per sequence, causal inside it.
     bounds = list(zip(seq_starts, list(seq_starts[1:]) + [T]))
 
     x = W["model.embed_tokens.weight"][torch.tensor(ids)]
+    if gemma:
+        x = x * torch.tensor(C ** 0.5, dtype=torch.float32).to(x.dtype)
     pos_t = torch.tensor(pos)
     for l in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % l
         lr = (lambda m: lora.get(l, m)) if lora else (lambda m: None)
         sc = lora.scale if lora else 1.0
-        h = rms_norm(x, W[p + "input_layernorm.weight"], eps)
+        sliding = gemma and kinds[l] == "sliding_attention"
+        inv_l = local_inv if sliding else inv
+        h = rms_norm(x, W[p + "input_layernorm.weight"], eps, gemma)
         bias = (lambda n: W.get(p + "self_attn.%s.bias" % n))
         q = linear(h, W[p + "self_attn.q_proj.weight"], bias("q_proj"), lr("q_proj"), sc).view(T, H, D)
         k = linear(h, W[p + "self_attn.k_proj.weight"], bias("k_proj"), lr("k_proj"), sc).view(T, KV, D)
         v = linear(h, W[p + "self_attn.v_proj.weight"], bias("v_proj"), lr("v_proj"), sc).view(T, KV, D)
-        if mt == "qwen3":
-            q = rms_norm(q, W[p + "self_attn.q_norm.weight"], eps)
-            k = rms_norm(k, W[p + "self_attn.k_norm.weight"], eps)
-        q = apply_rope(q, pos_t, inv)
-        k = apply_rope(k, pos_t, inv)
+        if mt in ("qwen3", "gemma3_text"):
+            q = rms_norm(q, W[p + "self_attn.q_norm.weight"], eps, gemma)
+            k = rms_norm(k, W[p + "self_attn.k_norm.weight"], eps, gemma)
+        q = apply_rope(q, pos_t, inv_l)
+        k = apply_rope(k, pos_t, inv_l)
         rep = H // KV
         k = k.repeat_interleave(rep, dim=1)
         v = v.repeat_interleave(rep, dim=1)
         outs = []
         for a, b in bounds:
             n = b - a
-            att = torch.einsum("thd,shd->hts", q[a:b], k[a:b]) / math.sqrt(D)
+            att = torch.einsum("thd,shd->hts", q[a:b], k[a:b]) * scale
             causal = torch.ones(n, n, dtype=torch.bool).tril()
+            if sliding:
+                causal = causal & ~torch.ones(n, n, dtype=torch.bool).tril(-window)
             att = att.masked_fill(~causal[None], float("-inf")).softmax(-1)
             outs.append(torch.einsum("hts,shd->thd", att, v[a:b]))
         o = torch.cat(outs).reshape(T, H * D)
+        if gemma:
+            a_out = linear(o, W[p + "self_attn.o_proj.weight"], None, lr("o_proj"), sc)
+            x = x + rms_norm(a_out, W[p + "post_attention_layernorm.weight"], eps, True)
+            h = rms_norm(x, W[p + "pre_feedforward_layernorm.weight"], eps, True)
+            g = linear(h, W[p + "mlp.gate_proj.weight"], None, lr("gate_proj"), sc)
+            u = linear(h, W[p + "mlp.up_proj.weight"], None, lr("up_proj"), sc)
+            m = linear(torch.nn.functional.gelu(g, approximate="tanh") * u, W[p + "mlp.down_proj.weight"], None,
+                       lr("down_proj"), sc)
+            x = x + rms_norm(m, W[p + "post_feedforward_layernorm.weight"], eps, True)
+            continue
         x = x + linear(o, W[p + "self_attn.o_proj.weight"], None, lr("o_proj"), sc)
         h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
         g = linear(h, W[p + "mlp.gate_proj.weight"], None, lr("gate_proj"), sc)
         u = linear(h, W[p + "mlp.up_proj.weight"], None, lr("up_proj"), sc)
         x = x + linear(torch.nn.functional.silu(g) * u, W[p + "mlp.down_proj.weight"], None, lr("down_proj"), sc)
-    x = rms_norm(x, W["model.norm.weight"], eps)
-    head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else W["lm_head.weight"]
+    x = rms_norm(x, W["model.norm.weight"], eps, gemma)
+    head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", gemma) else W["lm_head.weight"]
     return x @ head.T  # [T, V]
 
 
 # ---------------------------------------------------------------- cases
 
 CASES = {
+    # Gemma 3: GQA 4:2, head_dim 16 != hidden/heads 12, query_pre_attn_scalar 24 != head_dim,
+    # sliding_window_pattern 2 (layers 0 and 2 slide, window 4 < both sequences, local RoPE base
+    # 10000; layer 1 full, rope_theta 1e6 with linear rope scaling factor 2, as the larger Gemma 3
+    # checkpoints scale their full layers), tie_word_embeddings absent (Gemma's default: tied),
+    # bf16 on disk, LoRA r=4 on all 7 projections.
+    "gemma3": dict(
+        seed=1003,
+        config=dict(architectures=["Gemma3ForCausalLM"], model_type="gemma3_text", vocab_size=331, hidden_size=48,
+                    intermediate_size=80, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                    head_dim=16, query_pre_attn_scalar=24, max_position_embeddings=512, rms_norm_eps=1e-6,
+                    rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                    rope_scaling=dict(rope_type="linear", factor=2.0), sliding_window=4,
+                    sliding_window_pattern=2, hidden_activation="gelu_pytorch_tanh", attention_bias=False,
+                    attn_logit_softcapping=None, final_logit_softcapping=None, torch_dtype="bfloat16",
+                    bos_token_id=2, eos_token_id=[1, 106], pad_token_id=0),
+        dtype=torch.bfloat16,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False,
+                  target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+        seqs=[11, 7], start_pos=[0, 3],
+    ),
     # GQA ratio 2, llama3 rope scaling whose wavelength bands all occur at head_dim 16.
     "llama": dict(
+        seed=1000,
         config=dict(architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=397, hidden_size=64,
                     intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                     max_position_embeddings=512, rms_norm_eps=1e-5, rope_theta=500000.0,
@@ -234,6 +299,7 @@ CASES = {
     ),
     # GQA ratio 7, q/k/v bias, tied embeddings, bf16 on disk, rsLoRA on attention only.
     "qwen2": dict(
+        seed=1001,
         config=dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", vocab_size=311, hidden_size=56,
                     intermediate_size=80, num_hidden_layers=2, num_attention_heads=7, num_key_value_heads=1,
                     max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0, rope_scaling=None,
@@ -245,6 +311,7 @@ CASES = {
     ),
     # GQA ratio 1, per-head q/k norm, head_dim 16 != hidden/heads = 12, f16 on disk, odd rank.
     "qwen3": dict(
+        seed=1002,
         config=dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", vocab_size=450, hidden_size=48,
                     intermediate_size=72, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
                     head_dim=16, max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0,
@@ -268,14 +335,17 @@ def random_weights(cfg, dtype, g):
     def rnd(*shape, std=0.02 * 5):
         return torch.randn(*shape, generator=g, dtype=torch.float32) * std
 
+    gemma = cfg["model_type"] == "gemma3_text"
+
     def norm_w(n):
-        return 1.0 + 0.1 * torch.randn(n, generator=g)
+        # Gemma stores the norm weight as an offset from 1.
+        return (0.0 if gemma else 1.0) + 0.1 * torch.randn(n, generator=g)
 
     # A tied embedding doubles as the output layer: keep it small enough that the
     # next-token distribution is not one-hot (entropy and its gradient stay informative).
-    emb_std = 0.15 if cfg.get("tie_word_embeddings") else 0.5
+    emb_std = 0.15 if cfg.get("tie_word_embeddings", gemma) else 0.5
     w = {"model.embed_tokens.weight": rnd(V, C, std=emb_std), "model.norm.weight": norm_w(C)}
-    if not cfg.get("tie_word_embeddings"):
+    if not cfg.get("tie_word_embeddings", gemma):
         w["lm_head.weight"] = rnd(V, C, std=0.2)
     for l in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % l
@@ -289,9 +359,12 @@ def random_weights(cfg, dtype, g):
             w[p + "self_attn.q_proj.bias"] = rnd(H * D, std=0.1)
             w[p + "self_attn.k_proj.bias"] = rnd(KV * D, std=0.1)
             w[p + "self_attn.v_proj.bias"] = rnd(KV * D, std=0.1)
-        if cfg["model_type"] == "qwen3":
+        if cfg["model_type"] in ("qwen3", "gemma3_text"):
             w[p + "self_attn.q_norm.weight"] = norm_w(D)
             w[p + "self_attn.k_norm.weight"] = norm_w(D)
+        if gemma:
+            w[p + "pre_feedforward_layernorm.weight"] = norm_w(C)
+            w[p + "post_feedforward_layernorm.weight"] = norm_w(C)
         w[p + "mlp.gate_proj.weight"] = rnd(I, C, std=1 / math.sqrt(C))
         w[p + "mlp.up_proj.weight"] = rnd(I, C, std=1 / math.sqrt(C))
         w[p + "mlp.down_proj.weight"] = rnd(C, I, std=1 / math.sqrt(I))
@@ -309,8 +382,8 @@ def module_dims(cfg, mod):
 
 
 def make_cases(outdir):
-    for ci, (name, case) in enumerate(sorted(CASES.items())):
-        g = torch.Generator().manual_seed(1000 + ci)
+    for name, case in sorted(CASES.items()):
+        g = torch.Generator().manual_seed(case["seed"])
         cfg = case["config"]
         d = os.path.join(outdir, name)
         os.makedirs(os.path.join(d, "model"), exist_ok=True)

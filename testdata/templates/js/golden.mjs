@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "..");
-const models = ["qwen3", "qwen2.5", "llama3.1", "chatml"];
+const models = ["qwen3", "qwen2.5", "llama3.1", "chatml", "gemma3"];
 const specialKeys = ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"];
 
 const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");

@@ -56,6 +56,16 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
 	return 0;
 }
 
+/* Compute capability 9.0 (attributes 75 and 76, major and minor). */
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
+	if (!initialized) return 3;
+	if (d < 0 || d >= devices()) return 101;
+	if (attr == 75) *v = 9;
+	else if (attr == 76) *v = 0;
+	else return 1;
+	return 0;
+}
+
 CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d) {
 	*ctx = (void *)(uintptr_t)(0x1000 + d);
 	return 0;

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+type logEvalOptions struct {
+	Run   string
+	Step  int
+	Split string
+}
+
+func (o *logEvalOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Run, "run", "", "the training run folder the episodes evaluate, e.g. adapters/rl (required)")
+	fs.IntVar(&o.Step, "step", 0, "the step evaluated, 0 for the run's starting point (default: the step of the adapter that answered, <run>@N, which every episode must share)")
+	fs.StringVar(&o.Split, "split", "val", "the split's name, the prefix of the metrics: val, test, val-greedy, …")
+}
+
+func newLogEvalCmd(a *app) *cobra.Command {
+	var opts logEvalOptions
+	cmd := &cobra.Command{
+		Use:   "log-eval --run DIR [--step N] [--split val] FILE|GLOB|DIR|-...",
+		Short: "Record an eval split's results (val/reward, …) in a training run",
+		Long: `log-eval reads the episodes that one step of a training run played on an
+eval split (hone-collect --model RUN@N, greedy or sampled, on held-out
+scenarios; scored by the environment or by hone-score) and records them
+in the run folder's eval.jsonl at that step, as ART's model.log(...,
+split="val") does:
+
+  SPLIT/reward           mean reward of the episodes that did not fail
+  SPLIT/reward_std_dev   their population standard deviation
+  SPLIT/exception_rate   failed episodes (an error set) / all episodes
+  SPLIT/episodes         episodes read
+  SPLIT/METRIC           mean of each environment metric over the episodes
+                         that did not fail and report it
+
+Logging a split at a step again replaces what it had there. The metrics go
+to stdout as one JSON object. hone-inspect report draws them beside the
+training metrics, and hone-train --best-metric val/reward picks the best
+step by them: log-eval moves OUT/RUN/best itself and prunes as the run's
+--keep-last says (steps not yet evaluated are kept). It takes the run
+folder's lock, waiting while hone-train trains. An episode that did not
+fail must have a reward: unscored rows are refused (exit code 2).`,
+		Example: `  hone-collect --env guess --split val --seed 800001 --groups 64 -G 1 --temperature 0 \
+      --model rl@3 --base-url http://localhost:8000/v1 -o val/rl-3.parquet
+  hone-inspect log-eval --run adapters/rl val/rl-3.parquet
+  hone-inspect log-eval --run adapters/rl --step 3 --split test scored-test.parquet`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("step") {
+				opts.Step = -1 // from the episodes
+			}
+			return runLogEval(cmd.Context(), a, opts, args)
+		},
+	}
+	opts.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string) error {
+	if opts.Run == "" {
+		return cli.Usagef("--run DIR is required: the training run folder, e.g. adapters/rl")
+	}
+	if opts.Step < -1 {
+		return cli.Usagef("--step %d: want a step number, 0 or more", opts.Step)
+	}
+	if err := checkpoint.CheckSplit(opts.Split); err != nil {
+		return cli.Usagef("--%v", err)
+	}
+	run := &checkpoint.Run{Dir: opts.Run}
+	last, ok, err := run.Latest()
+	if err != nil {
+		return cli.BadInput(err)
+	}
+	if !ok {
+		return cli.BadInput(fmt.Errorf("%s is not a training run folder: it has no %s (give the folder hone-train writes, OUT/RUN)", opts.Run, runfolder.LatestName))
+	}
+	r, err := a.openInputs(ctx, args)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ev := evalAgg{runName: filepath.Base(filepath.Clean(opts.Run)), step: opts.Step}
+	for {
+		g, err := r.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return classify(err)
+		}
+		if err := ev.add(g, opts.Split); err != nil {
+			return cli.BadInput(err)
+		}
+	}
+	metrics, err := ev.metrics()
+	if err != nil {
+		return cli.BadInput(err)
+	}
+	if ev.step > last {
+		return cli.BadInput(fmt.Errorf("step %d is after the run's latest, %s: an eval belongs to a step the run has saved", ev.step, runfolder.StepName(last)))
+	}
+	if ev.otherSplit != "" {
+		a.log.Warn("episodes labelled with another split: check that they are held out (hone-collect --split val, with a --seed of its own)",
+			"split", opts.Split, "rows_split", ev.otherSplit, "rows", ev.otherCount)
+	}
+	cfg, err := readBestConfig(run, last)
+	if err != nil {
+		return err
+	}
+	unlock, err := run.LockWait(ctx, 200*time.Millisecond, func() {
+		a.log.Info("waiting for the run's lock (hone-train is training it)", "run", opts.Run)
+	})
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := run.LogEval(ev.step, opts.Split, metrics); err != nil {
+		return err
+	}
+	attrs := []any{"run", opts.Run, "step", ev.step, "split", opts.Split, "episodes", ev.episodes, "reward", metrics["reward"]}
+	if cfg.BestMetric != "" {
+		if err := run.Prune(cfg.KeepLast, cfg.BestMetric, cfg.BestMode != "min"); err != nil {
+			return err
+		}
+		if b, ok, err := run.Best(); err != nil {
+			return err
+		} else if ok {
+			attrs = append(attrs, "best_metric", cfg.BestMetric, "best_step", b)
+		}
+	}
+	if ev.step > 0 {
+		if _, err := os.Stat(run.StepDir(ev.step)); err != nil {
+			a.log.Warn("the evaluated step's folder is gone (pruned): it is recorded but cannot be best", "step", ev.step)
+		}
+	}
+	a.log.Info("eval logged", attrs...)
+	row := map[string]float64{"step": float64(ev.step)}
+	for k, v := range metrics {
+		row[opts.Split+"/"+k] = v
+	}
+	b, err := json.Marshal(row)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
+	return err
+}
+
+// bestConfig is what log-eval needs of the run's saved options.
+type bestConfig struct {
+	BestMetric string `json:"best_metric"`
+	BestMode   string `json:"best_mode"`
+	KeepLast   int    `json:"keep_last"`
+}
+
+// readBestConfig reads --best-metric, --best-mode and --keep-last from the
+// train_config.json of step last.
+func readBestConfig(run *checkpoint.Run, last int) (bestConfig, error) {
+	var c bestConfig
+	b, err := run.ReadConfig(last)
+	if err != nil {
+		return c, cli.BadInput(err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, cli.BadInput(fmt.Errorf("%s: %w", filepath.Join(run.StepDir(last), checkpoint.ConfigName), err))
+	}
+	return c, nil
+}
+
+// evalAgg sums an eval split's episodes.
+type evalAgg struct {
+	runName string
+	step    int // -1 until known
+	// stepFrom says which row set step, for the message when rows disagree.
+	stepFrom   string
+	episodes   int
+	failed     int
+	rewards    []float64
+	metricSum  map[string]float64
+	metricN    map[string]int
+	otherSplit string // a split rows carry other than the one logged
+	otherCount int
+}
+
+// add counts the episodes of group g.
+func (e *evalAgg) add(g trajectory.Group, split string) error {
+	for i := range g.Trajectories {
+		t := &g.Trajectories[i]
+		where := fmt.Sprintf("group %s, trajectory %s", g.ID, t.ID)
+		e.episodes++
+		if t.Split != "" && t.Split != split {
+			e.otherSplit, e.otherCount = t.Split, e.otherCount+1
+		}
+		if t.Error != "" {
+			e.failed++
+			continue
+		}
+		if err := e.placeStep(t, where); err != nil {
+			return err
+		}
+		if t.Reward == nil {
+			return fmt.Errorf("%s: no reward: score the episodes first (hone-score --scorer env, or another scorer)", where)
+		}
+		e.rewards = append(e.rewards, *t.Reward)
+		for k, v := range t.Metrics {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s: metric %q is %v", where, k, v)
+			}
+			if e.metricSum == nil {
+				e.metricSum, e.metricN = map[string]float64{}, map[string]int{}
+			}
+			e.metricSum[k] += v
+			e.metricN[k]++
+		}
+	}
+	return nil
+}
+
+// placeStep takes the step from the adapter that answered t, unless --step
+// gave it, and checks that every episode agrees.
+func (e *evalAgg) placeStep(t *trajectory.Trajectory, where string) error {
+	if e.step >= 0 && e.stepFrom == "" {
+		return nil // --step
+	}
+	served, err := runfolder.ParseServed(t.Adapter)
+	if err != nil || !served.HasStep || served.Run != e.runName {
+		return fmt.Errorf("%s: answered by %q, not by a step of run %s (%s): pass --step N to say which step these episodes evaluate",
+			where, t.Adapter, e.runName, runfolder.ServedName(e.runName, 1))
+	}
+	if e.step < 0 {
+		e.step, e.stepFrom = served.Step, where
+		return nil
+	}
+	if served.Step != e.step {
+		return fmt.Errorf("%s: answered by step %d, but %s by step %d: log each step's episodes on their own, or pass --step", where, served.Step, e.stepFrom, e.step)
+	}
+	return nil
+}
+
+// reserved are log-eval's own metric names, which an environment metric
+// may not take.
+var reserved = []string{"reward", "reward_std_dev", "exception_rate", "episodes"}
+
+// metrics are the split's metrics, without the split prefix.
+func (e *evalAgg) metrics() (map[string]float64, error) {
+	if e.episodes == 0 {
+		return nil, fmt.Errorf("no episodes in the inputs")
+	}
+	if len(e.rewards) == 0 {
+		return nil, fmt.Errorf("every one of the %d episodes failed: nothing to evaluate (see their errors with hone-inspect stats)", e.episodes)
+	}
+	if e.step < 0 {
+		return nil, fmt.Errorf("no episode says which step it evaluates: pass --step N")
+	}
+	mean := 0.0
+	for _, r := range e.rewards {
+		mean += r
+	}
+	mean /= float64(len(e.rewards))
+	ss := 0.0
+	for _, r := range e.rewards {
+		ss += (r - mean) * (r - mean)
+	}
+	m := map[string]float64{
+		"reward":         mean,
+		"reward_std_dev": math.Sqrt(ss / float64(len(e.rewards))),
+		"exception_rate": float64(e.failed) / float64(e.episodes),
+		"episodes":       float64(e.episodes),
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.metricSum)) {
+		if slices.Contains(reserved, k) {
+			return nil, fmt.Errorf("the environment metric %q has the name of one log-eval computes (%v): rename it in the environment", k, reserved)
+		}
+		m[k] = e.metricSum[k] / float64(e.metricN[k])
+	}
+	return m, nil
+}

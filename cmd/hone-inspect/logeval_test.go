@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/train/checkpoint"
+)
+
+// evalRun makes a run folder "rl" with steps 1..n saved, whose config asks
+// for the best step by val/reward and keeps the last step only.
+func evalRun(t *testing.T, n int) *checkpoint.Run {
+	t.Helper()
+	run := &checkpoint.Run{Dir: filepath.Join(t.TempDir(), "rl")}
+	ad := &peft.Adapter{Config: peft.Config{R: 1, LoraAlpha: 2, TargetModules: []string{"q_proj"}}}
+	ad.Set(0, "q_proj", peft.LoRA{A: []float32{1, 2}, B: []float32{3, 4}, R: 1, In: 2, Out: 2})
+	cfg := map[string]any{"run": "rl", "best_metric": "val/reward", "best_mode": "max", "keep_last": 1}
+	for s := 1; s <= n; s++ {
+		if err := run.Save(ad, nil, checkpoint.State{Step: s}, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := run.AppendMetrics(map[string]float64{"step": float64(s), "loss": 1 / float64(s)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return run
+}
+
+// evalFile writes episodes answered by adapter with the given rewards (nil:
+// a failed episode) and a "found" metric of 1 for a positive reward.
+func evalFile(t *testing.T, path, adapter string, rewards ...*float64) {
+	t.Helper()
+	var g trajectory.Group
+	for i, r := range rewards {
+		tr := trajectory.Trajectory{ID: fmt.Sprintf("e%d", i), Split: trajectory.SplitVal, Env: "guess", Adapter: adapter, Reward: r,
+			Messages: []trajectory.Message{{Role: "user", Content: "guess"}, {Role: "assistant", Content: "7", AnswerModel: adapter}}}
+		if r == nil {
+			tr.Error = "turn 1: policy: HTTP 500"
+		} else {
+			tr.Metrics = map[string]float64{"found": 0}
+			if *r > 0 {
+				tr.Metrics["found"] = 1
+			}
+		}
+		g.Trajectories = append(g.Trajectories, tr)
+	}
+	g.ID = "val-" + filepath.Base(path)
+	if err := trajectory.WriteFile(context.Background(), path, []trajectory.Group{g}, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLogEval(t *testing.T) {
+	rl := evalRun(t, 3)
+	dir := t.TempDir()
+	p1, p2, p3 := filepath.Join(dir, "s1.parquet"), filepath.Join(dir, "s2.parquet"), filepath.Join(dir, "s3.parquet")
+	evalFile(t, p1, "rl@1", f(1), f(0), f(-1), nil)
+	evalFile(t, p2, "rl@2", f(1), f(1), f(0))
+	evalFile(t, p3, "rl@3", f(0), f(0))
+
+	// Step 1: mean over the 3 episodes that did not fail; 1 of 4 failed.
+	r := mustRun(t, nil, "log-eval", "--run", rl.Dir, p1)
+	var row map[string]float64
+	if err := json.Unmarshal([]byte(r.stdout), &row); err != nil {
+		t.Fatalf("stdout %q: %v", r.stdout, err)
+	}
+	want := map[string]float64{"step": 1, "val/reward": 0, "val/reward_std_dev": math.Sqrt(2.0 / 3), "val/exception_rate": 0.25, "val/episodes": 4, "val/found": 1.0 / 3}
+	for k, v := range want {
+		if math.Abs(row[k]-v) > 1e-12 {
+			t.Errorf("%s = %v, want %v", k, row[k], v)
+		}
+	}
+	if len(row) != len(want) {
+		t.Errorf("row %v, want the keys of %v", row, want)
+	}
+	evals, err := rl.ReadEval()
+	if err != nil || evals[1]["val/reward_std_dev"] != row["val/reward_std_dev"] {
+		t.Errorf("eval.jsonl %v %v, want the row printed", evals, err)
+	}
+	// Steps 1..3 were saved before any eval: 2 and 3 are kept until
+	// evaluated; 1 is best.
+	if b, ok, _ := rl.Best(); !ok || b != 1 {
+		t.Errorf("best %d %v, want 1", b, ok)
+	}
+	// Step 2 scores higher: best moves to it, and step 1 (evaluated, not
+	// best, not latest) is pruned by keep_last 1.
+	mustRun(t, nil, "log-eval", "--run", rl.Dir, p2)
+	mustRun(t, nil, "log-eval", "--run", rl.Dir, p3)
+	if b, ok, _ := rl.Best(); !ok || b != 2 {
+		t.Errorf("best %d %v, want 2", b, ok)
+	}
+	if steps, _ := rl.Steps(); !slices.Equal(steps, []int{2, 3}) {
+		t.Errorf("steps %v, want [2 3]", steps)
+	}
+	// Logged again for step 3 under another split, and replaced: val stays.
+	mustRun(t, nil, "log-eval", "--run", rl.Dir, "--split", "test", "--step", "3", p2)
+	mustRun(t, nil, "log-eval", "--run", rl.Dir, "--split", "test", "--step", "3", p3)
+	evals, _ = rl.ReadEval()
+	if evals[3]["test/reward"] != 0 || evals[3]["val/reward"] != 0 || evals[3]["test/episodes"] != 2 {
+		t.Errorf("step 3 row %v", evals[3])
+	}
+	// The report draws the splits and names the best step.
+	page := filepath.Join(dir, "r.html")
+	mustRun(t, nil, "report", rl.Dir, "-o", page)
+	b, _ := os.ReadFile(page)
+	for _, s := range []string{`id="chart-split-val_reward"`, "best step by --best-metric val/reward (max)</th><td>2 (val/reward 0.66667)"} {
+		if !strings.Contains(string(b), s) {
+			t.Errorf("report has no %q", s)
+		}
+	}
+}
+
+func TestLogEvalBadInput(t *testing.T) {
+	rl := evalRun(t, 2)
+	dir := t.TempDir()
+	unscored, other, mixed := filepath.Join(dir, "u.parquet"), filepath.Join(dir, "o.parquet"), filepath.Join(dir, "m.parquet")
+	evalFile(t, unscored, "rl@1", f(1), nil)
+	gs, _ := trajectory.ReadFile(context.Background(), unscored)
+	gs[0].Trajectories[0].Reward = nil
+	trajectory.WriteFile(context.Background(), unscored, gs, trajectory.WriterOptions{})
+	evalFile(t, other, "warmup@60", f(1))
+	evalFile(t, mixed, "rl@1", f(1), f(0))
+	gs, _ = trajectory.ReadFile(context.Background(), mixed)
+	gs[0].Trajectories[1].Adapter = "rl@2"
+	trajectory.WriteFile(context.Background(), mixed, gs, trajectory.WriterOptions{})
+	future := filepath.Join(dir, "f.parquet")
+	evalFile(t, future, "rl@5", f(1))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{unscored}, "trajectory e0: no reward: score the episodes first"},
+		{[]string{other}, `answered by "warmup@60", not by a step of run rl`},
+		{[]string{mixed}, "answered by step 2, but group"},
+		{[]string{future}, "step 5 is after the run's latest, step-000002"},
+		{[]string{"--split", "Val", unscored}, `split "Val"`},
+	} {
+		r := run(t, nil, append([]string{"log-eval", "--run", rl.Dir}, c.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	if r := run(t, nil, "log-eval", other); r.code != 2 || !strings.Contains(r.stderr, "--run DIR is required") {
+		t.Errorf("no --run: exit %d %q", r.code, r.stderr)
+	}
+	if r := run(t, nil, "log-eval", "--run", dir, other); r.code != 2 || !strings.Contains(r.stderr, "is not a training run folder") {
+		t.Errorf("not a run folder: exit %d %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(rl.Dir, checkpoint.EvalName)); !os.IsNotExist(err) {
+		t.Errorf("a refused eval wrote %s: %v", checkpoint.EvalName, err)
+	}
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/internal/fakes3d"
+	"github.com/hone-rl/hone/score/judge/judgetest"
+)
+
+// Scoring S3 to S3 with the judge cache in S3 (a real S3 protocol server):
+// the second run, as another shard or a retried job would, answers every
+// group from the shared cache and writes the same output.
+func TestObjectStoreInputsOutputAndCache(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	dir := t.TempDir()
+	a := scenario(t, dir, "a.parquet", 0, 3, 4)
+	b, err := fileset.ReadFile(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(context.Background(), s3.URL("hone", "collected/a.parquet"), b); err != nil {
+		t.Fatal(err)
+	}
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	env := []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + srv.BaseURL()}
+	score := func(out string) {
+		t.Helper()
+		r := runBin(t, env, nil, "-o", out, "--judge-model", "judge-m", "--judge-cache", s3.URL("hone", "judge-cache"),
+			"--scorer", "ruler", s3.URL("hone", "collected/"))
+		if r.code != 0 {
+			t.Fatalf("exit %d\n%s", r.code, r.stderr)
+		}
+	}
+	score(s3.URL("hone", "scored/1.parquet"))
+	if srv.Hits() != 3 {
+		t.Fatalf("judge hits %d, want 3", srv.Hits())
+	}
+	score(s3.URL("hone", "scored/2.parquet"))
+	if srv.Hits() != 3 {
+		t.Errorf("judge hits %d after a second run, want still 3: the S3 cache answered none", srv.Hits())
+	}
+	first, _ := fileset.ReadFile(context.Background(), s3.URL("hone", "scored/1.parquet"))
+	second, _ := fileset.ReadFile(context.Background(), s3.URL("hone", "scored/2.parquet"))
+	if len(first) == 0 || string(first) != string(second) {
+		t.Errorf("the cached run wrote other bytes (%d vs %d)", len(first), len(second))
+	}
+	keys, err := fileset.ListDirs(context.Background(), s3.URL("hone", "judge-cache"))
+	if err != nil || len(keys) == 0 {
+		t.Errorf("no cache entries in S3: %v %v", keys, err)
+	}
+}

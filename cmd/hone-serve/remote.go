@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/spf13/pflag"
+)
+
+// remoteAdapters follows an adapters folder in object storage: with
+// --adapters naming one (s3://bucket/adapters), the steps that hone-train
+// published are pulled into a local folder (--adapters-cache) every
+// --poll-interval, each step whole before latest moves (runfolder.Pull),
+// and serve watches that folder as it would a local one. Optimizer state
+// is not pulled; of a run's new steps, the newest --max-adapters are.
+type remoteAdapters struct{ cache string }
+
+func (r *remoteAdapters) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&r.cache, "adapters-cache", "", "with --adapters s3://…: the local folder steps are pulled into (default: a new temporary folder)")
+}
+
+// start pulls once, points the adapters folder at the local copy and keeps
+// pulling until ctx ends. With a local --adapters it does nothing.
+func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time.Duration, newest int, log *slog.Logger) error {
+	if !fileset.IsURL(*adapters) {
+		if r.cache != "" {
+			return cli.Usagef("--adapters-cache needs --adapters to name an object-store folder (s3://…)")
+		}
+		return nil
+	}
+	remote := *adapters
+	cache := r.cache
+	if cache == "" {
+		var err error
+		if cache, err = os.MkdirTemp("", "hone-serve-adapters-*"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(cache, 0o755); err != nil {
+		return err
+	}
+	pull := func(ctx context.Context) error {
+		runs, err := fileset.ListDirs(ctx, remote)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", remote, err)
+		}
+		for _, run := range runs {
+			name, _, _ := strings.Cut(run, "?")
+			name = path.Base(name)
+			if !runfolder.ValidRun(name) {
+				continue
+			}
+			steps, err := runfolder.Pull(ctx, run, filepath.Join(cache, name), runfolder.PullOptions{
+				Skip:   func(f string) bool { return f == checkpoint.OptimizerName },
+				Newest: newest,
+			})
+			if err != nil {
+				return err
+			}
+			if len(steps) > 0 {
+				log.Info("pulled adapter steps", "run", name, "steps", steps, "into", cache)
+			}
+		}
+		return nil
+	}
+	if err := pull(ctx); err != nil {
+		return err
+	}
+	*adapters = cache
+	if every <= 0 {
+		every = time.Second
+	}
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := pull(ctx); err != nil && ctx.Err() == nil {
+					log.Warn("pulling adapters failed; tried again at the next poll", "from", remote, "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/train/trainer"
+	"github.com/spf13/pflag"
+)
+
+// remoteOut publishes a run folder to object storage: with --out naming
+// an object-store folder (s3://bucket/adapters), the run is written in a
+// local folder (--out-cache) and each saved step is uploaded, latest last
+// (runfolder.Publish), every --publish-every and once at the end. Before
+// training, what the store holds of the run is pulled into the local
+// folder, so --resume continues a published run on a fresh machine.
+type remoteOut struct {
+	cache string
+	every time.Duration
+}
+
+func (r *remoteOut) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&r.cache, "out-cache", "", "with --out s3://…: the local folder the run folders are written in before upload (default: a new temporary folder)")
+	fs.DurationVar(&r.every, "publish-every", 30*time.Second, "with --out s3://…: how often saved steps are uploaded (and once at the end)")
+}
+
+// start points o.OutLocal at the local folder and starts publishing; finish
+// stops it and publishes what is left. With a local --out it does nothing.
+func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Logger) (finish func(error) error, err error) {
+	if !fileset.IsURL(o.Out) {
+		if r.cache != "" {
+			return nil, cli.Usagef("--out-cache needs --out to name an object-store folder (s3://…)")
+		}
+		return func(err error) error { return err }, nil
+	}
+	remote := fileset.Join(o.Out, o.Name)
+	cache := r.cache
+	if cache == "" {
+		if cache, err = os.MkdirTemp("", "hone-train-out-*"); err != nil {
+			return nil, err
+		}
+	}
+	local := filepath.Join(cache, o.Name)
+	pulled, err := runfolder.Pull(ctx, remote, local, runfolder.PullOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if len(pulled) > 0 {
+		log.Info("pulled the published run", "from", remote, "to", local, "steps", pulled)
+	}
+	o.OutLocal = cache
+	publish := func(ctx context.Context) error {
+		steps, err := runfolder.Publish(ctx, local, remote)
+		if len(steps) > 0 {
+			log.Info("published", "to", remote, "steps", steps)
+		}
+		return err
+	}
+	pctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(r.every)
+		defer t.Stop()
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-t.C:
+				if err := publish(pctx); err != nil && pctx.Err() == nil {
+					log.Warn("publish failed; retried at the next tick and at the end", "err", err)
+				}
+			}
+		}
+	}()
+	return func(runErr error) error {
+		stop()
+		wg.Wait()
+		// What was saved is published even after a failed or interrupted
+		// run: its steps are whole.
+		if err := publish(context.WithoutCancel(ctx)); err != nil {
+			if runErr == nil {
+				return fmt.Errorf("publish %s: %w", remote, err)
+			}
+			log.Error("publish failed", "to", remote, "err", err)
+		}
+		return runErr
+	}, nil
+}

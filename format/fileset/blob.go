@@ -1,0 +1,466 @@
+package fileset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// blobStore is an object store reached through gocloud.dev/blob: s3://,
+// gs://, azblob:// and whatever other scheme a linked driver registered
+// with blob.DefaultURLMux (format/fileset/blobdrivers links the clouds').
+// A name is scheme://bucket/key?query; the query (endpoint, region,
+// use_path_style…) opens the bucket and is kept on every name derived from
+// it, so a listed name opens as it is. Folders are key prefixes ending in
+// "/".
+type blobStore struct{}
+
+// ReadAhead is how many bytes an object read fetches at least per request
+// when reads go in order (each starts where the last one ended): a Parquet
+// reader reads a column chunk's pages a few KiB at a time, and each
+// request to an object store costs a round trip. A read elsewhere (a
+// file's magic number, its footer, the next column) fetches at least
+// ReadAround bytes, so a reader that jumps does not pay for a MiB each
+// time.
+const (
+	ReadAhead  = 1 << 20
+	ReadAround = 64 << 10
+)
+
+// bodyRetries is how many more times a ranged read is tried when the
+// connection breaks while its body streams. Requests that fail outright
+// are retried by the store's client (the AWS, Google and Azure SDKs each
+// retry throttling, 5xx and dropped connections with backoff).
+const bodyRetries = 3
+
+// blobName is a parsed object-store name.
+type blobName struct {
+	bucket string // scheme://bucket?query, what blob.OpenBucket takes
+	key    string // the object key, without a leading "/"
+	prefix string // scheme://bucket/ , put before a key to name it
+	query  string // "?query" or ""
+}
+
+func parseBlobName(name string) (blobName, error) {
+	u, err := url.Parse(name)
+	if err != nil {
+		return blobName{}, &ArgError{Arg: name, Err: fmt.Errorf("not a URL: %w", err)}
+	}
+	if u.Host == "" {
+		return blobName{}, &ArgError{Arg: name, Err: fmt.Errorf("no bucket: write %s://BUCKET/KEY", u.Scheme)}
+	}
+	if u.Fragment != "" {
+		return blobName{}, &ArgError{Arg: name, Err: errors.New("a URL fragment (#…) names no object; write # in a key as %23")}
+	}
+	q := ""
+	if u.RawQuery != "" {
+		q = "?" + u.RawQuery
+	}
+	return blobName{
+		bucket: u.Scheme + "://" + u.Host + q,
+		key:    strings.TrimPrefix(u.Path, "/"),
+		prefix: u.Scheme + "://" + u.Host + "/",
+		query:  q,
+	}, nil
+}
+
+// name puts a key back into the caller's form.
+func (n blobName) name(key string) string { return n.prefix + key + n.query }
+
+// open opens the bucket; errors name the URL.
+func (n blobName) open(ctx context.Context, name string) (*blob.Bucket, error) {
+	b, err := blob.OpenBucket(ctx, n.bucket)
+	if err != nil {
+		return nil, &ArgError{Arg: name, Err: fmt.Errorf("open bucket: %w", err)}
+	}
+	return b, nil
+}
+
+// blobErr makes err name the URL, and makes an absent object match
+// fs.ErrNotExist and a refused one fs.ErrPermission, as local files do.
+func blobErr(name string, err error) error {
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
+		return fmt.Errorf("%s: %w (%w)", name, fs.ErrNotExist, err)
+	case gcerrors.PermissionDenied:
+		return fmt.Errorf("%s: %w (%w)", name, fs.ErrPermission, err)
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+func (blobStore) Stat(ctx context.Context, name string) (bool, error) {
+	n, err := parseBlobName(name)
+	if err != nil {
+		return false, err
+	}
+	b, err := n.open(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	defer b.Close()
+	if n.key != "" && !strings.HasSuffix(n.key, "/") {
+		_, err := b.Attributes(ctx, n.key)
+		if err == nil {
+			return false, nil
+		}
+		if gcerrors.Code(err) != gcerrors.NotFound {
+			return false, blobErr(name, err)
+		}
+	}
+	// A folder is a prefix that holds something (the bucket itself always
+	// is one, once it answers).
+	dir := n.key
+	if dir != "" && !strings.HasSuffix(dir, "/") {
+		dir += "/"
+	}
+	objs, _, err := b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: dir, Delimiter: "/"})
+	if err != nil {
+		return false, blobErr(name, err)
+	}
+	if len(objs) == 0 && dir != "" {
+		return false, blobErr(name, fmt.Errorf("no object or folder of that name: %w", fs.ErrNotExist))
+	}
+	return true, nil
+}
+
+// list returns the objects directly under the folder dir (a key prefix
+// ending in "/", or "" for the bucket's top), sorted by key.
+func (n blobName) list(ctx context.Context, b *blob.Bucket, name, dir string) ([]string, error) {
+	var keys []string
+	it := b.List(&blob.ListOptions{Prefix: dir, Delimiter: "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, blobErr(name, err)
+		}
+		if !obj.IsDir {
+			keys = append(keys, obj.Key)
+		}
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+func (blobStore) List(ctx context.Context, dir string) ([]string, error) {
+	n, err := parseBlobName(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := n.open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	p := n.key
+	if p != "" && !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	keys, err := n.list(ctx, b, dir, p)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = n.name(k)
+	}
+	return names, nil
+}
+
+// Glob matches the last element of the key (path.Match syntax) against the
+// objects in its folder; glob characters in a folder's name are refused,
+// since an object store would have to list the whole bucket for them.
+func (blobStore) Glob(ctx context.Context, pattern string) ([]string, error) {
+	n, err := parseBlobName(pattern)
+	if err != nil {
+		return nil, err
+	}
+	dir, elem := path.Split(n.key)
+	if hasMeta(dir) {
+		return nil, argErrorf(pattern, "glob characters are allowed only in the last element of an object-store URL")
+	}
+	if _, err := path.Match(elem, ""); err != nil {
+		return nil, err
+	}
+	b, err := n.open(ctx, pattern)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	keys, err := n.list(ctx, b, pattern, dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, k := range keys {
+		if ok, _ := path.Match(elem, path.Base(k)); ok {
+			names = append(names, n.name(k))
+		}
+	}
+	return names, nil
+}
+
+func (blobStore) Open(ctx context.Context, name string) (*File, error) {
+	n, err := parseBlobName(name)
+	if err != nil {
+		return nil, err
+	}
+	if n.key == "" || strings.HasSuffix(n.key, "/") {
+		return nil, argErrorf(name, "names a folder; name an object")
+	}
+	b, err := n.open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	a, err := b.Attributes(ctx, n.key)
+	if err != nil {
+		b.Close()
+		return nil, blobErr(name, err)
+	}
+	r := &blobReader{ctx: ctx, b: b, key: n.key, name: name, size: a.Size, next: -1}
+	return &File{Name: name, Size: a.Size, r: r, c: r}, nil
+}
+
+// blobReader reads an object by ranged requests of at least ReadAhead
+// bytes (ReadAround for a read out of order), keeping the last one, so a
+// reader asking for small pieces in order makes one request per ReadAhead
+// bytes. It is safe for concurrent use.
+type blobReader struct {
+	// ctx is the context of the Open that made the reader: ReadAt has none
+	// of its own, and the reads belong to that Open.
+	ctx  context.Context
+	b    *blob.Bucket
+	key  string
+	name string
+	size int64
+
+	mu     sync.Mutex
+	buf    []byte // bytes [bufOff, bufOff+len(buf)) of the object
+	bufOff int64
+	next   int64 // where the last ReadAt ended; -1 before the first
+}
+
+func (r *blobReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%s: read at negative offset %d", r.name, off)
+	}
+	if off >= r.size {
+		return 0, io.EOF
+	}
+	want := p
+	if rest := r.size - off; int64(len(want)) > rest {
+		want = want[:rest]
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ahead := int64(ReadAround)
+	if off == r.next {
+		ahead = ReadAhead
+	}
+	r.next = off + int64(len(want))
+	n := 0
+	for n < len(want) {
+		at := off + int64(n)
+		if at >= r.bufOff && at < r.bufOff+int64(len(r.buf)) {
+			n += copy(want[n:], r.buf[at-r.bufOff:])
+			continue
+		}
+		if int64(len(want)-n) >= ahead {
+			// A large read goes straight into p.
+			if err := r.fetch(want[n:], at); err != nil {
+				return n, err
+			}
+			n = len(want)
+			continue
+		}
+		size := ahead
+		if rest := r.size - at; size > rest {
+			size = rest
+		}
+		if cap(r.buf) < int(size) {
+			r.buf = make([]byte, size)
+		}
+		r.buf = r.buf[:size]
+		r.bufOff = at
+		if err := r.fetch(r.buf, at); err != nil {
+			r.buf = r.buf[:0]
+			return n, err
+		}
+	}
+	if len(want) < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// fetch fills p with the object's bytes at off. A body that breaks off is
+// asked for again from where it broke, bodyRetries times, with backoff.
+func (r *blobReader) fetch(p []byte, off int64) error {
+	got := 0
+	var last error
+	for try := 0; try <= bodyRetries; try++ {
+		if try > 0 {
+			if err := sleep(r.ctx, time.Duration(50<<try)*time.Millisecond); err != nil {
+				return fmt.Errorf("%s: %w", r.name, err)
+			}
+		}
+		rd, err := r.b.NewRangeReader(r.ctx, r.key, off+int64(got), int64(len(p)-got), nil)
+		if err != nil {
+			return blobErr(r.name, fmt.Errorf("read bytes %d-%d: %w", off+int64(got), off+int64(len(p))-1, err))
+		}
+		k, err := io.ReadFull(rd, p[got:])
+		rd.Close()
+		got += k
+		if err == nil {
+			return nil
+		}
+		if r.ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", r.name, r.ctx.Err())
+		}
+		last = err
+	}
+	return fmt.Errorf("%s: read bytes %d-%d: the connection broke %d times, last: %w", r.name, off, off+int64(len(p))-1, bodyRetries+1, last)
+}
+
+func (r *blobReader) Close() error { return r.b.Close() }
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (blobStore) Create(ctx context.Context, name string) (Output, error) {
+	n, err := parseBlobName(name)
+	if err != nil {
+		return nil, fmt.Errorf("output %w", err)
+	}
+	if n.key == "" || strings.HasSuffix(n.key, "/") {
+		return nil, fmt.Errorf("output %w", argErrorf(name, "names a folder; name an object"))
+	}
+	f, err := os.CreateTemp("", ".hone-upload.tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create output %q: %w", name, err)
+	}
+	return &blobOutput{ctx: ctx, n: n, name: name, f: f}, nil
+}
+
+// blobOutput is an object written to a local temporary file first and
+// uploaded by Commit in one request (or one multipart upload), which the
+// store makes visible whole or not at all; the client retries the upload
+// from the file, which it can read again.
+type blobOutput struct {
+	ctx  context.Context // Create's: the upload belongs to it
+	n    blobName
+	name string
+	f    *os.File
+	done bool
+}
+
+func (o *blobOutput) Write(p []byte) (int, error) { return o.f.Write(p) }
+
+func (o *blobOutput) Name() string { return o.name }
+
+func (o *blobOutput) Commit() error {
+	if o.done {
+		return fmt.Errorf("output %q: already closed", o.name)
+	}
+	o.done = true
+	defer func() {
+		o.f.Close()
+		os.Remove(o.f.Name())
+	}()
+	if _, err := o.f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("write output %q: %w", o.name, err)
+	}
+	if err := o.upload(); err != nil {
+		return fmt.Errorf("write output %w", blobErr(o.name, err))
+	}
+	return nil
+}
+
+func (o *blobOutput) upload() error {
+	b, err := o.n.open(o.ctx, o.name)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	// Cancelling wctx before Close aborts the upload: nothing appears.
+	wctx, cancel := context.WithCancel(o.ctx)
+	defer cancel()
+	w, err := b.NewWriter(wctx, o.n.key, &blob.WriterOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, o.f); err != nil {
+		cancel()
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+func (o *blobOutput) Abort() error {
+	if o.done {
+		return nil
+	}
+	o.done = true
+	o.f.Close()
+	if err := os.Remove(o.f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove temporary output %q: %w", o.f.Name(), err)
+	}
+	return nil
+}
+
+// listDirs returns the folders (key prefixes) directly in dir.
+func (blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
+	n, err := parseBlobName(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := n.open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	p := n.key
+	if p != "" && !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	var names []string
+	it := b.List(&blob.ListOptions{Prefix: p, Delimiter: "/"})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, blobErr(dir, err)
+		}
+		if obj.IsDir {
+			names = append(names, n.name(strings.TrimSuffix(obj.Key, "/")))
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}

@@ -1,0 +1,422 @@
+package fileset
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	_ "gocloud.dev/blob/s3blob"
+)
+
+// faultyS3 is an S3 server (gofakes3) over real HTTP, in front of which
+// faults can be set: requests answered 503, response bodies cut off.
+// It counts the object reads and the bytes they sent.
+type faultyS3 struct {
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	fail      int           // the next fail requests of method failOn are answered 503
+	failOn    string        // an HTTP method
+	cut       int           // the next cut object reads stop after half their body
+	delay     time.Duration // object reads wait this long before their first byte
+	gets      int           // object reads (GET of a key) served
+	sentBytes int64         // bytes of object bodies sent
+}
+
+func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
+	t.Helper()
+	be := s3mem.New()
+	for _, b := range buckets {
+		if err := be.CreateBucket(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &faultyS3{}
+	h := gofakes3.New(be).Server()
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		if f.fail > 0 && r.Method == f.failOn {
+			f.fail--
+			f.mu.Unlock()
+			http.Error(w, "slow down", http.StatusServiceUnavailable)
+			return
+		}
+		object := r.Method == http.MethodGet && strings.Count(strings.Trim(r.URL.Path, "/"), "/") >= 1
+		cut := false
+		delay := f.delay
+		if object {
+			f.gets++
+			if f.cut > 0 {
+				f.cut--
+				cut = true
+			}
+		}
+		f.mu.Unlock()
+		if !object {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		cw := &countingWriter{ResponseWriter: w, f: f, cut: cut}
+		h.ServeHTTP(cw, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	// The AWS SDK signs requests: give it keys (the fake takes any), and
+	// keep it off this machine's own AWS configuration.
+	dir := t.TempDir()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_MAX_ATTEMPTS", "2") // the client retries once, so the 503 case is quick
+	return f
+}
+
+// url names key in bucket on this server.
+func (f *faultyS3) url(bucket, key string) string {
+	return "s3://" + bucket + "/" + key + "?endpoint=" + f.srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+}
+
+func (f *faultyS3) set(fn func(f *faultyS3)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *faultyS3) counts() (gets int, sent int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets, f.sentBytes
+}
+
+// countingWriter counts the body bytes sent; with cut it sends half of the
+// declared body and then drops the connection.
+type countingWriter struct {
+	http.ResponseWriter
+	f    *faultyS3
+	cut  bool
+	sent int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.cut {
+		if n, err := strconv.ParseInt(c.Header().Get("Content-Length"), 10, 64); err == nil && c.sent+int64(len(p)) > n/2 {
+			p = p[:n/2-c.sent]
+			c.ResponseWriter.Write(p)
+			c.ResponseWriter.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the server closes the connection mid-body
+		}
+	}
+	n, err := c.ResponseWriter.Write(p)
+	c.sent += int64(n)
+	c.f.mu.Lock()
+	c.f.sentBytes += int64(n)
+	c.f.mu.Unlock()
+	return n, err
+}
+
+func putObject(t *testing.T, name string, data []byte) {
+	t.Helper()
+	out, err := Create(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Abort()
+	if _, err := out.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readObject(t *testing.T, name string) []byte {
+	t.Helper()
+	f, err := Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f.Reader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The input rule over S3: an object, a folder (its objects directly in it,
+// by extension, without hidden names), a glob, a missing name; names keep
+// the URL's query so each opens as it is.
+func TestS3Resolve(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	for _, k := range []string{"r/b.parquet", "r/a.parquet", "r/.a.parquet.tmp-1", "r/notes.txt", "r/sub/c.parquet", "round[1].parquet"} {
+		putObject(t, s3.url("bkt", k), []byte(k))
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{s3.url("bkt", "r")}, []string{"r/a.parquet", "r/b.parquet"}},
+		{[]string{s3.url("bkt", "r/")}, []string{"r/a.parquet", "r/b.parquet"}},
+		{[]string{s3.url("bkt", "r/b*.parquet"), s3.url("bkt", "r/*.parquet")}, []string{"r/b.parquet", "r/a.parquet"}},
+		{[]string{s3.url("bkt", "round[1].parquet")}, []string{"round[1].parquet"}}, // literal first
+		{[]string{s3.url("bkt", "r/sub/c.parquet")}, []string{"r/sub/c.parquet"}},
+	} {
+		set, err := Resolve(ctx, tc.args, Options{})
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		var want []string
+		for _, k := range tc.want {
+			want = append(want, s3.url("bkt", k))
+		}
+		if got := set.Names(); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%q: got %q, want %q", tc.args, got, want)
+		}
+		for i := range set.Len() {
+			f, err := set.Open(ctx, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(f.Reader())
+			f.Close()
+			if k := strings.TrimPrefix(strings.Split(set.Name(i), "?")[0], "s3://bkt/"); string(b) != k {
+				t.Errorf("%s holds %q", set.Name(i), b)
+			}
+		}
+	}
+	for _, tc := range []struct{ arg, mention string }{
+		{s3.url("bkt", "r/missing.parquet"), "no such file"},
+		{s3.url("bkt", "r/*.nope"), "glob matches no files"},
+		{s3.url("bkt", "r/sub/*/c.parquet"), "only in the last element"},
+		{s3.url("bkt", "empty/"), "no such file"},
+		{"s3:///key.parquet", "no bucket"},
+	} {
+		_, err := Resolve(ctx, []string{tc.arg}, Options{})
+		if !errors.Is(err, ErrBadArgument) || !strings.Contains(err.Error(), tc.mention) || !strings.Contains(err.Error(), strings.Split(tc.arg, "?")[0]) {
+			t.Errorf("%s: %v; want a bad argument naming it, saying %q", tc.arg, err, tc.mention)
+		}
+	}
+	if _, err := Open(ctx, s3.url("nobucket", "a.parquet")); err == nil || !strings.Contains(err.Error(), "s3://nobucket/a.parquet") {
+		t.Errorf("a missing bucket: %v; want an error naming the URL", err)
+	}
+	if _, err := Open(ctx, s3.url("bkt", "r/missing.parquet")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing object: %v; want fs.ErrNotExist", err)
+	}
+}
+
+// Random access reads fetch ReadAhead bytes per request: reading a 3 MiB
+// object in 4 KiB pieces takes 3 requests, and a small read near the end
+// fetches only what is left.
+func TestS3ReadAhead(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	data := make([]byte, 3<<20+123)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	name := s3.url("bkt", "big.bin")
+	putObject(t, name, data)
+
+	f, err := Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Size != int64(len(data)) {
+		t.Fatalf("size %d, want %d", f.Size, len(data))
+	}
+	g0, s0 := s3.counts()
+	tail := make([]byte, 8)
+	if _, err := f.ReadAt(tail, f.Size-8); err != nil || !bytes.Equal(tail, data[len(data)-8:]) {
+		t.Fatalf("footer read: %v", err)
+	}
+	g1, s1 := s3.counts()
+	if g1-g0 != 1 || s1-s0 != 8 {
+		t.Errorf("an 8-byte read at the end: %d requests, %d bytes; want 1 and 8", g1-g0, s1-s0)
+	}
+	got := make([]byte, 0, len(data))
+	piece := make([]byte, 4096)
+	for off := int64(0); off < f.Size; off += int64(len(piece)) {
+		n, err := f.ReadAt(piece, off)
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		got = append(got, piece[:n]...)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("read back differs")
+	}
+	g2, s2 := s3.counts()
+	if g2-g1 != 4 || s2-s1 != int64(len(data)) {
+		t.Errorf("reading %d bytes in 4 KiB pieces: %d requests, %d bytes; want 4 (ReadAhead %d) and %d", len(data), g2-g1, s2-s1, ReadAhead, len(data))
+	}
+	// A read larger than ReadAhead goes straight to the caller.
+	big := make([]byte, 2<<20)
+	if n, err := f.ReadAt(big, 100); err != nil || n != len(big) || !bytes.Equal(big, data[100:100+len(big)]) {
+		t.Fatalf("large read: n=%d err=%v", n, err)
+	}
+	// Past the end: io.EOF with what there is.
+	n, err := f.ReadAt(piece, f.Size-10)
+	if n != 10 || err != io.EOF {
+		t.Errorf("read across the end: n=%d err=%v; want 10, io.EOF", n, err)
+	}
+}
+
+// A connection dropped mid-body is asked again from where it broke; one
+// that always breaks ends in an error naming the URL.
+func TestS3DroppedConnection(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	data := bytes.Repeat([]byte("0123456789abcdef"), 10000)
+	name := s3.url("bkt", "x.bin")
+	putObject(t, name, data)
+
+	s3.set(func(f *faultyS3) { f.cut = 2 })
+	if got := readObject(t, name); !bytes.Equal(got, data) {
+		t.Fatalf("read after two dropped connections differs (%d bytes)", len(got))
+	}
+	s3.set(func(f *faultyS3) { f.cut = 100 })
+	f, err := Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = io.ReadAll(f.Reader())
+	if err == nil || !strings.Contains(err.Error(), "s3://bkt/x.bin") || !strings.Contains(err.Error(), "broke 4 times") {
+		t.Errorf("always-dropped connection: %v; want an error naming the URL", err)
+	}
+}
+
+// An output appears only on Commit, whole; Abort and a failed upload leave
+// nothing; a store answering 503 a few times is retried.
+func TestS3AtomicOutput(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	name := s3.url("bkt", "out/a.parquet")
+
+	out, err := Create(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Write([]byte("first"))
+	if _, err := Open(ctx, name); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("before Commit: %v; want not found", err)
+	}
+	if err := out.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readObject(t, name); string(got) != "first" {
+		t.Errorf("after Commit: %q", got)
+	}
+
+	out, _ = Create(ctx, name)
+	out.Write([]byte("second"))
+	out.Abort()
+	if got := readObject(t, name); string(got) != "first" {
+		t.Errorf("after Abort: %q; want the old object", got)
+	}
+
+	s3.set(func(f *faultyS3) { f.fail, f.failOn = 1, http.MethodPut })
+	putObject(t, name, []byte("third"))
+	if got := readObject(t, name); string(got) != "third" {
+		t.Errorf("after a 503: %q", got)
+	}
+
+	s3.set(func(f *faultyS3) { f.fail, f.failOn = 1000, http.MethodPut })
+	other := s3.url("bkt", "out/b.parquet")
+	out, _ = Create(ctx, other)
+	out.Write([]byte("never"))
+	err = out.Commit()
+	if err == nil || !strings.Contains(err.Error(), "s3://bkt/out/b.parquet") || !strings.Contains(err.Error(), "503") {
+		t.Errorf("upload to a store answering 503: %v; want an error naming the URL", err)
+	}
+	s3.set(func(f *faultyS3) { f.fail = 0 })
+	if _, err := Open(ctx, other); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after a failed upload: %v; want nothing there", err)
+	}
+	if _, err := Create(ctx, s3.url("bkt", "out/")); !errors.Is(err, ErrBadArgument) {
+		t.Errorf("output naming a folder: %v", err)
+	}
+}
+
+func TestJoinAndListDirs(t *testing.T) {
+	for _, tc := range []struct{ dir, want string }{
+		{"runs", filepath.Join("runs", "r1", "latest")},
+		{"s3://b/runs?region=x", "s3://b/runs/r1/latest?region=x"},
+		{"s3://b/runs/", "s3://b/runs/r1/latest"},
+		{"file:///tmp/runs", "file:///tmp/runs/r1/latest"},
+	} {
+		if got := Join(tc.dir, "r1", "latest"); got != tc.want {
+			t.Errorf("Join(%q) = %q, want %q", tc.dir, got, tc.want)
+		}
+	}
+	if IsURL("runs") || IsURL("file:///x") || !IsURL("gs://b/x") {
+		t.Error("IsURL")
+	}
+	s3 := newFaultyS3(t, "bkt")
+	for _, k := range []string{"a/r1/latest", "a/r2/step-1/x", "a/.hidden/x", "a/file"} {
+		putObject(t, s3.url("bkt", k), []byte("x"))
+	}
+	got, err := ListDirs(context.Background(), s3.url("bkt", "a"))
+	if want := []string{s3.url("bkt", "a/r1"), s3.url("bkt", "a/r2")}; err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("ListDirs: %q, %v; want %q", got, err, want)
+	}
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "r1"), 0o755)
+	os.Mkdir(filepath.Join(dir, ".tmp"), 0o755)
+	os.WriteFile(filepath.Join(dir, "f"), nil, 0o644)
+	if got, err := ListDirs(context.Background(), dir); err != nil || len(got) != 1 || got[0] != filepath.Join(dir, "r1") {
+		t.Errorf("local ListDirs: %q, %v", got, err)
+	}
+}
+
+// A store slow to send its first byte is waited for; cancelling the
+// context ends the wait at once, with an error naming the URL.
+func TestS3SlowFirstByte(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	name := s3.url("bkt", "slow.bin")
+	putObject(t, name, []byte("worth the wait"))
+	s3.set(func(f *faultyS3) { f.delay = 300 * time.Millisecond })
+	if got := readObject(t, name); string(got) != "worth the wait" {
+		t.Errorf("read %q", got)
+	}
+	s3.set(func(f *faultyS3) { f.delay = time.Minute })
+	ctx, cancel := context.WithCancel(context.Background())
+	f, err := Open(ctx, name) // HEAD is not delayed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = f.ReadAt(make([]byte, 4), 0)
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "s3://bkt/slow.bin") {
+		t.Errorf("read cancelled while waiting: %v; want context.Canceled naming the URL", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancel took %v to be heard", d)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build azblob
+
+package blobdrivers
+
+import _ "gocloud.dev/blob/azureblob" // azblob://

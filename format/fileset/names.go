@@ -1,0 +1,108 @@
+package fileset
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Join appends path elements to a folder name, a local path or a URL: a
+// URL keeps its query at the end ("s3://b/runs?region=x" joined with
+// "r1", "latest" is "s3://b/runs/r1/latest?region=x").
+func Join(dir string, elems ...string) string {
+	if _, ok := objectStoreScheme(dir); !ok {
+		if m := schemeRE.FindStringSubmatch(dir); m != nil { // a file:// URL
+			return strings.TrimSuffix(dir, "/") + "/" + strings.Join(elems, "/")
+		}
+		return filepath.Join(append([]string{dir}, elems...)...)
+	}
+	name, query, _ := strings.Cut(dir, "?")
+	name = strings.TrimSuffix(name, "/") + "/" + strings.Join(elems, "/")
+	if query != "" {
+		name += "?" + query
+	}
+	return name
+}
+
+// IsURL reports whether name is an object-store URL (not a local path or a
+// file:// URL), whatever drivers are linked.
+func IsURL(name string) bool {
+	_, ok := objectStoreScheme(name)
+	return ok
+}
+
+func objectStoreScheme(name string) (string, bool) {
+	m := schemeRE.FindStringSubmatch(name)
+	if m == nil || strings.EqualFold(m[1], "file") {
+		return "", false
+	}
+	return strings.ToLower(m[1]), true
+}
+
+// ListDirs returns the names of the folders directly in dir (key prefixes
+// in an object store), sorted; names starting with "." are left out.
+func ListDirs(ctx context.Context, dir string) ([]string, error) {
+	st, err := storeFor(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	switch s := st.(type) {
+	case local:
+		p, back, err := localName(dir)
+		if err != nil {
+			return nil, err
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if st, err := os.Stat(filepath.Join(p, e.Name())); err == nil && st.IsDir() {
+				names = append(names, back(filepath.Join(p, e.Name())))
+			}
+		}
+	case blobStore:
+		if names, err = s.listDirs(ctx, dir); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%s: listing folders is not supported", dir)
+	}
+	var out []string
+	for _, n := range names {
+		if !strings.HasPrefix(base(n), ".") {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// ReadFile reads a whole file or object.
+func ReadFile(ctx context.Context, name string) ([]byte, error) {
+	f, err := Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, f.Size)
+	if _, err := f.ReadAt(b, 0); err != nil && f.Size > 0 {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// WriteFile replaces a file or object with data, atomically (Create).
+func WriteFile(ctx context.Context, name string, data []byte) error {
+	out, err := Create(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	if _, err := out.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return out.Commit()
+}

@@ -1,0 +1,196 @@
+package runfolder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/hone-rl/hone/format/fileset"
+)
+
+// A run folder is mirrored to object storage (s3://bucket/adapters/RUN)
+// by Publish on the training side and copied back by Pull on the serving
+// side. The remote folder has the same names; its latest is written last
+// and only after every file of the step it names is uploaded, so a step
+// up to the remote latest is complete. Pull copies a step into a temporary
+// folder and renames it into place, then moves the local latest: a local
+// reader (serve's watcher) never sees half a step.
+
+// remoteLatest reads the latest pointer of a remote (or local) run folder
+// through fileset; ok is false when there is none.
+func remoteLatest(ctx context.Context, run string) (Step, bool, error) {
+	name := fileset.Join(run, LatestName)
+	b, err := fileset.ReadFile(ctx, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Step{}, false, nil
+	}
+	if err != nil {
+		return Step{}, false, err
+	}
+	s := Step{Name: strings.TrimSpace(string(b))}
+	n, ok := ParseStepName(s.Name)
+	if !ok {
+		return Step{}, false, fmt.Errorf("%s names %q, not a step-N folder of the run", name, s.Name)
+	}
+	s.N = n
+	return s, true, nil
+}
+
+// Publish uploads the steps of the local run folder localRun that are
+// newer than the remote run folder's latest and no newer than the local
+// latest, then the run's other files (metrics.jsonl, manifest.json…;
+// not its lock or temporary files), then points the remote latest at the
+// local one when that is newer. It returns the steps uploaded. A local run
+// without latest publishes nothing. Neither side moves a latest back, so
+// rolling a served run back (writing an older step's name into latest)
+// is not carried through object storage: the next Pull moves the copy's
+// latest forward to the store's again.
+func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
+	last, ok, err := ReadPointer(localRun, LatestName)
+	if err != nil || !ok {
+		return nil, err
+	}
+	from := -1
+	if r, ok, err := remoteLatest(ctx, remoteRun); err != nil {
+		return nil, fmt.Errorf("publish %s: %w", localRun, err)
+	} else if ok {
+		from = r.N
+	}
+	steps, err := Steps(localRun)
+	if err != nil {
+		return nil, err
+	}
+	var done []int
+	for _, s := range steps {
+		if s.N <= from || s.N > last.N {
+			continue
+		}
+		if err := copyFiles(ctx, filepath.Join(localRun, s.Name), fileset.Join(remoteRun, s.Name), nil); err != nil {
+			return done, fmt.Errorf("publish step %d of %s: %w", s.N, localRun, err)
+		}
+		done = append(done, s.N)
+	}
+	if err := copyFiles(ctx, localRun, remoteRun, func(name string) bool { return name == LatestName || name == "lock" }); err != nil {
+		return done, fmt.Errorf("publish %s: %w", localRun, err)
+	}
+	if last.N > from { // only forward: a store another trainer moved on is not rolled back
+		if err := fileset.WriteFile(ctx, fileset.Join(remoteRun, LatestName), []byte(last.Name+"\n")); err != nil {
+			return done, fmt.Errorf("publish %s: %w", localRun, err)
+		}
+	}
+	return done, nil
+}
+
+// PullOptions says what Pull copies.
+type PullOptions struct {
+	// Skip, if set, leaves out the step files it names (serving needs no
+	// optimizer state).
+	Skip func(name string) bool
+	// Newest, if > 0, copies only the newest Newest steps that are new.
+	Newest int
+}
+
+// Pull copies the steps of the remote run folder remoteRun that are newer
+// than localRun's latest and no newer than the remote latest into
+// localRun, each through a temporary folder renamed into place, then the
+// run's other files, then moves the local latest. It returns the steps
+// copied.
+func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int, error) {
+	last, ok, err := remoteLatest(ctx, remoteRun)
+	if err != nil || !ok {
+		return nil, err
+	}
+	from := -1
+	if l, ok, err := ReadPointer(localRun, LatestName); err != nil {
+		return nil, err
+	} else if ok {
+		from = l.N
+	}
+	if last.N <= from {
+		return nil, nil
+	}
+	dirs, err := fileset.ListDirs(ctx, remoteRun)
+	if err != nil {
+		return nil, fmt.Errorf("pull %s: %w", remoteRun, err)
+	}
+	var steps []Step
+	for _, d := range dirs {
+		name, _, _ := strings.Cut(d, "?")
+		name = path.Base(filepath.ToSlash(name))
+		if n, ok := ParseStepName(name); ok && n > from && n <= last.N {
+			steps = append(steps, Step{N: n, Name: name})
+		}
+	}
+	if o.Newest > 0 && len(steps) > o.Newest {
+		steps = steps[len(steps)-o.Newest:]
+	}
+	if err := os.MkdirAll(localRun, 0o755); err != nil {
+		return nil, fmt.Errorf("pull %s: %w", remoteRun, err)
+	}
+	var done []int
+	for _, s := range steps {
+		if err := pullStep(ctx, fileset.Join(remoteRun, s.Name), filepath.Join(localRun, s.Name), o.Skip); err != nil {
+			return done, fmt.Errorf("pull step %d of %s: %w", s.N, remoteRun, err)
+		}
+		done = append(done, s.N)
+	}
+	if err := copyFiles(ctx, remoteRun, localRun, func(name string) bool { return name == LatestName || name == "lock" }); err != nil {
+		return done, fmt.Errorf("pull %s: %w", remoteRun, err)
+	}
+	return done, WritePointer(localRun, LatestName, last.N)
+}
+
+// pullStep copies a remote step folder into a temporary folder beside dst
+// and renames it to dst (replacing a stale dst that latest never named).
+func pullStep(ctx context.Context, src, dst string, skip func(string) bool) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(dst), "."+filepath.Base(dst)+tempMark+"*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := copyFiles(ctx, src, tmp, skip); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// copyFiles copies the regular files directly in the folder src (not
+// starting with ".", not named by skip) into the folder dst, each
+// atomically.
+func copyFiles(ctx context.Context, src, dst string, skip func(string) bool) error {
+	names, err := fileset.List(ctx, src, "")
+	if err != nil {
+		return err
+	}
+	if !fileset.IsURL(dst) && len(names) > 0 {
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, n := range names {
+		p, _, _ := strings.Cut(n, "?")
+		if !fileset.IsURL(n) {
+			p = n
+		}
+		base := path.Base(filepath.ToSlash(p))
+		if skip != nil && skip(base) {
+			continue
+		}
+		b, err := fileset.ReadFile(ctx, n)
+		if err != nil {
+			return err
+		}
+		if err := fileset.WriteFile(ctx, fileset.Join(dst, base), b); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+// Package shard is the one rule by which a stage run as n parallel jobs
+// splits its work: shard i of n takes the units (scenarios for
+// hone-collect, groups for hone-score) whose place k in the whole run has
+// k mod n == i. Units are whole groups, so a group is never split; every
+// unit keeps the id and seed it has in an unsharded run, so the parts
+// together hold the same groups as one run would (in another order).
+//
+// A shard is written "i/n", or "auto/n" where the index comes from the
+// job runner (Kubernetes' Indexed Jobs set JOB_COMPLETION_INDEX; the
+// command reads it and passes it to Parse). A shard whose output names a
+// folder (ends in "/") writes part-IIIII-of-NNNNN.parquet in it, and the
+// readers take the folder.
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Shard is one of Count parts of a run. The zero value is the whole run.
+type Shard struct {
+	Index, Count int
+}
+
+// Parse reads "i/n" or "auto/n"; for "auto", index is the job's index as
+// the job runner gave it ("" when none did, which is an error).
+func Parse(spec, index string) (Shard, error) {
+	i, n, ok := strings.Cut(spec, "/")
+	if !ok {
+		return Shard{}, fmt.Errorf("shard %q: want i/n or auto/n, e.g. 0/4", spec)
+	}
+	count, err := strconv.Atoi(n)
+	if err != nil || count < 1 {
+		return Shard{}, fmt.Errorf("shard %q: the count n must be a whole number ≥ 1", spec)
+	}
+	if i == "auto" {
+		if index == "" {
+			return Shard{}, fmt.Errorf("shard %q: auto takes the index from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job), which is not set", spec)
+		}
+		i = index
+	}
+	idx, err := strconv.Atoi(i)
+	if err != nil || idx < 0 || idx >= count {
+		return Shard{}, fmt.Errorf("shard %q: the index %q must be a whole number from 0 to %d", spec, i, count-1)
+	}
+	return Shard{Index: idx, Count: count}, nil
+}
+
+// Whole reports whether s is the whole run (no sharding).
+func (s Shard) Whole() bool { return s.Count <= 1 }
+
+// Owns reports whether the unit at place k of the whole run is s's.
+func (s Shard) Owns(k int) bool { return s.Whole() || k%s.Count == s.Index }
+
+// Places returns the places in [0, total) that s owns, in order.
+func (s Shard) Places(total int) []int {
+	var out []int
+	for k := range total {
+		if s.Owns(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// String is "i/n", or "" for the whole run.
+func (s Shard) String() string {
+	if s.Whole() {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", s.Index, s.Count)
+}
+
+// ErrFolderWhole is returned by Output for a folder output of an unsharded
+// run, which names no file.
+var ErrFolderWhole = errors.New("an output ending in / names a folder, which only a sharded run (--shard) writes a part into")
+
+// Output is the file a shard writes for the output name out: out itself,
+// or for a folder (out ends in "/") the part
+// out + "part-IIIII-of-NNNNN.parquet". A query on an object-store URL
+// (s3://b/dir/?region=…) stays at the end.
+func (s Shard) Output(out string) (string, error) {
+	name, query, _ := strings.Cut(out, "?")
+	if !strings.HasSuffix(name, "/") {
+		return out, nil
+	}
+	if s.Whole() {
+		return "", fmt.Errorf("output %q: %w", out, ErrFolderWhole)
+	}
+	name += fmt.Sprintf("part-%05d-of-%05d.parquet", s.Index, s.Count)
+	if query != "" {
+		name += "?" + query
+	}
+	return name, nil
+}

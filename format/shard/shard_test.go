@@ -1,0 +1,81 @@
+package shard
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		spec, index string
+		want        Shard
+	}{
+		{"0/1", "", Shard{0, 1}},
+		{"2/4", "", Shard{2, 4}},
+		{"auto/8", "7", Shard{7, 8}},
+		{"3/4", "1", Shard{3, 4}}, // an explicit index wins over the job's
+	} {
+		got, err := Parse(tc.spec, tc.index)
+		if err != nil || got != tc.want {
+			t.Errorf("Parse(%q, %q) = %v, %v; want %v", tc.spec, tc.index, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ spec, index, mention string }{
+		{"4/4", "", "from 0 to 3"},
+		{"-1/4", "", "from 0 to 3"},
+		{"1", "", "want i/n"},
+		{"0/0", "", "≥ 1"},
+		{"x/2", "", "from 0 to 1"},
+		{"auto/4", "", "JOB_COMPLETION_INDEX"},
+		{"auto/4", "4", "from 0 to 3"},
+	} {
+		if _, err := Parse(tc.spec, tc.index); err == nil || !strings.Contains(err.Error(), tc.mention) || !strings.Contains(err.Error(), tc.spec) {
+			t.Errorf("Parse(%q, %q): %v; want an error naming it and saying %q", tc.spec, tc.index, err, tc.mention)
+		}
+	}
+}
+
+// Every place belongs to exactly one shard, for any count.
+func TestPlacesPartition(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 7} {
+		for _, total := range []int{0, 1, 5, 20} {
+			var all []int
+			for i := range n {
+				all = append(all, Shard{i, n}.Places(total)...)
+			}
+			slices.Sort(all)
+			want := make([]int, total)
+			for k := range want {
+				want[k] = k
+			}
+			if !slices.Equal(all, want) && !(len(all) == 0 && total == 0) {
+				t.Errorf("n=%d total=%d: places %v", n, total, all)
+			}
+		}
+	}
+	if got := (Shard{1, 3}).Places(8); !slices.Equal(got, []int{1, 4, 7}) {
+		t.Errorf("1/3 of 8: %v", got)
+	}
+	if !(Shard{}).Owns(5) || (Shard{}).String() != "" {
+		t.Error("the zero Shard is not the whole run")
+	}
+}
+
+func TestOutput(t *testing.T) {
+	s := Shard{3, 16}
+	for in, want := range map[string]string{
+		"out.parquet":               "out.parquet",
+		"runs/r1/":                  "runs/r1/part-00003-of-00016.parquet",
+		"s3://b/r1/?region=x&y=z":   "s3://b/r1/part-00003-of-00016.parquet?region=x&y=z",
+		"s3://b/r1/x.parquet?a=b/c": "s3://b/r1/x.parquet?a=b/c",
+	} {
+		if got, err := s.Output(in); err != nil || got != want {
+			t.Errorf("Output(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := (Shard{}).Output("runs/r1/"); !errors.Is(err, ErrFolderWhole) {
+		t.Errorf("a folder output without a shard: %v", err)
+	}
+}

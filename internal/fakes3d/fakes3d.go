@@ -1,0 +1,127 @@
+// Package fakes3d runs an S3 server that keeps its objects in memory
+// (github.com/johannesboyne/gofakes3) over real HTTP on a local port, and
+// names its buckets as the hone commands take them: s3:// URLs whose query
+// points at the server. Tests and the local pipeline runner use it to run
+// stages against object storage without a cloud. It also links the s3://
+// driver (format/fileset/blobdrivers), so a test that imports it can read
+// and write those URLs in-process.
+package fakes3d
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	_ "github.com/hone-rl/hone/format/fileset/blobdrivers"
+)
+
+// Server is a running fake S3.
+type Server struct {
+	// Endpoint is the server's base URL, http://127.0.0.1:PORT.
+	Endpoint string
+
+	be   *s3mem.Backend
+	srv  *http.Server
+	ln   net.Listener
+	errc chan error
+
+	mu       sync.Mutex
+	requests map[string]int // by HTTP method
+	sent     int64          // response body bytes
+}
+
+// Start serves a fake S3 on addr ("127.0.0.1:0" for any free port) with
+// the named buckets made.
+func Start(addr string, buckets ...string) (*Server, error) {
+	be := s3mem.New()
+	for _, b := range buckets {
+		if err := be.CreateBucket(b); err != nil {
+			return nil, fmt.Errorf("fake S3: make bucket %q: %w", b, err)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fake S3: %w", err)
+	}
+	s := &Server{Endpoint: "http://" + ln.Addr().String(), be: be, ln: ln, errc: make(chan error, 1), requests: map[string]int{}}
+	h := gofakes3.New(be, gofakes3.WithAutoBucket(false)).Server()
+	s.srv = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.mu.Lock()
+			s.requests[r.Method]++
+			s.mu.Unlock()
+			h.ServeHTTP(&countingWriter{ResponseWriter: w, s: s}, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { s.errc <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Query is the URL query that points an s3:// URL at this server.
+func (s *Server) Query() string {
+	return "endpoint=" + s.Endpoint + "&use_path_style=true&disable_https=true&region=us-east-1"
+}
+
+// URL names key in bucket on this server ("" names the bucket's top).
+func (s *Server) URL(bucket, key string) string {
+	return "s3://" + bucket + "/" + key + "?" + s.Query()
+}
+
+// Env is the environment a client of this server needs: keys for the AWS
+// SDK to sign with (the fake takes any) and no reach for this machine's
+// own AWS configuration or instance metadata. dir is a folder for the
+// empty AWS config files.
+func Env(dir string) []string {
+	return []string{
+		"AWS_ACCESS_KEY_ID=fake",
+		"AWS_SECRET_ACCESS_KEY=fake",
+		"AWS_REGION=us-east-1",
+		"AWS_CONFIG_FILE=" + dir + "/aws-config",
+		"AWS_SHARED_CREDENTIALS_FILE=" + dir + "/aws-credentials",
+		"AWS_EC2_METADATA_DISABLED=true",
+	}
+}
+
+// Requests is how many requests of the HTTP method were served.
+func (s *Server) Requests(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[method]
+}
+
+// SentBytes is how many response body bytes were sent.
+func (s *Server) SentBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent
+}
+
+// Close stops the server.
+func (s *Server) Close(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if serr := <-s.errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	s *Server
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.s.mu.Lock()
+	c.s.sent += int64(n)
+	c.s.mu.Unlock()
+	return n, err
+}

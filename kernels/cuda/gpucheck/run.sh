@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Hone's one-shot device check (issue #28). `make gpu-check` builds this
+# folder (bin/gpu-check/); copy it to a machine with one NVIDIA GPU (a CUDA
+# driver; Go is not needed) and run
+#
+#   bash run.sh [RESULTS_DIR]
+#
+# It writes results as it goes into RESULTS_DIR (default: results/ beside
+# this script): summary.txt, one line per step (rc, seconds), and STEP.log
+# with each step's output. Every step has a time limit; together they stay
+# under 7 minutes. It exits 1 when a step failed.
+#
+# What it checks today: the device (nvidia-smi), PyTorch's view of it, and
+# kernels/cuda's hardware tests (GEMMs through cuBLAS, and rmsnorm.cu's
+# embedded PTX JIT-compiled by the driver, against kernels/ref), under
+# compute-sanitizer memcheck too when the machine has it. What is NOT in it,
+# because it does not exist yet: a CUDA kernels.Backend, the conformance
+# suite and the model goldens on CUDA, and the LoRA step and decode next to
+# PyTorch + PEFT.
+#
+# cuBLAS is found by its sonames (13, 12, 11), else in Python's
+# site-packages (the nvidia-* wheels PyTorch installs), unless HONE_LIBCUBLAS
+# names it; HONE_LIBCUDA names the driver library when it is not on the
+# loader's path.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+res=${1:-$here/results}
+mkdir -p "$res"
+summary=$res/summary.txt
+: >"$summary"
+failed=0
+t0=$(date +%s)
+
+note() { echo "$*" | tee -a "$summary"; }
+
+# step NAME LIMIT_S CMD...: runs CMD under a time limit, its output in NAME.log.
+step() {
+	local name=$1 limit=$2
+	shift 2
+	local start rc what
+	start=$(date +%s)
+	echo "== $* (limit ${limit}s)" >"$res/$name.log"
+	timeout -k 5 "$limit" "$@" >>"$res/$name.log" 2>&1
+	rc=$?
+	what=ok
+	if [ "$rc" -ne 0 ]; then
+		failed=1
+		what=FAILED
+		if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then what=TIMEOUT; fi
+	fi
+	note "$(printf '%-15s %-7s rc=%-3d %4ds  %s' "$name" "$what" "$rc" "$(($(date +%s) - start))" "$name.log")"
+}
+
+note "Hone device check, $(date -u +%FT%TZ), $(cat "$here/COMMIT" 2>/dev/null || echo 'commit unknown')"
+
+step nvidia-smi 20 nvidia-smi
+step gpu 20 nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,clocks.max.sm --format=csv
+
+if [ -z "${HONE_LIBCUBLAS:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.1[123] '; then
+	for d in $(timeout 30 python3 -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null); do
+		p=$(find "$d/nvidia" -maxdepth 4 -name 'libcublas.so.1[123]' 2>/dev/null | sort -r | head -n 1)
+		if [ -n "$p" ]; then
+			export HONE_LIBCUBLAS=$p
+			export LD_LIBRARY_PATH=$(dirname "$p")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+			break
+		fi
+	done
+fi
+note "cuBLAS: ${HONE_LIBCUBLAS:-by soname (libcublas.so.13, .12, .11)}"
+
+step torch 60 python3 -c 'import torch
+print("torch", torch.__version__, "CUDA", torch.version.cuda)
+print("device", torch.cuda.get_device_name(0), "capability", torch.cuda.get_device_capability(0))'
+
+step hardware-test 180 env HONE_CUDA_TEST=1 "$here/cuda.test" -test.run OnHardware -test.v -test.timeout 170s
+
+sanitizer=${HONE_COMPUTE_SANITIZER:-$(command -v compute-sanitizer)}
+if [ -n "$sanitizer" ]; then
+	step memcheck 90 env HONE_CUDA_TEST=1 "$sanitizer" --tool memcheck --error-exitcode 1 "$here/cuda.test" -test.run OnHardware -test.v -test.timeout 80s
+else
+	note "memcheck        skipped: compute-sanitizer is not on this machine"
+fi
+
+note "not checked, because it does not exist yet: a CUDA kernels.Backend, the conformance suite and model goldens on CUDA, the LoRA step and decode next to PyTorch + PEFT"
+note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
+exit "$failed"

@@ -1,0 +1,103 @@
+package cuda_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGPUCheckScript runs gpucheck/run.sh (what `make gpu-check` ships)
+// with stand-ins for the device machine's commands — nvidia-smi, python3
+// with a cuBLAS wheel in its site-packages, compute-sanitizer and the test
+// binary — on a PATH holding nothing else but the shell tools it uses: it
+// runs every step with the test binary's hardware tests switched on and
+// the wheel's cuBLAS, writes a summary line per step, says what it does
+// not check, and exits 1 when a step fails.
+func TestGPUCheckScript(t *testing.T) {
+	bin := t.TempDir()
+	for _, tool := range []string{"bash", "env", "timeout", "date", "find", "sort", "head", "mkdir", "tee", "dirname", "cat", "grep", "printf"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			if os.Getenv("CI") == "" {
+				t.Skipf("%v", err)
+			}
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	site := t.TempDir()
+	cublas := filepath.Join(site, "nvidia", "cu13", "lib", "libcublas.so.13")
+	if err := os.MkdirAll(filepath.Dir(cublas), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range []string{cublas, strings.TrimSuffix(cublas, "13") + "12"} {
+		if err := os.WriteFile(lib, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stub := func(dir, name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!"+filepath.Join(bin, "bash")+"\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stub(bin, "nvidia-smi", `echo "NVIDIA H200 $*"`)
+	stub(bin, "ldconfig", `exit 0`) // no cuBLAS on the loader's path
+	stub(bin, "python3", `case "$*" in *getsitepackages*) echo `+site+`;; *) echo "torch stub";; esac`)
+	stub(bin, "compute-sanitizer", `echo "sanitizer $1 $2"; shift 4; exec "$@"`)
+	run := func(testExit int) (string, string, error) {
+		dir := t.TempDir()
+		script, err := os.ReadFile("gpucheck/run.sh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "run.sh"), script, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stub(dir, "cuda.test", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"; exit `+string(rune('0'+testExit)))
+		if err := os.WriteFile(filepath.Join(dir, "COMMIT"), []byte("abc123\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(filepath.Join(bin, "bash"), filepath.Join(dir, "run.sh"))
+		cmd.Env = []string{"PATH=" + bin, "HOME=" + dir}
+		out, err := cmd.CombinedOutput()
+		summary, rerr := os.ReadFile(filepath.Join(dir, "results", "summary.txt"))
+		if rerr != nil {
+			t.Fatalf("%v\n%s", rerr, out)
+		}
+		hw, rerr := os.ReadFile(filepath.Join(dir, "results", "hardware-test.log"))
+		if rerr != nil {
+			t.Fatalf("%v\n%s", rerr, out)
+		}
+		return string(summary), string(hw), err
+	}
+
+	summary, hw, err := run(0)
+	if err != nil {
+		t.Fatalf("run.sh: %v\n%s", err, summary)
+	}
+	for _, want := range []string{"abc123", "nvidia-smi      ok", "gpu             ok", "cuBLAS: " + cublas, "torch           ok",
+		"hardware-test   ok", "memcheck        ok", "does not exist yet: a CUDA kernels.Backend", "every step passed"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+	if want := "HONE_CUDA_TEST=1 HONE_LIBCUBLAS=" + cublas + " args: -test.run OnHardware -test.v"; !strings.Contains(hw, want) {
+		t.Errorf("hardware-test.log lacks %q:\n%s", want, hw)
+	}
+
+	summary, _, err = run(1)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("run.sh with a failing hardware test: %v, want exit status 1", err)
+	}
+	for _, want := range []string{"hardware-test   FAILED  rc=1", "a step FAILED"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+}

@@ -1,0 +1,269 @@
+// Package k8s runs the steps of the Argo WorkflowTemplate in round.yaml on
+// one machine, so that the commands the cluster runs are the commands the
+// tests run (TestRoundOverFakeS3) and that cmd runlocal runs by hand.
+//
+// It reads only what round.yaml uses: a DAG of tasks with dependencies,
+// withSequence fan-out and input parameters, and container templates
+// whose command and args take {{workflow.parameters.X}},
+// {{inputs.parameters.X}} and {{item}}. Anything else in a template it
+// meets (a {{…}} it cannot fill, a step with no container) is an error
+// rather than a silent skip.
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/yaml"
+)
+
+// Round is a parsed WorkflowTemplate, or the workflow of a CronWorkflow.
+type Round struct {
+	Spec struct {
+		workflowSpec
+		WorkflowSpec *workflowSpec `json:"workflowSpec"` // a CronWorkflow's
+	} `json:"spec"`
+}
+
+type workflowSpec struct {
+	Entrypoint string `json:"entrypoint"`
+	Arguments  struct {
+		Parameters []param `json:"parameters"`
+	} `json:"arguments"`
+	Templates []template `json:"templates"`
+}
+
+// spec is the workflow to run.
+func (r *Round) spec() *workflowSpec {
+	if r.Spec.WorkflowSpec != nil {
+		return r.Spec.WorkflowSpec
+	}
+	return &r.Spec.workflowSpec
+}
+
+type param struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+type template struct {
+	Name   string `json:"name"`
+	Inputs struct {
+		Parameters []param `json:"parameters"`
+	} `json:"inputs"`
+	DAG *struct {
+		Tasks []task `json:"tasks"`
+	} `json:"dag"`
+	Container *struct {
+		Command []string `json:"command"`
+		Args    []string `json:"args"`
+	} `json:"container"`
+}
+
+type task struct {
+	Name         string   `json:"name"`
+	Template     string   `json:"template"`
+	Dependencies []string `json:"dependencies"`
+	WithSequence *struct {
+		Count string `json:"count"`
+	} `json:"withSequence"`
+	Arguments struct {
+		Parameters []param `json:"parameters"`
+	} `json:"arguments"`
+}
+
+// Load reads a WorkflowTemplate or a CronWorkflow.
+func Load(path string) (*Round, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Round
+	if err := yaml.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Options says how to run the steps.
+type Options struct {
+	// Params override the template's parameter defaults.
+	Params map[string]string
+	// Env is the steps' environment (nil: this process's).
+	Env []string
+	// Log receives each step's command and output.
+	Log io.Writer
+}
+
+var refRE = regexp.MustCompile(`\{\{\s*([^}]*?)\s*\}\}`)
+
+// Run runs the entrypoint: a DAG's tasks in an order that honours their
+// dependencies, the items of a withSequence task at once; or a container
+// template alone.
+func (r *Round) Run(ctx context.Context, o Options) error {
+	spec := r.spec()
+	wf := map[string]string{}
+	for _, p := range spec.Arguments.Parameters {
+		wf[p.Name] = p.Value
+	}
+	for k, v := range o.Params {
+		if _, ok := wf[k]; !ok {
+			return fmt.Errorf("parameter %q: the template has no such parameter", k)
+		}
+		wf[k] = v
+	}
+	templates := map[string]template{}
+	for _, t := range spec.Templates {
+		templates[t.Name] = t
+	}
+	entry, ok := templates[spec.Entrypoint]
+	var order []task
+	switch {
+	case !ok:
+		return fmt.Errorf("entrypoint %q is no template", spec.Entrypoint)
+	case entry.DAG != nil:
+		var err error
+		if order, err = topo(entry.DAG.Tasks); err != nil {
+			return err
+		}
+	default:
+		order = []task{{Name: entry.Name, Template: entry.Name}}
+	}
+	var logMu sync.Mutex
+	for _, tk := range order {
+		t, ok := templates[tk.Template]
+		if !ok || t.Container == nil {
+			return fmt.Errorf("task %s: template %q is not a container template", tk.Name, tk.Template)
+		}
+		items := []string{""}
+		if tk.WithSequence != nil {
+			c, err := fill(tk.WithSequence.Count, wf, nil, "")
+			if err != nil {
+				return fmt.Errorf("task %s: %w", tk.Name, err)
+			}
+			n, err := strconv.Atoi(c)
+			if err != nil || n < 1 {
+				return fmt.Errorf("task %s: withSequence count %q is not a count", tk.Name, c)
+			}
+			items = items[:0]
+			for i := range n {
+				items = append(items, strconv.Itoa(i))
+			}
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		for _, item := range items {
+			g.Go(func() error {
+				in := map[string]string{}
+				for _, p := range tk.Arguments.Parameters {
+					v, err := fill(p.Value, wf, nil, item)
+					if err != nil {
+						return fmt.Errorf("task %s: %w", tk.Name, err)
+					}
+					in[p.Name] = v
+				}
+				var argv []string
+				for _, a := range append(append([]string{}, t.Container.Command...), t.Container.Args...) {
+					v, err := fill(a, wf, in, item)
+					if err != nil {
+						return fmt.Errorf("task %s: %w", tk.Name, err)
+					}
+					argv = append(argv, v)
+				}
+				out, err := runStep(gctx, argv, o.Env)
+				logMu.Lock()
+				if o.Log != nil {
+					fmt.Fprintf(o.Log, "== %s %s: %q\n%s", tk.Name, item, argv, out)
+				}
+				logMu.Unlock()
+				if err != nil {
+					return fmt.Errorf("task %s %s: %w\n%s", tk.Name, item, err, out)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runStep(ctx context.Context, argv, env []string) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("no command")
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	return cmd.CombinedOutput()
+}
+
+// fill replaces the {{…}} references of s; one it cannot fill is an error.
+func fill(s string, wf, in map[string]string, item string) (string, error) {
+	var bad error
+	out := refRE.ReplaceAllStringFunc(s, func(m string) string {
+		ref := refRE.FindStringSubmatch(m)[1]
+		switch {
+		case ref == "item" && item != "":
+			return item
+		case strings.HasPrefix(ref, "workflow.parameters."):
+			if v, ok := wf[strings.TrimPrefix(ref, "workflow.parameters.")]; ok {
+				return v
+			}
+		case strings.HasPrefix(ref, "inputs.parameters.") && in != nil:
+			if v, ok := in[strings.TrimPrefix(ref, "inputs.parameters.")]; ok {
+				return v
+			}
+		}
+		if bad == nil {
+			bad = fmt.Errorf("cannot fill %s", m)
+		}
+		return m
+	})
+	return out, bad
+}
+
+// topo orders tasks so each comes after its dependencies.
+func topo(tasks []task) ([]task, error) {
+	byName := map[string]task{}
+	for _, t := range tasks {
+		byName[t.Name] = t
+	}
+	var out []task
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(string) error
+	visit = func(n string) error {
+		t, ok := byName[n]
+		if !ok {
+			return fmt.Errorf("dependency %q is no task", n)
+		}
+		switch state[n] {
+		case 1:
+			return fmt.Errorf("task %s depends on itself", n)
+		case 2:
+			return nil
+		}
+		state[n] = 1
+		for _, d := range t.Dependencies {
+			if err := visit(d); err != nil {
+				return err
+			}
+		}
+		state[n] = 2
+		out = append(out, t)
+		return nil
+	}
+	for _, t := range tasks {
+		if err := visit(t.Name); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,189 @@
+package k8s
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/internal/fakes3d"
+	"github.com/hone-rl/hone/internal/waitfor"
+)
+
+// bin is the folder TestMain builds the hone binaries into.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hone-k8s-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = dir
+	for _, n := range []string{"hone-collect", "hone-score", "hone-train", "hone-serve"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, n), "../../cmd/"+n).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", n, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A whole round of round.yaml, its steps' own commands, against an S3
+// server speaking the real protocol: two collect shards writing to S3, two
+// score shards S3→S3 with the judge cache in S3, GRPO reading S3 and
+// publishing the step to S3, and the wait step seeing hone-serve, which
+// follows the adapters in S3, serve that step. Collect plays the guess
+// environment's scripted policy (collect-flags): the tiny random model's
+// own answers all score alike, which leaves GRPO no advantage to learn
+// from; sampling from hone-serve is covered by hone-collect's tests.
+func TestRoundOverFakeS3(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	dir := t.TempDir()
+	model := filepath.Join(dir, "model")
+	if out, err := exec.Command(filepath.Join(bin, "hone-train"), "init-model", "--family", "qwen3", "--hidden", "64",
+		"--layers", "2", "--heads", "4", "--init-std", "0.3", "-o", model).CombinedOutput(); err != nil {
+		t.Fatalf("init-model: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	serveURL := fmt.Sprintf("http://127.0.0.1:%d", port)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var serveLog bytes.Buffer
+	serve := exec.CommandContext(ctx, filepath.Join(bin, "hone-serve"), "--model", model, "--served-model-name", "base",
+		"--adapters", s3.URL("hone", "adapters"), "--adapters-cache", filepath.Join(dir, "serve-cache"),
+		"--poll-interval", "100ms", "--port", fmt.Sprint(port), "--threads", "1", "--max-tokens", "8")
+	serve.Stdout, serve.Stderr = &serveLog, &serveLog
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer serve.Wait()
+	defer cancel()
+	healthy := func() bool {
+		resp, err := http.Get(serveURL + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	if !waitfor.Within(30*time.Second, healthy) {
+		t.Fatalf("hone-serve never healthy:\n%s", serveLog.String())
+	}
+
+	r, err := Load("round.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var log bytes.Buffer
+	rctx, rcancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer rcancel()
+	err = r.Run(rctx, Options{
+		Params: map[string]string{
+			"round": "1", "store": "s3://hone", "query": "?" + s3.Query(),
+			"shards": "2", "groups": "6", "group-size": "4", "policy-model": "base",
+			"serve-url": serveURL, "model-dir": model, "reward": "formula:env - 0.25*out_of_range",
+			"collect-flags": "--policy scripted:mix --concurrency 4",
+			"train-flags":   "--steps 1 --rank 2 --lr 1e-2 --threads 1 --allow-no-logprobs",
+		},
+		Env: env,
+		Log: &log,
+	})
+	if err != nil {
+		t.Fatalf("round: %v\n%s\nhone-serve:\n%s", err, log.String(), serveLog.String())
+	}
+	for _, folder := range []string{"rounds/1/collected", "rounds/1/scored"} {
+		names, err := fileset.List(context.Background(), s3.URL("hone", folder), ".parquet")
+		if err != nil || len(names) != 2 || !strings.Contains(names[1], "part-00001-of-00002.parquet") {
+			t.Errorf("%s holds %q, %v; want the two shards' parts", folder, names, err)
+		}
+	}
+	b, err := fileset.ReadFile(context.Background(), s3.URL("hone", "adapters/rl/latest"))
+	if err != nil || strings.TrimSpace(string(b)) != "step-000001" {
+		t.Errorf("published latest %q, %v", b, err)
+	}
+	if !strings.Contains(log.String(), "== wait-serve") {
+		t.Errorf("the wait step did not run:\n%s", log.String())
+	}
+
+	// cron.yaml's step on the same store: the round's scored parts land
+	// in STORE/scored/; the first call trains step 1 of run "cron" and
+	// publishes it, the second finds nothing new.
+	parts, err := fileset.List(context.Background(), s3.URL("hone", "rounds/1/scored"), ".parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range parts {
+		b, err := fileset.ReadFile(context.Background(), p)
+		if err == nil {
+			err = fileset.WriteFile(context.Background(), s3.URL("hone", fmt.Sprintf("scored/round-1-%d.parquet", i)), b)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cron, err := Load("cron.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for call := range 2 {
+		log.Reset()
+		err := cron.Run(rctx, Options{
+			Params: map[string]string{"store": "s3://hone", "query": "?" + s3.Query(), "run": "cron", "model-dir": model,
+				"train-flags": "--rank 2 --threads 1 --allow-no-logprobs"},
+			Env: env,
+			Log: &log,
+		})
+		if err != nil {
+			t.Fatalf("cron call %d: %v\n%s", call+1, err, log.String())
+		}
+		b, err := fileset.ReadFile(context.Background(), s3.URL("hone", "adapters/cron/latest"))
+		if err != nil || strings.TrimSpace(string(b)) != "step-000001" {
+			t.Errorf("after cron call %d the published latest is %q, %v\n%s", call+1, b, err, log.String())
+		}
+		if call == 1 && !strings.Contains(log.String(), "nothing new") {
+			t.Errorf("the second cron call did not find nothing new:\n%s", log.String())
+		}
+	}
+}
+
+// Load rejects what Run cannot do faithfully: a parameter the template
+// does not have, a reference it cannot fill.
+func TestRunRefusesUnknowns(t *testing.T) {
+	r, err := Load("round.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background(), Options{Params: map[string]string{"shard-count": "2"}}); err == nil || !strings.Contains(err.Error(), "shard-count") {
+		t.Errorf("an unknown parameter: %v", err)
+	}
+	if _, err := fill("a {{workflow.parameters.nope}}", map[string]string{}, nil, ""); err == nil {
+		t.Error("an unknown reference was filled")
+	}
+	if got, err := fill("{{item}}/{{workflow.parameters.n}} {{inputs.parameters.s}}", map[string]string{"n": "4"}, map[string]string{"s": "x"}, "3"); err != nil || got != "3/4 x" {
+		t.Errorf("fill: %q %v", got, err)
+	}
+}

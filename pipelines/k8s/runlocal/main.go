@@ -1,0 +1,62 @@
+// Command runlocal runs the steps of pipelines/k8s/round.yaml on this
+// machine, with the hone binaries on PATH (or in --bin), against the
+// object store the parameters name:
+//
+//	go run ./pipelines/k8s/runlocal -p store=s3://hone \
+//	    -p query='?endpoint=http://127.0.0.1:9000&use_path_style=true&disable_https=true&region=us-east-1' \
+//	    -p policy-model=base -p model-dir=models/tiny -p round=1
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/hone-rl/hone/pipelines/k8s"
+)
+
+type params map[string]string
+
+func (p params) String() string { return fmt.Sprint(map[string]string(p)) }
+func (p params) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	p[k] = v
+	return nil
+}
+
+func main() {
+	file := flag.String("f", "pipelines/k8s/round.yaml", "the WorkflowTemplate")
+	bin := flag.String("bin", "", "folder of the hone binaries, put first on PATH (default: PATH as it is)")
+	ps := params{}
+	flag.Var(ps, "p", "parameter NAME=VALUE (repeatable)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, *file, *bin, ps); err != nil {
+		fmt.Fprintln(os.Stderr, "runlocal:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, file, bin string, ps params) error {
+	r, err := k8s.Load(file)
+	if err != nil {
+		return err
+	}
+	env := os.Environ()
+	if bin != "" {
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			return err
+		}
+		env = append(env, "PATH="+abs+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	return r.Run(ctx, k8s.Options{Params: ps, Env: env, Log: os.Stdout})
+}

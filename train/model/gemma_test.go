@@ -1,0 +1,203 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// The sliding-window attention's Go path, given a window no shorter than
+// any sequence (so it masks nothing), computes what the backend's causal
+// attention computes: outputs, log-sum-exps and all three gradients. The
+// golden and finite-difference tests cover windows that do mask.
+func TestWindowAttentionMatchesBackend(t *testing.T) {
+	const H, KVH, D = 4, 2, 8
+	seqOff := []int32{0, 70, 75, 225} // several query blocks per sequence
+	N := int(seqOff[len(seqOff)-1])
+	rng := rand.New(rand.NewPCG(3, 5))
+	fill := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return x
+	}
+	q, k, v, dout := fill(N*H*D), fill(N*KVH*D), fill(N*KVH*D), fill(N*H*D)
+	const scale = 0.3
+	for _, be := range testBackends(t) {
+		t.Run(be.Name(), func(t *testing.T) {
+			if needsWindow(seqOff, 150) || !needsWindow(seqOff, 149) {
+				t.Fatal("needsWindow: the longest sequence has 150 tokens")
+			}
+			out, lse := make([]float32, N*H*D), make([]float32, N*H)
+			wout, wlse := make([]float32, N*H*D), make([]float32, N*H)
+			be.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+			windowForward(be, wout, wlse, q, k, v, seqOff, H, KVH, D, 150, scale)
+			grads := func(window bool) [3][]float32 {
+				g := [3][]float32{make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)}
+				if window {
+					windowBackward(be, g[0], g[1], g[2], dout, wout, wlse, q, k, v, seqOff, H, KVH, D, 150, scale)
+				} else {
+					be.AttentionBackward(g[0], g[1], g[2], dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+				}
+				return g
+			}
+			want, got := grads(false), grads(true)
+			for i, c := range []struct {
+				name      string
+				got, want []float32
+			}{{"out", wout, out}, {"lse", wlse, lse}, {"dq", got[0], want[0]}, {"dk", got[1], want[1]}, {"dv", got[2], want[2]}} {
+				if d := maxRelDiff(c.got, c.want); d > 1e-5 {
+					t.Errorf("%d %s: window path differs from the backend by %.3g", i, c.name, d)
+				}
+			}
+		})
+	}
+}
+
+// With a window that masks (20 keys, sequences up to 150 tokens, so query
+// blocks start past the window), the tiled path agrees with the definition
+// computed row by row in float64: softmax over keys j with i−20 < j ≤ i,
+// and its gradients.
+func TestWindowAttentionMasks(t *testing.T) {
+	const H, KVH, D, W = 4, 2, 8, 20
+	seqOff := []int32{0, 150, 161}
+	N := int(seqOff[len(seqOff)-1])
+	rng := rand.New(rand.NewPCG(7, 9))
+	fill := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return x
+	}
+	q, k, v, dout := fill(N*H*D), fill(N*KVH*D), fill(N*KVH*D), fill(N*H*D)
+	const scale = 0.4
+	// The definition, row by row.
+	wantOut, wantLSE := make([]float32, N*H*D), make([]float32, N*H)
+	wdq, wdk, wdv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+	for s := 0; s+1 < len(seqOff); s++ {
+		lo, hi := int(seqOff[s]), int(seqOff[s+1])
+		for i := lo; i < hi; i++ {
+			for h := range H {
+				g := h / (H / KVH)
+				r := i*H + h
+				from := max(lo, i-W+1)
+				sc := make([]float64, i+1-from)
+				mx := math.Inf(-1)
+				for j := from; j <= i; j++ {
+					sc[j-from] = scale * dot(q[r*D:(r+1)*D], k[(j*KVH+g)*D:(j*KVH+g+1)*D])
+					mx = max(mx, sc[j-from])
+				}
+				var sum float64
+				for _, x := range sc {
+					sum += math.Exp(x - mx)
+				}
+				lse := mx + math.Log(sum)
+				wantLSE[r] = float32(lse)
+				o := make([]float64, D)
+				for j := from; j <= i; j++ {
+					p := math.Exp(sc[j-from] - lse)
+					for d := range D {
+						o[d] += p * float64(v[(j*KVH+g)*D+d])
+					}
+				}
+				var di float64
+				for d := range D {
+					wantOut[r*D+d] = float32(o[d])
+					di += o[d] * float64(dout[r*D+d])
+				}
+				for j := from; j <= i; j++ {
+					p := math.Exp(sc[j-from] - lse)
+					dp := dot(dout[r*D:(r+1)*D], v[(j*KVH+g)*D:(j*KVH+g+1)*D])
+					ds := p * (dp - di) * scale
+					for d := range D {
+						wdq[r*D+d] += float32(ds * float64(k[(j*KVH+g)*D+d]))
+						wdk[(j*KVH+g)*D+d] += float32(ds * float64(q[r*D+d]))
+						wdv[(j*KVH+g)*D+d] += float32(p * float64(dout[r*D+d]))
+					}
+				}
+			}
+		}
+	}
+	for _, be := range testBackends(t) {
+		t.Run(be.Name(), func(t *testing.T) {
+			out, lse := make([]float32, N*H*D), make([]float32, N*H)
+			windowForward(be, out, lse, q, k, v, seqOff, H, KVH, D, W, scale)
+			dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+			windowBackward(be, dq, dk, dv, dout, out, lse, q, k, v, seqOff, H, KVH, D, W, scale)
+			for _, c := range []struct {
+				name      string
+				got, want []float32
+			}{{"out", out, wantOut}, {"lse", lse, wantLSE}, {"dq", dq, wdq}, {"dk", dk, wdk}, {"dv", dv, wdv}} {
+				if d := maxRelDiff(c.got, c.want); d > 1e-5 {
+					t.Errorf("%s: tiled path differs from the definition by %.3g", c.name, d)
+				}
+			}
+		})
+	}
+}
+
+// geluGLUBackward is the derivative of geluGLUForward (central differences
+// in float64 around float32 inputs).
+func TestGELUGLUGradient(t *testing.T) {
+	gate := []float32{-4, -1.5, -0.3, 0, 0.2, 1, 2.5, 6}
+	up := []float32{0.7, -1.2, 2, 0.5, -0.4, 1.1, 0.9, -2}
+	n := len(gate)
+	dact := make([]float32, n)
+	for i := range dact {
+		dact[i] = 1
+	}
+	dg, du := make([]float32, n), make([]float32, n)
+	geluGLUBackward(dg, du, dact, gate, up)
+	const h = 1e-3
+	at := func(g, u float32) float64 {
+		out := make([]float32, 1)
+		geluGLUForward(out, []float32{g}, []float32{u})
+		return float64(out[0])
+	}
+	for i := range gate {
+		fdg := (at(gate[i]+h, up[i]) - at(gate[i]-h, up[i])) / (2 * h)
+		fdu := (at(gate[i], up[i]+h) - at(gate[i], up[i]-h)) / (2 * h)
+		for _, c := range []struct {
+			name    string
+			got, fd float64
+		}{{"dgate", float64(dg[i]), fdg}, {"dup", float64(du[i]), fdu}} {
+			if d := c.got - c.fd; d > 2e-3 || d < -2e-3 {
+				t.Errorf("%s at gate %v up %v: %v, finite difference %v", c.name, gate[i], up[i], c.got, c.fd)
+			}
+		}
+	}
+	// gelu_tanh(1)·1 = 0.8411920 (PyTorch: F.gelu(torch.tensor(1.), approximate="tanh")).
+	out := make([]float32, 1)
+	geluGLUForward(out, []float32{1}, []float32{1})
+	if s := fmt.Sprintf("%.6f", out[0]); s != "0.841192" {
+		t.Errorf("gelu_tanh(1) = %s, want 0.841192", s)
+	}
+}
+
+// BenchmarkWindowAttention times the sliding-window attention's Go path,
+// forward and backward, on one Gemma-3-1B-shaped layer (4 query heads, 1
+// key/value head, head dim 256, window 512) over one 1024-token sequence.
+func BenchmarkWindowAttention(b *testing.B) {
+	const H, KVH, D, W, N = 4, 1, 256, 512, 1024
+	seqOff := []int32{0, N}
+	rng := rand.New(rand.NewPCG(1, 2))
+	fill := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return x
+	}
+	q, k, v, dout := fill(N*H*D), fill(N*KVH*D), fill(N*KVH*D), fill(N*H*D)
+	out, lse := make([]float32, N*H*D), make([]float32, N*H)
+	dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+	be := testBackends(b)[1] // the CPU backend
+	b.ResetTimer()
+	for range b.N {
+		windowForward(be, out, lse, q, k, v, seqOff, H, KVH, D, W, 0.0625)
+		windowBackward(be, dq, dk, dv, dout, out, lse, q, k, v, seqOff, H, KVH, D, W, 0.0625)
+	}
+}

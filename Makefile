@@ -38,7 +38,7 @@ build:
 # policy, then rounds of hone-serve → hone-collect → hone-score → hone-train,
 # with a held-out evaluation before and after (pipelines/demo.mk, RESULTS.md).
 pipeline: build
-	$(MAKE) -f pipelines/demo.mk
+	$(MAKE) -f pipelines/$(or $(filter tictactoe,$(DEMO)),demo).mk
 
 test: fmt-check vet test-unit test-race test-nocgo
 

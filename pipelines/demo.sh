@@ -34,7 +34,8 @@
 #                  sums); default "invalid out_of_range_per_guess=out_of_range/turns"
 #   MAX_TOKENS     tokens per assistant turn (default 4)
 # Everything lands under OUT (default out/demo); a run starts fresh (the
-# folder is removed first). Other knobs: BIN, MODEL, SEED, ROUNDS,
+# folder is removed first). INIT_OPTS: more flags of hone-train init-model
+# for the tiny random model (e.g. --tie-embeddings). Other knobs: BIN, MODEL, SEED, ROUNDS,
 # EVAL_EPISODES, EVAL_SPLIT, SFT_STEPS, RL_GROUPS, GSIZE, RL_LR, THREADS.
 # The server is always stopped on exit.
 set -euo pipefail
@@ -67,6 +68,8 @@ EVAL_EPISODES=${EVAL_EPISODES:-200}
 EVAL_SPLIT=${EVAL_SPLIT:-test}   # test: final numbers; val: for choosing settings
 THREADS=${THREADS:-2}
 INIT_STD=${INIT_STD:-0.3}
+INIT_OPTS=${INIT_OPTS:-}
+read -r -a INIT_ARGS <<<"$INIT_OPTS"
 
 # Held-out scenario seeds, disjoint from the warm-up (1xxxxx) and training
 # rounds (2xxxxx) seeds. Tune with EVAL_SPLIT=val; report only test.
@@ -113,7 +116,7 @@ if [ -n "$MODEL" ]; then
 else
 	log "1/7 tiny random model (seed $SEED)"
 	"$BIN"/hone-train init-model --family qwen3 --hidden 64 --layers 2 --heads 4 \
-		--init-std "$INIT_STD" --seed "$SEED" -o "$OUT"/model >/dev/null
+		--init-std "$INIT_STD" --seed "$SEED" ${INIT_ARGS[@]+"${INIT_ARGS[@]}"} -o "$OUT"/model >/dev/null
 fi
 
 if [ "$SFT_STEPS" -gt 0 ]; then

@@ -75,7 +75,7 @@ func TestARTRewardEpisodes(t *testing.T) {
 				return env.Assistant("1"), nil
 			}
 			cells := strings.ReplaceAll(msgs[len(msgs)-1].Content, "\n", "")
-			return env.Assistant(strconv.Itoa(strings.IndexByte(cells, '.') + 1)), nil
+			return env.Assistant(strconv.Itoa(strings.IndexAny(cells, "123456789") + 1)), nil
 		}), seed)
 		want := -100 + math.Log(3)/math.Log(100)
 		if o.Metrics["illegal"] != 1 || o.Metrics["moves"] != 2 || math.Abs(o.Reward-want) > 1e-12 {

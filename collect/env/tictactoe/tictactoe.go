@@ -1,9 +1,20 @@
-// Package tictactoe is tic-tac-toe against a scripted opponent ("random"
-// or "minimax"). The agent plays x and answers with a cell number 1-9
-// (row by row); the user message shows the board after the opponent's
-// reply. Reward: 1 win, 0.5 draw, 0 loss, −1 for an illegal or unreadable
-// move, which ends the game; with Reward "art", ART's shape (ARTReward).
-// Metrics: win, draw, loss, illegal, moves.
+// Package tictactoe is tic-tac-toe against a scripted opponent: "random"
+// (any free cell), "greedy" (completes a line of its own when it can,
+// otherwise random: it punishes every missed block) or "minimax"
+// (perfect). The agent plays x and answers with a cell number 1-9 (row by
+// row); the user message shows the board after the opponent's reply, a
+// free cell as its number:
+//
+//	x2o
+//	4x6
+//	78o
+//
+// Reward: 1 win, 0.5 draw, 0 loss, −1 for an illegal or unreadable move,
+// which ends the game; with Reward "art", ART's shape (ARTReward). Metrics: win, draw, loss, illegal, win_or_draw,
+// moves, and two that show the blocking skill: threats (agent turns where
+// the opponent could complete a line next move and the agent cannot win at
+// once) and blocks (those turns where the agent took the threatened cell;
+// with two threats no move saves the game, taking either counts).
 package tictactoe
 
 import (
@@ -31,13 +42,25 @@ type Env struct {
 	memo map[board]int // minimax values, shared by all episodes
 }
 
+// opponents are the scripted opponents an episode can face.
+var opponents = []string{"random", "greedy", "minimax"}
+
+func knownOpponent(name string) bool {
+	for _, o := range opponents {
+		if o == name {
+			return true
+		}
+	}
+	return false
+}
+
 // New returns the environment; opponent "" means "random".
 func New(opponent string) (*Env, error) {
 	if opponent == "" {
 		opponent = "random"
 	}
-	if opponent != "random" && opponent != "minimax" {
-		return nil, fmt.Errorf("tictactoe: opponent %q: want random or minimax", opponent)
+	if !knownOpponent(opponent) {
+		return nil, fmt.Errorf("tictactoe: opponent %q: want one of %v", opponent, opponents)
 	}
 	return &Env{Opponent: opponent, memo: map[board]int{}}, nil
 }
@@ -109,10 +132,28 @@ func (b *board) free() []int {
 	return out
 }
 
+// wins lists the free cells where p would complete a line.
+func (b *board) wins(p uint8) []int {
+	var out []int
+	for _, i := range b.free() {
+		b[i] = p
+		if b.winner() == p {
+			out = append(out, i)
+		}
+		b[i] = 0
+	}
+	return out
+}
+
+// String shows x, o, and a free cell as its number 1-9.
 func (b *board) String() string {
 	var s strings.Builder
 	for i, c := range b {
-		s.WriteByte(".xo"[c])
+		if c == 0 {
+			s.WriteByte(byte('1' + i))
+		} else {
+			s.WriteByte(".xo"[c])
+		}
 		if i%3 == 2 {
 			s.WriteByte('\n')
 		}
@@ -212,8 +253,8 @@ func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, seed int64) (env.Ep
 	if p.Opponent == "" {
 		p.Opponent = e.Opponent
 	}
-	if p.Opponent != "random" && p.Opponent != "minimax" {
-		return nil, fmt.Errorf("tictactoe: scenario %s: opponent %q: want random or minimax", sc.ID, p.Opponent)
+	if !knownOpponent(p.Opponent) {
+		return nil, fmt.Errorf("tictactoe: scenario %s: opponent %q: want one of %v", sc.ID, p.Opponent, opponents)
 	}
 	if e.Reward != "" && e.Reward != RewardHone && e.Reward != RewardART {
 		return nil, fmt.Errorf("tictactoe: reward %q: want %s or %s", e.Reward, RewardHone, RewardART)
@@ -230,12 +271,19 @@ type episode struct {
 	illegal bool
 	result  uint8 // 0 playing or draw, 1 agent won, 2 opponent won
 	over    bool
+	threats int // agent turns facing a threat it could not answer with a win
+	blocks  int // those where it took a threatened cell
 }
 
 func (ep *episode) opponent() {
 	moves := ep.b.free()
-	if ep.p.Opponent == "minimax" {
+	switch ep.p.Opponent {
+	case "minimax":
 		moves = ep.e.bestMoves(ep.b, 2)
+	case "greedy":
+		if w := ep.b.wins(2); len(w) > 0 {
+			moves = w
+		}
 	}
 	ep.b[moves[ep.rng.IntN(len(moves))]] = 2
 }
@@ -258,6 +306,14 @@ func (ep *episode) Step(_ context.Context, t env.Turn) (env.Feedback, error) {
 		return env.Feedback{Done: true}, nil
 	}
 	ep.moves++
+	if threat := ep.b.wins(2); len(threat) > 0 && len(ep.b.wins(1)) == 0 {
+		ep.threats++
+		for _, c := range threat {
+			if c == n-1 {
+				ep.blocks++
+			}
+		}
+	}
 	ep.b[n-1] = 1
 	if ep.end() {
 		return env.Feedback{Done: true}, nil
@@ -279,17 +335,18 @@ func (ep *episode) end() bool {
 }
 
 func (ep *episode) Outcome() env.Outcome {
-	m := map[string]float64{"win": 0, "draw": 0, "loss": 0, "illegal": 0, "moves": float64(ep.moves)}
+	m := map[string]float64{"win": 0, "draw": 0, "loss": 0, "illegal": 0, "win_or_draw": 0,
+		"moves": float64(ep.moves), "threats": float64(ep.threats), "blocks": float64(ep.blocks)}
 	r := 0.0
 	switch {
 	case ep.illegal:
 		m["illegal"], r = 1, -1
 	case ep.result == 1:
-		m["win"], r = 1, 1
+		m["win"], m["win_or_draw"], r = 1, 1, 1
 	case ep.result == 2:
 		m["loss"] = 1
 	case ep.over:
-		m["draw"], r = 1, 0.5
+		m["draw"], m["win_or_draw"], r = 1, 1, 0.5
 	}
 	if ep.e.Reward == RewardART {
 		result := ""
@@ -306,13 +363,17 @@ func (ep *episode) Outcome() env.Outcome {
 func (ep *episode) Close() error { return nil }
 
 // Policies implements env.Scripted: "minimax" plays perfectly, "random"
-// picks a random free cell.
-func (e *Env) Policies() []string { return []string{"minimax", "random"} }
+// picks a random free cell, "teacher" completes a line when it can and
+// otherwise plays at random (it never blocks), "blocker" is the teacher
+// that also blocks the opponent's line when it cannot win.
+func (e *Env) Policies() []string { return []string{"minimax", "random", "teacher", "blocker"} }
 
 // Policy implements env.Scripted. It reads the board from the last user
 // message, as a model would.
 func (e *Env) Policy(name string, seed int64) (env.Policy, error) {
-	if name != "minimax" && name != "random" {
+	switch name {
+	case "minimax", "random", "teacher", "blocker":
+	default:
 		return nil, fmt.Errorf("tictactoe: %w %q (have %v)", env.ErrUnknownPolicy, name, e.Policies())
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x706f6c))
@@ -322,8 +383,14 @@ func (e *Env) Policy(name string, seed int64) (env.Policy, error) {
 			return trajectory.Message{}, err
 		}
 		moves := b.free()
-		if name == "minimax" {
+		switch {
+		case name == "minimax":
 			moves = e.bestMoves(b, 1)
+		case name == "random":
+		case len(b.wins(1)) > 0:
+			moves = b.wins(1)
+		case name == "blocker" && len(b.wins(2)) > 0:
+			moves = b.wins(2)
 		}
 		if len(moves) == 0 {
 			return trajectory.Message{}, fmt.Errorf("tictactoe: no free cell")
@@ -343,7 +410,15 @@ func parseBoard(s string) (board, error) {
 			return b, fmt.Errorf("tictactoe: no board in %q", s)
 		}
 		for c := range 3 {
-			b[3*r+c] = uint8(strings.IndexByte(".xo", rows[r][c]))
+			switch ch := rows[r][c]; {
+			case ch == 'x':
+				b[3*r+c] = 1
+			case ch == 'o':
+				b[3*r+c] = 2
+			case ch == byte('1'+3*r+c) || ch == '.':
+			default:
+				return b, fmt.Errorf("tictactoe: cell %d of the board is %q, want x, o or %c", 3*r+c+1, ch, '1'+3*r+c)
+			}
 		}
 	}
 	return b, nil

@@ -12,7 +12,7 @@ import (
 )
 
 func TestSuite(t *testing.T) {
-	for _, opp := range []string{"random", "minimax"} {
+	for _, opp := range []string{"random", "greedy", "minimax"} {
 		t.Run(opp, func(t *testing.T) {
 			e, err := tictactoe.New(opp)
 			if err != nil {
@@ -61,7 +61,7 @@ func TestIllegalMove(t *testing.T) {
 	e, _ := tictactoe.New("random")
 	ep, _ := e.NewEpisode(context.Background(), env.Scenario{ID: "s", Payload: []byte(`{"agent_first":true}`)}, 1)
 	obs, _ := ep.Reset(context.Background())
-	if obs.Messages[0].Content != "...\n...\n...\nyour move (x, 1-9)" {
+	if obs.Messages[0].Content != "123\n456\n789\nyour move (x, 1-9)" {
 		t.Errorf("opening %q", obs.Messages[0].Content)
 	}
 	moves := []string{"5", "5"}
@@ -72,5 +72,55 @@ func TestIllegalMove(t *testing.T) {
 	}), 9)
 	if err != nil || res.Outcome.Reward != -1 || res.Outcome.Metrics["illegal"] != 1 || res.Outcome.Metrics["moves"] != 1 {
 		t.Errorf("occupied cell: %v %+v", err, res.Outcome)
+	}
+}
+
+// TestTeacherNeverBlocks: against the greedy opponent, which takes every
+// win it is given, the teacher (wins when it can, never blocks) loses
+// often and the blocker (the teacher plus blocks) seldom; the block
+// counters tell them apart.
+func TestTeacherNeverBlocks(t *testing.T) {
+	const n = 400
+	teacher, blocker := play(t, "teacher", "greedy", n), play(t, "blocker", "greedy", n)
+	if teacher["threats"] < 100 {
+		t.Fatalf("teacher vs greedy: %v, want many threats", teacher)
+	}
+	// A random move takes one of the free cells, so about a quarter of the
+	// teacher's threats are blocked by chance, never most.
+	if r := teacher["blocks"] / teacher["threats"]; r > 0.5 {
+		t.Errorf("teacher block rate %.2f (%v), want a chance rate", r, teacher)
+	}
+	if blocker["blocks"] != blocker["threats"] {
+		t.Errorf("blocker vs greedy: %v, want every threat blocked", blocker)
+	}
+	tw, bw := teacher["win_or_draw"]/n, blocker["win_or_draw"]/n
+	if bw-tw < 0.2 {
+		t.Errorf("win or draw vs greedy: teacher %.2f, blocker %.2f, want the blocker ≥ 20 points ahead", tw, bw)
+	}
+	if teacher["win"]+teacher["draw"] != teacher["win_or_draw"] || teacher["win_or_draw"]+teacher["loss"] != n {
+		t.Errorf("teacher outcomes %v do not add up to %d games", teacher, n)
+	}
+	t.Logf("vs greedy, win or draw: teacher %.2f (block rate %.2f), blocker %.2f", tw, teacher["blocks"]/teacher["threats"], bw)
+}
+
+// TestGreedyOpponentTakesWins: against the greedy opponent a missed block
+// loses at once, and the counters stay consistent.
+func TestGreedyOpponentTakesWins(t *testing.T) {
+	e, _ := tictactoe.New("greedy")
+	for seed := range int64(50) {
+		ep, _ := e.NewEpisode(context.Background(), env.Scenario{ID: "s", Payload: []byte(`{"agent_first":false,"opponent":"greedy"}`)}, seed)
+		pol, _ := e.Policy("random", seed)
+		res, err := env.Play(context.Background(), ep, pol, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.Outcome.Metrics
+		if m["blocks"] > m["threats"] || m["threats"] > m["moves"] {
+			t.Errorf("seed %d: %v: blocks ≤ threats ≤ moves broken", seed, m)
+		}
+		// Against greedy, an unblocked threat loses the game at once.
+		if m["threats"] > m["blocks"] && m["loss"] != 1 {
+			t.Errorf("seed %d: %v: a missed block did not lose", seed, m)
+		}
 	}
 }

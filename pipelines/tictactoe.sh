@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The tic-tac-toe demo (issue #26): can GRPO teach a tiny model a skill its
+# teacher never showed? It is pipelines/demo.sh with another job:
+#
+#   environment  tictactoe against the "greedy" opponent: it completes a
+#                line whenever it can, otherwise plays at random, so a
+#                missed block loses the game and a block is worth playing
+#   warm-up      SFT on the scripted "teacher": it completes a line of its
+#                own when it can, otherwise plays a random free cell; it
+#                never blocks (block rate only by chance)
+#   reward       the environment's: 1 win, 0.5 draw, 0 loss, -1 illegal
+#   success      win_or_draw per held-out game; block_rate = blocks/threats
+#                (turns where o could complete a line next move and x could
+#                not win at once, and x took o's cell)
+#
+# After demo.sh it plays the scripted teacher and blocker on the same
+# held-out games (the ceiling the warm-up imitates, and what blocking
+# alone is worth) and adds to OUT/summary.json: teacher_t1, teacher_greedy
+# (the warm-up model), rl_t1, rl_greedy (win-or-draw fractions), the
+# per-outcome counts and block rates of each, and the scripted policies'.
+# Knobs as in demo.sh (SEED, OUT, ROUNDS, RL_GROUPS, GSIZE, RL_LR,
+# SFT_STEPS, EVAL_EPISODES, EVAL_SPLIT: choose settings on val only).
+set -euo pipefail
+
+export OUT=${OUT:-out/tictactoe}
+export ENV=tictactoe
+# Tied embeddings: the answer copies a digit of the board, and an untied
+# output layer (frozen under LoRA) makes copying hard to learn.
+export INIT_OPTS=${INIT_OPTS---tie-embeddings}
+export ENV_OPTS=${ENV_OPTS-opponent=greedy}
+export WARMUP_POLICY=${WARMUP_POLICY:-teacher}
+export SCORERS=${SCORERS:-env}
+export EVAL_METRIC=win_or_draw
+export EVAL_COLUMNS="win draw loss illegal threats blocks block_rate=blocks/threats"
+export MAX_TOKENS=${MAX_TOKENS:-2} # a digit and the end of the turn
+export SFT_STEPS=${SFT_STEPS:-300}
+export ROUNDS=${ROUNDS:-24}
+export RL_GROUPS=${RL_GROUPS:-16}
+export GSIZE=${GSIZE:-8}
+export RL_LR=${RL_LR:-3e-3}
+export EVAL_EPISODES=${EVAL_EPISODES:-200}
+export EVAL_SPLIT=${EVAL_SPLIT:-test}
+BIN=${BIN:-bin}
+SEED=${SEED:-1}
+
+dir=$(dirname "$0")
+"$dir"/demo.sh
+
+# The same held-out games as demo.sh's evaluation (its seeds), played by the
+# scripted policies.
+case $EVAL_SPLIT in
+test) EVAL_SEED=$((900000 + SEED)) ;;
+*) EVAL_SEED=$((800000 + SEED)) ;;
+esac
+ENV_ARGS=(--env tictactoe)
+[ -n "$ENV_OPTS" ] && ENV_ARGS+=(--env-opt "$ENV_OPTS")
+for p in teacher blocker; do
+	"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$EVAL_EPISODES" -G 1 --policy "scripted:$p" \
+		--seed "$EVAL_SEED" --run "eval-scripted-$p" -o "$OUT/eval/scripted-$p.parquet" 2>>"$OUT"/eval/collect.log
+	"$BIN"/hone-inspect to-jsonl "$OUT/eval/scripted-$p.parquet" 2>/dev/null |
+		jq -sc --arg p "$p" 'def total(m): map(.metrics[m] // 0) | add;
+			{($p): {win_or_draw: (total("win_or_draw") / length), block_rate: (if total("threats") == 0 then null else total("blocks") / total("threats") end)}}'
+done | jq -s 'add' >"$OUT"/eval/scripted.json
+
+# summary.json gets the issue's names; counts are per-episode means times
+# the episode count.
+jq --slurpfile scripted "$OUT"/eval/scripted.json '
+	def pick($m; $t): [.results[] | select(.model == $m and .temperature == $t)][0];
+	def row($r): {win_or_draw: $r.success, block_rate: $r.block_rate,
+		counts: ($r | {win, draw, loss, illegal} | map_values(. * $r.episodes | round))};
+	. + {teacher_t1: pick("warmup"; 1).success, teacher_greedy: pick("warmup"; 0).success,
+		rl_t1: pick("rl"; 1).success, rl_greedy: pick("rl"; 0).success,
+		outcomes: {teacher_t1: row(pick("warmup"; 1)), teacher_greedy: row(pick("warmup"; 0)),
+			rl_t1: row(pick("rl"; 1)), rl_greedy: row(pick("rl"; 0))},
+		scripted: $scripted[0]}' "$OUT"/summary.json >"$OUT"/summary.json.tmp
+mv "$OUT"/summary.json.tmp "$OUT"/summary.json
+jq -r '"block rate: teacher (warm-up) greedy \(.outcomes.teacher_greedy.block_rate), T=1 \(.outcomes.teacher_t1.block_rate); rl greedy \(.outcomes.rl_greedy.block_rate), T=1 \(.outcomes.rl_t1.block_rate)",
+	"scripted on the same games: teacher \(.scripted.teacher.win_or_draw) (block rate \(.scripted.teacher.block_rate)), blocker \(.scripted.blocker.win_or_draw)",
+	"RL - teacher, win or draw: T=1 \((.rl_t1 - .teacher_t1) * 100 | round) points, greedy \((.rl_greedy - .teacher_greedy) * 100 | round) points"' "$OUT"/summary.json

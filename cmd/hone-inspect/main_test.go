@@ -446,14 +446,14 @@ func TestHead(t *testing.T) {
 func TestSchema(t *testing.T) {
 	dir, _, _ := fixtures(t)
 	r := mustRun(t, nil, "schema")
-	for _, want := range []string{"schema version 1", "trajectory_id", "token_ids", "reward", "optional binary reasoning_content"} {
+	for _, want := range []string{"schema version 2", "trajectory_id", "token_ids", "reward", "optional binary reasoning_content", "additional_histories", "group_metrics"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("schema lacks %q", want)
 		}
 	}
 	want := r.stdout[strings.Index(r.stdout, "\n")+1:]
 	r = mustRun(t, nil, "schema", filepath.Join(dir, "a.parquet"))
-	for _, s := range []string{"a.parquet", "3 rows", "1 row groups", "metadata hone.schema_version = 1", want} {
+	for _, s := range []string{"a.parquet", "3 rows", "1 row groups", "metadata hone.schema_version = 2", want} {
 		if !strings.Contains(r.stdout, s) {
 			t.Errorf("file schema lacks %q:\n%s", s, r.stdout)
 		}

@@ -112,6 +112,13 @@ func fixtures(t *testing.T) (dir string, a, b []trajectory.Group) {
 		{ID: "g3", Trajectories: []trajectory.Trajectory{traj("t4", "chess", 2, f(0.5), 4), traj("t5", "chess", 2, f(0.25), 1)}},
 	}
 	b[0].Trajectories[1].Error = "env crashed"
+	// Schema v2 fields, so that every command carries them.
+	a[0].Metadata, a[0].Metrics = map[string]string{"scenario": "sums"}, map[string]float64{"judge_calls": 1}
+	a[0].Trajectories[0].Logs = []string{"started"}
+	a[0].Trajectories[0].AdditionalHistories = []trajectory.History{{
+		Messages: []trajectory.Message{{Role: "user", Content: "summarise"}, {Role: "assistant", Content: "1+1=2", Trainable: true, TokenIDs: []int32{5, 6}}},
+		Tools:    []trajectory.Tool{{Type: "function", Name: "note"}},
+	}}
 	ctx := context.Background()
 	if err := trajectory.WriteFile(ctx, filepath.Join(dir, "a.parquet"), a, trajectory.WriterOptions{}); err != nil {
 		t.Fatal(err)

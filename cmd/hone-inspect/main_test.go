@@ -114,6 +114,13 @@ func fixtures(t *testing.T) (dir string, a, b []trajectory.Group) {
 		{ID: "g3", Trajectories: []trajectory.Trajectory{traj("t4", "chess", 2, f(0.5), 4), traj("t5", "chess", 2, f(0.25), 1)}},
 	}
 	b[0].Trajectories[1].Error = "env crashed"
+	// Schema v2 fields, so that every command carries them.
+	a[0].Metadata, a[0].Metrics = map[string]string{"scenario": "sums"}, map[string]float64{"judge_calls": 1}
+	a[0].Trajectories[0].Logs = []string{"started"}
+	a[0].Trajectories[0].AdditionalHistories = []trajectory.History{{
+		Messages: []trajectory.Message{{Role: "user", Content: "summarise"}, {Role: "assistant", Content: "1+1=2", Trainable: true, TokenIDs: []int32{5, 6}}},
+		Tools:    []trajectory.Tool{{Type: "function", Name: "note"}},
+	}}
 	ctx := context.Background()
 	if err := trajectory.WriteFile(ctx, filepath.Join(dir, "a.parquet"), a, trajectory.WriterOptions{}); err != nil {
 		t.Fatal(err)
@@ -448,14 +455,14 @@ func TestHead(t *testing.T) {
 func TestSchema(t *testing.T) {
 	dir, _, _ := fixtures(t)
 	r := mustRun(t, nil, "schema")
-	for _, want := range []string{"schema version 1", "trajectory_id", "token_ids", "reward", "optional binary reasoning_content"} {
+	for _, want := range []string{"schema version 2", "trajectory_id", "token_ids", "reward", "optional binary reasoning_content", "additional_histories", "group_metrics"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("schema lacks %q", want)
 		}
 	}
 	want := r.stdout[strings.Index(r.stdout, "\n")+1:]
 	r = mustRun(t, nil, "schema", filepath.Join(dir, "a.parquet"))
-	for _, s := range []string{"a.parquet", "3 rows", "1 row groups", "metadata hone.schema_version = 1", want} {
+	for _, s := range []string{"a.parquet", "3 rows", "1 row groups", "metadata hone.schema_version = 2", want} {
 		if !strings.Contains(r.stdout, s) {
 			t.Errorf("file schema lacks %q:\n%s", s, r.stdout)
 		}

@@ -102,8 +102,11 @@ func TestReasoningContentRoundTrip(t *testing.T) {
 func TestReadFileWithoutReasoningColumn(t *testing.T) {
 	groups := sampleGroups(12, 3, 2)
 	var rows []rowV1
-	for _, g := range groups {
+	for gi := range groups {
+		g := &groups[gi]
+		g.Metadata, g.Metrics = nil, nil // what an old file cannot hold
 		for i := range g.Trajectories {
+			g.Trajectories[i].AdditionalHistories, g.Trajectories[i].Logs = nil, nil
 			rows = append(rows, toRowV1(&g.Trajectories[i]))
 			for j := range g.Trajectories[i].Messages {
 				g.Trajectories[i].Messages[j].ReasoningContent = "" // what an old file cannot hold

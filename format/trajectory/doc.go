@@ -2,21 +2,27 @@
 //
 // A trajectory is one agent episode: the chat messages exchanged (with the
 // policy's sampled token ids and logprobs where the server gave them), the
-// tools offered, the reward and its named components, metrics, metadata and
-// timestamps. Trajectories come in groups, the attempts at one scenario that
-// GRPO compares with each other.
+// tools offered, additional histories (a sub-agent's conversation, or the
+// turns a summary replaced: each its own messages and tools, trained as a
+// sequence of its own), the reward and its named components, metrics,
+// metadata, free-text logs and timestamps. Trajectories come in groups, the
+// attempts at one scenario that GRPO compares with each other; a group has
+// metadata and metrics of its own.
 //
 // On disk a trajectory file is zstd-compressed Parquet, one row per
 // trajectory, with the schema version in the key-value metadata under
-// "hone.schema_version". The Writer takes whole groups and ends a row group
+// "hone.schema_version" (2 since additional_histories, logs,
+// group_metadata and group_metrics were added; the group's fields are
+// repeated on each of its rows and must agree). The Writer takes whole groups and ends a row group
 // only between groups, so a group never straddles row groups; the Reader
 // holds one row group in memory at a time and checks what it reads (columns
 // present with the right types, unique trajectory ids, no group split across
 // files, a schema version this build understands), naming the file, row,
 // group and field in its errors. Columns it does not know are ignored, so
 // newer writers can add columns without breaking older readers; columns
-// added after the first release (messages' reasoning_content) are optional,
-// so older files still read. Schema returns the layout this build writes.
+// added after the first release (messages' reasoning_content, the version 2
+// columns) are optional, so version 1 files still read, with those fields
+// empty. Schema returns the layout this build writes.
 //
 // Every error that blames the input (a bad file, row, group or JSONL line, a
 // missing input) is an *InputError naming the file, row, group and field,
@@ -32,7 +38,9 @@
 //
 // ImportJSONL and ExportJSONL move trajectories to and from JSON Lines in
 // the OpenAI chat shape ({"messages": [...], "tools": [...]} per line, plus
-// Hone's fields when present), so logs from other tools can enter and Hone's
+// Hone's fields when present: "additional_histories" as a list of
+// {"messages", "tools"}, "logs", and the group's "group_metadata" and
+// "group_metrics" on each of its lines), so logs from other tools can enter and Hone's
 // files can leave; lines without ids get deterministic ones (see
 // ImportJSONL). ComputeStats (or a StatsBuilder fed group by group)
 // summarizes an input set per step and per environment for hone-inspect.

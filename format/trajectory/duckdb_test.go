@@ -124,7 +124,8 @@ func duckQuery(t *testing.T, args ...string) []byte {
 
 // TestReadFileWrittenByDuckDB has DuckDB copy one of our files to a new
 // Parquet file of its own making (its own list, map and timestamp
-// encodings, no hone metadata) and reads that back.
+// encodings, no hone metadata) and reads that back, the version 2 columns
+// (additional histories, logs, group fields) included.
 func TestReadFileWrittenByDuckDB(t *testing.T) {
 	groups := sampleGroups(12, 5, 4)
 	path := writeTemp(t, "ours.parquet", groups, WriterOptions{})
@@ -201,5 +202,94 @@ func TestDuckDBAgreesWithStats(t *testing.T) {
 			t.Fatalf("env %d: DuckDB %v, Stats %q", i, d, e.Env)
 		}
 		compareSummary(t, "env "+e.Env, duck.ByEnv[i], e.Summary)
+	}
+}
+
+// TestDuckDBReadsV2Columns has DuckDB query the version 2 columns
+// (additional_histories with their messages and token ids, logs, the
+// group's metadata and metrics) and compares its answers with the groups
+// written.
+func TestDuckDBReadsV2Columns(t *testing.T) {
+	groups := sampleGroups(24, 4, 3)
+	path := writeTemp(t, "v2.parquet", groups, WriterOptions{})
+	out := duckQuery(t, path, `SELECT trajectory_id,
+  len(additional_histories) AS histories,
+  list_transform(additional_histories, h -> len(h.messages)) AS history_messages,
+  coalesce(list_sum(list_transform(additional_histories,
+    h -> coalesce(list_sum(list_transform(h.messages, m -> len(m.token_ids))), 0))), 0) AS history_tokens,
+  list_transform(additional_histories, h -> list_transform(h.tools, x -> x.name)) AS history_tools,
+  logs, group_metadata, group_metrics
+FROM t ORDER BY trajectory_id`)
+	type kv struct {
+		Key   string `json:"key"`
+		Value any    `json:"value"`
+	}
+	var rows []struct {
+		ID              string     `json:"trajectory_id"`
+		Histories       any        `json:"histories"`
+		HistoryMessages []any      `json:"history_messages"`
+		HistoryTokens   any        `json:"history_tokens"`
+		HistoryTools    [][]string `json:"history_tools"`
+		Logs            []string   `json:"logs"`
+		GroupMetadata   []kv       `json:"group_metadata"`
+		GroupMetrics    []kv       `json:"group_metrics"`
+	}
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("query.mjs output %s: %v", out, err)
+	}
+	byID := map[string]int{}
+	for i, r := range rows {
+		byID[r.ID] = i
+	}
+	if len(rows) != 12 || len(byID) != 12 {
+		t.Fatalf("DuckDB returned %d rows, want 12", len(rows))
+	}
+	for _, g := range groups {
+		for _, tr := range g.Trajectories {
+			r := rows[byID[tr.ID]]
+			var tokens int
+			for k, h := range tr.AdditionalHistories {
+				if num(t, r.HistoryMessages[k]) != float64(len(h.Messages)) {
+					t.Errorf("%s: history %d has %v messages in DuckDB, %d written", tr.ID, k, r.HistoryMessages[k], len(h.Messages))
+				}
+				var names []string
+				for _, tool := range h.Tools {
+					names = append(names, tool.Name)
+				}
+				if fmt.Sprint(r.HistoryTools[k]) != fmt.Sprint(names) {
+					t.Errorf("%s: history %d tools %v in DuckDB, %v written", tr.ID, k, r.HistoryTools[k], names)
+				}
+				for _, m := range h.Messages {
+					tokens += len(m.TokenIDs)
+				}
+			}
+			if num(t, r.Histories) != float64(len(tr.AdditionalHistories)) || num(t, r.HistoryTokens) != float64(tokens) {
+				t.Errorf("%s: DuckDB %v histories with %v tokens, written %d with %d", tr.ID, r.Histories, r.HistoryTokens, len(tr.AdditionalHistories), tokens)
+			}
+			if fmt.Sprint(r.Logs) != fmt.Sprint(tr.Logs) {
+				t.Errorf("%s: logs %q in DuckDB, %q written", tr.ID, r.Logs, tr.Logs)
+			}
+			meta := map[string]string{}
+			for _, e := range r.GroupMetadata {
+				meta[e.Key] = e.Value.(string)
+			}
+			metrics := map[string]float64{}
+			for _, e := range r.GroupMetrics {
+				metrics[e.Key] = num(t, e.Value)
+			}
+			if len(meta) != len(g.Metadata) || len(metrics) != len(g.Metrics) {
+				t.Errorf("%s: group fields %v %v in DuckDB, %v %v written", tr.ID, meta, metrics, g.Metadata, g.Metrics)
+			}
+			for k, v := range g.Metadata {
+				if meta[k] != v {
+					t.Errorf("%s: group_metadata[%q] = %q in DuckDB, %q written", tr.ID, k, meta[k], v)
+				}
+			}
+			for k, v := range g.Metrics {
+				if !closeEnough(metrics[k], v) {
+					t.Errorf("%s: group_metrics[%q] = %v in DuckDB, %v written", tr.ID, k, metrics[k], v)
+				}
+			}
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -42,6 +43,19 @@ type jsonLine struct {
 	CreatedAt        *time.Time         `json:"created_at,omitempty"`
 	StartedAt        *time.Time         `json:"started_at,omitempty"`
 	FinishedAt       *time.Time         `json:"finished_at,omitempty"`
+	// Schema version 2.
+	AdditionalHistories []jsonHistory      `json:"additional_histories,omitempty"`
+	Logs                []string           `json:"logs,omitempty"`
+	GroupMetadata       map[string]string  `json:"group_metadata,omitempty"`
+	GroupMetrics        map[string]float64 `json:"group_metrics,omitempty"`
+}
+
+// jsonHistory is one additional history: {"messages": [...], "tools":
+// [...]}, where ART's "messages_and_choices" is read as "messages".
+type jsonHistory struct {
+	Messages           []json.RawMessage `json:"messages"`
+	MessagesAndChoices []json.RawMessage `json:"messages_and_choices,omitempty"`
+	Tools              []Tool            `json:"tools,omitempty"`
 }
 
 // turnFields are Hone's fields of a message line, written after the chat
@@ -95,6 +109,11 @@ type ImportResult struct {
 // again gives the same trajectories.
 // Top-level keys Hone does not know are kept in Metadata as "jsonl.<key>"
 // holding the key's raw JSON.
+//
+// "additional_histories" is a list of {"messages", "tools"} objects read
+// like the line's own messages and tools ("messages_and_choices" too).
+// "group_metadata" and "group_metrics" belong to the line's group: any line
+// of the group may give them, and lines that give them must agree.
 func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, ImportResult, error) {
 	var res ImportResult
 	var groups []Group
@@ -110,7 +129,7 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			res.Lines++
-			t, genID, genGroup, perr := parseLine(trimmed, lineNo)
+			t, gl, genID, genGroup, perr := parseLine(trimmed, lineNo)
 			if perr != nil {
 				return nil, res, badInput(source, int64(lineNo), "", "", fmt.Errorf("trajectory: %s:%d: %w", source, lineNo, perr))
 			}
@@ -128,6 +147,9 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 				i = len(groups)
 				index[t.GroupID] = i
 				groups = append(groups, Group{ID: t.GroupID})
+			}
+			if field, gerr := mergeGroupFields(&groups[i], &gl); gerr != nil {
+				return nil, res, badInput(source, int64(lineNo), t.GroupID, field, fmt.Errorf("trajectory: %s:%d (group %q, trajectory %q): %w", source, lineNo, t.GroupID, t.ID, gerr))
 			}
 			for _, other := range groups[i].Trajectories {
 				if other.ID == t.ID {
@@ -150,22 +172,41 @@ var knownKeys = map[string]bool{
 	"group_id": true, "trajectory_id": true, "env": true, "reward": true,
 	"reward_components": true, "metrics": true, "metadata": true, "error": true,
 	"created_at": true, "started_at": true, "finished_at": true,
+	"additional_histories": true, "logs": true, "group_metadata": true, "group_metrics": true,
 }
 
-func parseLine(line []byte, lineNo int) (t Trajectory, genID, genGroup bool, err error) {
+// mergeGroupFields takes a line's group metadata and metrics into g: the
+// first line that gives them sets them, and a later line that gives
+// different ones is an error naming the field.
+func mergeGroupFields(g *Group, line *jsonLine) (string, error) {
+	if len(line.GroupMetadata) > 0 {
+		if g.Metadata != nil && !maps.Equal(g.Metadata, line.GroupMetadata) {
+			return "group_metadata", fmt.Errorf("group_metadata %v differs from %v given by an earlier line of the group", line.GroupMetadata, g.Metadata)
+		}
+		g.Metadata = line.GroupMetadata
+	}
+	if len(line.GroupMetrics) > 0 {
+		if g.Metrics != nil && !maps.Equal(g.Metrics, line.GroupMetrics) {
+			return "group_metrics", fmt.Errorf("group_metrics %v differs from %v given by an earlier line of the group", line.GroupMetrics, g.Metrics)
+		}
+		g.Metrics = line.GroupMetrics
+	}
+	return "", nil
+}
+
+func parseLine(line []byte, lineNo int) (t Trajectory, jl jsonLine, genID, genGroup bool, err error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(line, &raw); err != nil {
-		return t, false, false, fmt.Errorf("not a JSON object: %w", err)
+		return t, jl, false, false, fmt.Errorf("not a JSON object: %w", err)
 	}
 	if msgs, ok := raw["messages_and_choices"]; ok {
 		if _, both := raw["messages"]; both {
-			return t, false, false, errors.New(`both "messages" and "messages_and_choices"`)
+			return t, jl, false, false, errors.New(`both "messages" and "messages_and_choices"`)
 		}
 		raw["messages"] = msgs
 	}
-	var jl jsonLine
 	if err := json.Unmarshal(line, &jl); err != nil {
-		return t, false, false, err
+		return t, jl, false, false, err
 	}
 	t = Trajectory{
 		Run: jl.Run, Step: jl.Step, Model: jl.Model, Adapter: jl.Adapter,
@@ -180,22 +221,27 @@ func parseLine(line []byte, lineNo int) (t Trajectory, genID, genGroup bool, err
 	var msgs []json.RawMessage
 	if m, ok := raw["messages"]; ok && string(m) != "null" {
 		if err := json.Unmarshal(m, &msgs); err != nil {
-			return t, false, false, fmt.Errorf("messages: %w", err)
+			return t, jl, false, false, fmt.Errorf("messages: %w", err)
 		}
 	}
-	for i, m := range msgs {
-		msg, err := parseMessage(m)
-		if err != nil {
-			return t, false, false, fmt.Errorf("messages[%d]: %w", i, err)
-		}
-		t.Messages = append(t.Messages, msg)
+	if t.Messages, t.Tools, err = parseHistory("", msgs, jl.Tools); err != nil {
+		return t, jl, false, false, err
 	}
-	for i, tool := range jl.Tools {
-		if tool.Name == "" {
-			return t, false, false, fmt.Errorf("tools[%d]: no function name", i)
+	for i, h := range jl.AdditionalHistories {
+		prefix := fmt.Sprintf("additional_histories[%d].", i)
+		if h.MessagesAndChoices != nil {
+			if h.Messages != nil {
+				return t, jl, false, false, fmt.Errorf(`%s: both "messages" and "messages_and_choices"`, strings.TrimSuffix(prefix, "."))
+			}
+			h.Messages = h.MessagesAndChoices
 		}
+		var hist History
+		if hist.Messages, hist.Tools, err = parseHistory(prefix, h.Messages, h.Tools); err != nil {
+			return t, jl, false, false, err
+		}
+		t.AdditionalHistories = append(t.AdditionalHistories, hist)
 	}
-	t.Tools = jl.Tools
+	t.Logs = jl.Logs
 	for k, v := range raw {
 		if knownKeys[k] {
 			continue
@@ -215,7 +261,26 @@ func parseLine(line []byte, lineNo int) (t Trajectory, genID, genGroup bool, err
 			t.GroupID, genGroup = "g-"+digest, true
 		}
 	}
-	return t, genID, genGroup, nil
+	return t, jl, genID, genGroup, nil
+}
+
+// parseHistory reads one conversation's messages and checks its tools;
+// prefix names the history in errors ("" for the main one).
+func parseHistory(prefix string, raw []json.RawMessage, tools []Tool) ([]Message, []Tool, error) {
+	var msgs []Message
+	for i, m := range raw {
+		msg, err := parseMessage(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%smessages[%d]: %w", prefix, i, err)
+		}
+		msgs = append(msgs, msg)
+	}
+	for i, tool := range tools {
+		if tool.Name == "" {
+			return nil, nil, fmt.Errorf("%stools[%d]: no function name", prefix, i)
+		}
+	}
+	return msgs, tools, nil
 }
 
 func parseMessage(raw json.RawMessage) (Message, error) {
@@ -321,7 +386,7 @@ func ExportJSONL(w io.Writer, groups ...Group) error {
 		for i := range g.Trajectories {
 			t := &g.Trajectories[i]
 			jl := jsonLine{
-				Messages: make([]json.RawMessage, len(t.Messages)), Tools: t.Tools,
+				Tools: t.Tools, Logs: t.Logs, GroupMetadata: g.Metadata, GroupMetrics: g.Metrics,
 				Run: t.Run, Step: t.Step, Model: t.Model, Adapter: t.Adapter,
 				ScenarioID: t.ScenarioID, Split: t.Split, GroupID: t.GroupID, TrajectoryID: t.ID,
 				Env: t.Env, Reward: t.Reward, RewardComponents: t.RewardComponents,
@@ -334,16 +399,17 @@ func ExportJSONL(w io.Writer, groups ...Group) error {
 			if t.Payload != "" {
 				jl.Payload = json.RawMessage(t.Payload)
 			}
-			for j := range t.Messages {
-				m := &t.Messages[j]
-				b, err := chatmsg.MarshalWith(m.Chat(), turnFields{
-					Trainable: m.Trainable, TokenIDs: m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
-					AnswerModel: m.AnswerModel, LatencyMS: float64(m.Latency) / 1e6,
-				})
+			var err error
+			if jl.Messages, err = exportMessages(t.Messages); err != nil {
+				return fmt.Errorf("trajectory: export %q messages%w", t.ID, err)
+			}
+			for k := range t.AdditionalHistories {
+				h := &t.AdditionalHistories[k]
+				msgs, err := exportMessages(h.Messages)
 				if err != nil {
-					return fmt.Errorf("trajectory: export %q messages[%d]: %w", t.ID, j, err)
+					return fmt.Errorf("trajectory: export %q additional_histories[%d].messages%w", t.ID, k, err)
 				}
-				jl.Messages[j] = b
+				jl.AdditionalHistories = append(jl.AdditionalHistories, jsonHistory{Messages: msgs, Tools: h.Tools})
 			}
 			if err := enc.Encode(&jl); err != nil {
 				return fmt.Errorf("trajectory: export group %q, trajectory %q: %w", g.ID, t.ID, err)
@@ -354,4 +420,22 @@ func ExportJSONL(w io.Writer, groups ...Group) error {
 		return fmt.Errorf("trajectory: export: %w", err)
 	}
 	return nil
+}
+
+// exportMessages encodes messages as ExportJSONL writes them; an error
+// starts with the failing index ("[3]: ...").
+func exportMessages(msgs []Message) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, len(msgs))
+	for j := range msgs {
+		m := &msgs[j]
+		b, err := chatmsg.MarshalWith(m.Chat(), turnFields{
+			Trainable: m.Trainable, TokenIDs: m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
+			AnswerModel: m.AnswerModel, LatencyMS: float64(m.Latency) / 1e6,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", j, err)
+		}
+		out[j] = b
+	}
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,8 +61,8 @@ func TestImportForeignLog(t *testing.T) {
 	if m := a.Messages[1]; m.ContentParts != "null" || m.ToolCalls[0].Arguments != `{"level": {"x": [1, 2.5]}}` {
 		t.Errorf("tool call turn %+v", m)
 	}
-	if a.Tools[0].Parameters != `{"type":"object","properties":{"level":{"type":"object"}}}` || a.Metadata["jsonl.logs"] != `["a","b"]` {
-		t.Errorf("tools %+v metadata %v", a.Tools, a.Metadata)
+	if a.Tools[0].Parameters != `{"type":"object","properties":{"level":{"type":"object"}}}` || !slices.Equal(a.Logs, []string{"a", "b"}) || a.Metadata != nil {
+		t.Errorf("tools %+v logs %q metadata %v", a.Tools, a.Logs, a.Metadata)
 	}
 	c := groups[1].Trajectories[0].Messages[1]
 	if !c.Trainable || c.Content != "4" || c.FinishReason != "stop" || len(c.TokenIDs) != 1 || c.TokenIDs[0] != 19 || c.Logprobs[0] != -0.25 {

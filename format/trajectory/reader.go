@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +69,9 @@ func unpack(v uint64) location { return location{file: int32(v >> 40), row: int6
 type located struct {
 	t   Trajectory
 	loc location
+	// The group's fields as this row holds them.
+	gmeta    map[string]string
+	gmetrics map[string]float64
 }
 
 // source is one input: a name for messages and a way to open it.
@@ -162,11 +167,25 @@ func (r *Reader) Files() []FileInfo { return slices.Clone(r.infos) }
 // optional columns added after schema version 1 (addedColumns).
 var expectedSchema = parquet.SchemaOf(row{})
 
-// addedColumns are the leaf columns (dot-joined paths) added to the layout
-// after files were first written. They are optional: a file without them
-// reads with their fields empty.
-var addedColumns = map[string]bool{
-	"messages.list.element.reasoning_content": true,
+// addedColumns are the columns (dot-joined paths; a path stands for every
+// leaf below it) added to the layout after files were first written. They
+// are optional: a file without them reads with their fields empty.
+var addedColumns = []string{
+	"messages.list.element.reasoning_content",
+	// Schema version 2.
+	"additional_histories",
+	"logs",
+	"group_metadata",
+	"group_metrics",
+}
+
+func isAddedColumn(name string) bool {
+	for _, p := range addedColumns {
+		if name == p || strings.HasPrefix(name, p+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // Schema returns the Parquet schema this build writes. Files written by
@@ -285,7 +304,7 @@ func checkColumns(have *parquet.Schema) error {
 		got, ok := have.Lookup(path...)
 		name := strings.Join(path, ".")
 		switch {
-		case !ok && addedColumns[name]:
+		case !ok && isAddedColumn(name):
 		case !ok:
 			errs = append(errs, fmt.Errorf("column %s: missing", name))
 		case got.Node.Type().Kind() != want.Node.Type().Kind():
@@ -311,7 +330,7 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 		r.err = err
 		return Group{}, err
 	}
-	g := Group{ID: first.t.GroupID, Trajectories: []Trajectory{first.t}}
+	g := Group{ID: first.t.GroupID, Trajectories: []Trajectory{first.t}, Metadata: first.gmeta, Metrics: first.gmetrics}
 	for {
 		next, err := r.nextRow(ctx)
 		if err == io.EOF {
@@ -324,6 +343,13 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 		if next.loc.file != first.loc.file || next.t.GroupID != g.ID {
 			r.peek = next
 			break
+		}
+		if err := sameGroupFields(first, next); err != nil {
+			name := r.srcs[next.loc.file].name
+			var fe *fieldError
+			errors.As(err, &fe)
+			r.err = badInput(name, next.loc.row, g.ID, fe.field, fmt.Errorf("trajectory: %s: row %d (group %q, trajectory %q): %w", name, next.loc.row, g.ID, next.t.ID, err))
+			return Group{}, r.err
 		}
 		g.Trajectories = append(g.Trajectories, next.t)
 	}
@@ -343,6 +369,19 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 	return g, nil
 }
 
+// sameGroupFields checks that a row repeats its group's metadata and
+// metrics as the group's first row holds them. Metrics compare bit for bit,
+// so a NaN matches itself.
+func sameGroupFields(first, next *located) error {
+	if !maps.Equal(first.gmeta, next.gmeta) {
+		return &fieldError{field: "group_metadata", msg: fmt.Sprintf("differs from the group's first row (row %d); a group's rows must repeat the same group_metadata", first.loc.row)}
+	}
+	if !maps.EqualFunc(first.gmetrics, next.gmetrics, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+		return &fieldError{field: "group_metrics", msg: fmt.Sprintf("differs from the group's first row (row %d); a group's rows must repeat the same group_metrics", first.loc.row)}
+	}
+	return nil
+}
+
 // nextRow returns the next row of the input set, checked on its own and
 // against the ids seen before.
 func (r *Reader) nextRow(ctx context.Context) (*located, error) {
@@ -360,7 +399,14 @@ func (r *Reader) nextRow(ctx context.Context) (*located, error) {
 	if loc.row >= maxRows {
 		return nil, badInput(r.srcs[r.cur].name, loc.row, "", "", fmt.Errorf("trajectory: %s: more than %d rows in one file", r.srcs[r.cur].name, int64(maxRows)))
 	}
-	l := &located{t: fromRow(&r.batch[r.bpos]), loc: loc}
+	br := &r.batch[r.bpos]
+	l := &located{t: fromRow(br), loc: loc}
+	if len(br.GroupMetadata) > 0 {
+		l.gmeta = br.GroupMetadata
+	}
+	if len(br.GroupMetrics) > 0 {
+		l.gmetrics = br.GroupMetrics
+	}
 	r.batch[r.bpos] = row{} // let the decoded row go
 	r.bpos++
 	name := r.srcs[r.cur].name

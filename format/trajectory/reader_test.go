@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,11 +51,13 @@ func TestExtraColumnsIgnored(t *testing.T) {
 	var rows []rowPlus
 	for _, g := range groups {
 		for i := range g.Trajectories {
-			rows = append(rows, rowPlus{row: toRow(&g.Trajectories[i]), Extra: "x", ExtraList: []int64{1, 2}})
+			r := toRow(&g.Trajectories[i])
+			r.GroupMetadata, r.GroupMetrics = g.Metadata, g.Metrics
+			rows = append(rows, rowPlus{row: r, Extra: "x", ExtraList: []int64{1, 2}})
 		}
 	}
 	path := filepath.Join(t.TempDir(), "extra.parquet")
-	writeRaw(t, path, rows, MetadataKeySchemaVersion, "1")
+	writeRaw(t, path, rows, MetadataKeySchemaVersion, strconv.Itoa(SchemaVersion))
 	// Make sure the extra columns really are in the file.
 	f, _ := os.Open(path)
 	st, _ := f.Stat()
@@ -97,11 +100,12 @@ func TestMissingAndMistypedColumns(t *testing.T) {
 
 func TestNewerSchemaVersion(t *testing.T) {
 	g := sampleGroups(5, 1, 1)[0]
-	path := filepath.Join(t.TempDir(), "v2.parquet")
-	writeRaw(t, path, []row{toRow(&g.Trajectories[0])}, MetadataKeySchemaVersion, "2")
+	path := filepath.Join(t.TempDir(), "next.parquet")
+	next := strconv.Itoa(SchemaVersion + 1)
+	writeRaw(t, path, []row{toRow(&g.Trajectories[0])}, MetadataKeySchemaVersion, next)
 	_, err := Open(context.Background(), fileset.Files(path))
-	if err == nil || !strings.Contains(err.Error(), "schema version 2") || !strings.Contains(err.Error(), path) {
-		t.Fatalf("error %v, want one naming the file and schema version 2", err)
+	if err == nil || !strings.Contains(err.Error(), "schema version "+next) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error %v, want one naming the file and schema version %s", err, next)
 	}
 	writeRaw(t, path, []row{toRow(&g.Trajectories[0])}, MetadataKeySchemaVersion, "two")
 	if _, err := Open(context.Background(), fileset.Files(path)); err == nil || !strings.Contains(err.Error(), `"two"`) {

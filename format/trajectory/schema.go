@@ -30,6 +30,21 @@ type row struct {
 	CreatedAt        *int64             `parquet:"created_at,optional,timestamp(nanosecond)"`
 	StartedAt        *int64             `parquet:"started_at,optional,timestamp(nanosecond)"`
 	FinishedAt       *int64             `parquet:"finished_at,optional,timestamp(nanosecond)"`
+	// Schema version 2 added the columns below. A version 1 file lacks
+	// them and reads with them empty (addedColumns).
+	AdditionalHistories []historyRow `parquet:"additional_histories,list"`
+	Logs                []string     `parquet:"logs,list"`
+	// The group's own metadata and metrics, repeated on every row of the
+	// group (as ART's Parquet logs do), so one row reads on its own and a
+	// query needs no join; the reader checks that the rows agree.
+	GroupMetadata map[string]string  `parquet:"group_metadata"`
+	GroupMetrics  map[string]float64 `parquet:"group_metrics"`
+}
+
+// historyRow is one of a trajectory's additional histories.
+type historyRow struct {
+	Messages []messageRow `parquet:"messages,list"`
+	Tools    []toolRow    `parquet:"tools,list"`
 }
 
 type messageRow struct {
@@ -78,36 +93,11 @@ func toRow(t *Trajectory) row {
 		Metrics: t.Metrics, Metadata: t.Metadata, Error: t.Error,
 		CreatedAt: timeToNanos(t.CreatedAt), StartedAt: timeToNanos(t.StartedAt),
 		FinishedAt: timeToNanos(t.FinishedAt),
+		Messages:   messagesToRows(t.Messages), Tools: toolsToRows(t.Tools), Logs: t.Logs,
 	}
 	if t.Reward != nil {
 		v := *t.Reward
 		r.Reward = &v
-	}
-	if len(t.Messages) > 0 {
-		r.Messages = make([]messageRow, len(t.Messages))
-		for i := range t.Messages {
-			m := &t.Messages[i]
-			mr := messageRow{
-				Role: m.Role, Content: m.Content, ContentParts: m.ContentParts,
-				ToolCallID: m.ToolCallID, Name: m.Name, Trainable: m.Trainable,
-				ReasoningContent: m.ReasoningContent,
-				TokenIDs:         m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
-				AnswerModel: m.AnswerModel, LatencyMS: float64(m.Latency) / 1e6,
-			}
-			if len(m.ToolCalls) > 0 {
-				mr.ToolCalls = make([]toolCallRow, len(m.ToolCalls))
-				for j, c := range m.ToolCalls {
-					mr.ToolCalls[j] = toolCallRow(c)
-				}
-			}
-			r.Messages[i] = mr
-		}
-	}
-	if len(t.Tools) > 0 {
-		r.Tools = make([]toolRow, len(t.Tools))
-		for i, tool := range t.Tools {
-			r.Tools[i] = toolRow(tool)
-		}
 	}
 	if len(t.RewardComponents) > 0 {
 		r.RewardComponents = make([]componentRow, len(t.RewardComponents))
@@ -115,7 +105,50 @@ func toRow(t *Trajectory) row {
 			r.RewardComponents[i] = componentRow(c)
 		}
 	}
+	if len(t.AdditionalHistories) > 0 {
+		r.AdditionalHistories = make([]historyRow, len(t.AdditionalHistories))
+		for i := range t.AdditionalHistories {
+			h := &t.AdditionalHistories[i]
+			r.AdditionalHistories[i] = historyRow{Messages: messagesToRows(h.Messages), Tools: toolsToRows(h.Tools)}
+		}
+	}
 	return r
+}
+
+func messagesToRows(msgs []Message) []messageRow {
+	if len(msgs) == 0 {
+		return nil
+	}
+	rows := make([]messageRow, len(msgs))
+	for i := range msgs {
+		m := &msgs[i]
+		mr := messageRow{
+			Role: m.Role, Content: m.Content, ContentParts: m.ContentParts,
+			ToolCallID: m.ToolCallID, Name: m.Name, Trainable: m.Trainable,
+			ReasoningContent: m.ReasoningContent,
+			TokenIDs:         m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
+			AnswerModel: m.AnswerModel, LatencyMS: float64(m.Latency) / 1e6,
+		}
+		if len(m.ToolCalls) > 0 {
+			mr.ToolCalls = make([]toolCallRow, len(m.ToolCalls))
+			for j, c := range m.ToolCalls {
+				mr.ToolCalls[j] = toolCallRow(c)
+			}
+		}
+		rows[i] = mr
+	}
+	return rows
+}
+
+func toolsToRows(tools []Tool) []toolRow {
+	if len(tools) == 0 {
+		return nil
+	}
+	rows := make([]toolRow, len(tools))
+	for i, tool := range tools {
+		rows[i] = toolRow(tool)
+	}
+	return rows
 }
 
 // fromRow converts a decoded row. Slices and maps that are empty come back
@@ -127,6 +160,7 @@ func fromRow(r *row) Trajectory {
 		GroupID: r.GroupID, ID: r.TrajectoryID, Env: r.Env, Error: r.Error,
 		CreatedAt: nanosToTime(r.CreatedAt), StartedAt: nanosToTime(r.StartedAt),
 		FinishedAt: nanosToTime(r.FinishedAt),
+		Messages:   messagesFromRows(r.Messages), Tools: toolsFromRows(r.Tools),
 	}
 	if r.Reward != nil {
 		v := *r.Reward
@@ -138,37 +172,8 @@ func fromRow(r *row) Trajectory {
 	if len(r.Metadata) > 0 {
 		t.Metadata = r.Metadata
 	}
-	if len(r.Messages) > 0 {
-		t.Messages = make([]Message, len(r.Messages))
-		for i := range r.Messages {
-			mr := &r.Messages[i]
-			m := Message{
-				Role: mr.Role, Content: mr.Content, ContentParts: mr.ContentParts,
-				ToolCallID: mr.ToolCallID, Name: mr.Name, Trainable: mr.Trainable,
-				ReasoningContent: mr.ReasoningContent,
-				FinishReason:     mr.FinishReason, AnswerModel: mr.AnswerModel,
-				Latency: time.Duration(math.Round(mr.LatencyMS * 1e6)),
-			}
-			if len(mr.TokenIDs) > 0 {
-				m.TokenIDs = mr.TokenIDs
-			}
-			if len(mr.Logprobs) > 0 {
-				m.Logprobs = mr.Logprobs
-			}
-			if len(mr.ToolCalls) > 0 {
-				m.ToolCalls = make([]ToolCall, len(mr.ToolCalls))
-				for j, c := range mr.ToolCalls {
-					m.ToolCalls[j] = ToolCall(c)
-				}
-			}
-			t.Messages[i] = m
-		}
-	}
-	if len(r.Tools) > 0 {
-		t.Tools = make([]Tool, len(r.Tools))
-		for i, tool := range r.Tools {
-			t.Tools[i] = Tool(tool)
-		}
+	if len(r.Logs) > 0 {
+		t.Logs = r.Logs
 	}
 	if len(r.RewardComponents) > 0 {
 		t.RewardComponents = make([]RewardComponent, len(r.RewardComponents))
@@ -176,7 +181,56 @@ func fromRow(r *row) Trajectory {
 			t.RewardComponents[i] = RewardComponent(c)
 		}
 	}
+	if len(r.AdditionalHistories) > 0 {
+		t.AdditionalHistories = make([]History, len(r.AdditionalHistories))
+		for i := range r.AdditionalHistories {
+			h := &r.AdditionalHistories[i]
+			t.AdditionalHistories[i] = History{Messages: messagesFromRows(h.Messages), Tools: toolsFromRows(h.Tools)}
+		}
+	}
 	return t
+}
+
+func messagesFromRows(rows []messageRow) []Message {
+	if len(rows) == 0 {
+		return nil
+	}
+	msgs := make([]Message, len(rows))
+	for i := range rows {
+		mr := &rows[i]
+		m := Message{
+			Role: mr.Role, Content: mr.Content, ContentParts: mr.ContentParts,
+			ToolCallID: mr.ToolCallID, Name: mr.Name, Trainable: mr.Trainable,
+			ReasoningContent: mr.ReasoningContent,
+			FinishReason:     mr.FinishReason, AnswerModel: mr.AnswerModel,
+			Latency: time.Duration(math.Round(mr.LatencyMS * 1e6)),
+		}
+		if len(mr.TokenIDs) > 0 {
+			m.TokenIDs = mr.TokenIDs
+		}
+		if len(mr.Logprobs) > 0 {
+			m.Logprobs = mr.Logprobs
+		}
+		if len(mr.ToolCalls) > 0 {
+			m.ToolCalls = make([]ToolCall, len(mr.ToolCalls))
+			for j, c := range mr.ToolCalls {
+				m.ToolCalls[j] = ToolCall(c)
+			}
+		}
+		msgs[i] = m
+	}
+	return msgs
+}
+
+func toolsFromRows(rows []toolRow) []Tool {
+	if len(rows) == 0 {
+		return nil
+	}
+	tools := make([]Tool, len(rows))
+	for i, tool := range rows {
+		tools[i] = Tool(tool)
+	}
+	return tools
 }
 
 // timeToNanos stores the zero time as null, so "not recorded" stays

@@ -11,8 +11,9 @@ import (
 
 // SchemaVersion is the version of the row layout this build writes and the
 // newest it reads. It is stored in the file's key-value metadata under
-// MetadataKeySchemaVersion.
-const SchemaVersion = 1
+// MetadataKeySchemaVersion. Version 2 added additional_histories, logs,
+// group_metadata and group_metrics; version 1 files read with those empty.
+const SchemaVersion = 2
 
 // MetadataKeySchemaVersion is the Parquet key-value metadata key that holds
 // the schema version as a decimal string.
@@ -30,6 +31,11 @@ const (
 type Group struct {
 	ID           string
 	Trajectories []Trajectory
+	// Metadata and Metrics describe the group as a whole (ART's
+	// TrajectoryGroup.metadata and .metrics), not any one attempt. Files
+	// repeat them on every row of the group.
+	Metadata map[string]string
+	Metrics  map[string]float64
 }
 
 // Trajectory is one episode: one row in a trajectory file.
@@ -46,6 +52,14 @@ type Trajectory struct {
 	Env        string // environment name
 	Messages   []Message
 	Tools      []Tool // tools offered to the model
+	// AdditionalHistories are further conversations of the same episode
+	// (a sub-agent's, or the turns before a summary replaced them), each
+	// with its own tools. Training packs each as a sequence of its own
+	// with the trajectory's reward; a judge sees them all.
+	AdditionalHistories []History
+	// Logs are free-text lines about the episode (ART's Trajectory.logs),
+	// kept for people; nothing trains on them.
+	Logs []string
 	// Reward is nil until the trajectory is scored; a scored 0 is a
 	// pointer to 0, and both survive a round trip.
 	Reward           *float64
@@ -86,6 +100,13 @@ type Message struct {
 	FinishReason string
 	AnswerModel  string        // the model/adapter that answered this turn
 	Latency      time.Duration // wall time of the completion request
+}
+
+// History is one conversation of a trajectory apart from its main one:
+// the messages exchanged and the tools offered in it.
+type History struct {
+	Messages []Message
+	Tools    []Tool
 }
 
 // ToolCall is one function call requested by an assistant turn, and Tool
@@ -131,8 +152,22 @@ func (t *Trajectory) Validate() error {
 	if t.Payload != "" && !json.Valid([]byte(t.Payload)) {
 		bad("payload", "not valid JSON")
 	}
-	for i, m := range t.Messages {
-		f := fmt.Sprintf("messages[%d]", i)
+	validateHistory(bad, "", t.Messages, t.Tools)
+	for i := range t.AdditionalHistories {
+		h := &t.AdditionalHistories[i]
+		validateHistory(bad, fmt.Sprintf("additional_histories[%d].", i), h.Messages, h.Tools)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &InputError{Row: -1, Group: t.GroupID, Field: firstField(errs[0]), Err: errors.Join(errs...)}
+}
+
+// validateHistory checks one conversation's messages and tools; prefix
+// names the history in field names ("" for the main one).
+func validateHistory(bad func(field, format string, args ...any), prefix string, msgs []Message, tools []Tool) {
+	for i, m := range msgs {
+		f := fmt.Sprintf("%smessages[%d]", prefix, i)
 		if m.Role == "" {
 			bad(f+".role", "empty")
 		}
@@ -148,16 +183,12 @@ func (t *Trajectory) Validate() error {
 			}
 		}
 	}
-	for i, tool := range t.Tools {
+	for i, tool := range tools {
 		if tool.Name == "" {
-			bad(fmt.Sprintf("tools[%d].name", i), "empty")
+			bad(fmt.Sprintf("%stools[%d].name", prefix, i), "empty")
 		}
 		if tool.Parameters != "" && !json.Valid([]byte(tool.Parameters)) {
-			bad(fmt.Sprintf("tools[%d].parameters", i), "not valid JSON")
+			bad(fmt.Sprintf("%stools[%d].parameters", prefix, i), "not valid JSON")
 		}
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return &InputError{Row: -1, Group: t.GroupID, Field: firstField(errs[0]), Err: errors.Join(errs...)}
 }

@@ -25,6 +25,10 @@ func sampleGroups(seed uint64, nGroups, size int) []Group {
 	var groups []Group
 	for gi := range nGroups {
 		g := Group{ID: fmt.Sprintf("g%03d-ßcenario", gi)}
+		if gi%2 == 0 { // odd groups keep no group fields, as v1 files
+			g.Metadata = map[string]string{"scenario": fmt.Sprintf("s-%d", gi), "ü": "ß"}
+			g.Metrics = map[string]float64{"judge_calls": float64(gi), "spread": rng.Float64()}
+		}
 		for ti := range size {
 			t := Trajectory{
 				Run: "run-α", Step: int64(gi % 3), Model: "qwen3@2", Adapter: "adapters/run/step-000002",
@@ -45,11 +49,23 @@ func sampleGroups(seed uint64, nGroups, size int) []Group {
 				Tools: []Tool{{Type: "function", Name: "search", Description: "find things",
 					Parameters: `{"type":"object","properties":{"q":{"type":"string"}}}`}},
 				RewardComponents: []RewardComponent{{Name: "correct", Value: 1, Explanation: "matched"}, {Name: "len", Value: -0.25}},
-				Metrics:          map[string]float64{"turns": 3, "acc": rng.Float64()},
-				Metadata:         map[string]string{"k": "v", "ünï": "cödé"},
-				CreatedAt:        base.Add(time.Duration(gi) * time.Second),
-				StartedAt:        base.Add(time.Duration(gi)*time.Second + time.Millisecond),
-				FinishedAt:       base.Add(time.Duration(gi)*time.Second + 3*time.Second),
+				AdditionalHistories: []History{
+					{Messages: []Message{
+						{Role: "system", Content: "You summarise. 要約"},
+						{Role: "user", Content: "sum up"},
+						{Role: "assistant", Content: "short", Trainable: true, TokenIDs: []int32{5, int32(rng.IntN(150000))},
+							Logprobs: []float32{-0.125, float32(-rng.Float64())}, FinishReason: "stop"},
+					}},
+					{Messages: []Message{{Role: "user", Content: "sub-agent"}, {Role: "assistant", Trainable: true, ContentParts: "null",
+						ToolCalls: []ToolCall{{ID: "c9", Type: "function", Name: "look", Arguments: `{"at":"x"}`}}}},
+						Tools: []Tool{{Type: "function", Name: "look", Parameters: `{"type":"object"}`}}},
+				},
+				Logs:       []string{"started", "tool call took 3 s ⏱"},
+				Metrics:    map[string]float64{"turns": 3, "acc": rng.Float64()},
+				Metadata:   map[string]string{"k": "v", "ünï": "cödé"},
+				CreatedAt:  base.Add(time.Duration(gi) * time.Second),
+				StartedAt:  base.Add(time.Duration(gi)*time.Second + time.Millisecond),
+				FinishedAt: base.Add(time.Duration(gi)*time.Second + 3*time.Second),
 			}
 			switch ti % 4 {
 			case 0:
@@ -59,6 +75,7 @@ func sampleGroups(seed uint64, nGroups, size int) []Group {
 			case 2:
 				// unscored: reward stays nil; and an episode with nothing else
 				t.Messages, t.Tools, t.RewardComponents, t.Metrics, t.Metadata = nil, nil, nil, nil, nil
+				t.AdditionalHistories, t.Logs = nil, nil
 				t.Error = "env crashed: ☠"
 				t.CreatedAt, t.StartedAt, t.FinishedAt = time.Time{}, time.Time{}, time.Time{}
 			case 3:
@@ -89,6 +106,10 @@ func diffGroups(t *testing.T, want, got []Group) {
 		if want[i].ID != got[i].ID || len(want[i].Trajectories) != len(got[i].Trajectories) {
 			t.Fatalf("group %d: got %q with %d trajectories, want %q with %d", i,
 				got[i].ID, len(got[i].Trajectories), want[i].ID, len(want[i].Trajectories))
+		}
+		if !reflect.DeepEqual(want[i].Metadata, got[i].Metadata) || !reflect.DeepEqual(want[i].Metrics, got[i].Metrics) {
+			t.Fatalf("group %q: got metadata %v metrics %v, want %v %v", want[i].ID,
+				got[i].Metadata, got[i].Metrics, want[i].Metadata, want[i].Metrics)
 		}
 		for j := range want[i].Trajectories {
 			w, g := want[i].Trajectories[j], got[i].Trajectories[j]

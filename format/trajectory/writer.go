@@ -68,7 +68,8 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 }
 
 // WriteGroup validates and writes one whole group, which must hold at least
-// one trajectory. A trajectory with an
+// one trajectory; the group's Metadata and Metrics go on each of its rows.
+// A trajectory with an
 // empty GroupID takes the group's ID; one with a different GroupID is an
 // error. A group ID or trajectory ID already written to this file is an
 // error. After an error the Writer is unusable and Close reports it.
@@ -114,7 +115,8 @@ func (w *Writer) WriteGroup(ctx context.Context, g Group) error {
 		}
 		seen[t.ID] = struct{}{}
 		rows[i] = toRow(&t)
-		size += estimateSize(&t)
+		rows[i].GroupMetadata, rows[i].GroupMetrics = g.Metadata, g.Metrics
+		size += estimateSize(&t) + groupSize(&g)
 	}
 	// End the current row group before this group if adding it would pass
 	// the threshold, so the group lands whole in the next one.
@@ -182,16 +184,12 @@ func (w *Writer) flush() error {
 func estimateSize(t *Trajectory) int64 {
 	n := int64(len(t.Run) + len(t.Model) + len(t.Adapter) + len(t.ScenarioID) + len(t.Split) +
 		len(t.Payload) + len(t.GroupID) + len(t.ID) + len(t.Env) + len(t.Error) + 64)
-	for i := range t.Messages {
-		m := &t.Messages[i]
-		n += int64(len(m.Role)+len(m.Content)+len(m.ContentParts)+len(m.ToolCallID)+len(m.Name)+
-			len(m.FinishReason)+len(m.AnswerModel)) + 8*int64(len(m.TokenIDs)) + 32
-		for _, c := range m.ToolCalls {
-			n += int64(len(c.ID) + len(c.Type) + len(c.Name) + len(c.Arguments))
-		}
+	n += historySize(t.Messages, t.Tools)
+	for i := range t.AdditionalHistories {
+		n += historySize(t.AdditionalHistories[i].Messages, t.AdditionalHistories[i].Tools)
 	}
-	for _, tool := range t.Tools {
-		n += int64(len(tool.Type) + len(tool.Name) + len(tool.Description) + len(tool.Parameters))
+	for _, l := range t.Logs {
+		n += int64(len(l)) + 4
 	}
 	for _, c := range t.RewardComponents {
 		n += int64(len(c.Name)+len(c.Explanation)) + 8
@@ -200,6 +198,34 @@ func estimateSize(t *Trajectory) int64 {
 		n += int64(len(k)) + 8
 	}
 	for k, v := range t.Metadata {
+		n += int64(len(k) + len(v))
+	}
+	return n
+}
+
+func historySize(msgs []Message, tools []Tool) int64 {
+	var n int64
+	for i := range msgs {
+		m := &msgs[i]
+		n += int64(len(m.Role)+len(m.Content)+len(m.ContentParts)+len(m.ToolCallID)+len(m.Name)+
+			len(m.ReasoningContent)+len(m.FinishReason)+len(m.AnswerModel)) + 8*int64(len(m.TokenIDs)) + 32
+		for _, c := range m.ToolCalls {
+			n += int64(len(c.ID) + len(c.Type) + len(c.Name) + len(c.Arguments))
+		}
+	}
+	for _, tool := range tools {
+		n += int64(len(tool.Type) + len(tool.Name) + len(tool.Description) + len(tool.Parameters))
+	}
+	return n
+}
+
+// groupSize approximates the bytes the group's own fields add to each row.
+func groupSize(g *Group) int64 {
+	var n int64
+	for k := range g.Metrics {
+		n += int64(len(k)) + 8
+	}
+	for k, v := range g.Metadata {
 		n += int64(len(k) + len(v))
 	}
 	return n

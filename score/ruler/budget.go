@@ -173,6 +173,11 @@ func (c *cutter) longest(l *layout) int {
 	for _, b := range l.blocks {
 		visit(b)
 	}
+	for _, hs := range l.histories {
+		for _, h := range hs {
+			visit(h.msgs)
+		}
+	}
 	return n
 }
 
@@ -182,8 +187,9 @@ func (c *cutter) longest(l *layout) int {
 // bisection, the largest per-text limit L with which the prompt fits, and
 // cuts every text longer than L tokens to its first ⌈2L/3⌉ and last ⌊L/3⌋
 // tokens with a marker between that says how much was cut; the system
-// message then says that cuts are marked. The system prompt, the rubric
-// and the tool list are never cut. When even L = 0 does not fit, the error
+// message then says that cuts are marked. Texts of additional histories are
+// cut like those of the main one. The system prompt, the rubric and the
+// tool lists are never cut. When even L = 0 does not fit, the error
 // wraps ErrPromptTooLong.
 func BuildWithin(trajs []trajectory.Trajectory, rubric string, b Budget) (Prompt, error) {
 	l := newLayout(trajs, rubric)

@@ -11,8 +11,11 @@
 // trajectories share (usually the system prompt and the first user turn)
 // is shown once, inside <shared_context>; then each trajectory's
 // remainder — assistant turns, tool calls and tool results — inside
-// <trajectory id="N">, with N counting from 1. The system message carries
-// the instructions and the rubric (DefaultRubric, or the user's).
+// <trajectory id="N">, with N counting from 1, followed inside the same
+// block by each of the trajectory's additional histories in an
+// <additional_history index="K"> block with its own tools (ART's RULER
+// refuses such trajectories). The system message carries the instructions
+// and the rubric (DefaultRubric, or the user's).
 //
 // A group of one cannot be ranked, and a group whose trajectories are all
 // identical has nothing to rank: the judge then sees the one attempt,

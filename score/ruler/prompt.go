@@ -19,6 +19,11 @@ import (
 // ruler-v3: the tools offered are shown (<available_tools>), a single
 // attempt is scored on an absolute scale, and texts may be cut to a token
 // budget with a marker and a note in the system message.
+//
+// Trajectories with additional histories (shown in <additional_history>
+// blocks, with a note in the system message) were never judged by an
+// earlier version, and prompts of trajectories without them are unchanged,
+// so showing them needed no new version: the cache is keyed by the text too.
 const PromptVersion = "ruler-v3"
 
 // DefaultRubric is used when the user gives none.
@@ -50,6 +55,12 @@ Answer with a JSON object only:
 
 Rubric:
 %s`
+
+// historyNote is added to the system message when a trajectory shown has
+// additional histories.
+const historyNote = `
+Some attempts include additional histories, each in an <additional_history> block after the attempt's main messages: other conversations the agent held during the same attempt, such as a sub-agent's work or the turns that a summary replaced, each with the tools it could call there. Judge each attempt on all of its histories together.
+`
 
 // cutNote is added to the system message when texts were cut to fit the
 // judge's context; marker is the mark left where a cut was made.
@@ -121,7 +132,37 @@ type layout struct {
 	blockTools []string
 	shared     []chatmsg.Message // the common prefix, shown once
 	blocks     [][]chatmsg.Message
-	ids        []string
+	// histories are each block's additional histories, shown after its
+	// messages, in order.
+	histories [][]history
+	ids       []string
+}
+
+// history is what the judge sees of one additional history.
+type history struct {
+	tools string // its <available_tools> JSON; "" when it had none
+	msgs  []chatmsg.Message
+}
+
+// judgeHistories returns the judge's view of a trajectory's additional
+// histories, and a rendering of them that two trajectories share exactly
+// when the judge would see the same.
+func judgeHistories(t *trajectory.Trajectory) ([]history, string) {
+	var hs []history
+	var key strings.Builder
+	for k := range t.AdditionalHistories {
+		h := &t.AdditionalHistories[k]
+		var v history
+		if len(h.Tools) > 0 {
+			v.tools = marshal(h.Tools)
+		}
+		for j := range h.Messages {
+			v.msgs = append(v.msgs, judgeView(&h.Messages[j]))
+		}
+		hs = append(hs, v)
+		fmt.Fprintf(&key, "%d\x00%s\x00%s\x00", k, v.tools, marshal(v.msgs))
+	}
+	return hs, key.String()
 }
 
 func newLayout(trajs []trajectory.Trajectory, rubric string) *layout {
@@ -132,8 +173,12 @@ func newLayout(trajs []trajectory.Trajectory, rubric string) *layout {
 	views := make([][]chatmsg.Message, len(trajs))
 	rendered := make([][]string, len(trajs))
 	tools := make([]string, len(trajs))
-	sameTools, anyTools := true, false
+	hists := make([][]history, len(trajs))
+	histKeys := make([]string, len(trajs))
+	sameTools, anyTools, sameHists := true, false, true
 	for i := range trajs {
+		hists[i], histKeys[i] = judgeHistories(&trajs[i])
+		sameHists = sameHists && histKeys[i] == histKeys[0]
 		for j := range trajs[i].Messages {
 			v := judgeView(&trajs[i].Messages[j])
 			views[i] = append(views[i], v)
@@ -153,18 +198,21 @@ func newLayout(trajs []trajectory.Trajectory, rubric string) *layout {
 		}
 	}
 	// Trajectories with the same messages but different tools were not
-	// in the same situation: they are compared, not merged.
-	identical = identical && sameTools
+	// in the same situation: they are compared, not merged. Nor are ones
+	// whose additional histories differ.
+	identical = identical && sameTools && sameHists
 	if identical || len(trajs) == 1 {
 		// One attempt to show, whole: the judge scores it on its own.
 		l.absolute, l.identical = true, len(trajs) > 1
 		l.ids, l.blocks = []string{"1"}, [][]chatmsg.Message{views[0]}
+		l.histories = hists[:1]
 		if anyTools {
 			l.tools = tools[0]
 		}
 		return l
 	}
 	l.shared = views[0][:prefix]
+	l.histories = hists
 	for i := range views {
 		l.ids = append(l.ids, strconv.Itoa(i+1))
 		l.blocks = append(l.blocks, views[i][prefix:])
@@ -207,12 +255,23 @@ func (l *layout) render(c *cutter) Prompt {
 			fmt.Fprintf(&b, "<available_tools>\n%s\n</available_tools>\n", l.blockTools[i])
 		}
 		b.WriteString(marshal(c.views(msgs)))
+		for k, h := range l.histories[i] {
+			fmt.Fprintf(&b, "\n<additional_history index=\"%d\">\n", k+1)
+			if h.tools != "" {
+				fmt.Fprintf(&b, "<available_tools>\n%s\n</available_tools>\n", h.tools)
+			}
+			b.WriteString(marshal(c.views(h.msgs)))
+			b.WriteString("\n</additional_history>")
+		}
 		b.WriteString("\n</trajectory>")
 	}
 	p.User = b.String()
 	note := ""
+	if l.hasHistories() {
+		note = historyNote
+	}
 	if c != nil && c.cuts > 0 {
-		note, p.Cuts = cutNote, c.cuts
+		note, p.Cuts = note+cutNote, c.cuts
 	}
 	tmpl := relativeTemplate
 	if l.absolute {
@@ -220,6 +279,16 @@ func (l *layout) render(c *cutter) Prompt {
 	}
 	p.System = fmt.Sprintf(tmpl, note, l.rubric)
 	return p
+}
+
+// hasHistories reports whether a block shown has additional histories.
+func (l *layout) hasHistories() bool {
+	for _, hs := range l.histories {
+		if len(hs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Build assembles the judge prompt for a group's trajectories, with no

@@ -57,11 +57,11 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 				unscored = append(unscored, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
 				continue
 			}
-			lay, err := text.Layout(ctx, t.Messages, t.Tools, lopt)
+			seqs, err := layoutHistories(ctx, text, &t, lopt)
 			if err != nil {
 				return nil, stageerr.BadInputf("%s (group %s, trajectory %s): %w", where, g.ID, t.ID, err)
 			}
-			ex := trainer.Example{Seqs: lay.Sequences}
+			ex := trainer.Example{Seqs: seqs}
 			why := ""
 			switch {
 			case ex.Trainable() == 0:
@@ -82,6 +82,34 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 		return nil, unscoredError(unscored)
 	}
 	return out, nil
+}
+
+// layoutHistories lays out a trajectory's main history and then each of
+// its additional histories, each with its own messages and tools, so that
+// every history is a sequence (or several, where a prompt does not extend
+// the one before) of its own within the trajectory's example: trainer.Pack
+// gives each its own history index (MicroBatch.Hist) and all of them the
+// trajectory's advantage, and n_i counts the trainable tokens of them all.
+// An additional history without trainable tokens adds nothing, as in ART.
+func layoutHistories(ctx context.Context, text *layout.Model, t *trajectory.Trajectory, lopt layout.Options) ([]layout.Sequence, error) {
+	lay, err := text.Layout(ctx, t.Messages, t.Tools, lopt)
+	if err != nil {
+		return nil, err
+	}
+	seqs := lay.Sequences
+	for k := range t.AdditionalHistories {
+		h := &t.AdditionalHistories[k]
+		hl, err := text.Layout(ctx, h.Messages, h.Tools, lopt)
+		if err != nil {
+			return nil, fmt.Errorf("additional_histories[%d]: %w", k, err)
+		}
+		for _, s := range hl.Sequences {
+			if (&trainer.Example{Seqs: []layout.Sequence{s}}).Trainable() > 0 {
+				seqs = append(seqs, s)
+			}
+		}
+	}
+	return seqs, nil
 }
 
 // unscoredError lists the first rows without a reward.

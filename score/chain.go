@@ -242,7 +242,8 @@ func (c *Chain) onError(g trajectory.Group, live []int, err error) (trajectory.G
 
 // cloneGroup copies the parts of a group that scoring modifies.
 func cloneGroup(g trajectory.Group) trajectory.Group {
-	out := trajectory.Group{ID: g.ID, Trajectories: slices.Clone(g.Trajectories)}
+	out := trajectory.Group{ID: g.ID, Trajectories: slices.Clone(g.Trajectories),
+		Metadata: maps.Clone(g.Metadata), Metrics: maps.Clone(g.Metrics)}
 	for i := range out.Trajectories {
 		t := &out.Trajectories[i]
 		t.RewardComponents = slices.Clone(t.RewardComponents)

@@ -630,3 +630,19 @@ func TestJudgeContextTokens(t *testing.T) {
 		t.Fatalf("fail: err = %v", err)
 	}
 }
+
+// A group's own metadata and metrics (schema v2) pass through scoring as
+// they were read.
+func TestGroupFieldsPassThrough(t *testing.T) {
+	gs := groups(2, 2)
+	gs[0].Metadata = map[string]string{"scenario": "s0"}
+	gs[0].Metrics = map[string]float64{"difficulty": 3}
+	opts := baseOpts(t)
+	_, out, _, err := run(t, opts, writeInput(t, "in.parquet", gs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Metadata["scenario"] != "s0" || out[0].Metrics["difficulty"] != 3 || len(out[1].Metadata) != 0 {
+		t.Fatalf("group fields after scoring: %+v %+v; %+v", out[0].Metadata, out[0].Metrics, out[1].Metadata)
+	}
+}

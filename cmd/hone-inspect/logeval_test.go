@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/train/checkpoint"
 )
@@ -155,7 +156,7 @@ func TestLogEvalBadInput(t *testing.T) {
 	if r := run(t, nil, "log-eval", "--run", dir, other); r.code != 2 || !strings.Contains(r.stderr, "is not a training run folder") {
 		t.Errorf("not a run folder: exit %d %q", r.code, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(rl.Dir, checkpoint.EvalName)); !os.IsNotExist(err) {
-		t.Errorf("a refused eval wrote %s: %v", checkpoint.EvalName, err)
+	if _, err := os.Stat(filepath.Join(rl.Dir, runfolder.EvalName)); !os.IsNotExist(err) {
+		t.Errorf("a refused eval wrote %s: %v", runfolder.EvalName, err)
 	}
 }

@@ -163,7 +163,7 @@ func readRun(arg string) (report.RunInput, []checkpoint.FileEntry, []string, err
 		return run, nil, nil, err
 	}
 	sources := []string{metricsPath}
-	evalPath := filepath.Join(dir, checkpoint.EvalName)
+	evalPath := filepath.Join(dir, runfolder.EvalName)
 	if _, err := os.Stat(evalPath); err == nil {
 		if run.Splits, err = readFile(evalPath, func(r io.Reader) (*report.Metrics, error) {
 			return report.ReadMetrics(r, evalPath)

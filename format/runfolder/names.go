@@ -13,6 +13,12 @@ const (
 	LatestName = "latest"
 	// MetricsName is the file of one JSON object per trained step.
 	MetricsName = "metrics.jsonl"
+	// EvalName is the file of evaluation results: one JSON object per
+	// evaluated step, ascending by step, {"step": N, "val/reward": …,
+	// "val/<metric>": …, "test/…": …}; every key but "step" is
+	// "SPLIT/NAME". hone-inspect log-eval writes it (under the run's lock);
+	// hone-train's --best-metric and hone-inspect report read it.
+	EvalName = "eval.jsonl"
 )
 
 // stepPrefix starts every step folder name.

@@ -19,13 +19,6 @@ import (
 	"github.com/hone-rl/hone/format/runfolder"
 )
 
-// EvalName is the run folder's file of evaluation results: one JSON object
-// per evaluated step, ascending by step, {"step": N, "val/reward": …,
-// "val/<metric>": …, "test/…": …}. Every key but "step" is "SPLIT/NAME".
-// hone-inspect log-eval writes it (under the run's lock); --best-metric and
-// hone-inspect report read it.
-const EvalName = "eval.jsonl"
-
 // splitName is the rule for an eval split's name, the prefix of its
 // metrics.
 var splitName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,31}$`)
@@ -49,7 +42,7 @@ func IsEvalMetric(name string) bool {
 // ReadEval returns eval.jsonl's rows by step (an empty map when the run
 // has none).
 func (r *Run) ReadEval() (map[int]map[string]float64, error) {
-	path := filepath.Join(r.Dir, EvalName)
+	path := filepath.Join(r.Dir, runfolder.EvalName)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[int]map[string]float64{}, nil
@@ -124,7 +117,7 @@ func (r *Run) LogEval(step int, split string, metrics map[string]float64) error 
 		out.Write(b)
 		out.WriteByte('\n')
 	}
-	return runfolder.WriteFile(filepath.Join(r.Dir, EvalName), out.Bytes())
+	return runfolder.WriteFile(filepath.Join(r.Dir, runfolder.EvalName), out.Bytes())
 }
 
 // LockWait takes the run's lock like Lock, but waits while another process

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/internal/waitfor"
 )
 
@@ -29,7 +30,7 @@ func TestLogEvalMergesSplits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(r.Dir, EvalName))
+	b, err := os.ReadFile(filepath.Join(r.Dir, runfolder.EvalName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +54,11 @@ func TestLogEvalRefuses(t *testing.T) {
 	if err := r.LogEval(-1, "val", nil); err == nil {
 		t.Error("negative step accepted")
 	}
-	os.WriteFile(filepath.Join(r.Dir, EvalName), []byte("{\"step\":1}\n{\"step\":1}\n"), 0o644)
+	os.WriteFile(filepath.Join(r.Dir, runfolder.EvalName), []byte("{\"step\":1}\n{\"step\":1}\n"), 0o644)
 	if _, err := r.ReadEval(); err == nil || !strings.Contains(err.Error(), "eval.jsonl:2: a second row for step 1") {
 		t.Errorf("duplicate step: %v", err)
 	}
-	os.WriteFile(filepath.Join(r.Dir, EvalName), []byte("{\"val/reward\":1}\n"), 0o644)
+	os.WriteFile(filepath.Join(r.Dir, runfolder.EvalName), []byte("{\"val/reward\":1}\n"), 0o644)
 	if _, err := r.ReadEval(); err == nil || !strings.Contains(err.Error(), "eval.jsonl:1:") {
 		t.Errorf("row without a step: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,7 +198,7 @@ func TestUpstreamAdaptersFromObjectStore(t *testing.T) {
 	// whole in the store yet.
 	writeStep(1)
 	halfPublish(1, "adapter_config.json")
-	openaitest.StartProcess(t, binary, "--upstream", up.URL, "--port", "0",
+	addr := openaitest.StartProcess(t, binary, "--upstream", up.URL, "--port", "0",
 		"--adapters", s3.URL("hone", "adapters"), "--adapters-cache", cache(dir), "--poll-interval", "50ms")
 	pulls()
 	notCached(1)
@@ -217,6 +218,26 @@ func TestUpstreamAdaptersFromObjectStore(t *testing.T) {
 	}
 	publish(4)
 	wantLoad(2, 4)
+
+	// "r1" now reaches vLLM as the step pulled last.
+	var got string
+	if !waitfor.Within(10*time.Second, func() bool {
+		resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"r1","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		if resp.StatusCode != http.StatusOK || len(fake.chats) == 0 {
+			t.Fatalf("chat for r1: status %d, %d chats reached vLLM", resp.StatusCode, len(fake.chats))
+		}
+		got = fake.chats[len(fake.chats)-1]
+		return got == "r1@4"
+	}) {
+		t.Fatalf("vLLM received model %q for r1, want r1@4", got)
+	}
 }
 
 // cache is the --adapters-cache folder of the test folder dir, relative

@@ -42,7 +42,9 @@ runtime LoRA API (POST /v1/load_lora_adapter; old steps unloaded beyond
 --max-adapters). vLLM must be started with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
 and --enable-lora (plus --max-lora-rank >= the adapters' rank and
 --max-loras >= --max-adapters × runs), and must read the adapters folder at
-the same absolute path. The engine's own flags (--dtype, --compute, --threads,
+the same absolute path: with --adapters s3://… that is --adapters-cache,
+where each published step is pulled (without its optimizer state) before
+vLLM is told to load it. The engine's own flags (--dtype, --compute, --threads,
 --max-batch, --max-queue, --prefill-tokens, --kv-cache-bytes, prefix
 caching, --max-tokens, --served-model-name, --request-timeout) are refused
 with --upstream: set their vLLM counterparts on vllm serve.

@@ -21,12 +21,15 @@ import (
 // --adapters naming one (s3://bucket/adapters), the steps that hone-train
 // published are pulled into a local folder (--adapters-cache) every
 // --poll-interval, each step whole before latest moves (runfolder.Pull),
-// and serve watches that folder as it would a local one. Optimizer state
-// is not pulled; of a run's new steps, the newest --max-adapters are.
+// and serve watches that folder as it would a local one: the embedded
+// engine loads from it, and with --upstream the vLLM front has vLLM load
+// from it (so vLLM must read --adapters-cache at the same absolute path).
+// Optimizer state is not pulled; of a run's new steps, the newest
+// --max-adapters are.
 type remoteAdapters struct{ cache string }
 
 func (r *remoteAdapters) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&r.cache, "adapters-cache", "", "with --adapters s3://…: the local folder steps are pulled into (default: a new temporary folder)")
+	fs.StringVar(&r.cache, "adapters-cache", "", "with --adapters s3://…: the local folder steps are pulled into (default: a new temporary folder); with --upstream, vLLM must read it at the same absolute path")
 }
 
 // start pulls once, points the adapters folder at the local copy and keeps
@@ -45,6 +48,7 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 		if cache, err = os.MkdirTemp("", "hone-serve-adapters-*"); err != nil {
 			return err
 		}
+		log.Info("pulling adapters into a temporary folder (set --adapters-cache to choose it)", "from", remote, "into", cache)
 	} else if err := os.MkdirAll(cache, 0o755); err != nil {
 		return err
 	}

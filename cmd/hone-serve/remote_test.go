@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hone-rl/hone/collect/openaitest"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/internal/fakes3d"
 	"github.com/hone-rl/hone/internal/waitfor"
@@ -86,4 +89,167 @@ func TestAdaptersFromObjectStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cache, "r1", "step-000002", "optimizer.safetensors")); err == nil {
 		t.Error("the optimizer state was pulled")
 	}
+}
+
+// hone-serve --upstream (the vLLM front) --adapters s3://… pulls each step
+// published there into --adapters-cache and has vLLM load it from that
+// folder, as it does a local adapters folder: a step published while the
+// front runs is loaded into the (fake) vLLM under its versioned name with
+// the cached step's absolute path and without the optimizer state, and a
+// step half published (files uploaded, the store's latest not yet moved)
+// is neither pulled nor loaded.
+func TestUpstreamAdaptersFromObjectStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	ctx := context.Background()
+	s3 := fakes3d.StartTest(t, "hone")
+	fake := &fakeVLLM{loaded: make(chan struct{}, 1)}
+	up := httptest.NewServer(fake)
+	defer up.Close()
+	dir := t.TempDir()
+	tiny := "../../serve/testdata/tiny"
+	local := filepath.Join(dir, "train", "r1")
+	remote := s3.URL("hone", "adapters/r1")
+	writeStep := func(n int) {
+		t.Helper()
+		m, err := model.Load(tiny, ref.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 4, Targets: model.AllModules()}, uint64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := model.WriteAdapter(filepath.Join(local, runfolder.StepName(n)), ad, tiny); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(local, runfolder.StepName(n), "optimizer.safetensors"), []byte("not pulled"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish := func(n int) {
+		t.Helper()
+		writeStep(n)
+		if err := runfolder.WritePointer(local, runfolder.LatestName, n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runfolder.Publish(ctx, local, remote); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// halfPublish uploads step n's files as Publish does, but stops before
+	// the store's latest moves (a trainer killed mid-publish).
+	halfPublish := func(n int, files ...string) {
+		t.Helper()
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(local, runfolder.StepName(n), f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fileset.WriteFile(ctx, s3.URL("hone", "adapters/r1/"+runfolder.StepName(n)+"/"+f), b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	loads := func() []map[string]string {
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		return slices.Clone(fake.loads)
+	}
+	// pulls waits until the front has listed the store a few more times.
+	pulls := func() {
+		t.Helper()
+		from := s3.Requests(http.MethodGet)
+		waitfor.Until(t, 20*time.Second, "more pulls", func() bool { return s3.Requests(http.MethodGet) >= from+10 })
+	}
+	wantLoad := func(want ...int) {
+		t.Helper()
+		waitfor.Until(t, 20*time.Second, "vLLM asked to load the step", func() bool { return len(loads()) >= len(want) })
+		got := loads()
+		if len(got) != len(want) {
+			t.Fatalf("load calls %v, want steps %v", got, want)
+		}
+		abs, err := filepath.Abs(cache(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range want {
+			path := filepath.Join(abs, "r1", runfolder.StepName(n))
+			if got[i]["lora_name"] != runfolder.ServedName("r1", n) || got[i]["lora_path"] != path {
+				t.Fatalf("load call %d is %v, want lora_name %s, lora_path %s", i, got[i], runfolder.ServedName("r1", n), path)
+			}
+			if _, err := os.Stat(filepath.Join(path, "adapter_model.safetensors")); err != nil {
+				t.Errorf("the loaded step is not in the cache: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(path, "optimizer.safetensors")); err == nil {
+				t.Errorf("step %d's optimizer state was pulled", n)
+			}
+		}
+	}
+	notCached := func(n int) {
+		t.Helper()
+		if _, err := os.Stat(filepath.Join(cache(dir), "r1", runfolder.StepName(n))); err == nil {
+			t.Fatalf("half-published step %d was pulled into the cache", n)
+		}
+	}
+
+	// Before the front starts, step 1 is half published and nothing is
+	// whole in the store yet.
+	writeStep(1)
+	halfPublish(1, "adapter_config.json")
+	addr := openaitest.StartProcess(t, binary, "--upstream", up.URL, "--port", "0",
+		"--adapters", s3.URL("hone", "adapters"), "--adapters-cache", cache(dir), "--poll-interval", "50ms")
+	pulls()
+	notCached(1)
+	if got := loads(); len(got) != 0 {
+		t.Fatalf("vLLM was asked to load %v before any step was published whole", got)
+	}
+
+	publish(2) // steps 1 and 2, then latest
+	wantLoad(2)
+
+	writeStep(3)
+	halfPublish(3, "adapter_config.json", "adapter_model.safetensors")
+	pulls()
+	notCached(3)
+	if err := os.RemoveAll(filepath.Join(local, runfolder.StepName(3))); err != nil {
+		t.Fatal(err)
+	}
+	publish(4)
+	wantLoad(2, 4)
+
+	// "r1" now reaches vLLM as the step pulled last.
+	var got string
+	if !waitfor.Within(10*time.Second, func() bool {
+		resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"r1","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		if resp.StatusCode != http.StatusOK || len(fake.chats) == 0 {
+			t.Fatalf("chat for r1: status %d, %d chats reached vLLM", resp.StatusCode, len(fake.chats))
+		}
+		got = fake.chats[len(fake.chats)-1]
+		return got == "r1@4"
+	}) {
+		t.Fatalf("vLLM received model %q for r1, want r1@4", got)
+	}
+}
+
+// cache is the --adapters-cache folder of the test folder dir, relative
+// to the test's working directory as an operator may give it.
+func cache(dir string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return filepath.Join(dir, "cache")
+	}
+	rel, err := filepath.Rel(wd, filepath.Join(dir, "cache"))
+	if err != nil {
+		return filepath.Join(dir, "cache")
+	}
+	return rel
 }

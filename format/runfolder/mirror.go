@@ -1,6 +1,7 @@
 package runfolder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -97,9 +99,9 @@ type PullOptions struct {
 
 // Pull copies the steps of the remote run folder remoteRun that are newer
 // than localRun's latest and no newer than the remote latest into
-// localRun, each through a temporary folder renamed into place, then the
-// run's other files, then moves the local latest. It returns the steps
-// copied.
+// localRun, each through a temporary folder renamed into place (newest
+// first), then the run's other files, then moves the local latest. It
+// returns the steps copied, in ascending order.
 func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int, error) {
 	last, ok, err := remoteLatest(ctx, remoteRun)
 	if err != nil || !ok {
@@ -126,6 +128,7 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 			steps = append(steps, Step{N: n, Name: name})
 		}
 	}
+	slices.SortFunc(steps, func(a, b Step) int { return cmp.Compare(a.N, b.N) })
 	if o.Newest > 0 && len(steps) > o.Newest {
 		steps = steps[len(steps)-o.Newest:]
 	}
@@ -133,12 +136,17 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 		return nil, fmt.Errorf("pull %s: %w", remoteRun, err)
 	}
 	var done []int
-	for _, s := range steps {
+	// Newest first: a reader of a copy that has no latest yet takes the
+	// highest step folder for current, and that is the remote latest from
+	// the first rename on, never an older step still being copied.
+	for _, s := range slices.Backward(steps) {
 		if err := pullStep(ctx, fileset.Join(remoteRun, s.Name), filepath.Join(localRun, s.Name), o.Skip); err != nil {
+			slices.Sort(done)
 			return done, fmt.Errorf("pull step %d of %s: %w", s.N, remoteRun, err)
 		}
 		done = append(done, s.N)
 	}
+	slices.Sort(done)
 	if err := copyFiles(ctx, remoteRun, localRun, func(name string) bool { return name == LatestName || name == "lock" }); err != nil {
 		return done, fmt.Errorf("pull %s: %w", remoteRun, err)
 	}

@@ -101,3 +101,54 @@ func TestPublishPull(t *testing.T) {
 		t.Errorf("pulling a run that is not there: %v, %v", got, err)
 	}
 }
+
+// A reader of the pulled copy (serve's watcher, the vLLM front) that
+// looks while Pull runs finds as current only what latest named before or
+// names after: into a copy without latest the newest step is renamed
+// first, so the highest step folder is never an older step mid-pull.
+func TestPullNewestFirst(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, serveRoot := filepath.Join(dir, "store", "r"), filepath.Join(dir, "serve")
+	for _, n := range []int{1, 2, 3, 9, 10} {
+		writeStepFiles(t, store, n, "adapter_config.json", "adapter_model.safetensors")
+	}
+	// Steps go by number, not by name: "step-3" sorts after "step-000010".
+	if err := os.Rename(filepath.Join(store, StepName(3)), filepath.Join(store, "step-3")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		latest, newest int
+		want           []int // steps copied
+		seen           []int // current steps a reader may find while it runs (-1: none)
+	}{
+		{latest: 2, want: []int{1, 2}, seen: []int{-1, 2}},
+		{latest: 10, newest: 2, want: []int{9, 10}, seen: []int{2}},
+	} {
+		if err := WritePointer(store, LatestName, c.latest); err != nil {
+			t.Fatal(err)
+		}
+		var bad []int
+		look := func(string) bool {
+			cur, err := Locate(serveRoot, "r")
+			n := cur.N
+			if err != nil {
+				n = -1
+			}
+			if !slices.Contains(c.seen, n) && n != c.latest {
+				bad = append(bad, n)
+			}
+			return false
+		}
+		got, err := Pull(ctx, store, filepath.Join(serveRoot, "r"), PullOptions{Skip: look, Newest: c.newest})
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Fatalf("latest %d: pulled %v, %v; want %v", c.latest, got, err, c.want)
+		}
+		if bad != nil {
+			t.Errorf("latest %d: a reader found steps %v current while Pull ran", c.latest, bad)
+		}
+		if cur, err := Locate(serveRoot, "r"); err != nil || cur.N != c.latest {
+			t.Errorf("latest %d: after Pull the current step is %v, %v", c.latest, cur, err)
+		}
+	}
+}

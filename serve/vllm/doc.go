@@ -44,5 +44,8 @@
 // --max-loras / --max-cpu-loras at least KeepAdapters × runs. Versioned names
 // are used instead of load_inplace so that requests in flight keep the
 // weights they started with. The adapter folder must be readable by the
-// vLLM process at the same absolute path (shared disk).
+// vLLM process at the same absolute path (shared disk). An adapters folder
+// in object storage reaches the front as a local one: hone-serve pulls it
+// into a cache folder (format/runfolder.Pull, each step whole before the
+// cache's latest moves) and the front syncs from that folder.
 package vllm

@@ -156,7 +156,8 @@ func Run(ctx context.Context, opts Options) error {
 
 // rulerCuts sums what the budget cut over the chain's ruler scorers and
 // logs it at info level, one line per run, when a ruler scorer built a
-// prompt (each cut is also logged per group at debug level).
+// prompt under a budget (--judge-context-tokens; without one nothing is
+// cut). Each group's cuts are also logged at debug level.
 func rulerCuts(c *Chain, opts Options, log *slog.Logger) ruler.CutCounts {
 	var n ruler.CutCounts
 	for _, s := range c.Scorers {
@@ -165,7 +166,7 @@ func rulerCuts(c *Chain, opts Options, log *slog.Logger) ruler.CutCounts {
 			n.Prompts, n.Cut, n.Texts = n.Prompts+k.Prompts, n.Cut+k.Cut, n.Texts+k.Texts
 		}
 	}
-	if n.Prompts > 0 {
+	if n.Prompts > 0 && opts.promptBudget() > 0 {
 		log.Info("ruler: prompts cut to fit the judge's context", "prompts", n.Prompts, "cut", n.Cut, "texts_cut", n.Texts,
 			"budget_tokens", opts.promptBudget())
 	}

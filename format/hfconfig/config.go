@@ -89,6 +89,11 @@ type Config struct {
 
 	DType string // torch_dtype, or dtype in newer files ("bfloat16", …); "" when absent
 
+	// UnknownFields are the config.json keys outside the family's table
+	// (Fields), sorted: left unread, as transformers leaves a key its
+	// configuration class does not know. The model folder's opener logs them.
+	UnknownFields []string
+
 	BOSTokenID  *int
 	EOSTokenIDs []int
 	PadTokenID  *int
@@ -205,14 +210,11 @@ type raw struct {
 	PadTokenID            json.RawMessage `json:"pad_token_id"`
 
 	// gemma3_text
-	HiddenActivation          *string         `json:"hidden_activation"`
-	QueryPreAttnScalar        *float64        `json:"query_pre_attn_scalar"`
-	SlidingWindowPattern      *int            `json:"sliding_window_pattern"`
-	LayerTypes                []string        `json:"layer_types"`
-	RopeLocalBaseFreq         *float64        `json:"rope_local_base_freq"`
-	FinalLogitSoftcapping     json.RawMessage `json:"final_logit_softcapping"`
-	AttnLogitSoftcapping      json.RawMessage `json:"attn_logit_softcapping"`
-	UseBidirectionalAttention *bool           `json:"use_bidirectional_attention"`
+	HiddenActivation     *string  `json:"hidden_activation"`
+	QueryPreAttnScalar   *float64 `json:"query_pre_attn_scalar"`
+	SlidingWindowPattern *int     `json:"sliding_window_pattern"`
+	LayerTypes           []string `json:"layer_types"`
+	RopeLocalBaseFreq    *float64 `json:"rope_local_base_freq"`
 
 	keys map[string]json.RawMessage // every top-level key as written (tells null from absent)
 }
@@ -272,6 +274,10 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("hfconfig: model_type %q (the multimodal Gemma 3 wrapper) is not supported; text-only gemma3_text checkpoints are (supported: %s)", c.ModelType, strings.Join(SupportedModelTypes(), ", "))
 	default:
 		return nil, fmt.Errorf("hfconfig: model_type %q is not supported (supported: %s)", c.ModelType, strings.Join(SupportedModelTypes(), ", "))
+	}
+	var err error
+	if c.UnknownFields, err = checkFields(c.ModelType, r.keys); err != nil {
+		return nil, err
 	}
 	for _, parse := range []func(*raw, *Config) error{parseShape, parseNumerics, parseLayers, parseGemma3, parseSpecialIDs} {
 		if err := parse(&r, c); err != nil {
@@ -403,20 +409,52 @@ func parseLayers(r *raw, c *Config) error {
 		c.MLPBias = *r.MLPBias
 	}
 	c.QKNorm = c.ModelType == "qwen3" || c.ModelType == "gemma3_text"
-	if r.UseSlidingWindow != nil && *r.UseSlidingWindow && c.ModelType != "gemma3_text" {
-		if r.SlidingWindow == nil || *r.SlidingWindow <= 0 {
-			return errors.New("hfconfig: use_sliding_window is true but sliding_window is not a positive number")
-		}
-		c.SlidingWindow = *r.SlidingWindow
-	}
 	if r.MaxWindowLayers != nil {
 		c.MaxWindowLayers = *r.MaxWindowLayers
+	}
+	if c.ModelType == "qwen2" || c.ModelType == "qwen3" {
+		if err := parseQwenWindow(r, c); err != nil {
+			return err
+		}
 	}
 	switch {
 	case r.DType != nil:
 		c.DType = *r.DType
 	case r.TorchDType != nil:
 		c.DType = *r.TorchDType
+	}
+	return nil
+}
+
+// parseQwenWindow reads Qwen's sliding-window keys as Qwen2Config and
+// Qwen3Config do: with use_sliding_window true, layers max_window_layers and
+// up attend through a window of sliding_window keys. Hone implements
+// windowed attention for gemma3_text only, so a config that would make any
+// layer slide is refused (no released Qwen2.5 or Qwen3 checkpoint does);
+// layer_types, which newer transformers write, must say full_attention
+// throughout.
+func parseQwenWindow(r *raw, c *Config) error {
+	if r.UseSlidingWindow != nil && *r.UseSlidingWindow {
+		if r.SlidingWindow == nil || *r.SlidingWindow <= 0 {
+			return errors.New("hfconfig: use_sliding_window is true but sliding_window is not a positive number")
+		}
+		c.SlidingWindow = *r.SlidingWindow
+		first := 28 // Qwen2Config's and Qwen3Config's max_window_layers default
+		if r.MaxWindowLayers != nil {
+			first = *r.MaxWindowLayers
+		}
+		if first < c.NumHiddenLayers {
+			return fmt.Errorf("hfconfig: use_sliding_window true with max_window_layers %d makes layers %d..%d attend through a window of %d, which is not supported for %s (Hone implements sliding-window attention for gemma3_text only)",
+				first, max(first, 0), c.NumHiddenLayers-1, c.SlidingWindow, c.ModelType)
+		}
+	}
+	for i, t := range r.LayerTypes {
+		if t != "full_attention" {
+			return fmt.Errorf("hfconfig: layer_types[%d] %q is not supported for %s (only full_attention)", i, t, c.ModelType)
+		}
+	}
+	if r.LayerTypes != nil && len(r.LayerTypes) != c.NumHiddenLayers {
+		return fmt.Errorf("hfconfig: layer_types has %d entries, num_hidden_layers is %d", len(r.LayerTypes), c.NumHiddenLayers)
 	}
 	return nil
 }
@@ -441,20 +479,8 @@ func parseGemma3(r *raw, c *Config) error {
 		// The layer pattern is expanded per layer: bound it before allocating.
 		return fmt.Errorf("hfconfig: num_hidden_layers %d is more than %d", c.NumHiddenLayers, maxGemma3Layers)
 	}
-	for _, f := range []string{"final_logit_softcapping", "attn_logit_softcapping"} {
-		if m, ok := r.keys[f]; ok && string(m) != "null" {
-			return fmt.Errorf("hfconfig: %s %s is not supported (Gemma 3 checkpoints write null; soft-capping is not implemented)", f, m)
-		}
-	}
-	if m, ok := r.keys["attention_dropout"]; ok {
-		var p float64
-		if err := json.Unmarshal(m, &p); err != nil || p != 0 {
-			return fmt.Errorf("hfconfig: attention_dropout %s is not supported (Hone trains without dropout; Gemma 3 checkpoints write 0.0)", m)
-		}
-	}
-	if r.UseBidirectionalAttention != nil && *r.UseBidirectionalAttention {
-		return errors.New("hfconfig: use_bidirectional_attention true is not supported (Hone runs causal decoders only)")
-	}
+	// Soft-capping, dropout and bidirectional attention are refused by the
+	// field table (gemma3TextFields).
 	c.QueryPreAttnScalar = 256
 	if r.QueryPreAttnScalar != nil {
 		c.QueryPreAttnScalar = *r.QueryPreAttnScalar

@@ -29,6 +29,18 @@ func TestRealConfigs(t *testing.T) {
 			tie: true, qkvBias: true, oBias: false, qkNorm: false,
 			bos: 151643, eos: []int{151645}, stop: []int{151645, 151643}, qDim: 896, kvDim: 128, temperature: 0.7,
 		},
+		"qwen3-0.6b": {
+			typ: "qwen3", vocab: 151936, hidden: 1024, inter: 3072, layers: 28, heads: 16, kv: 8, headDim: 128,
+			eps: 1e-6, theta: 1e6, rope: RoPE{Type: "default", Theta: 1e6}, maxPos: 40960,
+			tie: true, qkvBias: false, oBias: false, qkNorm: true,
+			bos: 151643, eos: []int{151645}, stop: []int{151645, 151643}, qDim: 2048, kvDim: 1024, temperature: 0.6,
+		},
+		"qwen3-0.6b-transformers4.56": {
+			typ: "qwen3", vocab: 151936, hidden: 1024, inter: 3072, layers: 28, heads: 16, kv: 8, headDim: 128,
+			eps: 1e-6, theta: 1e6, rope: RoPE{Type: "default", Theta: 1e6}, maxPos: 40960,
+			tie: true, qkvBias: false, oBias: false, qkNorm: true,
+			bos: 151643, eos: []int{151645}, stop: []int{151645, 151643}, qDim: 2048, kvDim: 1024, temperature: 0.6,
+		},
 		"qwen3-1.7b": {
 			typ: "qwen3", vocab: 151936, hidden: 2048, inter: 6144, layers: 28, heads: 16, kv: 8, headDim: 128,
 			eps: 1e-6, theta: 1e6, rope: RoPE{Type: "default", Theta: 1e6}, maxPos: 40960,
@@ -160,7 +172,7 @@ func TestRejects(t *testing.T) {
 		"eos past vocab":   {fmt.Sprintf(base, `,"eos_token_id":[1,100]`), "outside the vocabulary"},
 		"bos list":         {fmt.Sprintf(base, `,"bos_token_id":[1,2]`), "want one id"},
 		"wrong type":       {fmt.Sprintf(base, `,"tie_word_embeddings":"yes"`), "tie_word_embeddings"},
-		"sliding no size":  {fmt.Sprintf(base, `,"use_sliding_window":true,"sliding_window":null`), "sliding_window"},
+		"sliding no size":  {strings.Replace(fmt.Sprintf(base, `,"use_sliding_window":true,"sliding_window":null`), `"llama"`, `"qwen2"`, 1), "sliding_window"},
 		"not json":         {`{"model_type":`, "hfconfig"},
 	}
 	for name, c := range cases {

@@ -19,4 +19,18 @@
 // query_pre_attn_scalar (default 256). attn_logit_softcapping and final_logit_softcapping
 // other than null, attention_dropout other than 0 and use_bidirectional_attention true are
 // refused; so is the multimodal model_type gemma3.
+//
+// Fields is the table, one per family, of every key the family's
+// configuration class and PretrainedConfig read: honoured, refused unless at
+// the value Hone implements (attention_dropout other than 0 — Hone trains
+// without dropout, as every released checkpoint and Unsloth's training
+// setup have it —, quantization_config, an encoder-decoder or cross-attention
+// switch, pruned heads, and the Gemma keys above), or knowingly ignored
+// (metadata such as transformers_version, use_cache, initializer_range,
+// Llama's pretraining_tp, which only splits the same product). Qwen2 and
+// Qwen3's sliding window is honoured by refusal: use_sliding_window true is
+// accepted only when max_window_layers leaves no layer sliding, and
+// layer_types must be full_attention throughout. A key outside the table is
+// not an error (PretrainedConfig keeps any key, and tools add their own) but
+// is listed in Config.UnknownFields, which the model folder's opener logs.
 package hfconfig

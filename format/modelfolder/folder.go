@@ -114,6 +114,17 @@ func (f *Folder) open(parts Part) error {
 	return nil
 }
 
+// Notes returns what opening the folder knowingly left aside, one line
+// each, for the stage to log: config.json keys outside the family's table
+// (hfconfig.Fields), which are left unread.
+func (f *Folder) Notes() []string {
+	if f.Config == nil || len(f.Config.UnknownFields) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s: %s: keys not read (unknown to Hone's %s table; transformers' configuration class stores such keys without using them): %s",
+		f.Dir, ConfigFile, f.Config.ModelType, strings.Join(f.Config.UnknownFields, ", "))}
+}
+
 // Close unmaps the weights (when they were opened).
 func (f *Folder) Close() error {
 	if f == nil || f.Weights == nil {

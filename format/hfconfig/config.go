@@ -89,6 +89,12 @@ type Config struct {
 
 	DType string // torch_dtype, or dtype in newer files ("bfloat16", …); "" when absent
 
+	// Wrapper is the model_type of the multimodal config.json whose
+	// text_config this Config is ("gemma3": Gemma3ForConditionalGeneration,
+	// whose checkpoint names the text model's tensors language_model.model.…
+	// or model.language_model.…); "" when config.json is the text model's own.
+	Wrapper string
+
 	// UnknownFields are the config.json keys outside the family's table
 	// (Fields), sorted: left unread, as transformers leaves a key its
 	// configuration class does not know. The model folder's opener logs them.
@@ -271,7 +277,7 @@ func Parse(data []byte) (*Config, error) {
 	switch c.ModelType {
 	case "llama", "qwen2", "qwen3", "gemma3_text":
 	case "gemma3":
-		return nil, fmt.Errorf("hfconfig: model_type %q (the multimodal Gemma 3 wrapper) is not supported; text-only gemma3_text checkpoints are (supported: %s)", c.ModelType, strings.Join(SupportedModelTypes(), ", "))
+		return parseGemma3Wrapper(&r)
 	default:
 		return nil, fmt.Errorf("hfconfig: model_type %q is not supported (supported: %s)", c.ModelType, strings.Join(SupportedModelTypes(), ", "))
 	}
@@ -287,10 +293,70 @@ func Parse(data []byte) (*Config, error) {
 	return c, nil
 }
 
+// parseGemma3Wrapper reads the config.json of Gemma3ForConditionalGeneration
+// (model_type gemma3: gemma-3-4b-it and larger) as its language model, the
+// gemma3_text config under text_config, which Hone trains and serves alone
+// (the vision tower is not loaded). Its own keys are checked against the
+// gemma3 table, text_config's against gemma3_text's. The top level's token
+// ids and dtype take precedence over text_config's, as transformers'
+// GenerationConfig.from_model_config lets the outer config's win.
+func parseGemma3Wrapper(r *raw) (*Config, error) {
+	unknown, err := checkFields("gemma3", r.keys)
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := r.keys["text_config"]
+	if !ok || string(tc) == "null" {
+		return nil, errors.New("hfconfig: text_config: missing (a gemma3 config holds its language model there)")
+	}
+	var text map[string]json.RawMessage
+	if err := json.Unmarshal(tc, &text); err != nil || text == nil {
+		return nil, fmt.Errorf("hfconfig: text_config: want an object, got %.40s", tc)
+	}
+	if mt, ok := text["model_type"]; ok && string(mt) != `"gemma3_text"` {
+		return nil, fmt.Errorf("hfconfig: text_config.model_type %s: want \"gemma3_text\"", mt)
+	}
+	text["model_type"] = json.RawMessage(`"gemma3_text"`)
+	for _, k := range []string{"bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype"} {
+		if v, ok := r.keys[k]; ok {
+			text[k] = v
+		}
+	}
+	data, err := json.Marshal(text)
+	if err != nil {
+		return nil, fmt.Errorf("hfconfig: text_config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in text_config)", err)
+	}
+	c.Wrapper, c.Architectures = "gemma3", r.Architectures
+	for _, k := range c.UnknownFields {
+		unknown = append(unknown, "text_config."+k)
+	}
+	c.UnknownFields = unknown
+	return c, nil
+}
+
+// gemma3TextDefaults are Gemma3TextConfig's sizes for the keys a config
+// leaves out (the text_config of gemma-3-4b-it gives neither vocab_size nor
+// the head counts).
+func gemma3TextDefaults() map[string]int {
+	return map[string]int{"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+		"num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4}
+}
+
 // parseShape reads the sizes: vocabulary, hidden and MLP widths, layers,
 // query and key/value heads, and the head dimension.
 func parseShape(r *raw, c *Config) error {
+	var defaults map[string]int
+	if c.ModelType == "gemma3_text" {
+		defaults = gemma3TextDefaults()
+	}
 	need := func(field string, p *int) (int, error) {
+		if d, ok := defaults[field]; ok && p == nil {
+			return d, nil
+		}
 		if p == nil {
 			return 0, fmt.Errorf("hfconfig: %s: missing", field)
 		}
@@ -316,6 +382,9 @@ func parseShape(r *raw, c *Config) error {
 		}
 	}
 	c.NumKeyValueHeads = c.NumAttentionHeads
+	if d, ok := defaults["num_key_value_heads"]; ok {
+		c.NumKeyValueHeads = d
+	}
 	if r.NumKeyValueHeads != nil {
 		c.NumKeyValueHeads = *r.NumKeyValueHeads
 	}
@@ -558,6 +627,18 @@ func parseGemma3(r *raw, c *Config) error {
 // parseSpecialIDs reads the bos, eos and pad token ids, each inside the
 // vocabulary.
 func parseSpecialIDs(r *raw, c *Config) error {
+	if c.ModelType == "gemma3_text" {
+		// Gemma3TextConfig's defaults: pad 0, eos 1, bos 2.
+		for _, d := range []struct {
+			key string
+			m   *json.RawMessage
+			id  string
+		}{{"pad_token_id", &r.PadTokenID, "0"}, {"eos_token_id", &r.EOSTokenID, "1"}, {"bos_token_id", &r.BOSTokenID, "2"}} {
+			if _, ok := r.keys[d.key]; !ok {
+				*d.m = json.RawMessage(d.id)
+			}
+		}
+	}
 	ids, err := tokenIDs("bos_token_id", r.BOSTokenID, c.VocabSize)
 	if err != nil {
 		return err

@@ -45,6 +45,17 @@ func TestSampleConfigsKnown(t *testing.T) {
 				t.Errorf("%s: key %q is in no %s field table (add it to Fields as honoured, refused or ignored)", path, k, typ)
 			}
 		}
+		if tc, ok := keys["text_config"]; ok {
+			var text map[string]json.RawMessage
+			if err := json.Unmarshal(tc, &text); err != nil {
+				t.Fatalf("%s: text_config: %v", path, err)
+			}
+			for k := range text {
+				if _, ok := Fields("gemma3_text")[k]; !ok {
+					t.Errorf("%s: text_config key %q is in no gemma3_text field table", path, k)
+				}
+			}
+		}
 		c, err := Parse(data)
 		if err != nil {
 			t.Errorf("%s: %v", path, err)
@@ -54,7 +65,7 @@ func TestSampleConfigsKnown(t *testing.T) {
 			t.Errorf("%s: unknown fields %v", path, c.UnknownFields)
 		}
 	}
-	for _, typ := range SupportedModelTypes() {
+	for _, typ := range append(SupportedModelTypes(), "gemma3") {
 		if !families[typ] {
 			t.Errorf("no config.json sample of %s in testdata", typ)
 		}
@@ -175,5 +186,37 @@ func TestLoadRefusalNamesTheFile(t *testing.T) {
 	_, err := Load(dir)
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, ConfigName)) || !strings.Contains(err.Error(), "attention_dropout 0.1") {
 		t.Errorf("error %v, want one naming %s and attention_dropout 0.1", err, ConfigName)
+	}
+}
+
+// TestGemma3Multimodal reads gemma-3-4b-it's config.json as its text model:
+// text_config with Gemma3TextConfig's defaults for what it leaves out, the
+// top level's eos ids.
+func TestGemma3Multimodal(t *testing.T) {
+	c, err := Load(filepath.Join("testdata", "gemma-3-4b-it"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(c.ModelType, c.Wrapper, c.Architectures, c.VocabSize, c.HiddenSize, c.IntermediateSize, c.NumHiddenLayers,
+		c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim, c.RoPE, c.LocalRoPETheta, c.SlidingWindow, c.QueryPreAttnScalar,
+		c.TieWordEmbeddings, c.EOSTokenIDs, *c.BOSTokenID, c.DType, c.LayerTypes[5], c.LayerTypes[6], len(c.UnknownFields))
+	want := fmt.Sprint("gemma3_text", "gemma3", []string{"Gemma3ForConditionalGeneration"}, 262208, 2560, 10240, 34,
+		8, 4, 256, RoPE{Type: "linear", Theta: 1e6, Factor: 8}, 10000.0, 1024, 256.0,
+		true, []int{1, 106}, 2, "bfloat16", "full_attention", "sliding_attention", 0)
+	if got != want {
+		t.Errorf("gemma-3-4b-it:\n got %s\nwant %s", got, want)
+	}
+	// Keys outside the tables are named with their place.
+	u, err := Parse([]byte(`{"model_type":"gemma3","new_top":1,"text_config":{"new_inner":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"new_top", "text_config.new_inner"}; !slices.Equal(u.UnknownFields, want) {
+		t.Errorf("unknown fields %v, want %v", u.UnknownFields, want)
+	}
+	// The top level's ids win over text_config's.
+	ids, err := Parse([]byte(`{"model_type":"gemma3","eos_token_id":7,"text_config":{"eos_token_id":[1,2],"pad_token_id":3}}`))
+	if err != nil || fmt.Sprint(ids.EOSTokenIDs, *ids.PadTokenID) != "[7] 3" {
+		t.Errorf("token ids: %v %v", err, ids)
 	}
 }

@@ -10,7 +10,12 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/format/modelfolder"
+	"github.com/hone-rl/hone/format/modelfolder/modelfoldertest"
+	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/model"
@@ -105,5 +110,26 @@ func TestInitModelGemma(t *testing.T) {
 	}
 	if len(losses) != 2 || !(losses[1] < losses[0]) {
 		t.Errorf("SFT losses %v: want two, the second lower", losses)
+	}
+
+	// The same weights as a multimodal Gemma 3 checkpoint
+	// (Gemma3ForConditionalGeneration, the hub's layout) train as their text
+	// model, say that the vision tower is left aside, and save an adapter
+	// under that model's layer names.
+	mm := modelfoldertest.Gemma3Multimodal(t, md, modelfolder.Layouts(&hfconfig.Config{Wrapper: "gemma3"})[0])
+	log.Reset()
+	exec("sft", "--model", mm, "--out", out, "--run", "mm", "--rank", "2", "--steps", "1", "--lr", "1e-2", "--threads", "1", chats)
+	if !strings.Contains(log.String(), "vision tower and projector") {
+		t.Errorf("no log line about the vision tower:\n%s", log.String())
+	}
+	sf, err := safetensors.OpenFile(filepath.Join(out, "mm", runfolder.StepName(1), peft.WeightsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sf.Close()
+	for _, n := range sf.Names() {
+		if !strings.HasPrefix(n, "base_model.model.model.language_model.layers.") {
+			t.Errorf("multimodal adapter tensor %q", n)
+		}
 	}
 }

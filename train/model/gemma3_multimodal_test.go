@@ -2,7 +2,6 @@ package model
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,89 +10,17 @@ import (
 
 	"github.com/hone-rl/hone/format/hfconfig"
 	"github.com/hone-rl/hone/format/modelfolder"
+	"github.com/hone-rl/hone/format/modelfolder/modelfoldertest"
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/safetensors"
 )
 
 // multimodalGemma3 writes the Gemma 3 golden case (a gemma3_text folder
 // PyTorch wrote) as a Gemma3ForConditionalGeneration folder of the same
-// weights: config.json with the text config under text_config beside a
-// vision_config, the text tensors renamed by layout, and a small vision tower
-// and projector of random values that Hone must leave aside. It returns the
-// folder.
+// weights, named by layout, with a vision tower Hone must leave aside.
 func multimodalGemma3(t *testing.T, layout modelfolder.Layout) string {
 	t.Helper()
-	src := filepath.Join(goldenDir, "gemma3", "model")
-	var text map[string]any
-	readJSON(t, filepath.Join(src, "config.json"), &text)
-	top := map[string]any{
-		"architectures": []string{"Gemma3ForConditionalGeneration"}, "model_type": "gemma3",
-		"boi_token_index": 255, "eoi_token_index": 256, "image_token_index": 257, "mm_tokens_per_image": 4,
-		"initializer_range": 0.02, "transformers_version": "4.50.0.dev0",
-		"vision_config": map[string]any{"model_type": "siglip_vision_model", "hidden_size": 8, "image_size": 4,
-			"intermediate_size": 16, "num_attention_heads": 2, "num_hidden_layers": 1, "patch_size": 2, "vision_use_head": false},
-	}
-	// The top level carries the token ids and the dtype, as gemma-3-4b-it's does.
-	for _, k := range []string{"eos_token_id", "torch_dtype"} {
-		top[k] = text[k]
-		delete(text, k)
-	}
-	delete(text, "architectures")
-	top["text_config"] = text
-	dir := t.TempDir()
-	js, err := json.MarshalIndent(top, "", " ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	set, err := safetensors.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	var ts []safetensors.Tensor
-	for _, name := range set.Names() {
-		info, _ := set.Info(name)
-		b, err := set.Bytes(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, safetensors.Tensor{Name: layout.Name(name), DType: info.DType, Shape: info.Shape, Data: b})
-	}
-	vision := "vision_tower."
-	projector := "multi_modal_projector."
-	if strings.HasPrefix(layout.Model, "model.") {
-		vision, projector = "model.vision_tower.", "model.multi_modal_projector."
-	}
-	for _, v := range []struct {
-		name  string
-		shape []int
-	}{
-		{vision + "vision_model.embeddings.patch_embedding.weight", []int{8, 3, 2, 2}},
-		{vision + "vision_model.post_layernorm.weight", []int{8}},
-		{projector + "mm_input_projection_weight", []int{8, 48}},
-		{projector + "mm_soft_emb_norm.weight", []int{8}},
-	} {
-		n := 1
-		for _, d := range v.shape {
-			n *= d
-		}
-		vals := make([]float32, n)
-		for i := range vals {
-			vals[i] = float32(i%7) - 3
-		}
-		x, err := safetensors.FromFloat32Tensor(v.name, safetensors.BF16, v.shape, vals)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts = append(ts, x)
-	}
-	if err := safetensors.Write(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return modelfoldertest.Gemma3Multimodal(t, filepath.Join(goldenDir, "gemma3", "model"), layout)
 }
 
 // renameAdapter copies the adapter folder src to a new folder whose tensors

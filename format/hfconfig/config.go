@@ -331,6 +331,14 @@ func parseGemma3Wrapper(r *raw) (*Config, error) {
 		return nil, fmt.Errorf("%w (in text_config)", err)
 	}
 	c.Wrapper, c.Architectures = "gemma3", r.Architectures
+	// transformers ties lm_head by the text config's tie_word_embeddings;
+	// a top-level value that says otherwise would be silently overruled.
+	if v, ok := r.keys["tie_word_embeddings"]; ok && string(v) != "null" {
+		var tie bool
+		if err := json.Unmarshal(v, &tie); err != nil || tie != c.TieWordEmbeddings {
+			return nil, fmt.Errorf("hfconfig: tie_word_embeddings %s disagrees with text_config's %v, which decides whether lm_head is tied", v, c.TieWordEmbeddings)
+		}
+	}
 	for _, k := range c.UnknownFields {
 		unknown = append(unknown, "text_config."+k)
 	}

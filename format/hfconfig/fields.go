@@ -82,6 +82,7 @@ func Fields(modelType string) map[string]Field {
 			t[k] = Field{Use: Ignored, Note: "image tokens of the vision path, which is not loaded"}
 		}
 		t["initializer_range"] = Field{Use: Ignored, Note: "weight initialisation; a loaded checkpoint has its weights"}
+		t["tie_word_embeddings"] = Field{Use: Honoured, Note: "must agree with text_config's, which transformers ties lm_head by"}
 	default:
 		return nil
 	}

@@ -214,6 +214,14 @@ func TestGemma3Multimodal(t *testing.T) {
 	if want := []string{"new_top", "text_config.new_inner"}; !slices.Equal(u.UnknownFields, want) {
 		t.Errorf("unknown fields %v, want %v", u.UnknownFields, want)
 	}
+	// A top-level tie_word_embeddings must agree with the text model's.
+	if _, err := Parse([]byte(`{"model_type":"gemma3","tie_word_embeddings":false,"text_config":{}}`)); err == nil ||
+		!strings.Contains(err.Error(), "tie_word_embeddings false disagrees with text_config's true") {
+		t.Errorf("disagreeing tie_word_embeddings: %v", err)
+	}
+	if _, err := Parse([]byte(`{"model_type":"gemma3","tie_word_embeddings":true,"text_config":{}}`)); err != nil {
+		t.Errorf("agreeing tie_word_embeddings: %v", err)
+	}
 	// The top level's ids win over text_config's.
 	ids, err := Parse([]byte(`{"model_type":"gemma3","eos_token_id":7,"text_config":{"eos_token_id":[1,2],"pad_token_id":3}}`))
 	if err != nil || fmt.Sprint(ids.EOSTokenIDs, *ids.PadTokenID) != "[7] 3" {

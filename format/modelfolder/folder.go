@@ -194,8 +194,12 @@ func (f *Folder) open(parts Part) error {
 func (f *Folder) Notes() []string {
 	var notes []string
 	if f.Config != nil && len(f.Config.UnknownFields) > 0 {
+		table := f.Config.ModelType
+		if f.Config.Wrapper != "" {
+			table = f.Config.Wrapper + " and " + table
+		}
 		notes = append(notes, fmt.Sprintf("%s: %s: keys not read (unknown to Hone's %s table; transformers' configuration class stores such keys without using them): %s",
-			f.Dir, ConfigFile, f.Config.ModelType, strings.Join(f.Config.UnknownFields, ", ")))
+			f.Dir, ConfigFile, table, strings.Join(f.Config.UnknownFields, ", ")))
 	}
 	if len(f.skipped) > 0 {
 		notes = append(notes, fmt.Sprintf("%s: a %s checkpoint: its text model is loaded (tensors %s…); the %d tensors of its vision tower and projector (%s, …) are not: Hone trains and serves text only",

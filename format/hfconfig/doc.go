@@ -28,16 +28,20 @@
 // image-token keys are knowingly ignored (Hone trains and serves the text model only).
 //
 // Fields is the table, one per family, of every key the family's
-// configuration class and PretrainedConfig read: honoured, refused unless at
-// the value Hone implements (attention_dropout other than 0 — Hone trains
-// without dropout, as every released checkpoint and Unsloth's training
-// setup have it —, quantization_config, an encoder-decoder or cross-attention
-// switch, pruned heads, and the Gemma keys above), or knowingly ignored
-// (metadata such as transformers_version, use_cache, initializer_range,
-// Llama's pretraining_tp, which only splits the same product). Qwen2 and
-// Qwen3's sliding window is honoured by refusal: use_sliding_window true is
-// accepted only when max_window_layers leaves no layer sliding, and
-// layer_types must be full_attention throughout. A key outside the table is
-// not an error (PretrainedConfig keeps any key, and tools add their own) but
-// is listed in Config.UnknownFields, which the model folder's opener logs.
+// configuration class and PretrainedConfig read, each honoured, refused
+// unless at the value Hone implements, or knowingly ignored with the reason.
+// Refused unless at Hone's value: quantization_config, an encoder-decoder or
+// cross-attention switch, pruned heads, the Gemma keys above, and
+// attention_dropout other than 0. Hone trains without dropout, as every
+// released Llama, Qwen and Gemma checkpoint asks (0.0) and as ART's Unsloth
+// training runs them; a nonzero value is refused rather than ignored, since
+// training would silently differ from what the file asks. Knowingly
+// ignored: metadata such as transformers_version, use_cache,
+// initializer_range, and Llama's pretraining_tp, which only splits the same
+// product. Qwen2 and Qwen3's sliding window is honoured by refusal:
+// use_sliding_window true is accepted only when max_window_layers leaves no
+// layer sliding, and layer_types must be full_attention throughout. A key
+// outside the table is not an error (PretrainedConfig keeps any key, and
+// tools add their own) but is listed in Config.UnknownFields, which the
+// model folder's opener logs.
 package hfconfig

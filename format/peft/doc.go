@@ -22,5 +22,7 @@
 // transformers 4.52 and later (Gemma3LayersPath, what Write uses for such a
 // model), or base_model.model.language_model.model.layers.{N}… as it did
 // with transformers 4.50 and 4.51 (read only). Adapter.LayersPath records
-// which.
+// which. vLLM's Gemma3ForConditionalGeneration maps model.language_model.…
+// onto its own module names (its hf_to_vllm_mapper), so it serves the
+// adapters Write saves for that model.
 package peft

@@ -12,6 +12,63 @@ import (
 	"github.com/hone-rl/hone/format/safetensors"
 )
 
+// The special tokens of the Gemma 3 folder, after the 256 byte tokens; the
+// comments give Gemma 3's own ids.
+const (
+	GemmaPad         = 256 // <pad>, 0
+	GemmaEOS         = 257 // <eos>, 1
+	GemmaBOS         = 258 // <bos>, 2
+	GemmaStartOfTurn = 259 // <start_of_turn>, 105
+	GemmaEndOfTurn   = 260 // <end_of_turn>, 106
+)
+
+var gemmaSpecials = []string{"<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"}
+
+// Gemma3Template is Gemma 3's chat template without its system-prompt and
+// image handling: a turn per message, "model" for the assistant, each
+// closed by <end_of_turn>.
+const Gemma3Template = "{{- bos_token }}{%- for message in messages %}" +
+	"{%- set role = 'model' if message['role'] == 'assistant' else message['role'] %}" +
+	"{{- '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}" +
+	"{%- endfor %}" +
+	"{%- if add_generation_prompt %}{{- '<start_of_turn>model\n' }}{%- endif %}"
+
+// Gemma3Text writes, in a new temporary folder, a model folder laid out like
+// google/gemma-3-1b-it's and scaled down (hidden 8, two layers, the first
+// sliding with a window of 2, tied embeddings, a byte-level tokenizer of 261
+// tokens): generation_config.json's eos_token_id is [GemmaEOS,
+// GemmaEndOfTurn] as Gemma 3's is [1, 106]. It returns the folder.
+func Gemma3Text(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	eos := []int{GemmaEOS, GemmaEndOfTurn}
+	cfg := map[string]any{
+		"architectures": []string{"Gemma3ForCausalLM"}, "model_type": "gemma3_text",
+		"vocab_size": len(gemmaSpecials) + 256, "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 2,
+		"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "hidden_activation": "gelu_pytorch_tanh",
+		"rms_norm_eps": 1e-6, "rope_theta": 1e6, "rope_local_base_freq": 10000.0, "rope_scaling": nil,
+		"query_pre_attn_scalar": 4, "sliding_window": 2, "sliding_window_pattern": 2, "max_position_embeddings": 32768,
+		"attention_bias": false, "attention_dropout": 0.0, "attn_logit_softcapping": nil, "final_logit_softcapping": nil,
+		"torch_dtype": "bfloat16", "bos_token_id": GemmaBOS, "eos_token_id": eos, "pad_token_id": GemmaPad,
+	}
+	files := []struct {
+		name string
+		v    any
+	}{
+		{modelfolder.ConfigFile, cfg},
+		{modelfolder.GenerationConfigFile, map[string]any{"bos_token_id": GemmaBOS, "eos_token_id": eos, "pad_token_id": GemmaPad, "do_sample": true, "top_k": 64, "top_p": 0.95}},
+		{modelfolder.TokenizerFile, ByteTokenizer(gemmaSpecials)},
+		{modelfolder.TokenizerConfigFile, map[string]any{
+			"bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>", "chat_template": Gemma3Template,
+		}},
+	}
+	for _, f := range files {
+		WriteJSON(t, filepath.Join(dir, f.name), f.v)
+	}
+	writeWeights(t, dir, cfg)
+	return dir
+}
+
 // VisionTensors is how many vision tower and projector tensors
 // Gemma3Multimodal adds.
 const VisionTensors = 4

@@ -202,6 +202,11 @@ func LoadBase(be kernels.Backend, o *Options) (*Base, error) {
 	if err != nil {
 		return nil, stageerr.Input(fmt.Errorf("model folder %s: %w", o.Model, err))
 	}
+	if o.Log != nil {
+		for _, n := range f.Notes() {
+			o.Log.Info(n)
+		}
+	}
 	// The text side carries the folder's stop ids, the ones serve stops on.
 	return &Base{Model: m, Text: layout.FromFolder(f)}, nil
 }

@@ -116,6 +116,7 @@ func TestServeManifestFlags(t *testing.T) {
 	if len(c.Args) < 2 || c.Args[0] != "hone-serve" || c.ReadinessProbe.HTTPGet.Path != "/health" {
 		t.Fatalf("container args %q, readiness %q", c.Args, c.ReadinessProbe.HTTPGet.Path)
 	}
+	binaries(t, "hone-serve")
 	cmd := exec.Command(filepath.Join(bin, "hone-serve"), append(c.Args[1:], "--help")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("hone-serve %q --help: %v\n%s", c.Args[1:], err, out)

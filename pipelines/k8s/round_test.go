@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +19,16 @@ import (
 	"github.com/hone-rl/hone/internal/waitfor"
 )
 
-// bin is the folder TestMain builds the hone binaries into.
+// bin is the folder the hone binaries are built into, each on first use
+// (binaries), so that tests needing none, like the manifest checks, run
+// in seconds.
 var bin string
+
+// built remembers which binaries are in bin, and each build's error.
+var built struct {
+	sync.Mutex
+	err map[string]error
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hone-k8s-bin-")
@@ -28,17 +37,44 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = dir
-	for _, n := range []string{"hone-collect", "hone-score", "hone-train", "hone-serve"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, n), "../../cmd/"+n).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", n, err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// binaries builds the named hone commands into bin, those not built yet
+// in one go build, and fails the test if any does not build.
+func binaries(t *testing.T, names ...string) {
+	t.Helper()
+	built.Lock()
+	defer built.Unlock()
+	if built.err == nil {
+		built.err = map[string]error{}
+	}
+	var todo []string
+	for _, n := range names {
+		if _, ok := built.err[n]; !ok {
+			todo = append(todo, n)
+		}
+	}
+	if len(todo) > 0 {
+		args := []string{"build", "-o", bin + string(os.PathSeparator)}
+		for _, n := range todo {
+			args = append(args, "../../cmd/"+n)
+		}
+		out, err := exec.Command("go", args...).CombinedOutput()
+		for _, n := range todo {
+			built.err[n] = nil
+			if err != nil {
+				built.err[n] = fmt.Errorf("go build %s: %v\n%s", strings.Join(todo, " "), err, out)
+			}
+		}
+	}
+	for _, n := range names {
+		if err := built.err[n]; err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func freePort(t *testing.T) int {
@@ -60,6 +96,7 @@ func freePort(t *testing.T) int {
 // own answers all score alike, which leaves GRPO no advantage to learn
 // from; sampling from hone-serve is covered by hone-collect's tests.
 func TestRoundOverFakeS3(t *testing.T) {
+	binaries(t, "hone-collect", "hone-score", "hone-train", "hone-serve")
 	s3 := fakes3d.StartTest(t, "hone")
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model")

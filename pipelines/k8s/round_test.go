@@ -169,9 +169,27 @@ func testRound(t *testing.T, st store) {
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer serve.Wait()
-	defer cancel()
+	exited := make(chan struct{})
+	go func() {
+		serve.Wait()
+		close(exited)
+	}()
+	defer func() {
+		cancel()
+		<-exited
+	}()
+	gone := func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
+		}
+	}
 	healthy := func() bool {
+		if gone() {
+			return true // stop waiting: it is not coming up
+		}
 		resp, err := http.Get(serveURL + "/health")
 		if err != nil {
 			return false
@@ -179,8 +197,14 @@ func testRound(t *testing.T, st store) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}
-	if !waitfor.Within(30*time.Second, healthy) {
-		t.Fatalf("hone-serve never healthy:\n%s", serveLog.String())
+	if !waitfor.Within(30*time.Second, healthy) || gone() {
+		why := "exited"
+		if !gone() {
+			why = "was not healthy in 30s"
+			cancel()
+			<-exited
+		}
+		t.Fatalf("hone-serve %s:\n%s", why, serveLog.String())
 	}
 
 	r, err := Load("round.yaml")

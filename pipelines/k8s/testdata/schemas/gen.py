@@ -21,11 +21,12 @@ types IntOrString as a string; Kubernetes takes both (the CRDs say
 x-kubernetes-int-or-string), so it becomes a string or an integer, as
 kubeconform's own openapi2jsonschema.py makes it.
 
-Run from this folder:  python3 gen.py
+Run from this folder:  python3 gen.py [OUTDIR]   (default: this folder)
 """
 import json
 import os
 import subprocess
+import sys
 
 ARGO = "github.com/argoproj/argo-workflows/v3@v3.7.9"
 ARGO_KINDS = {
@@ -85,7 +86,7 @@ def undescribe(node):
             undescribe(v)
 
 
-def write(out, kind, defs, source):
+def write(outdir, out, kind, defs, source):
     keep, todo = set(), [kind]
     while todo:
         d = todo.pop()
@@ -104,18 +105,19 @@ def write(out, kind, defs, source):
         "definitions": {d: defs[d] for d in sorted(keep)},
     }
     strict(doc)
-    with open(out, "w") as f:
+    with open(os.path.join(outdir, out), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
     print(out, len(keep), "definitions")
 
 
 def main():
+    outdir = sys.argv[1] if len(sys.argv) > 1 else "."
     with open(os.path.join(module_dir(ARGO), "api", "jsonschema", "schema.json")) as f:
         defs = json.load(f)["definitions"]
     defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] = INT_OR_STRING
     for out, kind in ARGO_KINDS.items():
-        write(out, kind, defs, ARGO + " api/jsonschema/schema.json")
+        write(outdir, out, kind, defs, ARGO + " api/jsonschema/schema.json")
 
     with open(os.path.join(module_dir(K8S), "api", "openapi-spec", "swagger.json")) as f:
         defs = json.load(f)["definitions"]
@@ -133,7 +135,7 @@ def main():
         d["required"] = sorted(set(d.get("required", [])) | {"apiVersion", "kind"})
     undescribe(defs)
     for out, kind in K8S_KINDS.items():
-        write(out, kind, defs, K8S + " api/openapi-spec/swagger.json")
+        write(outdir, out, kind, defs, K8S + " api/openapi-spec/swagger.json")
 
 
 if __name__ == "__main__":

@@ -110,3 +110,101 @@ func TestRMSNormOnHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// deviceBackend is kernels/ref with the ops kernels/cuda has kernels for
+// replaced by Ops on a device: each call uploads its operands, launches,
+// and downloads every buffer back into its host slice. A failure panics
+// (kernels.Backend returns no errors).
+type deviceBackend struct {
+	ref.Backend
+	dev *cuda.Device
+	ops *cuda.Ops
+}
+
+// call runs f with buf, which uploads a host slice to a fresh buffer (the
+// same buffer for slices starting at the same element: in-place ops; nil
+// for a nil slice), then downloads and frees every buffer made.
+func (b deviceBackend) call(op string, f func(buf func(x []float32) *cuda.Buffer) error) {
+	type held struct {
+		host []float32
+		dev  *cuda.Buffer
+	}
+	var bufs []held
+	defer func() {
+		for _, h := range bufs {
+			h.dev.Free()
+		}
+	}()
+	buf := func(x []float32) *cuda.Buffer {
+		if len(x) == 0 {
+			return nil
+		}
+		for _, h := range bufs {
+			if &h.host[0] == &x[0] {
+				return h.dev
+			}
+		}
+		d, err := b.dev.Alloc(len(x))
+		if err != nil {
+			panic(err)
+		}
+		bufs = append(bufs, held{x, d})
+		if err := d.Upload(x); err != nil {
+			panic(err)
+		}
+		return d
+	}
+	if err := f(buf); err != nil {
+		panic(fmt.Sprintf("%s on the device: %v", op, err))
+	}
+	for _, h := range bufs {
+		if err := h.dev.Download(h.host); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (b deviceBackend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
+	b.call("RMSNormForward", func(buf func([]float32) *cuda.Buffer) error {
+		return b.ops.RMSNormForward(buf(out), buf(rstd), buf(inp), buf(weight), N, C, eps)
+	})
+}
+
+func (b deviceBackend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
+	b.call("RMSNormBackward", func(buf func([]float32) *cuda.Buffer) error {
+		return b.ops.RMSNormBackward(buf(dinp), buf(dweight), buf(dout), buf(rstd), buf(inp), buf(weight), N, C)
+	})
+}
+
+// TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
+// JIT-compiled by the driver, with Ops' launch geometry) through
+// kerneltest's conformance cases for their ops, against kernels/ref, and
+// on the 7B shape's rows.
+func TestKernelsOnHardware(t *testing.T) {
+	dev := openHardware(t)
+	defer dev.Close()
+	ops, err := dev.LoadOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := deviceBackend{dev: dev, ops: ops}
+	kerneltest.RunOps(t, b, "RMSNorm")
+	t.Run("7B rows", func(t *testing.T) {
+		r := rand.New(rand.NewPCG(28, 7))
+		const N, C = 64, 3584
+		inp, weight, dout := randn(r, N*C), randn(r, C), randn(r, N*C)
+		want, wantRstd, got, gotRstd := make([]float32, N*C), make([]float32, N), make([]float32, N*C), make([]float32, N)
+		ref.New().RMSNormForward(want, wantRstd, inp, weight, N, C, 1e-6)
+		b.RMSNormForward(got, gotRstd, inp, weight, N, C, 1e-6)
+		near(t, "RMSNorm out", got, want, kerneltest.F32Tol)
+		near(t, "RMSNorm rstd", gotRstd, wantRstd, kerneltest.F32Tol)
+		wdi, wdw, gdi, gdw := make([]float32, N*C), make([]float32, C), make([]float32, N*C), make([]float32, C)
+		ref.New().RMSNormBackward(wdi, wdw, dout, wantRstd, inp, weight, N, C)
+		b.RMSNormBackward(gdi, gdw, dout, wantRstd, inp, weight, N, C)
+		near(t, "RMSNorm dinp", gdi, wdi, kerneltest.F32Tol)
+		near(t, "RMSNorm dweight", gdw, wdw, kerneltest.F32Tol)
+	})
+	if err := ops.Unload(); err != nil {
+		t.Fatal(err)
+	}
+}

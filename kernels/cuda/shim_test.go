@@ -9,10 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/internal/ptxbuild"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 	"github.com/hone-rl/hone/kernels/ref"
 )
@@ -41,40 +44,186 @@ func buildShim(t *testing.T, name string) string {
 	return bin
 }
 
-// TestRMSNormOnCPUShim runs rmsnorm.cu — the CUDA source, compiled by g++
-// through cpushim/cuda_cpu.h — against kernels/ref's RMSNormForward on edge
-// shapes and block sizes (one warp, several, a partial last column stride).
-func TestRMSNormOnCPUShim(t *testing.T) {
+// shimHarness runs launches of Hone's kernels on the CPU: testdata/
+// kernels_main.cc, which compiles every .cu through cpushim/cuda_cpu.h.
+type shimHarness struct{ bin string }
+
+// run runs one launch. Its arguments are host slices ([]float32, []int32,
+// []uint16; a nil one is a null pointer, one that starts where an earlier
+// one starts is passed as the same memory), int and float32; the slices
+// hold the kernel's results after.
+func (h shimHarness) run(s cuda.Step) error {
+	var in bytes.Buffer
+	put := func(v any) {
+		if err := binary.Write(&in, binary.LittleEndian, v); err != nil {
+			panic(err)
+		}
+	}
+	put(int32(len(s.Kernel)))
+	in.WriteString(s.Kernel)
+	for _, v := range []int{s.Grid.X, s.Grid.Y, s.Grid.Z, s.Block.X, s.Block.Y, s.Block.Z} {
+		put(int32(v))
+	}
+	put(int32(len(s.Args)))
+	var arrays []any        // the array arguments written, in order
+	starts := map[any]int{} // first element's address → argument index
+	array := func(k int, tag int32, n int, first any, v any) {
+		if n == 0 || first == nil {
+			put(int32(6))
+			return
+		}
+		if j, ok := starts[first]; ok {
+			put(int32(7))
+			put(int32(j))
+			return
+		}
+		starts[first] = k
+		put(tag)
+		put(int32(n))
+		put(v)
+		arrays = append(arrays, v)
+	}
+	for k, a := range s.Args {
+		switch v := a.(type) {
+		case []float32:
+			var first any
+			if len(v) > 0 {
+				first = &v[0]
+			}
+			array(k, 1, len(v), first, v)
+		case []int32:
+			var first any
+			if len(v) > 0 {
+				first = &v[0]
+			}
+			array(k, 2, len(v), first, v)
+		case []uint16:
+			var first any
+			if len(v) > 0 {
+				first = &v[0]
+			}
+			array(k, 3, len(v), first, v)
+		case int:
+			put(int32(4))
+			put(int32(v))
+		case float32:
+			put(int32(5))
+			put(v)
+		default:
+			return fmt.Errorf("%s: argument %d: a %T", s.Kernel, k, a)
+		}
+	}
+	cmd := exec.Command(h.bin)
+	cmd.Stdin = &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s on %v×%v: %v: %s", s.Kernel, s.Grid, s.Block, err, stderr.String())
+	}
+	r := bytes.NewReader(raw)
+	for _, v := range arrays {
+		if err := binary.Read(r, binary.LittleEndian, v); err != nil {
+			return fmt.Errorf("%s: reading its results back: %v", s.Kernel, err)
+		}
+	}
+	if r.Len() != 0 {
+		return fmt.Errorf("%s: %d bytes of output left over", s.Kernel, r.Len())
+	}
+	return nil
+}
+
+// runPlan runs an op's launches in order; a failure panics (kerneltest
+// drives the ops through kernels.Backend, which returns no errors).
+func (h shimHarness) runPlan(steps []cuda.Step) {
+	for _, s := range steps {
+		if err := h.run(s); err != nil {
+			panic("CUDA kernel on the CPU shim: " + err.Error())
+		}
+	}
+}
+
+// shimBackend is kernels/ref with the ops kernels/cuda has kernels for
+// replaced by those kernels, run on the CPU shim with Ops' launch plans.
+type shimBackend struct {
+	ref.Backend
+	h shimHarness
+}
+
+func (b shimBackend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
+	b.h.runPlan(cuda.PlanRMSNormForward(out, rstd, inp, weight, N, C, eps))
+}
+
+func (b shimBackend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
+	b.h.runPlan(cuda.PlanRMSNormBackward(dinp, dweight, dout, rstd, inp, weight, dweight != nil, N, C))
+}
+
+// TestKernelsOnCPUShim runs the .cu kernels — the CUDA source, compiled by
+// g++ through cpushim/cuda_cpu.h — with Ops' launch plans through
+// kerneltest's conformance cases for their ops, against kernels/ref at
+// F32Tol, and the PyTorch goldens where there are some; and on block sizes
+// the plans do not pick.
+func TestKernelsOnCPUShim(t *testing.T) {
 	t.Parallel() // most of the time is the compiler's
-	bin := buildShim(t, "rmsnorm_main")
+	h := shimHarness{buildShim(t, "kernels_main")}
+	t.Run("harness holds every kernel", func(t *testing.T) {
+		out, err := exec.Command(h.bin, "-list").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods, err := ptxbuild.Sources(".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, m := range mods {
+			src, err := os.ReadFile(m + ".cu")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, ptxbuild.Kernels(src)...)
+		}
+		got := strings.Fields(string(out))
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("testdata/kernels_main.cc holds %v, the .cu files define %v", got, want)
+		}
+	})
+	t.Run("conformance", func(t *testing.T) {
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm")
+	})
+	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
+}
+
+// rmsnormBlocks runs the RMSNorm kernels on edge shapes and block sizes
+// (one warp, several, a partial last column stride), against kernels/ref.
+func rmsnormBlocks(t *testing.T, h shimHarness) {
 	r := rand.New(rand.NewPCG(28, 4))
 	for _, s := range [][3]int{{1, 1, 32}, {3, 70, 64}, {5, 33, 96}, {2, 17, 32}, {5, 896, 256}, {1, 1000, 1024}} {
 		N, C, threads := s[0], s[1], s[2]
 		t.Run(fmt.Sprintf("N=%d,C=%d,threads=%d", N, C, threads), func(t *testing.T) {
 			inp, weight := randn(r, N*C), randn(r, C)
 			const eps = 1e-6
-			var in bytes.Buffer
-			for _, v := range []any{[]int32{int32(N), int32(C), int32(threads)}, float32(eps), inp, weight} {
-				if err := binary.Write(&in, binary.LittleEndian, v); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cmd := exec.Command(bin)
-			cmd.Stdin = &in
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			raw, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("%v: %s", err, stderr.String())
-			}
-			got := make([]float32, N*C+N)
-			if err := binary.Read(bytes.NewReader(raw), binary.LittleEndian, got); err != nil {
-				t.Fatalf("reading %d bytes: %v", len(raw), err)
-			}
 			out, rstd := make([]float32, N*C), make([]float32, N)
 			ref.New().RMSNormForward(out, rstd, inp, weight, N, C, eps)
-			near(t, "out", got[:N*C], out, kerneltest.F32Tol)
-			near(t, "rstd", got[N*C:], rstd, kerneltest.F32Tol)
+			gOut, gRstd := make([]float32, N*C), make([]float32, N)
+			block := cuda.Dim3{X: threads, Y: 1, Z: 1}
+			if err := h.run(cuda.Step{Kernel: "rmsnorm_forward", Grid: cuda.Dim3{X: N, Y: 1, Z: 1}, Block: block,
+				Args: []any{gOut, gRstd, inp, weight, C, float32(eps)}}); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "out", gOut, out, kerneltest.F32Tol)
+			near(t, "rstd", gRstd, rstd, kerneltest.F32Tol)
+
+			dout, dinp := randn(r, N*C), randn(r, N*C)
+			want := append([]float32(nil), dinp...)
+			ref.New().RMSNormBackward(want, nil, dout, rstd, inp, weight, N, C)
+			if err := h.run(cuda.Step{Kernel: "rmsnorm_backward", Grid: cuda.Dim3{X: N, Y: 1, Z: 1}, Block: block,
+				Args: []any{dinp, dout, rstd, inp, weight, C}}); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "dinp", dinp, want, kerneltest.F32Tol)
 		})
 	}
 }

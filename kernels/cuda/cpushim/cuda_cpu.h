@@ -68,12 +68,12 @@ struct Barrier {
 	const char *file = nullptr;
 	int line = 0;
 	std::string name;  // "__syncthreads", "warp 2 shuffle"
+	std::condition_variable cv;  // its waiting members (a warp's wake only that warp)
 };
 
 // Block is the state the threads of the running block share, under one lock.
 struct Block {
 	std::mutex mu;
-	std::condition_variable cv;
 	int running = 0;  // threads neither waiting at a barrier nor finished
 	bool broken = false;
 	std::string error;
@@ -91,7 +91,8 @@ struct Block {
 			broken = true;
 			error = msg;
 		}
-		cv.notify_all();
+		block.cv.notify_all();
+		for (Barrier &w : warps) w.cv.notify_all();
 	}
 
 	// stuck describes every barrier with threads waiting at it.
@@ -124,7 +125,7 @@ struct Block {
 			b.arrived = 0;
 			b.generation++;
 			running += b.members - 1;  // the others wake up
-			cv.notify_all();
+			b.cv.notify_all();
 			return;
 		}
 		running--;
@@ -133,7 +134,7 @@ struct Block {
 			throw Diverged{};
 		}
 		long gen = b.generation;
-		cv.wait(lk, [&] { return b.generation != gen || broken; });
+		b.cv.wait(lk, [&] { return b.generation != gen || broken; });
 		if (broken && b.generation == gen) throw Diverged{};
 	}
 
@@ -216,7 +217,7 @@ std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... arg
 				b.block.members = int(n);
 				b.block.name = "__syncthreads";
 				unsigned nw = (n + warpSize - 1) / warpSize;
-				b.warps.resize(nw);
+				b.warps = std::vector<Barrier>(nw);
 				b.exchange.assign(nw, std::vector<uint64_t>(warpSize));
 				for (unsigned w = 0; w < nw; w++) {
 					b.warps[w].members = int(n - w * warpSize < unsigned(warpSize) ? n - w * warpSize : warpSize);

@@ -11,10 +11,11 @@
 # under 7 minutes. It exits 1 when a step failed.
 #
 # What it checks today: the device (nvidia-smi), PyTorch's view of it, and
-# kernels/cuda's hardware tests (GEMMs through cuBLAS, and rmsnorm.cu's
-# embedded PTX JIT-compiled by the driver, against kernels/ref), under
+# kernels/cuda's hardware tests (GEMMs through cuBLAS, and the kernels'
+# embedded PTX JIT-compiled by the driver and launched by cuda.Ops, on
+# kerneltest's conformance cases for their ops, against kernels/ref), under
 # compute-sanitizer memcheck too when the machine has it. What is NOT in it,
-# because it does not exist yet: a CUDA kernels.Backend, the conformance
+# because it does not exist yet: a CUDA kernels.Backend, the full conformance
 # suite and the model goldens on CUDA, and the LoRA step and decode next to
 # PyTorch + PEFT.
 #

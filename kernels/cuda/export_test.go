@@ -1,0 +1,10 @@
+package cuda
+
+// The launch plans of Ops, for the tests that run the same launches on the
+// CPU shim.
+type Step = step
+
+var (
+	PlanRMSNormForward  = planRMSNormForward
+	PlanRMSNormBackward = planRMSNormBackward
+)

@@ -1,0 +1,203 @@
+package cuda
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Ops launches Hone's own kernels (the .cu modules beside this file) on one
+// device: its methods are kernels.Backend's ops on device buffers, each a
+// fixed launch geometry (the plan* functions) after checking the sizes and
+// buffer lengths. They queue the kernels on the default stream and return
+// before they end (Download waits). None of it has run on a GPU yet.
+type Ops struct {
+	d       *Device
+	mods    []*Kernels
+	kernels map[string]*Kernel
+}
+
+// kernelModules names the module (.cu file) of every kernel Ops launches.
+var kernelModules = map[string]string{
+	"rmsnorm_forward":          "rmsnorm",
+	"rmsnorm_backward":         "rmsnorm",
+	"rmsnorm_backward_dweight": "rmsnorm",
+}
+
+// LoadOps loads every module Ops needs (Device.LoadKernels) and looks up
+// its kernels. Unload (or Device.Close) unloads them.
+func (d *Device) LoadOps() (*Ops, error) {
+	o := &Ops{d: d, kernels: map[string]*Kernel{}}
+	byModule := map[string][]string{}
+	for k, m := range kernelModules {
+		byModule[m] = append(byModule[m], k)
+	}
+	mods := make([]string, 0, len(byModule))
+	for m := range byModule {
+		mods = append(mods, m)
+	}
+	sort.Strings(mods)
+	for _, m := range mods {
+		mod, err := d.LoadKernels(m)
+		if err != nil {
+			o.Unload()
+			return nil, err
+		}
+		o.mods = append(o.mods, mod)
+		for _, name := range byModule[m] {
+			k, err := mod.Kernel(name)
+			if err != nil {
+				o.Unload()
+				return nil, err
+			}
+			o.kernels[name] = k
+		}
+	}
+	return o, nil
+}
+
+// Unload unloads the modules LoadOps loaded; the first error is returned.
+func (o *Ops) Unload() error {
+	var first error
+	for _, m := range o.mods {
+		if err := m.Unload(); err != nil && first == nil {
+			first = err
+		}
+	}
+	o.mods = nil
+	return first
+}
+
+// step is one kernel launch of an op: the kernel, its geometry, and its
+// arguments in the kernel's parameter order. An op's buffer arguments are
+// whatever its caller passes to the plan (*Buffer for Ops; host slices in
+// the tests that run the same plans on the CPU shim), the rest int and
+// float32.
+type step struct {
+	Kernel      string
+	Grid, Block Dim3
+	Args        []any
+}
+
+// run launches an op's steps in order.
+func (o *Ops) run(op string, steps []step) error {
+	for _, s := range steps {
+		k, ok := o.kernels[s.Kernel]
+		if !ok {
+			return fmt.Errorf("CUDA %s: kernel %s not loaded", op, s.Kernel)
+		}
+		if err := k.Launch(s.Grid, s.Block, 0, s.Args...); err != nil {
+			return fmt.Errorf("CUDA %s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// check collects an op's argument errors: negative or too large sizes,
+// missing or short buffers. The first one is kept.
+type check struct {
+	op  string
+	err error
+}
+
+func (c *check) fail(format string, a ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("CUDA %s: %s", c.op, fmt.Sprintf(format, a...))
+	}
+}
+
+// sizes fails unless every size is ≥ 0 and their product fits an int32
+// (the kernels index with int).
+func (c *check) sizes(names string, s ...int) {
+	p := 1
+	for _, v := range s {
+		if v < 0 {
+			c.fail("negative size in %s = %v", names, s)
+			return
+		}
+		if v > 0 && p > (1<<31-1)/v {
+			c.fail("sizes %s = %v: more than 2³¹−1 elements", names, s)
+			return
+		}
+		p *= v
+	}
+}
+
+// buf fails unless b is a buffer of this device with at least n elements.
+func (c *check) buf(d *Device, name string, b *Buffer, n int) {
+	switch {
+	case b == nil:
+		c.fail("%s is nil", name)
+	case b.d != d:
+		c.fail("%s is a buffer of another device", name)
+	case b.n < n:
+		c.fail("%s has %d elements, shape needs %d", name, b.n, n)
+	}
+}
+
+// rowThreads is the block of a one-block-per-row kernel over rows of C
+// values: 32 threads a warp, up to 256, no more warps than the row fills.
+func rowThreads(C int) int {
+	return min(256, max(32, (C+31)/32*32))
+}
+
+// planRMSNormForward: one block per row.
+func planRMSNormForward(out, rstd, inp, weight any, N, C int, eps float32) []step {
+	if N == 0 {
+		return nil
+	}
+	return []step{{"rmsnorm_forward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{out, rstd, inp, weight, C, eps}}}
+}
+
+// planRMSNormBackward: dinp one block per row; dweight (when withDweight)
+// one block of 32×8 threads per 32 columns.
+func planRMSNormBackward(dinp, dweight, dout, rstd, inp, weight any, withDweight bool, N, C int) []step {
+	if N == 0 {
+		return nil
+	}
+	s := []step{{"rmsnorm_backward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{dinp, dout, rstd, inp, weight, C}}}
+	if withDweight {
+		s = append(s, step{"rmsnorm_backward_dweight", Dim3{(C + 31) / 32, 1, 1}, Dim3{32, 8, 1}, []any{dweight, dout, rstd, inp, N, C}})
+	}
+	return s
+}
+
+// RMSNormForward is kernels.Backend.RMSNormForward on device buffers: out
+// [N,C], rstd [N], inp [N,C], weight [C]; C ≥ 1.
+func (o *Ops) RMSNormForward(out, rstd, inp, weight *Buffer, N, C int, eps float32) error {
+	c := check{op: "RMSNormForward"}
+	c.sizes("N, C", N, C)
+	if C < 1 {
+		c.fail("C = %d: want at least 1", C)
+	}
+	c.buf(o.d, "out", out, N*C)
+	c.buf(o.d, "rstd", rstd, N)
+	c.buf(o.d, "inp", inp, N*C)
+	c.buf(o.d, "weight", weight, C)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planRMSNormForward(out, rstd, inp, weight, N, C, eps))
+}
+
+// RMSNormBackward is kernels.Backend.RMSNormBackward on device buffers: it
+// accumulates dinp [N,C] and dweight [C] (nil: skipped); dout, inp [N,C],
+// rstd [N], weight [C]; C ≥ 1. dweight's sum over rows is deterministic.
+func (o *Ops) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight *Buffer, N, C int) error {
+	c := check{op: "RMSNormBackward"}
+	c.sizes("N, C", N, C)
+	if C < 1 {
+		c.fail("C = %d: want at least 1", C)
+	}
+	c.buf(o.d, "dinp", dinp, N*C)
+	if dweight != nil {
+		c.buf(o.d, "dweight", dweight, C)
+	}
+	c.buf(o.d, "dout", dout, N*C)
+	c.buf(o.d, "rstd", rstd, N)
+	c.buf(o.d, "inp", inp, N*C)
+	c.buf(o.d, "weight", weight, C)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planRMSNormBackward(dinp, dweight, dout, rstd, inp, weight, dweight != nil, N, C))
+}

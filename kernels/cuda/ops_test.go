@@ -1,0 +1,146 @@
+package cuda_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+)
+
+// opsCase is one Ops call on the fake driver and the launches it must make.
+type opsCase struct {
+	name string
+	call func(o *cuda.Ops, b func(n int) *cuda.Buffer) error
+	want []cudafake.Launch
+}
+
+func dim(x, y, z int) cuda.Dim3 { return cuda.Dim3{X: x, Y: y, Z: z} }
+
+// launch is the fake driver's record of a launch without dynamic shared
+// memory.
+func launch(kernel string, grid, block cuda.Dim3, params int) cudafake.Launch {
+	return cudafake.Launch{Kernel: kernel, Grid: grid, Block: block, Params: params}
+}
+
+// runOpsCases runs each case on a fresh fake device with the embedded PTX
+// loaded by LoadOps, and compares the launches the driver saw.
+func runOpsCases(t *testing.T, cases []opsCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			drv := cudafake.NewDriver(1, 0) // knows the kernels of the PTX loaded only
+			dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dev.Close()
+			o, err := dev.LoadOps()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Unload()
+			buf := func(n int) *cuda.Buffer {
+				b, err := dev.Alloc(max(n, 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			if err := c.call(o, buf); err != nil {
+				t.Fatal(err)
+			}
+			got := drv.Launches()
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("launches\n%+v\nwant\n%+v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestOpsLaunchGeometry: each op of Ops launches its kernels, found in the
+// embedded PTX, with the geometry its kernels' comments ask for, and
+// nothing for an empty shape.
+func TestOpsLaunchGeometry(t *testing.T) {
+	runOpsCases(t, []opsCase{
+		{"RMSNormForward C=896", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RMSNormForward(b(5*896), b(5), b(5*896), b(896), 5, 896, 1e-6)
+		}, []cudafake.Launch{launch("rmsnorm_forward", dim(5, 1, 1), dim(256, 1, 1), 6)}},
+		{"RMSNormForward C=33", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RMSNormForward(b(3*33), b(3), b(3*33), b(33), 3, 33, 1e-6)
+		}, []cudafake.Launch{launch("rmsnorm_forward", dim(3, 1, 1), dim(64, 1, 1), 6)}},
+		{"RMSNormForward N=0", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RMSNormForward(b(0), b(0), b(0), b(8), 0, 8, 1e-6)
+		}, nil},
+		{"RMSNormBackward with dweight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RMSNormBackward(b(7*70), b(70), b(7*70), b(7), b(7*70), b(70), 7, 70)
+		}, []cudafake.Launch{
+			launch("rmsnorm_backward", dim(7, 1, 1), dim(96, 1, 1), 6),
+			launch("rmsnorm_backward_dweight", dim(3, 1, 1), dim(32, 8, 1), 6),
+		}},
+		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
+		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},
+	})
+}
+
+// TestOpsArgumentChecks: Ops refuses short, missing and foreign buffers
+// and bad sizes, naming the op and the buffer, before launching anything.
+func TestOpsArgumentChecks(t *testing.T) {
+	drv := cudafake.NewDriver(1, 0)
+	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	o, err := dev.LoadOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _ := openFake(t, 0)
+	defer other.Close()
+	b := func(d *cuda.Device, n int) *cuda.Buffer {
+		x, err := d.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	for _, c := range []struct {
+		name string
+		call func() error
+		says string
+	}{
+		{"short out", func() error { return o.RMSNormForward(b(dev, 5), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3, 1e-6) },
+			"CUDA RMSNormForward: out has 5 elements, shape needs 6"},
+		{"nil weight", func() error { return o.RMSNormForward(b(dev, 6), b(dev, 2), b(dev, 6), nil, 2, 3, 1e-6) },
+			"CUDA RMSNormForward: weight is nil"},
+		{"C=0", func() error { return o.RMSNormForward(b(dev, 1), b(dev, 1), b(dev, 1), b(dev, 1), 1, 0, 1e-6) },
+			"C = 0: want at least 1"},
+		{"negative N", func() error { return o.RMSNormForward(b(dev, 1), b(dev, 1), b(dev, 1), b(dev, 1), -1, 1, 1e-6) },
+			"negative size in N, C = [-1 1]"},
+		{"too many elements", func() error {
+			return o.RMSNormBackward(b(dev, 1), nil, b(dev, 1), b(dev, 1), b(dev, 1), b(dev, 1), 1<<20, 1<<12)
+		}, "more than 2³¹−1 elements"},
+		{"foreign dweight", func() error {
+			return o.RMSNormBackward(b(dev, 6), b(other, 3), b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3)
+		}, "CUDA RMSNormBackward: dweight is a buffer of another device"},
+	} {
+		if err := c.call(); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want it to say %q", c.name, err, c.says)
+		}
+	}
+	if l := drv.Launches(); len(l) != 0 {
+		t.Errorf("refused calls launched %+v", l)
+	}
+	if err := o.Unload(); err != nil {
+		t.Fatal(err)
+	}
+	if drv.Modules() != 0 {
+		t.Errorf("Unload left %d modules loaded", drv.Modules())
+	}
+	if err := o.RMSNormForward(b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3, 1e-6); err == nil || !strings.Contains(err.Error(), "module was unloaded") {
+		t.Errorf("after Unload: %v", err)
+	}
+}

@@ -6,8 +6,8 @@ import (
 	"unsafe"
 )
 
-// Buffer is float32 memory on a Device, allocated by Alloc and released by
-// Free. The host sees its contents only through Upload and Download.
+// Buffer is float32 memory on a Device (or int32: UploadInt32), allocated
+// by Alloc and released by Free. The host sees its contents only through Upload and Download.
 type Buffer struct {
 	d   *Device
 	ptr DevPtr
@@ -81,6 +81,29 @@ func (b *Buffer) Upload(src []float32) error {
 	})
 	if err != nil {
 		return fmt.Errorf("CUDA Upload of %d floats: %w", b.n, err)
+	}
+	return nil
+}
+
+// UploadInt32 copies src, which must have exactly Len elements, to the
+// device as int32 values (the kernels' int operands: positions, token
+// ids); the buffer's elements are 4 bytes either way.
+func (b *Buffer) UploadInt32(src []int32) error {
+	if len(src) != b.n {
+		return fmt.Errorf("CUDA UploadInt32: %d values into a buffer of %d", len(src), b.n)
+	}
+	var raw []byte
+	if len(src) > 0 {
+		raw = unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), 4*len(src))
+	}
+	err := b.d.do(func() error {
+		if err := b.checkLive(); err != nil {
+			return err
+		}
+		return b.d.drv.MemcpyHtoD(b.ptr, raw)
+	})
+	if err != nil {
+		return fmt.Errorf("CUDA UploadInt32 of %d values: %w", b.n, err)
 	}
 	return nil
 }

@@ -7,4 +7,5 @@ type Step = step
 var (
 	PlanRMSNormForward  = planRMSNormForward
 	PlanRMSNormBackward = planRMSNormBackward
+	PlanRoPE            = planRoPE
 )

@@ -123,8 +123,9 @@ type deviceBackend struct {
 
 // call runs f with buf, which uploads a host slice to a fresh buffer (the
 // same buffer for slices starting at the same element: in-place ops; nil
-// for a nil slice), then downloads and frees every buffer made.
-func (b deviceBackend) call(op string, f func(buf func(x []float32) *cuda.Buffer) error) {
+// for an empty slice), and ibuf, which uploads int32 operands; then it
+// downloads buf's buffers back and frees every buffer made.
+func (b deviceBackend) call(op string, f func(buf func(x []float32) *cuda.Buffer, ibuf func(x []int32) *cuda.Buffer) error) {
 	type held struct {
 		host []float32
 		dev  *cuda.Buffer
@@ -154,7 +155,27 @@ func (b deviceBackend) call(op string, f func(buf func(x []float32) *cuda.Buffer
 		}
 		return d
 	}
-	if err := f(buf); err != nil {
+	var ints []*cuda.Buffer
+	defer func() {
+		for _, d := range ints {
+			d.Free()
+		}
+	}()
+	ibuf := func(x []int32) *cuda.Buffer {
+		if len(x) == 0 {
+			return nil
+		}
+		d, err := b.dev.Alloc(len(x))
+		if err != nil {
+			panic(err)
+		}
+		ints = append(ints, d)
+		if err := d.UploadInt32(x); err != nil {
+			panic(err)
+		}
+		return d
+	}
+	if err := f(buf, ibuf); err != nil {
 		panic(fmt.Sprintf("%s on the device: %v", op, err))
 	}
 	for _, h := range bufs {
@@ -165,14 +186,26 @@ func (b deviceBackend) call(op string, f func(buf func(x []float32) *cuda.Buffer
 }
 
 func (b deviceBackend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
-	b.call("RMSNormForward", func(buf func([]float32) *cuda.Buffer) error {
+	b.call("RMSNormForward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
 		return b.ops.RMSNormForward(buf(out), buf(rstd), buf(inp), buf(weight), N, C, eps)
 	})
 }
 
 func (b deviceBackend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
-	b.call("RMSNormBackward", func(buf func([]float32) *cuda.Buffer) error {
+	b.call("RMSNormBackward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
 		return b.ops.RMSNormBackward(buf(dinp), buf(dweight), buf(dout), buf(rstd), buf(inp), buf(weight), N, C)
+	})
+}
+
+func (b deviceBackend) RoPEForward(out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.call("RoPEForward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		return b.ops.RoPEForward(buf(out), buf(inp), ibuf(pos), buf(invFreq), N, H, D, len(invFreq))
+	})
+}
+
+func (b deviceBackend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.call("RoPEBackward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		return b.ops.RoPEBackward(buf(dinp), buf(dout), ibuf(pos), buf(invFreq), N, H, D, len(invFreq))
 	})
 }
 
@@ -188,7 +221,7 @@ func TestKernelsOnHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := deviceBackend{dev: dev, ops: ops}
-	kerneltest.RunOps(t, b, "RMSNorm")
+	kerneltest.RunOps(t, b, "RMSNorm", "RoPE")
 	t.Run("7B rows", func(t *testing.T) {
 		r := rand.New(rand.NewPCG(28, 7))
 		const N, C = 64, 3584

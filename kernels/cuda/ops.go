@@ -21,6 +21,8 @@ var kernelModules = map[string]string{
 	"rmsnorm_forward":          "rmsnorm",
 	"rmsnorm_backward":         "rmsnorm",
 	"rmsnorm_backward_dweight": "rmsnorm",
+	"rope_forward":             "rope",
+	"rope_backward":            "rope",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up
@@ -200,4 +202,59 @@ func (o *Ops) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight *Buffer, N,
 		return c.err
 	}
 	return o.run(c.op, planRMSNormBackward(dinp, dweight, dout, rstd, inp, weight, dweight != nil, N, C))
+}
+
+// flatThreads is the block of the kernels that take their work items in a
+// grid-stride loop; flatGrid their grid: one item a thread, up to
+// maxFlatBlocks blocks (each thread then takes several).
+const (
+	flatThreads   = 256
+	maxFlatBlocks = 4096
+)
+
+func flatGrid(items int) Dim3 {
+	return Dim3{min(maxFlatBlocks, (items+flatThreads-1)/flatThreads), 1, 1}
+}
+
+// planRoPE: one thread per rotated pair or unrotated dim.
+func planRoPE(kernel string, out, inp, pos, invFreq any, N, H, D, half int) []step {
+	items := N * H * (D - half)
+	if items == 0 {
+		return nil
+	}
+	return []step{{kernel, flatGrid(items), Dim3{flatThreads, 1, 1}, []any{out, inp, pos, invFreq, N, H, D, half}}}
+}
+
+func (o *Ops) ropeCheck(op string, out, inp, pos, invFreq *Buffer, N, H, D, half int) error {
+	c := check{op: op}
+	c.sizes("N, H, D", N, H, D)
+	if half < 0 || 2*half > D {
+		c.fail("rotary dims 2·%d outside [0, head dim %d]", half, D)
+	}
+	c.buf(o.d, "out", out, N*H*D)
+	c.buf(o.d, "inp", inp, N*H*D)
+	c.buf(o.d, "pos", pos, N)
+	if half > 0 || invFreq != nil {
+		c.buf(o.d, "invFreq", invFreq, half)
+	}
+	return c.err
+}
+
+// RoPEForward is kernels.Backend.RoPEForward on device buffers, with
+// half = len(invFreq) given: out, inp [N,H,D] (out may be inp); pos [N]
+// int32 (UploadInt32); invFreq [half] (nil when half is 0).
+func (o *Ops) RoPEForward(out, inp, pos, invFreq *Buffer, N, H, D, half int) error {
+	if err := o.ropeCheck("RoPEForward", out, inp, pos, invFreq, N, H, D, half); err != nil {
+		return err
+	}
+	return o.run("RoPEForward", planRoPE("rope_forward", out, inp, pos, invFreq, N, H, D, half))
+}
+
+// RoPEBackward is kernels.Backend.RoPEBackward on device buffers: it
+// accumulates dinp [N,H,D] += the rotation by −θ of dout [N,H,D].
+func (o *Ops) RoPEBackward(dinp, dout, pos, invFreq *Buffer, N, H, D, half int) error {
+	if err := o.ropeCheck("RoPEBackward", dinp, dout, pos, invFreq, N, H, D, half); err != nil {
+		return err
+	}
+	return o.run("RoPEBackward", planRoPE("rope_backward", dinp, dout, pos, invFreq, N, H, D, half))
 }

@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -79,6 +80,18 @@ func TestOpsLaunchGeometry(t *testing.T) {
 			launch("rmsnorm_backward", dim(7, 1, 1), dim(96, 1, 1), 6),
 			launch("rmsnorm_backward_dweight", dim(3, 1, 1), dim(32, 8, 1), 6),
 		}},
+		{"RoPEForward Qwen2.5 q", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RoPEForward(b(70*14*64), b(70*14*64), b(70), b(32), 70, 14, 64, 32)
+		}, []cudafake.Launch{launch("rope_forward", dim(123, 1, 1), dim(256, 1, 1), 8)}}, // 70·14·32 items
+		{"RoPEBackward partial rotary", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RoPEBackward(b(3*2*10), b(3*2*10), b(3), b(3), 3, 2, 10, 3)
+		}, []cudafake.Launch{launch("rope_backward", dim(1, 1, 1), dim(256, 1, 1), 8)}},
+		{"RoPEForward no rotary dims, nil invFreq", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RoPEForward(b(4*8), b(4*8), b(4), nil, 4, 1, 8, 0)
+		}, []cudafake.Launch{launch("rope_forward", dim(1, 1, 1), dim(256, 1, 1), 8)}},
+		{"RoPEForward many tokens: grid capped", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RoPEForward(b(8192*28*128), b(8192*28*128), b(8192), b(64), 8192, 28, 128, 64)
+		}, []cudafake.Launch{launch("rope_forward", dim(4096, 1, 1), dim(256, 1, 1), 8)}},
 		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
 		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},
@@ -123,6 +136,10 @@ func TestOpsArgumentChecks(t *testing.T) {
 		{"too many elements", func() error {
 			return o.RMSNormBackward(b(dev, 1), nil, b(dev, 1), b(dev, 1), b(dev, 1), b(dev, 1), 1<<20, 1<<12)
 		}, "more than 2³¹−1 elements"},
+		{"rotary dims over head dim", func() error { return o.RoPEForward(b(dev, 4), b(dev, 4), b(dev, 1), b(dev, 3), 1, 1, 4, 3) },
+			"CUDA RoPEForward: rotary dims 2·3 outside [0, head dim 4]"},
+		{"short pos", func() error { return o.RoPEBackward(b(dev, 8), b(dev, 8), b(dev, 1), b(dev, 1), 2, 1, 4, 1) },
+			"CUDA RoPEBackward: pos has 1 elements, shape needs 2"},
 		{"foreign dweight", func() error {
 			return o.RMSNormBackward(b(dev, 6), b(other, 3), b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3)
 		}, "CUDA RMSNormBackward: dweight is a buffer of another device"},
@@ -142,5 +159,34 @@ func TestOpsArgumentChecks(t *testing.T) {
 	}
 	if err := o.RMSNormForward(b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3, 1e-6); err == nil || !strings.Contains(err.Error(), "module was unloaded") {
 		t.Errorf("after Unload: %v", err)
+	}
+}
+
+// TestUploadInt32: int32 operands reach device memory bit for bit, and
+// UploadInt32 checks the length and a freed buffer like Upload.
+func TestUploadInt32(t *testing.T) {
+	dev, _, _ := openFake(t, 0)
+	defer dev.Close()
+	b, err := dev.Alloc(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []int32{7, -1, 151935}
+	if err := b.UploadInt32(ids); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range download(t, b) {
+		if int32(math.Float32bits(f)) != ids[i] {
+			t.Errorf("element %d: bits %d, want %d", i, int32(math.Float32bits(f)), ids[i])
+		}
+	}
+	if err := b.UploadInt32(ids[:2]); err == nil || !strings.Contains(err.Error(), "2 values into a buffer of 3") {
+		t.Errorf("short: %v", err)
+	}
+	if err := b.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.UploadInt32(ids); err == nil || !strings.Contains(err.Error(), "used after Free") {
+		t.Errorf("freed: %v", err)
 	}
 }

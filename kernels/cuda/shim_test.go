@@ -158,6 +158,14 @@ func (b shimBackend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []fl
 	b.h.runPlan(cuda.PlanRMSNormBackward(dinp, dweight, dout, rstd, inp, weight, dweight != nil, N, C))
 }
 
+func (b shimBackend) RoPEForward(out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.h.runPlan(cuda.PlanRoPE("rope_forward", out, inp, pos, invFreq, N, H, D, len(invFreq)))
+}
+
+func (b shimBackend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.h.runPlan(cuda.PlanRoPE("rope_backward", dinp, dout, pos, invFreq, N, H, D, len(invFreq)))
+}
+
 // TestKernelsOnCPUShim runs the .cu kernels — the CUDA source, compiled by
 // g++ through cpushim/cuda_cpu.h — with Ops' launch plans through
 // kerneltest's conformance cases for their ops, against kernels/ref at
@@ -191,7 +199,10 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		}
 	})
 	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm")
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE")
+	})
+	t.Run("goldens", func(t *testing.T) {
+		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE")
 	})
 	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
 }

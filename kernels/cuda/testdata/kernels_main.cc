@@ -22,6 +22,7 @@
 // launch prints its message to stderr and exits 3; bad input exits 2.
 #include "cuda_cpu.h"
 #include "../rmsnorm.cu"
+#include "../rope.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -110,6 +111,8 @@ const Entry kernels[] = {
     KERNEL(rmsnorm_forward),
     KERNEL(rmsnorm_backward),
     KERNEL(rmsnorm_backward_dweight),
+    KERNEL(rope_forward),
+    KERNEL(rope_backward),
 };
 
 }  // namespace

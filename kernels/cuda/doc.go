@@ -8,7 +8,7 @@
 // # Kernels
 //
 // Kernel sources are CUDA C++ beside this file (rmsnorm.cu: RMSNorm forward
-// and backward; rope.cu: RoPE forward and backward), with helpers in
+// and backward; rope.cu: RoPE; swiglu.cu: SwiGLU), with helpers in
 // common.cuh. Ops launches them on device
 // buffers with a fixed geometry per op (its plan* functions). Their text is
 // tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one

@@ -8,4 +8,5 @@ var (
 	PlanRMSNormForward  = planRMSNormForward
 	PlanRMSNormBackward = planRMSNormBackward
 	PlanRoPE            = planRoPE
+	PlanFlat            = planFlat
 )

@@ -209,6 +209,18 @@ func (b deviceBackend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq [
 	})
 }
 
+func (b deviceBackend) SwiGLUForward(out, gate, up []float32, n int) {
+	b.call("SwiGLUForward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.SwiGLUForward(buf(out), buf(gate), buf(up), n)
+	})
+}
+
+func (b deviceBackend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
+	b.call("SwiGLUBackward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.SwiGLUBackward(buf(dgate), buf(dup), buf(dout), buf(gate), buf(up), n)
+	})
+}
+
 // TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
 // JIT-compiled by the driver, with Ops' launch geometry) through
 // kerneltest's conformance cases for their ops, against kernels/ref, and
@@ -221,7 +233,7 @@ func TestKernelsOnHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := deviceBackend{dev: dev, ops: ops}
-	kerneltest.RunOps(t, b, "RMSNorm", "RoPE")
+	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU")
 	t.Run("7B rows", func(t *testing.T) {
 		r := rand.New(rand.NewPCG(28, 7))
 		const N, C = 64, 3584

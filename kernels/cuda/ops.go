@@ -23,6 +23,8 @@ var kernelModules = map[string]string{
 	"rmsnorm_backward_dweight": "rmsnorm",
 	"rope_forward":             "rope",
 	"rope_backward":            "rope",
+	"swiglu_forward":           "swiglu",
+	"swiglu_backward":          "swiglu",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up
@@ -257,4 +259,42 @@ func (o *Ops) RoPEBackward(dinp, dout, pos, invFreq *Buffer, N, H, D, half int) 
 		return err
 	}
 	return o.run("RoPEBackward", planRoPE("rope_backward", dinp, dout, pos, invFreq, N, H, D, half))
+}
+
+// planFlat: one thread per element of n, in a grid-stride loop.
+func planFlat(kernel string, n int, args ...any) []step {
+	if n == 0 {
+		return nil
+	}
+	return []step{{kernel, flatGrid(n), Dim3{flatThreads, 1, 1}, args}}
+}
+
+// SwiGLUForward is kernels.Backend.SwiGLUForward on device buffers: out =
+// silu(gate)·up over n values.
+func (o *Ops) SwiGLUForward(out, gate, up *Buffer, n int) error {
+	c := check{op: "SwiGLUForward"}
+	c.sizes("n", n)
+	c.buf(o.d, "out", out, n)
+	c.buf(o.d, "gate", gate, n)
+	c.buf(o.d, "up", up, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat("swiglu_forward", n, out, gate, up, n))
+}
+
+// SwiGLUBackward is kernels.Backend.SwiGLUBackward on device buffers: it
+// accumulates dgate and dup over n values.
+func (o *Ops) SwiGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
+	c := check{op: "SwiGLUBackward"}
+	c.sizes("n", n)
+	c.buf(o.d, "dgate", dgate, n)
+	c.buf(o.d, "dup", dup, n)
+	c.buf(o.d, "dout", dout, n)
+	c.buf(o.d, "gate", gate, n)
+	c.buf(o.d, "up", up, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat("swiglu_backward", n, dgate, dup, dout, gate, up, n))
 }

@@ -92,6 +92,15 @@ func TestOpsLaunchGeometry(t *testing.T) {
 		{"RoPEForward many tokens: grid capped", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RoPEForward(b(8192*28*128), b(8192*28*128), b(8192), b(64), 8192, 28, 128, 64)
 		}, []cudafake.Launch{launch("rope_forward", dim(4096, 1, 1), dim(256, 1, 1), 8)}},
+		{"SwiGLUForward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.SwiGLUForward(b(1000), b(1000), b(1000), 1000)
+		}, []cudafake.Launch{launch("swiglu_forward", dim(4, 1, 1), dim(256, 1, 1), 4)}},
+		{"SwiGLUBackward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.SwiGLUBackward(b(17), b(17), b(17), b(17), b(17), 17)
+		}, []cudafake.Launch{launch("swiglu_backward", dim(1, 1, 1), dim(256, 1, 1), 6)}},
+		{"SwiGLUForward n=0", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.SwiGLUForward(b(0), b(0), b(0), 0)
+		}, nil},
 		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
 		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},
@@ -140,6 +149,8 @@ func TestOpsArgumentChecks(t *testing.T) {
 			"CUDA RoPEForward: rotary dims 2·3 outside [0, head dim 4]"},
 		{"short pos", func() error { return o.RoPEBackward(b(dev, 8), b(dev, 8), b(dev, 1), b(dev, 1), 2, 1, 4, 1) },
 			"CUDA RoPEBackward: pos has 1 elements, shape needs 2"},
+		{"short up", func() error { return o.SwiGLUBackward(b(dev, 4), b(dev, 4), b(dev, 4), b(dev, 4), b(dev, 3), 4) },
+			"CUDA SwiGLUBackward: up has 3 elements, shape needs 4"},
 		{"foreign dweight", func() error {
 			return o.RMSNormBackward(b(dev, 6), b(other, 3), b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3)
 		}, "CUDA RMSNormBackward: dweight is a buffer of another device"},

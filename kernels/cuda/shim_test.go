@@ -166,6 +166,14 @@ func (b shimBackend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []f
 	b.h.runPlan(cuda.PlanRoPE("rope_backward", dinp, dout, pos, invFreq, N, H, D, len(invFreq)))
 }
 
+func (b shimBackend) SwiGLUForward(out, gate, up []float32, n int) {
+	b.h.runPlan(cuda.PlanFlat("swiglu_forward", n, out, gate, up, n))
+}
+
+func (b shimBackend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
+	b.h.runPlan(cuda.PlanFlat("swiglu_backward", n, dgate, dup, dout, gate, up, n))
+}
+
 // TestKernelsOnCPUShim runs the .cu kernels — the CUDA source, compiled by
 // g++ through cpushim/cuda_cpu.h — with Ops' launch plans through
 // kerneltest's conformance cases for their ops, against kernels/ref at
@@ -199,7 +207,7 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		}
 	})
 	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE")
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU")
 	})
 	t.Run("goldens", func(t *testing.T) {
 		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE")

@@ -23,6 +23,7 @@
 #include "cuda_cpu.h"
 #include "../rmsnorm.cu"
 #include "../rope.cu"
+#include "../swiglu.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -113,6 +114,8 @@ const Entry kernels[] = {
     KERNEL(rmsnorm_backward_dweight),
     KERNEL(rope_forward),
     KERNEL(rope_backward),
+    KERNEL(swiglu_forward),
+    KERNEL(swiglu_backward),
 };
 
 }  // namespace

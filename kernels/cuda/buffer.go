@@ -6,8 +6,8 @@ import (
 	"unsafe"
 )
 
-// Buffer is float32 memory on a Device (or int32: UploadInt32), allocated
-// by Alloc and released by Free. The host sees its contents only through Upload and Download.
+// Buffer is float32 memory on a Device (or int32: UploadInt32; bfloat16
+// pairs: UploadBF16), allocated by Alloc and released by Free. The host sees its contents only through Upload and Download.
 type Buffer struct {
 	d   *Device
 	ptr DevPtr
@@ -104,6 +104,28 @@ func (b *Buffer) UploadInt32(src []int32) error {
 	})
 	if err != nil {
 		return fmt.Errorf("CUDA UploadInt32 of %d values: %w", b.n, err)
+	}
+	return nil
+}
+
+// UploadBF16 copies bfloat16 values (their bits) to the device, two to an
+// element: the buffer must have (len(src)+1)/2 elements; an odd count
+// leaves the last half element zero. Kernels read it as unsigned short.
+func (b *Buffer) UploadBF16(src []uint16) error {
+	if (len(src)+1)/2 != b.n {
+		return fmt.Errorf("CUDA UploadBF16: %d values into a buffer of %d elements (want %d)", len(src), b.n, (len(src)+1)/2)
+	}
+	padded := make([]uint16, 2*b.n)
+	copy(padded, src)
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&padded[0])), 4*b.n)
+	err := b.d.do(func() error {
+		if err := b.checkLive(); err != nil {
+			return err
+		}
+		return b.d.drv.MemcpyHtoD(b.ptr, raw)
+	})
+	if err != nil {
+		return fmt.Errorf("CUDA UploadBF16 of %d values: %w", len(src), err)
 	}
 	return nil
 }

@@ -9,4 +9,5 @@ var (
 	PlanRMSNormBackward = planRMSNormBackward
 	PlanRoPE            = planRoPE
 	PlanFlat            = planFlat
+	PlanRows            = planRows
 )

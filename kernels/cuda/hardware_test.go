@@ -221,6 +221,32 @@ func (b deviceBackend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n in
 	})
 }
 
+func (b deviceBackend) EmbeddingForward(out []float32, ids []int32, table []float32, N, C, V int) {
+	b.call("EmbeddingForward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		return b.ops.EmbeddingForward(buf(out), ibuf(ids), buf(table), N, C, V)
+	})
+}
+
+func (b deviceBackend) EmbeddingForwardBF16(out []float32, ids []int32, table []uint16, N, C, V int) {
+	tb, err := b.dev.Alloc((len(table) + 1) / 2)
+	if err != nil {
+		panic(err)
+	}
+	defer tb.Free()
+	if err := tb.UploadBF16(table); err != nil {
+		panic(err)
+	}
+	b.call("EmbeddingForwardBF16", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		return b.ops.EmbeddingForwardBF16(buf(out), ibuf(ids), tb, N, C, V)
+	})
+}
+
+func (b deviceBackend) EmbeddingBackward(dtable, dout []float32, ids []int32, N, C, V int) {
+	b.call("EmbeddingBackward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		return b.ops.EmbeddingBackward(buf(dtable), buf(dout), ibuf(ids), N, C, V)
+	})
+}
+
 // TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
 // JIT-compiled by the driver, with Ops' launch geometry) through
 // kerneltest's conformance cases for their ops, against kernels/ref, and
@@ -233,7 +259,7 @@ func TestKernelsOnHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := deviceBackend{dev: dev, ops: ops}
-	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU")
+	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding")
 	t.Run("7B rows", func(t *testing.T) {
 		r := rand.New(rand.NewPCG(28, 7))
 		const N, C = 64, 3584

@@ -25,6 +25,9 @@ var kernelModules = map[string]string{
 	"rope_backward":            "rope",
 	"swiglu_forward":           "swiglu",
 	"swiglu_backward":          "swiglu",
+	"embedding_forward":        "embedding",
+	"embedding_forward_bf16":   "embedding",
+	"embedding_backward":       "embedding",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up
@@ -297,4 +300,59 @@ func (o *Ops) SwiGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
 		return c.err
 	}
 	return o.run(c.op, planFlat("swiglu_backward", n, dgate, dup, dout, gate, up, n))
+}
+
+// planRows: one block per row of C values.
+func planRows(kernel string, N, C int, args ...any) []step {
+	if N == 0 || C == 0 {
+		return nil
+	}
+	return []step{{kernel, Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, args}}
+}
+
+func (o *Ops) embeddingCheck(op string, out, ids, table *Buffer, tableLen, N, C, V int) error {
+	c := check{op: op}
+	c.sizes("N, C", N, C)
+	c.sizes("V, C", V, C)
+	c.buf(o.d, "out", out, N*C)
+	c.buf(o.d, "ids", ids, N)
+	c.buf(o.d, "table", table, tableLen)
+	return c.err
+}
+
+// EmbeddingForward is kernels.Backend.EmbeddingForward on device buffers:
+// out [N,C] gathers the rows ids [N] (int32, UploadInt32) of table [V,C].
+// The ids are not checked on the host: a row with an id outside [0, V)
+// comes out NaN.
+func (o *Ops) EmbeddingForward(out, ids, table *Buffer, N, C, V int) error {
+	if err := o.embeddingCheck("EmbeddingForward", out, ids, table, V*C, N, C, V); err != nil {
+		return err
+	}
+	return o.run("EmbeddingForward", planRows("embedding_forward", N, C, out, ids, table, C, V))
+}
+
+// EmbeddingForwardBF16 is EmbeddingForward from a bfloat16 table [V,C]
+// (UploadBF16: (V·C+1)/2 elements).
+func (o *Ops) EmbeddingForwardBF16(out, ids, table *Buffer, N, C, V int) error {
+	if err := o.embeddingCheck("EmbeddingForwardBF16", out, ids, table, (V*C+1)/2, N, C, V); err != nil {
+		return err
+	}
+	return o.run("EmbeddingForwardBF16", planRows("embedding_forward_bf16", N, C, out, ids, table, C, V))
+}
+
+// EmbeddingBackward is kernels.Backend.EmbeddingBackward on device
+// buffers: dtable [V,C] += dout [N,C] scattered to the rows ids [N]
+// (atomicAdd: the sums of repeated ids are in no fixed order). Rows with
+// an id outside [0, V) add nothing.
+func (o *Ops) EmbeddingBackward(dtable, dout, ids *Buffer, N, C, V int) error {
+	c := check{op: "EmbeddingBackward"}
+	c.sizes("N, C", N, C)
+	c.sizes("V, C", V, C)
+	c.buf(o.d, "dtable", dtable, V*C)
+	c.buf(o.d, "dout", dout, N*C)
+	c.buf(o.d, "ids", ids, N)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planRows("embedding_backward", N, C, dtable, dout, ids, C, V))
 }

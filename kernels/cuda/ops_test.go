@@ -101,6 +101,15 @@ func TestOpsLaunchGeometry(t *testing.T) {
 		{"SwiGLUForward n=0", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.SwiGLUForward(b(0), b(0), b(0), 0)
 		}, nil},
+		{"EmbeddingForward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.EmbeddingForward(b(9*896), b(9), b(100*896), 9, 896, 100)
+		}, []cudafake.Launch{launch("embedding_forward", dim(9, 1, 1), dim(256, 1, 1), 5)}},
+		{"EmbeddingForwardBF16 odd table", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.EmbeddingForwardBF16(b(2*3), b(2), b(8), 2, 3, 5) // 15 bf16 values in 8 elements
+		}, []cudafake.Launch{launch("embedding_forward_bf16", dim(2, 1, 1), dim(32, 1, 1), 5)}},
+		{"EmbeddingBackward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.EmbeddingBackward(b(50*8), b(17*8), b(17), 17, 8, 50)
+		}, []cudafake.Launch{launch("embedding_backward", dim(17, 1, 1), dim(32, 1, 1), 5)}},
 		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
 		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},
@@ -151,6 +160,10 @@ func TestOpsArgumentChecks(t *testing.T) {
 			"CUDA RoPEBackward: pos has 1 elements, shape needs 2"},
 		{"short up", func() error { return o.SwiGLUBackward(b(dev, 4), b(dev, 4), b(dev, 4), b(dev, 4), b(dev, 3), 4) },
 			"CUDA SwiGLUBackward: up has 3 elements, shape needs 4"},
+		{"short bf16 table", func() error { return o.EmbeddingForwardBF16(b(dev, 6), b(dev, 2), b(dev, 7), 2, 3, 5) },
+			"CUDA EmbeddingForwardBF16: table has 7 elements, shape needs 8"},
+		{"short dtable", func() error { return o.EmbeddingBackward(b(dev, 14), b(dev, 6), b(dev, 2), 2, 3, 5) },
+			"CUDA EmbeddingBackward: dtable has 14 elements, shape needs 15"},
 		{"foreign dweight", func() error {
 			return o.RMSNormBackward(b(dev, 6), b(other, 3), b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3)
 		}, "CUDA RMSNormBackward: dweight is a buffer of another device"},
@@ -199,5 +212,27 @@ func TestUploadInt32(t *testing.T) {
 	}
 	if err := b.UploadInt32(ids); err == nil || !strings.Contains(err.Error(), "used after Free") {
 		t.Errorf("freed: %v", err)
+	}
+}
+
+// TestUploadBF16: bfloat16 values land two to an element, low half first
+// (little endian, as the kernels index them), an odd count padded with 0.
+func TestUploadBF16(t *testing.T) {
+	dev, _, _ := openFake(t, 0)
+	defer dev.Close()
+	b, err := dev.Alloc(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	if err := b.UploadBF16([]uint16{0x3f80, 0xc000, 0x4040}); err != nil {
+		t.Fatal(err)
+	}
+	got := download(t, b)
+	if w0, w1 := uint32(0xc000)<<16|0x3f80, uint32(0x4040); math.Float32bits(got[0]) != w0 || math.Float32bits(got[1]) != w1 {
+		t.Errorf("bits %#x %#x, want %#x %#x", math.Float32bits(got[0]), math.Float32bits(got[1]), w0, w1)
+	}
+	if err := b.UploadBF16(make([]uint16, 5)); err == nil || !strings.Contains(err.Error(), "5 values into a buffer of 2 elements (want 3)") {
+		t.Errorf("wrong length: %v", err)
 	}
 }

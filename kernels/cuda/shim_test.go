@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -174,6 +175,18 @@ func (b shimBackend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int)
 	b.h.runPlan(cuda.PlanFlat("swiglu_backward", n, dgate, dup, dout, gate, up, n))
 }
 
+func (b shimBackend) EmbeddingForward(out []float32, ids []int32, table []float32, N, C, V int) {
+	b.h.runPlan(cuda.PlanRows("embedding_forward", N, C, out, ids, table, C, V))
+}
+
+func (b shimBackend) EmbeddingForwardBF16(out []float32, ids []int32, table []uint16, N, C, V int) {
+	b.h.runPlan(cuda.PlanRows("embedding_forward_bf16", N, C, out, ids, table, C, V))
+}
+
+func (b shimBackend) EmbeddingBackward(dtable, dout []float32, ids []int32, N, C, V int) {
+	b.h.runPlan(cuda.PlanRows("embedding_backward", N, C, dtable, dout, ids, C, V))
+}
+
 // TestKernelsOnCPUShim runs the .cu kernels — the CUDA source, compiled by
 // g++ through cpushim/cuda_cpu.h — with Ops' launch plans through
 // kerneltest's conformance cases for their ops, against kernels/ref at
@@ -207,12 +220,38 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		}
 	})
 	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU")
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding")
 	})
 	t.Run("goldens", func(t *testing.T) {
 		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE")
 	})
 	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
+	t.Run("Embedding ids out of range", func(t *testing.T) {
+		b := shimBackend{h: h}
+		const N, C, V = 3, 40, 2
+		table := []float32{}
+		for i := range V * C {
+			table = append(table, float32(i))
+		}
+		ids := []int32{1, 2, -1} // rows 1 and 2 are outside [0, V)
+		out := make([]float32, N*C)
+		b.EmbeddingForward(out, ids, table, N, C, V)
+		for i, v := range out {
+			if n := i / C; n == 0 && v != table[C+i] || n > 0 && !math.IsNaN(float64(v)) {
+				t.Fatalf("row %d (id %d), column %d: %g", n, ids[n], i%C, v)
+			}
+		}
+		dtable, dout := make([]float32, V*C), make([]float32, N*C)
+		for i := range dout {
+			dout[i] = float32(i)
+		}
+		b.EmbeddingBackward(dtable, dout, []int32{1, 5, -7}, N, C, V)
+		for i, v := range dtable {
+			if want := map[bool]float32{true: float32(i - C), false: 0}[i >= C]; v != want {
+				t.Fatalf("dtable[%d] = %g, want %g (only row 0's id is in range)", i, v, want)
+			}
+		}
+	})
 }
 
 // rmsnormBlocks runs the RMSNorm kernels on edge shapes and block sizes
@@ -283,7 +322,8 @@ func TestShim(t *testing.T) {
 
 // shimSemantics: the shim's warp shuffles (down, up, xor, and indexed
 // within 16-lane segments) return CUDA's lanes, out-of-range sources keep
-// their own value, and __shared__ memory is per block.
+// their own value, __shared__ memory is per block, and atomicAdd returns
+// each adder a different value before it.
 func shimSemantics(t *testing.T, bin string) {
 	const n = 64
 	check := func(kernel string, want func(b, part, t int) (float64, bool)) {
@@ -324,6 +364,19 @@ func shimSemantics(t *testing.T, bin string) {
 	check("shared_per_block", func(b, part, th int) (float64, bool) {
 		return float64(b*1000 + n - 1 - th), part == 0
 	})
+	got, msg := runShimKernel(t, bin, "atomic_add")
+	if msg != "" {
+		t.Fatalf("atomic_add: %s", msg)
+	}
+	if got[0] != 2*n {
+		t.Errorf("atomic_add: the counter is %g after %d adds", got[0], 2*n)
+	}
+	seen := slices.Sorted(slices.Values(got[1 : 1+2*n]))
+	for i, v := range seen {
+		if v != float64(i) {
+			t.Fatalf("atomic_add: the values seen, sorted, are %v, want 0…%d once each", seen, 2*n-1)
+		}
+	}
 }
 
 // shimDivergence: a barrier or shuffle that only part of the block or warp

@@ -17,7 +17,8 @@
 //     or that threads reach at different places in the source, stops the
 //     launch and launch() returns a message naming the places. On a GPU the
 //     same code is undefined behaviour that often returns wrong values;
-//   - no memory model: plain host memory, and the barriers order it.
+//   - no memory model: plain host memory, and the barriers order it;
+//     atomicAdd (float) is atomic.
 #pragma once
 
 #include <math.h>
@@ -53,6 +54,26 @@ inline thread_local dim3 blockDim, gridDim;
 constexpr int warpSize = 32;
 
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+
+inline float __uint_as_float(unsigned u) {
+	float f;
+	std::memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+// atomicAdd adds v to *addr atomically and returns the value before, as
+// CUDA's does: the threads of a block run at once, so a scatter-add needs
+// it here too (a compare-and-swap loop on the float's bits).
+inline float atomicAdd(float *addr, float v) {
+	uint32_t *p = reinterpret_cast<uint32_t *>(addr);
+	uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+	for (;;) {
+		float f = __uint_as_float(old), sum = f + v;
+		uint32_t bits;
+		std::memcpy(&bits, &sum, sizeof bits);
+		if (__atomic_compare_exchange_n(p, &old, bits, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) return f;
+	}
+}
 
 namespace hone_cuda {
 

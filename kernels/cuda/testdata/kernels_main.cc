@@ -24,6 +24,7 @@
 #include "../rmsnorm.cu"
 #include "../rope.cu"
 #include "../swiglu.cu"
+#include "../embedding.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -116,6 +117,9 @@ const Entry kernels[] = {
     KERNEL(rope_backward),
     KERNEL(swiglu_forward),
     KERNEL(swiglu_backward),
+    KERNEL(embedding_forward),
+    KERNEL(embedding_forward_bf16),
+    KERNEL(embedding_backward),
 };
 
 }  // namespace

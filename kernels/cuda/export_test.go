@@ -10,4 +10,5 @@ var (
 	PlanRoPE            = planRoPE
 	PlanFlat            = planFlat
 	PlanRows            = planRows
+	PlanAdamW           = planAdamW
 )

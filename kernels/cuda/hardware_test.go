@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 	"github.com/hone-rl/hone/kernels/ref"
@@ -247,6 +248,12 @@ func (b deviceBackend) EmbeddingBackward(dtable, dout []float32, ids []int32, N,
 	})
 }
 
+func (b deviceBackend) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
+	b.call("AdamW", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.AdamW(buf(param), buf(grad), buf(m), buf(v), n, step, h)
+	})
+}
+
 // TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
 // JIT-compiled by the driver, with Ops' launch geometry) through
 // kerneltest's conformance cases for their ops, against kernels/ref, and
@@ -259,7 +266,7 @@ func TestKernelsOnHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := deviceBackend{dev: dev, ops: ops}
-	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding")
+	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW")
 	t.Run("7B rows", func(t *testing.T) {
 		r := rand.New(rand.NewPCG(28, 7))
 		const N, C = 64, 3584

@@ -2,7 +2,10 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"sort"
+
+	"github.com/hone-rl/hone/kernels"
 )
 
 // Ops launches Hone's own kernels (the .cu modules beside this file) on one
@@ -28,6 +31,7 @@ var kernelModules = map[string]string{
 	"embedding_forward":        "embedding",
 	"embedding_forward_bf16":   "embedding",
 	"embedding_backward":       "embedding",
+	"adamw":                    "adamw",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up
@@ -355,4 +359,33 @@ func (o *Ops) EmbeddingBackward(dtable, dout, ids *Buffer, N, C, V int) error {
 		return c.err
 	}
 	return o.run(c.op, planRows("embedding_backward", N, C, dtable, dout, ids, C, V))
+}
+
+// planAdamW: one thread per parameter; the step's constants formed here in
+// float64 (as kernels/ref forms them) and rounded once.
+func planAdamW(param, grad, m, v any, n, step int, h kernels.AdamWParams) []step {
+	lr, b1, b2 := float64(h.LR), float64(h.Beta1), float64(h.Beta2)
+	bc1 := 1 - math.Pow(b1, float64(step))
+	bc2 := 1 - math.Pow(b2, float64(step))
+	return planFlat("adamw", n, param, grad, m, v, n,
+		float32(1-lr*float64(h.WeightDecay)), h.Beta1, float32(1-b1), h.Beta2, float32(1-b2),
+		float32(lr/bc1), float32(1/math.Sqrt(bc2)), h.Eps)
+}
+
+// AdamW is kernels.Backend.AdamW on device buffers: one step on n
+// parameters; step is the 1-based step number after this update.
+func (o *Ops) AdamW(param, grad, m, v *Buffer, n, step int, h kernels.AdamWParams) error {
+	c := check{op: "AdamW"}
+	c.sizes("n", n)
+	if step < 1 {
+		c.fail("step %d: want ≥ 1", step)
+	}
+	c.buf(o.d, "param", param, n)
+	c.buf(o.d, "grad", grad, n)
+	c.buf(o.d, "m", m, n)
+	c.buf(o.d, "v", v, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planAdamW(param, grad, m, v, n, step, h))
 }

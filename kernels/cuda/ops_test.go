@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
@@ -110,6 +111,9 @@ func TestOpsLaunchGeometry(t *testing.T) {
 		{"EmbeddingBackward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.EmbeddingBackward(b(50*8), b(17*8), b(17), 17, 8, 50)
 		}, []cudafake.Launch{launch("embedding_backward", dim(17, 1, 1), dim(32, 1, 1), 5)}},
+		{"AdamW", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.AdamW(b(70001), b(70001), b(70001), b(70001), 70001, 3, kernels.DefaultAdamW(1e-3))
+		}, []cudafake.Launch{launch("adamw", dim(274, 1, 1), dim(256, 1, 1), 13)}},
 		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
 		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},
@@ -164,6 +168,10 @@ func TestOpsArgumentChecks(t *testing.T) {
 			"CUDA EmbeddingForwardBF16: table has 7 elements, shape needs 8"},
 		{"short dtable", func() error { return o.EmbeddingBackward(b(dev, 14), b(dev, 6), b(dev, 2), 2, 3, 5) },
 			"CUDA EmbeddingBackward: dtable has 14 elements, shape needs 15"},
+		{"AdamW step 0", func() error {
+			return o.AdamW(b(dev, 1), b(dev, 1), b(dev, 1), b(dev, 1), 1, 0, kernels.DefaultAdamW(1e-3))
+		},
+			"CUDA AdamW: step 0: want ≥ 1"},
 		{"foreign dweight", func() error {
 			return o.RMSNormBackward(b(dev, 6), b(other, 3), b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3)
 		}, "CUDA RMSNormBackward: dweight is a buffer of another device"},

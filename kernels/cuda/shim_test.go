@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/cuda/internal/ptxbuild"
 	"github.com/hone-rl/hone/kernels/kerneltest"
@@ -187,6 +188,10 @@ func (b shimBackend) EmbeddingBackward(dtable, dout []float32, ids []int32, N, C
 	b.h.runPlan(cuda.PlanRows("embedding_backward", N, C, dtable, dout, ids, C, V))
 }
 
+func (b shimBackend) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
+	b.h.runPlan(cuda.PlanAdamW(param, grad, m, v, n, step, h))
+}
+
 // TestKernelsOnCPUShim runs the .cu kernels — the CUDA source, compiled by
 // g++ through cpushim/cuda_cpu.h — with Ops' launch plans through
 // kerneltest's conformance cases for their ops, against kernels/ref at
@@ -220,10 +225,10 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		}
 	})
 	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding")
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW")
 	})
 	t.Run("goldens", func(t *testing.T) {
-		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE")
+		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE", "AdamW")
 	})
 	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
 	t.Run("Embedding ids out of range", func(t *testing.T) {

@@ -25,6 +25,7 @@
 #include "../rope.cu"
 #include "../swiglu.cu"
 #include "../embedding.cu"
+#include "../adamw.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -120,6 +121,7 @@ const Entry kernels[] = {
     KERNEL(embedding_forward),
     KERNEL(embedding_forward_bf16),
     KERNEL(embedding_backward),
+    KERNEL(adamw),
 };
 
 }  // namespace

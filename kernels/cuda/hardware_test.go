@@ -254,6 +254,24 @@ func (b deviceBackend) AdamW(param, grad, m, v []float32, n, step int, h kernels
 	})
 }
 
+func (b deviceBackend) Add(out, x, y []float32, n int) {
+	b.call("Add", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.Add(buf(out), buf(x), buf(y), n)
+	})
+}
+
+func (b deviceBackend) Scale(out, x []float32, s float32, n int) {
+	b.call("Scale", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.Scale(buf(out), buf(x), s, n)
+	})
+}
+
+func (b deviceBackend) AXPY(out, x []float32, s float32, n int) {
+	b.call("AXPY", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.AXPY(buf(out), buf(x), s, n)
+	})
+}
+
 // TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
 // JIT-compiled by the driver, with Ops' launch geometry) through
 // kerneltest's conformance cases for their ops, against kernels/ref, and
@@ -266,7 +284,7 @@ func TestKernelsOnHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := deviceBackend{dev: dev, ops: ops}
-	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW")
+	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise")
 	t.Run("7B rows", func(t *testing.T) {
 		r := rand.New(rand.NewPCG(28, 7))
 		const N, C = 64, 3584

@@ -32,6 +32,9 @@ var kernelModules = map[string]string{
 	"embedding_forward_bf16":   "embedding",
 	"embedding_backward":       "embedding",
 	"adamw":                    "adamw",
+	"add":                      "elementwise",
+	"scale":                    "elementwise",
+	"axpy":                     "elementwise",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up
@@ -388,4 +391,44 @@ func (o *Ops) AdamW(param, grad, m, v *Buffer, n, step int, h kernels.AdamWParam
 		return c.err
 	}
 	return o.run(c.op, planAdamW(param, grad, m, v, n, step, h))
+}
+
+// Add is kernels.Backend.Add on device buffers: out = a + b over n values
+// (out may be a or b).
+func (o *Ops) Add(out, a, b *Buffer, n int) error {
+	c := check{op: "Add"}
+	c.sizes("n", n)
+	c.buf(o.d, "out", out, n)
+	c.buf(o.d, "a", a, n)
+	c.buf(o.d, "b", b, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat("add", n, out, a, b, n))
+}
+
+// Scale is kernels.Backend.Scale on device buffers: out = s·a over n
+// values (out may be a).
+func (o *Ops) Scale(out, a *Buffer, s float32, n int) error {
+	c := check{op: "Scale"}
+	c.sizes("n", n)
+	c.buf(o.d, "out", out, n)
+	c.buf(o.d, "a", a, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat("scale", n, out, a, s, n))
+}
+
+// AXPY is kernels.Backend.AXPY on device buffers: out += s·a over n
+// values.
+func (o *Ops) AXPY(out, a *Buffer, s float32, n int) error {
+	c := check{op: "AXPY"}
+	c.sizes("n", n)
+	c.buf(o.d, "out", out, n)
+	c.buf(o.d, "a", a, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat("axpy", n, out, a, s, n))
 }

@@ -114,6 +114,19 @@ func TestOpsLaunchGeometry(t *testing.T) {
 		{"AdamW", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.AdamW(b(70001), b(70001), b(70001), b(70001), 70001, 3, kernels.DefaultAdamW(1e-3))
 		}, []cudafake.Launch{launch("adamw", dim(274, 1, 1), dim(256, 1, 1), 13)}},
+		{"Add in place", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			x := b(17)
+			return o.Add(x, x, b(17), 17)
+		}, []cudafake.Launch{launch("add", dim(1, 1, 1), dim(256, 1, 1), 4)}},
+		{"Scale", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.Scale(b(1<<21), b(1<<21), 0.5, 1<<21)
+		}, []cudafake.Launch{launch("scale", dim(4096, 1, 1), dim(256, 1, 1), 4)}},
+		{"AXPY", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.AXPY(b(257), b(257), -1.5, 257)
+		}, []cudafake.Launch{launch("axpy", dim(2, 1, 1), dim(256, 1, 1), 4)}},
+		{"Add n=0", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.Add(b(0), b(0), b(0), 0)
+		}, nil},
 		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
 		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},
@@ -172,6 +185,8 @@ func TestOpsArgumentChecks(t *testing.T) {
 			return o.AdamW(b(dev, 1), b(dev, 1), b(dev, 1), b(dev, 1), 1, 0, kernels.DefaultAdamW(1e-3))
 		},
 			"CUDA AdamW: step 0: want ≥ 1"},
+		{"short b", func() error { return o.Add(b(dev, 3), b(dev, 3), b(dev, 2), 3) }, "CUDA Add: b has 2 elements, shape needs 3"},
+		{"AXPY nil a", func() error { return o.AXPY(b(dev, 3), nil, 1, 3) }, "CUDA AXPY: a is nil"},
 		{"foreign dweight", func() error {
 			return o.RMSNormBackward(b(dev, 6), b(other, 3), b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3)
 		}, "CUDA RMSNormBackward: dweight is a buffer of another device"},

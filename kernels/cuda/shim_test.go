@@ -192,6 +192,18 @@ func (b shimBackend) AdamW(param, grad, m, v []float32, n, step int, h kernels.A
 	b.h.runPlan(cuda.PlanAdamW(param, grad, m, v, n, step, h))
 }
 
+func (b shimBackend) Add(out, x, y []float32, n int) {
+	b.h.runPlan(cuda.PlanFlat("add", n, out, x, y, n))
+}
+
+func (b shimBackend) Scale(out, x []float32, s float32, n int) {
+	b.h.runPlan(cuda.PlanFlat("scale", n, out, x, s, n))
+}
+
+func (b shimBackend) AXPY(out, x []float32, s float32, n int) {
+	b.h.runPlan(cuda.PlanFlat("axpy", n, out, x, s, n))
+}
+
 // TestKernelsOnCPUShim runs the .cu kernels — the CUDA source, compiled by
 // g++ through cpushim/cuda_cpu.h — with Ops' launch plans through
 // kerneltest's conformance cases for their ops, against kernels/ref at
@@ -225,7 +237,7 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		}
 	})
 	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW")
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise")
 	})
 	t.Run("goldens", func(t *testing.T) {
 		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE", "AdamW")

@@ -55,6 +55,12 @@ constexpr int warpSize = 32;
 
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 
+// __fmul_rn is a product rounded on its own (never fused into an add).
+inline float __fmul_rn(float a, float b) {
+	volatile float p = a * b;
+	return p;
+}
+
 inline float __uint_as_float(unsigned u) {
 	float f;
 	std::memcpy(&f, &u, sizeof f);

@@ -26,6 +26,7 @@
 #include "../swiglu.cu"
 #include "../embedding.cu"
 #include "../adamw.cu"
+#include "../elementwise.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -122,6 +123,9 @@ const Entry kernels[] = {
     KERNEL(embedding_forward_bf16),
     KERNEL(embedding_backward),
     KERNEL(adamw),
+    KERNEL(add),
+    KERNEL(scale),
+    KERNEL(axpy),
 };
 
 }  // namespace

@@ -29,3 +29,26 @@ __device__ __forceinline__ float blockSum(float v, float *scratch) {
 	__syncthreads();
 	return v;
 }
+
+// warpMax returns the largest v over the 32 lanes of the warp in lane 0.
+__device__ __forceinline__ float warpMax(float v) {
+	for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, off));
+	return v;
+}
+
+// blockMax is blockSum with fmaxf: the largest v over the block, to every
+// thread (−Inf when every v is).
+__device__ __forceinline__ float blockMax(float v, float *scratch) {
+	const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+	v = warpMax(v);
+	if (lane == 0) scratch[warp] = v;
+	__syncthreads();
+	if (warp == 0) {
+		v = warpMax(lane < warps ? scratch[lane] : -INFINITY);
+		if (lane == 0) scratch[0] = v;  // lane 0 read scratch[0] itself: no race
+	}
+	__syncthreads();
+	v = scratch[0];
+	__syncthreads();
+	return v;
+}

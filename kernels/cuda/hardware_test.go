@@ -272,10 +272,34 @@ func (b deviceBackend) AXPY(out, x []float32, s float32, n int) {
 	})
 }
 
+func (b deviceBackend) LogSoftmaxForward(out, inp []float32, N, V int) {
+	b.call("LogSoftmaxForward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.LogSoftmaxForward(buf(out), buf(inp), N, V)
+	})
+}
+
+func (b deviceBackend) LogSoftmaxBackward(dinp, dout, out []float32, N, V int) {
+	b.call("LogSoftmaxBackward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.LogSoftmaxBackward(buf(dinp), buf(dout), buf(out), N, V)
+	})
+}
+
+func (b deviceBackend) EntropyForward(ent, inp []float32, N, V int) {
+	b.call("EntropyForward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.EntropyForward(buf(ent), buf(inp), N, V)
+	})
+}
+
+func (b deviceBackend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
+	b.call("EntropyBackward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.EntropyBackward(buf(dinp), buf(dent), buf(inp), N, V)
+	})
+}
+
 // TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
 // JIT-compiled by the driver, with Ops' launch geometry) through
 // kerneltest's conformance cases for their ops, against kernels/ref, and
-// on the 7B shape's rows.
+// on the 7B shape's rows and Qwen's vocabulary.
 func TestKernelsOnHardware(t *testing.T) {
 	dev := openHardware(t)
 	defer dev.Close()
@@ -284,7 +308,7 @@ func TestKernelsOnHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := deviceBackend{dev: dev, ops: ops}
-	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise")
+	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy")
 	t.Run("7B rows", func(t *testing.T) {
 		r := rand.New(rand.NewPCG(28, 7))
 		const N, C = 64, 3584
@@ -299,6 +323,19 @@ func TestKernelsOnHardware(t *testing.T) {
 		b.RMSNormBackward(gdi, gdw, dout, wantRstd, inp, weight, N, C)
 		near(t, "RMSNorm dinp", gdi, wdi, kerneltest.F32Tol)
 		near(t, "RMSNorm dweight", gdw, wdw, kerneltest.F32Tol)
+	})
+	t.Run("Qwen vocabulary rows", func(t *testing.T) {
+		r := rand.New(rand.NewPCG(28, 8))
+		const N, V = 4, 151936
+		inp := randn(r, N*V)
+		want, got := make([]float32, N*V), make([]float32, N*V)
+		ref.New().LogSoftmaxForward(want, inp, N, V)
+		b.LogSoftmaxForward(got, inp, N, V)
+		near(t, "LogSoftmax out", got, want, kerneltest.F32Tol)
+		wEnt, gEnt := make([]float32, N), make([]float32, N)
+		ref.New().EntropyForward(wEnt, inp, N, V)
+		b.EntropyForward(gEnt, inp, N, V)
+		near(t, "Entropy", gEnt, wEnt, kerneltest.F32Tol)
 	})
 	if err := ops.Unload(); err != nil {
 		t.Fatal(err)

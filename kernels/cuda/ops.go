@@ -35,6 +35,10 @@ var kernelModules = map[string]string{
 	"add":                      "elementwise",
 	"scale":                    "elementwise",
 	"axpy":                     "elementwise",
+	"logsoftmax_forward":       "softmax",
+	"logsoftmax_backward":      "softmax",
+	"entropy_forward":          "softmax",
+	"entropy_backward":         "softmax",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up
@@ -431,4 +435,54 @@ func (o *Ops) AXPY(out, a *Buffer, s float32, n int) error {
 		return c.err
 	}
 	return o.run(c.op, planFlat("axpy", n, out, a, s, n))
+}
+
+// softmaxCheck checks the sizes and buffers of a softmax-family op: rows
+// of V ≥ 1 values.
+func (o *Ops) softmaxCheck(op string, N, V int, bufs ...any) error {
+	c := check{op: op}
+	c.sizes("N, V", N, V)
+	if V < 1 {
+		c.fail("V = %d: want at least 1", V)
+	}
+	for i := 0; i < len(bufs); i += 3 {
+		c.buf(o.d, bufs[i].(string), bufs[i+1].(*Buffer), bufs[i+2].(int))
+	}
+	return c.err
+}
+
+// LogSoftmaxForward is kernels.Backend.LogSoftmaxForward on device
+// buffers: out [N,V] = inp [N,V] − the logsumexp of its row.
+func (o *Ops) LogSoftmaxForward(out, inp *Buffer, N, V int) error {
+	if err := o.softmaxCheck("LogSoftmaxForward", N, V, "out", out, N*V, "inp", inp, N*V); err != nil {
+		return err
+	}
+	return o.run("LogSoftmaxForward", planRows("logsoftmax_forward", N, V, out, inp, V))
+}
+
+// LogSoftmaxBackward is kernels.Backend.LogSoftmaxBackward on device
+// buffers: dinp [N,V] += dout − exp(out)·Σ_row dout.
+func (o *Ops) LogSoftmaxBackward(dinp, dout, out *Buffer, N, V int) error {
+	if err := o.softmaxCheck("LogSoftmaxBackward", N, V, "dinp", dinp, N*V, "dout", dout, N*V, "out", out, N*V); err != nil {
+		return err
+	}
+	return o.run("LogSoftmaxBackward", planRows("logsoftmax_backward", N, V, dinp, dout, out, V))
+}
+
+// EntropyForward is kernels.Backend.EntropyForward on device buffers: ent
+// [N] = the entropy of softmax(inp [N,V]) per row.
+func (o *Ops) EntropyForward(ent, inp *Buffer, N, V int) error {
+	if err := o.softmaxCheck("EntropyForward", N, V, "ent", ent, N, "inp", inp, N*V); err != nil {
+		return err
+	}
+	return o.run("EntropyForward", planRows("entropy_forward", N, V, ent, inp, V))
+}
+
+// EntropyBackward is kernels.Backend.EntropyBackward on device buffers:
+// dinp [N,V] += −dent[n]·p·(log p + ent[n]), recomputing p and ent.
+func (o *Ops) EntropyBackward(dinp, dent, inp *Buffer, N, V int) error {
+	if err := o.softmaxCheck("EntropyBackward", N, V, "dinp", dinp, N*V, "dent", dent, N, "inp", inp, N*V); err != nil {
+		return err
+	}
+	return o.run("EntropyBackward", planRows("entropy_backward", N, V, dinp, dent, inp, V))
 }

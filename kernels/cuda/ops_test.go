@@ -127,6 +127,18 @@ func TestOpsLaunchGeometry(t *testing.T) {
 		{"Add n=0", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.Add(b(0), b(0), b(0), 0)
 		}, nil},
+		{"LogSoftmaxForward Qwen vocabulary", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.LogSoftmaxForward(b(4*151936), b(4*151936), 4, 151936)
+		}, []cudafake.Launch{launch("logsoftmax_forward", dim(4, 1, 1), dim(256, 1, 1), 3)}},
+		{"LogSoftmaxBackward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.LogSoftmaxBackward(b(3*7), b(3*7), b(3*7), 3, 7)
+		}, []cudafake.Launch{launch("logsoftmax_backward", dim(3, 1, 1), dim(32, 1, 1), 4)}},
+		{"EntropyForward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.EntropyForward(b(17), b(17*1000), 17, 1000)
+		}, []cudafake.Launch{launch("entropy_forward", dim(17, 1, 1), dim(256, 1, 1), 3)}},
+		{"EntropyBackward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.EntropyBackward(b(2*300), b(2), b(2*300), 2, 300)
+		}, []cudafake.Launch{launch("entropy_backward", dim(2, 1, 1), dim(256, 1, 1), 4)}},
 		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
 		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},
@@ -187,6 +199,9 @@ func TestOpsArgumentChecks(t *testing.T) {
 			"CUDA AdamW: step 0: want ≥ 1"},
 		{"short b", func() error { return o.Add(b(dev, 3), b(dev, 3), b(dev, 2), 3) }, "CUDA Add: b has 2 elements, shape needs 3"},
 		{"AXPY nil a", func() error { return o.AXPY(b(dev, 3), nil, 1, 3) }, "CUDA AXPY: a is nil"},
+		{"short dent", func() error { return o.EntropyBackward(b(dev, 6), b(dev, 1), b(dev, 6), 2, 3) },
+			"CUDA EntropyBackward: dent has 1 elements, shape needs 2"},
+		{"V=0", func() error { return o.LogSoftmaxForward(b(dev, 1), b(dev, 1), 1, 0) }, "CUDA LogSoftmaxForward: V = 0: want at least 1"},
 		{"foreign dweight", func() error {
 			return o.RMSNormBackward(b(dev, 6), b(other, 3), b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3)
 		}, "CUDA RMSNormBackward: dweight is a buffer of another device"},

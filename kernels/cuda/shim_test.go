@@ -204,6 +204,22 @@ func (b shimBackend) AXPY(out, x []float32, s float32, n int) {
 	b.h.runPlan(cuda.PlanFlat("axpy", n, out, x, s, n))
 }
 
+func (b shimBackend) LogSoftmaxForward(out, inp []float32, N, V int) {
+	b.h.runPlan(cuda.PlanRows("logsoftmax_forward", N, V, out, inp, V))
+}
+
+func (b shimBackend) LogSoftmaxBackward(dinp, dout, out []float32, N, V int) {
+	b.h.runPlan(cuda.PlanRows("logsoftmax_backward", N, V, dinp, dout, out, V))
+}
+
+func (b shimBackend) EntropyForward(ent, inp []float32, N, V int) {
+	b.h.runPlan(cuda.PlanRows("entropy_forward", N, V, ent, inp, V))
+}
+
+func (b shimBackend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
+	b.h.runPlan(cuda.PlanRows("entropy_backward", N, V, dinp, dent, inp, V))
+}
+
 // TestKernelsOnCPUShim runs the .cu kernels — the CUDA source, compiled by
 // g++ through cpushim/cuda_cpu.h — with Ops' launch plans through
 // kerneltest's conformance cases for their ops, against kernels/ref at
@@ -237,7 +253,7 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		}
 	})
 	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise")
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy")
 	})
 	t.Run("goldens", func(t *testing.T) {
 		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE", "AdamW")

@@ -27,6 +27,7 @@
 #include "../embedding.cu"
 #include "../adamw.cu"
 #include "../elementwise.cu"
+#include "../softmax.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -126,6 +127,10 @@ const Entry kernels[] = {
     KERNEL(add),
     KERNEL(scale),
     KERNEL(axpy),
+    KERNEL(logsoftmax_forward),
+    KERNEL(logsoftmax_backward),
+    KERNEL(entropy_forward),
+    KERNEL(entropy_backward),
 };
 
 }  // namespace

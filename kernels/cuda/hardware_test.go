@@ -310,6 +310,9 @@ func TestKernelsOnHardware(t *testing.T) {
 	b := deviceBackend{dev: dev, ops: ops}
 	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy")
 	t.Run("7B rows", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
+		}
 		r := rand.New(rand.NewPCG(28, 7))
 		const N, C = 64, 3584
 		inp, weight, dout := randn(r, N*C), randn(r, C), randn(r, N*C)
@@ -325,6 +328,9 @@ func TestKernelsOnHardware(t *testing.T) {
 		near(t, "RMSNorm dweight", gdw, wdw, kerneltest.F32Tol)
 	})
 	t.Run("Qwen vocabulary rows", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
+		}
 		r := rand.New(rand.NewPCG(28, 8))
 		const N, V = 4, 151936
 		inp := randn(r, N*V)

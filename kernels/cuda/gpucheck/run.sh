@@ -14,7 +14,8 @@
 # kernels/cuda's hardware tests (GEMMs through cuBLAS, and the kernels'
 # embedded PTX JIT-compiled by the driver and launched by cuda.Ops, on
 # kerneltest's conformance cases for their ops, against kernels/ref), under
-# compute-sanitizer memcheck too when the machine has it. What is NOT in it,
+# compute-sanitizer memcheck too when the machine has it (-test.short: the
+# small shapes only). What is NOT in it,
 # because it does not exist yet: a CUDA kernels.Backend, the full conformance
 # suite and the model goldens on CUDA, and the LoRA step and decode next to
 # PyTorch + PEFT.
@@ -77,7 +78,7 @@ step hardware-test 180 env HONE_CUDA_TEST=1 "$here/cuda.test" -test.run OnHardwa
 
 sanitizer=${HONE_COMPUTE_SANITIZER:-$(command -v compute-sanitizer)}
 if [ -n "$sanitizer" ]; then
-	step memcheck 90 env HONE_CUDA_TEST=1 "$sanitizer" --tool memcheck --error-exitcode 1 "$here/cuda.test" -test.run OnHardware -test.v -test.timeout 80s
+	step memcheck 90 env HONE_CUDA_TEST=1 "$sanitizer" --tool memcheck --error-exitcode 1 "$here/cuda.test" -test.run OnHardware -test.short -test.v -test.timeout 80s
 else
 	note "memcheck        skipped: compute-sanitizer is not on this machine"
 fi

@@ -9,9 +9,20 @@ import (
 // Buffer is float32 memory on a Device (or int32: UploadInt32; bfloat16
 // pairs: UploadBF16), allocated by Alloc and released by Free. The host sees its contents only through Upload and Download.
 type Buffer struct {
-	d   *Device
-	ptr DevPtr
-	n   int // float32 elements
+	d    *Device
+	ptr  DevPtr
+	n    int     // float32 elements
+	base *Buffer // nil, or the buffer this is a view into (view)
+}
+
+// view is n elements of b from element off on: the same memory, live while
+// b is (never freed itself). The caller keeps off+n ≤ b.Len().
+func (b *Buffer) view(off, n int) *Buffer {
+	base := b
+	if b.base != nil {
+		base = b.base
+	}
+	return &Buffer{d: b.d, ptr: b.ptr + DevPtr(4*off), n: n, base: base}
 }
 
 // Alloc allocates n float32 elements (contents undefined).
@@ -54,7 +65,11 @@ var errFreed = errors.New("buffer used after Free")
 
 // checkLive fails for a buffer already freed; the device's lock is held.
 func (b *Buffer) checkLive() error {
-	if _, ok := b.d.live[b.ptr]; !ok {
+	p := b.ptr
+	if b.base != nil {
+		p = b.base.ptr
+	}
+	if _, ok := b.d.live[p]; !ok {
 		return errFreed
 	}
 	return nil
@@ -151,6 +166,9 @@ func (b *Buffer) Download(dst []float32) error {
 // Free releases the buffer. Freeing it twice is an error.
 func (b *Buffer) Free() error {
 	err := b.d.do(func() error {
+		if b.base != nil {
+			return errors.New("a view into another buffer: free that one")
+		}
 		if err := b.checkLive(); err != nil {
 			return err
 		}

@@ -11,4 +11,6 @@ var (
 	PlanFlat            = planFlat
 	PlanRows            = planRows
 	PlanAdamW           = planAdamW
+	PlanLogprob         = planLogprob
+	LogprobChunk        = logprobChunk
 )

@@ -299,7 +299,8 @@ func (b deviceBackend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 // TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
 // JIT-compiled by the driver, with Ops' launch geometry) through
 // kerneltest's conformance cases for their ops, against kernels/ref, and
-// on the 7B shape's rows and Qwen's vocabulary.
+// on the 7B shape's rows and Qwen's vocabulary; LogprobForward (cuBLAS
+// GEMMs and logprob.cu) on the shim test's shapes.
 func TestKernelsOnHardware(t *testing.T) {
 	dev := openHardware(t)
 	defer dev.Close()
@@ -326,6 +327,28 @@ func TestKernelsOnHardware(t *testing.T) {
 		b.RMSNormBackward(gdi, gdw, dout, wantRstd, inp, weight, N, C)
 		near(t, "RMSNorm dinp", gdi, wdi, kerneltest.F32Tol)
 		near(t, "RMSNorm dweight", gdw, wdw, kerneltest.F32Tol)
+	})
+	t.Run("LogprobForward", func(t *testing.T) {
+		r := rand.New(rand.NewPCG(28, 10))
+		shapes := logprobShapes
+		if !testing.Short() {
+			shapes = append(shapes, [4]int{4, 128, 151936, 0}) // Qwen's vocabulary, 4096-column chunks
+		}
+		for _, s := range shapes {
+			N, C, V, chunk := s[0], s[1], s[2], s[3]
+			name := fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk)
+			hidden, weight := randn(r, N*C), randn(r, V*C)
+			targets := logprobTargets(r, N, V)
+			wlp, went, wlse := make([]float32, N), make([]float32, N), make([]float32, N)
+			ref.New().LogprobForward(wlp, went, wlse, nil, hidden, weight, targets, N, C, V, chunk)
+			lp, ent, lse := make([]float32, N), make([]float32, N), make([]float32, N)
+			b.call("LogprobForward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+				return ops.LogprobForward(buf(lp), buf(ent), buf(lse), buf(hidden), buf(weight), ibuf(targets), N, C, V, chunk)
+			})
+			near(t, name+" logprob", lp, wlp, kerneltest.F32Tol)
+			near(t, name+" entropy", ent, went, kerneltest.F32Tol)
+			near(t, name+" lse", lse, wlse, kerneltest.F32Tol)
+		}
 	})
 	t.Run("Qwen vocabulary rows", func(t *testing.T) {
 		if testing.Short() {

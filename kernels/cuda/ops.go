@@ -39,6 +39,8 @@ var kernelModules = map[string]string{
 	"logsoftmax_backward":      "softmax",
 	"entropy_forward":          "softmax",
 	"entropy_backward":         "softmax",
+	"logprob_chunk":            "logprob",
+	"logprob_finish":           "logprob",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up
@@ -94,11 +96,26 @@ type step struct {
 	Kernel      string
 	Grid, Block Dim3
 	Args        []any
+	Gemm        *gemmStep // instead of a kernel: a GEMM (Device.Matmul)
+}
+
+// gemmStep is C [M,N] = A [M,K] · op(B) (B [N,K] when TransB, else
+// [K,N]), beta 0, on the op's buffers (or views of them).
+type gemmStep struct {
+	C, A, B any
+	M, N, K int
+	TransB  bool
 }
 
 // run launches an op's steps in order.
 func (o *Ops) run(op string, steps []step) error {
 	for _, s := range steps {
+		if g := s.Gemm; g != nil {
+			if err := o.d.Matmul(g.C.(*Buffer), g.A.(*Buffer), g.B.(*Buffer), g.M, g.N, g.K, false, g.TransB, 0); err != nil {
+				return fmt.Errorf("CUDA %s: %w", op, err)
+			}
+			continue
+		}
 		k, ok := o.kernels[s.Kernel]
 		if !ok {
 			return fmt.Errorf("CUDA %s: kernel %s not loaded", op, s.Kernel)
@@ -163,7 +180,7 @@ func planRMSNormForward(out, rstd, inp, weight any, N, C int, eps float32) []ste
 	if N == 0 {
 		return nil
 	}
-	return []step{{"rmsnorm_forward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{out, rstd, inp, weight, C, eps}}}
+	return []step{{"rmsnorm_forward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{out, rstd, inp, weight, C, eps}, nil}}
 }
 
 // planRMSNormBackward: dinp one block per row; dweight (when withDweight)
@@ -172,9 +189,9 @@ func planRMSNormBackward(dinp, dweight, dout, rstd, inp, weight any, withDweight
 	if N == 0 {
 		return nil
 	}
-	s := []step{{"rmsnorm_backward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{dinp, dout, rstd, inp, weight, C}}}
+	s := []step{{"rmsnorm_backward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{dinp, dout, rstd, inp, weight, C}, nil}}
 	if withDweight {
-		s = append(s, step{"rmsnorm_backward_dweight", Dim3{(C + 31) / 32, 1, 1}, Dim3{32, 8, 1}, []any{dweight, dout, rstd, inp, N, C}})
+		s = append(s, step{"rmsnorm_backward_dweight", Dim3{(C + 31) / 32, 1, 1}, Dim3{32, 8, 1}, []any{dweight, dout, rstd, inp, N, C}, nil})
 	}
 	return s
 }
@@ -238,7 +255,7 @@ func planRoPE(kernel string, out, inp, pos, invFreq any, N, H, D, half int) []st
 	if items == 0 {
 		return nil
 	}
-	return []step{{kernel, flatGrid(items), Dim3{flatThreads, 1, 1}, []any{out, inp, pos, invFreq, N, H, D, half}}}
+	return []step{{kernel, flatGrid(items), Dim3{flatThreads, 1, 1}, []any{out, inp, pos, invFreq, N, H, D, half}, nil}}
 }
 
 func (o *Ops) ropeCheck(op string, out, inp, pos, invFreq *Buffer, N, H, D, half int) error {
@@ -280,7 +297,7 @@ func planFlat(kernel string, n int, args ...any) []step {
 	if n == 0 {
 		return nil
 	}
-	return []step{{kernel, flatGrid(n), Dim3{flatThreads, 1, 1}, args}}
+	return []step{{kernel, flatGrid(n), Dim3{flatThreads, 1, 1}, args, nil}}
 }
 
 // SwiGLUForward is kernels.Backend.SwiGLUForward on device buffers: out =
@@ -318,7 +335,7 @@ func planRows(kernel string, N, C int, args ...any) []step {
 	if N == 0 || C == 0 {
 		return nil
 	}
-	return []step{{kernel, Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, args}}
+	return []step{{kernel, Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, args, nil}}
 }
 
 func (o *Ops) embeddingCheck(op string, out, ids, table *Buffer, tableLen, N, C, V int) error {
@@ -485,4 +502,73 @@ func (o *Ops) EntropyBackward(dinp, dent, inp *Buffer, N, V int) error {
 		return err
 	}
 	return o.run("EntropyBackward", planRows("entropy_backward", N, V, dinp, dent, inp, V))
+}
+
+// logprobChunk is the vocabulary block of LogprobForward: chunk, or
+// kernels.DefaultLogprobChunk when chunk ≤ 0, at most V.
+func logprobChunk(chunk, V int) int {
+	if chunk <= 0 {
+		chunk = kernels.DefaultLogprobChunk
+	}
+	return max(1, min(chunk, V))
+}
+
+// planLogprob: per chunk of vocabulary columns, the GEMM of its logits
+// into z and logprob_chunk (one block per row) folding them into state;
+// then logprob_finish. view(b, off, n) is n elements of b from off on. z
+// holds N·logprobChunk(chunk, V) values, state 4·N.
+func planLogprob(view func(b any, off, n int) any, logprob, entropy, lse, hidden, weight, targets, z, state any, N, C, V, chunk int) []step {
+	if N == 0 {
+		return nil
+	}
+	cl := logprobChunk(chunk, V)
+	var s []step
+	for j0 := 0; j0 < V; j0 += cl {
+		l := min(cl, V-j0)
+		zc := view(z, 0, N*l)
+		s = append(s,
+			step{Gemm: &gemmStep{C: zc, A: hidden, B: view(weight, j0*C, l*C), M: N, N: l, K: C, TransB: true}},
+			step{"logprob_chunk", Dim3{N, 1, 1}, Dim3{rowThreads(l), 1, 1}, []any{state, zc, targets, l, j0}, nil})
+	}
+	return append(s, planFlat("logprob_finish", N, logprob, entropy, lse, state, targets, N)...)
+}
+
+// LogprobForward is kernels.Backend.LogprobForward on device buffers,
+// without expect: logprob, entropy, lse [N] of the logits hidden [N,C] ·
+// weight [V,C]ᵀ, computed chunk vocabulary columns at a time (≤ 0: the
+// default) by a cuBLAS GEMM into a [N, chunk] scratch buffer and an online
+// logsumexp. targets [N] int32 in [−1, V) (not checked on the host; −1:
+// logprob 0). It allocates and frees its scratch buffers.
+func (o *Ops) LogprobForward(logprob, entropy, lse, hidden, weight, targets *Buffer, N, C, V, chunk int) error {
+	c := check{op: "LogprobForward"}
+	c.sizes("N, C", N, C)
+	c.sizes("V, C", V, C)
+	if V < 1 || C < 1 {
+		c.fail("V = %d, C = %d: want at least 1", V, C)
+	}
+	c.buf(o.d, "logprob", logprob, N)
+	c.buf(o.d, "entropy", entropy, N)
+	c.buf(o.d, "lse", lse, N)
+	c.buf(o.d, "hidden", hidden, N*C)
+	c.buf(o.d, "weight", weight, V*C)
+	c.buf(o.d, "targets", targets, N)
+	if c.err != nil || N == 0 {
+		return c.err
+	}
+	c.sizes("N, chunk", N, logprobChunk(chunk, V))
+	if c.err != nil {
+		return c.err
+	}
+	z, err := o.d.Alloc(N * logprobChunk(chunk, V))
+	if err != nil {
+		return fmt.Errorf("CUDA LogprobForward: %w", err)
+	}
+	defer z.Free()
+	state, err := o.d.Alloc(4 * N)
+	if err != nil {
+		return fmt.Errorf("CUDA LogprobForward: %w", err)
+	}
+	defer state.Free()
+	view := func(b any, off, n int) any { return b.(*Buffer).view(off, n) }
+	return o.run(c.op, planLogprob(view, logprob, entropy, lse, hidden, weight, targets, z, state, N, C, V, chunk))
 }

@@ -139,6 +139,21 @@ func TestOpsLaunchGeometry(t *testing.T) {
 		{"EntropyBackward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.EntropyBackward(b(2*300), b(2), b(2*300), 2, 300)
 		}, []cudafake.Launch{launch("entropy_backward", dim(2, 1, 1), dim(256, 1, 1), 4)}},
+		{"LogprobForward chunks 8, 8, 4", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.LogprobForward(b(3), b(3), b(3), b(3*16), b(20*16), b(3), 3, 16, 20, 8)
+		}, []cudafake.Launch{
+			launch("logprob_chunk", dim(3, 1, 1), dim(32, 1, 1), 5),
+			launch("logprob_chunk", dim(3, 1, 1), dim(32, 1, 1), 5),
+			launch("logprob_chunk", dim(3, 1, 1), dim(32, 1, 1), 5),
+			launch("logprob_finish", dim(1, 1, 1), dim(256, 1, 1), 6),
+		}},
+		{"LogprobForward default chunk", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.LogprobForward(b(2), b(2), b(2), b(2*4), b(5000*4), b(2), 2, 4, 5000, 0)
+		}, []cudafake.Launch{
+			launch("logprob_chunk", dim(2, 1, 1), dim(256, 1, 1), 5),
+			launch("logprob_chunk", dim(2, 1, 1), dim(256, 1, 1), 5),
+			launch("logprob_finish", dim(1, 1, 1), dim(256, 1, 1), 6),
+		}},
 		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
 		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},
@@ -272,5 +287,51 @@ func TestUploadBF16(t *testing.T) {
 	}
 	if err := b.UploadBF16(make([]uint16, 5)); err == nil || !strings.Contains(err.Error(), "5 values into a buffer of 2 elements (want 3)") {
 		t.Errorf("wrong length: %v", err)
+	}
+}
+
+// TestLogprobForwardGemms: LogprobForward's GEMMs are the row-major
+// z [N, len] = hidden · weight[j0 : j0+len]ᵀ of each chunk, on views that
+// step through the weight by len·C floats and write the same scratch z;
+// the scratch buffers are freed after.
+func TestLogprobForwardGemms(t *testing.T) {
+	dev, drv, blas := openFake(t, 0)
+	defer dev.Close()
+	o, err := dev.LoadOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Unload()
+	const N, C, V, chunk = 3, 16, 20, 8
+	var bufs []*cuda.Buffer
+	for _, n := range []int{N, N, N, N * C, V * C, N} {
+		x, err := dev.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs = append(bufs, x)
+	}
+	if err := o.LogprobForward(bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], N, C, V, chunk); err != nil {
+		t.Fatal(err)
+	}
+	g := blas.Gemms()
+	if len(g) != 3 {
+		t.Fatalf("%d GEMMs, want 3", len(g))
+	}
+	for i, lens := range []int{8, 8, 4} {
+		// row-major z [N, len] = hidden [N,C] · w [len,C]ᵀ is the
+		// column-major call with m = len, n = N, w first (transposed).
+		if g[i].M != lens || g[i].N != N || g[i].K != C || g[i].TransA != cuda.OpT || g[i].TransB != cuda.OpN || g[i].Beta != 0 {
+			t.Errorf("GEMM %d: %+v", i, g[i])
+		}
+		if i > 0 && (g[i].A-g[i-1].A != cuda.DevPtr(4*chunk*C) || g[i].C != g[0].C || g[i].B != g[0].B) {
+			t.Errorf("GEMM %d: weight at %#x after %#x (want %d bytes on), z at %#x, hidden at %#x", i, g[i].A, g[i-1].A, 4*chunk*C, g[i].C, g[i].B)
+		}
+	}
+	if n, _ := dev.Live(); n != len(bufs) {
+		t.Errorf("%d buffers live after LogprobForward, want the %d of the test", n, len(bufs))
+	}
+	if n, _ := drv.Live(); n != len(bufs) {
+		t.Errorf("%d allocations on the fake after LogprobForward, want %d", n, len(bufs))
 	}
 }

@@ -37,6 +37,19 @@ func buildShim(t *testing.T, name string) string {
 		}
 		t.Fatal(err)
 	}
+	// g++ reads the sources, not this process: read them here too, so that
+	// go test's cache knows the result depends on them.
+	for _, pattern := range []string{"*.cu", "*.cuh", "cpushim/*", "testdata/*.cc", "testdata/*.cu"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if _, err := os.ReadFile(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	bin := filepath.Join(t.TempDir(), name)
 	out, err := exec.Command(cxx, "-std=c++17", "-O0", "-Wall", "-Werror", "-pthread", "-I", "cpushim",
 		"-o", bin, filepath.Join("testdata", name+".cc")).CombinedOutput()
@@ -139,6 +152,10 @@ func (h shimHarness) run(s cuda.Step) error {
 // drives the ops through kernels.Backend, which returns no errors).
 func (h shimHarness) runPlan(steps []cuda.Step) {
 	for _, s := range steps {
+		if g := s.Gemm; g != nil { // cuBLAS's part, from kernels/ref
+			ref.New().Matmul(g.C.([]float32), g.A.([]float32), g.B.([]float32), g.M, g.N, g.K, false, g.TransB, 0)
+			continue
+		}
 		if err := h.run(s); err != nil {
 			panic("CUDA kernel on the CPU shim: " + err.Error())
 		}
@@ -259,6 +276,7 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE", "AdamW")
 	})
 	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
+	t.Run("LogprobForward", func(t *testing.T) { logprobOnShim(t, h) })
 	t.Run("Embedding ids out of range", func(t *testing.T) {
 		b := shimBackend{h: h}
 		const N, C, V = 3, 40, 2
@@ -431,5 +449,54 @@ func shimDivergence(t *testing.T, bin string) {
 				t.Errorf("%s: message %q does not say %q", kernel, msg, s)
 			}
 		}
+	}
+}
+
+// logprobShapes are kerneltest's logprob shapes (N, C, V, chunk; chunk 1:
+// a chunk a column, 0: the default), and a target in the last chunk and a
+// last chunk of one column.
+var logprobShapes = [][4]int{{1, 4, 7, 0}, {2, 8, 100, 16}, {17, 16, 257, 64}, {5, 32, 1000, 0}, {3, 8, 50, 50}, {4, 8, 33, 1}, {6, 8, 65, 32}}
+
+// logprobTargets draws targets in [0, V), with row 1 ignored (−1) when N >
+// 1 and the last row's target the last column when N > 2.
+func logprobTargets(r *rand.Rand, N, V int) []int32 {
+	t := make([]int32, N)
+	for i := range t {
+		t[i] = int32(r.IntN(V))
+	}
+	if N > 2 {
+		t[N-1] = int32(V - 1)
+	}
+	if N > 1 {
+		t[1] = -1
+	}
+	return t
+}
+
+// logprobOnShim runs LogprobForward's plan — the GEMMs from kernels/ref,
+// logprob.cu's kernels on the shim — against kernels/ref's LogprobForward.
+func logprobOnShim(t *testing.T, h shimHarness) {
+	r := rand.New(rand.NewPCG(28, 9))
+	for _, s := range logprobShapes {
+		N, C, V, chunk := s[0], s[1], s[2], s[3]
+		t.Run(fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk), func(t *testing.T) {
+			hidden, weight := randn(r, N*C), randn(r, V*C)
+			for i := range hidden {
+				hidden[i] *= 2 // logits of a few units: a peaked softmax
+			}
+			targets := logprobTargets(r, N, V)
+			wlp, went, wlse := make([]float32, N), make([]float32, N), make([]float32, N)
+			ref.New().LogprobForward(wlp, went, wlse, nil, hidden, weight, targets, N, C, V, chunk)
+			lp, ent, lse := make([]float32, N), make([]float32, N), make([]float32, N)
+			z, state := make([]float32, N*cuda.LogprobChunk(chunk, V)), make([]float32, 4*N)
+			view := func(b any, off, n int) any { return b.([]float32)[off : off+n] }
+			h.runPlan(cuda.PlanLogprob(view, lp, ent, lse, hidden, weight, targets, z, state, N, C, V, chunk))
+			near(t, "logprob", lp, wlp, kerneltest.F32Tol)
+			near(t, "entropy", ent, went, kerneltest.F32Tol)
+			near(t, "lse", lse, wlse, kerneltest.F32Tol)
+			if N > 1 && lp[1] != 0 {
+				t.Errorf("ignored row: logprob %g, want 0", lp[1])
+			}
+		})
 	}
 }

@@ -28,6 +28,7 @@
 #include "../adamw.cu"
 #include "../elementwise.cu"
 #include "../softmax.cu"
+#include "../logprob.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -131,6 +132,8 @@ const Entry kernels[] = {
     KERNEL(logsoftmax_backward),
     KERNEL(entropy_forward),
     KERNEL(entropy_backward),
+    KERNEL(logprob_chunk),
+    KERNEL(logprob_finish),
 };
 
 }  // namespace

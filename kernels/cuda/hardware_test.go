@@ -299,8 +299,9 @@ func (b deviceBackend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 // TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
 // JIT-compiled by the driver, with Ops' launch geometry) through
 // kerneltest's conformance cases for their ops, against kernels/ref, and
-// on the 7B shape's rows and Qwen's vocabulary; LogprobForward (cuBLAS
-// GEMMs and logprob.cu) on the shim test's shapes.
+// on the 7B shape's rows and Qwen's vocabulary; LogprobForward with
+// expect (cuBLAS GEMMs and logprob.cu) and LogprobBackwardExpect on the
+// shim test's shapes.
 func TestKernelsOnHardware(t *testing.T) {
 	dev := openHardware(t)
 	defer dev.Close()
@@ -339,15 +340,23 @@ func TestKernelsOnHardware(t *testing.T) {
 			name := fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk)
 			hidden, weight := randn(r, N*C), randn(r, V*C)
 			targets := logprobTargets(r, N, V)
-			wlp, went, wlse := make([]float32, N), make([]float32, N), make([]float32, N)
-			ref.New().LogprobForward(wlp, went, wlse, nil, hidden, weight, targets, N, C, V, chunk)
-			lp, ent, lse := make([]float32, N), make([]float32, N), make([]float32, N)
+			wlp, went, wlse, wex := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)
+			ref.New().LogprobForward(wlp, went, wlse, wex, hidden, weight, targets, N, C, V, chunk)
+			lp, ent, lse, ex := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)
 			b.call("LogprobForward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
-				return ops.LogprobForward(buf(lp), buf(ent), buf(lse), buf(hidden), buf(weight), ibuf(targets), N, C, V, chunk)
+				return ops.LogprobForward(buf(lp), buf(ent), buf(lse), buf(ex), buf(hidden), buf(weight), ibuf(targets), N, C, V, chunk)
 			})
 			near(t, name+" logprob", lp, wlp, kerneltest.F32Tol)
 			near(t, name+" entropy", ent, went, kerneltest.F32Tol)
 			near(t, name+" lse", lse, wlse, kerneltest.F32Tol)
+			near(t, name+" expect", ex, wex, kerneltest.F32Tol)
+			dlp, dh := randn(r, N), randn(r, N*C)
+			want := append([]float32(nil), dh...)
+			ref.New().LogprobBackwardExpect(want, dlp, wex, weight, targets, N, C, V)
+			b.call("LogprobBackwardExpect", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+				return ops.LogprobBackwardExpect(buf(dh), buf(dlp), buf(wex), buf(weight), ibuf(targets), N, C, V)
+			})
+			near(t, name+" LogprobBackwardExpect dhidden", dh, want, kerneltest.F32Tol)
 		}
 	})
 	t.Run("Qwen vocabulary rows", func(t *testing.T) {

@@ -41,6 +41,9 @@ var kernelModules = map[string]string{
 	"entropy_backward":         "softmax",
 	"logprob_chunk":            "logprob",
 	"logprob_finish":           "logprob",
+	"expect_scale":             "logprob",
+	"logprob_expect":           "logprob",
+	"logprob_backward_expect":  "logprob",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up
@@ -99,19 +102,20 @@ type step struct {
 	Gemm        *gemmStep // instead of a kernel: a GEMM (Device.Matmul)
 }
 
-// gemmStep is C [M,N] = A [M,K] · op(B) (B [N,K] when TransB, else
-// [K,N]), beta 0, on the op's buffers (or views of them).
+// gemmStep is C [M,N] = A [M,K] · op(B) + Beta·C (B [N,K] when TransB,
+// else [K,N]) on the op's buffers (or views of them).
 type gemmStep struct {
 	C, A, B any
 	M, N, K int
 	TransB  bool
+	Beta    float32
 }
 
 // run launches an op's steps in order.
 func (o *Ops) run(op string, steps []step) error {
 	for _, s := range steps {
 		if g := s.Gemm; g != nil {
-			if err := o.d.Matmul(g.C.(*Buffer), g.A.(*Buffer), g.B.(*Buffer), g.M, g.N, g.K, false, g.TransB, 0); err != nil {
+			if err := o.d.Matmul(g.C.(*Buffer), g.A.(*Buffer), g.B.(*Buffer), g.M, g.N, g.K, false, g.TransB, g.Beta); err != nil {
 				return fmt.Errorf("CUDA %s: %w", op, err)
 			}
 			continue
@@ -515,31 +519,50 @@ func logprobChunk(chunk, V int) int {
 
 // planLogprob: per chunk of vocabulary columns, the GEMM of its logits
 // into z and logprob_chunk (one block per row) folding them into state;
-// then logprob_finish. view(b, off, n) is n elements of b from off on. z
-// holds N·logprobChunk(chunk, V) values, state 4·N.
-func planLogprob(view func(b any, off, n int) any, logprob, entropy, lse, hidden, weight, targets, z, state any, N, C, V, chunk int) []step {
+// with expect (withExpect), then expect's rows rescaled (expect_scale) and
+// the chunk's e^(z−M)·weight rows added (a GEMM); at the end
+// logprob_finish, and logprob_expect. view(b, off, n) is n elements of b
+// from off on. z holds N·logprobChunk(chunk, V) values, state 5·N.
+func planLogprob(view func(b any, off, n int) any, logprob, entropy, lse, expect, hidden, weight, targets, z, state any, withExpect bool, N, C, V, chunk int) []step {
 	if N == 0 {
 		return nil
+	}
+	keep := 0
+	if withExpect {
+		keep = 1
 	}
 	cl := logprobChunk(chunk, V)
 	var s []step
 	for j0 := 0; j0 < V; j0 += cl {
 		l := min(cl, V-j0)
-		zc := view(z, 0, N*l)
+		zc, wc := view(z, 0, N*l), view(weight, j0*C, l*C)
 		s = append(s,
-			step{Gemm: &gemmStep{C: zc, A: hidden, B: view(weight, j0*C, l*C), M: N, N: l, K: C, TransB: true}},
-			step{"logprob_chunk", Dim3{N, 1, 1}, Dim3{rowThreads(l), 1, 1}, []any{state, zc, targets, l, j0}, nil})
+			step{Gemm: &gemmStep{C: zc, A: hidden, B: wc, M: N, N: l, K: C, TransB: true}},
+			step{"logprob_chunk", Dim3{N, 1, 1}, Dim3{rowThreads(l), 1, 1}, []any{state, zc, targets, l, j0, keep}, nil})
+		if withExpect {
+			var beta float32
+			if j0 > 0 {
+				beta = 1
+				s = append(s, planRows("expect_scale", N, C, expect, state, C)...)
+			}
+			s = append(s, step{Gemm: &gemmStep{C: expect, A: zc, B: wc, M: N, N: C, K: l, Beta: beta}})
+		}
 	}
-	return append(s, planFlat("logprob_finish", N, logprob, entropy, lse, state, targets, N)...)
+	s = append(s, planFlat("logprob_finish", N, logprob, entropy, lse, state, targets, N)...)
+	if withExpect {
+		s = append(s, planRows("logprob_expect", N, C, expect, state, C)...)
+	}
+	return s
 }
 
-// LogprobForward is kernels.Backend.LogprobForward on device buffers,
-// without expect: logprob, entropy, lse [N] of the logits hidden [N,C] ·
-// weight [V,C]ᵀ, computed chunk vocabulary columns at a time (≤ 0: the
-// default) by a cuBLAS GEMM into a [N, chunk] scratch buffer and an online
-// logsumexp. targets [N] int32 in [−1, V) (not checked on the host; −1:
-// logprob 0). It allocates and frees its scratch buffers.
-func (o *Ops) LogprobForward(logprob, entropy, lse, hidden, weight, targets *Buffer, N, C, V, chunk int) error {
+// LogprobForward is kernels.Backend.LogprobForward on device buffers:
+// logprob, entropy, lse [N] of the logits hidden [N,C] · weight [V,C]ᵀ,
+// computed chunk vocabulary columns at a time (≤ 0: the default) by a
+// cuBLAS GEMM into a [N, chunk] scratch buffer and an online logsumexp;
+// expect [N,C] (nil: skipped) gets Σ_j softmax(z)_j·weight[j], one more
+// GEMM a chunk. targets [N] int32 in [−1, V) (not checked on the host;
+// −1: logprob 0). It allocates and frees its scratch buffers.
+func (o *Ops) LogprobForward(logprob, entropy, lse, expect, hidden, weight, targets *Buffer, N, C, V, chunk int) error {
 	c := check{op: "LogprobForward"}
 	c.sizes("N, C", N, C)
 	c.sizes("V, C", V, C)
@@ -549,6 +572,9 @@ func (o *Ops) LogprobForward(logprob, entropy, lse, hidden, weight, targets *Buf
 	c.buf(o.d, "logprob", logprob, N)
 	c.buf(o.d, "entropy", entropy, N)
 	c.buf(o.d, "lse", lse, N)
+	if expect != nil {
+		c.buf(o.d, "expect", expect, N*C)
+	}
 	c.buf(o.d, "hidden", hidden, N*C)
 	c.buf(o.d, "weight", weight, V*C)
 	c.buf(o.d, "targets", targets, N)
@@ -564,11 +590,31 @@ func (o *Ops) LogprobForward(logprob, entropy, lse, hidden, weight, targets *Buf
 		return fmt.Errorf("CUDA LogprobForward: %w", err)
 	}
 	defer z.Free()
-	state, err := o.d.Alloc(4 * N)
+	state, err := o.d.Alloc(5 * N)
 	if err != nil {
 		return fmt.Errorf("CUDA LogprobForward: %w", err)
 	}
 	defer state.Free()
 	view := func(b any, off, n int) any { return b.(*Buffer).view(off, n) }
-	return o.run(c.op, planLogprob(view, logprob, entropy, lse, hidden, weight, targets, z, state, N, C, V, chunk))
+	return o.run(c.op, planLogprob(view, logprob, entropy, lse, expect, hidden, weight, targets, z, state, expect != nil, N, C, V, chunk))
+}
+
+// LogprobBackwardExpect is kernels.Backend.LogprobBackwardExpect on device
+// buffers: dhidden [N,C] += dlogprob[n]·(weight[t] − expect[n]) for the
+// rows whose target t = targets[n] is ≥ 0 (t ≥ V, which the host cannot
+// check on the device, adds nothing). dlogprob [N], expect [N,C] (from
+// LogprobForward), weight [V,C].
+func (o *Ops) LogprobBackwardExpect(dhidden, dlogprob, expect, weight, targets *Buffer, N, C, V int) error {
+	c := check{op: "LogprobBackwardExpect"}
+	c.sizes("N, C", N, C)
+	c.sizes("V, C", V, C)
+	c.buf(o.d, "dhidden", dhidden, N*C)
+	c.buf(o.d, "dlogprob", dlogprob, N)
+	c.buf(o.d, "expect", expect, N*C)
+	c.buf(o.d, "weight", weight, V*C)
+	c.buf(o.d, "targets", targets, N)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planRows("logprob_backward_expect", N, C, dhidden, dlogprob, expect, weight, targets, C, V))
 }

@@ -140,20 +140,25 @@ func TestOpsLaunchGeometry(t *testing.T) {
 			return o.EntropyBackward(b(2*300), b(2), b(2*300), 2, 300)
 		}, []cudafake.Launch{launch("entropy_backward", dim(2, 1, 1), dim(256, 1, 1), 4)}},
 		{"LogprobForward chunks 8, 8, 4", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
-			return o.LogprobForward(b(3), b(3), b(3), b(3*16), b(20*16), b(3), 3, 16, 20, 8)
+			return o.LogprobForward(b(3), b(3), b(3), nil, b(3*16), b(20*16), b(3), 3, 16, 20, 8)
 		}, []cudafake.Launch{
-			launch("logprob_chunk", dim(3, 1, 1), dim(32, 1, 1), 5),
-			launch("logprob_chunk", dim(3, 1, 1), dim(32, 1, 1), 5),
-			launch("logprob_chunk", dim(3, 1, 1), dim(32, 1, 1), 5),
+			launch("logprob_chunk", dim(3, 1, 1), dim(32, 1, 1), 6),
+			launch("logprob_chunk", dim(3, 1, 1), dim(32, 1, 1), 6),
+			launch("logprob_chunk", dim(3, 1, 1), dim(32, 1, 1), 6),
 			launch("logprob_finish", dim(1, 1, 1), dim(256, 1, 1), 6),
 		}},
-		{"LogprobForward default chunk", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
-			return o.LogprobForward(b(2), b(2), b(2), b(2*4), b(5000*4), b(2), 2, 4, 5000, 0)
+		{"LogprobForward default chunk, expect", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.LogprobForward(b(2), b(2), b(2), b(2*4), b(2*4), b(5000*4), b(2), 2, 4, 5000, 0)
 		}, []cudafake.Launch{
-			launch("logprob_chunk", dim(2, 1, 1), dim(256, 1, 1), 5),
-			launch("logprob_chunk", dim(2, 1, 1), dim(256, 1, 1), 5),
+			launch("logprob_chunk", dim(2, 1, 1), dim(256, 1, 1), 6),
+			launch("logprob_chunk", dim(2, 1, 1), dim(256, 1, 1), 6),
+			launch("expect_scale", dim(2, 1, 1), dim(32, 1, 1), 3),
 			launch("logprob_finish", dim(1, 1, 1), dim(256, 1, 1), 6),
+			launch("logprob_expect", dim(2, 1, 1), dim(32, 1, 1), 3),
 		}},
+		{"LogprobBackwardExpect", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.LogprobBackwardExpect(b(5*896), b(5), b(5*896), b(100*896), b(5), 5, 896, 100)
+		}, []cudafake.Launch{launch("logprob_backward_expect", dim(5, 1, 1), dim(256, 1, 1), 7)}},
 		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
 		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},
@@ -311,7 +316,7 @@ func TestLogprobForwardGemms(t *testing.T) {
 		}
 		bufs = append(bufs, x)
 	}
-	if err := o.LogprobForward(bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5], N, C, V, chunk); err != nil {
+	if err := o.LogprobForward(bufs[0], bufs[1], bufs[2], nil, bufs[3], bufs[4], bufs[5], N, C, V, chunk); err != nil {
 		t.Fatal(err)
 	}
 	g := blas.Gemms()

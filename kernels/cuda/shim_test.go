@@ -153,7 +153,7 @@ func (h shimHarness) run(s cuda.Step) error {
 func (h shimHarness) runPlan(steps []cuda.Step) {
 	for _, s := range steps {
 		if g := s.Gemm; g != nil { // cuBLAS's part, from kernels/ref
-			ref.New().Matmul(g.C.([]float32), g.A.([]float32), g.B.([]float32), g.M, g.N, g.K, false, g.TransB, 0)
+			ref.New().Matmul(g.C.([]float32), g.A.([]float32), g.B.([]float32), g.M, g.N, g.K, false, g.TransB, g.Beta)
 			continue
 		}
 		if err := h.run(s); err != nil {
@@ -474,7 +474,8 @@ func logprobTargets(r *rand.Rand, N, V int) []int32 {
 }
 
 // logprobOnShim runs LogprobForward's plan — the GEMMs from kernels/ref,
-// logprob.cu's kernels on the shim — against kernels/ref's LogprobForward.
+// logprob.cu's kernels on the shim — against kernels/ref's LogprobForward,
+// without and with expect, and LogprobBackwardExpect's.
 func logprobOnShim(t *testing.T, h shimHarness) {
 	r := rand.New(rand.NewPCG(28, 9))
 	for _, s := range logprobShapes {
@@ -485,18 +486,36 @@ func logprobOnShim(t *testing.T, h shimHarness) {
 				hidden[i] *= 2 // logits of a few units: a peaked softmax
 			}
 			targets := logprobTargets(r, N, V)
-			wlp, went, wlse := make([]float32, N), make([]float32, N), make([]float32, N)
-			ref.New().LogprobForward(wlp, went, wlse, nil, hidden, weight, targets, N, C, V, chunk)
-			lp, ent, lse := make([]float32, N), make([]float32, N), make([]float32, N)
-			z, state := make([]float32, N*cuda.LogprobChunk(chunk, V)), make([]float32, 4*N)
-			view := func(b any, off, n int) any { return b.([]float32)[off : off+n] }
-			h.runPlan(cuda.PlanLogprob(view, lp, ent, lse, hidden, weight, targets, z, state, N, C, V, chunk))
-			near(t, "logprob", lp, wlp, kerneltest.F32Tol)
-			near(t, "entropy", ent, went, kerneltest.F32Tol)
-			near(t, "lse", lse, wlse, kerneltest.F32Tol)
-			if N > 1 && lp[1] != 0 {
-				t.Errorf("ignored row: logprob %g, want 0", lp[1])
+			wlp, went, wlse, wex := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)
+			ref.New().LogprobForward(wlp, went, wlse, wex, hidden, weight, targets, N, C, V, chunk)
+			for _, withExpect := range []bool{false, true} {
+				lp, ent, lse := make([]float32, N), make([]float32, N), make([]float32, N)
+				var ex []float32
+				if withExpect {
+					ex = make([]float32, N*C)
+					for i := range ex {
+						ex[i] = float32(math.NaN()) // overwritten, never read
+					}
+				}
+				z, state := make([]float32, N*cuda.LogprobChunk(chunk, V)), make([]float32, 5*N)
+				view := func(b any, off, n int) any { return b.([]float32)[off : off+n] }
+				h.runPlan(cuda.PlanLogprob(view, lp, ent, lse, ex, hidden, weight, targets, z, state, withExpect, N, C, V, chunk))
+				what := fmt.Sprintf("expect=%v: ", withExpect)
+				near(t, what+"logprob", lp, wlp, kerneltest.F32Tol)
+				near(t, what+"entropy", ent, went, kerneltest.F32Tol)
+				near(t, what+"lse", lse, wlse, kerneltest.F32Tol)
+				if N > 1 && lp[1] != 0 {
+					t.Errorf("%signored row: logprob %g, want 0", what, lp[1])
+				}
+				if withExpect {
+					near(t, "expect", ex, wex, kerneltest.F32Tol)
+				}
 			}
+			dlp, dh := randn(r, N), randn(r, N*C)
+			want := append([]float32(nil), dh...)
+			ref.New().LogprobBackwardExpect(want, dlp, wex, weight, targets, N, C, V)
+			h.runPlan(cuda.PlanRows("logprob_backward_expect", N, C, dh, dlp, wex, weight, targets, C, V))
+			near(t, "LogprobBackwardExpect dhidden", dh, want, kerneltest.F32Tol)
 		})
 	}
 }

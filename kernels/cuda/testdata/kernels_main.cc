@@ -134,6 +134,9 @@ const Entry kernels[] = {
     KERNEL(entropy_backward),
     KERNEL(logprob_chunk),
     KERNEL(logprob_finish),
+    KERNEL(expect_scale),
+    KERNEL(logprob_expect),
+    KERNEL(logprob_backward_expect),
 };
 
 }  // namespace

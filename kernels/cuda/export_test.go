@@ -13,4 +13,5 @@ var (
 	PlanAdamW           = planAdamW
 	PlanLogprob         = planLogprob
 	LogprobChunk        = logprobChunk
+	KernelModules       = kernelModules
 )

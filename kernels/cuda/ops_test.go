@@ -3,12 +3,14 @@ package cuda_test
 import (
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+	"github.com/hone-rl/hone/kernels/cuda/internal/ptxbuild"
 )
 
 // opsCase is one Ops call on the fake driver and the launches it must make.
@@ -338,5 +340,30 @@ func TestLogprobForwardGemms(t *testing.T) {
 	}
 	if n, _ := drv.Live(); n != len(bufs) {
 		t.Errorf("%d allocations on the fake after LogprobForward, want %d", n, len(bufs))
+	}
+}
+
+// TestOpsKnowsEveryKernel: Ops's table of kernels is exactly the kernels
+// the .cu files define, each under its own file's module.
+func TestOpsKnowsEveryKernel(t *testing.T) {
+	mods, err := ptxbuild.Sources(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, m := range mods {
+		src, err := os.ReadFile(m + ".cu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range ptxbuild.Kernels(src) {
+			seen++
+			if got, ok := cuda.KernelModules[k]; !ok || got != m {
+				t.Errorf("kernel %s of %s.cu: Ops has it in module %q (present: %v)", k, m, got, ok)
+			}
+		}
+	}
+	if seen != len(cuda.KernelModules) {
+		t.Errorf("the .cu files define %d kernels, Ops lists %d", seen, len(cuda.KernelModules))
 	}
 }

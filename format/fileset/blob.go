@@ -280,11 +280,19 @@ type span struct {
 
 func (s span) end() int64 { return s.off + int64(len(s.b)) }
 
-// WillRead notes that the next reads fall in [off, off+n).
+// WillRead notes that the next reads fall in [off, off+n), and drops the
+// spans inside the range announced before that the new one does not
+// touch: the reader has moved on, so one row group is held, not several.
 func (r *blobReader) WillRead(off, n int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	oldOff, oldEnd := r.willOff, r.willEnd
 	r.willOff, r.willEnd = max(off, 0), min(off+max(n, 0), r.size)
+	r.spans = slices.DeleteFunc(r.spans, func(s span) bool {
+		inOld := s.off >= oldOff && s.end() <= oldEnd
+		touchesNew := s.off < r.willEnd && s.end() > r.willOff
+		return inOld && !touchesNew
+	})
 }
 
 func (r *blobReader) ReadAt(p []byte, off int64) (int, error) {

@@ -489,6 +489,15 @@ func TestS3WillRead(t *testing.T) {
 	if want := int64(8192 + 512<<10); s2-s1 != want || g2-g1 > 3 {
 		t.Errorf("reads up to and into an announced range: %d requests, %d bytes; want at most 3 and %d", g2-g1, s2-s1, want)
 	}
+	// Announcing the next range lets the last one go: reading it again
+	// fetches it again.
+	f.WillRead(2<<20, 4096)
+	read(2<<20, 4096)
+	g3, s3b := s3.counts()
+	read(3<<20, 4096)
+	if g4, s4 := s3.counts(); g4-g3 != 1 || s4-s3b != ReadAround {
+		t.Errorf("a range announced before the last one: %d requests, %d bytes; want it fetched again (1 request, %d bytes)", g4-g3, s4-s3b, ReadAround)
+	}
 	// A local file takes the call and ignores it.
 	path := filepath.Join(t.TempDir(), "x.bin")
 	os.WriteFile(path, data[:100], 0o644)

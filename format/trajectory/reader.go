@@ -91,7 +91,9 @@ const readBatch = 64
 // Open opens a set of trajectory files resolved by fileset.Resolve (or
 // named by fileset.Files). Every footer is read and checked (schema
 // version, columns) before Open returns. The caller keeps the set and
-// closes it after the Reader.
+// closes it after the Reader. The first file stays open for Next, its
+// reads under ctx (an object store's reads belong to the context of the
+// open): pass Open the context the reading runs under.
 func Open(ctx context.Context, in *fileset.Set) (*Reader, error) {
 	r := newReader()
 	for i := range in.Len() {

@@ -157,7 +157,8 @@ func footerLen(t *testing.T, name string) int64 {
 // footer; opening it (the footers only) fetches the footer and a few KiB;
 // reading one column fetches that column. Measured before the fix (a
 // single 1 MiB read-ahead buffer, the footer read again by Next): 1.53x
-// the file in 12 requests for one row group, 1.35x in 20 for several.
+// the file in 12 requests for one row group, 1.49x in 17 for eight; Open
+// alone 146 KB and 236 KB in 5 requests each.
 func TestS3FetchBytes(t *testing.T) {
 	s3 := newCountingS3(t)
 	ctx := context.Background()
@@ -211,7 +212,8 @@ func TestS3FetchBytes(t *testing.T) {
 }
 
 // Reading one column chunk by chunk, each announced with WillRead, fetches
-// that column's chunks and the footer, not its neighbours.
+// that column's chunks and the footer, not its neighbours (before the fix:
+// 694 KB for a 1 KB column).
 func TestS3FetchOneColumn(t *testing.T) {
 	s3 := newCountingS3(t)
 	ctx := context.Background()

@@ -94,11 +94,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var opts serve.Options
 	var logOpt cli.LogOptions
 	var threads int
-	var compute, device string
+	var compute, bf16Kernel, device string
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.IntVar(&threads, "threads", 0, "CPU worker goroutines (0: all cores)")
 	fs.StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
+	fs.StringVar(&bf16Kernel, "bf16-kernel", "native", backendflag.BF16KernelUsage)
 	backend.AddFlag(fs, &device)
 	var remote remoteAdapters
 	remote.addFlags(fs)
@@ -139,7 +140,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
 		be, err := backend.New(device, func() (kernels.Backend, error) {
-			be, err := newBackend(threads, compute, opts.DType)
+			be, err := newBackend(threads, compute, bf16Kernel, opts.DType)
 			if err != nil {
 				return nil, err
 			}
@@ -200,6 +201,7 @@ var engineFlags = []struct{ flag, vllm string }{
 	{"dtype", "vLLM takes its own --dtype"},
 	{"threads", "vLLM runs the model"},
 	{"compute", "vLLM takes its own --dtype"},
+	{"bf16-kernel", "vLLM runs the model"},
 	{"device", "vLLM runs the model"},
 	{"max-batch", "vLLM's --max-num-seqs"},
 	{"prefill-tokens", "vLLM's --max-num-batched-tokens"},

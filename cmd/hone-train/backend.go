@@ -10,15 +10,20 @@ import (
 )
 
 // newBackend builds the CPU backend from --threads (≤ 0: GOMAXPROCS; one
-// spare P, see cpu.SpareProc), --compute and --dtype. The bf16 mode on a
-// CPU or build without AVX512-BF16 is a usage error (exit 2): it never
-// falls back to float32 silently.
-func newBackend(threads int, compute, dtype string) (*cpu.Backend, error) {
+// spare P, see cpu.SpareProc), --compute, --bf16-kernel and --dtype. The
+// bf16 mode on a CPU or build without AVX512-BF16 is a usage error (exit
+// 2): it never falls back to float32 silently, nor to the portable kernel
+// unless --bf16-kernel portable asks for it.
+func newBackend(threads int, compute, kernel, dtype string) (*cpu.Backend, error) {
 	p, err := backendflag.Precision(compute, dtype)
 	if err != nil {
 		return nil, err
 	}
-	be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads), Compute: p})
+	k, err := backendflag.BF16Kernel(p, kernel)
+	if err != nil {
+		return nil, err
+	}
+	be, err := cpu.New(cpu.Options{Workers: cpu.SpareProc(threads), Compute: p, BF16Kernel: k})
 	if errors.As(err, new(cpu.NoBF16Error)) {
 		return nil, cli.Usage(err)
 	}

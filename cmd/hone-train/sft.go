@@ -17,7 +17,7 @@ import (
 func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts sft.Options
 	var threads int
-	var compute string
+	var compute, bf16Kernel string
 	var device string
 	var remote remoteOut
 	cmd := &cobra.Command{
@@ -44,7 +44,7 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 				return err
 			}
 			be, err := backend.New(device, func() (kernels.Backend, error) {
-				be, err := newBackend(threads, compute, opts.DType)
+				be, err := newBackend(threads, compute, bf16Kernel, opts.DType)
 				if err != nil {
 					return nil, err
 				}
@@ -65,6 +65,7 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 	opts.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
 	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
+	cmd.Flags().StringVar(&bf16Kernel, "bf16-kernel", "native", backendflag.BF16KernelUsage)
 	backend.AddFlag(cmd.Flags(), &device)
 	remote.addFlags(cmd.Flags())
 	return cmd

@@ -1,8 +1,11 @@
-// Package backendflag reads the --compute flag of hone-train and hone-serve
-// (the main packages build the CPU backend from it).
+// Package backendflag reads the --compute and --bf16-kernel flags of
+// hone-train and hone-serve (the main packages build the CPU backend from
+// them).
 package backendflag
 
 import (
+	"fmt"
+
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
@@ -29,4 +32,24 @@ func Precision(compute, dtype string) (kernels.Precision, error) {
 		}
 	}
 	return p, nil
+}
+
+// BF16KernelUsage is the help of the --bf16-kernel flag.
+const BF16KernelUsage = "micro-kernel of --compute bf16: native (AVX512-BF16), or portable (the same rounding, packing and float32 accumulation in plain C, on any CPU, several times SLOWER than --compute f32: only for checking the bf16 mode's accuracy on a CPU without AVX512-BF16)"
+
+// BF16Kernel returns the cpu.Options.BF16Kernel value the --bf16-kernel
+// value names ("" for native, "portable"), given the precision of
+// --compute: a usage error for an unknown kernel, and for portable without
+// --compute bf16 (it would do nothing).
+func BF16Kernel(p kernels.Precision, kernel string) (string, error) {
+	switch kernel {
+	case "native":
+		return "", nil
+	case "portable":
+		if p != kernels.PrecisionBF16 {
+			return "", cli.Usagef("--bf16-kernel portable needs --compute bf16 (got --compute %v)", p)
+		}
+		return "portable", nil
+	}
+	return "", cli.Usagef("--bf16-kernel: %v", fmt.Errorf("unknown kernel %q: want native or portable", kernel))
 }

@@ -28,3 +28,27 @@ func TestPrecision(t *testing.T) {
 		}
 	}
 }
+
+func TestBF16Kernel(t *testing.T) {
+	for _, c := range []struct {
+		p            kernels.Precision
+		kernel, want string
+	}{
+		{kernels.PrecisionBF16, "avx2", "unknown kernel"},
+		{kernels.PrecisionBF16, "", "unknown kernel"},
+		{kernels.PrecisionF32, "portable", "needs --compute bf16"},
+	} {
+		_, err := BF16Kernel(c.p, c.kernel)
+		if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--compute %v --bf16-kernel %q: %v (exit %d), want a usage error saying %q", c.p, c.kernel, err, cli.ExitCode(err), c.want)
+		}
+	}
+	for _, c := range []struct {
+		p            kernels.Precision
+		kernel, want string
+	}{{kernels.PrecisionF32, "native", ""}, {kernels.PrecisionBF16, "native", ""}, {kernels.PrecisionBF16, "portable", "portable"}} {
+		if k, err := BF16Kernel(c.p, c.kernel); err != nil || k != c.want {
+			t.Errorf("--compute %v --bf16-kernel %s: %q, %v; want %q", c.p, c.kernel, k, err, c.want)
+		}
+	}
+}

@@ -55,6 +55,13 @@ test-unit:
 test-race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
+# Tests that train for minutes rather than seconds, kept out of make test:
+# the bf16-compute GRPO reward curve against float32 on three seeds
+# (train/internal/learntest TestBF16ComputeGRPO, about 3 min of CPU).
+.PHONY: test-long
+test-long:
+	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 30m -run 'BF16ComputeGRPO' -v ./train/internal/learntest
+
 # The kernels must also pass their conformance suite as pure Go (gonum GEMM).
 test-nocgo:
 	CGO_ENABLED=0 $(GO) test -count=1 ./kernels/...

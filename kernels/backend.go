@@ -102,6 +102,18 @@ type Backend interface {
 	//	dup   += dout·silu(gate)
 	SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int)
 
+	// GeGLUForward: out = gelu(gate)·up, elementwise over n values, with
+	// gelu(x) = x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))) (the tanh
+	// approximation: PyTorch's gelu(approximate="tanh"), Gemma's
+	// "gelu_pytorch_tanh").
+	GeGLUForward(out, gate, up []float32, n int)
+
+	// GeGLUBackward accumulates, with t = tanh(√(2/π)·(gate + 0.044715gate³)):
+	//
+	//	dgate += dout·up·(½(1 + t) + ½gate·(1 − t²)·√(2/π)·(1 + 3·0.044715gate²))
+	//	dup   += dout·gelu(gate)
+	GeGLUBackward(dgate, dup, dout, gate, up []float32, n int)
+
 	// ---- attention ------------------------------------------------------
 
 	// AttentionForward is causal grouped-query attention over packed
@@ -255,6 +267,22 @@ type Backend interface {
 	Scale(out, a []float32, s float32, n int)
 	// AXPY: out += s·a over n values.
 	AXPY(out, a []float32, s float32, n int)
+	// AddScalar: out = a + s over n values (out may alias a): Gemma's norm
+	// weights 1 + w.
+	AddScalar(out, a []float32, s float32, n int)
+
+	// ---- copies ---------------------------------------------------------
+
+	// Copy overwrites dst [n] with src [n]; the two must not overlap. The
+	// model's activation copies (a residual's gradient, new keys and values
+	// into the KV cache) go through it, so that they stay where the backend
+	// keeps its buffers.
+	Copy(dst, src []float32, n int)
+	// Zero overwrites x [n] with zeros: the gradient buffers the backward
+	// ops accumulate into are cleared with it. (A gather of whole rows, such
+	// as each sequence's last hidden row, is EmbeddingForward with the rows
+	// as the table.)
+	Zero(x []float32, n int)
 }
 
 // AdamWParams are the hyperparameters of one AdamW step.

@@ -30,6 +30,7 @@ func Run(t *testing.T, b kernels.Backend) {
 	t.Run("RMSNorm", s.rmsnorm)
 	t.Run("RoPE", s.rope)
 	t.Run("SwiGLU", s.swiglu)
+	t.Run("GeGLU", s.geglu)
 	t.Run("Attention", s.attention)
 	t.Run("AttentionDecode", s.attentionDecode)
 	t.Run("Embedding", s.embedding)
@@ -39,6 +40,7 @@ func Run(t *testing.T, b kernels.Backend) {
 	t.Run("LogprobBF16", s.logprobBF16)
 	t.Run("AdamW", s.adamw)
 	t.Run("Elementwise", s.elementwise)
+	t.Run("CopyZero", s.copyZero)
 	t.Run("Rows", s.rows)
 	t.Run("BadArguments", s.badArguments)
 }
@@ -353,6 +355,28 @@ func (s suite) swiglu(t *testing.T) {
 			wdg, wdu, gdg, gdu := clone(dg), clone(du), clone(dg), clone(du)
 			s.r.SwiGLUBackward(wdg, wdu, dout, gate, up, n)
 			s.b.SwiGLUBackward(gdg, gdu, dout, gate, up, n)
+			near(t, "dgate", gdg, wdg, F32Tol)
+			near(t, "dup", gdu, wdu, F32Tol)
+		})
+	}
+}
+
+// geglu checks GeGLU on gates far into both tails (tanh saturates) and
+// around zero.
+func (s suite) geglu(t *testing.T) {
+	for _, n := range []int{1, 17, 1000, 70001} {
+		name := fmt.Sprintf("n=%d", n)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			gate, up := randn(r, n, 3), randn(r, n, 1)
+			want, got := nan(n), nan(n)
+			s.r.GeGLUForward(want, gate, up, n)
+			s.b.GeGLUForward(got, gate, up, n)
+			near(t, "out", got, want, F32Tol)
+			dout, dg, du := randn(r, n, 1), randn(r, n, 1), randn(r, n, 1)
+			wdg, wdu, gdg, gdu := clone(dg), clone(du), clone(dg), clone(du)
+			s.r.GeGLUBackward(wdg, wdu, dout, gate, up, n)
+			s.b.GeGLUBackward(gdg, gdu, dout, gate, up, n)
 			near(t, "dgate", gdg, wdg, F32Tol)
 			near(t, "dup", gdu, wdu, F32Tol)
 		})
@@ -736,6 +760,40 @@ func (s suite) elementwise(t *testing.T) {
 			s.r.AXPY(wo, a, -1.5, n)
 			s.b.AXPY(gob, a, -1.5, n)
 			near(t, "AXPY", gob, wo, 1e-7)
+
+			s.r.AddScalar(want, a, 1, n)
+			s.b.AddScalar(got, a, 1, n)
+			near(t, "AddScalar", got, want, 0)
+			alias = clone(a)
+			s.b.AddScalar(alias, alias, 1, n)
+			near(t, "AddScalar (out = a)", alias, want, 0)
+		})
+	}
+}
+
+// copyZero checks Copy and Zero exactly, and that they touch only the first
+// n values of a longer buffer.
+func (s suite) copyZero(t *testing.T) {
+	for _, n := range []int{0, 1, 17, 70001} {
+		name := fmt.Sprintf("n=%d", n)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			src, dst := randn(r, n+3, 1), randn(r, n+3, 1)
+			want := append(clone(src[:n]), dst[n:]...)
+			s.b.Copy(dst, src, n)
+			near(t, "Copy", dst, want, 0)
+			for i := range want[:n] {
+				want[i] = 0
+			}
+			s.b.Zero(dst, n)
+			near(t, "Zero", dst, want, 0)
+			nans := nan(n + 3)
+			s.b.Zero(nans, n)
+			for i, v := range nans {
+				if (i < n) != (v == 0) {
+					t.Fatalf("Zero over NaN: value %d of %d is %g", i, n+3, v)
+				}
+			}
 		})
 	}
 }
@@ -822,6 +880,12 @@ func (s suite) badArguments(t *testing.T) {
 		}},
 		{"AdamW step 0", func() { s.b.AdamW(f(1), f(1), f(1), f(1), 1, 0, kernels.DefaultAdamW(1e-3)) }},
 		{"Add short b", func() { s.b.Add(f(3), f(3), f(2), 3) }},
+		{"AddScalar short out", func() { s.b.AddScalar(f(2), f(3), 1, 3) }},
+		{"Copy short src", func() { s.b.Copy(f(3), f(2), 3) }},
+		{"Copy negative n", func() { s.b.Copy(f(3), f(3), -1) }},
+		{"Zero short x", func() { s.b.Zero(f(2), 3) }},
+		{"GeGLUForward short up", func() { s.b.GeGLUForward(f(3), f(3), f(2), 3) }},
+		{"GeGLUBackward short dup", func() { s.b.GeGLUBackward(f(3), f(2), f(3), f(3), f(3), 3) }},
 		{"ExpShift short dst", func() { s.b.ExpShift(f(2), f(3), 0, 1) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -124,6 +124,27 @@ func TestGradSwiGLU(t *testing.T) {
 	gradcheck(t, "dup", u, du, loss)
 }
 
+// TestGradGeGLU checks GeGLUBackward against finite differences of
+// GeGLUForward, and the value at 1 against PyTorch.
+func TestGradGeGLU(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	n := 20
+	g, u, wo := randn(r, n, 3), randn(r, n, 1), randn(r, n, 1)
+	out := make([]float32, n)
+	loss := func() float64 { b.GeGLUForward(out, g, u, n); return weighted(wo, out) }
+	dg, du := make([]float32, n), make([]float32, n)
+	b.GeGLUBackward(dg, du, wo, g, u, n)
+	gradcheck(t, "dgate", g, dg, loss)
+	gradcheck(t, "dup", u, du, loss)
+
+	// gelu_tanh(1)·1 = 0.8411920 (PyTorch: F.gelu(torch.tensor(1.), approximate="tanh")).
+	one := make([]float32, 1)
+	b.GeGLUForward(one, []float32{1}, []float32{1}, 1)
+	if s := fmt.Sprintf("%.6f", one[0]); s != "0.841192" {
+		t.Errorf("gelu_tanh(1) = %s, want 0.841192", s)
+	}
+}
+
 func TestGradAttention(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, c := range []struct {

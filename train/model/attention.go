@@ -115,8 +115,8 @@ func (a *Attention) decode(be kernels.Backend, s *attnActs, g *geometry, layer i
 		if len(kc) < (start+n)*kvd || len(vc) < (start+n)*kvd {
 			return fmt.Errorf("model: cache for sequence %d layer %d holds %d values, need %d", seq, layer, len(kc), (start+n)*kvd)
 		}
-		copy(kc[start*kvd:], s.kr[lo*kvd:hi*kvd])
-		copy(vc[start*kvd:], s.v[lo*kvd:hi*kvd])
+		be.Copy(kc[start*kvd:], s.kr[lo*kvd:], n*kvd)
+		be.Copy(vc[start*kvd:], s.v[lo*kvd:], n*kvd)
 		if a.Window <= 0 || start+n <= a.Window {
 			be.AttentionDecode(s.out[lo*qd:hi*qd], s.qr[lo*qd:hi*qd], kc, vc, n, start+n, a.H, a.KVH, a.D, a.scale())
 			continue
@@ -139,13 +139,13 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 	N := g.N
 	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
 	datt := w.dq[:qd] // [N,H,D]
-	clear(datt)
+	be.Zero(datt, qd)
 	a.O.Backward(be, datt, dout, s.out, s.u[ModO], N, lr[ModO])
 
 	dqr, dkr, dv := w.dqr[:qd], w.dkr[:kvd], w.dv[:kvd]
-	clear(dqr)
-	clear(dkr)
-	clear(dv)
+	be.Zero(dqr, qd)
+	be.Zero(dkr, kvd)
+	be.Zero(dv, kvd)
 	if needsWindow(g.seqOff, a.Window) {
 		windowBackward(be, dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
 	} else {
@@ -153,14 +153,14 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 	}
 
 	dq, dk := datt, w.dk[:kvd] // gradients w.r.t. q, k before RoPE; datt is spent
-	clear(dq)
-	clear(dk)
+	be.Zero(dq, qd)
+	be.Zero(dk, kvd)
 	be.RoPEBackward(dq, dqr, g.pos, a.InvFreq, N, a.H, a.D)
 	be.RoPEBackward(dk, dkr, g.pos, a.InvFreq, N, a.KVH, a.D)
 	if a.QNorm != nil {
 		dqp, dkp := dqr, dkr // spent as well
-		clear(dqp)
-		clear(dkp)
+		be.Zero(dqp, qd)
+		be.Zero(dkp, kvd)
 		qw, kw := a.qkNormWeights(s)
 		be.RMSNormBackward(dqp, nil, dq, s.qrstd, s.q, qw, N*a.H, a.D)
 		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, kw, N*a.KVH, a.D)

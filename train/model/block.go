@@ -130,14 +130,14 @@ func (b *Block) Backward(be kernels.Backend, dx, dxout []float32, s *blockActs, 
 	N, C := g.N, b.C
 	in, post, _, _ := b.norms(s)
 	h, dx2, dh := w.h[:N*C], w.dx2[:N*C], w.dh[:N*C]
-	copy(dx2, dxout) // residual
-	clear(dh)
+	be.Copy(dx2, dxout, N*C) // residual
+	be.Zero(dh, N*C)
 	be.RMSNormForward(h, s.rstd2, s.x2, post, N, C, b.Eps) // the MLP's input again
 	b.MLP.Backward(be, dh, dxout, s.mlp, h, w, N, lr)
 	be.RMSNormBackward(dx2, nil, dh, s.rstd2, s.x2, post, N, C)
 
 	be.AXPY(dx, dx2, 1, N*C) // residual
-	clear(dh)
+	be.Zero(dh, N*C)
 	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps) // the attention's input again
 	b.Attn.Backward(be, dh, dx2, s.attn, h, w, g, lr)
 	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)
@@ -167,18 +167,18 @@ func (b *Block) backwardSandwich(be kernels.Backend, dx, dxout []float32, s *blo
 	N, C := g.N, b.C
 	in, post, preFF, postFF := b.norms(s)
 	h, dx2, dh, dn := w.h[:N*C], w.dx2[:N*C], w.dh[:N*C], w.dn[:N*C]
-	copy(dx2, dxout) // residual
-	clear(dn)
+	be.Copy(dx2, dxout, N*C) // residual
+	be.Zero(dn, N*C)
 	be.RMSNormBackward(dn, nil, dxout, s.rstdM, s.mo, postFF, N, C)
-	clear(dh)
+	be.Zero(dh, N*C)
 	be.RMSNormForward(h, s.rstd2, s.x2, preFF, N, C, b.Eps) // the MLP's input again
 	b.MLP.Backward(be, dh, dn, s.mlp, h, w, N, lr)
 	be.RMSNormBackward(dx2, nil, dh, s.rstd2, s.x2, preFF, N, C)
 
 	be.AXPY(dx, dx2, 1, N*C) // residual
-	clear(dn)
+	be.Zero(dn, N*C)
 	be.RMSNormBackward(dn, nil, dx2, s.rstdA, s.ao, post, N, C)
-	clear(dh)
+	be.Zero(dh, N*C)
 	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps) // the attention's input again
 	b.Attn.Backward(be, dh, dn, s.attn, h, w, g, lr)
 	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)

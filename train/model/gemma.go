@@ -2,66 +2,13 @@ package model
 
 import (
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/hone-rl/hone/kernels"
 )
 
-// Gemma 3's pieces the kernels package has no operation for: the GeGLU
-// activation (plain Go split across goroutines) and sliding-window
+// Gemma 3's piece the kernels package has no operation for: sliding-window
 // attention (tiles gathered in Go, products through the backend's Matmul).
-
-// geluK is √(2/π), the tanh approximation's constant.
-const geluK = 0.7978845608028654
-
-// parallel runs fn over [0, n) in up to GOMAXPROCS contiguous pieces.
-func parallel(n, minPiece int, fn func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/max(1, minPiece)))
-	if workers <= 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	per := (n + workers - 1) / workers
-	for lo := 0; lo < n; lo += per {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(n, lo+per))
-	}
-	wg.Wait()
-}
-
-// geluGLUForward writes act = gelu_tanh(gate)·up, where gelu_tanh(x) =
-// x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))) (PyTorch's gelu(approximate="tanh"),
-// transformers' "gelu_pytorch_tanh").
-func geluGLUForward(act, gate, up []float32) {
-	parallel(len(act), 1<<14, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			x := float64(gate[i])
-			t := math.Tanh(geluK * (x + 0.044715*x*x*x))
-			act[i] = float32(0.5 * x * (1 + t) * float64(up[i]))
-		}
-	})
-}
-
-// geluGLUBackward writes dgate and dup, the gradients of act =
-// gelu_tanh(gate)·up given dact.
-func geluGLUBackward(dgate, dup, dact, gate, up []float32) {
-	parallel(len(dact), 1<<14, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			x := float64(gate[i])
-			t := math.Tanh(geluK * (x + 0.044715*x*x*x))
-			g := 0.5 * x * (1 + t)
-			dg := 0.5*(1+t) + 0.5*x*(1-t*t)*geluK*(1+3*0.044715*x*x)
-			d := float64(dact[i])
-			dgate[i] = float32(d * float64(up[i]) * dg)
-			dup[i] = float32(d * g)
-		}
-	})
-}
+// Its GeGLU activation is Backend.GeGLUForward and GeGLUBackward.
 
 // needsWindow reports whether a window of W keys masks anything in the
 // packed sequences seqOff: only a sequence longer than W has a query that

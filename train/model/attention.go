@@ -73,8 +73,8 @@ func (a *Attention) scale() float32 {
 }
 
 // qkNormWeights returns the weights the q and k norms multiply by.
-func (a *Attention) qkNormWeights(s *attnActs) (qw, kw []float32) {
-	return normWeight(s.qnw, a.QNorm, a.NormOffset), normWeight(s.knw, a.KNorm, a.NormOffset)
+func (a *Attention) qkNormWeights(be kernels.Backend, s *attnActs) (qw, kw []float32) {
+	return normWeight(be, s.qnw, a.QNorm, a.NormOffset), normWeight(be, s.knw, a.KNorm, a.NormOffset)
 }
 
 // Forward writes out [N, C] = attention(x) for x [N, C] (the normed input).
@@ -84,7 +84,7 @@ func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []
 	a.K.Forward(be, s.k, s.u[ModK], x, N, lr[ModK])
 	a.V.Forward(be, s.v, s.u[ModV], x, N, lr[ModV])
 	if a.QNorm != nil {
-		qw, kw := a.qkNormWeights(s)
+		qw, kw := a.qkNormWeights(be, s)
 		be.RMSNormForward(s.qn, s.qrstd, s.q, qw, N*a.H, a.D, a.Eps)
 		be.RMSNormForward(s.kn, s.krstd, s.k, kw, N*a.KVH, a.D, a.Eps)
 	}
@@ -161,7 +161,7 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 		dqp, dkp := dqr, dkr // spent as well
 		be.Zero(dqp, qd)
 		be.Zero(dkp, kvd)
-		qw, kw := a.qkNormWeights(s)
+		qw, kw := a.qkNormWeights(be, s)
 		be.RMSNormBackward(dqp, nil, dq, s.qrstd, s.q, qw, N*a.H, a.D)
 		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, kw, N*a.KVH, a.D)
 		dq, dk = dqp, dkp

@@ -473,7 +473,9 @@ func (m *Model) Merge(ad *Adapter) error {
 
 // finalNorm returns the weight the final norm multiplies by (1+w, in w's
 // scratch, under NormOffset).
-func (m *Model) finalNorm(w *work) []float32 { return normWeight(w.nwf, m.Norm, m.Config.NormOffset) }
+func (m *Model) finalNorm(w *work) []float32 {
+	return normWeight(m.be, w.nwf, m.Norm, m.Config.NormOffset)
+}
 
 // embed gathers out [N, C] = Embed[ids], times EmbedScale when set.
 func (m *Model) embed(out []float32, ids []int32) {

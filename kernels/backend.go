@@ -143,6 +143,19 @@ type Backend interface {
 	//	dq_i += scale·Σ_j dS_ij·k_j,  dk_j += scale·Σ_i dS_ij·q_i
 	AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32)
 
+	// AttentionWindowForward is AttentionForward with a sliding window of W
+	// keys (Gemma 3's local layers): query i of a sequence sees only the
+	// keys j of its sequence with i − W < j ≤ i (positions within the
+	// sequence), as transformers' mask kv_idx > q_idx − sliding_window.
+	// W ≥ 1; with W no shorter than every sequence it equals AttentionForward.
+	//
+	//	out [N, H, D], lse [N, H], q [N, H, D], k, v [N, KVH, D], seqOff [S+1]
+	AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32)
+
+	// AttentionWindowBackward accumulates dq, dk, dv of AttentionWindowForward
+	// (AttentionBackward's formulas, P_ij = 0 outside the window).
+	AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32)
+
 	// AttentionDecode lets Tq new tokens of ONE sequence attend to its KV
 	// cache, which already holds their own keys and values at its end: query
 	// i (0 ≤ i < Tq) sees cache rows 0 … Tk−Tq+i.

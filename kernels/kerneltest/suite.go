@@ -32,6 +32,7 @@ func Run(t *testing.T, b kernels.Backend) {
 	t.Run("SwiGLU", s.swiglu)
 	t.Run("GeGLU", s.geglu)
 	t.Run("Attention", s.attention)
+	t.Run("AttentionWindow", s.attentionWindow)
 	t.Run("AttentionDecode", s.attentionDecode)
 	t.Run("Embedding", s.embedding)
 	t.Run("LogSoftmax", s.logsoftmax)
@@ -453,6 +454,67 @@ func (s suite) attention(t *testing.T) {
 	}
 }
 
+// attentionWindow checks the sliding-window attention on windows that mask
+// (query blocks starting past the window, a window of one key) and one that
+// does not, which must equal the causal attention.
+func (s suite) attentionWindow(t *testing.T) {
+	for _, c := range []struct {
+		sh attnShape
+		W  int
+	}{
+		{attnShape{[]int{70, 5, 150}, 4, 2, 8}, 20},
+		{attnShape{[]int{130}, 4, 1, 32}, 64},
+		{attnShape{[]int{17, 1}, 3, 1, 4}, 1},
+		{attnShape{[]int{9, 33}, 2, 2, 16}, 33},
+	} {
+		name := fmt.Sprintf("%s,W=%d", c.sh.name(), c.W)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			H, KVH, D, W := c.sh.H, c.sh.KVH, c.sh.D, c.W
+			seqOff := []int32{0}
+			N, longest := 0, 0
+			for _, l := range c.sh.lens {
+				N += l
+				longest = max(longest, l)
+				seqOff = append(seqOff, int32(N))
+			}
+			q, k, v := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
+			scale := float32(1 / math.Sqrt(float64(D)))
+			wo, wl := nan(N*H*D), nan(N*H)
+			s.r.AttentionWindowForward(wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			got, gl := nan(N*H*D), nan(N*H)
+			s.b.AttentionWindowForward(got, gl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			near(t, "out", got, wo, F32Tol)
+			near(t, "lse", gl, wl, F32Tol)
+
+			dout := randn(r, N*H*D, 1)
+			dq, dk, dv := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
+			wdq, wdk, wdv := clone(dq), clone(dk), clone(dv)
+			s.r.AttentionWindowBackward(wdq, wdk, wdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			gdq, gdk, gdv := clone(dq), clone(dk), clone(dv)
+			s.b.AttentionWindowBackward(gdq, gdk, gdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			near(t, "dq", gdq, wdq, 1e-4)
+			near(t, "dk", gdk, wdk, 1e-4)
+			near(t, "dv", gdv, wdv, 1e-4)
+
+			if W >= longest { // masks nothing: the causal attention
+				fo, fl := nan(N*H*D), nan(N*H)
+				s.b.AttentionForward(fo, fl, q, k, v, seqOff, N, H, KVH, D, scale)
+				near(t, "window vs causal out", got, fo, F32Tol)
+				near(t, "window vs causal lse", gl, fl, F32Tol)
+			}
+			if W == 1 { // each query sees only itself: out = its v
+				g := H / KVH
+				for i := range N {
+					for h := range H {
+						near(t, fmt.Sprintf("token %d head %d", i, h), got[(i*H+h)*D:(i*H+h+1)*D], v[(i*KVH+h/g)*D:(i*KVH+h/g+1)*D], F32Tol)
+					}
+				}
+			}
+		})
+	}
+}
+
 func (s suite) attentionDecode(t *testing.T) {
 	for _, sh := range [][5]int{{1, 1, 1, 1, 4}, {1, 17, 14, 2, 16}, {3, 5, 7, 1, 8}, {17, 17, 4, 2, 8}, {2, 300, 2, 1, 64}} {
 		Tq, Tk, H, KVH, D := sh[0], sh[1], sh[2], sh[3], sh[4]
@@ -862,6 +924,12 @@ func (s suite) badArguments(t *testing.T) {
 		}},
 		{"AttentionForward heads not a multiple", func() {
 			s.b.AttentionForward(f(12), f(3), f(12), f(8), f(8), []int32{0, 1}, 1, 3, 2, 4, 1)
+		}},
+		{"AttentionWindowForward window 0", func() {
+			s.b.AttentionWindowForward(f(4), f(1), f(4), f(4), f(4), []int32{0, 1}, 1, 1, 1, 4, 0, 1)
+		}},
+		{"AttentionWindowBackward short dv", func() {
+			s.b.AttentionWindowBackward(f(4), f(4), f(3), f(4), f(4), f(1), f(4), f(4), f(4), []int32{0, 1}, 1, 1, 1, 4, 2, 1)
 		}},
 		{"AttentionDecode more queries than cache", func() { s.b.AttentionDecode(f(8), f(8), f(4), f(4), 2, 1, 1, 1, 4, 1) }},
 		{"EmbeddingForward id out of range", func() { s.b.EmbeddingForward(f(2), []int32{3}, f(6), 1, 2, 3) }},

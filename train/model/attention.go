@@ -91,8 +91,8 @@ func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []
 	be.RoPEForward(s.qr, s.qn, g.pos, a.InvFreq, N, a.H, a.D)
 	be.RoPEForward(s.kr, s.kn, g.pos, a.InvFreq, N, a.KVH, a.D)
 	switch {
-	case g.cache == nil && needsWindow(g.seqOff, a.Window):
-		windowForward(be, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
+	case g.cache == nil && a.Window > 0:
+		be.AttentionWindowForward(s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.Window, a.scale())
 	case g.cache == nil:
 		be.AttentionForward(s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
 	default:
@@ -146,8 +146,8 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 	be.Zero(dqr, qd)
 	be.Zero(dkr, kvd)
 	be.Zero(dv, kvd)
-	if needsWindow(g.seqOff, a.Window) {
-		windowBackward(be, dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
+	if a.Window > 0 {
+		be.AttentionWindowBackward(dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.Window, a.scale())
 	} else {
 		be.AttentionBackward(dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
 	}

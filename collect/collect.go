@@ -244,7 +244,8 @@ func Run(ctx context.Context, o Options) error {
 		}
 		ts := pending[gi]
 		delete(pending, gi)
-		if err := w.WriteGroup(context.WithoutCancel(ctx), trajectory.Group{ID: groupID(o, places[gi]), Trajectories: ts}); err != nil {
+		grp := trajectory.Group{ID: groupID(o, places[gi]), Trajectories: ts, Metadata: groupMetadata(o, scs[gi], scEnvs[gi])}
+		if err := w.WriteGroup(context.WithoutCancel(ctx), grp); err != nil {
 			writeErr = fmt.Errorf("write group %s: %w", groupID(o, places[gi]), err)
 			cancel(writeErr)
 		}
@@ -545,6 +546,18 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 	go func() { wg.Wait(); close(results) }()
 	return results
 
+}
+
+// groupMetadata is a group's metadata (ART's TrajectoryGroup.metadata,
+// which ART's examples fill with the scenario): the scenario's id, its
+// environment and split, and the run's --seed, which seeds the episodes
+// (and made the scenarios, when they were generated).
+func groupMetadata(o Options, sc env.Scenario, e env.Env) map[string]string {
+	m := map[string]string{"scenario_id": sc.ID, "env": e.Name(), "seed": strconv.FormatInt(o.Seed, 10)}
+	if sc.Split != "" {
+		m["split"] = sc.Split
+	}
+	return m
 }
 
 func groupID(o Options, gi int) string { return fmt.Sprintf("%s-s%d-g%05d", o.Run, o.Seed, gi) }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -255,6 +256,16 @@ func TestScenarioFile(t *testing.T) {
 	if len(gs) != 3 || gs[0].Trajectories[0].ScenarioID != "a" || gs[0].Trajectories[0].Split != "val" || gs[2].Trajectories[1].Split != "test" {
 		t.Fatalf("groups from file: %d", len(gs))
 	}
+	// Each group's metadata names its scenario (ART's TrajectoryGroup.metadata).
+	for i, want := range []map[string]string{
+		{"scenario_id": "a", "env": "guess", "split": "val", "seed": "0"},
+		{"scenario_id": "b", "env": "guess", "seed": "0"},
+		{"scenario_id": "c", "env": "guess", "split": "test", "seed": "0"},
+	} {
+		if !maps.Equal(gs[i].Metadata, want) || gs[i].Metrics != nil {
+			t.Errorf("group %d: metadata %v, metrics %v; want %v and none", i, gs[i].Metadata, gs[i].Metrics, want)
+		}
+	}
 	if gs[0].Trajectories[0].Messages[0].Content != "range 1-8" {
 		t.Errorf("payload not used: %q", gs[0].Trajectories[0].Messages[0].Content)
 	}
@@ -310,6 +321,9 @@ func TestSplit(t *testing.T) {
 	for _, g := range readGroups(t, out.Bytes()) {
 		if g.Trajectories[0].Split != "val" {
 			t.Errorf("generated scenario %s has split %q, want val", g.Trajectories[0].ScenarioID, g.Trajectories[0].Split)
+		}
+		if want := map[string]string{"scenario_id": g.Trajectories[0].ScenarioID, "env": "guess", "split": "val", "seed": "800001"}; !maps.Equal(g.Metadata, want) {
+			t.Errorf("generated group metadata %v, want %v", g.Metadata, want)
 		}
 	}
 }

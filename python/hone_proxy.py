@@ -109,13 +109,13 @@ class Trajectory:
         """reward() for asyncio code: the POST runs in a worker thread."""
         await asyncio.to_thread(self.reward, reward, metrics, error)
 
-    def close_group(self):
+    def close_group(self, metadata=None, metrics=None):
         """Writes this trajectory's group now (see close_group)."""
-        close_group(self.group, base_url=self._root, timeout=self._timeout)
+        close_group(self.group, base_url=self._root, timeout=self._timeout, metadata=metadata, metrics=metrics)
 
-    async def aclose_group(self):
+    async def aclose_group(self, metadata=None, metrics=None):
         """close_group() for asyncio code."""
-        await asyncio.to_thread(self.close_group)
+        await asyncio.to_thread(self.close_group, metadata, metrics)
 
 
 def _number(what, v):
@@ -128,15 +128,27 @@ def _number(what, v):
     return f
 
 
-def close_group(group, base_url=None, timeout=30.0):
+def close_group(group, base_url=None, timeout=30.0, metadata=None, metrics=None):
     """Writes group's trajectories as one Parquet file; those without a
     reward are written with the error "not closed". Not needed when the
     proxy runs with --group-size N: a group is written once N of its
-    trajectories have a reward."""
+    trajectories have a reward. metadata ({name: str, number or bool}) and
+    metrics ({name: number}) are the group's own fields, as ART's
+    TrajectoryGroup(metadata=..., metrics=...)."""
     root = proxy_url(base_url)
-    _post("%s/hone/groups/%s/close" % (root, urllib.parse.quote(_check_id("group", group), safe="")), None, timeout)
+    body = None
+    if metadata or metrics:
+        body = {}
+        if metadata:
+            for k, v in metadata.items():
+                if v is not None and not isinstance(v, (str, int, float, bool)):
+                    raise ValueError("group metadata %r: %r is not a string, number or boolean" % (k, v))
+            body["metadata"] = {str(k): v for k, v in metadata.items()}
+        if metrics:
+            body["metrics"] = {str(k): _number("group metric " + str(k), v) for k, v in metrics.items()}
+    _post("%s/hone/groups/%s/close" % (root, urllib.parse.quote(_check_id("group", group), safe="")), body, timeout)
 
 
-async def aclose_group(group, base_url=None, timeout=30.0):
+async def aclose_group(group, base_url=None, timeout=30.0, metadata=None, metrics=None):
     """close_group() for asyncio code."""
-    await asyncio.to_thread(close_group, group, base_url, timeout)
+    await asyncio.to_thread(close_group, group, base_url, timeout, metadata, metrics)

@@ -37,8 +37,11 @@ type Summary struct {
 	Written      int64 // rows written
 	ErroredRows  int64 // of them, rows whose episode failed: written unscored
 	Judge        map[string]judge.Usage
-	PricePrompt  float64
-	PriceCompl   float64
+	// Ruler counts the RULER prompts built and those cut to fit the
+	// judge's context (--judge-context-tokens), over every ruler scorer.
+	Ruler       ruler.CutCounts
+	PricePrompt float64
+	PriceCompl  float64
 }
 
 // ErrJudgeFailedAll is returned when the judge failed every group it was
@@ -81,6 +84,9 @@ func (s Summary) String() string {
 	if s.PricePrompt > 0 || s.PriceCompl > 0 {
 		fmt.Fprintf(&b, ", $%.4f", s.Cost())
 	}
+	if s.Ruler.Cut > 0 {
+		fmt.Fprintf(&b, "; ruler: %d of %d prompts cut to fit the judge's context (%d texts)", s.Ruler.Cut, s.Ruler.Prompts, s.Ruler.Texts)
+	}
 	return b.String()
 }
 
@@ -113,6 +119,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	defer func() { sum.Ruler = rulerCuts(chain, opts, log) }()
 	r, err := trajectory.Open(ctx, opts.Inputs)
 	if err != nil {
 		return stageerr.Input(err)
@@ -145,6 +152,25 @@ func Run(ctx context.Context, opts Options) error {
 			ErrJudgeFailedAll, sum.Skipped, sum.Marked, opts.OnJudgeError)
 	}
 	return err
+}
+
+// rulerCuts sums what the budget cut over the chain's ruler scorers and
+// logs it at info level, one line per run, when a ruler scorer built a
+// prompt under a budget (--judge-context-tokens; without one nothing is
+// cut). Each group's cuts are also logged at debug level.
+func rulerCuts(c *Chain, opts Options, log *slog.Logger) ruler.CutCounts {
+	var n ruler.CutCounts
+	for _, s := range c.Scorers {
+		if r, ok := s.(*ruler.Scorer); ok {
+			k := r.Cuts()
+			n.Prompts, n.Cut, n.Texts = n.Prompts+k.Prompts, n.Cut+k.Cut, n.Texts+k.Texts
+		}
+	}
+	if n.Prompts > 0 && opts.promptBudget() > 0 {
+		log.Info("ruler: prompts cut to fit the judge's context", "prompts", n.Prompts, "cut", n.Cut, "texts_cut", n.Texts,
+			"budget_tokens", opts.promptBudget())
+	}
+	return n
 }
 
 // buildChain turns the --scorer specs into a Chain. It returns the meter

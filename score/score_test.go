@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -602,10 +603,21 @@ func TestJudgeContextTokens(t *testing.T) {
 	opts.JudgeMaxTokens = 200
 	const prompt = 1000
 	opts.JudgeContextTokens = prompt + 200 + score.TemplateMargin
+	var log bytes.Buffer // at info level: the run's one line on cuts shows there
+	opts.Log = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	_, out, sum, err := run(t, opts, in)
 	if err != nil || sum.Scored != 2 {
 		t.Fatalf("err %v, summary %+v", err, sum)
 	}
+	if sum.Ruler.Prompts != 2 || sum.Ruler.Cut != 1 || sum.Ruler.Texts < 1 ||
+		!strings.Contains(sum.String(), "; ruler: 1 of 2 prompts cut to fit the judge's context") {
+		t.Errorf("summary %+v: %s", sum.Ruler, sum)
+	}
+	if lines := strings.Count(log.String(), "prompts cut to fit"); lines != 1 ||
+		!strings.Contains(log.String(), fmt.Sprintf("prompts=2 cut=1 texts_cut=%d budget_tokens=%d", sum.Ruler.Texts, prompt)) {
+		t.Errorf("want one info line on the cuts, got %d:\n%s", lines, log.String())
+	}
+	opts.Log = nil
 	est := ruler.Estimate{}
 	reqs := srv.Requests()
 	if n := est.Count(reqs[0].System()) + est.Count(reqs[0].User()); n > prompt || !strings.Contains(reqs[0].User(), "tokens cut to fit the judge's context") {

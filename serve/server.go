@@ -78,6 +78,9 @@ func NewServer(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
+	for _, n := range f.Notes() {
+		o.Log.Info(n)
+	}
 	tmpl, tok := f.Template, f.Tokenizer
 	// A template that loops, recurses or crashes on a plain conversation
 	// would fail every request: refuse to start instead.

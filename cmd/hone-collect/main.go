@@ -166,6 +166,7 @@ error. Streamed requests with n > 1 are refused (400).
 
   POST /hone/trajectories/{id}/reward  {"reward": 1, "metrics": {...}}  closes a trajectory
   POST /hone/groups/{id}/close                                          flushes a group
+       optional body {"metadata": {...}, "metrics": {...}}: the group's own fields
 
 Each flushed group is written as a Parquet file into --output-dir.
 

@@ -112,13 +112,12 @@ func totalRows(r *trajectory.Reader) int64 {
 	return n
 }
 
-// groupTokens counts the sampled token ids recorded in a group.
+// groupTokens counts the sampled token ids recorded in a group, in every
+// history of its trajectories.
 func groupTokens(g trajectory.Group) int64 {
 	var n int64
 	for i := range g.Trajectories {
-		for j := range g.Trajectories[i].Messages {
-			n += int64(len(g.Trajectories[i].Messages[j].TokenIDs))
-		}
+		n += trajectory.TrajectoryTokens(&g.Trajectories[i])
 	}
 	return n
 }

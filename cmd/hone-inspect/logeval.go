@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
@@ -135,6 +136,18 @@ func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string)
 		return err
 	}
 	attrs := []any{"run", opts.Run, "step", ev.step, "split", opts.Split, "episodes", ev.episodes, "reward", metrics["reward"]}
+	if split, name, ok := strings.Cut(cfg.BestMetric, "/"); ok && split == opts.Split {
+		if _, has := metrics[name]; !has {
+			// hone-train checks --best-metric against its inputs where it
+			// can; this is where a name it could not check shows up.
+			logged := slices.Sorted(maps.Keys(metrics))
+			for i, k := range logged {
+				logged[i] = opts.Split + "/" + k
+			}
+			a.log.Warn("the run's --best-metric is not among the metrics of the split logged: no step can be best by it",
+				"best_metric", cfg.BestMetric, "logged", strings.Join(logged, ","))
+		}
+	}
 	if cfg.BestMetric != "" {
 		if err := run.Prune(cfg.KeepLast, cfg.BestMetric, cfg.BestMode != "min"); err != nil {
 			return err
@@ -254,10 +267,6 @@ func (e *evalAgg) placeStep(t *trajectory.Trajectory, where string) error {
 	return nil
 }
 
-// reserved are log-eval's own metric names, which an environment metric
-// may not take.
-var reserved = []string{"reward", "reward_std_dev", "exception_rate", "episodes"}
-
 // metrics are the split's metrics, without the split prefix.
 func (e *evalAgg) metrics() (map[string]float64, error) {
 	if e.episodes == 0 {
@@ -284,6 +293,7 @@ func (e *evalAgg) metrics() (map[string]float64, error) {
 		"exception_rate": float64(e.failed) / float64(e.episodes),
 		"episodes":       float64(e.episodes),
 	}
+	reserved := checkpoint.EvalMetrics()
 	for _, k := range slices.Sorted(maps.Keys(e.metricSum)) {
 		if slices.Contains(reserved, k) {
 			return nil, fmt.Errorf("the environment metric %q has the name of one log-eval computes (%v): rename it in the environment", k, reserved)

@@ -21,10 +21,16 @@ import (
 // for the best step by val/reward and keeps the last step only.
 func evalRun(t *testing.T, n int) *checkpoint.Run {
 	t.Helper()
+	return evalRunBest(t, n, "val/reward")
+}
+
+// evalRunBest is evalRun with another --best-metric.
+func evalRunBest(t *testing.T, n int, best string) *checkpoint.Run {
+	t.Helper()
 	run := &checkpoint.Run{Dir: filepath.Join(t.TempDir(), "rl")}
 	ad := &peft.Adapter{Config: peft.Config{R: 1, LoraAlpha: 2, TargetModules: []string{"q_proj"}}}
 	ad.Set(0, "q_proj", peft.LoRA{A: []float32{1, 2}, B: []float32{3, 4}, R: 1, In: 2, Out: 2})
-	cfg := map[string]any{"run": "rl", "best_metric": "val/reward", "best_mode": "max", "keep_last": 1}
+	cfg := map[string]any{"run": "rl", "best_metric": best, "best_mode": "max", "keep_last": 1}
 	for s := 1; s <= n; s++ {
 		if err := run.Save(ad, nil, checkpoint.State{Step: s}, cfg); err != nil {
 			t.Fatal(err)
@@ -158,5 +164,34 @@ func TestLogEvalBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(rl.Dir, runfolder.EvalName)); !os.IsNotExist(err) {
 		t.Errorf("a refused eval wrote %s: %v", runfolder.EvalName, err)
+	}
+}
+
+// TestLogEvalWarnsWhenTheSplitLacksTheBestMetric: a run whose --best-metric
+// names an environment metric hone-train could not check (inputs that need
+// not come from the environment) is told, once the split is logged without
+// it, that no step can be best by it; a split that has it, or another
+// split, says nothing.
+func TestLogEvalWarnsWhenTheSplitLacksTheBestMetric(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s1.parquet")
+	evalFile(t, p, "rl@1", f(1), f(0))
+	for _, tc := range []struct {
+		best, split string
+		warn        bool
+	}{
+		{"val/solved", "val", true},
+		{"val/found", "val", false},
+		{"val/solved", "test", false},
+	} {
+		rl := evalRunBest(t, 1, tc.best)
+		r := mustRun(t, nil, "log-eval", "--run", rl.Dir, "--split", tc.split, p)
+		warned := strings.Contains(r.stderr, "no step can be best by it")
+		if warned != tc.warn {
+			t.Errorf("--best-metric %s, split %s: warned %v, want %v\n%s", tc.best, tc.split, warned, tc.warn, r.stderr)
+		}
+		if warned && !strings.Contains(r.stderr, "val/found") {
+			t.Errorf("the warning does not list what the split has:\n%s", r.stderr)
+		}
 	}
 }

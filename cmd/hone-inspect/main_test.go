@@ -399,8 +399,13 @@ func TestStats(t *testing.T) {
 		byStep[0].(map[string]any)["step"] == nil || files[0].(map[string]any)["row_groups"] == nil || raw["Groups"] != nil {
 		t.Errorf("stats --json keys are not snake_case:\n%s", r.stdout)
 	}
-	if s.Groups != 3 || s.Trajectories != 5 || s.Errors != 1 || s.Tokens != 3+2+4+1 || len(s.Files) != 2 {
+	// Tokens of every history: t1's additional history adds 2, and its
+	// two messages (one trainable) count too.
+	if s.Groups != 3 || s.Trajectories != 5 || s.Errors != 1 || s.Tokens != 3+2+4+1+2 || len(s.Files) != 2 {
 		t.Errorf("totals %+v", s.Summary)
+	}
+	if s.AdditionalHistories != 1 || s.ByStep[0].Tokens != 3+2+2 || s.ByEnv[1].Tokens != 3+2+2 {
+		t.Errorf("additional histories %d, step 1 tokens %d, env math tokens %d", s.AdditionalHistories, s.ByStep[0].Tokens, s.ByEnv[1].Tokens)
 	}
 	// Rewards 1, 0, 0.5, 0.25 scored; one unscored.
 	rs := s.Reward
@@ -416,7 +421,7 @@ func TestStats(t *testing.T) {
 	}
 
 	r = mustRun(t, nil, "stats", dir)
-	for _, want := range []string{"files 2, groups 3, trajectories 5", "tokens 10, errors 1", "step 2", "env chess", "env math", "0.4375", "0.375"} {
+	for _, want := range []string{"files 2, groups 3, trajectories 5, additional histories 1", "tokens 12, errors 1", "step 2", "env chess", "env math", "0.4375", "0.375"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stats table lacks %q:\n%s", want, r.stdout)
 		}

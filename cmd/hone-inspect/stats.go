@@ -28,10 +28,12 @@ func newStatsCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats [flags] FILE|GLOB|DIR|-...",
 		Short: "Summarize trajectory files: groups, tokens, rewards, errors",
-		Long: `stats counts files, groups, trajectories, messages, trainable turns, sampled
-tokens and failed episodes, and summarizes rewards (scored and unscored
+		Long: `stats counts files, groups, trajectories, additional histories (schema
+version 2), messages, trainable turns, sampled tokens and failed episodes,
+and summarizes rewards (scored and unscored
 count, mean, sample standard deviation, min, max) in total, per step and per
-environment.`,
+environment. Messages, trainable turns and tokens are those of every history
+of a trajectory, the main one and the additional ones.`,
 		Example: `  hone-inspect stats runs/r1/
   hone-inspect stats --json scored.parquet | jq .reward.mean`,
 		Args: cobra.MinimumNArgs(1),
@@ -78,8 +80,8 @@ func runStats(ctx context.Context, a *app, opts statsOptions, args []string) err
 }
 
 func printStats(w io.Writer, s trajectory.Stats) error {
-	fmt.Fprintf(w, "files %d, groups %d, trajectories %d, messages %d, trainable turns %d, tokens %d, errors %d\n",
-		len(s.Files), s.Groups, s.Trajectories, s.Messages, s.TrainableTurns, s.Tokens, s.Errors)
+	fmt.Fprintf(w, "files %d, groups %d, trajectories %d, additional histories %d, messages %d, trainable turns %d, tokens %d, errors %d\n",
+		len(s.Files), s.Groups, s.Trajectories, s.AdditionalHistories, s.Messages, s.TrainableTurns, s.Tokens, s.Errors)
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "\tgroups\ttrajectories\ttokens\terrors\tscored\tunscored\treward mean\tstd\tmin\tmax\t\n"

@@ -105,6 +105,14 @@ func TestExitCodes(t *testing.T) {
 		{"sft lr 1e30", []string{"sft", "--model", md, "--run", "snan", "--lr", "1e30", "--max-grad-norm", "0", "--steps", "4", "--batch-size", "2", good}, 1, []string{"not finite", "lower --lr"}},
 		{"good", []string{"grpo", "--model", md, "--run", "ok", good}, 0, []string{"msg=step step=1 ", "msg=\"training done\""}},
 		{"json logs", []string{"grpo", "--model", md, "--run", "j", "--log-format", "json", good}, 0, []string{`"msg":"step","step":1,`, `"msg":"training done"`}},
+		// A --best-metric no row can have is refused before training.
+		{"misspelt best metric", []string{"grpo", "--model", md, "--run", "bm", "--best-metric", "val_reward", good}, 2,
+			[]string{`--best-metric "val_reward" is not a metric`, "reward_mean", "val/reward, val/reward_std_dev"}},
+		{"sft misspelt best metric", []string{"sft", "--model", md, "--run", "sbm", "--best-metric", "reward_mean", good}, 2,
+			[]string{`--best-metric "reward_mean" is not a metric`, "conversations"}},
+		{"misspelt eval metric", []string{"grpo", "--model", md, "--run", "em", "--best-metric", "val/rewrd", good}, 2,
+			[]string{`--best-metric "val/rewrd": "rewrd" is neither`, "val/reward"}},
+		{"eval best metric", []string{"grpo", "--model", md, "--run", "ev", "--best-metric", "val/reward", good}, 0, []string{"msg=\"training done\""}},
 		{"bad log level", []string{"grpo", "--model", md, "--run", "l", "--log-level", "loud", good}, 2, []string{"--log-level"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,9 +19,15 @@ func newInitModelCmd(stdout io.Writer) *cobra.Command {
 		Long: `init-model writes a Hugging Face style model folder (config.json,
 model.safetensors, generation_config.json, a byte-level tokenizer.json and a
 tokenizer_config.json with a ChatML chat template) with random weights. The
-same flags and --seed give the same files. DIR must not exist or be empty.`,
+same flags and --seed give the same files. DIR must not exist or be empty.
+
+--family gemma3_text writes a Gemma 3 text model (Gemma3ForCausalLM: scaled
+embeddings, (1+w) norms, q/k and sandwich norms, GELU-tanh) whose layers
+alternate sliding (window --sliding-window) and full attention; its
+tokenizer and ChatML template are the same as the other families'.`,
 		Example: `  hone-train init-model --family llama --hidden 64 --layers 2 --heads 4 --kv-heads 2 -o models/tiny-llama
-  hone-train init-model --family qwen3 --hidden 48 --heads 4 --head-dim 16 --dtype BF16 --seed 7 -o models/tiny-qwen3`,
+  hone-train init-model --family qwen3 --hidden 48 --heads 4 --head-dim 16 --dtype BF16 --seed 7 -o models/tiny-qwen3
+  hone-train init-model --family gemma3_text --hidden 64 --heads 4 --kv-heads 1 --sliding-window 16 --tie-embeddings -o models/tiny-gemma3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {

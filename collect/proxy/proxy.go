@@ -7,7 +7,10 @@
 // trajectory). A small HTTP call sets a trajectory's reward and closes it:
 //
 //	POST /hone/trajectories/{id}/reward   {"reward": 1, "metrics": {"steps": 3}}
-//	POST /hone/groups/{id}/close
+//	POST /hone/groups/{id}/close          {"metadata": {"scenario": "s1"}, "metrics": {"difficulty": 3}}
+//
+// The close body is optional: the group's metadata and metrics (ART's
+// TrajectoryGroup.metadata and .metrics), written with the group.
 //
 // A group is flushed — written as a Parquet file of its own, atomically,
 // into the output folder — when it is closed, or when GroupSize of its
@@ -171,7 +174,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.reward(w, r, rewardPath.FindStringSubmatch(r.URL.Path)[1])
 	case r.Method == http.MethodPost && closePath.MatchString(r.URL.Path):
 		id := closePath.FindStringSubmatch(r.URL.Path)[1]
-		if err := p.closeGroup(id); err != nil {
+		raw, ok := p.readBody(w, r)
+		if !ok {
+			return
+		}
+		fields, err := parseGroupFields(raw)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, "body: "+err.Error())
+			return
+		}
+		if err := p.closeGroup(id, fields); err != nil {
 			code := http.StatusInternalServerError
 			if errors.Is(err, errNoGroup) {
 				code = http.StatusNotFound
@@ -569,7 +581,7 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	}
 	p.mu.Unlock()
 	if full {
-		if err := p.closeGroup(gid); err != nil {
+		if err := p.closeGroup(gid, groupFields{}); err != nil {
 			httpError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
@@ -580,8 +592,58 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 // errNoGroup: the group to close is not open.
 var errNoGroup = errors.New("no open group")
 
-// closeGroup writes the group's file and forgets it.
-func (p *Proxy) closeGroup(gid string) error {
+// groupFields are a group's own metadata and metrics, from the close
+// request's body.
+type groupFields struct {
+	Metadata map[string]string
+	Metrics  map[string]float64
+}
+
+// parseGroupFields reads the optional body of a close request:
+// {"metadata": {...}, "metrics": {...}}. Metadata values are strings, or
+// numbers and booleans (kept as their JSON text, since ART allows them);
+// null leaves the key out. Metrics are numbers. Any other key is refused,
+// so that a misspelt one is not silently dropped.
+func parseGroupFields(raw []byte) (groupFields, error) {
+	var f groupFields
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return f, nil
+	}
+	var body struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+		Metrics  map[string]float64         `json:"metrics"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		return f, fmt.Errorf("%w (want {\"metadata\": {...}, \"metrics\": {...}})", err)
+	}
+	for k, v := range body.Metadata {
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			return f, fmt.Errorf("metadata %q: %w", k, err)
+		}
+		switch x := x.(type) {
+		case nil:
+			continue
+		case string:
+			v = json.RawMessage(x)
+		case float64, bool:
+			v = bytes.TrimSpace(v)
+		default:
+			return f, fmt.Errorf("metadata %q: want a string, number, boolean or null, not %s", k, v)
+		}
+		if f.Metadata == nil {
+			f.Metadata = map[string]string{}
+		}
+		f.Metadata[k] = string(v)
+	}
+	f.Metrics = body.Metrics
+	return f, nil
+}
+
+// closeGroup writes the group's file, with its own fields, and forgets it.
+func (p *Proxy) closeGroup(gid string, fields groupFields) error {
 	p.mu.Lock()
 	g := p.groups[gid]
 	if g == nil {
@@ -592,7 +654,7 @@ func (p *Proxy) closeGroup(gid string) error {
 	p.flushed[gid] = true
 	p.files++
 	name := filepath.Join(p.o.OutDir, fmt.Sprintf("%s-%06d.parquet", p.o.Run, p.files))
-	out := trajectory.Group{ID: gid}
+	out := trajectory.Group{ID: gid, Metadata: fields.Metadata, Metrics: fields.Metrics}
 	for _, id := range g.order {
 		rec := g.trajs[id]
 		t := rec.finish()

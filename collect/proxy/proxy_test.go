@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -172,7 +173,19 @@ func TestProxyCloseAndPassThrough(t *testing.T) {
 	if files, _ := filepath.Glob(filepath.Join(out, "*.parquet")); len(files) != 0 {
 		t.Fatalf("flushed before close: %v", files)
 	}
-	resp, err := http.Post(srv.URL+"/hone/groups/g/close", "application/json", nil)
+	// A close body that is not the group's fields is refused, and the
+	// group stays open.
+	for _, bad := range []string{`{"metric":{"x":1}}`, `{"metadata":{"k":{"deep":1}}}`, `{"metrics":{"x":"1"}}`, `[1]`} {
+		resp, err := http.Post(srv.URL+"/hone/groups/g/close", "application/json", strings.NewReader(bad))
+		if err != nil || resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("close with %s: %v %v, want 400", bad, err, resp.Status)
+		}
+		resp.Body.Close()
+	}
+	// The close body carries the group's metadata and metrics (ART's
+	// TrajectoryGroup.metadata and .metrics).
+	resp, err := http.Post(srv.URL+"/hone/groups/g/close", "application/json",
+		strings.NewReader(`{"metadata":{"scenario":"s1","level":3,"hard":true,"none":null},"metrics":{"difficulty":2.5}}`))
 	if err != nil || resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("close: %v %v", err, resp.Status)
 	}
@@ -180,6 +193,9 @@ func TestProxyCloseAndPassThrough(t *testing.T) {
 	gs, err := trajectory.ReadAll(context.Background(), fileset.Files(files...))
 	if err != nil || len(gs) != 1 || gs[0].Trajectories[1].Error != "not closed" || *gs[0].Trajectories[0].Reward != 0.5 {
 		t.Fatalf("close: %v %+v", err, gs)
+	}
+	if want := map[string]string{"scenario": "s1", "level": "3", "hard": "true"}; !maps.Equal(gs[0].Metadata, want) || !maps.Equal(gs[0].Metrics, map[string]float64{"difficulty": 2.5}) {
+		t.Errorf("group fields %v %v, want %v and difficulty 2.5", gs[0].Metadata, gs[0].Metrics, want)
 	}
 	// Without the header the proxy forwards and records nothing.
 	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("k"))

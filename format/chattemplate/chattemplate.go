@@ -77,7 +77,9 @@ const ConfigName = "tokenizer_config.json"
 // does: tokenizer_config.json's chat_template (a string, or a list of
 // {"name", "template"} objects), replaced by chat_template.jinja when that
 // file exists, plus named templates from additional_chat_templates/*.jinja.
-// Special tokens come from tokenizer_config.json.
+// A folder with neither takes chat_template.json's, the processor file of
+// multimodal checkpoints (Gemma3ForConditionalGeneration), whose template
+// vLLM serves them with. Special tokens come from tokenizer_config.json.
 func Load(dir string) (*Template, error) {
 	cfgPath := filepath.Join(dir, ConfigName)
 	cfg, err := os.ReadFile(cfgPath)
@@ -92,6 +94,22 @@ func Load(dir string) (*Template, error) {
 		override = string(b)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("chat template: %w", err)
+	}
+	if override == "" && !hasTemplate(cfg) {
+		procPath := filepath.Join(dir, "chat_template.json")
+		b, err := os.ReadFile(procPath)
+		switch {
+		case err == nil:
+			var p struct {
+				ChatTemplate string `json:"chat_template"`
+			}
+			if err := json.Unmarshal(b, &p); err != nil {
+				return nil, fmt.Errorf("chat template: %s: %w", procPath, err)
+			}
+			override, jinjaPath = p.ChatTemplate, procPath
+		case !errors.Is(err, os.ErrNotExist):
+			return nil, fmt.Errorf("chat template: %w", err)
+		}
 	}
 	t, err := fromConfig(cfg, override, cfgPath, jinjaPath)
 	if err != nil {
@@ -114,6 +132,17 @@ func Load(dir string) (*Template, error) {
 		return nil, fmt.Errorf("chat template: %s has no chat_template and there is no %s", cfgPath, jinjaPath)
 	}
 	return t, nil
+}
+
+// hasTemplate reports whether a tokenizer_config.json gives a chat_template
+// (a malformed file says yes, leaving the error to fromConfig).
+func hasTemplate(cfg []byte) bool {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(cfg, &fields) != nil {
+		return cfg != nil
+	}
+	raw, ok := fields["chat_template"]
+	return ok && string(raw) != "null"
 }
 
 // FromConfig builds a Template from the bytes of a tokenizer_config.json.

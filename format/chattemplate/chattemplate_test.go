@@ -184,8 +184,30 @@ func TestLoadPrefersChatTemplateJinja(t *testing.T) {
 	if _, err := Load(t.TempDir()); err == nil {
 		t.Error("empty folder: want an error")
 	}
-	write("tokenizer_config.json", `{"chat_template": 5}`)
+	// Without either, the processor's chat_template.json (multimodal Gemma 3).
 	os.Remove(filepath.Join(dir, "chat_template.jinja"))
+	write("tokenizer_config.json", `{"bos_token": "<s>"}`)
+	write("chat_template.json", `{"chat_template": "processor {{ bos_token }}"}`)
+	if tmpl, err = Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tmpl.Render(t.Context(), Input{}); got != "processor <s>" {
+		t.Errorf("chat_template.json: got %q", got)
+	}
+	write("tokenizer_config.json", `{"bos_token": "<s>", "chat_template": "config"}`)
+	if tmpl, err = Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tmpl.Render(t.Context(), Input{}); got != "config" {
+		t.Errorf("tokenizer_config.json's template beside chat_template.json: got %q", got)
+	}
+	write("tokenizer_config.json", `{}`)
+	write("chat_template.json", `[`)
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "chat_template.json") {
+		t.Errorf("bad chat_template.json: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "chat_template.json"))
+	write("tokenizer_config.json", `{"chat_template": 5}`)
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "tokenizer_config.json") {
 		t.Errorf("bad chat_template: %v", err)
 	}

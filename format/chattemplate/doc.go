@@ -4,7 +4,8 @@
 //
 // It owns: finding the template in a model folder (tokenizer_config.json's
 // chat_template, as a string or as a list of named templates, or a
-// chat_template.jinja file beside it), the special tokens the template may
+// chat_template.jinja file beside it; failing both, the chat_template.json of
+// a multimodal checkpoint's processor), the special tokens the template may
 // reference (bos_token, eos_token, ...), turning OpenAI-style messages and
 // tools into the template's variables with their key order preserved, and
 // the helpers transformers adds to the Jinja environment: raise_exception,

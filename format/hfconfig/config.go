@@ -89,6 +89,17 @@ type Config struct {
 
 	DType string // torch_dtype, or dtype in newer files ("bfloat16", …); "" when absent
 
+	// Wrapper is the model_type of the multimodal config.json whose
+	// text_config this Config is ("gemma3": Gemma3ForConditionalGeneration,
+	// whose checkpoint names the text model's tensors language_model.model.…
+	// or model.language_model.…); "" when config.json is the text model's own.
+	Wrapper string
+
+	// UnknownFields are the config.json keys outside the family's table
+	// (Fields), sorted: left unread, as transformers leaves a key its
+	// configuration class does not know. The model folder's opener logs them.
+	UnknownFields []string
+
 	BOSTokenID  *int
 	EOSTokenIDs []int
 	PadTokenID  *int
@@ -205,14 +216,11 @@ type raw struct {
 	PadTokenID            json.RawMessage `json:"pad_token_id"`
 
 	// gemma3_text
-	HiddenActivation          *string         `json:"hidden_activation"`
-	QueryPreAttnScalar        *float64        `json:"query_pre_attn_scalar"`
-	SlidingWindowPattern      *int            `json:"sliding_window_pattern"`
-	LayerTypes                []string        `json:"layer_types"`
-	RopeLocalBaseFreq         *float64        `json:"rope_local_base_freq"`
-	FinalLogitSoftcapping     json.RawMessage `json:"final_logit_softcapping"`
-	AttnLogitSoftcapping      json.RawMessage `json:"attn_logit_softcapping"`
-	UseBidirectionalAttention *bool           `json:"use_bidirectional_attention"`
+	HiddenActivation     *string  `json:"hidden_activation"`
+	QueryPreAttnScalar   *float64 `json:"query_pre_attn_scalar"`
+	SlidingWindowPattern *int     `json:"sliding_window_pattern"`
+	LayerTypes           []string `json:"layer_types"`
+	RopeLocalBaseFreq    *float64 `json:"rope_local_base_freq"`
 
 	keys map[string]json.RawMessage // every top-level key as written (tells null from absent)
 }
@@ -269,9 +277,13 @@ func Parse(data []byte) (*Config, error) {
 	switch c.ModelType {
 	case "llama", "qwen2", "qwen3", "gemma3_text":
 	case "gemma3":
-		return nil, fmt.Errorf("hfconfig: model_type %q (the multimodal Gemma 3 wrapper) is not supported; text-only gemma3_text checkpoints are (supported: %s)", c.ModelType, strings.Join(SupportedModelTypes(), ", "))
+		return parseGemma3Wrapper(&r)
 	default:
 		return nil, fmt.Errorf("hfconfig: model_type %q is not supported (supported: %s)", c.ModelType, strings.Join(SupportedModelTypes(), ", "))
+	}
+	var err error
+	if c.UnknownFields, err = checkFields(c.ModelType, r.keys); err != nil {
+		return nil, err
 	}
 	for _, parse := range []func(*raw, *Config) error{parseShape, parseNumerics, parseLayers, parseGemma3, parseSpecialIDs} {
 		if err := parse(&r, c); err != nil {
@@ -281,10 +293,78 @@ func Parse(data []byte) (*Config, error) {
 	return c, nil
 }
 
+// parseGemma3Wrapper reads the config.json of Gemma3ForConditionalGeneration
+// (model_type gemma3: gemma-3-4b-it and larger) as its language model, the
+// gemma3_text config under text_config, which Hone trains and serves alone
+// (the vision tower is not loaded). Its own keys are checked against the
+// gemma3 table, text_config's against gemma3_text's. The top level's token
+// ids and dtype take precedence over text_config's, as transformers'
+// GenerationConfig.from_model_config lets the outer config's win.
+func parseGemma3Wrapper(r *raw) (*Config, error) {
+	unknown, err := checkFields("gemma3", r.keys)
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := r.keys["text_config"]
+	if !ok || string(tc) == "null" {
+		return nil, errors.New("hfconfig: text_config: missing (a gemma3 config holds its language model there)")
+	}
+	var text map[string]json.RawMessage
+	if err := json.Unmarshal(tc, &text); err != nil || text == nil {
+		return nil, fmt.Errorf("hfconfig: text_config: want an object, got %.40s", tc)
+	}
+	if mt, ok := text["model_type"]; ok && string(mt) != `"gemma3_text"` {
+		return nil, fmt.Errorf("hfconfig: text_config.model_type %s: want \"gemma3_text\"", mt)
+	}
+	text["model_type"] = json.RawMessage(`"gemma3_text"`)
+	for _, k := range []string{"bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype"} {
+		if v, ok := r.keys[k]; ok {
+			text[k] = v
+		}
+	}
+	data, err := json.Marshal(text)
+	if err != nil {
+		return nil, fmt.Errorf("hfconfig: text_config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in text_config)", err)
+	}
+	c.Wrapper, c.Architectures = "gemma3", r.Architectures
+	// transformers ties lm_head by the text config's tie_word_embeddings;
+	// a top-level value that says otherwise would be silently overruled.
+	if v, ok := r.keys["tie_word_embeddings"]; ok && string(v) != "null" {
+		var tie bool
+		if err := json.Unmarshal(v, &tie); err != nil || tie != c.TieWordEmbeddings {
+			return nil, fmt.Errorf("hfconfig: tie_word_embeddings %s disagrees with text_config's %v, which decides whether lm_head is tied", v, c.TieWordEmbeddings)
+		}
+	}
+	for _, k := range c.UnknownFields {
+		unknown = append(unknown, "text_config."+k)
+	}
+	c.UnknownFields = unknown
+	return c, nil
+}
+
+// gemma3TextDefaults are Gemma3TextConfig's sizes for the keys a config
+// leaves out (the text_config of gemma-3-4b-it gives neither vocab_size nor
+// the head counts).
+func gemma3TextDefaults() map[string]int {
+	return map[string]int{"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+		"num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4}
+}
+
 // parseShape reads the sizes: vocabulary, hidden and MLP widths, layers,
 // query and key/value heads, and the head dimension.
 func parseShape(r *raw, c *Config) error {
+	var defaults map[string]int
+	if c.ModelType == "gemma3_text" {
+		defaults = gemma3TextDefaults()
+	}
 	need := func(field string, p *int) (int, error) {
+		if d, ok := defaults[field]; ok && p == nil {
+			return d, nil
+		}
 		if p == nil {
 			return 0, fmt.Errorf("hfconfig: %s: missing", field)
 		}
@@ -310,6 +390,9 @@ func parseShape(r *raw, c *Config) error {
 		}
 	}
 	c.NumKeyValueHeads = c.NumAttentionHeads
+	if d, ok := defaults["num_key_value_heads"]; ok {
+		c.NumKeyValueHeads = d
+	}
 	if r.NumKeyValueHeads != nil {
 		c.NumKeyValueHeads = *r.NumKeyValueHeads
 	}
@@ -403,20 +486,52 @@ func parseLayers(r *raw, c *Config) error {
 		c.MLPBias = *r.MLPBias
 	}
 	c.QKNorm = c.ModelType == "qwen3" || c.ModelType == "gemma3_text"
-	if r.UseSlidingWindow != nil && *r.UseSlidingWindow && c.ModelType != "gemma3_text" {
-		if r.SlidingWindow == nil || *r.SlidingWindow <= 0 {
-			return errors.New("hfconfig: use_sliding_window is true but sliding_window is not a positive number")
-		}
-		c.SlidingWindow = *r.SlidingWindow
-	}
 	if r.MaxWindowLayers != nil {
 		c.MaxWindowLayers = *r.MaxWindowLayers
+	}
+	if c.ModelType == "qwen2" || c.ModelType == "qwen3" {
+		if err := parseQwenWindow(r, c); err != nil {
+			return err
+		}
 	}
 	switch {
 	case r.DType != nil:
 		c.DType = *r.DType
 	case r.TorchDType != nil:
 		c.DType = *r.TorchDType
+	}
+	return nil
+}
+
+// parseQwenWindow reads Qwen's sliding-window keys as Qwen2Config and
+// Qwen3Config do: with use_sliding_window true, layers max_window_layers and
+// up attend through a window of sliding_window keys. Hone implements
+// windowed attention for gemma3_text only, so a config that would make any
+// layer slide is refused (no released Qwen2.5 or Qwen3 checkpoint does);
+// layer_types, which newer transformers write, must say full_attention
+// throughout.
+func parseQwenWindow(r *raw, c *Config) error {
+	if r.UseSlidingWindow != nil && *r.UseSlidingWindow {
+		if r.SlidingWindow == nil || *r.SlidingWindow <= 0 {
+			return errors.New("hfconfig: use_sliding_window is true but sliding_window is not a positive number")
+		}
+		c.SlidingWindow = *r.SlidingWindow
+		first := 28 // Qwen2Config's and Qwen3Config's max_window_layers default
+		if r.MaxWindowLayers != nil {
+			first = *r.MaxWindowLayers
+		}
+		if first < c.NumHiddenLayers {
+			return fmt.Errorf("hfconfig: use_sliding_window true with max_window_layers %d makes layers %d..%d attend through a window of %d, which is not supported for %s (Hone implements sliding-window attention for gemma3_text only)",
+				first, max(first, 0), c.NumHiddenLayers-1, c.SlidingWindow, c.ModelType)
+		}
+	}
+	for i, t := range r.LayerTypes {
+		if t != "full_attention" {
+			return fmt.Errorf("hfconfig: layer_types[%d] %q is not supported for %s (only full_attention)", i, t, c.ModelType)
+		}
+	}
+	if r.LayerTypes != nil && len(r.LayerTypes) != c.NumHiddenLayers {
+		return fmt.Errorf("hfconfig: layer_types has %d entries, num_hidden_layers is %d", len(r.LayerTypes), c.NumHiddenLayers)
 	}
 	return nil
 }
@@ -441,20 +556,8 @@ func parseGemma3(r *raw, c *Config) error {
 		// The layer pattern is expanded per layer: bound it before allocating.
 		return fmt.Errorf("hfconfig: num_hidden_layers %d is more than %d", c.NumHiddenLayers, maxGemma3Layers)
 	}
-	for _, f := range []string{"final_logit_softcapping", "attn_logit_softcapping"} {
-		if m, ok := r.keys[f]; ok && string(m) != "null" {
-			return fmt.Errorf("hfconfig: %s %s is not supported (Gemma 3 checkpoints write null; soft-capping is not implemented)", f, m)
-		}
-	}
-	if m, ok := r.keys["attention_dropout"]; ok {
-		var p float64
-		if err := json.Unmarshal(m, &p); err != nil || p != 0 {
-			return fmt.Errorf("hfconfig: attention_dropout %s is not supported (Hone trains without dropout; Gemma 3 checkpoints write 0.0)", m)
-		}
-	}
-	if r.UseBidirectionalAttention != nil && *r.UseBidirectionalAttention {
-		return errors.New("hfconfig: use_bidirectional_attention true is not supported (Hone runs causal decoders only)")
-	}
+	// Soft-capping, dropout and bidirectional attention are refused by the
+	// field table (gemma3TextFields).
 	c.QueryPreAttnScalar = 256
 	if r.QueryPreAttnScalar != nil {
 		c.QueryPreAttnScalar = *r.QueryPreAttnScalar
@@ -532,6 +635,18 @@ func parseGemma3(r *raw, c *Config) error {
 // parseSpecialIDs reads the bos, eos and pad token ids, each inside the
 // vocabulary.
 func parseSpecialIDs(r *raw, c *Config) error {
+	if c.ModelType == "gemma3_text" {
+		// Gemma3TextConfig's defaults: pad 0, eos 1, bos 2.
+		for _, d := range []struct {
+			key string
+			m   *json.RawMessage
+			id  string
+		}{{"pad_token_id", &r.PadTokenID, "0"}, {"eos_token_id", &r.EOSTokenID, "1"}, {"bos_token_id", &r.BOSTokenID, "2"}} {
+			if _, ok := r.keys[d.key]; !ok {
+				*d.m = json.RawMessage(d.id)
+			}
+		}
+	}
 	ids, err := tokenIDs("bos_token_id", r.BOSTokenID, c.VocabSize)
 	if err != nil {
 		return err

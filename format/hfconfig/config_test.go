@@ -29,6 +29,18 @@ func TestRealConfigs(t *testing.T) {
 			tie: true, qkvBias: true, oBias: false, qkNorm: false,
 			bos: 151643, eos: []int{151645}, stop: []int{151645, 151643}, qDim: 896, kvDim: 128, temperature: 0.7,
 		},
+		"qwen3-0.6b": {
+			typ: "qwen3", vocab: 151936, hidden: 1024, inter: 3072, layers: 28, heads: 16, kv: 8, headDim: 128,
+			eps: 1e-6, theta: 1e6, rope: RoPE{Type: "default", Theta: 1e6}, maxPos: 40960,
+			tie: true, qkvBias: false, oBias: false, qkNorm: true,
+			bos: 151643, eos: []int{151645}, stop: []int{151645, 151643}, qDim: 2048, kvDim: 1024, temperature: 0.6,
+		},
+		"qwen3-0.6b-transformers4.56": {
+			typ: "qwen3", vocab: 151936, hidden: 1024, inter: 3072, layers: 28, heads: 16, kv: 8, headDim: 128,
+			eps: 1e-6, theta: 1e6, rope: RoPE{Type: "default", Theta: 1e6}, maxPos: 40960,
+			tie: true, qkvBias: false, oBias: false, qkNorm: true,
+			bos: 151643, eos: []int{151645}, stop: []int{151645, 151643}, qDim: 2048, kvDim: 1024, temperature: 0.6,
+		},
 		"qwen3-1.7b": {
 			typ: "qwen3", vocab: 151936, hidden: 2048, inter: 6144, layers: 28, heads: 16, kv: 8, headDim: 128,
 			eps: 1e-6, theta: 1e6, rope: RoPE{Type: "default", Theta: 1e6}, maxPos: 40960,
@@ -160,7 +172,7 @@ func TestRejects(t *testing.T) {
 		"eos past vocab":   {fmt.Sprintf(base, `,"eos_token_id":[1,100]`), "outside the vocabulary"},
 		"bos list":         {fmt.Sprintf(base, `,"bos_token_id":[1,2]`), "want one id"},
 		"wrong type":       {fmt.Sprintf(base, `,"tie_word_embeddings":"yes"`), "tie_word_embeddings"},
-		"sliding no size":  {fmt.Sprintf(base, `,"use_sliding_window":true,"sliding_window":null`), "sliding_window"},
+		"sliding no size":  {strings.Replace(fmt.Sprintf(base, `,"use_sliding_window":true,"sliding_window":null`), `"llama"`, `"qwen2"`, 1), "sliding_window"},
 		"not json":         {`{"model_type":`, "hfconfig"},
 	}
 	for name, c := range cases {
@@ -245,22 +257,23 @@ func TestGemma3(t *testing.T) {
 		t.Errorf("gemma-3-1b:\n got %s\nwant %s", got, want)
 	}
 
-	// Gemma3TextConfig's defaults for what a config leaves out.
+	// Gemma3TextConfig's defaults for what a config leaves out (4 key/value
+	// heads whatever the query heads).
 	d, err := Parse([]byte(`{"model_type":"gemma3_text","vocab_size":10,"hidden_size":8,"intermediate_size":16,
-		"num_hidden_layers":7,"num_attention_heads":2,"tie_word_embeddings":null}`))
+		"num_hidden_layers":7,"num_attention_heads":8,"tie_word_embeddings":null}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got = fmt.Sprint(d.HeadDim, d.SlidingWindow, d.LocalRoPETheta, d.RoPE.Theta, d.QueryPreAttnScalar, d.TieWordEmbeddings,
 		d.MaxPositionEmbeddings, d.LayerTypes[4], d.LayerTypes[5], d.LayerTypes[6], d.NumKeyValueHeads)
-	want = fmt.Sprint(256, 4096, 10000.0, 1e6, 256.0, true, 131072, "sliding_attention", "full_attention", "sliding_attention", 2)
+	want = fmt.Sprint(256, 4096, 10000.0, 1e6, 256.0, true, 131072, "sliding_attention", "full_attention", "sliding_attention", 4)
 	if got != want {
 		t.Errorf("gemma3_text defaults:\n got %s\nwant %s", got, want)
 	}
 
 	// layer_types wins over any pattern; per-layer-type rope_parameters (newer transformers).
 	e, err := Parse([]byte(`{"model_type":"gemma3_text","vocab_size":10,"hidden_size":8,"intermediate_size":16,
-		"num_hidden_layers":2,"num_attention_heads":2,"head_dim":4,"sliding_window_pattern":1,
+		"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":2,"head_dim":4,"sliding_window_pattern":1,
 		"layer_types":["full_attention","sliding_attention"],
 		"rope_parameters":{"full_attention":{"rope_type":"linear","factor":8,"rope_theta":500000},
 		"sliding_attention":{"rope_type":"default","rope_theta":20000}}}`))
@@ -277,24 +290,27 @@ func TestGemma3(t *testing.T) {
 func TestGemma3Rejects(t *testing.T) {
 	g := func(extra string) string {
 		return `{"model_type":"gemma3_text","vocab_size":10,"hidden_size":8,"intermediate_size":16,
-		"num_hidden_layers":2,"num_attention_heads":2,"head_dim":4` + extra + `}`
+		"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":4` + extra + `}`
 	}
 	cases := map[string]struct{ json, want string }{
-		"final softcap":   {g(`,"final_logit_softcapping":30.0`), "final_logit_softcapping 30.0 is not supported"},
-		"attn softcap":    {g(`,"attn_logit_softcapping":50`), "attn_logit_softcapping 50 is not supported"},
-		"bidirectional":   {g(`,"use_bidirectional_attention":true`), "use_bidirectional_attention"},
-		"dropout":         {g(`,"attention_dropout":0.1`), "attention_dropout 0.1 is not supported"},
-		"layer types len": {g(`,"layer_types":["full_attention"]`), "layer_types has 1 entries, num_hidden_layers is 2"},
-		"layer type name": {g(`,"layer_types":["full_attention","chunked_attention"]`), `layer_types[1] "chunked_attention"`},
-		"pattern zero":    {g(`,"sliding_window_pattern":0`), "sliding_window_pattern 0"},
-		"window null":     {g(`,"sliding_window":null`), "sliding_window null must be a positive number"},
-		"window zero":     {g(`,"sliding_window":0`), "sliding_window 0"},
-		"activation":      {g(`,"hidden_activation":"gelu"`), `hidden_activation "gelu"`},
-		"scalar":          {g(`,"query_pre_attn_scalar":0`), "query_pre_attn_scalar 0"},
-		"local base":      {g(`,"rope_local_base_freq":-1`), "rope_local_base_freq -1"},
-		"local yarn":      {g(`,"rope_parameters":{"sliding_attention":{"rope_type":"linear","factor":2}}`), "rope_parameters.sliding_attention"},
-		"multimodal":      {`{"model_type":"gemma3","text_config":{}}`, "gemma3_text checkpoints are"},
-		"layers huge":     {strings.Replace(g(""), `"num_hidden_layers":2`, `"num_hidden_layers":100000000`, 1), "num_hidden_layers 100000000 is more than"},
+		"final softcap":    {g(`,"final_logit_softcapping":30.0`), "final_logit_softcapping 30.0 is not supported"},
+		"attn softcap":     {g(`,"attn_logit_softcapping":50`), "attn_logit_softcapping 50 is not supported"},
+		"bidirectional":    {g(`,"use_bidirectional_attention":true`), "use_bidirectional_attention"},
+		"dropout":          {g(`,"attention_dropout":0.1`), "attention_dropout 0.1 is not supported"},
+		"layer types len":  {g(`,"layer_types":["full_attention"]`), "layer_types has 1 entries, num_hidden_layers is 2"},
+		"layer type name":  {g(`,"layer_types":["full_attention","chunked_attention"]`), `layer_types[1] "chunked_attention"`},
+		"pattern zero":     {g(`,"sliding_window_pattern":0`), "sliding_window_pattern 0"},
+		"window null":      {g(`,"sliding_window":null`), "sliding_window null must be a positive number"},
+		"window zero":      {g(`,"sliding_window":0`), "sliding_window 0"},
+		"activation":       {g(`,"hidden_activation":"gelu"`), `hidden_activation "gelu"`},
+		"scalar":           {g(`,"query_pre_attn_scalar":0`), "query_pre_attn_scalar 0"},
+		"local base":       {g(`,"rope_local_base_freq":-1`), "rope_local_base_freq -1"},
+		"local yarn":       {g(`,"rope_parameters":{"sliding_attention":{"rope_type":"linear","factor":2}}`), "rope_parameters.sliding_attention"},
+		"multimodal llama": {`{"model_type":"gemma3","text_config":{"model_type":"llama"}}`, `text_config.model_type "llama": want "gemma3_text"`},
+		"multimodal none":  {`{"model_type":"gemma3"}`, "text_config: missing"},
+		"multimodal list":  {`{"model_type":"gemma3","text_config":[1]}`, "text_config: want an object"},
+		"multimodal inner": {`{"model_type":"gemma3","text_config":{"attention_dropout":0.5}}`, "attention_dropout 0.5 is not supported (Hone trains without dropout; Gemma 3 checkpoints write 0.0) (in text_config)"},
+		"layers huge":      {strings.Replace(g(""), `"num_hidden_layers":2`, `"num_hidden_layers":100000000`, 1), "num_hidden_layers 100000000 is more than"},
 	}
 	for name, c := range cases {
 		_, err := Parse([]byte(c.json))

@@ -18,5 +18,30 @@
 // (default 4096); rope_local_base_freq (default 10000) or per-layer-type rope_parameters;
 // query_pre_attn_scalar (default 256). attn_logit_softcapping and final_logit_softcapping
 // other than null, attention_dropout other than 0 and use_bidirectional_attention true are
-// refused; so is the multimodal model_type gemma3.
+// refused. Sizes the file leaves out take Gemma3TextConfig's defaults (vocab_size 262208,
+// hidden_size 2304, num_attention_heads 8, num_key_value_heads 4, …; pad, eos and bos ids
+// 0, 1 and 2).
+//
+// The multimodal model_type gemma3 (Gemma3ForConditionalGeneration, gemma-3-4b-it and
+// up) is read as its language model: text_config parsed as gemma3_text, the top level's
+// token ids and dtype taking precedence, Config.Wrapper "gemma3"; vision_config and the
+// image-token keys are knowingly ignored (Hone trains and serves the text model only).
+//
+// Fields is the table, one per family, of every key the family's
+// configuration class and PretrainedConfig read, each honoured, refused
+// unless at the value Hone implements, or knowingly ignored with the reason.
+// Refused unless at Hone's value: quantization_config, an encoder-decoder or
+// cross-attention switch, pruned heads, the Gemma keys above, and
+// attention_dropout other than 0. Hone trains without dropout, as every
+// released Llama, Qwen and Gemma checkpoint asks (0.0) and as ART's Unsloth
+// training runs them; a nonzero value is refused rather than ignored, since
+// training would silently differ from what the file asks. Knowingly
+// ignored: metadata such as transformers_version, use_cache,
+// initializer_range, and Llama's pretraining_tp, which only splits the same
+// product. Qwen2 and Qwen3's sliding window is honoured by refusal:
+// use_sliding_window true is accepted only when max_window_layers leaves no
+// layer sliding, and layer_types must be full_attention throughout. A key
+// outside the table is not an error (PretrainedConfig keeps any key, and
+// tools add their own) but is listed in Config.UnknownFields, which the
+// model folder's opener logs.
 package hfconfig

@@ -16,4 +16,10 @@
 // Qwen2, q_norm/k_norm for Qwen3, biases wherever attention_bias or mlp_bias say so),
 // gate/up/down, the final norm, and lm_head unless the embeddings are tied. A model
 // loader can bind weights by these names knowing each one exists with its shape.
+//
+// A multimodal Gemma 3 checkpoint (config.json model_type gemma3) names those tensors
+// after its language model, language_model.model.… as the hub files do, or
+// model.language_model.… as transformers 4.52 and later name the modules (Layouts);
+// Open finds which, TextWeights reads them under the names Expected lists, and the
+// vision tower's and projector's tensors are left aside, which Notes says.
 package modelfolder

@@ -52,6 +52,80 @@ type Folder struct {
 	// generating on them and layout ends a trained turn at them. Set when
 	// Tokenizer and Template are both opened.
 	StopTokens []int
+
+	layout  Layout   // how Weights names the text model's tensors
+	skipped []string // tensors of a multimodal checkpoint that are not the text model's
+}
+
+// Layout is how a checkpoint names the text model's tensors: Model replaces
+// the "model." that begins the names Expected lists, LMHead the "lm_head."
+// of lm_head.weight. A text-only checkpoint's Layout is {"model.",
+// "lm_head."}.
+type Layout struct{ Model, LMHead string }
+
+// Name returns the checkpoint's name of the tensor Expected calls name.
+func (l Layout) Name(name string) string {
+	if rest, ok := strings.CutPrefix(name, "model."); ok {
+		return l.Model + rest
+	}
+	if rest, ok := strings.CutPrefix(name, "lm_head."); ok {
+		return l.LMHead + rest
+	}
+	return name
+}
+
+// Layouts returns the layouts a checkpoint of config c may have, the first
+// the one Hone expects when none is found. The multimodal Gemma 3
+// (Gemma3ForConditionalGeneration) has two: the hub files' (what
+// save_pretrained writes, transformers 4.50 to 4.57: language_model.model.…,
+// language_model.lm_head.weight), and its modules' own names since
+// transformers 4.52 (model.language_model.…, lm_head.weight; its
+// _checkpoint_conversion_mapping maps the first onto these).
+func Layouts(c *hfconfig.Config) []Layout {
+	if c.Wrapper == "gemma3" {
+		return []Layout{{"language_model.model.", "language_model.lm_head."}, {"model.language_model.", "lm_head."}}
+	}
+	return []Layout{{"model.", "lm_head."}}
+}
+
+// nonText reports whether a tensor of a multimodal checkpoint belongs to its
+// vision side (the SigLIP tower and the projector into the text model),
+// which Hone does not load.
+func nonText(c *hfconfig.Config, name string) bool {
+	if c.Wrapper != "gemma3" {
+		return false
+	}
+	for _, p := range []string{"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// TextWeights are the folder's weights under the names Expected lists
+// (model.…, lm_head.weight), whatever the checkpoint's layout; a model
+// loader reads them through Info, Bytes and Float32Into.
+type TextWeights struct {
+	set    *safetensors.Set
+	layout Layout
+}
+
+// TextWeights returns the text model's weights (nil set when Weights was
+// not opened).
+func (f *Folder) TextWeights() TextWeights { return TextWeights{f.Weights, f.layout} }
+
+// Info describes the tensor Expected calls name.
+func (t TextWeights) Info(name string) (safetensors.TensorInfo, bool) {
+	return t.set.Info(t.layout.Name(name))
+}
+
+// Bytes returns the raw bytes of the tensor Expected calls name.
+func (t TextWeights) Bytes(name string) ([]byte, error) { return t.set.Bytes(t.layout.Name(name)) }
+
+// Float32Into converts the tensor Expected calls name into dst.
+func (t TextWeights) Float32Into(dst []float32, name string) error {
+	return t.set.Float32Into(dst, t.layout.Name(name))
 }
 
 // TensorSpec is one checkpoint tensor a config implies. Shape is PyTorch's: a
@@ -85,7 +159,7 @@ func (f *Folder) open(parts Part) error {
 		if f.Weights, err = safetensors.Open(f.Dir); err != nil {
 			return err
 		}
-		if err := Check(f.Config, f.Weights); err != nil {
+		if f.layout, f.skipped, err = check(f.Config, f.Weights); err != nil {
 			return err
 		}
 	}
@@ -112,6 +186,26 @@ func (f *Folder) open(parts Part) error {
 	}
 	f.StopTokens = StopTokens(eos, f.Template, f.Tokenizer)
 	return nil
+}
+
+// Notes returns what opening the folder knowingly left aside, one line
+// each, for the stage to log: config.json keys outside the family's table
+// (hfconfig.Fields), which are left unread.
+func (f *Folder) Notes() []string {
+	var notes []string
+	if f.Config != nil && len(f.Config.UnknownFields) > 0 {
+		table := f.Config.ModelType
+		if f.Config.Wrapper != "" {
+			table = f.Config.Wrapper + " and " + table
+		}
+		notes = append(notes, fmt.Sprintf("%s: %s: keys not read (unknown to Hone's %s table; transformers' configuration class stores such keys without using them): %s",
+			f.Dir, ConfigFile, table, strings.Join(f.Config.UnknownFields, ", ")))
+	}
+	if len(f.skipped) > 0 {
+		notes = append(notes, fmt.Sprintf("%s: a %s checkpoint: its text model is loaded (tensors %s…); the %d tensors of its vision tower and projector (%s, …) are not: Hone trains and serves text only",
+			f.Dir, f.Config.Wrapper, f.layout.Model, len(f.skipped), f.skipped[0]))
+	}
+	return notes
 }
 
 // Close unmaps the weights (when they were opened).
@@ -200,35 +294,62 @@ func Expected(c *hfconfig.Config) []TensorSpec {
 	return specs
 }
 
-// Check verifies that w holds every tensor Expected(c) lists, with its shape and a
-// float dtype, and nothing else (rotary_emb.inv_freq buffers that old exports
-// include are tolerated, as transformers ignores them).
+// Check verifies that w holds every tensor Expected(c) lists, named as one of
+// Layouts(c) names them, with its shape and a float dtype, and nothing else
+// (rotary_emb.inv_freq buffers that old exports include are tolerated, as
+// transformers ignores them; so are the vision tensors of a multimodal
+// checkpoint, which are not loaded).
 func Check(c *hfconfig.Config, w *safetensors.Set) error {
+	_, _, err := check(c, w)
+	return err
+}
+
+// check is Check, returning the layout found and the names of the tensors
+// left aside, sorted.
+func check(c *hfconfig.Config, w *safetensors.Set) (Layout, []string, error) {
+	layouts := Layouts(c)
+	layout := layouts[0]
+	for _, l := range layouts {
+		if w.Has(l.Name("model.embed_tokens.weight")) {
+			layout = l
+			break
+		}
+	}
 	want := map[string]bool{}
 	for _, s := range Expected(c) {
-		want[s.Name] = true
-		info, ok := w.Info(s.Name)
+		name := layout.Name(s.Name)
+		want[name] = true
+		info, ok := w.Info(name)
 		if !ok {
 			if s.Optional {
 				continue
 			}
-			return fmt.Errorf("checkpoint has no tensor %q, which a %s config with these sizes needs", s.Name, c.ModelType)
+			what := c.ModelType
+			if c.Wrapper != "" {
+				what = c.Wrapper + " (text model " + c.ModelType + ")"
+			}
+			return layout, nil, fmt.Errorf("checkpoint has no tensor %q, which a %s config with these sizes needs", name, what)
 		}
 		switch info.DType {
 		case safetensors.F32, safetensors.F16, safetensors.BF16, safetensors.F64:
 		default:
-			return fmt.Errorf("tensor %q has dtype %s; only float weights are supported (no quantized checkpoints)", s.Name, info.DType)
+			return layout, nil, fmt.Errorf("tensor %q has dtype %s; only float weights are supported (no quantized checkpoints)", name, info.DType)
 		}
 		if fmt.Sprint(info.Shape) != fmt.Sprint(s.Shape) {
-			return fmt.Errorf("tensor %q has shape %v, config.json implies %v", s.Name, info.Shape, s.Shape)
+			return layout, nil, fmt.Errorf("tensor %q has shape %v, config.json implies %v", name, info.Shape, s.Shape)
 		}
 	}
-	var extra []string
+	var extra, skipped []string
 	for _, n := range w.Names() {
-		if !want[n] && !strings.HasSuffix(n, "rotary_emb.inv_freq") {
+		switch {
+		case want[n] || strings.HasSuffix(n, "rotary_emb.inv_freq"):
+		case nonText(c, n):
+			skipped = append(skipped, n)
+		default:
 			extra = append(extra, n)
 		}
 	}
+	sort.Strings(skipped)
 	if len(extra) > 0 {
 		sort.Strings(extra)
 		more := ""
@@ -236,7 +357,7 @@ func Check(c *hfconfig.Config, w *safetensors.Set) error {
 			more = fmt.Sprintf(" and %d more", len(extra)-5)
 			extra = extra[:5]
 		}
-		return fmt.Errorf("checkpoint has tensors the %s config does not explain: %s%s", c.ModelType, strings.Join(extra, ", "), more)
+		return layout, nil, fmt.Errorf("checkpoint has tensors the %s config does not explain: %s%s", c.ModelType, strings.Join(extra, ", "), more)
 	}
-	return nil
+	return layout, skipped, nil
 }

@@ -169,3 +169,24 @@ func TestModelGoldenFolders(t *testing.T) {
 		f.Close()
 	}
 }
+
+func TestNotesNameUnknownFields(t *testing.T) {
+	known := fmt.Sprintf(tiny, "qwen2", 2, true, false)
+	f, err := Open(makeFolder(t, known, "", nil, false), Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Notes(); n != nil {
+		t.Errorf("notes for a config of known keys: %q", n)
+	}
+	unknown := strings.Replace(known, `"vocab_size"`, `"my_tool_version":"1.2","vocab_size"`, 1)
+	dir := makeFolder(t, unknown, "", nil, false)
+	f, err = Open(dir, Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := f.Notes()
+	if len(n) != 1 || !strings.Contains(n[0], dir) || !strings.Contains(n[0], "config.json") || !strings.Contains(n[0], "my_tool_version") {
+		t.Errorf("notes %q, want one line naming the folder, config.json and my_tool_version", n)
+	}
+}

@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/hone-rl/hone/format/hfconfig"
 	"github.com/hone-rl/hone/format/safetensors"
@@ -31,6 +33,10 @@ type Adapter struct {
 	// DType is the storage dtype: F32 (also when empty), F16 or BF16. Read sets it
 	// to the file's dtype (F32 when the file mixes dtypes).
 	DType safetensors.DType
+	// LayersPath is where the decoder layers sit in the model the adapter
+	// was made for, one of LayersPaths ("" is LayersPath): Read sets it
+	// from the tensor names, Write names the tensors by it.
+	LayersPath string
 }
 
 // Set stores a pair, creating the layer's map when needed.
@@ -117,7 +123,7 @@ func (a *Adapter) Check(m *hfconfig.Config) error {
 }
 
 // nameRE matches the saved PEFT tensor names Hone understands.
-var nameRE = regexp.MustCompile(`^base_model\.model\.model\.layers\.(0|[1-9][0-9]{0,5})\.(self_attn|mlp)\.([a-z_]+)\.lora_([AB])\.weight$`)
+var nameRE = regexp.MustCompile(`^base_model\.model\.(model\.layers|model\.language_model\.layers|language_model\.model\.layers)\.(0|[1-9][0-9]{0,5})\.(self_attn|mlp)\.([a-z_]+)\.lora_([AB])\.weight$`)
 
 // Read loads the adapter in dir (adapter_config.json + adapter_model.safetensors).
 func Read(dir string) (*Adapter, error) {
@@ -159,12 +165,17 @@ func fromFile(cfg Config, f *safetensors.File) (*Adapter, error) {
 	for _, name := range f.Names() {
 		m := nameRE.FindStringSubmatch(name)
 		if m == nil {
-			return nil, fmt.Errorf("peft: unexpected tensor %q (want base_model.model.model.layers.N.<self_attn|mlp>.<module>.lora_<A|B>.weight)", name)
+			return nil, fmt.Errorf("peft: unexpected tensor %q (want base_model.model.<%s>.N.<self_attn|mlp>.<module>.lora_<A|B>.weight)", name, strings.Join(LayersPaths(), "|"))
 		}
-		layer, _ := strconv.Atoi(m[1])
-		module, which := m[3], m[4]
-		if p, err := ModulePath(module); err != nil || p != m[2]+"."+module {
-			return nil, fmt.Errorf("peft: tensor %q: %q is not a known %s projection", name, module, m[2])
+		if a.LayersPath == "" {
+			a.LayersPath = m[1]
+		} else if m[1] != a.LayersPath {
+			return nil, fmt.Errorf("peft: tensor %q: layers under %s, but others under %s", name, m[1], a.LayersPath)
+		}
+		layer, _ := strconv.Atoi(m[2])
+		module, which := m[4], m[5]
+		if p, err := ModulePath(module); err != nil || p != m[3]+"."+module {
+			return nil, fmt.Errorf("peft: tensor %q: %q is not a known %s projection", name, module, m[3])
 		}
 		if !cfg.targets(module) {
 			return nil, fmt.Errorf("peft: tensor %q: module %s is not in target_modules %v", name, module, cfg.TargetModules)
@@ -324,6 +335,9 @@ func (a *Adapter) encode() ([]byte, []safetensors.Tensor, error) {
 	if len(a.Tensors) == 0 {
 		return nil, nil, fmt.Errorf("peft: adapter has no tensors")
 	}
+	if a.LayersPath != "" && !slices.Contains(LayersPaths(), a.LayersPath) {
+		return nil, nil, fmt.Errorf("peft: layers path %q is not one of %s", a.LayersPath, strings.Join(LayersPaths(), ", "))
+	}
 	var ts []safetensors.Tensor
 	for _, layer := range a.Layers() {
 		if layer < 0 {
@@ -345,11 +359,11 @@ func (a *Adapter) encode() ([]byte, []safetensors.Tensor, error) {
 			if l.R != c.R {
 				return nil, nil, fmt.Errorf("peft: layer %d %s: rank %d but config r = %d", layer, module, l.R, c.R)
 			}
-			ta, err := safetensors.FromFloat32Tensor(TensorName(layer, module, "A"), dtype, []int{l.R, l.In}, l.A)
+			ta, err := safetensors.FromFloat32Tensor(TensorNameAt(a.LayersPath, layer, module, "A"), dtype, []int{l.R, l.In}, l.A)
 			if err != nil {
 				return nil, nil, err
 			}
-			tb, err := safetensors.FromFloat32Tensor(TensorName(layer, module, "B"), dtype, []int{l.Out, l.R}, l.B)
+			tb, err := safetensors.FromFloat32Tensor(TensorNameAt(a.LayersPath, layer, module, "B"), dtype, []int{l.Out, l.R}, l.B)
 			if err != nil {
 				return nil, nil, err
 			}

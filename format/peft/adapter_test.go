@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -311,6 +312,9 @@ func TestReadRejects(t *testing.T) {
 		"int tensor": {good, []safetensors.Tensor{{Name: qa, DType: safetensors.I32, Shape: []int{2, 16}, Data: make([]byte, 128)},
 			f32(t, qb, 16, 2)}, "dtype I32"},
 		"empty file": {good, []safetensors.Tensor{}, "no LoRA tensors"},
+		"mixed layer paths": {good, []safetensors.Tensor{f32(t, TensorNameAt(Gemma3LayersPath, 0, "q_proj", "A"), 2, 16), f32(t, qb, 16, 2)},
+			"layers under model.layers, but others under model.language_model.layers"},
+		"unknown layer path": {good, []safetensors.Tensor{f32(t, "base_model.model.model.text_model.layers.0.self_attn.q_proj.lora_A.weight", 2, 16)}, "unexpected tensor"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -393,5 +397,41 @@ func TestFullPEFTConfig(t *testing.T) {
 		if _, err := ParseConfig(b); err == nil || !strings.Contains(err.Error(), strings.Trim(key, `"`)) {
 			t.Errorf("%s: %v", repl, err)
 		}
+	}
+}
+
+// Adapters of Gemma3ForConditionalGeneration keep their layers under the
+// language model's path: Read records it, Write names the tensors by it.
+func TestLayersPaths(t *testing.T) {
+	m := tinyConfig(t)
+	for _, path := range LayersPaths() {
+		a := randomAdapter(t, m, 2, 4, false, 1)
+		a.LayersPath = path
+		dir := filepath.Join(t.TempDir(), "a")
+		if err := Write(dir, a); err != nil {
+			t.Fatal(err)
+		}
+		f, err := safetensors.OpenFile(filepath.Join(dir, WeightsName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range f.Names() {
+			if !strings.HasPrefix(n, "base_model.model."+path+".") {
+				t.Errorf("%s: tensor %q", path, n)
+			}
+		}
+		f.Close()
+		b, err := Read(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.LayersPath != path || !slices.Equal(b.Tensors[2]["down_proj"].B, a.Tensors[2]["down_proj"].B) {
+			t.Errorf("%s: read back under %q", path, b.LayersPath)
+		}
+	}
+	a := randomAdapter(t, m, 2, 4, false, 1)
+	a.LayersPath = "model.vision_tower.layers"
+	if err := Write(filepath.Join(t.TempDir(), "a"), a); err == nil || !strings.Contains(err.Error(), "model.vision_tower.layers") {
+		t.Errorf("unknown layers path written: %v", err)
 	}
 }

@@ -31,10 +31,38 @@ func ModulePath(module string) (string, error) {
 	return "", fmt.Errorf("peft: unknown target module %q (supported: %s)", module, strings.Join(Modules(), ", "))
 }
 
-// TensorName returns the saved name of a LoRA matrix; which is "A" or "B".
+// The module paths of the decoder layers inside the models PEFT wraps, which
+// begin the saved tensor names after "base_model.model.".
+const (
+	// LayersPath is a text model's (LlamaForCausalLM, Qwen2ForCausalLM,
+	// Qwen3ForCausalLM, Gemma3ForCausalLM).
+	LayersPath = "model.layers"
+	// Gemma3LayersPath is Gemma3ForConditionalGeneration's language model's
+	// since transformers 4.52 (self.model.language_model), what PEFT saves
+	// with transformers 4.52 and later and vLLM's Gemma 3 loads.
+	Gemma3LayersPath = "model.language_model.layers"
+	// Gemma3LegacyLayersPath is Gemma3ForConditionalGeneration's under
+	// transformers 4.50 and 4.51 (self.language_model.model), read only.
+	Gemma3LegacyLayersPath = "language_model.model.layers"
+)
+
+// LayersPaths lists the layer paths Read accepts.
+func LayersPaths() []string { return []string{LayersPath, Gemma3LayersPath, Gemma3LegacyLayersPath} }
+
+// TensorName returns the saved name of a LoRA matrix of a text model
+// (layers under LayersPath); which is "A" or "B".
 func TensorName(layer int, module, which string) string {
+	return TensorNameAt(LayersPath, layer, module, which)
+}
+
+// TensorNameAt returns the saved name of a LoRA matrix of a model whose
+// decoder layers sit at layers ("" is LayersPath).
+func TensorNameAt(layers string, layer int, module, which string) string {
+	if layers == "" {
+		layers = LayersPath
+	}
 	p, _ := ModulePath(module)
-	return fmt.Sprintf("base_model.model.model.layers.%d.%s.lora_%s.weight", layer, p, which)
+	return fmt.Sprintf("base_model.model.%s.%d.%s.lora_%s.weight", layers, layer, p, which)
 }
 
 // Config is adapter_config.json. The fields are PEFT's LoraConfig keys; Write emits

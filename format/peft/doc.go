@@ -15,4 +15,14 @@
 //
 // and the update they describe is ΔW = scaling · B·A ([out, in]) with scaling =
 // lora_alpha / r, or lora_alpha / √r when use_rslora is set.
+//
+// An adapter of the multimodal Gemma 3 (Gemma3ForConditionalGeneration) has
+// its layers where that model keeps its language model:
+// base_model.model.model.language_model.layers.{N}… as PEFT saves it with
+// transformers 4.52 and later (Gemma3LayersPath, what Write uses for such a
+// model), or base_model.model.language_model.model.layers.{N}… as it did
+// with transformers 4.50 and 4.51 (read only). Adapter.LayersPath records
+// which. vLLM's Gemma3ForConditionalGeneration maps model.language_model.…
+// onto its own module names (its hf_to_vllm_mapper), so it serves the
+// adapters Write saves for that model.
 package peft

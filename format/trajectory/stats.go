@@ -23,11 +23,13 @@ type RewardSummary struct {
 
 // Summary counts one slice of an input set.
 type Summary struct {
-	Groups       int64         `json:"groups"`
-	Trajectories int64         `json:"trajectories"`
-	Errors       int64         `json:"errors"` // trajectories with a non-empty Error
-	Tokens       int64         `json:"tokens"` // sampled token ids recorded on assistant turns
-	Reward       RewardSummary `json:"reward"`
+	Groups       int64 `json:"groups"`
+	Trajectories int64 `json:"trajectories"`
+	Errors       int64 `json:"errors"` // trajectories with a non-empty Error
+	// Tokens are the sampled token ids recorded on assistant turns, of the
+	// main history and every additional history.
+	Tokens int64         `json:"tokens"`
+	Reward RewardSummary `json:"reward"`
 }
 
 // StepSummary is the Summary of the trajectories produced at one step.
@@ -48,10 +50,15 @@ type EnvSummary struct {
 type Stats struct {
 	Files []FileInfo `json:"files"`
 	Summary
-	Messages       int64         `json:"messages"`
-	TrainableTurns int64         `json:"trainable_turns"`
-	ByStep         []StepSummary `json:"by_step"`
-	ByEnv          []EnvSummary  `json:"by_env"`
+	// Messages and TrainableTurns count every history's messages, the
+	// main one and the additional ones.
+	Messages       int64 `json:"messages"`
+	TrainableTurns int64 `json:"trainable_turns"`
+	// AdditionalHistories counts the trajectories' additional histories
+	// (schema version 2), each trained as a sequence of its own.
+	AdditionalHistories int64         `json:"additional_histories"`
+	ByStep              []StepSummary `json:"by_step"`
+	ByEnv               []EnvSummary  `json:"by_env"`
 }
 
 // StatsBuilder accumulates Stats group by group. The zero value is ready.
@@ -59,6 +66,7 @@ type StatsBuilder struct {
 	total          acc
 	messages       int64
 	trainableTurns int64
+	additional     int64
 	steps          map[int64]*acc
 	envs           map[string]*acc
 }
@@ -76,9 +84,7 @@ func (a *acc) add(t *Trajectory) {
 	if t.Error != "" {
 		a.errors++
 	}
-	for i := range t.Messages {
-		a.tokens += int64(len(t.Messages[i].TokenIDs))
-	}
+	a.tokens += TrajectoryTokens(t)
 	if t.Reward == nil {
 		a.unscored++
 		return
@@ -119,11 +125,10 @@ func (b *StatsBuilder) Add(g Group) {
 	for i := range g.Trajectories {
 		t := &g.Trajectories[i]
 		b.total.add(t)
-		b.messages += int64(len(t.Messages))
-		for j := range t.Messages {
-			if t.Messages[j].Trainable {
-				b.trainableTurns++
-			}
+		b.additional += int64(len(t.AdditionalHistories))
+		b.countMessages(t.Messages)
+		for j := range t.AdditionalHistories {
+			b.countMessages(t.AdditionalHistories[j].Messages)
 		}
 		sa := b.steps[t.Step]
 		if sa == nil {
@@ -148,9 +153,37 @@ func (b *StatsBuilder) Add(g Group) {
 	}
 }
 
+func (b *StatsBuilder) countMessages(ms []Message) {
+	b.messages += int64(len(ms))
+	for j := range ms {
+		if ms[j].Trainable {
+			b.trainableTurns++
+		}
+	}
+}
+
+// TrajectoryTokens counts the sampled token ids recorded in t: on the
+// assistant turns of its main history and of every additional history.
+func TrajectoryTokens(t *Trajectory) int64 {
+	n := messageTokens(t.Messages)
+	for i := range t.AdditionalHistories {
+		n += messageTokens(t.AdditionalHistories[i].Messages)
+	}
+	return n
+}
+
+func messageTokens(ms []Message) int64 {
+	var n int64
+	for i := range ms {
+		n += int64(len(ms[i].TokenIDs))
+	}
+	return n
+}
+
 // Stats returns what has been added so far.
 func (b *StatsBuilder) Stats() Stats {
-	s := Stats{Summary: b.total.summary(), Messages: b.messages, TrainableTurns: b.trainableTurns}
+	s := Stats{Summary: b.total.summary(), Messages: b.messages, TrainableTurns: b.trainableTurns,
+		AdditionalHistories: b.additional}
 	for step, a := range b.steps {
 		s.ByStep = append(s.ByStep, StepSummary{Step: step, Summary: a.summary()})
 	}

@@ -19,6 +19,11 @@ func naiveSummary(ts []Trajectory, groups int64) Summary {
 		for _, m := range t.Messages {
 			s.Tokens += int64(len(m.TokenIDs))
 		}
+		for _, h := range t.AdditionalHistories {
+			for _, m := range h.Messages {
+				s.Tokens += int64(len(m.TokenIDs))
+			}
+		}
 		if t.Reward == nil {
 			s.Reward.Unscored++
 			continue
@@ -67,6 +72,7 @@ func TestStatsMatchNaive(t *testing.T) {
 			t.Fatal(err)
 		}
 		var all []Trajectory
+		var histories, messages, trainable int64
 		byStep := map[int64][]Trajectory{}
 		stepGroups := map[int64]int64{}
 		byEnv := map[string][]Trajectory{}
@@ -75,6 +81,15 @@ func TestStatsMatchNaive(t *testing.T) {
 			seenS, seenE := map[int64]bool{}, map[string]bool{}
 			for _, tr := range g.Trajectories {
 				all = append(all, tr)
+				histories += int64(len(tr.AdditionalHistories))
+				for _, ms := range append([][]Message{tr.Messages}, historyMessages(tr)...) {
+					messages += int64(len(ms))
+					for _, m := range ms {
+						if m.Trainable {
+							trainable++
+						}
+					}
+				}
 				byStep[tr.Step] = append(byStep[tr.Step], tr)
 				byEnv[tr.Env] = append(byEnv[tr.Env], tr)
 				if !seenS[tr.Step] {
@@ -89,6 +104,13 @@ func TestStatsMatchNaive(t *testing.T) {
 		}
 		if want := naiveSummary(all, int64(len(groups))); !summariesClose(st.Summary, want) {
 			t.Errorf("%d×%d total:\n got  %+v\n want %+v", shape.groups, shape.size, st.Summary, want)
+		}
+		if histories == 0 {
+			t.Fatalf("%d×%d: the sample has no additional histories to count", shape.groups, shape.size)
+		}
+		if st.AdditionalHistories != histories || st.Messages != messages || st.TrainableTurns != trainable {
+			t.Errorf("%d×%d: additional histories %d, messages %d, trainable turns %d; want %d, %d, %d", shape.groups, shape.size,
+				st.AdditionalHistories, st.Messages, st.TrainableTurns, histories, messages, trainable)
 		}
 		if len(st.ByStep) != len(byStep) || len(st.ByEnv) != len(byEnv) || len(st.Files) != 1 {
 			t.Fatalf("%d steps, %d envs, %d files", len(st.ByStep), len(st.ByEnv), len(st.Files))
@@ -107,4 +129,12 @@ func TestStatsMatchNaive(t *testing.T) {
 			}
 		}
 	}
+}
+
+func historyMessages(t Trajectory) [][]Message {
+	var out [][]Message
+	for _, h := range t.AdditionalHistories {
+		out = append(out, h.Messages)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/score/judge"
@@ -19,6 +20,21 @@ type Scorer struct {
 	// limit.
 	Budget Budget
 	Log    *slog.Logger
+
+	// What the budget did, over the groups scored so far (Cuts).
+	prompts, cut, texts atomic.Int64
+}
+
+// CutCounts say how many of a scorer's prompts the budget cut.
+type CutCounts struct {
+	Prompts int64 // prompts built
+	Cut     int64 // of them, prompts with some text cut to fit the budget
+	Texts   int64 // texts (messages, tool results) cut over all prompts
+}
+
+// Cuts returns what the budget cut so far; safe while groups are scored.
+func (s *Scorer) Cuts() CutCounts {
+	return CutCounts{Prompts: s.prompts.Load(), Cut: s.cut.Load(), Texts: s.texts.Load()}
 }
 
 // Name returns the component name.
@@ -35,6 +51,11 @@ func (s *Scorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 	p, err := BuildWithin(g.Trajectories, s.Rubric, s.Budget)
 	if err != nil {
 		return nil, fmt.Errorf("ruler: group %q: %w", g.ID, err)
+	}
+	s.prompts.Add(1)
+	if p.Cuts > 0 {
+		s.cut.Add(1)
+		s.texts.Add(int64(p.Cuts))
 	}
 	if s.Log != nil {
 		if p.Identical {

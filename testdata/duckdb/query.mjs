@@ -22,12 +22,15 @@ async function rows(q) {
   return reader.getRowObjectsJson();
 }
 
-// Tokens: sampled token ids over every message of every trajectory.
+// Tokens: sampled token ids over every message of every history (the main
+// one and the additional ones) of every trajectory.
 const summary = `count(*) AS trajectories, count(DISTINCT group_id) AS groups,
   count(reward) AS scored, avg(reward) AS reward_mean, stddev_samp(reward) AS reward_std,
   min(reward) AS reward_min, max(reward) AS reward_max,
   count(*) FILTER (WHERE error <> '') AS errors,
-  coalesce(sum(list_sum(list_transform(messages, m -> len(m.token_ids)))), 0) AS tokens`;
+  coalesce(sum(coalesce(list_sum(list_transform(messages, m -> len(m.token_ids))), 0)
+    + coalesce(list_sum(list_transform(additional_histories,
+        h -> coalesce(list_sum(list_transform(h.messages, m -> len(m.token_ids))), 0))), 0)), 0) AS tokens`;
 
 let out;
 if (sql) {

@@ -31,6 +31,13 @@ func CheckSplit(s string) error {
 	return nil
 }
 
+// EvalMetrics names the metrics hone-inspect log-eval computes for every
+// split (stored as SPLIT/NAME); an environment's own metrics come beside
+// them and may not take these names.
+func EvalMetrics() []string {
+	return []string{"reward", "reward_std_dev", "exception_rate", "episodes"}
+}
+
 // IsEvalMetric reports whether a metric name is an eval metric
 // ("val/reward"), which eval.jsonl holds, rather than a training metric
 // ("reward_mean"), which each step's trainer_state.json holds.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -22,6 +23,10 @@ type group struct {
 	Ex      []trainer.Example // aligned with Rewards; Seqs nil when untrainable
 	Missing []string          // why Ex[i] is untrainable ("" when it is trainable)
 	Errors  int               // trajectories with an error (failed episodes)
+	// EnvMetrics are the names of the metrics its trajectories report
+	// (the environment's), sorted: what an eval split of the same
+	// environment records beside log-eval's own (--best-metric val/NAME).
+	EnvMetrics []string
 }
 
 // loadGroups reads an input set and lays out every trajectory. A trajectory
@@ -49,6 +54,11 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 		gr := group{ID: g.ID}
 		for _, t := range g.Trajectories {
 			where := rows.next()
+			for k := range t.Metrics {
+				if !slices.Contains(gr.EnvMetrics, k) {
+					gr.EnvMetrics = append(gr.EnvMetrics, k)
+				}
+			}
 			if t.Error != "" {
 				gr.Errors++
 				continue
@@ -57,7 +67,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 				unscored = append(unscored, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
 				continue
 			}
-			seqs, err := layoutHistories(ctx, text, &t, lopt)
+			seqs, err := trainer.LayoutHistories(ctx, text, &t, lopt)
 			if err != nil {
 				return nil, stageerr.BadInputf("%s (group %s, trajectory %s): %w", where, g.ID, t.ID, err)
 			}
@@ -76,40 +86,13 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			gr.Ex = append(gr.Ex, ex)
 			gr.Missing = append(gr.Missing, why)
 		}
+		slices.Sort(gr.EnvMetrics)
 		out = append(out, gr)
 	}
 	if len(unscored) > 0 {
 		return nil, unscoredError(unscored)
 	}
 	return out, nil
-}
-
-// layoutHistories lays out a trajectory's main history and then each of
-// its additional histories, each with its own messages and tools, so that
-// every history is a sequence (or several, where a prompt does not extend
-// the one before) of its own within the trajectory's example: trainer.Pack
-// gives each its own history index (MicroBatch.Hist) and all of them the
-// trajectory's advantage, and n_i counts the trainable tokens of them all.
-// An additional history without trainable tokens adds nothing, as in ART.
-func layoutHistories(ctx context.Context, text *layout.Model, t *trajectory.Trajectory, lopt layout.Options) ([]layout.Sequence, error) {
-	lay, err := text.Layout(ctx, t.Messages, t.Tools, lopt)
-	if err != nil {
-		return nil, err
-	}
-	seqs := lay.Sequences
-	for k := range t.AdditionalHistories {
-		h := &t.AdditionalHistories[k]
-		hl, err := text.Layout(ctx, h.Messages, h.Tools, lopt)
-		if err != nil {
-			return nil, fmt.Errorf("additional_histories[%d]: %w", k, err)
-		}
-		for _, s := range hl.Sequences {
-			if (&trainer.Example{Seqs: []layout.Sequence{s}}).Trainable() > 0 {
-				seqs = append(seqs, s)
-			}
-		}
-	}
-	return seqs, nil
 }
 
 // unscoredError lists the first rows without a reward.

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,6 +29,8 @@ import (
 
 func newFlagSet() *pflag.FlagSet { return pflag.NewFlagSet("test", pflag.ContinueOnError) }
 
+// readMetrics reads a run's metrics rows and checks that each metric is
+// one metricNames lists, the names --best-metric is checked against.
 func readMetrics(t *testing.T, dir string) []map[string]float64 {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, runfolder.MetricsName))
@@ -40,6 +43,11 @@ func readMetrics(t *testing.T, dir string) []map[string]float64 {
 		var r map[string]float64
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("metrics line %q: %v", sc.Text(), err)
+		}
+		for k := range r {
+			if !slices.Contains(metricNames(), k) {
+				t.Errorf("metrics row has %q, which metricNames does not list (hone-train --best-metric %s would be refused)", k, k)
+			}
 		}
 		rows = append(rows, r)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -91,6 +92,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if _, err := grpo.ParseScale(o.ScaleRewards); err != nil {
+		return err
+	}
+	if err := trainer.CheckBestMetric(o.BestMetric, metricNames()); err != nil {
 		return err
 	}
 	if o.GroupsPerStep < 0 {
@@ -179,7 +183,27 @@ func loadInputs(ctx context.Context, text *layout.Model, o Options, in *fileset.
 	if len(gs) == 0 {
 		return nil, stageerr.BadInputf("no groups in %s", strings.Join(in.Names(), ", "))
 	}
+	var env []string
+	for _, g := range gs {
+		for _, m := range g.EnvMetrics {
+			if !slices.Contains(env, m) {
+				env = append(env, m)
+			}
+		}
+	}
+	if err := o.CheckEvalMetric(metricNames(), env, true, o.Log); err != nil {
+		return nil, err
+	}
 	return gs, nil
+}
+
+// metricNames are the metrics of a grpo step's row: the loop's, the
+// batch's (batch, stepJob) and the loss's (lossFunc).
+func metricNames() []string {
+	return append(trainer.LoopMetrics(),
+		"reward_mean", "reward_std", "reward_group_std", "groups", "groups_trainable", "trajectories", "trajectories_trained",
+		"dropped_zero_adv", "errors", "no_logprobs", "no_trainable_tokens", "rows",
+		"loss", "policy_loss", "kl", "clip_frac", "ratio_mean", "sampler_logp_diff_mean", "sampler_logp_diff_max")
 }
 
 // train runs the run's steps start+1..end on the groups gs, in the order

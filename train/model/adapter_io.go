@@ -9,7 +9,7 @@ func (ad *Adapter) Tensors() []Tensor {
 			if lr == nil {
 				continue
 			}
-			p := PEFTPrefix(l, Module(m))
+			p := ad.peftPrefix(l, Module(m))
 			out = append(out,
 				Tensor{Name: p + "lora_A.weight", Shape: []int{lr.R, lr.In}, Values: lr.A},
 				Tensor{Name: p + "lora_B.weight", Shape: []int{lr.Out, lr.R}, Values: lr.B})

@@ -44,6 +44,13 @@ type Config struct {
 	LayerKinds    string
 	SlidingWindow int
 	LocalRoPE     kernels.RoPEConfig
+
+	// LayersPath is where the decoder layers sit in the Hugging Face model
+	// the checkpoint is of, which adapters name their tensors by
+	// (peft.LayersPaths): "" for a text model's model.layers;
+	// peft.Gemma3LayersPath for Gemma3ForConditionalGeneration's language
+	// model. It changes no arithmetic.
+	LayersPath string
 }
 
 // Validate reports the first inconsistent number.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hone-rl/hone/format/hfconfig"
 	"github.com/hone-rl/hone/format/modelfolder"
+	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/kernels"
 )
@@ -61,6 +62,15 @@ func ConfigFromHF(h *hfconfig.Config) (Config, error) {
 			}
 		}
 		c.LayerKinds = string(kinds)
+	}
+	switch h.Wrapper {
+	case "":
+	case "gemma3":
+		// Gemma3ForConditionalGeneration: its text model's layers, which
+		// the folder's weights are read from (modelfolder.TextWeights).
+		c.LayersPath = peft.Gemma3LayersPath
+	default:
+		return Config{}, fmt.Errorf("model: the text model of a %s checkpoint is not supported", h.Wrapper)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -155,7 +165,7 @@ func fromFolder(f *modelfolder.Folder, be kernels.Backend, bf16 bool) (*Model, e
 	if err != nil {
 		return nil, fmt.Errorf("model: %s: %w", f.Dir, err)
 	}
-	if err := m.LoadWeights(f.Weights); err != nil {
+	if err := m.LoadWeights(f.TextWeights()); err != nil {
 		return nil, fmt.Errorf("%w (in %s)", err, f.Dir)
 	}
 	return m, nil

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/hone-rl/hone/format/peft"
 )
 
 // Module names one of the seven projections LoRA can target, by its
@@ -87,6 +89,9 @@ func (ac AdapterConfig) Scale() float32 {
 type Adapter struct {
 	Config AdapterConfig
 	Layers [][numModules]*LoRA
+	// LayersPath is the model's Config.LayersPath: where the adapter's
+	// tensors say the layers are ("": model.layers).
+	LayersPath string
 }
 
 // dims returns (In, Out) of projection m.
@@ -136,7 +141,7 @@ func newZeroAdapter(c *Config, ac AdapterConfig) (*Adapter, error) {
 	if len(ac.Targets) == 0 {
 		return nil, fmt.Errorf("lora: no target modules")
 	}
-	ad := &Adapter{Config: ac, Layers: make([][numModules]*LoRA, c.Layers)}
+	ad := &Adapter{Config: ac, Layers: make([][numModules]*LoRA, c.Layers), LayersPath: c.LayersPath}
 	for l := range ad.Layers {
 		for _, m := range ac.Targets {
 			if m < 0 || m >= numModules {
@@ -184,15 +189,23 @@ func (ad *Adapter) Params(visit func(name string, param, grad []float32)) {
 			if lr == nil {
 				continue
 			}
-			p := PEFTPrefix(l, Module(m))
+			p := ad.peftPrefix(l, Module(m))
 			visit(p+"lora_A.weight", lr.A, lr.DA)
 			visit(p+"lora_B.weight", lr.B, lr.DB)
 		}
 	}
 }
 
-// PEFTPrefix is the saved-adapter tensor name prefix of module m in layer l,
-// e.g. "base_model.model.model.layers.3.self_attn.q_proj.".
-func PEFTPrefix(l int, m Module) string {
-	return fmt.Sprintf("base_model.model.model.layers.%d.%s.", l, m.Path())
+// PEFTPrefix is the saved-adapter tensor name prefix of module m in layer l
+// of a text model, e.g. "base_model.model.model.layers.3.self_attn.q_proj.".
+func PEFTPrefix(l int, m Module) string { return peftPrefix("", l, m) }
+
+// peftPrefix is PEFTPrefix for the adapter's model.
+func (ad *Adapter) peftPrefix(l int, m Module) string { return peftPrefix(ad.LayersPath, l, m) }
+
+func peftPrefix(layers string, l int, m Module) string {
+	if layers == "" {
+		layers = peft.LayersPath
+	}
+	return fmt.Sprintf("base_model.model.%s.%d.%s.", layers, l, m.Path())
 }

@@ -22,7 +22,10 @@ func FromPEFT(c *Config, pa *peft.Adapter) (*Adapter, error) {
 	if ac.Rank <= 0 {
 		return nil, fmt.Errorf("lora: rank %d must be positive", ac.Rank)
 	}
-	ad := &Adapter{Config: ac, Layers: make([][numModules]*LoRA, c.Layers)}
+	// pa may name its layers otherwise (an adapter of Gemma3ForCausalLM
+	// for the text model of Gemma3ForConditionalGeneration, or the
+	// reverse): the layers are the same; it is saved again under c's.
+	ad := &Adapter{Config: ac, Layers: make([][numModules]*LoRA, c.Layers), LayersPath: c.LayersPath}
 	scale := float32(pa.Config.Scaling())
 	for layer, mods := range pa.Tensors {
 		if layer < 0 || layer >= c.Layers {
@@ -57,7 +60,7 @@ func (ad *Adapter) ToPEFT(base string) *peft.Adapter {
 	for _, m := range ad.Config.Targets {
 		cfg.TargetModules = append(cfg.TargetModules, m.String())
 	}
-	pa := &peft.Adapter{Config: cfg}
+	pa := &peft.Adapter{Config: cfg, LayersPath: ad.LayersPath}
 	for l, layer := range ad.Layers {
 		for m, lr := range layer {
 			if lr != nil {

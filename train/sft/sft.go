@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,6 +62,9 @@ func (o *Options) Validate() error {
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
+	if err := trainer.CheckBestMetric(o.BestMetric, metricNames()); err != nil {
+		return err
+	}
 	if o.Turns != "all" && o.Turns != "last" {
 		return fmt.Errorf("--turns %q: want all or last", o.Turns)
 	}
@@ -95,10 +99,14 @@ func Run(ctx context.Context, o Options) error {
 	// The inputs are read before Setup touches the run folder, so that a
 	// bad input leaves nothing behind.
 	kw, _ := o.Kwargs()
-	exs, skipped, err := Load(ctx, base.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw})
+	data, err := Load(ctx, base.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw})
 	if err != nil {
 		return err
 	}
+	if err := o.CheckEvalMetric(metricNames(), data.EnvMetrics, data.Complete, log); err != nil {
+		return err
+	}
+	exs, skipped := data.Examples, data.Skipped
 	if len(exs) == 0 {
 		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter or no assistant turn)", strings.Join(o.Inputs.Names(), ", "), skipped)
 	}
@@ -153,6 +161,11 @@ func NLL(T int) trainer.LossFunc {
 	}
 }
 
+// isChatFile says whether an input is read as JSON Lines chats.
+func isChatFile(name string) bool {
+	return strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".json")
+}
+
 // readConversations reads the i-th input on its own: JSON Lines chats
 // (.jsonl, .json) or a Parquet trajectory file.
 func readConversations(ctx context.Context, in *fileset.Set, i int) ([]trajectory.Group, error) {
@@ -161,7 +174,7 @@ func readConversations(ctx context.Context, in *fileset.Set, i int) ([]trajector
 		return nil, err
 	}
 	defer f.Close()
-	if name := f.Name; strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".json") {
+	if name := f.Name; isChatFile(name) {
 		gs, _, err := trajectory.ImportJSONL(ctx, f.Reader(), name)
 		return gs, err
 	}
@@ -183,53 +196,93 @@ func readConversations(ctx context.Context, in *fileset.Set, i int) ([]trajector
 	}
 }
 
+// Data are the examples Load lays out and what it learnt of the inputs.
+type Data struct {
+	Examples []trainer.Example
+	// Skipped counts the conversations not trained: errors, below
+	// --min-reward, or without an assistant turn in any history.
+	Skipped int
+	// EnvMetrics are the names of the metrics the input trajectories
+	// report (sorted), and Complete whether every input is a Parquet
+	// trajectory file, whose metrics are then the environment's (a JSON
+	// Lines chat file need not come from an environment).
+	EnvMetrics []string
+	Complete   bool
+}
+
 // Load reads conversations (Parquet trajectory files, or .jsonl/.json chat
 // files) and lays each out with its assistant turns trainable (all, or the
-// last). Trajectories with an error, or below minReward when set, and
-// conversations without an assistant turn are skipped and counted. Errors
-// that blame the files match stageerr.ErrBadInput.
-func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string, minReward *float64, lopt layout.Options) ([]trainer.Example, int, error) {
+// last of each history): the main history and every additional history
+// each a sequence of its own (trainer.LayoutHistories, as GRPO does), so
+// that a step's token mean covers them all. Trajectories with an error,
+// or below minReward when set, and conversations without an assistant
+// turn in any history are skipped and counted. Errors that blame the
+// files match stageerr.ErrBadInput.
+func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string, minReward *float64, lopt layout.Options) (Data, error) {
+	d := Data{Complete: true}
 	var groups []trajectory.Group
 	for i := range in.Len() {
 		gs, err := readConversations(ctx, in, i)
 		if err != nil {
-			return nil, 0, stageerr.Input(err)
+			return Data{}, stageerr.Input(err)
+		}
+		if isChatFile(in.Names()[i]) {
+			d.Complete = false
 		}
 		groups = append(groups, gs...)
 	}
-	var exs []trainer.Example
-	skipped := 0
 	for _, g := range groups {
 		for _, t := range g.Trajectories {
-			if t.Error != "" || (minReward != nil && (t.Reward == nil || math.IsNaN(*t.Reward) || *t.Reward < *minReward)) {
-				skipped++
-				continue
-			}
-			msgs := append([]trajectory.Message(nil), t.Messages...)
-			last := -1
-			for i := range msgs {
-				msgs[i].Trainable = false
-				if msgs[i].Role == "assistant" {
-					last = i
-					msgs[i].Trainable = turns == "all"
+			for k := range t.Metrics {
+				if !slices.Contains(d.EnvMetrics, k) {
+					d.EnvMetrics = append(d.EnvMetrics, k)
 				}
 			}
-			if last < 0 {
-				skipped++
+			if t.Error != "" || (minReward != nil && (t.Reward == nil || math.IsNaN(*t.Reward) || *t.Reward < *minReward)) {
+				d.Skipped++
 				continue
 			}
-			msgs[last].Trainable = true
-			lay, err := text.Layout(ctx, msgs, t.Tools, lopt)
+			tt := t
+			tt.Messages = sftTurns(t.Messages, turns)
+			tt.AdditionalHistories = make([]trajectory.History, len(t.AdditionalHistories))
+			for k, h := range t.AdditionalHistories {
+				tt.AdditionalHistories[k] = trajectory.History{Messages: sftTurns(h.Messages, turns), Tools: h.Tools}
+			}
+			seqs, err := trainer.LayoutHistories(ctx, text, &tt, lopt)
 			if err != nil {
-				return nil, 0, stageerr.BadInputf("group %s, trajectory %s: %w", g.ID, t.ID, err)
+				return Data{}, stageerr.BadInputf("group %s, trajectory %s: %w", g.ID, t.ID, err)
 			}
-			ex := trainer.Example{Seqs: lay.Sequences}
+			ex := trainer.Example{Seqs: seqs}
 			if ex.Trainable() == 0 {
-				skipped++
+				d.Skipped++
 				continue
 			}
-			exs = append(exs, ex)
+			d.Examples = append(d.Examples, ex)
 		}
 	}
-	return exs, skipped, nil
+	slices.Sort(d.EnvMetrics)
+	return d, nil
+}
+
+// sftTurns is a copy of a history's messages with the assistant turns
+// SFT trains marked trainable (all of them, or the last) and no other.
+func sftTurns(ms []trajectory.Message, turns string) []trajectory.Message {
+	out := append([]trajectory.Message(nil), ms...)
+	last := -1
+	for i := range out {
+		out[i].Trainable = false
+		if out[i].Role == "assistant" {
+			last = i
+			out[i].Trainable = turns == "all"
+		}
+	}
+	if last >= 0 {
+		out[last].Trainable = true
+	}
+	return out
+}
+
+// metricNames are the metrics of an SFT step's row.
+func metricNames() []string {
+	return append(trainer.LoopMetrics(), "conversations", "loss")
 }

@@ -57,14 +57,15 @@ func TestTurnsAllOrLast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, _, err := Load(context.Background(), text, fileset.Files(data), "all", nil, layout.Options{})
+	allData, err := Load(context.Background(), text, fileset.Files(data), "all", nil, layout.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	last, _, err := Load(context.Background(), text, fileset.Files(data), "last", nil, layout.Options{})
+	lastData, err := Load(context.Background(), text, fileset.Files(data), "last", nil, layout.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	all, last := allData.Examples, lastData.Examples
 	// "a0" + <|im_end|> = 3 tokens, "b5!" + <|im_end|> = 4 tokens.
 	if len(all) != 6 || all[0].Trainable() != 7 || last[0].Trainable() != 4 {
 		t.Errorf("trainable tokens: all %d, last %d over %d chats; want 7 and 4", all[0].Trainable(), last[0].Trainable(), len(all))

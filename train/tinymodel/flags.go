@@ -9,7 +9,7 @@ import (
 // AddFlags registers the sizing flags of Options on fs (used by
 // `hone-train init-model`).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Family, "family", "qwen3", "model family: llama, qwen2 or qwen3")
+	fs.StringVar(&o.Family, "family", "qwen3", "model family: llama, qwen2, qwen3 or gemma3_text")
 	fs.IntVar(&o.Hidden, "hidden", 64, "hidden size")
 	fs.IntVar(&o.Layers, "layers", 2, "number of decoder layers")
 	fs.IntVar(&o.Heads, "heads", 4, "attention heads")
@@ -20,6 +20,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Tie, "tie-embeddings", false, "share the embedding table with the output layer")
 	fs.StringVar(&o.DType, "dtype", "F32", "dtype on disk: F32, BF16 or F16")
 	fs.Uint64Var(&o.Seed, "seed", 0, "random seed (same seed, same weights)")
+	fs.IntVar(&o.SlidingWindow, "sliding-window", 0, "attention window of gemma3_text's sliding layers, every other layer (0: 32)")
 	fs.Float64Var(&o.InitStd, "init-std", 0.02, "standard deviation of the random weights")
 }
 

@@ -30,12 +30,22 @@ func needTorch(t *testing.T) {
 // A folder written by Write and an adapter written through format/peft are
 // read by the independent PyTorch reference, which agrees with our model on
 // logits, logprobs and LoRA gradients.
+// The gemma3_text folder's first layer slides with a window of 4, shorter
+// than the first sequence.
 func TestFolderAgainstPyTorch(t *testing.T) {
 	needTorch(t)
+	for _, o := range []Options{
+		{Family: "qwen3", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 12, Vocab: 263, DType: "BF16", Seed: 5, InitStd: 0.2},
+		{Family: "gemma3_text", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 12, Vocab: 263, Tie: true, SlidingWindow: 4, DType: "BF16", Seed: 5, InitStd: 0.2},
+	} {
+		t.Run(o.Family, func(t *testing.T) { folderAgainstPyTorch(t, o) })
+	}
+}
+
+func folderAgainstPyTorch(t *testing.T, o Options) {
 	ctx := context.Background()
 	be := ref.New()
 	dir := t.TempDir()
-	o := Options{Family: "qwen3", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 12, Vocab: 263, DType: "BF16", Seed: 5, InitStd: 0.2}
 	if err := Write(ctx, filepath.Join(dir, "model"), o, be); err != nil {
 		t.Fatal(err)
 	}

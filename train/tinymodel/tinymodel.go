@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hone-rl/hone/format/tokenizer"
 	"io"
-
+	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/safetensors"
+	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
 )
@@ -26,7 +27,7 @@ const MinVocab = 256 + len(specials)
 
 // Options size the model. Zero fields take the defaults of Defaults.
 type Options struct {
-	Family       string // llama, qwen2, qwen3
+	Family       string // llama, qwen2, qwen3 or gemma3_text
 	Hidden       int
 	Layers       int
 	Heads        int
@@ -38,7 +39,15 @@ type Options struct {
 	DType        string // F32 (default), BF16 or F16 on disk
 	Seed         uint64
 	InitStd      float64 // 0: 0.02 (HF initializer_range)
+	// SlidingWindow is the attention window of gemma3_text's sliding
+	// layers (0: 32); other families have none.
+	SlidingWindow int
 }
+
+// gemmaPattern is the sliding_window_pattern of a tiny gemma3_text: every
+// second layer full, so two layers already hold both kinds (Gemma 3's own
+// checkpoints use 6).
+const gemmaPattern = 2
 
 // Defaults fills unset fields.
 func (o Options) Defaults() Options {
@@ -72,6 +81,9 @@ func (o Options) Defaults() Options {
 	if o.InitStd == 0 {
 		o.InitStd = 0.02
 	}
+	if o.SlidingWindow == 0 && o.Family == "gemma3_text" {
+		o.SlidingWindow = 32
+	}
 	return o
 }
 
@@ -81,15 +93,27 @@ func (o Options) Config() (model.Config, error) {
 	if o.Vocab < MinVocab {
 		return model.Config{}, fmt.Errorf("tinymodel: vocab %d is smaller than the %d byte and special tokens", o.Vocab, MinVocab)
 	}
+	if o.SlidingWindow != 0 && o.Family != "gemma3_text" {
+		return model.Config{}, fmt.Errorf("tinymodel: a sliding window (%d) is for gemma3_text only, not %s", o.SlidingWindow, o.Family)
+	}
 	c := model.Config{
 		Family: o.Family, Vocab: o.Vocab, Hidden: o.Hidden, Intermediate: o.Intermediate, Layers: o.Layers,
 		Heads: o.Heads, KVHeads: o.KVHeads, HeadDim: o.HeadDim, RMSNormEps: 1e-6,
 		RoPE:          kernels.RoPEConfig{Theta: 1e6},
 		TieEmbeddings: o.Tie, QKVBias: o.Family == "qwen2", QKNorm: o.Family == "qwen3",
 	}
-	if o.Family == "llama" {
+	switch o.Family {
+	case "llama":
 		c.RMSNormEps = 1e-5
 		c.RoPE = kernels.RoPEConfig{Theta: 500000, Scaling: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 8192}
+	case "gemma3_text":
+		// What train/model.ConfigFromHF makes of configJSON's Gemma keys
+		// (query_pre_attn_scalar is the head dimension, as in Gemma 3 1B).
+		c.QKNorm, c.Act, c.NormOffset, c.SandwichNorms = true, "gelu_tanh", true, true
+		c.EmbedScale = float32(math.Sqrt(float64(o.Hidden)))
+		c.AttnScale = float32(1 / math.Sqrt(float64(o.HeadDim)))
+		c.SlidingWindow, c.LocalRoPE = o.SlidingWindow, kernels.RoPEConfig{Theta: 10000}
+		c.LayerKinds = string(gemmaKinds(o.Layers))
 	}
 	if err := c.Validate(); err != nil {
 		return model.Config{}, fmt.Errorf("tinymodel: %w", err)
@@ -97,15 +121,34 @@ func (o Options) Config() (model.Config, error) {
 	return c, nil
 }
 
+// gemmaKinds returns the layer kinds of sliding_window_pattern
+// gemmaPattern: 'S' (sliding) or 'F' (full) per layer, as Gemma3TextConfig
+// derives layer_types.
+func gemmaKinds(layers int) []byte {
+	k := make([]byte, layers)
+	for i := range k {
+		k[i] = 'S'
+		if (i+1)%gemmaPattern == 0 {
+			k[i] = 'F'
+		}
+	}
+	return k
+}
+
 // Init fills every weight of m from a source seeded with seed: projections
-// and embeddings normal with standard deviation std, norm weights 1, biases 0.
+// and embeddings normal with standard deviation std, norms the identity
+// (weights 1, or 0 where the norm multiplies by 1+w, as Gemma's do), biases 0.
 func Init(m *model.Model, seed uint64, std float64) {
 	rng := rand.New(rand.NewPCG(seed, 0x74696e79))
+	one := float32(1)
+	if m.Config.NormOffset {
+		one = 0
+	}
 	for _, t := range m.Tensors() {
 		switch {
 		case strings.HasSuffix(t.Name, "norm.weight"):
 			for i := range t.Values {
-				t.Values[i] = 1
+				t.Values[i] = one
 			}
 		case strings.HasSuffix(t.Name, ".bias"):
 			clear(t.Values)
@@ -214,7 +257,8 @@ func writeJSON(path string, v any) error {
 	})
 }
 
-var archNames = map[string]string{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+var archNames = map[string]string{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+	"gemma3_text": "Gemma3ForCausalLM"}
 
 var torchDTypes = map[string]string{"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
 
@@ -247,6 +291,21 @@ func configJSON(o Options, c *model.Config) map[string]any {
 	}
 	if c.Family == "qwen3" || c.HeadDim*c.Heads != c.Hidden {
 		j["head_dim"] = c.HeadDim
+	}
+	if c.Family == "gemma3_text" {
+		// Gemma3TextConfig's keys (configuration_gemma3.py): it reads
+		// hidden_activation, not hidden_act, and defaults head_dim to 256.
+		delete(j, "hidden_act")
+		layerTypes := make([]string, c.Layers)
+		for i, k := range gemmaKinds(c.Layers) {
+			layerTypes[i] = map[byte]string{'S': "sliding_attention", 'F': "full_attention"}[k]
+		}
+		maps.Copy(j, map[string]any{
+			"hidden_activation": "gelu_pytorch_tanh", "head_dim": c.HeadDim, "query_pre_attn_scalar": c.HeadDim,
+			"sliding_window": c.SlidingWindow, "sliding_window_pattern": gemmaPattern, "layer_types": layerTypes,
+			"rope_local_base_freq": c.LocalRoPE.Theta, "final_logit_softcapping": nil, "attn_logit_softcapping": nil,
+			"attention_dropout": 0.0, "attention_bias": false,
+		})
 	}
 	if c.RoPE.Scaling == "llama3" {
 		j["rope_scaling"] = map[string]any{

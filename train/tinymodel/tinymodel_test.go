@@ -25,6 +25,7 @@ func TestWriteLoadsBackEqual(t *testing.T) {
 		{Family: "llama", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 1},
 		{Family: "qwen2", Hidden: 28, Layers: 1, Heads: 7, KVHeads: 1, Tie: true, Vocab: 301, DType: "BF16", Seed: 2},
 		{Family: "qwen3", Hidden: 24, Layers: 3, Heads: 2, KVHeads: 1, HeadDim: 16, DType: "F16", Seed: 3},
+		{Family: "gemma3_text", Hidden: 24, Layers: 3, Heads: 2, KVHeads: 1, HeadDim: 16, Tie: true, DType: "BF16", SlidingWindow: 5, Seed: 4},
 	}
 	for _, o := range cases {
 		t.Run(o.Family, func(t *testing.T) {
@@ -161,6 +162,7 @@ func TestWriteRefuses(t *testing.T) {
 		"bad family":  {Family: "gpt2"},
 		"bad heads":   {Heads: 3, KVHeads: 2},
 		"bad dtype":   {DType: "F64"},
+		"window":      {Family: "qwen3", SlidingWindow: 8},
 	} {
 		if err := Write(ctx, filepath.Join(t.TempDir(), "m"), o, be); err == nil {
 			t.Errorf("%s: Write accepted %+v", name, o)

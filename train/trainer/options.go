@@ -113,7 +113,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.IntVar(&o.Epochs, "epochs", 1, "passes over the inputs when --steps is 0")
 	fs.IntVar(&o.SaveEvery, "save-every", 1, "save a checkpoint every N steps (and the last)")
 	fs.IntVar(&o.KeepLast, "keep-last", 0, "step folders to keep (0: all); latest and best are always kept, and with an eval --best-metric every step not yet evaluated")
-	fs.StringVar(&o.BestMetric, "best-metric", "", "metric picking the best step (kept, and named by OUT/RUN/best): a training metric such as reward_mean, or an eval metric such as val/reward that hone-inspect log-eval records after each step is evaluated (steps not yet evaluated are kept)")
+	fs.StringVar(&o.BestMetric, "best-metric", "", "metric picking the best step (kept, and named by OUT/RUN/best): a training metric such as reward_mean, or an eval metric such as val/reward that hone-inspect log-eval records after each step is evaluated (steps not yet evaluated are kept); a name no row can have is refused")
 	fs.StringVar(&o.BestMode, "best-mode", "max", "max or min: which --best-metric value is best")
 	fs.StringVar(&o.TemplateKwargs, "chat-template-kwargs", "", `JSON object of chat template kwargs the trajectories were served with, e.g. {"enable_thinking":false}`)
 }
@@ -202,6 +202,11 @@ func LoadBase(be kernels.Backend, o *Options) (*Base, error) {
 	if err != nil {
 		return nil, stageerr.Input(fmt.Errorf("model folder %s: %w", o.Model, err))
 	}
+	if o.Log != nil {
+		for _, n := range f.Notes() {
+			o.Log.Info(n)
+		}
+	}
 	// The text side carries the folder's stop ids, the ones serve stops on.
 	return &Base{Model: m, Text: layout.FromFolder(f)}, nil
 }
@@ -227,6 +232,39 @@ func (p *Prepared) Close() {
 	}
 }
 
+// RunDir is the local run folder, OUT/RUN (or under --out-cache).
+func (o *Options) RunDir() string {
+	out := o.Out
+	if o.OutLocal != "" {
+		out = o.OutLocal
+	}
+	return filepath.Join(out, o.Name)
+}
+
+// CheckEvalMetric checks an eval --best-metric against the environment
+// metrics of the run's inputs (train: the job's metrics; env; complete: whether they are all the
+// environment reports) and the eval.jsonl the run folder may already have
+// (see the function CheckEvalMetric). A name that cannot be checked yet is
+// logged once at warn level. A refusal is a usage error.
+func (o *Options) CheckEvalMetric(train, env []string, complete bool, log *slog.Logger) error {
+	if o.BestMetric == "" || !checkpoint.IsEvalMetric(o.BestMetric) {
+		return nil
+	}
+	eval, err := (&checkpoint.Run{Dir: o.RunDir()}).ReadEval()
+	if err != nil {
+		return err
+	}
+	checked, err := CheckEvalMetric(o.BestMetric, train, env, complete, eval)
+	if err != nil {
+		return stageerr.Usage(err)
+	}
+	if !checked && log != nil {
+		log.Warn("--best-metric names an environment metric that the inputs cannot confirm: hone-inspect log-eval warns if the split it logs lacks it",
+			"best_metric", o.BestMetric)
+	}
+	return nil
+}
+
 // Setup takes the run folder's lock over base and either restores the
 // run's latest step (resume must be true when the run folder has one;
 // config, the job's options, must then equal the saved config but for
@@ -234,11 +272,7 @@ func (p *Prepared) Close() {
 // that differs) or starts a fresh adapter.
 func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Prepared, error) {
 	m := base.Model
-	out := o.Out
-	if o.OutLocal != "" {
-		out = o.OutLocal
-	}
-	run := &checkpoint.Run{Dir: filepath.Join(out, o.Name)}
+	run := &checkpoint.Run{Dir: o.RunDir()}
 	unlock, err := run.Lock()
 	if err != nil {
 		return nil, err

@@ -63,11 +63,14 @@
 //     (Slice(lo, hi)) that ops accept like a buffer of its own.
 //   - Host-side allocations in the hot path: Linear.Backward's LoRA scratch
 //     g [N, R], Step's last rows and logits, Model.hidden's returned rows.
-//   - The edges, which stay host slices on purpose: token ids, positions,
-//     sequence offsets and targets ([]int32 inputs); Forward's logprobs and
-//     entropies and Step's logits (read back); the LoRA adapter's A, B and
-//     their gradients (Adapter.ZeroGrad clears them on the host; train/trainer
-//     sums the gradient norm and checks for non-finite weights in Go loops).
+//   - The edges, which stay host slices: token ids, positions, sequence
+//     offsets and targets ([]int32 inputs); Forward's logprobs and entropies
+//     and Step's logits (read back).
+//   - The LoRA adapter's A, B and their gradients, host slices today:
+//     Adapter.ZeroGrad clears them with Go's clear, and train/trainer sums
+//     the gradient norm and checks the weights for NaN or Inf in Go loops
+//     (AdamW and the clipping Scale are Backend ops already). Kept on a
+//     device they need Zero and a norm / finiteness reduction op.
 //   - The KV cache: model.Cache hands out []float32 (serve/engine's KVCache
 //     and ContiguousCache grow and seed them with Go copies); on a device it
 //     would hand out Buffers.

@@ -106,6 +106,6 @@ gpu-check:
 	@echo "$$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')" > $(GPU_CHECK)/COMMIT
 	bash -n $(GPU_CHECK)/run.sh
 	@list=$$($(GPU_CHECK)/cuda.test -test.list OnHardware) && echo "$$list" && \
-	  echo "$$list" | grep -qx TestOnHardware && echo "$$list" | grep -qx TestRMSNormOnHardware
+	  echo "$$list" | grep -qx TestOnHardware && echo "$$list" | grep -qx TestRMSNormOnHardware && echo "$$list" | grep -qx TestKernelsOnHardware
 	env -u HONE_CUDA_TEST $(GPU_CHECK)/cuda.test -test.run OnHardware -test.v | grep -- '--- SKIP'
 	@echo "built $(GPU_CHECK): $$(ls $(GPU_CHECK) | tr '\n' ' ')"

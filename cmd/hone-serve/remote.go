@@ -33,12 +33,18 @@ func (r *remoteAdapters) addFlags(fs *pflag.FlagSet) {
 }
 
 // start pulls once, points the adapters folder at the local copy and keeps
-// pulling until ctx ends. With a local --adapters it does nothing.
+// pulling until ctx ends. A local --adapters (a path or a file:// URL) is
+// watched where it is.
 func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time.Duration, newest int, log *slog.Logger) error {
 	if !fileset.IsURL(*adapters) {
 		if r.cache != "" {
 			return cli.Usagef("--adapters-cache needs --adapters to name an object-store folder (s3://…)")
 		}
+		p, err := fileset.LocalPath(*adapters) // a file:// URL is watched as its path
+		if err != nil {
+			return cli.Usagef("--adapters: %v", err)
+		}
+		*adapters = p
 		return nil
 	}
 	remote := *adapters

@@ -33,12 +33,18 @@ func (r *remoteOut) addFlags(fs *pflag.FlagSet) {
 }
 
 // start points o.OutLocal at the local folder and starts publishing; finish
-// stops it and publishes what is left. With a local --out it does nothing.
+// stops it and publishes what is left. A local --out (a path or a file://
+// URL) is written where it is.
 func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Logger) (finish func(error) error, err error) {
 	if !fileset.IsURL(o.Out) {
 		if r.cache != "" {
 			return nil, cli.Usagef("--out-cache needs --out to name an object-store folder (s3://…)")
 		}
+		p, err := fileset.LocalPath(o.Out) // a file:// URL is written as its path
+		if err != nil {
+			return nil, cli.Usagef("--out: %v", err)
+		}
+		o.Out = p
 		return func(err error) error { return err }, nil
 	}
 	remote := fileset.Join(o.Out, o.Name)

@@ -51,7 +51,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -60,6 +59,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hone-rl/hone/format/chatmsg"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/stageerr"
@@ -70,7 +70,7 @@ type Options struct {
 	Upstream  string // upstream base URL, e.g. http://localhost:8000/v1 (hone-collect proxy fills it from $OPENAI_BASE_URL; this package reads no environment)
 	APIKey    string // sent upstream when set (else the agent's Authorization passes through)
 	Listen    string // address to listen on
-	OutDir    string // folder for the flushed groups
+	OutDir    string // folder for the flushed groups: a path, a file:// URL or an object-store folder (s3://…)
 	GroupSize int    // flush a group once this many of its trajectories are closed (0: only on close)
 	Run       string // run name recorded in every row
 
@@ -96,7 +96,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Upstream, "upstream", "", "upstream OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL)")
 	fs.StringVar(&o.APIKey, "api-key", "", "API key for the upstream (default: the agent's own Authorization header)")
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:8100", "address to listen on")
-	fs.StringVarP(&o.OutDir, "output-dir", "o", "", "folder where each flushed group is written as a Parquet file (required)")
+	fs.StringVarP(&o.OutDir, "output-dir", "o", "", "folder where each flushed group is written as a Parquet file: a path, a file:// URL or an object-store folder (s3://…) (required)")
 	fs.IntVar(&o.GroupSize, "group-size", 0, "flush a group once this many of its trajectories have a reward (0: only on POST /hone/groups/{id}/close)")
 	fs.StringVar(&o.Run, "run", "proxy", "run name recorded in every row")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted (413 beyond, as hone-serve)")
@@ -135,8 +135,15 @@ func New(o Options) (*Proxy, error) {
 	if o.OutDir == "" {
 		return nil, stageerr.Usagef("proxy: no output folder")
 	}
-	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
+	if !fileset.IsURL(o.OutDir) { // an object-store folder needs no making
+		dir, err := fileset.LocalPath(o.OutDir) // a file:// URL is its path
+		if err != nil {
+			return nil, stageerr.Usagef("proxy: output folder: %v", err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("proxy: %w", err)
+		}
+		o.OutDir = dir
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -653,7 +660,7 @@ func (p *Proxy) closeGroup(gid string, fields groupFields) error {
 	delete(p.groups, gid)
 	p.flushed[gid] = true
 	p.files++
-	name := filepath.Join(p.o.OutDir, fmt.Sprintf("%s-%06d.parquet", p.o.Run, p.files))
+	name := fileset.Join(p.o.OutDir, fmt.Sprintf("%s-%06d.parquet", p.o.Run, p.files))
 	out := trajectory.Group{ID: gid, Metadata: fields.Metadata, Metrics: fields.Metrics}
 	for _, id := range g.order {
 		rec := g.trajs[id]

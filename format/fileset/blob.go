@@ -30,14 +30,27 @@ type blobStore struct{}
 // ReadAhead is how many bytes an object read fetches at least per request
 // when reads go in order (each starts where the last one ended): a Parquet
 // reader reads a column chunk's pages a few KiB at a time, and each
-// request to an object store costs a round trip. A read elsewhere (a
-// file's magic number, its footer, the next column) fetches at least
-// ReadAround bytes, so a reader that jumps does not pay for a MiB each
-// time.
+// request to an object store costs a round trip. A read elsewhere (the
+// next column) fetches at least ReadAround bytes, so a reader that jumps
+// does not pay for a MiB each time. A read in the last ReadAround bytes
+// fetches all of them (a Parquet footer and its length in one request),
+// and a read in the first HeadWindow bytes fetches those (the magic
+// number). No window reaches past the object's end, into bytes already
+// held, or across the edge of a range announced by File.WillRead.
 const (
 	ReadAhead  = 1 << 20
 	ReadAround = 64 << 10
+	HeadWindow = 4 << 10
 )
+
+// MaxWillRead is the most bytes a range announced by File.WillRead is
+// fetched in one request and held; a larger range is read in ReadAhead
+// windows that stay inside it.
+const MaxWillRead = 64 << 20
+
+// maxSpans is how many fetched ranges an open object keeps at most (the
+// footer's among them); the least recently read goes first.
+const maxSpans = 4
 
 // bodyRetries is how many more times a ranged read is tried when the
 // connection breaks while its body streams. Requests that fail outright
@@ -235,10 +248,11 @@ func (blobStore) Open(ctx context.Context, name string) (*File, error) {
 	return &File{Name: name, Size: a.Size, r: r, c: r}, nil
 }
 
-// blobReader reads an object by ranged requests of at least ReadAhead
-// bytes (ReadAround for a read out of order), keeping the last one, so a
-// reader asking for small pieces in order makes one request per ReadAhead
-// bytes. It is safe for concurrent use.
+// blobReader reads an object by ranged requests (see ReadAhead for their
+// sizes), keeping what it fetched in a few spans so that no byte is
+// fetched twice while they are held: the footer stays for the whole open,
+// the rest is dropped least recently used first. It is safe for
+// concurrent use.
 type blobReader struct {
 	// ctx is the context of the Open that made the reader: ReadAt has none
 	// of its own, and the reads belong to that Open.
@@ -248,10 +262,37 @@ type blobReader struct {
 	name string
 	size int64
 
-	mu     sync.Mutex
-	buf    []byte // bytes [bufOff, bufOff+len(buf)) of the object
-	bufOff int64
-	next   int64 // where the last ReadAt ended; -1 before the first
+	mu    sync.Mutex
+	spans []span // disjoint, sorted by offset
+	tick  uint64 // counts reads, for least-recently-used order
+	next  int64  // where the last ReadAt ended; -1 before the first
+	// [willOff, willEnd) is the range last announced by WillRead; empty
+	// when willEnd <= willOff.
+	willOff, willEnd int64
+}
+
+// span is bytes [off, off+len(b)) of the object.
+type span struct {
+	off  int64
+	b    []byte
+	used uint64 // tick of the last read from it
+}
+
+func (s span) end() int64 { return s.off + int64(len(s.b)) }
+
+// WillRead notes that the next reads fall in [off, off+n), and drops the
+// spans inside the range announced before that the new one does not
+// touch: the reader has moved on, so one row group is held, not several.
+func (r *blobReader) WillRead(off, n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	oldOff, oldEnd := r.willOff, r.willEnd
+	r.willOff, r.willEnd = max(off, 0), min(off+max(n, 0), r.size)
+	r.spans = slices.DeleteFunc(r.spans, func(s span) bool {
+		inOld := s.off >= oldOff && s.end() <= oldEnd
+		touchesNew := s.off < r.willEnd && s.end() > r.willOff
+		return inOld && !touchesNew
+	})
 }
 
 func (r *blobReader) ReadAt(p []byte, off int64) (int, error) {
@@ -267,44 +308,108 @@ func (r *blobReader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ahead := int64(ReadAround)
-	if off == r.next {
-		ahead = ReadAhead
-	}
+	inOrder := off == r.next
 	r.next = off + int64(len(want))
+	r.tick++
 	n := 0
 	for n < len(want) {
 		at := off + int64(n)
-		if at >= r.bufOff && at < r.bufOff+int64(len(r.buf)) {
-			n += copy(want[n:], r.buf[at-r.bufOff:])
+		i, held := r.find(at)
+		if held {
+			s := &r.spans[i]
+			s.used = r.tick
+			n += copy(want[n:], s.b[at-s.off:])
 			continue
 		}
-		if int64(len(want)-n) >= ahead {
-			// A large read goes straight into p.
-			if err := r.fetch(want[n:], at); err != nil {
+		// Bytes [lo, hi) around at are not held: spans[i-1] ends at or
+		// before lo, spans[i] starts at hi.
+		lo, hi := int64(0), r.size
+		if i > 0 {
+			lo = r.spans[i-1].end()
+		}
+		if i < len(r.spans) {
+			hi = r.spans[i].off
+		}
+		from, to := r.window(at, inOrder, lo, hi)
+		if k := min(int64(len(want)-n), hi-at); from == at && k >= to-from {
+			// A read as large as the window goes straight into p.
+			if err := r.fetch(want[n:n+int(k)], at); err != nil {
 				return n, err
 			}
-			n = len(want)
+			n += int(k)
 			continue
 		}
-		size := ahead
-		if rest := r.size - at; size > rest {
-			size = rest
-		}
-		if cap(r.buf) < int(size) {
-			r.buf = make([]byte, size)
-		}
-		r.buf = r.buf[:size]
-		r.bufOff = at
-		if err := r.fetch(r.buf, at); err != nil {
-			r.buf = r.buf[:0]
+		buf := make([]byte, to-from)
+		if err := r.fetch(buf, from); err != nil {
 			return n, err
 		}
+		r.insert(i, span{off: from, b: buf, used: r.tick})
 	}
 	if len(want) < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// find returns the span holding at, or where a span starting at at would
+// go.
+func (r *blobReader) find(at int64) (int, bool) {
+	i, _ := slices.BinarySearchFunc(r.spans, at, func(s span, at int64) int {
+		switch {
+		case s.end() <= at:
+			return -1
+		case s.off > at:
+			return 1
+		}
+		return 0
+	})
+	return i, i < len(r.spans) && r.spans[i].off <= at
+}
+
+// window is the range [from, to) to fetch for a read at at, inside the
+// bytes [lo, hi) that are not held.
+func (r *blobReader) window(at int64, inOrder bool, lo, hi int64) (from, to int64) {
+	from, to = at, at+ReadAround
+	switch {
+	case at >= r.willOff && at < r.willEnd:
+		// The announced range: all of it, up to MaxWillRead, or in-order
+		// windows that stay inside it.
+		to = r.willEnd
+		if to-at > MaxWillRead {
+			to = at + ReadAhead
+		}
+	case at >= r.size-ReadAround:
+		from, to = r.size-ReadAround, r.size
+	case at < HeadWindow:
+		to = HeadWindow
+	case inOrder:
+		to = at + ReadAhead
+	}
+	if at < r.willOff {
+		to = min(to, r.willOff)
+	}
+	return max(from, lo, 0), min(to, hi, r.size)
+}
+
+// insert puts s at index i and drops the least recently read spans beyond
+// maxSpans, keeping s and the span at the object's end (the footer).
+func (r *blobReader) insert(i int, s span) {
+	r.spans = slices.Insert(r.spans, i, s)
+	for len(r.spans) > maxSpans {
+		drop := -1
+		for j, t := range r.spans {
+			if t.used == s.used || t.end() == r.size {
+				continue
+			}
+			if drop < 0 || t.used < r.spans[drop].used {
+				drop = j
+			}
+		}
+		if drop < 0 {
+			return
+		}
+		r.spans = slices.Delete(r.spans, drop, drop+1)
+	}
 }
 
 // fetch fills p with the object's bytes at off. A body that breaks off is

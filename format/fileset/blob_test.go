@@ -35,6 +35,8 @@ type faultyS3 struct {
 	delay     time.Duration // object reads wait this long before their first byte
 	gets      int           // object reads (GET of a key) served
 	sentBytes int64         // bytes of object bodies sent
+	inFlight  int           // requests being served
+	idle      sync.Cond     // signalled when inFlight drops to 0
 }
 
 func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
@@ -46,9 +48,18 @@ func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
 		}
 	}
 	f := &faultyS3{}
+	f.idle.L = &f.mu
 	h := gofakes3.New(be).Server()
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
+		f.inFlight++
+		defer func() {
+			f.mu.Lock()
+			if f.inFlight--; f.inFlight == 0 {
+				f.idle.Broadcast()
+			}
+			f.mu.Unlock()
+		}()
 		if f.fail > 0 && r.Method == f.failOn {
 			f.fail--
 			f.mu.Unlock()
@@ -104,9 +115,15 @@ func (f *faultyS3) set(fn func(f *faultyS3)) {
 	fn(f)
 }
 
+// counts returns the object reads and body bytes served so far, once no
+// request is being served (a client can have a whole body before the
+// handler has counted its last write).
 func (f *faultyS3) counts() (gets int, sent int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for f.inFlight > 0 {
+		f.idle.Wait()
+	}
 	return f.gets, f.sentBytes
 }
 
@@ -229,8 +246,9 @@ func TestS3Resolve(t *testing.T) {
 }
 
 // Random access reads fetch ReadAhead bytes per request: reading a 3 MiB
-// object in 4 KiB pieces takes 3 requests, and a small read near the end
-// fetches only what is left.
+// object in 4 KiB pieces takes 4 requests after the footer's, and no byte
+// is fetched twice; a small read near the end fetches the last ReadAround
+// bytes (a footer and its length in one request).
 func TestS3ReadAhead(t *testing.T) {
 	s3 := newFaultyS3(t, "bkt")
 	data := make([]byte, 3<<20+123)
@@ -254,9 +272,13 @@ func TestS3ReadAhead(t *testing.T) {
 	if _, err := f.ReadAt(tail, f.Size-8); err != nil || !bytes.Equal(tail, data[len(data)-8:]) {
 		t.Fatalf("footer read: %v", err)
 	}
+	footer := make([]byte, 1000)
+	if _, err := f.ReadAt(footer, f.Size-1008); err != nil || !bytes.Equal(footer, data[len(data)-1008:len(data)-8]) {
+		t.Fatalf("footer read: %v", err)
+	}
 	g1, s1 := s3.counts()
-	if g1-g0 != 1 || s1-s0 != 8 {
-		t.Errorf("an 8-byte read at the end: %d requests, %d bytes; want 1 and 8", g1-g0, s1-s0)
+	if g1-g0 != 1 || s1-s0 != ReadAround {
+		t.Errorf("an 8-byte read at the end, then 1000 bytes before it: %d requests, %d bytes; want 1 and %d", g1-g0, s1-s0, ReadAround)
 	}
 	got := make([]byte, 0, len(data))
 	piece := make([]byte, 4096)
@@ -271,8 +293,9 @@ func TestS3ReadAhead(t *testing.T) {
 		t.Fatal("read back differs")
 	}
 	g2, s2 := s3.counts()
-	if g2-g1 != 4 || s2-s1 != int64(len(data)) {
-		t.Errorf("reading %d bytes in 4 KiB pieces: %d requests, %d bytes; want 4 (ReadAhead %d) and %d", len(data), g2-g1, s2-s1, ReadAhead, len(data))
+	// HeadWindow, then ReadAhead windows up to the footer's bytes.
+	if want := int64(len(data)) - ReadAround; g2-g1 != 4 || s2-s1 != want {
+		t.Errorf("reading %d bytes in 4 KiB pieces: %d requests, %d bytes; want 4 (ReadAhead %d) and %d", len(data), g2-g1, s2-s1, ReadAhead, want)
 	}
 	// A read larger than ReadAhead goes straight to the caller.
 	big := make([]byte, 2<<20)
@@ -419,4 +442,69 @@ func TestS3SlowFirstByte(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("cancel took %v to be heard", d)
 	}
+}
+
+// A range announced by WillRead is fetched in one request when first read;
+// reads inside it fetch nothing past it, and a read before it stops at its
+// start, so each byte comes once.
+func TestS3WillRead(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	data := make([]byte, 4<<20)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	name := s3.url("bkt", "chunks.bin")
+	putObject(t, name, data)
+	f, err := Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	read := func(off, n int64) {
+		t.Helper()
+		p := make([]byte, n)
+		if _, err := f.ReadAt(p, off); err != nil || !bytes.Equal(p, data[off:off+n]) {
+			t.Fatalf("read %d+%d: %v", off, n, err)
+		}
+	}
+	g0, s0 := s3.counts()
+	// A 100 KiB "column chunk" at 1 MiB read in 4 KiB pieces: one request,
+	// its bytes only.
+	f.WillRead(1<<20, 100<<10)
+	for off := int64(1 << 20); off < 1<<20+100<<10; off += 4096 {
+		read(off, 4096)
+	}
+	g1, s1 := s3.counts()
+	if g1-g0 != 1 || s1-s0 != 100<<10 {
+		t.Errorf("an announced 100 KiB range: %d requests, %d bytes; want 1 and %d", g1-g0, s1-s0, 100<<10)
+	}
+	// An in-order read just before an announced range stops at its start;
+	// the range then fetches only what is not held.
+	f.WillRead(3<<20, 512<<10)
+	read(3<<20-8192, 4096)
+	read(3<<20-4096, 4096)
+	read(3<<20, 512<<10)
+	g2, s2 := s3.counts()
+	if want := int64(8192 + 512<<10); s2-s1 != want || g2-g1 > 3 {
+		t.Errorf("reads up to and into an announced range: %d requests, %d bytes; want at most 3 and %d", g2-g1, s2-s1, want)
+	}
+	// Announcing the next range lets the last one go: reading it again
+	// fetches it again.
+	f.WillRead(2<<20, 4096)
+	read(2<<20, 4096)
+	g3, s3b := s3.counts()
+	read(3<<20, 4096)
+	if g4, s4 := s3.counts(); g4-g3 != 1 || s4-s3b != ReadAround {
+		t.Errorf("a range announced before the last one: %d requests, %d bytes; want it fetched again (1 request, %d bytes)", g4-g3, s4-s3b, ReadAround)
+	}
+	// A local file takes the call and ignores it.
+	path := filepath.Join(t.TempDir(), "x.bin")
+	os.WriteFile(path, data[:100], 0o644)
+	lf, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf.WillRead(0, 100)
+	lf.Close()
 }

@@ -33,7 +33,9 @@
 // scheme is refused with an error naming it. Object-store names keep their
 // query (endpoint, region…) on every name derived from them. Objects are
 // read by ranged requests (ReadAhead bytes or more for reads in order,
-// ReadAround for a jump), and a body that breaks off is asked for again. Errors that blame an argument match
+// ReadAround for a jump, a range announced by File.WillRead in one
+// request), bytes held from an earlier request not asked for again, and a body
+// that breaks off is asked for again. Errors that blame an argument match
 // ErrBadArgument; others come from the operating system, the store or the
 // context; an absent file or object matches fs.ErrNotExist.
 //

@@ -349,3 +349,24 @@ func TestSetJSONIsItsNames(t *testing.T) {
 		t.Fatal("a string read as a set")
 	}
 }
+
+// LocalPath gives a file:// URL's path and a path as it is, and refuses an
+// object-store URL or a file URL of another host, naming it.
+func TestLocalPath(t *testing.T) {
+	dir := t.TempDir()
+	for in, want := range map[string]string{
+		dir:     dir,
+		"rel/x": "rel/x",
+		(&url.URL{Scheme: "file", Path: filepath.ToSlash(dir) + "/a b"}).String():                  filepath.Join(dir, "a b"),
+		(&url.URL{Scheme: "file", Host: "localhost", Path: filepath.ToSlash(dir) + "/c"}).String(): filepath.Join(dir, "c"),
+	} {
+		if got, err := LocalPath(in); err != nil || got != want {
+			t.Errorf("LocalPath(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"s3://b/adapters?region=x", "file://elsewhere/x"} {
+		if _, err := LocalPath(in); !errors.Is(err, ErrBadArgument) || !strings.Contains(err.Error(), in) {
+			t.Errorf("LocalPath(%q): %v", in, err)
+		}
+	}
+}

@@ -33,6 +33,17 @@ func IsURL(name string) bool {
 	return ok
 }
 
+// LocalPath returns the path on this machine of a plain path or a file://
+// URL, for a folder handed to code that works on paths (a path comes back
+// as it is); an object-store URL is an error.
+func LocalPath(name string) (string, error) {
+	if IsURL(name) {
+		return "", argErrorf(name, "is an object-store URL, not a local path or file:// URL")
+	}
+	p, _, err := localName(name)
+	return p, err
+}
+
 func objectStoreScheme(name string) (string, bool) {
 	m := schemeRE.FindStringSubmatch(name)
 	if m == nil || strings.EqualFold(m[1], "file") {

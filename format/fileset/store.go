@@ -179,6 +179,17 @@ type File struct {
 // ReadAt reads len(p) bytes at off.
 func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.r.ReadAt(p, off) }
 
+// WillRead says that the reads to come fall in [off, off+n), a Parquet
+// row group's column chunks for instance. An object store then fetches
+// the range in one request when it is first read (up to MaxWillRead bytes)
+// and fetches nothing past its edges for reads inside it, nor into it for
+// reads before it. A local file ignores it.
+func (f *File) WillRead(off, n int64) {
+	if w, ok := f.r.(interface{ WillRead(off, n int64) }); ok {
+		w.WillRead(off, n)
+	}
+}
+
 // Reader reads the file from the start, for formats read in order (JSON
 // lines).
 func (f *File) Reader() io.Reader { return io.NewSectionReader(f.r, 0, f.Size) }

@@ -82,6 +82,7 @@ type source struct {
 
 type openedFile struct {
 	pf     *parquet.File
+	ra     io.ReaderAt
 	closer io.Closer
 }
 
@@ -90,7 +91,9 @@ const readBatch = 64
 // Open opens a set of trajectory files resolved by fileset.Resolve (or
 // named by fileset.Files). Every footer is read and checked (schema
 // version, columns) before Open returns. The caller keeps the set and
-// closes it after the Reader.
+// closes it after the Reader. The first file stays open for Next, its
+// reads under ctx (an object store's reads belong to the context of the
+// open): pass Open the context the reading runs under.
 func Open(ctx context.Context, in *fileset.Set) (*Reader, error) {
 	r := newReader()
 	for i := range in.Len() {
@@ -142,7 +145,9 @@ func setSource(in *fileset.Set, i int) *source {
 }
 
 // checkAll reads and checks every footer, then closes the files again so a
-// large input set does not hold a descriptor per file.
+// large input set does not hold a descriptor per file; the first stays
+// open for Next, which reads it first, so its footer is not read twice
+// (over an object store, each read is a request).
 func (r *Reader) checkAll(ctx context.Context) error {
 	r.infos = make([]FileInfo, len(r.srcs))
 	for i, src := range r.srcs {
@@ -153,7 +158,11 @@ func (r *Reader) checkAll(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		of.closer.Close()
+		if i == 0 {
+			r.file, r.cur, r.rgi = of, 0, 0
+		} else {
+			of.closer.Close()
+		}
 		r.infos[i] = info
 	}
 	return nil
@@ -240,7 +249,7 @@ func openChecked(ctx context.Context, src *source) (*openedFile, FileInfo, error
 		closer.Close()
 		return nil, info, badInput(src.name, -1, "", "", fmt.Errorf("trajectory: %s: %w", src.name, err))
 	}
-	return &openedFile{pf: pf, closer: closer}, info, nil
+	return &openedFile{pf: pf, ra: ra, closer: closer}, info, nil
 }
 
 // checkFrame checks the magic bytes and that the footer length fits in the
@@ -452,6 +461,7 @@ func (r *Reader) fill(ctx context.Context) error {
 	}
 	if r.file != nil && r.rgi < len(r.file.pf.RowGroups()) {
 		rg := r.file.pf.RowGroups()[r.rgi]
+		r.willRead(r.rgi)
 		r.rgi++
 		err := protect("open row group", func() error {
 			r.rgr = parquet.NewGenericRowGroupReader[row](rg)
@@ -481,6 +491,31 @@ func (r *Reader) fill(ctx context.Context) error {
 	r.file, r.rgi = of, 0
 	r.brow, r.batch, r.bpos = 0, r.batch[:0], 0
 	return nil
+}
+
+// willRead tells the current file's reader, where it takes hints (an
+// object in a store), that the row group's column chunks come next, so
+// they are fetched together rather than a window at a time.
+func (r *Reader) willRead(i int) {
+	w, ok := r.file.ra.(interface{ WillRead(off, n int64) })
+	if !ok {
+		return
+	}
+	start, end := int64(-1), int64(0)
+	for _, cc := range r.file.pf.Metadata().RowGroups[i].Columns {
+		m := cc.MetaData
+		off := m.DataPageOffset
+		if m.DictionaryPageOffset > 0 && m.DictionaryPageOffset < off {
+			off = m.DictionaryPageOffset
+		}
+		if start < 0 || off < start {
+			start = off
+		}
+		end = max(end, off+m.TotalCompressedSize)
+	}
+	if start >= 0 {
+		w.WillRead(start, end-start)
+	}
 }
 
 // Close releases the open file. The input set stays open: its owner

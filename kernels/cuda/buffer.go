@@ -6,12 +6,23 @@ import (
 	"unsafe"
 )
 
-// Buffer is float32 memory on a Device, allocated by Alloc and released by
-// Free. The host sees its contents only through Upload and Download.
+// Buffer is float32 memory on a Device (or int32: UploadInt32; bfloat16
+// pairs: UploadBF16), allocated by Alloc and released by Free. The host sees its contents only through Upload and Download.
 type Buffer struct {
-	d   *Device
-	ptr DevPtr
-	n   int // float32 elements
+	d    *Device
+	ptr  DevPtr
+	n    int     // float32 elements
+	base *Buffer // nil, or the buffer this is a view into (view)
+}
+
+// view is n elements of b from element off on: the same memory, live while
+// b is (never freed itself). The caller keeps off+n ≤ b.Len().
+func (b *Buffer) view(off, n int) *Buffer {
+	base := b
+	if b.base != nil {
+		base = b.base
+	}
+	return &Buffer{d: b.d, ptr: b.ptr + DevPtr(4*off), n: n, base: base}
 }
 
 // Alloc allocates n float32 elements (contents undefined).
@@ -54,7 +65,11 @@ var errFreed = errors.New("buffer used after Free")
 
 // checkLive fails for a buffer already freed; the device's lock is held.
 func (b *Buffer) checkLive() error {
-	if _, ok := b.d.live[b.ptr]; !ok {
+	p := b.ptr
+	if b.base != nil {
+		p = b.base.ptr
+	}
+	if _, ok := b.d.live[p]; !ok {
 		return errFreed
 	}
 	return nil
@@ -85,6 +100,51 @@ func (b *Buffer) Upload(src []float32) error {
 	return nil
 }
 
+// UploadInt32 copies src, which must have exactly Len elements, to the
+// device as int32 values (the kernels' int operands: positions, token
+// ids); the buffer's elements are 4 bytes either way.
+func (b *Buffer) UploadInt32(src []int32) error {
+	if len(src) != b.n {
+		return fmt.Errorf("CUDA UploadInt32: %d values into a buffer of %d", len(src), b.n)
+	}
+	var raw []byte
+	if len(src) > 0 {
+		raw = unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), 4*len(src))
+	}
+	err := b.d.do(func() error {
+		if err := b.checkLive(); err != nil {
+			return err
+		}
+		return b.d.drv.MemcpyHtoD(b.ptr, raw)
+	})
+	if err != nil {
+		return fmt.Errorf("CUDA UploadInt32 of %d values: %w", b.n, err)
+	}
+	return nil
+}
+
+// UploadBF16 copies bfloat16 values (their bits) to the device, two to an
+// element: the buffer must have (len(src)+1)/2 elements; an odd count
+// leaves the last half element zero. Kernels read it as unsigned short.
+func (b *Buffer) UploadBF16(src []uint16) error {
+	if (len(src)+1)/2 != b.n {
+		return fmt.Errorf("CUDA UploadBF16: %d values into a buffer of %d elements (want %d)", len(src), b.n, (len(src)+1)/2)
+	}
+	padded := make([]uint16, 2*b.n)
+	copy(padded, src)
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&padded[0])), 4*b.n)
+	err := b.d.do(func() error {
+		if err := b.checkLive(); err != nil {
+			return err
+		}
+		return b.d.drv.MemcpyHtoD(b.ptr, raw)
+	})
+	if err != nil {
+		return fmt.Errorf("CUDA UploadBF16 of %d values: %w", len(src), err)
+	}
+	return nil
+}
+
 // Download copies the buffer into dst, which must have exactly Len
 // elements, after the work queued before it has finished.
 func (b *Buffer) Download(dst []float32) error {
@@ -106,6 +166,9 @@ func (b *Buffer) Download(dst []float32) error {
 // Free releases the buffer. Freeing it twice is an error.
 func (b *Buffer) Free() error {
 	err := b.d.do(func() error {
+		if b.base != nil {
+			return errors.New("a view into another buffer: free that one")
+		}
 		if err := b.checkLive(); err != nil {
 			return err
 		}

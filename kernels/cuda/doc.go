@@ -7,10 +7,19 @@
 //
 // # Kernels
 //
-// Kernel sources are CUDA C++ beside this file (rmsnorm.cu). Their text is
+// Kernel sources are CUDA C++ beside this file (rmsnorm.cu: RMSNorm forward
+// and backward; rope.cu: RoPE; swiglu.cu: SwiGLU; embedding.cu: embedding
+// and its scatter-add backward; adamw.cu: the AdamW step; elementwise.cu:
+// add, scale, axpy; softmax.cu: log-softmax and entropy over full rows;
+// logprob.cu: the online logsumexp of the chunked logprob forward, whose
+// chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect),
+// with helpers in common.cuh. Ops launches them on device
+// buffers with a fixed geometry per op (its plan* functions). Their text is
 // tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one
 // OS thread per CUDA thread, barriers, warp shuffles, divergent barriers and
-// shuffles fail the launch) and comparing with kernels/ref (shim_test.go).
+// shuffles fail the launch) and running Ops' plans on kerneltest's
+// conformance cases against kernels/ref (shim_test.go); the same cases run
+// on a device in the hardware tests (hardware_test.go), which have never run.
 //
 // `make ptx` compiles them ahead of time with nvcc (Debian's
 // nvidia-cuda-toolkit 11.8) to PTX for compute_80 and compute_90, into ptx/,

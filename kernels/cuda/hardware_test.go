@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 	"github.com/hone-rl/hone/kernels/ref"
@@ -107,6 +108,274 @@ func TestRMSNormOnHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deviceBackend is kernels/ref with the ops kernels/cuda has kernels for
+// replaced by Ops on a device: each call uploads its operands, launches,
+// and downloads every buffer back into its host slice. A failure panics
+// (kernels.Backend returns no errors).
+type deviceBackend struct {
+	ref.Backend
+	dev *cuda.Device
+	ops *cuda.Ops
+}
+
+// call runs f with buf, which uploads a host slice to a fresh buffer (the
+// same buffer for slices starting at the same element: in-place ops; nil
+// for an empty slice), and ibuf, which uploads int32 operands; then it
+// downloads buf's buffers back and frees every buffer made.
+func (b deviceBackend) call(op string, f func(buf func(x []float32) *cuda.Buffer, ibuf func(x []int32) *cuda.Buffer) error) {
+	type held struct {
+		host []float32
+		dev  *cuda.Buffer
+	}
+	var bufs []held
+	defer func() {
+		for _, h := range bufs {
+			h.dev.Free()
+		}
+	}()
+	buf := func(x []float32) *cuda.Buffer {
+		if len(x) == 0 {
+			return nil
+		}
+		for _, h := range bufs {
+			if &h.host[0] == &x[0] {
+				return h.dev
+			}
+		}
+		d, err := b.dev.Alloc(len(x))
+		if err != nil {
+			panic(err)
+		}
+		bufs = append(bufs, held{x, d})
+		if err := d.Upload(x); err != nil {
+			panic(err)
+		}
+		return d
+	}
+	var ints []*cuda.Buffer
+	defer func() {
+		for _, d := range ints {
+			d.Free()
+		}
+	}()
+	ibuf := func(x []int32) *cuda.Buffer {
+		if len(x) == 0 {
+			return nil
+		}
+		d, err := b.dev.Alloc(len(x))
+		if err != nil {
+			panic(err)
+		}
+		ints = append(ints, d)
+		if err := d.UploadInt32(x); err != nil {
+			panic(err)
+		}
+		return d
+	}
+	if err := f(buf, ibuf); err != nil {
+		panic(fmt.Sprintf("%s on the device: %v", op, err))
+	}
+	for _, h := range bufs {
+		if err := h.dev.Download(h.host); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (b deviceBackend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
+	b.call("RMSNormForward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.RMSNormForward(buf(out), buf(rstd), buf(inp), buf(weight), N, C, eps)
+	})
+}
+
+func (b deviceBackend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
+	b.call("RMSNormBackward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.RMSNormBackward(buf(dinp), buf(dweight), buf(dout), buf(rstd), buf(inp), buf(weight), N, C)
+	})
+}
+
+func (b deviceBackend) RoPEForward(out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.call("RoPEForward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		return b.ops.RoPEForward(buf(out), buf(inp), ibuf(pos), buf(invFreq), N, H, D, len(invFreq))
+	})
+}
+
+func (b deviceBackend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.call("RoPEBackward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		return b.ops.RoPEBackward(buf(dinp), buf(dout), ibuf(pos), buf(invFreq), N, H, D, len(invFreq))
+	})
+}
+
+func (b deviceBackend) SwiGLUForward(out, gate, up []float32, n int) {
+	b.call("SwiGLUForward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.SwiGLUForward(buf(out), buf(gate), buf(up), n)
+	})
+}
+
+func (b deviceBackend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
+	b.call("SwiGLUBackward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.SwiGLUBackward(buf(dgate), buf(dup), buf(dout), buf(gate), buf(up), n)
+	})
+}
+
+func (b deviceBackend) EmbeddingForward(out []float32, ids []int32, table []float32, N, C, V int) {
+	b.call("EmbeddingForward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		return b.ops.EmbeddingForward(buf(out), ibuf(ids), buf(table), N, C, V)
+	})
+}
+
+func (b deviceBackend) EmbeddingForwardBF16(out []float32, ids []int32, table []uint16, N, C, V int) {
+	tb, err := b.dev.Alloc((len(table) + 1) / 2)
+	if err != nil {
+		panic(err)
+	}
+	defer tb.Free()
+	if err := tb.UploadBF16(table); err != nil {
+		panic(err)
+	}
+	b.call("EmbeddingForwardBF16", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		return b.ops.EmbeddingForwardBF16(buf(out), ibuf(ids), tb, N, C, V)
+	})
+}
+
+func (b deviceBackend) EmbeddingBackward(dtable, dout []float32, ids []int32, N, C, V int) {
+	b.call("EmbeddingBackward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		return b.ops.EmbeddingBackward(buf(dtable), buf(dout), ibuf(ids), N, C, V)
+	})
+}
+
+func (b deviceBackend) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
+	b.call("AdamW", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.AdamW(buf(param), buf(grad), buf(m), buf(v), n, step, h)
+	})
+}
+
+func (b deviceBackend) Add(out, x, y []float32, n int) {
+	b.call("Add", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.Add(buf(out), buf(x), buf(y), n)
+	})
+}
+
+func (b deviceBackend) Scale(out, x []float32, s float32, n int) {
+	b.call("Scale", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.Scale(buf(out), buf(x), s, n)
+	})
+}
+
+func (b deviceBackend) AXPY(out, x []float32, s float32, n int) {
+	b.call("AXPY", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.AXPY(buf(out), buf(x), s, n)
+	})
+}
+
+func (b deviceBackend) LogSoftmaxForward(out, inp []float32, N, V int) {
+	b.call("LogSoftmaxForward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.LogSoftmaxForward(buf(out), buf(inp), N, V)
+	})
+}
+
+func (b deviceBackend) LogSoftmaxBackward(dinp, dout, out []float32, N, V int) {
+	b.call("LogSoftmaxBackward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.LogSoftmaxBackward(buf(dinp), buf(dout), buf(out), N, V)
+	})
+}
+
+func (b deviceBackend) EntropyForward(ent, inp []float32, N, V int) {
+	b.call("EntropyForward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.EntropyForward(buf(ent), buf(inp), N, V)
+	})
+}
+
+func (b deviceBackend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
+	b.call("EntropyBackward", func(buf func([]float32) *cuda.Buffer, _ func([]int32) *cuda.Buffer) error {
+		return b.ops.EntropyBackward(buf(dinp), buf(dent), buf(inp), N, V)
+	})
+}
+
+// TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
+// JIT-compiled by the driver, with Ops' launch geometry) through
+// kerneltest's conformance cases for their ops, against kernels/ref, and
+// on the 7B shape's rows and Qwen's vocabulary; LogprobForward with
+// expect (cuBLAS GEMMs and logprob.cu) and LogprobBackwardExpect on the
+// shim test's shapes.
+func TestKernelsOnHardware(t *testing.T) {
+	dev := openHardware(t)
+	defer dev.Close()
+	ops, err := dev.LoadOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := deviceBackend{dev: dev, ops: ops}
+	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy")
+	t.Run("7B rows", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
+		}
+		r := rand.New(rand.NewPCG(28, 7))
+		const N, C = 64, 3584
+		inp, weight, dout := randn(r, N*C), randn(r, C), randn(r, N*C)
+		want, wantRstd, got, gotRstd := make([]float32, N*C), make([]float32, N), make([]float32, N*C), make([]float32, N)
+		ref.New().RMSNormForward(want, wantRstd, inp, weight, N, C, 1e-6)
+		b.RMSNormForward(got, gotRstd, inp, weight, N, C, 1e-6)
+		near(t, "RMSNorm out", got, want, kerneltest.F32Tol)
+		near(t, "RMSNorm rstd", gotRstd, wantRstd, kerneltest.F32Tol)
+		wdi, wdw, gdi, gdw := make([]float32, N*C), make([]float32, C), make([]float32, N*C), make([]float32, C)
+		ref.New().RMSNormBackward(wdi, wdw, dout, wantRstd, inp, weight, N, C)
+		b.RMSNormBackward(gdi, gdw, dout, wantRstd, inp, weight, N, C)
+		near(t, "RMSNorm dinp", gdi, wdi, kerneltest.F32Tol)
+		near(t, "RMSNorm dweight", gdw, wdw, kerneltest.F32Tol)
+	})
+	t.Run("LogprobForward", func(t *testing.T) {
+		r := rand.New(rand.NewPCG(28, 10))
+		shapes := logprobShapes
+		if !testing.Short() {
+			shapes = append(shapes, [4]int{4, 128, 151936, 0}) // Qwen's vocabulary, 4096-column chunks
+		}
+		for _, s := range shapes {
+			N, C, V, chunk := s[0], s[1], s[2], s[3]
+			name := fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk)
+			hidden, weight := randn(r, N*C), randn(r, V*C)
+			targets := logprobTargets(r, N, V)
+			wlp, went, wlse, wex := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)
+			ref.New().LogprobForward(wlp, went, wlse, wex, hidden, weight, targets, N, C, V, chunk)
+			lp, ent, lse, ex := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)
+			b.call("LogprobForward", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+				return ops.LogprobForward(buf(lp), buf(ent), buf(lse), buf(ex), buf(hidden), buf(weight), ibuf(targets), N, C, V, chunk)
+			})
+			near(t, name+" logprob", lp, wlp, kerneltest.F32Tol)
+			near(t, name+" entropy", ent, went, kerneltest.F32Tol)
+			near(t, name+" lse", lse, wlse, kerneltest.F32Tol)
+			near(t, name+" expect", ex, wex, kerneltest.F32Tol)
+			dlp, dh := randn(r, N), randn(r, N*C)
+			want := append([]float32(nil), dh...)
+			ref.New().LogprobBackwardExpect(want, dlp, wex, weight, targets, N, C, V)
+			b.call("LogprobBackwardExpect", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+				return ops.LogprobBackwardExpect(buf(dh), buf(dlp), buf(wex), buf(weight), ibuf(targets), N, C, V)
+			})
+			near(t, name+" LogprobBackwardExpect dhidden", dh, want, kerneltest.F32Tol)
+		}
+	})
+	t.Run("Qwen vocabulary rows", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
+		}
+		r := rand.New(rand.NewPCG(28, 8))
+		const N, V = 4, 151936
+		inp := randn(r, N*V)
+		want, got := make([]float32, N*V), make([]float32, N*V)
+		ref.New().LogSoftmaxForward(want, inp, N, V)
+		b.LogSoftmaxForward(got, inp, N, V)
+		near(t, "LogSoftmax out", got, want, kerneltest.F32Tol)
+		wEnt, gEnt := make([]float32, N), make([]float32, N)
+		ref.New().EntropyForward(wEnt, inp, N, V)
+		b.EntropyForward(gEnt, inp, N, V)
+		near(t, "Entropy", gEnt, wEnt, kerneltest.F32Tol)
+	})
+	if err := ops.Unload(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -72,11 +72,16 @@ func (k *Kernels) Kernel(name string) (*Kernel, error) {
 }
 
 // param converts one kernel argument to the value the kernel's parameter
-// holds: a *Buffer of the same device becomes its device address; int
+// holds: a *Buffer of the same device becomes its device address (a nil
+// *Buffer the null pointer); int
 // (which must fit), int32, uint32 and float32 pass as 4 bytes.
 func (d *Device) param(i int, a any) (unsafe.Pointer, error) {
 	switch v := a.(type) {
 	case *Buffer:
+		if v == nil { // the null pointer, for an optional operand
+			p := uint64(0)
+			return unsafe.Pointer(&p), nil
+		}
 		if v.d != d {
 			return nil, fmt.Errorf("argument %d: a buffer of another device", i)
 		}

@@ -1,41 +1,79 @@
-// RMSNorm forward (kernels.Backend.RMSNormForward's contract):
+// RMSNorm forward and backward (kernels.Backend.RMSNormForward and
+// RMSNormBackward's contracts):
 //
 //	rstd[n]  = 1 / sqrt(mean_c(inp[n,c]²) + eps)
 //	out[n,c] = inp[n,c] · rstd[n] · weight[c]
 //
-// out [N,C], rstd [N], inp [N,C], weight [C]. Launch: grid N (one block per
-// row), block of any multiple of 32 threads up to 1024. The sum of squares
-// is reduced in f32: per thread over a strided slice of the row, then in
-// each warp by shuffles, then across warps through shared memory. Every
-// barrier and shuffle is reached by the whole block or by a whole warp
-// (warp 0's branch), as kernels/cuda/cpushim requires and CUDA expects.
-// Compiled to PTX (ptx/, `make ptx`) but not yet run on a GPU: tested on
-// the CPU through cpushim/cuda_cpu.h against kernels/ref.
+// and, with x̂ = inp·rstd and g = dout·weight,
+//
+//	dinp[n,c]  += rstd[n]·(g − x̂·mean_c(g·x̂))
+//	dweight[c] += Σ_n dout[n,c]·x̂[n,c]
+//
+// out, inp, dinp, dout [N,C]; rstd [N]; weight, dweight [C]. Sums are
+// reduced in f32: per thread over a strided slice of the row, then in each
+// warp by shuffles, then across warps through shared memory (blockSum).
+// Every barrier and shuffle is reached by the whole block or by a whole
+// warp, as kernels/cuda/cpushim requires and CUDA expects. Compiled to PTX
+// (ptx/, `make ptx`) but never run on a GPU: tested on the CPU through
+// cpushim/cuda_cpu.h against kernels/ref.
+#include "common.cuh"
 
-__device__ __forceinline__ float warpSum(float v) {
-	for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
-	return v;
-}
-
+// rmsnorm_forward: grid N (one block per row), block of any multiple of 32
+// threads up to 1024.
 extern "C" __global__ void rmsnorm_forward(float *__restrict__ out, float *__restrict__ rstd,
                                            const float *__restrict__ inp, const float *__restrict__ weight,
                                            int C, float eps) {
-	__shared__ float partial[32];  // one sum per warp
+	__shared__ float scratch[32];
 	const int n = blockIdx.x;
-	const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
 	const float *x = inp + (long long)n * C;
 
 	float ss = 0.0f;
 	for (int c = threadIdx.x; c < C; c += blockDim.x) ss += x[c] * x[c];
-	ss = warpSum(ss);
-	if (lane == 0) partial[warp] = ss;
-	__syncthreads();
-	if (warp == 0) {
-		ss = warpSum(lane < warps ? partial[lane] : 0.0f);
-		if (lane == 0) partial[0] = ss;
-	}
-	__syncthreads();
-	const float r = rsqrtf(partial[0] / (float)C + eps);
+	ss = blockSum(ss, scratch);
+	const float r = rsqrtf(ss / (float)C + eps);
 	if (threadIdx.x == 0) rstd[n] = r;
 	for (int c = threadIdx.x; c < C; c += blockDim.x) out[(long long)n * C + c] = x[c] * r * weight[c];
+}
+
+// rmsnorm_backward accumulates dinp: grid N (one block per row), block of
+// any multiple of 32 threads up to 1024.
+extern "C" __global__ void rmsnorm_backward(float *__restrict__ dinp, const float *__restrict__ dout,
+                                            const float *__restrict__ rstd, const float *__restrict__ inp,
+                                            const float *__restrict__ weight, int C) {
+	__shared__ float scratch[32];
+	const long long row = (long long)blockIdx.x * C;
+	const float *x = inp + row, *dy = dout + row;
+	const float r = rstd[blockIdx.x];
+
+	float dot = 0.0f;  // Σ_c g·x̂
+	for (int c = threadIdx.x; c < C; c += blockDim.x) dot += dy[c] * weight[c] * (x[c] * r);
+	const float mean = blockSum(dot, scratch) / (float)C;
+	for (int c = threadIdx.x; c < C; c += blockDim.x) {
+		const float xh = x[c] * r;
+		dinp[row + c] += r * (dy[c] * weight[c] - xh * mean);
+	}
+}
+
+// rmsnorm_backward_dweight accumulates dweight, deterministically (no
+// atomics): grid ceil(C/32), block (32, 8). Thread (tx, ty) of block b sums
+// column 32·b + tx over rows ty, ty+8, …; the 8 partial sums are then added
+// in a fixed order through shared memory.
+extern "C" __global__ void rmsnorm_backward_dweight(float *__restrict__ dweight, const float *__restrict__ dout,
+                                                    const float *__restrict__ rstd, const float *__restrict__ inp,
+                                                    int N, int C) {
+	__shared__ float partial[8][32];
+	const int c = blockIdx.x * 32 + threadIdx.x;
+	float s = 0.0f;
+	if (c < C)
+		for (int n = threadIdx.y; n < N; n += 8) {
+			const long long i = (long long)n * C + c;
+			s += dout[i] * (inp[i] * rstd[n]);
+		}
+	partial[threadIdx.y][threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.y == 0 && c < C) {
+		float sum = 0.0f;
+		for (int y = 0; y < 8; y++) sum += partial[y][threadIdx.x];
+		dweight[c] += sum;
+	}
 }

@@ -5,14 +5,19 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/internal/ptxbuild"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 	"github.com/hone-rl/hone/kernels/ref"
 )
@@ -32,6 +37,19 @@ func buildShim(t *testing.T, name string) string {
 		}
 		t.Fatal(err)
 	}
+	// g++ reads the sources, not this process: read them here too, so that
+	// go test's cache knows the result depends on them.
+	for _, pattern := range []string{"*.cu", "*.cuh", "cpushim/*", "testdata/*.cc", "testdata/*.cu"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if _, err := os.ReadFile(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	bin := filepath.Join(t.TempDir(), name)
 	out, err := exec.Command(cxx, "-std=c++17", "-O0", "-Wall", "-Werror", "-pthread", "-I", "cpushim",
 		"-o", bin, filepath.Join("testdata", name+".cc")).CombinedOutput()
@@ -41,40 +59,280 @@ func buildShim(t *testing.T, name string) string {
 	return bin
 }
 
-// TestRMSNormOnCPUShim runs rmsnorm.cu — the CUDA source, compiled by g++
-// through cpushim/cuda_cpu.h — against kernels/ref's RMSNormForward on edge
-// shapes and block sizes (one warp, several, a partial last column stride).
-func TestRMSNormOnCPUShim(t *testing.T) {
+// shimHarness runs launches of Hone's kernels on the CPU: testdata/
+// kernels_main.cc, which compiles every .cu through cpushim/cuda_cpu.h.
+type shimHarness struct{ bin string }
+
+// run runs one launch. Its arguments are host slices ([]float32, []int32,
+// []uint16; a nil one is a null pointer, one that starts where an earlier
+// one starts is passed as the same memory), int and float32; the slices
+// hold the kernel's results after.
+func (h shimHarness) run(s cuda.Step) error {
+	var in bytes.Buffer
+	put := func(v any) {
+		if err := binary.Write(&in, binary.LittleEndian, v); err != nil {
+			panic(err)
+		}
+	}
+	put(int32(len(s.Kernel)))
+	in.WriteString(s.Kernel)
+	for _, v := range []int{s.Grid.X, s.Grid.Y, s.Grid.Z, s.Block.X, s.Block.Y, s.Block.Z} {
+		put(int32(v))
+	}
+	put(int32(len(s.Args)))
+	var arrays []any        // the array arguments written, in order
+	starts := map[any]int{} // first element's address → argument index
+	array := func(k int, tag int32, n int, first any, v any) {
+		if n == 0 || first == nil {
+			put(int32(6))
+			return
+		}
+		if j, ok := starts[first]; ok {
+			put(int32(7))
+			put(int32(j))
+			return
+		}
+		starts[first] = k
+		put(tag)
+		put(int32(n))
+		put(v)
+		arrays = append(arrays, v)
+	}
+	for k, a := range s.Args {
+		switch v := a.(type) {
+		case []float32:
+			var first any
+			if len(v) > 0 {
+				first = &v[0]
+			}
+			array(k, 1, len(v), first, v)
+		case []int32:
+			var first any
+			if len(v) > 0 {
+				first = &v[0]
+			}
+			array(k, 2, len(v), first, v)
+		case []uint16:
+			var first any
+			if len(v) > 0 {
+				first = &v[0]
+			}
+			array(k, 3, len(v), first, v)
+		case int:
+			put(int32(4))
+			put(int32(v))
+		case float32:
+			put(int32(5))
+			put(v)
+		default:
+			return fmt.Errorf("%s: argument %d: a %T", s.Kernel, k, a)
+		}
+	}
+	cmd := exec.Command(h.bin)
+	cmd.Stdin = &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s on %v×%v: %v: %s", s.Kernel, s.Grid, s.Block, err, stderr.String())
+	}
+	r := bytes.NewReader(raw)
+	for _, v := range arrays {
+		if err := binary.Read(r, binary.LittleEndian, v); err != nil {
+			return fmt.Errorf("%s: reading its results back: %v", s.Kernel, err)
+		}
+	}
+	if r.Len() != 0 {
+		return fmt.Errorf("%s: %d bytes of output left over", s.Kernel, r.Len())
+	}
+	return nil
+}
+
+// runPlan runs an op's launches in order; a failure panics (kerneltest
+// drives the ops through kernels.Backend, which returns no errors).
+func (h shimHarness) runPlan(steps []cuda.Step) {
+	for _, s := range steps {
+		if g := s.Gemm; g != nil { // cuBLAS's part, from kernels/ref
+			ref.New().Matmul(g.C.([]float32), g.A.([]float32), g.B.([]float32), g.M, g.N, g.K, false, g.TransB, g.Beta)
+			continue
+		}
+		if err := h.run(s); err != nil {
+			panic("CUDA kernel on the CPU shim: " + err.Error())
+		}
+	}
+}
+
+// shimBackend is kernels/ref with the ops kernels/cuda has kernels for
+// replaced by those kernels, run on the CPU shim with Ops' launch plans.
+type shimBackend struct {
+	ref.Backend
+	h shimHarness
+}
+
+func (b shimBackend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
+	b.h.runPlan(cuda.PlanRMSNormForward(out, rstd, inp, weight, N, C, eps))
+}
+
+func (b shimBackend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
+	b.h.runPlan(cuda.PlanRMSNormBackward(dinp, dweight, dout, rstd, inp, weight, dweight != nil, N, C))
+}
+
+func (b shimBackend) RoPEForward(out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.h.runPlan(cuda.PlanRoPE("rope_forward", out, inp, pos, invFreq, N, H, D, len(invFreq)))
+}
+
+func (b shimBackend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.h.runPlan(cuda.PlanRoPE("rope_backward", dinp, dout, pos, invFreq, N, H, D, len(invFreq)))
+}
+
+func (b shimBackend) SwiGLUForward(out, gate, up []float32, n int) {
+	b.h.runPlan(cuda.PlanFlat("swiglu_forward", n, out, gate, up, n))
+}
+
+func (b shimBackend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
+	b.h.runPlan(cuda.PlanFlat("swiglu_backward", n, dgate, dup, dout, gate, up, n))
+}
+
+func (b shimBackend) EmbeddingForward(out []float32, ids []int32, table []float32, N, C, V int) {
+	b.h.runPlan(cuda.PlanRows("embedding_forward", N, C, out, ids, table, C, V))
+}
+
+func (b shimBackend) EmbeddingForwardBF16(out []float32, ids []int32, table []uint16, N, C, V int) {
+	b.h.runPlan(cuda.PlanRows("embedding_forward_bf16", N, C, out, ids, table, C, V))
+}
+
+func (b shimBackend) EmbeddingBackward(dtable, dout []float32, ids []int32, N, C, V int) {
+	b.h.runPlan(cuda.PlanRows("embedding_backward", N, C, dtable, dout, ids, C, V))
+}
+
+func (b shimBackend) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
+	b.h.runPlan(cuda.PlanAdamW(param, grad, m, v, n, step, h))
+}
+
+func (b shimBackend) Add(out, x, y []float32, n int) {
+	b.h.runPlan(cuda.PlanFlat("add", n, out, x, y, n))
+}
+
+func (b shimBackend) Scale(out, x []float32, s float32, n int) {
+	b.h.runPlan(cuda.PlanFlat("scale", n, out, x, s, n))
+}
+
+func (b shimBackend) AXPY(out, x []float32, s float32, n int) {
+	b.h.runPlan(cuda.PlanFlat("axpy", n, out, x, s, n))
+}
+
+func (b shimBackend) LogSoftmaxForward(out, inp []float32, N, V int) {
+	b.h.runPlan(cuda.PlanRows("logsoftmax_forward", N, V, out, inp, V))
+}
+
+func (b shimBackend) LogSoftmaxBackward(dinp, dout, out []float32, N, V int) {
+	b.h.runPlan(cuda.PlanRows("logsoftmax_backward", N, V, dinp, dout, out, V))
+}
+
+func (b shimBackend) EntropyForward(ent, inp []float32, N, V int) {
+	b.h.runPlan(cuda.PlanRows("entropy_forward", N, V, ent, inp, V))
+}
+
+func (b shimBackend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
+	b.h.runPlan(cuda.PlanRows("entropy_backward", N, V, dinp, dent, inp, V))
+}
+
+// TestKernelsOnCPUShim runs the .cu kernels — the CUDA source, compiled by
+// g++ through cpushim/cuda_cpu.h — with Ops' launch plans through
+// kerneltest's conformance cases for their ops, against kernels/ref at
+// F32Tol, and the PyTorch goldens where there are some; and on block sizes
+// the plans do not pick.
+func TestKernelsOnCPUShim(t *testing.T) {
 	t.Parallel() // most of the time is the compiler's
-	bin := buildShim(t, "rmsnorm_main")
+	h := shimHarness{buildShim(t, "kernels_main")}
+	t.Run("harness holds every kernel", func(t *testing.T) {
+		out, err := exec.Command(h.bin, "-list").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods, err := ptxbuild.Sources(".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, m := range mods {
+			src, err := os.ReadFile(m + ".cu")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, ptxbuild.Kernels(src)...)
+		}
+		got := strings.Fields(string(out))
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("testdata/kernels_main.cc holds %v, the .cu files define %v", got, want)
+		}
+	})
+	t.Run("conformance", func(t *testing.T) {
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy")
+	})
+	t.Run("goldens", func(t *testing.T) {
+		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE", "AdamW")
+	})
+	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
+	t.Run("LogprobForward", func(t *testing.T) { logprobOnShim(t, h) })
+	t.Run("Embedding ids out of range", func(t *testing.T) {
+		b := shimBackend{h: h}
+		const N, C, V = 3, 40, 2
+		table := []float32{}
+		for i := range V * C {
+			table = append(table, float32(i))
+		}
+		ids := []int32{1, 2, -1} // rows 1 and 2 are outside [0, V)
+		out := make([]float32, N*C)
+		b.EmbeddingForward(out, ids, table, N, C, V)
+		for i, v := range out {
+			if n := i / C; n == 0 && v != table[C+i] || n > 0 && !math.IsNaN(float64(v)) {
+				t.Fatalf("row %d (id %d), column %d: %g", n, ids[n], i%C, v)
+			}
+		}
+		dtable, dout := make([]float32, V*C), make([]float32, N*C)
+		for i := range dout {
+			dout[i] = float32(i)
+		}
+		b.EmbeddingBackward(dtable, dout, []int32{1, 5, -7}, N, C, V)
+		for i, v := range dtable {
+			if want := map[bool]float32{true: float32(i - C), false: 0}[i >= C]; v != want {
+				t.Fatalf("dtable[%d] = %g, want %g (only row 0's id is in range)", i, v, want)
+			}
+		}
+	})
+}
+
+// rmsnormBlocks runs the RMSNorm kernels on edge shapes and block sizes
+// (one warp, several, a partial last column stride), against kernels/ref.
+func rmsnormBlocks(t *testing.T, h shimHarness) {
 	r := rand.New(rand.NewPCG(28, 4))
 	for _, s := range [][3]int{{1, 1, 32}, {3, 70, 64}, {5, 33, 96}, {2, 17, 32}, {5, 896, 256}, {1, 1000, 1024}} {
 		N, C, threads := s[0], s[1], s[2]
 		t.Run(fmt.Sprintf("N=%d,C=%d,threads=%d", N, C, threads), func(t *testing.T) {
 			inp, weight := randn(r, N*C), randn(r, C)
 			const eps = 1e-6
-			var in bytes.Buffer
-			for _, v := range []any{[]int32{int32(N), int32(C), int32(threads)}, float32(eps), inp, weight} {
-				if err := binary.Write(&in, binary.LittleEndian, v); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cmd := exec.Command(bin)
-			cmd.Stdin = &in
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			raw, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("%v: %s", err, stderr.String())
-			}
-			got := make([]float32, N*C+N)
-			if err := binary.Read(bytes.NewReader(raw), binary.LittleEndian, got); err != nil {
-				t.Fatalf("reading %d bytes: %v", len(raw), err)
-			}
 			out, rstd := make([]float32, N*C), make([]float32, N)
 			ref.New().RMSNormForward(out, rstd, inp, weight, N, C, eps)
-			near(t, "out", got[:N*C], out, kerneltest.F32Tol)
-			near(t, "rstd", got[N*C:], rstd, kerneltest.F32Tol)
+			gOut, gRstd := make([]float32, N*C), make([]float32, N)
+			block := cuda.Dim3{X: threads, Y: 1, Z: 1}
+			if err := h.run(cuda.Step{Kernel: "rmsnorm_forward", Grid: cuda.Dim3{X: N, Y: 1, Z: 1}, Block: block,
+				Args: []any{gOut, gRstd, inp, weight, C, float32(eps)}}); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "out", gOut, out, kerneltest.F32Tol)
+			near(t, "rstd", gRstd, rstd, kerneltest.F32Tol)
+
+			dout, dinp := randn(r, N*C), randn(r, N*C)
+			want := append([]float32(nil), dinp...)
+			ref.New().RMSNormBackward(want, nil, dout, rstd, inp, weight, N, C)
+			if err := h.run(cuda.Step{Kernel: "rmsnorm_backward", Grid: cuda.Dim3{X: N, Y: 1, Z: 1}, Block: block,
+				Args: []any{dinp, dout, rstd, inp, weight, C}}); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "dinp", dinp, want, kerneltest.F32Tol)
 		})
 	}
 }
@@ -115,7 +373,8 @@ func TestShim(t *testing.T) {
 
 // shimSemantics: the shim's warp shuffles (down, up, xor, and indexed
 // within 16-lane segments) return CUDA's lanes, out-of-range sources keep
-// their own value, and __shared__ memory is per block.
+// their own value, __shared__ memory is per block, and atomicAdd returns
+// each adder a different value before it.
 func shimSemantics(t *testing.T, bin string) {
 	const n = 64
 	check := func(kernel string, want func(b, part, t int) (float64, bool)) {
@@ -156,6 +415,19 @@ func shimSemantics(t *testing.T, bin string) {
 	check("shared_per_block", func(b, part, th int) (float64, bool) {
 		return float64(b*1000 + n - 1 - th), part == 0
 	})
+	got, msg := runShimKernel(t, bin, "atomic_add")
+	if msg != "" {
+		t.Fatalf("atomic_add: %s", msg)
+	}
+	if got[0] != 2*n {
+		t.Errorf("atomic_add: the counter is %g after %d adds", got[0], 2*n)
+	}
+	seen := slices.Sorted(slices.Values(got[1 : 1+2*n]))
+	for i, v := range seen {
+		if v != float64(i) {
+			t.Fatalf("atomic_add: the values seen, sorted, are %v, want 0…%d once each", seen, 2*n-1)
+		}
+	}
 }
 
 // shimDivergence: a barrier or shuffle that only part of the block or warp
@@ -177,5 +449,73 @@ func shimDivergence(t *testing.T, bin string) {
 				t.Errorf("%s: message %q does not say %q", kernel, msg, s)
 			}
 		}
+	}
+}
+
+// logprobShapes are kerneltest's logprob shapes (N, C, V, chunk; chunk 1:
+// a chunk a column, 0: the default), and a target in the last chunk and a
+// last chunk of one column.
+var logprobShapes = [][4]int{{1, 4, 7, 0}, {2, 8, 100, 16}, {17, 16, 257, 64}, {5, 32, 1000, 0}, {3, 8, 50, 50}, {4, 8, 33, 1}, {6, 8, 65, 32}}
+
+// logprobTargets draws targets in [0, V), with row 1 ignored (−1) when N >
+// 1 and the last row's target the last column when N > 2.
+func logprobTargets(r *rand.Rand, N, V int) []int32 {
+	t := make([]int32, N)
+	for i := range t {
+		t[i] = int32(r.IntN(V))
+	}
+	if N > 2 {
+		t[N-1] = int32(V - 1)
+	}
+	if N > 1 {
+		t[1] = -1
+	}
+	return t
+}
+
+// logprobOnShim runs LogprobForward's plan — the GEMMs from kernels/ref,
+// logprob.cu's kernels on the shim — against kernels/ref's LogprobForward,
+// without and with expect, and LogprobBackwardExpect's.
+func logprobOnShim(t *testing.T, h shimHarness) {
+	r := rand.New(rand.NewPCG(28, 9))
+	for _, s := range logprobShapes {
+		N, C, V, chunk := s[0], s[1], s[2], s[3]
+		t.Run(fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk), func(t *testing.T) {
+			hidden, weight := randn(r, N*C), randn(r, V*C)
+			for i := range hidden {
+				hidden[i] *= 2 // logits of a few units: a peaked softmax
+			}
+			targets := logprobTargets(r, N, V)
+			wlp, went, wlse, wex := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)
+			ref.New().LogprobForward(wlp, went, wlse, wex, hidden, weight, targets, N, C, V, chunk)
+			for _, withExpect := range []bool{false, true} {
+				lp, ent, lse := make([]float32, N), make([]float32, N), make([]float32, N)
+				var ex []float32
+				if withExpect {
+					ex = make([]float32, N*C)
+					for i := range ex {
+						ex[i] = float32(math.NaN()) // overwritten, never read
+					}
+				}
+				z, state := make([]float32, N*cuda.LogprobChunk(chunk, V)), make([]float32, 5*N)
+				view := func(b any, off, n int) any { return b.([]float32)[off : off+n] }
+				h.runPlan(cuda.PlanLogprob(view, lp, ent, lse, ex, hidden, weight, targets, z, state, withExpect, N, C, V, chunk))
+				what := fmt.Sprintf("expect=%v: ", withExpect)
+				near(t, what+"logprob", lp, wlp, kerneltest.F32Tol)
+				near(t, what+"entropy", ent, went, kerneltest.F32Tol)
+				near(t, what+"lse", lse, wlse, kerneltest.F32Tol)
+				if N > 1 && lp[1] != 0 {
+					t.Errorf("%signored row: logprob %g, want 0", what, lp[1])
+				}
+				if withExpect {
+					near(t, "expect", ex, wex, kerneltest.F32Tol)
+				}
+			}
+			dlp, dh := randn(r, N), randn(r, N*C)
+			want := append([]float32(nil), dh...)
+			ref.New().LogprobBackwardExpect(want, dlp, wex, weight, targets, N, C, V)
+			h.runPlan(cuda.PlanRows("logprob_backward_expect", N, C, dh, dlp, wex, weight, targets, C, V))
+			near(t, "LogprobBackwardExpect dhidden", dh, want, kerneltest.F32Tol)
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -59,6 +61,34 @@ type golden struct {
 // AdamW steps; forward and, where there is one, backward.
 func RunGolden(t *testing.T, b kernels.Backend, dir string) {
 	t.Helper()
+	runGolden(t, b, dir, nil)
+}
+
+// RunGoldenOps is RunGolden on the named ops only ("RoPE", "Attention",
+// "Logprob", "AdamW"), for a backend that implements some ops itself and
+// leaves the others to ref. A name that is no op fails t.
+func RunGoldenOps(t *testing.T, b kernels.Backend, dir string, ops ...string) {
+	t.Helper()
+	for _, op := range ops {
+		if !slices.Contains(goldenOps, op) {
+			t.Errorf("kerneltest.RunGoldenOps: no op %q (have %v)", op, goldenOps)
+		}
+	}
+	runGolden(t, b, dir, ops)
+}
+
+// goldenOps are the first parts of RunGolden's subtest names.
+var goldenOps = []string{"RoPE", "Attention", "Logprob", "AdamW"}
+
+// runGolden runs the golden subtests whose name starts with one of ops
+// and a slash (all of them when ops is nil).
+func runGolden(t *testing.T, b kernels.Backend, dir string, ops []string) {
+	t.Helper()
+	run := func(name string, f func(*testing.T)) {
+		if ops == nil || slices.Contains(ops, name[:strings.IndexByte(name, '/')]) {
+			t.Run(name, f)
+		}
+	}
 	const rerun = "rerun: /usr/bin/python3 testdata/golden/kernels/make_golden.py testdata/golden/kernels"
 	data, err := os.ReadFile(filepath.Join(dir, "golden.json"))
 	if err != nil {
@@ -88,7 +118,7 @@ func RunGolden(t *testing.T, b kernels.Backend, dir string) {
 		near(t, what+" vs PyTorch ("+rerun+")", got, want, GoldenTol)
 	}
 
-	t.Run("RoPE/llama3", func(t *testing.T) {
+	run("RoPE/llama3", func(t *testing.T) {
 		r := g.RoPE
 		inv, err := kernels.RoPEInvFreq(kernels.RoPEConfig{Theta: r.Config.Theta, HeadDim: r.Config.HeadDim, RotaryDim: r.Config.RotaryDim,
 			Scaling: "llama3", Factor: r.Config.Factor, LowFreqFactor: r.Config.Low, HighFreqFactor: r.Config.High, OriginalMaxPos: r.Config.Orig})
@@ -104,7 +134,7 @@ func RunGolden(t *testing.T, b kernels.Backend, dir string) {
 		check(t, "dinp", dinp, r.Dinp)
 	})
 
-	t.Run("Attention/GQA", func(t *testing.T) {
+	run("Attention/GQA", func(t *testing.T) {
 		a := g.Attention
 		out, lse := make([]float32, len(a.Out)), make([]float32, len(a.Lse))
 		b.AttentionForward(out, lse, a.Q, a.K, a.V, a.SeqOff, a.N, a.H, a.KVH, a.D, a.Scale)
@@ -117,7 +147,7 @@ func RunGolden(t *testing.T, b kernels.Backend, dir string) {
 		check(t, "dv", dv, a.Dv)
 	})
 
-	t.Run("Logprob/chunked", func(t *testing.T) {
+	run("Logprob/chunked", func(t *testing.T) {
 		l := g.Logprob
 		lp, ent, lse := make([]float32, l.N), make([]float32, l.N), make([]float32, l.N)
 		b.LogprobForward(lp, ent, lse, nil, l.Hidden, l.Weight, l.Targets, l.N, l.C, l.V, l.Chunk)
@@ -130,7 +160,7 @@ func RunGolden(t *testing.T, b kernels.Backend, dir string) {
 		check(t, "dweight", dw, l.Dweight)
 	})
 
-	t.Run("AdamW/torch.optim", func(t *testing.T) {
+	run("AdamW/torch.optim", func(t *testing.T) {
 		a := g.AdamW
 		h := kernels.AdamWParams{LR: a.Hparams.LR, Beta1: a.Hparams.Beta1, Beta2: a.Hparams.Beta2, Eps: a.Hparams.Eps, WeightDecay: a.Hparams.WeightDecay}
 		p, m, v := clone(a.Param0), make([]float32, a.N), make([]float32, a.N)

@@ -22,28 +22,66 @@ const (
 // it, each shape a subtest named by its sizes (for example "B=2,T=17").
 func Run(t *testing.T, b kernels.Backend) {
 	t.Helper()
-	s := suite{b: b, r: ref.New(), p: kernels.PrecisionOf(b)}
-	t.Run("Matmul", s.matmul)
-	t.Run("MatmulBatched", s.matmulBatched)
-	t.Run("Linear", s.linear)
-	t.Run("LinearBF16", s.linearBF16)
-	t.Run("RMSNorm", s.rmsnorm)
-	t.Run("RoPE", s.rope)
-	t.Run("SwiGLU", s.swiglu)
-	t.Run("GeGLU", s.geglu)
-	t.Run("Attention", s.attention)
-	t.Run("AttentionWindow", s.attentionWindow)
-	t.Run("AttentionDecode", s.attentionDecode)
-	t.Run("Embedding", s.embedding)
-	t.Run("LogSoftmax", s.logsoftmax)
-	t.Run("Entropy", s.entropy)
-	t.Run("Logprob", s.logprob)
-	t.Run("LogprobBF16", s.logprobBF16)
-	t.Run("AdamW", s.adamw)
-	t.Run("Elementwise", s.elementwise)
-	t.Run("CopyZero", s.copyZero)
-	t.Run("Rows", s.rows)
-	t.Run("BadArguments", s.badArguments)
+	for _, g := range newSuite(b).groups() {
+		t.Run(g.name, g.run)
+	}
+}
+
+// RunOps is Run on the named groups only (Run's subtest names: "RMSNorm",
+// "RoPE", "Elementwise", …), for a backend that implements some ops itself
+// and leaves the others to ref, so that only its own are checked. A name
+// that is no group fails t.
+func RunOps(t *testing.T, b kernels.Backend, ops ...string) {
+	t.Helper()
+	groups := newSuite(b).groups()
+	for _, op := range ops {
+		found := false
+		for _, g := range groups {
+			if g.name == op {
+				t.Run(g.name, g.run)
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("kerneltest.RunOps: no group %q", op)
+		}
+	}
+}
+
+func newSuite(b kernels.Backend) suite {
+	return suite{b: b, r: ref.New(), p: kernels.PrecisionOf(b)}
+}
+
+type group struct {
+	name string
+	run  func(*testing.T)
+}
+
+// groups are the suite's subtests, in Run's order.
+func (s suite) groups() []group {
+	return []group{
+		{"Matmul", s.matmul},
+		{"MatmulBatched", s.matmulBatched},
+		{"Linear", s.linear},
+		{"LinearBF16", s.linearBF16},
+		{"RMSNorm", s.rmsnorm},
+		{"RoPE", s.rope},
+		{"SwiGLU", s.swiglu},
+		{"GeGLU", s.geglu},
+		{"Attention", s.attention},
+		{"AttentionWindow", s.attentionWindow},
+		{"AttentionDecode", s.attentionDecode},
+		{"Embedding", s.embedding},
+		{"LogSoftmax", s.logsoftmax},
+		{"Entropy", s.entropy},
+		{"Logprob", s.logprob},
+		{"LogprobBF16", s.logprobBF16},
+		{"AdamW", s.adamw},
+		{"Elementwise", s.elementwise},
+		{"CopyZero", s.copyZero},
+		{"Rows", s.rows},
+		{"BadArguments", s.badArguments},
+	}
 }
 
 type suite struct {

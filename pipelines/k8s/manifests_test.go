@@ -1,10 +1,12 @@
 package k8s
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,8 +15,9 @@ import (
 )
 
 // schemaLocation is where kubeconform finds the vendored schemas
-// (testdata/schemas/gen.py writes them from Argo's own JSON schema); no
-// schema is fetched over the network.
+// (testdata/schemas/gen.py writes them from Argo's own JSON schema and
+// from Kubernetes' OpenAPI spec); no schema is fetched over the network,
+// and a kind with none is an error, not a skip.
 const schemaLocation = "testdata/schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json"
 
 func validate(t *testing.T, name string, r io.Reader) []validator.Result {
@@ -26,55 +29,168 @@ func validate(t *testing.T, name string, r io.Reader) []validator.Result {
 	return v.Validate(name, io.NopCloser(r))
 }
 
-// The Argo manifests validate, strictly, against Argo v3.7.9's schemas.
-func TestArgoManifestsValidate(t *testing.T) {
-	for _, name := range []string{"round.yaml", "cron.yaml"} {
+// Every document of every manifest validates, strictly: the Argo ones
+// against Argo v3.7.9's schemas, the others against Kubernetes v1.34's.
+func TestManifestsValidate(t *testing.T) {
+	for name, want := range map[string][]string{
+		"round.yaml":   {"WorkflowTemplate"},
+		"cron.yaml":    {"CronWorkflow"},
+		"serve.yaml":   {"Deployment", "Service", "ServiceAccount"},
+		"secrets.yaml": {"Secret", "Secret"},
+	} {
 		f, err := os.Open(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		res := validate(t, name, f)
 		f.Close()
-		valid := 0
+		var kinds []string
 		for _, r := range res {
 			switch r.Status {
 			case validator.Valid:
-				valid++
+				sig, err := r.Resource.Signature()
+				if err != nil {
+					t.Fatal(err)
+				}
+				kinds = append(kinds, sig.Kind)
 			case validator.Empty:
 			default:
 				t.Errorf("%s: %v %v %v", name, r.Status, r.Err, r.ValidationErrors)
 			}
 		}
-		if valid != 1 {
-			t.Errorf("%s: %d valid resources, want 1", name, valid)
+		if !slices.Equal(kinds, want) {
+			t.Errorf("%s: valid resources %q, want %q", name, kinds, want)
 		}
 	}
 }
 
+// invalid says whether any document of the manifest text fails.
+func invalid(t *testing.T, name, text string) bool {
+	t.Helper()
+	for _, r := range validate(t, name, strings.NewReader(text)) {
+		if r.Status == validator.Invalid {
+			return true
+		}
+	}
+	return false
+}
+
 // A misspelt field, a wrong type and a missing required field each fail:
 // the schemas are strict, so the test above can fail.
-func TestArgoManifestTyposFail(t *testing.T) {
-	b, err := os.ReadFile("round.yaml")
+func TestManifestTyposFail(t *testing.T) {
+	for _, tc := range []struct{ file, from, to string }{
+		{"round.yaml", "withSequence:", "withSequnce:"},
+		{"round.yaml", "command: [sh, -c]", "comand: [sh, -c]"},
+		{"round.yaml", "entrypoint: round", "entrypoint: [round]"},
+		{"round.yaml", "          - name: collect\n            template: collect", "          - template: collect"},
+		{"cron.yaml", "concurrencyPolicy: Forbid", "concurencyPolicy: Forbid"},
+		// the Deployment: a misspelt container field, a probe's, the
+		// pod's; a wrong type; a container with no name
+		{"serve.yaml", "          readinessProbe:", "          readynessProbe:"},
+		{"serve.yaml", "              path: /health\n              port: http\n            periodSeconds: 5", "              path: /health\n              prot: http\n            periodSeconds: 5"},
+		{"serve.yaml", "      serviceAccountName: hone", "      serviceAcountName: hone"},
+		{"serve.yaml", "  replicas: 1", "  replicas: one"},
+		{"serve.yaml", "memory: 8Gi", "memory: [8Gi]"},
+		{"serve.yaml", "        - name: hone-serve\n          image:", "        - image:"},
+		// the Service and the ServiceAccount
+		{"serve.yaml", "      targetPort: http", "      targetport: http"},
+		{"serve.yaml", "kind: ServiceAccount\nmetadata:\n  name: hone", "kind: ServiceAccount\nmetadata:\n  nmae: hone"},
+		// a Secret
+		{"secrets.yaml", "stringData:\n  AWS_REGION", "stringdata:\n  AWS_REGION"},
+		{"secrets.yaml", "type: Opaque\nstringData:\n  OPENAI", "type: [Opaque]\nstringData:\n  OPENAI"},
+	} {
+		b, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), tc.from) {
+			t.Fatalf("%s has no %q to change", tc.file, tc.from)
+		}
+		if !invalid(t, tc.file, strings.Replace(string(b), tc.from, tc.to, 1)) {
+			t.Errorf("%s: %q → %q still validates", tc.file, tc.from, tc.to)
+		}
+	}
+}
+
+// Kubernetes takes a quantity as a string or a number and a port as a
+// name or a number: the schemas do too (gen.py types them so).
+func TestManifestNumbersValidate(t *testing.T) {
+	b, err := os.ReadFile("serve.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ from, to string }{
-		{"withSequence:", "withSequnce:"},
-		{"command: [sh, -c]", "comand: [sh, -c]"},
-		{"entrypoint: round", "entrypoint: [round]"},
-		{"          - name: collect\n            template: collect", "          - template: collect"},
+		{`cpu: "4"`, "cpu: 4"},
+		{"memory: 8Gi", "memory: 8589934592"},
+		{"      targetPort: http", "      targetPort: 8000"},
+		{"              port: http\n            periodSeconds: 5", "              port: 8000\n            periodSeconds: 5"},
 	} {
 		if !strings.Contains(string(b), tc.from) {
-			t.Fatalf("round.yaml has no %q to change", tc.from)
+			t.Fatalf("serve.yaml has no %q to change", tc.from)
 		}
-		bad := strings.Replace(string(b), tc.from, tc.to, 1)
-		res := validate(t, "round.yaml", strings.NewReader(bad))
-		invalid := false
-		for _, r := range res {
-			invalid = invalid || r.Status == validator.Invalid
+		for _, r := range validate(t, "serve.yaml", strings.NewReader(strings.Replace(string(b), tc.from, tc.to, 1))) {
+			if r.Status != validator.Valid {
+				t.Errorf("%q → %q: %v %v %v", tc.from, tc.to, r.Status, r.Err, r.ValidationErrors)
+			}
 		}
-		if !invalid {
-			t.Errorf("%q → %q still validates", tc.from, tc.to)
+	}
+}
+
+// A kind with no vendored schema is an error, not a pass: a manifest
+// that adds one must vendor its schema too (gen.py).
+func TestManifestUnknownKindFails(t *testing.T) {
+	res := validate(t, "x.yaml", strings.NewReader("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n"))
+	if len(res) != 1 || res[0].Status != validator.Error || res[0].Err == nil {
+		t.Fatalf("a ConfigMap with no schema: %+v", res)
+	}
+}
+
+// The vendored schemas are what gen.py writes: it runs again, into a
+// temporary folder, from the modules it names (fetched through the Go
+// module proxy, or the module cache), and every file must come out the
+// same, with no vendored schema it does not write. It needs python3;
+// without it the test skips, except under CI, where it fails.
+func TestSchemasReproducible(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("needs python3")
+		}
+		t.Skip("needs python3")
+	}
+	gen, err := filepath.Abs("testdata/schemas/gen.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	cmd := exec.Command(py, gen, out)
+	cmd.Dir = filepath.Dir(gen)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gen.py: %v\n%s", err, b)
+	}
+	vendored, err := filepath.Glob("testdata/schemas/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, err := filepath.Glob(filepath.Join(out, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vendored) != len(written) {
+		t.Errorf("%d vendored schemas, gen.py writes %d", len(vendored), len(written))
+	}
+	for _, v := range vendored {
+		want, err := os.ReadFile(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(out, filepath.Base(v)))
+		if err != nil {
+			t.Errorf("%s: %v", v, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what gen.py writes now: rerun it", v)
 		}
 	}
 }
@@ -82,8 +198,8 @@ func TestArgoManifestTyposFail(t *testing.T) {
 // serve.yaml's Deployment runs hone-serve with flags hone-serve has: the
 // binary parses them all before it answers --help, so an unknown or
 // misspelt one fails. Its probes ask /health, which hone-serve answers
-// (TestRoundOverFakeS3 waits on it). No schema for the core Kubernetes
-// kinds is vendored here, so kubeconform does not check this file.
+// (TestRoundOverFakeS3 waits on it). TestManifestsValidate checks the
+// rest of the file against Kubernetes' schemas.
 func TestServeManifestFlags(t *testing.T) {
 	b, err := os.ReadFile("serve.yaml")
 	if err != nil {
@@ -116,6 +232,7 @@ func TestServeManifestFlags(t *testing.T) {
 	if len(c.Args) < 2 || c.Args[0] != "hone-serve" || c.ReadinessProbe.HTTPGet.Path != "/health" {
 		t.Fatalf("container args %q, readiness %q", c.Args, c.ReadinessProbe.HTTPGet.Path)
 	}
+	binaries(t, "hone-serve")
 	cmd := exec.Command(filepath.Join(bin, "hone-serve"), append(c.Args[1:], "--help")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("hone-serve %q --help: %v\n%s", c.Args[1:], err, out)

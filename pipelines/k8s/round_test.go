@@ -3,13 +3,17 @@ package k8s
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +22,16 @@ import (
 	"github.com/hone-rl/hone/internal/waitfor"
 )
 
-// bin is the folder TestMain builds the hone binaries into.
+// bin is the folder the hone binaries are built into, each on first use
+// (binaries), so that tests needing none, like the manifest checks, run
+// in seconds.
 var bin string
+
+// built remembers which binaries are in bin, and each build's error.
+var built struct {
+	sync.Mutex
+	err map[string]error
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hone-k8s-bin-")
@@ -28,17 +40,44 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = dir
-	for _, n := range []string{"hone-collect", "hone-score", "hone-train", "hone-serve"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(bin, n), "../../cmd/"+n).CombinedOutput()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "go build %s: %v\n%s", n, err, out)
-			os.RemoveAll(dir)
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// binaries builds the named hone commands into bin, those not built yet
+// in one go build, and fails the test if any does not build.
+func binaries(t *testing.T, names ...string) {
+	t.Helper()
+	built.Lock()
+	defer built.Unlock()
+	if built.err == nil {
+		built.err = map[string]error{}
+	}
+	var todo []string
+	for _, n := range names {
+		if _, ok := built.err[n]; !ok {
+			todo = append(todo, n)
+		}
+	}
+	if len(todo) > 0 {
+		args := []string{"build", "-o", bin + string(os.PathSeparator)}
+		for _, n := range todo {
+			args = append(args, "../../cmd/"+n)
+		}
+		out, err := exec.Command("go", args...).CombinedOutput()
+		for _, n := range todo {
+			built.err[n] = nil
+			if err != nil {
+				built.err[n] = fmt.Errorf("go build %s: %v\n%s", strings.Join(todo, " "), err, out)
+			}
+		}
+	}
+	for _, n := range names {
+		if err := built.err[n]; err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func freePort(t *testing.T) int {
@@ -51,6 +90,14 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// store is where a round test keeps everything: top is round.yaml's
+// store parameter, query its query parameter, and url names a key in it
+// as a hone command takes it.
+type store struct {
+	top, query string
+	url        func(key string) string
+}
+
 // A whole round of round.yaml, its steps' own commands, against an S3
 // server speaking the real protocol: two collect shards writing to S3, two
 // score shards S3→S3 with the judge cache in S3, GRPO reading S3 and
@@ -61,6 +108,46 @@ func freePort(t *testing.T) int {
 // from; sampling from hone-serve is covered by hone-collect's tests.
 func TestRoundOverFakeS3(t *testing.T) {
 	s3 := fakes3d.StartTest(t, "hone")
+	testRound(t, store{top: "s3://hone", query: "?" + s3.Query(), url: func(key string) string { return s3.URL("hone", key) }})
+}
+
+// The same round with the store a local folder named by file:// URLs:
+// every path the steps take (collect's -o, score's input, -o and
+// --judge-cache, GRPO's --watch-dir and --out, hone-serve's --adapters)
+// is a file:// URL, and what they write is plain files in that folder,
+// with no temporary file left behind and no "file:" folder made in the
+// steps' working directory.
+func TestRoundOverFileURLs(t *testing.T) {
+	root := t.TempDir()
+	top := (&url.URL{Scheme: "file", Path: filepath.ToSlash(root)}).String()
+	testRound(t, store{top: top, url: func(key string) string { return top + "/" + key }})
+	if _, err := os.Stat("file:"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a step made a folder named after the URL's scheme: %v", err)
+	}
+	for _, dir := range []string{"rounds/1/collected", "rounds/1/scored", "adapters/rl", "adapters/rl/step-000001", "scored", "judge-cache"} {
+		ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(dir)))
+		if err != nil {
+			if dir == "judge-cache" && errors.Is(err, fs.ErrNotExist) {
+				continue // the formula reward asks no judge
+			}
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") || strings.Contains(e.Name(), ".tmp") {
+				t.Errorf("%s: %s left behind", dir, e.Name())
+			}
+		}
+	}
+	for _, f := range []string{"rounds/1/collected/part-00001-of-00002.parquet", "rounds/1/scored/part-00001-of-00002.parquet", "adapters/rl/latest"} {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(f))); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// testRound runs round.yaml once, then cron.yaml's step twice, against st.
+func testRound(t *testing.T, st store) {
+	binaries(t, "hone-collect", "hone-score", "hone-train", "hone-serve")
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model")
 	if out, err := exec.Command(filepath.Join(bin, "hone-train"), "init-model", "--family", "qwen3", "--hidden", "64",
@@ -72,16 +159,37 @@ func TestRoundOverFakeS3(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var serveLog bytes.Buffer
-	serve := exec.CommandContext(ctx, filepath.Join(bin, "hone-serve"), "--model", model, "--served-model-name", "base",
-		"--adapters", s3.URL("hone", "adapters"), "--adapters-cache", filepath.Join(dir, "serve-cache"),
-		"--poll-interval", "100ms", "--port", fmt.Sprint(port), "--threads", "1", "--max-tokens", "8")
+	args := []string{"--model", model, "--served-model-name", "base", "--adapters", st.url("adapters"),
+		"--poll-interval", "100ms", "--port", fmt.Sprint(port), "--threads", "1", "--max-tokens", "8"}
+	if fileset.IsURL(st.top) {
+		args = append(args, "--adapters-cache", filepath.Join(dir, "serve-cache"))
+	}
+	serve := exec.CommandContext(ctx, filepath.Join(bin, "hone-serve"), args...)
 	serve.Stdout, serve.Stderr = &serveLog, &serveLog
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer serve.Wait()
-	defer cancel()
+	exited := make(chan struct{})
+	go func() {
+		serve.Wait()
+		close(exited)
+	}()
+	defer func() {
+		cancel()
+		<-exited
+	}()
+	gone := func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
+		}
+	}
 	healthy := func() bool {
+		if gone() {
+			return true // stop waiting: it is not coming up
+		}
 		resp, err := http.Get(serveURL + "/health")
 		if err != nil {
 			return false
@@ -89,8 +197,14 @@ func TestRoundOverFakeS3(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}
-	if !waitfor.Within(30*time.Second, healthy) {
-		t.Fatalf("hone-serve never healthy:\n%s", serveLog.String())
+	if !waitfor.Within(30*time.Second, healthy) || gone() {
+		why := "exited"
+		if !gone() {
+			why = "was not healthy in 30s"
+			cancel()
+			<-exited
+		}
+		t.Fatalf("hone-serve %s:\n%s", why, serveLog.String())
 	}
 
 	r, err := Load("round.yaml")
@@ -103,7 +217,7 @@ func TestRoundOverFakeS3(t *testing.T) {
 	defer rcancel()
 	err = r.Run(rctx, Options{
 		Params: map[string]string{
-			"round": "1", "store": "s3://hone", "query": "?" + s3.Query(),
+			"round": "1", "store": st.top, "query": st.query,
 			"shards": "2", "groups": "6", "group-size": "4", "policy-model": "base",
 			"serve-url": serveURL, "model-dir": model, "reward": "formula:env - 0.25*out_of_range",
 			"collect-flags": "--policy scripted:mix --concurrency 4",
@@ -116,12 +230,12 @@ func TestRoundOverFakeS3(t *testing.T) {
 		t.Fatalf("round: %v\n%s\nhone-serve:\n%s", err, log.String(), serveLog.String())
 	}
 	for _, folder := range []string{"rounds/1/collected", "rounds/1/scored"} {
-		names, err := fileset.List(context.Background(), s3.URL("hone", folder), ".parquet")
+		names, err := fileset.List(context.Background(), st.url(folder), ".parquet")
 		if err != nil || len(names) != 2 || !strings.Contains(names[1], "part-00001-of-00002.parquet") {
 			t.Errorf("%s holds %q, %v; want the two shards' parts", folder, names, err)
 		}
 	}
-	b, err := fileset.ReadFile(context.Background(), s3.URL("hone", "adapters/rl/latest"))
+	b, err := fileset.ReadFile(context.Background(), st.url("adapters/rl/latest"))
 	if err != nil || strings.TrimSpace(string(b)) != "step-000001" {
 		t.Errorf("published latest %q, %v", b, err)
 	}
@@ -132,14 +246,14 @@ func TestRoundOverFakeS3(t *testing.T) {
 	// cron.yaml's step on the same store: the round's scored parts land
 	// in STORE/scored/; the first call trains step 1 of run "cron" and
 	// publishes it, the second finds nothing new.
-	parts, err := fileset.List(context.Background(), s3.URL("hone", "rounds/1/scored"), ".parquet")
+	parts, err := fileset.List(context.Background(), st.url("rounds/1/scored"), ".parquet")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range parts {
 		b, err := fileset.ReadFile(context.Background(), p)
 		if err == nil {
-			err = fileset.WriteFile(context.Background(), s3.URL("hone", fmt.Sprintf("scored/round-1-%d.parquet", i)), b)
+			err = fileset.WriteFile(context.Background(), st.url(fmt.Sprintf("scored/round-1-%d.parquet", i)), b)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -152,7 +266,7 @@ func TestRoundOverFakeS3(t *testing.T) {
 	for call := range 2 {
 		log.Reset()
 		err := cron.Run(rctx, Options{
-			Params: map[string]string{"store": "s3://hone", "query": "?" + s3.Query(), "run": "cron", "model-dir": model,
+			Params: map[string]string{"store": st.top, "query": st.query, "run": "cron", "model-dir": model,
 				"train-flags": "--rank 2 --threads 1 --allow-no-logprobs"},
 			Env: env,
 			Log: &log,
@@ -160,7 +274,7 @@ func TestRoundOverFakeS3(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cron call %d: %v\n%s", call+1, err, log.String())
 		}
-		b, err := fileset.ReadFile(context.Background(), s3.URL("hone", "adapters/cron/latest"))
+		b, err := fileset.ReadFile(context.Background(), st.url("adapters/cron/latest"))
 		if err != nil || strings.TrimSpace(string(b)) != "step-000001" {
 			t.Errorf("after cron call %d the published latest is %q, %v\n%s", call+1, b, err, log.String())
 		}

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/score/judge"
@@ -103,18 +101,13 @@ func (c *Cache) load(ctx context.Context, path, key string, req judge.Request) (
 }
 
 // writeAtomic stores an entry through fileset.Create: a local file is
-// written under a temporary name and renamed into place, an object is
-// uploaded whole, so concurrent runs and crashes leave a whole entry or
-// none.
+// written under a temporary name and renamed into place (its folder made
+// first, also for a file:// URL), an object is uploaded whole, so
+// concurrent runs and crashes leave a whole entry or none.
 func writeAtomic(ctx context.Context, path string, e entry) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
-	}
-	if !fileset.IsURL(path) {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
 	}
 	return fileset.WriteFile(ctx, path, append(b, '\n'))
 }

@@ -3,6 +3,7 @@ package judgecache_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,6 +66,33 @@ func TestCache(t *testing.T) {
 	}
 	if _, err := c.Judge(ctx, req); err != nil || len(f.Calls()) != 2 {
 		t.Fatalf("after rewrite: calls %d, err %v", len(f.Calls()), err)
+	}
+}
+
+// A file:// URL names a local folder: the entry lands in it, and no
+// "file:" folder appears in the working directory.
+func TestCacheFileURL(t *testing.T) {
+	t.Chdir(t.TempDir())
+	dir := t.TempDir()
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		return judgetest.Answer(r.IDs, []float64{0.25, 0.75}), nil
+	}}
+	c := &judgecache.Cache{Dir: (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String(), Next: f}
+	req := judge.Request{Model: "m", User: "u", IDs: []string{"1", "2"}}
+	for range 2 {
+		if _, err := c.Judge(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.Calls()) != 1 {
+		t.Errorf("%d judge calls, want 1 (the second a hit)", len(f.Calls()))
+	}
+	key := judgecache.Key(req)
+	if _, err := os.Stat(filepath.Join(dir, key[:2], key+".json")); err != nil {
+		t.Error(err)
+	}
+	if ents, err := os.ReadDir("."); err != nil || len(ents) != 0 {
+		t.Errorf("the working directory holds %v (%v)", ents, err)
 	}
 }
 

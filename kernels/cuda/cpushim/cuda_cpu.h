@@ -4,8 +4,8 @@
 //
 // The model, and what it does not cover:
 //   - one OS thread per CUDA thread of a block; the blocks of a grid run one
-//     after another (CUDA promises no order or concurrency between blocks,
-//     so a correct kernel cannot tell);
+//     after another, on the same threads (CUDA promises no order or
+//     concurrency between blocks, so a correct kernel cannot tell);
 //   - __shared__ is a static local: with one block running at a time, that
 //     is one copy per block. extern __shared__ (dynamic) is not emulated;
 //   - __syncthreads() is a barrier over the block's threads, and the warp
@@ -17,7 +17,8 @@
 //     or that threads reach at different places in the source, stops the
 //     launch and launch() returns a message naming the places. On a GPU the
 //     same code is undefined behaviour that often returns wrong values;
-//   - no memory model: plain host memory, and the barriers order it.
+//   - no memory model: plain host memory, and the barriers order it;
+//     atomicAdd (float) is atomic.
 #pragma once
 
 #include <math.h>
@@ -25,6 +26,7 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -53,6 +55,32 @@ constexpr int warpSize = 32;
 
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 
+// __fmul_rn is a product rounded on its own (never fused into an add).
+inline float __fmul_rn(float a, float b) {
+	volatile float p = a * b;
+	return p;
+}
+
+inline float __uint_as_float(unsigned u) {
+	float f;
+	std::memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+// atomicAdd adds v to *addr atomically and returns the value before, as
+// CUDA's does: the threads of a block run at once, so a scatter-add needs
+// it here too (a compare-and-swap loop on the float's bits).
+inline float atomicAdd(float *addr, float v) {
+	uint32_t *p = reinterpret_cast<uint32_t *>(addr);
+	uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+	for (;;) {
+		float f = __uint_as_float(old), sum = f + v;
+		uint32_t bits;
+		std::memcpy(&bits, &sum, sizeof bits);
+		if (__atomic_compare_exchange_n(p, &old, bits, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) return f;
+	}
+}
+
 namespace hone_cuda {
 
 // Diverged unwinds a thread out of its kernel once the launch has failed.
@@ -68,12 +96,12 @@ struct Barrier {
 	const char *file = nullptr;
 	int line = 0;
 	std::string name;  // "__syncthreads", "warp 2 shuffle"
+	std::condition_variable cv;  // its waiting members (a warp's wake only that warp)
 };
 
 // Block is the state the threads of the running block share, under one lock.
 struct Block {
 	std::mutex mu;
-	std::condition_variable cv;
 	int running = 0;  // threads neither waiting at a barrier nor finished
 	bool broken = false;
 	std::string error;
@@ -91,7 +119,8 @@ struct Block {
 			broken = true;
 			error = msg;
 		}
-		cv.notify_all();
+		block.cv.notify_all();
+		for (Barrier &w : warps) w.cv.notify_all();
 	}
 
 	// stuck describes every barrier with threads waiting at it.
@@ -124,7 +153,7 @@ struct Block {
 			b.arrived = 0;
 			b.generation++;
 			running += b.members - 1;  // the others wake up
-			cv.notify_all();
+			b.cv.notify_all();
 			return;
 		}
 		running--;
@@ -133,7 +162,7 @@ struct Block {
 			throw Diverged{};
 		}
 		long gen = b.generation;
-		cv.wait(lk, [&] { return b.generation != gen || broken; });
+		b.cv.wait(lk, [&] { return b.generation != gen || broken; });
 		if (broken && b.generation == gen) throw Diverged{};
 	}
 
@@ -202,45 +231,80 @@ T shfl_xor(const char *f, int l, unsigned mask, T v, int laneMask, int width = w
 	return shuffle(mask, v, [&](int lane) { int s = lane ^ laneMask; return segment(s, width) == segment(lane, width) ? s : lane; }, f, l);
 }
 
+// newBlock is the shared state of one block of n threads.
+inline std::unique_ptr<Block> newBlock(unsigned n) {
+	auto b = std::make_unique<Block>();
+	b->running = int(n);
+	b->block.members = int(n);
+	b->block.name = "__syncthreads";
+	unsigned nw = (n + warpSize - 1) / warpSize;
+	b->warps = std::vector<Barrier>(nw);
+	b->exchange.assign(nw, std::vector<uint64_t>(warpSize));
+	for (unsigned w = 0; w < nw; w++) {
+		b->warps[w].members = int(n - w * warpSize < unsigned(warpSize) ? n - w * warpSize : warpSize);
+		b->warps[w].name = "warp " + std::to_string(w) + " shuffle";
+	}
+	return b;
+}
+
 // launch runs kernel<<<grid, block>>>(args...) and returns "" or what went
-// wrong (a divergent barrier, a block too large), naming the block.
+// wrong (a divergent barrier, a block too large), naming the block. The
+// block's threads are made once and run the blocks in turn (x fastest),
+// meeting after each: a block starts when the one before it has ended.
 template <class... Params, class... Args>
 std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
-	unsigned n = block.x * block.y * block.z;
+	const unsigned n = block.x * block.y * block.z;
 	if (n == 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0) return "launch: bad geometry";
-	for (unsigned bz = 0; bz < grid.z; bz++)
-		for (unsigned by = 0; by < grid.y; by++)
-			for (unsigned bx = 0; bx < grid.x; bx++) {
-				Block b;
-				b.running = int(n);
-				b.block.members = int(n);
-				b.block.name = "__syncthreads";
-				unsigned nw = (n + warpSize - 1) / warpSize;
-				b.warps.resize(nw);
-				b.exchange.assign(nw, std::vector<uint64_t>(warpSize));
-				for (unsigned w = 0; w < nw; w++) {
-					b.warps[w].members = int(n - w * warpSize < unsigned(warpSize) ? n - w * warpSize : warpSize);
-					b.warps[w].name = "warp " + std::to_string(w) + " shuffle";
+	const unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
+	std::mutex mu;  // guards the fields below
+	std::condition_variable cv;
+	std::unique_ptr<Block> cur = newBlock(n);
+	unsigned long long index = 0;  // of the block running
+	unsigned ended = 0;            // threads done with it
+	long round = 0;
+	bool stop = false;
+	std::string err;
+	std::vector<std::thread> threads;
+	for (unsigned t = 0; t < n; t++)
+		threads.emplace_back([&, t] {
+			threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+			blockDim = block;
+			gridDim = grid;
+			for (;;) {
+				unsigned long long i;
+				{
+					std::lock_guard<std::mutex> lk(mu);
+					current = cur.get();
+					i = index;
 				}
-				std::vector<std::thread> threads;
-				for (unsigned t = 0; t < n; t++)
-					threads.emplace_back([&, t] {
-						current = &b;
-						threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
-						blockIdx = {bx, by, bz};
-						blockDim = block;
-						gridDim = grid;
-						try {
-							kernel(args...);
-						} catch (const Diverged &) {
-						}
-						b.leave(int(t / warpSize));
-					});
-				for (auto &th : threads) th.join();
-				if (b.broken)
-					return "block (" + std::to_string(bx) + "," + std::to_string(by) + "," + std::to_string(bz) + "): " + b.error;
+				blockIdx = {unsigned(i % grid.x), unsigned(i / grid.x % grid.y), unsigned(i / grid.x / grid.y)};
+				try {
+					kernel(args...);
+				} catch (const Diverged &) {
+				}
+				current->leave(int(t / warpSize));
+				std::unique_lock<std::mutex> lk(mu);
+				if (++ended == n) {  // the last thread of the block sets up the next
+					ended = 0;
+					if (cur->broken) {
+						err = "block (" + std::to_string(blockIdx.x) + "," + std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) + "): " + cur->error;
+						stop = true;
+					} else if (++index == blocks) {
+						stop = true;
+					} else {
+						cur = newBlock(n);
+					}
+					round++;
+					cv.notify_all();
+				} else {
+					long r = round;
+					cv.wait(lk, [&] { return round != r; });
+				}
+				if (stop) return;
 			}
-	return "";
+		});
+	for (auto &th : threads) th.join();
+	return err;
 }
 
 }  // namespace hone_cuda

@@ -11,12 +11,14 @@
 # under 7 minutes. It exits 1 when a step failed.
 #
 # What it checks today: the device (nvidia-smi), PyTorch's view of it, and
-# kernels/cuda's hardware tests (GEMMs through cuBLAS, and rmsnorm.cu's
-# embedded PTX JIT-compiled by the driver, against kernels/ref), under
-# compute-sanitizer memcheck too when the machine has it. What is NOT in it,
-# because it does not exist yet: a CUDA kernels.Backend, the conformance
-# suite and the model goldens on CUDA, and the LoRA step and decode next to
-# PyTorch + PEFT.
+# kernels/cuda's hardware tests (GEMMs through cuBLAS, and the kernels'
+# embedded PTX JIT-compiled by the driver and launched by cuda.Ops, on
+# kerneltest's conformance cases for their ops, against kernels/ref), under
+# compute-sanitizer memcheck too when the machine has it (-test.short: the
+# small shapes only). What is NOT in it, because it does not exist yet: a
+# CUDA kernels.Backend, the conformance suite for the ops without CUDA
+# kernels (linear, attention, LogprobBackward) and the model goldens on
+# CUDA, and the LoRA step and decode next to PyTorch + PEFT.
 #
 # cuBLAS is found by its sonames (13, 12, 11), else in Python's
 # site-packages (the nvidia-* wheels PyTorch installs), unless HONE_LIBCUBLAS
@@ -76,11 +78,11 @@ step hardware-test 180 env HONE_CUDA_TEST=1 "$here/cuda.test" -test.run OnHardwa
 
 sanitizer=${HONE_COMPUTE_SANITIZER:-$(command -v compute-sanitizer)}
 if [ -n "$sanitizer" ]; then
-	step memcheck 90 env HONE_CUDA_TEST=1 "$sanitizer" --tool memcheck --error-exitcode 1 "$here/cuda.test" -test.run OnHardware -test.v -test.timeout 80s
+	step memcheck 90 env HONE_CUDA_TEST=1 "$sanitizer" --tool memcheck --error-exitcode 1 "$here/cuda.test" -test.run OnHardware -test.short -test.v -test.timeout 80s
 else
 	note "memcheck        skipped: compute-sanitizer is not on this machine"
 fi
 
-note "not checked, because it does not exist yet: a CUDA kernels.Backend, the conformance suite and model goldens on CUDA, the LoRA step and decode next to PyTorch + PEFT"
+note "not checked, because it does not exist yet: a CUDA kernels.Backend, the conformance suite for the ops without CUDA kernels (linear, attention, LogprobBackward), model goldens on CUDA, the LoRA step and decode next to PyTorch + PEFT"
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
 exit "$failed"

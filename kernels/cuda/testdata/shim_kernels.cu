@@ -47,3 +47,9 @@ extern "C" __global__ void shuffle_then_barrier(float *out) {
 	__syncthreads();
 	out[threadIdx.x] = v;
 }
+
+// atomic_add: every thread of both blocks adds 1 to out[0] and keeps the
+// value it saw at out[1 + 64·block + thread]: a permutation of 0…127.
+extern "C" __global__ void atomic_add(float *out) {
+	out[1 + blockIdx.x * blockDim.x + threadIdx.x] = atomicAdd(&out[0], 1.0f);
+}

@@ -14,7 +14,8 @@ int main(int argc, char **argv) {
 		void (*kernel)(float *);
 	} kernels[] = {{"shuffles", shuffles}, {"shared_per_block", shared_per_block},
 	               {"barrier_in_branch", barrier_in_branch}, {"barrier_two_places", barrier_two_places},
-	               {"shuffle_in_branch", shuffle_in_branch}, {"shuffle_then_barrier", shuffle_then_barrier}};
+	               {"shuffle_in_branch", shuffle_in_branch}, {"shuffle_then_barrier", shuffle_then_barrier},
+	               {"atomic_add", atomic_add}};
 	std::vector<float> out(2 * 4 * 64);
 	for (const auto &k : kernels) {
 		if (strcmp(k.name, argv[1]) != 0) continue;

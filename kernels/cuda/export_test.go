@@ -1,0 +1,17 @@
+package cuda
+
+// The launch plans of Ops, for the tests that run the same launches on the
+// CPU shim.
+type Step = step
+
+var (
+	PlanRMSNormForward  = planRMSNormForward
+	PlanRMSNormBackward = planRMSNormBackward
+	PlanRoPE            = planRoPE
+	PlanFlat            = planFlat
+	PlanRows            = planRows
+	PlanAdamW           = planAdamW
+	PlanLogprob         = planLogprob
+	LogprobChunk        = logprobChunk
+	KernelModules       = kernelModules
+)

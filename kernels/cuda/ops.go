@@ -1,0 +1,620 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// Ops launches Hone's own kernels (the .cu modules beside this file) on one
+// device: its methods are kernels.Backend's ops on device buffers, each a
+// fixed launch geometry (the plan* functions) after checking the sizes and
+// buffer lengths. They queue the kernels on the default stream and return
+// before they end (Download waits). None of it has run on a GPU yet.
+type Ops struct {
+	d       *Device
+	mods    []*Kernels
+	kernels map[string]*Kernel
+}
+
+// kernelModules names the module (.cu file) of every kernel Ops launches.
+var kernelModules = map[string]string{
+	"rmsnorm_forward":          "rmsnorm",
+	"rmsnorm_backward":         "rmsnorm",
+	"rmsnorm_backward_dweight": "rmsnorm",
+	"rope_forward":             "rope",
+	"rope_backward":            "rope",
+	"swiglu_forward":           "swiglu",
+	"swiglu_backward":          "swiglu",
+	"embedding_forward":        "embedding",
+	"embedding_forward_bf16":   "embedding",
+	"embedding_backward":       "embedding",
+	"adamw":                    "adamw",
+	"add":                      "elementwise",
+	"scale":                    "elementwise",
+	"axpy":                     "elementwise",
+	"logsoftmax_forward":       "softmax",
+	"logsoftmax_backward":      "softmax",
+	"entropy_forward":          "softmax",
+	"entropy_backward":         "softmax",
+	"logprob_chunk":            "logprob",
+	"logprob_finish":           "logprob",
+	"expect_scale":             "logprob",
+	"logprob_expect":           "logprob",
+	"logprob_backward_expect":  "logprob",
+}
+
+// LoadOps loads every module Ops needs (Device.LoadKernels) and looks up
+// its kernels. Unload (or Device.Close) unloads them.
+func (d *Device) LoadOps() (*Ops, error) {
+	o := &Ops{d: d, kernels: map[string]*Kernel{}}
+	byModule := map[string][]string{}
+	for k, m := range kernelModules {
+		byModule[m] = append(byModule[m], k)
+	}
+	mods := make([]string, 0, len(byModule))
+	for m := range byModule {
+		mods = append(mods, m)
+	}
+	sort.Strings(mods)
+	for _, m := range mods {
+		mod, err := d.LoadKernels(m)
+		if err != nil {
+			o.Unload()
+			return nil, err
+		}
+		o.mods = append(o.mods, mod)
+		for _, name := range byModule[m] {
+			k, err := mod.Kernel(name)
+			if err != nil {
+				o.Unload()
+				return nil, err
+			}
+			o.kernels[name] = k
+		}
+	}
+	return o, nil
+}
+
+// Unload unloads the modules LoadOps loaded; the first error is returned.
+func (o *Ops) Unload() error {
+	var first error
+	for _, m := range o.mods {
+		if err := m.Unload(); err != nil && first == nil {
+			first = err
+		}
+	}
+	o.mods = nil
+	return first
+}
+
+// step is one kernel launch of an op: the kernel, its geometry, and its
+// arguments in the kernel's parameter order. An op's buffer arguments are
+// whatever its caller passes to the plan (*Buffer for Ops; host slices in
+// the tests that run the same plans on the CPU shim), the rest int and
+// float32.
+type step struct {
+	Kernel      string
+	Grid, Block Dim3
+	Args        []any
+	Gemm        *gemmStep // instead of a kernel: a GEMM (Device.Matmul)
+}
+
+// gemmStep is C [M,N] = A [M,K] · op(B) + Beta·C (B [N,K] when TransB,
+// else [K,N]) on the op's buffers (or views of them).
+type gemmStep struct {
+	C, A, B any
+	M, N, K int
+	TransB  bool
+	Beta    float32
+}
+
+// run launches an op's steps in order.
+func (o *Ops) run(op string, steps []step) error {
+	for _, s := range steps {
+		if g := s.Gemm; g != nil {
+			if err := o.d.Matmul(g.C.(*Buffer), g.A.(*Buffer), g.B.(*Buffer), g.M, g.N, g.K, false, g.TransB, g.Beta); err != nil {
+				return fmt.Errorf("CUDA %s: %w", op, err)
+			}
+			continue
+		}
+		k, ok := o.kernels[s.Kernel]
+		if !ok {
+			return fmt.Errorf("CUDA %s: kernel %s not loaded", op, s.Kernel)
+		}
+		if err := k.Launch(s.Grid, s.Block, 0, s.Args...); err != nil {
+			return fmt.Errorf("CUDA %s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// check collects an op's argument errors: negative or too large sizes,
+// missing or short buffers. The first one is kept.
+type check struct {
+	op  string
+	err error
+}
+
+func (c *check) fail(format string, a ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("CUDA %s: %s", c.op, fmt.Sprintf(format, a...))
+	}
+}
+
+// sizes fails unless every size is ≥ 0 and their product fits an int32
+// (the kernels index with int).
+func (c *check) sizes(names string, s ...int) {
+	p := 1
+	for _, v := range s {
+		if v < 0 {
+			c.fail("negative size in %s = %v", names, s)
+			return
+		}
+		if v > 0 && p > (1<<31-1)/v {
+			c.fail("sizes %s = %v: more than 2³¹−1 elements", names, s)
+			return
+		}
+		p *= v
+	}
+}
+
+// buf fails unless b is a buffer of this device with at least n elements.
+func (c *check) buf(d *Device, name string, b *Buffer, n int) {
+	switch {
+	case b == nil:
+		c.fail("%s is nil", name)
+	case b.d != d:
+		c.fail("%s is a buffer of another device", name)
+	case b.n < n:
+		c.fail("%s has %d elements, shape needs %d", name, b.n, n)
+	}
+}
+
+// rowThreads is the block of a one-block-per-row kernel over rows of C
+// values: 32 threads a warp, up to 256, no more warps than the row fills.
+func rowThreads(C int) int {
+	return min(256, max(32, (C+31)/32*32))
+}
+
+// planRMSNormForward: one block per row.
+func planRMSNormForward(out, rstd, inp, weight any, N, C int, eps float32) []step {
+	if N == 0 {
+		return nil
+	}
+	return []step{{"rmsnorm_forward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{out, rstd, inp, weight, C, eps}, nil}}
+}
+
+// planRMSNormBackward: dinp one block per row; dweight (when withDweight)
+// one block of 32×8 threads per 32 columns.
+func planRMSNormBackward(dinp, dweight, dout, rstd, inp, weight any, withDweight bool, N, C int) []step {
+	if N == 0 {
+		return nil
+	}
+	s := []step{{"rmsnorm_backward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{dinp, dout, rstd, inp, weight, C}, nil}}
+	if withDweight {
+		s = append(s, step{"rmsnorm_backward_dweight", Dim3{(C + 31) / 32, 1, 1}, Dim3{32, 8, 1}, []any{dweight, dout, rstd, inp, N, C}, nil})
+	}
+	return s
+}
+
+// RMSNormForward is kernels.Backend.RMSNormForward on device buffers: out
+// [N,C], rstd [N], inp [N,C], weight [C]; C ≥ 1.
+func (o *Ops) RMSNormForward(out, rstd, inp, weight *Buffer, N, C int, eps float32) error {
+	c := check{op: "RMSNormForward"}
+	c.sizes("N, C", N, C)
+	if C < 1 {
+		c.fail("C = %d: want at least 1", C)
+	}
+	c.buf(o.d, "out", out, N*C)
+	c.buf(o.d, "rstd", rstd, N)
+	c.buf(o.d, "inp", inp, N*C)
+	c.buf(o.d, "weight", weight, C)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planRMSNormForward(out, rstd, inp, weight, N, C, eps))
+}
+
+// RMSNormBackward is kernels.Backend.RMSNormBackward on device buffers: it
+// accumulates dinp [N,C] and dweight [C] (nil: skipped); dout, inp [N,C],
+// rstd [N], weight [C]; C ≥ 1. dweight's sum over rows is deterministic.
+func (o *Ops) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight *Buffer, N, C int) error {
+	c := check{op: "RMSNormBackward"}
+	c.sizes("N, C", N, C)
+	if C < 1 {
+		c.fail("C = %d: want at least 1", C)
+	}
+	c.buf(o.d, "dinp", dinp, N*C)
+	if dweight != nil {
+		c.buf(o.d, "dweight", dweight, C)
+	}
+	c.buf(o.d, "dout", dout, N*C)
+	c.buf(o.d, "rstd", rstd, N)
+	c.buf(o.d, "inp", inp, N*C)
+	c.buf(o.d, "weight", weight, C)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planRMSNormBackward(dinp, dweight, dout, rstd, inp, weight, dweight != nil, N, C))
+}
+
+// flatThreads is the block of the kernels that take their work items in a
+// grid-stride loop; flatGrid their grid: one item a thread, up to
+// maxFlatBlocks blocks (each thread then takes several).
+const (
+	flatThreads   = 256
+	maxFlatBlocks = 4096
+)
+
+func flatGrid(items int) Dim3 {
+	return Dim3{min(maxFlatBlocks, (items+flatThreads-1)/flatThreads), 1, 1}
+}
+
+// planRoPE: one thread per rotated pair or unrotated dim.
+func planRoPE(kernel string, out, inp, pos, invFreq any, N, H, D, half int) []step {
+	items := N * H * (D - half)
+	if items == 0 {
+		return nil
+	}
+	return []step{{kernel, flatGrid(items), Dim3{flatThreads, 1, 1}, []any{out, inp, pos, invFreq, N, H, D, half}, nil}}
+}
+
+func (o *Ops) ropeCheck(op string, out, inp, pos, invFreq *Buffer, N, H, D, half int) error {
+	c := check{op: op}
+	c.sizes("N, H, D", N, H, D)
+	if half < 0 || 2*half > D {
+		c.fail("rotary dims 2·%d outside [0, head dim %d]", half, D)
+	}
+	c.buf(o.d, "out", out, N*H*D)
+	c.buf(o.d, "inp", inp, N*H*D)
+	c.buf(o.d, "pos", pos, N)
+	if half > 0 || invFreq != nil {
+		c.buf(o.d, "invFreq", invFreq, half)
+	}
+	return c.err
+}
+
+// RoPEForward is kernels.Backend.RoPEForward on device buffers, with
+// half = len(invFreq) given: out, inp [N,H,D] (out may be inp); pos [N]
+// int32 (UploadInt32); invFreq [half] (nil when half is 0).
+func (o *Ops) RoPEForward(out, inp, pos, invFreq *Buffer, N, H, D, half int) error {
+	if err := o.ropeCheck("RoPEForward", out, inp, pos, invFreq, N, H, D, half); err != nil {
+		return err
+	}
+	return o.run("RoPEForward", planRoPE("rope_forward", out, inp, pos, invFreq, N, H, D, half))
+}
+
+// RoPEBackward is kernels.Backend.RoPEBackward on device buffers: it
+// accumulates dinp [N,H,D] += the rotation by −θ of dout [N,H,D].
+func (o *Ops) RoPEBackward(dinp, dout, pos, invFreq *Buffer, N, H, D, half int) error {
+	if err := o.ropeCheck("RoPEBackward", dinp, dout, pos, invFreq, N, H, D, half); err != nil {
+		return err
+	}
+	return o.run("RoPEBackward", planRoPE("rope_backward", dinp, dout, pos, invFreq, N, H, D, half))
+}
+
+// planFlat: one thread per element of n, in a grid-stride loop.
+func planFlat(kernel string, n int, args ...any) []step {
+	if n == 0 {
+		return nil
+	}
+	return []step{{kernel, flatGrid(n), Dim3{flatThreads, 1, 1}, args, nil}}
+}
+
+// SwiGLUForward is kernels.Backend.SwiGLUForward on device buffers: out =
+// silu(gate)·up over n values.
+func (o *Ops) SwiGLUForward(out, gate, up *Buffer, n int) error {
+	c := check{op: "SwiGLUForward"}
+	c.sizes("n", n)
+	c.buf(o.d, "out", out, n)
+	c.buf(o.d, "gate", gate, n)
+	c.buf(o.d, "up", up, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat("swiglu_forward", n, out, gate, up, n))
+}
+
+// SwiGLUBackward is kernels.Backend.SwiGLUBackward on device buffers: it
+// accumulates dgate and dup over n values.
+func (o *Ops) SwiGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
+	c := check{op: "SwiGLUBackward"}
+	c.sizes("n", n)
+	c.buf(o.d, "dgate", dgate, n)
+	c.buf(o.d, "dup", dup, n)
+	c.buf(o.d, "dout", dout, n)
+	c.buf(o.d, "gate", gate, n)
+	c.buf(o.d, "up", up, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat("swiglu_backward", n, dgate, dup, dout, gate, up, n))
+}
+
+// planRows: one block per row of C values.
+func planRows(kernel string, N, C int, args ...any) []step {
+	if N == 0 || C == 0 {
+		return nil
+	}
+	return []step{{kernel, Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, args, nil}}
+}
+
+func (o *Ops) embeddingCheck(op string, out, ids, table *Buffer, tableLen, N, C, V int) error {
+	c := check{op: op}
+	c.sizes("N, C", N, C)
+	c.sizes("V, C", V, C)
+	c.buf(o.d, "out", out, N*C)
+	c.buf(o.d, "ids", ids, N)
+	c.buf(o.d, "table", table, tableLen)
+	return c.err
+}
+
+// EmbeddingForward is kernels.Backend.EmbeddingForward on device buffers:
+// out [N,C] gathers the rows ids [N] (int32, UploadInt32) of table [V,C].
+// The ids are not checked on the host: a row with an id outside [0, V)
+// comes out NaN.
+func (o *Ops) EmbeddingForward(out, ids, table *Buffer, N, C, V int) error {
+	if err := o.embeddingCheck("EmbeddingForward", out, ids, table, V*C, N, C, V); err != nil {
+		return err
+	}
+	return o.run("EmbeddingForward", planRows("embedding_forward", N, C, out, ids, table, C, V))
+}
+
+// EmbeddingForwardBF16 is EmbeddingForward from a bfloat16 table [V,C]
+// (UploadBF16: (V·C+1)/2 elements).
+func (o *Ops) EmbeddingForwardBF16(out, ids, table *Buffer, N, C, V int) error {
+	if err := o.embeddingCheck("EmbeddingForwardBF16", out, ids, table, (V*C+1)/2, N, C, V); err != nil {
+		return err
+	}
+	return o.run("EmbeddingForwardBF16", planRows("embedding_forward_bf16", N, C, out, ids, table, C, V))
+}
+
+// EmbeddingBackward is kernels.Backend.EmbeddingBackward on device
+// buffers: dtable [V,C] += dout [N,C] scattered to the rows ids [N]
+// (atomicAdd: the sums of repeated ids are in no fixed order). Rows with
+// an id outside [0, V) add nothing.
+func (o *Ops) EmbeddingBackward(dtable, dout, ids *Buffer, N, C, V int) error {
+	c := check{op: "EmbeddingBackward"}
+	c.sizes("N, C", N, C)
+	c.sizes("V, C", V, C)
+	c.buf(o.d, "dtable", dtable, V*C)
+	c.buf(o.d, "dout", dout, N*C)
+	c.buf(o.d, "ids", ids, N)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planRows("embedding_backward", N, C, dtable, dout, ids, C, V))
+}
+
+// planAdamW: one thread per parameter; the step's constants formed here in
+// float64 (as kernels/ref forms them) and rounded once.
+func planAdamW(param, grad, m, v any, n, step int, h kernels.AdamWParams) []step {
+	lr, b1, b2 := float64(h.LR), float64(h.Beta1), float64(h.Beta2)
+	bc1 := 1 - math.Pow(b1, float64(step))
+	bc2 := 1 - math.Pow(b2, float64(step))
+	return planFlat("adamw", n, param, grad, m, v, n,
+		float32(1-lr*float64(h.WeightDecay)), h.Beta1, float32(1-b1), h.Beta2, float32(1-b2),
+		float32(lr/bc1), float32(1/math.Sqrt(bc2)), h.Eps)
+}
+
+// AdamW is kernels.Backend.AdamW on device buffers: one step on n
+// parameters; step is the 1-based step number after this update.
+func (o *Ops) AdamW(param, grad, m, v *Buffer, n, step int, h kernels.AdamWParams) error {
+	c := check{op: "AdamW"}
+	c.sizes("n", n)
+	if step < 1 {
+		c.fail("step %d: want ≥ 1", step)
+	}
+	c.buf(o.d, "param", param, n)
+	c.buf(o.d, "grad", grad, n)
+	c.buf(o.d, "m", m, n)
+	c.buf(o.d, "v", v, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planAdamW(param, grad, m, v, n, step, h))
+}
+
+// Add is kernels.Backend.Add on device buffers: out = a + b over n values
+// (out may be a or b).
+func (o *Ops) Add(out, a, b *Buffer, n int) error {
+	c := check{op: "Add"}
+	c.sizes("n", n)
+	c.buf(o.d, "out", out, n)
+	c.buf(o.d, "a", a, n)
+	c.buf(o.d, "b", b, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat("add", n, out, a, b, n))
+}
+
+// Scale is kernels.Backend.Scale on device buffers: out = s·a over n
+// values (out may be a).
+func (o *Ops) Scale(out, a *Buffer, s float32, n int) error {
+	c := check{op: "Scale"}
+	c.sizes("n", n)
+	c.buf(o.d, "out", out, n)
+	c.buf(o.d, "a", a, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat("scale", n, out, a, s, n))
+}
+
+// AXPY is kernels.Backend.AXPY on device buffers: out += s·a over n
+// values.
+func (o *Ops) AXPY(out, a *Buffer, s float32, n int) error {
+	c := check{op: "AXPY"}
+	c.sizes("n", n)
+	c.buf(o.d, "out", out, n)
+	c.buf(o.d, "a", a, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat("axpy", n, out, a, s, n))
+}
+
+// softmaxCheck checks the sizes and buffers of a softmax-family op: rows
+// of V ≥ 1 values.
+func (o *Ops) softmaxCheck(op string, N, V int, bufs ...any) error {
+	c := check{op: op}
+	c.sizes("N, V", N, V)
+	if V < 1 {
+		c.fail("V = %d: want at least 1", V)
+	}
+	for i := 0; i < len(bufs); i += 3 {
+		c.buf(o.d, bufs[i].(string), bufs[i+1].(*Buffer), bufs[i+2].(int))
+	}
+	return c.err
+}
+
+// LogSoftmaxForward is kernels.Backend.LogSoftmaxForward on device
+// buffers: out [N,V] = inp [N,V] − the logsumexp of its row.
+func (o *Ops) LogSoftmaxForward(out, inp *Buffer, N, V int) error {
+	if err := o.softmaxCheck("LogSoftmaxForward", N, V, "out", out, N*V, "inp", inp, N*V); err != nil {
+		return err
+	}
+	return o.run("LogSoftmaxForward", planRows("logsoftmax_forward", N, V, out, inp, V))
+}
+
+// LogSoftmaxBackward is kernels.Backend.LogSoftmaxBackward on device
+// buffers: dinp [N,V] += dout − exp(out)·Σ_row dout.
+func (o *Ops) LogSoftmaxBackward(dinp, dout, out *Buffer, N, V int) error {
+	if err := o.softmaxCheck("LogSoftmaxBackward", N, V, "dinp", dinp, N*V, "dout", dout, N*V, "out", out, N*V); err != nil {
+		return err
+	}
+	return o.run("LogSoftmaxBackward", planRows("logsoftmax_backward", N, V, dinp, dout, out, V))
+}
+
+// EntropyForward is kernels.Backend.EntropyForward on device buffers: ent
+// [N] = the entropy of softmax(inp [N,V]) per row.
+func (o *Ops) EntropyForward(ent, inp *Buffer, N, V int) error {
+	if err := o.softmaxCheck("EntropyForward", N, V, "ent", ent, N, "inp", inp, N*V); err != nil {
+		return err
+	}
+	return o.run("EntropyForward", planRows("entropy_forward", N, V, ent, inp, V))
+}
+
+// EntropyBackward is kernels.Backend.EntropyBackward on device buffers:
+// dinp [N,V] += −dent[n]·p·(log p + ent[n]), recomputing p and ent.
+func (o *Ops) EntropyBackward(dinp, dent, inp *Buffer, N, V int) error {
+	if err := o.softmaxCheck("EntropyBackward", N, V, "dinp", dinp, N*V, "dent", dent, N, "inp", inp, N*V); err != nil {
+		return err
+	}
+	return o.run("EntropyBackward", planRows("entropy_backward", N, V, dinp, dent, inp, V))
+}
+
+// logprobChunk is the vocabulary block of LogprobForward: chunk, or
+// kernels.DefaultLogprobChunk when chunk ≤ 0, at most V.
+func logprobChunk(chunk, V int) int {
+	if chunk <= 0 {
+		chunk = kernels.DefaultLogprobChunk
+	}
+	return max(1, min(chunk, V))
+}
+
+// planLogprob: per chunk of vocabulary columns, the GEMM of its logits
+// into z and logprob_chunk (one block per row) folding them into state;
+// with expect (withExpect), then expect's rows rescaled (expect_scale) and
+// the chunk's e^(z−M)·weight rows added (a GEMM); at the end
+// logprob_finish, and logprob_expect. view(b, off, n) is n elements of b
+// from off on. z holds N·logprobChunk(chunk, V) values, state 5·N.
+func planLogprob(view func(b any, off, n int) any, logprob, entropy, lse, expect, hidden, weight, targets, z, state any, withExpect bool, N, C, V, chunk int) []step {
+	if N == 0 {
+		return nil
+	}
+	keep := 0
+	if withExpect {
+		keep = 1
+	}
+	cl := logprobChunk(chunk, V)
+	var s []step
+	for j0 := 0; j0 < V; j0 += cl {
+		l := min(cl, V-j0)
+		zc, wc := view(z, 0, N*l), view(weight, j0*C, l*C)
+		s = append(s,
+			step{Gemm: &gemmStep{C: zc, A: hidden, B: wc, M: N, N: l, K: C, TransB: true}},
+			step{"logprob_chunk", Dim3{N, 1, 1}, Dim3{rowThreads(l), 1, 1}, []any{state, zc, targets, l, j0, keep}, nil})
+		if withExpect {
+			var beta float32
+			if j0 > 0 {
+				beta = 1
+				s = append(s, planRows("expect_scale", N, C, expect, state, C)...)
+			}
+			s = append(s, step{Gemm: &gemmStep{C: expect, A: zc, B: wc, M: N, N: C, K: l, Beta: beta}})
+		}
+	}
+	s = append(s, planFlat("logprob_finish", N, logprob, entropy, lse, state, targets, N)...)
+	if withExpect {
+		s = append(s, planRows("logprob_expect", N, C, expect, state, C)...)
+	}
+	return s
+}
+
+// LogprobForward is kernels.Backend.LogprobForward on device buffers:
+// logprob, entropy, lse [N] of the logits hidden [N,C] · weight [V,C]ᵀ,
+// computed chunk vocabulary columns at a time (≤ 0: the default) by a
+// cuBLAS GEMM into a [N, chunk] scratch buffer and an online logsumexp;
+// expect [N,C] (nil: skipped) gets Σ_j softmax(z)_j·weight[j], one more
+// GEMM a chunk. targets [N] int32 in [−1, V) (not checked on the host;
+// −1: logprob 0). It allocates and frees its scratch buffers.
+func (o *Ops) LogprobForward(logprob, entropy, lse, expect, hidden, weight, targets *Buffer, N, C, V, chunk int) error {
+	c := check{op: "LogprobForward"}
+	c.sizes("N, C", N, C)
+	c.sizes("V, C", V, C)
+	if V < 1 || C < 1 {
+		c.fail("V = %d, C = %d: want at least 1", V, C)
+	}
+	c.buf(o.d, "logprob", logprob, N)
+	c.buf(o.d, "entropy", entropy, N)
+	c.buf(o.d, "lse", lse, N)
+	if expect != nil {
+		c.buf(o.d, "expect", expect, N*C)
+	}
+	c.buf(o.d, "hidden", hidden, N*C)
+	c.buf(o.d, "weight", weight, V*C)
+	c.buf(o.d, "targets", targets, N)
+	if c.err != nil || N == 0 {
+		return c.err
+	}
+	c.sizes("N, chunk", N, logprobChunk(chunk, V))
+	if c.err != nil {
+		return c.err
+	}
+	z, err := o.d.Alloc(N * logprobChunk(chunk, V))
+	if err != nil {
+		return fmt.Errorf("CUDA LogprobForward: %w", err)
+	}
+	defer z.Free()
+	state, err := o.d.Alloc(5 * N)
+	if err != nil {
+		return fmt.Errorf("CUDA LogprobForward: %w", err)
+	}
+	defer state.Free()
+	view := func(b any, off, n int) any { return b.(*Buffer).view(off, n) }
+	return o.run(c.op, planLogprob(view, logprob, entropy, lse, expect, hidden, weight, targets, z, state, expect != nil, N, C, V, chunk))
+}
+
+// LogprobBackwardExpect is kernels.Backend.LogprobBackwardExpect on device
+// buffers: dhidden [N,C] += dlogprob[n]·(weight[t] − expect[n]) for the
+// rows whose target t = targets[n] is ≥ 0 (t ≥ V, which the host cannot
+// check on the device, adds nothing). dlogprob [N], expect [N,C] (from
+// LogprobForward), weight [V,C].
+func (o *Ops) LogprobBackwardExpect(dhidden, dlogprob, expect, weight, targets *Buffer, N, C, V int) error {
+	c := check{op: "LogprobBackwardExpect"}
+	c.sizes("N, C", N, C)
+	c.sizes("V, C", V, C)
+	c.buf(o.d, "dhidden", dhidden, N*C)
+	c.buf(o.d, "dlogprob", dlogprob, N)
+	c.buf(o.d, "expect", expect, N*C)
+	c.buf(o.d, "weight", weight, V*C)
+	c.buf(o.d, "targets", targets, N)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planRows("logprob_backward_expect", N, C, dhidden, dlogprob, expect, weight, targets, C, V))
+}

@@ -1,0 +1,196 @@
+// Test harness: Hone's kernels (../*.cu) on the CPU through
+// cpushim/cuda_cpu.h, driven by kernels/cuda's tests (shim_test.go).
+//
+// `kernels_main -list` prints the kernels it holds, one a line. Otherwise it
+// reads one launch from stdin (little endian, as Go's encoding/binary
+// writes it):
+//
+//	int32 len, the kernel's name (len bytes)
+//	int32 grid x, y, z, block x, y, z
+//	int32 nargs, then per argument an int32 tag and its value:
+//	  1 float32 array: int32 n, n values
+//	  2 int32 array: int32 n, n values
+//	  3 uint16 array: int32 n, n values
+//	  4 int scalar: int32
+//	  5 float scalar: float32
+//	  6 null pointer
+//	  7 the same memory as argument k: int32 k (an array argument before it)
+//
+// runs it, and writes every array argument (tags 1-3) back to stdout, in
+// order, as it is after the kernel. Each argument's tag must suit the
+// kernel's parameter (float* an f32 array, int an int scalar, …). A failed
+// launch prints its message to stderr and exits 3; bad input exits 2.
+#include "cuda_cpu.h"
+#include "../rmsnorm.cu"
+#include "../rope.cu"
+#include "../swiglu.cu"
+#include "../embedding.cu"
+#include "../adamw.cu"
+#include "../elementwise.cu"
+#include "../softmax.cu"
+#include "../logprob.cu"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace {
+
+struct Arg {
+	int32_t tag = 0;
+	std::vector<float> f;
+	std::vector<int32_t> i;
+	std::vector<uint16_t> u;
+	int32_t iv = 0;
+	float fv = 0;
+	int32_t alias = -1;
+};
+
+void readAll(void *p, size_t n) {
+	if (fread(p, 1, n, stdin) != n) throw std::runtime_error("short input");
+}
+
+template <class T>
+T read() {
+	T v;
+	readAll(&v, sizeof v);
+	return v;
+}
+
+template <class T>
+void readArray(std::vector<T> &v) {
+	int32_t n = read<int32_t>();
+	if (n < 0) throw std::runtime_error("negative array length");
+	v.resize(size_t(n));
+	if (n > 0) readAll(v.data(), v.size() * sizeof(T));
+}
+
+// conv turns argument k into the kernel's parameter of type P.
+template <class P>
+P conv(std::vector<Arg> &args, size_t k) {
+	Arg *a = &args[k];
+	const std::string where = "argument " + std::to_string(k);
+	if constexpr (std::is_pointer_v<P>) {
+		using E = std::remove_cv_t<std::remove_pointer_t<P>>;
+		if (a->tag == 6) return nullptr;
+		if (a->tag == 7) a = &args[size_t(a->alias)];
+		if constexpr (std::is_same_v<E, float>) {
+			if (a->tag == 1) return a->f.data();
+		} else if constexpr (std::is_same_v<E, int>) {
+			if (a->tag == 2) return a->i.data();
+		} else if constexpr (std::is_same_v<E, unsigned short>) {
+			if (a->tag == 3) return a->u.data();
+		}
+		throw std::runtime_error(where + ": tag " + std::to_string(a->tag) + " does not suit the kernel's pointer parameter");
+	} else if constexpr (std::is_same_v<P, int>) {
+		if (a->tag == 4) return a->iv;
+		throw std::runtime_error(where + ": the kernel wants an int");
+	} else if constexpr (std::is_same_v<P, float>) {
+		if (a->tag == 5) return a->fv;
+		throw std::runtime_error(where + ": the kernel wants a float");
+	} else {
+		static_assert(std::is_pointer_v<P>, "a kernel parameter type the harness does not carry");
+	}
+}
+
+template <class... P, size_t... I>
+std::string launchIdx(void (*k)(P...), dim3 g, dim3 b, std::vector<Arg> &args, std::index_sequence<I...>) {
+	return hone_cuda::launch(k, g, b, conv<P>(args, I)...);
+}
+
+template <class... P>
+std::string launchWith(void (*k)(P...), dim3 g, dim3 b, std::vector<Arg> &args) {
+	if (args.size() != sizeof...(P))
+		throw std::runtime_error(std::to_string(args.size()) + " arguments for a kernel of " + std::to_string(sizeof...(P)));
+	return launchIdx(k, g, b, args, std::index_sequence_for<P...>{});
+}
+
+struct Entry {
+	const char *name;
+	std::string (*run)(dim3, dim3, std::vector<Arg> &);
+};
+
+#define KERNEL(k) {#k, [](dim3 g, dim3 b, std::vector<Arg> &a) { return launchWith(k, g, b, a); }}
+
+const Entry kernels[] = {
+    KERNEL(rmsnorm_forward),
+    KERNEL(rmsnorm_backward),
+    KERNEL(rmsnorm_backward_dweight),
+    KERNEL(rope_forward),
+    KERNEL(rope_backward),
+    KERNEL(swiglu_forward),
+    KERNEL(swiglu_backward),
+    KERNEL(embedding_forward),
+    KERNEL(embedding_forward_bf16),
+    KERNEL(embedding_backward),
+    KERNEL(adamw),
+    KERNEL(add),
+    KERNEL(scale),
+    KERNEL(axpy),
+    KERNEL(logsoftmax_forward),
+    KERNEL(logsoftmax_backward),
+    KERNEL(entropy_forward),
+    KERNEL(entropy_backward),
+    KERNEL(logprob_chunk),
+    KERNEL(logprob_finish),
+    KERNEL(expect_scale),
+    KERNEL(logprob_expect),
+    KERNEL(logprob_backward_expect),
+};
+
+}  // namespace
+
+int main(int argc, char **argv) {
+	if (argc == 2 && strcmp(argv[1], "-list") == 0) {
+		for (const Entry &e : kernels) printf("%s\n", e.name);
+		return 0;
+	}
+	std::vector<Arg> args;
+	const Entry *entry = nullptr;
+	dim3 grid, block;
+	try {
+		std::string name(size_t(read<int32_t>()), '\0');
+		readAll(name.data(), name.size());
+		for (const Entry &e : kernels)
+			if (name == e.name) entry = &e;
+		if (!entry) throw std::runtime_error("no kernel " + name);
+		int32_t geo[6];
+		readAll(geo, sizeof geo);
+		grid = dim3(geo[0], geo[1], geo[2]);
+		block = dim3(geo[3], geo[4], geo[5]);
+		args.resize(size_t(read<int32_t>()));
+		for (size_t k = 0; k < args.size(); k++) {
+			Arg &a = args[k];
+			a.tag = read<int32_t>();
+			switch (a.tag) {
+			case 1: readArray(a.f); break;
+			case 2: readArray(a.i); break;
+			case 3: readArray(a.u); break;
+			case 4: a.iv = read<int32_t>(); break;
+			case 5: a.fv = read<float>(); break;
+			case 6: break;
+			case 7:
+				a.alias = read<int32_t>();
+				if (a.alias < 0 || size_t(a.alias) >= k || args[size_t(a.alias)].tag < 1 || args[size_t(a.alias)].tag > 3)
+					throw std::runtime_error("argument " + std::to_string(k) + ": alias of no array before it");
+				break;
+			default: throw std::runtime_error("argument " + std::to_string(k) + ": unknown tag " + std::to_string(a.tag));
+			}
+		}
+		std::string err = entry->run(grid, block, args);
+		if (!err.empty()) {
+			fprintf(stderr, "%s\n", err.c_str());
+			return 3;
+		}
+	} catch (const std::exception &e) {
+		fprintf(stderr, "kernels_main: %s\n", e.what());
+		return 2;
+	}
+	for (const Arg &a : args) {
+		if (a.tag == 1) fwrite(a.f.data(), 4, a.f.size(), stdout);
+		if (a.tag == 2) fwrite(a.i.data(), 4, a.i.size(), stdout);
+		if (a.tag == 3) fwrite(a.u.data(), 2, a.u.size(), stdout);
+	}
+	return 0;
+}

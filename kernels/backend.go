@@ -102,6 +102,18 @@ type Backend interface {
 	//	dup   += dout·silu(gate)
 	SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int)
 
+	// GeGLUForward: out = gelu(gate)·up, elementwise over n values, with
+	// gelu(x) = x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))) (the tanh
+	// approximation: PyTorch's gelu(approximate="tanh"), Gemma's
+	// "gelu_pytorch_tanh").
+	GeGLUForward(out, gate, up []float32, n int)
+
+	// GeGLUBackward accumulates, with t = tanh(√(2/π)·(gate + 0.044715gate³)):
+	//
+	//	dgate += dout·up·(½(1 + t) + ½gate·(1 − t²)·√(2/π)·(1 + 3·0.044715gate²))
+	//	dup   += dout·gelu(gate)
+	GeGLUBackward(dgate, dup, dout, gate, up []float32, n int)
+
 	// ---- attention ------------------------------------------------------
 
 	// AttentionForward is causal grouped-query attention over packed
@@ -130,6 +142,19 @@ type Backend interface {
 	//	dv_j += Σ_i P_ij·dout_i,  dS_ij = P_ij·(dout_i·v_j − δ_i)
 	//	dq_i += scale·Σ_j dS_ij·k_j,  dk_j += scale·Σ_i dS_ij·q_i
 	AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32)
+
+	// AttentionWindowForward is AttentionForward with a sliding window of W
+	// keys (Gemma 3's local layers): query i of a sequence sees only the
+	// keys j of its sequence with i − W < j ≤ i (positions within the
+	// sequence), as transformers' mask kv_idx > q_idx − sliding_window.
+	// W ≥ 1; with W no shorter than every sequence it equals AttentionForward.
+	//
+	//	out [N, H, D], lse [N, H], q [N, H, D], k, v [N, KVH, D], seqOff [S+1]
+	AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32)
+
+	// AttentionWindowBackward accumulates dq, dk, dv of AttentionWindowForward
+	// (AttentionBackward's formulas, P_ij = 0 outside the window).
+	AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32)
 
 	// AttentionDecode lets Tq new tokens of ONE sequence attend to its KV
 	// cache, which already holds their own keys and values at its end: query
@@ -255,6 +280,22 @@ type Backend interface {
 	Scale(out, a []float32, s float32, n int)
 	// AXPY: out += s·a over n values.
 	AXPY(out, a []float32, s float32, n int)
+	// AddScalar: out = a + s over n values (out may alias a): Gemma's norm
+	// weights 1 + w.
+	AddScalar(out, a []float32, s float32, n int)
+
+	// ---- copies ---------------------------------------------------------
+
+	// Copy overwrites dst [n] with src [n]; the two must not overlap. The
+	// model's activation copies (a residual's gradient, new keys and values
+	// into the KV cache) go through it, so that they stay where the backend
+	// keeps its buffers.
+	Copy(dst, src []float32, n int)
+	// Zero overwrites x [n] with zeros: the gradient buffers the backward
+	// ops accumulate into are cleared with it. (A gather of whole rows, such
+	// as each sequence's last hidden row, is EmbeddingForward with the rows
+	// as the table.)
+	Zero(x []float32, n int)
 }
 
 // AdamWParams are the hyperparameters of one AdamW step.

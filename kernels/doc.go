@@ -45,9 +45,35 @@
 // Plain slices are the simplest contract for a CPU. A CUDA backend needs
 // device-resident buffers; the plan is a later Buffer type allocated by the
 // backend (Alloc/Upload/Download) with the same op signatures taking Buffer
-// instead of []float32. Until then the model must reach kernels only through
-// Backend (never index weights in its own loops on the hot path), so that
-// swapping the buffer type is a mechanical change in train/model.
+// instead of []float32. No Buffer type exists yet.
+//
+// What holds now: train/model's hot path (Forward, Backward, Step) touches
+// activations, gradients, weights and the KV cache only through Backend ops.
+// Copies and clears are Copy and Zero (the residual gradient, the gradient
+// buffers backward ops accumulate into, new keys and values written into the
+// cache); gathering rows is EmbeddingForward (each sequence's last hidden row
+// in Step); Gemma's 1+w norm weights are AddScalar, its GeGLU is
+// GeGLUForward/Backward and its sliding-window attention
+// AttentionWindowForward/Backward. kerneltest checks each against ref.
+//
+// What the Buffer swap still has to carry, beyond changing the element type:
+//   - Views. The model passes sub-slices everywhere: one slab carved into a
+//     pass's buffers, xs[l] per layer, w.h[:N·C], a sequence's rows of q and
+//     of the KV cache (k[start·KVD:]). A Buffer needs an offset view
+//     (Slice(lo, hi)) that ops accept like a buffer of its own.
+//   - Host-side allocations in the hot path: Linear.Backward's LoRA scratch
+//     g [N, R], Step's last rows and logits, Model.hidden's returned rows.
+//   - The edges, which stay host slices: token ids, positions, sequence
+//     offsets and targets ([]int32 inputs); Forward's logprobs and entropies
+//     and Step's logits (read back).
+//   - The LoRA adapter's A, B and their gradients, host slices today:
+//     Adapter.ZeroGrad clears them with Go's clear, and train/trainer sums
+//     the gradient norm and checks the weights for NaN or Inf in Go loops
+//     (AdamW and the clipping Scale are Backend ops already). Kept on a
+//     device they need Zero and a norm / finiteness reduction op.
+//   - The KV cache: model.Cache hands out []float32 (serve/engine's KVCache
+//     and ContiguousCache grow and seed them with Go copies); on a device it
+//     would hand out Buffers.
 //
 // Pure helpers that are not hot — RoPE inverse frequencies with llama3
 // scaling (RoPEInvFreq), bfloat16 conversion — live in this package as plain

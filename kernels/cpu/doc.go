@@ -23,6 +23,11 @@
 //     dK += dSᵀ·Q). Scratch is Tq×Tk floats per call, never [H,T,T]. For a
 //     few queries (decode) heads are split among the workers and scored with
 //     the matrix-vector kernels instead, avoiding a BLAS call per head.
+//   - Sliding-window attention (AttentionWindowForward/Backward, Gemma 3's
+//     local layers): blocks of 64 queries of one sequence and kv head against
+//     the keys the block can see, gathered into contiguous tiles, scored and
+//     combined with Matmul, the masked softmax in Go; where no sequence is
+//     longer than the window it is the causal attention above.
 //   - The fused lm_head/log-softmax: logits of at most rowBlock rows ×
 //     chunk vocabulary columns at a time, folded into a running max, Σexp
 //     and Σexp·z per row (online logsumexp), so a 151,936-word vocabulary

@@ -180,6 +180,48 @@ func (b *Backend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 	})
 }
 
+// geluK is √(2/π), the tanh approximation's constant.
+const geluK = 0.7978845608028654
+
+// GeGLUForward: out = gelu_tanh(gate)·up over n values, in float64 per
+// value (math.Tanh).
+func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
+	op := "GeGLUForward"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "out", len(out), n)
+	kernels.Need(op, "gate", len(gate), n)
+	kernels.Need(op, "up", len(up), n)
+	b.parallel(n, 32, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			x := float64(gate[i])
+			t := math.Tanh(geluK * (x + 0.044715*x*x*x))
+			out[i] = float32(0.5 * x * (1 + t) * float64(up[i]))
+		}
+	})
+}
+
+// GeGLUBackward accumulates dgate and dup over n values.
+func (b *Backend) GeGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
+	op := "GeGLUBackward"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "dgate", len(dgate), n)
+	kernels.Need(op, "dup", len(dup), n)
+	kernels.Need(op, "dout", len(dout), n)
+	kernels.Need(op, "gate", len(gate), n)
+	kernels.Need(op, "up", len(up), n)
+	b.parallel(n, 32, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			x := float64(gate[i])
+			t := math.Tanh(geluK * (x + 0.044715*x*x*x))
+			g := 0.5 * x * (1 + t)
+			dg := 0.5*(1+t) + 0.5*x*(1-t*t)*geluK*(1+3*0.044715*x*x)
+			d := float64(dout[i])
+			dgate[i] += float32(d * float64(up[i]) * dg)
+			dup[i] += float32(d * g)
+		}
+	})
+}
+
 // EmbeddingForward gathers out [N,C] = table [V,C] rows ids [N].
 func (b *Backend) EmbeddingForward(out []float32, ids []int32, table []float32, N, C, V int) {
 	op := "EmbeddingForward"
@@ -294,4 +336,31 @@ func (b *Backend) AXPY(out, a []float32, s float32, n int) {
 			out[i] += s * a[i]
 		}
 	})
+}
+
+// AddScalar: out [n] = a + s.
+func (b *Backend) AddScalar(out, a []float32, s float32, n int) {
+	kernels.NeedSizes("AddScalar", n)
+	kernels.Need("AddScalar", "out", len(out), n)
+	kernels.Need("AddScalar", "a", len(a), n)
+	b.parallel(n, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[i] = a[i] + s
+		}
+	})
+}
+
+// Copy: dst [n] = src (Go's copy, split across the workers when large).
+func (b *Backend) Copy(dst, src []float32, n int) {
+	kernels.NeedSizes("Copy", n)
+	kernels.Need("Copy", "dst", len(dst), n)
+	kernels.Need("Copy", "src", len(src), n)
+	b.parallel(n, 1, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+}
+
+// Zero: x [n] = 0 (Go's clear, split across the workers when large).
+func (b *Backend) Zero(x []float32, n int) {
+	kernels.NeedSizes("Zero", n)
+	kernels.Need("Zero", "x", len(x), n)
+	b.parallel(n, 1, func(lo, hi int) { clear(x[lo:hi]) })
 }

@@ -67,7 +67,9 @@ func (s suite) groups() []group {
 		{"RMSNorm", s.rmsnorm},
 		{"RoPE", s.rope},
 		{"SwiGLU", s.swiglu},
+		{"GeGLU", s.geglu},
 		{"Attention", s.attention},
+		{"AttentionWindow", s.attentionWindow},
 		{"AttentionDecode", s.attentionDecode},
 		{"Embedding", s.embedding},
 		{"LogSoftmax", s.logsoftmax},
@@ -76,6 +78,7 @@ func (s suite) groups() []group {
 		{"LogprobBF16", s.logprobBF16},
 		{"AdamW", s.adamw},
 		{"Elementwise", s.elementwise},
+		{"CopyZero", s.copyZero},
 		{"Rows", s.rows},
 		{"BadArguments", s.badArguments},
 	}
@@ -397,6 +400,28 @@ func (s suite) swiglu(t *testing.T) {
 	}
 }
 
+// geglu checks GeGLU on gates far into both tails (tanh saturates) and
+// around zero.
+func (s suite) geglu(t *testing.T) {
+	for _, n := range []int{1, 17, 1000, 70001} {
+		name := fmt.Sprintf("n=%d", n)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			gate, up := randn(r, n, 3), randn(r, n, 1)
+			want, got := nan(n), nan(n)
+			s.r.GeGLUForward(want, gate, up, n)
+			s.b.GeGLUForward(got, gate, up, n)
+			near(t, "out", got, want, F32Tol)
+			dout, dg, du := randn(r, n, 1), randn(r, n, 1), randn(r, n, 1)
+			wdg, wdu, gdg, gdu := clone(dg), clone(du), clone(dg), clone(du)
+			s.r.GeGLUBackward(wdg, wdu, dout, gate, up, n)
+			s.b.GeGLUBackward(gdg, gdu, dout, gate, up, n)
+			near(t, "dgate", gdg, wdg, F32Tol)
+			near(t, "dup", gdu, wdu, F32Tol)
+		})
+	}
+}
+
 // attnShape is one attention case: sequence lengths packed in order, heads.
 type attnShape struct {
 	lens      []int
@@ -461,6 +486,67 @@ func (s suite) attention(t *testing.T) {
 					o := got[(int(off)*H+h)*D : (int(off)*H+h+1)*D]
 					vv := v[(int(off)*KVH+h/g)*D : (int(off)*KVH+h/g+1)*D]
 					near(t, fmt.Sprintf("first token of sequence at %d, head %d", off, h), o, vv, F32Tol)
+				}
+			}
+		})
+	}
+}
+
+// attentionWindow checks the sliding-window attention on windows that mask
+// (query blocks starting past the window, a window of one key) and one that
+// does not, which must equal the causal attention.
+func (s suite) attentionWindow(t *testing.T) {
+	for _, c := range []struct {
+		sh attnShape
+		W  int
+	}{
+		{attnShape{[]int{70, 5, 150}, 4, 2, 8}, 20},
+		{attnShape{[]int{130}, 4, 1, 32}, 64},
+		{attnShape{[]int{17, 1}, 3, 1, 4}, 1},
+		{attnShape{[]int{9, 33}, 2, 2, 16}, 33},
+	} {
+		name := fmt.Sprintf("%s,W=%d", c.sh.name(), c.W)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			H, KVH, D, W := c.sh.H, c.sh.KVH, c.sh.D, c.W
+			seqOff := []int32{0}
+			N, longest := 0, 0
+			for _, l := range c.sh.lens {
+				N += l
+				longest = max(longest, l)
+				seqOff = append(seqOff, int32(N))
+			}
+			q, k, v := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
+			scale := float32(1 / math.Sqrt(float64(D)))
+			wo, wl := nan(N*H*D), nan(N*H)
+			s.r.AttentionWindowForward(wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			got, gl := nan(N*H*D), nan(N*H)
+			s.b.AttentionWindowForward(got, gl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			near(t, "out", got, wo, F32Tol)
+			near(t, "lse", gl, wl, F32Tol)
+
+			dout := randn(r, N*H*D, 1)
+			dq, dk, dv := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
+			wdq, wdk, wdv := clone(dq), clone(dk), clone(dv)
+			s.r.AttentionWindowBackward(wdq, wdk, wdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			gdq, gdk, gdv := clone(dq), clone(dk), clone(dv)
+			s.b.AttentionWindowBackward(gdq, gdk, gdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			near(t, "dq", gdq, wdq, 1e-4)
+			near(t, "dk", gdk, wdk, 1e-4)
+			near(t, "dv", gdv, wdv, 1e-4)
+
+			if W >= longest { // masks nothing: the causal attention
+				fo, fl := nan(N*H*D), nan(N*H)
+				s.b.AttentionForward(fo, fl, q, k, v, seqOff, N, H, KVH, D, scale)
+				near(t, "window vs causal out", got, fo, F32Tol)
+				near(t, "window vs causal lse", gl, fl, F32Tol)
+			}
+			if W == 1 { // each query sees only itself: out = its v
+				g := H / KVH
+				for i := range N {
+					for h := range H {
+						near(t, fmt.Sprintf("token %d head %d", i, h), got[(i*H+h)*D:(i*H+h+1)*D], v[(i*KVH+h/g)*D:(i*KVH+h/g+1)*D], F32Tol)
+					}
 				}
 			}
 		})
@@ -774,6 +860,40 @@ func (s suite) elementwise(t *testing.T) {
 			s.r.AXPY(wo, a, -1.5, n)
 			s.b.AXPY(gob, a, -1.5, n)
 			near(t, "AXPY", gob, wo, 1e-7)
+
+			s.r.AddScalar(want, a, 1, n)
+			s.b.AddScalar(got, a, 1, n)
+			near(t, "AddScalar", got, want, 0)
+			alias = clone(a)
+			s.b.AddScalar(alias, alias, 1, n)
+			near(t, "AddScalar (out = a)", alias, want, 0)
+		})
+	}
+}
+
+// copyZero checks Copy and Zero exactly, and that they touch only the first
+// n values of a longer buffer.
+func (s suite) copyZero(t *testing.T) {
+	for _, n := range []int{0, 1, 17, 70001} {
+		name := fmt.Sprintf("n=%d", n)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			src, dst := randn(r, n+3, 1), randn(r, n+3, 1)
+			want := append(clone(src[:n]), dst[n:]...)
+			s.b.Copy(dst, src, n)
+			near(t, "Copy", dst, want, 0)
+			for i := range want[:n] {
+				want[i] = 0
+			}
+			s.b.Zero(dst, n)
+			near(t, "Zero", dst, want, 0)
+			nans := nan(n + 3)
+			s.b.Zero(nans, n)
+			for i, v := range nans {
+				if (i < n) != (v == 0) {
+					t.Fatalf("Zero over NaN: value %d of %d is %g", i, n+3, v)
+				}
+			}
 		})
 	}
 }
@@ -843,6 +963,12 @@ func (s suite) badArguments(t *testing.T) {
 		{"AttentionForward heads not a multiple", func() {
 			s.b.AttentionForward(f(12), f(3), f(12), f(8), f(8), []int32{0, 1}, 1, 3, 2, 4, 1)
 		}},
+		{"AttentionWindowForward window 0", func() {
+			s.b.AttentionWindowForward(f(4), f(1), f(4), f(4), f(4), []int32{0, 1}, 1, 1, 1, 4, 0, 1)
+		}},
+		{"AttentionWindowBackward short dv", func() {
+			s.b.AttentionWindowBackward(f(4), f(4), f(3), f(4), f(4), f(1), f(4), f(4), f(4), []int32{0, 1}, 1, 1, 1, 4, 2, 1)
+		}},
 		{"AttentionDecode more queries than cache", func() { s.b.AttentionDecode(f(8), f(8), f(4), f(4), 2, 1, 1, 1, 4, 1) }},
 		{"EmbeddingForward id out of range", func() { s.b.EmbeddingForward(f(2), []int32{3}, f(6), 1, 2, 3) }},
 		{"EmbeddingBackward negative id", func() { s.b.EmbeddingBackward(f(6), f(2), []int32{-1}, 1, 2, 3) }},
@@ -860,6 +986,12 @@ func (s suite) badArguments(t *testing.T) {
 		}},
 		{"AdamW step 0", func() { s.b.AdamW(f(1), f(1), f(1), f(1), 1, 0, kernels.DefaultAdamW(1e-3)) }},
 		{"Add short b", func() { s.b.Add(f(3), f(3), f(2), 3) }},
+		{"AddScalar short out", func() { s.b.AddScalar(f(2), f(3), 1, 3) }},
+		{"Copy short src", func() { s.b.Copy(f(3), f(2), 3) }},
+		{"Copy negative n", func() { s.b.Copy(f(3), f(3), -1) }},
+		{"Zero short x", func() { s.b.Zero(f(2), 3) }},
+		{"GeGLUForward short up", func() { s.b.GeGLUForward(f(3), f(3), f(2), 3) }},
+		{"GeGLUBackward short dup", func() { s.b.GeGLUBackward(f(3), f(2), f(3), f(3), f(3), 3) }},
 		{"ExpShift short dst", func() { s.b.ExpShift(f(2), f(3), 0, 1) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {

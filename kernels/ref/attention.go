@@ -28,7 +28,28 @@ func (Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, 
 	kernels.Need(op, "v", len(v), N*KVH*D)
 	for s := 0; s+1 < len(seqOff); s++ {
 		lo, hi := int(seqOff[s]), int(seqOff[s+1])
-		attend(out[lo*H*D:hi*H*D], lse[lo*H:hi*H], q[lo*H*D:hi*H*D], k[lo*KVH*D:hi*KVH*D], v[lo*KVH*D:hi*KVH*D], hi-lo, hi-lo, H, KVH, D, scale)
+		attend(out[lo*H*D:hi*H*D], lse[lo*H:hi*H], q[lo*H*D:hi*H*D], k[lo*KVH*D:hi*KVH*D], v[lo*KVH*D:hi*KVH*D], hi-lo, hi-lo, H, KVH, D, 0, scale)
+	}
+}
+
+// AttentionWindowForward: AttentionForward where query i sees keys
+// i−W < j ≤ i of its sequence.
+func (Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	op := "AttentionWindowForward"
+	kernels.NeedSizes(op, N, D, W)
+	if W < 1 {
+		panic("kernels.AttentionWindowForward: window W must be at least 1")
+	}
+	kernels.NeedHeads(op, H, KVH)
+	kernels.NeedSeqOff(op, seqOff, N)
+	kernels.Need(op, "out", len(out), N*H*D)
+	kernels.Need(op, "lse", len(lse), N*H)
+	kernels.Need(op, "q", len(q), N*H*D)
+	kernels.Need(op, "k", len(k), N*KVH*D)
+	kernels.Need(op, "v", len(v), N*KVH*D)
+	for s := 0; s+1 < len(seqOff); s++ {
+		lo, hi := int(seqOff[s]), int(seqOff[s+1])
+		attend(out[lo*H*D:hi*H*D], lse[lo*H:hi*H], q[lo*H*D:hi*H*D], k[lo*KVH*D:hi*KVH*D], v[lo*KVH*D:hi*KVH*D], hi-lo, hi-lo, H, KVH, D, W, scale)
 	}
 }
 
@@ -44,25 +65,30 @@ func (Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH,
 	kernels.Need(op, "q", len(q), Tq*H*D)
 	kernels.Need(op, "kCache", len(kCache), Tk*KVH*D)
 	kernels.Need(op, "vCache", len(vCache), Tk*KVH*D)
-	attend(out, nil, q, kCache, vCache, Tq, Tk, H, KVH, D, scale)
+	attend(out, nil, q, kCache, vCache, Tq, Tk, H, KVH, D, 0, scale)
 }
 
-// attend: query i of Tq sees key rows 0 … Tk−Tq+i. lse may be nil.
-func attend(out, lse, q, k, v []float32, Tq, Tk, H, KVH, D int, scale float32) {
+// attend: query i of Tq sees key rows 0 … Tk−Tq+i, or with a window W > 0
+// only the last W of them. lse may be nil.
+func attend(out, lse, q, k, v []float32, Tq, Tk, H, KVH, D, W int, scale float32) {
 	group := H / KVH
 	p := make([]float64, Tk) // scores of one query row
 	for i := 0; i < Tq; i++ {
 		last := Tk - Tq + i
+		first := 0
+		if W > 0 {
+			first = max(0, last-W+1)
+		}
 		for h := 0; h < H; h++ {
 			kh := h / group
 			qi := q[(i*H+h)*D : (i*H+h+1)*D] // [D]
 			m := math.Inf(-1)
-			for j := 0; j <= last; j++ {
+			for j := first; j <= last; j++ {
 				p[j] = float64(scale) * dot(qi, k[(j*KVH+kh)*D:(j*KVH+kh+1)*D])
 				m = math.Max(m, p[j])
 			}
 			var sum float64
-			for j := 0; j <= last; j++ {
+			for j := first; j <= last; j++ {
 				p[j] = math.Exp(p[j] - m)
 				sum += p[j]
 			}
@@ -71,7 +97,7 @@ func attend(out, lse, q, k, v []float32, Tq, Tk, H, KVH, D int, scale float32) {
 			}
 			for d := 0; d < D; d++ {
 				var o float64
-				for j := 0; j <= last; j++ {
+				for j := first; j <= last; j++ {
 					o += p[j] * float64(v[(j*KVH+kh)*D+d])
 				}
 				out[(i*H+h)*D+d] = float32(o / sum)
@@ -82,7 +108,19 @@ func attend(out, lse, q, k, v []float32, Tq, Tk, H, KVH, D int, scale float32) {
 
 // AttentionBackward accumulates dq [N,H,D], dk and dv [N,KVH,D].
 func (Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
-	op := "AttentionBackward"
+	attentionBackward("AttentionBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, 0, scale)
+}
+
+// AttentionWindowBackward accumulates the gradients of AttentionWindowForward.
+func (Backend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	if W < 1 {
+		panic("kernels.AttentionWindowBackward: window W must be at least 1")
+	}
+	attentionBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
+}
+
+// attentionBackward is AttentionBackward, over the last W keys when W > 0.
+func attentionBackward(op string, dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
 	kernels.NeedSizes(op, N, D)
 	kernels.NeedHeads(op, H, KVH)
 	kernels.NeedSeqOff(op, seqOff, N)
@@ -103,7 +141,11 @@ func (Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, 
 				qi := q[(i*H+h)*D : (i*H+h+1)*D]     // [D]
 				doi := dout[(i*H+h)*D : (i*H+h+1)*D] // [D]
 				delta := dot(doi, out[(i*H+h)*D:(i*H+h+1)*D])
-				for j := lo; j <= i; j++ {
+				first := lo
+				if W > 0 {
+					first = max(lo, i-W+1)
+				}
+				for j := first; j <= i; j++ {
 					kj := k[(j*KVH+kh)*D : (j*KVH+kh+1)*D] // [D]
 					vj := v[(j*KVH+kh)*D : (j*KVH+kh+1)*D] // [D]
 					pij := math.Exp(float64(scale)*dot(qi, kj) - float64(lse[i*H+h]))

@@ -124,6 +124,56 @@ func TestGradSwiGLU(t *testing.T) {
 	gradcheck(t, "dup", u, du, loss)
 }
 
+// TestGradGeGLU checks GeGLUBackward against finite differences of
+// GeGLUForward, and the value at 1 against PyTorch.
+func TestGradGeGLU(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	n := 20
+	g, u, wo := randn(r, n, 3), randn(r, n, 1), randn(r, n, 1)
+	out := make([]float32, n)
+	loss := func() float64 { b.GeGLUForward(out, g, u, n); return weighted(wo, out) }
+	dg, du := make([]float32, n), make([]float32, n)
+	b.GeGLUBackward(dg, du, wo, g, u, n)
+	gradcheck(t, "dgate", g, dg, loss)
+	gradcheck(t, "dup", u, du, loss)
+
+	// gelu_tanh(1)·1 = 0.8411920 (PyTorch: F.gelu(torch.tensor(1.), approximate="tanh")).
+	one := make([]float32, 1)
+	b.GeGLUForward(one, []float32{1}, []float32{1}, 1)
+	if s := fmt.Sprintf("%.6f", one[0]); s != "0.841192" {
+		t.Errorf("gelu_tanh(1) = %s, want 0.841192", s)
+	}
+}
+
+// TestGradAttentionWindow checks the sliding-window attention's gradients
+// on windows that mask.
+func TestGradAttentionWindow(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, c := range []struct {
+		seqOff       []int32
+		H, KVH, D, W int
+	}{{[]int32{0, 6}, 2, 1, 3, 2}, {[]int32{0, 4, 9}, 4, 2, 3, 3}, {[]int32{0, 5}, 1, 1, 2, 1}} {
+		N := int(c.seqOff[len(c.seqOff)-1])
+		H, KVH, D, W := c.H, c.KVH, c.D, c.W
+		t.Run(fmt.Sprintf("seqOff=%v,H=%d,KVH=%d,W=%d", c.seqOff, H, KVH, W), func(t *testing.T) {
+			q, k, v := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
+			wo := randn(r, N*H*D, 1)
+			out, lse := make([]float32, N*H*D), make([]float32, N*H)
+			scale := float32(0.7)
+			loss := func() float64 {
+				b.AttentionWindowForward(out, lse, q, k, v, c.seqOff, N, H, KVH, D, W, scale)
+				return weighted(wo, out)
+			}
+			loss()
+			dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+			b.AttentionWindowBackward(dq, dk, dv, wo, out, lse, q, k, v, c.seqOff, N, H, KVH, D, W, scale)
+			gradcheck(t, "dq", q, dq, loss)
+			gradcheck(t, "dk", k, dk, loss)
+			gradcheck(t, "dv", v, dv, loss)
+		})
+	}
+}
+
 func TestGradAttention(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, c := range []struct {

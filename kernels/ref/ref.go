@@ -297,3 +297,40 @@ func (Backend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 		dup[i] += float32(d * g * s)
 	}
 }
+
+// geluK is √(2/π), the tanh approximation's constant.
+const geluK = 0.7978845608028654
+
+// GeGLUForward: out = gelu_tanh(gate)·up over n values.
+func (Backend) GeGLUForward(out, gate, up []float32, n int) {
+	op := "GeGLUForward"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "out", len(out), n)
+	kernels.Need(op, "gate", len(gate), n)
+	kernels.Need(op, "up", len(up), n)
+	for i := 0; i < n; i++ {
+		x := float64(gate[i])
+		t := math.Tanh(geluK * (x + 0.044715*x*x*x))
+		out[i] = float32(0.5 * x * (1 + t) * float64(up[i]))
+	}
+}
+
+// GeGLUBackward accumulates dgate and dup over n values.
+func (Backend) GeGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
+	op := "GeGLUBackward"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "dgate", len(dgate), n)
+	kernels.Need(op, "dup", len(dup), n)
+	kernels.Need(op, "dout", len(dout), n)
+	kernels.Need(op, "gate", len(gate), n)
+	kernels.Need(op, "up", len(up), n)
+	for i := 0; i < n; i++ {
+		x := float64(gate[i])
+		t := math.Tanh(geluK * (x + 0.044715*x*x*x))
+		g := 0.5 * x * (1 + t)
+		dg := 0.5*(1+t) + 0.5*x*(1-t*t)*geluK*(1+3*0.044715*x*x)
+		d := float64(dout[i])
+		dgate[i] += float32(d * float64(up[i]) * dg)
+		dup[i] += float32(d * g)
+	}
+}

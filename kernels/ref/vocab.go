@@ -346,3 +346,32 @@ func (Backend) AXPY(out, a []float32, s float32, n int) {
 		out[i] += s * a[i]
 	}
 }
+
+// AddScalar: out [n] = a + s.
+func (Backend) AddScalar(out, a []float32, s float32, n int) {
+	kernels.NeedSizes("AddScalar", n)
+	kernels.Need("AddScalar", "out", len(out), n)
+	kernels.Need("AddScalar", "a", len(a), n)
+	for i := 0; i < n; i++ {
+		out[i] = a[i] + s
+	}
+}
+
+// Copy: dst [n] = src.
+func (Backend) Copy(dst, src []float32, n int) {
+	kernels.NeedSizes("Copy", n)
+	kernels.Need("Copy", "dst", len(dst), n)
+	kernels.Need("Copy", "src", len(src), n)
+	for i := 0; i < n; i++ {
+		dst[i] = src[i]
+	}
+}
+
+// Zero: x [n] = 0.
+func (Backend) Zero(x []float32, n int) {
+	kernels.NeedSizes("Zero", n)
+	kernels.Need("Zero", "x", len(x), n)
+	for i := 0; i < n; i++ {
+		x[i] = 0
+	}
+}

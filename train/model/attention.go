@@ -73,8 +73,8 @@ func (a *Attention) scale() float32 {
 }
 
 // qkNormWeights returns the weights the q and k norms multiply by.
-func (a *Attention) qkNormWeights(s *attnActs) (qw, kw []float32) {
-	return normWeight(s.qnw, a.QNorm, a.NormOffset), normWeight(s.knw, a.KNorm, a.NormOffset)
+func (a *Attention) qkNormWeights(be kernels.Backend, s *attnActs) (qw, kw []float32) {
+	return normWeight(be, s.qnw, a.QNorm, a.NormOffset), normWeight(be, s.knw, a.KNorm, a.NormOffset)
 }
 
 // Forward writes out [N, C] = attention(x) for x [N, C] (the normed input).
@@ -84,15 +84,15 @@ func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []
 	a.K.Forward(be, s.k, s.u[ModK], x, N, lr[ModK])
 	a.V.Forward(be, s.v, s.u[ModV], x, N, lr[ModV])
 	if a.QNorm != nil {
-		qw, kw := a.qkNormWeights(s)
+		qw, kw := a.qkNormWeights(be, s)
 		be.RMSNormForward(s.qn, s.qrstd, s.q, qw, N*a.H, a.D, a.Eps)
 		be.RMSNormForward(s.kn, s.krstd, s.k, kw, N*a.KVH, a.D, a.Eps)
 	}
 	be.RoPEForward(s.qr, s.qn, g.pos, a.InvFreq, N, a.H, a.D)
 	be.RoPEForward(s.kr, s.kn, g.pos, a.InvFreq, N, a.KVH, a.D)
 	switch {
-	case g.cache == nil && needsWindow(g.seqOff, a.Window):
-		windowForward(be, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
+	case g.cache == nil && a.Window > 0:
+		be.AttentionWindowForward(s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.Window, a.scale())
 	case g.cache == nil:
 		be.AttentionForward(s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
 	default:
@@ -115,8 +115,8 @@ func (a *Attention) decode(be kernels.Backend, s *attnActs, g *geometry, layer i
 		if len(kc) < (start+n)*kvd || len(vc) < (start+n)*kvd {
 			return fmt.Errorf("model: cache for sequence %d layer %d holds %d values, need %d", seq, layer, len(kc), (start+n)*kvd)
 		}
-		copy(kc[start*kvd:], s.kr[lo*kvd:hi*kvd])
-		copy(vc[start*kvd:], s.v[lo*kvd:hi*kvd])
+		be.Copy(kc[start*kvd:], s.kr[lo*kvd:], n*kvd)
+		be.Copy(vc[start*kvd:], s.v[lo*kvd:], n*kvd)
 		if a.Window <= 0 || start+n <= a.Window {
 			be.AttentionDecode(s.out[lo*qd:hi*qd], s.qr[lo*qd:hi*qd], kc, vc, n, start+n, a.H, a.KVH, a.D, a.scale())
 			continue
@@ -139,29 +139,29 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 	N := g.N
 	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
 	datt := w.dq[:qd] // [N,H,D]
-	clear(datt)
+	be.Zero(datt, qd)
 	a.O.Backward(be, datt, dout, s.out, s.u[ModO], N, lr[ModO])
 
 	dqr, dkr, dv := w.dqr[:qd], w.dkr[:kvd], w.dv[:kvd]
-	clear(dqr)
-	clear(dkr)
-	clear(dv)
-	if needsWindow(g.seqOff, a.Window) {
-		windowBackward(be, dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, a.H, a.KVH, a.D, a.Window, a.scale())
+	be.Zero(dqr, qd)
+	be.Zero(dkr, kvd)
+	be.Zero(dv, kvd)
+	if a.Window > 0 {
+		be.AttentionWindowBackward(dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.Window, a.scale())
 	} else {
 		be.AttentionBackward(dqr, dkr, dv, datt, s.out, s.lse, s.qr, s.kr, s.v, g.seqOff, N, a.H, a.KVH, a.D, a.scale())
 	}
 
 	dq, dk := datt, w.dk[:kvd] // gradients w.r.t. q, k before RoPE; datt is spent
-	clear(dq)
-	clear(dk)
+	be.Zero(dq, qd)
+	be.Zero(dk, kvd)
 	be.RoPEBackward(dq, dqr, g.pos, a.InvFreq, N, a.H, a.D)
 	be.RoPEBackward(dk, dkr, g.pos, a.InvFreq, N, a.KVH, a.D)
 	if a.QNorm != nil {
 		dqp, dkp := dqr, dkr // spent as well
-		clear(dqp)
-		clear(dkp)
-		qw, kw := a.qkNormWeights(s)
+		be.Zero(dqp, qd)
+		be.Zero(dkp, kvd)
+		qw, kw := a.qkNormWeights(be, s)
 		be.RMSNormBackward(dqp, nil, dq, s.qrstd, s.q, qw, N*a.H, a.D)
 		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, kw, N*a.KVH, a.D)
 		dq, dk = dqp, dkp

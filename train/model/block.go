@@ -51,12 +51,12 @@ type blockActs struct {
 // norms returns the weights the block's norms multiply by (input, post-
 // attention, pre- and post-feed-forward; the last two nil without sandwich
 // norms), computing 1+w into s under NormOffset.
-func (b *Block) norms(s *blockActs) (in, post, preFF, postFF []float32) {
+func (b *Block) norms(be kernels.Backend, s *blockActs) (in, post, preFF, postFF []float32) {
 	ws := [4][]float32{b.InputNorm, b.PostNorm, b.PreFFNorm, b.PostFFNorm}
 	var out [4][]float32
 	for i, w := range ws {
 		if w != nil {
-			out[i] = normWeight(s.nw[i], w, b.NormOffset)
+			out[i] = normWeight(be, s.nw[i], w, b.NormOffset)
 		}
 	}
 	return out[0], out[1], out[2], out[3]
@@ -108,7 +108,7 @@ func (b *Block) Forward(be kernels.Backend, xout []float32, s *blockActs, x []fl
 		return b.forwardSandwich(be, xout, s, x, w, g, layer, lr)
 	}
 	N, C := g.N, b.C
-	in, post, _, _ := b.norms(s)
+	in, post, _, _ := b.norms(be, s)
 	h := w.h[:N*C]
 	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps)
 	if err := b.Attn.Forward(be, s.x2, s.attn, h, g, layer, lr); err != nil {
@@ -128,16 +128,16 @@ func (b *Block) Backward(be kernels.Backend, dx, dxout []float32, s *blockActs, 
 		return
 	}
 	N, C := g.N, b.C
-	in, post, _, _ := b.norms(s)
+	in, post, _, _ := b.norms(be, s)
 	h, dx2, dh := w.h[:N*C], w.dx2[:N*C], w.dh[:N*C]
-	copy(dx2, dxout) // residual
-	clear(dh)
+	be.Copy(dx2, dxout, N*C) // residual
+	be.Zero(dh, N*C)
 	be.RMSNormForward(h, s.rstd2, s.x2, post, N, C, b.Eps) // the MLP's input again
 	b.MLP.Backward(be, dh, dxout, s.mlp, h, w, N, lr)
 	be.RMSNormBackward(dx2, nil, dh, s.rstd2, s.x2, post, N, C)
 
 	be.AXPY(dx, dx2, 1, N*C) // residual
-	clear(dh)
+	be.Zero(dh, N*C)
 	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps) // the attention's input again
 	b.Attn.Backward(be, dh, dx2, s.attn, h, w, g, lr)
 	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)
@@ -146,7 +146,7 @@ func (b *Block) Backward(be kernels.Backend, dx, dxout []float32, s *blockActs, 
 // forwardSandwich is Forward with Gemma 3's four norms.
 func (b *Block) forwardSandwich(be kernels.Backend, xout []float32, s *blockActs, x []float32, w *work, g *geometry, layer int, lr *[numModules]*LoRA) error {
 	N, C := g.N, b.C
-	in, post, preFF, postFF := b.norms(s)
+	in, post, preFF, postFF := b.norms(be, s)
 	h := w.h[:N*C]
 	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps)
 	if err := b.Attn.Forward(be, s.ao, s.attn, h, g, layer, lr); err != nil {
@@ -165,20 +165,20 @@ func (b *Block) forwardSandwich(be kernels.Backend, xout []float32, s *blockActs
 // gradient of a sub-layer's output before its post-norm.
 func (b *Block) backwardSandwich(be kernels.Backend, dx, dxout []float32, s *blockActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
 	N, C := g.N, b.C
-	in, post, preFF, postFF := b.norms(s)
+	in, post, preFF, postFF := b.norms(be, s)
 	h, dx2, dh, dn := w.h[:N*C], w.dx2[:N*C], w.dh[:N*C], w.dn[:N*C]
-	copy(dx2, dxout) // residual
-	clear(dn)
+	be.Copy(dx2, dxout, N*C) // residual
+	be.Zero(dn, N*C)
 	be.RMSNormBackward(dn, nil, dxout, s.rstdM, s.mo, postFF, N, C)
-	clear(dh)
+	be.Zero(dh, N*C)
 	be.RMSNormForward(h, s.rstd2, s.x2, preFF, N, C, b.Eps) // the MLP's input again
 	b.MLP.Backward(be, dh, dn, s.mlp, h, w, N, lr)
 	be.RMSNormBackward(dx2, nil, dh, s.rstd2, s.x2, preFF, N, C)
 
 	be.AXPY(dx, dx2, 1, N*C) // residual
-	clear(dn)
+	be.Zero(dn, N*C)
 	be.RMSNormBackward(dn, nil, dx2, s.rstdA, s.ao, post, N, C)
-	clear(dh)
+	be.Zero(dh, N*C)
 	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps) // the attention's input again
 	b.Attn.Backward(be, dh, dn, s.attn, h, w, g, lr)
 	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)

@@ -177,11 +177,14 @@ func (m *Model) StepInto(ctx context.Context, cache Cache, in []StepInput, ad *A
 		return nil, err
 	}
 	C, V := m.Config.Hidden, m.Config.Vocab
-	last := make([]float32, len(in)*C) // [S, C] hidden of each sequence's last token
+	// Each sequence's last hidden row, gathered as an embedding lookup with
+	// the rows of xf as the table.
+	rows := make([]int32, len(in))
 	for i := range in {
-		n := int(g.seqOff[i+1]) - 1
-		copy(last[i*C:(i+1)*C], xf[n*C:(n+1)*C])
+		rows[i] = g.seqOff[i+1] - 1
 	}
+	last := make([]float32, len(in)*C) // [S, C]
+	m.be.EmbeddingForward(last, rows, xf, len(in), C, g.N)
 	out := dst[:0]
 	if cap(out) < len(in)*V {
 		out = make([]float32, len(in)*V)

@@ -107,14 +107,12 @@ func (c *Config) kvDim() int { return c.KVHeads * c.HeadDim }
 func (c *Config) sliding(l int) bool { return c.LayerKinds != "" && c.LayerKinds[l] == 'S' }
 
 // normWeight returns the weight an RMSNorm multiplies by: w itself, or,
-// with Gemma's offset, 1+w written into dst (len(w) long).
-func normWeight(dst, w []float32, offset bool) []float32 {
+// with Gemma's offset, 1+w written into dst (len(w) long) by be.
+func normWeight(be kernels.Backend, dst, w []float32, offset bool) []float32 {
 	if !offset {
 		return w
 	}
 	dst = dst[:len(w)]
-	for i, x := range w {
-		dst[i] = 1 + x
-	}
+	be.AddScalar(dst, w, 1, len(w))
 	return dst
 }

@@ -33,7 +33,11 @@
 // and the reference (KL) logprobs come from m.Forward(ctx, batch, nil, …).
 //
 // All arithmetic goes through a kernels.Backend value given to Load/New; the
-// model never picks a backend itself.
+// model never picks a backend itself. On the hot path (Forward, Backward,
+// Step) that includes the copies and clears of activations and gradients
+// (Backend.Copy, Zero) and the writes into the KV cache: the model indexes
+// no activation or weight in its own loops there, so that device-resident
+// buffers can replace the slices (see the kernels package's "Devices").
 //
 // Shapes use the kernels package's names: N tokens of a packed batch, C the
 // hidden size, H query heads, KVH key/value heads, D the head dimension, I the
@@ -52,11 +56,9 @@
 // pre_feedforward_layernorm); MLP down(gelu_tanh(gate(x))·up(x)); sliding
 // layers (layer_types / sliding_window_pattern) see only the last
 // sliding_window keys, query included, and rotate with base
-// rope_local_base_freq, full layers with rope_theta. The kernels package has
-// no sliding-window attention and no GeGLU: training attention over a
-// sequence longer than the window runs in tiles of 64 queries through the
-// backend's Matmul (masking and softmax in Go), GeGLU as a Go loop split
-// across goroutines; decoding reads only the window's cached rows through
-// the backend's decode attention. Linear rope scaling divides the full
+// rope_local_base_freq, full layers with rope_theta. Training attention on
+// sliding layers is the backend's AttentionWindowForward/Backward, the MLP
+// its GeGLUForward/Backward; decoding reads only the window's cached rows
+// through the backend's decode attention. Linear rope scaling divides the full
 // layers' frequencies; soft-capping is refused when config.json sets it.
 package model

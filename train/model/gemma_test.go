@@ -1,14 +1,13 @@
 package model
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 )
 
-// The sliding-window attention's Go path, given a window no shorter than
-// any sequence (so it masks nothing), computes what the backend's causal
+// The backends' sliding-window attention, given a window no shorter than
+// any sequence (so it masks nothing), computes what their causal
 // attention computes: outputs, log-sum-exps and all three gradients. The
 // golden and finite-difference tests cover windows that do mask.
 func TestWindowAttentionMatchesBackend(t *testing.T) {
@@ -27,17 +26,14 @@ func TestWindowAttentionMatchesBackend(t *testing.T) {
 	const scale = 0.3
 	for _, be := range testBackends(t) {
 		t.Run(be.Name(), func(t *testing.T) {
-			if needsWindow(seqOff, 150) || !needsWindow(seqOff, 149) {
-				t.Fatal("needsWindow: the longest sequence has 150 tokens")
-			}
 			out, lse := make([]float32, N*H*D), make([]float32, N*H)
 			wout, wlse := make([]float32, N*H*D), make([]float32, N*H)
 			be.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
-			windowForward(be, wout, wlse, q, k, v, seqOff, H, KVH, D, 150, scale)
+			be.AttentionWindowForward(wout, wlse, q, k, v, seqOff, N, H, KVH, D, 150, scale)
 			grads := func(window bool) [3][]float32 {
 				g := [3][]float32{make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)}
 				if window {
-					windowBackward(be, g[0], g[1], g[2], dout, wout, wlse, q, k, v, seqOff, H, KVH, D, 150, scale)
+					be.AttentionWindowBackward(g[0], g[1], g[2], dout, wout, wlse, q, k, v, seqOff, N, H, KVH, D, 150, scale)
 				} else {
 					be.AttentionBackward(g[0], g[1], g[2], dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
 				}
@@ -57,7 +53,7 @@ func TestWindowAttentionMatchesBackend(t *testing.T) {
 }
 
 // With a window that masks (20 keys, sequences up to 150 tokens, so query
-// blocks start past the window), the tiled path agrees with the definition
+// blocks start past the window), each backend's window attention agrees with the definition
 // computed row by row in float64: softmax over keys j with i−20 < j ≤ i,
 // and its gradients.
 func TestWindowAttentionMasks(t *testing.T) {
@@ -124,60 +120,22 @@ func TestWindowAttentionMasks(t *testing.T) {
 	for _, be := range testBackends(t) {
 		t.Run(be.Name(), func(t *testing.T) {
 			out, lse := make([]float32, N*H*D), make([]float32, N*H)
-			windowForward(be, out, lse, q, k, v, seqOff, H, KVH, D, W, scale)
+			be.AttentionWindowForward(out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
 			dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
-			windowBackward(be, dq, dk, dv, dout, out, lse, q, k, v, seqOff, H, KVH, D, W, scale)
+			be.AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
 			for _, c := range []struct {
 				name      string
 				got, want []float32
 			}{{"out", out, wantOut}, {"lse", lse, wantLSE}, {"dq", dq, wdq}, {"dk", dk, wdk}, {"dv", dv, wdv}} {
 				if d := maxRelDiff(c.got, c.want); d > 1e-5 {
-					t.Errorf("%s: tiled path differs from the definition by %.3g", c.name, d)
+					t.Errorf("%s: window attention differs from the definition by %.3g", c.name, d)
 				}
 			}
 		})
 	}
 }
 
-// geluGLUBackward is the derivative of geluGLUForward (central differences
-// in float64 around float32 inputs).
-func TestGELUGLUGradient(t *testing.T) {
-	gate := []float32{-4, -1.5, -0.3, 0, 0.2, 1, 2.5, 6}
-	up := []float32{0.7, -1.2, 2, 0.5, -0.4, 1.1, 0.9, -2}
-	n := len(gate)
-	dact := make([]float32, n)
-	for i := range dact {
-		dact[i] = 1
-	}
-	dg, du := make([]float32, n), make([]float32, n)
-	geluGLUBackward(dg, du, dact, gate, up)
-	const h = 1e-3
-	at := func(g, u float32) float64 {
-		out := make([]float32, 1)
-		geluGLUForward(out, []float32{g}, []float32{u})
-		return float64(out[0])
-	}
-	for i := range gate {
-		fdg := (at(gate[i]+h, up[i]) - at(gate[i]-h, up[i])) / (2 * h)
-		fdu := (at(gate[i], up[i]+h) - at(gate[i], up[i]-h)) / (2 * h)
-		for _, c := range []struct {
-			name    string
-			got, fd float64
-		}{{"dgate", float64(dg[i]), fdg}, {"dup", float64(du[i]), fdu}} {
-			if d := c.got - c.fd; d > 2e-3 || d < -2e-3 {
-				t.Errorf("%s at gate %v up %v: %v, finite difference %v", c.name, gate[i], up[i], c.got, c.fd)
-			}
-		}
-	}
-	// gelu_tanh(1)·1 = 0.8411920 (PyTorch: F.gelu(torch.tensor(1.), approximate="tanh")).
-	out := make([]float32, 1)
-	geluGLUForward(out, []float32{1}, []float32{1})
-	if s := fmt.Sprintf("%.6f", out[0]); s != "0.841192" {
-		t.Errorf("gelu_tanh(1) = %s, want 0.841192", s)
-	}
-}
-
-// BenchmarkWindowAttention times the sliding-window attention's Go path,
+// BenchmarkWindowAttention times the CPU backend's sliding-window attention,
 // forward and backward, on one Gemma-3-1B-shaped layer (4 query heads, 1
 // key/value head, head dim 256, window 512) over one 1024-token sequence.
 func BenchmarkWindowAttention(b *testing.B) {
@@ -197,7 +155,16 @@ func BenchmarkWindowAttention(b *testing.B) {
 	be := testBackends(b)[1] // the CPU backend
 	b.ResetTimer()
 	for range b.N {
-		windowForward(be, out, lse, q, k, v, seqOff, H, KVH, D, W, 0.0625)
-		windowBackward(be, dq, dk, dv, dout, out, lse, q, k, v, seqOff, H, KVH, D, W, 0.0625)
+		be.AttentionWindowForward(out, lse, q, k, v, seqOff, N, H, KVH, D, W, 0.0625)
+		be.AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, W, 0.0625)
 	}
+}
+
+// dot is x·y in float64.
+func dot(x, y []float32) float64 {
+	var s float64
+	for i, v := range x {
+		s += float64(v) * float64(y[i])
+	}
+	return s
 }

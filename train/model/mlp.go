@@ -14,7 +14,7 @@ type MLP struct {
 // glu writes act = a(gate)·up with the MLP's activation a.
 func (m *MLP) glu(be kernels.Backend, act, gate, up []float32) {
 	if m.GELU {
-		geluGLUForward(act, gate, up)
+		be.GeGLUForward(act, gate, up, len(act))
 		return
 	}
 	be.SwiGLUForward(act, gate, up, len(act))
@@ -56,13 +56,13 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 	if lr[ModDown] != nil { // only the LoRA gradient DA reads the down projection's input
 		m.glu(be, act, s.gate, s.up)
 	}
-	clear(dact)
+	be.Zero(dact, NI)
 	m.Down.Backward(be, dact, dout, act, s.u[2], N, lr[ModDown])
 	dgate := act // act is spent: reuse it for dgate
-	clear(dgate)
-	clear(dup)
+	be.Zero(dgate, NI)
+	be.Zero(dup, NI)
 	if m.GELU {
-		geluGLUBackward(dgate, dup, dact, s.gate, s.up)
+		be.GeGLUBackward(dgate, dup, dact, s.gate, s.up, NI)
 	} else {
 		be.SwiGLUBackward(dgate, dup, dact, s.gate, s.up, NI)
 	}

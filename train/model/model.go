@@ -367,7 +367,7 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 	}
 	w := p.w
 	dxf, dx, dprev := w.dxf, w.dx, w.dprev
-	clear(dxf)
+	be.Zero(dxf, N*C)
 	switch {
 	case dentropy == nil && dlogprob == nil:
 	case dentropy == nil && p.expect != nil && m.Head.BF16 != nil:
@@ -379,7 +379,7 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 	default:
 		be.LogprobBackward(dxf, nil, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head.F32, p.tgt, N, C, V, p.opt.Chunk)
 	}
-	clear(dx)
+	be.Zero(dx, N*C)
 	be.RMSNormBackward(dx, nil, dxf, p.rstdf, p.xs[len(m.Blocks)], m.finalNorm(w), N, C)
 	for l := len(m.Blocks) - 1; l >= 0; l-- {
 		if err := ctx.Err(); err != nil {
@@ -394,7 +394,7 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 				return err
 			}
 		}
-		clear(dprev)
+		be.Zero(dprev, N*C)
 		blk.Backward(be, dprev, dx, s, p.xs[l], w, g, lr)
 		dx, dprev = dprev, dx
 	}
@@ -473,7 +473,9 @@ func (m *Model) Merge(ad *Adapter) error {
 
 // finalNorm returns the weight the final norm multiplies by (1+w, in w's
 // scratch, under NormOffset).
-func (m *Model) finalNorm(w *work) []float32 { return normWeight(w.nwf, m.Norm, m.Config.NormOffset) }
+func (m *Model) finalNorm(w *work) []float32 {
+	return normWeight(m.be, w.nwf, m.Norm, m.Config.NormOffset)
+}
 
 // embed gathers out [N, C] = Embed[ids], times EmbedScale when set.
 func (m *Model) embed(out []float32, ids []int32) {

@@ -1,66 +1,61 @@
-package model
+package cpu
 
 import (
 	"math"
-	"runtime"
-	"sync"
 
 	"github.com/hone-rl/hone/kernels"
 )
 
-// Gemma 3's pieces the kernels package has no operation for: the GeGLU
-// activation (plain Go split across goroutines) and sliding-window
-// attention (tiles gathered in Go, products through the backend's Matmul).
+// Sliding-window attention (Gemma 3's local layers): a block of queries at a
+// time against the keys the block can see, the tiles gathered into
+// contiguous matrices and multiplied with the backend's Matmul (which is
+// where the parallelism is). Where the window masks nothing it is
+// AttentionForward/AttentionBackward.
 
-// geluK is √(2/π), the tanh approximation's constant.
-const geluK = 0.7978845608028654
-
-// parallel runs fn over [0, n) in up to GOMAXPROCS contiguous pieces.
-func parallel(n, minPiece int, fn func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), max(1, n/max(1, minPiece)))
-	if workers <= 1 {
-		fn(0, n)
+// AttentionWindowForward: AttentionForward where query i sees only keys
+// i−W < j ≤ i of its sequence (see kernels.Backend).
+func (b *Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	op := "AttentionWindowForward"
+	kernels.NeedSizes(op, N, D, W)
+	if W < 1 {
+		panic("kernels.AttentionWindowForward: window W must be at least 1")
+	}
+	kernels.NeedHeads(op, H, KVH)
+	kernels.NeedSeqOff(op, seqOff, N)
+	kernels.Need(op, "out", len(out), N*H*D)
+	kernels.Need(op, "lse", len(lse), N*H)
+	kernels.Need(op, "q", len(q), N*H*D)
+	kernels.Need(op, "k", len(k), N*KVH*D)
+	kernels.Need(op, "v", len(v), N*KVH*D)
+	if !needsWindow(seqOff, W) {
+		b.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
 		return
 	}
-	var wg sync.WaitGroup
-	per := (n + workers - 1) / workers
-	for lo := 0; lo < n; lo += per {
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, min(n, lo+per))
+	windowForward(b, out, lse, q, k, v, seqOff, H, KVH, D, W, scale)
+}
+
+// AttentionWindowBackward accumulates the gradients of AttentionWindowForward.
+func (b *Backend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	op := "AttentionWindowBackward"
+	kernels.NeedSizes(op, N, D, W)
+	if W < 1 {
+		panic("kernels.AttentionWindowBackward: window W must be at least 1")
 	}
-	wg.Wait()
-}
-
-// geluGLUForward writes act = gelu_tanh(gate)·up, where gelu_tanh(x) =
-// x/2·(1 + tanh(√(2/π)·(x + 0.044715x³))) (PyTorch's gelu(approximate="tanh"),
-// transformers' "gelu_pytorch_tanh").
-func geluGLUForward(act, gate, up []float32) {
-	parallel(len(act), 1<<14, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			x := float64(gate[i])
-			t := math.Tanh(geluK * (x + 0.044715*x*x*x))
-			act[i] = float32(0.5 * x * (1 + t) * float64(up[i]))
-		}
-	})
-}
-
-// geluGLUBackward writes dgate and dup, the gradients of act =
-// gelu_tanh(gate)·up given dact.
-func geluGLUBackward(dgate, dup, dact, gate, up []float32) {
-	parallel(len(dact), 1<<14, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			x := float64(gate[i])
-			t := math.Tanh(geluK * (x + 0.044715*x*x*x))
-			g := 0.5 * x * (1 + t)
-			dg := 0.5*(1+t) + 0.5*x*(1-t*t)*geluK*(1+3*0.044715*x*x)
-			d := float64(dact[i])
-			dgate[i] = float32(d * float64(up[i]) * dg)
-			dup[i] = float32(d * g)
-		}
-	})
+	kernels.NeedHeads(op, H, KVH)
+	kernels.NeedSeqOff(op, seqOff, N)
+	for _, x := range []struct {
+		name string
+		buf  []float32
+		n    int
+	}{{"dq", dq, N * H * D}, {"dk", dk, N * KVH * D}, {"dv", dv, N * KVH * D}, {"dout", dout, N * H * D},
+		{"out", out, N * H * D}, {"lse", lse, N * H}, {"q", q, N * H * D}, {"k", k, N * KVH * D}, {"v", v, N * KVH * D}} {
+		kernels.Need(op, x.name, len(x.buf), x.n)
+	}
+	if !needsWindow(seqOff, W) {
+		b.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+		return
+	}
+	windowBackward(b, dq, dk, dv, dout, out, lse, q, k, v, seqOff, H, KVH, D, W, scale)
 }
 
 // needsWindow reports whether a window of W keys masks anything in the
@@ -175,7 +170,7 @@ func (t *windowTile) probs(lse []float32, H, rep, W int, scale float32, setLSE b
 // log-sum-exp of each query's scaled scores, for windowBackward. The
 // products run through the backend's Matmul, a block of queries at a time
 // against the keys the block can see.
-func windowForward(be kernels.Backend, out, lse, q, k, v []float32, seqOff []int32, H, KVH, D, W int, scale float32) {
+func windowForward(be *Backend, out, lse, q, k, v []float32, seqOff []int32, H, KVH, D, W int, scale float32) {
 	rep := H / KVH
 	forEachTile(windowScratch(rep, D, W), seqOff, KVH, rep, W, func(t *windowTile) {
 		gather(t.qb, q, t.r0, t.r1, H, t.g, rep, D)
@@ -192,7 +187,7 @@ func windowForward(be kernels.Backend, out, lse, q, k, v []float32, seqOff []int
 
 // windowBackward accumulates dq, dk, dv of windowForward given dout, from
 // its out and lse (the probabilities are recomputed tile by tile).
-func windowBackward(be kernels.Backend, dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, H, KVH, D, W int, scale float32) {
+func windowBackward(be *Backend, dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, H, KVH, D, W int, scale float32) {
 	rep := H / KVH
 	t := windowScratch(rep, D, W)
 	dp := make([]float32, len(t.s))   // [rows, nk] dP, then dS

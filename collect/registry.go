@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,15 +39,19 @@ func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 		open = func(context.Context) (env.Env, error) { return guess.New(n, turns), nil }
 	case "tictactoe":
 		opponent, reward := o.str("opponent", "random"), o.str("reward", tictactoe.RewardHone)
+		threatStart := o.float("threat-start", 0)
 		open = func(context.Context) (env.Env, error) {
 			if err := checkReward(reward); err != nil {
 				return nil, err
+			}
+			if threatStart < 0 || threatStart > 1 {
+				return nil, fmt.Errorf("option threat-start=%v: want a share in [0, 1]", threatStart)
 			}
 			t, err := tictactoe.New(opponent)
 			if err != nil {
 				return nil, err
 			}
-			t.Reward = reward
+			t.Reward, t.ThreatStart = reward, threatStart
 			return t, nil
 		}
 	case "2048":
@@ -164,6 +169,22 @@ func (s *settings) int(key string, def int) int {
 		return def
 	}
 	return n
+}
+
+func (s *settings) float(key string, def float64) float64 {
+	s.keys = append(s.keys, key)
+	v, ok := s.vals[key]
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		if s.bad == nil {
+			s.bad = fmt.Errorf("option %s=%q is not a number", key, v)
+		}
+		return def
+	}
+	return f
 }
 
 // check refuses the first malformed value, then any key the environment

@@ -19,7 +19,7 @@ import (
 func TestEnvOptUnknownKey(t *testing.T) {
 	valid := map[string]string{
 		"guess":     "n, turns",
-		"tictactoe": "opponent, reward",
+		"tictactoe": "opponent, reward, threat-start",
 		"2048":      "target, max-moves, reward",
 		"inbox":     "inbox-seed, db",
 		"stdio":     "cmd, dir",
@@ -118,6 +118,34 @@ func TestGameRewardOption(t *testing.T) {
 		_, err = collect.NewEnv(context.Background(), name, map[string]string{"reward": "ruler"})
 		if err == nil || !strings.Contains(err.Error(), `reward="ruler": want hone (the default) or art`) {
 			t.Errorf("%s reward=ruler: %v", name, err)
+		}
+	}
+}
+
+// TestThreatStartOption: tictactoe's threat-start is a share in [0, 1];
+// anything else is refused naming the option.
+func TestThreatStartOption(t *testing.T) {
+	e, err := collect.NewEnv(context.Background(), "tictactoe", map[string]string{"threat-start": "0.5", "opponent": "greedy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs, err := e.Scenarios(context.Background(), 3, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := 0
+	for _, sc := range scs {
+		if strings.Contains(string(sc.Payload), `"start"`) {
+			starts++
+		}
+	}
+	if starts < 8 || starts > 32 {
+		t.Errorf("threat-start=0.5: %d of 40 scenarios start mid-game, want about half", starts)
+	}
+	for v, want := range map[string]string{"1.5": "option threat-start=1.5: want a share in [0, 1]", "half": `option threat-start="half" is not a number`, "NaN": `option threat-start="NaN" is not a number`} {
+		_, err := collect.NewEnv(context.Background(), "tictactoe", map[string]string{"threat-start": v})
+		if err == nil || err.Error() != want {
+			t.Errorf("threat-start=%s: %v, want %q", v, err, want)
 		}
 	}
 }

@@ -33,6 +33,9 @@
 #                  (its mean per episode) or NAME=METRIC/METRIC (a ratio of
 #                  sums); default "invalid out_of_range_per_guess=out_of_range/turns"
 #   MAX_TOKENS     tokens per assistant turn (default 4)
+#   TRAIN_ENV_OPTS more --env-opt settings for the GRPO rounds' games only
+#                  (";"-separated; default none): the warm-up data and the
+#                  evaluations keep ENV_OPTS alone
 # Everything lands under OUT (default out/demo); a run starts fresh (the
 # folder is removed first). INIT_OPTS: more flags of hone-train init-model
 # for the tiny random model (e.g. --tie-embeddings). Other knobs: BIN, MODEL, SEED, ROUNDS,
@@ -102,6 +105,8 @@ splitlist() {
 }
 ENV_ARGS=(--env "$ENV")
 while IFS= read -r o; do ENV_ARGS+=(--env-opt "$o"); done < <(splitlist ';' "$ENV_OPTS")
+TRAIN_ENV_ARGS=("${ENV_ARGS[@]}")
+while IFS= read -r o; do TRAIN_ENV_ARGS+=(--env-opt "$o"); done < <(splitlist ';' "${TRAIN_ENV_OPTS:-}")
 SCORE_ARGS=()
 while IFS= read -r s; do SCORE_ARGS+=(--scorer "$s"); done < <(splitlist ';' "$SCORERS")
 [ ${#SCORE_ARGS[@]} -gt 0 ] || { echo "demo: SCORERS is empty" >&2; exit 2; }
@@ -212,7 +217,7 @@ fi
 log "6/7 GRPO: $ROUNDS rounds of $RL_GROUPS scenarios x $GSIZE tries"
 for r in $(seq "$ROUNDS"); do
 	f=$(printf 'round-%03d.parquet' "$r")
-	"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$RL_GROUPS" -G "$GSIZE" --model "$model" \
+	"$BIN"/hone-collect "${TRAIN_ENV_ARGS[@]}" --groups "$RL_GROUPS" -G "$GSIZE" --model "$model" \
 		--base-url "$URL" --api-key none --temperature 1 --max-tokens "$MAX_TOKENS" \
 		--seed $((200000 + SEED * 1000 + r)) --run rl -o "$OUT/rounds/$f" 2>>"$OUT"/rounds/collect.log
 	"$BIN"/hone-score "${SCORE_ARGS[@]}" -o "$OUT/scored/$f" "$OUT/rounds/$f" 2>>"$OUT"/scored/score.log

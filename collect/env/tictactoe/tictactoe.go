@@ -15,6 +15,11 @@
 // the opponent could complete a line next move and the agent cannot win at
 // once) and blocks (those turns where the agent took the threatened cell;
 // with two threats no move saves the game, taking either counts).
+//
+// With ThreatStart > 0 that share of the generated scenarios starts from a
+// mid-game board where o threatens one line and x, to move, cannot win at
+// once (Payload.Start), so that the block decision comes up in every such
+// game: a training option; held-out games start from the empty board.
 package tictactoe
 
 import (
@@ -37,6 +42,10 @@ type Env struct {
 	// Reward is the reward shape: "" or RewardHone (an illegal move −1),
 	// or RewardART (ARTReward).
 	Reward string
+	// ThreatStart is the share of generated scenarios, in [0, 1], that
+	// start from a threat board (see the package comment); 0 draws none
+	// and leaves the scenarios as they were.
+	ThreatStart float64
 
 	mu   sync.Mutex
 	memo map[board]int // minimax values, shared by all episodes
@@ -97,6 +106,10 @@ func ARTReward(result string, moves int) float64 {
 type Payload struct {
 	Opponent   string `json:"opponent"`
 	AgentFirst bool   `json:"agent_first"`
+	// Start, when set, is the board the game starts from, x to move:
+	// nine cells row by row, each "x", "o" or "." (free). AgentFirst
+	// then says who moved first, so x has as many marks as o, or one less.
+	Start string `json:"start,omitempty"`
 }
 
 // board holds 9 cells: 0 empty, 1 x (agent), 2 o (opponent).
@@ -231,12 +244,22 @@ func (e *Env) RewardRange() (float64, float64) {
 	return -1, 1
 }
 
-// Scenarios implements env.Env: the agent moves first in about half.
+// Scenarios implements env.Env: the agent moves first in about half; with
+// ThreatStart, that share starts from a threat board.
 func (e *Env) Scenarios(_ context.Context, seed int64, n int) ([]env.Scenario, error) {
+	if e.ThreatStart < 0 || e.ThreatStart > 1 || math.IsNaN(e.ThreatStart) {
+		return nil, fmt.Errorf("tictactoe: threat start share %v: want a number in [0, 1]", e.ThreatStart)
+	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x747474))
 	out := make([]env.Scenario, n)
 	for i := range out {
-		p, _ := json.Marshal(Payload{Opponent: e.Opponent, AgentFirst: rng.IntN(2) == 0})
+		pl := Payload{Opponent: e.Opponent, AgentFirst: rng.IntN(2) == 0}
+		// No draw at all without ThreatStart: the scenarios of a seed stay
+		// those of earlier versions.
+		if e.ThreatStart > 0 && rng.Float64() < e.ThreatStart {
+			pl.Start = threatBoard(rng, pl.AgentFirst).cells()
+		}
+		p, _ := json.Marshal(pl)
 		out[i] = env.Scenario{ID: fmt.Sprintf("tictactoe-%d-%d", seed, i), Env: "tictactoe", Payload: p, Split: trajectory.SplitTrain}
 	}
 	return out, nil
@@ -259,7 +282,73 @@ func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, seed int64) (env.Ep
 	if e.Reward != "" && e.Reward != RewardHone && e.Reward != RewardART {
 		return nil, fmt.Errorf("tictactoe: reward %q: want %s or %s", e.Reward, RewardHone, RewardART)
 	}
-	return &episode{e: e, p: p, rng: rand.New(rand.NewPCG(uint64(seed), 0x6f7070))}, nil
+	ep := &episode{e: e, p: p, rng: rand.New(rand.NewPCG(uint64(seed), 0x6f7070))}
+	if p.Start != "" {
+		b, err := startBoard(p)
+		if err != nil {
+			return nil, fmt.Errorf("tictactoe: scenario %s: %w", sc.ID, err)
+		}
+		ep.b = b
+	}
+	return ep, nil
+}
+
+// threatBoard plays random moves from the empty board (x first when
+// agentFirst) until x is to move, o threatens exactly one line and x
+// cannot win at once; a game that ends first is replayed.
+func threatBoard(rng *rand.Rand, agentFirst bool) board {
+	for {
+		var b board
+		p := uint8(2)
+		if agentFirst {
+			p = 1
+		}
+		for b.winner() == 0 && !b.full() {
+			if p == 1 && len(b.wins(2)) == 1 && len(b.wins(1)) == 0 {
+				return b
+			}
+			free := b.free()
+			b[free[rng.IntN(len(free))]] = p
+			p = 3 - p
+		}
+	}
+}
+
+// cells is the board as Payload.Start writes it.
+func (b board) cells() string {
+	var s [9]byte
+	for i, c := range b {
+		s[i] = ".xo"[c]
+	}
+	return string(s[:])
+}
+
+// startBoard reads Payload.Start and checks that it is a game in progress
+// with x to move.
+func startBoard(p Payload) (board, error) {
+	var b board
+	if len(p.Start) != 9 {
+		return b, fmt.Errorf("start %q: want 9 cells of x, o or .", p.Start)
+	}
+	var nx, no int
+	for i := range 9 {
+		switch p.Start[i] {
+		case 'x':
+			b[i], nx = 1, nx+1
+		case 'o':
+			b[i], no = 2, no+1
+		case '.':
+		default:
+			return b, fmt.Errorf("start %q: cell %d is %q, want x, o or .", p.Start, i+1, p.Start[i])
+		}
+	}
+	if want := nx + 1; p.AgentFirst && no != nx || !p.AgentFirst && no != want {
+		return b, fmt.Errorf("start %q: %d x and %d o is not x to move with agent_first %v", p.Start, nx, no, p.AgentFirst)
+	}
+	if b.winner() != 0 || b.full() {
+		return b, fmt.Errorf("start %q: the game is over", p.Start)
+	}
+	return b, nil
 }
 
 type episode struct {
@@ -293,7 +382,7 @@ func (ep *episode) prompt() trajectory.Message {
 }
 
 func (ep *episode) Reset(context.Context) (env.Observation, error) {
-	if !ep.p.AgentFirst {
+	if !ep.p.AgentFirst && ep.p.Start == "" {
 		ep.opponent()
 	}
 	return env.Observation{Messages: []trajectory.Message{ep.prompt()}}, nil

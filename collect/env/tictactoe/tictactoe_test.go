@@ -3,6 +3,7 @@ package tictactoe_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/collect/env"
@@ -122,5 +123,96 @@ func TestGreedyOpponentTakesWins(t *testing.T) {
 		if m["threats"] > m["blocks"] && m["loss"] != 1 {
 			t.Errorf("seed %d: %v: a missed block did not lose", seed, m)
 		}
+	}
+}
+
+// TestThreatStart: with ThreatStart 1 every scenario starts from a board
+// where o threatens one line and x, to move, cannot win; the blocker saves
+// nearly all of them and the teacher few. With 0 no scenario has a start
+// board.
+func TestThreatStart(t *testing.T) {
+	ctx := context.Background()
+	plain, _ := tictactoe.New("greedy")
+	before, err := plain.Scenarios(ctx, 7, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := tictactoe.New("greedy")
+	e.ThreatStart = 1
+	scs, err := e.Scenarios(ctx, 7, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := map[string]float64{}
+	for i, sc := range scs {
+		var p, q tictactoe.Payload
+		if err := json.Unmarshal(sc.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(before[i].Payload, &q); err != nil || q.Start != "" {
+			t.Fatalf("scenario %d without ThreatStart: %+v, %v; want no start board", i, q, err)
+		}
+		if len(p.Start) != 9 {
+			t.Fatalf("scenario %d: start %q, want a board", i, p.Start)
+		}
+		for _, policy := range []string{"teacher", "blocker"} {
+			ep, err := e.NewEpisode(ctx, sc, int64(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs, _ := ep.Reset(ctx)
+			for k := range 9 {
+				want := byte('1' + k)
+				if p.Start[k] != '.' {
+					want = p.Start[k]
+				}
+				if got := obs.Messages[0].Content[k+k/3]; got != want {
+					t.Fatalf("scenario %d, start %q: opening board %q, cell %d is %q", i, p.Start, obs.Messages[0].Content, k+1, got)
+				}
+			}
+			pol, _ := e.Policy(policy, int64(i))
+			res, err := env.Play(ctx, ep, pol, 9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Outcome.Metrics["threats"] < 1 {
+				t.Errorf("scenario %d (%s), start %q: %v, want the first turn to face a threat", i, policy, p.Start, res.Outcome.Metrics)
+			}
+			saved[policy] += res.Outcome.Metrics["win_or_draw"]
+		}
+	}
+	if saved["blocker"] < 40 || saved["teacher"] > 25 {
+		t.Errorf("win or draw of 50 threat starts: %v, want the blocker ≥ 40 and the teacher ≤ 25", saved)
+	}
+	e.ThreatStart = 1.5
+	if _, err := e.Scenarios(ctx, 7, 1); err == nil {
+		t.Error("ThreatStart 1.5: no error")
+	}
+}
+
+// TestBadStart: a start board that is not a game in progress with x to
+// move is refused, naming the scenario.
+func TestBadStart(t *testing.T) {
+	e, _ := tictactoe.New("greedy")
+	for _, p := range []string{
+		`{"start":"xxo","agent_first":true}`,        // too short
+		`{"start":"x..o....q","agent_first":true}`,  // not a cell
+		`{"start":"x........","agent_first":true}`,  // o to move
+		`{"start":"o........","agent_first":true}`,  // o moved first
+		`{"start":"xxxoo....","agent_first":true}`,  // over
+		`{"start":"ox.......","agent_first":false}`, // o to move again
+	} {
+		_, err := e.NewEpisode(context.Background(), env.Scenario{ID: "s9", Payload: []byte(p)}, 1)
+		if err == nil || !strings.Contains(err.Error(), "scenario s9: start") {
+			t.Errorf("payload %s: %v, want an error naming scenario s9's start", p, err)
+		}
+	}
+	ep, err := e.NewEpisode(context.Background(), env.Scenario{ID: "s", Payload: []byte(`{"start":"o........","agent_first":false}`)}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, _ := ep.Reset(context.Background())
+	if got := obs.Messages[0].Content; got != "o23\n456\n789\nyour move (x, 1-9)" {
+		t.Errorf("opening %q", got)
 	}
 }

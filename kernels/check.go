@@ -50,3 +50,53 @@ func NeedIDs(op string, ids []int32, lo, V int) {
 		}
 	}
 }
+
+// NeedWindow panics unless a sliding window W holds at least one key.
+func NeedWindow(op string, W int) {
+	if W < 1 {
+		panic(fmt.Sprintf("kernels.%s: window W must be at least 1", op))
+	}
+}
+
+// NeedGatedForward checks a gated unit's forward (SwiGLU, GeGLU): out, gate
+// and up each hold n values.
+func NeedGatedForward(op string, out, gate, up []float32, n int) {
+	NeedSizes(op, n)
+	Need(op, "out", len(out), n)
+	Need(op, "gate", len(gate), n)
+	Need(op, "up", len(up), n)
+}
+
+// NeedGatedBackward checks a gated unit's backward: every buffer holds n
+// values.
+func NeedGatedBackward(op string, dgate, dup, dout, gate, up []float32, n int) {
+	NeedSizes(op, n)
+	Need(op, "dgate", len(dgate), n)
+	Need(op, "dup", len(dup), n)
+	Need(op, "dout", len(dout), n)
+	Need(op, "gate", len(gate), n)
+	Need(op, "up", len(up), n)
+}
+
+// NeedAttentionForward checks the sizes and buffers of AttentionForward
+// (and of its windowed form, which also calls NeedWindow).
+func NeedAttentionForward(op string, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int) {
+	NeedSizes(op, N, D)
+	NeedHeads(op, H, KVH)
+	NeedSeqOff(op, seqOff, N)
+	Need(op, "out", len(out), N*H*D)
+	Need(op, "lse", len(lse), N*H)
+	Need(op, "q", len(q), N*H*D)
+	Need(op, "k", len(k), N*KVH*D)
+	Need(op, "v", len(v), N*KVH*D)
+}
+
+// NeedAttentionBackward checks the sizes and buffers of AttentionBackward:
+// NeedAttentionForward's, and the gradients dq, dk, dv and dout.
+func NeedAttentionBackward(op string, dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int) {
+	NeedAttentionForward(op, out, lse, q, k, v, seqOff, N, H, KVH, D)
+	Need(op, "dq", len(dq), N*H*D)
+	Need(op, "dk", len(dk), N*KVH*D)
+	Need(op, "dv", len(dv), N*KVH*D)
+	Need(op, "dout", len(dout), N*H*D)
+}

@@ -31,20 +31,7 @@ func TestAdaptersFromObjectStore(t *testing.T) {
 	local := filepath.Join(dir, "train", "r1")
 	publish := func(n int) {
 		t.Helper()
-		m, err := model.Load(tiny, ref.New())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 4, Targets: model.AllModules()}, uint64(n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := model.WriteAdapter(filepath.Join(local, runfolder.StepName(n)), ad, tiny); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(local, runfolder.StepName(n), "optimizer.safetensors"), []byte("not pulled"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTestStep(t, tiny, local, n)
 		if err := runfolder.WritePointer(local, runfolder.LatestName, n); err != nil {
 			t.Fatal(err)
 		}
@@ -113,20 +100,7 @@ func TestUpstreamAdaptersFromObjectStore(t *testing.T) {
 	remote := s3.URL("hone", "adapters/r1")
 	writeStep := func(n int) {
 		t.Helper()
-		m, err := model.Load(tiny, ref.New())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 4, Targets: model.AllModules()}, uint64(n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := model.WriteAdapter(filepath.Join(local, runfolder.StepName(n)), ad, tiny); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(local, runfolder.StepName(n), "optimizer.safetensors"), []byte("not pulled"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeTestStep(t, tiny, local, n)
 	}
 	publish := func(n int) {
 		t.Helper()
@@ -252,4 +226,24 @@ func cache(dir string) string {
 		return filepath.Join(dir, "cache")
 	}
 	return rel
+}
+
+// writeTestStep writes a random rank-2 adapter for the tiny model as step n
+// of the local run folder, with an optimizer file that a pull must skip.
+func writeTestStep(t *testing.T, tiny, local string, n int) {
+	t.Helper()
+	m, err := model.Load(tiny, ref.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 4, Targets: model.AllModules()}, uint64(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.WriteAdapter(filepath.Join(local, runfolder.StepName(n)), ad, tiny); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local, runfolder.StepName(n), "optimizer.safetensors"), []byte("not pulled"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

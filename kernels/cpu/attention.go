@@ -10,14 +10,7 @@ import (
 // kernels.Backend), one sequence and head at a time through attend.
 func (b *Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
 	op := "AttentionForward"
-	kernels.NeedSizes(op, N, D)
-	kernels.NeedHeads(op, H, KVH)
-	kernels.NeedSeqOff(op, seqOff, N)
-	kernels.Need(op, "out", len(out), N*H*D)
-	kernels.Need(op, "lse", len(lse), N*H)
-	kernels.Need(op, "q", len(q), N*H*D)
-	kernels.Need(op, "k", len(k), N*KVH*D)
-	kernels.Need(op, "v", len(v), N*KVH*D)
+	kernels.NeedAttentionForward(op, out, lse, q, k, v, seqOff, N, H, KVH, D)
 	S := len(seqOff) - 1
 	b.attnItems(S*KVH, longest(seqOff), func(it int, s []float32, inner bool) {
 		si, g := it/KVH, it%KVH
@@ -194,17 +187,7 @@ func (b *Backend) attendFew(out, lse, q, k, v []float32, Tq, Tk, H, KVH, D int, 
 //	dQ_h += scale·dS·K_g,  dK_g += scale·dSᵀ·Q_h
 func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
 	op := "AttentionBackward"
-	kernels.NeedSizes(op, N, D)
-	kernels.NeedHeads(op, H, KVH)
-	kernels.NeedSeqOff(op, seqOff, N)
-	for _, c := range []struct {
-		name string
-		buf  []float32
-		n    int
-	}{{"dq", dq, N * H * D}, {"dk", dk, N * KVH * D}, {"dv", dv, N * KVH * D}, {"dout", dout, N * H * D},
-		{"out", out, N * H * D}, {"lse", lse, N * H}, {"q", q, N * H * D}, {"k", k, N * KVH * D}, {"v", v, N * KVH * D}} {
-		kernels.Need(op, c.name, len(c.buf), c.n)
-	}
+	kernels.NeedAttentionBackward(op, dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
 	S := len(seqOff) - 1
 	group := H / KVH
 	b.attnItems(S*KVH, longest(seqOff), func(it int, scratch []float32, inner bool) {

@@ -141,10 +141,7 @@ func sigmoid32(x float32) float32 {
 // SwiGLUForward: out = silu(gate)·up over n values.
 func (b *Backend) SwiGLUForward(out, gate, up []float32, n int) {
 	op := "SwiGLUForward"
-	kernels.NeedSizes(op, n)
-	kernels.Need(op, "out", len(out), n)
-	kernels.Need(op, "gate", len(gate), n)
-	kernels.Need(op, "up", len(up), n)
+	kernels.NeedGatedForward(op, out, gate, up, n)
 	b.parallel(n, 8, func(lo, hi int) {
 		if b.vec.swigluFwd != nil {
 			b.vec.swigluFwd(out[lo:hi], gate[lo:hi], up[lo:hi])
@@ -160,12 +157,7 @@ func (b *Backend) SwiGLUForward(out, gate, up []float32, n int) {
 // SwiGLUBackward accumulates dgate and dup over n values.
 func (b *Backend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 	op := "SwiGLUBackward"
-	kernels.NeedSizes(op, n)
-	kernels.Need(op, "dgate", len(dgate), n)
-	kernels.Need(op, "dup", len(dup), n)
-	kernels.Need(op, "dout", len(dout), n)
-	kernels.Need(op, "gate", len(gate), n)
-	kernels.Need(op, "up", len(up), n)
+	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
 	b.parallel(n, 8, func(lo, hi int) {
 		if b.vec.swigluBwd != nil {
 			b.vec.swigluBwd(dgate[lo:hi], dup[lo:hi], dout[lo:hi], gate[lo:hi], up[lo:hi])
@@ -187,10 +179,7 @@ const geluK = 0.7978845608028654
 // value (math.Tanh).
 func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
 	op := "GeGLUForward"
-	kernels.NeedSizes(op, n)
-	kernels.Need(op, "out", len(out), n)
-	kernels.Need(op, "gate", len(gate), n)
-	kernels.Need(op, "up", len(up), n)
+	kernels.NeedGatedForward(op, out, gate, up, n)
 	b.parallel(n, 32, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			x := float64(gate[i])
@@ -203,12 +192,7 @@ func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
 // GeGLUBackward accumulates dgate and dup over n values.
 func (b *Backend) GeGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 	op := "GeGLUBackward"
-	kernels.NeedSizes(op, n)
-	kernels.Need(op, "dgate", len(dgate), n)
-	kernels.Need(op, "dup", len(dup), n)
-	kernels.Need(op, "dout", len(dout), n)
-	kernels.Need(op, "gate", len(gate), n)
-	kernels.Need(op, "up", len(up), n)
+	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
 	b.parallel(n, 32, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			x := float64(gate[i])

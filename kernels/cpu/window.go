@@ -16,17 +16,8 @@ import (
 // i−W < j ≤ i of its sequence (see kernels.Backend).
 func (b *Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
 	op := "AttentionWindowForward"
-	kernels.NeedSizes(op, N, D, W)
-	if W < 1 {
-		panic("kernels.AttentionWindowForward: window W must be at least 1")
-	}
-	kernels.NeedHeads(op, H, KVH)
-	kernels.NeedSeqOff(op, seqOff, N)
-	kernels.Need(op, "out", len(out), N*H*D)
-	kernels.Need(op, "lse", len(lse), N*H)
-	kernels.Need(op, "q", len(q), N*H*D)
-	kernels.Need(op, "k", len(k), N*KVH*D)
-	kernels.Need(op, "v", len(v), N*KVH*D)
+	kernels.NeedWindow(op, W)
+	kernels.NeedAttentionForward(op, out, lse, q, k, v, seqOff, N, H, KVH, D)
 	if !needsWindow(seqOff, W) {
 		b.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
 		return
@@ -37,20 +28,8 @@ func (b *Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []i
 // AttentionWindowBackward accumulates the gradients of AttentionWindowForward.
 func (b *Backend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
 	op := "AttentionWindowBackward"
-	kernels.NeedSizes(op, N, D, W)
-	if W < 1 {
-		panic("kernels.AttentionWindowBackward: window W must be at least 1")
-	}
-	kernels.NeedHeads(op, H, KVH)
-	kernels.NeedSeqOff(op, seqOff, N)
-	for _, x := range []struct {
-		name string
-		buf  []float32
-		n    int
-	}{{"dq", dq, N * H * D}, {"dk", dk, N * KVH * D}, {"dv", dv, N * KVH * D}, {"dout", dout, N * H * D},
-		{"out", out, N * H * D}, {"lse", lse, N * H}, {"q", q, N * H * D}, {"k", k, N * KVH * D}, {"v", v, N * KVH * D}} {
-		kernels.Need(op, x.name, len(x.buf), x.n)
-	}
+	kernels.NeedWindow(op, W)
+	kernels.NeedAttentionBackward(op, dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
 	if !needsWindow(seqOff, W) {
 		b.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
 		return

@@ -381,41 +381,33 @@ func norm(x []float32) float64 {
 }
 
 func (s suite) swiglu(t *testing.T) {
-	for _, n := range []int{1, 17, 1000, 70001} {
-		name := fmt.Sprintf("n=%d", n)
-		t.Run(name, func(t *testing.T) {
-			r := src(name)
-			gate, up := randn(r, n, 3), randn(r, n, 1)
-			want, got := nan(n), nan(n)
-			s.r.SwiGLUForward(want, gate, up, n)
-			s.b.SwiGLUForward(got, gate, up, n)
-			near(t, "out", got, want, F32Tol)
-			dout, dg, du := randn(r, n, 1), randn(r, n, 1), randn(r, n, 1)
-			wdg, wdu, gdg, gdu := clone(dg), clone(du), clone(dg), clone(du)
-			s.r.SwiGLUBackward(wdg, wdu, dout, gate, up, n)
-			s.b.SwiGLUBackward(gdg, gdu, dout, gate, up, n)
-			near(t, "dgate", gdg, wdg, F32Tol)
-			near(t, "dup", gdu, wdu, F32Tol)
-		})
-	}
+	s.gated(t, kernels.Backend.SwiGLUForward, kernels.Backend.SwiGLUBackward)
 }
 
 // geglu checks GeGLU on gates far into both tails (tanh saturates) and
 // around zero.
 func (s suite) geglu(t *testing.T) {
+	s.gated(t, kernels.Backend.GeGLUForward, kernels.Backend.GeGLUBackward)
+}
+
+// gated checks a gated unit (out = act(gate)·up) and its backward against
+// ref, with gates of standard deviation 3 so the activation's tails are hit.
+func (s suite) gated(t *testing.T,
+	forward func(b kernels.Backend, out, gate, up []float32, n int),
+	backward func(b kernels.Backend, dgate, dup, dout, gate, up []float32, n int)) {
 	for _, n := range []int{1, 17, 1000, 70001} {
 		name := fmt.Sprintf("n=%d", n)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
 			gate, up := randn(r, n, 3), randn(r, n, 1)
 			want, got := nan(n), nan(n)
-			s.r.GeGLUForward(want, gate, up, n)
-			s.b.GeGLUForward(got, gate, up, n)
+			forward(s.r, want, gate, up, n)
+			forward(s.b, got, gate, up, n)
 			near(t, "out", got, want, F32Tol)
 			dout, dg, du := randn(r, n, 1), randn(r, n, 1), randn(r, n, 1)
 			wdg, wdu, gdg, gdu := clone(dg), clone(du), clone(dg), clone(du)
-			s.r.GeGLUBackward(wdg, wdu, dout, gate, up, n)
-			s.b.GeGLUBackward(gdg, gdu, dout, gate, up, n)
+			backward(s.r, wdg, wdu, dout, gate, up, n)
+			backward(s.b, gdg, gdu, dout, gate, up, n)
 			near(t, "dgate", gdg, wdg, F32Tol)
 			near(t, "dup", gdu, wdu, F32Tol)
 		})

@@ -18,14 +18,7 @@ func dot(a, b []float32) float64 {
 // lse [N,H], q [N,H,D], k/v [N,KVH,D], seqOff [S+1].
 func (Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
 	op := "AttentionForward"
-	kernels.NeedSizes(op, N, D)
-	kernels.NeedHeads(op, H, KVH)
-	kernels.NeedSeqOff(op, seqOff, N)
-	kernels.Need(op, "out", len(out), N*H*D)
-	kernels.Need(op, "lse", len(lse), N*H)
-	kernels.Need(op, "q", len(q), N*H*D)
-	kernels.Need(op, "k", len(k), N*KVH*D)
-	kernels.Need(op, "v", len(v), N*KVH*D)
+	kernels.NeedAttentionForward(op, out, lse, q, k, v, seqOff, N, H, KVH, D)
 	for s := 0; s+1 < len(seqOff); s++ {
 		lo, hi := int(seqOff[s]), int(seqOff[s+1])
 		attend(out[lo*H*D:hi*H*D], lse[lo*H:hi*H], q[lo*H*D:hi*H*D], k[lo*KVH*D:hi*KVH*D], v[lo*KVH*D:hi*KVH*D], hi-lo, hi-lo, H, KVH, D, 0, scale)
@@ -36,17 +29,8 @@ func (Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, 
 // i−W < j ≤ i of its sequence.
 func (Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
 	op := "AttentionWindowForward"
-	kernels.NeedSizes(op, N, D, W)
-	if W < 1 {
-		panic("kernels.AttentionWindowForward: window W must be at least 1")
-	}
-	kernels.NeedHeads(op, H, KVH)
-	kernels.NeedSeqOff(op, seqOff, N)
-	kernels.Need(op, "out", len(out), N*H*D)
-	kernels.Need(op, "lse", len(lse), N*H)
-	kernels.Need(op, "q", len(q), N*H*D)
-	kernels.Need(op, "k", len(k), N*KVH*D)
-	kernels.Need(op, "v", len(v), N*KVH*D)
+	kernels.NeedWindow(op, W)
+	kernels.NeedAttentionForward(op, out, lse, q, k, v, seqOff, N, H, KVH, D)
 	for s := 0; s+1 < len(seqOff); s++ {
 		lo, hi := int(seqOff[s]), int(seqOff[s+1])
 		attend(out[lo*H*D:hi*H*D], lse[lo*H:hi*H], q[lo*H*D:hi*H*D], k[lo*KVH*D:hi*KVH*D], v[lo*KVH*D:hi*KVH*D], hi-lo, hi-lo, H, KVH, D, W, scale)
@@ -113,25 +97,13 @@ func (Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, 
 
 // AttentionWindowBackward accumulates the gradients of AttentionWindowForward.
 func (Backend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
-	if W < 1 {
-		panic("kernels.AttentionWindowBackward: window W must be at least 1")
-	}
+	kernels.NeedWindow("AttentionWindowBackward", W)
 	attentionBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
 }
 
 // attentionBackward is AttentionBackward, over the last W keys when W > 0.
 func attentionBackward(op string, dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
-	kernels.NeedSizes(op, N, D)
-	kernels.NeedHeads(op, H, KVH)
-	kernels.NeedSeqOff(op, seqOff, N)
-	for _, b := range []struct {
-		name string
-		buf  []float32
-		n    int
-	}{{"dq", dq, N * H * D}, {"dk", dk, N * KVH * D}, {"dv", dv, N * KVH * D}, {"dout", dout, N * H * D},
-		{"out", out, N * H * D}, {"lse", lse, N * H}, {"q", q, N * H * D}, {"k", k, N * KVH * D}, {"v", v, N * KVH * D}} {
-		kernels.Need(op, b.name, len(b.buf), b.n)
-	}
+	kernels.NeedAttentionBackward(op, dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
 	group := H / KVH
 	for s := 0; s+1 < len(seqOff); s++ {
 		lo, hi := int(seqOff[s]), int(seqOff[s+1])

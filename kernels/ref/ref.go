@@ -271,10 +271,7 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 // SwiGLUForward: out = silu(gate)·up over n values.
 func (Backend) SwiGLUForward(out, gate, up []float32, n int) {
 	op := "SwiGLUForward"
-	kernels.NeedSizes(op, n)
-	kernels.Need(op, "out", len(out), n)
-	kernels.Need(op, "gate", len(gate), n)
-	kernels.Need(op, "up", len(up), n)
+	kernels.NeedGatedForward(op, out, gate, up, n)
 	for i := 0; i < n; i++ {
 		g := float64(gate[i])
 		out[i] = float32(g * sigmoid(g) * float64(up[i]))
@@ -284,12 +281,7 @@ func (Backend) SwiGLUForward(out, gate, up []float32, n int) {
 // SwiGLUBackward accumulates dgate and dup over n values.
 func (Backend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 	op := "SwiGLUBackward"
-	kernels.NeedSizes(op, n)
-	kernels.Need(op, "dgate", len(dgate), n)
-	kernels.Need(op, "dup", len(dup), n)
-	kernels.Need(op, "dout", len(dout), n)
-	kernels.Need(op, "gate", len(gate), n)
-	kernels.Need(op, "up", len(up), n)
+	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
 	for i := 0; i < n; i++ {
 		g, u, d := float64(gate[i]), float64(up[i]), float64(dout[i])
 		s := sigmoid(g)
@@ -304,10 +296,7 @@ const geluK = 0.7978845608028654
 // GeGLUForward: out = gelu_tanh(gate)·up over n values.
 func (Backend) GeGLUForward(out, gate, up []float32, n int) {
 	op := "GeGLUForward"
-	kernels.NeedSizes(op, n)
-	kernels.Need(op, "out", len(out), n)
-	kernels.Need(op, "gate", len(gate), n)
-	kernels.Need(op, "up", len(up), n)
+	kernels.NeedGatedForward(op, out, gate, up, n)
 	for i := 0; i < n; i++ {
 		x := float64(gate[i])
 		t := math.Tanh(geluK * (x + 0.044715*x*x*x))
@@ -318,12 +307,7 @@ func (Backend) GeGLUForward(out, gate, up []float32, n int) {
 // GeGLUBackward accumulates dgate and dup over n values.
 func (Backend) GeGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 	op := "GeGLUBackward"
-	kernels.NeedSizes(op, n)
-	kernels.Need(op, "dgate", len(dgate), n)
-	kernels.Need(op, "dup", len(dup), n)
-	kernels.Need(op, "dout", len(dout), n)
-	kernels.Need(op, "gate", len(gate), n)
-	kernels.Need(op, "up", len(up), n)
+	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
 	for i := 0; i < n; i++ {
 		x := float64(gate[i])
 		t := math.Tanh(geluK * (x + 0.044715*x*x*x))

@@ -15,14 +15,7 @@ func TestWindowAttentionMatchesBackend(t *testing.T) {
 	seqOff := []int32{0, 70, 75, 225} // several query blocks per sequence
 	N := int(seqOff[len(seqOff)-1])
 	rng := rand.New(rand.NewPCG(3, 5))
-	fill := func(n int) []float32 {
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		return x
-	}
-	q, k, v, dout := fill(N*H*D), fill(N*KVH*D), fill(N*KVH*D), fill(N*H*D)
+	q, k, v, dout := normals(rng, N*H*D), normals(rng, N*KVH*D), normals(rng, N*KVH*D), normals(rng, N*H*D)
 	const scale = 0.3
 	for _, be := range testBackends(t) {
 		t.Run(be.Name(), func(t *testing.T) {
@@ -61,14 +54,7 @@ func TestWindowAttentionMasks(t *testing.T) {
 	seqOff := []int32{0, 150, 161}
 	N := int(seqOff[len(seqOff)-1])
 	rng := rand.New(rand.NewPCG(7, 9))
-	fill := func(n int) []float32 {
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		return x
-	}
-	q, k, v, dout := fill(N*H*D), fill(N*KVH*D), fill(N*KVH*D), fill(N*H*D)
+	q, k, v, dout := normals(rng, N*H*D), normals(rng, N*KVH*D), normals(rng, N*KVH*D), normals(rng, N*H*D)
 	const scale = 0.4
 	// The definition, row by row.
 	wantOut, wantLSE := make([]float32, N*H*D), make([]float32, N*H)
@@ -142,14 +128,7 @@ func BenchmarkWindowAttention(b *testing.B) {
 	const H, KVH, D, W, N = 4, 1, 256, 512, 1024
 	seqOff := []int32{0, N}
 	rng := rand.New(rand.NewPCG(1, 2))
-	fill := func(n int) []float32 {
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		return x
-	}
-	q, k, v, dout := fill(N*H*D), fill(N*KVH*D), fill(N*KVH*D), fill(N*H*D)
+	q, k, v, dout := normals(rng, N*H*D), normals(rng, N*KVH*D), normals(rng, N*KVH*D), normals(rng, N*H*D)
 	out, lse := make([]float32, N*H*D), make([]float32, N*H)
 	dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
 	be := testBackends(b)[1] // the CPU backend
@@ -167,4 +146,13 @@ func dot(x, y []float32) float64 {
 		s += float64(v) * float64(y[i])
 	}
 	return s
+}
+
+// normals draws n standard normal values from rng.
+func normals(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
 }

@@ -60,8 +60,15 @@ type Driver interface {
 	CtxSynchronize() error
 	// MemAlloc is cuMemAlloc_v2.
 	MemAlloc(bytes int) (DevPtr, error)
-	// MemFree is cuMemFree_v2.
+	// MemFree is cuMemFree_v2 (it frees managed memory too).
 	MemFree(DevPtr) error
+	// MemAllocManaged is cuMemAllocManaged with CU_MEM_ATTACH_GLOBAL:
+	// memory whose address is valid on the host and on every device, its
+	// pages migrating to the processor that touches them.
+	MemAllocManaged(bytes int) (DevPtr, error)
+	// MemsetD32 is cuMemsetD32_v2: n 32-bit words at p set to v, on the
+	// device (managed pages are first touched there).
+	MemsetD32(p DevPtr, v uint32, n int) error
 	// MemcpyHtoD is cuMemcpyHtoD_v2 of len(src) bytes.
 	MemcpyHtoD(dst DevPtr, src []byte) error
 	// MemcpyDtoH is cuMemcpyDtoH_v2 of len(dst) bytes.

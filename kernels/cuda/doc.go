@@ -1,9 +1,15 @@
 // Package cuda is the start of Hone's CUDA backend (issue #28): run-time
-// bindings to the CUDA Driver API and cuBLAS, a device probe, device
-// buffers, row-major GEMMs on cuBLAS, and module loading and kernel launch.
-// It has never run on a GPU: its tests use the fakes of
-// kernels/cuda/cudafake. It does not implement kernels.Backend yet, so the
-// commands refuse --device cuda.
+// bindings to the CUDA Driver API and cuBLAS, a device probe, device and
+// managed buffers, row-major GEMMs on cuBLAS, module loading and kernel
+// launch, and Backend: a kernels.Backend and kernels.Allocator whose
+// buffers are CUDA managed memory (plain slices, valid on host and device),
+// whose ops run on the device where a kernel exists (Ops, cuBLAS) and on
+// the host with kernels/ref where none does yet (HostOps), each op
+// synchronized before it returns. It has never run on a GPU: its tests use
+// the fakes of kernels/cuda/cudafake, among them an emulated device whose
+// managed memory is host memory and whose launches run the .cu kernels on
+// the CPU in-process, on which kerneltest's whole suite runs against
+// Backend (backend_test.go). The commands do not offer --device cuda yet.
 //
 // # Kernels
 //

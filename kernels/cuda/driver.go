@@ -20,6 +20,8 @@ type driverLib struct {
 	ctxSynchronize    func() int32
 	memAlloc          func(p *uint64, n uint64) int32
 	memFree           func(p uint64) int32
+	memAllocManaged   func(p *uint64, n uint64, flags uint32) int32
+	memsetD32         func(p uint64, v uint32, n uint64) int32
 	memcpyHtoD        func(dst uint64, src unsafe.Pointer, n uint64) int32
 	memcpyDtoH        func(dst unsafe.Pointer, src uint64, n uint64) int32
 	moduleLoadData    func(m *uintptr, image unsafe.Pointer) int32
@@ -44,6 +46,8 @@ func (d *driverLib) symbols() []symbol {
 		{name: "cuCtxSynchronize", fptr: &d.ctxSynchronize},
 		{name: "cuMemAlloc_v2", fptr: &d.memAlloc},
 		{name: "cuMemFree_v2", fptr: &d.memFree},
+		{name: "cuMemAllocManaged", fptr: &d.memAllocManaged},
+		{name: "cuMemsetD32_v2", fptr: &d.memsetD32},
 		{name: "cuMemcpyHtoD_v2", fptr: &d.memcpyHtoD},
 		{name: "cuMemcpyDtoH_v2", fptr: &d.memcpyDtoH},
 		{name: "cuModuleLoadData", fptr: &d.moduleLoadData},
@@ -168,6 +172,26 @@ func (d *driverLib) MemAlloc(bytes int) (DevPtr, error) {
 
 func (d *driverLib) MemFree(p DevPtr) error {
 	return d.check("cuMemFree_v2", d.memFree(uint64(p)))
+}
+
+// memAttachGlobal is CU_MEM_ATTACH_GLOBAL: managed memory any stream of
+// any device may access.
+const memAttachGlobal = 1
+
+func (d *driverLib) MemAllocManaged(bytes int) (DevPtr, error) {
+	if bytes <= 0 {
+		return 0, fmt.Errorf("cuMemAllocManaged: %d bytes: want a positive size", bytes)
+	}
+	var p uint64
+	err := d.check("cuMemAllocManaged", d.memAllocManaged(&p, uint64(bytes), memAttachGlobal))
+	return DevPtr(p), err
+}
+
+func (d *driverLib) MemsetD32(p DevPtr, v uint32, n int) error {
+	if n < 0 {
+		return fmt.Errorf("cuMemsetD32_v2: %d words", n)
+	}
+	return d.check("cuMemsetD32_v2", d.memsetD32(uint64(p), v, uint64(n)))
 }
 
 func (d *driverLib) MemcpyHtoD(dst DevPtr, src []byte) error {

@@ -1,5 +1,5 @@
 // Package cudafake stands in for the CUDA libraries in tests on machines
-// without a GPU, in two ways:
+// without a GPU, in three ways:
 //
 //   - BuildLibs compiles C stand-ins for libcuda and libcublas (clib/*.c)
 //     into shared libraries, so that the real run-time loader of
@@ -9,7 +9,14 @@
 //     Go, with device memory kept in Go slices, so that tests check buffer
 //     bookkeeping, GEMM argument mapping and error paths, and inject
 //     failures.
+//   - NewEmulatedDriver is that Driver as an emulated device: its memory is
+//     host memory at real addresses (mmap), managed memory included, and
+//     its launches run kernels/cuda's own .cu kernels on the CPU in this
+//     process, compiled by BuildEmulator with g++ through
+//     kernels/cuda/cpushim/cuda_cpu.h and loaded with LoadEmulator.
 //
-// Neither runs a CUDA kernel: what the fakes compute (the column-major GEMM)
-// is written from the BLAS definition, not taken from cuBLAS.
+// The fake BLAS's column-major GEMM is written from the BLAS definition, not
+// taken from cuBLAS; the C stand-in for libcuda runs one toy kernel only.
+// Managed memory (MemAllocManaged) is host memory at a real address in every
+// mode of the Go Driver.
 package cudafake

@@ -42,6 +42,8 @@ func codeName(code int) string {
 		return "CUDA_ERROR_INVALID_HANDLE"
 	case errNotFound:
 		return "CUDA_ERROR_NOT_FOUND"
+	case errLaunchFailed:
+		return "CUDA_ERROR_LAUNCH_FAILED"
 	}
 	return ""
 }
@@ -85,6 +87,8 @@ type Driver struct {
 	functions map[cuda.Function]string
 	launches  []Launch
 	images    [][]byte
+	mapped    map[cuda.DevPtr][]byte // allocations in real host memory (emulate.go), by address
+	emu       *Emulator              // runs launches, when set (NewEmulatedDriver)
 }
 
 // NewDriver returns a fake driver with the given number of devices
@@ -286,6 +290,9 @@ func (d *Driver) MemAlloc(bytes int) (cuda.DevPtr, error) {
 	if d.memLimit > 0 && d.used+bytes > d.memLimit {
 		return 0, fail("cuMemAlloc_v2", errOutOfMemory, fmt.Sprintf("%d bytes asked, %d of %d in use", bytes, d.used, d.memLimit))
 	}
+	if d.emu != nil { // the kernels run on the CPU: memory at real addresses
+		return d.allocMapped("cuMemAlloc_v2", bytes)
+	}
 	p := d.next
 	d.allocs[p] = make([]byte, bytes)
 	d.used += bytes
@@ -304,7 +311,7 @@ func (d *Driver) MemFree(p cuda.DevPtr) error {
 	}
 	d.used -= len(mem)
 	delete(d.allocs, p)
-	return nil
+	return d.unmap(p)
 }
 
 // span returns the n bytes of device memory at p, which must lie inside
@@ -401,7 +408,8 @@ func (d *Driver) ModuleGetFunction(m cuda.Module, name string) (cuda.Function, e
 // LaunchKernel records the launch after checking its geometry against an
 // sm_90 device's limits (1024 threads a block; block 1024×1024×64; grid
 // (2³¹-1)×65535×65535; 48 KiB of static shared memory without opt-in). It
-// runs nothing.
+// runs nothing, unless the driver emulates a device (NewEmulatedDriver):
+// then the kernel runs on the CPU before it returns.
 func (d *Driver) LaunchKernel(f cuda.Function, grid, block cuda.Dim3, sharedBytes int, params []unsafe.Pointer) error {
 	defer d.mu.Unlock()
 	if err := d.enter("cuLaunchKernel", true); err != nil {
@@ -416,6 +424,9 @@ func (d *Driver) LaunchKernel(f cuda.Function, grid, block cuda.Dim3, sharedByte
 		return fail("cuLaunchKernel", errInvalidValue, fmt.Sprintf("grid %v block %v shared %d bytes", grid, block, sharedBytes))
 	}
 	d.launches = append(d.launches, Launch{Kernel: name, Grid: grid, Block: block, SharedBytes: sharedBytes, Params: len(params)})
+	if d.emu != nil {
+		return d.emu.launch(name, grid, block, sharedBytes, params)
+	}
 	return nil
 }
 

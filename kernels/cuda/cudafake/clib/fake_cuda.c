@@ -91,6 +91,20 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 	return 0;
 }
 
+/* Managed memory is host memory here as well: only CU_MEM_ATTACH_GLOBAL (1)
+   is accepted, as the backend asks for it. */
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags) {
+	if (flags != 1) return 1;
+	return cuMemAlloc_v2(p, n);
+}
+
+CUresult cuMemsetD32_v2(CUdeviceptr p, unsigned v, size_t n) {
+	if (!p) return 1;
+	unsigned *q = (unsigned *)(uintptr_t)p;
+	for (size_t i = 0; i < n; i++) q[i] = v;
+	return 0;
+}
+
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
 	memcpy((void *)(uintptr_t)dst, src, n);
 	return 0;

@@ -1,0 +1,365 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/ref"
+)
+
+// Backend is kernels.Backend on one CUDA device, with its buffers in CUDA
+// managed memory: it is a kernels.Allocator, and AllocF32 and AllocBF16
+// hand out plain slices over cuMemAllocManaged memory, whose addresses are
+// valid on the host and on the device. Views are sub-slices, as everywhere
+// in the model. Every op checks that each float32 or bfloat16 argument lies
+// inside one of the backend's live allocations, and panics naming the op
+// and the argument when one does not (memory from make would be a host
+// pointer the device cannot read). The int32 edges — token ids, positions,
+// sequence offsets, targets — stay host slices: the backend copies them
+// into managed scratch of its own for each call.
+//
+// The ops with a CUDA kernel (Ops) and the GEMMs (cuBLAS) run on the
+// device; the others run on the host with kernels/ref over the same managed
+// memory (HostOps lists them, and Name says how many), which is correct and
+// slow on a GPU: the pages they touch migrate to the host and back. RowMax
+// and ExpShift, the sampler's row ops, run on the caller's goroutine on the
+// host by design.
+//
+// Every op returns after the device has finished it (cuCtxSynchronize), so
+// the host may read any result at once, and an op's failure on the device
+// panics in that op. The cost is a round trip to the driver per op (a few
+// µs) and an idle GPU between ops while the host launches the next: the
+// launch overhead of the model's ~20 ops a layer is not hidden behind
+// running kernels. A stream-ordered version would queue ops without waiting
+// and synchronize only where the host reads (logprobs, losses, sampled
+// logits, the gradient norm) — which needs the model to say where those
+// edges are — and would keep the int32 scratch per launch instead of per
+// call.
+//
+// Ops run one at a time (a mutex), as the device's default stream would
+// run them anyway. Only PrecisionF32 exists: there are no bfloat16 kernels
+// yet. NewBackend takes the device over: Close closes it.
+type Backend struct {
+	d    *Device
+	ops  *Ops
+	prec kernels.Precision
+	host ref.Backend
+
+	mu     sync.Mutex
+	closed bool
+	allocs []allocation // live allocations of AllocF32/AllocBF16, by address
+	edges  *Buffer      // managed scratch for the int32 edges of one call
+}
+
+// allocation is one AllocF32 or AllocBF16: buf holds bytes bytes the caller
+// sees (and, for bfloat16, padding to whole float32 elements and beyond).
+type allocation struct {
+	buf   *Buffer
+	bytes int
+	bf16  bool
+}
+
+var (
+	_ kernels.Backend   = (*Backend)(nil)
+	_ kernels.Allocator = (*Backend)(nil)
+)
+
+// hostOps are the ops without a CUDA kernel yet, run on the host with
+// kernels/ref after the device has finished: the one place they are listed.
+// Moving an op to the device is a one-line change in its method (onHost →
+// onDevice) and deleting its line here; each path panics when the list
+// disagrees with it.
+var hostOps = []string{
+	"AddScalar",
+	"AttentionBackward",
+	"AttentionDecode",
+	"AttentionForward",
+	"AttentionWindowBackward",
+	"AttentionWindowForward",
+	"Copy",
+	"GeGLUBackward",
+	"GeGLUForward",
+	"LinearBackward",
+	"LinearBackwardBF16",
+	"LinearForward",
+	"LinearForwardBF16",
+	"LogprobBackward",
+	"LogprobBackwardBF16",
+	"LogprobBackwardExpectBF16",
+	"LogprobForwardBF16",
+	"Zero",
+}
+
+// HostOps returns the kernels.Backend ops that Backend runs on the host
+// (kernels/ref over managed memory) because they have no CUDA kernel yet,
+// sorted.
+func HostOps() []string { return slices.Clone(hostOps) }
+
+// NewBackend returns the backend on device d computing in precision p
+// (only kernels.PrecisionF32 exists). It loads the kernels (LoadOps). The
+// backend owns d from then on: Close closes it. On error d is left open.
+func NewBackend(d *Device, p kernels.Precision) (*Backend, error) {
+	if p != kernels.PrecisionF32 {
+		return nil, fmt.Errorf("CUDA backend: compute precision %s is not implemented (there are no bfloat16 kernels yet); use f32", p)
+	}
+	ops, err := d.LoadOps()
+	if err != nil {
+		return nil, fmt.Errorf("CUDA backend: %w", err)
+	}
+	return &Backend{d: d, ops: ops, prec: p}, nil
+}
+
+// Name says the device and precision, and which ops run on the host.
+func (b *Backend) Name() string {
+	return fmt.Sprintf("cuda/%s %s, %d ops on the host for want of kernels (%s)", b.prec, b.d, len(hostOps), strings.Join(hostOps, ", "))
+}
+
+// Precision is the backend's compute precision (kernels.PrecisionOf).
+func (b *Backend) Precision() kernels.Precision { return b.prec }
+
+// Device is the device the backend runs on.
+func (b *Backend) Device() *Device { return b.d }
+
+// Close frees what the backend still holds, unloads the kernels and closes
+// the device. Allocations the caller did not free are freed and named in
+// the error. It is safe to call more than once.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	var errs []error
+	if n := len(b.allocs); n > 0 {
+		bytes := 0
+		for _, a := range b.allocs {
+			bytes += a.bytes
+			errs = append(errs, a.buf.Free())
+		}
+		errs = append([]error{fmt.Errorf("CUDA backend closed with %d allocations (%d bytes) not freed", n, bytes)}, errs...)
+		b.allocs = nil
+	}
+	if b.edges != nil {
+		errs = append(errs, b.edges.Free())
+		b.edges = nil
+	}
+	errs = append(errs, b.ops.Unload(), b.d.Close())
+	return errors.Join(errs...)
+}
+
+// ---- memory ---------------------------------------------------------------
+
+// AllocF32 returns n zeroed float32 values of managed memory.
+func (b *Backend) AllocF32(n int) ([]float32, error) {
+	p, err := b.alloc("AllocF32", n, 4*n, n, false)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return []float32{}, nil
+	}
+	return unsafe.Slice((*float32)(p), n), nil
+}
+
+// AllocBF16 returns n zeroed bfloat16 values (bits) of managed memory.
+func (b *Backend) AllocBF16(n int) ([]uint16, error) {
+	// Whole float32 elements, and one more: a view at an odd offset is
+	// passed to the kernels as (len+1)/2 elements from its address.
+	p, err := b.alloc("AllocBF16", n, 2*n, n/2+2, true)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return []uint16{}, nil
+	}
+	return unsafe.Slice((*uint16)(p), n), nil
+}
+
+// alloc allocates elems float32 elements for an allocation the caller sees
+// as bytes bytes (n values), and records it.
+func (b *Backend) alloc(op string, n, bytes, elems int, bf16 bool) (unsafe.Pointer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("CUDA backend %s: %d values", op, n)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, fmt.Errorf("CUDA backend %s: %w", op, errClosed)
+	}
+	buf, err := b.d.AllocManaged(elems)
+	if err != nil {
+		return nil, fmt.Errorf("CUDA backend %s of %d values: %w", op, n, err)
+	}
+	i := sort.Search(len(b.allocs), func(i int) bool { return b.allocs[i].buf.ptr > buf.ptr })
+	b.allocs = slices.Insert(b.allocs, i, allocation{buf: buf, bytes: bytes, bf16: bf16})
+	return hostPtr(buf.ptr), nil
+}
+
+// FreeF32 releases a slice AllocF32 returned. A slice that is not one (a
+// view, memory from elsewhere, one freed already) panics.
+func (b *Backend) FreeF32(s []float32) {
+	if len(s) > 0 {
+		b.free("FreeF32", uintptr(unsafe.Pointer(&s[0])), 4*len(s), false)
+	}
+}
+
+// FreeBF16 releases a slice AllocBF16 returned, as FreeF32.
+func (b *Backend) FreeBF16(s []uint16) {
+	if len(s) > 0 {
+		b.free("FreeBF16", uintptr(unsafe.Pointer(&s[0])), 2*len(s), true)
+	}
+}
+
+func (b *Backend) free(op string, addr uintptr, bytes int, bf16 bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		panic(fmt.Sprintf("kernels/cuda: %s after Close", op))
+	}
+	i := sort.Search(len(b.allocs), func(i int) bool { return uintptr(b.allocs[i].buf.ptr) >= addr })
+	if i == len(b.allocs) || uintptr(b.allocs[i].buf.ptr) != addr || b.allocs[i].bytes != bytes || b.allocs[i].bf16 != bf16 {
+		panic(fmt.Sprintf("kernels/cuda: %s of %d bytes at %#x: not a whole allocation of this backend's (a view, or freed already)", op, bytes, addr))
+	}
+	if err := b.allocs[i].buf.Free(); err != nil {
+		panic(fmt.Sprintf("kernels/cuda: %s: %v", op, err))
+	}
+	b.allocs = slices.Delete(b.allocs, i, i+1)
+}
+
+// find returns the allocation holding the bytes bytes at addr, or nil;
+// b.mu is held.
+func (b *Backend) find(addr uintptr, bytes int) *allocation {
+	i := sort.Search(len(b.allocs), func(i int) bool { return uintptr(b.allocs[i].buf.ptr) > addr }) - 1
+	if i < 0 {
+		return nil
+	}
+	a := &b.allocs[i]
+	if addr+uintptr(bytes) > uintptr(a.buf.ptr)+uintptr(a.bytes) {
+		return nil
+	}
+	return a
+}
+
+// foreign panics for an argument that is not the backend's memory.
+func foreign(op, name string, n int, addr uintptr) {
+	panic(fmt.Sprintf("kernels.%s: %s (%d values at %#x) is not memory of the CUDA backend: allocate it with kernels.AllocF32 or AllocBF16", op, name, n, addr))
+}
+
+// f32 is the device buffer of s, a view of the allocation holding it (nil
+// for an empty s); b.mu is held.
+func (b *Backend) f32(op, name string, s []float32) *Buffer {
+	if len(s) == 0 {
+		return nil
+	}
+	addr := uintptr(unsafe.Pointer(&s[0]))
+	a := b.find(addr, 4*len(s))
+	if a == nil {
+		foreign(op, name, len(s), addr)
+	}
+	return &Buffer{d: b.d, ptr: DevPtr(addr), n: len(s), base: a.buf}
+}
+
+// bf16 is f32 for bfloat16 values: (len+1)/2 float32 elements from s's
+// address, as Ops takes a bfloat16 operand.
+func (b *Backend) bf16(op, name string, s []uint16) *Buffer {
+	if len(s) == 0 {
+		return nil
+	}
+	addr := uintptr(unsafe.Pointer(&s[0]))
+	a := b.find(addr, 2*len(s))
+	if a == nil {
+		foreign(op, name, len(s), addr)
+	}
+	return &Buffer{d: b.d, ptr: DevPtr(addr), n: (len(s) + 1) / 2, base: a.buf}
+}
+
+// edge copies the int32 values s into the backend's managed scratch and
+// returns it as a buffer of len(s) elements (nil for an empty s); b.mu is
+// held, and the device is idle (every op ends synchronized), so the
+// scratch is free to overwrite.
+func (b *Backend) edge(op string, s []int32) *Buffer {
+	if len(s) == 0 {
+		return nil
+	}
+	if b.edges == nil || b.edges.n < len(s) {
+		if b.edges != nil {
+			if err := b.edges.Free(); err != nil {
+				panic(fmt.Sprintf("kernels.%s: %v", op, err))
+			}
+			b.edges = nil
+		}
+		buf, err := b.d.AllocManaged(max(len(s), 4096))
+		if err != nil {
+			panic(fmt.Sprintf("kernels.%s: int32 scratch: %v", op, err))
+		}
+		b.edges = buf
+	}
+	copy(unsafe.Slice((*int32)(hostPtr(b.edges.ptr)), len(s)), s)
+	return b.edges.view(0, len(s))
+}
+
+// ---- running ops ----------------------------------------------------------
+
+// onDevice runs an op's launches (run, which makes its buffers with f32,
+// bf16 and edge) and waits for the device to finish them. A failure panics
+// naming the op: kernels.Backend's ops return no errors.
+func (b *Backend) onDevice(op string, run func() error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.enter(op, false)
+	err := run()
+	if err == nil {
+		err = b.d.Synchronize()
+	}
+	if err != nil {
+		panic(fmt.Sprintf("kernels.%s: %v", op, err))
+	}
+}
+
+// onHost runs an op with kernels/ref (run) on the managed memory, after
+// the device has finished the work before it.
+func (b *Backend) onHost(op string, run func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.enter(op, true)
+	if err := b.d.Synchronize(); err != nil {
+		panic(fmt.Sprintf("kernels.%s: %v", op, err))
+	}
+	run()
+}
+
+// enter checks the backend is open and that op runs where hostOps says;
+// b.mu is held.
+func (b *Backend) enter(op string, host bool) {
+	if b.closed {
+		panic(fmt.Sprintf("kernels.%s: the CUDA backend is closed", op))
+	}
+	if _, listed := slices.BinarySearch(hostOps, op); listed != host {
+		panic(fmt.Sprintf("kernels/cuda: %s runs on the %s, but hostOps says otherwise", op, map[bool]string{true: "host", false: "device"}[host]))
+	}
+}
+
+// mine panics unless every non-empty slice in s (name, slice pairs) is the
+// backend's memory; b.mu is held.
+func (b *Backend) mine(op string, s ...any) {
+	for i := 0; i < len(s); i += 2 {
+		switch v := s[i+1].(type) {
+		case []float32:
+			b.f32(op, s[i].(string), v)
+		case []uint16:
+			b.bf16(op, s[i].(string), v)
+		default:
+			panic(fmt.Sprintf("kernels/cuda: mine: a %T", v))
+		}
+	}
+}

@@ -1,0 +1,500 @@
+package cuda
+
+import (
+	"github.com/hone-rl/hone/kernels"
+)
+
+// Backend's ops: each checks its arguments as kernels/ref does (the same
+// panics), then runs on the device (onDevice: Ops' kernels, cuBLAS) or on
+// the host (onHost: kernels/ref, the ops listed in hostOps).
+
+// ---- matrix products: cuBLAS ------------------------------------------------
+
+// scaleC is c = beta·c, the product of an empty inner dimension (K = 0).
+func (b *Backend) scaleC(c *Buffer, beta float32, n int) error {
+	switch beta {
+	case 0: // ignores c's contents, NaN included
+		return c.fill(0)
+	case 1:
+		return nil
+	}
+	return b.ops.Scale(c, c, beta, n)
+}
+
+func (b *Backend) Matmul(c, a, bm []float32, M, N, K int, transA, transB bool, beta float32) {
+	const op = "Matmul"
+	kernels.NeedSizes(op, M, N, K)
+	kernels.Need(op, "c", len(c), M*N)
+	kernels.Need(op, "a", len(a), M*K)
+	kernels.Need(op, "b", len(bm), K*N)
+	if M*N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		cb := b.f32(op, "c", c)
+		if K == 0 {
+			return b.scaleC(cb, beta, M*N)
+		}
+		return b.d.Matmul(cb, b.f32(op, "a", a), b.f32(op, "b", bm), M, N, K, transA, transB, beta)
+	})
+}
+
+func (b *Backend) MatmulBatched(c, a, bm []float32, batch, M, N, K int, transA, transB bool, beta float32) {
+	const op = "MatmulBatched"
+	kernels.NeedSizes(op, batch, M, N, K)
+	kernels.Need(op, "c", len(c), batch*M*N)
+	kernels.Need(op, "a", len(a), batch*M*K)
+	kernels.Need(op, "b", len(bm), batch*K*N)
+	if batch*M*N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		cb := b.f32(op, "c", c)
+		if K == 0 {
+			return b.scaleC(cb, beta, batch*M*N)
+		}
+		return b.d.MatmulBatched(cb, b.f32(op, "a", a), b.f32(op, "b", bm), batch, M, N, K, transA, transB, beta)
+	})
+}
+
+// ---- normalisation, position, activation: Ops -------------------------------
+
+func (b *Backend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
+	const op = "RMSNormForward"
+	kernels.NeedSizes(op, N, C)
+	kernels.Need(op, "out", len(out), N*C)
+	kernels.Need(op, "rstd", len(rstd), N)
+	kernels.Need(op, "inp", len(inp), N*C)
+	kernels.Need(op, "weight", len(weight), C)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.RMSNormForward(b.f32(op, "out", out), b.f32(op, "rstd", rstd), b.f32(op, "inp", inp), b.f32(op, "weight", weight), N, C, eps)
+	})
+}
+
+func (b *Backend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
+	const op = "RMSNormBackward"
+	kernels.NeedSizes(op, N, C)
+	kernels.Need(op, "dinp", len(dinp), N*C)
+	kernels.Need(op, "dout", len(dout), N*C)
+	kernels.Need(op, "rstd", len(rstd), N)
+	kernels.Need(op, "inp", len(inp), N*C)
+	kernels.Need(op, "weight", len(weight), C)
+	if dweight != nil {
+		kernels.Need(op, "dweight", len(dweight), C)
+	}
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.RMSNormBackward(b.f32(op, "dinp", dinp), b.f32(op, "dweight", dweight), b.f32(op, "dout", dout),
+			b.f32(op, "rstd", rstd), b.f32(op, "inp", inp), b.f32(op, "weight", weight), N, C)
+	})
+}
+
+// rope runs RoPEForward (forward) or RoPEBackward on the device.
+func (b *Backend) rope(op string, forward bool, out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
+	kernels.NeedSizes(op, N, H, D)
+	half := len(invFreq)
+	if 2*half > D {
+		panic("kernels." + op + ": rotary dims 2·len(invFreq) exceed head dim")
+	}
+	names := [2]string{"dinp", "dout"}
+	if forward {
+		names = [2]string{"out", "inp"}
+	}
+	kernels.Need(op, names[0], len(out), N*H*D)
+	kernels.Need(op, names[1], len(inp), N*H*D)
+	kernels.Need(op, "pos", len(pos), N)
+	if N*H*D == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		o, i, f := b.f32(op, names[0], out), b.f32(op, names[1], inp), b.f32(op, "invFreq", invFreq)
+		p := b.edge(op, pos[:N])
+		if forward {
+			return b.ops.RoPEForward(o, i, p, f, N, H, D, half)
+		}
+		return b.ops.RoPEBackward(o, i, p, f, N, H, D, half)
+	})
+}
+
+func (b *Backend) RoPEForward(out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.rope("RoPEForward", true, out, inp, pos, invFreq, N, H, D)
+}
+
+func (b *Backend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.rope("RoPEBackward", false, dinp, dout, pos, invFreq, N, H, D)
+}
+
+func (b *Backend) SwiGLUForward(out, gate, up []float32, n int) {
+	const op = "SwiGLUForward"
+	kernels.NeedGatedForward(op, out, gate, up, n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.SwiGLUForward(b.f32(op, "out", out), b.f32(op, "gate", gate), b.f32(op, "up", up), n)
+	})
+}
+
+func (b *Backend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
+	const op = "SwiGLUBackward"
+	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.SwiGLUBackward(b.f32(op, "dgate", dgate), b.f32(op, "dup", dup), b.f32(op, "dout", dout),
+			b.f32(op, "gate", gate), b.f32(op, "up", up), n)
+	})
+}
+
+func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
+	b.onHost("GeGLUForward", func() {
+		b.mine("GeGLUForward", "out", out, "gate", gate, "up", up)
+		b.host.GeGLUForward(out, gate, up, n)
+	})
+}
+
+func (b *Backend) GeGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
+	b.onHost("GeGLUBackward", func() {
+		b.mine("GeGLUBackward", "dgate", dgate, "dup", dup, "dout", dout, "gate", gate, "up", up)
+		b.host.GeGLUBackward(dgate, dup, dout, gate, up, n)
+	})
+}
+
+// ---- linear layers: on the host until they have kernels ---------------------
+
+func (b *Backend) LinearForward(out, inp, weight, bias []float32, N, C, OC int) {
+	b.onHost("LinearForward", func() {
+		b.mine("LinearForward", "out", out, "inp", inp, "weight", weight, "bias", bias)
+		b.host.LinearForward(out, inp, weight, bias, N, C, OC)
+	})
+}
+
+func (b *Backend) LinearForwardBF16(out, inp []float32, weight []uint16, bias []float32, N, C, OC int) {
+	b.onHost("LinearForwardBF16", func() {
+		b.mine("LinearForwardBF16", "out", out, "inp", inp, "weight", weight, "bias", bias)
+		b.host.LinearForwardBF16(out, inp, weight, bias, N, C, OC)
+	})
+}
+
+func (b *Backend) LinearBackward(dinp, dweight, dbias, dout, inp, weight []float32, N, C, OC int) {
+	b.onHost("LinearBackward", func() {
+		b.mine("LinearBackward", "dinp", dinp, "dweight", dweight, "dbias", dbias, "dout", dout, "inp", inp, "weight", weight)
+		b.host.LinearBackward(dinp, dweight, dbias, dout, inp, weight, N, C, OC)
+	})
+}
+
+func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C, OC int) {
+	b.onHost("LinearBackwardBF16", func() {
+		b.mine("LinearBackwardBF16", "dinp", dinp, "dout", dout, "weight", weight)
+		b.host.LinearBackwardBF16(dinp, dout, weight, N, C, OC)
+	})
+}
+
+// ---- attention: on the host until it has kernels ----------------------------
+
+func (b *Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	b.onHost("AttentionForward", func() {
+		b.mine("AttentionForward", "out", out, "lse", lse, "q", q, "k", k, "v", v)
+		b.host.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+	})
+}
+
+func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	b.onHost("AttentionBackward", func() {
+		b.mine("AttentionBackward", "dq", dq, "dk", dk, "dv", dv, "dout", dout, "out", out, "lse", lse, "q", q, "k", k, "v", v)
+		b.host.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+	})
+}
+
+func (b *Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	b.onHost("AttentionWindowForward", func() {
+		b.mine("AttentionWindowForward", "out", out, "lse", lse, "q", q, "k", k, "v", v)
+		b.host.AttentionWindowForward(out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
+	})
+}
+
+func (b *Backend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	b.onHost("AttentionWindowBackward", func() {
+		b.mine("AttentionWindowBackward", "dq", dq, "dk", dk, "dv", dv, "dout", dout, "out", out, "lse", lse, "q", q, "k", k, "v", v)
+		b.host.AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
+	})
+}
+
+func (b *Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH, D int, scale float32) {
+	b.onHost("AttentionDecode", func() {
+		b.mine("AttentionDecode", "out", out, "q", q, "kCache", kCache, "vCache", vCache)
+		b.host.AttentionDecode(out, q, kCache, vCache, Tq, Tk, H, KVH, D, scale)
+	})
+}
+
+// ---- embedding: Ops ---------------------------------------------------------
+
+// needEmbedding makes ref's checks of an embedding gather from a table of
+// tableLen values.
+func needEmbedding(op string, out []float32, ids []int32, tableLen, N, C, V int) {
+	kernels.NeedSizes(op, N, C, V)
+	kernels.Need(op, "out", len(out), N*C)
+	kernels.Need(op, "ids", len(ids), N)
+	kernels.Need(op, "table", tableLen, V*C)
+	kernels.NeedIDs(op, ids[:N], 0, V)
+}
+
+func (b *Backend) EmbeddingForward(out []float32, ids []int32, table []float32, N, C, V int) {
+	const op = "EmbeddingForward"
+	needEmbedding(op, out, ids, len(table), N, C, V)
+	if N*C == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.EmbeddingForward(b.f32(op, "out", out), b.edge(op, ids[:N]), b.f32(op, "table", table), N, C, V)
+	})
+}
+
+func (b *Backend) EmbeddingForwardBF16(out []float32, ids []int32, table []uint16, N, C, V int) {
+	const op = "EmbeddingForwardBF16"
+	needEmbedding(op, out, ids, len(table), N, C, V)
+	if N*C == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.EmbeddingForwardBF16(b.f32(op, "out", out), b.edge(op, ids[:N]), b.bf16(op, "table", table), N, C, V)
+	})
+}
+
+func (b *Backend) EmbeddingBackward(dtable, dout []float32, ids []int32, N, C, V int) {
+	const op = "EmbeddingBackward"
+	kernels.NeedSizes(op, N, C, V)
+	kernels.Need(op, "dtable", len(dtable), V*C)
+	kernels.Need(op, "dout", len(dout), N*C)
+	kernels.Need(op, "ids", len(ids), N)
+	kernels.NeedIDs(op, ids[:N], 0, V)
+	if N*C == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.EmbeddingBackward(b.f32(op, "dtable", dtable), b.f32(op, "dout", dout), b.edge(op, ids[:N]), N, C, V)
+	})
+}
+
+// ---- softmax family: Ops ----------------------------------------------------
+
+func (b *Backend) LogSoftmaxForward(out, inp []float32, N, V int) {
+	const op = "LogSoftmaxForward"
+	kernels.NeedSizes(op, N, V)
+	kernels.Need(op, "out", len(out), N*V)
+	kernels.Need(op, "inp", len(inp), N*V)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LogSoftmaxForward(b.f32(op, "out", out), b.f32(op, "inp", inp), N, V)
+	})
+}
+
+func (b *Backend) LogSoftmaxBackward(dinp, dout, out []float32, N, V int) {
+	const op = "LogSoftmaxBackward"
+	kernels.NeedSizes(op, N, V)
+	kernels.Need(op, "dinp", len(dinp), N*V)
+	kernels.Need(op, "dout", len(dout), N*V)
+	kernels.Need(op, "out", len(out), N*V)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LogSoftmaxBackward(b.f32(op, "dinp", dinp), b.f32(op, "dout", dout), b.f32(op, "out", out), N, V)
+	})
+}
+
+func (b *Backend) EntropyForward(ent, inp []float32, N, V int) {
+	const op = "EntropyForward"
+	kernels.NeedSizes(op, N, V)
+	kernels.Need(op, "ent", len(ent), N)
+	kernels.Need(op, "inp", len(inp), N*V)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.EntropyForward(b.f32(op, "ent", ent), b.f32(op, "inp", inp), N, V)
+	})
+}
+
+func (b *Backend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
+	const op = "EntropyBackward"
+	kernels.NeedSizes(op, N, V)
+	kernels.Need(op, "dinp", len(dinp), N*V)
+	kernels.Need(op, "dent", len(dent), N)
+	kernels.Need(op, "inp", len(inp), N*V)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.EntropyBackward(b.f32(op, "dinp", dinp), b.f32(op, "dent", dent), b.f32(op, "inp", inp), N, V)
+	})
+}
+
+// ---- fused lm_head + log-softmax --------------------------------------------
+
+func (b *Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
+	const op = "LogprobForward"
+	kernels.NeedSizes(op, N, C, V)
+	kernels.Need(op, "logprob", len(logprob), N)
+	kernels.Need(op, "entropy", len(entropy), N)
+	kernels.Need(op, "lse", len(lse), N)
+	if expect != nil {
+		kernels.Need(op, "expect", len(expect), N*C)
+	}
+	kernels.Need(op, "hidden", len(hidden), N*C)
+	kernels.Need(op, "weight", len(weight), V*C)
+	kernels.Need(op, "targets", len(targets), N)
+	kernels.NeedIDs(op, targets[:N], -1, V)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LogprobForward(b.f32(op, "logprob", logprob), b.f32(op, "entropy", entropy), b.f32(op, "lse", lse),
+			b.f32(op, "expect", expect), b.f32(op, "hidden", hidden), b.f32(op, "weight", weight), b.edge(op, targets[:N]), N, C, V, chunk)
+	})
+}
+
+func (b *Backend) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
+	b.onHost("LogprobForwardBF16", func() {
+		b.mine("LogprobForwardBF16", "logprob", logprob, "entropy", entropy, "lse", lse, "expect", expect, "hidden", hidden, "weight", weight)
+		b.host.LogprobForwardBF16(logprob, entropy, lse, expect, hidden, weight, targets, N, C, V, chunk)
+	})
+}
+
+func (b *Backend) LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
+	b.onHost("LogprobBackward", func() {
+		b.mine("LogprobBackward", "dhidden", dhidden, "dweight", dweight, "dlogprob", dlogprob, "dentropy", dentropy,
+			"lse", lse, "entropy", entropy, "hidden", hidden, "weight", weight)
+		b.host.LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weight, targets, N, C, V, chunk)
+	})
+}
+
+func (b *Backend) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
+	b.onHost("LogprobBackwardBF16", func() {
+		b.mine("LogprobBackwardBF16", "dhidden", dhidden, "dlogprob", dlogprob, "dentropy", dentropy,
+			"lse", lse, "entropy", entropy, "hidden", hidden, "weight", weight)
+		b.host.LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hidden, weight, targets, N, C, V, chunk)
+	})
+}
+
+func (b *Backend) LogprobBackwardExpect(dhidden, dlogprob, expect, weight []float32, targets []int32, N, C, V int) {
+	const op = "LogprobBackwardExpect"
+	kernels.NeedSizes(op, N, C, V)
+	kernels.Need(op, "dhidden", len(dhidden), N*C)
+	kernels.Need(op, "dlogprob", len(dlogprob), N)
+	kernels.Need(op, "expect", len(expect), N*C)
+	kernels.Need(op, "weight", len(weight), V*C)
+	kernels.Need(op, "targets", len(targets), N)
+	kernels.NeedIDs(op, targets[:N], -1, V)
+	if N*C == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LogprobBackwardExpect(b.f32(op, "dhidden", dhidden), b.f32(op, "dlogprob", dlogprob), b.f32(op, "expect", expect),
+			b.f32(op, "weight", weight), b.edge(op, targets[:N]), N, C, V)
+	})
+}
+
+func (b *Backend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, weight []uint16, targets []int32, N, C, V int) {
+	b.onHost("LogprobBackwardExpectBF16", func() {
+		b.mine("LogprobBackwardExpectBF16", "dhidden", dhidden, "dlogprob", dlogprob, "expect", expect, "weight", weight)
+		b.host.LogprobBackwardExpectBF16(dhidden, dlogprob, expect, weight, targets, N, C, V)
+	})
+}
+
+// ---- sampling rows: the host, on the caller's goroutine ---------------------
+
+// RowMax runs on the host, on the caller's goroutine (the sampler's).
+func (b *Backend) RowMax(x []float32) float32 { return b.host.RowMax(x) }
+
+// ExpShift runs on the host, on the caller's goroutine (the sampler's).
+func (b *Backend) ExpShift(dst, x []float32, mu, scale float32) float64 {
+	return b.host.ExpShift(dst, x, mu, scale)
+}
+
+// ---- optimizer and elementwise: Ops -----------------------------------------
+
+func (b *Backend) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
+	const op = "AdamW"
+	kernels.NeedSizes(op, n)
+	if step < 1 {
+		panic("kernels.AdamW: step must be ≥ 1")
+	}
+	kernels.Need(op, "param", len(param), n)
+	kernels.Need(op, "grad", len(grad), n)
+	kernels.Need(op, "m", len(m), n)
+	kernels.Need(op, "v", len(v), n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.AdamW(b.f32(op, "param", param), b.f32(op, "grad", grad), b.f32(op, "m", m), b.f32(op, "v", v), n, step, h)
+	})
+}
+
+func (b *Backend) Add(out, x, y []float32, n int) {
+	const op = "Add"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "out", len(out), n)
+	kernels.Need(op, "a", len(x), n)
+	kernels.Need(op, "b", len(y), n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.Add(b.f32(op, "out", out), b.f32(op, "a", x), b.f32(op, "b", y), n)
+	})
+}
+
+func (b *Backend) Scale(out, x []float32, s float32, n int) {
+	const op = "Scale"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "out", len(out), n)
+	kernels.Need(op, "a", len(x), n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error { return b.ops.Scale(b.f32(op, "out", out), b.f32(op, "a", x), s, n) })
+}
+
+func (b *Backend) AXPY(out, x []float32, s float32, n int) {
+	const op = "AXPY"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "out", len(out), n)
+	kernels.Need(op, "a", len(x), n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error { return b.ops.AXPY(b.f32(op, "out", out), b.f32(op, "a", x), s, n) })
+}
+
+func (b *Backend) AddScalar(out, a []float32, s float32, n int) {
+	b.onHost("AddScalar", func() {
+		b.mine("AddScalar", "out", out, "a", a)
+		b.host.AddScalar(out, a, s, n)
+	})
+}
+
+// ---- copies: on the host until they have kernels ----------------------------
+
+func (b *Backend) Copy(dst, src []float32, n int) {
+	b.onHost("Copy", func() {
+		b.mine("Copy", "dst", dst, "src", src)
+		b.host.Copy(dst, src, n)
+	})
+}
+
+func (b *Backend) Zero(x []float32, n int) {
+	b.onHost("Zero", func() {
+		b.mine("Zero", "x", x)
+		b.host.Zero(x, n)
+	})
+}

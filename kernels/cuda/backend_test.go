@@ -1,0 +1,414 @@
+package cuda_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+	"github.com/hone-rl/hone/kernels/cuda/internal/ptxbuild"
+	"github.com/hone-rl/hone/kernels/kerneltest"
+	"github.com/hone-rl/hone/kernels/ref"
+)
+
+// emulator is the CUDA emulator library, built once per test binary.
+var emulator struct {
+	once sync.Once
+	emu  *cudafake.Emulator
+	err  error
+}
+
+// loadEmulator builds the kernels into the CPU emulator (cudafake.BuildEmulator)
+// and loads it. Without a C++ compiler the test is skipped, unless CI is set.
+func loadEmulator(t *testing.T) *cudafake.Emulator {
+	t.Helper()
+	emulator.once.Do(func() {
+		cxx := os.Getenv("CXX")
+		if cxx == "" {
+			cxx = "g++"
+		}
+		dir, err := os.MkdirTemp("", "cudaemu")
+		if err != nil {
+			emulator.err = err
+			return
+		}
+		lib := filepath.Join(dir, "libhone_cuda_emu.so")
+		if emulator.err = cudafake.BuildEmulator(context.Background(), cxx, ".", lib); emulator.err == nil {
+			emulator.emu, emulator.err = cudafake.LoadEmulator(lib)
+		}
+	})
+	// g++ reads the sources, not this process: read them here too, so that
+	// go test's cache knows the result depends on them.
+	for _, pattern := range []string{"*.cu", "*.cuh", "cpushim/*"} {
+		files, _ := filepath.Glob(pattern)
+		for _, f := range files {
+			if _, err := os.ReadFile(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if errors.Is(emulator.err, exec.ErrNotFound) && os.Getenv("CI") == "" {
+		t.Skipf("no C++ compiler for the CUDA emulator: %v", emulator.err)
+	}
+	if emulator.err != nil {
+		t.Fatal(emulator.err)
+	}
+	return emulator.emu
+}
+
+// emulatedBackend is a cuda.Backend on an emulated device: managed memory
+// is host memory, kernels run on the CPU, GEMMs in the fake cuBLAS.
+func emulatedBackend(t *testing.T) (*cuda.Backend, *cudafake.Driver, *cudafake.BLAS) {
+	t.Helper()
+	drv := cudafake.NewEmulatedDriver(1, 0, loadEmulator(t))
+	blas := cudafake.NewBLAS(drv)
+	dev, err := cuda.OpenWith(drv, blas, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
+	if err != nil {
+		dev.Close()
+		t.Fatal(err)
+	}
+	return b, drv, blas
+}
+
+// TestBackendConformance runs kerneltest's whole suite on cuda.Backend over
+// the emulated device: the ops with kernels run the .cu sources on the CPU
+// with Ops' launch plans, the GEMMs the fake cuBLAS on the same memory, the
+// rest kernels/ref on managed memory. The suite's buffers come from make,
+// so each op is staged into the backend's memory (staged).
+func TestBackendConformance(t *testing.T) {
+	t.Parallel()
+	b, drv, _ := emulatedBackend(t)
+	kerneltest.Run(t, staged{b})
+	if n, _ := b.Device().Live(); n != 1 { // the int32 scratch
+		t.Errorf("%d buffers live after the suite, want the int32 scratch only", n)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, bytes := drv.Live(); n != 0 {
+		t.Errorf("after Close the driver holds %d allocations (%d bytes)", n, bytes)
+	}
+	if drv.Modules() != 0 || drv.Retained(0) != 0 {
+		t.Errorf("after Close: %d modules loaded, primary context retained %d times", drv.Modules(), drv.Retained(0))
+	}
+}
+
+// TestBackendGoldens checks the device ops with PyTorch goldens on the
+// emulated device.
+func TestBackendGoldens(t *testing.T) {
+	t.Parallel()
+	b, _, _ := emulatedBackend(t)
+	defer b.Close()
+	kerneltest.RunGoldenOps(t, staged{b}, "../../testdata/golden/kernels", "RoPE", "AdamW", "Logprob")
+}
+
+// TestBackendOpsWhere: every op runs on the device except HostOps, which is
+// sorted and names real ops; the kernels launched and the GEMMs are the
+// device's.
+func TestBackendOpsWhere(t *testing.T) {
+	host := cuda.HostOps()
+	if !slices.IsSorted(host) {
+		t.Errorf("HostOps not sorted: %v", host)
+	}
+	bt := reflectMethods()
+	for _, op := range host {
+		if !slices.Contains(bt, op) {
+			t.Errorf("HostOps names %q, not an op of kernels.Backend", op)
+		}
+	}
+	b, drv, blas := emulatedBackend(t)
+	defer b.Close()
+	if name := b.Name(); !strings.HasPrefix(name, "cuda/f32 cuda:0 (Fake Device 0") || !strings.Contains(name, fmt.Sprintf("%d ops on the host", len(host))) || !strings.Contains(name, "AttentionForward") {
+		t.Errorf("Name %q", name)
+	}
+	x, err := b.AllocF32(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeF32(x)
+	n0, g0 := len(drv.Launches()), len(blas.Gemms())
+	b.Add(x[:32], x[:32], x[32:], 32)
+	b.Matmul(x[:4], x[4:8], x[8:12], 2, 2, 2, false, false, 0)
+	b.Copy(x[:8], x[8:16], 8) // on the host: no launch
+	if l := drv.Launches()[n0:]; len(l) != 1 || l[0].Kernel != "add" {
+		t.Errorf("launches %+v, want one add", l)
+	}
+	if g := blas.Gemms()[g0:]; len(g) != 1 {
+		t.Errorf("%d GEMMs, want 1", len(g))
+	}
+}
+
+// reflectMethods lists kernels.Backend's methods.
+func reflectMethods() []string {
+	var names []string
+	typ := reflectTypeOfBackend()
+	for i := range typ.NumMethod() {
+		names = append(names, typ.Method(i).Name)
+	}
+	return names
+}
+
+// TestBackendForeignSlice: a slice that is not the backend's memory panics
+// with the op's and the argument's name, on a device op and a host op; a
+// view of an allocation is accepted.
+func TestBackendForeignSlice(t *testing.T) {
+	b, _, _ := emulatedBackend(t)
+	defer b.Close()
+	x, err := b.AllocF32(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeF32(x)
+	host := make([]float32, 16)
+	for _, c := range []struct {
+		says string
+		call func()
+	}{
+		{"kernels.Add: b (8 values", func() { b.Add(x[:8], x[8:], host[:8], 8) }},
+		{"kernels.RMSNormForward: inp", func() { b.RMSNormForward(x[:4], x[4:6], host[:4], x[6:8], 2, 2, 1e-6) }},
+		{"kernels.Copy: src", func() { b.Copy(x[:4], host[:4], 4) }},
+		{"kernels.Matmul: a", func() { b.Matmul(x[:4], host[:4], x[4:8], 2, 2, 2, false, false, 0) }},
+		{"kernels.EmbeddingForwardBF16: table", func() { b.EmbeddingForwardBF16(x[:2], []int32{0}, make([]uint16, 2), 1, 2, 1) }},
+		// Past the allocation's end (a slice made with unsafe) is not its memory either.
+		{"kernels.Scale: a", func() { b.Scale(x[:4], unsafe.Slice(&x[12], 8), 2, 4) }},
+	} {
+		func() {
+			defer func() {
+				msg := fmt.Sprint(recover())
+				if !strings.Contains(msg, c.says) || !strings.Contains(msg, "not memory of the CUDA backend") {
+					t.Errorf("panic %q, want it to say %q", msg, c.says)
+				}
+			}()
+			c.call()
+		}()
+	}
+	for i := range x {
+		x[i] = float32(i)
+	}
+	b.Add(x[:4], x[4:8], x[12:16], 4) // views at offsets
+	if want := []float32{16, 18, 20, 22}; !slices.Equal(x[:4], want) {
+		t.Errorf("Add on views: %v, want %v", x[:4], want)
+	}
+}
+
+// TestBackendFreeClose: allocations are zeroed managed memory counted by the
+// device; Free releases them (a view, a double free and memory from make
+// panic); Close frees what is left, says so, and releases the device.
+func TestBackendFreeClose(t *testing.T) {
+	b, drv, _ := emulatedBackend(t)
+	dev := b.Device()
+	x, err := b.AllocF32(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := b.AllocBF16(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x) != 1000 || len(h) != 7 || slices.ContainsFunc(x, func(v float32) bool { return v != 0 }) || slices.ContainsFunc(h, func(v uint16) bool { return v != 0 }) {
+		t.Fatalf("allocations of %d and %d values, not all zero", len(x), len(h))
+	}
+	if n, bytes := dev.Live(); n != 2 || bytes < 4000+14 {
+		t.Errorf("Live = %d buffers, %d bytes after two allocations", n, bytes)
+	}
+	if e, err := b.AllocF32(0); err != nil || len(e) != 0 {
+		t.Errorf("AllocF32(0) = %d values, %v", len(e), err)
+	}
+	if _, err := b.AllocF32(-1); err == nil {
+		t.Error("AllocF32(-1) did not fail")
+	}
+	mustPanic := func(what, says string, f func()) {
+		t.Helper()
+		defer func() {
+			if msg := fmt.Sprint(recover()); !strings.Contains(msg, says) {
+				t.Errorf("%s: panic %q, want %q", what, msg, says)
+			}
+		}()
+		f()
+	}
+	mustPanic("free of a view", "not a whole allocation", func() { b.FreeF32(x[1:]) })
+	mustPanic("free of make", "not a whole allocation", func() { b.FreeF32(make([]float32, 3)) })
+	mustPanic("free of bf16 as f32", "not a whole allocation", func() { b.FreeF32(unsafe.Slice((*float32)(unsafe.Pointer(&h[0])), 3)) })
+	b.FreeF32(x)
+	mustPanic("double free", "not a whole allocation", func() { b.FreeF32(x) })
+	if n, _ := dev.Live(); n != 1 {
+		t.Errorf("Live = %d after one free, want 1", n)
+	}
+	b.FreeBF16(h)
+	if n, bytes := dev.Live(); n != 0 || bytes != 0 {
+		t.Errorf("Live = %d buffers, %d bytes after freeing both", n, bytes)
+	}
+	if _, err := b.AllocF32(10); err != nil { // left for Close
+		t.Fatal(err)
+	}
+	err = b.Close()
+	if err == nil || !strings.Contains(err.Error(), "1 allocations (40 bytes) not freed") {
+		t.Errorf("Close with an allocation left: %v", err)
+	}
+	if n, _ := drv.Live(); n != 0 {
+		t.Errorf("the driver holds %d allocations after Close", n)
+	}
+	if drv.Modules() != 0 || drv.Retained(0) != 0 {
+		t.Errorf("after Close: %d modules, context retained %d times", drv.Modules(), drv.Retained(0))
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	one := make([]float32, 1)
+	mustPanic("op after Close", "kernels.Add: the CUDA backend is closed", func() { b.Add(one, one, one, 1) })
+	mustPanic("host op after Close", "kernels.Copy: the CUDA backend is closed", func() { b.Copy(one, one, 1) })
+	if _, err := b.AllocF32(1); err == nil {
+		t.Error("AllocF32 after Close did not fail")
+	}
+}
+
+// TestBackendEdges: the int32 arguments are host slices (Go memory), copied
+// into one managed scratch buffer that grows when a call needs more and is
+// reused, not allocated per call.
+func TestBackendEdges(t *testing.T) {
+	b, _, _ := emulatedBackend(t)
+	defer b.Close()
+	const C, V = 3, 5
+	table, err := b.AllocF32(V * C)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeF32(table)
+	for i := range table {
+		table[i] = float32(i)
+	}
+	for _, N := range []int{2, 3, 5000, 7} {
+		ids := make([]int32, N) // Go memory
+		for i := range ids {
+			ids[i] = int32((i*3 + 1) % V)
+		}
+		out, err := b.AllocF32(N * C)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.EmbeddingForward(out, ids, table, N, C, V)
+		want := make([]float32, N*C)
+		ref.New().EmbeddingForward(want, ids, table, N, C, V)
+		if !slices.Equal(out, want) {
+			t.Fatalf("N=%d: gather from host ids differs from ref", N)
+		}
+		if n, _ := b.Device().Live(); n != 3 { // table, out, scratch
+			t.Errorf("N=%d: %d buffers live, want table, out and one scratch", N, n)
+		}
+		b.FreeF32(out)
+	}
+}
+
+// TestBackendPrecision: bfloat16 compute is refused with a clear error.
+func TestBackendPrecision(t *testing.T) {
+	drv := cudafake.NewDriver(1, 0)
+	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	if _, err := cuda.NewBackend(dev, kernels.PrecisionBF16); err == nil || !strings.Contains(err.Error(), "bf16 is not implemented") {
+		t.Errorf("NewBackend bf16: %v", err)
+	}
+}
+
+// TestEmulator: the emulator holds every kernel of the .cu files, and a
+// launch it cannot make (wrong parameter count) or that diverges fails as
+// CUDA_ERROR_LAUNCH_FAILED with the shim's message.
+func TestEmulator(t *testing.T) {
+	emu := loadEmulator(t)
+	mods, err := ptxbuild.Sources(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, m := range mods {
+		src, err := os.ReadFile(m + ".cu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, ptxbuild.Kernels(src)...)
+	}
+	got := emu.Kernels()
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("emulator holds %v, the .cu files define %v", got, want)
+	}
+	drv := cudafake.NewEmulatedDriver(1, 0, emu)
+	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	mod, err := dev.LoadKernels("elementwise")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := mod.Kernel("add")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := dev.AllocManaged(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Free()
+	err = k.Launch(cuda.Dim3{X: 1, Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: 1, Z: 1}, 0, buf, buf, 4)
+	var ce *cuda.Error
+	if !errors.As(err, &ce) || ce.Name != "CUDA_ERROR_LAUNCH_FAILED" || !strings.Contains(err.Error(), "3 parameters for a kernel of 4") {
+		t.Errorf("launch with a parameter missing: %v", err)
+	}
+	if err := k.Launch(cuda.Dim3{X: 1, Y: 1, Z: 1}, cuda.Dim3{X: 32, Y: 1, Z: 1}, 0, buf, buf, buf, 4); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestManagedThroughLoader calls cuMemAllocManaged and cuMemsetD32_v2 of
+// the fake libcuda through the real loader (purego).
+func TestManagedThroughLoader(t *testing.T) {
+	libs := fakeLibs(t)
+	drv, err := cuda.LoadDriver(libs.Driver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.Init(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := drv.PrimaryCtxRetain(0)
+	if err != nil || drv.CtxSetCurrent(ctx) != nil {
+		t.Fatal(err)
+	}
+	defer drv.PrimaryCtxRelease(0)
+	p, err := drv.MemAllocManaged(4 * 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.MemsetD32(p, 0x3f800000, 5); err != nil { // 1.0
+		t.Fatal(err)
+	}
+	out := make([]float32, 5)
+	if err := drv.MemcpyDtoH(f32bytes(out), p); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out, []float32{1, 1, 1, 1, 1}) {
+		t.Errorf("after cuMemsetD32 of 1.0: %v", out)
+	}
+	if err := drv.MemFree(p); err != nil {
+		t.Error(err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,15 +85,27 @@ func emulatedBackend(t *testing.T) (*cuda.Backend, *cudafake.Driver, *cudafake.B
 	return b, drv, blas
 }
 
-// TestBackendConformance runs kerneltest's whole suite on cuda.Backend over
-// the emulated device: the ops with kernels run the .cu sources on the CPU
-// with Ops' launch plans, the GEMMs the fake cuBLAS on the same memory, the
-// rest kernels/ref on managed memory. The suite's buffers come from make,
-// so each op is staged into the backend's memory (staged).
+// conformanceGroups are the groups of kerneltest's suite that
+// TestBackendConformance runs: all of them but SwiGLU, AdamW, Elementwise,
+// LogSoftmax and Entropy. Those five cost about 25 s on the emulator (one
+// OS thread per CUDA thread, 2 shared cores) and their kernels, with the
+// same launch plans, already pass the same groups in TestKernelsOnCPUShim;
+// TestBackendDeviceOps runs each of their Backend methods once on small
+// shapes instead. A group kerneltest gains is not run until it is added
+// here.
+var conformanceGroups = []string{"Matmul", "MatmulBatched", "Linear", "LinearBF16", "RMSNorm", "RoPE", "GeGLU",
+	"Attention", "AttentionWindow", "AttentionDecode", "Embedding", "Logprob", "LogprobBF16", "CopyZero", "Rows", "BadArguments"}
+
+// TestBackendConformance runs kerneltest's suite (conformanceGroups) on
+// cuda.Backend over the emulated device: the ops with kernels run the .cu
+// sources on the CPU with Ops' launch plans, the GEMMs the fake cuBLAS on
+// the same memory, the rest kernels/ref on managed memory. The suite's
+// buffers come from make, so each op is staged into the backend's memory
+// (staged).
 func TestBackendConformance(t *testing.T) {
 	t.Parallel()
 	b, drv, _ := emulatedBackend(t)
-	kerneltest.Run(t, staged{b})
+	kerneltest.RunOps(t, staged{b}, conformanceGroups...)
 	if n, _ := b.Device().Live(); n != 1 { // the int32 scratch
 		t.Errorf("%d buffers live after the suite, want the int32 scratch only", n)
 	}
@@ -105,6 +118,94 @@ func TestBackendConformance(t *testing.T) {
 	if drv.Modules() != 0 || drv.Retained(0) != 0 {
 		t.Errorf("after Close: %d modules loaded, primary context retained %d times", drv.Modules(), drv.Retained(0))
 	}
+}
+
+// TestBackendDeviceOps runs the device ops conformanceGroups leaves out once
+// each, on buffers carved from one allocation at odd offsets (as the model
+// carves its slabs), against kernels/ref.
+func TestBackendDeviceOps(t *testing.T) {
+	t.Parallel()
+	b, _, _ := emulatedBackend(t)
+	defer b.Close()
+	slab, err := b.AllocF32(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeF32(slab)
+	r := rand.New(rand.NewPCG(28, 12))
+	next := 1
+	// buf returns n values of the slab, filled from host (copied), at an
+	// odd offset.
+	buf := func(host []float32) []float32 {
+		s := slab[next : next+len(host)]
+		next += len(host) + 3
+		copy(s, host)
+		return s
+	}
+	const n, N, V = 37, 3, 40
+	gate, up, dout, acc := randn(r, n), randn(r, n), randn(r, n), randn(r, n)
+	check := func(what string, got []float32, want []float32) {
+		t.Helper()
+		near(t, what, got, want, kerneltest.F32Tol)
+	}
+	cl := slices.Clone[[]float32]
+	h := ref.New()
+
+	want := make([]float32, n)
+	h.SwiGLUForward(want, gate, up, n)
+	out := buf(make([]float32, n))
+	b.SwiGLUForward(out, buf(gate), buf(up), n)
+	check("SwiGLUForward", out, want)
+	wg, wu := cl(acc), cl(dout)
+	h.SwiGLUBackward(wg, wu, dout, gate, up, n)
+	gg, gu := buf(acc), buf(dout)
+	b.SwiGLUBackward(gg, gu, buf(dout), buf(gate), buf(up), n)
+	check("SwiGLUBackward dgate", gg, wg)
+	check("SwiGLUBackward dup", gu, wu)
+
+	hp := kernels.AdamWParams{LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
+	vv := make([]float32, n)
+	for i := range vv {
+		vv[i] = up[i] * up[i]
+	}
+	wp, wm, wv := cl(gate), cl(dout), cl(vv)
+	h.AdamW(wp, up, wm, wv, n, 3, hp)
+	gp, gm, gv := buf(gate), buf(dout), buf(vv)
+	b.AdamW(gp, buf(up), gm, gv, n, 3, hp)
+	check("AdamW param", gp, wp)
+	check("AdamW m", gm, wm)
+	check("AdamW v", gv, wv)
+
+	h.Add(want, gate, up, n)
+	b.Add(out, buf(gate), buf(up), n)
+	check("Add", out, want)
+	h.Scale(want, gate, -0.3, n)
+	b.Scale(out, buf(gate), -0.3, n)
+	check("Scale", out, want)
+	wa, ga := cl(acc), buf(acc)
+	h.AXPY(wa, gate, 1.5, n)
+	b.AXPY(ga, buf(gate), 1.5, n)
+	check("AXPY", ga, wa)
+
+	logits, dl, dent, dacc := randn(r, N*V), randn(r, N*V), randn(r, N), randn(r, N*V)
+	wls := make([]float32, N*V)
+	h.LogSoftmaxForward(wls, logits, N, V)
+	gls := buf(make([]float32, N*V))
+	b.LogSoftmaxForward(gls, buf(logits), N, V)
+	check("LogSoftmaxForward", gls, wls)
+	wd, gd := cl(dacc), buf(dacc)
+	h.LogSoftmaxBackward(wd, dl, wls, N, V)
+	b.LogSoftmaxBackward(gd, buf(dl), gls, N, V)
+	check("LogSoftmaxBackward", gd, wd)
+	went := make([]float32, N)
+	h.EntropyForward(went, logits, N, V)
+	gent := buf(make([]float32, N))
+	b.EntropyForward(gent, buf(logits), N, V)
+	check("EntropyForward", gent, went)
+	wd, gd = cl(dacc), buf(dacc)
+	h.EntropyBackward(wd, dent, logits, N, V)
+	b.EntropyBackward(gd, buf(dent), buf(logits), N, V)
+	check("EntropyBackward", gd, wd)
 }
 
 // TestBackendGoldens checks the device ops with PyTorch goldens on the

@@ -128,7 +128,8 @@ func (b *Backend) Device() *Device { return b.d }
 
 // Close frees what the backend still holds, unloads the kernels and closes
 // the device. Allocations the caller did not free are freed and named in
-// the error. It is safe to call more than once.
+// the error; slices of them must not be touched after (their memory is
+// gone, and reading it faults). It is safe to call more than once.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -42,6 +42,16 @@ import (
 // edges are — and would keep the int32 scratch per launch instead of per
 // call.
 //
+// Memory: AllocF32 zeroes its memory on the device (cuMemsetD32), so its
+// pages start there; a host write (weights loaded by the host, the int32
+// scratch, the host ops) migrates the pages it touches to the host, and the
+// next kernel faults them back. cuMemPrefetchAsync and cuMemAdvise, which
+// would move or pin them ahead of time, are not bound: their signatures
+// changed between CUDA 12 and 13 (a CUmemLocation by value), and where the
+// host's writes end (the end of weight loading) is the model's to say. The
+// int32 scratch would be cheaper as device memory filled by cuMemcpyHtoD
+// (no page faults); it is managed memory now, like everything else.
+//
 // Ops run one at a time (a mutex), as the device's default stream would
 // run them anyway. Only PrecisionF32 exists: there are no bfloat16 kernels
 // yet. NewBackend takes the device over: Close closes it.

@@ -125,6 +125,21 @@ func NewBackend(d *Device, p kernels.Precision) (*Backend, error) {
 	return &Backend{d: d, ops: ops, prec: p}, nil
 }
 
+// OpenBackend opens the device o names (Open) and returns the backend on
+// it (NewBackend), or closes the device again when the backend cannot be
+// made. What the machine lacks comes back as Open's *MissingError.
+func OpenBackend(o Options, p kernels.Precision) (*Backend, error) {
+	d, err := Open(o)
+	if err != nil {
+		return nil, err
+	}
+	b, err := NewBackend(d, p)
+	if err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	return b, nil
+}
+
 // Name says the device and precision, and which ops run on the host.
 func (b *Backend) Name() string {
 	return fmt.Sprintf("cuda/%s %s, %d ops on the host for want of kernels (%s)", b.prec, b.d, len(hostOps), strings.Join(hostOps, ", "))

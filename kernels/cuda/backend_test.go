@@ -455,6 +455,27 @@ func TestBackendConcurrent(t *testing.T) {
 	}
 }
 
+// TestOpenBackend goes through the real loader to the fake C libraries:
+// their driver takes no PTX, so making the backend fails, and OpenBackend
+// closes the device again (no allocation, context or handle left); a
+// missing library is Open's *MissingError.
+func TestOpenBackend(t *testing.T) {
+	libs := fakeLibs(t)
+	_, live := fakeHooks(t, libs.Driver)
+	_, err := cuda.OpenBackend(cuda.Options{DriverLib: libs.Driver, BLASLib: libs.BLAS}, kernels.PrecisionF32)
+	if err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_INVALID_IMAGE") {
+		t.Fatalf("OpenBackend on the fake C driver: %v, want its refusal of the PTX", err)
+	}
+	if n := live(); n != 0 {
+		t.Errorf("%d allocations left by the failed OpenBackend", n)
+	}
+	_, err = cuda.OpenBackend(cuda.Options{DriverLib: filepath.Join(t.TempDir(), "libcuda.so.1")}, kernels.PrecisionF32)
+	var m *cuda.MissingError
+	if !errors.As(err, &m) || m.What != "CUDA driver library" {
+		t.Errorf("OpenBackend without a driver: %v", err)
+	}
+}
+
 // TestBackendPrecision: bfloat16 compute is refused with a clear error.
 func TestBackendPrecision(t *testing.T) {
 	drv := cudafake.NewDriver(1, 0)

@@ -87,14 +87,15 @@ func emulatedBackend(t *testing.T) (*cuda.Backend, *cudafake.Driver, *cudafake.B
 
 // conformanceGroups are the groups of kerneltest's suite that
 // TestBackendConformance runs: all of them but SwiGLU, AdamW, Elementwise,
-// LogSoftmax and Entropy. Those five cost about 25 s on the emulator (one
-// OS thread per CUDA thread, 2 shared cores) and their kernels, with the
-// same launch plans, already pass the same groups in TestKernelsOnCPUShim;
-// TestBackendDeviceOps runs each of their Backend methods once on small
-// shapes instead. A group kerneltest gains is not run until it is added
-// here.
+// LogSoftmax, Entropy and Logprob. Those six cost about 50 s on the
+// emulator (one OS thread per CUDA thread, on 2 shared cores; Logprob half
+// of it, its chunk-a-column case 140 launches), and their kernels, with the
+// same launch plans, already pass the same cases in TestKernelsOnCPUShim
+// (conformance, LogprobForward); TestBackendDeviceOps runs each of their
+// Backend methods on small shapes instead. A group kerneltest gains is not
+// run until it is added here. TestBackendOnHardware runs them all.
 var conformanceGroups = []string{"Matmul", "MatmulBatched", "Linear", "LinearBF16", "RMSNorm", "RoPE", "GeGLU",
-	"Attention", "AttentionWindow", "AttentionDecode", "Embedding", "Logprob", "LogprobBF16", "CopyZero", "Rows", "BadArguments"}
+	"Attention", "AttentionWindow", "AttentionDecode", "Embedding", "LogprobBF16", "CopyZero", "Rows", "BadArguments"}
 
 // TestBackendConformance runs kerneltest's suite (conformanceGroups) on
 // cuda.Backend over the emulated device: the ops with kernels run the .cu
@@ -120,9 +121,9 @@ func TestBackendConformance(t *testing.T) {
 	}
 }
 
-// TestBackendDeviceOps runs the device ops conformanceGroups leaves out once
-// each, on buffers carved from one allocation at odd offsets (as the model
-// carves its slabs), against kernels/ref.
+// TestBackendDeviceOps runs the ops conformanceGroups leaves out, on
+// small shapes, on buffers carved from one allocation at odd offsets (as
+// the model carves its slabs), against kernels/ref.
 func TestBackendDeviceOps(t *testing.T) {
 	t.Parallel()
 	b, _, _ := emulatedBackend(t)
@@ -206,6 +207,42 @@ func TestBackendDeviceOps(t *testing.T) {
 	h.EntropyBackward(wd, dent, logits, N, V)
 	b.EntropyBackward(gd, buf(dent), buf(logits), N, V)
 	check("EntropyBackward", gd, wd)
+
+	// The chunked logprob: 4 chunks of 16 columns (the last of 2), a row
+	// ignored (target −1) and one on the last column; without and with
+	// expect; its backward from expect (device) and recomputed (host).
+	const C, LV, chunk = 8, 50, 16
+	hid, w := randn(r, N*C), randn(r, LV*C)
+	tg := []int32{7, -1, LV - 1}
+	wlp, went2, wlse, wex := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)
+	h.LogprobForward(wlp, went2, wlse, wex, hid, w, tg, N, C, LV, chunk)
+	ghid, gw := buf(hid), buf(w)
+	for _, withExpect := range []bool{false, true} {
+		lp, ent, lse := buf(make([]float32, N)), buf(make([]float32, N)), buf(make([]float32, N))
+		var ex []float32
+		if withExpect {
+			ex = buf(make([]float32, N*C))
+		}
+		b.LogprobForward(lp, ent, lse, ex, ghid, gw, tg, N, C, LV, chunk)
+		what := fmt.Sprintf("LogprobForward (expect %v) ", withExpect)
+		check(what+"logprob", lp, wlp)
+		check(what+"entropy", ent, went2)
+		check(what+"lse", lse, wlse)
+		if withExpect {
+			check(what+"expect", ex, wex)
+		}
+	}
+	dlp, dentropy, dh := randn(r, N), randn(r, N), randn(r, N*C)
+	wdh, gdh := cl(dh), buf(dh)
+	h.LogprobBackwardExpect(wdh, dlp, wex, w, tg, N, C, LV)
+	b.LogprobBackwardExpect(gdh, buf(dlp), buf(wex), gw, tg, N, C, LV)
+	near(t, "LogprobBackwardExpect", gdh, wdh, 1e-4)
+	dw := randn(r, LV*C)
+	wdh, wdw, gdh, gdw := cl(dh), cl(dw), buf(dh), buf(dw)
+	h.LogprobBackward(wdh, wdw, dlp, dentropy, wlse, went2, hid, w, tg, N, C, LV, chunk)
+	b.LogprobBackward(gdh, gdw, buf(dlp), buf(dentropy), buf(wlse), buf(went2), ghid, gw, tg, N, C, LV, chunk)
+	near(t, "LogprobBackward dhidden", gdh, wdh, 1e-4)
+	near(t, "LogprobBackward dweight", gdw, wdw, 1e-4)
 }
 
 // TestBackendGoldens checks the device ops with PyTorch goldens on the

@@ -1,6 +1,9 @@
 package cuda
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // The slice of the CUDA Driver API and cuBLAS this package calls, as Go
 // interfaces: LoadDriver and LoadBLAS return the real libraries bound at run
@@ -129,4 +132,60 @@ type BLAS interface {
 	Sgemm(h BLASHandle, g Gemm) error
 	// SgemmStridedBatched is cublasSgemmStridedBatched.
 	SgemmStridedBatched(h BLASHandle, g Gemm) error
+	// GemmEx is cublasGemmEx with host-side float alpha and beta and
+	// CUBLAS_GEMM_DEFAULT: g's product (Batch and the strides unread) on
+	// operands of the types t names, accumulated as t.Compute says.
+	GemmEx(h BLASHandle, g Gemm, t GemmTypes) error
 }
+
+// DataType is cudaDataType_t, the element type of a GemmEx operand. The
+// values are those of library_types.h (Debian's nvidia-cuda-dev 11.8,
+// /usr/include/library_types.h; unchanged in CUDA 12 and 13).
+type DataType int32
+
+// The operand types Hone uses.
+const (
+	R32F  DataType = 0  // CUDA_R_32F: float
+	R16BF DataType = 14 // CUDA_R_16BF: nv_bfloat16
+)
+
+func (t DataType) String() string {
+	switch t {
+	case R32F:
+		return "CUDA_R_32F"
+	case R16BF:
+		return "CUDA_R_16BF"
+	}
+	return fmt.Sprintf("cudaDataType(%d)", int32(t))
+}
+
+// ComputeType is cublasComputeType_t, the arithmetic of a GemmEx. The
+// values are those of cublas_api.h (Debian's nvidia-cuda-dev 11.8,
+// /usr/include/cublas_api.h; unchanged in CUDA 12 and 13).
+type ComputeType int32
+
+// The compute types Hone uses: float32 accumulation either way.
+const (
+	Compute32F         ComputeType = 68 // CUBLAS_COMPUTE_32F
+	Compute32FFastTF32 ComputeType = 77 // CUBLAS_COMPUTE_32F_FAST_TF32: float inputs rounded to TF32
+)
+
+func (c ComputeType) String() string {
+	switch c {
+	case Compute32F:
+		return "CUBLAS_COMPUTE_32F"
+	case Compute32FFastTF32:
+		return "CUBLAS_COMPUTE_32F_FAST_TF32"
+	}
+	return fmt.Sprintf("cublasComputeType(%d)", int32(c))
+}
+
+// GemmTypes are the element types of a GemmEx's A, B and C and its compute
+// type. Alpha and beta are float for both compute types Hone uses.
+type GemmTypes struct {
+	A, B, C DataType
+	Compute ComputeType
+}
+
+// gemmDefault is CUBLAS_GEMM_DEFAULT (cublasGemmAlgo_t, cublas_api.h).
+const gemmDefault = -1

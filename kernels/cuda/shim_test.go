@@ -270,7 +270,11 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		}
 	})
 	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy")
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy",
+			"GeGLU", "CopyZero", "Linear", "LinearBF16", "Logprob", "LogprobBF16")
+	})
+	t.Run("conformance bf16 compute", func(t *testing.T) {
+		kerneltest.RunOps(t, shimBF16{shimBackend{h: h}}, "LinearBF16", "LogprobBF16")
 	})
 	t.Run("goldens", func(t *testing.T) {
 		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE", "AdamW")

@@ -29,6 +29,10 @@
 #include "../elementwise.cu"
 #include "../softmax.cu"
 #include "../logprob.cu"
+#include "../logprob_backward.cu"
+#include "../geglu.cu"
+#include "../misc.cu"
+#include "../linear.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -137,6 +141,17 @@ const Entry kernels[] = {
     KERNEL(expect_scale),
     KERNEL(logprob_expect),
     KERNEL(logprob_backward_expect),
+    KERNEL(logprob_dz),
+    KERNEL(logprob_bwd_expect_bf16),
+    KERNEL(geglu_forward),
+    KERNEL(geglu_backward),
+    KERNEL(add_scalar),
+    KERNEL(copy_f32),
+    KERNEL(zero_f32),
+    KERNEL(bias_forward),
+    KERNEL(bias_backward),
+    KERNEL(bf16_to_f32),
+    KERNEL(f32_to_bf16),
 };
 
 }  // namespace

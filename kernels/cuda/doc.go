@@ -12,8 +12,17 @@
 // and its scatter-add backward; adamw.cu: the AdamW step; elementwise.cu:
 // add, scale, axpy; softmax.cu: log-softmax and entropy over full rows;
 // logprob.cu: the online logsumexp of the chunked logprob forward, whose
-// chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect),
-// with helpers in common.cuh. Ops launches them on device
+// chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect;
+// logprob_backward.cu: the logits' gradient of the chunked LogprobBackward,
+// whose logits, dhidden and dweight are cuBLAS GEMMs, and
+// LogprobBackwardExpectBF16; geglu.cu: GeGLU; misc.cu: add-scalar, copy,
+// zero; linear.cu: the Linear ops' bias and its column-sum gradient around
+// their cuBLAS GEMMs, and the bfloat16 conversions of the precision modes),
+// with helpers in common.cuh. The products on frozen bfloat16 weights run
+// in the precision Ops.SetPrecision picks (kernels.Precision): exact, the
+// weight widened to float32 a bounded chunk at a time for cublasSgemm; or
+// bf16, the activation rounded to bfloat16 and multiplied on the tensor
+// cores by cublasGemmEx with float32 accumulation. Ops launches them on device
 // buffers with a fixed geometry per op (its plan* functions). Their text is
 // tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one
 // OS thread per CUDA thread, barriers, warp shuffles, divergent barriers and

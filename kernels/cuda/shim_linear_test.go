@@ -1,8 +1,14 @@
 package cuda_test
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/kerneltest"
+	"github.com/hone-rl/hone/kernels/ref"
 )
 
 // The ops of ops_misc.go, ops_linear.go and ops_logprob.go on the CPU
@@ -173,4 +179,39 @@ func (b shimBF16) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []flo
 
 func (b shimBF16) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
 	logprobBackwardBF16(b.h, kernels.PrecisionBF16, dhidden, dlogprob, dentropy, lse, entropy, hidden, weight, targets, N, C, V, chunk)
+}
+
+// logprobBF16OnShim runs the bfloat16-weight logprob ops in the exact
+// precision (the weight chunks widened for a float32 GEMM) against
+// kernels/ref on a few of the logprob shapes (kerneltest's LogprobBF16
+// group runs them all in the bf16 precision; its exact run here would
+// repeat the Logprob group's launches at twice the time).
+func logprobBF16OnShim(t *testing.T, h shimHarness) {
+	b := shimBackend{h: h}
+	r := rand.New(rand.NewPCG(28, 13))
+	for _, s := range [][4]int{{1, 4, 7, 0}, {2, 8, 100, 16}, {3, 8, 50, 50}} {
+		N, C, V, chunk := s[0], s[1], s[2], s[3]
+		t.Run(fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk), func(t *testing.T) {
+			hidden, w := randn(r, N*C), randn(r, V*C)
+			wh := make([]uint16, V*C)
+			kernels.ToBF16(wh, w)
+			targets := logprobTargets(r, N, V)
+			want := [4][]float32{make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)}
+			ref.New().LogprobForwardBF16(want[0], want[1], want[2], want[3], hidden, wh, targets, N, C, V, chunk)
+			got := [4][]float32{make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)}
+			b.LogprobForwardBF16(got[0], got[1], got[2], got[3], hidden, wh, targets, N, C, V, chunk)
+			for i, what := range []string{"logprob", "entropy", "lse", "expect"} {
+				near(t, what, got[i], want[i], kerneltest.F32Tol)
+			}
+			dlp, dent, dh := randn(r, N), randn(r, N), randn(r, N*C)
+			wdh, gdh := append([]float32(nil), dh...), append([]float32(nil), dh...)
+			ref.New().LogprobBackwardBF16(wdh, dlp, dent, want[2], want[1], hidden, wh, targets, N, C, V, chunk)
+			b.LogprobBackwardBF16(gdh, dlp, dent, want[2], want[1], hidden, wh, targets, N, C, V, chunk)
+			near(t, "dhidden", gdh, wdh, 1e-4)
+			wdh, gdh = append([]float32(nil), dh...), append([]float32(nil), dh...)
+			ref.New().LogprobBackwardExpectBF16(wdh, dlp, want[3], wh, targets, N, C, V)
+			b.LogprobBackwardExpectBF16(gdh, dlp, want[3], wh, targets, N, C, V)
+			near(t, "dhidden from expect", gdh, wdh, kerneltest.F32Tol)
+		})
+	}
 }

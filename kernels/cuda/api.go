@@ -140,7 +140,8 @@ type BLAS interface {
 
 // DataType is cudaDataType_t, the element type of a GemmEx operand. The
 // values are those of library_types.h (Debian's nvidia-cuda-dev 11.8,
-// /usr/include/library_types.h; unchanged in CUDA 12 and 13).
+// /usr/include/library_types.h; part of the ABI: later versions add
+// values, they do not renumber these).
 type DataType int32
 
 // The operand types Hone uses.
@@ -161,27 +162,24 @@ func (t DataType) String() string {
 
 // ComputeType is cublasComputeType_t, the arithmetic of a GemmEx. The
 // values are those of cublas_api.h (Debian's nvidia-cuda-dev 11.8,
-// /usr/include/cublas_api.h; unchanged in CUDA 12 and 13).
+// /usr/include/cublas_api.h; part of the ABI, as DataType's).
 type ComputeType int32
 
-// The compute types Hone uses: float32 accumulation either way.
-const (
-	Compute32F         ComputeType = 68 // CUBLAS_COMPUTE_32F
-	Compute32FFastTF32 ComputeType = 77 // CUBLAS_COMPUTE_32F_FAST_TF32: float inputs rounded to TF32
-)
+// Compute32F is CUBLAS_COMPUTE_32F, float32 arithmetic: the compute type
+// of every GemmEx Hone makes (bfloat16 operands, float32 accumulation).
+// (No TF32 path: CUBLAS_COMPUTE_32F_FAST_TF32 would be 77.)
+const Compute32F ComputeType = 68
 
 func (c ComputeType) String() string {
 	switch c {
 	case Compute32F:
 		return "CUBLAS_COMPUTE_32F"
-	case Compute32FFastTF32:
-		return "CUBLAS_COMPUTE_32F_FAST_TF32"
 	}
 	return fmt.Sprintf("cublasComputeType(%d)", int32(c))
 }
 
 // GemmTypes are the element types of a GemmEx's A, B and C and its compute
-// type. Alpha and beta are float for both compute types Hone uses.
+// type. Alpha and beta are float, as CUBLAS_COMPUTE_32F wants.
 type GemmTypes struct {
 	A, B, C DataType
 	Compute ComputeType

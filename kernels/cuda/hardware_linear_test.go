@@ -1,8 +1,13 @@
 package cuda_test
 
 import (
+	"math/rand/v2"
+	"testing"
+
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/kerneltest"
+	"github.com/hone-rl/hone/kernels/ref"
 )
 
 // deviceBackend's ops of ops_misc.go, ops_linear.go and ops_logprob.go
@@ -121,4 +126,84 @@ func (b deviceBackend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []flo
 	b.call("LogprobBackwardExpectBF16", func(buf bufs, ibuf ibufs) error {
 		return b.ops.LogprobBackwardExpectBF16(buf(dhidden), buf(dlogprob), buf(expect), w, ibuf(targets), N, C, V)
 	})
+}
+
+// TestLinearOnHardware runs the Linear ops on a 7B-shaped layer (C = 3584,
+// so the exact mode's bfloat16 weight takes two chunks of widened rows)
+// and the chunked logprob backward over Qwen's vocabulary, in both
+// precisions, against kernels/ref. Skipped under -test.short (run.sh's
+// memcheck step).
+func TestLinearOnHardware(t *testing.T) {
+	dev := openHardware(t)
+	defer dev.Close()
+	if testing.Short() {
+		t.Skip("-test.short: TestKernelsOnHardware's small shapes only")
+	}
+	r := rand.New(rand.NewPCG(28, 14))
+	for _, prec := range []kernels.Precision{kernels.PrecisionF32, kernels.PrecisionBF16} {
+		t.Run(prec.String(), func(t *testing.T) {
+			ops, err := dev.LoadOps()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ops.Unload()
+			if err := ops.SetPrecision(prec); err != nil {
+				t.Fatal(err)
+			}
+			b := deviceBackend{dev: dev, ops: ops}
+			act := func(x []float32) []float32 {
+				if prec == kernels.PrecisionF32 {
+					return x
+				}
+				y := make([]float32, len(x))
+				for i, v := range x {
+					y[i] = kernels.F32(kernels.BF16(v))
+				}
+				return y
+			}
+			const N, C, OC = 16, 3584, 2*3584 + 17 // 8192·1024 floats of scratch hold 2340 rows of 3584
+			if cuda.BF16ChunkRows(C) >= OC {
+				t.Fatalf("%d rows a chunk: the shape no longer takes several", cuda.BF16ChunkRows(C))
+			}
+			inp, w, bias, dout := randn(r, N*C), randn(r, OC*C), randn(r, OC), randn(r, N*OC)
+			for i := range w {
+				w[i] *= 0.02
+			}
+			wh := make([]uint16, OC*C)
+			kernels.ToBF16(wh, w)
+			want, got := make([]float32, N*OC), make([]float32, N*OC)
+			ref.New().LinearForwardBF16(want, act(inp), wh, bias, N, C, OC)
+			b.LinearForwardBF16(got, inp, wh, bias, N, C, OC)
+			near(t, "LinearForwardBF16", got, want, kerneltest.F32Tol)
+			wdi, gdi := make([]float32, N*C), make([]float32, N*C)
+			ref.New().LinearBackwardBF16(wdi, act(dout), wh, N, C, OC)
+			b.LinearBackwardBF16(gdi, dout, wh, N, C, OC)
+			near(t, "LinearBackwardBF16", gdi, wdi, kerneltest.F32Tol)
+
+			const LN, LC, V = 4, 128, 151936 // Qwen's vocabulary, 4096-column chunks
+			hidden, lw := randn(r, LN*LC), randn(r, V*LC)
+			lwh := make([]uint16, V*LC)
+			kernels.ToBF16(lwh, lw)
+			targets := logprobTargets(r, LN, V)
+			lp, ent, lse := make([]float32, LN), make([]float32, LN), make([]float32, LN)
+			ref.New().LogprobForwardBF16(lp, ent, lse, nil, act(hidden), lwh, targets, LN, LC, V, 0)
+			dlp, dent := randn(r, LN), randn(r, LN)
+			wdh, gdh := make([]float32, LN*LC), make([]float32, LN*LC)
+			ref.New().LogprobBackwardBF16(wdh, dlp, dent, lse, ent, act(hidden), lwh, targets, LN, LC, V, 0)
+			b.LogprobBackwardBF16(gdh, dlp, dent, lse, ent, hidden, lwh, targets, LN, LC, V, 0)
+			tol := 1e-4
+			if prec == kernels.PrecisionBF16 { // dz is rounded to bfloat16 too
+				_, tol = prec.Tolerance()
+			}
+			near(t, "LogprobBackwardBF16 dhidden", gdh, wdh, tol)
+			if prec == kernels.PrecisionF32 {
+				dw, gdw := make([]float32, V*LC), make([]float32, V*LC)
+				wdh, gdh = make([]float32, LN*LC), make([]float32, LN*LC)
+				ref.New().LogprobBackward(wdh, dw, dlp, dent, lse, ent, hidden, lw, targets, LN, LC, V, 0)
+				b.LogprobBackward(gdh, gdw, dlp, dent, lse, ent, hidden, lw, targets, LN, LC, V, 0)
+				near(t, "LogprobBackward dhidden", gdh, wdh, 1e-4)
+				near(t, "LogprobBackward dweight", gdw, dw, 1e-4)
+			}
+		})
+	}
 }

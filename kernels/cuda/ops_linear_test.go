@@ -360,3 +360,78 @@ func TestFakeGemmExTypes(t *testing.T) {
 		t.Errorf("TF32 compute on the C fake: %v", err)
 	}
 }
+
+// TestLogprobBackwardGemms: LogprobBackward's GEMMs per chunk of len rows
+// are the logits z [N,len] = hidden·w[j0:]ᵀ, dhidden += dz·w[j0:] and
+// dweight[j0:] += dzᵀ·hidden, with the weight and dweight pointers
+// stepping by len·C floats; LogprobBackwardBF16 in the bf16 precision
+// makes the first two as GemmEx on the bfloat16 weight, stepping by
+// len·C bfloat16 values (2 bytes each).
+func TestLogprobBackwardGemms(t *testing.T) {
+	dev, _, blas := openFake(t, 0)
+	defer dev.Close()
+	o, err := dev.LoadOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Unload()
+	const N, C, V, chunk = 3, 16, 20, 8
+	b := func(n int) *cuda.Buffer {
+		x, err := dev.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	dh, dw, lse, ent, hidden, w, tg, wh := b(N*C), b(V*C), b(N), b(N), b(N*C), b(V*C), b(N), b(V*C/2)
+	if err := o.LogprobBackward(dh, dw, nil, nil, lse, ent, hidden, w, tg, N, C, V, chunk); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SetPrecision(kernels.PrecisionBF16); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.LogprobBackwardBF16(dh, nil, nil, lse, ent, hidden, wh, tg, N, C, V, chunk); err != nil {
+		t.Fatal(err)
+	}
+	g, ty := blas.Gemms(), blas.GemmTypes()
+	if len(g) != 9+6 {
+		t.Fatalf("%d GEMMs, want 9 (f32, 3 chunks) + 6 (bf16)", len(g))
+	}
+	lens := []int{8, 8, 4}
+	for i, l := range lens {
+		z, dhid, dwt := g[3*i], g[3*i+1], g[3*i+2]
+		// z [N,l] = hidden·w[j0:]ᵀ: m = l, n = N, k = C, w transposed.
+		if z.M != l || z.N != N || z.K != C || z.TransA != cuda.OpT || z.Beta != 0 {
+			t.Errorf("chunk %d logits: %+v", i, z)
+		}
+		// dhidden [N,C] += dz [N,l]·w[j0:] [l,C]: m = C, n = N, k = l.
+		if dhid.M != C || dhid.N != N || dhid.K != l || dhid.TransA != cuda.OpN || dhid.Beta != 1 || dhid.LDB != l {
+			t.Errorf("chunk %d dhidden: %+v", i, dhid)
+		}
+		// dweight[j0:] [l,C] += dzᵀ [l,N]·hidden [N,C]: m = C, n = l, k = N, dz transposed.
+		if dwt.M != C || dwt.N != l || dwt.K != N || dwt.TransB != cuda.OpT || dwt.Beta != 1 || dwt.LDB != l {
+			t.Errorf("chunk %d dweight: %+v", i, dwt)
+		}
+		if i > 0 {
+			prev := g[3*(i-1):]
+			if z.A-prev[0].A != cuda.DevPtr(4*chunk*C) || dhid.A-prev[1].A != cuda.DevPtr(4*chunk*C) || dwt.C-prev[2].C != cuda.DevPtr(4*chunk*C) {
+				t.Errorf("chunk %d: weight at +%d, +%d, dweight at +%d bytes, want +%d", i, z.A-prev[0].A, dhid.A-prev[1].A, dwt.C-prev[2].C, 4*chunk*C)
+			}
+		}
+	}
+	for i, l := range lens {
+		z, dhid := g[9+2*i], g[9+2*i+1]
+		b16 := cuda.GemmTypes{A: cuda.R16BF, B: cuda.R16BF, C: cuda.R32F, Compute: cuda.Compute32F}
+		if ty[9+2*i] != b16 || ty[9+2*i+1] != b16 {
+			t.Errorf("bf16 chunk %d: types %+v, %+v", i, ty[9+2*i], ty[9+2*i+1])
+		}
+		if z.M != l || z.N != N || z.K != C || dhid.M != C || dhid.K != l {
+			t.Errorf("bf16 chunk %d: %+v, %+v", i, z, dhid)
+		}
+		if i > 0 {
+			if step := z.A - g[9+2*(i-1)].A; step != cuda.DevPtr(2*chunk*C) {
+				t.Errorf("bf16 chunk %d: the weight %d bytes on, want %d", i, step, 2*chunk*C)
+			}
+		}
+	}
+}

@@ -12,17 +12,8 @@
 // and its scatter-add backward; adamw.cu: the AdamW step; elementwise.cu:
 // add, scale, axpy; softmax.cu: log-softmax and entropy over full rows;
 // logprob.cu: the online logsumexp of the chunked logprob forward, whose
-// chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect;
-// logprob_backward.cu: the logits' gradient of the chunked LogprobBackward,
-// whose logits, dhidden and dweight are cuBLAS GEMMs, and
-// LogprobBackwardExpectBF16; geglu.cu: GeGLU; misc.cu: add-scalar, copy,
-// zero; linear.cu: the Linear ops' bias and its column-sum gradient around
-// their cuBLAS GEMMs, and the bfloat16 conversions of the precision modes),
-// with helpers in common.cuh. The products on frozen bfloat16 weights run
-// in the precision Ops.SetPrecision picks (kernels.Precision): exact, the
-// weight widened to float32 a bounded chunk at a time for cublasSgemm; or
-// bf16, the activation rounded to bfloat16 and multiplied on the tensor
-// cores by cublasGemmEx with float32 accumulation. Ops launches them on device
+// chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect),
+// with helpers in common.cuh. Ops launches them on device
 // buffers with a fixed geometry per op (its plan* functions). Their text is
 // tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one
 // OS thread per CUDA thread, barriers, warp shuffles, divergent barriers and
@@ -64,6 +55,24 @@
 // where opB is T when B is stored transposed ([N,K], ldb = K) and N
 // otherwise ([K,N], ldb = N), and likewise opA with lda = M or K. No data
 // moves; Matmul and MatmulBatched do this mapping.
+//
+// # Linear layers, the lm_head, and bfloat16 weights
+//
+// The Linear ops (ops_linear.go) and the chunked logprob ops
+// (ops_logprob.go) are cuBLAS GEMMs on row-major operands with row strides
+// and offsets (mm in gemmrows.go, mapped as above) around small kernels:
+// linear.cu (the bias, its deterministic column-sum gradient, and the
+// bfloat16 conversions), logprob_backward.cu (the logits' gradient of the
+// chunked LogprobBackward, entropy term included, and
+// LogprobBackwardExpectBF16); geglu.cu and misc.cu (add-scalar, copy,
+// zero) are elementwise. The products on frozen bfloat16 weights run in the
+// precision Ops.SetPrecision picks (kernels.Precision): exact, the weight
+// rows widened to float32 a bounded chunk at a time (32 MiB of scratch)
+// for cublasSgemm; or bf16, the float32 operand rounded to bfloat16
+// (nearest even, as kernels.BF16) and multiplied by cublasGemmEx
+// (CUDA_R_16BF operands, CUBLAS_COMPUTE_32F: tensor cores, float32
+// accumulation). Their plans run on the CPU shim too (shim_linear_test.go,
+// the GEMMs from the BLAS definition).
 //
 // # Threads
 //

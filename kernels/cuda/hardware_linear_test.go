@@ -128,17 +128,17 @@ func (b deviceBackend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []flo
 	})
 }
 
-// TestLinearOnHardware runs the Linear ops on a 7B-shaped layer (C = 3584,
-// so the exact mode's bfloat16 weight takes two chunks of widened rows)
-// and the chunked logprob backward over Qwen's vocabulary, in both
-// precisions, against kernels/ref. Skipped under -test.short (run.sh's
-// memcheck step).
+// TestLinearOnHardware runs the ops of ops_misc.go, ops_linear.go and
+// ops_logprob.go (cuBLAS GEMMs, GemmEx in the bf16 precision, and their
+// kernels' embedded PTX) through kerneltest's conformance cases for them,
+// in both precisions (AddScalar is in TestKernelsOnHardware's Elementwise
+// group); then, unless -test.short (run.sh's memcheck step), the Linear
+// ops on a 7B-shaped layer (C = 3584, so the exact mode's bfloat16 weight
+// takes two chunks of widened rows) and the chunked logprob backward over
+// Qwen's vocabulary, against kernels/ref.
 func TestLinearOnHardware(t *testing.T) {
 	dev := openHardware(t)
 	defer dev.Close()
-	if testing.Short() {
-		t.Skip("-test.short: TestKernelsOnHardware's small shapes only")
-	}
 	r := rand.New(rand.NewPCG(28, 14))
 	for _, prec := range []kernels.Precision{kernels.PrecisionF32, kernels.PrecisionBF16} {
 		t.Run(prec.String(), func(t *testing.T) {
@@ -151,6 +151,14 @@ func TestLinearOnHardware(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := deviceBackend{dev: dev, ops: ops}
+			if prec == kernels.PrecisionF32 {
+				kerneltest.RunOps(t, b, "GeGLU", "CopyZero", "Linear", "LinearBF16", "Logprob", "LogprobBF16")
+			} else {
+				kerneltest.RunOps(t, deviceBF16{b}, "LinearBF16", "LogprobBF16")
+			}
+			if testing.Short() {
+				return // the conformance cases only
+			}
 			act := func(x []float32) []float32 {
 				if prec == kernels.PrecisionF32 {
 					return x

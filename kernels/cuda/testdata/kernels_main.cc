@@ -27,12 +27,12 @@
 #include "../embedding.cu"
 #include "../adamw.cu"
 #include "../elementwise.cu"
-#include "../softmax.cu"
-#include "../logprob.cu"
 #include "../logprob_backward.cu"
 #include "../geglu.cu"
 #include "../misc.cu"
 #include "../linear.cu"
+#include "../softmax.cu"
+#include "../logprob.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -132,15 +132,6 @@ const Entry kernels[] = {
     KERNEL(add),
     KERNEL(scale),
     KERNEL(axpy),
-    KERNEL(logsoftmax_forward),
-    KERNEL(logsoftmax_backward),
-    KERNEL(entropy_forward),
-    KERNEL(entropy_backward),
-    KERNEL(logprob_chunk),
-    KERNEL(logprob_finish),
-    KERNEL(expect_scale),
-    KERNEL(logprob_expect),
-    KERNEL(logprob_backward_expect),
     KERNEL(logprob_dz),
     KERNEL(logprob_bwd_expect_bf16),
     KERNEL(geglu_forward),
@@ -152,6 +143,15 @@ const Entry kernels[] = {
     KERNEL(bias_backward),
     KERNEL(bf16_to_f32),
     KERNEL(f32_to_bf16),
+    KERNEL(logsoftmax_forward),
+    KERNEL(logsoftmax_backward),
+    KERNEL(entropy_forward),
+    KERNEL(entropy_backward),
+    KERNEL(logprob_chunk),
+    KERNEL(logprob_finish),
+    KERNEL(expect_scale),
+    KERNEL(logprob_expect),
+    KERNEL(logprob_backward_expect),
 };
 
 }  // namespace

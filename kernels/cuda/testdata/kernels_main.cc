@@ -29,6 +29,7 @@
 #include "../elementwise.cu"
 #include "../softmax.cu"
 #include "../logprob.cu"
+#include "../attention.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -137,6 +138,9 @@ const Entry kernels[] = {
     KERNEL(expect_scale),
     KERNEL(logprob_expect),
     KERNEL(logprob_backward_expect),
+    KERNEL(attention_forward),
+    KERNEL(attention_backward_dq),
+    KERNEL(attention_backward_dkdv),
 };
 
 }  // namespace

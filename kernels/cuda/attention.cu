@@ -15,33 +15,39 @@
 // Tk − Tq with no seqOff (S = 0, one sequence) and no lse.
 //
 // The scheme is flash attention's, on CUDA cores in f32 (no tensor
-// cores): a block takes 16 query rows (or, in dkdv, 16 key rows) of one
-// head, 8 threads a row, each holding dims sub, sub+8, … of its row in
-// registers (D ≤ ATT_DMAX = 256). The block walks its rows' key range in
-// tiles of TR rows (TR = 16…64, 4096/D rounded down to a multiple of 16)
-// staged in __shared__; a row's dot product with a staged row is summed by
-// its 8 threads (3 xor shuffles), and the forward keeps an online softmax
-// (running max m and sum l, the accumulator rescaled when m grows). The
-// backward recomputes P from lse and is deterministic, without atomics:
-// attention_backward_dq sums over keys per query row, and
-// attention_backward_dkdv over the query rows and the H/KVH query heads of
-// a key row's KV head, each in a fixed order. δ_i is recomputed where it
-// is needed (once per query row in dq, once per staged query tile in dkdv)
-// instead of a scratch buffer.
+// cores): a block takes 16 query rows (in dkdv, 16 key rows) of one head,
+// with 8 threads a row, and stages those rows in __shared__ (row stride
+// D+1, so that threads reading one dim of different rows hit different
+// banks). It walks the rows' key (dkdv: query) range in tiles staged in
+// __shared__ too, as many rows as fit in ATT_SMEM (D = 128: 64 keys a
+// forward tile; D = 256: 29, and 7 in dq, 6 in dkdv), up to 64. Per tile,
+// thread (r, sub) forms the scores of row r with tile rows sub, sub+8, …
+// (a dot product over D, in order), writes them to __shared__, and after a
+// barrier each thread of row r combines the whole tile into the dims it
+// owns (sub, sub+8, …), in registers: the forward keeps an online softmax
+// (running max m and sum l, the accumulator rescaled when the tile raises
+// m); the backward recomputes P from lse and is deterministic, without
+// atomics: attention_backward_dq sums over keys per query row, and
+// attention_backward_dkdv over the H/KVH query heads of a key row's KV head
+// and, in each, its queries, each in a fixed order. δ_i is recomputed where
+// it is needed (once per query row in dq, once per staged query tile in
+// dkdv) instead of in a scratch buffer. No warp shuffles: three or four
+// __syncthreads a tile.
 //
-// What it costs: no tensor cores and a shuffle reduction per (query, key)
-// pair, so it is far from FlashAttention-2's throughput; a block does one
-// query head, so the query heads of a GQA group each stage the same keys;
-// decode (Tq = 1) runs one block per head with 1 of its 16 rows live and
-// no split over the cache. A key tile straddling sequences is staged whole
-// and masked per row.
+// What it costs: no tensor cores (the score and P·V products are f32 FMAs
+// from shared memory), and each exp of the forward is formed by all 8
+// threads of the row; a block does one query head, so the query heads of a
+// GQA group each stage the same keys; decode (Tq = 1) runs one block per
+// head with 1 of its 16 rows live and no split over the cache; a tile
+// straddling sequences is staged whole and masked per row. Its speed is
+// unmeasured.
 //
 // seqOff is read on the device and not checked by the host: every key
 // range is clamped to [0, the query's own row], and every query range to
 // [the key's row, N), so a bad seqOff gives wrong values, never an
-// out-of-bounds access. Every barrier and shuffle is reached by the whole
-// block (loop bounds are the same for all its threads; masking is per
-// row inside), as kernels/cuda/cpushim requires and CUDA expects. Never
+// out-of-bounds access. Every barrier is reached by the whole block (the
+// loops around them have the same bounds in all its threads; masking is
+// per row inside), as kernels/cuda/cpushim requires and CUDA expects. Never
 // run on a GPU: tested on the CPU through cpushim/cuda_cpu.h against
 // kernels/ref.
 #include "common.cuh"

@@ -1,11 +1,16 @@
 package cuda_test
 
 import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/kerneltest"
+	"github.com/hone-rl/hone/kernels/ref"
 )
 
 // The attention ops of shimBackend: attention.cu on the CPU shim with Ops'
@@ -42,4 +47,81 @@ func (b shimBackend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H
 func attentionOnShim(t *testing.T, h shimHarness) {
 	kerneltest.RunOps(t, shimBackend{h: h}, "Attention", "AttentionWindow", "AttentionDecode")
 	kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "Attention")
+	t.Run("wide heads", func(t *testing.T) { attentionAgainstRef(t, shimBackend{h: h}, attnWideShapes) })
+}
+
+// attnCase is one attention shape beyond kerneltest's (whose head dims
+// stop at 64): packed sequence lengths, heads, head dim and a window (0:
+// none).
+type attnCase struct {
+	lens       []int
+	H, KVH, D  int
+	W          int
+	bitwiseDet bool // run the backward twice and want the same bits
+}
+
+// attnWideShapes hold head dims whose tiles are short (D = 256: 6 queries
+// a dkdv tile, 7 keys a dq tile) or not a multiple of 8 (D = 100), so that
+// every kernel walks several tiles with a partial last one.
+var attnWideShapes = []attnCase{
+	{lens: []int{23, 17}, H: 2, KVH: 1, D: 256},
+	{lens: []int{23, 17}, H: 2, KVH: 1, D: 256, W: 9},
+	{lens: []int{37}, H: 2, KVH: 1, D: 128},
+	{lens: []int{20, 21}, H: 3, KVH: 3, D: 100, W: 16},
+}
+
+// attentionAgainstRef runs b's attention forward (windowed when c.W > 0)
+// and backward on c against kernels/ref, at kerneltest's tolerances.
+func attentionAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
+	r := rand.New(rand.NewPCG(28, 11))
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("T=%v,H=%d,KVH=%d,D=%d,W=%d", c.lens, c.H, c.KVH, c.D, c.W), func(t *testing.T) {
+			H, KVH, D, W := c.H, c.KVH, c.D, c.W
+			seqOff, N := []int32{0}, 0
+			for _, l := range c.lens {
+				N += l
+				seqOff = append(seqOff, int32(N))
+			}
+			q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
+			scale := float32(1 / math.Sqrt(float64(D)))
+			fwd := func(be kernels.Backend, out, lse []float32) {
+				if W > 0 {
+					be.AttentionWindowForward(out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
+				} else {
+					be.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+				}
+			}
+			bwd := func(be kernels.Backend, dq, dk, dv, out, lse []float32) {
+				if W > 0 {
+					be.AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
+				} else {
+					be.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+				}
+			}
+			wo, wl, got, gl := make([]float32, N*H*D), make([]float32, N*H), make([]float32, N*H*D), make([]float32, N*H)
+			fwd(ref.New(), wo, wl)
+			fwd(b, got, gl)
+			near(t, "out", got, wo, kerneltest.F32Tol)
+			near(t, "lse", gl, wl, kerneltest.F32Tol)
+			dq, dk, dv := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D)
+			wdq, wdk, wdv := slices.Clone(dq), slices.Clone(dk), slices.Clone(dv)
+			bwd(ref.New(), wdq, wdk, wdv, wo, wl)
+			gdq, gdk, gdv := slices.Clone(dq), slices.Clone(dk), slices.Clone(dv)
+			bwd(b, gdq, gdk, gdv, wo, wl)
+			near(t, "dq", gdq, wdq, 1e-4)
+			near(t, "dk", gdk, wdk, 1e-4)
+			near(t, "dv", gdv, wdv, 1e-4)
+			if c.bitwiseDet {
+				adq, adk, adv := slices.Clone(dq), slices.Clone(dk), slices.Clone(dv)
+				bwd(b, adq, adk, adv, wo, wl)
+				for name, pair := range map[string][2][]float32{"dq": {adq, gdq}, "dk": {adk, gdk}, "dv": {adv, gdv}} {
+					for i := range pair[0] {
+						if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
+							t.Fatalf("%s[%d]: %g on the second run, %g on the first: the backward is not deterministic", name, i, pair[0][i], pair[1][i])
+						}
+					}
+				}
+			}
+		})
+	}
 }

@@ -15,8 +15,9 @@
 // Tk − Tq with no seqOff (S = 0, one sequence) and no lse.
 //
 // The scheme is flash attention's, on CUDA cores in f32 (no tensor
-// cores): a block takes 16 query rows (in dkdv, 16 key rows) of one head,
-// with 8 threads a row, and stages those rows in __shared__ (row stride
+// cores): a block takes 16 rows, 8 threads a row — (query, head) pairs of
+// one KV head in the forward and dq, so that a GQA group's heads share the
+// staged keys; key rows of one KV head in dkdv — and stages those rows in __shared__ (row stride
 // D+1, so that threads reading one dim of different rows hit different
 // banks). It walks the rows' key (dkdv: query) range in tiles staged in
 // __shared__ too, as many rows as fit in ATT_SMEM (D = 128: 64 keys a
@@ -36,9 +37,10 @@
 //
 // What it costs: no tensor cores (the score and P·V products are f32 FMAs
 // from shared memory), and each exp of the forward is formed by all 8
-// threads of the row; a block does one query head, so the query heads of a
-// GQA group each stage the same keys; decode (Tq = 1) runs one block per
-// head with 1 of its 16 rows live and no split over the cache; a tile
+// threads of the row; decode (Tq = 1) runs one block per KV head with
+// H/KVH of its 16 rows live (7 for Qwen2.5) and no split over the cache;
+// a block of the forward or dq whose rows span several queries stages the
+// keys of the earliest query's first to the last query's own; a tile
 // straddling sequences is staged whole and masked per row. Its speed is
 // unmeasured.
 //
@@ -106,8 +108,8 @@ __device__ __forceinline__ int attFirstKey(const int *__restrict__ seqOff, int S
 // token, or j + W − 1 when earlier; clamped to [j, N − 1].
 __device__ __forceinline__ int attLastQuery(const int *__restrict__ seqOff, int S, int j, int W, int N) {
 	const int s = attSeq(seqOff, S, j);
-	const int end = s < S ? seqOff[s + 1] : N;
-	return attMax(attMin(attMin(end, j + W), N) - 1, j);
+	const int end = attMin(attMax(s < S ? seqOff[s + 1] : N, j + 1), N);  // in [j+1, N]
+	return W >= end - j ? end - 1 : j + W - 1;  // j + W cannot overflow here
 }
 
 // attStage copies rows row0 … row0+n−1 of head h of x [·,heads,D] into
@@ -120,10 +122,26 @@ __device__ __forceinline__ void attStage(float *dst, int ld, const float *__rest
 	}
 }
 
+// attStageGroup copies the query rows f0 … f0+15 of a block of
+// (query, head) rows into dst (row stride ld), times mul: row f is query
+// f/G, head kvh·G + f%G of x [·,H,D] (the G heads of a query that share KV
+// head kvh lie side by side); rows at or past total are zeros.
+__device__ __forceinline__ void attStageGroup(float *dst, int ld, const float *__restrict__ x, int f0, int total, int G,
+                                              int H, int kvh, int D, float mul) {
+	for (int e = threadIdx.x; e < ATT_ROWS * D; e += blockDim.x) {
+		const int t = e / D, d = e - t * D, f = f0 + t;
+		dst[t * ld + d] = f < total ? mul * x[((long long)(f / G) * H + kvh * G + f % G) * D + d] : 0.0f;
+	}
+}
+
 // attention_forward: out [Nq,H,D] and (lse not null) lse [Nq,H] of the Nq
 // queries q [Nq,H,D]; query i is at key position p = i + qoff and sees the
-// keys j of k, v [·,KVH,D] with attFirstKey(p) ≤ j ≤ p. Grid (⌈Nq/16⌉, H),
-// block 128. W ≤ the key count (no window: W = it).
+// keys j of k, v [·,KVH,D] with attFirstKey(p) ≤ j ≤ p. Grid
+// (⌈Nq·G/16⌉, KVH), G = H/KVH, block 128: a block's 16 rows are (query,
+// head) pairs f = 16·blockIdx.x … of KV head blockIdx.y, query f/G and
+// head kvh·G + f%G, so the G heads reading the same keys share the staged
+// tiles (and a decode step's G heads fill G rows of one block). W ≤ the
+// key count (no window: W = it).
 //
 // Shared: the block's queries qs [16][D+1] (times scale), one tile of tk
 // keys, then of their values, kv [tk][D+1], and the scores sc [16][tk].
@@ -138,16 +156,17 @@ extern "C" __global__ void attention_forward(float *__restrict__ out, float *__r
 	const int ld = D + 1, tk = attTile(ATT_ROWS * ld, ld + ATT_ROWS);
 	float *qs = sm, *kv = qs + ATT_ROWS * ld, *sc = kv + tk * ld;
 	const int r = threadIdx.x / ATT_LANES, sub = threadIdx.x % ATT_LANES;
-	const int h = blockIdx.y, kvh = h / (H / KVH);
-	const int i0 = blockIdx.x * ATT_ROWS, i = i0 + r;
-	const bool live = i < Nq;
+	const int kvh = blockIdx.y, G = H / KVH, total = Nq * G;
+	const int f0 = blockIdx.x * ATT_ROWS, f = f0 + r;
+	const bool live = f < total;
+	const int i = live ? f / G : 0, h = kvh * G + (live ? f % G : 0);
 	const int p = i + qoff;
 	const int first = live ? attFirstKey(seqOff, S, p, W) : 0;
 	// The block's keys: from its first query's first key to its last query.
-	const int jlo = attFirstKey(seqOff, S, i0 + qoff, W), jhi = attMin(i0 + ATT_ROWS, Nq) - 1 + qoff;
+	const int jlo = attFirstKey(seqOff, S, f0 / G + qoff, W), jhi = (attMin(f0 + ATT_ROWS, total) - 1) / G + qoff;
 	const int nc = (D + ATT_LANES - 1) / ATT_LANES;
 
-	attStage(qs, ld, q, i0, ATT_ROWS, Nq, H, h, D, scale);
+	attStageGroup(qs, ld, q, f0, total, G, H, kvh, D, scale);
 	float acc[ATT_DPT];
 	ATT_UNROLL for (int c = 0; c < ATT_DPT; c++) acc[c] = 0.0f;
 	float m = -INFINITY, l = 0.0f;
@@ -192,7 +211,8 @@ extern "C" __global__ void attention_forward(float *__restrict__ out, float *__r
 }
 
 // attention_backward_dq accumulates dq [N,H,D] += scale·Σ_j dS_ij·k_j,
-// summed over j in order. Grid (⌈N/16⌉, H), block 128. W ≤ N.
+// summed over j in order. Grid (⌈N·G/16⌉, KVH), block 128: the rows of
+// attention_forward. W ≤ N.
 //
 // Shared: the block's queries qs (times scale) and douts dos [16][D+1],
 // their δ [16], a tile of tk keys ks and values vs [tk][D+1], and dS
@@ -208,16 +228,17 @@ extern "C" __global__ void attention_backward_dq(float *__restrict__ dq, const f
 	float *qs = sm, *dos = qs + ATT_ROWS * ld, *dl = dos + ATT_ROWS * ld, *ks = dl + ATT_ROWS, *vs = ks + tk * ld,
 	      *ds = vs + tk * ld;
 	const int r = threadIdx.x / ATT_LANES, sub = threadIdx.x % ATT_LANES;
-	const int h = blockIdx.y, kvh = h / (H / KVH);
-	const int i0 = blockIdx.x * ATT_ROWS, i = i0 + r;
-	const bool live = i < N;
+	const int kvh = blockIdx.y, G = H / KVH, total = N * G;
+	const int f0 = blockIdx.x * ATT_ROWS, f = f0 + r;
+	const bool live = f < total;
+	const int i = live ? f / G : 0, h = kvh * G + (live ? f % G : 0);
 	const int first = live ? attFirstKey(seqOff, S, i, W) : 0;
-	const int jlo = attFirstKey(seqOff, S, i0, W), jhi = attMin(i0 + ATT_ROWS, N) - 1;
+	const int jlo = attFirstKey(seqOff, S, f0 / G, W), jhi = (attMin(f0 + ATT_ROWS, total) - 1) / G;
 	const int nc = (D + ATT_LANES - 1) / ATT_LANES;
 	const long long row = ((long long)i * H + h) * D;
 
-	attStage(qs, ld, q, i0, ATT_ROWS, N, H, h, D, scale);  // as the forward formed S
-	attStage(dos, ld, dout, i0, ATT_ROWS, N, H, h, D, 1.0f);
+	attStageGroup(qs, ld, q, f0, total, G, H, kvh, D, scale);  // as the forward formed S
+	attStageGroup(dos, ld, dout, f0, total, G, H, kvh, D, 1.0f);
 	if (live && sub == 0) {  // δ_i = dout_i·out_i, from global memory
 		float delta = 0.0f;
 		for (int d = 0; d < D; d++) delta += dout[row + d] * out[row + d];

@@ -4,14 +4,18 @@ package cuda
 // packed sequences, with an optional sliding window, its backward, and
 // decode over a KV cache.
 
-// attnRows and attnThreads are attention.cu's block: 16 rows (queries, or
-// keys in dkdv) of one head, 8 threads a row. attnMaxD is the largest head
-// dim its registers and tiles hold.
+// attnRows and attnThreads are attention.cu's block: 16 rows, 8 threads a
+// row; a row is a (query, head) pair of one KV head in the forward and dq,
+// a key row of one KV head in dkdv. attnMaxD is the largest head dim its
+// registers and tiles hold.
 const (
 	attnRows    = 16
 	attnThreads = 128
 	attnMaxD    = 256
 )
+
+// attnBlocks is the blocks of 16 rows that hold rows.
+func attnBlocks(rows int) int { return (rows + attnRows - 1) / attnRows }
 
 // planAttention is the forward of every attention op: Nq queries, query i
 // at key position i + qoff, seeing the keys of its sequence (seqOff [S+1];
@@ -22,24 +26,23 @@ func planAttention(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, qof
 	if Nq == 0 {
 		return nil
 	}
-	return []step{{"attention_forward", Dim3{(Nq + attnRows - 1) / attnRows, H, 1}, Dim3{attnThreads, 1, 1},
+	return []step{{"attention_forward", Dim3{attnBlocks(Nq * (H / KVH)), KVH, 1}, Dim3{attnThreads, 1, 1},
 		[]any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}, nil}}
 }
 
-// planAttentionBackward: attention_backward_dq, one block per 16 query
-// rows and head, then attention_backward_dkdv, one block per 16 key rows
-// and KV head. Each sums in a fixed order: no atomics, the same bits on
+// planAttentionBackward: attention_backward_dq, one block per 16 (query,
+// head) rows of a KV head, then attention_backward_dkdv, one block per 16
+// key rows and KV head. Each sums in a fixed order: no atomics, the same bits on
 // every run. W is clamped to N.
 func planAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S, N, H, KVH, D, W int, scale float32) []step {
 	if N == 0 {
 		return nil
 	}
 	W = min(W, N)
-	blocks := (N + attnRows - 1) / attnRows
 	return []step{
-		{"attention_backward_dq", Dim3{blocks, H, 1}, Dim3{attnThreads, 1, 1},
+		{"attention_backward_dq", Dim3{attnBlocks(N * (H / KVH)), KVH, 1}, Dim3{attnThreads, 1, 1},
 			[]any{dq, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
-		{"attention_backward_dkdv", Dim3{blocks, KVH, 1}, Dim3{attnThreads, 1, 1},
+		{"attention_backward_dkdv", Dim3{attnBlocks(N), KVH, 1}, Dim3{attnThreads, 1, 1},
 			[]any{dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
 	}
 }

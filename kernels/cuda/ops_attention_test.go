@@ -11,17 +11,21 @@ import (
 
 // TestAttentionLaunchGeometry: the attention ops launch attention.cu's
 // kernels, found in the embedded PTX, on blocks of 128 threads, one per
-// 16 query rows and head (forward, dq) or 16 key rows and KV head (dkdv),
-// and nothing for no tokens.
+// 16 (query, head) rows of a KV head (forward, dq) or 16 key rows and KV
+// head (dkdv), and nothing for no tokens.
 func TestAttentionLaunchGeometry(t *testing.T) {
 	runOpsCases(t, []opsCase{
 		{"AttentionForward Qwen2.5-0.5B, 2 sequences", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			const N, H, KVH, D = 70, 14, 2, 64
 			return o.AttentionForward(b(N*H*D), b(N*H), b(N*H*D), b(N*KVH*D), b(N*KVH*D), b(3), 2, N, H, KVH, D, 0.125)
-		}, []cudafake.Launch{launch("attention_forward", dim(5, 14, 1), dim(128, 1, 1), 14)}},
+		}, []cudafake.Launch{launch("attention_forward", dim(31, 2, 1), dim(128, 1, 1), 14)}}, // 70·7 rows a KV head
+		{"AttentionForward no GQA", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			const N, H, KVH, D = 33, 3, 3, 8
+			return o.AttentionForward(b(N*H*D), b(N*H), b(N*H*D), b(N*KVH*D), b(N*KVH*D), b(2), 1, N, H, KVH, D, 0.35)
+		}, []cudafake.Launch{launch("attention_forward", dim(3, 3, 1), dim(128, 1, 1), 14)}},
 		{"AttentionWindowForward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.AttentionWindowForward(b(16*4*256), b(16*4), b(16*4*256), b(16*256), b(16*256), b(2), 1, 16, 4, 1, 256, 4, 0.0625)
-		}, []cudafake.Launch{launch("attention_forward", dim(1, 4, 1), dim(128, 1, 1), 14)}},
+		}, []cudafake.Launch{launch("attention_forward", dim(4, 1, 1), dim(128, 1, 1), 14)}},
 		{"AttentionForward N=0", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.AttentionForward(b(0), b(0), b(0), b(0), b(0), b(1), 0, 0, 2, 1, 8, 1)
 		}, nil},
@@ -30,7 +34,7 @@ func TestAttentionLaunchGeometry(t *testing.T) {
 			x, kv := b(N*H*D), b(N*KVH*D)
 			return o.AttentionBackward(b(N*H*D), b(N*KVH*D), b(N*KVH*D), x, x, b(N*H), x, kv, kv, b(4), 3, N, H, KVH, D, 0.09)
 		}, []cudafake.Launch{
-			launch("attention_backward_dq", dim(3, 4, 1), dim(128, 1, 1), 15),
+			launch("attention_backward_dq", dim(5, 2, 1), dim(128, 1, 1), 15), // 33·2 rows a KV head
 			launch("attention_backward_dkdv", dim(3, 2, 1), dim(128, 1, 1), 16),
 		}},
 		{"AttentionWindowBackward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
@@ -47,10 +51,10 @@ func TestAttentionLaunchGeometry(t *testing.T) {
 		}, nil},
 		{"AttentionDecode one token, cache with spare rows", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.AttentionDecode(b(14*64), b(14*64), b(300*2*64), b(300*2*64), 1, 257, 14, 2, 64, 0.125)
-		}, []cudafake.Launch{launch("attention_forward", dim(1, 14, 1), dim(128, 1, 1), 14)}},
+		}, []cudafake.Launch{launch("attention_forward", dim(1, 2, 1), dim(128, 1, 1), 14)}}, // 7 heads a KV head
 		{"AttentionDecode 17 tokens", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.AttentionDecode(b(17*4*8), b(17*4*8), b(20*8), b(20*8), 17, 20, 4, 1, 8, 0.35)
-		}, []cudafake.Launch{launch("attention_forward", dim(2, 4, 1), dim(128, 1, 1), 14)}},
+		}, []cudafake.Launch{launch("attention_forward", dim(5, 1, 1), dim(128, 1, 1), 14)}},
 	})
 }
 
@@ -67,16 +71,16 @@ func TestAttentionPlans(t *testing.T) {
 		want  string
 	}{
 		{"causal", cuda.PlanAttention(out, lse, q, k, v, seqOff, 2, 7, 7, 4, 2, 8, 7, 0, 0.5),
-			"attention_forward {1 4 1} {128 1 1} [[1] [2] [3] [4] [5] [0 3 7] 2 7 4 2 8 7 0 0.5]"},
+			"attention_forward {1 2 1} {128 1 1} [[1] [2] [3] [4] [5] [0 3 7] 2 7 4 2 8 7 0 0.5]"},
 		{"window past the keys", cuda.PlanAttention(out, lse, q, k, v, seqOff, 2, 7, 7, 4, 2, 8, 1<<30, 0, 0.5),
-			"attention_forward {1 4 1} {128 1 1} [[1] [2] [3] [4] [5] [0 3 7] 2 7 4 2 8 7 0 0.5]"},
+			"attention_forward {1 2 1} {128 1 1} [[1] [2] [3] [4] [5] [0 3 7] 2 7 4 2 8 7 0 0.5]"},
 		{"decode", cuda.PlanAttention(out, []float32(nil), q, k, v, []int32(nil), 0, 3, 40, 4, 2, 8, 40, 37, 0.5),
-			"attention_forward {1 4 1} {128 1 1} [[1] [] [3] [4] [5] [] 0 3 4 2 8 40 37 0.5]"},
+			"attention_forward {1 2 1} {128 1 1} [[1] [] [3] [4] [5] [] 0 3 4 2 8 40 37 0.5]"},
 		{"backward window", cuda.PlanAttentionBackward(out, out, out, out, out, lse, q, k, v, seqOff, 2, 33, 4, 2, 8, 5, 0.5),
-			"attention_backward_dq {3 4 1} {128 1 1} [[1] [1] [1] [2] [3] [4] [5] [0 3 7] 2 33 4 2 8 5 0.5]\n" +
+			"attention_backward_dq {5 2 1} {128 1 1} [[1] [1] [1] [2] [3] [4] [5] [0 3 7] 2 33 4 2 8 5 0.5]\n" +
 				"attention_backward_dkdv {3 2 1} {128 1 1} [[1] [1] [1] [1] [2] [3] [4] [5] [0 3 7] 2 33 4 2 8 5 0.5]"},
 		{"backward window past N", cuda.PlanAttentionBackward(out, out, out, out, out, lse, q, k, v, seqOff, 2, 7, 4, 2, 8, 100, 0.5),
-			"attention_backward_dq {1 4 1} {128 1 1} [[1] [1] [1] [2] [3] [4] [5] [0 3 7] 2 7 4 2 8 7 0.5]\n" +
+			"attention_backward_dq {1 2 1} {128 1 1} [[1] [1] [1] [2] [3] [4] [5] [0 3 7] 2 7 4 2 8 7 0.5]\n" +
 				"attention_backward_dkdv {1 2 1} {128 1 1} [[1] [1] [1] [1] [2] [3] [4] [5] [0 3 7] 2 7 4 2 8 7 0.5]"},
 	} {
 		var got []string

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -123,5 +126,66 @@ func attentionAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 				}
 			}
 		})
+	}
+}
+
+// TestAttentionBadSeqOffInBounds: attention.cu reads seqOff on the device,
+// where the host does not check it, so it must stay inside its buffers
+// whatever the offsets are. The kernels run here under AddressSanitizer
+// (which fails a launch that reads or writes outside a buffer) on offsets
+// past N, negative, decreasing, and not starting at 0; every output must
+// come out finite (each query still sees itself, each key its own query).
+func TestAttentionBadSeqOffInBounds(t *testing.T) {
+	t.Parallel()
+	cxx := os.Getenv("CXX")
+	if cxx == "" {
+		cxx = "g++"
+	}
+	if _, err := exec.LookPath(cxx); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("no C++ compiler for the CUDA CPU shim: %v", err)
+		}
+		t.Fatal(err)
+	}
+	for _, f := range []string{"attention.cu", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
+		if _, err := os.ReadFile(f); err != nil { // for go test's cache
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "kernels_asan")
+	if out, err := exec.Command(cxx, "-std=c++17", "-O0", "-fsanitize=address", "-Wall", "-Werror", "-pthread", "-I", "cpushim",
+		"-o", bin, filepath.Join("testdata", "kernels_main.cc")).CombinedOutput(); err != nil {
+		t.Fatalf("%s -fsanitize=address testdata/kernels_main.cc: %v\n%s", cxx, err, out)
+	}
+	h := shimHarness{bin}
+	r := rand.New(rand.NewPCG(28, 12))
+	const N, H, KVH, D = 20, 2, 1, 8
+	q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
+	for _, c := range []struct {
+		seqOff []int32
+		W      int
+	}{{[]int32{0, 25, 20}, N}, {[]int32{0, -7, 20}, N}, {[]int32{0, 15, 4, 20}, 5}, {[]int32{3, 9, 100}, N}, {[]int32{-5, 1 << 30}, 5}} {
+		seqOff, W := c.seqOff, c.W
+		name := fmt.Sprintf("seqOff=%v,W=%d", seqOff, W)
+		S := len(seqOff) - 1
+		out, lse := make([]float32, N*H*D), make([]float32, N*H)
+		for _, s := range cuda.PlanAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, 0.35) {
+			if err := h.run(s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+		for _, s := range cuda.PlanAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, 0.35) {
+			if err := h.run(s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		for what, x := range map[string][]float32{"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv} {
+			for i, f := range x {
+				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+					t.Fatalf("%s: %s[%d] = %g", name, what, i, f)
+				}
+			}
+		}
 	}
 }

@@ -17,11 +17,12 @@
 // The scheme is flash attention's, on CUDA cores in f32 (no tensor
 // cores): a block takes 16 rows, 8 threads a row — (query, head) pairs of
 // one KV head in the forward and dq, so that a GQA group's heads share the
-// staged keys; key rows of one KV head in dkdv — and stages those rows in __shared__ (row stride
-// D+1, so that threads reading one dim of different rows hit different
-// banks). It walks the rows' key (dkdv: query) range in tiles staged in
+// staged keys; key rows of one KV head in dkdv — and stages those rows in
+// __shared__ (row stride D+1, so that threads reading one dim of different
+// rows hit different banks; the [16][tile] score arrays likewise, stride
+// tile+1). It walks the rows' key (dkdv: query) range in tiles staged in
 // __shared__ too, as many rows as fit in ATT_SMEM (D = 128: 64 keys a
-// forward tile; D = 256: 29, and 7 in dq, 6 in dkdv), up to 64. Per tile,
+// forward tile; D = 256: 28, and 7 in dq, 6 in dkdv), up to 64. Per tile,
 // thread (r, sub) forms the scores of row r with tile rows sub, sub+8, …
 // (a dot product over D, in order), writes them to __shared__, and after a
 // barrier each thread of row r combines the whole tile into the dims it
@@ -144,7 +145,7 @@ __device__ __forceinline__ void attStageGroup(float *dst, int ld, const float *_
 // key count (no window: W = it).
 //
 // Shared: the block's queries qs [16][D+1] (times scale), one tile of tk
-// keys, then of their values, kv [tk][D+1], and the scores sc [16][tk].
+// keys, then of their values, kv [tk][D+1], and the scores sc [16][tk+1].
 // Per tile: thread (r, sub) forms the scores of row r with keys sub,
 // sub+8, …; then every thread of row r takes the row's tile max, rescales
 // its accumulator and adds e^(s−m)·v over the tile's keys to its dims.
@@ -153,7 +154,7 @@ extern "C" __global__ void attention_forward(float *__restrict__ out, float *__r
                                              const float *__restrict__ v, const int *__restrict__ seqOff,
                                              int S, int Nq, int H, int KVH, int D, int W, int qoff, float scale) {
 	__shared__ float sm[ATT_SMEM];
-	const int ld = D + 1, tk = attTile(ATT_ROWS * ld, ld + ATT_ROWS);
+	const int ld = D + 1, tk = attTile(ATT_ROWS * ld + ATT_ROWS, ld + ATT_ROWS), ts = tk + 1;
 	float *qs = sm, *kv = qs + ATT_ROWS * ld, *sc = kv + tk * ld;
 	const int r = threadIdx.x / ATT_LANES, sub = threadIdx.x % ATT_LANES;
 	const int kvh = blockIdx.y, G = H / KVH, total = Nq * G;
@@ -177,13 +178,13 @@ extern "C" __global__ void attention_forward(float *__restrict__ out, float *__r
 		__syncthreads();
 		for (int jj = sub; jj < nk; jj += ATT_LANES) {
 			const int j = j0 + jj;
-			sc[r * tk + jj] = live && j >= first && j <= p ? attDot(qs + r * ld, kv + jj * ld, D) : -INFINITY;
+			sc[r * ts + jj] = live && j >= first && j <= p ? attDot(qs + r * ld, kv + jj * ld, D) : -INFINITY;
 		}
 		__syncthreads();
 		attStage(kv, ld, v, j0, nk, jhi + 1, KVH, kvh, D, 1.0f);
 		__syncthreads();
 		float mt = -INFINITY;
-		for (int jj = 0; jj < nk; jj++) mt = fmaxf(mt, sc[r * tk + jj]);
+		for (int jj = 0; jj < nk; jj++) mt = fmaxf(mt, sc[r * ts + jj]);
 		if (mt > m) {  // a new max: rescale what is summed so far
 			const float a = expf(m - mt);
 			l *= a;
@@ -192,7 +193,7 @@ extern "C" __global__ void attention_forward(float *__restrict__ out, float *__r
 		}
 		if (mt == -INFINITY) continue;  // no key of this tile is seen by row r
 		for (int jj = 0; jj < nk; jj++) {
-			const float e = expf(sc[r * tk + jj] - m);
+			const float e = expf(sc[r * ts + jj] - m);
 			const float *vj = kv + jj * ld;
 			l += e;
 			ATT_UNROLL for (int c = 0; c < ATT_DPT; c++) {
@@ -216,7 +217,7 @@ extern "C" __global__ void attention_forward(float *__restrict__ out, float *__r
 //
 // Shared: the block's queries qs (times scale) and douts dos [16][D+1],
 // their δ [16], a tile of tk keys ks and values vs [tk][D+1], and dS
-// [16][tk]. Per tile: thread (r, sub) forms dS of row r with keys sub,
+// [16][tk+1]. Per tile: thread (r, sub) forms dS of row r with keys sub,
 // sub+8, …; then every thread of row r adds Σ_j dS·k_j to its dims.
 extern "C" __global__ void attention_backward_dq(float *__restrict__ dq, const float *__restrict__ dout,
                                                  const float *__restrict__ out, const float *__restrict__ lse,
@@ -224,7 +225,7 @@ extern "C" __global__ void attention_backward_dq(float *__restrict__ dq, const f
                                                  const float *__restrict__ v, const int *__restrict__ seqOff,
                                                  int S, int N, int H, int KVH, int D, int W, float scale) {
 	__shared__ float sm[ATT_SMEM];
-	const int ld = D + 1, tk = attTile(2 * ATT_ROWS * ld + ATT_ROWS, 2 * ld + ATT_ROWS);
+	const int ld = D + 1, tk = attTile(2 * ATT_ROWS * ld + 2 * ATT_ROWS, 2 * ld + ATT_ROWS), ts = tk + 1;
 	float *qs = sm, *dos = qs + ATT_ROWS * ld, *dl = dos + ATT_ROWS * ld, *ks = dl + ATT_ROWS, *vs = ks + tk * ld,
 	      *ds = vs + tk * ld;
 	const int r = threadIdx.x / ATT_LANES, sub = threadIdx.x % ATT_LANES;
@@ -260,11 +261,11 @@ extern "C" __global__ void attention_backward_dq(float *__restrict__ dq, const f
 				const float pr = expf(attDot(qs + r * ld, ks + jj * ld, D) - L);
 				g = pr * (attDot(dos + r * ld, vs + jj * ld, D) - dl[r]);
 			}
-			ds[r * tk + jj] = g;
+			ds[r * ts + jj] = g;
 		}
 		__syncthreads();
 		for (int jj = 0; jj < nk; jj++) {
-			const float g = ds[r * tk + jj];
+			const float g = ds[r * ts + jj];
 			const float *kj = ks + jj * ld;
 			ATT_UNROLL for (int c = 0; c < ATT_DPT; c++) {
 				const int d = sub + c * ATT_LANES;
@@ -286,7 +287,7 @@ extern "C" __global__ void attention_backward_dq(float *__restrict__ dq, const f
 //
 // Shared: the block's keys ks and values vs [16][D+1], a tile of tq
 // queries qs (times scale) and douts dos [tq][D+1], their lse and δ [tq],
-// and P, dS [16][tq]. Per tile: thread (r, sub) forms P and dS of key row
+// and P, dS [16][tq+1]. Per tile: thread (r, sub) forms P and dS of key row
 // r with queries sub, sub+8, …; then every thread of row r adds Σ_i P·dout_i
 // and Σ_i dS·q_i to its dims.
 extern "C" __global__ void attention_backward_dkdv(float *__restrict__ dk, float *__restrict__ dv,
@@ -296,9 +297,9 @@ extern "C" __global__ void attention_backward_dkdv(float *__restrict__ dk, float
                                                    const int *__restrict__ seqOff, int S, int N, int H, int KVH,
                                                    int D, int W, float scale) {
 	__shared__ float sm[ATT_SMEM];
-	const int ld = D + 1, tq = attTile(2 * ATT_ROWS * ld, 2 * ld + 2 + 2 * ATT_ROWS);
+	const int ld = D + 1, tq = attTile(2 * ATT_ROWS * ld + 2 * ATT_ROWS, 2 * ld + 2 + 2 * ATT_ROWS), ts = tq + 1;
 	float *ks = sm, *vs = ks + ATT_ROWS * ld, *qs = vs + ATT_ROWS * ld, *dos = qs + tq * ld, *ls = dos + tq * ld,
-	      *dl = ls + tq, *ps = dl + tq, *ds = ps + ATT_ROWS * tq;
+	      *dl = ls + tq, *ps = dl + tq, *ds = ps + ATT_ROWS * ts;
 	const int r = threadIdx.x / ATT_LANES, sub = threadIdx.x % ATT_LANES;
 	const int kvh = blockIdx.y, G = H / KVH;
 	const int j0 = blockIdx.x * ATT_ROWS, j = j0 + r;
@@ -337,12 +338,12 @@ extern "C" __global__ void attention_backward_dkdv(float *__restrict__ dk, float
 					pr = expf(attDot(qs + tt * ld, ks + r * ld, D) - ls[tt]);
 					g2 = pr * (attDot(dos + tt * ld, vs + r * ld, D) - dl[tt]);
 				}
-				ps[r * tq + tt] = pr;
-				ds[r * tq + tt] = g2;
+				ps[r * ts + tt] = pr;
+				ds[r * ts + tt] = g2;
 			}
 			__syncthreads();
 			for (int tt = 0; tt < ni; tt++) {
-				const float pr = ps[r * tq + tt], g2 = ds[r * tq + tt];
+				const float pr = ps[r * ts + tt], g2 = ds[r * ts + tt];
 				const float *qi = qs + tt * ld, *doi = dos + tt * ld;
 				ATT_UNROLL for (int c = 0; c < ATT_DPT; c++) {
 					const int d = sub + c * ATT_LANES;

@@ -32,8 +32,8 @@ func planAttention(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, qof
 
 // planAttentionBackward: attention_backward_dq, one block per 16 (query,
 // head) rows of a KV head, then attention_backward_dkdv, one block per 16
-// key rows and KV head. Each sums in a fixed order: no atomics, the same bits on
-// every run. W is clamped to N.
+// key rows and KV head. Each sums in a fixed order: no atomics, the same
+// bits on every run. W is clamped to N.
 func planAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S, N, H, KVH, D, W int, scale float32) []step {
 	if N == 0 {
 		return nil
@@ -48,7 +48,7 @@ func planAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S, N
 }
 
 // attnHeads checks the head counts and dim the kernels take: H a multiple
-// of KVH ≥ 1, 1 ≤ D ≤ attnMaxD.
+// of KVH ≥ 1, 1 ≤ D ≤ attnMaxD, KVH (the grid's y) ≤ 65535.
 func (c *check) attnHeads(H, KVH, D int) {
 	if H < 1 || KVH < 1 || H%KVH != 0 {
 		c.fail("%d query heads not a multiple of %d KV heads", H, KVH)
@@ -56,8 +56,8 @@ func (c *check) attnHeads(H, KVH, D int) {
 	if D < 1 || D > attnMaxD {
 		c.fail("head dim D = %d outside [1, %d]", D, attnMaxD)
 	}
-	if H > 65535 || KVH > 65535 {
-		c.fail("%d heads: more than a grid's 65535 in y", H)
+	if KVH > 65535 {
+		c.fail("%d KV heads: more than a grid's 65535 in y", KVH)
 	}
 }
 

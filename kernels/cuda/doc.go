@@ -12,8 +12,12 @@
 // and its scatter-add backward; adamw.cu: the AdamW step; elementwise.cu:
 // add, scale, axpy; softmax.cu: log-softmax and entropy over full rows;
 // logprob.cu: the online logsumexp of the chunked logprob forward, whose
-// chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect),
-// with helpers in common.cuh. Ops launches them on device
+// chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect;
+// attention.cu: causal grouped-query attention over packed sequences, with
+// a sliding window, over a KV cache (decode), and its backward without
+// atomics, flash-attention style — key tiles in shared memory, an online
+// softmax, f32 on CUDA cores, no tensor cores yet), with helpers in
+// common.cuh. Ops launches them on device
 // buffers with a fixed geometry per op (its plan* functions). Their text is
 // tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one
 // OS thread per CUDA thread, barriers, warp shuffles, divergent barriers and

@@ -314,7 +314,8 @@ func (b deviceBackend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 // TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
 // JIT-compiled by the driver, with Ops' launch geometry) through
 // kerneltest's conformance cases for their ops, against kernels/ref, and
-// on the 7B shape's rows and Qwen's vocabulary; LogprobForward with
+// on the 7B shape's rows and Qwen's vocabulary; the attention ops
+// (attentionOnHardware); LogprobForward with
 // expect (cuBLAS GEMMs and logprob.cu) and LogprobBackwardExpect on the
 // shim test's shapes.
 func TestKernelsOnHardware(t *testing.T) {
@@ -326,6 +327,7 @@ func TestKernelsOnHardware(t *testing.T) {
 	}
 	b := deviceBackend{dev: dev, ops: ops}
 	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy")
+	t.Run("attention", func(t *testing.T) { attentionOnHardware(t, b) })
 	t.Run("7B rows", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")

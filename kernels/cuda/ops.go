@@ -56,6 +56,9 @@ var kernelModules = map[string]string{
 	"expect_scale":             "logprob",
 	"logprob_expect":           "logprob",
 	"logprob_backward_expect":  "logprob",
+	"attention_forward":        "attention",
+	"attention_backward_dq":    "attention",
+	"attention_backward_dkdv":  "attention",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up

@@ -285,6 +285,7 @@ func TestKernelsOnCPUShim(t *testing.T) {
 	t.Run("goldens", func(t *testing.T) {
 		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE", "AdamW")
 	})
+	t.Run("attention", func(t *testing.T) { attentionOnShim(t, h) })
 	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
 	t.Run("LogprobForward", func(t *testing.T) { logprobOnShim(t, h) })
 	t.Run("Embedding ids out of range", func(t *testing.T) {

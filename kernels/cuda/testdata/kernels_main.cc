@@ -33,6 +33,7 @@
 #include "../linear.cu"
 #include "../softmax.cu"
 #include "../logprob.cu"
+#include "../attention.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -152,6 +153,9 @@ const Entry kernels[] = {
     KERNEL(expect_scale),
     KERNEL(logprob_expect),
     KERNEL(logprob_backward_expect),
+    KERNEL(attention_forward),
+    KERNEL(attention_backward_dq),
+    KERNEL(attention_backward_dkdv),
 };
 
 }  // namespace

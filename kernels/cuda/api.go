@@ -1,6 +1,9 @@
 package cuda
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // The slice of the CUDA Driver API and cuBLAS this package calls, as Go
 // interfaces: LoadDriver and LoadBLAS return the real libraries bound at run
@@ -136,4 +139,58 @@ type BLAS interface {
 	Sgemm(h BLASHandle, g Gemm) error
 	// SgemmStridedBatched is cublasSgemmStridedBatched.
 	SgemmStridedBatched(h BLASHandle, g Gemm) error
+	// GemmEx is cublasGemmEx with host-side float alpha and beta and
+	// CUBLAS_GEMM_DEFAULT: g's product (Batch and the strides unread) on
+	// operands of the types t names, accumulated as t.Compute says.
+	GemmEx(h BLASHandle, g Gemm, t GemmTypes) error
 }
+
+// DataType is cudaDataType_t, the element type of a GemmEx operand. The
+// values are those of library_types.h (Debian's nvidia-cuda-dev 11.8,
+// /usr/include/library_types.h; part of the ABI: later versions add
+// values, they do not renumber these).
+type DataType int32
+
+// The operand types Hone uses.
+const (
+	R32F  DataType = 0  // CUDA_R_32F: float
+	R16BF DataType = 14 // CUDA_R_16BF: nv_bfloat16
+)
+
+func (t DataType) String() string {
+	switch t {
+	case R32F:
+		return "CUDA_R_32F"
+	case R16BF:
+		return "CUDA_R_16BF"
+	}
+	return fmt.Sprintf("cudaDataType(%d)", int32(t))
+}
+
+// ComputeType is cublasComputeType_t, the arithmetic of a GemmEx. The
+// values are those of cublas_api.h (Debian's nvidia-cuda-dev 11.8,
+// /usr/include/cublas_api.h; part of the ABI, as DataType's).
+type ComputeType int32
+
+// Compute32F is CUBLAS_COMPUTE_32F, float32 arithmetic: the compute type
+// of every GemmEx Hone makes (bfloat16 operands, float32 accumulation).
+// (No TF32 path: CUBLAS_COMPUTE_32F_FAST_TF32 would be 77.)
+const Compute32F ComputeType = 68
+
+func (c ComputeType) String() string {
+	switch c {
+	case Compute32F:
+		return "CUBLAS_COMPUTE_32F"
+	}
+	return fmt.Sprintf("cublasComputeType(%d)", int32(c))
+}
+
+// GemmTypes are the element types of a GemmEx's A, B and C and its compute
+// type. Alpha and beta are float, as CUBLAS_COMPUTE_32F wants.
+type GemmTypes struct {
+	A, B, C DataType
+	Compute ComputeType
+}
+
+// gemmDefault is CUBLAS_GEMM_DEFAULT (cublasGemmAlgo_t, cublas_api.h).
+const gemmDefault = -1

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -24,10 +23,8 @@ import (
 // sequence offsets, targets — stay host slices: the backend copies them
 // into managed scratch of its own for each call.
 //
-// The ops with a CUDA kernel (Ops) and the GEMMs (cuBLAS) run on the
-// device; the others run on the host with kernels/ref over the same managed
-// memory (HostOps lists them, and Name says how many), which is correct and
-// slow on a GPU: the pages they touch migrate to the host and back. RowMax
+// Every op runs on the device: Ops' kernels, and cuBLAS for the products
+// (kernels.Backend's GEMMs, the linear layers, the chunked logprob). RowMax
 // and ExpShift, the sampler's row ops, run on the caller's goroutine on the
 // host by design.
 //
@@ -44,7 +41,7 @@ import (
 //
 // Memory: AllocF32 zeroes its memory on the device (cuMemsetD32), so its
 // pages start there; a host write (weights loaded by the host, the int32
-// scratch, the host ops) migrates the pages it touches to the host, and the
+// scratch) migrates the pages it touches to the host, and the
 // next kernel faults them back. cuMemPrefetchAsync and cuMemAdvise, which
 // would move or pin them ahead of time, are not bound: their signatures
 // changed between CUDA 12 and 13 (a CUmemLocation by value), and where the
@@ -53,13 +50,14 @@ import (
 // (no page faults); it is managed memory now, like everything else.
 //
 // Ops run one at a time (a mutex), as the device's default stream would
-// run them anyway. Only PrecisionF32 exists: there are no bfloat16 kernels
-// yet. NewBackend takes the device over: Close closes it.
+// run them anyway. The precision mode (kernels.Precision) is Ops': the
+// products on frozen bfloat16 weights exact in f32, or bf16 operands with
+// f32 accumulation (Ops.SetPrecision). NewBackend takes the device over:
+// Close closes it.
 type Backend struct {
 	d    *Device
 	ops  *Ops
-	prec kernels.Precision
-	host ref.Backend
+	host ref.Backend // RowMax, ExpShift
 
 	mu     sync.Mutex
 	closed bool
@@ -80,49 +78,18 @@ var (
 	_ kernels.Allocator = (*Backend)(nil)
 )
 
-// hostOps are the ops without a CUDA kernel yet, run on the host with
-// kernels/ref after the device has finished: the one place they are listed.
-// Moving an op to the device is a one-line change in its method (onHost →
-// onDevice) and deleting its line here; each path panics when the list
-// disagrees with it.
-var hostOps = []string{
-	"AddScalar",
-	"AttentionBackward",
-	"AttentionDecode",
-	"AttentionForward",
-	"AttentionWindowBackward",
-	"AttentionWindowForward",
-	"Copy",
-	"GeGLUBackward",
-	"GeGLUForward",
-	"LinearBackward",
-	"LinearBackwardBF16",
-	"LinearForward",
-	"LinearForwardBF16",
-	"LogprobBackward",
-	"LogprobBackwardBF16",
-	"LogprobBackwardExpectBF16",
-	"LogprobForwardBF16",
-	"Zero",
-}
-
-// HostOps returns the kernels.Backend ops that Backend runs on the host
-// (kernels/ref over managed memory) because they have no CUDA kernel yet,
-// sorted.
-func HostOps() []string { return slices.Clone(hostOps) }
-
-// NewBackend returns the backend on device d computing in precision p
-// (only kernels.PrecisionF32 exists). It loads the kernels (LoadOps). The
-// backend owns d from then on: Close closes it. On error d is left open.
+// NewBackend returns the backend on device d computing in precision p. It
+// loads the kernels (LoadOps). The backend owns d from then on: Close
+// closes it. On error d is left open.
 func NewBackend(d *Device, p kernels.Precision) (*Backend, error) {
-	if p != kernels.PrecisionF32 {
-		return nil, fmt.Errorf("CUDA backend: compute precision %s is not implemented (there are no bfloat16 kernels yet); use f32", p)
-	}
 	ops, err := d.LoadOps()
 	if err != nil {
 		return nil, fmt.Errorf("CUDA backend: %w", err)
 	}
-	return &Backend{d: d, ops: ops, prec: p}, nil
+	if err := ops.SetPrecision(p); err != nil {
+		return nil, errors.Join(fmt.Errorf("CUDA backend: %w", err), ops.Unload())
+	}
+	return &Backend{d: d, ops: ops}, nil
 }
 
 // OpenBackend opens the device o names (Open) and returns the backend on
@@ -140,13 +107,13 @@ func OpenBackend(o Options, p kernels.Precision) (*Backend, error) {
 	return b, nil
 }
 
-// Name says the device and precision, and which ops run on the host.
+// Name says the precision and the device: "cuda/f32 cuda:0 (NVIDIA H200, …)".
 func (b *Backend) Name() string {
-	return fmt.Sprintf("cuda/%s %s, %d ops on the host for want of kernels (%s)", b.prec, b.d, len(hostOps), strings.Join(hostOps, ", "))
+	return fmt.Sprintf("cuda/%s %s", b.ops.Precision(), b.d)
 }
 
 // Precision is the backend's compute precision (kernels.PrecisionOf).
-func (b *Backend) Precision() kernels.Precision { return b.prec }
+func (b *Backend) Precision() kernels.Precision { return b.ops.Precision() }
 
 // Device is the device the backend runs on.
 func (b *Backend) Device() *Device { return b.d }
@@ -342,7 +309,7 @@ func (b *Backend) edge(op string, s []int32) *Buffer {
 func (b *Backend) onDevice(op string, run func() error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.enter(op, false)
+	b.enter(op)
 	err := run()
 	if err == nil {
 		err = b.d.Synchronize()
@@ -352,40 +319,9 @@ func (b *Backend) onDevice(op string, run func() error) {
 	}
 }
 
-// onHost runs an op with kernels/ref (run) on the managed memory, after
-// the device has finished the work before it.
-func (b *Backend) onHost(op string, run func()) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.enter(op, true)
-	if err := b.d.Synchronize(); err != nil {
-		panic(fmt.Sprintf("kernels.%s: %v", op, err))
-	}
-	run()
-}
-
-// enter checks the backend is open and that op runs where hostOps says;
-// b.mu is held.
-func (b *Backend) enter(op string, host bool) {
+// enter checks the backend is open; b.mu is held.
+func (b *Backend) enter(op string) {
 	if b.closed {
 		panic(fmt.Sprintf("kernels.%s: the CUDA backend is closed", op))
-	}
-	if _, listed := slices.BinarySearch(hostOps, op); listed != host {
-		panic(fmt.Sprintf("kernels/cuda: %s runs on the %s, but hostOps says otherwise", op, map[bool]string{true: "host", false: "device"}[host]))
-	}
-}
-
-// mine panics unless every non-empty slice in s (name, slice pairs) is the
-// backend's memory; b.mu is held.
-func (b *Backend) mine(op string, s ...any) {
-	for i := 0; i < len(s); i += 2 {
-		switch v := s[i+1].(type) {
-		case []float32:
-			b.f32(op, s[i].(string), v)
-		case []uint16:
-			b.bf16(op, s[i].(string), v)
-		default:
-			panic(fmt.Sprintf("kernels/cuda: mine: a %T", v))
-		}
 	}
 }

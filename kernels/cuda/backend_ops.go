@@ -5,8 +5,7 @@ import (
 )
 
 // Backend's ops: each checks its arguments as kernels/ref does (the same
-// panics), then runs on the device (onDevice: Ops' kernels, cuBLAS) or on
-// the host (onHost: kernels/ref, the ops listed in hostOps).
+// panics), then runs on the device (onDevice: Ops' kernels, cuBLAS).
 
 // ---- matrix products: cuBLAS ------------------------------------------------
 
@@ -153,83 +152,173 @@ func (b *Backend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 }
 
 func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
-	b.onHost("GeGLUForward", func() {
-		b.mine("GeGLUForward", "out", out, "gate", gate, "up", up)
-		b.host.GeGLUForward(out, gate, up, n)
+	const op = "GeGLUForward"
+	kernels.NeedGatedForward(op, out, gate, up, n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.GeGLUForward(b.f32(op, "out", out), b.f32(op, "gate", gate), b.f32(op, "up", up), n)
 	})
 }
 
 func (b *Backend) GeGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
-	b.onHost("GeGLUBackward", func() {
-		b.mine("GeGLUBackward", "dgate", dgate, "dup", dup, "dout", dout, "gate", gate, "up", up)
-		b.host.GeGLUBackward(dgate, dup, dout, gate, up, n)
+	const op = "GeGLUBackward"
+	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.GeGLUBackward(b.f32(op, "dgate", dgate), b.f32(op, "dup", dup), b.f32(op, "dout", dout),
+			b.f32(op, "gate", gate), b.f32(op, "up", up), n)
 	})
 }
 
-// ---- linear layers: on the host until they have kernels ---------------------
+// ---- linear layers: cuBLAS and Ops' bias kernels ------------------------------
+
+// needLinearForward makes ref's checks of a linear forward with a weight of
+// weightLen values.
+func needLinearForward(op string, out, inp []float32, weightLen int, bias []float32, N, C, OC int) {
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "out", len(out), N*OC)
+	kernels.Need(op, "inp", len(inp), N*C)
+	kernels.Need(op, "weight", weightLen, OC*C)
+	if bias != nil {
+		kernels.Need(op, "bias", len(bias), OC)
+	}
+}
 
 func (b *Backend) LinearForward(out, inp, weight, bias []float32, N, C, OC int) {
-	b.onHost("LinearForward", func() {
-		b.mine("LinearForward", "out", out, "inp", inp, "weight", weight, "bias", bias)
-		b.host.LinearForward(out, inp, weight, bias, N, C, OC)
+	const op = "LinearForward"
+	needLinearForward(op, out, inp, len(weight), bias, N, C, OC)
+	if N*OC == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LinearForward(b.f32(op, "out", out), b.f32(op, "inp", inp), b.f32(op, "weight", weight), b.f32(op, "bias", bias), N, C, OC)
 	})
 }
 
 func (b *Backend) LinearForwardBF16(out, inp []float32, weight []uint16, bias []float32, N, C, OC int) {
-	b.onHost("LinearForwardBF16", func() {
-		b.mine("LinearForwardBF16", "out", out, "inp", inp, "weight", weight, "bias", bias)
-		b.host.LinearForwardBF16(out, inp, weight, bias, N, C, OC)
+	const op = "LinearForwardBF16"
+	needLinearForward(op, out, inp, len(weight), bias, N, C, OC)
+	if N*OC == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LinearForwardBF16(b.f32(op, "out", out), b.f32(op, "inp", inp), b.bf16(op, "weight", weight), b.f32(op, "bias", bias), N, C, OC)
 	})
 }
 
 func (b *Backend) LinearBackward(dinp, dweight, dbias, dout, inp, weight []float32, N, C, OC int) {
-	b.onHost("LinearBackward", func() {
-		b.mine("LinearBackward", "dinp", dinp, "dweight", dweight, "dbias", dbias, "dout", dout, "inp", inp, "weight", weight)
-		b.host.LinearBackward(dinp, dweight, dbias, dout, inp, weight, N, C, OC)
+	const op = "LinearBackward"
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "dout", len(dout), N*OC)
+	if dinp != nil {
+		kernels.Need(op, "dinp", len(dinp), N*C)
+		kernels.Need(op, "weight", len(weight), OC*C)
+	}
+	if dweight != nil {
+		kernels.Need(op, "dweight", len(dweight), OC*C)
+		kernels.Need(op, "inp", len(inp), N*C)
+	}
+	if dbias != nil {
+		kernels.Need(op, "dbias", len(dbias), OC)
+	}
+	if N*OC == 0 || dinp == nil && dweight == nil && dbias == nil {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LinearBackward(b.f32(op, "dinp", dinp), b.f32(op, "dweight", dweight), b.f32(op, "dbias", dbias),
+			b.f32(op, "dout", dout), b.f32(op, "inp", inp), b.f32(op, "weight", weight), N, C, OC)
 	})
 }
 
 func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C, OC int) {
-	b.onHost("LinearBackwardBF16", func() {
-		b.mine("LinearBackwardBF16", "dinp", dinp, "dout", dout, "weight", weight)
-		b.host.LinearBackwardBF16(dinp, dout, weight, N, C, OC)
+	const op = "LinearBackwardBF16"
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "dinp", len(dinp), N*C)
+	kernels.Need(op, "dout", len(dout), N*OC)
+	kernels.Need(op, "weight", len(weight), OC*C)
+	if N*C*OC == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LinearBackwardBF16(b.f32(op, "dinp", dinp), b.f32(op, "dout", dout), b.bf16(op, "weight", weight), N, C, OC)
 	})
 }
 
-// ---- attention: on the host until it has kernels ----------------------------
+// ---- attention: Ops ----------------------------------------------------------
 
 func (b *Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
-	b.onHost("AttentionForward", func() {
-		b.mine("AttentionForward", "out", out, "lse", lse, "q", q, "k", k, "v", v)
-		b.host.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+	const op = "AttentionForward"
+	kernels.NeedAttentionForward(op, out, lse, q, k, v, seqOff, N, H, KVH, D)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.AttentionForward(b.f32(op, "out", out), b.f32(op, "lse", lse), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v),
+			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, scale)
 	})
 }
 
 func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
-	b.onHost("AttentionBackward", func() {
-		b.mine("AttentionBackward", "dq", dq, "dk", dk, "dv", dv, "dout", dout, "out", out, "lse", lse, "q", q, "k", k, "v", v)
-		b.host.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+	const op = "AttentionBackward"
+	kernels.NeedAttentionBackward(op, dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.AttentionBackward(b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), b.f32(op, "dout", dout),
+			b.f32(op, "out", out), b.f32(op, "lse", lse), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v),
+			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, scale)
 	})
 }
 
 func (b *Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
-	b.onHost("AttentionWindowForward", func() {
-		b.mine("AttentionWindowForward", "out", out, "lse", lse, "q", q, "k", k, "v", v)
-		b.host.AttentionWindowForward(out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
+	const op = "AttentionWindowForward"
+	kernels.NeedWindow(op, W)
+	kernels.NeedAttentionForward(op, out, lse, q, k, v, seqOff, N, H, KVH, D)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.AttentionWindowForward(b.f32(op, "out", out), b.f32(op, "lse", lse), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v),
+			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, W, scale)
 	})
 }
 
 func (b *Backend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
-	b.onHost("AttentionWindowBackward", func() {
-		b.mine("AttentionWindowBackward", "dq", dq, "dk", dk, "dv", dv, "dout", dout, "out", out, "lse", lse, "q", q, "k", k, "v", v)
-		b.host.AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
+	const op = "AttentionWindowBackward"
+	kernels.NeedWindow(op, W)
+	kernels.NeedAttentionBackward(op, dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.AttentionWindowBackward(b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), b.f32(op, "dout", dout),
+			b.f32(op, "out", out), b.f32(op, "lse", lse), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v),
+			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, W, scale)
 	})
 }
 
 func (b *Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH, D int, scale float32) {
-	b.onHost("AttentionDecode", func() {
-		b.mine("AttentionDecode", "out", out, "q", q, "kCache", kCache, "vCache", vCache)
-		b.host.AttentionDecode(out, q, kCache, vCache, Tq, Tk, H, KVH, D, scale)
+	const op = "AttentionDecode"
+	kernels.NeedSizes(op, Tq, Tk, D)
+	kernels.NeedHeads(op, H, KVH)
+	if Tq > Tk {
+		panic("kernels.AttentionDecode: more new tokens than cache rows")
+	}
+	kernels.Need(op, "out", len(out), Tq*H*D)
+	kernels.Need(op, "q", len(q), Tq*H*D)
+	kernels.Need(op, "kCache", len(kCache), Tk*KVH*D)
+	kernels.Need(op, "vCache", len(vCache), Tk*KVH*D)
+	if Tq*D == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.AttentionDecode(b.f32(op, "out", out), b.f32(op, "q", q), b.f32(op, "kCache", kCache), b.f32(op, "vCache", vCache),
+			Tq, Tk, H, KVH, D, scale)
 	})
 }
 
@@ -338,10 +427,11 @@ func (b *Backend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 	})
 }
 
-// ---- fused lm_head + log-softmax --------------------------------------------
+// ---- fused lm_head + log-softmax: Ops -------------------------------------------
 
-func (b *Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
-	const op = "LogprobForward"
+// needLogprobForward makes ref's checks of a logprob forward with a weight
+// of weightLen values.
+func needLogprobForward(op string, logprob, entropy, lse, expect, hidden []float32, weightLen int, targets []int32, N, C, V int) {
 	kernels.NeedSizes(op, N, C, V)
 	kernels.Need(op, "logprob", len(logprob), N)
 	kernels.Need(op, "entropy", len(entropy), N)
@@ -350,9 +440,14 @@ func (b *Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight [
 		kernels.Need(op, "expect", len(expect), N*C)
 	}
 	kernels.Need(op, "hidden", len(hidden), N*C)
-	kernels.Need(op, "weight", len(weight), V*C)
+	kernels.Need(op, "weight", weightLen, V*C)
 	kernels.Need(op, "targets", len(targets), N)
 	kernels.NeedIDs(op, targets[:N], -1, V)
+}
+
+func (b *Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
+	const op = "LogprobForward"
+	needLogprobForward(op, logprob, entropy, lse, expect, hidden, len(weight), targets, N, C, V)
 	if N == 0 {
 		return
 	}
@@ -363,25 +458,62 @@ func (b *Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight [
 }
 
 func (b *Backend) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
-	b.onHost("LogprobForwardBF16", func() {
-		b.mine("LogprobForwardBF16", "logprob", logprob, "entropy", entropy, "lse", lse, "expect", expect, "hidden", hidden, "weight", weight)
-		b.host.LogprobForwardBF16(logprob, entropy, lse, expect, hidden, weight, targets, N, C, V, chunk)
+	const op = "LogprobForwardBF16"
+	needLogprobForward(op, logprob, entropy, lse, expect, hidden, len(weight), targets, N, C, V)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LogprobForwardBF16(b.f32(op, "logprob", logprob), b.f32(op, "entropy", entropy), b.f32(op, "lse", lse),
+			b.f32(op, "expect", expect), b.f32(op, "hidden", hidden), b.bf16(op, "weight", weight), b.edge(op, targets[:N]), N, C, V, chunk)
 	})
 }
 
+// needLogprobBackward makes ref's checks of a logprob backward with a
+// weight of weightLen values.
+func needLogprobBackward(op string, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden []float32, weightLen int, targets []int32, N, C, V int) {
+	kernels.NeedSizes(op, N, C, V)
+	kernels.Need(op, "dhidden", len(dhidden), N*C)
+	if dweight != nil {
+		kernels.Need(op, "dweight", len(dweight), V*C)
+	}
+	if dlogprob != nil {
+		kernels.Need(op, "dlogprob", len(dlogprob), N)
+	}
+	if dentropy != nil {
+		kernels.Need(op, "dentropy", len(dentropy), N)
+	}
+	kernels.Need(op, "lse", len(lse), N)
+	kernels.Need(op, "entropy", len(entropy), N)
+	kernels.Need(op, "hidden", len(hidden), N*C)
+	kernels.Need(op, "weight", weightLen, V*C)
+	kernels.Need(op, "targets", len(targets), N)
+	kernels.NeedIDs(op, targets[:N], -1, V)
+}
+
 func (b *Backend) LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
-	b.onHost("LogprobBackward", func() {
-		b.mine("LogprobBackward", "dhidden", dhidden, "dweight", dweight, "dlogprob", dlogprob, "dentropy", dentropy,
-			"lse", lse, "entropy", entropy, "hidden", hidden, "weight", weight)
-		b.host.LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weight, targets, N, C, V, chunk)
+	const op = "LogprobBackward"
+	needLogprobBackward(op, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, len(weight), targets, N, C, V)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LogprobBackward(b.f32(op, "dhidden", dhidden), b.f32(op, "dweight", dweight), b.f32(op, "dlogprob", dlogprob),
+			b.f32(op, "dentropy", dentropy), b.f32(op, "lse", lse), b.f32(op, "entropy", entropy), b.f32(op, "hidden", hidden),
+			b.f32(op, "weight", weight), b.edge(op, targets[:N]), N, C, V, chunk)
 	})
 }
 
 func (b *Backend) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
-	b.onHost("LogprobBackwardBF16", func() {
-		b.mine("LogprobBackwardBF16", "dhidden", dhidden, "dlogprob", dlogprob, "dentropy", dentropy,
-			"lse", lse, "entropy", entropy, "hidden", hidden, "weight", weight)
-		b.host.LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hidden, weight, targets, N, C, V, chunk)
+	const op = "LogprobBackwardBF16"
+	needLogprobBackward(op, dhidden, nil, dlogprob, dentropy, lse, entropy, hidden, len(weight), targets, N, C, V)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LogprobBackwardBF16(b.f32(op, "dhidden", dhidden), b.f32(op, "dlogprob", dlogprob), b.f32(op, "dentropy", dentropy),
+			b.f32(op, "lse", lse), b.f32(op, "entropy", entropy), b.f32(op, "hidden", hidden), b.bf16(op, "weight", weight),
+			b.edge(op, targets[:N]), N, C, V, chunk)
 	})
 }
 
@@ -404,9 +536,20 @@ func (b *Backend) LogprobBackwardExpect(dhidden, dlogprob, expect, weight []floa
 }
 
 func (b *Backend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, weight []uint16, targets []int32, N, C, V int) {
-	b.onHost("LogprobBackwardExpectBF16", func() {
-		b.mine("LogprobBackwardExpectBF16", "dhidden", dhidden, "dlogprob", dlogprob, "expect", expect, "weight", weight)
-		b.host.LogprobBackwardExpectBF16(dhidden, dlogprob, expect, weight, targets, N, C, V)
+	const op = "LogprobBackwardExpectBF16"
+	kernels.NeedSizes(op, N, C, V)
+	kernels.Need(op, "dhidden", len(dhidden), N*C)
+	kernels.Need(op, "dlogprob", len(dlogprob), N)
+	kernels.Need(op, "expect", len(expect), N*C)
+	kernels.Need(op, "weight", len(weight), V*C)
+	kernels.Need(op, "targets", len(targets), N)
+	kernels.NeedIDs(op, targets[:N], -1, V)
+	if N*C == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LogprobBackwardExpectBF16(b.f32(op, "dhidden", dhidden), b.f32(op, "dlogprob", dlogprob), b.f32(op, "expect", expect),
+			b.bf16(op, "weight", weight), b.edge(op, targets[:N]), N, C, V)
 	})
 }
 
@@ -477,24 +620,35 @@ func (b *Backend) AXPY(out, x []float32, s float32, n int) {
 }
 
 func (b *Backend) AddScalar(out, a []float32, s float32, n int) {
-	b.onHost("AddScalar", func() {
-		b.mine("AddScalar", "out", out, "a", a)
-		b.host.AddScalar(out, a, s, n)
-	})
+	const op = "AddScalar"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "out", len(out), n)
+	kernels.Need(op, "a", len(a), n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error { return b.ops.AddScalar(b.f32(op, "out", out), b.f32(op, "a", a), s, n) })
 }
 
-// ---- copies: on the host until they have kernels ----------------------------
+// ---- copies: Ops ---------------------------------------------------------------
 
 func (b *Backend) Copy(dst, src []float32, n int) {
-	b.onHost("Copy", func() {
-		b.mine("Copy", "dst", dst, "src", src)
-		b.host.Copy(dst, src, n)
-	})
+	const op = "Copy"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "dst", len(dst), n)
+	kernels.Need(op, "src", len(src), n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error { return b.ops.Copy(b.f32(op, "dst", dst), b.f32(op, "src", src), n) })
 }
 
 func (b *Backend) Zero(x []float32, n int) {
-	b.onHost("Zero", func() {
-		b.mine("Zero", "x", x)
-		b.host.Zero(x, n)
-	})
+	const op = "Zero"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "x", len(x), n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error { return b.ops.Zero(b.f32(op, "x", x), n) })
 }

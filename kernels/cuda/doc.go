@@ -2,14 +2,13 @@
 // bindings to the CUDA Driver API and cuBLAS, a device probe, device and
 // managed buffers, row-major GEMMs on cuBLAS, module loading and kernel
 // launch, and Backend: a kernels.Backend and kernels.Allocator whose
-// buffers are CUDA managed memory (plain slices, valid on host and device),
-// whose ops run on the device where a kernel exists (Ops, cuBLAS) and on
-// the host with kernels/ref where none does yet (HostOps), each op
-// synchronized before it returns. It has never run on a GPU: its tests use
-// the fakes of kernels/cuda/cudafake, among them an emulated device whose
-// managed memory is host memory and whose launches run the .cu kernels on
-// the CPU in-process, on which kerneltest's whole suite runs against
-// Backend (backend_test.go). The commands do not offer --device cuda yet.
+// buffers are CUDA managed memory (plain slices, valid on host and device)
+// and whose ops run on the device (Ops' kernels, cuBLAS), each synchronized
+// before it returns. It has never run on a GPU: its tests use the fakes of
+// kernels/cuda/cudafake, among them an emulated device whose managed memory
+// is host memory and whose launches run the .cu kernels on the CPU
+// in-process, on which Backend runs (backend_test.go). The commands do not
+// offer --device cuda yet.
 //
 // # Kernels
 //
@@ -18,8 +17,12 @@
 // and its scatter-add backward; adamw.cu: the AdamW step; elementwise.cu:
 // add, scale, axpy; softmax.cu: log-softmax and entropy over full rows;
 // logprob.cu: the online logsumexp of the chunked logprob forward, whose
-// chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect),
-// with helpers in common.cuh. Ops launches them on device
+// chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect;
+// attention.cu: causal grouped-query attention over packed sequences, with
+// a sliding window, over a KV cache (decode), and its backward without
+// atomics, flash-attention style — key tiles in shared memory, an online
+// softmax, f32 on CUDA cores, no tensor cores yet), with helpers in
+// common.cuh. Ops launches them on device
 // buffers with a fixed geometry per op (its plan* functions). Their text is
 // tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one
 // OS thread per CUDA thread, barriers, warp shuffles, divergent barriers and
@@ -61,6 +64,24 @@
 // where opB is T when B is stored transposed ([N,K], ldb = K) and N
 // otherwise ([K,N], ldb = N), and likewise opA with lda = M or K. No data
 // moves; Matmul and MatmulBatched do this mapping.
+//
+// # Linear layers, the lm_head, and bfloat16 weights
+//
+// The Linear ops (ops_linear.go) and the chunked logprob ops
+// (ops_logprob.go) are cuBLAS GEMMs on row-major operands with row strides
+// and offsets (mm in gemmrows.go, mapped as above) around small kernels:
+// linear.cu (the bias, its deterministic column-sum gradient, and the
+// bfloat16 conversions), logprob_backward.cu (the logits' gradient of the
+// chunked LogprobBackward, entropy term included, and
+// LogprobBackwardExpectBF16); geglu.cu and misc.cu (add-scalar, copy,
+// zero) are elementwise. The products on frozen bfloat16 weights run in the
+// precision Ops.SetPrecision picks (kernels.Precision): exact, the weight
+// rows widened to float32 a bounded chunk at a time (32 MiB of scratch)
+// for cublasSgemm; or bf16, the float32 operand rounded to bfloat16
+// (nearest even, as kernels.BF16) and multiplied by cublasGemmEx
+// (CUDA_R_16BF operands, CUBLAS_COMPUTE_32F: tensor cores, float32
+// accumulation). Their plans run on the CPU shim too (shim_linear_test.go,
+// the GEMMs from the BLAS definition).
 //
 // # Threads
 //

@@ -14,4 +14,7 @@ var (
 	PlanLogprob         = planLogprob
 	LogprobChunk        = logprobChunk
 	KernelModules       = kernelModules
+
+	PlanAttention         = planAttention
+	PlanAttentionBackward = planAttentionBackward
 )

@@ -81,7 +81,7 @@ func TestGPUCheckScript(t *testing.T) {
 		t.Fatalf("run.sh: %v\n%s", err, summary)
 	}
 	for _, want := range []string{"abc123", "nvidia-smi      ok", "gpu             ok", "cuBLAS: " + cublas, "torch           ok",
-		"hardware-test   ok", "memcheck        ok", "does not exist yet: CUDA kernels for the linear layers and attention", "every step passed"} {
+		"hardware-test   ok", "memcheck        ok", "does not exist yet: model goldens on CUDA", "every step passed"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

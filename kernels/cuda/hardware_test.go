@@ -124,7 +124,8 @@ type deviceBackend struct {
 
 // call runs f with buf, which uploads a host slice to a fresh buffer (the
 // same buffer for slices starting at the same element: in-place ops; nil
-// for an empty slice), and ibuf, which uploads int32 operands; then it
+// for a nil slice, an operand left out; a one-element buffer, not copied,
+// for an empty one), and ibuf, which uploads int32 operands; then it
 // downloads buf's buffers back and frees every buffer made.
 func (b deviceBackend) call(op string, f func(buf func(x []float32) *cuda.Buffer, ibuf func(x []int32) *cuda.Buffer) error) {
 	type held struct {
@@ -137,9 +138,23 @@ func (b deviceBackend) call(op string, f func(buf func(x []float32) *cuda.Buffer
 			h.dev.Free()
 		}
 	}()
+	var empties []*cuda.Buffer
+	defer func() {
+		for _, d := range empties {
+			d.Free()
+		}
+	}()
 	buf := func(x []float32) *cuda.Buffer {
-		if len(x) == 0 {
-			return nil
+		if x == nil {
+			return nil // an operand left out
+		}
+		if len(x) == 0 { // n = 0: a buffer, with nothing to copy
+			d, err := b.dev.Alloc(1)
+			if err != nil {
+				panic(err)
+			}
+			empties = append(empties, d)
+			return d
 		}
 		for _, h := range bufs {
 			if &h.host[0] == &x[0] {
@@ -299,7 +314,8 @@ func (b deviceBackend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 // TestKernelsOnHardware runs Ops (the .cu kernels' embedded PTX,
 // JIT-compiled by the driver, with Ops' launch geometry) through
 // kerneltest's conformance cases for their ops, against kernels/ref, and
-// on the 7B shape's rows and Qwen's vocabulary; LogprobForward with
+// on the 7B shape's rows and Qwen's vocabulary; the attention ops
+// (attentionOnHardware); LogprobForward with
 // expect (cuBLAS GEMMs and logprob.cu) and LogprobBackwardExpect on the
 // shim test's shapes.
 func TestKernelsOnHardware(t *testing.T) {
@@ -311,6 +327,7 @@ func TestKernelsOnHardware(t *testing.T) {
 	}
 	b := deviceBackend{dev: dev, ops: ops}
 	kerneltest.RunOps(t, b, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy")
+	t.Run("attention", func(t *testing.T) { attentionOnHardware(t, b) })
 	t.Run("7B rows", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")

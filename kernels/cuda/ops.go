@@ -17,6 +17,7 @@ type Ops struct {
 	d       *Device
 	mods    []*Kernels
 	kernels map[string]*Kernel
+	prec    kernels.Precision // the products on bfloat16 weights (SetPrecision)
 }
 
 // kernelModules names the module (.cu file) of every kernel Ops launches.
@@ -35,6 +36,17 @@ var kernelModules = map[string]string{
 	"add":                      "elementwise",
 	"scale":                    "elementwise",
 	"axpy":                     "elementwise",
+	"logprob_dz":               "logprob_backward",
+	"logprob_bwd_expect_bf16":  "logprob_backward",
+	"geglu_forward":            "geglu",
+	"geglu_backward":           "geglu",
+	"add_scalar":               "misc",
+	"copy_f32":                 "misc",
+	"zero_f32":                 "misc",
+	"bias_forward":             "linear",
+	"bias_backward":            "linear",
+	"bf16_to_f32":              "linear",
+	"f32_to_bf16":              "linear",
 	"logsoftmax_forward":       "softmax",
 	"logsoftmax_backward":      "softmax",
 	"entropy_forward":          "softmax",
@@ -44,6 +56,9 @@ var kernelModules = map[string]string{
 	"expect_scale":             "logprob",
 	"logprob_expect":           "logprob",
 	"logprob_backward_expect":  "logprob",
+	"attention_forward":        "attention",
+	"attention_backward_dq":    "attention",
+	"attention_backward_dkdv":  "attention",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up

@@ -270,11 +270,22 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		}
 	})
 	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy")
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "RoPE", "SwiGLU", "Embedding", "AdamW", "Elementwise", "LogSoftmax", "Entropy",
+			"GeGLU", "CopyZero")
 	})
+	t.Run("conformance linear and logprob", func(t *testing.T) {
+		t.Parallel()
+		kerneltest.RunOps(t, shimBackend{h: h}, "Linear", "LinearBF16", "Logprob")
+	})
+	t.Run("conformance bf16 compute", func(t *testing.T) {
+		t.Parallel()
+		kerneltest.RunOps(t, shimBF16{shimBackend{h: h}}, "LinearBF16", "LogprobBF16")
+	})
+	t.Run("LogprobBF16 exact", func(t *testing.T) { logprobBF16OnShim(t, h) })
 	t.Run("goldens", func(t *testing.T) {
 		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE", "AdamW")
 	})
+	t.Run("attention", func(t *testing.T) { attentionOnShim(t, h) })
 	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
 	t.Run("LogprobForward", func(t *testing.T) { logprobOnShim(t, h) })
 	t.Run("Embedding ids out of range", func(t *testing.T) {

@@ -2,7 +2,6 @@ package cuda_test
 
 import (
 	"fmt"
-	"reflect"
 	"sort"
 	"unsafe"
 
@@ -301,6 +300,3 @@ func (s staged) Zero(x []float32, n int) {
 	defer s.stage(&x)()
 	s.b.Zero(x, n)
 }
-
-// reflectTypeOfBackend is kernels.Backend's interface type.
-func reflectTypeOfBackend() reflect.Type { return reflect.TypeFor[kernels.Backend]() }

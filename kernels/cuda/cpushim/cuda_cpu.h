@@ -67,6 +67,12 @@ inline float __uint_as_float(unsigned u) {
 	return f;
 }
 
+inline unsigned __float_as_uint(float f) {
+	unsigned u;
+	std::memcpy(&u, &f, sizeof u);
+	return u;
+}
+
 // atomicAdd adds v to *addr atomically and returns the value before, as
 // CUDA's does: the threads of a block run at once, so a scatter-add needs
 // it here too (a compare-and-swap loop on the float's bits).

@@ -14,11 +14,13 @@ const (
 	blasNotInitialized  = 1
 	blasInvalidValue    = cuda.BLASStatusInvalidValue
 	blasExecutionFailed = 13
+	blasNotSupported    = 15
 )
 
 func blasFail(call string, code int, text string) error {
 	name := map[int]string{blasNotInitialized: "CUBLAS_STATUS_NOT_INITIALIZED",
-		blasInvalidValue: "CUBLAS_STATUS_INVALID_VALUE", blasExecutionFailed: "CUBLAS_STATUS_EXECUTION_FAILED"}[code]
+		blasInvalidValue: "CUBLAS_STATUS_INVALID_VALUE", blasExecutionFailed: "CUBLAS_STATUS_EXECUTION_FAILED",
+		blasNotSupported: "CUBLAS_STATUS_NOT_SUPPORTED"}[code]
 	return &cuda.Error{Call: call, Code: code, Name: name, Text: text}
 }
 
@@ -33,6 +35,7 @@ type BLAS struct {
 	handles map[cuda.BLASHandle]bool
 	next    cuda.BLASHandle
 	gemms   []cuda.Gemm
+	types   []cuda.GemmTypes
 	fail    map[string]int // FailNext
 }
 
@@ -46,6 +49,15 @@ func (b *BLAS) Handles() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.handles)
+}
+
+// GemmTypes returns the operand and compute types of every GEMM call so
+// far, in the order of Gemms (float32 throughout for Sgemm and
+// SgemmStridedBatched).
+func (b *BLAS) GemmTypes() []cuda.GemmTypes {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]cuda.GemmTypes(nil), b.types...)
 }
 
 // Gemms returns the arguments of every GEMM call so far.
@@ -91,20 +103,39 @@ func (b *BLAS) Destroy(h cuda.BLASHandle) error {
 
 func (b *BLAS) Sgemm(h cuda.BLASHandle, g cuda.Gemm) error {
 	g.Batch, g.StrideA, g.StrideB, g.StrideC = 1, 0, 0, 0
-	return b.gemm("cublasSgemm_v2", h, g)
+	return b.gemm("cublasSgemm_v2", h, g, f32Types)
 }
 
 func (b *BLAS) SgemmStridedBatched(h cuda.BLASHandle, g cuda.Gemm) error {
-	return b.gemm("cublasSgemmStridedBatched", h, g)
+	return b.gemm("cublasSgemmStridedBatched", h, g, f32Types)
 }
 
-// matrix is a column-major operand in the fake's memory.
+// f32Types are Sgemm's types.
+var f32Types = cuda.GemmTypes{A: cuda.R32F, B: cuda.R32F, C: cuda.R32F, Compute: cuda.Compute32F}
+
+// GemmEx computes the product on the combinations of types the backend
+// uses, from the definition: A and B both CUDA_R_32F or both CUDA_R_16BF,
+// C CUDA_R_32F, CUBLAS_COMPUTE_32F (bfloat16 values widened exactly, the
+// products and sums in float64: the exact result, rounded once). Other
+// combinations, which cuBLAS may well support, fail with
+// CUBLAS_STATUS_NOT_SUPPORTED: the backend has no use for them.
+func (b *BLAS) GemmEx(h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmTypes) error {
+	g.Batch, g.StrideA, g.StrideB, g.StrideC = 1, 0, 0, 0
+	return b.gemm("cublasGemmEx", h, g, t)
+}
+
+// matrix is a column-major operand in the fake's memory: float32
+// elements, or bfloat16 ones when bf16.
 type matrix struct {
-	mem []byte
-	ld  int
+	mem  []byte
+	ld   int
+	bf16 bool
 }
 
 func (m matrix) at(i, j int) float32 {
+	if m.bf16 {
+		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(m.mem[2*(i+j*m.ld):])) << 16)
+	}
 	return math.Float32frombits(binary.LittleEndian.Uint32(m.mem[4*(i+j*m.ld):]))
 }
 
@@ -121,7 +152,15 @@ func extent(rows, cols, ld int) int {
 	return (cols-1)*ld + rows
 }
 
-func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm) error {
+// elemBytes is the size of an element of type t.
+func elemBytes(t cuda.DataType) int {
+	if t == cuda.R16BF {
+		return 2
+	}
+	return 4
+}
+
+func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmTypes) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if code, ok := b.fail[call]; ok {
@@ -134,7 +173,11 @@ func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm) error {
 	if err := checkGemm(call, g); err != nil {
 		return err
 	}
+	if t.A != t.B || (t.A != cuda.R32F && t.A != cuda.R16BF) || t.C != cuda.R32F || t.Compute != cuda.Compute32F {
+		return blasFail(call, blasNotSupported, fmt.Sprintf("types A %v, B %v, C %v, compute %v", t.A, t.B, t.C, t.Compute))
+	}
 	b.gemms = append(b.gemms, g)
+	b.types = append(b.types, t)
 	ar, ac := g.M, g.K // op(A) is m×k: A is stored m×k, or k×m when transposed
 	if g.TransA == cuda.OpT {
 		ar, ac = g.K, g.M
@@ -152,15 +195,17 @@ func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm) error {
 			stride    int64
 			rows, col int
 			ld        int
-		}{{"A", g.A, g.StrideA, ar, ac, g.LDA}, {"B", g.B, g.StrideB, br, bc, g.LDB}, {"C", g.C, g.StrideC, g.M, g.N, g.LDC}}
+			typ       cuda.DataType
+		}{{"A", g.A, g.StrideA, ar, ac, g.LDA, t.A}, {"B", g.B, g.StrideB, br, bc, g.LDB, t.B}, {"C", g.C, g.StrideC, g.M, g.N, g.LDC, t.C}}
 		var m [3]matrix
 		for j, o := range ops {
-			p := o.p + cuda.DevPtr(4*int64(i)*o.stride)
-			mem, ok := b.drv.span(p, 4*extent(o.rows, o.col, o.ld))
+			size := elemBytes(o.typ)
+			p := o.p + cuda.DevPtr(int64(size)*int64(i)*o.stride)
+			mem, ok := b.drv.span(p, size*extent(o.rows, o.col, o.ld))
 			if !ok {
 				return blasFail(call, blasExecutionFailed, fmt.Sprintf("batch %d: %s (%d×%d, ld %d) at %#x is not inside one allocation", i, o.name, o.rows, o.col, o.ld, uint64(p)))
 			}
-			m[j] = matrix{mem, o.ld}
+			m[j] = matrix{mem, o.ld, o.typ == cuda.R16BF}
 		}
 		product(g, m[0], m[1], m[2])
 	}

@@ -16,10 +16,9 @@
 # kerneltest's conformance cases for their ops, against kernels/ref), under
 # compute-sanitizer memcheck too when the machine has it (-test.short: the
 # small shapes only), and kerneltest's whole suite on cuda.Backend
-# (TestBackendOnHardware: managed memory, the ops without CUDA kernels on
-# the host). What is NOT in it, because it does not exist yet: CUDA kernels
-# for the linear layers and attention, the model goldens on CUDA, and the
-# LoRA step and decode next to PyTorch + PEFT.
+# (TestBackendOnHardware: managed memory, every op on the device). What is
+# NOT in it, because it does not exist yet: the model goldens on CUDA, and
+# the LoRA step and decode next to PyTorch + PEFT.
 #
 # cuBLAS is found by its sonames (13, 12, 11), else in Python's
 # site-packages (the nvidia-* wheels PyTorch installs), unless HONE_LIBCUBLAS
@@ -84,6 +83,6 @@ else
 	note "memcheck        skipped: compute-sanitizer is not on this machine"
 fi
 
-note "not checked, because it does not exist yet: CUDA kernels for the linear layers and attention (cuda.Backend runs them on the host), model goldens on CUDA, the LoRA step and decode next to PyTorch + PEFT"
+note "not checked, because it does not exist yet: model goldens on CUDA, the LoRA step and decode next to PyTorch + PEFT"
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
 exit "$failed"

@@ -27,8 +27,13 @@
 #include "../embedding.cu"
 #include "../adamw.cu"
 #include "../elementwise.cu"
+#include "../logprob_backward.cu"
+#include "../geglu.cu"
+#include "../misc.cu"
+#include "../linear.cu"
 #include "../softmax.cu"
 #include "../logprob.cu"
+#include "../attention.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -128,6 +133,17 @@ const Entry kernels[] = {
     KERNEL(add),
     KERNEL(scale),
     KERNEL(axpy),
+    KERNEL(logprob_dz),
+    KERNEL(logprob_bwd_expect_bf16),
+    KERNEL(geglu_forward),
+    KERNEL(geglu_backward),
+    KERNEL(add_scalar),
+    KERNEL(copy_f32),
+    KERNEL(zero_f32),
+    KERNEL(bias_forward),
+    KERNEL(bias_backward),
+    KERNEL(bf16_to_f32),
+    KERNEL(f32_to_bf16),
     KERNEL(logsoftmax_forward),
     KERNEL(logsoftmax_backward),
     KERNEL(entropy_forward),
@@ -137,6 +153,9 @@ const Entry kernels[] = {
     KERNEL(expect_scale),
     KERNEL(logprob_expect),
     KERNEL(logprob_backward_expect),
+    KERNEL(attention_forward),
+    KERNEL(attention_backward_dq),
+    KERNEL(attention_backward_dkdv),
 };
 
 }  // namespace

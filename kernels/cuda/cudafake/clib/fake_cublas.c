@@ -1,8 +1,10 @@
 /* A stand-in for libcublas with the entry points kernels/cuda binds, for
    tests on machines without a GPU: the column-major GEMMs of the BLAS
    reference, computed on host memory (the fake driver's "device" memory),
-   with cuBLAS's argument checks on the leading dimensions. */
+   with cuBLAS's argument checks on the leading dimensions; GemmEx on
+   float32 or bfloat16 operands. */
 #include <stdlib.h>
+#include <string.h>
 
 typedef int cublasStatus_t;
 
@@ -64,12 +66,48 @@ cublasStatus_t cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, 
 	return 0;
 }
 
+/* The cudaDataType_t and cublasComputeType_t values GemmEx accepts
+   (library_types.h, cublas_api.h): A and B both CUDA_R_32F (0) or both
+   CUDA_R_16BF (14), C CUDA_R_32F, CUBLAS_COMPUTE_32F (68); anything else
+   is CUBLAS_STATUS_NOT_SUPPORTED (15) here. */
+static double elem(const void *p, int type, long i) {
+	if (type == 14) {
+		unsigned u = (unsigned)((const unsigned short *)p)[i] << 16;
+		float f;
+		memcpy(&f, &u, sizeof f);
+		return f;
+	}
+	return ((const float *)p)[i];
+}
+
+cublasStatus_t cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *A,
+                            int at, int lda, const void *B, int bt, int ldb, const void *beta, void *C, int ct,
+                            int ldc, int compute, int algo) {
+	if (!h) return 1;
+	cublasStatus_t s = checkArgs(ta, tb, m, n, k, lda, ldb, ldc);
+	if (s) return s;
+	if (at != bt || (at != 0 && at != 14) || ct != 0 || compute != 68) return 15;
+	(void)algo;
+	const float al = *(const float *)alpha, be = *(const float *)beta;
+	for (int j = 0; j < n; j++)
+		for (int i = 0; i < m; i++) {
+			double sum = 0;
+			for (int l = 0; l < k; l++)
+				sum += elem(A, at, ta ? l + (long)i * lda : i + (long)l * lda) *
+				       elem(B, bt, tb ? j + (long)l * ldb : l + (long)j * ldb);
+			float *c = &((float *)C)[i + (long)j * ldc];
+			*c = be == 0 ? (float)(al * sum) : (float)(al * sum + be * *c);
+		}
+	return 0;
+}
+
 const char *cublasGetStatusName(cublasStatus_t s) {
 	switch (s) {
 	case 0: return "CUBLAS_STATUS_SUCCESS";
 	case 1: return "CUBLAS_STATUS_NOT_INITIALIZED";
 	case 3: return "CUBLAS_STATUS_ALLOC_FAILED";
 	case 7: return "CUBLAS_STATUS_INVALID_VALUE";
+	case 15: return "CUBLAS_STATUS_NOT_SUPPORTED";
 	default: return "CUBLAS_STATUS_UNKNOWN";
 	}
 }
@@ -80,6 +118,7 @@ const char *cublasGetStatusString(cublasStatus_t s) {
 	case 1: return "the library was not initialized";
 	case 3: return "the resource allocation failed";
 	case 7: return "an invalid numeric value was used as an argument";
+	case 15: return "the functionality requested is not supported";
 	default: return "unknown error";
 	}
 }

@@ -1,0 +1,191 @@
+package cuda_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/kerneltest"
+	"github.com/hone-rl/hone/kernels/ref"
+)
+
+// The attention ops of shimBackend: attention.cu on the CPU shim with Ops'
+// plans, after the host checks a backend makes (kernels/check.go).
+
+func (b shimBackend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	kernels.NeedAttentionForward("AttentionForward", out, lse, q, k, v, seqOff, N, H, KVH, D)
+	b.h.runPlan(cuda.PlanAttention(out, lse, q, k, v, seqOff, len(seqOff)-1, N, N, H, KVH, D, N, 0, scale))
+}
+
+func (b shimBackend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	kernels.NeedWindow("AttentionWindowForward", W)
+	kernels.NeedAttentionForward("AttentionWindowForward", out, lse, q, k, v, seqOff, N, H, KVH, D)
+	b.h.runPlan(cuda.PlanAttention(out, lse, q, k, v, seqOff, len(seqOff)-1, N, N, H, KVH, D, W, 0, scale))
+}
+
+func (b shimBackend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	kernels.NeedAttentionBackward("AttentionBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
+	b.h.runPlan(cuda.PlanAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, len(seqOff)-1, N, H, KVH, D, N, scale))
+}
+
+func (b shimBackend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	kernels.NeedWindow("AttentionWindowBackward", W)
+	kernels.NeedAttentionBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
+	b.h.runPlan(cuda.PlanAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, len(seqOff)-1, N, H, KVH, D, W, scale))
+}
+
+func (b shimBackend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH, D int, scale float32) {
+	b.h.runPlan(cuda.PlanAttention(out, []float32(nil), q, kCache, vCache, []int32(nil), 0, Tq, Tk, H, KVH, D, Tk, Tk-Tq, scale))
+}
+
+// attentionOnShim runs kerneltest's attention groups and the PyTorch
+// golden of the GQA attention on attention.cu through the shim.
+func attentionOnShim(t *testing.T, h shimHarness) {
+	kerneltest.RunOps(t, shimBackend{h: h}, "Attention", "AttentionWindow", "AttentionDecode")
+	kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "Attention")
+	t.Run("wide heads", func(t *testing.T) { attentionAgainstRef(t, shimBackend{h: h}, attnWideShapes) })
+}
+
+// attnCase is one attention shape beyond kerneltest's (whose head dims
+// stop at 64): packed sequence lengths, heads, head dim and a window (0:
+// none).
+type attnCase struct {
+	lens       []int
+	H, KVH, D  int
+	W          int
+	bitwiseDet bool // run the backward twice and want the same bits
+}
+
+// attnWideShapes hold head dims whose tiles are short (D = 256: 6 queries
+// a dkdv tile, 7 keys a dq tile) or not a multiple of 8 (D = 100), so that
+// every kernel walks several tiles with a partial last one.
+var attnWideShapes = []attnCase{
+	{lens: []int{23, 17}, H: 2, KVH: 1, D: 256},
+	{lens: []int{23, 17}, H: 2, KVH: 1, D: 256, W: 9},
+	{lens: []int{37}, H: 2, KVH: 1, D: 128},
+	{lens: []int{20, 21}, H: 3, KVH: 3, D: 100, W: 16},
+}
+
+// attentionAgainstRef runs b's attention forward (windowed when c.W > 0)
+// and backward on c against kernels/ref, at kerneltest's tolerances.
+func attentionAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
+	r := rand.New(rand.NewPCG(28, 11))
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("T=%v,H=%d,KVH=%d,D=%d,W=%d", c.lens, c.H, c.KVH, c.D, c.W), func(t *testing.T) {
+			H, KVH, D, W := c.H, c.KVH, c.D, c.W
+			seqOff, N := []int32{0}, 0
+			for _, l := range c.lens {
+				N += l
+				seqOff = append(seqOff, int32(N))
+			}
+			q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
+			scale := float32(1 / math.Sqrt(float64(D)))
+			fwd := func(be kernels.Backend, out, lse []float32) {
+				if W > 0 {
+					be.AttentionWindowForward(out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
+				} else {
+					be.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+				}
+			}
+			bwd := func(be kernels.Backend, dq, dk, dv, out, lse []float32) {
+				if W > 0 {
+					be.AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
+				} else {
+					be.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+				}
+			}
+			wo, wl, got, gl := make([]float32, N*H*D), make([]float32, N*H), make([]float32, N*H*D), make([]float32, N*H)
+			fwd(ref.New(), wo, wl)
+			fwd(b, got, gl)
+			near(t, "out", got, wo, kerneltest.F32Tol)
+			near(t, "lse", gl, wl, kerneltest.F32Tol)
+			dq, dk, dv := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D)
+			wdq, wdk, wdv := slices.Clone(dq), slices.Clone(dk), slices.Clone(dv)
+			bwd(ref.New(), wdq, wdk, wdv, wo, wl)
+			gdq, gdk, gdv := slices.Clone(dq), slices.Clone(dk), slices.Clone(dv)
+			bwd(b, gdq, gdk, gdv, wo, wl)
+			near(t, "dq", gdq, wdq, 1e-4)
+			near(t, "dk", gdk, wdk, 1e-4)
+			near(t, "dv", gdv, wdv, 1e-4)
+			if c.bitwiseDet {
+				adq, adk, adv := slices.Clone(dq), slices.Clone(dk), slices.Clone(dv)
+				bwd(b, adq, adk, adv, wo, wl)
+				for name, pair := range map[string][2][]float32{"dq": {adq, gdq}, "dk": {adk, gdk}, "dv": {adv, gdv}} {
+					for i := range pair[0] {
+						if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
+							t.Fatalf("%s[%d]: %g on the second run, %g on the first: the backward is not deterministic", name, i, pair[0][i], pair[1][i])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAttentionBadSeqOffInBounds: attention.cu reads seqOff on the device,
+// where the host does not check it, so it must stay inside its buffers
+// whatever the offsets are. The kernels run here under AddressSanitizer
+// (which fails a launch that reads or writes outside a buffer) on offsets
+// past N, negative, decreasing, and not starting at 0; every output must
+// come out finite (each query still sees itself, each key its own query).
+func TestAttentionBadSeqOffInBounds(t *testing.T) {
+	t.Parallel()
+	cxx := os.Getenv("CXX")
+	if cxx == "" {
+		cxx = "g++"
+	}
+	if _, err := exec.LookPath(cxx); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("no C++ compiler for the CUDA CPU shim: %v", err)
+		}
+		t.Fatal(err)
+	}
+	for _, f := range []string{"attention.cu", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
+		if _, err := os.ReadFile(f); err != nil { // for go test's cache
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "kernels_asan")
+	if out, err := exec.Command(cxx, "-std=c++17", "-O0", "-fsanitize=address", "-Wall", "-Werror", "-pthread", "-I", "cpushim",
+		"-o", bin, filepath.Join("testdata", "kernels_main.cc")).CombinedOutput(); err != nil {
+		t.Fatalf("%s -fsanitize=address testdata/kernels_main.cc: %v\n%s", cxx, err, out)
+	}
+	h := shimHarness{bin}
+	r := rand.New(rand.NewPCG(28, 12))
+	const N, H, KVH, D = 20, 2, 1, 8
+	q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
+	for _, c := range []struct {
+		seqOff []int32
+		W      int
+	}{{[]int32{0, 25, 20}, N}, {[]int32{0, -7, 20}, N}, {[]int32{0, 15, 4, 20}, 5}, {[]int32{3, 9, 100}, N}, {[]int32{-5, 1 << 30}, 5}} {
+		seqOff, W := c.seqOff, c.W
+		name := fmt.Sprintf("seqOff=%v,W=%d", seqOff, W)
+		S := len(seqOff) - 1
+		out, lse := make([]float32, N*H*D), make([]float32, N*H)
+		for _, s := range cuda.PlanAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, 0.35) {
+			if err := h.run(s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+		for _, s := range cuda.PlanAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, 0.35) {
+			if err := h.run(s); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		for what, x := range map[string][]float32{"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv} {
+			for i, f := range x {
+				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+					t.Fatalf("%s: %s[%d] = %g", name, what, i, f)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,33 @@
+package cuda
+
+import "github.com/hone-rl/hone/kernels"
+
+// The plans of ops_linear.go and ops_logprob.go, for the tests that run
+// them on the CPU shim.
+type (
+	Mm        = mm
+	XStep     = xstep
+	LMScratch = lmScratch
+)
+
+var (
+	PlanLinearForward      = planLinearForward
+	PlanLinearBackward     = planLinearBackward
+	PlanLinearForwardBF16  = planLinearForwardBF16
+	PlanLinearBackwardBF16 = planLinearBackwardBF16
+	PlanLogprobW           = planLogprobW
+	PlanLogprobBackward    = planLogprobBackward
+	MmLDs                  = mm.lds
+	MmColMajor             = mm.colMajor
+	BF16ChunkRows          = bf16ChunkRows
+)
+
+// StepParts returns the kernel launch or the GEMM of s (one is nil).
+func StepParts(s XStep) (*Step, *Mm) { return s.k, s.g }
+
+// LMWeight returns the lm_head weight kind of the logprob plans: float32,
+// or bfloat16 multiplied in precision p.
+func LMWeight(bf16 bool, p kernels.Precision) lmWeight { return lmWeight{bf16: bf16, prec: p} }
+
+// NewLMScratch is lmScratch{wf, hb, pb}.
+func NewLMScratch(wf, hb, pb any) LMScratch { return lmScratch{wf, hb, pb} }

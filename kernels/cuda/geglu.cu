@@ -1,0 +1,35 @@
+// GeGLU forward and backward (kernels.Backend.GeGLUForward and
+// GeGLUBackward's contracts), elementwise over n values, with the tanh
+// approximation gelu(x) = x/2·(1 + t), t = tanh(√(2/π)·(x + 0.044715x³)):
+//
+//	out    = gelu(gate)·up
+//	dgate += dout·up·(½(1 + t) + ½gate·(1 − t²)·√(2/π)·(1 + 3·0.044715gate²))
+//	dup   += dout·gelu(gate)
+//
+// Launch: any 1-D geometry (a grid-stride loop, 64-bit index). tanhf is
+// the accurate one (no fast-math). Never run on a GPU: tested on the CPU
+// through cpushim/cuda_cpu.h against kernels/ref.
+
+#define GELU_K 0.7978845608028654f  // √(2/π)
+#define GELU_C 0.044715f
+
+__device__ __forceinline__ float geluTanh(float x) { return tanhf(GELU_K * (x + GELU_C * x * x * x)); }
+
+extern "C" __global__ void geglu_forward(float *__restrict__ out, const float *__restrict__ gate,
+                                         const float *__restrict__ up, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		const float x = gate[i];
+		out[i] = 0.5f * x * (1.0f + geluTanh(x)) * up[i];
+	}
+}
+
+extern "C" __global__ void geglu_backward(float *__restrict__ dgate, float *__restrict__ dup,
+                                          const float *__restrict__ dout, const float *__restrict__ gate,
+                                          const float *__restrict__ up, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		const float x = gate[i], t = geluTanh(x), d = dout[i];
+		const float dg = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+		dgate[i] += d * up[i] * dg;
+		dup[i] += d * 0.5f * x * (1.0f + t);
+	}
+}

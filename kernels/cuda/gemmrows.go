@@ -1,0 +1,171 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// mm is one GEMM of an op, on row-major operands with row strides and
+// offsets (the Linear and Logprob plans of ops_linear.go and
+// ops_logprob.go):
+//
+//	C [M,N] = op(A)·op(B) + Beta·C    (Beta 0: C's old contents ignored)
+//
+// A is stored [M,K], or [K,M] when TransA; B [K,N], or [N,K] when TransB.
+// LDA, LDB and LDC are the row strides as stored (0: the dense row
+// length); OffA, OffB and OffC the first element, in elements of the
+// operand's type. With BF16, A and B hold bfloat16 values and the product
+// is cublasGemmEx with float32 accumulation (kernels.PrecisionBF16);
+// otherwise all three are float32 and it is cublasSgemm (exact f32). C is
+// float32 either way. The operands are *Buffer for Ops (a bfloat16 buffer
+// holds two values an element, UploadBF16), or host slices in the tests
+// that run the plans on the CPU shim.
+type mm struct {
+	C, A, B          any
+	M, N, K          int
+	LDC, LDA, LDB    int
+	OffC, OffA, OffB int
+	TransA, TransB   bool
+	Beta             float32
+	BF16             bool
+}
+
+// lds returns the row strides, the dense ones where g leaves them 0.
+func (g mm) lds() (lda, ldb, ldc int) {
+	lda, ldb, ldc = g.LDA, g.LDB, g.LDC
+	if lda == 0 {
+		lda = g.K
+		if g.TransA {
+			lda = g.M
+		}
+	}
+	if ldb == 0 {
+		ldb = g.N
+		if g.TransB {
+			ldb = g.K
+		}
+	}
+	if ldc == 0 {
+		ldc = g.N
+	}
+	return lda, ldb, ldc
+}
+
+// colMajor maps g onto cuBLAS's column-major call as rowMajor does (the
+// package doc): the column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, operands swapped, M and
+// N swapped, each leading dimension the operand's row stride. Pointers are
+// left to the caller.
+func (g mm) colMajor() (Gemm, GemmTypes) {
+	lda, ldb, ldc := g.lds()
+	c := Gemm{M: g.N, N: g.M, K: g.K, Alpha: 1, Beta: g.Beta, LDA: ldb, LDB: lda, LDC: ldc, Batch: 1}
+	c.TransA, c.TransB = OpN, OpN
+	if g.TransB {
+		c.TransA = OpT
+	}
+	if g.TransA {
+		c.TransB = OpT
+	}
+	t := GemmTypes{A: R32F, B: R32F, C: R32F, Compute: Compute32F}
+	if g.BF16 {
+		t.A, t.B = R16BF, R16BF
+	}
+	return c, t
+}
+
+// xstep is one step of those plans: a kernel launch (k) or a GEMM (g).
+type xstep struct {
+	k *step
+	g *mm
+}
+
+func kstep(s ...step) []xstep {
+	out := make([]xstep, len(s))
+	for i := range s {
+		out[i] = xstep{k: &s[i]}
+	}
+	return out
+}
+
+func gstep(g mm) xstep { return xstep{g: &g} }
+
+// runX runs the steps in order: kernels as run does, GEMMs on cuBLAS.
+func (o *Ops) runX(op string, steps []xstep) error {
+	for _, s := range steps {
+		if s.k != nil {
+			if err := o.run(op, []step{*s.k}); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := o.d.gemmRows(*s.g); err != nil {
+			return fmt.Errorf("CUDA %s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// gemmRows runs one mm on the device's buffers.
+func (d *Device) gemmRows(g mm) error {
+	c, t := g.colMajor()
+	bufs := [3]*Buffer{g.C.(*Buffer), g.A.(*Buffer), g.B.(*Buffer)}
+	if err := d.sameDevice("GEMM", bufs[:]...); err != nil {
+		return err
+	}
+	ab := 4
+	if g.BF16 {
+		ab = 2
+	}
+	// cuBLAS's A is the row-major B, its B the row-major A.
+	c.A = bufs[2].ptr + DevPtr(ab*g.OffB)
+	c.B = bufs[1].ptr + DevPtr(ab*g.OffA)
+	c.C = bufs[0].ptr + DevPtr(4*g.OffC)
+	err := d.do(func() error {
+		for _, x := range bufs {
+			if err := x.checkLive(); err != nil {
+				return err
+			}
+		}
+		if g.BF16 {
+			return d.blas.GemmEx(d.handle, c, t)
+		}
+		return d.blas.Sgemm(d.handle, c)
+	})
+	if err != nil {
+		return fmt.Errorf("GEMM M=%d N=%d K=%d: %w", g.M, g.N, g.K, err)
+	}
+	return nil
+}
+
+// SetPrecision sets the arithmetic of the products on frozen bfloat16
+// weights (LinearForwardBF16, LinearBackwardBF16, LogprobForwardBF16,
+// LogprobBackwardBF16), as kernels.Precision describes:
+//
+//   - kernels.PrecisionF32 (the default): exact. The weight rows are
+//     widened to float32 a chunk at a time (bf16_to_f32, into a scratch
+//     buffer of at most bf16ScratchFloats) and multiplied by cublasSgemm:
+//     the float32 op on the widened weight, bit for bit what ref computes
+//     up to the order of float32 sums.
+//   - kernels.PrecisionBF16: the float32 operand is rounded to bfloat16
+//     (f32_to_bf16, nearest even, into a scratch buffer) and multiplied by
+//     the bfloat16 weight with cublasGemmEx (CUDA_R_16BF operands,
+//     CUBLAS_COMPUTE_32F: bf16 tensor cores, float32 accumulation).
+//
+// Call it before the ops run; it is not safe concurrently with them.
+func (o *Ops) SetPrecision(p kernels.Precision) error {
+	if p != kernels.PrecisionF32 && p != kernels.PrecisionBF16 {
+		return fmt.Errorf("CUDA Ops: unknown compute precision %v", p)
+	}
+	o.prec = p
+	return nil
+}
+
+// Precision returns the precision SetPrecision set.
+func (o *Ops) Precision() kernels.Precision { return o.prec }
+
+// bf16ScratchFloats bounds the float32 scratch of the exact mode's widened
+// weight chunks (32 MiB).
+const bf16ScratchFloats = 1 << 23
+
+// bf16ChunkRows is the number of weight rows of C values widened at once.
+func bf16ChunkRows(C int) int { return max(1, bf16ScratchFloats/max(C, 1)) }

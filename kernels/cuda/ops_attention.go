@@ -1,0 +1,165 @@
+package cuda
+
+// The attention ops (attention.cu): causal grouped-query attention over
+// packed sequences, with an optional sliding window, its backward, and
+// decode over a KV cache.
+
+// attnRows and attnThreads are attention.cu's block: 16 rows, 8 threads a
+// row; a row is a (query, head) pair of one KV head in the forward and dq,
+// a key row of one KV head in dkdv. attnMaxD is the largest head dim its
+// registers and tiles hold.
+const (
+	attnRows    = 16
+	attnThreads = 128
+	attnMaxD    = 256
+)
+
+// attnBlocks is the blocks of 16 rows that hold rows.
+func attnBlocks(rows int) int { return (rows + attnRows - 1) / attnRows }
+
+// planAttention is the forward of every attention op: Nq queries, query i
+// at key position i + qoff, seeing the keys of its sequence (seqOff [S+1];
+// S = 0 with a nil seqOff: one sequence from 0) within the last W. lse may
+// be nil (decode). W is clamped to keys (≥ 1), which masks nothing more
+// and keeps j + W from overflowing in the kernel.
+func planAttention(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, qoff int, scale float32) []step {
+	if Nq == 0 {
+		return nil
+	}
+	return []step{{"attention_forward", Dim3{attnBlocks(Nq * (H / KVH)), KVH, 1}, Dim3{attnThreads, 1, 1},
+		[]any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}, nil}}
+}
+
+// planAttentionBackward: attention_backward_dq, one block per 16 (query,
+// head) rows of a KV head, then attention_backward_dkdv, one block per 16
+// key rows and KV head. Each sums in a fixed order: no atomics, the same
+// bits on every run. W is clamped to N.
+func planAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S, N, H, KVH, D, W int, scale float32) []step {
+	if N == 0 {
+		return nil
+	}
+	W = min(W, N)
+	return []step{
+		{"attention_backward_dq", Dim3{attnBlocks(N * (H / KVH)), KVH, 1}, Dim3{attnThreads, 1, 1},
+			[]any{dq, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+		{"attention_backward_dkdv", Dim3{attnBlocks(N), KVH, 1}, Dim3{attnThreads, 1, 1},
+			[]any{dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+	}
+}
+
+// attnHeads checks the head counts and dim the kernels take: H a multiple
+// of KVH ≥ 1, 1 ≤ D ≤ attnMaxD, KVH (the grid's y) ≤ 65535.
+func (c *check) attnHeads(H, KVH, D int) {
+	if H < 1 || KVH < 1 || H%KVH != 0 {
+		c.fail("%d query heads not a multiple of %d KV heads", H, KVH)
+	}
+	if D < 1 || D > attnMaxD {
+		c.fail("head dim D = %d outside [1, %d]", D, attnMaxD)
+	}
+	if KVH > 65535 {
+		c.fail("%d KV heads: more than a grid's 65535 in y", KVH)
+	}
+}
+
+// attnForwardCheck checks AttentionForward's sizes and buffers (and the
+// backward's shared ones): seqOff an int32 buffer of S+1 offsets.
+func (o *Ops) attnForwardCheck(c *check, out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D int) {
+	c.sizes("N, H, D", N, H, D)
+	c.sizes("N, KVH, D", N, KVH, D)
+	c.attnHeads(H, KVH, D)
+	switch {
+	case S < 0:
+		c.fail("S = %d sequences: want ≥ 0", S)
+	case S == 0 && N > 0:
+		c.fail("S = 0 sequences for N = %d tokens", N)
+	}
+	c.buf(o.d, "out", out, N*H*D)
+	c.buf(o.d, "lse", lse, N*H)
+	c.buf(o.d, "q", q, N*H*D)
+	c.buf(o.d, "k", k, N*KVH*D)
+	c.buf(o.d, "v", v, N*KVH*D)
+	c.buf(o.d, "seqOff", seqOff, S+1)
+}
+
+// AttentionForward is kernels.Backend.AttentionForward on device buffers:
+// out [N,H,D] and lse [N,H] of q [N,H,D] over k, v [N,KVH,D], for the S
+// packed sequences of seqOff, an int32 buffer (UploadInt32) of S+1
+// offsets from 0 to N. 1 ≤ D ≤ 256. seqOff's contents are not checked on
+// the host (they are on the device): the kernel never reads outside the
+// buffers for any contents, but wrong offsets give wrong values; a backend
+// holding them on the host checks them first (kernels.NeedSeqOff).
+func (o *Ops) AttentionForward(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D int, scale float32) error {
+	c := check{op: "AttentionForward"}
+	o.attnForwardCheck(&c, out, lse, q, k, v, seqOff, S, N, H, KVH, D)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, N, 0, scale))
+}
+
+// AttentionWindowForward is AttentionForward where query i sees only the
+// keys j of its sequence with i − W < j ≤ i; W ≥ 1.
+func (o *Ops) AttentionWindowForward(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) error {
+	c := check{op: "AttentionWindowForward"}
+	if W < 1 {
+		c.fail("window W = %d: want at least 1", W)
+	}
+	o.attnForwardCheck(&c, out, lse, q, k, v, seqOff, S, N, H, KVH, D)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
+}
+
+func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) error {
+	c := check{op: op}
+	if W < 1 {
+		c.fail("window W = %d: want at least 1", W)
+	}
+	o.attnForwardCheck(&c, out, lse, q, k, v, seqOff, S, N, H, KVH, D)
+	c.buf(o.d, "dq", dq, N*H*D)
+	c.buf(o.d, "dk", dk, N*KVH*D)
+	c.buf(o.d, "dv", dv, N*KVH*D)
+	c.buf(o.d, "dout", dout, N*H*D)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale))
+}
+
+// AttentionBackward is kernels.Backend.AttentionBackward on device
+// buffers: it accumulates dq [N,H,D], dk and dv [N,KVH,D] from dout
+// [N,H,D] and the forward's out and lse, recomputing the scores; the
+// other operands as AttentionForward's. Deterministic: no atomics.
+func (o *Ops) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D int, scale float32) error {
+	return o.attnBackward("AttentionBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, max(N, 1), scale)
+}
+
+// AttentionWindowBackward accumulates the gradients of
+// AttentionWindowForward; W ≥ 1.
+func (o *Ops) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) error {
+	return o.attnBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale)
+}
+
+// AttentionDecode is kernels.Backend.AttentionDecode on device buffers:
+// out [Tq,H,D] of the Tq new tokens q [Tq,H,D] of one sequence over the
+// first Tk rows of kCache, vCache [≥Tk,KVH,D]; query i sees rows 0 …
+// Tk−Tq+i. Tq ≤ Tk.
+func (o *Ops) AttentionDecode(out, q, kCache, vCache *Buffer, Tq, Tk, H, KVH, D int, scale float32) error {
+	c := check{op: "AttentionDecode"}
+	c.sizes("Tq, H, D", Tq, H, D)
+	c.sizes("Tk, KVH, D", Tk, KVH, D)
+	c.attnHeads(H, KVH, D)
+	if Tq > Tk {
+		c.fail("Tq = %d new tokens over a cache of Tk = %d rows", Tq, Tk)
+	}
+	c.buf(o.d, "out", out, Tq*H*D)
+	c.buf(o.d, "q", q, Tq*H*D)
+	c.buf(o.d, "kCache", kCache, Tk*KVH*D)
+	c.buf(o.d, "vCache", vCache, Tk*KVH*D)
+	if c.err != nil {
+		return c.err
+	}
+	var none *Buffer // no lse, no seqOff: one sequence
+	return o.run(c.op, planAttention(out, none, q, kCache, vCache, none, 0, Tq, Tk, H, KVH, D, Tk, Tk-Tq, scale))
+}

@@ -1,0 +1,210 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// planLinearForward: out [N,OC] = inp [N,C] · weight [OC,C]ᵀ (cublasSgemm),
+// then bias_forward adds bias [OC] to every row.
+func planLinearForward(out, inp, weight, bias any, withBias bool, N, C, OC int) []xstep {
+	if N == 0 || OC == 0 {
+		return nil
+	}
+	s := []xstep{gstep(mm{C: out, A: inp, B: weight, M: N, N: OC, K: C, TransB: true})}
+	if withBias {
+		s = append(s, kstep(planFlat("bias_forward", N*OC, out, bias, N, OC)...)...)
+	}
+	return s
+}
+
+// planBias adds bias to out when withBias (LinearForwardBF16's last step).
+func planBias(out, bias any, withBias bool, N, OC int) []xstep {
+	if !withBias || N == 0 || OC == 0 {
+		return nil
+	}
+	return kstep(planFlat("bias_forward", N*OC, out, bias, N, OC)...)
+}
+
+// planLinearBackward: dinp [N,C] += dout [N,OC] · weight [OC,C] and
+// dweight [OC,C] += doutᵀ · inp [N,C] (cublasSgemm, beta 1), dbias [OC]
+// += the column sums of dout (bias_backward: grid ⌈OC/32⌉, block 32×8,
+// deterministic); each only when asked for.
+func planLinearBackward(dinp, dweight, dbias, dout, inp, weight any, withDinp, withDweight, withDbias bool, N, C, OC int) []xstep {
+	if N == 0 || OC == 0 {
+		return nil
+	}
+	var s []xstep
+	if withDinp && C > 0 {
+		s = append(s, gstep(mm{C: dinp, A: dout, B: weight, M: N, N: C, K: OC, Beta: 1}))
+	}
+	if withDweight && C > 0 {
+		s = append(s, gstep(mm{C: dweight, A: dout, B: inp, M: OC, N: C, K: N, TransA: true, Beta: 1}))
+	}
+	if withDbias {
+		s = append(s, xstep{k: &step{"bias_backward", Dim3{(OC + 31) / 32, 1, 1}, Dim3{32, 8, 1}, []any{dbias, dout, N, OC}, nil}})
+	}
+	return s
+}
+
+// planLinearForwardBF16: out [N,OC] = inp [N,C] · weight [OC,C]ᵀ with a
+// bfloat16 weight, then the bias. PrecisionF32: rows weight rows at a time
+// widened into wf (bf16_to_f32; wf holds min(rows, OC)·C floats) and
+// multiplied into out's columns (cublasSgemm, row stride OC).
+// PrecisionBF16: inp rounded into xb (f32_to_bf16; N·C bfloat16 values),
+// one cublasGemmEx.
+func planLinearForwardBF16(out, inp, weight, bias, wf, xb any, withBias bool, prec kernels.Precision, N, C, OC, rows int) []xstep {
+	if N == 0 || OC == 0 {
+		return nil
+	}
+	var s []xstep
+	if prec == kernels.PrecisionBF16 {
+		s = append(s, kstep(planFlat("f32_to_bf16", N*C, xb, inp, N*C)...)...)
+		s = append(s, gstep(mm{C: out, A: xb, B: weight, M: N, N: OC, K: C, TransB: true, BF16: true}))
+	} else {
+		for o0 := 0; o0 < OC; o0 += rows {
+			l := min(rows, OC-o0)
+			s = append(s, kstep(planFlat("bf16_to_f32", l*C, wf, weight, o0*C, l*C)...)...)
+			s = append(s, gstep(mm{C: out, OffC: o0, LDC: OC, A: inp, B: wf, M: N, N: l, K: C, TransB: true}))
+		}
+	}
+	return append(s, planBias(out, bias, withBias, N, OC)...)
+}
+
+// planLinearBackwardBF16: dinp [N,C] += dout [N,OC] · weight [OC,C] with a
+// bfloat16 weight. PrecisionF32: rows weight rows at a time widened into
+// wf and multiplied by dout's columns (row stride OC), beta 1.
+// PrecisionBF16: dout rounded into db (N·OC bfloat16 values), one
+// cublasGemmEx, beta 1.
+func planLinearBackwardBF16(dinp, dout, weight, wf, db any, prec kernels.Precision, N, C, OC, rows int) []xstep {
+	if N == 0 || C == 0 || OC == 0 {
+		return nil
+	}
+	if prec == kernels.PrecisionBF16 {
+		s := kstep(planFlat("f32_to_bf16", N*OC, db, dout, N*OC)...)
+		return append(s, gstep(mm{C: dinp, A: db, B: weight, M: N, N: C, K: OC, Beta: 1, BF16: true}))
+	}
+	var s []xstep
+	for o0 := 0; o0 < OC; o0 += rows {
+		l := min(rows, OC-o0)
+		s = append(s, kstep(planFlat("bf16_to_f32", l*C, wf, weight, o0*C, l*C)...)...)
+		s = append(s, gstep(mm{C: dinp, A: dout, OffA: o0, LDA: OC, B: wf, M: N, N: C, K: l, Beta: 1}))
+	}
+	return s
+}
+
+// linearCheck checks a Linear op's sizes and buffers; bufs are name,
+// buffer, elements triples, a nil buffer skipped when optional (name
+// starting with '?').
+func (o *Ops) linearCheck(op string, N, C, OC int, bufs ...any) error {
+	c := check{op: op}
+	c.sizes("N, C", N, C)
+	c.sizes("N, OC", N, OC)
+	c.sizes("OC, C", OC, C)
+	for i := 0; i < len(bufs); i += 3 {
+		name, b, n := bufs[i].(string), bufs[i+1].(*Buffer), bufs[i+2].(int)
+		if name[0] == '?' {
+			if b == nil {
+				continue
+			}
+			name = name[1:]
+		}
+		c.buf(o.d, name, b, n)
+	}
+	return c.err
+}
+
+// scratch allocates n float32 elements (at least one) for an op's
+// intermediate values; the caller frees it.
+func (o *Ops) scratch(op string, n int) (*Buffer, error) {
+	b, err := o.d.Alloc(max(n, 1))
+	if err != nil {
+		return nil, fmt.Errorf("CUDA %s: scratch: %w", op, err)
+	}
+	return b, nil
+}
+
+// LinearForward is kernels.Backend.LinearForward on device buffers: out
+// [N,OC] = inp [N,C] · weight [OC,C]ᵀ + bias [OC] (nil: none), a
+// cublasSgemm and bias_forward.
+func (o *Ops) LinearForward(out, inp, weight, bias *Buffer, N, C, OC int) error {
+	const op = "LinearForward"
+	if err := o.linearCheck(op, N, C, OC, "out", out, N*OC, "inp", inp, N*C, "weight", weight, OC*C, "?bias", bias, OC); err != nil {
+		return err
+	}
+	return o.runX(op, planLinearForward(out, inp, weight, bias, bias != nil, N, C, OC))
+}
+
+// LinearBackward is kernels.Backend.LinearBackward on device buffers: it
+// accumulates dinp [N,C] += dout·weight, dweight [OC,C] += doutᵀ·inp
+// (cublasSgemm, beta 1) and dbias [OC] += Σ_n dout[n,:] (a deterministic
+// column sum); a nil gradient is skipped, and inp (weight) may be nil when
+// dweight (dinp) is.
+func (o *Ops) LinearBackward(dinp, dweight, dbias, dout, inp, weight *Buffer, N, C, OC int) error {
+	const op = "LinearBackward"
+	bufs := []any{"?dinp", dinp, N * C, "?dweight", dweight, OC * C, "?dbias", dbias, OC, "dout", dout, N * OC}
+	if dweight != nil {
+		bufs = append(bufs, "inp", inp, N*C)
+	}
+	if dinp != nil {
+		bufs = append(bufs, "weight", weight, OC*C)
+	}
+	if err := o.linearCheck(op, N, C, OC, bufs...); err != nil {
+		return err
+	}
+	return o.runX(op, planLinearBackward(dinp, dweight, dbias, dout, inp, weight, dinp != nil, dweight != nil, dbias != nil, N, C, OC))
+}
+
+// bf16Len is the number of buffer elements n bfloat16 values take.
+func bf16Len(n int) int { return (n + 1) / 2 }
+
+// LinearForwardBF16 is kernels.Backend.LinearForwardBF16 on device
+// buffers: weight [OC,C] holds bfloat16 values (UploadBF16), multiplied
+// as SetPrecision says; bias [OC] may be nil. It allocates and frees its
+// scratch buffer.
+func (o *Ops) LinearForwardBF16(out, inp, weight, bias *Buffer, N, C, OC int) error {
+	const op = "LinearForwardBF16"
+	if err := o.linearCheck(op, N, C, OC, "out", out, N*OC, "inp", inp, N*C, "weight", weight, bf16Len(OC*C), "?bias", bias, OC); err != nil {
+		return err
+	}
+	if N == 0 || OC == 0 {
+		return nil
+	}
+	rows := bf16ChunkRows(C)
+	n := min(rows, OC) * C // PrecisionF32: the widened weight rows
+	if o.prec == kernels.PrecisionBF16 {
+		n = bf16Len(N * C) // the rounded inp
+	}
+	sc, err := o.scratch(op, n)
+	if err != nil {
+		return err
+	}
+	defer sc.Free()
+	return o.runX(op, planLinearForwardBF16(out, inp, weight, bias, sc, sc, bias != nil, o.prec, N, C, OC, rows))
+}
+
+// LinearBackwardBF16 is kernels.Backend.LinearBackwardBF16 on device
+// buffers: dinp [N,C] += dout [N,OC] · weight [OC,C] with a bfloat16
+// weight, multiplied as SetPrecision says. It allocates and frees its
+// scratch buffer.
+func (o *Ops) LinearBackwardBF16(dinp, dout, weight *Buffer, N, C, OC int) error {
+	const op = "LinearBackwardBF16"
+	if err := o.linearCheck(op, N, C, OC, "dinp", dinp, N*C, "dout", dout, N*OC, "weight", weight, bf16Len(OC*C)); err != nil {
+		return err
+	}
+	if N == 0 || C == 0 || OC == 0 {
+		return nil
+	}
+	rows := bf16ChunkRows(C)
+	n := min(rows, OC) * C
+	if o.prec == kernels.PrecisionBF16 {
+		n = bf16Len(N * OC)
+	}
+	sc, err := o.scratch(op, n)
+	if err != nil {
+		return err
+	}
+	defer sc.Free()
+	return o.runX(op, planLinearBackwardBF16(dinp, dout, weight, sc, sc, o.prec, N, C, OC, rows))
+}

@@ -71,13 +71,19 @@ func loadEmulator(t *testing.T) *cudafake.Emulator {
 // is host memory, kernels run on the CPU, GEMMs in the fake cuBLAS.
 func emulatedBackend(t *testing.T) (*cuda.Backend, *cudafake.Driver, *cudafake.BLAS) {
 	t.Helper()
+	return emulatedBackendIn(t, kernels.PrecisionF32)
+}
+
+// emulatedBackendIn is emulatedBackend computing in precision p.
+func emulatedBackendIn(t *testing.T, p kernels.Precision) (*cuda.Backend, *cudafake.Driver, *cudafake.BLAS) {
+	t.Helper()
 	drv := cudafake.NewEmulatedDriver(1, 0, loadEmulator(t))
 	blas := cudafake.NewBLAS(drv)
 	dev, err := cuda.OpenWith(drv, blas, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
+	b, err := cuda.NewBackend(dev, p)
 	if err != nil {
 		dev.Close()
 		t.Fatal(err)
@@ -271,6 +277,19 @@ func TestBackendDeviceOps(t *testing.T) {
 	h.LogprobBackwardExpectBF16(wdh, dlp, wex, wh, tg, N, C, LV)
 	b.LogprobBackwardExpectBF16(gdh, buf(dlp), buf(wex), gwh, tg, N, C, LV)
 	near(t, "LogprobBackwardExpectBF16 dhidden", gdh, wdh, 1e-4)
+}
+
+// TestBackendBF16Compute runs kerneltest's bf16-weight linear group on a
+// backend computing in PrecisionBF16 (bf16 operands through GemmEx, f32
+// accumulation), at the mode's tolerances.
+func TestBackendBF16Compute(t *testing.T) {
+	t.Parallel()
+	b, _, blas := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	kerneltest.RunOps(t, staged{b}, "LinearBF16")
+	if !slices.ContainsFunc(blas.GemmTypes(), func(g cuda.GemmTypes) bool { return g.A == cuda.R16BF && g.B == cuda.R16BF }) {
+		t.Error("no GEMM on bfloat16 operands in PrecisionBF16")
+	}
 }
 
 // TestBackendGoldens checks the device ops with PyTorch goldens on the

@@ -65,6 +65,33 @@ type benchRecord struct {
 	FrozenChanged   *int      `json:"frozen_tensors_changed"`
 	NewTokens       int       `json:"new_tokens"`
 	Prompt          int       `json:"prompt"`
+
+	Case              string  `json:"case"`
+	MaxRelErrLogits   float64 `json:"max_rel_err_logits"`
+	MaxRelErrLogprobs float64 `json:"max_rel_err_logprobs"`
+	MaxRelErrGrads    float64 `json:"max_rel_err_grads"`
+	OK                *bool   `json:"ok"`
+}
+
+// readRecords parses torch_bench.py's JSON Lines file.
+func readRecords(t *testing.T, path string) []benchRecord {
+	t.Helper()
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left behind: %v", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []benchRecord
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r benchRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%s line %d: %v: %s", path, i+1, err, line)
+		}
+		recs = append(recs, r)
+	}
+	return recs
 }
 
 func runTorchBench(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -84,39 +111,38 @@ func runTorchBench(t *testing.T, args ...string) (stdout, stderr string, err err
 
 // TestTorchBenchTiny runs the reference rows on the CPU on the tiny shape
 // (bfloat16, as on the device). Here transformers and PEFT are not
-// installed, so the plain-torch decoder and LoRA run: the training step
+// installed, so the plain-torch decoder and LoRA run. Its math is checked
+// first against the qwen2 model golden (float32 against reference.py's
+// float64: logits, logprobs and LoRA gradients). Then the training step
 // must hand AdamW exactly the LoRA weights (their count from the shape),
 // change every one of them and no frozen weight, and lower the loss of the
-// batch it repeats; decode must report its rate; both records carry the
+// batch it repeats; decode must report its rate; every record carries the
 // versions and which implementation ran.
 func TestTorchBenchTiny(t *testing.T) {
 	needTorch(t)
 	out := filepath.Join(t.TempDir(), "tiny.jsonl")
-	stdout, stderr, err := runTorchBench(t, "--device", "cpu", "--tiny", "--threads", "1", "--out", out)
+	stdout, stderr, err := runTorchBench(t, "--device", "cpu", "--tiny", "--threads", "1", "--out", out,
+		"--measure", "golden,train,decode", "--golden", "../../testdata/golden/model/qwen2")
 	if err != nil {
 		t.Fatalf("torch_bench.py: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
-	if n := strings.Count(stdout, "RESULT "); n != 2 {
-		t.Errorf("stdout has %d RESULT lines, want 2:\n%s", n, stdout)
+	if n := strings.Count(stdout, "RESULT "); n != 3 {
+		t.Errorf("stdout has %d RESULT lines, want 3:\n%s", n, stdout)
 	}
-	if _, err := os.Stat(out + ".tmp"); !os.IsNotExist(err) {
-		t.Errorf("temporary file left behind: %v", err)
+	recs := readRecords(t, out)
+	if len(recs) != 3 || recs[0].Mode != "golden" || recs[1].Mode != "train" || recs[2].Mode != "decode" {
+		t.Fatalf("records: %+v, want golden, train, decode", recs)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
+	g := recs[0]
+	if g.Case != "qwen2" || g.Implementation != "plain-torch" || g.OK == nil || !*g.OK || g.LoraTensors != 16 {
+		t.Errorf("golden: case %q implementation %q ok %v LoRA tensors %d", g.Case, g.Implementation, g.OK, g.LoraTensors)
 	}
-	var recs []benchRecord
-	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var r benchRecord
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("%s line %d: %v: %s", out, i+1, err, line)
+	for what, e := range map[string]float64{"logits": g.MaxRelErrLogits, "logprobs": g.MaxRelErrLogprobs, "LoRA gradients": g.MaxRelErrGrads} {
+		if !(e >= 0 && e < 2e-5) {
+			t.Errorf("golden: %s relative error %v, want < 2e-5 (float32 against float64)", what, e)
 		}
-		recs = append(recs, r)
 	}
-	if len(recs) != 2 || recs[0].Mode != "train" || recs[1].Mode != "decode" {
-		t.Fatalf("records: %+v, want train then decode", recs)
-	}
+	recs = recs[1:]
 	hf := exec.Command("/usr/bin/python3", "-c", "import transformers, peft").Run() == nil
 	for _, r := range recs {
 		if r.Error != "" {
@@ -214,4 +240,43 @@ func intOrNil(p *int) string {
 		return "(missing)"
 	}
 	return strconv.Itoa(*p)
+}
+
+// TestTorchBenchFallback: where transformers and PEFT import but a row
+// fails with them (here a stand-in transformers without Qwen2ForCausalLM),
+// the row is recorded as failed, measured again with the plain decoder
+// (saying why), and the script exits 1.
+func TestTorchBenchFallback(t *testing.T) {
+	needTorch(t)
+	site := t.TempDir()
+	for mod, body := range map[string]string{
+		"transformers": "__version__ = \"0.0-stand-in\"\n",
+		"peft":         "__version__ = \"0.0-stand-in\"\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(site, mod), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(site, mod, "__init__.py"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "fallback.jsonl")
+	t.Setenv("PYTHONPATH", site)
+	stdout, stderr, err := runTorchBench(t, "--device", "cpu", "--tiny", "--threads", "1", "--measure", "train", "--out", out)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("torch_bench.py: %v, want exit status 1\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	recs := readRecords(t, out)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want the failed one and the plain decoder's: %+v", len(recs), recs)
+	}
+	if r := recs[0]; r.Implementation != "transformers+peft" || !strings.Contains(r.Error, "Qwen2ForCausalLM") ||
+		r.Transformers == nil || *r.Transformers != "0.0-stand-in" {
+		t.Errorf("first record: implementation %q error %q transformers %v", r.Implementation, r.Error, r.Transformers)
+	}
+	if r := recs[1]; r.Implementation != "plain-torch" || r.Error != "" || r.FallbackReason == nil ||
+		!strings.HasPrefix(*r.FallbackReason, "transformers+peft failed: ") || !(r.TokensPerS > 0) {
+		t.Errorf("second record: implementation %q error %q fallback %v tokens/s %v", r.Implementation, r.Error, r.FallbackReason, r.TokensPerS)
+	}
 }

@@ -71,6 +71,9 @@ type benchRecord struct {
 	MaxRelErrLogprobs float64 `json:"max_rel_err_logprobs"`
 	MaxRelErrGrads    float64 `json:"max_rel_err_grads"`
 	OK                *bool   `json:"ok"`
+
+	MicroBatch int `json:"micro_batch"`
+	OOMRetries int `json:"oom_retries"`
 }
 
 // readRecords parses torch_bench.py's JSON Lines file.
@@ -206,6 +209,28 @@ func TestTorchBenchTiny(t *testing.T) {
 	dec := recs[1]
 	if dec.Batch != 4 || dec.Prompt != 8 || dec.NewTokens != 8 {
 		t.Errorf("decode: batch %d prompt %d new tokens %d", dec.Batch, dec.Prompt, dec.NewTokens)
+	}
+
+	// After an out-of-memory error (made up here) the step runs again in
+	// micro-batches of half the size, accumulating gradients: the same
+	// losses as the whole batch, up to rounding.
+	out = filepath.Join(t.TempDir(), "micro.jsonl")
+	stdout, stderr, err = runTorchBench(t, "--device", "cpu", "--tiny", "--threads", "1", "--out", out,
+		"--measure", "train", "--fake-oom-above", "1")
+	if err != nil {
+		t.Fatalf("torch_bench.py --fake-oom-above 1: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	recs = readRecords(t, out)
+	if len(recs) != 1 || recs[0].MicroBatch != 1 || recs[0].OOMRetries != 1 || len(recs[0].Losses) != len(tr.Losses) {
+		t.Fatalf("after a made-up out-of-memory error: %+v, want one train record with micro-batch 1 after 1 retry", recs)
+	}
+	if tr.MicroBatch != 2 || tr.OOMRetries != 0 {
+		t.Errorf("train: micro-batch %d after %d retries, want the whole batch (2) at once", tr.MicroBatch, tr.OOMRetries)
+	}
+	for i, l := range recs[0].Losses {
+		if d := math.Abs(l - tr.Losses[i]); d > 1e-3+1e-2*math.Abs(tr.Losses[i]) {
+			t.Errorf("step %d: loss %v in micro-batches of 1, %v in one batch of 2", i, l, tr.Losses[i])
+		}
 	}
 }
 

@@ -78,6 +78,8 @@ def parse(argv):
     p.add_argument("--seq", type=int, default=1024, help="tokens per training sequence")
     p.add_argument("--micro-batch", type=int, default=0,
                    help="sequences per forward/backward (0: the whole batch; halved after an out-of-memory error)")
+    p.add_argument("--fake-oom-above", type=int, default=0,
+                   help="for tests: act as if a step with a micro-batch above this ran out of memory")
     p.add_argument("--rank", type=int, default=16)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--warmup", type=int, default=1, help="untimed training steps first")
@@ -383,6 +385,7 @@ def counted_flops_train(s, B, T):
 
 
 def measure_train(torch, a, s, impl, device, dtype):
+    torch.manual_seed(a.seed)  # weights and LoRA init: the same whatever ran before
     g = torch.Generator(device="cpu").manual_seed(a.seed)
     if impl == "transformers+peft":
         model = build_hf(torch, s, dtype, device)
@@ -444,13 +447,20 @@ def measure_train(torch, a, s, impl, device, dtype):
     losses, times = [], []
     while len(times) < a.warmup + a.steps:
         t0 = time.perf_counter()
+        oom = False
         try:
+            if 0 < a.fake_oom_above < micro:
+                raise RuntimeError("CUDA out of memory (--fake-oom-above %d)" % a.fake_oom_above)
             loss = step()
         except RuntimeError as e:
             if not is_oom(e) or micro == 1:
                 raise
+            oom = True
+        if oom:
+            # Out of the except clause: its traceback no longer holds the step's tensors.
             opt.zero_grad(set_to_none=True)
             free(torch, device)
+            reset_peak(torch, device)  # the peak of the attempt that failed is not the step's
             micro = max(1, micro // 2)
             oom_retries += 1
             print("out of memory: retrying with micro-batch %d" % micro, flush=True)
@@ -479,6 +489,7 @@ def measure_train(torch, a, s, impl, device, dtype):
 
 
 def measure_decode(torch, a, s, impl, device, dtype):
+    torch.manual_seed(a.seed + 1)
     g = torch.Generator(device="cpu").manual_seed(a.seed + 1)
     if impl == "transformers+peft":
         model = build_hf(torch, s, dtype, device)
@@ -690,7 +701,8 @@ def main(argv):
                   peft=versions["peft"], python=platform.python_version(), torch_compile=False,
                   torch_threads=torch.get_num_threads(), config=s)
     if device.startswith("cuda"):
-        common.update(gpu=torch.cuda.get_device_name(0), cuda=torch.version.cuda)
+        common.update(gpu=torch.cuda.get_device_name(0), cuda=torch.version.cuda,
+                      gpu_memory_bytes=torch.cuda.get_device_properties(0).total_memory)
     recs = []
     failed = False
     impls = [impl]

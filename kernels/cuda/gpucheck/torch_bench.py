@@ -287,7 +287,12 @@ def build_hf(torch, s, dtype, device):
             model = Qwen2ForCausalLM(cfg)
     finally:
         torch.set_default_dtype(old)
-    return model.to(device=device, dtype=dtype)
+    model.to(device=device)
+    if any(p.dtype != dtype for p in model.parameters()):
+        # Only where the default dtype could not be set: this casts the
+        # rotary inv_freq too, which transformers keeps in float32.
+        model.to(dtype=dtype)
+    return model
 
 
 def add_peft_lora(model, r, alpha):

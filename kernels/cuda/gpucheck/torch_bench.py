@@ -17,6 +17,10 @@ shape like Qwen2.5-7B, or a tiny one for tests) in bfloat16 it measures
           of one token each; tokens/s = decode-batch x new-tokens / the steps'
           wall time (prefill timed apart).
 
+and checks the plain decoder below in float32: golden (against a qwen2 case
+of testdata/golden/model: logits, logprobs, LoRA gradients) and same-math
+(against transformers + PEFT with the same weights, where they import).
+
 Implementation: transformers' Qwen2ForCausalLM built from a Qwen2Config (SDPA
 attention, eager: no torch.compile) with PEFT's LoraConfig/get_peft_model
 when both import; otherwise a plain-torch Qwen2 decoder and LoRA in this file

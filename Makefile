@@ -100,7 +100,9 @@ ptx:
 
 # The one-shot device check, built here for a machine with one NVIDIA GPU
 # (no Go there): kernels/cuda's test binary (its *OnHardware tests run with
-# HONE_CUDA_TEST=1) and run.sh (kernels/cuda/gpucheck), into bin/gpu-check/.
+# HONE_CUDA_TEST=1), run.sh and torch_bench.py (the PyTorch reference rows,
+# with the qwen2 model golden they check their decoder on) from
+# kernels/cuda/gpucheck, into bin/gpu-check/.
 # Copy the folder over and run `bash run.sh`; see run.sh for what it checks
 # and what it does not yet. The dry run here checks the binary starts and
 # holds the hardware tests, which skip without HONE_CUDA_TEST=1.
@@ -110,6 +112,9 @@ gpu-check:
 	rm -rf $(GPU_CHECK) && mkdir -p $(GPU_CHECK)
 	CGO_ENABLED=0 $(GO) test -c -o $(GPU_CHECK)/cuda.test ./kernels/cuda
 	install -m 755 kernels/cuda/gpucheck/run.sh $(GPU_CHECK)/run.sh
+	install -m 644 kernels/cuda/gpucheck/torch_bench.py kernels/cuda/gpucheck/README.md $(GPU_CHECK)/
+	cp -R testdata/golden/model/qwen2 $(GPU_CHECK)/golden-qwen2
+	python3 $(GPU_CHECK)/torch_bench.py --help >/dev/null
 	@echo "$$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')" > $(GPU_CHECK)/COMMIT
 	bash -n $(GPU_CHECK)/run.sh
 	@list=$$($(GPU_CHECK)/cuda.test -test.list OnHardware) && echo "$$list" && \

@@ -47,9 +47,9 @@ func TestGPUCheckScript(t *testing.T) {
 	}
 	stub(bin, "nvidia-smi", `echo "NVIDIA H200 $*"`)
 	stub(bin, "ldconfig", `exit 0`) // no cuBLAS on the loader's path
-	stub(bin, "python3", `case "$*" in *getsitepackages*) echo `+site+`;; *) echo "torch stub";; esac`)
+	stub(bin, "python3", `case "$*" in *getsitepackages*) echo `+site+`;; *torch_bench.py*) echo "RESULT stub row $*";; *) echo "torch stub";; esac`)
 	stub(bin, "compute-sanitizer", `echo "sanitizer $1 $2"; shift 4; exec "$@"`)
-	run := func(testExit int) (string, string, error) {
+	run := func(testExit int, env ...string) (string, string, error) {
 		dir := t.TempDir()
 		script, err := os.ReadFile("gpucheck/run.sh")
 		if err != nil {
@@ -63,7 +63,7 @@ func TestGPUCheckScript(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(filepath.Join(bin, "bash"), filepath.Join(dir, "run.sh"))
-		cmd.Env = []string{"PATH=" + bin, "HOME=" + dir}
+		cmd.Env = append([]string{"PATH=" + bin, "HOME=" + dir}, env...)
 		out, err := cmd.CombinedOutput()
 		summary, rerr := os.ReadFile(filepath.Join(dir, "results", "summary.txt"))
 		if rerr != nil {
@@ -81,7 +81,12 @@ func TestGPUCheckScript(t *testing.T) {
 		t.Fatalf("run.sh: %v\n%s", err, summary)
 	}
 	for _, want := range []string{"abc123", "nvidia-smi      ok", "gpu             ok", "cuBLAS: " + cublas, "torch           ok",
-		"hardware-test   ok", "memcheck        ok", "does not exist yet: model goldens on CUDA", "every step passed"} {
+		"hardware-test   ok", "memcheck        ok", "torch-05b       ok", "torch-7b        ok",
+		// torch_bench.py's RESULT lines, copied into the summary (the stub echoes its arguments)
+		"    stub row ", "/torch_bench.py --device cuda --out ",
+		"/results/torch-05b.jsonl --shape 05b --impl both --measure golden,same-math,train,decode --golden ",
+		"/golden-qwen2 --warmup 2 --steps 5", "/results/torch-7b.jsonl --shape 7b --measure train --warmup 1 --steps 3",
+		"does not exist yet: model goldens on CUDA", "Hone's side of the LoRA step and decode rows", "every step passed"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
@@ -96,6 +101,18 @@ func TestGPUCheckScript(t *testing.T) {
 		t.Errorf("run.sh with a failing hardware test: %v, want exit status 1", err)
 	}
 	for _, want := range []string{"hardware-test   FAILED  rc=1", "a step FAILED"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+
+	// With less than 30 s of the budget left the PyTorch steps are skipped,
+	// and that counts as a failure.
+	summary, _, err = run(0, "HONE_GPU_CHECK_BUDGET_S=20")
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("run.sh out of budget: %v, want exit status 1", err)
+	}
+	for _, want := range []string{"hardware-test   ok", "torch-05b       SKIPPED", "torch-7b        SKIPPED", "of the 20s budget", "a step FAILED"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

@@ -7,8 +7,10 @@
 #
 # It writes results as it goes into RESULTS_DIR (default: results/ beside
 # this script): summary.txt, one line per step (rc, seconds), and STEP.log
-# with each step's output. Every step has a time limit; together they stay
-# under 7 minutes. It exits 1 when a step failed.
+# with each step's output. Every step has a time limit, and the PyTorch
+# steps' limits are cut to what is left of 6 min 45 s from the start (they
+# are skipped, as a failure, under 30 s), so that the whole run stays under
+# 7 minutes. It exits 1 when a step failed.
 #
 # What it checks today: the device (nvidia-smi), PyTorch's view of it, and
 # kernels/cuda's hardware tests (GEMMs through cuBLAS, and the kernels'
@@ -16,14 +18,23 @@
 # kerneltest's conformance cases for their ops, against kernels/ref), under
 # compute-sanitizer memcheck too when the machine has it (-test.short: the
 # small shapes only), and kerneltest's whole suite on cuda.Backend
-# (TestBackendOnHardware: managed memory, every op on the device). What is
-# NOT in it, because it does not exist yet: the model goldens on CUDA, and
-# the LoRA step and decode next to PyTorch + PEFT.
+# (TestBackendOnHardware: managed memory, every op on the device). Then the PyTorch reference rows (torch_bench.py, see
+# README.md beside it; JSON lines in torch-05b.jsonl and torch-7b.jsonl, a
+# line per row in the summary): its plain-torch Qwen2 decoder and LoRA
+# checked in float32 against the qwen2 model golden and against
+# transformers + PEFT; a LoRA GRPO-style step (8 x 1024 tokens, rank 16 on
+# all projections, bf16) on the Qwen2.5-0.5B and a 7B shape and KV-cache
+# decode at batch 32 on the 0.5B shape, with transformers + PEFT where they
+# import (the plain decoder otherwise) and the plain decoder beside them on
+# the 0.5B shape: tokens/s and peak memory. What is NOT in it, because it
+# does not exist yet: the model goldens on CUDA, and Hone's side of the
+# LoRA step and decode rows (a CUDA bench binary).
 #
 # cuBLAS is found by its sonames (13, 12, 11), else in Python's
 # site-packages (the nvidia-* wheels PyTorch installs), unless HONE_LIBCUBLAS
 # names it; HONE_LIBCUDA names the driver library when it is not on the
-# loader's path.
+# loader's path. HONE_GPU_CHECK_BUDGET_S sets the budget in seconds that the
+# PyTorch steps' limits are cut to (default 405).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 res=${1:-$here/results}
@@ -83,6 +94,27 @@ else
 	note "memcheck        skipped: compute-sanitizer is not on this machine"
 fi
 
-note "not checked, because it does not exist yet: model goldens on CUDA, the LoRA step and decode next to PyTorch + PEFT"
+# torch_step NAME LIMIT ARGS...: torch_bench.py ARGS on the device, its rows
+# in NAME.jsonl and, one line each, in the summary; LIMIT cut to what is left
+# of the budget.
+budget=${HONE_GPU_CHECK_BUDGET_S:-405}
+torch_step() {
+	local name=$1 limit=$2 left line
+	shift 2
+	left=$((budget - ($(date +%s) - t0)))
+	if [ "$left" -lt 30 ]; then
+		failed=1
+		note "$(printf '%-15s SKIPPED %ds left of the %ds budget' "$name" "$left" "$budget")"
+		return
+	fi
+	if [ "$left" -lt "$limit" ]; then limit=$left; fi
+	step "$name" "$limit" python3 "$here/torch_bench.py" --device cuda --out "$res/$name.jsonl" "$@"
+	while IFS= read -r line; do note "    ${line#RESULT }"; done < <(grep '^RESULT ' "$res/$name.log")
+}
+
+torch_step torch-05b 120 --shape 05b --impl both --measure golden,same-math,train,decode --golden "$here/golden-qwen2" --warmup 2 --steps 5
+torch_step torch-7b 150 --shape 7b --measure train --warmup 1 --steps 3
+
+note "not checked, because it does not exist yet: model goldens on CUDA, Hone's side of the LoRA step and decode rows (a CUDA bench binary; the PyTorch rows above are the reference it is to be measured against)"
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
 exit "$failed"

@@ -238,7 +238,7 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 // (pairedRounds) on the backend's workers.
 func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, B, prompt, tokens int) (workerResult, error) {
 	V := m.Config.Vocab
-	cache := model.NewContiguousCache(&m.Config)
+	cache := model.NewContiguousCache(&m.Config, m.Backend())
 	in := make([]model.StepInput, B)
 	for s := range in {
 		ids := make([]int32, prompt)

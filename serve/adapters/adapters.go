@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -39,6 +40,13 @@ type Options struct {
 	Config  *model.Config // the base model's, to check shapes
 	MaxKeep int           // steps kept loaded per run: the current one and the most recently current others (default 2)
 	Log     *slog.Logger
+	// Backend is the model's backend: each adapter is placed on it as it
+	// loads (model.Adapter.Place); nil leaves adapters in Go memory, which
+	// only a host backend can read. A step dropped beyond MaxKeep is not
+	// freed on the backend, since a request in flight may still use it: on
+	// a backend that allocates its own memory each dropped step stays
+	// allocated (small: the LoRA tensors).
+	Backend kernels.Backend
 }
 
 // run is what the registry holds of one run.
@@ -190,6 +198,9 @@ func (r *Registry) pollRun(name string) bool {
 		if err != nil {
 			err = fmt.Errorf("%s: %w", step.Dir, err)
 		}
+	}
+	if err == nil && r.o.Backend != nil {
+		err = w.Place(r.o.Backend)
 	}
 	if err != nil {
 		r.failed[step.Real] = st

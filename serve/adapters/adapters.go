@@ -72,6 +72,7 @@ type Registry struct {
 	runs map[string]*run
 
 	pollMu sync.Mutex       // one Poll at a time; guards what follows
+	closed bool             // Close ran: Poll loads nothing
 	failed map[string]stamp // step dirs that failed, by real path, until they change
 	// warned holds the warning last logged per condition ("" for the
 	// adapters folder, else the run name), so that a condition that lasts
@@ -153,6 +154,9 @@ func (r *Registry) Watch(ctx context.Context, interval time.Duration) {
 func (r *Registry) Poll(ctx context.Context) int {
 	r.pollMu.Lock()
 	defer r.pollMu.Unlock()
+	if r.closed {
+		return 0
+	}
 	runs, err := runfolder.Runs(r.o.Dir)
 	if err != nil {
 		r.warnOnce("", "adapters: cannot read the adapters folder; serving what is loaded", "dir", r.o.Dir, "err", err)
@@ -212,6 +216,22 @@ func (r *Registry) pollRun(name string) bool {
 	r.install(a)
 	r.o.Log.Info("adapters: loaded", "model", a.Name(), "dir", step.Dir)
 	return true
+}
+
+// Close frees the memory of every loaded adapter on Options.Backend and
+// forgets them (Resolve fails afterwards; Poll loads nothing). Call it once
+// nothing uses them: after the engine stopped.
+func (r *Registry) Close() {
+	r.pollMu.Lock()
+	defer r.pollMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rn := range r.runs {
+		for _, a := range rn.steps {
+			a.Weights.Free()
+		}
+	}
+	r.runs, r.closed = map[string]*run{}, true
 }
 
 // loadedStep returns the loaded adapter of run's step n, or nil.

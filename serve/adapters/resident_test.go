@@ -39,8 +39,14 @@ func TestPollPlacesOnBackend(t *testing.T) {
 	if be.Live() == 0 {
 		t.Fatal("nothing allocated on the backend")
 	}
-	a.Weights.Free()
+	r.Close()
 	if n := be.Live(); n != 0 {
-		t.Errorf("%d allocations live after Free", n)
+		t.Errorf("%d allocations live after the registry's Close", n)
+	}
+	if _, err := r.Resolve("exp"); err == nil {
+		t.Error("a closed registry still resolves its adapters")
+	}
+	if n := r.Poll(context.Background()); n != 0 {
+		t.Errorf("a closed registry loaded %d adapters", n)
 	}
 }

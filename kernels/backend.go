@@ -245,6 +245,10 @@ type Backend interface {
 	LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, weight []uint16, targets []int32, N, C, V int)
 
 	// ---- sampling rows: one row, on the calling goroutine ---------------
+	//
+	// These two are the host's: the sampler reads logits rows and keeps
+	// its scratch in Go memory, so they take any slice, also on a backend
+	// that is an Allocator (which runs them on the host).
 
 	// RowMax returns the largest entry of x (−Inf when x is empty). With
 	// ExpShift it is the softmax a sampler takes of each logits row, many
@@ -283,6 +287,14 @@ type Backend interface {
 	// AddScalar: out = a + s over n values (out may alias a): Gemma's norm
 	// weights 1 + w.
 	AddScalar(out, a []float32, s float32, n int)
+	// SumSquares returns Σ x[i]² over n values, each square and the sum in
+	// float64: the squared L2 norm the optimizer clips the gradient by. It
+	// is also the finiteness check of a buffer: a NaN or ±Inf among the
+	// values makes the result NaN or +Inf, while finite float32 values
+	// cannot overflow a float64 sum. The order of the additions is the
+	// backend's (results may differ in the last bits between backends) but
+	// fixed for a given backend and n.
+	SumSquares(x []float32, n int) float64
 
 	// ---- copies ---------------------------------------------------------
 

@@ -42,38 +42,54 @@
 //
 // # Devices (the seam for CUDA)
 //
-// Plain slices are the simplest contract for a CPU. A CUDA backend needs
-// device-resident buffers; the plan is a later Buffer type allocated by the
-// backend (Alloc/Upload/Download) with the same op signatures taking Buffer
-// instead of []float32. No Buffer type exists yet.
+// Buffers stay plain slices on every backend. A backend that can only reach
+// memory it allocated itself implements Allocator (kernels/cuda: CUDA
+// managed memory, whose addresses are valid on the host and on the GPU),
+// and every float32 or bfloat16 buffer that reaches one of its ops comes
+// from AllocF32 or AllocBF16 with that backend (make on ref and cpu, at no
+// cost). Views are sub-slices, as everywhere.
 //
-// What holds now: train/model's hot path (Forward, Backward, Step) touches
-// activations, gradients, weights and the KV cache only through Backend ops.
-// Copies and clears are Copy and Zero (the residual gradient, the gradient
-// buffers backward ops accumulate into, new keys and values written into the
-// cache); gathering rows is EmbeddingForward (each sequence's last hidden row
-// in Step); Gemma's 1+w norm weights are AddScalar, its GeGLU is
-// GeGLUForward/Backward and its sliding-window attention
-// AttentionWindowForward/Backward. kerneltest checks each against ref.
+// What holds now:
+//   - train/model allocates through its backend everything an op sees: the
+//     weights (one slab for the matrices, each norm weight, bias and RoPE
+//     table), the activation slabs of passes (pooled; Pass.Release hands
+//     one back), the LoRA scratch (g [N, R] of the LoRA backward, carved
+//     from the pass's slab at the adapter's largest rank), Step's last rows
+//     (the same slab) and its logits, and ContiguousCache's keys and values
+//     (grown with Copy). Model.Close, FreeLogits and ContiguousCache.Close
+//     and Truncate(seq, 0) give the memory back. Its hot path (Forward,
+//     Backward, Step) touches activations, gradients, weights and the KV
+//     cache only through Backend ops: copies and clears are Copy and Zero,
+//     gathering rows is EmbeddingForward, Gemma's 1+w norm weights are
+//     AddScalar.
+//   - The LoRA adapter is placed on the model's backend (Adapter.Place,
+//     Adapter.Free); ZeroGrad is Zero. train/trainer keeps the AdamW
+//     moments there too (AdamW.Free), and computes the gradient norm and
+//     the updated weights' NaN/Inf check with SumSquares (a non-finite
+//     value makes the sum non-finite), so only those sums come back to the
+//     host.
+//   - serve/engine's KVCache allocates rows through the model's backend,
+//     grows, forks and seeds them with Copy, and frees them on Free,
+//     eviction and Close (when the engine's loop ends). serve/adapters
+//     places each adapter it loads on the model's backend; a step dropped
+//     beyond MaxKeep stays allocated (a request may still hold it), the
+//     others and the model are freed by Server.Shutdown.
+//   - kerneltest allocates the suite's and the goldens' buffers through
+//     the backend under test, and kerneltest.Resident is a checking
+//     backend (an Allocator over Go memory) whose ops panic, naming the op
+//     and the argument, on a float32 or bfloat16 buffer outside its live
+//     allocations. The model's tests (every family's PyTorch goldens
+//     included), a LoRA training step with the optimizer (train/trainer)
+//     and continuous-batching decode with the KV cache (serve/engine) run
+//     behind it and end with no allocation live.
 //
-// What the Buffer swap still has to carry, beyond changing the element type:
-//   - Views. The model passes sub-slices everywhere: one slab carved into a
-//     pass's buffers, xs[l] per layer, w.h[:N·C], a sequence's rows of q and
-//     of the KV cache (k[start·KVD:]). A Buffer needs an offset view
-//     (Slice(lo, hi)) that ops accept like a buffer of its own.
-//   - Host-side allocations in the hot path: Linear.Backward's LoRA scratch
-//     g [N, R], Step's last rows and logits, Model.hidden's returned rows.
-//   - The edges, which stay host slices: token ids, positions, sequence
-//     offsets and targets ([]int32 inputs); Forward's logprobs and entropies
-//     and Step's logits (read back).
-//   - The LoRA adapter's A, B and their gradients, host slices today:
-//     Adapter.ZeroGrad clears them with Go's clear, and train/trainer sums
-//     the gradient norm and checks the weights for NaN or Inf in Go loops
-//     (AdamW and the clipping Scale are Backend ops already). Kept on a
-//     device they need Zero and a norm / finiteness reduction op.
-//   - The KV cache: model.Cache hands out []float32 (serve/engine's KVCache
-//     and ContiguousCache grow and seed them with Go copies); on a device it
-//     would hand out Buffers.
+// The edges stay host memory and are read or written by the host: token
+// ids, positions, sequence offsets and targets ([]int32, which a device
+// backend copies in itself), loading and saving weights and adapters,
+// Forward's logprobs and entropies and Step's logits (read back),
+// Backward's incoming gradients (copied into the pass's memory first), and
+// the sampler's rows: RowMax and ExpShift are the host's row ops and take
+// any slice.
 //
 // Pure helpers that are not hot — RoPE inverse frequencies with llama3
 // scaling (RoPEInvFreq), bfloat16 conversion — live in this package as plain

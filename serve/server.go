@@ -110,7 +110,7 @@ func NewServer(o Options) (*Server, error) {
 		PrefixCaching: !o.DisablePrefixCaching, EOS: eos, Tokenizer: tok, Log: o.Log,
 	})
 	if o.Adapters != "" {
-		s.reg = adapters.New(adapters.Options{Dir: o.Adapters, Config: &m.Config, MaxKeep: o.MaxAdapters, Log: o.Log})
+		s.reg = adapters.New(adapters.Options{Dir: o.Adapters, Config: &m.Config, MaxKeep: o.MaxAdapters, Log: o.Log, Backend: m.Backend()})
 		s.reg.Poll(context.Background())
 	}
 	return s, nil
@@ -187,7 +187,9 @@ func (s *Server) api(endpoint string, h http.HandlerFunc) http.Handler {
 }
 
 // Shutdown stops taking requests (503) and waits for those in flight, then
-// stops the engine. When ctx ends first, what still runs is failed.
+// stops the engine and frees the adapters' and the model's memory on the
+// backend (the server must not be used afterwards). When ctx ends first,
+// what still runs is failed, and the memory is left to the process's end.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	var err error
@@ -202,6 +204,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if e := s.eng.Shutdown(ctx); err == nil {
 		err = e
+	}
+	if err == nil {
+		// Nothing runs on the model any more: give the backend's memory
+		// back (adapters, then the weights).
+		if s.reg != nil {
+			s.reg.Close()
+		}
+		s.m.Close()
 	}
 	return err
 }

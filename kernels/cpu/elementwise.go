@@ -334,6 +334,29 @@ func (b *Backend) AddScalar(out, a []float32, s float32, n int) {
 	})
 }
 
+// SumSquares returns Σ x[i]² in float64, on the calling goroutine in four
+// interleaved partial sums (i mod 4) added at the end: the same order for
+// any number of workers, so a resumed run reproduces its clipping.
+func (b *Backend) SumSquares(x []float32, n int) float64 {
+	kernels.NeedSizes("SumSquares", n)
+	kernels.Need("SumSquares", "x", len(x), n)
+	x = x[:n]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		a, b, c, d := float64(x[i]), float64(x[i+1]), float64(x[i+2]), float64(x[i+3])
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
+	}
+	for ; i < n; i++ {
+		v := float64(x[i])
+		s0 += v * v
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 // Copy: dst [n] = src (Go's copy, split across the workers when large).
 func (b *Backend) Copy(dst, src []float32, n int) {
 	kernels.NeedSizes("Copy", n)

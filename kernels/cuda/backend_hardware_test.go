@@ -23,9 +23,9 @@ func TestBackendOnHardware(t *testing.T) {
 	}
 	t.Logf("backend: %s", b.Name())
 	if testing.Short() {
-		kerneltest.RunOps(t, staged{b}, "RMSNorm", "Embedding", "AttentionDecode")
+		kerneltest.RunOps(t, b, "RMSNorm", "Embedding", "AttentionDecode")
 	} else {
-		kerneltest.Run(t, staged{b})
+		kerneltest.Run(t, b)
 	}
 	if n, _ := dev.Live(); n > 1 {
 		t.Errorf("%d buffers live after the suite, want at most the int32 scratch", n)

@@ -630,6 +630,25 @@ func (b *Backend) AddScalar(out, a []float32, s float32, n int) {
 	b.onDevice(op, func() error { return b.ops.AddScalar(b.f32(op, "out", out), b.f32(op, "a", a), s, n) })
 }
 
+// SumSquares runs on the host over the managed memory, after the device
+// has finished: there is no CUDA kernel for it yet, and its result is a
+// scalar the host reads anyway; the pages of x it reads migrate to the
+// host (the optimizer's gradient norm: LoRA gradients, small).
+func (b *Backend) SumSquares(x []float32, n int) float64 {
+	const op = "SumSquares"
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "x", len(x), n)
+	if n == 0 {
+		return 0
+	}
+	var s float64
+	b.onHost(op, func() {
+		b.f32(op, "x", x)
+		s = b.host.SumSquares(x, n)
+	})
+	return s
+}
+
 // ---- copies: Ops ---------------------------------------------------------------
 
 func (b *Backend) Copy(dst, src []float32, n int) {

@@ -107,12 +107,12 @@ var conformanceGroups = []string{"Matmul", "MatmulBatched", "Linear", "LinearBF1
 // TestBackendConformance runs kerneltest's suite (conformanceGroups) on
 // cuda.Backend over the emulated device: the kernels run the .cu sources
 // on the CPU with Ops' launch plans, the GEMMs the fake cuBLAS on the same
-// memory. The suite's buffers come from make, so each op is staged into
-// the backend's memory (staged).
+// memory. The suite allocates its buffers through the backend
+// (kernels.AllocF32) and frees them after each group.
 func TestBackendConformance(t *testing.T) {
 	t.Parallel()
 	b, drv, _ := emulatedBackend(t)
-	kerneltest.RunOps(t, staged{b}, conformanceGroups...)
+	kerneltest.RunOps(t, b, conformanceGroups...)
 	if n, _ := b.Device().Live(); n != 1 { // the int32 scratch
 		t.Errorf("%d buffers live after the suite, want the int32 scratch only", n)
 	}
@@ -189,6 +189,9 @@ func TestBackendDeviceOps(t *testing.T) {
 	h.AddScalar(want, gate, 1, n)
 	b.AddScalar(out, buf(gate), 1, n)
 	check("AddScalar", out, want)
+	if got, want := b.SumSquares(buf(gate), n), h.SumSquares(gate, n); got != want {
+		t.Errorf("SumSquares = %.17g, want %.17g", got, want)
+	}
 	h.Scale(want, gate, -0.3, n)
 	b.Scale(out, buf(gate), -0.3, n)
 	check("Scale", out, want)
@@ -286,7 +289,7 @@ func TestBackendBF16Compute(t *testing.T) {
 	t.Parallel()
 	b, _, blas := emulatedBackendIn(t, kernels.PrecisionBF16)
 	defer b.Close()
-	kerneltest.RunOps(t, staged{b}, "LinearBF16")
+	kerneltest.RunOps(t, b, "LinearBF16")
 	if !slices.ContainsFunc(blas.GemmTypes(), func(g cuda.GemmTypes) bool { return g.A == cuda.R16BF && g.B == cuda.R16BF }) {
 		t.Error("no GEMM on bfloat16 operands in PrecisionBF16")
 	}
@@ -298,7 +301,7 @@ func TestBackendGoldens(t *testing.T) {
 	t.Parallel()
 	b, _, _ := emulatedBackend(t)
 	defer b.Close()
-	kerneltest.RunGoldenOps(t, staged{b}, "../../testdata/golden/kernels", "RoPE", "AdamW", "Logprob")
+	kerneltest.RunGoldenOps(t, b, "../../testdata/golden/kernels", "RoPE", "AdamW", "Logprob")
 }
 
 // TestBackendOpsWhere: the ops launch their kernels and GEMMs on the

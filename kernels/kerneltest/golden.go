@@ -110,6 +110,9 @@ func runGolden(t *testing.T, b kernels.Backend, dir string, ops []string) {
 	if err := json.Unmarshal(data, &g); err != nil {
 		t.Fatalf("%s: %v (%s)", filepath.Join(dir, "golden.json"), err, rerun)
 	}
+	// The buffers the ops see are the backend's (see mem), freed at the end.
+	m := &mem{b: b}
+	defer m.free()
 	check := func(t *testing.T, what string, got, want []float32) {
 		t.Helper()
 		if len(want) == 0 {
@@ -126,22 +129,23 @@ func runGolden(t *testing.T, b kernels.Backend, dir string, ops []string) {
 			t.Fatal(err)
 		}
 		near(t, "inv_freq vs PyTorch ("+rerun+")", inv, r.InvFreq, 1e-6)
-		out := make([]float32, len(r.Out))
-		b.RoPEForward(out, r.Inp, r.Pos, inv, r.N, r.H, r.D)
+		out := m.zeros(len(r.Out))
+		b.RoPEForward(out, m.of(r.Inp), r.Pos, m.of(inv), r.N, r.H, r.D)
 		check(t, "out", out, r.Out)
-		dinp := make([]float32, len(r.Dinp))
-		b.RoPEBackward(dinp, r.Dout, r.Pos, inv, r.N, r.H, r.D)
+		dinp := m.zeros(len(r.Dinp))
+		b.RoPEBackward(dinp, m.of(r.Dout), r.Pos, m.of(inv), r.N, r.H, r.D)
 		check(t, "dinp", dinp, r.Dinp)
 	})
 
 	run("Attention/GQA", func(t *testing.T) {
 		a := g.Attention
-		out, lse := make([]float32, len(a.Out)), make([]float32, len(a.Lse))
-		b.AttentionForward(out, lse, a.Q, a.K, a.V, a.SeqOff, a.N, a.H, a.KVH, a.D, a.Scale)
+		out, lse := m.zeros(len(a.Out)), m.zeros(len(a.Lse))
+		q, k, v := m.of(a.Q), m.of(a.K), m.of(a.V)
+		b.AttentionForward(out, lse, q, k, v, a.SeqOff, a.N, a.H, a.KVH, a.D, a.Scale)
 		check(t, "out", out, a.Out)
 		check(t, "lse", lse, a.Lse)
-		dq, dk, dv := make([]float32, len(a.Dq)), make([]float32, len(a.Dk)), make([]float32, len(a.Dv))
-		b.AttentionBackward(dq, dk, dv, a.Dout, out, lse, a.Q, a.K, a.V, a.SeqOff, a.N, a.H, a.KVH, a.D, a.Scale)
+		dq, dk, dv := m.zeros(len(a.Dq)), m.zeros(len(a.Dk)), m.zeros(len(a.Dv))
+		b.AttentionBackward(dq, dk, dv, m.of(a.Dout), out, lse, q, k, v, a.SeqOff, a.N, a.H, a.KVH, a.D, a.Scale)
 		check(t, "dq", dq, a.Dq)
 		check(t, "dk", dk, a.Dk)
 		check(t, "dv", dv, a.Dv)
@@ -149,13 +153,14 @@ func runGolden(t *testing.T, b kernels.Backend, dir string, ops []string) {
 
 	run("Logprob/chunked", func(t *testing.T) {
 		l := g.Logprob
-		lp, ent, lse := make([]float32, l.N), make([]float32, l.N), make([]float32, l.N)
-		b.LogprobForward(lp, ent, lse, nil, l.Hidden, l.Weight, l.Targets, l.N, l.C, l.V, l.Chunk)
+		lp, ent, lse := m.zeros(l.N), m.zeros(l.N), m.zeros(l.N)
+		hidden, weight := m.of(l.Hidden), m.of(l.Weight)
+		b.LogprobForward(lp, ent, lse, nil, hidden, weight, l.Targets, l.N, l.C, l.V, l.Chunk)
 		check(t, "logprob", lp, l.Logprob)
 		check(t, "entropy", ent, l.Entropy)
 		check(t, "lse", lse, l.Lse)
-		dh, dw := make([]float32, len(l.Dhidden)), make([]float32, len(l.Dweight))
-		b.LogprobBackward(dh, dw, l.Dlogprob, l.Dentropy, lse, ent, l.Hidden, l.Weight, l.Targets, l.N, l.C, l.V, l.Chunk)
+		dh, dw := m.zeros(len(l.Dhidden)), m.zeros(len(l.Dweight))
+		b.LogprobBackward(dh, dw, m.of(l.Dlogprob), m.of(l.Dentropy), lse, ent, hidden, weight, l.Targets, l.N, l.C, l.V, l.Chunk)
 		check(t, "dhidden", dh, l.Dhidden)
 		check(t, "dweight", dw, l.Dweight)
 	})
@@ -163,15 +168,15 @@ func runGolden(t *testing.T, b kernels.Backend, dir string, ops []string) {
 	run("AdamW/torch.optim", func(t *testing.T) {
 		a := g.AdamW
 		h := kernels.AdamWParams{LR: a.Hparams.LR, Beta1: a.Hparams.Beta1, Beta2: a.Hparams.Beta2, Eps: a.Hparams.Eps, WeightDecay: a.Hparams.WeightDecay}
-		p, m, v := clone(a.Param0), make([]float32, a.N), make([]float32, a.N)
+		p, mo, v := m.of(a.Param0), m.zeros(a.N), m.zeros(a.N)
 		if len(a.Grads) != a.Steps {
 			t.Fatalf("golden AdamW: %d gradients for %d steps (%s)", len(a.Grads), a.Steps, rerun)
 		}
 		for s, gr := range a.Grads {
-			b.AdamW(p, gr, m, v, a.N, s+1, h)
+			b.AdamW(p, m.of(gr), mo, v, a.N, s+1, h)
 		}
 		check(t, "param", p, a.Param)
-		check(t, "exp_avg", m, a.M)
+		check(t, "exp_avg", mo, a.M)
 		check(t, "exp_avg_sq", v, a.V)
 	})
 }

@@ -22,8 +22,10 @@ const (
 // it, each shape a subtest named by its sizes (for example "B=2,T=17").
 func Run(t *testing.T, b kernels.Backend) {
 	t.Helper()
-	for _, g := range newSuite(b).groups() {
+	s := newSuite(b)
+	for _, g := range s.groups() {
 		t.Run(g.name, g.run)
+		s.m.free()
 	}
 }
 
@@ -33,12 +35,14 @@ func Run(t *testing.T, b kernels.Backend) {
 // that is no group fails t.
 func RunOps(t *testing.T, b kernels.Backend, ops ...string) {
 	t.Helper()
-	groups := newSuite(b).groups()
+	s := newSuite(b)
+	groups := s.groups()
 	for _, op := range ops {
 		found := false
 		for _, g := range groups {
 			if g.name == op {
 				t.Run(g.name, g.run)
+				s.m.free()
 				found = true
 			}
 		}
@@ -49,9 +53,10 @@ func RunOps(t *testing.T, b kernels.Backend, ops ...string) {
 }
 
 func newSuite(b kernels.Backend) suite {
-	return suite{b: b, r: ref.New(), p: kernels.PrecisionOf(b)}
+	return suite{b: b, r: ref.New(), p: kernels.PrecisionOf(b), m: &mem{b: b}}
 }
 
+// group is one subtest of the suite; its buffers are freed when it ends.
 type group struct {
 	name string
 	run  func(*testing.T)
@@ -88,6 +93,7 @@ type suite struct {
 	b kernels.Backend
 	r ref.Backend
 	p kernels.Precision // the backend's compute precision
+	m *mem              // every buffer the ops see comes from here
 }
 
 // act returns the activation operand of a product with a frozen bfloat16
@@ -98,7 +104,7 @@ func (s suite) act(x []float32) []float32 {
 	if s.p != kernels.PrecisionBF16 {
 		return x
 	}
-	y := make([]float32, len(x))
+	y := s.m.zeros(len(x))
 	for i, f := range x {
 		y[i] = kernels.F32(kernels.BF16(f))
 	}
@@ -126,8 +132,8 @@ func src(name string) *rand.Rand {
 	return rand.New(rand.NewPCG(h, 0x686f6e65))
 }
 
-func randn(r *rand.Rand, n int, scale float64) []float32 {
-	x := make([]float32, n)
+func (s suite) randn(r *rand.Rand, n int, scale float64) []float32 {
+	x := s.m.zeros(n)
 	for i := range x {
 		x[i] = float32(r.NormFloat64() * scale)
 	}
@@ -136,14 +142,17 @@ func randn(r *rand.Rand, n int, scale float64) []float32 {
 
 func clone[T any](x []T) []T { return append([]T(nil), x...) }
 
-func bf16(x []float32) []uint16 {
-	h := make([]uint16, len(x))
+// clone copies x into the backend's memory.
+func (s suite) clone(x []float32) []float32 { return s.m.of(x) }
+
+func (s suite) bf16(x []float32) []uint16 {
+	h := s.m.zeros16(len(x))
 	kernels.ToBF16(h, x)
 	return h
 }
 
-func nan(n int) []float32 {
-	x := make([]float32, n)
+func (s suite) nan(n int) []float32 {
+	x := s.m.zeros(n)
 	for i := range x {
 		x[i] = float32(math.NaN())
 	}
@@ -188,14 +197,14 @@ func (s suite) matmul(t *testing.T) {
 					name := fmt.Sprintf("M=%d,N=%d,K=%d,tA=%v,tB=%v,beta=%g", M, N, K, tA, tB, beta)
 					t.Run(name, func(t *testing.T) {
 						r := src(name)
-						a, b := randn(r, M*K, 1), randn(r, K*N, 1)
-						c := randn(r, M*N, 1)
+						a, b := s.randn(r, M*K, 1), s.randn(r, K*N, 1)
+						c := s.randn(r, M*N, 1)
 						if beta == 0 {
-							c = nan(M * N) // beta 0 must ignore c
+							c = s.nan(M * N) // beta 0 must ignore c
 						}
-						want := clone(c)
+						want := s.clone(c)
 						s.r.Matmul(want, a, b, M, N, K, tA, tB, beta)
-						got := clone(c)
+						got := s.clone(c)
 						s.b.Matmul(got, a, b, M, N, K, tA, tB, beta)
 						near(t, "c", got, want, F32Tol)
 					})
@@ -213,8 +222,8 @@ func (s suite) matmulBatched(t *testing.T) {
 				name := fmt.Sprintf("batch=%d,M=%d,N=%d,K=%d,tA=%v,tB=%v", bt, M, N, K, tA, tB)
 				t.Run(name, func(t *testing.T) {
 					r := src(name)
-					a, b, c := randn(r, bt*M*K, 1), randn(r, bt*K*N, 1), randn(r, bt*M*N, 1)
-					want, got := clone(c), clone(c)
+					a, b, c := s.randn(r, bt*M*K, 1), s.randn(r, bt*K*N, 1), s.randn(r, bt*M*N, 1)
+					want, got := s.clone(c), s.clone(c)
 					s.r.MatmulBatched(want, a, b, bt, M, N, K, tA, tB, 1)
 					s.b.MatmulBatched(got, a, b, bt, M, N, K, tA, tB, 1)
 					near(t, "c", got, want, F32Tol)
@@ -238,28 +247,28 @@ func (s suite) linear(t *testing.T) {
 			name := fmt.Sprintf("N=%d,C=%d,OC=%d,bias=%v", N, C, OC, withBias)
 			t.Run(name, func(t *testing.T) {
 				r := src(name)
-				inp, w := randn(r, N*C, 1), randn(r, OC*C, 0.3)
+				inp, w := s.randn(r, N*C, 1), s.randn(r, OC*C, 0.3)
 				var bias []float32
 				if withBias {
-					bias = randn(r, OC, 1)
+					bias = s.randn(r, OC, 1)
 				}
-				want, got := nan(N*OC), nan(N*OC)
+				want, got := s.nan(N*OC), s.nan(N*OC)
 				s.r.LinearForward(want, inp, w, bias, N, C, OC)
 				s.b.LinearForward(got, inp, w, bias, N, C, OC)
 				near(t, "out", got, want, F32Tol)
 
-				dout := randn(r, N*OC, 1)
-				dinp, dw, db := randn(r, N*C, 1), randn(r, OC*C, 1), randn(r, OC, 1)
-				wdi, wdw, wdb := clone(dinp), clone(dw), clone(db)
+				dout := s.randn(r, N*OC, 1)
+				dinp, dw, db := s.randn(r, N*C, 1), s.randn(r, OC*C, 1), s.randn(r, OC, 1)
+				wdi, wdw, wdb := s.clone(dinp), s.clone(dw), s.clone(db)
 				s.r.LinearBackward(wdi, wdw, wdb, dout, inp, w, N, C, OC)
-				gdi, gdw, gdb := clone(dinp), clone(dw), clone(db)
+				gdi, gdw, gdb := s.clone(dinp), s.clone(dw), s.clone(db)
 				s.b.LinearBackward(gdi, gdw, gdb, dout, inp, w, N, C, OC)
 				near(t, "dinp", gdi, wdi, F32Tol)
 				near(t, "dweight", gdw, wdw, F32Tol)
 				near(t, "dbias", gdb, wdb, F32Tol)
 
 				// nil gradients are skipped: only dinp, as for a frozen weight.
-				gdi = clone(dinp)
+				gdi = s.clone(dinp)
 				s.b.LinearBackward(gdi, nil, nil, dout, inp, w, N, C, OC)
 				near(t, "dinp (frozen weight)", gdi, wdi, F32Tol)
 			})
@@ -275,23 +284,23 @@ func (s suite) linearBF16(t *testing.T) {
 		name := fmt.Sprintf("N=%d,C=%d,OC=%d", N, C, OC)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			inp, w, bias := randn(r, N*C, 1), randn(r, OC*C, 0.3), randn(r, OC, 1)
-			wh := bf16(w)
-			want, got := nan(N*OC), nan(N*OC)
+			inp, w, bias := s.randn(r, N*C, 1), s.randn(r, OC*C, 0.3), s.randn(r, OC, 1)
+			wh := s.bf16(w)
+			want, got := s.nan(N*OC), s.nan(N*OC)
 			s.r.LinearForwardBF16(want, s.act(inp), wh, bias, N, C, OC)
 			s.b.LinearForwardBF16(got, inp, wh, bias, N, C, OC)
 			near(t, "out", got, want, F32Tol)
-			full := nan(N * OC)
+			full := s.nan(N * OC)
 			s.r.LinearForward(full, inp, w, bias, N, C, OC)
 			near(t, "out vs float32 weights", got, full, max(BF16Tol, s.derived(0)))
 
-			dout, dinp := randn(r, N*OC, 1), randn(r, N*C, 1)
-			wdi, gdi := clone(dinp), clone(dinp)
+			dout, dinp := s.randn(r, N*OC, 1), s.randn(r, N*C, 1)
+			wdi, gdi := s.clone(dinp), s.clone(dinp)
 			s.r.LinearBackwardBF16(wdi, s.act(dout), wh, N, C, OC)
 			s.b.LinearBackwardBF16(gdi, dout, wh, N, C, OC)
 			near(t, "dinp", gdi, wdi, F32Tol)
 			if s.p == kernels.PrecisionBF16 {
-				fdi := clone(dinp)
+				fdi := s.clone(dinp)
 				s.r.LinearBackward(fdi, nil, nil, dout, nil, w, N, C, OC)
 				near(t, "dinp vs float32", gdi, fdi, s.derived(0))
 			}
@@ -305,23 +314,23 @@ func (s suite) rmsnorm(t *testing.T) {
 		name := fmt.Sprintf("N=%d,C=%d", N, C)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			inp, w := randn(r, N*C, 2), randn(r, C, 1)
+			inp, w := s.randn(r, N*C, 2), s.randn(r, C, 1)
 			const eps = 1e-6
-			wo, wr := nan(N*C), nan(N)
+			wo, wr := s.nan(N*C), s.nan(N)
 			s.r.RMSNormForward(wo, wr, inp, w, N, C, eps)
-			go_, gr := nan(N*C), nan(N)
+			go_, gr := s.nan(N*C), s.nan(N)
 			s.b.RMSNormForward(go_, gr, inp, w, N, C, eps)
 			near(t, "out", go_, wo, F32Tol)
 			near(t, "rstd", gr, wr, F32Tol)
 
-			dout, dinp, dw := randn(r, N*C, 1), randn(r, N*C, 1), randn(r, C, 1)
-			wdi, wdw := clone(dinp), clone(dw)
+			dout, dinp, dw := s.randn(r, N*C, 1), s.randn(r, N*C, 1), s.randn(r, C, 1)
+			wdi, wdw := s.clone(dinp), s.clone(dw)
 			s.r.RMSNormBackward(wdi, wdw, dout, wr, inp, w, N, C)
-			gdi, gdw := clone(dinp), clone(dw)
+			gdi, gdw := s.clone(dinp), s.clone(dw)
 			s.b.RMSNormBackward(gdi, gdw, dout, wr, inp, w, N, C)
 			near(t, "dinp", gdi, wdi, F32Tol)
 			near(t, "dweight", gdw, wdw, F32Tol)
-			gdi = clone(dinp)
+			gdi = s.clone(dinp)
 			s.b.RMSNormBackward(gdi, nil, dout, wr, inp, w, N, C)
 			near(t, "dinp (no dweight)", gdi, wdi, F32Tol)
 		})
@@ -337,25 +346,26 @@ func (s suite) rope(t *testing.T) {
 				r := src(name)
 				cfg := kernels.RoPEConfig{Theta: 10000, HeadDim: D, RotaryDim: R, Scaling: scaling,
 					Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 64}
-				inv, err := kernels.RoPEInvFreq(cfg)
+				hostInv, err := kernels.RoPEInvFreq(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
+				inv := s.clone(hostInv)
 				pos := make([]int32, N)
 				for i := range pos {
 					pos[i] = int32(r.IntN(5000)) // packed or decode positions, any order
 				}
-				inp := randn(r, N*H*D, 1)
-				want, got := nan(N*H*D), nan(N*H*D)
+				inp := s.randn(r, N*H*D, 1)
+				want, got := s.nan(N*H*D), s.nan(N*H*D)
 				s.r.RoPEForward(want, inp, pos, inv, N, H, D)
 				s.b.RoPEForward(got, inp, pos, inv, N, H, D)
 				near(t, "out", got, want, F32Tol)
-				inPlace := clone(inp)
+				inPlace := s.clone(inp)
 				s.b.RoPEForward(inPlace, inPlace, pos, inv, N, H, D)
 				near(t, "out (in place)", inPlace, want, F32Tol)
 
-				dout, dinp := randn(r, N*H*D, 1), randn(r, N*H*D, 1)
-				wd, gd := clone(dinp), clone(dinp)
+				dout, dinp := s.randn(r, N*H*D, 1), s.randn(r, N*H*D, 1)
+				wd, gd := s.clone(dinp), s.clone(dinp)
 				s.r.RoPEBackward(wd, dout, pos, inv, N, H, D)
 				s.b.RoPEBackward(gd, dout, pos, inv, N, H, D)
 				near(t, "dinp", gd, wd, F32Tol)
@@ -399,13 +409,13 @@ func (s suite) gated(t *testing.T,
 		name := fmt.Sprintf("n=%d", n)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			gate, up := randn(r, n, 3), randn(r, n, 1)
-			want, got := nan(n), nan(n)
+			gate, up := s.randn(r, n, 3), s.randn(r, n, 1)
+			want, got := s.nan(n), s.nan(n)
 			forward(s.r, want, gate, up, n)
 			forward(s.b, got, gate, up, n)
 			near(t, "out", got, want, F32Tol)
-			dout, dg, du := randn(r, n, 1), randn(r, n, 1), randn(r, n, 1)
-			wdg, wdu, gdg, gdu := clone(dg), clone(du), clone(dg), clone(du)
+			dout, dg, du := s.randn(r, n, 1), s.randn(r, n, 1), s.randn(r, n, 1)
+			wdg, wdu, gdg, gdu := s.clone(dg), s.clone(du), s.clone(dg), s.clone(du)
 			backward(s.r, wdg, wdu, dout, gate, up, n)
 			backward(s.b, gdg, gdu, dout, gate, up, n)
 			near(t, "dgate", gdg, wdg, F32Tol)
@@ -449,20 +459,20 @@ func (s suite) attention(t *testing.T) {
 				N += l
 				seqOff = append(seqOff, int32(N))
 			}
-			q, k, v := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
+			q, k, v := s.randn(r, N*H*D, 1), s.randn(r, N*KVH*D, 1), s.randn(r, N*KVH*D, 1)
 			scale := float32(1 / math.Sqrt(float64(D)))
-			wo, wl := nan(N*H*D), nan(N*H)
+			wo, wl := s.nan(N*H*D), s.nan(N*H)
 			s.r.AttentionForward(wo, wl, q, k, v, seqOff, N, H, KVH, D, scale)
-			got, gl := nan(N*H*D), nan(N*H)
+			got, gl := s.nan(N*H*D), s.nan(N*H)
 			s.b.AttentionForward(got, gl, q, k, v, seqOff, N, H, KVH, D, scale)
 			near(t, "out", got, wo, F32Tol)
 			near(t, "lse", gl, wl, F32Tol)
 
-			dout := randn(r, N*H*D, 1)
-			dq, dk, dv := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
-			wdq, wdk, wdv := clone(dq), clone(dk), clone(dv)
+			dout := s.randn(r, N*H*D, 1)
+			dq, dk, dv := s.randn(r, N*H*D, 1), s.randn(r, N*KVH*D, 1), s.randn(r, N*KVH*D, 1)
+			wdq, wdk, wdv := s.clone(dq), s.clone(dk), s.clone(dv)
 			s.r.AttentionBackward(wdq, wdk, wdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, scale)
-			gdq, gdk, gdv := clone(dq), clone(dk), clone(dv)
+			gdq, gdk, gdv := s.clone(dq), s.clone(dk), s.clone(dv)
 			s.b.AttentionBackward(gdq, gdk, gdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, scale)
 			near(t, "dq", gdq, wdq, 1e-4)
 			near(t, "dk", gdk, wdk, 1e-4)
@@ -508,27 +518,27 @@ func (s suite) attentionWindow(t *testing.T) {
 				longest = max(longest, l)
 				seqOff = append(seqOff, int32(N))
 			}
-			q, k, v := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
+			q, k, v := s.randn(r, N*H*D, 1), s.randn(r, N*KVH*D, 1), s.randn(r, N*KVH*D, 1)
 			scale := float32(1 / math.Sqrt(float64(D)))
-			wo, wl := nan(N*H*D), nan(N*H)
+			wo, wl := s.nan(N*H*D), s.nan(N*H)
 			s.r.AttentionWindowForward(wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
-			got, gl := nan(N*H*D), nan(N*H)
+			got, gl := s.nan(N*H*D), s.nan(N*H)
 			s.b.AttentionWindowForward(got, gl, q, k, v, seqOff, N, H, KVH, D, W, scale)
 			near(t, "out", got, wo, F32Tol)
 			near(t, "lse", gl, wl, F32Tol)
 
-			dout := randn(r, N*H*D, 1)
-			dq, dk, dv := randn(r, N*H*D, 1), randn(r, N*KVH*D, 1), randn(r, N*KVH*D, 1)
-			wdq, wdk, wdv := clone(dq), clone(dk), clone(dv)
+			dout := s.randn(r, N*H*D, 1)
+			dq, dk, dv := s.randn(r, N*H*D, 1), s.randn(r, N*KVH*D, 1), s.randn(r, N*KVH*D, 1)
+			wdq, wdk, wdv := s.clone(dq), s.clone(dk), s.clone(dv)
 			s.r.AttentionWindowBackward(wdq, wdk, wdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
-			gdq, gdk, gdv := clone(dq), clone(dk), clone(dv)
+			gdq, gdk, gdv := s.clone(dq), s.clone(dk), s.clone(dv)
 			s.b.AttentionWindowBackward(gdq, gdk, gdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
 			near(t, "dq", gdq, wdq, 1e-4)
 			near(t, "dk", gdk, wdk, 1e-4)
 			near(t, "dv", gdv, wdv, 1e-4)
 
 			if W >= longest { // masks nothing: the causal attention
-				fo, fl := nan(N*H*D), nan(N*H)
+				fo, fl := s.nan(N*H*D), s.nan(N*H)
 				s.b.AttentionForward(fo, fl, q, k, v, seqOff, N, H, KVH, D, scale)
 				near(t, "window vs causal out", got, fo, F32Tol)
 				near(t, "window vs causal lse", gl, fl, F32Tol)
@@ -551,16 +561,16 @@ func (s suite) attentionDecode(t *testing.T) {
 		name := fmt.Sprintf("Tq=%d,Tk=%d,H=%d,KVH=%d,D=%d", Tq, Tk, H, KVH, D)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			q := randn(r, Tq*H*D, 1)
-			kc, vc := randn(r, (Tk+3)*KVH*D, 1), randn(r, (Tk+3)*KVH*D, 1) // spare capacity
+			q := s.randn(r, Tq*H*D, 1)
+			kc, vc := s.randn(r, (Tk+3)*KVH*D, 1), s.randn(r, (Tk+3)*KVH*D, 1) // spare capacity
 			scale := float32(1 / math.Sqrt(float64(D)))
-			want, got := nan(Tq*H*D), nan(Tq*H*D)
+			want, got := s.nan(Tq*H*D), s.nan(Tq*H*D)
 			s.r.AttentionDecode(want, q, kc, vc, Tq, Tk, H, KVH, D, scale)
 			s.b.AttentionDecode(got, q, kc, vc, Tq, Tk, H, KVH, D, scale)
 			near(t, "out", got, want, F32Tol)
 
 			if Tq == Tk { // decode over a full prompt equals training attention
-				fo, fl := nan(Tq*H*D), nan(Tq*H)
+				fo, fl := s.nan(Tq*H*D), s.nan(Tq*H)
 				s.b.AttentionForward(fo, fl, q, kc[:Tk*KVH*D], vc[:Tk*KVH*D], []int32{0, int32(Tk)}, Tk, H, KVH, D, scale)
 				near(t, "decode vs forward", got, fo, F32Tol)
 			}
@@ -574,24 +584,24 @@ func (s suite) embedding(t *testing.T) {
 		name := fmt.Sprintf("N=%d,C=%d,V=%d", N, C, V)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			table := randn(r, V*C, 1)
+			table := s.randn(r, V*C, 1)
 			ids := make([]int32, N)
 			for i := range ids {
 				ids[i] = int32(r.IntN(V)) // repeats when N > V: scatter-add must sum them
 			}
-			want, got := nan(N*C), nan(N*C)
+			want, got := s.nan(N*C), s.nan(N*C)
 			s.r.EmbeddingForward(want, ids, table, N, C, V)
 			s.b.EmbeddingForward(got, ids, table, N, C, V)
 			near(t, "out", got, want, 0)
-			th := bf16(table)
-			want16, got16 := nan(N*C), nan(N*C)
+			th := s.bf16(table)
+			want16, got16 := s.nan(N*C), s.nan(N*C)
 			s.r.EmbeddingForwardBF16(want16, ids, th, N, C, V)
 			s.b.EmbeddingForwardBF16(got16, ids, th, N, C, V)
 			near(t, "out (bf16)", got16, want16, 0)
 			near(t, "out (bf16) vs float32", got16, want, BF16Tol)
 
-			dout, dt := randn(r, N*C, 1), randn(r, V*C, 1)
-			wd, gd := clone(dt), clone(dt)
+			dout, dt := s.randn(r, N*C, 1), s.randn(r, V*C, 1)
+			wd, gd := s.clone(dt), s.clone(dt)
 			s.r.EmbeddingBackward(wd, dout, ids, N, C, V)
 			s.b.EmbeddingBackward(gd, dout, ids, N, C, V)
 			near(t, "dtable", gd, wd, F32Tol)
@@ -607,9 +617,9 @@ func (s suite) logsoftmax(t *testing.T) {
 		name := fmt.Sprintf("N=%d,V=%d", N, V)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			inp := randn(r, N*V, 4)
+			inp := s.randn(r, N*V, 4)
 			inp[0] = 80 // large logits must not overflow
-			want, got := nan(N*V), nan(N*V)
+			want, got := s.nan(N*V), s.nan(N*V)
 			s.r.LogSoftmaxForward(want, inp, N, V)
 			s.b.LogSoftmaxForward(got, inp, N, V)
 			near(t, "out", got, want, F32Tol)
@@ -625,8 +635,8 @@ func (s suite) logsoftmax(t *testing.T) {
 					t.Fatalf("row %d: probabilities sum to %g", n, sum)
 				}
 			}
-			dout, dinp := randn(r, N*V, 1), randn(r, N*V, 1)
-			wd, gd := clone(dinp), clone(dinp)
+			dout, dinp := s.randn(r, N*V, 1), s.randn(r, N*V, 1)
+			wd, gd := s.clone(dinp), s.clone(dinp)
 			s.r.LogSoftmaxBackward(wd, dout, want, N, V)
 			s.b.LogSoftmaxBackward(gd, dout, want, N, V)
 			near(t, "dinp", gd, wd, F32Tol)
@@ -640,8 +650,8 @@ func (s suite) entropy(t *testing.T) {
 		name := fmt.Sprintf("N=%d,V=%d", N, V)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			inp := randn(r, N*V, 3)
-			want, got := nan(N), nan(N)
+			inp := s.randn(r, N*V, 3)
+			want, got := s.nan(N), s.nan(N)
 			s.r.EntropyForward(want, inp, N, V)
 			s.b.EntropyForward(got, inp, N, V)
 			near(t, "ent", got, want, F32Tol)
@@ -650,8 +660,8 @@ func (s suite) entropy(t *testing.T) {
 					t.Fatalf("row %d: entropy %g outside [0, log %d]", n, e, V)
 				}
 			}
-			dent, dinp := randn(r, N, 1), randn(r, N*V, 1)
-			wd, gd := clone(dinp), clone(dinp)
+			dent, dinp := s.randn(r, N, 1), s.randn(r, N*V, 1)
+			wd, gd := s.clone(dinp), s.clone(dinp)
 			s.r.EntropyBackward(wd, dent, inp, N, V)
 			s.b.EntropyBackward(gd, dent, inp, N, V)
 			near(t, "dinp", gd, wd, F32Tol)
@@ -682,13 +692,13 @@ type lpOut struct{ lp, ent, lse, ex []float32 }
 // of the backend without and then with expect, checks that all three
 // agree, and returns the reference's results and the backend's (its
 // logprob, entropy and lse from the run without expect).
-func checkForwards(t *testing.T, N, C int, exTol float64, ref, b func(lp, ent, lse, ex []float32)) (want, got lpOut) {
+func (s suite) checkForwards(t *testing.T, N, C int, exTol float64, ref, b func(lp, ent, lse, ex []float32)) (want, got lpOut) {
 	t.Helper()
-	want = lpOut{nan(N), nan(N), nan(N), nan(N * C)}
+	want = lpOut{s.nan(N), s.nan(N), s.nan(N), s.nan(N * C)}
 	ref(want.lp, want.ent, want.lse, want.ex)
-	got = lpOut{nan(N), nan(N), nan(N), nil}
+	got = lpOut{s.nan(N), s.nan(N), s.nan(N), nil}
 	b(got.lp, got.ent, got.lse, nil)
-	withEx := lpOut{nan(N), nan(N), nan(N), nan(N * C)}
+	withEx := lpOut{s.nan(N), s.nan(N), s.nan(N), s.nan(N * C)}
 	b(withEx.lp, withEx.ent, withEx.lse, withEx.ex)
 	for _, c := range []struct {
 		what      string
@@ -709,9 +719,9 @@ func (s suite) logprob(t *testing.T) {
 		name := fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			hid, w := randn(r, N*C, 1), randn(r, V*C, 0.5)
+			hid, w := s.randn(r, N*C, 1), s.randn(r, V*C, 0.5)
 			tg := targetsFor(r, N, V)
-			want, got := checkForwards(t, N, C, F32Tol,
+			want, got := s.checkForwards(t, N, C, F32Tol,
 				func(lp, ent, lse, ex []float32) { s.r.LogprobForward(lp, ent, lse, ex, hid, w, tg, N, C, V, chunk) },
 				func(lp, ent, lse, ex []float32) { s.b.LogprobForward(lp, ent, lse, ex, hid, w, tg, N, C, V, chunk) })
 			glp, gent, gex := got.lp, got.ent, got.ex
@@ -722,7 +732,7 @@ func (s suite) logprob(t *testing.T) {
 				}
 			}
 			// Same numbers as the unfused path: logits, then log-softmax and entropy.
-			z, ls, ent := nan(N*V), nan(N*V), nan(N)
+			z, ls, ent := s.nan(N*V), s.nan(N*V), s.nan(N)
 			s.b.LinearForward(z, hid, w, nil, N, C, V)
 			s.b.LogSoftmaxForward(ls, z, N, V)
 			s.b.EntropyForward(ent, z, N, V)
@@ -735,20 +745,20 @@ func (s suite) logprob(t *testing.T) {
 			}
 			near(t, "entropy vs unfused", gent, ent, 1e-4)
 
-			dlp, dent := randn(r, N, 1), randn(r, N, 1)
-			dh, dw := randn(r, N*C, 1), randn(r, V*C, 1)
-			wdh, wdw, gdh, gdw := clone(dh), clone(dw), clone(dh), clone(dw)
+			dlp, dent := s.randn(r, N, 1), s.randn(r, N, 1)
+			dh, dw := s.randn(r, N*C, 1), s.randn(r, V*C, 1)
+			wdh, wdw, gdh, gdw := s.clone(dh), s.clone(dw), s.clone(dh), s.clone(dw)
 			s.r.LogprobBackward(wdh, wdw, dlp, dent, wlse, went, hid, w, tg, N, C, V, chunk)
 			s.b.LogprobBackward(gdh, gdw, dlp, dent, wlse, went, hid, w, tg, N, C, V, chunk)
 			near(t, "dhidden", gdh, wdh, 1e-4)
 			near(t, "dweight", gdw, wdw, 1e-4)
 			// nil dweight (frozen lm_head) and nil dentropy.
-			wdh, gdh = clone(dh), clone(dh)
+			wdh, gdh = s.clone(dh), s.clone(dh)
 			s.r.LogprobBackward(wdh, nil, dlp, nil, wlse, went, hid, w, tg, N, C, V, chunk)
 			s.b.LogprobBackward(gdh, nil, dlp, nil, wlse, went, hid, w, tg, N, C, V, chunk)
 			near(t, "dhidden (logprob only)", gdh, wdh, 1e-4)
 			// The one-pass form of the same gradient, from expect.
-			rdh, edh := clone(dh), clone(dh)
+			rdh, edh := s.clone(dh), s.clone(dh)
 			s.r.LogprobBackwardExpect(rdh, dlp, wex, w, tg, N, C, V)
 			s.b.LogprobBackwardExpect(edh, dlp, gex, w, tg, N, C, V)
 			near(t, "dhidden from expect", edh, rdh, 1e-4)
@@ -763,10 +773,10 @@ func (s suite) logprobBF16(t *testing.T) {
 		name := fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			hid, w := randn(r, N*C, 1), randn(r, V*C, 0.5)
-			wh := bf16(w)
+			hid, w := s.randn(r, N*C, 1), s.randn(r, V*C, 0.5)
+			wh := s.bf16(w)
 			tg := targetsFor(r, N, V)
-			want, got := checkForwards(t, N, C, s.derived(F32Tol),
+			want, got := s.checkForwards(t, N, C, s.derived(F32Tol),
 				func(lp, ent, lse, ex []float32) {
 					s.r.LogprobForwardBF16(lp, ent, lse, ex, s.act(hid), wh, tg, N, C, V, chunk)
 				},
@@ -775,20 +785,20 @@ func (s suite) logprobBF16(t *testing.T) {
 				})
 			glse, gex := got.lse, got.ex
 			went, wlse, wex := want.ent, want.lse, want.ex
-			flp, fent, flse := nan(N), nan(N), nan(N)
+			flp, fent, flse := s.nan(N), s.nan(N), s.nan(N)
 			s.r.LogprobForward(flp, fent, flse, nil, hid, w, tg, N, C, V, chunk)
 			near(t, "lse vs float32 weights", glse, flse, max(BF16Tol, s.derived(0)))
 
-			dlp, dent, dh := randn(r, N, 1), randn(r, N, 1), randn(r, N*C, 1)
-			wdh, gdh := clone(dh), clone(dh)
+			dlp, dent, dh := s.randn(r, N, 1), s.randn(r, N, 1), s.randn(r, N*C, 1)
+			wdh, gdh := s.clone(dh), s.clone(dh)
 			s.r.LogprobBackwardBF16(wdh, dlp, dent, wlse, went, s.act(hid), wh, tg, N, C, V, chunk)
 			s.b.LogprobBackwardBF16(gdh, dlp, dent, wlse, went, hid, wh, tg, N, C, V, chunk)
 			near(t, "dhidden", gdh, wdh, s.derived(1e-4))
-			wdh, gdh = clone(dh), clone(dh)
+			wdh, gdh = s.clone(dh), s.clone(dh)
 			s.b.LogprobBackwardBF16(wdh, dlp, nil, wlse, went, hid, wh, tg, N, C, V, chunk)
 			s.b.LogprobBackwardExpectBF16(gdh, dlp, gex, wh, tg, N, C, V)
 			near(t, "dhidden from expect vs recomputed", gdh, wdh, s.derived(1e-4))
-			rdh := clone(dh)
+			rdh := s.clone(dh)
 			s.r.LogprobBackwardExpectBF16(rdh, dlp, wex, wh, tg, N, C, V)
 			near(t, "dhidden from expect", gdh, rdh, s.derived(1e-4))
 		})
@@ -799,7 +809,7 @@ func (s suite) adamw(t *testing.T) {
 	t.Run("hand-computed", func(t *testing.T) {
 		// One step from m = v = 0: m̂ = g, v̂ = g², so the update is
 		// lr·g/(|g| + eps) after decay: 1·(1 − 0.1·0.01) − 0.1·0.5/(0.5 + 1e-8).
-		p, g, m, v := []float32{1, -2}, []float32{0.5, -0.25}, []float32{0, 0}, []float32{0, 0}
+		p, g, m, v := s.clone([]float32{1, -2}), s.clone([]float32{0.5, -0.25}), s.m.zeros(2), s.m.zeros(2)
 		s.b.AdamW(p, g, m, v, 2, 1, kernels.AdamWParams{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01})
 		want := []float32{0.999 - 0.1*0.5/(0.5+1e-8), -2*0.999 + 0.1*0.25/(0.25+1e-8)}
 		near(t, "param", p, want, 1e-6)
@@ -811,15 +821,15 @@ func (s suite) adamw(t *testing.T) {
 			name := fmt.Sprintf("n=%d,step=%d", n, step)
 			t.Run(name, func(t *testing.T) {
 				r := src(name)
-				p, g := randn(r, n, 1), randn(r, n, 1)
-				m, v := randn(r, n, 0.1), randn(r, n, 0.1)
+				p, g := s.randn(r, n, 1), s.randn(r, n, 1)
+				m, v := s.randn(r, n, 0.1), s.randn(r, n, 0.1)
 				for i := range v {
 					v[i] *= v[i]
 				}
 				h := kernels.AdamWParams{LR: 1e-3, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
-				wp, wm, wv := clone(p), clone(m), clone(v)
+				wp, wm, wv := s.clone(p), s.clone(m), s.clone(v)
 				s.r.AdamW(wp, g, wm, wv, n, step, h)
-				gp, gm, gv := clone(p), clone(m), clone(v)
+				gp, gm, gv := s.clone(p), s.clone(m), s.clone(v)
 				s.b.AdamW(gp, g, gm, gv, n, step, h)
 				near(t, "param", gp, wp, F32Tol)
 				near(t, "m", gm, wm, F32Tol)
@@ -834,12 +844,12 @@ func (s suite) elementwise(t *testing.T) {
 		name := fmt.Sprintf("n=%d", n)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			a, b := randn(r, n, 1), randn(r, n, 1)
-			want, got := nan(n), nan(n)
+			a, b := s.randn(r, n, 1), s.randn(r, n, 1)
+			want, got := s.nan(n), s.nan(n)
 			s.r.Add(want, a, b, n)
 			s.b.Add(got, a, b, n)
 			near(t, "Add", got, want, 0)
-			alias := clone(a)
+			alias := s.clone(a)
 			s.b.Add(alias, alias, b, n)
 			near(t, "Add (out = a)", alias, want, 0)
 
@@ -847,8 +857,8 @@ func (s suite) elementwise(t *testing.T) {
 			s.b.Scale(got, a, 0.37, n)
 			near(t, "Scale", got, want, 0)
 
-			o := randn(r, n, 1)
-			wo, gob := clone(o), clone(o)
+			o := s.randn(r, n, 1)
+			wo, gob := s.clone(o), s.clone(o)
 			s.r.AXPY(wo, a, -1.5, n)
 			s.b.AXPY(gob, a, -1.5, n)
 			near(t, "AXPY", gob, wo, 1e-7)
@@ -856,9 +866,29 @@ func (s suite) elementwise(t *testing.T) {
 			s.r.AddScalar(want, a, 1, n)
 			s.b.AddScalar(got, a, 1, n)
 			near(t, "AddScalar", got, want, 0)
-			alias = clone(a)
+			alias = s.clone(a)
 			s.b.AddScalar(alias, alias, 1, n)
 			near(t, "AddScalar (out = a)", alias, want, 0)
+
+			ws, gs := s.r.SumSquares(a, n), s.b.SumSquares(a, n)
+			if math.Abs(gs-ws) > 1e-12*ws || (n == 0 && gs != 0) {
+				t.Errorf("SumSquares = %.17g, want %.17g", gs, ws)
+			}
+			if n > 0 {
+				// Only the first n values count; a non-finite one makes the
+				// sum non-finite (the optimizer's finiteness check).
+				long := s.clone(append(clone(a), float32(math.NaN())))
+				if got := s.b.SumSquares(long, n); got != gs {
+					t.Errorf("SumSquares reads past n: %g, want %g", got, gs)
+				}
+				for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+					x := s.clone(a)
+					x[r.IntN(n)] = bad
+					if got := s.b.SumSquares(x, n); !math.IsNaN(got) && !math.IsInf(got, 1) {
+						t.Errorf("SumSquares with a %g among the values = %g, want NaN or +Inf", bad, got)
+					}
+				}
+			}
 		})
 	}
 }
@@ -870,8 +900,8 @@ func (s suite) copyZero(t *testing.T) {
 		name := fmt.Sprintf("n=%d", n)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			src, dst := randn(r, n+3, 1), randn(r, n+3, 1)
-			want := append(clone(src[:n]), dst[n:]...)
+			src, dst := s.randn(r, n+3, 1), s.randn(r, n+3, 1)
+			want := append(s.clone(src[:n]), dst[n:]...)
 			s.b.Copy(dst, src, n)
 			near(t, "Copy", dst, want, 0)
 			for i := range want[:n] {
@@ -879,7 +909,7 @@ func (s suite) copyZero(t *testing.T) {
 			}
 			s.b.Zero(dst, n)
 			near(t, "Zero", dst, want, 0)
-			nans := nan(n + 3)
+			nans := s.nan(n + 3)
 			s.b.Zero(nans, n)
 			for i, v := range nans {
 				if (i < n) != (v == 0) {
@@ -905,7 +935,7 @@ func (s suite) rows(t *testing.T) {
 		name := fmt.Sprintf("n=%d", n)
 		t.Run(name, func(t *testing.T) {
 			r := src(name)
-			x := randn(r, n, 8)
+			x := s.randn(r, n, 8)
 			if n > 1 {
 				x[r.IntN(n)] = inf // a masked token
 			}
@@ -914,7 +944,7 @@ func (s suite) rows(t *testing.T) {
 				t.Fatalf("RowMax = %g, want %g", got, mu)
 			}
 			for _, scale := range []float32{1, 1 / 0.7, 0.05} {
-				want, got := nan(n), nan(n)
+				want, got := s.nan(n), s.nan(n)
 				ws := s.r.ExpShift(want, x, mu, scale)
 				gs := s.b.ExpShift(got, x, mu, scale)
 				what := fmt.Sprintf("scale=%g", scale)
@@ -922,7 +952,7 @@ func (s suite) rows(t *testing.T) {
 				if math.Abs(gs-ws) > F32Tol*ws {
 					t.Errorf("%s: sum %.9g, want %.9g", what, gs, ws)
 				}
-				inPlace := clone(x)
+				inPlace := s.clone(x)
 				if is := s.b.ExpShift(inPlace, inPlace, mu, scale); is != gs {
 					t.Errorf("%s: in place the sum is %.9g, into another buffer %.9g", what, is, gs)
 				}
@@ -938,7 +968,7 @@ func (s suite) rows(t *testing.T) {
 // badArguments checks that wrong sizes and out-of-range ids panic with a
 // message naming the op, instead of touching memory they should not.
 func (s suite) badArguments(t *testing.T) {
-	f := func(n int) []float32 { return make([]float32, n) }
+	f := s.m.zeros
 	for _, c := range []struct {
 		name string
 		call func()
@@ -946,7 +976,7 @@ func (s suite) badArguments(t *testing.T) {
 		{"Matmul short c", func() { s.b.Matmul(f(5), f(6), f(6), 2, 3, 2, false, false, 0) }},
 		{"Matmul short a", func() { s.b.Matmul(f(6), f(3), f(6), 2, 3, 2, false, true, 0) }},
 		{"LinearForward short weight", func() { s.b.LinearForward(f(6), f(4), f(5), nil, 2, 2, 3) }},
-		{"LinearForwardBF16 short bias", func() { s.b.LinearForwardBF16(f(6), f(4), make([]uint16, 6), f(2), 2, 2, 3) }},
+		{"LinearForwardBF16 short bias", func() { s.b.LinearForwardBF16(f(6), f(4), s.m.zeros16(6), f(2), 2, 2, 3) }},
 		{"RMSNormForward short rstd", func() { s.b.RMSNormForward(f(4), f(1), f(4), f(2), 2, 2, 1e-6) }},
 		{"RoPEForward rotary dims over head dim", func() { s.b.RoPEForward(f(4), f(4), []int32{0}, f(3), 1, 1, 4) }},
 		{"AttentionForward seqOff not ending at N", func() {
@@ -974,7 +1004,7 @@ func (s suite) badArguments(t *testing.T) {
 			s.b.LogprobBackwardExpect(f(2), f(1), f(2), f(6), []int32{3}, 1, 2, 3)
 		}},
 		{"LogprobBackwardExpectBF16 short expect", func() {
-			s.b.LogprobBackwardExpectBF16(f(2), f(1), f(1), make([]uint16, 6), []int32{0}, 1, 2, 3)
+			s.b.LogprobBackwardExpectBF16(f(2), f(1), f(1), s.m.zeros16(6), []int32{0}, 1, 2, 3)
 		}},
 		{"AdamW step 0", func() { s.b.AdamW(f(1), f(1), f(1), f(1), 1, 0, kernels.DefaultAdamW(1e-3)) }},
 		{"Add short b", func() { s.b.Add(f(3), f(3), f(2), 3) }},
@@ -982,6 +1012,7 @@ func (s suite) badArguments(t *testing.T) {
 		{"Copy short src", func() { s.b.Copy(f(3), f(2), 3) }},
 		{"Copy negative n", func() { s.b.Copy(f(3), f(3), -1) }},
 		{"Zero short x", func() { s.b.Zero(f(2), 3) }},
+		{"SumSquares short x", func() { s.b.SumSquares(f(2), 3) }},
 		{"GeGLUForward short up", func() { s.b.GeGLUForward(f(3), f(3), f(2), 3) }},
 		{"GeGLUBackward short dup", func() { s.b.GeGLUBackward(f(3), f(2), f(3), f(3), f(3), 3) }},
 		{"ExpShift short dst", func() { s.b.ExpShift(f(2), f(3), 0, 1) }},

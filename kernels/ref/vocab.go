@@ -357,6 +357,17 @@ func (Backend) AddScalar(out, a []float32, s float32, n int) {
 	}
 }
 
+// SumSquares returns Σ x[i]² in float64, summed in index order.
+func (Backend) SumSquares(x []float32, n int) float64 {
+	kernels.NeedSizes("SumSquares", n)
+	kernels.Need("SumSquares", "x", len(x), n)
+	s := 0.0
+	for _, v := range x[:n] {
+		s += float64(v) * float64(v)
+	}
+	return s
+}
+
 // Copy: dst [n] = src.
 func (Backend) Copy(dst, src []float32, n int) {
 	kernels.NeedSizes("Copy", n)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -39,6 +40,13 @@ type Options struct {
 	Config  *model.Config // the base model's, to check shapes
 	MaxKeep int           // steps kept loaded per run: the current one and the most recently current others (default 2)
 	Log     *slog.Logger
+	// Backend is the model's backend: each adapter is placed on it as it
+	// loads (model.Adapter.Place); nil leaves adapters in Go memory, which
+	// only a host backend can read. A step dropped beyond MaxKeep is not
+	// freed on the backend, since a request in flight may still use it: on
+	// a backend that allocates its own memory each dropped step stays
+	// allocated (small: the LoRA tensors).
+	Backend kernels.Backend
 }
 
 // run is what the registry holds of one run.
@@ -64,6 +72,7 @@ type Registry struct {
 	runs map[string]*run
 
 	pollMu sync.Mutex       // one Poll at a time; guards what follows
+	closed bool             // Close ran: Poll loads nothing
 	failed map[string]stamp // step dirs that failed, by real path, until they change
 	// warned holds the warning last logged per condition ("" for the
 	// adapters folder, else the run name), so that a condition that lasts
@@ -145,6 +154,9 @@ func (r *Registry) Watch(ctx context.Context, interval time.Duration) {
 func (r *Registry) Poll(ctx context.Context) int {
 	r.pollMu.Lock()
 	defer r.pollMu.Unlock()
+	if r.closed {
+		return 0
+	}
 	runs, err := runfolder.Runs(r.o.Dir)
 	if err != nil {
 		r.warnOnce("", "adapters: cannot read the adapters folder; serving what is loaded", "dir", r.o.Dir, "err", err)
@@ -191,6 +203,9 @@ func (r *Registry) pollRun(name string) bool {
 			err = fmt.Errorf("%s: %w", step.Dir, err)
 		}
 	}
+	if err == nil && r.o.Backend != nil {
+		err = w.Place(r.o.Backend)
+	}
 	if err != nil {
 		r.failed[step.Real] = st
 		r.o.Log.Error("adapters: refusing adapter; the previous one keeps serving", "dir", step.Dir, "err", err)
@@ -201,6 +216,22 @@ func (r *Registry) pollRun(name string) bool {
 	r.install(a)
 	r.o.Log.Info("adapters: loaded", "model", a.Name(), "dir", step.Dir)
 	return true
+}
+
+// Close frees the memory of every loaded adapter on Options.Backend and
+// forgets them (Resolve fails afterwards; Poll loads nothing). Call it once
+// nothing uses them: after the engine stopped.
+func (r *Registry) Close() {
+	r.pollMu.Lock()
+	defer r.pollMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rn := range r.runs {
+		for _, a := range rn.steps {
+			a.Weights.Free()
+		}
+	}
+	r.runs, r.closed = map[string]*run{}, true
 }
 
 // loadedStep returns the loaded adapter of run's step n, or nil.

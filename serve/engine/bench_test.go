@@ -55,7 +55,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 				for i := range prompt {
 					prompt[i] = int32(i * 7)
 				}
-				cache := NewKVCache(&m.Config, 0)
+				cache := NewKVCache(&m.Config, m.Backend(), 0)
 				in := make([]model.StepInput, S)
 				for i := range in {
 					if err := cache.Reserve(i, 32+1<<12); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -20,10 +21,15 @@ var ErrCacheFull = errors.New("kv cache budget exhausted")
 // kept for prefix caching (Keep, Match, Seed in prefix.go); kept bytes
 // count against the budget until Reserve evicts them.
 //
+// The rows live in the model's backend's memory (kernels.AllocF32): a
+// growing sequence moves to a larger allocation with the backend's Copy,
+// and Free, eviction and Close give the memory back.
+//
 // The model calls Len/Grow/KV/Truncate from the scheduler goroutine only;
 // the mutex makes the accounting readable from other goroutines (metrics).
 type KVCache struct {
 	layers, kvd int
+	be          kernels.Backend
 	budget      int64 // bytes; 0: unlimited
 
 	mu   sync.Mutex
@@ -40,33 +46,68 @@ type KVCache struct {
 
 type kvSeq struct {
 	n, capTokens int
-	k, v         [][]float32 // [layers][≤capTokens, KVH, D], len = allocated tokens·KVH·D
+	k, v         [][]float32 // [layers][≤capTokens, KVH, D], each a whole allocation: len = allocated tokens·KVH·D
 }
 
-// ensure makes room for need tokens of s (need ≤ s.capTokens).
-func (c *KVCache) ensure(s *kvSeq, need int) {
+// ensure makes room for need tokens of s (need ≤ s.capTokens), moving its
+// rows to larger allocations.
+func (c *KVCache) ensure(s *kvSeq, need int) error {
 	have := 0
 	if len(s.k) > 0 && s.k[0] != nil {
 		have = len(s.k[0]) / c.kvd
 	}
 	if need <= have {
-		return
+		return nil
 	}
 	n := min(s.capTokens, max(need, 2*have, 16))
 	for l := range s.k {
-		k, v := make([]float32, n*c.kvd), make([]float32, n*c.kvd)
-		copy(k, s.k[l][:s.n*c.kvd])
-		copy(v, s.v[l][:s.n*c.kvd])
-		s.k[l], s.v[l] = k, v
+		for _, b := range []*[]float32{&s.k[l], &s.v[l]} {
+			nb, err := kernels.AllocF32(c.be, n*c.kvd)
+			if err != nil {
+				return fmt.Errorf("kv cache: allocating %d tokens on %s: %w", n, c.be.Name(), err)
+			}
+			if s.n > 0 {
+				c.be.Copy(nb, *b, s.n*c.kvd)
+			}
+			kernels.FreeF32(c.be, *b)
+			*b = nb
+		}
 	}
+	return nil
+}
+
+// freeRows gives s's memory back to the backend.
+func (c *KVCache) freeRows(s *kvSeq) {
+	for l := range s.k {
+		kernels.FreeF32(c.be, s.k[l])
+		kernels.FreeF32(c.be, s.v[l])
+		s.k[l], s.v[l] = nil, nil
+	}
+}
+
+// Close frees every sequence's and every kept sequence's rows; the cache
+// must not be used afterwards.
+func (c *KVCache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for seq, s := range c.seqs {
+		c.freeRows(s)
+		c.used -= int64(s.capTokens) * c.TokenBytes()
+		delete(c.seqs, seq)
+	}
+	for len(c.kept) > 0 {
+		c.evictOldest()
+	}
+	return nil
 }
 
 var _ model.Cache = (*KVCache)(nil)
 
 // NewKVCache returns an empty cache for a model of config c holding at most
-// budget bytes of keys and values (0: no limit).
-func NewKVCache(c *model.Config, budget int64) *KVCache {
-	return &KVCache{layers: c.Layers, kvd: c.KVHeads * c.HeadDim, budget: budget, seqs: map[int]*kvSeq{}}
+// budget bytes of keys and values (0: no limit) in be's memory (the
+// model's backend).
+func NewKVCache(c *model.Config, be kernels.Backend, budget int64) *KVCache {
+	return &KVCache{layers: c.Layers, kvd: c.KVHeads * c.HeadDim, be: be, budget: budget, seqs: map[int]*kvSeq{}}
 }
 
 // TokenBytes is what one cached token costs.
@@ -115,6 +156,7 @@ func (c *KVCache) Free(seq int) {
 	defer c.mu.Unlock()
 	if s, ok := c.seqs[seq]; ok {
 		c.used -= int64(s.capTokens) * c.TokenBytes()
+		c.freeRows(s)
 		delete(c.seqs, seq)
 	}
 }
@@ -129,19 +171,24 @@ func (c *KVCache) Fork(dst, src, n int) error {
 	if s == nil || d == nil || n > s.n || n > d.capTokens {
 		return fmt.Errorf("kv cache: fork %d tokens of sequence %d into %d", n, src, dst)
 	}
-	c.copyPrefix(d, s, n)
-	return nil
+	return c.copyPrefix(d, s, n)
 }
 
-// copyPrefix makes d hold the first n rows of s (n ≤ d.capTokens).
-func (c *KVCache) copyPrefix(d, s *kvSeq, n int) {
+// copyPrefix makes d hold the first n rows of s (n ≤ d.capTokens), copied
+// with the backend's Copy.
+func (c *KVCache) copyPrefix(d, s *kvSeq, n int) error {
 	d.n = 0
-	c.ensure(d, n)
-	for l := range s.k {
-		copy(d.k[l], s.k[l][:n*c.kvd])
-		copy(d.v[l], s.v[l][:n*c.kvd])
+	if err := c.ensure(d, n); err != nil {
+		return err
+	}
+	if n > 0 {
+		for l := range s.k {
+			c.be.Copy(d.k[l], s.k[l], n*c.kvd)
+			c.be.Copy(d.v[l], s.v[l], n*c.kvd)
+		}
 	}
 	d.n = n
+	return nil
 }
 
 // Len implements model.Cache.
@@ -165,7 +212,9 @@ func (c *KVCache) Grow(seq, n int) error {
 	if n < 0 || s.n+n > s.capTokens {
 		return fmt.Errorf("kv cache: sequence %d: %d+%d tokens exceed its reservation of %d", seq, s.n, n, s.capTokens)
 	}
-	c.ensure(s, s.n+n)
+	if err := c.ensure(s, s.n+n); err != nil {
+		return err
+	}
 	s.n += n
 	return nil
 }

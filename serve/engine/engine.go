@@ -209,7 +209,7 @@ func New(m *model.Model, cfg Config) *Engine {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{
-		m: m, cfg: cfg, cache: NewKVCache(&m.Config, cfg.KVCacheBytes), eos: map[int32]bool{}, log: cfg.Log,
+		m: m, cfg: cfg, cache: NewKVCache(&m.Config, m.Backend(), cfg.KVCacheBytes), eos: map[int32]bool{}, log: cfg.Log,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), kill: make(chan struct{}),
 	}
 	for _, id := range cfg.EOS {
@@ -325,6 +325,13 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 
 func (e *Engine) loop() {
 	defer close(e.stopped)
+	defer func() {
+		// Every sequence has ended: give the cache's and the logits' memory
+		// back to the backend.
+		e.cache.Close()
+		e.m.FreeLogits(e.logits)
+		e.logits = nil
+	}()
 	for {
 		select {
 		case <-e.kill:

@@ -360,7 +360,7 @@ func TestQueueFullCancelAndShutdown(t *testing.T) {
 // other instead of failing; one that can never fit is refused at once.
 func TestKVBudget(t *testing.T) {
 	m, tok := tiny(t)
-	c := NewKVCache(&m.Config, 0)
+	c := NewKVCache(&m.Config, m.Backend(), 0)
 	budget := 40 * c.TokenBytes() // room for one 4+30 token sequence at a time
 	e := New(m, Config{Tokenizer: tok, KVCacheBytes: budget})
 	defer e.Shutdown(context.Background())
@@ -385,7 +385,7 @@ func TestKVBudget(t *testing.T) {
 
 func TestKVCacheFork(t *testing.T) {
 	m, _ := tiny(t)
-	c := NewKVCache(&m.Config, 0)
+	c := NewKVCache(&m.Config, m.Backend(), 0)
 	if err := c.Reserve(1, 4); err != nil {
 		t.Fatal(err)
 	}

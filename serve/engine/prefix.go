@@ -70,16 +70,19 @@ func (c *KVCache) Keep(seq int, adapter *model.Adapter, tokens []int32) {
 	c.used -= int64(s.capTokens) * c.TokenBytes()
 	delete(c.seqs, seq)
 	if c.keepLimit == 0 || s.n == 0 || len(tokens) < s.n {
+		c.freeRows(s)
 		return
 	}
 	tokens = tokens[:s.n:s.n]
 	b := int64(len(s.k[0])/c.kvd) * c.TokenBytes()
 	if b > c.keepLimit {
+		c.freeRows(s)
 		return
 	}
 	for _, k := range c.kept {
 		if k.adapter == adapter && len(k.tokens) >= len(tokens) && slices.Equal(k.tokens[:len(tokens)], tokens) {
 			c.touch(k) // already covered, by rows at least as long
+			c.freeRows(s)
 			return
 		}
 	}
@@ -87,6 +90,7 @@ func (c *KVCache) Keep(seq int, adapter *model.Adapter, tokens []int32) {
 		if k.adapter == adapter && len(k.tokens) < len(tokens) && slices.Equal(k.tokens, tokens[:len(k.tokens)]) {
 			k.gone = true
 			c.keptBytes -= k.bytes
+			c.freeRows(k.kv)
 			return true
 		}
 		return false
@@ -143,11 +147,10 @@ func (c *KVCache) Seed(seq int, m PrefixMatch) error {
 	if m.N == len(k.tokens) && len(k.kv.k[0])/c.kvd <= d.capTokens {
 		d.k, d.v = k.kv.k, k.kv.v
 		d.n = m.N
-		c.drop(k)
+		c.drop(k) // d owns the rows now
 		return nil
 	}
-	c.copyPrefix(d, k.kv, m.N)
-	return nil
+	return c.copyPrefix(d, k.kv, m.N)
 }
 
 func (c *KVCache) touch(k *keptRows) {
@@ -155,7 +158,8 @@ func (c *KVCache) touch(k *keptRows) {
 	k.lastUse = c.clock
 }
 
-// drop forgets kept rows k.
+// drop forgets kept rows k (their memory is the caller's: freed, or taken
+// over by a sequence).
 func (c *KVCache) drop(k *keptRows) {
 	if i := slices.Index(c.kept, k); i >= 0 {
 		c.kept = slices.Delete(c.kept, i, i+1)
@@ -164,7 +168,7 @@ func (c *KVCache) drop(k *keptRows) {
 	}
 }
 
-// evictOldest drops the least recently used kept rows.
+// evictOldest drops the least recently used kept rows and frees them.
 func (c *KVCache) evictOldest() {
 	oldest := c.kept[0]
 	for _, k := range c.kept[1:] {
@@ -173,6 +177,7 @@ func (c *KVCache) evictOldest() {
 		}
 	}
 	c.drop(oldest)
+	c.freeRows(oldest.kv)
 }
 
 // trimKept evicts kept rows until they fit the keep limit and, with the

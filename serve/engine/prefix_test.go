@@ -133,7 +133,7 @@ func TestPrefixCacheAdapter(t *testing.T) {
 // waits on rows nobody uses.
 func TestPrefixCacheBudget(t *testing.T) {
 	m, tok := tiny(t)
-	tb := NewKVCache(&m.Config, 0).TokenBytes()
+	tb := NewKVCache(&m.Config, m.Backend(), 0).TokenBytes()
 	e := New(m, Config{Tokenizer: tok, KVCacheBytes: 40 * tb, PrefixCaching: true})
 	defer e.Shutdown(context.Background())
 	p := Params{MaxTokens: 30, IgnoreEOS: true}
@@ -156,7 +156,7 @@ func TestPrefixCacheBudget(t *testing.T) {
 // matches, redundant rows, and the keep limit.
 func TestKVCacheKeepSeed(t *testing.T) {
 	m, _ := tiny(t)
-	c := NewKVCache(&m.Config, 0)
+	c := NewKVCache(&m.Config, m.Backend(), 0)
 	c.SetKeep(64 * c.TokenBytes())
 	fill := func(seq, n int, base float32) {
 		t.Helper()

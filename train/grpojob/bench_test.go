@@ -41,7 +41,13 @@ func BenchmarkGRPOStep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opt := trainer.NewAdamW(ad, kernels.DefaultAdamW(1e-3), 1)
+	if err := ad.Place(be); err != nil {
+		b.Fatal(err)
+	}
+	opt, err := trainer.NewAdamW(ad, kernels.DefaultAdamW(1e-3), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
 	job := &trainer.Job{MicroBatches: mbs, Loss: lossFunc(grpo.DefaultConfig(), tot, samplerTokens(exs), nil, 1)}
 	tokens := 0
 	for _, mb := range mbs {

@@ -42,7 +42,7 @@ type attnActs struct {
 	qnw, knw     []float32    // [D] the q/k norms' 1+w (NormOffset only)
 }
 
-func (a *Attention) newActs(ar *arena, N int, lr *[numModules]*LoRA) *attnActs {
+func (a *Attention) newActs(ar *arena, N int, r *ranks) *attnActs {
 	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
 	s := &attnActs{
 		q: ar.take(qd), k: ar.take(kvd), v: ar.take(kvd),
@@ -58,8 +58,8 @@ func (a *Attention) newActs(ar *arena, N int, lr *[numModules]*LoRA) *attnActs {
 	}
 	s.qr, s.kr = s.qn, s.kn
 	for m := ModQ; m <= ModO; m++ {
-		if lr[m] != nil {
-			s.u[m] = ar.take(N * lr[m].R)
+		if r[m] > 0 {
+			s.u[m] = ar.take(N * r[m])
 		}
 	}
 	return s
@@ -140,7 +140,7 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
 	datt := w.dq[:qd] // [N,H,D]
 	be.Zero(datt, qd)
-	a.O.Backward(be, datt, dout, s.out, s.u[ModO], N, lr[ModO])
+	a.O.Backward(be, datt, dout, s.out, s.u[ModO], w.lg, N, lr[ModO])
 
 	dqr, dkr, dv := w.dqr[:qd], w.dkr[:kvd], w.dv[:kvd]
 	be.Zero(dqr, qd)
@@ -166,7 +166,7 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, kw, N*a.KVH, a.D)
 		dq, dk = dqp, dkp
 	}
-	a.Q.Backward(be, dx, dq, x, s.u[ModQ], N, lr[ModQ])
-	a.K.Backward(be, dx, dk, x, s.u[ModK], N, lr[ModK])
-	a.V.Backward(be, dx, dv, x, s.u[ModV], N, lr[ModV])
+	a.Q.Backward(be, dx, dq, x, s.u[ModQ], w.lg, N, lr[ModQ])
+	a.K.Backward(be, dx, dk, x, s.u[ModK], w.lg, N, lr[ModK])
+	a.V.Backward(be, dx, dv, x, s.u[ModV], w.lg, N, lr[ModV])
 }

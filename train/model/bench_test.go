@@ -28,7 +28,7 @@ func benchModel(b *testing.B) (*Model, *Adapter) {
 		b.Fatal(err)
 	}
 	randomize(m, 1)
-	ad := randomAdapter(b, &m.Config, AllModules(), 8, 2)
+	ad := randomAdapter(b, m, AllModules(), 8, 2)
 	return m, ad
 }
 
@@ -87,7 +87,7 @@ func BenchmarkDecode(b *testing.B) {
 				m.ToBF16()
 			}
 			ctx := context.Background()
-			cache := NewContiguousCache(&m.Config)
+			cache := NewContiguousCache(&m.Config, m.Backend())
 			var in []StepInput
 			for s := range S {
 				in = append(in, StepInput{Seq: s, IDs: packed(m.Config.Vocab, []int{32}, uint64(s)).IDs})
@@ -145,7 +145,7 @@ func BenchmarkDecode05B(b *testing.B) {
 		for _, S := range []int{1, 8, 32} {
 			b.Run(fmt.Sprintf("S=%d,bf16=%v", S, bf16), func(b *testing.B) {
 				ctx := context.Background()
-				cache := NewContiguousCache(&m.Config)
+				cache := NewContiguousCache(&m.Config, m.Backend())
 				in := make([]StepInput, S)
 				for s := range in {
 					in[s] = StepInput{Seq: s, IDs: packed(m.Config.Vocab, []int{16}, uint64(s+1)).IDs}
@@ -177,7 +177,7 @@ func BenchmarkPrefill05B(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := range b.N {
-		cache := NewContiguousCache(&m.Config)
+		cache := NewContiguousCache(&m.Config, m.Backend())
 		if _, err := m.Step(ctx, cache, []StepInput{{Seq: i, IDs: prompt}}, nil); err != nil {
 			b.Fatal(err)
 		}

@@ -46,6 +46,9 @@ type blockActs struct {
 	rstdA, rstdM []float32 // [N]
 	// NormOffset only: 1+w of InputNorm, PostNorm, PreFFNorm, PostFFNorm.
 	nw [4][]float32 // [C] each
+	// lora holds the LoRA activations' memory, [N, R] at the ranks the
+	// slot was carved for; fitLoRA points attn.u and mlp.u into it.
+	lora [numModules][]float32
 }
 
 // norms returns the weights the block's norms multiply by (input, post-
@@ -62,13 +65,22 @@ func (b *Block) norms(be kernels.Backend, s *blockActs) (in, post, preFF, postFF
 	return out[0], out[1], out[2], out[3]
 }
 
-func (b *Block) newActs(ar *arena, N int, lr *[numModules]*LoRA) *blockActs {
+// newActs lays out a slot for LoRA ranks r (per module, 0: not adapted):
+// one layer's ranks, or the largest of every layer's for a slot that
+// fitLoRA refits per layer.
+func (b *Block) newActs(ar *arena, N int, r ranks) *blockActs {
 	s := &blockActs{
 		rstd1: ar.take(N),
-		attn:  b.Attn.newActs(ar, N, lr),
+		attn:  b.Attn.newActs(ar, N, &r),
 		x2:    ar.take(N * b.C),
 		rstd2: ar.take(N),
-		mlp:   b.MLP.newActs(ar, N, lr),
+		mlp:   b.MLP.newActs(ar, N, &r),
+	}
+	for m := ModQ; m <= ModO; m++ {
+		s.lora[m] = s.attn.u[m]
+	}
+	for i, m := range [3]Module{ModGate, ModUp, ModDown} {
+		s.lora[m] = s.mlp.u[i]
 	}
 	if b.sandwich() {
 		s.ao, s.mo = ar.take(N*b.C), ar.take(N*b.C)
@@ -82,22 +94,22 @@ func (b *Block) newActs(ar *arena, N int, lr *[numModules]*LoRA) *blockActs {
 	return s
 }
 
-// fitLoRA sizes the LoRA scratch of s for layer lr, so one blockActs can be
-// reused across layers whose adapted modules or ranks differ.
+// fitLoRA sizes the LoRA activations of s for layer lr, so one blockActs
+// can be reused across layers whose adapted modules or ranks differ: each
+// is a prefix of the memory carved at the largest rank (newActs).
 func (s *blockActs) fitLoRA(N int, lr *[numModules]*LoRA) {
-	fit := func(u *[]float32, l *LoRA) {
-		switch {
-		case l == nil:
+	fit := func(u *[]float32, m Module) {
+		if lr[m] == nil {
 			*u = nil
-		case len(*u) != N*l.R:
-			*u = make([]float32, N*l.R)
+			return
 		}
+		*u = s.lora[m][:N*lr[m].R]
 	}
 	for m := ModQ; m <= ModO; m++ {
-		fit(&s.attn.u[m], lr[m])
+		fit(&s.attn.u[m], m)
 	}
 	for i, m := range [3]Module{ModGate, ModUp, ModDown} {
-		fit(&s.mlp.u[i], lr[m])
+		fit(&s.mlp.u[i], m)
 	}
 }
 

@@ -52,22 +52,43 @@ func newModel(c Config, be kernels.Backend, bf16 bool) (*Model, error) {
 			return nil, fmt.Errorf("model config: sliding layers: %w", err)
 		}
 	}
+	m := &Model{Config: c, be: be, Blocks: make([]Block, c.Layers)}
+	m.slabs.be = be
+	// Every buffer an op reads is the backend's (kernels.AllocF32): the
+	// first failure is kept and the model freed.
+	var aerr error
+	f32 := func(n int) []float32 {
+		x, err := m.allocF32(n)
+		if err != nil && aerr == nil {
+			aerr = err
+		}
+		return x
+	}
+	on := func(host []float32) []float32 {
+		x := f32(len(host))
+		copy(x, host)
+		return x
+	}
+	inv = on(inv)
+	if strings.Contains(c.LayerKinds, "S") {
+		localInv = on(localInv)
+	}
 	C := c.Hidden
-	m := &Model{Config: c, be: be, Norm: make([]float32, C), Blocks: make([]Block, c.Layers)}
+	m.Norm = f32(C)
 	lin := func(mod Module, bias bool) Linear {
 		in, out := c.dims(mod)
 		l := Linear{In: in, Out: out}
 		if bias {
-			l.Bias = make([]float32, out)
+			l.Bias = f32(out)
 		}
 		return l
 	}
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
 		b.C, b.Eps, b.NormOffset = C, c.RMSNormEps, c.NormOffset
-		b.InputNorm, b.PostNorm = make([]float32, C), make([]float32, C)
+		b.InputNorm, b.PostNorm = f32(C), f32(C)
 		if c.SandwichNorms {
-			b.PreFFNorm, b.PostFFNorm = make([]float32, C), make([]float32, C)
+			b.PreFFNorm, b.PostFFNorm = f32(C), f32(C)
 		}
 		b.Attn = Attention{
 			Q: lin(ModQ, c.QKVBias), K: lin(ModK, c.QKVBias), V: lin(ModV, c.QKVBias), O: lin(ModO, c.OBias),
@@ -78,12 +99,48 @@ func newModel(c Config, be kernels.Backend, bf16 bool) (*Model, error) {
 			b.Attn.InvFreq, b.Attn.Window = localInv, c.SlidingWindow
 		}
 		if c.QKNorm {
-			b.Attn.QNorm, b.Attn.KNorm = make([]float32, c.HeadDim), make([]float32, c.HeadDim)
+			b.Attn.QNorm, b.Attn.KNorm = f32(c.HeadDim), f32(c.HeadDim)
 		}
 		b.MLP = MLP{Gate: lin(ModGate, c.MLPBias), Up: lin(ModUp, c.MLPBias), Down: lin(ModDown, c.MLPBias), GELU: c.Act == "gelu_tanh"}
 	}
-	m.allocMatrices(bf16)
+	if aerr == nil {
+		aerr = m.allocMatrices(bf16)
+	}
+	if aerr != nil {
+		m.Close()
+		return nil, aerr
+	}
 	return m, nil
+}
+
+// allocF32 returns n zeroed float32 values in the backend's memory, owned
+// by the model until Close.
+func (m *Model) allocF32(n int) ([]float32, error) {
+	x, err := kernels.AllocF32(m.be, n)
+	if err != nil {
+		return nil, fmt.Errorf("model: allocating %d float32 values on %s: %w", n, m.be.Name(), err)
+	}
+	m.owned = append(m.owned, x)
+	return x, nil
+}
+
+// Close frees the memory the model allocated through its backend: the
+// weights and the activation memory of released passes. Release every pass
+// and free what Step returned (FreeLogits) first; the model must not be
+// used afterwards. On a backend that is not a kernels.Allocator it only
+// drops the references (the garbage collector frees the memory). The
+// backend itself stays open: its owner closes it.
+func (m *Model) Close() error {
+	m.slabs.drain()
+	for _, x := range m.owned {
+		kernels.FreeF32(m.be, x)
+	}
+	m.owned = nil
+	kernels.FreeF32(m.be, m.matF32)
+	kernels.FreeBF16(m.be, m.matBF16)
+	m.matF32, m.matBF16 = nil, nil
+	m.Embed, m.Head, m.Norm, m.Blocks = Matrix{}, Matrix{}, nil, nil
+	return nil
 }
 
 // Tensor is one named weight of the model as the checkpoint names it, with

@@ -3,6 +3,8 @@ package model
 import (
 	"context"
 	"fmt"
+
+	"github.com/hone-rl/hone/kernels"
 )
 
 // Cache stores the keys and values of past tokens, per sequence and layer,
@@ -28,20 +30,23 @@ type Cache interface {
 }
 
 // ContiguousCache is a Cache that keeps each sequence in one growing slice
-// per layer: simple, for tests and single-user decoding.
+// per layer, in the backend's memory: simple, for tests and single-user
+// decoding. Truncate to 0 frees a sequence; Close frees them all.
 type ContiguousCache struct {
 	layers, kvd int
+	be          kernels.Backend
 	seqs        map[int]*cacheSeq
 }
 
 type cacheSeq struct {
 	n    int
-	k, v [][]float32 // [layers][n, KVH, D]
+	k, v [][]float32 // [layers][n, KVH, D], each a prefix of an allocation (cap)
 }
 
-// NewContiguousCache returns an empty cache for a model of config c.
-func NewContiguousCache(c *Config) *ContiguousCache {
-	return &ContiguousCache{layers: c.Layers, kvd: c.kvDim(), seqs: map[int]*cacheSeq{}}
+// NewContiguousCache returns an empty cache for a model of config c whose
+// keys and values live in be's memory (the model's backend).
+func NewContiguousCache(c *Config, be kernels.Backend) *ContiguousCache {
+	return &ContiguousCache{layers: c.Layers, kvd: c.kvDim(), be: be, seqs: map[int]*cacheSeq{}}
 }
 
 // Len implements Cache.
@@ -62,22 +67,35 @@ func (c *ContiguousCache) Grow(seq, n int) error {
 		s = &cacheSeq{k: make([][]float32, c.layers), v: make([][]float32, c.layers)}
 		c.seqs[seq] = s
 	}
-	s.n += n
 	for l := range s.k {
-		s.k[l] = growTo(s.k[l], s.n*c.kvd)
-		s.v[l] = growTo(s.v[l], s.n*c.kvd)
+		for _, b := range []*[]float32{&s.k[l], &s.v[l]} {
+			nb, err := c.growTo(*b, (s.n+n)*c.kvd)
+			if err != nil {
+				return fmt.Errorf("cache: sequence %d: %w", seq, err)
+			}
+			*b = nb
+		}
 	}
+	s.n += n
 	return nil
 }
 
-func growTo(b []float32, n int) []float32 {
+// growTo returns b lengthened to n values, moved (with the backend's Copy)
+// to a new allocation of at least twice its capacity when it has no room.
+func (c *ContiguousCache) growTo(b []float32, n int) ([]float32, error) {
 	if n <= cap(b) {
-		return b[:n]
+		return b[:n], nil
 	}
-	nb := make([]float32, n, max(n, 2*cap(b)))
-	copy(nb, b)
-	return nb
+	nb, err := kernels.AllocF32(c.be, max(n, 2*cap(b)))
+	if err != nil {
+		return nil, fmt.Errorf("allocating %d float32 values on %s: %w", max(n, 2*cap(b)), c.be.Name(), err)
+	}
+	c.be.Copy(nb, b, len(b))
+	c.free(b)
+	return nb[:n], nil
 }
+
+func (c *ContiguousCache) free(b []float32) { kernels.FreeF32(c.be, b[:cap(b)]) }
 
 // KV implements Cache.
 func (c *ContiguousCache) KV(layer, seq int) (k, v []float32) {
@@ -88,13 +106,14 @@ func (c *ContiguousCache) KV(layer, seq int) (k, v []float32) {
 	return s.k[layer], s.v[layer]
 }
 
-// Truncate implements Cache.
+// Truncate implements Cache; truncating to 0 frees the sequence's memory.
 func (c *ContiguousCache) Truncate(seq, n int) {
 	s := c.seqs[seq]
 	if s == nil {
 		return
 	}
 	if n <= 0 {
+		c.drop(s)
 		delete(c.seqs, seq)
 		return
 	}
@@ -106,6 +125,22 @@ func (c *ContiguousCache) Truncate(seq, n int) {
 	}
 }
 
+func (c *ContiguousCache) drop(s *cacheSeq) {
+	for l := range s.k {
+		c.free(s.k[l])
+		c.free(s.v[l])
+	}
+}
+
+// Close frees every sequence; the cache is empty afterwards.
+func (c *ContiguousCache) Close() error {
+	for seq, s := range c.seqs {
+		c.drop(s)
+		delete(c.seqs, seq)
+	}
+	return nil
+}
+
 // StepInput is the new tokens of one sequence for Step.
 type StepInput struct {
 	Seq int     // cache entry of the sequence
@@ -114,14 +149,18 @@ type StepInput struct {
 
 // Step runs new tokens of several sequences against the cache, all with the
 // same adapter (nil: base model), and returns the logits of each sequence's
-// last new token, [len(in), V]. The tokens' positions continue from what the
-// cache holds. On error every sequence is truncated back to its old length.
+// last new token, [len(in), V], in the backend's memory (free them with
+// FreeLogits; reading them on the host is fine). The tokens' positions
+// continue from what the cache holds. On error every sequence is truncated
+// back to its old length.
 func (m *Model) Step(ctx context.Context, cache Cache, in []StepInput, ad *Adapter) ([]float32, error) {
 	return m.StepInto(ctx, cache, in, ad, nil)
 }
 
 // StepInto is Step writing the logits into dst when it has the capacity
-// (len(in)·V) and into a new slice otherwise; it returns the logits. A
+// (len(in)·V) and into a new allocation otherwise, freeing dst (which must
+// then be nil or logits a Step or StepInto of this model returned); it
+// returns the logits. A
 // decode loop passes back what the previous step returned: the logits are
 // the biggest thing a step writes (19 MB for 32 sequences of a 152k
 // vocabulary), and a fresh slice each step costs page faults on memory the
@@ -171,25 +210,39 @@ func (m *Model) StepInto(ctx context.Context, cache Cache, in []StepInput, ad *A
 		}
 		grown = i + 1
 	}
-	xf, err := m.hidden(ctx, ids, g, ad)
+	C, V, S := m.Config.Hidden, m.Config.Vocab, len(in)
+	xf, last, slab, err := m.hidden(ctx, ids, g, ad, S*C) // last [S, C]
 	if err != nil {
 		rollback()
 		return nil, err
 	}
-	C, V := m.Config.Hidden, m.Config.Vocab
+	defer m.slabs.put(slab)
 	// Each sequence's last hidden row, gathered as an embedding lookup with
 	// the rows of xf as the table.
-	rows := make([]int32, len(in))
+	rows := make([]int32, S)
 	for i := range in {
 		rows[i] = g.seqOff[i+1] - 1
 	}
-	last := make([]float32, len(in)*C) // [S, C]
-	m.be.EmbeddingForward(last, rows, xf, len(in), C, g.N)
+	m.be.EmbeddingForward(last, rows, xf, S, C, g.N)
 	out := dst[:0]
-	if cap(out) < len(in)*V {
-		out = make([]float32, len(in)*V)
+	if cap(out) < S*V {
+		if out, err = kernels.AllocF32(m.be, S*V); err != nil {
+			rollback()
+			return nil, fmt.Errorf("model: allocating logits on %s: %w", m.be.Name(), err)
+		}
+		if dst != nil {
+			m.FreeLogits(dst)
+		}
 	}
-	out = out[:len(in)*V]
-	m.Head.linear(m.be, out, last, nil, len(in), C, V)
+	out = out[:S*V]
+	m.Head.linear(m.be, out, last, nil, S, C, V)
 	return out, nil
+}
+
+// FreeLogits frees logits that Step or StepInto returned, when the backend
+// allocated them (kernels.Allocator); on a host backend it does nothing.
+func (m *Model) FreeLogits(logits []float32) {
+	if cap(logits) > 0 {
+		kernels.FreeF32(m.be, logits[:cap(logits)])
+	}
 }

@@ -22,7 +22,8 @@
 //     copy of the weights), merging an adapter into the weights for export,
 //     reading and writing PEFT adapter folders through format/peft.
 //
-// The typical training step:
+// The typical training step, once the adapter is placed on the model's
+// backend (ad.Place(m.Backend())):
 //
 //	ad.ZeroGrad()
 //	p, err := m.Forward(ctx, batch, ad, model.TrainOptions{})   // p.Logprob, p.Entropy [N]
@@ -36,8 +37,10 @@
 // model never picks a backend itself. On the hot path (Forward, Backward,
 // Step) that includes the copies and clears of activations and gradients
 // (Backend.Copy, Zero) and the writes into the KV cache: the model indexes
-// no activation or weight in its own loops there, so that device-resident
-// buffers can replace the slices (see the kernels package's "Devices").
+// no activation or weight in its own loops there. Every buffer an op sees
+// is allocated through the backend (kernels.AllocF32), so a device backend
+// can hold them all (see the kernels package's "Devices"); Model.Close,
+// Adapter.Free, FreeLogits and the caches' Close give that memory back.
 //
 // Shapes use the kernels package's names: N tokens of a packed batch, C the
 // hidden size, H query heads, KVH key/value heads, D the head dimension, I the

@@ -112,6 +112,9 @@ func TestGemma3Multimodal(t *testing.T) {
 				if err != nil {
 					t.Fatalf("adapter with layers under %s: %v", layers, err)
 				}
+				if err := ad.Place(m.Backend()); err != nil {
+					t.Fatal(err)
+				}
 				got, err := m.Logits(ctx, gc.batch, ad)
 				if err != nil {
 					t.Fatal(err)

@@ -17,7 +17,7 @@ func TestWindowAttentionMatchesBackend(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	q, k, v, dout := normals(rng, N*H*D), normals(rng, N*KVH*D), normals(rng, N*KVH*D), normals(rng, N*H*D)
 	const scale = 0.3
-	for _, be := range testBackends(t) {
+	for _, be := range kernelBackends(t) {
 		t.Run(be.Name(), func(t *testing.T) {
 			out, lse := make([]float32, N*H*D), make([]float32, N*H)
 			wout, wlse := make([]float32, N*H*D), make([]float32, N*H)
@@ -103,7 +103,7 @@ func TestWindowAttentionMasks(t *testing.T) {
 			}
 		}
 	}
-	for _, be := range testBackends(t) {
+	for _, be := range kernelBackends(t) {
 		t.Run(be.Name(), func(t *testing.T) {
 			out, lse := make([]float32, N*H*D), make([]float32, N*H)
 			be.AttentionWindowForward(out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)

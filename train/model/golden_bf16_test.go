@@ -97,6 +97,9 @@ func TestBF16ComputeAccuracy(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					if err := ad.Place(be); err != nil {
+						t.Fatal(err)
+					}
 					p, err := m.Forward(ctx, gc.batch, ad, TrainOptions{Chunk: 64})
 					if err != nil {
 						t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/kerneltest"
 )
 
 const goldenDir = "../../testdata/golden/model"
@@ -82,6 +83,9 @@ func loadGoldenCase(t testing.TB, name string, be kernels.Backend) *goldenCase {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := ad.Place(be); err != nil {
+		t.Fatal(err)
+	}
 	var in goldenInputs
 	readJSON(t, filepath.Join(dir, "inputs.json"), &in)
 	b := &Batch{IDs: in.InputIDs, Pos: in.PositionIDs, Targets: in.Targets, SeqOff: append(append([]int32(nil), in.SeqStarts...), int32(len(in.InputIDs)))}
@@ -133,67 +137,94 @@ func flat2(rows [][]float64) []float64 {
 var goldenCases = []string{"gemma3", "llama", "qwen2", "qwen3"}
 
 func TestGolden(t *testing.T) {
-	ctx := context.Background()
 	for _, be := range testBackends(t) {
 		// qwen2 is stored as bf16, so holding it as bf16 in memory is exact
 		// and must meet the same goldens.
 		for _, name := range append(goldenCases, "qwen2+bf16") {
-			t.Run(fmt.Sprintf("%s/%s", be.Name(), name), func(t *testing.T) {
-				folder, bf16 := strings.CutSuffix(name, "+bf16")
-				gc := loadGoldenCase(t, folder, be)
-				m, ad, b := gc.model, gc.ad, gc.batch
-				if bf16 {
-					var err error
-					if m, err = LoadBF16(filepath.Join(goldenDir, folder, "model"), be); err != nil {
-						t.Fatal(err)
-					}
-					if m.Embed.BF16 == nil || m.Blocks[0].MLP.Down.Weight.BF16 == nil {
-						t.Fatal("LoadBF16 kept float32 matrices")
-					}
-				}
+			t.Run(fmt.Sprintf("%s/%s", be.Name(), name), func(t *testing.T) { runGolden(t, be, name) })
+		}
+	}
+}
 
-				logits, err := m.Logits(ctx, b, ad)
-				if err != nil {
-					t.Fatal(err)
-				}
-				compare(t, "logits", logits, flat2(gc.want.Logits), 1e-4)
-				base, err := m.Logits(ctx, b, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				compare(t, "base logits", base, flat2(gc.want.BaseLogits), 1e-4)
+// TestGoldenResident runs the goldens of every family through a backend
+// that checks that each buffer an op sees is memory it allocated (as a
+// device backend requires) and that Close and Free give all of it back.
+func TestGoldenResident(t *testing.T) {
+	for _, name := range append(goldenCases, "qwen2+bf16") {
+		t.Run(name, func(t *testing.T) {
+			be := kerneltest.Resident(testBackends(t)[1])
+			runGolden(t, be, name)
+			if n := be.Live(); n != 0 {
+				t.Errorf("%d allocations (%d bytes) live after Close and Free, want 0", n, be.LiveBytes())
+			}
+		})
+	}
+}
 
-				for _, ckpt := range []bool{false, true} {
-					ad.ZeroGrad()
-					p, err := m.Forward(ctx, b, ad, TrainOptions{Checkpoint: ckpt, Chunk: 64})
-					if err != nil {
-						t.Fatal(err)
-					}
-					compare(t, "logprobs", p.Logprob, gc.want.Logprobs, 1e-4)
-					compare(t, "entropy", p.Entropy, gc.want.Entropy, 1e-4)
-					if err := p.Backward(ctx, gc.weight, nil); err != nil {
-						t.Fatal(err)
-					}
-					n := 0
-					for _, tn := range ad.Tensors() {
-						want, ok := gc.want.Grads[tn.Name]
-						if !ok {
-							t.Fatalf("golden has no gradient for %s (%s)", tn.Name, rerun)
-						}
-						var grad []float32
-						ad.Params(func(name string, _, g []float32) {
-							if name == tn.Name {
-								grad = g
-							}
-						})
-						compare(t, fmt.Sprintf("checkpoint=%v d%s", ckpt, tn.Name), grad, want, 1e-3)
-						n++
-					}
-					if n != len(gc.want.Grads) {
-						t.Errorf("compared %d gradients, golden has %d", n, len(gc.want.Grads))
-					}
+// runGolden checks logits, logprobs, entropy and the LoRA gradients of
+// golden case name ("+bf16": the matrices held as bfloat16) on be, then
+// frees the model and adapter.
+func runGolden(t *testing.T, be kernels.Backend, name string) {
+	ctx := context.Background()
+	folder, bf16 := strings.CutSuffix(name, "+bf16")
+	gc := loadGoldenCase(t, folder, be)
+	m, ad, b := gc.model, gc.ad, gc.batch
+	defer ad.Free()
+	defer m.Close()
+	if bf16 {
+		m32 := m
+		var err error
+		if m, err = LoadBF16(filepath.Join(goldenDir, folder, "model"), be); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close() // and, first, m32 (deferred above)
+		_ = m32
+		if m.Embed.BF16 == nil || m.Blocks[0].MLP.Down.Weight.BF16 == nil {
+			t.Fatal("LoadBF16 kept float32 matrices")
+		}
+	}
+
+	logits, err := m.Logits(ctx, b, ad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "logits", logits, flat2(gc.want.Logits), 1e-4)
+	base, err := m.Logits(ctx, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "base logits", base, flat2(gc.want.BaseLogits), 1e-4)
+
+	for _, ckpt := range []bool{false, true} {
+		ad.ZeroGrad()
+		p, err := m.Forward(ctx, b, ad, TrainOptions{Checkpoint: ckpt, Chunk: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, "logprobs", p.Logprob, gc.want.Logprobs, 1e-4)
+		compare(t, "entropy", p.Entropy, gc.want.Entropy, 1e-4)
+		err = p.Backward(ctx, gc.weight, nil)
+		p.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, tn := range ad.Tensors() {
+			want, ok := gc.want.Grads[tn.Name]
+			if !ok {
+				t.Fatalf("golden has no gradient for %s (%s)", tn.Name, rerun)
+			}
+			var grad []float32
+			ad.Params(func(name string, _, g []float32) {
+				if name == tn.Name {
+					grad = g
 				}
 			})
+			compare(t, fmt.Sprintf("checkpoint=%v d%s", ckpt, tn.Name), grad, want, 1e-3)
+			n++
+		}
+		if n != len(gc.want.Grads) {
+			t.Errorf("compared %d gradients, golden has %d", n, len(gc.want.Grads))
 		}
 	}
 }

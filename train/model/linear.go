@@ -1,6 +1,10 @@
 package model
 
-import "github.com/hone-rl/hone/kernels"
+import (
+	"fmt"
+
+	"github.com/hone-rl/hone/kernels"
+)
 
 // Linear is a frozen projection out = x·Weightᵀ + Bias, with an optional LoRA
 // update passed per call (the adapter lives outside the model, so the same
@@ -32,8 +36,9 @@ func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *L
 //	DA += gᵀ·x                       [R, In]
 //	dx += g·A
 //
-// dx may be nil when the input's gradient is not needed.
-func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u []float32, N int, lora *LoRA) {
+// g is scratch of at least N·R values. dx may be nil when the input's
+// gradient is not needed.
+func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u, g []float32, N int, lora *LoRA) {
 	if dx != nil {
 		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
 	}
@@ -41,7 +46,7 @@ func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u []float32, N int, l
 		return
 	}
 	be.Matmul(lora.DB, dout, u, l.Out, lora.R, N, true, false, 1) // DB += doutᵀ·u
-	g := make([]float32, N*lora.R)                                // [N, R]
+	g = g[:N*lora.R]                                              // [N, R]
 	be.Matmul(g, dout, lora.B, N, lora.R, l.Out, false, false, 0)
 	be.Scale(g, g, lora.Scale, N*lora.R)
 	be.Matmul(lora.DA, g, x, lora.R, l.In, N, true, false, 1) // DA += gᵀ·x
@@ -51,14 +56,21 @@ func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u []float32, N int, l
 }
 
 // merge adds Scale·B·A into the weight: W [Out, In] += Scale·B [Out, R]·A [R, In].
-func (l *Linear) merge(be kernels.Backend, lora *LoRA) {
-	ba := make([]float32, l.Out*l.In)
-	be.Matmul(ba, lora.B, lora.A, l.Out, l.In, lora.R, false, false, 0)
-	if l.Weight.BF16 != nil {
-		w := l.Weight.float32s()
-		be.AXPY(w, ba, lora.Scale, l.Out*l.In)
-		kernels.ToBF16(l.Weight.BF16, w)
-		return
+func (l *Linear) merge(be kernels.Backend, lora *LoRA) error {
+	ba, err := kernels.AllocF32(be, l.Out*l.In)
+	if err != nil {
+		return fmt.Errorf("model: merge: allocating %d float32 values on %s: %w", l.Out*l.In, be.Name(), err)
 	}
-	be.AXPY(l.Weight.F32, ba, lora.Scale, l.Out*l.In)
+	defer kernels.FreeF32(be, ba)
+	be.Matmul(ba, lora.B, lora.A, l.Out, l.In, lora.R, false, false, 0)
+	w, free, err := l.Weight.float32s(be)
+	if err != nil {
+		return err
+	}
+	be.AXPY(w, ba, lora.Scale, l.Out*l.In)
+	if free {
+		kernels.ToBF16(l.Weight.BF16, w)
+		kernels.FreeF32(be, w)
+	}
+	return nil
 }

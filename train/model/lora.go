@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/kernels"
 )
 
 // Module names one of the seven projections LoRA can target, by its
@@ -92,6 +93,8 @@ type Adapter struct {
 	// LayersPath is the model's Config.LayersPath: where the adapter's
 	// tensors say the layers are ("": model.layers).
 	LayersPath string
+
+	be kernels.Backend // where A, B, DA and DB live (Place); nil: Go memory
 }
 
 // dims returns (In, Out) of projection m.
@@ -159,16 +162,150 @@ func newZeroAdapter(c *Config, ac AdapterConfig) (*Adapter, error) {
 	return ad, nil
 }
 
-// ZeroGrad clears every DA and DB; Backward accumulates into them.
+// ZeroGrad clears every DA and DB (Backward accumulates into them), with
+// the backend's Zero once the adapter is placed.
 func (ad *Adapter) ZeroGrad() {
 	for _, layer := range ad.Layers {
 		for _, lr := range layer {
-			if lr != nil {
+			if lr == nil {
+				continue
+			}
+			if ad.be != nil {
+				ad.be.Zero(lr.DA, len(lr.DA))
+				ad.be.Zero(lr.DB, len(lr.DB))
+			} else {
 				clear(lr.DA)
 				clear(lr.DB)
 			}
 		}
 	}
+}
+
+// Place moves the adapter's tensors (A, B and their gradients) into be's
+// memory, where the model's ops can reach them, copying their values:
+// call it with the model's backend before Forward, Step or Merge. On a
+// backend that is not a kernels.Allocator the memory stays where it is.
+// Free releases it. An adapter already placed on another backend is freed
+// there.
+func (ad *Adapter) Place(be kernels.Backend) error {
+	if ad.be == be {
+		return nil
+	}
+	_, toDevice := be.(kernels.Allocator)
+	_, fromDevice := ad.be.(kernels.Allocator)
+	if !toDevice && !fromDevice {
+		ad.be = be
+		return nil
+	}
+	var moved [][]float32
+	move := func(x []float32) ([]float32, error) {
+		y, err := kernels.AllocF32(be, len(x))
+		if err != nil {
+			for _, m := range moved {
+				kernels.FreeF32(be, m)
+			}
+			return nil, fmt.Errorf("lora: allocating %d float32 values on %s: %w", len(x), be.Name(), err)
+		}
+		copy(y, x)
+		moved = append(moved, y)
+		return y, nil
+	}
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr == nil {
+				continue
+			}
+			for _, x := range [][]float32{lr.A, lr.B, lr.DA, lr.DB} {
+				if _, err := move(x); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	ad.release()
+	i := 0
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr != nil {
+				lr.A, lr.B, lr.DA, lr.DB = moved[i], moved[i+1], moved[i+2], moved[i+3]
+				i += 4
+			}
+		}
+	}
+	ad.be = be
+	return nil
+}
+
+// Backend returns the backend the adapter was placed on (nil: none).
+func (ad *Adapter) Backend() kernels.Backend { return ad.be }
+
+// Free releases the adapter's memory on the backend it was placed on; the
+// adapter must not be used afterwards. Without Place it only drops the
+// references.
+func (ad *Adapter) Free() {
+	ad.release()
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr != nil {
+				lr.A, lr.B, lr.DA, lr.DB = nil, nil, nil, nil
+			}
+		}
+	}
+	ad.be = nil
+}
+
+// release frees the tensors on the backend they were placed on, when it
+// allocated them.
+func (ad *Adapter) release() {
+	if ad.be == nil {
+		return
+	}
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr != nil {
+				for _, x := range []*[]float32{&lr.A, &lr.B, &lr.DA, &lr.DB} {
+					kernels.FreeF32(ad.be, *x)
+				}
+			}
+		}
+	}
+}
+
+// ranks is a LoRA rank per module (0: not adapted).
+type ranks [numModules]int
+
+// ranks returns layer l's ranks (all 0 for a nil adapter).
+func (ad *Adapter) ranks(l int) ranks {
+	var r ranks
+	for m, lr := range ad.layer(l) {
+		if lr != nil {
+			r[m] = lr.R
+		}
+	}
+	return r
+}
+
+// maxRanks returns each module's largest rank over the layers.
+func (ad *Adapter) maxRanks() ranks {
+	var r ranks
+	if ad == nil {
+		return r
+	}
+	for l := range ad.Layers {
+		for m, x := range ad.ranks(l) {
+			r[m] = max(r[m], x)
+		}
+	}
+	return r
+}
+
+// maxRank returns the largest rank of any module (0 for a nil adapter).
+func (ad *Adapter) maxRank() int {
+	r := 0
+	for _, x := range ad.maxRanks() {
+		r = max(r, x)
+	}
+	return r
 }
 
 // layer returns the LoRA updates of layer l, all nil for a nil adapter.

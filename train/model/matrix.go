@@ -1,6 +1,8 @@
 package model
 
 import (
+	"fmt"
+
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/hugepage"
 )
@@ -32,32 +34,42 @@ func (w *Matrix) linearBackward(be kernels.Backend, dinp, dout, inp []float32, N
 	be.LinearBackward(dinp, nil, nil, dout, inp, w.F32, N, C, OC)
 }
 
-// float32s returns the values as float32 (a copy when stored as bfloat16).
-func (w *Matrix) float32s() []float32 {
-	if w.BF16 != nil {
-		f := make([]float32, len(w.BF16))
-		kernels.FromBF16(f, w.BF16)
-		return f
+// float32s returns the values as float32 in be's memory (a copy when
+// stored as bfloat16, which the caller frees with kernels.FreeF32; free
+// reports whether it must).
+func (w *Matrix) float32s(be kernels.Backend) (f []float32, free bool, err error) {
+	if w.BF16 == nil {
+		return w.F32, false, nil
 	}
-	return w.F32
+	if f, err = kernels.AllocF32(be, len(w.BF16)); err != nil {
+		return nil, false, fmt.Errorf("model: allocating %d float32 values on %s: %w", len(w.BF16), be.Name(), err)
+	}
+	kernels.FromBF16(f, w.BF16)
+	return f, true, nil
 }
 
 // ToBF16 converts the projection, embedding and lm_head matrices to
 // bfloat16 in place (norm weights and biases stay float32). Results change
 // by the rounding of the weights; loading a bf16 checkpoint and converting
-// loses nothing.
-func (m *Model) ToBF16() {
+// loses nothing. The float32 matrices' memory is freed.
+func (m *Model) ToBF16() error {
 	if m.Embed.BF16 != nil {
-		return // already converted: all matrices share one precision
+		return nil // already converted: all matrices share one precision
 	}
 	var f32 [][]float32
 	m.eachMatrix(func(w *Matrix, _ int) { f32 = append(f32, w.F32) })
-	m.allocMatrices(true)
+	old := m.matF32
+	if err := m.allocMatrices(true); err != nil {
+		return err
+	}
 	i := 0
 	m.eachMatrix(func(w *Matrix, _ int) {
 		kernels.ToBF16(w.BF16, f32[i])
 		i++
 	})
+	kernels.FreeF32(m.be, old)
+	m.matF32 = nil
+	return nil
 }
 
 // eachMatrix calls f with every weight matrix of the model and its number
@@ -86,25 +98,38 @@ const matrixAlign = 64
 func padded(n int) int { return (n + matrixAlign - 1) &^ (matrixAlign - 1) }
 
 // allocMatrices gives every weight matrix fresh zeroed memory, float32 or
-// bfloat16, carved from one allocation that is advised onto huge pages
-// before it is first touched (see kernels/hugepage). Decode reads every
-// matrix once per token; in paired runs on the 2-vCPU benchmark machine (two
-// Qwen2.5-0.5B-shaped models in one process, decode rounds taking turns),
-// huge pages made batch-1 decode with float32 weights 3-7% faster (medians of
-// four runs) and left bf16 within noise (0.98-1.02). One slab rather than one
+// bfloat16, carved from one allocation of the backend's (kernels.AllocF32)
+// that, on a host backend, is advised onto huge pages before it is first
+// touched (see kernels/hugepage). Decode reads every matrix once per token;
+// in paired runs on the 2-vCPU benchmark machine (two Qwen2.5-0.5B-shaped
+// models in one process, decode rounds taking turns), huge pages made
+// batch-1 decode with float32 weights 3-7% faster (medians of four runs)
+// and left bf16 within noise (0.98-1.02). One slab rather than one
 // allocation per matrix also puts the small k/v matrices on huge pages. The
-// previous memory of each matrix is dropped.
-func (m *Model) allocMatrices(bf16 bool) {
+// previous memory of each matrix is dropped (the caller frees it).
+func (m *Model) allocMatrices(bf16 bool) error {
 	total := 0
 	m.eachMatrix(func(_ *Matrix, n int) { total += padded(n) })
+	_, device := m.be.(kernels.Allocator)
 	var f32 []float32
 	var b16 []uint16
+	var err error
 	if bf16 {
-		b16 = make([]uint16, total)
-		hugepage.Uint16s(b16)
+		if b16, err = kernels.AllocBF16(m.be, total); err != nil {
+			return fmt.Errorf("model: allocating %d bfloat16 weights on %s: %w", total, m.be.Name(), err)
+		}
+		if !device {
+			hugepage.Uint16s(b16)
+		}
+		m.matBF16 = b16
 	} else {
-		f32 = make([]float32, total)
-		hugepage.Float32s(f32)
+		if f32, err = kernels.AllocF32(m.be, total); err != nil {
+			return fmt.Errorf("model: allocating %d float32 weights on %s: %w", total, m.be.Name(), err)
+		}
+		if !device {
+			hugepage.Float32s(f32)
+		}
+		m.matF32 = f32
 	}
 	off := 0
 	m.eachMatrix(func(w *Matrix, n int) {
@@ -118,4 +143,5 @@ func (m *Model) allocMatrices(bf16 bool) {
 	if m.Config.TieEmbeddings {
 		m.Head = m.Embed
 	}
+	return nil
 }

@@ -72,7 +72,11 @@ func TestWeightSlab(t *testing.T) {
 		want := m.Blocks[1].MLP.Down.Weight.F32[7]
 		m.ToBF16()
 		checkSlab(t, m, true)
-		got := m.Blocks[1].MLP.Down.Weight.float32s()[7]
+		f, _, err := m.Blocks[1].MLP.Down.Weight.float32s(m.be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := f[7]
 		if d := got - want; d > 1e-2*abs32(want) || -d > 1e-2*abs32(want) {
 			t.Errorf("tie=%v: a weight became %v in bf16, want about %v", tie, got, want)
 		}

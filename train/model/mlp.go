@@ -28,12 +28,12 @@ type mlpActs struct {
 	u        [3][]float32 // [N,R] LoRA activations of gate, up, down
 }
 
-func (m *MLP) newActs(ar *arena, N int, lr *[numModules]*LoRA) *mlpActs {
+func (m *MLP) newActs(ar *arena, N int, r *ranks) *mlpActs {
 	I := m.Gate.Out
 	s := &mlpActs{gate: ar.take(N * I), up: ar.take(N * I)}
 	for i, mod := range [3]Module{ModGate, ModUp, ModDown} {
-		if lr[mod] != nil {
-			s.u[i] = ar.take(N * lr[mod].R)
+		if r[mod] > 0 {
+			s.u[i] = ar.take(N * r[mod])
 		}
 	}
 	return s
@@ -57,7 +57,7 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 		m.glu(be, act, s.gate, s.up)
 	}
 	be.Zero(dact, NI)
-	m.Down.Backward(be, dact, dout, act, s.u[2], N, lr[ModDown])
+	m.Down.Backward(be, dact, dout, act, s.u[2], w.lg, N, lr[ModDown])
 	dgate := act // act is spent: reuse it for dgate
 	be.Zero(dgate, NI)
 	be.Zero(dup, NI)
@@ -66,6 +66,6 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 	} else {
 		be.SwiGLUBackward(dgate, dup, dact, s.gate, s.up, NI)
 	}
-	m.Gate.Backward(be, dx, dgate, x, s.u[0], N, lr[ModGate])
-	m.Up.Backward(be, dx, dup, x, s.u[1], N, lr[ModUp])
+	m.Gate.Backward(be, dx, dgate, x, s.u[0], w.lg, N, lr[ModGate])
+	m.Up.Backward(be, dx, dup, x, s.u[1], w.lg, N, lr[ModUp])
 }

@@ -23,6 +23,12 @@ type Model struct {
 	Config Config
 	be     kernels.Backend
 	slabs  slabPool // activation memory of released passes
+
+	// The backend's memory the model owns (Close frees it): the matrices'
+	// slab in either precision, and every other weight and table.
+	matF32  []float32
+	matBF16 []uint16
+	owned   [][]float32
 }
 
 // Backend returns the backend the model computes with.
@@ -90,6 +96,9 @@ func (m *Model) checkAdapter(ad *Adapter) error {
 	if len(ad.Layers) != len(m.Blocks) {
 		return fmt.Errorf("model: adapter has %d layers, model %d", len(ad.Layers), len(m.Blocks))
 	}
+	if _, device := m.be.(kernels.Allocator); device && ad.be != m.be {
+		return fmt.Errorf("model: the adapter's tensors are not in %s's memory (Adapter.Place with the model's backend first)", m.be.Name())
+	}
 	for l, layer := range ad.Layers {
 		for mod, lr := range layer {
 			if lr == nil {
@@ -141,6 +150,9 @@ type Pass struct {
 	// dentropy turns it into the
 	// logprob's gradient row by row, instead of computing the logits again.
 	expect []float32
+	// dlp, dent [N]: Backward's incoming gradients, copied from the
+	// caller's host slices on a backend that allocates its own memory.
+	dlp, dent []float32
 }
 
 // work is the scratch of one pass, shared by all blocks: forward needs h
@@ -155,9 +167,11 @@ type work struct {
 	dxf, dx, dprev []float32 // [N, C] model-level gradients of the residual stream
 	dn             []float32 // [N, C] sandwich norms only: a sub-layer output's gradient
 	nwf            []float32 // [C] NormOffset only: the final norm's 1+w
+	lg             []float32 // [N, R] the LoRA backward's g = Scale·dout·B, R the largest rank
 }
 
-func (m *Model) newWork(ar *arena, N int, backward bool) *work {
+// newWork lays out the scratch; maxR is the adapter's largest rank (0: none).
+func (m *Model) newWork(ar *arena, N int, backward bool, maxR int) *work {
 	c := &m.Config
 	C, I, qd, kvd := c.Hidden, c.Intermediate, c.qDim(), c.kvDim()
 	w := &work{h: ar.take(N * C), act: ar.take(N * I)}
@@ -173,6 +187,7 @@ func (m *Model) newWork(ar *arena, N int, backward bool) *work {
 		w.dq, w.dqr = ar.take(N*qd), ar.take(N*qd)
 		w.dkr, w.dv, w.dk = ar.take(N*kvd), ar.take(N*kvd), ar.take(N*kvd)
 		w.dxf, w.dx, w.dprev = ar.take(N*C), ar.take(N*C), ar.take(N*C)
+		w.lg = ar.take(N * maxR)
 	}
 	return w
 }
@@ -197,16 +212,20 @@ func (a *arena) take(n int) []float32 {
 // slabPool keeps the slabs of released passes for the next Forward: a
 // training loop then reuses the same memory every step instead of leaving
 // gigabytes of garbage for the collector (whose heap target would double
-// the peak) and page-faulting fresh memory in each step.
+// the peak) and page-faulting fresh memory in each step (and, on a device,
+// instead of allocating device memory each step). Slabs are the backend's
+// memory (kernels.AllocF32); one the pool does not keep is freed.
 type slabPool struct {
-	mu   sync.Mutex
-	free [][]float32
+	be     kernels.Backend
+	mu     sync.Mutex
+	free   [][]float32 // whole allocations (len = cap)
+	closed bool        // after drain: put frees at once
 }
 
 // maxFreeSlabs bounds the slabs kept: one per pass that may run at once.
 const maxFreeSlabs = 2
 
-func (sp *slabPool) get(n int) []float32 {
+func (sp *slabPool) get(n int) ([]float32, error) {
 	sp.mu.Lock()
 	best := -1
 	for i, s := range sp.free {
@@ -218,15 +237,24 @@ func (sp *slabPool) get(n int) []float32 {
 		s := sp.free[best]
 		sp.free = append(sp.free[:best], sp.free[best+1:]...)
 		sp.mu.Unlock()
-		return s[:n]
+		return s[:n], nil
 	}
 	sp.mu.Unlock()
-	return make([]float32, n)
+	s, err := kernels.AllocF32(sp.be, n)
+	if err != nil {
+		return nil, fmt.Errorf("model: allocating %d float32 values of activations on %s: %w", n, sp.be.Name(), err)
+	}
+	return s, nil
 }
 
 func (sp *slabPool) put(s []float32) {
+	s = s[:cap(s)]
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
+	if sp.closed {
+		kernels.FreeF32(sp.be, s)
+		return
+	}
 	if len(sp.free) < maxFreeSlabs {
 		sp.free = append(sp.free, s)
 		return
@@ -239,19 +267,32 @@ func (sp *slabPool) put(s []float32) {
 		}
 	}
 	if cap(s) > cap(sp.free[small]) {
-		sp.free[small] = s
+		s, sp.free[small] = sp.free[small], s
 	}
+	kernels.FreeF32(sp.be, s)
+}
+
+// drain frees the kept slabs; slabs put afterwards are freed at once.
+func (sp *slabPool) drain() {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	for _, s := range sp.free {
+		kernels.FreeF32(sp.be, s)
+	}
+	sp.free, sp.closed = nil, true
 }
 
 // Release hands the pass's activation memory back to the model for the next
 // Forward. The pass (its Logprob and Entropy included) must not be used
-// afterwards. Optional: an unreleased pass is garbage collected.
+// afterwards. On a host backend it is optional (an unreleased pass is
+// garbage collected); on a backend that allocates its own memory
+// (kernels.Allocator) an unreleased pass leaks its activations.
 func (p *Pass) Release() {
 	if p.slab == nil {
 		return
 	}
 	p.m.slabs.put(p.slab)
-	p.slab, p.xs, p.acts, p.w, p.Logprob, p.Entropy, p.expect = nil, nil, nil, nil, nil, nil, nil
+	p.slab, p.xs, p.acts, p.w, p.Logprob, p.Entropy, p.expect, p.dlp, p.dent = nil, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 // Forward runs the training pass: per-token log-probabilities of b.Targets
@@ -275,7 +316,11 @@ func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOpt
 	}
 	var plan arena
 	p.carve(&plan)
-	p.slab = m.slabs.get(plan.off)
+	slab, err := m.slabs.get(plan.off)
+	if err != nil {
+		return nil, err
+	}
+	p.slab = slab
 	p.carve(&arena{slab: p.slab})
 
 	m.embed(p.xs[0], b.IDs)
@@ -321,18 +366,21 @@ func (p *Pass) carve(ar *arena) {
 		}
 	}
 	if p.opt.Checkpoint || !train {
-		p.acts = []*blockActs{m.Blocks[0].newActs(ar, N, p.ad.layer(0))}
+		p.acts = []*blockActs{m.Blocks[0].newActs(ar, N, p.ad.maxRanks())}
 	} else {
 		p.acts = make([]*blockActs, L)
 		for l := range p.acts {
-			p.acts[l] = m.Blocks[l].newActs(ar, N, p.ad.layer(l))
+			p.acts[l] = m.Blocks[l].newActs(ar, N, p.ad.ranks(l))
 		}
 	}
-	p.w = m.newWork(ar, N, train)
+	p.w = m.newWork(ar, N, train, p.ad.maxRank())
 	p.xf, p.rstdf = ar.take(N*C), ar.take(N)
 	p.Logprob, p.Entropy, p.lse = ar.take(N), ar.take(N), ar.take(N)
 	if train && !p.opt.EntropyGradient {
 		p.expect = ar.take(N * C)
+	}
+	if train {
+		p.dlp, p.dent = ar.take(N), ar.take(N)
 	}
 }
 
@@ -364,6 +412,18 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 	}
 	if p.slab == nil {
 		return fmt.Errorf("model: backward of a released pass")
+	}
+	// The gradients are host slices (the loss's, an edge): a backend that
+	// allocates its own memory reads them from the pass's copies.
+	if _, device := be.(kernels.Allocator); device {
+		if dlogprob != nil {
+			copy(p.dlp, dlogprob)
+			dlogprob = p.dlp
+		}
+		if dentropy != nil {
+			copy(p.dent, dentropy)
+			dentropy = p.dent
+		}
 	}
 	w := p.w
 	dxf, dx, dprev := w.dxf, w.dx, w.dprev
@@ -401,40 +461,45 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 	return nil
 }
 
-// hidden runs the blocks and the final norm, returning xf [N, C].
-func (m *Model) hidden(ctx context.Context, ids []int32, g *geometry, ad *Adapter) ([]float32, error) {
+// hidden runs the blocks and the final norm into xf [N, C], carved with
+// extra more values (ext) from a slab of the pool, which the caller puts
+// back (m.slabs.put) when done with xf and ext.
+func (m *Model) hidden(ctx context.Context, ids []int32, g *geometry, ad *Adapter, extra int) (xf, ext, slab []float32, err error) {
 	be, c := m.be, &m.Config
 	N, C := g.N, c.Hidden
 	// One layout for every layer: the LoRA scratch is refitted per layer.
 	var plan arena
-	carve := func(ar *arena) (x, next []float32, s *blockActs, w *work, xf []float32) {
+	carve := func(ar *arena) (x, next []float32, s *blockActs, w *work, xf, rstd, ext []float32) {
 		x, next = ar.take(N*C), ar.take(N*C)
-		s = m.Blocks[0].newActs(ar, N, ad.layer(0))
-		w = m.newWork(ar, N, false)
-		return x, next, s, w, ar.take(N * C)
+		s = m.Blocks[0].newActs(ar, N, ad.maxRanks())
+		w = m.newWork(ar, N, false, 0)
+		return x, next, s, w, ar.take(N * C), ar.take(N), ar.take(extra)
 	}
 	carve(&plan)
-	slab := m.slabs.get(plan.off)
-	defer m.slabs.put(slab)
-	x, next, s, w, xf := carve(&arena{slab: slab})
+	if slab, err = m.slabs.get(plan.off); err != nil {
+		return nil, nil, nil, err
+	}
+	x, next, s, w, xf, rstd, ext := carve(&arena{slab: slab})
 	m.embed(x, ids)
 	for l := range m.Blocks {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			m.slabs.put(slab)
+			return nil, nil, nil, err
 		}
 		s.fitLoRA(N, ad.layer(l))
 		if err := m.Blocks[l].Forward(be, next, s, x, w, g, l, ad.layer(l)); err != nil {
-			return nil, err
+			m.slabs.put(slab)
+			return nil, nil, nil, err
 		}
 		x, next = next, x
 	}
-	out := make([]float32, N*C) // returned: not from the slab
-	be.RMSNormForward(out, xf[:N], x, m.finalNorm(w), N, C, c.RMSNormEps)
-	return out, nil
+	be.RMSNormForward(xf, rstd, x, m.finalNorm(w), N, C, c.RMSNormEps)
+	return xf, ext, slab, nil
 }
 
 // Logits returns the full logits [N, V] of a packed batch (b.Targets is
-// ignored). Meant for tests and small vocabularies; training uses Forward.
+// ignored), in Go memory. Meant for tests and small vocabularies; training
+// uses Forward.
 func (m *Model) Logits(ctx context.Context, b *Batch, ad *Adapter) ([]float32, error) {
 	if err := m.checkBatch(b); err != nil {
 		return nil, err
@@ -443,12 +508,21 @@ func (m *Model) Logits(ctx context.Context, b *Batch, ad *Adapter) ([]float32, e
 		return nil, err
 	}
 	g := &geometry{N: len(b.IDs), pos: b.Pos, seqOff: b.SeqOff}
-	xf, err := m.hidden(ctx, b.IDs, g, ad)
+	xf, _, slab, err := m.hidden(ctx, b.IDs, g, ad, 0)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]float32, g.N*m.Config.Vocab)
+	defer m.slabs.put(slab)
+	out, err := kernels.AllocF32(m.be, g.N*m.Config.Vocab)
+	if err != nil {
+		return nil, fmt.Errorf("model: allocating logits on %s: %w", m.be.Name(), err)
+	}
 	m.Head.linear(m.be, out, xf, nil, g.N, m.Config.Hidden, m.Config.Vocab)
+	if _, device := m.be.(kernels.Allocator); device {
+		host := append([]float32(nil), out...) // read back: an edge
+		kernels.FreeF32(m.be, out)
+		out = host
+	}
 	return out, nil
 }
 
@@ -464,7 +538,9 @@ func (m *Model) Merge(ad *Adapter) error {
 		lins := [numModules]*Linear{&b.Attn.Q, &b.Attn.K, &b.Attn.V, &b.Attn.O, &b.MLP.Gate, &b.MLP.Up, &b.MLP.Down}
 		for mod, lr := range ad.Layers[l] {
 			if lr != nil {
-				lins[mod].merge(m.be, lr)
+				if err := lins[mod].merge(m.be, lr); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -61,8 +61,9 @@ func randomize(m *Model, seed uint64) {
 }
 
 // randomAdapter returns an adapter with nonzero A and B on the given targets.
-func randomAdapter(t testing.TB, c *Config, targets []Module, rank int, seed uint64) *Adapter {
-	ad, err := NewAdapter(c, AdapterConfig{Rank: rank, Alpha: 2 * float64(rank), Targets: targets}, seed)
+// It is placed on m's backend.
+func randomAdapter(t testing.TB, m *Model, targets []Module, rank int, seed uint64) *Adapter {
+	ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: rank, Alpha: 2 * float64(rank), Targets: targets}, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +76,9 @@ func randomAdapter(t testing.TB, c *Config, targets []Module, rank int, seed uin
 				}
 			}
 		}
+	}
+	if err := ad.Place(m.Backend()); err != nil {
+		t.Fatal(err)
 	}
 	return ad
 }
@@ -135,7 +139,7 @@ func TestStepMatchesFullForward(t *testing.T) {
 					}
 					var ad *Adapter
 					if withAdapter {
-						ad = randomAdapter(t, &m.Config, AllModules(), 2, 9)
+						ad = randomAdapter(t, m, AllModules(), 2, 9)
 					}
 					lens := []int{7, 5, 9}
 					prompt := []int{3, 1, 4}
@@ -145,7 +149,7 @@ func TestStepMatchesFullForward(t *testing.T) {
 						t.Fatal(err)
 					}
 					V := m.Config.Vocab
-					cache := NewContiguousCache(&m.Config)
+					cache := NewContiguousCache(&m.Config, m.Backend())
 					done := make([]int, len(lens)) // tokens of each sequence already in the cache
 					var buf []float32
 					for round := 0; ; round++ {
@@ -218,6 +222,9 @@ func TestFreshAdapterAndMerge(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if err := fresh.Place(be); err != nil {
+					t.Fatal(err)
+				}
 				got, err := m.Logits(ctx, b, fresh)
 				if err != nil {
 					t.Fatal(err)
@@ -225,7 +232,7 @@ func TestFreshAdapterAndMerge(t *testing.T) {
 				if d := maxRelDiff(got, base); d != 0 {
 					t.Errorf("fresh adapter changes logits by %.3g", d)
 				}
-				ad := randomAdapter(t, &m.Config, []Module{ModQ, ModV, ModDown}, 3, 4)
+				ad := randomAdapter(t, m, []Module{ModQ, ModV, ModDown}, 3, 4)
 				adapted, err := m.Logits(ctx, b, ad)
 				if err != nil {
 					t.Fatal(err)
@@ -278,7 +285,7 @@ func TestPaddedEqualsPacked(t *testing.T) {
 	ctx := context.Background()
 	be := testBackends(t)[0]
 	m := newMicro(t, "qwen3", be, 2)
-	ad := randomAdapter(t, &m.Config, AllModules(), 2, 1)
+	ad := randomAdapter(t, m, AllModules(), 2, 1)
 	lens := []int{5, 3}
 	b := packed(m.Config.Vocab, lens, 4)
 	p, err := m.Forward(ctx, b, ad, TrainOptions{})
@@ -329,7 +336,7 @@ func TestGradientFiniteDifference(t *testing.T) {
 					if bf16 {
 						m.ToBF16()
 					}
-					ad := randomAdapter(t, &m.Config, AllModules(), 2, 17)
+					ad := randomAdapter(t, m, AllModules(), 2, 17)
 					b := packed(m.Config.Vocab, []int{4, 3}, 19)
 					N := len(b.IDs)
 					rng := rand.New(rand.NewPCG(23, 4))
@@ -412,11 +419,11 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	other := newMicro(t, "qwen3", testBackends(t)[0], 1)
-	ad := randomAdapter(t, &other.Config, AllModules(), 2, 1)
+	ad := randomAdapter(t, other, AllModules(), 2, 1)
 	if _, err := m.Logits(ctx, packed(m.Config.Vocab, []int{3}, 1), ad); err == nil {
 		t.Error("adapter of another shape accepted")
 	}
-	cache := NewContiguousCache(&m.Config)
+	cache := NewContiguousCache(&m.Config, m.Backend())
 	if _, err := m.Step(ctx, cache, []StepInput{{Seq: 1, IDs: []int32{V}}}, nil); err == nil {
 		t.Error("Step accepted an out-of-vocabulary id")
 	}
@@ -435,7 +442,7 @@ func TestBadInput(t *testing.T) {
 func TestAdapterRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	m := newMicro(t, "qwen2", testBackends(t)[0], 3)
-	ad := randomAdapter(t, &m.Config, []Module{ModK, ModO, ModUp}, 3, 5)
+	ad := randomAdapter(t, m, []Module{ModK, ModO, ModUp}, 3, 5)
 	ad.Config.RSLoRA = true
 	for _, layer := range ad.Layers {
 		for _, lr := range layer {
@@ -523,7 +530,7 @@ func TestBF16(t *testing.T) {
 			if d := maxRelDiff(bf2, bf); d != 0 {
 				t.Errorf("bf16 save/load changes logits by %.3g", d)
 			}
-			ad := randomAdapter(t, &m.Config, AllModules(), 2, 3)
+			ad := randomAdapter(t, m, AllModules(), 2, 3)
 			want, err := m.Logits(ctx, b, ad)
 			if err != nil {
 				t.Fatal(err)
@@ -550,7 +557,7 @@ func TestUnevenAdapter(t *testing.T) {
 	for _, be := range testBackends(t) {
 		t.Run(be.Name(), func(t *testing.T) {
 			m := newMicro(t, "llama", be, 4)
-			ad := randomAdapter(t, &m.Config, AllModules(), 2, 6)
+			ad := randomAdapter(t, m, AllModules(), 2, 6)
 			ad.Layers[0] = [numModules]*LoRA{}                 // layer 0 not adapted
 			ad.Layers[1][ModK], ad.Layers[1][ModUp] = nil, nil // layer 1 partly
 			b := packed(m.Config.Vocab, []int{5, 3}, 8)

@@ -16,7 +16,7 @@ func TestReleaseReusesMemory(t *testing.T) {
 		for _, family := range []string{"llama", "qwen2", "qwen3"} {
 			t.Run(be.Name()+"/"+family, func(t *testing.T) {
 				m := newMicro(t, family, be, 5)
-				ad := randomAdapter(t, &m.Config, AllModules(), 2, 7)
+				ad := randomAdapter(t, m, AllModules(), 2, 7)
 				b := packed(m.Config.Vocab, []int{6, 3, 7}, 9)
 				w := make([]float32, len(b.IDs))
 				for i := range w {
@@ -93,7 +93,7 @@ func TestLogprobGradientPaths(t *testing.T) {
 					if bf16 {
 						m.ToBF16()
 					}
-					ad := randomAdapter(t, &m.Config, AllModules(), 2, 31)
+					ad := randomAdapter(t, m, AllModules(), 2, 31)
 					b := packed(m.Config.Vocab, []int{5, 4}, 37)
 					w := make([]float32, len(b.IDs))
 					for i := range w {

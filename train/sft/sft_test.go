@@ -119,7 +119,7 @@ func TestSFTLossDrops(t *testing.T) {
 	}
 	defer env.Close()
 	got := env.Ad.ToPEFT("x")
-	want, _, _, err := trainer.Restore(&checkpoint.Run{Dir: filepath.Join(dir, "sft")}, 30, &env.Model.Config, o.AdamWParams(), 1)
+	want, _, _, err := trainer.Restore(&checkpoint.Run{Dir: filepath.Join(dir, "sft")}, 30, env.Model, o.AdamWParams(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func finiteLoop(t *testing.T, lr float64, loss func(s int) LossFunc) (*Loop, *by
 	exs := []Example{{Seqs: []layout.Sequence{seq(ids, []bool{false, false, true, true, true, true})}}}
 	var log bytes.Buffer
 	l := &Loop{
-		Model: m, Adapter: ad, Opt: NewAdamW(ad, kernels.DefaultAdamW(0), 0),
+		Model: m, Adapter: ad, Opt: mustAdamW(t, ad, kernels.DefaultAdamW(0), 0),
 		Sched: Schedule{Kind: "constant", LR: lr}, Ckpt: &checkpoint.Run{Dir: filepath.Join(t.TempDir(), "run")},
 		BaseName: "tiny", Config: map[string]string{"test": "finite"}, Log: slog.New(slog.NewTextHandler(&log, nil)),
 		Next: func(_ context.Context, s int) (*Job, error) {
@@ -169,7 +169,7 @@ func TestAdamWRefusesNonFiniteGradient(t *testing.T) {
 	q := ad.Layers[0][model.ModQ]
 	q.DA[0], q.DB[0] = float32(math.NaN()), 1
 	A := append([]float32(nil), q.A...)
-	o := NewAdamW(ad, kernels.DefaultAdamW(0), 0)
+	o := mustAdamW(t, ad, kernels.DefaultAdamW(0), 0)
 	if _, err := o.Update(be, ad, 1e-3); !errors.Is(err, ErrNotFinite) || !strings.Contains(err.Error(), "gradient") {
 		t.Fatalf("update: %v, want a non-finite gradient error", err)
 	}

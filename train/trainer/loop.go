@@ -182,10 +182,10 @@ func metricAttrs(row map[string]float64) []any {
 	return attrs
 }
 
-// Restore loads step n of run: the adapter (for a model of config c) and
-// the optimizer's moments and update count.
-func Restore(run *checkpoint.Run, n int, c *model.Config, p kernels.AdamWParams, maxGradNorm float64) (*model.Adapter, *AdamW, checkpoint.State, error) {
-	ad, err := model.ReadAdapter(run.StepDir(n), c)
+// Restore loads step n of run for model m: the adapter (placed on m's
+// backend) and the optimizer's moments and update count.
+func Restore(run *checkpoint.Run, n int, m *model.Model, p kernels.AdamWParams, maxGradNorm float64) (*model.Adapter, *AdamW, checkpoint.State, error) {
+	ad, err := model.ReadAdapter(run.StepDir(n), &m.Config)
 	if err != nil {
 		return nil, nil, checkpoint.State{}, err
 	}
@@ -193,8 +193,17 @@ func Restore(run *checkpoint.Run, n int, c *model.Config, p kernels.AdamWParams,
 	if err != nil {
 		return nil, nil, st, err
 	}
-	opt := NewAdamW(ad, p, maxGradNorm)
+	if err := ad.Place(m.Backend()); err != nil {
+		return nil, nil, st, err
+	}
+	opt, err := NewAdamW(ad, p, maxGradNorm)
+	if err != nil {
+		ad.Free()
+		return nil, nil, st, err
+	}
 	if err := run.ReadOptimizer(n, opt.Tensors()); err != nil {
+		opt.Free()
+		ad.Free()
 		return nil, nil, st, err
 	}
 	opt.Step = st.OptimizerStep

@@ -10,47 +10,84 @@ import (
 )
 
 // AdamW is the optimizer over an adapter's LoRA tensors: global grad-norm
-// clipping, then the backend's AdamW step on each tensor.
+// clipping, then the backend's AdamW step on each tensor. Its moments live
+// where the adapter's tensors do (Adapter.Place); Free releases them.
 type AdamW struct {
 	Params      kernels.AdamWParams // LR is overwritten from the schedule each update
 	MaxGradNorm float64             // ≤ 0: no clipping
 	Step        int                 // updates done
 
+	be    kernels.Backend // the adapter's at construction (nil: Go memory)
 	names []string
 	m, v  [][]float32
 }
 
-// NewAdamW returns an optimizer with zero moments for ad's tensors.
-func NewAdamW(ad *model.Adapter, p kernels.AdamWParams, maxGradNorm float64) *AdamW {
-	o := &AdamW{Params: p, MaxGradNorm: maxGradNorm}
+// NewAdamW returns an optimizer with zero moments for ad's tensors,
+// allocated on the backend ad was placed on.
+func NewAdamW(ad *model.Adapter, p kernels.AdamWParams, maxGradNorm float64) (*AdamW, error) {
+	o := &AdamW{Params: p, MaxGradNorm: maxGradNorm, be: ad.Backend()}
+	alloc := func(n int) ([]float32, error) {
+		if o.be == nil {
+			return make([]float32, n), nil
+		}
+		return kernels.AllocF32(o.be, n)
+	}
+	var err error
 	ad.Params(func(name string, param, _ []float32) {
+		if err != nil {
+			return
+		}
+		var m, v []float32
+		if m, err = alloc(len(param)); err == nil {
+			if v, err = alloc(len(param)); err != nil {
+				kernels.FreeF32(o.be, m)
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("trainer: optimizer state of %s: %w", name, err)
+			return
+		}
 		o.names = append(o.names, name)
-		o.m = append(o.m, make([]float32, len(param)))
-		o.v = append(o.v, make([]float32, len(param)))
+		o.m, o.v = append(o.m, m), append(o.v, v)
 	})
-	return o
+	if err != nil {
+		o.Free()
+		return nil, err
+	}
+	return o, nil
 }
 
-// GradNorm returns the global L2 norm of the adapter's gradient, summed in
-// float64 in Params order (deterministic).
-func GradNorm(ad *model.Adapter) float64 {
-	s := 0.0
-	ad.Params(func(_ string, _, g []float32) {
-		for _, x := range g {
-			s += float64(x) * float64(x)
+// Free releases the moments' memory; the optimizer must not be used
+// afterwards.
+func (o *AdamW) Free() {
+	if o.be != nil {
+		for i := range o.m {
+			kernels.FreeF32(o.be, o.m[i])
+			kernels.FreeF32(o.be, o.v[i])
 		}
-	})
+	}
+	o.names, o.m, o.v = nil, nil, nil
+}
+
+// GradNorm returns the global L2 norm of the adapter's gradient: each
+// tensor's sum of squares on be (kernels.Backend.SumSquares), added in
+// float64 in Params order (deterministic on a given backend).
+func GradNorm(be kernels.Backend, ad *model.Adapter) float64 {
+	s := 0.0
+	ad.Params(func(_ string, _, g []float32) { s += be.SumSquares(g, len(g)) })
 	return math.Sqrt(s)
 }
 
 // Update clips the gradient to MaxGradNorm, takes one AdamW step at rate lr
 // and returns the norm before clipping. The norm is computed even without
 // clipping: a NaN or Inf anywhere in the gradient makes it non-finite, and
-// then nothing is updated. After the step every weight is checked too, since
-// a huge lr overflows weights to Inf from a finite gradient; on either
-// failure the error matches ErrNotFinite and Step is not advanced.
+// then nothing is updated. After the step every weight is checked too (its
+// sum of squares, non-finite exactly when it holds a NaN or Inf), since a
+// huge lr overflows weights to Inf from a finite gradient; on either
+// failure the error matches ErrNotFinite and Step is not advanced. The
+// gradient and the weights stay on the backend: only the sums come back.
 func (o *AdamW) Update(be kernels.Backend, ad *model.Adapter, lr float64) (float64, error) {
-	norm := GradNorm(ad)
+	norm := GradNorm(be, ad)
 	if !isFinite(norm) {
 		return norm, &notFinite{what: "gradient", detail: fmt.Sprintf("its norm is %v", norm)}
 	}
@@ -66,7 +103,7 @@ func (o *AdamW) Update(be kernels.Backend, ad *model.Adapter, lr float64) (float
 		be.AdamW(param, g, o.m[i], o.v[i], len(param), step, p)
 		i++
 	})
-	if err := checkWeights(ad); err != nil {
+	if err := checkWeights(be, ad); err != nil {
 		return norm, err
 	}
 	o.Step = step
@@ -74,18 +111,19 @@ func (o *AdamW) Update(be kernels.Backend, ad *model.Adapter, lr float64) (float
 }
 
 // checkWeights returns a notFinite error naming the first LoRA tensor that
-// holds a NaN or Inf.
-func checkWeights(ad *model.Adapter) error {
+// holds a NaN or Inf (its sum of squares is then NaN or +Inf).
+func checkWeights(be kernels.Backend, ad *model.Adapter) error {
 	var err error
 	ad.Params(func(name string, param, _ []float32) {
 		if err != nil {
 			return
 		}
-		for _, x := range param {
-			if v := float64(x); !isFinite(v) {
-				err = &notFinite{what: "updated weights", detail: fmt.Sprintf("%s holds %v", name, v)}
-				return
+		if ss := be.SumSquares(param, len(param)); !isFinite(ss) {
+			what := "an Inf"
+			if math.IsNaN(ss) {
+				what = "a NaN"
 			}
+			err = &notFinite{what: "updated weights", detail: fmt.Sprintf("%s holds %s", name, what)}
 		}
 	})
 	return err

@@ -224,8 +224,18 @@ type Prepared struct {
 	unlock func()
 }
 
-// Close releases the run folder's lock.
+// Close frees the optimizer's and the adapter's memory on the model's
+// backend and releases the run folder's lock. The model is the caller's
+// (Base) and stays open.
 func (p *Prepared) Close() {
+	if p.Opt != nil {
+		p.Opt.Free()
+		p.Opt = nil
+	}
+	if p.Ad != nil {
+		p.Ad.Free()
+		p.Ad = nil
+	}
 	if p.unlock != nil {
 		p.unlock()
 		p.unlock = nil
@@ -311,7 +321,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 			return nil, stageerr.Usagef("resume %s: %s (saved in %s); a resumed run keeps its options: only %s may change",
 				run.Dir, strings.Join(diff, "; "), filepath.Join(run.StepDir(last), checkpoint.ConfigName), may)
 		}
-		prep.Ad, prep.Opt, prep.State, err = Restore(run, last, &m.Config, o.AdamWParams(), o.MaxGradNorm)
+		prep.Ad, prep.Opt, prep.State, err = Restore(run, last, m, o.AdamWParams(), o.MaxGradNorm)
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +356,12 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 	if err != nil {
 		return nil, err
 	}
-	prep.Opt = NewAdamW(prep.Ad, o.AdamWParams(), o.MaxGradNorm)
+	if err := prep.Ad.Place(m.Backend()); err != nil {
+		return nil, err
+	}
+	if prep.Opt, err = NewAdamW(prep.Ad, o.AdamWParams(), o.MaxGradNorm); err != nil {
+		return nil, err
+	}
 	ok = true
 	return prep, nil
 }

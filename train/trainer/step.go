@@ -121,11 +121,12 @@ func Accumulate(ctx context.Context, m *model.Model, ad *model.Adapter, job *Job
 		}
 		out.Logprob, out.Entropy = gather(pass.Logprob, mb.Pos), gather(pass.Entropy, mb.Pos)
 		s, grad, err := job.Loss(mb, out)
-		if err != nil {
-			return nil, fmt.Errorf("micro-batch %d: %w", k, err)
+		if err == nil && len(grad) != len(mb.Pos) {
+			err = fmt.Errorf("loss gave %d gradients for %d tokens", len(grad), len(mb.Pos))
 		}
-		if len(grad) != len(mb.Pos) {
-			return nil, fmt.Errorf("micro-batch %d: loss gave %d gradients for %d tokens", k, len(grad), len(mb.Pos))
+		if err != nil {
+			pass.Release() // its memory is the backend's: hand it back on every path
+			return nil, fmt.Errorf("micro-batch %d: %w", k, err)
 		}
 		for key, v := range s {
 			if old, ok := sums[key]; ok && strings.HasSuffix(key, "_max") {

@@ -45,7 +45,7 @@ func TestPerMicroBatchUpdates(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := &Loop{
-			Model: m, Adapter: ad, Opt: NewAdamW(ad, kernels.DefaultAdamW(0), 0),
+			Model: m, Adapter: ad, Opt: mustAdamW(t, ad, kernels.DefaultAdamW(0), 0),
 			Sched: Schedule{Kind: "constant", LR: 0.05}, Ckpt: &checkpoint.Run{Dir: filepath.Join(t.TempDir(), "run")},
 			BaseName: "tiny", Config: map[string]string{"test": "updates"},
 			Next: func(_ context.Context, s int) (*Job, error) { return next(s), nil },

@@ -287,7 +287,7 @@ func learnBlock(t *testing.T, seed uint64, train, held []blockPosition) (before,
 // firstLogprobs returns the log-probabilities of each board's first answer
 // token, all boards batched in one Step.
 func (p *policy) firstLogprobs(ctx context.Context, t *testing.T, ad *model.Adapter, ps []blockPosition) [][]float32 {
-	cache := model.NewContiguousCache(&p.m.Config)
+	cache := model.NewContiguousCache(&p.m.Config, p.m.Backend())
 	in := make([]model.StepInput, len(ps))
 	for i, pos := range ps {
 		in[i] = model.StepInput{Seq: i, IDs: p.renderIDs(t, blockPrompt(pos))}

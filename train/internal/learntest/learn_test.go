@@ -284,7 +284,7 @@ type sample struct {
 // generate samples one answer per prompt, all sequences batched in each
 // Step call.
 func (p *policy) generate(ctx context.Context, t *testing.T, ad *model.Adapter, scs []scenario, rng *rand.Rand) []sample {
-	cache := model.NewContiguousCache(&p.m.Config)
+	cache := model.NewContiguousCache(&p.m.Config, p.m.Backend())
 	out := make([]sample, len(scs))
 	in := make([]model.StepInput, len(scs))
 	live := make([]int, len(scs)) // live[k]: the sequence of in[k]

@@ -195,14 +195,38 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 	if err != nil {
 		return workerResult{}, err
 	}
+	if err := ad.Place(m.Backend()); err != nil {
+		return workerResult{}, err
+	}
+	defer ad.Free()
 	N := len(b.IDs)
 	dlp := make([]float32, N)
 	for i := range dlp {
 		dlp[i] = -1 / float32(N) // loss = −mean logprob, as reference.py
 	}
-	type moments struct{ m, v []float32 }
-	opt := map[string]*moments{}
+	// The moments live where the adapter does (the backend's memory).
 	be := m.Backend()
+	type moments struct{ m, v []float32 }
+	var opt []moments
+	defer func() {
+		for _, mo := range opt {
+			kernels.FreeF32(be, mo.m)
+			kernels.FreeF32(be, mo.v)
+		}
+	}()
+	ad.Params(func(_ string, param, _ []float32) {
+		if err != nil {
+			return
+		}
+		var mo moments
+		if mo.m, err = kernels.AllocF32(be, len(param)); err == nil {
+			mo.v, err = kernels.AllocF32(be, len(param))
+		}
+		opt = append(opt, mo) // freed by the defer, whichever succeeded
+	})
+	if err != nil {
+		return workerResult{}, fmt.Errorf("optimizer state: %w", err)
+	}
 	var first, timed time.Duration
 	for step := 0; step <= steps; step++ {
 		t0 := time.Now()
@@ -215,13 +239,10 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 			return workerResult{}, err
 		}
 		p.Release() // the next step reuses the activation memory
-		ad.Params(func(name string, param, grad []float32) {
-			mo := opt[name]
-			if mo == nil {
-				mo = &moments{make([]float32, len(param)), make([]float32, len(param))}
-				opt[name] = mo
-			}
-			be.AdamW(param, grad, mo.m, mo.v, len(param), step+1, kernels.DefaultAdamW(1e-4))
+		i := 0
+		ad.Params(func(_ string, param, grad []float32) {
+			be.AdamW(param, grad, opt[i].m, opt[i].v, len(param), step+1, kernels.DefaultAdamW(1e-4))
+			i++
 		})
 		if d := time.Since(t0); step == 0 {
 			first = d
@@ -238,7 +259,8 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 // (pairedRounds) on the backend's workers.
 func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, B, prompt, tokens int) (workerResult, error) {
 	V := m.Config.Vocab
-	cache := model.NewContiguousCache(&m.Config)
+	cache := model.NewContiguousCache(&m.Config, m.Backend())
+	defer cache.Close()
 	in := make([]model.StepInput, B)
 	for s := range in {
 		ids := make([]int32, prompt)
@@ -252,6 +274,7 @@ func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, 
 	if err != nil {
 		return workerResult{}, err
 	}
+	defer func() { m.FreeLogits(logits) }()
 	first := time.Since(t0)
 	step := func() error {
 		for s := range in {

@@ -1,0 +1,65 @@
+package model
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels/kerneltest"
+)
+
+// Everything the model allocates through a backend that owns its memory
+// goes back to it: weights (float32, then bfloat16 after ToBF16), passes'
+// activation slabs, Step's logits, the KV cache, the adapter and what
+// Merge uses on the way. After Close, Free and the cache's Close the
+// checking backend holds nothing.
+func TestResidentFreesEverything(t *testing.T) {
+	ctx := context.Background()
+	for _, fam := range families {
+		t.Run(fam, func(t *testing.T) {
+			be := kerneltest.Resident(kernelBackends(t)[1])
+			m := newMicro(t, fam, be, 3)
+			ad := randomAdapter(t, m, AllModules(), 2, 4)
+			b := packed(m.Config.Vocab, []int{5, 3}, 8)
+			for _, ckpt := range []bool{false, true} {
+				ad.ZeroGrad()
+				p, err := m.Forward(ctx, b, ad, TrainOptions{Checkpoint: ckpt})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Backward(ctx, make([]float32, len(b.IDs)), nil); err != nil {
+					t.Fatal(err)
+				}
+				p.Release()
+			}
+			if err := m.ToBF16(); err != nil {
+				t.Fatal(err)
+			}
+			cache := NewContiguousCache(&m.Config, be)
+			var logits []float32
+			for _, ids := range [][]int32{{1, 2, 3}, {4}, {5}} {
+				var err error
+				if logits, err = m.StepInto(ctx, cache, []StepInput{{Seq: 1, IDs: ids}, {Seq: 2, IDs: ids[:1]}}, ad, logits); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.FreeLogits(logits)
+			if err := m.Merge(ad); err != nil {
+				t.Fatal(err)
+			}
+			cache.Truncate(2, 0)
+			if err := cache.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ad.Free()
+			if be.Live() == 0 {
+				t.Fatal("nothing live before Close: the model allocated nowhere")
+			}
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := be.Live(); n != 0 {
+				t.Errorf("%d allocations (%d bytes) live after Close, Free and the cache's Close, want 0", n, be.LiveBytes())
+			}
+		})
+	}
+}

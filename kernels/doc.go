@@ -1,6 +1,6 @@
 // Package kernels defines the compute operations Hone's transformer needs, as
 // one interface, Backend, that the model (train/model) consumes and that each
-// implementation (kernels/ref, kernels/cpu, later kernels/cuda) satisfies.
+// implementation (kernels/ref, kernels/cpu, kernels/cuda) satisfies.
 //
 // # Tensor conventions
 //

@@ -111,6 +111,8 @@ GPU_CHECK := $(BIN)/gpu-check
 gpu-check:
 	rm -rf $(GPU_CHECK) && mkdir -p $(GPU_CHECK)
 	CGO_ENABLED=0 $(GO) test -c -o $(GPU_CHECK)/cuda.test ./kernels/cuda
+	CGO_ENABLED=0 $(GO) build -o $(GPU_CHECK)/modelbench ./train/internal/modelbench
+	$(GPU_CHECK)/modelbench worker train --shape tiny --batch 1 --seq 8 --steps 1 | grep -q '^BENCH '
 	install -m 755 kernels/cuda/gpucheck/run.sh $(GPU_CHECK)/run.sh
 	install -m 644 kernels/cuda/gpucheck/torch_bench.py kernels/cuda/gpucheck/README.md $(GPU_CHECK)/
 	cp -R testdata/golden/model/qwen2 $(GPU_CHECK)/golden-qwen2

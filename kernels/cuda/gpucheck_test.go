@@ -59,6 +59,7 @@ func TestGPUCheckScript(t *testing.T) {
 			t.Fatal(err)
 		}
 		stub(dir, "cuda.test", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"; exit `+string(rune('0'+testExit)))
+		stub(dir, "modelbench", `echo "BENCH stub $*"`)
 		if err := os.WriteFile(filepath.Join(dir, "COMMIT"), []byte("abc123\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -82,11 +83,16 @@ func TestGPUCheckScript(t *testing.T) {
 	}
 	for _, want := range []string{"abc123", "nvidia-smi      ok", "gpu             ok", "cuBLAS: " + cublas, "torch           ok",
 		"hardware-test   ok", "memcheck        ok", "torch-05b       ok", "torch-7b        ok",
+		"hone-05b-train  ok", "hone-05b-decode ok", "hone-7b-train   ok",
+		// modelbench's BENCH lines, copied into the summary
+		"    stub worker train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3 --device cuda --dtype bf16 --compute bf16 --libcuda  --libcublas " + cublas,
+		"    stub worker decode --shape 05b --batch 32 --prompt 16 --tokens 64 --device cuda",
+		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --device cuda",
 		// torch_bench.py's RESULT lines, copied into the summary (the stub echoes its arguments)
 		"    stub row ", "/torch_bench.py --device cuda --out ",
 		"/results/torch-05b.jsonl --shape 05b --impl both --measure golden,same-math,train,decode --golden ",
 		"/golden-qwen2 --warmup 2 --steps 5", "/results/torch-7b.jsonl --shape 7b --measure train --warmup 1 --steps 3",
-		"does not exist yet: model goldens on CUDA", "Hone's side of the LoRA step and decode rows", "every step passed"} {
+		"does not exist yet: model goldens on CUDA", "every step passed"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
@@ -112,7 +118,7 @@ func TestGPUCheckScript(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("run.sh out of budget: %v, want exit status 1", err)
 	}
-	for _, want := range []string{"hardware-test   ok", "torch-05b       SKIPPED", "torch-7b        SKIPPED", "of the 20s budget", "a step FAILED"} {
+	for _, want := range []string{"hardware-test   ok", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "of the 20s budget", "a step FAILED"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

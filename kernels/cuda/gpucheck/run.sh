@@ -7,7 +7,7 @@
 #
 # It writes results as it goes into RESULTS_DIR (default: results/ beside
 # this script): summary.txt, one line per step (rc, seconds), and STEP.log
-# with each step's output. Every step has a time limit, and the PyTorch
+# with each step's output. Every step has a time limit, and the bench
 # steps' limits are cut to what is left of 6 min 45 s from the start (they
 # are skipped, as a failure, under 30 s), so that the whole run stays under
 # 7 minutes. It exits 1 when a step failed.
@@ -26,15 +26,17 @@
 # all projections, bf16) on the Qwen2.5-0.5B and a 7B shape and KV-cache
 # decode at batch 32 on the 0.5B shape, with transformers + PEFT where they
 # import (the plain decoder otherwise) and the plain decoder beside them on
-# the 0.5B shape: tokens/s and peak memory. What is NOT in it, because it
-# does not exist yet: the model goldens on CUDA, and Hone's side of the
-# LoRA step and decode rows (a CUDA bench binary).
+# the 0.5B shape: tokens/s and peak memory. Before each, Hone's side of the
+# same rows (hone-*: modelbench's worker on cuda.Backend, bf16 weights and
+# bf16 compute; a BENCH line each with tokens/s and the bytes the backend
+# had allocated). What is NOT in it, because it does not exist yet: the
+# model goldens on CUDA.
 #
 # cuBLAS is found by its sonames (13, 12, 11), else in Python's
 # site-packages (the nvidia-* wheels PyTorch installs), unless HONE_LIBCUBLAS
 # names it; HONE_LIBCUDA names the driver library when it is not on the
 # loader's path. HONE_GPU_CHECK_BUDGET_S sets the budget in seconds that the
-# PyTorch steps' limits are cut to (default 405).
+# bench steps' limits are cut to (default 405).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 res=${1:-$here/results}
@@ -94,27 +96,50 @@ else
 	note "memcheck        skipped: compute-sanitizer is not on this machine"
 fi
 
-# torch_step NAME LIMIT ARGS...: torch_bench.py ARGS on the device, its rows
-# in NAME.jsonl and, one line each, in the summary; LIMIT cut to what is left
-# of the budget.
+# bench_step NAME LIMIT CMD...: CMD under LIMIT cut to what is left of the
+# budget, its output in NAME.log; a step with under 30 s left is skipped.
 budget=${HONE_GPU_CHECK_BUDGET_S:-405}
-torch_step() {
-	local name=$1 limit=$2 left line
+bench_step() {
+	local name=$1 limit=$2 left
 	shift 2
 	left=$((budget - ($(date +%s) - t0)))
 	if [ "$left" -lt 30 ]; then
 		failed=1
 		note "$(printf '%-15s SKIPPED %ds left of the %ds budget' "$name" "$left" "$budget")"
-		return
+		return 1
 	fi
 	if [ "$left" -lt "$limit" ]; then limit=$left; fi
-	step "$name" "$limit" python3 "$here/torch_bench.py" --device cuda --out "$res/$name.jsonl" "$@"
+	step "$name" "$limit" "$@"
+}
+
+# torch_step NAME LIMIT ARGS...: torch_bench.py ARGS on the device, its rows
+# in NAME.jsonl and, one line each, in the summary.
+torch_step() {
+	local name=$1 limit=$2 line
+	shift 2
+	bench_step "$name" "$limit" python3 "$here/torch_bench.py" --device cuda --out "$res/$name.jsonl" "$@" || return
 	while IFS= read -r line; do note "    ${line#RESULT }"; done < <(grep '^RESULT ' "$res/$name.log")
 }
 
+# hone_step NAME LIMIT WORKER-ARGS...: Hone's side of a row, modelbench's
+# worker on cuda.Backend (bf16 weights, bf16 compute: bf16 GemmEx operands,
+# f32 accumulation), its BENCH line in the summary.
+hone_step() {
+	local name=$1 limit=$2 line
+	shift 2
+	bench_step "$name" "$limit" "$here/modelbench" worker "$@" --device cuda --dtype bf16 --compute bf16 \
+		--libcuda "${HONE_LIBCUDA:-}" --libcublas "${HONE_LIBCUBLAS:-}" || return
+	while IFS= read -r line; do note "    ${line#BENCH }"; done < <(grep '^BENCH ' "$res/$name.log")
+}
+
+# Side by side: Hone then PyTorch on each shape, the same tokens (8 × 1024,
+# LoRA rank 16 on every projection; decode batch 32).
+hone_step hone-05b-train 60 train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3
+hone_step hone-05b-decode 40 decode --shape 05b --batch 32 --prompt 16 --tokens 64
 torch_step torch-05b 120 --shape 05b --impl both --measure golden,same-math,train,decode --golden "$here/golden-qwen2" --warmup 2 --steps 5
+hone_step hone-7b-train 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2
 torch_step torch-7b 150 --shape 7b --measure train --warmup 1 --steps 3
 
-note "not checked, because it does not exist yet: model goldens on CUDA, Hone's side of the LoRA step and decode rows (a CUDA bench binary; the PyTorch rows above are the reference it is to be measured against)"
+note "not checked, because it does not exist yet: model goldens on CUDA"
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
 exit "$failed"

@@ -28,6 +28,12 @@
 //	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 go run ./train/internal/modelbench
 //	go run ./train/internal/modelbench --quick
 //
+// The device check (make gpu-check, kernels/cuda/gpucheck/run.sh) runs the
+// worker by itself on a GPU: `modelbench worker train|decode --device cuda`
+// on kernels/cuda's Backend, with a 7b shape (Qwen2.5-7B's) besides tiny and
+// 05b, --rank for the adapter, and the bytes the backend had allocated in
+// its BENCH line. That path has never run on a GPU.
+//
 // FLOPs are counted, not measured: a training step is 2 × the forward
 // matmul FLOPs (the forward and the input gradient; base weights get no
 // gradient) plus 3 × the causal attention FLOPs; a decode token is 2 × the

@@ -7,13 +7,16 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/pprof"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -26,8 +29,13 @@ func shapeConfig(shape string) (model.Config, error) {
 	case "05b":
 		return model.Config{Family: "qwen2", Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2,
 			HeadDim: 64, RMSNormEps: 1e-6, QKVBias: true, TieEmbeddings: true, RoPE: kernels.RoPEConfig{Theta: 1e6}}, nil
+	case "7b":
+		// Qwen2.5-7B's shape, for the device check (make gpu-check) only:
+		// its weights take 15 GB in bfloat16.
+		return model.Config{Family: "qwen2", Vocab: 152064, Hidden: 3584, Intermediate: 18944, Layers: 28, Heads: 28, KVHeads: 4,
+			HeadDim: 128, RMSNormEps: 1e-6, QKVBias: true, RoPE: kernels.RoPEConfig{Theta: 1e6}}, nil
 	}
-	return model.Config{}, fmt.Errorf("unknown shape %q (want tiny, 05b)", shape)
+	return model.Config{}, fmt.Errorf("unknown shape %q (want tiny, 05b, 7b)", shape)
 }
 
 // matmulParams is the number of weights one token multiplies in a forward
@@ -64,6 +72,12 @@ type workerResult struct {
 	TokensPerS float64 `json:"tokens_per_s"`
 	FirstS     float64 `json:"first_step_s"`
 	Checkpoint bool    `json:"checkpoint,omitempty"`
+	Device     string  `json:"device,omitempty"`
+	Rank       int     `json:"lora_rank,omitempty"`
+	// DeviceBytes is the device memory the backend had allocated after the
+	// first step's backward (weights, adapter, moments, activations; not
+	// cuBLAS's workspace): cuda only.
+	DeviceBytes int64 `json:"device_alloc_bytes,omitempty"`
 	// Decode only: see memorySpeed.
 	ReadTokensPerS float64 `json:"read_tokens_per_s,omitempty"`
 	StepOverRead   float64 `json:"step_over_read,omitempty"`
@@ -76,7 +90,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	}
 	kind := args[0]
 	fs := pflag.NewFlagSet("worker "+kind, pflag.ContinueOnError)
-	shape := fs.String("shape", "tiny", "tiny or 05b")
+	shape := fs.String("shape", "tiny", "tiny, 05b, or 7b")
 	batch := fs.Int("batch", 8, "sequences")
 	seq := fs.Int("seq", 256, "training tokens per sequence")
 	steps := fs.Int("steps", 2, "timed training steps")
@@ -86,6 +100,10 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	dt := fs.String("dtype", "f32", "weights in memory: f32 or bf16")
 	comp := fs.String("compute", "f32", "precision of the products on the base weights: f32, or bf16 (needs --dtype bf16 and AVX512-BF16)")
 	prof := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
+	device := fs.String("device", "cpu", "cpu, or cuda (kernels/cuda; the device check runs it)")
+	libcuda := fs.String("libcuda", "", "--device cuda: explicit path of libcuda (default: its soname)")
+	libcublas := fs.String("libcublas", "", "--device cuda: explicit path of libcublas (default: sonames 13, 12, 11)")
+	rank := fs.Int("rank", 8, "LoRA rank of the training step (all projections)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -98,7 +116,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 		return fmt.Errorf("--compute: %w", err)
 	}
 	workers := cpu.SpareProc(0)
-	be, err := cpu.New(cpu.Options{Workers: workers, Compute: prec}) // a worker process makes one backend
+	be, err := newBackend(*device, workers, prec, cuda.Options{DriverLib: *libcuda, BLASLib: *libcublas})
 	if err != nil {
 		return err
 	}
@@ -116,6 +134,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer m.Close()
 	fill(m)
 	rng := rand.New(rand.NewPCG(1, 2))
 	// Profile from here: the weights are filled, the measured part follows.
@@ -133,9 +152,9 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	var res workerResult
 	switch kind {
 	case "train":
-		res, err = trainWorker(ctx, m, rng, *batch, *seq, *steps, *ckpt)
+		res, err = trainWorker(ctx, m, rng, *batch, *seq, *steps, *rank, *ckpt)
 	case "decode":
-		res, err = decodeWorker(ctx, m, rng, workers, *batch, *prompt, *tokens)
+		res, err = decodeWorker(ctx, m, rng, workers, *batch, *prompt, *tokens, *device == "cpu")
 	default:
 		return fmt.Errorf("unknown worker %q (want train or decode)", kind)
 	}
@@ -144,6 +163,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	}
 	res.Shape = *shape
 	res.Dtype = *dt
+	res.Device = *device
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -153,34 +173,82 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 }
 
 // fill gives the weights cheap deterministic values of a sensible scale
-// (the values do not matter for speed; norms get 1).
+// (the values do not matter for speed; norms get 1), on every core: the 7B
+// shape of the device check has 7.6 billion of them.
 func fill(m *model.Model) {
-	var buf [4096]float32
+	const block = 1 << 20
+	type job struct {
+		t      model.Tensor
+		lo, hi int
+	}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf [4096]float32
+			for j := range jobs {
+				fillRange(j.t, j.lo, j.hi, buf[:])
+			}
+		}()
+	}
 	for _, t := range m.Tensors() {
-		if len(t.Shape) == 1 {
-			for i := range t.Values {
-				t.Values[i] = 1
-			}
-			continue
+		n := max(len(t.Values), len(t.Bits))
+		for lo := 0; lo < n; lo += block {
+			jobs <- job{t, lo, min(n, lo+block)}
 		}
-		for i := range t.Values {
-			t.Values[i] = fillValue(i)
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+// fillRange fills elements [lo, hi) of t.
+func fillRange(t model.Tensor, lo, hi int, buf []float32) {
+	if len(t.Shape) == 1 {
+		for i := lo; i < min(hi, len(t.Values)); i++ {
+			t.Values[i] = 1
 		}
-		// A bfloat16 matrix gets the same values, rounded, through a small
-		// buffer: a float32 copy would be garbage the peak RSS counts.
-		for lo := 0; lo < len(t.Bits); lo += len(buf) {
-			f := buf[:min(len(buf), len(t.Bits)-lo)]
-			for i := range f {
-				f[i] = fillValue(lo + i)
-			}
-			kernels.ToBF16(t.Bits[lo:lo+len(f)], f)
+		return
+	}
+	for i := lo; i < min(hi, len(t.Values)); i++ {
+		t.Values[i] = fillValue(i)
+	}
+	// A bfloat16 matrix gets the same values, rounded, through a small
+	// buffer: a float32 copy would be garbage the peak RSS counts.
+	for l := lo; l < min(hi, len(t.Bits)); l += len(buf) {
+		f := buf[:min(len(buf), min(hi, len(t.Bits))-l)]
+		for i := range f {
+			f[i] = fillValue(l + i)
 		}
+		kernels.ToBF16(t.Bits[l:l+len(f)], f)
 	}
 }
 
 func fillValue(i int) float32 { return float32((i*7919)%2001-1000) * 3e-5 }
 
-func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, steps int, ckpt bool) (workerResult, error) {
+// newBackend is the worker's one backend: kernels/cpu on workers threads,
+// or kernels/cuda on the first device.
+func newBackend(device string, workers int, prec kernels.Precision, o cuda.Options) (kernels.Backend, error) {
+	switch device {
+	case "cpu":
+		return cpu.New(cpu.Options{Workers: workers, Compute: prec})
+	case "cuda":
+		return cuda.OpenBackend(o, prec)
+	}
+	return nil, fmt.Errorf("--device %q: want cpu or cuda", device)
+}
+
+// deviceBytes is what a CUDA backend has allocated (0 on the CPU).
+func deviceBytes(be kernels.Backend) int64 {
+	if b, ok := be.(*cuda.Backend); ok {
+		_, n := b.Device().Live()
+		return int64(n)
+	}
+	return 0
+}
+
+func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, steps, rank int, ckpt bool) (workerResult, error) {
 	V := m.Config.Vocab
 	b := &model.Batch{SeqOff: []int32{0}}
 	for range B {
@@ -191,7 +259,7 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 		}
 		b.SeqOff = append(b.SeqOff, int32(len(b.IDs)))
 	}
-	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 8, Alpha: 16, Targets: model.AllModules()}, 1)
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: rank, Alpha: float64(2 * rank), Targets: model.AllModules()}, 1)
 	if err != nil {
 		return workerResult{}, err
 	}
@@ -228,6 +296,7 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 		return workerResult{}, fmt.Errorf("optimizer state: %w", err)
 	}
 	var first, timed time.Duration
+	var devBytes int64
 	for step := 0; step <= steps; step++ {
 		t0 := time.Now()
 		ad.ZeroGrad()
@@ -237,6 +306,9 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 		}
 		if err := p.Backward(ctx, dlp, nil); err != nil {
 			return workerResult{}, err
+		}
+		if step == 0 {
+			devBytes = deviceBytes(be)
 		}
 		p.Release() // the next step reuses the activation memory
 		i := 0
@@ -251,13 +323,14 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 		}
 	}
 	return workerResult{Kind: "train", Batch: B, TokensPerS: float64(N*steps) / timed.Seconds(),
-		FirstS: first.Seconds(), Checkpoint: ckpt}, nil
+		FirstS: first.Seconds(), Checkpoint: ckpt, Rank: rank, DeviceBytes: devBytes}, nil
 }
 
 // decodeWorker times tokens greedy decode steps of B sequences after a
 // prompt, then as many more steps each after a plain read of the weights
-// (pairedRounds) on the backend's workers.
-func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, B, prompt, tokens int) (workerResult, error) {
+// (pairedRounds) on the backend's workers when pairRead (on the CPU: on a
+// device the weights are not the host's to read).
+func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, B, prompt, tokens int, pairRead bool) (workerResult, error) {
 	V := m.Config.Vocab
 	cache := model.NewContiguousCache(&m.Config, m.Backend())
 	defer cache.Close()
@@ -290,7 +363,10 @@ func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, 
 		}
 	}
 	res := workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / time.Since(t0).Seconds(),
-		FirstS: first.Seconds()}
+		FirstS: first.Seconds(), DeviceBytes: deviceBytes(m.Backend())}
+	if !pairRead {
+		return res, nil
+	}
 	ms, err := pairedRounds(weightBytes(m), workers, B, tokens, step)
 	if err != nil {
 		return workerResult{}, err

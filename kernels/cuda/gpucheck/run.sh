@@ -18,7 +18,11 @@
 # kerneltest's conformance cases for their ops, against kernels/ref), under
 # compute-sanitizer memcheck too when the machine has it (-test.short: the
 # small shapes only), and kerneltest's whole suite on cuda.Backend
-# (TestBackendOnHardware: managed memory, every op on the device). Then the PyTorch reference rows (torch_bench.py, see
+# (TestBackendOnHardware: managed memory, every op on the device), and the
+# PyTorch model goldens of every family (logits, logprobs, entropy, LoRA
+# gradients) through cuda.Backend (train/model's TestGoldenCUDAOnHardware,
+# model.test, run from train/model/ beside this script so that it finds the
+# golden files copied under testdata/). Then the PyTorch reference rows (torch_bench.py, see
 # README.md beside it; JSON lines in torch-05b.jsonl and torch-7b.jsonl, a
 # line per row in the summary): its plain-torch Qwen2 decoder and LoRA
 # checked in float32 against the qwen2 model golden and against
@@ -27,14 +31,14 @@
 # decode at batch 32 on the 0.5B shape, with transformers + PEFT where they
 # import (the plain decoder otherwise) and the plain decoder beside them on
 # the 0.5B shape: tokens/s and peak memory. What is NOT in it, because it
-# does not exist yet: the model goldens on CUDA, and Hone's side of the
-# LoRA step and decode rows (a CUDA bench binary).
+# does not exist yet: Hone's side of the LoRA step and decode rows (a CUDA
+# bench binary).
 #
 # cuBLAS is found by its sonames (13, 12, 11), else in Python's
 # site-packages (the nvidia-* wheels PyTorch installs), unless HONE_LIBCUBLAS
 # names it; HONE_LIBCUDA names the driver library when it is not on the
 # loader's path. HONE_GPU_CHECK_BUDGET_S sets the budget in seconds that the
-# PyTorch steps' limits are cut to (default 405).
+# PyTorch steps' limits, and the model goldens', are cut to (default 405).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 res=${1:-$here/results}
@@ -112,9 +116,18 @@ torch_step() {
 	while IFS= read -r line; do note "    ${line#RESULT }"; done < <(grep '^RESULT ' "$res/$name.log")
 }
 
+# The model goldens on the device: a budgeted step, like the PyTorch ones.
+left=$((budget - ($(date +%s) - t0)))
+if [ "$left" -lt 30 ]; then
+	failed=1
+	note "$(printf '%-15s SKIPPED %ds left of the %ds budget' model-golden "$left" "$budget")"
+else
+	step model-golden "$((left < 60 ? left : 60))" env -C "$here/train/model" HONE_CUDA_TEST=1 "$here/model.test" -test.run GoldenCUDAOnHardware -test.v -test.timeout 55s
+fi
+
 torch_step torch-05b 120 --shape 05b --impl both --measure golden,same-math,train,decode --golden "$here/golden-qwen2" --warmup 2 --steps 5
 torch_step torch-7b 150 --shape 7b --measure train --warmup 1 --steps 3
 
-note "not checked, because it does not exist yet: model goldens on CUDA, Hone's side of the LoRA step and decode rows (a CUDA bench binary; the PyTorch rows above are the reference it is to be measured against)"
+note "not checked, because it does not exist yet: Hone's side of the LoRA step and decode rows (a CUDA bench binary; the PyTorch rows above are the reference it is to be measured against)"
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
 exit "$failed"

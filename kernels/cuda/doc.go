@@ -15,7 +15,8 @@
 // Kernel sources are CUDA C++ beside this file (rmsnorm.cu: RMSNorm forward
 // and backward; rope.cu: RoPE; swiglu.cu: SwiGLU; embedding.cu: embedding
 // and its scatter-add backward; adamw.cu: the AdamW step; elementwise.cu:
-// add, scale, axpy; softmax.cu: log-softmax and entropy over full rows;
+// add, scale, axpy; sumsquares.cu: SumSquares, a fixed-tree reduction in
+// double; softmax.cu: log-softmax and entropy over full rows;
 // logprob.cu: the online logsumexp of the chunked logprob forward, whose
 // chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect;
 // attention.cu: causal grouped-query attention over packed sequences, with

@@ -61,6 +61,9 @@ test-race:
 .PHONY: test-long
 test-long:
 	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 30m -run 'BF16ComputeGRPO' -v ./train/internal/learntest
+	# cuda.Backend on the emulated device (the .cu kernels on the CPU): the
+	# other model goldens, and LoRA AdamW steps through train/trainer.
+	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 30m -run 'GoldenCUDAEmulated|StepCUDAEmulated' -v ./train/model ./train/trainer
 
 # The kernels must also pass their conformance suite as pure Go (gonum GEMM).
 test-nocgo:

@@ -7,8 +7,9 @@
 // before it returns. It has never run on a GPU: its tests use the fakes of
 // kernels/cuda/cudafake, among them an emulated device whose managed memory
 // is host memory and whose launches run the .cu kernels on the CPU
-// in-process, on which Backend runs (backend_test.go). The commands do not
-// offer --device cuda yet.
+// in-process, on which Backend runs (backend_test.go; train/model runs its
+// PyTorch model goldens on it, train/trainer LoRA AdamW steps). The
+// commands do not offer --device cuda yet.
 //
 // # Kernels
 //

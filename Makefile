@@ -61,6 +61,9 @@ test-race:
 .PHONY: test-long
 test-long:
 	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 30m -run 'BF16ComputeGRPO' -v ./train/internal/learntest
+	# cuda.Backend on the emulated device (the .cu kernels on the CPU): the
+	# other model goldens, and LoRA AdamW steps through train/trainer.
+	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 30m -run 'GoldenCUDAEmulated|StepCUDAEmulated' -v ./train/model ./train/trainer
 
 # The kernels must also pass their conformance suite as pure Go (gonum GEMM).
 test-nocgo:
@@ -116,10 +119,14 @@ gpu-check:
 	install -m 755 kernels/cuda/gpucheck/run.sh $(GPU_CHECK)/run.sh
 	install -m 644 kernels/cuda/gpucheck/torch_bench.py kernels/cuda/gpucheck/README.md $(GPU_CHECK)/
 	cp -R testdata/golden/model/qwen2 $(GPU_CHECK)/golden-qwen2
+	CGO_ENABLED=0 $(GO) test -c -o $(GPU_CHECK)/model.test ./train/model
+	mkdir -p $(GPU_CHECK)/train/model $(GPU_CHECK)/testdata/golden/model
+	cp -R testdata/golden/model/gemma3 testdata/golden/model/llama testdata/golden/model/qwen2 testdata/golden/model/qwen3 $(GPU_CHECK)/testdata/golden/model/
 	python3 $(GPU_CHECK)/torch_bench.py --help >/dev/null
 	@echo "$$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')" > $(GPU_CHECK)/COMMIT
 	bash -n $(GPU_CHECK)/run.sh
 	@list=$$($(GPU_CHECK)/cuda.test -test.list OnHardware) && echo "$$list" && \
 	  echo "$$list" | grep -qx TestOnHardware && echo "$$list" | grep -qx TestRMSNormOnHardware && echo "$$list" | grep -qx TestKernelsOnHardware
 	env -u HONE_CUDA_TEST $(GPU_CHECK)/cuda.test -test.run OnHardware -test.v | grep -- '--- SKIP'
+	cd $(GPU_CHECK)/train/model && env -u HONE_CUDA_TEST ../../model.test -test.run GoldenCUDAOnHardware -test.v | grep -- '--- SKIP: TestGoldenCUDAOnHardware'
 	@echo "built $(GPU_CHECK): $$(ls $(GPU_CHECK) | tr '\n' ' ')"

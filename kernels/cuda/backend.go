@@ -24,9 +24,9 @@ import (
 // into managed scratch of its own for each call.
 //
 // Every op runs on the device — Ops' kernels, and cuBLAS for the products
-// (kernels.Backend's GEMMs, the linear layers, the chunked logprob) — but
-// SumSquares, which has no kernel yet and runs on the host over the
-// managed memory after a sync. RowMax and ExpShift, the sampler's row ops,
+// (kernels.Backend's GEMMs, the linear layers, the chunked logprob), and
+// SumSquares too (a reduction kernel whose one double the host reads).
+// RowMax and ExpShift, the sampler's row ops,
 // run on the caller's goroutine on the host by design, on any slice.
 //
 // Every op returns after the device has finished it (cuCtxSynchronize), so
@@ -318,19 +318,6 @@ func (b *Backend) onDevice(op string, run func() error) {
 	if err != nil {
 		panic(fmt.Sprintf("kernels.%s: %v", op, err))
 	}
-}
-
-// onHost runs an op on the host (run, with kernels/ref over the managed
-// memory) after the device has finished the work before it: SumSquares
-// only, until it has a kernel.
-func (b *Backend) onHost(op string, run func()) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.enter(op)
-	if err := b.d.Synchronize(); err != nil {
-		panic(fmt.Sprintf("kernels.%s: %v", op, err))
-	}
-	run()
 }
 
 // enter checks the backend is open; b.mu is held.

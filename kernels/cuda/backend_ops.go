@@ -630,10 +630,8 @@ func (b *Backend) AddScalar(out, a []float32, s float32, n int) {
 	b.onDevice(op, func() error { return b.ops.AddScalar(b.f32(op, "out", out), b.f32(op, "a", a), s, n) })
 }
 
-// SumSquares runs on the host over the managed memory, after the device
-// has finished: there is no CUDA kernel for it yet, and its result is a
-// scalar the host reads anyway; the pages of x it reads migrate to the
-// host (the optimizer's gradient norm: LoRA gradients, small).
+// SumSquares runs on the device (Ops.SumSquares: sumsquares.cu's fixed
+// tree in double), and the host reads the one double it gives.
 func (b *Backend) SumSquares(x []float32, n int) float64 {
 	const op = "SumSquares"
 	kernels.NeedSizes(op, n)
@@ -642,9 +640,10 @@ func (b *Backend) SumSquares(x []float32, n int) float64 {
 		return 0
 	}
 	var s float64
-	b.onHost(op, func() {
-		b.f32(op, "x", x)
-		s = b.host.SumSquares(x, n)
+	b.onDevice(op, func() error {
+		var err error
+		s, err = b.ops.SumSquares(b.f32(op, "x", x), n)
+		return err
 	})
 	return s
 }

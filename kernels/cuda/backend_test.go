@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -189,7 +190,7 @@ func TestBackendDeviceOps(t *testing.T) {
 	h.AddScalar(want, gate, 1, n)
 	b.AddScalar(out, buf(gate), 1, n)
 	check("AddScalar", out, want)
-	if got, want := b.SumSquares(buf(gate), n), h.SumSquares(gate, n); got != want {
+	if got, want := b.SumSquares(buf(gate), n), h.SumSquares(gate, n); math.Abs(got-want) > 1e-12*want {
 		t.Errorf("SumSquares = %.17g, want %.17g", got, want)
 	}
 	h.Scale(want, gate, -0.3, n)
@@ -657,5 +658,51 @@ func TestManagedThroughLoader(t *testing.T) {
 	}
 	if err := drv.MemFree(p); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestBackendSumSquares runs sumsquares.cu on the emulated device through
+// Backend.SumSquares: against ref's index-order float64 sum (kerneltest's
+// 1e-12 relative bound) on sizes around the block and the capped grid (the
+// largest makes each thread take several values), the same bits again for
+// the same values, only the first n values read, and NaN or +Inf when a
+// value is not finite.
+func TestBackendSumSquares(t *testing.T) {
+	t.Parallel()
+	b, _, _ := emulatedBackend(t)
+	defer b.Close()
+	r := rand.New(rand.NewPCG(28, 2))
+	h := ref.New()
+	for _, n := range []int{1, 255, 257, 3000, 70001} {
+		x, err := b.AllocF32(n + 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 3)
+		}
+		x[n] = float32(math.NaN()) // past n: never read
+		want := h.SumSquares(x, n)
+		got := b.SumSquares(x, n)
+		if math.Abs(got-want) > 1e-12*want {
+			t.Errorf("n=%d: SumSquares = %.17g, want %.17g", n, got, want)
+		}
+		if again := b.SumSquares(x, n); math.Float64bits(again) != math.Float64bits(got) {
+			t.Errorf("n=%d: SumSquares gave %.17g, then %.17g", n, got, again)
+		}
+		if n > 65536 {
+			b.FreeF32(x)
+			continue // 256 blocks of 256 OS threads a launch: enough
+		}
+		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+			i := r.IntN(n)
+			old := x[i]
+			x[i] = bad
+			if s := b.SumSquares(x, n); !math.IsNaN(s) && !math.IsInf(s, 1) {
+				t.Errorf("n=%d: SumSquares with %g at %d = %g, want NaN or +Inf", n, bad, i, s)
+			}
+			x[i] = old
+		}
+		b.FreeF32(x)
 	}
 }

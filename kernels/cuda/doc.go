@@ -7,15 +7,17 @@
 // before it returns. It has never run on a GPU: its tests use the fakes of
 // kernels/cuda/cudafake, among them an emulated device whose managed memory
 // is host memory and whose launches run the .cu kernels on the CPU
-// in-process, on which Backend runs (backend_test.go). The commands do not
-// offer --device cuda yet.
+// in-process, on which Backend runs (backend_test.go; train/model runs its
+// PyTorch model goldens on it, train/trainer LoRA AdamW steps). The
+// commands do not offer --device cuda yet.
 //
 // # Kernels
 //
 // Kernel sources are CUDA C++ beside this file (rmsnorm.cu: RMSNorm forward
 // and backward; rope.cu: RoPE; swiglu.cu: SwiGLU; embedding.cu: embedding
 // and its scatter-add backward; adamw.cu: the AdamW step; elementwise.cu:
-// add, scale, axpy; softmax.cu: log-softmax and entropy over full rows;
+// add, scale, axpy; sumsquares.cu: SumSquares, a fixed-tree reduction in
+// double; softmax.cu: log-softmax and entropy over full rows;
 // logprob.cu: the online logsumexp of the chunked logprob forward, whose
 // chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect;
 // attention.cu: causal grouped-query attention over packed sequences, with

@@ -60,6 +60,10 @@ func TestGPUCheckScript(t *testing.T) {
 		}
 		stub(dir, "cuda.test", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"; exit `+string(rune('0'+testExit)))
 		stub(dir, "modelbench", `echo "BENCH stub $*"`)
+		stub(dir, "model.test", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST in $PWD args: $*"`)
+		if err := os.MkdirAll(filepath.Join(dir, "train", "model"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, "COMMIT"), []byte("abc123\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -74,6 +78,15 @@ func TestGPUCheckScript(t *testing.T) {
 		if rerr != nil {
 			t.Fatalf("%v\n%s", rerr, out)
 		}
+		if testExit == 0 && !strings.Contains(string(summary), "model-golden    SKIPPED") {
+			mg, rerr := os.ReadFile(filepath.Join(dir, "results", "model-golden.log"))
+			if rerr != nil {
+				t.Fatalf("%v\n%s", rerr, out)
+			}
+			if want := "HONE_CUDA_TEST=1 in " + filepath.Join(dir, "train", "model") + " args: -test.run GoldenCUDAOnHardware -test.v"; !strings.Contains(string(mg), want) {
+				t.Errorf("model-golden.log lacks %q:\n%s", want, mg)
+			}
+		}
 		return string(summary), string(hw), err
 	}
 
@@ -82,7 +95,7 @@ func TestGPUCheckScript(t *testing.T) {
 		t.Fatalf("run.sh: %v\n%s", err, summary)
 	}
 	for _, want := range []string{"abc123", "nvidia-smi      ok", "gpu             ok", "cuBLAS: " + cublas, "torch           ok",
-		"hardware-test   ok", "memcheck        ok", "torch-05b       ok", "torch-7b        ok",
+		"hardware-test   ok", "memcheck        ok", "model-golden    ok", "torch-05b       ok", "torch-7b        ok",
 		"hone-05b-train  ok", "hone-05b-decode ok", "hone-7b-train   ok",
 		// modelbench's BENCH lines, copied into the summary
 		"    stub worker train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3 --device cuda --dtype bf16 --compute bf16 --libcuda  --libcublas " + cublas,
@@ -92,7 +105,7 @@ func TestGPUCheckScript(t *testing.T) {
 		"    stub row ", "/torch_bench.py --device cuda --out ",
 		"/results/torch-05b.jsonl --shape 05b --impl both --measure golden,same-math,train,decode --golden ",
 		"/golden-qwen2 --warmup 2 --steps 5", "/results/torch-7b.jsonl --shape 7b --measure train --warmup 1 --steps 3",
-		"does not exist yet: model goldens on CUDA", "every step passed"} {
+		"every step passed"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
@@ -118,7 +131,7 @@ func TestGPUCheckScript(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("run.sh out of budget: %v, want exit status 1", err)
 	}
-	for _, want := range []string{"hardware-test   ok", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "of the 20s budget", "a step FAILED"} {
+	for _, want := range []string{"hardware-test   ok", "model-golden    SKIPPED", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "of the 20s budget", "a step FAILED"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

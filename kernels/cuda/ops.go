@@ -43,6 +43,8 @@ var kernelModules = map[string]string{
 	"add_scalar":               "misc",
 	"copy_f32":                 "misc",
 	"zero_f32":                 "misc",
+	"sum_squares_partial":      "sumsquares",
+	"sum_squares_final":        "sumsquares",
 	"bias_forward":             "linear",
 	"bias_backward":            "linear",
 	"bf16_to_f32":              "linear",

@@ -161,6 +161,24 @@ func TestOpsLaunchGeometry(t *testing.T) {
 		{"LogprobBackwardExpect", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.LogprobBackwardExpect(b(5*896), b(5), b(5*896), b(100*896), b(5), 5, 896, 100)
 		}, []cudafake.Launch{launch("logprob_backward_expect", dim(5, 1, 1), dim(256, 1, 1), 7)}},
+		{"SumSquares", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			_, err := o.SumSquares(b(1000), 1000)
+			return err
+		}, []cudafake.Launch{
+			launch("sum_squares_partial", dim(4, 1, 1), dim(256, 1, 1), 3),
+			launch("sum_squares_final", dim(1, 1, 1), dim(256, 1, 1), 3),
+		}},
+		{"SumSquares many values: grid capped", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			_, err := o.SumSquares(b(1<<20), 1<<20)
+			return err
+		}, []cudafake.Launch{
+			launch("sum_squares_partial", dim(256, 1, 1), dim(256, 1, 1), 3),
+			launch("sum_squares_final", dim(1, 1, 1), dim(256, 1, 1), 3),
+		}},
+		{"SumSquares n=0", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			_, err := o.SumSquares(b(0), 0)
+			return err
+		}, nil},
 		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
 		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},

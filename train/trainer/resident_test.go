@@ -27,57 +27,9 @@ func TestStepResident(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	type result struct {
-		rows    []map[string]float64
-		weights []float32
-	}
-	run := func(be kernels.Backend) result {
-		m, err := tinymodel.New(tinymodel.Options{Hidden: 16, Layers: 2, Heads: 2, KVHeads: 1, Seed: 2}, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 2, Targets: model.AllModules()}, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ad.Place(be); err != nil {
-			t.Fatal(err)
-		}
-		defer ad.Free()
-		opt := mustAdamW(t, ad, kernels.DefaultAdamW(0), 1e-3) // a small max norm: the clipping runs
-		defer opt.Free()
-		exs := []Example{
-			{Seqs: []layout.Sequence{seq([]int32{5, 9, 14, 3, 7, 11}, []bool{false, false, true, true, true, true})}},
-			{Seqs: []layout.Sequence{seq([]int32{8, 2, 6, 1}, []bool{false, true, true, true})}},
-		}
-		l := &Loop{
-			Model: m, Adapter: ad, Opt: opt,
-			Sched: Schedule{Kind: "constant", LR: 0.05}, Ckpt: &checkpoint.Run{Dir: filepath.Join(t.TempDir(), "run")},
-			BaseName: "tiny", Config: map[string]string{"test": "resident"},
-			Train: model.TrainOptions{Checkpoint: true},
-			Next: func(_ context.Context, s int) (*Job, error) {
-				mbs, err := Pack(exs, 6)
-				if err != nil {
-					return nil, err
-				}
-				return &Job{MicroBatches: mbs, Loss: nll(nil, 0)}, nil
-			},
-		}
-		var r result
-		for s := range 3 {
-			row, err := l.step(context.Background(), s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.rows = append(r.rows, row)
-		}
-		ad.Params(func(_ string, p, _ []float32) { r.weights = append(r.weights, p...) })
-		return r
-	}
-	want := run(c)
+	want := tinySteps(t, c, 3)
 	res := kerneltest.Resident(c)
-	got := run(res)
+	got := tinySteps(t, res, 3)
 	for s := range want.rows {
 		if want.rows[s]["loss"] == 0 || !(want.rows[s]["grad_norm"] > 1e-3) {
 			t.Fatalf("step %d: loss %v, grad norm %v: the test wants a loss and a clipped gradient", s+1, want.rows[s]["loss"], want.rows[s]["grad_norm"])
@@ -94,4 +46,59 @@ func TestStepResident(t *testing.T) {
 	if n := res.Live(); n != 0 {
 		t.Errorf("%d allocations (%d bytes) live after Close and Free, want 0", n, res.LiveBytes())
 	}
+}
+
+// tinyResult is what tinySteps gives: each step's row and the LoRA weights
+// after the last.
+type tinyResult struct {
+	rows    []map[string]float64
+	weights []float32
+}
+
+// tinySteps runs steps LoRA training steps (forward, backward, clipped
+// AdamW update, checkpoint save) of a tiny model on be, and frees the
+// model, the adapter and the optimizer.
+func tinySteps(t *testing.T, be kernels.Backend, steps int) tinyResult {
+	m, err := tinymodel.New(tinymodel.Options{Hidden: 16, Layers: 2, Heads: 2, KVHeads: 1, Seed: 2}, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 2, Targets: model.AllModules()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ad.Place(be); err != nil {
+		t.Fatal(err)
+	}
+	defer ad.Free()
+	opt := mustAdamW(t, ad, kernels.DefaultAdamW(0), 1e-3) // a small max norm: the clipping runs
+	defer opt.Free()
+	exs := []Example{
+		{Seqs: []layout.Sequence{seq([]int32{5, 9, 14, 3, 7, 11}, []bool{false, false, true, true, true, true})}},
+		{Seqs: []layout.Sequence{seq([]int32{8, 2, 6, 1}, []bool{false, true, true, true})}},
+	}
+	l := &Loop{
+		Model: m, Adapter: ad, Opt: opt,
+		Sched: Schedule{Kind: "constant", LR: 0.05}, Ckpt: &checkpoint.Run{Dir: filepath.Join(t.TempDir(), "run")},
+		BaseName: "tiny", Config: map[string]string{"test": "resident"},
+		Train: model.TrainOptions{Checkpoint: true},
+		Next: func(_ context.Context, s int) (*Job, error) {
+			mbs, err := Pack(exs, 6)
+			if err != nil {
+				return nil, err
+			}
+			return &Job{MicroBatches: mbs, Loss: nll(nil, 0)}, nil
+		},
+	}
+	var r tinyResult
+	for s := range steps {
+		row, err := l.step(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.rows = append(r.rows, row)
+	}
+	ad.Params(func(_ string, p, _ []float32) { r.weights = append(r.weights, p...) })
+	return r
 }

@@ -18,7 +18,11 @@
 # kerneltest's conformance cases for their ops, against kernels/ref), under
 # compute-sanitizer memcheck too when the machine has it (-test.short: the
 # small shapes only), and kerneltest's whole suite on cuda.Backend
-# (TestBackendOnHardware: managed memory, every op on the device). Then the PyTorch reference rows (torch_bench.py, see
+# (TestBackendOnHardware: managed memory, every op on the device), and the
+# PyTorch model goldens of every family (logits, logprobs, entropy, LoRA
+# gradients) through cuda.Backend (train/model's TestGoldenCUDAOnHardware,
+# model.test, run from train/model/ beside this script so that it finds the
+# golden files copied under testdata/). Then the PyTorch reference rows (torch_bench.py, see
 # README.md beside it; JSON lines in torch-05b.jsonl and torch-7b.jsonl, a
 # line per row in the summary): its plain-torch Qwen2 decoder and LoRA
 # checked in float32 against the qwen2 model golden and against
@@ -29,14 +33,14 @@
 # the 0.5B shape: tokens/s and peak memory. Before each, Hone's side of the
 # same rows (hone-*: modelbench's worker on cuda.Backend, bf16 weights and
 # bf16 compute; a BENCH line each with tokens/s and the bytes the backend
-# had allocated). What is NOT in it, because it does not exist yet: the
-# model goldens on CUDA.
+# had allocated). And the model goldens of every family on cuda.Backend
+# (model-golden: train/model's TestGoldenCUDAOnHardware).
 #
 # cuBLAS is found by its sonames (13, 12, 11), else in Python's
 # site-packages (the nvidia-* wheels PyTorch installs), unless HONE_LIBCUBLAS
 # names it; HONE_LIBCUDA names the driver library when it is not on the
 # loader's path. HONE_GPU_CHECK_BUDGET_S sets the budget in seconds that the
-# bench steps' limits are cut to (default 405).
+# bench steps' limits, and the model goldens', are cut to (default 405).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 res=${1:-$here/results}
@@ -132,6 +136,9 @@ hone_step() {
 	while IFS= read -r line; do note "    ${line#BENCH }"; done < <(grep '^BENCH ' "$res/$name.log")
 }
 
+# The model goldens on the device, budgeted like the bench steps.
+bench_step model-golden 60 env -C "$here/train/model" HONE_CUDA_TEST=1 "$here/model.test" -test.run GoldenCUDAOnHardware -test.v -test.timeout 55s
+
 # Side by side: Hone then PyTorch on each shape, the same tokens (8 × 1024,
 # LoRA rank 16 on every projection; decode batch 32).
 hone_step hone-05b-train 60 train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3
@@ -140,6 +147,5 @@ torch_step torch-05b 120 --shape 05b --impl both --measure golden,same-math,trai
 hone_step hone-7b-train 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2
 torch_step torch-7b 150 --shape 7b --measure train --warmup 1 --steps 3
 
-note "not checked, because it does not exist yet: model goldens on CUDA"
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
 exit "$failed"

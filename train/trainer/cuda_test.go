@@ -1,0 +1,99 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+)
+
+// TestStepCUDAEmulated: LoRA training steps (forward, backward, the
+// gradient norm by SumSquares' kernel, clipped AdamW, checkpoint save) of
+// tinySteps on cuda.Backend over the emulated device of
+// kernels/cuda/cudafake (the .cu kernels run on the CPU, the GEMMs in the
+// fake cuBLAS) match the CPU backend's loss, gradient norm and weights
+// within float32 rounding, and leave no device buffer but the int32
+// scratch behind.
+func TestStepCUDAEmulated(t *testing.T) {
+	// About 85 s on 2 shared cores (60 s of it the two steps: a launch is
+	// 60–450 ms on the emulator), so it runs in `make test-long`.
+	if os.Getenv("HONE_LONG_TESTS") == "" || testing.Short() {
+		t.Skip("runs two training steps on the CPU emulation of the CUDA device (85 s): run by `make test-long` (HONE_LONG_TESTS=1)")
+	}
+	cxx := os.Getenv("CXX")
+	if cxx == "" {
+		cxx = "g++"
+	}
+	lib := filepath.Join(t.TempDir(), "libhone_cuda_emu.so")
+	err := cudafake.BuildEmulator(context.Background(), cxx, "../../kernels/cuda", lib)
+	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
+		t.Skipf("no C++ compiler for the CUDA emulator: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	emu, err := cudafake.LoadEmulator(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := cudafake.NewEmulatedDriver(1, 0, emu)
+	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
+	if err != nil {
+		dev.Close()
+		t.Fatal(err)
+	}
+	c, err := cpu.New(cpu.Options{Workers: 2, MinParallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	const steps = 2
+	want := tinySteps(t, c, steps)
+	start := time.Now()
+	got := tinySteps(t, b, steps)
+	t.Logf("%d steps on %s: %v", steps, b.Name(), time.Since(start).Round(time.Millisecond))
+	rel := func(g, w float64) float64 { return math.Abs(g-w) / math.Max(math.Abs(w), 1e-30) }
+	for s := range want.rows {
+		if want.rows[s]["loss"] == 0 || !(want.rows[s]["grad_norm"] > 1e-3) {
+			t.Fatalf("step %d: loss %v, grad norm %v: the test wants a loss and a clipped gradient", s+1, want.rows[s]["loss"], want.rows[s]["grad_norm"])
+		}
+		for _, k := range []string{"loss", "grad_norm"} {
+			if e := rel(got.rows[s][k], want.rows[s][k]); !(e <= 1e-4) {
+				t.Errorf("step %d: %s %v on CUDA (emulated), %v on the CPU backend (relative error %.3g)", s+1, k, got.rows[s][k], want.rows[s][k], e)
+			}
+		}
+	}
+	if len(got.weights) != len(want.weights) {
+		t.Fatalf("%d LoRA weights on CUDA, %d on the CPU", len(got.weights), len(want.weights))
+	}
+	var ss float64
+	for _, w := range want.weights {
+		ss += float64(w) * float64(w)
+	}
+	floor := math.Sqrt(ss / float64(len(want.weights)))
+	for i := range want.weights {
+		if e := math.Abs(float64(got.weights[i]-want.weights[i])) / (math.Abs(float64(want.weights[i])) + floor); !(e <= 1e-4) {
+			t.Fatalf("LoRA weight %d after %d steps: %v on CUDA (emulated), %v on the CPU (relative error %.3g)", i, steps, got.weights[i], want.weights[i], e)
+		}
+	}
+	if n, bytes := dev.Live(); n > 1 {
+		t.Errorf("%d device buffers (%d bytes) live after the steps, want the int32 scratch at most", n, bytes)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

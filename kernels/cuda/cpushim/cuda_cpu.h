@@ -24,10 +24,9 @@
 //     launch and launch() returns a message naming the places. On a GPU the
 //     same code is undefined behaviour that often returns wrong values;
 //   - no memory model: plain host memory, and the barriers order it;
-//     atomicAdd (float) is atomic (one fiber runs at a time, but it stays a
-//     compare-and-swap for a caller that launches from several OS threads;
-//     __shared__ statics make such launches unsafe anyway, so callers
-//     serialize them).
+//     atomicAdd (float) is atomic. Launches from several OS threads run one
+//     at a time (a process-wide lock): the fibers and the __shared__
+//     statics are the process's.
 #pragma once
 
 #include <math.h>
@@ -39,6 +38,7 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -131,20 +131,22 @@ struct Fiber {
 	long gen = 0;                        // on's generation when it came
 };
 
-// Sched runs the fibers of one OS thread's launches.
+// Sched runs the fibers of the process's launches, one launch at a time
+// (under its lock), on the launching OS thread.
 struct Sched {
 	ucontext_t main;
 	std::vector<std::unique_ptr<Fiber>> fibers;
 	unsigned cur = 0;  // the fiber running
 	void (*body)(void *, unsigned) = nullptr;  // runs the kernel as thread t
 	void *arg = nullptr;
+	std::mutex mu;  // held by the running launch
 #if defined(__SANITIZE_ADDRESS__)
 	const void *mainBottom = nullptr;  // the launching thread's stack, for ASan
 	size_t mainSize = 0;
 #endif
 };
 
-inline thread_local Sched *sched = nullptr;
+inline Sched *const sched = new Sched;  // never freed: fibers park in it between launches
 
 // toMain switches from the running fiber back to the scheduler.
 inline void toMain() {
@@ -306,8 +308,7 @@ inline std::unique_ptr<Block> newBlock(unsigned n) {
 
 // fiberMain is the life of a fiber: run the kernel as thread t of each
 // block it is resumed for, then hand back to the scheduler.
-inline void fiberMain(unsigned lo, unsigned hi) {
-	unsigned t = unsigned((uintptr_t(hi) << 16 << 16) | uintptr_t(lo)) & 0xffffffffu;
+inline void fiberMain(unsigned t) {
 #if defined(__SANITIZE_ADDRESS__)
 	__sanitizer_finish_switch_fiber(nullptr, &sched->mainBottom, &sched->mainSize);
 #endif
@@ -338,7 +339,7 @@ inline Fiber &fiber(Sched &s, unsigned t) {
 		f->ctx.uc_stack.ss_sp = static_cast<char *>(f->mem) + page;
 		f->ctx.uc_stack.ss_size = fiberStack;
 		f->ctx.uc_link = nullptr;  // fiberMain never returns
-		makecontext(&f->ctx, reinterpret_cast<void (*)()>(fiberMain), 2, i, 0u);
+		makecontext(&f->ctx, reinterpret_cast<void (*)()>(fiberMain), 1, i);
 		s.fibers.push_back(std::move(f));
 	}
 	return *s.fibers[t];
@@ -387,8 +388,8 @@ std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... arg
 	const unsigned n = block.x * block.y * block.z;
 	if (n == 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0) return "launch: bad geometry";
 	const unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
-	if (!sched) sched = new Sched;  // kept for the thread's later launches
 	Sched &s = *sched;
+	std::lock_guard<std::mutex> lk(s.mu);
 	using L = Launch<void (*)(Params...), std::tuple<Args...>>;
 	L l{kernel, std::tuple<Args...>(args...), grid, block, 0};
 	s.body = &L::run;

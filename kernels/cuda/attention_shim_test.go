@@ -157,7 +157,7 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 		"-o", bin, filepath.Join("testdata", "kernels_main.cc")).CombinedOutput(); err != nil {
 		t.Fatalf("%s -fsanitize=address testdata/kernels_main.cc: %v\n%s", cxx, err, out)
 	}
-	h := shimHarness{bin}
+	h := newShimHarness(t, bin)
 	r := rand.New(rand.NewPCG(28, 12))
 	const N, H, KVH, D = 20, 2, 1, 8
 	q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)

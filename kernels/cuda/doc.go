@@ -27,8 +27,8 @@
 // common.cuh. Ops launches them on device
 // buffers with a fixed geometry per op (its plan* functions). Their text is
 // tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one
-// OS thread per CUDA thread, barriers, warp shuffles, divergent barriers and
-// shuffles fail the launch) and running Ops' plans on kerneltest's
+// fiber per CUDA thread on the launching OS thread, barriers, warp shuffles,
+// divergent barriers and shuffles fail the launch) and running Ops' plans on kerneltest's
 // conformance cases against kernels/ref (shim_test.go); the same cases run
 // on a device in the hardware tests (hardware_test.go), which have never run.
 //

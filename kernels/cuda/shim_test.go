@@ -1,10 +1,12 @@
 package cuda_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -60,8 +63,78 @@ func buildShim(t *testing.T, name string) string {
 }
 
 // shimHarness runs launches of Hone's kernels on the CPU: testdata/
-// kernels_main.cc, which compiles every .cu through cpushim/cuda_cpu.h.
-type shimHarness struct{ bin string }
+// kernels_main.cc, which compiles every .cu through cpushim/cuda_cpu.h. One
+// harness process serves every launch (over its stdin and stdout), one
+// launch at a time; a process that dies is replaced at the next launch.
+type shimHarness struct{ p *shimProc }
+
+// shimProc is the running harness process of a shimHarness.
+type shimProc struct {
+	bin string
+	mu  sync.Mutex // guards the fields below and the process's pipes
+	cmd *exec.Cmd  // nil: none running
+	in  *bufio.Writer
+	w   io.WriteCloser
+	out *bufio.Reader
+	err *bytes.Buffer // its stderr, read after it ended
+}
+
+// newShimHarness is a harness on bin (buildShim's kernels_main); the
+// process ends when t does.
+func newShimHarness(t *testing.T, bin string) shimHarness {
+	p := &shimProc{bin: bin}
+	t.Cleanup(func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err := p.stop(); err != nil {
+			t.Errorf("the shim harness: %v", err)
+		}
+	})
+	return shimHarness{p}
+}
+
+// start starts the process; p.mu is held.
+func (p *shimProc) start() error {
+	cmd := exec.Command(p.bin)
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	p.err = &bytes.Buffer{}
+	cmd.Stderr = p.err
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", p.bin, err)
+	}
+	p.cmd, p.w, p.in, p.out = cmd, w, bufio.NewWriterSize(w, 1<<16), bufio.NewReaderSize(r, 1<<16)
+	return nil
+}
+
+// stop closes the process's input and waits for it to end; p.mu is held.
+func (p *shimProc) stop() error {
+	if p.cmd == nil {
+		return nil
+	}
+	_ = p.w.Close()
+	err := p.cmd.Wait()
+	p.cmd = nil
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, p.err.String())
+	}
+	return nil
+}
+
+// fail ends a process whose stream broke and describes why; p.mu is held.
+func (p *shimProc) fail(what string, err error) error {
+	if p.cmd != nil {
+		_ = p.cmd.Process.Kill()
+	}
+	werr := p.stop()
+	return fmt.Errorf("%s: %v (the harness: %v)", what, err, werr)
+}
 
 // run runs one launch. Its arguments are host slices ([]float32, []int32,
 // []uint16; a nil one is a null pointer, one that starts where an earlier
@@ -128,22 +201,40 @@ func (h shimHarness) run(s cuda.Step) error {
 			return fmt.Errorf("%s: argument %d: a %T", s.Kernel, k, a)
 		}
 	}
-	cmd := exec.Command(h.bin)
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	raw, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("%s on %v×%v: %v: %s", s.Kernel, s.Grid, s.Block, err, stderr.String())
-	}
-	r := bytes.NewReader(raw)
-	for _, v := range arrays {
-		if err := binary.Read(r, binary.LittleEndian, v); err != nil {
-			return fmt.Errorf("%s: reading its results back: %v", s.Kernel, err)
+	p := h.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		if err := p.start(); err != nil {
+			return fmt.Errorf("%s: %w", s.Kernel, err)
 		}
 	}
-	if r.Len() != 0 {
-		return fmt.Errorf("%s: %d bytes of output left over", s.Kernel, r.Len())
+	what := fmt.Sprintf("%s on %v×%v", s.Kernel, s.Grid, s.Block)
+	if _, err := p.in.Write(in.Bytes()); err != nil {
+		return p.fail(what, err)
+	}
+	if err := p.in.Flush(); err != nil {
+		return p.fail(what, err)
+	}
+	var head [2]int32
+	if err := binary.Read(p.out, binary.LittleEndian, &head); err != nil {
+		return p.fail(what, err)
+	}
+	msg := make([]byte, head[1])
+	if _, err := io.ReadFull(p.out, msg); err != nil {
+		return p.fail(what, err)
+	}
+	switch head[0] {
+	case 0:
+	case 3: // the launch failed; the harness goes on
+		return fmt.Errorf("%s: %s", what, msg)
+	default:
+		return p.fail(what, fmt.Errorf("status %d: %s", head[0], msg))
+	}
+	for _, v := range arrays {
+		if err := binary.Read(p.out, binary.LittleEndian, v); err != nil {
+			return p.fail(s.Kernel+": reading its results back", err)
+		}
 	}
 	return nil
 }
@@ -244,9 +335,9 @@ func (b shimBackend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 // the plans do not pick.
 func TestKernelsOnCPUShim(t *testing.T) {
 	t.Parallel() // most of the time is the compiler's
-	h := shimHarness{buildShim(t, "kernels_main")}
+	h := newShimHarness(t, buildShim(t, "kernels_main"))
 	t.Run("harness holds every kernel", func(t *testing.T) {
-		out, err := exec.Command(h.bin, "-list").Output()
+		out, err := exec.Command(h.p.bin, "-list").Output()
 		if err != nil {
 			t.Fatal(err)
 		}

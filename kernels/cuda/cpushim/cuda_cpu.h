@@ -3,9 +3,15 @@
 // with g++ after this header and launches it with hone_cuda::launch.
 //
 // The model, and what it does not cover:
-//   - one OS thread per CUDA thread of a block; the blocks of a grid run one
-//     after another, on the same threads (CUDA promises no order or
-//     concurrency between blocks, so a correct kernel cannot tell);
+//   - one fiber (a ucontext with its own stack) per CUDA thread of a block,
+//     all on the launching OS thread: a thread runs until it reaches a
+//     barrier, a shuffle or its end, then the next one runs (in threadIdx
+//     order). The blocks of a grid run one after another on the same fibers
+//     (CUDA promises no order or concurrency between blocks, so a correct
+//     kernel cannot tell), and the fibers and their stacks are kept for the
+//     next launch: a launch makes no OS thread and no system call but the
+//     context switches' (issue #28). A stack is 256 KiB with a guard page
+//     below it;
 //   - __shared__ is a static local: with one block running at a time, that
 //     is one copy per block. extern __shared__ (dynamic) is not emulated;
 //   - __syncthreads() is a barrier over the block's threads, and the warp
@@ -18,20 +24,29 @@
 //     launch and launch() returns a message naming the places. On a GPU the
 //     same code is undefined behaviour that often returns wrong values;
 //   - no memory model: plain host memory, and the barriers order it;
-//     atomicAdd (float) is atomic.
+//     atomicAdd (float) is atomic. Launches from several OS threads run one
+//     at a time (a process-wide lock): the fibers and the __shared__
+//     statics are the process's.
 #pragma once
 
 #include <math.h>
 #include <stdint.h>
 
-#include <condition_variable>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
+#include <tuple>
 #include <type_traits>
 #include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #define __global__
 #define __device__
@@ -102,12 +117,52 @@ struct Barrier {
 	const char *file = nullptr;
 	int line = 0;
 	std::string name;  // "__syncthreads", "warp 2 shuffle"
-	std::condition_variable cv;  // its waiting members (a warp's wake only that warp)
 };
 
-// Block is the state the threads of the running block share, under one lock.
+// Fiber is one CUDA thread's context and stack, kept across blocks and
+// launches.
+struct Fiber {
+	ucontext_t ctx;
+	void *mem = nullptr;  // the mapping: a guard page, then the stack
+	size_t size = 0;
+	uint3 idx{};                       // its threadIdx in the launch
+	bool done = true;                  // returned from the kernel of this block
+	const struct Barrier *on = nullptr;  // the barrier it waits at, or null
+	long gen = 0;                        // on's generation when it came
+};
+
+// Sched runs the fibers of the process's launches, one launch at a time
+// (under its lock), on the launching OS thread.
+struct Sched {
+	ucontext_t main;
+	std::vector<std::unique_ptr<Fiber>> fibers;
+	unsigned cur = 0;  // the fiber running
+	void (*body)(void *, unsigned) = nullptr;  // runs the kernel as thread t
+	void *arg = nullptr;
+	std::mutex mu;  // held by the running launch
+#if defined(__SANITIZE_ADDRESS__)
+	const void *mainBottom = nullptr;  // the launching thread's stack, for ASan
+	size_t mainSize = 0;
+#endif
+};
+
+inline Sched *const sched = new Sched;  // never freed: fibers park in it between launches
+
+// toMain switches from the running fiber back to the scheduler.
+inline void toMain() {
+	Sched &s = *sched;
+#if defined(__SANITIZE_ADDRESS__)
+	void *fake = nullptr;
+	__sanitizer_start_switch_fiber(&fake, s.mainBottom, s.mainSize);
+	swapcontext(&s.fibers[s.cur]->ctx, &s.main);
+	__sanitizer_finish_switch_fiber(fake, &s.mainBottom, &s.mainSize);
+#else
+	swapcontext(&s.fibers[s.cur]->ctx, &s.main);
+#endif
+}
+
+// Block is the state the threads of the running block share.
 struct Block {
-	std::mutex mu;
 	int running = 0;  // threads neither waiting at a barrier nor finished
 	bool broken = false;
 	std::string error;
@@ -125,8 +180,6 @@ struct Block {
 			broken = true;
 			error = msg;
 		}
-		block.cv.notify_all();
-		for (Barrier &w : warps) w.cv.notify_all();
 	}
 
 	// stuck describes every barrier with threads waiting at it.
@@ -141,7 +194,6 @@ struct Block {
 	// wait blocks the calling thread at b (reached at file:line) until all
 	// of b's members arrive, or fails the launch on divergence.
 	void wait(Barrier &b, const char *file, int line) {
-		std::unique_lock<std::mutex> lk(mu);
 		if (broken) throw Diverged{};
 		if (b.arrived > 0 && (b.line != line || std::strcmp(b.file, file) != 0)) {
 			fail("divergent " + b.name + ": reached at " + file + ":" + std::to_string(line) + " while others wait at " + b.file + ":" + std::to_string(b.line));
@@ -158,8 +210,7 @@ struct Block {
 		if (++b.arrived == b.members) {
 			b.arrived = 0;
 			b.generation++;
-			running += b.members - 1;  // the others wake up
-			b.cv.notify_all();
+			running += b.members - 1;  // the others can go on
 			return;
 		}
 		running--;
@@ -168,13 +219,16 @@ struct Block {
 			throw Diverged{};
 		}
 		long gen = b.generation;
-		b.cv.wait(lk, [&] { return b.generation != gen || broken; });
+		Fiber &f = *sched->fibers[sched->cur];
+		f.on = &b;
+		f.gen = gen;
+		toMain();  // the scheduler comes back when b's generation moved on, or the launch broke
+		f.on = nullptr;
 		if (broken && b.generation == gen) throw Diverged{};
 	}
 
 	// leave marks a thread of warp w finished.
 	void leave(int w) {
-		std::lock_guard<std::mutex> lk(mu);
 		running--;
 		block.finished++;
 		warps[w].finished++;
@@ -203,7 +257,6 @@ T shuffle(unsigned mask, T v, Src src, const char *file, int line) {
 	Barrier &bar = b.warps[w];
 	unsigned full = bar.members == 32 ? 0xffffffffu : (1u << bar.members) - 1;
 	if ((mask & full) != full) {
-		std::lock_guard<std::mutex> lk(b.mu);
 		b.fail("shuffle at " + std::string(file) + ":" + std::to_string(line) + ": partial mask " + std::to_string(mask) + " is not emulated");
 		throw Diverged{};
 	}
@@ -253,64 +306,127 @@ inline std::unique_ptr<Block> newBlock(unsigned n) {
 	return b;
 }
 
+// fiberMain is the life of a fiber: run the kernel as thread t of each
+// block it is resumed for, then hand back to the scheduler.
+inline void fiberMain(unsigned t) {
+#if defined(__SANITIZE_ADDRESS__)
+	__sanitizer_finish_switch_fiber(nullptr, &sched->mainBottom, &sched->mainSize);
+#endif
+	for (;;) {
+		try {
+			sched->body(sched->arg, t);
+		} catch (const Diverged &) {
+		}
+		current->leave(int(t / warpSize));
+		sched->fibers[t]->done = true;
+		toMain();
+	}
+}
+
+constexpr size_t fiberStack = 256 << 10;
+
+// fiber returns fiber t of s, made on first use.
+inline Fiber &fiber(Sched &s, unsigned t) {
+	while (s.fibers.size() <= t) {
+		unsigned i = unsigned(s.fibers.size());
+		auto f = std::make_unique<Fiber>();
+		size_t page = size_t(sysconf(_SC_PAGESIZE));
+		f->size = fiberStack + page;
+		f->mem = mmap(nullptr, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (f->mem == MAP_FAILED) throw std::bad_alloc();
+		mprotect(f->mem, page, PROT_NONE);  // a stack overflow faults
+		getcontext(&f->ctx);
+		f->ctx.uc_stack.ss_sp = static_cast<char *>(f->mem) + page;
+		f->ctx.uc_stack.ss_size = fiberStack;
+		f->ctx.uc_link = nullptr;  // fiberMain never returns
+		makecontext(&f->ctx, reinterpret_cast<void (*)()>(fiberMain), 1, i);
+		s.fibers.push_back(std::move(f));
+	}
+	return *s.fibers[t];
+}
+
+// resume runs fiber t of s until it waits or ends; threadIdx (one per OS
+// thread) is the fiber's while it runs.
+inline void resume(Sched &s, unsigned t) {
+	s.cur = t;
+	Fiber &f = *s.fibers[t];
+	threadIdx = f.idx;
+#if defined(__SANITIZE_ADDRESS__)
+	void *fake = nullptr;
+	__sanitizer_start_switch_fiber(&fake, f.ctx.uc_stack.ss_sp, f.ctx.uc_stack.ss_size);
+	swapcontext(&s.main, &f.ctx);
+	__sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#else
+	swapcontext(&s.main, &f.ctx);
+#endif
+}
+
+// Launch holds one launch's kernel and arguments, for the fibers.
+template <class K, class Tuple>
+struct Launch {
+	K kernel;
+	Tuple args;
+	dim3 grid, block;
+	unsigned long long index;  // of the block running
+
+	static void run(void *p, unsigned t) {
+		Launch &l = *static_cast<Launch *>(p);
+		blockDim = l.block;
+		gridDim = l.grid;
+		unsigned long long i = l.index;
+		blockIdx = {unsigned(i % l.grid.x), unsigned(i / l.grid.x % l.grid.y), unsigned(i / l.grid.x / l.grid.y)};
+		std::apply(l.kernel, l.args);
+	}
+};
+
 // launch runs kernel<<<grid, block>>>(args...) and returns "" or what went
 // wrong (a divergent barrier, a block too large), naming the block. The
-// block's threads are made once and run the blocks in turn (x fastest),
-// meeting after each: a block starts when the one before it has ended.
+// blocks run in turn (x fastest), each on the block's n fibers, which this
+// OS thread switches between at barriers and shuffles until all n end.
 template <class... Params, class... Args>
 std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
 	const unsigned n = block.x * block.y * block.z;
 	if (n == 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0) return "launch: bad geometry";
 	const unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
-	std::mutex mu;  // guards the fields below
-	std::condition_variable cv;
-	std::unique_ptr<Block> cur = newBlock(n);
-	unsigned long long index = 0;  // of the block running
-	unsigned ended = 0;            // threads done with it
-	long round = 0;
-	bool stop = false;
-	std::string err;
-	std::vector<std::thread> threads;
-	for (unsigned t = 0; t < n; t++)
-		threads.emplace_back([&, t] {
-			threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
-			blockDim = block;
-			gridDim = grid;
-			for (;;) {
-				unsigned long long i;
-				{
-					std::lock_guard<std::mutex> lk(mu);
-					current = cur.get();
-					i = index;
-				}
-				blockIdx = {unsigned(i % grid.x), unsigned(i / grid.x % grid.y), unsigned(i / grid.x / grid.y)};
-				try {
-					kernel(args...);
-				} catch (const Diverged &) {
-				}
-				current->leave(int(t / warpSize));
-				std::unique_lock<std::mutex> lk(mu);
-				if (++ended == n) {  // the last thread of the block sets up the next
-					ended = 0;
-					if (cur->broken) {
-						err = "block (" + std::to_string(blockIdx.x) + "," + std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) + "): " + cur->error;
-						stop = true;
-					} else if (++index == blocks) {
-						stop = true;
-					} else {
-						cur = newBlock(n);
-					}
-					round++;
-					cv.notify_all();
-				} else {
-					long r = round;
-					cv.wait(lk, [&] { return round != r; });
-				}
-				if (stop) return;
+	Sched &s = *sched;
+	std::lock_guard<std::mutex> lk(s.mu);
+	using L = Launch<void (*)(Params...), std::tuple<Args...>>;
+	L l{kernel, std::tuple<Args...>(args...), grid, block, 0};
+	s.body = &L::run;
+	s.arg = &l;
+	for (unsigned t = 0; t < n; t++) fiber(s, t).idx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+	for (unsigned long long i = 0; i < blocks; i++) {
+		l.index = i;
+		std::unique_ptr<Block> b = newBlock(n);
+		current = b.get();
+		for (unsigned t = 0; t < n; t++) {
+			s.fibers[t]->done = false;
+			s.fibers[t]->on = nullptr;
+		}
+		for (;;) {  // rounds over the fibers that can go on
+			bool ran = false, left = false;
+			for (unsigned t = 0; t < n; t++) {
+				Fiber &f = *s.fibers[t];
+				if (f.done) continue;
+				left = true;
+				if (f.on && f.on->generation == f.gen && !b->broken) continue;
+				resume(s, t);
+				ran = true;
 			}
-		});
-	for (auto &th : threads) th.join();
-	return err;
+			if (!left) break;
+			if (!ran) {  // wait() and leave() catch this first; a guard
+				b->fail("divergent barriers: no thread can go on" + b->stuck());
+			}
+		}
+		if (b->broken) {
+			unsigned x = unsigned(i % grid.x), y = unsigned(i / grid.x % grid.y), z = unsigned(i / grid.x / grid.y);
+			std::string err = "block (" + std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z) + "): " + b->error;
+			current = nullptr;
+			return err;
+		}
+	}
+	current = nullptr;
+	return "";
 }
 
 }  // namespace hone_cuda

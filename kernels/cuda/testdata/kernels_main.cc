@@ -2,8 +2,9 @@
 // cpushim/cuda_cpu.h, driven by kernels/cuda's tests (shim_test.go).
 //
 // `kernels_main -list` prints the kernels it holds, one a line. Otherwise it
-// reads one launch from stdin (little endian, as Go's encoding/binary
-// writes it):
+// reads launches from stdin, one after another until the end of its input
+// (little endian, as Go's encoding/binary writes it), so that one process
+// serves a whole test:
 //
 //	int32 len, the kernel's name (len bytes)
 //	int32 grid x, y, z, block x, y, z
@@ -16,10 +17,13 @@
 //	  6 null pointer
 //	  7 the same memory as argument k: int32 k (an array argument before it)
 //
-// runs it, and writes every array argument (tags 1-3) back to stdout, in
-// order, as it is after the kernel. Each argument's tag must suit the
-// kernel's parameter (float* an f32 array, int an int scalar, …). A failed
-// launch prints its message to stderr and exits 3; bad input exits 2.
+// runs each, and answers each on stdout with an int32 status, an int32
+// length and that many bytes of message, then, when the status is 0, every
+// array argument (tags 1-3) in order as it is after the kernel. Each
+// argument's tag must suit the kernel's parameter (float* an f32 array, int
+// an int scalar, …). A failed launch is status 3 with the shim's message,
+// and the next launch is read; bad input is status 2 and ends the process
+// (exit 2), as the stream cannot be followed past it.
 #include "cuda_cpu.h"
 #include "../rmsnorm.cu"
 #include "../rope.cu"
@@ -161,13 +165,24 @@ const Entry kernels[] = {
     KERNEL(sum_squares_final),
 };
 
-}  // namespace
+// readEOF reports whether stdin ends before the next launch.
+bool readEOF() {
+	int c = getc(stdin);
+	if (c == EOF) return true;
+	ungetc(c, stdin);
+	return false;
+}
 
-int main(int argc, char **argv) {
-	if (argc == 2 && strcmp(argv[1], "-list") == 0) {
-		for (const Entry &e : kernels) printf("%s\n", e.name);
-		return 0;
-	}
+void reply(int32_t status, const std::string &msg) {
+	int32_t n = int32_t(msg.size());
+	fwrite(&status, 4, 1, stdout);
+	fwrite(&n, 4, 1, stdout);
+	fwrite(msg.data(), 1, msg.size(), stdout);
+}
+
+// serveOne reads one launch, runs it and answers it; it returns false on
+// bad input (answered with status 2).
+bool serveOne() {
 	std::vector<Arg> args;
 	const Entry *entry = nullptr;
 	dim3 grid, block;
@@ -202,17 +217,33 @@ int main(int argc, char **argv) {
 		}
 		std::string err = entry->run(grid, block, args);
 		if (!err.empty()) {
-			fprintf(stderr, "%s\n", err.c_str());
-			return 3;
+			reply(3, err);
+			return true;
 		}
 	} catch (const std::exception &e) {
-		fprintf(stderr, "kernels_main: %s\n", e.what());
-		return 2;
+		reply(2, std::string("kernels_main: ") + e.what());
+		return false;
 	}
+	reply(0, "");
 	for (const Arg &a : args) {
 		if (a.tag == 1) fwrite(a.f.data(), 4, a.f.size(), stdout);
 		if (a.tag == 2) fwrite(a.i.data(), 4, a.i.size(), stdout);
 		if (a.tag == 3) fwrite(a.u.data(), 2, a.u.size(), stdout);
+	}
+	return true;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+	if (argc == 2 && strcmp(argv[1], "-list") == 0) {
+		for (const Entry &e : kernels) printf("%s\n", e.name);
+		return 0;
+	}
+	while (!readEOF()) {
+		bool ok = serveOne();
+		if (fflush(stdout) != 0) return 2;
+		if (!ok) return 2;
 	}
 	return 0;
 }

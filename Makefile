@@ -61,6 +61,7 @@ test-race:
 .PHONY: test-long
 test-long:
 	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 30m -run 'BF16ComputeGRPO' -v ./train/internal/learntest
+	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 10m -run 'DeviceCUDATrains' -v ./cmd/hone-train
 
 # The kernels must also pass their conformance suite as pure Go (gonum GEMM).
 test-nocgo:

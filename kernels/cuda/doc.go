@@ -7,8 +7,9 @@
 // before it returns. It has never run on a GPU: its tests use the fakes of
 // kernels/cuda/cudafake, among them an emulated device whose managed memory
 // is host memory and whose launches run the .cu kernels on the CPU
-// in-process, on which Backend runs (backend_test.go). The commands do not
-// offer --device cuda yet.
+// in-process, on which Backend runs (backend_test.go). hone-train and
+// hone-serve run on Backend with --device cuda; their tests do so on
+// cudafake.BuildEmulatingLibs's stand-in libraries.
 //
 // # Kernels
 //

@@ -17,6 +17,8 @@ import (
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/train/tinymodel"
 )
 
 // emulatedCUDA builds the stand-ins for libcuda and libcublas that compute
@@ -68,18 +70,35 @@ const (
 // --device cuda on the emulating CUDA libraries (HONE_LIBCUDA,
 // HONE_LIBCUBLAS: the real loader, the embedded PTX handed to the driver,
 // the kernels launched through cuLaunchKernel) and the same runs with
-// --device cpu, and checks the adapters they write agree within adapterTol
-// and that the CUDA runs leave no device memory behind (hone-train logs
-// what its backend still held when it closes).
+// --device cpu, on the tiny two-layer model, and checks the step's metrics
+// and the adapters they write agree (metricTol, adapterTol) and that the
+// CUDA runs leave no device memory behind (hone-train logs what its
+// backend still held when it closes).
 //
 // The emulator runs one OS thread per CUDA thread: the two CUDA runs take
 // 48 s and 89 s (measured on two shared cores), so the test runs in `make test-long`
-// (HONE_LONG_TESTS=1).
+// (HONE_LONG_TESTS=1); TestDeviceCUDASFT is its short form.
 func TestDeviceCUDATrains(t *testing.T) {
 	if os.Getenv("HONE_LONG_TESTS") == "" || testing.Short() {
 		t.Skip("hone-train sft and grpo on the emulated CUDA device take about 2 minutes: run by `make test-long` (HONE_LONG_TESTS=1)")
 	}
+	trainOnCUDA(t, 2, "sft", "grpo")
+}
+
+// TestDeviceCUDASFT is TestDeviceCUDATrains for one sft step on a
+// one-layer model.
+func TestDeviceCUDASFT(t *testing.T) {
+	trainOnCUDA(t, 1, "sft")
+}
+
+// trainOnCUDA runs each job (sft, grpo) for one step on a tiny model of
+// the given number of layers with --device cpu and with --device cuda on
+// the emulating libraries, and compares the two.
+func trainOnCUDA(t *testing.T, layers int, jobs ...string) {
 	dir := t.TempDir()
+	if err := tinymodel.Write(context.Background(), filepath.Join(dir, "model"), tinymodel.Options{Hidden: 32, Layers: layers, Heads: 4, KVHeads: 2}, ref.New()); err != nil {
+		t.Fatal(err)
+	}
 	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
 	chats := filepath.Join(dir, "chats.jsonl")
 	if err := os.WriteFile(chats, []byte(`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"mv1"}]}
@@ -105,11 +124,13 @@ func TestDeviceCUDATrains(t *testing.T) {
 			t.Errorf("%v left memory on the backend:\n%s", args, buf.String())
 		}
 	}
+	input := map[string]string{"sft": chats, "grpo": filepath.Join(dir, "s")}
 	for _, device := range []string{"cpu", "cuda"} {
-		run(device, "sft", "--model", md, "--out", out, "--run", "sft-"+device, "--rank", "2", "--steps", "1", "--lr", "1e-3", chats)
-		run(device, "grpo", "--model", md, "--out", out, "--run", "grpo-"+device, "--rank", "2", "--steps", "1", "--lr", "1e-3", filepath.Join(dir, "s"))
+		for _, job := range jobs {
+			run(device, job, "--model", md, "--out", out, "--run", job+"-"+device, "--rank", "2", "--steps", "1", "--lr", "1e-3", input[job])
+		}
 	}
-	for _, job := range []string{"sft", "grpo"} {
+	for _, job := range jobs {
 		want, got := readMetrics(t, filepath.Join(out, job+"-cpu")), readMetrics(t, filepath.Join(out, job+"-cuda"))
 		for _, k := range []string{"loss", "entropy", "grad_norm"} {
 			w, okw := want[k].(float64)

@@ -142,7 +142,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return err
 		}
-		defer be.Close()
+		defer func() {
+			if err := be.Close(); err != nil { // the CUDA backend names what was not freed
+				log.Warn("closing the backend", "err", err)
+			}
+		}()
 		opts.Backend = be
 	}
 	err = serve.Run(ctx, opts)

@@ -64,6 +64,7 @@ test-long:
 	# cuda.Backend on the emulated device (the .cu kernels on the CPU): the
 	# other model goldens, and LoRA AdamW steps through train/trainer.
 	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 30m -run 'GoldenCUDAEmulated|StepCUDAEmulated' -v ./train/model ./train/trainer
+	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 10m -run 'DeviceCUDATrains' -v ./cmd/hone-train
 
 # The kernels must also pass their conformance suite as pure Go (gonum GEMM).
 test-nocgo:

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
 )
 
@@ -31,4 +33,26 @@ func newBackend(threads int, compute, kernel, dtype string) (*cpu.Backend, error
 		return nil, fmt.Errorf("cpu backend: %w", err)
 	}
 	return be, nil
+}
+
+// openBackend builds the backend --device names: the CPU backend of
+// newBackend, or the CUDA backend computing in the precision of --compute
+// (bf16 needs --dtype bfloat16 there too, but no AVX512). --bf16-kernel
+// picks a CPU micro-kernel: any value but the default is a usage error
+// with --device cuda.
+func openBackend(device string, threads int, compute, kernel, dtype string, getenv func(string) string) (kernels.Backend, error) {
+	p, err := backendflag.Precision(compute, dtype)
+	if err != nil {
+		return nil, err
+	}
+	if device == "cuda" && kernel != "native" {
+		return nil, cli.Usagef("--bf16-kernel %s: the flag picks a CPU micro-kernel; --device cuda takes none", kernel)
+	}
+	return backend.New(device, p, func() (kernels.Backend, error) {
+		be, err := newBackend(threads, compute, kernel, dtype)
+		if err != nil {
+			return nil, err
+		}
+		return be, nil
+	}, getenv)
 }

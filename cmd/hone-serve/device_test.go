@@ -15,8 +15,9 @@ import (
 
 // TestDeviceCUDA runs hone-serve --device cuda: where the driver library,
 // cuBLAS or a device is missing it exits 1 naming which; where all are there
-// (the C stand-ins of kernels/cuda/cudafake) it exits 1 saying the CUDA
-// backend is not implemented yet, without serving. With --upstream the flag
+// but the driver refuses the kernels (the C stand-in of libcuda of
+// kernels/cuda/cudafake loads its toy module only) it exits 1 naming the
+// failing call, without serving. With --upstream the flag
 // is a usage error.
 func TestDeviceCUDA(t *testing.T) {
 	cc := os.Getenv("CC")
@@ -42,8 +43,9 @@ func TestDeviceCUDA(t *testing.T) {
 		{"no driver", []string{"HONE_LIBCUDA=" + nowhere}, model, 1, "CUDA backend unavailable: no CUDA driver library (tried " + nowhere + ")"},
 		{"no cuBLAS", []string{"HONE_LIBCUDA=" + libs.Driver, "HONE_LIBCUBLAS=" + nowhere}, model, 1, "CUDA backend unavailable: no cuBLAS library (tried " + nowhere + ")"},
 		{"no device", []string{"HONE_LIBCUDA=" + libs.Driver, "HONE_LIBCUBLAS=" + libs.BLAS, "HONE_FAKE_CUDA_DEVICES=0"}, model, 1, "CUDA backend unavailable: no CUDA device"},
-		{"device there", []string{"HONE_LIBCUDA=" + libs.Driver, "HONE_LIBCUBLAS=" + libs.BLAS}, model, 1, "CUDA backend: not implemented yet: cuda:0 (Fake CUDA Device 0"},
+		{"device there", []string{"HONE_LIBCUDA=" + libs.Driver, "HONE_LIBCUBLAS=" + libs.BLAS}, model, 1, "cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE"},
 		{"sonames", nil, model, 1, "CUDA backend"}, // whatever this machine has
+		{"cpu kernel", nil, append(model, "--compute", "bf16", "--dtype", "bfloat16", "--bf16-kernel", "portable"), 2, "--device cuda takes none"},
 		{"upstream", nil, []string{"--upstream", "http://127.0.0.1:1", "--device", "cuda"}, 2, "--device applies to --model, not --upstream"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

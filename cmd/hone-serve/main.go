@@ -12,7 +12,6 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
-	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/serve"
 	"github.com/hone-rl/hone/train/model"
 )
@@ -139,17 +138,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
-		be, err := backend.New(device, func() (kernels.Backend, error) {
-			be, err := newBackend(threads, compute, bf16Kernel, opts.DType)
-			if err != nil {
-				return nil, err
-			}
-			return be, nil
-		}, getenv)
+		be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, getenv)
 		if err != nil {
 			return err
 		}
-		defer be.Close()
+		defer func() {
+			if err := be.Close(); err != nil { // the CUDA backend names what was not freed
+				log.Warn("closing the backend", "err", err)
+			}
+		}()
 		opts.Backend = be
 	}
 	err = serve.Run(ctx, opts)

@@ -9,7 +9,6 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
-	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/sft"
 	"github.com/spf13/cobra"
 )
@@ -43,17 +42,15 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			if err != nil {
 				return err
 			}
-			be, err := backend.New(device, func() (kernels.Backend, error) {
-				be, err := newBackend(threads, compute, bf16Kernel, opts.DType)
-				if err != nil {
-					return nil, err
-				}
-				return be, nil
-			}, os.Getenv)
+			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, os.Getenv)
 			if err != nil {
 				return err
 			}
-			defer be.Close()
+			defer func() {
+				if err := be.Close(); err != nil { // the CUDA backend names what was not freed
+					log.Warn("closing the backend", "err", err)
+				}
+			}()
 			opts.Backend, opts.Log = be, log
 			finish, err := remote.start(cmd.Context(), &opts.Options, log)
 			if err != nil {

@@ -8,8 +8,9 @@
 // kernels/cuda/cudafake, among them an emulated device whose managed memory
 // is host memory and whose launches run the .cu kernels on the CPU
 // in-process, on which Backend runs (backend_test.go; train/model runs its
-// PyTorch model goldens on it, train/trainer LoRA AdamW steps). The
-// commands do not offer --device cuda yet.
+// PyTorch model goldens on it, train/trainer LoRA AdamW steps). hone-train
+// and hone-serve run on Backend with --device cuda; their tests do so on
+// cudafake.BuildEmulatingLibs's stand-in libraries.
 //
 // # Kernels
 //

@@ -149,6 +149,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	defer base.Model.Close() // on a CUDA backend its memory is not the garbage collector's
 	if o.WatchDir != "" {
 		return runWatch(ctx, base, o, log)
 	}

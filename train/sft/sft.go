@@ -96,6 +96,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	defer base.Model.Close() // on a CUDA backend its memory is not the garbage collector's
 	// The inputs are read before Setup touches the run folder, so that a
 	// bad input leaves nothing behind.
 	kw, _ := o.Kwargs()

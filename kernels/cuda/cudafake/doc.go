@@ -14,9 +14,14 @@
 //     its launches run kernels/cuda's own .cu kernels on the CPU in this
 //     process, compiled by BuildEmulator with g++ through
 //     kernels/cuda/cpushim/cuda_cpu.h and loaded with LoadEmulator.
+//   - BuildEmulatingLibs joins the two: a libcuda.so.1 stand-in whose
+//     memory is host memory, which loads the embedded PTX and runs the
+//     same kernels on the CPU at each cuLaunchKernel, beside the C
+//     libcublas stand-in, so that a whole command runs with --device cuda
+//     through the real loader.
 //
 // The fake BLAS's column-major GEMM is written from the BLAS definition, not
-// taken from cuBLAS; the C stand-in for libcuda runs one toy kernel only.
+// taken from cuBLAS; BuildLibs's C stand-in for libcuda runs one toy kernel only.
 // Managed memory (MemAllocManaged) is host memory at a real address in every
 // mode of the Go Driver.
 package cudafake

@@ -36,6 +36,12 @@ var emulateCC string
 // from the sources (ptxbuild.Kernels), so a new kernel needs no edit here.
 // An absent compiler gives an error wrapping exec.ErrNotFound.
 func BuildEmulator(ctx context.Context, cxx, srcDir, out string) error {
+	return buildEmulator(ctx, cxx, srcDir, out, "")
+}
+
+// buildEmulator is BuildEmulator with extra C++ text compiled after the
+// entry point (clib/emulate.cc).
+func buildEmulator(ctx context.Context, cxx, srcDir, out, extra string) error {
 	if _, err := exec.LookPath(cxx); err != nil {
 		return fmt.Errorf("CUDA emulator: %w", err)
 	}
@@ -62,6 +68,7 @@ func BuildEmulator(ctx context.Context, cxx, srcDir, out string) error {
 	}
 	fmt.Fprintf(&src, "#define HONE_KERNELS(X)%s\n", list.String())
 	src.WriteString(emulateCC)
+	src.WriteString(extra)
 	cmd := exec.CommandContext(ctx, cxx, "-std=c++17", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread",
 		"-I", filepath.Join(abs, "cpushim"), "-o", out, "-x", "c++", "-")
 	cmd.Stdin = strings.NewReader(src.String())
@@ -69,6 +76,30 @@ func BuildEmulator(ctx context.Context, cxx, srcDir, out string) error {
 		return fmt.Errorf("CUDA emulator: %s: %v\n%s", cxx, err, msg)
 	}
 	return nil
+}
+
+//go:embed clib/emulate_driver.cc
+var emulateDriverCC string
+
+// BuildEmulatingLibs builds a pair of stand-ins for the CUDA libraries that
+// compute for real on the CPU, so that a whole command runs with --device
+// cuda through the real run-time loader on a machine without a GPU: a
+// libcuda.so.1 (clib/emulate_driver.cc compiled with cxx after what
+// BuildEmulator compiles from srcDir) whose device and managed memory is
+// host memory, whose modules are the embedded PTX for sm_90 and whose
+// launches run the same kernels' .cu text through the CPU shim, and the C
+// stand-in for libcublas of BuildLibs (compiled with cc), whose GEMMs
+// compute on that host memory. Both land in dir. An absent compiler gives
+// an error wrapping exec.ErrNotFound.
+func BuildEmulatingLibs(ctx context.Context, cc, cxx, srcDir, dir string) (Libs, error) {
+	libs, err := BuildLibs(ctx, cc, dir)
+	if err != nil {
+		return Libs{}, err
+	}
+	if err := buildEmulator(ctx, cxx, srcDir, libs.Driver, emulateDriverCC); err != nil {
+		return Libs{}, err
+	}
+	return libs, nil
 }
 
 // Emulator is a library BuildEmulator made, loaded: it runs kernel

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/collect/openaitest"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// TestDeviceCUDAServes runs the hone-serve binary with --device cuda on the
+// emulating CUDA libraries of kernels/cuda/cudafake (HONE_LIBCUDA,
+// HONE_LIBCUBLAS: the real loader, the embedded PTX handed to the driver,
+// the .cu kernels launched through cuLaunchKernel and run on the CPU, the
+// GEMMs in the C stand-in for cuBLAS) and asks it for one greedy chat
+// completion through the openai-go client: the text and the token count
+// are those hone-serve --device cpu answers. Without a C or C++ compiler
+// the test is skipped, unless CI is set.
+func TestDeviceCUDAServes(t *testing.T) {
+	cc, cxx := os.Getenv("CC"), os.Getenv("CXX")
+	if cc == "" {
+		cc = "gcc" // as cgo
+	}
+	if cxx == "" {
+		cxx = "g++"
+	}
+	start := time.Now()
+	libs, err := cudafake.BuildEmulatingLibs(context.Background(), cc, cxx, "../../kernels/cuda", t.TempDir())
+	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
+		t.Skipf("no compiler to build the emulating CUDA libraries: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("emulating CUDA libraries built in %v", time.Since(start).Round(time.Millisecond))
+	t.Setenv("HONE_LIBCUDA", libs.Driver) // hone-serve's environment: StartProcess passes this one on
+	t.Setenv("HONE_LIBCUBLAS", libs.BLAS)
+	answer := func(device string) *openai.ChatCompletion {
+		t.Helper()
+		start := time.Now()
+		addr := openaitest.StartProcess(t, binary, "--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1", "--device", device)
+		client := openai.NewClient(option.WithBaseURL("http://"+addr+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+		c, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+			Model:       "tiny",
+			Messages:    []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello there")},
+			MaxTokens:   openai.Int(3),
+			Temperature: openai.Float(0),
+		})
+		if err != nil {
+			t.Fatalf("--device %s: %v", device, err)
+		}
+		if len(c.Choices) != 1 {
+			t.Fatalf("--device %s: %d choices", device, len(c.Choices))
+		}
+		t.Logf("--device %s: %q (%d tokens, %s) in %v", device, c.Choices[0].Message.Content, c.Usage.CompletionTokens,
+			c.Choices[0].FinishReason, time.Since(start).Round(time.Millisecond))
+		return c
+	}
+	want, got := answer("cpu"), answer("cuda")
+	if got.Choices[0].Message.Content != want.Choices[0].Message.Content || got.Usage.CompletionTokens != want.Usage.CompletionTokens ||
+		got.Choices[0].FinishReason != want.Choices[0].FinishReason {
+		t.Errorf("--device cuda answered %q (%d tokens, %s), --device cpu %q (%d tokens, %s)",
+			got.Choices[0].Message.Content, got.Usage.CompletionTokens, got.Choices[0].FinishReason,
+			want.Choices[0].Message.Content, want.Usage.CompletionTokens, want.Choices[0].FinishReason)
+	}
+}

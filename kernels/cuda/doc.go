@@ -4,8 +4,9 @@
 // launch, and Backend: a kernels.Backend and kernels.Allocator whose
 // buffers are CUDA managed memory (plain slices, valid on host and device)
 // and whose ops run on the device (Ops' kernels, cuBLAS), each synchronized
-// before it returns. It has never run on a GPU: its tests use the fakes of
-// kernels/cuda/cudafake, among them an emulated device whose managed memory
+// before it returns. It ran on one H200 once (make gpu-check; figures in
+// gpucheck/RESULTS.md): every hardware test and the model goldens passed.
+// Its tests here use the fakes of kernels/cuda/cudafake, among them an emulated device whose managed memory
 // is host memory and whose launches run the .cu kernels on the CPU
 // in-process, on which Backend runs (backend_test.go; train/model runs its
 // PyTorch model goldens on it, train/trainer LoRA AdamW steps). hone-train
@@ -31,7 +32,8 @@
 // fiber per CUDA thread on the launching OS thread, barriers, warp shuffles,
 // divergent barriers and shuffles fail the launch) and running Ops' plans on kerneltest's
 // conformance cases against kernels/ref (shim_test.go); the same cases run
-// on a device in the hardware tests (hardware_test.go), which have never run.
+// on a device in the hardware tests (hardware_test.go), which passed on an
+// H200 (gpucheck/RESULTS.md).
 //
 // `make ptx` compiles them ahead of time with nvcc (Debian's
 // nvidia-cuda-toolkit 11.8) to PTX for compute_80 and compute_90, into ptx/,
@@ -39,8 +41,8 @@
 // driver the PTX for the device's compute capability, and the driver JITs
 // it. TestPTXCurrent compiles the sources again and fails when the
 // committed PTX differs, or when ptxas -arch=sm_80/sm_90 refuses a kernel or
-// spills registers (internal/ptxbuild holds the nvcc and ptxas flags). None
-// of it has run on a GPU yet.
+// spills registers (internal/ptxbuild holds the nvcc and ptxas flags). The
+// driver of an H200 (CUDA 13) JIT-compiled and ran the compute_90 PTX.
 //
 // # Loading
 //

@@ -12,7 +12,7 @@ import (
 // device: its methods are kernels.Backend's ops on device buffers, each a
 // fixed launch geometry (the plan* functions) after checking the sizes and
 // buffer lengths. They queue the kernels on the default stream and return
-// before they end (Download waits). None of it has run on a GPU yet.
+// before they end (Download waits). It ran on an H200 once (gpucheck/RESULTS.md).
 type Ops struct {
 	d       *Device
 	mods    []*Kernels

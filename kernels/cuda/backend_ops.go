@@ -129,47 +129,41 @@ func (b *Backend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []floa
 }
 
 func (b *Backend) SwiGLUForward(out, gate, up []float32, n int) {
-	const op = "SwiGLUForward"
-	kernels.NeedGatedForward(op, out, gate, up, n)
-	if n == 0 {
-		return
-	}
-	b.onDevice(op, func() error {
-		return b.ops.SwiGLUForward(b.f32(op, "out", out), b.f32(op, "gate", gate), b.f32(op, "up", up), n)
-	})
+	b.gatedForward("SwiGLUForward", b.ops.SwiGLUForward, out, gate, up, n)
 }
 
 func (b *Backend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
-	const op = "SwiGLUBackward"
-	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
-	if n == 0 {
-		return
-	}
-	b.onDevice(op, func() error {
-		return b.ops.SwiGLUBackward(b.f32(op, "dgate", dgate), b.f32(op, "dup", dup), b.f32(op, "dout", dout),
-			b.f32(op, "gate", gate), b.f32(op, "up", up), n)
-	})
+	b.gatedBackward("SwiGLUBackward", b.ops.SwiGLUBackward, dgate, dup, dout, gate, up, n)
 }
 
 func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
-	const op = "GeGLUForward"
+	b.gatedForward("GeGLUForward", b.ops.GeGLUForward, out, gate, up, n)
+}
+
+func (b *Backend) GeGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
+	b.gatedBackward("GeGLUBackward", b.ops.GeGLUBackward, dgate, dup, dout, gate, up, n)
+}
+
+// gatedForward runs a gated unit's forward (SwiGLU, GeGLU) through launch,
+// the Ops method, after ref's checks.
+func (b *Backend) gatedForward(op string, launch func(out, gate, up *Buffer, n int) error, out, gate, up []float32, n int) {
 	kernels.NeedGatedForward(op, out, gate, up, n)
 	if n == 0 {
 		return
 	}
 	b.onDevice(op, func() error {
-		return b.ops.GeGLUForward(b.f32(op, "out", out), b.f32(op, "gate", gate), b.f32(op, "up", up), n)
+		return launch(b.f32(op, "out", out), b.f32(op, "gate", gate), b.f32(op, "up", up), n)
 	})
 }
 
-func (b *Backend) GeGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
-	const op = "GeGLUBackward"
+// gatedBackward is gatedForward for the backward, which accumulates dgate and dup.
+func (b *Backend) gatedBackward(op string, launch func(dgate, dup, dout, gate, up *Buffer, n int) error, dgate, dup, dout, gate, up []float32, n int) {
 	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
 	if n == 0 {
 		return
 	}
 	b.onDevice(op, func() error {
-		return b.ops.GeGLUBackward(b.f32(op, "dgate", dgate), b.f32(op, "dup", dup), b.f32(op, "dout", dout),
+		return launch(b.f32(op, "dgate", dgate), b.f32(op, "dup", dup), b.f32(op, "dout", dout),
 			b.f32(op, "gate", gate), b.f32(op, "up", up), n)
 	})
 }

@@ -324,7 +324,19 @@ func planFlat(kernel string, n int, args ...any) []step {
 // SwiGLUForward is kernels.Backend.SwiGLUForward on device buffers: out =
 // silu(gate)·up over n values.
 func (o *Ops) SwiGLUForward(out, gate, up *Buffer, n int) error {
-	c := check{op: "SwiGLUForward"}
+	return o.gatedForward("SwiGLUForward", "swiglu_forward", out, gate, up, n)
+}
+
+// SwiGLUBackward is kernels.Backend.SwiGLUBackward on device buffers: it
+// accumulates dgate and dup over n values.
+func (o *Ops) SwiGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
+	return o.gatedBackward("SwiGLUBackward", "swiglu_backward", dgate, dup, dout, gate, up, n)
+}
+
+// gatedForward launches a gated unit's forward kernel (SwiGLU, GeGLU):
+// out = act(gate)·up over n values, one thread a value.
+func (o *Ops) gatedForward(op, kernel string, out, gate, up *Buffer, n int) error {
+	c := check{op: op}
 	c.sizes("n", n)
 	c.buf(o.d, "out", out, n)
 	c.buf(o.d, "gate", gate, n)
@@ -332,13 +344,13 @@ func (o *Ops) SwiGLUForward(out, gate, up *Buffer, n int) error {
 	if c.err != nil {
 		return c.err
 	}
-	return o.run(c.op, planFlat("swiglu_forward", n, out, gate, up, n))
+	return o.run(c.op, planFlat(kernel, n, out, gate, up, n))
 }
 
-// SwiGLUBackward is kernels.Backend.SwiGLUBackward on device buffers: it
-// accumulates dgate and dup over n values.
-func (o *Ops) SwiGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
-	c := check{op: "SwiGLUBackward"}
+// gatedBackward launches a gated unit's backward kernel, which accumulates
+// dgate and dup over n values.
+func (o *Ops) gatedBackward(op, kernel string, dgate, dup, dout, gate, up *Buffer, n int) error {
+	c := check{op: op}
 	c.sizes("n", n)
 	c.buf(o.d, "dgate", dgate, n)
 	c.buf(o.d, "dup", dup, n)
@@ -348,7 +360,7 @@ func (o *Ops) SwiGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
 	if c.err != nil {
 		return c.err
 	}
-	return o.run(c.op, planFlat("swiglu_backward", n, dgate, dup, dout, gate, up, n))
+	return o.run(c.op, planFlat(kernel, n, dgate, dup, dout, gate, up, n))
 }
 
 // planRows: one block per row of C values.

@@ -8,31 +8,13 @@ import (
 // GeGLUForward is kernels.Backend.GeGLUForward on device buffers: out =
 // gelu_tanh(gate)·up over n values (geglu.cu).
 func (o *Ops) GeGLUForward(out, gate, up *Buffer, n int) error {
-	c := check{op: "GeGLUForward"}
-	c.sizes("n", n)
-	c.buf(o.d, "out", out, n)
-	c.buf(o.d, "gate", gate, n)
-	c.buf(o.d, "up", up, n)
-	if c.err != nil {
-		return c.err
-	}
-	return o.run(c.op, planFlat("geglu_forward", n, out, gate, up, n))
+	return o.gatedForward("GeGLUForward", "geglu_forward", out, gate, up, n)
 }
 
 // GeGLUBackward is kernels.Backend.GeGLUBackward on device buffers: it
 // accumulates dgate and dup over n values.
 func (o *Ops) GeGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
-	c := check{op: "GeGLUBackward"}
-	c.sizes("n", n)
-	c.buf(o.d, "dgate", dgate, n)
-	c.buf(o.d, "dup", dup, n)
-	c.buf(o.d, "dout", dout, n)
-	c.buf(o.d, "gate", gate, n)
-	c.buf(o.d, "up", up, n)
-	if c.err != nil {
-		return c.err
-	}
-	return o.run(c.op, planFlat("geglu_backward", n, dgate, dup, dout, gate, up, n))
+	return o.gatedBackward("GeGLUBackward", "geglu_backward", dgate, dup, dout, gate, up, n)
 }
 
 // AddScalar is kernels.Backend.AddScalar on device buffers: out = a + s

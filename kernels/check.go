@@ -100,3 +100,43 @@ func NeedAttentionBackward(op string, dq, dk, dv, dout, out, lse, q, k, v []floa
 	Need(op, "dv", len(dv), N*KVH*D)
 	Need(op, "dout", len(dout), N*H*D)
 }
+
+// NeedLogprobForward checks the sizes and buffers of LogprobForward and its
+// bfloat16 variant, whose weight holds weightLen values: expect may be nil,
+// targets lie in [−1, V).
+func NeedLogprobForward(op string, logprob, entropy, lse, expect, hidden []float32, weightLen int, targets []int32, N, C, V int) {
+	NeedSizes(op, N, C, V)
+	Need(op, "logprob", len(logprob), N)
+	Need(op, "entropy", len(entropy), N)
+	Need(op, "lse", len(lse), N)
+	if expect != nil {
+		Need(op, "expect", len(expect), N*C)
+	}
+	Need(op, "hidden", len(hidden), N*C)
+	Need(op, "weight", weightLen, V*C)
+	Need(op, "targets", len(targets), N)
+	NeedIDs(op, targets[:N], -1, V)
+}
+
+// NeedLogprobBackward checks the sizes and buffers of LogprobBackward and
+// its bfloat16 variant, whose weight holds weightLen values: dweight,
+// dlogprob and dentropy may be nil, targets lie in [−1, V).
+func NeedLogprobBackward(op string, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden []float32, weightLen int, targets []int32, N, C, V int) {
+	NeedSizes(op, N, C, V)
+	Need(op, "dhidden", len(dhidden), N*C)
+	if dweight != nil {
+		Need(op, "dweight", len(dweight), V*C)
+	}
+	if dlogprob != nil {
+		Need(op, "dlogprob", len(dlogprob), N)
+	}
+	if dentropy != nil {
+		Need(op, "dentropy", len(dentropy), N)
+	}
+	Need(op, "lse", len(lse), N)
+	Need(op, "entropy", len(entropy), N)
+	Need(op, "hidden", len(hidden), N*C)
+	Need(op, "weight", weightLen, V*C)
+	Need(op, "targets", len(targets), N)
+	NeedIDs(op, targets[:N], -1, V)
+}

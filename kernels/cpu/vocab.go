@@ -166,16 +166,8 @@ func (b *Backend) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []flo
 // exp(z_j − m) and multiplied by the chunk's weight rows. At the end
 // expect = e/s.
 func (b *Backend) logprobForward(op string, logprob, entropy, lse, expect, hidden []float32, w weights, targets []int32, N, C, V, chunk int) {
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "logprob", len(logprob), N)
-	kernels.Need(op, "entropy", len(entropy), N)
-	kernels.Need(op, "lse", len(lse), N)
-	if expect != nil {
-		kernels.Need(op, "expect", len(expect), N*C)
-	}
-	kernels.Need(op, "hidden", len(hidden), N*C)
-	kernels.Need(op, "targets", len(targets), N)
-	kernels.NeedIDs(op, targets[:N], -1, V)
+	// The callers checked the weight and cut it to V·C values.
+	kernels.NeedLogprobForward(op, logprob, entropy, lse, expect, hidden, V*C, targets, N, C, V)
 	if N == 0 {
 		return
 	}
@@ -323,22 +315,8 @@ func (b *Backend) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy,
 //
 // and accumulates dhidden += dz·W_chunk and dweight_chunk += dzᵀ·hidden.
 func (b *Backend) logprobBackward(op string, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden []float32, w weights, targets []int32, N, C, V, chunk int) {
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "dhidden", len(dhidden), N*C)
-	if dweight != nil {
-		kernels.Need(op, "dweight", len(dweight), V*C)
-	}
-	if dlogprob != nil {
-		kernels.Need(op, "dlogprob", len(dlogprob), N)
-	}
-	if dentropy != nil {
-		kernels.Need(op, "dentropy", len(dentropy), N)
-	}
-	kernels.Need(op, "lse", len(lse), N)
-	kernels.Need(op, "entropy", len(entropy), N)
-	kernels.Need(op, "hidden", len(hidden), N*C)
-	kernels.Need(op, "targets", len(targets), N)
-	kernels.NeedIDs(op, targets[:N], -1, V)
+	// The callers checked the weight and cut it to V·C values.
+	kernels.NeedLogprobBackward(op, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, V*C, targets, N, C, V)
 	if N == 0 || V == 0 || C == 0 {
 		return
 	}

@@ -423,25 +423,9 @@ func (b *Backend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 
 // ---- fused lm_head + log-softmax: Ops -------------------------------------------
 
-// needLogprobForward makes ref's checks of a logprob forward with a weight
-// of weightLen values.
-func needLogprobForward(op string, logprob, entropy, lse, expect, hidden []float32, weightLen int, targets []int32, N, C, V int) {
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "logprob", len(logprob), N)
-	kernels.Need(op, "entropy", len(entropy), N)
-	kernels.Need(op, "lse", len(lse), N)
-	if expect != nil {
-		kernels.Need(op, "expect", len(expect), N*C)
-	}
-	kernels.Need(op, "hidden", len(hidden), N*C)
-	kernels.Need(op, "weight", weightLen, V*C)
-	kernels.Need(op, "targets", len(targets), N)
-	kernels.NeedIDs(op, targets[:N], -1, V)
-}
-
 func (b *Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
 	const op = "LogprobForward"
-	needLogprobForward(op, logprob, entropy, lse, expect, hidden, len(weight), targets, N, C, V)
+	kernels.NeedLogprobForward(op, logprob, entropy, lse, expect, hidden, len(weight), targets, N, C, V)
 	if N == 0 {
 		return
 	}
@@ -453,7 +437,7 @@ func (b *Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight [
 
 func (b *Backend) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
 	const op = "LogprobForwardBF16"
-	needLogprobForward(op, logprob, entropy, lse, expect, hidden, len(weight), targets, N, C, V)
+	kernels.NeedLogprobForward(op, logprob, entropy, lse, expect, hidden, len(weight), targets, N, C, V)
 	if N == 0 {
 		return
 	}
@@ -463,31 +447,9 @@ func (b *Backend) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []flo
 	})
 }
 
-// needLogprobBackward makes ref's checks of a logprob backward with a
-// weight of weightLen values.
-func needLogprobBackward(op string, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden []float32, weightLen int, targets []int32, N, C, V int) {
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "dhidden", len(dhidden), N*C)
-	if dweight != nil {
-		kernels.Need(op, "dweight", len(dweight), V*C)
-	}
-	if dlogprob != nil {
-		kernels.Need(op, "dlogprob", len(dlogprob), N)
-	}
-	if dentropy != nil {
-		kernels.Need(op, "dentropy", len(dentropy), N)
-	}
-	kernels.Need(op, "lse", len(lse), N)
-	kernels.Need(op, "entropy", len(entropy), N)
-	kernels.Need(op, "hidden", len(hidden), N*C)
-	kernels.Need(op, "weight", weightLen, V*C)
-	kernels.Need(op, "targets", len(targets), N)
-	kernels.NeedIDs(op, targets[:N], -1, V)
-}
-
 func (b *Backend) LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
 	const op = "LogprobBackward"
-	needLogprobBackward(op, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, len(weight), targets, N, C, V)
+	kernels.NeedLogprobBackward(op, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, len(weight), targets, N, C, V)
 	if N == 0 {
 		return
 	}
@@ -500,7 +462,7 @@ func (b *Backend) LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, ent
 
 func (b *Backend) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
 	const op = "LogprobBackwardBF16"
-	needLogprobBackward(op, dhidden, nil, dlogprob, dentropy, lse, entropy, hidden, len(weight), targets, N, C, V)
+	kernels.NeedLogprobBackward(op, dhidden, nil, dlogprob, dentropy, lse, entropy, hidden, len(weight), targets, N, C, V)
 	if N == 0 {
 		return
 	}

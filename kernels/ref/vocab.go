@@ -150,17 +150,7 @@ func logits(z []float64, h []float32, w func(int) float32, C int) {
 }
 
 func logprobForward(op string, logprob, entropy, lse, expect, hidden []float32, w func(int) float32, nw int, targets []int32, N, C, V int) {
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "logprob", len(logprob), N)
-	kernels.Need(op, "entropy", len(entropy), N)
-	kernels.Need(op, "lse", len(lse), N)
-	if expect != nil {
-		kernels.Need(op, "expect", len(expect), N*C)
-	}
-	kernels.Need(op, "hidden", len(hidden), N*C)
-	kernels.Need(op, "weight", nw, V*C)
-	kernels.Need(op, "targets", len(targets), N)
-	kernels.NeedIDs(op, targets[:N], -1, V)
+	kernels.NeedLogprobForward(op, logprob, entropy, lse, expect, hidden, nw, targets, N, C, V)
 	z := make([]float64, V) // one row of logits
 	for n := 0; n < N; n++ {
 		logits(z, hidden[n*C:(n+1)*C], w, C)
@@ -206,23 +196,7 @@ func (Backend) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hi
 }
 
 func logprobBackward(op string, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden []float32, w func(int) float32, nw int, targets []int32, N, C, V int) {
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "dhidden", len(dhidden), N*C)
-	if dweight != nil {
-		kernels.Need(op, "dweight", len(dweight), V*C)
-	}
-	if dlogprob != nil {
-		kernels.Need(op, "dlogprob", len(dlogprob), N)
-	}
-	if dentropy != nil {
-		kernels.Need(op, "dentropy", len(dentropy), N)
-	}
-	kernels.Need(op, "lse", len(lse), N)
-	kernels.Need(op, "entropy", len(entropy), N)
-	kernels.Need(op, "hidden", len(hidden), N*C)
-	kernels.Need(op, "weight", nw, V*C)
-	kernels.Need(op, "targets", len(targets), N)
-	kernels.NeedIDs(op, targets[:N], -1, V)
+	kernels.NeedLogprobBackward(op, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, nw, targets, N, C, V)
 	z := make([]float64, V) // one row of logits, then its gradient
 	for n := 0; n < N; n++ {
 		h := hidden[n*C : (n+1)*C] // [C]

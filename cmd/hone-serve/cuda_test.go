@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/cmd/internal/testbin"
 	"github.com/hone-rl/hone/collect/openaitest"
-	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
@@ -23,22 +20,7 @@ import (
 // are those hone-serve --device cpu answers. Without a C or C++ compiler
 // the test is skipped, unless CI is set.
 func TestDeviceCUDAServes(t *testing.T) {
-	cc, cxx := os.Getenv("CC"), os.Getenv("CXX")
-	if cc == "" {
-		cc = "gcc" // as cgo
-	}
-	if cxx == "" {
-		cxx = "g++"
-	}
-	start := time.Now()
-	libs, err := cudafake.BuildEmulatingLibs(context.Background(), cc, cxx, "../../kernels/cuda", t.TempDir())
-	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
-		t.Skipf("no compiler to build the emulating CUDA libraries: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("emulating CUDA libraries built in %v", time.Since(start).Round(time.Millisecond))
+	libs := testbin.EmulatedCUDA(t, "../../kernels/cuda")
 	t.Setenv("HONE_LIBCUDA", libs.Driver) // hone-serve's environment: StartProcess passes this one on
 	t.Setenv("HONE_LIBCUBLAS", libs.BLAS)
 	answer := func(device string) *openai.ChatCompletion {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"os"
 	"os/exec"
@@ -13,38 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/cmd/internal/testbin"
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/safetensors"
-	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/tinymodel"
 )
-
-// emulatedCUDA builds the stand-ins for libcuda and libcublas that compute
-// on the CPU (cudafake.BuildEmulatingLibs: the real .cu kernels through
-// the CPU shim, the GEMMs in C); without a C or C++ compiler the test is
-// skipped, unless CI is set.
-func emulatedCUDA(t *testing.T) cudafake.Libs {
-	t.Helper()
-	cc, cxx := os.Getenv("CC"), os.Getenv("CXX")
-	if cc == "" {
-		cc = "gcc" // as cgo
-	}
-	if cxx == "" {
-		cxx = "g++"
-	}
-	start := time.Now()
-	libs, err := cudafake.BuildEmulatingLibs(context.Background(), cc, cxx, "../../kernels/cuda", t.TempDir())
-	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
-		t.Skipf("no compiler to build the emulating CUDA libraries: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("emulating CUDA libraries built in %v", time.Since(start).Round(time.Millisecond))
-	return libs
-}
 
 // The CUDA runs must agree with the CPU runs within these relative errors.
 // The two backends sum in different orders (the emulated cuBLAS in
@@ -106,7 +80,7 @@ func trainOnCUDA(t *testing.T, layers int, jobs ...string) {
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	libs := emulatedCUDA(t)
+	libs := testbin.EmulatedCUDA(t, "../../kernels/cuda")
 	out := filepath.Join(dir, "adapters")
 	run := func(device string, args ...string) {
 		t.Helper()

@@ -142,7 +142,7 @@ bench_step model-golden 60 env -C "$here/train/model" HONE_CUDA_TEST=1 "$here/mo
 # Side by side: Hone then PyTorch on each shape, the same tokens (8 × 1024,
 # LoRA rank 16 on every projection; decode batch 32).
 hone_step hone-05b-train 60 train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3
-hone_step hone-05b-decode 40 decode --shape 05b --batch 32 --prompt 16 --tokens 64
+hone_step hone-05b-decode 40 decode --shape 05b --batch 32 --prompt 128 --tokens 128
 torch_step torch-05b 120 --shape 05b --impl both --measure golden,same-math,train,decode --golden "$here/golden-qwen2" --warmup 2 --steps 5
 hone_step hone-7b-train 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2
 torch_step torch-7b 150 --shape 7b --measure train --warmup 1 --steps 3

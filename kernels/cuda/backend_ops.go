@@ -553,37 +553,28 @@ func (b *Backend) Add(out, x, y []float32, n int) {
 	})
 }
 
-func (b *Backend) Scale(out, x []float32, s float32, n int) {
-	const op = "Scale"
-	kernels.NeedSizes(op, n)
-	kernels.Need(op, "out", len(out), n)
-	kernels.Need(op, "a", len(x), n)
-	if n == 0 {
-		return
-	}
-	b.onDevice(op, func() error { return b.ops.Scale(b.f32(op, "out", out), b.f32(op, "a", x), s, n) })
+func (b *Backend) Scale(out, a []float32, s float32, n int) {
+	b.scalarOp("Scale", b.ops.Scale, out, a, s, n)
 }
 
-func (b *Backend) AXPY(out, x []float32, s float32, n int) {
-	const op = "AXPY"
-	kernels.NeedSizes(op, n)
-	kernels.Need(op, "out", len(out), n)
-	kernels.Need(op, "a", len(x), n)
-	if n == 0 {
-		return
-	}
-	b.onDevice(op, func() error { return b.ops.AXPY(b.f32(op, "out", out), b.f32(op, "a", x), s, n) })
+func (b *Backend) AXPY(out, a []float32, s float32, n int) {
+	b.scalarOp("AXPY", b.ops.AXPY, out, a, s, n)
 }
 
 func (b *Backend) AddScalar(out, a []float32, s float32, n int) {
-	const op = "AddScalar"
+	b.scalarOp("AddScalar", b.ops.AddScalar, out, a, s, n)
+}
+
+// scalarOp runs an elementwise op of one buffer and a scalar (Scale, AXPY,
+// AddScalar) through launch, the Ops method, after ref's checks.
+func (b *Backend) scalarOp(op string, launch func(out, a *Buffer, s float32, n int) error, out, a []float32, s float32, n int) {
 	kernels.NeedSizes(op, n)
 	kernels.Need(op, "out", len(out), n)
 	kernels.Need(op, "a", len(a), n)
 	if n == 0 {
 		return
 	}
-	b.onDevice(op, func() error { return b.ops.AddScalar(b.f32(op, "out", out), b.f32(op, "a", a), s, n) })
+	b.onDevice(op, func() error { return launch(b.f32(op, "out", out), b.f32(op, "a", a), s, n) })
 }
 
 // SumSquares runs on the device (Ops.SumSquares: sumsquares.cu's fixed

@@ -464,27 +464,26 @@ func (o *Ops) Add(out, a, b *Buffer, n int) error {
 // Scale is kernels.Backend.Scale on device buffers: out = s·a over n
 // values (out may be a).
 func (o *Ops) Scale(out, a *Buffer, s float32, n int) error {
-	c := check{op: "Scale"}
-	c.sizes("n", n)
-	c.buf(o.d, "out", out, n)
-	c.buf(o.d, "a", a, n)
-	if c.err != nil {
-		return c.err
-	}
-	return o.run(c.op, planFlat("scale", n, out, a, s, n))
+	return o.scalarOp("Scale", "scale", out, a, s, n)
 }
 
 // AXPY is kernels.Backend.AXPY on device buffers: out += s·a over n
 // values.
 func (o *Ops) AXPY(out, a *Buffer, s float32, n int) error {
-	c := check{op: "AXPY"}
+	return o.scalarOp("AXPY", "axpy", out, a, s, n)
+}
+
+// scalarOp launches an elementwise kernel of one buffer and a scalar
+// (scale, axpy, add_scalar): out and a hold n values, one thread a value.
+func (o *Ops) scalarOp(op, kernel string, out, a *Buffer, s float32, n int) error {
+	c := check{op: op}
 	c.sizes("n", n)
 	c.buf(o.d, "out", out, n)
 	c.buf(o.d, "a", a, n)
 	if c.err != nil {
 		return c.err
 	}
-	return o.run(c.op, planFlat("axpy", n, out, a, s, n))
+	return o.run(c.op, planFlat(kernel, n, out, a, s, n))
 }
 
 // softmaxCheck checks the sizes and buffers of a softmax-family op: rows

@@ -20,14 +20,7 @@ func (o *Ops) GeGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
 // AddScalar is kernels.Backend.AddScalar on device buffers: out = a + s
 // over n values (out may be a).
 func (o *Ops) AddScalar(out, a *Buffer, s float32, n int) error {
-	c := check{op: "AddScalar"}
-	c.sizes("n", n)
-	c.buf(o.d, "out", out, n)
-	c.buf(o.d, "a", a, n)
-	if c.err != nil {
-		return c.err
-	}
-	return o.run(c.op, planFlat("add_scalar", n, out, a, s, n))
+	return o.scalarOp("AddScalar", "add_scalar", out, a, s, n)
 }
 
 // Copy is kernels.Backend.Copy on device buffers: dst = src over the

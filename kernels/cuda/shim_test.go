@@ -471,6 +471,54 @@ func TestShim(t *testing.T) {
 	bin := buildShim(t, "shim_main")
 	t.Run("semantics", func(t *testing.T) { shimSemantics(t, bin) })
 	t.Run("divergence", func(t *testing.T) { shimDivergence(t, bin) })
+	t.Run("wmma", func(t *testing.T) { shimWMMA(t, bin) })
+}
+
+// shimWMMA: the shim's nvcuda::wmma product (both operand layouts, an
+// accumulator loaded or filled, stored row- or column-major) equals a plain
+// loop over the same bfloat16-rounded operands in float32, and its
+// __float2bfloat16_rn rounds as kernels.BF16 (nearest, ties to even).
+func shimWMMA(t *testing.T, bin string) {
+	got, msg := runShimKernel(t, bin, "wmma_product")
+	if msg != "" {
+		t.Fatalf("wmma_product: %s", msg)
+	}
+	bf := func(f float32) float32 { return kernels.F32(kernels.BF16(f)) }
+	for b := range 2 {
+		for r := range 16 {
+			for c := range 16 {
+				acc := float32(0.25)
+				if b == 0 {
+					acc = float32(r-c) / 3
+				}
+				for k := range 16 {
+					x := bf(float32((r*7+k*13+b*5)%23-11) / 7)
+					y := bf(float32((k*11+c*3+b)%19-9) / 5)
+					acc += float32(x * y)
+				}
+				at := 256*b + 16*r + c
+				if b == 1 {
+					at = 256 + 16*c + r // stored column-major
+				}
+				if g := float32(got[at]); g != acc {
+					t.Errorf("block %d: D[%d][%d] = %g, want %g", b, r, c, g, acc)
+				}
+			}
+		}
+	}
+	got, msg = runShimKernel(t, bin, "bf16_round")
+	if msg != "" {
+		t.Fatalf("bf16_round: %s", msg)
+	}
+	for i, g := range got {
+		x := math.Float32frombits(0x3f800000 + uint32(i)*0x2000)
+		if i%2 == 1 {
+			x = -x
+		}
+		if want := bf(x); float32(g) != want {
+			t.Errorf("bf16(%g) = %g, want %g", x, g, want)
+		}
+	}
 }
 
 // shimSemantics: the shim's warp shuffles (down, up, xor, and indexed
@@ -541,6 +589,7 @@ func shimDivergence(t *testing.T, bin string) {
 		"barrier_two_places":   {"divergent __syncthreads", "testdata/shim_kernels.cu:31", "testdata/shim_kernels.cu:33"},
 		"shuffle_in_branch":    {"divergent", "shuffle at testdata/shim_kernels.cu:40"},
 		"shuffle_then_barrier": {"divergent barriers: no thread can go on", "shuffle at testdata/shim_kernels.cu:46", "__syncthreads at testdata/shim_kernels.cu:47"},
+		"wmma_in_branch":       {"divergent", "testdata/shim_kernels.cu:126"},
 	} {
 		_, msg := runShimKernel(t, bin, kernel)
 		if msg == "" {

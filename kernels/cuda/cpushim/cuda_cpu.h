@@ -23,6 +23,20 @@
 //     or that threads reach at different places in the source, stops the
 //     launch and launch() returns a message naming the places. On a GPU the
 //     same code is undefined behaviour that often returns wrong values;
+//   - __syncwarp() is a barrier over the warp's lanes (full mask only);
+//   - nvcuda::wmma (the m16n16k16 shapes with __nv_bfloat16 operands and a
+//     float accumulator, what Hone's kernels use): every lane's fragment
+//     holds the whole 16×16 tile (element (r, c) at x[16·r + c], so
+//     num_elements is 256, not the device's 8), load/fill are done by each
+//     lane, and load_matrix_sync, store_matrix_sync and mma_sync are warp
+//     barriers like a shuffle (divergence fails the launch): mma_sync's
+//     product is formed once per warp, by the first lane past the barrier,
+//     and the other lanes copy it after checking their operands are the
+//     same bits (a lane-dependent fragment is not emulated and fails the
+//     launch). The k-sum runs in order in float after the accumulator's
+//     value; the device's order is unspecified. __nv_bfloat16 is the upper
+//     half of a float; __float2bfloat16_rn rounds to nearest even, as the
+//     device does;
 //   - no memory model: plain host memory, and the barriers order it;
 //     atomicAdd (float) is atomic. Launches from several OS threads run one
 //     at a time (a process-wide lock): the fibers and the __shared__
@@ -54,6 +68,7 @@
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 
 struct uint3 {
 	unsigned x, y, z;
@@ -169,6 +184,15 @@ struct Block {
 	Barrier block;
 	std::vector<Barrier> warps;
 	std::vector<std::vector<uint64_t>> exchange;  // per warp, one slot per lane
+
+	// WmmaSlot is a warp's mma_sync in progress: the barrier generation it
+	// belongs to, the operands of the lane that formed the product (bytes),
+	// and the product.
+	struct WmmaSlot {
+		long gen = -1;
+		std::vector<unsigned char> in, out;
+	};
+	std::vector<WmmaSlot> wmma;  // per warp
 
 	std::string where(const Barrier &b) const {
 		return b.name + " at " + b.file + ":" + std::to_string(b.line);
@@ -290,6 +314,12 @@ T shfl_xor(const char *f, int l, unsigned mask, T v, int laneMask, int width = w
 	return shuffle(mask, v, [&](int lane) { int s = lane ^ laneMask; return segment(s, width) == segment(lane, width) ? s : lane; }, f, l);
 }
 
+// syncwarp is a barrier over the calling thread's warp.
+inline void syncwarp(const char *file, int line) {
+	Block &b = *current;
+	b.wait(b.warps[flatThread() / warpSize], file, line);
+}
+
 // newBlock is the shared state of one block of n threads.
 inline std::unique_ptr<Block> newBlock(unsigned n) {
 	auto b = std::make_unique<Block>();
@@ -299,6 +329,7 @@ inline std::unique_ptr<Block> newBlock(unsigned n) {
 	unsigned nw = (n + warpSize - 1) / warpSize;
 	b->warps = std::vector<Barrier>(nw);
 	b->exchange.assign(nw, std::vector<uint64_t>(warpSize));
+	b->wmma.resize(nw);
 	for (unsigned w = 0; w < nw; w++) {
 		b->warps[w].members = int(n - w * warpSize < unsigned(warpSize) ? n - w * warpSize : warpSize);
 		b->warps[w].name = "warp " + std::to_string(w) + " shuffle";
@@ -436,3 +467,127 @@ std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... arg
 #define __shfl_up_sync(...) hone_cuda::shfl_up(__FILE__, __LINE__, __VA_ARGS__)
 #define __shfl_down_sync(...) hone_cuda::shfl_down(__FILE__, __LINE__, __VA_ARGS__)
 #define __shfl_xor_sync(...) hone_cuda::shfl_xor(__FILE__, __LINE__, __VA_ARGS__)
+#define __syncwarp(...) hone_cuda::syncwarp(__FILE__, __LINE__)
+
+// __nv_bfloat16: the upper 16 bits of a float32.
+struct __nv_bfloat16 {
+	unsigned short bits;
+};
+
+// __float2bfloat16_rn rounds to nearest, ties to even (a NaN stays a quiet
+// NaN), as the device and kernels.BF16 do.
+inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+	unsigned b = __float_as_uint(f);
+	if ((b & 0x7fffffffu) > 0x7f800000u) return {(unsigned short)((b >> 16) | 0x40u)};
+	b += 0x7fffu + ((b >> 16) & 1u);
+	return {(unsigned short)(b >> 16)};
+}
+
+inline float __bfloat162float(__nv_bfloat16 h) { return __uint_as_float((unsigned)h.bits << 16); }
+
+namespace nvcuda {
+namespace wmma {
+
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+// fragment holds the whole 16×16 tile in every lane: element (r, c) at
+// x[16·r + c] (see the header's comment). Only m16n16k16 is emulated.
+template <class Use, int M, int N, int K, class T, class Layout = void>
+struct fragment {
+	static_assert(M == 16 && N == 16 && K == 16, "the shim emulates m16n16k16 fragments only");
+	static_assert(std::is_same<T, __nv_bfloat16>::value != std::is_same<Use, accumulator>::value,
+	              "the shim emulates __nv_bfloat16 matrix_a/matrix_b and float accumulators");
+	enum { num_elements = 256 };
+	T x[256];
+};
+
+template <class Use, class T, class L>
+inline void fill_fragment(fragment<Use, 16, 16, 16, T, L> &f, const T &v) {
+	for (int e = 0; e < 256; e++) f.x[e] = v;
+}
+
+inline float widen(__nv_bfloat16 h) { return __bfloat162float(h); }
+inline float widen(float f) { return f; }
+
+// at waits at the warp barrier of the calling lane (reached at file:line).
+inline void at(const char *file, int line) {
+	hone_cuda::Block &b = *hone_cuda::current;
+	b.wait(b.warps[hone_cuda::flatThread() / warpSize], file, line);
+}
+
+// load_matrix_sync of an operand: row_major reads (r, c) at p[r·ldm + c],
+// col_major at p[c·ldm + r].
+template <class Use, class L>
+inline void load_matrix_sync_at(const char *file, int line, fragment<Use, 16, 16, 16, __nv_bfloat16, L> &f,
+                                const __nv_bfloat16 *p, unsigned ldm) {
+	static_assert(std::is_same<L, row_major>::value || std::is_same<L, col_major>::value, "an operand fragment needs a layout");
+	at(file, line);
+	for (int r = 0; r < 16; r++)
+		for (int c = 0; c < 16; c++) f.x[16 * r + c] = std::is_same<L, row_major>::value ? p[r * ldm + c] : p[c * ldm + r];
+}
+
+// load_matrix_sync of an accumulator, in the layout given.
+inline void load_matrix_sync_at(const char *file, int line, fragment<accumulator, 16, 16, 16, float> &f, const float *p,
+                                unsigned ldm, layout_t layout) {
+	at(file, line);
+	for (int r = 0; r < 16; r++)
+		for (int c = 0; c < 16; c++) f.x[16 * r + c] = layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r];
+}
+
+inline void store_matrix_sync_at(const char *file, int line, float *p, const fragment<accumulator, 16, 16, 16, float> &f,
+                                 unsigned ldm, layout_t layout) {
+	at(file, line);
+	for (int r = 0; r < 16; r++)
+		for (int c = 0; c < 16; c++) (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.x[16 * r + c];
+}
+
+// mma_sync: d = a·b + c, float accumulation; formed once per warp (see the
+// header's comment).
+template <class LA, class LB>
+inline void mma_sync_at(const char *file, int line, fragment<accumulator, 16, 16, 16, float> &d,
+                        const fragment<matrix_a, 16, 16, 16, __nv_bfloat16, LA> &a,
+                        const fragment<matrix_b, 16, 16, 16, __nv_bfloat16, LB> &b,
+                        const fragment<accumulator, 16, 16, 16, float> &c) {
+	hone_cuda::Block &blk = *hone_cuda::current;
+	const unsigned w = hone_cuda::flatThread() / warpSize;
+	hone_cuda::Barrier &bar = blk.warps[w];
+	at(file, line);
+	const long gen = bar.generation;  // this call's: the barrier cannot move on before every lane is past it
+	std::vector<unsigned char> in(sizeof a.x + sizeof b.x + sizeof c.x);
+	std::memcpy(in.data(), a.x, sizeof a.x);
+	std::memcpy(in.data() + sizeof a.x, b.x, sizeof b.x);
+	std::memcpy(in.data() + sizeof a.x + sizeof b.x, c.x, sizeof c.x);
+	hone_cuda::Block::WmmaSlot &s = blk.wmma[w];
+	if (s.gen == gen) {
+		if (s.in != in) {
+			blk.fail("mma_sync at " + std::string(file) + ":" + std::to_string(line) +
+			         ": the lanes' fragments differ (a lane-dependent fragment is not emulated)");
+			throw hone_cuda::Diverged{};
+		}
+		std::memcpy(d.x, s.out.data(), sizeof d.x);
+		return;
+	}
+	float prod[256];
+	for (int i = 0; i < 16; i++)
+		for (int j = 0; j < 16; j++) {
+			float acc = c.x[16 * i + j];
+			for (int k = 0; k < 16; k++) acc += widen(a.x[16 * i + k]) * widen(b.x[16 * k + j]);
+			prod[16 * i + j] = acc;
+		}
+	s.gen = gen;
+	s.in = std::move(in);
+	s.out.assign(reinterpret_cast<unsigned char *>(prod), reinterpret_cast<unsigned char *>(prod) + sizeof prod);
+	std::memcpy(d.x, prod, sizeof d.x);
+}
+
+}  // namespace wmma
+}  // namespace nvcuda
+
+#define load_matrix_sync(...) load_matrix_sync_at(__FILE__, __LINE__, __VA_ARGS__)
+#define store_matrix_sync(...) store_matrix_sync_at(__FILE__, __LINE__, __VA_ARGS__)
+#define mma_sync(...) mma_sync_at(__FILE__, __LINE__, __VA_ARGS__)

@@ -53,3 +53,76 @@ extern "C" __global__ void shuffle_then_barrier(float *out) {
 extern "C" __global__ void atomic_add(float *out) {
 	out[1 + blockIdx.x * blockDim.x + threadIdx.x] = atomicAdd(&out[0], 1.0f);
 }
+
+// wmmaA, wmmaB and wmmaC are the operands of wmma_product in block b,
+// before rounding to bfloat16 (shim_test.go forms the same values).
+__device__ float wmmaA(int b, int r, int k) { return (float)((r * 7 + k * 13 + b * 5) % 23 - 11) / 7.0f; }
+__device__ float wmmaB(int b, int k, int c) { return (float)((k * 11 + c * 3 + b) % 19 - 9) / 5.0f; }
+__device__ float wmmaC(int r, int c) { return (float)(r - c) / 3.0f; }
+
+// wmma_product: warp 0 of block b forms one 16×16×16 product on bfloat16
+// operands with a float accumulator into out[256·b + …]. Block 0: A
+// row_major, B col_major, the accumulator loaded row-major from C, stored
+// row-major. Block 1: A col_major, B row_major, the accumulator filled
+// with 0.25, stored column-major (out[256 + 16·c + r]).
+extern "C" __global__ void wmma_product(float *out) {
+	namespace wmma = nvcuda::wmma;
+	__shared__ __align__(32) __nv_bfloat16 a[16 * 24], bm[16 * 24];
+	__shared__ __align__(32) float c[16 * 20];
+	const int b = blockIdx.x;
+	for (int e = threadIdx.x; e < 256; e += blockDim.x) {
+		const int i = e / 16, j = e % 16;  // A (i, j), B (i, j), C (i, j)
+		if (b == 0) {
+			a[i * 24 + j] = __float2bfloat16_rn(wmmaA(b, i, j));
+			bm[j * 24 + i] = __float2bfloat16_rn(wmmaB(b, i, j));  // col_major: (k, n) at n·ld + k
+		} else {
+			a[j * 24 + i] = __float2bfloat16_rn(wmmaA(b, i, j));  // col_major: (m, k) at k·ld + m
+			bm[i * 24 + j] = __float2bfloat16_rn(wmmaB(b, i, j));
+		}
+		c[i * 20 + j] = wmmaC(i, j);
+	}
+	__syncthreads();
+	if (threadIdx.x / 32 != 0) return;
+	wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+	if (b == 0) {
+		wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+		wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+		wmma::load_matrix_sync(fa, a, 24);
+		wmma::load_matrix_sync(fb, bm, 24);
+		wmma::load_matrix_sync(acc, c, 20, wmma::mem_row_major);
+		wmma::mma_sync(acc, fa, fb, acc);
+		wmma::store_matrix_sync(out, acc, 16, wmma::mem_row_major);
+	} else {
+		wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_major> fa;
+		wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> fb;
+		wmma::load_matrix_sync(fa, a, 24);
+		wmma::load_matrix_sync(fb, bm, 24);
+		wmma::fill_fragment(acc, 0.25f);
+		wmma::mma_sync(acc, fa, fb, acc);
+		wmma::store_matrix_sync(out + 256, acc, 16, wmma::mem_col_major);
+	}
+}
+
+// bf16_round: out[i] = x rounded to bfloat16 and widened, for x = 1 +
+// i·2⁻¹⁰ (negated for odd i): the low half of x's bits steps by 0x2000, so
+// ties (0x8000) with an even and an odd upper half are among them.
+extern "C" __global__ void bf16_round(float *out) {
+	for (int p = 0; p < 4; p++) {
+		const int i = (blockIdx.x * blockDim.x + threadIdx.x) * 4 + p;
+		const float x = __uint_as_float(0x3f800000u + (unsigned)i * 0x2000u) * (i % 2 ? -1.0f : 1.0f);
+		out[i] = __bfloat162float(__float2bfloat16_rn(x));
+	}
+}
+
+// wmma_in_branch: an mma_sync that half of a warp reaches.
+extern "C" __global__ void wmma_in_branch(float *out) {
+	namespace wmma = nvcuda::wmma;
+	wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+	wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+	wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+	wmma::fill_fragment(fa, __float2bfloat16_rn(1.0f));
+	wmma::fill_fragment(fb, __float2bfloat16_rn(1.0f));
+	wmma::fill_fragment(acc, 0.0f);
+	if (threadIdx.x % 32 < 16) wmma::mma_sync(acc, fa, fb, acc);
+	out[threadIdx.x] = acc.x[0];
+}

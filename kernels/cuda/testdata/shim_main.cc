@@ -15,7 +15,8 @@ int main(int argc, char **argv) {
 	} kernels[] = {{"shuffles", shuffles}, {"shared_per_block", shared_per_block},
 	               {"barrier_in_branch", barrier_in_branch}, {"barrier_two_places", barrier_two_places},
 	               {"shuffle_in_branch", shuffle_in_branch}, {"shuffle_then_barrier", shuffle_then_barrier},
-	               {"atomic_add", atomic_add}};
+	               {"atomic_add", atomic_add}, {"wmma_product", wmma_product}, {"bf16_round", bf16_round},
+	               {"wmma_in_branch", wmma_in_branch}};
 	std::vector<float> out(2 * 4 * 64);
 	for (const auto &k : kernels) {
 		if (strcmp(k.name, argv[1]) != 0) continue;
@@ -24,7 +25,7 @@ int main(int argc, char **argv) {
 			fprintf(stderr, "%s\n", err.c_str());
 			return 3;
 		}
-		for (float v : out) printf("%g\n", v);
+		for (float v : out) printf("%.9g\n", v);  // every float32 exactly
 		return 0;
 	}
 	fprintf(stderr, "no kernel %s\n", argv[1]);

@@ -13,7 +13,11 @@ import "fmt"
 //     accumulation — AVX512-BF16's vdpbf16ps on the CPU, bf16 tensor cores
 //     on a GPU; the trade PyTorch's bf16 autocast makes. Everything else
 //     (LoRA A/B and their gradients, attention, norms, softmax, the loss,
-//     AdamW, the lm_head) stays float32.
+//     AdamW, the lm_head) stays float32, except that a backend may run the
+//     training attention's products on bf16 tensor cores as flash attention
+//     does (q, k, v, dout and the probabilities rounded to bfloat16, float32
+//     accumulation, softmax and lse float32): CUDA's does for head dims a
+//     multiple of 16 up to 128 (kernels/cuda/attention_tc.cu).
 //
 // Each mode has a tolerance class for the conformance suite (Tolerance).
 type Precision uint8

@@ -54,6 +54,7 @@
 // run on a GPU: tested on the CPU through cpushim/cuda_cpu.h against
 // kernels/ref.
 #include "common.cuh"
+#include "attention.cuh"
 
 #define ATT_ROWS 16                         // rows (query or key) per block
 #define ATT_LANES 8                         // threads per row
@@ -69,9 +70,6 @@
 #define ATT_UNROLL
 #endif
 
-__device__ __forceinline__ int attMin(int a, int b) { return a < b ? a : b; }
-__device__ __forceinline__ int attMax(int a, int b) { return a > b ? a : b; }
-
 // attTile is how many rows a streamed tile holds: what fits in ATT_SMEM
 // after fixed floats when each row takes per, at most ATT_TMAX.
 __device__ __forceinline__ int attTile(int fixed, int per) {
@@ -83,34 +81,6 @@ __device__ __forceinline__ float attDot(const float *a, const float *b, int D) {
 	float s = 0.0f;
 	for (int d = 0; d < D; d++) s += a[d] * b[d];
 	return s;
-}
-
-// attSeq returns the index s of the sequence holding token p: the largest
-// s ≤ S with seqOff[s] ≤ p (seqOff[0] = 0 ≤ p).
-__device__ __forceinline__ int attSeq(const int *__restrict__ seqOff, int S, int p) {
-	int lo = 0, hi = S;
-	while (lo < hi) {
-		const int mid = (lo + hi + 1) / 2;
-		if (seqOff[mid] <= p) lo = mid;
-		else hi = mid - 1;
-	}
-	return lo;
-}
-
-// attFirstKey is the first key query position p sees: its sequence's
-// start, or p − W + 1 when later; clamped to [0, p]. S = 0: one sequence
-// from 0 (seqOff is not read).
-__device__ __forceinline__ int attFirstKey(const int *__restrict__ seqOff, int S, int p, int W) {
-	const int start = S > 0 ? seqOff[attSeq(seqOff, S, p)] : 0;
-	return attMin(attMax(attMax(start, p - W + 1), 0), p);
-}
-
-// attLastQuery is the last query that sees key j: its sequence's last
-// token, or j + W − 1 when earlier; clamped to [j, N − 1].
-__device__ __forceinline__ int attLastQuery(const int *__restrict__ seqOff, int S, int j, int W, int N) {
-	const int s = attSeq(seqOff, S, j);
-	const int end = attMin(attMax(s < S ? seqOff[s + 1] : N, j + 1), N);  // in [j+1, N]
-	return W >= end - j ? end - 1 : j + W - 1;  // j + W cannot overflow here
 }
 
 // attStage copies rows row0 … row0+n−1 of head h of x [·,heads,D] into

@@ -17,4 +17,8 @@ var (
 
 	PlanAttention         = planAttention
 	PlanAttentionBackward = planAttentionBackward
+
+	PlanAttentionTC         = planAttentionTC
+	PlanAttentionBackwardTC = planAttentionBackwardTC
+	AttnTC                  = attnTC
 )

@@ -61,6 +61,10 @@ var kernelModules = map[string]string{
 	"attention_forward":        "attention",
 	"attention_backward_dq":    "attention",
 	"attention_backward_dkdv":  "attention",
+
+	"attention_tc_forward":       "attention_tc",
+	"attention_tc_backward_dq":   "attention_tc",
+	"attention_tc_backward_dkdv": "attention_tc",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up

@@ -1,8 +1,10 @@
 package cuda
 
-// The attention ops (attention.cu): causal grouped-query attention over
-// packed sequences, with an optional sliding window, its backward, and
-// decode over a KV cache.
+import "github.com/hone-rl/hone/kernels"
+
+// The attention ops (attention.cu; attention_tc.cu in the bf16 precision):
+// causal grouped-query attention over packed sequences, with an optional
+// sliding window, its backward, and decode over a KV cache.
 
 // attnRows and attnThreads are attention.cu's block: 16 rows, 8 threads a
 // row; a row is a (query, head) pair of one KV head in the forward and dq,
@@ -28,6 +30,50 @@ func planAttention(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, qof
 	}
 	return []step{{"attention_forward", Dim3{attnBlocks(Nq * (H / KVH)), KVH, 1}, Dim3{attnThreads, 1, 1},
 		[]any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}, nil}}
+}
+
+// attnTCRows is attention_tc.cu's block: 64 rows ((query, head) pairs in
+// the forward and dq, keys in dkdv); attnTCMaxD its largest head dim.
+const (
+	attnTCRows = 64
+	attnTCMaxD = 128
+)
+
+// attnTC reports whether the attention of head dim D runs on
+// attention_tc.cu's tensor-core kernels in precision p: in PrecisionBF16,
+// for D a multiple of 16 up to 128. Other dims, and PrecisionF32, run
+// attention.cu's float32 kernels; decode always does.
+func attnTC(p kernels.Precision, D int) bool {
+	return p == kernels.PrecisionBF16 && D%16 == 0 && D <= attnTCMaxD
+}
+
+// planAttentionTC is planAttention on attention_tc_forward: one block of
+// 128 threads per 64 (query, head) rows of a KV head. D as attnTC wants.
+func planAttentionTC(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, qoff int, scale float32) []step {
+	if Nq == 0 {
+		return nil
+	}
+	rows := Nq * (H / KVH)
+	return []step{{"attention_tc_forward", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{128, 1, 1},
+		[]any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}, nil}}
+}
+
+// planAttentionBackwardTC is planAttentionBackward on attention_tc.cu:
+// attention_tc_backward_dq, one block of 256 threads per 64 (query, head)
+// rows of a KV head, then attention_tc_backward_dkdv, one per 64 key rows
+// and KV head; deterministic (no atomics) like the float32 pair.
+func planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S, N, H, KVH, D, W int, scale float32) []step {
+	if N == 0 {
+		return nil
+	}
+	W = min(W, N)
+	rows := N * (H / KVH)
+	return []step{
+		{"attention_tc_backward_dq", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
+			[]any{dq, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+		{"attention_tc_backward_dkdv", Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
+			[]any{dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+	}
 }
 
 // planAttentionBackward: attention_backward_dq, one block per 16 (query,
@@ -94,7 +140,15 @@ func (o *Ops) AttentionForward(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, 
 	if c.err != nil {
 		return c.err
 	}
-	return o.run(c.op, planAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, N, 0, scale))
+	return o.run(c.op, o.planAttention(out, lse, q, k, v, seqOff, S, N, H, KVH, D, N, scale))
+}
+
+// planAttention is the training forward's plan in o's precision (attnTC).
+func (o *Ops) planAttention(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) []step {
+	if attnTC(o.prec, D) {
+		return planAttentionTC(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
+	}
+	return planAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
 }
 
 // AttentionWindowForward is AttentionForward where query i sees only the
@@ -108,7 +162,7 @@ func (o *Ops) AttentionWindowForward(out, lse, q, k, v, seqOff *Buffer, S, N, H,
 	if c.err != nil {
 		return c.err
 	}
-	return o.run(c.op, planAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
+	return o.run(c.op, o.planAttention(out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale))
 }
 
 func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) error {
@@ -123,6 +177,9 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 	c.buf(o.d, "dout", dout, N*H*D)
 	if c.err != nil {
 		return c.err
+	}
+	if attnTC(o.prec, D) {
+		return o.run(c.op, planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale))
 	}
 	return o.run(c.op, planAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale))
 }

@@ -13,7 +13,10 @@
 // unrounded weights (the dtype's own error). A backend computing in
 // kernels.PrecisionBF16 is checked the same way on activations rounded to
 // bfloat16 as the mode rounds them, and against float32 with the mode's
-// loose bound (kernels.Precision.Tolerance).
+// loose bound (kernels.Precision.Tolerance). Its attention may run on
+// bfloat16 operands too (CUDA's tensor-core kernels): then its lse is
+// checked against ref on the rounded q, k, v at F32Tol, and out and the
+// gradients at the mode's loose bound (attnForward).
 //
 // Backward ops are checked with gradient buffers that start non-zero, so a
 // backend that overwrites instead of accumulating fails.

@@ -38,6 +38,7 @@
 #include "../softmax.cu"
 #include "../logprob.cu"
 #include "../attention.cu"
+#include "../attention_tc.cu"
 #include "../sumsquares.cu"
 
 #include <cstdio>
@@ -161,6 +162,9 @@ const Entry kernels[] = {
     KERNEL(attention_forward),
     KERNEL(attention_backward_dq),
     KERNEL(attention_backward_dkdv),
+    KERNEL(attention_tc_forward),
+    KERNEL(attention_tc_backward_dq),
+    KERNEL(attention_tc_backward_dkdv),
     KERNEL(sum_squares_partial),  // double* parameters: listed, not driven (TestBackendSumSquares runs them)
     KERNEL(sum_squares_final),
 };

@@ -1,0 +1,226 @@
+package cuda_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/kerneltest"
+	"github.com/hone-rl/hone/kernels/ref"
+)
+
+// The tensor-core attention of the bf16 precision (attention_tc.cu) on the
+// CPU shim, through cpushim's nvcuda::wmma emulation.
+
+// shimTC is shimBackend computing in kernels.PrecisionBF16: its training
+// attention runs attention_tc.cu where Ops would (cuda.AttnTC), the
+// float32 kernels elsewhere; decode stays float32.
+type shimTC struct{ shimBackend }
+
+func (shimTC) Precision() kernels.Precision { return kernels.PrecisionBF16 }
+
+func (b shimTC) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	b.AttentionWindowForward(out, lse, q, k, v, seqOff, N, H, KVH, D, N, scale)
+}
+
+func (b shimTC) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	kernels.NeedWindow("AttentionWindowForward", W)
+	kernels.NeedAttentionForward("AttentionWindowForward", out, lse, q, k, v, seqOff, N, H, KVH, D)
+	plan := cuda.PlanAttention
+	if cuda.AttnTC(kernels.PrecisionBF16, D) {
+		plan = cuda.PlanAttentionTC
+	}
+	b.h.runPlan(plan(out, lse, q, k, v, seqOff, len(seqOff)-1, N, N, H, KVH, D, W, 0, scale))
+}
+
+func (b shimTC) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	b.AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, max(N, 1), scale)
+}
+
+func (b shimTC) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	kernels.NeedWindow("AttentionWindowBackward", W)
+	kernels.NeedAttentionBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
+	plan := cuda.PlanAttentionBackward
+	if cuda.AttnTC(kernels.PrecisionBF16, D) {
+		plan = cuda.PlanAttentionBackwardTC
+	}
+	b.h.runPlan(plan(dq, dk, dv, dout, out, lse, q, k, v, seqOff, len(seqOff)-1, N, H, KVH, D, W, scale))
+}
+
+// The bounds of the tensor-core attention against kernels/ref on the same
+// bfloat16-rounded q, k, v and dout (relative, kerneltest's measure). lse
+// is float32 arithmetic on those: the float32 bound. out, dq, dk and dv
+// also carry the rounding of P (and dS) to bfloat16 for their second
+// product, 2⁻⁹ relative per element at most; summed over many keys those
+// errors mostly cancel, and the bounds leave a few times what the shim
+// cases measure (out ≤ 1.1e-3, the gradients ≤ 2.6e-3).
+const (
+	tcLseTol  = kerneltest.F32Tol
+	tcOutTol  = 1e-2
+	tcGradTol = 1e-2
+)
+
+// attnTCCases are the tensor-core kernels' shapes: packed sequences of
+// lengths that are no multiple of the 32-row tiles or 64-row blocks, GQA
+// groups (7 query heads a KV head, as Qwen2.5), D = 16 (the model goldens'),
+// 64 and 128, sliding windows.
+var attnTCCases = []attnCase{
+	{lens: []int{37, 1, 30}, H: 7, KVH: 1, D: 16, bitwiseDet: true},
+	{lens: []int{70}, H: 4, KVH: 2, D: 64, bitwiseDet: true},
+	{lens: []int{45, 33}, H: 2, KVH: 1, D: 128, bitwiseDet: true},
+	{lens: []int{90, 9}, H: 3, KVH: 3, D: 32, W: 20},
+	{lens: []int{40}, H: 2, KVH: 1, D: 64, W: 1},
+}
+
+// roundBF16 returns x rounded to bfloat16 (nearest even), as float32.
+func roundBF16(x []float32) []float32 {
+	y := make([]float32, len(x))
+	for i, f := range x {
+		y[i] = kernels.F32(kernels.BF16(f))
+	}
+	return y
+}
+
+// relErr is the largest |got − want| / (|want| + rms(want)), kerneltest's
+// measure.
+func relErr(got, want []float32) float64 {
+	var ss float64
+	for _, w := range want {
+		ss += float64(w) * float64(w)
+	}
+	rms := math.Sqrt(ss / math.Max(1, float64(len(want))))
+	worst := 0.0
+	for i := range want {
+		e := math.Abs(float64(got[i])-float64(want[i])) / (math.Abs(float64(want[i])) + rms + 1e-30)
+		if !(e <= worst) { // NaN too
+			worst = e
+			if math.IsNaN(e) {
+				return math.Inf(1)
+			}
+		}
+	}
+	return worst
+}
+
+// vsF32 is the bound of the tensor-core attention against ref's float32
+// attention on unrounded inputs, given ref's results on the rounded inputs
+// (rounded) and in float32 (f32): the bf16 mode's bound, or twice the error
+// the rounding of the inputs alone causes where that is larger (long
+// sequences, whose largest element error grows with their size).
+func vsF32(rounded, f32 []float32) float64 {
+	return max(kernels.BF16ComputeTol, 2*relErr(rounded, f32))
+}
+
+// attentionTCAgainstRef runs b's attention (forward, windowed when c.W >
+// 0, and backward), which must be the tensor-core kernels, on cases:
+// against kernels/ref on the same bfloat16-rounded inputs at the bounds
+// above, and against ref's float32 attention on the unrounded inputs at
+// the bf16 mode's bound (vsF32); with bitwiseDet, the
+// backward a second time must give the same bits.
+func attentionTCAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
+	r := rand.New(rand.NewPCG(28, 21))
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("T=%v,H=%d,KVH=%d,D=%d,W=%d", c.lens, c.H, c.KVH, c.D, c.W), func(t *testing.T) {
+			H, KVH, D, W := c.H, c.KVH, c.D, c.W
+			if !cuda.AttnTC(kernels.PrecisionBF16, D) {
+				t.Fatalf("D = %d does not run on the tensor-core kernels", D)
+			}
+			seqOff, N := []int32{0}, 0
+			for _, l := range c.lens {
+				N += l
+				seqOff = append(seqOff, int32(N))
+			}
+			if W == 0 {
+				W = N
+			}
+			q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
+			qr, kr, vr, dr := roundBF16(q), roundBF16(k), roundBF16(v), roundBF16(dout)
+			scale := float32(1 / math.Sqrt(float64(D)))
+			newOut := func() ([]float32, []float32) { return make([]float32, N*H*D), make([]float32, N*H) }
+
+			wo, wl := newOut() // ref on the rounded inputs
+			ref.New().AttentionWindowForward(wo, wl, qr, kr, vr, seqOff, N, H, KVH, D, W, scale)
+			fo, fl := newOut() // ref in float32
+			ref.New().AttentionWindowForward(fo, fl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			got, gl := newOut()
+			b.AttentionWindowForward(got, gl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			t.Logf("forward vs ref on rounded inputs: out %.2g, lse %.2g; vs float32: out %.2g, lse %.2g (ref on rounded inputs vs float32: out %.2g, lse %.2g)",
+				relErr(got, wo), relErr(gl, wl), relErr(got, fo), relErr(gl, fl), relErr(wo, fo), relErr(wl, fl))
+			near(t, "lse (rounded inputs)", gl, wl, tcLseTol)
+			near(t, "out (rounded inputs)", got, wo, tcOutTol)
+			near(t, "lse (float32)", gl, fl, vsF32(wl, fl))
+			near(t, "out (float32)", got, fo, vsF32(wo, fo))
+
+			dq0, dk0, dv0 := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D)
+			grads := func() ([]float32, []float32, []float32) {
+				return slices.Clone(dq0), slices.Clone(dk0), slices.Clone(dv0)
+			}
+			wdq, wdk, wdv := grads()
+			ref.New().AttentionWindowBackward(wdq, wdk, wdv, dr, wo, wl, qr, kr, vr, seqOff, N, H, KVH, D, W, scale)
+			fdq, fdk, fdv := grads()
+			ref.New().AttentionWindowBackward(fdq, fdk, fdv, dout, fo, fl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			gdq, gdk, gdv := grads()
+			b.AttentionWindowBackward(gdq, gdk, gdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			t.Logf("backward vs ref on rounded inputs: dq %.2g, dk %.2g, dv %.2g", relErr(gdq, wdq), relErr(gdk, wdk), relErr(gdv, wdv))
+			near(t, "dq (rounded inputs)", gdq, wdq, tcGradTol)
+			near(t, "dk (rounded inputs)", gdk, wdk, tcGradTol)
+			near(t, "dv (rounded inputs)", gdv, wdv, tcGradTol)
+			// Against float32, the gradients the backend forms from its own forward.
+			edq, edk, edv := grads()
+			b.AttentionWindowBackward(edq, edk, edv, dout, got, gl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			t.Logf("backward on its own forward vs float32: dq %.2g, dk %.2g, dv %.2g (ref on rounded inputs vs float32: %.2g, %.2g, %.2g)",
+				relErr(edq, fdq), relErr(edk, fdk), relErr(edv, fdv), relErr(wdq, fdq), relErr(wdk, fdk), relErr(wdv, fdv))
+			near(t, "dq (float32)", edq, fdq, vsF32(wdq, fdq))
+			near(t, "dk (float32)", edk, fdk, vsF32(wdk, fdk))
+			near(t, "dv (float32)", edv, fdv, vsF32(wdv, fdv))
+			if c.bitwiseDet {
+				adq, adk, adv := grads()
+				b.AttentionWindowBackward(adq, adk, adv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
+				for name, pair := range map[string][2][]float32{"dq": {adq, gdq}, "dk": {adk, gdk}, "dv": {adv, gdv}} {
+					for i := range pair[0] {
+						if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
+							t.Fatalf("%s[%d]: %g on the second run, %g on the first: the backward is not deterministic", name, i, pair[0][i], pair[1][i])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAttentionTCOnCPUShim runs attention_tc.cu's kernels on the CPU shim:
+// on attnTCCases against kernels/ref, and kerneltest's attention groups on
+// a backend computing in bf16 (the tensor-core kernels where they apply,
+// the float32 ones for the suite's head dims below 16).
+func TestAttentionTCOnCPUShim(t *testing.T) {
+	t.Parallel()
+	h := newShimHarness(t, buildShim(t, "kernels_main"))
+	b := shimTC{shimBackend{h: h}}
+	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
+	t.Run("conformance", func(t *testing.T) {
+		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	})
+}
+
+// TestAttnTCDims: the tensor-core kernels take D a multiple of 16 up to
+// 128, in the bf16 precision only; other dims (the qwen2 golden's 8, 100,
+// Gemma's 256) fall back to the float32 kernels.
+func TestAttnTCDims(t *testing.T) {
+	for _, c := range []struct {
+		p    kernels.Precision
+		D    int
+		want bool
+	}{
+		{kernels.PrecisionBF16, 16, true}, {kernels.PrecisionBF16, 64, true}, {kernels.PrecisionBF16, 128, true},
+		{kernels.PrecisionBF16, 8, false}, {kernels.PrecisionBF16, 100, false}, {kernels.PrecisionBF16, 256, false},
+		{kernels.PrecisionBF16, 144, false}, {kernels.PrecisionF32, 128, false}, {kernels.PrecisionF32, 64, false},
+	} {
+		if got := cuda.AttnTC(c.p, c.D); got != c.want {
+			t.Errorf("AttnTC(%v, %d) = %v, want %v", c.p, c.D, got, c.want)
+		}
+	}
+}

@@ -447,40 +447,86 @@ var attnShapes = []attnShape{
 	{[]int{33, 0, 40}, 2, 2, 64},
 }
 
-// attnBounds are the bounds of an attention case's checks after its
-// forward (attnForward): grad for the backward against ref's float32
-// backward, and v returns v as the backend's products see it.
+// attnBounds says how an attention case's checks after its forward
+// (attnForward) go: rounded when the backend's attention runs on bfloat16
+// operands, and v returns v as its products see it.
 type attnBounds struct {
-	grad float64
-	v    func([]float32) []float32
+	rounded bool
+	v       func([]float32) []float32
 }
 
 // attnForward checks a backend's attention forward (out, lse) against ref's
-// float32 one (wo, wl) and returns the bounds of the checks that follow. A
-// backend in PrecisionBF16 may run attention on bfloat16 operands, as
-// CUDA's tensor-core kernels do (the CPU's keeps float32): q, k, v rounded
-// to bfloat16 (s.act) for the scores and P·v, and P rounded for P·v, the
+// float32 one (wo, wl) and says how the checks that follow go. A backend in
+// PrecisionBF16 may run attention on bfloat16 operands, as CUDA's
+// tensor-core kernels do (the CPU's keeps float32): q, k, v rounded to
+// bfloat16 (s.act) for the scores and P·v, and P rounded for P·v, the
 // softmax in float32. Such a backend is told by its lse, which then misses
 // ref's float32 lse by far more than F32Tol; its lse must match ref's on
-// the rounded q, k, v (fwd) at F32Tol, out that and ref's float32 out at
-// the mode's bound (P's rounding is the backend's own operand, which the
-// suite cannot round: s.derived), and its gradients ref's float32 ones at
-// the mode's bound. Any other backend is held to the float32 bounds (out
-// and lse F32Tol, the gradients 1e-4).
+// the rounded q, k, v (fwd) at F32Tol, and out that at the mode's bound
+// (P's rounding is the backend's own operand, which the suite cannot
+// round: s.derived) and ref's float32 out at the bound looseTo gives. Any
+// other backend is held to the float32 bound.
 func (s suite) attnForward(t *testing.T, out, lse, wo, wl []float32, fwd func(out, lse, q, k, v []float32), q, k, v []float32) attnBounds {
 	t.Helper()
 	if s.p != kernels.PrecisionBF16 || within(lse, wl, F32Tol) {
 		near(t, "out", out, wo, F32Tol)
 		near(t, "lse", lse, wl, F32Tol)
-		return attnBounds{grad: 1e-4, v: func(v []float32) []float32 { return v }}
+		return attnBounds{v: func(v []float32) []float32 { return v }}
 	}
 	ro, rl := s.nan(len(wo)), s.nan(len(wl))
 	fwd(ro, rl, s.act(q), s.act(k), s.act(v))
-	loose := s.derived(F32Tol)
 	near(t, "lse (bfloat16 q, k)", lse, rl, F32Tol)
-	near(t, "out (bfloat16 q, k, v)", out, ro, loose)
-	near(t, "out vs float32", out, wo, loose)
-	return attnBounds{grad: loose, v: s.act}
+	near(t, "out (bfloat16 q, k, v)", out, ro, s.derived(F32Tol))
+	near(t, "out vs float32", out, wo, s.looseTo(ro, wo))
+	return attnBounds{rounded: true, v: s.act}
+}
+
+// attnGrads checks the gradients a backend's attention backward
+// accumulated (got: dq, dk, dv) against ref's float32 ones (want): at 1e-4,
+// or for a backend on bfloat16 operands against ref's gradients on the
+// rounded q, k, v and dout (bwd) at the mode's bound (P and dS are rounded
+// too), and against want at the bound looseTo gives.
+func (s suite) attnGrads(t *testing.T, a attnBounds, got, want [3][]float32, bwd func(act func([]float32) []float32) [3][]float32) {
+	t.Helper()
+	var rw [3][]float32
+	if a.rounded {
+		rw = bwd(s.act)
+	}
+	for i, name := range []string{"dq", "dk", "dv"} {
+		tol := 1e-4
+		if a.rounded {
+			near(t, name+" (bfloat16 q, k, v, dout)", got[i], rw[i], s.derived(F32Tol))
+			tol = s.looseTo(rw[i], want[i])
+		}
+		near(t, name, got[i], want[i], tol)
+	}
+}
+
+// looseTo is the bound of a result of the bf16 mode's rounded operands
+// against the float32 result (want), given ref's result on the same
+// rounded operands (rounded): the mode's bound, or twice the error the
+// rounding of the operands alone causes where that is larger (as for a sum
+// with cancellation).
+func (s suite) looseTo(rounded, want []float32) float64 {
+	return max(s.derived(F32Tol), 2*relErr(rounded, want))
+}
+
+// relErr is the largest |got − want| / (|want| + rms(want)), near's measure.
+func relErr(got, want []float32) float64 {
+	var ss float64
+	for _, w := range want {
+		ss += float64(w) * float64(w)
+	}
+	rms := math.Sqrt(ss / math.Max(1, float64(len(want))))
+	worst := 0.0
+	for i := range want {
+		e := math.Abs(float64(got[i])-float64(want[i])) / (math.Abs(float64(want[i])) + rms + 1e-30)
+		if math.IsNaN(e) {
+			return math.Inf(1)
+		}
+		worst = max(worst, e)
+	}
+	return worst
 }
 
 // within reports whether every element of got is within tol of want by
@@ -527,9 +573,11 @@ func (s suite) attention(t *testing.T) {
 			s.r.AttentionBackward(wdq, wdk, wdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, scale)
 			gdq, gdk, gdv := s.clone(dq), s.clone(dk), s.clone(dv)
 			s.b.AttentionBackward(gdq, gdk, gdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, scale)
-			near(t, "dq", gdq, wdq, a.grad)
-			near(t, "dk", gdk, wdk, a.grad)
-			near(t, "dv", gdv, wdv, a.grad)
+			s.attnGrads(t, a, [3][]float32{gdq, gdk, gdv}, [3][]float32{wdq, wdk, wdv}, func(act func([]float32) []float32) [3][]float32 {
+				rdq, rdk, rdv := s.clone(dq), s.clone(dk), s.clone(dv)
+				s.r.AttentionBackward(rdq, rdk, rdv, act(dout), wo, wl, act(q), act(k), act(v), seqOff, N, H, KVH, D, scale)
+				return [3][]float32{rdq, rdk, rdv}
+			})
 
 			// The first token of a sequence sees only itself: out = its v
 			// (as the backend's products see it).
@@ -589,9 +637,11 @@ func (s suite) attentionWindow(t *testing.T) {
 			s.r.AttentionWindowBackward(wdq, wdk, wdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
 			gdq, gdk, gdv := s.clone(dq), s.clone(dk), s.clone(dv)
 			s.b.AttentionWindowBackward(gdq, gdk, gdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
-			near(t, "dq", gdq, wdq, a.grad)
-			near(t, "dk", gdk, wdk, a.grad)
-			near(t, "dv", gdv, wdv, a.grad)
+			s.attnGrads(t, a, [3][]float32{gdq, gdk, gdv}, [3][]float32{wdq, wdk, wdv}, func(act func([]float32) []float32) [3][]float32 {
+				rdq, rdk, rdv := s.clone(dq), s.clone(dk), s.clone(dv)
+				s.r.AttentionWindowBackward(rdq, rdk, rdv, act(dout), wo, wl, act(q), act(k), act(v), seqOff, N, H, KVH, D, W, scale)
+				return [3][]float32{rdq, rdk, rdv}
+			})
 
 			if W >= longest { // masks nothing: the causal attention
 				fo, fl := s.nan(N*H*D), s.nan(N*H)

@@ -1,0 +1,90 @@
+package cuda_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/kerneltest"
+)
+
+// TestBackendBF16Attention runs kerneltest's attention groups on
+// cuda.Backend computing in PrecisionBF16 on the emulated device, where
+// the training attention of head dims 16 and 64 runs attention_tc.cu's
+// tensor-core kernels (the others, and decode, the float32 ones).
+func TestBackendBF16Attention(t *testing.T) {
+	t.Parallel()
+	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	n0 := len(drv.Launches())
+	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	var launched []string
+	for _, l := range drv.Launches()[n0:] {
+		launched = append(launched, l.Kernel)
+	}
+	for _, k := range []string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv", "attention_forward"} {
+		if !slices.Contains(launched, k) {
+			t.Errorf("the attention groups in bf16 launched no %s", k)
+		}
+	}
+}
+
+// TestBackendBF16AttentionFallback: in PrecisionBF16, a head dim the
+// tensor-core kernels do not take (8, the qwen2 model golden's) runs the
+// float32 kernels, bit for bit what PrecisionF32 gives; D = 16 runs the
+// tensor-core ones, which round q, k and v (different bits; their values
+// are TestBackendBF16Attention's and TestAttentionTCOnCPUShim's).
+func TestBackendBF16AttentionFallback(t *testing.T) {
+	t.Parallel()
+	bf, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer bf.Close()
+	f32, _, _ := emulatedBackendIn(t, kernels.PrecisionF32)
+	defer f32.Close()
+	const H, KVH = 7, 1
+	seqOff := []int32{0, 9, 20}
+	N := int(seqOff[len(seqOff)-1])
+	for _, D := range []int{8, 16} {
+		r := rand.New(rand.NewPCG(28, uint64(D)))
+		q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
+		scale := float32(1 / math.Sqrt(float64(D)))
+		// run returns out, lse, dq, dk, dv of b, and the kernels it launched.
+		run := func(b kernels.Backend) [5][]float32 {
+			buf := func(x []float32) []float32 {
+				y, err := kernels.AllocF32(b, len(x))
+				if err != nil {
+					t.Fatal(err)
+				}
+				copy(y, x)
+				return y
+			}
+			out, lse := buf(make([]float32, N*H*D)), buf(make([]float32, N*H))
+			bq, bk, bv, bd := buf(q), buf(k), buf(v), buf(dout)
+			b.AttentionForward(out, lse, bq, bk, bv, seqOff, N, H, KVH, D, scale)
+			dq, dk, dv := buf(make([]float32, N*H*D)), buf(make([]float32, N*KVH*D)), buf(make([]float32, N*KVH*D))
+			b.AttentionBackward(dq, dk, dv, bd, out, lse, bq, bk, bv, seqOff, N, H, KVH, D, scale)
+			return [5][]float32{slices.Clone(out), slices.Clone(lse), slices.Clone(dq), slices.Clone(dk), slices.Clone(dv)}
+		}
+		n0 := len(drv.Launches())
+		got := run(bf)
+		var launched []string
+		for _, l := range drv.Launches()[n0:] {
+			launched = append(launched, l.Kernel)
+		}
+		want := run(f32)
+		same := true
+		for i := range got {
+			for j := range got[i] {
+				same = same && math.Float32bits(got[i][j]) == math.Float32bits(want[i][j])
+			}
+		}
+		tc := slices.Contains(launched, "attention_tc_forward")
+		switch {
+		case D == 8 && (tc || !same):
+			t.Errorf("D = 8 in bf16: launched %v, same bits as f32: %v; want the float32 kernels' bits", launched, same)
+		case D == 16 && (!tc || same):
+			t.Errorf("D = 16 in bf16: launched %v, same bits as f32: %v; want the tensor-core kernels", launched, same)
+		}
+	}
+}

@@ -77,12 +77,54 @@ func attentionOnHardware(t *testing.T, b deviceBackend) {
 }
 
 // attentionSpeed logs the time of the attention ops on the 7B
-// training shape (Qwen2.5-7B's heads, 8 sequences of 1024 tokens) and of a
+// training shape (trainingAttentionSpeed, in b.ops's precision) and of a
 // decode step of the 0.5B shape over a 4096-row cache: a measurement, with
-// no bound to meet yet (nothing to compare with in this test). The FLOP
-// rate counts the forward's 4·D FLOPs per (query, key, head) visible, the
-// backward's 8·D.
+// no bound to meet yet (nothing to compare with in this test).
 func attentionSpeed(t *testing.T, b deviceBackend) {
+	trainingAttentionSpeed(t, b)
+	r := rand.New(rand.NewPCG(28, 13))
+	dev := b.dev
+	const Tk, dH, dKVH, dD = 4096, 14, 2, 64
+	kc, vc := upload(t, dev, randn(r, Tk*dKVH*dD)), upload(t, dev, randn(r, Tk*dKVH*dD))
+	defer kc.Free()
+	defer vc.Free()
+	dq, dout := upload(t, dev, randn(r, dH*dD)), upload(t, dev, randn(r, dH*dD))
+	defer dq.Free()
+	defer dout.Free()
+	timeAttention(t, dout, fmt.Sprintf("AttentionDecode Tq=1,Tk=%d,H=%d,KVH=%d,D=%d", Tk, dH, dKVH, dD), 4*dD*Tk*dH, func() error {
+		return b.ops.AttentionDecode(dout, dq, kc, vc, 1, Tk, dH, dKVH, dD, float32(1/math.Sqrt(dD)))
+	})
+}
+
+// timeAttention logs the time of f a call (after a warm-up call, which
+// also JIT-compiles), averaged over 5 calls, and its FLOP rate for flops a
+// call; sync is a buffer downloaded to wait for the queued launches. It
+// returns the time a call.
+func timeAttention(t *testing.T, sync *cuda.Buffer, what string, flops float64, f func() error) time.Duration {
+	t.Helper()
+	if err := f(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	download(t, sync)
+	const reps = 5
+	start := time.Now()
+	for range reps {
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	download(t, sync) // waits for the queued launches
+	per := time.Since(start) / reps
+	t.Logf("%s: %v a call, %.2f TFLOP/s", what, per, flops/per.Seconds()/1e12)
+	return per
+}
+
+// trainingAttentionSpeed logs the time of AttentionForward and
+// AttentionBackward on the 7B training shape (Qwen2.5-7B's heads, 8
+// sequences of 1024 tokens) in b.ops's precision, and returns them. The
+// FLOP rate counts the forward's 4·D FLOPs per (query, key, head) visible,
+// the backward's 8·D.
+func trainingAttentionSpeed(t *testing.T, b deviceBackend) (fwd, bwd time.Duration) {
 	r := rand.New(rand.NewPCG(28, 13))
 	const B, T, H, KVH, D = 8, 1024, 28, 4, 128
 	const N = B * T
@@ -91,11 +133,11 @@ func attentionSpeed(t *testing.T, b deviceBackend) {
 		seqOff[s] = int32(s * T)
 	}
 	dev := b.dev
-	bufs := map[string]*cuda.Buffer{}
+	x := map[string]*cuda.Buffer{}
 	for name, n := range map[string]int{"q": N * H * D, "k": N * KVH * D, "v": N * KVH * D, "out": N * H * D, "lse": N * H,
 		"dout": N * H * D, "dq": N * H * D, "dk": N * KVH * D, "dv": N * KVH * D} {
-		bufs[name] = upload(t, dev, randn(r, n))
-		defer bufs[name].Free()
+		x[name] = upload(t, dev, randn(r, n))
+		defer x[name].Free()
 	}
 	so, err := dev.Alloc(B + 1)
 	if err != nil {
@@ -107,37 +149,63 @@ func attentionSpeed(t *testing.T, b deviceBackend) {
 	}
 	scale := float32(1 / math.Sqrt(D))
 	pairs := float64(B) * T * (T + 1) / 2 * H
-	timeIt := func(what string, flops float64, f func() error) {
-		if err := f(); err != nil { // warm-up (and the JIT)
-			t.Fatalf("%s: %v", what, err)
-		}
-		download(t, bufs["lse"])
-		const reps = 5
-		start := time.Now()
-		for range reps {
-			if err := f(); err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-		}
-		download(t, bufs["lse"]) // waits for the queued launches
-		per := time.Since(start) / reps
-		t.Logf("%s: %v a call, %.2f TFLOP/s", what, per, flops/per.Seconds()/1e12)
-	}
-	x := bufs
-	timeIt(fmt.Sprintf("AttentionForward B=%d,T=%d,H=%d,KVH=%d,D=%d", B, T, H, KVH, D), 4*D*pairs, func() error {
+	prec := b.ops.Precision()
+	fwd = timeAttention(t, x["lse"], fmt.Sprintf("AttentionForward (%v) B=%d,T=%d,H=%d,KVH=%d,D=%d", prec, B, T, H, KVH, D), 4*D*pairs, func() error {
 		return b.ops.AttentionForward(x["out"], x["lse"], x["q"], x["k"], x["v"], so, B, N, H, KVH, D, scale)
 	})
-	timeIt("AttentionBackward, same shape", 8*D*pairs, func() error {
+	bwd = timeAttention(t, x["lse"], fmt.Sprintf("AttentionBackward (%v), same shape", prec), 8*D*pairs, func() error {
 		return b.ops.AttentionBackward(x["dq"], x["dk"], x["dv"], x["dout"], x["out"], x["lse"], x["q"], x["k"], x["v"], so, B, N, H, KVH, D, scale)
 	})
-	const Tk, dH, dKVH, dD = 4096, 14, 2, 64
-	kc, vc := upload(t, dev, randn(r, Tk*dKVH*dD)), upload(t, dev, randn(r, Tk*dKVH*dD))
-	defer kc.Free()
-	defer vc.Free()
-	dq, dout := upload(t, dev, randn(r, dH*dD)), upload(t, dev, randn(r, dH*dD))
-	defer dq.Free()
-	defer dout.Free()
-	timeIt(fmt.Sprintf("AttentionDecode Tq=1,Tk=%d,H=%d,KVH=%d,D=%d", Tk, dH, dKVH, dD), 4*dD*Tk*dH, func() error {
-		return b.ops.AttentionDecode(dout, dq, kc, vc, 1, Tk, dH, dKVH, dD, float32(1/math.Sqrt(dD)))
+	return fwd, bwd
+}
+
+// TestAttentionTCOnHardware runs attention_tc.cu's tensor-core kernels (Ops
+// in kernels.PrecisionBF16) on the device: kerneltest's attention groups
+// at the bf16 mode's bounds, the shim test's cases against kernels/ref,
+// and (not under -test.short) packed batches of the 7B shape's heads (D =
+// 128, GQA) and of D = 64 with a window, each backward twice for the same
+// bits; then it logs the speed of the training attention on the 7B shape
+// with the float32 kernels and with the tensor-core ones, side by side.
+func TestAttentionTCOnHardware(t *testing.T) {
+	dev := openHardware(t)
+	defer dev.Close()
+	ops, err := dev.LoadOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := ops.Unload(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := ops.SetPrecision(kernels.PrecisionBF16); err != nil {
+		t.Fatal(err)
+	}
+	b := deviceBF16{deviceBackend{dev: dev, ops: ops}}
+	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
+	t.Run("long sequences", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
+		}
+		attentionTCAgainstRef(t, b, []attnCase{
+			{lens: []int{513, 300, 211}, H: 7, KVH: 1, D: 128, bitwiseDet: true},
+			{lens: []int{400, 200}, H: 4, KVH: 2, D: 64, W: 128, bitwiseDet: true},
+		})
+	})
+	t.Run("speed", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
+		}
+		if err := ops.SetPrecision(kernels.PrecisionF32); err != nil {
+			t.Fatal(err)
+		}
+		f32Fwd, f32Bwd := trainingAttentionSpeed(t, b.deviceBackend)
+		if err := ops.SetPrecision(kernels.PrecisionBF16); err != nil {
+			t.Fatal(err)
+		}
+		tcFwd, tcBwd := trainingAttentionSpeed(t, b.deviceBackend)
+		t.Logf("7B shape, tensor cores (bf16) against float32 kernels: forward %v vs %v (%.1f×), backward %v vs %v (%.1f×)",
+			tcFwd, f32Fwd, f32Fwd.Seconds()/tcFwd.Seconds(), tcBwd, f32Bwd, f32Bwd.Seconds()/tcBwd.Seconds())
 	})
 }

@@ -56,8 +56,10 @@
 #include <cuda_bf16.h>
 #include <mma.h>
 #define TC_UNROLL _Pragma("unroll")
+#define TC_UNROLL8 _Pragma("unroll 8")
 #else
 #define TC_UNROLL
+#define TC_UNROLL8
 #endif
 
 #define TC_ROWS 64                // rows (query/head pairs, or keys) per block
@@ -70,6 +72,7 @@
 #define TC_BF_TILE (TC_TILE * TC_LD * 2)  // bytes of a staged 32-row bf16 tile
 #define TC_SC (16 * TC_SLD * 4)           // bytes of a score tile
 #define TC_PB (16 * TC_PLD * 2)           // bytes of a P tile
+#define TC_BATCH 8                        // elements a thread loads at once when staging
 
 typedef __nv_bfloat16 tcbf;
 typedef nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, tcbf, nvcuda::wmma::row_major> tcA;
@@ -77,26 +80,30 @@ typedef nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, tcbf, nvcuda:
 typedef nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, tcbf, nvcuda::wmma::row_major> tcBrow;
 typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> tcAcc;
 
-// tcStage rounds rows row0 … row0+n−1 of head h of x [·,heads,D] into dst
-// [nrows][TC_LD] bfloat16; the rows at or past n, or past rows, are zeros
-// (so that masked products never meet garbage).
-__device__ __forceinline__ void tcStage(tcbf *dst, int nrows, const float *__restrict__ x, int row0, int n, int rows,
-                                        int heads, int h, int D) {
-	for (int e = threadIdx.x; e < nrows * D; e += blockDim.x) {
-		const int t = e / D, d = e - t * D, i = row0 + t;
-		dst[t * TC_LD + d] = __float2bfloat16_rn(t < n && i < rows ? x[((long long)i * heads + h) * D + d] : 0.0f);
-	}
-}
-
-// tcStageGroup rounds the 64 (query, head) rows f0 … of KV head kvh into
-// dst [64][TC_LD]: row f is query f/G, head kvh·G + f%G of x [·,H,D]; rows
-// at or past total are zeros.
-__device__ __forceinline__ void tcStageGroup(tcbf *dst, const float *__restrict__ x, int f0, int total, int G, int H,
-                                             int kvh, int D) {
-	for (int e = threadIdx.x; e < TC_ROWS * D; e += blockDim.x) {
-		const int t = e / D, d = e - t * D, f = f0 + t;
-		dst[t * TC_LD + d] =
-		    __float2bfloat16_rn(f < total ? x[((long long)(f / G) * H + kvh * G + f % G) * D + d] : 0.0f);
+// tcStage rounds rows 0 … nrows−1 of x1 (and of x2, when not null) into
+// dst1 (dst2) [nrows][TC_LD] bfloat16: row t is the D floats at
+// rowOff(t), or zeros where rowOff(t) < 0 (so that masked products never
+// meet garbage). Each thread loads TC_BATCH elements of each source before
+// it stores any, so that their loads are in flight together.
+template <class RowOff>
+__device__ __forceinline__ void tcStage(tcbf *dst1, const float *__restrict__ x1, tcbf *dst2, const float *__restrict__ x2,
+                                        int nrows, int D, RowOff rowOff) {
+	const int total = nrows * D, step = blockDim.x;
+	for (int base = threadIdx.x; base < total; base += TC_BATCH * step) {
+		float a[TC_BATCH], b[TC_BATCH];
+		TC_UNROLL for (int u = 0; u < TC_BATCH; u++) {
+			const int e = base + u * step, t = e / D;
+			const long long o = e < total ? rowOff(t) : -1;
+			a[u] = o >= 0 ? x1[o + e - t * D] : 0.0f;
+			b[u] = o >= 0 && x2 != nullptr ? x2[o + e - t * D] : 0.0f;
+		}
+		TC_UNROLL for (int u = 0; u < TC_BATCH; u++) {
+			const int e = base + u * step, t = e / D, d = e - t * D;
+			if (e < total) {
+				dst1[t * TC_LD + d] = __float2bfloat16_rn(a[u]);
+				if (x2 != nullptr) dst2[t * TC_LD + d] = __float2bfloat16_rn(b[u]);
+			}
+		}
 	}
 }
 
@@ -108,6 +115,29 @@ __device__ __forceinline__ float tcRound(float x) { return __bfloat162float(__fl
 // tcRow is the offset of (query, head) row f of KV head kvh in [·,H,D].
 __device__ __forceinline__ long long tcRow(int f, int G, int H, int kvh, int D) {
 	return ((long long)(f / G) * H + kvh * G + f % G) * D;
+}
+
+// tcDelta writes, for rows t < nrows, δ_t = Σ_d round(dout)·out over the
+// row of [·,H,D] at rowOff(t) into dl[t] and its lse (lse [·,H]) into
+// ls[t]; zeros where rowOff(t) < 0. blockDim.x/nrows threads take a row (a
+// power of 2 up to 32, within a warp), each summing the dims part, part +
+// per, … in order, then a shuffle tree: the same bits on every run. Every
+// thread of the block calls it (the shuffles are uniform).
+template <class RowOff>
+__device__ __forceinline__ void tcDelta(float *dl, float *ls, int nrows, const float *__restrict__ dout,
+                                        const float *__restrict__ out, const float *__restrict__ lse, int D,
+                                        RowOff rowOff) {
+	const int per = blockDim.x / nrows, t = threadIdx.x / per, part = threadIdx.x % per;
+	const long long o = rowOff(t);
+	float s = 0.0f;
+	if (o >= 0) {
+		TC_UNROLL8 for (int d = part; d < D; d += per) s += tcRound(dout[o + d]) * out[o + d];
+	}
+	for (int w = 1; w < per; w <<= 1) s += __shfl_xor_sync(0xffffffffu, s, w);
+	if (part == 0) {
+		dl[t] = s;
+		ls[t] = o >= 0 ? lse[o / D] : 0.0f;
+	}
 }
 
 // attention_tc_forward is attention_forward (same parameters and
@@ -145,7 +175,8 @@ extern "C" __global__ void attention_tc_forward(float *__restrict__ out, float *
 	float *scw = sc + warp * 16 * TC_SLD;
 	tcbf *pbw = pb + warp * 16 * TC_PLD;
 
-	tcStageGroup(qs, q, f0, total, G, H, kvh, D);
+	auto groupRow = [=](int t) { return f0 + t < total ? tcRow(f0 + t, G, H, kvh, D) : -1LL; };
+	tcStage(qs, q, nullptr, nullptr, TC_ROWS, D, groupRow);
 	for (int e = threadIdx.x; e < 256; e += blockDim.x) ridx[e] = (float)(e / 16);
 	__syncthreads();
 	tcA qf[TC_NF];
@@ -157,8 +188,7 @@ extern "C" __global__ void attention_tc_forward(float *__restrict__ out, float *
 	for (int j0 = jlo; j0 <= jhi; j0 += TC_TILE) {
 		const int nk = attMin(TC_TILE, jhi - j0 + 1);
 		__syncthreads();  // q's fragments are loaded; the tile before is consumed
-		tcStage(ks, TC_TILE, k, j0, nk, jhi + 1, KVH, kvh, D);
-		tcStage(vs, TC_TILE, v, j0, nk, jhi + 1, KVH, kvh, D);
+		tcStage(ks, k, vs, v, TC_TILE, D, [=](int t) { return t < nk ? ((long long)(j0 + t) * KVH + kvh) * D : -1LL; });
 		__syncthreads();
 		TC_UNROLL for (int jb = 0; jb < TC_TILE / 16; jb++) {
 			tcAcc s;
@@ -188,8 +218,10 @@ extern "C" __global__ void attention_tc_forward(float *__restrict__ out, float *
 		m = mn;
 		if (half == 0) alpha[R] = a;
 		__syncwarp();
+		float al[tcAcc::num_elements];  // the factor of each element's row
+		TC_UNROLL for (int e = 0; e < tcAcc::num_elements; e++) al[e] = alpha[16 * warp + (int)rowf.x[e]];
 		TC_UNROLL for (int c = 0; c < TC_NF; c++) if (c < nd) {
-			for (int e = 0; e < o[c].num_elements; e++) o[c].x[e] *= alpha[16 * warp + (int)rowf.x[e]];
+			TC_UNROLL for (int e = 0; e < tcAcc::num_elements; e++) o[c].x[e] *= al[e];
 		}
 		TC_UNROLL for (int kb = 0; kb < TC_TILE / 16; kb++) {
 			tcA pa;
@@ -253,19 +285,9 @@ extern "C" __global__ void attention_tc_backward_dq(float *__restrict__ dq, cons
 	float *scg = sc + g * 16 * TC_SLD, *dpg = dp + g * 16 * TC_SLD;
 	tcbf *dsg = dsb + g * 16 * TC_PLD;
 
-	tcStageGroup(qs, q, f0, total, G, H, kvh, D);
-	tcStageGroup(dos, dout, f0, total, G, H, kvh, D);
-	if (threadIdx.x < TC_ROWS) {  // δ and lse of row threadIdx.x
-		const int ff = f0 + threadIdx.x;
-		float delta = 0.0f, L = 0.0f;
-		if (ff < total) {
-			const long long row = tcRow(ff, G, H, kvh, D);
-			for (int d = 0; d < D; d++) delta += tcRound(dout[row + d]) * out[row + d];
-			L = lse[row / D];
-		}
-		dl[threadIdx.x] = delta;
-		ls[threadIdx.x] = L;
-	}
+	auto groupRow = [=](int t) { return f0 + t < total ? tcRow(f0 + t, G, H, kvh, D) : -1LL; };
+	tcStage(qs, q, dos, dout, TC_ROWS, D, groupRow);
+	tcDelta(dl, ls, TC_ROWS, dout, out, lse, D, groupRow);
 	__syncthreads();
 	tcA af[TC_NF];  // warp w: q's rows; warp w+4: dout's
 	TC_UNROLL for (int c = 0; c < TC_NF; c++) if (c < nd)
@@ -275,8 +297,7 @@ extern "C" __global__ void attention_tc_backward_dq(float *__restrict__ dq, cons
 	for (int j0 = jlo; j0 <= jhi; j0 += TC_TILE) {
 		const int nk = attMin(TC_TILE, jhi - j0 + 1);
 		__syncthreads();  // the fragments are loaded; the tile before is consumed
-		tcStage(ks, TC_TILE, k, j0, nk, jhi + 1, KVH, kvh, D);
-		tcStage(vs, TC_TILE, v, j0, nk, jhi + 1, KVH, kvh, D);
+		tcStage(ks, k, vs, v, TC_TILE, D, [=](int t) { return t < nk ? ((long long)(j0 + t) * KVH + kvh) * D : -1LL; });
 		__syncthreads();
 		const tcbf *bs = role == 0 ? ks : vs;
 		TC_UNROLL for (int jb = 0; jb < TC_TILE / 16; jb++) {
@@ -364,8 +385,7 @@ extern "C" __global__ void attention_tc_backward_dkdv(float *__restrict__ dk, fl
 	float *scg = sc + g * 16 * TC_SLD, *dpg = dp + g * 16 * TC_SLD;
 	tcbf *pbg = pb + g * 16 * TC_PLD, *dsg = dsb + g * 16 * TC_PLD;
 
-	tcStage(kst, TC_ROWS, k, j0, TC_ROWS, N, KVH, kvh, D);
-	tcStage(vst, TC_ROWS, v, j0, TC_ROWS, N, KVH, kvh, D);
+	tcStage(kst, k, vst, v, TC_ROWS, D, [=](int t) { return j0 + t < N ? ((long long)(j0 + t) * KVH + kvh) * D : -1LL; });
 	__syncthreads();
 	tcA af[TC_NF];  // warp w: k's rows; warp w+4: v's
 	TC_UNROLL for (int c = 0; c < TC_NF; c++) if (c < nd)
@@ -377,19 +397,9 @@ extern "C" __global__ void attention_tc_backward_dkdv(float *__restrict__ dk, fl
 		for (int t0 = ilo; t0 <= ihi; t0 += TC_TILE) {
 			const int ni = attMin(TC_TILE, ihi - t0 + 1);
 			__syncthreads();  // the fragments are loaded; the tile before is consumed
-			tcStage(qs, TC_TILE, q, t0, ni, N, H, h, D);
-			tcStage(dos, TC_TILE, dout, t0, ni, N, H, h, D);
-			if (threadIdx.x < TC_TILE) {  // δ and lse of query t0 + threadIdx.x
-				const int t = threadIdx.x;
-				float delta = 0.0f, L = 0.0f;
-				if (t < ni) {
-					const long long gi = ((long long)(t0 + t) * H + h) * D;
-					for (int d = 0; d < D; d++) delta += tcRound(dout[gi + d]) * out[gi + d];
-					L = lse[(long long)(t0 + t) * H + h];
-				}
-				dl[t] = delta;
-				ls[t] = L;
-			}
+			auto queryRow = [=](int t) { return t < ni ? ((long long)(t0 + t) * H + h) * D : -1LL; };
+			tcStage(qs, q, dos, dout, TC_TILE, D, queryRow);
+			tcDelta(dl, ls, TC_TILE, dout, out, lse, D, queryRow);
 			__syncthreads();
 			const tcbf *bs = role == 0 ? qs : dos;
 			TC_UNROLL for (int ib = 0; ib < TC_TILE / 16; ib++) {

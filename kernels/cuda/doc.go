@@ -25,12 +25,18 @@
 // attention.cu: causal grouped-query attention over packed sequences, with
 // a sliding window, over a KV cache (decode), and its backward without
 // atomics, flash-attention style — key tiles in shared memory, an online
-// softmax, f32 on CUDA cores, no tensor cores yet), with helpers in
-// common.cuh. Ops launches them on device
+// softmax, f32 on CUDA cores); attention_tc.cu: the same training
+// attention forward and backward on bf16 tensor cores (nvcuda::wmma
+// m16n16k16, float accumulation; q, k, v, dout, P and dS rounded to
+// bfloat16 as they enter a product, softmax and lse in float32), which Ops
+// runs in the bf16 precision for head dims a multiple of 16 up to 128
+// (attnTC; other dims, decode and the f32 precision run attention.cu), with
+// helpers in common.cuh and attention.cuh. Ops launches them on device
 // buffers with a fixed geometry per op (its plan* functions). Their text is
 // tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one
 // fiber per CUDA thread on the launching OS thread, barriers, warp shuffles,
-// divergent barriers and shuffles fail the launch) and running Ops' plans on kerneltest's
+// an nvcuda::wmma emulation, divergent barriers, shuffles and wmma calls
+// fail the launch) and running Ops' plans on kerneltest's
 // conformance cases against kernels/ref (shim_test.go); the same cases run
 // on a device in the hardware tests (hardware_test.go), which passed on an
 // H200 (gpucheck/RESULTS.md).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
@@ -34,6 +35,12 @@ var cudaEmulator struct {
 // emulated device. Without a C++ compiler the test is skipped, unless CI
 // is set.
 func emulatedCUDABackend(t *testing.T) *cuda.Backend {
+	t.Helper()
+	return emulatedCUDABackendIn(t, kernels.PrecisionF32)
+}
+
+// emulatedCUDABackendIn is emulatedCUDABackend computing in precision p.
+func emulatedCUDABackendIn(t *testing.T, p kernels.Precision) *cuda.Backend {
 	t.Helper()
 	cudaEmulator.once.Do(func() {
 		cxx := os.Getenv("CXX")
@@ -71,7 +78,7 @@ func emulatedCUDABackend(t *testing.T) *cuda.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
+	b, err := cuda.NewBackend(dev, p)
 	if err != nil {
 		dev.Close()
 		t.Fatal(err)
@@ -112,6 +119,36 @@ func TestGoldenCUDAEmulated(t *testing.T) {
 	for _, name := range cases {
 		t.Run(name, func(t *testing.T) {
 			checkCUDAGolden(t, emulatedCUDABackend(t), name)
+		})
+	}
+}
+
+// TestBF16ComputeCUDAEmulated is TestBF16ComputeAccuracy on cuda.Backend
+// computing in bf16 on the emulated device (GemmEx on bfloat16 operands,
+// and the training attention of head dim 16 — llama, qwen3, gemma3 — on
+// attention_tc.cu's tensor-core kernels; qwen2's 8 on the float32 ones):
+// per-token logprob error below PyTorch's bf16 autocast's, LoRA gradients
+// within 5% of float32 compute's (the CPU's). llama and qwen2 run by
+// default, qwen3 and gemma3 too under HONE_LONG_TESTS=1 (the emulator is
+// slow).
+func TestBF16ComputeCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	f32, err := cpu.New(cpu.Options{MinParallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f32.Close()
+	cases := []string{"llama", "qwen2"}
+	if os.Getenv("HONE_LONG_TESTS") != "" {
+		cases = append(cases, "qwen3", "gemma3")
+	}
+	for _, name := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := emulatedCUDABackendIn(t, kernels.PrecisionBF16)
+			defer b.Close()
+			checkBF16Compute(t, name, f32, b)
 		})
 	}
 }

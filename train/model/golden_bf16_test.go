@@ -47,7 +47,6 @@ func logprobErr(got []float32, want []float64, targets []int32) (worst, mean flo
 // compute's on the same bfloat16 weights (relative to each tensor's size). The portable micro-kernel runs it
 // on any CPU, the AVX512-BF16 one too where the CPU has it.
 func TestBF16ComputeAccuracy(t *testing.T) {
-	ctx := context.Background()
 	f32, err := cpu.New(cpu.Options{MinParallel: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -70,65 +69,74 @@ func TestBF16ComputeAccuracy(t *testing.T) {
 		}
 		defer be.Close()
 		for _, name := range goldenCases {
-			t.Run(fmt.Sprintf("%s/%s", be.Name(), name), func(t *testing.T) {
-				gc := loadGoldenCase(t, name, f32)
-				var ac autocastValues
-				b, err := os.ReadFile(filepath.Join(goldenDir, "..", "bf16compute", name+".json"))
-				if err != nil {
-					t.Fatalf("%v (rerun: /usr/bin/python3 testdata/golden/bf16compute/autocast.py)", err)
-				}
-				if err := json.Unmarshal(b, &ac); err != nil {
-					t.Fatal(err)
-				}
-				if len(ac.Logprobs) != len(gc.want.Logprobs) {
-					t.Fatalf("autocast has %d logprobs, golden %d (rerun autocast.py)", len(ac.Logprobs), len(gc.want.Logprobs))
-				}
-				tg := gc.batch.Targets
-				if w, m := logprobErr(toF32(ac.Logprobs), gc.want.Logprobs, tg); math.Abs(w-ac.MaxAbsErr) > 1e-5 || math.Abs(m-ac.MeanAbsErr) > 1e-5 {
-					t.Fatalf("autocast errors recorded as max %g mean %g, recomputed %g %g", ac.MaxAbsErr, ac.MeanAbsErr, w, m)
-				}
-				dir := filepath.Join(goldenDir, name, "model")
-				run := func(be kernels.Backend) (*Pass, *Adapter) {
-					m, err := LoadBF16(dir, be)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ad, err := ReadAdapter(filepath.Join(goldenDir, name, "adapter"), &m.Config)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := ad.Place(be); err != nil {
-						t.Fatal(err)
-					}
-					p, err := m.Forward(ctx, gc.batch, ad, TrainOptions{Chunk: 64})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := p.Backward(ctx, gc.weight, nil); err != nil {
-						t.Fatal(err)
-					}
-					return p, ad
-				}
-				pw, adw := run(f32)
-				pb, adb := run(be)
-				wMax, wMean := logprobErr(pw.Logprob, gc.want.Logprobs, tg)
-				bMax, bMean := logprobErr(pb.Logprob, gc.want.Logprobs, tg)
-				t.Logf("logprob error vs float64, max / mean: bf16 weights + f32 compute %.3g / %.3g; bf16 compute %.3g / %.3g; PyTorch bf16 autocast %.3g / %.3g",
-					wMax, wMean, bMax, bMean, ac.MaxAbsErr, ac.MeanAbsErr)
-				if bMax == wMax && bMean == wMean {
-					t.Fatal("bf16 compute gave exactly the f32-compute logprobs: the mode did not run")
-				}
-				if bMax > ac.MaxAbsErr || bMean > ac.MeanAbsErr {
-					t.Errorf("bf16 compute error (max %.3g, mean %.3g) above PyTorch autocast's (%.3g, %.3g)", bMax, bMean, ac.MaxAbsErr, ac.MeanAbsErr)
-				}
-				gw := map[string][]float64{}
-				adw.Params(func(pname string, _, g []float32) { gw[pname] = toF64(g) })
-				adb.Params(func(pname string, _, g []float32) {
-					compare(t, "bf16 compute d"+pname+" vs f32 compute", g, gw[pname], 5e-2)
-				})
-			})
+			t.Run(fmt.Sprintf("%s/%s", be.Name(), name), func(t *testing.T) { checkBF16Compute(t, name, f32, be) })
 		}
 	}
+}
+
+// checkBF16Compute runs golden case name on be, a backend computing in
+// bf16, and on f32, one computing in float32, both on the case's weights
+// held as bfloat16: be's per-token logprob error against the float64
+// golden must stay below PyTorch's bf16 autocast's on the same inputs
+// (max and mean; testdata/golden/bf16compute), and its LoRA gradients
+// within 5% of f32's (relative to each tensor's size).
+func checkBF16Compute(t *testing.T, name string, f32, be kernels.Backend) {
+	ctx := context.Background()
+	gc := loadGoldenCase(t, name, f32)
+	var ac autocastValues
+	b, err := os.ReadFile(filepath.Join(goldenDir, "..", "bf16compute", name+".json"))
+	if err != nil {
+		t.Fatalf("%v (rerun: /usr/bin/python3 testdata/golden/bf16compute/autocast.py)", err)
+	}
+	if err := json.Unmarshal(b, &ac); err != nil {
+		t.Fatal(err)
+	}
+	if len(ac.Logprobs) != len(gc.want.Logprobs) {
+		t.Fatalf("autocast has %d logprobs, golden %d (rerun autocast.py)", len(ac.Logprobs), len(gc.want.Logprobs))
+	}
+	tg := gc.batch.Targets
+	if w, m := logprobErr(toF32(ac.Logprobs), gc.want.Logprobs, tg); math.Abs(w-ac.MaxAbsErr) > 1e-5 || math.Abs(m-ac.MeanAbsErr) > 1e-5 {
+		t.Fatalf("autocast errors recorded as max %g mean %g, recomputed %g %g", ac.MaxAbsErr, ac.MeanAbsErr, w, m)
+	}
+	dir := filepath.Join(goldenDir, name, "model")
+	run := func(be kernels.Backend) (*Pass, *Adapter) {
+		m, err := LoadBF16(dir, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad, err := ReadAdapter(filepath.Join(goldenDir, name, "adapter"), &m.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ad.Place(be); err != nil {
+			t.Fatal(err)
+		}
+		p, err := m.Forward(ctx, gc.batch, ad, TrainOptions{Chunk: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Backward(ctx, gc.weight, nil); err != nil {
+			t.Fatal(err)
+		}
+		return p, ad
+	}
+	pw, adw := run(f32)
+	pb, adb := run(be)
+	wMax, wMean := logprobErr(pw.Logprob, gc.want.Logprobs, tg)
+	bMax, bMean := logprobErr(pb.Logprob, gc.want.Logprobs, tg)
+	t.Logf("logprob error vs float64, max / mean: bf16 weights + f32 compute %.3g / %.3g; bf16 compute %.3g / %.3g; PyTorch bf16 autocast %.3g / %.3g",
+		wMax, wMean, bMax, bMean, ac.MaxAbsErr, ac.MeanAbsErr)
+	if bMax == wMax && bMean == wMean {
+		t.Fatal("bf16 compute gave exactly the f32-compute logprobs: the mode did not run")
+	}
+	if bMax > ac.MaxAbsErr || bMean > ac.MeanAbsErr {
+		t.Errorf("bf16 compute error (max %.3g, mean %.3g) above PyTorch autocast's (%.3g, %.3g)", bMax, bMean, ac.MaxAbsErr, ac.MeanAbsErr)
+	}
+	gw := map[string][]float64{}
+	adw.Params(func(pname string, _, g []float32) { gw[pname] = toF64(g) })
+	adb.Params(func(pname string, _, g []float32) {
+		compare(t, "bf16 compute d"+pname+" vs f32 compute", g, gw[pname], 5e-2)
+	})
 }
 
 func toF32(x []float64) []float32 {

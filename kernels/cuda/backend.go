@@ -53,7 +53,8 @@ import (
 // Ops run one at a time (a mutex), as the device's default stream would
 // run them anyway. The precision mode (kernels.Precision) is Ops': the
 // products on frozen bfloat16 weights exact in f32, or bf16 operands with
-// f32 accumulation (Ops.SetPrecision). NewBackend takes the device over:
+// f32 accumulation, and then the training attention on bf16 tensor cores
+// where its head dim allows (Ops.SetPrecision). NewBackend takes the device over:
 // Close closes it.
 type Backend struct {
 	d    *Device

@@ -149,7 +149,10 @@ func (d *Device) gemmRows(g mm) error {
 //   - kernels.PrecisionBF16: the float32 operand is rounded to bfloat16
 //     (f32_to_bf16, nearest even, into a scratch buffer) and multiplied by
 //     the bfloat16 weight with cublasGemmEx (CUDA_R_16BF operands,
-//     CUBLAS_COMPUTE_32F: bf16 tensor cores, float32 accumulation).
+//     CUBLAS_COMPUTE_32F: bf16 tensor cores, float32 accumulation). The
+//     training attention (AttentionForward, AttentionWindowForward and
+//     their backward) runs on bf16 tensor cores too, attention_tc.cu, for
+//     head dims a multiple of 16 up to 128 (attnTC).
 //
 // Call it before the ops run; it is not safe concurrently with them.
 func (o *Ops) SetPrecision(p kernels.Precision) error {

@@ -130,7 +130,10 @@ func (o *Ops) attnForwardCheck(c *check, out, lse, q, k, v, seqOff *Buffer, S, N
 // AttentionForward is kernels.Backend.AttentionForward on device buffers:
 // out [N,H,D] and lse [N,H] of q [N,H,D] over k, v [N,KVH,D], for the S
 // packed sequences of seqOff, an int32 buffer (UploadInt32) of S+1
-// offsets from 0 to N. 1 ≤ D ≤ 256. seqOff's contents are not checked on
+// offsets from 0 to N. 1 ≤ D ≤ 256. In the bf16 precision, D a multiple
+// of 16 up to 128 runs attention_tc.cu's tensor-core kernels (q, k, v and
+// P rounded to bfloat16 for the products; lse float32 on the rounded q,
+// k), as does the backward. seqOff's contents are not checked on
 // the host (they are on the device): the kernel never reads outside the
 // buffers for any contents, but wrong offsets give wrong values; a backend
 // holding them on the host checks them first (kernels.NeedSeqOff).

@@ -129,12 +129,13 @@ func attentionAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 	}
 }
 
-// TestAttentionBadSeqOffInBounds: attention.cu reads seqOff on the device,
-// where the host does not check it, so it must stay inside its buffers
-// whatever the offsets are. The kernels run here under AddressSanitizer
-// (which fails a launch that reads or writes outside a buffer) on offsets
-// past N, negative, decreasing, and not starting at 0; every output must
-// come out finite (each query still sees itself, each key its own query).
+// TestAttentionBadSeqOffInBounds: attention.cu and attention_tc.cu read
+// seqOff on the device, where the host does not check it, so they must
+// stay inside their buffers whatever the offsets are. The kernels run here
+// under AddressSanitizer (which fails a launch that reads or writes
+// outside a buffer) on offsets past N, negative, decreasing, and not
+// starting at 0; every output must come out finite (each query still sees
+// itself, each key its own query).
 func TestAttentionBadSeqOffInBounds(t *testing.T) {
 	t.Parallel()
 	cxx := os.Getenv("CXX")
@@ -147,7 +148,7 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	for _, f := range []string{"attention.cu", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
+	for _, f := range []string{"attention.cu", "attention_tc.cu", "attention.cuh", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
 		if _, err := os.ReadFile(f); err != nil { // for go test's cache
 			t.Fatal(err)
 		}
@@ -159,23 +160,28 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 	}
 	h := newShimHarness(t, bin)
 	r := rand.New(rand.NewPCG(28, 12))
-	const N, H, KVH, D = 20, 2, 1, 8
-	q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
+	const N, H, KVH = 20, 2, 1
 	for _, c := range []struct {
 		seqOff []int32
-		W      int
-	}{{[]int32{0, 25, 20}, N}, {[]int32{0, -7, 20}, N}, {[]int32{0, 15, 4, 20}, 5}, {[]int32{3, 9, 100}, N}, {[]int32{-5, 1 << 30}, 5}} {
-		seqOff, W := c.seqOff, c.W
-		name := fmt.Sprintf("seqOff=%v,W=%d", seqOff, W)
+		W, D   int // D = 16: the tensor-core kernels (attention_tc.cu)
+	}{{[]int32{0, 25, 20}, N, 8}, {[]int32{0, -7, 20}, N, 8}, {[]int32{0, 15, 4, 20}, 5, 8}, {[]int32{3, 9, 100}, N, 8}, {[]int32{-5, 1 << 30}, 5, 8},
+		{[]int32{0, 25, 20}, N, 16}, {[]int32{0, -7, 20}, N, 16}, {[]int32{0, 15, 4, 20}, 5, 16}, {[]int32{3, 9, 100}, N, 16}, {[]int32{-5, 1 << 30}, 5, 16}} {
+		seqOff, W, D := c.seqOff, c.W, c.D
+		q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
+		name := fmt.Sprintf("seqOff=%v,W=%d,D=%d", seqOff, W, D)
 		S := len(seqOff) - 1
+		fwd, bwd := cuda.PlanAttention, cuda.PlanAttentionBackward
+		if D == 16 {
+			fwd, bwd = cuda.PlanAttentionTC, cuda.PlanAttentionBackwardTC
+		}
 		out, lse := make([]float32, N*H*D), make([]float32, N*H)
-		for _, s := range cuda.PlanAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, 0.35) {
+		for _, s := range fwd(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, 0.35) {
 			if err := h.run(s); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
 		}
 		dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
-		for _, s := range cuda.PlanAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, 0.35) {
+		for _, s := range bwd(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, 0.35) {
 			if err := h.run(s); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}

@@ -123,6 +123,7 @@ gpu-check:
 	CGO_ENABLED=0 $(GO) test -c -o $(GPU_CHECK)/model.test ./train/model
 	mkdir -p $(GPU_CHECK)/train/model $(GPU_CHECK)/testdata/golden/model
 	cp -R testdata/golden/model/gemma3 testdata/golden/model/llama testdata/golden/model/qwen2 testdata/golden/model/qwen3 $(GPU_CHECK)/testdata/golden/model/
+	cp -R testdata/golden/bf16compute $(GPU_CHECK)/testdata/golden/
 	python3 $(GPU_CHECK)/torch_bench.py --help >/dev/null
 	@echo "$$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')" > $(GPU_CHECK)/COMMIT
 	bash -n $(GPU_CHECK)/run.sh

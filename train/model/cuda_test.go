@@ -171,3 +171,30 @@ func TestGoldenCUDAOnHardware(t *testing.T) {
 		})
 	}
 }
+
+// TestGoldenCUDAOnHardwareBF16Compute is TestBF16ComputeCUDAEmulated on
+// device 0 (HONE_CUDA_TEST=1; run.sh's model-golden step runs it, from a
+// folder where goldenDir holds the model goldens and
+// testdata/golden/bf16compute beside them): cuda.Backend computing in bf16,
+// the training attention of head dim 16 on the tensor-core kernels, within
+// PyTorch autocast's logprob error; the float32 reference is the CPU's.
+func TestGoldenCUDAOnHardwareBF16Compute(t *testing.T) {
+	if os.Getenv("HONE_CUDA_TEST") != "1" {
+		t.Skip("set HONE_CUDA_TEST=1 on a machine with a CUDA device")
+	}
+	f32, err := cpu.New(cpu.Options{MinParallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f32.Close()
+	for _, name := range goldenCases {
+		t.Run(name, func(t *testing.T) {
+			b, err := cuda.OpenBackend(cuda.Options{DriverLib: os.Getenv("HONE_LIBCUDA"), BLASLib: os.Getenv("HONE_LIBCUBLAS")}, kernels.PrecisionBF16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			checkBF16Compute(t, name, f32, b)
+		})
+	}
+}

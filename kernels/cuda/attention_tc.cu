@@ -83,25 +83,41 @@ typedef nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> tcA
 // tcStage rounds rows 0 … nrows−1 of x1 (and of x2, when not null) into
 // dst1 (dst2) [nrows][TC_LD] bfloat16: row t is the D floats at
 // rowOff(t), or zeros where rowOff(t) < 0 (so that masked products never
-// meet garbage). Each thread loads TC_BATCH elements of each source before
-// it stores any, so that their loads are in flight together.
+// meet garbage). Thread i takes elements i, i + blockDim.x, … (row-major),
+// walking rows and columns by carry instead of dividing; it loads
+// TC_BATCH elements of each source before it stores any, so that their
+// loads are in flight together.
 template <class RowOff>
 __device__ __forceinline__ void tcStage(tcbf *dst1, const float *__restrict__ x1, tcbf *dst2, const float *__restrict__ x2,
                                         int nrows, int D, RowOff rowOff) {
-	const int total = nrows * D, step = blockDim.x;
-	for (int base = threadIdx.x; base < total; base += TC_BATCH * step) {
+	const int sq = blockDim.x / D, sr = blockDim.x - sq * D;  // a step: sq rows and sr columns on
+	int t = threadIdx.x / D, d = threadIdx.x - t * D;
+	while (t < nrows) {
+		const int t0 = t, d0 = d;
 		float a[TC_BATCH], b[TC_BATCH];
 		TC_UNROLL for (int u = 0; u < TC_BATCH; u++) {
-			const int e = base + u * step, t = e / D;
-			const long long o = e < total ? rowOff(t) : -1;
-			a[u] = o >= 0 ? x1[o + e - t * D] : 0.0f;
-			b[u] = o >= 0 && x2 != nullptr ? x2[o + e - t * D] : 0.0f;
+			const long long o = t < nrows ? rowOff(t) : -1;
+			a[u] = o >= 0 ? x1[o + d] : 0.0f;
+			b[u] = o >= 0 && x2 != nullptr ? x2[o + d] : 0.0f;
+			d += sr;
+			t += sq;
+			if (d >= D) {
+				d -= D;
+				t++;
+			}
 		}
+		t = t0;
+		d = d0;
 		TC_UNROLL for (int u = 0; u < TC_BATCH; u++) {
-			const int e = base + u * step, t = e / D, d = e - t * D;
-			if (e < total) {
+			if (t < nrows) {
 				dst1[t * TC_LD + d] = __float2bfloat16_rn(a[u]);
 				if (x2 != nullptr) dst2[t * TC_LD + d] = __float2bfloat16_rn(b[u]);
+			}
+			d += sr;
+			t += sq;
+			if (d >= D) {
+				d -= D;
+				t++;
 			}
 		}
 	}

@@ -70,13 +70,15 @@ const (
 // attnTCCases are the tensor-core kernels' shapes: packed sequences of
 // lengths that are no multiple of the 32-row tiles or 64-row blocks, GQA
 // groups (7 query heads a KV head, as Qwen2.5), D = 16 (the model goldens'),
-// 64 and 128, sliding windows.
+// 64 and 128, and 48 (no divisor of the 128 or 256 threads that stage
+// tiles), sliding windows.
 var attnTCCases = []attnCase{
 	{lens: []int{37, 1, 30}, H: 7, KVH: 1, D: 16, bitwiseDet: true},
 	{lens: []int{70}, H: 4, KVH: 2, D: 64, bitwiseDet: true},
 	{lens: []int{45, 33}, H: 2, KVH: 1, D: 128, bitwiseDet: true},
 	{lens: []int{90, 9}, H: 3, KVH: 3, D: 32, W: 20},
 	{lens: []int{40}, H: 2, KVH: 1, D: 64, W: 1},
+	{lens: []int{21, 14}, H: 4, KVH: 2, D: 48, bitwiseDet: true}, // rows of D floats straddle a block's stride
 }
 
 // roundBF16 returns x rounded to bfloat16 (nearest even), as float32.

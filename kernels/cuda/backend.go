@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/hone-rl/hone/kernels"
@@ -64,6 +65,7 @@ type Backend struct {
 	closed bool
 	allocs []allocation // live allocations of AllocF32/AllocBF16, by address
 	edges  *Buffer      // managed scratch for the int32 edges of one call
+	prof   opProfile    // per-op times while a profile runs (StartProfile)
 }
 
 // allocation is one AllocF32 or AllocBF16: buf holds bytes bytes the caller
@@ -311,6 +313,7 @@ func (b *Backend) onDevice(op string, run func() error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.enter(op)
+	t0 := time.Now()
 	err := run()
 	if err == nil {
 		err = b.d.Synchronize()
@@ -318,6 +321,7 @@ func (b *Backend) onDevice(op string, run func() error) {
 	if err != nil {
 		panic(fmt.Sprintf("kernels.%s: %v", op, err))
 	}
+	b.prof.record(op, t0)
 }
 
 // enter checks the backend is open; b.mu is held.

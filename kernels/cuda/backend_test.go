@@ -706,3 +706,42 @@ func TestBackendSumSquares(t *testing.T) {
 		b.FreeF32(x)
 	}
 }
+
+// TestBackendProfile: a profile counts each op by name while it runs, and
+// nothing before StartProfile or after StopProfile.
+func TestBackendProfile(t *testing.T) {
+	b, _, _ := emulatedBackend(t)
+	defer b.Close()
+	x, err := b.AllocF32(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeF32(x)
+	b.Scale(x, x, 2, len(x)) // before the profile: not counted
+	if got := b.StopProfile(); len(got) != 0 {
+		t.Fatalf("no profile ran, StopProfile gave %v", got)
+	}
+	b.StartProfile()
+	for range 3 {
+		b.Scale(x, x, 2, len(x))
+	}
+	b.Zero(x, len(x))
+	got := b.StopProfile()
+	b.Scale(x, x, 2, len(x)) // after the profile: not counted
+	if len(got) != 2 {
+		t.Fatalf("profile %v: want Scale and Zero", got)
+	}
+	calls := map[string]int{}
+	for _, o := range got {
+		calls[o.Op] = o.Calls
+		if o.Total <= 0 {
+			t.Errorf("%s: total %v, want > 0", o.Op, o.Total)
+		}
+	}
+	if calls["Scale"] != 3 || calls["Zero"] != 1 {
+		t.Errorf("calls %v, want Scale 3 and Zero 1", calls)
+	}
+	if got[0].Total < got[1].Total {
+		t.Errorf("profile not ordered by total: %v", got)
+	}
+}

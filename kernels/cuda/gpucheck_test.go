@@ -98,7 +98,7 @@ func TestGPUCheckScript(t *testing.T) {
 		"hardware-test   ok", "memcheck        ok", "model-golden    ok", "torch-05b       ok", "torch-7b        ok",
 		"hone-05b-train  ok", "hone-05b-decode ok", "hone-7b-train   ok",
 		// modelbench's BENCH lines, copied into the summary
-		"    stub worker train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3 --device cuda --dtype bf16 --compute bf16 --libcuda  --libcublas " + cublas,
+		"    stub worker train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3 --device cuda --dtype bf16 --compute bf16 --profile-ops --libcuda  --libcublas " + cublas,
 		"    stub worker decode --shape 05b --batch 32 --prompt 128 --tokens 128 --device cuda",
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --device cuda",
 		// torch_bench.py's RESULT lines, copied into the summary (the stub echoes its arguments)

@@ -127,11 +127,12 @@ torch_step() {
 
 # hone_step NAME LIMIT WORKER-ARGS...: Hone's side of a row, modelbench's
 # worker on cuda.Backend (bf16 weights, bf16 compute: bf16 GemmEx operands,
-# f32 accumulation), its BENCH line in the summary.
+# f32 accumulation), its BENCH line in the summary; its time per op (OPS
+# lines, --profile-ops) stays in NAME.log.
 hone_step() {
 	local name=$1 limit=$2 line
 	shift 2
-	bench_step "$name" "$limit" "$here/modelbench" worker "$@" --device cuda --dtype bf16 --compute bf16 \
+	bench_step "$name" "$limit" "$here/modelbench" worker "$@" --device cuda --dtype bf16 --compute bf16 --profile-ops \
 		--libcuda "${HONE_LIBCUDA:-}" --libcublas "${HONE_LIBCUBLAS:-}" || return
 	while IFS= read -r line; do note "    ${line#BENCH }"; done < <(grep '^BENCH ' "$res/$name.log")
 }

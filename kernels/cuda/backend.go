@@ -284,38 +284,44 @@ func (b *Backend) bf16(op, name string, s []uint16) *Buffer {
 }
 
 // edge copies the int32 values s into the backend's device scratch
-// (cuMemAlloc memory, grown when a call needs more) with one synchronous
-// cuMemcpyHtoD, and returns it as a buffer of len(s) elements (nil for an
-// empty s); b.mu is held, and the device is idle (every op ends
-// synchronized), so the scratch is free to overwrite. The host never reads
-// the scratch: its address is the device's only. An op takes at most one
-// edge (a second would overwrite the first).
+// (scratch) with one synchronous cuMemcpyHtoD, and returns it as a buffer
+// of len(s) elements (nil for an empty s); b.mu is held. The host never
+// reads the scratch: its address is the device's only.
 func (b *Backend) edge(op string, s []int32) *Buffer {
 	if len(s) == 0 {
 		return nil
 	}
+	v := b.scratch(op, len(s))
+	if err := v.UploadInt32(s); err != nil {
+		panic(fmt.Sprintf("kernels.%s: int32 scratch: %v", op, err))
+	}
+	return v
+}
+
+// scratch returns n elements of the backend's device scratch for the int32
+// edges (cuMemAlloc memory, grown when a call needs more) for the op
+// onDevice runs; b.mu is held, and the device is idle (every op ends
+// synchronized), so the scratch is free to overwrite. An op takes it at
+// most once (a second edge would overwrite the first).
+func (b *Backend) scratch(op string, n int) *Buffer {
 	if b.edgeTaken {
 		panic(fmt.Sprintf("kernels.%s: a second int32 edge in one op", op))
 	}
 	b.edgeTaken = true
-	if b.edges == nil || b.edges.n < len(s) {
+	if b.edges == nil || b.edges.n < n {
 		if b.edges != nil {
 			if err := b.edges.Free(); err != nil {
 				panic(fmt.Sprintf("kernels.%s: %v", op, err))
 			}
 			b.edges = nil
 		}
-		buf, err := b.d.Alloc(max(len(s), 4096))
+		buf, err := b.d.Alloc(max(n, 4096))
 		if err != nil {
 			panic(fmt.Sprintf("kernels.%s: int32 scratch: %v", op, err))
 		}
 		b.edges = buf
 	}
-	v := b.edges.view(0, len(s))
-	if err := v.UploadInt32(s); err != nil {
-		panic(fmt.Sprintf("kernels.%s: int32 scratch: %v", op, err))
-	}
-	return v
+	return b.edges.view(0, n)
 }
 
 // ---- running ops ----------------------------------------------------------

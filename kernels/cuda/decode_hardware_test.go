@@ -27,11 +27,11 @@ func TestDecodeBatchOnHardware(t *testing.T) {
 		dev.Close()
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() { // after the buffers' cleanups, registered later
 		if err := b.Close(); err != nil {
 			t.Error(err)
 		}
-	}()
+	})
 	const S, Tk, H, KVH, D = 32, 256, 14, 2, 64
 	const qd, kvd = H * D, KVH * D
 	r := rand.New(rand.NewPCG(28, 17))

@@ -34,7 +34,10 @@
 # same rows (hone-*: modelbench's worker on cuda.Backend, bf16 weights and
 # bf16 compute; a BENCH line each with tokens/s and the bytes the backend
 # had allocated). And the model goldens of every family on cuda.Backend
-# (model-golden: train/model's TestGoldenCUDAOnHardware).
+# (model-golden: train/model's TestGoldenCUDAOnHardware). And the commands
+# themselves (hone-cmds, under 60 s): hone-train sft, grpo and a grpo
+# resume, and hone-serve with a hot reload, --device cuda against --device
+# cpu (cmds_step below).
 #
 # cuBLAS is found by its sonames (13, 12, 11), else in Python's
 # site-packages (the nvidia-* wheels PyTorch installs), unless HONE_LIBCUBLAS
@@ -139,6 +142,30 @@ hone_step() {
 
 # The model goldens on the device, budgeted like the bench steps.
 bench_step model-golden 60 env -C "$here/train/model" HONE_CUDA_TEST=1 "$here/model.test" -test.run GoldenCUDAOnHardware -test.v -test.timeout 55s
+
+# The commands themselves on the device (cmd/internal/cmdcheck's
+# TestCommandsOnDevice): hone-train sft and grpo with
+# --device cuda against --device cpu (float32 and bfloat16 weights), a grpo
+# run stopped after step 1 and resumed against the uninterrupted one, and
+# hone-serve --device cuda against --device cpu over HTTP before and after
+# a hot-reloaded adapter, stopped by SIGTERM. hone-train, hone-serve and
+# the test binary come xz-compressed (cmdcheck/*.xz); Python's lzma unpacks
+# them beside.
+# Their runs and logs go to hone-cmds/, the CMDCHECK lines to the summary.
+cmds_step() {
+	local line
+	bench_step hone-cmds 60 bash -c 'python3 -c "import lzma, os, shutil, sys
+for name in sys.argv[1:]:
+    with lzma.open(name + \".xz\") as src, open(name, \"wb\") as dst:
+        shutil.copyfileobj(src, dst)
+    os.chmod(name, 0o755)
+    print(\"unpacked\", name)" "$1/hone-train" "$1/hone-serve" "$1/cmdcheck.test" &&
+		exec env HONE_CMDCHECK_DIR="$1" HONE_CMDCHECK_OUT="$2" "$1/cmdcheck.test" -test.run CommandsOnDevice -test.v -test.timeout 55s' \
+		hone-cmds "$here/cmdcheck" "$res/hone-cmds"
+	[ -f "$res/hone-cmds.log" ] || return # skipped: out of budget
+	while IFS= read -r line; do note "    ${line#CMDCHECK }"; done < <(grep -E '^CMDCHECK |--- FAIL' "$res/hone-cmds.log")
+}
+cmds_step
 
 # Side by side: Hone then PyTorch on each shape, the same tokens (8 × 1024,
 # LoRA rank 16 on every projection; decode batch 32).

@@ -65,6 +65,8 @@ test-long:
 	# other model goldens, and LoRA AdamW steps through train/trainer.
 	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 30m -run 'GoldenCUDAEmulated|StepCUDAEmulated' -v ./train/model ./train/trainer
 	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 10m -run 'DeviceCUDATrains' -v ./cmd/hone-train
+	# the device check's hone-cmds flow (cmd/internal/cmdcheck) on the emulated device
+	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 20m -run 'CommandsEmulated' -v ./cmd/internal/cmdcheck
 
 # The kernels must also pass their conformance suite as pure Go (gonum GEMM).
 test-nocgo:

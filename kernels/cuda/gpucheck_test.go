@@ -14,7 +14,8 @@ import (
 // with a cuBLAS wheel in its site-packages, compute-sanitizer and the test
 // binary — on a PATH holding nothing else but the shell tools it uses: it
 // runs every step with the test binary's hardware tests switched on and
-// the wheel's cuBLAS, writes a summary line per step, says what it does
+// the wheel's cuBLAS, unpacks the hone-cmds step's binaries and runs its
+// test binary on them, writes a summary line per step, says what it does
 // not check, and exits 1 when a step fails.
 func TestGPUCheckScript(t *testing.T) {
 	bin := t.TempDir()

@@ -127,9 +127,8 @@ gpu-check:
 	cp -R testdata/golden/model/gemma3 testdata/golden/model/llama testdata/golden/model/qwen2 testdata/golden/model/qwen3 $(GPU_CHECK)/testdata/golden/model/
 	python3 $(GPU_CHECK)/torch_bench.py --help >/dev/null
 	# The commands themselves (run.sh's hone-cmds step, cmd/internal/cmdcheck):
-	# hone-train, hone-serve and the check's test binary, stripped and
-	# xz-compressed (run.sh unpacks them: 14 MB instead of 57), the demo's
-	# tiny model (pipelines/demo.sh's init-model) and a scored file.
+	# hone-train, hone-serve and the check's test binary, the demo's tiny
+	# model (pipelines/demo.sh's init-model) and a scored file.
 	mkdir -p $(GPU_CHECK)/cmdcheck
 	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(GPU_CHECK)/cmdcheck/ ./cmd/hone-train ./cmd/hone-serve
 	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_CHECK)/cmdcheck/cmdcheck.test ./cmd/internal/cmdcheck
@@ -137,11 +136,13 @@ gpu-check:
 	HONE_CMDCHECK_WRITE=$(GPU_CHECK)/cmdcheck $(GPU_CHECK)/cmdcheck/cmdcheck.test -test.run '^TestWriteInputs$$' -test.v | grep -- '--- PASS: TestWriteInputs'
 	env -u HONE_CMDCHECK_DIR $(GPU_CHECK)/cmdcheck/cmdcheck.test -test.run CommandsOnDevice -test.v | grep -- '--- SKIP: TestCommandsOnDevice'
 	$(GPU_CHECK)/cmdcheck/hone-serve --help | grep -q -- '--device'
-	xz -9 -T0 $(GPU_CHECK)/cmdcheck/hone-train $(GPU_CHECK)/cmdcheck/hone-serve $(GPU_CHECK)/cmdcheck/cmdcheck.test
 	@echo "$$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')" > $(GPU_CHECK)/COMMIT
 	bash -n $(GPU_CHECK)/run.sh
 	@list=$$($(GPU_CHECK)/cuda.test -test.list OnHardware) && echo "$$list" && \
 	  echo "$$list" | grep -qx TestOnHardware && echo "$$list" | grep -qx TestRMSNormOnHardware && echo "$$list" | grep -qx TestKernelsOnHardware
 	env -u HONE_CUDA_TEST $(GPU_CHECK)/cuda.test -test.run OnHardware -test.v | grep -- '--- SKIP'
 	cd $(GPU_CHECK)/train/model && env -u HONE_CUDA_TEST ../../model.test -test.run GoldenCUDAOnHardware -test.v | grep -- '--- SKIP: TestGoldenCUDAOnHardware'
-	@echo "built $(GPU_CHECK): $$(ls $(GPU_CHECK) | tr '\n' ' ')"
+	# Every binary stripped and xz-compressed (about 40 MB less; run.sh unpacks them first).
+	xz -9 -T0 $(GPU_CHECK)/cuda.test $(GPU_CHECK)/model.test $(GPU_CHECK)/modelbench $(GPU_CHECK)/cmdcheck/hone-train $(GPU_CHECK)/cmdcheck/hone-serve $(GPU_CHECK)/cmdcheck/cmdcheck.test
+	python3 -c 'import lzma, sys; [sys.exit(n + ": no ELF binary inside") for n in sys.argv[1:] if lzma.open(n).read(4) != b"\x7fELF"]' $(GPU_CHECK)/*.xz $(GPU_CHECK)/cmdcheck/*.xz
+	@echo "built $(GPU_CHECK): $$(ls $(GPU_CHECK) | tr '\n' ' '), $$(du -sh $(GPU_CHECK) | cut -f1)"

@@ -19,7 +19,7 @@ import (
 // not check, and exits 1 when a step fails.
 func TestGPUCheckScript(t *testing.T) {
 	bin := t.TempDir()
-	for _, tool := range []string{"bash", "env", "timeout", "date", "find", "sort", "head", "mkdir", "tee", "dirname", "cat", "grep", "printf", "chmod"} {
+	for _, tool := range []string{"bash", "env", "timeout", "date", "find", "sort", "head", "mkdir", "tee", "dirname", "cat", "grep", "printf", "chmod", "mv"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			if os.Getenv("CI") == "" {
@@ -49,11 +49,12 @@ func TestGPUCheckScript(t *testing.T) {
 	stub(bin, "nvidia-smi", `echo "NVIDIA H200 $*"`)
 	stub(bin, "ldconfig", `exit 0`) // no cuBLAS on the loader's path
 	// python3 -c CODE NAMES...: with lzma in CODE, "unpacks" each NAME.xz
-	// into NAME: the stand-in for cmdcheck.test is a script in its .xz, the
-	// others get a line.
+	// (here a plain script) into NAME; with NO_LZMA set it fails, as a Python
+	// without lzma would, and the xz stand-in unpacks instead.
 	stub(bin, "python3", `case "$*" in *getsitepackages*) echo `+site+`;; *torch_bench.py*) echo "RESULT stub row $*";;
-  *lzma*) shift 2; for n; do [ -f "$n.xz" ] || exit 1; case "$n" in *.test) cat "$n.xz" > "$n";; *) echo "unpacked $n" > "$n";; esac; chmod 755 "$n"; echo "unpacked $n"; done;;
+  *lzma*) [ -z "$NO_LZMA" ] || exit 1; shift 2; for n; do cat "$n.xz" > "$n" && chmod 755 "$n" && echo "unpacked $n"; done;;
   *) echo "torch stub";; esac`)
+	stub(bin, "xz", `[ "$1" = -dc ] && exec cat "$2"`)
 	stub(bin, "compute-sanitizer", `echo "sanitizer $1 $2"; shift 4; exec "$@"`)
 	run := func(testExit, cmdExit int, env ...string) (string, string, error) {
 		dir := t.TempDir()
@@ -64,20 +65,18 @@ func TestGPUCheckScript(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "run.sh"), script, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		stub(dir, "cuda.test", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"; exit `+string(rune('0'+testExit)))
-		stub(dir, "modelbench", `echo "BENCH stub $*"`)
-		stub(dir, "model.test", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST in $PWD args: $*"`)
+		// The binaries come as NAME.xz (make gpu-check): run.sh unpacks them.
 		if err := os.MkdirAll(filepath.Join(dir, "cmdcheck"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		stub(dir, "cmdcheck/cmdcheck.test.xz", `cat "$HONE_CMDCHECK_DIR/hone-train" "$HONE_CMDCHECK_DIR/hone-serve" || exit 1
+		stub(dir, "cuda.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"; exit `+string(rune('0'+testExit)))
+		stub(dir, "modelbench.xz", `echo "BENCH stub $*"`)
+		stub(dir, "model.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST in $PWD args: $*"`)
+		stub(dir, "cmdcheck/hone-train.xz", `exit 0`)
+		stub(dir, "cmdcheck/hone-serve.xz", `exit 0`)
+		stub(dir, "cmdcheck/cmdcheck.test.xz", `"$HONE_CMDCHECK_DIR/hone-train" && "$HONE_CMDCHECK_DIR/hone-serve" || exit 1
 echo "HONE_CMDCHECK_DIR=$HONE_CMDCHECK_DIR HONE_CMDCHECK_OUT=$HONE_CMDCHECK_OUT HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"
 echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune('0'+cmdExit)))
-		for _, n := range []string{"hone-train.xz", "hone-serve.xz"} {
-			if err := os.WriteFile(filepath.Join(dir, "cmdcheck", n), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
 		if err := os.MkdirAll(filepath.Join(dir, "train", "model"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -110,11 +109,21 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 				t.Fatalf("%v\n%s", rerr, out)
 			}
 			cmdcheck := filepath.Join(dir, "cmdcheck")
-			for _, want := range []string{"unpacked " + cmdcheck + "/hone-train", "unpacked " + cmdcheck + "/hone-serve", "unpacked " + cmdcheck + "/cmdcheck.test",
-				"HONE_CMDCHECK_DIR=" + cmdcheck + " HONE_CMDCHECK_OUT=" + filepath.Join(dir, "results", "hone-cmds") +
+			for _, want := range []string{"HONE_CMDCHECK_DIR=" + cmdcheck + " HONE_CMDCHECK_OUT=" + filepath.Join(dir, "results", "hone-cmds") +
 					" HONE_LIBCUBLAS=" + cublas + " args: -test.run CommandsOnDevice -test.v -test.timeout 55s"} {
 				if !strings.Contains(string(cl), want) {
 					t.Errorf("hone-cmds.log lacks %q:\n%s", want, cl)
+				}
+			}
+		}
+		if testExit == 0 {
+			ul, rerr := os.ReadFile(filepath.Join(dir, "results", "unpack.log"))
+			if rerr != nil {
+				t.Fatalf("%v\n%s", rerr, out)
+			}
+			for _, n := range []string{"cuda.test", "model.test", "modelbench", "cmdcheck/cmdcheck.test", "cmdcheck/hone-serve", "cmdcheck/hone-train"} {
+				if !strings.Contains(string(ul), "unpacked "+filepath.Join(dir, n)) {
+					t.Errorf("unpack.log lacks %s:\n%s", n, ul)
 				}
 			}
 		}
@@ -127,7 +136,7 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 	}
 	for _, want := range []string{"abc123", "nvidia-smi      ok", "gpu             ok", "cuBLAS: " + cublas, "torch           ok",
 		"hardware-test   ok", "memcheck        ok", "model-golden    ok", "torch-05b       ok", "torch-7b        ok",
-		"hone-05b-train  ok", "hone-05b-decode ok", "hone-7b-train   ok",
+		"hone-05b-train  ok", "hone-05b-decode ok", "hone-7b-train   ok", "unpack          ok      6 files",
 		// the commands' step and its CMDCHECK lines
 		"hone-cmds       ok", "    sft float32: stub", "    total 1s",
 		// modelbench's BENCH lines, copied into the summary
@@ -156,6 +165,20 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
+	}
+
+	// Where Python cannot unpack, the xz command does; where neither can,
+	// the run fails.
+	summary, _, err = run(0, 0, "NO_LZMA=1")
+	if err != nil || !strings.Contains(summary, "unpack          ok      6 files") || !strings.Contains(summary, "every step passed") {
+		t.Errorf("run.sh unpacking with xz: %v\n%s", err, summary)
+	}
+	if err := os.Remove(filepath.Join(bin, "xz")); err != nil {
+		t.Fatal(err)
+	}
+	summary, _, err = run(1, 0, "NO_LZMA=1")
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(summary, "unpack          FAILED") {
+		t.Errorf("run.sh unable to unpack: %v, want exit status 1 and unpack FAILED\n%s", err, summary)
 	}
 
 	// A failing hone-cmds step fails the run, its lines still in the summary.

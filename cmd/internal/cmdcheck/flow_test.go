@@ -80,7 +80,9 @@ func (f *flow) jobArgs(job, run, dtype string, steps int) []string {
 
 func (f *flow) run(name string) string { return filepath.Join(f.out, "runs", name) }
 
-// check runs the whole flow: train, resume, serve.
+// check runs the whole flow: train in the first precision, resume, serve,
+// then train in the others (so that a run cut by its time limit has
+// checked the most first).
 func (f *flow) check(t *testing.T) {
 	for _, d := range []string{"runs", "logs", "serve-adapters"} {
 		if err := os.MkdirAll(filepath.Join(f.out, d), 0o755); err != nil {
@@ -88,13 +90,17 @@ func (f *flow) check(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	for _, dtype := range f.dtypes {
+	train := func(dtype string) {
 		for _, job := range []string{"sft", "grpo"} {
 			t.Run(job+"-"+dtype, func(t *testing.T) { f.checkTrain(t, job, dtype) })
 		}
 	}
+	train(f.dtypes[0])
 	t.Run("grpo-resume", f.checkResume)
 	t.Run("serve", f.checkServe)
+	for _, dtype := range f.dtypes[1:] {
+		train(dtype)
+	}
 	report(t, "total %.1fs", time.Since(start).Seconds())
 }
 
@@ -193,6 +199,8 @@ func (f *flow) checkServe(t *testing.T) {
 	}
 	ask := func(model string) (Answer, Answer) {
 		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
 		want, err := servers["cpu"].Chat(ctx, model, "hello there", 8)
 		if err != nil {
 			t.Fatalf("hone-serve --device cpu, model %s: %v", model, err)

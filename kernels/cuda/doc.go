@@ -30,7 +30,11 @@
 // m16n16k16, float accumulation; q, k, v, dout, P and dS rounded to
 // bfloat16 as they enter a product, softmax and lse in float32), which Ops
 // runs in the bf16 precision for head dims a multiple of 16 up to 128
-// (attnTC; other dims, decode and the f32 precision run attention.cu), with
+// (attnTC; other dims, decode and the f32 precision run attention.cu);
+// attention_decode.cu: a decode step of many sequences at once, each over
+// its own KV cache (AttentionDecodeBatch: an append kernel, then one
+// attention launch whose grid covers every sequence and KV head; the
+// caches reach it as a table of offsets, the op's int32 edge); with
 // helpers in common.cuh and attention.cuh. Ops launches them on device
 // buffers with a fixed geometry per op (its plan* functions). Their text is
 // tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one

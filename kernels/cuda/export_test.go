@@ -21,4 +21,7 @@ var (
 	PlanAttentionTC         = planAttentionTC
 	PlanAttentionBackwardTC = planAttentionBackwardTC
 	AttnTC                  = attnTC
+
+	PlanAttentionDecodeBatch = planAttentionDecodeBatch
+	DecodeTable              = decodeTable
 )

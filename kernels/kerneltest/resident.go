@@ -20,6 +20,9 @@ import (
 // offsets and targets ([]int32) are host edges and are not checked, nor
 // are RowMax and ExpShift, the host's row ops (see kernels.Backend).
 //
+// CopyToHost (kernels.HostCopier) checks that its source is the backend's
+// memory and its destination is not.
+//
 // Freeing checks too: FreeF32 and FreeBF16 panic on a slice that is not a
 // whole live allocation (a view, memory from elsewhere, a double free),
 // and Live counts what is still allocated, for leak checks.
@@ -42,6 +45,7 @@ func Resident(b kernels.Backend) *ResidentBackend { return &ResidentBackend{b: b
 
 var _ kernels.Backend = (*ResidentBackend)(nil)
 var _ kernels.Allocator = (*ResidentBackend)(nil)
+var _ kernels.HostCopier = (*ResidentBackend)(nil)
 
 // Name is the wrapped backend's name, marked.
 func (r *ResidentBackend) Name() string { return "resident(" + r.b.Name() + ")" }
@@ -511,4 +515,34 @@ func (r *ResidentBackend) Copy(dst, src []float32, n int) {
 func (r *ResidentBackend) Zero(x []float32, n int) {
 	r.f32("Zero", "x", x)
 	r.b.Zero(x, n)
+}
+
+// CopyToHost implements kernels.HostCopier as a device backend must be
+// used: it panics, naming the argument, unless src lies inside one live
+// allocation and dst shares no byte with any (dst is the host's memory);
+// then the wrapped backend copies (kernels.CopyToHost).
+func (r *ResidentBackend) CopyToHost(dst, src []float32, n int) {
+	kernels.NeedCopyToHost(dst, src, n)
+	r.f32("CopyToHost", "src", src)
+	if r.Overlaps(dst) {
+		panic(fmt.Sprintf("kerneltest.Resident: CopyToHost: argument dst (%d values at %p) is memory the backend allocated, not the host's", len(dst), unsafe.SliceData(dst)))
+	}
+	kernels.CopyToHost(r.b, dst, src, n)
+}
+
+// Overlaps reports whether any value of s lies in one of the live
+// allocations: a test's check that the host reads host memory (a step's
+// logits after CopyToHost) rather than the backend's.
+func (r *ResidentBackend) Overlaps(s []float32) bool {
+	if len(s) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(&s[0]))
+	hi := lo + uintptr(len(s))*4
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Spans are disjoint and sorted: only the last one starting before hi
+	// can reach lo.
+	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].lo >= hi }) - 1
+	return i >= 0 && r.spans[i].hi > lo
 }

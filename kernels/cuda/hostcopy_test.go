@@ -1,0 +1,80 @@
+package cuda_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// TestBackendCopyToHost: on the emulated device, CopyToHost moves a view
+// of an allocation into Go memory through cuMemcpyDtoH_v2 (a failure the
+// fake driver injects there panics naming the op and the driver's error,
+// so the copy is the driver's, not a host read), counts as an op in a
+// profile, and refuses a destination in the backend's memory however it
+// overlaps. kerneltest's CopyToHost group (conformanceGroups) checks the
+// values.
+func TestBackendCopyToHost(t *testing.T) {
+	b, drv, _ := emulatedBackend(t)
+	defer b.Close()
+	x, err := b.AllocF32(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeF32(x)
+	y, err := b.AllocF32(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeF32(y)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	b.Scale(x, x, 2, len(x)) // written on the device
+	b.StartProfile()
+	dst := make([]float32, 10)
+	b.CopyToHost(dst, x[7:], 9)
+	if want := []float32{14, 16, 18, 20, 22, 24, 26, 28, 30, 0}; !slices.Equal(dst, want) {
+		t.Errorf("CopyToHost of x[7:16] (2·index): %v, want %v", dst, want)
+	}
+	if p := b.StopProfile(); len(p) != 1 || p[0].Op != "CopyToHost" || p[0].Calls != 1 {
+		t.Errorf("profile %v, want one CopyToHost", p)
+	}
+	drv.FailNext("cuMemcpyDtoH_v2", 700) // CUDA_ERROR_ILLEGAL_ADDRESS
+	msg := catch(func() { b.CopyToHost(dst, x, 4) })
+	if !strings.Contains(msg, "kernels.CopyToHost") || !strings.Contains(msg, "cuMemcpyDtoH_v2") {
+		t.Errorf("a failed cuMemcpyDtoH_v2: panic %q, want it to name the op and the call", msg)
+	}
+	for _, c := range []struct {
+		name     string
+		dst, src []float32
+		says     string
+	}{
+		{"dst another allocation", y, x[:8], "kernels.CopyToHost: dst (8 values"},
+		{"dst the source's allocation", x[32:40], x[:8], "kernels.CopyToHost: dst (8 values"},
+		{"src Go memory", dst[:4], make([]float32, 4), "kernels.CopyToHost: src (4 values"},
+	} {
+		if msg := catch(func() { b.CopyToHost(c.dst, c.src, len(c.src)) }); !strings.Contains(msg, c.says) {
+			t.Errorf("%s: panic %q, want it to say %q", c.name, msg, c.says)
+		}
+	}
+	// The backend still works after the panics (its lock was released).
+	b.CopyToHost(dst, x, 2)
+	if dst[0] != 0 || dst[1] != 2 {
+		t.Errorf("after the refused copies: %v", dst[:2])
+	}
+	var _ kernels.HostCopier = b
+}
+
+// catch runs f and returns what it panicked with ("" for no panic).
+func catch(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	f()
+	return ""
+}

@@ -3,8 +3,9 @@ package kernels
 // HostCopier is implemented by a backend whose memory the host should not
 // read in place: kernels/cuda's buffers are CUDA managed memory, valid on
 // the host, but a host read migrates each page the device wrote to the host
-// by a page fault, and the next kernel to touch it faults it back (a decode
-// step's [32, 151936] logits cost about 10 ms so on an H200). CopyToHost
+// by a page fault, and the next kernel to touch it faults it back (issue
+// #28 put about 10 ms of an H200 decode step down to reading its
+// [32, 151936] logits so). CopyToHost
 // moves such a buffer in one bulk transfer instead (cuMemcpyDtoH). Host
 // backends (ref, cpu) do not implement it: their memory is the host's, and
 // the function CopyToHost copies it.

@@ -97,8 +97,9 @@
 // # Host reads
 //
 // A host read of managed memory the device wrote migrates it page by page
-// on faults, and the next kernel faults it back: on an H200 about 10 ms a
-// decode step for the [32, 151936] logits (issue #28). Backend.CopyToHost
+// on faults, and the next kernel faults it back (issue #28: on an H200 the
+// 0.5B decode at batch 32 spent about 10 ms a step on the host between ops,
+// put down to reading the [32, 151936] logits so). Backend.CopyToHost
 // (kernels.HostCopier) moves a buffer to host memory in one
 // cuMemcpyDtoH_v2 instead; train/model's Step brings its logits over so,
 // and TestCopyToHostOnHardware times the two ways.

@@ -153,9 +153,9 @@ type StepInput struct {
 // backend that copies to the host (kernels.HostCopier: a device backend)
 // they are Go memory, brought over from the backend's in one bulk copy (the
 // device's logits live in the step's pooled activation slab), since a host
-// read of a device backend's memory costs far more (kernels/cuda: a page
-// fault per page of managed memory, about 10 ms for 32 rows of a 152k
-// vocabulary); on any other backend they are the backend's memory (a host
+// read of a device backend's memory costs more (kernels/cuda: a page
+// fault per page of managed memory, and the next step's kernel faults it
+// back); on any other backend they are the backend's memory (a host
 // backend's is the host's). Either way free them with FreeLogits. The
 // tokens' positions continue from what the cache holds. On error every
 // sequence is truncated back to its old length.

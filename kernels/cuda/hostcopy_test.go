@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hone-rl/hone/kernels"
 )
@@ -77,4 +78,21 @@ func catch(f func()) (msg string) {
 	}()
 	f()
 	return ""
+}
+
+// TestTimeCopyToHostEmulated runs TestCopyToHostOnHardware's rounds on the
+// emulated device at a small size: both reads give the values the device
+// wrote, and every step is timed.
+func TestTimeCopyToHostEmulated(t *testing.T) {
+	b, _, _ := emulatedBackend(t)
+	defer b.Close()
+	read, bulk := timeCopyToHost(t, b, 3000, 2)
+	for i, ts := range [][]time.Duration{read[0], read[1], bulk[0], bulk[1]} {
+		if len(ts) != 2 {
+			t.Errorf("timing %d: %d rounds timed, want 2", i, len(ts))
+		}
+	}
+	if n, _ := b.Device().Live(); n > 1 {
+		t.Errorf("%d buffers live after the rounds, want the int32 scratch at most", n)
+	}
 }

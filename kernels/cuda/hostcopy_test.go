@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
 
 // TestBackendCopyToHost: on the emulated device, CopyToHost moves a view
@@ -94,5 +97,97 @@ func TestTimeCopyToHostEmulated(t *testing.T) {
 	}
 	if n, _ := b.Device().Live(); n > 1 {
 		t.Errorf("%d buffers live after the rounds, want the int32 scratch at most", n)
+	}
+}
+
+// TestMemAllocHostThroughLoader calls cuMemAllocHost_v2 and cuMemFreeHost
+// of the fake libcuda through the real loader (purego), with a
+// cuMemcpyDtoH_v2 from managed memory into the page-locked memory between
+// them; the fake counts the allocation as live until it is freed.
+func TestMemAllocHostThroughLoader(t *testing.T) {
+	libs := fakeLibs(t)
+	_, live := fakeHooks(t, libs.Driver)
+	drv, err := cuda.LoadDriver(libs.Driver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.Init(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := drv.PrimaryCtxRetain(0)
+	if err != nil || drv.CtxSetCurrent(ctx) != nil {
+		t.Fatal(err)
+	}
+	defer drv.PrimaryCtxRelease(0)
+	src, err := drv.MemAllocManaged(4 * 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.MemFree(src)
+	if err := drv.MemsetD32(src, 0x40000000, 6); err != nil { // 2.0
+		t.Fatal(err)
+	}
+	p, err := drv.MemAllocHost(4 * 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := live(); n != 2 {
+		t.Errorf("%d live allocations with the managed and the page-locked one, want 2", n)
+	}
+	host := unsafe.Slice((*float32)(p), 6)
+	if err := drv.MemcpyDtoH(f32bytes(host), src); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(host, []float32{2, 2, 2, 2, 2, 2}) {
+		t.Errorf("page-locked memory after cuMemcpyDtoH of 2.0: %v", host)
+	}
+	if err := drv.MemFreeHost(p); err != nil {
+		t.Fatal(err)
+	}
+	if n := live(); n != 1 {
+		t.Errorf("%d live allocations after cuMemFreeHost, want the managed one", n)
+	}
+	if _, err := drv.MemAllocHost(0); err == nil {
+		t.Error("cuMemAllocHost_v2 of 0 bytes: no error")
+	}
+}
+
+// TestFakeMemAllocHost: the Go fake's page-locked memory is real host
+// memory, counted apart from device memory, and freeing what it did not
+// hand out is CUDA_ERROR_INVALID_VALUE.
+func TestFakeMemAllocHost(t *testing.T) {
+	drv := cudafake.NewDriver(1, 0)
+	if err := drv.Init(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := drv.PrimaryCtxRetain(0)
+	if err != nil || drv.CtxSetCurrent(ctx) != nil {
+		t.Fatal(err)
+	}
+	defer drv.PrimaryCtxRelease(0)
+	if _, err := drv.MemAlloc(4); err != nil {
+		t.Fatal(err)
+	}
+	var p unsafe.Pointer
+	if p, err = drv.MemAllocHost(16); err != nil {
+		t.Fatal(err)
+	}
+	host := unsafe.Slice((*float32)(p), 4)
+	host[3] = 7 // writable host memory
+	if drv.LiveHost() != 1 {
+		t.Errorf("LiveHost %d, want 1", drv.LiveHost())
+	}
+	if n, _ := drv.Live(); n != 1 {
+		t.Errorf("%d device allocations, want the one (page-locked memory apart)", n)
+	}
+	var x float32
+	if err := drv.MemFreeHost(unsafe.Pointer(&x)); err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_INVALID_VALUE") {
+		t.Errorf("cuMemFreeHost of Go memory: %v", err)
+	}
+	if err := drv.MemFreeHost(p); err != nil {
+		t.Fatal(err)
+	}
+	if drv.LiveHost() != 0 {
+		t.Errorf("LiveHost %d after the free, want 0", drv.LiveHost())
 	}
 }

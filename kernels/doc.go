@@ -89,9 +89,10 @@
 // ids, positions, sequence offsets and targets ([]int32, which a device
 // backend copies in itself), loading and saving weights and adapters,
 // Forward's logprobs and entropies and Step's logits (read back: a
-// backend that is a HostCopier copies them to Go memory in one bulk
-// transfer, kernels/cuda with cuMemcpyDtoH where a host read of managed
-// memory would fault each page over; the sampler reads that copy),
+// backend that is a HostCopier copies them in one bulk transfer to host
+// memory of its own, kernels/cuda with cuMemcpyDtoH into page-locked
+// memory where a host read of managed memory would fault each page over;
+// the sampler reads that copy),
 // Backward's incoming gradients (copied into the pass's memory first), and
 // the sampler's rows: RowMax and ExpShift are the host's row ops and take
 // any slice.

@@ -66,6 +66,8 @@ type Backend struct {
 	allocs []allocation // live allocations of AllocF32/AllocBF16, by address
 	edges  *Buffer      // managed scratch for the int32 edges of one call
 	prof   opProfile    // per-op times while a profile runs (StartProfile)
+
+	pinned map[unsafe.Pointer]int // live AllocHostF32 allocations: address → values (hostcopy.go)
 }
 
 // allocation is one AllocF32 or AllocBF16: buf holds bytes bytes the caller
@@ -146,6 +148,7 @@ func (b *Backend) Close() error {
 		errs = append(errs, b.edges.Free())
 		b.edges = nil
 	}
+	errs = append(errs, b.freeHostAll())
 	errs = append(errs, b.ops.Unload(), b.d.Close())
 	return errors.Join(errs...)
 }

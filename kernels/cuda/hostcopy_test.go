@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/hone-rl/hone/kernels"
@@ -84,19 +83,24 @@ func catch(f func()) (msg string) {
 }
 
 // TestTimeCopyToHostEmulated runs TestCopyToHostOnHardware's rounds on the
-// emulated device at a small size: both reads give the values the device
-// wrote, and every step is timed.
+// emulated device at a small size: every way gives the values the device
+// wrote, every step is timed, and nothing is left allocated.
 func TestTimeCopyToHostEmulated(t *testing.T) {
 	b, _, _ := emulatedBackend(t)
 	defer b.Close()
-	read, bulk := timeCopyToHost(t, b, 3000, 2)
-	for i, ts := range [][]time.Duration{read[0], read[1], bulk[0], bulk[1]} {
-		if len(ts) != 2 {
-			t.Errorf("timing %d: %d rounds timed, want 2", i, len(ts))
+	ts := timeCopyToHost(t, b, 3000, 2)
+	for w := range ts {
+		for i, d := range ts[w] {
+			if len(d) != 2 {
+				t.Errorf("way %d timing %d: %d rounds timed, want 2", w, i, len(d))
+			}
 		}
 	}
 	if n, _ := b.Device().Live(); n > 1 {
 		t.Errorf("%d buffers live after the rounds, want the int32 scratch at most", n)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("Close after the rounds: %v", err)
 	}
 }
 
@@ -189,5 +193,60 @@ func TestFakeMemAllocHost(t *testing.T) {
 	}
 	if drv.LiveHost() != 0 {
 		t.Errorf("LiveHost %d after the free, want 0", drv.LiveHost())
+	}
+}
+
+// TestBackendAllocHost: AllocHostF32 hands out zeroed page-locked host
+// memory (cuMemAllocHost_v2) that CopyToHost fills and the ops refuse;
+// FreeHostF32 releases it (a view or Go memory panics); Close frees what
+// is left and says so.
+func TestBackendAllocHost(t *testing.T) {
+	b, drv, _ := emulatedBackend(t)
+	x, err := b.AllocF32(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range x {
+		x[i] = float32(i + 1)
+	}
+	h, err := b.AllocHostF32(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drv.LiveHost() != 1 || !slices.Equal(h, make([]float32, 6)) {
+		t.Fatalf("after AllocHostF32: %d page-locked allocations, values %v", drv.LiveHost(), h)
+	}
+	b.CopyToHost(h, x, 6)
+	if !slices.Equal(h, []float32{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("CopyToHost into page-locked memory: %v", h)
+	}
+	if msg := catch(func() { b.Scale(h, x, 2, 6) }); !strings.Contains(msg, "kernels.Scale: out") {
+		t.Errorf("page-locked memory as an op's operand: panic %q", msg)
+	}
+	for _, c := range []struct {
+		name string
+		s    []float32
+	}{{"a view", h[1:]}, {"Go memory", make([]float32, 6)}, {"device memory", x}} {
+		if msg := catch(func() { b.FreeHostF32(c.s) }); !strings.Contains(msg, "FreeHostF32") {
+			t.Errorf("FreeHostF32 of %s: panic %q", c.name, msg)
+		}
+	}
+	b.FreeHostF32(h)
+	b.FreeHostF32(nil)
+	if drv.LiveHost() != 0 {
+		t.Errorf("%d page-locked allocations after FreeHostF32", drv.LiveHost())
+	}
+	if _, err := b.AllocHostF32(3); err != nil {
+		t.Fatal(err)
+	}
+	b.FreeF32(x)
+	if err := b.Close(); err == nil || !strings.Contains(err.Error(), "1 host allocations (3 values) not freed") {
+		t.Errorf("Close with page-locked memory left: %v", err)
+	}
+	if drv.LiveHost() != 0 {
+		t.Errorf("%d page-locked allocations after Close", drv.LiveHost())
+	}
+	if _, err := b.AllocHostF32(3); err == nil {
+		t.Error("AllocHostF32 after Close: no error")
 	}
 }

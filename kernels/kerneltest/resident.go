@@ -21,7 +21,8 @@ import (
 // are RowMax and ExpShift, the host's row ops (see kernels.Backend).
 //
 // CopyToHost (kernels.HostCopier) checks that its source is the backend's
-// memory and its destination is not.
+// memory and its destination is not; AllocHostF32's host memory is Go
+// memory recorded apart, which the ops refuse as they refuse any Go memory.
 //
 // Freeing checks too: FreeF32 and FreeBF16 panic on a slice that is not a
 // whole live allocation (a view, memory from elsewhere, a double free),
@@ -30,7 +31,8 @@ type ResidentBackend struct {
 	b kernels.Backend
 
 	mu    sync.Mutex
-	spans []span // live allocations, sorted by address
+	spans []span            // live allocations, sorted by address
+	host  map[uintptr]*span // live AllocHostF32 allocations, by address
 }
 
 type span struct {
@@ -56,19 +58,24 @@ func (r *ResidentBackend) Close() error { return r.b.Close() }
 // Precision is the wrapped backend's (kernels.PrecisionOf).
 func (r *ResidentBackend) Precision() kernels.Precision { return kernels.PrecisionOf(r.b) }
 
-// Live returns the number of allocations not yet freed.
+// Live returns the number of allocations not yet freed, host memory of
+// AllocHostF32 included.
 func (r *ResidentBackend) Live() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.spans)
+	return len(r.spans) + len(r.host)
 }
 
-// LiveBytes returns the bytes of the allocations not yet freed.
+// LiveBytes returns the bytes of the allocations not yet freed, host
+// memory of AllocHostF32 included.
 func (r *ResidentBackend) LiveBytes() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var n int64
 	for _, s := range r.spans {
+		n += int64(s.hi - s.lo)
+	}
+	for _, s := range r.host {
 		n += int64(s.hi - s.lo)
 	}
 	return n
@@ -545,4 +552,38 @@ func (r *ResidentBackend) Overlaps(s []float32) bool {
 	// can reach lo.
 	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].lo >= hi }) - 1
 	return i >= 0 && r.spans[i].hi > lo
+}
+
+// AllocHostF32 implements kernels.HostCopier: Go memory, recorded (Live
+// counts it) but no operand of the ops.
+func (r *ResidentBackend) AllocHostF32(n int) ([]float32, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("kerneltest.Resident: AllocHostF32(%d)", n)
+	}
+	s := make([]float32, n)
+	if n > 0 {
+		lo := uintptr(unsafe.Pointer(&s[0]))
+		r.mu.Lock()
+		if r.host == nil {
+			r.host = map[uintptr]*span{}
+		}
+		r.host[lo] = &span{lo: lo, hi: lo + uintptr(n)*4, keep: s}
+		r.mu.Unlock()
+	}
+	return s, nil
+}
+
+// FreeHostF32 implements kernels.HostCopier; like FreeF32 it panics on a
+// slice that is not a whole live AllocHostF32 allocation.
+func (r *ResidentBackend) FreeHostF32(s []float32) {
+	if len(s) == 0 {
+		return
+	}
+	lo := uintptr(unsafe.Pointer(&s[0]))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h, ok := r.host[lo]; !ok || h.hi != lo+uintptr(len(s))*4 {
+		panic(fmt.Sprintf("kerneltest.Resident: FreeHostF32 of %d values at %#x: not a whole live AllocHostF32 allocation (a view, other memory, or freed twice)", len(s), lo))
+	}
+	delete(r.host, lo)
 }

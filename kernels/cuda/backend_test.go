@@ -103,7 +103,7 @@ func emulatedBackendIn(t *testing.T, p kernels.Precision) (*cuda.Backend, *cudaf
 // instead. A group kerneltest gains is not run until it is added here.
 // TestBackendOnHardware runs them all.
 var conformanceGroups = []string{"Matmul", "MatmulBatched", "Linear", "LinearBF16", "RMSNorm", "RoPE", "GeGLU",
-	"Attention", "AttentionWindow", "AttentionDecode", "Embedding", "CopyZero", "Rows", "BadArguments",
+	"Attention", "AttentionWindow", "AttentionDecode", "AttentionDecodeBatch", "Embedding", "CopyZero", "Rows", "BadArguments",
 	"CopyToHost"}
 
 // TestBackendConformance runs kerneltest's suite (conformanceGroups) on
@@ -450,10 +450,11 @@ func TestBackendFreeClose(t *testing.T) {
 }
 
 // TestBackendEdges: the int32 arguments are host slices (Go memory), copied
-// into one managed scratch buffer that grows when a call needs more and is
+// into one scratch buffer of device memory (cuMemAlloc, not managed) with
+// one cuMemcpyHtoD a call; the scratch grows when a call needs more and is
 // reused, not allocated per call.
 func TestBackendEdges(t *testing.T) {
-	b, _, _ := emulatedBackend(t)
+	b, drv, _ := emulatedBackend(t)
 	defer b.Close()
 	const C, V = 3, 5
 	table, err := b.AllocF32(V * C)
@@ -464,7 +465,7 @@ func TestBackendEdges(t *testing.T) {
 	for i := range table {
 		table[i] = float32(i)
 	}
-	for _, N := range []int{2, 3, 5000, 7} {
+	for call, N := range []int{2, 3, 5000, 7} {
 		ids := make([]int32, N) // Go memory
 		for i := range ids {
 			ids[i] = int32((i*3 + 1) % V)
@@ -473,7 +474,21 @@ func TestBackendEdges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		managed, dev, copies := drv.Calls("cuMemAllocManaged"), drv.Calls("cuMemAlloc_v2"), drv.Calls("cuMemcpyHtoD_v2")
 		b.EmbeddingForward(out, ids, table, N, C, V)
+		if n := drv.Calls("cuMemAllocManaged") - managed; n != 0 {
+			t.Errorf("N=%d: %d managed allocations for the ids, want none", N, n)
+		}
+		wantDev := 0
+		if call == 0 || N == 5000 { // the first call makes the scratch; 5000 values outgrow its 4096
+			wantDev = 1
+		}
+		if n := drv.Calls("cuMemAlloc_v2") - dev; n != wantDev {
+			t.Errorf("N=%d: %d device allocations for the ids, want %d", N, n, wantDev)
+		}
+		if n := drv.Calls("cuMemcpyHtoD_v2") - copies; n != 1 {
+			t.Errorf("N=%d: %d host-to-device copies, want one", N, n)
+		}
 		want := make([]float32, N*C)
 		ref.New().EmbeddingForward(want, ids, table, N, C, V)
 		if !slices.Equal(out, want) {

@@ -137,13 +137,32 @@ func TestGoldenCUDAOnHardware(t *testing.T) {
 	}
 }
 
-// TestStepCUDAEmulated decodes two sequences (a prompt, then two steps of
+// TestStepCUDAEmulated decodes through the KV cache on cuda.Backend on the
+// emulated device (checkStepMatchesFull: a prompt prefill, then a token a
+// step, three sequences a step, in one AttentionDecodeBatch a layer), on
+// Gemma 3's micro model: grouped-query heads, and a sliding layer whose
+// window (3) is shorter than the prompts and the sequences.
+func TestStepCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b := emulatedCUDABackend(t)
+	start := time.Now()
+	checkStepMatchesFull(t, b, "gemma3_text", "f32")
+	t.Logf("on %s: %v", b.Name(), time.Since(start).Round(time.Millisecond))
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStepCopiesLogitsCUDAEmulated decodes two sequences (a prompt, then two steps of
 // one token, StepInto reusing the logits) on cuda.Backend over the
 // emulated device: the logits match kernels/ref's, and each step brings
-// them to the host with one CopyToHost (kernels.HostCopier) into Go memory
-// that the next step reuses, while the device's logits stay in the pooled
-// slab (no allocation per step; FreeLogits frees nothing of the device's).
-func TestStepCUDAEmulated(t *testing.T) {
+// them to the host with one CopyToHost (kernels.HostCopier) into host
+// memory of the backend's (AllocHostF32) that the next step reuses, while
+// the device's logits stay in the pooled slab (no device allocation per
+// step).
+func TestStepCopiesLogitsCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}

@@ -55,7 +55,8 @@
 //     table), the activation slabs of passes (pooled; Pass.Release hands
 //     one back), the LoRA scratch (g [N, R] of the LoRA backward, carved
 //     from the pass's slab at the adapter's largest rank), Step's last rows
-//     (the same slab) and its logits, and ContiguousCache's keys and values
+//     and logits (the same slab, on a HostCopier; else an allocation of
+//     their own), and ContiguousCache's keys and values
 //     (grown with Copy). Model.Close, FreeLogits and ContiguousCache.Close
 //     and Truncate(seq, 0) give the memory back. Its hot path (Forward,
 //     Backward, Step) touches activations, gradients, weights and the KV
@@ -79,7 +80,7 @@
 //     the backend under test, and kerneltest.Resident is a checking
 //     backend (an Allocator over Go memory) whose ops panic, naming the op
 //     and the argument, on a float32 or bfloat16 buffer outside its live
-//     allocations. The model's tests (every family's PyTorch goldens
+//     allocations (and CopyToHost on a destination inside one). The model's tests (every family's PyTorch goldens
 //     included), a LoRA training step with the optimizer (train/trainer)
 //     and continuous-batching decode with the KV cache (serve/engine) run
 //     behind it and end with no allocation live.
@@ -87,7 +88,11 @@
 // The edges stay host memory and are read or written by the host: token
 // ids, positions, sequence offsets and targets ([]int32, which a device
 // backend copies in itself), loading and saving weights and adapters,
-// Forward's logprobs and entropies and Step's logits (read back),
+// Forward's logprobs and entropies and Step's logits (read back: a
+// backend that is a HostCopier copies them in one bulk transfer to host
+// memory of its own, kernels/cuda with cuMemcpyDtoH into page-locked
+// memory where a host read of managed memory would fault each page over;
+// the sampler reads that copy),
 // Backward's incoming gradients (copied into the pass's memory first), and
 // the sampler's rows: RowMax and ExpShift are the host's row ops and take
 // any slice.

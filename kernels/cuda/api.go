@@ -85,6 +85,12 @@ type Driver interface {
 	// LaunchKernel is cuLaunchKernel on the default stream; params[i] points
 	// at the value of the kernel's i-th parameter.
 	LaunchKernel(f Function, grid, block Dim3, sharedBytes int, params []unsafe.Pointer) error
+	// MemAllocHost is cuMemAllocHost_v2: page-locked host memory, which
+	// cuMemcpyDtoH fills by DMA at the link's rate (pageable memory it
+	// fills through the driver's staging buffers).
+	MemAllocHost(bytes int) (unsafe.Pointer, error)
+	// MemFreeHost is cuMemFreeHost.
+	MemFreeHost(p unsafe.Pointer) error
 }
 
 // Op is cublasOperation_t.

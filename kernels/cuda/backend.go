@@ -71,6 +71,8 @@ type Backend struct {
 	// edgeTaken: the op onDevice runs has taken the scratch (edge)
 	edgeTaken bool
 	prof      opProfile // per-op times while a profile runs (StartProfile)
+
+	pinned map[unsafe.Pointer]int // live AllocHostF32 allocations: address → values (hostcopy.go)
 }
 
 // allocation is one AllocF32 or AllocBF16: buf holds bytes bytes the caller
@@ -151,6 +153,7 @@ func (b *Backend) Close() error {
 		errs = append(errs, b.edges.Free())
 		b.edges = nil
 	}
+	errs = append(errs, b.freeHostAll())
 	errs = append(errs, b.ops.Unload(), b.d.Close())
 	return errors.Join(errs...)
 }

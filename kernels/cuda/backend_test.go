@@ -103,7 +103,8 @@ func emulatedBackendIn(t *testing.T, p kernels.Precision) (*cuda.Backend, *cudaf
 // instead. A group kerneltest gains is not run until it is added here.
 // TestBackendOnHardware runs them all.
 var conformanceGroups = []string{"Matmul", "MatmulBatched", "Linear", "LinearBF16", "RMSNorm", "RoPE", "GeGLU",
-	"Attention", "AttentionWindow", "AttentionDecode", "AttentionDecodeBatch", "Embedding", "CopyZero", "Rows", "BadArguments"}
+	"Attention", "AttentionWindow", "AttentionDecode", "AttentionDecodeBatch", "Embedding", "CopyZero", "Rows", "BadArguments",
+	"CopyToHost"}
 
 // TestBackendConformance runs kerneltest's suite (conformanceGroups) on
 // cuda.Backend over the emulated device: the kernels run the .cu sources

@@ -103,4 +103,17 @@
 // A CUDA context is current per OS thread. Device locks the calling
 // goroutine to its thread and makes the device's context current around
 // every call into the libraries, and serialises calls with a mutex.
+//
+// # Host reads
+//
+// A host read of managed memory the device wrote migrates it page by page
+// on faults, and the next kernel faults it back (issue #28: on an H200 the
+// 0.5B decode at batch 32 spent about 10 ms a step on the host between ops,
+// put down to reading the [32, 151936] logits so). Backend.CopyToHost
+// (kernels.HostCopier) moves a buffer to host memory in one
+// cuMemcpyDtoH_v2 instead, by DMA when the destination is page-locked
+// memory from Backend.AllocHostF32 (cuMemAllocHost_v2); train/model's Step
+// brings its logits over so, into page-locked memory it reuses step after
+// step, and TestCopyToHostOnHardware times a host read against copies into
+// Go memory and into page-locked memory.
 package cuda

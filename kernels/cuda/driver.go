@@ -30,6 +30,8 @@ type driverLib struct {
 	launchKernel      func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params, extra unsafe.Pointer) int32
 	getErrorName      func(r int32, s *unsafe.Pointer) int32
 	getErrorString    func(r int32, s *unsafe.Pointer) int32
+	memAllocHost      func(p *unsafe.Pointer, n uint64) int32
+	memFreeHost       func(p unsafe.Pointer) int32
 }
 
 func (d *driverLib) symbols() []symbol {
@@ -56,6 +58,8 @@ func (d *driverLib) symbols() []symbol {
 		{name: "cuLaunchKernel", fptr: &d.launchKernel},
 		{name: "cuGetErrorName", fptr: &d.getErrorName},
 		{name: "cuGetErrorString", fptr: &d.getErrorString},
+		{name: "cuMemAllocHost_v2", fptr: &d.memAllocHost},
+		{name: "cuMemFreeHost", fptr: &d.memFreeHost},
 	}
 }
 
@@ -243,4 +247,17 @@ func (d *driverLib) LaunchKernel(f Function, grid, block Dim3, sharedBytes int, 
 		pp = unsafe.Pointer(&params[0])
 	}
 	return d.check("cuLaunchKernel", d.launchKernel(uintptr(f), u[0], u[1], u[2], u[3], u[4], u[5], u[6], 0, pp, nil))
+}
+
+func (d *driverLib) MemAllocHost(bytes int) (unsafe.Pointer, error) {
+	if bytes <= 0 {
+		return nil, fmt.Errorf("cuMemAllocHost_v2: %d bytes: want a positive size", bytes)
+	}
+	var p unsafe.Pointer
+	err := d.check("cuMemAllocHost_v2", d.memAllocHost(&p, uint64(bytes)))
+	return p, err
+}
+
+func (d *driverLib) MemFreeHost(p unsafe.Pointer) error {
+	return d.check("cuMemFreeHost", d.memFreeHost(p))
 }

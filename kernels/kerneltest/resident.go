@@ -20,6 +20,10 @@ import (
 // offsets and targets ([]int32) are host edges and are not checked, nor
 // are RowMax and ExpShift, the host's row ops (see kernels.Backend).
 //
+// CopyToHost (kernels.HostCopier) checks that its source is the backend's
+// memory and its destination is not; AllocHostF32's host memory is Go
+// memory recorded apart, which the ops refuse as they refuse any Go memory.
+//
 // Freeing checks too: FreeF32 and FreeBF16 panic on a slice that is not a
 // whole live allocation (a view, memory from elsewhere, a double free),
 // and Live counts what is still allocated, for leak checks.
@@ -27,7 +31,8 @@ type ResidentBackend struct {
 	b kernels.Backend
 
 	mu    sync.Mutex
-	spans []span // live allocations, sorted by address
+	spans []span            // live allocations, sorted by address
+	host  map[uintptr]*span // live AllocHostF32 allocations, by address
 }
 
 type span struct {
@@ -42,6 +47,7 @@ func Resident(b kernels.Backend) *ResidentBackend { return &ResidentBackend{b: b
 
 var _ kernels.Backend = (*ResidentBackend)(nil)
 var _ kernels.Allocator = (*ResidentBackend)(nil)
+var _ kernels.HostCopier = (*ResidentBackend)(nil)
 
 // Name is the wrapped backend's name, marked.
 func (r *ResidentBackend) Name() string { return "resident(" + r.b.Name() + ")" }
@@ -52,19 +58,24 @@ func (r *ResidentBackend) Close() error { return r.b.Close() }
 // Precision is the wrapped backend's (kernels.PrecisionOf).
 func (r *ResidentBackend) Precision() kernels.Precision { return kernels.PrecisionOf(r.b) }
 
-// Live returns the number of allocations not yet freed.
+// Live returns the number of allocations not yet freed, host memory of
+// AllocHostF32 included.
 func (r *ResidentBackend) Live() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.spans)
+	return len(r.spans) + len(r.host)
 }
 
-// LiveBytes returns the bytes of the allocations not yet freed.
+// LiveBytes returns the bytes of the allocations not yet freed, host
+// memory of AllocHostF32 included.
 func (r *ResidentBackend) LiveBytes() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var n int64
 	for _, s := range r.spans {
+		n += int64(s.hi - s.lo)
+	}
+	for _, s := range r.host {
 		n += int64(s.hi - s.lo)
 	}
 	return n
@@ -528,4 +539,68 @@ func (r *ResidentBackend) Copy(dst, src []float32, n int) {
 func (r *ResidentBackend) Zero(x []float32, n int) {
 	r.f32("Zero", "x", x)
 	r.b.Zero(x, n)
+}
+
+// CopyToHost implements kernels.HostCopier as a device backend must be
+// used: it panics, naming the argument, unless src lies inside one live
+// allocation and dst shares no byte with any (dst is the host's memory);
+// then the wrapped backend copies (kernels.CopyToHost).
+func (r *ResidentBackend) CopyToHost(dst, src []float32, n int) {
+	kernels.NeedCopyToHost(dst, src, n)
+	r.f32("CopyToHost", "src", src)
+	if r.Overlaps(dst) {
+		panic(fmt.Sprintf("kerneltest.Resident: CopyToHost: argument dst (%d values at %p) is memory the backend allocated, not the host's", len(dst), unsafe.SliceData(dst)))
+	}
+	kernels.CopyToHost(r.b, dst, src, n)
+}
+
+// Overlaps reports whether any value of s lies in one of the live
+// allocations: a test's check that the host reads host memory (a step's
+// logits after CopyToHost) rather than the backend's.
+func (r *ResidentBackend) Overlaps(s []float32) bool {
+	if len(s) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(&s[0]))
+	hi := lo + uintptr(len(s))*4
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Spans are disjoint and sorted: only the last one starting before hi
+	// can reach lo.
+	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].lo >= hi }) - 1
+	return i >= 0 && r.spans[i].hi > lo
+}
+
+// AllocHostF32 implements kernels.HostCopier: Go memory, recorded (Live
+// counts it) but no operand of the ops.
+func (r *ResidentBackend) AllocHostF32(n int) ([]float32, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("kerneltest.Resident: AllocHostF32(%d)", n)
+	}
+	s := make([]float32, n)
+	if n > 0 {
+		lo := uintptr(unsafe.Pointer(&s[0]))
+		r.mu.Lock()
+		if r.host == nil {
+			r.host = map[uintptr]*span{}
+		}
+		r.host[lo] = &span{lo: lo, hi: lo + uintptr(n)*4, keep: s}
+		r.mu.Unlock()
+	}
+	return s, nil
+}
+
+// FreeHostF32 implements kernels.HostCopier; like FreeF32 it panics on a
+// slice that is not a whole live AllocHostF32 allocation.
+func (r *ResidentBackend) FreeHostF32(s []float32) {
+	if len(s) == 0 {
+		return
+	}
+	lo := uintptr(unsafe.Pointer(&s[0]))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h, ok := r.host[lo]; !ok || h.hi != lo+uintptr(len(s))*4 {
+		panic(fmt.Sprintf("kerneltest.Resident: FreeHostF32 of %d values at %#x: not a whole live AllocHostF32 allocation (a view, other memory, or freed twice)", len(s), lo))
+	}
+	delete(r.host, lo)
 }

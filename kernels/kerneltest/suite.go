@@ -87,6 +87,7 @@ func (s suite) groups() []group {
 		{"CopyZero", s.copyZero},
 		{"Rows", s.rows},
 		{"BadArguments", s.badArguments},
+		{"CopyToHost", s.copyToHost},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hone-rl/hone/format/tokenizer"
@@ -20,7 +21,9 @@ import (
 // backend's rule), gives the reference backend's tokens and logprobs; and
 // once the engine is shut down and the model, the adapter and the logits
 // are freed, the backend holds nothing: the KV cache (live and kept rows)
-// gave all of its memory back.
+// gave all of its memory back. The sampler reads the logits from host
+// memory (Step's copy, kernels.HostCopier), never the backend's in place
+// (a device backend's managed memory would migrate page by page).
 func TestDecodeResident(t *testing.T) {
 	dir := filepath.Join("..", "testdata", "tiny")
 	tok, err := tokenizer.Load(dir)
@@ -83,12 +86,42 @@ func TestDecodeResident(t *testing.T) {
 		return out
 	}
 	want := run(ref.New())
-	res := kerneltest.Resident(ref.New())
+	res := &hostRows{ResidentBackend: kerneltest.Resident(ref.New())}
 	got := run(res)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("behind Resident the engine generated\n%v\nthe reference backend\n%v", got, want)
 	}
+	if res.rows.Load() == 0 {
+		t.Error("the sampler's row ops never ran")
+	}
+	if n := res.inPlace.Load(); n > 0 {
+		t.Errorf("%d of the sampler's %d row ops read the backend's memory in place, not a host copy of the logits", n, res.rows.Load())
+	}
 	if n := res.Live(); n != 0 {
 		t.Errorf("%d allocations (%d bytes) live after Shutdown, Close and Free, want 0", n, res.LiveBytes())
+	}
+}
+
+// hostRows is kerneltest.Resident counting the sampler's row ops (RowMax,
+// ExpShift) and those of them given memory the backend allocated.
+type hostRows struct {
+	*kerneltest.ResidentBackend
+	rows, inPlace atomic.Int64
+}
+
+func (h *hostRows) RowMax(x []float32) float32 {
+	h.count(x, nil)
+	return h.ResidentBackend.RowMax(x)
+}
+
+func (h *hostRows) ExpShift(dst, x []float32, mu, scale float32) float64 {
+	h.count(x, dst)
+	return h.ResidentBackend.ExpShift(dst, x, mu, scale)
+}
+
+func (h *hostRows) count(x, dst []float32) {
+	h.rows.Add(1)
+	if h.Overlaps(x) || h.Overlaps(dst) {
+		h.inPlace.Add(1)
 	}
 }

@@ -149,10 +149,17 @@ type StepInput struct {
 
 // Step runs new tokens of several sequences against the cache, all with the
 // same adapter (nil: base model), and returns the logits of each sequence's
-// last new token, [len(in), V], in the backend's memory (free them with
-// FreeLogits; reading them on the host is fine). The tokens' positions
-// continue from what the cache holds. On error every sequence is truncated
-// back to its old length.
+// last new token, [len(in), V], for the host to read (a sampler): on a
+// backend that copies to the host (kernels.HostCopier: a device backend)
+// they are host memory of the backend's (AllocHostF32: page-locked on
+// kernels/cuda), brought over in one bulk copy (the device's logits live
+// in the step's pooled activation slab), since a host read of a device
+// backend's memory costs more (kernels/cuda: a page fault per page of
+// managed memory, and the next step's kernel faults it back); on any other
+// backend they are the backend's memory (a host backend's is the host's).
+// Either way free them with FreeLogits. The
+// tokens' positions continue from what the cache holds. On error every
+// sequence is truncated back to its old length.
 func (m *Model) Step(ctx context.Context, cache Cache, in []StepInput, ad *Adapter) ([]float32, error) {
 	return m.StepInto(ctx, cache, in, ad, nil)
 }
@@ -160,7 +167,8 @@ func (m *Model) Step(ctx context.Context, cache Cache, in []StepInput, ad *Adapt
 // StepInto is Step writing the logits into dst when it has the capacity
 // (len(in)·V) and into a new allocation otherwise, freeing dst (which must
 // then be nil or logits a Step or StepInto of this model returned); it
-// returns the logits. A
+// returns the logits (on a kernels.HostCopier, dst and the logits are its
+// host memory, and the device's logits reuse the pooled slab). A
 // decode loop passes back what the previous step returned: the logits are
 // the biggest thing a step writes (19 MB for 32 sequences of a 152k
 // vocabulary), and a fresh slice each step costs page faults on memory the
@@ -211,12 +219,18 @@ func (m *Model) StepInto(ctx context.Context, cache Cache, in []StepInput, ad *A
 		grown = i + 1
 	}
 	C, V, S := m.Config.Hidden, m.Config.Vocab, len(in)
-	xf, last, slab, err := m.hidden(ctx, ids, g, ad, S*C) // last [S, C]
+	host, copies := m.be.(kernels.HostCopier)
+	extra := S * C
+	if copies {
+		extra += S * V // the device's logits, copied to the host below
+	}
+	xf, ext, slab, err := m.hidden(ctx, ids, g, ad, extra)
 	if err != nil {
 		rollback()
 		return nil, err
 	}
 	defer m.slabs.put(slab)
+	last := ext[:S*C] // [S, C]
 	// Each sequence's last hidden row, gathered as an embedding lookup with
 	// the rows of xf as the table.
 	rows := make([]int32, S)
@@ -224,6 +238,23 @@ func (m *Model) StepInto(ctx context.Context, cache Cache, in []StepInput, ad *A
 		rows[i] = g.seqOff[i+1] - 1
 	}
 	m.be.EmbeddingForward(last, rows, xf, S, C, g.N)
+	if copies {
+		logits := ext[S*C:]
+		m.Head.linear(m.be, logits, last, nil, S, C, V)
+		out := dst[:0]
+		if cap(out) < S*V {
+			if out, err = host.AllocHostF32(S * V); err != nil {
+				rollback()
+				return nil, fmt.Errorf("model: allocating host logits on %s: %w", m.be.Name(), err)
+			}
+			if dst != nil {
+				m.FreeLogits(dst)
+			}
+		}
+		out = out[:S*V]
+		host.CopyToHost(out, logits, S*V)
+		return out, nil
+	}
 	out := dst[:0]
 	if cap(out) < S*V {
 		if out, err = kernels.AllocF32(m.be, S*V); err != nil {
@@ -239,9 +270,16 @@ func (m *Model) StepInto(ctx context.Context, cache Cache, in []StepInput, ad *A
 	return out, nil
 }
 
-// FreeLogits frees logits that Step or StepInto returned, when the backend
-// allocated them (kernels.Allocator); on a host backend it does nothing.
+// FreeLogits frees logits that Step or StepInto returned: the host memory
+// of a kernels.HostCopier (FreeHostF32), the memory of a kernels.Allocator
+// (FreeF32); on a host backend it does nothing.
 func (m *Model) FreeLogits(logits []float32) {
+	if h, copies := m.be.(kernels.HostCopier); copies {
+		if cap(logits) > 0 {
+			h.FreeHostF32(logits[:cap(logits)])
+		}
+		return
+	}
 	if cap(logits) > 0 {
 		kernels.FreeF32(m.be, logits[:cap(logits)])
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+	"github.com/hone-rl/hone/kernels/ref"
 )
 
 // The model on cuda.Backend (issue #28). Without a GPU it runs on the
@@ -214,5 +216,74 @@ func TestStepCUDAEmulated(t *testing.T) {
 	t.Logf("on %s: %v", b.Name(), time.Since(start).Round(time.Millisecond))
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStepCopiesLogitsCUDAEmulated decodes two sequences (a prompt, then two steps of
+// one token, StepInto reusing the logits) on cuda.Backend over the
+// emulated device: the logits match kernels/ref's, and each step brings
+// them to the host with one CopyToHost (kernels.HostCopier) into host
+// memory of the backend's (AllocHostF32) that the next step reuses, while
+// the device's logits stay in the pooled slab (no device allocation per
+// step).
+func TestStepCopiesLogitsCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	ctx := context.Background()
+	b := emulatedCUDABackend(t)
+	defer b.Close()
+	steps := func(be kernels.Backend, profile func(step int)) [][]float32 {
+		m := newMicro(t, "qwen2", be, 11)
+		defer m.Close()
+		cache := NewContiguousCache(&m.Config, be)
+		defer cache.Close()
+		var out [][]float32
+		var logits []float32
+		for i, in := range [][]StepInput{
+			{{Seq: 1, IDs: []int32{5, 9, 2}}, {Seq: 2, IDs: []int32{7}}},
+			{{Seq: 1, IDs: []int32{3}}, {Seq: 2, IDs: []int32{4}}},
+			{{Seq: 1, IDs: []int32{8}}, {Seq: 2, IDs: []int32{1}}},
+		} {
+			prev := logits
+			var err error
+			if logits, err = m.StepInto(ctx, cache, in, nil, logits); err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 && &logits[0] != &prev[0] {
+				t.Errorf("step %d: StepInto did not reuse the logits it returned before", i)
+			}
+			out = append(out, slices.Clone(logits))
+			profile(i)
+		}
+		m.FreeLogits(logits)
+		return out
+	}
+	want := steps(ref.New(), func(int) {})
+	live := -1
+	got := steps(b, func(step int) {
+		if step > 0 {
+			copies := 0
+			for _, o := range b.StopProfile() {
+				if o.Op == "CopyToHost" {
+					copies = o.Calls
+				}
+			}
+			if copies != 1 {
+				t.Errorf("step %d: %d CopyToHost calls, want 1", step, copies)
+			}
+		}
+		n, _ := b.Device().Live()
+		if step > 0 && n != live {
+			t.Errorf("step %d: %d device buffers live, %d after the step before: a step allocated", step, n, live)
+		}
+		live = n
+		b.StartProfile()
+	})
+	b.StopProfile()
+	for i := range want {
+		if d := maxRelDiff(got[i], want[i]); d > 1e-4 {
+			t.Errorf("step %d: logits on cuda.Backend differ from ref's by %.3g", i, d)
+		}
 	}
 }

@@ -522,7 +522,8 @@ func (m *Model) Logits(ctx context.Context, b *Batch, ad *Adapter) ([]float32, e
 	}
 	m.Head.linear(m.be, out, xf, nil, g.N, m.Config.Hidden, m.Config.Vocab)
 	if _, device := m.be.(kernels.Allocator); device {
-		host := append([]float32(nil), out...) // read back: an edge
+		host := make([]float32, len(out)) // read back: an edge
+		kernels.CopyToHost(m.be, host, out, len(out))
 		kernels.FreeF32(m.be, out)
 		out = host
 	}

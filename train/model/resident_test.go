@@ -9,8 +9,9 @@ import (
 
 // Everything the model allocates through a backend that owns its memory
 // goes back to it: weights (float32, then bfloat16 after ToBF16), passes'
-// activation slabs, Step's logits, the KV cache, the adapter and what
-// Merge uses on the way. After Close, Free and the cache's Close the
+// activation slabs (Step's device logits among them), the KV cache, the
+// adapter and what Merge uses on the way; Step hands the host its logits
+// in Go memory (the checking backend is a kernels.HostCopier). After Close, Free and the cache's Close the
 // checking backend holds nothing.
 func TestResidentFreesEverything(t *testing.T) {
 	ctx := context.Background()
@@ -40,6 +41,9 @@ func TestResidentFreesEverything(t *testing.T) {
 				var err error
 				if logits, err = m.StepInto(ctx, cache, []StepInput{{Seq: 1, IDs: ids}, {Seq: 2, IDs: ids[:1]}}, ad, logits); err != nil {
 					t.Fatal(err)
+				}
+				if be.Overlaps(logits) {
+					t.Fatal("Step's logits are the backend's memory: on a device the host would read them in place")
 				}
 			}
 			m.FreeLogits(logits)

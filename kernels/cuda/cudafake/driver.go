@@ -90,6 +90,7 @@ type Driver struct {
 	calls     map[string]int         // entry point → calls so far (Calls)
 	mapped    map[cuda.DevPtr][]byte // allocations in real host memory (emulate.go), by address
 	emu       *Emulator              // runs launches, when set (NewEmulatedDriver)
+	pinned    map[uintptr][]byte     // page-locked host memory (hostmem.go), by address
 }
 
 // NewDriver returns a fake driver with the given number of devices

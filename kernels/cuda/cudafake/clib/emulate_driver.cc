@@ -264,4 +264,29 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
 	return 1;
 }
 
+// Page-locked host memory is host memory (aligned_alloc, 0xff bytes as
+// device memory), kept apart from the device's allocations.
+static std::map<uintptr_t, size_t> hostAllocs;
+
+CUresult cuMemAllocHost_v2(void **p, size_t n) {
+	if (n == 0) return 1;
+	size_t rounded = (n + 255) / 256 * 256;
+	void *q = aligned_alloc(256, rounded);
+	if (!q) return 2;
+	memset(q, 0xff, rounded);
+	std::lock_guard<std::mutex> lk(driverMu);
+	hostAllocs[uintptr_t(q)] = n;
+	*p = q;
+	return 0;
+}
+
+CUresult cuMemFreeHost(void *p) {
+	std::lock_guard<std::mutex> lk(driverMu);
+	auto it = hostAllocs.find(uintptr_t(p));
+	if (it == hostAllocs.end()) return 1;
+	hostAllocs.erase(it);
+	free(p);
+	return 0;
+}
+
 }  // extern "C"

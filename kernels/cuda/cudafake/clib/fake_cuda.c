@@ -175,3 +175,20 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
 	*s = errs[i].text;
 	return 0;
 }
+
+/* Page-locked host memory is host memory from malloc, counted as live. */
+CUresult cuMemAllocHost_v2(void **p, size_t n) {
+	if (n == 0) return 1;
+	void *q = malloc(n);
+	if (!q) return 2;
+	*p = q;
+	live++;
+	return 0;
+}
+
+CUresult cuMemFreeHost(void *p) {
+	if (!p) return 1;
+	free(p);
+	live--;
+	return 0;
+}

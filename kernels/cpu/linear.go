@@ -311,20 +311,21 @@ func (b *Backend) bgemmRun(tB bool, m, n, k int, a []float32, lda int, w []uint1
 		panels := (n + bprepackPanel - 1) / bprepackPanel
 		b.parallel(panels, k*bprepackPanel, func(lo, hi int) { bprepackPanels(pre, w, ldb, tB, n, k, lo, hi) })
 		b.sgemmParts(b.splitB16, false, false, m, n, k, lda, 0, beta, c, ldc, func(m, n, ao, _, co int) {
-			bgemmPre(b.bnative, m, n, k, a[ao:], lda, pre, beta, c[co:], ldc)
+			bgemmPre(b.bkind, m, n, k, a[ao:], lda, pre, beta, c[co:], ldc)
 		})
 		return
 	}
 	if split, _ := b.gemmSplit(b.splitB16, m, n, k); split {
 		// Split by columns, every part would round all of a: the workers
 		// round it once instead, a range of rows each.
-		ld16 := (k + 1) &^ 1
-		ap := b.buf((m*ld16 + 1) / 2) // a's rows in bfloat16, two to a float32
+		ld16, rows := bf16A16Layout(b.bkind, m, k)
+		ap := b.buf((rows*ld16 + 1) / 2) // a's rows in bfloat16, two to a float32
 		defer b.release(ap)
-		a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*ap))), m*ld16)
+		a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*ap))), rows*ld16)
+		clear(a16[m*ld16:]) // the padding rows (AMX)
 		b.parallel(m, k, func(lo, hi int) { bf16RoundRowsPad(a16[lo*ld16:], ld16, a[lo*lda:], lda, hi-lo, k) })
 		b.sgemmParts(b.splitB16, false, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, _, bo, co int) {
-			bgemmA16(b.bnative, tB, m, n, k, a16, ld16, w[bo:], ldb, beta, c[co:], ldc)
+			bgemmA16(b.bkind, tB, m, n, k, a16, ld16, w[bo:], ldb, beta, c[co:], ldc)
 		})
 		return
 	}

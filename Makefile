@@ -131,3 +131,23 @@ gpu-check:
 	env -u HONE_CUDA_TEST $(GPU_CHECK)/cuda.test -test.run OnHardware -test.v | grep -- '--- SKIP'
 	cd $(GPU_CHECK)/train/model && env -u HONE_CUDA_TEST ../../model.test -test.run GoldenCUDAOnHardware -test.v | grep -- '--- SKIP: TestGoldenCUDAOnHardware'
 	@echo "built $(GPU_CHECK): $$(ls $(GPU_CHECK) | tr '\n' ' ')"
+
+# The bf16 compute mode's CPU check (issue #23): cgo builds of cpu.test,
+# gemmbench and modelbench, Debian's OpenBLAS and the libraries it needs,
+# and kernels/cpu/testdata/bf16check/run.sh, into bin/cpu-bf16-check/. Copy
+# it to a machine with AVX512-BF16 / AMX and run `bash run.sh`.
+BF16_CHECK := $(BIN)/cpu-bf16-check
+.PHONY: cpu-bf16-check
+cpu-bf16-check:
+	rm -rf $(BF16_CHECK) && mkdir -p $(BF16_CHECK)/lib
+	CGO_ENABLED=1 $(GO) test -c -ldflags=-s -o $(BF16_CHECK)/cpu.test ./kernels/cpu
+	CGO_ENABLED=1 $(GO) build -ldflags=-s -o $(BF16_CHECK)/gemmbench ./internal/bench/gemmbench
+	CGO_ENABLED=1 $(GO) build -ldflags=-s -o $(BF16_CHECK)/modelbench ./train/internal/modelbench
+	for l in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do \
+	  p=$$(ldd $(BF16_CHECK)/cpu.test | awk -v l=$$l '$$1 == l { print $$3 }'); \
+	  test -n "$$p" && cp -L "$$p" $(BF16_CHECK)/lib/$$l || exit 1; done
+	install -m 755 kernels/cpu/testdata/bf16check/run.sh $(BF16_CHECK)/run.sh
+	bash -n $(BF16_CHECK)/run.sh
+	$(BF16_CHECK)/cpu.test -test.run 'PickBF16|BF16AMXDetect' >/dev/null
+	@echo "$$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')" > $(BF16_CHECK)/COMMIT
+	@echo "built $(BF16_CHECK): $$(ls $(BF16_CHECK) | tr '\n' ' ')"

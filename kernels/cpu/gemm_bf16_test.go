@@ -364,3 +364,74 @@ func TestPickBF16(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBF16GEMM times one call of each GEMM on one core, on the 0.5B MLP
+// shape x[T,896]·W[4864,896]ᵀ (forward: tB, k = 896) and dx[T,896] +=
+// dout[T,4864]·W (backward: !tB, k = 4864), W bfloat16: the AMX and
+// AVX512-BF16 micro-kernels (skipped, saying so, where the CPU lacks them),
+// and float32 compute as the f32 mode runs it — the built-in AVX-512 GEMM
+// widening W as it packs (AVX-512F CPUs), and OpenBLAS on a float32 copy of
+// W (set OPENBLAS_NUM_THREADS=1 for one core). Each reports GFLOP/s.
+//
+//	go test ./kernels/cpu -run - -bench BF16GEMM -benchtime 3x
+func BenchmarkBF16GEMM(b *testing.B) {
+	const C, I = 896, 4864
+	r := rand.New(rand.NewPCG(3, 4))
+	w := make([]uint16, I*C)
+	w32 := make([]float32, I*C)
+	for i := range w {
+		w[i] = kernels.BF16(float32(r.NormFloat64()) * 0.05)
+		w32[i] = kernels.F32(w[i])
+	}
+	g32, g16 := avx512GEMM()
+	blas := openblasGEMM()
+	for _, T := range []int{256, 2048} {
+		x := make([]float32, T*I)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		c := make([]float32, T*I)
+		for _, fwd := range []bool{true, false} {
+			m, n, k := T, I, C // forward: c [T, 4864] = x [T, 896]·Wᵀ
+			dir := "forward"
+			if !fwd {
+				n, k, dir = C, I, "backward" // c [T, 896] += x [T, 4864]·W
+			}
+			beta := float32(0)
+			if !fwd {
+				beta = 1
+			}
+			for _, kern := range []string{"amx", "avx512bf16", "f32-avx512", "f32-openblas"} {
+				b.Run(fmt.Sprintf("T=%d/%s/%s", T, dir, kern), func(b *testing.B) {
+					var call func()
+					switch kern {
+					case "amx", "avx512bf16":
+						kind := bf16AMX
+						if kern == "avx512bf16" {
+							kind = bf16Native
+						}
+						needBF16Kind(b, kind)
+						g := bf16GEMM(kind)
+						call = func() { g(fwd, m, n, k, x, k, w, C, beta, c, n) }
+					case "f32-avx512":
+						if !hasAVX512() || g32 == nil {
+							b.Skip("this CPU lacks AVX-512F: no built-in float32 GEMM")
+						}
+						call = func() { g16(false, fwd, m, n, k, 1, x, k, w, C, beta, c, n) }
+					case "f32-openblas":
+						if blas == nil {
+							b.Skip("no OpenBLAS in this build")
+						}
+						call = func() { blas(false, fwd, m, n, k, 1, x, k, w32, C, beta, c, n) }
+					}
+					call() // warm: buffers, pages, tile state
+					b.ResetTimer()
+					for b.Loop() {
+						call()
+					}
+					b.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				})
+			}
+		}
+	}
+}

@@ -425,16 +425,22 @@ static long hone_bprepack_words(long n, long k) {
 	return ((n + BNR - 1) / BNR) * ((k + BKC - 1) / BKC) * (BKC / 2) * BNR;
 }
 
-// hone_bprepack packs the column panels [jp0, jp1) of op(B) into pre.
-static void hone_bprepack(uint32_t *pre, const uint16_t *b, long ldb, int tB, long n, long k, long jp0, long jp1, int fast) {
+// bprepack_at packs the column panels [jp0, jp1) of op(B) into pre, whose
+// first slot is panel jbase's.
+static void bprepack_at(uint32_t *pre, long jbase, const uint16_t *b, long ldb, int tB, long n, long k, long jp0, long jp1, int fast) {
 	long nkb = (k + BKC - 1) / BKC;
 	for (long jp = jp0; jp < jp1; jp++) {
 		long j0 = jp * BNR, nc = n - j0 < BNR ? n - j0 : BNR;
 		for (long pb = 0; pb < nkb; pb++) {
 			long pc = pb * BKC, kc = k - pc < BKC ? k - pc : BKC;
-			bpack_b(pre + (jp * nkb + pb) * (BKC / 2) * BNR, b, ldb, tB, pc, kc, j0, nc, fast);
+			bpack_b(pre + ((jp - jbase) * nkb + pb) * (BKC / 2) * BNR, b, ldb, tB, pc, kc, j0, nc, fast);
 		}
 	}
+}
+
+// hone_bprepack packs the column panels [jp0, jp1) of op(B) into pre.
+static void hone_bprepack(uint32_t *pre, const uint16_t *b, long ldb, int tB, long n, long k, long jp0, long jp1, int fast) {
+	bprepack_at(pre, 0, b, ldb, tB, n, k, jp0, jp1, fast);
 }
 
 // The AMX micro-kernel (AMX-TILE and AMX-BF16: Intel Sapphire Rapids and
@@ -495,7 +501,7 @@ static void amx_end(void) { __asm__ volatile("tilerelease" ::: "memory"); }
 
 // amx_tile: the AMR×BNR tile at c (row stride ldc floats) gains (load) or
 // is set to the product of kch·BQ pairs: A rows a (stride lda16 bfloat16),
-// B panel Bp ([kch·BQ][BNR] words).
+// B panel Bp ([kch·BQ][BNR] words). It prefetches the next chunk of A.
 static void amx_tile(long kch, const uint16_t *a, long lda16, const uint32_t *Bp, float *c, long ldc, int load) {
 	const long sa = lda16 * (long)sizeof(uint16_t), sb = BNR * (long)sizeof(uint32_t), sc = ldc * (long)sizeof(float);
 	const uint16_t *a1 = a + 16 * lda16;
@@ -513,6 +519,11 @@ static void amx_tile(long kch, const uint16_t *a, long lda16, const uint32_t *Bp
 	}
 	for (long q = 0; q < kch; q++) {
 		const uint32_t *bq = Bp + q * BQ * BNR;
+		if (q + 1 < kch) // the next chunk's A rows (32 strided lines) into L1; B's run is sequential
+			for (int r = 0; r < 16; r++) {
+				__builtin_prefetch(a + r * lda16 + (q + 1) * 2 * BQ, 0, 3);
+				__builtin_prefetch(a1 + r * lda16 + (q + 1) * 2 * BQ, 0, 3);
+			}
 		AMX_LOAD(4, a + q * 2 * BQ, sa);
 		AMX_LOAD(6, bq, sb);
 		AMX_LOAD(7, bq + 16, sb);
@@ -533,19 +544,38 @@ static void amx_end(void) {}
 static void amx_tile(long kch, const uint16_t *a, long lda16, const uint32_t *Bp, float *c, long ldc, int load) { abort(); }
 #endif
 
-// hone_bgemm_amx is hone_bgemm on the AMX micro-kernel: the same blocks
-// and panels, AMR rows of A a tile.
+// hone_bgemm_amx is hone_bgemm on the AMX micro-kernel. Unlike the others
+// it keeps a tile of C in its accumulators for the whole of k (C is loaded
+// or zeroed once and stored once: with blocks of k, every block would pass
+// over C, which for the MLP's [2048, 4864] is 40 MB each time, from DRAM).
+// So it reads op(B) pre-packed whole (hone_bprepack's slots: a panel's
+// slots for consecutive blocks of k are consecutive, and all but the last
+// are full, so a panel's pairs over all of k are one run of rows) — from
+// pre, or packed here ABN columns at a time into bpackA — and the rounded
+// rows of A over all of k (zero-padded to whole chunks of 2·BQ). Per block
+// of ABN columns: rows of A AMR at a time, the block's panels, tiles.
+#define ABN 256 // columns of B packed at a time without pre: 8 panels, k·1 KB
+#define AMC 96  // rows of A per block, reused across a block's panels
+
+static __thread uint32_t *bpackA;
+static __thread long bpackAcap;
+
 static void hone_bgemm_amx(int fast, int tB, long m, long n, long k, const float *a, long lda,
                            const uint16_t *b, long ldb, float beta, float *c, long ldc, const uint32_t *pre,
                            const uint16_t *a16, long ld16) {
-	long lda16 = hone_a16_ld(2, k), mp = hone_a16_rows(2, m);
+	long lda16 = hone_a16_ld(2, k), mp = hone_a16_rows(2, m), nkb = (k + BKC - 1) / BKC;
+	long kch = lda16 / (2 * BQ), slots = nkb * (BKC / 2) * BNR; // chunks of k; words of a panel
 	if (!a16 && bA16cap < mp * lda16) {
 		free(bA16);
 		bA16cap = mp * lda16;
 		bA16 = aligned_alloc(64, (sizeof(uint16_t) * bA16cap + 63) & ~63L);
 	}
-	if (!bpackB) bpackB = aligned_alloc(64, sizeof(uint32_t) * BNC * (BKC / 2));
-	if (!bpackB || (!a16 && !bA16)) abort();
+	if (!pre && bpackAcap < (ABN / BNR) * slots) {
+		free(bpackA);
+		bpackAcap = (ABN / BNR) * slots;
+		bpackA = aligned_alloc(64, sizeof(uint32_t) * bpackAcap);
+	}
+	if ((!pre && !bpackA) || (!a16 && !bA16)) abort();
 	const uint16_t *A16 = a16;
 	if (a16)
 		lda16 = ld16;
@@ -560,30 +590,28 @@ static void hone_bgemm_amx(int fast, int tB, long m, long n, long k, const float
 		A16 = bA16;
 	}
 	float t[AMR * BNR] __attribute__((aligned(64)));
-	long nkb = (k + BKC - 1) / BKC;
+	int overwrite = beta == 0;
+	long jstep = pre ? n : ABN;
 	amx_begin();
-	for (long jc = 0; jc < n; jc += BNC) {
-		long nc = n - jc < BNC ? n - jc : BNC;
-		for (long pc = 0; pc < k; pc += BKC) {
-			long kc = k - pc < BKC ? k - pc : BKC, kcp = (kc + 1) / 2, kcpr = (kcp + BQ - 1) / BQ * BQ;
-			int first = pc == 0 && beta == 0;
-			if (!pre) bpack_b(bpackB, b, ldb, tB, pc, kc, jc, nc, fast);
-			for (long ic = 0; ic < m; ic += BMC) {
-				long mc = m - ic < BMC ? m - ic : BMC;
-				for (long jr = 0; jr < nc; jr += BNR) {
-					long nr = nc - jr < BNR ? nc - jr : BNR;
-					const uint32_t *Bp = pre ? pre + (((jc + jr) / BNR) * nkb + pc / BKC) * (BKC / 2) * BNR
-					                         : bpackB + (jr / BNR) * kcpr * BNR;
-					for (long ir = 0; ir < mc; ir += AMR) {
-						long mr = mc - ir < AMR ? mc - ir : AMR;
-						const uint16_t *ap = A16 + (ic + ir) * lda16 + pc;
-						float *ct = c + (ic + ir) * ldc + jc + jr;
-						if (mr == AMR && nr == BNR)
-							amx_tile(kcpr / BQ, ap, lda16, Bp, ct, ldc, !first);
-						else {
-							amx_tile(kcpr / BQ, ap, lda16, Bp, t, BNR, 0);
-							bstore(t, ct, ldc, mr, nr, first);
-						}
+	for (long jc = 0; jc < n; jc += jstep) {
+		long nc = n - jc < jstep ? n - jc : jstep, jp0 = jc / BNR;
+		const uint32_t *P = pre ? pre : bpackA; // panel jp at P + (jp - jbase)·slots
+		long jbase = pre ? 0 : jp0;
+		if (!pre) bprepack_at(bpackA, jp0, b, ldb, tB, n, k, jp0, (jc + nc + BNR - 1) / BNR, fast);
+		for (long ic = 0; ic < m; ic += AMC) {
+			long mc = m - ic < AMC ? m - ic : AMC;
+			for (long jr = 0; jr < nc; jr += BNR) {
+				long nr = nc - jr < BNR ? nc - jr : BNR;
+				const uint32_t *Bp = P + ((jc + jr) / BNR - jbase) * slots;
+				for (long ir = 0; ir < mc; ir += AMR) {
+					long mr = mc - ir < AMR ? mc - ir : AMR;
+					const uint16_t *ap = A16 + (ic + ir) * lda16;
+					float *ct = c + (ic + ir) * ldc + jc + jr;
+					if (mr == AMR && nr == BNR)
+						amx_tile(kch, ap, lda16, Bp, ct, ldc, !overwrite);
+					else {
+						amx_tile(kch, ap, lda16, Bp, t, BNR, 0);
+						bstore(t, ct, ldc, mr, nr, overwrite);
 					}
 				}
 			}

@@ -21,14 +21,17 @@
 #            conformance suite on each kernel (TestConformanceBF16). A
 #            kernel the CPU lacks is a SKIP naming why; a wrong one FAILs.
 #   kernel   cpu.test's BenchmarkBF16GEMM (one core, one call: AMX,
-#            AVX512-BF16, float32 built-in AVX-512 and OpenBLAS) and
-#            BenchmarkBF16Overhead (rounding A, packing B), GFLOP/s
+#            AVX512-BF16, float32 built-in AVX-512; OpenBLAS too with
+#            HONE_BF16_BLAS=1, slow there) and BenchmarkBF16Overhead
+#            (rounding A, packing B), GFLOP/s
 #   gemm     gemmbench --sections bf16: the backend's LinearForwardBF16 and
 #            LinearBackwardBF16 on two workers, f32 and each bf16 kernel
 #   train-*  modelbench's training worker on the 0.5B shape (HONE_BF16_BATCH
 #            sequences of 256 tokens, default 2, one timed step after one
 #            warm-up): float32 weights and compute, then bf16 weights and
-#            compute on AMX and on AVX512-BF16; tokens/s
+#            compute on AMX and on AVX512-BF16 (HONE_BF16_ROWS, default
+#            "f32 amx avx512bf16"); tokens/s. HONE_BF16_PROFILE=1 writes
+#            each row's CPU profile (timed part) to train-ROW.pprof
 # The whole run stays under about 2 minutes at the default batch; it exits 1
 # when a step failed.
 set -u
@@ -40,6 +43,9 @@ summary=$res/summary.txt
 failed=0
 cpus=${HONE_BF16_CPUS:-0,1}
 batch=${HONE_BF16_BATCH:-2}
+rows=${HONE_BF16_ROWS:-f32 amx avx512bf16}
+kernbench='BF16Overhead|BF16GEMM/.*/(amx|avx512bf16|f32-avx512)$'
+if [ "${HONE_BF16_BLAS:-0}" = 1 ]; then kernbench='BF16Overhead|BF16GEMM'; fi
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 t0=$(date +%s)
 
@@ -74,15 +80,16 @@ step tests 150 taskset -c "$cpus" "$here/cpu.test" -test.run 'BF16|PickBF16' -te
 grep -E '^(--- |    --- )(PASS|FAIL|SKIP): [A-Za-z0-9]+(/kind=[^/ ]+|/kernel=[^/ ]+)? ' "$res/tests.log" | sed 's/^/    /' | tee -a "$summary"
 grep -E -o '(gemm_bf16|cpu)_test.go:[0-9]+: (this CPU|/proc/cpuinfo|bfloat16 kernel).*' "$res/tests.log" | sort -u | sed 's/^/    why: /' | tee -a "$summary"
 
-step kernel 120 env OPENBLAS_NUM_THREADS=1 taskset -c "${cpus%%,*}" "$here/cpu.test" -test.run '^$' -test.bench 'BF16GEMM|BF16Overhead' -test.benchtime 3x -test.v
+step kernel 120 env OPENBLAS_NUM_THREADS=1 taskset -c "${cpus%%,*}" "$here/cpu.test" -test.run '^$' -test.bench "$kernbench" -test.benchtime 5x -test.v
 grep -E '^Benchmark|--- SKIP' "$res/kernel.log" | sed 's/^/    /' | tee -a "$summary"
 
 step gemm 120 taskset -c "$cpus" "$here/gemmbench" --sections bf16
 grep -E '^T=|skipped' "$res/gemm.log" | sed 's/^/    /' | tee -a "$summary"
 
-for row in f32 amx avx512bf16; do
+for row in $rows; do
 	args=(--dtype f32)
 	if [ "$row" != f32 ]; then args=(--dtype bf16 --compute bf16 --bf16-kernel "$row"); fi
+	if [ "${HONE_BF16_PROFILE:-0}" = 1 ]; then args+=(--cpuprofile "$res/train-$row.pprof"); fi
 	step "train-$row" 120 taskset -c "$cpus" "$here/modelbench" worker train --shape 05b --batch "$batch" --seq 256 --steps 1 "${args[@]}"
 	grep '^BENCH ' "$res/train-$row.log" | sed 's/^/    /' | tee -a "$summary"
 done

@@ -44,7 +44,7 @@ failed=0
 cpus=${HONE_BF16_CPUS:-0,1}
 batch=${HONE_BF16_BATCH:-2}
 rows=${HONE_BF16_ROWS:-f32 amx avx512bf16}
-kernbench='BF16Overhead|BF16GEMM/.*/(amx|avx512bf16|f32-avx512)$'
+kernbench='BF16Overhead|BF16GEMM/.*/.*/(amx|avx512bf16|f32-avx512)$'
 if [ "${HONE_BF16_BLAS:-0}" = 1 ]; then kernbench='BF16Overhead|BF16GEMM'; fi
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 t0=$(date +%s)

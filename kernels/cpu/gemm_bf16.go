@@ -620,6 +620,50 @@ static void hone_bgemm_amx(int fast, int tB, long m, long n, long k, const float
 	amx_end();
 }
 
+// hone_amx_rows is the decode kernel (few rows, tB) on AMX: out[n*ldo + o]
+// = Σ_c x[n][c]·w[o][c] for n < N, o < rows, with the roles turned round so
+// that the weight is read in place, never packed: outᵀ = w·xᵀ, the weight's
+// rows the A tiles (32 of them, C bfloat16 each, row stride C) and the
+// activation, rounded and packed as B panels of 32 inputs by
+// hone_bprepack (tB, n = N, k = C; xp), the B tiles. C must be a multiple
+// of 2·BQ = 32 (hone_amx_rows_ok), so that no A tile reads past a row; the
+// last rows < AMR are copied into wtail, zero-padded. Each 32 × 32 tile
+// (rows × inputs) goes through t and is written transposed into out.
+static __thread uint16_t *wtail;
+static __thread long wtailcap;
+
+static int hone_amx_rows_ok(long C) { return C % (2 * BQ) == 0; }
+
+static void hone_amx_rows(float *out, long ldo, const uint32_t *xp, long N, long C, const uint16_t *w, long rows) {
+	long kch = C / (2 * BQ), slots = ((C + BKC - 1) / BKC) * (BKC / 2) * BNR;
+	if (wtailcap < AMR * C) {
+		free(wtail);
+		wtailcap = AMR * C;
+		wtail = aligned_alloc(64, (sizeof(uint16_t) * wtailcap + 63) & ~63L);
+	}
+	if (!wtail) abort();
+	float t[AMR * BNR] __attribute__((aligned(64)));
+	amx_begin();
+	for (long o0 = 0; o0 < rows; o0 += AMR) {
+		long no = rows - o0 < AMR ? rows - o0 : AMR;
+		const uint16_t *a = w + o0 * C;
+		if (no < AMR) {
+			memcpy(wtail, a, sizeof(uint16_t) * no * C);
+			memset(wtail + no * C, 0, sizeof(uint16_t) * (AMR - no) * C);
+			a = wtail;
+		}
+		for (long n0 = 0; n0 < N; n0 += BNR) {
+			long nn = N - n0 < BNR ? N - n0 : BNR;
+			amx_tile(kch, a, C, xp + (n0 / BNR) * slots, t, BNR, 0);
+			for (long i = 0; i < nn; i++) {
+				float *oi = out + (n0 + i) * ldo + o0;
+				for (long j = 0; j < no; j++) oi[j] = t[j * BNR + i];
+			}
+		}
+	}
+	amx_end();
+}
+
 // hone_bgemm: see the comment at the top. kind picks the micro-kernel (0
 // portable, 1 AVX512-BF16, 2 AMX: hone_bgemm_amx), fast the AVX2
 // conversion and packing (the CPU must have AVX2). pre, when
@@ -775,6 +819,23 @@ func bf16RoundRowsPad(dst []uint16, ld16 int, a []float32, lda, m, k int) {
 	}
 	_, _ = dst[(m-1)*ld16+k-1], a[(m-1)*lda+k-1]
 	C.hone_bround(C.int(cbool(bf16GEMMFastOK())), (*C.uint16_t)(unsafe.Pointer(&dst[0])), C.long(ld16), (*C.float)(unsafe.Pointer(&a[0])), C.long(lda), C.long(m), C.long(k))
+}
+
+// bf16AMXRowsOK reports whether bf16AMXRows takes rows of C values.
+func bf16AMXRowsOK(C int) bool { return C > 0 && C.hone_amx_rows_ok(C.long(C)) != 0 }
+
+// bf16AMXRows is the decode kernel on AMX (hasAMX, bf16AMXRowsOK(C)):
+// out[n*ldo+o] = Σ_c x16[n][c]·w[o*C+c] for n < N, o < len(w)/C, where xp
+// is the rounded activation x16 [N, C] packed by bprepackPanels (tB, n = N,
+// k = C, all panels).
+func bf16AMXRows(out []float32, ldo int, xp []uint32, N, C int, w []uint16) {
+	rows := len(w) / C
+	if rows == 0 {
+		return
+	}
+	_, _ = out[(N-1)*ldo+rows-1], xp[bprepackWords(N, C)-1]
+	C.hone_amx_rows((*C.float)(unsafe.Pointer(&out[0])), C.long(ldo), (*C.uint32_t)(unsafe.Pointer(&xp[0])), C.long(N), C.long(C),
+		(*C.uint16_t)(unsafe.Pointer(&w[0])), C.long(rows))
 }
 
 // bf16RowsFunc is the decode form of the bfloat16 GEMM: out[n*ldo+o] =

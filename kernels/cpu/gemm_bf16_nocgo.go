@@ -34,3 +34,7 @@ func bgemmA16(kind bf16Kind, tB bool, m, n, k int, a16 []uint16, ld16 int, b []u
 }
 
 func bf16RoundRowsPad(dst []uint16, ld16 int, a []float32, lda, m, k int) {}
+
+func bf16AMXRowsOK(C int) bool { return false }
+
+func bf16AMXRows(out []float32, ldo int, xp []uint32, N, C int, w []uint16) {}

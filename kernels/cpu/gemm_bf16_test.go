@@ -435,3 +435,62 @@ func BenchmarkBF16GEMM(b *testing.B) {
 		}
 	}
 }
+
+// TestBF16AMXRows checks the AMX decode kernel (the weight read in place as
+// A tiles, the rounded activation packed as B panels) against float64 sums,
+// on inputs and rows off its 32 × 32 tiles, the output rows strided; it
+// skips (saying so) where the CPU lacks AMX. Widths not a multiple of 32
+// are refused.
+func TestBF16AMXRows(t *testing.T) {
+	for _, C := range []int{0, 1, 31, 48, 900} {
+		if bf16AMXRowsOK(C) {
+			t.Errorf("bf16AMXRowsOK(%d) = true, want false", C)
+		}
+	}
+	needBF16Kind(t, bf16AMX)
+	for _, sh := range [][3]int{{1, 32, 1}, {8, 896, 100}, {33, 64, 70}, {64, 896, 32}, {13, 4864, 45}, {40, 96, 31}} {
+		N, C, rows := sh[0], sh[1], sh[2]
+		t.Run(fmt.Sprintf("N=%d,C=%d,rows=%d", N, C, rows), func(t *testing.T) {
+			if !bf16AMXRowsOK(C) {
+				t.Fatalf("bf16AMXRowsOK(%d) = false", C)
+			}
+			r := rand.New(rand.NewPCG(uint64(N), uint64(C*rows)))
+			x := make([]float32, N*C)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			w := make([]uint16, rows*C)
+			for i := range w {
+				w[i] = kernels.BF16(float32(r.NormFloat64()))
+			}
+			a16 := make([]uint16, N*C)
+			bf16RoundRows(a16, x, N, C)
+			xp := make([]uint32, bprepackWords(N, C))
+			bprepackPanels(xp, a16, C, true, N, C, 0, (N+bprepackPanel-1)/bprepackPanel)
+			ldo := rows + 3
+			out := make([]float32, N*ldo)
+			for i := range out {
+				out[i] = -7
+			}
+			bf16AMXRows(out, ldo, xp, N, C, w)
+			for n := 0; n < N; n++ {
+				for o := 0; o < ldo; o++ {
+					got := float64(out[n*ldo+o])
+					if o >= rows {
+						if got != -7 {
+							t.Fatalf("out[%d, %d] (past the rows) = %g, want untouched", n, o, got)
+						}
+						continue
+					}
+					var want float64
+					for c := 0; c < C; c++ {
+						want += float64(kernels.F32(kernels.BF16(x[n*C+c]))) * float64(kernels.F32(w[o*C+c]))
+					}
+					if e := math.Abs(got - want); !(e <= 1e-5*math.Sqrt(float64(C))*(1+math.Abs(want))) {
+						t.Fatalf("out[%d, %d] = %g, want %g", n, o, got, want)
+					}
+				}
+			}
+		})
+	}
+}

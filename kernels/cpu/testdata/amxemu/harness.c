@@ -118,6 +118,36 @@ static int check(long m, long n, long k, int tB, float beta, int mode, unsigned 
 	return bad;
 }
 
+// check_rows runs the decode kernel hone_amx_rows against brows_portable on
+// the same rounded activation, the output rows strided, nothing past them
+// written.
+static int check_rows(long N, long C, long rows, unsigned seed) {
+	long ldo = rows + 3, panels = (N + BNR - 1) / BNR;
+	float *x = malloc(sizeof(float) * N * C), *want = malloc(sizeof(float) * N * ldo), *got = malloc(sizeof(float) * N * ldo);
+	uint16_t *w = malloc(sizeof(uint16_t) * rows * C), *x16 = malloc(sizeof(uint16_t) * N * C);
+	uint32_t *xp = malloc(sizeof(uint32_t) * hone_bprepack_words(N, C));
+	for (long i = 0; i < N * C; i++) x[i] = rnd(&seed);
+	for (long i = 0; i < rows * C; i++) w[i] = bf16r(rnd(&seed));
+	for (long i = 0; i < N * ldo; i++) want[i] = got[i] = -7;
+	hone_bround(0, x16, C, x, C, N, C);
+	hone_bprepack(xp, x16, C, 1, N, C, 0, panels, hone_has_avx2());
+	brows_portable(want, ldo, x16, N, C, w, rows);
+	hone_amx_rows(got, ldo, xp, N, C, w, rows);
+	int bad = 0;
+	for (long i = 0; i < N * ldo && !bad; i++)
+		if (!(fabsf(got[i] - want[i]) <= 1e-5f * sqrtf((float)C) * (1 + fabsf(want[i])))) {
+			printf("rows N=%ld C=%ld rows=%ld: out[%ld, %ld] = %g, portable %g\n", N, C, rows, i / ldo, i % ldo, got[i], want[i]);
+			bad = 1;
+		}
+	free(x);
+	free(want);
+	free(got);
+	free(w);
+	free(x16);
+	free(xp);
+	return bad;
+}
+
 int main(void) {
 	// Edges of 1–15 and 17–31 rows and columns, k short of, at and past a
 	// multiple of 32 and of BKC = 256, more rows than AMC = 96, more
@@ -132,6 +162,13 @@ int main(void) {
 					bad += check(sh[s][0], sh[s][1], sh[s][2], tB, (float)beta, mode, 7 * s + 2 * tB + beta + 1);
 					cases++;
 				}
+	// The decode kernel: inputs and weight rows off its 32 × 32 tiles, C
+	// past BKC (the packed activation's slots).
+	static const long rs[][3] = {{1, 32, 1}, {8, 96, 100}, {33, 64, 70}, {40, 288, 31}, {64, 32, 64}};
+	for (unsigned s = 0; s < sizeof rs / sizeof rs[0]; s++) {
+		bad += check_rows(rs[s][0], rs[s][1], rs[s][2], 11 * s + 5);
+		cases++;
+	}
 	printf("cases %d bad %d ldtilecfg %ld tilerelease %ld tdpbf16ps %ld\n", cases, bad, emu_cfg, emu_rel, emu_dps);
 	return bad != 0 || emu_cfg != cases || emu_rel != cases || emu_dps == 0;
 }

@@ -47,7 +47,8 @@ type Options struct {
 	// "avx512bf16" (vdpbf16ps), or "portable" (the same packing and blocking
 	// with the arithmetic in plain C: any CPU, several times slower than
 	// float32 — for tests and for checking the mode's numerics). The decode
-	// form (few rows) is the AVX512-BF16 one for all but portable.
+	// form (8–64 rows) is AVX512-BF16 for avx512bf16, and for amx too where
+	// the width is not a multiple of 32 (else AMX, the weight read in place).
 	BF16Kernel string
 }
 

@@ -55,8 +55,9 @@
 // activation is rounded once per call into bfloat16 rows that the
 // micro-kernel broadcasts from; only B is packed. Decode-sized products (8
 // to 64 rows) skip packing: a 4×6-tile dot-product kernel reads the weight
-// rows in place; under 8 rows the float32 rows kernels run on the rounded
-// activation. LoRA, attention, norms and the optimizer stay float32.
+// rows in place (on AMX, the weight rows are the A tiles and the rounded
+// activation is packed as B instead); under 8 rows the float32 rows kernels
+// run on the rounded activation. LoRA, attention, norms and the optimizer stay float32.
 //
 // Element-wise and row-wise ops (norms, RoPE, SwiGLU, softmax rows, AdamW)
 // are split over rows by a small worker pool owned by the Backend value

@@ -32,6 +32,11 @@
 #            compute on AMX and on AVX512-BF16 (HONE_BF16_ROWS, default
 #            "f32 amx avx512bf16"); tokens/s. HONE_BF16_PROFILE=1 writes
 #            each row's CPU profile (timed part) to train-ROW.pprof
+#   decode-* modelbench's decode worker on the 0.5B shape at batch 32 (16
+#            prompt tokens, 16 timed steps), as make bench's
+#            decode-05b-b32-bf16 / -bf16c rows: bfloat16 weights with f32
+#            compute (bf16w), then bf16 compute on AMX and on AVX512-BF16
+#            (HONE_BF16_DECODE, default "bf16w amx avx512bf16"; "" skips)
 # The whole run stays under about 2 minutes at the default batch; it exits 1
 # when a step failed.
 set -u
@@ -44,6 +49,7 @@ failed=0
 cpus=${HONE_BF16_CPUS:-0,1}
 batch=${HONE_BF16_BATCH:-2}
 rows=${HONE_BF16_ROWS:-f32 amx avx512bf16}
+decode_rows=${HONE_BF16_DECODE-bf16w amx avx512bf16}
 kernbench='BF16Overhead|BF16GEMM/.*/.*/(amx|avx512bf16|f32-avx512)$'
 if [ "${HONE_BF16_BLAS:-0}" = 1 ]; then kernbench='BF16Overhead|BF16GEMM'; fi
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -92,6 +98,13 @@ for row in $rows; do
 	if [ "${HONE_BF16_PROFILE:-0}" = 1 ]; then args+=(--cpuprofile "$res/train-$row.pprof"); fi
 	step "train-$row" 120 taskset -c "$cpus" "$here/modelbench" worker train --shape 05b --batch "$batch" --seq 256 --steps 1 "${args[@]}"
 	grep '^BENCH ' "$res/train-$row.log" | sed 's/^/    /' | tee -a "$summary"
+done
+
+for row in $decode_rows; do
+	args=(--dtype bf16)
+	if [ "$row" != bf16w ]; then args+=(--compute bf16 --bf16-kernel "$row"); fi
+	step "decode-$row" 60 taskset -c "$cpus" "$here/modelbench" worker decode --shape 05b --batch 32 --prompt 16 --tokens 16 "${args[@]}"
+	grep '^BENCH ' "$res/decode-$row.log" | sed 's/^/    /' | tee -a "$summary"
 done
 
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"

@@ -65,6 +65,8 @@ test-long:
 	# other model goldens, and LoRA AdamW steps through train/trainer.
 	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 30m -run 'GoldenCUDAEmulated|StepCUDAEmulated' -v ./train/model ./train/trainer
 	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 10m -run 'DeviceCUDATrains' -v ./cmd/hone-train
+	# the device check's hone-cmds flow (cmd/internal/cmdcheck) on the emulated device
+	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 20m -run 'CommandsEmulated' -v ./cmd/internal/cmdcheck
 
 # The kernels must also pass their conformance suite as pure Go (gonum GEMM).
 test-nocgo:
@@ -114,23 +116,36 @@ GPU_CHECK := $(BIN)/gpu-check
 .PHONY: gpu-check
 gpu-check:
 	rm -rf $(GPU_CHECK) && mkdir -p $(GPU_CHECK)
-	CGO_ENABLED=0 $(GO) test -c -o $(GPU_CHECK)/cuda.test ./kernels/cuda
-	CGO_ENABLED=0 $(GO) build -o $(GPU_CHECK)/modelbench ./train/internal/modelbench
+	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_CHECK)/cuda.test ./kernels/cuda
+	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(GPU_CHECK)/modelbench ./train/internal/modelbench
 	$(GPU_CHECK)/modelbench worker train --shape tiny --batch 1 --seq 8 --steps 1 | grep -q '^BENCH '
 	install -m 755 kernels/cuda/gpucheck/run.sh $(GPU_CHECK)/run.sh
 	install -m 644 kernels/cuda/gpucheck/torch_bench.py kernels/cuda/gpucheck/README.md $(GPU_CHECK)/
 	cp -R testdata/golden/model/qwen2 $(GPU_CHECK)/golden-qwen2
-	CGO_ENABLED=0 $(GO) test -c -o $(GPU_CHECK)/model.test ./train/model
+	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_CHECK)/model.test ./train/model
 	mkdir -p $(GPU_CHECK)/train/model $(GPU_CHECK)/testdata/golden/model
 	cp -R testdata/golden/model/gemma3 testdata/golden/model/llama testdata/golden/model/qwen2 testdata/golden/model/qwen3 $(GPU_CHECK)/testdata/golden/model/
 	python3 $(GPU_CHECK)/torch_bench.py --help >/dev/null
+	# The commands themselves (run.sh's hone-cmds step, cmd/internal/cmdcheck):
+	# hone-train, hone-serve and the check's test binary, the demo's tiny
+	# model (pipelines/demo.sh's init-model) and a scored file.
+	mkdir -p $(GPU_CHECK)/cmdcheck
+	CGO_ENABLED=0 $(GO) build -ldflags='-s -w' -o $(GPU_CHECK)/cmdcheck/ ./cmd/hone-train ./cmd/hone-serve
+	CGO_ENABLED=0 $(GO) test -c -ldflags='-s -w' -o $(GPU_CHECK)/cmdcheck/cmdcheck.test ./cmd/internal/cmdcheck
+	$(GPU_CHECK)/cmdcheck/hone-train init-model --family qwen3 --hidden 64 --layers 2 --heads 4 --init-std 0.3 --seed 1 -o $(GPU_CHECK)/cmdcheck/model
+	HONE_CMDCHECK_WRITE=$(GPU_CHECK)/cmdcheck $(GPU_CHECK)/cmdcheck/cmdcheck.test -test.run '^TestWriteInputs$$' -test.v | grep -- '--- PASS: TestWriteInputs'
+	env -u HONE_CMDCHECK_DIR $(GPU_CHECK)/cmdcheck/cmdcheck.test -test.run CommandsOnDevice -test.v | grep -- '--- SKIP: TestCommandsOnDevice'
+	$(GPU_CHECK)/cmdcheck/hone-serve --help | grep -q -- '--device'
 	@echo "$$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')" > $(GPU_CHECK)/COMMIT
 	bash -n $(GPU_CHECK)/run.sh
 	@list=$$($(GPU_CHECK)/cuda.test -test.list OnHardware) && echo "$$list" && \
 	  echo "$$list" | grep -qx TestOnHardware && echo "$$list" | grep -qx TestRMSNormOnHardware && echo "$$list" | grep -qx TestKernelsOnHardware
 	env -u HONE_CUDA_TEST $(GPU_CHECK)/cuda.test -test.run OnHardware -test.v | grep -- '--- SKIP'
 	cd $(GPU_CHECK)/train/model && env -u HONE_CUDA_TEST ../../model.test -test.run GoldenCUDAOnHardware -test.v | grep -- '--- SKIP: TestGoldenCUDAOnHardware'
-	@echo "built $(GPU_CHECK): $$(ls $(GPU_CHECK) | tr '\n' ' ')"
+	# Every binary stripped and xz-compressed (28 MB in all instead of 98; run.sh unpacks them first).
+	xz -9 -T0 $(GPU_CHECK)/cuda.test $(GPU_CHECK)/model.test $(GPU_CHECK)/modelbench $(GPU_CHECK)/cmdcheck/hone-train $(GPU_CHECK)/cmdcheck/hone-serve $(GPU_CHECK)/cmdcheck/cmdcheck.test
+	python3 -c 'import lzma, sys; [sys.exit(n + ": no ELF binary inside") for n in sys.argv[1:] if lzma.open(n).read(4) != b"\x7fELF"]' $(GPU_CHECK)/*.xz $(GPU_CHECK)/cmdcheck/*.xz
+	@echo "built $(GPU_CHECK): $$(ls $(GPU_CHECK) | tr '\n' ' '), $$(du -sh $(GPU_CHECK) | cut -f1)"
 
 # The bf16 compute mode's CPU check (issue #23): cgo builds of cpu.test,
 # gemmbench and modelbench, Debian's OpenBLAS and the libraries it needs,

@@ -167,6 +167,29 @@ type Backend interface {
 	// With Tq = Tk it equals AttentionForward on one sequence.
 	AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH, D int, scale float32)
 
+	// AttentionDecodeBatch is one decode step of S sequences at once, each
+	// with its own KV cache: it appends every sequence's new keys and values
+	// to its cache, then lets its new queries attend to that cache. The new
+	// tokens are packed: sequence s holds rows seqOff[s] ≤ n < seqOff[s+1]
+	// (Tq_s of them) of q, k, v and out. Its cache kCache[s], vCache[s] is
+	// [Tk_s, KVH, D], Tk_s = len(kCache[s])/(KVH·D) ≥ Tq_s rows (the same
+	// for vCache[s]), whose last Tq_s rows receive the new ones:
+	//
+	//	kCache[s][Tk_s−Tq_s+t] = k[seqOff[s]+t],  vCache[s] likewise (t < Tq_s)
+	//
+	// and query t of sequence s, at cache row p = Tk_s−Tq_s+t, sees the rows
+	// j ≤ p, or with a sliding window W > 0 only p−W < j ≤ p (AttentionDecode
+	// on each sequence; with W, AttentionWindowForward's mask). W = 0: no
+	// window.
+	//
+	//	out [N, H, D], q [N, H, D], k, v [N, KVH, D]
+	//	seqOff [S+1], from 0 to N, non-decreasing; len(kCache) = len(vCache) = S
+	//
+	// The caches must not overlap each other or the other operands. A model
+	// decoding many sequences makes one call a layer instead of S appends and
+	// S decodes.
+	AttentionDecodeBatch(out, q, k, v []float32, kCache, vCache [][]float32, seqOff []int32, N, H, KVH, D, W int, scale float32)
+
 	// ---- embedding ------------------------------------------------------
 
 	// EmbeddingForward gathers out[n, :] = table[ids[n], :].

@@ -101,6 +101,45 @@ func NeedAttentionBackward(op string, dq, dk, dv, dout, out, lse, q, k, v []floa
 	Need(op, "dout", len(dout), N*H*D)
 }
 
+// NeedAttentionDecodeBatch checks the sizes and buffers of
+// AttentionDecodeBatch and returns each sequence's cache rows Tk_s: one
+// cache per sequence, each a whole number of [KVH, D] rows, the same for
+// keys and values, at least the sequence's new tokens; W ≥ 0.
+func NeedAttentionDecodeBatch(op string, out, q, k, v []float32, kCache, vCache [][]float32, seqOff []int32, N, H, KVH, D, W int) []int {
+	NeedSizes(op, N, D)
+	NeedHeads(op, H, KVH)
+	NeedSeqOff(op, seqOff, N)
+	if W < 0 {
+		panic(fmt.Sprintf("kernels.%s: window W = %d: want 0 (none) or at least 1", op, W))
+	}
+	Need(op, "out", len(out), N*H*D)
+	Need(op, "q", len(q), N*H*D)
+	Need(op, "k", len(k), N*KVH*D)
+	Need(op, "v", len(v), N*KVH*D)
+	S := len(seqOff) - 1
+	if len(kCache) != S || len(vCache) != S {
+		panic(fmt.Sprintf("kernels.%s: %d key and %d value caches for %d sequences", op, len(kCache), len(vCache), S))
+	}
+	kvd := KVH * D
+	tk := make([]int, S)
+	for s := range S {
+		n, tq := len(kCache[s]), int(seqOff[s+1]-seqOff[s])
+		switch {
+		case len(vCache[s]) != n:
+			panic(fmt.Sprintf("kernels.%s: sequence %d: key cache of %d values, value cache of %d", op, s, n, len(vCache[s])))
+		case kvd > 0 && n%kvd != 0:
+			panic(fmt.Sprintf("kernels.%s: sequence %d: cache of %d values is not whole rows of KVH·D = %d", op, s, n, kvd))
+		}
+		if kvd > 0 {
+			tk[s] = n / kvd
+		}
+		if tk[s] < tq && D > 0 {
+			panic(fmt.Sprintf("kernels.%s: sequence %d: %d new tokens over a cache of %d rows", op, s, tq, tk[s]))
+		}
+	}
+	return tk
+}
+
 // NeedLogprobForward checks the sizes and buffers of LogprobForward and its
 // bfloat16 variant, whose weight holds weightLen values: expect may be nil,
 // targets lie in [−1, V).

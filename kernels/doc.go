@@ -71,9 +71,10 @@
 //   - serve/engine's KVCache allocates rows through the model's backend,
 //     grows, forks and seeds them with Copy, and frees them on Free,
 //     eviction and Close (when the engine's loop ends). serve/adapters
-//     places each adapter it loads on the model's backend; a step dropped
-//     beyond MaxKeep stays allocated (a request may still hold it), the
-//     others and the model are freed by Server.Shutdown.
+//     places each adapter it loads on the model's backend and frees a
+//     step it drops once no request holds it (reference counted: the
+//     engine's Request.Done releases it); the rest and the model are freed
+//     by Server.Shutdown.
 //   - kerneltest allocates the suite's and the goldens' buffers through
 //     the backend under test, and kerneltest.Resident is a checking
 //     backend (an Allocator over Go memory) whose ops panic, naming the op

@@ -208,6 +208,8 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err != nil {
 		return &httpError{status: http.StatusNotFound, typ: "not_found_error", code: "model_not_found", param: "model", msg: err.Error()}
 	}
+	held := &hold{ref: ad}
+	defer held.release()
 	if len(req.Messages) == 0 {
 		return badRequest("messages", "messages must not be empty")
 	}
@@ -278,9 +280,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 		}
 	}
 	ereq := &engine.Request{Prompt: prompt, N: n, Params: p, Constraint: cons}
-	if ad != nil {
-		ereq.Adapter = ad.Weights
-	}
+	held.handTo(ereq)
 	h, err := s.submit(ctx, ereq)
 	if err != nil {
 		return err

@@ -57,6 +57,8 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	if err != nil {
 		return &httpError{status: http.StatusNotFound, typ: "not_found_error", code: "model_not_found", param: "model", msg: err.Error()}
 	}
+	held := &hold{ref: ad}
+	defer held.release()
 	prompt, err := s.parsePrompt(req.Prompt)
 	if err != nil {
 		return err
@@ -79,11 +81,9 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
 	defer cancel()
-	var adw *model.Adapter
-	if ad != nil {
-		adw = ad.Weights
-	}
-	// Prompt logprobs first: a failure here costs no generation.
+	// Prompt logprobs first: a failure here costs no generation. The
+	// scoring forward uses the adapter under the handler's hold, which then
+	// goes to the engine with the generation.
 	var promptLP []float32
 	var promptTop [][]engine.TokenLogprob
 	if req.Echo && p.Logprobs {
@@ -92,12 +92,14 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 		if need := int64(len(prompt)) * int64(s.m.Config.Vocab) * 4; need > maxScoreBytes {
 			return badRequest("prompt", "echo with logprobs of %d prompt tokens needs %d bytes of logits; the limit is %d", len(prompt), need, int64(maxScoreBytes))
 		}
-		promptLP, promptTop, err = s.scorePrompt(ctx, prompt, adw, p.TopLogprobs)
+		promptLP, promptTop, err = s.scorePrompt(ctx, prompt, held.weights(), p.TopLogprobs)
 		if err != nil {
 			return genError(ctx, err)
 		}
 	}
-	h, err := s.submit(ctx, &engine.Request{Prompt: prompt, N: n, Params: p, Adapter: adw})
+	ereq := &engine.Request{Prompt: prompt, N: n, Params: p}
+	held.handTo(ereq)
+	h, err := s.submit(ctx, ereq)
 	if err != nil {
 		return err
 	}

@@ -235,9 +235,11 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
-// resolve maps a request's model name to an adapter (nil: base model) and
-// the name responses carry.
-func (s *Server) resolve(name string) (*adapters.Adapter, string, error) {
+// resolve maps a request's model name to a hold on an adapter (nil: base
+// model) and the name responses carry. The caller releases the hold on
+// every path that does not hand it to the engine (engine.Request.Done):
+// see hold.
+func (s *Server) resolve(name string) (*adapters.Ref, string, error) {
 	if name == "" || name == s.name {
 		return nil, s.name, nil
 	}
@@ -247,6 +249,39 @@ func (s *Server) resolve(name string) (*adapters.Adapter, string, error) {
 		}
 	}
 	return nil, "", fmt.Errorf("the model %q does not exist", name)
+}
+
+// hold is a handler's hold on its request's adapter (a nil Ref: the base
+// model): release gives it up unless it was handed to the engine, so that
+// a deferred release covers every early return.
+type hold struct {
+	ref    *adapters.Ref
+	handed bool
+}
+
+// weights are the adapter's weights (nil: the base model).
+func (h *hold) weights() *model.Adapter {
+	if h.ref == nil {
+		return nil
+	}
+	return h.ref.Weights
+}
+
+// handTo makes the engine release the hold once it retires req (or
+// refuses it at Submit); the handler no longer does.
+func (h *hold) handTo(req *engine.Request) {
+	req.Adapter = h.weights()
+	if h.ref != nil {
+		req.Done = h.ref.Release
+	}
+	h.handed = true
+}
+
+// release gives the hold up unless the engine has it.
+func (h *hold) release() {
+	if !h.handed {
+		h.ref.Release()
+	}
 }
 
 // httpError is an error with its HTTP status and OpenAI error type.

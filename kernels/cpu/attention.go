@@ -91,6 +91,35 @@ func (b *Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, K
 	})
 }
 
+// AttentionDecodeBatch: per sequence, the new keys and values copied into
+// its cache, then AttentionDecode over the cache, or with a window W
+// shorter than the cache one AttentionDecode per new token over its last W
+// rows.
+func (b *Backend) AttentionDecodeBatch(out, q, k, v []float32, kCache, vCache [][]float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	tk := kernels.NeedAttentionDecodeBatch("AttentionDecodeBatch", out, q, k, v, kCache, vCache, seqOff, N, H, KVH, D, W)
+	qd, kvd := H*D, KVH*D
+	for s := range tk {
+		lo, hi := int(seqOff[s]), int(seqOff[s+1])
+		Tq, Tk := hi-lo, tk[s]
+		if Tq == 0 || D == 0 {
+			continue
+		}
+		kc, vc := kCache[s], vCache[s]
+		copy(kc[(Tk-Tq)*kvd:Tk*kvd], k[lo*kvd:hi*kvd])
+		copy(vc[(Tk-Tq)*kvd:Tk*kvd], v[lo*kvd:hi*kvd])
+		if W == 0 || Tk <= W {
+			b.AttentionDecode(out[lo*qd:hi*qd], q[lo*qd:hi*qd], kc, vc, Tq, Tk, H, KVH, D, scale)
+			continue
+		}
+		for t := range Tq {
+			p := Tk - Tq + t // the token's cache row
+			from := max(0, p-W+1)
+			r := lo + t
+			b.AttentionDecode(out[r*qd:(r+1)*qd], q[r*qd:(r+1)*qd], kc[from*kvd:(p+1)*kvd], vc[from*kvd:(p+1)*kvd], 1, p+1-from, H, KVH, D, scale)
+		}
+	}
+}
+
 func longest(seqOff []int32) int {
 	m := 0
 	for i := 0; i+1 < len(seqOff); i++ {

@@ -51,13 +51,29 @@ func (b deviceBackend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk,
 	})
 }
 
+// AttentionDecodeBatch uploads every cache to a buffer of its own (an
+// empty one is none) and the table into a scratch buffer.
+func (b deviceBackend) AttentionDecodeBatch(out, q, k, v []float32, kCache, vCache [][]float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	kernels.NeedAttentionDecodeBatch("AttentionDecodeBatch", out, q, k, v, kCache, vCache, seqOff, N, H, KVH, D, W)
+	b.call("AttentionDecodeBatch", func(buf func([]float32) *cuda.Buffer, ibuf func([]int32) *cuda.Buffer) error {
+		S := len(seqOff) - 1
+		kc, vc := make([]*cuda.Buffer, S), make([]*cuda.Buffer, S)
+		for s := range S {
+			if len(kCache[s]) > 0 {
+				kc[s], vc[s] = buf(kCache[s]), buf(vCache[s])
+			}
+		}
+		return b.ops.AttentionDecodeBatch(buf(out), buf(q), buf(k), buf(v), kc, vc, seqOff, ibuf(make([]int32, 8*max(S, 1))), H, KVH, D, W, scale)
+	})
+}
+
 // attentionOnHardware runs kerneltest's attention groups on Ops, the shim
 // test's wide-head shapes, and (not under -test.short) packed batches of
 // the 7B shape's heads (D = 128) and Gemma 3's (D = 256, a 128-key
 // window), each backward twice for the same bits; then it logs the
 // kernels' speed (attentionSpeed).
 func attentionOnHardware(t *testing.T, b deviceBackend) {
-	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode", "AttentionDecodeBatch")
 	t.Run("wide heads", func(t *testing.T) { attentionAgainstRef(t, b, attnWideShapes) })
 	t.Run("long sequences", func(t *testing.T) {
 		if testing.Short() {

@@ -45,10 +45,32 @@ func (b shimBackend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H
 	b.h.runPlan(cuda.PlanAttention(out, []float32(nil), q, kCache, vCache, []int32(nil), 0, Tq, Tk, H, KVH, D, Tk, Tk-Tq, scale))
 }
 
+// AttentionDecodeBatch runs attention_decode.cu's plan with the caches
+// packed into one array for keys and one for values (the shim's process
+// gets copies of the slices it is handed, so the table's offsets are
+// relative to those arrays), and copies the caches back.
+func (b shimBackend) AttentionDecodeBatch(out, q, k, v []float32, kCache, vCache [][]float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	tk := kernels.NeedAttentionDecodeBatch("AttentionDecodeBatch", out, q, k, v, kCache, vCache, seqOff, N, H, KVH, D, W)
+	S := len(tk)
+	var kpool, vpool []float32
+	kOff, vOff := make([]int64, S), make([]int64, S)
+	maxTq := 0
+	for s := range S {
+		kOff[s], vOff[s] = int64(len(kpool)), int64(len(vpool))
+		kpool, vpool = append(kpool, kCache[s]...), append(vpool, vCache[s]...)
+		maxTq = max(maxTq, int(seqOff[s+1]-seqOff[s]))
+	}
+	b.h.runPlan(cuda.PlanAttentionDecodeBatch(out, q, k, v, kpool, vpool, cuda.DecodeTable(seqOff, tk, kOff, vOff), S, maxTq, H, KVH, D, W, scale))
+	for s := range S {
+		copy(kCache[s], kpool[kOff[s]:])
+		copy(vCache[s], vpool[vOff[s]:])
+	}
+}
+
 // attentionOnShim runs kerneltest's attention groups and the PyTorch
 // golden of the GQA attention on attention.cu through the shim.
 func attentionOnShim(t *testing.T, h shimHarness) {
-	kerneltest.RunOps(t, shimBackend{h: h}, "Attention", "AttentionWindow", "AttentionDecode")
+	kerneltest.RunOps(t, shimBackend{h: h}, "Attention", "AttentionWindow", "AttentionDecode", "AttentionDecodeBatch")
 	kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "Attention")
 	t.Run("wide heads", func(t *testing.T) { attentionAgainstRef(t, shimBackend{h: h}, attnWideShapes) })
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/hone-rl/hone/kernels"
@@ -21,7 +22,9 @@ import (
 // and the argument when one does not (memory from make would be a host
 // pointer the device cannot read). The int32 edges — token ids, positions,
 // sequence offsets, targets — stay host slices: the backend copies them
-// into managed scratch of its own for each call.
+// into device scratch of its own (cuMemAlloc memory, not managed) with one
+// synchronous cuMemcpyHtoD per call, so that no managed page moves
+// between host and device for them.
 //
 // Every op runs on the device — Ops' kernels, and cuBLAS for the products
 // (kernels.Backend's GEMMs, the linear layers, the chunked logprob), and
@@ -41,14 +44,14 @@ import (
 // call.
 //
 // Memory: AllocF32 zeroes its memory on the device (cuMemsetD32), so its
-// pages start there; a host write (weights loaded by the host, the int32
-// scratch) migrates the pages it touches to the host, and the
-// next kernel faults them back. cuMemPrefetchAsync and cuMemAdvise, which
+// pages start there; a host write (weights loaded by the host) migrates the
+// pages it touches to the host, and the next kernel faults them back. cuMemPrefetchAsync and cuMemAdvise, which
 // would move or pin them ahead of time, are not bound: their signatures
 // changed between CUDA 12 and 13 (a CUmemLocation by value), and where the
 // host's writes end (the end of weight loading) is the model's to say. The
-// int32 scratch would be cheaper as device memory filled by cuMemcpyHtoD
-// (no page faults); it is managed memory now, like everything else.
+// int32 scratch is device memory for that reason: as a managed page written
+// by the host before every op that takes ids, positions or offsets, it was
+// faulted back to the device each time (about 100 µs an op on an H200).
 //
 // Ops run one at a time (a mutex), as the device's default stream would
 // run them anyway. The precision mode (kernels.Precision) is Ops': the
@@ -63,7 +66,10 @@ type Backend struct {
 	mu     sync.Mutex
 	closed bool
 	allocs []allocation // live allocations of AllocF32/AllocBF16, by address
-	edges  *Buffer      // managed scratch for the int32 edges of one call
+	edges  *Buffer      // device scratch (cuMemAlloc) for the int32 edges of one call
+	// edgeTaken: the op onDevice runs has taken the scratch (edge)
+	edgeTaken bool
+	prof      opProfile // per-op times while a profile runs (StartProfile)
 }
 
 // allocation is one AllocF32 or AllocBF16: buf holds bytes bytes the caller
@@ -277,29 +283,45 @@ func (b *Backend) bf16(op, name string, s []uint16) *Buffer {
 	return &Buffer{d: b.d, ptr: DevPtr(addr), n: (len(s) + 1) / 2, base: a.buf}
 }
 
-// edge copies the int32 values s into the backend's managed scratch and
-// returns it as a buffer of len(s) elements (nil for an empty s); b.mu is
-// held, and the device is idle (every op ends synchronized), so the
-// scratch is free to overwrite.
+// edge copies the int32 values s into the backend's device scratch
+// (scratch) with one synchronous cuMemcpyHtoD, and returns it as a buffer
+// of len(s) elements (nil for an empty s); b.mu is held. The host never
+// reads the scratch: its address is the device's only.
 func (b *Backend) edge(op string, s []int32) *Buffer {
 	if len(s) == 0 {
 		return nil
 	}
-	if b.edges == nil || b.edges.n < len(s) {
+	v := b.scratch(op, len(s))
+	if err := v.UploadInt32(s); err != nil {
+		panic(fmt.Sprintf("kernels.%s: int32 scratch: %v", op, err))
+	}
+	return v
+}
+
+// scratch returns n elements of the backend's device scratch for the int32
+// edges (cuMemAlloc memory, grown when a call needs more) for the op
+// onDevice runs; b.mu is held, and the device is idle (every op ends
+// synchronized), so the scratch is free to overwrite. An op takes it at
+// most once (a second edge would overwrite the first).
+func (b *Backend) scratch(op string, n int) *Buffer {
+	if b.edgeTaken {
+		panic(fmt.Sprintf("kernels.%s: a second int32 edge in one op", op))
+	}
+	b.edgeTaken = true
+	if b.edges == nil || b.edges.n < n {
 		if b.edges != nil {
 			if err := b.edges.Free(); err != nil {
 				panic(fmt.Sprintf("kernels.%s: %v", op, err))
 			}
 			b.edges = nil
 		}
-		buf, err := b.d.AllocManaged(max(len(s), 4096))
+		buf, err := b.d.Alloc(max(n, 4096))
 		if err != nil {
 			panic(fmt.Sprintf("kernels.%s: int32 scratch: %v", op, err))
 		}
 		b.edges = buf
 	}
-	copy(unsafe.Slice((*int32)(hostPtr(b.edges.ptr)), len(s)), s)
-	return b.edges.view(0, len(s))
+	return b.edges.view(0, n)
 }
 
 // ---- running ops ----------------------------------------------------------
@@ -311,6 +333,8 @@ func (b *Backend) onDevice(op string, run func() error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.enter(op)
+	t0 := time.Now()
+	b.edgeTaken = false
 	err := run()
 	if err == nil {
 		err = b.d.Synchronize()
@@ -318,6 +342,7 @@ func (b *Backend) onDevice(op string, run func() error) {
 	if err != nil {
 		panic(fmt.Sprintf("kernels.%s: %v", op, err))
 	}
+	b.prof.record(op, t0)
 }
 
 // enter checks the backend is open; b.mu is held.

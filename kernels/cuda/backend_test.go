@@ -103,7 +103,7 @@ func emulatedBackendIn(t *testing.T, p kernels.Precision) (*cuda.Backend, *cudaf
 // instead. A group kerneltest gains is not run until it is added here.
 // TestBackendOnHardware runs them all.
 var conformanceGroups = []string{"Matmul", "MatmulBatched", "Linear", "LinearBF16", "RMSNorm", "RoPE", "GeGLU",
-	"Attention", "AttentionWindow", "AttentionDecode", "Embedding", "CopyZero", "Rows", "BadArguments"}
+	"Attention", "AttentionWindow", "AttentionDecode", "AttentionDecodeBatch", "Embedding", "CopyZero", "Rows", "BadArguments"}
 
 // TestBackendConformance runs kerneltest's suite (conformanceGroups) on
 // cuda.Backend over the emulated device: the kernels run the .cu sources
@@ -449,10 +449,11 @@ func TestBackendFreeClose(t *testing.T) {
 }
 
 // TestBackendEdges: the int32 arguments are host slices (Go memory), copied
-// into one managed scratch buffer that grows when a call needs more and is
+// into one scratch buffer of device memory (cuMemAlloc, not managed) with
+// one cuMemcpyHtoD a call; the scratch grows when a call needs more and is
 // reused, not allocated per call.
 func TestBackendEdges(t *testing.T) {
-	b, _, _ := emulatedBackend(t)
+	b, drv, _ := emulatedBackend(t)
 	defer b.Close()
 	const C, V = 3, 5
 	table, err := b.AllocF32(V * C)
@@ -463,7 +464,7 @@ func TestBackendEdges(t *testing.T) {
 	for i := range table {
 		table[i] = float32(i)
 	}
-	for _, N := range []int{2, 3, 5000, 7} {
+	for call, N := range []int{2, 3, 5000, 7} {
 		ids := make([]int32, N) // Go memory
 		for i := range ids {
 			ids[i] = int32((i*3 + 1) % V)
@@ -472,7 +473,21 @@ func TestBackendEdges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		managed, dev, copies := drv.Calls("cuMemAllocManaged"), drv.Calls("cuMemAlloc_v2"), drv.Calls("cuMemcpyHtoD_v2")
 		b.EmbeddingForward(out, ids, table, N, C, V)
+		if n := drv.Calls("cuMemAllocManaged") - managed; n != 0 {
+			t.Errorf("N=%d: %d managed allocations for the ids, want none", N, n)
+		}
+		wantDev := 0
+		if call == 0 || N == 5000 { // the first call makes the scratch; 5000 values outgrow its 4096
+			wantDev = 1
+		}
+		if n := drv.Calls("cuMemAlloc_v2") - dev; n != wantDev {
+			t.Errorf("N=%d: %d device allocations for the ids, want %d", N, n, wantDev)
+		}
+		if n := drv.Calls("cuMemcpyHtoD_v2") - copies; n != 1 {
+			t.Errorf("N=%d: %d host-to-device copies, want one", N, n)
+		}
 		want := make([]float32, N*C)
 		ref.New().EmbeddingForward(want, ids, table, N, C, V)
 		if !slices.Equal(out, want) {
@@ -704,5 +719,44 @@ func TestBackendSumSquares(t *testing.T) {
 			x[i] = old
 		}
 		b.FreeF32(x)
+	}
+}
+
+// TestBackendProfile: a profile counts each op by name while it runs, and
+// nothing before StartProfile or after StopProfile.
+func TestBackendProfile(t *testing.T) {
+	b, _, _ := emulatedBackend(t)
+	defer b.Close()
+	x, err := b.AllocF32(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeF32(x)
+	b.Scale(x, x, 2, len(x)) // before the profile: not counted
+	if got := b.StopProfile(); len(got) != 0 {
+		t.Fatalf("no profile ran, StopProfile gave %v", got)
+	}
+	b.StartProfile()
+	for range 3 {
+		b.Scale(x, x, 2, len(x))
+	}
+	b.Zero(x, len(x))
+	got := b.StopProfile()
+	b.Scale(x, x, 2, len(x)) // after the profile: not counted
+	if len(got) != 2 {
+		t.Fatalf("profile %v: want Scale and Zero", got)
+	}
+	calls := map[string]int{}
+	for _, o := range got {
+		calls[o.Op] = o.Calls
+		if o.Total <= 0 {
+			t.Errorf("%s: total %v, want > 0", o.Op, o.Total)
+		}
+	}
+	if calls["Scale"] != 3 || calls["Zero"] != 1 {
+		t.Errorf("calls %v, want Scale 3 and Zero 1", calls)
+	}
+	if got[0].Total < got[1].Total {
+		t.Errorf("profile not ordered by total: %v", got)
 	}
 }

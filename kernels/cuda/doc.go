@@ -26,7 +26,11 @@
 // a sliding window, over a KV cache (decode), and its backward without
 // atomics, flash-attention style — key tiles in shared memory, an online
 // softmax, f32 on CUDA cores, no tensor cores yet), with helpers in
-// common.cuh. Ops launches them on device
+// common.cuh; attention_decode.cu: a decode step of many sequences at
+// once, each over its own KV cache (AttentionDecodeBatch: an append
+// kernel, then one attention launch whose grid covers every sequence and
+// KV head; the caches reach it as a table of offsets, the op's int32
+// edge). Ops launches them on device
 // buffers with a fixed geometry per op (its plan* functions). Their text is
 // tested on the CPU by compiling it with g++ through cpushim/cuda_cpu.h (one
 // fiber per CUDA thread on the launching OS thread, barriers, warp shuffles,

@@ -17,4 +17,7 @@ var (
 
 	PlanAttention         = planAttention
 	PlanAttentionBackward = planAttentionBackward
+
+	PlanAttentionDecodeBatch = planAttentionDecodeBatch
+	DecodeTable              = decodeTable
 )

@@ -14,11 +14,12 @@ import (
 // with a cuBLAS wheel in its site-packages, compute-sanitizer and the test
 // binary — on a PATH holding nothing else but the shell tools it uses: it
 // runs every step with the test binary's hardware tests switched on and
-// the wheel's cuBLAS, writes a summary line per step, says what it does
+// the wheel's cuBLAS, unpacks the hone-cmds step's binaries and runs its
+// test binary on them, writes a summary line per step, says what it does
 // not check, and exits 1 when a step fails.
 func TestGPUCheckScript(t *testing.T) {
 	bin := t.TempDir()
-	for _, tool := range []string{"bash", "env", "timeout", "date", "find", "sort", "head", "mkdir", "tee", "dirname", "cat", "grep", "printf"} {
+	for _, tool := range []string{"bash", "env", "timeout", "date", "find", "sort", "head", "mkdir", "tee", "dirname", "cat", "grep", "printf", "chmod", "mv"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			if os.Getenv("CI") == "" {
@@ -47,9 +48,15 @@ func TestGPUCheckScript(t *testing.T) {
 	}
 	stub(bin, "nvidia-smi", `echo "NVIDIA H200 $*"`)
 	stub(bin, "ldconfig", `exit 0`) // no cuBLAS on the loader's path
-	stub(bin, "python3", `case "$*" in *getsitepackages*) echo `+site+`;; *torch_bench.py*) echo "RESULT stub row $*";; *) echo "torch stub";; esac`)
+	// python3 -c CODE NAMES...: with lzma in CODE, "unpacks" each NAME.xz
+	// (here a plain script) into NAME; with NO_LZMA set it fails, as a Python
+	// without lzma would, and the xz stand-in unpacks instead.
+	stub(bin, "python3", `case "$*" in *getsitepackages*) echo `+site+`;; *torch_bench.py*) echo "RESULT stub row $*";;
+  *lzma*) [ -z "$NO_LZMA" ] || exit 1; shift 2; for n; do cat "$n.xz" > "$n" && chmod 755 "$n" && echo "unpacked $n"; done;;
+  *) echo "torch stub";; esac`)
+	stub(bin, "xz", `[ "$1" = -dc ] && exec cat "$2"`)
 	stub(bin, "compute-sanitizer", `echo "sanitizer $1 $2"; shift 4; exec "$@"`)
-	run := func(testExit int, env ...string) (string, string, error) {
+	run := func(testExit, cmdExit int, env ...string) (string, string, error) {
 		dir := t.TempDir()
 		script, err := os.ReadFile("gpucheck/run.sh")
 		if err != nil {
@@ -58,9 +65,18 @@ func TestGPUCheckScript(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "run.sh"), script, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		stub(dir, "cuda.test", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"; exit `+string(rune('0'+testExit)))
-		stub(dir, "modelbench", `echo "BENCH stub $*"`)
-		stub(dir, "model.test", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST in $PWD args: $*"`)
+		// The binaries come as NAME.xz (make gpu-check): run.sh unpacks them.
+		if err := os.MkdirAll(filepath.Join(dir, "cmdcheck"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stub(dir, "cuda.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"; exit `+string(rune('0'+testExit)))
+		stub(dir, "modelbench.xz", `echo "BENCH stub $*"`)
+		stub(dir, "model.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST in $PWD args: $*"`)
+		stub(dir, "cmdcheck/hone-train.xz", `exit 0`)
+		stub(dir, "cmdcheck/hone-serve.xz", `exit 0`)
+		stub(dir, "cmdcheck/cmdcheck.test.xz", `"$HONE_CMDCHECK_DIR/hone-train" && "$HONE_CMDCHECK_DIR/hone-serve" || exit 1
+echo "HONE_CMDCHECK_DIR=$HONE_CMDCHECK_DIR HONE_CMDCHECK_OUT=$HONE_CMDCHECK_OUT HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"
+echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune('0'+cmdExit)))
 		if err := os.MkdirAll(filepath.Join(dir, "train", "model"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -87,18 +103,44 @@ func TestGPUCheckScript(t *testing.T) {
 				t.Errorf("model-golden.log lacks %q:\n%s", want, mg)
 			}
 		}
+		if testExit == 0 && !strings.Contains(string(summary), "hone-cmds       SKIPPED") {
+			cl, rerr := os.ReadFile(filepath.Join(dir, "results", "hone-cmds.log"))
+			if rerr != nil {
+				t.Fatalf("%v\n%s", rerr, out)
+			}
+			cmdcheck := filepath.Join(dir, "cmdcheck")
+			for _, want := range []string{"HONE_CMDCHECK_DIR=" + cmdcheck + " HONE_CMDCHECK_OUT=" + filepath.Join(dir, "results", "hone-cmds") +
+				" HONE_LIBCUBLAS=" + cublas + " args: -test.run CommandsOnDevice -test.v -test.timeout 55s"} {
+				if !strings.Contains(string(cl), want) {
+					t.Errorf("hone-cmds.log lacks %q:\n%s", want, cl)
+				}
+			}
+		}
+		if testExit == 0 {
+			ul, rerr := os.ReadFile(filepath.Join(dir, "results", "unpack.log"))
+			if rerr != nil {
+				t.Fatalf("%v\n%s", rerr, out)
+			}
+			for _, n := range []string{"cuda.test", "model.test", "modelbench", "cmdcheck/cmdcheck.test", "cmdcheck/hone-serve", "cmdcheck/hone-train"} {
+				if !strings.Contains(string(ul), "unpacked "+filepath.Join(dir, n)) {
+					t.Errorf("unpack.log lacks %s:\n%s", n, ul)
+				}
+			}
+		}
 		return string(summary), string(hw), err
 	}
 
-	summary, hw, err := run(0)
+	summary, hw, err := run(0, 0)
 	if err != nil {
 		t.Fatalf("run.sh: %v\n%s", err, summary)
 	}
 	for _, want := range []string{"abc123", "nvidia-smi      ok", "gpu             ok", "cuBLAS: " + cublas, "torch           ok",
 		"hardware-test   ok", "memcheck        ok", "model-golden    ok", "torch-05b       ok", "torch-7b        ok",
-		"hone-05b-train  ok", "hone-05b-decode ok", "hone-7b-train   ok",
+		"hone-05b-train  ok", "hone-05b-decode ok", "hone-7b-train   ok", "unpack          ok      6 files",
+		// the commands' step and its CMDCHECK lines
+		"hone-cmds       ok", "    sft float32: stub", "    total 1s",
 		// modelbench's BENCH lines, copied into the summary
-		"    stub worker train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3 --device cuda --dtype bf16 --compute bf16 --libcuda  --libcublas " + cublas,
+		"    stub worker train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3 --device cuda --dtype bf16 --compute bf16 --profile-ops --libcuda  --libcublas " + cublas,
 		"    stub worker decode --shape 05b --batch 32 --prompt 128 --tokens 128 --device cuda",
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --device cuda",
 		// torch_bench.py's RESULT lines, copied into the summary (the stub echoes its arguments)
@@ -114,7 +156,7 @@ func TestGPUCheckScript(t *testing.T) {
 		t.Errorf("hardware-test.log lacks %q:\n%s", want, hw)
 	}
 
-	summary, _, err = run(1)
+	summary, _, err = run(1, 0)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("run.sh with a failing hardware test: %v, want exit status 1", err)
@@ -125,13 +167,38 @@ func TestGPUCheckScript(t *testing.T) {
 		}
 	}
 
+	// Where Python cannot unpack, the xz command does; where neither can,
+	// the run fails.
+	summary, _, err = run(0, 0, "NO_LZMA=1")
+	if err != nil || !strings.Contains(summary, "unpack          ok      6 files") || !strings.Contains(summary, "every step passed") {
+		t.Errorf("run.sh unpacking with xz: %v\n%s", err, summary)
+	}
+	if err := os.Remove(filepath.Join(bin, "xz")); err != nil {
+		t.Fatal(err)
+	}
+	summary, _, err = run(1, 0, "NO_LZMA=1")
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(summary, "unpack          FAILED") {
+		t.Errorf("run.sh unable to unpack: %v, want exit status 1 and unpack FAILED\n%s", err, summary)
+	}
+
+	// A failing hone-cmds step fails the run, its lines still in the summary.
+	summary, _, err = run(0, 1)
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("run.sh with a failing hone-cmds step: %v, want exit status 1", err)
+	}
+	for _, want := range []string{"hone-cmds       FAILED  rc=1", "    sft float32: stub", "hone-7b-train   ok", "a step FAILED"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+
 	// With less than 30 s of the budget left the PyTorch steps are skipped,
 	// and that counts as a failure.
-	summary, _, err = run(0, "HONE_GPU_CHECK_BUDGET_S=20")
+	summary, _, err = run(0, 0, "HONE_GPU_CHECK_BUDGET_S=20")
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("run.sh out of budget: %v, want exit status 1", err)
 	}
-	for _, want := range []string{"hardware-test   ok", "model-golden    SKIPPED", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "of the 20s budget", "a step FAILED"} {
+	for _, want := range []string{"hardware-test   ok", "model-golden    SKIPPED", "hone-cmds       SKIPPED", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "of the 20s budget", "a step FAILED"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

@@ -45,6 +45,8 @@ var kernelModules = map[string]string{
 	"zero_f32":                 "misc",
 	"sum_squares_partial":      "sumsquares",
 	"sum_squares_final":        "sumsquares",
+	"attention_decode_append":  "attention_decode",
+	"attention_decode_batch":   "attention_decode",
 	"bias_forward":             "linear",
 	"bias_backward":            "linear",
 	"bf16_to_f32":              "linear",

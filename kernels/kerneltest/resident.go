@@ -340,6 +340,23 @@ func (r *ResidentBackend) AttentionDecode(out, q, kCache, vCache []float32, Tq, 
 	r.b.AttentionDecode(out, q, kCache, vCache, Tq, Tk, H, KVH, D, scale)
 }
 
+// AttentionDecodeBatch checks its buffers, every sequence's caches among
+// them, then calls the wrapped backend.
+func (r *ResidentBackend) AttentionDecodeBatch(out, q, k, v []float32, kCache, vCache [][]float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	const op = "AttentionDecodeBatch"
+	r.f32(op, "out", out)
+	r.f32(op, "q", q)
+	r.f32(op, "k", k)
+	r.f32(op, "v", v)
+	for s := range kCache {
+		r.f32(op, fmt.Sprintf("kCache[%d]", s), kCache[s])
+	}
+	for s := range vCache {
+		r.f32(op, fmt.Sprintf("vCache[%d]", s), vCache[s])
+	}
+	r.b.AttentionDecodeBatch(out, q, k, v, kCache, vCache, seqOff, N, H, KVH, D, W, scale)
+}
+
 // EmbeddingForward checks its buffers, then calls the wrapped backend.
 func (r *ResidentBackend) EmbeddingForward(out []float32, ids []int32, table []float32, N, C, V int) {
 	r.f32("EmbeddingForward", "out", out)

@@ -76,6 +76,7 @@ func (s suite) groups() []group {
 		{"Attention", s.attention},
 		{"AttentionWindow", s.attentionWindow},
 		{"AttentionDecode", s.attentionDecode},
+		{"AttentionDecodeBatch", s.attentionDecodeBatch},
 		{"Embedding", s.embedding},
 		{"LogSoftmax", s.logsoftmax},
 		{"Entropy", s.entropy},
@@ -578,6 +579,79 @@ func (s suite) attentionDecode(t *testing.T) {
 	}
 }
 
+// decodeBatchCase is one AttentionDecodeBatch shape: each sequence's new
+// tokens and cache rows after the append, heads, head dim and window.
+type decodeBatchCase struct {
+	tq, tk    []int
+	H, KVH, D int
+	W         int
+}
+
+// attentionDecodeBatch checks AttentionDecodeBatch against ref on several
+// sequences of different cache lengths: one new token each (a decode step),
+// several (a prompt prefilled over a cache, an empty one among them), GQA
+// and a sliding window shorter than some caches. Both the outputs and the
+// caches are compared; the rows of each cache's allocation past its slice
+// must stay as they were, and without a window the result must equal the
+// backend's own AttentionDecode after copying the new rows in.
+func (s suite) attentionDecodeBatch(t *testing.T) {
+	for _, c := range []decodeBatchCase{
+		{tq: []int{1, 1, 1, 1}, tk: []int{5, 17, 1, 64}, H: 14, KVH: 2, D: 16},
+		{tq: []int{3, 1, 0, 17}, tk: []int{3, 9, 4, 40}, H: 4, KVH: 2, D: 8},
+		{tq: []int{1, 5, 2}, tk: []int{10, 6, 3}, H: 2, KVH: 1, D: 64, W: 4},
+		{tq: []int{2, 1}, tk: []int{70, 300}, H: 6, KVH: 3, D: 32, W: 128},
+	} {
+		name := fmt.Sprintf("Tq=%v,Tk=%v,H=%d,KVH=%d,D=%d,W=%d", c.tq, c.tk, c.H, c.KVH, c.D, c.W)
+		t.Run(name, func(t *testing.T) {
+			r := src(name)
+			H, KVH, D := c.H, c.KVH, c.D
+			qd, kvd := H*D, KVH*D
+			S := len(c.tq)
+			seqOff := make([]int32, S+1)
+			for i, n := range c.tq {
+				seqOff[i+1] = seqOff[i] + int32(n)
+			}
+			N := int(seqOff[S])
+			q, k, v := s.randn(r, N*qd, 1), s.randn(r, N*kvd, 1), s.randn(r, N*kvd, 1)
+			const spare = 2 // rows past each cache slice, which must not change
+			kc, vc := make([][]float32, S), make([][]float32, S)
+			kw, vw := make([][]float32, S), make([][]float32, S)
+			for i, tk := range c.tk {
+				kc[i], vc[i] = s.randn(r, (tk+spare)*kvd, 1), s.randn(r, (tk+spare)*kvd, 1)
+				kw[i], vw[i] = s.m.of(kc[i]), s.m.of(vc[i])
+			}
+			cut := func(x [][]float32) [][]float32 {
+				y := make([][]float32, S)
+				for i, tk := range c.tk {
+					y[i] = x[i][:tk*kvd]
+				}
+				return y
+			}
+			scale := float32(1 / math.Sqrt(float64(D)))
+			want, got := s.nan(N*qd), s.nan(N*qd)
+			s.r.AttentionDecodeBatch(want, q, k, v, cut(kw), cut(vw), seqOff, N, H, KVH, D, c.W, scale)
+			s.b.AttentionDecodeBatch(got, q, k, v, cut(kc), cut(vc), seqOff, N, H, KVH, D, c.W, scale)
+			near(t, "out", got, want, F32Tol)
+			for i := range S {
+				near(t, fmt.Sprintf("sequence %d key cache", i), kc[i], kw[i], 0)
+				near(t, fmt.Sprintf("sequence %d value cache", i), vc[i], vw[i], 0)
+			}
+			if c.W > 0 {
+				return
+			}
+			for i := range S { // the same as one AttentionDecode per sequence
+				lo, hi := int(seqOff[i]), int(seqOff[i+1])
+				if hi == lo {
+					continue
+				}
+				one := s.nan((hi - lo) * qd)
+				s.b.AttentionDecode(one, q[lo*qd:hi*qd], kc[i], vc[i], hi-lo, c.tk[i], H, KVH, D, scale)
+				near(t, fmt.Sprintf("sequence %d vs AttentionDecode", i), got[lo*qd:hi*qd], one, F32Tol)
+			}
+		})
+	}
+}
+
 func (s suite) embedding(t *testing.T) {
 	for _, sh := range [][3]int{{1, 3, 5}, {17, 8, 50}, {64, 16, 7}} {
 		N, C, V := sh[0], sh[1], sh[2]
@@ -992,6 +1066,15 @@ func (s suite) badArguments(t *testing.T) {
 			s.b.AttentionWindowBackward(f(4), f(4), f(3), f(4), f(4), f(1), f(4), f(4), f(4), []int32{0, 1}, 1, 1, 1, 4, 2, 1)
 		}},
 		{"AttentionDecode more queries than cache", func() { s.b.AttentionDecode(f(8), f(8), f(4), f(4), 2, 1, 1, 1, 4, 1) }},
+		{"AttentionDecodeBatch more new tokens than cache", func() {
+			s.b.AttentionDecodeBatch(f(12), f(12), f(12), f(12), [][]float32{f(8), f(4)}, [][]float32{f(8), f(4)}, []int32{0, 1, 3}, 3, 1, 1, 4, 0, 1)
+		}},
+		{"AttentionDecodeBatch value cache shorter than key cache", func() {
+			s.b.AttentionDecodeBatch(f(4), f(4), f(4), f(4), [][]float32{f(8)}, [][]float32{f(4)}, []int32{0, 1}, 1, 1, 1, 4, 0, 1)
+		}},
+		{"AttentionDecodeBatch one cache for two sequences", func() {
+			s.b.AttentionDecodeBatch(f(8), f(8), f(8), f(8), [][]float32{f(8)}, [][]float32{f(8)}, []int32{0, 1, 2}, 2, 1, 1, 4, 0, 1)
+		}},
 		{"EmbeddingForward id out of range", func() { s.b.EmbeddingForward(f(2), []int32{3}, f(6), 1, 2, 3) }},
 		{"EmbeddingBackward negative id", func() { s.b.EmbeddingBackward(f(6), f(2), []int32{-1}, 1, 2, 3) }},
 		{"LogprobForward target out of range", func() {

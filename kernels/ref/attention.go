@@ -52,6 +52,23 @@ func (Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH,
 	attend(out, nil, q, kCache, vCache, Tq, Tk, H, KVH, D, 0, scale)
 }
 
+// AttentionDecodeBatch: each sequence's new keys and values appended to
+// its cache, then its new queries against the cache (attend, windowed when
+// W > 0).
+func (Backend) AttentionDecodeBatch(out, q, k, v []float32, kCache, vCache [][]float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	tk := kernels.NeedAttentionDecodeBatch("AttentionDecodeBatch", out, q, k, v, kCache, vCache, seqOff, N, H, KVH, D, W)
+	qd, kvd := H*D, KVH*D
+	for s := range tk {
+		lo, hi := int(seqOff[s]), int(seqOff[s+1])
+		Tq, Tk := hi-lo, tk[s]
+		copy(kCache[s][(Tk-Tq)*kvd:Tk*kvd], k[lo*kvd:hi*kvd])
+		copy(vCache[s][(Tk-Tq)*kvd:Tk*kvd], v[lo*kvd:hi*kvd])
+		if Tq > 0 {
+			attend(out[lo*qd:hi*qd], nil, q[lo*qd:hi*qd], kCache[s], vCache[s], Tq, Tk, H, KVH, D, W, scale)
+		}
+	}
+}
+
 // attend: query i of Tq sees key rows 0 … Tk−Tq+i, or with a window W > 0
 // only the last W of them. lse may be nil.
 func attend(out, lse, q, k, v []float32, Tq, Tk, H, KVH, D, W int, scale float32) {

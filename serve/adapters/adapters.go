@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hone-rl/hone/format/runfolder"
@@ -21,6 +22,11 @@ import (
 var ErrUnknown = errors.New("unknown adapter")
 
 // Adapter is one loaded adapter step.
+//
+// Its weights live until nothing holds it: the registry holds it while the
+// step is loaded (installed), and every Ref that Resolve handed out holds
+// it until released. When the last hold goes, the weights are freed on the
+// backend (model.Adapter.Free), exactly once.
 type Adapter struct {
 	Run     string
 	Step    int
@@ -29,6 +35,44 @@ type Adapter struct {
 	Loaded  time.Time
 
 	stamp stamp // the folder's files when they were read
+	// refs counts the holds: one for the registry while the step is
+	// installed, one per unreleased Ref. It only rises while the registry
+	// still holds the adapter (Resolve acquires under the registry's lock),
+	// so once it reaches 0 it stays there.
+	refs atomic.Int64
+}
+
+// unref gives up one hold; the last frees the weights on the backend.
+func (a *Adapter) unref() {
+	switch n := a.refs.Add(-1); {
+	case n == 0:
+		a.Weights.Free()
+	case n < 0:
+		// Ref.Release gives up a hold once and the registry drops a step
+		// once, so this is a bug in this package.
+		panic(fmt.Sprintf("adapters: %s released more often than held", a.Name()))
+	}
+}
+
+// Ref is one hold on a loaded adapter, from Resolve: its weights stay on
+// the backend until Release, even if the registry drops the step meanwhile
+// (beyond MaxKeep, a reload of the same step, Close). The adapter's fields
+// are promoted (ref.Step, ref.Weights).
+type Ref struct {
+	*Adapter
+	released atomic.Bool
+}
+
+// Release gives up the hold; the last hold on a dropped step frees its
+// weights on the backend. Only the first call counts: a second one does
+// nothing, so one Ref can never give up another's hold. Release on a nil
+// Ref does nothing (the base model holds nothing). It is safe to call from
+// any goroutine. The adapter's weights must not be used after it.
+func (r *Ref) Release() {
+	if r == nil || !r.released.CompareAndSwap(false, true) {
+		return
+	}
+	r.Adapter.unref()
 }
 
 // Name is the served name, "<run>@<step>".
@@ -42,10 +86,14 @@ type Options struct {
 	Log     *slog.Logger
 	// Backend is the model's backend: each adapter is placed on it as it
 	// loads (model.Adapter.Place); nil leaves adapters in Go memory, which
-	// only a host backend can read. A step dropped beyond MaxKeep is not
-	// freed on the backend, since a request in flight may still use it: on
-	// a backend that allocates its own memory each dropped step stays
-	// allocated (small: the LoRA tensors).
+	// only a host backend can read. A step the registry drops (beyond
+	// MaxKeep, replaced by a reload of the same step, or at Close) is freed
+	// on the backend (model.Adapter.Free) once nothing holds it: at once
+	// when no Ref from Resolve is outstanding, else when the last one is
+	// released (by hone-serve, once the engine retired the last sequence
+	// that runs on it). On a backend that allocates its own memory (CUDA)
+	// hot reload of every training step thus keeps MaxKeep steps per run
+	// allocated, plus those requests in flight still use.
 	Backend kernels.Backend
 }
 
@@ -91,10 +139,12 @@ func New(o Options) *Registry {
 	return &Registry{o: o, runs: map[string]*run{}, failed: map[string]stamp{}, warned: map[string]string{}}
 }
 
-// Resolve returns the adapter a model name asks for: "<run>" (the step the
-// run's latest file names) or "<run>@<step>" (any loaded step). It fails
-// with ErrUnknown for anything else.
-func (r *Registry) Resolve(name string) (*Adapter, error) {
+// Resolve returns a hold on the adapter a model name asks for: "<run>"
+// (the step the run's latest file names) or "<run>@<step>" (any loaded
+// step). The caller must Release it once nothing uses the adapter's weights
+// any more; until then they stay on the backend even if the step is
+// dropped. It fails with ErrUnknown for anything else.
+func (r *Registry) Resolve(name string) (*Ref, error) {
 	want, err := runfolder.ParseServed(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnknown, err)
@@ -106,14 +156,21 @@ func (r *Registry) Resolve(name string) (*Adapter, error) {
 		return nil, fmt.Errorf("%w: %q", ErrUnknown, name)
 	}
 	if !want.HasStep {
-		return rn.current, nil
+		return acquire(rn.current), nil
 	}
 	for _, a := range rn.steps {
 		if a.Step == want.Step {
-			return a, nil
+			return acquire(a), nil
 		}
 	}
 	return nil, fmt.Errorf("%w: %q (step %d is not loaded)", ErrUnknown, name, want.Step)
+}
+
+// acquire takes a hold on a, which the registry holds (the caller holds
+// r.mu, so it cannot be dropped meanwhile).
+func acquire(a *Adapter) *Ref {
+	a.refs.Add(1)
+	return &Ref{Adapter: a}
 }
 
 // Names lists "<run>" and "<run>@<step>" for every loaded adapter, sorted.
@@ -213,25 +270,31 @@ func (r *Registry) pollRun(name string) bool {
 	}
 	delete(r.failed, step.Real)
 	a := &Adapter{Run: name, Step: step.N, Dir: step.Dir, Weights: w, Loaded: time.Now(), stamp: st}
-	r.install(a)
+	a.refs.Store(1) // the registry's hold
+	for _, d := range r.install(a) {
+		d.unref()
+	}
 	r.o.Log.Info("adapters: loaded", "model", a.Name(), "dir", step.Dir)
 	return true
 }
 
-// Close frees the memory of every loaded adapter on Options.Backend and
-// forgets them (Resolve fails afterwards; Poll loads nothing). Call it once
-// nothing uses them: after the engine stopped.
+// Close forgets every loaded adapter (Resolve fails afterwards; Poll loads
+// nothing) and gives up the registry's holds: the memory on
+// Options.Backend of each adapter no Ref holds is freed now, that of the
+// others when their last Ref is released.
 func (r *Registry) Close() {
 	r.pollMu.Lock()
 	defer r.pollMu.Unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var dropped []*Adapter
 	for _, rn := range r.runs {
-		for _, a := range rn.steps {
-			a.Weights.Free()
-		}
+		dropped = append(dropped, rn.steps...)
 	}
 	r.runs, r.closed = map[string]*run{}, true
+	r.mu.Unlock()
+	for _, a := range dropped {
+		a.unref()
+	}
 }
 
 // loadedStep returns the loaded adapter of run's step n, or nil.
@@ -265,8 +328,10 @@ func (r *Registry) makeCurrent(name string, a *Adapter) {
 
 // install adds a freshly loaded adapter as the run's current one, replacing
 // an older load of the same step, and drops the least recently current steps
-// beyond MaxKeep (never the current one).
-func (r *Registry) install(a *Adapter) {
+// beyond MaxKeep (never the current one). It returns the dropped adapters,
+// whose registry holds the caller gives up (outside the lock: the last one
+// frees memory on the backend).
+func (r *Registry) install(a *Adapter) []*Adapter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rn := r.runs[a.Run]
@@ -274,12 +339,21 @@ func (r *Registry) install(a *Adapter) {
 		rn = &run{}
 		r.runs[a.Run] = rn
 	}
-	rn.steps = slices.DeleteFunc(rn.steps, func(b *Adapter) bool { return b.Step == a.Step })
+	var dropped []*Adapter
+	rn.steps = slices.DeleteFunc(rn.steps, func(b *Adapter) bool {
+		if b.Step == a.Step {
+			dropped = append(dropped, b)
+			return true
+		}
+		return false
+	})
 	rn.steps = append(rn.steps, a)
 	rn.current = a
 	for len(rn.steps) > r.o.MaxKeep {
-		rn.steps = slices.Delete(rn.steps, 0, 1) // the current one is last
+		dropped = append(dropped, rn.steps[0]) // the current one is last
+		rn.steps = slices.Delete(rn.steps, 0, 1)
 	}
+	return dropped
 }
 
 // warnOnce logs a warning about condition key unless the same message was

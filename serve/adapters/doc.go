@@ -18,6 +18,15 @@
 // one and the most recently current others. A missing DIR or a bad latest
 // file is logged once, and again only when it changes or comes back.
 //
+// Lifetime: Resolve hands out a Ref, a hold on the adapter that its user
+// (hone-serve: the engine, until it retired the request's last sequence)
+// gives up with Release. The registry holds each step while it is loaded.
+// A step it drops (beyond MaxKeep, a reload of the same step, Close) stays
+// on the backend while any Ref holds it, and the last hold to go frees its
+// weights (model.Adapter.Free) exactly once: at once for a step nothing
+// uses, after the last request on it otherwise. A Ref released twice
+// counts once.
+//
 // Names are checked (runfolder.ParseServed) so that no request can name a
 // path, and nothing is read through a symbolic link that leads outside DIR:
 // a run folder, step folder or adapter file that resolves elsewhere is

@@ -144,7 +144,7 @@ func TestLatestRollback(t *testing.T) {
 	if got := polls(r, 2); !slices.Equal(got, []int{0, 0}) {
 		t.Fatalf("switching to loaded step 3 loaded %v", got)
 	}
-	if a, _ := r.Resolve("exp"); a != three {
+	if a, _ := r.Resolve("exp"); a.Adapter != three.Adapter {
 		t.Fatalf(`Resolve("exp") = %+v, want the loaded step 3`, a)
 	}
 	// Step 2: step 1, least recently current, is dropped, not 3 or 2.

@@ -40,8 +40,12 @@ func TestPollPlacesOnBackend(t *testing.T) {
 		t.Fatal("nothing allocated on the backend")
 	}
 	r.Close()
+	if be.Live() == 0 {
+		t.Fatal("the registry's Close freed an adapter a Ref still holds")
+	}
+	a.Release()
 	if n := be.Live(); n != 0 {
-		t.Errorf("%d allocations live after the registry's Close", n)
+		t.Errorf("%d allocations live after the registry's Close and the last Release", n)
 	}
 	if _, err := r.Resolve("exp"); err == nil {
 		t.Error("a closed registry still resolves its adapters")

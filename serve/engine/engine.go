@@ -59,6 +59,16 @@ type Request struct {
 	Adapter *model.Adapter // nil: the base model
 	// Constraint, when set, makes one Constraint per sequence.
 	Constraint func(choice int) Constraint
+	// Done, when set, is called exactly once when the engine is finished
+	// with the request: every sequence left the batch for good (finished,
+	// cancelled, failed, or ended by Shutdown), or Submit refused it. No
+	// step that includes a sequence of the request runs after it begins,
+	// and the engine reads Adapter's weights no more, so Done may free
+	// them (hone-serve releases its hold on the adapter here). It runs on
+	// the engine's goroutine, or in Submit when that fails, and returns
+	// before the request's last event is delivered; it must not block or
+	// call into the engine.
+	Done func()
 }
 
 // Event is what happened to one sequence (choice) of a request.
@@ -140,10 +150,30 @@ type Stats struct {
 }
 
 type reqState struct {
-	r    *Request
-	h    *Handle
-	seqs []*sequence
-	live int
+	r       *Request
+	h       *Handle
+	seqs    []*sequence
+	live    int
+	retired bool // r.Done was called
+}
+
+// retire calls rs's Done hook, once.
+func (rs *reqState) retire() {
+	if rs.retired {
+		return
+	}
+	rs.retired = true
+	if rs.r.Done != nil {
+		rs.r.Done()
+	}
+}
+
+// refuse calls r's Done hook for a request Submit turns away.
+func refuse(r *Request, err error) (*Handle, error) {
+	if r.Done != nil {
+		r.Done()
+	}
+	return nil, err
 }
 
 type sequence struct {
@@ -269,10 +299,11 @@ func (e *Engine) Check(r *Request) error {
 }
 
 // Submit queues r. It fails at once with ErrQueueFull, ErrClosed or an
-// ErrTooLarge error; otherwise the Handle delivers the output.
+// ErrTooLarge error (having called r.Done); otherwise the Handle delivers
+// the output, and r.Done is called once the engine is finished with r.
 func (e *Engine) Submit(r *Request) (*Handle, error) {
 	if err := e.Check(r); err != nil {
-		return nil, err
+		return refuse(r, err)
 	}
 	if r.Ctx == nil {
 		r.Ctx = context.Background()
@@ -282,10 +313,10 @@ func (e *Engine) Submit(r *Request) (*Handle, error) {
 	switch {
 	case e.closing:
 		e.mu.Unlock()
-		return nil, ErrClosed
+		return refuse(r, ErrClosed)
 	case len(e.queue) >= e.cfg.MaxQueue:
 		e.mu.Unlock()
-		return nil, ErrQueueFull
+		return refuse(r, ErrQueueFull)
 	}
 	e.queue = append(e.queue, &reqState{r: r, h: h})
 	e.nQueued.Store(int64(len(e.queue)))
@@ -367,6 +398,7 @@ func (e *Engine) failAll(err error) {
 	e.queue = nil
 	e.mu.Unlock()
 	for _, rs := range q {
+		rs.retire()
 		for i := range rs.r.N {
 			rs.h.push(Event{Choice: i, Token: -1, Err: err})
 		}
@@ -397,6 +429,7 @@ func (e *Engine) reap() {
 	e.mu.Unlock()
 	for _, rs := range gone {
 		e.cancelled.Add(1)
+		rs.retire()
 		for i := range rs.r.N {
 			rs.h.push(Event{Choice: i, Token: -1, Err: context.Cause(rs.r.Ctx)})
 		}
@@ -850,6 +883,10 @@ func (e *Engine) finish(s *sequence, ev Event) {
 	s.rs.live--
 	if s.rs.live == 0 {
 		e.reqDone.Add(1)
+		// finish runs on the engine's goroutine between steps, or after
+		// the step of s's group returned: no step including the request
+		// runs now or later.
+		s.rs.retire()
 	}
 	s.rs.h.push(ev)
 }

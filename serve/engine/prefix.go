@@ -20,6 +20,15 @@ import (
 // reports the cache full.
 
 // keptRows are the cached rows of one finished sequence.
+//
+// adapter is only a key: Match and Keep compare the pointer and never read
+// the weights (the rows already hold the keys and values computed with
+// them), so kept rows need no hold on the adapter (Request.Done may free
+// its weights while rows computed with it are kept). The pointer keeps the
+// Go value alive, so no other adapter can take its address and match rows
+// that were not computed with it; and since a request can only carry an
+// adapter its caller still holds, rows of a freed adapter are never
+// matched again: they go, least recently used, when room is needed.
 type keptRows struct {
 	adapter *model.Adapter // the rows depend on it (nil: the base model)
 	tokens  []int32        // the tokens the rows were computed for, one a row

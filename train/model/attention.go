@@ -105,31 +105,26 @@ func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []
 }
 
 // decode stores each sequence's new keys and values in the cache and lets its
-// new queries attend to everything cached for that sequence.
+// new queries attend to everything cached for that sequence (the last
+// Window rows of it on a sliding layer): one AttentionDecodeBatch for all
+// the sequences of the step.
 func (a *Attention) decode(be kernels.Backend, s *attnActs, g *geometry, layer int) error {
-	qd, kvd := a.H*a.D, a.KVH*a.D
-	for i, seq := range g.seqs {
-		lo, hi := int(g.seqOff[i]), int(g.seqOff[i+1])
-		n, start := hi-lo, g.start[i]
-		kc, vc := g.cache.KV(layer, seq)
-		if len(kc) < (start+n)*kvd || len(vc) < (start+n)*kvd {
-			return fmt.Errorf("model: cache for sequence %d layer %d holds %d values, need %d", seq, layer, len(kc), (start+n)*kvd)
-		}
-		be.Copy(kc[start*kvd:], s.kr[lo*kvd:], n*kvd)
-		be.Copy(vc[start*kvd:], s.v[lo*kvd:], n*kvd)
-		if a.Window <= 0 || start+n <= a.Window {
-			be.AttentionDecode(s.out[lo*qd:hi*qd], s.qr[lo*qd:hi*qd], kc, vc, n, start+n, a.H, a.KVH, a.D, a.scale())
-			continue
-		}
-		// Sliding window: each new token attends to its own last Window
-		// cached keys (earlier rows stay cached but are not read).
-		for t := range n {
-			i := start + t // the token's index in its sequence
-			from := max(0, i-a.Window+1)
-			r := lo + t
-			be.AttentionDecode(s.out[r*qd:(r+1)*qd], s.qr[r*qd:(r+1)*qd], kc[from*kvd:(i+1)*kvd], vc[from*kvd:(i+1)*kvd], 1, i+1-from, a.H, a.KVH, a.D, a.scale())
-		}
+	kvd := a.KVH * a.D
+	S := len(g.seqs)
+	if cap(g.kc) < S {
+		g.kc, g.vc = make([][]float32, S), make([][]float32, S)
 	}
+	g.kc, g.vc = g.kc[:S], g.vc[:S]
+	for i, seq := range g.seqs {
+		n := int(g.seqOff[i+1] - g.seqOff[i])
+		rows := g.start[i] + n
+		kc, vc := g.cache.KV(layer, seq)
+		if len(kc) < rows*kvd || len(vc) < rows*kvd {
+			return fmt.Errorf("model: cache for sequence %d layer %d holds %d values, need %d", seq, layer, min(len(kc), len(vc)), rows*kvd)
+		}
+		g.kc[i], g.vc[i] = kc[:rows*kvd], vc[:rows*kvd]
+	}
+	be.AttentionDecodeBatch(s.out, s.qr, s.kr, s.v, g.kc, g.vc, g.seqOff, g.N, a.H, a.KVH, a.D, max(a.Window, 0), a.scale())
 	return nil
 }
 

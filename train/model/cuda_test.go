@@ -134,3 +134,21 @@ func TestGoldenCUDAOnHardware(t *testing.T) {
 		})
 	}
 }
+
+// TestStepCUDAEmulated decodes through the KV cache on cuda.Backend on the
+// emulated device (checkStepMatchesFull: a prompt prefill, then a token a
+// step, three sequences a step, in one AttentionDecodeBatch a layer), on
+// Gemma 3's micro model: grouped-query heads, and a sliding layer whose
+// window (3) is shorter than the prompts and the sequences.
+func TestStepCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b := emulatedCUDABackend(t)
+	start := time.Now()
+	checkStepMatchesFull(t, b, "gemma3_text", "f32")
+	t.Logf("on %s: %v", b.Name(), time.Since(start).Round(time.Millisecond))
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

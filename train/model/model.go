@@ -56,6 +56,9 @@ type geometry struct {
 	cache Cache
 	seqs  []int
 	start []int
+	// kc, vc: each sequence's cache slices of the layer decoding now
+	// (scratch reused by the layers of one step).
+	kc, vc [][]float32
 }
 
 func (m *Model) checkBatch(b *Batch) error {

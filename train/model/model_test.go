@@ -127,80 +127,96 @@ var families = []string{"llama", "qwen2", "qwen3", "gemma3_text"}
 // Decoding through the KV cache — a prompt prefill, then one token at a time,
 // several sequences per step — gives the logits of the full forward.
 func TestStepMatchesFullForward(t *testing.T) {
-	ctx := context.Background()
 	for _, be := range testBackends(t) {
 		for _, fam := range families {
 			for _, mode := range []string{"f32", "adapter", "bf16+adapter"} {
-				withAdapter := mode != "f32"
 				t.Run(fmt.Sprintf("%s/%s/%s", be.Name(), fam, mode), func(t *testing.T) {
-					m := newMicro(t, fam, be, 7)
-					if strings.HasPrefix(mode, "bf16") {
-						m.ToBF16()
-					}
-					var ad *Adapter
-					if withAdapter {
-						ad = randomAdapter(t, m, AllModules(), 2, 9)
-					}
-					lens := []int{7, 5, 9}
-					prompt := []int{3, 1, 4}
-					b := packed(m.Config.Vocab, lens, 11)
-					full, err := m.Logits(ctx, b, ad)
-					if err != nil {
-						t.Fatal(err)
-					}
-					V := m.Config.Vocab
-					cache := NewContiguousCache(&m.Config, m.Backend())
-					done := make([]int, len(lens)) // tokens of each sequence already in the cache
-					var buf []float32
-					for round := 0; ; round++ {
-						var in []StepInput
-						var which []int
-						for s, n := range lens {
-							if done[s] == n {
-								continue
-							}
-							k := 1
-							if round == 0 {
-								k = prompt[s]
-							}
-							off := int(b.SeqOff[s]) + done[s]
-							in = append(in, StepInput{Seq: 100 + s, IDs: b.IDs[off : off+k]})
-							which = append(which, s)
-						}
-						if len(in) == 0 {
-							break
-						}
-						// Later rounds write into the previous round's logits
-						// (StepInto), poisoned so stale values would show.
-						for i := range buf {
-							buf[i] = float32(math.NaN())
-						}
-						out, err := m.StepInto(ctx, cache, in, ad, buf)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if len(out) != len(in)*V {
-							t.Fatalf("round %d: %d logits, want %d", round, len(out), len(in)*V)
-						}
-						if round > 0 && &out[0] != &buf[0] {
-							t.Fatalf("round %d: StepInto allocated though the buffer holds %d logits", round, cap(buf))
-						}
-						buf = out
-						for i, s := range which {
-							done[s] += len(in[i].IDs)
-							row := int(b.SeqOff[s]) + done[s] - 1
-							if d := maxRelDiff(out[i*V:(i+1)*V], full[row*V:(row+1)*V]); d > 1e-5 {
-								t.Fatalf("round %d sequence %d position %d: step logits differ from full forward by %.3g", round, s, done[s]-1, d)
-							}
-						}
-					}
-					for s, n := range lens {
-						if cache.Len(100+s) != n {
-							t.Errorf("cache holds %d tokens of sequence %d, want %d", cache.Len(100+s), s, n)
-						}
-					}
+					checkStepMatchesFull(t, be, fam, mode)
 				})
 			}
+		}
+	}
+}
+
+// checkStepMatchesFull decodes three sequences of a micro model of family
+// fam on be (prompts of 3, 1 and 4 tokens in the first step, then a token
+// a step each, all the live sequences in one step) and checks every step's
+// logits against the full forward's; mode is "f32", "adapter" or
+// "bf16+adapter".
+func checkStepMatchesFull(t *testing.T, be kernels.Backend, fam, mode string) {
+	ctx := context.Background()
+	withAdapter := mode != "f32"
+	m := newMicro(t, fam, be, 7)
+	defer m.Close()
+	if strings.HasPrefix(mode, "bf16") {
+		m.ToBF16()
+	}
+	var ad *Adapter
+	if withAdapter {
+		ad = randomAdapter(t, m, AllModules(), 2, 9)
+	}
+	lens := []int{7, 5, 9}
+	prompt := []int{3, 1, 4}
+	b := packed(m.Config.Vocab, lens, 11)
+	full, err := m.Logits(ctx, b, ad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := m.Config.Vocab
+	cache := NewContiguousCache(&m.Config, m.Backend())
+	defer cache.Close()
+	done := make([]int, len(lens)) // tokens of each sequence already in the cache
+	var buf []float32
+	defer func() {
+		if buf != nil {
+			m.FreeLogits(buf)
+		}
+	}()
+	for round := 0; ; round++ {
+		var in []StepInput
+		var which []int
+		for s, n := range lens {
+			if done[s] == n {
+				continue
+			}
+			k := 1
+			if round == 0 {
+				k = prompt[s]
+			}
+			off := int(b.SeqOff[s]) + done[s]
+			in = append(in, StepInput{Seq: 100 + s, IDs: b.IDs[off : off+k]})
+			which = append(which, s)
+		}
+		if len(in) == 0 {
+			break
+		}
+		// Later rounds write into the previous round's logits
+		// (StepInto), poisoned so stale values would show.
+		for i := range buf {
+			buf[i] = float32(math.NaN())
+		}
+		out, err := m.StepInto(ctx, cache, in, ad, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) != len(in)*V {
+			t.Fatalf("round %d: %d logits, want %d", round, len(out), len(in)*V)
+		}
+		if round > 0 && &out[0] != &buf[0] {
+			t.Fatalf("round %d: StepInto allocated though the buffer holds %d logits", round, cap(buf))
+		}
+		buf = out
+		for i, s := range which {
+			done[s] += len(in[i].IDs)
+			row := int(b.SeqOff[s]) + done[s] - 1
+			if d := maxRelDiff(out[i*V:(i+1)*V], full[row*V:(row+1)*V]); d > 1e-5 {
+				t.Fatalf("round %d sequence %d position %d: step logits differ from full forward by %.3g", round, s, done[s]-1, d)
+			}
+		}
+	}
+	for s, n := range lens {
+		if cache.Len(100+s) != n {
+			t.Errorf("cache holds %d tokens of sequence %d, want %d", cache.Len(100+s), s, n)
 		}
 	}
 }

@@ -87,6 +87,7 @@ type Driver struct {
 	functions map[cuda.Function]string
 	launches  []Launch
 	images    [][]byte
+	calls     map[string]int         // entry point → calls so far (Calls)
 	mapped    map[cuda.DevPtr][]byte // allocations in real host memory (emulate.go), by address
 	emu       *Emulator              // runs launches, when set (NewEmulatedDriver)
 }
@@ -167,11 +168,23 @@ func (d *Driver) Launches() []Launch {
 	return append([]Launch(nil), d.launches...)
 }
 
+// Calls returns how many times the entry point call ("cuMemcpyHtoD_v2")
+// was called so far, failed calls included.
+func (d *Driver) Calls(call string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.calls[call]
+}
+
 // enter takes the lock and checks the state every call needs: an injected
 // failure, cuInit, and (when ctx) a current context. Callers defer
 // d.mu.Unlock() before calling it: the lock is held on every return.
 func (d *Driver) enter(call string, ctx bool) error {
 	d.mu.Lock()
+	if d.calls == nil {
+		d.calls = map[string]int{}
+	}
+	d.calls[call]++
 	if err := d.injected(call); err != nil {
 		return err
 	}

@@ -7,7 +7,8 @@
 #
 # It writes results as it goes into RESULTS_DIR (default: results/ beside
 # this script): summary.txt, one line per step (rc, seconds), and STEP.log
-# with each step's output. Every step has a time limit, and the bench
+# with each step's output. It first unpacks the bundle's xz-compressed
+# binaries (NAME.xz) beside themselves. Every step has a time limit, and the bench
 # steps' limits are cut to what is left of 6 min 45 s from the start (they
 # are skipped, as a failure, under 30 s), so that the whole run stays under
 # 7 minutes. It exits 1 when a step failed.
@@ -34,7 +35,10 @@
 # same rows (hone-*: modelbench's worker on cuda.Backend, bf16 weights and
 # bf16 compute; a BENCH line each with tokens/s and the bytes the backend
 # had allocated). And the model goldens of every family on cuda.Backend
-# (model-golden: train/model's TestGoldenCUDAOnHardware).
+# (model-golden: train/model's TestGoldenCUDAOnHardware). And the commands
+# themselves (hone-cmds, under 60 s): hone-train sft, grpo and a grpo
+# resume, and hone-serve with a hot reload, --device cuda against --device
+# cpu (cmds_step below).
 #
 # cuBLAS is found by its sonames (13, 12, 11), else in Python's
 # site-packages (the nvidia-* wheels PyTorch installs), unless HONE_LIBCUBLAS
@@ -71,6 +75,36 @@ step() {
 }
 
 note "Hone device check, $(date -u +%FT%TZ), $(cat "$here/COMMIT" 2>/dev/null || echo 'commit unknown')"
+
+# The bundle's binaries come stripped and xz-compressed (NAME.xz, about a
+# third of their size): unpack each beside itself, with Python's lzma, or
+# with the xz command where Python cannot.
+unpack_py='import lzma, os, shutil, sys
+for name in sys.argv[1:]:
+    with lzma.open(name + ".xz") as src, open(name + ".tmp", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    os.chmod(name + ".tmp", 0o755)
+    os.replace(name + ".tmp", name)
+    print("unpacked", name)'
+unpack() {
+	local n
+	python3 -c "$unpack_py" "$@" && return
+	command -v xz >/dev/null || return 1
+	for n; do
+		xz -dc "$n.xz" >"$n.tmp" && chmod 755 "$n.tmp" && mv -f "$n.tmp" "$n" && echo "unpacked $n (xz)" || return 1
+	done
+}
+packed=()
+for f in "$here"/*.xz "$here"/cmdcheck/*.xz; do
+	if [ -e "$f" ]; then packed+=("${f%.xz}"); fi
+done
+unpack_start=$(date +%s)
+if [ "${#packed[@]}" -eq 0 ] || unpack "${packed[@]}" >"$res/unpack.log" 2>&1; then
+	note "$(printf '%-15s ok      %d files %4ds  %s' unpack "${#packed[@]}" "$(($(date +%s) - unpack_start))" unpack.log)"
+else
+	failed=1
+	note "$(printf '%-15s FAILED  %4ds  %s' unpack "$(($(date +%s) - unpack_start))" unpack.log)"
+fi
 
 step nvidia-smi 20 nvidia-smi
 step gpu 20 nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,clocks.max.sm --format=csv
@@ -127,17 +161,35 @@ torch_step() {
 
 # hone_step NAME LIMIT WORKER-ARGS...: Hone's side of a row, modelbench's
 # worker on cuda.Backend (bf16 weights, bf16 compute: bf16 GemmEx operands,
-# f32 accumulation), its BENCH line in the summary.
+# f32 accumulation), its BENCH line in the summary; its time per op (OPS
+# lines, --profile-ops) stays in NAME.log.
 hone_step() {
 	local name=$1 limit=$2 line
 	shift 2
-	bench_step "$name" "$limit" "$here/modelbench" worker "$@" --device cuda --dtype bf16 --compute bf16 \
+	bench_step "$name" "$limit" "$here/modelbench" worker "$@" --device cuda --dtype bf16 --compute bf16 --profile-ops \
 		--libcuda "${HONE_LIBCUDA:-}" --libcublas "${HONE_LIBCUBLAS:-}" || return
 	while IFS= read -r line; do note "    ${line#BENCH }"; done < <(grep '^BENCH ' "$res/$name.log")
 }
 
 # The model goldens on the device, budgeted like the bench steps.
 bench_step model-golden 60 env -C "$here/train/model" HONE_CUDA_TEST=1 "$here/model.test" -test.run GoldenCUDAOnHardware -test.v -test.timeout 55s
+
+# The commands themselves on the device (cmd/internal/cmdcheck's
+# TestCommandsOnDevice): hone-train sft and grpo with
+# --device cuda against --device cpu (float32 and bfloat16 weights), a grpo
+# run stopped after step 1 and resumed against the uninterrupted one, and
+# hone-serve --device cuda against --device cpu over HTTP before and after
+# a hot-reloaded adapter, stopped by SIGTERM (cmdcheck/: hone-train,
+# hone-serve, the test binary, a tiny model and a scored file).
+# Their runs and logs go to hone-cmds/, the CMDCHECK lines to the summary.
+cmds_step() {
+	local line
+	bench_step hone-cmds 60 env HONE_CMDCHECK_DIR="$here/cmdcheck" HONE_CMDCHECK_OUT="$res/hone-cmds" \
+		"$here/cmdcheck/cmdcheck.test" -test.run CommandsOnDevice -test.v -test.timeout 55s
+	[ -f "$res/hone-cmds.log" ] || return # skipped: out of budget
+	while IFS= read -r line; do note "    ${line#CMDCHECK }"; done < <(grep -E '^CMDCHECK |--- FAIL' "$res/hone-cmds.log")
+}
+cmds_step
 
 # Side by side: Hone then PyTorch on each shape, the same tokens (8 × 1024,
 # LoRA rank 16 on every projection; decode batch 32).

@@ -29,6 +29,7 @@
 #include "../rope.cu"
 #include "../swiglu.cu"
 #include "../embedding.cu"
+#include "../attention_decode.cu"
 #include "../adamw.cu"
 #include "../elementwise.cu"
 #include "../logprob_backward.cu"
@@ -134,6 +135,8 @@ const Entry kernels[] = {
     KERNEL(embedding_forward),
     KERNEL(embedding_forward_bf16),
     KERNEL(embedding_backward),
+    KERNEL(attention_decode_append),
+    KERNEL(attention_decode_batch),
     KERNEL(adamw),
     KERNEL(add),
     KERNEL(scale),

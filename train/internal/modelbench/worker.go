@@ -105,6 +105,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	libcuda := fs.String("libcuda", "", "--device cuda: explicit path of libcuda (default: its soname)")
 	libcublas := fs.String("libcublas", "", "--device cuda: explicit path of libcublas (default: sonames 13, 12, 11)")
 	rank := fs.Int("rank", 8, "LoRA rank of the training step (all projections)")
+	profOps := fs.Bool("profile-ops", false, "--device cuda: print the timed steps' time per op (OPS lines)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -115,6 +116,9 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	prec, err := kernels.ParsePrecision(*comp)
 	if err != nil {
 		return fmt.Errorf("--compute: %w", err)
+	}
+	if *profOps && *device != "cuda" {
+		return fmt.Errorf("--profile-ops needs --device cuda")
 	}
 	workers := cpu.SpareProc(0)
 	be, err := newBackend(*device, workers, prec, *bkern, cuda.Options{DriverLib: *libcuda, BLASLib: *libcublas})
@@ -151,11 +155,15 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	var res workerResult
+	var ops *opsProfile
+	if *profOps {
+		ops = &opsProfile{b: be.(*cuda.Backend)}
+	}
 	switch kind {
 	case "train":
-		res, err = trainWorker(ctx, m, rng, *batch, *seq, *steps, *rank, *ckpt)
+		res, err = trainWorker(ctx, m, rng, *batch, *seq, *steps, *rank, *ckpt, ops)
 	case "decode":
-		res, err = decodeWorker(ctx, m, rng, workers, *batch, *prompt, *tokens, *device == "cpu")
+		res, err = decodeWorker(ctx, m, rng, workers, *batch, *prompt, *tokens, *device == "cpu", ops)
 	default:
 		return fmt.Errorf("unknown worker %q (want train or decode)", kind)
 	}
@@ -165,6 +173,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	res.Shape = *shape
 	res.Dtype = *dt
 	res.Device = *device
+	ops.print(w)
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -252,7 +261,7 @@ func deviceBytes(be kernels.Backend) int64 {
 	return 0
 }
 
-func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, steps, rank int, ckpt bool) (workerResult, error) {
+func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, steps, rank int, ckpt bool, ops *opsProfile) (workerResult, error) {
 	V := m.Config.Vocab
 	b := &model.Batch{SeqOff: []int32{0}}
 	for range B {
@@ -322,10 +331,12 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 		})
 		if d := time.Since(t0); step == 0 {
 			first = d
+			ops.start()
 		} else {
 			timed += d
 		}
 	}
+	ops.stop(timed)
 	return workerResult{Kind: "train", Batch: B, TokensPerS: float64(N*steps) / timed.Seconds(),
 		FirstS: first.Seconds(), Checkpoint: ckpt, Rank: rank, DeviceBytes: devBytes}, nil
 }
@@ -334,7 +345,7 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 // prompt, then as many more steps each after a plain read of the weights
 // (pairedRounds) on the backend's workers when pairRead (on the CPU: on a
 // device the weights are not the host's to read).
-func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, B, prompt, tokens int, pairRead bool) (workerResult, error) {
+func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, B, prompt, tokens int, pairRead bool, ops *opsProfile) (workerResult, error) {
 	V := m.Config.Vocab
 	cache := model.NewContiguousCache(&m.Config, m.Backend())
 	defer cache.Close()
@@ -360,12 +371,14 @@ func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, 
 		logits, err = m.StepInto(ctx, cache, in, nil, logits)
 		return err
 	}
+	ops.start()
 	t0 = time.Now()
 	for range tokens {
 		if err := step(); err != nil {
 			return workerResult{}, err
 		}
 	}
+	ops.stop(time.Since(t0))
 	res := workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / time.Since(t0).Seconds(),
 		FirstS: first.Seconds(), DeviceBytes: deviceBytes(m.Backend())}
 	if !pairRead {
@@ -387,4 +400,41 @@ func argmax(x []float32) int32 {
 		}
 	}
 	return int32(best)
+}
+
+// opsProfile is --profile-ops: cuda.Backend's time per op over the timed
+// steps, printed as OPS lines beside the BENCH line, with what the ops
+// leave unaccounted (host work between ops: argmax, AdamW's loop, the
+// model's bookkeeping). A nil *opsProfile does nothing.
+type opsProfile struct {
+	b     *cuda.Backend
+	ops   []cuda.OpTime
+	timed time.Duration
+}
+
+func (p *opsProfile) start() {
+	if p != nil {
+		p.b.StartProfile()
+	}
+}
+
+func (p *opsProfile) stop(timed time.Duration) {
+	if p != nil {
+		p.ops, p.timed = p.b.StopProfile(), timed
+	}
+}
+
+func (p *opsProfile) print(w io.Writer) {
+	if p == nil {
+		return
+	}
+	var sum time.Duration
+	for _, o := range p.ops {
+		sum += o.Total
+		fmt.Fprintf(w, "OPS %-28s %7d calls %10.1f ms %6.1f%% %9.1f us/call\n", o.Op, o.Calls,
+			o.Total.Seconds()*1e3, 100*o.Total.Seconds()/p.timed.Seconds(), o.Total.Seconds()*1e6/float64(o.Calls))
+	}
+	fmt.Fprintf(w, "OPS %-28s %7s       %10.1f ms %6.1f%%\n", "(outside ops)", "", (p.timed-sum).Seconds()*1e3,
+		100*(p.timed-sum).Seconds()/p.timed.Seconds())
+	fmt.Fprintf(w, "OPS %-28s %7s       %10.1f ms\n", "(timed total)", "", p.timed.Seconds()*1e3)
 }

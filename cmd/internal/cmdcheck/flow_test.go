@@ -1,0 +1,255 @@
+package cmdcheck
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/train/checkpoint"
+)
+
+// flow is one run of the check: the two binaries, the inputs, where the
+// runs and logs go, and the devices compared (the device under test
+// against the reference, the CPU).
+type flow struct {
+	train, serve string // hone-train and hone-serve
+	model        string // a tiny model folder (hone-train init-model)
+	scored       string // a scored trajectory file (WriteScored)
+	out          string // runs/, serve-adapters/, logs/
+	device       string // the device under test: cuda, or cpu when checking the check
+	tag          string // names its runs (the device, or cpu-again for cpu)
+	dtypes       []string
+	env          []string // the processes' extra environment
+}
+
+// report prints a line that run.sh copies into the device check's
+// summary, and logs it.
+func report(t *testing.T, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf(format, args...)
+	fmt.Printf("CMDCHECK %s\n", line)
+	t.Log(line)
+}
+
+// hone runs hone-train with args on device (the job and its flags; the
+// device and the scored file are appended), its output in
+// logs/NAME.log. A failing command, or a backend that still held memory
+// when it closed (hone-train logs it), fails the test.
+func (f *flow) hone(t *testing.T, name, device string, args ...string) {
+	t.Helper()
+	args = append(args, "--device", device, f.scored)
+	cmd := exec.Command(f.train, args...)
+	cmd.Env = append(os.Environ(), f.env...)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	start := time.Now()
+	err := cmd.Run()
+	logPath := filepath.Join(f.out, "logs", name+".log")
+	if werr := os.WriteFile(logPath, fmt.Appendf(nil, "$ %s %s\n%s", f.train, strings.Join(args, " "), buf.Bytes()), 0o644); werr != nil {
+		t.Fatal(werr)
+	}
+	if err != nil {
+		t.Fatalf("hone-train %v: %v\n%s", args, err, buf.String())
+	}
+	if strings.Contains(buf.String(), "closing the backend") {
+		t.Errorf("hone-train %v left memory on the backend:\n%s", args, buf.String())
+	}
+	t.Logf("%s: %v", name, time.Since(start).Round(time.Millisecond))
+}
+
+// jobArgs are the flags of each job: steps steps, LoRA rank 4, lr 1e-3 (as
+// hone-train's CUDA test), on the scored file's four groups (grpo: two
+// groups per step).
+func (f *flow) jobArgs(job, run, dtype string, steps int) []string {
+	args := []string{job, "--model", f.model, "--out", filepath.Join(f.out, "runs"), "--run", run,
+		"--rank", "4", "--lr", "1e-3", "--seed", "1", "--dtype", dtype, "--steps", fmt.Sprint(steps)}
+	if job == "grpo" {
+		args = append(args, "--groups-per-step", "2")
+	}
+	return args
+}
+
+func (f *flow) run(name string) string { return filepath.Join(f.out, "runs", name) }
+
+// check runs the whole flow: train in the first precision, resume, serve,
+// then train in the others (so that a run cut by its time limit has
+// checked the most first).
+func (f *flow) check(t *testing.T) {
+	for _, d := range []string{"runs", "logs", "serve-adapters"} {
+		if err := os.MkdirAll(filepath.Join(f.out, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	train := func(dtype string) {
+		for _, job := range []string{"sft", "grpo"} {
+			t.Run(job+"-"+dtype, func(t *testing.T) { f.checkTrain(t, job, dtype) })
+		}
+	}
+	train(f.dtypes[0])
+	t.Run("grpo-resume", f.checkResume)
+	t.Run("serve", f.checkServe)
+	for _, dtype := range f.dtypes[1:] {
+		train(dtype)
+	}
+	report(t, "total %.1fs", time.Since(start).Seconds())
+}
+
+// checkTrain runs job on the CPU and on the device under test and compares
+// every metrics row and the adapters of both steps.
+func (f *flow) checkTrain(t *testing.T, job, dtype string) {
+	ref, dut := job+"-cpu-"+dtype, job+"-"+f.tag+"-"+dtype
+	f.hone(t, ref, "cpu", f.jobArgs(job, ref, dtype, 2)...)
+	f.hone(t, dut, f.device, f.jobArgs(job, dut, dtype, 2)...)
+	mw, err := CompareMetrics(f.run(ref), f.run(dut), MetricTol)
+	if err != nil {
+		t.Fatalf("%s against the CPU: %v", dut, err)
+	}
+	var aw [2]float64
+	for i := range aw {
+		step := runfolder.StepName(i + 1)
+		if aw[i], err = CompareAdapters(filepath.Join(f.run(ref), step), filepath.Join(f.run(dut), step), AdapterTol); err != nil {
+			t.Fatalf("%s against the CPU: %v", dut, err)
+		}
+	}
+	rows, err := Metrics(f.run(dut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report(t, "%s %s: %s matches the cpu: loss %v, metrics rel err %.2g (bound %g), adapters rel err %.2g, %.2g after steps 1, 2 (bound %g)",
+		job, dtype, f.device, rows[len(rows)-1]["loss"], mw, MetricTol, aw[0], aw[1], AdapterTol)
+}
+
+// checkResume runs grpo on the device under test for one step, then
+// --resume to the second, and checks the adapter, the optimizer state and
+// the metrics are those of the uninterrupted run, bit for bit.
+func (f *flow) checkResume(t *testing.T) {
+	dtype := f.dtypes[0]
+	whole := "grpo-" + f.tag + "-" + dtype
+	if _, err := os.Stat(f.run(whole)); err != nil {
+		f.hone(t, whole, f.device, f.jobArgs("grpo", whole, dtype, 2)...)
+	}
+	split := whole + "-resumed"
+	f.hone(t, split+"-1", f.device, f.jobArgs("grpo", split, dtype, 1)...)
+	f.hone(t, split+"-2", f.device, append(f.jobArgs("grpo", split, dtype, 2), "--resume")...)
+	step := runfolder.StepName(2)
+	if err := SameFiles(filepath.Join(f.run(whole), step), filepath.Join(f.run(split), step), peft.WeightsName, checkpoint.OptimizerName); err != nil {
+		t.Fatalf("grpo stopped after step 1 and resumed: %v", err)
+	}
+	if err := SameMetrics(f.run(whole), f.run(split)); err != nil {
+		t.Fatalf("grpo stopped after step 1 and resumed: %v", err)
+	}
+	report(t, "grpo %s: stopped after step 1 and resumed on %s: step 2's adapter, optimizer state and metrics bit-identical to the uninterrupted run", dtype, f.device)
+}
+
+// checkServe starts hone-serve on the CPU and on the device under test,
+// watching one adapters folder; asks each for the same greedy answer of
+// the base model; publishes the device's sft adapter (step 2) into the
+// folder; asks each again through it; and stops both with SIGTERM.
+func (f *flow) checkServe(t *testing.T) {
+	ctx := context.Background()
+	adapters := filepath.Join(f.out, "serve-adapters")
+	servers := map[string]*Server{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, device := range []string{"cpu", f.device} {
+		wg.Go(func() {
+			args := []string{"--model", f.model, "--adapters", adapters, "--poll-interval", "100ms", "--port", "0",
+				"--served-model-name", "base", "--device", device}
+			s, err := Start(ctx, f.serve, filepath.Join(f.out, "logs", "serve-"+device+".log"), 30*time.Second, f.env, args...)
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			servers[device] = s
+			mu.Unlock()
+		})
+		if device == f.device {
+			break // cpu against cpu: one server answers for both
+		}
+	}
+	wg.Wait()
+	close(errs)
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		for device, s := range servers {
+			if err := s.Stop(20 * time.Second); err != nil {
+				t.Errorf("hone-serve --device %s: %v", device, err)
+			}
+		}
+	}
+	defer stop()
+	for err := range errs {
+		t.Fatal(err)
+	}
+	ask := func(model string) (Answer, Answer) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		want, err := servers["cpu"].Chat(ctx, model, "hello there", 8)
+		if err != nil {
+			t.Fatalf("hone-serve --device cpu, model %s: %v", model, err)
+		}
+		got, err := servers[f.device].Chat(ctx, model, "hello there", 8)
+		if err != nil {
+			t.Fatalf("hone-serve --device %s, model %s: %v", f.device, model, err)
+		}
+		d, err := SameAnswer(want, got, LogprobTol)
+		if err != nil {
+			t.Fatalf("model %s: hone-serve --device %s against --device cpu: %v", model, f.device, err)
+		}
+		report(t, "serve %s: %s answers the cpu's greedy tokens %v (%q), logprobs within %.2g (bound %g)", model, f.device, got.TokenIDs, got.Content, d, LogprobTol)
+		return want, got
+	}
+	base, _ := ask("base")
+	src := filepath.Join(f.run("sft-"+f.tag+"-"+f.dtypes[0]), runfolder.StepName(2))
+	if err := PublishStep(src, adapters, "sft", 2); err != nil {
+		t.Fatal(err)
+	}
+	for device, s := range servers {
+		if err := s.WaitModel(ctx, "sft", 30*time.Second); err != nil {
+			t.Fatalf("hone-serve --device %s: hot reload: %v", device, err)
+		}
+	}
+	tuned, got := ask("sft")
+	if got.Model != "sft@2" || tuned.Model != "sft@2" {
+		t.Fatalf("answers through the published adapter name %q (cpu %q), want sft@2", got.Model, tuned.Model)
+	}
+	shift, err := LogprobShift(base, tuned)
+	switch {
+	case err == nil && shift < MinAdapterShift:
+		t.Fatalf("the adapter moved the answer's logprobs by %.2g, under %g: the check cannot tell it was used", shift, MinAdapterShift)
+	case err == nil:
+		report(t, "serve: hot reload: the next answer went through sft@2 (logprobs moved %.2g from the base model's)", shift)
+	default:
+		report(t, "serve: hot reload: the next answer went through sft@2 (other tokens than the base model's)")
+	}
+	stop()
+	for device := range servers {
+		log, err := os.ReadFile(filepath.Join(f.out, "logs", "serve-"+device+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(log), "closing the backend") {
+			t.Errorf("hone-serve --device %s left memory on the backend:\n%s", device, log)
+		}
+	}
+	if !t.Failed() {
+		report(t, "serve: every hone-serve exited 0 after SIGTERM, its backend freed")
+	}
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+)
+
+// TestWorkerProfileOps runs the worker's tiny training step and decode on
+// cuda.Backend over the emulating CUDA libraries (the real kernels on the
+// CPU, through the real loader) with --profile-ops, and checks the OPS
+// lines name the model's ops beside a BENCH line.
+func TestWorkerProfileOps(t *testing.T) {
+	libs, err := cudafake.BuildEmulatingLibs(context.Background(), "gcc", "g++", "../../../kernels/cuda", t.TempDir())
+	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
+		t.Skipf("no compiler for the emulating CUDA libraries: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cudaArgs := []string{"--device", "cuda", "--libcuda", libs.Driver, "--libcublas", libs.BLAS, "--profile-ops"}
+	for _, run := range [][]string{
+		{"train", "--batch", "1", "--seq", "8", "--steps", "1"},
+		{"decode", "--batch", "2", "--prompt", "4", "--tokens", "2"},
+	} {
+		attn := map[string]string{"train": "OPS AttentionBackward", "decode": "OPS AttentionDecode"}[run[0]]
+		var out bytes.Buffer
+		if err := worker(context.Background(), append(run, cudaArgs...), &out); err != nil {
+			t.Fatalf("%s: %v", run[0], err)
+		}
+		s := out.String()
+		for _, want := range []string{attn, "OPS RMSNormForward", "OPS (outside ops)", "OPS (timed total)", "BENCH {"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("%s: no %q in the output:\n%s", run[0], want, s)
+			}
+		}
+	}
+	if err := worker(context.Background(), []string{"train", "--profile-ops"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--device cuda") {
+		t.Errorf("--profile-ops on the CPU: err %v, want one naming --device cuda", err)
+	}
+}

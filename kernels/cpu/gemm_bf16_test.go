@@ -494,3 +494,51 @@ func TestBF16AMXRows(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkBF16Rows times the decode kernels on one core, on the MLP's
+// up/gate weight W [4864, 896] and N = 8 or 32 inputs (already rounded; the
+// AMX one's packing of them included): AMX (the weight as A tiles) and
+// AVX512-BF16 (4 × 6 dot-product tiles), each skipped where the CPU lacks
+// it. Each reports GFLOP/s.
+//
+//	go test ./kernels/cpu -run - -bench BF16Rows -benchtime 20x
+func BenchmarkBF16Rows(b *testing.B) {
+	const C, I = 896, 4864
+	r := rand.New(rand.NewPCG(5, 6))
+	w := make([]uint16, I*C)
+	for i := range w {
+		w[i] = kernels.BF16(float32(r.NormFloat64()) * 0.05)
+	}
+	for _, N := range []int{8, 32} {
+		x := make([]float32, N*C)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		a16 := make([]uint16, N*C)
+		bf16RoundRows(a16, x, N, C)
+		out := make([]float32, N*I)
+		for _, kern := range []string{"amx", "avx512bf16"} {
+			b.Run(fmt.Sprintf("N=%d/%s", N, kern), func(b *testing.B) {
+				var call func()
+				if kern == "amx" {
+					needBF16Kind(b, bf16AMX)
+					xp := make([]uint32, bprepackWords(N, C))
+					call = func() {
+						bprepackPanels(xp, a16, C, true, N, C, 0, (N+bprepackPanel-1)/bprepackPanel)
+						bf16AMXRows(out, I, xp, N, C, w)
+					}
+				} else {
+					needBF16Kind(b, bf16Native)
+					k := bf16RowsKernel(true)
+					call = func() { k(out, I, a16, N, C, w) }
+				}
+				call()
+				b.ResetTimer()
+				for b.Loop() {
+					call()
+				}
+				b.ReportMetric(2*float64(N)*C*I*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

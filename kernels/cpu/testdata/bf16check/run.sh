@@ -22,8 +22,9 @@
 #            kernel the CPU lacks is a SKIP naming why; a wrong one FAILs.
 #   kernel   cpu.test's BenchmarkBF16GEMM (one core, one call: AMX,
 #            AVX512-BF16, float32 built-in AVX-512; OpenBLAS too with
-#            HONE_BF16_BLAS=1, slow there) and BenchmarkBF16Overhead
-#            (rounding A, packing B), GFLOP/s
+#            HONE_BF16_BLAS=1, slow there), BenchmarkBF16Rows (the decode
+#            kernels, AMX and AVX512-BF16, at 8 and 32 inputs) and
+#            BenchmarkBF16Overhead (rounding A, packing B), GFLOP/s
 #   gemm     gemmbench --sections bf16: the backend's LinearForwardBF16 and
 #            LinearBackwardBF16 on two workers, f32 and each bf16 kernel
 #   train-*  modelbench's training worker on the 0.5B shape (HONE_BF16_BATCH
@@ -52,8 +53,8 @@ cpus=${HONE_BF16_CPUS:-0,1}
 batch=${HONE_BF16_BATCH:-2}
 rows=${HONE_BF16_ROWS:-f32 amx avx512bf16}
 decode_rows=${HONE_BF16_DECODE-bf16w amx avx512bf16}
-kernbench='BF16Overhead|BF16GEMM/.*/.*/(amx|avx512bf16|f32-avx512)$'
-if [ "${HONE_BF16_BLAS:-0}" = 1 ]; then kernbench='BF16Overhead|BF16GEMM'; fi
+kernbench='BF16Overhead|BF16Rows|BF16GEMM/.*/.*/(amx|avx512bf16|f32-avx512)$'
+if [ "${HONE_BF16_BLAS:-0}" = 1 ]; then kernbench='BF16Overhead|BF16Rows|BF16GEMM'; fi
 export LD_LIBRARY_PATH=$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 t0=$(date +%s)
 

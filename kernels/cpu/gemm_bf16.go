@@ -31,8 +31,9 @@ package cpu
 //
 // Three micro-kernels read the same operands:
 //   - amx: AMX-BF16 tiles, 32×32 in four 16×16 float32 tiles, per 16 k
-//     pairs two A and two B tiles and four tdpbf16ps (hone_bgemm_amx; A's
-//     copy padded with zeros to whole tiles, the panels' pairs to 16);
+//     pairs two A and two B tiles and four tdpbf16ps, over all of k at once
+//     (hone_bgemm_amx; A's copy padded with zeros to whole tiles, the
+//     panels' pairs to 16);
 //   - native: AVX512-BF16, MR×NR = 12×32 in 24 zmm accumulators, per k pair
 //     two 64-byte loads of B, twelve 32-bit broadcasts of A, 24 vdpbf16ps;
 //   - portable: the same arithmetic in plain C (two fmaf per pair, the odd
@@ -455,8 +456,8 @@ static void hone_bprepack(uint32_t *pre, const uint16_t *b, long ldb, int tB, lo
 // a multiple of 2·BQ k and of AMR rows (hone_a16_ld, hone_a16_rows), the
 // panels' pairs to a multiple of BQ and their columns to BNR — and a tile
 // off C's edge goes through t, of which bstore takes the corner that
-// exists. A whole tile of C is loaded into the accumulators (beta 1, or a
-// later block of k) or zeroed, and stored straight back to C.
+// exists. A whole tile of C is loaded into the accumulators (beta 1) or
+// zeroed, gains the product over all of k, and is stored straight back.
 //
 // GCC's _tile_* intrinsics are asm statements without a memory clobber, so
 // the compiler may move ordinary loads and stores of the same memory across

@@ -147,3 +147,26 @@ gpu-check:
 	xz -9 -T0 $(GPU_CHECK)/cuda.test $(GPU_CHECK)/model.test $(GPU_CHECK)/modelbench $(GPU_CHECK)/cmdcheck/hone-train $(GPU_CHECK)/cmdcheck/hone-serve $(GPU_CHECK)/cmdcheck/cmdcheck.test
 	python3 -c 'import lzma, sys; [sys.exit(n + ": no ELF binary inside") for n in sys.argv[1:] if lzma.open(n).read(4) != b"\x7fELF"]' $(GPU_CHECK)/*.xz $(GPU_CHECK)/cmdcheck/*.xz
 	@echo "built $(GPU_CHECK): $$(ls $(GPU_CHECK) | tr '\n' ' '), $$(du -sh $(GPU_CHECK) | cut -f1)"
+
+# The bf16 compute mode's CPU check (issue #23): cgo builds of cpu.test,
+# gemmbench and modelbench, Debian's OpenBLAS and the libraries it needs,
+# and kernels/cpu/testdata/bf16check/run.sh, into bin/cpu-bf16-check/ (and
+# bin/cpu-bf16-check.tar.gz). Copy it to a machine with AVX512-BF16 / AMX
+# and run `bash run.sh` there.
+BF16_CHECK := $(BIN)/cpu-bf16-check
+.PHONY: cpu-bf16-check
+cpu-bf16-check:
+	rm -rf $(BF16_CHECK) && mkdir -p $(BF16_CHECK)/lib
+	CGO_ENABLED=1 $(GO) test -c -ldflags=-s -o $(BF16_CHECK)/cpu.test ./kernels/cpu
+	CGO_ENABLED=1 $(GO) build -ldflags=-s -o $(BF16_CHECK)/gemmbench ./internal/bench/gemmbench
+	CGO_ENABLED=1 $(GO) build -ldflags=-s -o $(BF16_CHECK)/modelbench ./train/internal/modelbench
+	for l in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do \
+	  p=$$(ldd $(BF16_CHECK)/cpu.test | awk -v l=$$l '$$1 == l { print $$3 }'); \
+	  test -n "$$p" && cp -L "$$p" $(BF16_CHECK)/lib/$$l || exit 1; done
+	install -m 755 kernels/cpu/testdata/bf16check/run.sh $(BF16_CHECK)/run.sh
+	bash -n $(BF16_CHECK)/run.sh
+	$(BF16_CHECK)/cpu.test -test.run 'PickBF16|BF16AMXDetect' >/dev/null
+	@echo "$$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ' (uncommitted changes)')" > $(BF16_CHECK)/COMMIT
+	# The folder in one archive, 17 MB instead of 49 (OpenBLAS is most of it).
+	tar -C $(BIN) -czf $(BF16_CHECK).tar.gz cpu-bf16-check
+	@echo "built $(BF16_CHECK) and $(BF16_CHECK).tar.gz: $$(ls $(BF16_CHECK) | tr '\n' ' ')"

@@ -41,10 +41,14 @@ type Options struct {
 	// LinearBackwardBF16). New refuses PrecisionBF16 on a CPU without
 	// AVX512-BF16 unless BF16Kernel is "portable".
 	Compute kernels.Precision
-	// BF16Kernel picks the bfloat16 GEMM's micro-kernel: "" (AVX512-BF16,
-	// the CPU must have it) or "portable" (the same packing and blocking
+	// BF16Kernel picks the bfloat16 GEMM's micro-kernel: "" (the best this
+	// CPU has: AMX, else AVX512-BF16; one of them is needed), "amx" (AMX-BF16
+	// tiles, tdpbf16ps: Intel Sapphire Rapids and later, on Linux 5.16+),
+	// "avx512bf16" (vdpbf16ps), or "portable" (the same packing and blocking
 	// with the arithmetic in plain C: any CPU, several times slower than
-	// float32 — for tests and for checking the mode's numerics).
+	// float32 — for tests and for checking the mode's numerics). The decode
+	// form (8–64 rows) is AVX512-BF16 for avx512bf16, and for amx too where
+	// the width is not a multiple of 32 (else AMX, the weight read in place).
 	BF16Kernel string
 }
 
@@ -83,7 +87,7 @@ type Backend struct {
 	prec        kernels.Precision
 	bgemm       bgemmFunc    // the bfloat16 GEMM when prec is PrecisionBF16, else nil
 	brows       bf16RowsFunc // its decode form (few rows), likewise
-	bnative     bool         // bgemm is the AVX512-BF16 one
+	bkind       bf16Kind     // bgemm's micro-kernel
 	splitB16    bool         // bgemm's products are split over the workers (single-threaded C, like avx512)
 	splitGEMM   bool         // see Options.SplitGEMM
 	pool        *pool
@@ -102,12 +106,22 @@ type features struct {
 	gemv   int  // matrix-vector kernels: 1 AVX2 + FMA, 0 plain
 	rows   int  // rows kernels: 2 AVX-512 (F, BW, VL, DQ), 1 AVX2 + FMA, 0 plain
 	bf16   bool // AVX512-BF16 (with F and BW): the native bfloat16 GEMM
+	amx    bool // AMX-TILE, AMX-BF16 and AVX512-BF16, tile state granted: the AMX bfloat16 GEMM
 }
+
+// bf16Kind is a micro-kernel of the bfloat16 GEMM (the C side's kind).
+type bf16Kind int
+
+const (
+	bf16Portable bf16Kind = iota // plain C, any CPU
+	bf16Native                   // AVX512-BF16, vdpbf16ps
+	bf16AMX                      // AMX-BF16 tiles, tdpbf16ps
+)
 
 // detect reads the CPU's instruction sets (a few cpuid queries; all zero
 // without cgo, where every kernel is Go).
 func detect() features {
-	return features{avx512: hasAVX512(), gemv: gemvLevel(), rows: rowsLevel(), bf16: hasAVX512BF16()}
+	return features{avx512: hasAVX512(), gemv: gemvLevel(), rows: rowsLevel(), bf16: hasAVX512BF16(), amx: hasAMX()}
 }
 
 // vecKernels are the vectorised forms of the exp-heavy element-wise loops;
@@ -128,7 +142,7 @@ func New(o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	bgemm, brows, bnative, suffix, err := pickBF16(o.Compute, o.BF16Kernel, feat)
+	bgemm, brows, bkind, suffix, err := pickBF16(o.Compute, o.BF16Kernel, feat)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +171,7 @@ func New(o Options) (*Backend, error) {
 		vec = avx512Vec()
 	}
 	return &Backend{name: "cpu/" + name + suffix, feat: feat, vec: vec, gemm: gemm, gemmB16: gemmB16, splitGEMM: split,
-		prec: o.Compute, bgemm: bgemm, brows: brows, bnative: bnative, splitB16: w > 1 && o.SplitGEMM >= 0, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
+		prec: o.Compute, bgemm: bgemm, brows: brows, bkind: bkind, splitB16: w > 1 && o.SplitGEMM >= 0, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
 }
 
 // NoBF16Error is New's error for the bf16 compute mode on a CPU (or a
@@ -170,30 +184,41 @@ func (NoBF16Error) Error() string {
 }
 
 // pickBF16 resolves Options.Compute and Options.BF16Kernel: the bfloat16
-// GEMM and its decode form (nil for PrecisionF32), whether they are the
-// AVX512-BF16 ones, and the suffix they add to the backend's name.
-func pickBF16(p kernels.Precision, kernel string, f features) (bgemmFunc, bf16RowsFunc, bool, string, error) {
+// GEMM and its decode form (nil for PrecisionF32), the GEMM's micro-kernel,
+// and the suffix they add to the backend's name ("+bf16amx", "+bf16" for
+// AVX512-BF16, "+bf16portable").
+func pickBF16(p kernels.Precision, kernel string, f features) (bgemmFunc, bf16RowsFunc, bf16Kind, string, error) {
 	switch p {
 	case kernels.PrecisionF32:
-		return nil, nil, false, "", nil
+		return nil, nil, bf16Portable, "", nil
 	case kernels.PrecisionBF16:
 	default:
-		return nil, nil, false, "", fmt.Errorf("cpu: unknown compute precision %v", p)
+		return nil, nil, bf16Portable, "", fmt.Errorf("cpu: unknown compute precision %v", p)
 	}
 	switch kernel {
 	case "":
+		if f.amx {
+			return bf16GEMM(bf16AMX), bf16RowsKernel(true), bf16AMX, "+bf16amx", nil
+		}
+		fallthrough
+	case "avx512bf16":
 		if !f.bf16 {
-			return nil, nil, false, "", NoBF16Error{}
+			return nil, nil, bf16Portable, "", NoBF16Error{}
 		}
-		return bf16GEMM(true), bf16RowsKernel(true), true, "+bf16", nil
+		return bf16GEMM(bf16Native), bf16RowsKernel(true), bf16Native, "+bf16", nil
+	case "amx":
+		if !f.amx {
+			return nil, nil, bf16Portable, "", fmt.Errorf("cpu: bfloat16 kernel \"amx\" needs a CPU with AMX-TILE, AMX-BF16 and AVX512-BF16 (amx_tile, amx_bf16 and avx512_bf16 in /proc/cpuinfo: Intel Sapphire Rapids or later), Linux 5.16 or later (which grants the tile state) and a cgo build: this CPU, kernel or binary lacks it")
+		}
+		return bf16GEMM(bf16AMX), bf16RowsKernel(true), bf16AMX, "+bf16amx", nil
 	case "portable":
-		g := bf16GEMM(false)
+		g := bf16GEMM(bf16Portable)
 		if g == nil {
-			return nil, nil, false, "", fmt.Errorf("cpu: the portable bfloat16 GEMM is C: this binary was built with CGO_ENABLED=0")
+			return nil, nil, bf16Portable, "", fmt.Errorf("cpu: the portable bfloat16 GEMM is C: this binary was built with CGO_ENABLED=0")
 		}
-		return g, bf16RowsKernel(false), false, "+bf16portable", nil
+		return g, bf16RowsKernel(false), bf16Portable, "+bf16portable", nil
 	}
-	return nil, nil, false, "", fmt.Errorf("cpu: unknown bfloat16 kernel %q (want \"\" or portable)", kernel)
+	return nil, nil, bf16Portable, "", fmt.Errorf("cpu: unknown bfloat16 kernel %q (want \"\", amx, avx512bf16 or portable)", kernel)
 }
 
 // Precision returns the compute precision the backend was made with.
@@ -232,8 +257,8 @@ func pickGEMM(which string, f features) (sgemmFunc, sgemmB16Func, string, error)
 	return nil, nil, "", fmt.Errorf("cpu: unknown GEMM %q (want avx512, openblas or gonum)", which)
 }
 
-// Name returns "cpu/avx512", "cpu/openblas" or "cpu/gonum", with "+bf16"
-// (or "+bf16portable") in the bf16 compute mode.
+// Name returns "cpu/avx512", "cpu/openblas" or "cpu/gonum", with "+bf16amx",
+// "+bf16" (AVX512-BF16) or "+bf16portable" in the bf16 compute mode.
 func (b *Backend) Name() string { return b.name }
 
 // Close stops the worker goroutines. Ops must not be called afterwards.

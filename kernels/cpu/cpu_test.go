@@ -115,13 +115,17 @@ func TestSpareProc(t *testing.T) {
 }
 
 // bf16Kernels are the bfloat16 GEMM micro-kernels this CPU can run: the
-// portable one always (under cgo), the AVX512-BF16 one where the CPU has it.
+// portable one always (under cgo), the AVX512-BF16 and AMX ones where the
+// CPU has them (each not run is logged, with why).
 func bf16Kernels(t *testing.T) []string {
 	k := []string{"portable"}
-	if _, err := cpu.New(cpu.Options{Compute: kernels.PrecisionBF16}); err == nil {
-		k = append(k, "")
-	} else {
-		t.Logf("native bfloat16 GEMM not checked: %v", err)
+	for _, name := range []string{"avx512bf16", "amx"} {
+		if b, err := cpu.New(cpu.Options{Compute: kernels.PrecisionBF16, BF16Kernel: name}); err == nil {
+			b.Close()
+			k = append(k, name)
+		} else {
+			t.Logf("bfloat16 kernel %s not checked: %v", name, err)
+		}
 	}
 	return k
 }

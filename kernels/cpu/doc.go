@@ -47,14 +47,17 @@
 // LinearBackwardBF16's dinp, and the lm_head's logits, expect and dhidden
 // products in the Logprob*BF16 ops — rounds its float32 operand to bfloat16
 // (nearest even) and runs a blocked bfloat16 GEMM in C: operands packed as
-// k-pairs, a 12×32 AVX512-BF16 micro-kernel (vdpbf16ps, float32
-// accumulation), or on request a portable micro-kernel doing the same
-// arithmetic in plain C for CPUs without the instructions (tests). The
+// k-pairs, a 32×32 AMX micro-kernel (tdpbf16ps on 16×16 float32 tiles)
+// where the CPU has AMX-BF16 and Linux grants the tile state, else a 12×32
+// AVX512-BF16 one (vdpbf16ps, float32 accumulation), or on request a
+// portable micro-kernel doing the same arithmetic in plain C for CPUs
+// without the instructions (tests); Options.BF16Kernel forces one. The
 // activation is rounded once per call into bfloat16 rows that the
 // micro-kernel broadcasts from; only B is packed. Decode-sized products (8
 // to 64 rows) skip packing: a 4×6-tile dot-product kernel reads the weight
-// rows in place; under 8 rows the float32 rows kernels run on the rounded
-// activation. LoRA, attention, norms and the optimizer stay float32.
+// rows in place (on AMX, the weight rows are the A tiles and the rounded
+// activation is packed as B instead); under 8 rows the float32 rows kernels
+// run on the rounded activation. LoRA, attention, norms and the optimizer stay float32.
 //
 // Element-wise and row-wise ops (norms, RoPE, SwiGLU, softmax rows, AdamW)
 // are split over rows by a small worker pool owned by the Backend value

@@ -29,7 +29,11 @@ package cpu
 // and BKC k for all of A's rows; with AVX2 the packing moves 8×8 blocks of
 // words (tB) or interleaves two rows 16 at a time (!tB).
 //
-// Two micro-kernels read the same operands:
+// Three micro-kernels read the same operands:
+//   - amx: AMX-BF16 tiles, 32×32 in four 16×16 float32 tiles, per 16 k
+//     pairs two A and two B tiles and four tdpbf16ps, over all of k at once
+//     (hone_bgemm_amx; A's copy padded with zeros to whole tiles, the
+//     panels' pairs to 16);
 //   - native: AVX512-BF16, MR×NR = 12×32 in 24 zmm accumulators, per k pair
 //     two 64-byte loads of B, twelve 32-bit broadcasts of A, 24 vdpbf16ps;
 //   - portable: the same arithmetic in plain C (two fmaf per pair, the odd
@@ -44,11 +48,41 @@ package cpu
 #define BKC 256   // k per block (128 pairs): B micro-panel 16 KB + A rows 6 KB in L1
 #define BMC 96    // rows of A per block, 48 KB of bfloat16 rows in L2
 #define BNC 1024  // columns of B per block: 512 KB packed
+#define BQ 16     // pairs of k in one AMX tile: panels are padded to a multiple
 
 static int hone_has_avx512bf16(void) {
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16");
+#else
+	return 0;
+#endif
+}
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#endif
+
+// hone_has_amx reports whether the AMX micro-kernel may run: the CPU has
+// AMX-TILE and AMX-BF16 (cpuid leaf 7: EDX bits 24 and 22) and AVX512-BF16
+// (the decode kernel of the same mode), and Linux grants this process the
+// tile data state (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA,
+// Linux 5.16 and later; without it the first tile instruction faults). The
+// permission is the process's and asking again once granted is a no-op, so
+// every call asks: no state here.
+static int hone_has_amx(void) {
+#if defined(__x86_64__) && defined(__linux__)
+	unsigned a, b, c, d;
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+	if (!(d & (1u << 22)) || !(d & (1u << 24)) || !hone_has_avx512bf16()) return 0;
+	// ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18), then
+	// ARCH_GET_XCOMP_PERM (0x1022) to read the permitted features.
+	if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) return 0;
+	unsigned long perm = 0;
+	if (syscall(SYS_arch_prctl, 0x1022, &perm) != 0) return 0;
+	return (perm >> 18) & 1;
 #else
 	return 0;
 #endif
@@ -81,13 +115,13 @@ static inline float bf16w(uint16_t h) {
 }
 
 // bround_rows writes rows [0, m) of A rounded to bfloat16 into dst [m][ldd],
-// ldd = k rounded up to even; the padding element is zero.
+// ldd ≥ k rounded up to even; the padding elements [k, ldd) are zero.
 static void bround_rows(uint16_t *dst, long ldd, const float *a, long lda, long m, long k) {
 	for (long i = 0; i < m; i++) {
 		const float *src = a + i * lda;
 		uint16_t *d = dst + i * ldd;
 		for (long p = 0; p < k; p++) d[p] = bf16r(src[p]);
-		if (ldd > k) d[k] = 0;
+		for (long p = k; p < ldd; p++) d[p] = 0;
 	}
 }
 
@@ -112,7 +146,7 @@ static void bround_rows_avx2(uint16_t *dst, long ldd, const float *a, long lda, 
 			_mm_storeu_si128((__m128i *)(d + p), _mm_packus_epi32(lo, hi));
 		}
 		for (; p < k; p++) d[p] = bf16r(src[p]);
-		if (ldd > k) d[k] = 0;
+		for (p = k; p < ldd; p++) d[p] = 0;
 	}
 }
 
@@ -167,12 +201,13 @@ static long bpack_b_avx2(uint32_t *dst, const uint16_t *b, long ldb, int tB, lon
 #endif
 
 // bpack_b: k [p0, p0+kc) × columns [j0, j0+nc) of op(B) into BNR-column
-// panels of pairs [kcp][BNR] (kcp = (kc+1)/2); columns past nc and a k past
-// kc are zero. tB (B [n,k]): the pair of column j is two adjacent bfloat16
+// panels of pairs [kcpr][BNR] (kcp = (kc+1)/2 pairs, kcpr = kcp rounded up
+// to a multiple of BQ, the AMX kernel's pairs per tile); columns past nc,
+// a k past kc and the pairs past kcp are zero. tB (B [n,k]): the pair of column j is two adjacent bfloat16
 // of row j, one 32-bit word. !tB (B [k,n]): it interleaves rows 2q and 2q+1.
 // fast uses the AVX2 packing for whole panels.
 static void bpack_b(uint32_t *dst, const uint16_t *b, long ldb, int tB, long p0, long kc, long j0, long nc, int fast) {
-	long kcp = (kc + 1) / 2;
+	long kcp = (kc + 1) / 2, kcpr = (kcp + BQ - 1) / BQ * BQ;
 	for (long jr = 0; jr < nc; jr += BNR) {
 		long nr = nc - jr < BNR ? nc - jr : BNR;
 		long q0 = 0;
@@ -204,7 +239,9 @@ static void bpack_b(uint32_t *dst, const uint16_t *b, long ldb, int tB, long p0,
 		if (nr < BNR)
 			for (long q = 0; q < kcp; q++)
 				for (long j = nr; j < BNR; j++) dst[q * BNR + j] = 0;
-		dst += kcp * BNR;
+		for (long q = kcp; q < kcpr; q++)
+			for (long j = 0; j < BNR; j++) dst[q * BNR + j] = 0;
+		dst += kcpr * BNR;
 	}
 }
 
@@ -389,27 +426,261 @@ static long hone_bprepack_words(long n, long k) {
 	return ((n + BNR - 1) / BNR) * ((k + BKC - 1) / BKC) * (BKC / 2) * BNR;
 }
 
-// hone_bprepack packs the column panels [jp0, jp1) of op(B) into pre.
-static void hone_bprepack(uint32_t *pre, const uint16_t *b, long ldb, int tB, long n, long k, long jp0, long jp1, int fast) {
+// bprepack_at packs the column panels [jp0, jp1) of op(B) into pre, whose
+// first slot is panel jbase's.
+static void bprepack_at(uint32_t *pre, long jbase, const uint16_t *b, long ldb, int tB, long n, long k, long jp0, long jp1, int fast) {
 	long nkb = (k + BKC - 1) / BKC;
 	for (long jp = jp0; jp < jp1; jp++) {
 		long j0 = jp * BNR, nc = n - j0 < BNR ? n - j0 : BNR;
 		for (long pb = 0; pb < nkb; pb++) {
 			long pc = pb * BKC, kc = k - pc < BKC ? k - pc : BKC;
-			bpack_b(pre + (jp * nkb + pb) * (BKC / 2) * BNR, b, ldb, tB, pc, kc, j0, nc, fast);
+			bpack_b(pre + ((jp - jbase) * nkb + pb) * (BKC / 2) * BNR, b, ldb, tB, pc, kc, j0, nc, fast);
 		}
 	}
 }
 
-// hone_bgemm: see the comment at the top. native picks the micro-kernel,
-// fast the AVX2 conversion and packing (the CPU must have AVX2). pre, when
+// hone_bprepack packs the column panels [jp0, jp1) of op(B) into pre.
+static void hone_bprepack(uint32_t *pre, const uint16_t *b, long ldb, int tB, long n, long k, long jp0, long jp1, int fast) {
+	bprepack_at(pre, 0, b, ldb, tB, n, k, jp0, jp1, fast);
+}
+
+// The AMX micro-kernel (AMX-TILE and AMX-BF16: Intel Sapphire Rapids and
+// later), kind 2 of hone_bgemm. A 32×32 tile of C lives in four 16×16
+// float32 tiles (tmm0–3); per BQ = 16 pairs of k, two A tiles of 16 rows ×
+// 16 pairs (tmm4, tmm5: the bfloat16 rows of A read in place, row stride
+// lda16) and two B tiles of 16 pairs × 16 columns (tmm6, tmm7: the two
+// halves of a packed panel's rows, stride BNR words — the panels are the
+// other kernels' own), then four tdpbf16ps: tmm0 += tmm4·tmm6, and so on.
+// Every tile keeps one shape, 16 rows × 64 bytes, configured once per call:
+// the edges are zeros instead — the rounded rows of A padded with zeros to
+// a multiple of 2·BQ k and of AMR rows (hone_a16_ld, hone_a16_rows), the
+// panels' pairs to a multiple of BQ and their columns to BNR — and a tile
+// off C's edge goes through t, of which bstore takes the corner that
+// exists. A whole tile of C is loaded into the accumulators (beta 1) or
+// zeroed, gains the product over all of k, and is stored straight back.
+//
+// GCC's _tile_* intrinsics are asm statements without a memory clobber, so
+// the compiler may move ordinary loads and stores of the same memory across
+// them (the zero padding written before a tileloadd, t read after a
+// tilestored); these macros are the same instructions with one. Inline asm
+// needs no target attribute: nothing here runs unless hone_has_amx said so.
+#define AMR 32
+#define AMX_LOAD(t, p, stride) __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"((const void *)(p)), "r"((long)(stride)) : "memory")
+#define AMX_STORE(t, p, stride) __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"((void *)(p)), "r"((long)(stride)) : "memory")
+#define AMX_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::: "memory")
+#define AMX_DP(c, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #c ::: "memory")
+
+// hone_a16_ld and hone_a16_rows are the layout of the rounded copy of A
+// the micro-kernel of kind reads: rows of ld bfloat16 (k rounded up to even,
+// or for AMX to a multiple of 2·BQ), and for AMX the rows rounded up to a
+// multiple of AMR; the padding is zero.
+static long hone_a16_ld(int kind, long k) { return kind == 2 ? (k + 2 * BQ - 1) / (2 * BQ) * (2 * BQ) : (k + 1) & ~1L; }
+static long hone_a16_rows(int kind, long m) { return kind == 2 ? (m + AMR - 1) / AMR * AMR : m; }
+
+#if defined(__x86_64__)
+struct amx_cfg {
+	uint8_t palette, start_row, reserved[14];
+	uint16_t colsb[16];
+	uint8_t rows[16];
+};
+
+// amx_begin loads the tile configuration: palette 1, tiles 0–7 of 16 rows ×
+// 64 bytes. The tiles belong to the thread, and a goroutine may run its
+// next cgo call on another: every call configures, and releases at the end.
+static void amx_begin(void) {
+	struct amx_cfg cfg __attribute__((aligned(64)));
+	memset(&cfg, 0, sizeof cfg);
+	cfg.palette = 1;
+	for (int i = 0; i < 8; i++) {
+		cfg.colsb[i] = 64;
+		cfg.rows[i] = 16;
+	}
+	__asm__ volatile("ldtilecfg %0" ::"m"(cfg) : "memory");
+}
+
+static void amx_end(void) { __asm__ volatile("tilerelease" ::: "memory"); }
+
+// amx_tile: the AMR×BNR tile at c (row stride ldc floats) gains (load) or
+// is set to the product of kch·BQ pairs: A rows a (stride lda16 bfloat16),
+// B panel Bp ([kch·BQ][BNR] words). It prefetches the next chunk of A.
+static void amx_tile(long kch, const uint16_t *a, long lda16, const uint32_t *Bp, float *c, long ldc, int load) {
+	const long sa = lda16 * (long)sizeof(uint16_t), sb = BNR * (long)sizeof(uint32_t), sc = ldc * (long)sizeof(float);
+	const uint16_t *a1 = a + 16 * lda16;
+	float *c1 = c + 16 * ldc;
+	if (load) {
+		AMX_LOAD(0, c, sc);
+		AMX_LOAD(1, c + 16, sc);
+		AMX_LOAD(2, c1, sc);
+		AMX_LOAD(3, c1 + 16, sc);
+	} else {
+		AMX_ZERO(0);
+		AMX_ZERO(1);
+		AMX_ZERO(2);
+		AMX_ZERO(3);
+	}
+	for (long q = 0; q < kch; q++) {
+		const uint32_t *bq = Bp + q * BQ * BNR;
+		if (q + 1 < kch) // the next chunk's A rows (32 strided lines) into L1; B's run is sequential
+			for (int r = 0; r < 16; r++) {
+				__builtin_prefetch(a + r * lda16 + (q + 1) * 2 * BQ, 0, 3);
+				__builtin_prefetch(a1 + r * lda16 + (q + 1) * 2 * BQ, 0, 3);
+			}
+		AMX_LOAD(4, a + q * 2 * BQ, sa);
+		AMX_LOAD(6, bq, sb);
+		AMX_LOAD(7, bq + 16, sb);
+		AMX_DP(0, 4, 6);
+		AMX_DP(1, 4, 7);
+		AMX_LOAD(5, a1 + q * 2 * BQ, sa);
+		AMX_DP(2, 5, 6);
+		AMX_DP(3, 5, 7);
+	}
+	AMX_STORE(0, c, sc);
+	AMX_STORE(1, c + 16, sc);
+	AMX_STORE(2, c1, sc);
+	AMX_STORE(3, c1 + 16, sc);
+}
+#else
+static void amx_begin(void) { abort(); }
+static void amx_end(void) {}
+static void amx_tile(long kch, const uint16_t *a, long lda16, const uint32_t *Bp, float *c, long ldc, int load) { abort(); }
+#endif
+
+// hone_bgemm_amx is hone_bgemm on the AMX micro-kernel. Unlike the others
+// it keeps a tile of C in its accumulators for the whole of k (C is loaded
+// or zeroed once and stored once: with blocks of k, every block would pass
+// over C, which for the MLP's [2048, 4864] is 40 MB each time, from DRAM).
+// So it reads op(B) pre-packed whole (hone_bprepack's slots: a panel's
+// slots for consecutive blocks of k are consecutive, and all but the last
+// are full, so a panel's pairs over all of k are one run of rows) — from
+// pre, or packed here ABN columns at a time into bpackA — and the rounded
+// rows of A over all of k (zero-padded to whole chunks of 2·BQ). Per block
+// of ABN columns: rows of A AMR at a time, the block's panels, tiles.
+#define ABN 256 // columns of B packed at a time without pre: 8 panels, k·1 KB
+#define AMC 96  // rows of A per block, reused across a block's panels
+
+static __thread uint32_t *bpackA;
+static __thread long bpackAcap;
+
+static void hone_bgemm_amx(int fast, int tB, long m, long n, long k, const float *a, long lda,
+                           const uint16_t *b, long ldb, float beta, float *c, long ldc, const uint32_t *pre,
+                           const uint16_t *a16, long ld16) {
+	long lda16 = hone_a16_ld(2, k), mp = hone_a16_rows(2, m), nkb = (k + BKC - 1) / BKC;
+	long kch = lda16 / (2 * BQ), slots = nkb * (BKC / 2) * BNR; // chunks of k; words of a panel
+	if (!a16 && bA16cap < mp * lda16) {
+		free(bA16);
+		bA16cap = mp * lda16;
+		bA16 = aligned_alloc(64, (sizeof(uint16_t) * bA16cap + 63) & ~63L);
+	}
+	if (!pre && bpackAcap < (ABN / BNR) * slots) {
+		free(bpackA);
+		bpackAcap = (ABN / BNR) * slots;
+		bpackA = aligned_alloc(64, sizeof(uint32_t) * bpackAcap);
+	}
+	if ((!pre && !bpackA) || (!a16 && !bA16)) abort();
+	const uint16_t *A16 = a16;
+	if (a16)
+		lda16 = ld16;
+	else {
+#if defined(__x86_64__)
+		if (fast)
+			bround_rows_avx2(bA16, lda16, a, lda, m, k);
+		else
+#endif
+			bround_rows(bA16, lda16, a, lda, m, k);
+		memset(bA16 + m * lda16, 0, sizeof(uint16_t) * (mp - m) * lda16);
+		A16 = bA16;
+	}
+	float t[AMR * BNR] __attribute__((aligned(64)));
+	int overwrite = beta == 0;
+	long jstep = pre ? n : ABN;
+	amx_begin();
+	for (long jc = 0; jc < n; jc += jstep) {
+		long nc = n - jc < jstep ? n - jc : jstep, jp0 = jc / BNR;
+		const uint32_t *P = pre ? pre : bpackA; // panel jp at P + (jp - jbase)·slots
+		long jbase = pre ? 0 : jp0;
+		if (!pre) bprepack_at(bpackA, jp0, b, ldb, tB, n, k, jp0, (jc + nc + BNR - 1) / BNR, fast);
+		for (long ic = 0; ic < m; ic += AMC) {
+			long mc = m - ic < AMC ? m - ic : AMC;
+			for (long jr = 0; jr < nc; jr += BNR) {
+				long nr = nc - jr < BNR ? nc - jr : BNR;
+				const uint32_t *Bp = P + ((jc + jr) / BNR - jbase) * slots;
+				for (long ir = 0; ir < mc; ir += AMR) {
+					long mr = mc - ir < AMR ? mc - ir : AMR;
+					const uint16_t *ap = A16 + (ic + ir) * lda16;
+					float *ct = c + (ic + ir) * ldc + jc + jr;
+					if (mr == AMR && nr == BNR)
+						amx_tile(kch, ap, lda16, Bp, ct, ldc, !overwrite);
+					else {
+						amx_tile(kch, ap, lda16, Bp, t, BNR, 0);
+						bstore(t, ct, ldc, mr, nr, overwrite);
+					}
+				}
+			}
+		}
+	}
+	amx_end();
+}
+
+// hone_amx_rows is the decode kernel (few rows, tB) on AMX: out[n*ldo + o]
+// = Σ_c x[n][c]·w[o][c] for n < N, o < rows, with the roles turned round so
+// that the weight is read in place, never packed: outᵀ = w·xᵀ, the weight's
+// rows the A tiles (32 of them, C bfloat16 each, row stride C) and the
+// activation, rounded and packed as B panels of 32 inputs by
+// hone_bprepack (tB, n = N, k = C; xp), the B tiles. C must be a multiple
+// of 2·BQ = 32 (hone_amx_rows_ok), so that no A tile reads past a row; the
+// last rows < AMR are copied into wtail, zero-padded. Each 32 × 32 tile
+// (rows × inputs) goes through t and is written transposed into out.
+static __thread uint16_t *wtail;
+static __thread long wtailcap;
+
+static int hone_amx_rows_ok(long C) { return C % (2 * BQ) == 0; }
+
+static void hone_amx_rows(float *out, long ldo, const uint32_t *xp, long N, long C, const uint16_t *w, long rows) {
+	long kch = C / (2 * BQ), slots = ((C + BKC - 1) / BKC) * (BKC / 2) * BNR;
+	if (wtailcap < AMR * C) {
+		free(wtail);
+		wtailcap = AMR * C;
+		wtail = aligned_alloc(64, (sizeof(uint16_t) * wtailcap + 63) & ~63L);
+	}
+	if (!wtail) abort();
+	float t[AMR * BNR] __attribute__((aligned(64)));
+	amx_begin();
+	for (long o0 = 0; o0 < rows; o0 += AMR) {
+		long no = rows - o0 < AMR ? rows - o0 : AMR;
+		const uint16_t *a = w + o0 * C;
+		if (no < AMR) {
+			memcpy(wtail, a, sizeof(uint16_t) * no * C);
+			memset(wtail + no * C, 0, sizeof(uint16_t) * (AMR - no) * C);
+			a = wtail;
+		}
+		for (long n0 = 0; n0 < N; n0 += BNR) {
+			long nn = N - n0 < BNR ? N - n0 : BNR;
+			amx_tile(kch, a, C, xp + (n0 / BNR) * slots, t, BNR, 0);
+			for (long i = 0; i < nn; i++) {
+				float *oi = out + (n0 + i) * ldo + o0;
+				for (long j = 0; j < no; j++) oi[j] = t[j * BNR + i];
+			}
+		}
+	}
+	amx_end();
+}
+
+// hone_bgemm: see the comment at the top. kind picks the micro-kernel (0
+// portable, 1 AVX512-BF16, 2 AMX: hone_bgemm_amx), fast the AVX2
+// conversion and packing (the CPU must have AVX2). pre, when
 // not NULL, is B pre-packed (hone_bprepack, all n columns) and b is unused;
-// a16, when not NULL, is A already rounded (rows of ld16 ≥ k rounded up to
-// even, the padding zero) and a is unused.
-static void hone_bgemm(int native, int fast, int tB, long m, long n, long k, const float *a, long lda,
+// a16, when not NULL, is A already rounded in the layout hone_a16_ld and
+// hone_a16_rows give for kind (the padding zero; ld16 the row stride) and a
+// is unused.
+static void hone_bgemm(int kind, int fast, int tB, long m, long n, long k, const float *a, long lda,
                        const uint16_t *b, long ldb, float beta, float *c, long ldc, const uint32_t *pre,
                        const uint16_t *a16, long ld16) {
-	long lda16 = (k + 1) & ~1L;
+	if (kind == 2) {
+		hone_bgemm_amx(fast, tB, m, n, k, a, lda, b, ldb, beta, c, ldc, pre, a16, ld16);
+		return;
+	}
+	int native = kind == 1;
+	long lda16 = hone_a16_ld(kind, k);
 	if (!a16 && bA16cap < m * lda16) {
 		free(bA16);
 		bA16cap = m * lda16;
@@ -434,7 +705,7 @@ static void hone_bgemm(int native, int fast, int tB, long m, long n, long k, con
 	for (long jc = 0; jc < n; jc += BNC) {
 		long nc = n - jc < BNC ? n - jc : BNC;
 		for (long pc = 0; pc < k; pc += BKC) {
-			long kc = k - pc < BKC ? k - pc : BKC, kcp = (kc + 1) / 2;
+			long kc = k - pc < BKC ? k - pc : BKC, kcp = (kc + 1) / 2, kcpr = (kcp + BQ - 1) / BQ * BQ;
 			int first = pc == 0 && beta == 0;
 			if (!pre) bpack_b(bpackB, b, ldb, tB, pc, kc, jc, nc, fast);
 			long nkb = (k + BKC - 1) / BKC;
@@ -443,7 +714,7 @@ static void hone_bgemm(int native, int fast, int tB, long m, long n, long k, con
 				for (long jr = 0; jr < nc; jr += BNR) {
 					long nr = nc - jr < BNR ? nc - jr : BNR;
 					const uint32_t *Bp = pre ? pre + (((jc + jr) / BNR) * nkb + pc / BKC) * (BKC / 2) * BNR
-					                         : bpackB + (jr / BNR) * kcp * BNR;
+					                         : bpackB + (jr / BNR) * kcpr * BNR;
 					for (long ir = 0; ir < mc; ir += BMR) {
 						long mr = mc - ir < BMR ? mc - ir : BMR;
 						// Rows past mr repeat the first: computed, never stored.
@@ -470,6 +741,18 @@ import "unsafe"
 // which the native bfloat16 GEMM needs.
 func hasAVX512BF16() bool { return C.hone_has_avx512bf16() != 0 }
 
+// hasAMX reports whether the AMX bfloat16 GEMM may run: AMX-TILE, AMX-BF16
+// and AVX512-BF16 on the CPU, and the tile state granted to this process by
+// Linux (it asks, which is idempotent).
+func hasAMX() bool { return C.hone_has_amx() != 0 }
+
+// bf16A16Layout is the layout of the rounded A that kind's micro-kernel
+// reads (bgemmA16): rows of ld16 bfloat16, and rows ≥ m rows in all, the
+// padding (columns k to ld16, rows m to rows) zero.
+func bf16A16Layout(kind bf16Kind, m, k int) (ld16, rows int) {
+	return int(C.hone_a16_ld(C.int(kind), C.long(k))), int(C.hone_a16_rows(C.int(kind), C.long(m)))
+}
+
 // bgemmFunc computes, for row-major matrices with leading dimensions,
 //
 //	c[i,j] = Σ_p bf16(a[i,p])·op(b)[p,j] + beta·c[i,j]
@@ -479,9 +762,9 @@ func hasAVX512BF16() bool { return C.hone_has_avx512bf16() != 0 }
 // Slices are non-empty and m, n, k > 0.
 type bgemmFunc func(tB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int)
 
-// bf16GEMM returns the bfloat16 GEMM: the AVX512-BF16 micro-kernel when
-// native (only on a CPU with hasAVX512BF16), else the portable one.
-func bf16GEMM(native bool) bgemmFunc { return bf16GEMMWith(native, bf16GEMMFastOK()) }
+// bf16GEMM returns the bfloat16 GEMM on the micro-kernel kind (bf16Native
+// only on a CPU with hasAVX512BF16, bf16AMX only where hasAMX).
+func bf16GEMM(kind bf16Kind) bgemmFunc { return bf16GEMMWith(kind, bf16GEMMFastOK()) }
 
 // bf16RoundRow rounds a into dst (len(a) rounded up to even values, the
 // padding zero) as the GEMM rounds A, with the AVX2 conversion when fast:
@@ -510,29 +793,50 @@ func bprepackPanels(pre []uint32, b []uint16, ldb int, tB bool, n, k, jp0, jp1 i
 const bprepackPanel = 32
 
 // bgemmPre is the bfloat16 GEMM on a pre-packed op(B) of all n columns:
-// c [m, n] (+)= bf16(a)·op(B), as bgemmFunc; the micro-kernel as native.
-func bgemmPre(native bool, m, n, k int, a []float32, lda int, pre []uint32, beta float32, c []float32, ldc int) {
-	C.hone_bgemm(cbool(native), cbool(bf16GEMMFastOK()), 0, C.long(m), C.long(n), C.long(k),
+// c [m, n] (+)= bf16(a)·op(B), as bgemmFunc; the micro-kernel kind.
+func bgemmPre(kind bf16Kind, m, n, k int, a []float32, lda int, pre []uint32, beta float32, c []float32, ldc int) {
+	C.hone_bgemm(C.int(kind), cbool(bf16GEMMFastOK()), 0, C.long(m), C.long(n), C.long(k),
 		(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), nil, 0,
 		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), (*C.uint32_t)(unsafe.Pointer(&pre[0])), nil, 0)
 }
 
-// bgemmA16 is the bfloat16 GEMM on an A already rounded: a16 [m] rows of
-// ld16 = k rounded up to even bfloat16 (bf16RoundRowsPad), as bgemmFunc.
-func bgemmA16(native, tB bool, m, n, k int, a16 []uint16, ld16 int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
-	C.hone_bgemm(cbool(native), cbool(bf16GEMMFastOK()), cbool(tB), C.long(m), C.long(n), C.long(k), nil, 0,
+// bgemmA16 is the bfloat16 GEMM on an A already rounded: a16 in the layout
+// bf16A16Layout gives for kind (bf16RoundRowsPad, the padding rows zeroed),
+// as bgemmFunc.
+func bgemmA16(kind bf16Kind, tB bool, m, n, k int, a16 []uint16, ld16 int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
+	_, rows := bf16A16Layout(kind, m, k)
+	_ = a16[rows*ld16-1]
+	C.hone_bgemm(C.int(kind), cbool(bf16GEMMFastOK()), cbool(tB), C.long(m), C.long(n), C.long(k), nil, 0,
 		(*C.uint16_t)(unsafe.Pointer(&b[0])), C.long(ldb), C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), nil,
 		(*C.uint16_t)(unsafe.Pointer(&a16[0])), C.long(ld16))
 }
 
 // bf16RoundRowsPad writes the m rows of a (row stride lda, k values) rounded
-// to bfloat16 into dst, rows of ld16 = k rounded up to even, the padding zero.
+// to bfloat16 into dst, rows of ld16 ≥ k rounded up to even, the padding
+// (columns k to ld16) zero.
 func bf16RoundRowsPad(dst []uint16, ld16 int, a []float32, lda, m, k int) {
 	if m == 0 {
 		return
 	}
 	_, _ = dst[(m-1)*ld16+k-1], a[(m-1)*lda+k-1]
 	C.hone_bround(C.int(cbool(bf16GEMMFastOK())), (*C.uint16_t)(unsafe.Pointer(&dst[0])), C.long(ld16), (*C.float)(unsafe.Pointer(&a[0])), C.long(lda), C.long(m), C.long(k))
+}
+
+// bf16AMXRowsOK reports whether bf16AMXRows takes rows of C values.
+func bf16AMXRowsOK(C int) bool { return C > 0 && C.hone_amx_rows_ok(C.long(C)) != 0 }
+
+// bf16AMXRows is the decode kernel on AMX (hasAMX, bf16AMXRowsOK(C)):
+// out[n*ldo+o] = Σ_c x16[n][c]·w[o*C+c] for n < N, o < len(w)/C, where xp
+// is the rounded activation x16 [N, C] packed by bprepackPanels (tB, n = N,
+// k = C, all panels).
+func bf16AMXRows(out []float32, ldo int, xp []uint32, N, C int, w []uint16) {
+	rows := len(w) / C
+	if rows == 0 {
+		return
+	}
+	_, _ = out[(N-1)*ldo+rows-1], xp[bprepackWords(N, C)-1]
+	C.hone_amx_rows((*C.float)(unsafe.Pointer(&out[0])), C.long(ldo), (*C.uint32_t)(unsafe.Pointer(&xp[0])), C.long(N), C.long(C),
+		(*C.uint16_t)(unsafe.Pointer(&w[0])), C.long(rows))
 }
 
 // bf16RowsFunc is the decode form of the bfloat16 GEMM: out[n*ldo+o] =
@@ -571,10 +875,10 @@ func bf16GEMMFastOK() bool { return C.hone_has_avx2() != 0 }
 
 // bf16GEMMWith is bf16GEMM with the AVX2 conversion and packing on or off
 // (fast needs an AVX2 CPU; tests check both).
-func bf16GEMMWith(native, fast bool) bgemmFunc {
-	nat, fst := cbool(native), cbool(fast)
+func bf16GEMMWith(kind bf16Kind, fast bool) bgemmFunc {
+	knd, fst := C.int(kind), cbool(fast)
 	return func(tB bool, m, n, k int, a []float32, lda int, b []uint16, ldb int, beta float32, c []float32, ldc int) {
-		C.hone_bgemm(nat, fst, cbool(tB), C.long(m), C.long(n), C.long(k),
+		C.hone_bgemm(knd, fst, cbool(tB), C.long(m), C.long(n), C.long(k),
 			(*C.float)(unsafe.Pointer(&a[0])), C.long(lda), (*C.uint16_t)(unsafe.Pointer(&b[0])), C.long(ldb),
 			C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.long(ldc), nil, nil, 0)
 	}

@@ -283,12 +283,28 @@ const bf16MinRows = 8
 
 // bf16Few is linearNT's decode path in the bf16 compute mode: x [N, C]
 // rounded to bfloat16 once, then the weight rows split among the workers in
-// blocks of rowBlock, each block through the decode kernel.
+// blocks of rowBlock, each block through the decode kernel. On the AMX
+// kernel (and C a multiple of 32) the rounded x is packed once as the B
+// panels of bf16AMXRows, which reads the weight rows in place, 32 a tile.
 func (b *Backend) bf16Few(out []float32, ldo int, x []float32, w []uint16, N, C, OC int) {
 	xp := b.buf((N*C + 1) / 2) // [N, C] bfloat16, two to a float32
 	defer b.release(xp)
 	a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*xp))), N*C)
 	bf16RoundRows(a16, x, N, C)
+	if b.bkind == bf16AMX && bf16AMXRowsOK(C) {
+		words := bprepackWords(N, C)
+		pp := b.buf(words) // the packed panels, 32-bit words kept in a float32 scratch
+		defer b.release(pp)
+		packed := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(*pp))), words)
+		bprepackPanels(packed, a16, C, true, N, C, 0, (N+bprepackPanel-1)/bprepackPanel)
+		const amxRows = 32 // weight rows of one AMX tile pair
+		blocks := (OC + amxRows - 1) / amxRows
+		b.parallel(blocks, N*C*amxRows, func(lo, hi int) {
+			o0, o1 := lo*amxRows, min(OC, hi*amxRows)
+			bf16AMXRows(out[o0:], ldo, packed, N, C, w[o0*C:o1*C])
+		})
+		return
+	}
 	blocks := (OC + rowBlock - 1) / rowBlock
 	b.parallel(blocks, N*C*rowBlock, func(lo, hi int) {
 		o0, o1 := lo*rowBlock, min(OC, hi*rowBlock)
@@ -311,20 +327,21 @@ func (b *Backend) bgemmRun(tB bool, m, n, k int, a []float32, lda int, w []uint1
 		panels := (n + bprepackPanel - 1) / bprepackPanel
 		b.parallel(panels, k*bprepackPanel, func(lo, hi int) { bprepackPanels(pre, w, ldb, tB, n, k, lo, hi) })
 		b.sgemmParts(b.splitB16, false, false, m, n, k, lda, 0, beta, c, ldc, func(m, n, ao, _, co int) {
-			bgemmPre(b.bnative, m, n, k, a[ao:], lda, pre, beta, c[co:], ldc)
+			bgemmPre(b.bkind, m, n, k, a[ao:], lda, pre, beta, c[co:], ldc)
 		})
 		return
 	}
 	if split, _ := b.gemmSplit(b.splitB16, m, n, k); split {
 		// Split by columns, every part would round all of a: the workers
 		// round it once instead, a range of rows each.
-		ld16 := (k + 1) &^ 1
-		ap := b.buf((m*ld16 + 1) / 2) // a's rows in bfloat16, two to a float32
+		ld16, rows := bf16A16Layout(b.bkind, m, k)
+		ap := b.buf((rows*ld16 + 1) / 2) // a's rows in bfloat16, two to a float32
 		defer b.release(ap)
-		a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*ap))), m*ld16)
+		a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*ap))), rows*ld16)
+		clear(a16[m*ld16:]) // the padding rows (AMX)
 		b.parallel(m, k, func(lo, hi int) { bf16RoundRowsPad(a16[lo*ld16:], ld16, a[lo*lda:], lda, hi-lo, k) })
 		b.sgemmParts(b.splitB16, false, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, _, bo, co int) {
-			bgemmA16(b.bnative, tB, m, n, k, a16, ld16, w[bo:], ldb, beta, c[co:], ldc)
+			bgemmA16(b.bkind, tB, m, n, k, a16, ld16, w[bo:], ldb, beta, c[co:], ldc)
 		})
 		return
 	}

@@ -35,21 +35,21 @@ func Precision(compute, dtype string) (kernels.Precision, error) {
 }
 
 // BF16KernelUsage is the help of the --bf16-kernel flag.
-const BF16KernelUsage = "micro-kernel of --compute bf16: native (AVX512-BF16), or portable (the same rounding, packing and float32 accumulation in plain C, on any CPU, several times SLOWER than --compute f32: only for checking the bf16 mode's accuracy on a CPU without AVX512-BF16)"
+const BF16KernelUsage = "micro-kernel of --compute bf16: native (the best this CPU has: AMX tiles on Intel Sapphire Rapids and later, else AVX512-BF16), amx or avx512bf16 (that one, exit 2 without it), or portable (the same rounding, packing and float32 accumulation in plain C, on any CPU, several times SLOWER than --compute f32: only for checking the bf16 mode's accuracy on a CPU without AVX512-BF16)"
 
 // BF16Kernel returns the cpu.Options.BF16Kernel value the --bf16-kernel
-// value names ("" for native, "portable"), given the precision of
-// --compute: a usage error for an unknown kernel, and for portable without
-// --compute bf16 (it would do nothing).
+// value names ("" for native, "amx", "avx512bf16", "portable"), given the
+// precision of --compute: a usage error for an unknown kernel, and for a
+// named one without --compute bf16 (it would do nothing).
 func BF16Kernel(p kernels.Precision, kernel string) (string, error) {
 	switch kernel {
 	case "native":
 		return "", nil
-	case "portable":
+	case "amx", "avx512bf16", "portable":
 		if p != kernels.PrecisionBF16 {
-			return "", cli.Usagef("--bf16-kernel portable needs --compute bf16 (got --compute %v)", p)
+			return "", cli.Usagef("--bf16-kernel %s needs --compute bf16 (got --compute %v)", kernel, p)
 		}
-		return "portable", nil
+		return kernel, nil
 	}
-	return "", cli.Usagef("--bf16-kernel: %v", fmt.Errorf("unknown kernel %q: want native or portable", kernel))
+	return "", cli.Usagef("--bf16-kernel: %v", fmt.Errorf("unknown kernel %q: want native, amx, avx512bf16 or portable", kernel))
 }

@@ -37,6 +37,8 @@ func TestBF16Kernel(t *testing.T) {
 		{kernels.PrecisionBF16, "avx2", "unknown kernel"},
 		{kernels.PrecisionBF16, "", "unknown kernel"},
 		{kernels.PrecisionF32, "portable", "needs --compute bf16"},
+		{kernels.PrecisionF32, "amx", "needs --compute bf16"},
+		{kernels.PrecisionF32, "avx512bf16", "needs --compute bf16"},
 	} {
 		_, err := BF16Kernel(c.p, c.kernel)
 		if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), c.want) {
@@ -46,7 +48,8 @@ func TestBF16Kernel(t *testing.T) {
 	for _, c := range []struct {
 		p            kernels.Precision
 		kernel, want string
-	}{{kernels.PrecisionF32, "native", ""}, {kernels.PrecisionBF16, "native", ""}, {kernels.PrecisionBF16, "portable", "portable"}} {
+	}{{kernels.PrecisionF32, "native", ""}, {kernels.PrecisionBF16, "native", ""}, {kernels.PrecisionBF16, "portable", "portable"},
+		{kernels.PrecisionBF16, "amx", "amx"}, {kernels.PrecisionBF16, "avx512bf16", "avx512bf16"}} {
 		if k, err := BF16Kernel(c.p, c.kernel); err != nil || k != c.want {
 			t.Errorf("--compute %v --bf16-kernel %s: %q, %v; want %q", c.p, c.kernel, k, err, c.want)
 		}

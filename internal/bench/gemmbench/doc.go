@@ -7,7 +7,8 @@
 // float32 against bfloat16 weights, as an upper bound on decode tokens/s.
 // Section bf16 times the MLP product on a bfloat16 weight (forward and the
 // backward to the activation) with float32 and with bf16 compute side by
-// side (on CPUs with AVX512-BF16; elsewhere it says so):
+// side, on each bfloat16 micro-kernel the CPU has (AMX, AVX512-BF16; one it
+// lacks is named with why):
 //
 //	go run ./internal/bench/gemmbench --sections bf16
 //

@@ -184,8 +184,9 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 
 // bf16Compute times the products on a bfloat16 weight of the 0.5B MLP
 // shape (up/gate forward, and the backward to the activation) with float32
-// compute and with bf16 compute (issue #23), side by side, at decode and
-// training row counts. Without AVX512-BF16 it says so and measures nothing.
+// compute and with bf16 compute (issue #23) on each bfloat16 micro-kernel
+// this CPU has (AMX, AVX512-BF16), side by side, at decode and training row
+// counts. A kernel the CPU lacks is named with why, and not measured.
 func bf16Compute(m meter, r *rand.Rand, o Options) {
 	const C, I = 896, 4864
 	fmt.Fprintln(m.w, "\n# bf16 compute: x[T,896]·W[4864,896]ᵀ and dx[T,896] += dout[T,4864]·W, W bfloat16 (LinearForwardBF16, LinearBackwardBF16)")
@@ -195,21 +196,28 @@ func bf16Compute(m meter, r *rand.Rand, o Options) {
 		return
 	}
 	defer f32.Close()
-	b16, err := cpu.New(cpu.Options{Workers: o.Workers, Compute: kernels.PrecisionBF16})
-	if err != nil {
-		fmt.Fprintf(m.w, "skipped: %v\n", err)
+	backends := []*cpu.Backend{f32}
+	for _, kernel := range []string{"amx", "avx512bf16"} {
+		b16, err := cpu.New(cpu.Options{Workers: o.Workers, Compute: kernels.PrecisionBF16, BF16Kernel: kernel})
+		if err != nil {
+			fmt.Fprintf(m.w, "bf16 kernel %s skipped: %v\n", kernel, err)
+			continue
+		}
+		defer b16.Close()
+		backends = append(backends, b16)
+	}
+	if len(backends) == 1 {
 		return
 	}
-	defer b16.Close()
 	w := make([]uint16, I*C)
 	kernels.ToBF16(w, randn(r, I*C))
-	tokens := []int{8, 32, 512, 2048}
+	tokens := []int{8, 32, 256, 512, 2048}
 	if o.Quick {
 		tokens = []int{8, 64}
 	}
 	for _, T := range tokens {
 		x, out, dout, dx := randn(r, T*C), make([]float32, T*I), randn(r, T*I), make([]float32, T*C)
-		for _, b := range []*cpu.Backend{f32, b16} {
+		for _, b := range backends {
 			m.gflops(fmt.Sprintf("T=%d %s forward", T, b.Name()), 2*float64(T)*C*I, func() {
 				b.LinearForwardBF16(out, x, w, nil, T, C, I)
 			})

@@ -99,6 +99,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	tokens := fs.Int("tokens", 16, "timed decode steps")
 	dt := fs.String("dtype", "f32", "weights in memory: f32 or bf16")
 	comp := fs.String("compute", "f32", "precision of the products on the base weights: f32, or bf16 (needs --dtype bf16 and AVX512-BF16)")
+	bkern := fs.String("bf16-kernel", "", "--compute bf16 on the cpu: the micro-kernel (cpu.Options.BF16Kernel): \"\" the best the CPU has, amx, avx512bf16 or portable")
 	prof := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
 	device := fs.String("device", "cpu", "cpu, or cuda (kernels/cuda; the device check runs it)")
 	libcuda := fs.String("libcuda", "", "--device cuda: explicit path of libcuda (default: its soname)")
@@ -120,7 +121,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 		return fmt.Errorf("--profile-ops needs --device cuda")
 	}
 	workers := cpu.SpareProc(0)
-	be, err := newBackend(*device, workers, prec, cuda.Options{DriverLib: *libcuda, BLASLib: *libcublas})
+	be, err := newBackend(*device, workers, prec, *bkern, cuda.Options{DriverLib: *libcuda, BLASLib: *libcublas})
 	if err != nil {
 		return err
 	}
@@ -236,13 +237,16 @@ func fillRange(t model.Tensor, lo, hi int, buf []float32) {
 
 func fillValue(i int) float32 { return float32((i*7919)%2001-1000) * 3e-5 }
 
-// newBackend is the worker's one backend: kernels/cpu on workers threads,
-// or kernels/cuda on the first device.
-func newBackend(device string, workers int, prec kernels.Precision, o cuda.Options) (kernels.Backend, error) {
+// newBackend is the worker's one backend: kernels/cpu on workers threads
+// (bf16Kernel its Options.BF16Kernel), or kernels/cuda on the first device.
+func newBackend(device string, workers int, prec kernels.Precision, bf16Kernel string, o cuda.Options) (kernels.Backend, error) {
 	switch device {
 	case "cpu":
-		return cpu.New(cpu.Options{Workers: workers, Compute: prec})
+		return cpu.New(cpu.Options{Workers: workers, Compute: prec, BF16Kernel: bf16Kernel})
 	case "cuda":
+		if bf16Kernel != "" {
+			return nil, fmt.Errorf("--bf16-kernel %s: the flag picks a CPU micro-kernel; --device cuda takes none", bf16Kernel)
+		}
 		return cuda.OpenBackend(o, prec)
 	}
 	return nil, fmt.Errorf("--device %q: want cpu or cuda", device)

@@ -47,8 +47,11 @@ type Options struct {
 	// "avx512bf16" (vdpbf16ps), or "portable" (the same packing and blocking
 	// with the arithmetic in plain C: any CPU, several times slower than
 	// float32 — for tests and for checking the mode's numerics). The decode
-	// form (8–64 rows) is AVX512-BF16 for avx512bf16, and for amx too where
-	// the width is not a multiple of 32 (else AMX, the weight read in place).
+	// form (8–64 rows) is AVX512-BF16, except when BF16Kernel is "amx" in so
+	// many words and the width is a multiple of 32: then AMX, the weight read
+	// in place. That decode kernel is checked on an emulated tile unit only,
+	// not yet on AMX hardware, so the best-the-CPU-has choice ("") leaves it
+	// out.
 	BF16Kernel string
 }
 
@@ -88,6 +91,7 @@ type Backend struct {
 	bgemm       bgemmFunc    // the bfloat16 GEMM when prec is PrecisionBF16, else nil
 	brows       bf16RowsFunc // its decode form (few rows), likewise
 	bkind       bf16Kind     // bgemm's micro-kernel
+	amxRows     bool         // the decode form on AMX (BF16Kernel "amx" only)
 	splitB16    bool         // bgemm's products are split over the workers (single-threaded C, like avx512)
 	splitGEMM   bool         // see Options.SplitGEMM
 	pool        *pool
@@ -171,7 +175,7 @@ func New(o Options) (*Backend, error) {
 		vec = avx512Vec()
 	}
 	return &Backend{name: "cpu/" + name + suffix, feat: feat, vec: vec, gemm: gemm, gemmB16: gemmB16, splitGEMM: split,
-		prec: o.Compute, bgemm: bgemm, brows: brows, bkind: bkind, splitB16: w > 1 && o.SplitGEMM >= 0, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
+		prec: o.Compute, bgemm: bgemm, brows: brows, bkind: bkind, amxRows: bkind == bf16AMX && o.BF16Kernel == "amx", splitB16: w > 1 && o.SplitGEMM >= 0, pool: newPool(w), minParallel: mp, lpRows: lr}, nil
 }
 
 // NoBF16Error is New's error for the bf16 compute mode on a CPU (or a

@@ -283,15 +283,16 @@ const bf16MinRows = 8
 
 // bf16Few is linearNT's decode path in the bf16 compute mode: x [N, C]
 // rounded to bfloat16 once, then the weight rows split among the workers in
-// blocks of rowBlock, each block through the decode kernel. On the AMX
-// kernel (and C a multiple of 32) the rounded x is packed once as the B
-// panels of bf16AMXRows, which reads the weight rows in place, 32 a tile.
+// blocks of rowBlock, each block through the decode kernel. With the AMX
+// kernel asked for by name (and C a multiple of 32) the rounded x is packed
+// once as the B panels of bf16AMXRows, which reads the weight rows in place,
+// 32 a tile.
 func (b *Backend) bf16Few(out []float32, ldo int, x []float32, w []uint16, N, C, OC int) {
 	xp := b.buf((N*C + 1) / 2) // [N, C] bfloat16, two to a float32
 	defer b.release(xp)
 	a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*xp))), N*C)
 	bf16RoundRows(a16, x, N, C)
-	if b.bkind == bf16AMX && bf16AMXRowsOK(C) {
+	if b.amxRows && bf16AMXRowsOK(C) {
 		words := bprepackWords(N, C)
 		pp := b.buf(words) // the packed panels, 32-bit words kept in a float32 scratch
 		defer b.release(pp)

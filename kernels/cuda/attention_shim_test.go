@@ -170,7 +170,7 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	for _, f := range []string{"attention.cu", "attention_tc.cu", "attention.cuh", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
+	for _, f := range []string{"attention.cu", "attention_tc.cu", "attention_fa2.cu", "attention.cuh", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
 		if _, err := os.ReadFile(f); err != nil { // for go test's cache
 			t.Fatal(err)
 		}
@@ -185,16 +185,23 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 	const N, H, KVH = 20, 2, 1
 	for _, c := range []struct {
 		seqOff []int32
-		W, D   int // D = 16: the tensor-core kernels (attention_tc.cu)
+		W, D   int // D = 16: the tensor-core kernels (attention_tc.cu); 32: tc2's (attention_fa2.cu)
 	}{{[]int32{0, 25, 20}, N, 8}, {[]int32{0, -7, 20}, N, 8}, {[]int32{0, 15, 4, 20}, 5, 8}, {[]int32{3, 9, 100}, N, 8}, {[]int32{-5, 1 << 30}, 5, 8},
-		{[]int32{0, 25, 20}, N, 16}, {[]int32{0, -7, 20}, N, 16}, {[]int32{0, 15, 4, 20}, 5, 16}, {[]int32{3, 9, 100}, N, 16}, {[]int32{-5, 1 << 30}, 5, 16}} {
+		{[]int32{0, 25, 20}, N, 16}, {[]int32{0, -7, 20}, N, 16}, {[]int32{0, 15, 4, 20}, 5, 16}, {[]int32{3, 9, 100}, N, 16}, {[]int32{-5, 1 << 30}, 5, 16},
+		{[]int32{0, 25, 20}, N, 32}, {[]int32{0, -7, 20}, N, 32}, {[]int32{0, 15, 4, 20}, 5, 32}, {[]int32{3, 9, 100}, N, 32}, {[]int32{-5, 1 << 30}, 5, 32}} {
 		seqOff, W, D := c.seqOff, c.W, c.D
 		q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
 		name := fmt.Sprintf("seqOff=%v,W=%d,D=%d", seqOff, W, D)
 		S := len(seqOff) - 1
 		fwd, bwd := cuda.PlanAttention, cuda.PlanAttentionBackward
-		if D == 16 {
+		switch D {
+		case 16:
 			fwd, bwd = cuda.PlanAttentionTC, cuda.PlanAttentionBackwardTC
+		case 32:
+			fwd = cuda.PlanAttentionTC2
+			bwd = func(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S, N, H, KVH, D, W int, scale float32) []cuda.Step {
+				return cuda.PlanAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, make([]float32, N*H), S, N, H, KVH, D, W, scale)
+			}
 		}
 		out, lse := make([]float32, N*H*D), make([]float32, N*H)
 		for _, s := range fwd(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, 0.35) {

@@ -17,9 +17,12 @@ import (
 // CPU shim, through cpushim's nvcuda::wmma emulation.
 
 // shimTC is shimBackend computing in kernels.PrecisionBF16: its training
-// attention runs attention_tc.cu where Ops would (cuda.AttnTC), the
-// float32 kernels elsewhere; decode stays float32.
-type shimTC struct{ shimBackend }
+// attention runs attention_tc.cu (attention_fa2.cu with tc2) where Ops
+// would (cuda.AttnTC), the float32 kernels elsewhere; decode stays float32.
+type shimTC struct {
+	shimBackend
+	tc2 bool
+}
 
 func (shimTC) Precision() kernels.Precision { return kernels.PrecisionBF16 }
 
@@ -33,6 +36,9 @@ func (b shimTC) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int
 	plan := cuda.PlanAttention
 	if cuda.AttnTC(kernels.PrecisionBF16, D) {
 		plan = cuda.PlanAttentionTC
+		if b.tc2 {
+			plan = cuda.PlanAttentionTC2
+		}
 	}
 	b.h.runPlan(plan(out, lse, q, k, v, seqOff, len(seqOff)-1, N, N, H, KVH, D, W, 0, scale))
 }
@@ -44,6 +50,11 @@ func (b shimTC) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32,
 func (b shimTC) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
 	kernels.NeedWindow("AttentionWindowBackward", W)
 	kernels.NeedAttentionBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
+	if cuda.AttnTC(kernels.PrecisionBF16, D) && b.tc2 {
+		dl := make([]float32, N*H) // δ's scratch
+		b.h.runPlan(cuda.PlanAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, len(seqOff)-1, N, H, KVH, D, W, scale))
+		return
+	}
 	plan := cuda.PlanAttentionBackward
 	if cuda.AttnTC(kernels.PrecisionBF16, D) {
 		plan = cuda.PlanAttentionBackwardTC
@@ -204,7 +215,20 @@ func attentionTCAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 func TestAttentionTCOnCPUShim(t *testing.T) {
 	t.Parallel()
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	b := shimTC{shimBackend{h: h}}
+	b := shimTC{shimBackend: shimBackend{h: h}}
+	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
+	t.Run("conformance", func(t *testing.T) {
+		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	})
+}
+
+// TestAttentionTC2OnCPUShim is TestAttentionTCOnCPUShim on attention_fa2.cu
+// (tc2): the same cases at the same bounds, the backward's bits repeated,
+// and kerneltest's attention groups.
+func TestAttentionTC2OnCPUShim(t *testing.T) {
+	t.Parallel()
+	h := newShimHarness(t, buildShim(t, "kernels_main"))
+	b := shimTC{shimBackend: shimBackend{h: h}, tc2: true}
 	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
 	t.Run("conformance", func(t *testing.T) {
 		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")

@@ -122,6 +122,11 @@ func (b *Backend) Name() string {
 	return fmt.Sprintf("cuda/%s %s", b.ops.Precision(), b.d)
 }
 
+// SetAttentionKernel picks the bf16 precision's tensor-core attention
+// (Ops.SetAttentionKernel: AttentionTC1, the default, or AttentionTC2).
+// Call it before the ops run.
+func (b *Backend) SetAttentionKernel(name string) error { return b.ops.SetAttentionKernel(name) }
+
 // Precision is the backend's compute precision (kernels.PrecisionOf).
 func (b *Backend) Precision() kernels.Precision { return b.ops.Precision() }
 

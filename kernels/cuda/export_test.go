@@ -22,6 +22,9 @@ var (
 	PlanAttentionBackwardTC = planAttentionBackwardTC
 	AttnTC                  = attnTC
 
+	PlanAttentionTC2         = planAttentionTC2
+	PlanAttentionBackwardTC2 = planAttentionBackwardTC2
+
 	PlanAttentionDecodeBatch = planAttentionDecodeBatch
 	DecodeTable              = decodeTable
 )

@@ -18,6 +18,7 @@ type Ops struct {
 	mods    []*Kernels
 	kernels map[string]*Kernel
 	prec    kernels.Precision // the products on bfloat16 weights (SetPrecision)
+	attn    string            // the bf16 mode's tensor-core attention: "tc1" ("") or "tc2" (SetAttentionKernel)
 }
 
 // kernelModules names the module (.cu file) of every kernel Ops launches.
@@ -67,6 +68,11 @@ var kernelModules = map[string]string{
 	"attention_tc_forward":       "attention_tc",
 	"attention_tc_backward_dq":   "attention_tc",
 	"attention_tc_backward_dkdv": "attention_tc",
+
+	"attention_fa2_forward":       "attention_fa2",
+	"attention_fa2_delta":         "attention_fa2",
+	"attention_fa2_backward_dq":   "attention_fa2",
+	"attention_fa2_backward_dkdv": "attention_fa2",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up

@@ -1,6 +1,11 @@
 package cuda
 
-import "github.com/hone-rl/hone/kernels"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hone-rl/hone/kernels"
+)
 
 // The attention ops (attention.cu; attention_tc.cu in the bf16 precision):
 // causal grouped-query attention over packed sequences, with an optional
@@ -73,6 +78,93 @@ func planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S,
 			[]any{dq, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
 		{"attention_tc_backward_dkdv", Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
 			[]any{dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+	}
+}
+
+// The bf16 mode's two tensor-core attentions (Ops.SetAttentionKernel):
+// attention_tc.cu ("tc1", the default) and attention_fa2.cu ("tc2", laid
+// out as FlashAttention-2: per-warp rows with S, P and the output in
+// fragments, double-buffered key/value tiles, δ precomputed once a call).
+// tc2 takes the same head dims and has the same rounding points and
+// bounds; it has run only on the CPU shim so far, so tc1 stays the default
+// until the hardware test (TestAttentionTC2OnHardware) shows tc2 correct
+// and faster on a GPU.
+const (
+	AttentionTC1 = "tc1"
+	AttentionTC2 = "tc2"
+)
+
+// SetAttentionKernel picks the tensor-core attention of the bf16 precision:
+// AttentionTC1 (attention_tc.cu, the default; "" means it too) or
+// AttentionTC2 (attention_fa2.cu). It changes nothing in PrecisionF32 or
+// for head dims attnTC leaves to the float32 kernels. tc2 also wants q, k,
+// v and dout 16-byte aligned (its loads are four floats wide): where one is
+// not (a view at an odd offset), the op runs tc1. Call it before the ops
+// run; it is not safe concurrently with them.
+func (o *Ops) SetAttentionKernel(name string) error {
+	switch name {
+	case "", AttentionTC1:
+		o.attn = AttentionTC1
+	case AttentionTC2:
+		o.attn = AttentionTC2
+	default:
+		return fmt.Errorf("CUDA Ops: unknown attention kernel %q (want %q or %q)", name, AttentionTC1, AttentionTC2)
+	}
+	return nil
+}
+
+// AttentionKernel returns the tensor-core attention SetAttentionKernel
+// picked: AttentionTC1 or AttentionTC2.
+func (o *Ops) AttentionKernel() string {
+	if o.attn == "" {
+		return AttentionTC1
+	}
+	return o.attn
+}
+
+// attnTC2 reports whether an op on bufs runs attention_fa2.cu: tc2 picked
+// and every buffer 16-byte aligned.
+func (o *Ops) attnTC2(bufs ...*Buffer) bool {
+	if o.attn != AttentionTC2 {
+		return false
+	}
+	for _, b := range bufs {
+		if b != nil && b.ptr%16 != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// planAttentionTC2 is planAttentionTC on attention_fa2_forward: one block
+// of 128 threads (4 warps of 16 rows) per 64 (query, head) rows of a KV
+// head. D as attnTC wants; q, k, v 16-byte aligned.
+func planAttentionTC2(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, qoff int, scale float32) []step {
+	if Nq == 0 {
+		return nil
+	}
+	rows := Nq * (H / KVH)
+	return []step{{"attention_fa2_forward", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{128, 1, 1},
+		[]any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}, nil}}
+}
+
+// planAttentionBackwardTC2 is planAttentionBackwardTC on attention_fa2.cu:
+// attention_fa2_delta writes δ = rowsum(round(dout)∘out) into dl (scratch,
+// N·H floats), then attention_fa2_backward_dq (one block of 256 threads per
+// 64 (query, head) rows of a KV head) and attention_fa2_backward_dkdv (one
+// per 64 keys and KV head) read it; deterministic, no atomics.
+func planAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl any, S, N, H, KVH, D, W int, scale float32) []step {
+	if N == 0 {
+		return nil
+	}
+	W = min(W, N)
+	rows := N * (H / KVH)
+	return []step{
+		{"attention_fa2_delta", Dim3{(N*H + 7) / 8, 1, 1}, Dim3{256, 1, 1}, []any{dl, dout, out, N * H, D}, nil},
+		{"attention_fa2_backward_dq", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
+			[]any{dq, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+		{"attention_fa2_backward_dkdv", Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
+			[]any{dk, dv, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
 	}
 }
 
@@ -149,6 +241,9 @@ func (o *Ops) AttentionForward(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, 
 // planAttention is the training forward's plan in o's precision (attnTC).
 func (o *Ops) planAttention(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) []step {
 	if attnTC(o.prec, D) {
+		if o.attnTC2(q, k, v) {
+			return planAttentionTC2(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
+		}
 		return planAttentionTC(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
 	}
 	return planAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
@@ -180,6 +275,14 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 	c.buf(o.d, "dout", dout, N*H*D)
 	if c.err != nil {
 		return c.err
+	}
+	if attnTC(o.prec, D) && o.attnTC2(dout, q, k, v) && N > 0 {
+		dl, err := o.scratch(c.op, N*H)
+		if err != nil {
+			return err
+		}
+		err = o.run(c.op, planAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale))
+		return errors.Join(err, dl.Free())
 	}
 	if attnTC(o.prec, D) {
 		return o.run(c.op, planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale))

@@ -40,6 +40,7 @@
 #include "../logprob.cu"
 #include "../attention.cu"
 #include "../attention_tc.cu"
+#include "../attention_fa2.cu"
 #include "../sumsquares.cu"
 
 #include <cstdio>
@@ -168,6 +169,10 @@ const Entry kernels[] = {
     KERNEL(attention_tc_forward),
     KERNEL(attention_tc_backward_dq),
     KERNEL(attention_tc_backward_dkdv),
+    KERNEL(attention_fa2_forward),
+    KERNEL(attention_fa2_delta),
+    KERNEL(attention_fa2_backward_dq),
+    KERNEL(attention_fa2_backward_dkdv),
     KERNEL(sum_squares_partial),  // double* parameters: listed, not driven (TestBackendSumSquares runs them)
     KERNEL(sum_squares_final),
 };

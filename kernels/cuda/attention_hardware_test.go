@@ -165,11 +165,14 @@ func trainingAttentionSpeed(t *testing.T, b deviceBackend) (fwd, bwd time.Durati
 	}
 	scale := float32(1 / math.Sqrt(D))
 	pairs := float64(B) * T * (T + 1) / 2 * H
-	prec := b.ops.Precision()
-	fwd = timeAttention(t, x["lse"], fmt.Sprintf("AttentionForward (%v) B=%d,T=%d,H=%d,KVH=%d,D=%d", prec, B, T, H, KVH, D), 4*D*pairs, func() error {
+	prec := b.ops.Precision().String()
+	if b.ops.Precision() == kernels.PrecisionBF16 {
+		prec += " " + b.ops.AttentionKernel()
+	}
+	fwd = timeAttention(t, x["lse"], fmt.Sprintf("AttentionForward (%s) B=%d,T=%d,H=%d,KVH=%d,D=%d", prec, B, T, H, KVH, D), 4*D*pairs, func() error {
 		return b.ops.AttentionForward(x["out"], x["lse"], x["q"], x["k"], x["v"], so, B, N, H, KVH, D, scale)
 	})
-	bwd = timeAttention(t, x["lse"], fmt.Sprintf("AttentionBackward (%v), same shape", prec), 8*D*pairs, func() error {
+	bwd = timeAttention(t, x["lse"], fmt.Sprintf("AttentionBackward (%s), same shape", prec), 8*D*pairs, func() error {
 		return b.ops.AttentionBackward(x["dq"], x["dk"], x["dv"], x["dout"], x["out"], x["lse"], x["q"], x["k"], x["v"], so, B, N, H, KVH, D, scale)
 	})
 	return fwd, bwd
@@ -223,5 +226,60 @@ func TestAttentionTCOnHardware(t *testing.T) {
 		tcFwd, tcBwd := trainingAttentionSpeed(t, b.deviceBackend)
 		t.Logf("7B shape, tensor cores (bf16) against float32 kernels: forward %v vs %v (%.1f×), backward %v vs %v (%.1f×)",
 			tcFwd, f32Fwd, f32Fwd.Seconds()/tcFwd.Seconds(), tcBwd, f32Bwd, f32Bwd.Seconds()/tcBwd.Seconds())
+	})
+}
+
+// TestAttentionTC2OnHardware runs attention_fa2.cu's kernels (Ops in
+// kernels.PrecisionBF16 with SetAttentionKernel("tc2")) on the device as
+// TestAttentionTCOnHardware runs attention_tc.cu's: kerneltest's attention
+// groups, the shim test's cases against kernels/ref at the same bounds,
+// and (not under -test.short) the long packed batches, each backward twice
+// for the same bits; then it times the training attention on the 7B shape
+// with tc1 and with tc2 side by side (which of the two should be the
+// default is this log's to say).
+func TestAttentionTC2OnHardware(t *testing.T) {
+	dev := openHardware(t)
+	defer dev.Close()
+	ops, err := dev.LoadOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := ops.Unload(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := ops.SetPrecision(kernels.PrecisionBF16); err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.SetAttentionKernel(cuda.AttentionTC2); err != nil {
+		t.Fatal(err)
+	}
+	b := deviceBF16{deviceBackend{dev: dev, ops: ops}}
+	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
+	t.Run("long sequences", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
+		}
+		attentionTCAgainstRef(t, b, []attnCase{
+			{lens: []int{513, 300, 211}, H: 7, KVH: 1, D: 128, bitwiseDet: true},
+			{lens: []int{400, 200}, H: 4, KVH: 2, D: 64, W: 128, bitwiseDet: true},
+		})
+	})
+	t.Run("speed", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
+		}
+		if err := ops.SetAttentionKernel(cuda.AttentionTC1); err != nil {
+			t.Fatal(err)
+		}
+		tc1Fwd, tc1Bwd := trainingAttentionSpeed(t, b.deviceBackend)
+		if err := ops.SetAttentionKernel(cuda.AttentionTC2); err != nil {
+			t.Fatal(err)
+		}
+		tc2Fwd, tc2Bwd := trainingAttentionSpeed(t, b.deviceBackend)
+		t.Logf("7B shape, tc2 (attention_fa2.cu) against tc1 (attention_tc.cu): forward %v vs %v (%.2f×), backward %v vs %v (%.2f×)",
+			tc2Fwd, tc1Fwd, tc1Fwd.Seconds()/tc2Fwd.Seconds(), tc2Bwd, tc1Bwd, tc1Bwd.Seconds()/tc2Bwd.Seconds())
 	})
 }

@@ -127,6 +127,9 @@ func (b *Backend) Name() string {
 // Call it before the ops run.
 func (b *Backend) SetAttentionKernel(name string) error { return b.ops.SetAttentionKernel(name) }
 
+// AttentionKernel is the tensor-core attention SetAttentionKernel picked.
+func (b *Backend) AttentionKernel() string { return b.ops.AttentionKernel() }
+
 // Precision is the backend's compute precision (kernels.PrecisionOf).
 func (b *Backend) Precision() kernels.Precision { return b.ops.Precision() }
 

@@ -4,9 +4,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 )
 
@@ -86,5 +88,61 @@ func TestBackendBF16AttentionFallback(t *testing.T) {
 		case D == 16 && (!tc || same):
 			t.Errorf("D = 16 in bf16: launched %v, same bits as f32: %v; want the tensor-core kernels", launched, same)
 		}
+	}
+}
+
+// TestBackendBF16AttentionTC2 is TestBackendBF16Attention with the second
+// tensor-core attention picked (SetAttentionKernel("tc2")): kerneltest's
+// attention groups on the emulated device launch attention_fa2.cu's
+// kernels, and none of attention_tc.cu's.
+func TestBackendBF16AttentionTC2(t *testing.T) {
+	t.Parallel()
+	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	if err := b.SetAttentionKernel(cuda.AttentionTC2); err != nil {
+		t.Fatal(err)
+	}
+	n0 := len(drv.Launches())
+	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	var launched []string
+	for _, l := range drv.Launches()[n0:] {
+		launched = append(launched, l.Kernel)
+	}
+	for _, k := range []string{"attention_fa2_forward", "attention_fa2_delta", "attention_fa2_backward_dq", "attention_fa2_backward_dkdv", "attention_forward"} {
+		if !slices.Contains(launched, k) {
+			t.Errorf("the attention groups in bf16 with tc2 launched no %s", k)
+		}
+	}
+	for _, k := range []string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv"} {
+		if slices.Contains(launched, k) {
+			t.Errorf("the attention groups in bf16 with tc2 launched %s", k)
+		}
+	}
+}
+
+// TestSetAttentionKernel: "tc1" and "" pick attention_tc.cu, "tc2"
+// attention_fa2.cu; another name is an error that names the choices and
+// leaves the choice as it was.
+func TestSetAttentionKernel(t *testing.T) {
+	t.Parallel()
+	b, _, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	if got := b.AttentionKernel(); got != cuda.AttentionTC1 {
+		t.Errorf("default attention kernel %q, want %q", got, cuda.AttentionTC1)
+	}
+	for _, c := range []struct{ set, want string }{{"tc2", "tc2"}, {"", "tc1"}, {"tc2", "tc2"}, {"tc1", "tc1"}} {
+		if err := b.SetAttentionKernel(c.set); err != nil {
+			t.Fatalf("SetAttentionKernel(%q): %v", c.set, err)
+		}
+		if got := b.AttentionKernel(); got != c.want {
+			t.Errorf("after SetAttentionKernel(%q): %q, want %q", c.set, got, c.want)
+		}
+	}
+	err := b.SetAttentionKernel("fa3")
+	if err == nil || !strings.Contains(err.Error(), `"fa3"`) || !strings.Contains(err.Error(), `"tc2"`) {
+		t.Errorf(`SetAttentionKernel("fa3") = %v, want an error naming it and the choices`, err)
+	}
+	if got := b.AttentionKernel(); got != cuda.AttentionTC1 {
+		t.Errorf("after a bad name: %q, want %q kept", got, cuda.AttentionTC1)
 	}
 }

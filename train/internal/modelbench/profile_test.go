@@ -51,4 +51,20 @@ func TestWorkerProfileOps(t *testing.T) {
 	if err := worker(context.Background(), []string{"train", "--profile-ops"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--device cuda") {
 		t.Errorf("--profile-ops on the CPU: err %v, want one naming --device cuda", err)
 	}
+	// --attention-kernel: tc2 runs a bf16 training step on the device; a
+	// name that is no kernel, or the flag on the CPU, is an error.
+	bf16 := []string{"train", "--batch", "1", "--seq", "8", "--steps", "1", "--dtype", "bf16", "--compute", "bf16"}
+	var out bytes.Buffer
+	if err := worker(context.Background(), append(append(bf16, cudaArgs...), "--attention-kernel", "tc2"), &out); err != nil {
+		t.Fatalf("--attention-kernel tc2: %v", err)
+	}
+	if s := out.String(); !strings.Contains(s, "OPS AttentionBackward") {
+		t.Errorf("--attention-kernel tc2: no AttentionBackward in the output:\n%s", s)
+	}
+	if err := worker(context.Background(), append(append(bf16, cudaArgs...), "--attention-kernel", "tc9"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "tc9") {
+		t.Errorf("--attention-kernel tc9: err %v, want one naming it", err)
+	}
+	if err := worker(context.Background(), []string{"train", "--attention-kernel", "tc2"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--device cuda") {
+		t.Errorf("--attention-kernel on the CPU: err %v, want one naming --device cuda", err)
+	}
 }

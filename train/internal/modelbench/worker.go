@@ -106,6 +106,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	libcublas := fs.String("libcublas", "", "--device cuda: explicit path of libcublas (default: sonames 13, 12, 11)")
 	rank := fs.Int("rank", 8, "LoRA rank of the training step (all projections)")
 	profOps := fs.Bool("profile-ops", false, "--device cuda: print the timed steps' time per op (OPS lines)")
+	attnKern := fs.String("attention-kernel", "", "--device cuda --compute bf16: the tensor-core training attention, tc1 (attention_tc.cu, the default) or tc2 (attention_fa2.cu; cuda.Ops.SetAttentionKernel)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -120,12 +121,20 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	if *profOps && *device != "cuda" {
 		return fmt.Errorf("--profile-ops needs --device cuda")
 	}
+	if *attnKern != "" && *device != "cuda" {
+		return fmt.Errorf("--attention-kernel %s needs --device cuda", *attnKern)
+	}
 	workers := cpu.SpareProc(0)
 	be, err := newBackend(*device, workers, prec, *bkern, cuda.Options{DriverLib: *libcuda, BLASLib: *libcublas})
 	if err != nil {
 		return err
 	}
 	defer be.Close()
+	if cb, ok := be.(*cuda.Backend); ok {
+		if err := cb.SetAttentionKernel(*attnKern); err != nil {
+			return fmt.Errorf("--attention-kernel: %w", err)
+		}
+	}
 	wdt, err := model.ParseWeightDType(*dt)
 	if err != nil {
 		return fmt.Errorf("--%w", err)

@@ -31,6 +31,12 @@
 // bfloat16 as they enter a product, softmax and lse in float32), which Ops
 // runs in the bf16 precision for head dims a multiple of 16 up to 128
 // (attnTC; other dims, decode and the f32 precision run attention.cu);
+// attention_fa2.cu: a second tensor-core training attention laid out as
+// FlashAttention-2 (per-warp rows whose scores, P and output stay in
+// fragments, double-buffered key/value tiles, δ precomputed once a call),
+// the same rounding points, picked by Ops.SetAttentionKernel("tc2"); it has
+// run only on the CPU shim so far, so attention_tc.cu stays the default
+// until TestAttentionTC2OnHardware shows it correct and faster;
 // attention_decode.cu: a decode step of many sequences at once, each over
 // its own KV cache (AttentionDecodeBatch: an append kernel, then one
 // attention launch whose grid covers every sequence and KV head; the

@@ -146,3 +146,53 @@ func TestSetAttentionKernel(t *testing.T) {
 		t.Errorf("after a bad name: %q, want %q kept", got, cuda.AttentionTC1)
 	}
 }
+
+// TestBackendTC2Misaligned: tc2 loads four floats at once, so an op whose
+// q (here a view one float into an allocation) is not 16-byte aligned runs
+// tc1's kernels instead, with tc1's bits; aligned operands run tc2's.
+func TestBackendTC2Misaligned(t *testing.T) {
+	t.Parallel()
+	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	const N, H, KVH, D = 20, 2, 1, 16
+	seqOff := []int32{0, 11, N}
+	r := rand.New(rand.NewPCG(28, 31))
+	buf := func(x []float32, off int) []float32 {
+		y, err := kernels.AllocF32(b, off+len(x))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(y[off:], x)
+		return y[off:]
+	}
+	q, k, v := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D)
+	scale := float32(0.25)
+	// run returns out of a forward with q at off floats into its
+	// allocation, and the kernels it launched.
+	run := func(name string, off int) ([]float32, []string) {
+		if err := b.SetAttentionKernel(name); err != nil {
+			t.Fatal(err)
+		}
+		out, lse := buf(make([]float32, N*H*D), 0), buf(make([]float32, N*H), 0)
+		n0 := len(drv.Launches())
+		b.AttentionForward(out, lse, buf(q, off), buf(k, 0), buf(v, 0), seqOff, N, H, KVH, D, scale)
+		var launched []string
+		for _, l := range drv.Launches()[n0:] {
+			launched = append(launched, l.Kernel)
+		}
+		return slices.Clone(out), launched
+	}
+	tc1, _ := run(cuda.AttentionTC1, 0)
+	got, launched := run(cuda.AttentionTC2, 1)
+	if !slices.Contains(launched, "attention_tc_forward") || slices.Contains(launched, "attention_fa2_forward") {
+		t.Errorf("tc2 on a misaligned q launched %v, want attention_tc_forward", launched)
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(tc1[i]) {
+			t.Fatalf("tc2 on a misaligned q: out[%d] = %g, tc1 gives %g", i, got[i], tc1[i])
+		}
+	}
+	if _, launched := run(cuda.AttentionTC2, 4); !slices.Contains(launched, "attention_fa2_forward") {
+		t.Errorf("tc2 on a q 16 bytes into its allocation launched %v, want attention_fa2_forward", launched)
+	}
+}

@@ -558,6 +558,32 @@ static void amx_tile(long kch, const uint16_t *a, long lda16, const uint32_t *Bp
 #define ABN 256 // columns of B packed at a time without pre: 8 panels, k·1 KB
 #define AMC 96  // rows of A per block, reused across a block's panels
 
+// brounded_a returns A [m, k] rounded to bfloat16 in rows of *lda16: the
+// thread's bA16, grown to rows·*lda16 (rows ≥ m; the rows past m zero), or
+// a16 itself when the caller rounded A already (then *lda16 = ld16).
+static const uint16_t *brounded_a(int fast, const float *a, long lda, long m, long rows, long k,
+                                  const uint16_t *a16, long ld16, long *lda16) {
+	if (a16) {
+		*lda16 = ld16;
+		return a16;
+	}
+	long ld = *lda16;
+	if (bA16cap < rows * ld) {
+		free(bA16);
+		bA16cap = rows * ld;
+		bA16 = aligned_alloc(64, (sizeof(uint16_t) * bA16cap + 63) & ~63L);
+	}
+	if (!bA16) abort();
+#if defined(__x86_64__)
+	if (fast)
+		bround_rows_avx2(bA16, ld, a, lda, m, k);
+	else
+#endif
+		bround_rows(bA16, ld, a, lda, m, k);
+	memset(bA16 + m * ld, 0, sizeof(uint16_t) * (rows - m) * ld);
+	return bA16;
+}
+
 static __thread uint32_t *bpackA;
 static __thread long bpackAcap;
 
@@ -566,30 +592,13 @@ static void hone_bgemm_amx(int fast, int tB, long m, long n, long k, const float
                            const uint16_t *a16, long ld16) {
 	long lda16 = hone_a16_ld(2, k), mp = hone_a16_rows(2, m), nkb = (k + BKC - 1) / BKC;
 	long kch = lda16 / (2 * BQ), slots = nkb * (BKC / 2) * BNR; // chunks of k; words of a panel
-	if (!a16 && bA16cap < mp * lda16) {
-		free(bA16);
-		bA16cap = mp * lda16;
-		bA16 = aligned_alloc(64, (sizeof(uint16_t) * bA16cap + 63) & ~63L);
-	}
 	if (!pre && bpackAcap < (ABN / BNR) * slots) {
 		free(bpackA);
 		bpackAcap = (ABN / BNR) * slots;
 		bpackA = aligned_alloc(64, sizeof(uint32_t) * bpackAcap);
 	}
-	if ((!pre && !bpackA) || (!a16 && !bA16)) abort();
-	const uint16_t *A16 = a16;
-	if (a16)
-		lda16 = ld16;
-	else {
-#if defined(__x86_64__)
-		if (fast)
-			bround_rows_avx2(bA16, lda16, a, lda, m, k);
-		else
-#endif
-			bround_rows(bA16, lda16, a, lda, m, k);
-		memset(bA16 + m * lda16, 0, sizeof(uint16_t) * (mp - m) * lda16);
-		A16 = bA16;
-	}
+	if (!pre && !bpackA) abort();
+	const uint16_t *A16 = brounded_a(fast, a, lda, m, mp, k, a16, ld16, &lda16);
 	float t[AMR * BNR] __attribute__((aligned(64)));
 	int overwrite = beta == 0;
 	long jstep = pre ? n : ABN;
@@ -681,25 +690,9 @@ static void hone_bgemm(int kind, int fast, int tB, long m, long n, long k, const
 	}
 	int native = kind == 1;
 	long lda16 = hone_a16_ld(kind, k);
-	if (!a16 && bA16cap < m * lda16) {
-		free(bA16);
-		bA16cap = m * lda16;
-		bA16 = aligned_alloc(64, (sizeof(uint16_t) * bA16cap + 63) & ~63L);
-	}
 	if (!bpackB) bpackB = aligned_alloc(64, sizeof(uint32_t) * BNC * (BKC / 2));
-	if (!bpackB || (!a16 && !bA16)) abort();
-	const uint16_t *A16 = a16;
-	if (a16)
-		lda16 = ld16;
-	else {
-#if defined(__x86_64__)
-		if (fast)
-			bround_rows_avx2(bA16, lda16, a, lda, m, k);
-		else
-#endif
-			bround_rows(bA16, lda16, a, lda, m, k);
-		A16 = bA16;
-	}
+	if (!bpackB) abort();
+	const uint16_t *A16 = brounded_a(fast, a, lda, m, m, k, a16, ld16, &lda16);
 	float t[BMR * BNR] __attribute__((aligned(64)));
 	const uint16_t *ar[BMR];
 	for (long jc = 0; jc < n; jc += BNC) {

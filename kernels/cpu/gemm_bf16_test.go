@@ -266,24 +266,7 @@ func TestBF16RowsKernel(t *testing.T) {
 					out[i] = -7
 				}
 				k(out, ldo, a16, N, C, w)
-				for n := 0; n < N; n++ {
-					for o := 0; o < ldo; o++ {
-						got := float64(out[n*ldo+o])
-						if o >= rows {
-							if got != -7 {
-								t.Fatalf("out[%d, %d] (past the rows) = %g, want untouched", n, o, got)
-							}
-							continue
-						}
-						var want float64
-						for c := 0; c < C; c++ {
-							want += float64(kernels.F32(kernels.BF16(x[n*C+c]))) * float64(kernels.F32(w[o*C+c]))
-						}
-						if e := math.Abs(got - want); !(e <= 1e-5*math.Sqrt(float64(C))*(1+math.Abs(want))) {
-							t.Fatalf("out[%d, %d] = %g, want %g", n, o, got, want)
-						}
-					}
-				}
+				checkRowsOut(t, out, ldo, x, w, N, C, rows)
 			})
 		}
 	}
@@ -473,24 +456,7 @@ func TestBF16AMXRows(t *testing.T) {
 				out[i] = -7
 			}
 			bf16AMXRows(out, ldo, xp, N, C, w)
-			for n := 0; n < N; n++ {
-				for o := 0; o < ldo; o++ {
-					got := float64(out[n*ldo+o])
-					if o >= rows {
-						if got != -7 {
-							t.Fatalf("out[%d, %d] (past the rows) = %g, want untouched", n, o, got)
-						}
-						continue
-					}
-					var want float64
-					for c := 0; c < C; c++ {
-						want += float64(kernels.F32(kernels.BF16(x[n*C+c]))) * float64(kernels.F32(w[o*C+c]))
-					}
-					if e := math.Abs(got - want); !(e <= 1e-5*math.Sqrt(float64(C))*(1+math.Abs(want))) {
-						t.Fatalf("out[%d, %d] = %g, want %g", n, o, got, want)
-					}
-				}
-			}
+			checkRowsOut(t, out, ldo, x, w, N, C, rows)
 		})
 	}
 }
@@ -539,6 +505,31 @@ func BenchmarkBF16Rows(b *testing.B) {
 				}
 				b.ReportMetric(2*float64(N)*C*I*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
+		}
+	}
+}
+
+// checkRowsOut checks a decode kernel's out [N, ldo] (filled with -7
+// before the call): column o < rows is x[n]·w[o] on x rounded to bfloat16,
+// in float64, within 1e-5·√C relative; the columns past rows are untouched.
+func checkRowsOut(t *testing.T, out []float32, ldo int, x []float32, w []uint16, N, C, rows int) {
+	t.Helper()
+	for n := 0; n < N; n++ {
+		for o := 0; o < ldo; o++ {
+			got := float64(out[n*ldo+o])
+			if o >= rows {
+				if got != -7 {
+					t.Fatalf("out[%d, %d] (past the rows) = %g, want untouched", n, o, got)
+				}
+				continue
+			}
+			var want float64
+			for c := 0; c < C; c++ {
+				want += float64(kernels.F32(kernels.BF16(x[n*C+c]))) * float64(kernels.F32(w[o*C+c]))
+			}
+			if e := math.Abs(got - want); !(e <= 1e-5*math.Sqrt(float64(C))*(1+math.Abs(want))) {
+				t.Fatalf("out[%d, %d] = %g, want %g", n, o, got, want)
+			}
 		}
 	}
 }

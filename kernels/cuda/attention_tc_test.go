@@ -101,34 +101,13 @@ func roundBF16(x []float32) []float32 {
 	return y
 }
 
-// relErr is the largest |got − want| / (|want| + rms(want)), kerneltest's
-// measure.
-func relErr(got, want []float32) float64 {
-	var ss float64
-	for _, w := range want {
-		ss += float64(w) * float64(w)
-	}
-	rms := math.Sqrt(ss / math.Max(1, float64(len(want))))
-	worst := 0.0
-	for i := range want {
-		e := math.Abs(float64(got[i])-float64(want[i])) / (math.Abs(float64(want[i])) + rms + 1e-30)
-		if !(e <= worst) { // NaN too
-			worst = e
-			if math.IsNaN(e) {
-				return math.Inf(1)
-			}
-		}
-	}
-	return worst
-}
-
 // vsF32 is the bound of the tensor-core attention against ref's float32
 // attention on unrounded inputs, given ref's results on the rounded inputs
 // (rounded) and in float32 (f32): the bf16 mode's bound, or twice the error
 // the rounding of the inputs alone causes where that is larger (long
 // sequences, whose largest element error grows with their size).
 func vsF32(rounded, f32 []float32) float64 {
-	return max(kernels.BF16ComputeTol, 2*relErr(rounded, f32))
+	return max(kernels.BF16ComputeTol, 2*kerneltest.RelErr(rounded, f32))
 }
 
 // attentionTCAgainstRef runs b's attention (forward, windowed when c.W >
@@ -165,7 +144,7 @@ func attentionTCAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 			got, gl := newOut()
 			b.AttentionWindowForward(got, gl, q, k, v, seqOff, N, H, KVH, D, W, scale)
 			t.Logf("forward vs ref on rounded inputs: out %.2g, lse %.2g; vs float32: out %.2g, lse %.2g (ref on rounded inputs vs float32: out %.2g, lse %.2g)",
-				relErr(got, wo), relErr(gl, wl), relErr(got, fo), relErr(gl, fl), relErr(wo, fo), relErr(wl, fl))
+				kerneltest.RelErr(got, wo), kerneltest.RelErr(gl, wl), kerneltest.RelErr(got, fo), kerneltest.RelErr(gl, fl), kerneltest.RelErr(wo, fo), kerneltest.RelErr(wl, fl))
 			near(t, "lse (rounded inputs)", gl, wl, tcLseTol)
 			near(t, "out (rounded inputs)", got, wo, tcOutTol)
 			near(t, "lse (float32)", gl, fl, vsF32(wl, fl))
@@ -181,7 +160,7 @@ func attentionTCAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 			ref.New().AttentionWindowBackward(fdq, fdk, fdv, dout, fo, fl, q, k, v, seqOff, N, H, KVH, D, W, scale)
 			gdq, gdk, gdv := grads()
 			b.AttentionWindowBackward(gdq, gdk, gdv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
-			t.Logf("backward vs ref on rounded inputs: dq %.2g, dk %.2g, dv %.2g", relErr(gdq, wdq), relErr(gdk, wdk), relErr(gdv, wdv))
+			t.Logf("backward vs ref on rounded inputs: dq %.2g, dk %.2g, dv %.2g", kerneltest.RelErr(gdq, wdq), kerneltest.RelErr(gdk, wdk), kerneltest.RelErr(gdv, wdv))
 			near(t, "dq (rounded inputs)", gdq, wdq, tcGradTol)
 			near(t, "dk (rounded inputs)", gdk, wdk, tcGradTol)
 			near(t, "dv (rounded inputs)", gdv, wdv, tcGradTol)
@@ -189,7 +168,7 @@ func attentionTCAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 			edq, edk, edv := grads()
 			b.AttentionWindowBackward(edq, edk, edv, dout, got, gl, q, k, v, seqOff, N, H, KVH, D, W, scale)
 			t.Logf("backward on its own forward vs float32: dq %.2g, dk %.2g, dv %.2g (ref on rounded inputs vs float32: %.2g, %.2g, %.2g)",
-				relErr(edq, fdq), relErr(edk, fdk), relErr(edv, fdv), relErr(wdq, fdq), relErr(wdk, fdk), relErr(wdv, fdv))
+				kerneltest.RelErr(edq, fdq), kerneltest.RelErr(edk, fdk), kerneltest.RelErr(edv, fdv), kerneltest.RelErr(wdq, fdq), kerneltest.RelErr(wdk, fdk), kerneltest.RelErr(wdv, fdv))
 			near(t, "dq (float32)", edq, fdq, vsF32(wdq, fdq))
 			near(t, "dk (float32)", edk, fdk, vsF32(wdk, fdk))
 			near(t, "dv (float32)", edv, fdv, vsF32(wdv, fdv))

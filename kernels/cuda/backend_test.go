@@ -650,14 +650,7 @@ func TestManagedThroughLoader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := drv.Init(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, err := drv.PrimaryCtxRetain(0)
-	if err != nil || drv.CtxSetCurrent(ctx) != nil {
-		t.Fatal(err)
-	}
-	defer drv.PrimaryCtxRelease(0)
+	currentContext(t, drv)
 	p, err := drv.MemAllocManaged(4 * 5)
 	if err != nil {
 		t.Fatal(err)

@@ -115,14 +115,7 @@ func TestMemAllocHostThroughLoader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := drv.Init(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, err := drv.PrimaryCtxRetain(0)
-	if err != nil || drv.CtxSetCurrent(ctx) != nil {
-		t.Fatal(err)
-	}
-	defer drv.PrimaryCtxRelease(0)
+	currentContext(t, drv)
 	src, err := drv.MemAllocManaged(4 * 6)
 	if err != nil {
 		t.Fatal(err)
@@ -161,19 +154,12 @@ func TestMemAllocHostThroughLoader(t *testing.T) {
 // hand out is CUDA_ERROR_INVALID_VALUE.
 func TestFakeMemAllocHost(t *testing.T) {
 	drv := cudafake.NewDriver(1, 0)
-	if err := drv.Init(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, err := drv.PrimaryCtxRetain(0)
-	if err != nil || drv.CtxSetCurrent(ctx) != nil {
-		t.Fatal(err)
-	}
-	defer drv.PrimaryCtxRelease(0)
+	currentContext(t, drv)
 	if _, err := drv.MemAlloc(4); err != nil {
 		t.Fatal(err)
 	}
-	var p unsafe.Pointer
-	if p, err = drv.MemAllocHost(16); err != nil {
+	p, err := drv.MemAllocHost(16)
+	if err != nil {
 		t.Fatal(err)
 	}
 	host := unsafe.Slice((*float32)(p), 4)

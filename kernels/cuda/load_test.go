@@ -313,3 +313,20 @@ func TestBLASThroughLoader(t *testing.T) {
 		}
 	}
 }
+
+// currentContext initializes drv and makes device 0's primary context
+// current, released when the test ends (after the test's own defers).
+func currentContext(t *testing.T, drv cuda.Driver) {
+	t.Helper()
+	if err := drv.Init(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := drv.PrimaryCtxRetain(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.CtxSetCurrent(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { drv.PrimaryCtxRelease(0) })
+}

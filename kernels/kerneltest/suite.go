@@ -510,11 +510,12 @@ func (s suite) attnGrads(t *testing.T, a attnBounds, got, want [3][]float32, bwd
 // rounding of the operands alone causes where that is larger (as for a sum
 // with cancellation).
 func (s suite) looseTo(rounded, want []float32) float64 {
-	return max(s.derived(F32Tol), 2*relErr(rounded, want))
+	return max(s.derived(F32Tol), 2*RelErr(rounded, want))
 }
 
-// relErr is the largest |got − want| / (|want| + rms(want)), near's measure.
-func relErr(got, want []float32) float64 {
+// RelErr is the largest |got − want| / (|want| + rms(want)), near's measure
+// (+Inf when an element is NaN): the error the suite's tolerances bound.
+func RelErr(got, want []float32) float64 {
 	var ss float64
 	for _, w := range want {
 		ss += float64(w) * float64(w)

@@ -36,16 +36,25 @@ std::map<uintptr_t, size_t> allocs;  // live allocations: address → bytes
 std::map<Module *, bool> modules;
 std::map<Function *, Module *> functions;
 
-CUresult alloc(CUdeviceptr *p, size_t n) {
+// allocIn gives n bytes (256-aligned, filled with 0xff so that reading
+// memory never written shows) and records them in table.
+CUresult allocIn(std::map<uintptr_t, size_t> &table, void **p, size_t n) {
 	if (n == 0) return 1;
 	size_t rounded = (n + 255) / 256 * 256;
 	void *q = aligned_alloc(256, rounded);
 	if (!q) return 2;
 	memset(q, 0xff, rounded);
 	std::lock_guard<std::mutex> lk(driverMu);
-	allocs[uintptr_t(q)] = n;
-	*p = CUdeviceptr(uintptr_t(q));
+	table[uintptr_t(q)] = n;
+	*p = q;
 	return 0;
+}
+
+CUresult alloc(CUdeviceptr *p, size_t n) {
+	void *q = nullptr;
+	CUresult r = allocIn(allocs, &q, n);
+	if (r == 0) *p = CUdeviceptr(uintptr_t(q));
+	return r;
 }
 
 // inside reports whether [p, p+n) lies in one live allocation; driverMu is held.
@@ -268,17 +277,7 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
 // device memory), kept apart from the device's allocations.
 static std::map<uintptr_t, size_t> hostAllocs;
 
-CUresult cuMemAllocHost_v2(void **p, size_t n) {
-	if (n == 0) return 1;
-	size_t rounded = (n + 255) / 256 * 256;
-	void *q = aligned_alloc(256, rounded);
-	if (!q) return 2;
-	memset(q, 0xff, rounded);
-	std::lock_guard<std::mutex> lk(driverMu);
-	hostAllocs[uintptr_t(q)] = n;
-	*p = q;
-	return 0;
-}
+CUresult cuMemAllocHost_v2(void **p, size_t n) { return allocIn(hostAllocs, p, n); }
 
 CUresult cuMemFreeHost(void *p) {
 	std::lock_guard<std::mutex> lk(driverMu);

@@ -53,6 +53,16 @@ import (
 // by the host before every op that takes ids, positions or offsets, it was
 // faulted back to the device each time (about 100 µs an op on an H200).
 //
+// Scratch held between calls: besides the int32 edges' buffer, Ops keeps
+// the device scratch of the ops that need some — the chunked logprob's
+// logits chunk and state, SumSquares' partial sums, the bf16 linear
+// layers' widened or rounded operand, tc2's δ — one buffer per purpose,
+// grown when a call needs more (scratch.go), so that no op allocates or
+// frees device memory (cuMemFree synchronizes the device) per call. So
+// after the ops have run, Device.Live counts the AllocF32/AllocBF16
+// allocations not yet freed plus Backend.Scratch's buffers; Close frees
+// both and leaves nothing allocated on the driver.
+//
 // Ops run one at a time (a mutex), as the device's default stream would
 // run them anyway. The precision mode (kernels.Precision) is Ops': the
 // products on frozen bfloat16 weights exact in f32, or bf16 operands with
@@ -132,6 +142,20 @@ func (b *Backend) AttentionKernel() string { return b.ops.AttentionKernel() }
 
 // Precision is the backend's compute precision (kernels.PrecisionOf).
 func (b *Backend) Precision() kernels.Precision { return b.ops.Precision() }
+
+// Scratch returns the device scratch the backend holds between calls —
+// the int32 edges' buffer and Ops' scratch slots (scratch.go) — in buffers
+// and bytes. It is part of Device.Live; Close frees it. Everything else
+// Device.Live counts is an AllocF32 or AllocBF16 allocation not yet freed.
+func (b *Backend) Scratch() (buffers, bytes int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	buffers, bytes = b.ops.ScratchLive()
+	if b.edges != nil {
+		buffers, bytes = buffers+1, bytes+4*b.edges.n
+	}
+	return buffers, bytes
+}
 
 // Device is the device the backend runs on.
 func (b *Backend) Device() *Device { return b.d }

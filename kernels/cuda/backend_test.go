@@ -115,8 +115,11 @@ func TestBackendConformance(t *testing.T) {
 	t.Parallel()
 	b, drv, _ := emulatedBackend(t)
 	kerneltest.RunOps(t, b, conformanceGroups...)
-	if n, _ := b.Device().Live(); n != 1 { // the int32 scratch
-		t.Errorf("%d buffers live after the suite, want the int32 scratch only", n)
+	// Left live: the backend's scratch only (the int32 edges' buffer and
+	// Ops' slots: the bf16 linear's), no buffer of the suite.
+	sn, sbytes := b.Scratch()
+	if n, bytes := b.Device().Live(); n != sn || bytes != sbytes || sn < 2 {
+		t.Errorf("%d buffers (%d bytes) live after the suite, want the backend's %d scratch buffers (%d bytes), at least 2", n, bytes, sn, sbytes)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)

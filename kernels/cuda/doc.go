@@ -104,6 +104,17 @@
 // accumulation). Their plans run on the CPU shim too (shim_linear_test.go,
 // the GEMMs from the BLAS definition).
 //
+// # Scratch
+//
+// The ops that need device scratch of their own (the chunked logprob ops'
+// logits chunk and state, SumSquares' partial sums, the bf16 linear
+// layers' widened weight rows or rounded operand, tc2's δ) take it from a
+// grow-only store in Ops (scratch.go): one cuMemAlloc buffer per purpose,
+// reallocated only when a call needs more, held between calls and freed
+// by Ops.Unload (Backend.Close). Device.Live counts it (Ops.ScratchLive,
+// Backend.Scratch). An op holds the store until its launches are queued,
+// so Ops stays safe to call from several goroutines.
+//
 // # Threads
 //
 // A CUDA context is current per OS thread. Device locks the calling

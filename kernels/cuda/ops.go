@@ -19,6 +19,7 @@ type Ops struct {
 	kernels map[string]*Kernel
 	prec    kernels.Precision // the products on bfloat16 weights (SetPrecision)
 	attn    string            // the bf16 mode's tensor-core attention: "tc1" ("") or "tc2" (SetAttentionKernel)
+	store   scratchStore      // device scratch kept between calls (scratch.go)
 }
 
 // kernelModules names the module (.cu file) of every kernel Ops launches.
@@ -107,9 +108,10 @@ func (d *Device) LoadOps() (*Ops, error) {
 	return o, nil
 }
 
-// Unload unloads the modules LoadOps loaded; the first error is returned.
+// Unload frees the scratch Ops kept between calls (scratch.go) and unloads
+// the modules LoadOps loaded; the first error is returned.
 func (o *Ops) Unload() error {
-	var first error
+	first := o.freeScratch()
 	for _, m := range o.mods {
 		if err := m.Unload(); err != nil && first == nil {
 			first = err
@@ -601,7 +603,7 @@ func planLogprob(view func(b any, off, n int) any, logprob, entropy, lse, expect
 // cuBLAS GEMM into a [N, chunk] scratch buffer and an online logsumexp;
 // expect [N,C] (nil: skipped) gets Σ_j softmax(z)_j·weight[j], one more
 // GEMM a chunk. targets [N] int32 in [−1, V) (not checked on the host;
-// −1: logprob 0). It allocates and frees its scratch buffers.
+// −1: logprob 0). Its scratch is Ops' own, kept between calls (scratch.go).
 func (o *Ops) LogprobForward(logprob, entropy, lse, expect, hidden, weight, targets *Buffer, N, C, V, chunk int) error {
 	c := check{op: "LogprobForward"}
 	c.sizes("N, C", N, C)
@@ -625,16 +627,16 @@ func (o *Ops) LogprobForward(logprob, entropy, lse, expect, hidden, weight, targ
 	if c.err != nil {
 		return c.err
 	}
-	z, err := o.d.Alloc(N * logprobChunk(chunk, V))
+	sc := o.lockScratch()
+	defer sc.unlock()
+	z, err := sc.get(c.op, "logprob.z", N*logprobChunk(chunk, V))
 	if err != nil {
-		return fmt.Errorf("CUDA LogprobForward: %w", err)
+		return err
 	}
-	defer z.Free()
-	state, err := o.d.Alloc(5 * N)
+	state, err := sc.get(c.op, "logprob.state", 5*N)
 	if err != nil {
-		return fmt.Errorf("CUDA LogprobForward: %w", err)
+		return err
 	}
-	defer state.Free()
 	view := func(b any, off, n int) any { return b.(*Buffer).view(off, n) }
 	return o.run(c.op, planLogprob(view, logprob, entropy, lse, expect, hidden, weight, targets, z, state, expect != nil, N, C, V, chunk))
 }

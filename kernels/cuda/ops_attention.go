@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/hone-rl/hone/kernels"
@@ -277,12 +276,13 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 		return c.err
 	}
 	if attnTC(o.prec, D) && o.attnTC2(dout, q, k, v) && N > 0 {
-		dl, err := o.scratch(c.op, N*H)
+		sc := o.lockScratch()
+		defer sc.unlock()
+		dl, err := sc.get(c.op, "attention.delta", N*H)
 		if err != nil {
 			return err
 		}
-		err = o.run(c.op, planAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale))
-		return errors.Join(err, dl.Free())
+		return o.run(c.op, planAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale))
 	}
 	if attnTC(o.prec, D) {
 		return o.run(c.op, planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale))

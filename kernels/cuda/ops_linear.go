@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"fmt"
-
 	"github.com/hone-rl/hone/kernels"
 )
 
@@ -115,16 +113,6 @@ func (o *Ops) linearCheck(op string, N, C, OC int, bufs ...any) error {
 	return c.err
 }
 
-// scratch allocates n float32 elements (at least one) for an op's
-// intermediate values; the caller frees it.
-func (o *Ops) scratch(op string, n int) (*Buffer, error) {
-	b, err := o.d.Alloc(max(n, 1))
-	if err != nil {
-		return nil, fmt.Errorf("CUDA %s: scratch: %w", op, err)
-	}
-	return b, nil
-}
-
 // LinearForward is kernels.Backend.LinearForward on device buffers: out
 // [N,OC] = inp [N,C] · weight [OC,C]ᵀ + bias [OC] (nil: none), a
 // cublasSgemm and bias_forward.
@@ -161,8 +149,8 @@ func bf16Len(n int) int { return (n + 1) / 2 }
 
 // LinearForwardBF16 is kernels.Backend.LinearForwardBF16 on device
 // buffers: weight [OC,C] holds bfloat16 values (UploadBF16), multiplied
-// as SetPrecision says; bias [OC] may be nil. It allocates and frees its
-// scratch buffer.
+// as SetPrecision says; bias [OC] may be nil. Its scratch is Ops' own,
+// kept between calls (scratch.go).
 func (o *Ops) LinearForwardBF16(out, inp, weight, bias *Buffer, N, C, OC int) error {
 	const op = "LinearForwardBF16"
 	if err := o.linearCheck(op, N, C, OC, "out", out, N*OC, "inp", inp, N*C, "weight", weight, bf16Len(OC*C), "?bias", bias, OC); err != nil {
@@ -176,18 +164,19 @@ func (o *Ops) LinearForwardBF16(out, inp, weight, bias *Buffer, N, C, OC int) er
 	if o.prec == kernels.PrecisionBF16 {
 		n = bf16Len(N * C) // the rounded inp
 	}
-	sc, err := o.scratch(op, n)
+	l := o.lockScratch()
+	defer l.unlock()
+	sc, err := l.get(op, "linear.bf16", n)
 	if err != nil {
 		return err
 	}
-	defer sc.Free()
 	return o.runX(op, planLinearForwardBF16(out, inp, weight, bias, sc, sc, bias != nil, o.prec, N, C, OC, rows))
 }
 
 // LinearBackwardBF16 is kernels.Backend.LinearBackwardBF16 on device
 // buffers: dinp [N,C] += dout [N,OC] · weight [OC,C] with a bfloat16
-// weight, multiplied as SetPrecision says. It allocates and frees its
-// scratch buffer.
+// weight, multiplied as SetPrecision says. Its scratch is Ops' own, kept
+// between calls (scratch.go).
 func (o *Ops) LinearBackwardBF16(dinp, dout, weight *Buffer, N, C, OC int) error {
 	const op = "LinearBackwardBF16"
 	if err := o.linearCheck(op, N, C, OC, "dinp", dinp, N*C, "dout", dout, N*OC, "weight", weight, bf16Len(OC*C)); err != nil {
@@ -201,10 +190,11 @@ func (o *Ops) LinearBackwardBF16(dinp, dout, weight *Buffer, N, C, OC int) error
 	if o.prec == kernels.PrecisionBF16 {
 		n = bf16Len(N * OC)
 	}
-	sc, err := o.scratch(op, n)
+	l := o.lockScratch()
+	defer l.unlock()
+	sc, err := l.get(op, "linear.bf16", n)
 	if err != nil {
 		return err
 	}
-	defer sc.Free()
 	return o.runX(op, planLinearBackwardBF16(dinp, dout, weight, sc, sc, o.prec, N, C, OC, rows))
 }

@@ -146,8 +146,12 @@ func TestLinearGemms(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, _ := dev.Live(); n != live {
-		t.Errorf("%d buffers live after the ops, %d before: scratch not freed", n, live)
+	// The scratch is Ops' one slot, kept for the next call (scratch.go).
+	if sn, _ := o.ScratchLive(); sn != 1 {
+		t.Errorf("Ops holds %d scratch buffers after the ops, want 1", sn)
+	}
+	if n, _ := dev.Live(); n != live+1 {
+		t.Errorf("%d buffers live after the ops, %d before: want the one scratch buffer more", n, live)
 	}
 
 	f32 := cuda.GemmTypes{A: cuda.R32F, B: cuda.R32F, C: cuda.R32F, Compute: cuda.Compute32F}
@@ -224,7 +228,7 @@ func TestLinearChunkMapping(t *testing.T) {
 }
 
 // TestLinearErrors: a failing GemmEx comes back naming the op and the
-// cuBLAS status, and the op's scratch is freed; bad arguments are refused
+// cuBLAS status, and the op's scratch is Ops' one kept slot; bad arguments are refused
 // before anything runs.
 func TestLinearErrors(t *testing.T) {
 	dev, drv, blas := openFake(t, 0)
@@ -251,8 +255,11 @@ func TestLinearErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "CUDA LinearForwardBF16: GEMM M=2 N=5 K=3: cublasGemmEx: CUBLAS_STATUS_EXECUTION_FAILED") {
 		t.Errorf("failing GemmEx: %v", err)
 	}
-	if n, _ := dev.Live(); n != live {
-		t.Errorf("%d buffers live after the failure, %d before", n, live)
+	if sn, _ := o.ScratchLive(); sn != 1 {
+		t.Errorf("Ops holds %d scratch buffers after the failure, want 1", sn)
+	}
+	if n, _ := dev.Live(); n != live+1 {
+		t.Errorf("%d buffers live after the failure, %d before: want the one scratch buffer more", n, live)
 	}
 	if err := o.SetPrecision(kernels.Precision(7)); err == nil || o.Precision() != kernels.PrecisionBF16 {
 		t.Errorf("SetPrecision(7): %v, precision now %v", err, o.Precision())

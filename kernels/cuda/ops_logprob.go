@@ -149,45 +149,36 @@ func (o *Ops) logprobCheck(op string, N, C, V, chunk int, bufs ...any) error {
 	return c.err
 }
 
-// lmBuffers allocates a logprob op's scratch: z [N, chunk], state [5N]
-// (withState) and lmScratch as w says. free releases them.
-func (o *Ops) lmBuffers(op string, w lmWeight, withState bool, N, C, V, chunk int) (z, state *Buffer, sc lmScratch, free func(), err error) {
-	var bufs []*Buffer
-	free = func() {
-		for _, b := range bufs {
-			b.Free()
-		}
-	}
-	alloc := func(n int) *Buffer {
+// lmBuffers takes a logprob op's scratch from Ops' store (scratch.go): z
+// [N, chunk], state [5N] (withState) and lmScratch as w says (a slot of
+// no elements is nil). release gives the store back once the op's
+// launches are queued; it is set (and must be called) even on error.
+func (o *Ops) lmBuffers(op string, w lmWeight, withState bool, N, C, V, chunk int) (z, state *Buffer, sc lmScratch, release func(), err error) {
+	l := o.lockScratch()
+	release = l.unlock
+	get := func(slot string, n int) *Buffer {
 		if err != nil || n == 0 {
 			return nil
 		}
 		var b *Buffer
-		b, err = o.scratch(op, n)
-		if b != nil {
-			bufs = append(bufs, b)
-		}
+		b, err = l.get(op, slot, n)
 		return b
 	}
 	cl := logprobChunk(chunk, V)
-	z = alloc(N * cl)
+	z = get("logprob.z", N*cl)
 	if withState {
-		state = alloc(5 * N)
+		state = get("logprob.state", 5*N)
 	}
 	wf, hb, pb := w.lmLen(N, C, cl)
-	var bwf, bhb, bpb *Buffer = alloc(wf), alloc(hb), alloc(pb)
-	sc = lmScratch{bwf, bhb, bpb}
-	if err != nil {
-		free()
-	}
-	return z, state, sc, free, err
+	sc = lmScratch{get("logprob.wf", wf), get("logprob.hb", hb), get("logprob.pb", pb)}
+	return z, state, sc, release, err
 }
 
 // LogprobForwardBF16 is kernels.Backend.LogprobForwardBF16 on device
 // buffers: LogprobForward with a bfloat16 weight [V,C] (UploadBF16),
 // multiplied as SetPrecision says (the logits' and expect's products; in
 // PrecisionBF16 hidden and each chunk's e^(z−M) are rounded to bfloat16).
-// It allocates and frees its scratch buffers.
+// Its scratch is Ops' own, kept between calls (scratch.go).
 func (o *Ops) LogprobForwardBF16(logprob, entropy, lse, expect, hidden, weight, targets *Buffer, N, C, V, chunk int) error {
 	const op = "LogprobForwardBF16"
 	if err := o.logprobCheck(op, N, C, V, chunk, "logprob", logprob, N, "entropy", entropy, N, "lse", lse, N, "?expect", expect, N*C,
@@ -195,11 +186,11 @@ func (o *Ops) LogprobForwardBF16(logprob, entropy, lse, expect, hidden, weight, 
 		return err
 	}
 	w := lmWeight{bf16: true, prec: o.prec}
-	z, state, sc, free, err := o.lmBuffers(op, w, true, N, C, V, chunk)
+	z, state, sc, release, err := o.lmBuffers(op, w, true, N, C, V, chunk)
+	defer release()
 	if err != nil {
 		return err
 	}
-	defer free()
 	return o.runX(op, planLogprobW(w, logprob, entropy, lse, expect, hidden, weight, targets, z, state, sc, expect != nil, N, C, V, chunk))
 }
 
@@ -208,8 +199,8 @@ func (o *Ops) LogprobForwardBF16(logprob, entropy, lse, expect, hidden, weight, 
 // scratch), their gradient dz (logprob_dz, with the entropy term), then
 // dhidden [N,C] += dz·weight and dweight [V,C] += dzᵀ·hidden (nil:
 // skipped). dlogprob and dentropy [N] may be nil; lse and entropy [N] are
-// the forward's; targets [N] int32 in [−1, V). It allocates and frees its
-// scratch buffer.
+// the forward's; targets [N] int32 in [−1, V). Its scratch is Ops' own,
+// kept between calls (scratch.go).
 func (o *Ops) LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weight, targets *Buffer, N, C, V, chunk int) error {
 	const op = "LogprobBackward"
 	if err := o.logprobCheck(op, N, C, V, chunk, "dhidden", dhidden, N*C, "?dweight", dweight, V*C, "?dlogprob", dlogprob, N,
@@ -218,18 +209,18 @@ func (o *Ops) LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, entropy
 		return err
 	}
 	w := lmWeight{}
-	z, _, sc, free, err := o.lmBuffers(op, w, false, N, C, V, chunk)
+	z, _, sc, release, err := o.lmBuffers(op, w, false, N, C, V, chunk)
+	defer release()
 	if err != nil {
 		return err
 	}
-	defer free()
 	return o.runX(op, planLogprobBackward(w, dhidden, dweight, dlogprob, dentropy, lse, entropy, hidden, weight, targets, z, sc, dweight != nil, N, C, V, chunk))
 }
 
 // LogprobBackwardBF16 is kernels.Backend.LogprobBackwardBF16 on device
 // buffers: LogprobBackward's dhidden with a frozen bfloat16 weight [V,C],
 // multiplied as SetPrecision says (in PrecisionBF16 hidden and dz are
-// rounded to bfloat16). It allocates and frees its scratch buffers.
+// rounded to bfloat16). Its scratch is Ops' own, kept between calls.
 func (o *Ops) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hidden, weight, targets *Buffer, N, C, V, chunk int) error {
 	const op = "LogprobBackwardBF16"
 	if err := o.logprobCheck(op, N, C, V, chunk, "dhidden", dhidden, N*C, "?dlogprob", dlogprob, N, "?dentropy", dentropy, N,
@@ -238,11 +229,11 @@ func (o *Ops) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy, hid
 		return err
 	}
 	w := lmWeight{bf16: true, prec: o.prec}
-	z, _, sc, free, err := o.lmBuffers(op, w, false, N, C, V, chunk)
+	z, _, sc, release, err := o.lmBuffers(op, w, false, N, C, V, chunk)
+	defer release()
 	if err != nil {
 		return err
 	}
-	defer free()
 	return o.runX(op, planLogprobBackward(w, dhidden, nil, dlogprob, dentropy, lse, entropy, hidden, weight, targets, z, sc, false, N, C, V, chunk))
 }
 

@@ -69,9 +69,9 @@ func planSumSquares(scratch, x *Buffer, n int) []step {
 
 // SumSquares is kernels.Backend.SumSquares on a device buffer: Σ x[i]² over
 // n values, in double on the device (sumsquares.cu: a fixed tree, so the
-// same n gives the same bits), NaN or +Inf when a value is not finite. It
-// allocates its scratch (up to 257 doubles) on the device for the call and
-// downloads the result, which waits for the kernels.
+// same n gives the same bits), NaN or +Inf when a value is not finite. Its
+// scratch (up to 257 doubles) is Ops' own, kept between calls (scratch.go);
+// it downloads the result, which waits for the kernels.
 func (o *Ops) SumSquares(x *Buffer, n int) (float64, error) {
 	c := check{op: "SumSquares"}
 	c.sizes("n", n)
@@ -83,22 +83,18 @@ func (o *Ops) SumSquares(x *Buffer, n int) (float64, error) {
 		return 0, nil
 	}
 	blocks := min(sumSquaresMaxBlocks, (n+sumSquaresThreads-1)/sumSquaresThreads)
-	scratch, err := o.d.Alloc(2 * (blocks + 1)) // blocks+1 doubles
-	if err != nil {
-		return 0, fmt.Errorf("CUDA %s: %w", c.op, err)
-	}
-	host := make([]float32, scratch.Len())
-	err = o.run(c.op, planSumSquares(scratch, x, n))
-	if err == nil {
-		if err = scratch.Download(host); err != nil {
-			err = fmt.Errorf("CUDA %s: %w", c.op, err)
-		}
-	}
-	if ferr := scratch.Free(); ferr != nil && err == nil {
-		err = fmt.Errorf("CUDA %s: %w", c.op, ferr)
-	}
+	sc := o.lockScratch()
+	defer sc.unlock()
+	scratch, err := sc.get(c.op, "sumsquares", 2*(blocks+1)) // blocks+1 doubles
 	if err != nil {
 		return 0, err
+	}
+	host := make([]float32, scratch.Len())
+	if err := o.run(c.op, planSumSquares(scratch, x, n)); err != nil {
+		return 0, err
+	}
+	if err := scratch.Download(host); err != nil {
+		return 0, fmt.Errorf("CUDA %s: %w", c.op, err)
 	}
 	// The double after the partial sums, little-endian as the device's.
 	lo, hi := math.Float32bits(host[2*blocks]), math.Float32bits(host[2*blocks+1])

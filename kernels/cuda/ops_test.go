@@ -318,7 +318,7 @@ func TestUploadBF16(t *testing.T) {
 // TestLogprobForwardGemms: LogprobForward's GEMMs are the row-major
 // z [N, len] = hidden · weight[j0 : j0+len]ᵀ of each chunk, on views that
 // step through the weight by len·C floats and write the same scratch z;
-// the scratch buffers are freed after.
+// its two scratch buffers (z, state) stay with Ops until Unload.
 func TestLogprobForwardGemms(t *testing.T) {
 	dev, drv, blas := openFake(t, 0)
 	defer dev.Close()
@@ -353,11 +353,17 @@ func TestLogprobForwardGemms(t *testing.T) {
 			t.Errorf("GEMM %d: weight at %#x after %#x (want %d bytes on), z at %#x, hidden at %#x", i, g[i].A, g[i-1].A, 4*chunk*C, g[i].C, g[i].B)
 		}
 	}
-	if n, _ := dev.Live(); n != len(bufs) {
-		t.Errorf("%d buffers live after LogprobForward, want the %d of the test", n, len(bufs))
+	if sn, sb := o.ScratchLive(); sn != 2 || sb != 4*(N*chunk+5*N) {
+		t.Errorf("Ops holds %d scratch buffers (%d bytes) after LogprobForward, want z and state (%d bytes)", sn, sb, 4*(N*chunk+5*N))
+	}
+	if n, _ := dev.Live(); n != len(bufs)+2 {
+		t.Errorf("%d buffers live after LogprobForward, want the %d of the test and 2 of scratch", n, len(bufs))
+	}
+	if err := o.Unload(); err != nil {
+		t.Fatal(err)
 	}
 	if n, _ := drv.Live(); n != len(bufs) {
-		t.Errorf("%d allocations on the fake after LogprobForward, want %d", n, len(bufs))
+		t.Errorf("%d allocations on the fake after Unload, want the %d of the test", n, len(bufs))
 	}
 }
 

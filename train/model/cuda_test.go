@@ -97,11 +97,16 @@ func checkCUDAGolden(t *testing.T, b *cuda.Backend, name string) {
 	start := time.Now()
 	runGolden(t, b, name)
 	t.Logf("%s on %s: %v", name, b.Name(), time.Since(start).Round(time.Millisecond))
-	if n, bytes := b.Device().Live(); n > 1 { // the int32 scratch may stay
-		t.Errorf("%d device buffers (%d bytes) live after Close and Free, want the int32 scratch at most", n, bytes)
+	// Only the backend's scratch may stay (the int32 edges, Ops' slots).
+	sn, sbytes := b.Scratch()
+	if n, bytes := b.Device().Live(); n != sn || bytes != sbytes {
+		t.Errorf("%d device buffers (%d bytes) live after Close and Free, want the backend's %d scratch buffers (%d bytes) only", n, bytes, sn, sbytes)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if n, bytes := b.Device().Live(); n != 0 {
+		t.Errorf("%d device buffers (%d bytes) live after the backend's Close", n, bytes)
 	}
 }
 

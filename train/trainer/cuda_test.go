@@ -90,10 +90,14 @@ func TestStepCUDAEmulated(t *testing.T) {
 			t.Fatalf("LoRA weight %d after %d steps: %v on CUDA (emulated), %v on the CPU (relative error %.3g)", i, steps, got.weights[i], want.weights[i], e)
 		}
 	}
-	if n, bytes := dev.Live(); n > 1 {
-		t.Errorf("%d device buffers (%d bytes) live after the steps, want the int32 scratch at most", n, bytes)
+	sn, sbytes := b.Scratch() // the int32 edges, Ops' slots
+	if n, bytes := dev.Live(); n != sn || bytes != sbytes {
+		t.Errorf("%d device buffers (%d bytes) live after the steps, want the backend's %d scratch buffers (%d bytes) only", n, bytes, sn, sbytes)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if n, bytes := dev.Live(); n != 0 {
+		t.Errorf("%d device buffers (%d bytes) live after the backend's Close", n, bytes)
 	}
 }

@@ -98,7 +98,9 @@ const (
 // AttentionTC2 (attention_fa2.cu). It changes nothing in PrecisionF32 or
 // for head dims attnTC leaves to the float32 kernels. tc2 also wants q, k,
 // v and dout 16-byte aligned (its loads are four floats wide): where one is
-// not (a view at an odd offset), the op runs tc1. Call it before the ops
+// not (a view at an odd offset), the op runs tc1; train/model's activation
+// arena starts every piece 16 bytes aligned, so the model's operands
+// qualify (TestTC2RunsInModelCUDAEmulated). Call it before the ops
 // run; it is not safe concurrently with them.
 func (o *Ops) SetAttentionKernel(name string) error {
 	switch name {

@@ -44,6 +44,14 @@ func emulatedCUDABackend(t *testing.T) *cuda.Backend {
 // emulatedCUDABackendIn is emulatedCUDABackend computing in precision p.
 func emulatedCUDABackendIn(t *testing.T, p kernels.Precision) *cuda.Backend {
 	t.Helper()
+	b, _ := emulatedCUDABackendDriver(t, p)
+	return b
+}
+
+// emulatedCUDABackendDriver is emulatedCUDABackendIn with its emulated
+// driver, which records the kernels launched.
+func emulatedCUDABackendDriver(t *testing.T, p kernels.Precision) (*cuda.Backend, *cudafake.Driver) {
+	t.Helper()
 	cudaEmulator.once.Do(func() {
 		cxx := os.Getenv("CXX")
 		if cxx == "" {
@@ -85,7 +93,7 @@ func emulatedCUDABackendIn(t *testing.T, p kernels.Precision) *cuda.Backend {
 		dev.Close()
 		t.Fatal(err)
 	}
-	return b
+	return b, drv
 }
 
 // checkCUDAGolden runs golden case name through b (runGolden: logits with

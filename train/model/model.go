@@ -197,15 +197,25 @@ func (m *Model) newWork(ar *arena, N int, backward bool, maxR int) *work {
 
 // arena hands out consecutive pieces of one slab. With a nil slab it only
 // counts: running the same allocation code twice, first counting, gives the
-// pass's memory plan and then carves it out of a single allocation.
+// pass's memory plan and then carves it out of a single allocation. Every
+// piece starts at a multiple of arenaAlign values from the slab's start
+// (the slab itself, from kernels.AllocF32 or the pool, is at least 16-byte
+// aligned), so a piece that follows an odd-sized one ([N] norms, [N,H]
+// lse) is still 16-byte aligned: the CUDA backend's tc2 attention loads
+// q, k, v and dout four floats at a time and runs tc1 instead on a
+// misaligned operand.
 type arena struct {
 	slab []float32
 	off  int
 }
 
+// arenaAlign is the alignment of every arena piece, in float32 values:
+// 16 bytes. The padding is at most 3 values a piece.
+const arenaAlign = 4
+
 func (a *arena) take(n int) []float32 {
-	o := a.off
-	a.off += n
+	o := (a.off + arenaAlign - 1) / arenaAlign * arenaAlign
+	a.off = o + n
 	if a.slab == nil {
 		return nil
 	}

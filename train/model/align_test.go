@@ -1,0 +1,119 @@
+package model
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+)
+
+// TestArenaAlignsTakes: every piece the arena carves starts 16 bytes (4
+// values) on from the previous piece's start rounded up, whatever the
+// sizes before it, and the counting pass plans exactly the slab the
+// carving pass fills.
+func TestArenaAlignsTakes(t *testing.T) {
+	sizes := []int{7, 1, 12, 3, 5, 0, 9, 4}
+	var plan arena
+	for _, n := range sizes {
+		plan.take(n)
+	}
+	slab := make([]float32, plan.off)
+	ar := arena{slab: slab}
+	end := 0
+	for _, n := range sizes {
+		s := ar.take(n)
+		off := ar.off - n
+		if n > 0 && unsafe.SliceData(s) != &slab[off] {
+			t.Errorf("take(%d) is not the slab from value %d on", n, off)
+		}
+		if off%arenaAlign != 0 || off < end || off-end >= arenaAlign || len(s) != n || cap(s) != n {
+			t.Errorf("take(%d) at value %d (len %d cap %d) after a piece ending at %d: want the next multiple of %d", n, off, len(s), cap(s), end, arenaAlign)
+		}
+		end = off + n
+	}
+	if ar.off != plan.off || ar.off != len(slab) {
+		t.Errorf("carving used %d values, the plan %d, the slab has %d", ar.off, plan.off, len(slab))
+	}
+}
+
+// TestTC2RunsInModelCUDAEmulated: on cuda.Backend over the emulated device
+// in the bf16 precision with the second tensor-core attention picked
+// (SetAttentionKernel("tc2")), a training forward and backward whose
+// sizes are not multiples of 4 (7 tokens, so the [N] norms and [N,H] lse
+// before q, k, v and the attention's dout in the slab are odd-sized) runs
+// every attention op on attention_fa2.cu's kernels, none on tc1's — tc2
+// runs only on 16-byte-aligned operands, which the arena's alignment
+// gives — and its logprobs and LoRA gradients agree with tc1's.
+func TestTC2RunsInModelCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	ctx := context.Background()
+	c := microConfig("llama")
+	c.Layers, c.Heads, c.HeadDim = 1, 2, 16 // tc2 takes head dims a multiple of 16
+	run := func(kernel string) (logprob, grads []float32, launched []string) {
+		b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+		defer b.Close()
+		if err := b.SetAttentionKernel(kernel); err != nil {
+			t.Fatal(err)
+		}
+		m, err := New(c, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		randomize(m, 5)
+		ad := randomAdapter(t, m, AllModules(), 2, 17)
+		batch := packed(c.Vocab, []int{4, 3}, 19)
+		N := len(batch.IDs)
+		w := make([]float32, N)
+		for i := range w {
+			w[i] = float32(i%3) - 1
+		}
+		ad.ZeroGrad()
+		n0 := len(drv.Launches())
+		p, err := m.Forward(ctx, batch, ad, TrainOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Backward(ctx, w, nil); err != nil {
+			t.Fatal(err)
+		}
+		logprob = slices.Clone(p.Logprob)
+		p.Release()
+		ad.Params(func(_ string, _, grad []float32) { grads = append(grads, grad...) })
+		for _, l := range drv.Launches()[n0:] {
+			launched = append(launched, l.Kernel)
+		}
+		ad.Free()
+		return logprob, grads, launched
+	}
+	lp2, g2, launched := run(cuda.AttentionTC2)
+	for _, k := range []string{"attention_fa2_forward", "attention_fa2_delta", "attention_fa2_backward_dq", "attention_fa2_backward_dkdv"} {
+		if !slices.Contains(launched, k) {
+			t.Errorf("the model's pass with tc2 launched no %s", k)
+		}
+	}
+	for _, k := range []string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv", "attention_forward"} {
+		if slices.Contains(launched, k) {
+			t.Errorf("the model's pass with tc2 launched %s: an operand was not 16-byte aligned", k)
+		}
+	}
+	lp1, g1, launched1 := run(cuda.AttentionTC1)
+	if !slices.Contains(launched1, "attention_tc_forward") {
+		t.Errorf("the model's pass with tc1 launched no attention_tc_forward")
+	}
+	if d := maxRelDiff(lp2, lp1); !(d < 1e-3) {
+		t.Errorf("logprobs with tc2 differ from tc1's by %.3g", d)
+	}
+	if len(g1) != len(g2) || len(g1) == 0 {
+		t.Fatalf("%d LoRA gradient values with tc2, %d with tc1", len(g2), len(g1))
+	}
+	if d := maxRelDiff(g2, g1); !(d < 1e-3) || math.IsNaN(d) {
+		t.Errorf("LoRA gradients with tc2 differ from tc1's by %.3g", d)
+	}
+}

@@ -81,6 +81,9 @@ type Backend struct {
 	// edgeTaken: the op onDevice runs has taken the scratch (edge)
 	edgeTaken bool
 	prof      opProfile // per-op times while a profile runs (StartProfile)
+	// label: what the op onDevice runs says of its kernels, for the
+	// profile's name ("tc2": AttentionForward (tc2)); "" for most ops
+	label string
 
 	pinned map[unsafe.Pointer]int // live AllocHostF32 allocations: address → values (hostcopy.go)
 }
@@ -371,12 +374,16 @@ func (b *Backend) onDevice(op string, run func() error) {
 	b.enter(op)
 	t0 := time.Now()
 	b.edgeTaken = false
+	b.label = ""
 	err := run()
 	if err == nil {
 		err = b.d.Synchronize()
 	}
 	if err != nil {
 		panic(fmt.Sprintf("kernels.%s: %v", op, err))
+	}
+	if b.label != "" {
+		op += " (" + b.label + ")"
 	}
 	b.prof.record(op, t0)
 }

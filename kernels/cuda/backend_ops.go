@@ -251,7 +251,9 @@ func (b *Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, 
 		return
 	}
 	b.onDevice(op, func() error {
-		return b.ops.AttentionForward(b.f32(op, "out", out), b.f32(op, "lse", lse), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v),
+		bq, bk, bv := b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
+		b.label = b.ops.attnPath(D, bq, bk, bv)
+		return b.ops.AttentionForward(b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
 			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, scale)
 	})
 }
@@ -263,8 +265,10 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float3
 		return
 	}
 	b.onDevice(op, func() error {
-		return b.ops.AttentionBackward(b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), b.f32(op, "dout", dout),
-			b.f32(op, "out", out), b.f32(op, "lse", lse), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v),
+		bdout, bq, bk, bv := b.f32(op, "dout", dout), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
+		b.label = b.ops.attnPath(D, bdout, bq, bk, bv)
+		return b.ops.AttentionBackward(b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), bdout,
+			b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
 			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, scale)
 	})
 }
@@ -277,7 +281,9 @@ func (b *Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []i
 		return
 	}
 	b.onDevice(op, func() error {
-		return b.ops.AttentionWindowForward(b.f32(op, "out", out), b.f32(op, "lse", lse), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v),
+		bq, bk, bv := b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
+		b.label = b.ops.attnPath(D, bq, bk, bv)
+		return b.ops.AttentionWindowForward(b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
 			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, W, scale)
 	})
 }
@@ -290,8 +296,10 @@ func (b *Backend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []
 		return
 	}
 	b.onDevice(op, func() error {
-		return b.ops.AttentionWindowBackward(b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), b.f32(op, "dout", dout),
-			b.f32(op, "out", out), b.f32(op, "lse", lse), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v),
+		bdout, bq, bk, bv := b.f32(op, "dout", dout), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
+		b.label = b.ops.attnPath(D, bdout, bq, bk, bv)
+		return b.ops.AttentionWindowBackward(b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), bdout,
+			b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
 			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, W, scale)
 	})
 }

@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -194,5 +195,68 @@ func TestBackendTC2Misaligned(t *testing.T) {
 	}
 	if _, launched := run(cuda.AttentionTC2, 4); !slices.Contains(launched, "attention_fa2_forward") {
 		t.Errorf("tc2 on a q 16 bytes into its allocation launched %v, want attention_fa2_forward", launched)
+	}
+}
+
+// TestBackendProfileAttentionKernel: the profile names each training
+// attention op with the kernels it ran — "(tc2)" with tc2 picked and
+// aligned operands, "(tc1)" by default and for a misaligned q under tc2,
+// "(f32)" in the f32 precision or for a head dim the tensor cores do not
+// take — so --profile-ops shows which attention ran.
+func TestBackendProfileAttentionKernel(t *testing.T) {
+	t.Parallel()
+	const N, H, KVH = 6, 2, 1
+	seqOff := []int32{0, 4, N}
+	r := rand.New(rand.NewPCG(28, 32))
+	// profile runs a forward and a backward (q off floats into its
+	// allocation) and returns the profile's op names with their calls.
+	profile := func(b *cuda.Backend, D, off int) map[string]int {
+		buf := func(x []float32, off int) []float32 {
+			y, err := kernels.AllocF32(b, off+len(x))
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(y[off:], x)
+			return y[off:]
+		}
+		zeros := func(n int) []float32 { return buf(make([]float32, n), 0) }
+		q, k, v := buf(randn(r, N*H*D), off), buf(randn(r, N*KVH*D), 0), buf(randn(r, N*KVH*D), 0)
+		out, lse, dout := zeros(N*H*D), zeros(N*H), buf(randn(r, N*H*D), 0)
+		b.StartProfile()
+		b.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, 0.25)
+		b.AttentionBackward(zeros(N*H*D), zeros(N*KVH*D), zeros(N*KVH*D), dout, out, lse, q, k, v, seqOff, N, H, KVH, D, 0.25)
+		b.AttentionWindowForward(out, lse, q, k, v, seqOff, N, H, KVH, D, 2, 0.25)
+		got := map[string]int{}
+		for _, o := range b.StopProfile() {
+			got[o.Op] = o.Calls
+		}
+		return got
+	}
+	want := func(path string) map[string]int {
+		return map[string]int{"AttentionForward (" + path + ")": 1, "AttentionBackward (" + path + ")": 1, "AttentionWindowForward (" + path + ")": 1}
+	}
+	bf16, _, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer bf16.Close()
+	f32, _, _ := emulatedBackendIn(t, kernels.PrecisionF32)
+	defer f32.Close()
+	for _, c := range []struct {
+		name   string
+		b      *cuda.Backend
+		kernel string
+		D, off int
+		path   string
+	}{
+		{"bf16 default", bf16, "", 16, 0, "tc1"},
+		{"bf16 tc2", bf16, cuda.AttentionTC2, 16, 0, "tc2"},
+		{"bf16 tc2, q misaligned", bf16, cuda.AttentionTC2, 16, 1, "tc1"},
+		{"bf16 tc2, head dim 8", bf16, cuda.AttentionTC2, 8, 0, "f32"},
+		{"f32 tc2", f32, cuda.AttentionTC2, 16, 0, "f32"},
+	} {
+		if err := c.b.SetAttentionKernel(c.kernel); err != nil {
+			t.Fatal(err)
+		}
+		if got := profile(c.b, c.D, c.off); !maps.Equal(got, want(c.path)) {
+			t.Errorf("%s: profile %v, want %v", c.name, got, want(c.path))
+		}
 	}
 }

@@ -239,12 +239,35 @@ func (o *Ops) AttentionForward(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, 
 	return o.run(c.op, o.planAttention(out, lse, q, k, v, seqOff, S, N, H, KVH, D, N, scale))
 }
 
-// planAttention is the training forward's plan in o's precision (attnTC).
+// The kernels a training attention op runs (attnPath).
+const (
+	attnPathF32 = "f32" // attention.cu, float32 on CUDA cores
+	attnPathTC1 = AttentionTC1
+	attnPathTC2 = AttentionTC2
+)
+
+// attnPath names the kernels a training attention op of head dim D on the
+// operands bufs (q, k, v, and dout for the backward) runs in o's
+// precision: attnPathTC2 when tc2 is picked and every operand is 16-byte
+// aligned, attnPathTC1 for the other tensor-core cases (attnTC),
+// attnPathF32 otherwise. The ops choose by it, and cuda.Backend's profile
+// names the op by it.
+func (o *Ops) attnPath(D int, bufs ...*Buffer) string {
+	switch {
+	case !attnTC(o.prec, D):
+		return attnPathF32
+	case o.attnTC2(bufs...):
+		return attnPathTC2
+	}
+	return attnPathTC1
+}
+
+// planAttention is the training forward's plan in o's precision (attnPath).
 func (o *Ops) planAttention(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) []step {
-	if attnTC(o.prec, D) {
-		if o.attnTC2(q, k, v) {
-			return planAttentionTC2(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
-		}
+	switch o.attnPath(D, q, k, v) {
+	case attnPathTC2:
+		return planAttentionTC2(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
+	case attnPathTC1:
 		return planAttentionTC(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
 	}
 	return planAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
@@ -277,7 +300,8 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 	if c.err != nil {
 		return c.err
 	}
-	if attnTC(o.prec, D) && o.attnTC2(dout, q, k, v) && N > 0 {
+	path := o.attnPath(D, dout, q, k, v)
+	if path == attnPathTC2 && N > 0 {
 		sc := o.lockScratch()
 		defer sc.unlock()
 		dl, err := sc.get(c.op, "attention.delta", N*H)
@@ -286,7 +310,7 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 		}
 		return o.run(c.op, planAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale))
 	}
-	if attnTC(o.prec, D) {
+	if path != attnPathF32 {
 		return o.run(c.op, planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale))
 	}
 	return o.run(c.op, planAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale))

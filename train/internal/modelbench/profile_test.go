@@ -30,7 +30,8 @@ func TestWorkerProfileOps(t *testing.T) {
 		{"train", "--batch", "1", "--seq", "8", "--steps", "1"},
 		{"decode", "--batch", "2", "--prompt", "4", "--tokens", "2"},
 	} {
-		attn := map[string]string{"train": "OPS AttentionBackward", "decode": "OPS AttentionDecode"}[run[0]]
+		// The training attention's profile name says its kernels: f32 here.
+		attn := map[string]string{"train": "OPS AttentionBackward (f32)", "decode": "OPS AttentionDecode"}[run[0]]
 		var out bytes.Buffer
 		if err := worker(context.Background(), append(run, cudaArgs...), &out); err != nil {
 			t.Fatalf("%s: %v", run[0], err)
@@ -58,8 +59,8 @@ func TestWorkerProfileOps(t *testing.T) {
 	if err := worker(context.Background(), append(append(bf16, cudaArgs...), "--attention-kernel", "tc2"), &out); err != nil {
 		t.Fatalf("--attention-kernel tc2: %v", err)
 	}
-	if s := out.String(); !strings.Contains(s, "OPS AttentionBackward") {
-		t.Errorf("--attention-kernel tc2: no AttentionBackward in the output:\n%s", s)
+	if s := out.String(); !strings.Contains(s, "OPS AttentionBackward (tc2)") || !strings.Contains(s, "OPS AttentionForward (tc2)") {
+		t.Errorf("--attention-kernel tc2: no AttentionForward (tc2) and AttentionBackward (tc2) in the output:\n%s", s)
 	}
 	if err := worker(context.Background(), append(append(bf16, cudaArgs...), "--attention-kernel", "tc9"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "tc9") {
 		t.Errorf("--attention-kernel tc9: err %v, want one naming it", err)

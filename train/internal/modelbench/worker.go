@@ -105,7 +105,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	libcuda := fs.String("libcuda", "", "--device cuda: explicit path of libcuda (default: its soname)")
 	libcublas := fs.String("libcublas", "", "--device cuda: explicit path of libcublas (default: sonames 13, 12, 11)")
 	rank := fs.Int("rank", 8, "LoRA rank of the training step (all projections)")
-	profOps := fs.Bool("profile-ops", false, "--device cuda: print the timed steps' time per op (OPS lines)")
+	profOps := fs.Bool("profile-ops", false, "--device cuda: print the timed steps' time per op (OPS lines; the training attention named with its kernels: tc1, tc2 or f32)")
 	attnKern := fs.String("attention-kernel", "", "--device cuda --compute bf16: the tensor-core training attention, tc1 (attention_tc.cu, the default) or tc2 (attention_fa2.cu; cuda.Ops.SetAttentionKernel)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -440,10 +440,10 @@ func (p *opsProfile) print(w io.Writer) {
 	var sum time.Duration
 	for _, o := range p.ops {
 		sum += o.Total
-		fmt.Fprintf(w, "OPS %-28s %7d calls %10.1f ms %6.1f%% %9.1f us/call\n", o.Op, o.Calls,
+		fmt.Fprintf(w, "OPS %-30s %7d calls %10.1f ms %6.1f%% %9.1f us/call\n", o.Op, o.Calls,
 			o.Total.Seconds()*1e3, 100*o.Total.Seconds()/p.timed.Seconds(), o.Total.Seconds()*1e6/float64(o.Calls))
 	}
-	fmt.Fprintf(w, "OPS %-28s %7s       %10.1f ms %6.1f%%\n", "(outside ops)", "", (p.timed-sum).Seconds()*1e3,
+	fmt.Fprintf(w, "OPS %-30s %7s       %10.1f ms %6.1f%%\n", "(outside ops)", "", (p.timed-sum).Seconds()*1e3,
 		100*(p.timed-sum).Seconds()/p.timed.Seconds())
-	fmt.Fprintf(w, "OPS %-28s %7s       %10.1f ms\n", "(timed total)", "", p.timed.Seconds()*1e3)
+	fmt.Fprintf(w, "OPS %-30s %7s       %10.1f ms\n", "(timed total)", "", p.timed.Seconds()*1e3)
 }

@@ -1,7 +1,9 @@
 package cuda_test
 
 import (
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -147,5 +149,59 @@ func TestOpsScratchReused(t *testing.T) {
 	}
 	if n, _ := drv.Live(); n != 0 {
 		t.Errorf("after Unload the fake holds %d allocations", n)
+	}
+}
+
+// TestOpsScratchConcurrent: Ops called from several goroutines at once
+// (here SumSquares, which writes its partial sums to the shared scratch
+// and reads them back) gives each call its own result: an op holds the
+// scratch store from its first launch to its last read, so no other call
+// overwrites it in between. On the emulated device, so the sums are real.
+func TestOpsScratchConcurrent(t *testing.T) {
+	t.Parallel()
+	drv := cudafake.NewEmulatedDriver(1, 0, loadEmulator(t))
+	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	o, err := dev.LoadOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Unload()
+	const workers, rounds = 4, 3
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds)
+	for w := range workers {
+		// Worker w sums n values of w+1: (w+1)²·n, exact in double.
+		n := 300 * (w + 1)
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(w + 1)
+		}
+		buf := upload(t, dev, x)
+		defer buf.Free()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				got, err := o.SumSquares(buf, n)
+				if err == nil && got != float64((w+1)*(w+1)*n) {
+					err = fmt.Errorf("worker %d: SumSquares = %v, want %v", w, got, (w+1)*(w+1)*n)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n, _ := o.ScratchLive(); n != 1 {
+		t.Errorf("Ops holds %d scratch buffers after concurrent SumSquares, want 1", n)
 	}
 }

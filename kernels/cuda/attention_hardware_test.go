@@ -179,65 +179,51 @@ func trainingAttentionSpeed(t *testing.T, b deviceBackend) (fwd, bwd time.Durati
 }
 
 // TestAttentionTCOnHardware runs attention_tc.cu's tensor-core kernels (Ops
-// in kernels.PrecisionBF16) on the device: kerneltest's attention groups
-// at the bf16 mode's bounds, the shim test's cases against kernels/ref,
-// and (not under -test.short) packed batches of the 7B shape's heads (D =
-// 128, GQA) and of D = 64 with a window, each backward twice for the same
-// bits; then it logs the speed of the training attention on the 7B shape
-// with the float32 kernels and with the tensor-core ones, side by side.
+// in kernels.PrecisionBF16) through tcOnHardware's checks, then logs the
+// speed of the training attention on the 7B shape with the float32 kernels
+// and with the tensor-core ones, side by side.
 func TestAttentionTCOnHardware(t *testing.T) {
-	dev := openHardware(t)
-	defer dev.Close()
-	ops, err := dev.LoadOps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := ops.Unload(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := ops.SetPrecision(kernels.PrecisionBF16); err != nil {
-		t.Fatal(err)
-	}
-	b := deviceBF16{deviceBackend{dev: dev, ops: ops}}
-	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
-	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
-	t.Run("long sequences", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
-		}
-		attentionTCAgainstRef(t, b, []attnCase{
-			{lens: []int{513, 300, 211}, H: 7, KVH: 1, D: 128, bitwiseDet: true},
-			{lens: []int{400, 200}, H: 4, KVH: 2, D: 64, W: 128, bitwiseDet: true},
-		})
-	})
-	t.Run("speed", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
-		}
+	tcOnHardware(t, cuda.AttentionTC1, func(t *testing.T, ops *cuda.Ops, b deviceBackend) {
 		if err := ops.SetPrecision(kernels.PrecisionF32); err != nil {
 			t.Fatal(err)
 		}
-		f32Fwd, f32Bwd := trainingAttentionSpeed(t, b.deviceBackend)
+		f32Fwd, f32Bwd := trainingAttentionSpeed(t, b)
 		if err := ops.SetPrecision(kernels.PrecisionBF16); err != nil {
 			t.Fatal(err)
 		}
-		tcFwd, tcBwd := trainingAttentionSpeed(t, b.deviceBackend)
+		tcFwd, tcBwd := trainingAttentionSpeed(t, b)
 		t.Logf("7B shape, tensor cores (bf16) against float32 kernels: forward %v vs %v (%.1f×), backward %v vs %v (%.1f×)",
 			tcFwd, f32Fwd, f32Fwd.Seconds()/tcFwd.Seconds(), tcBwd, f32Bwd, f32Bwd.Seconds()/tcBwd.Seconds())
 	})
 }
 
 // TestAttentionTC2OnHardware runs attention_fa2.cu's kernels (Ops in
-// kernels.PrecisionBF16 with SetAttentionKernel("tc2")) on the device as
-// TestAttentionTCOnHardware runs attention_tc.cu's: kerneltest's attention
-// groups, the shim test's cases against kernels/ref at the same bounds,
-// and (not under -test.short) the long packed batches, each backward twice
-// for the same bits; then it times the training attention on the 7B shape
-// with tc1 and with tc2 side by side (which of the two should be the
-// default is this log's to say).
+// kernels.PrecisionBF16 with SetAttentionKernel("tc2")) through the same
+// checks as tc1's, then times the training attention on the 7B shape with
+// tc1 and with tc2 side by side (which of the two should be the default is
+// this log's to say).
 func TestAttentionTC2OnHardware(t *testing.T) {
+	tcOnHardware(t, cuda.AttentionTC2, func(t *testing.T, ops *cuda.Ops, b deviceBackend) {
+		if err := ops.SetAttentionKernel(cuda.AttentionTC1); err != nil {
+			t.Fatal(err)
+		}
+		tc1Fwd, tc1Bwd := trainingAttentionSpeed(t, b)
+		if err := ops.SetAttentionKernel(cuda.AttentionTC2); err != nil {
+			t.Fatal(err)
+		}
+		tc2Fwd, tc2Bwd := trainingAttentionSpeed(t, b)
+		t.Logf("7B shape, tc2 (attention_fa2.cu) against tc1 (attention_tc.cu): forward %v vs %v (%.2f×), backward %v vs %v (%.2f×)",
+			tc2Fwd, tc1Fwd, tc1Fwd.Seconds()/tc2Fwd.Seconds(), tc2Bwd, tc1Bwd, tc1Bwd.Seconds()/tc2Bwd.Seconds())
+	})
+}
+
+// tcOnHardware runs, on the device's Ops in kernels.PrecisionBF16 with the
+// attention kernels named kernel: kerneltest's attention groups at the bf16
+// mode's bounds, the shim test's cases against kernels/ref, and (not under
+// -test.short, run.sh's memcheck step) packed batches of the 7B shape's
+// heads (D = 128, GQA) and of D = 64 with a window, each backward twice for
+// the same bits; then speed, also not under -test.short.
+func tcOnHardware(t *testing.T, kernel string, speed func(t *testing.T, ops *cuda.Ops, b deviceBackend)) {
 	dev := openHardware(t)
 	defer dev.Close()
 	ops, err := dev.LoadOps()
@@ -252,7 +238,7 @@ func TestAttentionTC2OnHardware(t *testing.T) {
 	if err := ops.SetPrecision(kernels.PrecisionBF16); err != nil {
 		t.Fatal(err)
 	}
-	if err := ops.SetAttentionKernel(cuda.AttentionTC2); err != nil {
+	if err := ops.SetAttentionKernel(kernel); err != nil {
 		t.Fatal(err)
 	}
 	b := deviceBF16{deviceBackend{dev: dev, ops: ops}}
@@ -271,15 +257,6 @@ func TestAttentionTC2OnHardware(t *testing.T) {
 		if testing.Short() {
 			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
 		}
-		if err := ops.SetAttentionKernel(cuda.AttentionTC1); err != nil {
-			t.Fatal(err)
-		}
-		tc1Fwd, tc1Bwd := trainingAttentionSpeed(t, b.deviceBackend)
-		if err := ops.SetAttentionKernel(cuda.AttentionTC2); err != nil {
-			t.Fatal(err)
-		}
-		tc2Fwd, tc2Bwd := trainingAttentionSpeed(t, b.deviceBackend)
-		t.Logf("7B shape, tc2 (attention_fa2.cu) against tc1 (attention_tc.cu): forward %v vs %v (%.2f×), backward %v vs %v (%.2f×)",
-			tc2Fwd, tc1Fwd, tc1Fwd.Seconds()/tc2Fwd.Seconds(), tc2Bwd, tc1Bwd, tc1Bwd.Seconds()/tc2Bwd.Seconds())
+		speed(t, ops, b.deviceBackend)
 	})
 }

@@ -372,7 +372,10 @@ func (b *Backend) onDevice(op string, run func() error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.enter(op)
-	t0 := time.Now()
+	var t0 time.Time
+	if b.prof != nil { // the clock and the label's name only while a profile runs
+		t0 = time.Now()
+	}
 	b.edgeTaken = false
 	b.label = ""
 	err := run()
@@ -381,6 +384,9 @@ func (b *Backend) onDevice(op string, run func() error) {
 	}
 	if err != nil {
 		panic(fmt.Sprintf("kernels.%s: %v", op, err))
+	}
+	if b.prof == nil {
+		return
 	}
 	if b.label != "" {
 		op += " (" + b.label + ")"

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/cmd/internal/testbin"
+	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
 )
 
@@ -156,7 +157,7 @@ func TestCompareCatchesDifferences(t *testing.T) {
 	if err := SameMetrics(f.run("a"), f.run("lr")); err == nil {
 		t.Error("another lr: metrics the same")
 	}
-	if err := SameFiles(at("a"), at("seed"), "adapter_model.safetensors"); err == nil {
+	if err := SameFiles(at("a"), at("seed"), peft.WeightsName); err == nil {
 		t.Error("another LoRA seed: the same adapter file")
 	}
 }

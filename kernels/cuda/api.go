@@ -149,6 +149,11 @@ type BLAS interface {
 	// CUBLAS_GEMM_DEFAULT: g's product (Batch and the strides unread) on
 	// operands of the types t names, accumulated as t.Compute says.
 	GemmEx(h BLASHandle, g Gemm, t GemmTypes) error
+	// GemmStridedBatchedEx is cublasGemmStridedBatchedEx, GemmEx on
+	// g.Batch products whose operands lie g.StrideA, g.StrideB and
+	// g.StrideC elements (of their types) apart, host-side float alpha and
+	// beta, CUBLAS_GEMM_DEFAULT.
+	GemmStridedBatchedEx(h BLASHandle, g Gemm, t GemmTypes) error
 }
 
 // DataType is cudaDataType_t, the element type of a GemmEx operand. The

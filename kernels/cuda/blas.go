@@ -13,6 +13,9 @@ type blasLib struct {
 		b uint64, ldb int32, sb int64, beta *float32, c uint64, ldc int32, sc int64, batch int32) int32
 	gemmEx func(h uintptr, ta, tb, m, n, k int32, alpha *float32, a uint64, at int32, lda int32,
 		b uint64, bt int32, ldb int32, beta *float32, c uint64, ct int32, ldc int32, compute int32, algo int32) int32
+	gemmStridedBatchedEx func(h uintptr, ta, tb, m, n, k int32, alpha *float32, a uint64, at int32, lda int32, sa int64,
+		b uint64, bt int32, ldb int32, sb int64, beta *float32, c uint64, ct int32, ldc int32, sc int64,
+		batch int32, compute int32, algo int32) int32
 	statusName   func(s int32) string // cublasGetStatusName (CUDA ≥ 11.4)
 	statusString func(s int32) string // cublasGetStatusString (CUDA ≥ 11.4)
 }
@@ -24,6 +27,7 @@ func (b *blasLib) symbols() []symbol {
 		{name: "cublasSgemm_v2", fptr: &b.sgemm},
 		{name: "cublasSgemmStridedBatched", fptr: &b.sgemmStridedBatched},
 		{name: "cublasGemmEx", fptr: &b.gemmEx},
+		{name: "cublasGemmStridedBatchedEx", fptr: &b.gemmStridedBatchedEx},
 		{name: "cublasGetStatusName", fptr: &b.statusName, optional: true},
 		{name: "cublasGetStatusString", fptr: &b.statusString, optional: true},
 	}
@@ -115,4 +119,15 @@ func (b *blasLib) GemmEx(h BLASHandle, g Gemm, t GemmTypes) error {
 	return b.check("cublasGemmEx", b.gemmEx(uintptr(h), int32(g.TransA), int32(g.TransB), c[0], c[1], c[2],
 		&alpha, uint64(g.A), int32(t.A), c[3], uint64(g.B), int32(t.B), c[4],
 		&beta, uint64(g.C), int32(t.C), c[5], int32(t.Compute), gemmDefault))
+}
+
+func (b *blasLib) GemmStridedBatchedEx(h BLASHandle, g Gemm, t GemmTypes) error {
+	c, err := gemmInts(g)
+	if err != nil {
+		return err
+	}
+	alpha, beta := g.Alpha, g.Beta
+	return b.check("cublasGemmStridedBatchedEx", b.gemmStridedBatchedEx(uintptr(h), int32(g.TransA), int32(g.TransB),
+		c[0], c[1], c[2], &alpha, uint64(g.A), int32(t.A), c[3], g.StrideA, uint64(g.B), int32(t.B), c[4], g.StrideB,
+		&beta, uint64(g.C), int32(t.C), c[5], g.StrideC, c[6], int32(t.Compute), gemmDefault))
 }

@@ -31,3 +31,9 @@ func LMWeight(bf16 bool, p kernels.Precision) lmWeight { return lmWeight{bf16: b
 
 // NewLMScratch is lmScratch{wf, hb, pb}.
 func NewLMScratch(wf, hb, pb any) LMScratch { return lmScratch{wf, hb, pb} }
+
+// GemmRows runs one mm on the device's buffers (Ops' GEMM steps).
+func GemmRows(d *Device, g Mm) error { return d.gemmRows(g) }
+
+// Ptr is the buffer's device address.
+func (b *Buffer) Ptr() DevPtr { return b.ptr }

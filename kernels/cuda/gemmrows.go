@@ -18,7 +18,10 @@ import (
 // operand's type. With BF16, A and B hold bfloat16 values and the product
 // is cublasGemmEx with float32 accumulation (kernels.PrecisionBF16);
 // otherwise all three are float32 and it is cublasSgemm (exact f32). C is
-// float32 either way. The operands are *Buffer for Ops (a bfloat16 buffer
+// float32 either way. With Batch > 1 it is Batch such products, operand
+// b's first element StrideA·b (StrideB·b, StrideC·b) past OffA (OffB,
+// OffC): one cublasGemmStridedBatchedEx (BF16) or
+// cublasSgemmStridedBatched call. The operands are *Buffer for Ops (a bfloat16 buffer
 // holds two values an element, UploadBF16), or host slices in the tests
 // that run the plans on the CPU shim.
 type mm struct {
@@ -29,6 +32,9 @@ type mm struct {
 	TransA, TransB   bool
 	Beta             float32
 	BF16             bool
+	Batch            int // 0 or 1: one product
+	StrideA, StrideB int
+	StrideC          int
 }
 
 // lds returns the row strides, the dense ones where g leaves them 0.
@@ -59,6 +65,10 @@ func (g mm) lds() (lda, ldb, ldc int) {
 func (g mm) colMajor() (Gemm, GemmTypes) {
 	lda, ldb, ldc := g.lds()
 	c := Gemm{M: g.N, N: g.M, K: g.K, Alpha: 1, Beta: g.Beta, LDA: ldb, LDB: lda, LDC: ldc, Batch: 1}
+	if g.Batch > 1 {
+		c.Batch = g.Batch
+		c.StrideA, c.StrideB, c.StrideC = int64(g.StrideB), int64(g.StrideA), int64(g.StrideC)
+	}
 	c.TransA, c.TransB = OpN, OpN
 	if g.TransB {
 		c.TransA = OpT
@@ -126,12 +136,20 @@ func (d *Device) gemmRows(g mm) error {
 				return err
 			}
 		}
-		if g.BF16 {
+		switch {
+		case g.BF16 && c.Batch > 1:
+			return d.blas.GemmStridedBatchedEx(d.handle, c, t)
+		case g.BF16:
 			return d.blas.GemmEx(d.handle, c, t)
+		case c.Batch > 1:
+			return d.blas.SgemmStridedBatched(d.handle, c)
 		}
 		return d.blas.Sgemm(d.handle, c)
 	})
 	if err != nil {
+		if c.Batch > 1 {
+			return fmt.Errorf("GEMM batch=%d M=%d N=%d K=%d: %w", c.Batch, g.M, g.N, g.K, err)
+		}
 		return fmt.Errorf("GEMM M=%d N=%d K=%d: %w", g.M, g.N, g.K, err)
 	}
 	return nil

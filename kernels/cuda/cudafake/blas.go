@@ -124,6 +124,13 @@ func (b *BLAS) GemmEx(h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmTypes) error {
 	return b.gemm("cublasGemmEx", h, g, t)
 }
 
+// GemmStridedBatchedEx is GemmEx on g.Batch products at g's strides (in
+// elements of each operand's type), every one checked to lie inside one
+// allocation.
+func (b *BLAS) GemmStridedBatchedEx(h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmTypes) error {
+	return b.gemm("cublasGemmStridedBatchedEx", h, g, t)
+}
+
 // matrix is a column-major operand in the fake's memory: float32
 // elements, or bfloat16 ones when bf16.
 type matrix struct {

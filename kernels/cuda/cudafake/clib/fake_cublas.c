@@ -1,8 +1,8 @@
 /* A stand-in for libcublas with the entry points kernels/cuda binds, for
    tests on machines without a GPU: the column-major GEMMs of the BLAS
    reference, computed on host memory (the fake driver's "device" memory),
-   with cuBLAS's argument checks on the leading dimensions; GemmEx on
-   float32 or bfloat16 operands. */
+   with cuBLAS's argument checks on the leading dimensions; GemmEx and
+   GemmStridedBatchedEx on float32 or bfloat16 operands. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,24 +80,50 @@ static double elem(const void *p, int type, long i) {
 	return ((const float *)p)[i];
 }
 
+/* gemmEx: one GemmEx product on operands of types at (= bt) and C float. */
+static void gemmEx(int ta, int tb, int m, int n, int k, float al, const void *A, int at, int lda, long long oa,
+                   const void *B, int bt, int ldb, long long ob, float be, float *C, int ldc) {
+	for (int j = 0; j < n; j++)
+		for (int i = 0; i < m; i++) {
+			double sum = 0;
+			for (int l = 0; l < k; l++)
+				sum += elem(A, at, oa + (ta ? l + (long)i * lda : i + (long)l * lda)) *
+				       elem(B, bt, ob + (tb ? j + (long)l * ldb : l + (long)j * ldb));
+			float *c = &C[i + (long)j * ldc];
+			*c = be == 0 ? (float)(al * sum) : (float)(al * sum + be * *c);
+		}
+}
+
+static cublasStatus_t checkTypes(int at, int bt, int ct, int compute) {
+	return (at != bt || (at != 0 && at != 14) || ct != 0 || compute != 68) ? 15 : 0;
+}
+
 cublasStatus_t cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *A,
                             int at, int lda, const void *B, int bt, int ldb, const void *beta, void *C, int ct,
                             int ldc, int compute, int algo) {
 	if (!h) return 1;
 	cublasStatus_t s = checkArgs(ta, tb, m, n, k, lda, ldb, ldc);
 	if (s) return s;
-	if (at != bt || (at != 0 && at != 14) || ct != 0 || compute != 68) return 15;
+	if ((s = checkTypes(at, bt, ct, compute))) return s;
 	(void)algo;
-	const float al = *(const float *)alpha, be = *(const float *)beta;
-	for (int j = 0; j < n; j++)
-		for (int i = 0; i < m; i++) {
-			double sum = 0;
-			for (int l = 0; l < k; l++)
-				sum += elem(A, at, ta ? l + (long)i * lda : i + (long)l * lda) *
-				       elem(B, bt, tb ? j + (long)l * ldb : l + (long)j * ldb);
-			float *c = &((float *)C)[i + (long)j * ldc];
-			*c = be == 0 ? (float)(al * sum) : (float)(al * sum + be * *c);
-		}
+	gemmEx(ta, tb, m, n, k, *(const float *)alpha, A, at, lda, 0, B, bt, ldb, 0, *(const float *)beta, C, ldc);
+	return 0;
+}
+
+/* cublasGemmStridedBatchedEx: GemmEx on batch products, operand i at
+   A + i·sa elements (of A's type), and so on. */
+cublasStatus_t cublasGemmStridedBatchedEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha,
+                                          const void *A, int at, int lda, long long sa, const void *B, int bt,
+                                          int ldb, long long sb, const void *beta, void *C, int ct, int ldc,
+                                          long long sc, int batch, int compute, int algo) {
+	if (!h) return 1;
+	cublasStatus_t s = checkArgs(ta, tb, m, n, k, lda, ldb, ldc);
+	if (s || batch < 0) return s ? s : 7;
+	if ((s = checkTypes(at, bt, ct, compute))) return s;
+	(void)algo;
+	for (int i = 0; i < batch; i++)
+		gemmEx(ta, tb, m, n, k, *(const float *)alpha, A, at, lda, i * sa, B, bt, ldb, i * sb,
+		       *(const float *)beta, (float *)C + i * sc, ldc);
 	return 0;
 }
 

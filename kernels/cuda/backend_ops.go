@@ -252,9 +252,9 @@ func (b *Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, 
 	}
 	b.onDevice(op, func() error {
 		bq, bk, bv := b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
-		b.label = b.ops.attnPath(D, bq, bk, bv)
-		return b.ops.AttentionForward(b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
-			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, scale)
+		b.label = b.ops.attnPath(D, b.ops.gemmFits(seqOff, H, KVH), bq, bk, bv)
+		return b.ops.attnForward(op, b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
+			b.edge(op, seqOff), seqOff, len(seqOff)-1, N, H, KVH, D, N, scale)
 	})
 }
 
@@ -266,10 +266,10 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float3
 	}
 	b.onDevice(op, func() error {
 		bdout, bq, bk, bv := b.f32(op, "dout", dout), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
-		b.label = b.ops.attnPath(D, bdout, bq, bk, bv)
-		return b.ops.AttentionBackward(b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), bdout,
+		b.label = b.ops.attnPath(D, b.ops.gemmFits(seqOff, H, KVH), bdout, bq, bk, bv)
+		return b.ops.attnBackward(op, b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), bdout,
 			b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
-			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, scale)
+			b.edge(op, seqOff), seqOff, len(seqOff)-1, N, H, KVH, D, N, scale)
 	})
 }
 
@@ -282,9 +282,9 @@ func (b *Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []i
 	}
 	b.onDevice(op, func() error {
 		bq, bk, bv := b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
-		b.label = b.ops.attnPath(D, bq, bk, bv)
-		return b.ops.AttentionWindowForward(b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
-			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, W, scale)
+		b.label = b.ops.attnPath(D, b.ops.gemmFits(seqOff, H, KVH), bq, bk, bv)
+		return b.ops.attnForward(op, b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
+			b.edge(op, seqOff), seqOff, len(seqOff)-1, N, H, KVH, D, W, scale)
 	})
 }
 
@@ -297,10 +297,10 @@ func (b *Backend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []
 	}
 	b.onDevice(op, func() error {
 		bdout, bq, bk, bv := b.f32(op, "dout", dout), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
-		b.label = b.ops.attnPath(D, bdout, bq, bk, bv)
-		return b.ops.AttentionWindowBackward(b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), bdout,
+		b.label = b.ops.attnPath(D, b.ops.gemmFits(seqOff, H, KVH), bdout, bq, bk, bv)
+		return b.ops.attnBackward(op, b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), bdout,
 			b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
-			b.edge(op, seqOff), len(seqOff)-1, N, H, KVH, D, W, scale)
+			b.edge(op, seqOff), seqOff, len(seqOff)-1, N, H, KVH, D, W, scale)
 	})
 }
 

@@ -122,7 +122,7 @@ func TestBackendBF16AttentionTC2(t *testing.T) {
 }
 
 // TestSetAttentionKernel: "tc1" and "" pick attention_tc.cu, "tc2"
-// attention_fa2.cu; another name is an error that names the choices and
+// attention_fa2.cu, "gemm" the GEMM attention; another name is an error that names the choices and
 // leaves the choice as it was.
 func TestSetAttentionKernel(t *testing.T) {
 	t.Parallel()
@@ -131,7 +131,7 @@ func TestSetAttentionKernel(t *testing.T) {
 	if got := b.AttentionKernel(); got != cuda.AttentionTC1 {
 		t.Errorf("default attention kernel %q, want %q", got, cuda.AttentionTC1)
 	}
-	for _, c := range []struct{ set, want string }{{"tc2", "tc2"}, {"", "tc1"}, {"tc2", "tc2"}, {"tc1", "tc1"}} {
+	for _, c := range []struct{ set, want string }{{"tc2", "tc2"}, {"", "tc1"}, {"tc2", "tc2"}, {"tc1", "tc1"}, {"gemm", "gemm"}, {"tc1", "tc1"}} {
 		if err := b.SetAttentionKernel(c.set); err != nil {
 			t.Fatalf("SetAttentionKernel(%q): %v", c.set, err)
 		}
@@ -140,7 +140,7 @@ func TestSetAttentionKernel(t *testing.T) {
 		}
 	}
 	err := b.SetAttentionKernel("fa3")
-	if err == nil || !strings.Contains(err.Error(), `"fa3"`) || !strings.Contains(err.Error(), `"tc2"`) {
+	if err == nil || !strings.Contains(err.Error(), `"fa3"`) || !strings.Contains(err.Error(), `"tc2"`) || !strings.Contains(err.Error(), `"gemm"`) {
 		t.Errorf(`SetAttentionKernel("fa3") = %v, want an error naming it and the choices`, err)
 	}
 	if got := b.AttentionKernel(); got != cuda.AttentionTC1 {
@@ -200,7 +200,7 @@ func TestBackendTC2Misaligned(t *testing.T) {
 
 // TestBackendProfileAttentionKernel: the profile names each training
 // attention op with the kernels it ran — "(tc2)" with tc2 picked and
-// aligned operands, "(tc1)" by default and for a misaligned q under tc2,
+// aligned operands, "(gemm)" with gemm picked (aligned or not), "(tc1)" by default and for a misaligned q under tc2,
 // "(f32)" in the f32 precision or for a head dim the tensor cores do not
 // take — so --profile-ops shows which attention ran.
 func TestBackendProfileAttentionKernel(t *testing.T) {
@@ -251,6 +251,10 @@ func TestBackendProfileAttentionKernel(t *testing.T) {
 		{"bf16 tc2, q misaligned", bf16, cuda.AttentionTC2, 16, 1, "tc1"},
 		{"bf16 tc2, head dim 8", bf16, cuda.AttentionTC2, 8, 0, "f32"},
 		{"f32 tc2", f32, cuda.AttentionTC2, 16, 0, "f32"},
+		{"bf16 gemm", bf16, cuda.AttentionGEMM, 16, 0, "gemm"},
+		{"bf16 gemm, q misaligned", bf16, cuda.AttentionGEMM, 16, 1, "gemm"},
+		{"bf16 gemm, head dim 8", bf16, cuda.AttentionGEMM, 8, 0, "f32"},
+		{"f32 gemm", f32, cuda.AttentionGEMM, 16, 0, "f32"},
 	} {
 		if err := c.b.SetAttentionKernel(c.kernel); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,8 @@ type (
 	Mm        = mm
 	XStep     = xstep
 	LMScratch = lmScratch
+
+	AttnGEMMScratch = attnGEMMScratch
 )
 
 var (
@@ -20,6 +22,11 @@ var (
 	MmLDs                  = mm.lds
 	MmColMajor             = mm.colMajor
 	BF16ChunkRows          = bf16ChunkRows
+
+	PlanAttentionGEMM         = planAttentionGEMM
+	PlanAttentionBackwardGEMM = planAttentionBackwardGEMM
+	AttnGEMMSizes             = attnGEMMSizes
+	AttnGEMMEntries           = attnGEMMEntries
 )
 
 // StepParts returns the kernel launch or the GEMM of s (one is nil).
@@ -37,3 +44,6 @@ func GemmRows(d *Device, g Mm) error { return d.gemmRows(g) }
 
 // Ptr is the buffer's device address.
 func (b *Buffer) Ptr() DevPtr { return b.ptr }
+
+// Ops returns the backend's Ops.
+func (b *Backend) Ops() *Ops { return b.ops }

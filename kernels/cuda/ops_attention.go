@@ -94,8 +94,10 @@ const (
 )
 
 // SetAttentionKernel picks the tensor-core attention of the bf16 precision:
-// AttentionTC1 (attention_tc.cu, the default; "" means it too) or
-// AttentionTC2 (attention_fa2.cu). It changes nothing in PrecisionF32 or
+// AttentionTC1 (attention_tc.cu, the default; "" means it too),
+// AttentionTC2 (attention_fa2.cu) or AttentionGEMM (batched cuBLAS GEMMs
+// around attention_gemm.cu, ops_attention_gemm.go; where one sequence is
+// too long for its scratch, attnGEMMEntries, the op runs tc1). It changes nothing in PrecisionF32 or
 // for head dims attnTC leaves to the float32 kernels. tc2 also wants q, k,
 // v and dout 16-byte aligned (its loads are four floats wide): where one is
 // not (a view at an odd offset), the op runs tc1; train/model's activation
@@ -108,14 +110,16 @@ func (o *Ops) SetAttentionKernel(name string) error {
 		o.attn = AttentionTC1
 	case AttentionTC2:
 		o.attn = AttentionTC2
+	case AttentionGEMM:
+		o.attn = AttentionGEMM
 	default:
-		return fmt.Errorf("CUDA Ops: unknown attention kernel %q (want %q or %q)", name, AttentionTC1, AttentionTC2)
+		return fmt.Errorf("CUDA Ops: unknown attention kernel %q (want %q, %q or %q)", name, AttentionTC1, AttentionTC2, AttentionGEMM)
 	}
 	return nil
 }
 
 // AttentionKernel returns the tensor-core attention SetAttentionKernel
-// picked: AttentionTC1 or AttentionTC2.
+// picked: AttentionTC1, AttentionTC2 or AttentionGEMM.
 func (o *Ops) AttentionKernel() string {
 	if o.attn == "" {
 		return AttentionTC1
@@ -231,12 +235,7 @@ func (o *Ops) attnForwardCheck(c *check, out, lse, q, k, v, seqOff *Buffer, S, N
 // buffers for any contents, but wrong offsets give wrong values; a backend
 // holding them on the host checks them first (kernels.NeedSeqOff).
 func (o *Ops) AttentionForward(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D int, scale float32) error {
-	c := check{op: "AttentionForward"}
-	o.attnForwardCheck(&c, out, lse, q, k, v, seqOff, S, N, H, KVH, D)
-	if c.err != nil {
-		return c.err
-	}
-	return o.run(c.op, o.planAttention(out, lse, q, k, v, seqOff, S, N, H, KVH, D, N, scale))
+	return o.attnForward("AttentionForward", out, lse, q, k, v, seqOff, nil, S, N, H, KVH, D, max(N, 1), scale)
 }
 
 // The kernels a training attention op runs (attnPath).
@@ -244,39 +243,61 @@ const (
 	attnPathF32 = "f32" // attention.cu, float32 on CUDA cores
 	attnPathTC1 = AttentionTC1
 	attnPathTC2 = AttentionTC2
+	// attnPathGEMM: ops_attention_gemm.go
 )
 
 // attnPath names the kernels a training attention op of head dim D on the
 // operands bufs (q, k, v, and dout for the backward) runs in o's
-// precision: attnPathTC2 when tc2 is picked and every operand is 16-byte
-// aligned, attnPathTC1 for the other tensor-core cases (attnTC),
-// attnPathF32 otherwise. The ops choose by it, and cuda.Backend's profile
-// names the op by it.
-func (o *Ops) attnPath(D int, bufs ...*Buffer) string {
+// precision: attnPathGEMM when gemm is picked and its runs fit (gemmFits,
+// from the host offsets), attnPathTC2 when tc2 is picked and every operand
+// is 16-byte aligned, attnPathTC1 for the other tensor-core cases
+// (attnTC), attnPathF32 otherwise. The ops choose by it, and
+// cuda.Backend's profile names the op by it.
+func (o *Ops) attnPath(D int, gemmFits bool, bufs ...*Buffer) string {
 	switch {
 	case !attnTC(o.prec, D):
 		return attnPathF32
+	case o.attn == AttentionGEMM && gemmFits:
+		return attnPathGEMM
 	case o.attnTC2(bufs...):
 		return attnPathTC2
 	}
 	return attnPathTC1
 }
 
-// planAttention is the training forward's plan in o's precision (attnPath).
-func (o *Ops) planAttention(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) []step {
-	switch o.attnPath(D, q, k, v) {
-	case attnPathTC2:
-		return planAttentionTC2(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
-	case attnPathTC1:
-		return planAttentionTC(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
-	}
-	return planAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale)
+// gemmFits reports whether the GEMM attention takes the sequences of the
+// host offsets off (nil: not known) with H query heads over KVH: gemm
+// picked and one entry of the longest sequence within its scratch
+// (attnGEMMEntries).
+func (o *Ops) gemmFits(off []int32, H, KVH int) bool {
+	return o.attn == AttentionGEMM && off != nil && attnGEMMEntries(H/KVH, seqMaxLen(off)) > 0
 }
 
-// AttentionWindowForward is AttentionForward where query i sees only the
-// keys j of its sequence with i − W < j ≤ i; W ≥ 1.
-func (o *Ops) AttentionWindowForward(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) error {
-	c := check{op: "AttentionWindowForward"}
+// hostSeqOff returns the offsets the GEMM attention sizes its runs by: off
+// itself when the caller holds them on the host (cuda.Backend), else, when
+// the op may take the GEMM path, the S+1 offsets read back from seqOff
+// (one cuMemcpyDtoH after the queued work); checked either way. nil when
+// the op cannot take the GEMM path.
+func (o *Ops) hostSeqOff(op string, seqOff *Buffer, off []int32, S, N, D int) ([]int32, error) {
+	if o.attn != AttentionGEMM || !attnTC(o.prec, D) || N == 0 {
+		return nil, nil
+	}
+	if off == nil {
+		off = make([]int32, S+1)
+		if err := seqOff.downloadInt32(off); err != nil {
+			return nil, fmt.Errorf("CUDA %s: %w", op, err)
+		}
+	}
+	if err := checkSeqOff(off, S, N); err != nil {
+		return nil, fmt.Errorf("CUDA %s: %w", op, err)
+	}
+	return off, nil
+}
+
+// attnForward is the training forward: the checks, then the plan of the
+// path attnPath picks (off as hostSeqOff takes it).
+func (o *Ops) attnForward(op string, out, lse, q, k, v, seqOff *Buffer, off []int32, S, N, H, KVH, D, W int, scale float32) error {
+	c := check{op: op}
 	if W < 1 {
 		c.fail("window W = %d: want at least 1", W)
 	}
@@ -284,10 +305,38 @@ func (o *Ops) AttentionWindowForward(out, lse, q, k, v, seqOff *Buffer, S, N, H,
 	if c.err != nil {
 		return c.err
 	}
-	return o.run(c.op, o.planAttention(out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale))
+	off, err := o.hostSeqOff(op, seqOff, off, S, N, D)
+	if err != nil {
+		return err
+	}
+	switch o.attnPath(D, o.gemmFits(off, H, KVH), q, k, v) {
+	case attnPathGEMM:
+		G, L := H/KVH, seqMaxLen(off)
+		perRun := min(attnGEMMEntries(G, L), S*KVH)
+		sc := o.lockScratch()
+		defer sc.unlock()
+		scr, err := gemmScratch(sc, op, perRun, G, L, D, false)
+		if err != nil {
+			return err
+		}
+		return o.runX(op, planAttentionGEMM(out, lse, q, k, v, seqOff, scr, off, N, H, KVH, D, min(W, N), scale, perRun))
+	case attnPathTC2:
+		return o.run(op, planAttentionTC2(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
+	case attnPathTC1:
+		return o.run(op, planAttentionTC(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
+	}
+	return o.run(op, planAttention(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
 }
 
-func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) error {
+// AttentionWindowForward is AttentionForward where query i sees only the
+// keys j of its sequence with i − W < j ≤ i; W ≥ 1.
+func (o *Ops) AttentionWindowForward(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) error {
+	return o.attnForward("AttentionWindowForward", out, lse, q, k, v, seqOff, nil, S, N, H, KVH, D, W, scale)
+}
+
+// attnBackward is the training backward: the checks, then the plan of the
+// path attnPath picks (off as hostSeqOff takes it).
+func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOff *Buffer, off []int32, S, N, H, KVH, D, W int, scale float32) error {
 	c := check{op: op}
 	if W < 1 {
 		c.fail("window W = %d: want at least 1", W)
@@ -300,7 +349,22 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 	if c.err != nil {
 		return c.err
 	}
-	path := o.attnPath(D, dout, q, k, v)
+	off, err := o.hostSeqOff(op, seqOff, off, S, N, D)
+	if err != nil {
+		return err
+	}
+	path := o.attnPath(D, o.gemmFits(off, H, KVH), dout, q, k, v)
+	if path == attnPathGEMM {
+		G, L := H/KVH, seqMaxLen(off)
+		perRun := min(attnGEMMEntries(G, L), S*KVH)
+		sc := o.lockScratch()
+		defer sc.unlock()
+		scr, err := gemmScratch(sc, op, perRun, G, L, D, true)
+		if err != nil {
+			return err
+		}
+		return o.runX(op, planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, scr, off, N, H, KVH, D, min(W, N), scale, perRun))
+	}
 	if path == attnPathTC2 && N > 0 {
 		sc := o.lockScratch()
 		defer sc.unlock()
@@ -321,13 +385,13 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 // [N,H,D] and the forward's out and lse, recomputing the scores; the
 // other operands as AttentionForward's. Deterministic: no atomics.
 func (o *Ops) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D int, scale float32) error {
-	return o.attnBackward("AttentionBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, max(N, 1), scale)
+	return o.attnBackward("AttentionBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, nil, S, N, H, KVH, D, max(N, 1), scale)
 }
 
 // AttentionWindowBackward accumulates the gradients of
 // AttentionWindowForward; W ≥ 1.
 func (o *Ops) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D, W int, scale float32) error {
-	return o.attnBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale)
+	return o.attnBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, nil, S, N, H, KVH, D, W, scale)
 }
 
 // AttentionDecode is kernels.Backend.AttentionDecode on device buffers:

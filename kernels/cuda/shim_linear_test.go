@@ -20,7 +20,8 @@ import (
 // so that kerneltest's shapes take several chunks, and a last short one.
 const shimChunkRows = 16
 
-// hostGemm is one GEMM of a plan on host slices, from the definition
+// hostGemm is one GEMM of a plan on host slices (Batch of them at their
+// strides), from the definition
 // (float64 sums rounded once, as the fake cuBLAS computes it), bfloat16
 // operands ([]uint16) widened exactly.
 func hostGemm(g cuda.Mm) {
@@ -32,24 +33,27 @@ func hostGemm(g cuda.Mm) {
 		return float64(x.([]float32)[off+i])
 	}
 	c := g.C.([]float32)
-	for i := range g.M {
-		for j := range g.N {
-			var s float64
-			for l := range g.K {
-				ai, bi := i*lda+l, l*ldb+j
-				if g.TransA {
-					ai = l*lda + i
+	for b := range max(g.Batch, 1) {
+		offA, offB, offC := g.OffA+b*g.StrideA, g.OffB+b*g.StrideB, g.OffC+b*g.StrideC
+		for i := range g.M {
+			for j := range g.N {
+				var s float64
+				for l := range g.K {
+					ai, bi := i*lda+l, l*ldb+j
+					if g.TransA {
+						ai = l*lda + i
+					}
+					if g.TransB {
+						bi = j*ldb + l
+					}
+					s += at(g.A, offA, ai) * at(g.B, offB, bi)
 				}
-				if g.TransB {
-					bi = j*ldb + l
+				k := offC + i*ldc + j
+				if g.Beta != 0 {
+					s += float64(g.Beta) * float64(c[k])
 				}
-				s += at(g.A, g.OffA, ai) * at(g.B, g.OffB, bi)
+				c[k] = float32(s)
 			}
-			k := g.OffC + i*ldc + j
-			if g.Beta != 0 {
-				s += float64(g.Beta) * float64(c[k])
-			}
-			c[k] = float32(s)
 		}
 	}
 }

@@ -41,6 +41,7 @@
 #include "../attention.cu"
 #include "../attention_tc.cu"
 #include "../attention_fa2.cu"
+#include "../attention_gemm.cu"
 #include "../sumsquares.cu"
 
 #include <cstdio>
@@ -173,6 +174,10 @@ const Entry kernels[] = {
     KERNEL(attention_fa2_delta),
     KERNEL(attention_fa2_backward_dq),
     KERNEL(attention_fa2_backward_dkdv),
+    KERNEL(attention_gemm_gather),
+    KERNEL(attention_gemm_scatter),
+    KERNEL(attention_gemm_softmax),
+    KERNEL(attention_gemm_dsoftmax),
     KERNEL(sum_squares_partial),  // double* parameters: listed, not driven (TestBackendSumSquares runs them)
     KERNEL(sum_squares_final),
 };

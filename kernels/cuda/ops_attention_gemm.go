@@ -1,0 +1,245 @@
+package cuda
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// The GEMM-based training attention of the bf16 precision ("gemm",
+// SetAttentionKernel): the first version issue #28 allows, batched cuBLAS
+// GEMMs and a masked softmax (attention_gemm.cu has the layout and the
+// rounding points, which are attention_tc.cu's). Where tc1 runs its
+// products on wmma fragments at about 1% of the H200's tensor-core peak
+// (6.3 ms forward, 21.7 ms backward a layer at the 7B shape), cuBLAS's
+// bf16 GemmEx ran at about 500 TFLOP/s there; this path spends the
+// GEMMs' extra work (the scores of every key, causal or not, padded to
+// the longest sequence) on that rate. Its price is memory: the scores and
+// P of a run of entries live in scratch (attnGEMMScoreBytes), where the
+// flash-style kernels keep them in tiles. It has not run on a GPU:
+// TestAttentionGEMMOnHardware times it against tc1 and tc2.
+
+// AttentionGEMM names the GEMM-based attention for SetAttentionKernel.
+const AttentionGEMM = "gemm"
+
+// attnPathGEMM is the kernels a training attention op runs (attnPath) when
+// it takes the GEMM path.
+const attnPathGEMM = AttentionGEMM
+
+// attnGEMMScoreBytes bounds the scratch of the per-score buffers of one
+// run of batch entries: the backward's two float32 matrices (the scores
+// and dP) and two bfloat16 ones (P and dS), 12 bytes a score; the forward
+// takes runs of the same length, at 6 bytes a score. At the 7B bench's
+// shape (8 sequences of 1024 tokens, 4 KV heads of 7 query heads: 32
+// entries of 7·1024² scores, 84 MiB each in the backward) 1 GiB makes runs
+// of 12 entries, three runs a call, each GEMM a batch of 12 products of
+// 7168×1024×128: large enough for cuBLAS to fill the device, and small
+// next to the H200's 141 GiB. By the formula, not measured.
+const attnGEMMScoreBytes = 1 << 30
+
+// attnGEMMScoreBytesPer is the scratch bytes a score of one entry takes
+// in the backward (see attnGEMMScoreBytes).
+const attnGEMMScoreBytesPer = 12
+
+// attnGEMMEntries is the entries (sequence, KV head) of a run for G query
+// heads a KV head and sequences of at most Lmax tokens: as many as
+// attnGEMMScoreBytes holds, 0 when not even one entry fits (then the op
+// runs tc1: a single sequence longer than about 3500 tokens for G = 7).
+func attnGEMMEntries(G, Lmax int) int {
+	per := attnGEMMScoreBytesPer * G * Lmax * Lmax
+	if per <= 0 || per > attnGEMMScoreBytes {
+		return 0
+	}
+	return attnGEMMScoreBytes / per
+}
+
+// seqMaxLen is the longest sequence of the offsets off.
+func seqMaxLen(off []int32) int {
+	m := 0
+	for s := 0; s+1 < len(off); s++ {
+		m = max(m, int(off[s+1]-off[s]))
+	}
+	return m
+}
+
+// checkSeqOff fails unless off is S+1 offsets from 0 to N, never
+// decreasing.
+func checkSeqOff(off []int32, S, N int) error {
+	if len(off) != S+1 || off[0] != 0 || int(off[S]) != N {
+		return fmt.Errorf("seqOff %v: want %d offsets from 0 to %d", off, S+1, N)
+	}
+	for s := range S {
+		if off[s+1] < off[s] {
+			return fmt.Errorf("seqOff[%d] = %d after %d: offsets must not decrease", s+1, off[s+1], off[s])
+		}
+	}
+	return nil
+}
+
+// gemmRun is the entries of a GEMM attention op's runs: runs of perRun
+// entries (the last shorter) over S·KVH.
+func gemmRuns(S, KVH, perRun int) [][2]int {
+	var runs [][2]int
+	for e0 := 0; e0 < S*KVH; e0 += perRun {
+		runs = append(runs, [2]int{e0, min(perRun, S*KVH-e0)})
+	}
+	return runs
+}
+
+// attnGEMMScratch is the GEMM attention's scratch, sized for one run of
+// entries: bfloat16 Q̃ and dÕ [·, G·Lmax, D], K̃ and Ṽ [·, Lmax, D], P and
+// dS [·, G·Lmax, Lmax]; float32 scores and dP [·, G·Lmax, Lmax], Õ and dQ̃
+// [·, G·Lmax, D], dK̃ and dṼ [·, Lmax, D]. The forward leaves dO, dP, dS,
+// dQ, dK and dV nil. *Buffer for Ops ([]uint16 and []float32 on the shim).
+type attnGEMMScratch struct {
+	Q, K, V, DO, P, DS   any
+	S, DP, O, DQ, DK, DV any
+}
+
+// agGather and agScatter are attention_gemm.cu's layout kernels on the
+// entries e0 … e0+nE−1.
+func agGather(dst, src, seqOff any, N, e0, nE, KVH, rep, Lmax, D int) step {
+	n := nE * rep * Lmax * D
+	return step{"attention_gemm_gather", flatGrid(n), Dim3{flatThreads, 1, 1},
+		[]any{dst, src, seqOff, N, e0, nE, KVH, rep, Lmax, D}, nil}
+}
+
+func agScatter(dst, src, seqOff any, N, e0, nE, KVH, rep, Lmax, D int, mul float32, accumulate bool) step {
+	n, acc := nE*rep*Lmax*D, 0
+	if accumulate {
+		acc = 1
+	}
+	return step{"attention_gemm_scatter", flatGrid(n), Dim3{flatThreads, 1, 1},
+		[]any{dst, src, seqOff, N, e0, nE, KVH, rep, Lmax, D, mul, acc}, nil}
+}
+
+// agThreads is attention_gemm.cu's AG_THREADS: one block a score row.
+const agThreads = 128
+
+// planAttentionGEMM is the GEMM attention's forward: out [N,H,D] and lse
+// [N,H] of q [N,H,D] over k, v [N,KVH,D] for the S sequences of seqOff (on
+// the device; off the same offsets on the host, which size the runs), the
+// window W ≥ 1. Per run of perRun entries: gather Q̃, K̃, Ṽ (bfloat16);
+// scores = Q̃·K̃ᵀ (one strided-batched GemmEx); the masked softmax writes P
+// and lse; Õ = P·Ṽ (another); Õ scattered into out.
+func planAttentionGEMM(out, lse, q, k, v, seqOff any, sc attnGEMMScratch, off []int32, N, H, KVH, D, W int, scale float32, perRun int) []xstep {
+	S, G, L := len(off)-1, H/KVH, seqMaxLen(off)
+	if N == 0 || L == 0 {
+		return nil
+	}
+	var x []xstep
+	for _, r := range gemmRuns(S, KVH, perRun) {
+		e0, nE := r[0], r[1]
+		x = append(x, kstep(
+			agGather(sc.Q, q, seqOff, N, e0, nE, KVH, G, L, D),
+			agGather(sc.K, k, seqOff, N, e0, nE, KVH, 1, L, D),
+			agGather(sc.V, v, seqOff, N, e0, nE, KVH, 1, L, D))...)
+		x = append(x, gstep(mm{C: sc.S, A: sc.Q, B: sc.K, M: G * L, N: L, K: D, TransB: true, BF16: true,
+			Batch: nE, StrideA: G * L * D, StrideB: L * D, StrideC: G * L * L}))
+		x = append(x, kstep(step{"attention_gemm_softmax", Dim3{nE * G * L, 1, 1}, Dim3{agThreads, 1, 1},
+			[]any{sc.P, lse, sc.S, seqOff, N, e0, KVH, G, L, W, scale}, nil})...)
+		x = append(x, gstep(mm{C: sc.O, A: sc.P, B: sc.V, M: G * L, N: D, K: L, BF16: true,
+			Batch: nE, StrideA: G * L * L, StrideB: L * D, StrideC: G * L * D}))
+		x = append(x, kstep(agScatter(out, sc.O, seqOff, N, e0, nE, KVH, G, L, D, 1, false))...)
+	}
+	return x
+}
+
+// planAttentionBackwardGEMM is the GEMM attention's backward, accumulating
+// dq, dk and dv as the backend contract says. Per run: gather Q̃, K̃, Ṽ,
+// dÕ (bfloat16); scores = Q̃·K̃ᵀ and dP = dÕ·Ṽᵀ; the row kernel writes P
+// and dS from the scores, dP, lse and δ; dṼ = Pᵀ·dÕ, dK̃ = dSᵀ·Q̃ (each
+// sums the G heads of the KV head, their rows being Q̃'s), dQ̃ = dS·K̃; the
+// three added into dq and dk (times scale) and dv.
+func planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, sc attnGEMMScratch, off []int32, N, H, KVH, D, W int, scale float32, perRun int) []xstep {
+	S, G, L := len(off)-1, H/KVH, seqMaxLen(off)
+	if N == 0 || L == 0 {
+		return nil
+	}
+	var x []xstep
+	for _, r := range gemmRuns(S, KVH, perRun) {
+		e0, nE := r[0], r[1]
+		x = append(x, kstep(
+			agGather(sc.Q, q, seqOff, N, e0, nE, KVH, G, L, D),
+			agGather(sc.K, k, seqOff, N, e0, nE, KVH, 1, L, D),
+			agGather(sc.V, v, seqOff, N, e0, nE, KVH, 1, L, D),
+			agGather(sc.DO, dout, seqOff, N, e0, nE, KVH, G, L, D))...)
+		x = append(x,
+			gstep(mm{C: sc.S, A: sc.Q, B: sc.K, M: G * L, N: L, K: D, TransB: true, BF16: true,
+				Batch: nE, StrideA: G * L * D, StrideB: L * D, StrideC: G * L * L}),
+			gstep(mm{C: sc.DP, A: sc.DO, B: sc.V, M: G * L, N: L, K: D, TransB: true, BF16: true,
+				Batch: nE, StrideA: G * L * D, StrideB: L * D, StrideC: G * L * L}))
+		x = append(x, kstep(step{"attention_gemm_dsoftmax", Dim3{nE * G * L, 1, 1}, Dim3{agThreads, 1, 1},
+			[]any{sc.P, sc.DS, sc.S, sc.DP, lse, dout, out, seqOff, N, e0, KVH, G, L, D, W, scale}, nil})...)
+		x = append(x,
+			gstep(mm{C: sc.DV, A: sc.P, B: sc.DO, M: L, N: D, K: G * L, TransA: true, BF16: true,
+				Batch: nE, StrideA: G * L * L, StrideB: G * L * D, StrideC: L * D}),
+			gstep(mm{C: sc.DK, A: sc.DS, B: sc.Q, M: L, N: D, K: G * L, TransA: true, BF16: true,
+				Batch: nE, StrideA: G * L * L, StrideB: G * L * D, StrideC: L * D}),
+			gstep(mm{C: sc.DQ, A: sc.DS, B: sc.K, M: G * L, N: D, K: L, BF16: true,
+				Batch: nE, StrideA: G * L * L, StrideB: L * D, StrideC: G * L * D}))
+		x = append(x, kstep(
+			agScatter(dq, sc.DQ, seqOff, N, e0, nE, KVH, G, L, D, scale, true),
+			agScatter(dk, sc.DK, seqOff, N, e0, nE, KVH, 1, L, D, scale, true),
+			agScatter(dv, sc.DV, seqOff, N, e0, nE, KVH, 1, L, D, 1, true))...)
+	}
+	return x
+}
+
+// attnGEMMSizes is the elements of each scratch buffer of a run of nE
+// entries (bfloat16 ones in values).
+func attnGEMMSizes(nE, G, L, D int) (qd, kd, sl int) {
+	return nE * G * L * D, nE * L * D, nE * G * L * L
+}
+
+// gemmScratch takes the GEMM attention's scratch for runs of nE entries
+// from the lease (bfloat16 buffers hold two values an element); backward
+// adds the backward's buffers.
+func gemmScratch(l *scratchLease, op string, nE, G, L, D int, backward bool) (attnGEMMScratch, error) {
+	qd, kd, sl := attnGEMMSizes(nE, G, L, D)
+	var sc attnGEMMScratch
+	type slot struct {
+		dst  *any
+		name string
+		n    int
+	}
+	bf := func(n int) int { return (n + 1) / 2 }
+	slots := []slot{{&sc.Q, "attention.gemm.q", bf(qd)}, {&sc.K, "attention.gemm.k", bf(kd)}, {&sc.V, "attention.gemm.v", bf(kd)},
+		{&sc.S, "attention.gemm.s", sl}, {&sc.P, "attention.gemm.p", bf(sl)}}
+	if backward {
+		slots = append(slots, slot{&sc.DO, "attention.gemm.do", bf(qd)}, slot{&sc.DP, "attention.gemm.dp", sl},
+			slot{&sc.DS, "attention.gemm.ds", bf(sl)}, slot{&sc.DQ, "attention.gemm.dq", qd},
+			slot{&sc.DK, "attention.gemm.dk", kd}, slot{&sc.DV, "attention.gemm.dv", kd})
+	} else {
+		slots = append(slots, slot{&sc.O, "attention.gemm.o", qd})
+	}
+	for _, s := range slots {
+		b, err := l.get(op, s.name, s.n)
+		if err != nil {
+			return sc, err
+		}
+		*s.dst = b
+	}
+	return sc, nil
+}
+
+// downloadInt32 copies the buffer's first len(dst) elements, int32 values,
+// to dst after the work queued before it (one cuMemcpyDtoH_v2).
+func (b *Buffer) downloadInt32(dst []int32) error {
+	if len(dst) > b.n {
+		return fmt.Errorf("CUDA download of %d int32 values from a buffer of %d", len(dst), b.n)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 4*len(dst))
+	err := b.d.do(func() error {
+		if err := b.checkLive(); err != nil {
+			return err
+		}
+		return b.d.drv.MemcpyDtoH(raw, b.ptr)
+	})
+	if err != nil {
+		return fmt.Errorf("CUDA download of %d int32 values: %w", len(dst), err)
+	}
+	return nil
+}

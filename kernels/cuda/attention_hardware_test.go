@@ -217,6 +217,27 @@ func TestAttentionTC2OnHardware(t *testing.T) {
 	})
 }
 
+// TestAttentionGEMMOnHardware runs the GEMM attention (Ops in
+// kernels.PrecisionBF16 with SetAttentionKernel("gemm"): batched cuBLAS
+// GemmEx around attention_gemm.cu) through the same checks as tc1's, then
+// times the training attention on the 7B shape with tc1, tc2 and gemm side
+// by side. Its Ops calls hold seqOff on the device only, so each reads the
+// offsets back (one small copy, in the timed calls too).
+func TestAttentionGEMMOnHardware(t *testing.T) {
+	tcOnHardware(t, cuda.AttentionGEMM, func(t *testing.T, ops *cuda.Ops, b deviceBackend) {
+		var fwd, bwd [3]time.Duration
+		for i, k := range []string{cuda.AttentionTC1, cuda.AttentionTC2, cuda.AttentionGEMM} {
+			if err := ops.SetAttentionKernel(k); err != nil {
+				t.Fatal(err)
+			}
+			fwd[i], bwd[i] = trainingAttentionSpeed(t, b)
+		}
+		t.Logf("7B shape, gemm against tc1 and tc2: forward %v vs %v (%.2f×) and %v (%.2f×), backward %v vs %v (%.2f×) and %v (%.2f×)",
+			fwd[2], fwd[0], fwd[0].Seconds()/fwd[2].Seconds(), fwd[1], fwd[1].Seconds()/fwd[2].Seconds(),
+			bwd[2], bwd[0], bwd[0].Seconds()/bwd[2].Seconds(), bwd[1], bwd[1].Seconds()/bwd[2].Seconds())
+	})
+}
+
 // tcOnHardware runs, on the device's Ops in kernels.PrecisionBF16 with the
 // attention kernels named kernel: kerneltest's attention groups at the bf16
 // mode's bounds, the shim test's cases against kernels/ref, and (not under

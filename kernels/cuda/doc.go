@@ -37,6 +37,20 @@
 // the same rounding points, picked by Ops.SetAttentionKernel("tc2"); it has
 // run only on the CPU shim so far, so attention_tc.cu stays the default
 // until TestAttentionTC2OnHardware shows it correct and faster;
+// attention_gemm.cu: the layout and row kernels of a third training
+// attention of the bf16 precision, picked by
+// Ops.SetAttentionKernel("gemm") (ops_attention_gemm.go): per (sequence, KV
+// head) entry, q, k, v (and dout) gathered into dense bfloat16 operands
+// padded to the pack's longest sequence, the G query heads of a KV head as
+// extra rows; scores and, in the backward, dP and the products with P and
+// dS as cublasGemmStridedBatchedEx calls (bf16 operands, float32
+// accumulation); a masked softmax writing P and lse, and the backward's
+// row kernel writing P and dS; the results scattered back (dq, dk, dv
+// accumulated); tc1's rounding points and bounds, runs of entries within a
+// 1 GiB score scratch, tc1 where one sequence is too long for it. It has
+// run only on the CPU shim (its GEMMs from the BLAS definition) and the
+// emulated device, so tc1 stays the default until
+// TestAttentionGEMMOnHardware times it;
 // attention_decode.cu: a decode step of many sequences at once, each over
 // its own KV cache (AttentionDecodeBatch: an append kernel, then one
 // attention launch whose grid covers every sequence and KV head; the
@@ -108,7 +122,8 @@
 //
 // The ops that need device scratch of their own (the chunked logprob ops'
 // logits chunk and state, SumSquares' partial sums, the bf16 linear
-// layers' widened weight rows or rounded operand, tc2's δ) take it from a
+// layers' widened weight rows or rounded operand, tc2's δ, the GEMM
+// attention's operands and scores) take it from a
 // grow-only store in Ops (scratch.go): one cuMemAlloc buffer per purpose,
 // reallocated only when a call needs more, held between calls and freed
 // by Ops.Unload (Backend.Close). Device.Live counts it (Ops.ScratchLive,

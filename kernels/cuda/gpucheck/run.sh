@@ -202,6 +202,9 @@ torch_step torch-7b 150 --shape 7b --measure train --warmup 1 --steps 3
 # Ops.SetAttentionKernel "tc2"; tc1 above is the default): last, so that the
 # budget skips it before any row above.
 hone_step hone-7b-tc2 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc2
+# And on the GEMM attention (batched cuBLAS GemmEx around attention_gemm.cu,
+# Ops.SetAttentionKernel "gemm"; never run on a GPU before this row).
+hone_step hone-7b-gemm 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel gemm
 
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
 exit "$failed"

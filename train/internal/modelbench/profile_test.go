@@ -52,7 +52,7 @@ func TestWorkerProfileOps(t *testing.T) {
 	if err := worker(context.Background(), []string{"train", "--profile-ops"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--device cuda") {
 		t.Errorf("--profile-ops on the CPU: err %v, want one naming --device cuda", err)
 	}
-	// --attention-kernel: tc2 runs a bf16 training step on the device; a
+	// --attention-kernel: tc2 (and gemm) runs a bf16 training step on the device; a
 	// name that is no kernel, or the flag on the CPU, is an error.
 	bf16 := []string{"train", "--batch", "1", "--seq", "8", "--steps", "1", "--dtype", "bf16", "--compute", "bf16"}
 	var out bytes.Buffer
@@ -61,6 +61,15 @@ func TestWorkerProfileOps(t *testing.T) {
 	}
 	if s := out.String(); !strings.Contains(s, "OPS AttentionBackward (tc2)") || !strings.Contains(s, "OPS AttentionForward (tc2)") {
 		t.Errorf("--attention-kernel tc2: no AttentionForward (tc2) and AttentionBackward (tc2) in the output:\n%s", s)
+	}
+	// gemm: the GEMM attention, its products on the C stand-in for cuBLAS's
+	// cublasGemmStridedBatchedEx.
+	out.Reset()
+	if err := worker(context.Background(), append(append(bf16, cudaArgs...), "--attention-kernel", "gemm"), &out); err != nil {
+		t.Fatalf("--attention-kernel gemm: %v", err)
+	}
+	if s := out.String(); !strings.Contains(s, "OPS AttentionBackward (gemm)") || !strings.Contains(s, "OPS AttentionForward (gemm)") {
+		t.Errorf("--attention-kernel gemm: no AttentionForward (gemm) and AttentionBackward (gemm) in the output:\n%s", s)
 	}
 	if err := worker(context.Background(), append(append(bf16, cudaArgs...), "--attention-kernel", "tc9"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "tc9") {
 		t.Errorf("--attention-kernel tc9: err %v, want one naming it", err)

@@ -106,7 +106,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	libcublas := fs.String("libcublas", "", "--device cuda: explicit path of libcublas (default: sonames 13, 12, 11)")
 	rank := fs.Int("rank", 8, "LoRA rank of the training step (all projections)")
 	profOps := fs.Bool("profile-ops", false, "--device cuda: print the timed steps' time per op (OPS lines; the training attention named with its kernels: tc1, tc2 or f32)")
-	attnKern := fs.String("attention-kernel", "", "--device cuda --compute bf16: the tensor-core training attention, tc1 (attention_tc.cu, the default) or tc2 (attention_fa2.cu; cuda.Ops.SetAttentionKernel)")
+	attnKern := fs.String("attention-kernel", "", "--device cuda --compute bf16: the tensor-core training attention, tc1 (attention_tc.cu, the default), tc2 (attention_fa2.cu) or gemm (batched cuBLAS GEMMs, ops_attention_gemm.go); cuda.Ops.SetAttentionKernel")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}

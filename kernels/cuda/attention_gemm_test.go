@@ -33,15 +33,6 @@ func gemmScratch(nE, G, L, D int) cuda.AttnGEMMScratch {
 	}
 }
 
-// maxLen is the longest sequence of seqOff.
-func maxLen(seqOff []int32) int {
-	m := 0
-	for s := 0; s+1 < len(seqOff); s++ {
-		m = max(m, int(seqOff[s+1]-seqOff[s]))
-	}
-	return m
-}
-
 // shimGEMM is shimTC with the training attention on the GEMM plans where
 // Ops would run them (cuda.AttnTC dims); mutate, when set, changes the
 // plan's steps before they run (the tests that a broken plan is caught).
@@ -68,7 +59,7 @@ func (b shimGEMM) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []i
 	}
 	kernels.NeedWindow("AttentionWindowForward", W)
 	kernels.NeedAttentionForward("AttentionWindowForward", out, lse, q, k, v, seqOff, N, H, KVH, D)
-	sc := gemmScratch(shimGEMMPerRun, H/KVH, maxLen(seqOff), D)
+	sc := gemmScratch(shimGEMMPerRun, H/KVH, cuda.AttnGEMMLen(seqOff), D)
 	b.run(cuda.PlanAttentionGEMM(out, lse, q, k, v, seqOff, sc, seqOff, N, H, KVH, D, min(W, N), scale, shimGEMMPerRun))
 }
 
@@ -83,7 +74,7 @@ func (b shimGEMM) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []
 	}
 	kernels.NeedWindow("AttentionWindowBackward", W)
 	kernels.NeedAttentionBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
-	sc := gemmScratch(shimGEMMPerRun, H/KVH, maxLen(seqOff), D)
+	sc := gemmScratch(shimGEMMPerRun, H/KVH, cuda.AttnGEMMLen(seqOff), D)
 	b.run(cuda.PlanAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, sc, seqOff, N, H, KVH, D, min(W, N), scale, shimGEMMPerRun))
 }
 
@@ -229,6 +220,19 @@ func TestAttnGEMMEntries(t *testing.T) {
 	} {
 		if got := cuda.AttnGEMMEntries(c.G, c.L); got != c.want {
 			t.Errorf("AttnGEMMEntries(%d, %d) = %d, want %d", c.G, c.L, got, c.want)
+		}
+	}
+}
+
+// TestAttnGEMMLen: the GEMM attention pads the longest sequence to a
+// multiple of 8 (16 bytes of bfloat16), no sequence to nothing.
+func TestAttnGEMMLen(t *testing.T) {
+	for _, c := range []struct {
+		off  []int32
+		want int
+	}{{[]int32{0, 37, 38, 68}, 40}, {[]int32{0, 1024, 2048}, 1024}, {[]int32{0, 0}, 0}, {[]int32{0, 1}, 8}, {[]int32{0, 5, 21}, 16}} {
+		if got := cuda.AttnGEMMLen(c.off); got != c.want {
+			t.Errorf("AttnGEMMLen(%v) = %d, want %d", c.off, got, c.want)
 		}
 	}
 }

@@ -27,6 +27,7 @@ var (
 	PlanAttentionBackwardGEMM = planAttentionBackwardGEMM
 	AttnGEMMSizes             = attnGEMMSizes
 	AttnGEMMEntries           = attnGEMMEntries
+	AttnGEMMLen               = attnGEMMLen
 )
 
 // StepParts returns the kernel launch or the GEMM of s (one is nil).

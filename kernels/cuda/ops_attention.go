@@ -267,10 +267,10 @@ func (o *Ops) attnPath(D int, gemmFits bool, bufs ...*Buffer) string {
 
 // gemmFits reports whether the GEMM attention takes the sequences of the
 // host offsets off (nil: not known) with H query heads over KVH: gemm
-// picked and one entry of the longest sequence within its scratch
-// (attnGEMMEntries).
+// picked and one entry of the longest sequence (padded, attnGEMMLen)
+// within its scratch (attnGEMMEntries).
 func (o *Ops) gemmFits(off []int32, H, KVH int) bool {
-	return o.attn == AttentionGEMM && off != nil && attnGEMMEntries(H/KVH, seqMaxLen(off)) > 0
+	return o.attn == AttentionGEMM && off != nil && attnGEMMEntries(H/KVH, attnGEMMLen(off)) > 0
 }
 
 // hostSeqOff returns the offsets the GEMM attention sizes its runs by: off
@@ -311,7 +311,7 @@ func (o *Ops) attnForward(op string, out, lse, q, k, v, seqOff *Buffer, off []in
 	}
 	switch o.attnPath(D, o.gemmFits(off, H, KVH), q, k, v) {
 	case attnPathGEMM:
-		G, L := H/KVH, seqMaxLen(off)
+		G, L := H/KVH, attnGEMMLen(off)
 		perRun := min(attnGEMMEntries(G, L), S*KVH)
 		sc := o.lockScratch()
 		defer sc.unlock()
@@ -355,7 +355,7 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 	}
 	path := o.attnPath(D, o.gemmFits(off, H, KVH), dout, q, k, v)
 	if path == attnPathGEMM {
-		G, L := H/KVH, seqMaxLen(off)
+		G, L := H/KVH, attnGEMMLen(off)
 		perRun := min(attnGEMMEntries(G, L), S*KVH)
 		sc := o.lockScratch()
 		defer sc.unlock()

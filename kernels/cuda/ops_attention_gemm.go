@@ -61,6 +61,20 @@ func seqMaxLen(off []int32) int {
 	return m
 }
 
+// attnGEMMAlign is the multiple the GEMM attention pads its sequence
+// length Lmax to: 8 bfloat16 values, 16 bytes, so that every leading
+// dimension and batch stride of its GEMMs (L, G·L·D, L·D, G·L·L; D is a
+// multiple of 16) is one cuBLAS's tensor-core kernels take without
+// falling back to slower ones for misaligned operands. The padding rows
+// and keys are masked like those of the shorter sequences.
+const attnGEMMAlign = 8
+
+// attnGEMMLen is the padded length of the GEMM attention's operands for
+// the offsets off: the longest sequence rounded up to attnGEMMAlign.
+func attnGEMMLen(off []int32) int {
+	return (seqMaxLen(off) + attnGEMMAlign - 1) / attnGEMMAlign * attnGEMMAlign
+}
+
 // checkSeqOff fails unless off is S+1 offsets from 0 to N, never
 // decreasing.
 func checkSeqOff(off []int32, S, N int) error {
@@ -75,7 +89,7 @@ func checkSeqOff(off []int32, S, N int) error {
 	return nil
 }
 
-// gemmRun is the entries of a GEMM attention op's runs: runs of perRun
+// gemmRuns is the entries of a GEMM attention op's runs: runs of perRun
 // entries (the last shorter) over S·KVH.
 func gemmRuns(S, KVH, perRun int) [][2]int {
 	var runs [][2]int
@@ -122,7 +136,7 @@ const agThreads = 128
 // scores = Q̃·K̃ᵀ (one strided-batched GemmEx); the masked softmax writes P
 // and lse; Õ = P·Ṽ (another); Õ scattered into out.
 func planAttentionGEMM(out, lse, q, k, v, seqOff any, sc attnGEMMScratch, off []int32, N, H, KVH, D, W int, scale float32, perRun int) []xstep {
-	S, G, L := len(off)-1, H/KVH, seqMaxLen(off)
+	S, G, L := len(off)-1, H/KVH, attnGEMMLen(off)
 	if N == 0 || L == 0 {
 		return nil
 	}
@@ -151,7 +165,7 @@ func planAttentionGEMM(out, lse, q, k, v, seqOff any, sc attnGEMMScratch, off []
 // sums the G heads of the KV head, their rows being Q̃'s), dQ̃ = dS·K̃; the
 // three added into dq and dk (times scale) and dv.
 func planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, sc attnGEMMScratch, off []int32, N, H, KVH, D, W int, scale float32, perRun int) []xstep {
-	S, G, L := len(off)-1, H/KVH, seqMaxLen(off)
+	S, G, L := len(off)-1, H/KVH, attnGEMMLen(off)
 	if N == 0 || L == 0 {
 		return nil
 	}

@@ -151,9 +151,10 @@ func attentionAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 	}
 }
 
-// TestAttentionBadSeqOffInBounds: attention.cu and attention_tc.cu read
-// seqOff on the device, where the host does not check it, so they must
-// stay inside their buffers whatever the offsets are. The kernels run here
+// TestAttentionBadSeqOffInBounds: attention.cu, attention_tc.cu,
+// attention_fa2.cu and attention_gemm.cu read seqOff on the device, where
+// the host does not check it, so they must stay inside their buffers
+// whatever the offsets are. The kernels run here
 // under AddressSanitizer (which fails a launch that reads or writes
 // outside a buffer) on offsets past N, negative, decreasing, and not
 // starting at 0; every output must come out finite (each query still sees
@@ -170,7 +171,7 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	for _, f := range []string{"attention.cu", "attention_tc.cu", "attention_fa2.cu", "attention.cuh", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
+	for _, f := range []string{"attention.cu", "attention_tc.cu", "attention_fa2.cu", "attention_gemm.cu", "attention.cuh", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
 		if _, err := os.ReadFile(f); err != nil { // for go test's cache
 			t.Fatal(err)
 		}
@@ -219,6 +220,29 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 			for i, f := range x {
 				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 					t.Fatalf("%s: %s[%d] = %g", name, what, i, f)
+				}
+			}
+		}
+		if D != 16 {
+			continue
+		}
+		// The GEMM attention (attention_gemm.cu) sizes its operands by
+		// offsets the host checked (here: S sequences of equal length); the
+		// device's copy, which its kernels read, is the bad one.
+		hostOff := make([]int32, S+1)
+		for s := range hostOff {
+			hostOff[s] = int32(s * N / S)
+		}
+		L := cuda.AttnGEMMLen(hostOff)
+		sc := gemmScratch(S*KVH, H/KVH, L, D)
+		out, lse = make([]float32, N*H*D), make([]float32, N*H)
+		dq, dk, dv = make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+		h.runX(cuda.PlanAttentionGEMM(out, lse, q, k, v, seqOff, sc, hostOff, N, H, KVH, D, W, 0.35, S*KVH))
+		h.runX(cuda.PlanAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, sc, hostOff, N, H, KVH, D, W, 0.35, S*KVH))
+		for what, x := range map[string][]float32{"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv} {
+			for i, f := range x {
+				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+					t.Fatalf("%s, gemm: %s[%d] = %g", name, what, i, f)
 				}
 			}
 		}

@@ -18,7 +18,7 @@ type Ops struct {
 	mods    []*Kernels
 	kernels map[string]*Kernel
 	prec    kernels.Precision // the products on bfloat16 weights (SetPrecision)
-	attn    string            // the bf16 mode's tensor-core attention: "tc1" ("") or "tc2" (SetAttentionKernel)
+	attn    string            // the bf16 mode's tensor-core attention: "tc1" (""), "tc2" or "gemm" (SetAttentionKernel)
 	store   scratchStore      // device scratch kept between calls (scratch.go)
 }
 

@@ -230,10 +230,13 @@ func (o *Ops) attnForwardCheck(c *check, out, lse, q, k, v, seqOff *Buffer, S, N
 // offsets from 0 to N. 1 ≤ D ≤ 256. In the bf16 precision, D a multiple
 // of 16 up to 128 runs attention_tc.cu's tensor-core kernels (q, k, v and
 // P rounded to bfloat16 for the products; lse float32 on the rounded q,
-// k), as does the backward. seqOff's contents are not checked on
-// the host (they are on the device): the kernel never reads outside the
-// buffers for any contents, but wrong offsets give wrong values; a backend
-// holding them on the host checks them first (kernels.NeedSeqOff).
+// k), or those SetAttentionKernel picks, as does the backward. seqOff's
+// contents are not checked on the host (they are on the device): the
+// kernel never reads outside the buffers for any contents, but wrong
+// offsets give wrong values; a backend holding them on the host checks
+// them first (kernels.NeedSeqOff). The exception is the GEMM attention
+// ("gemm"), which sizes its operands by the offsets: it reads them back
+// (hostSeqOff, a copy that waits for the queued work) and checks them.
 func (o *Ops) AttentionForward(out, lse, q, k, v, seqOff *Buffer, S, N, H, KVH, D int, scale float32) error {
 	return o.attnForward("AttentionForward", out, lse, q, k, v, seqOff, nil, S, N, H, KVH, D, max(N, 1), scale)
 }

@@ -19,7 +19,10 @@
 // max and sum, lse and δ = Σ round(dout)·out are float32; P = e^(s − lse)
 // and dS = P·(dP − δ) (P unrounded there) are rounded to bfloat16 to enter
 // the next products (P·Ṽ, Pᵀ·dÕ, dSᵀ·Q̃, dS·K̃); the scale of dq and dk is
-// applied in float32 as they are scattered.
+// applied in float32 as they are scattered. One difference: the forward
+// rounds the normalized P, where attention_tc.cu rounds e^(s − m) against
+// the running max and divides the output by the sum after; the relative
+// rounding error of each P is the same 2⁻⁹ at most.
 //
 // Every kernel writes each element of its output from one thread and sums
 // in a fixed order (no atomics): the same bits on every run. Barriers and

@@ -218,7 +218,7 @@ func TestAttnGEMMEntries(t *testing.T) {
 		{1, 9459, 1}, // 12·9459² ≤ 2³⁰
 		{1, 9460, 0},
 	} {
-		if got := cuda.AttnGEMMEntries(c.G, c.L); got != c.want {
+		if got := cuda.AttnGEMMEntries(c.G, c.L, 1<<30); got != c.want {
 			t.Errorf("AttnGEMMEntries(%d, %d) = %d, want %d", c.G, c.L, got, c.want)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 )
 
@@ -125,5 +126,91 @@ func TestOpsAttentionGEMMDeviceOffsets(t *testing.T) {
 	}
 	if err := o.AttentionForward(bo, bl, bq, bk, bv, off, 2, N, H, KVH, D, 0.25); err == nil || !strings.Contains(err.Error(), "CUDA AttentionForward: seqOff [0 9 5]") {
 		t.Errorf("offsets not ending at N: %v", err)
+	}
+}
+
+// TestBackendGEMMRunsAndFallback: with the score scratch bounded so that
+// a run holds 2 of the 6 (sequence, KV head) entries, the GEMM attention
+// takes three runs through the same scratch and gives the bits of one run
+// (the fake cuBLAS computes each product alone); bounded below one entry,
+// the ops run tc1, with tc1's bits, and the profile says so.
+func TestBackendGEMMRunsAndFallback(t *testing.T) {
+	t.Parallel()
+	b, drv, blas := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	const N, H, KVH, D = 20, 4, 2, 16
+	seqOff := []int32{0, 7, 11, N} // the longest 9, padded to 16
+	const entry = 12 * (H / KVH) * 16 * 16
+	r := rand.New(rand.NewPCG(28, 46))
+	q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
+	managed := func(x []float32) []float32 {
+		y, err := kernels.AllocF32(b, len(x))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(y, x)
+		return y
+	}
+	mq, mk, mv, md := managed(q), managed(k), managed(v), managed(dout)
+	// run returns out, lse, dq, dk, dv of a forward and backward with the
+	// kernel and score bound given, the profile's op names, and the
+	// batch sizes of the GEMMs.
+	run := func(kernel string, scoreBytes int) ([5][]float32, []string, []int) {
+		if err := b.SetAttentionKernel(kernel); err != nil {
+			t.Fatal(err)
+		}
+		b.Ops().SetGEMMScoreBytes(scoreBytes)
+		out, lse := managed(make([]float32, N*H*D)), managed(make([]float32, N*H))
+		dq, dk, dv := managed(make([]float32, N*H*D)), managed(make([]float32, N*KVH*D)), managed(make([]float32, N*KVH*D))
+		g0 := len(blas.Gemms())
+		b.StartProfile()
+		b.AttentionWindowForward(out, lse, mq, mk, mv, seqOff, N, H, KVH, D, 5, 0.25)
+		b.AttentionWindowBackward(dq, dk, dv, md, out, lse, mq, mk, mv, seqOff, N, H, KVH, D, 5, 0.25)
+		var ops []string
+		for _, o := range b.StopProfile() {
+			ops = append(ops, o.Op)
+		}
+		slices.Sort(ops)
+		var batches []int
+		for _, g := range blas.Gemms()[g0:] {
+			batches = append(batches, g.Batch)
+		}
+		return [5][]float32{slices.Clone(out), slices.Clone(lse), slices.Clone(dq), slices.Clone(dk), slices.Clone(dv)}, ops, batches
+	}
+	same := func(a, b [5][]float32) bool {
+		for i := range a {
+			for j := range a[i] {
+				if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	one, ops, batches := run(cuda.AttentionGEMM, 0)
+	if want := []string{"AttentionWindowBackward (gemm)", "AttentionWindowForward (gemm)"}; !slices.Equal(ops, want) {
+		t.Errorf("one run: profile %v, want %v", ops, want)
+	}
+	if want := []int{6, 6, 6, 6, 6, 6, 6}; !slices.Equal(batches, want) { // forward 2, backward 5
+		t.Errorf("one run: GEMM batches %v, want %v", batches, want)
+	}
+	three, _, batches := run(cuda.AttentionGEMM, 2*entry+1)
+	if want := slices.Repeat([]int{2}, 21); !slices.Equal(batches, want) {
+		t.Errorf("runs of 2 entries: GEMM batches %v, want %v", batches, want)
+	}
+	if !same(one, three) {
+		t.Errorf("runs of 2 entries give other bits than one run")
+	}
+	n0 := len(drv.Launches())
+	fell, ops, batches := run(cuda.AttentionGEMM, entry-1)
+	if want := []string{"AttentionWindowBackward (tc1)", "AttentionWindowForward (tc1)"}; !slices.Equal(ops, want) || len(batches) != 0 {
+		t.Errorf("no entry fits: profile %v, GEMM batches %v; want tc1's ops and no GEMM", ops, batches)
+	}
+	if l := drv.Launches()[n0:]; len(l) == 0 || !slices.ContainsFunc(l, func(x cudafake.Launch) bool { return x.Kernel == "attention_tc_forward" }) {
+		t.Errorf("no entry fits: launched no attention_tc_forward")
+	}
+	tc1, _, _ := run(cuda.AttentionTC1, 0)
+	if !same(fell, tc1) {
+		t.Errorf("the fallback gives other bits than tc1")
 	}
 }

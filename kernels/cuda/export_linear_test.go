@@ -48,3 +48,7 @@ func (b *Buffer) Ptr() DevPtr { return b.ptr }
 
 // Ops returns the backend's Ops.
 func (b *Backend) Ops() *Ops { return b.ops }
+
+// SetGEMMScoreBytes bounds the GEMM attention's score scratch of o at n
+// bytes (0: attnGEMMScoreBytes), so that small shapes take several runs.
+func (o *Ops) SetGEMMScoreBytes(n int) { o.scoreCap = n }

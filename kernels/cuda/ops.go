@@ -19,7 +19,10 @@ type Ops struct {
 	kernels map[string]*Kernel
 	prec    kernels.Precision // the products on bfloat16 weights (SetPrecision)
 	attn    string            // the bf16 mode's tensor-core attention: "tc1" (""), "tc2" or "gemm" (SetAttentionKernel)
-	store   scratchStore      // device scratch kept between calls (scratch.go)
+	// scoreCap: the GEMM attention's score scratch bound when > 0 (tests);
+	// attnGEMMScoreBytes otherwise (gemmScoreBytes)
+	scoreCap int
+	store    scratchStore // device scratch kept between calls (scratch.go)
 }
 
 // kernelModules names the module (.cu file) of every kernel Ops launches.

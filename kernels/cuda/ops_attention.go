@@ -97,8 +97,9 @@ const (
 // AttentionTC1 (attention_tc.cu, the default; "" means it too),
 // AttentionTC2 (attention_fa2.cu) or AttentionGEMM (batched cuBLAS GEMMs
 // around attention_gemm.cu, ops_attention_gemm.go; where one sequence is
-// too long for its scratch, attnGEMMEntries, the op runs tc1). It changes nothing in PrecisionF32 or
-// for head dims attnTC leaves to the float32 kernels. tc2 also wants q, k,
+// too long for its scratch, attnGEMMEntries, the op runs tc1). It changes
+// nothing in PrecisionF32 or for head dims attnTC leaves to the float32
+// kernels. tc2 also wants q, k,
 // v and dout 16-byte aligned (its loads are four floats wide): where one is
 // not (a view at an odd offset), the op runs tc1; train/model's activation
 // arena starts every piece 16 bytes aligned, so the model's operands
@@ -273,7 +274,7 @@ func (o *Ops) attnPath(D int, gemmFits bool, bufs ...*Buffer) string {
 // picked and one entry of the longest sequence (padded, attnGEMMLen)
 // within its scratch (attnGEMMEntries).
 func (o *Ops) gemmFits(off []int32, H, KVH int) bool {
-	return o.attn == AttentionGEMM && off != nil && attnGEMMEntries(H/KVH, attnGEMMLen(off)) > 0
+	return o.attn == AttentionGEMM && off != nil && attnGEMMEntries(H/KVH, attnGEMMLen(off), o.gemmScoreBytes()) > 0
 }
 
 // hostSeqOff returns the offsets the GEMM attention sizes its runs by: off
@@ -315,7 +316,7 @@ func (o *Ops) attnForward(op string, out, lse, q, k, v, seqOff *Buffer, off []in
 	switch o.attnPath(D, o.gemmFits(off, H, KVH), q, k, v) {
 	case attnPathGEMM:
 		G, L := H/KVH, attnGEMMLen(off)
-		perRun := min(attnGEMMEntries(G, L), S*KVH)
+		perRun := min(attnGEMMEntries(G, L, o.gemmScoreBytes()), S*KVH)
 		sc := o.lockScratch()
 		defer sc.unlock()
 		scr, err := gemmScratch(sc, op, perRun, G, L, D, false)
@@ -359,7 +360,7 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 	path := o.attnPath(D, o.gemmFits(off, H, KVH), dout, q, k, v)
 	if path == attnPathGEMM {
 		G, L := H/KVH, attnGEMMLen(off)
-		perRun := min(attnGEMMEntries(G, L), S*KVH)
+		perRun := min(attnGEMMEntries(G, L, o.gemmScoreBytes()), S*KVH)
 		sc := o.lockScratch()
 		defer sc.unlock()
 		scr, err := gemmScratch(sc, op, perRun, G, L, D, true)

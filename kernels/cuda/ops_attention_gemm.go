@@ -41,15 +41,26 @@ const attnGEMMScoreBytes = 1 << 30
 const attnGEMMScoreBytesPer = 12
 
 // attnGEMMEntries is the entries (sequence, KV head) of a run for G query
-// heads a KV head and sequences of at most Lmax tokens: as many as
-// attnGEMMScoreBytes holds, 0 when not even one entry fits (then the op
-// runs tc1: a single sequence longer than about 3500 tokens for G = 7).
-func attnGEMMEntries(G, Lmax int) int {
+// heads a KV head and sequences of at most Lmax tokens (padded): as many
+// as capBytes (attnGEMMScoreBytes) holds, 0 when not even one entry fits
+// (then the op runs tc1: at 1 GiB, a single sequence longer than about
+// 3500 tokens for G = 7).
+func attnGEMMEntries(G, Lmax, capBytes int) int {
 	per := attnGEMMScoreBytesPer * G * Lmax * Lmax
-	if per <= 0 || per > attnGEMMScoreBytes {
+	if per <= 0 || per > capBytes {
 		return 0
 	}
-	return attnGEMMScoreBytes / per
+	return capBytes / per
+}
+
+// gemmScoreBytes is the GEMM attention's score scratch bound of o:
+// attnGEMMScoreBytes, or less where a test set it (scoreCap) to make its
+// small shapes take several runs, or none.
+func (o *Ops) gemmScoreBytes() int {
+	if o.scoreCap > 0 {
+		return o.scoreCap
+	}
+	return attnGEMMScoreBytes
 }
 
 // seqMaxLen is the longest sequence of the offsets off.

@@ -87,7 +87,9 @@ func planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S,
 // tc2 takes the same head dims and has the same rounding points and
 // bounds; it has run only on the CPU shim so far, so tc1 stays the default
 // until the hardware test (TestAttentionTC2OnHardware) shows tc2 correct
-// and faster on a GPU.
+// and faster on a GPU. A third choice, AttentionGEMM ("gemm"), is not a
+// flash-style kernel: batched cuBLAS GEMMs around a masked softmax
+// (ops_attention_gemm.go), untimed on a GPU too.
 const (
 	AttentionTC1 = "tc1"
 	AttentionTC2 = "tc2"
@@ -99,12 +101,12 @@ const (
 // around attention_gemm.cu, ops_attention_gemm.go; where one sequence is
 // too long for its scratch, attnGEMMEntries, the op runs tc1). It changes
 // nothing in PrecisionF32 or for head dims attnTC leaves to the float32
-// kernels. tc2 also wants q, k,
-// v and dout 16-byte aligned (its loads are four floats wide): where one is
-// not (a view at an odd offset), the op runs tc1; train/model's activation
-// arena starts every piece 16 bytes aligned, so the model's operands
-// qualify (TestTC2RunsInModelCUDAEmulated). Call it before the ops
-// run; it is not safe concurrently with them.
+// kernels. tc2 also wants q, k, v and dout 16-byte aligned (its loads are
+// four floats wide): where one is not (a view at an odd offset), the op
+// runs tc1; train/model's activation arena starts every piece 16 bytes
+// aligned, so the model's operands qualify
+// (TestTC2RunsInModelCUDAEmulated). Call it before the ops run; it is not
+// safe concurrently with them.
 func (o *Ops) SetAttentionKernel(name string) error {
 	switch name {
 	case "", AttentionTC1:

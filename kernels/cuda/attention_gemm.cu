@@ -7,7 +7,7 @@
 //
 // Layout. A batch entry e is one (sequence s, KV head j) pair, e = s·KVH +
 // j, and a call takes a run of nE entries from e0. Its operands are dense
-// and padded to Lmax, the longest sequence of the pack rounded up to 8
+// and padded to Lmax, the longest sequence of the run rounded up to 8
 // (attnGEMMAlign): Q̃ [G·Lmax, D], the G query heads sharing KV head j as
 // extra rows (row r = i·G + h: query position i, head j·G + h), K̃ and Ṽ
 // [Lmax, D], the scores and P [G·Lmax, Lmax]. Rows of positions past the sequence's length are zero

@@ -15,16 +15,27 @@ import (
 // The GEMM-based attention of the bf16 precision ("gemm":
 // ops_attention_gemm.go, attention_gemm.cu) on the CPU shim: its plans'
 // kernels on the shim, their batched GEMMs from the BLAS definition
-// (hostGemm), in runs of a few entries so that every case takes several.
+// (hostGemm), in runs of a few entries so that every case takes several
+// (shimGEMMRuns).
 
-// shimGEMMPerRun is the (sequence, KV head) entries of a run on the shim:
-// small, so that the cases take several runs and a last short one.
-const shimGEMMPerRun = 2
+// shimGEMMRuns is the GEMM attention's runs on the shim for G query heads
+// a KV head: a score bound of two entries of the longest sequence, so that
+// the cases take several runs (and a run of short sequences more entries).
+func shimGEMMRuns(t testing.TB, off []int32, KVH, G int) []cuda.GEMMRun {
+	L := 0
+	for s := 0; s+1 < len(off); s++ {
+		L = max(L, int(off[s+1]-off[s]+7)/8*8)
+	}
+	runs, ok := cuda.GEMMRuns(off, KVH, G, 2*12*G*L*L)
+	if !ok {
+		t.Fatalf("GEMMRuns(%v): no run fits two entries of the longest", off)
+	}
+	return runs
+}
 
-// gemmScratch is the GEMM attention's scratch for runs of nE entries on
-// the host.
-func gemmScratch(nE, G, L, D int) cuda.AttnGEMMScratch {
-	qd, kd, sl := cuda.AttnGEMMSizes(nE, G, L, D)
+// gemmScratch is the GEMM attention's scratch for runs on the host.
+func gemmScratch(runs []cuda.GEMMRun, G, D int) cuda.AttnGEMMScratch {
+	qd, kd, sl := cuda.AttnGEMMSizes(runs, G, D)
 	return cuda.AttnGEMMScratch{
 		Q: make([]uint16, qd), K: make([]uint16, kd), V: make([]uint16, kd), DO: make([]uint16, qd),
 		P: make([]uint16, sl), DS: make([]uint16, sl),
@@ -38,6 +49,7 @@ func gemmScratch(nE, G, L, D int) cuda.AttnGEMMScratch {
 // plan's steps before they run (the tests that a broken plan is caught).
 type shimGEMM struct {
 	shimTC
+	t      testing.TB
 	mutate func([]cuda.XStep) []cuda.XStep
 }
 
@@ -59,8 +71,8 @@ func (b shimGEMM) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []i
 	}
 	kernels.NeedWindow("AttentionWindowForward", W)
 	kernels.NeedAttentionForward("AttentionWindowForward", out, lse, q, k, v, seqOff, N, H, KVH, D)
-	sc := gemmScratch(shimGEMMPerRun, H/KVH, cuda.AttnGEMMLen(seqOff), D)
-	b.run(cuda.PlanAttentionGEMM(out, lse, q, k, v, seqOff, sc, seqOff, N, H, KVH, D, min(W, N), scale, shimGEMMPerRun))
+	runs := shimGEMMRuns(b.t, seqOff, KVH, H/KVH)
+	b.run(cuda.PlanAttentionGEMM(out, lse, q, k, v, seqOff, gemmScratch(runs, H/KVH, D), runs, N, H, KVH, D, min(W, N), scale))
 }
 
 func (b shimGEMM) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
@@ -74,8 +86,8 @@ func (b shimGEMM) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []
 	}
 	kernels.NeedWindow("AttentionWindowBackward", W)
 	kernels.NeedAttentionBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
-	sc := gemmScratch(shimGEMMPerRun, H/KVH, cuda.AttnGEMMLen(seqOff), D)
-	b.run(cuda.PlanAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, sc, seqOff, N, H, KVH, D, min(W, N), scale, shimGEMMPerRun))
+	runs := shimGEMMRuns(b.t, seqOff, KVH, H/KVH)
+	b.run(cuda.PlanAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, gemmScratch(runs, H/KVH, D), runs, N, H, KVH, D, min(W, N), scale))
 }
 
 // TestAttentionGEMMOnCPUShim is TestAttentionTCOnCPUShim on the GEMM
@@ -85,7 +97,7 @@ func (b shimGEMM) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []
 func TestAttentionGEMMOnCPUShim(t *testing.T) {
 	t.Parallel()
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	b := shimGEMM{shimTC: shimTC{shimBackend: shimBackend{h: h}}}
+	b := shimGEMM{shimTC: shimTC{shimBackend: shimBackend{h: h}}, t: t}
 	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
 	t.Run("conformance", func(t *testing.T) {
 		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
@@ -144,7 +156,7 @@ func gemmWorst(b kernels.Backend, lens []int, H, KVH, D, W int) (float64, string
 func TestAttentionGEMMBrokenPlanCaught(t *testing.T) {
 	t.Parallel()
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	base := shimGEMM{shimTC: shimTC{shimBackend: shimBackend{h: h}}}
+	base := shimGEMM{shimTC: shimTC{shimBackend: shimBackend{h: h}}, t: t}
 	// Two sequences (one shorter than the other: padding), GQA of 2, a
 	// window of 6 keys: 4 entries, in runs of 2.
 	lens, H, KVH, D, W := []int{13, 9}, 4, 2, 16, 6
@@ -206,33 +218,43 @@ func TestAttentionGEMMBrokenPlanCaught(t *testing.T) {
 	}
 }
 
-// TestAttnGEMMEntries: a run holds as many entries as attnGEMMScoreBytes
-// (1 GiB at 12 bytes a score) takes, and none when one entry is larger
-// (the op then runs tc1).
-func TestAttnGEMMEntries(t *testing.T) {
-	for _, c := range []struct{ G, L, want int }{
-		{7, 1024, 12}, // the 7B bench: 84 MiB an entry
-		{1, 1, 1 << 30 / 12},
-		{7, 3500, 1}, // 7·3500²·12 = 1.03e9 ≤ 2³⁰
-		{7, 3600, 0}, // past it
-		{1, 9459, 1}, // 12·9459² ≤ 2³⁰
-		{1, 9460, 0},
-	} {
-		if got := cuda.AttnGEMMEntries(c.G, c.L, 1<<30); got != c.want {
-			t.Errorf("AttnGEMMEntries(%d, %d) = %d, want %d", c.G, c.L, got, c.want)
-		}
+// TestGEMMRuns: the runs of the GEMM attention's entries (sequence, KV
+// head) in order, each within the score bound at 12 bytes a score of its
+// own padded length (the longest of its sequences rounded up to 8): the
+// 7B bench's 32 entries of 1024 tokens in runs of 12 at 1 GiB; short
+// sequences grouped more; sequences with no tokens mere padding; none when
+// one entry is past the bound.
+func TestGEMMRuns(t *testing.T) {
+	const GiB = 1 << 30
+	seven := make([]int32, 9)
+	for s := range seven {
+		seven[s] = int32(1024 * s)
 	}
-}
-
-// TestAttnGEMMLen: the GEMM attention pads the longest sequence to a
-// multiple of 8 (16 bytes of bfloat16), no sequence to nothing.
-func TestAttnGEMMLen(t *testing.T) {
 	for _, c := range []struct {
-		off  []int32
-		want int
-	}{{[]int32{0, 37, 38, 68}, 40}, {[]int32{0, 1024, 2048}, 1024}, {[]int32{0, 0}, 0}, {[]int32{0, 1}, 8}, {[]int32{0, 5, 21}, 16}} {
-		if got := cuda.AttnGEMMLen(c.off); got != c.want {
-			t.Errorf("AttnGEMMLen(%v) = %d, want %d", c.off, got, c.want)
+		name   string
+		off    []int32
+		KVH, G int
+		cap    int
+		want   [][3]int // e0, n, L
+	}{
+		{"7B bench", seven, 4, 7, GiB, [][3]int{{0, 12, 1024}, {12, 12, 1024}, {24, 8, 1024}}},
+		// lengths 37, 1, 30 → 40, 8, 32; an entry of 40 costs 12·7·1600 = 134400
+		{"padded lengths", []int32{0, 37, 38, 68}, 1, 7, GiB, [][3]int{{0, 3, 40}}},
+		{"two of the longest", []int32{0, 37, 38, 68}, 1, 7, 2 * 134400, [][3]int{{0, 2, 40}, {2, 1, 32}}},
+		// lengths 9, 4, 4, 4, 9 with 2 KV heads: runs of short sequences take more entries
+		{"short ones grouped", []int32{0, 9, 13, 17, 21, 30}, 2, 1, 4 * 12 * 16 * 16, [][3]int{{0, 4, 16}, {4, 4, 8}, {8, 2, 16}}},
+		{"empty sequences: padding of a run", []int32{0, 0, 5, 5}, 1, 2, GiB, [][3]int{{0, 3, 8}}},
+		{"one entry past the bound", []int32{0, 17}, 1, 1, 12*24*24 - 1, nil},
+		{"exactly at the bound", []int32{0, 17}, 1, 1, 12 * 24 * 24, [][3]int{{0, 1, 24}}},
+	} {
+		runs, ok := cuda.GEMMRuns(c.off, c.KVH, c.G, c.cap)
+		var got [][3]int
+		for _, r := range runs {
+			e0, n, L := cuda.RunParts(r)
+			got = append(got, [3]int{e0, n, L})
+		}
+		if ok != (c.want != nil) || !slices.Equal(got, c.want) {
+			t.Errorf("%s: runs %v (ok %v), want %v", c.name, got, ok, c.want)
 		}
 	}
 }

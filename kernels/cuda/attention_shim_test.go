@@ -233,12 +233,15 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 		for s := range hostOff {
 			hostOff[s] = int32(s * N / S)
 		}
-		L := cuda.AttnGEMMLen(hostOff)
-		sc := gemmScratch(S*KVH, H/KVH, L, D)
+		runs, ok := cuda.GEMMRuns(hostOff, KVH, H/KVH, 1<<30)
+		if !ok {
+			t.Fatalf("%s: no GEMM runs", name)
+		}
+		sc := gemmScratch(runs, H/KVH, D)
 		out, lse = make([]float32, N*H*D), make([]float32, N*H)
 		dq, dk, dv = make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
-		h.runX(cuda.PlanAttentionGEMM(out, lse, q, k, v, seqOff, sc, hostOff, N, H, KVH, D, W, 0.35, S*KVH))
-		h.runX(cuda.PlanAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, sc, hostOff, N, H, KVH, D, W, 0.35, S*KVH))
+		h.runX(cuda.PlanAttentionGEMM(out, lse, q, k, v, seqOff, sc, runs, N, H, KVH, D, W, 0.35))
+		h.runX(cuda.PlanAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, sc, runs, N, H, KVH, D, W, 0.35))
 		for what, x := range map[string][]float32{"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv} {
 			for i, f := range x {
 				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {

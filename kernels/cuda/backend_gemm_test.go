@@ -129,11 +129,12 @@ func TestOpsAttentionGEMMDeviceOffsets(t *testing.T) {
 	}
 }
 
-// TestBackendGEMMRunsAndFallback: with the score scratch bounded so that
-// a run holds 2 of the 6 (sequence, KV head) entries, the GEMM attention
-// takes three runs through the same scratch and gives the bits of one run
-// (the fake cuBLAS computes each product alone); bounded below one entry,
-// the ops run tc1, with tc1's bits, and the profile says so.
+// TestBackendGEMMRunsAndFallback: with the score scratch bounded at two
+// entries of the longest sequence, the GEMM attention takes two runs
+// (the shorter sequences padded less) through the same scratch and gives
+// the bits of one run (the fake cuBLAS computes each product alone, and
+// padding adds exact zeros); bounded below one entry of the longest, the
+// ops run tc1, with tc1's bits, and the profile says so.
 func TestBackendGEMMRunsAndFallback(t *testing.T) {
 	t.Parallel()
 	b, drv, blas := emulatedBackendIn(t, kernels.PrecisionBF16)
@@ -194,12 +195,15 @@ func TestBackendGEMMRunsAndFallback(t *testing.T) {
 	if want := []int{6, 6, 6, 6, 6, 6, 6}; !slices.Equal(batches, want) { // forward 2, backward 5
 		t.Errorf("one run: GEMM batches %v, want %v", batches, want)
 	}
-	three, _, batches := run(cuda.AttentionGEMM, 2*entry+1)
-	if want := slices.Repeat([]int{2}, 21); !slices.Equal(batches, want) {
-		t.Errorf("runs of 2 entries: GEMM batches %v, want %v", batches, want)
+	// Bounded at two entries of 16: the 4 entries of the first two
+	// sequences (padded to 8, a quarter of the cost each) in one run, the
+	// last sequence's 2 in another.
+	two, _, batches := run(cuda.AttentionGEMM, 2*entry+1)
+	if want := []int{4, 4, 2, 2, 4, 4, 4, 4, 4, 2, 2, 2, 2, 2}; !slices.Equal(batches, want) {
+		t.Errorf("runs within two entries: GEMM batches %v, want %v", batches, want)
 	}
-	if !same(one, three) {
-		t.Errorf("runs of 2 entries give other bits than one run")
+	if !same(one, two) {
+		t.Errorf("two runs give other bits than one run")
 	}
 	n0 := len(drv.Launches())
 	fell, ops, batches := run(cuda.AttentionGEMM, entry-1)

@@ -41,13 +41,14 @@
 // attention of the bf16 precision, picked by
 // Ops.SetAttentionKernel("gemm") (ops_attention_gemm.go): per (sequence, KV
 // head) entry, q, k, v (and dout) gathered into dense bfloat16 operands
-// padded to the pack's longest sequence, the G query heads of a KV head as
-// extra rows; scores and, in the backward, dP and the products with P and
-// dS as cublasGemmStridedBatchedEx calls (bf16 operands, float32
-// accumulation); a masked softmax writing P and lse, and the backward's
-// row kernel writing P and dS; the results scattered back (dq, dk, dv
-// accumulated); tc1's rounding points and bounds, runs of entries within a
-// 1 GiB score scratch, tc1 where one sequence is too long for it. It has
+// padded to the longest sequence of their run, the G query heads of a KV
+// head as extra rows; scores and, in the backward, dP and the products
+// with P and dS as cublasGemmStridedBatchedEx calls (bf16 operands,
+// float32 accumulation); a masked softmax writing P and lse, and the
+// backward's row kernel writing P and dS; the results scattered back (dq,
+// dk, dv accumulated); tc1's rounding points (the forward's P rounded
+// normalized) and bounds, runs of entries within a 1 GiB score scratch,
+// tc1 where one sequence is too long for it. It has
 // run only on the CPU shim (its GEMMs from the BLAS definition) and the
 // emulated device, so tc1 stays the default until
 // TestAttentionGEMMOnHardware times it;

@@ -10,6 +10,7 @@ type (
 	LMScratch = lmScratch
 
 	AttnGEMMScratch = attnGEMMScratch
+	GEMMRun         = gemmRun
 )
 
 var (
@@ -26,8 +27,7 @@ var (
 	PlanAttentionGEMM         = planAttentionGEMM
 	PlanAttentionBackwardGEMM = planAttentionBackwardGEMM
 	AttnGEMMSizes             = attnGEMMSizes
-	AttnGEMMEntries           = attnGEMMEntries
-	AttnGEMMLen               = attnGEMMLen
+	GEMMRuns                  = gemmRuns
 )
 
 // StepParts returns the kernel launch or the GEMM of s (one is nil).
@@ -52,3 +52,7 @@ func (b *Backend) Ops() *Ops { return b.ops }
 // SetGEMMScoreBytes bounds the GEMM attention's score scratch of o at n
 // bytes (0: attnGEMMScoreBytes), so that small shapes take several runs.
 func (o *Ops) SetGEMMScoreBytes(n int) { o.scoreCap = n }
+
+// RunParts returns a GEMM attention run's first entry, entry count and
+// padded length.
+func RunParts(r gemmRun) (e0, n, L int) { return r.e0, r.n, r.L }

@@ -99,7 +99,7 @@ const (
 // AttentionTC1 (attention_tc.cu, the default; "" means it too),
 // AttentionTC2 (attention_fa2.cu) or AttentionGEMM (batched cuBLAS GEMMs
 // around attention_gemm.cu, ops_attention_gemm.go; where one sequence is
-// too long for its scratch, attnGEMMEntries, the op runs tc1). It changes
+// too long for its scratch, gemmRuns, the op runs tc1). It changes
 // nothing in PrecisionF32 or for head dims attnTC leaves to the float32
 // kernels. tc2 also wants q, k, v and dout 16-byte aligned (its loads are
 // four floats wide): where one is not (a view at an odd offset), the op
@@ -273,10 +273,21 @@ func (o *Ops) attnPath(D int, gemmFits bool, bufs ...*Buffer) string {
 
 // gemmFits reports whether the GEMM attention takes the sequences of the
 // host offsets off (nil: not known) with H query heads over KVH: gemm
-// picked and one entry of the longest sequence (padded, attnGEMMLen)
-// within its scratch (attnGEMMEntries).
-func (o *Ops) gemmFits(off []int32, H, KVH int) bool {
-	return o.attn == AttentionGEMM && off != nil && attnGEMMEntries(H/KVH, attnGEMMLen(off), o.gemmScoreBytes()) > 0
+// picked and every entry within its scratch (gemmRunsFor).
+func (o *Ops) gemmFits(off []int32, H, KVH int) bool { return o.gemmRunsFor(off, H, KVH) != nil }
+
+// gemmRunsFor is the GEMM attention's runs (gemmRuns) over the host
+// offsets off within o's score bound; nil when gemm is not picked, off is
+// nil, one entry does not fit, or there is nothing to compute.
+func (o *Ops) gemmRunsFor(off []int32, H, KVH int) []gemmRun {
+	if o.attn != AttentionGEMM || off == nil {
+		return nil
+	}
+	runs, ok := gemmRuns(off, KVH, H/KVH, o.gemmScoreBytes())
+	if !ok {
+		return nil
+	}
+	return runs
 }
 
 // hostSeqOff returns the offsets the GEMM attention sizes its runs by: off
@@ -315,17 +326,16 @@ func (o *Ops) attnForward(op string, out, lse, q, k, v, seqOff *Buffer, off []in
 	if err != nil {
 		return err
 	}
-	switch o.attnPath(D, o.gemmFits(off, H, KVH), q, k, v) {
+	runs := o.gemmRunsFor(off, H, KVH)
+	switch o.attnPath(D, runs != nil, q, k, v) {
 	case attnPathGEMM:
-		G, L := H/KVH, attnGEMMLen(off)
-		perRun := min(attnGEMMEntries(G, L, o.gemmScoreBytes()), S*KVH)
 		sc := o.lockScratch()
 		defer sc.unlock()
-		scr, err := gemmScratch(sc, op, perRun, G, L, D, false)
+		scr, err := gemmScratch(sc, op, runs, H/KVH, D, false)
 		if err != nil {
 			return err
 		}
-		return o.runX(op, planAttentionGEMM(out, lse, q, k, v, seqOff, scr, off, N, H, KVH, D, min(W, N), scale, perRun))
+		return o.runX(op, planAttentionGEMM(out, lse, q, k, v, seqOff, scr, runs, N, H, KVH, D, min(W, N), scale))
 	case attnPathTC2:
 		return o.run(op, planAttentionTC2(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
 	case attnPathTC1:
@@ -359,17 +369,16 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 	if err != nil {
 		return err
 	}
-	path := o.attnPath(D, o.gemmFits(off, H, KVH), dout, q, k, v)
+	runs := o.gemmRunsFor(off, H, KVH)
+	path := o.attnPath(D, runs != nil, dout, q, k, v)
 	if path == attnPathGEMM {
-		G, L := H/KVH, attnGEMMLen(off)
-		perRun := min(attnGEMMEntries(G, L, o.gemmScoreBytes()), S*KVH)
 		sc := o.lockScratch()
 		defer sc.unlock()
-		scr, err := gemmScratch(sc, op, perRun, G, L, D, true)
+		scr, err := gemmScratch(sc, op, runs, H/KVH, D, true)
 		if err != nil {
 			return err
 		}
-		return o.runX(op, planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, scr, off, N, H, KVH, D, min(W, N), scale, perRun))
+		return o.runX(op, planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, scr, runs, N, H, KVH, D, min(W, N), scale))
 	}
 	if path == attnPathTC2 && N > 0 {
 		sc := o.lockScratch()

@@ -13,9 +13,9 @@ import (
 // (6.3 ms forward, 21.7 ms backward a layer at the 7B shape), cuBLAS's
 // bf16 GemmEx ran at about 500 TFLOP/s there; this path spends the
 // GEMMs' extra work (the scores of every key, causal or not, padded to
-// the longest sequence) on that rate. Its price is memory: the scores and
-// P of a run of entries live in scratch (attnGEMMScoreBytes), where the
-// flash-style kernels keep them in tiles. It has not run on a GPU:
+// the longest sequence of a run) on that rate. Its price is memory: the
+// scores and P of a run of entries live in scratch (attnGEMMScoreBytes),
+// where the flash-style kernels keep them in tiles. It has not run on a GPU:
 // TestAttentionGEMMOnHardware times it against tc1 and tc2.
 
 // AttentionGEMM names the GEMM-based attention for SetAttentionKernel.
@@ -28,7 +28,7 @@ const attnPathGEMM = AttentionGEMM
 // attnGEMMScoreBytes bounds the scratch of the per-score buffers of one
 // run of batch entries: the backward's two float32 matrices (the scores
 // and dP) and two bfloat16 ones (P and dS), 12 bytes a score; the forward
-// takes runs of the same length, at 6 bytes a score. At the 7B bench's
+// takes the same runs, at 6 bytes a score. At the 7B bench's
 // shape (8 sequences of 1024 tokens, 4 KV heads of 7 query heads: 32
 // entries of 7·1024² scores, 84 MiB each in the backward) 1 GiB makes runs
 // of 12 entries, three runs a call, each GEMM a batch of 12 products of
@@ -40,19 +40,6 @@ const attnGEMMScoreBytes = 1 << 30
 // in the backward (see attnGEMMScoreBytes).
 const attnGEMMScoreBytesPer = 12
 
-// attnGEMMEntries is the entries (sequence, KV head) of a run for G query
-// heads a KV head and sequences of at most Lmax tokens (padded): as many
-// as capBytes (attnGEMMScoreBytes) holds, 0 when not even one entry fits
-// (then the op runs tc1: at 1 GiB, a single sequence longer than about
-// 3500 tokens for G = 7).
-func attnGEMMEntries(G, Lmax, capBytes int) int {
-	per := attnGEMMScoreBytesPer * G * Lmax * Lmax
-	if per <= 0 || per > capBytes {
-		return 0
-	}
-	return capBytes / per
-}
-
 // gemmScoreBytes is the GEMM attention's score scratch bound of o:
 // attnGEMMScoreBytes, or less where a test set it (scoreCap) to make its
 // small shapes take several runs, or none.
@@ -63,28 +50,16 @@ func (o *Ops) gemmScoreBytes() int {
 	return attnGEMMScoreBytes
 }
 
-// seqMaxLen is the longest sequence of the offsets off.
-func seqMaxLen(off []int32) int {
-	m := 0
-	for s := 0; s+1 < len(off); s++ {
-		m = max(m, int(off[s+1]-off[s]))
-	}
-	return m
-}
-
-// attnGEMMAlign is the multiple the GEMM attention pads its sequence
-// length Lmax to: 8 bfloat16 values, 16 bytes, so that every leading
+// attnGEMMAlign is the multiple the GEMM attention pads a run's sequence
+// length L to: 8 bfloat16 values, 16 bytes, so that every leading
 // dimension and batch stride of its GEMMs (L, G·L·D, L·D, G·L·L; D is a
 // multiple of 16) is one cuBLAS's tensor-core kernels take without
 // falling back to slower ones for misaligned operands. The padding rows
 // and keys are masked like those of the shorter sequences.
 const attnGEMMAlign = 8
 
-// attnGEMMLen is the padded length of the GEMM attention's operands for
-// the offsets off: the longest sequence rounded up to attnGEMMAlign.
-func attnGEMMLen(off []int32) int {
-	return (seqMaxLen(off) + attnGEMMAlign - 1) / attnGEMMAlign * attnGEMMAlign
-}
+// attnGEMMPad is a sequence length of n tokens padded to attnGEMMAlign.
+func attnGEMMPad(n int) int { return (n + attnGEMMAlign - 1) / attnGEMMAlign * attnGEMMAlign }
 
 // checkSeqOff fails unless off is S+1 offsets from 0 to N, never
 // decreasing.
@@ -100,21 +75,48 @@ func checkSeqOff(off []int32, S, N int) error {
 	return nil
 }
 
-// gemmRuns is the entries of a GEMM attention op's runs: runs of perRun
-// entries (the last shorter) over S·KVH.
-func gemmRuns(S, KVH, perRun int) [][2]int {
-	var runs [][2]int
-	for e0 := 0; e0 < S*KVH; e0 += perRun {
-		runs = append(runs, [2]int{e0, min(perRun, S*KVH-e0)})
+// gemmRun is one run of a GEMM attention op: the n entries e0 … e0+n−1
+// (entry e: sequence e/KVH, KV head e%KVH), their operands padded to L,
+// the longest of their sequences rounded up to attnGEMMAlign.
+type gemmRun struct{ e0, n, L int }
+
+// gemmRuns splits the S·KVH entries of the sequences of off, in order,
+// into runs, each as long as its scores stay within capBytes
+// (attnGEMMScoreBytesPer·G·L² an entry, L the run's padded length), so
+// that a run of short sequences is not padded to the pack's longest. ok is
+// false when one entry alone does not fit (the op then runs tc1). A
+// sequence with no tokens is padding in its run; a run of nothing else
+// (L = 0, only where the whole pack is empty) is left out.
+func gemmRuns(off []int32, KVH, G, capBytes int) (runs []gemmRun, ok bool) {
+	S := len(off) - 1
+	padded := func(e int) int { return attnGEMMPad(int(off[e/KVH+1] - off[e/KVH])) }
+	cost := func(n, L int) int { return n * attnGEMMScoreBytesPer * G * L * L }
+	for e := 0; e < S*KVH; {
+		r := gemmRun{e0: e}
+		for e+r.n < S*KVH {
+			L := max(r.L, padded(e+r.n))
+			if cost(r.n+1, L) > capBytes || cost(r.n+1, L) < 0 {
+				if r.n == 0 {
+					return nil, false
+				}
+				break
+			}
+			r.n, r.L = r.n+1, L
+		}
+		if r.L > 0 {
+			runs = append(runs, r)
+		}
+		e += r.n
 	}
-	return runs
+	return runs, true
 }
 
-// attnGEMMScratch is the GEMM attention's scratch, sized for one run of
-// entries: bfloat16 Q̃ and dÕ [·, G·Lmax, D], K̃ and Ṽ [·, Lmax, D], P and
-// dS [·, G·Lmax, Lmax]; float32 scores and dP [·, G·Lmax, Lmax], Õ and dQ̃
-// [·, G·Lmax, D], dK̃ and dṼ [·, Lmax, D]. The forward leaves dO, dP, dS,
-// dQ, dK and dV nil. *Buffer for Ops ([]uint16 and []float32 on the shim).
+// attnGEMMScratch is the GEMM attention's scratch, sized for the largest
+// run (attnGEMMSizes), n entries padded to L: bfloat16 Q̃ and dÕ [n, G·L,
+// D], K̃ and Ṽ [n, L, D], P and dS [n, G·L, L]; float32 scores and dP
+// [n, G·L, L], Õ and dQ̃ [n, G·L, D], dK̃ and dṼ [n, L, D]. The forward
+// leaves DO, DP, DS, DQ, DK and DV nil. *Buffer for Ops ([]uint16 and
+// []float32 on the shim).
 type attnGEMMScratch struct {
 	Q, K, V, DO, P, DS   any
 	S, DP, O, DQ, DK, DV any
@@ -142,18 +144,15 @@ const agThreads = 128
 
 // planAttentionGEMM is the GEMM attention's forward: out [N,H,D] and lse
 // [N,H] of q [N,H,D] over k, v [N,KVH,D] for the S sequences of seqOff (on
-// the device; off the same offsets on the host, which size the runs), the
-// window W ≥ 1. Per run of perRun entries: gather Q̃, K̃, Ṽ (bfloat16);
+// the device; runs from gemmRuns on the same offsets on the host), the
+// window W ≥ 1. Per run: gather Q̃, K̃, Ṽ (bfloat16);
 // scores = Q̃·K̃ᵀ (one strided-batched GemmEx); the masked softmax writes P
 // and lse; Õ = P·Ṽ (another); Õ scattered into out.
-func planAttentionGEMM(out, lse, q, k, v, seqOff any, sc attnGEMMScratch, off []int32, N, H, KVH, D, W int, scale float32, perRun int) []xstep {
-	S, G, L := len(off)-1, H/KVH, attnGEMMLen(off)
-	if N == 0 || L == 0 {
-		return nil
-	}
+func planAttentionGEMM(out, lse, q, k, v, seqOff any, sc attnGEMMScratch, runs []gemmRun, N, H, KVH, D, W int, scale float32) []xstep {
+	G := H / KVH
 	var x []xstep
-	for _, r := range gemmRuns(S, KVH, perRun) {
-		e0, nE := r[0], r[1]
+	for _, r := range runs {
+		e0, nE, L := r.e0, r.n, r.L
 		x = append(x, kstep(
 			agGather(sc.Q, q, seqOff, N, e0, nE, KVH, G, L, D),
 			agGather(sc.K, k, seqOff, N, e0, nE, KVH, 1, L, D),
@@ -175,14 +174,11 @@ func planAttentionGEMM(out, lse, q, k, v, seqOff any, sc attnGEMMScratch, off []
 // and dS from the scores, dP, lse and δ; dṼ = Pᵀ·dÕ, dK̃ = dSᵀ·Q̃ (each
 // sums the G heads of the KV head, their rows being Q̃'s), dQ̃ = dS·K̃; the
 // three added into dq and dk (times scale) and dv.
-func planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, sc attnGEMMScratch, off []int32, N, H, KVH, D, W int, scale float32, perRun int) []xstep {
-	S, G, L := len(off)-1, H/KVH, attnGEMMLen(off)
-	if N == 0 || L == 0 {
-		return nil
-	}
+func planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, sc attnGEMMScratch, runs []gemmRun, N, H, KVH, D, W int, scale float32) []xstep {
+	G := H / KVH
 	var x []xstep
-	for _, r := range gemmRuns(S, KVH, perRun) {
-		e0, nE := r[0], r[1]
+	for _, r := range runs {
+		e0, nE, L := r.e0, r.n, r.L
 		x = append(x, kstep(
 			agGather(sc.Q, q, seqOff, N, e0, nE, KVH, G, L, D),
 			agGather(sc.K, k, seqOff, N, e0, nE, KVH, 1, L, D),
@@ -210,17 +206,21 @@ func planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, 
 	return x
 }
 
-// attnGEMMSizes is the elements of each scratch buffer of a run of nE
-// entries (bfloat16 ones in values).
-func attnGEMMSizes(nE, G, L, D int) (qd, kd, sl int) {
-	return nE * G * L * D, nE * L * D, nE * G * L * L
+// attnGEMMSizes is the elements of each scratch buffer that every run of
+// runs fits in (bfloat16 ones in values): qd of Q̃, dÕ, Õ and dQ̃, kd of
+// K̃, Ṽ, dK̃ and dṼ, sl of the scores, dP, P and dS.
+func attnGEMMSizes(runs []gemmRun, G, D int) (qd, kd, sl int) {
+	for _, r := range runs {
+		qd, kd, sl = max(qd, r.n*G*r.L*D), max(kd, r.n*r.L*D), max(sl, r.n*G*r.L*r.L)
+	}
+	return qd, kd, sl
 }
 
-// gemmScratch takes the GEMM attention's scratch for runs of nE entries
-// from the lease (bfloat16 buffers hold two values an element); backward
-// adds the backward's buffers.
-func gemmScratch(l *scratchLease, op string, nE, G, L, D int, backward bool) (attnGEMMScratch, error) {
-	qd, kd, sl := attnGEMMSizes(nE, G, L, D)
+// gemmScratch takes the GEMM attention's scratch for runs from the lease
+// (bfloat16 buffers hold two values an element); backward adds the
+// backward's buffers.
+func gemmScratch(l *scratchLease, op string, runs []gemmRun, G, D int, backward bool) (attnGEMMScratch, error) {
+	qd, kd, sl := attnGEMMSizes(runs, G, D)
 	var sc attnGEMMScratch
 	type slot struct {
 		dst  *any

@@ -3,7 +3,11 @@ package cuda_test
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -33,14 +37,28 @@ func shimGEMMRuns(t testing.TB, off []int32, KVH, G int) []cuda.GEMMRun {
 	return runs
 }
 
-// gemmScratch is the GEMM attention's scratch for runs on the host.
+// gemmScratch is the GEMM attention's scratch for runs on the host, every
+// value NaN (as bfloat16 or float32): Ops reuses its scratch from call to
+// call, so a kernel that leaves a padding row or key unwritten must show.
 func gemmScratch(runs []cuda.GEMMRun, G, D int) cuda.AttnGEMMScratch {
 	qd, kd, sl := cuda.AttnGEMMSizes(runs, G, D)
+	bf := func(n int) []uint16 {
+		x := make([]uint16, n)
+		for i := range x {
+			x[i] = 0x7fc0 // a bfloat16 NaN
+		}
+		return x
+	}
+	f := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(math.NaN())
+		}
+		return x
+	}
 	return cuda.AttnGEMMScratch{
-		Q: make([]uint16, qd), K: make([]uint16, kd), V: make([]uint16, kd), DO: make([]uint16, qd),
-		P: make([]uint16, sl), DS: make([]uint16, sl),
-		S: make([]float32, sl), DP: make([]float32, sl), O: make([]float32, qd),
-		DQ: make([]float32, qd), DK: make([]float32, kd), DV: make([]float32, kd),
+		Q: bf(qd), K: bf(kd), V: bf(kd), DO: bf(qd), P: bf(sl), DS: bf(sl),
+		S: f(sl), DP: f(sl), O: f(qd), DQ: f(qd), DK: f(kd), DV: f(kd),
 	}
 }
 
@@ -256,5 +274,74 @@ func TestGEMMRuns(t *testing.T) {
 		if ok != (c.want != nil) || !slices.Equal(got, c.want) {
 			t.Errorf("%s: runs %v (ok %v), want %v", c.name, got, ok, c.want)
 		}
+	}
+}
+
+// TestAttentionGEMMKernelMutantsCaught: the shim comparison also tells a
+// broken attention_gemm.cu from the right one. Each mutant is the kernel
+// source with one change — the causal mask one key too far, δ left out of
+// dS, padding rows of the gathered operands left unwritten (the scratch
+// holds NaN, as reused device scratch holds old values) — compiled into
+// the shim harness; each puts some output past its bound. A change whose
+// text is no longer in the source fails the test, so it cannot pass
+// vacuously.
+func TestAttentionGEMMKernelMutantsCaught(t *testing.T) {
+	t.Parallel()
+	cxx := os.Getenv("CXX")
+	if cxx == "" {
+		cxx = "g++"
+	}
+	if _, err := exec.LookPath(cxx); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("no C++ compiler for the CUDA CPU shim: %v", err)
+		}
+		t.Fatal(err)
+	}
+	shim, err := filepath.Abs("cpushim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct{ name, old, new string }{
+		{"softmax: causal mask one key too far", "const int last = live ? a.i : -1", "const int last = live ? a.i + 1 : -1"},
+		{"dsoftmax: δ left out of dS", "agBF16(pc * (dp[c] - delta))", "agBF16(pc * dp[c])"},
+		{"gather: padding rows unwritten", "dst[x] = o < 0 ? (unsigned short)0 : agBF16(src[o * D + d]);", "if (o >= 0) dst[x] = agBF16(src[o * D + d]);"},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.Mkdir(filepath.Join(dir, "testdata"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			files, err := filepath.Glob("*.cu*") // .cu and .cuh
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range append(files, filepath.Join("testdata", "kernels_main.cc")) {
+				text, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f == "attention_gemm.cu" {
+					if !strings.Contains(string(text), m.old) {
+						t.Fatalf("attention_gemm.cu no longer holds %q", m.old)
+					}
+					text = []byte(strings.Replace(string(text), m.old, m.new, 1))
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), text, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			bin := filepath.Join(dir, "kernels_mutant")
+			if out, err := exec.Command(cxx, "-std=c++17", "-O0", "-Wall", "-pthread", "-I", shim,
+				"-o", bin, filepath.Join(dir, "testdata", "kernels_main.cc")).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", cxx, err, out)
+			}
+			b := shimGEMM{shimTC: shimTC{shimBackend: shimBackend{h: newShimHarness(t, bin)}}, t: t}
+			// Two sequences of unequal length (padding), GQA of 2, causal.
+			if worst, name := gemmWorst(b, []int{13, 9}, 4, 2, 16, 0); worst <= 1 {
+				t.Errorf("not caught (worst %s at %.3g of its bound)", name, worst)
+			} else {
+				t.Logf("caught (%s at %.3g of its bound)", name, worst)
+			}
+		})
 	}
 }

@@ -5,8 +5,10 @@
 // masked softmax. The contracts and masks are attention.cu's: query i of a
 // sequence sees its keys j with i − W < j ≤ i.
 //
-// Layout. A batch entry e is one (sequence s, KV head j) pair, e = s·KVH +
-// j, and a call takes a run of nE entries from e0. Its operands are dense
+// Layout. A batch entry e is one (sequence s, KV head j) pair, e = r·KVH +
+// j where s = order[r], the host's order of the sequences (longest first,
+// so that a run holds sequences of similar length), and a call takes a run
+// of nE entries from e0. Its operands are dense
 // and padded to Lmax, the longest sequence of the run rounded up to 8
 // (attnGEMMAlign): Q̃ [G·Lmax, D], the G query heads sharing KV head j as
 // extra rows (row r = i·G + h: query position i, head j·G + h), K̃ and Ṽ
@@ -52,11 +54,19 @@ __device__ __forceinline__ void agSeq(const int *__restrict__ seqOff, int s, int
 	hi = hi < lo ? lo : (hi > N ? N : hi);
 }
 
+// agEntrySeq is the sequence of entry e: order[e / KVH] (the host's
+// order of the sequences, longest first), clamped to [0, S).
+__device__ __forceinline__ int agEntrySeq(const int *__restrict__ order, int S, int e, int KVH) {
+	const int s = order[e / KVH];
+	return s < 0 ? 0 : (s >= S ? S - 1 : s);
+}
+
 // agSrcRow is the row of [N, KVH·rep, D] that row r of entry e's operand
 // (rep rows a position: G for q, dout and out, 1 for k and v) holds, or −1
 // for a padding row (past its sequence's end).
-__device__ __forceinline__ long long agSrcRow(const int *__restrict__ seqOff, int N, int e, int r, int KVH, int rep) {
-	const int s = e / KVH, j = e % KVH, i = r / rep, h = r % rep;
+__device__ __forceinline__ long long agSrcRow(const int *__restrict__ seqOff, const int *__restrict__ order, int S, int N,
+                                              int e, int r, int KVH, int rep) {
+	const int s = agEntrySeq(order, S, e, KVH), j = e % KVH, i = r / rep, h = r % rep;
 	int lo, hi;
 	agSeq(seqOff, s, N, lo, hi);
 	if (i >= hi - lo) return -1;
@@ -68,13 +78,13 @@ __device__ __forceinline__ long long agSrcRow(const int *__restrict__ seqOff, in
 // bfloat16, padding rows zero. Launch: any 1-D geometry (a grid-stride
 // loop, 64-bit index).
 extern "C" __global__ void attention_gemm_gather(unsigned short *__restrict__ dst, const float *__restrict__ src,
-                                                 const int *__restrict__ seqOff, int N, int e0, int nE, int KVH,
-                                                 int rep, int Lmax, int D) {
+                                                 const int *__restrict__ seqOff, const int *__restrict__ order,
+                                                 int S, int N, int e0, int nE, int KVH, int rep, int Lmax, int D) {
 	const long long rows = (long long)rep * Lmax, total = (long long)nE * rows * D;
 	for (long long x = blockIdx.x * (long long)blockDim.x + threadIdx.x; x < total; x += (long long)gridDim.x * blockDim.x) {
 		const long long row = x / D;
 		const int d = (int)(x % D), b = (int)(row / rows), r = (int)(row % rows);
-		const long long o = agSrcRow(seqOff, N, e0 + b, r, KVH, rep);
+		const long long o = agSrcRow(seqOff, order, S, N, e0 + b, r, KVH, rep);
 		dst[x] = o < 0 ? (unsigned short)0 : agBF16(src[o * D + d]);
 	}
 }
@@ -85,13 +95,14 @@ extern "C" __global__ void attention_gemm_gather(unsigned short *__restrict__ ds
 // of dst belongs to one entry and row: no two threads write it. Launch: any
 // 1-D geometry (a grid-stride loop, 64-bit index).
 extern "C" __global__ void attention_gemm_scatter(float *__restrict__ dst, const float *__restrict__ src,
-                                                  const int *__restrict__ seqOff, int N, int e0, int nE, int KVH,
-                                                  int rep, int Lmax, int D, float mul, int accumulate) {
+                                                  const int *__restrict__ seqOff, const int *__restrict__ order,
+                                                  int S, int N, int e0, int nE, int KVH, int rep, int Lmax, int D,
+                                                  float mul, int accumulate) {
 	const long long rows = (long long)rep * Lmax, total = (long long)nE * rows * D;
 	for (long long x = blockIdx.x * (long long)blockDim.x + threadIdx.x; x < total; x += (long long)gridDim.x * blockDim.x) {
 		const long long row = x / D;
 		const int d = (int)(x % D), b = (int)(row / rows), r = (int)(row % rows);
-		const long long o = agSrcRow(seqOff, N, e0 + b, r, KVH, rep);
+		const long long o = agSrcRow(seqOff, order, S, N, e0 + b, r, KVH, rep);
 		if (o < 0) continue;
 		float *p = &dst[o * D + d];
 		*p = accumulate ? *p + mul * src[x] : mul * src[x];
@@ -106,11 +117,11 @@ struct agRowInfo {
 	long long lseIdx;
 };
 
-__device__ __forceinline__ agRowInfo agRow(const int *__restrict__ seqOff, int N, int e0, long long row, int KVH, int G,
-                                           int Lmax) {
+__device__ __forceinline__ agRowInfo agRow(const int *__restrict__ seqOff, const int *__restrict__ order, int S, int N,
+                                           int e0, long long row, int KVH, int G, int Lmax) {
 	const long long rows = (long long)G * Lmax;
 	const int e = e0 + (int)(row / rows), r = (int)(row % rows);
-	const int s = e / KVH, j = e % KVH;
+	const int s = agEntrySeq(order, S, e, KVH), j = e % KVH;
 	int lo, hi;
 	agSeq(seqOff, s, N, lo, hi);
 	agRowInfo a;
@@ -131,11 +142,12 @@ __device__ __forceinline__ agRowInfo agRow(const int *__restrict__ seqOff, int N
 // block by blockMax and blockSum in a fixed order. Grid nE·G·Lmax, block
 // 128.
 extern "C" __global__ void attention_gemm_softmax(unsigned short *__restrict__ P, float *__restrict__ lse,
-                                                  const float *__restrict__ Sc, const int *__restrict__ seqOff, int N,
-                                                  int e0, int KVH, int G, int Lmax, int W, float scale) {
+                                                  const float *__restrict__ Sc, const int *__restrict__ seqOff,
+                                                  const int *__restrict__ order, int S, int N, int e0, int KVH, int G,
+                                                  int Lmax, int W, float scale) {
 	__shared__ float red[32];
 	const long long row = blockIdx.x;
-	const agRowInfo a = agRow(seqOff, N, e0, row, KVH, G, Lmax);
+	const agRowInfo a = agRow(seqOff, order, S, N, e0, row, KVH, G, Lmax);
 	const bool live = a.i < a.len;
 	// Keys first … last (empty on a padding row); W ≥ 1.
 	const int last = live ? a.i : -1, first = a.i - W + 1 > 0 ? a.i - W + 1 : 0;
@@ -169,11 +181,12 @@ extern "C" __global__ void attention_gemm_softmax(unsigned short *__restrict__ P
 extern "C" __global__ void attention_gemm_dsoftmax(unsigned short *__restrict__ P, unsigned short *__restrict__ dS,
                                                    const float *__restrict__ Sc, const float *__restrict__ dP,
                                                    const float *__restrict__ lse, const float *__restrict__ dout,
-                                                   const float *__restrict__ out, const int *__restrict__ seqOff, int N,
-                                                   int e0, int KVH, int G, int Lmax, int D, int W, float scale) {
+                                                   const float *__restrict__ out, const int *__restrict__ seqOff,
+                                                   const int *__restrict__ order, int S, int N, int e0, int KVH, int G,
+                                                   int Lmax, int D, int W, float scale) {
 	__shared__ float red[32];
 	const long long row = blockIdx.x;
-	const agRowInfo a = agRow(seqOff, N, e0, row, KVH, G, Lmax);
+	const agRowInfo a = agRow(seqOff, order, S, N, e0, row, KVH, G, Lmax);
 	const bool live = a.i < a.len;
 	const int last = live ? a.i : -1, first = a.i - W + 1 > 0 ? a.i - W + 1 : 0;
 	float dl = 0.0f;

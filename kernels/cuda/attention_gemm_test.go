@@ -25,16 +25,16 @@ import (
 // shimGEMMRuns is the GEMM attention's runs on the shim for G query heads
 // a KV head: a score bound of two entries of the longest sequence, so that
 // the cases take several runs (and a run of short sequences more entries).
-func shimGEMMRuns(t testing.TB, off []int32, KVH, G int) []cuda.GEMMRun {
+func shimGEMMRuns(t testing.TB, off []int32, KVH, G int) ([]int32, []cuda.GEMMRun) {
 	L := 0
 	for s := 0; s+1 < len(off); s++ {
 		L = max(L, int(off[s+1]-off[s]+7)/8*8)
 	}
-	runs, ok := cuda.GEMMRuns(off, KVH, G, 2*12*G*L*L)
+	order, runs, ok := cuda.GEMMRuns(off, KVH, G, 2*12*G*L*L)
 	if !ok {
 		t.Fatalf("GEMMRuns(%v): no run fits two entries of the longest", off)
 	}
-	return runs
+	return order, runs
 }
 
 // gemmScratch is the GEMM attention's scratch for runs on the host, every
@@ -89,8 +89,8 @@ func (b shimGEMM) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []i
 	}
 	kernels.NeedWindow("AttentionWindowForward", W)
 	kernels.NeedAttentionForward("AttentionWindowForward", out, lse, q, k, v, seqOff, N, H, KVH, D)
-	runs := shimGEMMRuns(b.t, seqOff, KVH, H/KVH)
-	b.run(cuda.PlanAttentionGEMM(out, lse, q, k, v, seqOff, gemmScratch(runs, H/KVH, D), runs, N, H, KVH, D, min(W, N), scale))
+	order, runs := shimGEMMRuns(b.t, seqOff, KVH, H/KVH)
+	b.run(cuda.PlanAttentionGEMM(out, lse, q, k, v, seqOff, order, len(order), gemmScratch(runs, H/KVH, D), runs, N, H, KVH, D, min(W, N), scale))
 }
 
 func (b shimGEMM) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
@@ -104,8 +104,8 @@ func (b shimGEMM) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []
 	}
 	kernels.NeedWindow("AttentionWindowBackward", W)
 	kernels.NeedAttentionBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
-	runs := shimGEMMRuns(b.t, seqOff, KVH, H/KVH)
-	b.run(cuda.PlanAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, gemmScratch(runs, H/KVH, D), runs, N, H, KVH, D, min(W, N), scale))
+	order, runs := shimGEMMRuns(b.t, seqOff, KVH, H/KVH)
+	b.run(cuda.PlanAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, order, len(order), gemmScratch(runs, H/KVH, D), runs, N, H, KVH, D, min(W, N), scale))
 }
 
 // TestAttentionGEMMOnCPUShim is TestAttentionTCOnCPUShim on the GEMM
@@ -199,8 +199,9 @@ func TestAttentionGEMMBrokenPlanCaught(t *testing.T) {
 	}
 	// The positions of attention_gemm_softmax's and _dsoftmax's parameters
 	// (the plans' argument lists).
-	const smE0, smW, smScale = 5, 9, 10
-	const dsScale = 15
+	const smE0, smW, smScale = 7, 11, 12
+	const dsScale = 17
+	const rep, mul, acc = 9, 12, 13 // of attention_gemm_gather and _scatter
 	for _, m := range []struct {
 		name   string
 		mutate func([]cuda.XStep) []cuda.XStep
@@ -210,19 +211,19 @@ func TestAttentionGEMMBrokenPlanCaught(t *testing.T) {
 		{"softmax: a run's rows read as the entries one earlier", change("attention_gemm_softmax", func(a []any, _ *cuda.Mm) { a[smE0] = max(0, a[smE0].(int)-1) })},
 		{"dsoftmax scale ×1.1", change("attention_gemm_dsoftmax", func(a []any, _ *cuda.Mm) { a[dsScale] = a[dsScale].(float32) * 1.1 })},
 		{"gather: one query head a KV head", change("attention_gemm_gather", func(a []any, _ *cuda.Mm) {
-			if a[7].(int) > 1 { // rep
-				a[7] = 1
+			if a[rep].(int) > 1 {
+				a[rep] = 1
 			}
 		})},
 		{"GEMM batch stride of B zero", change("", func(_ []any, g *cuda.Mm) { g.StrideB = 0 })},
 		{"scatter without dk's scale", change("attention_gemm_scatter", func(a []any, _ *cuda.Mm) {
-			if a[7].(int) == 1 && a[10].(float32) != 1 { // rep 1, mul = scale: dk
-				a[10] = float32(1)
+			if a[rep].(int) == 1 && a[mul].(float32) != 1 { // rep 1, mul = scale: dk
+				a[mul] = float32(1)
 			}
 		})},
 		{"scatter overwriting dv", change("attention_gemm_scatter", func(a []any, _ *cuda.Mm) {
-			if a[11].(int) == 1 && a[10].(float32) == 1 { // accumulate, mul 1: dv
-				a[11] = 0
+			if a[acc].(int) == 1 && a[mul].(float32) == 1 { // accumulate, mul 1: dv
+				a[acc] = 0
 			}
 		})},
 	} {
@@ -236,10 +237,11 @@ func TestAttentionGEMMBrokenPlanCaught(t *testing.T) {
 	}
 }
 
-// TestGEMMRuns: the runs of the GEMM attention's entries (sequence, KV
-// head) in order, each within the score bound at 12 bytes a score of its
-// own padded length (the longest of its sequences rounded up to 8): the
-// 7B bench's 32 entries of 1024 tokens in runs of 12 at 1 GiB; short
+// TestGEMMRuns: the GEMM attention orders the sequences longest first
+// (ties in pack order) and runs their entries (sequence, KV head) in that
+// order, each run within the score bound at 12 bytes a score of its own
+// padded length (the longest of its sequences rounded up to 8): the 7B
+// bench's 32 entries of 1024 tokens in runs of 12 at 1 GiB; short
 // sequences grouped more; sequences with no tokens mere padding; none when
 // one entry is past the bound.
 func TestGEMMRuns(t *testing.T) {
@@ -253,26 +255,28 @@ func TestGEMMRuns(t *testing.T) {
 		off    []int32
 		KVH, G int
 		cap    int
+		order  []int32
 		want   [][3]int // e0, n, L
 	}{
-		{"7B bench", seven, 4, 7, GiB, [][3]int{{0, 12, 1024}, {12, 12, 1024}, {24, 8, 1024}}},
+		{"7B bench", seven, 4, 7, GiB, []int32{0, 1, 2, 3, 4, 5, 6, 7}, [][3]int{{0, 12, 1024}, {12, 12, 1024}, {24, 8, 1024}}},
 		// lengths 37, 1, 30 → 40, 8, 32; an entry of 40 costs 12·7·1600 = 134400
-		{"padded lengths", []int32{0, 37, 38, 68}, 1, 7, GiB, [][3]int{{0, 3, 40}}},
-		{"two of the longest", []int32{0, 37, 38, 68}, 1, 7, 2 * 134400, [][3]int{{0, 2, 40}, {2, 1, 32}}},
-		// lengths 9, 4, 4, 4, 9 with 2 KV heads: runs of short sequences take more entries
-		{"short ones grouped", []int32{0, 9, 13, 17, 21, 30}, 2, 1, 4 * 12 * 16 * 16, [][3]int{{0, 4, 16}, {4, 4, 8}, {8, 2, 16}}},
-		{"empty sequences: padding of a run", []int32{0, 0, 5, 5}, 1, 2, GiB, [][3]int{{0, 3, 8}}},
-		{"one entry past the bound", []int32{0, 17}, 1, 1, 12*24*24 - 1, nil},
-		{"exactly at the bound", []int32{0, 17}, 1, 1, 12 * 24 * 24, [][3]int{{0, 1, 24}}},
+		{"padded lengths", []int32{0, 37, 38, 68}, 1, 7, GiB, []int32{0, 2, 1}, [][3]int{{0, 3, 40}}},
+		{"two of the longest", []int32{0, 37, 38, 68}, 1, 7, 2 * 134400, []int32{0, 2, 1}, [][3]int{{0, 2, 40}, {2, 1, 8}}},
+		// lengths 9, 4, 4, 4, 9 with 2 KV heads: the two 9s first, then the
+		// short ones, more entries a run
+		{"short ones grouped", []int32{0, 9, 13, 17, 21, 30}, 2, 1, 4 * 12 * 16 * 16, []int32{0, 4, 1, 2, 3}, [][3]int{{0, 4, 16}, {4, 6, 8}}},
+		{"empty sequences: padding of a run", []int32{0, 0, 5, 5}, 1, 2, GiB, []int32{1, 0, 2}, [][3]int{{0, 3, 8}}},
+		{"one entry past the bound", []int32{0, 17}, 1, 1, 12*24*24 - 1, nil, nil},
+		{"exactly at the bound", []int32{0, 17}, 1, 1, 12 * 24 * 24, []int32{0}, [][3]int{{0, 1, 24}}},
 	} {
-		runs, ok := cuda.GEMMRuns(c.off, c.KVH, c.G, c.cap)
+		order, runs, ok := cuda.GEMMRuns(c.off, c.KVH, c.G, c.cap)
 		var got [][3]int
 		for _, r := range runs {
 			e0, n, L := cuda.RunParts(r)
 			got = append(got, [3]int{e0, n, L})
 		}
-		if ok != (c.want != nil) || !slices.Equal(got, c.want) {
-			t.Errorf("%s: runs %v (ok %v), want %v", c.name, got, ok, c.want)
+		if ok != (c.want != nil) || !slices.Equal(got, c.want) || !slices.Equal(order, c.order) {
+			t.Errorf("%s: order %v, runs %v (ok %v), want %v, %v", c.name, order, got, ok, c.order, c.want)
 		}
 	}
 }

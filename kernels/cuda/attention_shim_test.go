@@ -233,15 +233,19 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 		for s := range hostOff {
 			hostOff[s] = int32(s * N / S)
 		}
-		runs, ok := cuda.GEMMRuns(hostOff, KVH, H/KVH, 1<<30)
+		order, runs, ok := cuda.GEMMRuns(hostOff, KVH, H/KVH, 1<<30)
 		if !ok {
 			t.Fatalf("%s: no GEMM runs", name)
 		}
 		sc := gemmScratch(runs, H/KVH, D)
+		// The device's order of the sequences is bad too.
+		for i := range order {
+			order[i] = int32(7*i - 3)
+		}
 		out, lse = make([]float32, N*H*D), make([]float32, N*H)
 		dq, dk, dv = make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
-		h.runX(cuda.PlanAttentionGEMM(out, lse, q, k, v, seqOff, sc, runs, N, H, KVH, D, W, 0.35))
-		h.runX(cuda.PlanAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, sc, runs, N, H, KVH, D, W, 0.35))
+		h.runX(cuda.PlanAttentionGEMM(out, lse, q, k, v, seqOff, order, S, sc, runs, N, H, KVH, D, W, 0.35))
+		h.runX(cuda.PlanAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, order, S, sc, runs, N, H, KVH, D, W, 0.35))
 		for what, x := range map[string][]float32{"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv} {
 			for i, f := range x {
 				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {

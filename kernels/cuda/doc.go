@@ -41,8 +41,8 @@
 // attention of the bf16 precision, picked by
 // Ops.SetAttentionKernel("gemm") (ops_attention_gemm.go): per (sequence, KV
 // head) entry, q, k, v (and dout) gathered into dense bfloat16 operands
-// padded to the longest sequence of their run, the G query heads of a KV
-// head as extra rows; scores and, in the backward, dP and the products
+// padded to the longest sequence of their run (the sequences taken
+// longest first), the G query heads of a KV head as extra rows; scores and, in the backward, dP and the products
 // with P and dS as cublasGemmStridedBatchedEx calls (bf16 operands,
 // float32 accumulation); a masked softmax writing P and lse, and the
 // backward's row kernel writing P and dS; the results scattered back (dq,

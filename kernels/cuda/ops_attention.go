@@ -274,20 +274,24 @@ func (o *Ops) attnPath(D int, gemmFits bool, bufs ...*Buffer) string {
 // gemmFits reports whether the GEMM attention takes the sequences of the
 // host offsets off (nil: not known) with H query heads over KVH: gemm
 // picked and every entry within its scratch (gemmRunsFor).
-func (o *Ops) gemmFits(off []int32, H, KVH int) bool { return o.gemmRunsFor(off, H, KVH) != nil }
+func (o *Ops) gemmFits(off []int32, H, KVH int) bool {
+	_, runs := o.gemmRunsFor(off, H, KVH)
+	return runs != nil
+}
 
-// gemmRunsFor is the GEMM attention's runs (gemmRuns) over the host
-// offsets off within o's score bound; nil when gemm is not picked, off is
-// nil, one entry does not fit, or there is nothing to compute.
-func (o *Ops) gemmRunsFor(off []int32, H, KVH int) []gemmRun {
+// gemmRunsFor is the GEMM attention's order of the sequences and runs
+// (gemmRuns) over the host offsets off within o's score bound; nil runs
+// when gemm is not picked, off is nil, one entry does not fit, or there is
+// nothing to compute.
+func (o *Ops) gemmRunsFor(off []int32, H, KVH int) ([]int32, []gemmRun) {
 	if o.attn != AttentionGEMM || off == nil {
-		return nil
+		return nil, nil
 	}
-	runs, ok := gemmRuns(off, KVH, H/KVH, o.gemmScoreBytes())
+	order, runs, ok := gemmRuns(off, KVH, H/KVH, o.gemmScoreBytes())
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	return runs
+	return order, runs
 }
 
 // hostSeqOff returns the offsets the GEMM attention sizes its runs by: off
@@ -326,16 +330,16 @@ func (o *Ops) attnForward(op string, out, lse, q, k, v, seqOff *Buffer, off []in
 	if err != nil {
 		return err
 	}
-	runs := o.gemmRunsFor(off, H, KVH)
+	order, runs := o.gemmRunsFor(off, H, KVH)
 	switch o.attnPath(D, runs != nil, q, k, v) {
 	case attnPathGEMM:
 		sc := o.lockScratch()
 		defer sc.unlock()
-		scr, err := gemmScratch(sc, op, runs, H/KVH, D, false)
+		scr, ord, err := gemmScratch(sc, op, runs, order, H/KVH, D, false)
 		if err != nil {
 			return err
 		}
-		return o.runX(op, planAttentionGEMM(out, lse, q, k, v, seqOff, scr, runs, N, H, KVH, D, min(W, N), scale))
+		return o.runX(op, planAttentionGEMM(out, lse, q, k, v, seqOff, ord, S, scr, runs, N, H, KVH, D, min(W, N), scale))
 	case attnPathTC2:
 		return o.run(op, planAttentionTC2(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
 	case attnPathTC1:
@@ -369,16 +373,16 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 	if err != nil {
 		return err
 	}
-	runs := o.gemmRunsFor(off, H, KVH)
+	order, runs := o.gemmRunsFor(off, H, KVH)
 	path := o.attnPath(D, runs != nil, dout, q, k, v)
 	if path == attnPathGEMM {
 		sc := o.lockScratch()
 		defer sc.unlock()
-		scr, err := gemmScratch(sc, op, runs, H/KVH, D, true)
+		scr, ord, err := gemmScratch(sc, op, runs, order, H/KVH, D, true)
 		if err != nil {
 			return err
 		}
-		return o.runX(op, planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, scr, runs, N, H, KVH, D, min(W, N), scale))
+		return o.runX(op, planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, ord, S, scr, runs, N, H, KVH, D, min(W, N), scale))
 	}
 	if path == attnPathTC2 && N > 0 {
 		sc := o.lockScratch()

@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -76,20 +78,28 @@ func checkSeqOff(off []int32, S, N int) error {
 }
 
 // gemmRun is one run of a GEMM attention op: the n entries e0 … e0+n−1
-// (entry e: sequence e/KVH, KV head e%KVH), their operands padded to L,
-// the longest of their sequences rounded up to attnGEMMAlign.
+// (entry e: sequence order[e/KVH], KV head e%KVH, gemmRuns' order), their
+// operands padded to L, the longest of their sequences rounded up to
+// attnGEMMAlign.
 type gemmRun struct{ e0, n, L int }
 
-// gemmRuns splits the S·KVH entries of the sequences of off, in order,
-// into runs, each as long as its scores stay within capBytes
-// (attnGEMMScoreBytesPer·G·L² an entry, L the run's padded length), so
-// that a run of short sequences is not padded to the pack's longest. ok is
-// false when one entry alone does not fit (the op then runs tc1). A
+// gemmRuns orders the S sequences of off longest first (ties in pack
+// order) and splits their S·KVH entries, in that order, into runs, each
+// as long as its scores stay within capBytes (attnGEMMScoreBytesPer·G·L²
+// an entry, L the run's padded length): so runs hold sequences of similar
+// length, and one of short sequences is not padded to the pack's longest.
+// ok is false when one entry alone does not fit (the op then runs tc1). A
 // sequence with no tokens is padding in its run; a run of nothing else
-// (L = 0, only where the whole pack is empty) is left out.
-func gemmRuns(off []int32, KVH, G, capBytes int) (runs []gemmRun, ok bool) {
+// (L = 0) is left out.
+func gemmRuns(off []int32, KVH, G, capBytes int) (order []int32, runs []gemmRun, ok bool) {
 	S := len(off) - 1
-	padded := func(e int) int { return attnGEMMPad(int(off[e/KVH+1] - off[e/KVH])) }
+	order = make([]int32, S)
+	for s := range order {
+		order[s] = int32(s)
+	}
+	length := func(s int32) int32 { return off[s+1] - off[s] }
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(length(b), length(a)) })
+	padded := func(e int) int { return attnGEMMPad(int(length(order[e/KVH]))) }
 	cost := func(n, L int) int { return n * attnGEMMScoreBytesPer * G * L * L }
 	for e := 0; e < S*KVH; {
 		r := gemmRun{e0: e}
@@ -97,7 +107,7 @@ func gemmRuns(off []int32, KVH, G, capBytes int) (runs []gemmRun, ok bool) {
 			L := max(r.L, padded(e+r.n))
 			if cost(r.n+1, L) > capBytes || cost(r.n+1, L) < 0 {
 				if r.n == 0 {
-					return nil, false
+					return nil, nil, false
 				}
 				break
 			}
@@ -108,7 +118,7 @@ func gemmRuns(off []int32, KVH, G, capBytes int) (runs []gemmRun, ok bool) {
 		}
 		e += r.n
 	}
-	return runs, true
+	return order, runs, true
 }
 
 // attnGEMMScratch is the GEMM attention's scratch, sized for the largest
@@ -124,19 +134,19 @@ type attnGEMMScratch struct {
 
 // agGather and agScatter are attention_gemm.cu's layout kernels on the
 // entries e0 … e0+nE−1.
-func agGather(dst, src, seqOff any, N, e0, nE, KVH, rep, Lmax, D int) step {
+func agGather(dst, src, seqOff, order any, S, N, e0, nE, KVH, rep, Lmax, D int) step {
 	n := nE * rep * Lmax * D
 	return step{"attention_gemm_gather", flatGrid(n), Dim3{flatThreads, 1, 1},
-		[]any{dst, src, seqOff, N, e0, nE, KVH, rep, Lmax, D}, nil}
+		[]any{dst, src, seqOff, order, S, N, e0, nE, KVH, rep, Lmax, D}, nil}
 }
 
-func agScatter(dst, src, seqOff any, N, e0, nE, KVH, rep, Lmax, D int, mul float32, accumulate bool) step {
+func agScatter(dst, src, seqOff, order any, S, N, e0, nE, KVH, rep, Lmax, D int, mul float32, accumulate bool) step {
 	n, acc := nE*rep*Lmax*D, 0
 	if accumulate {
 		acc = 1
 	}
 	return step{"attention_gemm_scatter", flatGrid(n), Dim3{flatThreads, 1, 1},
-		[]any{dst, src, seqOff, N, e0, nE, KVH, rep, Lmax, D, mul, acc}, nil}
+		[]any{dst, src, seqOff, order, S, N, e0, nE, KVH, rep, Lmax, D, mul, acc}, nil}
 }
 
 // agThreads is attention_gemm.cu's AG_THREADS: one block a score row.
@@ -144,26 +154,26 @@ const agThreads = 128
 
 // planAttentionGEMM is the GEMM attention's forward: out [N,H,D] and lse
 // [N,H] of q [N,H,D] over k, v [N,KVH,D] for the S sequences of seqOff (on
-// the device; runs from gemmRuns on the same offsets on the host), the
-// window W ≥ 1. Per run: gather Q̃, K̃, Ṽ (bfloat16);
+// the device; order and runs from gemmRuns on the same offsets on the
+// host, order [S] on the device too), the window W ≥ 1. Per run: gather Q̃, K̃, Ṽ (bfloat16);
 // scores = Q̃·K̃ᵀ (one strided-batched GemmEx); the masked softmax writes P
 // and lse; Õ = P·Ṽ (another); Õ scattered into out.
-func planAttentionGEMM(out, lse, q, k, v, seqOff any, sc attnGEMMScratch, runs []gemmRun, N, H, KVH, D, W int, scale float32) []xstep {
+func planAttentionGEMM(out, lse, q, k, v, seqOff, order any, S int, sc attnGEMMScratch, runs []gemmRun, N, H, KVH, D, W int, scale float32) []xstep {
 	G := H / KVH
 	var x []xstep
 	for _, r := range runs {
 		e0, nE, L := r.e0, r.n, r.L
 		x = append(x, kstep(
-			agGather(sc.Q, q, seqOff, N, e0, nE, KVH, G, L, D),
-			agGather(sc.K, k, seqOff, N, e0, nE, KVH, 1, L, D),
-			agGather(sc.V, v, seqOff, N, e0, nE, KVH, 1, L, D))...)
+			agGather(sc.Q, q, seqOff, order, S, N, e0, nE, KVH, G, L, D),
+			agGather(sc.K, k, seqOff, order, S, N, e0, nE, KVH, 1, L, D),
+			agGather(sc.V, v, seqOff, order, S, N, e0, nE, KVH, 1, L, D))...)
 		x = append(x, gstep(mm{C: sc.S, A: sc.Q, B: sc.K, M: G * L, N: L, K: D, TransB: true, BF16: true,
 			Batch: nE, StrideA: G * L * D, StrideB: L * D, StrideC: G * L * L}))
 		x = append(x, kstep(step{"attention_gemm_softmax", Dim3{nE * G * L, 1, 1}, Dim3{agThreads, 1, 1},
-			[]any{sc.P, lse, sc.S, seqOff, N, e0, KVH, G, L, W, scale}, nil})...)
+			[]any{sc.P, lse, sc.S, seqOff, order, S, N, e0, KVH, G, L, W, scale}, nil})...)
 		x = append(x, gstep(mm{C: sc.O, A: sc.P, B: sc.V, M: G * L, N: D, K: L, BF16: true,
 			Batch: nE, StrideA: G * L * L, StrideB: L * D, StrideC: G * L * D}))
-		x = append(x, kstep(agScatter(out, sc.O, seqOff, N, e0, nE, KVH, G, L, D, 1, false))...)
+		x = append(x, kstep(agScatter(out, sc.O, seqOff, order, S, N, e0, nE, KVH, G, L, D, 1, false))...)
 	}
 	return x
 }
@@ -174,23 +184,23 @@ func planAttentionGEMM(out, lse, q, k, v, seqOff any, sc attnGEMMScratch, runs [
 // and dS from the scores, dP, lse and δ; dṼ = Pᵀ·dÕ, dK̃ = dSᵀ·Q̃ (each
 // sums the G heads of the KV head, their rows being Q̃'s), dQ̃ = dS·K̃; the
 // three added into dq and dk (times scale) and dv.
-func planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, sc attnGEMMScratch, runs []gemmRun, N, H, KVH, D, W int, scale float32) []xstep {
+func planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, order any, S int, sc attnGEMMScratch, runs []gemmRun, N, H, KVH, D, W int, scale float32) []xstep {
 	G := H / KVH
 	var x []xstep
 	for _, r := range runs {
 		e0, nE, L := r.e0, r.n, r.L
 		x = append(x, kstep(
-			agGather(sc.Q, q, seqOff, N, e0, nE, KVH, G, L, D),
-			agGather(sc.K, k, seqOff, N, e0, nE, KVH, 1, L, D),
-			agGather(sc.V, v, seqOff, N, e0, nE, KVH, 1, L, D),
-			agGather(sc.DO, dout, seqOff, N, e0, nE, KVH, G, L, D))...)
+			agGather(sc.Q, q, seqOff, order, S, N, e0, nE, KVH, G, L, D),
+			agGather(sc.K, k, seqOff, order, S, N, e0, nE, KVH, 1, L, D),
+			agGather(sc.V, v, seqOff, order, S, N, e0, nE, KVH, 1, L, D),
+			agGather(sc.DO, dout, seqOff, order, S, N, e0, nE, KVH, G, L, D))...)
 		x = append(x,
 			gstep(mm{C: sc.S, A: sc.Q, B: sc.K, M: G * L, N: L, K: D, TransB: true, BF16: true,
 				Batch: nE, StrideA: G * L * D, StrideB: L * D, StrideC: G * L * L}),
 			gstep(mm{C: sc.DP, A: sc.DO, B: sc.V, M: G * L, N: L, K: D, TransB: true, BF16: true,
 				Batch: nE, StrideA: G * L * D, StrideB: L * D, StrideC: G * L * L}))
 		x = append(x, kstep(step{"attention_gemm_dsoftmax", Dim3{nE * G * L, 1, 1}, Dim3{agThreads, 1, 1},
-			[]any{sc.P, sc.DS, sc.S, sc.DP, lse, dout, out, seqOff, N, e0, KVH, G, L, D, W, scale}, nil})...)
+			[]any{sc.P, sc.DS, sc.S, sc.DP, lse, dout, out, seqOff, order, S, N, e0, KVH, G, L, D, W, scale}, nil})...)
 		x = append(x,
 			gstep(mm{C: sc.DV, A: sc.P, B: sc.DO, M: L, N: D, K: G * L, TransA: true, BF16: true,
 				Batch: nE, StrideA: G * L * L, StrideB: G * L * D, StrideC: L * D}),
@@ -199,9 +209,9 @@ func planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, 
 			gstep(mm{C: sc.DQ, A: sc.DS, B: sc.K, M: G * L, N: D, K: L, BF16: true,
 				Batch: nE, StrideA: G * L * L, StrideB: L * D, StrideC: G * L * D}))
 		x = append(x, kstep(
-			agScatter(dq, sc.DQ, seqOff, N, e0, nE, KVH, G, L, D, scale, true),
-			agScatter(dk, sc.DK, seqOff, N, e0, nE, KVH, 1, L, D, scale, true),
-			agScatter(dv, sc.DV, seqOff, N, e0, nE, KVH, 1, L, D, 1, true))...)
+			agScatter(dq, sc.DQ, seqOff, order, S, N, e0, nE, KVH, G, L, D, scale, true),
+			agScatter(dk, sc.DK, seqOff, order, S, N, e0, nE, KVH, 1, L, D, scale, true),
+			agScatter(dv, sc.DV, seqOff, order, S, N, e0, nE, KVH, 1, L, D, 1, true))...)
 	}
 	return x
 }
@@ -217,11 +227,12 @@ func attnGEMMSizes(runs []gemmRun, G, D int) (qd, kd, sl int) {
 }
 
 // gemmScratch takes the GEMM attention's scratch for runs from the lease
-// (bfloat16 buffers hold two values an element); backward adds the
-// backward's buffers.
-func gemmScratch(l *scratchLease, op string, runs []gemmRun, G, D int, backward bool) (attnGEMMScratch, error) {
+// (bfloat16 buffers hold two values an element; backward adds the
+// backward's buffers) and uploads the sequences' order into a slot of its
+// own, returned as ord (a copy that waits for the queued work, which may
+// still read the slot).
+func gemmScratch(l *scratchLease, op string, runs []gemmRun, order []int32, G, D int, backward bool) (sc attnGEMMScratch, ord *Buffer, err error) {
 	qd, kd, sl := attnGEMMSizes(runs, G, D)
-	var sc attnGEMMScratch
 	type slot struct {
 		dst  *any
 		name string
@@ -240,11 +251,17 @@ func gemmScratch(l *scratchLease, op string, runs []gemmRun, G, D int, backward 
 	for _, s := range slots {
 		b, err := l.get(op, s.name, s.n)
 		if err != nil {
-			return sc, err
+			return sc, nil, err
 		}
 		*s.dst = b
 	}
-	return sc, nil
+	if ord, err = l.get(op, "attention.gemm.order", len(order)); err != nil {
+		return sc, nil, err
+	}
+	if err := ord.UploadInt32(order); err != nil {
+		return sc, nil, fmt.Errorf("CUDA %s: %w", op, err)
+	}
+	return sc, ord, nil
 }
 
 // downloadInt32 copies the buffer's first len(dst) elements, int32 values,

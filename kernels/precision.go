@@ -17,7 +17,12 @@ import "fmt"
 //     training attention's products on bf16 tensor cores as flash attention
 //     does (q, k, v, dout and the probabilities rounded to bfloat16, float32
 //     accumulation, softmax and lse float32): CUDA's does for head dims a
-//     multiple of 16 up to 128 (kernels/cuda/attention_tc.cu).
+//     multiple of 16 up to 128 (kernels/cuda/attention_tc.cu), and its
+//     float32 products (Matmul: the LoRA products) on TF32 tensor cores
+//     (operands rounded to 10 mantissa bits, float32 accumulation): CUDA's
+//     does for an inner dimension of at least cuda.TF32MinK (the LoRA
+//     gradients'); TF32's rounding error, 2⁻¹¹ relative, is an eighth of
+//     bfloat16's, so the mode's tolerance class covers it.
 //
 // Each mode has a tolerance class for the conformance suite (Tolerance).
 type Precision uint8

@@ -17,7 +17,10 @@
 //
 // Kernel sources are CUDA C++ beside this file (rmsnorm.cu: RMSNorm forward
 // and backward; rope.cu: RoPE; swiglu.cu: SwiGLU; embedding.cu: embedding
-// and its scatter-add backward; adamw.cu: the AdamW step; elementwise.cu:
+// and its backward, deterministic without atomics (a rank sort of the
+// ids, then one block per run of equal ids and column chunk summing its
+// rows in token order: kernels/ref's sums bit for bit, run after run; the
+// CPU shim checks it with its blocks in scrambled orders); adamw.cu: the AdamW step; elementwise.cu:
 // add, scale, axpy; sumsquares.cu: SumSquares, a fixed-tree reduction in
 // double; softmax.cu: log-softmax and entropy over full rows;
 // logprob.cu: the online logsumexp of the chunked logprob forward, whose

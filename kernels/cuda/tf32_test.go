@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -203,5 +204,28 @@ func TestFakeGemmExTF32(t *testing.T) {
 				t.Errorf("C = %.7g, want %.7g", got[0], c.want)
 			}
 		})
+	}
+}
+
+// TestMatmulEntryPoints: Device.Matmul calls cublasSgemm_v2 and
+// Device.MatmulTF32 cublasGemmEx (a failure injected into the one entry
+// point comes back from the one method, naming it), so the f32 precision's
+// products stay the call they were.
+func TestMatmulEntryPoints(t *testing.T) {
+	dev, _, blas := openFake(t, 0)
+	defer dev.Close()
+	x := upload(t, dev, []float32{1, 2, 3, 4})
+	defer x.Free()
+	for _, c := range []struct {
+		call string
+		mm   func(c, a, b *cuda.Buffer, M, N, K int, tA, tB bool, beta float32) error
+	}{{"cublasSgemm_v2", dev.Matmul}, {"cublasGemmEx", dev.MatmulTF32}} {
+		blas.FailNext(c.call, 13)
+		if err := c.mm(x, x, x, 2, 2, 2, false, false, 0); err == nil || !strings.Contains(err.Error(), c.call+": CUBLAS_STATUS_EXECUTION_FAILED") {
+			t.Errorf("%s failing: %v", c.call, err)
+		}
+		if err := c.mm(x, x, x, 2, 2, 2, false, false, 0); err != nil { // the injected failure is spent
+			t.Errorf("after %s's failure: %v", c.call, err)
+		}
 	}
 }

@@ -64,8 +64,9 @@ func ParsePrecision(s string) (Precision, error) {
 //     float32 accumulation differs, so it is F32's bound;
 //   - vsF32: against ref's float32 op on the unrounded activation — the
 //     mode's own error. Each bfloat16 operand carries a relative rounding
-//     error of at most 2⁻⁹; a dot product of random terms stays within a few
-//     of those relative to its buffer's size.
+//     error of at most 2⁻⁸ (8 significant bits, round to nearest); a dot
+//     product of random terms stays within a few of those relative to its
+//     buffer's size.
 //
 // For PrecisionF32 both are the float32 bound.
 func (p Precision) Tolerance() (same, vsF32 float64) {

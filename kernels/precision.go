@@ -17,7 +17,12 @@ import "fmt"
 //     training attention's products on bf16 tensor cores as flash attention
 //     does (q, k, v, dout and the probabilities rounded to bfloat16, float32
 //     accumulation, softmax and lse float32): CUDA's does for head dims a
-//     multiple of 16 up to 128 (kernels/cuda/attention_tc.cu).
+//     multiple of 16 up to 128 (kernels/cuda/attention_tc.cu), and its
+//     float32 products (Matmul: the LoRA products) on TF32 tensor cores
+//     (operands rounded to 10 mantissa bits, float32 accumulation): CUDA's
+//     does for an inner dimension of at least cuda.TF32MinK (the LoRA
+//     gradients'); TF32's rounding error, 2⁻¹¹ relative, is an eighth of
+//     bfloat16's, so the mode's tolerance class covers it.
 //
 // Each mode has a tolerance class for the conformance suite (Tolerance).
 type Precision uint8
@@ -59,8 +64,9 @@ func ParsePrecision(s string) (Precision, error) {
 //     float32 accumulation differs, so it is F32's bound;
 //   - vsF32: against ref's float32 op on the unrounded activation — the
 //     mode's own error. Each bfloat16 operand carries a relative rounding
-//     error of at most 2⁻⁹; a dot product of random terms stays within a few
-//     of those relative to its buffer's size.
+//     error of at most 2⁻⁸ (8 significant bits, round to nearest); a dot
+//     product of random terms stays within a few of those relative to its
+//     buffer's size.
 //
 // For PrecisionF32 both are the float32 bound.
 func (p Precision) Tolerance() (same, vsF32 float64) {

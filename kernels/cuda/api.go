@@ -183,15 +183,24 @@ func (t DataType) String() string {
 // /usr/include/cublas_api.h; part of the ABI, as DataType's).
 type ComputeType int32
 
-// Compute32F is CUBLAS_COMPUTE_32F, float32 arithmetic: the compute type
-// of every GemmEx Hone makes (bfloat16 operands, float32 accumulation).
-// (No TF32 path: CUBLAS_COMPUTE_32F_FAST_TF32 would be 77.)
-const Compute32F ComputeType = 68
+// The compute types Hone uses.
+const (
+	// Compute32F is CUBLAS_COMPUTE_32F, float32 arithmetic: the bf16
+	// precision's products on bfloat16 operands (float32 accumulation).
+	Compute32F ComputeType = 68
+	// Compute32FFastTF32 is CUBLAS_COMPUTE_32F_FAST_TF32 ("allows
+	// down-converting inputs to TF32"): float32 operands rounded to TF32
+	// (10 mantissa bits) on the tensor cores, float32 accumulation; the bf16
+	// precision's Matmul (Device.MatmulTF32).
+	Compute32FFastTF32 ComputeType = 77
+)
 
 func (c ComputeType) String() string {
 	switch c {
 	case Compute32F:
 		return "CUBLAS_COMPUTE_32F"
+	case Compute32FFastTF32:
+		return "CUBLAS_COMPUTE_32F_FAST_TF32"
 	}
 	return fmt.Sprintf("cublasComputeType(%d)", int32(c))
 }

@@ -24,7 +24,7 @@
 // applied in float32 as they are scattered. One difference: the forward
 // rounds the normalized P, where attention_tc.cu rounds e^(s − m) against
 // the running max and divides the output by the sum after; the relative
-// rounding error of each P is the same 2⁻⁹ at most.
+// rounding error of each P is the same 2⁻⁸ at most.
 //
 // Every kernel writes each element of its output from one thread and sums
 // in a fixed order (no atomics): the same bits on every run. Barriers and

@@ -67,7 +67,9 @@ import (
 // run them anyway. The precision mode (kernels.Precision) is Ops': the
 // products on frozen bfloat16 weights exact in f32, or bf16 operands with
 // f32 accumulation, and then the training attention on bf16 tensor cores
-// where its head dim allows (Ops.SetPrecision). NewBackend takes the device over:
+// where its head dim allows (Ops.SetPrecision) and Matmul (the LoRA
+// products) on TF32 tensor cores (Device.MatmulTF32; MatmulBatched stays
+// cublasSgemmStridedBatched). NewBackend takes the device over:
 // Close closes it.
 type Backend struct {
 	d    *Device

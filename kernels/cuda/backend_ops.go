@@ -20,6 +20,20 @@ func (b *Backend) scaleC(c *Buffer, beta float32, n int) error {
 	return b.ops.Scale(c, c, beta, n)
 }
 
+// TF32MinK is the least inner dimension K at which Backend.Matmul runs on
+// TF32 tensor cores in the bf16 precision (Device.MatmulTF32). In the LoRA
+// step the products with a long K are the gradients' (DB += doutᵀ·u and
+// DA += gᵀ·x over the N tokens, g = dout·B over the layer's outputs):
+// skinny outputs, long sums, where cublasSgemm was slow on the H200
+// (gpucheck/RESULTS.md). The rank-r products (the forward's out += u·Bᵀ,
+// dx += g·A; K = r ≤ 64 in practice) do 2r flops per output element they
+// read and write, bound by memory, not by arithmetic, so tensor cores gain
+// them little; they stay exact float32, and with them the LoRA path's share
+// of the logprobs: with TF32 there too, the emulated llama golden's bf16
+// logprob error rose from max 0.027 to 0.040, past PyTorch autocast's 0.029
+// (train/model TestBF16ComputeCUDAEmulated).
+const TF32MinK = 128
+
 func (b *Backend) Matmul(c, a, bm []float32, M, N, K int, transA, transB bool, beta float32) {
 	const op = "Matmul"
 	kernels.NeedSizes(op, M, N, K)
@@ -33,6 +47,9 @@ func (b *Backend) Matmul(c, a, bm []float32, M, N, K int, transA, transB bool, b
 		cb := b.f32(op, "c", c)
 		if K == 0 {
 			return b.scaleC(cb, beta, M*N)
+		}
+		if b.ops.Precision() == kernels.PrecisionBF16 && K >= TF32MinK { // the LoRA gradients on TF32 tensor cores
+			return b.d.MatmulTF32(cb, b.f32(op, "a", a), b.f32(op, "b", bm), M, N, K, transA, transB, beta)
 		}
 		return b.d.Matmul(cb, b.f32(op, "a", a), b.f32(op, "b", bm), M, N, K, transA, transB, beta)
 	})

@@ -289,12 +289,12 @@ func TestBackendDeviceOps(t *testing.T) {
 
 // TestBackendBF16Compute runs kerneltest's bf16-weight linear group on a
 // backend computing in PrecisionBF16 (bf16 operands through GemmEx, f32
-// accumulation), at the mode's tolerances.
+// accumulation), and its Matmul group (TF32), at the mode's tolerances.
 func TestBackendBF16Compute(t *testing.T) {
 	t.Parallel()
 	b, _, blas := emulatedBackendIn(t, kernels.PrecisionBF16)
 	defer b.Close()
-	kerneltest.RunOps(t, b, "LinearBF16")
+	kerneltest.RunOps(t, b, "LinearBF16", "Matmul")
 	if !slices.ContainsFunc(blas.GemmTypes(), func(g cuda.GemmTypes) bool { return g.A == cuda.R16BF && g.B == cuda.R16BF }) {
 		t.Error("no GEMM on bfloat16 operands in PrecisionBF16")
 	}

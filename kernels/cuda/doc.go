@@ -17,7 +17,10 @@
 //
 // Kernel sources are CUDA C++ beside this file (rmsnorm.cu: RMSNorm forward
 // and backward; rope.cu: RoPE; swiglu.cu: SwiGLU; embedding.cu: embedding
-// and its scatter-add backward; adamw.cu: the AdamW step; elementwise.cu:
+// and its backward, deterministic without atomics (a rank sort of the
+// ids, then one block per run of equal ids and column chunk summing its
+// rows in token order: kernels/ref's sums bit for bit, run after run; the
+// CPU shim checks it with its blocks in scrambled orders); adamw.cu: the AdamW step; elementwise.cu:
 // add, scale, axpy; sumsquares.cu: SumSquares, a fixed-tree reduction in
 // double; softmax.cu: log-softmax and entropy over full rows;
 // logprob.cu: the online logsumexp of the chunked logprob forward, whose
@@ -118,6 +121,35 @@
 // (CUDA_R_16BF operands, CUBLAS_COMPUTE_32F: tensor cores, float32
 // accumulation). Their plans run on the CPU shim too (shim_linear_test.go,
 // the GEMMs from the BLAS definition).
+//
+// # The LoRA products on TF32
+//
+// Backend.Matmul (train/model's LoRA products) is cublasSgemm, exact f32,
+// in the f32 precision, bit for bit the same call as before. In the bf16
+// precision, when its inner dimension K is at least TF32MinK (128), it is
+// cublasGemmEx with float32 A, B and C and CUBLAS_COMPUTE_32F_FAST_TF32
+// (Device.MatmulTF32): the tensor cores round the operands to TF32 (8
+// exponent, 10 mantissa bits) as they enter the product and accumulate in
+// float32; the operands and the LoRA weights stay float32 in memory. In the
+// 7B step those are the gradients' products (DB += doutᵀ·u and DA += gᵀ·x
+// with K = 8192 tokens, g = dout·B with K = the layer's outputs), which the
+// H200 profile put at 168 µs a call on cublasSgemm. The rank-r products
+// (out += u·Bᵀ, dx += g·A; K = r) move about as many bytes as they
+// compute and stay exact, and with them the LoRA path's share of the
+// logprobs: TF32 there too raised the emulated llama golden's bf16 logprob
+// error from max 0.027 to 0.040, past PyTorch autocast's 0.029. TF32's
+// relative rounding error is 2⁻¹¹ (nearest) or 2⁻¹⁰ (truncation), against
+// bfloat16's 2⁻⁸, so the bf16 mode's tolerance class (BF16ComputeTol 2e-2,
+// and the 5% its LoRA gradients are allowed against f32 compute) covers it:
+// the emulated products stay within tf32Tol (3.9e-3, measured 0.4–1.1e-3;
+// tf32_test.go) of f32, and the LoRA gradients of train/model's micro model
+// over 160 tokens within 4.5e-4 (TestLoRAGradsTF32CUDAEmulated).
+// MatmulBatched stays cublasSgemmStridedBatched (the step does not use
+// it), and the CPU's bf16 mode keeps every LoRA product exact f32. The
+// fakes emulate FAST_TF32 by rounding A and B to TF32, to nearest even
+// (cudafake.RoundTF32, which says why that rounding), before their exact
+// product. Not measured on hardware yet: TestLoRAMatmulTF32OnHardware
+// times Sgemm against TF32 on the 7B step's LoRA shapes.
 //
 // # Scratch
 //

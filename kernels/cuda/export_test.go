@@ -10,6 +10,7 @@ var (
 	PlanRoPE            = planRoPE
 	PlanFlat            = planFlat
 	PlanRows            = planRows
+	PlanEmbeddingBwd    = planEmbeddingBackward
 	PlanAdamW           = planAdamW
 	PlanLogprob         = planLogprob
 	LogprobChunk        = logprobChunk

@@ -40,6 +40,20 @@ func (d *Device) sameDevice(op string, bufs ...*Buffer) error {
 // device, with kernels.Backend.Matmul's contract (shapes there; beta 0
 // ignores c's old contents): one cublasSgemm call, exact f32.
 func (d *Device) Matmul(c, a, b *Buffer, M, N, K int, transA, transB bool, beta float32) error {
+	return d.matmul(c, a, b, M, N, K, transA, transB, beta, false)
+}
+
+// MatmulTF32 is Matmul on the tensor cores: one cublasGemmEx with float32
+// A, B and C and CUBLAS_COMPUTE_32F_FAST_TF32, which lets cuBLAS round the
+// operands to TF32 (8 exponent and 10 mantissa bits) as they enter the
+// product and accumulate in float32. The operands stay float32 in memory.
+// Backend.Matmul runs it in the bf16 precision.
+func (d *Device) MatmulTF32(c, a, b *Buffer, M, N, K int, transA, transB bool, beta float32) error {
+	return d.matmul(c, a, b, M, N, K, transA, transB, beta, true)
+}
+
+// matmul is Matmul, or MatmulTF32 when tf32.
+func (d *Device) matmul(c, a, b *Buffer, M, N, K int, transA, transB bool, beta float32, tf32 bool) error {
 	kernels.NeedSizes("Matmul", M, N, K)
 	kernels.Need("Matmul", "c", c.Len(), M*N)
 	kernels.Need("Matmul", "a", a.Len(), M*K)
@@ -54,6 +68,9 @@ func (d *Device) Matmul(c, a, b *Buffer, M, N, K int, transA, transB bool, beta 
 			if err := x.checkLive(); err != nil {
 				return err
 			}
+		}
+		if tf32 {
+			return d.blas.GemmEx(d.handle, g, GemmTypes{A: R32F, B: R32F, C: R32F, Compute: Compute32FFastTF32})
 		}
 		return d.blas.Sgemm(d.handle, g)
 	})

@@ -37,6 +37,7 @@ var kernelModules = map[string]string{
 	"embedding_forward":        "embedding",
 	"embedding_forward_bf16":   "embedding",
 	"embedding_backward":       "embedding",
+	"embedding_sort":           "embedding",
 	"adamw":                    "adamw",
 	"add":                      "elementwise",
 	"scale":                    "elementwise",
@@ -423,9 +424,10 @@ func (o *Ops) EmbeddingForwardBF16(out, ids, table *Buffer, N, C, V int) error {
 }
 
 // EmbeddingBackward is kernels.Backend.EmbeddingBackward on device
-// buffers: dtable [V,C] += dout [N,C] scattered to the rows ids [N]
-// (atomicAdd: the sums of repeated ids are in no fixed order). Rows with
-// an id outside [0, V) add nothing.
+// buffers: dtable [V,C] += dout [N,C] scattered to the rows ids [N],
+// deterministically (planEmbeddingBackward: no atomics, each table
+// element's sum in kernels/ref's order). Rows with an id outside [0, V)
+// add nothing. Its work array (2N ints) is Ops' scratch.
 func (o *Ops) EmbeddingBackward(dtable, dout, ids *Buffer, N, C, V int) error {
 	c := check{op: "EmbeddingBackward"}
 	c.sizes("N, C", N, C)
@@ -436,7 +438,35 @@ func (o *Ops) EmbeddingBackward(dtable, dout, ids *Buffer, N, C, V int) error {
 	if c.err != nil {
 		return c.err
 	}
-	return o.run(c.op, planRows("embedding_backward", N, C, dtable, dout, ids, C, V))
+	if N == 0 || C == 0 {
+		return nil
+	}
+	l := o.lockScratch()
+	defer l.unlock()
+	work, err := l.get(c.op, "embedding.sort", 2*N)
+	if err != nil {
+		return err
+	}
+	return o.run(c.op, planEmbeddingBackward(dtable, dout, ids, work, N, C, V))
+}
+
+// embSortThreads is embedding.cu's EMB_SORT_THREADS.
+const embSortThreads = 128
+
+// planEmbeddingBackward: embedding_sort sorts the (id, n) keys into work
+// (2N ints: the order, then the sorted ids), grid ⌈N/128⌉ of 128 threads;
+// embedding_backward sums each id's run of rows into its table row, grid
+// N × ⌈C/threads⌉ (threads = rowThreads(C)), one block per sorted position
+// and column chunk (embedding.cu).
+func planEmbeddingBackward(dtable, dout, ids, work any, N, C, V int) []step {
+	if N == 0 || C == 0 {
+		return nil
+	}
+	threads := rowThreads(C)
+	return []step{
+		{"embedding_sort", Dim3{(N + embSortThreads - 1) / embSortThreads, 1, 1}, Dim3{embSortThreads, 1, 1}, []any{work, ids, N}, nil},
+		{"embedding_backward", Dim3{N, (C + threads - 1) / threads, 1}, Dim3{threads, 1, 1}, []any{dtable, dout, work, N, C, V}, nil},
+	}
 }
 
 // planAdamW: one thread per parameter; the step's constants formed here in

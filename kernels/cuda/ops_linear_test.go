@@ -362,7 +362,7 @@ func TestFakeGemmExTypes(t *testing.T) {
 	if want := []float32{9, 21, 11, 23}; !slices.Equal(c, want) {
 		t.Errorf("GemmEx through the loader: C = %v, want %v", c, want)
 	}
-	types.Compute = 77 // CUBLAS_COMPUTE_32F_FAST_TF32, which the backend does not use
+	types.Compute = cuda.Compute32FFastTF32 // on bfloat16 operands, which the backend does not use
 	if err := lb.GemmEx(lh, lg, types); !errors.As(err, &ce) || !strings.Contains(err.Error(), "cublasGemmEx: CUBLAS_STATUS_NOT_SUPPORTED") {
 		t.Errorf("TF32 compute on the C fake: %v", err)
 	}

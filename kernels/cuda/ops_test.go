@@ -112,7 +112,10 @@ func TestOpsLaunchGeometry(t *testing.T) {
 		}, []cudafake.Launch{launch("embedding_forward_bf16", dim(2, 1, 1), dim(32, 1, 1), 5)}},
 		{"EmbeddingBackward", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.EmbeddingBackward(b(50*8), b(17*8), b(17), 17, 8, 50)
-		}, []cudafake.Launch{launch("embedding_backward", dim(17, 1, 1), dim(32, 1, 1), 5)}},
+		}, []cudafake.Launch{launch("embedding_sort", dim(1, 1, 1), dim(128, 1, 1), 3), launch("embedding_backward", dim(17, 1, 1), dim(32, 1, 1), 6)}},
+		{"EmbeddingBackward C=3584", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.EmbeddingBackward(b(50*3584), b(300*3584), b(300), 300, 3584, 50)
+		}, []cudafake.Launch{launch("embedding_sort", dim(3, 1, 1), dim(128, 1, 1), 3), launch("embedding_backward", dim(300, 14, 1), dim(256, 1, 1), 6)}},
 		{"AdamW", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.AdamW(b(70001), b(70001), b(70001), b(70001), 70001, 3, kernels.DefaultAdamW(1e-3))
 		}, []cudafake.Launch{launch("adamw", dim(274, 1, 1), dim(256, 1, 1), 13)}},

@@ -71,6 +71,7 @@ type shimHarness struct{ p *shimProc }
 // shimProc is the running harness process of a shimHarness.
 type shimProc struct {
 	bin string
+	env []string   // added to this process's environment (newShimHarnessEnv)
 	mu  sync.Mutex // guards the fields below and the process's pipes
 	cmd *exec.Cmd  // nil: none running
 	in  *bufio.Writer
@@ -93,9 +94,20 @@ func newShimHarness(t *testing.T, bin string) shimHarness {
 	return shimHarness{p}
 }
 
+// newShimHarnessEnv is newShimHarness whose process runs with env
+// ("NAME=value") added to the environment.
+func newShimHarnessEnv(t *testing.T, bin string, env ...string) shimHarness {
+	h := newShimHarness(t, bin)
+	h.p.env = env
+	return h
+}
+
 // start starts the process; p.mu is held.
 func (p *shimProc) start() error {
 	cmd := exec.Command(p.bin)
+	if p.env != nil {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	w, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -293,7 +305,7 @@ func (b shimBackend) EmbeddingForwardBF16(out []float32, ids []int32, table []ui
 }
 
 func (b shimBackend) EmbeddingBackward(dtable, dout []float32, ids []int32, N, C, V int) {
-	b.h.runPlan(cuda.PlanRows("embedding_backward", N, C, dtable, dout, ids, C, V))
+	b.h.runPlan(cuda.PlanEmbeddingBwd(dtable, dout, ids, make([]int32, 2*N), N, C, V))
 }
 
 func (b shimBackend) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
@@ -379,6 +391,7 @@ func TestKernelsOnCPUShim(t *testing.T) {
 	t.Run("attention", func(t *testing.T) { attentionOnShim(t, h) })
 	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
 	t.Run("LogprobForward", func(t *testing.T) { logprobOnShim(t, h) })
+	t.Run("EmbeddingBackward deterministic", func(t *testing.T) { embeddingBackwardDeterministic(t, h) })
 	t.Run("Embedding ids out of range", func(t *testing.T) {
 		b := shimBackend{h: h}
 		const N, C, V = 3, 40, 2

@@ -16,7 +16,8 @@
 // loose bound (kernels.Precision.Tolerance). Its attention may run on
 // bfloat16 operands too (CUDA's tensor-core kernels): then its lse is
 // checked against ref on the rounded q, k, v at F32Tol, and out and the
-// gradients at the mode's loose bound (attnForward).
+// gradients at the mode's loose bound (attnForward). Its Matmul may run on
+// TF32 tensor cores (CUDA's does): checked at the mode's loose bound.
 //
 // Backward ops are checked with gradient buffers that start non-zero, so a
 // backend that overwrites instead of accumulating fails.

@@ -52,6 +52,14 @@ func emulatedCUDABackendIn(t *testing.T, p kernels.Precision) *cuda.Backend {
 // driver, which records the kernels launched.
 func emulatedCUDABackendDriver(t *testing.T, p kernels.Precision) (*cuda.Backend, *cudafake.Driver) {
 	t.Helper()
+	b, drv, _ := emulatedCUDABackendBLAS(t, p)
+	return b, drv
+}
+
+// emulatedCUDABackendBLAS is emulatedCUDABackendDriver with its fake
+// cuBLAS too, which records the GEMMs' types.
+func emulatedCUDABackendBLAS(t *testing.T, p kernels.Precision) (*cuda.Backend, *cudafake.Driver, *cudafake.BLAS) {
+	t.Helper()
 	cudaEmulator.once.Do(func() {
 		cxx := os.Getenv("CXX")
 		if cxx == "" {
@@ -84,7 +92,8 @@ func emulatedCUDABackendDriver(t *testing.T, p kernels.Precision) (*cuda.Backend
 		t.Fatal(cudaEmulator.err)
 	}
 	drv := cudafake.NewEmulatedDriver(1, 0, cudaEmulator.emu)
-	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	blas := cudafake.NewBLAS(drv)
+	dev, err := cuda.OpenWith(drv, blas, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +102,7 @@ func emulatedCUDABackendDriver(t *testing.T, p kernels.Precision) (*cuda.Backend
 		dev.Close()
 		t.Fatal(err)
 	}
-	return b, drv
+	return b, drv, blas
 }
 
 // checkCUDAGolden runs golden case name through b (runGolden: logits with

@@ -37,6 +37,11 @@
 //     value; the device's order is unspecified. __nv_bfloat16 is the upper
 //     half of a float; __float2bfloat16_rn rounds to nearest even, as the
 //     device does;
+//   - the blocks run in order (x fastest), unless the environment sets
+//     HONE_CUDA_SHIM_BLOCK_SEED to a nonzero integer: then each launch runs
+//     them in a scrambled order drawn from it (BlockOrder), so that a test
+//     can check a kernel does not depend on the order of its blocks (a
+//     deterministic reduction: kernels/cuda's shim_test.go);
 //   - no memory model: plain host memory, and the barriers order it;
 //     atomicAdd (float) is atomic. Launches from several OS threads run one
 //     at a time (a process-wide lock): the fibers and the __shared__
@@ -50,6 +55,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -410,6 +416,46 @@ struct Launch {
 	}
 };
 
+// BlockOrder is the order a launch runs its n blocks in: the i-th block
+// run is (a·i + b) mod n, a permutation since a is coprime to n. a = 1,
+// b = 0 (in order) unless HONE_CUDA_SHIM_BLOCK_SEED is set; then a and b
+// are drawn from the seed and the count of launches so far.
+struct BlockOrder {
+	unsigned long long a = 1, b = 0, n = 1;
+
+	static unsigned long long seed() {
+		static const unsigned long long s = [] {
+			const char *v = getenv("HONE_CUDA_SHIM_BLOCK_SEED");
+			return v ? strtoull(v, nullptr, 10) : 0ull;
+		}();
+		return s;
+	}
+	static unsigned long long mix(unsigned long long x) {  // splitmix64's finaliser
+		x += 0x9e3779b97f4a7c15ull;
+		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+		x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+		return x ^ (x >> 31);
+	}
+	static unsigned long long gcd(unsigned long long x, unsigned long long y) {
+		while (y) {
+			unsigned long long t = x % y;
+			x = y;
+			y = t;
+		}
+		return x;
+	}
+	BlockOrder(unsigned long long blocks, unsigned long long launch) : n(blocks) {
+		if (seed() == 0 || n < 2) return;
+		const unsigned long long m = mix(seed() ^ mix(launch));
+		a = 1 + m % (n - 1);
+		while (gcd(a, n) != 1) a = a % (n - 1) + 1;
+		b = mix(m) % n;
+	}
+	unsigned long long at(unsigned long long i) const {
+		return (unsigned long long)(((unsigned __int128)a * i + b) % n);
+	}
+};
+
 // launch runs kernel<<<grid, block>>>(args...) and returns "" or what went
 // wrong (a divergent barrier, a block too large), naming the block. The
 // blocks run in turn (x fastest), each on the block's n fibers, which this
@@ -426,7 +472,10 @@ std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... arg
 	s.body = &L::run;
 	s.arg = &l;
 	for (unsigned t = 0; t < n; t++) fiber(s, t).idx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
-	for (unsigned long long i = 0; i < blocks; i++) {
+	static unsigned long long launches = 0;  // guarded by s.mu
+	const BlockOrder order(blocks, launches++);
+	for (unsigned long long k = 0; k < blocks; k++) {
+		const unsigned long long i = order.at(k);
 		l.index = i;
 		std::unique_ptr<Block> b = newBlock(n);
 		current = b.get();

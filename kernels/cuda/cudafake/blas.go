@@ -116,7 +116,9 @@ var f32Types = cuda.GemmTypes{A: cuda.R32F, B: cuda.R32F, C: cuda.R32F, Compute:
 // GemmEx computes the product on the combinations of types the backend
 // uses, from the definition: A and B both CUDA_R_32F or both CUDA_R_16BF,
 // C CUDA_R_32F, CUBLAS_COMPUTE_32F (bfloat16 values widened exactly, the
-// products and sums in float64: the exact result, rounded once). Other
+// products and sums in float64: the exact result, rounded once); or A, B
+// and C CUDA_R_32F with CUBLAS_COMPUTE_32F_FAST_TF32, every A and B element
+// rounded to TF32 first (RoundTF32), so that a test sees TF32's error. Other
 // combinations, which cuBLAS may well support, fail with
 // CUBLAS_STATUS_NOT_SUPPORTED: the backend has no use for them.
 func (b *BLAS) GemmEx(h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmTypes) error {
@@ -132,18 +134,23 @@ func (b *BLAS) GemmStridedBatchedEx(h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmT
 }
 
 // matrix is a column-major operand in the fake's memory: float32
-// elements, or bfloat16 ones when bf16.
+// elements, or bfloat16 ones when bf16; read rounded to TF32 when tf32.
 type matrix struct {
 	mem  []byte
 	ld   int
 	bf16 bool
+	tf32 bool
 }
 
 func (m matrix) at(i, j int) float32 {
 	if m.bf16 {
 		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(m.mem[2*(i+j*m.ld):])) << 16)
 	}
-	return math.Float32frombits(binary.LittleEndian.Uint32(m.mem[4*(i+j*m.ld):]))
+	v := math.Float32frombits(binary.LittleEndian.Uint32(m.mem[4*(i+j*m.ld):]))
+	if m.tf32 {
+		return RoundTF32(v)
+	}
+	return v
 }
 
 func (m matrix) set(i, j int, v float32) {
@@ -180,7 +187,8 @@ func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmType
 	if err := checkGemm(call, g); err != nil {
 		return err
 	}
-	if t.A != t.B || (t.A != cuda.R32F && t.A != cuda.R16BF) || t.C != cuda.R32F || t.Compute != cuda.Compute32F {
+	tf32 := t.Compute == cuda.Compute32FFastTF32 && t.A == cuda.R32F
+	if t.A != t.B || (t.A != cuda.R32F && t.A != cuda.R16BF) || t.C != cuda.R32F || (t.Compute != cuda.Compute32F && !tf32) {
 		return blasFail(call, blasNotSupported, fmt.Sprintf("types A %v, B %v, C %v, compute %v", t.A, t.B, t.C, t.Compute))
 	}
 	b.gemms = append(b.gemms, g)
@@ -212,7 +220,7 @@ func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmType
 			if !ok {
 				return blasFail(call, blasExecutionFailed, fmt.Sprintf("batch %d: %s (%d×%d, ld %d) at %#x is not inside one allocation", i, o.name, o.rows, o.col, o.ld, uint64(p)))
 			}
-			m[j] = matrix{mem, o.ld, o.typ == cuda.R16BF}
+			m[j] = matrix{mem: mem, ld: o.ld, bf16: o.typ == cuda.R16BF, tf32: tf32 && j < 2}
 		}
 		product(g, m[0], m[1], m[2])
 	}

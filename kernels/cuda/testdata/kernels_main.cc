@@ -138,6 +138,7 @@ const Entry kernels[] = {
     KERNEL(embedding_forward),
     KERNEL(embedding_forward_bf16),
     KERNEL(embedding_backward),
+    KERNEL(embedding_sort),
     KERNEL(attention_decode_append),
     KERNEL(attention_decode_batch),
     KERNEL(adamw),

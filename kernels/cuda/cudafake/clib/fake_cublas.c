@@ -2,7 +2,8 @@
    tests on machines without a GPU: the column-major GEMMs of the BLAS
    reference, computed on host memory (the fake driver's "device" memory),
    with cuBLAS's argument checks on the leading dimensions; GemmEx and
-   GemmStridedBatchedEx on float32 or bfloat16 operands. */
+   GemmStridedBatchedEx on float32 or bfloat16 operands, and on float32
+   ones rounded to TF32. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,34 +69,54 @@ cublasStatus_t cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, 
 
 /* The cudaDataType_t and cublasComputeType_t values GemmEx accepts
    (library_types.h, cublas_api.h): A and B both CUDA_R_32F (0) or both
-   CUDA_R_16BF (14), C CUDA_R_32F, CUBLAS_COMPUTE_32F (68); anything else
-   is CUBLAS_STATUS_NOT_SUPPORTED (15) here. */
-static double elem(const void *p, int type, long i) {
+   CUDA_R_16BF (14), C CUDA_R_32F, CUBLAS_COMPUTE_32F (68); or all three
+   CUDA_R_32F with CUBLAS_COMPUTE_32F_FAST_TF32 (77), A and B rounded to
+   TF32 first (tf32); anything else is CUBLAS_STATUS_NOT_SUPPORTED (15)
+   here. */
+
+/* tf32 rounds f to TF32 (10 mantissa bits), to nearest with ties to even:
+   cudafake.RoundTF32, which says why that rounding (cuBLAS does not
+   document the one FAST_TF32 applies). NaN and Inf pass unchanged. */
+static float tf32(float f) {
+	unsigned u;
+	memcpy(&u, &f, sizeof u);
+	if ((u & 0x7f800000u) == 0x7f800000u) return f;
+	u += 0x0fffu + ((u >> 13) & 1u);
+	u &= ~0x1fffu;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+static double elem(const void *p, int type, int round, long i) {
 	if (type == 14) {
 		unsigned u = (unsigned)((const unsigned short *)p)[i] << 16;
 		float f;
 		memcpy(&f, &u, sizeof f);
 		return f;
 	}
-	return ((const float *)p)[i];
+	return round ? tf32(((const float *)p)[i]) : ((const float *)p)[i];
 }
 
-/* gemmEx: one GemmEx product on operands of types at (= bt) and C float. */
+/* gemmEx: one GemmEx product on operands of type at (= bt), rounded to
+   TF32 when round, A from element oa, B from ob; C float. */
 static void gemmEx(int ta, int tb, int m, int n, int k, float al, const void *A, int at, int lda, long long oa,
-                   const void *B, int bt, int ldb, long long ob, float be, float *C, int ldc) {
+                   const void *B, int bt, int ldb, long long ob, int round, float be, float *C, int ldc) {
 	for (int j = 0; j < n; j++)
 		for (int i = 0; i < m; i++) {
 			double sum = 0;
 			for (int l = 0; l < k; l++)
-				sum += elem(A, at, oa + (ta ? l + (long)i * lda : i + (long)l * lda)) *
-				       elem(B, bt, ob + (tb ? j + (long)l * ldb : l + (long)j * ldb));
+				sum += elem(A, at, round, oa + (ta ? l + (long)i * lda : i + (long)l * lda)) *
+				       elem(B, bt, round, ob + (tb ? j + (long)l * ldb : l + (long)j * ldb));
 			float *c = &C[i + (long)j * ldc];
 			*c = be == 0 ? (float)(al * sum) : (float)(al * sum + be * *c);
 		}
 }
 
-static cublasStatus_t checkTypes(int at, int bt, int ct, int compute) {
-	return (at != bt || (at != 0 && at != 14) || ct != 0 || compute != 68) ? 15 : 0;
+/* checkTypes returns 15 for the type combinations above that GemmEx does
+   not accept, else 0; *round says whether A and B are rounded to TF32. */
+static cublasStatus_t checkTypes(int at, int bt, int ct, int compute, int *round) {
+	*round = compute == 77 && at == 0;
+	return (at != bt || (at != 0 && at != 14) || ct != 0 || (compute != 68 && !*round)) ? 15 : 0;
 }
 
 cublasStatus_t cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *A,
@@ -104,9 +125,11 @@ cublasStatus_t cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const 
 	if (!h) return 1;
 	cublasStatus_t s = checkArgs(ta, tb, m, n, k, lda, ldb, ldc);
 	if (s) return s;
-	if ((s = checkTypes(at, bt, ct, compute))) return s;
+	int round;
+	if ((s = checkTypes(at, bt, ct, compute, &round))) return s;
 	(void)algo;
-	gemmEx(ta, tb, m, n, k, *(const float *)alpha, A, at, lda, 0, B, bt, ldb, 0, *(const float *)beta, C, ldc);
+	gemmEx(ta, tb, m, n, k, *(const float *)alpha, A, at, lda, 0, B, bt, ldb, 0, round, *(const float *)beta,
+	       (float *)C, ldc);
 	return 0;
 }
 
@@ -119,10 +142,11 @@ cublasStatus_t cublasGemmStridedBatchedEx(void *h, int ta, int tb, int m, int n,
 	if (!h) return 1;
 	cublasStatus_t s = checkArgs(ta, tb, m, n, k, lda, ldb, ldc);
 	if (s || batch < 0) return s ? s : 7;
-	if ((s = checkTypes(at, bt, ct, compute))) return s;
+	int round;
+	if ((s = checkTypes(at, bt, ct, compute, &round))) return s;
 	(void)algo;
 	for (int i = 0; i < batch; i++)
-		gemmEx(ta, tb, m, n, k, *(const float *)alpha, A, at, lda, i * sa, B, bt, ldb, i * sb,
+		gemmEx(ta, tb, m, n, k, *(const float *)alpha, A, at, lda, i * sa, B, bt, ldb, i * sb, round,
 		       *(const float *)beta, (float *)C + i * sc, ldc);
 	return 0;
 }

@@ -88,6 +88,14 @@ type Backend struct {
 	label string
 
 	pinned map[unsafe.Pointer]int // live AllocHostF32 allocations: address → values (hostcopy.go)
+
+	// streamOrdered: ops only queue their work (SetSyncEachOp(false),
+	// stream.go); pending: an op was queued since the last synchronization
+	streamOrdered, pending bool
+	// skipSync makes the synchronizations of the stream-ordered mode
+	// no-ops; set by tests only (export_test.go), to show that a test
+	// fails without them
+	skipSync bool
 }
 
 // allocation is one AllocF32 or AllocBF16: buf holds bytes bytes the caller
@@ -177,6 +185,10 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	var errs []error
+	if b.pending { // the queued ops finish before their memory goes
+		b.pending = false
+		errs = append(errs, b.d.Synchronize())
+	}
 	if n := len(b.allocs); n > 0 {
 		bytes := 0
 		for _, a := range b.allocs {
@@ -271,6 +283,7 @@ func (b *Backend) free(op string, addr uintptr, bytes int, bf16 bool) {
 	if i == len(b.allocs) || uintptr(b.allocs[i].buf.ptr) != addr || b.allocs[i].bytes != bytes || b.allocs[i].bf16 != bf16 {
 		panic(fmt.Sprintf("kernels/cuda: %s of %d bytes at %#x: not a whole allocation of this backend's (a view, or freed already)", op, bytes, addr))
 	}
+	b.syncQueued(op) // queued ops may still use the memory
 	if err := b.allocs[i].buf.Free(); err != nil {
 		panic(fmt.Sprintf("kernels/cuda: %s: %v", op, err))
 	}
@@ -328,6 +341,18 @@ func (b *Backend) bf16(op, name string, s []uint16) *Buffer {
 // (scratch) with one synchronous cuMemcpyHtoD, and returns it as a buffer
 // of len(s) elements (nil for an empty s); b.mu is held. The host never
 // reads the scratch: its address is the device's only.
+//
+// In the stream-ordered mode the ops queued before may still read the
+// scratch when the next op overwrites it. The copy is safe all the same:
+// s is pageable (Go) memory, and for a transfer from pageable host memory
+// to device memory the driver's documentation (CUDA Driver API, "API
+// synchronization behavior", Memcpy) says that a stream sync is performed
+// before the copy is initiated; the launches and the copy are all on the
+// legacy default stream, so every queued kernel has finished before the
+// scratch changes, and the op's own kernels, queued after the copy, read
+// the new values. The price is that an op with an int32 edge still waits
+// for the device before its copy; page-locked staging buffers in a ring
+// with cuMemcpyHtoDAsync would not wait, and are not built.
 func (b *Backend) edge(op string, s []int32) *Buffer {
 	if len(s) == 0 {
 		return nil
@@ -341,9 +366,10 @@ func (b *Backend) edge(op string, s []int32) *Buffer {
 
 // scratch returns n elements of the backend's device scratch for the int32
 // edges (cuMemAlloc memory, grown when a call needs more) for the op
-// onDevice runs; b.mu is held, and the device is idle (every op ends
-// synchronized), so the scratch is free to overwrite. An op takes it at
-// most once (a second edge would overwrite the first).
+// onDevice runs; b.mu is held. The scratch is free to overwrite by
+// cuMemcpyHtoD (edge says why in the stream-ordered mode too); growing it
+// frees the old buffer after a synchronization. An op takes it at most
+// once (a second edge would overwrite the first).
 func (b *Backend) scratch(op string, n int) *Buffer {
 	if b.edgeTaken {
 		panic(fmt.Sprintf("kernels.%s: a second int32 edge in one op", op))
@@ -351,6 +377,7 @@ func (b *Backend) scratch(op string, n int) *Buffer {
 	b.edgeTaken = true
 	if b.edges == nil || b.edges.n < n {
 		if b.edges != nil {
+			b.syncQueued(op) // queued ops may still read it
 			if err := b.edges.Free(); err != nil {
 				panic(fmt.Sprintf("kernels.%s: %v", op, err))
 			}
@@ -368,8 +395,10 @@ func (b *Backend) scratch(op string, n int) *Buffer {
 // ---- running ops ----------------------------------------------------------
 
 // onDevice runs an op's launches (run, which makes its buffers with f32,
-// bf16 and edge) and waits for the device to finish them. A failure panics
-// naming the op: kernels.Backend's ops return no errors.
+// bf16 and edge) and waits for the device to finish them — unless the
+// backend is stream-ordered (SetSyncEachOp(false)) and no profile runs:
+// then the launches stay queued. A failure panics naming the op:
+// kernels.Backend's ops return no errors.
 func (b *Backend) onDevice(op string, run func() error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -381,11 +410,14 @@ func (b *Backend) onDevice(op string, run func() error) {
 	b.edgeTaken = false
 	b.label = ""
 	err := run()
-	if err == nil {
+	if err == nil && (!b.streamOrdered || b.prof != nil) { // a profile times whole ops
 		err = b.d.Synchronize()
+		b.pending = false
+	} else if err == nil {
+		b.pending = true
 	}
 	if err != nil {
-		panic(fmt.Sprintf("kernels.%s: %v", op, err))
+		panic(fmt.Sprintf("kernels.%s: %v%s", op, err, b.earlierNote()))
 	}
 	if b.prof == nil {
 		return

@@ -1,0 +1,115 @@
+package model
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/ref"
+)
+
+// The model on cuda.Backend in its stream-ordered mode
+// (SetSyncEachOp(false): ops queue their work and return) over the
+// emulated device in its deferred mode (kernels/cuda/cudafake: launches
+// and GEMMs run only at the points where CUDA has the host wait). A host
+// read of the backend's memory that no synchronization came before sees
+// the values from before the queued ops, so these tests fail where the
+// model misses a kernels.Synchronize (TestStreamOrderedNeedsSync shows one
+// that does).
+
+// streamCUDABackend is emulatedCUDABackend stream-ordered on a deferred
+// emulated device.
+func streamCUDABackend(t *testing.T) *cuda.Backend {
+	t.Helper()
+	b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionF32)
+	if err := drv.SetDeferred(true); err != nil {
+		t.Fatal(err)
+	}
+	b.SetSyncEachOp(false)
+	return b
+}
+
+// TestGoldenCUDAStreamOrdered runs the qwen2 golden (logits, logprobs,
+// entropy and every LoRA gradient, with and without checkpointing)
+// through the stream-ordered backend on the deferred emulated device.
+func TestGoldenCUDAStreamOrdered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	checkCUDAGolden(t, streamCUDABackend(t), "qwen2")
+}
+
+// TestStepCUDAStreamOrdered is TestStepCUDAEmulated (decode through the KV
+// cache, three sequences a step, Gemma 3's sliding layer) on the
+// stream-ordered backend over the deferred emulated device: each step's
+// logits come to the host by CopyToHost, after the queued ops.
+func TestStepCUDAStreamOrdered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b := streamCUDABackend(t)
+	start := time.Now()
+	checkStepMatchesFull(t, b, "gemma3_text", "f32")
+	t.Logf("on %s, stream-ordered: %v", b.Name(), time.Since(start).Round(time.Millisecond))
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noSync is the stream-ordered backend with its Synchronize dropped: what
+// the model would see had it not synchronized where the host reads.
+type noSync struct{ *cuda.Backend }
+
+func (noSync) Synchronize() {}
+
+// TestStreamOrderedNeedsSync: Forward's logprobs and Backward's gradients,
+// read on the host, match kernels/ref's on the stream-ordered backend, and
+// do not when the backend's Synchronize is dropped (noSync): the deferred
+// emulated device makes the missing synchronization fail the test.
+func TestStreamOrderedNeedsSync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	ctx := context.Background()
+	b := streamCUDABackend(t)
+	defer b.Close()
+	run := func(be kernels.Backend) (lp, grad []float32) {
+		m := newMicro(t, "qwen2", be, 5)
+		defer m.Close()
+		ad := randomAdapter(t, m, []Module{ModQ, ModDown}, 2, 6)
+		defer ad.Free()
+		batch := packed(m.Config.Vocab, []int{4, 3}, 8)
+		p, err := m.Forward(ctx, batch, ad, TrainOptions{Chunk: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Release()
+		lp = append([]float32(nil), p.Logprob...)
+		dlp := make([]float32, len(lp))
+		for i := range dlp {
+			dlp[i] = 1
+		}
+		if err := p.Backward(ctx, dlp, nil); err != nil {
+			t.Fatal(err)
+		}
+		ad.Params(func(_ string, _, g []float32) { grad = append(grad, g...) })
+		return lp, grad
+	}
+	wantLP, wantGrad := run(ref.New())
+	lp, grad := run(b)
+	if d := maxRelDiff(lp, wantLP); !(d <= 1e-4) {
+		t.Errorf("logprobs on the stream-ordered backend differ from ref's by %.3g", d)
+	}
+	if d := maxRelDiff(grad, wantGrad); !(d <= 1e-3) {
+		t.Errorf("LoRA gradients on the stream-ordered backend differ from ref's by %.3g", d)
+	}
+	lp, grad = run(noSync{b})
+	if d := maxRelDiff(lp, wantLP); d <= 1e-2 {
+		t.Errorf("logprobs without Synchronize differ from ref's by only %.3g: the deferred device ran the queued ops before the host read", d)
+	}
+	if d := maxRelDiff(grad, wantGrad); d <= 1e-2 {
+		t.Errorf("LoRA gradients without Synchronize differ from ref's by only %.3g", d)
+	}
+}

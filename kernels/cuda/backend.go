@@ -32,16 +32,15 @@ import (
 // RowMax and ExpShift, the sampler's row ops,
 // run on the caller's goroutine on the host by design, on any slice.
 //
-// Every op returns after the device has finished it (cuCtxSynchronize), so
-// the host may read any result at once, and an op's failure on the device
-// panics in that op. The cost is a round trip to the driver per op (a few
-// µs) and an idle GPU between ops while the host launches the next: the
-// launch overhead of the model's ~20 ops a layer is not hidden behind
-// running kernels. A stream-ordered version would queue ops without waiting
-// and synchronize only where the host reads (logprobs, losses, sampled
-// logits, the gradient norm) — which needs the model to say where those
-// edges are — and would keep the int32 scratch per launch instead of per
-// call.
+// By default every op returns after the device has finished it
+// (cuCtxSynchronize), so the host may read any result at once, and an op's
+// failure on the device panics in that op. The cost is a round trip to the
+// driver per op (at least about 12 µs on an H200) and an idle GPU between
+// ops while the host launches the next: the launch overhead of the model's
+// ~20 ops a layer is not hidden behind running kernels. The stream-ordered
+// mode (SetSyncEachOp(false), stream.go; not yet run on a GPU) queues the
+// ops without waiting and synchronizes only where the host reads or memory
+// is freed; the model says where its host reads are (kernels.Synchronize).
 //
 // Memory: AllocF32 zeroes its memory on the device (cuMemsetD32), so its
 // pages start there; a host write (weights loaded by the host) migrates the

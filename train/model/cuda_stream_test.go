@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -111,5 +112,27 @@ func TestStreamOrderedNeedsSync(t *testing.T) {
 	}
 	if d := maxRelDiff(grad, wantGrad); d <= 1e-2 {
 		t.Errorf("LoRA gradients without Synchronize differ from ref's by only %.3g", d)
+	}
+}
+
+// TestGoldenCUDAOnHardwareStreamOrdered is TestGoldenCUDAOnHardware with
+// the backend stream-ordered (SetSyncEachOp(false)): every family's golden
+// on device 0 through the real driver and cuBLAS, the ops queued and the
+// host waiting only where it reads. It runs only when HONE_CUDA_TEST=1
+// (run.sh's model-golden step matches it), from a folder where goldenDir
+// holds the golden files.
+func TestGoldenCUDAOnHardwareStreamOrdered(t *testing.T) {
+	if os.Getenv("HONE_CUDA_TEST") != "1" {
+		t.Skip("set HONE_CUDA_TEST=1 on a machine with a CUDA device")
+	}
+	for _, name := range goldenCases {
+		t.Run(name, func(t *testing.T) {
+			b, err := cuda.OpenBackend(cuda.Options{DriverLib: os.Getenv("HONE_LIBCUDA"), BLASLib: os.Getenv("HONE_LIBCUBLAS")}, kernels.PrecisionF32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.SetSyncEachOp(false)
+			checkCUDAGolden(t, b, name)
+		})
 	}
 }

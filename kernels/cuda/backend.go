@@ -91,6 +91,10 @@ type Backend struct {
 	// streamOrdered: ops only queue their work (SetSyncEachOp(false),
 	// stream.go); pending: an op was queued since the last synchronization
 	streamOrdered, pending bool
+	// ring: the stream-ordered mode's int32 edge buffers (stream.go), in
+	// place of edges; edgeClock orders their use
+	ring      []edgeSlot
+	edgeClock uint64
 	// skipSync makes the synchronizations of the stream-ordered mode
 	// no-ops; set by tests only (export_test.go), to show that a test
 	// fails without them
@@ -156,8 +160,8 @@ func (b *Backend) AttentionKernel() string { return b.ops.AttentionKernel() }
 func (b *Backend) Precision() kernels.Precision { return b.ops.Precision() }
 
 // Scratch returns the device scratch the backend holds between calls —
-// the int32 edges' buffer and Ops' scratch slots (scratch.go) — in buffers
-// and bytes. It is part of Device.Live; Close frees it. Everything else
+// the int32 edges' buffer (buffers, stream-ordered: stream.go) and Ops'
+// scratch slots (scratch.go) — in buffers and bytes. It is part of Device.Live; Close frees it. Everything else
 // Device.Live counts is an AllocF32 or AllocBF16 allocation not yet freed.
 func (b *Backend) Scratch() (buffers, bytes int) {
 	b.mu.Lock()
@@ -165,6 +169,9 @@ func (b *Backend) Scratch() (buffers, bytes int) {
 	buffers, bytes = b.ops.ScratchLive()
 	if b.edges != nil {
 		buffers, bytes = buffers+1, bytes+4*b.edges.n
+	}
+	for _, sl := range b.ring {
+		buffers, bytes = buffers+1, bytes+4*sl.buf.n
 	}
 	return buffers, bytes
 }
@@ -201,6 +208,10 @@ func (b *Backend) Close() error {
 		errs = append(errs, b.edges.Free())
 		b.edges = nil
 	}
+	for _, sl := range b.ring {
+		errs = append(errs, sl.buf.Free())
+	}
+	b.ring = nil
 	errs = append(errs, b.freeHostAll())
 	errs = append(errs, b.ops.Unload(), b.d.Close())
 	return errors.Join(errs...)
@@ -350,11 +361,17 @@ func (b *Backend) bf16(op, name string, s []uint16) *Buffer {
 // legacy default stream, so every queued kernel has finished before the
 // scratch changes, and the op's own kernels, queued after the copy, read
 // the new values. The price is that an op with an int32 edge still waits
-// for the device before its copy; page-locked staging buffers in a ring
-// with cuMemcpyHtoDAsync would not wait, and are not built.
+// for the device before its copy, so the stream-ordered mode keeps a few
+// edge buffers and copies only values that none of them holds already
+// (streamEdge: the positions and sequence offsets, the same for every
+// layer of a pass, cost one copy a pass); page-locked staging buffers with
+// cuMemcpyHtoDAsync would not wait at all, and are not built.
 func (b *Backend) edge(op string, s []int32) *Buffer {
 	if len(s) == 0 {
 		return nil
+	}
+	if b.streamOrdered {
+		return b.streamEdge(op, s, len(s))
 	}
 	v := b.scratch(op, len(s))
 	if err := v.UploadInt32(s); err != nil {
@@ -370,6 +387,9 @@ func (b *Backend) edge(op string, s []int32) *Buffer {
 // frees the old buffer after a synchronization. An op takes it at most
 // once (a second edge would overwrite the first).
 func (b *Backend) scratch(op string, n int) *Buffer {
+	if b.streamOrdered {
+		return b.streamEdge(op, nil, n)
+	}
 	if b.edgeTaken {
 		panic(fmt.Sprintf("kernels.%s: a second int32 edge in one op", op))
 	}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hone-rl/hone/kernels"
 )
@@ -21,7 +22,8 @@ var _ kernels.Synchronizer = (*Backend)(nil)
 //   - RowMax and ExpShift, which read their rows on the host, wait first;
 //   - FreeF32, FreeBF16, the growth of the int32 edges' scratch and of
 //     Ops' scratch slots (scratch.go), and Close wait before freeing;
-//   - an op with an int32 edge waits before its copy (edge says why);
+//   - an op whose int32 edge none of the mode's four edge buffers holds
+//     waits before its copy (edge says why; streamEdge);
 //   - Synchronize waits: the caller's, before the host reads or writes
 //     managed memory the queued ops use (train/model's Forward and
 //     Backward end with it: kernels.Synchronize).
@@ -91,4 +93,78 @@ func (b *Backend) earlierNote() string {
 		return ""
 	}
 	return " (the CUDA backend is stream-ordered, SetSyncEachOp(false): the op that failed on the device may be an earlier one, queued since the last synchronization)"
+}
+
+// edgeSlots is how many int32 edge buffers the stream-ordered mode keeps.
+const edgeSlots = 4
+
+// edgeSlot is one of them: its buffer (cuMemAlloc memory), the values it
+// holds (nil when unknown: Ops wrote it, or a copy failed), and when an op
+// last took it (Backend.edgeClock).
+type edgeSlot struct {
+	buf  *Buffer
+	vals []int32
+	used uint64
+}
+
+// streamEdge is edge (s, n = len(s)) and scratch (s nil, n elements Ops
+// fills) in the stream-ordered mode; b.mu is held. The kernels only read
+// the int32 edges (const int * throughout the .cu files), so a buffer that
+// holds s already is handed out again without a copy, and without the wait
+// a cuMemcpyHtoD makes; otherwise the least recently taken buffer (or a
+// new one, up to edgeSlots) is overwritten by the copy, which waits for
+// the queued kernels first (edge), or, when too small, freed after a
+// synchronization and allocated anew.
+func (b *Backend) streamEdge(op string, s []int32, n int) *Buffer {
+	if b.edgeTaken {
+		panic(fmt.Sprintf("kernels.%s: a second int32 edge in one op", op))
+	}
+	b.edgeTaken = true
+	b.edgeClock++
+	if s != nil {
+		for i := range b.ring {
+			if sl := &b.ring[i]; sl.vals != nil && slices.Equal(sl.vals, s) {
+				sl.used = b.edgeClock
+				return sl.buf.view(0, n)
+			}
+		}
+	}
+	sl := b.edgeVictim(op, n)
+	sl.used, sl.vals = b.edgeClock, nil
+	v := sl.buf.view(0, n)
+	if s != nil {
+		if err := v.UploadInt32(s); err != nil {
+			panic(fmt.Sprintf("kernels.%s: int32 scratch: %v%s", op, err, b.earlierNote()))
+		}
+		sl.vals = slices.Clone(s)
+	}
+	return v
+}
+
+// edgeVictim returns the edge buffer streamEdge overwrites, of at least n
+// elements; b.mu is held.
+func (b *Backend) edgeVictim(op string, n int) *edgeSlot {
+	if len(b.ring) < edgeSlots {
+		buf, err := b.d.Alloc(max(n, 4096))
+		if err != nil {
+			panic(fmt.Sprintf("kernels.%s: int32 scratch: %v", op, err))
+		}
+		b.ring = append(b.ring, edgeSlot{buf: buf})
+		return &b.ring[len(b.ring)-1]
+	}
+	i := 0
+	for j := range b.ring {
+		if b.ring[j].used < b.ring[i].used {
+			i = j
+		}
+	}
+	if b.ring[i].buf.n < n {
+		b.syncQueued(op) // queued kernels may still read it
+		if err := b.ring[i].buf.Free(); err != nil {
+			panic(fmt.Sprintf("kernels.%s: %v", op, err))
+		}
+		b.ring = slices.Delete(b.ring, i, i+1)
+		return b.edgeVictim(op, n)
+	}
+	return &b.ring[i]
 }

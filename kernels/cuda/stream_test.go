@@ -226,3 +226,71 @@ func TestStreamOrderedFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamOrderedEdgeBuffers: stream-ordered, an op whose int32 values
+// one of the backend's edge buffers holds already copies nothing and so
+// waits for nothing (the earlier ops stay queued); new values take the
+// least recently used of at most four buffers (a copy, which waits for the
+// queued ops first), growing it when it is too small; every gather is
+// right in the end.
+func TestStreamOrderedEdgeBuffers(t *testing.T) {
+	b, drv := streamBackend(t)
+	defer b.Close()
+	const C, V = 2, 7
+	table := allocIota(t, b, V*C, 1, 0)
+	defer b.FreeF32(table)
+	idsOf := func(k, n int) []int32 {
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32((i*3 + k) % V)
+		}
+		return ids
+	}
+	type call struct {
+		ids                []int32
+		copies, queuedPrev bool
+	}
+	calls := []call{
+		{idsOf(0, 5), true, false},
+		{idsOf(0, 5), false, true}, // the same values: no copy, no wait
+		{idsOf(1, 5), true, false},
+		{idsOf(2, 5), true, false},
+		{idsOf(3, 5), true, false},
+		{idsOf(0, 5), false, true}, // still held (four buffers)
+		{idsOf(4, 5), true, false}, // overwrites idsOf(1)'s, the least recently used
+		{idsOf(1, 5), true, false}, // gone: copied again
+		{idsOf(5, 5000), true, false},
+	}
+	var outs [][]float32
+	for _, c := range calls { // first: a managed allocation waits for the queue (its memset)
+		out := allocIota(t, b, len(c.ids)*C, 0, 0)
+		defer b.FreeF32(out)
+		outs = append(outs, out)
+	}
+	for k, c := range calls {
+		N := len(c.ids)
+		copies, pending := drv.Calls("cuMemcpyHtoD_v2"), drv.Pending()
+		b.EmbeddingForward(outs[k], c.ids, table, N, C, V)
+		if got := drv.Calls("cuMemcpyHtoD_v2") - copies; got != map[bool]int{true: 1, false: 0}[c.copies] {
+			t.Errorf("call %d: %d host-to-device copies, want copies=%v", k, got, c.copies)
+		}
+		if c.queuedPrev && drv.Pending() != pending+1 {
+			t.Errorf("call %d: %d queued after it, %d before: it waited for the queued ops", k, drv.Pending(), pending)
+		}
+		if !c.queuedPrev && drv.Pending() != 1 {
+			t.Errorf("call %d: %d queued after a copy, want its own launch only", k, drv.Pending())
+		}
+	}
+	if n, _ := b.Scratch(); n != 4 {
+		t.Errorf("%d scratch buffers, want the four edge buffers", n)
+	}
+	b.Synchronize()
+	for k, c := range calls {
+		N := len(c.ids)
+		w := make([]float32, N*C)
+		ref.New().EmbeddingForward(w, c.ids, table, N, C, V)
+		if !slices.Equal(outs[k], w) {
+			t.Errorf("call %d: gather differs from ref's", k)
+		}
+	}
+}

@@ -136,3 +136,90 @@ func TestGoldenCUDAOnHardwareStreamOrdered(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamOrderedWaits counts, on the micro qwen2 model over the
+// emulated device, the points where the host waits for the device
+// (cuCtxSynchronize, and the copies that wait for the stream: cuMemcpyHtoD
+// from Go memory, cuMemcpyDtoH) in a LoRA training pass (Forward and
+// Backward) and a decode step of two sequences, with every op
+// synchronized and stream-ordered. Stream-ordered, the waits of a
+// training pass are those of its host edges (the ids, positions,
+// sequence offsets and targets once each, as the edge buffers hold them
+// for every layer, and Forward's and Backward's Synchronize), a few, not
+// one an op; a decode step's also count the decode attention's cache
+// table (new in every layer), the copy of the logits, and the frees of
+// the test's ContiguousCache when it grows.
+func TestStreamOrderedWaits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	ctx := context.Background()
+	waits := func(stream bool) (launches, trainWaits, decodeLaunches, decodeWaits int) {
+		b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionF32)
+		defer b.Close()
+		if stream {
+			if err := drv.SetDeferred(true); err != nil {
+				t.Fatal(err)
+			}
+			b.SetSyncEachOp(false)
+		}
+		count := func() int {
+			return drv.Calls("cuCtxSynchronize") + drv.Calls("cuMemcpyHtoD_v2") + drv.Calls("cuMemcpyDtoH_v2")
+		}
+		m := newMicro(t, "qwen2", b, 5)
+		defer m.Close()
+		ad := randomAdapter(t, m, AllModules(), 2, 6)
+		defer ad.Free()
+		batch := packed(m.Config.Vocab, []int{4, 3}, 8)
+		dlp := make([]float32, len(batch.IDs))
+		for i := range dlp {
+			dlp[i] = 1
+		}
+		pass := func() {
+			p, err := m.Forward(ctx, batch, ad, TrainOptions{Chunk: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Backward(ctx, dlp, nil); err != nil {
+				t.Fatal(err)
+			}
+			p.Release()
+		}
+		pass() // the first pass allocates (the slab, the scratch)
+		l0, w0 := len(drv.Launches()), count()
+		pass()
+		launches, trainWaits = len(drv.Launches())-l0, count()-w0
+		cache := NewContiguousCache(&m.Config, b)
+		defer cache.Close()
+		in := []StepInput{{Seq: 1, IDs: []int32{5, 9, 2}}, {Seq: 2, IDs: []int32{7}}}
+		logits, err := m.StepInto(ctx, cache, in, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = []StepInput{{Seq: 1, IDs: []int32{3}}, {Seq: 2, IDs: []int32{4}}}
+		if logits, err = m.StepInto(ctx, cache, in, nil, logits); err != nil {
+			t.Fatal(err)
+		}
+		in = []StepInput{{Seq: 1, IDs: []int32{8}}, {Seq: 2, IDs: []int32{1}}}
+		l0, w0 = len(drv.Launches()), count()
+		if logits, err = m.StepInto(ctx, cache, in, nil, logits); err != nil {
+			t.Fatal(err)
+		}
+		decodeLaunches, decodeWaits = len(drv.Launches())-l0, count()-w0
+		m.FreeLogits(logits)
+		return launches, trainWaits, decodeLaunches, decodeWaits
+	}
+	l, w, dl, dw := waits(false)
+	sl, sw, sdl, sdw := waits(true)
+	t.Logf("training pass: %d launches, %d waits each op synchronized, %d stream-ordered", l, w, sw)
+	t.Logf("decode step: %d launches, %d waits each op synchronized, %d stream-ordered", dl, dw, sdw)
+	if sl != l || sdl != dl {
+		t.Errorf("stream-ordered launched %d and %d kernels, each op synchronized %d and %d", sl, sdl, l, dl)
+	}
+	if sw > 8 {
+		t.Errorf("a stream-ordered training pass waited %d times, want at most 8 (its host edges)", sw)
+	}
+	if 4*sdw > dw {
+		t.Errorf("a stream-ordered decode step waited %d times, each op synchronized %d: want under a quarter", sdw, dw)
+	}
+}

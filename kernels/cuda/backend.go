@@ -96,7 +96,7 @@ type Backend struct {
 	ring      []edgeSlot
 	edgeClock uint64
 	// skipSync makes the synchronizations of the stream-ordered mode
-	// no-ops; set by tests only (export_test.go), to show that a test
+	// no-ops; set by tests only (export_stream_test.go), to show that a test
 	// fails without them
 	skipSync bool
 }

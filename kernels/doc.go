@@ -97,6 +97,18 @@
 // the sampler's rows: RowMax and ExpShift are the host's row ops and take
 // any slice.
 //
+// A backend whose ops may return before the device has finished them
+// (kernels/cuda stream-ordered) is a Synchronizer, and the host waits for
+// it (Synchronize) before it reads or writes such memory in place: that
+// happens at the end of train/model's Forward (Pass.Logprob and
+// Pass.Entropy are read in place) and Backward (its copies of the incoming
+// gradients are host writes; the adapter's gradients are readable on
+// return), in the model's, the adapter's and train/trainer's optimizer's
+// Tensors (loading, saving, filling and merging weights, the checkpoint's
+// moments), Adapter.ToPEFT and Place, and Model.ToBF16. CopyToHost and
+// SumSquares order themselves after the queued ops; so do the backend's
+// frees.
+//
 // Pure helpers that are not hot — RoPE inverse frequencies with llama3
 // scaling (RoPEInvFreq), bfloat16 conversion — live in this package as plain
 // functions.

@@ -48,3 +48,26 @@ func NeedCopyToHost(dst, src []float32, n int) {
 	Need(op, "dst", len(dst), n)
 	Need(op, "src", len(src), n)
 }
+
+// Synchronizer is implemented by a backend whose ops may return before
+// the device has finished them (kernels/cuda with SetSyncEachOp(false)):
+// Synchronize returns once every op called before it has finished, so
+// that the host may read what they wrote (and write what they read) in
+// the backend's memory in place. The backend synchronizes by itself where
+// its own methods hand the host results (CopyToHost, SumSquares, RowMax,
+// ExpShift) and before it frees memory; the callers synchronize where they
+// read or write its memory on the host: train/model's Forward and Backward
+// end with it (Pass.Logprob, Pass.Entropy and the adapter's gradients are
+// read in place), and the model and adapter's loading, saving and merging
+// call it before their host loops.
+type Synchronizer interface {
+	Synchronize()
+}
+
+// Synchronize calls b's Synchronize when b is a Synchronizer (a host
+// backend's ops have finished when they return: nothing to wait for).
+func Synchronize(b Backend) {
+	if s, ok := b.(Synchronizer); ok {
+		s.Synchronize()
+	}
+}

@@ -32,16 +32,15 @@ import (
 // RowMax and ExpShift, the sampler's row ops,
 // run on the caller's goroutine on the host by design, on any slice.
 //
-// Every op returns after the device has finished it (cuCtxSynchronize), so
-// the host may read any result at once, and an op's failure on the device
-// panics in that op. The cost is a round trip to the driver per op (a few
-// µs) and an idle GPU between ops while the host launches the next: the
-// launch overhead of the model's ~20 ops a layer is not hidden behind
-// running kernels. A stream-ordered version would queue ops without waiting
-// and synchronize only where the host reads (logprobs, losses, sampled
-// logits, the gradient norm) — which needs the model to say where those
-// edges are — and would keep the int32 scratch per launch instead of per
-// call.
+// By default every op returns after the device has finished it
+// (cuCtxSynchronize), so the host may read any result at once, and an op's
+// failure on the device panics in that op. The cost is a round trip to the
+// driver per op (at least about 12 µs on an H200) and an idle GPU between
+// ops while the host launches the next: the launch overhead of the model's
+// ~20 ops a layer is not hidden behind running kernels. The stream-ordered
+// mode (SetSyncEachOp(false), stream.go; not yet run on a GPU) queues the
+// ops without waiting and synchronizes only where the host reads or memory
+// is freed; the model says where its host reads are (kernels.Synchronize).
 //
 // Memory: AllocF32 zeroes its memory on the device (cuMemsetD32), so its
 // pages start there; a host write (weights loaded by the host) migrates the
@@ -88,6 +87,18 @@ type Backend struct {
 	label string
 
 	pinned map[unsafe.Pointer]int // live AllocHostF32 allocations: address → values (hostcopy.go)
+
+	// streamOrdered: ops only queue their work (SetSyncEachOp(false),
+	// stream.go); pending: an op was queued since the last synchronization
+	streamOrdered, pending bool
+	// ring: the stream-ordered mode's int32 edge buffers (stream.go), in
+	// place of edges; edgeClock orders their use
+	ring      []edgeSlot
+	edgeClock uint64
+	// skipSync makes the synchronizations of the stream-ordered mode
+	// no-ops; set by tests only (export_stream_test.go), to show that a test
+	// fails without them
+	skipSync bool
 }
 
 // allocation is one AllocF32 or AllocBF16: buf holds bytes bytes the caller
@@ -150,8 +161,8 @@ func (b *Backend) AttentionKernel() string { return b.ops.AttentionKernel() }
 func (b *Backend) Precision() kernels.Precision { return b.ops.Precision() }
 
 // Scratch returns the device scratch the backend holds between calls —
-// the int32 edges' buffer and Ops' scratch slots (scratch.go) — in buffers
-// and bytes. It is part of Device.Live; Close frees it. Everything else
+// the int32 edges' buffer (buffers, stream-ordered: stream.go) and Ops'
+// scratch slots (scratch.go) — in buffers and bytes. It is part of Device.Live; Close frees it. Everything else
 // Device.Live counts is an AllocF32 or AllocBF16 allocation not yet freed.
 func (b *Backend) Scratch() (buffers, bytes int) {
 	b.mu.Lock()
@@ -159,6 +170,9 @@ func (b *Backend) Scratch() (buffers, bytes int) {
 	buffers, bytes = b.ops.ScratchLive()
 	if b.edges != nil {
 		buffers, bytes = buffers+1, bytes+4*b.edges.n
+	}
+	for _, sl := range b.ring {
+		buffers, bytes = buffers+1, bytes+4*sl.buf.n
 	}
 	return buffers, bytes
 }
@@ -178,6 +192,10 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	var errs []error
+	if b.pending { // the queued ops finish before their memory goes
+		b.pending = false
+		errs = append(errs, b.d.Synchronize())
+	}
 	if n := len(b.allocs); n > 0 {
 		bytes := 0
 		for _, a := range b.allocs {
@@ -191,6 +209,10 @@ func (b *Backend) Close() error {
 		errs = append(errs, b.edges.Free())
 		b.edges = nil
 	}
+	for _, sl := range b.ring {
+		errs = append(errs, sl.buf.Free())
+	}
+	b.ring = nil
 	errs = append(errs, b.freeHostAll())
 	errs = append(errs, b.ops.Unload(), b.d.Close())
 	return errors.Join(errs...)
@@ -272,6 +294,7 @@ func (b *Backend) free(op string, addr uintptr, bytes int, bf16 bool) {
 	if i == len(b.allocs) || uintptr(b.allocs[i].buf.ptr) != addr || b.allocs[i].bytes != bytes || b.allocs[i].bf16 != bf16 {
 		panic(fmt.Sprintf("kernels/cuda: %s of %d bytes at %#x: not a whole allocation of this backend's (a view, or freed already)", op, bytes, addr))
 	}
+	b.syncQueued(op) // queued ops may still use the memory
 	if err := b.allocs[i].buf.Free(); err != nil {
 		panic(fmt.Sprintf("kernels/cuda: %s: %v", op, err))
 	}
@@ -329,9 +352,27 @@ func (b *Backend) bf16(op, name string, s []uint16) *Buffer {
 // (scratch) with one synchronous cuMemcpyHtoD, and returns it as a buffer
 // of len(s) elements (nil for an empty s); b.mu is held. The host never
 // reads the scratch: its address is the device's only.
+//
+// In the stream-ordered mode the ops queued before may still read the
+// scratch when the next op overwrites it. The copy is safe all the same:
+// s is pageable (Go) memory, and for a transfer from pageable host memory
+// to device memory the driver's documentation (CUDA Driver API, "API
+// synchronization behavior", Memcpy) says that a stream sync is performed
+// before the copy is initiated; the launches and the copy are all on the
+// legacy default stream, so every queued kernel has finished before the
+// scratch changes, and the op's own kernels, queued after the copy, read
+// the new values. The price is that an op with an int32 edge still waits
+// for the device before its copy, so the stream-ordered mode keeps a few
+// edge buffers and copies only values that none of them holds already
+// (streamEdge: the positions and sequence offsets, the same for every
+// layer of a pass, cost one copy a pass); page-locked staging buffers with
+// cuMemcpyHtoDAsync would not wait at all, and are not built.
 func (b *Backend) edge(op string, s []int32) *Buffer {
 	if len(s) == 0 {
 		return nil
+	}
+	if b.streamOrdered {
+		return b.streamEdge(op, s, len(s))
 	}
 	v := b.scratch(op, len(s))
 	if err := v.UploadInt32(s); err != nil {
@@ -342,16 +383,21 @@ func (b *Backend) edge(op string, s []int32) *Buffer {
 
 // scratch returns n elements of the backend's device scratch for the int32
 // edges (cuMemAlloc memory, grown when a call needs more) for the op
-// onDevice runs; b.mu is held, and the device is idle (every op ends
-// synchronized), so the scratch is free to overwrite. An op takes it at
-// most once (a second edge would overwrite the first).
+// onDevice runs; b.mu is held. The scratch is free to overwrite by
+// cuMemcpyHtoD (edge says why in the stream-ordered mode too); growing it
+// frees the old buffer after a synchronization. An op takes it at most
+// once (a second edge would overwrite the first).
 func (b *Backend) scratch(op string, n int) *Buffer {
+	if b.streamOrdered {
+		return b.streamEdge(op, nil, n)
+	}
 	if b.edgeTaken {
 		panic(fmt.Sprintf("kernels.%s: a second int32 edge in one op", op))
 	}
 	b.edgeTaken = true
 	if b.edges == nil || b.edges.n < n {
 		if b.edges != nil {
+			b.syncQueued(op) // queued ops may still read it
 			if err := b.edges.Free(); err != nil {
 				panic(fmt.Sprintf("kernels.%s: %v", op, err))
 			}
@@ -369,8 +415,10 @@ func (b *Backend) scratch(op string, n int) *Buffer {
 // ---- running ops ----------------------------------------------------------
 
 // onDevice runs an op's launches (run, which makes its buffers with f32,
-// bf16 and edge) and waits for the device to finish them. A failure panics
-// naming the op: kernels.Backend's ops return no errors.
+// bf16 and edge) and waits for the device to finish them — unless the
+// backend is stream-ordered (SetSyncEachOp(false)) and no profile runs:
+// then the launches stay queued. A failure panics naming the op:
+// kernels.Backend's ops return no errors.
 func (b *Backend) onDevice(op string, run func() error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -382,11 +430,14 @@ func (b *Backend) onDevice(op string, run func() error) {
 	b.edgeTaken = false
 	b.label = ""
 	err := run()
-	if err == nil {
+	if err == nil && (!b.streamOrdered || b.prof != nil) { // a profile times whole ops
 		err = b.d.Synchronize()
+		b.pending = false
+	} else if err == nil {
+		b.pending = true
 	}
 	if err != nil {
-		panic(fmt.Sprintf("kernels.%s: %v", op, err))
+		panic(fmt.Sprintf("kernels.%s: %v%s", op, err, b.earlierNote()))
 	}
 	if b.prof == nil {
 		return

@@ -537,10 +537,17 @@ func (b *Backend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32,
 // ---- sampling rows: the host, on the caller's goroutine ---------------------
 
 // RowMax runs on the host, on the caller's goroutine (the sampler's).
-func (b *Backend) RowMax(x []float32) float32 { return b.host.RowMax(x) }
+// In the stream-ordered mode it waits for the queued ops first: x may be
+// managed memory they write.
+func (b *Backend) RowMax(x []float32) float32 {
+	b.syncHost("RowMax")
+	return b.host.RowMax(x)
+}
 
 // ExpShift runs on the host, on the caller's goroutine (the sampler's).
+// It waits for the queued ops first, as RowMax.
 func (b *Backend) ExpShift(dst, x []float32, mu, scale float32) float64 {
+	b.syncHost("ExpShift")
 	return b.host.ExpShift(dst, x, mu, scale)
 }
 

@@ -4,7 +4,8 @@
 // launch, and Backend: a kernels.Backend and kernels.Allocator whose
 // buffers are CUDA managed memory (plain slices, valid on host and device)
 // and whose ops run on the device (Ops' kernels, cuBLAS), each synchronized
-// before it returns. It ran on one H200 once (make gpu-check; figures in
+// before it returns by default, or only queued in the stream-ordered mode
+// (below; not yet run on a GPU). It ran on one H200 once (make gpu-check; figures in
 // gpucheck/RESULTS.md): every hardware test and the model goldens passed.
 // Its tests here use the fakes of kernels/cuda/cudafake, among them an emulated device whose managed memory
 // is host memory and whose launches run the .cu kernels on the CPU
@@ -186,4 +187,36 @@
 // brings its logits over so, into page-locked memory it reuses step after
 // step, and TestCopyToHostOnHardware times a host read against copies into
 // Go memory and into page-locked memory.
+//
+// # Stream-ordered mode
+//
+// A synchronized op costs at least about 12 µs on an H200
+// (gpucheck/RESULTS.md); a 7B training step runs a few thousand ops, a
+// 0.5B decode step at batch 32 a few hundred. Backend.SetSyncEachOp(false)
+// makes the ops only queue their work on the default stream; the backend
+// waits where the host needs the device's results or where memory would
+// be reused under a queued kernel (stream.go lists the points: CopyToHost
+// and SumSquares by their cuMemcpyDtoH, RowMax and ExpShift, frees and
+// scratch growth, Close, and Synchronize, kernels.Synchronizer, which
+// train/model's Forward and Backward and the Tensors of the model, the
+// adapter and the optimizer call before the host touches the memory in
+// place). An int32 edge's cuMemcpyHtoD from pageable memory waits for the
+// stream before it copies (backend.go, edge), so overwriting an edge
+// buffer is safe but costs a wait; the mode keeps four edge buffers and
+// copies only values none of them holds (a pass's positions and offsets
+// once, not once a layer). On the emulated device a LoRA training pass of
+// the micro qwen2 model then waits twice instead of 224 times, and a
+// decode step 10 times instead of 48 (train/model's
+// TestStreamOrderedWaits: counted calls, not times). A running profile
+// synchronizes every op in either mode. It has
+// run only on the emulated device, in its deferred mode
+// (cudafake.Driver.SetDeferred: launches, GEMMs and device memsets run
+// only at the points where the CUDA driver documents that the host waits,
+// so that a missing synchronization reads stale values): the model
+// goldens, LoRA training steps and the engine's decode pass there
+// (stream_test.go, train/model's cuda_stream_test.go, train/trainer's
+// TestStepCUDAStreamOrdered, serve/engine's TestDecodeCUDAStreamOrdered);
+// the default stays synchronizing each op until gpucheck's stream-ordered
+// rows (hone-05b-decode-async, hone-7b-async) and
+// TestGoldenCUDAOnHardwareStreamOrdered have run on a GPU.
 package cuda

@@ -41,14 +41,20 @@ func (l *scratchLease) unlock() { l.s.mu.Unlock() }
 
 // get returns n float32 elements (at least one) of the slot's buffer,
 // a view at its start (16-byte aligned, as cuMemAlloc memory is). The
-// buffer is reallocated only when it holds fewer than n: freed, then
-// allocated anew at n. Its contents are undefined. Slots of one op are
+// buffer is reallocated only when it holds fewer than n: freed once the
+// device has finished what was queued (Device.Synchronize), then allocated
+// anew at n. Its contents are undefined. Slots of one op are
 // distinct buffers; a slot's view is valid until the next get of that slot.
 func (l *scratchLease) get(op, slot string, n int) (*Buffer, error) {
 	n = max(n, 1)
 	b := l.s.bufs[slot]
 	if b == nil || b.n < n {
 		if b != nil {
+			// Kernels of earlier ops may still be queued on the buffer
+			// (Backend's stream-ordered mode): they finish first.
+			if err := l.d.Synchronize(); err != nil {
+				return nil, fmt.Errorf("CUDA %s: scratch %s: %w", op, slot, err)
+			}
 			delete(l.s.bufs, slot)
 			if err := b.Free(); err != nil {
 				return nil, fmt.Errorf("CUDA %s: scratch %s: %w", op, slot, err)

@@ -25,66 +25,7 @@ import (
 // memory (Step's copy, kernels.HostCopier), never the backend's in place
 // (a device backend's managed memory would migrate page by page).
 func TestDecodeResident(t *testing.T) {
-	dir := filepath.Join("..", "testdata", "tiny")
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	turn1 := []int32{104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 10}
-	run := func(be kernels.Backend) [][]result {
-		m, err := model.Load(dir, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 4, Targets: model.AllModules()}, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, layer := range ad.Layers {
-			for _, lr := range layer {
-				if lr != nil {
-					for i := range lr.B {
-						lr.B[i] = float32(i%5-2) * 0.05
-					}
-				}
-			}
-		}
-		if err := ad.Place(be); err != nil {
-			t.Fatal(err)
-		}
-		defer ad.Free()
-		e := New(m, Config{Tokenizer: tok, PrefillTokens: 4, PrefixCaching: true})
-		greedy := Params{MaxTokens: 6, Logprobs: true, TopLogprobs: 2, IgnoreEOS: true}
-		seeded := Params{Temperature: 1, TopK: 40, TopP: 0.9, MaxTokens: 5, Seed: 7, HasSeed: true, IgnoreEOS: true, Logprobs: true}
-		reqs := []*Request{
-			{Prompt: turn1, N: 1, Params: greedy},
-			{Prompt: turn1[:5], N: 3, Params: seeded},
-			{Prompt: turn1[3:], N: 1, Params: greedy, Adapter: ad},
-		}
-		var hs []*Handle
-		for _, r := range reqs { // all in flight at once
-			h, err := e.Submit(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs = append(hs, h)
-		}
-		var out [][]result
-		for i, h := range hs {
-			out = append(out, wait(t, h, reqs[i].N))
-		}
-		// The next turn extends the first: it starts from the kept rows.
-		next := append(append(append([]int32(nil), turn1...), out[0][0].ids...), 72, 105)
-		out = append(out, run(t, e, &Request{Prompt: next, N: 1, Params: greedy}))
-		if e.Stats().PrefixHit == 0 {
-			t.Error("the second turn did not start from the first's kept rows")
-		}
-		if err := e.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	run := func(be kernels.Backend) [][]result { return decodeTurns(t, be) }
 	want := run(ref.New())
 	res := &hostRows{ResidentBackend: kerneltest.Resident(ref.New())}
 	got := run(res)
@@ -100,6 +41,71 @@ func TestDecodeResident(t *testing.T) {
 	if n := res.Live(); n != 0 {
 		t.Errorf("%d allocations (%d bytes) live after Shutdown, Close and Free, want 0", n, res.LiveBytes())
 	}
+}
+
+// decodeTurns is TestDecodeResident's run on be: the requests in flight at
+// once, then the next turn from the first's kept rows; it shuts the engine
+// down and frees the model and the adapter.
+func decodeTurns(t *testing.T, be kernels.Backend) [][]result {
+	t.Helper()
+	dir := filepath.Join("..", "testdata", "tiny")
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn1 := []int32{104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 10}
+	m, err := model.Load(dir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 4, Targets: model.AllModules()}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr != nil {
+				for i := range lr.B {
+					lr.B[i] = float32(i%5-2) * 0.05
+				}
+			}
+		}
+	}
+	if err := ad.Place(be); err != nil {
+		t.Fatal(err)
+	}
+	defer ad.Free()
+	e := New(m, Config{Tokenizer: tok, PrefillTokens: 4, PrefixCaching: true})
+	greedy := Params{MaxTokens: 6, Logprobs: true, TopLogprobs: 2, IgnoreEOS: true}
+	seeded := Params{Temperature: 1, TopK: 40, TopP: 0.9, MaxTokens: 5, Seed: 7, HasSeed: true, IgnoreEOS: true, Logprobs: true}
+	reqs := []*Request{
+		{Prompt: turn1, N: 1, Params: greedy},
+		{Prompt: turn1[:5], N: 3, Params: seeded},
+		{Prompt: turn1[3:], N: 1, Params: greedy, Adapter: ad},
+	}
+	var hs []*Handle
+	for _, r := range reqs { // all in flight at once
+		h, err := e.Submit(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	var out [][]result
+	for i, h := range hs {
+		out = append(out, wait(t, h, reqs[i].N))
+	}
+	// The next turn extends the first: it starts from the kept rows.
+	next := append(append(append([]int32(nil), turn1...), out[0][0].ids...), 72, 105)
+	out = append(out, run(t, e, &Request{Prompt: next, N: 1, Params: greedy}))
+	if e.Stats().PrefixHit == 0 {
+		t.Error("the second turn did not start from the first's kept rows")
+	}
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // hostRows is kerneltest.Resident counting the sampler's row ops (RowMax,

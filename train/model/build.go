@@ -155,8 +155,12 @@ type Tensor struct {
 
 // Tensors lists every weight the model holds under its checkpoint name, in
 // struct order (the tied lm_head is omitted). The names come from the hf
-// struct tags of Model, Block, Attention, MLP and Linear.
+// struct tags of Model, Block, Attention, MLP and Linear. The values alias
+// the model's memory: Tensors waits for the backend's queued ops first
+// (kernels.Synchronize), so the host may read or write them until the next
+// op.
 func (m *Model) Tensors() []Tensor {
+	kernels.Synchronize(m.be)
 	var out []Tensor
 	walk(reflect.ValueOf(m).Elem(), "", func(t Tensor) {
 		if t.Name == "lm_head.weight" && m.Config.TieEmbeddings {

@@ -69,6 +69,7 @@ func (l *Linear) merge(be kernels.Backend, lora *LoRA) error {
 	}
 	be.AXPY(w, ba, lora.Scale, l.Out*l.In)
 	if free {
+		kernels.Synchronize(be) // the host reads the sum
 		kernels.ToBF16(l.Weight.BF16, w)
 		kernels.FreeF32(be, w)
 	}

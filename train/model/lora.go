@@ -197,6 +197,9 @@ func (ad *Adapter) Place(be kernels.Backend) error {
 		ad.be = be
 		return nil
 	}
+	if fromDevice {
+		kernels.Synchronize(ad.be) // the host reads the adapter's memory
+	}
 	var moved [][]float32
 	move := func(x []float32) ([]float32, error) {
 		y, err := kernels.AllocF32(be, len(x))

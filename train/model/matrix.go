@@ -56,6 +56,7 @@ func (m *Model) ToBF16() error {
 	if m.Embed.BF16 != nil {
 		return nil // already converted: all matrices share one precision
 	}
+	kernels.Synchronize(m.be) // the host reads the float32 matrices
 	var f32 [][]float32
 	m.eachMatrix(func(w *Matrix, _ int) { f32 = append(f32, w.F32) })
 	old := m.matF32

@@ -309,7 +309,9 @@ func (p *Pass) Release() {
 }
 
 // Forward runs the training pass: per-token log-probabilities of b.Targets
-// and the entropy, with the adapter ad (nil: base model).
+// and the entropy, with the adapter ad (nil: base model). It returns once
+// the backend has finished them (kernels.Synchronize): the host reads
+// p.Logprob and p.Entropy in place.
 func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOptions) (*Pass, error) {
 	if err := m.checkBatch(b); err != nil {
 		return nil, err
@@ -353,6 +355,7 @@ func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOpt
 	} else {
 		be.LogprobForward(p.Logprob, p.Entropy, p.lse, p.expect, p.xf, m.Head.F32, p.tgt, N, C, V, opt.Chunk)
 	}
+	kernels.Synchronize(be) // the host reads p.Logprob and p.Entropy in place
 	return p, nil
 }
 
@@ -409,7 +412,8 @@ func (p *Pass) slot(l int) *blockActs {
 
 // Backward accumulates into the adapter's DA and DB the gradient of
 // Σ_n dlogprob[n]·Logprob[n] + dentropy[n]·Entropy[n] (either may be nil).
-// Call Adapter.ZeroGrad first for a fresh gradient. A pass without an
+// Call Adapter.ZeroGrad first for a fresh gradient. It returns once the
+// backend has finished (kernels.Synchronize). A pass without an
 // adapter has nothing to differentiate. Without dentropy (a GRPO or SFT
 // loss) the lm_head's part is one row operation per position, from what
 // Forward kept; with dentropy (or after a Forward with EntropyGradient) the
@@ -429,6 +433,7 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 	// The gradients are host slices (the loss's, an edge): a backend that
 	// allocates its own memory reads them from the pass's copies.
 	if _, device := be.(kernels.Allocator); device {
+		kernels.Synchronize(be) // the host writes the pass's memory
 		if dlogprob != nil {
 			copy(p.dlp, dlogprob)
 			dlogprob = p.dlp
@@ -471,6 +476,7 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 		blk.Backward(be, dprev, dx, s, p.xs[l], w, g, lr)
 		dx, dprev = dprev, dx
 	}
+	kernels.Synchronize(be) // the gradients are readable in place on return
 	return nil
 }
 

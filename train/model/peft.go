@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hone-rl/hone/format/peft"
+	"github.com/hone-rl/hone/kernels"
 )
 
 // FromPEFT turns an adapter read by format/peft into the model's Adapter for
@@ -61,6 +62,9 @@ func (ad *Adapter) ToPEFT(base string) *peft.Adapter {
 		cfg.TargetModules = append(cfg.TargetModules, m.String())
 	}
 	pa := &peft.Adapter{Config: cfg, LayersPath: ad.LayersPath}
+	if ad.be != nil {
+		kernels.Synchronize(ad.be) // the host reads A and B
+	}
 	for l, layer := range ad.Layers {
 		for m, lr := range layer {
 			if lr != nil {

@@ -29,6 +29,28 @@ func TestStepCUDAEmulated(t *testing.T) {
 	if os.Getenv("HONE_LONG_TESTS") == "" || testing.Short() {
 		t.Skip("runs two training steps on the CPU emulation of the CUDA device (85 s): run by `make test-long` (HONE_LONG_TESTS=1)")
 	}
+	checkStepsCUDA(t, false)
+}
+
+// TestStepCUDAStreamOrdered is TestStepCUDAEmulated on cuda.Backend in its
+// stream-ordered mode (SetSyncEachOp(false): the ops queue their work)
+// over the emulated device in its deferred mode (the queued launches and
+// GEMMs run only where CUDA has the host wait), so that a host read of the
+// backend's memory without a synchronization before it (the pass's
+// logprobs, the gradients, the adapter and moments the checkpoint saves)
+// sees stale values and fails the comparison.
+func TestStepCUDAStreamOrdered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two training steps on the CPU emulation of the CUDA device")
+	}
+	checkStepsCUDA(t, true)
+}
+
+// checkStepsCUDA runs tinySteps on cuda.Backend over the emulated device,
+// stream-ordered on a deferred device when stream, and compares them with
+// the CPU backend's.
+func checkStepsCUDA(t *testing.T, stream bool) {
+	t.Helper()
 	cxx := os.Getenv("CXX")
 	if cxx == "" {
 		cxx = "g++"
@@ -54,6 +76,12 @@ func TestStepCUDAEmulated(t *testing.T) {
 	if err != nil {
 		dev.Close()
 		t.Fatal(err)
+	}
+	if stream {
+		if err := drv.SetDeferred(true); err != nil {
+			t.Fatal(err)
+		}
+		b.SetSyncEachOp(false)
 	}
 	c, err := cpu.New(cpu.Options{Workers: 2, MinParallel: 1})
 	if err != nil {

@@ -132,8 +132,13 @@ func checkWeights(be kernels.Backend, ad *model.Adapter) error {
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // Tensors returns the moments under "<param>.exp_avg" / "<param>.exp_avg_sq"
-// (aliasing the optimizer's memory), for saving and loading.
+// (aliasing the optimizer's memory), for saving and loading: it waits for
+// the backend's queued ops first (kernels.Synchronize), and the host may
+// read or write them until the next op.
 func (o *AdamW) Tensors() []checkpoint.Tensor {
+	if o.be != nil {
+		kernels.Synchronize(o.be)
+	}
 	var ts []checkpoint.Tensor
 	for i, n := range o.names {
 		ts = append(ts, checkpoint.Tensor{Name: n + ".exp_avg", Values: o.m[i]}, checkpoint.Tensor{Name: n + ".exp_avg_sq", Values: o.v[i]})

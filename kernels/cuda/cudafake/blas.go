@@ -203,6 +203,7 @@ func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmType
 	}
 	b.drv.mu.Lock()
 	defer b.drv.mu.Unlock()
+	mats := make([][3]matrix, g.Batch)
 	for i := range g.Batch {
 		ops := [3]struct {
 			name      string
@@ -212,7 +213,6 @@ func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmType
 			ld        int
 			typ       cuda.DataType
 		}{{"A", g.A, g.StrideA, ar, ac, g.LDA, t.A}, {"B", g.B, g.StrideB, br, bc, g.LDB, t.B}, {"C", g.C, g.StrideC, g.M, g.N, g.LDC, t.C}}
-		var m [3]matrix
 		for j, o := range ops {
 			size := elemBytes(o.typ)
 			p := o.p + cuda.DevPtr(int64(size)*int64(i)*o.stride)
@@ -220,11 +220,17 @@ func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmType
 			if !ok {
 				return blasFail(call, blasExecutionFailed, fmt.Sprintf("batch %d: %s (%d×%d, ld %d) at %#x is not inside one allocation", i, o.name, o.rows, o.col, o.ld, uint64(p)))
 			}
-			m[j] = matrix{mem: mem, ld: o.ld, bf16: o.typ == cuda.R16BF, tf32: tf32 && j < 2}
+			mats[i][j] = matrix{mem: mem, ld: o.ld, bf16: o.typ == cuda.R16BF, tf32: tf32 && j < 2}
 		}
-		product(g, m[0], m[1], m[2])
 	}
-	return nil
+	// On the stream: now, or at the next synchronization point in the
+	// driver's deferred mode (deferred.go).
+	return b.drv.submit(call, func() error {
+		for _, m := range mats {
+			product(g, m[0], m[1], m[2])
+		}
+		return nil
+	})
 }
 
 // checkGemm makes cuBLAS's argument checks.

@@ -91,6 +91,9 @@ type Driver struct {
 	mapped    map[cuda.DevPtr][]byte // allocations in real host memory (emulate.go), by address
 	emu       *Emulator              // runs launches, when set (NewEmulatedDriver)
 	pinned    map[uintptr][]byte     // page-locked host memory (hostmem.go), by address
+	managed   map[cuda.DevPtr]bool   // allocations of MemAllocManaged (emulate.go)
+	deferred  bool                   // queue launches, GEMMs and device memsets (SetDeferred, deferred.go)
+	queue     []queued               // work queued on the stream, not yet run (deferred.go)
 }
 
 // NewDriver returns a fake driver with the given number of devices
@@ -288,9 +291,14 @@ func (d *Driver) CtxSetCurrent(c cuda.Context) error {
 	return nil
 }
 
+// CtxSynchronize is cuCtxSynchronize: in the deferred mode (SetDeferred)
+// it runs the queued work, whose first failure it returns.
 func (d *Driver) CtxSynchronize() error {
 	defer d.mu.Unlock()
-	return d.enter("cuCtxSynchronize", true)
+	if err := d.enter("cuCtxSynchronize", true); err != nil {
+		return err
+	}
+	return d.flush()
 }
 
 func (d *Driver) MemAlloc(bytes int) (cuda.DevPtr, error) {
@@ -323,8 +331,12 @@ func (d *Driver) MemFree(p cuda.DevPtr) error {
 	if !ok {
 		return fail("cuMemFree_v2", errInvalidValue, fmt.Sprintf("%#x is not an allocation", uint64(p)))
 	}
+	if err := d.flush(); err != nil { // cuMemFree waits for the device (deferred.go)
+		return err
+	}
 	d.used -= len(mem)
 	delete(d.allocs, p)
+	delete(d.managed, p)
 	return d.unmap(p)
 }
 
@@ -357,6 +369,9 @@ func (d *Driver) MemcpyHtoD(dst cuda.DevPtr, src []byte) error {
 	if !ok {
 		return fail("cuMemcpyHtoD_v2", errInvalidValue, fmt.Sprintf("%d bytes at %#x are not inside one allocation", len(src), uint64(dst)))
 	}
+	if err := d.flush(); err != nil { // a stream sync before the copy (deferred.go)
+		return err
+	}
 	copy(mem, src)
 	return nil
 }
@@ -369,6 +384,9 @@ func (d *Driver) MemcpyDtoH(dst []byte, src cuda.DevPtr) error {
 	mem, ok := d.span(src, len(dst))
 	if !ok {
 		return fail("cuMemcpyDtoH_v2", errInvalidValue, fmt.Sprintf("%d bytes at %#x are not inside one allocation", len(dst), uint64(src)))
+	}
+	if err := d.flush(); err != nil { // after the work queued before it (deferred.go)
+		return err
 	}
 	copy(dst, mem)
 	return nil
@@ -399,6 +417,9 @@ func (d *Driver) ModuleUnload(m cuda.Module) error {
 	if !d.modules[m] {
 		return fail("cuModuleUnload", errInvalidHandle, "unknown module")
 	}
+	if err := d.flush(); err != nil { // its queued launches run first
+		return err
+	}
 	delete(d.modules, m)
 	return nil
 }
@@ -423,7 +444,8 @@ func (d *Driver) ModuleGetFunction(m cuda.Module, name string) (cuda.Function, e
 // sm_90 device's limits (1024 threads a block; block 1024×1024×64; grid
 // (2³¹-1)×65535×65535; 48 KiB of static shared memory without opt-in). It
 // runs nothing, unless the driver emulates a device (NewEmulatedDriver):
-// then the kernel runs on the CPU before it returns.
+// then the kernel runs on the CPU before it returns, or, in the deferred
+// mode (SetDeferred), at the next synchronization point.
 func (d *Driver) LaunchKernel(f cuda.Function, grid, block cuda.Dim3, sharedBytes int, params []unsafe.Pointer) error {
 	defer d.mu.Unlock()
 	if err := d.enter("cuLaunchKernel", true); err != nil {
@@ -439,7 +461,10 @@ func (d *Driver) LaunchKernel(f cuda.Function, grid, block cuda.Dim3, sharedByte
 	}
 	d.launches = append(d.launches, Launch{Kernel: name, Grid: grid, Block: block, SharedBytes: sharedBytes, Params: len(params)})
 	if d.emu != nil {
-		return d.emu.launch(name, grid, block, sharedBytes, params)
+		// The parameter values stay as they are: Device.Launch makes them
+		// afresh for every launch, and the slice keeps them alive.
+		params = append([]unsafe.Pointer(nil), params...)
+		return d.submit("cuLaunchKernel", func() error { return d.emu.launch(name, grid, block, sharedBytes, params) })
 	}
 	return nil
 }

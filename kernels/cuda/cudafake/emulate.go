@@ -177,7 +177,15 @@ func (d *Driver) MemAllocManaged(bytes int) (cuda.DevPtr, error) {
 	if bytes <= 0 {
 		return 0, fail("cuMemAllocManaged", errInvalidValue, fmt.Sprintf("%d bytes", bytes))
 	}
-	return d.allocMapped("cuMemAllocManaged", bytes)
+	p, err := d.allocMapped("cuMemAllocManaged", bytes)
+	if err != nil {
+		return 0, err
+	}
+	if d.managed == nil {
+		d.managed = map[cuda.DevPtr]bool{}
+	}
+	d.managed[p] = true
+	return p, nil
 }
 
 // allocMapped maps bytes of zeroed host memory and records it as an
@@ -221,7 +229,10 @@ func (d *Driver) unmap(p cuda.DevPtr) error {
 }
 
 // MemsetD32 is cuMemsetD32_v2: n 32-bit words at p, inside one allocation,
-// set to v.
+// set to v. In the deferred mode (SetDeferred) a memset of device memory is
+// queued, and one of managed memory runs after the queued work before it
+// returns (the driver's documentation: fully synchronous on a Unified
+// Memory region).
 func (d *Driver) MemsetD32(p cuda.DevPtr, v uint32, n int) error {
 	defer d.mu.Unlock()
 	if err := d.enter("cuMemsetD32_v2", true); err != nil {
@@ -231,8 +242,17 @@ func (d *Driver) MemsetD32(p cuda.DevPtr, v uint32, n int) error {
 	if !ok || n < 0 {
 		return fail("cuMemsetD32_v2", errInvalidValue, fmt.Sprintf("%d words at %#x are not inside one allocation", n, uint64(p)))
 	}
-	for i := 0; i < len(mem); i += 4 {
-		binary.LittleEndian.PutUint32(mem[i:], v)
+	set := func() error {
+		for i := 0; i < len(mem); i += 4 {
+			binary.LittleEndian.PutUint32(mem[i:], v)
+		}
+		return nil
 	}
-	return nil
+	if d.isManaged(p) {
+		if err := d.flush(); err != nil {
+			return err
+		}
+		return set()
+	}
+	return d.submit("cuMemsetD32_v2", set)
 }

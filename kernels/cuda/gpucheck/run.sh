@@ -35,7 +35,12 @@
 # same rows (hone-*: modelbench's worker on cuda.Backend, bf16 weights and
 # bf16 compute; a BENCH line each with tokens/s and the bytes the backend
 # had allocated). And the model goldens of every family on cuda.Backend
-# (model-golden: train/model's TestGoldenCUDAOnHardware). And the commands
+# (model-golden: train/model's TestGoldenCUDAOnHardware, and
+# TestGoldenCUDAOnHardwareStreamOrdered with the backend stream-ordered,
+# SetSyncEachOp(false), not yet run on a GPU). Last, the 0.5B decode with
+# every op synchronized and stream-ordered, and the 7B step stream-ordered
+# (hone-05b-decode-op, hone-05b-decode-async, hone-7b-async; no per-op
+# profile, which synchronizes every op). And the commands
 # themselves (hone-cmds, under 60 s): hone-train sft, grpo and a grpo
 # resume, and hone-serve with a hot reload, --device cuda against --device
 # cpu (cmds_step below).
@@ -171,6 +176,19 @@ hone_step() {
 	while IFS= read -r line; do note "    ${line#BENCH }"; done < <(grep '^BENCH ' "$res/$name.log")
 }
 
+# hone_sync_step NAME LIMIT SYNC WORKER-ARGS...: hone_step without the
+# per-op profile (which synchronizes every op) and with --cuda-sync SYNC:
+# op, every op synchronized (the default), or edges, cuda.Backend's
+# stream-ordered mode (SetSyncEachOp(false)), which has run only on the
+# emulated device so far.
+hone_sync_step() {
+	local name=$1 limit=$2 sync=$3 line
+	shift 3
+	bench_step "$name" "$limit" "$here/modelbench" worker "$@" --device cuda --dtype bf16 --compute bf16 --cuda-sync "$sync" \
+		--libcuda "${HONE_LIBCUDA:-}" --libcublas "${HONE_LIBCUBLAS:-}" || return
+	while IFS= read -r line; do note "    ${line#BENCH }"; done < <(grep '^BENCH ' "$res/$name.log")
+}
+
 # The model goldens on the device, budgeted like the bench steps.
 bench_step model-golden 60 env -C "$here/train/model" HONE_CUDA_TEST=1 "$here/model.test" -test.run GoldenCUDAOnHardware -test.v -test.timeout 55s
 
@@ -198,13 +216,20 @@ hone_step hone-05b-decode 40 decode --shape 05b --batch 32 --prompt 128 --tokens
 torch_step torch-05b 120 --shape 05b --impl both --measure golden,same-math,train,decode --golden "$here/golden-qwen2" --warmup 2 --steps 5
 hone_step hone-7b-train 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2
 torch_step torch-7b 150 --shape 7b --measure train --warmup 1 --steps 3
-# The 7B step again on the second tensor-core attention (attention_fa2.cu,
-# Ops.SetAttentionKernel "tc2"; tc1 above is the default): last, so that the
-# budget skips it before any row above.
-hone_step hone-7b-tc2 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc2
-# And on the GEMM attention (batched cuBLAS GemmEx around attention_gemm.cu,
-# Ops.SetAttentionKernel "gemm"; never run on a GPU before this row).
+# The 7B step again on the GEMM attention (batched cuBLAS GemmEx around
+# attention_gemm.cu, Ops.SetAttentionKernel "gemm"; never run on a GPU before
+# this row), then on the second tensor-core attention (attention_fa2.cu,
+# "tc2"); tc1 above is the default. After the rows above, so that the budget
+# skips these before any of those; gemm first, the likelier of the two to be
+# fast (cuBLAS's GEMMs ran at about half the bf16 peak in the last run).
 hone_step hone-7b-gemm 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel gemm
+hone_step hone-7b-tc2 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc2
+# Every op synchronized against the stream-ordered mode (--cuda-sync
+# edges), neither profiled: the 0.5B decode at batch 32, then the 7B step.
+# After the others, so that the budget skips these first.
+hone_sync_step hone-05b-decode-op 40 op decode --shape 05b --batch 32 --prompt 128 --tokens 128
+hone_sync_step hone-05b-decode-async 40 edges decode --shape 05b --batch 32 --prompt 128 --tokens 128
+hone_sync_step hone-7b-async 120 edges train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2
 
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
 exit "$failed"

@@ -81,6 +81,9 @@ type workerResult struct {
 	// Decode only: see memorySpeed.
 	ReadTokensPerS float64 `json:"read_tokens_per_s,omitempty"`
 	StepOverRead   float64 `json:"step_over_read,omitempty"`
+	// CUDASync is --cuda-sync on a device: "op" (every op synchronized)
+	// or "edges" (stream-ordered, cuda.Backend.SetSyncEachOp(false)).
+	CUDASync string `json:"cuda_sync,omitempty"`
 }
 
 // worker runs one Hone measurement in this process: "train …" or "decode …".
@@ -106,6 +109,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	libcublas := fs.String("libcublas", "", "--device cuda: explicit path of libcublas (default: sonames 13, 12, 11)")
 	rank := fs.Int("rank", 8, "LoRA rank of the training step (all projections)")
 	profOps := fs.Bool("profile-ops", false, "--device cuda: print the timed steps' time per op (OPS lines; the training attention named with its kernels: tc1, tc2 or f32)")
+	cudaSync := fs.String("cuda-sync", "op", "--device cuda: op (every op ends synchronized, the default) or edges (stream-ordered: ops queue their work and the backend waits only where the host reads results or memory is freed; cuda.Backend.SetSyncEachOp(false), not yet run on a GPU)")
 	attnKern := fs.String("attention-kernel", "", "--device cuda --compute bf16: the tensor-core training attention, tc1 (attention_tc.cu, the default), tc2 (attention_fa2.cu) or gemm (batched cuBLAS GEMMs, ops_attention_gemm.go); cuda.Ops.SetAttentionKernel")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -124,6 +128,14 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	if *attnKern != "" && *device != "cuda" {
 		return fmt.Errorf("--attention-kernel %s needs --device cuda", *attnKern)
 	}
+	switch {
+	case *cudaSync != "op" && *cudaSync != "edges":
+		return fmt.Errorf("--cuda-sync %q: want op or edges", *cudaSync)
+	case *cudaSync == "edges" && *device != "cuda":
+		return fmt.Errorf("--cuda-sync edges needs --device cuda")
+	case *cudaSync == "edges" && *profOps:
+		return fmt.Errorf("--cuda-sync edges with --profile-ops would time nothing stream-ordered: a profile synchronizes every op")
+	}
 	workers := cpu.SpareProc(0)
 	be, err := newBackend(*device, workers, prec, *bkern, cuda.Options{DriverLib: *libcuda, BLASLib: *libcublas})
 	if err != nil {
@@ -134,6 +146,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 		if err := cb.SetAttentionKernel(*attnKern); err != nil {
 			return fmt.Errorf("--attention-kernel: %w", err)
 		}
+		cb.SetSyncEachOp(*cudaSync == "op")
 	}
 	wdt, err := model.ParseWeightDType(*dt)
 	if err != nil {
@@ -182,6 +195,9 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	res.Shape = *shape
 	res.Dtype = *dt
 	res.Device = *device
+	if *device == "cuda" {
+		res.CUDASync = *cudaSync
+	}
 	ops.print(w)
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -338,6 +354,7 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 			be.AdamW(param, grad, opt[i].m, opt[i].v, len(param), step+1, kernels.DefaultAdamW(1e-4))
 			i++
 		})
+		kernels.Synchronize(be) // the step's time includes its queued updates (--cuda-sync edges)
 		if d := time.Since(t0); step == 0 {
 			first = d
 			ops.start()

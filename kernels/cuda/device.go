@@ -14,6 +14,13 @@ type Options struct {
 	// BLASLib is an explicit path of libcublas; empty tries the sonames of
 	// CUDA 13, 12 and 11.
 	BLASLib string
+	// BLASLt asks Open to load cuBLASLt too (by its sonames, or from
+	// BLASLtLib when that is set), for Ops.SetGEMMLibrary(GEMMCublasLt).
+	// It is optional: when it is missing the device opens anyway, runs its
+	// GEMMs on cuBLAS, and SetGEMMLibrary says what was missing.
+	BLASLt bool
+	// BLASLtLib is an explicit path of libcublasLt; setting it implies BLASLt.
+	BLASLtLib string
 	// Ordinal is the device's index among those the driver sees.
 	Ordinal int
 }
@@ -34,6 +41,7 @@ type Device struct {
 	closed  bool
 	live    map[DevPtr]int // bytes of each allocation not yet freed
 	modules map[Module]bool
+	lt      ltState // cuBLASLt, when loaded (gemmlt.go)
 }
 
 // Open loads the driver and cuBLAS and opens device o.Ordinal. What is
@@ -48,7 +56,19 @@ func Open(o Options) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return OpenWith(drv, blas, o.Ordinal)
+	d, err := OpenWith(drv, blas, o.Ordinal)
+	if err != nil || (!o.BLASLt && o.BLASLtLib == "") {
+		return d, err
+	}
+	lt, err := LoadBLASLt(o.BLASLtLib)
+	if err != nil {
+		d.lt.missing = err // the device keeps cublasGemmEx
+		return d, nil
+	}
+	if err := d.UseBLASLt(lt); err != nil {
+		return nil, errors.Join(err, d.Close())
+	}
+	return d, nil
 }
 
 // noDevice is the MissingError for a machine whose driver sees no device
@@ -157,6 +177,7 @@ func (d *Device) Close() error {
 		errs = append(errs, d.drv.ModuleUnload(m))
 	}
 	clear(d.modules)
+	errs = append(errs, d.closeLt())
 	errs = append(errs, d.blas.Destroy(d.handle), d.drv.PrimaryCtxRelease(d.id))
 	return errors.Join(errs...)
 }

@@ -35,6 +35,10 @@ type mm struct {
 	Batch            int // 0 or 1: one product
 	StrideA, StrideB int
 	StrideC          int
+	// Lt runs a BF16 product through cublasLtMatmul (Device.gemmLt) with
+	// workspace LtWS instead of cublasGemmEx (Ops.SetGEMMLibrary).
+	Lt   bool
+	LtWS *Buffer
 }
 
 // lds returns the row strides, the dense ones where g leaves them 0.
@@ -137,6 +141,8 @@ func (d *Device) gemmRows(g mm) error {
 			}
 		}
 		switch {
+		case g.Lt && g.BF16:
+			return d.gemmLt(c, t, g.LtWS)
 		case g.BF16 && c.Batch > 1:
 			return d.blas.GemmStridedBatchedEx(d.handle, c, t)
 		case g.BF16:

@@ -55,8 +55,9 @@ func fakeLibs(t *testing.T) cudafake.Libs {
 		t.Fatal(built.err)
 	}
 	dir := t.TempDir()
-	libs := cudafake.Libs{Driver: filepath.Join(dir, filepath.Base(built.libs.Driver)), BLAS: filepath.Join(dir, filepath.Base(built.libs.BLAS))}
-	for src, dst := range map[string]string{built.libs.Driver: libs.Driver, built.libs.BLAS: libs.BLAS} {
+	libs := cudafake.Libs{Driver: filepath.Join(dir, filepath.Base(built.libs.Driver)), BLAS: filepath.Join(dir, filepath.Base(built.libs.BLAS)),
+		BLASLt: filepath.Join(dir, filepath.Base(built.libs.BLASLt))}
+	for src, dst := range map[string]string{built.libs.Driver: libs.Driver, built.libs.BLAS: libs.BLAS, built.libs.BLASLt: libs.BLASLt} {
 		b, err := os.ReadFile(src)
 		if err != nil {
 			t.Fatal(err)

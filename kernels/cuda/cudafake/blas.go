@@ -193,44 +193,7 @@ func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmType
 	}
 	b.gemms = append(b.gemms, g)
 	b.types = append(b.types, t)
-	ar, ac := g.M, g.K // op(A) is m×k: A is stored m×k, or k×m when transposed
-	if g.TransA == cuda.OpT {
-		ar, ac = g.K, g.M
-	}
-	br, bc := g.K, g.N
-	if g.TransB == cuda.OpT {
-		br, bc = g.N, g.K
-	}
-	b.drv.mu.Lock()
-	defer b.drv.mu.Unlock()
-	mats := make([][3]matrix, g.Batch)
-	for i := range g.Batch {
-		ops := [3]struct {
-			name      string
-			p         cuda.DevPtr
-			stride    int64
-			rows, col int
-			ld        int
-			typ       cuda.DataType
-		}{{"A", g.A, g.StrideA, ar, ac, g.LDA, t.A}, {"B", g.B, g.StrideB, br, bc, g.LDB, t.B}, {"C", g.C, g.StrideC, g.M, g.N, g.LDC, t.C}}
-		for j, o := range ops {
-			size := elemBytes(o.typ)
-			p := o.p + cuda.DevPtr(int64(size)*int64(i)*o.stride)
-			mem, ok := b.drv.span(p, size*extent(o.rows, o.col, o.ld))
-			if !ok {
-				return blasFail(call, blasExecutionFailed, fmt.Sprintf("batch %d: %s (%d×%d, ld %d) at %#x is not inside one allocation", i, o.name, o.rows, o.col, o.ld, uint64(p)))
-			}
-			mats[i][j] = matrix{mem: mem, ld: o.ld, bf16: o.typ == cuda.R16BF, tf32: tf32 && j < 2}
-		}
-	}
-	// On the stream: now, or at the next synchronization point in the
-	// driver's deferred mode (deferred.go).
-	return b.drv.submit(call, func() error {
-		for _, m := range mats {
-			product(g, m[0], m[1], m[2])
-		}
-		return nil
-	})
+	return b.drv.blasProduct(call, g, t)
 }
 
 // checkGemm makes cuBLAS's argument checks.
@@ -280,4 +243,49 @@ func product(g cuda.Gemm, a, b, c matrix) {
 			c.set(i, j, float32(v))
 		}
 	}
+}
+
+// blasProduct queues the column-major product g (g.Batch of them at g's
+// strides) on the fake's memory, after checking that every operand lies
+// inside one allocation: BLAS's GEMMs and BLASLt's Matmul.
+func (d *Driver) blasProduct(call string, g cuda.Gemm, t cuda.GemmTypes) error {
+	tf32 := t.Compute == cuda.Compute32FFastTF32 && t.A == cuda.R32F
+	ar, ac := g.M, g.K // op(A) is m×k: A is stored m×k, or k×m when transposed
+	if g.TransA == cuda.OpT {
+		ar, ac = g.K, g.M
+	}
+	br, bc := g.K, g.N
+	if g.TransB == cuda.OpT {
+		br, bc = g.N, g.K
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	mats := make([][3]matrix, g.Batch)
+	for i := range g.Batch {
+		ops := [3]struct {
+			name      string
+			p         cuda.DevPtr
+			stride    int64
+			rows, col int
+			ld        int
+			typ       cuda.DataType
+		}{{"A", g.A, g.StrideA, ar, ac, g.LDA, t.A}, {"B", g.B, g.StrideB, br, bc, g.LDB, t.B}, {"C", g.C, g.StrideC, g.M, g.N, g.LDC, t.C}}
+		for j, o := range ops {
+			size := elemBytes(o.typ)
+			p := o.p + cuda.DevPtr(int64(size)*int64(i)*o.stride)
+			mem, ok := d.span(p, size*extent(o.rows, o.col, o.ld))
+			if !ok {
+				return blasFail(call, blasExecutionFailed, fmt.Sprintf("batch %d: %s (%d×%d, ld %d) at %#x is not inside one allocation", i, o.name, o.rows, o.col, o.ld, uint64(p)))
+			}
+			mats[i][j] = matrix{mem: mem, ld: o.ld, bf16: o.typ == cuda.R16BF, tf32: tf32 && j < 2}
+		}
+	}
+	// On the stream: now, or at the next synchronization point in the
+	// driver's deferred mode (deferred.go).
+	return d.submit(call, func() error {
+		for _, m := range mats {
+			product(g, m[0], m[1], m[2])
+		}
+		return nil
+	})
 }

@@ -16,11 +16,12 @@ var clib embed.FS
 type Libs struct {
 	Driver string // a stand-in for libcuda.so.1 (clib/fake_cuda.c)
 	BLAS   string // a stand-in for libcublas.so (clib/fake_cublas.c)
+	BLASLt string // a stand-in for libcublasLt.so (clib/fake_cublaslt.c)
 }
 
-// BuildLibs compiles the C stand-ins for the CUDA driver and cuBLAS
-// (clib/*.c) with the C compiler cc into shared libraries in dir, so that
-// tests drive the real run-time loader (kernels/cuda.LoadDriver, LoadBLAS)
+// BuildLibs compiles the C stand-ins for the CUDA driver, cuBLAS and
+// cuBLASLt (clib/*.c) with the C compiler cc into shared libraries in dir, so that
+// tests drive the real run-time loader (kernels/cuda.LoadDriver, LoadBLAS, LoadBLASLt)
 // and its calls through purego on a machine without CUDA. The fake driver
 // reports HONE_FAKE_CUDA_DEVICES devices (default 1) from the environment of
 // the process that loads it; two extra C functions serve tests in that
@@ -31,8 +32,8 @@ func BuildLibs(ctx context.Context, cc, dir string) (Libs, error) {
 	if _, err := exec.LookPath(cc); err != nil {
 		return Libs{}, fmt.Errorf("fake CUDA libraries: %w", err)
 	}
-	libs := Libs{Driver: filepath.Join(dir, "libcuda.so.1"), BLAS: filepath.Join(dir, "libcublas.so.13")}
-	for _, b := range []struct{ src, out string }{{"clib/fake_cuda.c", libs.Driver}, {"clib/fake_cublas.c", libs.BLAS}} {
+	libs := Libs{Driver: filepath.Join(dir, "libcuda.so.1"), BLAS: filepath.Join(dir, "libcublas.so.13"), BLASLt: filepath.Join(dir, "libcublasLt.so.13")}
+	for _, b := range []struct{ src, out string }{{"clib/fake_cuda.c", libs.Driver}, {"clib/fake_cublas.c", libs.BLAS}, {"clib/fake_cublaslt.c", libs.BLASLt}} {
 		src, err := clib.ReadFile(b.src)
 		if err != nil {
 			return Libs{}, err

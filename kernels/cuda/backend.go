@@ -154,6 +154,14 @@ func (b *Backend) Name() string {
 // Call it before the ops run.
 func (b *Backend) SetAttentionKernel(name string) error { return b.ops.SetAttentionKernel(name) }
 
+// SetGEMMLibrary picks the library of the bf16 precision's linear-layer
+// GEMMs (Ops.SetGEMMLibrary: GEMMCublas, the default, or GEMMCublasLt,
+// which needs cuBLASLt loaded, Options.BLASLt). Call it before the ops run.
+func (b *Backend) SetGEMMLibrary(name string) error { return b.ops.SetGEMMLibrary(name) }
+
+// GEMMLibrary is the library SetGEMMLibrary picked.
+func (b *Backend) GEMMLibrary() string { return b.ops.GEMMLibrary() }
+
 // AttentionKernel is the tensor-core attention SetAttentionKernel picked.
 func (b *Backend) AttentionKernel() string { return b.ops.AttentionKernel() }
 

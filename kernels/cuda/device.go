@@ -123,9 +123,14 @@ func OpenWith(drv Driver, blas BLAS, ordinal int) (*Device, error) {
 	return d, nil
 }
 
-// String names the device: "cuda:0 (NVIDIA H200, driver 13.0, cuBLAS libcublas.so.13, compute 9.0)".
+// String names the device: "cuda:0 (NVIDIA H200, driver 13.0, cuBLAS libcublas.so.13, compute 9.0)",
+// with ", cuBLASLt libcublasLt.so.13" after cuBLAS when cuBLASLt is bound.
 func (d *Device) String() string {
-	return fmt.Sprintf("cuda:%d (%s, driver %d.%d, cuBLAS %s, compute %d.%d)", d.ordinal, d.name, d.version/1000, d.version%1000/10, d.blas.Path(), d.cc/10, d.cc%10)
+	lt := ""
+	if d.lt.lib != nil {
+		lt = ", cuBLASLt " + d.lt.lib.Path()
+	}
+	return fmt.Sprintf("cuda:%d (%s, driver %d.%d, cuBLAS %s%s, compute %d.%d)", d.ordinal, d.name, d.version/1000, d.version%1000/10, d.blas.Path(), lt, d.cc/10, d.cc%10)
 }
 
 // errClosed is returned by a Device's methods after Close.

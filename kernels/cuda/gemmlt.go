@@ -101,7 +101,7 @@ func (d *Device) closeLt() error {
 		errs = append(errs, p.destroy(d.lt.lib))
 	}
 	errs = append(errs, d.lt.lib.Destroy(d.lt.handle))
-	d.lt = ltState{}
+	d.lt = ltState{heuristics: d.lt.heuristics} // the count stays readable
 	return errors.Join(errs...)
 }
 

@@ -22,6 +22,7 @@ type Ops struct {
 	// scoreCap: the GEMM attention's score scratch bound when > 0 (tests);
 	// attnGEMMScoreBytes otherwise (gemmScoreBytes)
 	scoreCap int
+	gemmLib  string       // the bf16 linear products' library: "cublas" ("") or "cublaslt" (SetGEMMLibrary)
 	store    scratchStore // device scratch kept between calls (scratch.go)
 }
 

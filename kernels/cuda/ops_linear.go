@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+
 	"github.com/hone-rl/hone/kernels"
 )
 
@@ -170,7 +172,11 @@ func (o *Ops) LinearForwardBF16(out, inp, weight, bias *Buffer, N, C, OC int) er
 	if err != nil {
 		return err
 	}
-	return o.runX(op, planLinearForwardBF16(out, inp, weight, bias, sc, sc, bias != nil, o.prec, N, C, OC, rows))
+	steps := planLinearForwardBF16(out, inp, weight, bias, sc, sc, bias != nil, o.prec, N, C, OC, rows)
+	if err := o.throughLt(op, l, steps); err != nil {
+		return err
+	}
+	return o.runX(op, steps)
 }
 
 // LinearBackwardBF16 is kernels.Backend.LinearBackwardBF16 on device
@@ -196,5 +202,74 @@ func (o *Ops) LinearBackwardBF16(dinp, dout, weight *Buffer, N, C, OC int) error
 	if err != nil {
 		return err
 	}
-	return o.runX(op, planLinearBackwardBF16(dinp, dout, weight, sc, sc, o.prec, N, C, OC, rows))
+	steps := planLinearBackwardBF16(dinp, dout, weight, sc, sc, o.prec, N, C, OC, rows)
+	if err := o.throughLt(op, l, steps); err != nil {
+		return err
+	}
+	return o.runX(op, steps)
+}
+
+// The GEMM libraries of the bf16 precision's products on bfloat16 weights
+// (Ops.SetGEMMLibrary).
+const (
+	GEMMCublas   = "cublas"   // cublasGemmEx, the default
+	GEMMCublasLt = "cublaslt" // cublasLtMatmul with a workspace (gemmlt.go)
+)
+
+// SetGEMMLibrary picks the library of the bf16 precision's linear-layer
+// products on bfloat16 weights (LinearForwardBF16 and LinearBackwardBF16
+// in kernels.PrecisionBF16): GEMMCublas (cublasGemmEx; "" means it too),
+// the default, or GEMMCublasLt (cublasLtMatmul with the heuristic's
+// algorithm for each shape and a LtWorkspaceBytes workspace from Ops'
+// scratch), which needs cuBLASLt bound to the device (Options.BLASLt);
+// without it SetGEMMLibrary returns why it is not (a *MissingError when
+// Open looked for it) and the ops keep cublasGemmEx. The products and their
+// rounding points are the same either way; only the algorithm differs. It
+// changes nothing in PrecisionF32 (cublasSgemm on the widened weight), for
+// the chunked logprob ops or the attention. cublasGemmEx stays the default
+// until TestGemmLtOnHardware has timed both on a GPU. Call it before the
+// ops run; it is not safe concurrently with them.
+func (o *Ops) SetGEMMLibrary(name string) error {
+	switch name {
+	case "", GEMMCublas:
+		o.gemmLib = GEMMCublas
+	case GEMMCublasLt:
+		if ok, err := o.d.HasBLASLt(); !ok {
+			return fmt.Errorf("CUDA Ops: GEMM library %s: %w", name, err)
+		}
+		o.gemmLib = GEMMCublasLt
+	default:
+		return fmt.Errorf("CUDA Ops: unknown GEMM library %q (want %q or %q)", name, GEMMCublas, GEMMCublasLt)
+	}
+	return nil
+}
+
+// GEMMLibrary returns the library SetGEMMLibrary picked.
+func (o *Ops) GEMMLibrary() string {
+	if o.gemmLib == "" {
+		return GEMMCublas
+	}
+	return o.gemmLib
+}
+
+// throughLt sends steps' single bfloat16 GEMMs through cuBLASLt with the
+// workspace slot of l when SetGEMMLibrary picked it.
+func (o *Ops) throughLt(op string, l *scratchLease, steps []xstep) error {
+	if o.gemmLib != GEMMCublasLt {
+		return nil
+	}
+	var ws *Buffer
+	for _, s := range steps {
+		if s.g == nil || !s.g.BF16 || s.g.Batch > 1 {
+			continue
+		}
+		if ws == nil {
+			var err error
+			if ws, err = l.get(op, "gemmlt.workspace", LtWorkspaceBytes/4); err != nil {
+				return err
+			}
+		}
+		s.g.Lt, s.g.LtWS = true, ws
+	}
+	return nil
 }

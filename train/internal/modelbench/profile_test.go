@@ -71,6 +71,23 @@ func TestWorkerProfileOps(t *testing.T) {
 	if s := out.String(); !strings.Contains(s, "OPS AttentionBackward (gemm)") || !strings.Contains(s, "OPS AttentionForward (gemm)") {
 		t.Errorf("--attention-kernel gemm: no AttentionForward (gemm) and AttentionBackward (gemm) in the output:\n%s", s)
 	}
+	// --gemm cublaslt: the linear layers' GEMMs on the C stand-in for
+	// cuBLASLt, loaded from --libcublaslt; on the CPU, or with cuBLASLt
+	// missing, an error.
+	out.Reset()
+	if err := worker(context.Background(), append(append(bf16, cudaArgs...), "--gemm", "cublaslt", "--libcublaslt", libs.BLASLt), &out); err != nil {
+		t.Fatalf("--gemm cublaslt: %v", err)
+	}
+	if s := out.String(); !strings.Contains(s, `"gemm":"cublaslt"`) {
+		t.Errorf("--gemm cublaslt: no \"gemm\":\"cublaslt\" in the BENCH line:\n%s", s)
+	}
+	missing := libs.BLASLt + ".absent"
+	if err := worker(context.Background(), append(append(bf16, cudaArgs...), "--gemm", "cublaslt", "--libcublaslt", missing), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "no cuBLASLt library") || !strings.Contains(err.Error(), missing) {
+		t.Errorf("--gemm cublaslt without the library: err %v, want one naming it", err)
+	}
+	if err := worker(context.Background(), []string{"train", "--gemm", "cublaslt"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--device cuda") {
+		t.Errorf("--gemm on the CPU: err %v, want one naming --device cuda", err)
+	}
 	if err := worker(context.Background(), append(append(bf16, cudaArgs...), "--attention-kernel", "tc9"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "tc9") {
 		t.Errorf("--attention-kernel tc9: err %v, want one naming it", err)
 	}

@@ -84,6 +84,9 @@ type workerResult struct {
 	// CUDASync is --cuda-sync on a device: "op" (every op synchronized)
 	// or "edges" (stream-ordered, cuda.Backend.SetSyncEachOp(false)).
 	CUDASync string `json:"cuda_sync,omitempty"`
+	// GEMM is --gemm on a device: "cublas" (cublasGemmEx) or "cublaslt"
+	// (cuda.Ops.SetGEMMLibrary).
+	GEMM string `json:"gemm,omitempty"`
 }
 
 // worker runs one Hone measurement in this process: "train …" or "decode …".
@@ -107,6 +110,8 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	device := fs.String("device", "cpu", "cpu, or cuda (kernels/cuda; the device check runs it)")
 	libcuda := fs.String("libcuda", "", "--device cuda: explicit path of libcuda (default: its soname)")
 	libcublas := fs.String("libcublas", "", "--device cuda: explicit path of libcublas (default: sonames 13, 12, 11)")
+	gemm := fs.String("gemm", cuda.GEMMCublas, "--device cuda --compute bf16: the library of the linear layers' GEMMs, cublas (cublasGemmEx, the default) or cublaslt (cublasLtMatmul with a workspace; loads cuBLASLt); cuda.Ops.SetGEMMLibrary")
+	libcublaslt := fs.String("libcublaslt", "", "--gemm cublaslt: explicit path of libcublasLt (default: sonames 13, 12, 11)")
 	rank := fs.Int("rank", 8, "LoRA rank of the training step (all projections)")
 	profOps := fs.Bool("profile-ops", false, "--device cuda: print the timed steps' time per op (OPS lines; the training attention named with its kernels: tc1, tc2 or f32)")
 	cudaSync := fs.String("cuda-sync", "op", "--device cuda: op (every op ends synchronized, the default) or edges (stream-ordered: ops queue their work and the backend waits only where the host reads results or memory is freed; cuda.Backend.SetSyncEachOp(false), not yet run on a GPU)")
@@ -122,22 +127,12 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--compute: %w", err)
 	}
-	if *profOps && *device != "cuda" {
-		return fmt.Errorf("--profile-ops needs --device cuda")
-	}
-	if *attnKern != "" && *device != "cuda" {
-		return fmt.Errorf("--attention-kernel %s needs --device cuda", *attnKern)
-	}
-	switch {
-	case *cudaSync != "op" && *cudaSync != "edges":
-		return fmt.Errorf("--cuda-sync %q: want op or edges", *cudaSync)
-	case *cudaSync == "edges" && *device != "cuda":
-		return fmt.Errorf("--cuda-sync edges needs --device cuda")
-	case *cudaSync == "edges" && *profOps:
-		return fmt.Errorf("--cuda-sync edges with --profile-ops would time nothing stream-ordered: a profile synchronizes every op")
+	if err := checkDeviceFlags(*device, *profOps, *attnKern, *gemm, *cudaSync); err != nil {
+		return err
 	}
 	workers := cpu.SpareProc(0)
-	be, err := newBackend(*device, workers, prec, *bkern, cuda.Options{DriverLib: *libcuda, BLASLib: *libcublas})
+	be, err := newBackend(*device, workers, prec, *bkern, cuda.Options{DriverLib: *libcuda, BLASLib: *libcublas,
+		BLASLt: *gemm == cuda.GEMMCublasLt, BLASLtLib: *libcublaslt})
 	if err != nil {
 		return err
 	}
@@ -145,6 +140,9 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	if cb, ok := be.(*cuda.Backend); ok {
 		if err := cb.SetAttentionKernel(*attnKern); err != nil {
 			return fmt.Errorf("--attention-kernel: %w", err)
+		}
+		if err := cb.SetGEMMLibrary(*gemm); err != nil {
+			return fmt.Errorf("--gemm: %w", err)
 		}
 		cb.SetSyncEachOp(*cudaSync == "op")
 	}
@@ -197,6 +195,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	res.Device = *device
 	if *device == "cuda" {
 		res.CUDASync = *cudaSync
+		res.GEMM = *gemm
 	}
 	ops.print(w)
 	b, err := json.Marshal(res)
@@ -463,4 +462,27 @@ func (p *opsProfile) print(w io.Writer) {
 	fmt.Fprintf(w, "OPS %-30s %7s       %10.1f ms %6.1f%%\n", "(outside ops)", "", (p.timed-sum).Seconds()*1e3,
 		100*(p.timed-sum).Seconds()/p.timed.Seconds())
 	fmt.Fprintf(w, "OPS %-30s %7s       %10.1f ms\n", "(timed total)", "", p.timed.Seconds()*1e3)
+}
+
+// checkDeviceFlags refuses the worker's --device cuda options on another
+// device, and --cuda-sync values that are none or time nothing.
+func checkDeviceFlags(device string, profOps bool, attnKern, gemm, cudaSync string) error {
+	if profOps && device != "cuda" {
+		return fmt.Errorf("--profile-ops needs --device cuda")
+	}
+	if attnKern != "" && device != "cuda" {
+		return fmt.Errorf("--attention-kernel %s needs --device cuda", attnKern)
+	}
+	if gemm != cuda.GEMMCublas && device != "cuda" {
+		return fmt.Errorf("--gemm %s needs --device cuda", gemm)
+	}
+	switch {
+	case cudaSync != "op" && cudaSync != "edges":
+		return fmt.Errorf("--cuda-sync %q: want op or edges", cudaSync)
+	case cudaSync == "edges" && device != "cuda":
+		return fmt.Errorf("--cuda-sync edges needs --device cuda")
+	case cudaSync == "edges" && profOps:
+		return fmt.Errorf("--cuda-sync edges with --profile-ops would time nothing stream-ordered: a profile synchronizes every op")
+	}
+	return nil
 }

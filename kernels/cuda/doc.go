@@ -1,5 +1,5 @@
 // Package cuda is the start of Hone's CUDA backend (issue #28): run-time
-// bindings to the CUDA Driver API and cuBLAS, a device probe, device and
+// bindings to the CUDA Driver API, cuBLAS and cuBLASLt, a device probe, device and
 // managed buffers, row-major GEMMs on cuBLAS, module loading and kernel
 // launch, and Backend: a kernels.Backend and kernels.Allocator whose
 // buffers are CUDA managed memory (plain slices, valid on host and device)
@@ -87,7 +87,10 @@
 // libcublas.so.13, .12, .11, then libcublas.so, or taken from an explicit
 // path (Options; the commands read HONE_LIBCUDA and HONE_LIBCUBLAS). What is
 // missing (driver library, cuBLAS library, device) comes back as a
-// *MissingError. gorgonia.org/cu is not used on purpose: its package init
+// *MissingError. cuBLASLt (libcublasLt.so.13, .12, .11, or
+// Options.BLASLtLib) is optional and loaded only when Options.BLASLt asks:
+// when it is missing the device opens anyway and keeps cublasGemmEx, and
+// Device.HasBLASLt hands back the *MissingError. gorgonia.org/cu is not used on purpose: its package init
 // calls cuInit and exits the process without a device, and it links
 // libcublas.so.11 at build time.
 //
@@ -122,6 +125,31 @@
 // (CUDA_R_16BF operands, CUBLAS_COMPUTE_32F: tensor cores, float32
 // accumulation). Their plans run on the CPU shim too (shim_linear_test.go,
 // the GEMMs from the BLAS definition).
+//
+// # The bf16 linear GEMMs on cuBLASLt
+//
+// Ops.SetGEMMLibrary(GEMMCublasLt) (Backend.SetGEMMLibrary; modelbench
+// --gemm cublaslt) runs the bf16 precision's linear-layer products on
+// bfloat16 weights through cublasLtMatmul instead of cublasGemmEx
+// (gemmlt.go): the same column-major arguments (gemmRows maps both), the
+// descriptors (compute CUBLAS_COMPUTE_32F, scale CUDA_R_32F, the two
+// transposes, one layout per operand) and the heuristic's best algorithm
+// made once per shape, operand alignment and workspace and kept until
+// Close, and a workspace of LtWorkspaceBytes (32 MiB) from Ops' scratch
+// store (slot "gemmlt.workspace"). The preference says the operands'
+// actual alignment (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), so the
+// heuristic does not pick an algorithm that needs 256-byte aligned
+// pointers for a view at an offset. The enum values and struct layouts
+// are cublasLt.h's (CUDA 11.8; api_lt.go says which stay the same in 12
+// and 13). On the fakes (cudafake.BLASLt and clib/fake_cublaslt.c, which
+// check the layouts against the operation, the algorithm against the
+// descriptors and the workspace against what the algorithm needs) the
+// linear ops and train/model's qwen2 golden give the same bits through
+// either library (backend_lt_test.go, train/model's
+// TestBF16LtCUDAEmulated). It has not run on a GPU: cublasGemmEx stays the
+// default until TestGemmLtOnHardware and gpucheck's hone-7b-lt row have
+// timed both. The chunked logprob ops, the GEMM attention's batched
+// products and the f32 precision keep cuBLAS.
 //
 // # The LoRA products on TF32
 //

@@ -36,7 +36,8 @@ func TestGPUCheckScript(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(cublas), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, lib := range []string{cublas, strings.TrimSuffix(cublas, "13") + "12"} {
+	cublasLt := filepath.Join(filepath.Dir(cublas), "libcublasLt.so.13") // beside it: run.sh takes it as HONE_LIBCUBLASLT
+	for _, lib := range []string{cublas, strings.TrimSuffix(cublas, "13") + "12", cublasLt} {
 		if err := os.WriteFile(lib, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -144,6 +145,8 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 		"    stub worker decode --shape 05b --batch 32 --prompt 128 --tokens 128 --device cuda",
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --device cuda",
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel gemm --device cuda",
+		// the last row: the 7B step's linear GEMMs on cuBLASLt, found beside cuBLAS
+		"hone-7b-lt      ok", "    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --gemm cublaslt --libcublaslt " + cublasLt + " --device cuda",
 		// torch_bench.py's RESULT lines, copied into the summary (the stub echoes its arguments)
 		"    stub row ", "/torch_bench.py --device cuda --out ",
 		"/results/torch-05b.jsonl --shape 05b --impl both --measure golden,same-math,train,decode --golden ",
@@ -199,7 +202,7 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("run.sh out of budget: %v, want exit status 1", err)
 	}
-	for _, want := range []string{"hardware-test   ok", "model-golden    SKIPPED", "hone-cmds       SKIPPED", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "hone-7b-tc2     SKIPPED", "hone-7b-gemm    SKIPPED", "of the 20s budget", "a step FAILED"} {
+	for _, want := range []string{"hardware-test   ok", "model-golden    SKIPPED", "hone-cmds       SKIPPED", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "hone-7b-tc2     SKIPPED", "hone-7b-gemm    SKIPPED", "hone-7b-lt      SKIPPED", "of the 20s budget", "a step FAILED"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

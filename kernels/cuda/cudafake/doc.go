@@ -1,12 +1,13 @@
 // Package cudafake stands in for the CUDA libraries in tests on machines
 // without a GPU, in three ways:
 //
-//   - BuildLibs compiles C stand-ins for libcuda and libcublas (clib/*.c)
+//   - BuildLibs compiles C stand-ins for libcuda, libcublas and
+//     libcublasLt (clib/*.c)
 //     into shared libraries, so that the real run-time loader of
 //     kernels/cuda and its calls through purego are exercised end to end:
 //     symbol binding, argument passing, error names.
-//   - Driver and BLAS implement kernels/cuda's Driver and BLAS interfaces in
-//     Go, with device memory kept in Go slices, so that tests check buffer
+//   - Driver, BLAS and BLASLt implement kernels/cuda's Driver, BLAS and
+//     BLASLt interfaces in Go, with device memory kept in Go slices, so that tests check buffer
 //     bookkeeping, GEMM argument mapping and error paths, and inject
 //     failures.
 //   - NewEmulatedDriver is that Driver as an emulated device: its memory is
@@ -21,7 +22,8 @@
 //     through the real loader.
 //
 // The fake BLAS's column-major GEMM is written from the BLAS definition, not
-// taken from cuBLAS; BuildLibs's C stand-in for libcuda runs one toy kernel only.
+// taken from cuBLAS (BLASLt's cublasLtMatmul computes the same product, so
+// the two give the same bits); BuildLibs's C stand-in for libcuda runs one toy kernel only.
 // Managed memory (MemAllocManaged) is host memory at a real address in every
 // mode of the Go Driver.
 package cudafake

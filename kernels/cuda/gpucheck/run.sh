@@ -125,6 +125,12 @@ if [ -z "${HONE_LIBCUBLAS:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcubla
 	done
 fi
 note "cuBLAS: ${HONE_LIBCUBLAS:-by soname (libcublas.so.13, .12, .11)}"
+# cuBLASLt (TestGemmLtOnHardware, the hone-7b-lt row) ships beside cuBLAS:
+# where cuBLAS came from an explicit path, take cuBLASLt from its folder.
+if [ -z "${HONE_LIBCUBLASLT:-}" ] && [ -n "${HONE_LIBCUBLAS:-}" ]; then
+	p=$(find "$(dirname "$HONE_LIBCUBLAS")" -maxdepth 1 -name 'libcublasLt.so.1[123]' 2>/dev/null | sort -r | head -n 1)
+	if [ -n "$p" ]; then export HONE_LIBCUBLASLT=$p; fi
+fi
 
 step torch 60 python3 -c 'import torch
 print("torch", torch.__version__, "CUDA", torch.version.cuda)
@@ -230,6 +236,11 @@ hone_step hone-7b-tc2 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --step
 hone_sync_step hone-05b-decode-op 40 op decode --shape 05b --batch 32 --prompt 128 --tokens 128
 hone_sync_step hone-05b-decode-async 40 edges decode --shape 05b --batch 32 --prompt 128 --tokens 128
 hone_sync_step hone-7b-async 120 edges train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2
+# The 7B step with the linear layers' GEMMs on cuBLASLt (--gemm cublaslt:
+# cublasLtMatmul with the heuristic's algorithm and a 32 MiB workspace,
+# Ops.SetGEMMLibrary; never run on a GPU before this row) against
+# hone-7b-train's cublasGemmEx. Last, so that the budget skips it first.
+hone_step hone-7b-lt 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --gemm cublaslt --libcublaslt "${HONE_LIBCUBLASLT:-}"
 
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
 exit "$failed"

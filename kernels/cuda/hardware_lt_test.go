@@ -1,0 +1,152 @@
+package cuda_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+)
+
+// ltTol bounds cuBLASLt's products against cublasGemmEx's on the same
+// bfloat16 operands (near's rule, relative to |want| + rms): both
+// accumulate exact bf16 products in float32, but their algorithms may
+// split and order the K sums differently (split-K), which moves a sum of
+// K = 18944 terms by a few float32 ulps of the row's scale.
+const ltTol = 1e-4
+
+// TestGemmLtOnHardware times the 7B step's base GEMMs (train/model's
+// linear layers in the bf16 precision: 8 × 1024 tokens, Qwen2.5-7B's
+// projections, bfloat16 weight [OC, C] and activations, float32 output)
+// through cublasGemmEx (Device.MatmulBF16, the default) and through
+// cublasLtMatmul with the heuristic's algorithm and a LtWorkspaceBytes
+// workspace (Device.MatmulBF16Lt, Ops.SetGEMMLibrary("cublaslt")), and logs
+// TFLOP/s side by side: the forward out = x·Wᵀ and the backward
+// dx += dout·W of each projection shape. It checks each cuBLASLt result
+// against cublasGemmEx's within ltTol. The figures decide whether
+// cuBLASLt becomes the default (gpucheck/RESULTS.md put cublasGemmEx at
+// about 500 TFLOP/s, 53% of the bf16 peak, on these shapes). cuBLASLt is
+// found by its sonames or HONE_LIBCUBLASLT. With -test.short (the memcheck
+// step) it checks one small product only. Not run on a GPU yet.
+func TestGemmLtOnHardware(t *testing.T) {
+	if os.Getenv("HONE_CUDA_TEST") != "1" {
+		t.Skip("set HONE_CUDA_TEST=1 on a machine with a CUDA device")
+	}
+	dev, err := cuda.Open(cuda.Options{DriverLib: os.Getenv("HONE_LIBCUDA"), BLASLib: os.Getenv("HONE_LIBCUBLAS"),
+		BLASLt: true, BLASLtLib: os.Getenv("HONE_LIBCUBLASLT")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	t.Logf("device: %s", dev)
+	if ok, err := dev.HasBLASLt(); !ok {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(28, 71))
+	// Random bfloat16 values in [-1, 1): a pool read at a stride, so that
+	// filling hundreds of millions costs little host time.
+	pool := make([]uint16, 1<<20+3)
+	for i := range pool {
+		pool[i] = kernels.BF16(2*r.Float32() - 1)
+	}
+	fillBF16 := func(n int) *cuda.Buffer {
+		h := make([]uint16, n)
+		for i := range h {
+			h[i] = pool[(i*7919)%len(pool)]
+		}
+		return uploadBF16(t, dev, h)
+	}
+	ws, err := dev.Alloc(cuda.LtWorkspaceBytes / 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Free()
+	if testing.Short() {
+		const M, N, K = 64, 48, 128
+		a, b := fillBF16(M*K), fillBF16(N*K)
+		defer a.Free()
+		defer b.Free()
+		c, cl := upload(t, dev, make([]float32, M*N)), upload(t, dev, make([]float32, M*N))
+		defer c.Free()
+		defer cl.Free()
+		if err := dev.MatmulBF16(c, a, b, M, N, K, false, true, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := dev.MatmulBF16Lt(cl, a, b, ws, M, N, K, false, true, 0); err != nil {
+			t.Fatal(err)
+		}
+		near(t, "cuBLASLt vs GemmEx, M=64 N=48 K=128", download(t, cl), download(t, c), ltTol)
+		return
+	}
+	const N, maxDim, hidden = 8 * 1024, 18944, 3584
+	act, w := fillBF16(N*maxDim), fillBF16(maxDim*hidden) // x or dout; a weight [OC, C]
+	defer act.Free()
+	defer w.Free()
+	var total [2]time.Duration // GemmEx, cuBLASLt over one layer's 7 projections, forward and backward
+	for _, layer := range []struct {
+		name  string
+		C, OC int
+		count int // projections of this shape in a layer
+	}{{"q_proj/o_proj", hidden, hidden, 2}, {"k_proj/v_proj", hidden, 512, 2}, {"gate_proj/up_proj", hidden, maxDim, 2}, {"down_proj", maxDim, hidden, 1}} {
+		for _, p := range []struct {
+			name    string
+			M, N, K int
+			transB  bool
+			beta    float32
+		}{
+			{"out = x·Wᵀ", N, layer.OC, layer.C, true, 0},
+			{"dx += dout·W", N, layer.C, layer.OC, false, 1},
+		} {
+			what := fmt.Sprintf("%s %s (M=%d N=%d K=%d)", layer.name, p.name, p.M, p.N, p.K)
+			var per [2]time.Duration
+			var outs [2]*cuda.Buffer
+			for mode := range 2 {
+				c := upload(t, dev, make([]float32, p.M*p.N))
+				outs[mode] = c
+				call := func() {
+					var err error
+					if mode == 0 {
+						err = dev.MatmulBF16(c, act, w, p.M, p.N, p.K, false, p.transB, p.beta)
+					} else {
+						err = dev.MatmulBF16Lt(c, act, w, ws, p.M, p.N, p.K, false, p.transB, p.beta)
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+				}
+				call() // warm-up: the library picks (and cuBLASLt's heuristic plans) the kernel
+				if err := dev.Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+				const reps = 10
+				start := time.Now()
+				for range reps {
+					call()
+				}
+				if err := dev.Synchronize(); err != nil {
+					t.Fatal(err)
+				}
+				per[mode] = time.Since(start) / reps
+				total[mode] += time.Duration(layer.count) * per[mode]
+			}
+			flop := 2 * float64(p.M) * float64(p.N) * float64(p.K)
+			t.Logf("%s: GemmEx %.0f µs %.0f TFLOP/s, cuBLASLt %.0f µs %.0f TFLOP/s (%.2fx)", what,
+				us(per[0]), flop/per[0].Seconds()/1e12, us(per[1]), flop/per[1].Seconds()/1e12, per[0].Seconds()/per[1].Seconds())
+			// Both ran 11 times on the same operands: with beta 1 each
+			// output holds 11 times the product, the same in both.
+			got, want := download(t, outs[1]), download(t, outs[0])
+			t.Logf("%s: cuBLASLt against GemmEx %.3g (ltTol %.3g)", what, relErr(got, want), ltTol)
+			near(t, what+": cuBLASLt vs GemmEx", got, want, ltTol)
+			for _, o := range outs {
+				if err := o.Free(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	t.Logf("one layer's base GEMMs (7 projections, forward and dx): GemmEx %.0f µs, cuBLASLt %.0f µs; 28 layers: %.1f ms vs %.1f ms; %d heuristic calls",
+		us(total[0]), us(total[1]), 28*total[0].Seconds()*1e3, 28*total[1].Seconds()*1e3, dev.LtHeuristicCalls())
+}

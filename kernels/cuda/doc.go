@@ -135,7 +135,8 @@
 // descriptors (compute CUBLAS_COMPUTE_32F, scale CUDA_R_32F, the two
 // transposes, one layout per operand) and the heuristic's best algorithm
 // made once per shape, operand alignment and workspace and kept until
-// Close, and a workspace of LtWorkspaceBytes (32 MiB) from Ops' scratch
+// Close (at most ltMaxPlans, 256, shapes: the packed token count changes
+// from batch to batch; past that every plan is dropped), and a workspace of LtWorkspaceBytes (32 MiB) from Ops' scratch
 // store (slot "gemmlt.workspace"). The preference says the operands'
 // actual alignment (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), so the
 // heuristic does not pick an algorithm that needs 256-byte aligned
@@ -185,7 +186,7 @@
 // The ops that need device scratch of their own (the chunked logprob ops'
 // logits chunk and state, SumSquares' partial sums, the bf16 linear
 // layers' widened weight rows or rounded operand, tc2's δ, the GEMM
-// attention's operands and scores) take it from a
+// attention's operands and scores, cuBLASLt's workspace) take it from a
 // grow-only store in Ops (scratch.go): one cuMemAlloc buffer per purpose,
 // reallocated only when a call needs more, held between calls and freed
 // by Ops.Unload (Backend.Close). Device.Live counts it (Ops.ScratchLive,

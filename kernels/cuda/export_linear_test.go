@@ -56,3 +56,10 @@ func (o *Ops) SetGEMMScoreBytes(n int) { o.scoreCap = n }
 // RunParts returns a GEMM attention run's first entry, entry count and
 // padded length.
 func RunParts(r gemmRun) (e0, n, L int) { return r.e0, r.n, r.L }
+
+// SetLtMaxPlans bounds the cuBLASLt plans d keeps (ltMaxPlans otherwise).
+func (d *Device) SetLtMaxPlans(n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lt.maxPlans = n
+}

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 )
@@ -22,6 +23,13 @@ import (
 // offer the split-K and stream-K algorithms cublasGemmEx can use there.
 const LtWorkspaceBytes = 32 << 20
 
+// ltMaxPlans bounds the plans a device keeps: the packed token count N
+// changes from batch to batch in training, and each N is a shape of its
+// own, so an unbounded cache would grow for the whole run. Past the bound
+// every plan is dropped and the next calls plan again (one heuristic call
+// each, microseconds against a GEMM on the 7B shapes).
+const ltMaxPlans = 256
+
 // ltState is a device's cuBLASLt: the library and handle once UseBLASLt
 // ran, or why it could not be loaded, and the plan of each GEMM shape run
 // so far.
@@ -32,6 +40,7 @@ type ltState struct {
 	plans   map[ltKey]*ltPlan
 	// heuristics counts cublasLtMatmulAlgoGetHeuristic calls (tests).
 	heuristics int
+	maxPlans   int // ltMaxPlans when 0 (tests set less)
 }
 
 // ltKey is what the heuristic's choice depends on: the operations, sizes,
@@ -80,6 +89,14 @@ func (d *Device) HasBLASLt() (bool, error) {
 		return false, d.lt.missing
 	}
 	return false, errors.New("cuBLASLt was not loaded (cuda.Options.BLASLt)")
+}
+
+// LtPlans returns the number of GEMM shapes whose plans the device holds
+// (at most ltMaxPlans).
+func (d *Device) LtPlans() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.lt.plans)
 }
 
 // LtHeuristicCalls returns the number of cublasLtMatmulAlgoGetHeuristic
@@ -147,6 +164,16 @@ func (d *Device) plan(g Gemm, t GemmTypes, wsBytes int) (*ltPlan, error) {
 		return p, nil
 	}
 	lt := d.lt.lib
+	if len(d.lt.plans) >= cmp.Or(d.lt.maxPlans, ltMaxPlans) {
+		var errs []error
+		for pk, p := range d.lt.plans {
+			errs = append(errs, p.destroy(lt))
+			delete(d.lt.plans, pk)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
 	p := &ltPlan{}
 	err := func() error {
 		var err error

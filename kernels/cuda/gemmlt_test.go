@@ -318,3 +318,58 @@ func TestBLASLtThroughLoaderChecks(t *testing.T) {
 	}
 	must(lt.MatmulPreferenceDestroy(pref))
 }
+
+// TestMatmulBF16LtPlanBound: past the plan bound every plan is dropped
+// (their descriptors destroyed) and the next shapes plan afresh, with the
+// same results; the fake's live descriptors stay bounded.
+func TestMatmulBF16LtPlanBound(t *testing.T) {
+	dev, lt := openFakeLt(t)
+	dev.SetLtMaxPlans(2)
+	r := rand.New(rand.NewPCG(11, 12))
+	const C, OC = 16, 8
+	w := uploadRoundedBF16(t, dev, randn(r, OC*C))
+	peak := 0
+	for round := range 2 {
+		for N := 1; N <= 5; N++ { // five shapes: the packed token count changing
+			x := uploadRoundedBF16(t, dev, randn(r, N*C))
+			c1, c2 := upload(t, dev, make([]float32, N*OC)), upload(t, dev, make([]float32, N*OC))
+			if err := dev.MatmulBF16(c1, x, w, N, OC, C, false, true, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := dev.MatmulBF16Lt(c2, x, w, nil, N, OC, C, false, true, 0); err != nil {
+				t.Fatalf("round %d N=%d: %v", round, N, err)
+			}
+			got, want := download(t, c2), download(t, c1)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("round %d N=%d: [%d] = %g through cuBLASLt, %g through GemmEx", round, N, i, got[i], want[i])
+				}
+			}
+			if n := dev.LtPlans(); n > 2 {
+				t.Fatalf("%d plans held, bound 2", n)
+			}
+			peak = max(peak, lt.Live())
+			for _, b := range []*cuda.Buffer{x, c1, c2} {
+				if err := b.Free(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	// A handle, and per plan a descriptor and three layouts.
+	if peak > 1+2*4 {
+		t.Errorf("%d cuBLASLt objects live at the peak, want at most 9", peak)
+	}
+	if h := dev.LtHeuristicCalls(); h != 10 {
+		t.Errorf("%d heuristic calls for 10 products of 5 shapes cycling past a bound of 2, want 10", h)
+	}
+	if err := w.Free(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := lt.Live(); n != 0 {
+		t.Errorf("%d cuBLASLt objects left after Close", n)
+	}
+}

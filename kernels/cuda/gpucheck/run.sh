@@ -195,7 +195,8 @@ bench_step model-golden 60 env -C "$here/train/model" HONE_CUDA_TEST=1 "$here/mo
 # The commands themselves on the device (cmd/internal/cmdcheck's
 # TestCommandsOnDevice): hone-train sft and grpo with
 # --device cuda against --device cpu (float32 and bfloat16 weights), a grpo
-# run stopped after step 1 and resumed against the uninterrupted one, and
+# run stopped after step 1 and resumed against the uninterrupted one, grpo
+# with --cuda-sync edges (bit for bit) and --cuda-attention gemm, and
 # hone-serve --device cuda against --device cpu over HTTP before and after
 # a hot-reloaded adapter, stopped by SIGTERM (cmdcheck/: hone-train,
 # hone-serve, the test binary, a tiny model and a scored file).

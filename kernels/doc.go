@@ -105,9 +105,10 @@
 // gradients are host writes; the adapter's gradients are readable on
 // return), in the model's, the adapter's and train/trainer's optimizer's
 // Tensors (loading, saving, filling and merging weights, the checkpoint's
-// moments), Adapter.ToPEFT and Place, and Model.ToBF16. CopyToHost and
-// SumSquares order themselves after the queued ops; so do the backend's
-// frees.
+// moments), Adapter.ToPEFT and Place, and Model.ToBF16. CopyToHost,
+// SumSquares and SumSquaresMany (SumSquaresManyer: many tensors' sums
+// with one wait, which train/trainer's gradient norm and weight check use)
+// order themselves after the queued ops; so do the backend's frees.
 //
 // Pure helpers that are not hot — RoPE inverse frequencies with llama3
 // scaling (RoPEInvFreq), bfloat16 conversion — live in this package as plain

@@ -39,16 +39,22 @@ func newBackend(threads int, compute, kernel, dtype string) (*cpu.Backend, error
 // newBackend, or the CUDA backend computing in the precision of --compute
 // (bf16 needs --dtype bfloat16 there too, but no AVX512). --bf16-kernel
 // picks a CPU micro-kernel: any value but the default is a usage error
-// with --device cuda.
-func openBackend(device string, threads int, compute, kernel, dtype string, getenv func(string) string) (kernels.Backend, error) {
+// with --device cuda. attention and sync are --cuda-attention and
+// --cuda-sync (backendflag.CUDAFlags: usage errors where they would do
+// nothing).
+func openBackend(device string, threads int, compute, kernel, dtype, attention, sync string, getenv func(string) string) (kernels.Backend, error) {
 	p, err := backendflag.Precision(compute, dtype)
+	if err != nil {
+		return nil, err
+	}
+	tune, err := backendflag.CUDAFlags(device, p, attention, sync)
 	if err != nil {
 		return nil, err
 	}
 	if device == "cuda" && kernel != "native" {
 		return nil, cli.Usagef("--bf16-kernel %s: the flag picks a CPU micro-kernel; --device cuda takes none", kernel)
 	}
-	return backend.New(device, p, func() (kernels.Backend, error) {
+	return backend.New(device, p, tune, func() (kernels.Backend, error) {
 		be, err := newBackend(threads, compute, kernel, dtype)
 		if err != nil {
 			return nil, err

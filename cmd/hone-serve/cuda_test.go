@@ -17,16 +17,18 @@ import (
 // the .cu kernels launched through cuLaunchKernel and run on the CPU, the
 // GEMMs in the C stand-in for cuBLAS) and asks it for one greedy chat
 // completion through the openai-go client: the text and the token count
-// are those hone-serve --device cpu answers. Without a C or C++ compiler
+// are those hone-serve --device cpu answers, and so are those of --device
+// cuda --cuda-sync edges (the stream-ordered mode). Without a C or C++ compiler
 // the test is skipped, unless CI is set.
 func TestDeviceCUDAServes(t *testing.T) {
 	libs := testbin.EmulatedCUDA(t, "../../kernels/cuda")
 	t.Setenv("HONE_LIBCUDA", libs.Driver) // hone-serve's environment: StartProcess passes this one on
 	t.Setenv("HONE_LIBCUBLAS", libs.BLAS)
-	answer := func(device string) *openai.ChatCompletion {
+	answer := func(device string, extra ...string) *openai.ChatCompletion {
 		t.Helper()
 		start := time.Now()
-		addr := openaitest.StartProcess(t, binary, "--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1", "--device", device)
+		args := append([]string{"--model", "../../serve/testdata/tiny", "--port", "0", "--threads", "1", "--device", device}, extra...)
+		addr := openaitest.StartProcess(t, binary, args...)
 		client := openai.NewClient(option.WithBaseURL("http://"+addr+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 		c, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 			Model:       "tiny",
@@ -50,5 +52,10 @@ func TestDeviceCUDAServes(t *testing.T) {
 		t.Errorf("--device cuda answered %q (%d tokens, %s), --device cpu %q (%d tokens, %s)",
 			got.Choices[0].Message.Content, got.Usage.CompletionTokens, got.Choices[0].FinishReason,
 			want.Choices[0].Message.Content, want.Usage.CompletionTokens, want.Choices[0].FinishReason)
+	}
+	edges := answer("cuda", "--cuda-sync", "edges")
+	if edges.Choices[0].Message.Content != got.Choices[0].Message.Content || edges.Usage.CompletionTokens != got.Usage.CompletionTokens {
+		t.Errorf("--device cuda --cuda-sync edges answered %q (%d tokens), --device cuda %q (%d tokens)",
+			edges.Choices[0].Message.Content, edges.Usage.CompletionTokens, got.Choices[0].Message.Content, got.Usage.CompletionTokens)
 	}
 }

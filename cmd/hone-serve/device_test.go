@@ -47,6 +47,11 @@ func TestDeviceCUDA(t *testing.T) {
 		{"sonames", nil, model, 1, "CUDA backend"}, // whatever this machine has
 		{"cpu kernel", nil, append(model, "--compute", "bf16", "--dtype", "bfloat16", "--bf16-kernel", "portable"), 2, "--device cuda takes none"},
 		{"upstream", nil, []string{"--upstream", "http://127.0.0.1:1", "--device", "cuda"}, 2, "--device applies to --model, not --upstream"},
+		{"attention on f32", nil, append(model, "--cuda-attention", "gemm"), 2, "--cuda-attention gemm needs --device cuda --compute bf16 (got --device cuda --compute f32)"},
+		{"edges on cpu", nil, append(model, "--device", "cpu", "--cuda-sync", "edges"), 2, "--cuda-sync edges needs --device cuda (got --device cpu)"},
+		{"unknown sync", nil, append(model, "--cuda-sync", "never"), 2, `--cuda-sync: unknown mode "never"`},
+		{"upstream sync", nil, []string{"--upstream", "http://127.0.0.1:1", "--cuda-sync", "edges"}, 2, "--cuda-sync applies to --model, not --upstream"},
+		{"upstream attention", nil, []string{"--upstream", "http://127.0.0.1:1", "--cuda-attention", "tc1"}, 2, "--cuda-attention applies to --model, not --upstream"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(binary, tc.args...)

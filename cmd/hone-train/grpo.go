@@ -17,7 +17,7 @@ func newGRPOCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts grpojob.Options
 	var threads int
 	var compute, bf16Kernel string
-	var device string
+	var device, cudaAttention, cudaSync string
 	var remote remoteOut
 	cmd := &cobra.Command{
 		Use:   "grpo --model DIR --run NAME [flags] (FILES... | --watch-dir DIR)",
@@ -82,7 +82,7 @@ and exits 0. --steps then counts steps per session.`,
 			if err != nil {
 				return err
 			}
-			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, os.Getenv)
+			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaAttention, cudaSync, os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -104,6 +104,7 @@ and exits 0. --steps then counts steps per session.`,
 	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	cmd.Flags().StringVar(&bf16Kernel, "bf16-kernel", "native", backendflag.BF16KernelUsage)
 	backend.AddFlag(cmd.Flags(), &device)
+	backendflag.AddCUDAFlags(cmd.Flags(), &cudaAttention, &cudaSync)
 	remote.addFlags(cmd.Flags())
 	return cmd
 }

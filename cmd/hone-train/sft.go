@@ -17,7 +17,7 @@ func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts sft.Options
 	var threads int
 	var compute, bf16Kernel string
-	var device string
+	var device, cudaAttention, cudaSync string
 	var remote remoteOut
 	cmd := &cobra.Command{
 		Use:   "sft --model DIR --run NAME [flags] FILES...",
@@ -42,7 +42,7 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			if err != nil {
 				return err
 			}
-			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, os.Getenv)
+			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaAttention, cudaSync, os.Getenv)
 			if err != nil {
 				return err
 			}
@@ -64,6 +64,7 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	cmd.Flags().StringVar(&bf16Kernel, "bf16-kernel", "native", backendflag.BF16KernelUsage)
 	backend.AddFlag(cmd.Flags(), &device)
+	backendflag.AddCUDAFlags(cmd.Flags(), &cudaAttention, &cudaSync)
 	remote.addFlags(cmd.Flags())
 	return cmd
 }

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"strconv"
+
 	"github.com/hone-rl/hone/kernels"
 )
 
@@ -625,6 +627,38 @@ func (b *Backend) SumSquares(x []float32, n int) float64 {
 		return err
 	})
 	return s
+}
+
+var _ kernels.SumSquaresManyer = (*Backend)(nil)
+
+// SumSquaresMany implements kernels.SumSquaresManyer: every tensor's
+// reduction queued (Ops.SumSquaresMany: SumSquares' kernels and geometry,
+// so its bits), then one copy of all the results to the host, the one wait
+// where a SumSquares a tensor waits once each.
+func (b *Backend) SumSquaresMany(dst []float64, xs [][]float32) {
+	const op = "SumSquaresMany"
+	kernels.NeedSumSquaresMany(dst, xs)
+	bufs, ns := make([]*Buffer, len(xs)), make([]int, len(xs))
+	some := false
+	for i, x := range xs {
+		ns[i] = len(x)
+		some = some || len(x) > 0
+	}
+	if !some {
+		clear(dst)
+		return
+	}
+	b.onDevice(op, func() error {
+		for i, x := range xs {
+			bufs[i] = b.f32(op, "xs["+strconv.Itoa(i)+"]", x)
+		}
+		s, err := b.ops.SumSquaresMany(bufs, ns)
+		if err != nil {
+			return err
+		}
+		copy(dst, s)
+		return nil
+	})
 }
 
 // ---- copies: Ops ---------------------------------------------------------------

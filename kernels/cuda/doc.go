@@ -11,8 +11,9 @@
 // is host memory and whose launches run the .cu kernels on the CPU
 // in-process, on which Backend runs (backend_test.go; train/model runs its
 // PyTorch model goldens on it, train/trainer LoRA AdamW steps). hone-train
-// and hone-serve run on Backend with --device cuda; their tests do so on
-// cudafake.BuildEmulatingLibs's stand-in libraries.
+// and hone-serve run on Backend with --device cuda (--cuda-attention calls
+// SetAttentionKernel, --cuda-sync edges SetSyncEachOp(false)); their tests
+// do so on cudafake.BuildEmulatingLibs's stand-in libraries.
 //
 // # Kernels
 //
@@ -225,7 +226,9 @@
 // makes the ops only queue their work on the default stream; the backend
 // waits where the host needs the device's results or where memory would
 // be reused under a queued kernel (stream.go lists the points: CopyToHost
-// and SumSquares by their cuMemcpyDtoH, RowMax and ExpShift, frees and
+// and SumSquares by their cuMemcpyDtoH (SumSquaresMany: one for many
+// tensors, which train/trainer's GradNorm and weight check use: one wait
+// each instead of one a LoRA tensor, TestGradNormWaits), RowMax and ExpShift, frees and
 // scratch growth, Close, and Synchronize, kernels.Synchronizer, which
 // train/model's Forward and Backward and the Tensors of the model, the
 // adapter and the optimizer call before the host touches the memory in

@@ -111,7 +111,7 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 			}
 			cmdcheck := filepath.Join(dir, "cmdcheck")
 			for _, want := range []string{"HONE_CMDCHECK_DIR=" + cmdcheck + " HONE_CMDCHECK_OUT=" + filepath.Join(dir, "results", "hone-cmds") +
-				" HONE_LIBCUBLAS=" + cublas + " args: -test.run CommandsOnDevice -test.v -test.timeout 55s"} {
+				" HONE_LIBCUBLAS=" + cublas + " args: -test.run CommandsOnDevice -test.v -test.timeout 85s"} {
 				if !strings.Contains(string(cl), want) {
 					t.Errorf("hone-cmds.log lacks %q:\n%s", want, cl)
 				}

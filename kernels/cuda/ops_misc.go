@@ -100,3 +100,72 @@ func (o *Ops) SumSquares(x *Buffer, n int) (float64, error) {
 	lo, hi := math.Float32bits(host[2*blocks]), math.Float32bits(host[2*blocks+1])
 	return math.Float64frombits(uint64(hi)<<32 | uint64(lo)), nil
 }
+
+// SumSquaresMany is SumSquares of each xs[i] over ns[i] values, the same
+// kernels with the same geometry (so the same bits), all queued before one
+// download: their partial sums and results side by side in one scratch
+// (2·(blocks+1) floats a tensor, each region starting 8-byte aligned), and
+// one cuMemcpyDtoH for all, which waits for the kernels once. A zero ns[i]
+// gives 0 and launches nothing.
+func (o *Ops) SumSquaresMany(xs []*Buffer, ns []int) ([]float64, error) {
+	c := check{op: "SumSquaresMany"}
+	if len(xs) != len(ns) {
+		return nil, fmt.Errorf("CUDA %s: %d buffers, %d sizes", c.op, len(xs), len(ns))
+	}
+	for i, x := range xs {
+		c.sizes("n", ns[i])
+		if ns[i] > 0 {
+			c.buf(o.d, fmt.Sprintf("xs[%d]", i), x, ns[i])
+		}
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	out := make([]float64, len(xs))
+	offs := make([]int, len(xs)) // the result's float index in the scratch, or -1
+	total := 0
+	for i, n := range ns {
+		offs[i] = -1
+		if n == 0 {
+			continue
+		}
+		blocks := min(sumSquaresMaxBlocks, (n+sumSquaresThreads-1)/sumSquaresThreads)
+		offs[i] = total + 2*blocks
+		total += 2 * (blocks + 1)
+	}
+	if total == 0 {
+		return out, nil
+	}
+	sc := o.lockScratch()
+	defer sc.unlock()
+	scratch, err := sc.get(c.op, "sumsquares", total)
+	if err != nil {
+		return nil, err
+	}
+	var steps []step
+	at := 0
+	for i, n := range ns {
+		if n == 0 {
+			continue
+		}
+		blocks := min(sumSquaresMaxBlocks, (n+sumSquaresThreads-1)/sumSquaresThreads)
+		steps = append(steps, planSumSquares(scratch.view(at, 2*(blocks+1)), xs[i], n)...)
+		at += 2 * (blocks + 1)
+	}
+	if err := o.run(c.op, steps); err != nil {
+		return nil, err
+	}
+	host := make([]float32, total)
+	if err := scratch.view(0, total).Download(host); err != nil {
+		return nil, fmt.Errorf("CUDA %s: %w", c.op, err)
+	}
+	for i, off := range offs {
+		if off < 0 {
+			continue
+		}
+		// Little-endian as the device's, as in SumSquares.
+		lo, hi := math.Float32bits(host[off]), math.Float32bits(host[off+1])
+		out[i] = math.Float64frombits(uint64(hi)<<32 | uint64(lo))
+	}
+	return out, nil
+}

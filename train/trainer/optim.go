@@ -70,11 +70,18 @@ func (o *AdamW) Free() {
 }
 
 // GradNorm returns the global L2 norm of the adapter's gradient: each
-// tensor's sum of squares on be (kernels.Backend.SumSquares), added in
-// float64 in Params order (deterministic on a given backend).
+// tensor's sum of squares on be (kernels.SumSquaresMany: SumSquares' bits,
+// one wait for all on kernels/cuda), added in float64 in Params order
+// (deterministic on a given backend).
 func GradNorm(be kernels.Backend, ad *model.Adapter) float64 {
+	var gs [][]float32
+	ad.Params(func(_ string, _, g []float32) { gs = append(gs, g) })
+	ss := make([]float64, len(gs))
+	kernels.SumSquaresMany(be, ss, gs)
 	s := 0.0
-	ad.Params(func(_ string, _, g []float32) { s += be.SumSquares(g, len(g)) })
+	for _, v := range ss {
+		s += v
+	}
 	return math.Sqrt(s)
 }
 
@@ -111,22 +118,27 @@ func (o *AdamW) Update(be kernels.Backend, ad *model.Adapter, lr float64) (float
 }
 
 // checkWeights returns a notFinite error naming the first LoRA tensor that
-// holds a NaN or Inf (its sum of squares is then NaN or +Inf).
+// holds a NaN or Inf (its sum of squares is then NaN or +Inf); the sums
+// come from one kernels.SumSquaresMany.
 func checkWeights(be kernels.Backend, ad *model.Adapter) error {
-	var err error
+	var names []string
+	var ps [][]float32
 	ad.Params(func(name string, param, _ []float32) {
-		if err != nil {
-			return
-		}
-		if ss := be.SumSquares(param, len(param)); !isFinite(ss) {
+		names = append(names, name)
+		ps = append(ps, param)
+	})
+	ss := make([]float64, len(ps))
+	kernels.SumSquaresMany(be, ss, ps)
+	for i, s := range ss {
+		if !isFinite(s) {
 			what := "an Inf"
-			if math.IsNaN(ss) {
+			if math.IsNaN(s) {
 				what = "a NaN"
 			}
-			err = &notFinite{what: "updated weights", detail: fmt.Sprintf("%s holds %s", name, what)}
+			return &notFinite{what: "updated weights", detail: fmt.Sprintf("%s holds %s", names[i], what)}
 		}
-	})
-	return err
+	}
+	return nil
 }
 
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -3,6 +3,7 @@
 package backend
 
 import (
+	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
@@ -26,9 +27,11 @@ func AddFlag(fs *pflag.FlagSet, device *string) {
 // New returns the backend for device. "cpu" is what newCPU returns (the
 // main builds kernels/cpu: only package main may, see the contract tests).
 // "cuda" is kernels/cuda's Backend computing in precision p on device 0,
-// with the library paths from getenv: a machine lacking the driver, cuBLAS
-// or a device gets the error naming what is missing (exit 1).
-func New(device string, p kernels.Precision, newCPU func() (kernels.Backend, error), getenv func(string) string) (kernels.Backend, error) {
+// with the library paths from getenv, tuned as tune says (its attention
+// and synchronization; backendflag.CUDAFlags leaves them at their defaults
+// for the CPU): a machine lacking the driver, cuBLAS or a device gets the
+// error naming what is missing (exit 1).
+func New(device string, p kernels.Precision, tune backendflag.CUDA, newCPU func() (kernels.Backend, error), getenv func(string) string) (kernels.Backend, error) {
 	switch device {
 	case "cpu":
 		return newCPU()
@@ -37,6 +40,11 @@ func New(device string, p kernels.Precision, newCPU func() (kernels.Backend, err
 		if err != nil {
 			return nil, err
 		}
+		if err := be.SetAttentionKernel(tune.Attention); err != nil {
+			be.Close()
+			return nil, cli.Usage(err)
+		}
+		be.SetSyncEachOp(!tune.StreamOrdered)
 		return be, nil
 	default:
 		return nil, cli.Usagef("--device %q: want cpu or cuda", device)

@@ -1,6 +1,6 @@
-// Package backendflag reads the --compute and --bf16-kernel flags of
-// hone-train and hone-serve (the main packages build the CPU backend from
-// them).
+// Package backendflag reads the --compute, --bf16-kernel, --cuda-attention
+// and --cuda-sync flags of hone-train and hone-serve (the main packages
+// build the CPU backend from them, cmd/internal/backend the CUDA one).
 package backendflag
 
 import (
@@ -9,6 +9,7 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
+	"github.com/spf13/pflag"
 )
 
 // ComputeUsage is the help of the --compute flag.
@@ -52,4 +53,53 @@ func BF16Kernel(p kernels.Precision, kernel string) (string, error) {
 		return kernel, nil
 	}
 	return "", cli.Usagef("--bf16-kernel: %v", fmt.Errorf("unknown kernel %q: want native, amx, avx512bf16 or portable", kernel))
+}
+
+// CUDAAttentionUsage is the help of the --cuda-attention flag.
+const CUDAAttentionUsage = "training attention of --device cuda --compute bf16 (bf16 tensor cores): tc1 (attention_tc.cu, the default), tc2 (laid out as FlashAttention-2) or gemm (batched cuBLAS GEMMs around a masked softmax); tc2 and gemm have run only on the emulated device, not yet timed on a GPU; another value than tc1 without --device cuda --compute bf16 is exit 2 (it would do nothing)"
+
+// CUDASyncUsage is the help of the --cuda-sync flag.
+const CUDASyncUsage = "when --device cuda waits for the GPU: op (every op ends synchronized, the default) or edges (stream-ordered: ops only queue their work, the backend waits where the host reads results or memory is reused; fewer waits, a device failure reported at the next wait; run only on the emulated device, not yet on a GPU); edges without --device cuda is exit 2"
+
+// CUDA is the CUDA backend's tuning that --cuda-attention and --cuda-sync
+// name; its zero value is the defaults (tc1, every op synchronized).
+type CUDA struct {
+	Attention     string // "tc1", "tc2" or "gemm" (cuda.Backend.SetAttentionKernel)
+	StreamOrdered bool   // --cuda-sync edges: cuda.Backend.SetSyncEachOp(false)
+}
+
+// CUDAFlags returns the tuning --cuda-attention and --cuda-sync name, given
+// --device and the precision of --compute: a usage error (exit 2) for an
+// unknown value, for an attention other than tc1 unless --device cuda
+// --compute bf16 (the f32 precision and the CPU have one attention), and
+// for edges unless --device cuda.
+func CUDAFlags(device string, p kernels.Precision, attention, sync string) (CUDA, error) {
+	var c CUDA
+	switch attention {
+	case "tc1":
+	case "tc2", "gemm":
+		if device != "cuda" || p != kernels.PrecisionBF16 {
+			return c, cli.Usagef("--cuda-attention %s needs --device cuda --compute bf16 (got --device %s --compute %v): the other modes have one attention", attention, device, p)
+		}
+	default:
+		return c, cli.Usagef("--cuda-attention: unknown attention %q: want tc1, tc2 or gemm", attention)
+	}
+	c.Attention = attention
+	switch sync {
+	case "op":
+	case "edges":
+		if device != "cuda" {
+			return c, cli.Usagef("--cuda-sync edges needs --device cuda (got --device %s)", device)
+		}
+		c.StreamOrdered = true
+	default:
+		return c, cli.Usagef("--cuda-sync: unknown mode %q: want op or edges", sync)
+	}
+	return c, nil
+}
+
+// AddCUDAFlags registers --cuda-attention and --cuda-sync on fs.
+func AddCUDAFlags(fs *pflag.FlagSet, attention, sync *string) {
+	fs.StringVar(attention, "cuda-attention", "tc1", CUDAAttentionUsage)
+	fs.StringVar(sync, "cuda-sync", "op", CUDASyncUsage)
 }

@@ -2,8 +2,11 @@
 // sft and grpo with --device cuda against the same runs with --device cpu
 // (metrics and adapters within the bounds hone-train's own CUDA tests use),
 // a grpo run stopped and resumed against the uninterrupted one (byte for
-// byte), and hone-serve --device cuda answering, over HTTP, what hone-serve
-// --device cpu answers, before and after an adapter is hot-reloaded.
+// byte), grpo with --cuda-sync edges against the synchronized run (bit
+// for bit) and with --compute bf16 --cuda-attention gemm against the CPU
+// (BF16MetricTol), and hone-serve --device cuda answering, over HTTP, what
+// hone-serve --device cpu answers, before and after an adapter is
+// hot-reloaded.
 //
 // Its test binary is what the device check's hone-cmds step runs
 // (kernels/cuda/gpucheck/run.sh); this file holds the pieces that test
@@ -38,6 +41,12 @@ const (
 	MetricTol  = 1e-4
 	AdapterTol = 1e-3
 )
+
+// BF16MetricTol bounds the step metrics of a run in the bf16 precision
+// (--compute bf16: bfloat16 operands on the frozen weights and in the
+// tensor-core attention, float32 accumulation) against the CPU's f32
+// compute on the same bfloat16 weights, relative: kernels.BF16ComputeTol.
+const BF16MetricTol = 2e-2
 
 // LogprobTol bounds the difference of an answer's token logprobs between
 // hone-serve on the device and on the CPU (absolute): float32 rounding of

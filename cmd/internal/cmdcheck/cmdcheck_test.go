@@ -171,7 +171,7 @@ func TestCommandsEmulated(t *testing.T) {
 		t.Skip("the flow on the emulated CUDA device takes minutes: run with HONE_LONG_TESTS=1")
 	}
 	libs := testbin.EmulatedCUDA(t, "../../../kernels/cuda")
-	f := localFlow(t, "cuda", 32, 1, "float32", "bfloat16")
+	f := localFlow(t, "cuda", 64, 1, "float32", "bfloat16") // head dim 16: the tensor-core attentions run
 	f.env = []string{"HONE_LIBCUDA=" + libs.Driver, "HONE_LIBCUBLAS=" + libs.BLAS}
 	f.check(t)
 }

@@ -41,9 +41,10 @@
 # every op synchronized and stream-ordered, and the 7B step stream-ordered
 # (hone-05b-decode-op, hone-05b-decode-async, hone-7b-async; no per-op
 # profile, which synchronizes every op). And the commands
-# themselves (hone-cmds, under 60 s): hone-train sft, grpo and a grpo
-# resume, and hone-serve with a hot reload, --device cuda against --device
-# cpu (cmds_step below).
+# themselves (hone-cmds, under 90 s, each run paying the CUDA context and
+# the PTX JIT): hone-train sft, grpo and a grpo resume, grpo stream-ordered
+# and on the gemm attention, and hone-serve with a hot reload, --device
+# cuda against --device cpu (cmds_step below).
 #
 # cuBLAS is found by its sonames (13, 12, 11), else in Python's
 # site-packages (the nvidia-* wheels PyTorch installs), unless HONE_LIBCUBLAS
@@ -201,15 +202,16 @@ bench_step model-golden 60 env -C "$here/train/model" HONE_CUDA_TEST=1 "$here/mo
 # The commands themselves on the device (cmd/internal/cmdcheck's
 # TestCommandsOnDevice): hone-train sft and grpo with
 # --device cuda against --device cpu (float32 and bfloat16 weights), a grpo
-# run stopped after step 1 and resumed against the uninterrupted one, and
+# run stopped after step 1 and resumed against the uninterrupted one, grpo
+# with --cuda-sync edges (bit for bit) and --cuda-attention gemm, and
 # hone-serve --device cuda against --device cpu over HTTP before and after
 # a hot-reloaded adapter, stopped by SIGTERM (cmdcheck/: hone-train,
 # hone-serve, the test binary, a tiny model and a scored file).
 # Their runs and logs go to hone-cmds/, the CMDCHECK lines to the summary.
 cmds_step() {
 	local line
-	bench_step hone-cmds 60 env HONE_CMDCHECK_DIR="$here/cmdcheck" HONE_CMDCHECK_OUT="$res/hone-cmds" \
-		"$here/cmdcheck/cmdcheck.test" -test.run CommandsOnDevice -test.v -test.timeout 55s
+	bench_step hone-cmds 90 env HONE_CMDCHECK_DIR="$here/cmdcheck" HONE_CMDCHECK_OUT="$res/hone-cmds" \
+		"$here/cmdcheck/cmdcheck.test" -test.run CommandsOnDevice -test.v -test.timeout 85s
 	[ -f "$res/hone-cmds.log" ] || return # skipped: out of budget
 	while IFS= read -r line; do note "    ${line#CMDCHECK }"; done < <(grep -E '^CMDCHECK |--- FAIL' "$res/hone-cmds.log")
 }

@@ -1,0 +1,138 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+	"github.com/hone-rl/hone/train/model"
+	"github.com/hone-rl/hone/train/tinymodel"
+)
+
+// TestGradNormWaits: GradNorm and checkWeights take every LoRA tensor's sum
+// of squares by one kernels.SumSquaresMany. On cuda.Backend, stream-ordered
+// over the deferred emulated device, each waits for the device once (one
+// SumSquares a tensor waited once each: 28 times on this adapter), and
+// gives the bits of the per-tensor sums; on the CPU backend (SumSquaresMany's
+// loop) the same. checkWeights names the tensor holding a NaN. Waits are
+// counted as in train/model's TestStreamOrderedWaits.
+func TestGradNormWaits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the sums on the CPU emulation of the CUDA device")
+	}
+	cxx := os.Getenv("CXX")
+	if cxx == "" {
+		cxx = "g++"
+	}
+	lib := filepath.Join(t.TempDir(), "libhone_cuda_emu.so")
+	err := cudafake.BuildEmulator(context.Background(), cxx, "../../kernels/cuda", lib)
+	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
+		t.Skipf("no C++ compiler for the CUDA emulator: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	emu, err := cudafake.LoadEmulator(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := cudafake.NewEmulatedDriver(1, 0, emu)
+	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
+	if err != nil {
+		dev.Close()
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := drv.SetDeferred(true); err != nil {
+		t.Fatal(err)
+	}
+	b.SetSyncEachOp(false)
+	c, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	cfg, err := tinymodel.Options{Hidden: 16, Layers: 2, Heads: 2, KVHeads: 1}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := func() int {
+		return drv.Calls("cuCtxSynchronize") + drv.Calls("cuMemcpyHtoD_v2") + drv.Calls("cuMemcpyDtoH_v2")
+	}
+	for _, be := range []kernels.Backend{b, c} {
+		ad, err := model.NewAdapter(&cfg, model.AdapterConfig{Rank: 2, Alpha: 2, Targets: model.AllModules()}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ad.Place(be); err != nil {
+			t.Fatal(err)
+		}
+		kernels.Synchronize(be)
+		r := rand.New(rand.NewPCG(28, 4))
+		tensors := 0
+		ad.Params(func(_ string, p, g []float32) {
+			for i := range g {
+				p[i], g[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+			tensors++
+		})
+		each := func(param bool) (float64, int) { // the sums a tensor at a time
+			w0, s := waits(), 0.0
+			ad.Params(func(_ string, p, g []float32) {
+				if param {
+					s += be.SumSquares(p, len(p))
+				} else {
+					s += be.SumSquares(g, len(g))
+				}
+			})
+			return s, waits() - w0
+		}
+		GradNorm(be, ad) // grows the backend's scratch (a wait) before the counts
+		wantG, eachWaits := each(false)
+		w0 := waits()
+		got := GradNorm(be, ad)
+		gradWaits := waits() - w0
+		if math.Float64bits(got) != math.Float64bits(math.Sqrt(wantG)) {
+			t.Errorf("%s: GradNorm %.17g, the per-tensor sums give %.17g", be.Name(), got, math.Sqrt(wantG))
+		}
+		w0 = waits()
+		if err := checkWeights(be, ad); err != nil {
+			t.Errorf("%s: checkWeights on finite weights: %v", be.Name(), err)
+		}
+		checkWaits := waits() - w0
+		if be == kernels.Backend(b) {
+			if gradWaits != 1 || checkWaits != 1 || eachWaits != tensors {
+				t.Errorf("%s: GradNorm waited %d times, checkWeights %d, a SumSquares a tensor %d; want 1, 1 and %d", be.Name(), gradWaits, checkWaits, eachWaits, tensors)
+			}
+			t.Logf("%s: %d LoRA tensors: GradNorm and checkWeights wait %d and %d times, a SumSquares a tensor %d", be.Name(), tensors, gradWaits, checkWaits, eachWaits)
+		}
+		kernels.Synchronize(be)
+		var name string
+		i := 0
+		ad.Params(func(n string, p, _ []float32) {
+			if i == 9 {
+				name, p[len(p)-1] = n, float32(math.NaN())
+			}
+			i++
+		})
+		if err := checkWeights(be, ad); err == nil || !strings.Contains(err.Error(), name+" holds a NaN") {
+			t.Errorf("%s: checkWeights with a NaN in %s: %v", be.Name(), name, err)
+		}
+		ad.Free()
+	}
+}

@@ -59,7 +59,7 @@ func LoadBLASLt(path string) (BLASLt, error) {
 	b := &blasLtLib{}
 	used, tried, err := openLib(path, blasLtSonames(), func(h uintptr) error { return bindAll(h, b.symbols()) })
 	if err != nil {
-		return nil, &MissingError{What: "cuBLASLt library", Tried: tried, Err: err,
+		return nil, &MissingError{What: "cuBLASLt library", Tried: tried, Err: err, Optional: true,
 			Hint: "the backend keeps cublasGemmEx without it; install CUDA's cuBLAS (libcublasLt ships with it), or give its path (Options.BLASLtLib)"}
 	}
 	b.path = used

@@ -42,11 +42,18 @@ type MissingError struct {
 	Tried []string // the paths or sonames tried, for the libraries
 	Hint  string   // what to do about it
 	Err   error    // the last loader or driver error
+	// Optional marks a library the backend runs without (cuBLASLt): its
+	// absence disables one choice, not the backend.
+	Optional bool
 }
 
 func (e *MissingError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "CUDA backend unavailable: no %s", e.What)
+	if e.Optional {
+		fmt.Fprintf(&b, "optional CUDA library unavailable: no %s", e.What)
+	} else {
+		fmt.Fprintf(&b, "CUDA backend unavailable: no %s", e.What)
+	}
 	if len(e.Tried) > 0 {
 		fmt.Fprintf(&b, " (tried %s)", strings.Join(e.Tried, ", "))
 	}

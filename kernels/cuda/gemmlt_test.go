@@ -250,7 +250,8 @@ func TestOpenBLASLtMissing(t *testing.T) {
 		t.Fatal("cuBLASLt bound from a path that does not exist")
 	}
 	m := asMissing(t, err, "cuBLASLt library")
-	if !slices.Equal(m.Tried, []string{nowhere}) || !strings.Contains(err.Error(), "keeps cublasGemmEx") {
+	if !slices.Equal(m.Tried, []string{nowhere}) || !m.Optional || !strings.HasPrefix(err.Error(), "optional CUDA library unavailable: no cuBLASLt library") ||
+		!strings.Contains(err.Error(), "keeps cublasGemmEx") {
 		t.Errorf("tried %q, message %q", m.Tried, err)
 	}
 	// The fake cuBLAS offered as cuBLASLt lacks its entry points.

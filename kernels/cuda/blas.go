@@ -48,15 +48,22 @@ func LoadBLAS(path string) (BLAS, error) {
 }
 
 func (b *blasLib) check(call string, s int32) error {
+	return blasStatus(call, s, b.statusName, b.statusString)
+}
+
+// blasStatus is a cuBLAS or cuBLASLt call's status s as an error (nil for
+// success), named and described by the library's own functions where it
+// has them (name and text may be nil: they came in CUDA 11.4).
+func blasStatus(call string, s int32, name, text func(int32) string) error {
 	if s == 0 {
 		return nil
 	}
 	e := &Error{Call: call, Code: int(s)}
-	if b.statusName != nil {
-		e.Name = b.statusName(s)
+	if name != nil {
+		e.Name = name(s)
 	}
-	if b.statusString != nil {
-		e.Text = b.statusString(s)
+	if text != nil {
+		e.Text = text(s)
 	}
 	return e
 }

@@ -67,17 +67,7 @@ func LoadBLASLt(path string) (BLASLt, error) {
 }
 
 func (b *blasLtLib) check(call string, s int32) error {
-	if s == 0 {
-		return nil
-	}
-	e := &Error{Call: call, Code: int(s)}
-	if b.statusName != nil {
-		e.Name = b.statusName(s)
-	}
-	if b.statusString != nil {
-		e.Text = b.statusString(s)
-	}
-	return e
+	return blasStatus(call, s, b.statusName, b.statusString)
 }
 
 func (b *blasLtLib) Path() string { return b.path }

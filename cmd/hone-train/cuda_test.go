@@ -85,11 +85,12 @@ func trainOnCUDA(t *testing.T, layers int, jobs ...string) {
 	libs := testbin.EmulatedCUDA(t, "../../kernels/cuda")
 	out := filepath.Join(dir, "adapters")
 	libLt := libs.BLASLt // HONE_LIBCUBLASLT of the runs
+	deferred := ""       // HONE_FAKE_CUDA_DEFERRED of the runs: the emulated device's deferred mode when set
 	exec1 := func(device string, args ...string) (string, error) {
 		t.Helper()
 		args = append(args, "--device", device, "--threads", "1")
 		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), "HONE_TRAIN_TEST_MAIN=1", "HONE_LIBCUDA="+libs.Driver, "HONE_LIBCUBLAS="+libs.BLAS, "HONE_LIBCUBLASLT="+libLt)
+		cmd.Env = append(os.Environ(), "HONE_TRAIN_TEST_MAIN=1", "HONE_LIBCUDA="+libs.Driver, "HONE_LIBCUBLAS="+libs.BLAS, "HONE_LIBCUBLASLT="+libLt, "HONE_FAKE_CUDA_DEFERRED="+deferred)
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, &buf
 		start := time.Now()
@@ -151,14 +152,17 @@ func trainOnCUDA(t *testing.T, layers int, jobs ...string) {
 		t.Logf("%s: worst relative error over %d adapter tensors %.3g", job, len(wa), worst)
 	}
 	// --cuda-sync edges queues the same kernels in the same order: the
-	// same bits. (The C stand-in driver runs every launch at once, so this
-	// checks the flag's path through the command, not the waits; the
-	// emulated device's deferred mode checks those in kernels/cuda and
-	// train/trainer.)
+	// same bits. The emulating driver runs in its deferred mode
+	// (HONE_FAKE_CUDA_DEFERRED): launches, GEMMs and memsets run only at
+	// the synchronization points, so a wait the backend leaves out reads
+	// memory the queued work has not written yet and the run differs (or
+	// fails).
+	deferred = libs.Driver
 	for _, job := range jobs {
 		run("cuda", job, "--model", md, "--out", out, "--run", job+"-cuda-edges", "--rank", "2", "--steps", "1", "--lr", "1e-3", "--cuda-sync", "edges", input[job])
 		sameRun(t, out, job+"-cuda", job+"-cuda-edges", "--cuda-sync edges")
 	}
+	deferred = ""
 	// --cuda-attention gemm in the bf16 precision against tc1, the default,
 	// on a model of head dim 16 (the tensor-core attentions' smallest; at
 	// 8 both run attention.cu): the same rounding points, other summation
@@ -190,8 +194,10 @@ func trainOnCUDA(t *testing.T, layers int, jobs ...string) {
 	// --cuda-gemm cublaslt: the linear GEMMs through the stand-in
 	// cuBLASLt, which computes the same bits as its cublasGemmEx, so the
 	// same metrics and adapter bytes as tc1's run on cuBLAS; the backend's
-	// name in the log says cuBLASLt was bound. Without cuBLASLt the run
-	// stops (exit 1) naming the library and what it tried.
+	// name in the log says cuBLASLt was bound. So does the stream-ordered
+	// mode on the deferred device (cublasLtMatmul and cublasGemmEx queued
+	// with the launches). Without cuBLASLt the run stops (exit 1) naming
+	// the library and what it tried.
 	for _, job := range jobs {
 		log := run("cuda", job, "--model", md16, "--out", out, "--run", job+"-cuda-bf16-lt", "--rank", "2", "--steps", "1", "--lr", "1e-3",
 			"--dtype", "bfloat16", "--compute", "bf16", "--cuda-gemm", "cublaslt", input[job])
@@ -199,6 +205,11 @@ func trainOnCUDA(t *testing.T, layers int, jobs ...string) {
 			t.Errorf("%s --cuda-gemm cublaslt: the log does not name cuBLASLt %s:\n%s", job, libs.BLASLt, log)
 		}
 		sameRun(t, out, job+"-cuda-bf16-tc1", job+"-cuda-bf16-lt", "--cuda-gemm cublaslt")
+		deferred = libs.Driver
+		run("cuda", job, "--model", md16, "--out", out, "--run", job+"-cuda-bf16-lt-edges", "--rank", "2", "--steps", "1", "--lr", "1e-3",
+			"--dtype", "bfloat16", "--compute", "bf16", "--cuda-gemm", "cublaslt", "--cuda-sync", "edges", input[job])
+		deferred = ""
+		sameRun(t, out, job+"-cuda-bf16-lt", job+"-cuda-bf16-lt-edges", "--cuda-gemm cublaslt --cuda-sync edges")
 	}
 	nowhere := filepath.Join(dir, "absent", "libcublasLt.so.13")
 	libLt = nowhere

@@ -39,15 +39,15 @@ func newBackend(threads int, compute, kernel, dtype string) (*cpu.Backend, error
 // newBackend, or the CUDA backend computing in the precision of --compute
 // (bf16 needs --dtype bfloat16 there too, but no AVX512). --bf16-kernel
 // picks a CPU micro-kernel: any value but the default is a usage error
-// with --device cuda. attention and sync are --cuda-attention and
-// --cuda-sync (backendflag.CUDAFlags: usage errors where they would do
+// with --device cuda. cf holds --cuda-attention, --cuda-sync and
+// --cuda-gemm (backendflag.CUDAFlags: usage errors where they would do
 // nothing).
-func openBackend(device string, threads int, compute, kernel, dtype, attention, sync string, getenv func(string) string) (kernels.Backend, error) {
+func openBackend(device string, threads int, compute, kernel, dtype string, cf backendflag.CUDAValues, getenv func(string) string) (kernels.Backend, error) {
 	p, err := backendflag.Precision(compute, dtype)
 	if err != nil {
 		return nil, err
 	}
-	tune, err := backendflag.CUDAFlags(device, p, attention, sync)
+	tune, err := backendflag.CUDAFlags(device, p, cf.Attention, cf.Sync, cf.GEMM)
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,10 @@ func TestDeviceCUDA(t *testing.T) {
 		{"unknown sync", nil, append(model, "--cuda-sync", "never"), 2, `--cuda-sync: unknown mode "never"`},
 		{"upstream sync", nil, []string{"--upstream", "http://127.0.0.1:1", "--cuda-sync", "edges"}, 2, "--cuda-sync applies to --model, not --upstream"},
 		{"upstream attention", nil, []string{"--upstream", "http://127.0.0.1:1", "--cuda-attention", "tc1"}, 2, "--cuda-attention applies to --model, not --upstream"},
+		{"cublaslt on f32", nil, append(model, "--cuda-gemm", "cublaslt"), 2, "--cuda-gemm cublaslt needs --device cuda --compute bf16 (got --device cuda --compute f32)"},
+		{"cublaslt on cpu", nil, append(model, "--device", "cpu", "--compute", "bf16", "--dtype", "bfloat16", "--cuda-gemm", "cublaslt"), 2, "--cuda-gemm cublaslt needs --device cuda --compute bf16 (got --device cpu"},
+		{"unknown gemm", nil, append(model, "--cuda-gemm", "cutlass"), 2, `--cuda-gemm: unknown library "cutlass"`},
+		{"upstream gemm", nil, []string{"--upstream", "http://127.0.0.1:1", "--cuda-gemm", "cublas"}, 2, "--cuda-gemm applies to --model, not --upstream"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(binary, tc.args...)

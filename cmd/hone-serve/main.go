@@ -93,14 +93,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var opts serve.Options
 	var logOpt cli.LogOptions
 	var threads int
-	var compute, bf16Kernel, device, cudaAttention, cudaSync string
+	var compute, bf16Kernel, device string
+	var cudaFlags backendflag.CUDAValues
 	opts.AddFlags(fs)
 	logOpt.AddFlags(fs)
 	fs.IntVar(&threads, "threads", 0, "CPU worker goroutines (0: all cores)")
 	fs.StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	fs.StringVar(&bf16Kernel, "bf16-kernel", "native", backendflag.BF16KernelUsage)
 	backend.AddFlag(fs, &device)
-	backendflag.AddCUDAFlags(fs, &cudaAttention, &cudaSync)
+	backendflag.AddCUDAFlags(fs, &cudaFlags)
 	var remote remoteAdapters
 	remote.addFlags(fs)
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
@@ -139,7 +140,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
-		be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaAttention, cudaSync, getenv)
+		be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, getenv)
 		if err != nil {
 			return err
 		}
@@ -203,6 +204,7 @@ var engineFlags = []struct{ flag, vllm string }{
 	{"device", "vLLM runs the model"},
 	{"cuda-attention", "vLLM runs the model"},
 	{"cuda-sync", "vLLM runs the model"},
+	{"cuda-gemm", "vLLM runs the model"},
 	{"max-batch", "vLLM's --max-num-seqs"},
 	{"prefill-tokens", "vLLM's --max-num-batched-tokens"},
 	{"kv-cache-bytes", "vLLM's --gpu-memory-utilization or --kv-cache-memory"},

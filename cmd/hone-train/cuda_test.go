@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"os/exec"
@@ -83,21 +84,30 @@ func trainOnCUDA(t *testing.T, layers int, jobs ...string) {
 	}
 	libs := testbin.EmulatedCUDA(t, "../../kernels/cuda")
 	out := filepath.Join(dir, "adapters")
-	run := func(device string, args ...string) {
+	libLt := libs.BLASLt // HONE_LIBCUBLASLT of the runs
+	deferred := ""       // HONE_FAKE_CUDA_DEFERRED of the runs: the emulated device's deferred mode when set
+	exec1 := func(device string, args ...string) (string, error) {
 		t.Helper()
 		args = append(args, "--device", device, "--threads", "1")
 		cmd := exec.Command(os.Args[0], args...)
-		cmd.Env = append(os.Environ(), "HONE_TRAIN_TEST_MAIN=1", "HONE_LIBCUDA="+libs.Driver, "HONE_LIBCUBLAS="+libs.BLAS)
+		cmd.Env = append(os.Environ(), "HONE_TRAIN_TEST_MAIN=1", "HONE_LIBCUDA="+libs.Driver, "HONE_LIBCUBLAS="+libs.BLAS, "HONE_LIBCUBLASLT="+libLt, "HONE_FAKE_CUDA_DEFERRED="+deferred)
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, &buf
 		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, buf.String())
-		}
+		err := cmd.Run()
 		t.Logf("%s %s: %v", args[0], device, time.Since(start).Round(time.Millisecond))
-		if strings.Contains(buf.String(), "closing the backend") {
-			t.Errorf("%v left memory on the backend:\n%s", args, buf.String())
+		return buf.String(), err
+	}
+	run := func(device string, args ...string) string {
+		t.Helper()
+		out, err := exec1(device, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
+		if strings.Contains(out, "closing the backend") {
+			t.Errorf("%v left memory on the backend:\n%s", args, out)
+		}
+		return out
 	}
 	input := map[string]string{"sft": chats, "grpo": filepath.Join(dir, "s")}
 	for _, device := range []string{"cpu", "cuda"} {
@@ -142,31 +152,17 @@ func trainOnCUDA(t *testing.T, layers int, jobs ...string) {
 		t.Logf("%s: worst relative error over %d adapter tensors %.3g", job, len(wa), worst)
 	}
 	// --cuda-sync edges queues the same kernels in the same order: the
-	// same bits. (The C stand-in driver runs every launch at once, so this
-	// checks the flag's path through the command, not the waits; the
-	// emulated device's deferred mode checks those in kernels/cuda and
-	// train/trainer.)
+	// same bits. The emulating driver runs in its deferred mode
+	// (HONE_FAKE_CUDA_DEFERRED): launches, GEMMs and memsets run only at
+	// the synchronization points, so a wait the backend leaves out reads
+	// memory the queued work has not written yet and the run differs (or
+	// fails).
+	deferred = libs.Driver
 	for _, job := range jobs {
 		run("cuda", job, "--model", md, "--out", out, "--run", job+"-cuda-edges", "--rank", "2", "--steps", "1", "--lr", "1e-3", "--cuda-sync", "edges", input[job])
-		want, got := readMetrics(t, filepath.Join(out, job+"-cuda")), readMetrics(t, filepath.Join(out, job+"-cuda-edges"))
-		for _, k := range []string{"loss", "entropy", "grad_norm"} {
-			if got[k] != want[k] {
-				t.Errorf("%s --cuda-sync edges: metric %s %v, %v synchronizing each op", job, k, got[k], want[k])
-			}
-		}
-		step := "step-000001"
-		w, err := os.ReadFile(filepath.Join(out, job+"-cuda", step, peft.WeightsName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := os.ReadFile(filepath.Join(out, job+"-cuda-edges", step, peft.WeightsName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(g, w) {
-			t.Errorf("%s --cuda-sync edges: the adapter differs from the run synchronizing each op", job)
-		}
+		sameRun(t, out, job+"-cuda", job+"-cuda-edges", "--cuda-sync edges")
 	}
+	deferred = ""
 	// --cuda-attention gemm in the bf16 precision against tc1, the default,
 	// on a model of head dim 16 (the tensor-core attentions' smallest; at
 	// 8 both run attention.cu): the same rounding points, other summation
@@ -194,6 +190,66 @@ func trainOnCUDA(t *testing.T, layers int, jobs ...string) {
 		if got["loss"] == want["loss"] && got["grad_norm"] == want["grad_norm"] {
 			t.Errorf("%s: --cuda-attention gemm gave tc1's loss and gradient norm bit for bit: did it run?", job)
 		}
+	}
+	// --cuda-gemm cublaslt: the linear GEMMs through the stand-in
+	// cuBLASLt, which computes the same bits as its cublasGemmEx, so the
+	// same metrics and adapter bytes as tc1's run on cuBLAS; the backend's
+	// name in the log says cuBLASLt was bound. So does the stream-ordered
+	// mode on the deferred device (cublasLtMatmul and cublasGemmEx queued
+	// with the launches). Without cuBLASLt the run stops (exit 1) naming
+	// the library and what it tried.
+	for _, job := range jobs {
+		log := run("cuda", job, "--model", md16, "--out", out, "--run", job+"-cuda-bf16-lt", "--rank", "2", "--steps", "1", "--lr", "1e-3",
+			"--dtype", "bfloat16", "--compute", "bf16", "--cuda-gemm", "cublaslt", input[job])
+		if !strings.Contains(log, "cuBLASLt "+libs.BLASLt) {
+			t.Errorf("%s --cuda-gemm cublaslt: the log does not name cuBLASLt %s:\n%s", job, libs.BLASLt, log)
+		}
+		sameRun(t, out, job+"-cuda-bf16-tc1", job+"-cuda-bf16-lt", "--cuda-gemm cublaslt")
+		deferred = libs.Driver
+		run("cuda", job, "--model", md16, "--out", out, "--run", job+"-cuda-bf16-lt-edges", "--rank", "2", "--steps", "1", "--lr", "1e-3",
+			"--dtype", "bfloat16", "--compute", "bf16", "--cuda-gemm", "cublaslt", "--cuda-sync", "edges", input[job])
+		deferred = ""
+		sameRun(t, out, job+"-cuda-bf16-lt", job+"-cuda-bf16-lt-edges", "--cuda-gemm cublaslt --cuda-sync edges")
+	}
+	nowhere := filepath.Join(dir, "absent", "libcublasLt.so.13")
+	libLt = nowhere
+	log, err := exec1("cuda", "sft", "--model", md16, "--out", out, "--run", "sft-no-lt", "--rank", "2", "--steps", "1",
+		"--dtype", "bfloat16", "--compute", "bf16", "--cuda-gemm", "cublaslt", chats)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("--cuda-gemm cublaslt without cuBLASLt: %v, want exit 1\n%s", err, log)
+	}
+	for _, says := range []string{"--cuda-gemm cublaslt", "no cuBLASLt library (tried " + nowhere + ")", "HONE_LIBCUBLASLT"} {
+		if !strings.Contains(log, says) {
+			t.Errorf("--cuda-gemm cublaslt without cuBLASLt: the output does not say %q:\n%s", says, log)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "sft-no-lt", "step-000001")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--cuda-gemm cublaslt without cuBLASLt wrote an adapter (stat: %v)", err)
+	}
+}
+
+// sameRun checks that run got under out has the metrics and the adapter
+// bytes of run want, bit for bit (what flag changed between them).
+func sameRun(t *testing.T, out, want, got, flag string) {
+	t.Helper()
+	wm, gm := readMetrics(t, filepath.Join(out, want)), readMetrics(t, filepath.Join(out, got))
+	for _, k := range []string{"loss", "entropy", "grad_norm"} {
+		if gm[k] != wm[k] {
+			t.Errorf("%s: metric %s %v, %v in %s", flag, k, gm[k], wm[k], want)
+		}
+	}
+	step := "step-000001"
+	w, err := os.ReadFile(filepath.Join(out, want, step, peft.WeightsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.ReadFile(filepath.Join(out, got, step, peft.WeightsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(g, w) {
+		t.Errorf("%s: the adapter of %s differs from that of %s", flag, got, want)
 	}
 }
 

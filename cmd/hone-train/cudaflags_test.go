@@ -12,7 +12,8 @@ import (
 )
 
 // TestCUDAFlagsUsage: --cuda-attention other than tc1 without --device cuda
-// --compute bf16, --cuda-sync edges without --device cuda, and unknown
+// --compute bf16, --cuda-sync edges without --device cuda, --cuda-gemm
+// cublaslt without --device cuda --compute bf16, and unknown
 // values exit 2 naming the flag, before any backend opens, and write
 // nothing.
 func TestCUDAFlagsUsage(t *testing.T) {
@@ -29,6 +30,9 @@ func TestCUDAFlagsUsage(t *testing.T) {
 		{[]string{"--device", "cuda", "--cuda-attention", "flash"}, `--cuda-attention: unknown attention "flash"`},
 		{[]string{"--cuda-sync", "edges"}, "--cuda-sync edges needs --device cuda"},
 		{[]string{"--device", "cuda", "--cuda-sync", "never"}, `--cuda-sync: unknown mode "never"`},
+		{[]string{"--cuda-gemm", "cublaslt"}, "--cuda-gemm cublaslt needs --device cuda --compute bf16 (got --device cpu"},
+		{[]string{"--device", "cuda", "--cuda-gemm", "cublaslt"}, "--cuda-gemm cublaslt needs --device cuda --compute bf16 (got --device cuda --compute f32)"},
+		{[]string{"--device", "cuda", "--cuda-gemm", "cutlass"}, `--cuda-gemm: unknown library "cutlass"`},
 	} {
 		for _, job := range []string{"grpo", "sft"} {
 			args := append([]string{job, "--model", md, "--run", "r", "--out", adapters, "--threads", "1"}, c.args...)

@@ -17,7 +17,8 @@ func newGRPOCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts grpojob.Options
 	var threads int
 	var compute, bf16Kernel string
-	var device, cudaAttention, cudaSync string
+	var device string
+	var cudaFlags backendflag.CUDAValues
 	var remote remoteOut
 	cmd := &cobra.Command{
 		Use:   "grpo --model DIR --run NAME [flags] (FILES... | --watch-dir DIR)",
@@ -82,10 +83,11 @@ and exits 0. --steps then counts steps per session.`,
 			if err != nil {
 				return err
 			}
-			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaAttention, cudaSync, os.Getenv)
+			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, os.Getenv)
 			if err != nil {
 				return err
 			}
+			log.Info("backend", "name", be.Name())
 			defer func() {
 				if err := be.Close(); err != nil { // the CUDA backend names what was not freed
 					log.Warn("closing the backend", "err", err)
@@ -104,7 +106,7 @@ and exits 0. --steps then counts steps per session.`,
 	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	cmd.Flags().StringVar(&bf16Kernel, "bf16-kernel", "native", backendflag.BF16KernelUsage)
 	backend.AddFlag(cmd.Flags(), &device)
-	backendflag.AddCUDAFlags(cmd.Flags(), &cudaAttention, &cudaSync)
+	backendflag.AddCUDAFlags(cmd.Flags(), &cudaFlags)
 	remote.addFlags(cmd.Flags())
 	return cmd
 }

@@ -17,7 +17,8 @@ func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts sft.Options
 	var threads int
 	var compute, bf16Kernel string
-	var device, cudaAttention, cudaSync string
+	var device string
+	var cudaFlags backendflag.CUDAValues
 	var remote remoteOut
 	cmd := &cobra.Command{
 		Use:   "sft --model DIR --run NAME [flags] FILES...",
@@ -42,10 +43,11 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			if err != nil {
 				return err
 			}
-			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaAttention, cudaSync, os.Getenv)
+			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, os.Getenv)
 			if err != nil {
 				return err
 			}
+			log.Info("backend", "name", be.Name())
 			defer func() {
 				if err := be.Close(); err != nil { // the CUDA backend names what was not freed
 					log.Warn("closing the backend", "err", err)
@@ -64,7 +66,7 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
 	cmd.Flags().StringVar(&bf16Kernel, "bf16-kernel", "native", backendflag.BF16KernelUsage)
 	backend.AddFlag(cmd.Flags(), &device)
-	backendflag.AddCUDAFlags(cmd.Flags(), &cudaAttention, &cudaSync)
+	backendflag.AddCUDAFlags(cmd.Flags(), &cudaFlags)
 	remote.addFlags(cmd.Flags())
 	return cmd
 }

@@ -3,6 +3,8 @@
 package backend
 
 import (
+	"fmt"
+
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/kernels"
@@ -14,14 +16,15 @@ import (
 // for machines where they are not on the loader's path (pip's
 // nvidia-cublas, for one).
 const (
-	LibCUDAEnv   = "HONE_LIBCUDA"
-	LibCUBLASEnv = "HONE_LIBCUBLAS"
+	LibCUDAEnv     = "HONE_LIBCUDA"
+	LibCUBLASEnv   = "HONE_LIBCUBLAS"
+	LibCUBLASLtEnv = "HONE_LIBCUBLASLT" // read only for --cuda-gemm cublaslt
 )
 
 // AddFlag registers --device on fs, into device.
 func AddFlag(fs *pflag.FlagSet, device *string) {
 	fs.StringVar(device, "device", "cpu", "where the model runs: cpu, or cuda (the NVIDIA driver and cuBLAS, loaded at run time, on device 0, --compute f32 or bf16; never run on a real GPU yet; "+
-		LibCUDAEnv+" and "+LibCUBLASEnv+" give the libraries' paths)")
+		LibCUDAEnv+", "+LibCUBLASEnv+" and "+LibCUBLASLtEnv+" give the libraries' paths)")
 }
 
 // New returns the backend for device. "cpu" is what newCPU returns (the
@@ -30,15 +33,26 @@ func AddFlag(fs *pflag.FlagSet, device *string) {
 // with the library paths from getenv, tuned as tune says (its attention
 // and synchronization; backendflag.CUDAFlags leaves them at their defaults
 // for the CPU): a machine lacking the driver, cuBLAS or a device gets the
-// error naming what is missing (exit 1).
+// error naming what is missing (exit 1), and so does one lacking cuBLASLt
+// when tune.BLASLt asks for it (--cuda-gemm cublaslt).
 func New(device string, p kernels.Precision, tune backendflag.CUDA, newCPU func() (kernels.Backend, error), getenv func(string) string) (kernels.Backend, error) {
 	switch device {
 	case "cpu":
 		return newCPU()
 	case "cuda":
-		be, err := cuda.OpenBackend(cuda.Options{DriverLib: getenv(LibCUDAEnv), BLASLib: getenv(LibCUBLASEnv)}, p)
+		o := cuda.Options{DriverLib: getenv(LibCUDAEnv), BLASLib: getenv(LibCUBLASEnv)}
+		if tune.BLASLt {
+			o.BLASLt, o.BLASLtLib = true, getenv(LibCUBLASLtEnv)
+		}
+		be, err := cuda.OpenBackend(o, p)
 		if err != nil {
 			return nil, err
+		}
+		if tune.BLASLt {
+			if err := be.SetGEMMLibrary(cuda.GEMMCublasLt); err != nil {
+				be.Close()
+				return nil, fmt.Errorf("--cuda-gemm cublaslt: %w; set %s to the path of libcublasLt.so, or leave --cuda-gemm at cublas", err, LibCUBLASLtEnv)
+			}
 		}
 		if err := be.SetAttentionKernel(tune.Attention); err != nil {
 			be.Close()

@@ -1,5 +1,5 @@
-// Package backendflag reads the --compute, --bf16-kernel, --cuda-attention
-// and --cuda-sync flags of hone-train and hone-serve (the main packages
+// Package backendflag reads the --compute, --bf16-kernel, --cuda-attention,
+// --cuda-sync and --cuda-gemm flags of hone-train and hone-serve (the main packages
 // build the CPU backend from them, cmd/internal/backend the CUDA one).
 package backendflag
 
@@ -61,19 +61,25 @@ const CUDAAttentionUsage = "training attention of --device cuda --compute bf16 (
 // CUDASyncUsage is the help of the --cuda-sync flag.
 const CUDASyncUsage = "when --device cuda waits for the GPU: op (every op ends synchronized, the default) or edges (stream-ordered: ops only queue their work, the backend waits where the host reads results or memory is reused; fewer waits, a device failure reported at the next wait; run only on the emulated device, not yet on a GPU); edges without --device cuda is exit 2"
 
-// CUDA is the CUDA backend's tuning that --cuda-attention and --cuda-sync
-// name; its zero value is the defaults (tc1, every op synchronized).
+// CUDAGEMMUsage is the help of the --cuda-gemm flag.
+const CUDAGEMMUsage = "library of the linear-layer GEMMs of --device cuda --compute bf16: cublas (cublasGemmEx, the default) or cublaslt (cublasLtMatmul; loads cuBLASLt by its sonames or from $HONE_LIBCUBLASLT, exit 1 naming it when absent; the same bits on the emulated device, not yet timed on a GPU); cublaslt without --device cuda --compute bf16 is exit 2 (it would do nothing)"
+
+// CUDA is the CUDA backend's tuning that --cuda-attention, --cuda-sync and
+// --cuda-gemm name; its zero value is the defaults (tc1, every op
+// synchronized, cuBLAS).
 type CUDA struct {
 	Attention     string // "tc1", "tc2" or "gemm" (cuda.Backend.SetAttentionKernel)
 	StreamOrdered bool   // --cuda-sync edges: cuda.Backend.SetSyncEachOp(false)
+	BLASLt        bool   // --cuda-gemm cublaslt: cuda.Backend.SetGEMMLibrary(cuda.GEMMCublasLt)
 }
 
-// CUDAFlags returns the tuning --cuda-attention and --cuda-sync name, given
-// --device and the precision of --compute: a usage error (exit 2) for an
-// unknown value, for an attention other than tc1 unless --device cuda
-// --compute bf16 (the f32 precision and the CPU have one attention), and
-// for edges unless --device cuda.
-func CUDAFlags(device string, p kernels.Precision, attention, sync string) (CUDA, error) {
+// CUDAFlags returns the tuning --cuda-attention, --cuda-sync and
+// --cuda-gemm name, given --device and the precision of --compute: a usage
+// error (exit 2) for an unknown value, for an attention other than tc1 or
+// for cublaslt unless --device cuda --compute bf16 (the f32 precision and
+// the CPU have one attention, and keep cuBLAS), and for edges unless
+// --device cuda.
+func CUDAFlags(device string, p kernels.Precision, attention, sync, gemm string) (CUDA, error) {
 	var c CUDA
 	switch attention {
 	case "tc1":
@@ -95,11 +101,28 @@ func CUDAFlags(device string, p kernels.Precision, attention, sync string) (CUDA
 	default:
 		return c, cli.Usagef("--cuda-sync: unknown mode %q: want op or edges", sync)
 	}
+	switch gemm {
+	case "cublas":
+	case "cublaslt":
+		if device != "cuda" || p != kernels.PrecisionBF16 {
+			return c, cli.Usagef("--cuda-gemm cublaslt needs --device cuda --compute bf16 (got --device %s --compute %v): the other modes keep cuBLAS", device, p)
+		}
+		c.BLASLt = true
+	default:
+		return c, cli.Usagef("--cuda-gemm: unknown library %q: want cublas or cublaslt", gemm)
+	}
 	return c, nil
 }
 
-// AddCUDAFlags registers --cuda-attention and --cuda-sync on fs.
-func AddCUDAFlags(fs *pflag.FlagSet, attention, sync *string) {
-	fs.StringVar(attention, "cuda-attention", "tc1", CUDAAttentionUsage)
-	fs.StringVar(sync, "cuda-sync", "op", CUDASyncUsage)
+// CUDAValues holds the values of the flags AddCUDAFlags registers.
+type CUDAValues struct {
+	Attention, Sync, GEMM string
+}
+
+// AddCUDAFlags registers --cuda-attention, --cuda-sync and --cuda-gemm on
+// fs, into v.
+func AddCUDAFlags(fs *pflag.FlagSet, v *CUDAValues) {
+	fs.StringVar(&v.Attention, "cuda-attention", "tc1", CUDAAttentionUsage)
+	fs.StringVar(&v.Sync, "cuda-sync", "op", CUDASyncUsage)
+	fs.StringVar(&v.GEMM, "cuda-gemm", "cublas", CUDAGEMMUsage)
 }

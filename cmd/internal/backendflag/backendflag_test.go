@@ -58,39 +58,44 @@ func TestBF16Kernel(t *testing.T) {
 
 func TestCUDAFlags(t *testing.T) {
 	for _, c := range []struct {
-		device          string
-		p               kernels.Precision
-		attention, sync string
-		want            string
+		device                string
+		p                     kernels.Precision
+		attention, sync, gemm string
+		want                  string
 	}{
-		{"cuda", kernels.PrecisionBF16, "flash", "op", "unknown attention"},
-		{"cuda", kernels.PrecisionBF16, "", "op", "unknown attention"},
-		{"cuda", kernels.PrecisionF32, "tc2", "op", "needs --device cuda --compute bf16"},
-		{"cuda", kernels.PrecisionF32, "gemm", "op", "needs --device cuda --compute bf16"},
-		{"cpu", kernels.PrecisionBF16, "gemm", "op", "needs --device cuda --compute bf16"},
-		{"cuda", kernels.PrecisionF32, "tc1", "never", "unknown mode"},
-		{"cpu", kernels.PrecisionF32, "tc1", "edges", "--cuda-sync edges needs --device cuda"},
+		{"cuda", kernels.PrecisionBF16, "flash", "op", "cublas", "unknown attention"},
+		{"cuda", kernels.PrecisionBF16, "", "op", "cublas", "unknown attention"},
+		{"cuda", kernels.PrecisionF32, "tc2", "op", "cublas", "needs --device cuda --compute bf16"},
+		{"cuda", kernels.PrecisionF32, "gemm", "op", "cublas", "needs --device cuda --compute bf16"},
+		{"cpu", kernels.PrecisionBF16, "gemm", "op", "cublas", "needs --device cuda --compute bf16"},
+		{"cuda", kernels.PrecisionF32, "tc1", "never", "cublas", "unknown mode"},
+		{"cpu", kernels.PrecisionF32, "tc1", "edges", "cublas", "--cuda-sync edges needs --device cuda"},
+		{"cuda", kernels.PrecisionBF16, "tc1", "op", "cutlass", "unknown library"},
+		{"cuda", kernels.PrecisionBF16, "tc1", "op", "", "unknown library"},
+		{"cpu", kernels.PrecisionBF16, "tc1", "op", "cublaslt", "--cuda-gemm cublaslt needs --device cuda --compute bf16"},
+		{"cuda", kernels.PrecisionF32, "tc1", "op", "cublaslt", "--cuda-gemm cublaslt needs --device cuda --compute bf16"},
 	} {
-		_, err := CUDAFlags(c.device, c.p, c.attention, c.sync)
+		_, err := CUDAFlags(c.device, c.p, c.attention, c.sync, c.gemm)
 		if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("--device %s --compute %v --cuda-attention %q --cuda-sync %q: %v (exit %d), want a usage error saying %q",
-				c.device, c.p, c.attention, c.sync, err, cli.ExitCode(err), c.want)
+			t.Errorf("--device %s --compute %v --cuda-attention %q --cuda-sync %q --cuda-gemm %q: %v (exit %d), want a usage error saying %q",
+				c.device, c.p, c.attention, c.sync, c.gemm, err, cli.ExitCode(err), c.want)
 		}
 	}
 	for _, c := range []struct {
-		device          string
-		p               kernels.Precision
-		attention, sync string
-		want            CUDA
+		device                string
+		p                     kernels.Precision
+		attention, sync, gemm string
+		want                  CUDA
 	}{
-		{"cpu", kernels.PrecisionF32, "tc1", "op", CUDA{Attention: "tc1"}},
-		{"cpu", kernels.PrecisionBF16, "tc1", "op", CUDA{Attention: "tc1"}},
-		{"cuda", kernels.PrecisionF32, "tc1", "edges", CUDA{Attention: "tc1", StreamOrdered: true}},
-		{"cuda", kernels.PrecisionBF16, "tc2", "op", CUDA{Attention: "tc2"}},
-		{"cuda", kernels.PrecisionBF16, "gemm", "edges", CUDA{Attention: "gemm", StreamOrdered: true}},
+		{"cpu", kernels.PrecisionF32, "tc1", "op", "cublas", CUDA{Attention: "tc1"}},
+		{"cpu", kernels.PrecisionBF16, "tc1", "op", "cublas", CUDA{Attention: "tc1"}},
+		{"cuda", kernels.PrecisionF32, "tc1", "edges", "cublas", CUDA{Attention: "tc1", StreamOrdered: true}},
+		{"cuda", kernels.PrecisionBF16, "tc2", "op", "cublas", CUDA{Attention: "tc2"}},
+		{"cuda", kernels.PrecisionBF16, "gemm", "edges", "cublas", CUDA{Attention: "gemm", StreamOrdered: true}},
+		{"cuda", kernels.PrecisionBF16, "tc1", "op", "cublaslt", CUDA{Attention: "tc1", BLASLt: true}},
 	} {
-		if got, err := CUDAFlags(c.device, c.p, c.attention, c.sync); err != nil || got != c.want {
-			t.Errorf("--device %s --compute %v --cuda-attention %s --cuda-sync %s: %+v, %v; want %+v", c.device, c.p, c.attention, c.sync, got, err, c.want)
+		if got, err := CUDAFlags(c.device, c.p, c.attention, c.sync, c.gemm); err != nil || got != c.want {
+			t.Errorf("--device %s --compute %v --cuda-attention %s --cuda-sync %s --cuda-gemm %s: %+v, %v; want %+v", c.device, c.p, c.attention, c.sync, c.gemm, got, err, c.want)
 		}
 	}
 }

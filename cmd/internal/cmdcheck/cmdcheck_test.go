@@ -165,7 +165,8 @@ func TestCompareCatchesDifferences(t *testing.T) {
 // TestCommandsEmulated runs the device check's flow with --device cuda on
 // the emulating CUDA libraries (cudafake.BuildEmulatingLibs: the .cu
 // kernels run on the CPU, one OS thread per CUDA thread) on a one-layer
-// model: slow (minutes), so only with HONE_LONG_TESTS=1.
+// model (its --cuda-sync edges run on the driver's deferred mode): slow
+// (minutes), so only with HONE_LONG_TESTS=1.
 func TestCommandsEmulated(t *testing.T) {
 	if os.Getenv("HONE_LONG_TESTS") == "" || testing.Short() {
 		t.Skip("the flow on the emulated CUDA device takes minutes: run with HONE_LONG_TESTS=1")
@@ -173,5 +174,6 @@ func TestCommandsEmulated(t *testing.T) {
 	libs := testbin.EmulatedCUDA(t, "../../../kernels/cuda")
 	f := localFlow(t, "cuda", 64, 1, "float32", "bfloat16") // head dim 16: the tensor-core attentions run
 	f.env = []string{"HONE_LIBCUDA=" + libs.Driver, "HONE_LIBCUBLAS=" + libs.BLAS}
+	f.edgesEnv = []string{"HONE_FAKE_CUDA_DEFERRED=" + libs.Driver} // the edges run waits only where it must
 	f.check(t)
 }

@@ -31,6 +31,7 @@ type flow struct {
 	tag          string // names its runs (the device, or cpu-again for cpu)
 	dtypes       []string
 	env          []string // the processes' extra environment
+	edgesEnv     []string // and that of the --cuda-sync edges run (the emulated device's deferred mode)
 }
 
 // report prints a line that run.sh copies into the device check's
@@ -170,7 +171,9 @@ func (f *flow) checkEdges(t *testing.T) {
 		f.hone(t, whole, f.device, f.jobArgs("grpo", whole, dtype, 2)...)
 	}
 	edges := whole + "-edges"
-	f.hone(t, edges, f.device, append(f.jobArgs("grpo", edges, dtype, 2), "--cuda-sync", "edges")...)
+	fe := *f
+	fe.env = append(slices.Clone(f.env), f.edgesEnv...)
+	fe.hone(t, edges, f.device, append(f.jobArgs("grpo", edges, dtype, 2), "--cuda-sync", "edges")...)
 	for i := range 2 {
 		step := runfolder.StepName(i + 1)
 		if err := SameFiles(filepath.Join(f.run(whole), step), filepath.Join(f.run(edges), step), peft.WeightsName); err != nil {

@@ -21,6 +21,9 @@ import "github.com/hone-rl/hone/kernels/cuda"
 // A queued launch that fails is reported at the synchronization point
 // that runs it, as its error (a GPU reports an asynchronous failure at
 // the next call that waits); the work queued after it is dropped.
+//
+// clib/emulate_driver.cc, the emulating libcuda that commands load, has the
+// same mode under HONE_FAKE_CUDA_DEFERRED (BuildEmulatingLibs).
 
 // queued is work on the emulated stream: call names the entry point that
 // queued it.

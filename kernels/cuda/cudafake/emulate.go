@@ -90,7 +90,11 @@ var emulateDriverCC string
 // launches run the same kernels' .cu text through the CPU shim, and the C
 // stand-in for libcublas of BuildLibs (compiled with cc), whose GEMMs
 // compute on that host memory. Both land in dir. An absent compiler gives
-// an error wrapping exec.ErrNotFound.
+// an error wrapping exec.ErrNotFound. With HONE_FAKE_CUDA_DEFERRED set to
+// libs.Driver in the environment of the process that loads them, the
+// libraries run in the deferred mode of deferred.go (the same rules):
+// launches, cuBLAS and cuBLASLt products and device memsets run only at
+// the driver's synchronization points.
 func BuildEmulatingLibs(ctx context.Context, cc, cxx, srcDir, dir string) (Libs, error) {
 	libs, err := BuildLibs(ctx, cc, dir)
 	if err != nil {

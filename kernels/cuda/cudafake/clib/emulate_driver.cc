@@ -12,9 +12,28 @@
 // parameters as the PTX entry declares. A launch the shim refuses (a
 // divergent barrier or shuffle, dynamic shared memory) is
 // CUDA_ERROR_LAUNCH_FAILED with the shim's message on stderr.
+//
+// The deferred mode: when HONE_FAKE_CUDA_DEFERRED is set (to this
+// library's path) in the environment of the process that calls cuInit,
+// the device is asynchronous as cudafake.Driver's SetDeferred makes the
+// Go emulator (deferred.go, whose rules these are): cuLaunchKernel (its
+// parameter values copied at the call), the stand-in cuBLAS's and
+// cuBLASLt's products (queued through hone_fake_cuda_submit, which they
+// find by dlopen of that path) and cuMemsetD32 on device memory only queue
+// their work and return; the queue runs, in order, at cuCtxSynchronize,
+// cuMemcpyDtoH and cuMemcpyHtoD (before the copy), cuMemsetD32 on managed
+// memory (before the memset), cuMemFree and cuModuleUnload. Managed memory
+// is host memory, so a host read that no synchronization point came before
+// sees the values from before the queued work. A queued launch that fails
+// is reported by the synchronization point that runs it
+// (CUDA_ERROR_LAUNCH_FAILED), and the work queued after it is dropped.
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <memory>
+#include <set>
+#include <vector>
 
 namespace {
 
@@ -27,7 +46,7 @@ struct Module {
 
 struct Function {
 	const Entry *entry;
-	int nparams;
+	std::vector<int> sizes;  // bytes of each parameter, from the PTX entry
 };
 
 std::mutex driverMu;              // guards what follows
@@ -35,6 +54,36 @@ bool initialized;
 std::map<uintptr_t, size_t> allocs;  // live allocations: address → bytes
 std::map<Module *, bool> modules;
 std::map<Function *, Module *> functions;
+std::set<uintptr_t> managed;  // the allocations of cuMemAllocManaged
+
+// The deferred mode's queue (deferred is set by cuInit from the
+// environment). queueMu guards the queue; flush runs it outside driverMu.
+bool deferred;
+std::mutex queueMu;
+std::vector<std::function<CUresult()>> queue;
+
+// submit runs w now, or queues it in the deferred mode.
+CUresult submit(std::function<CUresult()> w) {
+	if (!deferred) return w();
+	std::lock_guard<std::mutex> lk(queueMu);
+	queue.push_back(std::move(w));
+	return 0;
+}
+
+// flush runs the queued work in order and returns its first failure,
+// dropping what was queued after it.
+CUresult flush() {
+	std::vector<std::function<CUresult()>> q;
+	{
+		std::lock_guard<std::mutex> lk(queueMu);
+		q.swap(queue);
+	}
+	for (auto &w : q) {
+		CUresult r = w();
+		if (r != 0) return r;
+	}
+	return 0;
+}
 
 // allocIn gives n bytes (256-aligned, filled with 0xff so that reading
 // memory never written shows) and records them in table.
@@ -65,16 +114,33 @@ bool inside(CUdeviceptr p, size_t n) {
 	return uintptr_t(p) + n <= it->first + it->second;
 }
 
-// params counts the parameters of entry name in ptx, or -1 when ptx has no
-// such entry.
-int params(const std::string &ptx, const char *name) {
+// isManaged reports whether p lies in an allocation of cuMemAllocManaged;
+// driverMu is held.
+bool isManaged(CUdeviceptr p) {
+	auto it = allocs.upper_bound(uintptr_t(p));
+	if (it == allocs.begin()) return false;
+	--it;
+	return uintptr_t(p) < it->first + it->second && managed.count(it->first) > 0;
+}
+
+// params reads the sizes of the parameters of entry name in ptx (.u64 8
+// bytes, .u32 and .f32 4, the types the kernels' PTX declares) into sizes;
+// false when ptx has no such entry or a parameter of another type.
+bool params(const std::string &ptx, const char *name, std::vector<int> *sizes) {
 	std::string head = std::string(".entry ") + name + "(";
 	size_t at = ptx.find(head);
-	if (at == std::string::npos) return -1;
+	if (at == std::string::npos) return false;
 	size_t end = ptx.find(')', at);
-	int n = 0;
-	for (size_t i = ptx.find(".param", at); i < end; i = ptx.find(".param", i + 1)) n++;
-	return n;
+	for (size_t i = ptx.find(".param", at); i < end; i = ptx.find(".param", i + 1)) {
+		std::string t = ptx.substr(i + 6, 6);
+		if (t == " .u64 " || t == " .s64 ") sizes->push_back(8);
+		else if (t == " .u32 " || t == " .f32 " || t == " .s32 ") sizes->push_back(4);
+		else {
+			fprintf(stderr, "emulated libcuda: kernel %s: parameter type%s not handled\n", name, t.c_str());
+			return false;
+		}
+	}
+	return true;
 }
 
 }  // namespace
@@ -86,10 +152,20 @@ long hone_fake_cuda_live(void) {
 	return long(allocs.size());
 }
 
+// hone_fake_cuda_submit is how the stand-in cuBLAS and cuBLASLt put a
+// product on the stream: run(arg) now, or, in the deferred mode, at the
+// next synchronization point; arg is free'd after (or when dropped).
+int hone_fake_cuda_submit(int (*run)(void *), void *arg) {
+	std::shared_ptr<void> a(arg, free);
+	return submit([run, a]() { return run(a.get()); });
+}
+
 CUresult cuInit(unsigned flags) {
 	if (flags != 0) return 1;
 	std::lock_guard<std::mutex> lk(driverMu);
 	initialized = true;
+	const char *d = getenv("HONE_FAKE_CUDA_DEFERRED");
+	deferred = d && *d;
 	return 0;
 }
 
@@ -133,43 +209,72 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, int d) {
 
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { return d == 0 ? 0 : 101; }
 CUresult cuCtxSetCurrent(void *ctx) { return ctx ? 0 : 201; }
-CUresult cuCtxSynchronize(void) { return 0; }
+CUresult cuCtxSynchronize(void) { return flush(); }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { return alloc(p, n); }
 
 // Only CU_MEM_ATTACH_GLOBAL (1) is accepted, as the backend asks for it.
 CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned flags) {
 	if (flags != 1) return 1;
-	return alloc(p, n);
+	CUresult r = alloc(p, n);
+	if (r == 0) {
+		std::lock_guard<std::mutex> lk(driverMu);
+		managed.insert(uintptr_t(*p));
+	}
+	return r;
 }
 
 CUresult cuMemFree_v2(CUdeviceptr p) {
+	if (CUresult r = flush()) return r;  // cuMemFree waits for the device
 	std::lock_guard<std::mutex> lk(driverMu);
 	auto it = allocs.find(uintptr_t(p));
 	if (it == allocs.end()) return 1;
 	allocs.erase(it);
+	managed.erase(uintptr_t(p));
 	free(reinterpret_cast<void *>(uintptr_t(p)));
 	return 0;
 }
 
+// cuMemsetD32 on device memory is queued in the deferred mode; on managed
+// memory it runs after the queued work, before it returns (fully
+// synchronous on a Unified Memory region).
 CUresult cuMemsetD32_v2(CUdeviceptr p, unsigned v, size_t n) {
-	std::lock_guard<std::mutex> lk(driverMu);
-	if (!inside(p, 4 * n)) return 1;
-	unsigned *q = reinterpret_cast<unsigned *>(uintptr_t(p));
-	for (size_t i = 0; i < n; i++) q[i] = v;
-	return 0;
+	bool onManaged;
+	{
+		std::lock_guard<std::mutex> lk(driverMu);
+		if (!inside(p, 4 * n)) return 1;
+		onManaged = isManaged(p);
+	}
+	auto set = [p, v, n]() -> CUresult {
+		unsigned *q = reinterpret_cast<unsigned *>(uintptr_t(p));
+		for (size_t i = 0; i < n; i++) q[i] = v;
+		return 0;
+	};
+	if (onManaged) {
+		if (CUresult r = flush()) return r;
+		return set();
+	}
+	return submit(set);
 }
 
+// cuMemcpyHtoD from pageable memory: a stream sync before the copy.
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
-	std::lock_guard<std::mutex> lk(driverMu);
-	if (!inside(dst, n)) return 1;
+	{
+		std::lock_guard<std::mutex> lk(driverMu);
+		if (!inside(dst, n)) return 1;
+	}
+	if (CUresult r = flush()) return r;
 	memcpy(reinterpret_cast<void *>(uintptr_t(dst)), src, n);
 	return 0;
 }
 
+// cuMemcpyDtoH: after the work queued before it.
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
-	std::lock_guard<std::mutex> lk(driverMu);
-	if (!inside(src, n)) return 1;
+	{
+		std::lock_guard<std::mutex> lk(driverMu);
+		if (!inside(src, n)) return 1;
+	}
+	if (CUresult r = flush()) return r;
 	memcpy(dst, reinterpret_cast<const void *>(uintptr_t(src)), n);
 	return 0;
 }
@@ -186,6 +291,11 @@ CUresult cuModuleLoadData(void **m, const void *image) {
 
 CUresult cuModuleUnload(void *m) {
 	Module *mod = static_cast<Module *>(m);
+	{
+		std::lock_guard<std::mutex> lk(driverMu);
+		if (!modules.count(mod)) return 400;
+	}
+	if (CUresult r = flush()) return r;  // its queued launches run first
 	std::lock_guard<std::mutex> lk(driverMu);
 	if (!modules.erase(mod)) return 400;
 	for (auto it = functions.begin(); it != functions.end();) {
@@ -204,8 +314,8 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 	Module *mod = static_cast<Module *>(m);
 	std::lock_guard<std::mutex> lk(driverMu);
 	if (!modules.count(mod)) return 400;
-	int n = params(mod->ptx, name);
-	if (n < 0) return 500;  // CUDA_ERROR_NOT_FOUND
+	std::vector<int> sizes;
+	if (!params(mod->ptx, name, &sizes)) return 500;  // CUDA_ERROR_NOT_FOUND
 	const Entry *e = nullptr;
 	for (const Entry &x : entries)
 		if (strcmp(x.name, name) == 0) e = &x;
@@ -213,7 +323,7 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 		fprintf(stderr, "emulated libcuda: kernel %s is in the PTX but not in the emulator\n", name);
 		return 500;
 	}
-	Function *fn = new Function{e, n};
+	Function *fn = new Function{e, sizes};
 	functions[fn] = mod;
 	*f = fn;
 	return 0;
@@ -228,13 +338,31 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 	}
 	if (stream || extra) return 1;
 	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024) return 1;
-	int geom[7] = {int(gx), int(gy), int(gz), int(bx), int(by), int(bz), int(shared)};
-	char msg[4096];
-	if (hone_emu_launch(fn->entry->name, geom, kparams, fn->nparams, msg, int(sizeof msg)) != 0) {
-		fprintf(stderr, "emulated libcuda: cuLaunchKernel %s: %s\n", fn->entry->name, msg);
-		return 719;  // CUDA_ERROR_LAUNCH_FAILED
+	std::vector<int> geom = {int(gx), int(gy), int(gz), int(bx), int(by), int(bz), int(shared)};
+	const char *name = fn->entry->name;
+	int nparams = int(fn->sizes.size());
+	if (!deferred) {
+		char msg[4096];
+		if (hone_emu_launch(name, geom.data(), kparams, nparams, msg, int(sizeof msg)) != 0) {
+			fprintf(stderr, "emulated libcuda: cuLaunchKernel %s: %s\n", name, msg);
+			return 719;  // CUDA_ERROR_LAUNCH_FAILED
+		}
+		return 0;
 	}
-	return 0;
+	// The parameter values as they are now (cuLaunchKernel copies them):
+	// one 8-byte slot each.
+	std::vector<uint64_t> vals(fn->sizes.size());
+	for (size_t i = 0; i < vals.size(); i++) memcpy(&vals[i], kparams[i], size_t(fn->sizes[i]));
+	return submit([name, nparams, geom, vals]() mutable -> CUresult {
+		std::vector<void *> ps(vals.size());
+		for (size_t i = 0; i < vals.size(); i++) ps[i] = &vals[i];
+		char msg[4096];
+		if (hone_emu_launch(name, geom.data(), ps.data(), nparams, msg, int(sizeof msg)) != 0) {
+			fprintf(stderr, "emulated libcuda: cuLaunchKernel %s (queued): %s\n", name, msg);
+			return 719;  // CUDA_ERROR_LAUNCH_FAILED
+		}
+		return 0;
+	});
 }
 
 struct ErrName {

@@ -3,13 +3,42 @@
    reference, computed on host memory (the fake driver's "device" memory),
    with cuBLAS's argument checks on the leading dimensions; GemmEx and
    GemmStridedBatchedEx on float32 or bfloat16 operands, and on float32
-   ones rounded to TF32. */
+   ones rounded to TF32.
+
+   With HONE_FAKE_CUDA_DEFERRED set to the path of the emulating libcuda
+   (clib/emulate_driver.cc: its deferred mode), a product is checked at the
+   call and computed on the driver's stream, through its
+   hone_fake_cuda_submit: at the driver's next synchronization point, in
+   order with the kernel launches and memsets. */
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef int cublasStatus_t;
 
+/* submitFn is the emulating driver's hone_fake_cuda_submit, found by
+   cublasCreate_v2 in the deferred mode; NULL otherwise. */
+typedef int (*submit_t)(int (*)(void *), void *);
+static submit_t submitFn;
+
+/* findSubmit sets submitFn from HONE_FAKE_CUDA_DEFERRED; 0 when the mode
+   is off or the driver was found. */
+static int findSubmit(void) {
+	const char *p = getenv("HONE_FAKE_CUDA_DEFERRED");
+	if (!p || !*p) return 0;
+	void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+	void *f = h ? dlsym(h, "hone_fake_cuda_submit") : NULL;
+	if (!f) {
+		fprintf(stderr, "fake libcublas: HONE_FAKE_CUDA_DEFERRED=%s: no hone_fake_cuda_submit: %s\n", p, dlerror());
+		return 1;
+	}
+	memcpy(&submitFn, &f, sizeof f);
+	return 0;
+}
+
 cublasStatus_t cublasCreate_v2(void **h) {
+	if (findSubmit()) return 1;
 	*h = malloc(1);
 	return *h ? 0 : 3;
 }
@@ -45,14 +74,56 @@ static void gemm(int ta, int tb, int m, int n, int k, float alpha, const float *
 		}
 }
 
+static void gemmEx(int ta, int tb, int m, int n, int k, float al, const void *A, int at, int lda, long long oa,
+                   const void *B, int bt, int ldb, long long ob, int round, float be, float *C, int ldc);
+
+/* job is one call's products, its arguments copied at the call (alpha and
+   beta are host values cuBLAS reads then): batch products, operand i at
+   A + i·sa elements and so on; ex: GemmEx's (typed operands), else
+   Sgemm's. */
+typedef struct {
+	int ex, ta, tb, m, n, k, at, bt, lda, ldb, ldc, round, batch;
+	float alpha, beta;
+	const void *A, *B;
+	void *C;
+	long long sa, sb, sc;
+} job_t;
+
+static int runJob(void *p) {
+	const job_t *j = p;
+	for (int i = 0; i < j->batch; i++) {
+		if (j->ex)
+			gemmEx(j->ta, j->tb, j->m, j->n, j->k, j->alpha, j->A, j->at, j->lda, i * j->sa, j->B, j->bt, j->ldb,
+			       i * j->sb, j->round, j->beta, (float *)j->C + i * j->sc, j->ldc);
+		else
+			gemm(j->ta, j->tb, j->m, j->n, j->k, j->alpha, (const float *)j->A + i * j->sa, j->lda,
+			     (const float *)j->B + i * j->sb, j->ldb, j->beta, (float *)j->C + i * j->sc, j->ldc);
+	}
+	return 0;
+}
+
+/* submit computes j now, or on the driver's stream in the deferred mode. */
+static cublasStatus_t submit(const job_t *j) {
+	job_t *c = malloc(sizeof *c);
+	if (!c) return 3;
+	*c = *j;
+	if (!submitFn) {
+		runJob(c);
+		free(c);
+		return 0;
+	}
+	return submitFn(runJob, c) ? 13 : 0; /* CUBLAS_STATUS_EXECUTION_FAILED */
+}
+
 cublasStatus_t cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *alpha,
                               const float *A, int lda, const float *B, int ldb, const float *beta,
                               float *C, int ldc) {
 	if (!h) return 1;
 	cublasStatus_t s = checkArgs(ta, tb, m, n, k, lda, ldb, ldc);
 	if (s) return s;
-	gemm(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc);
-	return 0;
+	job_t j = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc, .batch = 1,
+	           .alpha = *alpha, .beta = *beta, .A = A, .B = B, .C = C};
+	return submit(&j);
 }
 
 cublasStatus_t cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k,
@@ -62,9 +133,9 @@ cublasStatus_t cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, 
 	if (!h) return 1;
 	cublasStatus_t s = checkArgs(ta, tb, m, n, k, lda, ldb, ldc);
 	if (s || batch < 0) return s ? s : 7;
-	for (int i = 0; i < batch; i++)
-		gemm(ta, tb, m, n, k, *alpha, A + i * sa, lda, B + i * sb, ldb, *beta, C + i * sc, ldc);
-	return 0;
+	job_t j = {.ta = ta, .tb = tb, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc, .batch = batch,
+	           .alpha = *alpha, .beta = *beta, .A = A, .B = B, .C = C, .sa = sa, .sb = sb, .sc = sc};
+	return submit(&j);
 }
 
 /* The cudaDataType_t and cublasComputeType_t values GemmEx accepts
@@ -128,9 +199,10 @@ cublasStatus_t cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const 
 	int round;
 	if ((s = checkTypes(at, bt, ct, compute, &round))) return s;
 	(void)algo;
-	gemmEx(ta, tb, m, n, k, *(const float *)alpha, A, at, lda, 0, B, bt, ldb, 0, round, *(const float *)beta,
-	       (float *)C, ldc);
-	return 0;
+	job_t j = {.ex = 1, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .at = at, .bt = bt, .lda = lda, .ldb = ldb,
+	           .ldc = ldc, .round = round, .batch = 1, .alpha = *(const float *)alpha, .beta = *(const float *)beta,
+	           .A = A, .B = B, .C = C};
+	return submit(&j);
 }
 
 /* cublasGemmStridedBatchedEx: GemmEx on batch products, operand i at
@@ -145,10 +217,10 @@ cublasStatus_t cublasGemmStridedBatchedEx(void *h, int ta, int tb, int m, int n,
 	int round;
 	if ((s = checkTypes(at, bt, ct, compute, &round))) return s;
 	(void)algo;
-	for (int i = 0; i < batch; i++)
-		gemmEx(ta, tb, m, n, k, *(const float *)alpha, A, at, lda, i * sa, B, bt, ldb, i * sb, round,
-		       *(const float *)beta, (float *)C + i * sc, ldc);
-	return 0;
+	job_t j = {.ex = 1, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .at = at, .bt = bt, .lda = lda, .ldb = ldb,
+	           .ldc = ldc, .round = round, .batch = batch, .alpha = *(const float *)alpha,
+	           .beta = *(const float *)beta, .A = A, .B = B, .C = C, .sa = sa, .sb = sb, .sc = sc};
+	return submit(&j);
 }
 
 const char *cublasGetStatusName(cublasStatus_t s) {
@@ -157,6 +229,7 @@ const char *cublasGetStatusName(cublasStatus_t s) {
 	case 1: return "CUBLAS_STATUS_NOT_INITIALIZED";
 	case 3: return "CUBLAS_STATUS_ALLOC_FAILED";
 	case 7: return "CUBLAS_STATUS_INVALID_VALUE";
+	case 13: return "CUBLAS_STATUS_EXECUTION_FAILED";
 	case 15: return "CUBLAS_STATUS_NOT_SUPPORTED";
 	default: return "CUBLAS_STATUS_UNKNOWN";
 	}
@@ -168,6 +241,7 @@ const char *cublasGetStatusString(cublasStatus_t s) {
 	case 1: return "the library was not initialized";
 	case 3: return "the resource allocation failed";
 	case 7: return "an invalid numeric value was used as an argument";
+	case 13: return "the GPU program failed to execute";
 	case 15: return "the functionality requested is not supported";
 	default: return "unknown error";
 	}

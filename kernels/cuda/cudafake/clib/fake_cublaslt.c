@@ -8,8 +8,15 @@
    needs), and the product from the definition in double on host memory
    (the fake driver's "device" memory), as fake_cublas.c's GemmEx computes
    it, so that a GEMM gives the same bits through either library. Enum
-   values and struct layouts from cublasLt.h (CUDA 11.8). */
+   values and struct layouts from cublasLt.h (CUDA 11.8).
+
+   With HONE_FAKE_CUDA_DEFERRED set to the path of the emulating libcuda
+   (its deferred mode), the checks run at the call and the product on the
+   driver's stream, through its hone_fake_cuda_submit, as fake_cublas.c's
+   products. */
+#include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +37,22 @@ typedef struct {
 	int reserved[4];
 } heuristic_t;
 
+/* submitFn is the emulating driver's hone_fake_cuda_submit, found by
+   cublasLtCreate in the deferred mode; NULL otherwise. */
+typedef int (*submit_t)(int (*)(void *), void *);
+static submit_t submitFn;
+
 cublasStatus_t cublasLtCreate(void **h) {
+	const char *p = getenv("HONE_FAKE_CUDA_DEFERRED");
+	if (p && *p) {
+		void *lib = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+		void *f = lib ? dlsym(lib, "hone_fake_cuda_submit") : NULL;
+		if (!f) {
+			fprintf(stderr, "fake libcublasLt: HONE_FAKE_CUDA_DEFERRED=%s: no hone_fake_cuda_submit: %s\n", p, dlerror());
+			return NOT_INITIALIZED;
+		}
+		memcpy(&submitFn, &f, sizeof f);
+	}
 	*h = malloc(1);
 	return *h ? OK : ALLOC_FAILED;
 }
@@ -163,6 +185,31 @@ static double bf16(const void *p, long i) {
 	return f;
 }
 
+/* job is one product's arguments, copied at the call (the descriptors may
+   be destroyed before the product runs in the deferred mode). */
+typedef struct {
+	uint64_t m, n, k;
+	int ta, tb;
+	long lda, ldb, ldc;
+	float alpha, beta;
+	const void *A, *B;
+	float *D;
+} job_t;
+
+static int runJob(void *p) {
+	const job_t *j = p;
+	for (uint64_t c = 0; c < j->n; c++)
+		for (uint64_t i = 0; i < j->m; i++) {
+			double sum = 0;
+			for (uint64_t l = 0; l < j->k; l++)
+				sum += bf16(j->A, j->ta ? (long)l + (long)i * j->lda : (long)i + (long)l * j->lda) *
+				       bf16(j->B, j->tb ? (long)c + (long)l * j->ldb : (long)l + (long)c * j->ldb);
+			float *o = &j->D[i + c * j->ldc];
+			*o = j->beta == 0 ? (float)(j->alpha * sum) : (float)(j->alpha * sum + j->beta * *o);
+		}
+	return 0;
+}
+
 cublasStatus_t cublasLtMatmul(void *h, desc_t *d, const void *alpha, const void *A, layout_t *a, const void *B,
                               layout_t *b, const void *beta, const void *C, layout_t *c, void *D, layout_t *dl,
                               const algo_t *al, void *ws, size_t wsSize, void *stream) {
@@ -176,24 +223,21 @@ cublasStatus_t cublasLtMatmul(void *h, desc_t *d, const void *alpha, const void 
 	if (memcmp(&want, al, sizeof want)) return INVALID_VALUE;
 	if (wsSize < al->data[7] || (wsSize && !ws)) return INVALID_VALUE;
 	if (C != D || stream) return NOT_SUPPORTED;
-	float al0 = *(const float *)alpha, be = *(const float *)beta;
-	float *out = D;
-	long lda = (long)a->ld, ldb = (long)b->ld, ldc = (long)dl->ld;
-	for (uint64_t j = 0; j < n; j++)
-		for (uint64_t i = 0; i < m; i++) {
-			double sum = 0;
-			for (uint64_t l = 0; l < k; l++)
-				sum += bf16(A, d->ta ? (long)l + (long)i * lda : (long)i + (long)l * lda) *
-				       bf16(B, d->tb ? (long)j + (long)l * ldb : (long)l + (long)j * ldb);
-			float *o = &out[i + j * ldc];
-			*o = be == 0 ? (float)(al0 * sum) : (float)(al0 * sum + be * *o);
-		}
-	return OK;
+	job_t *j = malloc(sizeof *j);
+	if (!j) return ALLOC_FAILED;
+	*j = (job_t){.m = m, .n = n, .k = k, .ta = d->ta, .tb = d->tb, .lda = (long)a->ld, .ldb = (long)b->ld,
+	             .ldc = (long)dl->ld, .alpha = *(const float *)alpha, .beta = *(const float *)beta, .A = A, .B = B, .D = D};
+	if (!submitFn) {
+		runJob(j);
+		free(j);
+		return OK;
+	}
+	return submitFn(runJob, j) ? 13 : OK; /* CUBLAS_STATUS_EXECUTION_FAILED */
 }
 
 static const char *names[] = {[0] = "CUBLAS_STATUS_SUCCESS", [1] = "CUBLAS_STATUS_NOT_INITIALIZED",
                               [3] = "CUBLAS_STATUS_ALLOC_FAILED", [7] = "CUBLAS_STATUS_INVALID_VALUE",
-                              [15] = "CUBLAS_STATUS_NOT_SUPPORTED"};
+                              [13] = "CUBLAS_STATUS_EXECUTION_FAILED", [15] = "CUBLAS_STATUS_NOT_SUPPORTED"};
 
 const char *cublasLtGetStatusName(cublasStatus_t s) {
 	return s >= 0 && s < (int)(sizeof names / sizeof *names) && names[s] ? names[s] : "CUBLAS_STATUS_UNKNOWN";

@@ -1,0 +1,104 @@
+package cudafake
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"testing"
+	"unsafe"
+
+	"github.com/hone-rl/hone/kernels/cuda"
+)
+
+// TestEmulatingLibsDeferred loads the emulating libcuda and the stand-in
+// libcublas through the real loader with HONE_FAKE_CUDA_DEFERRED set, and
+// checks the deferred mode's rules through the C libraries as deferred.go
+// states them: a cublasSgemm into managed memory returns with the memory
+// as it was (the host sees the 0xff fill), cuCtxSynchronize runs it; a
+// queued product comes before a later memset of managed memory (which
+// waits for it, then sets); a memset of device memory is queued and runs
+// before a cuMemcpyDtoH that follows it.
+func TestEmulatingLibsDeferred(t *testing.T) {
+	cc, cxx := os.Getenv("CC"), os.Getenv("CXX")
+	if cc == "" {
+		cc = "gcc" // as cgo
+	}
+	if cxx == "" {
+		cxx = "g++"
+	}
+	libs, err := BuildEmulatingLibs(context.Background(), cc, cxx, "..", t.TempDir())
+	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
+		t.Skipf("no compiler for the emulating CUDA libraries: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HONE_FAKE_CUDA_DEFERRED", libs.Driver) // read by cuInit and cublasCreate_v2
+	drv, err := cuda.LoadDriver(libs.Driver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blas, err := cuda.LoadBLAS(libs.BLAS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	must("cuInit", drv.Init())
+	dev, err := drv.DeviceGet(0)
+	must("cuDeviceGet", err)
+	ctx, err := drv.PrimaryCtxRetain(dev)
+	must("cuDevicePrimaryCtxRetain", err)
+	must("cuCtxSetCurrent", drv.CtxSetCurrent(ctx))
+	h, err := blas.Create()
+	must("cublasCreate_v2", err)
+	host := func(p cuda.DevPtr) *[4]float32 { // managed memory is host memory
+		return (*[4]float32)(*(*unsafe.Pointer)(unsafe.Pointer(&p)))
+	}
+	var ptrs [3]cuda.DevPtr
+	for i := range ptrs {
+		ptrs[i], err = drv.MemAllocManaged(16)
+		must("cuMemAllocManaged", err)
+	}
+	a, b, c := ptrs[0], ptrs[1], ptrs[2]
+	*host(a) = [4]float32{1, 2, 3, 4} // column-major 2×2
+	*host(b) = [4]float32{1, 0, 0, 2}
+	gemm := cuda.Gemm{M: 2, N: 2, K: 2, Alpha: 1, A: a, LDA: 2, B: b, LDB: 2, C: c, LDC: 2}
+	must("cublasSgemm_v2", blas.Sgemm(h, gemm))
+	if v := math.Float32bits(host(c)[0]); v != 0xffffffff {
+		t.Errorf("C[0] is %#x right after cublasSgemm_v2, want the 0xff fill (the product queued)", v)
+	}
+	must("cuCtxSynchronize", drv.CtxSynchronize())
+	if got, want := *host(c), [4]float32{1, 2, 6, 8}; got != want {
+		t.Errorf("C after cuCtxSynchronize = %v, want %v", got, want)
+	}
+	// A queued product, then a memset of managed memory: the memset waits
+	// for the product and sets after it.
+	gemm.Beta = 1
+	must("cublasSgemm_v2", blas.Sgemm(h, gemm))
+	must("cuMemsetD32_v2", drv.MemsetD32(c, math.Float32bits(5), 4))
+	must("cuCtxSynchronize", drv.CtxSynchronize()) // nothing left queued to run over the memset
+	if got, want := *host(c), [4]float32{5, 5, 5, 5}; got != want {
+		t.Errorf("C after a queued product and a managed memset = %v, want %v", got, want)
+	}
+	// A memset of device memory is queued; cuMemcpyDtoH runs it first.
+	d, err := drv.MemAlloc(16)
+	must("cuMemAlloc_v2", err)
+	must("cuMemsetD32_v2", drv.MemsetD32(d, math.Float32bits(3), 4))
+	must("cuMemcpyDtoH_v2", drv.MemcpyDtoH(unsafe.Slice((*byte)(unsafe.Pointer(host(a))), 16), d))
+	if got, want := *host(a), [4]float32{3, 3, 3, 3}; got != want {
+		t.Errorf("a device memset read back by cuMemcpyDtoH = %v, want %v", got, want)
+	}
+	must("cuMemFree_v2", drv.MemFree(d))
+	for _, p := range ptrs {
+		must("cuMemFree_v2", drv.MemFree(p))
+	}
+	must("cublasDestroy_v2", blas.Destroy(h))
+	must("cuDevicePrimaryCtxRelease", drv.PrimaryCtxRelease(dev))
+}

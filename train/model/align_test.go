@@ -52,47 +52,9 @@ func TestTC2RunsInModelCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}
-	ctx := context.Background()
 	c := microConfig("llama")
 	c.Layers, c.Heads, c.HeadDim = 1, 2, 16 // tc2 takes head dims a multiple of 16
-	run := func(kernel string) (logprob, grads []float32, launched []string) {
-		b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
-		defer b.Close()
-		if err := b.SetAttentionKernel(kernel); err != nil {
-			t.Fatal(err)
-		}
-		m, err := New(c, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		randomize(m, 5)
-		ad := randomAdapter(t, m, AllModules(), 2, 17)
-		batch := packed(c.Vocab, []int{4, 3}, 19)
-		N := len(batch.IDs)
-		w := make([]float32, N)
-		for i := range w {
-			w[i] = float32(i%3) - 1
-		}
-		ad.ZeroGrad()
-		n0 := len(drv.Launches())
-		p, err := m.Forward(ctx, batch, ad, TrainOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Backward(ctx, w, nil); err != nil {
-			t.Fatal(err)
-		}
-		logprob = slices.Clone(p.Logprob)
-		p.Release()
-		ad.Params(func(_ string, _, grad []float32) { grads = append(grads, grad...) })
-		for _, l := range drv.Launches()[n0:] {
-			launched = append(launched, l.Kernel)
-		}
-		ad.Free()
-		return logprob, grads, launched
-	}
-	lp2, g2, launched := run(cuda.AttentionTC2)
+	lp2, g2, launched := attentionKernelPass(t, c, cuda.AttentionTC2, kernels.PrecisionBF16)
 	for _, k := range []string{"attention_fa2_forward", "attention_fa2_delta", "attention_fa2_backward_dq", "attention_fa2_backward_dkdv"} {
 		if !slices.Contains(launched, k) {
 			t.Errorf("the model's pass with tc2 launched no %s", k)
@@ -103,7 +65,7 @@ func TestTC2RunsInModelCUDAEmulated(t *testing.T) {
 			t.Errorf("the model's pass with tc2 launched %s: an operand was not 16-byte aligned", k)
 		}
 	}
-	lp1, g1, launched1 := run(cuda.AttentionTC1)
+	lp1, g1, launched1 := attentionKernelPass(t, c, cuda.AttentionTC1, kernels.PrecisionBF16)
 	if !slices.Contains(launched1, "attention_tc_forward") {
 		t.Errorf("the model's pass with tc1 launched no attention_tc_forward")
 	}
@@ -116,4 +78,48 @@ func TestTC2RunsInModelCUDAEmulated(t *testing.T) {
 	if d := maxRelDiff(g2, g1); !(d < 1e-3) || math.IsNaN(d) {
 		t.Errorf("LoRA gradients with tc2 differ from tc1's by %.3g", d)
 	}
+}
+
+// attentionKernelPass runs one forward and backward pass of the model of c
+// (random weights and adapter, a pack of two sequences) on an emulated
+// cuda.Backend in precision prec with training attention kernel, and
+// returns the logprobs, the LoRA gradients and the kernels it launched.
+func attentionKernelPass(t *testing.T, c Config, kernel string, prec kernels.Precision) (logprob, grads []float32, launched []string) {
+	t.Helper()
+	ctx := context.Background()
+	b, drv := emulatedCUDABackendDriver(t, prec)
+	defer b.Close()
+	if err := b.SetAttentionKernel(kernel); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(c, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	randomize(m, 5)
+	ad := randomAdapter(t, m, AllModules(), 2, 17)
+	batch := packed(c.Vocab, []int{4, 3}, 19)
+	N := len(batch.IDs)
+	w := make([]float32, N)
+	for i := range w {
+		w[i] = float32(i%3) - 1
+	}
+	ad.ZeroGrad()
+	n0 := len(drv.Launches())
+	p, err := m.Forward(ctx, batch, ad, TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Backward(ctx, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	logprob = slices.Clone(p.Logprob)
+	p.Release()
+	ad.Params(func(_ string, _, grad []float32) { grads = append(grads, grad...) })
+	for _, l := range drv.Launches()[n0:] {
+		launched = append(launched, l.Kernel)
+	}
+	ad.Free()
+	return logprob, grads, launched
 }

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -19,47 +18,9 @@ func TestGEMMAttentionRunsInModelCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}
-	ctx := context.Background()
 	c := microConfig("llama")
 	c.Layers, c.Heads, c.HeadDim = 1, 2, 16 // the tensor-core head dims
-	run := func(kernel string, prec kernels.Precision) (logprob, grads []float32, launched []string) {
-		b, drv := emulatedCUDABackendDriver(t, prec)
-		defer b.Close()
-		if err := b.SetAttentionKernel(kernel); err != nil {
-			t.Fatal(err)
-		}
-		m, err := New(c, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		randomize(m, 5)
-		ad := randomAdapter(t, m, AllModules(), 2, 17)
-		batch := packed(c.Vocab, []int{4, 3}, 19)
-		N := len(batch.IDs)
-		w := make([]float32, N)
-		for i := range w {
-			w[i] = float32(i%3) - 1
-		}
-		ad.ZeroGrad()
-		n0 := len(drv.Launches())
-		p, err := m.Forward(ctx, batch, ad, TrainOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Backward(ctx, w, nil); err != nil {
-			t.Fatal(err)
-		}
-		logprob = slices.Clone(p.Logprob)
-		p.Release()
-		ad.Params(func(_ string, _, grad []float32) { grads = append(grads, grad...) })
-		for _, l := range drv.Launches()[n0:] {
-			launched = append(launched, l.Kernel)
-		}
-		ad.Free()
-		return logprob, grads, launched
-	}
-	lpg, gg, launched := run(cuda.AttentionGEMM, kernels.PrecisionBF16)
+	lpg, gg, launched := attentionKernelPass(t, c, cuda.AttentionGEMM, kernels.PrecisionBF16)
 	for _, k := range []string{"attention_gemm_gather", "attention_gemm_softmax", "attention_gemm_dsoftmax", "attention_gemm_scatter"} {
 		if !slices.Contains(launched, k) {
 			t.Errorf("the model's pass with gemm launched no %s", k)
@@ -70,8 +31,8 @@ func TestGEMMAttentionRunsInModelCUDAEmulated(t *testing.T) {
 			t.Errorf("the model's pass with gemm launched %s", k)
 		}
 	}
-	lp1, g1, _ := run(cuda.AttentionTC1, kernels.PrecisionBF16)
-	lpf, gf, _ := run(cuda.AttentionTC1, kernels.PrecisionF32)
+	lp1, g1, _ := attentionKernelPass(t, c, cuda.AttentionTC1, kernels.PrecisionBF16)
+	lpf, gf, _ := attentionKernelPass(t, c, cuda.AttentionTC1, kernels.PrecisionF32)
 	if len(g1) != len(gg) || len(gf) != len(gg) || len(g1) == 0 {
 		t.Fatalf("%d LoRA gradient values with gemm, %d with tc1, %d in f32", len(gg), len(g1), len(gf))
 	}

@@ -52,38 +52,8 @@ func TestStepCUDAStreamOrdered(t *testing.T) {
 // the CPU backend's.
 func checkStepsCUDA(t *testing.T, stream bool) {
 	t.Helper()
-	cxx := os.Getenv("CXX")
-	if cxx == "" {
-		cxx = "g++"
-	}
-	lib := filepath.Join(t.TempDir(), "libhone_cuda_emu.so")
-	err := cudafake.BuildEmulator(context.Background(), cxx, "../../kernels/cuda", lib)
-	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
-		t.Skipf("no C++ compiler for the CUDA emulator: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	emu, err := cudafake.LoadEmulator(lib)
-	if err != nil {
-		t.Fatal(err)
-	}
-	drv := cudafake.NewEmulatedDriver(1, 0, emu)
-	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
-	if err != nil {
-		dev.Close()
-		t.Fatal(err)
-	}
-	if stream {
-		if err := drv.SetDeferred(true); err != nil {
-			t.Fatal(err)
-		}
-		b.SetSyncEachOp(false)
-	}
+	b, _ := emulatedBackend(t, stream)
+	dev := b.Device()
 	c, err := cpu.New(cpu.Options{Workers: 2, MinParallel: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -129,4 +99,47 @@ func checkStepsCUDA(t *testing.T, stream bool) {
 	if n, bytes := dev.Live(); n != 0 {
 		t.Errorf("%d device buffers (%d bytes) live after the backend's Close", n, bytes)
 	}
+}
+
+// emulatedBackend is a float32 cuda.Backend over the emulated device of
+// kernels/cuda/cudafake (the .cu kernels run on the CPU, the GEMMs in the
+// fake cuBLAS), stream-ordered on the device's deferred mode when stream,
+// and that device's driver; the caller closes the backend. Without a C++
+// compiler the test is skipped, unless CI is set.
+func emulatedBackend(t *testing.T, stream bool) (*cuda.Backend, *cudafake.Driver) {
+	t.Helper()
+	cxx := os.Getenv("CXX")
+	if cxx == "" {
+		cxx = "g++"
+	}
+	lib := filepath.Join(t.TempDir(), "libhone_cuda_emu.so")
+	err := cudafake.BuildEmulator(context.Background(), cxx, "../../kernels/cuda", lib)
+	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
+		t.Skipf("no C++ compiler for the CUDA emulator: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	emu, err := cudafake.LoadEmulator(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := cudafake.NewEmulatedDriver(1, 0, emu)
+	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
+	if err != nil {
+		dev.Close()
+		t.Fatal(err)
+	}
+	if stream {
+		if err := drv.SetDeferred(true); err != nil {
+			b.Close()
+			t.Fatal(err)
+		}
+		b.SetSyncEachOp(false)
+	}
+	return b, drv
 }

@@ -1,20 +1,13 @@
 package trainer
 
 import (
-	"context"
-	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
-	"github.com/hone-rl/hone/kernels/cuda"
-	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 	"github.com/hone-rl/hone/train/model"
 	"github.com/hone-rl/hone/train/tinymodel"
 )
@@ -30,37 +23,8 @@ func TestGradNormWaits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the sums on the CPU emulation of the CUDA device")
 	}
-	cxx := os.Getenv("CXX")
-	if cxx == "" {
-		cxx = "g++"
-	}
-	lib := filepath.Join(t.TempDir(), "libhone_cuda_emu.so")
-	err := cudafake.BuildEmulator(context.Background(), cxx, "../../kernels/cuda", lib)
-	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
-		t.Skipf("no C++ compiler for the CUDA emulator: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	emu, err := cudafake.LoadEmulator(lib)
-	if err != nil {
-		t.Fatal(err)
-	}
-	drv := cudafake.NewEmulatedDriver(1, 0, emu)
-	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
-	if err != nil {
-		dev.Close()
-		t.Fatal(err)
-	}
+	b, drv := emulatedBackend(t, true)
 	defer b.Close()
-	if err := drv.SetDeferred(true); err != nil {
-		t.Fatal(err)
-	}
-	b.SetSyncEachOp(false)
 	c, err := cpu.New(cpu.Options{Workers: 1})
 	if err != nil {
 		t.Fatal(err)

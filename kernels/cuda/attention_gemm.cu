@@ -12,15 +12,20 @@
 // and padded to Lmax, the longest sequence of the run rounded up to 8
 // (attnGEMMAlign): Q̃ [G·Lmax, D], the G query heads sharing KV head j as
 // extra rows (row r = i·G + h: query position i, head j·G + h), K̃ and Ṽ
-// [Lmax, D], the scores and P [G·Lmax, Lmax]. Rows of positions past the sequence's length are zero
-// (gathered so) or ignored (scattered so); their P rows are zero.
+// [Lmax, D]. The products run a row block at a time (the host's
+// gemmBlocks): positions i0 … i0+Bt−1 of every entry, Q̃'s rows G·i0 …
+// G·(i0+Bt)−1, against the keys c0 … c0+Kb−1 they see; the block's scores
+// and P are [G·Bt, Kb] an entry. Rows of positions past the sequence's
+// length are zero (gathered so) or ignored (scattered so); their P rows
+// are zero.
 //
 // Rounding: the same points as attention_tc.cu. q, k, v and dout are
 // rounded to bfloat16 (nearest even) as they are gathered; the scores
 // accumulate in float (the GEMM) and are scaled in float; the softmax, its
 // max and sum, lse and δ = Σ round(dout)·out are float32; P = e^(s − lse)
 // and dS = P·(dP − δ) (P unrounded there) are rounded to bfloat16 to enter
-// the next products (P·Ṽ, Pᵀ·dÕ, dSᵀ·Q̃, dS·K̃); the scale of dq and dk is
+// the next products (P·Ṽ, Pᵀ·dÕ, dSᵀ·Q̃, dS·K̃); dK̃ and dṼ add the row
+// blocks' products in float32 (beta 1), in block order; the scale of dq and dk is
 // applied in float32 as they are scattered. One difference: the forward
 // rounds the normalized P, where attention_tc.cu rounds e^(s − m) against
 // the running max and divides the output by the sum after; the relative
@@ -109,23 +114,25 @@ extern "C" __global__ void attention_gemm_scatter(float *__restrict__ dst, const
 	}
 }
 
-// agRow decodes score row `row` (blockIdx.x) of a run of entries from e0:
-// its position i in its sequence, the sequence's length len and start lo,
-// and the (token, head) index t·H + head of its lse. valid: i < len.
+// agRow decodes score row `row` (blockIdx.x) of a row block of a run of
+// entries from e0 (the block: positions i0 … i0+Bt−1 of each entry, G rows
+// a position, G·Bt rows an entry): its position i in its sequence, the
+// sequence's length len, and the (token, head) index t·H + head of its
+// lse. valid: i < len.
 struct agRowInfo {
 	int i, len;
 	long long lseIdx;
 };
 
 __device__ __forceinline__ agRowInfo agRow(const int *__restrict__ seqOff, const int *__restrict__ order, int S, int N,
-                                           int e0, long long row, int KVH, int G, int Lmax) {
-	const long long rows = (long long)G * Lmax;
+                                           int e0, long long row, int KVH, int G, int i0, int Bt) {
+	const long long rows = (long long)G * Bt;
 	const int e = e0 + (int)(row / rows), r = (int)(row % rows);
 	const int s = agEntrySeq(order, S, e, KVH), j = e % KVH;
 	int lo, hi;
 	agSeq(seqOff, s, N, lo, hi);
 	agRowInfo a;
-	a.i = r / G;
+	a.i = i0 + r / G;
 	a.len = hi - lo;
 	a.lseIdx = ((long long)(lo + a.i) * KVH + j) * G + r % G;
 	return a;
@@ -134,27 +141,29 @@ __device__ __forceinline__ agRowInfo agRow(const int *__restrict__ seqOff, const
 // agThreads is the block of the row kernels below: one block a score row.
 #define AG_THREADS 128
 
-// attention_gemm_softmax turns the scores of entries e0 … e0+nE−1, Sc
-// [nE, G·Lmax, Lmax] (q·k, unscaled, float32), into P = e^(scale·s − lse)
-// rounded to bfloat16 (P [nE, G·Lmax, Lmax]; zero outside the mask and on
-// padding rows) and lse [N, H] of each valid row. Thread t takes the keys
-// t, t+128, … of its row with a running max and sum, combined over the
-// block by blockMax and blockSum in a fixed order. Grid nE·G·Lmax, block
-// 128.
+// attention_gemm_softmax turns the scores of one row block of entries e0 …
+// e0+nE−1, Sc [nE, G·Bt, Kb] (q·k, unscaled, float32; column c is key
+// c0 + c), into P = e^(scale·s − lse) rounded to bfloat16 (P [nE, G·Bt,
+// Kb]; zero outside the mask and on padding rows) and lse [N, H] of each
+// valid row. The block's keys hold every key its rows see (the host's
+// gemmBlocks): lse is the whole row's. Thread t takes the columns t,
+// t+128, … of its row with a running max and sum, combined over the block
+// by blockMax and blockSum in a fixed order. Grid nE·G·Bt, block 128.
 extern "C" __global__ void attention_gemm_softmax(unsigned short *__restrict__ P, float *__restrict__ lse,
                                                   const float *__restrict__ Sc, const int *__restrict__ seqOff,
                                                   const int *__restrict__ order, int S, int N, int e0, int KVH, int G,
-                                                  int Lmax, int W, float scale) {
+                                                  int i0, int Bt, int c0, int Kb, int W, float scale) {
 	__shared__ float red[32];
 	const long long row = blockIdx.x;
-	const agRowInfo a = agRow(seqOff, order, S, N, e0, row, KVH, G, Lmax);
+	const agRowInfo a = agRow(seqOff, order, S, N, e0, row, KVH, G, i0, Bt);
 	const bool live = a.i < a.len;
 	// Keys first … last (empty on a padding row); W ≥ 1.
 	const int last = live ? a.i : -1, first = a.i - W + 1 > 0 ? a.i - W + 1 : 0;
-	const float *s = Sc + row * Lmax;
+	const float *s = Sc + row * Kb;
 	float m = -INFINITY, l = 0.0f;
-	for (int c = threadIdx.x; c < Lmax; c += AG_THREADS) {
-		if (c < first || c > last) continue;
+	for (int c = threadIdx.x; c < Kb; c += AG_THREADS) {
+		const int key = c0 + c;
+		if (key < first || key > last) continue;
 		const float x = scale * s[c];
 		if (x > m) {
 			l = l * expf(m - x) + 1.0f;
@@ -166,27 +175,30 @@ extern "C" __global__ void attention_gemm_softmax(unsigned short *__restrict__ P
 	const float M = blockMax(m, red);
 	const float L = blockSum(m == -INFINITY ? 0.0f : l * expf(m - M), red);
 	const float ls = M + logf(L);
-	unsigned short *p = P + row * Lmax;
-	for (int c = threadIdx.x; c < Lmax; c += AG_THREADS)
-		p[c] = (c < first || c > last) ? (unsigned short)0 : agBF16(expf(scale * s[c] - ls));
+	unsigned short *p = P + row * Kb;
+	for (int c = threadIdx.x; c < Kb; c += AG_THREADS) {
+		const int key = c0 + c;
+		p[c] = (key < first || key > last) ? (unsigned short)0 : agBF16(expf(scale * s[c] - ls));
+	}
 	if (live && threadIdx.x == 0) lse[a.lseIdx] = ls;
 }
 
-// attention_gemm_dsoftmax is the backward's row kernel: from the scores Sc
-// and dP = dÕ·Ṽᵀ ([nE, G·Lmax, Lmax], float32) of entries e0 …, the
-// forward's lse and δ = Σ_d round(dout)·out of the row (a fixed-order
-// block sum), it writes P = e^(scale·s − lse) and dS = P·(dP − δ), both
-// rounded to bfloat16 (dS from the unrounded P), zero outside the mask and
-// on padding rows. Grid nE·G·Lmax, block 128.
+// attention_gemm_dsoftmax is the backward's row kernel on one row block:
+// from the scores Sc and dP = dÕ·Ṽᵀ ([nE, G·Bt, Kb], float32; column c is
+// key c0 + c) of entries e0 …, the forward's lse and δ = Σ_d
+// round(dout)·out of the row (a fixed-order block sum), it writes P =
+// e^(scale·s − lse) and dS = P·(dP − δ), both rounded to bfloat16 (dS from
+// the unrounded P), zero outside the mask and on padding rows. Grid
+// nE·G·Bt, block 128.
 extern "C" __global__ void attention_gemm_dsoftmax(unsigned short *__restrict__ P, unsigned short *__restrict__ dS,
                                                    const float *__restrict__ Sc, const float *__restrict__ dP,
                                                    const float *__restrict__ lse, const float *__restrict__ dout,
                                                    const float *__restrict__ out, const int *__restrict__ seqOff,
                                                    const int *__restrict__ order, int S, int N, int e0, int KVH, int G,
-                                                   int Lmax, int D, int W, float scale) {
+                                                   int i0, int Bt, int c0, int Kb, int D, int W, float scale) {
 	__shared__ float red[32];
 	const long long row = blockIdx.x;
-	const agRowInfo a = agRow(seqOff, order, S, N, e0, row, KVH, G, Lmax);
+	const agRowInfo a = agRow(seqOff, order, S, N, e0, row, KVH, G, i0, Bt);
 	const bool live = a.i < a.len;
 	const int last = live ? a.i : -1, first = a.i - W + 1 > 0 ? a.i - W + 1 : 0;
 	float dl = 0.0f;
@@ -195,10 +207,11 @@ extern "C" __global__ void attention_gemm_dsoftmax(unsigned short *__restrict__ 
 			dl += agF32(agBF16(dout[a.lseIdx * D + d])) * out[a.lseIdx * D + d];
 	const float delta = blockSum(dl, red);
 	const float ls = live ? lse[a.lseIdx] : 0.0f;
-	const float *s = Sc + row * Lmax, *dp = dP + row * Lmax;
-	unsigned short *p = P + row * Lmax, *ds = dS + row * Lmax;
-	for (int c = threadIdx.x; c < Lmax; c += AG_THREADS) {
-		if (c < first || c > last) {
+	const float *s = Sc + row * Kb, *dp = dP + row * Kb;
+	unsigned short *p = P + row * Kb, *ds = dS + row * Kb;
+	for (int c = threadIdx.x; c < Kb; c += AG_THREADS) {
+		const int key = c0 + c;
+		if (key < first || key > last) {
 			p[c] = 0;
 			ds[c] = 0;
 			continue;

@@ -221,8 +221,11 @@ func TestAttentionTC2OnHardware(t *testing.T) {
 // kernels.PrecisionBF16 with SetAttentionKernel("gemm"): batched cuBLAS
 // GemmEx around attention_gemm.cu) through the same checks as tc1's, then
 // times the training attention on the 7B shape with tc1, tc2 and gemm side
-// by side. Its Ops calls hold seqOff on the device only, so each reads the
-// offsets back (one small copy, in the timed calls too).
+// by side, and the rate of gemm's GEMM FLOPs as its plans count them (row
+// blocks: the causal upper triangle is not multiplied; the rate is over
+// the op's whole time, the kernels between the GEMMs included). Its Ops
+// calls hold seqOff on the device only, so each reads the offsets back
+// (one small copy, in the timed calls too).
 func TestAttentionGEMMOnHardware(t *testing.T) {
 	tcOnHardware(t, cuda.AttentionGEMM, func(t *testing.T, ops *cuda.Ops, b deviceBackend) {
 		var fwd, bwd [3]time.Duration
@@ -235,6 +238,16 @@ func TestAttentionGEMMOnHardware(t *testing.T) {
 		t.Logf("7B shape, gemm against tc1 and tc2: forward %v vs %v (%.2f×) and %v (%.2f×), backward %v vs %v (%.2f×) and %v (%.2f×)",
 			fwd[2], fwd[0], fwd[0].Seconds()/fwd[2].Seconds(), fwd[1], fwd[1].Seconds()/fwd[2].Seconds(),
 			bwd[2], bwd[0], bwd[0].Seconds()/bwd[2].Seconds(), bwd[1], bwd[1].Seconds()/bwd[2].Seconds())
+		// trainingAttentionSpeed's shape.
+		const B, T, H, KVH, D = 8, 1024, 28, 4, 128
+		off := make([]int32, B+1)
+		for s := range off {
+			off[s] = int32(s * T)
+		}
+		fp, bp, _ := gemmPlans(t, off, H, KVH, D, B*T, cuda.AttnGEMMBlock)
+		ff, bf := float64(gemmPlanFLOPs(fp)), float64(gemmPlanFLOPs(bp))
+		t.Logf("7B shape, gemm in row blocks of %d: its plans' GEMMs %.1f GFLOP forward, %.1f backward; %.0f and %.0f TFLOP/s over the ops' times",
+			cuda.AttnGEMMBlock, ff/1e9, bf/1e9, ff/fwd[2].Seconds()/1e12, bf/bwd[2].Seconds()/1e12)
 	})
 }
 

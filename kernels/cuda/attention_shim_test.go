@@ -233,7 +233,7 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 		for s := range hostOff {
 			hostOff[s] = int32(s * N / S)
 		}
-		order, runs, ok := cuda.GEMMRuns(hostOff, KVH, H/KVH, 1<<30)
+		order, runs, ok := cuda.GEMMRuns(hostOff, KVH, H/KVH, 1<<30, 8) // several row blocks
 		if !ok {
 			t.Fatalf("%s: no GEMM runs", name)
 		}

@@ -133,8 +133,13 @@ func TestOpsAttentionGEMMDeviceOffsets(t *testing.T) {
 // entries of the longest sequence, the GEMM attention takes two runs
 // (the shorter sequences padded less) through the same scratch and gives
 // the bits of one run (the fake cuBLAS computes each product alone, and
-// padding adds exact zeros); bounded below one entry of the longest, the
-// ops run tc1, with tc1's bits, and the profile says so.
+// padding adds exact zeros). Bounded below one entry's whole square, it
+// still takes the sequences in row blocks of 8 positions (before row
+// blocks, such a sequence fell back to tc1): out, lse and dq with the bits
+// of one block (a row's keys past its block add exact zeros), dk and dv
+// summed over the blocks in float32, close to them. Bounded below one
+// entry's largest row block, the ops run tc1, with tc1's bits, and the
+// profile says so.
 func TestBackendGEMMRunsAndFallback(t *testing.T) {
 	t.Parallel()
 	b, drv, blas := emulatedBackendIn(t, kernels.PrecisionBF16)
@@ -154,13 +159,14 @@ func TestBackendGEMMRunsAndFallback(t *testing.T) {
 	}
 	mq, mk, mv, md := managed(q), managed(k), managed(v), managed(dout)
 	// run returns out, lse, dq, dk, dv of a forward and backward with the
-	// kernel and score bound given, the profile's op names, and the
-	// batch sizes of the GEMMs.
-	run := func(kernel string, scoreBytes int) ([5][]float32, []string, []int) {
+	// kernel, score bound and row block given (0: the defaults), the
+	// profile's op names, and the batch sizes of the GEMMs.
+	run := func(kernel string, scoreBytes, block int) ([5][]float32, []string, []int) {
 		if err := b.SetAttentionKernel(kernel); err != nil {
 			t.Fatal(err)
 		}
 		b.Ops().SetGEMMScoreBytes(scoreBytes)
+		b.Ops().SetGEMMRowBlock(block)
 		out, lse := managed(make([]float32, N*H*D)), managed(make([]float32, N*H))
 		dq, dk, dv := managed(make([]float32, N*H*D)), managed(make([]float32, N*KVH*D)), managed(make([]float32, N*KVH*D))
 		g0 := len(blas.Gemms())
@@ -178,8 +184,8 @@ func TestBackendGEMMRunsAndFallback(t *testing.T) {
 		}
 		return [5][]float32{slices.Clone(out), slices.Clone(lse), slices.Clone(dq), slices.Clone(dk), slices.Clone(dv)}, ops, batches
 	}
-	same := func(a, b [5][]float32) bool {
-		for i := range a {
+	same := func(a, b [5][]float32, n int) bool {
+		for i := range n {
 			for j := range a[i] {
 				if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
 					return false
@@ -188,9 +194,10 @@ func TestBackendGEMMRunsAndFallback(t *testing.T) {
 		}
 		return true
 	}
-	one, ops, batches := run(cuda.AttentionGEMM, 0)
-	if want := []string{"AttentionWindowBackward (gemm)", "AttentionWindowForward (gemm)"}; !slices.Equal(ops, want) {
-		t.Errorf("one run: profile %v, want %v", ops, want)
+	gemmOps := []string{"AttentionWindowBackward (gemm)", "AttentionWindowForward (gemm)"}
+	one, ops, batches := run(cuda.AttentionGEMM, 0, 0)
+	if !slices.Equal(ops, gemmOps) {
+		t.Errorf("one run: profile %v, want %v", ops, gemmOps)
 	}
 	if want := []int{6, 6, 6, 6, 6, 6, 6}; !slices.Equal(batches, want) { // forward 2, backward 5
 		t.Errorf("one run: GEMM batches %v, want %v", batches, want)
@@ -198,23 +205,45 @@ func TestBackendGEMMRunsAndFallback(t *testing.T) {
 	// Bounded at two entries of 16: the longest sequence's 2 entries in
 	// one run, the 4 of the other two (padded to 8, a quarter of the cost
 	// each) in another.
-	two, _, batches := run(cuda.AttentionGEMM, 2*entry+1)
+	two, _, batches := run(cuda.AttentionGEMM, 2*entry+1, 0)
 	if want := []int{2, 2, 4, 4, 2, 2, 2, 2, 2, 4, 4, 4, 4, 4}; !slices.Equal(batches, want) {
 		t.Errorf("runs within two entries: GEMM batches %v, want %v", batches, want)
 	}
-	if !same(one, two) {
+	if !same(one, two, 5) {
 		t.Errorf("two runs give other bits than one run")
 	}
+	// Bounded below one entry of 16 (the whole square), in row blocks of
+	// 8: an entry of 16 costs its second block, 8 rows × 16 keys, half the
+	// square, so each takes a run of its own, and the 4 entries of 8 (a
+	// block each, a quarter of the square) a run of 3 and one of 1:
+	// forward 2 blocks × 2 GEMMs for each of the 2 runs of 16, then 2 and
+	// 2; backward 5 GEMMs a block.
+	blocks, ops, batches := run(cuda.AttentionGEMM, entry-1, 8)
+	if !slices.Equal(ops, gemmOps) {
+		t.Errorf("past the square's bound, in row blocks: profile %v, want %v", ops, gemmOps)
+	}
+	want := slices.Concat(slices.Repeat([]int{1}, 2*2*2), []int{3, 3, 1, 1}, slices.Repeat([]int{1}, 2*2*5), []int{3, 3, 3, 3, 3, 1, 1, 1, 1, 1})
+	if !slices.Equal(batches, want) {
+		t.Errorf("past the square's bound, in row blocks: GEMM batches %v, want %v", batches, want)
+	}
+	if !same(one, blocks, 3) {
+		t.Errorf("row blocks give out, lse or dq other bits than one block")
+	}
+	for i, name := range []string{"dk", "dv"} {
+		if e := kerneltest.RelErr(blocks[3+i], one[3+i]); !(e < 1e-6) {
+			t.Errorf("row blocks: %s at %.3g of one block's", name, e)
+		}
+	}
 	n0 := len(drv.Launches())
-	fell, ops, batches := run(cuda.AttentionGEMM, entry-1)
+	fell, ops, batches := run(cuda.AttentionGEMM, 12*(H/KVH)*8*16-1, 8)
 	if want := []string{"AttentionWindowBackward (tc1)", "AttentionWindowForward (tc1)"}; !slices.Equal(ops, want) || len(batches) != 0 {
-		t.Errorf("no entry fits: profile %v, GEMM batches %v; want tc1's ops and no GEMM", ops, batches)
+		t.Errorf("no entry's row block fits: profile %v, GEMM batches %v; want tc1's ops and no GEMM", ops, batches)
 	}
 	if l := drv.Launches()[n0:]; len(l) == 0 || !slices.ContainsFunc(l, func(x cudafake.Launch) bool { return x.Kernel == "attention_tc_forward" }) {
 		t.Errorf("no entry fits: launched no attention_tc_forward")
 	}
-	tc1, _, _ := run(cuda.AttentionTC1, 0)
-	if !same(fell, tc1) {
+	tc1, _, _ := run(cuda.AttentionTC1, 0, 0)
+	if !same(fell, tc1, 5) {
 		t.Errorf("the fallback gives other bits than tc1")
 	}
 }

@@ -28,6 +28,8 @@ var (
 	PlanAttentionBackwardGEMM = planAttentionBackwardGEMM
 	AttnGEMMSizes             = attnGEMMSizes
 	GEMMRuns                  = gemmRuns
+	GEMMBlockScores           = gemmBlockScores
+	AttnGEMMBlock             = attnGEMMBlock
 )
 
 // StepParts returns the kernel launch or the GEMM of s (one is nil).
@@ -53,9 +55,22 @@ func (b *Backend) Ops() *Ops { return b.ops }
 // bytes (0: attnGEMMScoreBytes), so that small shapes take several runs.
 func (o *Ops) SetGEMMScoreBytes(n int) { o.scoreCap = n }
 
-// RunParts returns a GEMM attention run's first entry, entry count and
-// padded length.
-func RunParts(r gemmRun) (e0, n, L int) { return r.e0, r.n, r.L }
+// SetGEMMRowBlock sets the GEMM attention's row block of o to n positions
+// (0: attnGEMMBlock), so that small shapes take several blocks.
+func (o *Ops) SetGEMMRowBlock(n int) { o.rowBlock = n }
+
+// RunParts returns a GEMM attention run's first entry, entry count,
+// padded length and row block.
+func RunParts(r gemmRun) (e0, n, L, B int) { return r.e0, r.n, r.L, r.B }
+
+// GEMMBlocks returns gemmBlocks(L, B, W) as {i0, n, k0, nk} each.
+func GEMMBlocks(L, B, W int) [][4]int {
+	var out [][4]int
+	for _, b := range gemmBlocks(L, B, W) {
+		out = append(out, [4]int{b.i0, b.n, b.k0, b.nk})
+	}
+	return out
+}
 
 // SetLtMaxPlans bounds the cuBLASLt plans d keeps (ltMaxPlans otherwise).
 func (d *Device) SetLtMaxPlans(n int) {

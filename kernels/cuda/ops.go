@@ -19,11 +19,12 @@ type Ops struct {
 	kernels map[string]*Kernel
 	prec    kernels.Precision // the products on bfloat16 weights (SetPrecision)
 	attn    string            // the bf16 mode's tensor-core attention: "tc1" (""), "tc2" or "gemm" (SetAttentionKernel)
-	// scoreCap: the GEMM attention's score scratch bound when > 0 (tests);
-	// attnGEMMScoreBytes otherwise (gemmScoreBytes)
-	scoreCap int
-	gemmLib  string       // the bf16 linear products' library: "cublas" ("") or "cublaslt" (SetGEMMLibrary)
-	store    scratchStore // device scratch kept between calls (scratch.go)
+	// scoreCap and rowBlock: the GEMM attention's score scratch bound and
+	// row block when > 0 (tests); attnGEMMScoreBytes and attnGEMMBlock
+	// otherwise (gemmScoreBytes, gemmRowBlock)
+	scoreCap, rowBlock int
+	gemmLib            string       // the bf16 linear products' library: "cublas" ("") or "cublaslt" (SetGEMMLibrary)
+	store              scratchStore // device scratch kept between calls (scratch.go)
 }
 
 // kernelModules names the module (.cu file) of every kernel Ops launches.

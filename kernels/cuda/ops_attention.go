@@ -98,8 +98,9 @@ const (
 // SetAttentionKernel picks the tensor-core attention of the bf16 precision:
 // AttentionTC1 (attention_tc.cu, the default; "" means it too),
 // AttentionTC2 (attention_fa2.cu) or AttentionGEMM (batched cuBLAS GEMMs
-// around attention_gemm.cu, ops_attention_gemm.go; where one sequence is
-// too long for its scratch, gemmRuns, the op runs tc1). It changes
+// around attention_gemm.cu, ops_attention_gemm.go; where one row block of
+// one sequence is too large for its scratch, gemmRuns, about 100k tokens
+// at the 7B shape, the op runs tc1). It changes
 // nothing in PrecisionF32 or for head dims attnTC leaves to the float32
 // kernels. tc2 also wants q, k, v and dout 16-byte aligned (its loads are
 // four floats wide): where one is not (a view at an odd offset), the op
@@ -287,7 +288,7 @@ func (o *Ops) gemmRunsFor(off []int32, H, KVH int) ([]int32, []gemmRun) {
 	if o.attn != AttentionGEMM || off == nil {
 		return nil, nil
 	}
-	order, runs, ok := gemmRuns(off, KVH, H/KVH, o.gemmScoreBytes())
+	order, runs, ok := gemmRuns(off, KVH, H/KVH, o.gemmScoreBytes(), o.gemmRowBlock())
 	if !ok {
 		return nil, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 	"github.com/hone-rl/hone/kernels/kerneltest"
+	"github.com/hone-rl/hone/kernels/ref"
 )
 
 // TestBackendBF16AttentionGEMM is TestBackendBF16AttentionTC2 with the GEMM
@@ -245,5 +246,70 @@ func TestBackendGEMMRunsAndFallback(t *testing.T) {
 	tc1, _, _ := run(cuda.AttentionTC1, 0, 0)
 	if !same(fell, tc1, 5) {
 		t.Errorf("the fallback gives other bits than tc1")
+	}
+}
+
+// TestOpsAttentionGEMMOrderCopiedOnce: the GEMM attention uploads its order
+// of the sequences (one cuMemcpyHtoD) only when its slot does not hold it
+// already: the same offsets again, forward or backward, copy nothing;
+// offsets whose order differs copy it again, and the op then reads the new
+// order (runs of unequal padded length, so a stale order would truncate the
+// long sequence: out against ref on the bfloat16-rounded inputs).
+func TestOpsAttentionGEMMOrderCopiedOnce(t *testing.T) {
+	t.Parallel()
+	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	if err := b.SetAttentionKernel(cuda.AttentionGEMM); err != nil {
+		t.Fatal(err)
+	}
+	const N, H, KVH, D = 24, 4, 2, 16
+	// One entry of 24 a run (12·2·24² bytes), the two entries of 8 in one.
+	b.Ops().SetGEMMScoreBytes(12 * (H / KVH) * 24 * 24)
+	r := rand.New(rand.NewPCG(28, 47))
+	q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
+	dev, o := b.Device(), b.Ops()
+	up := func(x []float32) *cuda.Buffer { return upload(t, dev, x) }
+	off, err := dev.Alloc(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bq, bk, bv, bd := up(q), up(k), up(v), up(dout)
+	bo, bl := up(make([]float32, N*H*D)), up(make([]float32, N*H))
+	bdq, bdk, bdv := up(make([]float32, N*H*D)), up(make([]float32, N*KVH*D)), up(make([]float32, N*KVH*D))
+	const htod = "cuMemcpyHtoD_v2"
+	// pass uploads seqOff and runs what calls with it, returning the
+	// copies to the device the ops made (the upload of seqOff not counted).
+	pass := func(seqOff []int32, calls ...string) int {
+		if err := off.UploadInt32(seqOff); err != nil {
+			t.Fatal(err)
+		}
+		n0 := drv.Calls(htod)
+		for _, c := range calls {
+			var err error
+			if c == "forward" {
+				err = o.AttentionForward(bo, bl, bq, bk, bv, off, 2, N, H, KVH, D, 0.25)
+			} else {
+				err = o.AttentionBackward(bdq, bdk, bdv, bd, bo, bl, bq, bk, bv, off, 2, N, H, KVH, D, 0.25)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return drv.Calls(htod) - n0
+	}
+	if n := pass([]int32{0, 20, N}, "forward"); n != 1 {
+		t.Errorf("the first forward made %d copies to the device, want the order's 1", n)
+	}
+	if n := pass([]int32{0, 20, N}, "forward", "backward", "forward"); n != 0 {
+		t.Errorf("the same offsets again made %d copies to the device, want none", n)
+	}
+	seqOff := []int32{0, 4, N} // the order reversed
+	if n := pass(seqOff, "forward"); n != 1 {
+		t.Errorf("offsets of another order made %d copies to the device, want the order's 1", n)
+	}
+	want, wl := make([]float32, N*H*D), make([]float32, N*H)
+	ref.New().AttentionForward(want, wl, roundBF16(q), roundBF16(k), roundBF16(v), seqOff, N, H, KVH, D, 0.25)
+	if e := kerneltest.RelErr(download(t, bo), want); !(e <= tcOutTol) {
+		t.Errorf("out after the order changed: %.3g from ref's, want at most %g", e, tcOutTol)
 	}
 }

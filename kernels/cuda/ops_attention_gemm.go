@@ -330,9 +330,11 @@ func attnGEMMSizes(runs []gemmRun, G, D int) (qd, kd, sl int) {
 
 // gemmScratch takes the GEMM attention's scratch for runs from the lease
 // (bfloat16 buffers hold two values an element; backward adds the
-// backward's buffers) and uploads the sequences' order into a slot of its
-// own, returned as ord (a copy that waits for the queued work, which may
-// still read the slot).
+// backward's buffers) and the sequences' order in a slot of its own,
+// returned as ord: uploaded (a copy that waits for the queued work, which
+// may still read the slot) unless the slot's buffer holds that order
+// already, the last one uploaded into it. Nothing else writes the slot,
+// so the same offsets in every layer of a pass cost one copy.
 func gemmScratch(l *scratchLease, op string, runs []gemmRun, order []int32, G, D int, backward bool) (sc attnGEMMScratch, ord *Buffer, err error) {
 	qd, kd, sl := attnGEMMSizes(runs, G, D)
 	type slot struct {
@@ -357,11 +359,16 @@ func gemmScratch(l *scratchLease, op string, runs []gemmRun, order []int32, G, D
 		}
 		*s.dst = b
 	}
-	if ord, err = l.get(op, "attention.gemm.order", len(order)); err != nil {
+	const orderSlot = "attention.gemm.order"
+	if ord, err = l.get(op, orderSlot, len(order)); err != nil {
 		return sc, nil, err
 	}
-	if err := ord.UploadInt32(order); err != nil {
-		return sc, nil, fmt.Errorf("CUDA %s: %w", op, err)
+	if in := l.s.bufs[orderSlot]; in != l.s.gemmOrderIn || !slices.Equal(order, l.s.gemmOrder) {
+		l.s.gemmOrder, l.s.gemmOrderIn = nil, nil // unknown until the copy succeeds
+		if err := ord.UploadInt32(order); err != nil {
+			return sc, nil, fmt.Errorf("CUDA %s: %w", op, err)
+		}
+		l.s.gemmOrder, l.s.gemmOrderIn = slices.Clone(order), in
 	}
 	return sc, ord, nil
 }

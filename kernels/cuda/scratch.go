@@ -21,6 +21,11 @@ import (
 type scratchStore struct {
 	mu   sync.Mutex
 	bufs map[string]*Buffer
+	// gemmOrder is the GEMM attention's order table last uploaded into
+	// gemmOrderIn, the buffer of its slot then (gemmScratch skips the copy
+	// while both still match).
+	gemmOrder   []int32
+	gemmOrderIn *Buffer
 }
 
 // scratchLease is the store held by one op: get hands out slots, unlock
@@ -84,6 +89,7 @@ func (o *Ops) freeScratch() error {
 		}
 	}
 	clear(o.store.bufs)
+	o.store.gemmOrder, o.store.gemmOrderIn = nil, nil
 	return errors.Join(errs...)
 }
 

@@ -62,9 +62,10 @@ const attnGEMMBlock = 128
 // the 7B bench's 32 entries of 7·1024 rows (11 MiB each) make one run,
 // each GEMM a batch of 32; one sequence alone fits up to about 100k
 // tokens at G = 7. Past that (gemmRuns' ok false) the op runs tc1, the
-// last resort. The gathered operands of a run add at most 8·G·L·D + 12·L·D
-// bytes an entry (Q̃, dÕ, dQ̃ and K̃, Ṽ, dK̃, dṼ), 2/3 of its score bytes
-// at D = 128. By the formula, not measured.
+// last resort. The gathered operands of a run add 8·G·L·D + 12·L·D bytes
+// an entry in the backward (Q̃, dÕ, dQ̃ and K̃, Ṽ, dK̃, dṼ), 0.81 of its
+// score bytes at the 7B shape (D = 128, G = 7). By the formula, not
+// measured.
 const attnGEMMScoreBytes = 1 << 30
 
 // attnGEMMScoreBytesPer is the scratch bytes a score of one entry takes

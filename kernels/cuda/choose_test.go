@@ -291,7 +291,7 @@ func TestChooseRowsStreamOrdered(t *testing.T) {
 	defer b.FreeF32(x)
 	dst := make([]kernels.RowChoice, 2)
 	b.ChooseRows(dst, x, V, []int32{0, 1}, []float32{0, 0}, []float64{0, 0}) // grows the scratch
-	b.Scale(x, x, -1, 2*V)                                                       // queued: rows descending
+	b.Scale(x, x, -1, 2*V)                                                   // queued: rows descending
 	syncs, copies := drv.Calls("cuCtxSynchronize"), drv.Calls("cuMemcpyHtoD_v2")+drv.Calls("cuMemcpyDtoH_v2")
 	b.ChooseRows(dst, x, V, []int32{1, 0}, []float32{0, 1}, []float64{0, 0})
 	if dst[0].ID != 0 || dst[0].Max != 1-0.01*V {

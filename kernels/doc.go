@@ -92,7 +92,11 @@
 // backend that is a HostCopier copies them in one bulk transfer to host
 // memory of its own, kernels/cuda with cuMemcpyDtoH into page-locked
 // memory where a host read of managed memory would fault each page over;
-// the sampler reads that copy),
+// the sampler reads that copy; a backend that is a RowChooser, kernels/cuda,
+// chooses greedy and plain temperature-sampled tokens where the logits
+// live instead, serve/engine's decode then copying only the rows its host
+// sampler needs, model.StepDevice leaving the logits in the backend's
+// memory),
 // Backward's incoming gradients (copied into the pass's memory first), and
 // the sampler's rows: RowMax and ExpShift are the host's row ops and take
 // any slice.

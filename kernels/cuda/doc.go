@@ -24,7 +24,13 @@
 // rows in token order: kernels/ref's sums bit for bit, run after run; the
 // CPU shim checks it with its blocks in scrambled orders); adamw.cu: the AdamW step; elementwise.cu:
 // add, scale, axpy; sumsquares.cu: SumSquares, a fixed-tree reduction in
-// double; softmax.cu: log-softmax and entropy over full rows;
+// double; sample.cu: kernels.RowChooser's ChooseRows (Backend.ChooseRows,
+// choose.go), a decode step's tokens chosen where the logits live — per
+// choice one block reads its row for the max and argmax, the log-sum-exp,
+// and a draw by the inverse CDF of softmax(row/T) at a uniform the host
+// drew, so that 4 values a row come back instead of the row (not run on
+// a GPU yet; TestChooseRowsOnHardware times it against CopyToHost and the
+// host's argmax); softmax.cu: log-softmax and entropy over full rows;
 // logprob.cu: the online logsumexp of the chunked logprob forward, whose
 // chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect;
 // attention.cu: causal grouped-query attention over packed sequences, with
@@ -229,8 +235,8 @@
 // 0.5B decode step at batch 32 a few hundred. Backend.SetSyncEachOp(false)
 // makes the ops only queue their work on the default stream; the backend
 // waits where the host needs the device's results or where memory would
-// be reused under a queued kernel (stream.go lists the points: CopyToHost
-// and SumSquares by their cuMemcpyDtoH (SumSquaresMany: one for many
+// be reused under a queued kernel (stream.go lists the points: CopyToHost,
+// SumSquares and ChooseRows by their cuMemcpyDtoH (SumSquaresMany: one for many
 // tensors, which train/trainer's GradNorm and weight check use: one wait
 // each instead of one a LoRA tensor, TestGradNormWaits), RowMax and ExpShift, frees and
 // scratch growth, Close, and Synchronize, kernels.Synchronizer, which

@@ -29,3 +29,7 @@ var (
 	PlanAttentionDecodeBatch = planAttentionDecodeBatch
 	DecodeTable              = decodeTable
 )
+
+// SetChooseThreads makes ChooseRows launch blocks of n threads (a multiple
+// of 32 up to 1024) instead of chooseThreads; 0 restores it.
+func (b *Backend) SetChooseThreads(n int) { b.ops.chooseThreads = n }

@@ -23,8 +23,11 @@ type Ops struct {
 	// row block when > 0 (tests); attnGEMMScoreBytes and attnGEMMBlock
 	// otherwise (gemmScoreBytes, gemmRowBlock)
 	scoreCap, rowBlock int
-	gemmLib            string       // the bf16 linear products' library: "cublas" ("") or "cublaslt" (SetGEMMLibrary)
-	store              scratchStore // device scratch kept between calls (scratch.go)
+	gemmLib            string // the bf16 linear products' library: "cublas" ("") or "cublaslt" (SetGEMMLibrary)
+	// chooseThreads: ChooseRows' block when > 0 (tests); chooseThreads
+	// otherwise
+	chooseThreads int
+	store         scratchStore // device scratch kept between calls (scratch.go)
 }
 
 // kernelModules names the module (.cu file) of every kernel Ops launches.
@@ -53,6 +56,7 @@ var kernelModules = map[string]string{
 	"zero_f32":                 "misc",
 	"sum_squares_partial":      "sumsquares",
 	"sum_squares_final":        "sumsquares",
+	"choose_rows":              "sample",
 	"attention_gemm_gather":    "attention_gemm",
 	"attention_gemm_scatter":   "attention_gemm",
 	"attention_gemm_softmax":   "attention_gemm",

@@ -16,17 +16,12 @@ import (
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
-// TestDecodeCUDAStreamOrdered: TestDecodeResident's requests (continuous
-// batching, a chunked prefill, n = 3, prefix caching across turns, an
-// adapter) on cuda.Backend in its stream-ordered mode
-// (SetSyncEachOp(false): the ops queue their work) over the emulated
-// device of kernels/cuda/cudafake in its deferred mode (the queued
-// launches and GEMMs run only where CUDA has the host wait), so that a
-// host read of the backend's memory without a synchronization before it
-// sees stale values. The tokens are the reference backend's, the logprobs
-// within float32 rounding of them, and the backend holds nothing but its
-// scratch at the end.
-func TestDecodeCUDAStreamOrdered(t *testing.T) {
+// streamOrderedCUDA is cuda.Backend in its stream-ordered mode over the
+// emulated device of kernels/cuda/cudafake in its deferred mode, with
+// its device; the test is skipped under -short, or without a C++
+// compiler outside CI.
+func streamOrderedCUDA(t *testing.T) (*cuda.Backend, *cuda.Device) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}
@@ -60,6 +55,21 @@ func TestDecodeCUDAStreamOrdered(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.SetSyncEachOp(false)
+	return b, dev
+}
+
+// TestDecodeCUDAStreamOrdered: TestDecodeResident's requests (continuous
+// batching, a chunked prefill, n = 3, prefix caching across turns, an
+// adapter) on cuda.Backend in its stream-ordered mode
+// (SetSyncEachOp(false): the ops queue their work) over the emulated
+// device of kernels/cuda/cudafake in its deferred mode (the queued
+// launches and GEMMs run only where CUDA has the host wait), so that a
+// host read of the backend's memory without a synchronization before it
+// sees stale values. The tokens are the reference backend's, the logprobs
+// within float32 rounding of them, and the backend holds nothing but its
+// scratch at the end.
+func TestDecodeCUDAStreamOrdered(t *testing.T) {
+	b, dev := streamOrderedCUDA(t)
 
 	want := decodeTurns(t, ref.New())
 	got := decodeTurns(t, b)
@@ -82,6 +92,34 @@ func TestDecodeCUDAStreamOrdered(t *testing.T) {
 				}
 			}
 		}
+	}
+	sn, sbytes := b.Scratch()
+	if n, bytes := dev.Live(); n != sn || bytes != sbytes {
+		t.Errorf("%d device buffers (%d bytes) live after the engine's Shutdown, want the backend's %d scratch buffers (%d bytes) only", n, bytes, sn, sbytes)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDecodeCUDADeviceChoice: choiceRequests on cuda.Backend (a
+// kernels.RowChooser: sample.cu) in the stream-ordered mode over the
+// deferred emulated device, so that a choice that did not wait for the
+// step's queued logits would read stale values: the backend chooses
+// exactly the tokens of the requests it covers (greedy, temperature
+// sampling, forked siblings), the host's sampler the rest from its copies
+// of their rows, and the tokens, finish reasons and texts are the host
+// sampler's on the reference backend, the logprobs within float32
+// rounding of them (a draw could differ where its uniform falls within
+// rounding of a token's interval end; these do not). The backend holds
+// nothing but its scratch at the end.
+func TestDecodeCUDADeviceChoice(t *testing.T) {
+	b, dev := streamOrderedCUDA(t)
+	want, _, _ := chooseTurns(t, ref.New())
+	got, st, devTokens := chooseTurns(t, b)
+	sameResults(t, got, want, 1e-4)
+	if st.DevicePicks != int64(devTokens) || st.GenTokens == st.DevicePicks {
+		t.Errorf("%d of %d tokens chosen on the device, want the %d of the requests it covers", st.DevicePicks, st.GenTokens, devTokens)
 	}
 	sn, sbytes := b.Scratch()
 	if n, bytes := dev.Live(); n != sn || bytes != sbytes {

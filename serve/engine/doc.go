@@ -30,6 +30,18 @@
 //     stop strings, stop token ids, max_tokens, raw-model logprobs and
 //     top_logprobs; a per-sequence PCG seeded from (seed, choice index), so
 //     the same seed gives the same tokens whatever else is in the batch.
+//   - Choosing on the device: when the model's backend is a
+//     kernels.RowChooser (kernels/cuda; not run on a GPU yet), the step's
+//     logits stay in its memory (model.StepDevice) and the backend chooses
+//     the tokens of every sequence whose request needs nothing but the
+//     row's distribution — greedy, or temperature sampling without top_k
+//     below the vocabulary, top_p, penalties, a constraint or top_logprobs
+//     — with the uniform the host's sampler would have drawn from the
+//     sequence's stream, and the chosen token's logprob; only the other
+//     sequences' rows are copied to the host for the host's sampler.
+//     Greedy tokens are the host's; a draw is the token whose CDF interval
+//     holds the uniform, as on the host, up to rounding at an interval's
+//     end. Stats.DevicePicks counts them.
 //   - The Constraint seam: a per-sequence object that masks the logits of
 //     tokens that cannot come next (constrained decoding plugs in here).
 //

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/tokenizer"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -147,6 +148,10 @@ type Stats struct {
 	// the cache, and the bytes of rows kept.
 	PrefixQueried, PrefixHit, PrefixKeptBytes int64
 	StepSeconds                               float64
+	// DevicePicks counts the tokens the backend chose where the logits
+	// live (kernels.RowChooser: greedy and plain temperature sampling);
+	// GenTokens less DevicePicks were chosen by the host's sampler.
+	DevicePicks int64
 }
 
 type reqState struct {
@@ -217,11 +222,21 @@ type Engine struct {
 	nextSeq int
 	running []*sequence
 	logits  []float32 // the last step's logits, reused by the next (step only)
+	// chooser is the backend as a kernels.RowChooser, or nil: then the
+	// logits are the host's (StepInto) and the host's sampler picks every
+	// token. With one, the logits stay in the backend's memory (dlogits,
+	// StepDevice) and only the rows the host's sampler needs are copied
+	// into logits (host memory of the backend's when it is a
+	// kernels.HostCopier: pinned says so).
+	chooser kernels.RowChooser
+	dlogits []float32
+	pinned  bool
 
 	promptTokens, genTokens, steps, reqDone, cancelled atomic.Int64
 	prefixQueried, prefixHit                           atomic.Int64
 	stepNanos                                          atomic.Int64
 	nRunning, nQueued                                  atomic.Int64
+	devicePicks                                        atomic.Int64
 }
 
 // New starts an engine over m.
@@ -242,6 +257,7 @@ func New(m *model.Model, cfg Config) *Engine {
 		m: m, cfg: cfg, cache: NewKVCache(&m.Config, m.Backend(), cfg.KVCacheBytes), eos: map[int32]bool{}, log: cfg.Log,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), kill: make(chan struct{}),
 	}
+	e.chooser, _ = m.Backend().(kernels.RowChooser)
 	for _, id := range cfg.EOS {
 		e.eos[id] = true
 	}
@@ -271,6 +287,7 @@ func (e *Engine) Stats() Stats {
 		RequestsDone: e.reqDone.Load(), Cancelled: e.cancelled.Load(),
 		StepSeconds:   float64(e.stepNanos.Load()) / 1e9,
 		PrefixQueried: e.prefixQueried.Load(), PrefixHit: e.prefixHit.Load(), PrefixKeptBytes: e.cache.Kept(),
+		DevicePicks: e.devicePicks.Load(),
 	}
 }
 
@@ -360,8 +377,7 @@ func (e *Engine) loop() {
 		// Every sequence has ended: give the cache's and the logits' memory
 		// back to the backend.
 		e.cache.Close()
-		e.m.FreeLogits(e.logits)
-		e.logits = nil
+		e.freeLogits()
 	}()
 	for {
 		select {
@@ -595,7 +611,13 @@ func (e *Engine) step() {
 		}
 		// The logits buffer is reused step after step: nothing keeps a
 		// row past this group's picks (a forked sequence gets a copy).
-		logits, err := e.m.StepInto(context.Background(), e.cache, in, g.ad, e.logits)
+		var logits []float32
+		var err error
+		if e.chooser != nil {
+			logits, err = e.m.StepDevice(context.Background(), e.cache, in, g.ad, e.dlogits)
+		} else {
+			logits, err = e.m.StepInto(context.Background(), e.cache, in, g.ad, e.logits)
+		}
 		if err != nil {
 			e.log.Error("model step failed", "sequences", len(in), "err", err)
 			for _, s := range g.seqs {
@@ -605,13 +627,11 @@ func (e *Engine) step() {
 			}
 			continue
 		}
-		e.logits = logits
 		var jobs []pickJob
 		for i, s := range g.seqs {
 			if s.pending = s.pending[g.feed[i]:]; len(s.pending) > 0 {
 				continue // more of the prompt next step; these logits are not needed
 			}
-			row := logits[i*V : (i+1)*V]
 			for _, d := range s.deps {
 				e.release(d, s)
 			}
@@ -627,10 +647,19 @@ func (e *Engine) step() {
 						continue
 					}
 					t.waiting = false
-					jobs = append(jobs, pickJob{s: t, row: slices.Clone(row)})
+					jobs = append(jobs, pickJob{s: t, at: i, fork: true})
 				}
 			}
-			jobs = append(jobs, pickJob{s: s, row: row})
+			jobs = append(jobs, pickJob{s: s, at: i})
+		}
+		if e.chooser != nil {
+			e.dlogits = logits
+			e.chooseOnDevice(jobs, logits, V)
+		} else {
+			e.logits = logits
+			for k := range jobs {
+				jobs[k].setRow(logits, V)
+			}
 		}
 		pickAll(jobs)
 		for _, j := range jobs {
@@ -641,12 +670,126 @@ func (e *Engine) step() {
 	e.compact()
 }
 
-// pickJob is one sequence's sampling work of a step: its logits row (which
-// the pick may modify) and the result.
+// pickJob is one sequence's sampling work of a step: its logits row (at,
+// in the step's logits; which the pick may modify), and the result, which
+// the backend gave when chosen (then row is nil).
 type pickJob struct {
-	s    *sequence
-	row  []float32
-	pick picked
+	s      *sequence
+	at     int
+	fork   bool // a sibling's first token from its leader's row: a copy of its own
+	row    []float32
+	pick   picked
+	chosen bool
+}
+
+// setRow points j at its row of logits (host memory), copied when j is a
+// fork (the leader's pick may modify the row).
+func (j *pickJob) setRow(logits []float32, V int) {
+	j.row = logits[j.at*V : (j.at+1)*V]
+	if j.fork {
+		j.row = slices.Clone(j.row)
+	}
+}
+
+// chooseOnDevice makes the step's choices that the backend can make where
+// the logits live (the sampler's deviceInv: greedy and plain temperature
+// sampling, nothing else asked for), in one ChooseRows, so that a few
+// values a choice cross to the host; and copies to the host only the rows
+// of the other jobs, for the host's sampler (pickAll). logits [S, V] are
+// the backend's memory (StepDevice).
+func (e *Engine) chooseOnDevice(jobs []pickJob, logits []float32, V int) {
+	var dev []int // the jobs chosen on the device
+	var rows []int32
+	var inv []float32
+	var u []float64
+	need := make([]bool, len(logits)/V) // rows the host's sampler reads
+	host := false
+	for k := range jobs {
+		j := &jobs[k]
+		if j.s.done {
+			continue
+		}
+		it, ok := j.s.smp.deviceInv(j.s.cons, V)
+		if !ok {
+			need[j.at], host = true, true
+			continue
+		}
+		dev = append(dev, k)
+		rows, inv, u = append(rows, int32(j.at)), append(inv, it), append(u, j.s.smp.deviceU(it))
+	}
+	if host {
+		buf := e.hostLogits(len(logits))
+		be := e.m.Backend()
+		// Runs of consecutive rows in one copy each.
+		for lo := 0; lo < len(need); {
+			if !need[lo] {
+				lo++
+				continue
+			}
+			hi := lo
+			for hi < len(need) && need[hi] {
+				hi++
+			}
+			kernels.CopyToHost(be, buf[lo*V:hi*V], logits[lo*V:hi*V], (hi-lo)*V)
+			lo = hi
+		}
+		for k := range jobs {
+			if j := &jobs[k]; !j.s.done && need[j.at] {
+				j.setRow(buf, V)
+			}
+		}
+	}
+	if len(dev) == 0 {
+		return
+	}
+	res := make([]kernels.RowChoice, len(dev))
+	e.chooser.ChooseRows(res, logits, V, rows, inv, u)
+	for n, k := range dev {
+		j := &jobs[k]
+		j.pick, j.chosen, j.row = j.s.smp.fromDevice(res[n]), true, nil
+	}
+	e.devicePicks.Add(int64(len(dev)))
+}
+
+// hostLogits returns n values of host memory for the rows the host's
+// sampler reads when the logits stay on the backend (e.logits, grown when
+// short): the backend's own when it is a kernels.HostCopier (page-locked on
+// kernels/cuda, which CopyToHost fills by DMA), else Go memory.
+func (e *Engine) hostLogits(n int) []float32 {
+	if cap(e.logits) >= n {
+		return e.logits[:n]
+	}
+	e.freeHost()
+	if h, ok := e.m.Backend().(kernels.HostCopier); ok {
+		if buf, err := h.AllocHostF32(n); err == nil {
+			e.logits, e.pinned = buf, true
+			return buf
+		}
+		// Go memory does too, at the driver's staging speed.
+	}
+	e.logits, e.pinned = make([]float32, n), false
+	return e.logits
+}
+
+// freeHost frees hostLogits' memory.
+func (e *Engine) freeHost() {
+	if e.pinned {
+		e.m.Backend().(kernels.HostCopier).FreeHostF32(e.logits[:cap(e.logits)])
+	}
+	e.logits, e.pinned = nil, false
+}
+
+// freeLogits gives the step's logits back: the device's and the host's
+// (with a RowChooser), or StepInto's.
+func (e *Engine) freeLogits() {
+	if e.chooser == nil {
+		e.m.FreeLogits(e.logits)
+		e.logits = nil
+		return
+	}
+	e.m.FreeDeviceLogits(e.dlogits)
+	e.dlogits = nil
+	e.freeHost()
 }
 
 type picked struct {
@@ -667,7 +810,7 @@ const pickMinWork = 1 << 16
 func pickAll(jobs []pickJob) {
 	work := 0
 	for _, j := range jobs {
-		work += len(j.row)
+		work += len(j.row) // 0 for the jobs the backend chose
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(jobs))
 	if workers <= 1 || work < pickMinWork {
@@ -691,7 +834,7 @@ func pickAll(jobs []pickJob) {
 }
 
 func (j *pickJob) pickOne() {
-	if j.s.done {
+	if j.s.done || j.chosen {
 		return
 	}
 	j.pick.id, j.pick.lp, j.pick.top = j.s.smp.pick(j.row, j.s.cons)

@@ -160,6 +160,51 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 	return id, lp, top
 }
 
+// deviceInv reports whether a kernels.RowChooser can make this sampler's
+// choice with constraint c over V tokens, and the inverse temperature it
+// takes (0: greedy). It can when nothing but the row's own distribution
+// decides: no constraint, no penalties, no top_logprobs; and either greedy
+// (choose ignores top_k and top_p then) or sampling with neither top_k
+// (or top_k ≥ V, which choose ignores) nor top_p. The answer is the same
+// at every step of a sequence.
+func (s *sampler) deviceInv(c Constraint, V int) (float32, bool) {
+	p := &s.p
+	if c != nil || p.FrequencyPenalty != 0 || p.PresencePenalty != 0 || p.Logprobs && p.TopLogprobs > 0 {
+		return 0, false
+	}
+	if p.Temperature <= 1e-6 {
+		return 0, true
+	}
+	if p.TopK > 0 && p.TopK < V || p.TopP > 0 && p.TopP < 1 {
+		return 0, false
+	}
+	inv := float32(1 / p.Temperature) // as choose forms it
+	return inv, inv > 0 && !math.IsInf(float64(inv), 1)
+}
+
+// deviceU is the uniform a device choice at inverse temperature inv
+// takes: one draw of the sequence's stream for a sampled choice, none for
+// greedy, as choose draws, so that a sequence's stream stays where the
+// host's sampler would leave it.
+func (s *sampler) deviceU(inv float32) float64 {
+	if inv == 0 {
+		return 0
+	}
+	return s.rng.Float64()
+}
+
+// fromDevice is pick's result from the backend's choice: the token, and
+// its raw-model logprob when asked for (the row's logit less its
+// log-sum-exp, as pick subtracts them).
+func (s *sampler) fromDevice(c kernels.RowChoice) picked {
+	s.counts[c.ID]++
+	pk := picked{id: c.ID}
+	if s.p.Logprobs {
+		pk.lp = c.Logit - c.LSE
+	}
+	return pk
+}
+
 // choose draws from softmax(row/T) restricted by top_k and top_p; T = 0 is
 // argmax. Exactly one uniform draw per call keeps streams aligned.
 func (s *sampler) choose(row []float32) int32 {

@@ -175,6 +175,31 @@ func (m *Model) Step(ctx context.Context, cache Cache, in []StepInput, ad *Adapt
 // Go runtime has returned to the system (measured on the 0.5B shape at 32
 // sequences: a tenth of the step's time).
 func (m *Model) StepInto(ctx context.Context, cache Cache, in []StepInput, ad *Adapter, dst []float32) ([]float32, error) {
+	return m.step(ctx, cache, in, ad, dst, false)
+}
+
+// StepDevice is StepInto leaving the logits in the backend's memory, on
+// every backend (on a host backend that is what StepInto returns): for a
+// caller that reads only a few values of them on the host, through the
+// backend (a kernels.RowChooser: serve/engine), or copies the rows it
+// needs (kernels.CopyToHost). dst is nil or logits a StepDevice of this
+// model returned; free the logits with FreeDeviceLogits. On a
+// stream-ordered backend the logits may still be being written when it
+// returns: the backend's own calls order themselves after them.
+func (m *Model) StepDevice(ctx context.Context, cache Cache, in []StepInput, ad *Adapter, dst []float32) ([]float32, error) {
+	return m.step(ctx, cache, in, ad, dst, true)
+}
+
+// FreeDeviceLogits frees logits that StepDevice returned (kernels.FreeF32:
+// nothing on a host backend).
+func (m *Model) FreeDeviceLogits(logits []float32) {
+	if cap(logits) > 0 {
+		kernels.FreeF32(m.be, logits[:cap(logits)])
+	}
+}
+
+// step is StepInto, or StepDevice when device.
+func (m *Model) step(ctx context.Context, cache Cache, in []StepInput, ad *Adapter, dst []float32, device bool) ([]float32, error) {
 	if len(in) == 0 {
 		return nil, fmt.Errorf("model: step with no sequences")
 	}
@@ -220,6 +245,7 @@ func (m *Model) StepInto(ctx context.Context, cache Cache, in []StepInput, ad *A
 	}
 	C, V, S := m.Config.Hidden, m.Config.Vocab, len(in)
 	host, copies := m.be.(kernels.HostCopier)
+	copies = copies && !device
 	extra := S * C
 	if copies {
 		extra += S * V // the device's logits, copied to the host below
@@ -262,7 +288,7 @@ func (m *Model) StepInto(ctx context.Context, cache Cache, in []StepInput, ad *A
 			return nil, fmt.Errorf("model: allocating logits on %s: %w", m.be.Name(), err)
 		}
 		if dst != nil {
-			m.FreeLogits(dst)
+			m.FreeDeviceLogits(dst)
 		}
 	}
 	out = out[:S*V]

@@ -309,3 +309,70 @@ func TestStepCopiesLogitsCUDAEmulated(t *testing.T) {
 		}
 	}
 }
+
+// TestStepDeviceCUDAEmulated: StepDevice on cuda.Backend over the emulated
+// device leaves the logits in the backend's memory — no CopyToHost in the
+// step, the same allocation reused step after step, FreeDeviceLogits
+// giving it back — and they are kernels/ref's logits (read here by one
+// kernels.CopyToHost each step).
+func TestStepDeviceCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	ctx := context.Background()
+	b := emulatedCUDABackend(t)
+	defer b.Close()
+	inputs := [][]StepInput{
+		{{Seq: 1, IDs: []int32{5, 9, 2}}, {Seq: 2, IDs: []int32{7}}},
+		{{Seq: 1, IDs: []int32{3}}, {Seq: 2, IDs: []int32{4}}},
+		{{Seq: 1, IDs: []int32{8}}, {Seq: 2, IDs: []int32{1}}},
+	}
+	var want [][]float32
+	{
+		m := newMicro(t, "qwen2", ref.New(), 11)
+		cache := NewContiguousCache(&m.Config, m.Backend())
+		for _, in := range inputs {
+			logits, err := m.Step(ctx, cache, in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, logits)
+		}
+		cache.Close()
+		m.Close()
+	}
+	m := newMicro(t, "qwen2", b, 11)
+	defer m.Close()
+	cache := NewContiguousCache(&m.Config, b)
+	defer cache.Close()
+	var logits []float32
+	live0 := -1
+	for i, in := range inputs {
+		prev := logits
+		b.StartProfile()
+		var err error
+		if logits, err = m.StepDevice(ctx, cache, in, nil, logits); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range b.StopProfile() {
+			if o.Op == "CopyToHost" {
+				t.Errorf("step %d: %d CopyToHost calls, want none", i, o.Calls)
+			}
+		}
+		if i > 0 && &logits[0] != &prev[0] {
+			t.Errorf("step %d: StepDevice did not reuse the logits it returned before", i)
+		}
+		if i == 0 {
+			live0, _ = b.Device().Live()
+		}
+		host := make([]float32, len(logits))
+		kernels.CopyToHost(b, host, logits, len(logits))
+		if d := maxRelDiff(host, want[i]); d > 1e-5 {
+			t.Errorf("step %d: device logits differ from kernels/ref's by %.3g", i, d)
+		}
+	}
+	m.FreeDeviceLogits(logits)
+	if n, _ := b.Device().Live(); n != live0-1 {
+		t.Errorf("%d device buffers live after FreeDeviceLogits, want %d (one fewer than with the logits)", n, live0-1)
+	}
+}

@@ -43,6 +43,7 @@
 #include "../attention_fa2.cu"
 #include "../attention_gemm.cu"
 #include "../sumsquares.cu"
+#include "../sample.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -181,6 +182,7 @@ const Entry kernels[] = {
     KERNEL(attention_gemm_dsoftmax),
     KERNEL(sum_squares_partial),  // double* parameters: listed, not driven (TestBackendSumSquares runs them)
     KERNEL(sum_squares_final),
+    KERNEL(choose_rows),  // a double* parameter: listed, not driven (TestChooseRows runs it)
 };
 
 // readEOF reports whether stdin ends before the next launch.

@@ -32,7 +32,10 @@
 // worker by itself on a GPU: `modelbench worker train|decode --device cuda`
 // on kernels/cuda's Backend, with a 7b shape (Qwen2.5-7B's) besides tiny and
 // 05b, --rank for the adapter, and the bytes the backend had allocated in
-// its BENCH line. It ran on one H200 once: kernels/cuda/gpucheck/RESULTS.md.
+// its BENCH line. Its decode chooses each step's greedy tokens on the
+// device (kernels.RowChooser) by default there, and with --choose host by
+// the host's argmax of the logits copied over, as every decode figure
+// before BENCH's "choose" field was measured. It ran on one H200 once: kernels/cuda/gpucheck/RESULTS.md.
 //
 // FLOPs are counted, not measured: a training step is 2 × the forward
 // matmul FLOPs (the forward and the input gradient; base weights get no

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,8 +16,9 @@ import (
 // TestWorkerProfileOps runs the worker's tiny training step and decode on
 // cuda.Backend over the emulating CUDA libraries (the real kernels on the
 // CPU, through the real loader) with --profile-ops, and checks the OPS
-// lines name the model's ops beside a BENCH line (a decode's CopyToHost of
-// the logits among them).
+// lines name the model's ops beside a BENCH line: a decode's ChooseRows
+// (the tokens chosen on the device, the default) and no CopyToHost, or
+// with --choose host its CopyToHost of the logits and no ChooseRows.
 func TestWorkerProfileOps(t *testing.T) {
 	libs, err := cudafake.BuildEmulatingLibs(context.Background(), "gcc", "g++", "../../../kernels/cuda", t.TempDir())
 	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
@@ -29,6 +31,7 @@ func TestWorkerProfileOps(t *testing.T) {
 	for _, run := range [][]string{
 		{"train", "--batch", "1", "--seq", "8", "--steps", "1"},
 		{"decode", "--batch", "2", "--prompt", "4", "--tokens", "2"},
+		{"decode", "--batch", "2", "--prompt", "4", "--tokens", "2", "--choose", "host"},
 	} {
 		// The training attention's profile name says its kernels: f32 here.
 		attn := map[string]string{"train": "OPS AttentionBackward (f32)", "decode": "OPS AttentionDecode"}[run[0]]
@@ -38,14 +41,23 @@ func TestWorkerProfileOps(t *testing.T) {
 		}
 		s := out.String()
 		wants := []string{attn, "OPS RMSNormForward", "OPS (outside ops)", "OPS (timed total)", "BENCH {"}
-		if run[0] == "decode" {
+		var not []string
+		switch {
+		case run[0] == "decode" && slices.Contains(run, "host"):
 			// Each step's logits come to the host in one bulk copy
 			// (kernels.HostCopier), timed as an op.
-			wants = append(wants, "OPS CopyToHost")
+			wants, not = append(wants, "OPS CopyToHost"), []string{"OPS ChooseRows"}
+		case run[0] == "decode":
+			wants, not = append(wants, "OPS ChooseRows"), []string{"OPS CopyToHost"}
 		}
 		for _, want := range wants {
 			if !strings.Contains(s, want) {
-				t.Errorf("%s: no %q in the output:\n%s", run[0], want, s)
+				t.Errorf("%v: no %q in the output:\n%s", run, want, s)
+			}
+		}
+		for _, n := range not {
+			if strings.Contains(s, n) {
+				t.Errorf("%v: %q in the output:\n%s", run, n, s)
 			}
 		}
 	}

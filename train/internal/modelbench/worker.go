@@ -87,6 +87,11 @@ type workerResult struct {
 	// GEMM is --gemm on a device: "cublas" (cublasGemmEx) or "cublaslt"
 	// (cuda.Ops.SetGEMMLibrary).
 	GEMM string `json:"gemm,omitempty"`
+	// Choose is where decode chose each token (--choose): "host" (the
+	// argmax of logits copied to the host each step; every figure before
+	// this field was measured so) or "device" (kernels.RowChooser on the
+	// logits in the backend's memory, 4 values a sequence copied back).
+	Choose string `json:"choose,omitempty"`
 }
 
 // worker runs one Hone measurement in this process: "train …" or "decode …".
@@ -115,6 +120,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	rank := fs.Int("rank", 8, "LoRA rank of the training step (all projections)")
 	profOps := fs.Bool("profile-ops", false, "--device cuda: print the timed steps' time per op (OPS lines; the training attention named with its kernels: tc1, tc2 or f32)")
 	cudaSync := fs.String("cuda-sync", "op", "--device cuda: op (every op ends synchronized, the default) or edges (stream-ordered: ops queue their work and the backend waits only where the host reads results or memory is freed; cuda.Backend.SetSyncEachOp(false), not yet run on a GPU)")
+	choose := fs.String("choose", "", "decode: where the greedy token is chosen, host (the argmax of the logits copied to the host each step, as before) or device (kernels.RowChooser: the argmax where the logits live; --device cuda). Default: device on a backend that can, else host")
 	attnKern := fs.String("attention-kernel", "", "--device cuda --compute bf16: the tensor-core training attention, tc1 (attention_tc.cu, the default), tc2 (attention_fa2.cu) or gemm (batched cuBLAS GEMMs, ops_attention_gemm.go); cuda.Ops.SetAttentionKernel")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -128,6 +134,9 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 		return fmt.Errorf("--compute: %w", err)
 	}
 	if err := checkDeviceFlags(*device, *profOps, *attnKern, *gemm, *cudaSync); err != nil {
+		return err
+	}
+	if err := checkChoose(*choose, *device, kind); err != nil {
 		return err
 	}
 	workers := cpu.SpareProc(0)
@@ -183,7 +192,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	case "train":
 		res, err = trainWorker(ctx, m, rng, *batch, *seq, *steps, *rank, *ckpt, ops)
 	case "decode":
-		res, err = decodeWorker(ctx, m, rng, workers, *batch, *prompt, *tokens, *device == "cpu", ops)
+		res, err = decodeWorker(ctx, m, rng, workers, *batch, *prompt, *tokens, *device == "cpu", *choose, ops)
 	default:
 		return fmt.Errorf("unknown worker %q (want train or decode)", kind)
 	}
@@ -369,8 +378,23 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 // decodeWorker times tokens greedy decode steps of B sequences after a
 // prompt, then as many more steps each after a plain read of the weights
 // (pairedRounds) on the backend's workers when pairRead (on the CPU: on a
-// device the weights are not the host's to read).
-func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, B, prompt, tokens int, pairRead bool, ops *opsProfile) (workerResult, error) {
+// device the weights are not the host's to read). choose says where the
+// tokens are chosen: "host" (the argmax of the logits StepInto copied to
+// the host), "device" (kernels.RowChooser on StepDevice's logits), or ""
+// (device when the backend is a RowChooser); BENCH's choose says which.
+func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, B, prompt, tokens int, pairRead bool, choose string, ops *opsProfile) (workerResult, error) {
+	chooser, ok := m.Backend().(kernels.RowChooser)
+	switch {
+	case choose == "" && ok:
+		choose = "device"
+	case choose == "":
+		choose = "host"
+	case choose == "device" && !ok:
+		return workerResult{}, fmt.Errorf("--choose device: %s chooses no tokens (not a kernels.RowChooser)", m.Backend().Name())
+	}
+	if choose == "device" {
+		return decodeDevice(ctx, m, chooser, rng, B, prompt, tokens, ops)
+	}
 	V := m.Config.Vocab
 	cache := model.NewContiguousCache(&m.Config, m.Backend())
 	defer cache.Close()
@@ -405,7 +429,7 @@ func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, 
 	}
 	ops.stop(time.Since(t0))
 	res := workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / time.Since(t0).Seconds(),
-		FirstS: first.Seconds(), DeviceBytes: deviceBytes(m.Backend())}
+		FirstS: first.Seconds(), DeviceBytes: deviceBytes(m.Backend()), Choose: choose}
 	if !pairRead {
 		return res, nil
 	}
@@ -415,6 +439,71 @@ func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, 
 	}
 	res.ReadTokensPerS, res.StepOverRead = ms.ReadTokensPerS, ms.StepOverRead
 	return res, nil
+}
+
+// decodeDevice is decodeWorker choosing each step's tokens by chooser's
+// ChooseRows (greedy: the argmax, the host's token) on StepDevice's logits,
+// which never cross to the host: the same steps, without the host's read
+// of [B, V] logits that issue #28 measured at 44% of a decode step on an
+// H200. No paired read: it runs on a device.
+func decodeDevice(ctx context.Context, m *model.Model, chooser kernels.RowChooser, rng *rand.Rand, B, prompt, tokens int, ops *opsProfile) (workerResult, error) {
+	V := m.Config.Vocab
+	cache := model.NewContiguousCache(&m.Config, m.Backend())
+	defer cache.Close()
+	in := make([]model.StepInput, B)
+	for s := range in {
+		ids := make([]int32, prompt)
+		for i := range ids {
+			ids[i] = int32(rng.IntN(V))
+		}
+		in[s] = model.StepInput{Seq: s, IDs: ids}
+	}
+	rows := make([]int32, B)
+	for s := range rows {
+		rows[s] = int32(s)
+	}
+	inv, u := make([]float32, B), make([]float64, B) // 0: greedy, no draw
+	picks := make([]kernels.RowChoice, B)
+	t0 := time.Now()
+	logits, err := m.StepDevice(ctx, cache, in, nil, nil)
+	if err != nil {
+		return workerResult{}, err
+	}
+	defer func() { m.FreeDeviceLogits(logits) }()
+	first := time.Since(t0)
+	step := func() error {
+		chooser.ChooseRows(picks, logits, V, rows, inv, u)
+		for s := range in {
+			in[s].IDs = []int32{picks[s].ID}
+		}
+		logits, err = m.StepDevice(ctx, cache, in, nil, logits)
+		return err
+	}
+	ops.start()
+	t0 = time.Now()
+	for range tokens {
+		if err := step(); err != nil {
+			return workerResult{}, err
+		}
+	}
+	kernels.Synchronize(m.Backend()) // the last step's queued work counts (--cuda-sync edges)
+	ops.stop(time.Since(t0))
+	return workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / time.Since(t0).Seconds(),
+		FirstS: first.Seconds(), DeviceBytes: deviceBytes(m.Backend()), Choose: "device"}, nil
+}
+
+// checkChoose refuses a --choose value that is none, or given to a worker
+// that does not decode.
+func checkChoose(choose, device, kind string) error {
+	switch {
+	case choose != "" && choose != "host" && choose != "device":
+		return fmt.Errorf("--choose %q: want host or device", choose)
+	case choose != "" && kind != "decode":
+		return fmt.Errorf("--choose is decode's")
+	case choose == "device" && device != "cuda":
+		return fmt.Errorf("--choose device needs --device cuda")
+	}
+	return nil
 }
 
 func argmax(x []float32) int32 {
@@ -429,8 +518,8 @@ func argmax(x []float32) int32 {
 
 // opsProfile is --profile-ops: cuda.Backend's time per op over the timed
 // steps, printed as OPS lines beside the BENCH line, with what the ops
-// leave unaccounted (host work between ops: argmax, AdamW's loop, the
-// model's bookkeeping). A nil *opsProfile does nothing.
+// leave unaccounted (host work between ops: the host's argmax under
+// --choose host, AdamW's loop, the model's bookkeeping). A nil *opsProfile does nothing.
 type opsProfile struct {
 	b     *cuda.Backend
 	ops   []cuda.OpTime

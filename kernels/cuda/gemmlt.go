@@ -64,12 +64,20 @@ type ltState struct {
 	tune int
 	// tuned counts the shapes whose candidates were timed (LtTuned).
 	tuned int
-	// chosen is the heuristic's rank of the algorithm each shape's plan
-	// kept, remembered past the plan bound (a few words a shape, at most
-	// ltMaxChoices): a shape planned again gets the same algorithm, untimed
-	// — the heuristic gives the same list for the same key — so within a
-	// process a shape's bits never change, and its timing is paid once.
-	chosen map[ltKey]int
+	// chosen is the algorithm each shape's plan kept and its rank in the
+	// heuristic's list, remembered past the plan bound (some hundred bytes
+	// a shape, at most ltMaxChoices): a shape planned again gets the same
+	// algorithm, untimed — the heuristic gives the same list for the same
+	// key — so within a process a shape's bits never change, and its
+	// timing is paid once. SetLtChoices fills it from another process.
+	chosen map[ltKey]ltChoice
+}
+
+// ltChoice is one shape's kept algorithm and its rank in the heuristic's
+// list.
+type ltChoice struct {
+	rank int
+	algo LtAlgo
 }
 
 // ltMaxChoices bounds the shapes whose choice a device remembers (past it
@@ -107,7 +115,7 @@ func (d *Device) UseBLASLt(lt BLASLt) error {
 		if err != nil {
 			return fmt.Errorf("CUDA device %d: %w", d.ordinal, err)
 		}
-		d.lt = ltState{lib: lt, handle: h, plans: map[ltKey]*ltPlan{}, tune: d.lt.tune, chosen: map[ltKey]int{}}
+		d.lt = ltState{lib: lt, handle: h, plans: map[ltKey]*ltPlan{}, tune: d.lt.tune, chosen: map[ltKey]ltChoice{}}
 		return nil
 	})
 }
@@ -136,15 +144,76 @@ func (d *Device) UseBLASLt(lt BLASLt) error {
 // the plan bound the remembered rank), so every call of it gives the bits
 // of the first; two processes — a run and its resume, or two fresh runs —
 // may choose differently and differ in the last bits from the first
-// product on. A bit-identical resume on the same
-// device therefore needs the autotune off (n ≤ 1, HONE_CUDA_LT_AUTOTUNE=0
-// for the commands), as the heuristic's first choice is a function of the
-// shape, the library and the device only. cublasGemmEx, the default GEMM
-// library, is unaffected.
+// product on. A bit-identical resume on the same device therefore needs
+// either the first run's choices handed to the resumed device (LtChoices,
+// SetLtChoices; hone-train does not save them yet) or the autotune off
+// (n ≤ 1, HONE_CUDA_LT_AUTOTUNE=0 for the commands), as the heuristic's
+// first choice is a function of the shape, the library and the device
+// only. cublasGemmEx, the default GEMM library, is unaffected.
 func (d *Device) SetLtAutotune(n int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.lt.tune = max(1, n)
+}
+
+// LtChoice is the algorithm a device's cuBLASLt plan kept for one GEMM
+// shape (the column-major arguments, the operands' alignment, the
+// workspace and the autotune's candidate count) and its rank in the
+// heuristic's list. It is plain data: LtChoices hands a process's choices
+// out, and SetLtChoices hands them to another, so that a resumed run
+// multiplies with the algorithms the first run timed and kept, and gives
+// its bits.
+type LtChoice struct {
+	TransA, TransB         Op
+	M, N, K                int
+	LDA, LDB, LDC          int
+	Types                  GemmTypes
+	AlignA, AlignB, AlignC uint32
+	Workspace              int
+	Candidates             int // the autotune's setting (1: off)
+	Rank                   int
+	Algo                   LtAlgo // the heuristic's algorithm at Rank, checked when the choice is used
+}
+
+func (c LtChoice) key() ltKey {
+	return ltKey{ta: c.TransA, tb: c.TransB, m: c.M, n: c.N, k: c.K, lda: c.LDA, ldb: c.LDB, ldc: c.LDC, t: c.Types,
+		alignA: c.AlignA, alignB: c.AlignB, alignC: c.AlignC, ws: c.Workspace, tune: c.Candidates}
+}
+
+// LtChoices returns the algorithms kept so far, one per shape, in no
+// particular order (at most ltMaxChoices).
+func (d *Device) LtChoices() []LtChoice {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]LtChoice, 0, len(d.lt.chosen))
+	for k, c := range d.lt.chosen {
+		out = append(out, LtChoice{TransA: k.ta, TransB: k.tb, M: k.m, N: k.n, K: k.k, LDA: k.lda, LDB: k.ldb, LDC: k.ldc, Types: k.t,
+			AlignA: k.alignA, AlignB: k.alignB, AlignC: k.alignC, Workspace: k.ws, Candidates: k.tune, Rank: c.rank, Algo: c.algo})
+	}
+	return out
+}
+
+// SetLtChoices makes the device keep, for the shapes cs name, the
+// algorithms cs say when it plans them (after cuBLASLt is bound), without
+// timing: a shape whose heuristic no longer offers the recorded algorithm
+// at its rank (another cuBLASLt or device) is timed afresh instead. It
+// replaces the choices of those shapes, not plans already made.
+func (d *Device) SetLtChoices(cs []LtChoice) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lt.lib == nil {
+		return errors.New("CUDA device: SetLtChoices before cuBLASLt is bound (UseBLASLt)")
+	}
+	for _, c := range cs {
+		if c.Rank < 0 {
+			return fmt.Errorf("CUDA device: cuBLASLt choice of rank %d", c.Rank)
+		}
+		if len(d.lt.chosen) >= ltMaxChoices {
+			clear(d.lt.chosen)
+		}
+		d.lt.chosen[c.key()] = ltChoice{rank: c.Rank, algo: c.Algo}
+	}
+	return nil
 }
 
 // LtAutotune returns the candidates the autotune times (1: off).
@@ -321,8 +390,12 @@ func (d *Device) plan(g Gemm, t GemmTypes, ws DevPtr, wsBytes int) (*ltPlan, err
 		case len(cands) == 0:
 			return fmt.Errorf("cublasLtMatmulAlgoGetHeuristic: the algorithm wants %d bytes of workspace, %d allowed", res[0].WorkspaceSize, wsBytes)
 		}
-		rank, known := d.lt.chosen[k]
-		if !known || !slices.Contains(cands, rank) {
+		// A remembered choice holds while the heuristic still offers its
+		// algorithm at its rank (another library or device gives another
+		// list: the shape is timed again).
+		c, known := d.lt.chosen[k]
+		rank := c.rank
+		if !known || !slices.Contains(cands, rank) || res[rank].Algo != c.algo {
 			rank = cands[0]
 			if len(cands) > 1 {
 				if rank, err = d.tune(g, p, res, cands, ws, wsBytes); err != nil {
@@ -332,7 +405,7 @@ func (d *Device) plan(g Gemm, t GemmTypes, ws DevPtr, wsBytes int) (*ltPlan, err
 			if len(d.lt.chosen) >= ltMaxChoices {
 				clear(d.lt.chosen)
 			}
-			d.lt.chosen[k] = rank
+			d.lt.chosen[k] = ltChoice{rank: rank, algo: res[rank].Algo}
 		}
 		p.algo, p.ws, p.rank = res[rank].Algo, int(res[rank].WorkspaceSize), rank
 		return nil

@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -461,34 +462,66 @@ func TestMatmulBF16LtAutotuneEmulatedDeferred(t *testing.T) {
 // for a resume: two devices (a run and its resume, each timing afresh)
 // whose timings differ — noise on a GPU, two cost tables here — keep
 // different algorithms for the same shape and give different bits; with
-// the same timings they agree; with the autotune off both keep the
-// heuristic's first and agree whatever the timings.
+// the same timings they agree; handed the first run's choices
+// (LtChoices, SetLtChoices) the resumed device keeps them untimed and
+// gives the first run's bits, unless its heuristic no longer offers the
+// recorded algorithm (then it times afresh); with the autotune off both
+// keep the heuristic's first and agree whatever the timings.
 func TestMatmulBF16LtAutotuneAcrossProcesses(t *testing.T) {
 	const M, N, K = 6, 5, 96
 	r := rand.New(rand.NewPCG(19, 20))
 	ha, hb := randn(r, M*K), randn(r, K*N)
-	product := func(cost []float64, tune int) []float32 {
+	type result struct {
+		out     []float32
+		choices []cuda.LtChoice
+		tuned   int
+	}
+	product := func(cost []float64, tune int, choices []cuda.LtChoice) result {
 		dev, _, lt := openFakeLtDrv(t, 0)
 		defer dev.Close()
 		lt.SetAlgos(3, cost)
 		if tune > 0 {
 			dev.SetLtAutotune(tune)
 		}
+		if err := dev.SetLtChoices(choices); err != nil {
+			t.Fatal(err)
+		}
 		a, b := uploadRoundedBF16(t, dev, ha), uploadRoundedBF16(t, dev, hb)
 		c := upload(t, dev, make([]float32, M*N))
 		if err := dev.MatmulBF16Lt(c, a, b, nil, M, N, K, false, true, 0); err != nil {
 			t.Fatal(err)
 		}
-		return download(t, c)
+		return result{download(t, c), dev.LtChoices(), dev.LtTuned()}
 	}
-	run, resumed, again := product([]float64{3, 1, 2}, 0), product([]float64{3, 2, 1}, 0), product([]float64{3, 1, 2}, 0)
-	if sameBits(run, resumed) {
+	run := product([]float64{3, 1, 2}, 0, nil)
+	resumed, again := product([]float64{3, 2, 1}, 0, nil), product([]float64{3, 1, 2}, 0, nil)
+	if sameBits(run.out, resumed.out) {
 		t.Error("algorithms 1 and 2, kept by two timings, gave the same bits: the test cannot show the difference")
 	}
-	if !sameBits(run, again) {
+	if !sameBits(run.out, again.out) {
 		t.Error("the same timings kept different bits")
 	}
-	if off1, off2 := product([]float64{3, 1, 2}, 1), product([]float64{3, 2, 1}, 1); !sameBits(off1, off2) {
+	if len(run.choices) != 1 || run.choices[0].Rank != 1 || run.choices[0].M != N || run.choices[0].N != M {
+		t.Fatalf("choices %+v, want one of rank 1 for the 5×6×96 column-major shape", run.choices)
+	}
+	// Through JSON, as a checkpoint would keep them.
+	js, err := json.Marshal(run.choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved []cuda.LtChoice
+	if err := json.Unmarshal(js, &saved); err != nil {
+		t.Fatal(err)
+	}
+	if handed := product([]float64{3, 2, 1}, 0, saved); !sameBits(handed.out, run.out) || handed.tuned != 0 {
+		t.Errorf("handed the first run's choices: same bits %v, %d shapes timed; want the first run's bits, none timed", sameBits(handed.out, run.out), handed.tuned)
+	}
+	stale := slices.Clone(run.choices)
+	stale[0].Algo.Data[3]++ // another library's algorithm
+	if handed := product([]float64{3, 2, 1}, 0, stale); !sameBits(handed.out, resumed.out) || handed.tuned != 1 {
+		t.Errorf("handed a choice the heuristic does not offer: %d shapes timed, want 1 and the new timing's bits", handed.tuned)
+	}
+	if off1, off2 := product([]float64{3, 1, 2}, 1, nil), product([]float64{3, 2, 1}, 1, nil); !sameBits(off1.out, off2.out) {
 		t.Error("with the autotune off, two timings gave different bits")
 	}
 }

@@ -142,9 +142,10 @@
 // "gemmlt.workspace"). The algorithm is the fastest of the heuristic's
 // first LtAutotuneCandidates (8), timed with CUDA events on the shape's
 // own operands at its first call (Device.SetLtAutotune says what that
-// costs, and why a bit-identical resume needs either the first run's
-// choices, Device.LtChoices and SetLtChoices, or the autotune off:
-// Ops.SetGEMMAutotune(1), HONE_CUDA_LT_AUTOTUNE=0 for the commands); the
+// costs, and why a bit-identical resume needs the autotune off,
+// Ops.SetGEMMAutotune(1), HONE_CUDA_LT_AUTOTUNE=0 for the commands, or a
+// table of choices covering every shape, Device.LtChoices and
+// SetLtChoices); the
 // first call's result is the chosen algorithm's, as every later call's. The preference says the operands'
 // actual alignment (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), so the
 // heuristic does not pick an algorithm that needs 256-byte aligned

@@ -144,12 +144,16 @@ func (d *Device) UseBLASLt(lt BLASLt) error {
 // the plan bound the remembered rank), so every call of it gives the bits
 // of the first; two processes — a run and its resume, or two fresh runs —
 // may choose differently and differ in the last bits from the first
-// product on. A bit-identical resume on the same device therefore needs
-// either the first run's choices handed to the resumed device (LtChoices,
-// SetLtChoices; hone-train does not save them yet) or the autotune off
-// (n ≤ 1, HONE_CUDA_LT_AUTOTUNE=0 for the commands), as the heuristic's
-// first choice is a function of the shape, the library and the device
-// only. cublasGemmEx, the default GEMM library, is unaffected.
+// product on. Handing a run's choices to another process (LtChoices,
+// SetLtChoices) pins the shapes they cover; but a shape first met after a
+// checkpoint is timed afresh by the resumed process, independently of
+// what the uninterrupted run would have timed, so a resume is bit-identical
+// only with the autotune off (n ≤ 1, HONE_CUDA_LT_AUTOTUNE=0 for the
+// commands) — the heuristic's first choice is a function of the shape,
+// the library and the device only — or with a table covering every shape
+// the run meets (fixed shapes, or a table saved from a whole earlier run;
+// hone-train saves none). cublasGemmEx, the default GEMM library, is
+// unaffected.
 func (d *Device) SetLtAutotune(n int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -160,9 +164,10 @@ func (d *Device) SetLtAutotune(n int) {
 // shape (the column-major arguments, the operands' alignment, the
 // workspace and the autotune's candidate count) and its rank in the
 // heuristic's list. It is plain data: LtChoices hands a process's choices
-// out, and SetLtChoices hands them to another, so that a resumed run
-// multiplies with the algorithms the first run timed and kept, and gives
-// its bits.
+// out, and SetLtChoices hands them to another, which then multiplies
+// those shapes with the algorithms the first timed and kept, and gives
+// their bits (SetLtAutotune says what that does and does not make
+// reproducible).
 type LtChoice struct {
 	TransA, TransB         Op
 	M, N, K                int

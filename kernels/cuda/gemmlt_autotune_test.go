@@ -463,8 +463,8 @@ func TestMatmulBF16LtAutotuneEmulatedDeferred(t *testing.T) {
 // whose timings differ — noise on a GPU, two cost tables here — keep
 // different algorithms for the same shape and give different bits; with
 // the same timings they agree; handed the first run's choices
-// (LtChoices, SetLtChoices) the resumed device keeps them untimed and
-// gives the first run's bits, unless its heuristic no longer offers the
+// (LtChoices, SetLtChoices) the other device keeps them untimed and gives
+// the first run's bits, unless its heuristic no longer offers the
 // recorded algorithm (then it times afresh); with the autotune off both
 // keep the heuristic's first and agree whatever the timings.
 func TestMatmulBF16LtAutotuneAcrossProcesses(t *testing.T) {

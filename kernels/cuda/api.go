@@ -17,12 +17,13 @@ type DevPtr uint64
 // DeviceID is a device handle (CUdevice), as returned by DeviceGet.
 type DeviceID int32
 
-// Context, Module, Function and BLASHandle are opaque handles (CUcontext,
-// CUmodule, CUfunction, cublasHandle_t).
+// Context, Module, Function, Event and BLASHandle are opaque handles
+// (CUcontext, CUmodule, CUfunction, CUevent, cublasHandle_t).
 type (
 	Context    uintptr
 	Module     uintptr
 	Function   uintptr
+	Event      uintptr
 	BLASHandle uintptr
 )
 
@@ -91,6 +92,23 @@ type Driver interface {
 	MemAllocHost(bytes int) (unsafe.Pointer, error)
 	// MemFreeHost is cuMemFreeHost.
 	MemFreeHost(p unsafe.Pointer) error
+	// EventCreate is cuEventCreate with CU_EVENT_DEFAULT: an event that
+	// records a timestamp (the cuBLASLt autotune times candidates with
+	// them, gemmlt.go).
+	EventCreate() (Event, error)
+	// EventRecord is cuEventRecord on the default stream: the event
+	// completes, and takes its timestamp, once the work queued before it
+	// has run.
+	EventRecord(Event) error
+	// EventSynchronize is cuEventSynchronize: it waits for the event's
+	// completion (at once when it was never recorded).
+	EventSynchronize(Event) error
+	// EventElapsedTime is cuEventElapsedTime: the milliseconds from start
+	// to end, both recorded and completed (CUDA_ERROR_NOT_READY when one
+	// has not completed yet).
+	EventElapsedTime(start, end Event) (float32, error)
+	// EventDestroy is cuEventDestroy_v2.
+	EventDestroy(Event) error
 }
 
 // Op is cublasOperation_t.

@@ -159,6 +159,10 @@ func (b *Backend) SetAttentionKernel(name string) error { return b.ops.SetAttent
 // which needs cuBLASLt loaded, Options.BLASLt). Call it before the ops run.
 func (b *Backend) SetGEMMLibrary(name string) error { return b.ops.SetGEMMLibrary(name) }
 
+// SetGEMMAutotune sets how many cuBLASLt candidates are timed per new GEMM
+// shape (Ops.SetGEMMAutotune; n ≤ 1: off).
+func (b *Backend) SetGEMMAutotune(n int) { b.ops.SetGEMMAutotune(n) }
+
 // GEMMLibrary is the library SetGEMMLibrary picked.
 func (b *Backend) GEMMLibrary() string { return b.ops.GEMMLibrary() }
 

@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,4 +131,97 @@ func TestSetGEMMLibrary(t *testing.T) {
 	if got := b.GEMMLibrary(); got != cuda.GEMMCublas {
 		t.Errorf("GEMM library %q after failed picks", got)
 	}
+}
+
+// TestLinearBF16LtAutotuneStreamOrdered: the bf16 linear ops through
+// cuBLASLt with the autotune on (three algorithms with their own bits,
+// algorithm 1 the cheapest), stream-ordered on a deferred driver (the
+// products, the timing runs and the events' records only queue). The
+// first forward and backward — the backward's beta 1 product timed out of
+// place — give the bits of the second (the plans), and not those of the
+// heuristic's first algorithm (a backend with the autotune off); each
+// shape is timed once.
+func TestLinearBF16LtAutotuneStreamOrdered(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(21, 22))
+	const N, C, OC = 7, 64, 48
+	inp, w, dout, di0 := randn(r, N*C), randn(r, OC*C), randn(r, N*OC), randn(r, N*C)
+	wh := make([]uint16, OC*C)
+	kernels.ToBF16(wh, w)
+	passes := func(tune int) (outs, dinps [2][]float32, dev *cuda.Device, lt *cudafake.BLASLt) {
+		drv := cudafake.NewEmulatedDriver(1, 0, loadEmulator(t))
+		d, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lt = cudafake.NewBLASLt(drv)
+		lt.SetAlgos(3, []float64{3, 1, 2})
+		if err := d.UseBLASLt(lt); err != nil {
+			t.Fatal(err)
+		}
+		b, err := cuda.NewBackend(d, kernels.PrecisionBF16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		if err := b.SetGEMMLibrary(cuda.GEMMCublasLt); err != nil {
+			t.Fatal(err)
+		}
+		b.SetGEMMAutotune(tune)
+		if err := drv.SetDeferred(true); err != nil {
+			t.Fatal(err)
+		}
+		b.SetSyncEachOp(false)
+		alloc := func(x []float32) []float32 {
+			s, err := b.AllocF32(len(x))
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(s, x)
+			return s
+		}
+		wb, err := b.AllocBF16(len(wh))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(wb, wh)
+		x, dy := alloc(inp), alloc(dout)
+		for pass := range 2 {
+			o, di := alloc(make([]float32, N*OC)), alloc(di0)
+			b.LinearForwardBF16(o, x, wb, nil, N, C, OC)
+			b.LinearBackwardBF16(di, dy, wb, N, C, OC)
+			b.Synchronize()
+			outs[pass], dinps[pass] = slices.Clone(o), slices.Clone(di)
+		}
+		return outs, dinps, d, lt
+	}
+	outs, dinps, dev, lt := passes(cuda.LtAutotuneCandidates)
+	if !sameBits(outs[0], outs[1]) || !sameBits(dinps[0], dinps[1]) {
+		t.Error("the autotuned first pass and the second differ in bits")
+	}
+	if n := dev.LtTuned(); n != 2 {
+		t.Errorf("%d shapes timed, want 2 (the forward and the backward product)", n)
+	}
+	// The forward's candidates in place (beta 0), its own run of algorithm
+	// 1; the backward's candidates out of place (beta 1), its own run; the
+	// second pass's two runs.
+	var want []cudafake.LtRun
+	for _, inPlace := range []bool{true, false} {
+		for algo := range 3 {
+			for range 4 {
+				want = append(want, cudafake.LtRun{Algo: algo, InPlace: inPlace})
+			}
+		}
+		want = append(want, cudafake.LtRun{Algo: 1, InPlace: true})
+	}
+	want = append(want, cudafake.LtRun{Algo: 1, InPlace: true}, cudafake.LtRun{Algo: 1, InPlace: true})
+	if got := lt.Runs(); !slices.Equal(got, want) {
+		t.Errorf("cublasLtMatmul runs %+v, want %+v", got, want)
+	}
+	offOuts, offDinps, _, _ := passes(1)
+	if sameBits(outs[0], offOuts[0]) || sameBits(dinps[0], offDinps[0]) {
+		t.Fatal("the autotuned and the heuristic's first algorithm gave the same bits: the test cannot tell them apart")
+	}
+	near(t, "autotuned forward vs the heuristic's first", outs[0], offOuts[0], 1e-5)
+	near(t, "autotuned backward vs the heuristic's first", dinps[0], offDinps[0], 1e-5)
 }

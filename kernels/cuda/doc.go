@@ -144,11 +144,19 @@
 // bfloat16 weights through cublasLtMatmul instead of cublasGemmEx
 // (gemmlt.go): the same column-major arguments (gemmRows maps both), the
 // descriptors (compute CUBLAS_COMPUTE_32F, scale CUDA_R_32F, the two
-// transposes, one layout per operand) and the heuristic's best algorithm
-// made once per shape, operand alignment and workspace and kept until
-// Close (at most ltMaxPlans, 256, shapes: the packed token count changes
-// from batch to batch; past that every plan is dropped), and a workspace of LtWorkspaceBytes (32 MiB) from Ops' scratch
-// store (slot "gemmlt.workspace"). The preference says the operands'
+// transposes, one layout per operand) and an algorithm made once per
+// shape, operand alignment and workspace and kept until Close (at most
+// ltMaxPlans, 256, shapes: the packed token count changes from batch to
+// batch; past that every plan is dropped), and a workspace of
+// LtWorkspaceBytes (32 MiB) from Ops' scratch store (slot
+// "gemmlt.workspace"). The algorithm is the fastest of the heuristic's
+// first LtAutotuneCandidates (8), timed with CUDA events on the shape's
+// own operands at its first call (Device.SetLtAutotune says what that
+// costs, and why a bit-identical resume needs the autotune off,
+// Ops.SetGEMMAutotune(1), HONE_CUDA_LT_AUTOTUNE=0 for the commands, or a
+// table of choices covering every shape, Device.LtChoices and
+// SetLtChoices); the
+// first call's result is the chosen algorithm's, as every later call's. The preference says the operands'
 // actual alignment (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), so the
 // heuristic does not pick an algorithm that needs 256-byte aligned
 // pointers for a view at an offset. The enum values and struct layouts
@@ -158,9 +166,11 @@
 // descriptors and the workspace against what the algorithm needs) the
 // linear ops and train/model's qwen2 golden give the same bits through
 // either library (backend_lt_test.go, train/model's
-// TestBF16LtCUDAEmulated). It has not run on a GPU: cublasGemmEx stays the
-// default until TestGemmLtOnHardware and gpucheck's hone-7b-lt row have
-// timed both. The chunked logprob ops, the GEMM attention's batched
+// TestBF16LtCUDAEmulated); with several algorithms offered, each with its
+// own bits and a cost on the events' virtual clock, the autotune keeps
+// the cheapest and its bits (gemmlt_autotune_test.go). It has not run on a
+// GPU: cublasGemmEx stays the default until TestGemmLtOnHardware and
+// gpucheck's hone-7b-lt row have timed both. The chunked logprob ops, the GEMM attention's batched
 // products and the f32 precision keep cuBLAS.
 //
 // # The LoRA products on TF32

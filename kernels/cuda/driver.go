@@ -32,6 +32,11 @@ type driverLib struct {
 	getErrorString    func(r int32, s *unsafe.Pointer) int32
 	memAllocHost      func(p *unsafe.Pointer, n uint64) int32
 	memFreeHost       func(p unsafe.Pointer) int32
+	eventCreate       func(e *uintptr, flags uint32) int32
+	eventRecord       func(e uintptr, stream uintptr) int32
+	eventSynchronize  func(e uintptr) int32
+	eventElapsedTime  func(ms *float32, start, end uintptr) int32
+	eventDestroy      func(e uintptr) int32
 }
 
 func (d *driverLib) symbols() []symbol {
@@ -60,6 +65,15 @@ func (d *driverLib) symbols() []symbol {
 		{name: "cuGetErrorString", fptr: &d.getErrorString},
 		{name: "cuMemAllocHost_v2", fptr: &d.memAllocHost},
 		{name: "cuMemFreeHost", fptr: &d.memFreeHost},
+		// cuEventElapsedTime keeps its CUDA 2.0 name and ABI: CUDA 12.8
+		// added cuEventElapsedTime_v2 beside it, and drivers keep exporting
+		// the first for the binaries built against it. cuEventDestroy has
+		// been cuEventDestroy_v2 since CUDA 4.0 (cuda.h's #define).
+		{name: "cuEventCreate", fptr: &d.eventCreate},
+		{name: "cuEventRecord", fptr: &d.eventRecord},
+		{name: "cuEventSynchronize", fptr: &d.eventSynchronize},
+		{name: "cuEventElapsedTime", fptr: &d.eventElapsedTime},
+		{name: "cuEventDestroy_v2", fptr: &d.eventDestroy},
 	}
 }
 
@@ -260,4 +274,32 @@ func (d *driverLib) MemAllocHost(bytes int) (unsafe.Pointer, error) {
 
 func (d *driverLib) MemFreeHost(p unsafe.Pointer) error {
 	return d.check("cuMemFreeHost", d.memFreeHost(p))
+}
+
+// eventDefault is CU_EVENT_DEFAULT: timing enabled, the host spinning in
+// cuEventSynchronize (the autotune waits on its events once per shape).
+const eventDefault = 0
+
+func (d *driverLib) EventCreate() (Event, error) {
+	var e uintptr
+	err := d.check("cuEventCreate", d.eventCreate(&e, eventDefault))
+	return Event(e), err
+}
+
+func (d *driverLib) EventRecord(e Event) error {
+	return d.check("cuEventRecord", d.eventRecord(uintptr(e), 0))
+}
+
+func (d *driverLib) EventSynchronize(e Event) error {
+	return d.check("cuEventSynchronize", d.eventSynchronize(uintptr(e)))
+}
+
+func (d *driverLib) EventElapsedTime(start, end Event) (float32, error) {
+	var ms float32
+	err := d.check("cuEventElapsedTime", d.eventElapsedTime(&ms, uintptr(start), uintptr(end)))
+	return ms, err
+}
+
+func (d *driverLib) EventDestroy(e Event) error {
+	return d.check("cuEventDestroy_v2", d.eventDestroy(uintptr(e)))
 }

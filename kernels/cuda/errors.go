@@ -12,7 +12,9 @@ const (
 	CUDAErrorOutOfMemory   = 2   // CUDA_ERROR_OUT_OF_MEMORY
 	CUDAErrorNoDevice      = 100 // CUDA_ERROR_NO_DEVICE
 	CUDAErrorNotFound      = 500 // CUDA_ERROR_NOT_FOUND
+	CUDAErrorNotReady      = 600 // CUDA_ERROR_NOT_READY
 	BLASStatusInvalidValue = 7   // CUBLAS_STATUS_INVALID_VALUE
+	BLASStatusNotSupported = 15  // CUBLAS_STATUS_NOT_SUPPORTED
 )
 
 // Error is a failed call into the driver or cuBLAS.

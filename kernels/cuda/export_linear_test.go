@@ -1,6 +1,10 @@
 package cuda
 
-import "github.com/hone-rl/hone/kernels"
+import (
+	"fmt"
+
+	"github.com/hone-rl/hone/kernels"
+)
 
 // The plans of ops_linear.go and ops_logprob.go, for the tests that run
 // them on the CPU shim.
@@ -77,4 +81,19 @@ func (d *Device) SetLtMaxPlans(n int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.lt.maxPlans = n
+}
+
+// LtRanks returns, for each cuBLASLt plan, the column-major shape
+// ("op(A) op(B) m×n×k") and the heuristic's rank of its algorithm, when
+// the plan was made with the autotune on.
+func (d *Device) LtRanks() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]int{}
+	for k, p := range d.lt.plans {
+		if k.tune > 1 {
+			out[fmt.Sprintf("%v%v %d×%d×%d", k.ta, k.tb, k.m, k.n, k.k)] = p.rank
+		}
+	}
+	return out
 }

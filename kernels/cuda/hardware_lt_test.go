@@ -25,12 +25,16 @@ const ltTol = 1e-4
 // cublasLtMatmul with the heuristic's algorithm and a LtWorkspaceBytes
 // workspace (Device.MatmulBF16Lt, Ops.SetGEMMLibrary("cublaslt")), and logs
 // TFLOP/s side by side: the forward out = x·Wᵀ and the backward
-// dx += dout·W of each projection shape. It checks each cuBLASLt result
-// against cublasGemmEx's within ltTol. The figures decide whether
-// cuBLASLt becomes the default (gpucheck/RESULTS.md put cublasGemmEx at
-// about 500 TFLOP/s, 53% of the bf16 peak, on these shapes). cuBLASLt is
-// found by its sonames or HONE_LIBCUBLASLT. With -test.short (the memcheck
-// step) it checks one small product only. Not run on a GPU yet.
+// dx += dout·W of each projection shape, through cuBLASLt twice: with the
+// heuristic's first algorithm (Device.SetLtAutotune(1)) and autotuned
+// (the default: the fastest of LtAutotuneCandidates timed on the shape's
+// first call, whose one-time cost it logs, and the heuristic's rank of
+// the algorithm kept). It checks each cuBLASLt result against
+// cublasGemmEx's within ltTol. The figures decide whether cuBLASLt becomes
+// the default (gpucheck/RESULTS.md put cublasGemmEx at about 500 TFLOP/s,
+// 53% of the bf16 peak, on these shapes). cuBLASLt is found by its sonames
+// or HONE_LIBCUBLASLT. With -test.short (the memcheck step) it checks one
+// small product only, autotuned. Not run on a GPU yet.
 func TestGemmLtOnHardware(t *testing.T) {
 	if os.Getenv("HONE_CUDA_TEST") != "1" {
 		t.Skip("set HONE_CUDA_TEST=1 on a machine with a CUDA device")
@@ -85,7 +89,8 @@ func TestGemmLtOnHardware(t *testing.T) {
 	act, w := fillBF16(N*maxDim), fillBF16(maxDim*hidden) // x or dout; a weight [OC, C]
 	defer act.Free()
 	defer w.Free()
-	var total [2]time.Duration // GemmEx, cuBLASLt over one layer's 7 projections, forward and backward
+	modes := []string{"GemmEx", "cuBLASLt heuristic-first", "cuBLASLt autotuned"}
+	var total [3]time.Duration // per mode, over one layer's 7 projections, forward and backward
 	for _, layer := range []struct {
 		name  string
 		C, OC int
@@ -101,11 +106,15 @@ func TestGemmLtOnHardware(t *testing.T) {
 			{"dx += dout·W", N, layer.C, layer.OC, false, 1},
 		} {
 			what := fmt.Sprintf("%s %s (M=%d N=%d K=%d)", layer.name, p.name, p.M, p.N, p.K)
-			var per [2]time.Duration
-			var outs [2]*cuda.Buffer
-			for mode := range 2 {
+			var per [3]time.Duration
+			var outs [3]*cuda.Buffer
+			var firstCall time.Duration // the autotuned mode's first call: the tuning's one-time cost and one product
+			for mode := range 3 {
 				c := upload(t, dev, make([]float32, p.M*p.N))
 				outs[mode] = c
+				// The setting is part of the plan's key: the two cuBLASLt
+				// modes keep plans of their own.
+				dev.SetLtAutotune(map[bool]int{false: 1, true: cuda.LtAutotuneCandidates}[mode == 2])
 				call := func() {
 					var err error
 					if mode == 0 {
@@ -117,9 +126,13 @@ func TestGemmLtOnHardware(t *testing.T) {
 						t.Fatalf("%s: %v", what, err)
 					}
 				}
-				call() // warm-up: the library picks (and cuBLASLt's heuristic plans) the kernel
+				first := time.Now()
+				call() // warm-up: the library picks (cuBLASLt's heuristic plans, the autotune times) the kernel
 				if err := dev.Synchronize(); err != nil {
 					t.Fatal(err)
+				}
+				if mode == 2 {
+					firstCall = time.Since(first)
 				}
 				const reps = 10
 				start := time.Now()
@@ -133,13 +146,20 @@ func TestGemmLtOnHardware(t *testing.T) {
 				total[mode] += time.Duration(layer.count) * per[mode]
 			}
 			flop := 2 * float64(p.M) * float64(p.N) * float64(p.K)
-			t.Logf("%s: GemmEx %.0f µs %.0f TFLOP/s, cuBLASLt %.0f µs %.0f TFLOP/s (%.2fx)", what,
-				us(per[0]), flop/per[0].Seconds()/1e12, us(per[1]), flop/per[1].Seconds()/1e12, per[0].Seconds()/per[1].Seconds())
-			// Both ran 11 times on the same operands: with beta 1 each
-			// output holds 11 times the product, the same in both.
-			got, want := download(t, outs[1]), download(t, outs[0])
-			t.Logf("%s: cuBLASLt against GemmEx %.3g (ltTol %.3g)", what, relErr(got, want), ltTol)
-			near(t, what+": cuBLASLt vs GemmEx", got, want, ltTol)
+			line := what + ":"
+			for mode, name := range modes {
+				line += fmt.Sprintf(" %s %.0f µs %.0f TFLOP/s (%.2fx);", name, us(per[mode]), flop/per[mode].Seconds()/1e12, per[0].Seconds()/per[mode].Seconds())
+			}
+			t.Logf("%s autotune's first call %.1f ms", line, firstCall.Seconds()*1e3)
+			// All ran 11 times on the same operands (the autotune's timing
+			// runs write C only with beta 0, which C's contents do not
+			// enter): with beta 1 each output holds 11 times the product.
+			want := download(t, outs[0])
+			for mode := 1; mode < 3; mode++ {
+				got := download(t, outs[mode])
+				t.Logf("%s: %s against GemmEx %.3g (ltTol %.3g)", what, modes[mode], relErr(got, want), ltTol)
+				near(t, what+": "+modes[mode]+" vs GemmEx", got, want, ltTol)
+			}
 			for _, o := range outs {
 				if err := o.Free(); err != nil {
 					t.Fatal(err)
@@ -147,6 +167,8 @@ func TestGemmLtOnHardware(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("one layer's base GEMMs (7 projections, forward and dx): GemmEx %.0f µs, cuBLASLt %.0f µs; 28 layers: %.1f ms vs %.1f ms; %d heuristic calls",
-		us(total[0]), us(total[1]), 28*total[0].Seconds()*1e3, 28*total[1].Seconds()*1e3, dev.LtHeuristicCalls())
+	for mode, name := range modes {
+		t.Logf("one layer's base GEMMs (7 projections, forward and dx), %s: %.0f µs; 28 layers: %.1f ms", name, us(total[mode]), 28*total[mode].Seconds()*1e3)
+	}
+	t.Logf("%d heuristic calls, %d shapes autotuned; the heuristic's rank of each autotuned shape's algorithm: %v", dev.LtHeuristicCalls(), dev.LtTuned(), dev.LtRanks())
 }

@@ -219,9 +219,10 @@ const (
 // SetGEMMLibrary picks the library of the bf16 precision's linear-layer
 // products on bfloat16 weights (LinearForwardBF16 and LinearBackwardBF16
 // in kernels.PrecisionBF16): GEMMCublas (cublasGemmEx; "" means it too),
-// the default, or GEMMCublasLt (cublasLtMatmul with the heuristic's
-// algorithm for each shape and a LtWorkspaceBytes workspace from Ops'
-// scratch), which needs cuBLASLt bound to the device (Options.BLASLt);
+// the default, or GEMMCublasLt (cublasLtMatmul with an algorithm for each
+// shape, the fastest of the heuristic's candidates unless
+// SetGEMMAutotune turned that off, and a LtWorkspaceBytes workspace from
+// Ops' scratch), which needs cuBLASLt bound to the device (Options.BLASLt);
 // without it SetGEMMLibrary returns why it is not (a *MissingError when
 // Open looked for it) and the ops keep cublasGemmEx. The products and their
 // rounding points are the same either way; only the algorithm differs. It
@@ -243,6 +244,13 @@ func (o *Ops) SetGEMMLibrary(name string) error {
 	}
 	return nil
 }
+
+// SetGEMMAutotune sets how many of cuBLASLt's candidate algorithms the
+// GEMMCublasLt products time on each new shape before keeping the fastest
+// (Device.SetLtAutotune, which says what it costs and what it means for a
+// bit-identical resume): LtAutotuneCandidates by default, n ≤ 1 off (the
+// heuristic's first algorithm). It changes nothing on cublasGemmEx.
+func (o *Ops) SetGEMMAutotune(n int) { o.d.SetLtAutotune(n) }
 
 // GEMMLibrary returns the library SetGEMMLibrary picked.
 func (o *Ops) GEMMLibrary() string {

@@ -4,6 +4,7 @@ package backend
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
@@ -20,6 +21,30 @@ const (
 	LibCUBLASEnv   = "HONE_LIBCUBLAS"
 	LibCUBLASLtEnv = "HONE_LIBCUBLASLT" // read only for --cuda-gemm cublaslt
 )
+
+// LtAutotuneEnv sets, for --cuda-gemm cublaslt, how many of cuBLASLt's
+// candidate algorithms are timed per new GEMM shape (cuda.Device.SetLtAutotune):
+// unset for the default (cuda.LtAutotuneCandidates), "off" or 0 or 1 for
+// none (the heuristic's first algorithm: what a bit-identical resume on
+// the same device needs, as the timing may choose differently from one
+// process to the next), or a count.
+const LtAutotuneEnv = "HONE_CUDA_LT_AUTOTUNE"
+
+// ltAutotune parses LtAutotuneEnv's value v: the candidates to time, 1 for
+// none, 0 for the default.
+func ltAutotune(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if v == "off" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q: want off or a count of candidates (0 or 1: off)", LtAutotuneEnv, v)
+	}
+	return max(1, n), nil
+}
 
 // AddFlag registers --device on fs, into device.
 func AddFlag(fs *pflag.FlagSet, device *string) {
@@ -52,6 +77,14 @@ func New(device string, p kernels.Precision, tune backendflag.CUDA, newCPU func(
 			if err := be.SetGEMMLibrary(cuda.GEMMCublasLt); err != nil {
 				be.Close()
 				return nil, fmt.Errorf("--cuda-gemm cublaslt: %w; set %s to the path of libcublasLt.so, or leave --cuda-gemm at cublas", err, LibCUBLASLtEnv)
+			}
+			n, err := ltAutotune(getenv(LtAutotuneEnv))
+			if err != nil {
+				be.Close()
+				return nil, cli.Usage(err)
+			}
+			if n > 0 {
+				be.SetGEMMAutotune(n)
 			}
 		}
 		if err := be.SetAttentionKernel(tune.Attention); err != nil {

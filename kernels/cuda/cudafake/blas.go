@@ -245,10 +245,59 @@ func product(g cuda.Gemm, a, b, c matrix) {
 	}
 }
 
+// productSplit is product with the K sum cut into split parts (split ≤ 1:
+// product itself): each part summed in float64 and rounded to float32,
+// the parts added in float32, as a split-K algorithm reduces its partial
+// products. Its bits differ from product's (and between splits), as those
+// of two cuBLASLt algorithms may.
+func productSplit(g cuda.Gemm, a, b, c matrix, split int) {
+	if split <= 1 || g.K < 2 {
+		product(g, a, b, c)
+		return
+	}
+	chunk := (g.K + split - 1) / split
+	for j := range g.N {
+		for i := range g.M {
+			var acc float32
+			for l0 := 0; l0 < g.K; l0 += chunk {
+				var s float64
+				for l := l0; l < min(l0+chunk, g.K); l++ {
+					var av, bv float32
+					if g.TransA == cuda.OpT {
+						av = a.at(l, i)
+					} else {
+						av = a.at(i, l)
+					}
+					if g.TransB == cuda.OpT {
+						bv = b.at(j, l)
+					} else {
+						bv = b.at(l, j)
+					}
+					s += float64(av) * float64(bv)
+				}
+				acc += float32(s)
+			}
+			v := float64(g.Alpha) * float64(acc)
+			if g.Beta != 0 {
+				v += float64(g.Beta) * float64(c.at(i, j))
+			}
+			c.set(i, j, float32(v))
+		}
+	}
+}
+
 // blasProduct queues the column-major product g (g.Batch of them at g's
 // strides) on the fake's memory, after checking that every operand lies
 // inside one allocation: BLAS's GEMMs and BLASLt's Matmul.
 func (d *Driver) blasProduct(call string, g cuda.Gemm, t cuda.GemmTypes) error {
+	return d.queueProduct(call, g, t, g.C, 1, 0)
+}
+
+// queueProduct is blasProduct writing D = Alpha·op(A)·op(B) + Beta·C at
+// out (g.C: in place; else a matrix of C's shape and ld, Batch 1), its K
+// sums cut in split parts (productSplit), and the stream's clock moved on
+// by cost milliseconds after it (events.go).
+func (d *Driver) queueProduct(call string, g cuda.Gemm, t cuda.GemmTypes, out cuda.DevPtr, split int, cost float64) error {
 	tf32 := t.Compute == cuda.Compute32FFastTF32 && t.A == cuda.R32F
 	ar, ac := g.M, g.K // op(A) is m×k: A is stored m×k, or k×m when transposed
 	if g.TransA == cuda.OpT {
@@ -280,12 +329,35 @@ func (d *Driver) blasProduct(call string, g cuda.Gemm, t cuda.GemmTypes) error {
 			mats[i][j] = matrix{mem: mem, ld: o.ld, bf16: o.typ == cuda.R16BF, tf32: tf32 && j < 2}
 		}
 	}
+	var dst matrix
+	if out != g.C {
+		mem, ok := d.span(out, 4*extent(g.M, g.N, g.LDC))
+		if !ok || g.Batch != 1 {
+			return blasFail(call, blasExecutionFailed, fmt.Sprintf("D (%d×%d, ld %d) at %#x is not inside one allocation", g.M, g.N, g.LDC, uint64(out)))
+		}
+		dst = matrix{mem: mem, ld: g.LDC}
+	}
 	// On the stream: now, or at the next synchronization point in the
 	// driver's deferred mode (deferred.go).
-	return d.submit(call, func() error {
+	err := d.submit(call, func() error {
 		for _, m := range mats {
-			product(g, m[0], m[1], m[2])
+			c := m[2]
+			if dst.mem != nil { // out of place: C read (Beta ≠ 0 only), D written
+				if g.Beta != 0 {
+					for j := range g.N {
+						for i := range g.M {
+							dst.set(i, j, c.at(i, j))
+						}
+					}
+				}
+				c = dst
+			}
+			productSplit(g, m[0], m[1], c, split)
 		}
 		return nil
 	})
+	if err != nil || cost == 0 {
+		return err
+	}
+	return d.advance(call, cost)
 }

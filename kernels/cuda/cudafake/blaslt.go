@@ -17,6 +17,14 @@ import (
 // algorithm needs or than the preference allowed it, operands outside one
 // allocation. The product is the fake BLAS's (product, from the definition,
 // in float64), so a GEMM gives the same bits through either library.
+//
+// For the autotune (gemmlt.go) the heuristic can offer several algorithms
+// (SetAlgos): algorithm i ≥ 1 cuts its K sums in i+1 parts (productSplit),
+// so its bits differ from algorithm 0's and from each other's, each run
+// of algorithm i moves the driver's stream clock on by the cost the test
+// set (events.go), and algorithms marked so fail with
+// CUBLAS_STATUS_NOT_SUPPORTED. D may differ from C (out of place: C read,
+// D of C's layout written).
 type BLASLt struct {
 	drv     *Driver
 	mu      sync.Mutex
@@ -29,6 +37,40 @@ type BLASLt struct {
 	// capped at the preference's maximum (default 1 MiB).
 	AlgoWorkspace uint64
 	matmuls       int
+	algos         int          // algorithms the heuristic offers (SetAlgos; 1 by default)
+	cost          []float64    // milliseconds per run of algorithm i (SetAlgos)
+	unsupported   map[int]bool // algorithms failing with NOT_SUPPORTED (SetAlgos)
+	ran           []LtRun      // every Matmul that ran (Runs)
+}
+
+// LtRun is one cublasLtMatmul the fake ran: its algorithm (the index in the
+// heuristic's list) and whether it wrote C in place.
+type LtRun struct {
+	Algo    int
+	InPlace bool
+}
+
+// SetAlgos makes the heuristic offer up to n algorithms (best first, as
+// many as it is asked for); a run of algorithm i costs costMs[i]
+// milliseconds on the stream's clock (1 past the table's end), and the
+// algorithms in notSupported fail in cublasLtMatmul with
+// CUBLAS_STATUS_NOT_SUPPORTED. n 0 makes the heuristic find none.
+func (b *BLASLt) SetAlgos(n int, costMs []float64, notSupported ...int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.algos, b.cost = n, append([]float64(nil), costMs...)
+	b.unsupported = map[int]bool{}
+	for _, i := range notSupported {
+		b.unsupported[i] = true
+	}
+}
+
+// Runs returns the cublasLtMatmul calls that ran (failed ones left out), in
+// order.
+func (b *BLASLt) Runs() []LtRun {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]LtRun(nil), b.ran...)
 }
 
 type ltDesc struct {
@@ -46,7 +88,8 @@ type ltLayout struct {
 // NewBLASLt returns a fake cuBLASLt working on drv's memory.
 func NewBLASLt(drv *Driver) *BLASLt {
 	return &BLASLt{drv: drv, next: 0x8000, handles: map[cuda.LtHandle]bool{}, descs: map[cuda.LtMatmulDesc]*ltDesc{},
-		layouts: map[cuda.LtLayout]ltLayout{}, prefs: map[cuda.LtPreference]map[cuda.LtPrefAttr]uint64{}, AlgoWorkspace: 1 << 20}
+		layouts: map[cuda.LtLayout]ltLayout{}, prefs: map[cuda.LtPreference]map[cuda.LtPrefAttr]uint64{}, AlgoWorkspace: 1 << 20,
+		algos: 1}
 }
 
 // Live returns the handles and descriptors created and not destroyed.
@@ -214,10 +257,11 @@ func (b *BLASLt) shapes(call string, d cuda.LtMatmulDesc, a, bl, c, dl cuda.LtLa
 	return g, t, nil
 }
 
-// fingerprint ties an algorithm to the shapes it was chosen for; its last
-// word is the workspace the algorithm needs.
-func fingerprint(g cuda.Gemm, ws uint64) [8]uint64 {
-	return [8]uint64{0x4c74616c676f, uint64(g.TransA)<<1 | uint64(g.TransB), uint64(g.M), uint64(g.N), uint64(g.K),
+// fingerprint ties algorithm algo (its index in the heuristic's list, in
+// the second word above the operations) to the shapes it was chosen for;
+// its last word is the workspace the algorithm needs.
+func fingerprint(g cuda.Gemm, ws uint64, algo int) [8]uint64 {
+	return [8]uint64{0x4c74616c676f, uint64(algo)<<8 | uint64(g.TransA)<<1 | uint64(g.TransB), uint64(g.M), uint64(g.N), uint64(g.K),
 		uint64(g.LDA), uint64(g.LDB)<<32 | uint64(g.LDC), ws}
 }
 
@@ -237,7 +281,11 @@ func (b *BLASLt) MatmulAlgoGetHeuristic(h cuda.LtHandle, d cuda.LtMatmulDesc, a,
 		return nil, err
 	}
 	ws := min(b.AlgoWorkspace, pref[cuda.LtPrefMaxWorkspaceBytes])
-	return []cuda.LtHeuristic{{Algo: cuda.LtAlgo{Data: fingerprint(g, ws)}, WorkspaceSize: ws, WavesCount: 1}}, nil
+	res := make([]cuda.LtHeuristic, min(n, b.algos))
+	for i := range res {
+		res[i] = cuda.LtHeuristic{Algo: cuda.LtAlgo{Data: fingerprint(g, ws, i)}, WorkspaceSize: ws, WavesCount: 1}
+	}
+	return res, nil
 }
 
 func (b *BLASLt) Matmul(h cuda.LtHandle, m cuda.LtMatmul) error {
@@ -251,12 +299,12 @@ func (b *BLASLt) Matmul(h cuda.LtHandle, m cuda.LtMatmul) error {
 	if err != nil {
 		return err
 	}
-	need := m.Algo.Data[7]
-	if m.Algo.Data != fingerprint(g, need) {
+	need, algo := m.Algo.Data[7], int(m.Algo.Data[1]>>8)
+	if m.Algo.Data != fingerprint(g, need, algo) || algo >= b.algos {
 		return blasFail(call, blasInvalidValue, "the algorithm was not chosen for these descriptors")
 	}
-	if m.C != m.D {
-		return blasFail(call, blasNotSupported, "C and D differ (the fake computes in place)")
+	if b.unsupported[algo] {
+		return blasFail(call, blasNotSupported, fmt.Sprintf("algorithm %d refuses these operands (the test said so)", algo))
 	}
 	if uint64(m.WorkspaceBytes) < need || (m.WorkspaceBytes > 0 && m.Workspace == 0) {
 		return blasFail(call, blasInvalidValue, fmt.Sprintf("workspace %d bytes at %#x, the algorithm needs %d", m.WorkspaceBytes, uint64(m.Workspace), need))
@@ -270,6 +318,14 @@ func (b *BLASLt) Matmul(h cuda.LtHandle, m cuda.LtMatmul) error {
 		}
 	}
 	g.Alpha, g.Beta, g.A, g.B, g.C = m.Alpha, m.Beta, m.A, m.B, m.C
+	cost := 1.0
+	if algo < len(b.cost) {
+		cost = b.cost[algo]
+	}
+	if err := b.drv.queueProduct(call, g, t, m.D, algo+1, cost); err != nil {
+		return err
+	}
 	b.matmuls++
-	return b.drv.blasProduct(call, g, t)
+	b.ran = append(b.ran, LtRun{Algo: algo, InPlace: m.C == m.D})
+	return nil
 }

@@ -23,7 +23,11 @@
 //
 // The fake BLAS's column-major GEMM is written from the BLAS definition, not
 // taken from cuBLAS (BLASLt's cublasLtMatmul computes the same product, so
-// the two give the same bits); BuildLibs's C stand-in for libcuda runs one toy kernel only.
+// the two give the same bits with its default single algorithm; with
+// BLASLt.SetAlgos, or the C stand-in's hone_fake_cublaslt_set_algos, its
+// heuristic offers several, whose bits differ and whose runs cost what
+// the test says on the stream's virtual clock, which CUDA events read:
+// events.go); BuildLibs's C stand-in for libcuda runs one toy kernel only.
 // Managed memory (MemAllocManaged) is host memory at a real address in every
 // mode of the Go Driver.
 package cudafake

@@ -44,6 +44,8 @@ func codeName(code int) string {
 		return "CUDA_ERROR_NOT_FOUND"
 	case errLaunchFailed:
 		return "CUDA_ERROR_LAUNCH_FAILED"
+	case errNotReady:
+		return "CUDA_ERROR_NOT_READY"
 	}
 	return ""
 }
@@ -94,6 +96,9 @@ type Driver struct {
 	managed   map[cuda.DevPtr]bool   // allocations of MemAllocManaged (emulate.go)
 	deferred  bool                   // queue launches, GEMMs and device memsets (SetDeferred, deferred.go)
 	queue     []queued               // work queued on the stream, not yet run (deferred.go)
+	clock     float64                // the stream's virtual clock, ms (events.go)
+	events    map[cuda.Event]*event  // live events (events.go)
+	nextEvent int
 }
 
 // NewDriver returns a fake driver with the given number of devices

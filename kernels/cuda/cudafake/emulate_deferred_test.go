@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/ebitengine/purego"
 	"github.com/hone-rl/hone/kernels/cuda"
 )
 
@@ -19,7 +20,8 @@ import (
 // as it was (the host sees the 0xff fill), cuCtxSynchronize runs it; a
 // queued product comes before a later memset of managed memory (which
 // waits for it, then sets); a memset of device memory is queued and runs
-// before a cuMemcpyDtoH that follows it.
+// before a cuMemcpyDtoH that follows it; events read the stream's clock
+// when their record runs.
 func TestEmulatingLibsDeferred(t *testing.T) {
 	cc, cxx := os.Getenv("CC"), os.Getenv("CXX")
 	if cc == "" {
@@ -94,6 +96,34 @@ func TestEmulatingLibsDeferred(t *testing.T) {
 	must("cuMemcpyDtoH_v2", drv.MemcpyDtoH(unsafe.Slice((*byte)(unsafe.Pointer(host(a))), 16), d))
 	if got, want := *host(a), [4]float32{3, 3, 3, 3}; got != want {
 		t.Errorf("a device memset read back by cuMemcpyDtoH = %v, want %v", got, want)
+	}
+	// Events: a record queues and reads the clock when it runs, after the
+	// clock step queued before it (hone_fake_cuda_advance, as the stand-in
+	// cuBLASLt's products step it); cuEventElapsedTime of a pending event
+	// is CUDA_ERROR_NOT_READY until cuEventSynchronize runs the queue.
+	lib, err := purego.Dlopen(libs.Driver, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	must("dlopen", err)
+	var advance func(ms float64) int32
+	purego.RegisterLibFunc(&advance, lib, "hone_fake_cuda_advance")
+	start, err := drv.EventCreate()
+	must("cuEventCreate", err)
+	end, err := drv.EventCreate()
+	must("cuEventCreate", err)
+	must("cuEventRecord", drv.EventRecord(start))
+	if advance(2.5) != 0 {
+		t.Fatal("hone_fake_cuda_advance failed")
+	}
+	must("cuEventRecord", drv.EventRecord(end))
+	_, err = drv.EventElapsedTime(start, end)
+	wantCode(t, "cuEventElapsedTime before a synchronization", err, "CUDA_ERROR_NOT_READY")
+	must("cuEventSynchronize", drv.EventSynchronize(end))
+	if ms, err := drv.EventElapsedTime(start, end); err != nil || ms != 2.5 {
+		t.Errorf("elapsed %v ms (%v), want 2.5", ms, err)
+	}
+	must("cuEventDestroy_v2", drv.EventDestroy(start))
+	must("cuEventDestroy_v2", drv.EventDestroy(end))
+	if err := drv.EventRecord(start); err == nil {
+		t.Error("a destroyed event recorded")
 	}
 	must("cuMemFree_v2", drv.MemFree(d))
 	for _, p := range ptrs {

@@ -27,6 +27,14 @@
 // sees the values from before the queued work. A queued launch that fails
 // is reported by the synchronization point that runs it
 // (CUDA_ERROR_LAUNCH_FAILED), and the work queued after it is dropped.
+//
+// Events read a virtual clock in milliseconds that only
+// hone_fake_cuda_advance moves, on the stream (the stand-in cuBLASLt calls
+// it with the cost of each product of its algorithms): cuEventRecord
+// takes the clock's reading when it runs on the stream, so in the
+// deferred mode an event is pending until a synchronization point
+// (cuEventSynchronize among them) runs the queue up to it, and
+// cuEventElapsedTime of a pending event is CUDA_ERROR_NOT_READY.
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -380,6 +388,7 @@ static const ErrName errs[] = {
     {201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {600, "CUDA_ERROR_NOT_READY", "device not ready"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
 };
 
@@ -414,6 +423,75 @@ CUresult cuMemFreeHost(void *p) {
 	hostAllocs.erase(it);
 	free(p);
 	return 0;
+}
+
+// The stream's virtual clock (ms), moved and read only by work on the
+// stream, which runs in order, and the events, shared with the work that
+// records them so that destroying an event with its record still queued
+// is safe.
+struct Event {
+	bool recorded = false, done = false;
+	double at = 0;
+};
+static double clockMs;
+static std::map<Event *, std::shared_ptr<Event>> events;
+
+int hone_fake_cuda_advance(double ms) {
+	return submit([ms]() -> CUresult {
+		clockMs += ms;
+		return 0;
+	});
+}
+
+// Only CU_EVENT_DEFAULT (0) is accepted, as the backend asks for it.
+CUresult cuEventCreate(void **e, unsigned flags) {
+	if (!initialized) return 3;
+	if (flags != 0) return 1;
+	auto ev = std::make_shared<Event>();
+	std::lock_guard<std::mutex> lk(driverMu);
+	events[ev.get()] = ev;
+	*e = ev.get();
+	return 0;
+}
+
+CUresult cuEventRecord(void *e, void *stream) {
+	std::shared_ptr<Event> ev;
+	{
+		std::lock_guard<std::mutex> lk(driverMu);
+		auto it = events.find(static_cast<Event *>(e));
+		if (it == events.end() || stream) return 400;
+		ev = it->second;
+		ev->recorded = true, ev->done = false;
+	}
+	return submit([ev]() -> CUresult {
+		std::lock_guard<std::mutex> lk(driverMu);
+		ev->done = true, ev->at = clockMs;
+		return 0;
+	});
+}
+
+// cuEventSynchronize runs the whole queue (a superset of the work before
+// the event; the Go fake stops at the event).
+CUresult cuEventSynchronize(void *e) {
+	{
+		std::lock_guard<std::mutex> lk(driverMu);
+		if (!events.count(static_cast<Event *>(e))) return 400;
+	}
+	return flush();
+}
+
+CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
+	std::lock_guard<std::mutex> lk(driverMu);
+	auto s = events.find(static_cast<Event *>(start)), t = events.find(static_cast<Event *>(end));
+	if (s == events.end() || t == events.end() || !s->second->recorded || !t->second->recorded) return 400;
+	if (!s->second->done || !t->second->done) return 600;  // CUDA_ERROR_NOT_READY
+	*ms = float(t->second->at - s->second->at);
+	return 0;
+}
+
+CUresult cuEventDestroy_v2(void *e) {
+	std::lock_guard<std::mutex> lk(driverMu);
+	return events.erase(static_cast<Event *>(e)) ? 0 : 400;
 }
 
 }  // extern "C"

@@ -13,7 +13,18 @@
    With HONE_FAKE_CUDA_DEFERRED set to the path of the emulating libcuda
    (its deferred mode), the checks run at the call and the product on the
    driver's stream, through its hone_fake_cuda_submit, as fake_cublas.c's
-   products. */
+   products.
+
+   For the autotune (kernels/cuda/gemmlt.go) a test hook,
+   hone_fake_cublaslt_set_algos, makes the heuristic offer several
+   algorithms: algorithm i >= 1 cuts its K sums in i+1 parts, each summed
+   in double and rounded to float, the parts added in float (a split-K
+   reduction), so its bits differ from algorithm 0's; each product of
+   algorithm i moves the driver's virtual clock on by the cost the test set
+   (the driver's hone_fake_cuda_advance, on its stream), and algorithms the
+   test marks fail with CUBLAS_STATUS_NOT_SUPPORTED. hone_fake_cublaslt_runs
+   reads back the algorithms run. D may differ from C (out of place, the
+   same layout): C is read (beta != 0 only), D written. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +52,49 @@ typedef struct {
    cublasLtCreate in the deferred mode; NULL otherwise. */
 typedef int (*submit_t)(int (*)(void *), void *);
 static submit_t submitFn;
+
+/* The algorithms the heuristic offers (hone_fake_cublaslt_set_algos): how
+   many, each one's cost in ms, those refusing (a bit mask), and the
+   driver's clock. */
+typedef int (*advance_t)(double);
+static int algoCount = 1;
+static double algoCost[32];
+static unsigned algoUnsupported;
+static advance_t advanceFn;
+
+/* Every product run: algorithm * 2, plus 1 when out of place. */
+static int runs[4096];
+static int runCount;
+
+static advance_t findAdvance(const char *driver) {
+	void *lib = dlopen(driver, RTLD_NOW | RTLD_LOCAL);
+	void *f = lib ? dlsym(lib, "hone_fake_cuda_advance") : NULL;
+	advance_t a = NULL;
+	if (f) memcpy(&a, &f, sizeof f);
+	return a;
+}
+
+/* hone_fake_cublaslt_set_algos: the heuristic offers up to n (at most 32)
+   algorithms; a product of algorithm i costs cost[i] ms (1 when i >= ncost)
+   on the clock of the driver at path driver (NULL or "": no clock); the
+   algorithms whose bit is set in unsupported fail with NOT_SUPPORTED. It
+   clears the runs. Returns 0, or -1 when the driver has no
+   hone_fake_cuda_advance or n is out of range. */
+int hone_fake_cublaslt_set_algos(int n, const double *cost, int ncost, unsigned unsupported, const char *driver) {
+	if (n < 0 || n > 32) return -1;
+	algoCount = n, algoUnsupported = unsupported, runCount = 0;
+	for (int i = 0; i < 32; i++) algoCost[i] = i < ncost ? cost[i] : 1;
+	advanceFn = NULL;
+	if (driver && *driver && !(advanceFn = findAdvance(driver))) return -1;
+	return 0;
+}
+
+/* hone_fake_cublaslt_runs copies up to n runs into out and returns how
+   many there were. */
+int hone_fake_cublaslt_runs(int *out, int n) {
+	for (int i = 0; i < runCount && i < n; i++) out[i] = runs[i];
+	return runCount;
+}
 
 cublasStatus_t cublasLtCreate(void **h) {
 	const char *p = getenv("HONE_FAKE_CUDA_DEFERRED");
@@ -151,13 +205,14 @@ static cublasStatus_t shape(const desc_t *d, const layout_t *a, const layout_t *
 	return OK;
 }
 
-/* The fake's algorithm: a fingerprint of the shapes and the workspace it
-   needs (1 MiB, or the preference's maximum when that is less). */
+/* The fake's algorithm number i: a fingerprint of i, the shapes and the
+   workspace it needs (1 MiB, or the preference's maximum when that is
+   less). */
 static void fingerprint(algo_t *al, const desc_t *d, const layout_t *a, const layout_t *b, const layout_t *c,
-                        uint64_t ws) {
+                        uint64_t ws, int i) {
 	memset(al, 0, sizeof *al);
 	al->data[0] = 0x4c74616c676f;
-	al->data[1] = (uint64_t)d->ta << 1 | (uint64_t)d->tb;
+	al->data[1] = (uint64_t)i << 8 | (uint64_t)d->ta << 1 | (uint64_t)d->tb;
 	al->data[2] = c->rows, al->data[3] = c->cols, al->data[4] = d->ta ? a->rows : a->cols;
 	al->data[5] = (uint64_t)a->ld, al->data[6] = (uint64_t)b->ld << 32 | (uint64_t)c->ld;
 	al->data[7] = ws;
@@ -170,11 +225,14 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(void *h, desc_t *d, layout_t *a, l
 	uint64_t m, n, k;
 	cublasStatus_t s = shape(d, a, b, c, dl, &m, &n, &k);
 	if (s) return s;
-	memset(res, 0, sizeof *res);
-	res->workspaceSize = p->maxWorkspace < (1u << 20) ? p->maxWorkspace : (1u << 20);
-	fingerprint(&res->algo, d, a, b, c, res->workspaceSize);
-	res->wavesCount = 1;
-	*count = 1;
+	int offered = requested < algoCount ? requested : algoCount;
+	for (int i = 0; i < offered; i++) {
+		memset(&res[i], 0, sizeof res[i]);
+		res[i].workspaceSize = p->maxWorkspace < (1u << 20) ? p->maxWorkspace : (1u << 20);
+		fingerprint(&res[i].algo, d, a, b, c, res[i].workspaceSize, i);
+		res[i].wavesCount = 1;
+	}
+	*count = offered;
 	return OK;
 }
 
@@ -186,26 +244,36 @@ static double bf16(const void *p, long i) {
 }
 
 /* job is one product's arguments, copied at the call (the descriptors may
-   be destroyed before the product runs in the deferred mode). */
+   be destroyed before the product runs in the deferred mode); split is the
+   algorithm's number of K parts (1: one double sum). */
 typedef struct {
-	uint64_t m, n, k;
+	uint64_t m, n, k, split;
 	int ta, tb;
 	long lda, ldb, ldc;
 	float alpha, beta;
 	const void *A, *B;
+	const float *C;
 	float *D;
 } job_t;
 
 static int runJob(void *p) {
 	const job_t *j = p;
+	uint64_t chunk = (j->k + j->split - 1) / j->split;
 	for (uint64_t c = 0; c < j->n; c++)
 		for (uint64_t i = 0; i < j->m; i++) {
 			double sum = 0;
-			for (uint64_t l = 0; l < j->k; l++)
-				sum += bf16(j->A, j->ta ? (long)l + (long)i * j->lda : (long)i + (long)l * j->lda) *
-				       bf16(j->B, j->tb ? (long)c + (long)l * j->ldb : (long)l + (long)c * j->ldb);
+			float acc = 0;
+			for (uint64_t l0 = 0; l0 < j->k; l0 += chunk) {
+				double part = 0;
+				for (uint64_t l = l0; l < j->k && l < l0 + chunk; l++)
+					part += bf16(j->A, j->ta ? (long)l + (long)i * j->lda : (long)i + (long)l * j->lda) *
+					        bf16(j->B, j->tb ? (long)c + (long)l * j->ldb : (long)l + (long)c * j->ldb);
+				if (j->split <= 1 || j->k < 2) sum = part;
+				else acc += (float)part;
+			}
+			if (j->split > 1 && j->k >= 2) sum = acc;
 			float *o = &j->D[i + c * j->ldc];
-			*o = j->beta == 0 ? (float)(j->alpha * sum) : (float)(j->alpha * sum + j->beta * *o);
+			*o = j->beta == 0 ? (float)(j->alpha * sum) : (float)(j->alpha * sum + j->beta * j->C[i + c * j->ldc]);
 		}
 	return 0;
 }
@@ -218,21 +286,27 @@ cublasStatus_t cublasLtMatmul(void *h, desc_t *d, const void *alpha, const void 
 	cublasStatus_t s = shape(d, a, b, c, dl, &m, &n, &k);
 	if (s) return s;
 	if (!al) return INVALID_VALUE;
+	int algo = (int)(al->data[1] >> 8);
 	algo_t want;
-	fingerprint(&want, d, a, b, c, al->data[7]);
-	if (memcmp(&want, al, sizeof want)) return INVALID_VALUE;
+	fingerprint(&want, d, a, b, c, al->data[7], algo);
+	if (memcmp(&want, al, sizeof want) || algo >= algoCount) return INVALID_VALUE;
+	if (algoUnsupported >> algo & 1) return NOT_SUPPORTED;
 	if (wsSize < al->data[7] || (wsSize && !ws)) return INVALID_VALUE;
-	if (C != D || stream) return NOT_SUPPORTED;
+	if (stream) return NOT_SUPPORTED;
 	job_t *j = malloc(sizeof *j);
 	if (!j) return ALLOC_FAILED;
-	*j = (job_t){.m = m, .n = n, .k = k, .ta = d->ta, .tb = d->tb, .lda = (long)a->ld, .ldb = (long)b->ld,
-	             .ldc = (long)dl->ld, .alpha = *(const float *)alpha, .beta = *(const float *)beta, .A = A, .B = B, .D = D};
+	*j = (job_t){.m = m, .n = n, .k = k, .split = (uint64_t)algo + 1, .ta = d->ta, .tb = d->tb, .lda = (long)a->ld,
+	             .ldb = (long)b->ld, .ldc = (long)dl->ld, .alpha = *(const float *)alpha, .beta = *(const float *)beta,
+	             .A = A, .B = B, .C = C, .D = D};
+	if (runCount < (int)(sizeof runs / sizeof *runs)) runs[runCount] = algo * 2 + (C != D);
+	runCount++;
 	if (!submitFn) {
 		runJob(j);
 		free(j);
-		return OK;
+	} else if (submitFn(runJob, j)) {
+		return 13; /* CUBLAS_STATUS_EXECUTION_FAILED */
 	}
-	return submitFn(runJob, j) ? 13 : OK; /* CUBLAS_STATUS_EXECUTION_FAILED */
+	return advanceFn ? (advanceFn(algoCost[algo]) ? 13 : OK) : OK;
 }
 
 static const char *names[] = {[0] = "CUBLAS_STATUS_SUCCESS", [1] = "CUBLAS_STATUS_NOT_INITIALIZED",

@@ -4,7 +4,12 @@
    reports (0: cuInit fails with CUDA_ERROR_NO_DEVICE, as the real driver
    does on a machine without a GPU). One kernel exists in any module whose
    image starts with "//fake": fill(float *p, float v, int n) sets
-   p[i] = v for every i < n covered by the grid (one thread per element). */
+   p[i] = v for every i < n covered by the grid (one thread per element).
+   Events read a virtual clock in milliseconds that only
+   hone_fake_cuda_advance moves (the stand-in cuBLASLt calls it with the
+   cost of each product of its algorithms, fake_cublaslt.c), so that what
+   times work with events sees deterministic figures; everything here runs
+   at the call, so an event completes when it is recorded. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +159,7 @@ static const struct { int code; const char *name, *text; } errs[] = {
 	{201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
 	{400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 	{500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	{600, "CUDA_ERROR_NOT_READY", "device not ready"},
 };
 
 static int lookup(CUresult r) {
@@ -189,6 +195,52 @@ CUresult cuMemAllocHost_v2(void **p, size_t n) {
 CUresult cuMemFreeHost(void *p) {
 	if (!p) return 1;
 	free(p);
+	live--;
+	return 0;
+}
+
+/* The stream's virtual clock (ms) and the events: CU_EVENT_DEFAULT (0)
+   only, as the backend asks for it; an event never recorded has no time
+   (CUDA_ERROR_INVALID_HANDLE from cuEventElapsedTime, as the driver). */
+static double clockMs;
+enum { EVENT_MAGIC = 0x45564e54 };
+typedef struct { int magic, recorded; double at; } event_t;
+
+int hone_fake_cuda_advance(double ms) {
+	clockMs += ms;
+	return 0;
+}
+
+CUresult cuEventCreate(event_t **e, unsigned flags) {
+	if (!initialized) return 3;
+	if (flags != 0) return 1;
+	*e = calloc(1, sizeof **e);
+	if (!*e) return 2;
+	(*e)->magic = EVENT_MAGIC;
+	live++;
+	return 0;
+}
+
+CUresult cuEventRecord(event_t *e, void *stream) {
+	if (!e || e->magic != EVENT_MAGIC) return 400;
+	if (stream) return 400; /* the backend records on the default stream only */
+	e->recorded = 1, e->at = clockMs;
+	return 0;
+}
+
+CUresult cuEventSynchronize(event_t *e) { return e && e->magic == EVENT_MAGIC ? 0 : 400; }
+
+CUresult cuEventElapsedTime(float *ms, event_t *start, event_t *end) {
+	if (!start || start->magic != EVENT_MAGIC || !end || end->magic != EVENT_MAGIC) return 400;
+	if (!start->recorded || !end->recorded) return 400;
+	*ms = (float)(end->at - start->at);
+	return 0;
+}
+
+CUresult cuEventDestroy_v2(event_t *e) {
+	if (!e || e->magic != EVENT_MAGIC) return 400;
+	e->magic = 0;
+	free(e);
 	live--;
 	return 0;
 }

@@ -153,7 +153,7 @@
 // first LtAutotuneCandidates (8), timed with CUDA events on the shape's
 // own operands at its first call (Device.SetLtAutotune says what that
 // costs, and why a bit-identical resume needs the autotune off,
-// Ops.SetGEMMAutotune(1), HONE_CUDA_LT_AUTOTUNE=0 for the commands, or a
+// Ops.SetGEMMAutotune(1), the commands' default, or a
 // table of choices covering every shape, Device.LtChoices and
 // SetLtChoices); the
 // first call's result is the chosen algorithm's, as every later call's. The preference says the operands'

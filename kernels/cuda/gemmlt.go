@@ -148,8 +148,8 @@ func (d *Device) UseBLASLt(lt BLASLt) error {
 // SetLtChoices) pins the shapes they cover; but a shape first met after a
 // checkpoint is timed afresh by the resumed process, independently of
 // what the uninterrupted run would have timed, so a resume is bit-identical
-// only with the autotune off (n ≤ 1, HONE_CUDA_LT_AUTOTUNE=0 for the
-// commands) — the heuristic's first choice is a function of the shape,
+// only with the autotune off (n ≤ 1, the commands' default unless
+// HONE_CUDA_LT_AUTOTUNE says otherwise) — the heuristic's first choice is a function of the shape,
 // the library and the device only — or with a table covering every shape
 // the run meets (fixed shapes, or a table saved from a whole earlier run;
 // hone-train saves none). cublasGemmEx, the default GEMM library, is

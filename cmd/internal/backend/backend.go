@@ -24,24 +24,25 @@ const (
 
 // LtAutotuneEnv sets, for --cuda-gemm cublaslt, how many of cuBLASLt's
 // candidate algorithms are timed per new GEMM shape (cuda.Device.SetLtAutotune):
-// unset for the default (cuda.LtAutotuneCandidates), "off" or 0 or 1 for
-// none (the heuristic's first algorithm: what a bit-identical resume on
-// the same device needs, as the timing may choose differently from one
-// process to the next), or a count.
+// unset, "off", 0 or 1 for none (the heuristic's first algorithm), "on"
+// for cuda.LtAutotuneCandidates, or a count. Off is the commands' default
+// although cuda.Ops times them by default: hone-train promises a
+// bit-identical resume on the same device, and the timing may choose a
+// different algorithm, with different last bits, in the resumed process.
 const LtAutotuneEnv = "HONE_CUDA_LT_AUTOTUNE"
 
 // ltAutotune parses LtAutotuneEnv's value v: the candidates to time, 1 for
-// none, 0 for the default.
+// none.
 func ltAutotune(v string) (int, error) {
-	if v == "" {
-		return 0, nil
-	}
-	if v == "off" {
+	switch v {
+	case "", "off":
 		return 1, nil
+	case "on":
+		return cuda.LtAutotuneCandidates, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s=%q: want off or a count of candidates (0 or 1: off)", LtAutotuneEnv, v)
+		return 0, fmt.Errorf("%s=%q: want on, off or a count of candidates (0 or 1: off)", LtAutotuneEnv, v)
 	}
 	return max(1, n), nil
 }
@@ -83,9 +84,7 @@ func New(device string, p kernels.Precision, tune backendflag.CUDA, newCPU func(
 				be.Close()
 				return nil, cli.Usage(err)
 			}
-			if n > 0 {
-				be.SetGEMMAutotune(n)
-			}
+			be.SetGEMMAutotune(n)
 		}
 		if err := be.SetAttentionKernel(tune.Attention); err != nil {
 			be.Close()

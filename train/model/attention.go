@@ -128,14 +128,13 @@ func (a *Attention) decode(be kernels.Backend, s *attnActs, g *geometry, layer i
 	return nil
 }
 
-// Backward accumulates dx [N, C] += d out/d x · dout and the LoRA gradients;
-// w supplies the scratch.
+// Backward writes dx [N, C] = d out/d x · dout (its contents ignored) and
+// accumulates the LoRA gradients; w supplies the scratch.
 func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
 	N := g.N
 	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
 	datt := w.dq[:qd] // [N,H,D]
-	be.Zero(datt, qd)
-	a.O.Backward(be, datt, dout, s.out, s.u[ModO], w.lg, N, lr[ModO])
+	a.O.Backward(be, datt, dout, s.out, s.u[ModO], w.lg, N, lr[ModO], true)
 
 	dqr, dkr, dv := w.dqr[:qd], w.dkr[:kvd], w.dv[:kvd]
 	be.Zero(dqr, qd)
@@ -161,7 +160,7 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, kw, N*a.KVH, a.D)
 		dq, dk = dqp, dkp
 	}
-	a.Q.Backward(be, dx, dq, x, s.u[ModQ], w.lg, N, lr[ModQ])
-	a.K.Backward(be, dx, dk, x, s.u[ModK], w.lg, N, lr[ModK])
-	a.V.Backward(be, dx, dv, x, s.u[ModV], w.lg, N, lr[ModV])
+	a.Q.Backward(be, dx, dq, x, s.u[ModQ], w.lg, N, lr[ModQ], true)
+	a.K.Backward(be, dx, dk, x, s.u[ModK], w.lg, N, lr[ModK], false)
+	a.V.Backward(be, dx, dv, x, s.u[ModV], w.lg, N, lr[ModV], false)
 }

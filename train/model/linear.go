@@ -37,22 +37,40 @@ func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *L
 //	dx += g·A
 //
 // g is scratch of at least N·R values. dx may be nil when the input's
-// gradient is not needed.
-func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u, g []float32, N int, lora *LoRA) {
-	if dx != nil {
-		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
-	}
+// gradient is not needed. With set, dx is written instead (its contents
+// ignored): with LoRA, the rank-r product g·A overwrites it (beta 0) and
+// the base product accumulates onto that, which spares the pass zeroing dx
+// and the product's read of it; without LoRA dx is zeroed first. The two
+// products are then summed in the other order: on ref and cpu, which add
+// the base product in pieces, the LoRA gradients of the micro models
+// moved by up to 2e-7 of their largest value.
+func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u, g []float32, N int, lora *LoRA, set bool) {
 	if lora == nil {
+		if dx != nil {
+			if set {
+				be.Zero(dx, N*l.In)
+			}
+			l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
+		}
 		return
+	}
+	if dx != nil && !set {
+		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
 	}
 	be.Matmul(lora.DB, dout, u, l.Out, lora.R, N, true, false, 1) // DB += doutᵀ·u
 	g = g[:N*lora.R]                                              // [N, R]
 	be.Matmul(g, dout, lora.B, N, lora.R, l.Out, false, false, 0)
 	be.Scale(g, g, lora.Scale, N*lora.R)
 	be.Matmul(lora.DA, g, x, lora.R, l.In, N, true, false, 1) // DA += gᵀ·x
-	if dx != nil {
-		be.Matmul(dx, g, lora.A, N, l.In, lora.R, false, false, 1) // dx += g·A
+	if dx == nil {
+		return
 	}
+	if set {
+		be.Matmul(dx, g, lora.A, N, l.In, lora.R, false, false, 0) // dx = g·A
+		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
+		return
+	}
+	be.Matmul(dx, g, lora.A, N, l.In, lora.R, false, false, 1) // dx += g·A
 }
 
 // merge adds Scale·B·A into the weight: W [Out, In] += Scale·B [Out, R]·A [R, In].

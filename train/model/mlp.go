@@ -48,16 +48,16 @@ func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x, act []fl
 	m.Down.Forward(be, out, s.u[2], act, N, lr[ModDown])
 }
 
-// Backward accumulates dx [N, C] and the LoRA gradients given dout [N, C].
-// w supplies three [N, I] scratch buffers (w.act, w.dact, w.dup).
+// Backward writes dx [N, C] (its contents ignored) and accumulates the
+// LoRA gradients given dout [N, C]. w supplies three [N, I] scratch
+// buffers (w.act, w.dact, w.dup).
 func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []float32, w *work, N int, lr *[numModules]*LoRA) {
 	NI := N * m.Gate.Out
 	act, dact, dup := w.act[:NI], w.dact[:NI], w.dup[:NI]
 	if lr[ModDown] != nil { // only the LoRA gradient DA reads the down projection's input
 		m.glu(be, act, s.gate, s.up)
 	}
-	be.Zero(dact, NI)
-	m.Down.Backward(be, dact, dout, act, s.u[2], w.lg, N, lr[ModDown])
+	m.Down.Backward(be, dact, dout, act, s.u[2], w.lg, N, lr[ModDown], true)
 	dgate := act // act is spent: reuse it for dgate
 	be.Zero(dgate, NI)
 	be.Zero(dup, NI)
@@ -66,6 +66,6 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 	} else {
 		be.SwiGLUBackward(dgate, dup, dact, s.gate, s.up, NI)
 	}
-	m.Gate.Backward(be, dx, dgate, x, s.u[0], w.lg, N, lr[ModGate])
-	m.Up.Backward(be, dx, dup, x, s.u[1], w.lg, N, lr[ModUp])
+	m.Gate.Backward(be, dx, dgate, x, s.u[0], w.lg, N, lr[ModGate], true)
+	m.Up.Backward(be, dx, dup, x, s.u[1], w.lg, N, lr[ModUp], false)
 }

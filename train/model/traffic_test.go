@@ -467,8 +467,8 @@ func TestStepTraffic7B(t *testing.T) {
 
 	// Pinned: one layer, and the step. A change to the op sequence that
 	// moves more fails; one that moves less updates the figures.
-	const wantLayerLaunches, wantLayerBytes = 146, int64(38822648904)
-	const wantStepLaunches, wantStepBytes = 4286, int64(1130814834656)
+	const wantLayerLaunches, wantLayerBytes = 139, int64(36171848776)
+	const wantStepLaunches, wantStepBytes = 4090, int64(1056592431072)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes {
 		t.Errorf("one 7B layer: %d launches, %d bytes; pinned %d, %d", per.launches, per.bytes(), wantLayerLaunches, wantLayerBytes)
 	}

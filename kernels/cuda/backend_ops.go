@@ -155,6 +155,21 @@ func (b *Backend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 	b.gatedBackward("SwiGLUBackward", b.ops.SwiGLUBackward, dgate, dup, dout, gate, up, n)
 }
 
+var _ kernels.GatedSetter = (*Backend)(nil)
+
+// SwiGLUBackwardSet implements kernels.GatedSetter: swiglu_backward_set
+// writes dgate and dup, sparing the model's MLP backward a Zero of each
+// and the kernel's read of them (the same values: x = 0 + x).
+func (b *Backend) SwiGLUBackwardSet(dgate, dup, dout, gate, up []float32, n int) {
+	b.gatedBackward("SwiGLUBackwardSet", b.ops.SwiGLUBackwardSet, dgate, dup, dout, gate, up, n)
+}
+
+// GeGLUBackwardSet implements kernels.GatedSetter (geglu_backward_set), as
+// SwiGLUBackwardSet.
+func (b *Backend) GeGLUBackwardSet(dgate, dup, dout, gate, up []float32, n int) {
+	b.gatedBackward("GeGLUBackwardSet", b.ops.GeGLUBackwardSet, dgate, dup, dout, gate, up, n)
+}
+
 func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
 	b.gatedForward("GeGLUForward", b.ops.GeGLUForward, out, gate, up, n)
 }
@@ -175,7 +190,8 @@ func (b *Backend) gatedForward(op string, launch func(out, gate, up *Buffer, n i
 	})
 }
 
-// gatedBackward is gatedForward for the backward, which accumulates dgate and dup.
+// gatedBackward is gatedForward for the backward, which accumulates (or,
+// the Set ops, writes) dgate and dup.
 func (b *Backend) gatedBackward(op string, launch func(dgate, dup, dout, gate, up *Buffer, n int) error, dgate, dup, dout, gate, up []float32, n int) {
 	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
 	if n == 0 {

@@ -175,6 +175,32 @@ func TestBackendDeviceOps(t *testing.T) {
 	check("SwiGLUBackward dgate", gg, wg)
 	check("SwiGLUBackward dup", gu, wu)
 
+	// The Set ops (kernels.GatedSetter) give exactly what the accumulating
+	// kernels add to zeros on this device, whatever dgate and dup held.
+	nan := make([]float32, n)
+	for i := range nan {
+		nan[i] = float32(math.NaN())
+	}
+	for _, g := range []struct {
+		name     string
+		acc, set func(dgate, dup, dout, gate, up []float32, n int)
+	}{
+		{"SwiGLUBackwardSet", b.SwiGLUBackward, b.SwiGLUBackwardSet},
+		{"GeGLUBackwardSet", b.GeGLUBackward, b.GeGLUBackwardSet},
+	} {
+		zg, zu := buf(make([]float32, n)), buf(make([]float32, n))
+		sd, sg, su := buf(dout), buf(gate), buf(up)
+		g.acc(zg, zu, sd, sg, su, n)
+		xg, xu := buf(nan), buf(nan)
+		g.set(xg, xu, sd, sg, su, n)
+		for i := range n {
+			if xg[i] != zg[i] || xu[i] != zu[i] {
+				t.Errorf("%s [%d]: dgate %g dup %g, accumulated onto zeros %g %g", g.name, i, xg[i], xu[i], zg[i], zu[i])
+				break
+			}
+		}
+	}
+
 	hp := kernels.AdamWParams{LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
 	vv := make([]float32, n)
 	for i := range vv {

@@ -35,6 +35,7 @@ var kernelModules = map[string]string{
 	"rope_backward":            "rope",
 	"swiglu_forward":           "swiglu",
 	"swiglu_backward":          "swiglu",
+	"swiglu_backward_set":      "swiglu",
 	"embedding_forward":        "embedding",
 	"embedding_forward_bf16":   "embedding",
 	"embedding_backward":       "embedding",
@@ -47,6 +48,7 @@ var kernelModules = map[string]string{
 	"logprob_bwd_expect_bf16":  "logprob_backward",
 	"geglu_forward":            "geglu",
 	"geglu_backward":           "geglu",
+	"geglu_backward_set":       "geglu",
 	"add_scalar":               "misc",
 	"copy_f32":                 "misc",
 	"zero_f32":                 "misc",
@@ -356,6 +358,12 @@ func (o *Ops) SwiGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
 	return o.gatedBackward("SwiGLUBackward", "swiglu_backward", dgate, dup, dout, gate, up, n)
 }
 
+// SwiGLUBackwardSet is kernels.GatedSetter's SwiGLUBackwardSet on device
+// buffers: it writes dgate and dup over n values (swiglu_backward_set).
+func (o *Ops) SwiGLUBackwardSet(dgate, dup, dout, gate, up *Buffer, n int) error {
+	return o.gatedBackward("SwiGLUBackwardSet", "swiglu_backward_set", dgate, dup, dout, gate, up, n)
+}
+
 // gatedForward launches a gated unit's forward kernel (SwiGLU, GeGLU):
 // out = act(gate)·up over n values, one thread a value.
 func (o *Ops) gatedForward(op, kernel string, out, gate, up *Buffer, n int) error {
@@ -371,7 +379,7 @@ func (o *Ops) gatedForward(op, kernel string, out, gate, up *Buffer, n int) erro
 }
 
 // gatedBackward launches a gated unit's backward kernel, which accumulates
-// dgate and dup over n values.
+// (or, a _set kernel, writes) dgate and dup over n values.
 func (o *Ops) gatedBackward(op, kernel string, dgate, dup, dout, gate, up *Buffer, n int) error {
 	c := check{op: op}
 	c.sizes("n", n)

@@ -59,12 +59,12 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 	}
 	m.Down.Backward(be, dact, dout, act, s.u[2], w.lg, N, lr[ModDown], true)
 	dgate := act // act is spent: reuse it for dgate
-	be.Zero(dgate, NI)
-	be.Zero(dup, NI)
+	// Written, not accumulated (kernels.GatedSetter): on kernels/cuda no
+	// pass zeroes the two [N, I] buffers and the kernel does not read them.
 	if m.GELU {
-		be.GeGLUBackward(dgate, dup, dact, s.gate, s.up, NI)
+		kernels.GeGLUBackwardSet(be, dgate, dup, dact, s.gate, s.up, NI)
 	} else {
-		be.SwiGLUBackward(dgate, dup, dact, s.gate, s.up, NI)
+		kernels.SwiGLUBackwardSet(be, dgate, dup, dact, s.gate, s.up, NI)
 	}
 	m.Gate.Backward(be, dx, dgate, x, s.u[0], w.lg, N, lr[ModGate], true)
 	m.Up.Backward(be, dx, dup, x, s.u[1], w.lg, N, lr[ModUp], false)

@@ -179,6 +179,20 @@ func (t *trafficBackend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n 
 	t.run("SwiGLUBackward", ls, func(be kernels.Backend) { be.SwiGLUBackward(dgate, dup, dout, gate, up, n) })
 }
 
+var _ kernels.GatedSetter = (*trafficBackend)(nil)
+
+// SwiGLUBackwardSet is kernels/cuda's (kernels.GatedSetter): one kernel
+// writing dgate and dup.
+func (t *trafficBackend) SwiGLUBackwardSet(dgate, dup, dout, gate, up []float32, n int) {
+	ls := []launch{flat("swiglu_backward_set", f32*3*n, f32*2*n)}
+	t.run("SwiGLUBackwardSet", ls, func(be kernels.Backend) { kernels.SwiGLUBackwardSet(be, dgate, dup, dout, gate, up, n) })
+}
+
+func (t *trafficBackend) GeGLUBackwardSet(dgate, dup, dout, gate, up []float32, n int) {
+	ls := []launch{flat("geglu_backward_set", f32*3*n, f32*2*n)}
+	t.run("GeGLUBackwardSet", ls, func(be kernels.Backend) { kernels.GeGLUBackwardSet(be, dgate, dup, dout, gate, up, n) })
+}
+
 // attentionL is the least an attention kernel moves: every operand once.
 // The kernels run (tc1, tc2, gemm, f32: ops_attention.go) read the keys
 // and values again for each block of queries; another change replaces
@@ -467,8 +481,8 @@ func TestStepTraffic7B(t *testing.T) {
 
 	// Pinned: one layer, and the step. A change to the op sequence that
 	// moves more fails; one that moves less updates the figures.
-	const wantLayerLaunches, wantLayerBytes = 139, int64(36171848776)
-	const wantStepLaunches, wantStepBytes = 4090, int64(1056592431072)
+	const wantLayerLaunches, wantLayerBytes = 137, int64(33688820808)
+	const wantStepLaunches, wantStepBytes = 4034, int64(987067647968)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes {
 		t.Errorf("one 7B layer: %d launches, %d bytes; pinned %d, %d", per.launches, per.bytes(), wantLayerLaunches, wantLayerBytes)
 	}

@@ -239,6 +239,46 @@ func (b *Backend) LinearForwardBF16(out, inp []float32, weight []uint16, bias []
 	})
 }
 
+var _ kernels.LinearManyBF16er = (*Backend)(nil)
+
+// LinearForwardBF16Many implements kernels.LinearManyBF16er
+// (Ops.LinearForwardBF16Many: in the bf16 precision the input is rounded
+// once for all the products, not once a product), after
+// LinearForwardBF16's checks of each product.
+func (b *Backend) LinearForwardBF16Many(outs [][]float32, inp []float32, weights [][]uint16, biases [][]float32, N, C int, OCs []int) {
+	const op = "LinearForwardBF16Many"
+	kernels.NeedLinearMany(op, len(outs), len(weights), len(biases), len(OCs))
+	bias := func(i int) []float32 {
+		if biases == nil {
+			return nil
+		}
+		return biases[i]
+	}
+	for i := range outs {
+		needLinearForward(op, outs[i], inp, len(weights[i]), bias(i), N, C, OCs[i])
+	}
+	if N*C == 0 { // nothing to round: each op as it is
+		for i := range outs {
+			b.LinearForwardBF16(outs[i], inp, weights[i], bias(i), N, C, OCs[i])
+		}
+		return
+	}
+	b.onDevice(op, func() error {
+		var bo, bw, bb []*Buffer
+		var ocs []int
+		for i := range outs {
+			if OCs[i] == 0 { // an empty product: nothing to write
+				continue
+			}
+			bo = append(bo, b.f32(op, "out", outs[i]))
+			bw = append(bw, b.bf16(op, "weight", weights[i]))
+			bb = append(bb, b.f32(op, "bias", bias(i)))
+			ocs = append(ocs, OCs[i])
+		}
+		return b.ops.LinearForwardBF16Many(bo, b.f32(op, "inp", inp), bw, bb, N, C, ocs)
+	})
+}
+
 func (b *Backend) LinearBackward(dinp, dweight, dbias, dout, inp, weight []float32, N, C, OC int) {
 	const op = "LinearBackward"
 	kernels.NeedSizes(op, N, C, OC)

@@ -80,9 +80,8 @@ func (a *Attention) qkNormWeights(be kernels.Backend, s *attnActs) (qw, kw []flo
 // Forward writes out [N, C] = attention(x) for x [N, C] (the normed input).
 func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []float32, g *geometry, layer int, lr *[numModules]*LoRA) error {
 	N := g.N
-	a.Q.Forward(be, s.q, s.u[ModQ], x, N, lr[ModQ])
-	a.K.Forward(be, s.k, s.u[ModK], x, N, lr[ModK])
-	a.V.Forward(be, s.v, s.u[ModV], x, N, lr[ModV])
+	forwardMany(be, []*Linear{&a.Q, &a.K, &a.V}, [][]float32{s.q, s.k, s.v}, [][]float32{s.u[ModQ], s.u[ModK], s.u[ModV]},
+		x, N, []*LoRA{lr[ModQ], lr[ModK], lr[ModV]})
 	if a.QNorm != nil {
 		qw, kw := a.qkNormWeights(be, s)
 		be.RMSNormForward(s.qn, s.qrstd, s.q, qw, N*a.H, a.D, a.Eps)

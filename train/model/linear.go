@@ -20,6 +20,45 @@ type Linear struct {
 // With lora, u [N, R] receives Scale·x·Aᵀ, which Backward needs.
 func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *LoRA) {
 	l.Weight.linear(be, out, x, l.Bias, N, l.In, l.Out)
+	l.loraForward(be, out, u, x, N, lora)
+}
+
+// forwardMany is Forward of several projections of one input x [N, In]
+// (q, k, v; gate, up): outs[i] = x·ls[i]ᵀ + … with LoRA loras[i] into
+// us[i]. With bfloat16 weights the base products go together through
+// kernels.LinearForwardBF16Many, so kernels/cuda's bf16 precision rounds x
+// to bfloat16 once rather than once a projection; then each LoRA update.
+// The outputs are the ones Forward gives.
+func forwardMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []float32, N int, loras []*LoRA) {
+	weights := make([][]uint16, len(ls))
+	ocs := make([]int, len(ls))
+	var biases [][]float32
+	for i, l := range ls {
+		if l.Weight.BF16 == nil || l.In != ls[0].In {
+			for i, l := range ls {
+				l.Forward(be, outs[i], us[i], x, N, loras[i])
+			}
+			return
+		}
+		weights[i], ocs[i] = l.Weight.BF16, l.Out
+		if l.Bias != nil && biases == nil {
+			biases = make([][]float32, len(ls))
+		}
+	}
+	if biases != nil {
+		for i, l := range ls {
+			biases[i] = l.Bias
+		}
+	}
+	kernels.LinearForwardBF16Many(be, outs, x, weights, biases, N, ls[0].In, ocs)
+	for i, l := range ls {
+		l.loraForward(be, outs[i], us[i], x, N, loras[i])
+	}
+}
+
+// loraForward adds the LoRA path to out [N, Out] = x·Wᵀ + b: u [N, R]
+// receives Scale·x·Aᵀ and out += u·Bᵀ (nothing without lora).
+func (l *Linear) loraForward(be kernels.Backend, out, u, x []float32, N int, lora *LoRA) {
 	if lora == nil {
 		return
 	}

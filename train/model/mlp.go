@@ -42,8 +42,7 @@ func (m *MLP) newActs(ar *arena, N int, r *ranks) *mlpActs {
 // Forward writes out [N, C] for x [N, C] (the normed input); act [N, I] is
 // scratch.
 func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x, act []float32, N int, lr *[numModules]*LoRA) {
-	m.Gate.Forward(be, s.gate, s.u[0], x, N, lr[ModGate])
-	m.Up.Forward(be, s.up, s.u[1], x, N, lr[ModUp])
+	forwardMany(be, []*Linear{&m.Gate, &m.Up}, [][]float32{s.gate, s.up}, [][]float32{s.u[0], s.u[1]}, x, N, []*LoRA{lr[ModGate], lr[ModUp]})
 	m.glu(be, act[:N*m.Gate.Out], s.gate, s.up)
 	m.Down.Forward(be, out, s.u[2], act, N, lr[ModDown])
 }

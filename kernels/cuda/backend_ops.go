@@ -112,8 +112,9 @@ func (b *Backend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float
 	})
 }
 
-// rope runs RoPEForward (forward) or RoPEBackward on the device.
-func (b *Backend) rope(op string, forward bool, out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
+// rope runs RoPEForward (forward) or a backward (RoPEBackward,
+// RoPEBackwardSet) on the device through launch, the Ops method.
+func (b *Backend) rope(op string, forward bool, launch func(out, inp, pos, invFreq *Buffer, N, H, D, half int) error, out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
 	kernels.NeedSizes(op, N, H, D)
 	half := len(invFreq)
 	if 2*half > D {
@@ -132,19 +133,25 @@ func (b *Backend) rope(op string, forward bool, out, inp []float32, pos []int32,
 	b.onDevice(op, func() error {
 		o, i, f := b.f32(op, names[0], out), b.f32(op, names[1], inp), b.f32(op, "invFreq", invFreq)
 		p := b.edge(op, pos[:N])
-		if forward {
-			return b.ops.RoPEForward(o, i, p, f, N, H, D, half)
-		}
-		return b.ops.RoPEBackward(o, i, p, f, N, H, D, half)
+		return launch(o, i, p, f, N, H, D, half)
 	})
 }
 
 func (b *Backend) RoPEForward(out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
-	b.rope("RoPEForward", true, out, inp, pos, invFreq, N, H, D)
+	b.rope("RoPEForward", true, b.ops.RoPEForward, out, inp, pos, invFreq, N, H, D)
 }
 
 func (b *Backend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
-	b.rope("RoPEBackward", false, dinp, dout, pos, invFreq, N, H, D)
+	b.rope("RoPEBackward", false, b.ops.RoPEBackward, dinp, dout, pos, invFreq, N, H, D)
+}
+
+var _ kernels.RoPESetter = (*Backend)(nil)
+
+// RoPEBackwardSet implements kernels.RoPESetter: rope_backward_set writes
+// dinp, sparing the attention's backward a Zero of dq and dk and the
+// kernel's read of them (the same values: x = 0 + x).
+func (b *Backend) RoPEBackwardSet(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.rope("RoPEBackwardSet", false, b.ops.RoPEBackwardSet, dinp, dout, pos, invFreq, N, H, D)
 }
 
 func (b *Backend) SwiGLUForward(out, gate, up []float32, n int) {

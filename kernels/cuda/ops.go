@@ -33,6 +33,7 @@ var kernelModules = map[string]string{
 	"rmsnorm_backward_dweight": "rmsnorm",
 	"rope_forward":             "rope",
 	"rope_backward":            "rope",
+	"rope_backward_set":        "rope",
 	"swiglu_forward":           "swiglu",
 	"swiglu_backward":          "swiglu",
 	"swiglu_backward_set":      "swiglu",
@@ -336,6 +337,16 @@ func (o *Ops) RoPEBackward(dinp, dout, pos, invFreq *Buffer, N, H, D, half int) 
 		return err
 	}
 	return o.run("RoPEBackward", planRoPE("rope_backward", dinp, dout, pos, invFreq, N, H, D, half))
+}
+
+// RoPEBackwardSet is kernels.RoPESetter's RoPEBackwardSet on device
+// buffers: it writes dinp [N,H,D] = the rotation by −θ of dout
+// (rope_backward_set).
+func (o *Ops) RoPEBackwardSet(dinp, dout, pos, invFreq *Buffer, N, H, D, half int) error {
+	if err := o.ropeCheck("RoPEBackwardSet", dinp, dout, pos, invFreq, N, H, D, half); err != nil {
+		return err
+	}
+	return o.run("RoPEBackwardSet", planRoPE("rope_backward_set", dinp, dout, pos, invFreq, N, H, D, half))
 }
 
 // planFlat: one thread per element of n, in a grid-stride loop.

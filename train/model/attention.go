@@ -146,10 +146,8 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 	}
 
 	dq, dk := datt, w.dk[:kvd] // gradients w.r.t. q, k before RoPE; datt is spent
-	be.Zero(dq, qd)
-	be.Zero(dk, kvd)
-	be.RoPEBackward(dq, dqr, g.pos, a.InvFreq, N, a.H, a.D)
-	be.RoPEBackward(dk, dkr, g.pos, a.InvFreq, N, a.KVH, a.D)
+	kernels.RoPEBackwardSet(be, dq, dqr, g.pos, a.InvFreq, N, a.H, a.D)
+	kernels.RoPEBackwardSet(be, dk, dkr, g.pos, a.InvFreq, N, a.KVH, a.D)
 	if a.QNorm != nil {
 		dqp, dkp := dqr, dkr // spent as well
 		be.Zero(dqp, qd)

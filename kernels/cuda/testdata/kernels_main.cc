@@ -133,6 +133,7 @@ const Entry kernels[] = {
     KERNEL(rmsnorm_backward_dweight),
     KERNEL(rope_forward),
     KERNEL(rope_backward),
+    KERNEL(rope_backward_set),
     KERNEL(swiglu_forward),
     KERNEL(swiglu_backward),
     KERNEL(swiglu_backward_set),

@@ -46,3 +46,27 @@ func TestGatedBackwardSetFallback(t *testing.T) {
 		}
 	}
 }
+
+// On ref RoPEBackwardSet gives what RoPEBackward adds to zeros, whatever
+// dinp held.
+func TestRoPEBackwardSetFallback(t *testing.T) {
+	const N, H, D = 3, 2, 6
+	r := rand.New(rand.NewPCG(3, 5))
+	dout := make([]float32, N*H*D)
+	for i := range dout {
+		dout[i] = float32(r.NormFloat64())
+	}
+	pos, invFreq := []int32{0, 2, 5}, []float32{1, 0.3}
+	b := ref.New()
+	want, got := make([]float32, N*H*D), make([]float32, N*H*D)
+	for i := range got {
+		got[i] = float32(math.NaN())
+	}
+	b.RoPEBackward(want, dout, pos, invFreq, N, H, D)
+	kernels.RoPEBackwardSet(b, got, dout, pos, invFreq, N, H, D)
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("[%d] = %g, want %g", i, got[i], want[i])
+		}
+	}
+}

@@ -40,3 +40,27 @@ func GeGLUBackwardSet(b Backend, dgate, dup, dout, gate, up []float32, n int) {
 	b.Zero(dup, n)
 	b.GeGLUBackward(dgate, dup, dout, gate, up, n)
 }
+
+// RoPESetter is implemented by a backend whose RoPE backward can write
+// dinp instead of accumulating into it: the attention's backward takes dq
+// and dk fresh. kernels/cuda implements it; for host backends the
+// function RoPEBackwardSet zeroes dinp and accumulates.
+type RoPESetter interface {
+	// RoPEBackwardSet sets dinp [N, H, D] to what RoPEBackward adds to
+	// it (its contents ignored, NaN included), value for value.
+	RoPEBackwardSet(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int)
+}
+
+// RoPEBackwardSet sets dinp [N, H, D] to RoPEBackward's gradient, whatever
+// it held: with b's RoPESetter when b is one, else b.Zero, then
+// b.RoPEBackward.
+func RoPEBackwardSet(b Backend, dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
+	if s, ok := b.(RoPESetter); ok {
+		s.RoPEBackwardSet(dinp, dout, pos, invFreq, N, H, D)
+		return
+	}
+	NeedSizes("RoPEBackwardSet", N, H, D)
+	Need("RoPEBackwardSet", "dinp", len(dinp), N*H*D)
+	b.Zero(dinp, N*H*D)
+	b.RoPEBackward(dinp, dout, pos, invFreq, N, H, D)
+}

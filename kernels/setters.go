@@ -1,44 +1,57 @@
 package kernels
 
 // GatedSetter is implemented by a backend whose gated units' backward can
-// write dgate and dup instead of accumulating into them: the model's MLP
-// backward takes both fresh, so accumulating costs a pass zeroing each
-// and a read of each in the kernel, [N, I] values apiece (on the 7B
-// shape 2.5 GB a layer of a LoRA step's 36). kernels/cuda implements it;
+// write dgate and dup instead of accumulating into them, and write the
+// forward's output act on the way: the model's MLP backward takes dgate
+// and dup fresh, so accumulating costs a pass zeroing each and a read of
+// each in the kernel, [N, I] values apiece, and it needs act again (the
+// down projection's LoRA gradient reads it), which a separate forward
+// pass would read gate and up once more for. kernels/cuda implements it;
 // host backends (ref, cpu) do not: the functions SwiGLUBackwardSet and
-// GeGLUBackwardSet zero the two and accumulate for them.
+// GeGLUBackwardSet zero the two and accumulate, then run the forward, for
+// them.
 type GatedSetter interface {
 	// SwiGLUBackwardSet sets dgate and dup to what SwiGLUBackward adds
-	// to them (their contents ignored, NaN included), value for value.
-	SwiGLUBackwardSet(dgate, dup, dout, gate, up []float32, n int)
-	// GeGLUBackwardSet is SwiGLUBackwardSet for GeGLUBackward.
-	GeGLUBackwardSet(dgate, dup, dout, gate, up []float32, n int)
+	// to them (their contents ignored, NaN included) and, when act is not
+	// nil, act to SwiGLUForward's output, value for value. No output may
+	// overlap another buffer.
+	SwiGLUBackwardSet(dgate, dup, act, dout, gate, up []float32, n int)
+	// GeGLUBackwardSet is SwiGLUBackwardSet for GeGLUBackward and
+	// GeGLUForward.
+	GeGLUBackwardSet(dgate, dup, act, dout, gate, up []float32, n int)
 }
 
 // SwiGLUBackwardSet sets dgate and dup over n values to SwiGLUBackward's
-// gradients, whatever they held: with b's GatedSetter when b is one, else
-// b.Zero on each, then b.SwiGLUBackward.
-func SwiGLUBackwardSet(b Backend, dgate, dup, dout, gate, up []float32, n int) {
+// gradients, whatever they held, and act (unless nil) to SwiGLUForward's
+// output: with b's GatedSetter when b is one, else b.Zero on each, then
+// b.SwiGLUBackward and b.SwiGLUForward.
+func SwiGLUBackwardSet(b Backend, dgate, dup, act, dout, gate, up []float32, n int) {
 	if s, ok := b.(GatedSetter); ok {
-		s.SwiGLUBackwardSet(dgate, dup, dout, gate, up, n)
+		s.SwiGLUBackwardSet(dgate, dup, act, dout, gate, up, n)
 		return
 	}
 	NeedGatedBackward("SwiGLUBackwardSet", dgate, dup, dout, gate, up, n)
 	b.Zero(dgate, n)
 	b.Zero(dup, n)
 	b.SwiGLUBackward(dgate, dup, dout, gate, up, n)
+	if act != nil {
+		b.SwiGLUForward(act, gate, up, n)
+	}
 }
 
-// GeGLUBackwardSet is SwiGLUBackwardSet for GeGLUBackward.
-func GeGLUBackwardSet(b Backend, dgate, dup, dout, gate, up []float32, n int) {
+// GeGLUBackwardSet is SwiGLUBackwardSet for GeGLUBackward and GeGLUForward.
+func GeGLUBackwardSet(b Backend, dgate, dup, act, dout, gate, up []float32, n int) {
 	if s, ok := b.(GatedSetter); ok {
-		s.GeGLUBackwardSet(dgate, dup, dout, gate, up, n)
+		s.GeGLUBackwardSet(dgate, dup, act, dout, gate, up, n)
 		return
 	}
 	NeedGatedBackward("GeGLUBackwardSet", dgate, dup, dout, gate, up, n)
 	b.Zero(dgate, n)
 	b.Zero(dup, n)
 	b.GeGLUBackward(dgate, dup, dout, gate, up, n)
+	if act != nil {
+		b.GeGLUForward(act, gate, up, n)
+	}
 }
 
 // RoPESetter is implemented by a backend whose RoPE backward can write

@@ -11,7 +11,7 @@ import (
 
 // On a backend that is no GatedSetter (ref), SwiGLUBackwardSet and
 // GeGLUBackwardSet give what the accumulating ops add to zeros, whatever
-// dgate and dup held (NaN here).
+// dgate and dup held (NaN here), and act the forward's output.
 func TestGatedBackwardSetFallback(t *testing.T) {
 	const n = 19
 	r := rand.New(rand.NewPCG(3, 4))
@@ -22,26 +22,32 @@ func TestGatedBackwardSetFallback(t *testing.T) {
 		}
 		return x
 	}
+	nans := func() []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(math.NaN())
+		}
+		return x
+	}
 	dout, gate, up := vals(), vals(), vals()
 	b := ref.New()
 	for _, g := range []struct {
 		name string
 		acc  func(dgate, dup, dout, gate, up []float32, n int)
-		set  func(b kernels.Backend, dgate, dup, dout, gate, up []float32, n int)
+		fwd  func(out, gate, up []float32, n int)
+		set  func(b kernels.Backend, dgate, dup, act, dout, gate, up []float32, n int)
 	}{
-		{"SwiGLUBackwardSet", b.SwiGLUBackward, kernels.SwiGLUBackwardSet},
-		{"GeGLUBackwardSet", b.GeGLUBackward, kernels.GeGLUBackwardSet},
+		{"SwiGLUBackwardSet", b.SwiGLUBackward, b.SwiGLUForward, kernels.SwiGLUBackwardSet},
+		{"GeGLUBackwardSet", b.GeGLUBackward, b.GeGLUForward, kernels.GeGLUBackwardSet},
 	} {
-		wg, wu := make([]float32, n), make([]float32, n)
+		wg, wu, wa := make([]float32, n), make([]float32, n), make([]float32, n)
 		g.acc(wg, wu, dout, gate, up, n)
-		dg, du := make([]float32, n), make([]float32, n)
-		for i := range dg {
-			dg[i], du[i] = float32(math.NaN()), float32(math.NaN())
-		}
-		g.set(b, dg, du, dout, gate, up, n)
+		g.fwd(wa, gate, up, n)
+		dg, du, da := nans(), nans(), nans()
+		g.set(b, dg, du, da, dout, gate, up, n)
 		for i := range n {
-			if dg[i] != wg[i] || du[i] != wu[i] {
-				t.Fatalf("%s [%d]: dgate %g dup %g, want %g %g", g.name, i, dg[i], du[i], wg[i], wu[i])
+			if dg[i] != wg[i] || du[i] != wu[i] || da[i] != wa[i] {
+				t.Fatalf("%s [%d]: dgate %g dup %g act %g, want %g %g %g", g.name, i, dg[i], du[i], da[i], wg[i], wu[i], wa[i])
 			}
 		}
 	}

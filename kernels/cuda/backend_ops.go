@@ -166,15 +166,37 @@ var _ kernels.GatedSetter = (*Backend)(nil)
 
 // SwiGLUBackwardSet implements kernels.GatedSetter: swiglu_backward_set
 // writes dgate and dup, sparing the model's MLP backward a Zero of each
-// and the kernel's read of them (the same values: x = 0 + x).
-func (b *Backend) SwiGLUBackwardSet(dgate, dup, dout, gate, up []float32, n int) {
-	b.gatedBackward("SwiGLUBackwardSet", b.ops.SwiGLUBackwardSet, dgate, dup, dout, gate, up, n)
+// and the kernel's read of them (the same values: x = 0 + x), and with
+// act the forward's output, sparing it a forward pass reading gate and
+// up again.
+func (b *Backend) SwiGLUBackwardSet(dgate, dup, act, dout, gate, up []float32, n int) {
+	b.gatedBackwardSet("SwiGLUBackwardSet", b.ops.SwiGLUBackwardSet, dgate, dup, act, dout, gate, up, n)
 }
 
 // GeGLUBackwardSet implements kernels.GatedSetter (geglu_backward_set), as
 // SwiGLUBackwardSet.
-func (b *Backend) GeGLUBackwardSet(dgate, dup, dout, gate, up []float32, n int) {
-	b.gatedBackward("GeGLUBackwardSet", b.ops.GeGLUBackwardSet, dgate, dup, dout, gate, up, n)
+func (b *Backend) GeGLUBackwardSet(dgate, dup, act, dout, gate, up []float32, n int) {
+	b.gatedBackwardSet("GeGLUBackwardSet", b.ops.GeGLUBackwardSet, dgate, dup, act, dout, gate, up, n)
+}
+
+// gatedBackwardSet runs a GatedSetter op through launch, the Ops method,
+// after the accumulating op's checks (and act's, unless nil).
+func (b *Backend) gatedBackwardSet(op string, launch func(dgate, dup, act, dout, gate, up *Buffer, n int) error, dgate, dup, act, dout, gate, up []float32, n int) {
+	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
+	if act != nil {
+		kernels.Need(op, "act", len(act), n)
+	}
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		var ba *Buffer
+		if act != nil {
+			ba = b.f32(op, "act", act)
+		}
+		return launch(b.f32(op, "dgate", dgate), b.f32(op, "dup", dup), ba, b.f32(op, "dout", dout),
+			b.f32(op, "gate", gate), b.f32(op, "up", up), n)
+	})
 }
 
 func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
@@ -197,8 +219,7 @@ func (b *Backend) gatedForward(op string, launch func(out, gate, up *Buffer, n i
 	})
 }
 
-// gatedBackward is gatedForward for the backward, which accumulates (or,
-// the Set ops, writes) dgate and dup.
+// gatedBackward is gatedForward for the backward, which accumulates dgate and dup.
 func (b *Backend) gatedBackward(op string, launch func(dgate, dup, dout, gate, up *Buffer, n int) error, dgate, dup, dout, gate, up []float32, n int) {
 	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
 	if n == 0 {

@@ -370,9 +370,29 @@ func (o *Ops) SwiGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
 }
 
 // SwiGLUBackwardSet is kernels.GatedSetter's SwiGLUBackwardSet on device
-// buffers: it writes dgate and dup over n values (swiglu_backward_set).
-func (o *Ops) SwiGLUBackwardSet(dgate, dup, dout, gate, up *Buffer, n int) error {
-	return o.gatedBackward("SwiGLUBackwardSet", "swiglu_backward_set", dgate, dup, dout, gate, up, n)
+// buffers: it writes dgate and dup over n values and, unless act is nil,
+// SwiGLUForward's output into act (swiglu_backward_set).
+func (o *Ops) SwiGLUBackwardSet(dgate, dup, act, dout, gate, up *Buffer, n int) error {
+	return o.gatedBackwardSet("SwiGLUBackwardSet", "swiglu_backward_set", dgate, dup, act, dout, gate, up, n)
+}
+
+// gatedBackwardSet launches a gated unit's _set backward kernel: dgate,
+// dup and (unless nil) act written over n values, one thread a value.
+func (o *Ops) gatedBackwardSet(op, kernel string, dgate, dup, act, dout, gate, up *Buffer, n int) error {
+	c := check{op: op}
+	c.sizes("n", n)
+	c.buf(o.d, "dgate", dgate, n)
+	c.buf(o.d, "dup", dup, n)
+	if act != nil {
+		c.buf(o.d, "act", act, n)
+	}
+	c.buf(o.d, "dout", dout, n)
+	c.buf(o.d, "gate", gate, n)
+	c.buf(o.d, "up", up, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat(kernel, n, dgate, dup, act, dout, gate, up, n))
 }
 
 // gatedForward launches a gated unit's forward kernel (SwiGLU, GeGLU):
@@ -390,7 +410,7 @@ func (o *Ops) gatedForward(op, kernel string, out, gate, up *Buffer, n int) erro
 }
 
 // gatedBackward launches a gated unit's backward kernel, which accumulates
-// (or, a _set kernel, writes) dgate and dup over n values.
+// dgate and dup over n values.
 func (o *Ops) gatedBackward(op, kernel string, dgate, dup, dout, gate, up *Buffer, n int) error {
 	c := check{op: op}
 	c.sizes("n", n)

@@ -18,9 +18,10 @@ func (o *Ops) GeGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
 }
 
 // GeGLUBackwardSet is kernels.GatedSetter's GeGLUBackwardSet on device
-// buffers: it writes dgate and dup over n values (geglu_backward_set).
-func (o *Ops) GeGLUBackwardSet(dgate, dup, dout, gate, up *Buffer, n int) error {
-	return o.gatedBackward("GeGLUBackwardSet", "geglu_backward_set", dgate, dup, dout, gate, up, n)
+// buffers: it writes dgate and dup over n values and, unless act is nil,
+// GeGLUForward's output into act (geglu_backward_set).
+func (o *Ops) GeGLUBackwardSet(dgate, dup, act, dout, gate, up *Buffer, n int) error {
+	return o.gatedBackwardSet("GeGLUBackwardSet", "geglu_backward_set", dgate, dup, act, dout, gate, up, n)
 }
 
 // AddScalar is kernels.Backend.AddScalar on device buffers: out = a + s

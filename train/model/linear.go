@@ -96,14 +96,33 @@ func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u, g []float32, N int
 	if dx != nil && !set {
 		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
 	}
+	g = l.loraG(be, dout, u, g, N, lora)
+	l.loraDA(be, g, x, N, lora)
+	if dx != nil {
+		l.loraDX(be, dx, g, dout, x, N, lora, set)
+	}
+}
+
+// loraG is the first part of Backward's LoRA path: DB += doutᵀ·u, and g =
+// Scale·dout·B into the scratch g, which it returns ([N, R]).
+func (l *Linear) loraG(be kernels.Backend, dout, u, g []float32, N int, lora *LoRA) []float32 {
 	be.Matmul(lora.DB, dout, u, l.Out, lora.R, N, true, false, 1) // DB += doutᵀ·u
 	g = g[:N*lora.R]                                              // [N, R]
 	be.Matmul(g, dout, lora.B, N, lora.R, l.Out, false, false, 0)
 	be.Scale(g, g, lora.Scale, N*lora.R)
-	be.Matmul(lora.DA, g, x, lora.R, l.In, N, true, false, 1) // DA += gᵀ·x
-	if dx == nil {
-		return
-	}
+	return g
+}
+
+// loraDA accumulates DA += gᵀ·x.
+func (l *Linear) loraDA(be kernels.Backend, g, x []float32, N int, lora *LoRA) {
+	be.Matmul(lora.DA, g, x, lora.R, l.In, N, true, false, 1)
+}
+
+// loraDX is Backward's dx with LoRA: dx += g·A, after the base product
+// (which the caller ran); with set, dx = g·A and then the base product
+// accumulates (x is only the base product's input: nil with bfloat16
+// weights).
+func (l *Linear) loraDX(be kernels.Backend, dx, g, dout, x []float32, N int, lora *LoRA, set bool) {
 	if set {
 		be.Matmul(dx, g, lora.A, N, l.In, lora.R, false, false, 0) // dx = g·A
 		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)

@@ -162,8 +162,9 @@ type Pass struct {
 // and act; backward the rest (allocated only for passes with an adapter).
 type work struct {
 	h           []float32 // [N, C] normed block input (attention, then MLP)
-	act         []float32 // [N, I] SwiGLU output; in backward also dgate
+	act         []float32 // [N, I] SwiGLU output
 	dact, dup   []float32 // [N, I]
+	dgate       []float32 // [N, I]
 	dh          []float32 // [N, C]
 	dq, dqr     []float32 // [N, H·D]
 	dkr, dv, dk []float32 // [N, KVH·D]
@@ -185,7 +186,7 @@ func (m *Model) newWork(ar *arena, N int, backward bool, maxR int) *work {
 		w.dn = ar.take(N * C)
 	}
 	if backward {
-		w.dact, w.dup = ar.take(N*I), ar.take(N*I)
+		w.dact, w.dgate, w.dup = ar.take(N*I), ar.take(N*I), ar.take(N*I)
 		w.dh = ar.take(N * C)
 		w.dq, w.dqr = ar.take(N*qd), ar.take(N*qd)
 		w.dkr, w.dv, w.dk = ar.take(N*kvd), ar.take(N*kvd), ar.take(N*kvd)

@@ -29,6 +29,13 @@
 // llm.c: residual branches then need no extra add, and the caller zeroes the
 // gradient buffers once per step. A gradient output may be nil when the caller
 // does not need it (frozen weights under LoRA), where the op's doc says so.
+// Where the model takes a gradient fresh, optional interfaces let a device
+// backend write it instead of zeroing it and accumulating (GatedSetter,
+// RoPESetter; the functions SwiGLUBackwardSet, GeGLUBackwardSet and
+// RoPEBackwardSet zero and accumulate on the others, the same values), and
+// LinearManyBF16er multiplies one input by several bfloat16 weights
+// (LinearForwardBF16Many): on kernels/cuda each spares a pass over an
+// activation (train/model's TestStepTraffic7B counts them).
 // Forward ops overwrite their outputs, unless stated (beta in Matmul).
 // Outputs must not alias inputs unless the op's doc allows it.
 //

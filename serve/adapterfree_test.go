@@ -91,15 +91,15 @@ func (b *trackBackend) watch(t *testing.T, reg *adapters.Registry, name string) 
 	var addrs []uintptr
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, layer := range a.Weights.Layers {
-		for _, l := range layer {
-			if l != nil {
-				for _, x := range [][]float32{l.A, l.B, l.DA, l.DB} {
-					addrs = append(addrs, addr(x))
-					b.watched[addr(x)] = false
-				}
-			}
+	// A placed adapter is two allocations (model.Adapter.Flat): the A and
+	// B of every layer in one, their gradients in the other.
+	params, grads := a.Weights.Flat()
+	for _, x := range [][]float32{params, grads} {
+		if len(x) == 0 {
+			t.Fatalf("%s: the adapter is not placed in the backend's memory", name)
 		}
+		addrs = append(addrs, addr(x))
+		b.watched[addr(x)] = false
 	}
 	return addrs
 }
@@ -168,7 +168,7 @@ func TestDroppedAdapterFreed(t *testing.T) {
 	load(2)
 	if n := be.freed(step1); n != 0 {
 		open()
-		t.Fatalf("%d of step 1's %d tensors freed while a request on it is in a step", n, len(step1))
+		t.Fatalf("%d of step 1's %d allocations freed while a request on it is in a step", n, len(step1))
 	}
 	open()
 	var acc openai.ChatCompletionAccumulator
@@ -183,14 +183,14 @@ func TestDroppedAdapterFreed(t *testing.T) {
 		t.Fatalf("the request across the drop answered as %q with finish %q, want r1@1 finished", acc.Model, acc.Choices[0].FinishReason)
 	}
 	if n := be.freed(step1); n != len(step1) {
-		t.Fatalf("%d of step 1's %d tensors freed once its last request ended, want all", n, len(step1))
+		t.Fatalf("%d of step 1's %d allocations freed once its last request ended, want all", n, len(step1))
 	}
 
 	// A dropped step nobody uses is freed as it is dropped.
 	step2 := be.watch(t, reg, "r1@2")
 	load(3)
 	if n := be.freed(step2); n != len(step2) {
-		t.Fatalf("%d of unused step 2's %d tensors freed as it was dropped, want all", n, len(step2))
+		t.Fatalf("%d of unused step 2's %d allocations freed as it was dropped, want all", n, len(step2))
 	}
 
 	// A cancelled request lets go of its dropped step.
@@ -200,7 +200,7 @@ func TestDroppedAdapterFreed(t *testing.T) {
 	load(4)
 	if n := be.freed(step3); n != 0 {
 		open()
-		t.Fatalf("%d of step 3's tensors freed while a request on it is in a step", n)
+		t.Fatalf("%d of step 3's allocations freed while a request on it is in a step", n)
 	}
 	cancel()
 	open()
@@ -224,7 +224,7 @@ func TestDroppedAdapterFreed(t *testing.T) {
 	}
 	load(5)
 	if n := be.freed(step4); n != len(step4) {
-		t.Fatalf("%d of step 4's %d tensors freed as it was dropped after refused and finished requests, want all", n, len(step4))
+		t.Fatalf("%d of step 4's %d allocations freed as it was dropped after refused and finished requests, want all", n, len(step4))
 	}
 
 	// Shutdown while a request is in a step on a dropped step: it drains,
@@ -245,7 +245,7 @@ func TestDroppedAdapterFreed(t *testing.T) {
 	}
 	<-stopped
 	if n := be.freed(step5); n != len(step5) {
-		t.Fatalf("%d of step 5's %d tensors freed after Shutdown, want all", n, len(step5))
+		t.Fatalf("%d of step 5's %d allocations freed after Shutdown, want all", n, len(step5))
 	}
 	if n := be.Live(); n != 0 {
 		t.Fatalf("%d allocations (%d bytes) live after Shutdown, want 0", n, be.LiveBytes())

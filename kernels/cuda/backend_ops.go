@@ -112,8 +112,9 @@ func (b *Backend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float
 	})
 }
 
-// rope runs RoPEForward (forward) or RoPEBackward on the device.
-func (b *Backend) rope(op string, forward bool, out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
+// rope runs RoPEForward (forward) or a backward (RoPEBackward,
+// RoPEBackwardSet) on the device through launch, the Ops method.
+func (b *Backend) rope(op string, forward bool, launch func(out, inp, pos, invFreq *Buffer, N, H, D, half int) error, out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
 	kernels.NeedSizes(op, N, H, D)
 	half := len(invFreq)
 	if 2*half > D {
@@ -132,19 +133,25 @@ func (b *Backend) rope(op string, forward bool, out, inp []float32, pos []int32,
 	b.onDevice(op, func() error {
 		o, i, f := b.f32(op, names[0], out), b.f32(op, names[1], inp), b.f32(op, "invFreq", invFreq)
 		p := b.edge(op, pos[:N])
-		if forward {
-			return b.ops.RoPEForward(o, i, p, f, N, H, D, half)
-		}
-		return b.ops.RoPEBackward(o, i, p, f, N, H, D, half)
+		return launch(o, i, p, f, N, H, D, half)
 	})
 }
 
 func (b *Backend) RoPEForward(out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
-	b.rope("RoPEForward", true, out, inp, pos, invFreq, N, H, D)
+	b.rope("RoPEForward", true, b.ops.RoPEForward, out, inp, pos, invFreq, N, H, D)
 }
 
 func (b *Backend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
-	b.rope("RoPEBackward", false, dinp, dout, pos, invFreq, N, H, D)
+	b.rope("RoPEBackward", false, b.ops.RoPEBackward, dinp, dout, pos, invFreq, N, H, D)
+}
+
+var _ kernels.RoPESetter = (*Backend)(nil)
+
+// RoPEBackwardSet implements kernels.RoPESetter: rope_backward_set writes
+// dinp, sparing the attention's backward a Zero of dq and dk and the
+// kernel's read of them (the same values: x = 0 + x).
+func (b *Backend) RoPEBackwardSet(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
+	b.rope("RoPEBackwardSet", false, b.ops.RoPEBackwardSet, dinp, dout, pos, invFreq, N, H, D)
 }
 
 func (b *Backend) SwiGLUForward(out, gate, up []float32, n int) {
@@ -153,6 +160,43 @@ func (b *Backend) SwiGLUForward(out, gate, up []float32, n int) {
 
 func (b *Backend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 	b.gatedBackward("SwiGLUBackward", b.ops.SwiGLUBackward, dgate, dup, dout, gate, up, n)
+}
+
+var _ kernels.GatedSetter = (*Backend)(nil)
+
+// SwiGLUBackwardSet implements kernels.GatedSetter: swiglu_backward_set
+// writes dgate and dup, sparing the model's MLP backward a Zero of each
+// and the kernel's read of them (the same values: x = 0 + x), and with
+// act the forward's output, sparing it a forward pass reading gate and
+// up again.
+func (b *Backend) SwiGLUBackwardSet(dgate, dup, act, dout, gate, up []float32, n int) {
+	b.gatedBackwardSet("SwiGLUBackwardSet", b.ops.SwiGLUBackwardSet, dgate, dup, act, dout, gate, up, n)
+}
+
+// GeGLUBackwardSet implements kernels.GatedSetter (geglu_backward_set), as
+// SwiGLUBackwardSet.
+func (b *Backend) GeGLUBackwardSet(dgate, dup, act, dout, gate, up []float32, n int) {
+	b.gatedBackwardSet("GeGLUBackwardSet", b.ops.GeGLUBackwardSet, dgate, dup, act, dout, gate, up, n)
+}
+
+// gatedBackwardSet runs a GatedSetter op through launch, the Ops method,
+// after the accumulating op's checks (and act's, unless nil).
+func (b *Backend) gatedBackwardSet(op string, launch func(dgate, dup, act, dout, gate, up *Buffer, n int) error, dgate, dup, act, dout, gate, up []float32, n int) {
+	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
+	if act != nil {
+		kernels.Need(op, "act", len(act), n)
+	}
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		var ba *Buffer
+		if act != nil {
+			ba = b.f32(op, "act", act)
+		}
+		return launch(b.f32(op, "dgate", dgate), b.f32(op, "dup", dup), ba, b.f32(op, "dout", dout),
+			b.f32(op, "gate", gate), b.f32(op, "up", up), n)
+	})
 }
 
 func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
@@ -220,6 +264,46 @@ func (b *Backend) LinearForwardBF16(out, inp []float32, weight []uint16, bias []
 	}
 	b.onDevice(op, func() error {
 		return b.ops.LinearForwardBF16(b.f32(op, "out", out), b.f32(op, "inp", inp), b.bf16(op, "weight", weight), b.f32(op, "bias", bias), N, C, OC)
+	})
+}
+
+var _ kernels.LinearManyBF16er = (*Backend)(nil)
+
+// LinearForwardBF16Many implements kernels.LinearManyBF16er
+// (Ops.LinearForwardBF16Many: in the bf16 precision the input is rounded
+// once for all the products, not once a product), after
+// LinearForwardBF16's checks of each product.
+func (b *Backend) LinearForwardBF16Many(outs [][]float32, inp []float32, weights [][]uint16, biases [][]float32, N, C int, OCs []int) {
+	const op = "LinearForwardBF16Many"
+	kernels.NeedLinearMany(op, len(outs), len(weights), len(biases), len(OCs))
+	bias := func(i int) []float32 {
+		if biases == nil {
+			return nil
+		}
+		return biases[i]
+	}
+	for i := range outs {
+		needLinearForward(op, outs[i], inp, len(weights[i]), bias(i), N, C, OCs[i])
+	}
+	if N*C == 0 { // nothing to round: each op as it is
+		for i := range outs {
+			b.LinearForwardBF16(outs[i], inp, weights[i], bias(i), N, C, OCs[i])
+		}
+		return
+	}
+	b.onDevice(op, func() error {
+		var bo, bw, bb []*Buffer
+		var ocs []int
+		for i := range outs {
+			if OCs[i] == 0 { // an empty product: nothing to write
+				continue
+			}
+			bo = append(bo, b.f32(op, "out", outs[i]))
+			bw = append(bw, b.bf16(op, "weight", weights[i]))
+			bb = append(bb, b.f32(op, "bias", bias(i)))
+			ocs = append(ocs, OCs[i])
+		}
+		return b.ops.LinearForwardBF16Many(bo, b.f32(op, "inp", inp), bw, bb, N, C, ocs)
 	})
 }
 

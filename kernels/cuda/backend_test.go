@@ -175,6 +175,46 @@ func TestBackendDeviceOps(t *testing.T) {
 	check("SwiGLUBackward dgate", gg, wg)
 	check("SwiGLUBackward dup", gu, wu)
 
+	// The Set ops (kernels.GatedSetter) give exactly what the accumulating
+	// kernels add to zeros on this device, whatever dgate and dup held, and
+	// act what the forward gives (or leave it alone when nil).
+	nan := make([]float32, n)
+	for i := range nan {
+		nan[i] = float32(math.NaN())
+	}
+	for _, g := range []struct {
+		name string
+		acc  func(dgate, dup, dout, gate, up []float32, n int)
+		fwd  func(out, gate, up []float32, n int)
+		set  func(dgate, dup, act, dout, gate, up []float32, n int)
+	}{
+		{"SwiGLUBackwardSet", b.SwiGLUBackward, b.SwiGLUForward, b.SwiGLUBackwardSet},
+		{"GeGLUBackwardSet", b.GeGLUBackward, b.GeGLUForward, b.GeGLUBackwardSet},
+	} {
+		zg, zu, fo := buf(make([]float32, n)), buf(make([]float32, n)), buf(make([]float32, n))
+		sd, sg, su := buf(dout), buf(gate), buf(up)
+		g.acc(zg, zu, sd, sg, su, n)
+		g.fwd(fo, sg, su, n)
+		for _, withAct := range []bool{false, true} {
+			xg, xu, xa := buf(nan), buf(nan), buf(nan)
+			var act []float32
+			if withAct {
+				act = xa
+			}
+			g.set(xg, xu, act, sd, sg, su, n)
+			for i := range n {
+				if xg[i] != zg[i] || xu[i] != zu[i] {
+					t.Errorf("%s [%d]: dgate %g dup %g, accumulated onto zeros %g %g", g.name, i, xg[i], xu[i], zg[i], zu[i])
+					break
+				}
+				if withAct && xa[i] != fo[i] || !withAct && !math.IsNaN(float64(xa[i])) {
+					t.Errorf("%s (act %v) [%d]: act %g, forward %g", g.name, withAct, i, xa[i], fo[i])
+					break
+				}
+			}
+		}
+	}
+
 	hp := kernels.AdamWParams{LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
 	vv := make([]float32, n)
 	for i := range vv {

@@ -6,6 +6,10 @@
 //	dgate += dout·up·(½(1 + t) + ½gate·(1 − t²)·√(2/π)·(1 + 3·0.044715gate²))
 //	dup   += dout·gelu(gate)
 //
+// geglu_backward_set writes the two instead (kernels.GatedSetter): the
+// same expressions, so the values a zeroed dgate and dup would get; and,
+// when act is not null, act = geglu_forward's out (the same expression).
+//
 // Launch: any 1-D geometry (a grid-stride loop, 64-bit index). tanhf is
 // the accurate one (no fast-math). Never run on a GPU: tested on the CPU
 // through cpushim/cuda_cpu.h against kernels/ref.
@@ -31,5 +35,19 @@ extern "C" __global__ void geglu_backward(float *__restrict__ dgate, float *__re
 		const float dg = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
 		dgate[i] += d * up[i] * dg;
 		dup[i] += d * 0.5f * x * (1.0f + t);
+	}
+}
+
+extern "C" __global__ void geglu_backward_set(float *__restrict__ dgate, float *__restrict__ dup,
+                                              float *__restrict__ act, const float *__restrict__ dout,
+                                              const float *__restrict__ gate, const float *__restrict__ up, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		const float x = gate[i], t = geluTanh(x), d = dout[i], u = up[i];
+		const float dg = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+		dgate[i] = d * u * dg;
+		dup[i] = d * 0.5f * x * (1.0f + t);
+		if (act != nullptr) {
+			act[i] = 0.5f * x * (1.0f + t) * u;
+		}
 	}
 }

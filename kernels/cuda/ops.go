@@ -37,8 +37,10 @@ var kernelModules = map[string]string{
 	"rmsnorm_backward_dweight": "rmsnorm",
 	"rope_forward":             "rope",
 	"rope_backward":            "rope",
+	"rope_backward_set":        "rope",
 	"swiglu_forward":           "swiglu",
 	"swiglu_backward":          "swiglu",
+	"swiglu_backward_set":      "swiglu",
 	"embedding_forward":        "embedding",
 	"embedding_forward_bf16":   "embedding",
 	"embedding_backward":       "embedding",
@@ -51,6 +53,7 @@ var kernelModules = map[string]string{
 	"logprob_bwd_expect_bf16":  "logprob_backward",
 	"geglu_forward":            "geglu",
 	"geglu_backward":           "geglu",
+	"geglu_backward_set":       "geglu",
 	"add_scalar":               "misc",
 	"copy_f32":                 "misc",
 	"zero_f32":                 "misc",
@@ -341,6 +344,16 @@ func (o *Ops) RoPEBackward(dinp, dout, pos, invFreq *Buffer, N, H, D, half int) 
 	return o.run("RoPEBackward", planRoPE("rope_backward", dinp, dout, pos, invFreq, N, H, D, half))
 }
 
+// RoPEBackwardSet is kernels.RoPESetter's RoPEBackwardSet on device
+// buffers: it writes dinp [N,H,D] = the rotation by −θ of dout
+// (rope_backward_set).
+func (o *Ops) RoPEBackwardSet(dinp, dout, pos, invFreq *Buffer, N, H, D, half int) error {
+	if err := o.ropeCheck("RoPEBackwardSet", dinp, dout, pos, invFreq, N, H, D, half); err != nil {
+		return err
+	}
+	return o.run("RoPEBackwardSet", planRoPE("rope_backward_set", dinp, dout, pos, invFreq, N, H, D, half))
+}
+
 // planFlat: one thread per element of n, in a grid-stride loop.
 func planFlat(kernel string, n int, args ...any) []step {
 	if n == 0 {
@@ -359,6 +372,32 @@ func (o *Ops) SwiGLUForward(out, gate, up *Buffer, n int) error {
 // accumulates dgate and dup over n values.
 func (o *Ops) SwiGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
 	return o.gatedBackward("SwiGLUBackward", "swiglu_backward", dgate, dup, dout, gate, up, n)
+}
+
+// SwiGLUBackwardSet is kernels.GatedSetter's SwiGLUBackwardSet on device
+// buffers: it writes dgate and dup over n values and, unless act is nil,
+// SwiGLUForward's output into act (swiglu_backward_set).
+func (o *Ops) SwiGLUBackwardSet(dgate, dup, act, dout, gate, up *Buffer, n int) error {
+	return o.gatedBackwardSet("SwiGLUBackwardSet", "swiglu_backward_set", dgate, dup, act, dout, gate, up, n)
+}
+
+// gatedBackwardSet launches a gated unit's _set backward kernel: dgate,
+// dup and (unless nil) act written over n values, one thread a value.
+func (o *Ops) gatedBackwardSet(op, kernel string, dgate, dup, act, dout, gate, up *Buffer, n int) error {
+	c := check{op: op}
+	c.sizes("n", n)
+	c.buf(o.d, "dgate", dgate, n)
+	c.buf(o.d, "dup", dup, n)
+	if act != nil {
+		c.buf(o.d, "act", act, n)
+	}
+	c.buf(o.d, "dout", dout, n)
+	c.buf(o.d, "gate", gate, n)
+	c.buf(o.d, "up", up, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(c.op, planFlat(kernel, n, dgate, dup, act, dout, gate, up, n))
 }
 
 // gatedForward launches a gated unit's forward kernel (SwiGLU, GeGLU):

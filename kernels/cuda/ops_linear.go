@@ -179,6 +179,55 @@ func (o *Ops) LinearForwardBF16(out, inp, weight, bias *Buffer, N, C, OC int) er
 	return o.runX(op, steps)
 }
 
+// LinearForwardBF16Many is LinearForwardBF16 for several weights on one
+// input (kernels.LinearManyBF16er): outs[i] [N,OCs[i]] = inp ·
+// weights[i]ᵀ + biases[i] (a nil entry: no bias). In PrecisionBF16 inp is
+// rounded into the scratch once (f32_to_bf16) and every product is a
+// cublasGemmEx from it, then its bias_forward: the steps
+// LinearForwardBF16 makes for each, less all roundings but the first, so
+// the same bits. In PrecisionF32 there is nothing to share: one
+// LinearForwardBF16 each.
+func (o *Ops) LinearForwardBF16Many(outs []*Buffer, inp *Buffer, weights, biases []*Buffer, N, C int, OCs []int) error {
+	const op = "LinearForwardBF16Many"
+	if len(weights) != len(outs) || len(biases) != len(outs) || len(OCs) != len(outs) {
+		return fmt.Errorf("CUDA %s: %d outputs, %d weights, %d biases, %d output sizes", op, len(outs), len(weights), len(biases), len(OCs))
+	}
+	if o.prec != kernels.PrecisionBF16 {
+		for i := range outs {
+			if err := o.LinearForwardBF16(outs[i], inp, weights[i], biases[i], N, C, OCs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i := range outs {
+		if err := o.linearCheck(op, N, C, OCs[i], "out", outs[i], N*OCs[i], "inp", inp, N*C, "weight", weights[i], bf16Len(OCs[i]*C), "?bias", biases[i], OCs[i]); err != nil {
+			return err
+		}
+	}
+	if N == 0 {
+		return nil
+	}
+	l := o.lockScratch()
+	defer l.unlock()
+	sc, err := l.get(op, "linear.bf16", bf16Len(N*C))
+	if err != nil {
+		return err
+	}
+	steps := kstep(planFlat("f32_to_bf16", N*C, sc, inp, N*C)...)
+	for i := range outs {
+		if OCs[i] == 0 {
+			continue
+		}
+		steps = append(steps, gstep(mm{C: outs[i], A: sc, B: weights[i], M: N, N: OCs[i], K: C, TransB: true, BF16: true}))
+		steps = append(steps, planBias(outs[i], biases[i], biases[i] != nil, N, OCs[i])...)
+	}
+	if err := o.throughLt(op, l, steps); err != nil {
+		return err
+	}
+	return o.runX(op, steps)
+}
+
 // LinearBackwardBF16 is kernels.Backend.LinearBackwardBF16 on device
 // buffers: dinp [N,C] += dout [N,OC] · weight [OC,C] with a bfloat16
 // weight, multiplied as SetPrecision says. Its scratch is Ops' own, kept

@@ -17,6 +17,13 @@ func (o *Ops) GeGLUBackward(dgate, dup, dout, gate, up *Buffer, n int) error {
 	return o.gatedBackward("GeGLUBackward", "geglu_backward", dgate, dup, dout, gate, up, n)
 }
 
+// GeGLUBackwardSet is kernels.GatedSetter's GeGLUBackwardSet on device
+// buffers: it writes dgate and dup over n values and, unless act is nil,
+// GeGLUForward's output into act (geglu_backward_set).
+func (o *Ops) GeGLUBackwardSet(dgate, dup, act, dout, gate, up *Buffer, n int) error {
+	return o.gatedBackwardSet("GeGLUBackwardSet", "geglu_backward_set", dgate, dup, act, dout, gate, up, n)
+}
+
 // AddScalar is kernels.Backend.AddScalar on device buffers: out = a + s
 // over n values (out may be a).
 func (o *Ops) AddScalar(out, a *Buffer, s float32, n int) error {

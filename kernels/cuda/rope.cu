@@ -9,6 +9,9 @@
 //	          dinp[i+half] += dout[i+half]·cos θ − dout[i]·sin θ
 //
 // and dims R..D−1 are copied (forward) or added (backward) unchanged.
+// rope_backward_set writes dinp instead of adding to it
+// (kernels.RoPESetter): the same expressions, so the values a zeroed dinp
+// would get.
 // out/dinp, inp/dout [N,H,D]; pos [N]; invFreq [half]. out may be inp (the
 // forward in place: each thread reads its two values before writing them,
 // so the pointers are not __restrict__).
@@ -19,7 +22,7 @@
 // are sincosf's (full range, not the fast intrinsics). Never run on a GPU:
 // tested on the CPU through cpushim/cuda_cpu.h against kernels/ref.
 
-template <bool backward>
+template <bool backward, bool set = false>
 __device__ __forceinline__ void rope(float *out, const float *inp, const int *__restrict__ pos,
                                      const float *__restrict__ invFreq, int N, int H, int D, int half) {
 	const long long per = D - half, total = (long long)N * H * per;
@@ -32,7 +35,10 @@ __device__ __forceinline__ void rope(float *out, const float *inp, const int *__
 			float s, c;
 			sincosf(theta, &s, &c);
 			const float x0 = inp[base + j], x1 = inp[base + j + half];
-			if (backward) {
+			if (backward && set) {
+				out[base + j] = x0 * c + x1 * s;
+				out[base + j + half] = x1 * c - x0 * s;
+			} else if (backward) {
 				out[base + j] += x0 * c + x1 * s;
 				out[base + j + half] += x1 * c - x0 * s;
 			} else {
@@ -41,7 +47,7 @@ __device__ __forceinline__ void rope(float *out, const float *inp, const int *__
 			}
 		} else {
 			const long long d = base + j + half;
-			if (backward) {
+			if (backward && !set) {
 				out[d] += inp[d];
 			} else {
 				out[d] = inp[d];
@@ -58,4 +64,9 @@ extern "C" __global__ void rope_forward(float *out, const float *inp, const int 
 extern "C" __global__ void rope_backward(float *dinp, const float *dout, const int *__restrict__ pos,
                                          const float *__restrict__ invFreq, int N, int H, int D, int half) {
 	rope<true>(dinp, dout, pos, invFreq, N, H, D, half);
+}
+
+extern "C" __global__ void rope_backward_set(float *dinp, const float *dout, const int *__restrict__ pos,
+                                             const float *__restrict__ invFreq, int N, int H, int D, int half) {
+	rope<true, true>(dinp, dout, pos, invFreq, N, H, D, half);
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // perAdapter is the number of backend allocations of one adapter write
-// makes: A, B and their gradients of q and v in each of the 2 layers.
-const perAdapter = 2 * 2 * 4
+// makes: Adapter.Place puts every A and B in one, every gradient in
+// another (Adapter.Flat).
+const perAdapter = 2
 
 // loadStep writes step n of run exp, points latest at it and polls once.
 func loadStep(t *testing.T, r *Registry, c *model.Config, root string, n int) {

@@ -80,9 +80,8 @@ func (a *Attention) qkNormWeights(be kernels.Backend, s *attnActs) (qw, kw []flo
 // Forward writes out [N, C] = attention(x) for x [N, C] (the normed input).
 func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []float32, g *geometry, layer int, lr *[numModules]*LoRA) error {
 	N := g.N
-	a.Q.Forward(be, s.q, s.u[ModQ], x, N, lr[ModQ])
-	a.K.Forward(be, s.k, s.u[ModK], x, N, lr[ModK])
-	a.V.Forward(be, s.v, s.u[ModV], x, N, lr[ModV])
+	forwardMany(be, []*Linear{&a.Q, &a.K, &a.V}, [][]float32{s.q, s.k, s.v}, [][]float32{s.u[ModQ], s.u[ModK], s.u[ModV]},
+		x, N, []*LoRA{lr[ModQ], lr[ModK], lr[ModV]})
 	if a.QNorm != nil {
 		qw, kw := a.qkNormWeights(be, s)
 		be.RMSNormForward(s.qn, s.qrstd, s.q, qw, N*a.H, a.D, a.Eps)
@@ -128,14 +127,13 @@ func (a *Attention) decode(be kernels.Backend, s *attnActs, g *geometry, layer i
 	return nil
 }
 
-// Backward accumulates dx [N, C] += d out/d x · dout and the LoRA gradients;
-// w supplies the scratch.
+// Backward writes dx [N, C] = d out/d x · dout (its contents ignored) and
+// accumulates the LoRA gradients; w supplies the scratch.
 func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
 	N := g.N
 	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
 	datt := w.dq[:qd] // [N,H,D]
-	be.Zero(datt, qd)
-	a.O.Backward(be, datt, dout, s.out, s.u[ModO], w.lg, N, lr[ModO])
+	a.O.Backward(be, datt, dout, s.out, s.u[ModO], w.lg, N, lr[ModO], true)
 
 	dqr, dkr, dv := w.dqr[:qd], w.dkr[:kvd], w.dv[:kvd]
 	be.Zero(dqr, qd)
@@ -148,10 +146,8 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 	}
 
 	dq, dk := datt, w.dk[:kvd] // gradients w.r.t. q, k before RoPE; datt is spent
-	be.Zero(dq, qd)
-	be.Zero(dk, kvd)
-	be.RoPEBackward(dq, dqr, g.pos, a.InvFreq, N, a.H, a.D)
-	be.RoPEBackward(dk, dkr, g.pos, a.InvFreq, N, a.KVH, a.D)
+	kernels.RoPEBackwardSet(be, dq, dqr, g.pos, a.InvFreq, N, a.H, a.D)
+	kernels.RoPEBackwardSet(be, dk, dkr, g.pos, a.InvFreq, N, a.KVH, a.D)
 	if a.QNorm != nil {
 		dqp, dkp := dqr, dkr // spent as well
 		be.Zero(dqp, qd)
@@ -161,7 +157,7 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, kw, N*a.KVH, a.D)
 		dq, dk = dqp, dkp
 	}
-	a.Q.Backward(be, dx, dq, x, s.u[ModQ], w.lg, N, lr[ModQ])
-	a.K.Backward(be, dx, dk, x, s.u[ModK], w.lg, N, lr[ModK])
-	a.V.Backward(be, dx, dv, x, s.u[ModV], w.lg, N, lr[ModV])
+	a.Q.Backward(be, dx, dq, x, s.u[ModQ], w.lg, N, lr[ModQ], true)
+	a.K.Backward(be, dx, dk, x, s.u[ModK], w.lg, N, lr[ModK], false)
+	a.V.Backward(be, dx, dv, x, s.u[ModV], w.lg, N, lr[ModV], false)
 }

@@ -133,25 +133,25 @@ func (b *Block) Forward(be kernels.Backend, xout []float32, s *blockActs, x []fl
 	return nil
 }
 
-// Backward accumulates dx [N, C] += (∂xout/∂x)ᵀ·dxout and the LoRA gradients.
-func (b *Block) Backward(be kernels.Backend, dx, dxout []float32, s *blockActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
+// Backward turns dx [N, C] from the gradient of xout into that of x,
+// (∂xout/∂x)ᵀ·dx, in place, and accumulates the LoRA gradients. The
+// residual stream needs no copy of its own: dx, on the way, is the
+// gradient of x2, which the attention's backward reads (as its dout)
+// before the input norm's backward adds to it.
+func (b *Block) Backward(be kernels.Backend, dx []float32, s *blockActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
 	if b.sandwich() {
-		b.backwardSandwich(be, dx, dxout, s, x, w, g, lr)
+		b.backwardSandwich(be, dx, s, x, w, g, lr)
 		return
 	}
 	N, C := g.N, b.C
 	in, post, _, _ := b.norms(be, s)
-	h, dx2, dh := w.h[:N*C], w.dx2[:N*C], w.dh[:N*C]
-	be.Copy(dx2, dxout, N*C) // residual
-	be.Zero(dh, N*C)
+	h, dh := w.h[:N*C], w.dh[:N*C]
 	be.RMSNormForward(h, s.rstd2, s.x2, post, N, C, b.Eps) // the MLP's input again
-	b.MLP.Backward(be, dh, dxout, s.mlp, h, w, N, lr)
-	be.RMSNormBackward(dx2, nil, dh, s.rstd2, s.x2, post, N, C)
+	b.MLP.Backward(be, dh, dx, s.mlp, h, w, N, lr)
+	be.RMSNormBackward(dx, nil, dh, s.rstd2, s.x2, post, N, C) // dx: the gradient of x2
 
-	be.AXPY(dx, dx2, 1, N*C) // residual
-	be.Zero(dh, N*C)
 	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps) // the attention's input again
-	b.Attn.Backward(be, dh, dx2, s.attn, h, w, g, lr)
+	b.Attn.Backward(be, dh, dx, s.attn, h, w, g, lr)
 	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)
 }
 
@@ -175,22 +175,18 @@ func (b *Block) forwardSandwich(be kernels.Backend, xout []float32, s *blockActs
 
 // backwardSandwich is Backward with Gemma 3's four norms; w.dn is the
 // gradient of a sub-layer's output before its post-norm.
-func (b *Block) backwardSandwich(be kernels.Backend, dx, dxout []float32, s *blockActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
+func (b *Block) backwardSandwich(be kernels.Backend, dx []float32, s *blockActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
 	N, C := g.N, b.C
 	in, post, preFF, postFF := b.norms(be, s)
-	h, dx2, dh, dn := w.h[:N*C], w.dx2[:N*C], w.dh[:N*C], w.dn[:N*C]
-	be.Copy(dx2, dxout, N*C) // residual
+	h, dh, dn := w.h[:N*C], w.dh[:N*C], w.dn[:N*C]
 	be.Zero(dn, N*C)
-	be.RMSNormBackward(dn, nil, dxout, s.rstdM, s.mo, postFF, N, C)
-	be.Zero(dh, N*C)
+	be.RMSNormBackward(dn, nil, dx, s.rstdM, s.mo, postFF, N, C)
 	be.RMSNormForward(h, s.rstd2, s.x2, preFF, N, C, b.Eps) // the MLP's input again
 	b.MLP.Backward(be, dh, dn, s.mlp, h, w, N, lr)
-	be.RMSNormBackward(dx2, nil, dh, s.rstd2, s.x2, preFF, N, C)
+	be.RMSNormBackward(dx, nil, dh, s.rstd2, s.x2, preFF, N, C) // dx: the gradient of x2
 
-	be.AXPY(dx, dx2, 1, N*C) // residual
 	be.Zero(dn, N*C)
-	be.RMSNormBackward(dn, nil, dx2, s.rstdA, s.ao, post, N, C)
-	be.Zero(dh, N*C)
+	be.RMSNormBackward(dn, nil, dx, s.rstdA, s.ao, post, N, C)
 	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps) // the attention's input again
 	b.Attn.Backward(be, dh, dn, s.attn, h, w, g, lr)
 	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)

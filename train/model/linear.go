@@ -20,6 +20,45 @@ type Linear struct {
 // With lora, u [N, R] receives Scale·x·Aᵀ, which Backward needs.
 func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *LoRA) {
 	l.Weight.linear(be, out, x, l.Bias, N, l.In, l.Out)
+	l.loraForward(be, out, u, x, N, lora)
+}
+
+// forwardMany is Forward of several projections of one input x [N, In]
+// (q, k, v; gate, up): outs[i] = x·ls[i]ᵀ + … with LoRA loras[i] into
+// us[i]. With bfloat16 weights the base products go together through
+// kernels.LinearForwardBF16Many, so kernels/cuda's bf16 precision rounds x
+// to bfloat16 once rather than once a projection; then each LoRA update.
+// The outputs are the ones Forward gives.
+func forwardMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []float32, N int, loras []*LoRA) {
+	weights := make([][]uint16, len(ls))
+	ocs := make([]int, len(ls))
+	var biases [][]float32
+	for i, l := range ls {
+		if l.Weight.BF16 == nil || l.In != ls[0].In {
+			for i, l := range ls {
+				l.Forward(be, outs[i], us[i], x, N, loras[i])
+			}
+			return
+		}
+		weights[i], ocs[i] = l.Weight.BF16, l.Out
+		if l.Bias != nil && biases == nil {
+			biases = make([][]float32, len(ls))
+		}
+	}
+	if biases != nil {
+		for i, l := range ls {
+			biases[i] = l.Bias
+		}
+	}
+	kernels.LinearForwardBF16Many(be, outs, x, weights, biases, N, ls[0].In, ocs)
+	for i, l := range ls {
+		l.loraForward(be, outs[i], us[i], x, N, loras[i])
+	}
+}
+
+// loraForward adds the LoRA path to out [N, Out] = x·Wᵀ + b: u [N, R]
+// receives Scale·x·Aᵀ and out += u·Bᵀ (nothing without lora).
+func (l *Linear) loraForward(be kernels.Backend, out, u, x []float32, N int, lora *LoRA) {
 	if lora == nil {
 		return
 	}
@@ -37,22 +76,59 @@ func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *L
 //	dx += g·A
 //
 // g is scratch of at least N·R values. dx may be nil when the input's
-// gradient is not needed.
-func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u, g []float32, N int, lora *LoRA) {
-	if dx != nil {
-		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
-	}
+// gradient is not needed. With set, dx is written instead (its contents
+// ignored): with LoRA, the rank-r product g·A overwrites it (beta 0) and
+// the base product accumulates onto that, which spares the pass zeroing dx
+// and the product's read of it; without LoRA dx is zeroed first. The two
+// products are then summed in the other order: on ref and cpu, which add
+// the base product in pieces, the LoRA gradients of the micro models
+// moved by up to 2e-7 of their largest value.
+func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u, g []float32, N int, lora *LoRA, set bool) {
 	if lora == nil {
+		if dx != nil {
+			if set {
+				be.Zero(dx, N*l.In)
+			}
+			l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
+		}
 		return
 	}
+	if dx != nil && !set {
+		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
+	}
+	g = l.loraG(be, dout, u, g, N, lora)
+	l.loraDA(be, g, x, N, lora)
+	if dx != nil {
+		l.loraDX(be, dx, g, dout, x, N, lora, set)
+	}
+}
+
+// loraG is the first part of Backward's LoRA path: DB += doutᵀ·u, and g =
+// Scale·dout·B into the scratch g, which it returns ([N, R]).
+func (l *Linear) loraG(be kernels.Backend, dout, u, g []float32, N int, lora *LoRA) []float32 {
 	be.Matmul(lora.DB, dout, u, l.Out, lora.R, N, true, false, 1) // DB += doutᵀ·u
 	g = g[:N*lora.R]                                              // [N, R]
 	be.Matmul(g, dout, lora.B, N, lora.R, l.Out, false, false, 0)
 	be.Scale(g, g, lora.Scale, N*lora.R)
-	be.Matmul(lora.DA, g, x, lora.R, l.In, N, true, false, 1) // DA += gᵀ·x
-	if dx != nil {
-		be.Matmul(dx, g, lora.A, N, l.In, lora.R, false, false, 1) // dx += g·A
+	return g
+}
+
+// loraDA accumulates DA += gᵀ·x.
+func (l *Linear) loraDA(be kernels.Backend, g, x []float32, N int, lora *LoRA) {
+	be.Matmul(lora.DA, g, x, lora.R, l.In, N, true, false, 1)
+}
+
+// loraDX is Backward's dx with LoRA: dx += g·A, after the base product
+// (which the caller ran); with set, dx = g·A and then the base product
+// accumulates (x is only the base product's input: nil with bfloat16
+// weights).
+func (l *Linear) loraDX(be kernels.Backend, dx, g, dout, x []float32, N int, lora *LoRA, set bool) {
+	if set {
+		be.Matmul(dx, g, lora.A, N, l.In, lora.R, false, false, 0) // dx = g·A
+		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
+		return
 	}
+	be.Matmul(dx, g, lora.A, N, l.In, lora.R, false, false, 1) // dx += g·A
 }
 
 // merge adds Scale·B·A into the weight: W [Out, In] += Scale·B [Out, R]·A [R, In].

@@ -95,6 +95,10 @@ type Adapter struct {
 	LayersPath string
 
 	be kernels.Backend // where A, B, DA and DB live (Place); nil: Go memory
+	// params and grads, on a backend that allocates (kernels.Allocator):
+	// one allocation each holding every A and B, every DA and DB, in
+	// Params order (Flat), which A, B, DA and DB are views of.
+	params, grads []float32
 }
 
 // dims returns (In, Out) of projection m.
@@ -163,8 +167,14 @@ func newZeroAdapter(c *Config, ac AdapterConfig) (*Adapter, error) {
 }
 
 // ZeroGrad clears every DA and DB (Backward accumulates into them), with
-// the backend's Zero once the adapter is placed.
+// the backend's Zero once the adapter is placed: one Zero over all of them
+// on a backend that allocates (kernels/cuda: one launch, not two a
+// tensor).
 func (ad *Adapter) ZeroGrad() {
+	if ad.grads != nil {
+		ad.be.Zero(ad.grads, len(ad.grads))
+		return
+	}
 	for _, layer := range ad.Layers {
 		for _, lr := range layer {
 			if lr == nil {
@@ -184,9 +194,10 @@ func (ad *Adapter) ZeroGrad() {
 // Place moves the adapter's tensors (A, B and their gradients) into be's
 // memory, where the model's ops can reach them, copying their values:
 // call it with the model's backend before Forward, Step or Merge. On a
-// backend that is not a kernels.Allocator the memory stays where it is.
-// Free releases it. An adapter already placed on another backend is freed
-// there.
+// backend that is a kernels.Allocator the tensors become views of two
+// allocations, one for A and B, one for DA and DB (Flat); on one that is
+// not, the memory stays where it is. Free releases it. An adapter already
+// placed on another backend is freed there.
 func (ad *Adapter) Place(be kernels.Backend) error {
 	if ad.be == be {
 		return nil
@@ -200,29 +211,34 @@ func (ad *Adapter) Place(be kernels.Backend) error {
 	if fromDevice {
 		kernels.Synchronize(ad.be) // the host reads the adapter's memory
 	}
-	var moved [][]float32
-	move := func(x []float32) ([]float32, error) {
-		y, err := kernels.AllocF32(be, len(x))
-		if err != nil {
-			for _, m := range moved {
-				kernels.FreeF32(be, m)
-			}
-			return nil, fmt.Errorf("lora: allocating %d float32 values on %s: %w", len(x), be.Name(), err)
-		}
-		copy(y, x)
-		moved = append(moved, y)
-		return y, nil
+	np, ng := 0, 0
+	ad.Params(func(_ string, param, grad []float32) { np, ng = np+len(param), ng+len(grad) })
+	params, err := kernels.AllocF32(be, np)
+	if err != nil {
+		return fmt.Errorf("lora: allocating %d float32 values on %s: %w", np, be.Name(), err)
 	}
-	for _, layer := range ad.Layers {
+	grads, err := kernels.AllocF32(be, ng)
+	if err != nil {
+		kernels.FreeF32(be, params)
+		return fmt.Errorf("lora: allocating %d float32 values on %s: %w", ng, be.Name(), err)
+	}
+	// carve copies x into the next len(x) values of *slab and returns them.
+	carve := func(slab *[]float32, x []float32) []float32 {
+		n := len(x)
+		y := (*slab)[:n:n]
+		copy(y, x)
+		*slab = (*slab)[n:]
+		return y
+	}
+	restP, restG := params, grads
+	type moved struct{ a, b, da, db []float32 }
+	var ms []moved
+	for _, layer := range ad.Layers { // Params order: layer, module, A before B
 		for _, lr := range layer {
 			if lr == nil {
 				continue
 			}
-			for _, x := range [][]float32{lr.A, lr.B, lr.DA, lr.DB} {
-				if _, err := move(x); err != nil {
-					return err
-				}
-			}
+			ms = append(ms, moved{carve(&restP, lr.A), carve(&restP, lr.B), carve(&restG, lr.DA), carve(&restG, lr.DB)})
 		}
 	}
 	ad.release()
@@ -230,14 +246,26 @@ func (ad *Adapter) Place(be kernels.Backend) error {
 	for _, layer := range ad.Layers {
 		for _, lr := range layer {
 			if lr != nil {
-				lr.A, lr.B, lr.DA, lr.DB = moved[i], moved[i+1], moved[i+2], moved[i+3]
-				i += 4
+				lr.A, lr.B, lr.DA, lr.DB = ms[i].a, ms[i].b, ms[i].da, ms[i].db
+				i++
 			}
 		}
 	}
 	ad.be = be
+	if toDevice {
+		ad.params, ad.grads = params, grads
+	} else { // Go memory: the tensors stay views of it, the garbage collector frees them
+		ad.params, ad.grads = nil, nil
+	}
 	return nil
 }
+
+// Flat returns the memory every A and B (params) and every DA and DB
+// (grads) are views of, each in Params order with nothing between
+// tensors, when the adapter is placed on a backend that allocates (a
+// kernels.Allocator); nil, nil otherwise. An elementwise op over a whole
+// slab (AdamW, a gradient clip's Scale) gives what one op a tensor gives.
+func (ad *Adapter) Flat() (params, grads []float32) { return ad.params, ad.grads }
 
 // Backend returns the backend the adapter was placed on (nil: none).
 func (ad *Adapter) Backend() kernels.Backend { return ad.be }
@@ -257,21 +285,15 @@ func (ad *Adapter) Free() {
 	ad.be = nil
 }
 
-// release frees the tensors on the backend they were placed on, when it
-// allocated them.
+// release frees the tensors' memory on the backend they were placed on,
+// when it allocated them (Flat's two allocations).
 func (ad *Adapter) release() {
-	if ad.be == nil {
+	if ad.be == nil || ad.params == nil {
 		return
 	}
-	for _, layer := range ad.Layers {
-		for _, lr := range layer {
-			if lr != nil {
-				for _, x := range []*[]float32{&lr.A, &lr.B, &lr.DA, &lr.DB} {
-					kernels.FreeF32(ad.be, *x)
-				}
-			}
-		}
-	}
+	kernels.FreeF32(ad.be, ad.params)
+	kernels.FreeF32(ad.be, ad.grads)
+	ad.params, ad.grads = nil, nil
 }
 
 // ranks is a LoRA rank per module (0: not adapted).

@@ -42,30 +42,41 @@ func (m *MLP) newActs(ar *arena, N int, r *ranks) *mlpActs {
 // Forward writes out [N, C] for x [N, C] (the normed input); act [N, I] is
 // scratch.
 func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x, act []float32, N int, lr *[numModules]*LoRA) {
-	m.Gate.Forward(be, s.gate, s.u[0], x, N, lr[ModGate])
-	m.Up.Forward(be, s.up, s.u[1], x, N, lr[ModUp])
+	forwardMany(be, []*Linear{&m.Gate, &m.Up}, [][]float32{s.gate, s.up}, [][]float32{s.u[0], s.u[1]}, x, N, []*LoRA{lr[ModGate], lr[ModUp]})
 	m.glu(be, act[:N*m.Gate.Out], s.gate, s.up)
 	m.Down.Forward(be, out, s.u[2], act, N, lr[ModDown])
 }
 
-// Backward accumulates dx [N, C] and the LoRA gradients given dout [N, C].
-// w supplies three [N, I] scratch buffers (w.act, w.dact, w.dup).
+// Backward writes dx [N, C] (its contents ignored) and accumulates the
+// LoRA gradients given dout [N, C]. w supplies four [N, I] scratch
+// buffers (w.act, w.dact, w.dgate, w.dup).
 func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []float32, w *work, N int, lr *[numModules]*LoRA) {
 	NI := N * m.Gate.Out
-	act, dact, dup := w.act[:NI], w.dact[:NI], w.dup[:NI]
-	if lr[ModDown] != nil { // only the LoRA gradient DA reads the down projection's input
-		m.glu(be, act, s.gate, s.up)
-	}
-	be.Zero(dact, NI)
-	m.Down.Backward(be, dact, dout, act, s.u[2], w.lg, N, lr[ModDown])
-	dgate := act // act is spent: reuse it for dgate
-	be.Zero(dgate, NI)
-	be.Zero(dup, NI)
-	if m.GELU {
-		be.GeGLUBackward(dgate, dup, dact, s.gate, s.up, NI)
+	dact, dgate, dup := w.dact[:NI], w.dgate[:NI], w.dup[:NI]
+	if down := lr[ModDown]; down != nil {
+		// Only the down projection's LoRA gradient DA reads its input act,
+		// which the gated backward writes on the way: DA comes last.
+		act := w.act[:NI]
+		g := m.Down.loraG(be, dout, s.u[2], w.lg, N, down)
+		m.Down.loraDX(be, dact, g, dout, nil, N, down, true)
+		m.gluBackward(be, dgate, dup, act, dact, s.gate, s.up)
+		m.Down.loraDA(be, g, act, N, down)
 	} else {
-		be.SwiGLUBackward(dgate, dup, dact, s.gate, s.up, NI)
+		m.Down.Backward(be, dact, dout, nil, nil, w.lg, N, nil, true)
+		m.gluBackward(be, dgate, dup, nil, dact, s.gate, s.up)
 	}
-	m.Gate.Backward(be, dx, dgate, x, s.u[0], w.lg, N, lr[ModGate])
-	m.Up.Backward(be, dx, dup, x, s.u[1], w.lg, N, lr[ModUp])
+	m.Gate.Backward(be, dx, dgate, x, s.u[0], w.lg, N, lr[ModGate], true)
+	m.Up.Backward(be, dx, dup, x, s.u[1], w.lg, N, lr[ModUp], false)
+}
+
+// gluBackward writes dgate and dup (not accumulated) and, unless act is
+// nil, the forward's act = a(gate)·up: kernels.GatedSetter's, so that on
+// kernels/cuda no pass zeroes the two [N, I] gradients, the kernel does
+// not read them, and act costs no pass of its own.
+func (m *MLP) gluBackward(be kernels.Backend, dgate, dup, act, dact, gate, up []float32) {
+	if m.GELU {
+		kernels.GeGLUBackwardSet(be, dgate, dup, act, dact, gate, up, len(dgate))
+		return
+	}
+	kernels.SwiGLUBackwardSet(be, dgate, dup, act, dact, gate, up, len(dgate))
 }

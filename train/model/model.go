@@ -161,16 +161,17 @@ type Pass struct {
 // work is the scratch of one pass, shared by all blocks: forward needs h
 // and act; backward the rest (allocated only for passes with an adapter).
 type work struct {
-	h              []float32 // [N, C] normed block input (attention, then MLP)
-	act            []float32 // [N, I] SwiGLU output; in backward also dgate
-	dact, dup      []float32 // [N, I]
-	dx2, dh        []float32 // [N, C]
-	dq, dqr        []float32 // [N, H·D]
-	dkr, dv, dk    []float32 // [N, KVH·D]
-	dxf, dx, dprev []float32 // [N, C] model-level gradients of the residual stream
-	dn             []float32 // [N, C] sandwich norms only: a sub-layer output's gradient
-	nwf            []float32 // [C] NormOffset only: the final norm's 1+w
-	lg             []float32 // [N, R] the LoRA backward's g = Scale·dout·B, R the largest rank
+	h           []float32 // [N, C] normed block input (attention, then MLP)
+	act         []float32 // [N, I] SwiGLU output
+	dact, dup   []float32 // [N, I]
+	dgate       []float32 // [N, I]
+	dh          []float32 // [N, C]
+	dq, dqr     []float32 // [N, H·D]
+	dkr, dv, dk []float32 // [N, KVH·D]
+	dxf, dx     []float32 // [N, C] model-level gradients of the residual stream
+	dn          []float32 // [N, C] sandwich norms only: a sub-layer output's gradient
+	nwf         []float32 // [C] NormOffset only: the final norm's 1+w
+	lg          []float32 // [N, R] the LoRA backward's g = Scale·dout·B, R the largest rank
 }
 
 // newWork lays out the scratch; maxR is the adapter's largest rank (0: none).
@@ -185,11 +186,11 @@ func (m *Model) newWork(ar *arena, N int, backward bool, maxR int) *work {
 		w.dn = ar.take(N * C)
 	}
 	if backward {
-		w.dact, w.dup = ar.take(N*I), ar.take(N*I)
-		w.dx2, w.dh = ar.take(N*C), ar.take(N*C)
+		w.dact, w.dgate, w.dup = ar.take(N*I), ar.take(N*I), ar.take(N*I)
+		w.dh = ar.take(N * C)
 		w.dq, w.dqr = ar.take(N*qd), ar.take(N*qd)
 		w.dkr, w.dv, w.dk = ar.take(N*kvd), ar.take(N*kvd), ar.take(N*kvd)
-		w.dxf, w.dx, w.dprev = ar.take(N*C), ar.take(N*C), ar.take(N*C)
+		w.dxf, w.dx = ar.take(N*C), ar.take(N*C)
 		w.lg = ar.take(N * maxR)
 	}
 	return w
@@ -444,7 +445,7 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 		}
 	}
 	w := p.w
-	dxf, dx, dprev := w.dxf, w.dx, w.dprev
+	dxf, dx := w.dxf, w.dx
 	be.Zero(dxf, N*C)
 	switch {
 	case dentropy == nil && dlogprob == nil:
@@ -472,9 +473,7 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 				return err
 			}
 		}
-		be.Zero(dprev, N*C)
-		blk.Backward(be, dprev, dx, s, p.xs[l], w, g, lr)
-		dx, dprev = dprev, dx
+		blk.Backward(be, dx, s, p.xs[l], w, g, lr) // dx becomes the gradient of the block's input
 	}
 	kernels.Synchronize(be) // the gradients are readable in place on return
 	return nil

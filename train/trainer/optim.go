@@ -11,7 +11,12 @@ import (
 
 // AdamW is the optimizer over an adapter's LoRA tensors: global grad-norm
 // clipping, then the backend's AdamW step on each tensor. Its moments live
-// where the adapter's tensors do (Adapter.Place); Free releases them.
+// where the adapter's tensors do (Adapter.Place); Free releases them. On
+// an adapter placed on a backend that allocates (Adapter.Flat), the
+// moments are one allocation each, in the same order, and the clip and the
+// step run once over all the tensors rather than once a tensor (on
+// kernels/cuda one launch each instead of 392 on the 7B shape): the same
+// values, the ops being elementwise.
 type AdamW struct {
 	Params      kernels.AdamWParams // LR is overwritten from the schedule each update
 	MaxGradNorm float64             // ≤ 0: no clipping
@@ -20,6 +25,9 @@ type AdamW struct {
 	be    kernels.Backend // the adapter's at construction (nil: Go memory)
 	names []string
 	m, v  [][]float32
+	// flatM, flatV: the moments' allocations when the adapter is Flat
+	// (m and v are views of them), else nil.
+	flatM, flatV []float32
 }
 
 // NewAdamW returns an optimizer with zero moments for ad's tensors,
@@ -33,6 +41,25 @@ func NewAdamW(ad *model.Adapter, p kernels.AdamWParams, maxGradNorm float64) (*A
 		return kernels.AllocF32(o.be, n)
 	}
 	var err error
+	if params, _ := ad.Flat(); params != nil {
+		if o.flatM, err = alloc(len(params)); err == nil {
+			if o.flatV, err = alloc(len(params)); err != nil {
+				kernels.FreeF32(o.be, o.flatM)
+				o.flatM = nil
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("trainer: optimizer state: %w", err)
+		}
+		off := 0
+		ad.Params(func(name string, param, _ []float32) {
+			n := len(param)
+			o.names = append(o.names, name)
+			o.m, o.v = append(o.m, o.flatM[off:off+n:off+n]), append(o.v, o.flatV[off:off+n:off+n])
+			off += n
+		})
+		return o, nil
+	}
 	ad.Params(func(name string, param, _ []float32) {
 		if err != nil {
 			return
@@ -60,13 +87,17 @@ func NewAdamW(ad *model.Adapter, p kernels.AdamWParams, maxGradNorm float64) (*A
 // Free releases the moments' memory; the optimizer must not be used
 // afterwards.
 func (o *AdamW) Free() {
-	if o.be != nil {
+	switch {
+	case o.flatM != nil:
+		kernels.FreeF32(o.be, o.flatM)
+		kernels.FreeF32(o.be, o.flatV)
+	case o.be != nil:
 		for i := range o.m {
 			kernels.FreeF32(o.be, o.m[i])
 			kernels.FreeF32(o.be, o.v[i])
 		}
 	}
-	o.names, o.m, o.v = nil, nil, nil
+	o.names, o.m, o.v, o.flatM, o.flatV = nil, nil, nil, nil, nil
 }
 
 // GradNorm returns the global L2 norm of the adapter's gradient: each
@@ -98,18 +129,28 @@ func (o *AdamW) Update(be kernels.Backend, ad *model.Adapter, lr float64) (float
 	if !isFinite(norm) {
 		return norm, &notFinite{what: "gradient", detail: fmt.Sprintf("its norm is %v", norm)}
 	}
+	params, grads := ad.Flat()
+	flat := o.flatM != nil && params != nil && len(params) == len(o.flatM)
 	if o.MaxGradNorm > 0 && norm > o.MaxGradNorm {
 		s := float32(o.MaxGradNorm / (norm + 1e-6))
-		ad.Params(func(_ string, _, g []float32) { be.Scale(g, g, s, len(g)) })
+		if flat {
+			be.Scale(grads, grads, s, len(grads))
+		} else {
+			ad.Params(func(_ string, _, g []float32) { be.Scale(g, g, s, len(g)) })
+		}
 	}
 	step := o.Step + 1
 	p := o.Params
 	p.LR = float32(lr)
-	i := 0
-	ad.Params(func(_ string, param, g []float32) {
-		be.AdamW(param, g, o.m[i], o.v[i], len(param), step, p)
-		i++
-	})
+	if flat {
+		be.AdamW(params, grads, o.flatM, o.flatV, len(params), step, p)
+	} else {
+		i := 0
+		ad.Params(func(_ string, param, g []float32) {
+			be.AdamW(param, g, o.m[i], o.v[i], len(param), step, p)
+			i++
+		})
+	}
 	if err := checkWeights(be, ad); err != nil {
 		return norm, err
 	}

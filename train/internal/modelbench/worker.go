@@ -318,7 +318,10 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 	for i := range dlp {
 		dlp[i] = -1 / float32(N) // loss = −mean logprob, as reference.py
 	}
-	// The moments live where the adapter does (the backend's memory).
+	// The moments live where the adapter does (the backend's memory): on
+	// a backend that allocates, one allocation each for all the tensors,
+	// which the adapter's Flat memory matches, so one AdamW updates them
+	// all (as the trainer's optimizer does).
 	be := m.Backend()
 	type moments struct{ m, v []float32 }
 	var opt []moments
@@ -328,16 +331,22 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 			kernels.FreeF32(be, mo.v)
 		}
 	}()
-	ad.Params(func(_ string, param, _ []float32) {
+	flatP, flatG := ad.Flat()
+	alloc := func(n int) {
 		if err != nil {
 			return
 		}
 		var mo moments
-		if mo.m, err = kernels.AllocF32(be, len(param)); err == nil {
-			mo.v, err = kernels.AllocF32(be, len(param))
+		if mo.m, err = kernels.AllocF32(be, n); err == nil {
+			mo.v, err = kernels.AllocF32(be, n)
 		}
 		opt = append(opt, mo) // freed by the defer, whichever succeeded
-	})
+	}
+	if flatP != nil {
+		alloc(len(flatP))
+	} else {
+		ad.Params(func(_ string, param, _ []float32) { alloc(len(param)) })
+	}
 	if err != nil {
 		return workerResult{}, fmt.Errorf("optimizer state: %w", err)
 	}
@@ -357,11 +366,15 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 			devBytes = deviceBytes(be)
 		}
 		p.Release() // the next step reuses the activation memory
-		i := 0
-		ad.Params(func(_ string, param, grad []float32) {
-			be.AdamW(param, grad, opt[i].m, opt[i].v, len(param), step+1, kernels.DefaultAdamW(1e-4))
-			i++
-		})
+		if flatP != nil {
+			be.AdamW(flatP, flatG, opt[0].m, opt[0].v, len(flatP), step+1, kernels.DefaultAdamW(1e-4))
+		} else {
+			i := 0
+			ad.Params(func(_ string, param, grad []float32) {
+				be.AdamW(param, grad, opt[i].m, opt[i].v, len(param), step+1, kernels.DefaultAdamW(1e-4))
+				i++
+			})
+		}
 		kernels.Synchronize(be) // the step's time includes its queued updates (--cuda-sync edges)
 		if d := time.Since(t0); step == 0 {
 			first = d

@@ -1,0 +1,44 @@
+package kernels
+
+import "fmt"
+
+// LinearManyBF16er is implemented by a backend that multiplies one input
+// by several bfloat16 weights for less than one LinearForwardBF16 each:
+// kernels/cuda's bf16 precision rounds the input to bfloat16 before every
+// product, so q, k and v (and gate and up) rounded the same [N, C]
+// activation three (two) times. Host backends do not implement it: the
+// function LinearForwardBF16Many calls LinearForwardBF16 for them.
+type LinearManyBF16er interface {
+	// LinearForwardBF16Many sets, for every i, outs[i] [N, OCs[i]] to
+	// LinearForwardBF16(outs[i], inp, weights[i], biases[i], N, C, OCs[i])
+	// would give, bit for bit. The outputs must not overlap inp or each
+	// other.
+	LinearForwardBF16Many(outs [][]float32, inp []float32, weights [][]uint16, biases [][]float32, N, C int, OCs []int)
+}
+
+// LinearForwardBF16Many computes outs[i] = inp·weights[i]ᵀ + biases[i] for
+// every i (biases[i] nil: none; biases itself nil: none at all), with b's
+// LinearManyBF16er when b is one, else one LinearForwardBF16 each, in
+// order.
+func LinearForwardBF16Many(b Backend, outs [][]float32, inp []float32, weights [][]uint16, biases [][]float32, N, C int, OCs []int) {
+	NeedLinearMany("LinearForwardBF16Many", len(outs), len(weights), len(biases), len(OCs))
+	if m, ok := b.(LinearManyBF16er); ok {
+		m.LinearForwardBF16Many(outs, inp, weights, biases, N, C, OCs)
+		return
+	}
+	for i := range outs {
+		var bias []float32
+		if biases != nil {
+			bias = biases[i]
+		}
+		b.LinearForwardBF16(outs[i], inp, weights[i], bias, N, C, OCs[i])
+	}
+}
+
+// NeedLinearMany panics unless LinearForwardBF16Many's lists agree in
+// length (biases may be nil).
+func NeedLinearMany(op string, outs, weights, biases, ocs int) {
+	if weights != outs || ocs != outs || (biases != 0 && biases != outs) {
+		panic(fmt.Sprintf("kernels.%s: %d outputs, %d weights, %d biases, %d output sizes", op, outs, weights, biases, ocs))
+	}
+}

@@ -1,0 +1,611 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+)
+
+// The memory traffic and launches of a LoRA training step on cuda.Backend
+// in the bf16 precision (bfloat16 weights, bf16 tensor-core GEMMs), counted
+// rather than timed: trafficBackend records every op the model issues and,
+// for each, the launches cuda.Backend makes for it (a kernel's name, or
+// "gemm") with the bytes each reads and writes at the least (every operand
+// once; a GEMM's C read only when beta ≠ 0). Running the model on it with
+// nothing computing (a nil inner backend: the ops only count) gives the
+// exact op sequence of the 7B shape at its real sizes without a GPU;
+// TestStepTrafficCUDAEmulated checks the launch model against the kernels
+// the emulated device launches and the GEMMs its fake cuBLAS runs.
+
+// launch is one kernel launch or GEMM an op makes, with the bytes it moves.
+type launch struct {
+	kernel      string // the kernel's name, or "gemm"
+	read, wrote int64  // bytes
+}
+
+// opRecord is one op call and its launches.
+type opRecord struct {
+	op       string
+	launches []launch
+}
+
+// trafficBackend records every op (ops) with its launches as cuda.Backend
+// in kernels.PrecisionBF16 makes them, then runs it on the embedded
+// backend, unless that is nil: then nothing computes. It allocates through
+// the embedded backend when that is a kernels.Allocator, else with make
+// (memory the ops never touch, so a 7B-shaped pass costs address space
+// only), and says it is an Allocator either way: the model takes its
+// device path (the loss gradients copied into the pass's memory).
+type trafficBackend struct {
+	kernels.Backend // nil: count only; an op this file does not model panics
+	ops             []opRecord
+	// check, when set, runs after each op the embedded backend ran, with
+	// the launches the model predicted for it.
+	check func(op string, want []launch)
+}
+
+const f32, b16 = 4, 2 // bytes of a float32 and a bfloat16
+
+func (t *trafficBackend) add(op string, ls ...launch) {
+	t.ops = append(t.ops, opRecord{op, ls})
+}
+
+// run records op with its launches, then runs it on the embedded backend.
+func (t *trafficBackend) run(op string, ls []launch, f func(kernels.Backend)) {
+	t.add(op, ls...)
+	if t.Backend == nil {
+		return
+	}
+	f(t.Backend)
+	if t.check != nil {
+		t.check(op, ls)
+	}
+}
+
+func gemmL(M, N, K, elemAB int, beta float32) launch {
+	l := launch{"gemm", int64(elemAB) * int64(M*K+K*N), f32 * int64(M*N)}
+	if beta != 0 {
+		l.read += f32 * int64(M*N)
+	}
+	return l
+}
+
+func flat(kernel string, read, wrote int) launch {
+	return launch{kernel, int64(read), int64(wrote)}
+}
+
+func (t *trafficBackend) Name() string {
+	if t.Backend == nil {
+		return "traffic"
+	}
+	return "traffic/" + t.Backend.Name()
+}
+
+func (t *trafficBackend) Close() error { return nil }
+
+func (t *trafficBackend) AllocF32(n int) ([]float32, error) {
+	if a, ok := t.Backend.(kernels.Allocator); ok {
+		return a.AllocF32(n)
+	}
+	return make([]float32, n), nil
+}
+
+func (t *trafficBackend) AllocBF16(n int) ([]uint16, error) {
+	if a, ok := t.Backend.(kernels.Allocator); ok {
+		return a.AllocBF16(n)
+	}
+	return make([]uint16, n), nil
+}
+
+func (t *trafficBackend) FreeF32(s []float32) {
+	if a, ok := t.Backend.(kernels.Allocator); ok {
+		a.FreeF32(s)
+	}
+}
+
+func (t *trafficBackend) FreeBF16(s []uint16) {
+	if a, ok := t.Backend.(kernels.Allocator); ok {
+		a.FreeBF16(s)
+	}
+}
+
+var _ kernels.Allocator = (*trafficBackend)(nil)
+
+func (t *trafficBackend) Matmul(c, a, b []float32, M, N, K int, transA, transB bool, beta float32) {
+	t.run("Matmul", []launch{gemmL(M, N, K, f32, beta)}, func(be kernels.Backend) { be.Matmul(c, a, b, M, N, K, transA, transB, beta) })
+}
+
+func biasL(withBias bool, N, OC int) []launch {
+	if !withBias {
+		return nil
+	}
+	return []launch{flat("bias_forward", f32*(N*OC+OC), f32*N*OC)}
+}
+
+func (t *trafficBackend) LinearForward(out, inp, weight, bias []float32, N, C, OC int) {
+	ls := append([]launch{gemmL(N, OC, C, f32, 0)}, biasL(bias != nil, N, OC)...)
+	t.run("LinearForward", ls, func(be kernels.Backend) { be.LinearForward(out, inp, weight, bias, N, C, OC) })
+}
+
+func (t *trafficBackend) LinearForwardBF16(out, inp []float32, weight []uint16, bias []float32, N, C, OC int) {
+	ls := []launch{flat("f32_to_bf16", f32*N*C, b16*N*C), gemmL(N, OC, C, b16, 0)}
+	ls = append(ls, biasL(bias != nil, N, OC)...)
+	t.run("LinearForwardBF16", ls, func(be kernels.Backend) { be.LinearForwardBF16(out, inp, weight, bias, N, C, OC) })
+}
+
+var _ kernels.LinearManyBF16er = (*trafficBackend)(nil)
+
+// LinearForwardBF16Many is kernels/cuda's: the input rounded once, then
+// each product and its bias.
+func (t *trafficBackend) LinearForwardBF16Many(outs [][]float32, inp []float32, weights [][]uint16, biases [][]float32, N, C int, OCs []int) {
+	ls := []launch{flat("f32_to_bf16", f32*N*C, b16*N*C)}
+	for i, oc := range OCs {
+		ls = append(ls, gemmL(N, oc, C, b16, 0))
+		ls = append(ls, biasL(biases != nil && biases[i] != nil, N, oc)...)
+	}
+	t.run("LinearForwardBF16Many", ls, func(be kernels.Backend) {
+		kernels.LinearForwardBF16Many(be, outs, inp, weights, biases, N, C, OCs)
+	})
+}
+
+func (t *trafficBackend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C, OC int) {
+	ls := []launch{flat("f32_to_bf16", f32*N*OC, b16*N*OC), gemmL(N, C, OC, b16, 1)}
+	t.run("LinearBackwardBF16", ls, func(be kernels.Backend) { be.LinearBackwardBF16(dinp, dout, weight, N, C, OC) })
+}
+
+func (t *trafficBackend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
+	ls := []launch{flat("rmsnorm_forward", f32*(N*C+C), f32*(N*C+N))}
+	t.run("RMSNormForward", ls, func(be kernels.Backend) { be.RMSNormForward(out, rstd, inp, weight, N, C, eps) })
+}
+
+func (t *trafficBackend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
+	if dweight != nil {
+		panic("trafficBackend: RMSNormBackward with dweight is not modelled")
+	}
+	// dout, inp and dinp (accumulated), rstd, weight.
+	ls := []launch{flat("rmsnorm_backward", f32*(3*N*C+N+C), f32*N*C)}
+	t.run("RMSNormBackward", ls, func(be kernels.Backend) { be.RMSNormBackward(dinp, dweight, dout, rstd, inp, weight, N, C) })
+}
+
+func (t *trafficBackend) RoPEForward(out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
+	ls := []launch{flat("rope_forward", f32*(N*H*D+N+len(invFreq)), f32*N*H*D)}
+	t.run("RoPEForward", ls, func(be kernels.Backend) { be.RoPEForward(out, inp, pos, invFreq, N, H, D) })
+}
+
+func (t *trafficBackend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
+	ls := []launch{flat("rope_backward", f32*(2*N*H*D+N+len(invFreq)), f32*N*H*D)}
+	t.run("RoPEBackward", ls, func(be kernels.Backend) { be.RoPEBackward(dinp, dout, pos, invFreq, N, H, D) })
+}
+
+var _ kernels.RoPESetter = (*trafficBackend)(nil)
+
+// RoPEBackwardSet is kernels/cuda's (kernels.RoPESetter): one kernel
+// writing dinp.
+func (t *trafficBackend) RoPEBackwardSet(dinp, dout []float32, pos []int32, invFreq []float32, N, H, D int) {
+	ls := []launch{flat("rope_backward_set", f32*(N*H*D+N+len(invFreq)), f32*N*H*D)}
+	t.run("RoPEBackwardSet", ls, func(be kernels.Backend) { kernels.RoPEBackwardSet(be, dinp, dout, pos, invFreq, N, H, D) })
+}
+
+func (t *trafficBackend) SwiGLUForward(out, gate, up []float32, n int) {
+	t.run("SwiGLUForward", []launch{flat("swiglu_forward", f32*2*n, f32*n)}, func(be kernels.Backend) { be.SwiGLUForward(out, gate, up, n) })
+}
+
+func (t *trafficBackend) SwiGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
+	// dout, gate, up, and dgate and dup (accumulated).
+	ls := []launch{flat("swiglu_backward", f32*5*n, f32*2*n)}
+	t.run("SwiGLUBackward", ls, func(be kernels.Backend) { be.SwiGLUBackward(dgate, dup, dout, gate, up, n) })
+}
+
+var _ kernels.GatedSetter = (*trafficBackend)(nil)
+
+// SwiGLUBackwardSet is kernels/cuda's (kernels.GatedSetter): one kernel
+// writing dgate, dup and, unless nil, act.
+func (t *trafficBackend) SwiGLUBackwardSet(dgate, dup, act, dout, gate, up []float32, n int) {
+	t.run("SwiGLUBackwardSet", gatedSetL("swiglu_backward_set", act != nil, n), func(be kernels.Backend) {
+		kernels.SwiGLUBackwardSet(be, dgate, dup, act, dout, gate, up, n)
+	})
+}
+
+func (t *trafficBackend) GeGLUBackwardSet(dgate, dup, act, dout, gate, up []float32, n int) {
+	t.run("GeGLUBackwardSet", gatedSetL("geglu_backward_set", act != nil, n), func(be kernels.Backend) {
+		kernels.GeGLUBackwardSet(be, dgate, dup, act, dout, gate, up, n)
+	})
+}
+
+func gatedSetL(kernel string, withAct bool, n int) []launch {
+	w := 2 * n
+	if withAct {
+		w += n
+	}
+	return []launch{flat(kernel, f32*3*n, f32*w)}
+}
+
+// attentionL is the least an attention kernel moves: every operand once.
+// The kernels run (tc1, tc2, gemm, f32: ops_attention.go) read the keys
+// and values again for each block of queries; another change replaces
+// them, so they are only accounted at this floor, as "attention".
+func (t *trafficBackend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	ls := []launch{{"attention", f32 * int64(N*H*D+2*N*KVH*D+len(seqOff)), f32 * int64(N*H*D+N*H)}}
+	t.run("AttentionForward", ls, func(be kernels.Backend) { be.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale) })
+}
+
+func (t *trafficBackend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
+	qd, kvd := N*H*D, N*KVH*D
+	// dout, out, lse, q, k, v, and dq, dk, dv (accumulated).
+	ls := []launch{{"attention", f32 * int64(3*qd+N*H+2*kvd+qd+2*kvd+len(seqOff)), f32 * int64(qd+2*kvd)}}
+	t.run("AttentionBackward", ls, func(be kernels.Backend) {
+		be.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
+	})
+}
+
+func (t *trafficBackend) EmbeddingForwardBF16(out []float32, ids []int32, table []uint16, N, C, V int) {
+	ls := []launch{flat("embedding_forward_bf16", 4*N+b16*N*C, f32*N*C)}
+	t.run("EmbeddingForwardBF16", ls, func(be kernels.Backend) { be.EmbeddingForwardBF16(out, ids, table, N, C, V) })
+}
+
+// LogprobForwardBF16 follows kernels/cuda's planLogprobW in the bf16
+// precision: hidden rounded once; per chunk of cl vocabulary rows the
+// logits' GEMM, logprob_chunk, and with expect its rescale (after the
+// first chunk), the logits rounded and the expect GEMM; logprob_finish and
+// logprob_expect. The per-row state (5·N values) is not counted.
+func (t *trafficBackend) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {
+	cl := chunk
+	if cl <= 0 {
+		cl = kernels.DefaultLogprobChunk
+	}
+	cl = max(1, min(cl, V))
+	ls := []launch{flat("f32_to_bf16", f32*N*C, b16*N*C)}
+	for j0 := 0; j0 < V; j0 += cl {
+		l := min(cl, V-j0)
+		ls = append(ls, gemmL(N, l, C, b16, 0), flat("logprob_chunk", f32*N*l+4*N, 0))
+		if expect != nil {
+			var beta float32
+			if j0 > 0 {
+				beta = 1
+				ls = append(ls, flat("expect_scale", f32*N*C, f32*N*C))
+			}
+			ls = append(ls, flat("f32_to_bf16", f32*N*l, b16*N*l), gemmL(N, C, l, b16, beta))
+		}
+	}
+	ls = append(ls, flat("logprob_finish", 4*N, f32*3*N))
+	if expect != nil {
+		ls = append(ls, flat("logprob_expect", f32*N*C, f32*N*C))
+	}
+	t.run("LogprobForwardBF16", ls, func(be kernels.Backend) {
+		be.LogprobForwardBF16(logprob, entropy, lse, expect, hidden, weight, targets, N, C, V, chunk)
+	})
+}
+
+// LogprobBackwardExpectBF16 is one row kernel: dhidden += dlogprob·(the
+// target's weight row − expect).
+func (t *trafficBackend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, weight []uint16, targets []int32, N, C, V int) {
+	ls := []launch{flat("logprob_bwd_expect_bf16", f32*(2*N*C+N)+b16*N*C+4*N, f32*N*C)}
+	t.run("LogprobBackwardExpectBF16", ls, func(be kernels.Backend) {
+		be.LogprobBackwardExpectBF16(dhidden, dlogprob, expect, weight, targets, N, C, V)
+	})
+}
+
+func (t *trafficBackend) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
+	t.run("AdamW", []launch{flat("adamw", f32*4*n, f32*3*n)}, func(be kernels.Backend) { be.AdamW(param, grad, m, v, n, step, h) })
+}
+
+func (t *trafficBackend) Add(out, a, b []float32, n int) {
+	t.run("Add", []launch{flat("add", f32*2*n, f32*n)}, func(be kernels.Backend) { be.Add(out, a, b, n) })
+}
+
+func (t *trafficBackend) Scale(out, a []float32, s float32, n int) {
+	t.run("Scale", []launch{flat("scale", f32*n, f32*n)}, func(be kernels.Backend) { be.Scale(out, a, s, n) })
+}
+
+func (t *trafficBackend) AXPY(out, a []float32, s float32, n int) {
+	t.run("AXPY", []launch{flat("axpy", f32*2*n, f32*n)}, func(be kernels.Backend) { be.AXPY(out, a, s, n) })
+}
+
+func (t *trafficBackend) Copy(dst, src []float32, n int) {
+	t.run("Copy", []launch{flat("copy_f32", f32*n, f32*n)}, func(be kernels.Backend) { be.Copy(dst, src, n) })
+}
+
+func (t *trafficBackend) Zero(x []float32, n int) {
+	t.run("Zero", []launch{flat("zero_f32", 0, f32*n)}, func(be kernels.Backend) { be.Zero(x, n) })
+}
+
+// opTotal sums the records of one op.
+type opTotal struct {
+	op              string
+	calls, launches int
+	read, wrote     int64
+}
+
+func (o opTotal) bytes() int64 { return o.read + o.wrote }
+
+// total sums records by op.
+func total(recs []opRecord) map[string]*opTotal {
+	m := map[string]*opTotal{}
+	for _, r := range recs {
+		o := m[r.op]
+		if o == nil {
+			o = &opTotal{op: r.op}
+			m[r.op] = o
+		}
+		o.calls++
+		o.launches += len(r.launches)
+		for _, l := range r.launches {
+			o.read += l.read
+			o.wrote += l.wrote
+		}
+	}
+	return m
+}
+
+// stepTraffic runs one LoRA training step as modelbench's trainWorker does
+// (ZeroGrad, Forward, Backward with dlogprob = −1/N, AdamW over the
+// adapter's tensors) of a model of config c on be, rank r on all seven
+// projections, over B sequences of T tokens.
+func stepTraffic(t *testing.T, be kernels.Backend, c Config, B, T, r int, ckpt bool) {
+	t.Helper()
+	m, err := NewAs(c, be, DTypeBFloat16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	lens := make([]int, B)
+	for i := range lens {
+		lens[i] = T
+	}
+	b := packed(c.Vocab, lens, 1)
+	ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: r, Alpha: float64(2 * r), Targets: AllModules()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			for i := range lr.B {
+				lr.B[i] = float32(0.1 * rng.NormFloat64())
+			}
+		}
+	}
+	if err := ad.Place(be); err != nil {
+		t.Fatal(err)
+	}
+	defer ad.Free()
+	N := len(b.IDs)
+	dlp := make([]float32, N)
+	for i := range dlp {
+		dlp[i] = -1 / float32(N)
+	}
+	// The moments as modelbench's worker (and the trainer) hold them: one
+	// allocation each matching the adapter's Flat memory, when it has it.
+	var moments [][]float32
+	defer func() {
+		for _, x := range moments {
+			kernels.FreeF32(be, x)
+		}
+	}()
+	flatP, flatG := ad.Flat()
+	alloc := func(n int) {
+		for range 2 {
+			x, err := kernels.AllocF32(be, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moments = append(moments, x)
+		}
+	}
+	if flatP != nil {
+		alloc(len(flatP))
+	} else {
+		ad.Params(func(_ string, param, _ []float32) { alloc(len(param)) })
+	}
+	ctx := context.Background()
+	ad.ZeroGrad()
+	p, err := m.Forward(ctx, b, ad, TrainOptions{Checkpoint: ckpt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Backward(ctx, dlp, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.Release()
+	if flatP != nil {
+		be.AdamW(flatP, flatG, moments[0], moments[1], len(flatP), 1, kernels.DefaultAdamW(1e-4))
+	} else {
+		i := 0
+		ad.Params(func(_ string, param, grad []float32) {
+			be.AdamW(param, grad, moments[i], moments[i+1], len(param), 1, kernels.DefaultAdamW(1e-4))
+			i += 2
+		})
+	}
+	kernels.Synchronize(be)
+}
+
+// config7B is Qwen2.5-7B's shape (modelbench's 7b) with L layers.
+func config7B(L int) Config {
+	return Config{Family: "qwen2", Vocab: 152064, Hidden: 3584, Intermediate: 18944, Layers: L, Heads: 28, KVHeads: 4,
+		HeadDim: 128, RMSNormEps: 1e-6, QKVBias: true, RoPE: kernels.RoPEConfig{Theta: 1e6}}
+}
+
+// layerTraffic counts a step of c at 1 and 2 layers: one layer's ops are
+// the difference, the rest (embedding, head, the model-level backward, the
+// once-a-step calls over the whole adapter) what the 1-layer step has
+// besides its layer.
+func layerTraffic(t *testing.T, c func(L int) Config, B, T, r int) (layer, rest map[string]*opTotal) {
+	var steps [2][]opRecord
+	for L := 1; L <= 2; L++ {
+		tb := &trafficBackend{}
+		stepTraffic(t, tb, c(L), B, T, r, false)
+		steps[L-1] = tb.ops
+	}
+	one, two := total(steps[0]), total(steps[1])
+	layer, rest = map[string]*opTotal{}, map[string]*opTotal{}
+	for op, o2 := range two {
+		o1 := one[op]
+		if o1 == nil {
+			o1 = &opTotal{op: op}
+		}
+		d := opTotal{op: op, calls: o2.calls - o1.calls, launches: o2.launches - o1.launches, read: o2.read - o1.read, wrote: o2.wrote - o1.wrote}
+		// An op called once a step over memory that grows with the layers
+		// (ZeroGrad's Zero, AdamW over the Flat adapter) has a layer's
+		// bytes but no calls of its own.
+		if d.calls != 0 || d.bytes() != 0 {
+			layer[op] = &d
+		}
+		r := opTotal{op: op, calls: o1.calls - d.calls, launches: o1.launches - d.launches, read: o1.read - d.read, wrote: o1.wrote - d.wrote}
+		if r.calls != 0 || r.bytes() != 0 {
+			rest[op] = &r
+		}
+	}
+	return layer, rest
+}
+
+// hbm is the memory bandwidth the table's times assume: about an H200's
+// (4.8 TB/s peak; memory-bound kernels reach ~4).
+const hbm = 4e12
+
+// trafficTable formats per-op figures (sorted by bytes) and their sum.
+func trafficTable(ops map[string]*opTotal, mult int) (string, opTotal) {
+	var rows []opTotal
+	var sum opTotal
+	for _, o := range ops {
+		x := opTotal{op: o.op, calls: o.calls * mult, launches: o.launches * mult, read: o.read * int64(mult), wrote: o.wrote * int64(mult)}
+		rows = append(rows, x)
+		sum.calls += x.calls
+		sum.launches += x.launches
+		sum.read += x.read
+		sum.wrote += x.wrote
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].bytes() != rows[j].bytes() {
+			return rows[i].bytes() > rows[j].bytes()
+		}
+		return rows[i].op < rows[j].op
+	})
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "| op | calls | launches | read GB | written GB | ms at 4 TB/s |\n|---|---|---|---|---|---|\n")
+	for _, o := range append(rows, opTotal{op: "total", calls: sum.calls, launches: sum.launches, read: sum.read, wrote: sum.wrote}) {
+		fmt.Fprintf(&sb, "| %s | %d | %d | %.2f | %.2f | %.2f |\n", o.op, o.calls, o.launches, float64(o.read)/1e9, float64(o.wrote)/1e9, float64(o.bytes())/hbm*1e3)
+	}
+	return sb.String(), sum
+}
+
+// TestStepTraffic7B counts the ops, launches and bytes of a LoRA step
+// (rank 16 on all seven projections, 8 sequences of 1024 tokens, no
+// checkpointing: modelbench's `train --shape 7b --batch 8 --seq 1024
+// --rank 16 --dtype bf16 --compute bf16`) on the 7B shape, nothing
+// computing, and pins one layer's figures and the whole step's (28
+// layers): a change to the model's op sequence that adds traffic fails
+// here. The figures are the least each launch must move (see launch); the
+// times in the logged table assume 4 TB/s, not a measurement.
+func TestStepTraffic7B(t *testing.T) {
+	const B, T, r = 8, 1024, 16
+	layer, rest := layerTraffic(t, config7B, B, T, r)
+	tab, per := trafficTable(layer, 1)
+	t.Logf("one layer of the 7B shape:\n%s", tab)
+	tab, _ = trafficTable(rest, 1)
+	t.Logf("the rest of the step (embedding, head, model-level backward):\n%s", tab)
+	all := map[string]*opTotal{}
+	merge := func(m map[string]*opTotal, mult int) {
+		for op, o := range m {
+			a := all[op]
+			if a == nil {
+				a = &opTotal{op: op}
+				all[op] = a
+			}
+			a.calls += o.calls * mult
+			a.launches += o.launches * mult
+			a.read += o.read * int64(mult)
+			a.wrote += o.wrote * int64(mult)
+		}
+	}
+	merge(layer, 28)
+	merge(rest, 1)
+	tab, step := trafficTable(all, 1)
+	t.Logf("the whole step, 28 layers:\n%s", tab)
+
+	// Pinned: one layer, and the step. A change to the op sequence that
+	// moves more fails; one that moves less updates the figures.
+	const wantLayerLaunches, wantLayerBytes = 103, int64(31650389064)
+	const wantStepLaunches, wantStepBytes = 3084, int64(929991559136)
+	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes {
+		t.Errorf("one 7B layer: %d launches, %d bytes; pinned %d, %d", per.launches, per.bytes(), wantLayerLaunches, wantLayerBytes)
+	}
+	if step.launches != wantStepLaunches || step.bytes() != wantStepBytes {
+		t.Errorf("7B step: %d launches, %d bytes; pinned %d, %d", step.launches, step.bytes(), wantStepLaunches, wantStepBytes)
+	}
+}
+
+// TestStepTrafficCUDAEmulated checks trafficBackend's launch model against
+// cuda.Backend in the bf16 precision on the emulated device: a LoRA step
+// of a micro qwen2 model (bias on q, k, v; two layers), and after every
+// op, the kernels the driver launched (names, as a multiset) and the GEMMs
+// the fake cuBLAS ran (count and bytes, from their shapes, types and beta)
+// are the ones the model predicted. The attention ops are left out (their
+// kernels are another change's; trafficBackend counts them at a floor).
+func TestStepTrafficCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b, drv, blas := emulatedCUDABackendBLAS(t, kernels.PrecisionBF16)
+	defer b.Close()
+	nl, ng := 0, 0
+	checked := 0
+	tb := &trafficBackend{Backend: b}
+	tb.check = func(op string, want []launch) {
+		ls, gs, ts := drv.Launches(), blas.Gemms(), blas.GemmTypes()
+		newL, newG, newT := ls[nl:], gs[ng:], ts[ng:]
+		nl, ng = len(ls), len(gs)
+		if strings.HasPrefix(op, "Attention") {
+			return
+		}
+		checked++
+		var wantK, gotK []string
+		var wantG []launch
+		for _, l := range want {
+			if l.kernel == "gemm" {
+				wantG = append(wantG, l)
+			} else {
+				wantK = append(wantK, l.kernel)
+			}
+		}
+		for _, l := range newL {
+			gotK = append(gotK, l.Kernel)
+		}
+		slices.Sort(wantK)
+		slices.Sort(gotK)
+		if !slices.Equal(wantK, gotK) {
+			t.Errorf("%s: launched %v, modelled %v", op, gotK, wantK)
+		}
+		if len(newG) != len(wantG) {
+			t.Errorf("%s: %d GEMMs, modelled %d", op, len(newG), len(wantG))
+			return
+		}
+		for i, g := range newG {
+			e := int64(f32)
+			if newT[i].A == cuda.R16BF {
+				e = b16
+			}
+			batch := int64(max(g.Batch, 1))
+			got := launch{"gemm", batch * e * int64(g.M*g.K+g.K*g.N), batch * f32 * int64(g.M*g.N)}
+			if g.Beta != 0 {
+				got.read += batch * f32 * int64(g.M*g.N)
+			}
+			if got != wantG[i] {
+				t.Errorf("%s: GEMM %d moves %d+%d bytes (m %d n %d k %d beta %g), modelled %d+%d", op, i, got.read, got.wrote, g.M, g.N, g.K, g.Beta, wantG[i].read, wantG[i].wrote)
+			}
+		}
+	}
+	c := microConfig("qwen2")
+	c.TieEmbeddings = false
+	stepTraffic(t, tb, c, 2, 5, 2, false)
+	if checked == 0 {
+		t.Fatal("no op checked")
+	}
+	t.Logf("%d ops checked, %d kernel launches, %d GEMMs", checked, nl, ng)
+}

@@ -430,8 +430,14 @@ func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, 
 		for s := range in {
 			in[s].IDs = []int32{argmax(logits[s*V : (s+1)*V])}
 		}
-		logits, err = m.StepInto(ctx, cache, in, nil, logits)
-		return err
+		// A failed step returns no logits and leaves the previous ones
+		// allocated: they stay in logits, for the deferred free.
+		next, err := m.StepInto(ctx, cache, in, nil, logits)
+		if err != nil {
+			return err
+		}
+		logits = next
+		return nil
 	}
 	ops.start()
 	t0 = time.Now()
@@ -489,8 +495,14 @@ func decodeDevice(ctx context.Context, m *model.Model, chooser kernels.RowChoose
 		for s := range in {
 			in[s].IDs = []int32{picks[s].ID}
 		}
-		logits, err = m.StepDevice(ctx, cache, in, nil, logits)
-		return err
+		// A failed step returns no logits and leaves the previous ones
+		// allocated: they stay in logits, for the deferred free.
+		next, err := m.StepDevice(ctx, cache, in, nil, logits)
+		if err != nil {
+			return err
+		}
+		logits = next
+		return nil
 	}
 	ops.start()
 	t0 = time.Now()

@@ -14,16 +14,20 @@ import (
 
 // TestChooseRowsOnHardware: a decode step's token choice for [32, 151936]
 // logits that a device op just wrote (Scale by 1, as the lm_head writes
-// them), two ways: ChooseRows on the device (sample.cu; 4 values a row
-// come back) and what serve/engine and modelbench did before it,
-// CopyToHost of the whole logits into page-locked memory and the host's
-// argmax of each row. It checks the device's choices against
-// ref.ChooseRows on the host copy (greedy: the same tokens; draws at
-// temperature 1: the oracle's token or one at a CDF boundary within
-// 1e-6·Σe; LSE within 1e-5), logs the median and best time of each way
-// over 7 rounds, and fails when the device's choice is not faster (it
-// exists for that). With -test.short (under compute-sanitizer) it chooses
-// from 4 rows of 4096 once and times nothing.
+// them), three ways: ChooseRows on the device (sample.cu, each row split
+// into ChooseChunks' chunks over several blocks; 4 values a row come
+// back), the same kernels with one block a row (ChooseRowsChunked with
+// chunks of V, the geometry before the split), and what serve/engine and
+// modelbench did before it, CopyToHost of the whole logits into
+// page-locked memory and the host's argmax of each row. It checks the
+// device's choices against ref.ChooseRows on the host copy (greedy: the
+// same tokens; draws at temperature 1: the oracle's token or one at a CDF
+// boundary within 1e-6·Σe; LSE within 1e-5) and the one-block choices'
+// greedy tokens and maxima against the split's, logs the chunks and the
+// median and best time of each way over 7 rounds, and fails when the
+// split choice is not faster than the host's (it exists for that). With
+// -test.short (under compute-sanitizer) it chooses from 4 rows of 4096
+// once and times nothing. Not run on a GPU yet with the split kernels.
 func TestChooseRowsOnHardware(t *testing.T) {
 	dev := openHardware(t)
 	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
@@ -65,13 +69,19 @@ func TestChooseRowsOnHardware(t *testing.T) {
 		}
 	}
 	got := make([]kernels.RowChoice, S)
+	one := make([]kernels.RowChoice, S)
 	ids := make([]int32, S)
-	var dt, ht []time.Duration
+	var dt, ot, ht []time.Duration
 	for range rounds {
 		b.Scale(x, x, 1, n)
 		t0 := time.Now()
 		b.ChooseRows(got, x, V, rows, inv, u)
 		dt = append(dt, time.Since(t0))
+
+		b.Scale(x, x, 1, n)
+		t0 = time.Now()
+		b.ChooseRowsChunked(one, x, V, rows, inv, u, V)
+		ot = append(ot, time.Since(t0))
 
 		b.Scale(x, x, 1, n)
 		t0 = time.Now()
@@ -107,6 +117,9 @@ func TestChooseRowsOnHardware(t *testing.T) {
 		if g.ID >= 0 && int(g.ID) < V && math.Float32bits(g.Logit) != math.Float32bits(host[s*V+int(g.ID)]) {
 			t.Errorf("row %d: Logit %g, the row holds %g", s, g.Logit, host[s*V+int(g.ID)])
 		}
+		if o := one[s]; o.Max != g.Max || inv[s] == 0 && o.ID != g.ID {
+			t.Errorf("row %d: one block a row gives token %d, max %g; split %d and %g", s, o.ID, o.Max, g.ID, g.Max)
+		}
 	}
 	if testing.Short() {
 		return
@@ -116,8 +129,10 @@ func TestChooseRowsOnHardware(t *testing.T) {
 		slices.Sort(ts)
 		return ts[len(ts)/2]
 	}
-	t.Logf("CHOOSEROWS [%d, %d]: ChooseRows on the device median %v, best %v; CopyToHost + host argmax median %v, best %v (%.1f×)",
-		S, V, med(dt), slices.Min(dt), med(ht), slices.Min(ht), med(ht).Seconds()/med(dt).Seconds())
+	L, B := cuda.ChooseChunks(S, V, 1024)
+	t.Logf("CHOOSEROWS [%d, %d]: ChooseRows on the device (%d chunks of %d a row, %d blocks) median %v, best %v; one block a row median %v, best %v (%.1f×); CopyToHost + host argmax median %v, best %v (%.1f×)",
+		S, V, B, L, S*B, med(dt), slices.Min(dt), med(ot), slices.Min(ot), med(ot).Seconds()/med(dt).Seconds(),
+		med(ht), slices.Min(ht), med(ht).Seconds()/med(dt).Seconds())
 	if med(dt) >= med(ht) {
 		t.Errorf("ChooseRows (median %v) is not faster than CopyToHost and the host's argmax (median %v)", med(dt), med(ht))
 	}

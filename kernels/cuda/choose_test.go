@@ -346,3 +346,205 @@ func TestChooseRowsArguments(t *testing.T) {
 }
 
 var _ kernels.RowChooser = (*cuda.Backend)(nil)
+
+// TestChooseRowsChunkGeometry: the chunks ChooseRows cuts a row into cover
+// it exactly (B·L ≥ V > (B−1)·L), start at multiples of 128 entries, and
+// at decode batch 32 of Qwen's vocabulary give at least two blocks an SM
+// of an H200 (264 in all); a single choice of a short row is one chunk.
+func TestChooseRowsChunkGeometry(t *testing.T) {
+	for _, c := range []struct{ n, V, threads, minBlocks int }{
+		{32, 151936, 1024, 264}, {1, 151936, 1024, 20}, {4, 151936, 1024, 66}, {256, 151936, 1024, 256},
+		{1, 1, 1024, 1}, {3, 4095, 1024, 3}, {40, 1000, 64, 120}, {1, 1000, 64, 3},
+	} {
+		L, B := cuda.ChooseChunks(c.n, c.V, c.threads)
+		if L <= 0 || L%128 != 0 || B*L < c.V || (B-1)*L >= c.V || c.n*B < c.minBlocks {
+			t.Errorf("n %d, V %d, %d threads: chunks of %d, %d a row (%d blocks); want multiples of 128 covering V, at least %d blocks",
+				c.n, c.V, c.threads, L, B, c.n*B, c.minBlocks)
+		}
+	}
+}
+
+// TestChooseRowsChunks: rows cut into several chunks (ChooseChunks: 3 of
+// 384 for V = 1000 with blocks of 64 threads, the last 232 long; 2 for
+// V = 9000 with 1024; and 4 of 300, the last 100 long, through
+// ChooseRowsChunked) against ref.ChooseRows, as TestChooseRows checks
+// them: ties of the largest entry at either side of a chunk boundary,
+// chunks of −Inf only (leading, in the middle, all but one entry at a
+// boundary), NaN in a later chunk (and at 0 with the max in a later
+// chunk), a row of −Inf, and draws whose u lands in the last chunk (near
+// 1, and at the middle of the first token with mass there) or at the
+// start of a chunk. A second call gives the same bits (V = 1000).
+func TestChooseRowsChunks(t *testing.T) {
+	t.Parallel()
+	b, _, _ := emulatedBackend(t)
+	defer b.Close()
+	r := rand.New(rand.NewPCG(28, 20))
+	ninf, nan := float32(math.Inf(-1)), float32(math.NaN())
+	boundary, draws := 0, 0
+	// L > 0: chunks of L (ChooseRowsChunked), not a multiple of 128.
+	for _, sh := range []struct{ V, threads, L, chunks int }{{1000, 64, 0, 3}, {1000, 64, 300, 4}, {9000, 1024, 0, 2}} {
+		V := sh.V
+		b.SetChooseThreads(sh.threads)
+		normal := func() []float32 {
+			x := make([]float32, V)
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * 2)
+			}
+			return x
+		}
+		fill := func(x []float32, lo, hi int, v float32) []float32 {
+			for i := lo; i < min(hi, V); i++ {
+				x[i] = v
+			}
+			return x
+		}
+		// The number of choices below (rows × 11) decides the chunks: the
+		// rows are built for the chunk length it gives.
+		const perRow = 11
+		const nRows = 11
+		L, B := cuda.ChooseChunks(nRows*perRow, V, sh.threads)
+		if sh.L > 0 {
+			L, B = sh.L, (V+sh.L-1)/sh.L
+		}
+		if B != sh.chunks {
+			t.Fatalf("V %d, %d threads: %d chunks of %d, want %d", V, sh.threads, B, L, sh.chunks)
+		}
+		last := (B - 1) * L
+		tieBefore := normal() // the max at both sides of the first boundary: the lower id
+		tieBefore[L-1], tieBefore[L], tieBefore[last] = 9, 9, 9
+		tieAfter := normal() // the max at a chunk's first entries only
+		tieAfter[L], tieAfter[last] = 9, 9
+		leading := fill(normal(), 0, L, ninf) // chunk 0 has no finite entry
+		middle := fill(normal(), L, 2*L, ninf)
+		if B == 2 {
+			middle = fill(normal(), L/2, L+L/2, ninf) // across the boundary
+		}
+		lone := fill(make([]float32, V), 0, V, ninf) // one finite entry, a chunk's first
+		lone[L] = -2
+		nanLater := normal()
+		nanLater[last+5] = nan
+		nanZero := normal()
+		nanZero[0], nanZero[last+1] = nan, 12
+		lastHeavy := normal() // most of the mass in the last chunk
+		fill(lastHeavy, last, V, 3)
+		allInf := fill(make([]float32, V), 0, V, ninf)
+		rowsData := []chooseRowsCase{{"ties before the boundary", tieBefore}, {"ties at chunk starts", tieAfter},
+			{"-Inf chunk 0", leading}, {"-Inf middle", middle}, {"one finite at a chunk start", lone},
+			{"NaN in the last chunk", nanLater}, {"NaN at 0, max in the last chunk", nanZero},
+			{"mass in the last chunk", lastHeavy}, {"all -Inf", allInf}, {"normal", normal()}, {"flat", fill(make([]float32, V), 0, V, 0.5)}}
+		if len(rowsData) != nRows {
+			t.Fatalf("%d rows, the chunks were chosen for %d", len(rowsData), nRows)
+		}
+		logits, err := b.AllocF32(nRows * V)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range rowsData {
+			copy(logits[i*V:], c.row)
+		}
+		var rows []int32
+		var inv []float32
+		var u []float64
+		for i, c := range rowsData {
+			rows, inv, u = append(rows, int32(i)), append(inv, 0), append(u, 0)
+			for _, it := range []float32{1, 1 / 0.7} {
+				// u: 0 (0.999 at the second temperature), the largest below
+				// 1, a random one, the middle of the last chunk's first
+				// token with mass and of chunk 1's.
+				m := ref.New().RowMax(c.row)
+				e, sum := expTerms(c.row, m, it)
+				at := func(j0 int) float64 {
+					lo := 0.0
+					for j, v := range e {
+						if j >= j0 && v != 0 {
+							return (lo + float64(v)/2) / sum
+						}
+						lo += float64(v)
+					}
+					return 0.5
+				}
+				us := []float64{0, math.Nextafter(1, 0), r.Float64(), 0.5, 0.25}
+				if it != 1 {
+					us[0] = 0.999
+				}
+				if sum > 0 {
+					us[3], us[4] = at(last), at(L)
+				}
+				for _, x := range us {
+					rows, inv, u = append(rows, int32(i)), append(inv, it), append(u, x)
+				}
+			}
+		}
+		if len(rows) != nRows*perRow {
+			t.Fatalf("%d choices, the chunks were chosen for %d", len(rows), nRows*perRow)
+		}
+		got := make([]kernels.RowChoice, len(rows))
+		want := make([]kernels.RowChoice, len(rows))
+		choose := func(dst []kernels.RowChoice) {
+			if sh.L > 0 {
+				b.ChooseRowsChunked(dst, logits, V, rows, inv, u, sh.L)
+			} else {
+				b.ChooseRows(dst, logits, V, rows, inv, u)
+			}
+		}
+		choose(got)
+		again := got
+		if sh.threads < 1024 { // a 1024-thread block is slow to emulate
+			again = make([]kernels.RowChoice, len(rows))
+			choose(again)
+		}
+		ref.ChooseRows(want, logits, V, rows, inv, u)
+		for k := range rows {
+			c := rowsData[rows[k]]
+			what := fmt.Sprintf("V=%d, %d threads, %d chunks of %d, %s, invTemp %g, u %g", V, sh.threads, B, L, c.name, inv[k], u[k])
+			g, w := got[k], want[k]
+			if a := again[k]; a.ID != g.ID || math.Float32bits(a.Logit) != math.Float32bits(g.Logit) ||
+				math.Float32bits(a.Max) != math.Float32bits(g.Max) || math.Float32bits(a.LSE) != math.Float32bits(g.LSE) {
+				t.Errorf("%s: %+v, then %+v", what, g, a)
+			}
+			if g.Max != w.Max || !sameF32(g.LSE, w.LSE, 1e-5) {
+				t.Errorf("%s: Max %g LSE %g, want %g and %g", what, g.Max, g.LSE, w.Max, w.LSE)
+			}
+			if g.ID < 0 || int(g.ID) >= V {
+				t.Errorf("%s: token %d outside [0, %d)", what, g.ID, V)
+				continue
+			}
+			if row := logits[int(rows[k])*V:]; math.Float32bits(g.Logit) != math.Float32bits(row[g.ID]) {
+				t.Errorf("%s: Logit %g, the row holds %g at %d", what, g.Logit, row[g.ID], g.ID)
+			}
+			if inv[k] == 0 || math.IsInf(float64(w.Max), -1) {
+				if g.ID != w.ID {
+					t.Errorf("%s: token %d, want %d", what, g.ID, w.ID)
+				}
+				continue
+			}
+			draws++
+			if g.ID == w.ID {
+				continue
+			}
+			e, sum := expTerms(c.row, w.Max, inv[k])
+			if !drawHolds(e, u[k]*sum, 1e-6*sum, g.ID) {
+				t.Errorf("%s: drew %d (interval without u·Σe = %g of %g), want %d", what, g.ID, u[k]*sum, sum, w.ID)
+				continue
+			}
+			boundary++
+			t.Logf("%s: drew %d, the oracle %d: u·Σe at their boundary", what, g.ID, w.ID)
+		}
+		// The cases hold what they were built for.
+		wantGreedy := map[string]int32{"ties before the boundary": int32(L - 1), "ties at chunk starts": int32(L),
+			"one finite at a chunk start": int32(L), "NaN at 0, max in the last chunk": 0, "all -Inf": 0}
+		for k := range rows {
+			if id, ok := wantGreedy[rowsData[rows[k]].name]; ok && inv[k] == 0 && got[k].ID != id {
+				t.Errorf("%s greedy: token %d, want %d", rowsData[rows[k]].name, got[k].ID, id)
+			}
+			if rowsData[rows[k]].name == "mass in the last chunk" && inv[k] != 0 && u[k] > 0.999 && int(got[k].ID) < last {
+				t.Errorf("%s at u %g: token %d, before the last chunk (%d)", rowsData[rows[k]].name, u[k], got[k].ID, last)
+			}
+		}
+		b.FreeF32(logits)
+	}
+	if boundary > draws/20 {
+		t.Errorf("%d of %d draws differ from the oracle's at a boundary: more than rounding explains", boundary, draws)
+	}
+	t.Logf("%d draws, %d at a boundary of the oracle's", draws, boundary)
+}

@@ -60,6 +60,8 @@ var kernelModules = map[string]string{
 	"sum_squares_partial":      "sumsquares",
 	"sum_squares_final":        "sumsquares",
 	"choose_rows":              "sample",
+	"choose_rows_max":          "sample",
+	"choose_rows_sum":          "sample",
 	"attention_gemm_gather":    "attention_gemm",
 	"attention_gemm_scatter":   "attention_gemm",
 	"attention_gemm_softmax":   "attention_gemm",

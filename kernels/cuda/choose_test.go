@@ -10,6 +10,7 @@ import (
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
@@ -547,4 +548,29 @@ func TestChooseRowsChunks(t *testing.T) {
 		t.Errorf("%d of %d draws differ from the oracle's at a boundary: more than rounding explains", boundary, draws)
 	}
 	t.Logf("%d draws, %d at a boundary of the oracle's", draws, boundary)
+}
+
+// TestChooseRowsLaunches: Ops.ChooseRows' launches on the fake driver — at
+// decode batch 32 of Qwen's vocabulary 9 chunks a row (288 blocks of 1024
+// for the two chunk kernels, then one block a choice), for a single choice
+// 36 chunks, and one chunk a row for a short row.
+func TestChooseRowsLaunches(t *testing.T) {
+	choose := func(n, V int) func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+		return func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			_, err := o.ChooseRows(b(n*V), V, make([]int32, n), make([]float32, n), make([]float64, n))
+			return err
+		}
+	}
+	geometry := func(n, B int) []cudafake.Launch {
+		return []cudafake.Launch{
+			launch("choose_rows_max", dim(n*B, 1, 1), dim(1024, 1, 1), 7),
+			launch("choose_rows_sum", dim(n*B, 1, 1), dim(1024, 1, 1), 10),
+			launch("choose_rows", dim(n, 1, 1), dim(1024, 1, 1), 14),
+		}
+	}
+	runOpsCases(t, []opsCase{
+		{"batch 32 of 151936", choose(32, 151936), geometry(32, 9)},
+		{"one choice of 151936", choose(1, 151936), geometry(1, 36)},
+		{"3 choices of 4095", choose(3, 4095), geometry(3, 1)},
+	})
 }

@@ -25,12 +25,14 @@
 // CPU shim checks it with its blocks in scrambled orders); adamw.cu: the AdamW step; elementwise.cu:
 // add, scale, axpy; sumsquares.cu: SumSquares, a fixed-tree reduction in
 // double; sample.cu: kernels.RowChooser's ChooseRows (Backend.ChooseRows,
-// choose.go), a decode step's tokens chosen where the logits live — per
-// choice one block reads its row for the max and argmax, the log-sum-exp,
-// and a draw by the inverse CDF of softmax(row/T) at a uniform the host
-// drew, so that 4 values a row come back instead of the row (not run on
-// a GPU yet; TestChooseRowsOnHardware times it against CopyToHost and the
-// host's argmax); softmax.cu: log-softmax and entropy over full rows;
+// choose.go), a decode step's tokens chosen where the logits live — each
+// row split into chunks over several blocks (three launches: the chunks'
+// max and argmax, their sums of exponentials, then one block a choice
+// combining them in a fixed order) for the max and argmax, the
+// log-sum-exp, and a draw by the inverse CDF of softmax(row/T) at a
+// uniform the host drew, so that 4 values a row come back instead of the
+// row (not run on a GPU yet; TestChooseRowsOnHardware times it against
+// CopyToHost and the host's argmax, and against one block a row); softmax.cu: log-softmax and entropy over full rows;
 // logprob.cu: the online logsumexp of the chunked logprob forward, whose
 // chunks' logits and expect are cuBLAS GEMMs, and LogprobBackwardExpect;
 // attention.cu: causal grouped-query attention over packed sequences, with

@@ -117,8 +117,10 @@
 // return), in the model's, the adapter's and train/trainer's optimizer's
 // Tensors (loading, saving, filling and merging weights, the checkpoint's
 // moments), Adapter.ToPEFT and Place, and Model.ToBF16. CopyToHost,
-// SumSquares and SumSquaresMany (SumSquaresManyer: many tensors' sums
-// with one wait, which train/trainer's gradient norm and weight check use)
+// SumSquares, SumSquaresMany (SumSquaresManyer: many tensors' sums with
+// one wait) and SumSquaresSegments (SumSquaresSegmenter: many segments of
+// one allocation, one launch and one wait, which train/trainer's gradient
+// norm and weight check use over a flat adapter)
 // order themselves after the queued ops; so do the backend's frees.
 //
 // Pure helpers that are not hot — RoPE inverse frequencies with llama3

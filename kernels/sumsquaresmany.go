@@ -36,3 +36,47 @@ func NeedSumSquaresMany(dst []float64, xs [][]float32) {
 		panic(fmt.Sprintf("kernels.SumSquaresMany: dst holds %d values for %d tensors", len(dst), len(xs)))
 	}
 }
+
+// SumSquaresSegmenter is implemented by a backend that computes the sums
+// of squares of many segments of one slice in one pass: kernels/cuda with
+// one kernel launch for all (train/trainer's gradient norm and weight
+// check over a flat adapter: 392 tensors on the 7B shape, where
+// SumSquaresMany launches two kernels a tensor). Host backends (ref, cpu)
+// do not implement it: the function SumSquaresSegments goes through
+// SumSquaresMany for them.
+type SumSquaresSegmenter interface {
+	// SumSquaresSegments sets dst[i] to SumSquares(x[offs[i]:offs[i]+ns[i]],
+	// ns[i]), bit for bit, for every i; the sizes are checked as
+	// NeedSumSquaresSegments does.
+	SumSquaresSegments(dst []float64, x []float32, offs, ns []int)
+}
+
+// SumSquaresSegments sets dst[i] = b.SumSquares(x[offs[i]:offs[i]+ns[i]],
+// ns[i]) for every i: with b's SumSquaresSegmenter when b is one (the same
+// bits, fewer launches), else by SumSquaresMany over the segments' views.
+func SumSquaresSegments(b Backend, dst []float64, x []float32, offs, ns []int) {
+	NeedSumSquaresSegments(dst, x, offs, ns)
+	if s, ok := b.(SumSquaresSegmenter); ok {
+		s.SumSquaresSegments(dst, x, offs, ns)
+		return
+	}
+	xs := make([][]float32, len(offs))
+	for i, off := range offs {
+		xs[i] = x[off : off+ns[i] : off+ns[i]]
+	}
+	SumSquaresMany(b, dst, xs)
+}
+
+// NeedSumSquaresSegments panics, naming SumSquaresSegments, unless offs,
+// ns and dst have one entry a segment and every segment lies within x:
+// the size check of SumSquaresSegments, for its implementations.
+func NeedSumSquaresSegments(dst []float64, x []float32, offs, ns []int) {
+	if len(offs) != len(ns) || len(dst) != len(ns) {
+		panic(fmt.Sprintf("kernels.SumSquaresSegments: %d offsets, %d lengths, dst holds %d values", len(offs), len(ns), len(dst)))
+	}
+	for i, off := range offs {
+		if off < 0 || ns[i] < 0 || off > len(x) || ns[i] > len(x)-off {
+			panic(fmt.Sprintf("kernels.SumSquaresSegments: segment %d (offset %d, %d values) outside x of %d", i, off, ns[i], len(x)))
+		}
+	}
+}

@@ -745,6 +745,29 @@ func (b *Backend) SumSquaresMany(dst []float64, xs [][]float32) {
 	})
 }
 
+var _ kernels.SumSquaresSegmenter = (*Backend)(nil)
+
+// SumSquaresSegments implements kernels.SumSquaresSegmenter: one launch
+// for every segment of x (Ops.SumSquaresSegments: SumSquares' order for
+// each, so its bits), then one copy of the results to the host, which
+// waits for it.
+func (b *Backend) SumSquaresSegments(dst []float64, x []float32, offs, ns []int) {
+	const op = "SumSquaresSegments"
+	kernels.NeedSumSquaresSegments(dst, x, offs, ns)
+	if len(x) == 0 || len(offs) == 0 { // every segment empty
+		clear(dst)
+		return
+	}
+	b.onDevice(op, func() error {
+		s, err := b.ops.SumSquaresSegments(b.f32(op, "x", x), offs, ns)
+		if err != nil {
+			return err
+		}
+		copy(dst, s)
+		return nil
+	})
+}
+
 // ---- copies: Ops ---------------------------------------------------------------
 
 func (b *Backend) Copy(dst, src []float32, n int) {

@@ -24,7 +24,8 @@
 // rows in token order: kernels/ref's sums bit for bit, run after run; the
 // CPU shim checks it with its blocks in scrambled orders); adamw.cu: the AdamW step; elementwise.cu:
 // add, scale, axpy; sumsquares.cu: SumSquares, a fixed-tree reduction in
-// double; sample.cu: kernels.RowChooser's ChooseRows (Backend.ChooseRows,
+// double, and SumSquaresSegments, the same sums for many segments of one
+// allocation in one launch (not run on a GPU yet); sample.cu: kernels.RowChooser's ChooseRows (Backend.ChooseRows,
 // choose.go), a decode step's tokens chosen where the logits live — each
 // row split into chunks over several blocks (three launches: the chunks'
 // max and argmax, their sums of exponentials, then one block a choice
@@ -248,9 +249,10 @@
 // makes the ops only queue their work on the default stream; the backend
 // waits where the host needs the device's results or where memory would
 // be reused under a queued kernel (stream.go lists the points: CopyToHost,
-// SumSquares and ChooseRows by their cuMemcpyDtoH (SumSquaresMany: one for many
-// tensors, which train/trainer's GradNorm and weight check use: one wait
-// each instead of one a LoRA tensor, TestGradNormWaits), RowMax and ExpShift, frees and
+// SumSquares and ChooseRows by their cuMemcpyDtoH (SumSquaresMany and
+// SumSquaresSegments: one for many tensors; train/trainer's GradNorm and
+// weight check use the latter over a flat adapter: one launch and one wait
+// each instead of two launches and a wait a LoRA tensor, TestGradNormWaits), RowMax and ExpShift, frees and
 // scratch growth, Close, and Synchronize, kernels.Synchronizer, which
 // train/model's Forward and Backward and the Tensors of the model, the
 // adapter and the optimizer call before the host touches the memory in

@@ -59,6 +59,7 @@ var kernelModules = map[string]string{
 	"zero_f32":                 "misc",
 	"sum_squares_partial":      "sumsquares",
 	"sum_squares_final":        "sumsquares",
+	"sum_squares_segments":     "sumsquares",
 	"choose_rows":              "sample",
 	"choose_rows_max":          "sample",
 	"choose_rows_sum":          "sample",

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // GeGLUForward is kernels.Backend.GeGLUForward on device buffers: out =
@@ -172,6 +173,78 @@ func (o *Ops) SumSquaresMany(xs []*Buffer, ns []int) ([]float64, error) {
 		}
 		// Little-endian as the device's, as in SumSquares.
 		lo, hi := math.Float32bits(host[off]), math.Float32bits(host[off+1])
+		out[i] = math.Float64frombits(uint64(hi)<<32 | uint64(lo))
+	}
+	return out, nil
+}
+
+// SumSquaresSegments is SumSquares of segments of one buffer: out[i] =
+// Σ x[offs[i]+j]² over j < ns[i], bit for bit what SumSquares gives for
+// that segment alone, by one launch of sum_squares_segments (one block a
+// segment, playing SumSquares' two kernels and grid for it: sumsquares.cu)
+// where SumSquaresMany launches two kernels a tensor. The segment table,
+// (offset, length) int32 pairs, is copied to the device only when it
+// differs from the last one copied into its scratch slot (a flat
+// adapter's gradients and weights share one); the results come back by
+// one cuMemcpyDtoH, which waits for the kernel. Segments may overlap; a
+// zero-length one gives 0 and an empty list launches nothing.
+func (o *Ops) SumSquaresSegments(x *Buffer, offs, ns []int) ([]float64, error) {
+	c := check{op: "SumSquaresSegments"}
+	if len(offs) != len(ns) {
+		return nil, fmt.Errorf("CUDA %s: %d offsets, %d lengths", c.op, len(offs), len(ns))
+	}
+	if len(offs) == 0 {
+		return nil, nil
+	}
+	c.sizes("segments", len(offs), 2) // the table's int32 pairs
+	tab := make([]int32, 0, 2*len(offs))
+	end := 0
+	for i, off := range offs {
+		c.sizes(fmt.Sprintf("segment %d's offset", i), off)
+		c.sizes(fmt.Sprintf("segment %d's length", i), ns[i])
+		if off+ns[i] > 1<<31-1 {
+			c.fail("segment %d ends at %d: past 2³¹−1 elements", i, off+ns[i])
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+		tab = append(tab, int32(off), int32(ns[i]))
+		end = max(end, off+ns[i])
+	}
+	c.buf(o.d, "x", x, end)
+	if c.err != nil {
+		return nil, c.err
+	}
+	const tabSlot = "sumsquares.segments"
+	sc := o.lockScratch()
+	defer sc.unlock()
+	res, err := sc.get(c.op, "sumsquares", 2*len(offs)) // a double a segment
+	if err != nil {
+		return nil, err
+	}
+	seg, err := sc.get(c.op, tabSlot, len(tab))
+	if err != nil {
+		return nil, err
+	}
+	if in := sc.s.bufs[tabSlot]; in != sc.s.sumSqSegsIn || !slices.Equal(tab, sc.s.sumSqSegs) {
+		sc.s.sumSqSegs, sc.s.sumSqSegsIn = nil, nil // unknown until the copy succeeds
+		if err := seg.UploadInt32(tab); err != nil {
+			return nil, fmt.Errorf("CUDA %s: the segment table: %w", c.op, err)
+		}
+		sc.s.sumSqSegs, sc.s.sumSqSegsIn = tab, in
+	}
+	steps := []step{{"sum_squares_segments", Dim3{len(offs), 1, 1}, Dim3{sumSquaresThreads, 1, 1}, []any{res, x, seg}, nil}}
+	if err := o.run(c.op, steps); err != nil {
+		return nil, err
+	}
+	host := make([]float32, 2*len(offs))
+	if err := res.Download(host); err != nil {
+		return nil, fmt.Errorf("CUDA %s: %w", c.op, err)
+	}
+	out := make([]float64, len(offs))
+	for i := range out {
+		// Little-endian as the device's, as in SumSquares.
+		lo, hi := math.Float32bits(host[2*i]), math.Float32bits(host[2*i+1])
 		out[i] = math.Float64frombits(uint64(hi)<<32 | uint64(lo))
 	}
 	return out, nil

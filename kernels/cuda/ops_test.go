@@ -178,6 +178,14 @@ func TestOpsLaunchGeometry(t *testing.T) {
 			launch("sum_squares_partial", dim(256, 1, 1), dim(256, 1, 1), 3),
 			launch("sum_squares_final", dim(1, 1, 1), dim(256, 1, 1), 3),
 		}},
+		{"SumSquaresSegments: one block a segment", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			_, err := o.SumSquaresSegments(b(1<<20), []int{0, 1000, 5000}, []int{1000, 0, 1<<20 - 5000})
+			return err
+		}, []cudafake.Launch{launch("sum_squares_segments", dim(3, 1, 1), dim(256, 1, 1), 3)}},
+		{"SumSquaresSegments none", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			_, err := o.SumSquaresSegments(b(10), nil, nil)
+			return err
+		}, nil},
 		{"SumSquares n=0", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			_, err := o.SumSquares(b(0), 0)
 			return err
@@ -245,6 +253,14 @@ func TestOpsArgumentChecks(t *testing.T) {
 		{"short dent", func() error { return o.EntropyBackward(b(dev, 6), b(dev, 1), b(dev, 6), 2, 3) },
 			"CUDA EntropyBackward: dent has 1 elements, shape needs 2"},
 		{"V=0", func() error { return o.LogSoftmaxForward(b(dev, 1), b(dev, 1), 1, 0) }, "CUDA LogSoftmaxForward: V = 0: want at least 1"},
+		{"segment past x", func() error {
+			_, err := o.SumSquaresSegments(b(dev, 10), []int{0, 8}, []int{4, 3})
+			return err
+		}, "CUDA SumSquaresSegments: x has 10 elements, shape needs 11"},
+		{"negative segment", func() error {
+			_, err := o.SumSquaresSegments(b(dev, 10), []int{-1}, []int{4})
+			return err
+		}, "CUDA SumSquaresSegments: negative size in segment 0's offset"},
 		{"foreign dweight", func() error {
 			return o.RMSNormBackward(b(dev, 6), b(other, 3), b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3)
 		}, "CUDA RMSNormBackward: dweight is a buffer of another device"},

@@ -26,6 +26,11 @@ type scratchStore struct {
 	// while both still match).
 	gemmOrder   []int32
 	gemmOrderIn *Buffer
+	// sumSqSegs is SumSquaresSegments' segment table last uploaded into
+	// sumSqSegsIn, its slot's buffer then (the copy is skipped while both
+	// match).
+	sumSqSegs   []int32
+	sumSqSegsIn *Buffer
 }
 
 // scratchLease is the store held by one op: get hands out slots, unlock
@@ -90,6 +95,7 @@ func (o *Ops) freeScratch() error {
 	}
 	clear(o.store.bufs)
 	o.store.gemmOrder, o.store.gemmOrderIn = nil, nil
+	o.store.sumSqSegs, o.store.sumSqSegsIn = nil, nil
 	return errors.Join(errs...)
 }
 

@@ -17,10 +17,12 @@ var _ kernels.Synchronizer = (*Backend)(nil)
 // the host needs the device's results or where memory would be reused
 // under a queued kernel:
 //
-//   - CopyToHost, SumSquares, SumSquaresMany (one copy for all its
-//     tensors) and ChooseRows end in a cuMemcpyDtoH, which returns once
+//   - CopyToHost, SumSquares, SumSquaresMany and SumSquaresSegments (one
+//     copy for all their tensors) and ChooseRows end in a cuMemcpyDtoH, which returns once
 //     the copy has completed, after the work queued before it (ChooseRows'
-//     upload of its inputs, from pageable memory, waits for it already);
+//     upload of its inputs, from pageable memory, waits for it already, as
+//     SumSquaresSegments' upload of its segment table does when the table
+//     changes);
 //   - RowMax and ExpShift, which read their rows on the host, wait first;
 //   - FreeF32, FreeBF16, the growth of the int32 edges' scratch and of
 //     Ops' scratch slots (scratch.go), and Close wait before freeing;

@@ -48,3 +48,44 @@ extern "C" __global__ void sum_squares_final(double *__restrict__ out, const dou
 	sumsq_block_tree(s, t);
 	if (t == 0) out[0] = s[0];
 }
+
+// sum_squares_segments: out[g] = Σ x[seg[2g] + i]² over i < seg[2g+1],
+// for segment g = blockIdx.x, with the bits sum_squares_partial and
+// sum_squares_final give for that segment alone: the block plays the
+// partial's grid of m = min(256, ⌈n/256⌉) blocks one after another (its
+// thread t summing exactly what thread t of block b would, the same tree
+// into partial[b], kept in shared memory), then the final's reduction of
+// the m partial sums. One launch for many tensors (train/trainer's gradient
+// norm and weight check over a flat adapter) where the pair a tensor
+// launches twice each. The price is parallelism: one block a segment, each
+// reading its whole segment. Launch: one block of 256 threads a segment.
+// The loop over the m virtual blocks is uniform across the block (m is the
+// segment's), so its barriers are.
+extern "C" __global__ void sum_squares_segments(double *__restrict__ out, const float *__restrict__ x, const int *__restrict__ seg) {
+	__shared__ double s[SUMSQ_THREADS];
+	__shared__ double partial[SUMSQ_THREADS];  // Ops caps m at 256 = SUMSQ_THREADS
+	const int t = threadIdx.x;
+	const int g = blockIdx.x;
+	const float *xs = x + seg[2 * g];
+	const int n = seg[2 * g + 1];
+	const int blocks = (n + SUMSQ_THREADS - 1) / SUMSQ_THREADS;
+	const int m = blocks < SUMSQ_THREADS ? blocks : SUMSQ_THREADS;
+	for (int b = 0; b < m; b++) {
+		// sum_squares_partial's block b of a grid of m.
+		double acc = 0.0;
+		for (long long i = b * (long long)SUMSQ_THREADS + t; i < n; i += (long long)m * SUMSQ_THREADS) {
+			const double v = (double)xs[i];
+			acc += v * v;
+		}
+		s[t] = acc;  // after the last tree's closing barrier: thread 0 alone reads s[0] after it, and only thread 0 writes s[0]
+		sumsq_block_tree(s, t);
+		if (t == 0) partial[b] = s[0];
+	}
+	__syncthreads();  // partial[] written by thread 0, read by all below
+	// sum_squares_final over partial[0..m).
+	double acc = 0.0;
+	for (int i = t; i < m; i += SUMSQ_THREADS) acc += partial[i];
+	s[t] = acc;
+	sumsq_block_tree(s, t);
+	if (t == 0) out[g] = s[0];
+}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
 
 // TestSumSquaresMany: SumSquaresMany gives each tensor's SumSquares bit for
@@ -80,4 +82,94 @@ func TestSumSquaresMany(t *testing.T) {
 		}
 	}()
 	kernels.SumSquaresMany(b, got[:2], xs)
+}
+
+// TestSumSquaresSegments: SumSquaresSegments over segments of one
+// allocation (sizes around the block and past the capped grid of 256
+// blocks, so that a thread of a virtual block takes several values; an
+// empty one; one overlapping another; gaps between them) gives each
+// segment's SumSquares bit for bit, by one sum_squares_segments launch,
+// on the emulated device with each op synchronized and stream-ordered on
+// the deferred device (after a queued op that changes the values, and
+// with one wait, the segment table copied once for the same segments). A
+// NaN gives NaN in the segments holding it only; a segment outside x
+// panics.
+func TestSumSquaresSegments(t *testing.T) {
+	for _, ordered := range []bool{false, true} {
+		var b *cuda.Backend
+		var drv *cudafake.Driver
+		if ordered {
+			b, drv = streamBackend(t)
+		} else {
+			b, drv, _ = emulatedBackend(t)
+		}
+		name := map[bool]string{false: "synchronized", true: "stream-ordered"}[ordered]
+		r := rand.New(rand.NewPCG(28, 5))
+		offs := []int{0, 300, 300, 301, 1000, 1300, 1400, 2000, 1301}
+		ns := []int{257, 0, 1, 600, 255, 65536 + 1000, 16, 520, 40}
+		x, err := b.AllocF32(1400 + 65536 + 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range x {
+			// Magnitudes over 2⁻²⁰…2²⁰: the squares' sum rounds
+			// differently in another order, which the bit checks see.
+			x[j] = float32(r.NormFloat64() * math.Exp2(float64(r.IntN(41)-20)))
+		}
+		waits := func() int {
+			return drv.Calls("cuCtxSynchronize") + drv.Calls("cuMemcpyHtoD_v2") + drv.Calls("cuMemcpyDtoH_v2")
+		}
+		check := func(what string, wantWaits int) []float64 {
+			t.Helper()
+			b.Synchronize()
+			// Queued in the stream-ordered mode: the sums must come after it.
+			b.Scale(x[1000:1255], x[1000:1255], 2, 255)
+			w0, l0 := waits(), len(drv.Launches())
+			got := make([]float64, len(offs))
+			kernels.SumSquaresSegments(b, got, x, offs, ns)
+			ls := drv.Launches()[l0:]
+			w := waits() - w0
+			want := make([]float64, len(offs))
+			for i, off := range offs {
+				want[i] = b.SumSquares(x[off:off+ns[i]], ns[i])
+			}
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) {
+					t.Errorf("%s, %s: segment %d (%d values at %d): SumSquaresSegments %.17g, SumSquares %.17g", name, what, i, ns[i], offs[i], got[i], want[i])
+				}
+			}
+			// Scale's launch, then the one reduction.
+			if len(ls) != 1 || ls[0].Kernel != "sum_squares_segments" || ls[0].Grid.X != len(offs) {
+				t.Errorf("%s, %s: launched %v, want one sum_squares_segments of %d blocks", name, what, ls, len(offs))
+			}
+			if ordered && w != wantWaits {
+				t.Errorf("%s, %s: SumSquaresSegments waited %d times, want %d", name, what, w, wantWaits)
+			}
+			return got
+		}
+		check("first", 2) // the table's copy, then the results'
+		b.Synchronize()   // before the host writes
+		for i := range offs {
+			x[offs[i]] *= 2 // a change of the values, the same segments
+		}
+		check("same segments", 1)
+		b.Synchronize()
+		x[305] = float32(math.NaN())
+		got := check("a NaN", 1)
+		for i, s := range got {
+			if in := offs[i] <= 305 && 305 < offs[i]+ns[i]; math.IsNaN(s) != in {
+				t.Errorf("%s: segment %d (%d values at %d) gives %v with a NaN at 305", name, i, ns[i], offs[i], s)
+			}
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: a segment past x did not panic", name)
+				}
+			}()
+			kernels.SumSquaresSegments(b, make([]float64, 1), x, []int{len(x) - 3}, []int{4})
+		}()
+		b.FreeF32(x)
+		b.Close()
+	}
 }

@@ -101,19 +101,52 @@ func (o *AdamW) Free() {
 }
 
 // GradNorm returns the global L2 norm of the adapter's gradient: each
-// tensor's sum of squares on be (kernels.SumSquaresMany: SumSquares' bits,
-// one wait for all on kernels/cuda), added in float64 in Params order
-// (deterministic on a given backend).
+// tensor's sum of squares on be (SumSquares' bits: kernels.SumSquaresMany,
+// or kernels.SumSquaresSegments over a Flat adapter's gradient memory, one
+// launch for all on kernels/cuda; one wait for all either way), added in
+// float64 in Params order (deterministic on a given backend).
 func GradNorm(be kernels.Backend, ad *model.Adapter) float64 {
-	var gs [][]float32
-	ad.Params(func(_ string, _, g []float32) { gs = append(gs, g) })
-	ss := make([]float64, len(gs))
-	kernels.SumSquaresMany(be, ss, gs)
 	s := 0.0
-	for _, v := range ss {
+	for _, v := range sumSquares(be, ad, true) {
 		s += v
 	}
 	return math.Sqrt(s)
+}
+
+// sumSquares returns the sum of squares of each of ad's gradients (grads)
+// or weights on be, in Params order: over a Flat adapter by one
+// kernels.SumSquaresSegments of its memory, else by one
+// kernels.SumSquaresMany.
+func sumSquares(be kernels.Backend, ad *model.Adapter, grads bool) []float64 {
+	var xs [][]float32
+	ad.Params(func(_ string, p, g []float32) {
+		if grads {
+			xs = append(xs, g)
+		} else {
+			xs = append(xs, p)
+		}
+	})
+	ss := make([]float64, len(xs))
+	flat, flatG := ad.Flat()
+	if grads {
+		flat = flatG
+	}
+	if flat != nil {
+		// The tensors lie in Params order with nothing between them
+		// (Adapter.Flat).
+		offs, ns := make([]int, len(xs)), make([]int, len(xs))
+		off := 0
+		for i, x := range xs {
+			offs[i], ns[i] = off, len(x)
+			off += len(x)
+		}
+		if off == len(flat) {
+			kernels.SumSquaresSegments(be, ss, flat, offs, ns)
+			return ss
+		}
+	}
+	kernels.SumSquaresMany(be, ss, xs)
+	return ss
 }
 
 // Update clips the gradient to MaxGradNorm, takes one AdamW step at rate lr
@@ -160,17 +193,11 @@ func (o *AdamW) Update(be kernels.Backend, ad *model.Adapter, lr float64) (float
 
 // checkWeights returns a notFinite error naming the first LoRA tensor that
 // holds a NaN or Inf (its sum of squares is then NaN or +Inf); the sums
-// come from one kernels.SumSquaresMany.
+// come from one kernels.SumSquaresSegments or SumSquaresMany (sumSquares).
 func checkWeights(be kernels.Backend, ad *model.Adapter) error {
 	var names []string
-	var ps [][]float32
-	ad.Params(func(name string, param, _ []float32) {
-		names = append(names, name)
-		ps = append(ps, param)
-	})
-	ss := make([]float64, len(ps))
-	kernels.SumSquaresMany(be, ss, ps)
-	for i, s := range ss {
+	ad.Params(func(name string, _, _ []float32) { names = append(names, name) })
+	for i, s := range sumSquares(be, ad, false) {
 		if !isFinite(s) {
 			what := "an Inf"
 			if math.IsNaN(s) {

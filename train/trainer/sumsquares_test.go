@@ -13,11 +13,13 @@ import (
 )
 
 // TestGradNormWaits: GradNorm and checkWeights take every LoRA tensor's sum
-// of squares by one kernels.SumSquaresMany. On cuda.Backend, stream-ordered
-// over the deferred emulated device, each waits for the device once (one
-// SumSquares a tensor waited once each: 28 times on this adapter), and
-// gives the bits of the per-tensor sums; on the CPU backend (SumSquaresMany's
-// loop) the same. checkWeights names the tensor holding a NaN. Waits are
+// of squares by one kernels.SumSquaresSegments over the placed adapter's
+// flat memory. On cuda.Backend, stream-ordered over the deferred emulated
+// device, each is one sum_squares_segments launch (SumSquaresMany's would
+// be two a tensor: 56 on this adapter) and waits for the device once (one
+// SumSquares a tensor waited once each: 28 times), and gives the bits of
+// the per-tensor sums; on the CPU backend (SumSquaresMany's loop) the
+// same bits. checkWeights names the tensor holding a NaN. Waits are
 // counted as in train/model's TestStreamOrderedWaits.
 func TestGradNormWaits(t *testing.T) {
 	if testing.Short() {
@@ -68,22 +70,35 @@ func TestGradNormWaits(t *testing.T) {
 		}
 		GradNorm(be, ad) // grows the backend's scratch (a wait) before the counts
 		wantG, eachWaits := each(false)
-		w0 := waits()
+		w0, l0 := waits(), len(drv.Launches())
 		got := GradNorm(be, ad)
-		gradWaits := waits() - w0
+		gradWaits, gradLaunches := waits()-w0, drv.Launches()[l0:]
 		if math.Float64bits(got) != math.Float64bits(math.Sqrt(wantG)) {
 			t.Errorf("%s: GradNorm %.17g, the per-tensor sums give %.17g", be.Name(), got, math.Sqrt(wantG))
 		}
-		w0 = waits()
+		wantW, _ := each(true)
+		w0, l0 = waits(), len(drv.Launches())
+		gotW := sumSquares(be, ad, false)
 		if err := checkWeights(be, ad); err != nil {
 			t.Errorf("%s: checkWeights on finite weights: %v", be.Name(), err)
 		}
-		checkWaits := waits() - w0
+		checkWaits, checkLaunches := waits()-w0, drv.Launches()[l0:]
+		sw := 0.0
+		for _, v := range gotW {
+			sw += v
+		}
+		if math.Float64bits(sw) != math.Float64bits(wantW) {
+			t.Errorf("%s: the weights' sums add to %.17g, the per-tensor sums to %.17g", be.Name(), sw, wantW)
+		}
 		if be == kernels.Backend(b) {
-			if gradWaits != 1 || checkWaits != 1 || eachWaits != tensors {
-				t.Errorf("%s: GradNorm waited %d times, checkWeights %d, a SumSquares a tensor %d; want 1, 1 and %d", be.Name(), gradWaits, checkWaits, eachWaits, tensors)
+			// checkWeights' and the sums' before it: one launch and one wait each.
+			if gradWaits != 1 || checkWaits != 2 || eachWaits != tensors {
+				t.Errorf("%s: GradNorm waited %d times, checkWeights and sumSquares %d, a SumSquares a tensor %d; want 1, 2 and %d", be.Name(), gradWaits, checkWaits, eachWaits, tensors)
 			}
-			t.Logf("%s: %d LoRA tensors: GradNorm and checkWeights wait %d and %d times, a SumSquares a tensor %d", be.Name(), tensors, gradWaits, checkWaits, eachWaits)
+			if len(gradLaunches) != 1 || gradLaunches[0].Kernel != "sum_squares_segments" || len(checkLaunches) != 2 {
+				t.Errorf("%s: GradNorm launched %v, checkWeights and sumSquares %v; want one sum_squares_segments each", be.Name(), gradLaunches, checkLaunches)
+			}
+			t.Logf("%s: %d LoRA tensors: GradNorm and checkWeights launch %d and %d kernels and wait %d and %d times, a SumSquares a tensor waits %d", be.Name(), tensors, len(gradLaunches), len(checkLaunches)/2, gradWaits, checkWaits/2, eachWaits)
 		}
 		kernels.Synchronize(be)
 		var name string

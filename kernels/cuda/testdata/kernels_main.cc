@@ -185,6 +185,7 @@ const Entry kernels[] = {
     KERNEL(attention_gemm_dsoftmax),
     KERNEL(sum_squares_partial),  // double* parameters: listed, not driven (TestBackendSumSquares runs them)
     KERNEL(sum_squares_final),
+    KERNEL(sum_squares_segments),
     KERNEL(choose_rows_max),  // listed, not driven: TestChooseRows runs the three through Backend.ChooseRows
     KERNEL(choose_rows_sum),  // double* parameters
     KERNEL(choose_rows),  // double* parameters

@@ -34,8 +34,10 @@
 // RoPESetter; the functions SwiGLUBackwardSet, GeGLUBackwardSet and
 // RoPEBackwardSet zero and accumulate on the others, the same values), and
 // LinearManyBF16er multiplies one input by several bfloat16 weights
-// (LinearForwardBF16Many): on kernels/cuda each spares a pass over an
-// activation (train/model's TestStepTraffic7B counts them).
+// (LinearForwardBF16Many), and DoutRounder's gated backward writes the
+// bf16 roundings of dgate and dup that its LinearBackwardBF16Rounded
+// multiplies: on kernels/cuda each spares a pass over an activation
+// (train/model's TestStepTraffic7B counts them).
 // Forward ops overwrite their outputs, unless stated (beta in Matmul).
 // Outputs must not alias inputs unless the op's doc allows it.
 //

@@ -199,6 +199,62 @@ func (b *Backend) gatedBackwardSet(op string, launch func(dgate, dup, act, dout,
 	})
 }
 
+var _ kernels.DoutRounder = (*Backend)(nil)
+
+// RoundsLinearDout implements kernels.DoutRounder: in PrecisionBF16
+// LinearBackwardBF16 rounds dout by f32_to_bf16 before its GEMM.
+func (b *Backend) RoundsLinearDout() bool { return b.Precision() == kernels.PrecisionBF16 }
+
+// SwiGLUBackwardSetRounded implements kernels.DoutRounder
+// (swiglu_backward_set_bf16).
+func (b *Backend) SwiGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
+	b.gatedBackwardSetRounded("SwiGLUBackwardSetRounded", b.ops.SwiGLUBackwardSetBF16, dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
+}
+
+// GeGLUBackwardSetRounded implements kernels.DoutRounder
+// (geglu_backward_set_bf16).
+func (b *Backend) GeGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
+	b.gatedBackwardSetRounded("GeGLUBackwardSetRounded", b.ops.GeGLUBackwardSetBF16, dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
+}
+
+// gatedBackwardSetRounded is gatedBackwardSet with the bf16 copies.
+func (b *Backend) gatedBackwardSetRounded(op string, launch func(dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error,
+	dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
+	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
+	if act != nil {
+		kernels.Need(op, "act", len(act), n)
+	}
+	kernels.Need(op, "dgateBF", len(dgateBF), n)
+	kernels.Need(op, "dupBF", len(dupBF), n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		var ba *Buffer
+		if act != nil {
+			ba = b.f32(op, "act", act)
+		}
+		return launch(b.f32(op, "dgate", dgate), b.f32(op, "dup", dup), ba, b.bf16(op, "dgateBF", dgateBF), b.bf16(op, "dupBF", dupBF),
+			b.f32(op, "dout", dout), b.f32(op, "gate", gate), b.f32(op, "up", up), n)
+	})
+}
+
+// LinearBackwardBF16Rounded implements kernels.DoutRounder: the bf16
+// precision's GEMM on the pre-rounded dout (it panics in PrecisionF32).
+func (b *Backend) LinearBackwardBF16Rounded(dinp []float32, dout, weight []uint16, N, C, OC int) {
+	const op = "LinearBackwardBF16Rounded"
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "dinp", len(dinp), N*C)
+	kernels.Need(op, "dout", len(dout), N*OC)
+	kernels.Need(op, "weight", len(weight), OC*C)
+	if N*C*OC == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.LinearBackwardBF16Rounded(b.f32(op, "dinp", dinp), b.bf16(op, "dout", dout), b.bf16(op, "weight", weight), N, C, OC)
+	})
+}
+
 func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
 	b.gatedForward("GeGLUForward", b.ops.GeGLUForward, out, gate, up, n)
 }

@@ -18,7 +18,10 @@
 // # Kernels
 //
 // Kernel sources are CUDA C++ beside this file (rmsnorm.cu: RMSNorm forward
-// and backward; rope.cu: RoPE; swiglu.cu: SwiGLU; embedding.cu: embedding
+// and backward; rope.cu: RoPE; swiglu.cu: SwiGLU (and geglu.cu: GeGLU),
+// whose _set_bf16 backward also writes dgate and dup rounded to bfloat16
+// for the bf16 precision's LinearBackwardBF16Rounded (kernels.DoutRounder;
+// not run on a GPU yet); embedding.cu: embedding
 // and its backward, deterministic without atomics (a rank sort of the
 // ids, then one block per run of equal ids and column chunk summing its
 // rows in token order: kernels/ref's sums bit for bit, run after run; the

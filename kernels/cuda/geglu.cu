@@ -9,6 +9,8 @@
 // geglu_backward_set writes the two instead (kernels.GatedSetter): the
 // same expressions, so the values a zeroed dgate and dup would get; and,
 // when act is not null, act = geglu_forward's out (the same expression).
+// geglu_backward_set_bf16 also writes dgate and dup rounded to bfloat16,
+// as swiglu_backward_set_bf16 does (swiglu.cu).
 //
 // Launch: any 1-D geometry (a grid-stride loop, 64-bit index). tanhf is
 // the accurate one (no fast-math). Never run on a GPU: tested on the CPU
@@ -16,6 +18,8 @@
 
 #define GELU_K 0.7978845608028654f  // √(2/π)
 #define GELU_C 0.044715f
+
+#include "bf16round.cuh"
 
 __device__ __forceinline__ float geluTanh(float x) { return tanhf(GELU_K * (x + GELU_C * x * x * x)); }
 
@@ -38,16 +42,37 @@ extern "C" __global__ void geglu_backward(float *__restrict__ dgate, float *__re
 	}
 }
 
+// gegluSetAt is geglu_backward_set's value i, and its bf16 copies unless
+// dgate_bf is null.
+__device__ __forceinline__ void gegluSetAt(long long i, float *__restrict__ dgate, float *__restrict__ dup,
+                                           float *__restrict__ act, unsigned short *__restrict__ dgate_bf,
+                                           unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
+                                           const float *__restrict__ gate, const float *__restrict__ up) {
+	const float x = gate[i], t = geluTanh(x), d = dout[i], u = up[i];
+	const float dg = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+	const float vg = d * u * dg, vu = d * 0.5f * x * (1.0f + t);
+	dgate[i] = vg;
+	dup[i] = vu;
+	if (act != nullptr) {
+		act[i] = 0.5f * x * (1.0f + t) * u;
+	}
+	if (dgate_bf != nullptr) {
+		dgate_bf[i] = bf16Round(vg);
+		dup_bf[i] = bf16Round(vu);
+	}
+}
+
 extern "C" __global__ void geglu_backward_set(float *__restrict__ dgate, float *__restrict__ dup,
                                               float *__restrict__ act, const float *__restrict__ dout,
                                               const float *__restrict__ gate, const float *__restrict__ up, int n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		const float x = gate[i], t = geluTanh(x), d = dout[i], u = up[i];
-		const float dg = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
-		dgate[i] = d * u * dg;
-		dup[i] = d * 0.5f * x * (1.0f + t);
-		if (act != nullptr) {
-			act[i] = 0.5f * x * (1.0f + t) * u;
-		}
-	}
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+		gegluSetAt(i, dgate, dup, act, nullptr, nullptr, dout, gate, up);
+}
+
+extern "C" __global__ void geglu_backward_set_bf16(float *__restrict__ dgate, float *__restrict__ dup,
+                                                   float *__restrict__ act, unsigned short *__restrict__ dgate_bf,
+                                                   unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
+                                                   const float *__restrict__ gate, const float *__restrict__ up, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+		gegluSetAt(i, dgate, dup, act, dgate_bf, dup_bf, dout, gate, up);
 }

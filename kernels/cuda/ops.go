@@ -41,6 +41,7 @@ var kernelModules = map[string]string{
 	"swiglu_forward":           "swiglu",
 	"swiglu_backward":          "swiglu",
 	"swiglu_backward_set":      "swiglu",
+	"swiglu_backward_set_bf16": "swiglu",
 	"embedding_forward":        "embedding",
 	"embedding_forward_bf16":   "embedding",
 	"embedding_backward":       "embedding",
@@ -54,6 +55,7 @@ var kernelModules = map[string]string{
 	"geglu_forward":            "geglu",
 	"geglu_backward":           "geglu",
 	"geglu_backward_set":       "geglu",
+	"geglu_backward_set_bf16":  "geglu",
 	"add_scalar":               "misc",
 	"copy_f32":                 "misc",
 	"zero_f32":                 "misc",
@@ -384,9 +386,47 @@ func (o *Ops) SwiGLUBackwardSet(dgate, dup, act, dout, gate, up *Buffer, n int) 
 	return o.gatedBackwardSet("SwiGLUBackwardSet", "swiglu_backward_set", dgate, dup, act, dout, gate, up, n)
 }
 
+// SwiGLUBackwardSetBF16 is SwiGLUBackwardSet that also writes dgate and
+// dup rounded to bfloat16 into dgateBF and dupBF (bfloat16 pairs,
+// (n+1)/2 elements each): swiglu_backward_set_bf16, whose copies
+// LinearBackwardBF16Rounded multiplies.
+func (o *Ops) SwiGLUBackwardSetBF16(dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
+	return o.gatedBackwardSetBF16("SwiGLUBackwardSetBF16", "swiglu_backward_set_bf16", dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
+}
+
+// GeGLUBackwardSetBF16 is SwiGLUBackwardSetBF16 for GeGLU
+// (geglu_backward_set_bf16).
+func (o *Ops) GeGLUBackwardSetBF16(dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
+	return o.gatedBackwardSetBF16("GeGLUBackwardSetBF16", "geglu_backward_set_bf16", dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
+}
+
+// gatedBackwardSetBF16 launches a gated unit's _set_bf16 backward kernel:
+// gatedBackwardSet's outputs and the bf16 copies of dgate and dup.
+func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
+	c := check{op: op}
+	c.sizes("n", n)
+	c.buf(o.d, "dgateBF", dgateBF, bf16Len(n))
+	c.buf(o.d, "dupBF", dupBF, bf16Len(n))
+	if c.err != nil {
+		return c.err
+	}
+	if err := o.gatedSetCheck(op, dgate, dup, act, dout, gate, up, n); err != nil {
+		return err
+	}
+	return o.run(op, planFlat(kernel, n, dgate, dup, act, dgateBF, dupBF, dout, gate, up, n))
+}
+
 // gatedBackwardSet launches a gated unit's _set backward kernel: dgate,
 // dup and (unless nil) act written over n values, one thread a value.
 func (o *Ops) gatedBackwardSet(op, kernel string, dgate, dup, act, dout, gate, up *Buffer, n int) error {
+	if err := o.gatedSetCheck(op, dgate, dup, act, dout, gate, up, n); err != nil {
+		return err
+	}
+	return o.run(op, planFlat(kernel, n, dgate, dup, act, dout, gate, up, n))
+}
+
+// gatedSetCheck is a gated _set backward's size and buffer check.
+func (o *Ops) gatedSetCheck(op string, dgate, dup, act, dout, gate, up *Buffer, n int) error {
 	c := check{op: op}
 	c.sizes("n", n)
 	c.buf(o.d, "dgate", dgate, n)
@@ -397,10 +437,7 @@ func (o *Ops) gatedBackwardSet(op, kernel string, dgate, dup, act, dout, gate, u
 	c.buf(o.d, "dout", dout, n)
 	c.buf(o.d, "gate", gate, n)
 	c.buf(o.d, "up", up, n)
-	if c.err != nil {
-		return c.err
-	}
-	return o.run(c.op, planFlat(kernel, n, dgate, dup, act, dout, gate, up, n))
+	return c.err
 }
 
 // gatedForward launches a gated unit's forward kernel (SwiGLU, GeGLU):

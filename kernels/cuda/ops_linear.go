@@ -258,6 +258,31 @@ func (o *Ops) LinearBackwardBF16(dinp, dout, weight *Buffer, N, C, OC int) error
 	return o.runX(op, steps)
 }
 
+// LinearBackwardBF16Rounded is LinearBackwardBF16 in PrecisionBF16 with
+// dout [N,OC] already rounded to bfloat16 (bfloat16 pairs, bf16Len(N·OC)
+// elements; SwiGLUBackwardSetBF16 writes them): the same GEMM on the same
+// operands, without the f32_to_bf16 pass, so the same bits. It is refused
+// in PrecisionF32, whose product does not round dout.
+func (o *Ops) LinearBackwardBF16Rounded(dinp, dout, weight *Buffer, N, C, OC int) error {
+	const op = "LinearBackwardBF16Rounded"
+	if o.prec != kernels.PrecisionBF16 {
+		return fmt.Errorf("CUDA %s: precision %v: the product rounds dout to bfloat16 only in %v", op, o.prec, kernels.PrecisionBF16)
+	}
+	if err := o.linearCheck(op, N, C, OC, "dinp", dinp, N*C, "dout", dout, bf16Len(N*OC), "weight", weight, bf16Len(OC*C)); err != nil {
+		return err
+	}
+	if N == 0 || C == 0 || OC == 0 {
+		return nil
+	}
+	l := o.lockScratch()
+	defer l.unlock()
+	steps := []xstep{gstep(mm{C: dinp, A: dout, B: weight, M: N, N: C, K: OC, Beta: 1, BF16: true})}
+	if err := o.throughLt(op, l, steps); err != nil {
+		return err
+	}
+	return o.runX(op, steps)
+}
+
 // The GEMM libraries of the bf16 precision's products on bfloat16 weights
 // (Ops.SetGEMMLibrary).
 const (

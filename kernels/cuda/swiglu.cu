@@ -9,10 +9,18 @@
 // swiglu_backward_set writes the two instead (kernels.GatedSetter): the
 // same expressions, so the values a zeroed dgate and dup would get; and,
 // when act is not null, act = swiglu_forward's out (the same expression).
+// swiglu_backward_set_bf16 is swiglu_backward_set (the same code,
+// swigluSetAt) that also writes dgate and dup rounded to bfloat16 into
+// dgate_bf and dup_bf (f32_to_bf16's rounding, bf16round.cuh): the bf16
+// precision's LinearBackwardBF16 of the gate and up projections then
+// multiplies those (LinearBackwardBF16Rounded) instead of reading the two
+// float32 gradients again to round them.
 //
 // Launch: any 1-D geometry (a grid-stride loop, 64-bit index). expf is
 // the accurate one (no fast-math). Never run on a GPU: tested on the CPU through
 // cpushim/cuda_cpu.h against kernels/ref.
+
+#include "bf16round.cuh"
 
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
@@ -34,15 +42,36 @@ extern "C" __global__ void swiglu_backward(float *__restrict__ dgate, float *__r
 	}
 }
 
+// swigluSetAt is swiglu_backward_set's value i, and its bf16 copies
+// unless dgate_bf is null.
+__device__ __forceinline__ void swigluSetAt(long long i, float *__restrict__ dgate, float *__restrict__ dup,
+                                            float *__restrict__ act, unsigned short *__restrict__ dgate_bf,
+                                            unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
+                                            const float *__restrict__ gate, const float *__restrict__ up) {
+	const float g = gate[i], d = dout[i], s = sigmoid(g), u = up[i];
+	const float dg = d * u * s * (1.0f + g * (1.0f - s)), du = d * g * s;
+	dgate[i] = dg;
+	dup[i] = du;
+	if (act != nullptr) {
+		act[i] = g * s * u;
+	}
+	if (dgate_bf != nullptr) {
+		dgate_bf[i] = bf16Round(dg);
+		dup_bf[i] = bf16Round(du);
+	}
+}
+
 extern "C" __global__ void swiglu_backward_set(float *__restrict__ dgate, float *__restrict__ dup,
                                                float *__restrict__ act, const float *__restrict__ dout,
                                                const float *__restrict__ gate, const float *__restrict__ up, int n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		const float g = gate[i], d = dout[i], s = sigmoid(g), u = up[i];
-		dgate[i] = d * u * s * (1.0f + g * (1.0f - s));
-		dup[i] = d * g * s;
-		if (act != nullptr) {
-			act[i] = g * s * u;
-		}
-	}
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+		swigluSetAt(i, dgate, dup, act, nullptr, nullptr, dout, gate, up);
+}
+
+extern "C" __global__ void swiglu_backward_set_bf16(float *__restrict__ dgate, float *__restrict__ dup,
+                                                    float *__restrict__ act, unsigned short *__restrict__ dgate_bf,
+                                                    unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
+                                                    const float *__restrict__ gate, const float *__restrict__ up, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+		swigluSetAt(i, dgate, dup, act, dgate_bf, dup_bf, dout, gate, up);
 }

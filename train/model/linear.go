@@ -84,22 +84,28 @@ func (l *Linear) loraForward(be kernels.Backend, out, u, x []float32, N int, lor
 // the base product in pieces, the LoRA gradients of the micro models
 // moved by up to 2e-7 of their largest value.
 func (l *Linear) Backward(be kernels.Backend, dx, dout, x, u, g []float32, N int, lora *LoRA, set bool) {
+	l.backward(be, dx, dout, nil, x, u, g, N, lora, set)
+}
+
+// backward is Backward with doutBF, dout rounded to bfloat16 for the base
+// product (Matrix.linearBackward; nil: none).
+func (l *Linear) backward(be kernels.Backend, dx, dout []float32, doutBF []uint16, x, u, g []float32, N int, lora *LoRA, set bool) {
 	if lora == nil {
 		if dx != nil {
 			if set {
 				be.Zero(dx, N*l.In)
 			}
-			l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
+			l.Weight.linearBackward(be, dx, dout, doutBF, x, N, l.In, l.Out)
 		}
 		return
 	}
 	if dx != nil && !set {
-		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
+		l.Weight.linearBackward(be, dx, dout, doutBF, x, N, l.In, l.Out)
 	}
 	g = l.loraG(be, dout, u, g, N, lora)
 	l.loraDA(be, g, x, N, lora)
 	if dx != nil {
-		l.loraDX(be, dx, g, dout, x, N, lora, set)
+		l.loraDX(be, dx, g, dout, doutBF, x, N, lora, set)
 	}
 }
 
@@ -121,11 +127,11 @@ func (l *Linear) loraDA(be kernels.Backend, g, x []float32, N int, lora *LoRA) {
 // loraDX is Backward's dx with LoRA: dx += g·A, after the base product
 // (which the caller ran); with set, dx = g·A and then the base product
 // accumulates (x is only the base product's input: nil with bfloat16
-// weights).
-func (l *Linear) loraDX(be kernels.Backend, dx, g, dout, x []float32, N int, lora *LoRA, set bool) {
+// weights; doutBF as in backward).
+func (l *Linear) loraDX(be kernels.Backend, dx, g, dout []float32, doutBF []uint16, x []float32, N int, lora *LoRA, set bool) {
 	if set {
 		be.Matmul(dx, g, lora.A, N, l.In, lora.R, false, false, 0) // dx = g·A
-		l.Weight.linearBackward(be, dx, dout, x, N, l.In, l.Out)
+		l.Weight.linearBackward(be, dx, dout, doutBF, x, N, l.In, l.Out)
 		return
 	}
 	be.Matmul(dx, g, lora.A, N, l.In, lora.R, false, false, 1) // dx += g·A

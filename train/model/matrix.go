@@ -25,9 +25,17 @@ func (w *Matrix) linear(be kernels.Backend, out, inp, bias []float32, N, C, OC i
 	be.LinearForward(out, inp, w.F32, bias, N, C, OC)
 }
 
-// linearBackward accumulates dinp [N, C] += dout [N, OC]·W.
-func (w *Matrix) linearBackward(be kernels.Backend, dinp, dout, inp []float32, N, C, OC int) {
+// linearBackward accumulates dinp [N, C] += dout [N, OC]·W. doutBF, when
+// not nil, is dout rounded to bfloat16 by a kernels.DoutRounder whose
+// RoundsLinearDout holds (the MLP's gated backward writes it): with
+// bfloat16 weights the product takes it instead of rounding dout again,
+// the same bits.
+func (w *Matrix) linearBackward(be kernels.Backend, dinp, dout []float32, doutBF []uint16, inp []float32, N, C, OC int) {
 	if w.BF16 != nil {
+		if doutBF != nil {
+			be.(kernels.DoutRounder).LinearBackwardBF16Rounded(dinp, doutBF, w.BF16, N, C, OC)
+			return
+		}
 		be.LinearBackwardBF16(dinp, dout, w.BF16, N, C, OC)
 		return
 	}

@@ -1,6 +1,10 @@
 package model
 
-import "github.com/hone-rl/hone/kernels"
+import (
+	"unsafe"
+
+	"github.com/hone-rl/hone/kernels"
+)
 
 // MLP is the gated feed-forward down(act(gate(x))·up(x)): SwiGLU (act =
 // silu), or Gemma's GeGLU when GELU is set (act = GELU, tanh approximation).
@@ -49,31 +53,49 @@ func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x, act []fl
 
 // Backward writes dx [N, C] (its contents ignored) and accumulates the
 // LoRA gradients given dout [N, C]. w supplies four [N, I] scratch
-// buffers (w.act, w.dact, w.dgate, w.dup).
+// buffers (w.act, w.dact, w.dgate, w.dup), and a fifth (w.dgbf) on a
+// backend that rounds the products' dout to bfloat16 (newWork): there the
+// gated backward also writes dgate and dup rounded, which the gate and up
+// projections' products take instead of rounding them again.
 func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []float32, w *work, N int, lr *[numModules]*LoRA) {
 	NI := N * m.Gate.Out
 	dact, dgate, dup := w.dact[:NI], w.dgate[:NI], w.dup[:NI]
+	var dgateBF, dupBF []uint16
+	if len(w.dgbf) > 0 && m.Gate.Weight.BF16 != nil && m.Up.Weight.BF16 != nil {
+		bf := unsafe.Slice((*uint16)(unsafe.Pointer(&w.dgbf[0])), 2*len(w.dgbf))
+		dgateBF, dupBF = bf[:NI:NI], bf[NI:2*NI:2*NI]
+	}
 	if down := lr[ModDown]; down != nil {
 		// Only the down projection's LoRA gradient DA reads its input act,
 		// which the gated backward writes on the way: DA comes last.
 		act := w.act[:NI]
 		g := m.Down.loraG(be, dout, s.u[2], w.lg, N, down)
-		m.Down.loraDX(be, dact, g, dout, nil, N, down, true)
-		m.gluBackward(be, dgate, dup, act, dact, s.gate, s.up)
+		m.Down.loraDX(be, dact, g, dout, nil, nil, N, down, true)
+		m.gluBackward(be, dgate, dup, act, dgateBF, dupBF, dact, s.gate, s.up)
 		m.Down.loraDA(be, g, act, N, down)
 	} else {
 		m.Down.Backward(be, dact, dout, nil, nil, w.lg, N, nil, true)
-		m.gluBackward(be, dgate, dup, nil, dact, s.gate, s.up)
+		m.gluBackward(be, dgate, dup, nil, dgateBF, dupBF, dact, s.gate, s.up)
 	}
-	m.Gate.Backward(be, dx, dgate, x, s.u[0], w.lg, N, lr[ModGate], true)
-	m.Up.Backward(be, dx, dup, x, s.u[1], w.lg, N, lr[ModUp], false)
+	m.Gate.backward(be, dx, dgate, dgateBF, x, s.u[0], w.lg, N, lr[ModGate], true)
+	m.Up.backward(be, dx, dup, dupBF, x, s.u[1], w.lg, N, lr[ModUp], false)
 }
 
 // gluBackward writes dgate and dup (not accumulated) and, unless act is
 // nil, the forward's act = a(gate)·up: kernels.GatedSetter's, so that on
 // kernels/cuda no pass zeroes the two [N, I] gradients, the kernel does
-// not read them, and act costs no pass of its own.
-func (m *MLP) gluBackward(be kernels.Backend, dgate, dup, act, dact, gate, up []float32) {
+// not read them, and act costs no pass of its own. With dgateBF (and
+// dupBF) it writes their bfloat16 roundings too (kernels.DoutRounder).
+func (m *MLP) gluBackward(be kernels.Backend, dgate, dup, act []float32, dgateBF, dupBF []uint16, dact, gate, up []float32) {
+	if dgateBF != nil {
+		r := be.(kernels.DoutRounder)
+		if m.GELU {
+			r.GeGLUBackwardSetRounded(dgate, dup, act, dgateBF, dupBF, dact, gate, up, len(dgate))
+			return
+		}
+		r.SwiGLUBackwardSetRounded(dgate, dup, act, dgateBF, dupBF, dact, gate, up, len(dgate))
+		return
+	}
 	if m.GELU {
 		kernels.GeGLUBackwardSet(be, dgate, dup, act, dact, gate, up, len(dgate))
 		return

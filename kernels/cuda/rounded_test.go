@@ -1,0 +1,124 @@
+package cuda_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+)
+
+// TestDoutRounder: in PrecisionBF16 on the emulated device, the gated
+// units' backward_set_bf16 kernels write the float32 outputs of
+// backward_set bit for bit and their bf16 copies as kernels.ToBF16 rounds
+// them (a NaN included; an odd count), and LinearBackwardBF16Rounded on
+// those copies gives LinearBackwardBF16's bits on the float32 gradient with
+// one GEMM and no f32_to_bf16 launch. In PrecisionF32 the backend does not
+// round dout, and LinearBackwardBF16Rounded panics.
+func TestDoutRounder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the kernels on the CPU emulation of the CUDA device")
+	}
+	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	if !b.RoundsLinearDout() {
+		t.Fatal("PrecisionBF16: RoundsLinearDout is false")
+	}
+	r := rand.New(rand.NewPCG(28, 6))
+	const N, C, OC = 3, 40, 37
+	n := N * OC
+	f32n := func(m int, vals ...float32) []float32 {
+		x, err := b.AllocF32(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range x {
+			if vals != nil {
+				x[i] = vals[0]
+			} else {
+				x[i] = float32(r.NormFloat64())
+			}
+		}
+		return x
+	}
+	f32 := func(vals ...float32) []float32 { return f32n(n, vals...) }
+	bf := func(m int) []uint16 {
+		x, err := b.AllocBF16(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	dout, gate, up := f32(), f32(), f32()
+	dout[5] = float32(math.NaN())
+	w := bf(OC * C)
+	for i := range w {
+		w[i] = kernels.BF16(float32(r.NormFloat64()))
+	}
+	for _, g := range []struct {
+		name    string
+		set     func(dgate, dup, act, dout, gate, up []float32, n int)
+		rounded func(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
+	}{
+		{"SwiGLU", b.SwiGLUBackwardSet, b.SwiGLUBackwardSetRounded},
+		{"GeGLU", b.GeGLUBackwardSet, b.GeGLUBackwardSetRounded},
+	} {
+		nan := float32(math.NaN())
+		wg, wu, wa := f32(nan), f32(nan), f32(nan)
+		g.set(wg, wu, wa, dout, gate, up, n)
+		gg, gu, ga := f32(nan), f32(nan), f32(nan)
+		bg, bu := bf(n), bf(n)
+		g.rounded(gg, gu, ga, bg, bu, dout, gate, up, n)
+		b.Synchronize()
+		rg, ru := make([]uint16, n), make([]uint16, n)
+		kernels.ToBF16(rg, wg)
+		kernels.ToBF16(ru, wu)
+		for i := range n {
+			if math.Float32bits(gg[i]) != math.Float32bits(wg[i]) || math.Float32bits(gu[i]) != math.Float32bits(wu[i]) || math.Float32bits(ga[i]) != math.Float32bits(wa[i]) {
+				t.Fatalf("%s [%d]: dgate, dup, act %g %g %g; backward_set %g %g %g", g.name, i, gg[i], gu[i], ga[i], wg[i], wu[i], wa[i])
+			}
+			if bg[i] != rg[i] || bu[i] != ru[i] {
+				t.Fatalf("%s [%d]: bf16 copies %#04x %#04x, kernels.ToBF16 %#04x %#04x", g.name, i, bg[i], bu[i], rg[i], ru[i])
+			}
+		}
+		if !math.IsNaN(float64(gg[5])) {
+			t.Fatalf("%s: no NaN where dout has one", g.name)
+		}
+		for _, dg := range []struct {
+			f  []float32
+			bf []uint16
+		}{{wg, bg}, {wu, bu}} {
+			want := f32n(N * C)
+			got := f32n(N * C)
+			copy(got, want)
+			b.LinearBackwardBF16(want, dg.f, w, N, C, OC)
+			l0 := len(drv.Launches())
+			b.LinearBackwardBF16Rounded(got, dg.bf, w, N, C, OC)
+			b.Synchronize()
+			if ls := drv.Launches()[l0:]; len(ls) != 0 {
+				t.Errorf("%s: LinearBackwardBF16Rounded launched %v, want only its GEMM", g.name, ls)
+			}
+			for i := range N * C {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(math.IsNaN(float64(got[i])) && math.IsNaN(float64(want[i]))) {
+					t.Fatalf("%s: dinp[%d] = %g, LinearBackwardBF16 gives %g", g.name, i, got[i], want[i])
+				}
+			}
+		}
+	}
+
+	f, _, _ := emulatedBackend(t)
+	defer f.Close()
+	if f.RoundsLinearDout() {
+		t.Error("PrecisionF32: RoundsLinearDout is true")
+	}
+	dinp, _ := f.AllocF32(N * C)
+	db, _ := f.AllocBF16(N * OC)
+	fw, _ := f.AllocBF16(OC * C)
+	defer func() {
+		if p := recover(); p == nil || !strings.Contains(p.(string), "rounds dout to bfloat16 only in") {
+			t.Errorf("LinearBackwardBF16Rounded in PrecisionF32: %v, want a panic saying why", p)
+		}
+	}()
+	f.LinearBackwardBF16Rounded(dinp, db, fw, N, C, OC)
+}

@@ -1,0 +1,189 @@
+package cuda_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+)
+
+// lora7BSegments are the (offset, length) segments of the 7B shape's flat
+// LoRA adapter at rank 16 on all seven projections, in Params order (A
+// then B of q, k, v, o, gate, up, down, layer by layer): 392 tensors, 40.4
+// M values; layers fewer with -test.short.
+func lora7BSegments(layers int) (offs, ns []int, total int) {
+	const r, C, I, KV = 16, 3584, 18944, 512
+	for range layers {
+		for _, p := range [][2]int{{C, C}, {C, KV}, {C, KV}, {C, C}, {C, I}, {C, I}, {I, C}} {
+			for _, n := range []int{r * p[0], p[1] * r} {
+				offs, ns = append(offs, total), append(ns, n)
+				total += n
+			}
+		}
+	}
+	return offs, ns, total
+}
+
+// TestSumSquaresSegmentsOnHardware: on device 0, SumSquaresSegments over
+// the 7B shape's flat adapter (392 segments, one block each) gives
+// SumSquaresMany's bits (two kernels a tensor, SumSquares' own), and both
+// are timed (median of 7, after a warm-up): the log line SUMSQSEG says
+// what one launch saves or costs against 784. It fails when the segmented
+// one is slower (one block a segment reads a whole segment: 303104 values
+// for the largest). With -test.short (compute-sanitizer) two layers, once.
+func TestSumSquaresSegmentsOnHardware(t *testing.T) {
+	dev := openHardware(t)
+	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
+	if err != nil {
+		dev.Close()
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	layers, rounds := 28, 7
+	if testing.Short() {
+		layers, rounds = 2, 1
+	}
+	offs, ns, total := lora7BSegments(layers)
+	x, err := b.AllocF32(total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeF32(x)
+	r := rand.New(rand.NewPCG(28, 7))
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * math.Exp2(float64(r.IntN(21)-10)))
+	}
+	xs := make([][]float32, len(offs))
+	for i, off := range offs {
+		xs[i] = x[off : off+ns[i]]
+	}
+	many, seg := make([]float64, len(xs)), make([]float64, len(xs))
+	kernels.SumSquaresMany(b, many, xs) // warm-up: scratch, modules
+	kernels.SumSquaresSegments(b, seg, x, offs, ns)
+	for i := range many {
+		if math.Float64bits(seg[i]) != math.Float64bits(many[i]) {
+			t.Fatalf("segment %d (%d values): SumSquaresSegments %.17g, SumSquaresMany %.17g", i, ns[i], seg[i], many[i])
+		}
+	}
+	var tm, ts []time.Duration
+	for range rounds {
+		t0 := time.Now()
+		kernels.SumSquaresMany(b, many, xs)
+		tm = append(tm, time.Since(t0))
+		t0 = time.Now()
+		kernels.SumSquaresSegments(b, seg, x, offs, ns)
+		ts = append(ts, time.Since(t0))
+	}
+	if testing.Short() {
+		return
+	}
+	med := func(d []time.Duration) time.Duration {
+		d = slices.Clone(d)
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	t.Logf("SUMSQSEG %d tensors, %.1f M values: SumSquaresMany (%d launches) median %v, SumSquaresSegments (1 launch) median %v",
+		len(xs), float64(total)/1e6, 2*len(xs), med(tm), med(ts))
+	if med(ts) > med(tm) {
+		t.Errorf("SumSquaresSegments (median %v) is slower than SumSquaresMany (median %v)", med(ts), med(tm))
+	}
+}
+
+// TestDoutRounderOnHardware: on device 0 in PrecisionBF16, the gated
+// units' _set_bf16 backward gives backward_set's float32 outputs bit for
+// bit and kernels.ToBF16's roundings of dgate and dup, and
+// LinearBackwardBF16Rounded on them LinearBackwardBF16's bits (the gate
+// projection's shape of the 7B model, 64 tokens; fewer with -test.short).
+func TestDoutRounderOnHardware(t *testing.T) {
+	dev := openHardware(t)
+	b, err := cuda.NewBackend(dev, kernels.PrecisionBF16)
+	if err != nil {
+		dev.Close()
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	N, C, OC := 64, 3584, 18944
+	if testing.Short() {
+		N, C, OC = 3, 40, 37
+	}
+	n := N * OC
+	r := rand.New(rand.NewPCG(28, 8))
+	f32 := func(m int) []float32 {
+		x, err := b.AllocF32(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		return x
+	}
+	bf := func(m int) []uint16 {
+		x, err := b.AllocBF16(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	dout, gate, up, w := f32(n), f32(n), f32(n), bf(OC*C)
+	defer func() {
+		for _, x := range [][]float32{dout, gate, up} {
+			b.FreeF32(x)
+		}
+		b.FreeBF16(w)
+	}()
+	for i := range w {
+		w[i] = kernels.BF16(float32(r.NormFloat64() * 0.02))
+	}
+	for _, g := range []struct {
+		name    string
+		set     func(dgate, dup, act, dout, gate, up []float32, n int)
+		rounded func(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
+	}{
+		{"SwiGLU", b.SwiGLUBackwardSet, b.SwiGLUBackwardSetRounded},
+		{"GeGLU", b.GeGLUBackwardSet, b.GeGLUBackwardSetRounded},
+	} {
+		wg, wu, wa := f32(n), f32(n), f32(n)
+		g.set(wg, wu, wa, dout, gate, up, n)
+		gg, gu, ga, bg, bu := f32(n), f32(n), f32(n), bf(n), bf(n)
+		g.rounded(gg, gu, ga, bg, bu, dout, gate, up, n)
+		want, got := f32(N*C), f32(N*C)
+		b.Synchronize()
+		copy(got, want)
+		b.LinearBackwardBF16(want, wg, w, N, C, OC)
+		b.LinearBackwardBF16Rounded(got, bg, w, N, C, OC)
+		b.Synchronize()
+		rg := make([]uint16, n)
+		kernels.ToBF16(rg, wg)
+		for i := range n {
+			if math.Float32bits(gg[i]) != math.Float32bits(wg[i]) || math.Float32bits(gu[i]) != math.Float32bits(wu[i]) || math.Float32bits(ga[i]) != math.Float32bits(wa[i]) {
+				t.Fatalf("%s [%d]: dgate, dup, act %g %g %g; backward_set %g %g %g", g.name, i, gg[i], gu[i], ga[i], wg[i], wu[i], wa[i])
+			}
+			if bg[i] != rg[i] || bu[i] != kernels.BF16(wu[i]) {
+				t.Fatalf("%s [%d]: bf16 copies %#04x %#04x, kernels.BF16 %#04x %#04x", g.name, i, bg[i], bu[i], rg[i], kernels.BF16(wu[i]))
+			}
+		}
+		for i := range N * C {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: dinp[%d] = %g, LinearBackwardBF16 gives %g", g.name, i, got[i], want[i])
+			}
+		}
+		for _, x := range [][]float32{wg, wu, wa, gg, gu, ga, want, got} {
+			b.FreeF32(x)
+		}
+		b.FreeBF16(bg)
+		b.FreeBF16(bu)
+	}
+}

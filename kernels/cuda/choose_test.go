@@ -99,6 +99,48 @@ func drawHolds(e []float32, target, tol float64, id int32) bool {
 	return lo-tol <= target && target <= lo+float64(e[id])+tol
 }
 
+// checkChoice checks one choice g of the device against the oracle's w on
+// its row (temperature inverse inv, uniform u), and again, the same choice
+// from a second call: the same bits twice, the oracle's Max, its LSE
+// within float32 rounding, the row's own logit at the token; greedy (inv
+// 0) and rows without a finite entry the oracle's token; a draw the
+// oracle's token or one whose interval of the CDF holds u·Σe within
+// 1e-6·Σe of its ends. It reports whether the choice was a draw, and
+// whether it differed from the oracle's at such a boundary.
+func checkChoice(t *testing.T, what string, g, again, w kernels.RowChoice, row []float32, inv float32, u float64) (draw, atBoundary bool) {
+	t.Helper()
+	if again.ID != g.ID || math.Float32bits(again.Logit) != math.Float32bits(g.Logit) ||
+		math.Float32bits(again.Max) != math.Float32bits(g.Max) || math.Float32bits(again.LSE) != math.Float32bits(g.LSE) {
+		t.Errorf("%s: %+v, then %+v", what, g, again)
+	}
+	if g.Max != w.Max || !sameF32(g.LSE, w.LSE, 1e-5) {
+		t.Errorf("%s: Max %g LSE %g, want %g and %g", what, g.Max, g.LSE, w.Max, w.LSE)
+	}
+	if g.ID < 0 || int(g.ID) >= len(row) {
+		t.Errorf("%s: token %d outside [0, %d)", what, g.ID, len(row))
+		return false, false
+	}
+	if math.Float32bits(g.Logit) != math.Float32bits(row[g.ID]) {
+		t.Errorf("%s: Logit %g, the row holds %g at %d", what, g.Logit, row[g.ID], g.ID)
+	}
+	if inv == 0 || math.IsInf(float64(w.Max), -1) {
+		if g.ID != w.ID {
+			t.Errorf("%s: token %d, want %d", what, g.ID, w.ID)
+		}
+		return false, false
+	}
+	if g.ID == w.ID {
+		return true, false
+	}
+	e, sum := expTerms(row, w.Max, inv)
+	if !drawHolds(e, u*sum, 1e-6*sum, g.ID) {
+		t.Errorf("%s: drew %d (interval without u·Σe = %g of %g), want %d", what, g.ID, u*sum, sum, w.ID)
+		return true, false
+	}
+	t.Logf("%s: drew %d, the oracle %d: u·Σe at their boundary", what, g.ID, w.ID)
+	return true, true
+}
+
 // TestChooseRows runs sample.cu on the emulated device through
 // Backend.ChooseRows against ref.ChooseRows (a float64 host computation,
 // the host sampler's definitions): on rows of V = 1 to 151,936 (Qwen's
@@ -166,38 +208,13 @@ func TestChooseRows(t *testing.T) {
 		for k := range rows {
 			c := cases[rows[k]]
 			what := fmt.Sprintf("V=%d, %d threads, %s, invTemp %g, u %g", V, sh.threads, c.name, inv[k], u[k])
-			g, w := got[k], want[k]
-			if a := again[k]; a.ID != g.ID || math.Float32bits(a.Logit) != math.Float32bits(g.Logit) ||
-				math.Float32bits(a.Max) != math.Float32bits(g.Max) || math.Float32bits(a.LSE) != math.Float32bits(g.LSE) {
-				t.Errorf("%s: %+v, then %+v", what, g, again[k])
+			draw, atBoundary := checkChoice(t, what, got[k], again[k], want[k], c.row, inv[k], u[k])
+			if draw {
+				draws++
 			}
-			if g.Max != w.Max || !sameF32(g.LSE, w.LSE, 1e-5) {
-				t.Errorf("%s: Max %g LSE %g, want %g and %g", what, g.Max, g.LSE, w.Max, w.LSE)
+			if atBoundary {
+				boundary++
 			}
-			if g.ID < 0 || int(g.ID) >= V {
-				t.Errorf("%s: token %d outside [0, %d)", what, g.ID, V)
-				continue
-			}
-			if row := logits[int(rows[k])*V:]; math.Float32bits(g.Logit) != math.Float32bits(row[g.ID]) {
-				t.Errorf("%s: Logit %g, the row holds %g at %d", what, g.Logit, row[g.ID], g.ID)
-			}
-			if inv[k] == 0 || math.IsInf(float64(w.Max), -1) {
-				if g.ID != w.ID {
-					t.Errorf("%s: token %d, want %d", what, g.ID, w.ID)
-				}
-				continue
-			}
-			draws++
-			if g.ID == w.ID {
-				continue
-			}
-			e, sum := expTerms(c.row, w.Max, inv[k])
-			if !drawHolds(e, u[k]*sum, 1e-6*sum, g.ID) {
-				t.Errorf("%s: drew %d (interval without u·Σe = %g of %g), want %d", what, g.ID, u[k]*sum, sum, w.ID)
-				continue
-			}
-			boundary++
-			t.Logf("%s: drew %d, the oracle %d: u·Σe at their boundary", what, g.ID, w.ID)
 		}
 		b.FreeF32(logits)
 	}
@@ -498,38 +515,13 @@ func TestChooseRowsChunks(t *testing.T) {
 		for k := range rows {
 			c := rowsData[rows[k]]
 			what := fmt.Sprintf("V=%d, %d threads, %d chunks of %d, %s, invTemp %g, u %g", V, sh.threads, B, L, c.name, inv[k], u[k])
-			g, w := got[k], want[k]
-			if a := again[k]; a.ID != g.ID || math.Float32bits(a.Logit) != math.Float32bits(g.Logit) ||
-				math.Float32bits(a.Max) != math.Float32bits(g.Max) || math.Float32bits(a.LSE) != math.Float32bits(g.LSE) {
-				t.Errorf("%s: %+v, then %+v", what, g, a)
+			draw, atBoundary := checkChoice(t, what, got[k], again[k], want[k], c.row, inv[k], u[k])
+			if draw {
+				draws++
 			}
-			if g.Max != w.Max || !sameF32(g.LSE, w.LSE, 1e-5) {
-				t.Errorf("%s: Max %g LSE %g, want %g and %g", what, g.Max, g.LSE, w.Max, w.LSE)
+			if atBoundary {
+				boundary++
 			}
-			if g.ID < 0 || int(g.ID) >= V {
-				t.Errorf("%s: token %d outside [0, %d)", what, g.ID, V)
-				continue
-			}
-			if row := logits[int(rows[k])*V:]; math.Float32bits(g.Logit) != math.Float32bits(row[g.ID]) {
-				t.Errorf("%s: Logit %g, the row holds %g at %d", what, g.Logit, row[g.ID], g.ID)
-			}
-			if inv[k] == 0 || math.IsInf(float64(w.Max), -1) {
-				if g.ID != w.ID {
-					t.Errorf("%s: token %d, want %d", what, g.ID, w.ID)
-				}
-				continue
-			}
-			draws++
-			if g.ID == w.ID {
-				continue
-			}
-			e, sum := expTerms(c.row, w.Max, inv[k])
-			if !drawHolds(e, u[k]*sum, 1e-6*sum, g.ID) {
-				t.Errorf("%s: drew %d (interval without u·Σe = %g of %g), want %d", what, g.ID, u[k]*sum, sum, w.ID)
-				continue
-			}
-			boundary++
-			t.Logf("%s: drew %d, the oracle %d: u·Σe at their boundary", what, g.ID, w.ID)
 		}
 		// The cases hold what they were built for.
 		wantGreedy := map[string]int32{"ties before the boundary": int32(L - 1), "ties at chunk starts": int32(L),

@@ -29,17 +29,7 @@ import (
 // -test.short (under compute-sanitizer) it chooses from 4 rows of 4096
 // once and times nothing. Not run on a GPU yet with the split kernels.
 func TestChooseRowsOnHardware(t *testing.T) {
-	dev := openHardware(t)
-	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
-	if err != nil {
-		dev.Close()
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	b := hardwareBackend(t, kernels.PrecisionF32)
 	S, V, rounds := 32, 151936, 7
 	if testing.Short() {
 		S, V, rounds = 4, 4096, 1
@@ -124,16 +114,11 @@ func TestChooseRowsOnHardware(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	med := func(ts []time.Duration) time.Duration {
-		ts = slices.Clone(ts)
-		slices.Sort(ts)
-		return ts[len(ts)/2]
-	}
 	L, B := cuda.ChooseChunks(S, V, 1024)
 	t.Logf("CHOOSEROWS [%d, %d]: ChooseRows on the device (%d chunks of %d a row, %d blocks) median %v, best %v; one block a row median %v, best %v (%.1f×); CopyToHost + host argmax median %v, best %v (%.1f×)",
-		S, V, B, L, S*B, med(dt), slices.Min(dt), med(ot), slices.Min(ot), med(ot).Seconds()/med(dt).Seconds(),
-		med(ht), slices.Min(ht), med(ht).Seconds()/med(dt).Seconds())
-	if med(dt) >= med(ht) {
-		t.Errorf("ChooseRows (median %v) is not faster than CopyToHost and the host's argmax (median %v)", med(dt), med(ht))
+		S, V, B, L, S*B, median(dt), slices.Min(dt), median(ot), slices.Min(ot), median(ot).Seconds()/median(dt).Seconds(),
+		median(ht), slices.Min(ht), median(ht).Seconds()/median(dt).Seconds())
+	if median(dt) >= median(ht) {
+		t.Errorf("ChooseRows (median %v) is not faster than CopyToHost and the host's argmax (median %v)", median(dt), median(ht))
 	}
 }

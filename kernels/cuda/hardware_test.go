@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
@@ -35,6 +37,32 @@ func openHardware(t *testing.T) *cuda.Device {
 	}
 	t.Logf("device: %s", dev)
 	return dev
+}
+
+// hardwareBackend is openHardware's device 0 under a cuda.Backend in
+// precision p, closed when t ends, after the test's own defers (a Close
+// error fails t).
+func hardwareBackend(t *testing.T, p kernels.Precision) *cuda.Backend {
+	t.Helper()
+	dev := openHardware(t)
+	b, err := cuda.NewBackend(dev, p)
+	if err != nil {
+		dev.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return b
+}
+
+// median returns the middle of ds (of a sorted copy).
+func median(ds []time.Duration) time.Duration {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 // TestOnHardware runs the GEMMs (cuBLAS, through the row-major mapping).

@@ -23,17 +23,7 @@ import (
 // that). With -test.short (under compute-sanitizer) it copies 4096 values
 // once and times nothing.
 func TestCopyToHostOnHardware(t *testing.T) {
-	dev := openHardware(t)
-	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
-	if err != nil {
-		dev.Close()
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	b := hardwareBackend(t, kernels.PrecisionF32)
 	n, rounds := 32*151936, 7
 	if testing.Short() {
 		n, rounds = 4096, 1
@@ -43,18 +33,13 @@ func TestCopyToHostOnHardware(t *testing.T) {
 		return
 	}
 	mb := float64(4*n) / 1e6
-	med := func(ts []time.Duration) time.Duration {
-		ts = slices.Clone(ts)
-		slices.Sort(ts)
-		return ts[len(ts)/2]
-	}
 	for i, name := range []string{"host read of managed memory", "CopyToHost into Go memory", "CopyToHost into page-locked memory"} {
 		best := slices.Min(ts[i][0])
 		t.Logf("COPYTOHOST %.1f MB, %-34s median %9v, best %9v (%5.1f GB/s); the next device op median %9v (%d rounds)",
-			mb, name, med(ts[i][0]), best, mb/1e3/best.Seconds(), med(ts[i][1]), rounds)
+			mb, name, median(ts[i][0]), best, mb/1e3/best.Seconds(), median(ts[i][1]), rounds)
 	}
-	if med(ts[2][0]) >= med(ts[0][0]) {
-		t.Errorf("CopyToHost into page-locked memory (median %v) is not faster than a host read of the managed buffer (median %v)", med(ts[2][0]), med(ts[0][0]))
+	if median(ts[2][0]) >= median(ts[0][0]) {
+		t.Errorf("CopyToHost into page-locked memory (median %v) is not faster than a host read of the managed buffer (median %v)", median(ts[2][0]), median(ts[0][0]))
 	}
 }
 

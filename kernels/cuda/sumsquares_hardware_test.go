@@ -3,12 +3,10 @@ package cuda_test
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/hone-rl/hone/kernels"
-	"github.com/hone-rl/hone/kernels/cuda"
 )
 
 // lora7BSegments are the (offset, length) segments of the 7B shape's flat
@@ -36,17 +34,7 @@ func lora7BSegments(layers int) (offs, ns []int, total int) {
 // one is slower (one block a segment reads a whole segment: 303104 values
 // for the largest). With -test.short (compute-sanitizer) two layers, once.
 func TestSumSquaresSegmentsOnHardware(t *testing.T) {
-	dev := openHardware(t)
-	b, err := cuda.NewBackend(dev, kernels.PrecisionF32)
-	if err != nil {
-		dev.Close()
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	b := hardwareBackend(t, kernels.PrecisionF32)
 	layers, rounds := 28, 7
 	if testing.Short() {
 		layers, rounds = 2, 1
@@ -85,15 +73,10 @@ func TestSumSquaresSegmentsOnHardware(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	med := func(d []time.Duration) time.Duration {
-		d = slices.Clone(d)
-		slices.Sort(d)
-		return d[len(d)/2]
-	}
 	t.Logf("SUMSQSEG %d tensors, %.1f M values: SumSquaresMany (%d launches) median %v, SumSquaresSegments (1 launch) median %v",
-		len(xs), float64(total)/1e6, 2*len(xs), med(tm), med(ts))
-	if med(ts) > med(tm) {
-		t.Errorf("SumSquaresSegments (median %v) is slower than SumSquaresMany (median %v)", med(ts), med(tm))
+		len(xs), float64(total)/1e6, 2*len(xs), median(tm), median(ts))
+	if median(ts) > median(tm) {
+		t.Errorf("SumSquaresSegments (median %v) is slower than SumSquaresMany (median %v)", median(ts), median(tm))
 	}
 }
 
@@ -103,17 +86,7 @@ func TestSumSquaresSegmentsOnHardware(t *testing.T) {
 // LinearBackwardBF16Rounded on them LinearBackwardBF16's bits (the gate
 // projection's shape of the 7B model, 64 tokens; fewer with -test.short).
 func TestDoutRounderOnHardware(t *testing.T) {
-	dev := openHardware(t)
-	b, err := cuda.NewBackend(dev, kernels.PrecisionBF16)
-	if err != nil {
-		dev.Close()
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	b := hardwareBackend(t, kernels.PrecisionBF16)
 	N, C, OC := 64, 3584, 18944
 	if testing.Short() {
 		N, C, OC = 3, 40, 37

@@ -411,14 +411,7 @@ func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, 
 	V := m.Config.Vocab
 	cache := model.NewContiguousCache(&m.Config, m.Backend())
 	defer cache.Close()
-	in := make([]model.StepInput, B)
-	for s := range in {
-		ids := make([]int32, prompt)
-		for i := range ids {
-			ids[i] = int32(rng.IntN(V))
-		}
-		in[s] = model.StepInput{Seq: s, IDs: ids}
-	}
+	in := randomPrompts(rng, B, prompt, V)
 	t0 := time.Now()
 	logits, err := m.Step(ctx, cache, in, nil)
 	if err != nil {
@@ -439,15 +432,11 @@ func decodeWorker(ctx context.Context, m *model.Model, rng *rand.Rand, workers, 
 		logits = next
 		return nil
 	}
-	ops.start()
-	t0 = time.Now()
-	for range tokens {
-		if err := step(); err != nil {
-			return workerResult{}, err
-		}
+	elapsed, err := timeSteps(m.Backend(), ops, tokens, step)
+	if err != nil {
+		return workerResult{}, err
 	}
-	ops.stop(time.Since(t0))
-	res := workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / time.Since(t0).Seconds(),
+	res := workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / elapsed.Seconds(),
 		FirstS: first.Seconds(), DeviceBytes: deviceBytes(m.Backend()), Choose: choose}
 	if !pairRead {
 		return res, nil
@@ -469,14 +458,7 @@ func decodeDevice(ctx context.Context, m *model.Model, chooser kernels.RowChoose
 	V := m.Config.Vocab
 	cache := model.NewContiguousCache(&m.Config, m.Backend())
 	defer cache.Close()
-	in := make([]model.StepInput, B)
-	for s := range in {
-		ids := make([]int32, prompt)
-		for i := range ids {
-			ids[i] = int32(rng.IntN(V))
-		}
-		in[s] = model.StepInput{Seq: s, IDs: ids}
-	}
+	in := randomPrompts(rng, B, prompt, V)
 	rows := make([]int32, B)
 	for s := range rows {
 		rows[s] = int32(s)
@@ -504,17 +486,42 @@ func decodeDevice(ctx context.Context, m *model.Model, chooser kernels.RowChoose
 		logits = next
 		return nil
 	}
+	elapsed, err := timeSteps(m.Backend(), ops, tokens, step)
+	if err != nil {
+		return workerResult{}, err
+	}
+	return workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / elapsed.Seconds(),
+		FirstS: first.Seconds(), DeviceBytes: deviceBytes(m.Backend()), Choose: "device"}, nil
+}
+
+// randomPrompts is B decode sequences of prompt random token ids below V.
+func randomPrompts(rng *rand.Rand, B, prompt, V int) []model.StepInput {
+	in := make([]model.StepInput, B)
+	for s := range in {
+		ids := make([]int32, prompt)
+		for i := range ids {
+			ids[i] = int32(rng.IntN(V))
+		}
+		in[s] = model.StepInput{Seq: s, IDs: ids}
+	}
+	return in
+}
+
+// timeSteps runs step tokens times under ops' profile and returns their
+// wall time, the last step's queued work included (be's
+// kernels.Synchronize: --cuda-sync edges).
+func timeSteps(be kernels.Backend, ops *opsProfile, tokens int, step func() error) (time.Duration, error) {
 	ops.start()
-	t0 = time.Now()
+	t0 := time.Now()
 	for range tokens {
 		if err := step(); err != nil {
-			return workerResult{}, err
+			return 0, err
 		}
 	}
-	kernels.Synchronize(m.Backend()) // the last step's queued work counts (--cuda-sync edges)
-	ops.stop(time.Since(t0))
-	return workerResult{Kind: "decode", Batch: B, TokensPerS: float64(B*tokens) / time.Since(t0).Seconds(),
-		FirstS: first.Seconds(), DeviceBytes: deviceBytes(m.Backend()), Choose: "device"}, nil
+	kernels.Synchronize(be)
+	elapsed := time.Since(t0)
+	ops.stop(elapsed)
+	return elapsed, nil
 }
 
 // checkChoose refuses a --choose value that is none, or given to a worker

@@ -3,14 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
 
 // TestWorkerCUDASync runs the worker's tiny training step and decode with
@@ -24,13 +19,7 @@ import (
 // that is neither host nor device, device on the CPU, and --choose for
 // training.
 func TestWorkerCUDASync(t *testing.T) {
-	libs, err := cudafake.BuildEmulatingLibs(context.Background(), "gcc", "g++", "../../../kernels/cuda", t.TempDir())
-	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
-		t.Skipf("no compiler for the emulating CUDA libraries: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	libs := emulatingLibs(t)
 	cudaArgs := []string{"--device", "cuda", "--libcuda", libs.Driver, "--libcublas", libs.BLAS}
 	decode := []string{"decode", "--batch", "2", "--prompt", "4", "--tokens", "2"}
 	for _, run := range []struct {

@@ -5,8 +5,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
 
 // TestMain lets the test binary stand in for the command's worker
@@ -19,7 +23,40 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if emulating.dir != "" {
+		os.RemoveAll(emulating.dir)
+	}
+	os.Exit(code)
+}
+
+// emulating holds the emulating CUDA libraries, built once for the tests
+// of this binary that run the worker on them (several seconds of g++).
+var emulating struct {
+	once sync.Once
+	dir  string
+	libs cudafake.Libs
+	err  error
+}
+
+// emulatingLibs returns the emulating CUDA libraries (cudafake), building
+// them on first use; without a compiler the test is skipped, unless CI is
+// set.
+func emulatingLibs(t *testing.T) cudafake.Libs {
+	t.Helper()
+	emulating.once.Do(func() {
+		if emulating.dir, emulating.err = os.MkdirTemp("", "modelbench-cuda-"); emulating.err != nil {
+			return
+		}
+		emulating.libs, emulating.err = cudafake.BuildEmulatingLibs(context.Background(), "gcc", "g++", "../../../kernels/cuda", emulating.dir)
+	})
+	if errors.Is(emulating.err, exec.ErrNotFound) && os.Getenv("CI") == "" {
+		t.Skipf("no compiler for the emulating CUDA libraries: %v", emulating.err)
+	}
+	if emulating.err != nil {
+		t.Fatal(emulating.err)
+	}
+	return emulating.libs
 }
 
 // TestRunHoneTiny runs the tiny training row for Hone through a child

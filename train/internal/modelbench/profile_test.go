@@ -3,14 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
 
 // TestWorkerProfileOps runs the worker's tiny training step and decode on
@@ -20,13 +15,7 @@ import (
 // (the tokens chosen on the device, the default) and no CopyToHost, or
 // with --choose host its CopyToHost of the logits and no ChooseRows.
 func TestWorkerProfileOps(t *testing.T) {
-	libs, err := cudafake.BuildEmulatingLibs(context.Background(), "gcc", "g++", "../../../kernels/cuda", t.TempDir())
-	if errors.Is(err, exec.ErrNotFound) && os.Getenv("CI") == "" {
-		t.Skipf("no compiler for the emulating CUDA libraries: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	libs := emulatingLibs(t)
 	cudaArgs := []string{"--device", "cuda", "--libcuda", libs.Driver, "--libcublas", libs.BLAS, "--profile-ops"}
 	for _, run := range [][]string{
 		{"train", "--batch", "1", "--seq", "8", "--steps", "1"},

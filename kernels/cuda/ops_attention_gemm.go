@@ -360,16 +360,8 @@ func gemmScratch(l *scratchLease, op string, runs []gemmRun, order []int32, G, D
 		}
 		*s.dst = b
 	}
-	const orderSlot = "attention.gemm.order"
-	if ord, err = l.get(op, orderSlot, len(order)); err != nil {
+	if ord, err = l.table(op, "attention.gemm.order", order); err != nil {
 		return sc, nil, err
-	}
-	if in := l.s.bufs[orderSlot]; in != l.s.gemmOrderIn || !slices.Equal(order, l.s.gemmOrder) {
-		l.s.gemmOrder, l.s.gemmOrderIn = nil, nil // unknown until the copy succeeds
-		if err := ord.UploadInt32(order); err != nil {
-			return sc, nil, fmt.Errorf("CUDA %s: %w", op, err)
-		}
-		l.s.gemmOrder, l.s.gemmOrderIn = slices.Clone(order), in
 	}
 	return sc, ord, nil
 }

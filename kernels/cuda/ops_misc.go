@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 	"math"
-	"slices"
 )
 
 // GeGLUForward is kernels.Backend.GeGLUForward on device buffers: out =
@@ -215,23 +214,15 @@ func (o *Ops) SumSquaresSegments(x *Buffer, offs, ns []int) ([]float64, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	const tabSlot = "sumsquares.segments"
 	sc := o.lockScratch()
 	defer sc.unlock()
 	res, err := sc.get(c.op, "sumsquares", 2*len(offs)) // a double a segment
 	if err != nil {
 		return nil, err
 	}
-	seg, err := sc.get(c.op, tabSlot, len(tab))
+	seg, err := sc.table(c.op, "sumsquares.segments", tab)
 	if err != nil {
 		return nil, err
-	}
-	if in := sc.s.bufs[tabSlot]; in != sc.s.sumSqSegsIn || !slices.Equal(tab, sc.s.sumSqSegs) {
-		sc.s.sumSqSegs, sc.s.sumSqSegsIn = nil, nil // unknown until the copy succeeds
-		if err := seg.UploadInt32(tab); err != nil {
-			return nil, fmt.Errorf("CUDA %s: the segment table: %w", c.op, err)
-		}
-		sc.s.sumSqSegs, sc.s.sumSqSegsIn = tab, in
 	}
 	steps := []step{{"sum_squares_segments", Dim3{len(offs), 1, 1}, Dim3{sumSquaresThreads, 1, 1}, []any{res, x, seg}, nil}}
 	if err := o.run(c.op, steps); err != nil {

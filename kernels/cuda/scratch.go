@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -21,16 +22,15 @@ import (
 type scratchStore struct {
 	mu   sync.Mutex
 	bufs map[string]*Buffer
-	// gemmOrder is the GEMM attention's order table last uploaded into
-	// gemmOrderIn, the buffer of its slot then (gemmScratch skips the copy
-	// while both still match).
-	gemmOrder   []int32
-	gemmOrderIn *Buffer
-	// sumSqSegs is SumSquaresSegments' segment table last uploaded into
-	// sumSqSegsIn, its slot's buffer then (the copy is skipped while both
-	// match).
-	sumSqSegs   []int32
-	sumSqSegsIn *Buffer
+	// tables is, per slot, the int32 table last uploaded by table and the
+	// slot's buffer then: the copy is skipped while both still match.
+	tables map[string]uploadedTable
+}
+
+// uploadedTable is an int32 table a slot's buffer in holds (scratchLease.table).
+type uploadedTable struct {
+	vals []int32
+	in   *Buffer
 }
 
 // scratchLease is the store held by one op: get hands out slots, unlock
@@ -48,6 +48,32 @@ func (o *Ops) lockScratch() *scratchLease {
 }
 
 func (l *scratchLease) unlock() { l.s.mu.Unlock() }
+
+// table returns the slot's buffer holding vals (int32 values, as get's
+// n elements), copying them to the device only when the slot does not
+// already hold them: a table that repeats from op to op (the same
+// sequence offsets in every layer, an adapter's segments every step)
+// crosses once. The copy waits for the work queued before it (a copy from
+// pageable memory), so kernels still reading the old table finish first.
+func (l *scratchLease) table(op, slot string, vals []int32) (*Buffer, error) {
+	b, err := l.get(op, slot, len(vals))
+	if err != nil {
+		return nil, err
+	}
+	in := l.s.bufs[slot]
+	if t, ok := l.s.tables[slot]; ok && t.in == in && slices.Equal(t.vals, vals) {
+		return b, nil
+	}
+	delete(l.s.tables, slot) // unknown until the copy succeeds
+	if err := b.UploadInt32(vals); err != nil {
+		return nil, fmt.Errorf("CUDA %s: scratch %s: %w", op, slot, err)
+	}
+	if l.s.tables == nil {
+		l.s.tables = map[string]uploadedTable{}
+	}
+	l.s.tables[slot] = uploadedTable{slices.Clone(vals), in}
+	return b, nil
+}
 
 // get returns n float32 elements (at least one) of the slot's buffer,
 // a view at its start (16-byte aligned, as cuMemAlloc memory is). The
@@ -94,8 +120,7 @@ func (o *Ops) freeScratch() error {
 		}
 	}
 	clear(o.store.bufs)
-	o.store.gemmOrder, o.store.gemmOrderIn = nil, nil
-	o.store.sumSqSegs, o.store.sumSqSegsIn = nil, nil
+	clear(o.store.tables)
 	return errors.Join(errs...)
 }
 

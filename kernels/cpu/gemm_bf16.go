@@ -26,7 +26,7 @@ package cpu
 // straight from it: no A panels, so A costs one pass of conversion instead
 // of a repacking for every block of columns. B is packed in BNR-column
 // panels of pairs [kc/2][BNR] (32-bit words), once per block of BNC columns
-// and BKC k for all of A's rows; with AVX2 the packing moves 8×8 blocks of
+// and NKC k for all of A's rows; with AVX2 the packing moves 8×8 blocks of
 // words (tB) or interleaves two rows 16 at a time (!tB).
 //
 // Three micro-kernels read the same operands:
@@ -34,8 +34,11 @@ package cpu
 //     pairs two A and two B tiles and four tdpbf16ps, over all of k at once
 //     (hone_bgemm_amx; A's copy padded with zeros to whole tiles, the
 //     panels' pairs to 16);
-//   - native: AVX512-BF16, MR×NR = 12×32 in 24 zmm accumulators, per k pair
-//     two 64-byte loads of B, twelve 32-bit broadcasts of A, 24 vdpbf16ps;
+//   - native: AVX512-BF16, MR×NR = 6×64 (two panels) in 24 zmm
+//     accumulators, per k pair four 64-byte loads of B, six 32-bit
+//     broadcasts of A, 24 vdpbf16ps. On Zen 4 a tile of 12×32 (twelve
+//     broadcasts a pair) ran its loop at 89% of the instruction's rate and
+//     this one at 100%, in L1 or streaming B from L2;
 //   - portable: the same arithmetic in plain C (two fmaf per pair, the odd
 //     half first, as the instruction does), for CPUs without AVX512-BF16.
 //     It is the tested stand-in: the conversion, packing, blocking and edge
@@ -43,11 +46,15 @@ package cpu
 //     does not flush denormals as vdpbf16ps does (inputs below 2⁻¹²⁶ count
 //     as zero there), which no tolerance here can see.
 
-#define BMR 12
-#define BNR 32
-#define BKC 256   // k per block (128 pairs): B micro-panel 16 KB + A rows 6 KB in L1
-#define BMC 96    // rows of A per block, 48 KB of bfloat16 rows in L2
-#define BNC 1024  // columns of B per block: 512 KB packed
+#define BMR 6
+#define BNR 32    // columns of a packed panel; the native tile is two panels
+#define BNT (2 * BNR)
+#define BKC 256   // k per slot of a pre-packed panel (128 pairs)
+#define NKC 2048  // k per pass over C (a multiple of BKC): B micro-panels of 128 KB
+                  // stream from L2; with 256, C's read-modify-write every 256 k
+                  // cost a fifth of the GEMM on Zen 4
+#define BMC 48    // rows of A per block, 192 KB of bfloat16 rows in L2
+#define BNC 256   // columns of B per block: 1 MB packed
 #define BQ 16     // pairs of k in one AMX tile: panels are padded to a multiple
 
 static int hone_has_avx512bf16(void) {
@@ -245,11 +252,12 @@ static void bpack_b(uint32_t *dst, const uint16_t *b, long ldb, int tB, long p0,
 	}
 }
 
-// bstore adds (or, first, writes) the tile t [BMR][BNR] into C's mr×nr corner.
-static inline void bstore(const float *t, float *c, long ldc, long mr, long nr, int overwrite) {
+// bstore adds (or, first, writes) the tile t (rows of ldt) into C's mr×nr
+// corner.
+static inline void bstore(const float *t, long ldt, float *c, long ldc, long mr, long nr, int overwrite) {
 	for (long i = 0; i < mr; i++) {
 		float *ci = c + i * ldc;
-		const float *ti = t + i * BNR;
+		const float *ti = t + i * ldt;
 		if (overwrite)
 			for (long j = 0; j < nr; j++) ci[j] = ti[j];
 		else
@@ -257,74 +265,75 @@ static inline void bstore(const float *t, float *c, long ldc, long mr, long nr, 
 	}
 }
 
-// The micro-kernels: T [BMR][BNR] = Σ_q A pairs · Bp [kcp][BNR], where row
+// The micro-kernels: T [BMR][BNT] = Σ_q A pairs · [B0 | B1], B0 and B1 two
+// packed panels [kcp][BNR] (columns 0–31 and 32–63 of the tile), where row
 // i's pair q is the 32-bit word at ar[i] + 2q (ar: BMR row pointers into
 // the bfloat16 copy of A). With full set (a whole tile of C), T goes to C
-// (row stride ldc): written when overwrite, else added; otherwise to t, for
-// bstore to take the corner that exists.
+// (row stride ldc): written when overwrite, else added; otherwise to t
+// [BMR][BNT], for bstore to take the corner that exists.
 
-static void bkernel_portable(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t, float *c, long ldc, int full, int overwrite) {
-	for (long x = 0; x < BMR * BNR; x++) t[x] = 0;
+static void bkernel_portable(long kcp, const uint16_t *const *ar, const uint32_t *B0, const uint32_t *B1, float *t, float *c, long ldc, int full, int overwrite) {
+	for (long x = 0; x < BMR * BNT; x++) t[x] = 0;
 	for (long q = 0; q < kcp; q++) {
-		const uint32_t *bp = Bp + q * BNR;
-		float b0[BNR], b1[BNR];
-		for (long j = 0; j < BNR; j++) {
-			b0[j] = bf16w((uint16_t)bp[j]);
-			b1[j] = bf16w((uint16_t)(bp[j] >> 16));
+		float b0[BNT], b1[BNT];
+		for (long j = 0; j < BNT; j++) {
+			uint32_t w = j < BNR ? B0[q * BNR + j] : B1[q * BNR + j - BNR];
+			b0[j] = bf16w((uint16_t)w);
+			b1[j] = bf16w((uint16_t)(w >> 16));
 		}
 		for (long i = 0; i < BMR; i++) {
 			float a0 = bf16w(ar[i][2 * q]), a1 = bf16w(ar[i][2 * q + 1]);
-			float *ti = t + i * BNR;
-			for (long j = 0; j < BNR; j++) ti[j] = fmaf(a0, b0[j], fmaf(a1, b1[j], ti[j]));
+			float *ti = t + i * BNT;
+			for (long j = 0; j < BNT; j++) ti[j] = fmaf(a0, b0[j], fmaf(a1, b1[j], ti[j]));
 		}
 	}
-	if (full) bstore(t, c, ldc, BMR, BNR, overwrite);
+	if (full) bstore(t, BNT, c, ldc, BMR, BNT, overwrite);
 }
 
 #if defined(__x86_64__)
 // bkernel_native is bkernel_portable on AVX512-BF16.
 __attribute__((target("avx512f,avx512bw,avx512bf16")))
-static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t, float *cc, long ldc, int full, int overwrite) {
-	__m512 c[BMR][2];
+static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *B0, const uint32_t *B1, float *t, float *cc, long ldc, int full, int overwrite) {
+	__m512 c[BMR][4];
 	const uint16_t *a[BMR];
-#pragma GCC unroll 12
+#pragma GCC unroll 6
 	for (int i = 0; i < BMR; i++) {
-		c[i][0] = c[i][1] = _mm512_setzero_ps();
+		c[i][0] = c[i][1] = c[i][2] = c[i][3] = _mm512_setzero_ps();
 		a[i] = ar[i];
 	}
 	for (long q = 0; q < kcp; q++) {
-		__m512bh b0 = (__m512bh)_mm512_loadu_si512(Bp + q * BNR);
-		__m512bh b1 = (__m512bh)_mm512_loadu_si512(Bp + q * BNR + 16);
-#pragma GCC unroll 12
+		__m512bh b0 = (__m512bh)_mm512_loadu_si512(B0 + q * BNR);
+		__m512bh b1 = (__m512bh)_mm512_loadu_si512(B0 + q * BNR + 16);
+		__m512bh b2 = (__m512bh)_mm512_loadu_si512(B1 + q * BNR);
+		__m512bh b3 = (__m512bh)_mm512_loadu_si512(B1 + q * BNR + 16);
+#pragma GCC unroll 6
 		for (int i = 0; i < BMR; i++) {
 			uint32_t w;
 			memcpy(&w, a[i] + 2 * q, sizeof w);
 			__m512bh x = (__m512bh)_mm512_set1_epi32((int)w);
 			c[i][0] = _mm512_dpbf16_ps(c[i][0], x, b0);
 			c[i][1] = _mm512_dpbf16_ps(c[i][1], x, b1);
+			c[i][2] = _mm512_dpbf16_ps(c[i][2], x, b2);
+			c[i][3] = _mm512_dpbf16_ps(c[i][3], x, b3);
 		}
 	}
-	if (full) {
-#pragma GCC unroll 12
-		for (int i = 0; i < BMR; i++) {
-			float *ci = cc + i * ldc;
-			if (!overwrite) {
-				c[i][0] = _mm512_add_ps(c[i][0], _mm512_loadu_ps(ci));
-				c[i][1] = _mm512_add_ps(c[i][1], _mm512_loadu_ps(ci + 16));
-			}
-			_mm512_storeu_ps(ci, c[i][0]);
-			_mm512_storeu_ps(ci + 16, c[i][1]);
-		}
-		return;
+	if (!full) { // the whole tile into t, for bstore
+		cc = t;
+		ldc = BNT;
+		overwrite = 1;
 	}
-#pragma GCC unroll 12
+#pragma GCC unroll 6
 	for (int i = 0; i < BMR; i++) {
-		_mm512_storeu_ps(t + i * BNR, c[i][0]);
-		_mm512_storeu_ps(t + i * BNR + 16, c[i][1]);
+		float *ci = cc + i * ldc;
+#pragma GCC unroll 4
+		for (int j = 0; j < 4; j++) {
+			if (!overwrite) c[i][j] = _mm512_add_ps(c[i][j], _mm512_loadu_ps(ci + 16 * j));
+			_mm512_storeu_ps(ci + 16 * j, c[i][j]);
+		}
 	}
 }
 #else
-static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *Bp, float *t, float *cc, long ldc, int full, int overwrite) { abort(); }
+static void bkernel_native(long kcp, const uint16_t *const *ar, const uint32_t *B0, const uint32_t *B1, float *t, float *cc, long ldc, int full, int overwrite) { abort(); }
 #endif
 
 // The decode kernel (few rows, tB only): out[n*ldo + o] = Σ_c a16[n][c] ·
@@ -621,7 +630,7 @@ static void hone_bgemm_amx(int fast, int tB, long m, long n, long k, const float
 						amx_tile(kch, ap, lda16, Bp, ct, ldc, !overwrite);
 					else {
 						amx_tile(kch, ap, lda16, Bp, t, BNR, 0);
-						bstore(t, ct, ldc, mr, nr, overwrite);
+						bstore(t, BNR, ct, ldc, mr, nr, overwrite);
 					}
 				}
 			}
@@ -689,36 +698,41 @@ static void hone_bgemm(int kind, int fast, int tB, long m, long n, long k, const
 		return;
 	}
 	int native = kind == 1;
-	long lda16 = hone_a16_ld(kind, k);
-	if (!bpackB) bpackB = aligned_alloc(64, sizeof(uint32_t) * BNC * (BKC / 2));
+	long lda16 = hone_a16_ld(kind, k), nkb = (k + BKC - 1) / BKC;
+	if (!bpackB) bpackB = aligned_alloc(64, sizeof(uint32_t) * BNC * (NKC / 2));
 	if (!bpackB) abort();
 	const uint16_t *A16 = brounded_a(fast, a, lda, m, m, k, a16, ld16, &lda16);
-	float t[BMR * BNR] __attribute__((aligned(64)));
+	float t[BMR * BNT] __attribute__((aligned(64)));
 	const uint16_t *ar[BMR];
 	for (long jc = 0; jc < n; jc += BNC) {
 		long nc = n - jc < BNC ? n - jc : BNC;
-		for (long pc = 0; pc < k; pc += BKC) {
-			long kc = k - pc < BKC ? k - pc : BKC, kcp = (kc + 1) / 2, kcpr = (kcp + BQ - 1) / BQ * BQ;
+		for (long pc = 0; pc < k; pc += NKC) {
+			// A pass over NKC k. Packed here, its panels are [kcpr][BNR]
+			// one after another; pre-packed, a panel's slots of BKC k are
+			// consecutive and all but the last full, so from slot pc/BKC
+			// on they are one run of pairs too.
+			long kc = k - pc < NKC ? k - pc : NKC, kcp = (kc + 1) / 2, kcpr = (kcp + BQ - 1) / BQ * BQ;
 			int first = pc == 0 && beta == 0;
 			if (!pre) bpack_b(bpackB, b, ldb, tB, pc, kc, jc, nc, fast);
-			long nkb = (k + BKC - 1) / BKC;
 			for (long ic = 0; ic < m; ic += BMC) {
 				long mc = m - ic < BMC ? m - ic : BMC;
-				for (long jr = 0; jr < nc; jr += BNR) {
-					long nr = nc - jr < BNR ? nc - jr : BNR;
-					const uint32_t *Bp = pre ? pre + (((jc + jr) / BNR) * nkb + pc / BKC) * (BKC / 2) * BNR
+				for (long jr = 0; jr < nc; jr += BNT) {
+					long nr = nc - jr < BNT ? nc - jr : BNT;
+					const uint32_t *B0 = pre ? pre + (((jc + jr) / BNR) * nkb + pc / BKC) * (BKC / 2) * BNR
 					                         : bpackB + (jr / BNR) * kcpr * BNR;
+					// A lone last panel is multiplied twice, the copy never stored.
+					const uint32_t *B1 = nr <= BNR ? B0 : pre ? B0 + nkb * (BKC / 2) * BNR : B0 + kcpr * BNR;
 					for (long ir = 0; ir < mc; ir += BMR) {
 						long mr = mc - ir < BMR ? mc - ir : BMR;
 						// Rows past mr repeat the first: computed, never stored.
 						for (long i = 0; i < BMR; i++) ar[i] = A16 + (ic + ir + (i < mr ? i : 0)) * lda16 + pc;
 						float *ct = c + (ic + ir) * ldc + jc + jr;
-						int full = mr == BMR && nr == BNR;
+						int full = mr == BMR && nr == BNT;
 						if (native)
-							bkernel_native(kcp, ar, Bp, t, ct, ldc, full, first);
+							bkernel_native(kcp, ar, B0, B1, t, ct, ldc, full, first);
 						else
-							bkernel_portable(kcp, ar, Bp, t, ct, ldc, full, first);
-						if (!full) bstore(t, ct, ldc, mr, nr, first);
+							bkernel_portable(kcp, ar, B0, B1, t, ct, ldc, full, first);
+						if (!full) bstore(t, BNT, ct, ldc, mr, nr, first);
 					}
 				}
 			}

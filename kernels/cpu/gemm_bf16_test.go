@@ -33,13 +33,15 @@ func needBF16Kind(t testing.TB, kind bf16Kind) {
 	}
 }
 
-// bf16GEMMShapes cross every block edge (BMC = 96 rows, BNC = 1024 columns,
-// BKC = 256 k, odd k), the native kernel's tiles of 12×32 and the AMX
-// kernel's of 32×32 in 16×16 tiles and 32 k: edges of 1–15 and 17–31 rows
-// and columns, k short of, at and past a multiple of 32, whole tiles with
-// beta 1 (C loaded into the AMX accumulators).
+// bf16GEMMShapes cross every block edge (BMC = 48 rows, BNC = 256 columns,
+// NKC = 2048 k a pass, BKC = 256 k a pre-packed slot, odd k), the native
+// kernel's tiles of 6×64 (two panels of 32: a lone last panel, a partial
+// second one) and the AMX kernel's of 32×32 in 16×16 tiles and 32 k:
+// edges of 1–15 and 17–31 rows and columns, k short of, at and past a
+// multiple of 32, whole tiles with beta 1 (C loaded into the AMX
+// accumulators).
 var bf16GEMMShapes = [][3]int{{1, 1, 1}, {13, 33, 3}, {97, 40, 1025}, {12, 1030, 514}, {100, 1100, 7}, {30, 70, 600},
-	{64, 64, 32}, {48, 80, 289}, {33, 17, 31}, {128, 96, 512}}
+	{64, 64, 32}, {48, 80, 289}, {33, 17, 31}, {128, 96, 512}, {50, 300, 2051}, {7, 65, 4099}}
 
 // TestBF16GEMMBlocks checks the bfloat16 GEMM directly on bf16GEMMShapes,
 // with leading dimensions wider than the matrices and beta 0 (NaN in C

@@ -38,3 +38,7 @@ func bf16RoundRowsPad(dst []uint16, ld16 int, a []float32, lda, m, k int) {}
 func bf16AMXRowsOK(C int) bool { return false }
 
 func bf16AMXRows(out []float32, ldo int, xp []uint32, N, C int, w []uint16) {}
+
+func bf16PanelRowsOK(C int) bool { return false }
+
+func bf16PanelRows(native bool, out []float32, ldo int, xp []uint32, N, C int, w []uint16) {}

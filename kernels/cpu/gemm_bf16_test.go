@@ -463,6 +463,53 @@ func TestBF16AMXRows(t *testing.T) {
 	}
 }
 
+// TestBF16PanelRows checks the panel decode kernel (the weight rows read in
+// place as the broadcast side, the rounded inputs packed as 32-wide B
+// panels) against float64 sums, with the portable tile and, where the CPU
+// has AVX512-BF16, the native one: inputs short of, at and past a panel,
+// weight rows short of, at and past a 12-row tile, widths across a
+// pre-packed slot (256), the output rows strided. Odd widths are refused.
+func TestBF16PanelRows(t *testing.T) {
+	for _, C := range []int{0, -2, 1, 31, 897} {
+		if bf16PanelRowsOK(C) {
+			t.Errorf("bf16PanelRowsOK(%d) = true, want false", C)
+		}
+	}
+	for _, kind := range []bf16Kind{bf16Portable, bf16Native} {
+		t.Run("kind="+bf16KindNames[kind], func(t *testing.T) {
+			needBF16Kind(t, kind)
+			for _, sh := range [][3]int{{1, 2, 1}, {24, 896, 100}, {32, 258, 12}, {33, 64, 13}, {64, 896, 35}, {40, 4864, 25}, {17, 514, 11}} {
+				N, C, rows := sh[0], sh[1], sh[2]
+				t.Run(fmt.Sprintf("N=%d,C=%d,rows=%d", N, C, rows), func(t *testing.T) {
+					if !bf16PanelRowsOK(C) {
+						t.Fatalf("bf16PanelRowsOK(%d) = false", C)
+					}
+					r := rand.New(rand.NewPCG(uint64(N), uint64(C*rows)))
+					x := make([]float32, N*C)
+					for i := range x {
+						x[i] = float32(r.NormFloat64())
+					}
+					w := make([]uint16, rows*C)
+					for i := range w {
+						w[i] = kernels.BF16(float32(r.NormFloat64()))
+					}
+					a16 := make([]uint16, N*C)
+					bf16RoundRows(a16, x, N, C)
+					xp := make([]uint32, bprepackWords(N, C))
+					bprepackPanels(xp, a16, C, true, N, C, 0, (N+bprepackPanel-1)/bprepackPanel)
+					ldo := rows + 3
+					out := make([]float32, N*ldo)
+					for i := range out {
+						out[i] = -7
+					}
+					bf16PanelRows(kind == bf16Native, out, ldo, xp, N, C, w)
+					checkRowsOut(t, out, ldo, x, w, N, C, rows)
+				})
+			}
+		})
+	}
+}
+
 // BenchmarkBF16Rows times the decode kernels on one core, on the MLP's
 // up/gate weight W [4864, 896] and N = 8 or 32 inputs (already rounded; the
 // AMX one's packing of them included): AMX (the weight as A tiles) and
@@ -477,7 +524,7 @@ func BenchmarkBF16Rows(b *testing.B) {
 	for i := range w {
 		w[i] = kernels.BF16(float32(r.NormFloat64()) * 0.05)
 	}
-	for _, N := range []int{8, 32} {
+	for _, N := range []int{8, 16, 24, 32, 48, 64} {
 		x := make([]float32, N*C)
 		for i := range x {
 			x[i] = float32(r.NormFloat64())
@@ -485,17 +532,26 @@ func BenchmarkBF16Rows(b *testing.B) {
 		a16 := make([]uint16, N*C)
 		bf16RoundRows(a16, x, N, C)
 		out := make([]float32, N*I)
-		for _, kern := range []string{"amx", "avx512bf16"} {
+		for _, kern := range []string{"amx", "avx512bf16-panel", "avx512bf16"} {
 			b.Run(fmt.Sprintf("N=%d/%s", N, kern), func(b *testing.B) {
 				var call func()
-				if kern == "amx" {
-					needBF16Kind(b, bf16AMX)
+				switch kern {
+				case "amx", "avx512bf16-panel":
+					kind := bf16AMX
+					if kern != "amx" {
+						kind = bf16Native
+					}
+					needBF16Kind(b, kind)
 					xp := make([]uint32, bprepackWords(N, C))
 					call = func() {
 						bprepackPanels(xp, a16, C, true, N, C, 0, (N+bprepackPanel-1)/bprepackPanel)
-						bf16AMXRows(out, I, xp, N, C, w)
+						if kind == bf16AMX {
+							bf16AMXRows(out, I, xp, N, C, w)
+						} else {
+							bf16PanelRows(true, out, I, xp, N, C, w)
+						}
 					}
-				} else {
+				default:
 					needBF16Kind(b, bf16Native)
 					k := bf16RowsKernel(true)
 					call = func() { k(out, I, a16, N, C, w) }

@@ -288,8 +288,11 @@ func (s suite) linear(t *testing.T) {
 
 func (s suite) linearBF16(t *testing.T) {
 	// Past 64 rows a backend may run a GEMM on the bfloat16 weight: panels
-	// of 32 output rows, 8×8 transposes and 256-deep k blocks.
-	for _, sh := range append([][3]int{{1, 64, 33}, {4, 130, 70}, {65, 300, 70}, {130, 37, 290}, {70, 520, 33}}, linearShapes...) {
+	// of 32 output rows, 8×8 transposes and 256-deep k blocks. From 32 rows
+	// a decode kernel may take whole panels of 32 inputs (an even C) and
+	// the rest another way.
+	for _, sh := range append([][3]int{{1, 64, 33}, {4, 130, 70}, {65, 300, 70}, {130, 37, 290}, {70, 520, 33},
+		{32, 96, 50}, {40, 130, 61}, {64, 258, 13}, {33, 37, 20}}, linearShapes...) {
 		N, C, OC := sh[0], sh[1], sh[2]
 		name := fmt.Sprintf("N=%d,C=%d,OC=%d", N, C, OC)
 		t.Run(name, func(t *testing.T) {

@@ -880,6 +880,10 @@ func bprepackPanels(pre []uint32, b []uint16, ldb int, tB bool, n, k, jp0, jp1 i
 // bprepackPanel is the column-panel width of bprepackPanels.
 const bprepackPanel = 32
 
+// bf16TileCols is the columns of the native micro-kernel's tile (BNT, two
+// panels): a part of a GEMM split by columns should hold whole tiles.
+const bf16TileCols = 64
+
 // bgemmPre is the bfloat16 GEMM on a pre-packed op(B) of all n columns:
 // c [m, n] (+)= bf16(a)·op(B), as bgemmFunc; the micro-kernel kind.
 func bgemmPre(kind bf16Kind, m, n, k int, a []float32, lda int, pre []uint32, beta float32, c []float32, ldc int) {

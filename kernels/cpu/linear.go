@@ -366,8 +366,17 @@ func (b *Backend) bgemmRun(tB bool, m, n, k int, a []float32, lda int, w []uint1
 		a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*ap))), rows*ld16)
 		clear(a16[m*ld16:]) // the padding rows (AMX)
 		b.parallel(m, k, func(lo, hi int) { bf16RoundRowsPad(a16[lo*ld16:], ld16, a[lo*lda:], lda, hi-lo, k) })
-		b.sgemmParts(b.splitB16, false, tB, m, n, k, lda, ldb, beta, c, ldc, func(m, n, _, bo, co int) {
-			bgemmA16(b.bkind, tB, m, n, k, a16, ld16, w[bo:], ldb, beta, c[co:], ldc)
+		// Parts of whole 64-column tiles: cut evenly, the lm_head's expect
+		// product (896 columns) would give four parts of 224, each ending
+		// in a lone 32-column panel the native kernel multiplies twice.
+		tiles := (n + bf16TileCols - 1) / bf16TileCols
+		b.split(tiles, min(2*b.pool.workers, tiles), func(lo, hi int) {
+			j0, j1 := lo*bf16TileCols, min(n, hi*bf16TileCols)
+			bo := j0
+			if tB {
+				bo = j0 * ldb
+			}
+			bgemmA16(b.bkind, tB, m, j1-j0, k, a16, ld16, w[bo:], ldb, beta, c[j0:], ldc)
 		})
 		return
 	}

@@ -439,26 +439,7 @@ func TestBF16AMXRows(t *testing.T) {
 			if !bf16AMXRowsOK(C) {
 				t.Fatalf("bf16AMXRowsOK(%d) = false", C)
 			}
-			r := rand.New(rand.NewPCG(uint64(N), uint64(C*rows)))
-			x := make([]float32, N*C)
-			for i := range x {
-				x[i] = float32(r.NormFloat64())
-			}
-			w := make([]uint16, rows*C)
-			for i := range w {
-				w[i] = kernels.BF16(float32(r.NormFloat64()))
-			}
-			a16 := make([]uint16, N*C)
-			bf16RoundRows(a16, x, N, C)
-			xp := make([]uint32, bprepackWords(N, C))
-			bprepackPanels(xp, a16, C, true, N, C, 0, (N+bprepackPanel-1)/bprepackPanel)
-			ldo := rows + 3
-			out := make([]float32, N*ldo)
-			for i := range out {
-				out[i] = -7
-			}
-			bf16AMXRows(out, ldo, xp, N, C, w)
-			checkRowsOut(t, out, ldo, x, w, N, C, rows)
+			checkPackedRows(t, N, C, rows, bf16AMXRows)
 		})
 	}
 }
@@ -484,26 +465,9 @@ func TestBF16PanelRows(t *testing.T) {
 					if !bf16PanelRowsOK(C) {
 						t.Fatalf("bf16PanelRowsOK(%d) = false", C)
 					}
-					r := rand.New(rand.NewPCG(uint64(N), uint64(C*rows)))
-					x := make([]float32, N*C)
-					for i := range x {
-						x[i] = float32(r.NormFloat64())
-					}
-					w := make([]uint16, rows*C)
-					for i := range w {
-						w[i] = kernels.BF16(float32(r.NormFloat64()))
-					}
-					a16 := make([]uint16, N*C)
-					bf16RoundRows(a16, x, N, C)
-					xp := make([]uint32, bprepackWords(N, C))
-					bprepackPanels(xp, a16, C, true, N, C, 0, (N+bprepackPanel-1)/bprepackPanel)
-					ldo := rows + 3
-					out := make([]float32, N*ldo)
-					for i := range out {
-						out[i] = -7
-					}
-					bf16PanelRows(kind == bf16Native, out, ldo, xp, N, C, w)
-					checkRowsOut(t, out, ldo, x, w, N, C, rows)
+					checkPackedRows(t, N, C, rows, func(out []float32, ldo int, xp []uint32, N, C int, w []uint16) {
+						bf16PanelRows(kind == bf16Native, out, ldo, xp, N, C, w)
+					})
 				})
 			}
 		})
@@ -565,6 +529,33 @@ func BenchmarkBF16Rows(b *testing.B) {
 			})
 		}
 	}
+}
+
+// checkPackedRows runs a decode kernel that takes the activation packed as B
+// panels (bf16AMXRows, bf16PanelRows) on random x [N, C] and w [rows, C],
+// into output rows strided past rows, and checks it with checkRowsOut.
+func checkPackedRows(t *testing.T, N, C, rows int, kernel func(out []float32, ldo int, xp []uint32, N, C int, w []uint16)) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(uint64(N), uint64(C*rows)))
+	x := make([]float32, N*C)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	w := make([]uint16, rows*C)
+	for i := range w {
+		w[i] = kernels.BF16(float32(r.NormFloat64()))
+	}
+	a16 := make([]uint16, N*C)
+	bf16RoundRows(a16, x, N, C)
+	xp := make([]uint32, bprepackWords(N, C))
+	bprepackPanels(xp, a16, C, true, N, C, 0, (N+bprepackPanel-1)/bprepackPanel)
+	ldo := rows + 3
+	out := make([]float32, N*ldo)
+	for i := range out {
+		out[i] = -7
+	}
+	kernel(out, ldo, xp, N, C, w)
+	checkRowsOut(t, out, ldo, x, w, N, C, rows)
 }
 
 // checkRowsOut checks a decode kernel's out [N, ldo] (filled with -7

@@ -475,10 +475,11 @@ func TestBF16PanelRows(t *testing.T) {
 }
 
 // BenchmarkBF16Rows times the decode kernels on one core, on the MLP's
-// up/gate weight W [4864, 896] and N = 8 or 32 inputs (already rounded; the
-// AMX one's packing of them included): AMX (the weight as A tiles) and
-// AVX512-BF16 (4 × 6 dot-product tiles), each skipped where the CPU lacks
-// it. Each reports GFLOP/s.
+// up/gate weight W [4864, 896] and N = 8 to 64 inputs (already rounded; the
+// packing of them included for the kernels that take them packed): AMX
+// (the weight as A tiles), AVX512-BF16's panel kernel (12 weight rows
+// broadcast against 32 inputs) and its dot-product one (4 × 6 tiles), each
+// skipped where the CPU lacks it. Each reports GFLOP/s.
 //
 //	go test ./kernels/cpu -run - -bench BF16Rows -benchtime 20x
 func BenchmarkBF16Rows(b *testing.B) {

@@ -23,7 +23,8 @@
 #   kernel   cpu.test's BenchmarkBF16GEMM (one core, one call: AMX,
 #            AVX512-BF16, float32 built-in AVX-512; OpenBLAS too with
 #            HONE_BF16_BLAS=1, slow there), BenchmarkBF16Rows (the decode
-#            kernels, AMX and AVX512-BF16, at 8 and 32 inputs) and
+#            kernels: AMX, and AVX512-BF16's panel and dot-product ones, at
+#            8 to 64 inputs) and
 #            BenchmarkBF16Overhead (rounding A, packing B), GFLOP/s
 #   gemm     gemmbench --sections bf16: the backend's LinearForwardBF16 and
 #            LinearBackwardBF16 on two workers, f32 and each bf16 kernel

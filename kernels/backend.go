@@ -273,17 +273,20 @@ type Backend interface {
 	// its scratch in Go memory, so they take any slice, also on a backend
 	// that is an Allocator (which runs them on the host).
 
-	// RowMax returns the largest entry of x (−Inf when x is empty). With
-	// ExpShift it is the softmax a sampler takes of each logits row, many
-	// sequences at once from their own goroutines: these two run on the
-	// caller's goroutine, never on the backend's workers.
+	// RowMax returns the largest entry of x that is not NaN (−Inf when
+	// there is none, x empty included): NaN entries are passed over
+	// wherever they stand, as the sampler's rule for them (RowChooser)
+	// needs. With ExpShift it is the softmax a sampler takes of each
+	// logits row, many sequences at once from their own goroutines: these
+	// two run on the caller's goroutine, never on the backend's workers.
 	RowMax(x []float32) float32
 	// ExpShift writes dst[i] = e^((x[i]−mu)·scale), the argument formed in
 	// float32, for each i < len(x), and returns the sum of the values
 	// written, accumulated in float64: the exponent pass of a softmax at
 	// temperature 1/scale. With mu the maximum of x and scale > 0 every
 	// argument is ≤ 0, the range it is accurate for (within a few ulp);
-	// arguments below −87, −Inf among them, give 0. dst may be x; it must
+	// arguments below −87, −Inf among them, give 0 (a NaN argument gives
+	// NaN or 0, as the backend's exponential does). dst may be x; it must
 	// hold len(x) values, or be nil when only the sum is wanted (a
 	// log-sum-exp).
 	ExpShift(dst, x []float32, mu, scale float32) float64

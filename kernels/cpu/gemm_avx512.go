@@ -303,13 +303,16 @@ static void hone_swiglu_bwd(float *dgate, float *dup, const float *dout, const f
 	}
 }
 
-// hone_row_max returns max(x[0..n)), n > 0.
+// hone_row_max returns the largest of x[0..n) that is not NaN (−Inf for
+// none), n > 0. vmaxps gives its second operand when either is NaN: with
+// the running max second, a NaN entry leaves it as it is (first, a NaN
+// would replace it, and the next entry would replace the NaN).
 __attribute__((target("avx512f")))
 static float hone_row_max(const float *x, long n) {
 	__m512 mx = _mm512_set1_ps(-__builtin_inff());
 	for (long i = 0; i < n; i += 16) {
 		__mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-		mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, x + i));
+		mx = _mm512_mask_max_ps(mx, m, _mm512_maskz_loadu_ps(m, x + i), mx);
 	}
 	return _mm512_reduce_max_ps(mx);
 }

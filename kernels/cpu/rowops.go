@@ -12,7 +12,8 @@ import (
 // the calling goroutine (no workers) and use the AVX-512 code where the CPU
 // has it, the Go loops otherwise.
 
-// RowMax returns the largest entry of x; −Inf when x is empty.
+// RowMax returns the largest entry of x that is not NaN; −Inf when there
+// is none. (rowMax, the training ops' own, lets a NaN through instead.)
 func (b *Backend) RowMax(x []float32) float32 {
 	switch {
 	case len(x) == 0:
@@ -20,7 +21,13 @@ func (b *Backend) RowMax(x []float32) float32 {
 	case b.vec.rowMax != nil:
 		return b.vec.rowMax(x)
 	}
-	return rowMax(x)
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > m { // never for NaN
+			m = v
+		}
+	}
+	return m
 }
 
 // ExpShift writes dst[i] = e^((x[i]−mu)·scale) for each i < len(x) and

@@ -151,7 +151,9 @@ func (o *Ops) chooseRows(logits *Buffer, V int, rows []int32, invTemp []float32,
 	res := make([]kernels.RowChoice, n)
 	for i := range res {
 		res[i] = kernels.RowChoice{ID: int32(math.Float32bits(host[i])), Logit: host[n+3*i], Max: host[n+3*i+1], LSE: host[n+3*i+2]}
-		if res[i].ID < 0 || int(res[i].ID) >= V {
+		// −1: a row with no candidate (every entry NaN or −Inf), which
+		// the kernel reports with a max of −Inf.
+		if none := res[i].ID == -1 && math.IsInf(float64(res[i].Max), -1); !none && (res[i].ID < 0 || int(res[i].ID) >= V) {
 			return nil, fmt.Errorf("CUDA %s: choice %d: the kernel gave token %d outside [0, %d)", c.op, i, res[i].ID, V)
 		}
 	}

@@ -23,7 +23,9 @@ type chooseRowsCase struct {
 // chooseRowsCases are rows of V values: random logits, ties of the largest
 // entry (first at the row's start, in the middle and across warps'
 // segments), −Inf entries, one finite entry among −Inf, no finite entry,
-// NaN at 0 and elsewhere, and a row of equal values.
+// a row of equal values, NaN at 0 and elsewhere, +Inf (two, late in the
+// row after a NaN; and at 0), and rows of NaN and of NaN and −Inf (no
+// candidate).
 func chooseRowsCases(r *rand.Rand, V int) []chooseRowsCase {
 	ninf := float32(math.Inf(-1))
 	nan := float32(math.NaN())
@@ -67,6 +69,20 @@ func chooseRowsCases(r *rand.Rand, V int) []chooseRowsCase {
 		nanMid := normal(1)
 		nanMid[V/2] = nan
 		cs = append(cs, chooseRowsCase{"NaN at 0", nan0}, chooseRowsCase{"NaN inside", nanMid})
+		inf := float32(math.Inf(1))
+		infLate := normal(1)
+		infLate[V/5], infLate[2*V/3], infLate[V-1] = nan, inf, inf
+		inf0 := normal(1)
+		inf0[0], inf0[V/2] = inf, inf
+		allNaN, nanInf := make([]float32, V), make([]float32, V)
+		for i := range allNaN {
+			allNaN[i], nanInf[i] = nan, ninf
+			if i%3 == 1 {
+				nanInf[i] = nan
+			}
+		}
+		cs = append(cs, chooseRowsCase{"+Inf late", infLate}, chooseRowsCase{"+Inf at 0", inf0},
+			chooseRowsCase{"all NaN", allNaN}, chooseRowsCase{"NaN and -Inf", nanInf})
 	}
 	return cs
 }
@@ -105,8 +121,10 @@ func drawHolds(e []float32, target, tol float64, id int32) bool {
 // within float32 rounding, the row's own logit at the token; greedy (inv
 // 0) and rows without a finite entry the oracle's token; a draw the
 // oracle's token or one whose interval of the CDF holds u·Σe within
-// 1e-6·Σe of its ends. It reports whether the choice was a draw, and
-// whether it differed from the oracle's at such a boundary.
+// 1e-6·Σe of its ends; rows holding +Inf, and rows with no candidate (ID
+// −1, Logit −Inf), the oracle's token whatever inv. It reports whether
+// the choice was a draw, and whether it differed from the oracle's at
+// such a boundary.
 func checkChoice(t *testing.T, what string, g, again, w kernels.RowChoice, row []float32, inv float32, u float64) (draw, atBoundary bool) {
 	t.Helper()
 	if again.ID != g.ID || math.Float32bits(again.Logit) != math.Float32bits(g.Logit) ||
@@ -116,6 +134,12 @@ func checkChoice(t *testing.T, what string, g, again, w kernels.RowChoice, row [
 	if g.Max != w.Max || !sameF32(g.LSE, w.LSE, 1e-5) {
 		t.Errorf("%s: Max %g LSE %g, want %g and %g", what, g.Max, g.LSE, w.Max, w.LSE)
 	}
+	if w.ID == -1 {
+		if g.ID != -1 || !math.IsInf(float64(g.Logit), -1) {
+			t.Errorf("%s: token %d, Logit %g; want no candidate (-1, -Inf)", what, g.ID, g.Logit)
+		}
+		return false, false
+	}
 	if g.ID < 0 || int(g.ID) >= len(row) {
 		t.Errorf("%s: token %d outside [0, %d)", what, g.ID, len(row))
 		return false, false
@@ -123,7 +147,7 @@ func checkChoice(t *testing.T, what string, g, again, w kernels.RowChoice, row [
 	if math.Float32bits(g.Logit) != math.Float32bits(row[g.ID]) {
 		t.Errorf("%s: Logit %g, the row holds %g at %d", what, g.Logit, row[g.ID], g.ID)
 	}
-	if inv == 0 || math.IsInf(float64(w.Max), -1) {
+	if inv == 0 || math.IsInf(float64(w.Max), 0) {
 		if g.ID != w.ID {
 			t.Errorf("%s: token %d, want %d", what, g.ID, w.ID)
 		}
@@ -145,7 +169,7 @@ func checkChoice(t *testing.T, what string, g, again, w kernels.RowChoice, row [
 // Backend.ChooseRows against ref.ChooseRows (a float64 host computation,
 // the host sampler's definitions): on rows of V = 1 to 151,936 (Qwen's
 // vocabulary) with ties, −Inf entries, a single finite entry, no finite
-// entry and NaNs, with blocks of 1024 threads (Ops' launch) and of 64
+// entry, NaNs and +Inf, with blocks of 1024 threads (Ops' launch) and of 64
 // (two warps, so segments of several steps). Greedy: the same token,
 // Logit and Max bit for bit, LSE within float32 rounding. A draw (at
 // temperatures 1, 0.7 and 1.6, uniforms including 0 and the largest below
@@ -525,7 +549,7 @@ func TestChooseRowsChunks(t *testing.T) {
 		}
 		// The cases hold what they were built for.
 		wantGreedy := map[string]int32{"ties before the boundary": int32(L - 1), "ties at chunk starts": int32(L),
-			"one finite at a chunk start": int32(L), "NaN at 0, max in the last chunk": 0, "all -Inf": 0}
+			"one finite at a chunk start": int32(L), "NaN at 0, max in the last chunk": int32(last + 1), "all -Inf": -1}
 		for k := range rows {
 			if id, ok := wantGreedy[rowsData[rows[k]].name]; ok && inv[k] == 0 && got[k].ID != id {
 				t.Errorf("%s greedy: token %d, want %d", rowsData[rows[k]].name, got[k].ID, id)

@@ -4,18 +4,23 @@
 // measured the host's read of [32, 151936] logits at 44% of a decode step
 // on an H200). Row rows[b] of logits [R, V] gives choice b:
 //
-//	max, argmax: the largest entry and the lowest id holding it, as the
-//	    host's scan `if v > row[best] { best = i }` from best = 0 finds it:
-//	    NaN entries are passed over, and a row whose entry 0 is NaN gives 0.
+//	max, argmax: the largest entry and the lowest id holding it, NaN
+//	    entries passed over (counted as −Inf), as the host's scan finds
+//	    them.
 //	lse: log Σ_j e^(row[j] − max) + max, each exponential as ExpShift forms
-//	    it (the argument (row[j] − max)·1 in float, 0 below −87) and the
-//	    sum in double; 0 when max is −Inf (the sampler's logSumExp).
+//	    it (the argument (row[j] − max)·1 in float, 0 below −87 and for
+//	    NaN) and the sum in double.
 //	id: with inv[b] = 0 the argmax (greedy); otherwise a draw from
 //	    softmax(row·inv[b]) by the inverse of its CDF in id order at the
 //	    uniform u[b] ∈ [0, 1): with e_j = e^((row[j] − max)·inv[b]) (as
 //	    ExpShift, in float) and S = Σ e_j, the lowest j with e_j ≠ 0 and
 //	    Σ_{k≤j} e_k > u·S, the sums in double (the host's sampleAll, up to
-//	    the order of the additions). A row whose max is −Inf gives 0.
+//	    the order of the additions).
+//
+// Rows that are not finite follow kernels.RowChooser's rule: a row whose
+// max is +Inf gives its argmax (the lowest id holding +Inf), greedy or
+// drawn, with lse +Inf; a row whose max is −Inf (every entry NaN or −Inf)
+// gives id −1, logit −Inf and lse 0: no candidate.
 //
 // One block a row would leave most of the device idle at a decode batch
 // (32 rows on an H200's 132 SMs), so each row is cut into B chunks of L
@@ -140,7 +145,7 @@ extern "C" __global__ void choose_rows_sum(double *__restrict__ sum1, double *__
 	const float *x = logits + (long long)rows[b] * V;
 	const float it = inv[b];
 	const float m = chooseRowMax(pmax + b * B, B);
-	if (m == -INFINITY) {  // uniform: nothing has probability, choose_rows reads no sum
+	if (m == -INFINITY || m == INFINITY) {  // uniform: choose_rows reads no sum (never NaN: NaN counts as −Inf)
 		return;
 	}
 
@@ -227,13 +232,14 @@ extern "C" __global__ void choose_rows(int *__restrict__ ids, float *__restrict_
 		}
 	}
 	const float m = bv;
-	const int argmax = x[0] != x[0] ? 0 : bi;  // the host's scan never leaves a NaN at 0
-	if (m == -INFINITY) {  // uniform: nothing has probability
+	const int argmax = bi;
+	if (m == -INFINITY || m == INFINITY) {  // uniform: no candidate, or the first +Inf whatever inv
 		if (t == 0) {
-			ids[b] = it == 0.0f ? argmax : 0;
-			stats[3 * b] = x[ids[b]];
+			const bool none = m == -INFINITY;
+			ids[b] = none ? -1 : argmax;
+			stats[3 * b] = none ? m : x[argmax];
 			stats[3 * b + 1] = m;
-			stats[3 * b + 2] = 0.0f;
+			stats[3 * b + 2] = none ? 0.0f : m;
 		}
 		return;
 	}

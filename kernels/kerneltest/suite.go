@@ -1121,11 +1121,41 @@ func (s suite) copyZero(t *testing.T) {
 
 // rows checks the sampling row ops on lengths around vector widths and a
 // full Qwen vocabulary, with masked (−Inf) entries, at the temperatures a
-// sampler uses: into another buffer, in place, and for the sum alone.
+// sampler uses: into another buffer, in place, and for the sum alone; and
+// RowMax passing over NaN entries wherever they stand (after the largest
+// entry in its vector lane too, and at 0), and giving −Inf for a row of
+// NaN.
 func (s suite) rows(t *testing.T) {
 	inf := float32(math.Inf(-1))
 	if m := s.b.RowMax(nil); m != inf {
 		t.Fatalf("RowMax of nothing = %g, want -Inf", m)
+	}
+	nan := float32(math.NaN())
+	for _, n := range []int{1, 3, 17, 40, 1000} {
+		r := src(fmt.Sprintf("nan%d", n))
+		x := s.randn(r, n, 8)
+		for i := 0; i < n; i += 16 {
+			x[i] = nan // at 0, and every 16-wide step after it
+		}
+		want := inf
+		if n > 3 {
+			x[3], x[n-1] = 100, nan // the largest, and NaN last
+			if n > 19 {
+				x[19] = nan // after the largest in its lane, then finite entries
+			}
+			want = 100
+		} else if n == 3 {
+			want = max(x[1], x[2])
+		}
+		if got := s.b.RowMax(x); got != want {
+			t.Fatalf("RowMax of %d entries with NaN = %g, want %g", n, got, want)
+		}
+		for i := range x {
+			x[i] = nan
+		}
+		if got := s.b.RowMax(x); got != inf {
+			t.Fatalf("RowMax of %d NaN = %g, want -Inf", n, got)
+		}
 	}
 	if sum := s.b.ExpShift(nil, nil, 0, 1); sum != 0 {
 		t.Fatalf("ExpShift of nothing = %g, want 0", sum)

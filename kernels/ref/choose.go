@@ -8,7 +8,9 @@ import (
 
 // ChooseRows is kernels.RowChooser's ChooseRows, the oracle of its device
 // implementations, written as serve/engine's host sampler chooses: greedy
-// by the scan `if v > row[best] { best = i }` from best = 0; a draw by
+// by the scan `if v > max { best, max = i, v }` from max = −Inf (the
+// lowest id of the largest entry, NaN passed over; none for a row of NaN
+// and −Inf, which gives −1); a row holding +Inf its first +Inf; a draw by
 // the cumulative sums of e_j = float32(e^((row[j]−max)·invTemp)) (the
 // argument formed in float32, 0 below −87, as ExpShift) added in id order
 // in float64, the first j with e_j ≠ 0 whose sum passes u·Σe (the last
@@ -25,24 +27,23 @@ func ChooseRows(dst []kernels.RowChoice, logits []float32, V int, rows []int32, 
 
 // chooseRow is one choice of ChooseRows.
 func chooseRow(row []float32, inv float32, u float64) kernels.RowChoice {
-	best := 0
+	best := -1
 	m := float32(math.Inf(-1))
 	for i, v := range row {
-		if v > row[best] {
-			best = i
-		}
-		if v > m {
-			m = v
+		if v > m { // never for NaN
+			best, m = i, v
 		}
 	}
 	c := kernels.RowChoice{ID: int32(best), Max: m}
-	if math.IsInf(float64(m), -1) {
-		if inv != 0 {
-			c.ID = 0
-		}
-		c.Logit = row[c.ID]
+	switch {
+	case best < 0: // every entry NaN or −Inf: no candidate
+		c.Logit = m
+		return c
+	case math.IsInf(float64(m), 1): // its first +Inf, greedy or drawn
+		c.Logit, c.LSE = m, m
 		return c
 	}
+	// A NaN entry's term is 0: (NaN − m)·inv ≥ −87 is false.
 	c.LSE = m + float32(math.Log(expSum(row, m, 1, nil)))
 	if inv != 0 {
 		e := make([]float32, len(row))

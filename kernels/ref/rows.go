@@ -6,13 +6,16 @@ import (
 	"github.com/hone-rl/hone/kernels"
 )
 
-// RowMax returns the largest entry of x; −Inf when x is empty.
+// RowMax returns the largest entry of x that is not NaN; −Inf when there
+// is none (math.Max would return NaN for a NaN entry).
 func (Backend) RowMax(x []float32) float32 {
-	m := math.Inf(-1)
+	m := float32(math.Inf(-1))
 	for _, v := range x {
-		m = math.Max(m, float64(v))
+		if v > m {
+			m = v
+		}
 	}
-	return float32(m)
+	return m
 }
 
 // ExpShift writes dst[i] = e^((x[i]−mu)·scale) (argument formed in

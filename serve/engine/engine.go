@@ -24,6 +24,13 @@ var (
 	ErrTooLarge  = errors.New("engine: request does not fit")
 )
 
+// ErrNoCandidate ends a sequence whose logits row, once masked and
+// penalised, holds no candidate token: every entry NaN or −Inf (a model
+// whose numerics blew up, or a constraint that masked every token).
+// kernels.RowChooser's rule says why the engine reports it rather than
+// answer a fixed token.
+var ErrNoCandidate = errors.New("engine: no token to choose: every logit is NaN or -Inf")
+
 // DefaultKeepBytes caps the kept rows of prefix caching when the KV cache
 // has no budget: without one, nothing else would ever evict them.
 const DefaultKeepBytes = 1 << 30
@@ -847,6 +854,10 @@ func (e *Engine) emit(s *sequence, pk picked) {
 	}
 	p := &s.rs.r.Params
 	id, lp, top := pk.id, pk.lp, pk.top
+	if id < 0 {
+		e.finish(s, Event{Token: -1, Err: ErrNoCandidate})
+		return
+	}
 	if s.cons != nil {
 		if err := s.cons.Accept(id); err != nil {
 			e.finish(s, Event{Token: -1, Err: fmt.Errorf("constraint: %w", err)})

@@ -32,7 +32,8 @@ type Params struct {
 type Constraint interface {
 	// Mask sets logits[id] to -Inf for every token id that cannot come
 	// next. It must leave at least one finite entry (an end-of-sequence
-	// token once the output is complete).
+	// token once the output is complete); a row left with none ends the
+	// sequence with ErrNoCandidate.
 	Mask(logits []float32)
 	// Accept records that id was chosen.
 	Accept(id int32) error
@@ -75,33 +76,55 @@ func LogSoftmax(be kernels.Backend, x []float32) []float32 {
 }
 
 // logSoftmaxInto writes log p of every entry of x into dst (which must
-// hold len(x) values) and returns dst[:len(x)]. A row with no finite entry
-// is copied.
+// hold len(x) values) and returns dst[:len(x)]. A row of −Inf is copied.
+// Entries that are not finite follow kernels.RowChooser's rule: NaN gives
+// −Inf, +Inf gives 0 (kernels.ChoiceLogprob).
 func logSoftmaxInto(be kernels.Backend, dst, x []float32) []float32 {
 	dst = dst[:len(x)]
 	lse := logSumExp(be, x)
 	for i, v := range x {
-		dst[i] = v - lse
+		if v != v {
+			v = float32(math.Inf(-1))
+		}
+		dst[i] = kernels.ChoiceLogprob(v, lse)
 	}
 	return dst
 }
 
-// logSumExp returns log Σ e^x over x, or 0 when x has no finite entry (so
-// that x − logSumExp(x) leaves such a row as it is). The exponentials go
+// logSumExp returns log Σ e^x over the entries of x that are not NaN, or 0
+// when x has none above −Inf (so that x − logSumExp(x) leaves such a row as
+// it is), or +Inf when one is +Inf (kernels.RowChooser's rule, whose
+// kernels.ChoiceLogprob gives such an entry logprob 0). The exponentials go
 // through the backend's row pass (kernels.Backend.ExpShift), which only
 // sums them here (float32 values, summed in float64): on the CPU backend's
 // vectorised code, over a 151,936-token row, that is some 20 times faster
 // than math.Exp one value at a time, and it runs for every sequence at every
 // step when a client asks for logprobs, as RL rollouts do.
 func logSumExp(be kernels.Backend, x []float32) float32 {
-	m := be.RowMax(x)
-	if math.IsInf(float64(m), -1) {
+	m := be.RowMax(x) // NaN passed over
+	switch {
+	case math.IsInf(float64(m), -1):
 		return 0
+	case math.IsInf(float64(m), 1):
+		return m
 	}
-	return m + float32(math.Log(be.ExpShift(nil, x, m, 1)))
+	sum := be.ExpShift(nil, x, m, 1)
+	if math.IsNaN(sum) { // a NaN entry, whose exponential the backend gave as NaN
+		sum = 0
+		for lo := 0; lo < len(x); {
+			hi := lo
+			for hi < len(x) && !math.IsNaN(float64(x[hi])) {
+				hi++
+			}
+			sum += be.ExpShift(nil, x[lo:hi], m, 1)
+			lo = hi + 1
+		}
+	}
+	return m + float32(math.Log(sum))
 }
 
-// TopN returns the n largest entries of lp, best first (ties: lower id).
+// TopN returns the n largest entries of lp, best first (ties: lower id),
+// NaN entries left out.
 func TopN(lp []float32, n int) []TokenLogprob {
 	if n <= 0 {
 		return nil
@@ -109,7 +132,7 @@ func TopN(lp []float32, n int) []TokenLogprob {
 	n = min(n, len(lp))
 	out := make([]TokenLogprob, 0, n+1)
 	for i, v := range lp {
-		if len(out) == n && v <= out[n-1].Logprob {
+		if len(out) == n && v <= out[n-1].Logprob || v != v { // NaN after the common case: first, it tripled TopN over a 151,936 row
 			continue
 		}
 		j := len(out)
@@ -128,7 +151,10 @@ func TopN(lp []float32, n int) []TokenLogprob {
 }
 
 // pick chooses the next token from the raw logits row (which it may modify)
-// and returns it with its raw-model logprob and the top alternatives.
+// and returns it with its raw-model logprob and the top alternatives; or
+// id −1 when the row has no candidate (kernels.RowChooser's rule: every
+// entry NaN or −Inf once masked and penalised), which the engine reports
+// as the sequence's error (ErrNoCandidate).
 func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top []TokenLogprob) {
 	// For logprobs it keeps a copy of the raw logits (the choice overwrites
 	// row) and their log-sum-exp, and subtracts only for the tokens it
@@ -147,14 +173,17 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 		c.Mask(row)
 	}
 	id = s.choose(row)
+	if id < 0 {
+		return id, 0, nil
+	}
 	s.counts[id]++
 	if s.p.Logprobs {
-		lp = s.raw[id] - lse
+		lp = kernels.ChoiceLogprob(s.raw[id], lse)
 		// Ranking the raw logits ranks the logprobs (up to entries whose
 		// logprobs round to the same float32).
 		top = TopN(s.raw, s.p.TopLogprobs)
 		for i := range top {
-			top[i].Logprob -= lse
+			top[i].Logprob = kernels.ChoiceLogprob(top[i].Logprob, lse)
 		}
 	}
 	return id, lp, top
@@ -195,24 +224,32 @@ func (s *sampler) deviceU(inv float32) float64 {
 
 // fromDevice is pick's result from the backend's choice: the token, and
 // its raw-model logprob when asked for (the row's logit less its
-// log-sum-exp, as pick subtracts them).
+// log-sum-exp, as pick subtracts them: RowChoice.Logprob); id −1 for a
+// row with no candidate, as pick.
 func (s *sampler) fromDevice(c kernels.RowChoice) picked {
+	if c.ID < 0 {
+		return picked{id: -1}
+	}
 	s.counts[c.ID]++
 	pk := picked{id: c.ID}
 	if s.p.Logprobs {
-		pk.lp = c.Logit - c.LSE
+		pk.lp = c.Logprob()
 	}
 	return pk
 }
 
 // choose draws from softmax(row/T) restricted by top_k and top_p; T = 0 is
-// argmax. Exactly one uniform draw per call keeps streams aligned.
+// argmax. Exactly one uniform draw per call keeps streams aligned. Rows
+// that are not finite follow kernels.RowChooser's rule, as a device's
+// choice does: NaN entries are never chosen and have no probability; a
+// row holding +Inf gives its first +Inf; a row with no candidate (every
+// entry NaN or −Inf) gives −1.
 func (s *sampler) choose(row []float32) int32 {
 	if s.p.Temperature <= 1e-6 {
-		best := 0
+		best, bv := -1, float32(math.Inf(-1))
 		for i, v := range row {
-			if v > row[best] {
-				best = i
+			if v > bv { // never for NaN
+				best, bv = i, v
 			}
 		}
 		return int32(best)
@@ -232,9 +269,12 @@ func (s *sampler) choose(row []float32) int32 {
 	}
 	s.idx = s.candidates(row, k)
 	if len(s.idx) == 0 {
-		return 0
+		return -1
 	}
 	m := row[s.idx[0]]
+	if math.IsInf(float64(m), 1) {
+		return s.idx[0] // the lowest id holding +Inf: candidates ranks ties by id
+	}
 	s.scratch = s.scratch[:0]
 	for _, i := range s.idx {
 		s.scratch = append(s.scratch, row[i])
@@ -273,15 +313,21 @@ const sampleBlock = 512
 // sampleAll draws from softmax(row·inv) over the whole row (overwriting it
 // with the unnormalised probabilities), with u uniform in [0, 1).
 func (s *sampler) sampleAll(row []float32, inv float32, u float64) int32 {
-	m := s.be.RowMax(row)
-	if math.IsInf(float64(m), -1) {
-		return 0 // every token masked; a constraint must leave one
+	m := s.be.RowMax(row) // NaN passed over
+	switch {
+	case math.IsInf(float64(m), -1):
+		return -1 // no candidate (a constraint must leave one)
+	case math.IsInf(float64(m), 1):
+		return firstPosInf(row)
 	}
 	s.blocks = s.blocks[:0]
 	var sum float64
 	for lo := 0; lo < len(row); lo += sampleBlock {
 		blk := row[lo:min(lo+sampleBlock, len(row))]
 		bs := s.be.ExpShift(blk, blk, m, inv)
+		if math.IsNaN(bs) {
+			bs = zeroNaN(blk)
+		}
 		s.blocks = append(s.blocks, bs)
 		sum += bs
 	}
@@ -333,15 +379,21 @@ const (
 // only that bucket's entries to find the exact cut. The draw then scans the
 // kept entries in id order.
 func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u float64) int32 {
-	m := s.be.RowMax(row)
-	if math.IsInf(float64(m), -1) {
-		return 0
+	m := s.be.RowMax(row) // NaN passed over
+	switch {
+	case math.IsInf(float64(m), -1):
+		return -1
+	case math.IsInf(float64(m), 1):
+		return firstPosInf(row)
 	}
 	s.scratch = slices.Grow(s.scratch[:0], len(row))[:len(row)]
 	s.bucket = slices.Grow(s.bucket[:0], len(row))[:len(row)]
 	s.blocks = slices.Grow(s.blocks[:0], nucleusBuckets+1)[:nucleusBuckets+1]
 	clear(s.blocks)
 	total := s.be.ExpShift(s.scratch, row, m, inv)
+	if math.IsNaN(total) {
+		total = zeroNaN(s.scratch)
+	}
 	// Each entry's bucket, computed once: noBucket for the ones of zero
 	// probability (masked, or beyond float32's range), which no draw takes.
 	scale := inv * nucleusPerUnit
@@ -399,6 +451,33 @@ func (s *sampler) sampleNucleus(row []float32, topP float64, inv float32, u floa
 	return int32(max(last, 0))
 }
 
+// firstPosInf returns the lowest id of row holding +Inf, the choice of a
+// row whose max is +Inf (kernels.RowChooser's rule).
+func firstPosInf(row []float32) int32 {
+	for i, v := range row {
+		if math.IsInf(float64(v), 1) {
+			return int32(i)
+		}
+	}
+	panic("engine: firstPosInf: no +Inf in the row")
+}
+
+// zeroNaN sets the NaN values of e (the exponentials ExpShift gave a NaN
+// logit, on a backend whose exponential lets NaN through) to 0, the
+// probability kernels.RowChooser's rule gives a NaN entry, and returns
+// the sum of e in float64. The other values are right: RowMax, their
+// shift, passed over the NaN entries.
+func zeroNaN(e []float32) float64 {
+	sum := 0.0
+	for i, v := range e {
+		if v != v {
+			e[i] = 0
+		}
+		sum += float64(e[i])
+	}
+	return sum
+}
+
 // byLogit orders token ids by their logit in row, best first, ties to the
 // lower id: the ranking top_k and top_p cut.
 func byLogit(row []float32) func(a, b int32) int {
@@ -413,15 +492,17 @@ func byLogit(row []float32) func(a, b int32) int {
 	}
 }
 
-// candidates returns the ids of the unmasked entries of row, sorted best
-// first (ties: lower id), cut to the k best (k > 0); with k well below the
-// row's length only those are sorted (kept in a heap first).
+// candidates returns the ids of the unmasked entries of row (neither −Inf
+// nor NaN), sorted best first (ties: lower id), cut to the k best (k > 0);
+// with k well below the row's length only those are sorted (kept in a
+// heap first).
 func (s *sampler) candidates(row []float32, k int) []int32 {
 	better := byLogit(row)
 	idx := s.idx[:0]
+	ninf := float32(math.Inf(-1))
 	if k <= 0 || k >= len(row)/4 {
 		for i, v := range row {
-			if !math.IsInf(float64(v), -1) {
+			if v > ninf {
 				idx = append(idx, int32(i))
 			}
 		}
@@ -436,7 +517,7 @@ func (s *sampler) candidates(row []float32, k int) []int32 {
 	// goes, so an entry equal to the worst kept one ranks below it.
 	i := 0
 	for ; i < len(row) && len(idx) < k; i++ {
-		if !math.IsInf(float64(row[i]), -1) {
+		if row[i] > ninf {
 			idx = append(idx, int32(i))
 		}
 	}
@@ -444,7 +525,7 @@ func (s *sampler) candidates(row []float32, k int) []int32 {
 		heapify(idx, better)
 		worst := row[idx[0]]
 		for ; i < len(row); i++ {
-			if row[i] <= worst {
+			if !(row[i] > worst) { // NaN too
 				continue
 			}
 			idx[0] = int32(i)

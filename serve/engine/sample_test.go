@@ -10,6 +10,7 @@ import (
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/kernels/ref"
 )
 
 // rowBackend is the CPU backend whose vectorised row ops (RowMax,
@@ -216,6 +217,24 @@ func TestLogSoftmax(t *testing.T) {
 	masked := []float32{float32(math.Inf(-1)), float32(math.Inf(-1))}
 	if out := LogSoftmax(be, masked); !math.IsInf(float64(out[0]), -1) || !math.IsInf(float64(out[1]), -1) {
 		t.Fatalf("all-masked row gave %v", out)
+	}
+	// kernels.RowChooser's rule: NaN is −Inf, and a +Inf entry has logprob 0.
+	nan, inf, ninf := float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))
+	ln2 := -float32(math.Ln2)
+	for _, c := range []struct{ row, want []float32 }{
+		{[]float32{nan, 0, 0}, []float32{ninf, ln2, ln2}},
+		{[]float32{0, nan, 0, nan}, []float32{ln2, ninf, ln2, ninf}},
+		{[]float32{nan, 5, inf, ninf}, []float32{ninf, ninf, 0, ninf}},
+	} {
+		for _, b := range []kernels.Backend{be, ref.New()} {
+			got := LogSoftmax(b, c.row)
+			for i := range got {
+				if !(got[i] == c.want[i] || math.Abs(float64(got[i]-c.want[i])) < 1e-6) {
+					t.Errorf("%T: LogSoftmax(%v) = %v, want %v", b, c.row, got, c.want)
+					break
+				}
+			}
+		}
 	}
 }
 

@@ -132,7 +132,9 @@ func TopN(lp []float32, n int) []TokenLogprob {
 	n = min(n, len(lp))
 	out := make([]TokenLogprob, 0, n+1)
 	for i, v := range lp {
-		if len(out) == n && v <= out[n-1].Logprob || v != v { // NaN after the common case: first, it tripled TopN over a 151,936 row
+		// NaN is left out, tested after the common case: first, the test
+		// tripled TopN's time over a 151,936-entry row.
+		if len(out) == n && v <= out[n-1].Logprob || v != v {
 			continue
 		}
 		j := len(out)

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 
 	"github.com/hone-rl/hone/format/chatmsg"
@@ -106,6 +107,25 @@ type usage struct {
 // promptTokensDetails is sent when prefix caching is on, as OpenAI does.
 type promptTokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
+}
+
+// minWireLogprob is the lowest logprob the API writes. JSON has no −Inf or
+// NaN, and Go's encoder refuses them with the whole response, while a
+// token can have probability 0 (a row holding +Inf gives every finite
+// token −Inf: kernels.RowChooser) or a broken row give NaN; vLLM's OpenAI
+// server writes −9999 for such a token, and so does this one.
+const minWireLogprob = -9999
+
+// wireLogprob is v as the API writes it: −Inf, NaN and values below
+// minWireLogprob become minWireLogprob, +Inf (no logprob is) becomes 0.
+func wireLogprob(v float32) float32 {
+	switch {
+	case !(v >= minWireLogprob):
+		return minWireLogprob
+	case v > math.MaxFloat32:
+		return 0
+	}
+	return v
 }
 
 type topLogprob struct {

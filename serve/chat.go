@@ -351,10 +351,10 @@ func (s *Server) tokenLogprobs(ids []int32, lps []float32, tops [][]engine.Token
 	out := make([]tokenLogprob, len(ids))
 	for i, id := range ids {
 		t, b := s.tokenString(id)
-		out[i] = tokenLogprob{Token: t, Logprob: lps[i], Bytes: b, TopLogprobs: []topLogprob{}}
+		out[i] = tokenLogprob{Token: t, Logprob: wireLogprob(lps[i]), Bytes: b, TopLogprobs: []topLogprob{}}
 		for _, tl := range tops[i] {
 			tt, tb := s.tokenString(tl.ID)
-			out[i].TopLogprobs = append(out[i].TopLogprobs, topLogprob{Token: tt, Logprob: tl.Logprob, Bytes: tb})
+			out[i].TopLogprobs = append(out[i].TopLogprobs, topLogprob{Token: tt, Logprob: wireLogprob(tl.Logprob), Bytes: tb})
 		}
 	}
 	return out

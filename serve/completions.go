@@ -137,7 +137,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 					for _, tl := range top {
 						tt, _ := s.tokenString(tl.ID)
 						if _, ok := m[tt]; !ok {
-							m[tt] = tl.Logprob
+							m[tt] = wireLogprob(tl.Logprob)
 						}
 					}
 				}
@@ -149,12 +149,12 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 						addTok(id, nil, nil)
 						continue
 					}
-					v := promptLP[j]
+					v := wireLogprob(promptLP[j])
 					addTok(id, &v, promptTop[j])
 				}
 			}
 			for j, id := range o.ids {
-				v := o.lps[j]
+				v := wireLogprob(o.lps[j])
 				addTok(id, &v, o.tops[j])
 			}
 			ch.Logprobs = lp

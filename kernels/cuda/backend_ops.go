@@ -363,6 +363,32 @@ func (b *Backend) LinearForwardBF16Many(outs [][]float32, inp []float32, weights
 	})
 }
 
+var _ kernels.LoRAManyBackwarder = (*Backend)(nil)
+
+// LoRABackwardMany implements kernels.LoRAManyBackwarder
+// (Ops.LoRABackwardMany: one DA product over x and one dx product for all
+// the projections; its sums' order there), after
+// kernels.NeedLoRAMany's checks.
+func (b *Backend) LoRABackwardMany(dx []float32, douts, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool) {
+	const op = "LoRABackwardMany"
+	kernels.NeedLoRAMany(op, dx, douts, us, x, as, bs, das, dbs, N, In, R, Outs)
+	b.onDevice(op, func() error {
+		bufs := func(name string, xs [][]float32) []*Buffer {
+			out := make([]*Buffer, len(xs))
+			for i, x := range xs {
+				out[i] = b.f32(op, name, x)
+			}
+			return out
+		}
+		var bdx *Buffer
+		if dx != nil {
+			bdx = b.f32(op, "dx", dx)
+		}
+		return b.ops.LoRABackwardMany(bdx, bufs("dout", douts), bufs("u", us), b.f32(op, "x", x), bufs("A", as), bufs("B", bs),
+			bufs("dA", das), bufs("dB", dbs), N, In, R, Outs, scale, set)
+	})
+}
+
 func (b *Backend) LinearBackward(dinp, dweight, dbias, dout, inp, weight []float32, N, C, OC int) {
 	const op = "LinearBackward"
 	kernels.NeedSizes(op, N, C, OC)

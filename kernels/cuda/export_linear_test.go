@@ -24,6 +24,7 @@ var (
 	PlanLinearBackwardBF16 = planLinearBackwardBF16
 	PlanLogprobW           = planLogprobW
 	PlanLogprobBackward    = planLogprobBackward
+	PlanLoRABackwardMany   = planLoRABackwardMany
 	MmLDs                  = mm.lds
 	MmColMajor             = mm.colMajor
 	BF16ChunkRows          = bf16ChunkRows

@@ -18,7 +18,10 @@ import (
 // operand's type. With BF16, A and B hold bfloat16 values and the product
 // is cublasGemmEx with float32 accumulation (kernels.PrecisionBF16);
 // otherwise all three are float32 and it is cublasSgemm (exact f32). C is
-// float32 either way. With Batch > 1 it is Batch such products, operand
+// float32 either way. With TF32 (one product of float32 operands), A and
+// B are multiplied as Device.MatmulTF32 does (cublasGemmEx with
+// CUBLAS_COMPUTE_32F_FAST_TF32; ops_lora.go's plan). With Batch > 1 it is
+// Batch such products, operand
 // b's first element StrideA·b (StrideB·b, StrideC·b) past OffA (OffB,
 // OffC): one cublasGemmStridedBatchedEx (BF16) or
 // cublasSgemmStridedBatched call. The operands are *Buffer for Ops (a bfloat16 buffer
@@ -32,6 +35,7 @@ type mm struct {
 	TransA, TransB   bool
 	Beta             float32
 	BF16             bool
+	TF32             bool
 	Batch            int // 0 or 1: one product
 	StrideA, StrideB int
 	StrideC          int
@@ -84,6 +88,9 @@ func (g mm) colMajor() (Gemm, GemmTypes) {
 	if g.BF16 {
 		t.A, t.B = R16BF, R16BF
 	}
+	if g.TF32 {
+		t.Compute = Compute32FFastTF32
+	}
 	return c, t
 }
 
@@ -122,6 +129,9 @@ func (o *Ops) runX(op string, steps []xstep) error {
 // gemmRows runs one mm on the device's buffers.
 func (d *Device) gemmRows(g mm) error {
 	c, t := g.colMajor()
+	if g.TF32 && (g.BF16 || c.Batch > 1) {
+		return fmt.Errorf("GEMM M=%d N=%d K=%d: TF32 is for one product of float32 operands", g.M, g.N, g.K)
+	}
 	bufs := [3]*Buffer{g.C.(*Buffer), g.A.(*Buffer), g.B.(*Buffer)}
 	if err := d.sameDevice("GEMM", bufs[:]...); err != nil {
 		return err
@@ -145,7 +155,7 @@ func (d *Device) gemmRows(g mm) error {
 			return d.gemmLt(c, t, g.LtWS)
 		case g.BF16 && c.Batch > 1:
 			return d.blas.GemmStridedBatchedEx(d.handle, c, t)
-		case g.BF16:
+		case g.BF16, g.TF32:
 			return d.blas.GemmEx(d.handle, c, t)
 		case c.Batch > 1:
 			return d.blas.SgemmStridedBatched(d.handle, c)

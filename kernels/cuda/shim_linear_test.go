@@ -7,6 +7,7 @@ import (
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 	"github.com/hone-rl/hone/kernels/ref"
 )
@@ -23,12 +24,16 @@ const shimChunkRows = 16
 // hostGemm is one GEMM of a plan on host slices (Batch of them at their
 // strides), from the definition
 // (float64 sums rounded once, as the fake cuBLAS computes it), bfloat16
-// operands ([]uint16) widened exactly.
+// operands ([]uint16) widened exactly, TF32 ones rounded as the fake
+// rounds them (cudafake.RoundTF32).
 func hostGemm(g cuda.Mm) {
 	lda, ldb, ldc := cuda.MmLDs(g)
 	at := func(x any, off, i int) float64 {
 		if g.BF16 {
 			return float64(kernels.F32(x.([]uint16)[off+i]))
+		}
+		if g.TF32 {
+			return float64(cudafake.RoundTF32(x.([]float32)[off+i]))
 		}
 		return float64(x.([]float32)[off+i])
 	}

@@ -157,7 +157,6 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, kw, N*a.KVH, a.D)
 		dq, dk = dqp, dkp
 	}
-	a.Q.Backward(be, dx, dq, x, s.u[ModQ], w.lg, N, lr[ModQ], true)
-	a.K.Backward(be, dx, dk, x, s.u[ModK], w.lg, N, lr[ModK], false)
-	a.V.Backward(be, dx, dv, x, s.u[ModV], w.lg, N, lr[ModV], false)
+	backwardMany(be, []*Linear{&a.Q, &a.K, &a.V}, dx, [][]float32{dq, dk, dv}, nil, x, [][]float32{s.u[ModQ], s.u[ModK], s.u[ModV]}, w.lg, N,
+		[]*LoRA{lr[ModQ], lr[ModK], lr[ModV]})
 }

@@ -109,6 +109,54 @@ func (l *Linear) backward(be kernels.Backend, dx, dout []float32, doutBF []uint1
 	}
 }
 
+// backwardMany is backward of several projections of one input x [N, In]
+// (q, k, v; gate, up): dx [N, In] is written (its contents ignored) with
+// the sum of their input gradients, and their LoRA gradients accumulate;
+// doutBFs[i] (doutBFs nil: none) is douts[i] rounded as backward takes
+// it. On a backend that is a kernels.LoRAManyBackwarder, when every
+// projection has a LoRA update of one rank and scale (and dx is wanted,
+// over at least one token), their LoRA backward runs as one op, which on
+// kernels/cuda reads x once for all their DA products and writes dx once
+// for all their rank-r products, and then each base product accumulates
+// onto dx. Otherwise each projection's backward runs in order, the first
+// one setting dx, as before (ref and cpu: the same bits).
+func backwardMany(be kernels.Backend, ls []*Linear, dx []float32, douts [][]float32, doutBFs [][]uint16, x []float32, us [][]float32, g []float32, N int, loras []*LoRA) {
+	bf := func(i int) []uint16 {
+		if doutBFs == nil {
+			return nil
+		}
+		return doutBFs[i]
+	}
+	if m, ok := be.(kernels.LoRAManyBackwarder); ok && dx != nil && N > 0 && oneLoRA(ls, loras) {
+		k := len(ls)
+		outs := make([]int, k)
+		as, bs, das, dbs := make([][]float32, k), make([][]float32, k), make([][]float32, k), make([][]float32, k)
+		for i, l := range ls {
+			outs[i] = l.Out
+			as[i], bs[i], das[i], dbs[i] = loras[i].A, loras[i].B, loras[i].DA, loras[i].DB
+		}
+		m.LoRABackwardMany(dx, douts, us, x, as, bs, das, dbs, N, ls[0].In, loras[0].R, outs, loras[0].Scale, true)
+		for i, l := range ls {
+			l.Weight.linearBackward(be, dx, douts[i], bf(i), x, N, l.In, l.Out)
+		}
+		return
+	}
+	for i, l := range ls {
+		l.backward(be, dx, douts[i], bf(i), x, us[i], g, N, loras[i], i == 0)
+	}
+}
+
+// oneLoRA reports whether every projection of ls has a LoRA update, all of
+// one rank and scale, and all take inputs of one width.
+func oneLoRA(ls []*Linear, loras []*LoRA) bool {
+	for i, lr := range loras {
+		if lr == nil || lr.R != loras[0].R || lr.Scale != loras[0].Scale || ls[i].In != ls[0].In {
+			return false
+		}
+	}
+	return len(loras) > 0
+}
+
 // loraG is the first part of Backward's LoRA path: DB += doutᵀ·u, and g =
 // Scale·dout·B into the scratch g, which it returns ([N, R]).
 func (l *Linear) loraG(be kernels.Backend, dout, u, g []float32, N int, lora *LoRA) []float32 {

@@ -77,8 +77,12 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 		m.Down.Backward(be, dact, dout, nil, nil, w.lg, N, nil, true)
 		m.gluBackward(be, dgate, dup, nil, dgateBF, dupBF, dact, s.gate, s.up)
 	}
-	m.Gate.backward(be, dx, dgate, dgateBF, x, s.u[0], w.lg, N, lr[ModGate], true)
-	m.Up.backward(be, dx, dup, dupBF, x, s.u[1], w.lg, N, lr[ModUp], false)
+	var doutBFs [][]uint16
+	if dgateBF != nil {
+		doutBFs = [][]uint16{dgateBF, dupBF}
+	}
+	backwardMany(be, []*Linear{&m.Gate, &m.Up}, dx, [][]float32{dgate, dup}, doutBFs, x, [][]float32{s.u[0], s.u[1]}, w.lg, N,
+		[]*LoRA{lr[ModGate], lr[ModUp]})
 }
 
 // gluBackward writes dgate and dup (not accumulated) and, unless act is

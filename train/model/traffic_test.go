@@ -195,6 +195,40 @@ func gatedSetRoundedL(kernel string, withAct bool, n int) []launch {
 	return l
 }
 
+var _ kernels.LoRAManyBackwarder = (*trafficBackend)(nil)
+
+// LoRABackwardMany is kernels/cuda's (ops_lora.go): per projection the
+// DB product and the dout·B product into the shared g; one DA product
+// over x, an axpy a projection into DA; with dx, a scale of each A into
+// the concatenated A and one dx product.
+func (t *trafficBackend) LoRABackwardMany(dx []float32, douts, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool) {
+	var ls []launch
+	for _, out := range Outs {
+		ls = append(ls, gemmL(out, R, N, f32, 1))
+	}
+	for _, out := range Outs {
+		ls = append(ls, gemmL(N, R, out, f32, 0))
+	}
+	kR := len(Outs) * R
+	ls = append(ls, gemmL(kR, In, N, f32, 0))
+	for range Outs {
+		ls = append(ls, flat("axpy", f32*2*R*In, f32*R*In))
+	}
+	if dx != nil {
+		for range Outs {
+			ls = append(ls, flat("scale", f32*R*In, f32*R*In))
+		}
+		var beta float32 = 1
+		if set {
+			beta = 0
+		}
+		ls = append(ls, gemmL(N, In, kR, f32, beta))
+	}
+	t.run("LoRABackwardMany", ls, func(be kernels.Backend) {
+		be.(kernels.LoRAManyBackwarder).LoRABackwardMany(dx, douts, us, x, as, bs, das, dbs, N, In, R, Outs, scale, set)
+	})
+}
+
 func (t *trafficBackend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
 	ls := []launch{flat("rmsnorm_forward", f32*(N*C+C), f32*(N*C+N))}
 	t.run("RMSNormForward", ls, func(be kernels.Backend) { be.RMSNormForward(out, rstd, inp, weight, N, C, eps) })
@@ -569,9 +603,14 @@ func TestStepTraffic7B(t *testing.T) {
 	// The gate and up projections' LinearBackwardBF16 take the bf16
 	// copies the gated backward writes (kernels.DoutRounder): 2 launches
 	// and 1.24 GB a layer less than rounding dgate and dup again (103,
-	// 31650389064; the step 3084, 929991559136).
-	const wantLayerLaunches, wantLayerBytes = 101, int64(30408875080)
-	const wantStepLaunches, wantStepBytes = 3028, int64(895229167584)
+	// 31650389064; the step 3084, 929991559136). The LoRA backward of q,
+	// k and v, and of gate and up, runs as one LoRABackwardMany each
+	// (kernels.LoRAManyBackwarder): x read once for their DA products,
+	// dx written once for their rank-r products, and no Scale of g: 1
+	// launch and 1.06 GB a layer less than one projection at a time (101,
+	// 30408875080; the step 3028, 895229167584).
+	const wantLayerLaunches, wantLayerBytes = 100, int64(29351255112)
+	const wantStepLaunches, wantStepBytes = 3000, int64(865615808480)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes {
 		t.Errorf("one 7B layer: %d launches, %d bytes; pinned %d, %d", per.launches, per.bytes(), wantLayerLaunches, wantLayerBytes)
 	}

@@ -1,0 +1,55 @@
+package kernels
+
+import "fmt"
+
+// LoRAManyBackwarder is implemented by a backend that runs the LoRA
+// backward of several projections of one input x (q, k and v; gate and
+// up) for less memory traffic than one projection at a time: there each
+// adapter gradient DA += gᵀ·x reads x again, and each rank-r product
+// dx += g·A reads and writes the [N, In] dx again. kernels/cuda
+// implements it (one DA product for all of them, then one dx product over
+// the concatenated rank; ops_lora.go); host backends do not, and the model
+// runs each projection's backward there as before.
+type LoRAManyBackwarder interface {
+	// LoRABackwardMany, for every i, with gᵢ = scale·douts[i]·bs[i]
+	// [N, R], accumulates
+	//
+	//	dbs[i] [Outs[i], R] += douts[i]ᵀ·us[i]
+	//	das[i] [R, In]      += gᵢᵀ·x
+	//
+	// and sets dx [N, In] to Σᵢ gᵢ·as[i] (set: its contents ignored) or
+	// adds that sum to it; dx nil: no dx. douts[i] is [N, Outs[i]], us[i]
+	// [N, R], x [N, In], as[i] [R, In], bs[i] [Outs[i], R]. The outputs
+	// must not overlap each other or the inputs. The float32 sums may run
+	// in another order than one Matmul a product would (the backend says
+	// which); N, In, R and every Outs[i] are at least 1.
+	LoRABackwardMany(dx []float32, douts, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool)
+}
+
+// NeedLoRAMany panics unless LoRABackwardMany's lists agree in length (at
+// least one projection), its sizes are positive and every buffer holds
+// its shape.
+func NeedLoRAMany(op string, dx []float32, douts, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int) {
+	k := len(Outs)
+	if k == 0 || len(douts) != k || len(us) != k || len(as) != k || len(bs) != k || len(das) != k || len(dbs) != k {
+		panic(fmt.Sprintf("kernels.%s: %d output sizes, %d douts, %d us, %d As, %d Bs, %d dAs, %d dBs", op, k, len(douts), len(us), len(as), len(bs), len(das), len(dbs)))
+	}
+	if N < 1 || In < 1 || R < 1 {
+		panic(fmt.Sprintf("kernels.%s: N %d, In %d, R %d: each must be at least 1", op, N, In, R))
+	}
+	if dx != nil {
+		Need(op, "dx", len(dx), N*In)
+	}
+	Need(op, "x", len(x), N*In)
+	for i, out := range Outs {
+		if out < 1 {
+			panic(fmt.Sprintf("kernels.%s: output size %d of projection %d", op, out, i))
+		}
+		Need(op, "dout", len(douts[i]), N*out)
+		Need(op, "u", len(us[i]), N*R)
+		Need(op, "A", len(as[i]), R*In)
+		Need(op, "B", len(bs[i]), out*R)
+		Need(op, "dA", len(das[i]), R*In)
+		Need(op, "dB", len(dbs[i]), out*R)
+	}
+}

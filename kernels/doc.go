@@ -36,8 +36,11 @@
 // LinearManyBF16er multiplies one input by several bfloat16 weights
 // (LinearForwardBF16Many), and DoutRounder's gated backward writes the
 // bf16 roundings of dgate and dup that its LinearBackwardBF16Rounded
-// multiplies: on kernels/cuda each spares a pass over an activation
-// (train/model's TestStepTraffic7B counts them).
+// multiplies, and LoRAManyBackwarder runs the LoRA backward of several
+// projections of one input together (x read once for their DA products,
+// dx written once for their rank-r products): on kernels/cuda each spares
+// a pass over an activation (train/model's TestStepTraffic7B counts
+// them).
 // Forward ops overwrite their outputs, unless stated (beta in Matmul).
 // Outputs must not alias inputs unless the op's doc allows it.
 //

@@ -1,0 +1,143 @@
+package cuda_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+)
+
+// TestLoRABackwardManyOnHardware runs the 7B step's LoRA backward of q, k,
+// v and of gate, up (8 × 1024 tokens, In 3584, rank 16, the bf16
+// precision) as one LoRABackwardMany each and as the Matmuls one
+// projection at a time (loraOneAtATime, the model's path on other
+// backends): the results agree within tf32Tol, and it logs µs a call of
+// each side by side with the bytes train/model's traffic count gives them
+// (log LORAMANY). With -test.short (the memcheck step) it checks the small
+// cases of TestLoRABackwardMany only. Not run on a GPU yet.
+func TestLoRABackwardManyOnHardware(t *testing.T) {
+	b := hardwareBackend(t, kernels.PrecisionBF16)
+	cases := []loraManyCase{{outs: []int{3584, 512, 512}, set: true, description: "q, k, v"}, {outs: []int{18944, 18944}, set: true, description: "gate, up"}}
+	for i := range cases {
+		cases[i].n, cases[i].in, cases[i].r, cases[i].scale = 8*1024, 3584, 16, 2
+	}
+	if testing.Short() {
+		cases = loraManyCases
+	}
+	compareLoRAMany(t, b, cases, !testing.Short())
+}
+
+// compareLoRAMany runs each case on b as LoRABackwardMany and one
+// projection at a time, checks the two within tf32Tol, and with timed
+// logs both's µs a call and traffic.
+func compareLoRAMany(t *testing.T, b *cuda.Backend, cases []loraManyCase, timed bool) {
+	r := rand.New(rand.NewPCG(28, 16))
+	var allocs [][]float32
+	defer func() {
+		for _, x := range allocs {
+			b.FreeF32(x)
+		}
+	}()
+	alloc := func(n int) []float32 {
+		x, err := b.AllocF32(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs = append(allocs, x)
+		return x
+	}
+	fill := func(n int) []float32 {
+		x := alloc(n)
+		for i := range x {
+			x[i] = 2*r.Float32() - 1
+		}
+		return x
+	}
+	maxOut, maxN, maxIn, maxR := 0, 0, 0, 0
+	for _, c := range cases {
+		maxN, maxIn, maxR = max(maxN, c.n), max(maxIn, c.in), max(maxR, c.r)
+		for _, out := range c.outs {
+			maxOut = max(maxOut, out)
+		}
+	}
+	// One dout and one x at their largest, shared by every projection
+	// (inputs may alias; only the outputs are each their own).
+	dout, x, g := fill(maxN*maxOut), fill(maxN*maxIn), alloc(maxN*maxR)
+	for _, c := range cases {
+		data := func() loraManyData {
+			d := loraManyData{x: x[:c.n*c.in]}
+			if !c.noDX {
+				d.dx = fill(c.n * c.in)
+			}
+			for _, out := range c.outs {
+				d.douts = append(d.douts, dout[:c.n*out])
+				d.us = append(d.us, fill(c.n*c.r))
+				d.as = append(d.as, fill(c.r*c.in))
+				d.bs = append(d.bs, fill(out*c.r))
+				d.das = append(d.das, fill(c.r*c.in))
+				d.dbs = append(d.dbs, fill(out*c.r))
+			}
+			return d
+		}
+		many, one := data(), data()
+		copy(one.dx, many.dx) // the same inputs and starting outputs for both
+		for i := range one.us {
+			for _, p := range [][2][]float32{{one.us[i], many.us[i]}, {one.as[i], many.as[i]}, {one.bs[i], many.bs[i]}, {one.das[i], many.das[i]}, {one.dbs[i], many.dbs[i]}} {
+				copy(p[0], p[1])
+			}
+		}
+		runMany := func() {
+			b.LoRABackwardMany(many.dx, many.douts, many.us, many.x, many.as, many.bs, many.das, many.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
+		}
+		runOne := func() { loraOneAtATime(b, c, one, g[:c.n*c.r]) }
+		runMany()
+		runOne()
+		b.Synchronize()
+		names, gs := many.outputs()
+		_, os := one.outputs()
+		for i := range names {
+			t.Logf("%s: %s: %.3g from one at a time", c.description, names[i], relErr(gs[i], os[i]))
+			near(t, c.description+": "+names[i], gs[i], os[i], tf32Tol)
+		}
+		if !timed {
+			continue
+		}
+		timeIt := func(f func()) time.Duration {
+			const reps = 10
+			b.Synchronize()
+			start := time.Now()
+			for range reps {
+				f()
+			}
+			b.Synchronize()
+			return time.Since(start) / reps
+		}
+		tm, to := timeIt(runMany), timeIt(runOne)
+		// train/model's traffic count (trafficBackend) of each path.
+		var bm, bo float64
+		k, kR := len(c.outs), len(c.outs)*c.r
+		for _, out := range c.outs {
+			db := 4 * float64(out*c.n+c.n*c.r+2*out*c.r)
+			gp := 4 * float64(c.n*out+out*c.r+c.n*c.r)
+			bm += db + gp
+			bo += db + gp + 8*float64(c.n*c.r) + 4*float64(c.r*c.n+c.n*c.in+2*c.r*c.in)
+		}
+		bm += 4*float64(kR*c.n+c.n*c.in+kR*c.in) + float64(k)*4*3*float64(c.r*c.in) // DA's product, the axpys
+		if !c.noDX {
+			bm += float64(k)*4*2*float64(c.r*c.in) + 4*float64(c.n*kR+kR*c.in+c.n*c.in) // the scales, dx's product
+			if !c.set {
+				bm += 4 * float64(c.n*c.in)
+			}
+			for i := range c.outs {
+				bo += 4 * float64(c.n*c.r+c.r*c.in+c.n*c.in)
+				if i > 0 || !c.set {
+					bo += 4 * float64(c.n*c.in)
+				}
+			}
+		}
+		t.Logf("LORAMANY %s: LoRABackwardMany %.0f µs (%.2f GB, %.0f GB/s), one at a time %.0f µs (%.2f GB, %.0f GB/s): %.2fx",
+			c.description, us(tm), bm/1e9, bm/tm.Seconds()/1e9, us(to), bo/1e9, bo/to.Seconds()/1e9, to.Seconds()/tm.Seconds())
+	}
+}

@@ -238,9 +238,10 @@
 // so Ops stays safe to call from several goroutines. The price is memory
 // held between calls that a per-call allocation gave back: each slot keeps
 // the largest size asked of it — at the 7B LoRA bench's shape (8 × 1024
-// tokens, bf16 compute) by the ops' formulas 296 MiB for the bf16 linear's
-// rounded [N, 18944] operand and 128 MiB for the logprob's [N, 4096]
-// logits chunk, the largest two (not measured on a device).
+// tokens, bf16 compute) by the ops' formulas 512 MiB for the logprob's
+// [N, 16384] logits block (DefaultLogprobChunk) and 296 MiB for the bf16
+// linear's rounded [N, 18944] operand, the largest two (not measured on a
+// device).
 //
 // # Threads
 //

@@ -672,11 +672,19 @@ func (o *Ops) EntropyBackward(dinp, dent, inp *Buffer, N, V int) error {
 	return o.run("EntropyBackward", planRows("entropy_backward", N, V, dinp, dent, inp, V))
 }
 
+// DefaultLogprobChunk is the vocabulary block the device takes when the
+// caller leaves it to the backend (chunk ≤ 0): four times the CPU's
+// kernels.DefaultLogprobChunk. Every block passes once more over the rows'
+// hidden states, state and expect, which at 4096 were a third of the 7B
+// step's logprob traffic; the block's logits [N, chunk] (512 MB at 8192
+// rows, and their bfloat16 copy) live on the device either way.
+const DefaultLogprobChunk = 4 * kernels.DefaultLogprobChunk
+
 // logprobChunk is the vocabulary block of LogprobForward: chunk, or
-// kernels.DefaultLogprobChunk when chunk ≤ 0, at most V.
+// DefaultLogprobChunk when chunk ≤ 0, at most V.
 func logprobChunk(chunk, V int) int {
 	if chunk <= 0 {
-		chunk = kernels.DefaultLogprobChunk
+		chunk = DefaultLogprobChunk
 	}
 	return max(1, min(chunk, V))
 }

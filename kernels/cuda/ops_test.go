@@ -153,7 +153,9 @@ func TestOpsLaunchGeometry(t *testing.T) {
 			launch("logprob_finish", dim(1, 1, 1), dim(256, 1, 1), 6),
 		}},
 		{"LogprobForward default chunk, expect", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
-			return o.LogprobForward(b(2), b(2), b(2), b(2*4), b(2*4), b(5000*4), b(2), 2, 4, 5000, 0)
+			// Two blocks: the default one and 904 rows.
+			const V = cuda.DefaultLogprobChunk + 904
+			return o.LogprobForward(b(2), b(2), b(2), b(2*4), b(2*4), b(V*4), b(2), 2, 4, V, 0)
 		}, []cudafake.Launch{
 			launch("logprob_chunk", dim(2, 1, 1), dim(256, 1, 1), 6),
 			launch("logprob_chunk", dim(2, 1, 1), dim(256, 1, 1), 6),

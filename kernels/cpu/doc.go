@@ -16,13 +16,16 @@
 // What is built on sgemm:
 //
 //   - Linear layers: out[N,OC] = inp[N,C]·W[OC,C]ᵀ, backward as two GEMMs.
-//   - Attention, per (sequence, head): S[Tq,Tk] = scale·Q_h·K_gᵀ as one GEMM
-//     over strided views (lda = H·D, ldb = KVH·D), a causal row softmax in Go,
-//     out_h = P·V_g as another GEMM (ldc = H·D). Backward recomputes P from
-//     the saved lse and uses four GEMMs (dV += Pᵀ·dO, dP = dO·Vᵀ, dQ += dS·K,
-//     dK += dSᵀ·Q). Scratch is Tq×Tk floats per call, never [H,T,T]. For a
-//     few queries (decode) heads are split among the workers and scored with
-//     the matrix-vector kernels instead, avoiding a BLAS call per head.
+//   - Attention, per (sequence, head), in causal blocks of 64 query rows
+//     that multiply only the keys they can see: S = scale·Q_h·K_gᵀ as a GEMM
+//     over strided views (lda = H·D, ldb = KVH·D), a causal row softmax
+//     (ExpShift's vectorised exp), out_h = P·V_g as another GEMM
+//     (ldc = H·D). Backward recomputes P from the saved lse: P, dP = dO·Vᵀ
+//     and dQ += dS·K by query blocks, then dV += Pᵀ·dO and dK += dSᵀ·Q by
+//     key blocks, each over the queries that see them. Scratch is 2·T×T
+//     floats per worker, never [H,T,T]. For a few queries (decode) heads are
+//     split among the workers and scored with the matrix-vector kernels
+//     instead, avoiding a BLAS call per head.
 //   - Sliding-window attention (AttentionWindowForward/Backward, Gemma 3's
 //     local layers): blocks of 64 queries of one sequence and kv head against
 //     the keys the block can see, gathered into contiguous tiles, scored and

@@ -458,6 +458,13 @@ var attnShapes = []attnShape{
 	{[]int{17, 9}, 4, 2, 8},
 	{[]int{5, 1, 3}, 14, 2, 16},
 	{[]int{33, 0, 40}, 2, 2, 64},
+	// Lengths short of, at and past 64 and 128 (block edges of a backend
+	// that takes the causal attention 64 rows at a time), unequal in one
+	// batch, GQA groups of 2 and 3; and one sequence with one kv head (a
+	// single item: the CPU backend spreads its blocks over the workers).
+	{[]int{63, 64, 65, 1, 129}, 4, 2, 16},
+	{[]int{128, 130}, 6, 2, 8},
+	{[]int{200}, 2, 1, 8},
 }
 
 // attnBounds says how an attention case's checks after its forward
@@ -676,7 +683,10 @@ func (s suite) attentionWindow(t *testing.T) {
 }
 
 func (s suite) attentionDecode(t *testing.T) {
-	for _, sh := range [][5]int{{1, 1, 1, 1, 4}, {1, 17, 14, 2, 16}, {3, 5, 7, 1, 8}, {17, 17, 4, 2, 8}, {2, 300, 2, 1, 64}} {
+	// The last ones cross 64-row block edges with queries offset into the
+	// cache (Tq < Tk), with one kv head and with GQA.
+	for _, sh := range [][5]int{{1, 1, 1, 1, 4}, {1, 17, 14, 2, 16}, {3, 5, 7, 1, 8}, {17, 17, 4, 2, 8}, {2, 300, 2, 1, 64},
+		{70, 150, 4, 2, 16}, {64, 100, 3, 1, 8}, {130, 130, 2, 1, 8}, {5, 200, 4, 1, 8}} {
 		Tq, Tk, H, KVH, D := sh[0], sh[1], sh[2], sh[3], sh[4]
 		name := fmt.Sprintf("Tq=%d,Tk=%d,H=%d,KVH=%d,D=%d", Tq, Tk, H, KVH, D)
 		t.Run(name, func(t *testing.T) {

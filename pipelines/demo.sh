@@ -38,7 +38,10 @@
 #                  evaluations keep ENV_OPTS alone
 # Everything lands under OUT (default out/demo); a run starts fresh (the
 # folder is removed first). INIT_OPTS: more flags of hone-train init-model
-# for the tiny random model (e.g. --tie-embeddings). Other knobs: BIN, MODEL, SEED, ROUNDS,
+# for the tiny random model (e.g. --tie-embeddings). PRECISION_OPTS: flags of
+# hone-train sft/grpo and hone-serve for how the weights are held and
+# multiplied, e.g. "--dtype bfloat16 --compute bf16" (the bf16 compute mode:
+# a CPU with AVX512-BF16). Other knobs: BIN, MODEL, SEED, ROUNDS,
 # EVAL_EPISODES, EVAL_SPLIT, SFT_STEPS, RL_GROUPS, GSIZE, RL_LR, THREADS.
 # The server is always stopped on exit.
 set -euo pipefail
@@ -73,6 +76,8 @@ THREADS=${THREADS:-2}
 INIT_STD=${INIT_STD:-0.3}
 INIT_OPTS=${INIT_OPTS:-}
 read -r -a INIT_ARGS <<<"$INIT_OPTS"
+PRECISION_OPTS=${PRECISION_OPTS:-}
+read -r -a PREC_ARGS <<<"$PRECISION_OPTS"
 
 # Held-out scenario seeds, disjoint from the warm-up (1xxxxx) and training
 # rounds (2xxxxx) seeds. Tune with EVAL_SPLIT=val; report only test.
@@ -133,7 +138,7 @@ if [ "$SFT_STEPS" -gt 0 ]; then
 	"$BIN"/hone-train sft --model "$OUT"/model --run warmup --out "$OUT"/adapters \
 		--lr "$SFT_LR" --max-grad-norm 1 --batch-size 32 --steps "$SFT_STEPS" \
 		--save-every "$SFT_STEPS" --keep-last 1 --seed "$SEED" --threads "$THREADS" \
-		"$OUT"/data/warmup.parquet >"$OUT"/sft.log 2>&1
+		${PREC_ARGS[@]+"${PREC_ARGS[@]}"} "$OUT"/data/warmup.parquet >"$OUT"/sft.log 2>&1
 	log "    $(tail -1 "$OUT"/sft.log)"
 else
 	log "2-3/7 no warm-up (SFT_STEPS=0): GRPO starts from a fresh LoRA adapter"
@@ -142,6 +147,7 @@ fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$BIN"/hone-serve --model "$OUT"/model --adapters "$OUT"/adapters --port "$port" \
 	--served-model-name base --poll-interval 200ms --threads "$THREADS" --max-tokens $((2 * MAX_TOKENS)) \
+	${PREC_ARGS[@]+"${PREC_ARGS[@]}"} \
 	>"$OUT"/serve.log 2>&1 &
 serve_pid=$!
 stop_server() {
@@ -226,7 +232,7 @@ for r in $(seq "$ROUNDS"); do
 	"$BIN"/hone-train grpo --model "$OUT"/model --run rl --out "$OUT"/adapters \
 		${init[@]+"${init[@]}"} --watch-dir "$OUT"/scored --steps 1 \
 		--lr "$RL_LR" --seed "$SEED" --threads "$THREADS" --keep-last 2 \
-		>>"$OUT"/grpo.log 2>&1
+		${PREC_ARGS[@]+"${PREC_ARGS[@]}"} >>"$OUT"/grpo.log 2>&1
 	model=rl@$r
 	wait_model "$model"
 	if [ $((r % 5)) -eq 0 ] || [ "$r" -eq 1 ]; then

@@ -251,24 +251,9 @@ func TestBF16RowsKernel(t *testing.T) {
 		for _, sh := range [][3]int{{1, 1, 1}, {7, 31, 5}, {8, 32, 4}, {13, 33, 9}, {64, 100, 17}, {6, 896, 12}} {
 			N, C, rows := sh[0], sh[1], sh[2]
 			t.Run(fmt.Sprintf("native=%v,N=%d,C=%d,rows=%d", native, N, C, rows), func(t *testing.T) {
-				r := rand.New(rand.NewPCG(uint64(N), uint64(C*rows)))
-				x := make([]float32, N*C)
-				for i := range x {
-					x[i] = float32(r.NormFloat64())
-				}
-				w := make([]uint16, rows*C)
-				for i := range w {
-					w[i] = kernels.BF16(float32(r.NormFloat64()))
-				}
-				a16 := make([]uint16, N*C)
-				bf16RoundRows(a16, x, N, C)
-				ldo := rows + 3
-				out := make([]float32, N*ldo)
-				for i := range out {
-					out[i] = -7
-				}
-				k(out, ldo, a16, N, C, w)
-				checkRowsOut(t, out, ldo, x, w, N, C, rows)
+				checkDecodeRows(t, N, C, rows, func(out []float32, ldo int, a16 []uint16, _ []uint32, w []uint16) {
+					k(out, ldo, a16, N, C, w)
+				})
 			})
 		}
 	}
@@ -439,7 +424,9 @@ func TestBF16AMXRows(t *testing.T) {
 			if !bf16AMXRowsOK(C) {
 				t.Fatalf("bf16AMXRowsOK(%d) = false", C)
 			}
-			checkPackedRows(t, N, C, rows, bf16AMXRows)
+			checkDecodeRows(t, N, C, rows, func(out []float32, ldo int, _ []uint16, xp []uint32, w []uint16) {
+				bf16AMXRows(out, ldo, xp, N, C, w)
+			})
 		})
 	}
 }
@@ -465,7 +452,7 @@ func TestBF16PanelRows(t *testing.T) {
 					if !bf16PanelRowsOK(C) {
 						t.Fatalf("bf16PanelRowsOK(%d) = false", C)
 					}
-					checkPackedRows(t, N, C, rows, func(out []float32, ldo int, xp []uint32, N, C int, w []uint16) {
+					checkDecodeRows(t, N, C, rows, func(out []float32, ldo int, _ []uint16, xp []uint32, w []uint16) {
 						bf16PanelRows(kind == bf16Native, out, ldo, xp, N, C, w)
 					})
 				})
@@ -532,10 +519,11 @@ func BenchmarkBF16Rows(b *testing.B) {
 	}
 }
 
-// checkPackedRows runs a decode kernel that takes the activation packed as B
-// panels (bf16AMXRows, bf16PanelRows) on random x [N, C] and w [rows, C],
-// into output rows strided past rows, and checks it with checkRowsOut.
-func checkPackedRows(t *testing.T, N, C, rows int, kernel func(out []float32, ldo int, xp []uint32, N, C int, w []uint16)) {
+// checkDecodeRows runs a decode kernel on random x [N, C] and w [rows, C],
+// given x rounded (a16 [N, C]) and packed as B panels (xp, for the kernels
+// that take it so: bf16AMXRows, bf16PanelRows), into output rows strided
+// past rows, and checks it with checkRowsOut.
+func checkDecodeRows(t *testing.T, N, C, rows int, kernel func(out []float32, ldo int, a16 []uint16, xp []uint32, w []uint16)) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(uint64(N), uint64(C*rows)))
 	x := make([]float32, N*C)
@@ -555,7 +543,7 @@ func checkPackedRows(t *testing.T, N, C, rows int, kernel func(out []float32, ld
 	for i := range out {
 		out[i] = -7
 	}
-	kernel(out, ldo, xp, N, C, w)
+	kernel(out, ldo, a16, xp, w)
 	checkRowsOut(t, out, ldo, x, w, N, C, rows)
 }
 

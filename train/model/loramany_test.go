@@ -1,8 +1,8 @@
 package model
 
 import (
-	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -34,51 +34,14 @@ func TestLoRAManyCUDAEmulated(t *testing.T) {
 	}
 	step := func(be kernels.Backend, launches func() int) (lp []float32, grads []float32, n int) {
 		t.Helper()
-		c := microConfig("qwen2")
-		m, err := New(c, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		randomize(m, 5)
-		if err := m.ToBF16(); err != nil {
-			t.Fatal(err)
-		}
-		ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: 2, Alpha: 3, Targets: AllModules()}, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, layer := range ad.Layers {
-			for _, lr := range layer {
-				for i := range lr.B {
-					lr.B[i] = float32(i%7-3) * 0.05
-				}
+		lp, gs := microLoRAStep(t, be, "", 3, func(i int) float32 { return float32(i%7-3) * 0.05 }, func(end bool) {
+			if !end {
+				n = -launches()
+				return
 			}
-		}
-		if err := ad.Place(be); err != nil {
-			t.Fatal(err)
-		}
-		defer ad.Free()
-		bt := packed(c.Vocab, []int{4, 6}, 2)
-		dlp := make([]float32, len(bt.IDs))
-		for i := range dlp {
-			dlp[i] = -1 / float32(len(dlp))
-		}
-		l0 := launches()
-		ad.ZeroGrad()
-		p, err := m.Forward(context.Background(), bt, ad, TrainOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lp = append([]float32(nil), p.Logprob...)
-		if err := p.Backward(context.Background(), dlp, nil); err != nil {
-			t.Fatal(err)
-		}
-		p.Release()
-		kernels.Synchronize(be)
-		n = launches() - l0
-		ad.Params(func(_ string, _, g []float32) { grads = append(grads, g...) })
-		return lp, grads, n
+			n += launches()
+		})
+		return lp, slices.Concat(gs...), n
 	}
 	none := func() int { return 0 }
 	wantLP, wantG, _ := step(ref.New(), none)

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"context"
 	"math"
 	"testing"
 
@@ -32,55 +31,18 @@ func TestDoutRounderCUDAEmulated(t *testing.T) {
 	defer b.Close()
 	step := func(be kernels.Backend, act string) (lp []float32, grads [][]float32, roundedLaunches int) {
 		t.Helper()
-		c := microConfig("qwen2")
-		c.Act = act
-		m, err := New(c, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		randomize(m, 5)
-		if err := m.ToBF16(); err != nil {
-			t.Fatal(err)
-		}
-		ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: 2, Alpha: 4, Targets: AllModules()}, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, layer := range ad.Layers {
-			for _, lr := range layer {
-				for i := range lr.B {
-					lr.B[i] = float32(i%7) * 0.05
+		l0 := 0
+		lp, grads = microLoRAStep(t, be, act, 4, func(i int) float32 { return float32(i%7) * 0.05 }, func(end bool) {
+			if !end {
+				l0 = len(drv.Launches())
+				return
+			}
+			for _, l := range drv.Launches()[l0:] {
+				if l.Kernel == "swiglu_backward_set_bf16" || l.Kernel == "geglu_backward_set_bf16" {
+					roundedLaunches++
 				}
 			}
-		}
-		if err := ad.Place(be); err != nil {
-			t.Fatal(err)
-		}
-		defer ad.Free()
-		bt := packed(c.Vocab, []int{4, 6}, 2)
-		dlp := make([]float32, len(bt.IDs))
-		for i := range dlp {
-			dlp[i] = -1 / float32(len(dlp))
-		}
-		l0 := len(drv.Launches())
-		ad.ZeroGrad()
-		p, err := m.Forward(context.Background(), bt, ad, TrainOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lp = append([]float32(nil), p.Logprob...)
-		if err := p.Backward(context.Background(), dlp, nil); err != nil {
-			t.Fatal(err)
-		}
-		p.Release()
-		kernels.Synchronize(be)
-		for _, l := range drv.Launches()[l0:] {
-			if l.Kernel == "swiglu_backward_set_bf16" || l.Kernel == "geglu_backward_set_bf16" {
-				roundedLaunches++
-			}
-		}
-		ad.Params(func(_ string, _, g []float32) { grads = append(grads, append([]float32(nil), g...)) })
+		})
 		return lp, grads, roundedLaunches
 	}
 	for _, act := range []string{"", "gelu_tanh"} {

@@ -882,7 +882,7 @@ const bprepackPanel = 32
 
 // bf16TileCols is the columns of the native micro-kernel's tile (BNT, two
 // panels): a part of a GEMM split by columns should hold whole tiles.
-const bf16TileCols = 64
+const bf16TileCols = 2 * bprepackPanel
 
 // bgemmPre is the bfloat16 GEMM on a pre-packed op(B) of all n columns:
 // c [m, n] (+)= bf16(a)·op(B), as bgemmFunc; the micro-kernel kind.

@@ -27,7 +27,7 @@ func bprepackPanels(pre []uint32, b []uint16, ldb int, tB bool, n, k, jp0, jp1 i
 
 const bprepackPanel = 32
 
-const bf16TileCols = 64
+const bf16TileCols = 2 * bprepackPanel
 
 func bgemmPre(kind bf16Kind, m, n, k int, a []float32, lda int, pre []uint32, beta float32, c []float32, ldc int) {
 }

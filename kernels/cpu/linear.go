@@ -298,11 +298,8 @@ func (b *Backend) bf16Few(out []float32, ldo int, x []float32, w []uint16, N, C,
 	a16 := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(*xp))), N*C)
 	bf16RoundRows(a16, x, N, C)
 	if b.amxRows && bf16AMXRowsOK(C) {
-		words := bprepackWords(N, C)
-		pp := b.buf(words) // the packed panels, 32-bit words kept in a float32 scratch
-		defer b.release(pp)
-		packed := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(*pp))), words)
-		bprepackPanels(packed, a16, C, true, N, C, 0, (N+bprepackPanel-1)/bprepackPanel)
+		packed, release := b.prepackB(a16, C, true, N, C)
+		defer release()
 		const amxRows = 32 // weight rows of one AMX tile pair
 		blocks := (OC + amxRows - 1) / amxRows
 		b.parallel(blocks, N*C*amxRows, func(lo, hi int) {
@@ -312,13 +309,8 @@ func (b *Backend) bf16Few(out []float32, ldo int, x []float32, w []uint16, N, C,
 		return
 	}
 	if nP := N / bprepackPanel * bprepackPanel; nP > 0 && bf16PanelRowsOK(C) {
-		words := bprepackWords(nP, C)
-		pp := b.buf(words) // the packed panels, 32-bit words kept in a float32 scratch
-		defer b.release(pp)
-		packed := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(*pp))), words)
-		b.parallel(nP/bprepackPanel, C*bprepackPanel, func(lo, hi int) {
-			bprepackPanels(packed, a16, C, true, nP, C, lo, hi)
-		})
+		packed, release := b.prepackB(a16, C, true, nP, C)
+		defer release()
 		const panelRows = 48 // weight rows a part: four tiles of 12
 		native := b.bkind != bf16Portable
 		blocks := (OC + panelRows - 1) / panelRows
@@ -338,6 +330,19 @@ func (b *Backend) bf16Few(out []float32, ldo int, x []float32, w []uint16, N, C,
 	})
 }
 
+// prepackB packs the whole of op(w) [k, n] (bprepackPanels: tB, w is [n,
+// k]) into a scratch of the backend, the panels split among the workers,
+// and returns it with the function that gives the scratch back.
+func (b *Backend) prepackB(w []uint16, ldb int, tB bool, n, k int) (pre []uint32, release func()) {
+	words := bprepackWords(n, k)
+	pp := b.buf(words) // 32-bit words kept in a float32 scratch
+	pre = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(*pp))), words)
+	b.parallel((n+bprepackPanel-1)/bprepackPanel, k*bprepackPanel, func(lo, hi int) {
+		bprepackPanels(pre, w, ldb, tB, n, k, lo, hi)
+	})
+	return pre, func() { b.release(pp) }
+}
+
 // bgemmRun runs the bfloat16 GEMM (Options.Compute = PrecisionBF16) on
 // c [m, n] (+)= bf16(a [m, k])·op(w), split over the workers as sgemm splits
 // (rows of a, or columns of op(w)); m, n, k > 0, beta 0 or 1. Split by
@@ -346,12 +351,8 @@ func (b *Backend) bf16Few(out []float32, ldo int, x []float32, w []uint16, N, C,
 // likewise for rounding a.
 func (b *Backend) bgemmRun(tB bool, m, n, k int, a []float32, lda int, w []uint16, ldb int, beta float32, c []float32, ldc int) {
 	if split, byRows := b.gemmSplit(b.splitB16, m, n, k); split && byRows {
-		words := bprepackWords(n, k)
-		pp := b.buf(words) // the packed panels, 32-bit words kept in a float32 scratch
-		defer b.release(pp)
-		pre := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(*pp))), words)
-		panels := (n + bprepackPanel - 1) / bprepackPanel
-		b.parallel(panels, k*bprepackPanel, func(lo, hi int) { bprepackPanels(pre, w, ldb, tB, n, k, lo, hi) })
+		pre, release := b.prepackB(w, ldb, tB, n, k)
+		defer release()
 		b.sgemmParts(b.splitB16, false, false, m, n, k, lda, 0, beta, c, ldc, func(m, n, ao, _, co int) {
 			bgemmPre(b.bkind, m, n, k, a[ao:], lda, pre, beta, c[co:], ldc)
 		})

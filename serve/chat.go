@@ -289,7 +289,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if req.Stream {
 		return s.chatStream(ctx, w, req, h, n, prompt, tm, id, created, modelName)
 	}
-	outs, err := s.collect(ctx, h, n)
+	outs, err := s.collect(ctx, h, n, modelName)
 	if err != nil {
 		return err
 	}
@@ -407,7 +407,7 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 		}
 		for _, ev := range evs {
 			if ev.Err != nil {
-				sse.sendError(genError(ctx, ev.Err))
+				sse.sendError(s.seqError(ctx, ev.Err, modelName))
 				return nil
 			}
 			if ev.Token >= 0 {

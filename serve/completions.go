@@ -107,7 +107,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	if req.Stream {
 		return s.completionStream(ctx, w, req, h, prompt, id, created, modelName)
 	}
-	outs, err := s.collect(ctx, h, n)
+	outs, err := s.collect(ctx, h, n, modelName)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, re
 		}
 		for _, ev := range evs {
 			if ev.Err != nil {
-				sse.sendError(genError(ctx, ev.Err))
+				sse.sendError(s.seqError(ctx, ev.Err, modelName))
 				return nil
 			}
 			ch := completionChoice{Index: ev.Choice, Text: ev.Text}

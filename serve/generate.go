@@ -20,7 +20,6 @@ type choiceOut struct {
 	lps    []float32
 	tops   [][]engine.TokenLogprob
 	finish string
-	err    error
 }
 
 func (c *choiceOut) add(ev engine.Event) {
@@ -32,9 +31,6 @@ func (c *choiceOut) add(ev engine.Event) {
 	c.text.WriteString(ev.Text)
 	if ev.Finish != "" {
 		c.finish = ev.Finish
-	}
-	if ev.Err != nil {
-		c.err = ev.Err
 	}
 }
 
@@ -159,8 +155,8 @@ func (s *Server) contextError(param string, tokens int, atLeast bool) error {
 func (s *Server) submit(ctx context.Context, req *engine.Request) (*engine.Handle, error) {
 	req.Ctx = ctx
 	if s.forceOutput != nil && req.Constraint == nil {
-		ids := s.forceOutput(req.Prompt)
-		req.Constraint = func(int) engine.Constraint { return &forced{ids: ids, eos: s.eosID()} }
+		prompt, eos := req.Prompt, s.eosID()
+		req.Constraint = func(choice int) engine.Constraint { return &forced{ids: s.forceOutput(prompt, choice), eos: eos} }
 	}
 	h, err := s.eng.Submit(req)
 	if err != nil {
@@ -176,8 +172,12 @@ func (s *Server) eosID() int32 {
 	return 0
 }
 
-// collect waits for every choice of h to finish.
-func (s *Server) collect(ctx context.Context, h *engine.Handle, n int) ([]choiceOut, error) {
+// collect waits for every choice of h to finish. A choice that fails
+// fails the whole request at once: the handler returns, its context ends,
+// and the engine drops the other choices at its next step instead of
+// generating answers nobody reads (a stream ends the same way). An RL
+// client wants the whole group or an error, not a group with a hole.
+func (s *Server) collect(ctx context.Context, h *engine.Handle, n int, model string) ([]choiceOut, error) {
 	outs := make([]choiceOut, n)
 	t0 := time.Now()
 	first := true
@@ -191,18 +191,59 @@ func (s *Server) collect(ctx context.Context, h *engine.Handle, n int) ([]choice
 				s.met.ttft(time.Since(t0))
 				first = false
 			}
+			if ev.Err != nil {
+				return nil, s.seqError(ctx, ev.Err, model)
+			}
 			outs[ev.Choice].add(ev)
 		}
 		if done {
 			break
 		}
 	}
-	for i := range outs {
-		if outs[i].err != nil {
-			return nil, genError(ctx, outs[i].err)
-		}
-	}
 	return outs, nil
+}
+
+// seqError maps the error that ended a sequence of model's to HTTP: a
+// sequence left with no token to choose by noCandidate, the rest by
+// genError.
+func (s *Server) seqError(ctx context.Context, err error, model string) error {
+	if errors.Is(err, engine.ErrNoCandidate) {
+		return s.noCandidate(err, model)
+	}
+	return genError(ctx, err)
+}
+
+// The codes of a sequence left with no token to choose
+// (engine.ErrNoCandidate), by cause.
+const (
+	codeLogitsNotFinite   = "logits_not_finite"
+	codeConstraintNoToken = "constraint_no_token"
+)
+
+// noCandidate is the 500 of a sequence of model's left with no token to
+// choose: a server-side fault that the same request cannot get past (the
+// same weights give the same NaN), named in words a user can act on. The
+// engine tells the model's cause (logits NaN, or −Inf everywhere: a
+// diverged adapter, or NaN in the weights) from a constraint's (its mask
+// left no token). Counted in /metrics by code and logged, since a
+// diverged adapter fails every request that uses it.
+func (s *Server) noCandidate(err error, model string) error {
+	var nc *engine.NoCandidateError
+	if !errors.As(err, &nc) {
+		nc = &engine.NoCandidateError{} // the bare sentinel: the model's cause
+	}
+	what := fmt.Sprintf("no token could be chosen for choice %d after %d generated tokens", nc.Choice, nc.Tokens)
+	e := &httpError{status: http.StatusInternalServerError, typ: "server_error", code: codeLogitsNotFinite,
+		msg: fmt.Sprintf("%s: model %q gave NaN or -Inf logits to every token. Its weights have likely diverged "+
+			"(an adapter from a training step that blew up) or hold NaN; serve an earlier adapter step, or check the model's weights", what, model)}
+	if nc.Constrained {
+		e.code = codeConstraintNoToken
+		e.msg = fmt.Sprintf("%s: the output constraint (response_format or tool_choice) left none for model %q: "+
+			"it allowed no token, or the model gave -Inf to every token it allowed", what, model)
+	}
+	s.met.noCandidate(e.code)
+	s.log.Error("a sequence had no token to choose", "model", model, "code", e.code, "choice", nc.Choice, "tokens", nc.Tokens)
+	return e
 }
 
 // genError maps a failed generation to HTTP: 504 past the deadline, 503
@@ -220,7 +261,8 @@ func genError(ctx context.Context, err error) error {
 }
 
 // forced is the test hook's constraint: it allows exactly the next token of
-// a fixed list, then the end-of-sequence token.
+// a fixed list, then the end-of-sequence token; an id outside the
+// vocabulary allows no token at all.
 type forced struct {
 	ids []int32
 	pos int

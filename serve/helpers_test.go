@@ -130,6 +130,12 @@ func (ts *testServer) get(t testing.TB, path string) (int, string) {
 // atomically (temporary name, then rename), as hone-train does.
 func writeStep(t testing.TB, modelDir, adaptersDir, run string, n int) {
 	t.Helper()
+	writeStepB(t, modelDir, adaptersDir, run, n, func(rng *rand.Rand) float32 { return float32(rng.NormFloat64()) })
+}
+
+// writeStepB is writeStep with every entry of B drawn by b.
+func writeStepB(t testing.TB, modelDir, adaptersDir, run string, n int, b func(rng *rand.Rand) float32) {
+	t.Helper()
 	m, err := model.Load(modelDir, ref.New())
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +151,7 @@ func writeStep(t testing.TB, modelDir, adaptersDir, run string, n int) {
 				continue
 			}
 			for i := range lr.B {
-				lr.B[i] = float32(rng.NormFloat64())
+				lr.B[i] = b(rng)
 			}
 		}
 	}

@@ -3,7 +3,9 @@ package serve
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -20,11 +22,16 @@ type metrics struct {
 	ttftC    []int64             // cumulative counts per bucket (+Inf last)
 	ttftSum  float64
 	ttftN    int64
+	// noCand counts requests ended by a sequence with no token to choose,
+	// by error code (Server.noCandidate): streamed ones too, whose status
+	// was 200 before they failed.
+	noCand map[string]int64
 }
 
 func newMetrics() *metrics {
 	b := []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
-	return &metrics{requests: map[[2]string]int64{}, ttftB: b, ttftC: make([]int64, len(b)+1)}
+	return &metrics{requests: map[[2]string]int64{}, ttftB: b, ttftC: make([]int64, len(b)+1),
+		noCand: map[string]int64{codeLogitsNotFinite: 0, codeConstraintNoToken: 0}}
 }
 
 func (m *metrics) request(endpoint string, status int) {
@@ -33,6 +40,12 @@ func (m *metrics) request(endpoint string, status int) {
 	}
 	m.mu.Lock()
 	m.requests[[2]string{endpoint, strconv.Itoa(status)}]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) noCandidate(code string) {
+	m.mu.Lock()
+	m.noCand[code]++
 	m.mu.Unlock()
 }
 
@@ -74,6 +87,11 @@ func (s *Server) writeMetrics(w io.Writer) {
 	})
 	for _, k := range keys {
 		fmt.Fprintf(w, "hone_serve_requests_total{endpoint=%q,status=%q} %d\n", k[0], k[1], m.requests[k])
+	}
+	fmt.Fprintln(w, "# HELP hone_serve_no_token_errors_total Requests failed because a sequence had no token to choose, by code: logits_not_finite (the model's logits were NaN or -Inf everywhere, as from a diverged adapter), constraint_no_token (the output constraint left none).")
+	fmt.Fprintln(w, "# TYPE hone_serve_no_token_errors_total counter")
+	for _, code := range slices.Sorted(maps.Keys(m.noCand)) {
+		fmt.Fprintf(w, "hone_serve_no_token_errors_total{code=%q} %d\n", code, m.noCand[code])
 	}
 	gauge := func(name, help string, v any, typ string) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %v\n", name, help, name, typ, name, v)

@@ -51,8 +51,9 @@ type Server struct {
 	scoreMu  sync.Mutex // one prompt-scoring forward at a time
 
 	// forceOutput, when set (tests), makes every generation follow the
-	// returned tokens (then end of sequence) through the Constraint seam.
-	forceOutput func(prompt []int32) []int32
+	// returned tokens of its choice (then end of sequence) through the
+	// Constraint seam.
+	forceOutput func(prompt []int32, choice int) []int32
 }
 
 // NewServer loads the model folder and adapters of o onto o.Backend.

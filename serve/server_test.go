@@ -438,7 +438,7 @@ func TestToolCallsForcedOutput(t *testing.T) {
 </tool_call>`
 	ts := startServer(t, Options{Model: dir}, func(s *Server) {
 		ids := toInt32(s.tok.Encode(out, false))
-		s.forceOutput = func([]int32) []int32 { return ids }
+		s.forceOutput = func([]int32, int) []int32 { return ids }
 	})
 	p := chatParams("tiny", 1, 200)
 	p.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{

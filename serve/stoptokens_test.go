@@ -23,7 +23,7 @@ func TestLlama32EndOfTextEndsTheTurn(t *testing.T) {
 	dir := mt.Llama32(t)
 	sampled := append(mt.Tokens("Hello"), mt.EndOfText)
 	ts := startServer(t, Options{Model: dir, ServedModelName: "llama32"}, func(s *Server) {
-		s.forceOutput = func([]int32) []int32 { return sampled }
+		s.forceOutput = func([]int32, int) []int32 { return sampled }
 	})
 	status, body := ts.post(t, "/v1/chat/completions",
 		`{"model": "llama32", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 20, "return_token_ids": true}`)

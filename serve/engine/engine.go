@@ -31,6 +31,32 @@ var (
 // answer a fixed token.
 var ErrNoCandidate = errors.New("engine: no token to choose: every logit is NaN or -Inf")
 
+// NoCandidateError is the error of a sequence ended for want of a
+// candidate (errors.Is(err, ErrNoCandidate)), with what the engine can tell
+// of the cause at no cost to the steps that choose a token: Constrained
+// when a constraint was in play and its mask left −Inf everywhere (it
+// allowed no token, or the model gave −Inf to every token it allowed);
+// otherwise the model's own logits had no candidate (NaN, or −Inf
+// everywhere): its numerics blew up, as with a diverged adapter. A
+// device's choice (kernels.RowChooser) never runs under a constraint, and
+// tells NaN from −Inf no more than this does.
+type NoCandidateError struct {
+	Choice      int  // the sequence's choice index
+	Tokens      int  // tokens it had generated before
+	Constrained bool // the constraint's mask left no candidate
+}
+
+func (e *NoCandidateError) Error() string {
+	why := "the model's logits"
+	if e.Constrained {
+		why = "the constraint's mask"
+	}
+	return fmt.Sprintf("%v (%s; choice %d after %d tokens)", ErrNoCandidate, why, e.Choice, e.Tokens)
+}
+
+// Is makes errors.Is(err, ErrNoCandidate) hold.
+func (e *NoCandidateError) Is(target error) bool { return target == ErrNoCandidate }
+
 // DefaultKeepBytes caps the kept rows of prefix caching when the KV cache
 // has no budget: without one, nothing else would ever evict them.
 const DefaultKeepBytes = 1 << 30
@@ -803,6 +829,9 @@ type picked struct {
 	id  int32
 	lp  float32
 	top []TokenLogprob
+	// constrained: id is −1 and a constraint's mask left no candidate
+	// (NoCandidateError.Constrained).
+	constrained bool
 }
 
 // pickMinWork is the number of logits below which pickAll samples on the
@@ -845,6 +874,14 @@ func (j *pickJob) pickOne() {
 		return
 	}
 	j.pick.id, j.pick.lp, j.pick.top = j.s.smp.pick(j.row, j.s.cons)
+	if j.pick.id < 0 && j.s.cons != nil {
+		// pick masks the row in place, and choose writes nothing to a row
+		// in which it finds no candidate: a NaN left there is a token the
+		// constraint allowed and the model gave NaN, the model's fault;
+		// −Inf everywhere is the constraint's (it allowed nothing the
+		// model could choose). Scanned only on this rare path.
+		j.pick.constrained = !slices.ContainsFunc(j.row, func(v float32) bool { return v != v })
+	}
 }
 
 // emit records the token picked for s and reports it.
@@ -855,7 +892,7 @@ func (e *Engine) emit(s *sequence, pk picked) {
 	p := &s.rs.r.Params
 	id, lp, top := pk.id, pk.lp, pk.top
 	if id < 0 {
-		e.finish(s, Event{Token: -1, Err: ErrNoCandidate})
+		e.finish(s, Event{Token: -1, Err: &NoCandidateError{Choice: s.choice, Tokens: len(s.out), Constrained: pk.constrained}})
 		return
 	}
 	if s.cons != nil {

@@ -169,11 +169,13 @@ func (maskNaN) Mask(l []float32) {
 }
 func (maskNaN) Accept(int32) error { return nil }
 
-// TestNoCandidate: a sequence whose row has no candidate (every logit NaN)
-// ends with ErrNoCandidate and no token, through the host's sampler (a
-// constraint's mask) and through a device's choice (the backend's rows
-// turned to NaN), while a request beside it in the same batch, on the
-// other path, completes.
+// TestNoCandidate: a sequence whose row has no candidate ends with a
+// NoCandidateError (errors.Is ErrNoCandidate) naming its choice, the
+// tokens it had and the cause, and no token: through the host's sampler
+// (a constraint's mask that leaves NaN, the model's cause; one that
+// allows nothing, after two tokens it allowed, the constraint's) and
+// through a device's choice (the backend's rows turned to NaN), while a
+// request beside it in the same batch, on the other path, completes.
 func TestNoCandidate(t *testing.T) {
 	dir := filepath.Join("..", "testdata", "tiny")
 	tok, err := tokenizer.Load(dir)
@@ -181,9 +183,19 @@ func TestNoCandidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt := []int32{104, 101, 108, 108, 111}
-	for _, onDevice := range []bool{false, true} {
+	for _, c := range []struct {
+		name        string
+		onDevice    bool
+		cons        func(int) Constraint
+		tokens      int
+		constrained bool
+	}{
+		{"device, NaN rows", true, nil, 0, false},
+		{"host, NaN mask", false, func(int) Constraint { return maskNaN{} }, 0, false},
+		{"host, mask of nothing", false, func(int) Constraint { return &allowThen{ids: []int32{'a', 'b'}} }, 2, true},
+	} {
 		var be kernels.Backend = ref.New()
-		if onDevice {
+		if c.onDevice {
 			be = nanChooser{&residentChooser{hostRows: &hostRows{ResidentBackend: kerneltest.Resident(ref.New())}}}
 		}
 		m, err := model.Load(dir, be)
@@ -191,12 +203,10 @@ func TestNoCandidate(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := New(m, Config{Tokenizer: tok, PrefillTokens: 8, EOS: []int32{258}})
-		bad := &Request{Prompt: prompt, N: 1, Params: Params{MaxTokens: 4, Logprobs: true, IgnoreEOS: true}}
+		bad := &Request{Prompt: prompt, N: 1, Params: Params{MaxTokens: 4, Logprobs: true, IgnoreEOS: true}, Constraint: c.cons}
 		good := &Request{Prompt: prompt, N: 1, Params: Params{MaxTokens: 4, Logprobs: true, IgnoreEOS: true}}
-		if onDevice {
+		if c.onDevice {
 			good.Constraint = func(int) Constraint { return maskTo{'x'} } // the host's sampler
-		} else {
-			bad.Constraint = func(int) Constraint { return maskNaN{} }
 		}
 		hb, err := e.Submit(bad)
 		if err != nil {
@@ -223,15 +233,37 @@ func TestNoCandidate(t *testing.T) {
 				}
 			}
 		}
-		if !errors.Is(got, ErrNoCandidate) || tokens != 0 {
-			t.Errorf("device %v: %d tokens, error %v; want none and ErrNoCandidate", onDevice, tokens, got)
+		var nc *NoCandidateError
+		if !errors.Is(got, ErrNoCandidate) || !errors.As(got, &nc) || tokens != c.tokens {
+			t.Errorf("%s: %d tokens, error %v; want %d and ErrNoCandidate", c.name, tokens, got, c.tokens)
+		} else if *nc != (NoCandidateError{Choice: 0, Tokens: c.tokens, Constrained: c.constrained}) {
+			t.Errorf("%s: %+v, want %d tokens, constrained %v", c.name, *nc, c.tokens, c.constrained)
 		}
 		if res := wait(t, hg, 1); len(res[0].ids) != 4 || res[0].finish != "length" {
-			t.Errorf("device %v: the request beside it gave %v (%s), want 4 tokens", onDevice, res[0].ids, res[0].finish)
+			t.Errorf("%s: the request beside it gave %v (%s), want 4 tokens", c.name, res[0].ids, res[0].finish)
 		}
 		if err := e.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		m.Close()
 	}
+}
+
+// allowThen is a constraint that allows ids in turn, then no token at all.
+type allowThen struct {
+	ids []int32
+	pos int
+}
+
+func (c *allowThen) Mask(l []float32) {
+	for i := range l {
+		if c.pos >= len(c.ids) || int32(i) != c.ids[c.pos] {
+			l[i] = float32(math.Inf(-1))
+		}
+	}
+}
+
+func (c *allowThen) Accept(int32) error {
+	c.pos++
+	return nil
 }

@@ -1,0 +1,274 @@
+package serve
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/hone-rl/hone/format/safetensors"
+	"github.com/hone-rl/hone/internal/waitfor"
+)
+
+// divergedB draws the B entries of a diverged adapter step: ±3e38, finite
+// (so the loader's check for NaN and Inf passes, as it would for a step
+// whose weights grew huge before turning NaN), and large enough that the
+// first forward overflows: every logit of the tiny model is NaN.
+func divergedB(rng *rand.Rand) float32 {
+	if rng.IntN(2) == 0 {
+		return -3e38
+	}
+	return 3e38
+}
+
+// wantAPIError checks that err is the OpenAI error hone-serve answers a
+// sequence left with no token to choose: 500, type server_error, code, and
+// a message holding every one of words.
+func wantAPIError(t *testing.T, what string, err error, code string, words ...string) {
+	t.Helper()
+	var ae *openai.Error
+	if !errors.As(err, &ae) {
+		t.Fatalf("%s: error %v, want an API error", what, err)
+	}
+	if ae.StatusCode != 500 || ae.Type != "server_error" || ae.Code != code {
+		t.Errorf("%s: status %d type %q code %q, want 500 server_error %s", what, ae.StatusCode, ae.Type, ae.Code, code)
+	}
+	for _, w := range words {
+		if !strings.Contains(ae.Message, w) {
+			t.Errorf("%s: message %q does not say %q", what, ae.Message, w)
+		}
+	}
+}
+
+// wantStreamError checks that a stream read with openai-go ends in the
+// error event hone-serve sends mid-stream, with code and words in it.
+func wantStreamError(t *testing.T, what string, err error, code string, words ...string) {
+	t.Helper()
+	var se *ssestream.StreamError
+	if !errors.As(err, &se) {
+		t.Fatalf("%s: stream error %v, want openai-go's StreamError", what, err)
+	}
+	var ev errorBody
+	if err := json.Unmarshal(se.Event.Data, &ev); err != nil {
+		t.Fatalf("%s: error event %s: %v", what, se.Event.Data, err)
+	}
+	if ev.Error.Type != "server_error" || ev.Error.Code != code {
+		t.Errorf("%s: error event %s, want type server_error code %s", what, se.Event.Data, code)
+	}
+	if !strings.Contains(se.Error(), code) || !strings.Contains(se.Error(), "no token could be chosen") {
+		t.Errorf("%s: error %q does not carry the event's", what, se.Error())
+	}
+	for _, w := range words {
+		if !strings.Contains(ev.Error.Message, w) {
+			t.Errorf("%s: error event %s does not say %q", what, se.Event.Data, w)
+		}
+	}
+}
+
+// metricValue is the value of a /metrics line that starts with series.
+func metricValue(t *testing.T, ts *testServer, series string) string {
+	t.Helper()
+	_, body := ts.get(t, "/metrics")
+	for line := range strings.SplitSeq(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("/metrics has no %s:\n%s", series, body)
+	return ""
+}
+
+// TestDivergedAdapter: a training step whose LoRA weights diverged
+// (finite, so the adapter loader takes it, but huge) is hot-reloaded, and
+// every logit of the model under it is NaN. Every request on it fails with
+// a 500 that says so and what to do (code logits_not_finite), through the
+// official client, for chat and completions, non-streamed and streamed
+// (there, after the 200 and the first chunk, as an error event that
+// openai-go's stream reader returns as its error), n > 1 included; the
+// earlier step still serves; /metrics counts the failures. A step holding
+// NaN is refused by the loader (serve/adapters' TestNonFiniteRefused),
+// so the previous step keeps serving: this one names the diverged step.
+func TestDivergedAdapter(t *testing.T) {
+	dir := tinyDir(t)
+	adir := t.TempDir()
+	writeStep(t, dir, adir, "r1", 1)
+	var log waitfor.Buffer
+	ts := startServer(t, Options{Model: dir, Adapters: adir, PollInterval: 10 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(&log, nil))}, nil)
+	ctx := context.Background()
+	if _, err := ts.client.Chat.Completions.New(ctx, chatParams("r1", 1, 4)); err != nil {
+		t.Fatalf("step 1: %v", err)
+	}
+	writeStepB(t, dir, adir, "r1", 2, divergedB)
+	if !waitfor.Within(20*time.Second, func() bool {
+		_, err := ts.client.Chat.Completions.New(ctx, chatParams("r1", 1, 4))
+		return err != nil
+	}) {
+		t.Fatalf("the diverged step 2 was not served within 20 s; log:\n%s", log.String())
+	}
+	words := []string{`"r1@2"`, "NaN", "diverged", "earlier adapter step", "choice 0 after 0 generated tokens"}
+	const series = `hone_serve_no_token_errors_total{code="logits_not_finite"}`
+	var before int
+	fmt.Sscan(metricValue(t, ts, series), &before) // the failures while waiting for step 2
+
+	_, err := ts.client.Chat.Completions.New(ctx, chatParams("r1", 1, 4))
+	wantAPIError(t, "chat", err, codeLogitsNotFinite, words...)
+	p := chatParams("r1", 1, 4)
+	p.N = openai.Int(3)
+	_, err = ts.client.Chat.Completions.New(ctx, p)
+	wantAPIError(t, "chat, n 3", err, codeLogitsNotFinite, `"r1@2"`, "NaN")
+	_, err = ts.client.Completions.New(ctx, openai.CompletionNewParams{Model: "r1",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("hello")}, MaxTokens: openai.Int(4)})
+	wantAPIError(t, "completions", err, codeLogitsNotFinite, words...)
+
+	// The body as a client without the SDK reads it: OpenAI's error shape.
+	status, body := ts.post(t, "/v1/chat/completions", `{"model":"r1","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`)
+	var eb struct {
+		Error map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &eb); err != nil || status != 500 || eb.Error["type"] != "server_error" ||
+		eb.Error["code"] != codeLogitsNotFinite || eb.Error["param"] != nil || !strings.Contains(fmt.Sprint(eb.Error["message"]), "NaN") {
+		t.Errorf("raw answer %d %s", status, body)
+	}
+
+	cs := ts.client.Chat.Completions.NewStreaming(ctx, chatParams("r1", 1, 4))
+	chunks := 0
+	for cs.Next() {
+		chunks++
+	}
+	wantStreamError(t, "chat stream", cs.Err(), codeLogitsNotFinite, words...)
+	if chunks != 1 {
+		t.Errorf("chat stream: %d chunks before the error, want the first (the role's)", chunks)
+	}
+	ps := ts.client.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: "r1",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("hello")}, MaxTokens: openai.Int(4)})
+	for ps.Next() {
+		t.Errorf("completion stream: a chunk %+v before the error", ps.Current())
+	}
+	wantStreamError(t, "completion stream", ps.Err(), codeLogitsNotFinite, words...)
+
+	if _, err := ts.client.Chat.Completions.New(ctx, chatParams("r1@1", 1, 4)); err != nil {
+		t.Errorf("step 1 after step 2 diverged: %v", err)
+	}
+	if v := metricValue(t, ts, series); v != fmt.Sprint(before+6) {
+		t.Errorf("logits_not_finite counted %s times, want %d", v, before+6)
+	}
+	if v := metricValue(t, ts, `hone_serve_no_token_errors_total{code="constraint_no_token"}`); v != "0" {
+		t.Errorf("constraint_no_token counted %s times, want 0", v)
+	}
+	if !strings.Contains(log.String(), "a sequence had no token to choose") || !strings.Contains(log.String(), "model=r1@2") {
+		t.Errorf("the failure is not logged with its model:\n%s", log.String())
+	}
+}
+
+// nanModelDir copies the tiny model folder with a NaN in its final norm's
+// weights, as a broken checkpoint could hold: every logit is then NaN.
+func nanModelDir(t *testing.T) string {
+	t.Helper()
+	src, dst := tinyDir(t), filepath.Join(t.TempDir(), "tiny-nan")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dst, "model.safetensors")
+	f, err := safetensors.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, ok := f.Info("model.norm.weight")
+	f.Close()
+	if !ok || info.DType != safetensors.F32 {
+		t.Fatalf("model.norm.weight: %+v", info)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := 8 + int64(binary.LittleEndian.Uint64(b)) // the data area follows the header
+	binary.LittleEndian.PutUint32(b[data+info.Begin:], math.Float32bits(float32(math.NaN())))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestNaNBaseWeights: a base model whose weights hold NaN is served (the
+// folder is trusted operator input, and checking every weight would add
+// to the start of a large model, as vLLM does not either), and its
+// requests fail with the same 500 as a diverged adapter's.
+func TestNaNBaseWeights(t *testing.T) {
+	ts := startServer(t, Options{Model: nanModelDir(t), ServedModelName: "broken"}, nil)
+	if status, _ := ts.get(t, "/health"); status != 200 {
+		t.Fatalf("health %d", status)
+	}
+	_, err := ts.client.Chat.Completions.New(context.Background(), chatParams("broken", 1, 4))
+	wantAPIError(t, "chat", err, codeLogitsNotFinite, `model "broken"`, "NaN", "check the model's weights")
+}
+
+// TestConstraintNoToken: an output constraint that leaves no token (here
+// the test hook's, allowing choice 1 three tokens and then none) fails the
+// request with a 500 of code constraint_no_token naming the choice and
+// the tokens before; the other choice, which would run for 2000 tokens,
+// is dropped at once rather than generated for nothing. Streamed, the
+// three tokens arrive before the error event.
+func TestConstraintNoToken(t *testing.T) {
+	const long = 2000
+	ts := startServer(t, Options{Model: tinyDir(t)}, func(s *Server) {
+		s.forceOutput = func(_ []int32, choice int) []int32 {
+			if choice == 1 {
+				return []int32{'a', 'b', 'c', -1}
+			}
+			ids := make([]int32, long)
+			for i := range ids {
+				ids[i] = 'x'
+			}
+			return ids
+		}
+	})
+	ctx := context.Background()
+	words := []string{"choice 1 after 3 generated tokens", "output constraint", `model "tiny"`}
+	p := chatParams("tiny", 1, long)
+	p.N = openai.Int(2)
+	t0 := time.Now()
+	_, err := ts.client.Chat.Completions.New(ctx, p)
+	took := time.Since(t0)
+	wantAPIError(t, "chat, n 2", err, codeConstraintNoToken, words...)
+	eng := ts.s.Engine()
+	if !waitfor.Within(20*time.Second, func() bool { return eng.Stats().Running == 0 }) {
+		t.Fatalf("choice 0 still runs after the request failed")
+	}
+	// Choice 0 ran beside choice 1 for its 4 steps, and a few more until
+	// the engine saw the request gone; not for its 2000 tokens.
+	if gen := eng.Stats().GenTokens; gen > long/4 {
+		t.Errorf("%d tokens generated after the failure of choice 1 (in %v), want the other choice dropped", gen, took)
+	}
+
+	p.N = openai.Int(2)
+	cs := ts.client.Chat.Completions.NewStreaming(ctx, p)
+	var text strings.Builder
+	for cs.Next() {
+		for _, ch := range cs.Current().Choices {
+			if ch.Index == 1 {
+				text.WriteString(ch.Delta.Content)
+			}
+		}
+	}
+	wantStreamError(t, "chat stream", cs.Err(), codeConstraintNoToken, words...)
+	if text.String() != "abc" {
+		t.Errorf("choice 1 streamed %q before the error, want abc", text.String())
+	}
+	if v := metricValue(t, ts, `hone_serve_no_token_errors_total{code="constraint_no_token"}`); v != "2" {
+		t.Errorf("constraint_no_token counted %s times, want 2", v)
+	}
+}

@@ -4,9 +4,11 @@
 // environment (package env and its subpackages) with env.Play, asks the
 // policy's OpenAI-compatible endpoint for every assistant turn (Model:
 // logprobs and vLLM's return_token_ids, retries with backoff for 429, 5xx,
-// timeouts and broken connections) or lets the environment's scripted
-// policy play, and writes whole groups in scenario order to a Parquet
-// trajectory file. A failed episode is a row with Error set; a stop writes
+// timeouts and broken connections, but not for hone-serve's 500s that the
+// same request cannot get past, NaN logits from a diverged adapter among
+// them; a failed call's error carries the server's message) or lets the
+// environment's scripted policy play, and writes whole groups in scenario
+// order to a Parquet trajectory file. A failed episode is a row with Error set; a stop writes
 // every finished group and nothing partial. GenerateTasks (hone-collect
 // scenarios) has a model write MCP tasks, as ART's generate_scenarios.
 //

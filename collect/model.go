@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -173,22 +174,61 @@ func encodeRequest(r *chatRequest) ([]byte, error) {
 
 // callError is a failed attempt with what decides a retry.
 type callError struct {
-	status  int // HTTP status, 0 when none came back
+	status  int    // HTTP status, 0 when none came back
+	code    string // the error body's code, when the server sent one
 	timeout bool
+	msg     string // what Error says, when not err's text
 	err     error
 }
 
-func (e *callError) Error() string { return e.err.Error() }
+func (e *callError) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return e.err.Error()
+}
 func (e *callError) Unwrap() error { return e.err }
 
+// finalCodes are the error codes of 5xx answers that asking again cannot
+// get past: hone-serve's for a sequence left with no token to choose (the
+// model's logits NaN, as from a diverged adapter, or a constraint that
+// allowed nothing). The same request meets the same weights and the same
+// seed, so retries would only spend the backoff (seconds) of every turn of
+// every episode before the episode fails anyway.
+var finalCodes = map[string]bool{"logits_not_finite": true, "constraint_no_token": true}
+
 // retryable: a timeout or a broken connection (no status), or a status
-// worth asking again (retry.Status).
+// worth asking again (retry.Status) unless its code says it is final.
 func retryable(err error) bool {
 	var ce *callError
 	if !errors.As(err, &ce) {
 		return false
 	}
-	return ce.status == 0 || retry.Status(ce.status)
+	return ce.status == 0 || retry.Status(ce.status) && !finalCodes[ce.code]
+}
+
+// maxErrorMessage caps the server's error message an episode's error
+// carries, so that a server answering a long text cannot swell every row.
+const maxErrorMessage = 1000
+
+// apiCallError is the failed attempt of an answer with an error status: it
+// says the status, the code and the server's message (openai-go's own
+// text says only the status), so that an episode's error reads, say,
+// "HTTP 500 logits_not_finite: ... gave NaN or -Inf logits ...".
+func apiCallError(apiErr *openai.Error, err error) *callError {
+	msg := fmt.Sprintf("HTTP %d", apiErr.StatusCode)
+	if apiErr.Code != "" {
+		msg += " " + apiErr.Code
+	}
+	if m := strings.TrimSpace(apiErr.Message); m != "" {
+		if len(m) > maxErrorMessage {
+			m = strings.ToValidUTF8(m[:maxErrorMessage], "") + "…"
+		}
+		msg += ": " + m
+	} else {
+		msg += ": " + err.Error()
+	}
+	return &callError{status: apiErr.StatusCode, code: apiErr.Code, msg: msg, err: err}
 }
 
 // once sends the body through the openai-go client (base URL, key, error
@@ -210,7 +250,7 @@ func (m *Model) once(ctx context.Context, body []byte) (trajectory.Message, erro
 		var apiErr *openai.Error
 		switch {
 		case errors.As(err, &apiErr):
-			return trajectory.Message{}, &callError{status: apiErr.StatusCode, err: fmt.Errorf("HTTP %d: %w", apiErr.StatusCode, err)}
+			return trajectory.Message{}, apiCallError(apiErr, err)
 		case ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded):
 			return trajectory.Message{}, &callError{timeout: true, err: fmt.Errorf("no answer within %v", m.o.RequestTimeout)}
 		case ctx.Err() != nil:

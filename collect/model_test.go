@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
 
 	"github.com/hone-rl/hone/collect"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -89,5 +94,50 @@ func TestModelRefusesABadToolUnsent(t *testing.T) {
 	_, err := m.Complete(context.Background(), []trajectory.Message{{Role: "user", Content: "hi"}}, []trajectory.Tool{{Name: "broken", Parameters: "{"}}, 1)
 	if err == nil || err.Error() != `tool "broken": parameters are not valid JSON` || asked.Load() {
 		t.Errorf("error %v, request sent %v", err, asked.Load())
+	}
+}
+
+// An error answer's message reaches the call's error (openai-go's own
+// text says only the status), cut at a bound; a 5xx is retried unless
+// its code is one of hone-serve's for a sequence left with no token to
+// choose (NaN logits from a diverged adapter, a constraint that allowed
+// nothing), which the same request cannot get past.
+func TestModelErrorAnswers(t *testing.T) {
+	long := "a" + strings.Repeat("é", 2000) // the cut falls inside an é, which is dropped
+	for _, c := range []struct {
+		name, body string
+		status     int
+		calls      int64
+		want       string
+	}{
+		{"NaN logits", `{"error":{"message":"no token could be chosen: model \"r1@2\" gave NaN or -Inf logits","type":"server_error","param":null,"code":"logits_not_finite"}}`,
+			500, 1, `HTTP 500 logits_not_finite: no token could be chosen: model "r1@2" gave NaN or -Inf logits`},
+		{"constraint", `{"error":{"message":"the output constraint left none","type":"server_error","code":"constraint_no_token"}}`,
+			500, 1, `HTTP 500 constraint_no_token: the output constraint left none`},
+		{"other 500", `{"error":{"message":"out of memory","type":"server_error","code":null}}`, 500, 4, "HTTP 500: out of memory"},
+		{"503 with the code", `{"error":{"message":"x","code":"logits_not_finite"}}`, 503, 1, "HTTP 503 logits_not_finite: x"},
+		{"no message", `{}`, 502, 4, "HTTP 502: OpenAI API error: 502 Bad Gateway"},
+		{"404", `{"error":{"message":"the model \"m\" does not exist","code":"model_not_found"}}`, 404, 1, `HTTP 404 model_not_found: the model "m" does not exist`},
+		{"long message", `{"error":{"message":"` + long + `"}}`, 500, 4, "HTTP 500: " + long[:999] + "…"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var calls atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(c.status)
+				io.WriteString(w, c.body)
+			}))
+			defer srv.Close()
+			m := collect.NewModel(collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "m", Retries: 3, Backoff: time.Millisecond})
+			_, err := m.Complete(context.Background(), []trajectory.Message{{Role: "user", Content: "hi"}}, nil, 1)
+			if err == nil || err.Error() != c.want || calls.Load() != c.calls {
+				t.Errorf("error %v after %d calls, want %q after %d", err, calls.Load(), c.want, c.calls)
+			}
+			var ae *openai.Error
+			if !errors.As(err, &ae) || ae.StatusCode != c.status {
+				t.Errorf("error %v does not wrap openai-go's of status %d", err, c.status)
+			}
+		})
 	}
 }

@@ -31,8 +31,10 @@ Run 'hone-collect COMMAND --help' for a command's flags and example.
 Each assistant turn records the sampled token ids and logprobs (the server
 is asked for logprobs and vLLM's return_token_ids), the model that
 answered, the finish reason and the latency. Model calls are retried on
-429, 5xx, timeouts and broken connections; an episode that still fails is
-a row with its error set.
+429, 5xx, timeouts and broken connections, except hone-serve's 500s that
+no retry can pass (logits_not_finite: the model's logits were NaN, as
+from a diverged adapter; constraint_no_token); an episode that still
+fails is a row with its error set, the server's message included.
 
 Examples:
   hone-collect --env guess --groups 16 -G 8 --model myrun \

@@ -206,6 +206,24 @@ func (s *Server) scorePrompt(ctx context.Context, prompt []int32, ad *model.Adap
 	return lp, tops, nil
 }
 
+// chunkLogprobs are the logprobs of a streamed completion chunk of one
+// token, written as the whole answer writes them: wireLogprob's values
+// (−Inf and NaN, from a row holding +Inf or NaN, would fail the chunk's
+// encoding, and the chunk would be lost), and of top alternatives whose
+// text is the same, the best.
+func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob) *completionLogprobs {
+	t, _ := s.tokenString(id)
+	v := wireLogprob(lp)
+	m := map[string]float32{}
+	for _, tl := range top {
+		tt, _ := s.tokenString(tl.ID)
+		if _, ok := m[tt]; !ok {
+			m[tt] = wireLogprob(tl.Logprob)
+		}
+	}
+	return &completionLogprobs{Tokens: []string{t}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{m}, TextOffset: []int{0}}
+}
+
 // completionStream writes completion chunks as server-sent events.
 func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, req *completionRequest, h *engine.Handle, prompt []int32, id string, created int64, modelName string) error {
 	sse := newSSE(w)
@@ -229,14 +247,7 @@ func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, re
 					ch.TokenIDs = []int32{ev.Token}
 				}
 				if req.Logprobs != nil {
-					t, _ := s.tokenString(ev.Token)
-					v := ev.Logprob
-					m := map[string]float32{}
-					for _, tl := range ev.Top {
-						tt, _ := s.tokenString(tl.ID)
-						m[tt] = tl.Logprob
-					}
-					ch.Logprobs = &completionLogprobs{Tokens: []string{t}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{m}, TextOffset: []int{0}}
+					ch.Logprobs = s.chunkLogprobs(ev.Token, ev.Logprob, ev.Top)
 				}
 			}
 			if req.ReturnTokenIDs && firstChunk {

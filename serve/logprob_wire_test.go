@@ -41,3 +41,20 @@ func TestTokenLogprobsNotFinite(t *testing.T) {
 		t.Errorf("%d logprobs written as −9999, want 3: %s", got, b)
 	}
 }
+
+// TestChunkLogprobsNotFinite: the same for a streamed completion's chunk,
+// which wrote the values as they came, so that json.Marshal failed on
+// −Inf and the chunk was lost; and of two top alternatives with the same
+// text (two ids of one string) it kept the worse.
+func TestChunkLogprobsNotFinite(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
+	inf := float32(math.Inf(1))
+	lp := ts.s.chunkLogprobs(104, float32(math.NaN()), []engine.TokenLogprob{{ID: 104, Logprob: -1}, {ID: 105, Logprob: -inf}, {ID: 104, Logprob: -2}})
+	b, err := json.Marshal(completionResponse{Choices: []completionChoice{{Logprobs: lp}}})
+	if err != nil {
+		t.Fatalf("a chunk's logprobs with −Inf and NaN do not encode: %v", err)
+	}
+	if *lp.TokenLogprobs[0] != -9999 || len(lp.TopLogprobs[0]) != 2 || lp.TopLogprobs[0]["h"] != -1 || lp.TopLogprobs[0]["i"] != -9999 {
+		t.Errorf("chunk logprobs %s", b)
+	}
+}

@@ -13,7 +13,11 @@
 //
 // Errors use OpenAI's error object: 400 bad request, 401 wrong or missing
 // API key, 404 unknown model, 413 body too large, 429 queue full, 503
-// shutting down, 504 past the request deadline. A 429 carries
+// shutting down, 504 past the request deadline; 500 with code
+// logits_not_finite or constraint_no_token for a sequence left with no
+// token to choose (Server.noCandidate: the model's logits NaN, as from a
+// diverged adapter, or a constraint that allowed nothing), sent mid-stream
+// as an error event like every error after a stream's 200. A 429 carries
 // Retry-After: 1 (a place in the queue frees within a decoding step or
 // two), a 503 Retry-After: 5 (the server is being restarted or replaced).
 // A 400 names the JSON field at fault with its array indices and says which

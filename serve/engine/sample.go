@@ -33,7 +33,8 @@ type Constraint interface {
 	// Mask sets logits[id] to -Inf for every token id that cannot come
 	// next. It must leave at least one finite entry (an end-of-sequence
 	// token once the output is complete); a row left with none ends the
-	// sequence with ErrNoCandidate.
+	// sequence with ErrNoCandidate (a NoCandidateError, Constrained unless
+	// a NaN the mask left shows the model at fault).
 	Mask(logits []float32)
 	// Accept records that id was chosen.
 	Accept(id int32) error

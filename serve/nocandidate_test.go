@@ -96,7 +96,8 @@ func metricValue(t *testing.T, ts *testServer, series string) string {
 // a 500 that says so and what to do (code logits_not_finite), through the
 // official client, for chat and completions, non-streamed and streamed
 // (there, after the 200 and the first chunk, as an error event that
-// openai-go's stream reader returns as its error), n > 1 included; the
+// openai-go's stream reader returns as its error), n > 1 included, and
+// in OpenAI's error shape on the wire; the
 // earlier step still serves; /metrics counts the failures. A step holding
 // NaN is refused by the loader (serve/adapters' TestNonFiniteRefused),
 // so the previous step keeps serving: this one names the diverged step.
@@ -143,6 +144,15 @@ func TestDivergedAdapter(t *testing.T) {
 		t.Errorf("raw answer %d %s", status, body)
 	}
 
+	// Streamed, as OpenAI and vLLM end a stream that fails after its 200:
+	// an event holding the same error object, then [DONE].
+	status, body = ts.post(t, "/v1/chat/completions", `{"model":"r1","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":true}`)
+	events := strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n")
+	if n := len(events); status != 200 || n < 3 || events[n-1] != "data: [DONE]" || !strings.HasPrefix(events[n-2], `data: {"error":{"message":"no token could be chosen`) ||
+		!strings.HasSuffix(events[n-2], `"type":"server_error","param":null,"code":"logits_not_finite"}}`) {
+		t.Errorf("raw stream %d:\n%s", status, body)
+	}
+
 	cs := ts.client.Chat.Completions.NewStreaming(ctx, chatParams("r1", 1, 4))
 	chunks := 0
 	for cs.Next() {
@@ -162,8 +172,8 @@ func TestDivergedAdapter(t *testing.T) {
 	if _, err := ts.client.Chat.Completions.New(ctx, chatParams("r1@1", 1, 4)); err != nil {
 		t.Errorf("step 1 after step 2 diverged: %v", err)
 	}
-	if v := metricValue(t, ts, series); v != fmt.Sprint(before+6) {
-		t.Errorf("logits_not_finite counted %s times, want %d", v, before+6)
+	if v := metricValue(t, ts, series); v != fmt.Sprint(before+7) {
+		t.Errorf("logits_not_finite counted %s times, want %d", v, before+7)
 	}
 	if v := metricValue(t, ts, `hone_serve_no_token_errors_total{code="constraint_no_token"}`); v != "0" {
 		t.Errorf("constraint_no_token counted %s times, want 0", v)

@@ -225,24 +225,32 @@ const (
 // same weights give the same NaN), named in words a user can act on. The
 // engine tells the model's cause (logits NaN, or −Inf everywhere: a
 // diverged adapter, or NaN in the weights) from a constraint's (its mask
-// left no token). Counted in /metrics by code and logged, since a
-// diverged adapter fails every request that uses it.
+// left no token). Counted in /metrics by code; logged once per model and
+// code, since a diverged adapter fails every request that uses it.
 func (s *Server) noCandidate(err error, model string) error {
 	var nc *engine.NoCandidateError
 	if !errors.As(err, &nc) {
 		nc = &engine.NoCandidateError{} // the bare sentinel: the model's cause
 	}
 	what := fmt.Sprintf("no token could be chosen for choice %d after %d generated tokens", nc.Choice, nc.Tokens)
-	e := &httpError{status: http.StatusInternalServerError, typ: "server_error", code: codeLogitsNotFinite,
-		msg: fmt.Sprintf("%s: model %q gave NaN or -Inf logits to every token. Its weights have likely diverged "+
-			"(an adapter from a training step that blew up) or hold NaN; serve an earlier adapter step, or check the model's weights", what, model)}
-	if nc.Constrained {
+	e := &httpError{status: http.StatusInternalServerError, typ: "server_error", code: codeLogitsNotFinite}
+	switch {
+	case nc.Constrained:
 		e.code = codeConstraintNoToken
 		e.msg = fmt.Sprintf("%s: the output constraint (response_format or tool_choice) left none for model %q: "+
 			"it allowed no token, or the model gave -Inf to every token it allowed", what, model)
+	case model == s.name:
+		e.msg = fmt.Sprintf("%s: model %q gave NaN or -Inf logits to every token: its weights hold NaN, "+
+			"or its activations overflow float32; check the model's weights", what, model)
+	default:
+		e.msg = fmt.Sprintf("%s: model %q gave NaN or -Inf logits to every token: the adapter has likely diverged "+
+			"(a training step that blew up, leaving huge weights); serve an earlier step of its run (<run>@<step>)", what, model)
 	}
 	s.met.noCandidate(e.code)
-	s.log.Error("a sequence had no token to choose", "model", model, "code", e.code, "choice", nc.Choice, "tokens", nc.Tokens)
+	if _, logged := s.noTokenLogged.LoadOrStore(model+" "+e.code, true); !logged {
+		s.log.Error("a sequence had no token to choose (logged once per model and code; /metrics counts them all)",
+			"model", model, "code", e.code, "err", e.msg)
+	}
 	return e
 }
 

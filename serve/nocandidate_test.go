@@ -119,7 +119,7 @@ func TestDivergedAdapter(t *testing.T) {
 	}) {
 		t.Fatalf("the diverged step 2 was not served within 20 s; log:\n%s", log.String())
 	}
-	words := []string{`"r1@2"`, "NaN", "diverged", "earlier adapter step", "choice 0 after 0 generated tokens"}
+	words := []string{`"r1@2"`, "NaN", "adapter has likely diverged", "serve an earlier step", "choice 0 after 0 generated tokens"}
 	const series = `hone_serve_no_token_errors_total{code="logits_not_finite"}`
 	var before int
 	fmt.Sscan(metricValue(t, ts, series), &before) // the failures while waiting for step 2
@@ -178,8 +178,8 @@ func TestDivergedAdapter(t *testing.T) {
 	if v := metricValue(t, ts, `hone_serve_no_token_errors_total{code="constraint_no_token"}`); v != "0" {
 		t.Errorf("constraint_no_token counted %s times, want 0", v)
 	}
-	if !strings.Contains(log.String(), "a sequence had no token to choose") || !strings.Contains(log.String(), "model=r1@2") {
-		t.Errorf("the failure is not logged with its model:\n%s", log.String())
+	if n := strings.Count(log.String(), "a sequence had no token to choose"); n != 1 || !strings.Contains(log.String(), "model=r1@2") {
+		t.Errorf("the failure is logged %d times, want once with its model:\n%s", n, log.String())
 	}
 }
 
@@ -224,6 +224,9 @@ func TestNaNBaseWeights(t *testing.T) {
 	}
 	_, err := ts.client.Chat.Completions.New(context.Background(), chatParams("broken", 1, 4))
 	wantAPIError(t, "chat", err, codeLogitsNotFinite, `model "broken"`, "NaN", "check the model's weights")
+	if ae := (*openai.Error)(nil); errors.As(err, &ae) && strings.Contains(ae.Message, "adapter") {
+		t.Errorf("the base model's error speaks of an adapter: %s", ae.Message)
+	}
 }
 
 // TestConstraintNoToken: an output constraint that leaves no token (here

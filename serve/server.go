@@ -44,7 +44,8 @@ type Server struct {
 	log     *slog.Logger
 	met     *metrics
 
-	toolsWarned sync.Map // served model names already warned of tools their template lacks
+	toolsWarned   sync.Map // served model names already warned of tools their template lacks
+	noTokenLogged sync.Map // "model code" of sequences with no token to choose already logged
 
 	draining atomic.Bool
 	active   atomic.Int64

@@ -432,11 +432,22 @@ func (b *Backend) scratch(op string, n int) *Buffer {
 // then the launches stay queued. A failure panics naming the op:
 // kernels.Backend's ops return no errors.
 func (b *Backend) onDevice(op string, run func() error) {
+	b.onDeviceCost(op, nil, run)
+}
+
+// onDeviceCost is onDevice for an op with products: cost, called only
+// while a profile runs (before the op's clock starts), gives their FLOPs
+// and the shape the profile splits the op's name by (opCost).
+func (b *Backend) onDeviceCost(op string, cost func() opCost, run func() error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.enter(op)
 	var t0 time.Time
-	if b.prof != nil { // the clock and the label's name only while a profile runs
+	var c opCost
+	if b.prof != nil { // the cost, the clock and the label's name only while a profile runs
+		if cost != nil {
+			c = cost()
+		}
 		t0 = time.Now()
 	}
 	b.edgeTaken = false
@@ -454,10 +465,13 @@ func (b *Backend) onDevice(op string, run func() error) {
 	if b.prof == nil {
 		return
 	}
+	if c.shape != "" {
+		op += " " + c.shape
+	}
 	if b.label != "" {
 		op += " (" + b.label + ")"
 	}
-	b.prof.record(op, t0)
+	b.prof.record(op, t0, c.flops)
 }
 
 // enter checks the backend is open; b.mu is held.

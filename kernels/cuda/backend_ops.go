@@ -45,7 +45,7 @@ func (b *Backend) Matmul(c, a, bm []float32, M, N, K int, transA, transB bool, b
 	if M*N == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return matmulCost(M, N, K) }, func() error {
 		cb := b.f32(op, "c", c)
 		if K == 0 {
 			return b.scaleC(cb, beta, M*N)
@@ -66,7 +66,7 @@ func (b *Backend) MatmulBatched(c, a, bm []float32, batch, M, N, K int, transA, 
 	if batch*M*N == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return matmulBatchedCost(batch, M, N, K) }, func() error {
 		cb := b.f32(op, "c", c)
 		if K == 0 {
 			return b.scaleC(cb, beta, batch*M*N)
@@ -250,7 +250,7 @@ func (b *Backend) LinearBackwardBF16Rounded(dinp []float32, dout, weight []uint1
 	if N*C*OC == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return linearCost(1, N, C, OC) }, func() error {
 		return b.ops.LinearBackwardBF16Rounded(b.f32(op, "dinp", dinp), b.bf16(op, "dout", dout), b.bf16(op, "weight", weight), N, C, OC)
 	})
 }
@@ -307,7 +307,7 @@ func (b *Backend) LinearForward(out, inp, weight, bias []float32, N, C, OC int) 
 	if N*OC == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return linearCost(1, N, C, OC) }, func() error {
 		return b.ops.LinearForward(b.f32(op, "out", out), b.f32(op, "inp", inp), b.f32(op, "weight", weight), b.f32(op, "bias", bias), N, C, OC)
 	})
 }
@@ -318,7 +318,7 @@ func (b *Backend) LinearForwardBF16(out, inp []float32, weight []uint16, bias []
 	if N*OC == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return linearCost(1, N, C, OC) }, func() error {
 		return b.ops.LinearForwardBF16(b.f32(op, "out", out), b.f32(op, "inp", inp), b.bf16(op, "weight", weight), b.f32(op, "bias", bias), N, C, OC)
 	})
 }
@@ -347,7 +347,7 @@ func (b *Backend) LinearForwardBF16Many(outs [][]float32, inp []float32, weights
 		}
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return linearManyCost(N, C, OCs) }, func() error {
 		var bo, bw, bb []*Buffer
 		var ocs []int
 		for i := range outs {
@@ -372,7 +372,7 @@ var _ kernels.LoRAManyBackwarder = (*Backend)(nil)
 func (b *Backend) LoRABackwardMany(dx []float32, douts, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool) {
 	const op = "LoRABackwardMany"
 	kernels.NeedLoRAMany(op, dx, douts, us, x, as, bs, das, dbs, N, In, R, Outs)
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return loraManyCost(N, In, R, Outs, dx != nil) }, func() error {
 		bufs := func(name string, xs [][]float32) []*Buffer {
 			out := make([]*Buffer, len(xs))
 			for i, x := range xs {
@@ -407,7 +407,7 @@ func (b *Backend) LinearBackward(dinp, dweight, dbias, dout, inp, weight []float
 	if N*OC == 0 || dinp == nil && dweight == nil && dbias == nil {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return linearCost(linearBackwardProducts(dinp, dweight), N, C, OC) }, func() error {
 		return b.ops.LinearBackward(b.f32(op, "dinp", dinp), b.f32(op, "dweight", dweight), b.f32(op, "dbias", dbias),
 			b.f32(op, "dout", dout), b.f32(op, "inp", inp), b.f32(op, "weight", weight), N, C, OC)
 	})
@@ -422,7 +422,7 @@ func (b *Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C
 	if N*C*OC == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return linearCost(1, N, C, OC) }, func() error {
 		return b.ops.LinearBackwardBF16(b.f32(op, "dinp", dinp), b.f32(op, "dout", dout), b.bf16(op, "weight", weight), N, C, OC)
 	})
 }
@@ -435,7 +435,7 @@ func (b *Backend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, 
 	if N == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return attnCost(seqOff, H, D, N, false) }, func() error {
 		bq, bk, bv := b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
 		b.label = b.ops.attnPath(D, b.ops.gemmFits(seqOff, H, KVH), bq, bk, bv)
 		return b.ops.attnForward(op, b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
@@ -449,7 +449,7 @@ func (b *Backend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float3
 	if N == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return attnCost(seqOff, H, D, N, true) }, func() error {
 		bdout, bq, bk, bv := b.f32(op, "dout", dout), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
 		b.label = b.ops.attnPath(D, b.ops.gemmFits(seqOff, H, KVH), bdout, bq, bk, bv)
 		return b.ops.attnBackward(op, b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), bdout,
@@ -465,7 +465,7 @@ func (b *Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []i
 	if N == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return attnCost(seqOff, H, D, W, false) }, func() error {
 		bq, bk, bv := b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
 		b.label = b.ops.attnPath(D, b.ops.gemmFits(seqOff, H, KVH), bq, bk, bv)
 		return b.ops.attnForward(op, b.f32(op, "out", out), b.f32(op, "lse", lse), bq, bk, bv,
@@ -480,7 +480,7 @@ func (b *Backend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []
 	if N == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return attnCost(seqOff, H, D, W, true) }, func() error {
 		bdout, bq, bk, bv := b.f32(op, "dout", dout), b.f32(op, "q", q), b.f32(op, "k", k), b.f32(op, "v", v)
 		b.label = b.ops.attnPath(D, b.ops.gemmFits(seqOff, H, KVH), bdout, bq, bk, bv)
 		return b.ops.attnBackward(op, b.f32(op, "dq", dq), b.f32(op, "dk", dk), b.f32(op, "dv", dv), bdout,
@@ -622,7 +622,7 @@ func (b *Backend) LogprobForward(logprob, entropy, lse, expect, hidden, weight [
 	if N == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return logprobCost(logprobForwardProducts(expect), N, C, V) }, func() error {
 		return b.ops.LogprobForward(b.f32(op, "logprob", logprob), b.f32(op, "entropy", entropy), b.f32(op, "lse", lse),
 			b.f32(op, "expect", expect), b.f32(op, "hidden", hidden), b.f32(op, "weight", weight), b.edge(op, targets[:N]), N, C, V, chunk)
 	})
@@ -634,7 +634,7 @@ func (b *Backend) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []flo
 	if N == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return logprobCost(logprobForwardProducts(expect), N, C, V) }, func() error {
 		return b.ops.LogprobForwardBF16(b.f32(op, "logprob", logprob), b.f32(op, "entropy", entropy), b.f32(op, "lse", lse),
 			b.f32(op, "expect", expect), b.f32(op, "hidden", hidden), b.bf16(op, "weight", weight), b.edge(op, targets[:N]), N, C, V, chunk)
 	})
@@ -646,7 +646,7 @@ func (b *Backend) LogprobBackward(dhidden, dweight, dlogprob, dentropy, lse, ent
 	if N == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return logprobCost(logprobBackwardProducts(dweight), N, C, V) }, func() error {
 		return b.ops.LogprobBackward(b.f32(op, "dhidden", dhidden), b.f32(op, "dweight", dweight), b.f32(op, "dlogprob", dlogprob),
 			b.f32(op, "dentropy", dentropy), b.f32(op, "lse", lse), b.f32(op, "entropy", entropy), b.f32(op, "hidden", hidden),
 			b.f32(op, "weight", weight), b.edge(op, targets[:N]), N, C, V, chunk)
@@ -659,7 +659,7 @@ func (b *Backend) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy,
 	if N == 0 {
 		return
 	}
-	b.onDevice(op, func() error {
+	b.onDeviceCost(op, func() opCost { return logprobCost(2, N, C, V) }, func() error {
 		return b.ops.LogprobBackwardBF16(b.f32(op, "dhidden", dhidden), b.f32(op, "dlogprob", dlogprob), b.f32(op, "dentropy", dentropy),
 			b.f32(op, "lse", lse), b.f32(op, "entropy", entropy), b.f32(op, "hidden", hidden), b.bf16(op, "weight", weight),
 			b.edge(op, targets[:N]), N, C, V, chunk)

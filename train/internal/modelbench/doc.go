@@ -36,6 +36,11 @@
 // device (kernels.RowChooser) by default there, and with --choose host by
 // the host's argmax of the logits copied over, as every decode figure
 // before BENCH's "choose" field was measured. It ran on one H200 once: kernels/cuda/gpucheck/RESULTS.md.
+// With --profile-ops it prints OPS lines, cuda.Backend's time per op over
+// the timed steps, with the TFLOP/s of the ops with products (their FLOPs
+// counted from the ops' shapes: cuda.Backend.StartProfile) and a
+// "(products)" summary of them, which --peak-tflops sets against the
+// device's bf16 peak; the FLOP counts have not run on a GPU yet.
 //
 // FLOPs are counted, not measured: a training step is 2 × the forward
 // matmul FLOPs (the forward and the input gradient; base weights get no

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,7 +120,8 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	gemm := fs.String("gemm", cuda.GEMMCublas, "--device cuda --compute bf16: the library of the linear layers' GEMMs, cublas (cublasGemmEx, the default) or cublaslt (cublasLtMatmul with a workspace; loads cuBLASLt); cuda.Ops.SetGEMMLibrary")
 	libcublaslt := fs.String("libcublaslt", "", "--gemm cublaslt: explicit path of libcublasLt (default: sonames 13, 12, 11)")
 	rank := fs.Int("rank", 8, "LoRA rank of the training step (all projections)")
-	profOps := fs.Bool("profile-ops", false, "--device cuda: print the timed steps' time per op (OPS lines; the training attention named with its kernels: tc1, tc2 or f32)")
+	profOps := fs.Bool("profile-ops", false, "--device cuda: print the timed steps' time per op (OPS lines; the training attention named with its kernels: tc1, tc2, gemm or f32; Matmul split by M×N×K and the linear ops by weight OC×C), with the TFLOP/s of the ops with products and an OPS (products) summary of them all (FLOPs counted from the ops' shapes, the attention's the conventional causal count: cuda.Backend.StartProfile; not yet run on a GPU)")
+	peak := fs.Float64("peak-tflops", 0, "--profile-ops: the device's dense bf16 tensor-core peak in TFLOP/s (989 for an H200); the OPS (products) summary then says what percent of it the ops with products reached. 0: none")
 	cudaSync := fs.String("cuda-sync", "op", "--device cuda: op (every op ends synchronized, the default) or edges (stream-ordered: ops queue their work and the backend waits only where the host reads results or memory is freed; cuda.Backend.SetSyncEachOp(false), not yet run on a GPU)")
 	choose := fs.String("choose", "", "decode: where the greedy token is chosen, host (the argmax of the logits copied to the host each step, as before) or device (kernels.RowChooser: the argmax where the logits live; --device cuda). Default: device on a backend that can, else host")
 	attnKern := fs.String("attention-kernel", "", "--device cuda --compute bf16: the tensor-core training attention, tc1 (attention_tc.cu, the default), tc2 (attention_fa2.cu) or gemm (batched cuBLAS GEMMs, ops_attention_gemm.go); cuda.Ops.SetAttentionKernel")
@@ -134,6 +137,9 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 		return fmt.Errorf("--compute: %w", err)
 	}
 	if err := checkDeviceFlags(*device, *profOps, *attnKern, *gemm, *cudaSync); err != nil {
+		return err
+	}
+	if err := checkPeak(*peak, *profOps); err != nil {
 		return err
 	}
 	if err := checkChoose(*choose, *device, kind); err != nil {
@@ -186,7 +192,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	var res workerResult
 	var ops *opsProfile
 	if *profOps {
-		ops = &opsProfile{b: be.(*cuda.Backend)}
+		ops = &opsProfile{b: be.(*cuda.Backend), peak: *peak}
 	}
 	switch kind {
 	case "train":
@@ -556,6 +562,9 @@ type opsProfile struct {
 	b     *cuda.Backend
 	ops   []cuda.OpTime
 	timed time.Duration
+	// peak is --peak-tflops: the device's bf16 tensor-core peak in TFLOP/s
+	// (0: unknown), which the products' summary lines are set against.
+	peak float64
 }
 
 func (p *opsProfile) start() {
@@ -570,19 +579,84 @@ func (p *opsProfile) stop(timed time.Duration) {
 	}
 }
 
+// print writes an OPS line per op, the costliest first, with its TFLOP/s
+// when it has products (cuda.OpTime.Flops); then the summaries of the ops
+// with products: "(products)" all of them, "(products w/o attention)"
+// without the training attention, whose FLOPs are the conventional causal
+// count rather than what its kernels execute; each with its TFLOP, its
+// TFLOP/s and, with a peak (--peak-tflops), their percent of it; then the
+// time outside the ops and the timed total.
 func (p *opsProfile) print(w io.Writer) {
 	if p == nil {
 		return
 	}
 	var sum time.Duration
+	var all, noAttn opTimeSum
 	for _, o := range p.ops {
 		sum += o.Total
-		fmt.Fprintf(w, "OPS %-30s %7d calls %10.1f ms %6.1f%% %9.1f us/call\n", o.Op, o.Calls,
+		fmt.Fprintf(w, "OPS %-42s %7d calls %10.1f ms %6.1f%% %9.1f us/call", o.Op, o.Calls,
 			o.Total.Seconds()*1e3, 100*o.Total.Seconds()/p.timed.Seconds(), o.Total.Seconds()*1e6/float64(o.Calls))
+		if o.Flops > 0 {
+			fmt.Fprintf(w, " %8.1f TFLOP/s", tflops(o.Flops, o.Total))
+			all.add(o)
+			if !strings.HasPrefix(o.Op, "Attention") {
+				noAttn.add(o)
+			}
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "OPS %-30s %7s       %10.1f ms %6.1f%%\n", "(outside ops)", "", (p.timed-sum).Seconds()*1e3,
+	p.printProducts(w, "(products)", all)
+	p.printProducts(w, "(products w/o attention)", noAttn)
+	fmt.Fprintf(w, "OPS %-42s %7s       %10.1f ms %6.1f%%\n", "(outside ops)", "", (p.timed-sum).Seconds()*1e3,
 		100*(p.timed-sum).Seconds()/p.timed.Seconds())
-	fmt.Fprintf(w, "OPS %-30s %7s       %10.1f ms\n", "(timed total)", "", p.timed.Seconds()*1e3)
+	fmt.Fprintf(w, "OPS %-42s %7s       %10.1f ms\n", "(timed total)", "", p.timed.Seconds()*1e3)
+}
+
+// opTimeSum adds up the profile lines of ops with products.
+type opTimeSum struct {
+	Calls int
+	Total time.Duration
+	Flops int64
+}
+
+func (s *opTimeSum) add(o cuda.OpTime) {
+	s.Calls += o.Calls
+	s.Total += o.Total
+	s.Flops += o.Flops
+}
+
+// printProducts writes a summary line of ops with products (none: no line).
+func (p *opsProfile) printProducts(w io.Writer, name string, s opTimeSum) {
+	if s.Flops == 0 {
+		return
+	}
+	r := tflops(s.Flops, s.Total)
+	fmt.Fprintf(w, "OPS %-42s %7d calls %10.1f ms %6.1f%% %9.3f TFLOP %8.1f TFLOP/s", name, s.Calls, s.Total.Seconds()*1e3,
+		100*s.Total.Seconds()/p.timed.Seconds(), float64(s.Flops)/1e12, r)
+	if p.peak > 0 {
+		fmt.Fprintf(w, " %5.1f%% of the %g TFLOP/s peak", 100*r/p.peak, p.peak)
+	}
+	fmt.Fprintln(w)
+}
+
+// tflops is flops over d in TFLOP/s (0 for no time).
+func tflops(flops int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(flops) / d.Seconds() / 1e12
+}
+
+// checkPeak refuses a --peak-tflops that is negative or not a number, or
+// given without --profile-ops (whose summary it is for).
+func checkPeak(peak float64, profOps bool) error {
+	switch {
+	case !(peak >= 0) || math.IsInf(peak, 0):
+		return fmt.Errorf("--peak-tflops %g: want a device's peak in TFLOP/s, > 0 (or 0: none)", peak)
+	case peak > 0 && !profOps:
+		return fmt.Errorf("--peak-tflops needs --profile-ops (it sets the OPS summary against the peak)")
+	}
+	return nil
 }
 
 // checkDeviceFlags refuses the worker's --device cuda options on another

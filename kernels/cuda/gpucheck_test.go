@@ -47,7 +47,10 @@ func TestGPUCheckScript(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stub(bin, "nvidia-smi", `echo "NVIDIA H200 $*"`)
+	// The GPU's name alone (run.sh's look-up of its bf16 peak) is GPU_NAME's,
+	// an H200 by default.
+	stub(bin, "nvidia-smi", `case "$*" in *"--query-gpu=name --format=csv,noheader"*) echo "${GPU_NAME:-NVIDIA H200}";;
+  *) echo "NVIDIA H200 $*";; esac`)
 	stub(bin, "ldconfig", `exit 0`) // no cuBLAS on the loader's path
 	// python3 -c CODE NAMES...: with lzma in CODE, "unpacks" each NAME.xz
 	// (here a plain script) into NAME; with NO_LZMA set it fails, as a Python
@@ -142,6 +145,8 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 		"hone-cmds       ok", "    sft float32: stub", "    total 1s",
 		// modelbench's BENCH lines, copied into the summary
 		"    stub worker train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3 --device cuda --dtype bf16 --compute bf16 --profile-ops --libcuda  --libcublas " + cublas,
+		// the H200's bf16 peak, looked up by its name, for the OPS summaries
+		"bf16 peak: 989 TFLOP/s (NVIDIA H200)", "--libcublas " + cublas + " --peak-tflops 989\n",
 		"    stub worker decode --shape 05b --batch 32 --prompt 128 --tokens 128 --device cuda",
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --device cuda",
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel gemm --device cuda",
@@ -173,9 +178,13 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 
 	// Where Python cannot unpack, the xz command does; where neither can,
 	// the run fails.
-	summary, _, err = run(0, 0, "NO_LZMA=1")
+	// (On a GPU whose bf16 peak run.sh does not know: no --peak-tflops.)
+	summary, _, err = run(0, 0, "NO_LZMA=1", "GPU_NAME=NVIDIA H200 NVL")
 	if err != nil || !strings.Contains(summary, "unpack          ok      6 files") || !strings.Contains(summary, "every step passed") {
 		t.Errorf("run.sh unpacking with xz: %v\n%s", err, summary)
+	}
+	if !strings.Contains(summary, "bf16 peak: unknown for GPU 'NVIDIA H200 NVL'") || strings.Contains(summary, "--peak-tflops") {
+		t.Errorf("run.sh on an H200 NVL: want no bf16 peak and no --peak-tflops:\n%s", summary)
 	}
 	if err := os.Remove(filepath.Join(bin, "xz")); err != nil {
 		t.Fatal(err)
@@ -185,12 +194,14 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 		t.Errorf("run.sh unable to unpack: %v, want exit status 1 and unpack FAILED\n%s", err, summary)
 	}
 
-	// A failing hone-cmds step fails the run, its lines still in the summary.
-	summary, _, err = run(0, 1)
+	// A failing hone-cmds step fails the run, its lines still in the summary
+	// (on an A100: its bf16 peak).
+	summary, _, err = run(0, 1, "GPU_NAME=NVIDIA A100-SXM4-80GB")
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("run.sh with a failing hone-cmds step: %v, want exit status 1", err)
 	}
-	for _, want := range []string{"hone-cmds       FAILED  rc=1", "    sft float32: stub", "hone-7b-train   ok", "a step FAILED"} {
+	for _, want := range []string{"hone-cmds       FAILED  rc=1", "    sft float32: stub", "hone-7b-train   ok", "a step FAILED",
+		"bf16 peak: 312 TFLOP/s (NVIDIA A100-SXM4-80GB)", " --peak-tflops 312\n"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

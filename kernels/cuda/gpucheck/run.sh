@@ -115,6 +115,23 @@ fi
 step nvidia-smi 20 nvidia-smi
 step gpu 20 nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total,clocks.max.sm --format=csv
 
+# The GPU's dense bf16 tensor-core peak in TFLOP/s (NVIDIA's data sheets, at
+# the boost clock), which hone_step passes to modelbench (--peak-tflops) so
+# that the OPS (products) lines of its logs say what share of it the GEMMs
+# reached; looked up by the first GPU's name, and none for a GPU not in
+# this table (H200 NVL, H100 PCIe and NVL have lower peaks).
+gpu_name=$(timeout 20 nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -n 1)
+case "$gpu_name" in
+"NVIDIA H200" | "NVIDIA H100 80GB HBM3") peak_tflops=989 ;; # SXM
+"NVIDIA A100-SXM4-"* | "NVIDIA A100-PCIE-"* | "NVIDIA A100 80GB PCIe") peak_tflops=312 ;;
+*) peak_tflops= ;;
+esac
+if [ -n "$peak_tflops" ]; then
+	note "bf16 peak: $peak_tflops TFLOP/s ($gpu_name): hone-*.log's OPS (products) lines are set against it"
+else
+	note "bf16 peak: unknown for GPU '$gpu_name' (hone-*.log's OPS lines without a share of it)"
+fi
+
 if [ -z "${HONE_LIBCUBLAS:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.1[123] '; then
 	for d in $(timeout 30 python3 -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null); do
 		p=$(find "$d/nvidia" -maxdepth 4 -name 'libcublas.so.1[123]' 2>/dev/null | sort -r | head -n 1)
@@ -174,12 +191,13 @@ torch_step() {
 # hone_step NAME LIMIT WORKER-ARGS...: Hone's side of a row, modelbench's
 # worker on cuda.Backend (bf16 weights, bf16 compute: bf16 GemmEx operands,
 # f32 accumulation), its BENCH line in the summary; its time per op (OPS
-# lines, --profile-ops) stays in NAME.log.
+# lines, --profile-ops, with the GEMMs' TFLOP/s and, where the GPU's peak
+# is known, their share of it) stays in NAME.log.
 hone_step() {
 	local name=$1 limit=$2 line
 	shift 2
 	bench_step "$name" "$limit" "$here/modelbench" worker "$@" --device cuda --dtype bf16 --compute bf16 --profile-ops \
-		--libcuda "${HONE_LIBCUDA:-}" --libcublas "${HONE_LIBCUBLAS:-}" || return
+		--libcuda "${HONE_LIBCUDA:-}" --libcublas "${HONE_LIBCUBLAS:-}" ${peak_tflops:+--peak-tflops "$peak_tflops"} || return
 	while IFS= read -r line; do note "    ${line#BENCH }"; done < <(grep '^BENCH ' "$res/$name.log")
 }
 

@@ -189,22 +189,16 @@ func (e *callError) Error() string {
 }
 func (e *callError) Unwrap() error { return e.err }
 
-// finalCodes are the error codes of 5xx answers that asking again cannot
-// get past: hone-serve's for a sequence left with no token to choose (the
-// model's logits NaN, as from a diverged adapter, or a constraint that
-// allowed nothing). The same request meets the same weights and the same
-// seed, so retries would only spend the backoff (seconds) of every turn of
-// every episode before the episode fails anyway.
-var finalCodes = map[string]bool{"logits_not_finite": true, "constraint_no_token": true}
-
-// retryable: a timeout or a broken connection (no status), or a status
-// worth asking again (retry.Status) unless its code says it is final.
+// retryable: a timeout or a broken connection (no status), or an error
+// answer worth asking again (retry.Answer: not hone-serve's 500s for a
+// sequence left with no token to choose, which would only spend the
+// backoff of every turn of every episode before the episode fails anyway).
 func retryable(err error) bool {
 	var ce *callError
 	if !errors.As(err, &ce) {
 		return false
 	}
-	return ce.status == 0 || retry.Status(ce.status) && !finalCodes[ce.code]
+	return ce.status == 0 || retry.Answer(ce.status, ce.code)
 }
 
 // maxErrorMessage caps the server's error message an episode's error

@@ -117,7 +117,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.JudgeBaseURL, "judge-base-url", "", "OpenAI-compatible base URL of the judge, e.g. http://localhost:8000/v1 (default $OPENAI_BASE_URL, else api.openai.com)")
 	fs.StringVar(&o.JudgeAPIKey, "judge-api-key", "", "API key of the judge (default $OPENAI_API_KEY; prefer the variable: flags show in process lists)")
 	fs.StringVar(&o.RubricFile, "rubric", "", "file with the grading rubric for ruler (default: Hone's built-in rubric)")
-	fs.IntVar(&o.JudgeRetries, "judge-retries", 2, "retries of a judge call after a malformed answer, HTTP 429/5xx or a timeout")
+	fs.IntVar(&o.JudgeRetries, "judge-retries", 2, "retries of a judge call after a malformed answer, HTTP 429/5xx (not hone-serve's 500s logits_not_finite and constraint_no_token, which the same request cannot get past) or a timeout")
 	fs.DurationVar(&o.JudgeTimeout, "judge-timeout", 5*time.Minute, "time limit of one judge call")
 	flagval.OptionalFloat(fs, &o.JudgeTemperature, "judge-temperature", -1, "sampling temperature of the judge (default: the server's)")
 	fs.Int64Var(&o.JudgeMaxTokens, "judge-max-tokens", 0, "maximum tokens of a judge answer (0: the server's default)")

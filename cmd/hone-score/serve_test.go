@@ -5,16 +5,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/serve"
+	"github.com/hone-rl/hone/train/model"
 	"github.com/hone-rl/hone/train/tinymodel"
 )
 
@@ -24,13 +29,28 @@ import (
 // one token per byte.
 func startHoneServe(t *testing.T) (base, modelDir string) {
 	t.Helper()
+	dir := tinyJudgeModel(t)
+	return serveJudge(t, serve.Options{Model: dir}), dir
+}
+
+// tinyJudgeModel writes the tiny random model startHoneServe serves and
+// returns its folder.
+func tinyJudgeModel(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
 	o := tinymodel.Options{Family: "qwen3", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 7, InitStd: 0.5}
 	if err := tinymodel.Write(context.Background(), dir, o, ref.New()); err != nil {
 		t.Fatal(err)
 	}
-	s, err := serve.NewServer(serve.Options{Model: dir, ServedModelName: "tiny-judge", Backend: ref.New(),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return dir
+}
+
+// serveJudge runs hone-serve with o, in this process, as "tiny-judge" on
+// the reference backend, and returns its OpenAI base URL.
+func serveJudge(t *testing.T, o serve.Options) string {
+	t.Helper()
+	o.ServedModelName, o.Backend, o.Log = "tiny-judge", ref.New(), slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := serve.NewServer(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +69,7 @@ func startHoneServe(t *testing.T) (base, modelDir string) {
 			t.Error("hone-serve did not stop")
 		}
 	})
-	return "http://" + ln.Addr().String() + "/v1", dir
+	return "http://" + ln.Addr().String() + "/v1"
 }
 
 // maxAnswerTokens bounds the tokens of any answer that fits the judge
@@ -185,6 +205,89 @@ func TestHoneServeJudgeContext(t *testing.T) {
 	for _, tr := range gs[0].Trajectories {
 		if v, ok := component(tr, "ruler"); !ok || v < 0 || v > 1 || tr.Error != "" {
 			t.Fatalf("%s: ruler component %v %v, error %q", tr.ID, v, ok, tr.Error)
+		}
+	}
+}
+
+// writeDivergedRun writes run "r1" under adaptersDir with one step whose
+// LoRA B weights are ±3e38: finite, so hone-serve loads it (it refuses NaN
+// and Inf), and so large that the tiny model's logits under it are all
+// NaN, as after a training step that diverged.
+func writeDivergedRun(t *testing.T, modelDir, adaptersDir string) {
+	t.Helper()
+	m, err := model.Load(modelDir, ref.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 4, Alpha: 8, Targets: model.AllModules()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr == nil {
+				continue
+			}
+			for i := range lr.B {
+				lr.B[i] = 3e38
+				if rng.IntN(2) == 0 {
+					lr.B[i] = -3e38
+				}
+			}
+		}
+	}
+	runDir := filepath.Join(adaptersDir, "r1")
+	if err := model.WriteAdapter(filepath.Join(runDir, runfolder.StepName(1)), ad, modelDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := runfolder.WritePointer(runDir, "latest", 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHoneServeDivergedJudge: the judge model is an adapter whose step
+// diverged, so the real hone-serve answers every judge call with its 500
+// of code logits_not_finite. hone-score does not retry it, though
+// --judge-retries is left at its default of 2 (the same weights give the
+// same NaN; the backoff would add seconds to every group), the marked
+// rows carry the server's code and words rather than the bare status,
+// and nothing is cached: a second run asks the judge again.
+func TestHoneServeDivergedJudge(t *testing.T) {
+	modelDir, adapters := tinyJudgeModel(t), t.TempDir()
+	writeDivergedRun(t, modelDir, adapters)
+	base := serveJudge(t, serve.Options{Model: modelDir, Adapters: adapters})
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 2, 2) // 2 groups of 2
+	out, cache := filepath.Join(dir, "out.parquet"), filepath.Join(dir, "cache")
+	args := []string{"-o", out, "--judge-base-url", base, "--judge-model", "r1", "--judge-cache", cache, "--judge-max-tokens", "64",
+		"--scorer", "ruler", "--on-judge-error", "mark", in}
+	for run := 1; run <= 2; run++ {
+		r := runBin(t, nil, nil, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "2 marked") || !strings.Contains(r.stderr, "judge r1: 2 calls, 0 cached, 0 retries") {
+			t.Fatalf("run %d: exit %d (want 1, the judge failed every group):\n%s", run, r.code, r.stderr)
+		}
+		for _, g := range readBack(t, out) {
+			for _, tr := range g.Trajectories {
+				if !strings.Contains(tr.Error, "HTTP 500 logits_not_finite from "+base+"/chat/completions: no token could be chosen") ||
+					!strings.Contains(tr.Error, `model "r1@1" gave NaN`) || !strings.Contains(tr.Error, "serve an earlier step") {
+					t.Errorf("run %d: %s: error %q", run, tr.ID, tr.Error)
+				}
+			}
+		}
+		if ents, err := os.ReadDir(cache); err == nil && len(ents) > 0 {
+			t.Fatalf("run %d: the failed calls left %d entries in the judge cache", run, len(ents))
+		}
+		resp, err := http.Get(strings.TrimSuffix(base, "/v1") + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := fmt.Sprintf(`hone_serve_no_token_errors_total{code="logits_not_finite"} %d`+"\n", 2*run)
+		if !strings.Contains(string(b), want) {
+			t.Errorf("run %d: hone-serve's /metrics lacks %q (one call per group, none repeated):\n%s", run, want, b)
 		}
 	}
 }

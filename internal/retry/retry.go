@@ -55,6 +55,22 @@ func Status(code int) bool {
 	return code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500
 }
 
+// finalCodes are the error codes of 5xx answers that asking again cannot
+// get past: hone-serve's for a sequence left with no token to choose (the
+// model's logits NaN, as from a diverged adapter, or an output constraint
+// that allowed nothing). The same request meets the same weights and the
+// same constraint, so retries would only spend the backoff (seconds) of
+// every call before it fails anyway.
+var finalCodes = map[string]bool{"logits_not_finite": true, "constraint_no_token": true}
+
+// Answer reports whether an error answer is worth asking again, from its
+// HTTP status and the code of its OpenAI-shaped error body ("" when it has
+// none): when Status says so, unless the code is one that the same
+// request cannot get past.
+func Answer(status int, code string) bool {
+	return Status(status) && !finalCodes[code]
+}
+
 // Exponential returns the pauses base, 2·base, 4·base, … for retries 1, 2,
 // 3, …, each capped at max; max ≤ 0 means no cap, and the pause then
 // stops growing where doubling would overflow.

@@ -138,3 +138,27 @@ func TestJittered(t *testing.T) {
 		t.Fatalf("jittered zero pause = %v", got)
 	}
 }
+
+// An error answer is retried as its status says, except for hone-serve's
+// codes of a sequence left with no token to choose, whatever the status.
+func TestAnswer(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		code   string
+		want   bool
+	}{
+		{500, "", true},
+		{503, "", true},
+		{429, "rate_limit_exceeded", true},
+		{500, "server_error", true},
+		{500, "logits_not_finite", false},
+		{500, "constraint_no_token", false},
+		{503, "logits_not_finite", false},
+		{400, "", false},
+		{404, "model_not_found", false},
+	} {
+		if got := retry.Answer(c.status, c.code); got != c.want {
+			t.Errorf("Answer(%d, %q) = %v, want %v", c.status, c.code, got, c.want)
+		}
+	}
+}

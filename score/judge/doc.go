@@ -19,7 +19,10 @@
 //   - Retry: a decorator that repeats a call whose answer was malformed, or
 //     whose transport failed in a way worth repeating, a bounded number of
 //     times, through internal/retry (the one retry loop, which collect's
-//     model calls use too), adding up the usage of every attempt.
+//     model calls use too, and its rule of which error answers are final:
+//     not hone-serve's 500s for a sequence left with no token to choose),
+//     adding up the usage of every attempt. An error answer's Error names
+//     its status, the error body's code and the server's message.
 //   - Meter: a decorator that adds up calls, cache hits, retries and tokens
 //     per judge model, for the run's summary.
 //

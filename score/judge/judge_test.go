@@ -296,3 +296,46 @@ func TestOpenAIResponseFormats(t *testing.T) {
 		}
 	}
 }
+
+// honeServeNoToken is the body hone-serve answers, with a 500, for a
+// sequence left with no token to choose (serve's noCandidate), here for a
+// judge model served as an adapter whose step diverged.
+const honeServeNoToken = `{"error":{"message":"no token could be chosen for choice 0 after 0 generated tokens: model \"judge@7\" gave NaN or -Inf logits to every token: the adapter has likely diverged (a training step that blew up, leaving huge weights); serve an earlier step of its run (\u003crun\u003e@\u003cstep\u003e)","type":"server_error","param":null,"code":"%s"}}`
+
+// A judge call's error carries the error body's code and the server's
+// message; hone-serve's 500s for a sequence left with no token to choose
+// are not retried (the same judge model gives the same NaN, the same
+// schema the same dead end), while other 5xx still are.
+func TestOpenAIErrorCodes(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		status     int
+		hits       int
+		want       string
+	}{
+		{"logits_not_finite", fmt.Sprintf(honeServeNoToken, "logits_not_finite"), 500, 1,
+			`HTTP 500 logits_not_finite from %s: no token could be chosen for choice 0 after 0 generated tokens: model "judge@7" gave NaN or -Inf logits`},
+		{"constraint_no_token", `{"error":{"message":"no token could be chosen for choice 0 after 5 generated tokens: the output constraint (response_format or tool_choice) left none for model \"tiny\"","type":"server_error","param":null,"code":"constraint_no_token"}}`, 500, 1,
+			`HTTP 500 constraint_no_token from %s: no token could be chosen for choice 0 after 5 generated tokens: the output constraint`},
+		{"500 without a code", `{"error":{"message":"generation failed: out of memory","type":"server_error","param":null,"code":null}}`, 500, 3,
+			`HTTP 500 from %s: generation failed: out of memory`},
+		{"503 with a code", `{"error":{"message":"the server is shutting down","type":"unavailable","param":null,"code":"shutting_down"}}`, 503, 3,
+			`HTTP 503 shutting_down from %s: the server is shutting down`},
+		{"404", `{"error":{"message":"the model \"judge-m\" does not exist","type":"not_found_error","param":"model","code":"model_not_found"}}`, 404, 1,
+			`HTTP 404 model_not_found from %s: the model "judge-m" does not exist (param model)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Status: c.status, Body: c.body} })
+			j := judge.Retry{Next: newOpenAI(s, "sk-secret", 10*time.Second), Attempts: 3}
+			_, err := j.Judge(context.Background(), req3)
+			var je *judge.Error
+			if !errors.As(err, &je) || je.Kind != "http" || !errors.Is(err, judge.ErrFailed) {
+				t.Fatalf("err %v (%#v), want a judge http failure", err, err)
+			}
+			want := fmt.Sprintf(c.want, s.BaseURL()+"/chat/completions")
+			if !strings.HasPrefix(je.Err.Error(), want) || s.Hits() != c.hits || je.Usage.Calls != int64(c.hits) {
+				t.Errorf("error %q after %d calls (usage %+v),\nwant it to start %q after %d", je.Err, s.Hits(), je.Usage, want, c.hits)
+			}
+		})
+	}
+}

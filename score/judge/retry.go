@@ -8,11 +8,11 @@ import (
 )
 
 // Retry is a decorator that repeats a failed call while the failure is
-// retryable (a malformed answer, HTTP 429/5xx, a per-call timeout) and
-// fewer than Attempts calls were made. The repeating is internal/retry's,
-// the one retry decorator collect's model calls use too; Retry adds the
-// accounting: the verdict's usage, or the final error's, includes every
-// attempt.
+// retryable (a malformed answer, HTTP 429/5xx but for the codes
+// retry.Answer names final, a per-call timeout) and fewer than Attempts
+// calls were made. The repeating is internal/retry's, the one retry
+// decorator collect's model calls use too; Retry adds the accounting: the
+// verdict's usage, or the final error's, includes every attempt.
 type Retry struct {
 	Next     Judge
 	Attempts int // total calls at most; values below 1 mean 1

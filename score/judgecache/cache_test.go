@@ -124,6 +124,40 @@ func TestCacheStoresOnlySuccess(t *testing.T) {
 	}
 }
 
+// Over the judge stack hone-score builds (Cache, Retry, OpenAI), a call
+// that hone-serve answers with its 500 for a judge model whose logits are
+// NaN fails once, unretried, and leaves nothing in the cache, so that the
+// next run asks again; the answer it then gets is stored and served.
+func TestCacheSkipsServerErrors(t *testing.T) {
+	dir := t.TempDir()
+	s := judgetest.NewServer(t, func(n int, r judgetest.Request) judgetest.Reply {
+		if n == 0 {
+			return judgetest.Reply{Status: 500, Body: `{"error":{"message":"no token could be chosen for choice 0 after 0 generated tokens: ` +
+				`model \"judge@7\" gave NaN or -Inf logits to every token","type":"server_error","param":null,"code":"logits_not_finite"}}`}
+		}
+		return judgetest.Reply{Content: judgetest.Answer(r.IDsFromSchema(), []float64{1, 0})}
+	})
+	next := judge.Retry{Next: judge.NewOpenAI(judge.OpenAIOptions{BaseURL: s.BaseURL()}), Attempts: 3}
+	c := &judgecache.Cache{Dir: dir, Next: next}
+	req := judge.Request{Model: "judge@7", User: "u", IDs: []string{"1", "2"}}
+	path := c.Path(judgecache.Key(req))
+	_, err := c.Judge(context.Background(), req)
+	if !errors.Is(err, judge.ErrFailed) || s.Hits() != 1 {
+		t.Fatalf("err %v after %d calls, want the judge's failure after 1", err, s.Hits())
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the failed call left a cache entry (%v)", err)
+	}
+	v, err := c.Judge(context.Background(), req)
+	if err != nil || v.Usage.CacheHits != 0 || v.Scores[0].Score != 1 || s.Hits() != 2 {
+		t.Fatalf("second call: %+v, %v after %d calls, want the server's answer", v, err, s.Hits())
+	}
+	v, err = c.Judge(context.Background(), req)
+	if err != nil || v.Usage.CacheHits != 1 || v.Scores[0].Score != 1 || s.Hits() != 2 {
+		t.Fatalf("third call: %+v, %v after %d calls, want the cached answer", v, err, s.Hits())
+	}
+}
+
 func TestSuiteCache(t *testing.T) {
 	judgetest.Suite(t, func(t *testing.T, answer func(judge.Request) (string, error)) judge.Judge {
 		f := &judge.Fake{Answer: func(_ int, r judge.Request) (string, error) { return answer(r) }}

@@ -45,9 +45,10 @@ func (r Request) text(role string) string {
 }
 
 // Reply is what the script answers. Status 0 means 200. With Status 200
-// the body is a chat completion whose message content is Content (unless
-// Body is set, which is sent as is). Delay holds the answer back, or until
-// the client gives up.
+// the body is a chat completion whose message content is Content; with
+// another status, an error object saying "scripted failure". Body, when
+// set, is sent as is instead, with either. Delay holds the answer back, or
+// until the client gives up.
 type Reply struct {
 	Status           int
 	Content          string
@@ -124,8 +125,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		w.WriteHeader(rep.Status)
-		fmt.Fprintf(w, `{"error":{"message":"scripted failure %d","type":"server_error"}}`, rep.Status)
-		return
+		if rep.Body == "" {
+			rep.Body = fmt.Sprintf(`{"error":{"message":"scripted failure %d","type":"server_error"}}`, rep.Status)
+		}
 	}
 	if rep.Body != "" {
 		io.WriteString(w, rep.Body)

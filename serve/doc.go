@@ -52,7 +52,10 @@
 // that cannot continue a valid document are masked, so a finished output
 // always parses; each JSON constraint gets the request's max_tokens, so
 // with max_tokens above the schema's shortest document every choice ends
-// "stop" with a complete document. tool_choice "required" or a named function forces the
+// "stop" with a complete document, and below it the choice is cut and
+// ends "length" (no error, as with OpenAI). When the model gives -Inf to
+// every token that could continue the document, the request fails with
+// the 500 of code constraint_no_token. tool_choice "required" or a named function forces the
 // output to be one call in the template's own markup (Hermes <tool_call> or
 // Llama JSON), its arguments following the function's parameter schema when
 // constrain supports the schema.

@@ -128,10 +128,13 @@ func (j *JSON) fits(b []byte) bool {
 	return j.limit < 0 || j.scratch.minBytes() <= j.limit
 }
 
-// Mask sets every token that cannot continue the document to -Inf. For a
-// large vocabulary it tests the topK most likely tokens first and scans the
-// whole vocabulary only when none of them fits, so the choice is made among
-// the likely valid tokens (a truncation of the distribution, as top_k is).
+// Mask sets every token that cannot continue the document to -Inf. When
+// none is left that the model gave more than -Inf, the whole row is -Inf,
+// which the engine reports as a NoCandidateError naming the constraint
+// (engine.Constraint). For a large vocabulary it tests the topK most
+// likely tokens first and scans the whole vocabulary only when none of
+// them fits, so the choice is made among the likely valid tokens (a
+// truncation of the distribution, as top_k is).
 func (j *JSON) Mask(logits []float32) {
 	V := len(logits)
 	j.limit = -1
@@ -186,9 +189,13 @@ func (j *JSON) Mask(logits []float32) {
 			}
 		}
 	}
-	if !found && len(j.eos) > 0 {
-		keep[j.eos[0]] = true // nothing fits (a vocabulary without the needed bytes): end
-	}
+	// When nothing fits (the model gave -Inf to every token that could
+	// continue the document, or the vocabulary cannot spell what comes
+	// next), every logit is left -Inf: the engine ends the sequence with a
+	// NoCandidateError that names the constraint, which hone-serve answers
+	// with its code constraint_no_token. Ending it with an end token
+	// instead would only have Accept refuse that token, in words that name
+	// no cause.
 	for id := range logits {
 		if !keep[id] {
 			logits[id] = float32(math.Inf(-1))

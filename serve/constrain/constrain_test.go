@@ -200,3 +200,30 @@ func TestWrapped(t *testing.T) {
 		}
 	}
 }
+
+// When the model gave -Inf to every token that could continue the
+// document, Mask leaves the whole row -Inf, so that the engine ends the
+// sequence with a NoCandidateError naming the constraint, rather than
+// allowing an end token that Accept would then refuse; with an Index and
+// without.
+func TestMaskNothingFits(t *testing.T) {
+	s := compileT(t, `{"type":"string"}`)
+	for name, v := range map[string]Vocab{"vocab": byteVocab{}, "index": NewIndex(byteVocab{})} {
+		j := NewJSON(v, []int32{eosID}, s)
+		logits := make([]float32, eosID+1)
+		j.Mask(logits)
+		for id, l := range logits {
+			if finite := !math.IsInf(float64(l), -1); finite != (id == '"') {
+				t.Fatalf("%s: token %d left at %v; want only the opening quote", name, id, l)
+			}
+		}
+		clear(logits)
+		logits['"'] = float32(math.Inf(-1))
+		j.Mask(logits)
+		for id, l := range logits {
+			if !math.IsInf(float64(l), -1) {
+				t.Errorf("%s: the quote at -Inf: token %d left at %v; want every token -Inf", name, id, l)
+			}
+		}
+	}
+}

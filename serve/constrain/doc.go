@@ -35,6 +35,11 @@
 // schema's shortest document; below that the output heads straight for
 // the end and is cut with finish_reason "length" (not valid JSON). Without
 // WithMaxTokens, strings and arrays may grow until max_tokens cuts them.
+// When the model gives -Inf to every token that could continue the
+// document (the tokenizer holds every byte, so only the model's logits
+// can leave none), Mask leaves the whole row -Inf and the engine ends the
+// sequence with a NoCandidateError naming the constraint: hone-serve's 500
+// of code constraint_no_token.
 //
 // Speed: Mask tests the 64 most likely tokens first in a vocabulary over
 // 8192 tokens and keeps only those that fit (a top-k style truncation of

@@ -210,10 +210,7 @@ const maxErrorMessage = 1000
 // text says only the status), so that an episode's error reads, say,
 // "HTTP 500 logits_not_finite: ... gave NaN or -Inf logits ...".
 func apiCallError(apiErr *openai.Error, err error) *callError {
-	msg := fmt.Sprintf("HTTP %d", apiErr.StatusCode)
-	if apiErr.Code != "" {
-		msg += " " + apiErr.Code
-	}
+	msg := retry.Label(apiErr.StatusCode, apiErr.Code)
 	if m := strings.TrimSpace(apiErr.Message); m != "" {
 		if len(m) > maxErrorMessage {
 			m = strings.ToValidUTF8(m[:maxErrorMessage], "") + "…"

@@ -117,6 +117,8 @@ func TestModelErrorAnswers(t *testing.T) {
 		{"other 500", `{"error":{"message":"out of memory","type":"server_error","code":null}}`, 500, 4, "HTTP 500: out of memory"},
 		{"503 with the code", `{"error":{"message":"x","code":"logits_not_finite"}}`, 503, 1, "HTTP 503 logits_not_finite: x"},
 		{"no message", `{}`, 502, 4, "HTTP 502: OpenAI API error: 502 Bad Gateway"},
+		{"vLLM's status as the code", `{"error":{"message":"EngineCore encountered an issue","type":"InternalServerError","param":null,"code":500}}`,
+			500, 4, "HTTP 500: EngineCore encountered an issue"},
 		{"404", `{"error":{"message":"the model \"m\" does not exist","code":"model_not_found"}}`, 404, 1, `HTTP 404 model_not_found: the model "m" does not exist`},
 		{"long message", `{"error":{"message":"` + long + `"}}`, 500, 4, "HTTP 500: " + long[:999] + "…"},
 	} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -69,6 +70,19 @@ var finalCodes = map[string]bool{"logits_not_finite": true, "constraint_no_token
 // request cannot get past.
 func Answer(status int, code string) bool {
 	return Status(status) && !finalCodes[code]
+}
+
+// Label names an error answer by its HTTP status and the code of its
+// error body, as a failed call's error starts: "HTTP 500
+// logits_not_finite", or "HTTP 502" without a code. A code that only
+// repeats the status is left out: vLLM writes its status as the code
+// (a number, which openai-go reads as "500").
+func Label(status int, code string) string {
+	s := "HTTP " + strconv.Itoa(status)
+	if code != "" && code != strconv.Itoa(status) {
+		s += " " + code
+	}
+	return s
 }
 
 // Exponential returns the pauses base, 2·base, 4·base, … for retries 1, 2,

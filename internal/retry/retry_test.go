@@ -162,3 +162,20 @@ func TestAnswer(t *testing.T) {
 		}
 	}
 }
+
+func TestLabel(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		code   string
+		want   string
+	}{
+		{500, "logits_not_finite", "HTTP 500 logits_not_finite"},
+		{502, "", "HTTP 502"},
+		{500, "500", "HTTP 500"}, // vLLM's code is its status
+		{400, "500", "HTTP 400 500"},
+	} {
+		if got := retry.Label(c.status, c.code); got != c.want {
+			t.Errorf("Label(%d, %q) = %q, want %q", c.status, c.code, got, c.want)
+		}
+	}
+}

@@ -321,6 +321,8 @@ func TestOpenAIErrorCodes(t *testing.T) {
 			`HTTP 500 from %s: generation failed: out of memory`},
 		{"503 with a code", `{"error":{"message":"the server is shutting down","type":"unavailable","param":null,"code":"shutting_down"}}`, 503, 3,
 			`HTTP 503 shutting_down from %s: the server is shutting down`},
+		{"vLLM's 500, its status as the code", `{"error":{"message":"EngineCore encountered an issue","type":"InternalServerError","param":null,"code":500}}`, 500, 3,
+			`HTTP 500 from %s: EngineCore encountered an issue`},
 		{"404", `{"error":{"message":"the model \"judge-m\" does not exist","type":"not_found_error","param":"model","code":"model_not_found"}}`, 404, 1,
 			`HTTP 404 model_not_found from %s: the model "judge-m" does not exist (param model)`},
 	} {

@@ -147,18 +147,14 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 // hone-serve's 500s for a sequence left with no token to choose (codes
 // logits_not_finite and constraint_no_token: a judge model whose logits
 // are NaN, or an answer schema it cannot follow, gives the same answer
-// however often it is asked; retry.Answer).
+// however often it is asked; retry.Answer). The error names the answer
+// by its status and its body's code (retry.Label: logits_not_finite,
+// model_not_found, as collect's model calls do) and the server's message.
 func classify(err error, callCtx context.Context, timeout time.Duration, usage Usage) error {
 	var apiErr *openai.Error
 	switch {
 	case errors.As(err, &apiErr):
 		status := apiErr.StatusCode
-		// The error body's code names the cause in a word (logits_not_finite,
-		// model_not_found), as collect's model calls say it too.
-		what := fmt.Sprintf("HTTP %d", status)
-		if apiErr.Code != "" {
-			what += " " + apiErr.Code
-		}
 		// The server's own message says what to fix (an unknown model, an
 		// unsupported response_format); it never holds the key.
 		msg := err.Error()
@@ -172,7 +168,7 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 		if apiErr.Request != nil && apiErr.Request.URL != nil {
 			where = apiErr.Request.URL.Redacted()
 		}
-		return &Error{Kind: "http", Retryable: retry.Answer(status, apiErr.Code), Usage: usage, Err: fmt.Errorf("%s from %s: %s", what, where, msg)}
+		return &Error{Kind: "http", Retryable: retry.Answer(status, apiErr.Code), Usage: usage, Err: fmt.Errorf("%s from %s: %s", retry.Label(status, apiErr.Code), where, msg)}
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
 		return &Error{Kind: "timeout", Retryable: true, Usage: usage, Err: fmt.Errorf("no answer within %v: %w", timeout, err)}
 	default:

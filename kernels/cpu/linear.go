@@ -16,6 +16,9 @@ func (b *Backend) Matmul(c, a, bb []float32, M, N, K int, transA, transB bool, b
 		b.matmulFew(c, a, bb, M, N, K, transB, beta)
 		return
 	}
+	if b.matmulSkinny(c, a, bb, M, N, K, transA, transB, beta) {
+		return
+	}
 	lda, ldb := K, N
 	if transA {
 		lda = M
@@ -184,6 +187,11 @@ func (b *Backend) linearNT(out []float32, ldo int, x []float32, w weights, tile 
 				b.feat.bf16Rows(out[o0:], ldo, x, N, C, w.bf16[o0*C:o1*C])
 			}
 		})
+		return
+	}
+	if w.f32 != nil && OC <= skinnyMax && C >= skinnyMin {
+		// A skinny product (LoRA's x·Aᵀ): see skinny.go.
+		b.nt(out, ldo, x, C, w.f32, C, N, OC, C, 0)
 		return
 	}
 	if w.f32 != nil {

@@ -199,7 +199,9 @@ func (s suite) matmul(t *testing.T) {
 	if s.p == kernels.PrecisionBF16 {
 		_, tol = s.p.Tolerance()
 	}
-	for _, sh := range [][3]int{{1, 1, 1}, {2, 3, 5}, {17, 5, 3}, {1, 64, 33}, {33, 65, 17}, {64, 96, 128}} {
+	// {8, 70, 67} and {67, 8, 70}: a LoRA rank against a long and a wide
+	// side, which a backend may run as a skinny product (kernels/cpu).
+	for _, sh := range [][3]int{{1, 1, 1}, {2, 3, 5}, {17, 5, 3}, {1, 64, 33}, {33, 65, 17}, {64, 96, 128}, {8, 70, 67}, {67, 8, 70}} {
 		M, N, K := sh[0], sh[1], sh[2]
 		for _, tA := range []bool{false, true} {
 			for _, tB := range []bool{false, true} {
@@ -248,7 +250,7 @@ func (s suite) matmulBatched(t *testing.T) {
 // OC not a multiple of 4 or 16, C below, at and past the vector widths and
 // past 1024 (a column-chunk edge).
 var linearShapes = [][3]int{{1, 3, 5}, {2, 8, 1}, {1, 17, 33}, {3, 31, 7}, {5, 16, 18}, {8, 1025, 13},
-	{17, 32, 48}, {32, 100, 37}, {33, 64, 17}, {64, 33, 6}, {65, 48, 5}}
+	{17, 32, 48}, {32, 100, 37}, {33, 64, 17}, {64, 33, 6}, {65, 48, 5}, {130, 70, 8}}
 
 func (s suite) linear(t *testing.T) {
 	for _, sh := range linearShapes {

@@ -128,8 +128,8 @@ func detect() features {
 	return features{avx512: hasAVX512(), gemv: gemvLevel(), rows: rowsLevel(), bf16: hasAVX512BF16(), amx: hasAMX()}
 }
 
-// vecKernels are the vectorised forms of the exp-heavy element-wise loops;
-// a nil field means the Go loop runs instead.
+// vecKernels are the vectorised forms of the exp-heavy element-wise loops
+// and of RMSNorm's rows; a nil field means the Go loop runs instead.
 type vecKernels struct {
 	swigluFwd   func(out, gate, up []float32)
 	swigluBwd   func(dgate, dup, dout, gate, up []float32)
@@ -137,6 +137,10 @@ type vecKernels struct {
 	expSums     func(x []float32, mu float32) (s, t float64)
 	logprobGrad func(row []float32, l, dl, de, H float32)
 	expShift    func(dst, x []float32, mu, scale float32) float64
+	// RMSNorm rows (len(rstd) of them, C values each), as
+	// RMSNormForward's and RMSNormBackward's dinp loops.
+	rmsFwd func(out, rstd, x, w []float32, C int, eps float32)
+	rmsBwd func(dinp, dout, rstd, x, w []float32, C int)
 }
 
 // New returns a CPU backend configured by o, using what this CPU offers.

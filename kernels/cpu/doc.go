@@ -45,6 +45,15 @@
 // it packs its B panels; with OpenBLAS or gonum, bfloat16 weight tiles are
 // widened into a scratch buffer and fed to sgemm.
 //
+// A LoRA update's products against its rank (at most 16) skip sgemm too,
+// once the other two sides have 64 or more: x·Aᵀ and dout·B go to
+// skinnyNT (rows of the big operand against the rank's rows, r vector
+// sums a row), DB += doutᵀ·u and DA += gᵀ·x to skinnyTN (2·r column sums
+// kept in registers down the long side), AVX-512 in C where the rows
+// kernels have it, plain C or Go otherwise (skinny.go). The blocked GEMM
+// padded the rank to its tile and repacked the big operand; these read it
+// once.
+//
 // In the bf16 compute mode (Options.Compute = kernels.PrecisionBF16) every
 // product with a frozen bfloat16 weight — LinearForwardBF16,
 // LinearBackwardBF16's dinp, and the lm_head's logits, expect and dhidden
@@ -64,8 +73,9 @@
 //
 // Element-wise and row-wise ops (norms, RoPE, SwiGLU, softmax rows, AdamW)
 // are split over rows by a small worker pool owned by the Backend value
-// (Options.Workers goroutines, no globals); SwiGLU and the vocabulary
-// softmax rows have AVX-512 forms under cgo, the rest is plain Go. Below
+// (Options.Workers goroutines, no globals); SwiGLU, RMSNorm's rows and the
+// vocabulary softmax rows have AVX-512 forms under cgo, the rest is plain
+// Go. Below
 // Options.MinParallel units of work an op runs on the calling goroutine, so
 // tiny ops pay no scheduling. RowMax and ExpShift (a sampler's softmax of
 // one logits row) always run on the calling goroutine.

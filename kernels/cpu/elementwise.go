@@ -16,6 +16,10 @@ func (b *Backend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps
 	kernels.Need(op, "weight", len(weight), C)
 	w := weight[:C]
 	b.parallel(N, C, func(lo, hi int) {
+		if b.vec.rmsFwd != nil {
+			b.vec.rmsFwd(out[lo*C:hi*C], rstd[lo:hi], inp[lo*C:hi*C], w, C, eps)
+			return
+		}
 		for n := lo; n < hi; n++ {
 			x := inp[n*C : (n+1)*C]
 			var ss float64
@@ -43,6 +47,10 @@ func (b *Backend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float
 	kernels.Need(op, "weight", len(weight), C)
 	w := weight[:C]
 	b.parallel(N, C, func(lo, hi int) {
+		if b.vec.rmsBwd != nil {
+			b.vec.rmsBwd(dinp[lo*C:hi*C], dout[lo*C:hi*C], rstd[lo:hi], inp[lo*C:hi*C], w, C)
+			return
+		}
 		for n := lo; n < hi; n++ {
 			x, d, di := inp[n*C:(n+1)*C], dout[n*C:(n+1)*C], dinp[n*C:(n+1)*C]
 			r := rstd[n]

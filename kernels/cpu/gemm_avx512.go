@@ -367,6 +367,71 @@ static void hone_logprob_grad(float *row, long n, float l, float dl, float de, f
 		_mm512_mask_storeu_ps(row + i, m, _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(p, g)));
 	}
 }
+
+// RMSNorm rows, as RMSNormForward's and RMSNormBackward's Go loops compute
+// them: the products in float, the sums of squares and dots in double (8
+// double lanes each for the low and the high half of 16 floats, summed at
+// the end: another order than the Go loop's, so rstd may move in its last
+// bit), every other value one float operation at a time in the Go loop's
+// order, not contracted into FMAs.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+
+// hone_rms_fwd: for n rows of C values, rstd = 1/sqrt(Σx²/C + eps) and
+// out = x·rstd·w.
+__attribute__((target("avx512f")))
+static void hone_rms_fwd(float *out, float *rstd, const float *x, const float *w, long n, long C, float eps) {
+	for (long i = 0; i < n; i++) {
+		const float *xi = x + i * C;
+		float *oi = out + i * C;
+		__m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+		for (long c = 0; c < C; c += 16) {
+			__mmask16 m = C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - c)) - 1);
+			__m512 v = _mm512_maskz_loadu_ps(m, xi + c);
+			__m512 q = _mm512_mul_ps(v, v);
+			s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(q)));
+			s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(q), 1))));
+		}
+		double ss = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+		float r = (float)(1 / __builtin_sqrt(ss / (double)C + (double)eps));
+		rstd[i] = r;
+		__m512 vr = _mm512_set1_ps(r);
+		for (long c = 0; c < C; c += 16) {
+			__mmask16 m = C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - c)) - 1);
+			__m512 v = _mm512_maskz_loadu_ps(m, xi + c);
+			_mm512_mask_storeu_ps(oi + c, m, _mm512_mul_ps(_mm512_mul_ps(v, vr), _mm512_maskz_loadu_ps(m, w + c)));
+		}
+	}
+}
+
+// hone_rms_bwd: for n rows, m = (Σ d·w·x)·r/C·r and dinp += r·(d·w − x·m).
+__attribute__((target("avx512f")))
+static void hone_rms_bwd(float *dinp, const float *dout, const float *rstd, const float *x, const float *w, long n, long C) {
+	for (long i = 0; i < n; i++) {
+		const float *xi = x + i * C, *di = dout + i * C;
+		float *gi = dinp + i * C;
+		float r = rstd[i];
+		__m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+		for (long c = 0; c < C; c += 16) {
+			__mmask16 m = C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - c)) - 1);
+			__m512 q = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, di + c), _mm512_maskz_loadu_ps(m, w + c)),
+			                         _mm512_maskz_loadu_ps(m, xi + c));
+			s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(q)));
+			s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(q), 1))));
+		}
+		double dot = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+		float mm = (float)(dot * (double)r / (double)C) * r;
+		__m512 vr = _mm512_set1_ps(r), vm = _mm512_set1_ps(mm);
+		for (long c = 0; c < C; c += 16) {
+			__mmask16 m = C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (C - c)) - 1);
+			__m512 dw = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, di + c), _mm512_maskz_loadu_ps(m, w + c));
+			__m512 xm = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, xi + c), vm);
+			__m512 g = _mm512_mul_ps(vr, _mm512_sub_ps(dw, xm));
+			_mm512_mask_storeu_ps(gi + c, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, gi + c), g));
+		}
+	}
+}
+#pragma GCC pop_options
 #else
 static void hone_sgemm_avx512(int tA, int tB, long m, long n, long k, float alpha, const float *a, long lda,
                               const float *b, const uint16_t *b16, long ldb, float beta, float *c, long ldc) { abort(); }
@@ -376,6 +441,8 @@ static float hone_row_max(const float *x, long n) { abort(); }
 static void hone_exp_sums(const float *x, long n, float mu, double *s, double *t) { abort(); }
 static void hone_logprob_grad(float *row, long n, float l, float dl, float de, float H) { abort(); }
 static double hone_exp_shift(float *dst, const float *x, long n, float mu, float scale) { abort(); }
+static void hone_rms_fwd(float *out, float *rstd, const float *x, const float *w, long n, long C, float eps) { abort(); }
+static void hone_rms_bwd(float *dinp, const float *dout, const float *rstd, const float *x, const float *w, long n, long C) { abort(); }
 #endif
 */
 import "C"
@@ -420,6 +487,18 @@ func avx512Vec() vecKernels {
 				d = fp(dst)
 			}
 			return float64(C.hone_exp_shift(d, fp(x), C.long(len(x)), C.float(mu), C.float(scale)))
+		},
+		rmsFwd: func(out, rstd, x, w []float32, C int, eps float32) {
+			if n := len(rstd); n > 0 && C > 0 {
+				_, _, _ = out[n*C-1], x[n*C-1], w[C-1]
+				C.hone_rms_fwd(fp(out), fp(rstd), fp(x), fp(w), C.long(n), C.long(C), C.float(eps))
+			}
+		},
+		rmsBwd: func(dinp, dout, rstd, x, w []float32, C int) {
+			if n := len(rstd); n > 0 && C > 0 {
+				_, _, _, _ = dinp[n*C-1], dout[n*C-1], x[n*C-1], w[C-1]
+				C.hone_rms_bwd(fp(dinp), fp(dout), fp(rstd), fp(x), fp(w), C.long(n), C.long(C))
+			}
 		},
 	}
 }

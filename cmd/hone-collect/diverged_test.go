@@ -2,55 +2,14 @@ package main
 
 import (
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/collect/openaitest"
-	"github.com/hone-rl/hone/format/runfolder"
-	"github.com/hone-rl/hone/kernels/ref"
-	"github.com/hone-rl/hone/train/model"
+	"github.com/hone-rl/hone/train/model/modeltest"
 )
-
-// writeDivergedRun writes run "r1" under adaptersDir with one step whose
-// LoRA B weights are ±3e38: finite, so hone-serve loads it (it refuses
-// NaN and Inf), and so large that the tiny model's logits under it are
-// all NaN, as after a training step that diverged.
-func writeDivergedRun(t *testing.T, modelDir, adaptersDir string) {
-	t.Helper()
-	m, err := model.Load(modelDir, ref.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 4, Alpha: 8, Targets: model.AllModules()}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, layer := range ad.Layers {
-		for _, lr := range layer {
-			if lr == nil {
-				continue
-			}
-			for i := range lr.B {
-				lr.B[i] = 3e38
-				if rng.IntN(2) == 0 {
-					lr.B[i] = -3e38
-				}
-			}
-		}
-	}
-	runDir := filepath.Join(adaptersDir, "r1")
-	if err := model.WriteAdapter(filepath.Join(runDir, runfolder.StepName(1)), ad, modelDir); err != nil {
-		t.Fatal(err)
-	}
-	if err := runfolder.WritePointer(runDir, "latest", 1); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // Against the real hone-serve serving a diverged adapter: every episode
 // fails at its first turn with hone-serve's 500 (logits_not_finite), which
@@ -61,7 +20,7 @@ func writeDivergedRun(t *testing.T, modelDir, adaptersDir string) {
 func TestDivergedAdapterServe(t *testing.T) {
 	const modelDir = "../../serve/testdata/tiny"
 	adapters := t.TempDir()
-	writeDivergedRun(t, modelDir, adapters)
+	modeltest.WriteDivergedRun(t, modelDir, adapters, "r1")
 	addr := openaitest.StartProcess(t, filepath.Join(binDir, "hone-serve"), "--model", modelDir, "--adapters", adapters, "--port", "0", "--threads", "1")
 	out := filepath.Join(t.TempDir(), "out.parquet")
 	r := collectBin(t, "--env", "guess", "--groups", "2", "-G", "2", "--model", "r1", "--base-url", "http://"+addr+"/v1",

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -14,12 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/serve"
-	"github.com/hone-rl/hone/train/model"
+	"github.com/hone-rl/hone/train/model/modeltest"
 	"github.com/hone-rl/hone/train/tinymodel"
 )
 
@@ -209,44 +207,6 @@ func TestHoneServeJudgeContext(t *testing.T) {
 	}
 }
 
-// writeDivergedRun writes run "r1" under adaptersDir with one step whose
-// LoRA B weights are ±3e38: finite, so hone-serve loads it (it refuses NaN
-// and Inf), and so large that the tiny model's logits under it are all
-// NaN, as after a training step that diverged.
-func writeDivergedRun(t *testing.T, modelDir, adaptersDir string) {
-	t.Helper()
-	m, err := model.Load(modelDir, ref.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 4, Alpha: 8, Targets: model.AllModules()}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, layer := range ad.Layers {
-		for _, lr := range layer {
-			if lr == nil {
-				continue
-			}
-			for i := range lr.B {
-				lr.B[i] = 3e38
-				if rng.IntN(2) == 0 {
-					lr.B[i] = -3e38
-				}
-			}
-		}
-	}
-	runDir := filepath.Join(adaptersDir, "r1")
-	if err := model.WriteAdapter(filepath.Join(runDir, runfolder.StepName(1)), ad, modelDir); err != nil {
-		t.Fatal(err)
-	}
-	if err := runfolder.WritePointer(runDir, "latest", 1); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestHoneServeDivergedJudge: the judge model is an adapter whose step
 // diverged, so the real hone-serve answers every judge call with its 500
 // of code logits_not_finite. hone-score does not retry it, though
@@ -256,7 +216,7 @@ func writeDivergedRun(t *testing.T, modelDir, adaptersDir string) {
 // and nothing is cached: a second run asks the judge again.
 func TestHoneServeDivergedJudge(t *testing.T) {
 	modelDir, adapters := tinyJudgeModel(t), t.TempDir()
-	writeDivergedRun(t, modelDir, adapters)
+	modeltest.WriteDivergedRun(t, modelDir, adapters, "r1")
 	base := serveJudge(t, serve.Options{Model: modelDir, Adapters: adapters})
 	dir := t.TempDir()
 	in := scenario(t, dir, "in.parquet", 0, 2, 2) // 2 groups of 2

@@ -2,17 +2,12 @@ package serve
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 
-	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/serve/constrain"
 )
 
@@ -101,43 +96,13 @@ func TestJSONSchemaCutAtMaxTokens(t *testing.T) {
 // product overflows to -Inf.
 func noQuoteModelDir(t *testing.T) string {
 	t.Helper()
-	src, dst := tinyDir(t), filepath.Join(t.TempDir(), "tiny-noquote")
-	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dst, "model.safetensors")
-	f, err := safetensors.OpenFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	infos := map[string]safetensors.TensorInfo{}
-	for _, name := range []string{"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"} {
-		info, ok := f.Info(name)
-		if !ok || info.DType != safetensors.F32 {
-			t.Fatalf("%s: %+v", name, info)
+	return patchedModelDir(t, "tiny-noquote", func(shape func(string) []int, set func(string, int, int, float32)) {
+		for tok := range shape("model.embed_tokens.weight")[0] {
+			set("model.embed_tokens.weight", tok, 0, 1e6)
 		}
-		infos[name] = info
-	}
-	f.Close()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := 8 + int64(binary.LittleEndian.Uint64(b)) // the data area follows the header
-	set := func(name string, row, col int, v float32) {
-		info := infos[name]
-		at := data + info.Begin + 4*int64(row*info.Shape[len(info.Shape)-1]+col)
-		binary.LittleEndian.PutUint32(b[at:], math.Float32bits(v))
-	}
-	for tok := range infos["model.embed_tokens.weight"].Shape[0] {
-		set("model.embed_tokens.weight", tok, 0, 1e6)
-	}
-	set("model.norm.weight", 0, 0, 1)
-	set("lm_head.weight", '"', 0, -3e38)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+		set("model.norm.weight", 0, 0, 1)
+		set("lm_head.weight", '"', 0, -3e38)
+	})
 }
 
 // TestJSONSchemaNoTokenFits: when the model gives -Inf to every token

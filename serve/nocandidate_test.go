@@ -187,7 +187,19 @@ func TestDivergedAdapter(t *testing.T) {
 // weights, as a broken checkpoint could hold: every logit is then NaN.
 func nanModelDir(t *testing.T) string {
 	t.Helper()
-	src, dst := tinyDir(t), filepath.Join(t.TempDir(), "tiny-nan")
+	return patchedModelDir(t, "tiny-nan", func(_ func(string) []int, set func(string, int, int, float32)) {
+		set("model.norm.weight", 0, 0, float32(math.NaN()))
+	})
+}
+
+// patchedModelDir copies the tiny model folder into a new folder named
+// name and lets patch change single float32 weights of its safetensors
+// file in place: shape gives a tensor's shape, set(tensor, row, col, v)
+// writes v at [row, col] of a 2-D tensor (row 0 of a vector). A tensor
+// that is missing or not float32 fails the test.
+func patchedModelDir(t *testing.T, name string, patch func(shape func(string) []int, set func(string, int, int, float32))) string {
+	t.Helper()
+	src, dst := tinyDir(t), filepath.Join(t.TempDir(), name)
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
@@ -196,17 +208,26 @@ func nanModelDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, ok := f.Info("model.norm.weight")
-	f.Close()
-	if !ok || info.DType != safetensors.F32 {
-		t.Fatalf("model.norm.weight: %+v", info)
-	}
+	defer f.Close()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	info := func(tensor string) safetensors.TensorInfo {
+		in, ok := f.Info(tensor)
+		if !ok || in.DType != safetensors.F32 {
+			t.Fatalf("%s: %+v, want a float32 tensor", tensor, in)
+		}
+		return in
+	}
 	data := 8 + int64(binary.LittleEndian.Uint64(b)) // the data area follows the header
-	binary.LittleEndian.PutUint32(b[data+info.Begin:], math.Float32bits(float32(math.NaN())))
+	shape := func(tensor string) []int { return info(tensor).Shape }
+	set := func(tensor string, row, col int, v float32) {
+		in := info(tensor)
+		at := data + in.Begin + 4*int64(row*in.Shape[len(in.Shape)-1]+col)
+		binary.LittleEndian.PutUint32(b[at:], math.Float32bits(v))
+	}
+	patch(shape, set)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -152,14 +152,8 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	defer be.Close()
-	if cb, ok := be.(*cuda.Backend); ok {
-		if err := cb.SetAttentionKernel(*attnKern); err != nil {
-			return fmt.Errorf("--attention-kernel: %w", err)
-		}
-		if err := cb.SetGEMMLibrary(*gemm); err != nil {
-			return fmt.Errorf("--gemm: %w", err)
-		}
-		cb.SetSyncEachOp(*cudaSync == "op")
+	if err := configureCUDA(be, *attnKern, *gemm, *cudaSync); err != nil {
+		return err
 	}
 	wdt, err := model.ParseWeightDType(*dt)
 	if err != nil {
@@ -218,6 +212,24 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(w, "BENCH %s\n", b)
+	return nil
+}
+
+// configureCUDA sets a cuda.Backend's training attention, GEMM library
+// and synchronization from the worker's flags (checked before by
+// checkDeviceFlags); other backends take none of them.
+func configureCUDA(be kernels.Backend, attnKern, gemm, cudaSync string) error {
+	cb, ok := be.(*cuda.Backend)
+	if !ok {
+		return nil
+	}
+	if err := cb.SetAttentionKernel(attnKern); err != nil {
+		return fmt.Errorf("--attention-kernel: %w", err)
+	}
+	if err := cb.SetGEMMLibrary(gemm); err != nil {
+		return fmt.Errorf("--gemm: %w", err)
+	}
+	cb.SetSyncEachOp(cudaSync == "op")
 	return nil
 }
 

@@ -9,9 +9,13 @@
 //     order). The blocks of a grid run one after another on the same fibers
 //     (CUDA promises no order or concurrency between blocks, so a correct
 //     kernel cannot tell), and the fibers and their stacks are kept for the
-//     next launch: a launch makes no OS thread and no system call but the
-//     context switches' (issue #28). A stack is 256 KiB with a guard page
-//     below it;
+//     next launch: a launch makes no OS thread and no system call. On
+//     x86-64 a switch between fibers saves and loads only what the ABI
+//     says a call keeps (the callee-saved registers, the stack pointer,
+//     MXCSR and the x87 control word: switchStacks), where glibc's
+//     swapcontext also saves the signal mask with a system call each time;
+//     elsewhere the fibers switch with swapcontext. A stack is 256 KiB with
+//     a guard page below it;
 //   - __shared__ is a static local: with one block running at a time, that
 //     is one copy per block. extern __shared__ (dynamic) is not emulated;
 //   - __syncthreads() is a barrier over the block's threads, and the warp
@@ -140,12 +144,107 @@ struct Barrier {
 	std::string name;  // "__syncthreads", "warp 2 shuffle"
 };
 
+#if defined(__x86_64__)
+// Context is a suspended fiber, or the scheduler while a fiber runs: its
+// stack pointer, below which switchStacks left what it restores.
+struct Context {
+	void *sp = nullptr;
+};
+
+// switchStacks suspends the caller into *save and resumes the context
+// whose stack pointer is load: it pushes the registers the SysV ABI has a
+// call keep (rbp, rbx, r12–r15) and MXCSR and the x87 control word, saves
+// the stack pointer, and pops the other context's in reverse, returning
+// where that one called switchStacks (or into fiberStart, for a new
+// fiber). No system call: glibc's swapcontext saves and loads the signal
+// mask with one on every switch, which was most of the emulated tests'
+// time in the kernel.
+__attribute__((naked, noinline)) inline void switchStacks(void ** /*save*/, void * /*load*/) {
+	asm volatile(
+	    "pushq %rbp\n\t"
+	    "pushq %rbx\n\t"
+	    "pushq %r12\n\t"
+	    "pushq %r13\n\t"
+	    "pushq %r14\n\t"
+	    "pushq %r15\n\t"
+	    "subq $8, %rsp\n\t"
+	    "stmxcsr (%rsp)\n\t"
+	    "fnstcw 4(%rsp)\n\t"
+	    "movq %rsp, (%rdi)\n\t"
+	    "movq %rsi, %rsp\n\t"
+	    "ldmxcsr (%rsp)\n\t"
+	    "fldcw 4(%rsp)\n\t"
+	    "addq $8, %rsp\n\t"
+	    "popq %r15\n\t"
+	    "popq %r14\n\t"
+	    "popq %r13\n\t"
+	    "popq %r12\n\t"
+	    "popq %rbx\n\t"
+	    "popq %rbp\n\t"
+	    "ret\n\t");
+}
+
+// fiberStart is where a new fiber's first switchStacks returns to: it
+// calls r13 (fiberMain) with r12 (the fiber's thread number), which
+// newContext put in the registers' slots; fiberMain never returns.
+__attribute__((naked, noinline)) inline void fiberStart() {
+	asm volatile(
+	    "movq %r12, %rdi\n\t"
+	    "callq *%r13\n\t"
+	    "ud2\n\t");
+}
+
+// newContext makes c start fiberMain(t) on the stack [stack, stack+size)
+// when first switched to: the frame switchStacks pops, with fiberStart as
+// its return address and, after that return, the stack pointer 16-byte
+// aligned as a call site needs it.
+inline void newContext(Context &c, void *stack, size_t size, void (*fiberMain)(unsigned), unsigned t) {
+	uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + size) & ~uintptr_t(15);
+	uint64_t *ret = reinterpret_cast<uint64_t *>(top - 24);  // ≡ 8 mod 16: after ret, rsp is aligned
+	uint32_t mxcsr;
+	uint16_t fpcw;
+	asm volatile("stmxcsr %0" : "=m"(mxcsr));
+	asm volatile("fnstcw %0" : "=m"(fpcw));
+	ret[0] = reinterpret_cast<uint64_t>(&fiberStart);
+	ret[-1] = 0;                                          // rbp
+	ret[-2] = 0;                                          // rbx
+	ret[-3] = t;                                          // r12: fiberMain's argument
+	ret[-4] = reinterpret_cast<uint64_t>(fiberMain);      // r13
+	ret[-5] = 0;                                          // r14
+	ret[-6] = 0;                                          // r15
+	ret[-7] = uint64_t(mxcsr) | uint64_t(fpcw) << 32;     // MXCSR, then the x87 control word
+	c.sp = &ret[-7];
+}
+
+// switchContext suspends the caller into from and resumes to.
+inline void switchContext(Context &from, Context &to) { switchStacks(&from.sp, to.sp); }
+#else
+// Context is a suspended fiber, or the scheduler while a fiber runs.
+struct Context {
+	ucontext_t uc;
+};
+
+// newContext makes c start fiberMain(t) on the stack [stack, stack+size)
+// when first switched to.
+inline void newContext(Context &c, void *stack, size_t size, void (*fiberMain)(unsigned), unsigned t) {
+	getcontext(&c.uc);
+	c.uc.uc_stack.ss_sp = stack;
+	c.uc.uc_stack.ss_size = size;
+	c.uc.uc_link = nullptr;  // fiberMain never returns
+	makecontext(&c.uc, reinterpret_cast<void (*)()>(fiberMain), 1, t);
+}
+
+// switchContext suspends the caller into from and resumes to.
+inline void switchContext(Context &from, Context &to) { swapcontext(&from.uc, &to.uc); }
+#endif
+
 // Fiber is one CUDA thread's context and stack, kept across blocks and
 // launches.
 struct Fiber {
-	ucontext_t ctx;
+	Context ctx;
 	void *mem = nullptr;  // the mapping: a guard page, then the stack
 	size_t size = 0;
+	void *stack = nullptr;  // the stack's lowest address (above the guard page)
 	uint3 idx{};                       // its threadIdx in the launch
 	bool done = true;                  // returned from the kernel of this block
 	const struct Barrier *on = nullptr;  // the barrier it waits at, or null
@@ -155,7 +254,7 @@ struct Fiber {
 // Sched runs the fibers of the process's launches, one launch at a time
 // (under its lock), on the launching OS thread.
 struct Sched {
-	ucontext_t main;
+	Context main;
 	std::vector<std::unique_ptr<Fiber>> fibers;
 	unsigned cur = 0;  // the fiber running
 	void (*body)(void *, unsigned) = nullptr;  // runs the kernel as thread t
@@ -175,10 +274,10 @@ inline void toMain() {
 #if defined(__SANITIZE_ADDRESS__)
 	void *fake = nullptr;
 	__sanitizer_start_switch_fiber(&fake, s.mainBottom, s.mainSize);
-	swapcontext(&s.fibers[s.cur]->ctx, &s.main);
+	switchContext(s.fibers[s.cur]->ctx, s.main);
 	__sanitizer_finish_switch_fiber(fake, &s.mainBottom, &s.mainSize);
 #else
-	swapcontext(&s.fibers[s.cur]->ctx, &s.main);
+	switchContext(s.fibers[s.cur]->ctx, s.main);
 #endif
 }
 
@@ -372,11 +471,8 @@ inline Fiber &fiber(Sched &s, unsigned t) {
 		f->mem = mmap(nullptr, f->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (f->mem == MAP_FAILED) throw std::bad_alloc();
 		mprotect(f->mem, page, PROT_NONE);  // a stack overflow faults
-		getcontext(&f->ctx);
-		f->ctx.uc_stack.ss_sp = static_cast<char *>(f->mem) + page;
-		f->ctx.uc_stack.ss_size = fiberStack;
-		f->ctx.uc_link = nullptr;  // fiberMain never returns
-		makecontext(&f->ctx, reinterpret_cast<void (*)()>(fiberMain), 1, i);
+		f->stack = static_cast<char *>(f->mem) + page;
+		newContext(f->ctx, f->stack, fiberStack, fiberMain, i);
 		s.fibers.push_back(std::move(f));
 	}
 	return *s.fibers[t];
@@ -390,11 +486,11 @@ inline void resume(Sched &s, unsigned t) {
 	threadIdx = f.idx;
 #if defined(__SANITIZE_ADDRESS__)
 	void *fake = nullptr;
-	__sanitizer_start_switch_fiber(&fake, f.ctx.uc_stack.ss_sp, f.ctx.uc_stack.ss_size);
-	swapcontext(&s.main, &f.ctx);
+	__sanitizer_start_switch_fiber(&fake, f.stack, fiberStack);
+	switchContext(s.main, f.ctx);
 	__sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #else
-	swapcontext(&s.main, &f.ctx);
+	switchContext(s.main, f.ctx);
 #endif
 }
 

@@ -42,3 +42,30 @@ func NeedLinearMany(op string, outs, weights, biases, ocs int) {
 		panic(fmt.Sprintf("kernels.%s: %d outputs, %d weights, %d biases, %d output sizes", op, outs, weights, biases, ocs))
 	}
 }
+
+// LinearAdderBF16 is implemented by a backend whose bfloat16 linear
+// products can add onto their outputs for no more than it costs to write
+// them: on kernels/cuda every product is a GEMM, whose epilogue reads the
+// output (beta 1) behind a compute-bound product (K = C, hundreds to
+// thousands of multiply-adds an output value). The model's LoRA forward
+// then writes the rank-r product out = u·Bᵀ first (a bandwidth-bound
+// Matmul that only writes out) and lets the base product add onto it,
+// rather than the rank-r product reading and writing the whole out after
+// the base product wrote it (train/model's TestStepTraffic7B counts it).
+// Host backends (ref, cpu), whose base products would read out again for
+// the add, do not implement it.
+//
+// Bits: without a bias, an added output is fl(p + o) for the product p
+// and the value o it held, the sum the other order (o added onto p by a
+// beta-1 Matmul) forms, float32 addition being commutative, as long as
+// each product's own sum is unchanged. With a bias the sums associate the
+// other way, ((o + p) + b) rather than ((p + b) + o): the last bits may
+// differ.
+type LinearAdderBF16 interface {
+	// LinearForwardBF16ManyAdd is LinearForwardBF16Many whose products
+	// add where add[i]: outs[i] [N, OCs[i]] += inp·weights[i]ᵀ, then
+	// biases[i] (a nil biases or biases[i]: none); where not, outs[i] is
+	// set, LinearForwardBF16Many's bits. The outputs must not overlap inp
+	// or each other.
+	LinearForwardBF16ManyAdd(outs [][]float32, inp []float32, weights [][]uint16, biases [][]float32, N, C int, OCs []int, add []bool)
+}

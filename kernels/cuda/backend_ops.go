@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/hone-rl/hone/kernels"
@@ -330,7 +331,27 @@ var _ kernels.LinearManyBF16er = (*Backend)(nil)
 // once for all the products, not once a product), after
 // LinearForwardBF16's checks of each product.
 func (b *Backend) LinearForwardBF16Many(outs [][]float32, inp []float32, weights [][]uint16, biases [][]float32, N, C int, OCs []int) {
-	const op = "LinearForwardBF16Many"
+	b.linearForwardBF16Many("LinearForwardBF16Many", outs, inp, weights, biases, N, C, OCs, nil)
+}
+
+var _ kernels.LinearAdderBF16 = (*Backend)(nil)
+
+// LinearForwardBF16ManyAdd implements kernels.LinearAdderBF16
+// (Ops.LinearForwardBF16ManyAdd: the products where add[i] are GEMMs with
+// beta 1, which read outs[i] in their epilogue), after
+// LinearForwardBF16Many's checks; in both precisions. The profile counts
+// it as LinearForwardBF16Many (linearManyCost).
+func (b *Backend) LinearForwardBF16ManyAdd(outs [][]float32, inp []float32, weights [][]uint16, biases [][]float32, N, C int, OCs []int, add []bool) {
+	const op = "LinearForwardBF16ManyAdd"
+	if len(add) != len(outs) {
+		panic(fmt.Sprintf("kernels.%s: %d outputs, %d add flags", op, len(outs), len(add)))
+	}
+	b.linearForwardBF16Many(op, outs, inp, weights, biases, N, C, OCs, add)
+}
+
+// linearForwardBF16Many is LinearForwardBF16Many as op, adding onto
+// outs[i] where add[i] (add nil: setting every output).
+func (b *Backend) linearForwardBF16Many(op string, outs [][]float32, inp []float32, weights [][]uint16, biases [][]float32, N, C int, OCs []int, add []bool) {
 	kernels.NeedLinearMany(op, len(outs), len(weights), len(biases), len(OCs))
 	bias := func(i int) []float32 {
 		if biases == nil {
@@ -341,7 +362,10 @@ func (b *Backend) LinearForwardBF16Many(outs [][]float32, inp []float32, weights
 	for i := range outs {
 		needLinearForward(op, outs[i], inp, len(weights[i]), bias(i), N, C, OCs[i])
 	}
-	if N*C == 0 { // nothing to round: each op as it is
+	if N == 0 {
+		return
+	}
+	if C == 0 && add == nil { // nothing to round: each op as it is
 		for i := range outs {
 			b.LinearForwardBF16(outs[i], inp, weights[i], bias(i), N, C, OCs[i])
 		}
@@ -350,6 +374,7 @@ func (b *Backend) LinearForwardBF16Many(outs [][]float32, inp []float32, weights
 	b.onDeviceCost(op, func() opCost { return linearManyCost(N, C, OCs) }, func() error {
 		var bo, bw, bb []*Buffer
 		var ocs []int
+		var adds []bool
 		for i := range outs {
 			if OCs[i] == 0 { // an empty product: nothing to write
 				continue
@@ -358,8 +383,12 @@ func (b *Backend) LinearForwardBF16Many(outs [][]float32, inp []float32, weights
 			bw = append(bw, b.bf16(op, "weight", weights[i]))
 			bb = append(bb, b.f32(op, "bias", bias(i)))
 			ocs = append(ocs, OCs[i])
+			adds = append(adds, add != nil && add[i])
 		}
-		return b.ops.LinearForwardBF16Many(bo, b.f32(op, "inp", inp), bw, bb, N, C, ocs)
+		if add == nil {
+			return b.ops.LinearForwardBF16Many(bo, b.f32(op, "inp", inp), bw, bb, N, C, ocs)
+		}
+		return b.ops.LinearForwardBF16ManyAdd(bo, b.f32(op, "inp", inp), bw, bb, N, C, ocs, adds)
 	})
 }
 

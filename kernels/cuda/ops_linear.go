@@ -48,25 +48,26 @@ func planLinearBackward(dinp, dweight, dbias, dout, inp, weight any, withDinp, w
 	return s
 }
 
-// planLinearForwardBF16: out [N,OC] = inp [N,C] · weight [OC,C]ᵀ with a
-// bfloat16 weight, then the bias. PrecisionF32: rows weight rows at a time
-// widened into wf (bf16_to_f32; wf holds min(rows, OC)·C floats) and
-// multiplied into out's columns (cublasSgemm, row stride OC).
-// PrecisionBF16: inp rounded into xb (f32_to_bf16; N·C bfloat16 values),
-// one cublasGemmEx.
-func planLinearForwardBF16(out, inp, weight, bias, wf, xb any, withBias bool, prec kernels.Precision, N, C, OC, rows int) []xstep {
+// planLinearForwardBF16: out [N,OC] = inp [N,C] · weight [OC,C]ᵀ +
+// beta·out with a bfloat16 weight (beta 0: out is not read; 1: the
+// product adds onto it, in the GEMM's epilogue), then the bias.
+// PrecisionF32: rows weight rows at a time widened into wf (bf16_to_f32;
+// wf holds min(rows, OC)·C floats) and multiplied into out's columns
+// (cublasSgemm, row stride OC). PrecisionBF16: inp rounded into xb
+// (f32_to_bf16; N·C bfloat16 values), one cublasGemmEx.
+func planLinearForwardBF16(out, inp, weight, bias, wf, xb any, withBias bool, beta float32, prec kernels.Precision, N, C, OC, rows int) []xstep {
 	if N == 0 || OC == 0 {
 		return nil
 	}
 	var s []xstep
 	if prec == kernels.PrecisionBF16 {
 		s = append(s, kstep(planFlat("f32_to_bf16", N*C, xb, inp, N*C)...)...)
-		s = append(s, gstep(mm{C: out, A: xb, B: weight, M: N, N: OC, K: C, TransB: true, BF16: true}))
+		s = append(s, gstep(mm{C: out, A: xb, B: weight, M: N, N: OC, K: C, TransB: true, Beta: beta, BF16: true}))
 	} else {
 		for o0 := 0; o0 < OC; o0 += rows {
 			l := min(rows, OC-o0)
 			s = append(s, kstep(planFlat("bf16_to_f32", l*C, wf, weight, o0*C, l*C)...)...)
-			s = append(s, gstep(mm{C: out, OffC: o0, LDC: OC, A: inp, B: wf, M: N, N: l, K: C, TransB: true}))
+			s = append(s, gstep(mm{C: out, OffC: o0, LDC: OC, A: inp, B: wf, M: N, N: l, K: C, TransB: true, Beta: beta}))
 		}
 	}
 	return append(s, planBias(out, bias, withBias, N, OC)...)
@@ -154,7 +155,12 @@ func bf16Len(n int) int { return (n + 1) / 2 }
 // as SetPrecision says; bias [OC] may be nil. Its scratch is Ops' own,
 // kept between calls (scratch.go).
 func (o *Ops) LinearForwardBF16(out, inp, weight, bias *Buffer, N, C, OC int) error {
-	const op = "LinearForwardBF16"
+	return o.linearForwardBF16("LinearForwardBF16", out, inp, weight, bias, N, C, OC, 0)
+}
+
+// linearForwardBF16 is LinearForwardBF16 as op, its product added onto
+// out when beta is 1 (planLinearForwardBF16).
+func (o *Ops) linearForwardBF16(op string, out, inp, weight, bias *Buffer, N, C, OC int, beta float32) error {
 	if err := o.linearCheck(op, N, C, OC, "out", out, N*OC, "inp", inp, N*C, "weight", weight, bf16Len(OC*C), "?bias", bias, OC); err != nil {
 		return err
 	}
@@ -172,7 +178,7 @@ func (o *Ops) LinearForwardBF16(out, inp, weight, bias *Buffer, N, C, OC int) er
 	if err != nil {
 		return err
 	}
-	steps := planLinearForwardBF16(out, inp, weight, bias, sc, sc, bias != nil, o.prec, N, C, OC, rows)
+	steps := planLinearForwardBF16(out, inp, weight, bias, sc, sc, bias != nil, beta, o.prec, N, C, OC, rows)
 	if err := o.throughLt(op, l, steps); err != nil {
 		return err
 	}
@@ -188,13 +194,39 @@ func (o *Ops) LinearForwardBF16(out, inp, weight, bias *Buffer, N, C, OC int) er
 // the same bits. In PrecisionF32 there is nothing to share: one
 // LinearForwardBF16 each.
 func (o *Ops) LinearForwardBF16Many(outs []*Buffer, inp *Buffer, weights, biases []*Buffer, N, C int, OCs []int) error {
-	const op = "LinearForwardBF16Many"
+	return o.linearForwardBF16Many("LinearForwardBF16Many", outs, inp, weights, biases, N, C, OCs, nil)
+}
+
+// LinearForwardBF16ManyAdd is LinearForwardBF16Many whose products add
+// onto outs[i] where add[i] (kernels.LinearAdderBF16): outs[i] += inp ·
+// weights[i]ᵀ, the GEMM with beta 1 (cublasGemmEx, or cublasLtMatmul
+// under GEMMCublasLt, in PrecisionBF16; the chunks' cublasSgemm in
+// PrecisionF32), then biases[i]; where not, LinearForwardBF16Many's steps
+// and bits. The launches and bytes are LinearForwardBF16Many's but for
+// the GEMMs' reads of the outputs they add onto, in their epilogues.
+func (o *Ops) LinearForwardBF16ManyAdd(outs []*Buffer, inp *Buffer, weights, biases []*Buffer, N, C int, OCs []int, add []bool) error {
+	const op = "LinearForwardBF16ManyAdd"
+	if len(add) != len(outs) {
+		return fmt.Errorf("CUDA %s: %d outputs, %d add flags", op, len(outs), len(add))
+	}
+	return o.linearForwardBF16Many(op, outs, inp, weights, biases, N, C, OCs, add)
+}
+
+// linearForwardBF16Many is LinearForwardBF16Many as op, each product
+// added onto its output where add[i] (add nil: none).
+func (o *Ops) linearForwardBF16Many(op string, outs []*Buffer, inp *Buffer, weights, biases []*Buffer, N, C int, OCs []int, add []bool) error {
 	if len(weights) != len(outs) || len(biases) != len(outs) || len(OCs) != len(outs) {
 		return fmt.Errorf("CUDA %s: %d outputs, %d weights, %d biases, %d output sizes", op, len(outs), len(weights), len(biases), len(OCs))
 	}
+	beta := func(i int) float32 {
+		if add != nil && add[i] {
+			return 1
+		}
+		return 0
+	}
 	if o.prec != kernels.PrecisionBF16 {
 		for i := range outs {
-			if err := o.LinearForwardBF16(outs[i], inp, weights[i], biases[i], N, C, OCs[i]); err != nil {
+			if err := o.linearForwardBF16(op, outs[i], inp, weights[i], biases[i], N, C, OCs[i], beta(i)); err != nil {
 				return err
 			}
 		}
@@ -219,7 +251,7 @@ func (o *Ops) LinearForwardBF16Many(outs []*Buffer, inp *Buffer, weights, biases
 		if OCs[i] == 0 {
 			continue
 		}
-		steps = append(steps, gstep(mm{C: outs[i], A: sc, B: weights[i], M: N, N: OCs[i], K: C, TransB: true, BF16: true}))
+		steps = append(steps, gstep(mm{C: outs[i], A: sc, B: weights[i], M: N, N: OCs[i], K: C, TransB: true, Beta: beta(i), BF16: true}))
 		steps = append(steps, planBias(outs[i], biases[i], biases[i] != nil, N, OCs[i])...)
 	}
 	if err := o.throughLt(op, l, steps); err != nil {

@@ -192,7 +192,7 @@ func TestLinearGemms(t *testing.T) {
 func TestLinearChunkMapping(t *testing.T) {
 	const N, C, OC, rows = 2, 3, 7, 3
 	var gs []cuda.Mm
-	for _, s := range cuda.PlanLinearForwardBF16("out", "inp", "w", "bias", "wf", "xb", false, kernels.PrecisionF32, N, C, OC, rows) {
+	for _, s := range cuda.PlanLinearForwardBF16("out", "inp", "w", "bias", "wf", "xb", false, 0, kernels.PrecisionF32, N, C, OC, rows) {
 		if _, g := cuda.StepParts(s); g != nil {
 			gs = append(gs, *g)
 		}

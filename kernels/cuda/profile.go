@@ -43,7 +43,9 @@ type opProfile map[string]*OpTime
 //     stand apart; the token count N is not in the name): LinearForward,
 //     LinearForwardBF16, LinearBackwardBF16 and LinearBackwardBF16Rounded
 //     2·N·C·OC; LinearBackward 2·N·C·OC for each of dinp and dweight it
-//     computes. LinearForwardBF16Many "wOC1+OC2+…×C", Σ 2·N·C·OCᵢ.
+//     computes. LinearForwardBF16Many "wOC1+OC2+…×C", Σ 2·N·C·OCᵢ, and
+//     LinearForwardBF16ManyAdd the same (its products' adds onto their
+//     outputs are not counted).
 //   - LoRABackwardMany by its projections' shapes and rank, "wOut1+…×In
 //     rR": Σ 4·N·R·Outᵢ (dB and g) + 2·N·k·R·In (dA) + the same again
 //     for dx when asked for (k projections).
@@ -142,8 +144,9 @@ func linearCost(products, N, C, OC int) opCost {
 	return opCost{2 * int64(products) * int64(N) * int64(C) * int64(OC), dims("w", OC, C)}
 }
 
-// linearManyCost is LinearForwardBF16Many's: one linearCost a weight
-// [OCs[i],C], named by the weights stacked, "wOC1+OC2+…×C".
+// linearManyCost is LinearForwardBF16Many's and LinearForwardBF16ManyAdd's:
+// one linearCost a weight [OCs[i],C], named by the weights stacked,
+// "wOC1+OC2+…×C".
 func linearManyCost(N, C int, OCs []int) opCost {
 	var f int64
 	s := []byte{'w'}

@@ -115,7 +115,7 @@ func (b shimBackend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N
 
 func linearForwardBF16(h shimHarness, p kernels.Precision, out, inp []float32, weight []uint16, bias []float32, N, C, OC int) {
 	wf, xb := make([]float32, min(shimChunkRows, OC)*C), make([]uint16, N*C)
-	h.runX(cuda.PlanLinearForwardBF16(out, inp, weight, bias, wf, xb, bias != nil, p, N, C, OC, shimChunkRows))
+	h.runX(cuda.PlanLinearForwardBF16(out, inp, weight, bias, wf, xb, bias != nil, 0, p, N, C, OC, shimChunkRows))
 }
 
 func linearBackwardBF16(h shimHarness, p kernels.Precision, dinp, dout []float32, weight []uint16, N, C, OC int) {

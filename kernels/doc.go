@@ -34,14 +34,17 @@
 // RoPESetter; the functions SwiGLUBackwardSet, GeGLUBackwardSet and
 // RoPEBackwardSet zero and accumulate on the others, the same values), and
 // LinearManyBF16er multiplies one input by several bfloat16 weights
-// (LinearForwardBF16Many), and DoutRounder's gated backward writes the
-// bf16 roundings of dgate and dup that its LinearBackwardBF16Rounded
+// (LinearForwardBF16Many), LinearAdderBF16 adds those products onto
+// outputs that hold the LoRA update already (whose rank-r product then
+// writes them without reading them), DoutRounder's gated backward writes
+// the bf16 roundings of dgate and dup that its LinearBackwardBF16Rounded
 // multiplies, and LoRAManyBackwarder runs the LoRA backward of several
 // projections of one input together (x read once for their DA products,
 // dx written once for their rank-r products): on kernels/cuda each spares
-// a pass over an activation (train/model's TestStepTraffic7B counts
-// them).
-// Forward ops overwrite their outputs, unless stated (beta in Matmul).
+// a pass over an activation, or moves it into a compute-bound GEMM
+// (train/model's TestStepTraffic7B counts them).
+// Forward ops overwrite their outputs, unless stated (beta in Matmul,
+// LinearAdderBF16).
 // Outputs must not alias inputs unless the op's doc allows it.
 //
 // # Errors

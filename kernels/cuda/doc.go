@@ -225,6 +225,27 @@
 // GPU yet: TestLoRABackwardManyOnHardware compares and times it against
 // the Matmuls one projection at a time on the 7B shapes.
 //
+// # The LoRA product first
+//
+// Backend.LinearForwardBF16ManyAdd (kernels.LinearAdderBF16;
+// ops_linear.go) is LinearForwardBF16Many whose GEMMs take beta 1 for the
+// outputs it adds onto (cublasGemmEx, cublasLtMatmul, or the f32
+// precision's chunked cublasSgemm), then the bias. train/model's LoRA
+// forward writes the rank-r product out = u·Bᵀ first (a Matmul with beta
+// 0: out written, not read) and lets the base product add onto it, where
+// it added u·Bᵀ onto the base product's out before (out read and written
+// by a bandwidth-bound product with K = r). The bytes are the same — the
+// base GEMM's epilogue now reads out — but that read is hidden behind a
+// compute-bound product (K = C ≥ 896): in train/model's 7B step count
+// (TestStepTraffic7B, whose roofline calls a launch bandwidth-bound when
+// its bytes at 4 TB/s outlast its FLOPs at the peak) 1.63 GB a layer less
+// is moved by bandwidth-bound launches, 658.2 → 612.7 GB a step, with the
+// step's 2860 launches and 850.8 GB unchanged. The sums associate
+// differently with a bias, ((u·Bᵀ + x·Wᵀ) + b) rather than ((x·Wᵀ + b) +
+// u·Bᵀ): the last bits of q, k and v may move. Not run on a GPU yet:
+// TestLinearForwardBF16ManyAddOnHardware compares and times both orders
+// on the 7B shapes.
+//
 // # Scratch
 //
 // The ops that need device scratch of their own (the chunked logprob ops'

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hone-rl/hone/kernels"
 )
@@ -18,7 +19,14 @@ type Linear struct {
 
 // Forward computes out [N, Out] = x·Wᵀ + b + Scale·(x·Aᵀ)·Bᵀ.
 // With lora, u [N, R] receives Scale·x·Aᵀ, which Backward needs.
+// With bfloat16 weights and lora on a kernels.LinearAdderBF16 the LoRA
+// product comes first and the base product adds onto it (forwardMany).
 func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *LoRA) {
+	if a, ok := be.(kernels.LinearAdderBF16); ok && l.Weight.BF16 != nil && lora != nil {
+		l.loraSet(be, out, u, x, N, lora)
+		a.LinearForwardBF16ManyAdd([][]float32{out}, x, [][]uint16{l.Weight.BF16}, [][]float32{l.Bias}, N, l.In, []int{l.Out}, []bool{true})
+		return
+	}
 	l.Weight.linear(be, out, x, l.Bias, N, l.In, l.Out)
 	l.loraForward(be, out, u, x, N, lora)
 }
@@ -28,7 +36,22 @@ func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *L
 // us[i]. With bfloat16 weights the base products go together through
 // kernels.LinearForwardBF16Many, so kernels/cuda's bf16 precision rounds x
 // to bfloat16 once rather than once a projection; then each LoRA update.
-// The outputs are the ones Forward gives.
+//
+// On a kernels.LinearAdderBF16 (kernels/cuda) with a LoRA on any of them
+// the order turns: each LoRA update first sets its output, out = u·Bᵀ
+// (loraSet: the rank-r Matmul with beta 0, which writes out without
+// reading it), then LinearForwardBF16ManyAdd adds the base products onto
+// those outputs (GEMMs with beta 1, whose epilogue reads out behind a
+// compute-bound product) and sets the others: on the 7B shape the rank-r
+// products no longer read the [N, Out] outputs, 45.6 GB a step that the
+// base GEMMs read instead, hidden behind their arithmetic
+// (TestStepTraffic7B's bandwidth-bound bytes). The sums associate
+// differently, ((u·Bᵀ + x·Wᵀ) + b) rather than ((x·Wᵀ + b) + u·Bᵀ), so
+// with a bias (q, k, v of qwen2) the last bits of the outputs may move;
+// without one the same two values are added, in the other order
+// (kernels.LinearAdderBF16). Forward turns the order too, so the outputs
+// are the ones Forward gives on every backend, bit for bit; ref and cpu,
+// no LinearAdderBF16, keep the old order and its bits.
 func forwardMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []float32, N int, loras []*LoRA) {
 	weights := make([][]uint16, len(ls))
 	ocs := make([]int, len(ls))
@@ -50,6 +73,17 @@ func forwardMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []flo
 			biases[i] = l.Bias
 		}
 	}
+	if a, ok := be.(kernels.LinearAdderBF16); ok && slices.ContainsFunc(loras, func(lr *LoRA) bool { return lr != nil }) {
+		add := make([]bool, len(ls))
+		for i, l := range ls {
+			if loras[i] != nil {
+				l.loraSet(be, outs[i], us[i], x, N, loras[i])
+				add[i] = true
+			}
+		}
+		a.LinearForwardBF16ManyAdd(outs, x, weights, biases, N, ls[0].In, ocs, add)
+		return
+	}
 	kernels.LinearForwardBF16Many(be, outs, x, weights, biases, N, ls[0].In, ocs)
 	for i, l := range ls {
 		l.loraForward(be, outs[i], us[i], x, N, loras[i])
@@ -62,9 +96,22 @@ func (l *Linear) loraForward(be kernels.Backend, out, u, x []float32, N int, lor
 	if lora == nil {
 		return
 	}
-	be.LinearForward(u, x, lora.A, nil, N, l.In, lora.R)        // u = x·Aᵀ   [N, R]
-	be.Scale(u, u, lora.Scale, N*lora.R)                        // u *= Scale
+	l.loraU(be, u, x, N, lora)
 	be.Matmul(out, u, lora.B, N, l.Out, lora.R, false, true, 1) // out += u·Bᵀ
+}
+
+// loraSet writes the LoRA path alone into out [N, Out]: u [N, R] receives
+// Scale·x·Aᵀ and out = u·Bᵀ (its contents ignored), for the base product
+// to add onto (kernels.LinearAdderBF16).
+func (l *Linear) loraSet(be kernels.Backend, out, u, x []float32, N int, lora *LoRA) {
+	l.loraU(be, u, x, N, lora)
+	be.Matmul(out, u, lora.B, N, l.Out, lora.R, false, true, 0) // out = u·Bᵀ
+}
+
+// loraU computes u [N, R] = Scale·x·Aᵀ.
+func (l *Linear) loraU(be kernels.Backend, u, x []float32, N int, lora *LoRA) {
+	be.LinearForward(u, x, lora.A, nil, N, l.In, lora.R) // u = x·Aᵀ   [N, R]
+	be.Scale(u, u, lora.Scale, N*lora.R)                 // u *= Scale
 }
 
 // Backward accumulates dx [N, In] += dout·W (+ the LoRA path) and the LoRA

@@ -23,11 +23,36 @@ import (
 // exact op sequence of the 7B shape at its real sizes without a GPU;
 // TestStepTrafficCUDAEmulated checks the launch model against the kernels
 // the emulated device launches and the GEMMs its fake cuBLAS runs.
+//
+// Bytes a compute-bound launch moves cost no time of their own: a GEMM
+// whose products take longer at the tensor cores' peak than its bytes at
+// hbm reads and writes them behind its arithmetic (its C read at beta 1
+// in the epilogue included). Each launch is therefore also split by a
+// roofline (bandwidthBound) into bandwidth-bound or not, and the tables
+// give the bytes of the bandwidth-bound ones, the bytes that set a
+// memory-bound launch's time. A model of an H100's or H200's peaks, not a
+// measurement.
 
-// launch is one kernel launch or GEMM an op makes, with the bytes it moves.
+// launch is one kernel launch or GEMM an op makes, with the bytes it moves
+// and the products it computes.
 type launch struct {
-	kernel      string // the kernel's name, or "gemm"
-	read, wrote int64  // bytes
+	kernel      string  // the kernel's name, or "gemm"
+	read, wrote int64   // bytes
+	flops       int64   // 2 per multiply-add of its products (kernels: none counted, the attention's conventional count)
+	peak        float64 // FLOP/s its products run at (0 without flops)
+}
+
+// The roofline's peaks, dense, of an H100 or H200 SXM: bfloat16 tensor
+// cores (the bf16 GEMMs, the attention) 989 TFLOP/s, float32 without
+// tensor cores 67 (the LoRA products on float32 operands; those with K ≥
+// cuda.TF32MinK run on TF32, faster, so this lower peak only calls more
+// of them compute-bound).
+const peakBF16, peakF32 = 989e12, 67e12
+
+// bandwidthBound reports whether l's bytes at hbm take at least as long as
+// its products at its peak: then its bytes set its time.
+func (l launch) bandwidthBound() bool {
+	return l.flops == 0 || float64(l.read+l.wrote)/hbm >= float64(l.flops)/l.peak
 }
 
 // opRecord is one op call and its launches.
@@ -70,7 +95,10 @@ func (t *trafficBackend) run(op string, ls []launch, f func(kernels.Backend)) {
 }
 
 func gemmL(M, N, K, elemAB int, beta float32) launch {
-	l := launch{"gemm", int64(elemAB) * int64(M*K+K*N), f32 * int64(M*N)}
+	l := launch{"gemm", int64(elemAB) * int64(M*K+K*N), f32 * int64(M*N), 2 * int64(M) * int64(N) * int64(K), peakF32}
+	if elemAB == b16 {
+		l.peak = peakBF16
+	}
 	if beta != 0 {
 		l.read += f32 * int64(M*N)
 	}
@@ -78,7 +106,7 @@ func gemmL(M, N, K, elemAB int, beta float32) launch {
 }
 
 func flat(kernel string, read, wrote int) launch {
-	return launch{kernel, int64(read), int64(wrote)}
+	return launch{kernel: kernel, read: int64(read), wrote: int64(wrote)}
 }
 
 func (t *trafficBackend) Name() string {
@@ -152,6 +180,25 @@ func (t *trafficBackend) LinearForwardBF16Many(outs [][]float32, inp []float32, 
 	}
 	t.run("LinearForwardBF16Many", ls, func(be kernels.Backend) {
 		kernels.LinearForwardBF16Many(be, outs, inp, weights, biases, N, C, OCs)
+	})
+}
+
+var _ kernels.LinearAdderBF16 = (*trafficBackend)(nil)
+
+// LinearForwardBF16ManyAdd is LinearForwardBF16Many with the GEMMs of the
+// outputs it adds onto at beta 1: each reads its output in the epilogue.
+func (t *trafficBackend) LinearForwardBF16ManyAdd(outs [][]float32, inp []float32, weights [][]uint16, biases [][]float32, N, C int, OCs []int, add []bool) {
+	ls := []launch{flat("f32_to_bf16", f32*N*C, b16*N*C)}
+	for i, oc := range OCs {
+		var beta float32
+		if add[i] {
+			beta = 1
+		}
+		ls = append(ls, gemmL(N, oc, C, b16, beta))
+		ls = append(ls, biasL(biases != nil && biases[i] != nil, N, oc)...)
+	}
+	t.run("LinearForwardBF16ManyAdd", ls, func(be kernels.Backend) {
+		be.(kernels.LinearAdderBF16).LinearForwardBF16ManyAdd(outs, inp, weights, biases, N, C, OCs, add)
 	})
 }
 
@@ -299,19 +346,32 @@ func gatedSetL(kernel string, withAct bool, n int) []launch {
 // attentionL is the least an attention kernel moves: every operand once.
 // The kernels run (tc1, tc2, gemm, f32: ops_attention.go) read the keys
 // and values again for each block of queries; another change replaces
-// them, so they are only accounted at this floor, as "attention".
+// them, so they are only accounted at this floor, as "attention". Their
+// products are the conventional causal count (kernels/cuda's profile):
+// 2·T²·D·H a sequence of T tokens forward, 5·T²·D·H backward, on the
+// tensor cores.
 func (t *trafficBackend) AttentionForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
-	ls := []launch{{"attention", f32 * int64(N*H*D+2*N*KVH*D+len(seqOff)), f32 * int64(N*H*D+N*H)}}
+	ls := []launch{{"attention", f32 * int64(N*H*D+2*N*KVH*D+len(seqOff)), f32 * int64(N*H*D+N*H), 2 * causalSquares(seqOff) * int64(D*H), peakBF16}}
 	t.run("AttentionForward", ls, func(be kernels.Backend) { be.AttentionForward(out, lse, q, k, v, seqOff, N, H, KVH, D, scale) })
 }
 
 func (t *trafficBackend) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D int, scale float32) {
 	qd, kvd := N*H*D, N*KVH*D
 	// dout, out, lse, q, k, v, and dq, dk, dv (accumulated).
-	ls := []launch{{"attention", f32 * int64(3*qd+N*H+2*kvd+qd+2*kvd+len(seqOff)), f32 * int64(qd+2*kvd)}}
+	ls := []launch{{"attention", f32 * int64(3*qd+N*H+2*kvd+qd+2*kvd+len(seqOff)), f32 * int64(qd+2*kvd), 5 * causalSquares(seqOff) * int64(D*H), peakBF16}}
 	t.run("AttentionBackward", ls, func(be kernels.Backend) {
 		be.AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D, scale)
 	})
+}
+
+// causalSquares is Σ T² over the sequences of seqOff.
+func causalSquares(seqOff []int32) int64 {
+	var q int64
+	for s := 0; s+1 < len(seqOff); s++ {
+		T := int64(seqOff[s+1] - seqOff[s])
+		q += T * T
+	}
+	return q
 }
 
 func (t *trafficBackend) EmbeddingForwardBF16(out []float32, ids []int32, table []uint16, N, C, V int) {
@@ -385,14 +445,27 @@ func (t *trafficBackend) Zero(x []float32, n int) {
 	t.run("Zero", []launch{flat("zero_f32", 0, f32*n)}, func(be kernels.Backend) { be.Zero(x, n) })
 }
 
-// opTotal sums the records of one op.
+// opTotal sums the records of one op; bound is the part of its bytes its
+// bandwidth-bound launches move.
 type opTotal struct {
 	op              string
 	calls, launches int
 	read, wrote     int64
+	bound           int64
 }
 
 func (o opTotal) bytes() int64 { return o.read + o.wrote }
+
+// plus returns o with mult times p's figures added (o's name kept).
+func (o opTotal) plus(p opTotal, mult int) opTotal {
+	m := int64(mult)
+	o.calls += mult * p.calls
+	o.launches += mult * p.launches
+	o.read += m * p.read
+	o.wrote += m * p.wrote
+	o.bound += m * p.bound
+	return o
+}
 
 // total sums records by op.
 func total(recs []opRecord) map[string]*opTotal {
@@ -408,6 +481,9 @@ func total(recs []opRecord) map[string]*opTotal {
 		for _, l := range r.launches {
 			o.read += l.read
 			o.wrote += l.wrote
+			if l.bandwidthBound() {
+				o.bound += l.read + l.wrote
+			}
 		}
 	}
 	return m
@@ -519,14 +595,14 @@ func layerTraffic(t *testing.T, c func(L int) Config, B, T, r int) (layer, rest 
 		if o1 == nil {
 			o1 = &opTotal{op: op}
 		}
-		d := opTotal{op: op, calls: o2.calls - o1.calls, launches: o2.launches - o1.launches, read: o2.read - o1.read, wrote: o2.wrote - o1.wrote}
+		d := o2.plus(*o1, -1)
 		// An op called once a step over memory that grows with the layers
 		// (ZeroGrad's Zero, AdamW over the Flat adapter) has a layer's
 		// bytes but no calls of its own.
 		if d.calls != 0 || d.bytes() != 0 {
 			layer[op] = &d
 		}
-		r := opTotal{op: op, calls: o1.calls - d.calls, launches: o1.launches - d.launches, read: o1.read - d.read, wrote: o1.wrote - d.wrote}
+		r := o1.plus(d, -1)
 		if r.calls != 0 || r.bytes() != 0 {
 			rest[op] = &r
 		}
@@ -543,12 +619,9 @@ func trafficTable(ops map[string]*opTotal, mult int) (string, opTotal) {
 	var rows []opTotal
 	var sum opTotal
 	for _, o := range ops {
-		x := opTotal{op: o.op, calls: o.calls * mult, launches: o.launches * mult, read: o.read * int64(mult), wrote: o.wrote * int64(mult)}
+		x := opTotal{op: o.op}.plus(*o, mult)
 		rows = append(rows, x)
-		sum.calls += x.calls
-		sum.launches += x.launches
-		sum.read += x.read
-		sum.wrote += x.wrote
+		sum = sum.plus(x, 1)
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		if rows[i].bytes() != rows[j].bytes() {
@@ -557,9 +630,11 @@ func trafficTable(ops map[string]*opTotal, mult int) (string, opTotal) {
 		return rows[i].op < rows[j].op
 	})
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "| op | calls | launches | read GB | written GB | ms at 4 TB/s |\n|---|---|---|---|---|---|\n")
-	for _, o := range append(rows, opTotal{op: "total", calls: sum.calls, launches: sum.launches, read: sum.read, wrote: sum.wrote}) {
-		fmt.Fprintf(&sb, "| %s | %d | %d | %.2f | %.2f | %.2f |\n", o.op, o.calls, o.launches, float64(o.read)/1e9, float64(o.wrote)/1e9, float64(o.bytes())/hbm*1e3)
+	fmt.Fprintf(&sb, "| op | calls | launches | read GB | written GB | ms at 4 TB/s | bandwidth-bound GB | its ms |\n|---|---|---|---|---|---|---|---|\n")
+	sum.op = "total"
+	for _, o := range append(rows, sum) {
+		fmt.Fprintf(&sb, "| %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", o.op, o.calls, o.launches, float64(o.read)/1e9, float64(o.wrote)/1e9,
+			float64(o.bytes())/hbm*1e3, float64(o.bound)/1e9, float64(o.bound)/hbm*1e3)
 	}
 	return sb.String(), sum
 }
@@ -570,8 +645,9 @@ func trafficTable(ops map[string]*opTotal, mult int) (string, opTotal) {
 // --rank 16 --dtype bf16 --compute bf16`) on the 7B shape, nothing
 // computing, and pins one layer's figures and the whole step's (28
 // layers): a change to the model's op sequence that adds traffic fails
-// here. The figures are the least each launch must move (see launch); the
-// times in the logged table assume 4 TB/s, not a measurement.
+// here. The figures are the least each launch must move (see launch), and
+// the part of them bandwidth-bound launches move (launch.bandwidthBound);
+// the times in the logged table assume 4 TB/s, not a measurement.
 func TestStepTraffic7B(t *testing.T) {
 	const B, T, r = 8, 1024, 16
 	layer, rest := layerTraffic(t, config7B, B, T, r)
@@ -587,10 +663,7 @@ func TestStepTraffic7B(t *testing.T) {
 				a = &opTotal{op: op}
 				all[op] = a
 			}
-			a.calls += o.calls * mult
-			a.launches += o.launches * mult
-			a.read += o.read * int64(mult)
-			a.wrote += o.wrote * int64(mult)
+			*a = a.plus(*o, mult)
 		}
 	}
 	merge(layer, 28)
@@ -611,14 +684,24 @@ func TestStepTraffic7B(t *testing.T) {
 	// 30408875080; the step 3028, 895229167584). The head's vocabulary
 	// block on the device is cuda.DefaultLogprobChunk, 16384: 140
 	// launches and 14.8 GB a step less than 4096 (the step 3000,
-	// 865615808480).
+	// 865615808480). With a LoRA the rank-r product u·Bᵀ sets each
+	// projection's output and the base product adds onto it
+	// (kernels.LinearAdderBF16): the bytes and launches are the same (the
+	// base GEMMs read at beta 1 what the rank-r Matmuls no longer read),
+	// but those reads move from the bandwidth-bound Matmuls into
+	// compute-bound GEMMs' epilogues: 1.63 GB a layer and 45.6 GB a step
+	// less bandwidth-bound (22918962248 a layer before, the step
+	// 658240374752; now 21291572296 and 612673456096).
 	const wantLayerLaunches, wantLayerBytes = 100, int64(29351255112)
 	const wantStepLaunches, wantStepBytes = 2860, int64(850817386464)
-	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes {
-		t.Errorf("one 7B layer: %d launches, %d bytes; pinned %d, %d", per.launches, per.bytes(), wantLayerLaunches, wantLayerBytes)
+	const wantLayerBound, wantStepBound = int64(21291572296), int64(612673456096)
+	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes || per.bound != wantLayerBound {
+		t.Errorf("one 7B layer: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
+			per.launches, per.bytes(), per.bound, wantLayerLaunches, wantLayerBytes, wantLayerBound)
 	}
-	if step.launches != wantStepLaunches || step.bytes() != wantStepBytes {
-		t.Errorf("7B step: %d launches, %d bytes; pinned %d, %d", step.launches, step.bytes(), wantStepLaunches, wantStepBytes)
+	if step.launches != wantStepLaunches || step.bytes() != wantStepBytes || step.bound != wantStepBound {
+		t.Errorf("7B step: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
+			step.launches, step.bytes(), step.bound, wantStepLaunches, wantStepBytes, wantStepBound)
 	}
 }
 
@@ -668,17 +751,18 @@ func TestStepTrafficCUDAEmulated(t *testing.T) {
 			return
 		}
 		for i, g := range newG {
-			e := int64(f32)
+			e, peak := int64(f32), peakF32
 			if newT[i].A == cuda.R16BF {
-				e = b16
+				e, peak = b16, peakBF16
 			}
 			batch := int64(max(g.Batch, 1))
-			got := launch{"gemm", batch * e * int64(g.M*g.K+g.K*g.N), batch * f32 * int64(g.M*g.N)}
+			got := launch{"gemm", batch * e * int64(g.M*g.K+g.K*g.N), batch * f32 * int64(g.M*g.N), batch * 2 * int64(g.M) * int64(g.N) * int64(g.K), peak}
 			if g.Beta != 0 {
 				got.read += batch * f32 * int64(g.M*g.N)
 			}
 			if got != wantG[i] {
-				t.Errorf("%s: GEMM %d moves %d+%d bytes (m %d n %d k %d beta %g), modelled %d+%d", op, i, got.read, got.wrote, g.M, g.N, g.K, g.Beta, wantG[i].read, wantG[i].wrote)
+				t.Errorf("%s: GEMM %d moves %d+%d bytes, %d FLOPs at %g (m %d n %d k %d beta %g), modelled %d+%d, %d at %g",
+					op, i, got.read, got.wrote, got.flops, got.peak, g.M, g.N, g.K, g.Beta, wantG[i].read, wantG[i].wrote, wantG[i].flops, wantG[i].peak)
 			}
 		}
 	}

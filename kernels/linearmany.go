@@ -58,9 +58,11 @@ func NeedLinearMany(op string, outs, weights, biases, ocs int) {
 // Bits: without a bias, an added output is fl(p + o) for the product p
 // and the value o it held, the sum the other order (o added onto p by a
 // beta-1 Matmul) forms, float32 addition being commutative, as long as
-// each product's own sum is unchanged. With a bias the sums associate the
-// other way, ((o + p) + b) rather than ((p + b) + o): the last bits may
-// differ.
+// each product's own sum is unchanged and its epilogue adds in float32,
+// as cuBLAS's does (kernels/cuda's fake cuBLAS adds in float64 before its
+// one rounding, so on the emulated device these bits move too). With a
+// bias the sums associate the other way, ((o + p) + b) rather than
+// ((p + b) + o): the last bits may differ.
 type LinearAdderBF16 interface {
 	// LinearForwardBF16ManyAdd is LinearForwardBF16Many whose products
 	// add where add[i]: outs[i] [N, OCs[i]] += inp·weights[i]ᵀ, then

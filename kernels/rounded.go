@@ -24,3 +24,35 @@ type DoutRounder interface {
 	// the float32 values it rounds from.
 	LinearBackwardBF16Rounded(dinp []float32, dout, weight []uint16, N, C, OC int)
 }
+
+// InputRounder is the forward's counterpart of DoutRounder: implemented by
+// a backend whose bfloat16 linear products round their float32 input to
+// bfloat16 before the product (kernels/cuda in PrecisionBF16: f32_to_bf16,
+// then a bf16 GEMM) and whose RMSNorm and gated units' forward can write
+// that rounding of their output on the way. The model's training forward
+// then hands the products of the normed input (q, k, v; gate, up) and of
+// the gated unit's output (down) the rounded copies, so that the products
+// do not read the float32 activation again to round it (on the 7B shape
+// about 0.86 GB a layer). Host backends (ref, cpu) do not implement it.
+type InputRounder interface {
+	// RoundsLinearInput reports whether LinearForwardBF16,
+	// LinearForwardBF16Many and LinearAdderBF16's LinearForwardBF16ManyAdd
+	// multiply inp rounded as ToBF16 rounds, so that
+	// LinearForwardBF16Rounded of that rounding gives their bits (false:
+	// the methods below must not be used).
+	RoundsLinearInput() bool
+	// RMSNormForwardRounded is RMSNormForward that also writes out rounded
+	// to bfloat16 (ToBF16's bits) into outBF, N·C values.
+	RMSNormForwardRounded(out, rstd []float32, outBF []uint16, inp, weight []float32, N, C int, eps float32)
+	// SwiGLUForwardRounded is SwiGLUForward that also writes out rounded
+	// to bfloat16 (ToBF16's bits) into outBF, n values.
+	SwiGLUForwardRounded(out []float32, outBF []uint16, gate, up []float32, n int)
+	// GeGLUForwardRounded is SwiGLUForwardRounded for GeGLU.
+	GeGLUForwardRounded(out []float32, outBF []uint16, gate, up []float32, n int)
+	// LinearForwardBF16Rounded is LinearAdderBF16's
+	// LinearForwardBF16ManyAdd (add nil: LinearForwardBF16Many's; with one
+	// weight, LinearForwardBF16's) with inp [N, C] already rounded to
+	// bfloat16: the same bits as those ops on the float32 values it rounds
+	// from. The outputs must not overlap inp or each other.
+	LinearForwardBF16Rounded(outs [][]float32, inp []uint16, weights [][]uint16, biases [][]float32, N, C int, OCs []int, add []bool)
+}

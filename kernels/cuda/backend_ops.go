@@ -256,6 +256,104 @@ func (b *Backend) LinearBackwardBF16Rounded(dinp []float32, dout, weight []uint1
 	})
 }
 
+var _ kernels.InputRounder = (*Backend)(nil)
+
+// RoundsLinearInput implements kernels.InputRounder: in PrecisionBF16
+// the bf16 linear products round their input by f32_to_bf16 before the
+// GEMM.
+func (b *Backend) RoundsLinearInput() bool { return b.Precision() == kernels.PrecisionBF16 }
+
+// RMSNormForwardRounded implements kernels.InputRounder
+// (rmsnorm_forward_bf16).
+func (b *Backend) RMSNormForwardRounded(out, rstd []float32, outBF []uint16, inp, weight []float32, N, C int, eps float32) {
+	const op = "RMSNormForwardRounded"
+	kernels.NeedSizes(op, N, C)
+	kernels.Need(op, "out", len(out), N*C)
+	kernels.Need(op, "rstd", len(rstd), N)
+	kernels.Need(op, "outBF", len(outBF), N*C)
+	kernels.Need(op, "inp", len(inp), N*C)
+	kernels.Need(op, "weight", len(weight), C)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.RMSNormForwardBF16(b.f32(op, "out", out), b.f32(op, "rstd", rstd), b.bf16(op, "outBF", outBF),
+			b.f32(op, "inp", inp), b.f32(op, "weight", weight), N, C, eps)
+	})
+}
+
+// SwiGLUForwardRounded implements kernels.InputRounder
+// (swiglu_forward_bf16).
+func (b *Backend) SwiGLUForwardRounded(out []float32, outBF []uint16, gate, up []float32, n int) {
+	b.gatedForwardRounded("SwiGLUForwardRounded", b.ops.SwiGLUForwardBF16, out, outBF, gate, up, n)
+}
+
+// GeGLUForwardRounded implements kernels.InputRounder
+// (geglu_forward_bf16).
+func (b *Backend) GeGLUForwardRounded(out []float32, outBF []uint16, gate, up []float32, n int) {
+	b.gatedForwardRounded("GeGLUForwardRounded", b.ops.GeGLUForwardBF16, out, outBF, gate, up, n)
+}
+
+// gatedForwardRounded is gatedForward with the bf16 copy.
+func (b *Backend) gatedForwardRounded(op string, launch func(out, outBF, gate, up *Buffer, n int) error, out []float32, outBF []uint16, gate, up []float32, n int) {
+	kernels.NeedGatedForward(op, out, gate, up, n)
+	kernels.Need(op, "outBF", len(outBF), n)
+	if n == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return launch(b.f32(op, "out", out), b.bf16(op, "outBF", outBF), b.f32(op, "gate", gate), b.f32(op, "up", up), n)
+	})
+}
+
+// LinearForwardBF16Rounded implements kernels.InputRounder: the bf16
+// precision's GEMMs on the pre-rounded inp (Ops.LinearForwardBF16Rounded;
+// it panics in PrecisionF32), after LinearForwardBF16Many's checks of
+// each product. The profile counts it as LinearForwardBF16Many
+// (linearManyCost).
+func (b *Backend) LinearForwardBF16Rounded(outs [][]float32, inp []uint16, weights [][]uint16, biases [][]float32, N, C int, OCs []int, add []bool) {
+	const op = "LinearForwardBF16Rounded"
+	kernels.NeedLinearMany(op, len(outs), len(weights), len(biases), len(OCs))
+	if add != nil && len(add) != len(outs) {
+		panic(fmt.Sprintf("kernels.%s: %d outputs, %d add flags", op, len(outs), len(add)))
+	}
+	bias := func(i int) []float32 {
+		if biases == nil {
+			return nil
+		}
+		return biases[i]
+	}
+	kernels.NeedSizes(op, N, C)
+	kernels.Need(op, "inp", len(inp), N*C)
+	for i := range outs {
+		kernels.NeedSizes(op, OCs[i])
+		kernels.Need(op, "out", len(outs[i]), N*OCs[i])
+		kernels.Need(op, "weight", len(weights[i]), OCs[i]*C)
+		if bias(i) != nil {
+			kernels.Need(op, "bias", len(bias(i)), OCs[i])
+		}
+	}
+	if N == 0 {
+		return
+	}
+	b.onDeviceCost(op, func() opCost { return linearManyCost(N, C, OCs) }, func() error {
+		var bo, bw, bb []*Buffer
+		var ocs []int
+		var adds []bool
+		for i := range outs {
+			if OCs[i] == 0 { // an empty product: nothing to write
+				continue
+			}
+			bo = append(bo, b.f32(op, "out", outs[i]))
+			bw = append(bw, b.bf16(op, "weight", weights[i]))
+			bb = append(bb, b.f32(op, "bias", bias(i)))
+			ocs = append(ocs, OCs[i])
+			adds = append(adds, add != nil && add[i])
+		}
+		return b.ops.LinearForwardBF16Rounded(bo, b.bf16(op, "inp", inp), bw, bb, N, C, ocs, adds)
+	})
+}
+
 func (b *Backend) GeGLUForward(out, gate, up []float32, n int) {
 	b.gatedForward("GeGLUForward", b.ops.GeGLUForward, out, gate, up, n)
 }

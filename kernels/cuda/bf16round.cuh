@@ -3,7 +3,9 @@
 // sign and becomes a quiet NaN), kernels.BF16 bit for bit; for the
 // kernels that write a bf16 copy of their output on the way (the gated
 // units' backward_set_bf16, whose copy LinearBackwardBF16Rounded
-// multiplies instead of rounding dout itself).
+// multiplies instead of rounding dout itself; the gated units' and
+// RMSNorm's forward_bf16, whose copy LinearForwardBF16Rounded multiplies
+// instead of rounding its input).
 #pragma once
 
 __device__ __forceinline__ unsigned short bf16Round(float x) {

@@ -10,7 +10,8 @@
 // same expressions, so the values a zeroed dgate and dup would get; and,
 // when act is not null, act = geglu_forward's out (the same expression).
 // geglu_backward_set_bf16 also writes dgate and dup rounded to bfloat16,
-// as swiglu_backward_set_bf16 does (swiglu.cu).
+// as swiglu_backward_set_bf16 does (swiglu.cu), and geglu_forward_bf16
+// out's rounding into out_bf, as swiglu_forward_bf16 does.
 //
 // Launch: any 1-D geometry (a grid-stride loop, 64-bit index). tanhf is
 // the accurate one (no fast-math). Never run on a GPU: tested on the CPU
@@ -23,12 +24,26 @@
 
 __device__ __forceinline__ float geluTanh(float x) { return tanhf(GELU_K * (x + GELU_C * x * x * x)); }
 
+// gegluAt is geglu_forward's value i, and its bf16 copy unless out_bf is
+// null.
+__device__ __forceinline__ void gegluAt(long long i, float *__restrict__ out, unsigned short *__restrict__ out_bf,
+                                        const float *__restrict__ gate, const float *__restrict__ up) {
+	const float x = gate[i];
+	const float v = 0.5f * x * (1.0f + geluTanh(x)) * up[i];
+	out[i] = v;
+	if (out_bf != nullptr) out_bf[i] = bf16Round(v);
+}
+
 extern "C" __global__ void geglu_forward(float *__restrict__ out, const float *__restrict__ gate,
                                          const float *__restrict__ up, int n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		const float x = gate[i];
-		out[i] = 0.5f * x * (1.0f + geluTanh(x)) * up[i];
-	}
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+		gegluAt(i, out, nullptr, gate, up);
+}
+
+extern "C" __global__ void geglu_forward_bf16(float *__restrict__ out, unsigned short *__restrict__ out_bf,
+                                              const float *__restrict__ gate, const float *__restrict__ up, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+		gegluAt(i, out, out_bf, gate, up);
 }
 
 extern "C" __global__ void geglu_backward(float *__restrict__ dgate, float *__restrict__ dup,

@@ -33,12 +33,14 @@ type Ops struct {
 // kernelModules names the module (.cu file) of every kernel Ops launches.
 var kernelModules = map[string]string{
 	"rmsnorm_forward":          "rmsnorm",
+	"rmsnorm_forward_bf16":     "rmsnorm",
 	"rmsnorm_backward":         "rmsnorm",
 	"rmsnorm_backward_dweight": "rmsnorm",
 	"rope_forward":             "rope",
 	"rope_backward":            "rope",
 	"rope_backward_set":        "rope",
 	"swiglu_forward":           "swiglu",
+	"swiglu_forward_bf16":      "swiglu",
 	"swiglu_backward":          "swiglu",
 	"swiglu_backward_set":      "swiglu",
 	"swiglu_backward_set_bf16": "swiglu",
@@ -53,6 +55,7 @@ var kernelModules = map[string]string{
 	"logprob_dz":               "logprob_backward",
 	"logprob_bwd_expect_bf16":  "logprob_backward",
 	"geglu_forward":            "geglu",
+	"geglu_forward_bf16":       "geglu",
 	"geglu_backward":           "geglu",
 	"geglu_backward_set":       "geglu",
 	"geglu_backward_set_bf16":  "geglu",
@@ -256,7 +259,35 @@ func planRMSNormBackward(dinp, dweight, dout, rstd, inp, weight any, withDweight
 // RMSNormForward is kernels.Backend.RMSNormForward on device buffers: out
 // [N,C], rstd [N], inp [N,C], weight [C]; C ≥ 1.
 func (o *Ops) RMSNormForward(out, rstd, inp, weight *Buffer, N, C int, eps float32) error {
-	c := check{op: "RMSNormForward"}
+	if err := o.rmsNormForwardCheck("RMSNormForward", out, rstd, inp, weight, N, C); err != nil {
+		return err
+	}
+	return o.run("RMSNormForward", planRMSNormForward(out, rstd, inp, weight, N, C, eps))
+}
+
+// RMSNormForwardBF16 is RMSNormForward that also writes out rounded to
+// bfloat16 into outBF (bfloat16 pairs, bf16Len(N·C) elements):
+// rmsnorm_forward_bf16, one block a row as rmsnorm_forward, whose copy
+// LinearForwardBF16Rounded multiplies.
+func (o *Ops) RMSNormForwardBF16(out, rstd, outBF, inp, weight *Buffer, N, C int, eps float32) error {
+	const op = "RMSNormForwardBF16"
+	if err := o.rmsNormForwardCheck(op, out, rstd, inp, weight, N, C); err != nil {
+		return err
+	}
+	c := check{op: op}
+	c.buf(o.d, "outBF", outBF, bf16Len(N*C))
+	if c.err != nil {
+		return c.err
+	}
+	if N == 0 {
+		return nil
+	}
+	return o.run(op, []step{{"rmsnorm_forward_bf16", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{out, rstd, outBF, inp, weight, C, eps}, nil}})
+}
+
+// rmsNormForwardCheck is an RMSNorm forward's size and buffer check.
+func (o *Ops) rmsNormForwardCheck(op string, out, rstd, inp, weight *Buffer, N, C int) error {
+	c := check{op: op}
 	c.sizes("N, C", N, C)
 	if C < 1 {
 		c.fail("C = %d: want at least 1", C)
@@ -265,10 +296,7 @@ func (o *Ops) RMSNormForward(out, rstd, inp, weight *Buffer, N, C int, eps float
 	c.buf(o.d, "rstd", rstd, N)
 	c.buf(o.d, "inp", inp, N*C)
 	c.buf(o.d, "weight", weight, C)
-	if c.err != nil {
-		return c.err
-	}
-	return o.run(c.op, planRMSNormForward(out, rstd, inp, weight, N, C, eps))
+	return c.err
 }
 
 // RMSNormBackward is kernels.Backend.RMSNormBackward on device buffers: it
@@ -371,6 +399,33 @@ func planFlat(kernel string, n int, args ...any) []step {
 // silu(gate)·up over n values.
 func (o *Ops) SwiGLUForward(out, gate, up *Buffer, n int) error {
 	return o.gatedForward("SwiGLUForward", "swiglu_forward", out, gate, up, n)
+}
+
+// SwiGLUForwardBF16 is SwiGLUForward that also writes out rounded to
+// bfloat16 into outBF (bfloat16 pairs, bf16Len(n) elements):
+// swiglu_forward_bf16, whose copy LinearForwardBF16Rounded multiplies.
+func (o *Ops) SwiGLUForwardBF16(out, outBF, gate, up *Buffer, n int) error {
+	return o.gatedForwardBF16("SwiGLUForwardBF16", "swiglu_forward_bf16", out, outBF, gate, up, n)
+}
+
+// GeGLUForwardBF16 is SwiGLUForwardBF16 for GeGLU (geglu_forward_bf16).
+func (o *Ops) GeGLUForwardBF16(out, outBF, gate, up *Buffer, n int) error {
+	return o.gatedForwardBF16("GeGLUForwardBF16", "geglu_forward_bf16", out, outBF, gate, up, n)
+}
+
+// gatedForwardBF16 launches a gated unit's forward_bf16 kernel:
+// gatedForward's output and its bf16 copy.
+func (o *Ops) gatedForwardBF16(op, kernel string, out, outBF, gate, up *Buffer, n int) error {
+	c := check{op: op}
+	c.sizes("n", n)
+	c.buf(o.d, "out", out, n)
+	c.buf(o.d, "outBF", outBF, bf16Len(n))
+	c.buf(o.d, "gate", gate, n)
+	c.buf(o.d, "up", up, n)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(op, planFlat(kernel, n, out, outBF, gate, up, n))
 }
 
 // SwiGLUBackward is kernels.Backend.SwiGLUBackward on device buffers: it

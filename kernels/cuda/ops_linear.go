@@ -260,6 +260,50 @@ func (o *Ops) linearForwardBF16Many(op string, outs []*Buffer, inp *Buffer, weig
 	return o.runX(op, steps)
 }
 
+// LinearForwardBF16Rounded is LinearForwardBF16ManyAdd in PrecisionBF16
+// with inp [N,C] already rounded to bfloat16 (bfloat16 pairs,
+// bf16Len(N·C) elements; RMSNormForwardBF16, SwiGLUForwardBF16 and
+// GeGLUForwardBF16 write them): the same GEMMs on the same operands and
+// the same biases, without the f32_to_bf16 pass, so the same bits; add
+// nil sets every output (LinearForwardBF16Many's, and with one weight
+// LinearForwardBF16's, steps but the rounding). It is refused in
+// PrecisionF32, whose products do not round inp.
+func (o *Ops) LinearForwardBF16Rounded(outs []*Buffer, inp *Buffer, weights, biases []*Buffer, N, C int, OCs []int, add []bool) error {
+	const op = "LinearForwardBF16Rounded"
+	if o.prec != kernels.PrecisionBF16 {
+		return fmt.Errorf("CUDA %s: precision %v: the products round their input to bfloat16 only in %v", op, o.prec, kernels.PrecisionBF16)
+	}
+	if len(weights) != len(outs) || len(biases) != len(outs) || len(OCs) != len(outs) || (add != nil && len(add) != len(outs)) {
+		return fmt.Errorf("CUDA %s: %d outputs, %d weights, %d biases, %d output sizes, %d add flags", op, len(outs), len(weights), len(biases), len(OCs), len(add))
+	}
+	for i := range outs {
+		if err := o.linearCheck(op, N, C, OCs[i], "out", outs[i], N*OCs[i], "inp", inp, bf16Len(N*C), "weight", weights[i], bf16Len(OCs[i]*C), "?bias", biases[i], OCs[i]); err != nil {
+			return err
+		}
+	}
+	if N == 0 {
+		return nil
+	}
+	var steps []xstep
+	for i := range outs {
+		if OCs[i] == 0 {
+			continue
+		}
+		var beta float32
+		if add != nil && add[i] {
+			beta = 1
+		}
+		steps = append(steps, gstep(mm{C: outs[i], A: inp, B: weights[i], M: N, N: OCs[i], K: C, TransB: true, Beta: beta, BF16: true}))
+		steps = append(steps, planBias(outs[i], biases[i], biases[i] != nil, N, OCs[i])...)
+	}
+	l := o.lockScratch()
+	defer l.unlock()
+	if err := o.throughLt(op, l, steps); err != nil {
+		return err
+	}
+	return o.runX(op, steps)
+}
+
 // LinearBackwardBF16 is kernels.Backend.LinearBackwardBF16 on device
 // buffers: dinp [N,C] += dout [N,OC] · weight [OC,C] with a bfloat16
 // weight, multiplied as SetPrecision says. Its scratch is Ops' own, kept

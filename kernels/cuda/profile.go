@@ -44,8 +44,8 @@ type opProfile map[string]*OpTime
 //     LinearForwardBF16, LinearBackwardBF16 and LinearBackwardBF16Rounded
 //     2·N·C·OC; LinearBackward 2·N·C·OC for each of dinp and dweight it
 //     computes. LinearForwardBF16Many "wOC1+OC2+…×C", Σ 2·N·C·OCᵢ, and
-//     LinearForwardBF16ManyAdd the same (its products' adds onto their
-//     outputs are not counted).
+//     LinearForwardBF16ManyAdd and LinearForwardBF16Rounded the same (the
+//     former's products' adds onto their outputs are not counted).
 //   - LoRABackwardMany by its projections' shapes and rank, "wOut1+…×In
 //     rR": Σ 4·N·R·Outᵢ (dB and g) + 2·N·k·R·In (dA) + the same again
 //     for dx when asked for (k projections).

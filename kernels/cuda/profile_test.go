@@ -70,6 +70,8 @@ func TestBackendProfileFlops(t *testing.T) {
 	add("LinearForwardBF16Many w5+3×6", 2*N*C*5+2*N*C*3)
 	b.LinearForwardBF16ManyAdd([][]float32{f32(N * 5), f32(N * 3)}, f32(N*C), [][]uint16{bf16(5 * C), bf16(3 * C)}, nil, N, C, []int{5, 3}, []bool{true, false})
 	add("LinearForwardBF16ManyAdd w5+3×6", 2*N*C*5+2*N*C*3)
+	b.LinearForwardBF16Rounded([][]float32{f32(N * 5), f32(N * 3)}, bf16(N*C), [][]uint16{bf16(5 * C), bf16(3 * C)}, nil, N, C, []int{5, 3}, nil)
+	add("LinearForwardBF16Rounded w5+3×6", 2*N*C*5+2*N*C*3)
 	b.LinearBackward(f32(N*C), f32(5*C), f32(5), f32(N*5), f32(N*C), f32(5*C), N, C, 5) // dinp and dweight
 	add("LinearBackward w5×6", 2*2*N*C*5)
 	b.LinearBackward(nil, f32(5*C), nil, f32(N*5), f32(N*C), nil, N, C, 5) // dweight only

@@ -16,15 +16,14 @@
 // warp, as kernels/cuda/cpushim requires and CUDA expects. Compiled to PTX
 // (ptx/, `make ptx`) but never run on a GPU: tested on the CPU through
 // cpushim/cuda_cpu.h against kernels/ref.
+#include "bf16round.cuh"
 #include "common.cuh"
 
-// rmsnorm_forward: grid N (one block per row), block of any multiple of 32
-// threads up to 1024.
-extern "C" __global__ void rmsnorm_forward(float *__restrict__ out, float *__restrict__ rstd,
-                                           const float *__restrict__ inp, const float *__restrict__ weight,
-                                           int C, float eps) {
-	__shared__ float scratch[32];
-	const int n = blockIdx.x;
+// rmsnormRow is rmsnorm_forward's row n, and its bf16 copy unless out_bf
+// is null.
+__device__ __forceinline__ void rmsnormRow(int n, float *__restrict__ out, float *__restrict__ rstd,
+                                           unsigned short *__restrict__ out_bf, const float *__restrict__ inp,
+                                           const float *__restrict__ weight, int C, float eps, float *scratch) {
 	const float *x = inp + (long long)n * C;
 
 	float ss = 0.0f;
@@ -32,7 +31,32 @@ extern "C" __global__ void rmsnorm_forward(float *__restrict__ out, float *__res
 	ss = blockSum(ss, scratch);
 	const float r = rsqrtf(ss / (float)C + eps);
 	if (threadIdx.x == 0) rstd[n] = r;
-	for (int c = threadIdx.x; c < C; c += blockDim.x) out[(long long)n * C + c] = x[c] * r * weight[c];
+	for (int c = threadIdx.x; c < C; c += blockDim.x) {
+		const float v = x[c] * r * weight[c];
+		out[(long long)n * C + c] = v;
+		if (out_bf != nullptr) out_bf[(long long)n * C + c] = bf16Round(v);
+	}
+}
+
+// rmsnorm_forward: grid N (one block per row), block of any multiple of 32
+// threads up to 1024.
+extern "C" __global__ void rmsnorm_forward(float *__restrict__ out, float *__restrict__ rstd,
+                                           const float *__restrict__ inp, const float *__restrict__ weight,
+                                           int C, float eps) {
+	__shared__ float scratch[32];
+	rmsnormRow(blockIdx.x, out, rstd, nullptr, inp, weight, C, eps, scratch);
+}
+
+// rmsnorm_forward_bf16 is rmsnorm_forward (the same code, rmsnormRow) that
+// also writes out rounded to bfloat16 into out_bf (f32_to_bf16's rounding,
+// bf16round.cuh): the bf16 precision's products of the normed input (q, k,
+// v; gate, up) then multiply that copy (LinearForwardBF16Rounded) instead
+// of reading out again to round it. Same geometry.
+extern "C" __global__ void rmsnorm_forward_bf16(float *__restrict__ out, float *__restrict__ rstd,
+                                                unsigned short *__restrict__ out_bf, const float *__restrict__ inp,
+                                                const float *__restrict__ weight, int C, float eps) {
+	__shared__ float scratch[32];
+	rmsnormRow(blockIdx.x, out, rstd, out_bf, inp, weight, C, eps, scratch);
 }
 
 // rmsnorm_backward accumulates dinp: grid N (one block per row), block of

@@ -14,7 +14,10 @@
 // dgate_bf and dup_bf (f32_to_bf16's rounding, bf16round.cuh): the bf16
 // precision's LinearBackwardBF16 of the gate and up projections then
 // multiplies those (LinearBackwardBF16Rounded) instead of reading the two
-// float32 gradients again to round them.
+// float32 gradients again to round them. swiglu_forward_bf16, likewise,
+// is swiglu_forward (swigluAt) that also writes out rounded into out_bf,
+// which the down projection's product multiplies (LinearForwardBF16Rounded)
+// instead of reading out again to round it.
 //
 // Launch: any 1-D geometry (a grid-stride loop, 64-bit index). expf is
 // the accurate one (no fast-math). Never run on a GPU: tested on the CPU through
@@ -24,12 +27,26 @@
 
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+// swigluAt is swiglu_forward's value i, and its bf16 copy unless out_bf
+// is null.
+__device__ __forceinline__ void swigluAt(long long i, float *__restrict__ out, unsigned short *__restrict__ out_bf,
+                                         const float *__restrict__ gate, const float *__restrict__ up) {
+	const float g = gate[i];
+	const float v = g * sigmoid(g) * up[i];
+	out[i] = v;
+	if (out_bf != nullptr) out_bf[i] = bf16Round(v);
+}
+
 extern "C" __global__ void swiglu_forward(float *__restrict__ out, const float *__restrict__ gate,
                                           const float *__restrict__ up, int n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		const float g = gate[i];
-		out[i] = g * sigmoid(g) * up[i];
-	}
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+		swigluAt(i, out, nullptr, gate, up);
+}
+
+extern "C" __global__ void swiglu_forward_bf16(float *__restrict__ out, unsigned short *__restrict__ out_bf,
+                                               const float *__restrict__ gate, const float *__restrict__ up, int n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+		swigluAt(i, out, out_bf, gate, up);
 }
 
 extern "C" __global__ void swiglu_backward(float *__restrict__ dgate, float *__restrict__ dup,

@@ -130,12 +130,14 @@ struct Entry {
 
 const Entry kernels[] = {
     KERNEL(rmsnorm_forward),
+    KERNEL(rmsnorm_forward_bf16),
     KERNEL(rmsnorm_backward),
     KERNEL(rmsnorm_backward_dweight),
     KERNEL(rope_forward),
     KERNEL(rope_backward),
     KERNEL(rope_backward_set),
     KERNEL(swiglu_forward),
+    KERNEL(swiglu_forward_bf16),
     KERNEL(swiglu_backward),
     KERNEL(swiglu_backward_set),
     KERNEL(swiglu_backward_set_bf16),
@@ -152,6 +154,7 @@ const Entry kernels[] = {
     KERNEL(logprob_dz),
     KERNEL(logprob_bwd_expect_bf16),
     KERNEL(geglu_forward),
+    KERNEL(geglu_forward_bf16),
     KERNEL(geglu_backward),
     KERNEL(geglu_backward_set),
     KERNEL(geglu_backward_set_bf16),

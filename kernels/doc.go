@@ -38,6 +38,8 @@
 // outputs that hold the LoRA update already (whose rank-r product then
 // writes them without reading them), DoutRounder's gated backward writes
 // the bf16 roundings of dgate and dup that its LinearBackwardBF16Rounded
+// multiplies, InputRounder's RMSNorm and gated forward write the bf16
+// roundings of their outputs that its LinearForwardBF16Rounded
 // multiplies, and LoRAManyBackwarder runs the LoRA backward of several
 // projections of one input together (x read once for their DA products,
 // dx written once for their rank-r products): on kernels/cuda each spares

@@ -160,3 +160,101 @@ func TestDoutRounderOnHardware(t *testing.T) {
 		b.FreeBF16(bu)
 	}
 }
+
+// TestInputRounderOnHardware: on device 0 in PrecisionBF16, the forward
+// _bf16 kernels give their plain kernels' float32 outputs bit for bit and
+// kernels.ToBF16's roundings of them, and LinearForwardBF16Rounded on
+// those copies the bits of LinearForwardBF16Many (the normed input into
+// the gate and up projections) and LinearForwardBF16 (act into the down
+// projection), the 7B model's shapes, 64 tokens (fewer with -test.short).
+func TestInputRounderOnHardware(t *testing.T) {
+	b := hardwareBackend(t, kernels.PrecisionBF16)
+	N, C, I := 64, 3584, 18944
+	if testing.Short() {
+		N, C, I = 3, 40, 37
+	}
+	r := rand.New(rand.NewPCG(28, 9))
+	var f32s [][]float32
+	var bf16s [][]uint16
+	defer func() {
+		for _, x := range f32s {
+			b.FreeF32(x)
+		}
+		for _, x := range bf16s {
+			b.FreeBF16(x)
+		}
+	}()
+	f32 := func(m int) []float32 {
+		x, err := b.AllocF32(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		f32s = append(f32s, x)
+		return x
+	}
+	bf := func(m int, std float64) []uint16 {
+		x, err := b.AllocBF16(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range x {
+			x[i] = kernels.BF16(float32(r.NormFloat64() * std))
+		}
+		bf16s = append(bf16s, x)
+		return x
+	}
+	same := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s [%d] = %g, the unfused op gives %g", what, i, got[i], want[i])
+			}
+		}
+	}
+	rounded := func(what string, got []uint16, from []float32) {
+		t.Helper()
+		for i := range from {
+			if got[i] != kernels.BF16(from[i]) {
+				t.Fatalf("%s [%d] = %#04x, kernels.BF16 %#04x", what, i, got[i], kernels.BF16(from[i]))
+			}
+		}
+	}
+	x, nw := f32(N*C), f32(C)
+	wantH, wantR, h, rstd, hBF := f32(N*C), f32(N), f32(N*C), f32(N), bf(N*C, 0)
+	b.RMSNormForward(wantH, wantR, x, nw, N, C, 1e-6)
+	b.RMSNormForwardRounded(h, rstd, hBF, x, nw, N, C, 1e-6)
+	wg, wu := bf(I*C, 0.02), bf(I*C, 0.02)
+	gate, up, wantGate, wantUp := f32(N*I), f32(N*I), f32(N*I), f32(N*I)
+	b.LinearForwardBF16Many([][]float32{wantGate, wantUp}, wantH, [][]uint16{wg, wu}, nil, N, C, []int{I, I})
+	b.LinearForwardBF16Rounded([][]float32{gate, up}, hBF, [][]uint16{wg, wu}, nil, N, C, []int{I, I}, nil)
+	b.Synchronize()
+	same("RMSNormForwardRounded out", h, wantH)
+	same("RMSNormForwardRounded rstd", rstd, wantR)
+	rounded("RMSNormForwardRounded outBF", hBF, h)
+	same("gate on the rounded h", gate, wantGate)
+	same("up on the rounded h", up, wantUp)
+
+	wd := bf(C*I, 0.02)
+	for _, g := range []struct {
+		name    string
+		plain   func(out, gate, up []float32, n int)
+		rounded func(out []float32, outBF []uint16, gate, up []float32, n int)
+	}{
+		{"SwiGLU", b.SwiGLUForward, b.SwiGLUForwardRounded},
+		{"GeGLU", b.GeGLUForward, b.GeGLUForwardRounded},
+	} {
+		wantAct, act, actBF := f32(N*I), f32(N*I), bf(N*I, 0)
+		g.plain(wantAct, gate, up, N*I)
+		g.rounded(act, actBF, gate, up, N*I)
+		want, got := f32(N*C), f32(N*C)
+		b.LinearForwardBF16(want, wantAct, wd, nil, N, I, C)
+		b.LinearForwardBF16Rounded([][]float32{got}, actBF, [][]uint16{wd}, nil, N, I, []int{C}, nil)
+		b.Synchronize()
+		same(g.name+"ForwardRounded out", act, wantAct)
+		rounded(g.name+"ForwardRounded outBF", actBF, act)
+		same(g.name+": down on the rounded act", got, want)
+	}
+}

@@ -77,11 +77,13 @@ func (a *Attention) qkNormWeights(be kernels.Backend, s *attnActs) (qw, kw []flo
 	return normWeight(be, s.qnw, a.QNorm, a.NormOffset), normWeight(be, s.knw, a.KNorm, a.NormOffset)
 }
 
-// Forward writes out [N, C] = attention(x) for x [N, C] (the normed input).
-func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []float32, g *geometry, layer int, lr *[numModules]*LoRA) error {
+// Forward writes out [N, C] = attention(x) for x [N, C] (the normed input);
+// xBF, when not nil, is x rounded to bfloat16 (kernels.InputRounder: the
+// norm wrote it), which the q, k and v products take.
+func (a *Attention) Forward(be kernels.Backend, out []float32, s *attnActs, x []float32, xBF []uint16, g *geometry, layer int, lr *[numModules]*LoRA) error {
 	N := g.N
 	forwardMany(be, []*Linear{&a.Q, &a.K, &a.V}, [][]float32{s.q, s.k, s.v}, [][]float32{s.u[ModQ], s.u[ModK], s.u[ModV]},
-		x, N, []*LoRA{lr[ModQ], lr[ModK], lr[ModV]})
+		x, xBF, N, []*LoRA{lr[ModQ], lr[ModK], lr[ModV]})
 	if a.QNorm != nil {
 		qw, kw := a.qkNormWeights(be, s)
 		be.RMSNormForward(s.qn, s.qrstd, s.q, qw, N*a.H, a.D, a.Eps)

@@ -114,23 +114,37 @@ func (s *blockActs) fitLoRA(N int, lr *[numModules]*LoRA) {
 }
 
 // Forward writes xout [N, C] (which must not alias x) from x [N, C]; w.h and
-// w.act are scratch.
+// w.act are scratch, and w.xbf where the pass has it (newWork): there the
+// norms and the MLP's gated unit also write the bfloat16 rounding of their
+// output, which the products that follow take instead of rounding it again
+// (kernels.InputRounder).
 func (b *Block) Forward(be kernels.Backend, xout []float32, s *blockActs, x []float32, w *work, g *geometry, layer int, lr *[numModules]*LoRA) error {
 	if b.sandwich() {
 		return b.forwardSandwich(be, xout, s, x, w, g, layer, lr)
 	}
 	N, C := g.N, b.C
 	in, post, _, _ := b.norms(be, s)
-	h := w.h[:N*C]
-	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps)
-	if err := b.Attn.Forward(be, s.x2, s.attn, h, g, layer, lr); err != nil {
+	h, hBF := w.h[:N*C], w.bf(N*C)
+	b.normRounded(be, h, s.rstd1, hBF, x, in, N)
+	if err := b.Attn.Forward(be, s.x2, s.attn, h, hBF, g, layer, lr); err != nil {
 		return err
 	}
 	be.Add(s.x2, s.x2, x, N*C)
-	be.RMSNormForward(h, s.rstd2, s.x2, post, N, C, b.Eps)
-	b.MLP.Forward(be, xout, s.mlp, h, w.act, N, lr)
+	b.normRounded(be, h, s.rstd2, hBF, s.x2, post, N)
+	b.MLP.Forward(be, xout, s.mlp, h, hBF, w.act, w.bf(N*b.MLP.Gate.Out), N, lr)
 	be.Add(xout, xout, s.x2, N*C)
 	return nil
+}
+
+// normRounded is RMSNormForward over N rows of the block's width, writing
+// also out's bfloat16 rounding into outBF unless that is nil
+// (kernels.InputRounder).
+func (b *Block) normRounded(be kernels.Backend, out, rstd []float32, outBF []uint16, inp, weight []float32, N int) {
+	if outBF != nil {
+		be.(kernels.InputRounder).RMSNormForwardRounded(out, rstd, outBF, inp, weight, N, b.C, b.Eps)
+		return
+	}
+	be.RMSNormForward(out, rstd, inp, weight, N, b.C, b.Eps)
 }
 
 // Backward turns dx [N, C] from the gradient of xout into that of x,
@@ -159,15 +173,15 @@ func (b *Block) Backward(be kernels.Backend, dx []float32, s *blockActs, x []flo
 func (b *Block) forwardSandwich(be kernels.Backend, xout []float32, s *blockActs, x []float32, w *work, g *geometry, layer int, lr *[numModules]*LoRA) error {
 	N, C := g.N, b.C
 	in, post, preFF, postFF := b.norms(be, s)
-	h := w.h[:N*C]
-	be.RMSNormForward(h, s.rstd1, x, in, N, C, b.Eps)
-	if err := b.Attn.Forward(be, s.ao, s.attn, h, g, layer, lr); err != nil {
+	h, hBF := w.h[:N*C], w.bf(N*C)
+	b.normRounded(be, h, s.rstd1, hBF, x, in, N)
+	if err := b.Attn.Forward(be, s.ao, s.attn, h, hBF, g, layer, lr); err != nil {
 		return err
 	}
 	be.RMSNormForward(s.x2, s.rstdA, s.ao, post, N, C, b.Eps)
 	be.Add(s.x2, s.x2, x, N*C)
-	be.RMSNormForward(h, s.rstd2, s.x2, preFF, N, C, b.Eps)
-	b.MLP.Forward(be, s.mo, s.mlp, h, w.act, N, lr)
+	b.normRounded(be, h, s.rstd2, hBF, s.x2, preFF, N)
+	b.MLP.Forward(be, s.mo, s.mlp, h, hBF, w.act, w.bf(N*b.MLP.Gate.Out), N, lr)
 	be.RMSNormForward(xout, s.rstdM, s.mo, postFF, N, C, b.Eps)
 	be.Add(xout, xout, s.x2, N*C)
 	return nil

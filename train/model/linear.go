@@ -22,6 +22,18 @@ type Linear struct {
 // With bfloat16 weights and lora on a kernels.LinearAdderBF16 the LoRA
 // product comes first and the base product adds onto it (forwardMany).
 func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *LoRA) {
+	l.forward(be, out, u, x, nil, N, lora)
+}
+
+// forward is Forward with xBF, x rounded to bfloat16 by a
+// kernels.InputRounder whose RoundsLinearInput holds (the op that wrote x
+// wrote it; nil: none): with bfloat16 weights the base product takes it
+// instead of rounding x again, the same bits (forwardMany).
+func (l *Linear) forward(be kernels.Backend, out, u, x []float32, xBF []uint16, N int, lora *LoRA) {
+	if xBF != nil && l.Weight.BF16 != nil {
+		forwardMany(be, []*Linear{l}, [][]float32{out}, [][]float32{u}, x, xBF, N, []*LoRA{lora})
+		return
+	}
 	if a, ok := be.(kernels.LinearAdderBF16); ok && l.Weight.BF16 != nil && lora != nil {
 		l.loraSet(be, out, u, x, N, lora)
 		a.LinearForwardBF16ManyAdd([][]float32{out}, x, [][]uint16{l.Weight.BF16}, [][]float32{l.Bias}, N, l.In, []int{l.Out}, []bool{true})
@@ -52,7 +64,13 @@ func (l *Linear) Forward(be kernels.Backend, out, u, x []float32, N int, lora *L
 // (kernels.LinearAdderBF16). Forward turns the order too, so the outputs
 // are the ones Forward gives on every backend, bit for bit; ref and cpu,
 // no LinearAdderBF16, keep the old order and its bits.
-func forwardMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []float32, N int, loras []*LoRA) {
+//
+// xBF, when not nil, is x rounded to bfloat16 by a kernels.InputRounder
+// whose RoundsLinearInput holds, written by the op that wrote x (the
+// block's RMSNorm; the MLP's gated unit): the base products take it
+// (LinearForwardBF16Rounded, in either order) instead of rounding x
+// again, the same bits; the LoRA products still read x.
+func forwardMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []float32, xBF []uint16, N int, loras []*LoRA) {
 	weights := make([][]uint16, len(ls))
 	ocs := make([]int, len(ls))
 	var biases [][]float32
@@ -73,18 +91,28 @@ func forwardMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []flo
 			biases[i] = l.Bias
 		}
 	}
-	if a, ok := be.(kernels.LinearAdderBF16); ok && slices.ContainsFunc(loras, func(lr *LoRA) bool { return lr != nil }) {
-		add := make([]bool, len(ls))
+	a, adds := be.(kernels.LinearAdderBF16)
+	var add []bool // the outputs the base products add onto: nil, none
+	if adds && slices.ContainsFunc(loras, func(lr *LoRA) bool { return lr != nil }) {
+		add = make([]bool, len(ls))
 		for i, l := range ls {
 			if loras[i] != nil {
 				l.loraSet(be, outs[i], us[i], x, N, loras[i])
 				add[i] = true
 			}
 		}
+	}
+	switch {
+	case xBF != nil:
+		be.(kernels.InputRounder).LinearForwardBF16Rounded(outs, xBF, weights, biases, N, ls[0].In, ocs, add)
+	case add != nil:
 		a.LinearForwardBF16ManyAdd(outs, x, weights, biases, N, ls[0].In, ocs, add)
+	default:
+		kernels.LinearForwardBF16Many(be, outs, x, weights, biases, N, ls[0].In, ocs)
+	}
+	if add != nil {
 		return
 	}
-	kernels.LinearForwardBF16Many(be, outs, x, weights, biases, N, ls[0].In, ocs)
 	for i, l := range ls {
 		l.loraForward(be, outs[i], us[i], x, N, loras[i])
 	}

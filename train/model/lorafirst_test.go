@@ -108,7 +108,7 @@ func loraFirstProjections(t *testing.T, b *cuda.Backend, gemms func() []cuda.Gem
 		for _, l := range ls {
 			outs, us = append(outs, f32(N*l.Out)), append(us, f32(N*R))
 		}
-		forwardMany(be, ls, outs, us, x, N, loras)
+		forwardMany(be, ls, outs, us, x, nil, N, loras)
 		o, u := f32(N*8), f32(N*R)
 		ls[0].Forward(be, o, u, x, N, loras[0])
 		kernels.Synchronize(be)

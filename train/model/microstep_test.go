@@ -17,8 +17,26 @@ import (
 // (true), for a caller counting the launches in between.
 func microLoRAStep(t *testing.T, be kernels.Backend, act string, alpha float64, bInit func(i int) float32, mark func(end bool)) (lp []float32, grads [][]float32) {
 	t.Helper()
-	c := microConfig("qwen2")
-	c.Act = act
+	return microLoRAStepOf(t, be, microStep{family: "qwen2", act: act, targets: AllModules(), alpha: alpha, bInit: bInit}, mark)
+}
+
+// microStep is a micro LoRA step's model and adapter (microLoRAStepOf).
+type microStep struct {
+	family, act string // microConfig's family; its activation unless ""
+	targets     []Module
+	alpha       float64
+	bInit       func(i int) float32
+	checkpoint  bool // TrainOptions.Checkpoint
+}
+
+// microLoRAStepOf is microLoRAStep of s's family (act, when not "", its
+// activation), adapter targets and TrainOptions.Checkpoint.
+func microLoRAStepOf(t *testing.T, be kernels.Backend, s microStep, mark func(end bool)) (lp []float32, grads [][]float32) {
+	t.Helper()
+	c := microConfig(s.family)
+	if s.act != "" {
+		c.Act = s.act
+	}
 	m, err := New(c, be)
 	if err != nil {
 		t.Fatal(err)
@@ -28,14 +46,17 @@ func microLoRAStep(t *testing.T, be kernels.Backend, act string, alpha float64, 
 	if err := m.ToBF16(); err != nil {
 		t.Fatal(err)
 	}
-	ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: 2, Alpha: alpha, Targets: AllModules()}, 3)
+	ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: 2, Alpha: s.alpha, Targets: s.targets}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, layer := range ad.Layers {
 		for _, lr := range layer {
+			if lr == nil {
+				continue
+			}
 			for i := range lr.B {
-				lr.B[i] = bInit(i)
+				lr.B[i] = s.bInit(i)
 			}
 		}
 	}
@@ -52,7 +73,7 @@ func microLoRAStep(t *testing.T, be kernels.Backend, act string, alpha float64, 
 		mark(false)
 	}
 	ad.ZeroGrad()
-	p, err := m.Forward(context.Background(), bt, ad, TrainOptions{})
+	p, err := m.Forward(context.Background(), bt, ad, TrainOptions{Checkpoint: s.checkpoint})
 	if err != nil {
 		t.Fatal(err)
 	}

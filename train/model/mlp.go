@@ -15,8 +15,18 @@ type MLP struct {
 	GELU bool
 }
 
-// glu writes act = a(gate)·up with the MLP's activation a.
-func (m *MLP) glu(be kernels.Backend, act, gate, up []float32) {
+// glu writes act = a(gate)·up with the MLP's activation a, and with actBF
+// (not nil) its bfloat16 rounding too (kernels.InputRounder).
+func (m *MLP) glu(be kernels.Backend, act []float32, actBF []uint16, gate, up []float32) {
+	if actBF != nil {
+		r := be.(kernels.InputRounder)
+		if m.GELU {
+			r.GeGLUForwardRounded(act, actBF, gate, up, len(act))
+			return
+		}
+		r.SwiGLUForwardRounded(act, actBF, gate, up, len(act))
+		return
+	}
 	if m.GELU {
 		be.GeGLUForward(act, gate, up, len(act))
 		return
@@ -44,11 +54,19 @@ func (m *MLP) newActs(ar *arena, N int, r *ranks) *mlpActs {
 }
 
 // Forward writes out [N, C] for x [N, C] (the normed input); act [N, I] is
-// scratch.
-func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x, act []float32, N int, lr *[numModules]*LoRA) {
-	forwardMany(be, []*Linear{&m.Gate, &m.Up}, [][]float32{s.gate, s.up}, [][]float32{s.u[0], s.u[1]}, x, N, []*LoRA{lr[ModGate], lr[ModUp]})
-	m.glu(be, act[:N*m.Gate.Out], s.gate, s.up)
-	m.Down.Forward(be, out, s.u[2], act, N, lr[ModDown])
+// scratch. xBF, when not nil, is x rounded to bfloat16 (kernels.InputRounder:
+// the norm wrote it), which the gate and up projections' products take;
+// actBF, when not nil, is scratch of N·I bfloat16 values (it may be xBF's
+// memory, spent by then) where the gated unit writes act's rounding for
+// the down projection's product.
+func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x []float32, xBF []uint16, act []float32, actBF []uint16, N int, lr *[numModules]*LoRA) {
+	NI := N * m.Gate.Out
+	forwardMany(be, []*Linear{&m.Gate, &m.Up}, [][]float32{s.gate, s.up}, [][]float32{s.u[0], s.u[1]}, x, xBF, N, []*LoRA{lr[ModGate], lr[ModUp]})
+	if actBF != nil {
+		actBF = actBF[:NI:NI]
+	}
+	m.glu(be, act[:NI], actBF, s.gate, s.up)
+	m.Down.forward(be, out, s.u[2], act, actBF, N, lr[ModDown])
 }
 
 // Backward writes dx [N, C] (its contents ignored) and accumulates the

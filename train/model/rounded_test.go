@@ -73,3 +73,85 @@ func TestDoutRounderCUDAEmulated(t *testing.T) {
 		}
 	}
 }
+
+// noInputRounder is cuda.Backend saying its products do not round their
+// input (kernels.InputRounder): the model's forward then lets the linear
+// products round the normed input and the gated unit's output
+// themselves, as before the rounded copies.
+type noInputRounder struct{ *cuda.Backend }
+
+func (noInputRounder) RoundsLinearInput() bool { return false }
+
+// TestInputRounderCUDAEmulated: a LoRA step of a bfloat16 micro model on
+// cuda.Backend in PrecisionBF16 on the emulated device gives the same
+// logprobs and LoRA gradients, bit for bit, whether the norms and the
+// gated unit write their outputs' bf16 copies for the products that
+// follow (kernels.InputRounder) or those products round them themselves
+// (noInputRounder): SwiGLU with q, k, v biases (qwen2, every module
+// adapted), GeGLU with a LoRA on q, v and up only (each product group
+// mixed, down without one) under Checkpoint (the backward's recomputed
+// forward), and Gemma 3's sandwich norms; only the first launches the
+// forward _bf16 kernels, three a layer a forward.
+func TestInputRounderCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	defer b.Close()
+	step := func(be kernels.Backend, s microStep) (lp []float32, grads [][]float32, roundedLaunches int) {
+		t.Helper()
+		l0 := 0
+		lp, grads = microLoRAStepOf(t, be, s, func(end bool) {
+			if !end {
+				l0 = len(drv.Launches())
+				return
+			}
+			for _, l := range drv.Launches()[l0:] {
+				switch l.Kernel {
+				case "rmsnorm_forward_bf16", "swiglu_forward_bf16", "geglu_forward_bf16":
+					roundedLaunches++
+				}
+			}
+		})
+		return lp, grads, roundedLaunches
+	}
+	bInit := func(i int) float32 { return float32(i%7) * 0.05 }
+	for _, c := range []struct {
+		name string
+		s    microStep
+	}{
+		{"qwen2 SwiGLU", microStep{family: "qwen2", targets: AllModules(), alpha: 4, bInit: bInit}},
+		{"qwen2 GeGLU q,v,up Checkpoint", microStep{family: "qwen2", act: "gelu_tanh", targets: []Module{ModQ, ModV, ModUp}, alpha: 4, bInit: bInit, checkpoint: true}},
+		{"gemma3_text", microStep{family: "gemma3_text", targets: AllModules(), alpha: 4, bInit: bInit}},
+	} {
+		lp, g, n := step(b, c.s)
+		wlp, wg, wn := step(noInputRounder{b}, c.s)
+		forwards := 1
+		if c.s.checkpoint {
+			forwards = 2
+		}
+		if want := 3 * 2 * forwards; n != want || wn != 0 {
+			t.Errorf("%s: %d forward _bf16 launches with the rounded copies, %d without; want %d (3 a layer a forward) and 0", c.name, n, wn, want)
+		}
+		same := func(what string, got, want []float32) {
+			t.Helper()
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Errorf("%s: %s [%d] = %g with the rounded copies, %g without", c.name, what, i, got[i], want[i])
+					return
+				}
+			}
+		}
+		same("logprob", lp, wlp)
+		nonzero := false
+		for i := range wg {
+			same("gradient", g[i], wg[i])
+			for _, v := range wg[i] {
+				nonzero = nonzero || v != 0
+			}
+		}
+		if !nonzero {
+			t.Errorf("%s: every gradient is zero", c.name)
+		}
+	}
+}

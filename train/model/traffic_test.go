@@ -242,6 +242,54 @@ func gatedSetRoundedL(kernel string, withAct bool, n int) []launch {
 	return l
 }
 
+var _ kernels.InputRounder = (*trafficBackend)(nil)
+
+// RoundsLinearInput is cuda.Backend's in PrecisionBF16
+// (kernels.InputRounder): the norms and the gated unit write their
+// outputs' bf16 roundings, which the products that follow take.
+func (t *trafficBackend) RoundsLinearInput() bool { return true }
+
+// LinearForwardBF16Rounded is LinearForwardBF16ManyAdd (add nil:
+// LinearForwardBF16Many) without its f32_to_bf16 pass: the GEMMs and
+// biases alone.
+func (t *trafficBackend) LinearForwardBF16Rounded(outs [][]float32, inp []uint16, weights [][]uint16, biases [][]float32, N, C int, OCs []int, add []bool) {
+	var ls []launch
+	for i, oc := range OCs {
+		var beta float32
+		if add != nil && add[i] {
+			beta = 1
+		}
+		ls = append(ls, gemmL(N, oc, C, b16, beta))
+		ls = append(ls, biasL(biases != nil && biases[i] != nil, N, oc)...)
+	}
+	t.run("LinearForwardBF16Rounded", ls, func(be kernels.Backend) {
+		be.(kernels.InputRounder).LinearForwardBF16Rounded(outs, inp, weights, biases, N, C, OCs, add)
+	})
+}
+
+// RMSNormForwardRounded is one kernel writing RMSNormForward's outputs and
+// out's bf16 copy.
+func (t *trafficBackend) RMSNormForwardRounded(out, rstd []float32, outBF []uint16, inp, weight []float32, N, C int, eps float32) {
+	ls := []launch{flat("rmsnorm_forward_bf16", f32*(N*C+C), f32*(N*C+N)+b16*N*C)}
+	t.run("RMSNormForwardRounded", ls, func(be kernels.Backend) {
+		be.(kernels.InputRounder).RMSNormForwardRounded(out, rstd, outBF, inp, weight, N, C, eps)
+	})
+}
+
+// SwiGLUForwardRounded is one kernel writing SwiGLUForward's output and
+// its bf16 copy.
+func (t *trafficBackend) SwiGLUForwardRounded(out []float32, outBF []uint16, gate, up []float32, n int) {
+	t.run("SwiGLUForwardRounded", []launch{flat("swiglu_forward_bf16", f32*2*n, f32*n+b16*n)}, func(be kernels.Backend) {
+		be.(kernels.InputRounder).SwiGLUForwardRounded(out, outBF, gate, up, n)
+	})
+}
+
+func (t *trafficBackend) GeGLUForwardRounded(out []float32, outBF []uint16, gate, up []float32, n int) {
+	t.run("GeGLUForwardRounded", []launch{flat("geglu_forward_bf16", f32*2*n, f32*n+b16*n)}, func(be kernels.Backend) {
+		be.(kernels.InputRounder).GeGLUForwardRounded(out, outBF, gate, up, n)
+	})
+}
+
 var _ kernels.LoRAManyBackwarder = (*trafficBackend)(nil)
 
 // LoRABackwardMany is kernels/cuda's (ops_lora.go): per projection the
@@ -691,10 +739,15 @@ func TestStepTraffic7B(t *testing.T) {
 	// but those reads move from the bandwidth-bound Matmuls into
 	// compute-bound GEMMs' epilogues: 1.63 GB a layer and 45.6 GB a step
 	// less bandwidth-bound (22918962248 a layer before, the step
-	// 658240374752; now 21291572296 and 612673456096).
-	const wantLayerLaunches, wantLayerBytes = 100, int64(29351255112)
-	const wantStepLaunches, wantStepBytes = 2860, int64(850817386464)
-	const wantLayerBound, wantStepBound = int64(21291572296), int64(612673456096)
+	// 658240374752; then 21291572296 and 612673456096). The two norms and
+	// the gated unit write their outputs' bf16 roundings, which q, k, v,
+	// gate, up and down take (kernels.InputRounder): 3 launches and 0.86
+	// GB a layer less than the products rounding h twice and act again
+	// (100, 29351255112, 21291572296 bandwidth-bound; the step 2860,
+	// 850817386464, 612673456096).
+	const wantLayerLaunches, wantLayerBytes = 97, int64(28495617096)
+	const wantStepLaunches, wantStepBytes = 2776, int64(826859522016)
+	const wantLayerBound, wantStepBound = int64(20435934280), int64(588715591648)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes || per.bound != wantLayerBound {
 		t.Errorf("one 7B layer: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
 			per.launches, per.bytes(), per.bound, wantLayerLaunches, wantLayerBytes, wantLayerBound)

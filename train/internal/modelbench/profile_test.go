@@ -101,9 +101,12 @@ func TestWorkerProfileOps(t *testing.T) {
 	}
 	// In the bf16 precision the base layers' products, the LoRA's product
 	// written first (kernels.LinearAdderBF16), are LinearForwardBF16ManyAdd's,
-	// o and down alone, and with --peak-tflops both summaries say their share
-	// of the peak.
+	// o alone; those of q, k, v, of gate, up and of down take the input's
+	// bf16 rounding its norm or gated unit wrote (kernels.InputRounder),
+	// LinearForwardBF16Rounded's; and with --peak-tflops both summaries say
+	// their share of the peak.
 	for _, re := range []string{`(?m)^OPS LinearForwardBF16ManyAdd w\d+×\d+ +\d+ calls .* TFLOP/s$`,
+		`(?m)^OPS LinearForwardBF16Rounded w\d+\+\d+\+\d+×\d+ +\d+ calls .* TFLOP/s$`,
 		`(?m)^OPS \(products\) +\d+ calls .* TFLOP/s +\d+\.\d% of the 989 TFLOP/s peak$`,
 		`(?m)^OPS \(products w/o attention\) +\d+ calls .* TFLOP/s +\d+\.\d% of the 989 TFLOP/s peak$`} {
 		if s := out.String(); !regexp.MustCompile(re).MatchString(s) {

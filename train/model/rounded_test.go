@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -153,5 +154,60 @@ func TestInputRounderCUDAEmulated(t *testing.T) {
 		if !nonzero {
 			t.Errorf("%s: every gradient is zero", c.name)
 		}
+	}
+}
+
+// neitherRounder is cuda.Backend saying it rounds neither its products'
+// input nor their dout.
+type neitherRounder struct{ *cuda.Backend }
+
+func (neitherRounder) RoundsLinearInput() bool { return false }
+func (neitherRounder) RoundsLinearDout() bool  { return false }
+
+// TestInputRounderMemory: a LoRA pass of a bfloat16 micro model on
+// cuda.Backend in PrecisionBF16 holds the forward's bf16 copies (work.xbf)
+// in the memory of the backward's (work.dgbf), so its slab is the size it
+// was without them; on a backend that rounds the input but not dout they
+// take N·max(C, I) bfloat16 values of their own.
+func TestInputRounderMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b, _ := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	defer b.Close()
+	c := microConfig("qwen2")
+	bt := packed(c.Vocab, []int{4, 6}, 2)
+	slab := func(be kernels.Backend) int {
+		t.Helper()
+		m, err := New(c, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		if err := m.ToBF16(); err != nil {
+			t.Fatal(err)
+		}
+		ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: 2, Alpha: 4, Targets: AllModules()}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ad.Place(be); err != nil {
+			t.Fatal(err)
+		}
+		defer ad.Free()
+		p, err := m.Forward(context.Background(), bt, ad, TrainOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Release()
+		return len(p.slab)
+	}
+	both, noInput, noDout, neither := slab(b), slab(noInputRounder{b}), slab(noRounder{b}), slab(neitherRounder{b})
+	if both != noInput {
+		t.Errorf("the slab holds %d values with the forward's bf16 copies, %d without: want them in dgbf's memory", both, noInput)
+	}
+	own := (len(bt.IDs)*max(c.Hidden, c.Intermediate) + 1) / 2
+	if d := noDout - neither; d < own || d >= own+arenaAlign {
+		t.Errorf("without dgbf the forward's bf16 copies take %d values, want %d (and the arena's alignment)", d, own)
 	}
 }

@@ -52,8 +52,15 @@ vet:
 test-unit:
 	$(GO) test -count=1 ./...
 
+# Tests that compile kernels/cuda's kernels on their own (nvcc for the
+# committed PTX, g++ for the CPU shim's test binaries, which the Go test
+# drives as another process) and check what those builds do: neither
+# -race nor CGO_ENABLED changes them, so test-unit runs them once and
+# test-race and test-nocgo skip them.
+TOOLCHAIN_TESTS := ^(TestPTXCurrent|TestShim|TestKernelsOnCPUShim|TestAttention.*OnCPUShim|TestLoRABackwardManyShim|TestAttentionGEMMKernelMutantsCaught|TestAttentionGEMMBrokenPlanCaught|TestAttentionBadSeqOffInBounds)$$
+
 test-race:
-	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -race -skip '$(TOOLCHAIN_TESTS)' $(RACE_PKGS)
 
 # Tests that train for minutes rather than seconds, kept out of make test:
 # the bf16-compute GRPO reward curve against float32 on three seeds
@@ -70,7 +77,7 @@ test-long:
 
 # The kernels must also pass their conformance suite as pure Go (gonum GEMM).
 test-nocgo:
-	CGO_ENABLED=0 $(GO) test -count=1 ./kernels/...
+	CGO_ENABLED=0 $(GO) test -count=1 -skip '$(TOOLCHAIN_TESTS)' ./kernels/...
 
 # Each benchmark prints its figures next to its reference, measured in the
 # same run under the same environment. They never set OPENBLAS_*; to measure

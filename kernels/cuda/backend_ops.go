@@ -337,19 +337,7 @@ func (b *Backend) LinearForwardBF16Rounded(outs [][]float32, inp []uint16, weigh
 		return
 	}
 	b.onDeviceCost(op, func() opCost { return linearManyCost(N, C, OCs) }, func() error {
-		var bo, bw, bb []*Buffer
-		var ocs []int
-		var adds []bool
-		for i := range outs {
-			if OCs[i] == 0 { // an empty product: nothing to write
-				continue
-			}
-			bo = append(bo, b.f32(op, "out", outs[i]))
-			bw = append(bw, b.bf16(op, "weight", weights[i]))
-			bb = append(bb, b.f32(op, "bias", bias(i)))
-			ocs = append(ocs, OCs[i])
-			adds = append(adds, add != nil && add[i])
-		}
+		bo, bw, bb, ocs, adds := b.linearManyBuffers(op, outs, weights, biases, OCs, add)
 		return b.ops.LinearForwardBF16Rounded(bo, b.bf16(op, "inp", inp), bw, bb, N, C, ocs, adds)
 	})
 }
@@ -470,24 +458,34 @@ func (b *Backend) linearForwardBF16Many(op string, outs [][]float32, inp []float
 		return
 	}
 	b.onDeviceCost(op, func() opCost { return linearManyCost(N, C, OCs) }, func() error {
-		var bo, bw, bb []*Buffer
-		var ocs []int
-		var adds []bool
-		for i := range outs {
-			if OCs[i] == 0 { // an empty product: nothing to write
-				continue
-			}
-			bo = append(bo, b.f32(op, "out", outs[i]))
-			bw = append(bw, b.bf16(op, "weight", weights[i]))
-			bb = append(bb, b.f32(op, "bias", bias(i)))
-			ocs = append(ocs, OCs[i])
-			adds = append(adds, add != nil && add[i])
-		}
+		bo, bw, bb, ocs, adds := b.linearManyBuffers(op, outs, weights, biases, OCs, add)
 		if add == nil {
 			return b.ops.LinearForwardBF16Many(bo, b.f32(op, "inp", inp), bw, bb, N, C, ocs)
 		}
 		return b.ops.LinearForwardBF16ManyAdd(bo, b.f32(op, "inp", inp), bw, bb, N, C, ocs, adds)
 	})
+}
+
+// linearManyBuffers is the device buffers of a many-output product's
+// outputs, weights and biases (nil where biases or its entry is), their
+// output sizes and add flags (add nil: none), less the outputs of size 0,
+// which have nothing to write.
+func (b *Backend) linearManyBuffers(op string, outs [][]float32, weights [][]uint16, biases [][]float32, OCs []int, add []bool) (bo, bw, bb []*Buffer, ocs []int, adds []bool) {
+	for i := range outs {
+		if OCs[i] == 0 {
+			continue
+		}
+		var bias []float32
+		if biases != nil {
+			bias = biases[i]
+		}
+		bo = append(bo, b.f32(op, "out", outs[i]))
+		bw = append(bw, b.bf16(op, "weight", weights[i]))
+		bb = append(bb, b.f32(op, "bias", bias))
+		ocs = append(ocs, OCs[i])
+		adds = append(adds, add != nil && add[i])
+	}
+	return bo, bw, bb, ocs, adds
 }
 
 var _ kernels.LoRAManyBackwarder = (*Backend)(nil)

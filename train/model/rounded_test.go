@@ -3,10 +3,12 @@ package model
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
 
 // noRounder is cuda.Backend saying it does not round the products' dout
@@ -30,48 +32,64 @@ func TestDoutRounderCUDAEmulated(t *testing.T) {
 	}
 	b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
 	defer b.Close()
-	step := func(be kernels.Backend, act string) (lp []float32, grads [][]float32, roundedLaunches int) {
+	step := countingStep(t, drv, "swiglu_backward_set_bf16", "geglu_backward_set_bf16")
+	bInit := func(i int) float32 { return float32(i%7) * 0.05 }
+	for _, act := range []string{"", "gelu_tanh"} {
+		s := microStep{family: "qwen2", act: act, targets: AllModules(), alpha: 4, bInit: bInit}
+		lp, g, n := step(b, s)
+		wlp, wg, wn := step(noRounder{b}, s)
+		if n != 2 || wn != 0 {
+			t.Errorf("act %q: %d _bf16 launches with the rounded copies, %d without; want 2 (a layer) and 0", act, n, wn)
+		}
+		sameStepBits(t, "act "+act, lp, wlp, g, wg)
+	}
+}
+
+// countingStep returns a micro LoRA step (microLoRAStepOf) that also
+// counts the launches of the kernels named during it, on drv.
+func countingStep(t *testing.T, drv *cudafake.Driver, names ...string) func(be kernels.Backend, s microStep) (lp []float32, grads [][]float32, launches int) {
+	return func(be kernels.Backend, s microStep) (lp []float32, grads [][]float32, launches int) {
 		t.Helper()
 		l0 := 0
-		lp, grads = microLoRAStep(t, be, act, 4, func(i int) float32 { return float32(i%7) * 0.05 }, func(end bool) {
+		lp, grads = microLoRAStepOf(t, be, s, func(end bool) {
 			if !end {
 				l0 = len(drv.Launches())
 				return
 			}
 			for _, l := range drv.Launches()[l0:] {
-				if l.Kernel == "swiglu_backward_set_bf16" || l.Kernel == "geglu_backward_set_bf16" {
-					roundedLaunches++
+				if slices.Contains(names, l.Kernel) {
+					launches++
 				}
 			}
 		})
-		return lp, grads, roundedLaunches
+		return lp, grads, launches
 	}
-	for _, act := range []string{"", "gelu_tanh"} {
-		lp, g, n := step(b, act)
-		wlp, wg, wn := step(noRounder{b}, act)
-		if n != 2 || wn != 0 {
-			t.Errorf("act %q: %d _bf16 launches with the rounded copies, %d without; want 2 (a layer) and 0", act, n, wn)
-		}
-		same := func(what string, got, want []float32) {
-			t.Helper()
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Errorf("act %q: %s [%d] = %g with the rounded copies, %g without", act, what, i, got[i], want[i])
-					return
-				}
+}
+
+// sameStepBits fails the test unless two micro steps' logprobs (lp, wlp)
+// and LoRA gradients (g, wg) are the same bits, and some gradient is not
+// zero (a step that trains nothing would agree trivially).
+func sameStepBits(t *testing.T, name string, lp, wlp []float32, g, wg [][]float32) {
+	t.Helper()
+	same := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Errorf("%s: %s [%d] = %g with the rounded copies, %g without", name, what, i, got[i], want[i])
+				return
 			}
 		}
-		same("logprob", lp, wlp)
-		nonzero := false
-		for i := range wg {
-			same("gradient", g[i], wg[i])
-			for _, v := range wg[i] {
-				nonzero = nonzero || v != 0
-			}
+	}
+	same("logprob", lp, wlp)
+	nonzero := false
+	for i := range wg {
+		same("gradient", g[i], wg[i])
+		for _, v := range wg[i] {
+			nonzero = nonzero || v != 0
 		}
-		if !nonzero {
-			t.Errorf("act %q: every gradient is zero", act)
-		}
+	}
+	if !nonzero {
+		t.Errorf("%s: every gradient is zero", name)
 	}
 }
 
@@ -99,23 +117,7 @@ func TestInputRounderCUDAEmulated(t *testing.T) {
 	}
 	b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
 	defer b.Close()
-	step := func(be kernels.Backend, s microStep) (lp []float32, grads [][]float32, roundedLaunches int) {
-		t.Helper()
-		l0 := 0
-		lp, grads = microLoRAStepOf(t, be, s, func(end bool) {
-			if !end {
-				l0 = len(drv.Launches())
-				return
-			}
-			for _, l := range drv.Launches()[l0:] {
-				switch l.Kernel {
-				case "rmsnorm_forward_bf16", "swiglu_forward_bf16", "geglu_forward_bf16":
-					roundedLaunches++
-				}
-			}
-		})
-		return lp, grads, roundedLaunches
-	}
+	step := countingStep(t, drv, "rmsnorm_forward_bf16", "swiglu_forward_bf16", "geglu_forward_bf16")
 	bInit := func(i int) float32 { return float32(i%7) * 0.05 }
 	for _, c := range []struct {
 		name string
@@ -134,26 +136,7 @@ func TestInputRounderCUDAEmulated(t *testing.T) {
 		if want := 3 * 2 * forwards; n != want || wn != 0 {
 			t.Errorf("%s: %d forward _bf16 launches with the rounded copies, %d without; want %d (3 a layer a forward) and 0", c.name, n, wn, want)
 		}
-		same := func(what string, got, want []float32) {
-			t.Helper()
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Errorf("%s: %s [%d] = %g with the rounded copies, %g without", c.name, what, i, got[i], want[i])
-					return
-				}
-			}
-		}
-		same("logprob", lp, wlp)
-		nonzero := false
-		for i := range wg {
-			same("gradient", g[i], wg[i])
-			for _, v := range wg[i] {
-				nonzero = nonzero || v != 0
-			}
-		}
-		if !nonzero {
-			t.Errorf("%s: every gradient is zero", c.name)
-		}
+		sameStepBits(t, c.name, lp, wlp, g, wg)
 	}
 }
 

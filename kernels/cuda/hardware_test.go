@@ -58,6 +58,19 @@ func hardwareBackend(t *testing.T, p kernels.Precision) *cuda.Backend {
 	return b
 }
 
+// timePerCall is the mean time of 10 calls of f on b, from the device
+// having finished what came before to its having finished the last.
+func timePerCall(b *cuda.Backend, f func()) time.Duration {
+	const reps = 10
+	b.Synchronize()
+	start := time.Now()
+	for range reps {
+		f()
+	}
+	b.Synchronize()
+	return time.Since(start) / reps
+}
+
 // median returns the middle of ds (of a sorted copy).
 func median(ds []time.Duration) time.Duration {
 	ds = slices.Clone(ds)

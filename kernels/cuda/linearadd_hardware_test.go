@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/hone-rl/hone/kernels"
 )
@@ -108,17 +107,7 @@ func TestLinearForwardBF16ManyAddOnHardware(t *testing.T) {
 		if testing.Short() {
 			continue
 		}
-		timeIt := func(f func()) time.Duration {
-			const reps = 10
-			b.Synchronize()
-			start := time.Now()
-			for range reps {
-				f()
-			}
-			b.Synchronize()
-			return time.Since(start) / reps
-		}
-		tb, tf := timeIt(runBase), timeIt(runFirst)
+		tb, tf := timePerCall(b, runBase), timePerCall(b, runFirst)
 		var sum int
 		for _, oc := range c.outs {
 			sum += oc

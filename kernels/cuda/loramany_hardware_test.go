@@ -3,7 +3,6 @@ package cuda_test
 import (
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
@@ -104,17 +103,7 @@ func compareLoRAMany(t *testing.T, b *cuda.Backend, cases []loraManyCase, timed 
 		if !timed {
 			continue
 		}
-		timeIt := func(f func()) time.Duration {
-			const reps = 10
-			b.Synchronize()
-			start := time.Now()
-			for range reps {
-				f()
-			}
-			b.Synchronize()
-			return time.Since(start) / reps
-		}
-		tm, to := timeIt(runMany), timeIt(runOne)
+		tm, to := timePerCall(b, runMany), timePerCall(b, runOne)
 		// train/model's traffic count (trafficBackend) of each path.
 		var bm, bo float64
 		k, kR := len(c.outs), len(c.outs)*c.r

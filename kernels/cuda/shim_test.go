@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/internal/ccache"
 	"github.com/hone-rl/hone/kernels/cuda/internal/ptxbuild"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 	"github.com/hone-rl/hone/kernels/ref"
@@ -53,11 +55,12 @@ func buildShim(t *testing.T, name string) string {
 			}
 		}
 	}
+	// Through the compiler cache: most of the package's shim tests build
+	// the same kernels_main, 7 s of a core each.
 	bin := filepath.Join(t.TempDir(), name)
-	out, err := exec.Command(cxx, "-std=c++17", "-O0", "-Wall", "-Werror", "-pthread", "-I", "cpushim",
-		"-o", bin, filepath.Join("testdata", name+".cc")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s testdata/%s.cc: %v\n%s", cxx, name, err, out)
+	args := []string{"-std=c++17", "-O0", "-Wall", "-Werror", "-pthread", "-I", "cpushim", filepath.Join("testdata", name+".cc")}
+	if _, err := ccache.Default().Compile(context.Background(), cxx, args, "", bin); err != nil {
+		t.Fatalf("testdata/%s.cc: %v", name, err)
 	}
 	return bin
 }

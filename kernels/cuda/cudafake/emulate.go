@@ -15,6 +15,7 @@ import (
 
 	"github.com/ebitengine/purego"
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/internal/ccache"
 	"github.com/hone-rl/hone/kernels/cuda/internal/ptxbuild"
 )
 
@@ -34,7 +35,10 @@ var emulateCC string
 // (kernels/cuda; its cpushim/cuda_cpu.h included first) with the C++
 // compiler cxx into the shared library out. The kernel table is generated
 // from the sources (ptxbuild.Kernels), so a new kernel needs no edit here.
-// An absent compiler gives an error wrapping exec.ErrNotFound.
+// An absent compiler gives an error wrapping exec.ErrNotFound. The compile
+// goes through the compiler cache of internal/ccache (ccache.Default), so
+// the same text compiles once on a machine however many test processes
+// build it.
 func BuildEmulator(ctx context.Context, cxx, srcDir, out string) error {
 	return buildEmulator(ctx, cxx, srcDir, out, "")
 }
@@ -69,11 +73,10 @@ func buildEmulator(ctx context.Context, cxx, srcDir, out, extra string) error {
 	fmt.Fprintf(&src, "#define HONE_KERNELS(X)%s\n", list.String())
 	src.WriteString(emulateCC)
 	src.WriteString(extra)
-	cmd := exec.CommandContext(ctx, cxx, "-std=c++17", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread",
-		"-I", filepath.Join(abs, "cpushim"), "-o", out, "-x", "c++", "-")
-	cmd.Stdin = strings.NewReader(src.String())
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("CUDA emulator: %s: %v\n%s", cxx, err, msg)
+	args := []string{"-std=c++17", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread",
+		"-I", filepath.Join(abs, "cpushim"), "-x", "c++", "-"}
+	if _, err := ccache.Default().Compile(ctx, cxx, args, src.String(), out); err != nil {
+		return fmt.Errorf("CUDA emulator: %w", err)
 	}
 	return nil
 }

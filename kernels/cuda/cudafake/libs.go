@@ -1,12 +1,13 @@
 package cudafake
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/hone-rl/hone/kernels/cuda/internal/ccache"
 )
 
 //go:embed clib/*.c
@@ -27,7 +28,8 @@ type Libs struct {
 // the process that loads it; two extra C functions serve tests in that
 // process: hone_fake_cuda_set_devices(int) overrides the count and
 // hone_fake_cuda_live() returns the allocations not yet freed. An absent
-// compiler gives an error wrapping exec.ErrNotFound.
+// compiler gives an error wrapping exec.ErrNotFound. As BuildEmulator, it
+// compiles through the compiler cache (ccache.Default).
 func BuildLibs(ctx context.Context, cc, dir string) (Libs, error) {
 	if _, err := exec.LookPath(cc); err != nil {
 		return Libs{}, fmt.Errorf("fake CUDA libraries: %w", err)
@@ -38,10 +40,9 @@ func BuildLibs(ctx context.Context, cc, dir string) (Libs, error) {
 		if err != nil {
 			return Libs{}, err
 		}
-		cmd := exec.CommandContext(ctx, cc, "-x", "c", "-std=c99", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-o", b.out, "-")
-		cmd.Stdin = bytes.NewReader(src)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return Libs{}, fmt.Errorf("fake CUDA libraries: %s %s: %v\n%s", cc, b.src, err, out)
+		args := []string{"-x", "c", "-std=c99", "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-"}
+		if _, err := ccache.Default().Compile(ctx, cc, args, string(src), b.out); err != nil {
+			return Libs{}, fmt.Errorf("fake CUDA libraries: %s: %w", b.src, err)
 		}
 	}
 	return libs, nil

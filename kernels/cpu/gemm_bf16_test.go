@@ -33,6 +33,14 @@ func needBF16Kind(t testing.TB, kind bf16Kind) {
 	}
 }
 
+// skipUnderRace skips t in the race build (raceEnabled says why).
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("under -race: one goroutine calling C micro-kernels, which the race detector cannot see into; test-unit runs this test")
+	}
+}
+
 // bf16GEMMShapes cross every block edge (BMC = 48 rows, BNC = 256 columns,
 // NKC = 2048 k a pass, BKC = 256 k a pre-packed slot, odd k), the native
 // kernel's tiles of 6×64 (two panels of 32: a lone last panel, a partial
@@ -51,6 +59,7 @@ var bf16GEMMShapes = [][3]int{{1, 1, 1}, {13, 33, 3}, {97, 40, 1025}, {12, 1030,
 // micro-kernel: the native and AMX ones skip (saying so) where the CPU
 // lacks them.
 func TestBF16GEMMBlocks(t *testing.T) {
+	skipUnderRace(t)
 	fasts := []bool{false}
 	if bf16GEMMFastOK() {
 		fasts = append(fasts, true)
@@ -79,6 +88,7 @@ func TestBF16GEMMBlocks(t *testing.T) {
 // ranges of panels) for bgemmPre, and A rounded once in the kernel's layout
 // (bf16A16Layout, the padding rows zeroed as bgemmRun does) for bgemmA16.
 func TestBF16GEMMSharedOperands(t *testing.T) {
+	skipUnderRace(t)
 	for _, kind := range []bf16Kind{bf16Portable, bf16Native, bf16AMX} {
 		t.Run("kind="+bf16KindNames[kind], func(t *testing.T) {
 			needBF16Kind(t, kind)

@@ -42,9 +42,9 @@ func TestContractInputs(t *testing.T) {
 	// Temporary files and renames: fileset's copy of stdin and its atomic
 	// writer. The folders other contracts write whole (model weights, PEFT
 	// adapters, the run folder and its checkpoints, the tiny test model,
-	// a step folder pulled from object storage by format/runfolder's Pull)
-	// and benchmark scratch files keep their own.
-	ownWriters := []string{"format/safetensors", "format/peft", "format/runfolder", "train/checkpoint", "train/tinymodel", "internal/bench"}
+	// a step folder pulled from object storage by format/runfolder's Pull),
+	// benchmark scratch files and the tests' compiler cache keep their own.
+	ownWriters := []string{"format/safetensors", "format/peft", "format/runfolder", "train/checkpoint", "train/tinymodel", "internal/bench", "kernels/cuda/internal/ccache"}
 	pin(t, callsOutside(srcs, "os", "CreateTemp", append(home, ownWriters...)), home,
 		"stdin is copied by fileset.Resolve and outputs are written by fileset.Create")
 	pin(t, callsOutside(srcs, "os", "Rename", append(home, ownWriters...)), home,

@@ -33,31 +33,19 @@ type Cache struct {
 	Dir string
 }
 
-// EnvDir names the environment variable that sets Default's folder; "off"
-// turns caching off.
-const EnvDir = "HONE_CCACHE_DIR"
-
 // keep is how long an entry unused stays: Compile removes older entries
 // (and their lock files) whenever it stores a new one.
 const keep = 7 * 24 * time.Hour
 
-// Default is the cache the tests share: the folder $HONE_CCACHE_DIR, else
-// hone-ccache in the user's cache folder (os.UserCacheDir, beside Go's
-// build cache). HONE_CCACHE_DIR=off, or no user cache folder, gives the
-// zero Cache.
+// Default is the cache the tests share: hone-ccache in the user's cache
+// folder (os.UserCacheDir, beside Go's build cache), or the zero Cache where
+// there is none. Removing the folder empties it.
 func Default() Cache {
-	dir := os.Getenv(EnvDir)
-	switch dir {
-	case "off":
+	base, err := os.UserCacheDir()
+	if err != nil {
 		return Cache{}
-	case "":
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return Cache{}
-		}
-		dir = filepath.Join(base, "hone-ccache")
 	}
-	return Cache{Dir: dir}
+	return Cache{Dir: filepath.Join(base, "hone-ccache")}
 }
 
 // Compile runs `compiler args... -o out` with stdin on its standard input

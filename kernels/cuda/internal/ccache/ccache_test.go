@@ -177,18 +177,13 @@ func TestCompileUnusableDir(t *testing.T) {
 }
 
 func TestDefault(t *testing.T) {
-	t.Setenv(EnvDir, "off")
+	t.Setenv("XDG_CACHE_HOME", "/some/where")
+	if got := Default(); got.Dir != "/some/where/hone-ccache" {
+		t.Errorf("Dir %q, want /some/where/hone-ccache", got.Dir)
+	}
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "")
 	if got := Default(); got.Dir != "" {
-		t.Errorf("%s=off: Dir %q, want none", EnvDir, got.Dir)
-	}
-	t.Setenv(EnvDir, "/some/where")
-	if got := Default(); got.Dir != "/some/where" {
-		t.Errorf("Dir %q, want /some/where", got.Dir)
-	}
-	t.Setenv(EnvDir, "")
-	if base, err := os.UserCacheDir(); err == nil {
-		if got, want := Default().Dir, filepath.Join(base, "hone-ccache"); got != want {
-			t.Errorf("Dir %q, want %q", got, want)
-		}
+		t.Errorf("no user cache folder: Dir %q, want none", got.Dir)
 	}
 }

@@ -48,6 +48,9 @@ func loadEmulator(t *testing.T) *cudafake.Emulator {
 		if emulator.err = cudafake.BuildEmulator(context.Background(), cxx, ".", lib); emulator.err == nil {
 			emulator.emu, emulator.err = cudafake.LoadEmulator(lib)
 		}
+		// Loaded, the library needs no file: the folder goes now rather
+		// than stay in $TMPDIR after every run.
+		os.RemoveAll(dir)
 	})
 	// g++ reads the sources, not this process: read them here too, so that
 	// go test's cache knows the result depends on them.

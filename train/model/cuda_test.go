@@ -74,6 +74,9 @@ func emulatedCUDABackendBLAS(t *testing.T, p kernels.Precision) (*cuda.Backend, 
 		if cudaEmulator.err = cudafake.BuildEmulator(context.Background(), cxx, "../../kernels/cuda", lib); cudaEmulator.err == nil {
 			cudaEmulator.emu, cudaEmulator.err = cudafake.LoadEmulator(lib)
 		}
+		// Loaded, the library needs no file: the folder goes now rather
+		// than stay in $TMPDIR after every run.
+		os.RemoveAll(dir)
 	})
 	// g++ reads the sources, not this process: read them here too, so that
 	// go test's cache knows the result depends on them.

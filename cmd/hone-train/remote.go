@@ -21,14 +21,16 @@ import (
 // local folder (--out-cache) and each saved step is uploaded, latest last
 // (runfolder.Publish), every --publish-every and once at the end. Before
 // training, what the store holds of the run is pulled into the local
-// folder, so --resume continues a published run on a fresh machine.
+// folder, so --resume continues a published run on a fresh machine. A
+// temporary local folder (no --out-cache) is removed once the last upload
+// succeeds.
 type remoteOut struct {
 	cache string
 	every time.Duration
 }
 
 func (r *remoteOut) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&r.cache, "out-cache", "", "with --out s3://…: the local folder the run folders are written in before upload (default: a new temporary folder)")
+	fs.StringVar(&r.cache, "out-cache", "", "with --out s3://…: the local folder the run folders are written in before upload (default: a new temporary folder, removed once everything is published)")
 	fs.DurationVar(&r.every, "publish-every", 30*time.Second, "with --out s3://…: how often saved steps are uploaded (and once at the end)")
 }
 
@@ -49,7 +51,8 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 	}
 	remote := fileset.Join(o.Out, o.Name)
 	cache := r.cache
-	if cache == "" {
+	temporary := cache == ""
+	if temporary {
 		if cache, err = os.MkdirTemp("", "hone-train-out-*"); err != nil {
 			return nil, err
 		}
@@ -94,10 +97,21 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		// What was saved is published even after a failed or interrupted
 		// run: its steps are whole.
 		if err := publish(context.WithoutCancel(ctx)); err != nil {
+			// The local folder holds the only copy of what is unpublished:
+			// it stays, and the log says where.
 			if runErr == nil {
-				return fmt.Errorf("publish %s: %w", remote, err)
+				return fmt.Errorf("publish %s (the run stays in %s): %w", remote, local, err)
 			}
-			log.Error("publish failed", "to", remote, "err", err)
+			log.Error("publish failed", "to", remote, "run", local, "err", err)
+			return runErr
+		}
+		// Everything is in the object store: a temporary folder of ours
+		// goes (a copy of the whole run, left in /tmp by every call of a
+		// cron job otherwise); an --out-cache the user named stays.
+		if temporary {
+			if err := os.RemoveAll(cache); err != nil {
+				log.Warn("could not remove the temporary run folder", "dir", cache, "err", err)
+			}
 		}
 		return runErr
 	}, nil

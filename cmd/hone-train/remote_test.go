@@ -3,15 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/fakes3d"
+	"github.com/hone-rl/hone/train/trainer"
 )
 
 // Incremental training with everything in object storage: --watch-dir and
@@ -88,5 +91,71 @@ func TestTrainWithObjectStore(t *testing.T) {
 	err = cli.ExecuteCommand(context.Background(), newRootCmd(&errLog, &errLog), []string{"grpo", "--model", md, "--out", filepath.Join(dir, "plain"), "--run", "x", "--out-cache", dir, local})
 	if cli.ExitCode(err) != cli.ExitUsage {
 		t.Errorf("--out-cache with a local --out: %v", err)
+	}
+}
+
+// TestTemporaryOutCache: without --out-cache the run is written in a new
+// temporary folder, which goes once the last upload succeeds (a cron job
+// left a copy of the whole run in $TMPDIR on every call before); when the
+// upload fails, it stays, as the only copy of the unpublished step, and
+// the error names it.
+func TestTemporaryOutCache(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // os.MkdirTemp's folder
+	// run starts publishing to s3, saves a step as the trainer would, stops
+	// s3 if told to, and finishes.
+	run := func(s3 *fakes3d.Server, stop bool) (local string, err error) {
+		t.Helper()
+		r := remoteOut{every: time.Hour}
+		o := trainer.Options{Out: s3.URL("hone", "adapters"), Name: "cron"}
+		finish, err := r.start(context.Background(), &o, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		local = filepath.Join(o.OutLocal, "cron")
+		if !strings.HasPrefix(local, tmp+string(filepath.Separator)) {
+			t.Fatalf("run folder %s is not in $TMPDIR %s", local, tmp)
+		}
+		if err := os.MkdirAll(filepath.Join(local, "step-000001"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, text := range map[string]string{"step-000001/adapter_config.json": "{}", "latest": "step-000001\n"} {
+			if err := os.WriteFile(filepath.Join(local, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if stop {
+			if err := s3.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return local, finish(nil)
+	}
+
+	s3 := fakes3d.StartTest(t, "hone")
+	local, err := run(s3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := fileset.ReadFile(context.Background(), s3.URL("hone", "adapters/cron/latest")); err != nil || strings.TrimSpace(string(b)) != "step-000001" {
+		t.Fatalf("published latest %q, %v", b, err)
+	}
+	if _, err := os.Stat(local); !os.IsNotExist(err) {
+		t.Errorf("the temporary run folder %s is still there after the upload (%v)", local, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "hone-train-out-*")); len(left) > 0 {
+		t.Errorf("left in $TMPDIR: %q", left)
+	}
+
+	down, err := fakes3d.Start("127.0.0.1:0", "hone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err = run(down, true)
+	if err == nil || !strings.Contains(err.Error(), local) {
+		t.Fatalf("upload to a stopped store: %v; want an error naming %s", err, local)
+	}
+	if _, err := os.Stat(filepath.Join(local, "step-000001", "adapter_config.json")); err != nil {
+		t.Errorf("the unpublished step is gone after a failed upload: %v", err)
 	}
 }

@@ -136,9 +136,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		opts.Host = fs.Lookup("host").DefValue // what serve listens on for an empty host
 	}
 	warnExposed(log, opts)
-	if err := remote.start(ctx, &opts.Adapters, opts.PollInterval, opts.MaxAdapters, log); err != nil {
+	stopPulling, err := remote.start(ctx, &opts.Adapters, opts.PollInterval, opts.MaxAdapters, log)
+	if err != nil {
 		return err
 	}
+	defer stopPulling()
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
 		be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, getenv)
 		if err != nil {

@@ -24,39 +24,50 @@ import (
 // and serve watches that folder as it would a local one: the embedded
 // engine loads from it, and with --upstream the vLLM front has vLLM load
 // from it (so vLLM must read --adapters-cache at the same absolute path).
+// A temporary folder (no --adapters-cache) is removed when the server stops.
 // Optimizer state is not pulled; of a run's new steps, the newest
 // --max-adapters are.
 type remoteAdapters struct{ cache string }
 
 func (r *remoteAdapters) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&r.cache, "adapters-cache", "", "with --adapters s3://…: the local folder steps are pulled into (default: a new temporary folder); with --upstream, vLLM must read it at the same absolute path")
+	fs.StringVar(&r.cache, "adapters-cache", "", "with --adapters s3://…: the local folder steps are pulled into (default: a new temporary folder, removed when the server stops); with --upstream, vLLM must read it at the same absolute path")
 }
 
 // start pulls once, points the adapters folder at the local copy and keeps
 // pulling until ctx ends. A local --adapters (a path or a file:// URL) is
 // watched where it is.
-func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time.Duration, newest int, log *slog.Logger) error {
+func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time.Duration, newest int, log *slog.Logger) (stop func(), err error) {
 	if !fileset.IsURL(*adapters) {
 		if r.cache != "" {
-			return cli.Usagef("--adapters-cache needs --adapters to name an object-store folder (s3://…)")
+			return nil, cli.Usagef("--adapters-cache needs --adapters to name an object-store folder (s3://…)")
 		}
 		p, err := fileset.LocalPath(*adapters) // a file:// URL is watched as its path
 		if err != nil {
-			return cli.Usagef("--adapters: %v", err)
+			return nil, cli.Usagef("--adapters: %v", err)
 		}
 		*adapters = p
-		return nil
+		return func() {}, nil
 	}
 	remote := *adapters
 	cache := r.cache
-	if cache == "" {
-		var err error
+	temporary := cache == ""
+	if temporary {
 		if cache, err = os.MkdirTemp("", "hone-serve-adapters-*"); err != nil {
-			return err
+			return nil, err
 		}
 		log.Info("pulling adapters into a temporary folder (set --adapters-cache to choose it)", "from", remote, "into", cache)
 	} else if err := os.MkdirAll(cache, 0o755); err != nil {
-		return err
+		return nil, err
+	}
+	// removeTemporary removes a temporary folder of ours: it holds only
+	// copies of what the store holds. An --adapters-cache the user named
+	// stays.
+	removeTemporary := func() {
+		if temporary {
+			if err := os.RemoveAll(cache); err != nil {
+				log.Warn("could not remove the temporary adapters folder", "dir", cache, "err", err)
+			}
+		}
 	}
 	pull := func(ctx context.Context) error {
 		runs, err := fileset.ListDirs(ctx, remote)
@@ -83,25 +94,33 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 		return nil
 	}
 	if err := pull(ctx); err != nil {
-		return err
+		removeTemporary()
+		return nil, err
 	}
 	*adapters = cache
 	if every <= 0 {
 		every = time.Second
 	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-pctx.Done():
 				return
 			case <-t.C:
-				if err := pull(ctx); err != nil && ctx.Err() == nil {
+				if err := pull(pctx); err != nil && pctx.Err() == nil {
 					log.Warn("pulling adapters failed; tried again at the next poll", "from", remote, "err", err)
 				}
 			}
 		}
 	}()
-	return nil
+	return func() {
+		cancel()
+		<-done
+		removeTemporary()
+	}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -245,5 +246,43 @@ func writeTestStep(t *testing.T, tiny, local string, n int) {
 	}
 	if err := os.WriteFile(filepath.Join(local, runfolder.StepName(n), "optimizer.safetensors"), []byte("not pulled"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTemporaryAdaptersCache: without --adapters-cache the steps are
+// pulled into a new temporary folder, which goes when the server stops
+// (it was left in $TMPDIR before); the pulling stops with it.
+func TestTemporaryAdaptersCache(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // os.MkdirTemp's folder
+	s3 := fakes3d.StartTest(t, "hone")
+	local := filepath.Join(t.TempDir(), "r1")
+	writeTestStep(t, "../../serve/testdata/tiny", local, 1)
+	if err := runfolder.WritePointer(local, runfolder.LatestName, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runfolder.Publish(context.Background(), local, s3.URL("hone", "adapters/r1")); err != nil {
+		t.Fatal(err)
+	}
+	var r remoteAdapters
+	adapters := s3.URL("hone", "adapters")
+	stop, err := r.start(context.Background(), &adapters, 10*time.Millisecond, 0, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(adapters, tmp+string(filepath.Separator)) {
+		t.Fatalf("adapters folder %s is not in $TMPDIR %s", adapters, tmp)
+	}
+	if _, err := os.Stat(filepath.Join(adapters, "r1", "step-000001", "adapter_model.safetensors")); err != nil {
+		t.Fatalf("step 1 not pulled: %v", err)
+	}
+	stop()
+	gets := s3.Requests(http.MethodGet)
+	if _, err := os.Stat(adapters); !os.IsNotExist(err) {
+		t.Errorf("the temporary adapters folder %s is still there after stop (%v)", adapters, err)
+	}
+	time.Sleep(50 * time.Millisecond) // five polls, were the puller still running
+	if got := s3.Requests(http.MethodGet); got != gets {
+		t.Errorf("%d requests to the store after stop", got-gets)
 	}
 }

@@ -281,7 +281,9 @@ func TestTemporaryAdaptersCache(t *testing.T) {
 	if _, err := os.Stat(adapters); !os.IsNotExist(err) {
 		t.Errorf("the temporary adapters folder %s is still there after stop (%v)", adapters, err)
 	}
-	time.Sleep(50 * time.Millisecond) // five polls, were the puller still running
+	// sleep: the pause is the point: five poll intervals in which a puller
+	// still running would have listed the store.
+	time.Sleep(50 * time.Millisecond)
 	if got := s3.Requests(http.MethodGet); got != gets {
 		t.Errorf("%d requests to the store after stop", got-gets)
 	}

@@ -52,12 +52,14 @@ vet:
 test-unit:
 	$(GO) test -count=1 ./...
 
-# Tests that compile kernels/cuda's kernels on their own (nvcc for the
-# committed PTX, g++ for the CPU shim's test binaries, which the Go test
-# drives as another process) and check what those builds do: neither
-# -race nor CGO_ENABLED changes them, so test-unit runs them once and
-# test-race and test-nocgo skip them.
-TOOLCHAIN_TESTS := ^(TestPTXCurrent|TestShim|TestKernelsOnCPUShim|TestAttention.*OnCPUShim|TestLoRABackwardManyShim|TestAttentionGEMMKernelMutantsCaught|TestAttentionGEMMBrokenPlanCaught|TestAttentionBadSeqOffInBounds)$$
+# Tests whose work is another program: those that compile kernels/cuda's
+# kernels on their own (nvcc for the committed PTX, g++ for the CPU shim's
+# test binaries, which the Go test drives as another process) and check
+# what those builds do, and those that run the device check's own scripts
+# (gpucheck/run.sh on stub binaries, gpucheck/torch_bench.py in python3).
+# Neither -race nor CGO_ENABLED changes them, so test-unit runs them once
+# and test-race and test-nocgo skip them.
+TOOLCHAIN_TESTS := ^(TestPTXCurrent|TestShim|TestKernelsOnCPUShim|TestAttention.*OnCPUShim|TestLoRABackwardManyShim|TestAttentionGEMMKernelMutantsCaught|TestAttentionGEMMBrokenPlanCaught|TestAttentionBadSeqOffInBounds|TestGPUCheckScript|TestTorchBench.*)$$
 
 test-race:
 	$(GO) test -count=1 -race -skip '$(TOOLCHAIN_TESTS)' $(RACE_PKGS)

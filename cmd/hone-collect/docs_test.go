@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/gobuild"
 )
 
 // The pages under docs/ show runnable examples first. Their fenced blocks
@@ -105,10 +106,7 @@ var (
 func docBins(t *testing.T) {
 	t.Helper()
 	extraBins.Do(func() {
-		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", binDir+string(filepath.Separator), "../hone-train", "../hone-inspect")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			extraBinsErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		extraBinsErr = gobuild.Commands(context.Background(), binDir, "../hone-train", "../hone-inspect")
 	})
 	if extraBinsErr != nil {
 		t.Fatal(extraBinsErr)

@@ -27,6 +27,7 @@ import (
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/gobuild"
 	"github.com/hone-rl/hone/internal/waitfor"
 )
 
@@ -106,10 +107,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	serveBin = filepath.Join(dir, "hone-serve")
-	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", serveBin, "../../cmd/hone-serve")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build hone-serve:", err)
+	if err := gobuild.Commands(context.Background(), dir, "../../cmd/hone-serve"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hone-rl/hone/internal/gobuild"
 )
 
 type result struct {
@@ -59,17 +60,11 @@ func buildBinaries(ctx context.Context, t *testing.T, root, dir string) string {
 		if built.err != nil {
 			return
 		}
-		// One go build, without symbols (as cmd/internal/testbin): it links
-		// the five in parallel, in 19 s of CPU instead of 35 one by one.
-		args := []string{"build", "-ldflags=-s -w", "-o", built.dir + string(filepath.Separator)}
+		var pkgs []string
 		for _, name := range stageBinaries {
-			args = append(args, "./cmd/"+name)
+			pkgs = append(pkgs, filepath.Join(root, "cmd", name))
 		}
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build %v: %v\n%s", stageBinaries, err, out)
-		}
+		built.err = gobuild.Commands(ctx, built.dir, pkgs...)
 	})
 	if built.err != nil {
 		t.Fatal(built.err)

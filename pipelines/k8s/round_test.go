@@ -19,6 +19,7 @@ import (
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/fakes3d"
+	"github.com/hone-rl/hone/internal/gobuild"
 	"github.com/hone-rl/hone/internal/waitfor"
 )
 
@@ -61,16 +62,13 @@ func binaries(t *testing.T, names ...string) {
 		}
 	}
 	if len(todo) > 0 {
-		args := []string{"build", "-ldflags=-s -w", "-o", bin + string(os.PathSeparator)} // no symbols: faster links
+		var pkgs []string
 		for _, n := range todo {
-			args = append(args, "../../cmd/"+n)
+			pkgs = append(pkgs, "../../cmd/"+n)
 		}
-		out, err := exec.Command("go", args...).CombinedOutput()
+		err := gobuild.Commands(context.Background(), bin, pkgs...)
 		for _, n := range todo {
-			built.err[n] = nil
-			if err != nil {
-				built.err[n] = fmt.Errorf("go build %s: %v\n%s", strings.Join(todo, " "), err, out)
-			}
+			built.err[n] = err
 		}
 	}
 	for _, n := range names {

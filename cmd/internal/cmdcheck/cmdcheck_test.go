@@ -13,6 +13,7 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/testbin"
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/internal/gobuild"
 )
 
 // The environment of the device check (kernels/cuda/gpucheck/run.sh,
@@ -68,10 +69,7 @@ func binaries() (string, error) {
 		if built.err != nil {
 			return
 		}
-		out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", built.dir+string(filepath.Separator), "../../hone-train", "../../hone-serve").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		built.err = gobuild.Commands(context.Background(), built.dir, "../../hone-train", "../../hone-serve")
 	})
 	return built.dir, built.err
 }

@@ -382,6 +382,9 @@ func TestOnJudgeError(t *testing.T) {
 	for fname, bad := range failures {
 		for _, policy := range []string{score.PolicyFail, score.PolicySkip, score.PolicyMark} {
 			t.Run(fname+"/"+policy, func(t *testing.T) {
+				// Each case has its own judge server and files; in parallel,
+				// the timeout cases wait their judge timeouts together.
+				t.Parallel()
 				srv := judgetest.NewServer(t, badForG1(bad))
 				opts := rulerOpts(t, srv)
 				opts.OnJudgeError, opts.JudgeRetries = policy, 1

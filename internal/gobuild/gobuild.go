@@ -13,6 +13,7 @@ package gobuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -42,14 +43,8 @@ func Commands(ctx context.Context, dir string, pkgs ...string) error {
 		})
 	}
 	wg.Wait()
-	var msgs []string
-	for _, err := range errs {
-		if err != nil {
-			msgs = append(msgs, err.Error())
-		}
-	}
-	if len(msgs) > 0 {
-		return fmt.Errorf("gobuild: %s", strings.Join(msgs, "\n"))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("gobuild: %w", err)
 	}
 	return nil
 }

@@ -42,7 +42,9 @@
 // roundings of their outputs that its LinearForwardBF16Rounded
 // multiplies, and LoRAManyBackwarder runs the LoRA backward of several
 // projections of one input together (x read once for their DA products,
-// dx written once for their rank-r products): on kernels/cuda each spares
+// dx written once for their rank-r products), which LoRARoundedBackwarder
+// runs on DoutRounder's bf16 roundings of their douts (so that the gated
+// backward writes no float32 dgate and dup): on kernels/cuda each spares
 // a pass over an activation, or moves it into a compute-bound GEMM
 // (train/model's TestStepTraffic7B counts them).
 // Forward ops overwrite their outputs, unless stated (beta in Matmul,

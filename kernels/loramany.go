@@ -26,10 +26,55 @@ type LoRAManyBackwarder interface {
 	LoRABackwardMany(dx []float32, douts, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool)
 }
 
+// LoRARoundedBackwarder is implemented by a backend whose LoRA backward of
+// several projections can take their output gradients as bfloat16
+// roundings only: kernels/cuda in PrecisionBF16, where the gated unit's
+// backward already writes dgate's and dup's roundings for the base
+// products (DoutRounder). The model's MLP backward then hands the gate and
+// up projections' LoRA backward those copies too, and the gated backward
+// writes no float32 dgate and dup at all: on the 7B shape 1.24 GB a layer
+// less written, and the DB and dout·B products read 2 bytes a value where
+// they read 4 (another 1.24 GB a layer). Host backends do not implement
+// it.
+type LoRARoundedBackwarder interface {
+	// RoundsLoRADout reports whether LoRABackwardManyRounded may be used
+	// (false: it must not be).
+	RoundsLoRADout() bool
+	// LoRABackwardManyRounded is LoRAManyBackwarder's LoRABackwardMany
+	// with each dout given only as its bfloat16 rounding doutBFs[i]
+	// (ToBF16's bits, [N, Outs[i]]): the products with dout, DB +=
+	// doutᵀ·u and g = dout·B, multiply bfloat16 operands (us[i] and bs[i]
+	// rounded as ToBF16 rounds) with float32 sums; the DA and dx products
+	// are LoRABackwardMany's. Its results differ from LoRABackwardMany's
+	// on the float32 dout by those roundings (the bfloat16 precision's
+	// tolerance class).
+	LoRABackwardManyRounded(dx []float32, doutBFs [][]uint16, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool)
+}
+
 // NeedLoRAMany panics unless LoRABackwardMany's lists agree in length (at
 // least one projection), its sizes are positive and every buffer holds
 // its shape.
 func NeedLoRAMany(op string, dx []float32, douts, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int) {
+	needLoRAMany(op, dx, lens(douts), us, x, as, bs, das, dbs, N, In, R, Outs)
+}
+
+// NeedLoRAManyRounded is NeedLoRAMany for LoRABackwardManyRounded, whose
+// output gradients are bfloat16.
+func NeedLoRAManyRounded(op string, dx []float32, doutBFs [][]uint16, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int) {
+	needLoRAMany(op, dx, lens(doutBFs), us, x, as, bs, das, dbs, N, In, R, Outs)
+}
+
+// lens returns the lengths of xs.
+func lens[T any](xs [][]T) []int {
+	n := make([]int, len(xs))
+	for i, x := range xs {
+		n[i] = len(x)
+	}
+	return n
+}
+
+// needLoRAMany is NeedLoRAMany given the douts' lengths.
+func needLoRAMany(op string, dx []float32, douts []int, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int) {
 	k := len(Outs)
 	if k == 0 || len(douts) != k || len(us) != k || len(as) != k || len(bs) != k || len(das) != k || len(dbs) != k {
 		panic(fmt.Sprintf("kernels.%s: %d output sizes, %d douts, %d us, %d As, %d Bs, %d dAs, %d dBs", op, k, len(douts), len(us), len(as), len(bs), len(das), len(dbs)))
@@ -45,7 +90,7 @@ func NeedLoRAMany(op string, dx []float32, douts, us [][]float32, x []float32, a
 		if out < 1 {
 			panic(fmt.Sprintf("kernels.%s: output size %d of projection %d", op, out, i))
 		}
-		Need(op, "dout", len(douts[i]), N*out)
+		Need(op, "dout", douts[i], N*out)
 		Need(op, "u", len(us[i]), N*R)
 		Need(op, "A", len(as[i]), R*In)
 		Need(op, "B", len(bs[i]), out*R)

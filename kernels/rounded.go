@@ -15,7 +15,10 @@ type DoutRounder interface {
 	RoundsLinearDout() bool
 	// SwiGLUBackwardSetRounded is GatedSetter's SwiGLUBackwardSet that
 	// also writes dgate and dup rounded to bfloat16 (ToBF16's bits) into
-	// dgateBF and dupBF, n values each.
+	// dgateBF and dupBF, n values each. dgate and dup may both be nil:
+	// then only the roundings are written (and act), for a caller whose
+	// every consumer of the two gradients takes the roundings
+	// (LoRARoundedBackwarder).
 	SwiGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
 	// GeGLUBackwardSetRounded is SwiGLUBackwardSetRounded for GeGLU.
 	GeGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)

@@ -218,10 +218,19 @@ func (b *Backend) GeGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, du
 	b.gatedBackwardSetRounded("GeGLUBackwardSetRounded", b.ops.GeGLUBackwardSetBF16, dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
 }
 
-// gatedBackwardSetRounded is gatedBackwardSet with the bf16 copies.
+// gatedBackwardSetRounded is gatedBackwardSet with the bf16 copies; dgate
+// and dup both nil: the copies (and act) only.
 func (b *Backend) gatedBackwardSetRounded(op string, launch func(dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error,
 	dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
-	kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
+	noF32 := dgate == nil && dup == nil
+	if noF32 {
+		kernels.NeedSizes(op, n)
+		kernels.Need(op, "dout", len(dout), n)
+		kernels.Need(op, "gate", len(gate), n)
+		kernels.Need(op, "up", len(up), n)
+	} else {
+		kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
+	}
 	if act != nil {
 		kernels.Need(op, "act", len(act), n)
 	}
@@ -231,11 +240,14 @@ func (b *Backend) gatedBackwardSetRounded(op string, launch func(dgate, dup, act
 		return
 	}
 	b.onDevice(op, func() error {
-		var ba *Buffer
+		var ba, bg, bu *Buffer
 		if act != nil {
 			ba = b.f32(op, "act", act)
 		}
-		return launch(b.f32(op, "dgate", dgate), b.f32(op, "dup", dup), ba, b.bf16(op, "dgateBF", dgateBF), b.bf16(op, "dupBF", dupBF),
+		if !noF32 {
+			bg, bu = b.f32(op, "dgate", dgate), b.f32(op, "dup", dup)
+		}
+		return launch(bg, bu, ba, b.bf16(op, "dgateBF", dgateBF), b.bf16(op, "dupBF", dupBF),
 			b.f32(op, "dout", dout), b.f32(op, "gate", gate), b.f32(op, "up", up), n)
 	})
 }
@@ -510,6 +522,39 @@ func (b *Backend) LoRABackwardMany(dx []float32, douts, us [][]float32, x []floa
 			bdx = b.f32(op, "dx", dx)
 		}
 		return b.ops.LoRABackwardMany(bdx, bufs("dout", douts), bufs("u", us), b.f32(op, "x", x), bufs("A", as), bufs("B", bs),
+			bufs("dA", das), bufs("dB", dbs), N, In, R, Outs, scale, set)
+	})
+}
+
+var _ kernels.LoRARoundedBackwarder = (*Backend)(nil)
+
+// RoundsLoRADout implements kernels.LoRARoundedBackwarder: in
+// PrecisionBF16, whose products multiply bfloat16 operands.
+func (b *Backend) RoundsLoRADout() bool { return b.Precision() == kernels.PrecisionBF16 }
+
+// LoRABackwardManyRounded implements kernels.LoRARoundedBackwarder
+// (Ops.LoRABackwardManyBF16; it panics in PrecisionF32), after
+// kernels.NeedLoRAManyRounded's checks.
+func (b *Backend) LoRABackwardManyRounded(dx []float32, doutBFs [][]uint16, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool) {
+	const op = "LoRABackwardManyRounded"
+	kernels.NeedLoRAManyRounded(op, dx, doutBFs, us, x, as, bs, das, dbs, N, In, R, Outs)
+	b.onDeviceCost(op, func() opCost { return loraManyCost(N, In, R, Outs, dx != nil) }, func() error {
+		bufs := func(name string, xs [][]float32) []*Buffer {
+			out := make([]*Buffer, len(xs))
+			for i, x := range xs {
+				out[i] = b.f32(op, name, x)
+			}
+			return out
+		}
+		bds := make([]*Buffer, len(doutBFs))
+		for i, d := range doutBFs {
+			bds[i] = b.bf16(op, "dout", d)
+		}
+		var bdx *Buffer
+		if dx != nil {
+			bdx = b.f32(op, "dx", dx)
+		}
+		return b.ops.LoRABackwardManyBF16(bdx, bds, bufs("u", us), b.f32(op, "x", x), bufs("A", as), bufs("B", bs),
 			bufs("dA", das), bufs("dB", dbs), N, In, R, Outs, scale, set)
 	})
 }

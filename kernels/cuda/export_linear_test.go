@@ -18,16 +18,17 @@ type (
 )
 
 var (
-	PlanLinearForward      = planLinearForward
-	PlanLinearBackward     = planLinearBackward
-	PlanLinearForwardBF16  = planLinearForwardBF16
-	PlanLinearBackwardBF16 = planLinearBackwardBF16
-	PlanLogprobW           = planLogprobW
-	PlanLogprobBackward    = planLogprobBackward
-	PlanLoRABackwardMany   = planLoRABackwardMany
-	MmLDs                  = mm.lds
-	MmColMajor             = mm.colMajor
-	BF16ChunkRows          = bf16ChunkRows
+	PlanLinearForward        = planLinearForward
+	PlanLinearBackward       = planLinearBackward
+	PlanLinearForwardBF16    = planLinearForwardBF16
+	PlanLinearBackwardBF16   = planLinearBackwardBF16
+	PlanLogprobW             = planLogprobW
+	PlanLogprobBackward      = planLogprobBackward
+	PlanLoRABackwardMany     = planLoRABackwardMany
+	PlanLoRABackwardManyBF16 = planLoRABackwardManyBF16
+	MmLDs                    = mm.lds
+	MmColMajor               = mm.colMajor
+	BF16ChunkRows            = bf16ChunkRows
 
 	PlanAttentionGEMM         = planAttentionGEMM
 	PlanAttentionBackwardGEMM = planAttentionBackwardGEMM

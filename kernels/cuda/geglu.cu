@@ -10,7 +10,8 @@
 // same expressions, so the values a zeroed dgate and dup would get; and,
 // when act is not null, act = geglu_forward's out (the same expression).
 // geglu_backward_set_bf16 also writes dgate and dup rounded to bfloat16,
-// as swiglu_backward_set_bf16 does (swiglu.cu), and geglu_forward_bf16
+// as swiglu_backward_set_bf16 does (swiglu.cu; with dgate null, only
+// those), and geglu_forward_bf16
 // out's rounding into out_bf, as swiglu_forward_bf16 does.
 //
 // Launch: any 1-D geometry (a grid-stride loop, 64-bit index). tanhf is
@@ -57,8 +58,9 @@ extern "C" __global__ void geglu_backward(float *__restrict__ dgate, float *__re
 	}
 }
 
-// gegluSetAt is geglu_backward_set's value i, and its bf16 copies unless
-// dgate_bf is null.
+// gegluSetAt is geglu_backward_set's value i (dgate and dup unless dgate
+// is null, act unless act is), and its bf16 copies unless dgate_bf is
+// null.
 __device__ __forceinline__ void gegluSetAt(long long i, float *__restrict__ dgate, float *__restrict__ dup,
                                            float *__restrict__ act, unsigned short *__restrict__ dgate_bf,
                                            unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
@@ -66,8 +68,10 @@ __device__ __forceinline__ void gegluSetAt(long long i, float *__restrict__ dgat
 	const float x = gate[i], t = geluTanh(x), d = dout[i], u = up[i];
 	const float dg = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
 	const float vg = d * u * dg, vu = d * 0.5f * x * (1.0f + t);
-	dgate[i] = vg;
-	dup[i] = vu;
+	if (dgate != nullptr) {
+		dgate[i] = vg;
+		dup[i] = vu;
+	}
 	if (act != nullptr) {
 		act[i] = 0.5f * x * (1.0f + t) * u;
 	}

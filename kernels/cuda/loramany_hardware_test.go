@@ -130,3 +130,75 @@ func compareLoRAMany(t *testing.T, b *cuda.Backend, cases []loraManyCase, timed 
 			c.description, us(tm), bm/1e9, bm/tm.Seconds()/1e9, us(to), bo/1e9, bo/to.Seconds()/1e9, to.Seconds()/tm.Seconds())
 	}
 }
+
+// TestLoRABackwardManyRoundedOnHardware runs the 7B step's LoRA backward
+// of gate and up (8 × 1024 tokens, In 3584, Out 18944, rank 16, the bf16
+// precision) as LoRABackwardMany on float32 douts and as
+// LoRABackwardManyRounded on their bfloat16 roundings: the results agree
+// within kernels.BF16ComputeTol (logged), and it logs µs a call of each
+// (log LORAROUNDED) with the bytes of the two douts each reads twice.
+// With -test.short (the memcheck step) it runs the small cases of
+// TestLoRABackwardMany only. Not run on a GPU yet.
+func TestLoRABackwardManyRoundedOnHardware(t *testing.T) {
+	b := hardwareBackend(t, kernels.PrecisionBF16)
+	cases := []loraManyCase{{outs: []int{18944, 18944}, set: true, n: 8 * 1024, in: 3584, r: 16, scale: 2, description: "gate, up"}}
+	if testing.Short() {
+		cases = loraManyCases
+	}
+	var f32s [][]float32
+	var bf16s [][]uint16
+	defer func() {
+		for _, x := range f32s {
+			b.FreeF32(x)
+		}
+		for _, x := range bf16s {
+			b.FreeBF16(x)
+		}
+	}()
+	alloc := func(n int) []float32 {
+		x, err := b.AllocF32(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f32s = append(f32s, x)
+		return x
+	}
+	allocBF := func(n int) []uint16 {
+		x, err := b.AllocBF16(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bf16s = append(bf16s, x)
+		return x
+	}
+	for ci, c := range cases {
+		plain := newLoRAManyData(c, uint64(ci), alloc)
+		rounded := newLoRAManyData(c, uint64(ci), alloc)
+		doutBFs, _ := roundedLoRAInputs(c, rounded, allocBF)
+		runPlain := func() {
+			b.LoRABackwardMany(plain.dx, plain.douts, plain.us, plain.x, plain.as, plain.bs, plain.das, plain.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
+		}
+		runRounded := func() {
+			b.LoRABackwardManyRounded(rounded.dx, doutBFs, rounded.us, rounded.x, rounded.as, rounded.bs, rounded.das, rounded.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
+		}
+		runPlain()
+		runRounded()
+		b.Synchronize()
+		names, ps := plain.outputs()
+		_, rs := rounded.outputs()
+		for i := range names {
+			t.Logf("%s: %s: %.3g from LoRABackwardMany on float32 douts", c.description, names[i], relErr(rs[i], ps[i]))
+			near(t, c.description+": "+names[i], rs[i], ps[i], kernels.BF16ComputeTol)
+		}
+		if testing.Short() {
+			continue
+		}
+		tp, tr := timePerCall(b, runPlain), timePerCall(b, runRounded)
+		var douts float64
+		for _, out := range c.outs {
+			douts += float64(c.n * out)
+		}
+		t.Logf("LORAROUNDED %s: LoRABackwardMany %.0f µs (douts read twice as float32: %.2f GB), LoRABackwardManyRounded %.0f µs (as bfloat16: %.2f GB): %.2fx",
+			c.description, us(tp), 8*douts/1e9, us(tr), 4*douts/1e9, tp.Seconds()/tr.Seconds())
+	}
+}

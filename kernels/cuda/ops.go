@@ -444,7 +444,8 @@ func (o *Ops) SwiGLUBackwardSet(dgate, dup, act, dout, gate, up *Buffer, n int) 
 // SwiGLUBackwardSetBF16 is SwiGLUBackwardSet that also writes dgate and
 // dup rounded to bfloat16 into dgateBF and dupBF (bfloat16 pairs,
 // (n+1)/2 elements each): swiglu_backward_set_bf16, whose copies
-// LinearBackwardBF16Rounded multiplies.
+// LinearBackwardBF16Rounded (and LoRABackwardManyBF16) multiplies. dgate
+// and dup may both be nil: then only the copies (and act) are written.
 func (o *Ops) SwiGLUBackwardSetBF16(dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
 	return o.gatedBackwardSetBF16("SwiGLUBackwardSetBF16", "swiglu_backward_set_bf16", dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
 }
@@ -456,7 +457,8 @@ func (o *Ops) GeGLUBackwardSetBF16(dgate, dup, act, dgateBF, dupBF, dout, gate, 
 }
 
 // gatedBackwardSetBF16 launches a gated unit's _set_bf16 backward kernel:
-// gatedBackwardSet's outputs and the bf16 copies of dgate and dup.
+// gatedBackwardSet's outputs and the bf16 copies of dgate and dup; with
+// dgate and dup both nil, the copies (and act) only.
 func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
 	c := check{op: op}
 	c.sizes("n", n)
@@ -465,7 +467,17 @@ func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, dgateBF, 
 	if c.err != nil {
 		return c.err
 	}
-	if err := o.gatedSetCheck(op, dgate, dup, act, dout, gate, up, n); err != nil {
+	if dgate == nil && dup == nil {
+		if act != nil {
+			c.buf(o.d, "act", act, n)
+		}
+		c.buf(o.d, "dout", dout, n)
+		c.buf(o.d, "gate", gate, n)
+		c.buf(o.d, "up", up, n)
+		if c.err != nil {
+			return c.err
+		}
+	} else if err := o.gatedSetCheck(op, dgate, dup, act, dout, gate, up, n); err != nil {
 		return err
 	}
 	return o.run(op, planFlat(kernel, n, dgate, dup, act, dgateBF, dupBF, dout, gate, up, n))

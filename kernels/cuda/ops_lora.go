@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+
 	"github.com/hone-rl/hone/kernels"
 )
 
@@ -50,14 +52,23 @@ func planLoRABackwardMany(view func(b any, off, n int) any, dx any, douts, us []
 	for i, out := range Outs {
 		s = append(s, gstep(mm{C: g, OffC: i * R, LDC: kR, A: douts[i], B: bs[i], M: N, N: R, K: out, TF32: loraTF32(prec, out)}))
 	}
-	s = append(s, gstep(mm{C: da, A: g, B: x, M: kR, N: In, K: N, TransA: true, TF32: loraTF32(prec, N)}))
-	for i := range Outs {
+	return append(s, planLoRATail(view, dx, x, as, das, g, da, ac, prec, N, In, R, k, scale, set)...)
+}
+
+// planLoRATail is planLoRABackwardMany's steps 3 to 5, after g [N, k·R]
+// holds the k projections' unscaled dout·B products: the DA products and
+// the dx product.
+func planLoRATail(view func(b any, off, n int) any, dx, x any, as, das []any, g, da, ac any,
+	prec kernels.Precision, N, In, R, k int, scale float32, set bool) []xstep {
+	kR := k * R
+	s := []xstep{gstep(mm{C: da, A: g, B: x, M: kR, N: In, K: N, TransA: true, TF32: loraTF32(prec, N)})}
+	for i := range k {
 		s = append(s, kstep(planFlat("axpy", R*In, das[i], view(da, i*R*In, R*In), scale, R*In)...)...)
 	}
 	if dx == nil {
 		return s
 	}
-	for i := range Outs {
+	for i := range k {
 		s = append(s, kstep(planFlat("scale", R*In, view(ac, i*R*In, R*In), as[i], scale, R*In)...)...)
 	}
 	var beta float32 = 1
@@ -71,7 +82,47 @@ func planLoRABackwardMany(view func(b any, off, n int) any, dx any, douts, us []
 // device buffers (planLoRABackwardMany), its g, da and ac in Ops' scratch
 // (the slots "lora.g", "lora.da", "lora.a"). dx may be nil.
 func (o *Ops) LoRABackwardMany(dx *Buffer, douts, us []*Buffer, x *Buffer, as, bs, das, dbs []*Buffer, N, In, R int, Outs []int, scale float32, set bool) error {
-	c := check{op: "LoRABackwardMany"}
+	const op = "LoRABackwardMany"
+	k := len(Outs)
+	dlens := make([]int, len(douts))
+	for i, out := range Outs {
+		if i < len(dlens) {
+			dlens[i] = N * out
+		}
+	}
+	if err := o.loraManyCheck(op, dx, douts, dlens, us, x, as, bs, das, dbs, N, In, R, Outs); err != nil {
+		return err
+	}
+	l := o.lockScratch()
+	defer l.unlock()
+	g, err := l.get(op, "lora.g", N*k*R)
+	if err != nil {
+		return err
+	}
+	da, err := l.get(op, "lora.da", k*R*In)
+	if err != nil {
+		return err
+	}
+	var ac *Buffer
+	if dx != nil {
+		if ac, err = l.get(op, "lora.a", k*R*In); err != nil {
+			return err
+		}
+	}
+	view := func(b any, off, n int) any { return b.(*Buffer).view(off, n) }
+	var dxa any
+	if dx != nil {
+		dxa = dx
+	}
+	return o.runX(op, planLoRABackwardMany(view, dxa, buffersAny(douts), buffersAny(us), x, buffersAny(as), buffersAny(bs), buffersAny(das), buffersAny(dbs), g, da, ac,
+		o.prec, N, In, R, Outs, scale, set))
+}
+
+// loraManyCheck is LoRABackwardMany's (and LoRABackwardManyBF16's) check
+// of its lists, sizes and buffers; dlens[i] is the elements douts[i] must
+// hold.
+func (o *Ops) loraManyCheck(op string, dx *Buffer, douts []*Buffer, dlens []int, us []*Buffer, x *Buffer, as, bs, das, dbs []*Buffer, N, In, R int, Outs []int) error {
+	c := check{op: op}
 	k := len(Outs)
 	if k == 0 || len(douts) != k || len(us) != k || len(as) != k || len(bs) != k || len(das) != k || len(dbs) != k {
 		c.fail("%d output sizes, %d douts, %d us, %d As, %d Bs, %d dAs, %d dBs", k, len(douts), len(us), len(as), len(bs), len(das), len(dbs))
@@ -93,44 +144,128 @@ func (o *Ops) LoRABackwardMany(dx *Buffer, douts, us []*Buffer, x *Buffer, as, b
 			continue
 		}
 		c.sizes("N, Out", N, out)
-		c.buf(o.d, "dout", douts[i], N*out)
+		c.buf(o.d, "dout", douts[i], dlens[i])
 		c.buf(o.d, "u", us[i], N*R)
 		c.buf(o.d, "A", as[i], R*In)
 		c.buf(o.d, "B", bs[i], out*R)
 		c.buf(o.d, "dA", das[i], R*In)
 		c.buf(o.d, "dB", dbs[i], out*R)
 	}
-	if c.err != nil {
-		return c.err
+	return c.err
+}
+
+// planLoRABackwardManyBF16 is planLoRABackwardMany (PrecisionBF16) with
+// each dout given only as its bfloat16 rounding doutBFs[i]
+// (kernels.LoRARoundedBackwarder; not run on a GPU yet):
+//
+//  0. per projection, us[i] rounded into ub's segment i and bs[i] into
+//     bb's (f32_to_bf16; tiny, N·R and Outs[i]·R values), since a GEMM's
+//     two operands share one type;
+//  1. per projection, dbs[i] += doutBFs[i]ᵀ·(us[i] rounded) (a bf16 GEMM,
+//     float32 sums, beta 1);
+//  2. per projection, doutBFs[i]·(bs[i] rounded) into the R columns i·R…
+//     of g (a bf16 GEMM);
+//
+// then planLoRABackwardMany's steps 3 to 5 (planLoRATail). Against
+// planLoRABackwardMany on the float32 dout, steps 1 and 2 read 2 bytes a
+// dout value where they read 4, and their operands are rounded to
+// bfloat16 where TF32 rounded them (K ≥ TF32MinK) or nothing did.
+// ub holds k segments of ubSeg(N, R) bfloat16 values, bb one of
+// ubSeg(Outs[i], R) a projection; viewBF(b, off, n) is n bfloat16 values
+// of b from off (even), view as in planLoRABackwardMany.
+func planLoRABackwardManyBF16(view, viewBF func(b any, off, n int) any, dx any, doutBFs, us []any, x any, as, bs, das, dbs []any, g, da, ac, ub, bb any,
+	N, In, R int, Outs []int, scale float32, set bool) []xstep {
+	k := len(Outs)
+	kR := k * R
+	var s []xstep
+	ubs, bbs := make([]any, k), make([]any, k)
+	boff := 0
+	for i, out := range Outs {
+		ubs[i] = viewBF(ub, i*ubSeg(N, R), N*R)
+		bbs[i] = viewBF(bb, boff, out*R)
+		boff += ubSeg(out, R)
+		s = append(s, kstep(planFlat("f32_to_bf16", N*R, ubs[i], us[i], N*R)...)...)
+		s = append(s, kstep(planFlat("f32_to_bf16", out*R, bbs[i], bs[i], out*R)...)...)
+	}
+	for i, out := range Outs {
+		s = append(s, gstep(mm{C: dbs[i], A: doutBFs[i], B: ubs[i], M: out, N: R, K: N, TransA: true, Beta: 1, BF16: true}))
+	}
+	for i, out := range Outs {
+		s = append(s, gstep(mm{C: g, OffC: i * R, LDC: kR, A: doutBFs[i], B: bbs[i], M: N, N: R, K: out, BF16: true}))
+	}
+	return append(s, planLoRATail(view, dx, x, as, das, g, da, ac, kernels.PrecisionBF16, N, In, R, k, scale, set)...)
+}
+
+// ubSeg is the bfloat16 values a segment of rows·R rounded values takes in
+// planLoRABackwardManyBF16's scratch: rounded up to even, so that every
+// segment starts on a whole float32 element of the device buffer.
+func ubSeg(rows, R int) int { return 2 * bf16Len(rows*R) }
+
+// LoRABackwardManyBF16 is kernels.LoRARoundedBackwarder's
+// LoRABackwardManyRounded on device buffers (planLoRABackwardManyBF16):
+// LoRABackwardMany with each dout given as its bfloat16 rounding
+// (bfloat16 pairs, bf16Len(N·Outs[i]) elements; SwiGLUBackwardSetBF16 and
+// GeGLUBackwardSetBF16 write them). Its scratch is LoRABackwardMany's and
+// the rounded u and B (the slots "lora.ub", "lora.bb"). It is refused in
+// PrecisionF32, whose products do not round.
+func (o *Ops) LoRABackwardManyBF16(dx *Buffer, doutBFs, us []*Buffer, x *Buffer, as, bs, das, dbs []*Buffer, N, In, R int, Outs []int, scale float32, set bool) error {
+	const op = "LoRABackwardManyBF16"
+	if o.prec != kernels.PrecisionBF16 {
+		return fmt.Errorf("CUDA %s: precision %v: the LoRA products multiply bfloat16 operands only in %v", op, o.prec, kernels.PrecisionBF16)
+	}
+	k := len(Outs)
+	dlens := make([]int, len(doutBFs))
+	for i, out := range Outs {
+		if i < len(dlens) {
+			dlens[i] = bf16Len(N * out)
+		}
+	}
+	if err := o.loraManyCheck(op, dx, doutBFs, dlens, us, x, as, bs, das, dbs, N, In, R, Outs); err != nil {
+		return err
+	}
+	bbN := 0
+	for _, out := range Outs {
+		bbN += ubSeg(out, R) / 2
 	}
 	l := o.lockScratch()
 	defer l.unlock()
-	g, err := l.get(c.op, "lora.g", N*k*R)
+	g, err := l.get(op, "lora.g", N*k*R)
 	if err != nil {
 		return err
 	}
-	da, err := l.get(c.op, "lora.da", k*R*In)
+	da, err := l.get(op, "lora.da", k*R*In)
+	if err != nil {
+		return err
+	}
+	ub, err := l.get(op, "lora.ub", k*ubSeg(N, R)/2)
+	if err != nil {
+		return err
+	}
+	bb, err := l.get(op, "lora.bb", bbN)
 	if err != nil {
 		return err
 	}
 	var ac *Buffer
 	if dx != nil {
-		if ac, err = l.get(c.op, "lora.a", k*R*In); err != nil {
+		if ac, err = l.get(op, "lora.a", k*R*In); err != nil {
 			return err
 		}
 	}
-	anys := func(bs []*Buffer) []any {
-		out := make([]any, len(bs))
-		for i, b := range bs {
-			out[i] = b
-		}
-		return out
-	}
 	view := func(b any, off, n int) any { return b.(*Buffer).view(off, n) }
+	viewBF := func(b any, off, n int) any { return b.(*Buffer).view(off/2, bf16Len(n)) }
 	var dxa any
 	if dx != nil {
 		dxa = dx
 	}
-	return o.runX(c.op, planLoRABackwardMany(view, dxa, anys(douts), anys(us), x, anys(as), anys(bs), anys(das), anys(dbs), g, da, ac,
-		o.prec, N, In, R, Outs, scale, set))
+	return o.runX(op, planLoRABackwardManyBF16(view, viewBF, dxa, buffersAny(doutBFs), buffersAny(us), x, buffersAny(as), buffersAny(bs),
+		buffersAny(das), buffersAny(dbs), g, da, ac, ub, bb, N, In, R, Outs, scale, set))
+}
+
+// buffersAny returns bs as a []any of *Buffer, the plans' operand type.
+func buffersAny(bs []*Buffer) []any {
+	out := make([]any, len(bs))
+	for i, b := range bs {
+		out[i] = b
+	}
+	return out
 }

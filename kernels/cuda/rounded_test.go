@@ -14,7 +14,8 @@ import (
 // backward_set bit for bit and their bf16 copies as kernels.ToBF16 rounds
 // them (a NaN included; an odd count), and LinearBackwardBF16Rounded on
 // those copies gives LinearBackwardBF16's bits on the float32 gradient with
-// one GEMM and no f32_to_bf16 launch. In PrecisionF32 the backend does not
+// one GEMM and no f32_to_bf16 launch; with nil float32 gradients the
+// kernels write the same copies and act. In PrecisionF32 the backend does not
 // round dout, and LinearBackwardBF16Rounded panics.
 func TestDoutRounder(t *testing.T) {
 	if testing.Short() {
@@ -84,6 +85,15 @@ func TestDoutRounder(t *testing.T) {
 		}
 		if !math.IsNaN(float64(gg[5])) {
 			t.Fatalf("%s: no NaN where dout has one", g.name)
+		}
+		// Without the float32 gradients: the same copies and act.
+		oa, og, ou := f32(nan), bf(n), bf(n)
+		g.rounded(nil, nil, oa, og, ou, dout, gate, up, n)
+		b.Synchronize()
+		for i := range n {
+			if og[i] != bg[i] || ou[i] != bu[i] || math.Float32bits(oa[i]) != math.Float32bits(wa[i]) {
+				t.Fatalf("%s [%d], no float32 dgate and dup: copies %#04x %#04x, act %g; with them %#04x %#04x, %g", g.name, i, og[i], ou[i], oa[i], bg[i], bu[i], wa[i])
+			}
 		}
 		for _, dg := range []struct {
 			f  []float32

@@ -14,7 +14,9 @@
 // dgate_bf and dup_bf (f32_to_bf16's rounding, bf16round.cuh): the bf16
 // precision's LinearBackwardBF16 of the gate and up projections then
 // multiplies those (LinearBackwardBF16Rounded) instead of reading the two
-// float32 gradients again to round them. swiglu_forward_bf16, likewise,
+// float32 gradients again to round them; with dgate (and dup) null it
+// writes only the copies (and act), for a model whose LoRA backward takes
+// the copies too (kernels.LoRARoundedBackwarder). swiglu_forward_bf16, likewise,
 // is swiglu_forward (swigluAt) that also writes out rounded into out_bf,
 // which the down projection's product multiplies (LinearForwardBF16Rounded)
 // instead of reading out again to round it.
@@ -59,16 +61,19 @@ extern "C" __global__ void swiglu_backward(float *__restrict__ dgate, float *__r
 	}
 }
 
-// swigluSetAt is swiglu_backward_set's value i, and its bf16 copies
-// unless dgate_bf is null.
+// swigluSetAt is swiglu_backward_set's value i (dgate and dup unless
+// dgate is null, act unless act is), and its bf16 copies unless dgate_bf
+// is null.
 __device__ __forceinline__ void swigluSetAt(long long i, float *__restrict__ dgate, float *__restrict__ dup,
                                             float *__restrict__ act, unsigned short *__restrict__ dgate_bf,
                                             unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
                                             const float *__restrict__ gate, const float *__restrict__ up) {
 	const float g = gate[i], d = dout[i], s = sigmoid(g), u = up[i];
 	const float dg = d * u * s * (1.0f + g * (1.0f - s)), du = d * g * s;
-	dgate[i] = dg;
-	dup[i] = du;
+	if (dgate != nullptr) {
+		dgate[i] = dg;
+		dup[i] = du;
+	}
 	if (act != nullptr) {
 		act[i] = g * s * u;
 	}

@@ -193,14 +193,30 @@ func (l *Linear) backward(be kernels.Backend, dx, dout []float32, doutBF []uint1
 // over at least one token), their LoRA backward runs as one op, which on
 // kernels/cuda reads x once for all their DA products and writes dx once
 // for all their rank-r products, and then each base product accumulates
-// onto dx. Otherwise each projection's backward runs in order, the first
-// one setting dx, as before (ref and cpu: the same bits).
+// onto dx; on a kernels.LoRARoundedBackwarder given doutBFs
+// (roundedLoRA), that one op takes the roundings, and douts may be nil.
+// Otherwise each projection's backward runs in order, the first one
+// setting dx, as before (ref and cpu: the same bits).
 func backwardMany(be kernels.Backend, ls []*Linear, dx []float32, douts [][]float32, doutBFs [][]uint16, x []float32, us [][]float32, g []float32, N int, loras []*LoRA) {
 	bf := func(i int) []uint16 {
 		if doutBFs == nil {
 			return nil
 		}
 		return doutBFs[i]
+	}
+	if doutBFs != nil && dx != nil && roundedLoRA(be, ls, loras, N) {
+		k := len(ls)
+		outs := make([]int, k)
+		as, bs, das, dbs := make([][]float32, k), make([][]float32, k), make([][]float32, k), make([][]float32, k)
+		for i, l := range ls {
+			outs[i] = l.Out
+			as[i], bs[i], das[i], dbs[i] = loras[i].A, loras[i].B, loras[i].DA, loras[i].DB
+		}
+		be.(kernels.LoRARoundedBackwarder).LoRABackwardManyRounded(dx, doutBFs, us, x, as, bs, das, dbs, N, ls[0].In, loras[0].R, outs, loras[0].Scale, true)
+		for i, l := range ls {
+			l.Weight.linearBackward(be, dx, nil, doutBFs[i], x, N, l.In, l.Out)
+		}
+		return
 	}
 	if m, ok := be.(kernels.LoRAManyBackwarder); ok && dx != nil && N > 0 && oneLoRA(ls, loras) {
 		k := len(ls)
@@ -219,6 +235,17 @@ func backwardMany(be kernels.Backend, ls []*Linear, dx []float32, douts [][]floa
 	for i, l := range ls {
 		l.backward(be, dx, douts[i], bf(i), x, us[i], g, N, loras[i], i == 0)
 	}
+}
+
+// roundedLoRA reports whether backwardMany, given the bfloat16 roundings
+// of ls' output gradients, runs their LoRA backward on those
+// (kernels.LoRARoundedBackwarder's LoRABackwardManyRounded, which
+// kernels/cuda's bf16 precision implements): over at least one token,
+// every projection with a LoRA update of one rank and scale. Then neither
+// their LoRA backward nor their base products read the float32 gradients.
+func roundedLoRA(be kernels.Backend, ls []*Linear, loras []*LoRA, N int) bool {
+	r, ok := be.(kernels.LoRARoundedBackwarder)
+	return ok && r.RoundsLoRADout() && N > 0 && oneLoRA(ls, loras)
 }
 
 // oneLoRA reports whether every projection of ls has a LoRA update, all of

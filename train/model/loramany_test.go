@@ -10,19 +10,22 @@ import (
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
-// noLoRAMany is cuda.Backend without its kernels.LoRAManyBackwarder: the
-// field hides the promoted method, so the model runs each projection's
-// LoRA backward on its own, as before LoRABackwardMany.
+// noLoRAMany is cuda.Backend without its kernels.LoRAManyBackwarder and
+// kernels.LoRARoundedBackwarder: the fields hide the promoted methods, so
+// the model runs each projection's LoRA backward on its own, as before
+// LoRABackwardMany.
 type noLoRAMany struct {
 	*cuda.Backend
-	LoRABackwardMany struct{}
+	LoRABackwardMany        struct{}
+	LoRABackwardManyRounded struct{}
 }
 
 // TestLoRAManyCUDAEmulated: a LoRA step (all seven projections, a rank
 // and scale 2·1.5/2 that is no power of two) of a bfloat16 micro qwen2
 // model on cuda.Backend on the emulated device, in both precisions, with
 // the LoRA backward of q, k, v and of gate, up as one LoRABackwardMany
-// each (5 axpy launches a layer) and without (noLoRAMany: none): the
+// each (5 axpy launches a layer; noRoundedLoRA, so that gate and up take
+// it on float32 douts) and without (noLoRAMany: none): the
 // logprobs are the same bits (the forward is untouched), the LoRA
 // gradients within 1e-5 of each other by maxRelDiff (float32 reorderings:
 // the scale's place, dx's one sum over the concatenated rank; the micro
@@ -56,7 +59,7 @@ func TestLoRAManyCUDAEmulated(t *testing.T) {
 			}
 			return n
 		}
-		lp, g, n := step(b, axpys)
+		lp, g, n := step(noRoundedLoRA{b}, axpys)
 		olp, og, on := step(noLoRAMany{Backend: b}, axpys)
 		layers := microConfig("qwen2").Layers
 		if n != 5*layers || on != 0 {

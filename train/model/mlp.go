@@ -74,7 +74,9 @@ func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x []float32
 // buffers (w.act, w.dact, w.dgate, w.dup), and a fifth (w.dgbf) on a
 // backend that rounds the products' dout to bfloat16 (newWork): there the
 // gated backward also writes dgate and dup rounded, which the gate and up
-// projections' products take instead of rounding them again.
+// projections' products take instead of rounding them again; and where
+// their LoRA backward takes the roundings too (roundedLoRA), or they have
+// no LoRA update, it writes only the roundings.
 func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []float32, w *work, N int, lr *[numModules]*LoRA) {
 	NI := N * m.Gate.Out
 	dact, dgate, dup := w.dact[:NI], w.dgate[:NI], w.dup[:NI]
@@ -82,6 +84,13 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 	if len(w.dgbf) > 0 && m.Gate.Weight.BF16 != nil && m.Up.Weight.BF16 != nil {
 		bf := unsafe.Slice((*uint16)(unsafe.Pointer(&w.dgbf[0])), 2*len(w.dgbf))
 		dgateBF, dupBF = bf[:NI:NI], bf[NI:2*NI:2*NI]
+	}
+	gu, gl := []*Linear{&m.Gate, &m.Up}, []*LoRA{lr[ModGate], lr[ModUp]}
+	if dgateBF != nil && dx != nil && (gl[0] == nil && gl[1] == nil || roundedLoRA(be, gu, gl, N)) {
+		// Every reader of dgate and dup takes their roundings (the base
+		// products, and the LoRA backward where there is one): the gated
+		// backward writes no float32 copy.
+		dgate, dup = nil, nil
 	}
 	if down := lr[ModDown]; down != nil {
 		// Only the down projection's LoRA gradient DA reads its input act,
@@ -99,28 +108,28 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 	if dgateBF != nil {
 		doutBFs = [][]uint16{dgateBF, dupBF}
 	}
-	backwardMany(be, []*Linear{&m.Gate, &m.Up}, dx, [][]float32{dgate, dup}, doutBFs, x, [][]float32{s.u[0], s.u[1]}, w.lg, N,
-		[]*LoRA{lr[ModGate], lr[ModUp]})
+	backwardMany(be, gu, dx, [][]float32{dgate, dup}, doutBFs, x, [][]float32{s.u[0], s.u[1]}, w.lg, N, gl)
 }
 
 // gluBackward writes dgate and dup (not accumulated) and, unless act is
 // nil, the forward's act = a(gate)·up: kernels.GatedSetter's, so that on
 // kernels/cuda no pass zeroes the two [N, I] gradients, the kernel does
 // not read them, and act costs no pass of its own. With dgateBF (and
-// dupBF) it writes their bfloat16 roundings too (kernels.DoutRounder).
+// dupBF) it writes their bfloat16 roundings too (kernels.DoutRounder),
+// and then dgate and dup may be nil: the roundings only.
 func (m *MLP) gluBackward(be kernels.Backend, dgate, dup, act []float32, dgateBF, dupBF []uint16, dact, gate, up []float32) {
 	if dgateBF != nil {
 		r := be.(kernels.DoutRounder)
 		if m.GELU {
-			r.GeGLUBackwardSetRounded(dgate, dup, act, dgateBF, dupBF, dact, gate, up, len(dgate))
+			r.GeGLUBackwardSetRounded(dgate, dup, act, dgateBF, dupBF, dact, gate, up, len(dact))
 			return
 		}
-		r.SwiGLUBackwardSetRounded(dgate, dup, act, dgateBF, dupBF, dact, gate, up, len(dgate))
+		r.SwiGLUBackwardSetRounded(dgate, dup, act, dgateBF, dupBF, dact, gate, up, len(dact))
 		return
 	}
 	if m.GELU {
-		kernels.GeGLUBackwardSet(be, dgate, dup, act, dact, gate, up, len(dgate))
+		kernels.GeGLUBackwardSet(be, dgate, dup, act, dact, gate, up, len(dact))
 		return
 	}
-	kernels.SwiGLUBackwardSet(be, dgate, dup, act, dact, gate, up, len(dgate))
+	kernels.SwiGLUBackwardSet(be, dgate, dup, act, dact, gate, up, len(dact))
 }

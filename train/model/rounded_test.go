@@ -11,6 +11,57 @@ import (
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
 
+// noRoundedLoRA is cuda.Backend saying its LoRA backward does not take
+// bfloat16 douts (kernels.LoRARoundedBackwarder): the model's MLP backward
+// then writes the float32 dgate and dup for the gate and up projections'
+// LoRABackwardMany, as before LoRABackwardManyRounded.
+type noRoundedLoRA struct{ *cuda.Backend }
+
+func (noRoundedLoRA) RoundsLoRADout() bool { return false }
+
+// TestLoRARoundedCUDAEmulated: a LoRA step of a bfloat16 micro model on
+// cuda.Backend in PrecisionBF16 on the emulated device, with the gate and
+// up projections' LoRA backward on the bfloat16 roundings of dgate and
+// dup (kernels.LoRARoundedBackwarder: two f32_to_bf16 launches more a
+// projection, rounding u and B) and without (noRoundedLoRA), for SwiGLU
+// and GeGLU: the logprobs are the same bits (the forward is untouched),
+// the LoRA gradients within the bf16 precision's kernels.BF16ComputeTol of
+// each other by maxRelDiff (logged), and some gradient differs (the
+// rounded path ran). The model-level bound against the float32 model is
+// TestBF16ComputeCUDAEmulated's.
+func TestLoRARoundedCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	defer b.Close()
+	step := countingStep(t, drv, "f32_to_bf16")
+	bInit := func(i int) float32 { return float32(i%7) * 0.05 }
+	for _, act := range []string{"", "gelu_tanh"} {
+		s := microStep{family: "qwen2", act: act, targets: AllModules(), alpha: 4, bInit: bInit}
+		lp, g, n := step(b, s)
+		wlp, wg, wn := step(noRoundedLoRA{b}, s)
+		layers := microConfig("qwen2").Layers
+		if n-wn != 4*layers {
+			t.Errorf("act %q: %d f32_to_bf16 launches with the rounded LoRA backward, %d without; want %d more (4 a layer)", act, n, wn, 4*layers)
+		}
+		for i := range lp {
+			if math.Float32bits(lp[i]) != math.Float32bits(wlp[i]) {
+				t.Fatalf("act %q: logprob [%d] = %g with the rounded LoRA backward, %g without", act, i, lp[i], wlp[i])
+			}
+		}
+		gs, ws := slices.Concat(g...), slices.Concat(wg...)
+		d := maxRelDiff(gs, ws)
+		t.Logf("act %q: LoRA gradients %.2g from the float32 douts' (maxRelDiff)", act, d)
+		if d > kernels.BF16ComputeTol {
+			t.Errorf("act %q: LoRA gradients %.2g from the float32 douts', bound %g", act, d, kernels.BF16ComputeTol)
+		}
+		if d == 0 {
+			t.Errorf("act %q: the LoRA gradients are the float32 douts' bits: the rounded path did not run", act)
+		}
+	}
+}
+
 // noRounder is cuda.Backend saying it does not round the products' dout
 // (kernels.DoutRounder): the model's MLP backward then lets
 // LinearBackwardBF16 round dgate and dup itself, as before the rounded
@@ -25,7 +76,9 @@ func (noRounder) RoundsLinearDout() bool { return false }
 // writes dgate's and dup's bf16 copies for the gate and up products
 // (kernels.DoutRounder) or those products round them themselves
 // (noRounder), for SwiGLU (qwen2) and GeGLU (qwen2's shape with
-// gelu_tanh); and only the first launches the _bf16 kernels.
+// gelu_tanh); and only the first launches the _bf16 kernels. Both without
+// the rounded LoRA backward (noRoundedLoRA; TestLoRARoundedCUDAEmulated),
+// which moves the gate and up projections' LoRA gradients.
 func TestDoutRounderCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
@@ -36,7 +89,7 @@ func TestDoutRounderCUDAEmulated(t *testing.T) {
 	bInit := func(i int) float32 { return float32(i%7) * 0.05 }
 	for _, act := range []string{"", "gelu_tanh"} {
 		s := microStep{family: "qwen2", act: act, targets: AllModules(), alpha: 4, bInit: bInit}
-		lp, g, n := step(b, s)
+		lp, g, n := step(noRoundedLoRA{b}, s)
 		wlp, wg, wn := step(noRounder{b}, s)
 		if n != 2 || wn != 0 {
 			t.Errorf("act %q: %d _bf16 launches with the rounded copies, %d without; want 2 (a layer) and 0", act, n, wn)

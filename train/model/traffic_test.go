@@ -223,22 +223,25 @@ func (t *trafficBackend) LinearBackwardBF16Rounded(dinp []float32, dout, weight 
 }
 
 // SwiGLUBackwardSetRounded is one kernel writing SwiGLUBackwardSet's
-// outputs and the two bf16 copies.
+// outputs (dgate and dup unless nil) and the two bf16 copies.
 func (t *trafficBackend) SwiGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
-	t.run("SwiGLUBackwardSetRounded", gatedSetRoundedL("swiglu_backward_set_bf16", act != nil, n), func(be kernels.Backend) {
+	t.run("SwiGLUBackwardSetRounded", gatedSetRoundedL("swiglu_backward_set_bf16", dgate != nil, act != nil, n), func(be kernels.Backend) {
 		be.(kernels.DoutRounder).SwiGLUBackwardSetRounded(dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
 	})
 }
 
 func (t *trafficBackend) GeGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
-	t.run("GeGLUBackwardSetRounded", gatedSetRoundedL("geglu_backward_set_bf16", act != nil, n), func(be kernels.Backend) {
+	t.run("GeGLUBackwardSetRounded", gatedSetRoundedL("geglu_backward_set_bf16", dgate != nil, act != nil, n), func(be kernels.Backend) {
 		be.(kernels.DoutRounder).GeGLUBackwardSetRounded(dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
 	})
 }
 
-func gatedSetRoundedL(kernel string, withAct bool, n int) []launch {
+func gatedSetRoundedL(kernel string, withF32, withAct bool, n int) []launch {
 	l := gatedSetL(kernel, withAct, n)
 	l[0].wrote += int64(b16 * 2 * n)
+	if !withF32 {
+		l[0].wrote -= int64(f32 * 2 * n)
+	}
 	return l
 }
 
@@ -304,13 +307,23 @@ func (t *trafficBackend) LoRABackwardMany(dx []float32, douts, us [][]float32, x
 	for _, out := range Outs {
 		ls = append(ls, gemmL(N, R, out, f32, 0))
 	}
-	kR := len(Outs) * R
-	ls = append(ls, gemmL(kR, In, N, f32, 0))
-	for range Outs {
+	ls = append(ls, loraTailL(dx != nil, N, In, R, len(Outs), set)...)
+	t.run("LoRABackwardMany", ls, func(be kernels.Backend) {
+		be.(kernels.LoRAManyBackwarder).LoRABackwardMany(dx, douts, us, x, as, bs, das, dbs, N, In, R, Outs, scale, set)
+	})
+}
+
+// loraTailL is the DA and dx products of LoRABackwardMany (and
+// LoRABackwardManyRounded) of k projections: one DA product over x, an
+// axpy a projection; with dx a scale a projection and one dx product.
+func loraTailL(withDx bool, N, In, R, k int, set bool) []launch {
+	kR := k * R
+	ls := []launch{gemmL(kR, In, N, f32, 0)}
+	for range k {
 		ls = append(ls, flat("axpy", f32*2*R*In, f32*R*In))
 	}
-	if dx != nil {
-		for range Outs {
+	if withDx {
+		for range k {
 			ls = append(ls, flat("scale", f32*R*In, f32*R*In))
 		}
 		var beta float32 = 1
@@ -319,8 +332,31 @@ func (t *trafficBackend) LoRABackwardMany(dx []float32, douts, us [][]float32, x
 		}
 		ls = append(ls, gemmL(N, In, kR, f32, beta))
 	}
-	t.run("LoRABackwardMany", ls, func(be kernels.Backend) {
-		be.(kernels.LoRAManyBackwarder).LoRABackwardMany(dx, douts, us, x, as, bs, das, dbs, N, In, R, Outs, scale, set)
+	return ls
+}
+
+var _ kernels.LoRARoundedBackwarder = (*trafficBackend)(nil)
+
+// RoundsLoRADout is cuda.Backend's in PrecisionBF16.
+func (t *trafficBackend) RoundsLoRADout() bool { return true }
+
+// LoRABackwardManyRounded is kernels/cuda's (ops_lora.go): u and B of each
+// projection rounded to bfloat16, the DB and dout·B products on bfloat16
+// operands, then LoRABackwardMany's DA and dx products.
+func (t *trafficBackend) LoRABackwardManyRounded(dx []float32, doutBFs [][]uint16, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool) {
+	var ls []launch
+	for _, out := range Outs {
+		ls = append(ls, flat("f32_to_bf16", f32*N*R, b16*N*R), flat("f32_to_bf16", f32*out*R, b16*out*R))
+	}
+	for _, out := range Outs {
+		ls = append(ls, gemmL(out, R, N, b16, 1))
+	}
+	for _, out := range Outs {
+		ls = append(ls, gemmL(N, R, out, b16, 0))
+	}
+	ls = append(ls, loraTailL(dx != nil, N, In, R, len(Outs), set)...)
+	t.run("LoRABackwardManyRounded", ls, func(be kernels.Backend) {
+		be.(kernels.LoRARoundedBackwarder).LoRABackwardManyRounded(dx, doutBFs, us, x, as, bs, das, dbs, N, In, R, Outs, scale, set)
 	})
 }
 
@@ -744,10 +780,16 @@ func TestStepTraffic7B(t *testing.T) {
 	// gate, up and down take (kernels.InputRounder): 3 launches and 0.86
 	// GB a layer less than the products rounding h twice and act again
 	// (100, 29351255112, 21291572296 bandwidth-bound; the step 2860,
-	// 850817386464, 612673456096).
-	const wantLayerLaunches, wantLayerBytes = 97, int64(28495617096)
-	const wantStepLaunches, wantStepBytes = 2776, int64(826859522016)
-	const wantLayerBound, wantStepBound = int64(20435934280), int64(588715591648)
+	// 850817386464, 612673456096). The gate and up projections' LoRA
+	// backward takes the bf16 copies of dgate and dup too
+	// (kernels.LoRARoundedBackwarder), so the gated backward writes no
+	// float32 dgate and dup, and the DB and dout·B products read 2 bytes a
+	// value: 2.48 GB a layer less, bandwidth-bound all of it, for 4
+	// launches more (u and B rounded) (97, 28495617096, 20435934280; the
+	// step 2776, 826859522016, 588715591648).
+	const wantLayerLaunches, wantLayerBytes = 101, int64(26016062536)
+	const wantStepLaunches, wantStepBytes = 2888, int64(757431994336)
+	const wantLayerBound, wantStepBound = int64(17956379720), int64(519288063968)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes || per.bound != wantLayerBound {
 		t.Errorf("one 7B layer: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
 			per.launches, per.bytes(), per.bound, wantLayerLaunches, wantLayerBytes, wantLayerBound)

@@ -44,7 +44,9 @@
 // projections of one input together (x read once for their DA products,
 // dx written once for their rank-r products), which LoRARoundedBackwarder
 // runs on DoutRounder's bf16 roundings of their douts (so that the gated
-// backward writes no float32 dgate and dup): on kernels/cuda each spares
+// backward writes no float32 dgate and dup), and LoRAInputRounder's
+// MatmulBF16 multiplies bfloat16 operands (the down projection's DA on the
+// bf16 act the gated backward rewrites): on kernels/cuda each spares
 // a pass over an activation, or moves it into a compute-bound GEMM
 // (train/model's TestStepTraffic7B counts them).
 // Forward ops overwrite their outputs, unless stated (beta in Matmul,

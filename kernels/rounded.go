@@ -1,5 +1,7 @@
 package kernels
 
+import "fmt"
+
 // DoutRounder is implemented by a backend whose LinearBackwardBF16 rounds
 // its float32 dout to bfloat16 before the product (kernels/cuda in
 // PrecisionBF16: f32_to_bf16, then a bf16 GEMM) and whose gated units'
@@ -16,12 +18,14 @@ type DoutRounder interface {
 	// SwiGLUBackwardSetRounded is GatedSetter's SwiGLUBackwardSet that
 	// also writes dgate and dup rounded to bfloat16 (ToBF16's bits) into
 	// dgateBF and dupBF, n values each. dgate and dup may both be nil:
-	// then only the roundings are written (and act), for a caller whose
-	// every consumer of the two gradients takes the roundings
-	// (LoRARoundedBackwarder).
-	SwiGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
+	// then only the roundings are written, for a caller whose every
+	// consumer of the two gradients takes the roundings
+	// (LoRARoundedBackwarder). actBF, when not nil, receives act's
+	// rounding (act itself may then be nil), for a down projection whose
+	// DA product takes it (LoRAInputRounder).
+	SwiGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
 	// GeGLUBackwardSetRounded is SwiGLUBackwardSetRounded for GeGLU.
-	GeGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
+	GeGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
 	// LinearBackwardBF16Rounded is LinearBackwardBF16 with dout [N, OC]
 	// already rounded to bfloat16: the same bits as LinearBackwardBF16 on
 	// the float32 values it rounds from.
@@ -58,4 +62,39 @@ type InputRounder interface {
 	// bfloat16: the same bits as those ops on the float32 values it rounds
 	// from. The outputs must not overlap inp or each other.
 	LinearForwardBF16Rounded(outs [][]float32, inp []uint16, weights [][]uint16, biases [][]float32, N, C int, OCs []int, add []bool)
+}
+
+// LoRAInputRounder is implemented by a backend whose LoRA products can
+// multiply bfloat16 operands, an activation's rounding among them
+// (kernels/cuda in PrecisionBF16). The model's training backward then has
+// the gated unit's backward rewrite act (the down projection's input) as
+// bfloat16 only (DoutRounder's kernels with actBF) and computes the down
+// projection's adapter gradient DA += gᵀ·act from it: on the 7B shape
+// 0.62 GB a layer less written and read (train/model's
+// TestStepTraffic7B). The forward's LoRA updates u = x·Aᵀ keep float32
+// operands: computed from x's rounding they moved the micro llama's
+// logprobs past PyTorch autocast's error (TestBF16ComputeCUDAEmulated).
+// Host backends do not implement it.
+type LoRAInputRounder interface {
+	// RoundsLoRAInput reports whether MatmulBF16 may be used (false: it
+	// must not be).
+	RoundsLoRAInput() bool
+	// MatmulBF16 is Matmul (c [M, N] = op(A)·op(B) + beta·c) on bfloat16
+	// operands with float32 sums: each operand is given either as float32
+	// values (a, b), which it rounds as ToBF16 rounds before the product,
+	// or as bfloat16 values (aBF, bBF); exactly one of a and aBF, and of b
+	// and bBF, is not nil.
+	MatmulBF16(c, a []float32, aBF []uint16, b []float32, bBF []uint16, M, N, K int, transA, transB bool, beta float32)
+}
+
+// NeedMatmulBF16 panics unless MatmulBF16's sizes are not negative, one
+// of each operand pair is given and every buffer holds its shape.
+func NeedMatmulBF16(op string, c, a []float32, aBF []uint16, b []float32, bBF []uint16, M, N, K int) {
+	NeedSizes(op, M, N, K)
+	Need(op, "c", len(c), M*N)
+	if (a == nil) == (aBF == nil) || (b == nil) == (bBF == nil) {
+		panic(fmt.Sprintf("kernels.%s: want exactly one of a and aBF (given: %v, %v), and of b and bBF (%v, %v)", op, a != nil, aBF != nil, b != nil, bBF != nil))
+	}
+	Need(op, "a", len(a)+len(aBF), M*K)
+	Need(op, "b", len(b)+len(bBF), K*N)
 }

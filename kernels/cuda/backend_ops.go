@@ -208,20 +208,20 @@ func (b *Backend) RoundsLinearDout() bool { return b.Precision() == kernels.Prec
 
 // SwiGLUBackwardSetRounded implements kernels.DoutRounder
 // (swiglu_backward_set_bf16).
-func (b *Backend) SwiGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
-	b.gatedBackwardSetRounded("SwiGLUBackwardSetRounded", b.ops.SwiGLUBackwardSetBF16, dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
+func (b *Backend) SwiGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
+	b.gatedBackwardSetRounded("SwiGLUBackwardSetRounded", b.ops.SwiGLUBackwardSetBF16, dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n)
 }
 
 // GeGLUBackwardSetRounded implements kernels.DoutRounder
 // (geglu_backward_set_bf16).
-func (b *Backend) GeGLUBackwardSetRounded(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
-	b.gatedBackwardSetRounded("GeGLUBackwardSetRounded", b.ops.GeGLUBackwardSetBF16, dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
+func (b *Backend) GeGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
+	b.gatedBackwardSetRounded("GeGLUBackwardSetRounded", b.ops.GeGLUBackwardSetBF16, dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n)
 }
 
 // gatedBackwardSetRounded is gatedBackwardSet with the bf16 copies; dgate
-// and dup both nil: the copies (and act) only.
-func (b *Backend) gatedBackwardSetRounded(op string, launch func(dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error,
-	dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
+// and dup both nil: the copies (and act) only; actBF: act's copy too.
+func (b *Backend) gatedBackwardSetRounded(op string, launch func(dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up *Buffer, n int) error,
+	dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
 	noF32 := dgate == nil && dup == nil
 	if noF32 {
 		kernels.NeedSizes(op, n)
@@ -234,20 +234,26 @@ func (b *Backend) gatedBackwardSetRounded(op string, launch func(dgate, dup, act
 	if act != nil {
 		kernels.Need(op, "act", len(act), n)
 	}
+	if actBF != nil {
+		kernels.Need(op, "actBF", len(actBF), n)
+	}
 	kernels.Need(op, "dgateBF", len(dgateBF), n)
 	kernels.Need(op, "dupBF", len(dupBF), n)
 	if n == 0 {
 		return
 	}
 	b.onDevice(op, func() error {
-		var ba, bg, bu *Buffer
+		var ba, bab, bg, bu *Buffer
 		if act != nil {
 			ba = b.f32(op, "act", act)
+		}
+		if actBF != nil {
+			bab = b.bf16(op, "actBF", actBF)
 		}
 		if !noF32 {
 			bg, bu = b.f32(op, "dgate", dgate), b.f32(op, "dup", dup)
 		}
-		return launch(bg, bu, ba, b.bf16(op, "dgateBF", dgateBF), b.bf16(op, "dupBF", dupBF),
+		return launch(bg, bu, ba, bab, b.bf16(op, "dgateBF", dgateBF), b.bf16(op, "dupBF", dupBF),
 			b.f32(op, "dout", dout), b.f32(op, "gate", gate), b.f32(op, "up", up), n)
 	})
 }
@@ -523,6 +529,42 @@ func (b *Backend) LoRABackwardMany(dx []float32, douts, us [][]float32, x []floa
 		}
 		return b.ops.LoRABackwardMany(bdx, bufs("dout", douts), bufs("u", us), b.f32(op, "x", x), bufs("A", as), bufs("B", bs),
 			bufs("dA", das), bufs("dB", dbs), N, In, R, Outs, scale, set)
+	})
+}
+
+var _ kernels.LoRAInputRounder = (*Backend)(nil)
+
+// RoundsLoRAInput implements kernels.LoRAInputRounder: in PrecisionBF16,
+// whose products multiply bfloat16 operands.
+func (b *Backend) RoundsLoRAInput() bool { return b.Precision() == kernels.PrecisionBF16 }
+
+// MatmulBF16 implements kernels.LoRAInputRounder (Ops.MatmulBF16; it
+// panics in PrecisionF32), after kernels.NeedMatmulBF16's checks; K 0
+// scales c by beta, as Matmul does. The profile counts it as a Matmul
+// (matmulCost).
+func (b *Backend) MatmulBF16(c, a []float32, aBF []uint16, bm []float32, bBF []uint16, M, N, K int, transA, transB bool, beta float32) {
+	const op = "MatmulBF16"
+	kernels.NeedMatmulBF16(op, c, a, aBF, bm, bBF, M, N, K)
+	if M*N == 0 {
+		return
+	}
+	b.onDeviceCost(op, func() opCost { return matmulCost(M, N, K) }, func() error {
+		cb := b.f32(op, "c", c)
+		if K == 0 {
+			return b.scaleC(cb, beta, M*N)
+		}
+		var ba, bab, bb, bbb *Buffer
+		if a != nil {
+			ba = b.f32(op, "a", a)
+		} else {
+			bab = b.bf16(op, "aBF", aBF)
+		}
+		if bm != nil {
+			bb = b.f32(op, "b", bm)
+		} else {
+			bbb = b.bf16(op, "bBF", bBF)
+		}
+		return b.ops.MatmulBF16(cb, ba, bab, bb, bbb, M, N, K, transA, transB, beta)
 	})
 }
 

@@ -26,6 +26,7 @@ var (
 	PlanLogprobBackward      = planLogprobBackward
 	PlanLoRABackwardMany     = planLoRABackwardMany
 	PlanLoRABackwardManyBF16 = planLoRABackwardManyBF16
+	PlanMatmulBF16           = planMatmulBF16
 	MmLDs                    = mm.lds
 	MmColMajor               = mm.colMajor
 	BF16ChunkRows            = bf16ChunkRows

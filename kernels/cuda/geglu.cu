@@ -11,7 +11,7 @@
 // when act is not null, act = geglu_forward's out (the same expression).
 // geglu_backward_set_bf16 also writes dgate and dup rounded to bfloat16,
 // as swiglu_backward_set_bf16 does (swiglu.cu; with dgate null, only
-// those), and geglu_forward_bf16
+// those; with act_bf, act's too), and geglu_forward_bf16
 // out's rounding into out_bf, as swiglu_forward_bf16 does.
 //
 // Launch: any 1-D geometry (a grid-stride loop, 64-bit index). tanhf is
@@ -59,10 +59,11 @@ extern "C" __global__ void geglu_backward(float *__restrict__ dgate, float *__re
 }
 
 // gegluSetAt is geglu_backward_set's value i (dgate and dup unless dgate
-// is null, act unless act is), and its bf16 copies unless dgate_bf is
-// null.
+// is null, act unless act is), act's bf16 copy unless act_bf is null, and
+// dgate's and dup's unless dgate_bf is.
 __device__ __forceinline__ void gegluSetAt(long long i, float *__restrict__ dgate, float *__restrict__ dup,
-                                           float *__restrict__ act, unsigned short *__restrict__ dgate_bf,
+                                           float *__restrict__ act, unsigned short *__restrict__ act_bf,
+                                           unsigned short *__restrict__ dgate_bf,
                                            unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
                                            const float *__restrict__ gate, const float *__restrict__ up) {
 	const float x = gate[i], t = geluTanh(x), d = dout[i], u = up[i];
@@ -72,8 +73,10 @@ __device__ __forceinline__ void gegluSetAt(long long i, float *__restrict__ dgat
 		dgate[i] = vg;
 		dup[i] = vu;
 	}
-	if (act != nullptr) {
-		act[i] = 0.5f * x * (1.0f + t) * u;
+	if (act != nullptr || act_bf != nullptr) {
+		const float a = 0.5f * x * (1.0f + t) * u;
+		if (act != nullptr) act[i] = a;
+		if (act_bf != nullptr) act_bf[i] = bf16Round(a);
 	}
 	if (dgate_bf != nullptr) {
 		dgate_bf[i] = bf16Round(vg);
@@ -85,13 +88,14 @@ extern "C" __global__ void geglu_backward_set(float *__restrict__ dgate, float *
                                               float *__restrict__ act, const float *__restrict__ dout,
                                               const float *__restrict__ gate, const float *__restrict__ up, int n) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		gegluSetAt(i, dgate, dup, act, nullptr, nullptr, dout, gate, up);
+		gegluSetAt(i, dgate, dup, act, nullptr, nullptr, nullptr, dout, gate, up);
 }
 
 extern "C" __global__ void geglu_backward_set_bf16(float *__restrict__ dgate, float *__restrict__ dup,
-                                                   float *__restrict__ act, unsigned short *__restrict__ dgate_bf,
+                                                   float *__restrict__ act, unsigned short *__restrict__ act_bf,
+                                                   unsigned short *__restrict__ dgate_bf,
                                                    unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
                                                    const float *__restrict__ gate, const float *__restrict__ up, int n) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		gegluSetAt(i, dgate, dup, act, dgate_bf, dup_bf, dout, gate, up);
+		gegluSetAt(i, dgate, dup, act, act_bf, dgate_bf, dup_bf, dout, gate, up);
 }

@@ -2,6 +2,7 @@ package cuda_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -195,5 +196,155 @@ func TestLoRABackwardManyBF16Shim(t *testing.T) {
 		for i := range names {
 			near(t, c.description+": "+names[i], gs[i], ws[i], tf32Tol)
 		}
+	}
+}
+
+// matmulBF16Case is one MatmulBF16 call: which operands come as bfloat16,
+// the transposes and beta.
+type matmulBF16Case struct {
+	aBF, bBF       bool
+	transA, transB bool
+	beta           float32
+}
+
+func (c matmulBF16Case) String() string {
+	return fmt.Sprintf("aBF %v bBF %v transA %v transB %v beta %g", c.aBF, c.bBF, c.transA, c.transB, c.beta)
+}
+
+// matmulBF16Cases: every way of giving the operands, both transposes of
+// each (u = x·Aᵀ and DA += gᵀ·x among them), beta 0 and 1.
+func matmulBF16Cases() []matmulBF16Case {
+	var cs []matmulBF16Case
+	for i := range 16 {
+		for _, beta := range []float32{0, 1} {
+			cs = append(cs, matmulBF16Case{i&1 != 0, i&2 != 0, i&4 != 0, i&8 != 0, beta})
+		}
+	}
+	return cs
+}
+
+// matmulBF16Want is the oracle: kernels/ref's Matmul on the float32
+// values of the operands' roundings.
+func matmulBF16Want(c, a, b []float32, M, N, K int, tc matmulBF16Case) []float32 {
+	widen := func(x []float32) []float32 {
+		out := make([]float32, len(x))
+		for i, v := range x {
+			out[i] = kernels.F32(kernels.BF16(v))
+		}
+		return out
+	}
+	want := append([]float32(nil), c...)
+	ref.New().Matmul(want, widen(a), widen(b), M, N, K, tc.transA, tc.transB, tc.beta)
+	return want
+}
+
+// TestMatmulBF16: cuda.Backend's MatmulBF16 (kernels.LoRAInputRounder) in
+// PrecisionBF16 on the emulated device, on every matmulBF16Cases case (M,
+// N, K odd, K ≥ cuda.TF32MinK so that a float32 Matmul would take TF32):
+// within 1e-6 of kernels/ref's Matmul on the rounded operands (the fake
+// cuBLAS sums in float64), one f32_to_bf16 launch a float32 operand and
+// one GEMM on bfloat16 operands. In PrecisionF32 RoundsLoRAInput is false
+// and the method panics saying why; both operands of a pair given, or
+// neither, panics.
+func TestMatmulBF16(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the kernels on the CPU emulation of the CUDA device")
+	}
+	b, drv, blas := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	if !b.RoundsLoRAInput() {
+		t.Fatal("PrecisionBF16: RoundsLoRAInput is false")
+	}
+	const M, N, K = 7, 5, 131
+	r := rand.New(rand.NewPCG(28, 131))
+	f32 := func(n int) []float32 {
+		x, err := b.AllocF32(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(x, randn(r, n))
+		return x
+	}
+	bf := func(x []float32) []uint16 {
+		y, err := b.AllocBF16(len(x))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kernels.ToBF16(y, x)
+		return y
+	}
+	for _, tc := range matmulBF16Cases() {
+		a, bm, c := f32(M*K), f32(K*N), f32(M*N)
+		want := matmulBF16Want(c, a, bm, M, N, K, tc)
+		var aBF, bBF []uint16
+		wantK := 2
+		if tc.aBF {
+			aBF, a = bf(a), nil
+			wantK--
+		}
+		if tc.bBF {
+			bBF, bm = bf(bm), nil
+			wantK--
+		}
+		l0, g0 := len(drv.Launches()), len(blas.Gemms())
+		b.MatmulBF16(c, a, aBF, bm, bBF, M, N, K, tc.transA, tc.transB, tc.beta)
+		b.Synchronize()
+		near(t, tc.String(), c, want, 1e-6)
+		ls := drv.Launches()[l0:]
+		if len(ls) != wantK || (wantK > 0 && ls[0].Kernel != "f32_to_bf16") {
+			t.Errorf("%v: launched %v, want %d f32_to_bf16", tc, ls, wantK)
+		}
+		gs, ts := blas.Gemms()[g0:], blas.GemmTypes()[g0:]
+		if len(gs) != 1 || ts[0].A != cuda.R16BF || ts[0].B != cuda.R16BF {
+			t.Errorf("%v: GEMMs %v of types %v, want one on bfloat16 operands", tc, gs, ts)
+		}
+	}
+	panics := func(what, want string, f func()) {
+		t.Helper()
+		defer func() {
+			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), want) {
+				t.Errorf("%s: %v, want a panic saying %q", what, p, want)
+			}
+		}()
+		f()
+	}
+	x, y, z := f32(M*K), f32(K*N), f32(M*N)
+	panics("a and aBF", "exactly one of a and aBF", func() { b.MatmulBF16(z, x, bf(x), y, nil, M, N, K, false, false, 0) })
+	panics("neither b nor bBF", "exactly one of a and aBF", func() { b.MatmulBF16(z, x, nil, nil, nil, M, N, K, false, false, 0) })
+
+	f, _, _ := emulatedBackend(t)
+	defer f.Close()
+	if f.RoundsLoRAInput() {
+		t.Error("PrecisionF32: RoundsLoRAInput is true")
+	}
+	fa, _ := f.AllocF32(M * K)
+	fb, _ := f.AllocF32(K * N)
+	fc, _ := f.AllocF32(M * N)
+	panics("PrecisionF32", "multiply bfloat16 operands only in", func() { f.MatmulBF16(fc, fa, nil, fb, nil, M, N, K, false, false, 0) })
+}
+
+// TestMatmulBF16Shim runs planMatmulBF16 on the CPU shim (f32_to_bf16 from
+// linear.cu, the GEMM from the definition) on every matmulBF16Cases case:
+// within 1e-6 of kernels/ref's Matmul on the rounded operands.
+func TestMatmulBF16Shim(t *testing.T) {
+	h := newShimHarness(t, buildShim(t, "kernels_main"))
+	const M, N, K = 7, 5, 33
+	r := rand.New(rand.NewPCG(28, 33))
+	for _, tc := range matmulBF16Cases() {
+		a, b, c := randn(r, M*K), randn(r, K*N), randn(r, M*N)
+		want := matmulBF16Want(c, a, b, M, N, K, tc)
+		var pa, paBF, pb, pbBF any = a, nil, b, nil
+		if tc.aBF {
+			x := make([]uint16, M*K)
+			kernels.ToBF16(x, a)
+			pa, paBF = nil, x
+		}
+		if tc.bBF {
+			x := make([]uint16, K*N)
+			kernels.ToBF16(x, b)
+			pb, pbBF = nil, x
+		}
+		h.runX(cuda.PlanMatmulBF16(c, pa, paBF, pb, pbBF, make([]uint16, M*K), make([]uint16, K*N), M, N, K, tc.transA, tc.transB, tc.beta))
+		near(t, tc.String(), c, want, 1e-6)
 	}
 }

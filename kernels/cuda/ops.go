@@ -445,25 +445,30 @@ func (o *Ops) SwiGLUBackwardSet(dgate, dup, act, dout, gate, up *Buffer, n int) 
 // dup rounded to bfloat16 into dgateBF and dupBF (bfloat16 pairs,
 // (n+1)/2 elements each): swiglu_backward_set_bf16, whose copies
 // LinearBackwardBF16Rounded (and LoRABackwardManyBF16) multiplies. dgate
-// and dup may both be nil: then only the copies (and act) are written.
-func (o *Ops) SwiGLUBackwardSetBF16(dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
-	return o.gatedBackwardSetBF16("SwiGLUBackwardSetBF16", "swiglu_backward_set_bf16", dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
+// and dup may both be nil: then only the copies (and act) are written;
+// actBF, when not nil, receives act's copy (MatmulBF16 takes it).
+func (o *Ops) SwiGLUBackwardSetBF16(dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
+	return o.gatedBackwardSetBF16("SwiGLUBackwardSetBF16", "swiglu_backward_set_bf16", dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n)
 }
 
 // GeGLUBackwardSetBF16 is SwiGLUBackwardSetBF16 for GeGLU
 // (geglu_backward_set_bf16).
-func (o *Ops) GeGLUBackwardSetBF16(dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
-	return o.gatedBackwardSetBF16("GeGLUBackwardSetBF16", "geglu_backward_set_bf16", dgate, dup, act, dgateBF, dupBF, dout, gate, up, n)
+func (o *Ops) GeGLUBackwardSetBF16(dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
+	return o.gatedBackwardSetBF16("GeGLUBackwardSetBF16", "geglu_backward_set_bf16", dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n)
 }
 
 // gatedBackwardSetBF16 launches a gated unit's _set_bf16 backward kernel:
 // gatedBackwardSet's outputs and the bf16 copies of dgate and dup; with
-// dgate and dup both nil, the copies (and act) only.
-func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
+// dgate and dup both nil, the copies (and act) only; with actBF, act's
+// copy too (act may then be nil).
+func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
 	c := check{op: op}
 	c.sizes("n", n)
 	c.buf(o.d, "dgateBF", dgateBF, bf16Len(n))
 	c.buf(o.d, "dupBF", dupBF, bf16Len(n))
+	if actBF != nil {
+		c.buf(o.d, "actBF", actBF, bf16Len(n))
+	}
 	if c.err != nil {
 		return c.err
 	}
@@ -480,7 +485,7 @@ func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, dgateBF, 
 	} else if err := o.gatedSetCheck(op, dgate, dup, act, dout, gate, up, n); err != nil {
 		return err
 	}
-	return o.run(op, planFlat(kernel, n, dgate, dup, act, dgateBF, dupBF, dout, gate, up, n))
+	return o.run(op, planFlat(kernel, n, dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n))
 }
 
 // gatedBackwardSet launches a gated unit's _set backward kernel: dgate,

@@ -269,3 +269,84 @@ func buffersAny(bs []*Buffer) []any {
 	}
 	return out
 }
+
+// planMatmulBF16 is kernels.LoRAInputRounder's MatmulBF16 (not run on a
+// GPU yet): c [M, N] = op(A)·op(B) + beta·c on bfloat16 operands, each
+// given either as float32 (a, b: rounded by f32_to_bf16 into ab, bb
+// first) or as bfloat16 (aBF, bBF; the float32 one nil), one bf16 GEMM
+// with float32 sums.
+func planMatmulBF16(c, a, aBF, b, bBF, ab, bb any, M, N, K int, transA, transB bool, beta float32) []xstep {
+	var s []xstep
+	if a != nil {
+		s = append(s, kstep(planFlat("f32_to_bf16", M*K, ab, a, M*K)...)...)
+		aBF = ab
+	}
+	if b != nil {
+		s = append(s, kstep(planFlat("f32_to_bf16", K*N, bb, b, K*N)...)...)
+		bBF = bb
+	}
+	return append(s, gstep(mm{C: c, A: aBF, B: bBF, M: M, N: N, K: K, TransA: transA, TransB: transB, Beta: beta, BF16: true}))
+}
+
+// MatmulBF16 is kernels.LoRAInputRounder's MatmulBF16 on device buffers
+// (planMatmulBF16): aBF and bBF are bfloat16 pairs (bf16Len elements),
+// exactly one of a and aBF and of b and bBF not nil; a float32 operand is
+// rounded into Ops' scratch (the slots "mmbf.a", "mmbf.b"). M, N and K
+// are at least 1. It is refused in PrecisionF32, whose products do not
+// round.
+func (o *Ops) MatmulBF16(c, a, aBF, b, bBF *Buffer, M, N, K int, transA, transB bool, beta float32) error {
+	const op = "MatmulBF16"
+	if o.prec != kernels.PrecisionBF16 {
+		return fmt.Errorf("CUDA %s: precision %v: the products multiply bfloat16 operands only in %v", op, o.prec, kernels.PrecisionBF16)
+	}
+	ch := check{op: op}
+	ch.sizes("M, N", M, N)
+	ch.sizes("M, K", M, K)
+	ch.sizes("K, N", K, N)
+	if (a == nil) == (aBF == nil) || (b == nil) == (bBF == nil) {
+		ch.fail("want exactly one of a and aBF, and of b and bBF")
+		return ch.err
+	}
+	if M < 1 || N < 1 || K < 1 {
+		ch.fail("M %d, N %d, K %d: each must be at least 1", M, N, K)
+		return ch.err
+	}
+	ch.buf(o.d, "c", c, M*N)
+	if a != nil {
+		ch.buf(o.d, "a", a, M*K)
+	} else {
+		ch.buf(o.d, "aBF", aBF, bf16Len(M*K))
+	}
+	if b != nil {
+		ch.buf(o.d, "b", b, K*N)
+	} else {
+		ch.buf(o.d, "bBF", bBF, bf16Len(K*N))
+	}
+	if ch.err != nil {
+		return ch.err
+	}
+	l := o.lockScratch()
+	defer l.unlock()
+	var ab, bb *Buffer
+	var err error
+	if a != nil {
+		if ab, err = l.get(op, "mmbf.a", bf16Len(M*K)); err != nil {
+			return err
+		}
+	}
+	if b != nil {
+		if bb, err = l.get(op, "mmbf.b", bf16Len(K*N)); err != nil {
+			return err
+		}
+	}
+	return o.runX(op, planMatmulBF16(optional(c), optional(a), optional(aBF), optional(b), optional(bBF), optional(ab), optional(bb), M, N, K, transA, transB, beta))
+}
+
+// optional is b as a plan operand: nil (not a nil *Buffer) when b is nil,
+// so that the plans can tell a missing operand apart.
+func optional(b *Buffer) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}

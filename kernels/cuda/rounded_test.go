@@ -15,7 +15,8 @@ import (
 // them (a NaN included; an odd count), and LinearBackwardBF16Rounded on
 // those copies gives LinearBackwardBF16's bits on the float32 gradient with
 // one GEMM and no f32_to_bf16 launch; with nil float32 gradients the
-// kernels write the same copies and act. In PrecisionF32 the backend does not
+// kernels write the same copies and act, and with actBF act's copy as
+// kernels.ToBF16 rounds it. In PrecisionF32 the backend does not
 // round dout, and LinearBackwardBF16Rounded panics.
 func TestDoutRounder(t *testing.T) {
 	if testing.Short() {
@@ -60,7 +61,7 @@ func TestDoutRounder(t *testing.T) {
 	for _, g := range []struct {
 		name    string
 		set     func(dgate, dup, act, dout, gate, up []float32, n int)
-		rounded func(dgate, dup, act []float32, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
+		rounded func(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
 	}{
 		{"SwiGLU", b.SwiGLUBackwardSet, b.SwiGLUBackwardSetRounded},
 		{"GeGLU", b.GeGLUBackwardSet, b.GeGLUBackwardSetRounded},
@@ -70,7 +71,7 @@ func TestDoutRounder(t *testing.T) {
 		g.set(wg, wu, wa, dout, gate, up, n)
 		gg, gu, ga := f32(nan), f32(nan), f32(nan)
 		bg, bu := bf(n), bf(n)
-		g.rounded(gg, gu, ga, bg, bu, dout, gate, up, n)
+		g.rounded(gg, gu, ga, nil, bg, bu, dout, gate, up, n)
 		b.Synchronize()
 		rg, ru := make([]uint16, n), make([]uint16, n)
 		kernels.ToBF16(rg, wg)
@@ -86,13 +87,21 @@ func TestDoutRounder(t *testing.T) {
 		if !math.IsNaN(float64(gg[5])) {
 			t.Fatalf("%s: no NaN where dout has one", g.name)
 		}
-		// Without the float32 gradients: the same copies and act.
+		// Without the float32 gradients: the same copies and act; and
+		// act's copy alone, without act.
 		oa, og, ou := f32(nan), bf(n), bf(n)
-		g.rounded(nil, nil, oa, og, ou, dout, gate, up, n)
+		g.rounded(nil, nil, oa, nil, og, ou, dout, gate, up, n)
+		ab, ag, au := bf(n), bf(n), bf(n)
+		g.rounded(nil, nil, nil, ab, ag, au, dout, gate, up, n)
 		b.Synchronize()
+		ra := make([]uint16, n)
+		kernels.ToBF16(ra, wa)
 		for i := range n {
 			if og[i] != bg[i] || ou[i] != bu[i] || math.Float32bits(oa[i]) != math.Float32bits(wa[i]) {
 				t.Fatalf("%s [%d], no float32 dgate and dup: copies %#04x %#04x, act %g; with them %#04x %#04x, %g", g.name, i, og[i], ou[i], oa[i], bg[i], bu[i], wa[i])
+			}
+			if ab[i] != ra[i] || ag[i] != bg[i] || au[i] != bu[i] {
+				t.Fatalf("%s [%d], act's copy alone: %#04x (copies %#04x %#04x); kernels.ToBF16 of act %#04x (copies %#04x %#04x)", g.name, i, ab[i], ag[i], au[i], ra[i], bg[i], bu[i])
 			}
 		}
 		for _, dg := range []struct {

@@ -16,10 +16,13 @@
 // multiplies those (LinearBackwardBF16Rounded) instead of reading the two
 // float32 gradients again to round them; with dgate (and dup) null it
 // writes only the copies (and act), for a model whose LoRA backward takes
-// the copies too (kernels.LoRARoundedBackwarder). swiglu_forward_bf16, likewise,
-// is swiglu_forward (swigluAt) that also writes out rounded into out_bf,
-// which the down projection's product multiplies (LinearForwardBF16Rounded)
-// instead of reading out again to round it.
+// the copies too (kernels.LoRARoundedBackwarder); with act_bf not null it
+// writes act's rounding there (act itself may be null), which the down
+// projection's DA product takes (kernels.LoRAInputRounder).
+// swiglu_forward_bf16, likewise, is swiglu_forward (swigluAt) that also
+// writes out rounded into out_bf, which the down projection's product
+// multiplies (LinearForwardBF16Rounded) instead of reading out again to
+// round it.
 //
 // Launch: any 1-D geometry (a grid-stride loop, 64-bit index). expf is
 // the accurate one (no fast-math). Never run on a GPU: tested on the CPU through
@@ -62,10 +65,11 @@ extern "C" __global__ void swiglu_backward(float *__restrict__ dgate, float *__r
 }
 
 // swigluSetAt is swiglu_backward_set's value i (dgate and dup unless
-// dgate is null, act unless act is), and its bf16 copies unless dgate_bf
-// is null.
+// dgate is null, act unless act is), act's bf16 copy unless act_bf is
+// null, and dgate's and dup's unless dgate_bf is.
 __device__ __forceinline__ void swigluSetAt(long long i, float *__restrict__ dgate, float *__restrict__ dup,
-                                            float *__restrict__ act, unsigned short *__restrict__ dgate_bf,
+                                            float *__restrict__ act, unsigned short *__restrict__ act_bf,
+                                            unsigned short *__restrict__ dgate_bf,
                                             unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
                                             const float *__restrict__ gate, const float *__restrict__ up) {
 	const float g = gate[i], d = dout[i], s = sigmoid(g), u = up[i];
@@ -74,8 +78,10 @@ __device__ __forceinline__ void swigluSetAt(long long i, float *__restrict__ dga
 		dgate[i] = dg;
 		dup[i] = du;
 	}
-	if (act != nullptr) {
-		act[i] = g * s * u;
+	if (act != nullptr || act_bf != nullptr) {
+		const float a = g * s * u;
+		if (act != nullptr) act[i] = a;
+		if (act_bf != nullptr) act_bf[i] = bf16Round(a);
 	}
 	if (dgate_bf != nullptr) {
 		dgate_bf[i] = bf16Round(dg);
@@ -87,13 +93,14 @@ extern "C" __global__ void swiglu_backward_set(float *__restrict__ dgate, float 
                                                float *__restrict__ act, const float *__restrict__ dout,
                                                const float *__restrict__ gate, const float *__restrict__ up, int n) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		swigluSetAt(i, dgate, dup, act, nullptr, nullptr, dout, gate, up);
+		swigluSetAt(i, dgate, dup, act, nullptr, nullptr, nullptr, dout, gate, up);
 }
 
 extern "C" __global__ void swiglu_backward_set_bf16(float *__restrict__ dgate, float *__restrict__ dup,
-                                                    float *__restrict__ act, unsigned short *__restrict__ dgate_bf,
+                                                    float *__restrict__ act, unsigned short *__restrict__ act_bf,
+                                                    unsigned short *__restrict__ dgate_bf,
                                                     unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
                                                     const float *__restrict__ gate, const float *__restrict__ up, int n) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		swigluSetAt(i, dgate, dup, act, dgate_bf, dup_bf, dout, gate, up);
+		swigluSetAt(i, dgate, dup, act, act_bf, dgate_bf, dup_bf, dout, gate, up);
 }

@@ -10,14 +10,15 @@ import (
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
-// noLoRAMany is cuda.Backend without its kernels.LoRAManyBackwarder and
-// kernels.LoRARoundedBackwarder: the fields hide the promoted methods, so
-// the model runs each projection's LoRA backward on its own, as before
-// LoRABackwardMany.
+// noLoRAMany is cuda.Backend without its kernels.LoRAManyBackwarder,
+// kernels.LoRARoundedBackwarder and kernels.LoRAInputRounder: the fields
+// hide the promoted methods, so the model runs each projection's LoRA
+// backward on its own, as before LoRABackwardMany.
 type noLoRAMany struct {
 	*cuda.Backend
 	LoRABackwardMany        struct{}
 	LoRABackwardManyRounded struct{}
+	MatmulBF16              struct{}
 }
 
 // TestLoRAManyCUDAEmulated: a LoRA step (all seven projections, a rank

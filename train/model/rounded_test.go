@@ -11,20 +11,25 @@ import (
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
 
-// noRoundedLoRA is cuda.Backend saying its LoRA backward does not take
-// bfloat16 douts (kernels.LoRARoundedBackwarder): the model's MLP backward
-// then writes the float32 dgate and dup for the gate and up projections'
-// LoRABackwardMany, as before LoRABackwardManyRounded.
+// noRoundedLoRA is cuda.Backend saying its LoRA backward takes neither
+// bfloat16 douts (kernels.LoRARoundedBackwarder) nor bfloat16 inputs
+// (kernels.LoRAInputRounder): the model's MLP backward then writes the
+// float32 dgate and dup for the gate and up projections'
+// LoRABackwardMany, and act as float32 for the down projection's DA, as
+// before those.
 type noRoundedLoRA struct{ *cuda.Backend }
 
-func (noRoundedLoRA) RoundsLoRADout() bool { return false }
+func (noRoundedLoRA) RoundsLoRADout() bool  { return false }
+func (noRoundedLoRA) RoundsLoRAInput() bool { return false }
 
 // TestLoRARoundedCUDAEmulated: a LoRA step of a bfloat16 micro model on
 // cuda.Backend in PrecisionBF16 on the emulated device, with the gate and
 // up projections' LoRA backward on the bfloat16 roundings of dgate and
 // dup (kernels.LoRARoundedBackwarder: two f32_to_bf16 launches more a
-// projection, rounding u and B) and without (noRoundedLoRA), for SwiGLU
-// and GeGLU: the logprobs are the same bits (the forward is untouched),
+// projection, rounding u and B) and the down projection's DA on act's
+// (kernels.LoRAInputRounder: one more, rounding g), and without
+// (noRoundedLoRA), for SwiGLU and GeGLU: the logprobs are the same bits
+// (the forward is untouched),
 // the LoRA gradients within the bf16 precision's kernels.BF16ComputeTol of
 // each other by maxRelDiff (logged), and some gradient differs (the
 // rounded path ran). The model-level bound against the float32 model is
@@ -42,8 +47,8 @@ func TestLoRARoundedCUDAEmulated(t *testing.T) {
 		lp, g, n := step(b, s)
 		wlp, wg, wn := step(noRoundedLoRA{b}, s)
 		layers := microConfig("qwen2").Layers
-		if n-wn != 4*layers {
-			t.Errorf("act %q: %d f32_to_bf16 launches with the rounded LoRA backward, %d without; want %d more (4 a layer)", act, n, wn, 4*layers)
+		if n-wn != 5*layers {
+			t.Errorf("act %q: %d f32_to_bf16 launches with the rounded LoRA backward, %d without; want %d more (5 a layer)", act, n, wn, 5*layers)
 		}
 		for i := range lp {
 			if math.Float32bits(lp[i]) != math.Float32bits(wlp[i]) {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,5 +33,17 @@ func BenchmarkEncode(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(ids))*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
+	}
+}
+
+// BenchmarkLoad measures what every stage pays at start: reading Qwen3's
+// tokenizer.json.gz (151,669 tokens, 151,387 merges) into a Tokenizer.
+func BenchmarkLoad(b *testing.B) {
+	path := filepath.Join(testdataDir, "qwen3")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(path); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 )
 
 // bpeModel is byte-level BPE over raw bytes. Symbols are token ids; a merge
@@ -13,11 +14,8 @@ type bpeModel struct {
 	merges       pairTable        // a<<32|b → rank<<32 | merged id
 	ignoreMerges bool             // a whole pre-token found in byRaw is taken as is
 	byRaw        map[string]int32 // raw bytes → id of every model token
-	// whole[id] records that BPE of the token's own bytes yields just id, so a
-	// pre-token found in byRaw with whole set needs no merging: the common
-	// case of a word that is one token. Computed once at load.
-	whole []bool
-	cache *wordCache // multi-token pre-tokens seen recently; nil disables it
+	whole        wholeTable       // which tokens BPE of their own bytes reaches
+	cache        *wordCache       // multi-token pre-tokens seen recently; nil disables it
 }
 
 const noRank = ^uint32(0)
@@ -51,15 +49,7 @@ func (m *bpeModel) init(byRaw map[string]int32, vocab map[string]int32, merges [
 	for _, id := range byRaw {
 		size = max(size, int(id)+1)
 	}
-	m.whole = make([]bool, size)
-	if ignoreMerges {
-		return nil // encodeWord takes every vocabulary word whole anyway
-	}
-	var buf []int
-	for raw, id := range byRaw {
-		buf = m.merge(raw, buf[:0])
-		m.whole[id] = len(buf) == 1 && buf[0] == int(id)
-	}
+	m.whole = newWholeTable(size)
 	return nil
 }
 
@@ -88,8 +78,19 @@ func (m *bpeModel) encodeWord(word string, out []int) []int {
 	case len(word) == 1:
 		return append(out, int(m.byteID[word[0]]))
 	}
-	if id, ok := m.byRaw[word]; ok && (m.ignoreMerges || m.whole[id]) {
-		return append(out, int(id))
+	if id, ok := m.byRaw[word]; ok {
+		if m.ignoreMerges {
+			return append(out, int(id)) // every vocabulary word is taken whole
+		}
+		switch m.whole.get(id) {
+		case wholeYes:
+			return append(out, int(id))
+		case wholeUnknown:
+			n := len(out)
+			out = m.merge(word, out)
+			m.whole.set(id, len(out) == n+1 && out[n] == int(id))
+			return out
+		}
 	}
 	if m.cache == nil || len(word) > maxCachedWord {
 		return m.merge(word, out)
@@ -351,4 +352,33 @@ func (t *pairTable) get(key uint64) (uint64, bool) {
 			return 0, false
 		}
 	}
+}
+
+// wholeTable records, for each model token, whether BPE of the token's own
+// bytes yields just that token, so that a pre-token found in byRaw needs no
+// merging: the common case of a word that is one token. It is filled as
+// encoding meets the tokens rather than at load: running BPE on all 151k
+// words of a vocabulary cost about a sixth of loading one, and a text meets
+// a few thousand of them. Entries are written once, atomically, with the
+// value any Encode computes; a lost race only repeats the computation.
+type wholeTable []atomic.Uint32 // 2 bits a token: known, whole
+
+const (
+	wholeUnknown = 0b00
+	wholeNo      = 0b10
+	wholeYes     = 0b11
+)
+
+func newWholeTable(size int) wholeTable { return make(wholeTable, (size+15)/16) }
+
+func (w wholeTable) get(id int32) uint32 {
+	return w[id/16].Load() >> (2 * (id % 16)) & 0b11
+}
+
+func (w wholeTable) set(id int32, whole bool) {
+	v := uint32(wholeNo)
+	if whole {
+		v = wholeYes
+	}
+	w[id/16].Or(v << (2 * (id % 16)))
 }

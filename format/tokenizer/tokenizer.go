@@ -26,8 +26,8 @@ type AddedToken struct {
 }
 
 // Tokenizer encodes text to token ids and decodes ids to text. Apart from
-// its atomically updated word cache it is immutable after Load; it is safe
-// for concurrent use.
+// its atomically updated word cache and whole table it is immutable after
+// Load; it is safe for concurrent use.
 type Tokenizer struct {
 	norm      normalizer
 	split     splitMode // pre-tokenizer pattern

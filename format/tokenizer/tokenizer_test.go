@@ -46,17 +46,25 @@ func TestBPEMatchesSlow(t *testing.T) {
 }
 
 // TestEncodeWordMatchesSlow checks the one-token fast path of encodeWord
-// (Qwen: no ignore_merges) against the plain loop on vocabulary entries.
+// (Qwen: no ignore_merges) against the plain loop on vocabulary entries,
+// twice: the first call fills the word's entry of the whole table (single
+// bytes skip it), the second reads it.
 func TestEncodeWordMatchesSlow(t *testing.T) {
-	m := &testTokenizer(t, "qwen3").bpe
+	m := testTokenizer(t, "qwen3").bpe
+	m.whole = newWholeTable(len(m.whole) * 16) // fresh, whatever other tests encoded
 	k, differ := 0, 0
 	for raw, id := range m.byRaw {
 		if k++; k%40 != 0 || len(raw) > 64 {
 			continue
 		}
 		want := m.encodeWordSlow(raw)
-		if got := m.encodeWord(raw, nil); !slices.Equal(got, want) {
-			t.Fatalf("encodeWord(%q) = %v, want %v", raw, got, want)
+		for pass := range 2 {
+			if got := m.encodeWord(raw, nil); !slices.Equal(got, want) {
+				t.Fatalf("pass %d: encodeWord(%q) = %v, want %v", pass, raw, got, want)
+			}
+		}
+		if got := m.whole.get(id); len(raw) > 1 && (got == wholeUnknown || (got == wholeYes) != slices.Equal(want, []int{int(id)})) {
+			t.Fatalf("whole table entry of %q (id %d) is %02b after encoding it to %v", raw, id, got, want)
 		}
 		if len(want) != 1 || want[0] != int(id) {
 			differ++
@@ -301,6 +309,42 @@ func TestWordCache(t *testing.T) {
 					t.Fatalf("%s: pass %d: Encode(%q) = %v, without cache %v", name, pass, s, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestWholeTable: a vocabulary word that BPE of its own bytes does not
+// reach ("hel": e+l merges before h+e, and h+el is no merge) is split the
+// same way on every call, before and after its whole table entry is known.
+func TestWholeTable(t *testing.T) {
+	tk, err := Parse(strings.NewReader(tinyJSON(t, []any{"e l", "h e", "he l"}, nil, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(s string) int {
+		i, ok := tk.TokenID(s)
+		if !ok {
+			t.Fatalf("TokenID(%q) missing", s)
+		}
+		return i
+	}
+	cases := []struct {
+		word  string
+		want  []int
+		whole uint32
+	}{
+		{"hel", []int{'h', id("el")}, wholeNo},
+		{"he", []int{id("he")}, wholeYes},
+		{"el", []int{id("el")}, wholeYes},
+	}
+	for _, c := range cases {
+		for pass := range 2 {
+			if got := tk.bpe.encodeWord(c.word, nil); !slices.Equal(got, c.want) {
+				t.Errorf("pass %d: encodeWord(%q) = %v, want %v", pass, c.word, got, c.want)
+			}
+		}
+		if got := tk.bpe.whole.get(int32(id(c.word))); got != c.whole {
+			t.Errorf("whole table entry of %q is %02b, want %02b", c.word, got, c.whole)
 		}
 	}
 }

@@ -105,25 +105,15 @@ const idSlack = 1 << 16
 // byte tokens and specials at 1000) still load. The rule depends on the
 // file only, never on the machine.
 //
-// When several tokens are wrong the one named is the first added token, or
-// the vocabulary entry first in string order (the vocabulary is a JSON
-// object, read in no particular order), so the message is the same on
-// every run.
-func idSpace(vocab map[string]idJSON, added []addedJSON) (int, error) {
-	var bad, top string // the first vocabulary token with a bad id; the one with the largest
+// The vocabulary's ids were checked by vocabIDs; when several added tokens
+// are wrong the one named is the first.
+func idSpace(vocab map[string]int32, added []addedJSON) (int, error) {
+	var top string // the vocabulary token with the largest id, the first in string order among equals
 	topID := int64(-1)
 	for tok, id := range vocab {
-		switch {
-		case !id.ok():
-			if bad == "" || tok < bad {
-				bad = tok
-			}
-		case id.n > topID || id.n == topID && tok < top:
-			top, topID = tok, id.n
+		if n := int64(id); n > topID || n == topID && tok < top {
+			top, topID = tok, n
 		}
-	}
-	if bad != "" {
-		return 0, badID("model.vocab: token", bad, vocab[bad])
 	}
 	topAdded := false
 	for _, a := range added {

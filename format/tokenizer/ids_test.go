@@ -63,6 +63,7 @@ func idCases() []idCase {
 		{name: "vocab id past int64", vocab: map[string]string{"zz": "99999999999999999999"}, want: []string{`"zz"`, "99999999999999999999"}},
 		{name: "added id past int32", added: `[{"id":4294967296,"content":"<big>"}]`, want: []string{`"<big>"`, "4294967296"}},
 		{name: "negative vocab id", vocab: map[string]string{"zz": "-1"}, want: []string{`"zz"`, "has id -1"}},
+		{name: "negative id of the empty token", vocab: map[string]string{"": "-1"}, want: []string{`""`, "has id -1"}},
 		{name: "negative added id", added: `[{"id":-5,"content":"<neg>"}]`, want: []string{`"<neg>"`, "has id -5"}},
 		{name: "fractional vocab id", vocab: map[string]string{"zz": "1.5"}, want: []string{`"zz"`, "has id 1.5"}},
 		{name: "vocab id in exponent form", vocab: map[string]string{"zz": "2e9"}, want: []string{`"zz"`, "has id 2e9"}},

@@ -9,7 +9,7 @@ import (
 
 // tinyJSON builds a small byte-level tokenizer.json: the 256 byte tokens,
 // the given merges (in order) and added tokens, with the Qwen2 Split.
-func tinyJSON(t *testing.T, merges []any, added []AddedToken, extra map[string]any) string {
+func tinyJSON(t testing.TB, merges []any, added []AddedToken, extra map[string]any) string {
 	t.Helper()
 	vocab := map[string]int{}
 	for b := 0; b < 256; b++ {

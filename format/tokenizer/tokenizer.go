@@ -92,12 +92,28 @@ func Parse(r io.Reader) (*Tokenizer, error) {
 	} else {
 		r = br
 	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	f, ok := readFast(data)
+	if !ok {
+		if f, err = decodeJSONFile(data); err != nil {
+			return nil, err
+		}
+	}
+	return build(f)
+}
+
+// decodeJSONFile decodes a tokenizer.json document with encoding/json: the
+// documents readFast does not accept, and its oracle in the tests. Like
+// json.Decoder, it reads the first JSON value and ignores what follows.
+func decodeJSONFile(data []byte) (*fileJSON, error) {
 	var f fileJSON
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&f); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&f); err != nil {
 		return nil, fmt.Errorf("decode json: %w", plainJSONError(err))
 	}
-	return build(&f)
+	return &f, nil
 }
 
 type fileJSON struct {
@@ -119,6 +135,33 @@ type modelJSON struct {
 	IgnoreMerges            bool              `json:"ignore_merges"`
 	Vocab                   map[string]idJSON `json:"vocab"`
 	Merges                  []json.RawMessage `json:"merges"`
+
+	ids map[string]int32 // the vocabulary as readFast reads it, instead of Vocab
+}
+
+// vocabIDs returns the vocabulary as token → id, every id checked to be
+// one (in 0 … MaxInt32), with room for extra more entries. When several
+// are not, the one named is the token first in string order, so that the
+// message is the same on every run.
+func (m *modelJSON) vocabIDs(extra int) (map[string]int32, error) {
+	if m.ids != nil {
+		return m.ids, nil
+	}
+	var bad string
+	var found bool
+	for tok, id := range m.Vocab {
+		if !id.ok() && (!found || tok < bad) {
+			bad, found = tok, true
+		}
+	}
+	if found {
+		return nil, badID("model.vocab: token", bad, m.Vocab[bad])
+	}
+	ids := make(map[string]int32, len(m.Vocab)+extra)
+	for tok, id := range m.Vocab {
+		ids[tok] = int32(id.n)
+	}
+	return ids, nil
 }
 
 // component is the part of every normalizer, pre-tokenizer, post-processor
@@ -162,7 +205,11 @@ func build(f *fileJSON) (*Tokenizer, error) {
 
 	// Size the id space over the model vocabulary and the added tokens,
 	// once every id is known to be sane.
-	size, err := idSpace(m.Vocab, f.AddedTokens)
+	vocab, err := m.vocabIDs(len(f.AddedTokens))
+	if err != nil {
+		return nil, err
+	}
+	size, err := idSpace(vocab, f.AddedTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -170,9 +217,9 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	t.tokBytes = make([][]byte, size)
 	t.special = make([]bool, size)
 	t.isAdded = make([]bool, size)
-	t.vocabStr = make(map[string]int32, len(m.Vocab)+len(f.AddedTokens))
+	t.vocabStr = vocab // the added tokens join it below
 
-	byRaw, err := t.readVocab(m.Vocab)
+	byRaw, err := t.readVocab(vocab)
 	if err != nil {
 		return nil, err
 	}
@@ -225,12 +272,11 @@ func build(f *fileJSON) (*Tokenizer, error) {
 // bytes behind each byte-level spelling, and returns the raw bytes → id
 // map BPE works on. Two tokens with one id are refused, naming both (the
 // pair first in string order, so the message is the same on every run).
-func (t *Tokenizer) readVocab(vocab map[string]idJSON) (map[string]int32, error) {
+func (t *Tokenizer) readVocab(vocab map[string]int32) (map[string]int32, error) {
 	byRaw := make(map[string]int32, len(vocab))
 	var dup bool
 	var dupA, dupB string
-	for tok, idj := range vocab {
-		id := int32(idj.n)
+	for tok, id := range vocab {
 		raw, ok := unmapByteLevel(tok)
 		if !ok {
 			return nil, fmt.Errorf("model.vocab: token %q (id %d) is not a byte-level string", tok, id)
@@ -242,14 +288,13 @@ func (t *Tokenizer) readVocab(vocab map[string]idJSON) (map[string]int32, error)
 			}
 		}
 		t.tokBytes[id] = raw
-		t.vocabStr[tok] = id
 		if prev, dup := byRaw[string(raw)]; dup {
 			return nil, fmt.Errorf("model.vocab: ids %d and %d spell the same bytes", prev, id)
 		}
 		byRaw[string(raw)] = id
 	}
 	if dup {
-		return nil, fmt.Errorf("model.vocab: tokens %q and %q have the same id %d; each token needs an id of its own", dupA, dupB, vocab[dupA].n)
+		return nil, fmt.Errorf("model.vocab: tokens %q and %q have the same id %d; each token needs an id of its own", dupA, dupB, vocab[dupA])
 	}
 	return byRaw, nil
 }

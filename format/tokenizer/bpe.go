@@ -29,14 +29,16 @@ func (m *bpeModel) init(byRaw map[string]int32, vocab map[string]int32, merges [
 		m.byteID[b] = id
 	}
 	m.merges = newPairTable(len(merges))
+	var ab []byte // a+b; the lookups through string(…) do not allocate
 	for rank, raw := range merges {
 		a, b, err := splitMerge(raw)
 		if err != nil {
 			return fmt.Errorf("merges[%d]: %w", rank, err)
 		}
-		ia, oka := vocab[a]
-		ib, okb := vocab[b]
-		im, okm := vocab[a+b]
+		ab = append(append(ab[:0], a...), b...)
+		ia, oka := vocab[string(a)]
+		ib, okb := vocab[string(b)]
+		im, okm := vocab[string(ab)]
 		if !oka || !okb || !okm {
 			return fmt.Errorf("merges[%d]: %q + %q: a part or the result is not in the vocabulary", rank, a, b)
 		}
@@ -308,10 +310,9 @@ type pairTable struct {
 	shift uint
 }
 
-type pairSlot struct{ key, val uint64 }
-
-// emptyKey marks a free slot; no pair of ids below 2^32-1 packs to it.
-const emptyKey = ^uint64(0)
+// pairSlot holds a key complemented, so that the zero slot is free (no pair
+// of ids below 2^32-1 packs to ^0) and a new table needs no filling.
+type pairSlot struct{ notKey, val uint64 }
 
 func newPairTable(n int) pairTable {
 	size, bits := 16, uint(4)
@@ -319,11 +320,7 @@ func newPairTable(n int) pairTable {
 		size *= 2
 		bits++
 	}
-	slots := make([]pairSlot, size)
-	for i := range slots {
-		slots[i].key = emptyKey
-	}
-	return pairTable{slots: slots, mask: uint64(size - 1), shift: 64 - bits}
+	return pairTable{slots: make([]pairSlot, size), mask: uint64(size - 1), shift: 64 - bits}
 }
 
 func (t *pairTable) home(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> t.shift }
@@ -332,11 +329,11 @@ func (t *pairTable) home(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) 
 func (t *pairTable) insert(key, val uint64) {
 	for i := t.home(key); ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
-		if s.key == key {
+		if s.notKey == ^key {
 			return
 		}
-		if s.key == emptyKey {
-			s.key, s.val = key, val
+		if s.notKey == 0 {
+			s.notKey, s.val = ^key, val
 			return
 		}
 	}
@@ -345,10 +342,10 @@ func (t *pairTable) insert(key, val uint64) {
 func (t *pairTable) get(key uint64) (uint64, bool) {
 	for i := t.home(key); ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
-		if s.key == key {
+		if s.notKey == ^key {
 			return s.val, true
 		}
-		if s.key == emptyKey {
+		if s.notKey == 0 {
 			return 0, false
 		}
 	}

@@ -4,9 +4,13 @@ import "strings"
 
 // The ByteLevel table (GPT-2's bytes_to_unicode): printable bytes stand for
 // themselves, the other 68 bytes are moved to U+0100 onwards in byte order, so
-// every byte has a visible, non-space character.
-var byteToRune, runeToByte = func() (b2r [256]rune, r2b map[rune]byte) {
-	r2b = make(map[rune]byte, 256)
+// every byte has a visible, non-space character. runeToByte inverts it, -1
+// for the characters outside it (an array: reading a vocabulary looks up
+// every character of 151k tokens).
+var byteToRune, runeToByte = func() (b2r [256]rune, r2b [256 + 68]int16) {
+	for r := range r2b {
+		r2b[r] = -1
+	}
 	printable := func(b int) bool {
 		return b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE && b <= 0xFF
 	}
@@ -18,7 +22,7 @@ var byteToRune, runeToByte = func() (b2r [256]rune, r2b map[rune]byte) {
 			b2r[b] = rune(256 + n)
 			n++
 		}
-		r2b[b2r[b]] = byte(b)
+		r2b[b2r[b]] = int16(b)
 	}
 	return b2r, r2b
 }()
@@ -38,16 +42,14 @@ func mapByteLevel(raw []byte) string {
 	return sb.String()
 }
 
-// unmapByteLevel turns a ByteLevel spelling back into raw bytes; ok is false
-// when s holds a character outside the table.
-func unmapByteLevel(s string) ([]byte, bool) {
-	out := make([]byte, 0, len(s))
+// appendUnmapped appends the raw bytes behind the ByteLevel spelling s to
+// out; ok is false when s holds a character outside the table.
+func appendUnmapped(out []byte, s string) (_ []byte, ok bool) {
 	for _, r := range s {
-		b, ok := runeToByte[r]
-		if !ok {
+		if r < 0 || int(r) >= len(runeToByte) || runeToByte[r] < 0 {
 			return nil, false
 		}
-		out = append(out, b)
+		out = append(out, byte(runeToByte[r]))
 	}
 	return out, true
 }

@@ -49,6 +49,7 @@
 // added-token matching, for untrusted text), EncodeWithOffsets (ids and the
 // input bytes each covers); Decode, or a StreamDecoder per generation.
 //
-// A *Tokenizer is safe for concurrent use (its only mutable part is the word
-// cache, whose slots are swapped atomically).
+// A *Tokenizer is safe for concurrent use (its only mutable parts are the
+// word cache, whose slots are swapped atomically, and the table of words
+// that are one token, whose entries are set once, atomically).
 package tokenizer

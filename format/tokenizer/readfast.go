@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -135,7 +136,7 @@ func (r *jsonReader) object(known []string, field func(key string) bool) bool {
 	}
 }
 
-// model reads the model object: the vocabulary into m.ids, the merges as
+// model reads the model object: the vocabulary into m.entries and m.ids, the merges as
 // slices of the document, the rest decoded by encoding/json.
 func (r *jsonReader) model(m *modelJSON) bool {
 	return r.object(modelFields, func(key string) bool {
@@ -172,28 +173,35 @@ func (r *jsonReader) model(m *modelJSON) bool {
 	})
 }
 
-// vocab reads the vocabulary object into m.ids. Ids must be plain
-// non-negative integers that fit in int32 (every id of a real file), so
-// that m.ids holds exactly what idSpace would accept of m.Vocab.
+// vocab reads the vocabulary object into m.entries and m.ids. Ids must be
+// plain non-negative integers that fit in int32 (every id of a real file),
+// so that these hold exactly what vocabIDs makes of m.Vocab.
 func (r *jsonReader) vocab(m *modelJSON) bool {
-	type entry struct {
-		tok string
-		id  int32
-	}
-	var entries []entry
+	var entries []vocabEntry
 	ok := r.object(nil, func(tok string) bool {
 		id, ok := r.id()
-		entries = append(entries, entry{tok, id})
+		entries = appendDoubling(entries, vocabEntry{tok, id})
 		return ok
 	})
 	if !ok {
 		return false
 	}
+	m.entries = entries
 	m.ids = make(map[string]int32, len(entries))
 	for _, e := range entries {
 		m.ids[e.tok] = e.id
 	}
 	return len(m.ids) == len(entries) // a repeated token: encoding/json keeps the last
+}
+
+// appendDoubling is append that doubles a full slice's capacity: append
+// grows large slices by a quarter, and filling one of 151k entries that
+// way allocates and copies it about five times over.
+func appendDoubling[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 64))
+	}
+	return append(s, v)
 }
 
 // id reads a vocabulary id: 0 or a digit string without a leading zero,
@@ -228,7 +236,7 @@ func (r *jsonReader) merges(m *modelJSON) bool {
 		if !ok {
 			return false
 		}
-		m.Merges = append(m.Merges, raw)
+		m.Merges = appendDoubling(m.Merges, raw)
 		if r.consume(']') {
 			return true
 		}

@@ -29,7 +29,7 @@ func checkReadFast(t *testing.T, name string, doc []byte) bool {
 	if fast.Model.Vocab != nil {
 		t.Errorf("%s: readFast filled Vocab", name)
 	}
-	want, err := slow.Model.vocabIDs(0)
+	want, _, err := slow.Model.vocabIDs(0)
 	if err != nil {
 		t.Errorf("%s: readFast accepted ids that vocabIDs refuses (%v): %.200q", name, err, doc)
 		return true
@@ -40,7 +40,15 @@ func checkReadFast(t *testing.T, name string, doc []byte) bool {
 	if !reflect.DeepEqual(fast.Model.ids, want) {
 		t.Errorf("%s: vocabulary differs from encoding/json's: %.200q", name, doc)
 	}
-	fast.Model.ids, slow.Model.Vocab = nil, nil
+	if len(fast.Model.entries) != len(want) {
+		t.Errorf("%s: %d vocabulary entries listed, %d in the map", name, len(fast.Model.entries), len(want))
+	}
+	for _, e := range fast.Model.entries {
+		if id, ok := want[e.tok]; !ok || id != e.id {
+			t.Errorf("%s: vocabulary entry %q: %d listed, %d (%v) in encoding/json's", name, e.tok, e.id, id, ok)
+		}
+	}
+	fast.Model.ids, fast.Model.entries, slow.Model.Vocab = nil, nil, nil
 	if len(fast.Model.Merges) == 0 && len(slow.Model.Merges) == 0 {
 		fast.Model.Merges, slow.Model.Merges = nil, nil
 	}

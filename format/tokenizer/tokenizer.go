@@ -136,16 +136,25 @@ type modelJSON struct {
 	Vocab                   map[string]idJSON `json:"vocab"`
 	Merges                  []json.RawMessage `json:"merges"`
 
-	ids map[string]int32 // the vocabulary as readFast reads it, instead of Vocab
+	// The vocabulary as readFast reads it, instead of Vocab: in file order
+	// and as a map.
+	entries []vocabEntry
+	ids     map[string]int32
 }
 
-// vocabIDs returns the vocabulary as token → id, every id checked to be
-// one (in 0 … MaxInt32), with room for extra more entries. When several
-// are not, the one named is the token first in string order, so that the
-// message is the same on every run.
-func (m *modelJSON) vocabIDs(extra int) (map[string]int32, error) {
+// vocabEntry is a vocabulary token and its id, checked to be one.
+type vocabEntry struct {
+	tok string
+	id  int32
+}
+
+// vocabIDs returns the vocabulary as token → id and as a list, every id
+// checked to be one (in 0 … MaxInt32); the map has room for extra more
+// entries. When several ids are not, the one named is the token first in
+// string order, so that the message is the same on every run.
+func (m *modelJSON) vocabIDs(extra int) (map[string]int32, []vocabEntry, error) {
 	if m.ids != nil {
-		return m.ids, nil
+		return m.ids, m.entries, nil
 	}
 	var bad string
 	var found bool
@@ -155,13 +164,15 @@ func (m *modelJSON) vocabIDs(extra int) (map[string]int32, error) {
 		}
 	}
 	if found {
-		return nil, badID("model.vocab: token", bad, m.Vocab[bad])
+		return nil, nil, badID("model.vocab: token", bad, m.Vocab[bad])
 	}
 	ids := make(map[string]int32, len(m.Vocab)+extra)
+	entries := make([]vocabEntry, 0, len(m.Vocab))
 	for tok, id := range m.Vocab {
 		ids[tok] = int32(id.n)
+		entries = append(entries, vocabEntry{tok, int32(id.n)})
 	}
-	return ids, nil
+	return ids, entries, nil
 }
 
 // component is the part of every normalizer, pre-tokenizer, post-processor
@@ -205,7 +216,7 @@ func build(f *fileJSON) (*Tokenizer, error) {
 
 	// Size the id space over the model vocabulary and the added tokens,
 	// once every id is known to be sane.
-	vocab, err := m.vocabIDs(len(f.AddedTokens))
+	vocab, entries, err := m.vocabIDs(len(f.AddedTokens))
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +230,7 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	t.isAdded = make([]bool, size)
 	t.vocabStr = vocab // the added tokens join it below
 
-	byRaw, err := t.readVocab(vocab)
+	byRaw, err := t.readVocab(entries)
 	if err != nil {
 		return nil, err
 	}
@@ -272,29 +283,41 @@ func build(f *fileJSON) (*Tokenizer, error) {
 // bytes behind each byte-level spelling, and returns the raw bytes → id
 // map BPE works on. Two tokens with one id are refused, naming both (the
 // pair first in string order, so the message is the same on every run).
-func (t *Tokenizer) readVocab(vocab map[string]int32) (map[string]int32, error) {
+//
+// The raw bytes of all tokens share one block, and the map's keys one
+// string: two allocations rather than two for each of 151k tokens.
+func (t *Tokenizer) readVocab(vocab []vocabEntry) (map[string]int32, error) {
+	ends := make([]int, len(vocab))      // where each token's bytes end in raw
+	raw := make([]byte, 0, 8*len(vocab)) // Qwen3's tokens average 6.6 bytes
+	for i, e := range vocab {
+		var ok bool
+		if raw, ok = appendUnmapped(raw, e.tok); !ok {
+			return nil, fmt.Errorf("model.vocab: token %q (id %d) is not a byte-level string", e.tok, e.id)
+		}
+		ends[i] = len(raw)
+	}
+	keys := string(raw)
+	// Distinct spellings have distinct bytes (the ByteLevel table is one to
+	// one), so every token adds a key.
 	byRaw := make(map[string]int32, len(vocab))
 	var dup bool
 	var dupA, dupB string
-	for tok, id := range vocab {
-		raw, ok := unmapByteLevel(tok)
-		if !ok {
-			return nil, fmt.Errorf("model.vocab: token %q (id %d) is not a byte-level string", tok, id)
-		}
-		if prev := t.tokBytes[id]; prev != nil {
-			a, b := min(tok, mapByteLevel(prev)), max(tok, mapByteLevel(prev))
+	var dupID int32
+	start := 0
+	for i, e := range vocab {
+		end := ends[i]
+		if prev := t.tokBytes[e.id]; prev != nil {
+			a, b := min(e.tok, mapByteLevel(prev)), max(e.tok, mapByteLevel(prev))
 			if !dup || a < dupA || a == dupA && b < dupB {
-				dup, dupA, dupB = true, a, b
+				dup, dupA, dupB, dupID = true, a, b, e.id
 			}
 		}
-		t.tokBytes[id] = raw
-		if prev, dup := byRaw[string(raw)]; dup {
-			return nil, fmt.Errorf("model.vocab: ids %d and %d spell the same bytes", prev, id)
-		}
-		byRaw[string(raw)] = id
+		t.tokBytes[e.id] = raw[start:end:end]
+		byRaw[keys[start:end]] = e.id
+		start = end
 	}
 	if dup {
-		return nil, fmt.Errorf("model.vocab: tokens %q and %q have the same id %d; each token needs an id of its own", dupA, dupB, vocab[dupA])
+		return nil, fmt.Errorf("model.vocab: tokens %q and %q have the same id %d; each token needs an id of its own", dupA, dupB, dupID)
 	}
 	return byRaw, nil
 }
@@ -462,8 +485,9 @@ func checkDecoder(raw json.RawMessage) error {
 	return nil
 }
 
-// splitMerge reads one merges entry, spelled "a b" or ["a","b"].
-func splitMerge(raw json.RawMessage) (a, b string, err error) {
+// splitMerge reads one merges entry, spelled "a b" or ["a","b"]. The parts
+// may be slices of raw.
+func splitMerge(raw json.RawMessage) (a, b []byte, err error) {
 	s := bytes.TrimSpace(raw)
 	if a, b, ok := splitMergeFast(s); ok {
 		return a, b, nil
@@ -471,63 +495,63 @@ func splitMerge(raw json.RawMessage) (a, b string, err error) {
 	if len(s) > 0 && s[0] == '"' {
 		var str string
 		if err := decodeJSON(s, &str); err != nil {
-			return "", "", err
+			return nil, nil, err
 		}
 		a, b, ok := strings.Cut(str, " ")
 		if !ok || a == "" || b == "" || strings.Contains(b, " ") {
-			return "", "", fmt.Errorf("merge %q is not two space-separated parts", str)
+			return nil, nil, fmt.Errorf("merge %q is not two space-separated parts", str)
 		}
-		return a, b, nil
+		return []byte(a), []byte(b), nil
 	}
 	var pair []string
 	if err := decodeJSON(s, &pair); err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
 	if len(pair) != 2 {
-		return "", "", fmt.Errorf("merge %s has %d parts, want 2", s, len(pair))
+		return nil, nil, fmt.Errorf("merge %s has %d parts, want 2", s, len(pair))
 	}
-	return pair[0], pair[1], nil
+	return []byte(pair[0]), []byte(pair[1]), nil
 }
 
 // splitMergeFast handles the entries without escapes, which are nearly all,
 // without the reflection of json.Unmarshal (it dominates loading otherwise).
-func splitMergeFast(s []byte) (a, b string, ok bool) {
+func splitMergeFast(s []byte) (a, b []byte, ok bool) {
 	if bytes.IndexByte(s, '\\') >= 0 || len(s) < 2 {
-		return "", "", false
+		return nil, nil, false
 	}
 	if s[0] == '"' && s[len(s)-1] == '"' {
 		pa, pb, found := bytes.Cut(s[1:len(s)-1], []byte(" "))
 		if !found || len(pa) == 0 || len(pb) == 0 || bytes.IndexByte(pb, ' ') >= 0 || bytes.IndexByte(pb, '"') >= 0 || bytes.IndexByte(pa, '"') >= 0 {
-			return "", "", false
+			return nil, nil, false
 		}
-		return string(pa), string(pb), true
+		return pa, pb, true
 	}
 	if s[0] != '[' || s[len(s)-1] != ']' {
-		return "", "", false
+		return nil, nil, false
 	}
 	// ["a","b"] with optional white space around the parts.
-	var parts [2]string
+	var parts [2][]byte
 	rest := s[1 : len(s)-1]
 	for k := 0; k < 2; k++ {
 		rest = bytes.TrimSpace(rest)
 		if len(rest) == 0 || rest[0] != '"' {
-			return "", "", false
+			return nil, nil, false
 		}
 		end := bytes.IndexByte(rest[1:], '"')
 		if end < 0 {
-			return "", "", false
+			return nil, nil, false
 		}
-		parts[k] = string(rest[1 : 1+end])
+		parts[k] = rest[1 : 1+end]
 		rest = bytes.TrimSpace(rest[2+end:])
 		if k == 0 {
 			if len(rest) == 0 || rest[0] != ',' {
-				return "", "", false
+				return nil, nil, false
 			}
 			rest = rest[1:]
 		}
 	}
 	if len(rest) != 0 {
-		return "", "", false
+		return nil, nil, false
 	}
 	return parts[0], parts[1], true
 }

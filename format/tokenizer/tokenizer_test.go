@@ -83,7 +83,7 @@ func TestSplitMerge(t *testing.T) {
 	}
 	for _, c := range cases {
 		a, b, err := splitMerge([]byte(c.raw))
-		if err != nil || a != c.a || b != c.b {
+		if err != nil || string(a) != c.a || string(b) != c.b {
 			t.Errorf("splitMerge(%s) = %q, %q, %v; want %q, %q", c.raw, a, b, err, c.a, c.b)
 		}
 	}
@@ -345,6 +345,27 @@ func TestWholeTable(t *testing.T) {
 		}
 		if got := tk.bpe.whole.get(int32(id(c.word))); got != c.whole {
 			t.Errorf("whole table entry of %q is %02b, want %02b", c.word, got, c.whole)
+		}
+	}
+}
+
+// TestByteLevelTable: every byte's character maps back to the byte, all 256
+// in one spelling too, and characters outside the table are refused.
+func TestByteLevelTable(t *testing.T) {
+	all := make([]byte, 256)
+	for b := range all {
+		all[b] = byte(b)
+		got, ok := appendUnmapped(nil, mapByteLevel([]byte{byte(b)}))
+		if !ok || !slices.Equal(got, []byte{byte(b)}) {
+			t.Errorf("byte 0x%02x: spelled %q, read back as %v, %v", b, byteToRune[b], got, ok)
+		}
+	}
+	if got, ok := appendUnmapped([]byte("x"), mapByteLevel(all)); !ok || string(got) != "x"+string(all) {
+		t.Errorf("all 256 bytes read back as %q, %v", got, ok)
+	}
+	for _, s := range []string{" ", "\n", "\x7f", "\u00a0", "\u00ad", "\u0144", "\ufffd", "\xff", "Ġ\u0144"} {
+		if got, ok := appendUnmapped(nil, s); ok {
+			t.Errorf("appendUnmapped(%q) = %v, accepted", s, got)
 		}
 	}
 }

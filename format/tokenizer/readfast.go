@@ -10,8 +10,9 @@ import (
 
 // readFast reads a tokenizer.json document without encoding/json's
 // reflection for the two large fields: the vocabulary, read straight into
-// the token → id map the tokenizer keeps, and the merges, whose entries stay
-// slices of data (so data must outlive build). encoding/json first scans
+// the token → id map the tokenizer keeps (and a list in file order), and
+// the merges, whose entries stay slices of data (so data must outlive
+// build). encoding/json first scans
 // the whole document to validate it and then decodes it with a second scan,
 // one map assignment through reflect per token and one copied RawMessage
 // per merge: for Qwen3's 11 MB file that was about half of Load.
@@ -28,7 +29,9 @@ import (
 func readFast(data []byte) (*fileJSON, bool) {
 	r := &jsonReader{b: data}
 	f := &fileJSON{}
-	ok := r.object(fileFields, func(key string) (ok bool) {
+	// The keys of fileJSON, as its json tags spell them.
+	known := []string{"added_tokens", "normalizer", "pre_tokenizer", "post_processor", "decoder", "model"}
+	ok := r.object(known, func(key string) (ok bool) {
 		switch key {
 		case "added_tokens":
 			raw, ok := r.value()
@@ -51,12 +54,6 @@ func readFast(data []byte) (*fileJSON, bool) {
 	r.space()
 	return f, ok && r.i == len(r.b)
 }
-
-// The keys of fileJSON and modelJSON, as their json tags spell them.
-var (
-	fileFields  = []string{"added_tokens", "normalizer", "pre_tokenizer", "post_processor", "decoder", "model"}
-	modelFields = []string{"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback", "ignore_merges", "vocab", "merges"}
-)
 
 // maxFastDepth bounds the nesting readFast follows; encoding/json allows
 // 10000 levels, and no tokenizer.json has more than a handful.
@@ -136,10 +133,12 @@ func (r *jsonReader) object(known []string, field func(key string) bool) bool {
 	}
 }
 
-// model reads the model object: the vocabulary into m.entries and m.ids, the merges as
-// slices of the document, the rest decoded by encoding/json.
+// model reads the model object: the vocabulary into m.entries and m.ids,
+// the merges as slices of the document, the rest decoded by encoding/json.
 func (r *jsonReader) model(m *modelJSON) bool {
-	return r.object(modelFields, func(key string) bool {
+	// The keys of modelJSON, as its json tags spell them.
+	known := []string{"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback", "ignore_merges", "vocab", "merges"}
+	return r.object(known, func(key string) bool {
 		switch key {
 		case "vocab":
 			return r.vocab(m)

@@ -303,15 +303,22 @@ func (t *Tokenizer) readVocab(vocab []vocabEntry) (map[string]int32, error) {
 	var dup bool
 	var dupA, dupB string
 	var dupID int32
+	// A bit per id says which ids are taken, rather than reading tokBytes
+	// before writing it: the first read of a fresh page maps the zero page
+	// and the write then faults the page in again (900 pages for Qwen3).
+	taken := make([]uint64, (len(t.tokBytes)+63)/64)
 	start := 0
 	for i, e := range vocab {
 		end := ends[i]
-		if prev := t.tokBytes[e.id]; prev != nil {
+		word, bit := e.id/64, uint64(1)<<(e.id%64)
+		if taken[word]&bit != 0 {
+			prev := t.tokBytes[e.id]
 			a, b := min(e.tok, mapByteLevel(prev)), max(e.tok, mapByteLevel(prev))
 			if !dup || a < dupA || a == dupA && b < dupB {
 				dup, dupA, dupB, dupID = true, a, b, e.id
 			}
 		}
+		taken[word] |= bit
 		t.tokBytes[e.id] = raw[start:end:end]
 		byRaw[keys[start:end]] = e.id
 		start = end

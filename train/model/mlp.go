@@ -79,7 +79,11 @@ func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x []float32
 // no LoRA update, it writes only the roundings.
 func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []float32, w *work, N int, lr *[numModules]*LoRA) {
 	NI := N * m.Gate.Out
-	dact, dgate, dup := w.dact[:NI], w.dgate[:NI], w.dup[:NI]
+	dact := w.dact[:NI]
+	var dgate, dup []float32
+	if w.dgate != nil {
+		dgate, dup = w.dgate[:NI], w.dup[:NI]
+	}
 	var dgateBF, dupBF []uint16
 	if len(w.dgbf) > 0 && m.Gate.Weight.BF16 != nil && m.Up.Weight.BF16 != nil {
 		bf := unsafe.Slice((*uint16)(unsafe.Pointer(&w.dgbf[0])), 2*len(w.dgbf))
@@ -91,6 +95,8 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 		// products, and the LoRA backward where there is one): the gated
 		// backward writes no float32 copy.
 		dgate, dup = nil, nil
+	} else if dgate == nil {
+		panic("model: MLP.Backward needs float32 dgate and dup, which the pass did not allocate (Model.gatedGradsRounded)")
 	}
 	if down := lr[ModDown]; down != nil {
 		// Only the down projection's LoRA gradient DA reads its input act,

@@ -162,10 +162,12 @@ type Pass struct {
 // work is the scratch of one pass, shared by all blocks: forward needs h
 // and act; backward the rest (allocated only for passes with an adapter).
 type work struct {
-	h           []float32 // [N, C] normed block input (attention, then MLP)
-	act         []float32 // [N, I] SwiGLU output
-	dact, dup   []float32 // [N, I]
-	dgate       []float32 // [N, I]
+	h    []float32 // [N, C] normed block input (attention, then MLP)
+	act  []float32 // [N, I] SwiGLU output
+	dact []float32 // [N, I]
+	// dgate and dup [N, I] are nil where every layer's MLP backward takes
+	// only their bfloat16 roundings (Model.gatedGradsRounded).
+	dgate, dup  []float32
 	dh          []float32 // [N, C]
 	dq, dqr     []float32 // [N, H·D]
 	dkr, dv, dk []float32 // [N, KVH·D]
@@ -192,6 +194,32 @@ type work struct {
 	xbf []uint16
 }
 
+// gatedGradsRounded reports whether in a backward pass of N tokens with
+// adapter ad every layer's MLP backward takes only the bfloat16 roundings
+// of dgate and dup, never their float32 values (MLP.Backward): on a
+// kernels.DoutRounder that rounds, with a bfloat16 model, where every
+// layer's gate and up have no LoRA update or one that roundedLoRA takes
+// (a kernels.LoRARoundedBackwarder). Then the pass allocates no float32
+// dgate and dup: 2·N·I values less (1.24 GB on the 7B shape at 8×1024
+// tokens).
+func (m *Model) gatedGradsRounded(ad *Adapter, N int) bool {
+	dr, ok := m.be.(kernels.DoutRounder)
+	if !ok || !dr.RoundsLinearDout() || m.Embed.BF16 == nil || N < 1 {
+		return false
+	}
+	for l, b := range m.Blocks {
+		if b.MLP.Gate.Weight.BF16 == nil || b.MLP.Up.Weight.BF16 == nil {
+			return false
+		}
+		lr := ad.layer(l)
+		gl := []*LoRA{lr[ModGate], lr[ModUp]}
+		if (gl[0] != nil || gl[1] != nil) && !roundedLoRA(m.be, []*Linear{&b.MLP.Gate, &b.MLP.Up}, gl, N) {
+			return false
+		}
+	}
+	return true
+}
+
 // bf returns the first n values of w.xbf, or nil when the pass has none.
 func (w *work) bf(n int) []uint16 {
 	if w.xbf == nil {
@@ -200,8 +228,9 @@ func (w *work) bf(n int) []uint16 {
 	return w.xbf[:n:n]
 }
 
-// newWork lays out the scratch; maxR is the adapter's largest rank (0: none).
-func (m *Model) newWork(ar *arena, N int, backward bool, maxR int) *work {
+// newWork lays out the scratch of a pass with adapter ad (nil: none; in a
+// backward pass, its largest rank sizes w.lg).
+func (m *Model) newWork(ar *arena, N int, backward bool, ad *Adapter) *work {
 	c := &m.Config
 	C, I, qd, kvd := c.Hidden, c.Intermediate, c.qDim(), c.kvDim()
 	w := &work{h: ar.take(N * C), act: ar.take(N * I)}
@@ -212,7 +241,11 @@ func (m *Model) newWork(ar *arena, N int, backward bool, maxR int) *work {
 		w.dn = ar.take(N * C)
 	}
 	if backward {
-		w.dact, w.dgate, w.dup = ar.take(N*I), ar.take(N*I), ar.take(N*I)
+		maxR := ad.maxRank()
+		w.dact = ar.take(N * I)
+		if !m.gatedGradsRounded(ad, N) {
+			w.dgate, w.dup = ar.take(N*I), ar.take(N*I)
+		}
 		w.dh = ar.take(N * C)
 		w.dq, w.dqr = ar.take(N*qd), ar.take(N*qd)
 		w.dkr, w.dv, w.dk = ar.take(N*kvd), ar.take(N*kvd), ar.take(N*kvd)
@@ -438,7 +471,7 @@ func (p *Pass) carve(ar *arena) {
 			p.acts[l] = m.Blocks[l].newActs(ar, N, p.ad.ranks(l))
 		}
 	}
-	p.w = m.newWork(ar, N, train, p.ad.maxRank())
+	p.w = m.newWork(ar, N, train, p.ad)
 	p.xf, p.rstdf = ar.take(N*C), ar.take(N)
 	p.Logprob, p.Entropy, p.lse = ar.take(N), ar.take(N), ar.take(N)
 	if train && !p.opt.EntropyGradient {
@@ -538,7 +571,7 @@ func (m *Model) hidden(ctx context.Context, ids []int32, g *geometry, ad *Adapte
 	carve := func(ar *arena) (x, next []float32, s *blockActs, w *work, xf, rstd, ext []float32) {
 		x, next = ar.take(N*C), ar.take(N*C)
 		s = m.Blocks[0].newActs(ar, N, ad.maxRanks())
-		w = m.newWork(ar, N, false, 0)
+		w = m.newWork(ar, N, false, nil)
 		return x, next, s, w, ar.take(N * C), ar.take(N), ar.take(extra)
 	}
 	carve(&plan)

@@ -218,31 +218,7 @@ func TestInputRounderMemory(t *testing.T) {
 	defer b.Close()
 	c := microConfig("qwen2")
 	bt := packed(c.Vocab, []int{4, 6}, 2)
-	slab := func(be kernels.Backend) int {
-		t.Helper()
-		m, err := New(c, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
-		if err := m.ToBF16(); err != nil {
-			t.Fatal(err)
-		}
-		ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: 2, Alpha: 4, Targets: AllModules()}, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ad.Place(be); err != nil {
-			t.Fatal(err)
-		}
-		defer ad.Free()
-		p, err := m.Forward(context.Background(), bt, ad, TrainOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Release()
-		return len(p.slab)
-	}
+	slab := func(be kernels.Backend) int { return trainSlab(t, be, c, bt, AllModules()) }
 	both, noInput, noDout, neither := slab(b), slab(noInputRounder{b}), slab(noRounder{b}), slab(neitherRounder{b})
 	if both != noInput {
 		t.Errorf("the slab holds %d values with the forward's bf16 copies, %d without: want them in dgbf's memory", both, noInput)
@@ -250,5 +226,67 @@ func TestInputRounderMemory(t *testing.T) {
 	own := (len(bt.IDs)*max(c.Hidden, c.Intermediate) + 1) / 2
 	if d := noDout - neither; d < own || d >= own+arenaAlign {
 		t.Errorf("without dgbf the forward's bf16 copies take %d values, want %d (and the arena's alignment)", d, own)
+	}
+}
+
+// trainSlab returns the values of the slab a training pass of a bfloat16
+// micro model of config c on be holds for batch bt, with a LoRA adapter
+// (rank 2) on targets.
+func trainSlab(t *testing.T, be kernels.Backend, c Config, bt *Batch, targets []Module) int {
+	t.Helper()
+	m, err := New(c, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.ToBF16(); err != nil {
+		t.Fatal(err)
+	}
+	ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: 2, Alpha: 4, Targets: targets}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ad.Place(be); err != nil {
+		t.Fatal(err)
+	}
+	defer ad.Free()
+	p, err := m.Forward(context.Background(), bt, ad, TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	return len(p.slab)
+}
+
+// TestLoRARoundedMemory: a training pass of a bfloat16 micro model on
+// cuda.Backend in PrecisionBF16 holds no float32 dgate and dup (2·N·I
+// values less than with noRoundedLoRA, give or take the arena's
+// alignment) where every layer's gate and up LoRA backward takes their
+// roundings (Model.gatedGradsRounded), and as much as noRoundedLoRA where
+// one projection of the two has a LoRA update and the other none (the
+// one-at-a-time backward reads the float32 dout), or where neither has one
+// (both passes then do without them).
+func TestLoRARoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b, _ := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	defer b.Close()
+	c := microConfig("qwen2")
+	bt := packed(c.Vocab, []int{4, 6}, 2)
+	NI := len(bt.IDs) * c.Intermediate
+	for _, tc := range []struct {
+		name    string
+		targets []Module
+		less    int
+	}{
+		{"every module", AllModules(), 2 * NI},
+		{"gate without up", []Module{ModQ, ModGate}, 0},
+		{"no MLP module", []Module{ModQ, ModV}, 0},
+	} {
+		d := trainSlab(t, noRoundedLoRA{b}, c, bt, tc.targets) - trainSlab(t, b, c, bt, tc.targets)
+		if d < tc.less || d >= tc.less+arenaAlign {
+			t.Errorf("%s: the slab holds %d values less than without the rounded LoRA backward, want %d (and the arena's alignment)", tc.name, d, tc.less)
+		}
 	}
 }

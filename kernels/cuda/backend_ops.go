@@ -516,20 +516,18 @@ func (b *Backend) LoRABackwardMany(dx []float32, douts, us [][]float32, x []floa
 	const op = "LoRABackwardMany"
 	kernels.NeedLoRAMany(op, dx, douts, us, x, as, bs, das, dbs, N, In, R, Outs)
 	b.onDeviceCost(op, func() opCost { return loraManyCost(N, In, R, Outs, dx != nil) }, func() error {
-		bufs := func(name string, xs [][]float32) []*Buffer {
-			out := make([]*Buffer, len(xs))
-			for i, x := range xs {
-				out[i] = b.f32(op, name, x)
-			}
-			return out
-		}
-		var bdx *Buffer
-		if dx != nil {
-			bdx = b.f32(op, "dx", dx)
-		}
-		return b.ops.LoRABackwardMany(bdx, bufs("dout", douts), bufs("u", us), b.f32(op, "x", x), bufs("A", as), bufs("B", bs),
-			bufs("dA", das), bufs("dB", dbs), N, In, R, Outs, scale, set)
+		return b.ops.LoRABackwardMany(b.f32(op, "dx", dx), b.f32s(op, "dout", douts), b.f32s(op, "u", us), b.f32(op, "x", x), b.f32s(op, "A", as), b.f32s(op, "B", bs),
+			b.f32s(op, "dA", das), b.f32s(op, "dB", dbs), N, In, R, Outs, scale, set)
 	})
+}
+
+// f32s is f32 of each of xs.
+func (b *Backend) f32s(op, name string, xs [][]float32) []*Buffer {
+	out := make([]*Buffer, len(xs))
+	for i, x := range xs {
+		out[i] = b.f32(op, name, x)
+	}
+	return out
 }
 
 var _ kernels.LoRAInputRounder = (*Backend)(nil)
@@ -581,23 +579,12 @@ func (b *Backend) LoRABackwardManyRounded(dx []float32, doutBFs [][]uint16, us [
 	const op = "LoRABackwardManyRounded"
 	kernels.NeedLoRAManyRounded(op, dx, doutBFs, us, x, as, bs, das, dbs, N, In, R, Outs)
 	b.onDeviceCost(op, func() opCost { return loraManyCost(N, In, R, Outs, dx != nil) }, func() error {
-		bufs := func(name string, xs [][]float32) []*Buffer {
-			out := make([]*Buffer, len(xs))
-			for i, x := range xs {
-				out[i] = b.f32(op, name, x)
-			}
-			return out
-		}
 		bds := make([]*Buffer, len(doutBFs))
 		for i, d := range doutBFs {
 			bds[i] = b.bf16(op, "dout", d)
 		}
-		var bdx *Buffer
-		if dx != nil {
-			bdx = b.f32(op, "dx", dx)
-		}
-		return b.ops.LoRABackwardManyBF16(bdx, bds, bufs("u", us), b.f32(op, "x", x), bufs("A", as), bufs("B", bs),
-			bufs("dA", das), bufs("dB", dbs), N, In, R, Outs, scale, set)
+		return b.ops.LoRABackwardManyBF16(b.f32(op, "dx", dx), bds, b.f32s(op, "u", us), b.f32(op, "x", x), b.f32s(op, "A", as), b.f32s(op, "B", bs),
+			b.f32s(op, "dA", das), b.f32s(op, "dB", dbs), N, In, R, Outs, scale, set)
 	})
 }
 

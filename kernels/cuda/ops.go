@@ -472,17 +472,7 @@ func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, actBF, dg
 	if c.err != nil {
 		return c.err
 	}
-	if dgate == nil && dup == nil {
-		if act != nil {
-			c.buf(o.d, "act", act, n)
-		}
-		c.buf(o.d, "dout", dout, n)
-		c.buf(o.d, "gate", gate, n)
-		c.buf(o.d, "up", up, n)
-		if c.err != nil {
-			return c.err
-		}
-	} else if err := o.gatedSetCheck(op, dgate, dup, act, dout, gate, up, n); err != nil {
+	if err := o.gatedSetCheck(op, dgate, dup, act, dout, gate, up, n, true); err != nil {
 		return err
 	}
 	return o.run(op, planFlat(kernel, n, dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n))
@@ -491,18 +481,21 @@ func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, actBF, dg
 // gatedBackwardSet launches a gated unit's _set backward kernel: dgate,
 // dup and (unless nil) act written over n values, one thread a value.
 func (o *Ops) gatedBackwardSet(op, kernel string, dgate, dup, act, dout, gate, up *Buffer, n int) error {
-	if err := o.gatedSetCheck(op, dgate, dup, act, dout, gate, up, n); err != nil {
+	if err := o.gatedSetCheck(op, dgate, dup, act, dout, gate, up, n, false); err != nil {
 		return err
 	}
 	return o.run(op, planFlat(kernel, n, dgate, dup, act, dout, gate, up, n))
 }
 
-// gatedSetCheck is a gated _set backward's size and buffer check.
-func (o *Ops) gatedSetCheck(op string, dgate, dup, act, dout, gate, up *Buffer, n int) error {
+// gatedSetCheck is a gated _set backward's size and buffer check; with
+// optionalGrads dgate and dup may both be nil.
+func (o *Ops) gatedSetCheck(op string, dgate, dup, act, dout, gate, up *Buffer, n int, optionalGrads bool) error {
 	c := check{op: op}
 	c.sizes("n", n)
-	c.buf(o.d, "dgate", dgate, n)
-	c.buf(o.d, "dup", dup, n)
+	if !optionalGrads || dgate != nil || dup != nil {
+		c.buf(o.d, "dgate", dgate, n)
+		c.buf(o.d, "dup", dup, n)
+	}
 	if act != nil {
 		c.buf(o.d, "act", act, n)
 	}

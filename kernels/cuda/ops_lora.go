@@ -95,28 +95,38 @@ func (o *Ops) LoRABackwardMany(dx *Buffer, douts, us []*Buffer, x *Buffer, as, b
 	}
 	l := o.lockScratch()
 	defer l.unlock()
-	g, err := l.get(op, "lora.g", N*k*R)
+	g, da, ac, err := loraScratch(l, op, N, In, R, k, dx != nil)
 	if err != nil {
 		return err
 	}
-	da, err := l.get(op, "lora.da", k*R*In)
-	if err != nil {
-		return err
-	}
-	var ac *Buffer
-	if dx != nil {
-		if ac, err = l.get(op, "lora.a", k*R*In); err != nil {
-			return err
-		}
-	}
-	view := func(b any, off, n int) any { return b.(*Buffer).view(off, n) }
-	var dxa any
-	if dx != nil {
-		dxa = dx
-	}
-	return o.runX(op, planLoRABackwardMany(view, dxa, buffersAny(douts), buffersAny(us), x, buffersAny(as), buffersAny(bs), buffersAny(das), buffersAny(dbs), g, da, ac,
+	return o.runX(op, planLoRABackwardMany(viewF32, optional(dx), buffersAny(douts), buffersAny(us), x, buffersAny(as), buffersAny(bs), buffersAny(das), buffersAny(dbs), g, da, ac,
 		o.prec, N, In, R, Outs, scale, set))
 }
+
+// loraScratch takes LoRABackwardMany's scratch from l: g [N, k·R] (slot
+// "lora.g"), da [k·R, In] ("lora.da") and, withDx, ac [k·R, In]
+// ("lora.a"; nil without).
+func loraScratch(l *scratchLease, op string, N, In, R, k int, withDx bool) (g, da, ac any, err error) {
+	gb, err := l.get(op, "lora.g", N*k*R)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dab, err := l.get(op, "lora.da", k*R*In)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !withDx {
+		return gb, dab, nil, nil
+	}
+	acb, err := l.get(op, "lora.a", k*R*In)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return gb, dab, acb, nil
+}
+
+// viewF32 is the plans' view of a device buffer: n elements from off.
+func viewF32(b any, off, n int) any { return b.(*Buffer).view(off, n) }
 
 // loraManyCheck is LoRABackwardMany's (and LoRABackwardManyBF16's) check
 // of its lists, sizes and buffers; dlens[i] is the elements douts[i] must
@@ -229,11 +239,7 @@ func (o *Ops) LoRABackwardManyBF16(dx *Buffer, doutBFs, us []*Buffer, x *Buffer,
 	}
 	l := o.lockScratch()
 	defer l.unlock()
-	g, err := l.get(op, "lora.g", N*k*R)
-	if err != nil {
-		return err
-	}
-	da, err := l.get(op, "lora.da", k*R*In)
+	g, da, ac, err := loraScratch(l, op, N, In, R, k, dx != nil)
 	if err != nil {
 		return err
 	}
@@ -245,19 +251,8 @@ func (o *Ops) LoRABackwardManyBF16(dx *Buffer, doutBFs, us []*Buffer, x *Buffer,
 	if err != nil {
 		return err
 	}
-	var ac *Buffer
-	if dx != nil {
-		if ac, err = l.get(op, "lora.a", k*R*In); err != nil {
-			return err
-		}
-	}
-	view := func(b any, off, n int) any { return b.(*Buffer).view(off, n) }
 	viewBF := func(b any, off, n int) any { return b.(*Buffer).view(off/2, bf16Len(n)) }
-	var dxa any
-	if dx != nil {
-		dxa = dx
-	}
-	return o.runX(op, planLoRABackwardManyBF16(view, viewBF, dxa, buffersAny(doutBFs), buffersAny(us), x, buffersAny(as), buffersAny(bs),
+	return o.runX(op, planLoRABackwardManyBF16(viewF32, viewBF, optional(dx), buffersAny(doutBFs), buffersAny(us), x, buffersAny(as), buffersAny(bs),
 		buffersAny(das), buffersAny(dbs), g, da, ac, ub, bb, N, In, R, Outs, scale, set))
 }
 

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/hugepage"
 )
 
 // Model is a decoder-only transformer of the Llama / Qwen2 / Qwen3 families,
@@ -309,7 +310,12 @@ func (a *arena) take(n int) []float32 {
 // gigabytes of garbage for the collector (whose heap target would double
 // the peak) and page-faulting fresh memory in each step (and, on a device,
 // instead of allocating device memory each step). Slabs are the backend's
-// memory (kernels.AllocF32); one the pool does not keep is freed.
+// memory (kernels.AllocF32); one the pool does not keep is freed. On a
+// host backend a new slab is advised for transparent huge pages
+// (kernels/hugepage) before anything touches it: a training pass of the
+// 0.5B shape then faults its activations in 2 MiB at a time (66k minor
+// faults a process instead of 807k), which on this 2-vCPU VM cut the
+// first step from 17 to 12 s.
 type slabPool struct {
 	be     kernels.Backend
 	mu     sync.Mutex
@@ -338,6 +344,9 @@ func (sp *slabPool) get(n int) ([]float32, error) {
 	s, err := kernels.AllocF32(sp.be, n)
 	if err != nil {
 		return nil, fmt.Errorf("model: allocating %d float32 values of activations on %s: %w", n, sp.be.Name(), err)
+	}
+	if _, device := sp.be.(kernels.Allocator); !device {
+		hugepage.Float32s(s)
 	}
 	return s, nil
 }

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,7 +136,8 @@ func mustSubmit(t *testing.T, e *Engine, r *Request) *Handle {
 // reads freed memory, choice 0 stops at its first token while choices 1
 // and 2 decode on (freeing at the first sequence's end would panic the
 // next step); a request cancelled next to another on the same adapter
-// retires alone, and the other frees the adapter at its end; once the
+// retires alone, and the other, held on until then, frees the adapter at
+// its end; once the
 // engine is shut down and the model closed, nothing is left.
 func TestDoneFreesAdapter(t *testing.T) {
 	dir := filepath.Join("..", "testdata", "tiny")
@@ -175,8 +178,13 @@ func TestDoneFreesAdapter(t *testing.T) {
 	var cancelled atomic.Int32
 	hc := mustSubmit(t, e, &Request{Ctx: ctx, Prompt: []int32{104, 105, 106}, N: 1, Params: Params{MaxTokens: 100000 - 10, IgnoreEOS: true},
 		Adapter: a2, Done: func() { cancelled.Add(1) }})
-	h2 := mustSubmit(t, e, &Request{Prompt: []int32{104, 105, 107}, N: 1, Params: Params{MaxTokens: 40, IgnoreEOS: true},
-		Adapter: a2, Done: func() { freed2.Add(1); a2.Free() }})
+	// The second writes x until the test has seen the first cancelled,
+	// then ends: it cannot finish (and free a2) while the first still
+	// decodes on a2, however the goroutines are scheduled.
+	var stopH2 atomic.Bool
+	h2 := mustSubmit(t, e, &Request{Prompt: []int32{104, 105, 107}, N: 1, Params: Params{MaxTokens: 100000 - 10},
+		Adapter: a2, Done: func() { freed2.Add(1); a2.Free() },
+		Constraint: func(int) Constraint { return xUntil{stop: &stopH2, eos: eos} }})
 	out := wait(t, h1, 3)
 	if out[0].finish != "stop" || out[1].text != "xxxxxxxx" || out[2].text != "xxxxxxxx" {
 		t.Fatalf("outputs %+v, want choice 0 stopped and 1, 2 eight x", out)
@@ -187,6 +195,11 @@ func TestDoneFreesAdapter(t *testing.T) {
 	if _, _, err := hc.Next(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// The second is decoding too: the cancel falls next to it.
+	h2first, _, err := h2.Next(context.Background())
+	if err != nil || len(h2first) == 0 || h2first[0].Token != 'x' {
+		t.Fatalf("the second a2 request's first events %+v, %v; want x", h2first, err)
+	}
 	cancel()
 	if ev := drain(t, hc); !errors.Is(ev.Err, context.Canceled) {
 		t.Fatalf("cancelled request ended with %+v", ev)
@@ -194,8 +207,12 @@ func TestDoneFreesAdapter(t *testing.T) {
 	if n := cancelled.Load(); n != 1 {
 		t.Fatalf("Done of the cancelled request called %d times, want 1", n)
 	}
-	if got := wait(t, h2, 1)[0]; len(got.ids) != 40 {
-		t.Fatalf("the request after the cancelled one got %d tokens, want 40", len(got.ids))
+	if n := freed2.Load(); n != 0 {
+		t.Fatalf("Done of the second a2 request called %d times before it ended, want 0", n)
+	}
+	stopH2.Store(true)
+	if got := wait(t, h2, 1)[0]; got.finish != "stop" || strings.Trim(got.text, "x") != "" {
+		t.Fatalf("the request next to the cancelled one ended %+v, want x… then a stop", got)
 	}
 	if n := freed2.Load(); n != 1 {
 		t.Fatalf("Done of the second a2 request called %d times, want 1", n)
@@ -207,4 +224,26 @@ func TestDoneFreesAdapter(t *testing.T) {
 	if n := be.Live(); n != 0 {
 		t.Fatalf("%d allocations live after Shutdown and the model's Close, want 0", n)
 	}
+}
+
+// xUntil allows only 'x' until stop is set, then only eos.
+type xUntil struct {
+	stop *atomic.Bool
+	eos  int32
+}
+
+func (c xUntil) Mask(l []float32) {
+	if c.stop.Load() {
+		maskTo{c.eos}.Mask(l)
+		return
+	}
+	maskTo{'x'}.Mask(l)
+}
+
+// Accept takes either: stop may be set between Mask and Accept.
+func (c xUntil) Accept(id int32) error {
+	if id != 'x' && id != c.eos {
+		return fmt.Errorf("got %d, want 'x' or %d", id, c.eos)
+	}
+	return nil
 }

@@ -205,13 +205,7 @@ func backwardMany(be kernels.Backend, ls []*Linear, dx []float32, douts [][]floa
 		return doutBFs[i]
 	}
 	if doutBFs != nil && dx != nil && roundedLoRA(be, ls, loras, N) {
-		k := len(ls)
-		outs := make([]int, k)
-		as, bs, das, dbs := make([][]float32, k), make([][]float32, k), make([][]float32, k), make([][]float32, k)
-		for i, l := range ls {
-			outs[i] = l.Out
-			as[i], bs[i], das[i], dbs[i] = loras[i].A, loras[i].B, loras[i].DA, loras[i].DB
-		}
+		outs, as, bs, das, dbs := loraLists(ls, loras)
 		be.(kernels.LoRARoundedBackwarder).LoRABackwardManyRounded(dx, doutBFs, us, x, as, bs, das, dbs, N, ls[0].In, loras[0].R, outs, loras[0].Scale, true)
 		for i, l := range ls {
 			l.Weight.linearBackward(be, dx, nil, doutBFs[i], x, N, l.In, l.Out)
@@ -219,13 +213,7 @@ func backwardMany(be kernels.Backend, ls []*Linear, dx []float32, douts [][]floa
 		return
 	}
 	if m, ok := be.(kernels.LoRAManyBackwarder); ok && dx != nil && N > 0 && oneLoRA(ls, loras) {
-		k := len(ls)
-		outs := make([]int, k)
-		as, bs, das, dbs := make([][]float32, k), make([][]float32, k), make([][]float32, k), make([][]float32, k)
-		for i, l := range ls {
-			outs[i] = l.Out
-			as[i], bs[i], das[i], dbs[i] = loras[i].A, loras[i].B, loras[i].DA, loras[i].DB
-		}
+		outs, as, bs, das, dbs := loraLists(ls, loras)
 		m.LoRABackwardMany(dx, douts, us, x, as, bs, das, dbs, N, ls[0].In, loras[0].R, outs, loras[0].Scale, true)
 		for i, l := range ls {
 			l.Weight.linearBackward(be, dx, douts[i], bf(i), x, N, l.In, l.Out)
@@ -235,6 +223,19 @@ func backwardMany(be kernels.Backend, ls []*Linear, dx []float32, douts [][]floa
 	for i, l := range ls {
 		l.backward(be, dx, douts[i], bf(i), x, us[i], g, N, loras[i], i == 0)
 	}
+}
+
+// loraLists returns the output sizes of ls and the A, B, DA and DB of
+// their LoRA updates loras (none nil), in order: LoRABackwardMany's lists.
+func loraLists(ls []*Linear, loras []*LoRA) (outs []int, as, bs, das, dbs [][]float32) {
+	k := len(ls)
+	outs = make([]int, k)
+	as, bs, das, dbs = make([][]float32, k), make([][]float32, k), make([][]float32, k), make([][]float32, k)
+	for i, l := range ls {
+		outs[i] = l.Out
+		as[i], bs[i], das[i], dbs[i] = loras[i].A, loras[i].B, loras[i].DA, loras[i].DB
+	}
+	return outs, as, bs, das, dbs
 }
 
 // roundedLoRA reports whether backwardMany, given the bfloat16 roundings

@@ -1,5 +1,6 @@
 // Package hugepage asks the operating system to back large, long-lived
-// buffers (model weights) with transparent huge pages.
+// buffers (model weights, the model's activation slabs) with transparent
+// huge pages.
 //
 // Decoding one token streams every weight matrix from memory once, so decode
 // speed is set by read bandwidth. With 4 KiB pages a 2 GB weight set spans

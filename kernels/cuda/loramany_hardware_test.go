@@ -202,3 +202,76 @@ func TestLoRABackwardManyRoundedOnHardware(t *testing.T) {
 			c.description, us(tp), 8*douts/1e9, us(tr), 4*douts/1e9, tp.Seconds()/tr.Seconds())
 	}
 }
+
+// TestMatmulBF16OnHardware: Backend.MatmulBF16 in the bf16 precision on
+// every matmulBF16Cases case (M 7, N 5, K 131) within 1e-5 of kernels/ref's
+// Matmul on the rounded operands; then (not with -test.short) the 7B
+// step's down-projection DA += gᵀ·act (R 16, I 18944, 8 × 1024 tokens) as
+// MatmulBF16 on act's bfloat16 rounding and as Matmul (TF32) on the
+// float32 act: within kernels.BF16ComputeTol of each other, both timed
+// (log MATMULBF16). Not run on a GPU yet.
+func TestMatmulBF16OnHardware(t *testing.T) {
+	b := hardwareBackend(t, kernels.PrecisionBF16)
+	var f32s [][]float32
+	var bf16s [][]uint16
+	defer func() {
+		for _, x := range f32s {
+			b.FreeF32(x)
+		}
+		for _, x := range bf16s {
+			b.FreeBF16(x)
+		}
+	}()
+	r := rand.New(rand.NewPCG(28, 131))
+	f32 := func(n int) []float32 {
+		x, err := b.AllocF32(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f32s = append(f32s, x)
+		copy(x, randn(r, n))
+		return x
+	}
+	bf := func(x []float32) []uint16 {
+		y, err := b.AllocBF16(len(x))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bf16s = append(bf16s, y)
+		kernels.ToBF16(y, x)
+		return y
+	}
+	const M, N, K = 7, 5, 131
+	for _, tc := range matmulBF16Cases() {
+		a, bm, c := f32(M*K), f32(K*N), f32(M*N)
+		want := matmulBF16Want(c, a, bm, M, N, K, tc)
+		var aBF, bBF []uint16
+		if tc.aBF {
+			aBF, a = bf(a), nil
+		}
+		if tc.bBF {
+			bBF, bm = bf(bm), nil
+		}
+		b.MatmulBF16(c, a, aBF, bm, bBF, M, N, K, tc.transA, tc.transB, tc.beta)
+		b.Synchronize()
+		near(t, tc.String(), c, want, 1e-5)
+	}
+	if testing.Short() {
+		return
+	}
+	const R, I, T = 16, 18944, 8 * 1024
+	g, act := f32(T*R), f32(T*I)
+	actBF := bf(act)
+	da, daBF := f32(R*I), f32(R*I)
+	copy(daBF, da)
+	runF32 := func() { b.Matmul(da, g, act, R, I, T, true, false, 1) }
+	runBF := func() { b.MatmulBF16(daBF, g, nil, nil, actBF, R, I, T, true, false, 1) }
+	runF32()
+	runBF()
+	b.Synchronize()
+	t.Logf("down DA on act's rounding: %.3g from the float32 act's", relErr(daBF, da))
+	near(t, "down DA on act's rounding", daBF, da, kernels.BF16ComputeTol)
+	tf, tb := timePerCall(b, runF32), timePerCall(b, runBF)
+	t.Logf("MATMULBF16 down DA += gᵀ·act (M %d N %d K %d): Matmul on float32 act %.0f µs (%.2f GB read), MatmulBF16 on its rounding %.0f µs (%.2f GB): %.2fx",
+		R, I, T, us(tf), 4*float64(T*I)/1e9, us(tb), 2*float64(T*I)/1e9, tf.Seconds()/tb.Seconds())
+}

@@ -145,32 +145,7 @@ func TestLoRABackwardManyRoundedOnHardware(t *testing.T) {
 	if testing.Short() {
 		cases = loraManyCases
 	}
-	var f32s [][]float32
-	var bf16s [][]uint16
-	defer func() {
-		for _, x := range f32s {
-			b.FreeF32(x)
-		}
-		for _, x := range bf16s {
-			b.FreeBF16(x)
-		}
-	}()
-	alloc := func(n int) []float32 {
-		x, err := b.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f32s = append(f32s, x)
-		return x
-	}
-	allocBF := func(n int) []uint16 {
-		x, err := b.AllocBF16(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bf16s = append(bf16s, x)
-		return x
-	}
+	alloc, allocBF := backendAllocs(t, b)
 	for ci, c := range cases {
 		plain := newLoRAManyData(c, uint64(ci), alloc)
 		rounded := newLoRAManyData(c, uint64(ci), alloc)
@@ -212,32 +187,15 @@ func TestLoRABackwardManyRoundedOnHardware(t *testing.T) {
 // (log MATMULBF16). Not run on a GPU yet.
 func TestMatmulBF16OnHardware(t *testing.T) {
 	b := hardwareBackend(t, kernels.PrecisionBF16)
-	var f32s [][]float32
-	var bf16s [][]uint16
-	defer func() {
-		for _, x := range f32s {
-			b.FreeF32(x)
-		}
-		for _, x := range bf16s {
-			b.FreeBF16(x)
-		}
-	}()
+	alloc, allocBF := backendAllocs(t, b)
 	r := rand.New(rand.NewPCG(28, 131))
 	f32 := func(n int) []float32 {
-		x, err := b.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f32s = append(f32s, x)
+		x := alloc(n)
 		copy(x, randn(r, n))
 		return x
 	}
 	bf := func(x []float32) []uint16 {
-		y, err := b.AllocBF16(len(x))
-		if err != nil {
-			t.Fatal(err)
-		}
-		bf16s = append(bf16s, y)
+		y := allocBF(len(x))
 		kernels.ToBF16(y, x)
 		return y
 	}
@@ -274,4 +232,27 @@ func TestMatmulBF16OnHardware(t *testing.T) {
 	tf, tb := timePerCall(b, runF32), timePerCall(b, runBF)
 	t.Logf("MATMULBF16 down DA += gᵀ·act (M %d N %d K %d): Matmul on float32 act %.0f µs (%.2f GB read), MatmulBF16 on its rounding %.0f µs (%.2f GB): %.2fx",
 		R, I, T, us(tf), 4*float64(T*I)/1e9, us(tb), 2*float64(T*I)/1e9, tf.Seconds()/tb.Seconds())
+}
+
+// backendAllocs returns allocators of b's float32 and bfloat16 memory whose
+// buffers are freed when t ends: before hardwareBackend's cleanup closes
+// b, t's cleanups running last registered first.
+func backendAllocs(t *testing.T, b *cuda.Backend) (f32 func(n int) []float32, bf16 func(n int) []uint16) {
+	f32 = func(n int) []float32 {
+		x, err := b.AllocF32(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.FreeF32(x) })
+		return x
+	}
+	bf16 = func(n int) []uint16 {
+		x, err := b.AllocBF16(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.FreeBF16(x) })
+		return x
+	}
+	return f32, bf16
 }

@@ -2,9 +2,9 @@ package adapters
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/hone-rl/hone/format/safetensors"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -24,8 +24,8 @@ func checkFinite(ad *model.Adapter) error {
 				which string
 				vals  []float32
 			}{{"lora_A", l.A}, {"lora_B", l.B}} {
-				if i, v, bad := firstNonFinite(t.vals); bad {
-					return fmt.Errorf("layer %d %s %s holds %v at element %d; the training step diverged, so this adapter is not served", layer, model.Module(m), t.which, v, i)
+				if i := kernels.FirstNonFinite(t.vals); i >= 0 {
+					return fmt.Errorf("layer %d %s %s holds %v at element %d; the training step diverged, so this adapter is not served", layer, model.Module(m), t.which, t.vals[i], i)
 				}
 			}
 		}
@@ -61,20 +61,10 @@ func CheckWeightsFile(path string) error {
 			if err := safetensors.ToFloat32(vals, info.DType, chunk); err != nil {
 				return fmt.Errorf("%s: tensor %q: %w", path, name, err)
 			}
-			if i, v, bad := firstNonFinite(vals); bad {
-				return fmt.Errorf("%s: tensor %q holds %v at element %d; the training step diverged, so this adapter is not served", path, name, v, off/size+i)
+			if i := kernels.FirstNonFinite(vals); i >= 0 {
+				return fmt.Errorf("%s: tensor %q holds %v at element %d; the training step diverged, so this adapter is not served", path, name, vals[i], off/size+i)
 			}
 		}
 	}
 	return nil
-}
-
-// firstNonFinite returns the index and value of the first NaN or ±Inf.
-func firstNonFinite(vals []float32) (int, float32, bool) {
-	for i, v := range vals {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return i, v, true
-		}
-	}
-	return 0, 0, false
 }

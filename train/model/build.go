@@ -1,10 +1,12 @@
 package model
 
 import (
+	"encoding/binary"
 	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/kernels"
@@ -237,38 +239,108 @@ func (m *Model) LoadWeights(src TensorSource) error {
 			if err := src.Float32Into(t.Values, t.Name); err != nil {
 				return fmt.Errorf("model: tensor %q: %w", t.Name, err)
 			}
+			if i := kernels.FirstNonFinite(t.Values); i >= 0 {
+				return nonFiniteWeight(t, i, t.Values[i])
+			}
 			continue
 		}
 		if buf == nil {
 			buf = make([]float32, loadChunk)
 		}
-		if err := loadBF16(t.Bits, src, t.Name, info.DType, buf); err != nil {
+		i, err := loadBF16(t.Bits, src, t.Name, info.DType, buf)
+		if err != nil {
 			return fmt.Errorf("model: tensor %q: %w", t.Name, err)
+		}
+		if i >= 0 {
+			return nonFiniteWeight(t, i, kernels.F32(t.Bits[i]))
 		}
 	}
 	return nil
 }
 
-// loadBF16 converts the tensor name of dtype d into bits, len(buf)
-// elements at a time (exact when d is bfloat16: widening and rounding back
-// give the same bits).
-func loadBF16(bits []uint16, src TensorSource, name string, d safetensors.DType, buf []float32) error {
+// nonFiniteWeight is LoadWeights' error for a weight holding a NaN or an
+// infinity at element i: such a checkpoint (a diverged merge, a bad
+// conversion) gives NaN logits wherever the tensor is read and NaN losses
+// from a training run's first step, far from the cause, so it is refused
+// at load, naming the tensor and the element.
+func nonFiniteWeight(t Tensor, i int, v float32) error {
+	return fmt.Errorf("model: tensor %q (shape %v) holds %v at element %d (row-major index %v): a checkpoint's weights must be finite", t.Name, t.Shape, v, i, unravel(i, t.Shape))
+}
+
+// unravel returns the row-major index of flat element i in shape.
+func unravel(i int, shape []int) []int {
+	idx := make([]int, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		if shape[d] > 0 {
+			idx[d], i = i%shape[d], i/shape[d]
+		}
+	}
+	return idx
+}
+
+// loadBF16 fills bits with the tensor name of dtype d and returns the
+// index of its first NaN or infinity (−1: none). On a little-endian host a
+// bfloat16 tensor's bytes are its bits (widening to float32 and rounding
+// back, as before, gives the same bits for every finite value): a copy and
+// firstNonFiniteBF16, 7–9 GB/s here, where the round trip ran at
+// 0.5–0.9 GB/s (a 7B checkpoint's 15 GB: 16–30 s). Other dtypes are
+// converted through float32, len(buf) elements at a time, and checked as
+// float32.
+func loadBF16(bits []uint16, src TensorSource, name string, d safetensors.DType, buf []float32) (int, error) {
 	b, err := src.Bytes(name)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	size := d.Size()
+	littleEndian := binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 	if len(b) != len(bits)*size {
-		return fmt.Errorf("%d bytes of %s for %d elements", len(b), d, len(bits))
+		return -1, fmt.Errorf("%d bytes of %s for %d elements", len(b), d, len(bits))
 	}
 	for lo := 0; lo < len(bits); lo += len(buf) {
-		f := buf[:min(len(buf), len(bits)-lo)]
-		if err := safetensors.ToFloat32(f, d, b[lo*size:(lo+len(f))*size]); err != nil {
-			return err
+		dst := bits[lo:min(len(bits), lo+len(buf))]
+		if d == safetensors.BF16 && littleEndian {
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 2*len(dst)), b[2*lo:])
+			if i := firstNonFiniteBF16(b[2*lo : 2*(lo+len(dst))]); i >= 0 {
+				return lo + i, nil
+			}
+			continue
 		}
-		kernels.ToBF16(bits[lo:lo+len(f)], f)
+		f := buf[:len(dst)]
+		if err := safetensors.ToFloat32(f, d, b[lo*size:(lo+len(f))*size]); err != nil {
+			return -1, err
+		}
+		if i := kernels.FirstNonFinite(f); i >= 0 {
+			return lo + i, nil
+		}
+		kernels.ToBF16(dst, f)
 	}
-	return nil
+	return -1, nil
+}
+
+// firstNonFiniteBF16 returns the index of the first NaN or infinity
+// (every exponent bit set) among the little-endian bfloat16 values of b,
+// or −1. Sixteen values a step without a branch: in each 16-bit lane of a
+// word, the exponent bits plus 0x80 carry into the lane's top bit only
+// when all of them are set (at most 0x7f80 + 0x80, so no lane carries
+// into the next); with the copy 7–9 GB/s here, 2–4 GB/s a value at a time.
+func firstNonFiniteBF16(b []byte) int {
+	const exp, carry, top = 0x7f807f807f807f80, 0x0080008000800080, 0x8000800080008000
+	le := binary.LittleEndian
+	n := len(b) &^ 31
+	for i := 0; i < n; i += 32 {
+		w := b[i : i+32]
+		acc := (le.Uint64(w)&exp + carry) | (le.Uint64(w[8:])&exp + carry) | (le.Uint64(w[16:])&exp + carry) | (le.Uint64(w[24:])&exp + carry)
+		if acc&top != 0 {
+			n = i // the first hit is in these 16 values: find it below
+			break
+		}
+	}
+	for i := n; i+1 < len(b); i += 2 {
+		if le.Uint16(b[i:])&0x7f80 == 0x7f80 {
+			return i / 2
+		}
+	}
+	return -1
 }
 
 func equalShape(a, b []int) bool {

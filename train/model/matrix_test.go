@@ -123,13 +123,13 @@ func TestLoadBF16Chunked(t *testing.T) {
 		want := make([]uint16, len(vals))
 		kernels.ToBF16(want, whole)
 		got := make([]uint16, len(vals))
-		if err := loadBF16(got, src, "w", d, make([]float32, 64)); err != nil {
-			t.Fatal(err)
+		if i, err := loadBF16(got, src, "w", d, make([]float32, 64)); err != nil || i >= 0 {
+			t.Fatalf("%s: non-finite at %d, %v", d, i, err)
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: chunked bits differ from whole-tensor rounding", d)
 		}
-		if err := loadBF16(got[:1000], src, "w", d, make([]float32, 64)); err == nil {
+		if _, err := loadBF16(got[:1000], src, "w", d, make([]float32, 64)); err == nil {
 			t.Errorf("%s: a destination of the wrong size was accepted", d)
 		}
 	}

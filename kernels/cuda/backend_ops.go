@@ -300,6 +300,22 @@ func (b *Backend) RMSNormForwardRounded(out, rstd []float32, outBF []uint16, inp
 	})
 }
 
+var _ kernels.ResidualNormer = (*Backend)(nil)
+
+// AddRMSNormForward implements kernels.ResidualNormer
+// (rmsnorm_forward_add, Ops.RMSNormForwardAdd).
+func (b *Backend) AddRMSNormForward(sum, out, rstd []float32, outBF []uint16, a, res, weight []float32, N, C int, eps float32) {
+	const op = "AddRMSNormForward"
+	kernels.NeedAddRMSNorm(op, sum, out, rstd, outBF, a, res, weight, N, C)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.RMSNormForwardAdd(b.f32(op, "sum", sum), b.f32(op, "out", out), b.f32(op, "rstd", rstd), b.bf16(op, "outBF", outBF),
+			b.f32(op, "a", a), b.f32(op, "res", res), b.f32(op, "weight", weight), N, C, eps)
+	})
+}
+
 // SwiGLUForwardRounded implements kernels.InputRounder
 // (swiglu_forward_bf16).
 func (b *Backend) SwiGLUForwardRounded(out []float32, outBF []uint16, gate, up []float32, n int) {

@@ -34,6 +34,7 @@ type Ops struct {
 var kernelModules = map[string]string{
 	"rmsnorm_forward":          "rmsnorm",
 	"rmsnorm_forward_bf16":     "rmsnorm",
+	"rmsnorm_forward_add":      "rmsnorm",
 	"rmsnorm_backward":         "rmsnorm",
 	"rmsnorm_backward_dweight": "rmsnorm",
 	"rope_forward":             "rope",
@@ -283,6 +284,34 @@ func (o *Ops) RMSNormForwardBF16(out, rstd, outBF, inp, weight *Buffer, N, C int
 		return nil
 	}
 	return o.run(op, []step{{"rmsnorm_forward_bf16", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{out, rstd, outBF, inp, weight, C, eps}, nil}})
+}
+
+// RMSNormForwardAdd is a residual add and RMSNormForward of the sum in one
+// launch (rmsnorm_forward_add, one block a row as rmsnorm_forward): sum =
+// inp + res, then out, rstd and, when outBF is not nil, out's bfloat16
+// rounding (as RMSNormForwardBF16) of sum, the bits of Add followed by
+// RMSNormForward or RMSNormForwardBF16 in either precision. sum may be inp
+// or res (a residual stream updated in place); out, rstd and outBF must
+// not overlap them.
+func (o *Ops) RMSNormForwardAdd(sum, out, rstd, outBF, inp, res, weight *Buffer, N, C int, eps float32) error {
+	const op = "RMSNormForwardAdd"
+	if err := o.rmsNormForwardCheck(op, out, rstd, inp, weight, N, C); err != nil {
+		return err
+	}
+	c := check{op: op}
+	c.buf(o.d, "sum", sum, N*C)
+	c.buf(o.d, "res", res, N*C)
+	if outBF != nil {
+		c.buf(o.d, "outBF", outBF, bf16Len(N*C))
+	}
+	if c.err != nil {
+		return c.err
+	}
+	if N == 0 {
+		return nil
+	}
+	return o.run(op, []step{{"rmsnorm_forward_add", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1},
+		[]any{sum, out, rstd, outBF, inp, res, weight, C, eps}, nil}})
 }
 
 // rmsNormForwardCheck is an RMSNorm forward's size and buffer check.

@@ -77,6 +77,16 @@ func TestOpsLaunchGeometry(t *testing.T) {
 		{"RMSNormForward N=0", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormForward(b(0), b(0), b(0), b(8), 0, 8, 1e-6)
 		}, nil},
+		{"RMSNormForwardAdd with outBF", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			x := b(5 * 896)
+			return o.RMSNormForwardAdd(x, b(5*896), b(5), b(5*896/2), x, b(5*896), b(896), 5, 896, 1e-6)
+		}, []cudafake.Launch{launch("rmsnorm_forward_add", dim(5, 1, 1), dim(256, 1, 1), 9)}},
+		{"RMSNormForwardAdd without outBF", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RMSNormForwardAdd(b(3*33), b(3*33), b(3), nil, b(3*33), b(3*33), b(33), 3, 33, 1e-6)
+		}, []cudafake.Launch{launch("rmsnorm_forward_add", dim(3, 1, 1), dim(64, 1, 1), 9)}},
+		{"RMSNormForwardAdd N=0", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RMSNormForwardAdd(b(0), b(0), b(0), nil, b(0), b(0), b(8), 0, 8, 1e-6)
+		}, nil},
 		{"RMSNormBackward with dweight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(7*70), b(70), b(7*70), b(7), b(7*70), b(70), 7, 70)
 		}, []cudafake.Launch{
@@ -231,6 +241,12 @@ func TestOpsArgumentChecks(t *testing.T) {
 			"CUDA RMSNormForward: weight is nil"},
 		{"C=0", func() error { return o.RMSNormForward(b(dev, 1), b(dev, 1), b(dev, 1), b(dev, 1), 1, 0, 1e-6) },
 			"C = 0: want at least 1"},
+		{"short res", func() error {
+			return o.RMSNormForwardAdd(b(dev, 6), b(dev, 6), b(dev, 2), nil, b(dev, 6), b(dev, 5), b(dev, 3), 2, 3, 1e-6)
+		}, "CUDA RMSNormForwardAdd: res has 5 elements, shape needs 6"},
+		{"short outBF", func() error {
+			return o.RMSNormForwardAdd(b(dev, 6), b(dev, 6), b(dev, 2), b(dev, 2), b(dev, 6), b(dev, 6), b(dev, 3), 2, 3, 1e-6)
+		}, "CUDA RMSNormForwardAdd: outBF has 2 elements, shape needs 3"},
 		{"negative N", func() error { return o.RMSNormForward(b(dev, 1), b(dev, 1), b(dev, 1), b(dev, 1), -1, 1, 1e-6) },
 			"negative size in N, C = [-1 1]"},
 		{"too many elements", func() error {

@@ -20,21 +20,37 @@
 #include "common.cuh"
 
 // rmsnormRow is rmsnorm_forward's row n, and its bf16 copy unless out_bf
-// is null.
+// is null. With res not null the row normalised is inp + res, written to
+// sum first (rmsnorm_forward_add; sum may be inp or res, so neither is
+// __restrict__): each thread adds, stores and squares its own columns in
+// the order rmsnorm_forward squares them, then reads back only what it
+// stored, so the sum, rstd and out are the bits of add followed by
+// rmsnorm_forward.
 __device__ __forceinline__ void rmsnormRow(int n, float *__restrict__ out, float *__restrict__ rstd,
-                                           unsigned short *__restrict__ out_bf, const float *__restrict__ inp,
-                                           const float *__restrict__ weight, int C, float eps, float *scratch) {
-	const float *x = inp + (long long)n * C;
+                                           unsigned short *__restrict__ out_bf, float *sum, const float *inp,
+                                           const float *res, const float *__restrict__ weight, int C, float eps,
+                                           float *scratch) {
+	const long long row = (long long)n * C;
+	const float *x = inp + row;
 
 	float ss = 0.0f;
-	for (int c = threadIdx.x; c < C; c += blockDim.x) ss += x[c] * x[c];
+	if (res == nullptr) {
+		for (int c = threadIdx.x; c < C; c += blockDim.x) ss += x[c] * x[c];
+	} else {
+		for (int c = threadIdx.x; c < C; c += blockDim.x) {
+			const float v = x[c] + res[row + c];
+			sum[row + c] = v;
+			ss += v * v;
+		}
+		x = sum + row;
+	}
 	ss = blockSum(ss, scratch);
 	const float r = rsqrtf(ss / (float)C + eps);
 	if (threadIdx.x == 0) rstd[n] = r;
 	for (int c = threadIdx.x; c < C; c += blockDim.x) {
 		const float v = x[c] * r * weight[c];
-		out[(long long)n * C + c] = v;
-		if (out_bf != nullptr) out_bf[(long long)n * C + c] = bf16Round(v);
+		out[row + c] = v;
+		if (out_bf != nullptr) out_bf[row + c] = bf16Round(v);
 	}
 }
 
@@ -44,7 +60,7 @@ extern "C" __global__ void rmsnorm_forward(float *__restrict__ out, float *__res
                                            const float *__restrict__ inp, const float *__restrict__ weight,
                                            int C, float eps) {
 	__shared__ float scratch[32];
-	rmsnormRow(blockIdx.x, out, rstd, nullptr, inp, weight, C, eps, scratch);
+	rmsnormRow(blockIdx.x, out, rstd, nullptr, nullptr, inp, nullptr, weight, C, eps, scratch);
 }
 
 // rmsnorm_forward_bf16 is rmsnorm_forward (the same code, rmsnormRow) that
@@ -56,7 +72,22 @@ extern "C" __global__ void rmsnorm_forward_bf16(float *__restrict__ out, float *
                                                 unsigned short *__restrict__ out_bf, const float *__restrict__ inp,
                                                 const float *__restrict__ weight, int C, float eps) {
 	__shared__ float scratch[32];
-	rmsnormRow(blockIdx.x, out, rstd, out_bf, inp, weight, C, eps, scratch);
+	rmsnormRow(blockIdx.x, out, rstd, out_bf, nullptr, inp, nullptr, weight, C, eps, scratch);
+}
+
+// rmsnorm_forward_add is a residual add and the RMSNorm of its sum in one
+// pass: sum = inp + res, then rmsnorm_forward_bf16 of sum (out_bf may be
+// null: rmsnorm_forward's outputs only), the bits of add followed by that
+// kernel (rmsnormRow). sum may be inp or res (the block's residual stream
+// updated in place): the pair read and wrote the sum in two passes, this
+// reads inp and res and writes sum once, [N, C] float32 less read and one
+// launch less. Same geometry as rmsnorm_forward.
+extern "C" __global__ void rmsnorm_forward_add(float *sum, float *__restrict__ out, float *__restrict__ rstd,
+                                               unsigned short *__restrict__ out_bf, const float *inp,
+                                               const float *res, const float *__restrict__ weight, int C,
+                                               float eps) {
+	__shared__ float scratch[32];
+	rmsnormRow(blockIdx.x, out, rstd, out_bf, sum, inp, res, weight, C, eps, scratch);
 }
 
 // rmsnorm_backward accumulates dinp: grid N (one block per row), block of

@@ -453,6 +453,45 @@ func rmsnormBlocks(t *testing.T, h shimHarness) {
 				t.Fatal(err)
 			}
 			near(t, "dinp", dinp, want, kerneltest.F32Tol)
+
+			// The fused residual add: the bits of add then
+			// rmsnorm_forward_bf16 (or rmsnorm_forward without outBF),
+			// the sum apart from, or in place of, either addend.
+			a, res := randn(r, N*C), randn(r, N*C)
+			wantSum := make([]float32, N*C)
+			h.runPlan(cuda.PlanFlat("add", N*C, wantSum, a, res, N*C))
+			wantOut, wantRstd, wantBF := make([]float32, N*C), make([]float32, N), make([]uint16, N*C)
+			if err := h.run(cuda.Step{Kernel: "rmsnorm_forward_bf16", Grid: cuda.Dim3{X: N, Y: 1, Z: 1}, Block: block,
+				Args: []any{wantOut, wantRstd, wantBF, wantSum, weight, C, float32(eps)}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, alias := range []string{"apart", "inp", "res"} {
+				for _, withBF := range []bool{true, false} {
+					in, rs := slices.Clone(a), slices.Clone(res)
+					sum := map[string][]float32{"apart": make([]float32, N*C), "inp": in, "res": rs}[alias]
+					out, rstd := make([]float32, N*C), make([]float32, N)
+					var outBF []uint16
+					if withBF {
+						outBF = make([]uint16, N*C)
+					}
+					if err := h.run(cuda.Step{Kernel: "rmsnorm_forward_add", Grid: cuda.Dim3{X: N, Y: 1, Z: 1}, Block: block,
+						Args: []any{sum, out, rstd, outBF, in, rs, weight, C, float32(eps)}}); err != nil {
+						t.Fatal(err)
+					}
+					what := fmt.Sprintf("rmsnorm_forward_add, sum %s, outBF %v", alias, withBF)
+					for _, c := range []struct {
+						name      string
+						got, want []float32
+					}{{"sum", sum, wantSum}, {"out", out, wantOut}, {"rstd", rstd, wantRstd}} {
+						if !sameBits(c.got, c.want) {
+							t.Errorf("%s: %s differs from add then rmsnorm_forward_bf16", what, c.name)
+						}
+					}
+					if withBF && !slices.Equal(outBF, wantBF) {
+						t.Errorf("%s: outBF differs from rmsnorm_forward_bf16's", what)
+					}
+				}
+			}
 		})
 	}
 }

@@ -129,8 +129,7 @@ func (b *Block) Forward(be kernels.Backend, xout []float32, s *blockActs, x []fl
 	if err := b.Attn.Forward(be, s.x2, s.attn, h, hBF, g, layer, lr); err != nil {
 		return err
 	}
-	be.Add(s.x2, s.x2, x, N*C)
-	b.normRounded(be, h, s.rstd2, hBF, s.x2, post, N)
+	b.addNormRounded(be, h, s.rstd2, hBF, s.x2, x, post, N)
 	b.MLP.Forward(be, xout, s.mlp, h, hBF, w.act, w.bf(N*b.MLP.Gate.Out), N, lr)
 	be.Add(xout, xout, s.x2, N*C)
 	return nil
@@ -145,6 +144,19 @@ func (b *Block) normRounded(be kernels.Backend, out, rstd []float32, outBF []uin
 		return
 	}
 	be.RMSNormForward(out, rstd, inp, weight, N, b.C, b.Eps)
+}
+
+// addNormRounded adds res into the residual stream x2 [N, C] and then
+// normalises x2 as normRounded does, in one pass on a
+// kernels.ResidualNormer (kernels/cuda: x2 is not read back after it is
+// written), the same bits as the two ops.
+func (b *Block) addNormRounded(be kernels.Backend, out, rstd []float32, outBF []uint16, x2, res, weight []float32, N int) {
+	if r, ok := be.(kernels.ResidualNormer); ok {
+		r.AddRMSNormForward(x2, out, rstd, outBF, x2, res, weight, N, b.C, b.Eps)
+		return
+	}
+	be.Add(x2, x2, res, N*b.C)
+	b.normRounded(be, out, rstd, outBF, x2, weight, N)
 }
 
 // Backward turns dx [N, C] from the gradient of xout into that of x,
@@ -179,8 +191,7 @@ func (b *Block) forwardSandwich(be kernels.Backend, xout []float32, s *blockActs
 		return err
 	}
 	be.RMSNormForward(s.x2, s.rstdA, s.ao, post, N, C, b.Eps)
-	be.Add(s.x2, s.x2, x, N*C)
-	b.normRounded(be, h, s.rstd2, hBF, s.x2, preFF, N)
+	b.addNormRounded(be, h, s.rstd2, hBF, s.x2, x, preFF, N)
 	b.MLP.Forward(be, s.mo, s.mlp, h, hBF, w.act, w.bf(N*b.MLP.Gate.Out), N, lr)
 	be.RMSNormForward(xout, s.rstdM, s.mo, postFF, N, C, b.Eps)
 	be.Add(xout, xout, s.x2, N*C)

@@ -168,14 +168,16 @@ func (noInputRounder) RoundsLinearInput() bool { return false }
 // adapted), GeGLU with a LoRA on q, v and up only (each product group
 // mixed, down without one) under Checkpoint (the backward's recomputed
 // forward), and Gemma 3's sandwich norms; only the first launches the
-// forward _bf16 kernels, three a layer a forward.
+// forward _bf16 kernels, two a layer a forward, and both the post-attention
+// norm's rmsnorm_forward_add (kernels.ResidualNormer), which writes the
+// copy only for the first.
 func TestInputRounderCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}
 	b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
 	defer b.Close()
-	step := countingStep(t, drv, "rmsnorm_forward_bf16", "swiglu_forward_bf16", "geglu_forward_bf16")
+	step := countingStep(t, drv, "rmsnorm_forward_bf16", "swiglu_forward_bf16", "geglu_forward_bf16", "rmsnorm_forward_add")
 	bInit := func(i int) float32 { return float32(i%7) * 0.05 }
 	for _, c := range []struct {
 		name string
@@ -191,8 +193,8 @@ func TestInputRounderCUDAEmulated(t *testing.T) {
 		if c.s.checkpoint {
 			forwards = 2
 		}
-		if want := 3 * 2 * forwards; n != want || wn != 0 {
-			t.Errorf("%s: %d forward _bf16 launches with the rounded copies, %d without; want %d (3 a layer a forward) and 0", c.name, n, wn, want)
+		if want := 3 * 2 * forwards; n != want || wn != 2*forwards {
+			t.Errorf("%s: %d forward _bf16 and rmsnorm_forward_add launches with the rounded copies, %d without; want %d (3 a layer a forward) and %d (the add's)", c.name, n, wn, want, 2*forwards)
 		}
 		sameStepBits(t, c.name, lp, wlp, g, wg)
 	}

@@ -131,6 +131,7 @@ struct Entry {
 const Entry kernels[] = {
     KERNEL(rmsnorm_forward),
     KERNEL(rmsnorm_forward_bf16),
+    KERNEL(rmsnorm_forward_add),
     KERNEL(rmsnorm_backward),
     KERNEL(rmsnorm_backward_dweight),
     KERNEL(rope_forward),

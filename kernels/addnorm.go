@@ -2,10 +2,12 @@ package kernels
 
 // ResidualNormer is implemented by a backend that adds the residual stream
 // and RMS-normalises the sum in one pass (kernels/cuda): a pre-norm block
-// adds the attention's output to its input and normalises the sum for the
-// MLP, and an Add followed by RMSNormForward reads the sum again right
-// after writing it (on the 7B shape 117 MB a layer, one launch). Host
-// backends (ref, cpu) do not implement it; the model then runs the two ops.
+// adds the attention's output into the residual stream and normalises the
+// sum for the MLP, the next block adds the MLP's output and normalises
+// for its attention, and an Add followed by RMSNormForward reads the sum
+// again right after writing it (on the 7B shape 117 MB and one launch
+// each). Host backends (ref, cpu) do not implement it; the model then
+// runs the two ops.
 type ResidualNormer interface {
 	// AddRMSNormForward writes sum = a + res (N·C values; sum may be a or
 	// res, not out), then RMSNormForward of sum into out and rstd, and,

@@ -272,18 +272,16 @@
 //
 // Backend implements kernels.ResidualNormer: rmsnorm_forward_add
 // (rmsnorm.cu, Ops.RMSNormForwardAdd) adds the attention's output into the
-// residual stream and normalises the sum in one launch, each thread
+// residual stream and normalises the sum in one launch (and train/model's
+// blocks leave the MLP's residual add to the next layer's input norm, or
+// the final norm: Block.forward), each thread
 // adding, storing and squaring its own columns in the order
 // rmsnorm_forward squares them, so the sum, rstd, out and its bf16 copy
 // are the bits of add followed by rmsnorm_forward(_bf16) (the shim test
 // and train/model's TestAddNormCUDAEmulated check it bit for bit). The
-// pair read the sum back right after writing it: 1 launch and 0.12 GB a
-// 7B layer less (TestStepTraffic7B). The residual add after the MLP is
-// still an Add: the next layer's input norm would take it only if the
-// blocks handed a pending residual across, which the checkpointed
-// backward's recompute (it rewrites each block's output) would have to
-// know about. Not run on a GPU yet: TestAddRMSNormOnHardware compares and
-// times both on the 7B shape.
+// pair read the sum back right after writing it: 2 launches and 0.23 GB
+// a 7B layer less (TestStepTraffic7B). Not run on a GPU yet:
+// TestAddRMSNormOnHardware compares and times both on the 7B shape.
 //
 // # The gate and up LoRA backward on bfloat16 douts
 //

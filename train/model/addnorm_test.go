@@ -1,6 +1,8 @@
 package model
 
 import (
+	"context"
+	"math"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -22,13 +24,15 @@ func (hideAddNorm) AddRMSNormForward(_, _, _ []float32, _ []uint16, _, _, _ []fl
 }
 
 // TestAddNormCUDAEmulated: a LoRA step of the micro models on cuda.Backend
-// on the emulated device, each block adding its attention's output into
-// the residual stream and normalising the sum in one launch
-// (rmsnorm_forward_add, a layer a forward; with checkpointing the
-// backward's recompute adds one more) and as Add then the norm
-// (noAddNorm): the same logprobs and LoRA gradients, bit for bit, in both
-// precisions, for a pre-norm family and for Gemma 3's sandwich norms, with
-// and without checkpointing.
+// on the emulated device, the residual adds going into the norms that
+// read their sums (rmsnorm_forward_add: each post-attention norm, each
+// input norm after the first layer's, the final norm; the checkpointed
+// backward's recompute adds a post-attention norm a layer) and as Add
+// then the norm (noAddNorm): the same logprobs and LoRA gradients, bit
+// for bit, in both precisions, for a pre-norm family and for Gemma 3's
+// sandwich norms, with and without checkpointing; and Logits (the
+// inference pass, its blocks sharing one activation slot) the same bits
+// both ways.
 func TestAddNormCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
@@ -53,13 +57,40 @@ func TestAddNormCUDAEmulated(t *testing.T) {
 				_, _, na := adds(b, s)
 				_, _, wna := adds(noAddNorm{Backend: b}, s)
 				layers := microConfig(family).Layers
-				if n < layers || wn != 0 {
-					t.Errorf("%s: %d rmsnorm_forward_add launches fused, %d not; want at least %d (a layer) and 0", name, n, wn, layers)
+				want := 2 * layers
+				if ckpt {
+					want += layers
+				}
+				if n != want || wn != 0 {
+					t.Errorf("%s: %d rmsnorm_forward_add launches fused, %d not; want %d and 0", name, n, wn, want)
 				}
 				if wna-na != n {
 					t.Errorf("%s: %d add launches fused, %d not: want %d fewer (one a fused launch)", name, na, wna, n)
 				}
 				sameStepBits(t, name, lp, wlp, g, wg)
+			}
+			logits := func(be kernels.Backend) []float32 {
+				m, err := New(microConfig(family), be)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				randomize(m, 5)
+				batch, err := Pack([][]int32{{1, 5, 9, 2, 7}, {3, 3, 8}}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := m.Logits(context.Background(), batch, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			got, want := logits(b), logits(noAddNorm{Backend: b})
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s %s: Logits [%d] = %g fused, %g not", prec, family, i, got[i], want[i])
+				}
 			}
 		}
 		b.Close()

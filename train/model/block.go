@@ -119,20 +119,53 @@ func (s *blockActs) fitLoRA(N int, lr *[numModules]*LoRA) {
 // output, which the products that follow take instead of rounding it again
 // (kernels.InputRounder).
 func (b *Block) Forward(be kernels.Backend, xout []float32, s *blockActs, x []float32, w *work, g *geometry, layer int, lr *[numModules]*LoRA) error {
+	_, err := b.forward(be, xout, s, x, nil, w, g, layer, lr, false)
+	return err
+}
+
+// forward is Forward in a chain of blocks whose residual adds go into the
+// norms that read their sums (kernels.ResidualNormer). res, when not nil,
+// is the residual the previous block left for this one: the input norm
+// adds it into x in place (x then holds the block's input as Forward
+// takes it, which the backward reads) and normalises the sum in one pass.
+// With leave on a kernels.ResidualNormer, the block leaves out its own
+// last add: xout holds the sub-layer's output alone and forward returns
+// the residual (s.x2) for the next op, the next block's forward or the
+// final norm (Model.finalNormAdd), to add; s.x2 is not written again
+// before that block's first op reads it, even where the blocks share one
+// slot. Otherwise it returns nil, xout complete. The bits are Forward's
+// either way: on the 7B step each layer's add after the MLP no longer
+// reads the sum back (1 launch and 0.12 GB a layer; TestStepTraffic7B).
+func (b *Block) forward(be kernels.Backend, xout []float32, s *blockActs, x, res []float32, w *work, g *geometry, layer int, lr *[numModules]*LoRA, leave bool) ([]float32, error) {
+	_, fuses := be.(kernels.ResidualNormer)
+	leave = leave && fuses
 	if b.sandwich() {
-		return b.forwardSandwich(be, xout, s, x, w, g, layer, lr)
+		return b.forwardSandwich(be, xout, s, x, res, w, g, layer, lr, leave)
 	}
 	N, C := g.N, b.C
 	in, post, _, _ := b.norms(be, s)
 	h, hBF := w.h[:N*C], w.bf(N*C)
-	b.normRounded(be, h, s.rstd1, hBF, x, in, N)
+	b.inputNorm(be, h, s.rstd1, hBF, x, res, in, N)
 	if err := b.Attn.Forward(be, s.x2, s.attn, h, hBF, g, layer, lr); err != nil {
-		return err
+		return nil, err
 	}
 	b.addNormRounded(be, h, s.rstd2, hBF, s.x2, x, post, N)
 	b.MLP.Forward(be, xout, s.mlp, h, hBF, w.act, w.bf(N*b.MLP.Gate.Out), N, lr)
+	if leave {
+		return s.x2, nil
+	}
 	be.Add(xout, xout, s.x2, N*C)
-	return nil
+	return nil, nil
+}
+
+// inputNorm is the block's input norm of x, after adding res into x when
+// res is not nil (forward's residual left by the previous block).
+func (b *Block) inputNorm(be kernels.Backend, out, rstd []float32, outBF []uint16, x, res, weight []float32, N int) {
+	if res != nil {
+		b.addNormRounded(be, out, rstd, outBF, x, res, weight, N)
+		return
+	}
+	b.normRounded(be, out, rstd, outBF, x, weight, N)
 }
 
 // normRounded is RMSNormForward over N rows of the block's width, writing
@@ -181,21 +214,24 @@ func (b *Block) Backward(be kernels.Backend, dx []float32, s *blockActs, x []flo
 	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)
 }
 
-// forwardSandwich is Forward with Gemma 3's four norms.
-func (b *Block) forwardSandwich(be kernels.Backend, xout []float32, s *blockActs, x []float32, w *work, g *geometry, layer int, lr *[numModules]*LoRA) error {
+// forwardSandwich is forward with Gemma 3's four norms.
+func (b *Block) forwardSandwich(be kernels.Backend, xout []float32, s *blockActs, x, res []float32, w *work, g *geometry, layer int, lr *[numModules]*LoRA, leave bool) ([]float32, error) {
 	N, C := g.N, b.C
 	in, post, preFF, postFF := b.norms(be, s)
 	h, hBF := w.h[:N*C], w.bf(N*C)
-	b.normRounded(be, h, s.rstd1, hBF, x, in, N)
+	b.inputNorm(be, h, s.rstd1, hBF, x, res, in, N)
 	if err := b.Attn.Forward(be, s.ao, s.attn, h, hBF, g, layer, lr); err != nil {
-		return err
+		return nil, err
 	}
 	be.RMSNormForward(s.x2, s.rstdA, s.ao, post, N, C, b.Eps)
 	b.addNormRounded(be, h, s.rstd2, hBF, s.x2, x, preFF, N)
 	b.MLP.Forward(be, s.mo, s.mlp, h, hBF, w.act, w.bf(N*b.MLP.Gate.Out), N, lr)
 	be.RMSNormForward(xout, s.rstdM, s.mo, postFF, N, C, b.Eps)
+	if leave {
+		return s.x2, nil
+	}
 	be.Add(xout, xout, s.x2, N*C)
-	return nil
+	return nil, nil
 }
 
 // backwardSandwich is Backward with Gemma 3's four norms; w.dn is the

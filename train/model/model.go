@@ -430,17 +430,18 @@ func (m *Model) Forward(ctx context.Context, b *Batch, ad *Adapter, opt TrainOpt
 	p.carve(&arena{slab: p.slab})
 
 	m.embed(p.xs[0], b.IDs)
+	var res []float32 // the residual a block left for the next op to add (Block.forward)
 	for l := range m.Blocks {
 		if err := ctx.Err(); err != nil {
 			p.Release()
 			return nil, err
 		}
-		if err := m.Blocks[l].Forward(be, p.xs[l+1], p.slot(l), p.xs[l], p.w, g, l, ad.layer(l)); err != nil {
+		if res, err = m.Blocks[l].forward(be, p.xs[l+1], p.slot(l), p.xs[l], res, p.w, g, l, ad.layer(l), true); err != nil {
 			p.Release()
 			return nil, err
 		}
 	}
-	be.RMSNormForward(p.xf, p.rstdf, p.xs[len(m.Blocks)], m.finalNorm(p.w), N, C, c.RMSNormEps)
+	m.finalNormAdd(p.xf, p.rstdf, p.xs[len(m.Blocks)], res, p.w, N)
 	if m.Head.BF16 != nil {
 		be.LogprobForwardBF16(p.Logprob, p.Entropy, p.lse, p.expect, p.xf, m.Head.BF16, p.tgt, N, C, V, opt.Chunk)
 	} else {
@@ -589,19 +590,20 @@ func (m *Model) hidden(ctx context.Context, ids []int32, g *geometry, ad *Adapte
 	}
 	x, next, s, w, xf, rstd, ext := carve(&arena{slab: slab})
 	m.embed(x, ids)
+	var res []float32 // the residual a block left for the next op to add (Block.forward)
 	for l := range m.Blocks {
 		if err := ctx.Err(); err != nil {
 			m.slabs.put(slab)
 			return nil, nil, nil, err
 		}
 		s.fitLoRA(N, ad.layer(l))
-		if err := m.Blocks[l].Forward(be, next, s, x, w, g, l, ad.layer(l)); err != nil {
+		if res, err = m.Blocks[l].forward(be, next, s, x, res, w, g, l, ad.layer(l), true); err != nil {
 			m.slabs.put(slab)
 			return nil, nil, nil, err
 		}
 		x, next = next, x
 	}
-	be.RMSNormForward(xf, rstd, x, m.finalNorm(w), N, C, c.RMSNormEps)
+	m.finalNormAdd(xf, rstd, x, res, w, N)
 	return xf, ext, slab, nil
 }
 
@@ -654,6 +656,18 @@ func (m *Model) Merge(ad *Adapter) error {
 		}
 	}
 	return nil
+}
+
+// finalNormAdd is the final norm of x [N, C] into xf and rstd, after
+// adding res (the last block's residual, Block.forward; nil: none) into x
+// in place, in one pass (kernels.ResidualNormer).
+func (m *Model) finalNormAdd(xf, rstd, x, res []float32, w *work, N int) {
+	c := &m.Config
+	if res != nil {
+		m.be.(kernels.ResidualNormer).AddRMSNormForward(x, xf, rstd, nil, x, res, m.finalNorm(w), N, c.Hidden, c.RMSNormEps)
+		return
+	}
+	m.be.RMSNormForward(xf, rstd, x, m.finalNorm(w), N, c.Hidden, c.RMSNormEps)
 }
 
 // finalNorm returns the weight the final norm multiplies by (1+w, in w's

@@ -22,14 +22,46 @@ type DoutRounder interface {
 	// consumer of the two gradients takes the roundings
 	// (LoRARoundedBackwarder). actBF, when not nil, receives act's
 	// rounding (act itself may then be nil), for a down projection whose
-	// DA product takes it (LoRAInputRounder).
-	SwiGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
+	// DA product takes it (LoRAInputRounder). Exactly one of dout and
+	// doutBF is not nil: doutBF is dout given as bfloat16 only, widened
+	// exactly before use, as the down projection's backward writes it
+	// (DinpRounder).
+	SwiGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout []float32, doutBF []uint16, gate, up []float32, n int)
 	// GeGLUBackwardSetRounded is SwiGLUBackwardSetRounded for GeGLU.
-	GeGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
+	GeGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout []float32, doutBF []uint16, gate, up []float32, n int)
 	// LinearBackwardBF16Rounded is LinearBackwardBF16 with dout [N, OC]
 	// already rounded to bfloat16: the same bits as LinearBackwardBF16 on
 	// the float32 values it rounds from.
 	LinearBackwardBF16Rounded(dinp []float32, dout, weight []uint16, N, C, OC int)
+}
+
+// DinpRounder is implemented by a backend whose bfloat16 linear backward
+// and LoRA products can write their result as bfloat16 only: kernels/cuda
+// in PrecisionBF16, whose GEMMs then store a bfloat16 C (float32 sums,
+// alpha and beta applied in float32, one rounding on store). The model's
+// MLP backward then has the down projection's backward write dact [N, I]
+// as bfloat16, and the gated backward read it so (DoutRounder's kernels
+// with doutBF): dact moves 2 bytes a value where it moved 4, written by
+// the first product, read and written by the second (with a LoRA on
+// down) and read by the gated backward (on the 7B shape 1.24 GB a layer
+// less, 0.62 GB of it in bandwidth-bound launches; TestStepTraffic7B).
+// It moves bits: dact is rounded to bfloat16 after each product, and the
+// LoRA dx product multiplies g's and A's roundings. Host backends (ref,
+// cpu) do not implement it.
+type DinpRounder interface {
+	// RoundsLinearDinp reports whether the methods below may be used
+	// (false: they must not be).
+	RoundsLinearDinp() bool
+	// LinearBackwardBF16To is LinearBackwardBF16 with a bfloat16 dinpBF
+	// [N, C]: dinpBF = dout·W + beta·dinpBF, dout rounded as
+	// LinearBackwardBF16 rounds it, the sum (beta·dinpBF's old values
+	// widened) rounded to bfloat16 as ToBF16 rounds; beta 0 ignores
+	// dinpBF's contents. N, C and OC are at least 1.
+	LinearBackwardBF16To(dinpBF []uint16, dout []float32, weight []uint16, N, C, OC int, beta float32)
+	// MatmulBF16To is LoRAInputRounder's MatmulBF16 with a bfloat16 c,
+	// rounded as LinearBackwardBF16To rounds dinpBF; M, N and K are at
+	// least 1.
+	MatmulBF16To(cBF []uint16, a []float32, aBF []uint16, b []float32, bBF []uint16, M, N, K int, transA, transB bool, beta float32)
 }
 
 // InputRounder is the forward's counterpart of DoutRounder: implemented by
@@ -90,8 +122,19 @@ type LoRAInputRounder interface {
 // NeedMatmulBF16 panics unless MatmulBF16's sizes are not negative, one
 // of each operand pair is given and every buffer holds its shape.
 func NeedMatmulBF16(op string, c, a []float32, aBF []uint16, b []float32, bBF []uint16, M, N, K int) {
+	needMatmulBF16(op, len(c), a, aBF, b, bBF, M, N, K)
+}
+
+// NeedMatmulBF16To is NeedMatmulBF16 for DinpRounder's MatmulBF16To, whose
+// c is bfloat16.
+func NeedMatmulBF16To(op string, cBF []uint16, a []float32, aBF []uint16, b []float32, bBF []uint16, M, N, K int) {
+	needMatmulBF16(op, len(cBF), a, aBF, b, bBF, M, N, K)
+}
+
+// needMatmulBF16 is NeedMatmulBF16 given c's length.
+func needMatmulBF16(op string, c int, a []float32, aBF []uint16, b []float32, bBF []uint16, M, N, K int) {
 	NeedSizes(op, M, N, K)
-	Need(op, "c", len(c), M*N)
+	Need(op, "c", c, M*N)
 	if (a == nil) == (aBF == nil) || (b == nil) == (bBF == nil) {
 		panic(fmt.Sprintf("kernels.%s: want exactly one of a and aBF (given: %v, %v), and of b and bBF (%v, %v)", op, a != nil, aBF != nil, b != nil, bBF != nil))
 	}

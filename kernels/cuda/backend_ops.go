@@ -208,28 +208,32 @@ func (b *Backend) RoundsLinearDout() bool { return b.Precision() == kernels.Prec
 
 // SwiGLUBackwardSetRounded implements kernels.DoutRounder
 // (swiglu_backward_set_bf16).
-func (b *Backend) SwiGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
-	b.gatedBackwardSetRounded("SwiGLUBackwardSetRounded", b.ops.SwiGLUBackwardSetBF16, dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n)
+func (b *Backend) SwiGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout []float32, doutBF []uint16, gate, up []float32, n int) {
+	b.gatedBackwardSetRounded("SwiGLUBackwardSetRounded", b.ops.SwiGLUBackwardSetBF16, dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up, n)
 }
 
 // GeGLUBackwardSetRounded implements kernels.DoutRounder
 // (geglu_backward_set_bf16).
-func (b *Backend) GeGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
-	b.gatedBackwardSetRounded("GeGLUBackwardSetRounded", b.ops.GeGLUBackwardSetBF16, dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n)
+func (b *Backend) GeGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout []float32, doutBF []uint16, gate, up []float32, n int) {
+	b.gatedBackwardSetRounded("GeGLUBackwardSetRounded", b.ops.GeGLUBackwardSetBF16, dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up, n)
 }
 
 // gatedBackwardSetRounded is gatedBackwardSet with the bf16 copies; dgate
-// and dup both nil: the copies (and act) only; actBF: act's copy too.
-func (b *Backend) gatedBackwardSetRounded(op string, launch func(dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up *Buffer, n int) error,
-	dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
+// and dup both nil: the copies (and act) only; actBF: act's copy too;
+// doutBF (dout nil): dout read as bfloat16.
+func (b *Backend) gatedBackwardSetRounded(op string, launch func(dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up *Buffer, n int) error,
+	dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout []float32, doutBF []uint16, gate, up []float32, n int) {
 	noF32 := dgate == nil && dup == nil
-	if noF32 {
-		kernels.NeedSizes(op, n)
-		kernels.Need(op, "dout", len(dout), n)
-		kernels.Need(op, "gate", len(gate), n)
-		kernels.Need(op, "up", len(up), n)
-	} else {
-		kernels.NeedGatedBackward(op, dgate, dup, dout, gate, up, n)
+	if (dout == nil) == (doutBF == nil) {
+		panic(fmt.Sprintf("kernels.%s: want exactly one of dout and doutBF (given: %v, %v)", op, dout != nil, doutBF != nil))
+	}
+	kernels.NeedSizes(op, n)
+	kernels.Need(op, "dout", len(dout)+len(doutBF), n)
+	kernels.Need(op, "gate", len(gate), n)
+	kernels.Need(op, "up", len(up), n)
+	if !noF32 {
+		kernels.Need(op, "dgate", len(dgate), n)
+		kernels.Need(op, "dup", len(dup), n)
 	}
 	if act != nil {
 		kernels.Need(op, "act", len(act), n)
@@ -253,8 +257,14 @@ func (b *Backend) gatedBackwardSetRounded(op string, launch func(dgate, dup, act
 		if !noF32 {
 			bg, bu = b.f32(op, "dgate", dgate), b.f32(op, "dup", dup)
 		}
+		var bd, bdb *Buffer
+		if dout != nil {
+			bd = b.f32(op, "dout", dout)
+		} else {
+			bdb = b.bf16(op, "doutBF", doutBF)
+		}
 		return launch(bg, bu, ba, bab, b.bf16(op, "dgateBF", dgateBF), b.bf16(op, "dupBF", dupBF),
-			b.f32(op, "dout", dout), b.f32(op, "gate", gate), b.f32(op, "up", up), n)
+			bd, bdb, b.f32(op, "gate", gate), b.f32(op, "up", up), n)
 	})
 }
 
@@ -579,6 +589,49 @@ func (b *Backend) MatmulBF16(c, a []float32, aBF []uint16, bm []float32, bBF []u
 			bbb = b.bf16(op, "bBF", bBF)
 		}
 		return b.ops.MatmulBF16(cb, ba, bab, bb, bbb, M, N, K, transA, transB, beta)
+	})
+}
+
+var _ kernels.DinpRounder = (*Backend)(nil)
+
+// RoundsLinearDinp implements kernels.DinpRounder: in PrecisionBF16, whose
+// products on bfloat16 operands can store a bfloat16 C.
+func (b *Backend) RoundsLinearDinp() bool { return b.Precision() == kernels.PrecisionBF16 }
+
+// LinearBackwardBF16To implements kernels.DinpRounder
+// (Ops.LinearBackwardBF16To; it panics in PrecisionF32, and on a size
+// under 1). The profile counts it as LinearBackwardBF16 (linearCost).
+func (b *Backend) LinearBackwardBF16To(dinpBF []uint16, dout []float32, weight []uint16, N, C, OC int, beta float32) {
+	const op = "LinearBackwardBF16To"
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "dinpBF", len(dinpBF), N*C)
+	kernels.Need(op, "dout", len(dout), N*OC)
+	kernels.Need(op, "weight", len(weight), OC*C)
+	b.onDeviceCost(op, func() opCost { return linearCost(1, N, C, OC) }, func() error {
+		return b.ops.LinearBackwardBF16To(b.bf16(op, "dinpBF", dinpBF), b.f32(op, "dout", dout), b.bf16(op, "weight", weight), N, C, OC, beta)
+	})
+}
+
+// MatmulBF16To implements kernels.DinpRounder (Ops.MatmulBF16To; it
+// panics in PrecisionF32, and on a size under 1), after
+// kernels.NeedMatmulBF16To's checks. The profile counts it as a Matmul
+// (matmulCost).
+func (b *Backend) MatmulBF16To(cBF []uint16, a []float32, aBF []uint16, bm []float32, bBF []uint16, M, N, K int, transA, transB bool, beta float32) {
+	const op = "MatmulBF16To"
+	kernels.NeedMatmulBF16To(op, cBF, a, aBF, bm, bBF, M, N, K)
+	b.onDeviceCost(op, func() opCost { return matmulCost(M, N, K) }, func() error {
+		var ba, bab, bb, bbb *Buffer
+		if a != nil {
+			ba = b.f32(op, "a", a)
+		} else {
+			bab = b.bf16(op, "aBF", aBF)
+		}
+		if bm != nil {
+			bb = b.f32(op, "b", bm)
+		} else {
+			bbb = b.bf16(op, "bBF", bBF)
+		}
+		return b.ops.MatmulBF16To(b.bf16(op, "cBF", cBF), ba, bab, bb, bbb, M, N, K, transA, transB, beta)
 	})
 }
 

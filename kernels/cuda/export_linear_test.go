@@ -22,6 +22,7 @@ var (
 	PlanLinearBackward       = planLinearBackward
 	PlanLinearForwardBF16    = planLinearForwardBF16
 	PlanLinearBackwardBF16   = planLinearBackwardBF16
+	PlanLinearBackwardBF16To = planLinearBackwardBF16To
 	PlanLogprobW             = planLogprobW
 	PlanLogprobBackward      = planLogprobBackward
 	PlanLoRABackwardMany     = planLoRABackwardMany

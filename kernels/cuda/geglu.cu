@@ -11,8 +11,9 @@
 // when act is not null, act = geglu_forward's out (the same expression).
 // geglu_backward_set_bf16 also writes dgate and dup rounded to bfloat16,
 // as swiglu_backward_set_bf16 does (swiglu.cu; with dgate null, only
-// those; with act_bf, act's too), and geglu_forward_bf16
-// out's rounding into out_bf, as swiglu_forward_bf16 does.
+// those; with act_bf, act's too; with dout_bf, dout read as bfloat16),
+// and geglu_forward_bf16 out's rounding into out_bf, as
+// swiglu_forward_bf16 does.
 //
 // Launch: any 1-D geometry (a grid-stride loop, 64-bit index). tanhf is
 // the accurate one (no fast-math). Never run on a GPU: tested on the CPU
@@ -65,8 +66,9 @@ __device__ __forceinline__ void gegluSetAt(long long i, float *__restrict__ dgat
                                            float *__restrict__ act, unsigned short *__restrict__ act_bf,
                                            unsigned short *__restrict__ dgate_bf,
                                            unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
+                                           const unsigned short *__restrict__ dout_bf,
                                            const float *__restrict__ gate, const float *__restrict__ up) {
-	const float x = gate[i], t = geluTanh(x), d = dout[i], u = up[i];
+	const float x = gate[i], t = geluTanh(x), d = dout_bf != nullptr ? bf16Widen(dout_bf[i]) : dout[i], u = up[i];
 	const float dg = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
 	const float vg = d * u * dg, vu = d * 0.5f * x * (1.0f + t);
 	if (dgate != nullptr) {
@@ -88,14 +90,15 @@ extern "C" __global__ void geglu_backward_set(float *__restrict__ dgate, float *
                                               float *__restrict__ act, const float *__restrict__ dout,
                                               const float *__restrict__ gate, const float *__restrict__ up, int n) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		gegluSetAt(i, dgate, dup, act, nullptr, nullptr, nullptr, dout, gate, up);
+		gegluSetAt(i, dgate, dup, act, nullptr, nullptr, nullptr, dout, nullptr, gate, up);
 }
 
 extern "C" __global__ void geglu_backward_set_bf16(float *__restrict__ dgate, float *__restrict__ dup,
                                                    float *__restrict__ act, unsigned short *__restrict__ act_bf,
                                                    unsigned short *__restrict__ dgate_bf,
                                                    unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
+                                                   const unsigned short *__restrict__ dout_bf,
                                                    const float *__restrict__ gate, const float *__restrict__ up, int n) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		gegluSetAt(i, dgate, dup, act, act_bf, dgate_bf, dup_bf, dout, gate, up);
+		gegluSetAt(i, dgate, dup, act, act_bf, dgate_bf, dup_bf, dout, dout_bf, gate, up);
 }

@@ -24,7 +24,12 @@ import (
 // Batch such products, operand
 // b's first element StrideA·b (StrideB·b, StrideC·b) past OffA (OffB,
 // OffC): one cublasGemmStridedBatchedEx (BF16) or
-// cublasSgemmStridedBatched call. The operands are *Buffer for Ops (a bfloat16 buffer
+// cublasSgemmStridedBatched call. With CBF16 (one BF16 product) C holds
+// bfloat16 values too: cublasGemmEx with a CUDA_R_16BF C, the float32
+// sums and Beta·C (C widened) rounded to bfloat16 once on store
+// (kernels.DinpRounder); such a product stays on cublasGemmEx under
+// GEMMCublasLt (throughLt leaves it), whose plans and fake take a
+// float32 C only. The operands are *Buffer for Ops (a bfloat16 buffer
 // holds two values an element, UploadBF16), or host slices in the tests
 // that run the plans on the CPU shim.
 type mm struct {
@@ -35,6 +40,7 @@ type mm struct {
 	TransA, TransB   bool
 	Beta             float32
 	BF16             bool
+	CBF16            bool
 	TF32             bool
 	Batch            int // 0 or 1: one product
 	StrideA, StrideB int
@@ -88,6 +94,9 @@ func (g mm) colMajor() (Gemm, GemmTypes) {
 	if g.BF16 {
 		t.A, t.B = R16BF, R16BF
 	}
+	if g.CBF16 {
+		t.C = R16BF
+	}
 	if g.TF32 {
 		t.Compute = Compute32FFastTF32
 	}
@@ -132,6 +141,9 @@ func (d *Device) gemmRows(g mm) error {
 	if g.TF32 && (g.BF16 || c.Batch > 1) {
 		return fmt.Errorf("GEMM M=%d N=%d K=%d: TF32 is for one product of float32 operands", g.M, g.N, g.K)
 	}
+	if g.CBF16 && (!g.BF16 || c.Batch > 1 || g.Lt) {
+		return fmt.Errorf("GEMM M=%d N=%d K=%d: a bfloat16 C is for one cublasGemmEx product of bfloat16 operands", g.M, g.N, g.K)
+	}
 	bufs := [3]*Buffer{g.C.(*Buffer), g.A.(*Buffer), g.B.(*Buffer)}
 	if err := d.sameDevice("GEMM", bufs[:]...); err != nil {
 		return err
@@ -143,7 +155,11 @@ func (d *Device) gemmRows(g mm) error {
 	// cuBLAS's A is the row-major B, its B the row-major A.
 	c.A = bufs[2].ptr + DevPtr(ab*g.OffB)
 	c.B = bufs[1].ptr + DevPtr(ab*g.OffA)
-	c.C = bufs[0].ptr + DevPtr(4*g.OffC)
+	cb := 4
+	if g.CBF16 {
+		cb = 2
+	}
+	c.C = bufs[0].ptr + DevPtr(cb*g.OffC)
 	err := d.do(func() error {
 		for _, x := range bufs {
 			if err := x.checkLive(); err != nil {

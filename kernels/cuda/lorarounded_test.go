@@ -344,7 +344,7 @@ func TestMatmulBF16Shim(t *testing.T) {
 			kernels.ToBF16(x, b)
 			pb, pbBF = nil, x
 		}
-		h.runX(cuda.PlanMatmulBF16(c, pa, paBF, pb, pbBF, make([]uint16, M*K), make([]uint16, K*N), M, N, K, tc.transA, tc.transB, tc.beta))
+		h.runX(cuda.PlanMatmulBF16(c, pa, paBF, pb, pbBF, make([]uint16, M*K), make([]uint16, K*N), M, N, K, tc.transA, tc.transB, tc.beta, false))
 		near(t, tc.String(), c, want, 1e-6)
 	}
 }

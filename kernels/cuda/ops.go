@@ -475,22 +475,25 @@ func (o *Ops) SwiGLUBackwardSet(dgate, dup, act, dout, gate, up *Buffer, n int) 
 // (n+1)/2 elements each): swiglu_backward_set_bf16, whose copies
 // LinearBackwardBF16Rounded (and LoRABackwardManyBF16) multiplies. dgate
 // and dup may both be nil: then only the copies (and act) are written;
-// actBF, when not nil, receives act's copy (MatmulBF16 takes it).
-func (o *Ops) SwiGLUBackwardSetBF16(dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
-	return o.gatedBackwardSetBF16("SwiGLUBackwardSetBF16", "swiglu_backward_set_bf16", dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n)
+// actBF, when not nil, receives act's copy (MatmulBF16 takes it). Exactly
+// one of dout and doutBF is not nil: doutBF holds dout as bfloat16 pairs
+// (LinearBackwardBF16To and MatmulBF16To write it), widened on the read.
+func (o *Ops) SwiGLUBackwardSetBF16(dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up *Buffer, n int) error {
+	return o.gatedBackwardSetBF16("SwiGLUBackwardSetBF16", "swiglu_backward_set_bf16", dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up, n)
 }
 
 // GeGLUBackwardSetBF16 is SwiGLUBackwardSetBF16 for GeGLU
 // (geglu_backward_set_bf16).
-func (o *Ops) GeGLUBackwardSetBF16(dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
-	return o.gatedBackwardSetBF16("GeGLUBackwardSetBF16", "geglu_backward_set_bf16", dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n)
+func (o *Ops) GeGLUBackwardSetBF16(dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up *Buffer, n int) error {
+	return o.gatedBackwardSetBF16("GeGLUBackwardSetBF16", "geglu_backward_set_bf16", dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up, n)
 }
 
 // gatedBackwardSetBF16 launches a gated unit's _set_bf16 backward kernel:
 // gatedBackwardSet's outputs and the bf16 copies of dgate and dup; with
 // dgate and dup both nil, the copies (and act) only; with actBF, act's
-// copy too (act may then be nil).
-func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up *Buffer, n int) error {
+// copy too (act may then be nil); with doutBF (dout nil), dout read as
+// bfloat16.
+func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up *Buffer, n int) error {
 	c := check{op: op}
 	c.sizes("n", n)
 	c.buf(o.d, "dgateBF", dgateBF, bf16Len(n))
@@ -498,13 +501,18 @@ func (o *Ops) gatedBackwardSetBF16(op, kernel string, dgate, dup, act, actBF, dg
 	if actBF != nil {
 		c.buf(o.d, "actBF", actBF, bf16Len(n))
 	}
+	if (dout == nil) == (doutBF == nil) {
+		c.fail("want exactly one of dout and doutBF (given: %v, %v)", dout != nil, doutBF != nil)
+	} else if doutBF != nil {
+		c.buf(o.d, "doutBF", doutBF, bf16Len(n))
+	}
 	if c.err != nil {
 		return c.err
 	}
 	if err := o.gatedSetCheck(op, dgate, dup, act, dout, gate, up, n, true); err != nil {
 		return err
 	}
-	return o.run(op, planFlat(kernel, n, dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n))
+	return o.run(op, planFlat(kernel, n, dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up, n))
 }
 
 // gatedBackwardSet launches a gated unit's _set backward kernel: dgate,
@@ -517,7 +525,9 @@ func (o *Ops) gatedBackwardSet(op, kernel string, dgate, dup, act, dout, gate, u
 }
 
 // gatedSetCheck is a gated _set backward's size and buffer check; with
-// optionalGrads dgate and dup may both be nil.
+// optionalGrads (the _set_bf16 kernels) dgate and dup may both be nil,
+// and so may dout (given as bfloat16 instead; gatedBackwardSetBF16
+// checks that).
 func (o *Ops) gatedSetCheck(op string, dgate, dup, act, dout, gate, up *Buffer, n int, optionalGrads bool) error {
 	c := check{op: op}
 	c.sizes("n", n)
@@ -528,7 +538,9 @@ func (o *Ops) gatedSetCheck(op string, dgate, dup, act, dout, gate, up *Buffer, 
 	if act != nil {
 		c.buf(o.d, "act", act, n)
 	}
-	c.buf(o.d, "dout", dout, n)
+	if dout != nil || !optionalGrads {
+		c.buf(o.d, "dout", dout, n)
+	}
 	c.buf(o.d, "gate", gate, n)
 	c.buf(o.d, "up", up, n)
 	return c.err

@@ -359,6 +359,42 @@ func (o *Ops) LinearBackwardBF16Rounded(dinp, dout, weight *Buffer, N, C, OC int
 	return o.runX(op, steps)
 }
 
+// planLinearBackwardBF16To is kernels.DinpRounder's LinearBackwardBF16To
+// (not run on a GPU yet): dout [N,OC] rounded into db by f32_to_bf16, then
+// one bf16 GEMM storing a bfloat16 dinp [N,C] (mm.CBF16) with beta: the
+// product LinearBackwardBF16 runs in PrecisionBF16, its float32 result
+// (plus beta times dinp's old values) rounded once to bfloat16.
+func planLinearBackwardBF16To(dinp, dout, weight, db any, N, C, OC int, beta float32) []xstep {
+	s := kstep(planFlat("f32_to_bf16", N*OC, db, dout, N*OC)...)
+	return append(s, gstep(mm{C: dinp, A: db, B: weight, M: N, N: C, K: OC, Beta: beta, BF16: true, CBF16: true}))
+}
+
+// LinearBackwardBF16To is kernels.DinpRounder's LinearBackwardBF16To on
+// device buffers (planLinearBackwardBF16To): dinp holds bfloat16 pairs
+// (bf16Len(N·C) elements), dout is rounded into LinearBackwardBF16's
+// scratch slot; N, C and OC are at least 1. It always runs on
+// cublasGemmEx (throughLt), and is refused in PrecisionF32, whose
+// products do not round.
+func (o *Ops) LinearBackwardBF16To(dinp, dout, weight *Buffer, N, C, OC int, beta float32) error {
+	const op = "LinearBackwardBF16To"
+	if o.prec != kernels.PrecisionBF16 {
+		return fmt.Errorf("CUDA %s: precision %v: the product writes a bfloat16 dinp only in %v", op, o.prec, kernels.PrecisionBF16)
+	}
+	if N < 1 || C < 1 || OC < 1 {
+		return fmt.Errorf("CUDA %s: N %d, C %d, OC %d: each must be at least 1", op, N, C, OC)
+	}
+	if err := o.linearCheck(op, N, C, OC, "dinp", dinp, bf16Len(N*C), "dout", dout, N*OC, "weight", weight, bf16Len(OC*C)); err != nil {
+		return err
+	}
+	l := o.lockScratch()
+	defer l.unlock()
+	db, err := l.get(op, "linear.bf16", bf16Len(N*OC))
+	if err != nil {
+		return err
+	}
+	return o.runX(op, planLinearBackwardBF16To(dinp, dout, weight, db, N, C, OC, beta))
+}
+
 // The GEMM libraries of the bf16 precision's products on bfloat16 weights
 // (Ops.SetGEMMLibrary).
 const (
@@ -411,14 +447,17 @@ func (o *Ops) GEMMLibrary() string {
 }
 
 // throughLt sends steps' single bfloat16 GEMMs through cuBLASLt with the
-// workspace slot of l when SetGEMMLibrary picked it.
+// workspace slot of l when SetGEMMLibrary picked it; those with a bfloat16
+// C stay on cublasGemmEx (mm.CBF16: the Lt plans, and their fake, are
+// made for a float32 C, and one GEMM a layer does not justify a second
+// kind of plan before a GPU has timed the first).
 func (o *Ops) throughLt(op string, l *scratchLease, steps []xstep) error {
 	if o.gemmLib != GEMMCublasLt {
 		return nil
 	}
 	var ws *Buffer
 	for _, s := range steps {
-		if s.g == nil || !s.g.BF16 || s.g.Batch > 1 {
+		if s.g == nil || !s.g.BF16 || s.g.CBF16 || s.g.Batch > 1 {
 			continue
 		}
 		if ws == nil {

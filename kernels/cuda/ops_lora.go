@@ -269,8 +269,9 @@ func buffersAny(bs []*Buffer) []any {
 // GPU yet): c [M, N] = op(A)·op(B) + beta·c on bfloat16 operands, each
 // given either as float32 (a, b: rounded by f32_to_bf16 into ab, bb
 // first) or as bfloat16 (aBF, bBF; the float32 one nil), one bf16 GEMM
-// with float32 sums.
-func planMatmulBF16(c, a, aBF, b, bBF, ab, bb any, M, N, K int, transA, transB bool, beta float32) []xstep {
+// with float32 sums; with cBF, c holds bfloat16 values (MatmulBF16To:
+// the GEMM stores a bfloat16 C, mm.CBF16).
+func planMatmulBF16(c, a, aBF, b, bBF, ab, bb any, M, N, K int, transA, transB bool, beta float32, cBF bool) []xstep {
 	var s []xstep
 	if a != nil {
 		s = append(s, kstep(planFlat("f32_to_bf16", M*K, ab, a, M*K)...)...)
@@ -280,7 +281,7 @@ func planMatmulBF16(c, a, aBF, b, bBF, ab, bb any, M, N, K int, transA, transB b
 		s = append(s, kstep(planFlat("f32_to_bf16", K*N, bb, b, K*N)...)...)
 		bBF = bb
 	}
-	return append(s, gstep(mm{C: c, A: aBF, B: bBF, M: M, N: N, K: K, TransA: transA, TransB: transB, Beta: beta, BF16: true}))
+	return append(s, gstep(mm{C: c, A: aBF, B: bBF, M: M, N: N, K: K, TransA: transA, TransB: transB, Beta: beta, BF16: true, CBF16: cBF}))
 }
 
 // MatmulBF16 is kernels.LoRAInputRounder's MatmulBF16 on device buffers
@@ -290,7 +291,18 @@ func planMatmulBF16(c, a, aBF, b, bBF, ab, bb any, M, N, K int, transA, transB b
 // are at least 1. It is refused in PrecisionF32, whose products do not
 // round.
 func (o *Ops) MatmulBF16(c, a, aBF, b, bBF *Buffer, M, N, K int, transA, transB bool, beta float32) error {
-	const op = "MatmulBF16"
+	return o.matmulBF16("MatmulBF16", c, a, aBF, b, bBF, M, N, K, transA, transB, beta, false)
+}
+
+// MatmulBF16To is kernels.DinpRounder's MatmulBF16To on device buffers:
+// MatmulBF16 with c bfloat16 pairs (bf16Len(M·N) elements), which the
+// GEMM stores rounded (mm.CBF16).
+func (o *Ops) MatmulBF16To(c, a, aBF, b, bBF *Buffer, M, N, K int, transA, transB bool, beta float32) error {
+	return o.matmulBF16("MatmulBF16To", c, a, aBF, b, bBF, M, N, K, transA, transB, beta, true)
+}
+
+// matmulBF16 is MatmulBF16, or MatmulBF16To with cBF.
+func (o *Ops) matmulBF16(op string, c, a, aBF, b, bBF *Buffer, M, N, K int, transA, transB bool, beta float32, cBF bool) error {
 	if o.prec != kernels.PrecisionBF16 {
 		return fmt.Errorf("CUDA %s: precision %v: the products multiply bfloat16 operands only in %v", op, o.prec, kernels.PrecisionBF16)
 	}
@@ -306,7 +318,11 @@ func (o *Ops) MatmulBF16(c, a, aBF, b, bBF *Buffer, M, N, K int, transA, transB 
 		ch.fail("M %d, N %d, K %d: each must be at least 1", M, N, K)
 		return ch.err
 	}
-	ch.buf(o.d, "c", c, M*N)
+	if cBF {
+		ch.buf(o.d, "c", c, bf16Len(M*N))
+	} else {
+		ch.buf(o.d, "c", c, M*N)
+	}
 	if a != nil {
 		ch.buf(o.d, "a", a, M*K)
 	} else {
@@ -334,7 +350,7 @@ func (o *Ops) MatmulBF16(c, a, aBF, b, bBF *Buffer, M, N, K int, transA, transB 
 			return err
 		}
 	}
-	return o.runX(op, planMatmulBF16(optional(c), optional(a), optional(aBF), optional(b), optional(bBF), optional(ab), optional(bb), M, N, K, transA, transB, beta))
+	return o.runX(op, planMatmulBF16(optional(c), optional(a), optional(aBF), optional(b), optional(bBF), optional(ab), optional(bb), M, N, K, transA, transB, beta, cBF))
 }
 
 // optional is b as a plan operand: nil (not a nil *Buffer) when b is nil,

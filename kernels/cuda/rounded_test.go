@@ -61,7 +61,7 @@ func TestDoutRounder(t *testing.T) {
 	for _, g := range []struct {
 		name    string
 		set     func(dgate, dup, act, dout, gate, up []float32, n int)
-		rounded func(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
+		rounded func(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout []float32, doutBF []uint16, gate, up []float32, n int)
 	}{
 		{"SwiGLU", b.SwiGLUBackwardSet, b.SwiGLUBackwardSetRounded},
 		{"GeGLU", b.GeGLUBackwardSet, b.GeGLUBackwardSetRounded},
@@ -71,7 +71,7 @@ func TestDoutRounder(t *testing.T) {
 		g.set(wg, wu, wa, dout, gate, up, n)
 		gg, gu, ga := f32(nan), f32(nan), f32(nan)
 		bg, bu := bf(n), bf(n)
-		g.rounded(gg, gu, ga, nil, bg, bu, dout, gate, up, n)
+		g.rounded(gg, gu, ga, nil, bg, bu, dout, nil, gate, up, n)
 		b.Synchronize()
 		rg, ru := make([]uint16, n), make([]uint16, n)
 		kernels.ToBF16(rg, wg)
@@ -90,9 +90,9 @@ func TestDoutRounder(t *testing.T) {
 		// Without the float32 gradients: the same copies and act; and
 		// act's copy alone, without act.
 		oa, og, ou := f32(nan), bf(n), bf(n)
-		g.rounded(nil, nil, oa, nil, og, ou, dout, gate, up, n)
+		g.rounded(nil, nil, oa, nil, og, ou, dout, nil, gate, up, n)
 		ab, ag, au := bf(n), bf(n), bf(n)
-		g.rounded(nil, nil, nil, ab, ag, au, dout, gate, up, n)
+		g.rounded(nil, nil, nil, ab, ag, au, dout, nil, gate, up, n)
 		b.Synchronize()
 		ra := make([]uint16, n)
 		kernels.ToBF16(ra, wa)

@@ -25,7 +25,8 @@ const shimChunkRows = 16
 // strides), from the definition
 // (float64 sums rounded once, as the fake cuBLAS computes it), bfloat16
 // operands ([]uint16) widened exactly, TF32 ones rounded as the fake
-// rounds them (cudafake.RoundTF32).
+// rounds them (cudafake.RoundTF32); a bfloat16 C (CBF16, []uint16) read
+// widened and stored rounded by kernels.BF16 from the float32 result.
 func hostGemm(g cuda.Mm) {
 	lda, ldb, ldc := cuda.MmLDs(g)
 	at := func(x any, off, i int) float64 {
@@ -37,7 +38,19 @@ func hostGemm(g cuda.Mm) {
 		}
 		return float64(x.([]float32)[off+i])
 	}
-	c := g.C.([]float32)
+	cat := func(k int) float64 {
+		if g.CBF16 {
+			return float64(kernels.F32(g.C.([]uint16)[k]))
+		}
+		return float64(g.C.([]float32)[k])
+	}
+	cset := func(k int, v float32) {
+		if g.CBF16 {
+			g.C.([]uint16)[k] = kernels.BF16(v)
+			return
+		}
+		g.C.([]float32)[k] = v
+	}
 	for b := range max(g.Batch, 1) {
 		offA, offB, offC := g.OffA+b*g.StrideA, g.OffB+b*g.StrideB, g.OffC+b*g.StrideC
 		for i := range g.M {
@@ -55,9 +68,9 @@ func hostGemm(g cuda.Mm) {
 				}
 				k := offC + i*ldc + j
 				if g.Beta != 0 {
-					s += float64(g.Beta) * float64(c[k])
+					s += float64(g.Beta) * cat(k)
 				}
-				c[k] = float32(s)
+				cset(k, float32(s))
 			}
 		}
 	}

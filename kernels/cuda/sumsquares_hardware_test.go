@@ -123,7 +123,7 @@ func TestDoutRounderOnHardware(t *testing.T) {
 	for _, g := range []struct {
 		name    string
 		set     func(dgate, dup, act, dout, gate, up []float32, n int)
-		rounded func(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int)
+		rounded func(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout []float32, doutBF []uint16, gate, up []float32, n int)
 	}{
 		{"SwiGLU", b.SwiGLUBackwardSet, b.SwiGLUBackwardSetRounded},
 		{"GeGLU", b.GeGLUBackwardSet, b.GeGLUBackwardSetRounded},
@@ -131,7 +131,7 @@ func TestDoutRounderOnHardware(t *testing.T) {
 		wg, wu, wa := f32(n), f32(n), f32(n)
 		g.set(wg, wu, wa, dout, gate, up, n)
 		gg, gu, ga, bg, bu := f32(n), f32(n), f32(n), bf(n), bf(n)
-		g.rounded(gg, gu, ga, nil, bg, bu, dout, gate, up, n)
+		g.rounded(gg, gu, ga, nil, bg, bu, dout, nil, gate, up, n)
 		want, got := f32(N*C), f32(N*C)
 		b.Synchronize()
 		copy(got, want)

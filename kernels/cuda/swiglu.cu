@@ -18,7 +18,10 @@
 // writes only the copies (and act), for a model whose LoRA backward takes
 // the copies too (kernels.LoRARoundedBackwarder); with act_bf not null it
 // writes act's rounding there (act itself may be null), which the down
-// projection's DA product takes (kernels.LoRAInputRounder).
+// projection's DA product takes (kernels.LoRAInputRounder); with dout_bf
+// not null it reads dout as bfloat16 from there (dout itself null), the
+// down projection's input gradient as its backward wrote it
+// (kernels.DinpRounder), widened exactly.
 // swiglu_forward_bf16, likewise, is swiglu_forward (swigluAt) that also
 // writes out rounded into out_bf, which the down projection's product
 // multiplies (LinearForwardBF16Rounded) instead of reading out again to
@@ -71,8 +74,9 @@ __device__ __forceinline__ void swigluSetAt(long long i, float *__restrict__ dga
                                             float *__restrict__ act, unsigned short *__restrict__ act_bf,
                                             unsigned short *__restrict__ dgate_bf,
                                             unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
+                                            const unsigned short *__restrict__ dout_bf,
                                             const float *__restrict__ gate, const float *__restrict__ up) {
-	const float g = gate[i], d = dout[i], s = sigmoid(g), u = up[i];
+	const float g = gate[i], d = dout_bf != nullptr ? bf16Widen(dout_bf[i]) : dout[i], s = sigmoid(g), u = up[i];
 	const float dg = d * u * s * (1.0f + g * (1.0f - s)), du = d * g * s;
 	if (dgate != nullptr) {
 		dgate[i] = dg;
@@ -93,14 +97,15 @@ extern "C" __global__ void swiglu_backward_set(float *__restrict__ dgate, float 
                                                float *__restrict__ act, const float *__restrict__ dout,
                                                const float *__restrict__ gate, const float *__restrict__ up, int n) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		swigluSetAt(i, dgate, dup, act, nullptr, nullptr, nullptr, dout, gate, up);
+		swigluSetAt(i, dgate, dup, act, nullptr, nullptr, nullptr, dout, nullptr, gate, up);
 }
 
 extern "C" __global__ void swiglu_backward_set_bf16(float *__restrict__ dgate, float *__restrict__ dup,
                                                     float *__restrict__ act, unsigned short *__restrict__ act_bf,
                                                     unsigned short *__restrict__ dgate_bf,
                                                     unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
+                                                    const unsigned short *__restrict__ dout_bf,
                                                     const float *__restrict__ gate, const float *__restrict__ up, int n) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		swigluSetAt(i, dgate, dup, act, act_bf, dgate_bf, dup_bf, dout, gate, up);
+		swigluSetAt(i, dgate, dup, act, act_bf, dgate_bf, dup_bf, dout, dout_bf, gate, up);
 }

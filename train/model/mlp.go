@@ -76,10 +76,18 @@ func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x []float32
 // gated backward also writes dgate and dup rounded, which the gate and up
 // projections' products take instead of rounding them again; and where
 // their LoRA backward takes the roundings too (roundedLoRA), or they have
-// no LoRA update, it writes only the roundings.
+// no LoRA update, it writes only the roundings. Where the pass holds dact
+// as bfloat16 only (w.dactbf: Model.dactRounded), the down projection's
+// backward writes it so and the gated backward reads it so (downDX).
 func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []float32, w *work, N int, lr *[numModules]*LoRA) {
 	NI := N * m.Gate.Out
-	dact := w.dact[:NI]
+	var dact []float32
+	var dactBF []uint16
+	if w.dactbf != nil {
+		dactBF = w.dactbf[:NI:NI]
+	} else {
+		dact = w.dact[:NI]
+	}
 	var dgate, dup []float32
 	if w.dgate != nil {
 		dgate, dup = w.dgate[:NI], w.dup[:NI]
@@ -98,26 +106,29 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 	} else if dgate == nil {
 		panic("model: MLP.Backward needs float32 dgate and dup, which the pass did not allocate (Model.gatedGradsRounded)")
 	}
+	if dactBF != nil && dgateBF == nil {
+		panic("model: MLP.Backward has dact as bfloat16 only (Model.dactRounded), which only the rounded gated backward reads")
+	}
 	if down := lr[ModDown]; down != nil {
 		// Only the down projection's LoRA gradient DA reads its input act,
 		// which the gated backward writes on the way: DA comes last.
 		g := m.Down.loraG(be, dout, s.u[2], w.lg, N, down)
-		m.Down.loraDX(be, dact, g, dout, nil, nil, N, down, true)
+		m.downDX(be, dact, dactBF, g, dout, N, down)
 		if dgateBF != nil && roundsLoRAInput(be) {
 			// act as bfloat16 only, in w.act's memory, for a DA product
 			// on bfloat16 operands (kernels.LoRAInputRounder): 0.62 GB a
 			// 7B layer less written and read (TestStepTraffic7B).
 			actBF := bf16s(w.act, NI)
-			m.gluBackward(be, dgate, dup, nil, actBF, dgateBF, dupBF, dact, s.gate, s.up)
+			m.gluBackward(be, dgate, dup, nil, actBF, dgateBF, dupBF, dact, dactBF, s.gate, s.up)
 			be.(kernels.LoRAInputRounder).MatmulBF16(down.DA, g, nil, nil, actBF, down.R, m.Down.In, N, true, false, 1)
 		} else {
 			act := w.act[:NI]
-			m.gluBackward(be, dgate, dup, act, nil, dgateBF, dupBF, dact, s.gate, s.up)
+			m.gluBackward(be, dgate, dup, act, nil, dgateBF, dupBF, dact, dactBF, s.gate, s.up)
 			m.Down.loraDA(be, g, act, N, down)
 		}
 	} else {
-		m.Down.Backward(be, dact, dout, nil, nil, w.lg, N, nil, true)
-		m.gluBackward(be, dgate, dup, nil, nil, dgateBF, dupBF, dact, s.gate, s.up)
+		m.downDX(be, dact, dactBF, nil, dout, N, nil)
+		m.gluBackward(be, dgate, dup, nil, nil, dgateBF, dupBF, dact, dactBF, s.gate, s.up)
 	}
 	var doutBFs [][]uint16
 	if dgateBF != nil {
@@ -126,21 +137,53 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 	backwardMany(be, gu, dx, [][]float32{dgate, dup}, doutBFs, x, [][]float32{s.u[0], s.u[1]}, w.lg, N, gl)
 }
 
+// downDX writes the down projection's input gradient dact [N, I] (its
+// contents ignored): dout·W, plus g·A with the LoRA update down (g from
+// loraG; Linear.Backward's dx with set). With dactBF instead of dact
+// (kernels.DinpRounder), it is written as bfloat16 only: the rank-r
+// product g·A first, on g's and A's roundings, stored rounded
+// (MatmulBF16To, beta 0), then the base product adding onto it
+// (LinearBackwardBF16To, beta 1), its float32 sum rounded once more.
+// That order rounds the small LoRA term to its own bfloat16 precision,
+// not to the base product's. It moves bits against the float32 dact: the
+// micro models' LoRA gradients by at most 0.7% of their largest
+// (TestDactRoundedCUDAEmulated), the goldens' within their bf16-compute
+// bound (TestBF16ComputeCUDAEmulated).
+func (m *MLP) downDX(be kernels.Backend, dact []float32, dactBF []uint16, g, dout []float32, N int, down *LoRA) {
+	if dactBF == nil {
+		if down == nil {
+			m.Down.Backward(be, dact, dout, nil, nil, nil, N, nil, true)
+			return
+		}
+		m.Down.loraDX(be, dact, g, dout, nil, nil, N, down, true)
+		return
+	}
+	r := be.(kernels.DinpRounder)
+	var beta float32
+	if down != nil {
+		r.MatmulBF16To(dactBF, g, nil, down.A, nil, N, m.Down.In, down.R, false, false, 0) // dact = g·A
+		beta = 1
+	}
+	r.LinearBackwardBF16To(dactBF, dout, m.Down.Weight.BF16, N, m.Down.In, m.Down.Out, beta) // dact += dout·W
+}
+
 // gluBackward writes dgate and dup (not accumulated) and, unless act is
 // nil, the forward's act = a(gate)·up: kernels.GatedSetter's, so that on
 // kernels/cuda no pass zeroes the two [N, I] gradients, the kernel does
 // not read them, and act costs no pass of its own. With dgateBF (and
 // dupBF) it writes their bfloat16 roundings too (kernels.DoutRounder),
-// and then dgate and dup may be nil (the roundings only), and actBF, when
-// not nil, receives act's rounding (act may then be nil).
-func (m *MLP) gluBackward(be kernels.Backend, dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dact, gate, up []float32) {
+// and then dgate and dup may be nil (the roundings only), actBF, when
+// not nil, receives act's rounding (act may then be nil), and dact may
+// be given as bfloat16 only (dactBF, dact nil).
+func (m *MLP) gluBackward(be kernels.Backend, dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dact []float32, dactBF []uint16, gate, up []float32) {
 	if dgateBF != nil {
 		r := be.(kernels.DoutRounder)
+		n := len(dact) + len(dactBF)
 		if m.GELU {
-			r.GeGLUBackwardSetRounded(dgate, dup, act, actBF, dgateBF, dupBF, dact, gate, up, len(dact))
+			r.GeGLUBackwardSetRounded(dgate, dup, act, actBF, dgateBF, dupBF, dact, dactBF, gate, up, n)
 			return
 		}
-		r.SwiGLUBackwardSetRounded(dgate, dup, act, actBF, dgateBF, dupBF, dact, gate, up, len(dact))
+		r.SwiGLUBackwardSetRounded(dgate, dup, act, actBF, dgateBF, dupBF, dact, dactBF, gate, up, n)
 		return
 	}
 	if m.GELU {

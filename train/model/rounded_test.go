@@ -83,7 +83,10 @@ func (noRounder) RoundsLinearDout() bool { return false }
 // (noRounder), for SwiGLU (qwen2) and GeGLU (qwen2's shape with
 // gelu_tanh); and only the first launches the _bf16 kernels. Both without
 // the rounded LoRA backward (noRoundedLoRA; TestLoRARoundedCUDAEmulated),
-// which moves the gate and up projections' LoRA gradients.
+// which moves the gate and up projections' LoRA gradients, and with dact
+// in float32 (noRoundedLoRANorDinp; TestDactRoundedCUDAEmulated), which
+// noRounder keeps too (dact as bfloat16 needs the rounded gated
+// backward).
 func TestDoutRounderCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
@@ -94,7 +97,7 @@ func TestDoutRounderCUDAEmulated(t *testing.T) {
 	bInit := func(i int) float32 { return float32(i%7) * 0.05 }
 	for _, act := range []string{"", "gelu_tanh"} {
 		s := microStep{family: "qwen2", act: act, targets: AllModules(), alpha: 4, bInit: bInit}
-		lp, g, n := step(noRoundedLoRA{b}, s)
+		lp, g, n := step(noRoundedLoRANorDinp{noRoundedLoRA{b}}, s)
 		wlp, wg, wn := step(noRounder{b}, s)
 		if n != 2 || wn != 0 {
 			t.Errorf("act %q: %d _bf16 launches with the rounded copies, %d without; want 2 (a layer) and 0", act, n, wn)
@@ -299,3 +302,101 @@ func TestLoRARoundedMemory(t *testing.T) {
 		}
 	}
 }
+
+// noDinpRounder is cuda.Backend saying it writes no bfloat16 input
+// gradients (kernels.DinpRounder): the model's MLP backward then writes
+// dact as float32, as before that.
+type noDinpRounder struct{ *cuda.Backend }
+
+func (noDinpRounder) RoundsLinearDinp() bool { return false }
+
+// noRoundedLoRANorDinp is noRoundedLoRA that is also noDinpRounder.
+type noRoundedLoRANorDinp struct{ noRoundedLoRA }
+
+func (noRoundedLoRANorDinp) RoundsLinearDinp() bool { return false }
+
+// TestDactRoundedCUDAEmulated: a LoRA step of a bfloat16 micro model on
+// cuda.Backend in PrecisionBF16 on the emulated device, with dact written
+// as bfloat16 only (kernels.DinpRounder: the down projection's two
+// products store a bfloat16 C, the gated backward reads it; two
+// f32_to_bf16 launches more a layer with a LoRA on down, rounding g and
+// A) and without (noDinpRounder), for SwiGLU and GeGLU, with a LoRA on
+// every module and with none on down (the base product alone writes
+// dact, at beta 0): the logprobs are the same bits (the forward is
+// untouched), the LoRA gradients within the bf16 precision's
+// kernels.BF16ComputeTol of each other by maxRelDiff (logged), and some
+// gradient differs (the rounded path ran). The model-level bound against
+// the float32 model is TestBF16ComputeCUDAEmulated's.
+func TestDactRoundedCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	defer b.Close()
+	step := countingStep(t, drv, "f32_to_bf16")
+	bInit := func(i int) float32 { return float32(i%7) * 0.05 }
+	layers := microConfig("qwen2").Layers
+	for _, act := range []string{"", "gelu_tanh"} {
+		for _, tc := range []struct {
+			name    string
+			targets []Module
+			more    int // f32_to_bf16 launches more a layer
+		}{
+			{"every module", AllModules(), 2},
+			{"no LoRA on down", []Module{ModQ, ModV, ModGate, ModUp}, 0},
+		} {
+			s := microStep{family: "qwen2", act: act, targets: tc.targets, alpha: 4, bInit: bInit}
+			lp, g, n := step(b, s)
+			wlp, wg, wn := step(noDinpRounder{b}, s)
+			if n-wn != tc.more*layers {
+				t.Errorf("act %q, %s: %d f32_to_bf16 launches with dact as bfloat16, %d without; want %d more", act, tc.name, n, wn, tc.more*layers)
+			}
+			for i := range lp {
+				if math.Float32bits(lp[i]) != math.Float32bits(wlp[i]) {
+					t.Fatalf("act %q, %s: logprob [%d] = %g with dact as bfloat16, %g without", act, tc.name, i, lp[i], wlp[i])
+				}
+			}
+			gs, ws := slices.Concat(g...), slices.Concat(wg...)
+			d := maxRelDiff(gs, ws)
+			t.Logf("act %q, %s: LoRA gradients %.2g from the float32 dact's (maxRelDiff)", act, tc.name, d)
+			if d > kernels.BF16ComputeTol {
+				t.Errorf("act %q, %s: LoRA gradients %.2g from the float32 dact's, bound %g", act, tc.name, d, kernels.BF16ComputeTol)
+			}
+			if d == 0 {
+				t.Errorf("act %q, %s: the LoRA gradients are the float32 dact's bits: the bfloat16 path did not run", act, tc.name)
+			}
+		}
+	}
+}
+
+// TestDactRoundedMemory: a training pass of a bfloat16 micro model on
+// cuda.Backend in PrecisionBF16 holds dact as N·I bfloat16 values, N·I/2
+// float32s' memory less than with noDinpRounder (give or take the arena's
+// alignment), with or without a LoRA on the MLP; on a backend that does
+// not round dout (noRounder), whose gated backward cannot read it so, as
+// much as when it says it writes no bfloat16 input gradients either.
+func TestDactRoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b, _ := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	defer b.Close()
+	c := microConfig("qwen2")
+	bt := packed(c.Vocab, []int{4, 6}, 2)
+	NI := len(bt.IDs) * c.Intermediate
+	less := NI - (NI+1)/2
+	for _, targets := range [][]Module{AllModules(), {ModQ, ModV}} {
+		d := trainSlab(t, noDinpRounder{b}, c, bt, targets) - trainSlab(t, b, c, bt, targets)
+		if d < less || d >= less+arenaAlign {
+			t.Errorf("targets %v: the slab holds %d values less than with dact in float32, want %d (and the arena's alignment)", targets, d, less)
+		}
+	}
+	if d := trainSlab(t, noRounderNorDinp{noRounder{b}}, c, bt, AllModules()) - trainSlab(t, noRounder{b}, c, bt, AllModules()); d != 0 {
+		t.Errorf("without the rounded gated backward the slab holds %d values less than with dact in float32, want 0", d)
+	}
+}
+
+// noRounderNorDinp is noRounder that is also noDinpRounder.
+type noRounderNorDinp struct{ noRounder }
+
+func (noRounderNorDinp) RoundsLinearDinp() bool { return false }

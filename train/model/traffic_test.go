@@ -95,12 +95,18 @@ func (t *trafficBackend) run(op string, ls []launch, f func(kernels.Backend)) {
 }
 
 func gemmL(M, N, K, elemAB int, beta float32) launch {
-	l := launch{"gemm", int64(elemAB) * int64(M*K+K*N), f32 * int64(M*N), 2 * int64(M) * int64(N) * int64(K), peakF32}
+	return gemmLC(M, N, K, elemAB, f32, beta)
+}
+
+// gemmLC is gemmL with C's elements of elemC bytes (kernels.DinpRounder's
+// bfloat16 C).
+func gemmLC(M, N, K, elemAB, elemC int, beta float32) launch {
+	l := launch{"gemm", int64(elemAB) * int64(M*K+K*N), int64(elemC) * int64(M*N), 2 * int64(M) * int64(N) * int64(K), peakF32}
 	if elemAB == b16 {
 		l.peak = peakBF16
 	}
 	if beta != 0 {
-		l.read += f32 * int64(M*N)
+		l.read += int64(elemC) * int64(M*N)
 	}
 	return l
 }
@@ -223,21 +229,25 @@ func (t *trafficBackend) LinearBackwardBF16Rounded(dinp []float32, dout, weight 
 }
 
 // SwiGLUBackwardSetRounded is one kernel writing SwiGLUBackwardSet's
-// outputs (dgate and dup unless nil) and the two bf16 copies.
-func (t *trafficBackend) SwiGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
-	t.run("SwiGLUBackwardSetRounded", gatedSetRoundedL("swiglu_backward_set_bf16", dgate != nil, act != nil, actBF != nil, n), func(be kernels.Backend) {
-		be.(kernels.DoutRounder).SwiGLUBackwardSetRounded(dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n)
+// outputs (dgate and dup unless nil) and the two bf16 copies, reading
+// dout as float32 or (doutBF) bfloat16.
+func (t *trafficBackend) SwiGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout []float32, doutBF []uint16, gate, up []float32, n int) {
+	t.run("SwiGLUBackwardSetRounded", gatedSetRoundedL("swiglu_backward_set_bf16", dgate != nil, act != nil, actBF != nil, doutBF != nil, n), func(be kernels.Backend) {
+		be.(kernels.DoutRounder).SwiGLUBackwardSetRounded(dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up, n)
 	})
 }
 
-func (t *trafficBackend) GeGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout, gate, up []float32, n int) {
-	t.run("GeGLUBackwardSetRounded", gatedSetRoundedL("geglu_backward_set_bf16", dgate != nil, act != nil, actBF != nil, n), func(be kernels.Backend) {
-		be.(kernels.DoutRounder).GeGLUBackwardSetRounded(dgate, dup, act, actBF, dgateBF, dupBF, dout, gate, up, n)
+func (t *trafficBackend) GeGLUBackwardSetRounded(dgate, dup, act []float32, actBF, dgateBF, dupBF []uint16, dout []float32, doutBF []uint16, gate, up []float32, n int) {
+	t.run("GeGLUBackwardSetRounded", gatedSetRoundedL("geglu_backward_set_bf16", dgate != nil, act != nil, actBF != nil, doutBF != nil, n), func(be kernels.Backend) {
+		be.(kernels.DoutRounder).GeGLUBackwardSetRounded(dgate, dup, act, actBF, dgateBF, dupBF, dout, doutBF, gate, up, n)
 	})
 }
 
-func gatedSetRoundedL(kernel string, withF32, withAct, withActBF bool, n int) []launch {
+func gatedSetRoundedL(kernel string, withF32, withAct, withActBF, doutBF bool, n int) []launch {
 	l := gatedSetL(kernel, withAct, n)
+	if doutBF {
+		l[0].read -= int64((f32 - b16) * n)
+	}
 	l[0].wrote += int64(b16 * 2 * n)
 	if !withF32 {
 		l[0].wrote -= int64(f32 * 2 * n)
@@ -330,6 +340,35 @@ func (t *trafficBackend) MatmulBF16(c, a []float32, aBF []uint16, b []float32, b
 	ls = append(ls, gemmL(M, N, K, b16, beta))
 	t.run("MatmulBF16", ls, func(be kernels.Backend) {
 		be.(kernels.LoRAInputRounder).MatmulBF16(c, a, aBF, b, bBF, M, N, K, transA, transB, beta)
+	})
+}
+
+var _ kernels.DinpRounder = (*trafficBackend)(nil)
+
+// RoundsLinearDinp is cuda.Backend's in PrecisionBF16.
+func (t *trafficBackend) RoundsLinearDinp() bool { return true }
+
+// LinearBackwardBF16To is LinearBackwardBF16 with a bfloat16 dinp: dout
+// rounded, then one GEMM storing (and at beta 1 reading) a bfloat16 C.
+func (t *trafficBackend) LinearBackwardBF16To(dinpBF []uint16, dout []float32, weight []uint16, N, C, OC int, beta float32) {
+	ls := []launch{flat("f32_to_bf16", f32*N*OC, b16*N*OC), gemmLC(N, C, OC, b16, b16, beta)}
+	t.run("LinearBackwardBF16To", ls, func(be kernels.Backend) {
+		be.(kernels.DinpRounder).LinearBackwardBF16To(dinpBF, dout, weight, N, C, OC, beta)
+	})
+}
+
+// MatmulBF16To is MatmulBF16 with a bfloat16 C.
+func (t *trafficBackend) MatmulBF16To(cBF []uint16, a []float32, aBF []uint16, b []float32, bBF []uint16, M, N, K int, transA, transB bool, beta float32) {
+	var ls []launch
+	if a != nil {
+		ls = append(ls, flat("f32_to_bf16", f32*M*K, b16*M*K))
+	}
+	if b != nil {
+		ls = append(ls, flat("f32_to_bf16", f32*K*N, b16*K*N))
+	}
+	ls = append(ls, gemmLC(M, N, K, b16, b16, beta))
+	t.run("MatmulBF16To", ls, func(be kernels.Backend) {
+		be.(kernels.DinpRounder).MatmulBF16To(cBF, a, aBF, b, bBF, M, N, K, transA, transB, beta)
 	})
 }
 
@@ -837,10 +876,17 @@ func TestStepTraffic7B(t *testing.T) {
 	// step 2916, 740065478624, 501921548256); and so is the MLP's output,
 	// by the next layer's input norm (Block.forward's residual left
 	// across): 1 launch and 0.12 GB a layer more less (101, 25278389320,
-	// 17218706504; the step 2888, 736777144288, 498633213920).
-	const wantLayerLaunches, wantLayerBytes = 100, int64(25160948808)
-	const wantStepLaunches, wantStepBytes = 2860, int64(733488809952)
-	const wantLayerBound, wantStepBound = int64(17101265992), int64(495344879584)
+	// 17218706504; the step 2888, 736777144288, 498633213920). The down
+	// projection's backward writes dact as bfloat16 only, and the gated
+	// backward reads it so (kernels.DinpRounder): its two products store
+	// (the second reads) 2 bytes a value where they moved 4, 1.24 GB a
+	// layer less, 0.62 GB of it bandwidth-bound (the rank-r product's
+	// write and the gated backward's read), for 2 launches more (g and A
+	// rounded) (100, 25160948808, 17101265992; the step 2860,
+	// 733488809952, 495344879584).
+	const wantLayerLaunches, wantLayerBytes = 102, int64(23921171528)
+	const wantStepLaunches, wantStepBytes = 2916, int64(698775046112)
+	const wantLayerBound, wantStepBound = int64(16482245704), int64(478012311520)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes || per.bound != wantLayerBound {
 		t.Errorf("one 7B layer: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
 			per.launches, per.bytes(), per.bound, wantLayerLaunches, wantLayerBytes, wantLayerBound)
@@ -901,10 +947,14 @@ func TestStepTrafficCUDAEmulated(t *testing.T) {
 			if newT[i].A == cuda.R16BF {
 				e, peak = b16, peakBF16
 			}
+			ec := int64(f32)
+			if newT[i].C == cuda.R16BF {
+				ec = b16
+			}
 			batch := int64(max(g.Batch, 1))
-			got := launch{"gemm", batch * e * int64(g.M*g.K+g.K*g.N), batch * f32 * int64(g.M*g.N), batch * 2 * int64(g.M) * int64(g.N) * int64(g.K), peak}
+			got := launch{"gemm", batch * e * int64(g.M*g.K+g.K*g.N), batch * ec * int64(g.M*g.N), batch * 2 * int64(g.M) * int64(g.N) * int64(g.K), peak}
 			if g.Beta != 0 {
-				got.read += batch * f32 * int64(g.M*g.N)
+				got.read += batch * ec * int64(g.M*g.N)
 			}
 			if got != wantG[i] {
 				t.Errorf("%s: GEMM %d moves %d+%d bytes, %d FLOPs at %g (m %d n %d k %d beta %g), modelled %d+%d, %d at %g",

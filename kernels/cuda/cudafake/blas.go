@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 )
 
@@ -116,7 +117,11 @@ var f32Types = cuda.GemmTypes{A: cuda.R32F, B: cuda.R32F, C: cuda.R32F, Compute:
 // GemmEx computes the product on the combinations of types the backend
 // uses, from the definition: A and B both CUDA_R_32F or both CUDA_R_16BF,
 // C CUDA_R_32F, CUBLAS_COMPUTE_32F (bfloat16 values widened exactly, the
-// products and sums in float64: the exact result, rounded once); or A, B
+// products and sums in float64: the exact result, rounded once); A, B and
+// C all CUDA_R_16BF, CUBLAS_COMPUTE_32F, where the float32 result (Beta·C
+// on C's old values widened) is rounded to bfloat16 on store, nearest
+// even, as cuBLAS's epilogue converts its float32 accumulator (and
+// kernels.ToBF16 rounds); or A, B
 // and C CUDA_R_32F with CUBLAS_COMPUTE_32F_FAST_TF32, every A and B element
 // rounded to TF32 first (RoundTF32), so that a test sees TF32's error. Other
 // combinations, which cuBLAS may well support, fail with
@@ -153,7 +158,12 @@ func (m matrix) at(i, j int) float32 {
 	return v
 }
 
+// set stores v, rounded to bfloat16 (kernels.BF16) in a bfloat16 matrix.
 func (m matrix) set(i, j int, v float32) {
+	if m.bf16 {
+		binary.LittleEndian.PutUint16(m.mem[2*(i+j*m.ld):], kernels.BF16(v))
+		return
+	}
 	binary.LittleEndian.PutUint32(m.mem[4*(i+j*m.ld):], math.Float32bits(v))
 }
 
@@ -188,7 +198,8 @@ func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmType
 		return err
 	}
 	tf32 := t.Compute == cuda.Compute32FFastTF32 && t.A == cuda.R32F
-	if t.A != t.B || (t.A != cuda.R32F && t.A != cuda.R16BF) || t.C != cuda.R32F || (t.Compute != cuda.Compute32F && !tf32) {
+	bf16C := t.C == cuda.R16BF && t.A == cuda.R16BF && t.Compute == cuda.Compute32F
+	if t.A != t.B || (t.A != cuda.R32F && t.A != cuda.R16BF) || (t.C != cuda.R32F && !bf16C) || (t.Compute != cuda.Compute32F && !tf32) {
 		return blasFail(call, blasNotSupported, fmt.Sprintf("types A %v, B %v, C %v, compute %v", t.A, t.B, t.C, t.Compute))
 	}
 	b.gemms = append(b.gemms, g)

@@ -2,8 +2,9 @@
    tests on machines without a GPU: the column-major GEMMs of the BLAS
    reference, computed on host memory (the fake driver's "device" memory),
    with cuBLAS's argument checks on the leading dimensions; GemmEx and
-   GemmStridedBatchedEx on float32 or bfloat16 operands, and on float32
-   ones rounded to TF32.
+   GemmStridedBatchedEx on float32 or bfloat16 operands (C float32, or
+   bfloat16 with bfloat16 operands), and on float32 ones rounded to
+   TF32.
 
    With HONE_FAKE_CUDA_DEFERRED set to the path of the emulating libcuda
    (clib/emulate_driver.cc: its deferred mode), a product is checked at the
@@ -75,14 +76,14 @@ static void gemm(int ta, int tb, int m, int n, int k, float alpha, const float *
 }
 
 static void gemmEx(int ta, int tb, int m, int n, int k, float al, const void *A, int at, int lda, long long oa,
-                   const void *B, int bt, int ldb, long long ob, int round, float be, float *C, int ldc);
+                   const void *B, int bt, int ldb, long long ob, int round, float be, void *C, int ct, int ldc);
 
 /* job is one call's products, its arguments copied at the call (alpha and
    beta are host values cuBLAS reads then): batch products, operand i at
    A + i·sa elements and so on; ex: GemmEx's (typed operands), else
    Sgemm's. */
 typedef struct {
-	int ex, ta, tb, m, n, k, at, bt, lda, ldb, ldc, round, batch;
+	int ex, ta, tb, m, n, k, at, bt, ct, lda, ldb, ldc, round, batch;
 	float alpha, beta;
 	const void *A, *B;
 	void *C;
@@ -94,7 +95,7 @@ static int runJob(void *p) {
 	for (int i = 0; i < j->batch; i++) {
 		if (j->ex)
 			gemmEx(j->ta, j->tb, j->m, j->n, j->k, j->alpha, j->A, j->at, j->lda, i * j->sa, j->B, j->bt, j->ldb,
-			       i * j->sb, j->round, j->beta, (float *)j->C + i * j->sc, j->ldc);
+			       i * j->sb, j->round, j->beta, (char *)j->C + i * j->sc * (j->ct == 14 ? 2 : 4), j->ct, j->ldc);
 		else
 			gemm(j->ta, j->tb, j->m, j->n, j->k, j->alpha, (const float *)j->A + i * j->sa, j->lda,
 			     (const float *)j->B + i * j->sb, j->ldb, j->beta, (float *)j->C + i * j->sc, j->ldc);
@@ -140,7 +141,9 @@ cublasStatus_t cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, 
 
 /* The cudaDataType_t and cublasComputeType_t values GemmEx accepts
    (library_types.h, cublas_api.h): A and B both CUDA_R_32F (0) or both
-   CUDA_R_16BF (14), C CUDA_R_32F, CUBLAS_COMPUTE_32F (68); or all three
+   CUDA_R_16BF (14), C CUDA_R_32F, CUBLAS_COMPUTE_32F (68); A, B and C
+   all CUDA_R_16BF, CUBLAS_COMPUTE_32F, the float32 result rounded to
+   bfloat16 on store (bf16); or all three
    CUDA_R_32F with CUBLAS_COMPUTE_32F_FAST_TF32 (77), A and B rounded to
    TF32 first (tf32); anything else is CUBLAS_STATUS_NOT_SUPPORTED (15)
    here. */
@@ -168,18 +171,33 @@ static double elem(const void *p, int type, int round, long i) {
 	return round ? tf32(((const float *)p)[i]) : ((const float *)p)[i];
 }
 
+/* bf16 rounds f to bfloat16's bits, to nearest with ties to even, a NaN
+   quiet with its sign: kernels.BF16 (and bf16round.cuh). */
+static unsigned short bf16(float f) {
+	unsigned u;
+	memcpy(&u, &f, sizeof u);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (unsigned short)(u >> 16);
+}
+
 /* gemmEx: one GemmEx product on operands of type at (= bt), rounded to
-   TF32 when round, A from element oa, B from ob; C float. */
+   TF32 when round, A from element oa, B from ob; C of type ct (float32,
+   or bfloat16: read widened, the float32 result stored rounded). */
 static void gemmEx(int ta, int tb, int m, int n, int k, float al, const void *A, int at, int lda, long long oa,
-                   const void *B, int bt, int ldb, long long ob, int round, float be, float *C, int ldc) {
+                   const void *B, int bt, int ldb, long long ob, int round, float be, void *C, int ct, int ldc) {
 	for (int j = 0; j < n; j++)
 		for (int i = 0; i < m; i++) {
 			double sum = 0;
 			for (int l = 0; l < k; l++)
 				sum += elem(A, at, round, oa + (ta ? l + (long)i * lda : i + (long)l * lda)) *
 				       elem(B, bt, round, ob + (tb ? j + (long)l * ldb : l + (long)j * ldb));
-			float *c = &C[i + (long)j * ldc];
-			*c = be == 0 ? (float)(al * sum) : (float)(al * sum + be * *c);
+			long ci = i + (long)j * ldc;
+			float v = be == 0 ? (float)(al * sum) : (float)(al * sum + be * (float)elem(C, ct, 0, ci));
+			if (ct == 14)
+				((unsigned short *)C)[ci] = bf16(v);
+			else
+				((float *)C)[ci] = v;
 		}
 }
 
@@ -187,7 +205,8 @@ static void gemmEx(int ta, int tb, int m, int n, int k, float al, const void *A,
    not accept, else 0; *round says whether A and B are rounded to TF32. */
 static cublasStatus_t checkTypes(int at, int bt, int ct, int compute, int *round) {
 	*round = compute == 77 && at == 0;
-	return (at != bt || (at != 0 && at != 14) || ct != 0 || (compute != 68 && !*round)) ? 15 : 0;
+	int bf16C = ct == 14 && at == 14 && compute == 68;
+	return (at != bt || (at != 0 && at != 14) || (ct != 0 && !bf16C) || (compute != 68 && !*round)) ? 15 : 0;
 }
 
 cublasStatus_t cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha, const void *A,
@@ -199,7 +218,7 @@ cublasStatus_t cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const 
 	int round;
 	if ((s = checkTypes(at, bt, ct, compute, &round))) return s;
 	(void)algo;
-	job_t j = {.ex = 1, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .at = at, .bt = bt, .lda = lda, .ldb = ldb,
+	job_t j = {.ex = 1, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .at = at, .bt = bt, .ct = ct, .lda = lda, .ldb = ldb,
 	           .ldc = ldc, .round = round, .batch = 1, .alpha = *(const float *)alpha, .beta = *(const float *)beta,
 	           .A = A, .B = B, .C = C};
 	return submit(&j);
@@ -217,7 +236,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(void *h, int ta, int tb, int m, int n,
 	int round;
 	if ((s = checkTypes(at, bt, ct, compute, &round))) return s;
 	(void)algo;
-	job_t j = {.ex = 1, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .at = at, .bt = bt, .lda = lda, .ldb = ldb,
+	job_t j = {.ex = 1, .ta = ta, .tb = tb, .m = m, .n = n, .k = k, .at = at, .bt = bt, .ct = ct, .lda = lda, .ldb = ldb,
 	           .ldc = ldc, .round = round, .batch = batch, .alpha = *(const float *)alpha,
 	           .beta = *(const float *)beta, .A = A, .B = B, .C = C, .sa = sa, .sb = sb, .sc = sc};
 	return submit(&j);

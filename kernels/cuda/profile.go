@@ -36,13 +36,14 @@ type opProfile map[string]*OpTime
 // the products are not counted):
 //
 //   - Matmul "Matmul M×N×K" (c [M,N] = op(a) [M,K] · op(b) [K,N], row-major
-//     as the op sees it), 2·M·N·K; MatmulBatched "MatmulBatched B×M×N×K",
+//     as the op sees it), 2·M·N·K, and MatmulBF16 and MatmulBF16To the
+//     same under their names; MatmulBatched "MatmulBatched B×M×N×K",
 //     2·B·M·N·K.
 //   - The linear ops by their weight's shape [OC,C] as "wOC×C", e.g.
 //     "LinearForwardBF16 w18944×3584" (so q, k, v, o, gate, up and down
 //     stand apart; the token count N is not in the name): LinearForward,
-//     LinearForwardBF16, LinearBackwardBF16 and LinearBackwardBF16Rounded
-//     2·N·C·OC; LinearBackward 2·N·C·OC for each of dinp and dweight it
+//     LinearForwardBF16, LinearBackwardBF16, LinearBackwardBF16Rounded and
+//     LinearBackwardBF16To 2·N·C·OC; LinearBackward 2·N·C·OC for each of dinp and dweight it
 //     computes. LinearForwardBF16Many "wOC1+OC2+…×C", Σ 2·N·C·OCᵢ, and
 //     LinearForwardBF16ManyAdd and LinearForwardBF16Rounded the same (the
 //     former's products' adds onto their outputs are not counted).

@@ -57,6 +57,8 @@ func TestBackendProfileFlops(t *testing.T) {
 	add("Matmul 3×4×2", 2*3*4*2)
 	b.MatmulBatched(f32(2*3*4), f32(2*3*5), f32(2*5*4), 2, 3, 4, 5, false, false, 0)
 	add("MatmulBatched 2×3×4×5", 2*2*3*4*5)
+	b.MatmulBF16To(bf16(6*5), f32(6*7), nil, f32(7*5), nil, 6, 5, 7, false, false, 0)
+	add("MatmulBF16To 6×5×7", 2*6*5*7)
 
 	// The linear ops, split by their weight [OC,C].
 	const N, C = 4, 6
@@ -80,6 +82,8 @@ func TestBackendProfileFlops(t *testing.T) {
 	add("LinearBackwardBF16 w3×6", 2*N*C*3)
 	b.LinearBackwardBF16Rounded(f32(N*C), bf16(N*3), bf16(3*C), N, C, 3)
 	add("LinearBackwardBF16Rounded w3×6", 2*N*C*3)
+	b.LinearBackwardBF16To(bf16(N*C), f32(N*3), bf16(3*C), N, C, 3, 0)
+	add("LinearBackwardBF16To w3×6", 2*N*C*3)
 
 	// LoRABackwardMany over q-, k- and v-like projections of rank 2: per
 	// projection dB and g (2·N·R·Out each), then dA and dx (2·N·k·R·In each).

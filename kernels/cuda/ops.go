@@ -53,6 +53,7 @@ var kernelModules = map[string]string{
 	"add":                      "elementwise",
 	"scale":                    "elementwise",
 	"axpy":                     "elementwise",
+	"scale_cols":               "elementwise",
 	"logprob_dz":               "logprob_backward",
 	"logprob_bwd_expect_bf16":  "logprob_backward",
 	"geglu_forward":            "geglu",

@@ -152,6 +152,7 @@ const Entry kernels[] = {
     KERNEL(add),
     KERNEL(scale),
     KERNEL(axpy),
+    KERNEL(scale_cols),
     KERNEL(logprob_dz),
     KERNEL(logprob_bwd_expect_bf16),
     KERNEL(geglu_forward),

@@ -65,6 +65,12 @@ func (l *Linear) forward(be kernels.Backend, out, u, x []float32, xBF []uint16, 
 // are the ones Forward gives on every backend, bit for bit; ref and cpu,
 // no LinearAdderBF16, keep the old order and its bits.
 //
+// On a kernels.LoRAManyForwarder (kernels/cuda) the LoRA updates of two
+// or more projections with one rank and scale set their outputs as one op
+// (loraSetMany), which on kernels/cuda reads x once for all their x·Aᵀ
+// products rather than once a projection, each value rounded as loraSet
+// rounds it (the backend says where the sums' order may differ).
+//
 // xBF, when not nil, is x rounded to bfloat16 by a kernels.InputRounder
 // whose RoundsLinearInput holds, written by the op that wrote x (the
 // block's RMSNorm; the MLP's gated unit): the base products take it
@@ -95,9 +101,12 @@ func forwardMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []flo
 	var add []bool // the outputs the base products add onto: nil, none
 	if adds && slices.ContainsFunc(loras, func(lr *LoRA) bool { return lr != nil }) {
 		add = make([]bool, len(ls))
+		many := loraSetMany(be, ls, outs, us, x, N, loras)
 		for i, l := range ls {
 			if loras[i] != nil {
-				l.loraSet(be, outs[i], us[i], x, N, loras[i])
+				if !many {
+					l.loraSet(be, outs[i], us[i], x, N, loras[i])
+				}
 				add[i] = true
 			}
 		}
@@ -116,6 +125,22 @@ func forwardMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []flo
 	for i, l := range ls {
 		l.loraForward(be, outs[i], us[i], x, N, loras[i])
 	}
+}
+
+// loraSetMany is loraSet of every projection of ls as one
+// kernels.LoRAManyForwarder's LoRAForwardMany, when be is one and there
+// are at least two projections, over at least one token, each with a LoRA
+// update of one rank and scale (oneLoRA); it reports whether it ran (if
+// not, nothing ran). One projection alone gains nothing by it: the same
+// one read of x, and on kernels/cuda a launch more.
+func loraSetMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []float32, N int, loras []*LoRA) bool {
+	m, ok := be.(kernels.LoRAManyForwarder)
+	if !ok || len(ls) < 2 || N < 1 || !oneLoRA(ls, loras) {
+		return false
+	}
+	ocs, as, bs, _, _ := loraLists(ls, loras)
+	m.LoRAForwardMany(outs, us, x, as, bs, N, ls[0].In, loras[0].R, ocs, loras[0].Scale)
+	return true
 }
 
 // loraForward adds the LoRA path to out [N, Out] = x·Wᵀ + b: u [N, R]

@@ -227,6 +227,24 @@
 // GPU yet: TestLoRABackwardManyOnHardware compares and times it against
 // the Matmuls one projection at a time on the 7B shapes.
 //
+// # The LoRA forward of projections sharing an input
+//
+// Backend.LoRAForwardMany (kernels.LoRAManyForwarder; ops_loraforward.go)
+// is the forward's counterpart: the A's of q, k and v (of gate and up)
+// copied side by side into one [k·r, In] scratch, one product u = x·Aᵀ
+// over the concatenated rank (x read once, not once a projection), then
+// per projection its u scaled out of that product's columns (scale_cols,
+// elementwise.cu) and the rank-r product setting its output, onto which
+// the base product adds (kernels.LinearAdderBF16). Every step rounds as
+// LinearForward, Scale and Matmul one projection at a time do, so on the
+// emulated device the bits are theirs; cuBLAS may sum the wider product
+// in another order. In train/model's 7B step count (TestStepTraffic7B)
+// that is 0.35 GB a layer less for 2 launches more (the A's copied):
+// 740.1 → 730.3 GB and 2916 → 2972 launches a step, 501.9 → 488.8 GB
+// bandwidth-bound. Not run on a GPU yet: TestLoRAForwardManyOnHardware
+// compares and times it against the ops one projection at a time on the
+// 7B shapes.
+//
 // # The LoRA product first
 //
 // Backend.LinearForwardBF16ManyAdd (kernels.LinearAdderBF16;

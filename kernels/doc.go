@@ -40,7 +40,9 @@
 // the bf16 roundings of dgate and dup that its LinearBackwardBF16Rounded
 // multiplies, InputRounder's RMSNorm and gated forward write the bf16
 // roundings of their outputs that its LinearForwardBF16Rounded
-// multiplies, and LoRAManyBackwarder runs the LoRA backward of several
+// multiplies, LoRAManyForwarder runs the LoRA forward of several
+// projections of one input together (x read once for their x·Aᵀ
+// products), and LoRAManyBackwarder runs the LoRA backward of several
 // projections of one input together (x read once for their DA products,
 // dx written once for their rank-r products), which LoRARoundedBackwarder
 // runs on DoutRounder's bf16 roundings of their douts (so that the gated

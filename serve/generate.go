@@ -224,9 +224,10 @@ const (
 // choose: a server-side fault that the same request cannot get past (the
 // same weights give the same NaN), named in words a user can act on. The
 // engine tells the model's cause (logits NaN, or −Inf everywhere: a
-// diverged adapter, or NaN in the weights) from a constraint's (its mask
-// left no token). Counted in /metrics by code; logged once per model and
-// code, since a diverged adapter fails every request that uses it.
+// diverged adapter, or a model whose activations overflow) from a
+// constraint's (its mask left no token). Counted in /metrics by code;
+// logged once per model and code, since a diverged adapter fails every
+// request that uses it.
 func (s *Server) noCandidate(err error, model string) error {
 	var nc *engine.NoCandidateError
 	if !errors.As(err, &nc) {
@@ -240,8 +241,9 @@ func (s *Server) noCandidate(err error, model string) error {
 		e.msg = fmt.Sprintf("%s: the output constraint (response_format or tool_choice) left none for model %q: "+
 			"it allowed no token, or the model gave -Inf to every token it allowed", what, model)
 	case model == s.name:
-		e.msg = fmt.Sprintf("%s: model %q gave NaN or -Inf logits to every token: its weights hold NaN, "+
-			"or its activations overflow float32; check the model's weights", what, model)
+		e.msg = fmt.Sprintf("%s: model %q gave NaN or -Inf logits to every token: its activations overflow "+
+			"float32 (its weights are finite: the loader refuses NaN and infinities, so some are far too large); "+
+			"check the model's weights", what, model)
 	default:
 		e.msg = fmt.Sprintf("%s: model %q gave NaN or -Inf logits to every token: the adapter has likely diverged "+
 			"(a training step that blew up, leaving huge weights); serve an earlier step of its run (<run>@<step>)", what, model)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/internal/waitfor"
+	"github.com/hone-rl/hone/kernels/ref"
 )
 
 // divergedB draws the B entries of a diverged adapter step: ±3e38, finite
@@ -183,12 +185,17 @@ func TestDivergedAdapter(t *testing.T) {
 	}
 }
 
-// nanModelDir copies the tiny model folder with a NaN in its final norm's
-// weights, as a broken checkpoint could hold: every logit is then NaN.
-func nanModelDir(t *testing.T) string {
+// overflowModelDir copies the tiny model folder with its final norm's
+// weights at 3e38, finite but so large that the hidden state and the
+// logits overflow float32: every logit is then NaN or ±Inf, as a
+// checkpoint whose weights blew up (finite, which the loader cannot
+// refuse) gives.
+func overflowModelDir(t *testing.T) string {
 	t.Helper()
-	return patchedModelDir(t, "tiny-nan", func(_ func(string) []int, set func(string, int, int, float32)) {
-		set("model.norm.weight", 0, 0, float32(math.NaN()))
+	return patchedModelDir(t, "tiny-overflow", func(shape func(string) []int, set func(string, int, int, float32)) {
+		for c := range shape("model.norm.weight")[0] {
+			set("model.norm.weight", 0, c, 3e38)
+		}
 	})
 }
 
@@ -234,19 +241,38 @@ func patchedModelDir(t *testing.T, name string, patch func(shape func(string) []
 	return dst
 }
 
-// TestNaNBaseWeights: a base model whose weights hold NaN is served (the
-// folder is trusted operator input, and checking every weight would add
-// to the start of a large model, as vLLM does not either), and its
-// requests fail with the same 500 as a diverged adapter's.
-func TestNaNBaseWeights(t *testing.T) {
-	ts := startServer(t, Options{Model: nanModelDir(t), ServedModelName: "broken"}, nil)
+// TestOverflowingBaseWeights: a base model whose activations overflow
+// float32 is served (checking a model's activations ahead would mean
+// running it), and its requests fail with the same 500 as a diverged
+// adapter's, in words that speak of the model, not of an adapter.
+func TestOverflowingBaseWeights(t *testing.T) {
+	ts := startServer(t, Options{Model: overflowModelDir(t), ServedModelName: "broken"}, nil)
 	if status, _ := ts.get(t, "/health"); status != 200 {
 		t.Fatalf("health %d", status)
 	}
 	_, err := ts.client.Chat.Completions.New(context.Background(), chatParams("broken", 1, 4))
-	wantAPIError(t, "chat", err, codeLogitsNotFinite, `model "broken"`, "NaN", "check the model's weights")
+	wantAPIError(t, "chat", err, codeLogitsNotFinite, `model "broken"`, "NaN", "overflow", "check the model's weights")
 	if ae := (*openai.Error)(nil); errors.As(err, &ae) && strings.Contains(ae.Message, "adapter") {
 		t.Errorf("the base model's error speaks of an adapter: %s", ae.Message)
+	}
+}
+
+// TestNaNBaseWeightsRefused: a base model whose weights hold a NaN is
+// refused at start (train/model's load check), the error naming the
+// folder, the tensor and the element, rather than served to fail every
+// request.
+func TestNaNBaseWeightsRefused(t *testing.T) {
+	dir := patchedModelDir(t, "tiny-nan", func(_ func(string) []int, set func(string, int, int, float32)) {
+		set("model.norm.weight", 0, 3, float32(math.NaN()))
+	})
+	_, err := NewServer(Options{Model: dir, Backend: ref.New(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil {
+		t.Fatal("a model with a NaN weight was served")
+	}
+	for _, want := range []string{dir, `"model.norm.weight"`, "NaN", "element 3"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
 	}
 }
 

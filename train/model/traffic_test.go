@@ -43,11 +43,14 @@ type launch struct {
 }
 
 // The roofline's peaks, dense, of an H100 or H200 SXM: bfloat16 tensor
-// cores (the bf16 GEMMs, the attention) 989 TFLOP/s, float32 without
-// tensor cores 67 (the LoRA products on float32 operands; those with K ≥
-// cuda.TF32MinK run on TF32, faster, so this lower peak only calls more
-// of them compute-bound).
-const peakBF16, peakF32 = 989e12, 67e12
+// cores (the bf16 GEMMs, the attention) 989 TFLOP/s, TF32 tensor cores
+// 495 (the products on float32 operands with K ≥ cuda.TF32MinK, which
+// the bf16 precision runs on TF32), float32 without tensor cores 67 (the
+// other float32 products). Before the TF32 peak, every float32 product
+// was held to the lowest, which called the wide ones (the DA products
+// over x, LoRAForwardMany's x product: about 24 FLOP a byte)
+// compute-bound where TF32 leaves them bandwidth-bound.
+const peakBF16, peakTF32, peakF32 = 989e12, 495e12, 67e12
 
 // bandwidthBound reports whether l's bytes at hbm take at least as long as
 // its products at its peak: then its bytes set its time.
@@ -102,8 +105,11 @@ func gemmL(M, N, K, elemAB int, beta float32) launch {
 // bfloat16 C).
 func gemmLC(M, N, K, elemAB, elemC int, beta float32) launch {
 	l := launch{"gemm", int64(elemAB) * int64(M*K+K*N), int64(elemC) * int64(M*N), 2 * int64(M) * int64(N) * int64(K), peakF32}
-	if elemAB == b16 {
+	switch {
+	case elemAB == b16:
 		l.peak = peakBF16
+	case K >= cuda.TF32MinK:
+		l.peak = peakTF32
 	}
 	if beta != 0 {
 		l.read += int64(elemC) * int64(M*N)
@@ -908,10 +914,13 @@ func TestStepTraffic7B(t *testing.T) {
 	// (kernels.LoRAManyForwarder): x read once for their x·Aᵀ products,
 	// not once a projection: 0.35 GB a layer less for 2 launches more
 	// (the A's copied side by side) (102, 23921171528, 16482245704; the
-	// step 2916, 698775046112, 478012311520).
+	// step 2916, 698775046112, 478012311520). The roofline then took the
+	// TF32 products' peak for what it is (peakTF32): the same bytes, 0.24
+	// GB a layer more of them bandwidth-bound (16012516424 a layer, the
+	// step 464859891680).
 	const wantLayerLaunches, wantLayerBytes = 104, int64(23571143752)
 	const wantStepLaunches, wantStepBytes = 2972, int64(688974268384)
-	const wantLayerBound, wantStepBound = int64(16012516424), int64(464859891680)
+	const wantLayerBound, wantStepBound = int64(16251919432), int64(471563175904)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes || per.bound != wantLayerBound {
 		t.Errorf("one 7B layer: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
 			per.launches, per.bytes(), per.bound, wantLayerLaunches, wantLayerBytes, wantLayerBound)
@@ -969,8 +978,11 @@ func TestStepTrafficCUDAEmulated(t *testing.T) {
 		}
 		for i, g := range newG {
 			e, peak := int64(f32), peakF32
-			if newT[i].A == cuda.R16BF {
+			switch {
+			case newT[i].A == cuda.R16BF:
 				e, peak = b16, peakBF16
+			case newT[i].Compute == cuda.Compute32FFastTF32:
+				peak = peakTF32
 			}
 			ec := int64(f32)
 			if newT[i].C == cuda.R16BF {

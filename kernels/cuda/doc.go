@@ -240,8 +240,9 @@
 // emulated device the bits are theirs; cuBLAS may sum the wider product
 // in another order. In train/model's 7B step count (TestStepTraffic7B)
 // that is 0.35 GB a layer less for 2 launches more (the A's copied):
-// 740.1 → 730.3 GB and 2916 → 2972 launches a step, 501.9 → 488.8 GB
-// bandwidth-bound. Not run on a GPU yet: TestLoRAForwardManyOnHardware
+// 698.8 → 689.0 GB and 2916 → 2972 launches a step, 478.0 → 464.9 GB
+// bandwidth-bound (then 471.6 GB by the roofline's TF32 peak, which
+// counts the wide x product bandwidth-bound). Not run on a GPU yet: TestLoRAForwardManyOnHardware
 // compares and times it against the ops one projection at a time on the
 // 7B shapes.
 //
@@ -350,8 +351,8 @@
 // product g·A first (g and A rounded, beta 0) and the base product adding
 // onto it (beta 1), and the gated backward reads it: in the 7B step count
 // (TestStepTraffic7B) 1.24 GB a layer less, 0.62 GB of it
-// bandwidth-bound, for 2 launches more, 2916 → 2972 launches, 740.1 →
-// 705.4 GB and 501.9 → 484.6 GB bandwidth-bound a step; and the pass
+// bandwidth-bound, for 2 launches more, 2860 → 2916 launches, 733.5 →
+// 698.8 GB and 495.3 → 478.0 GB bandwidth-bound a step; and the pass
 // holds dact in half the memory (Model.dactRounded: 310 MB less at 8×1024
 // tokens). It moves bits: on the micro models' steps the LoRA gradients
 // by at most 0.7% from those on the float32 dact (train/model's

@@ -577,19 +577,26 @@ func (b *Backend) MatmulBF16(c, a []float32, aBF []uint16, bm []float32, bBF []u
 		if K == 0 {
 			return b.scaleC(cb, beta, M*N)
 		}
-		var ba, bab, bb, bbb *Buffer
-		if a != nil {
-			ba = b.f32(op, "a", a)
-		} else {
-			bab = b.bf16(op, "aBF", aBF)
-		}
-		if bm != nil {
-			bb = b.f32(op, "b", bm)
-		} else {
-			bbb = b.bf16(op, "bBF", bBF)
-		}
+		ba, bab, bb, bbb := b.bf16Operands(op, a, aBF, bm, bBF)
 		return b.ops.MatmulBF16(cb, ba, bab, bb, bbb, M, N, K, transA, transB, beta)
 	})
+}
+
+// bf16Operands maps the operand pairs of MatmulBF16 and MatmulBF16To to
+// their buffers: each of a (float32) and aBF (bfloat16) nil but one, and
+// of bm and bBF.
+func (b *Backend) bf16Operands(op string, a []float32, aBF []uint16, bm []float32, bBF []uint16) (ba, bab, bb, bbb *Buffer) {
+	if a != nil {
+		ba = b.f32(op, "a", a)
+	} else {
+		bab = b.bf16(op, "aBF", aBF)
+	}
+	if bm != nil {
+		bb = b.f32(op, "b", bm)
+	} else {
+		bbb = b.bf16(op, "bBF", bBF)
+	}
+	return ba, bab, bb, bbb
 }
 
 var _ kernels.DinpRounder = (*Backend)(nil)
@@ -620,17 +627,7 @@ func (b *Backend) MatmulBF16To(cBF []uint16, a []float32, aBF []uint16, bm []flo
 	const op = "MatmulBF16To"
 	kernels.NeedMatmulBF16To(op, cBF, a, aBF, bm, bBF, M, N, K)
 	b.onDeviceCost(op, func() opCost { return matmulCost(M, N, K) }, func() error {
-		var ba, bab, bb, bbb *Buffer
-		if a != nil {
-			ba = b.f32(op, "a", a)
-		} else {
-			bab = b.bf16(op, "aBF", aBF)
-		}
-		if bm != nil {
-			bb = b.f32(op, "b", bm)
-		} else {
-			bbb = b.bf16(op, "bBF", bBF)
-		}
+		ba, bab, bb, bbb := b.bf16Operands(op, a, aBF, bm, bBF)
 		return b.ops.MatmulBF16To(b.bf16(op, "cBF", cBF), ba, bab, bb, bbb, M, N, K, transA, transB, beta)
 	})
 }

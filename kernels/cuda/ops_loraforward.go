@@ -1,8 +1,6 @@
 package cuda
 
 import (
-	"strconv"
-
 	"github.com/hone-rl/hone/kernels"
 )
 
@@ -123,16 +121,8 @@ func (b *Backend) LoRAForwardMany(outs, us [][]float32, x []float32, as, bs [][]
 // products): uc [N,k·R] = x·acᵀ, then per projection out [N,Out] = u·Bᵀ;
 // named as loraManyCost names the backward.
 func loraForwardManyCost(N, In, R int, Outs []int) opCost {
-	var sum int64
-	s := []byte{'w'}
-	for i, o := range Outs {
-		sum += int64(o)
-		if i > 0 {
-			s = append(s, '+')
-		}
-		s = strconv.AppendInt(s, int64(o), 10)
-	}
+	sum, name := loraOuts(Outs)
 	kR := int64(len(Outs)) * int64(R)
 	f := 2*int64(N)*kR*int64(In) + 2*int64(N)*int64(R)*sum
-	return opCost{f, string(s) + dims("×", In) + dims(" r", R)}
+	return opCost{f, name + dims("×", In) + dims(" r", R)}
 }

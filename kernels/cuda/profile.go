@@ -165,7 +165,19 @@ func linearManyCost(N, C int, OCs []int) opCost {
 // per projection dB [Out,R] += doutᵀ·u and g [N,R] = dout·B, then dA
 // [k·R,In] = gᵀ·x and, withDx, dx [N,In] (+)= g·A.
 func loraManyCost(N, In, R int, Outs []int, withDx bool) opCost {
-	var sum int64
+	sum, name := loraOuts(Outs)
+	products := int64(1)
+	if withDx {
+		products = 2
+	}
+	kR := int64(len(Outs)) * int64(R)
+	f := 4*int64(N)*int64(R)*sum + products*2*int64(N)*kR*int64(In)
+	return opCost{f, name + dims("×", In) + dims(" r", R)}
+}
+
+// loraOuts returns the sum of a LoRA op's output sizes Outs and the
+// profile's name of them, w<Out>+<Out>….
+func loraOuts(Outs []int) (sum int64, name string) {
 	s := []byte{'w'}
 	for i, o := range Outs {
 		sum += int64(o)
@@ -174,13 +186,7 @@ func loraManyCost(N, In, R int, Outs []int, withDx bool) opCost {
 		}
 		s = strconv.AppendInt(s, int64(o), 10)
 	}
-	products := int64(1)
-	if withDx {
-		products = 2
-	}
-	kR := int64(len(Outs)) * int64(R)
-	f := 4*int64(N)*int64(R)*sum + products*2*int64(N)*kR*int64(In)
-	return opCost{f, string(s) + dims("×", In) + dims(" r", R)}
+	return sum, string(s)
 }
 
 // logprobCost is a logprob op's: products GEMMs of hidden [N,C] (or the

@@ -48,7 +48,10 @@
 // runs on DoutRounder's bf16 roundings of their douts (so that the gated
 // backward writes no float32 dgate and dup), and LoRAInputRounder's
 // MatmulBF16 multiplies bfloat16 operands (the down projection's DA on the
-// bf16 act the gated backward rewrites): on kernels/cuda each spares
+// bf16 act the gated backward rewrites), and NormInputRounder's backward
+// recompute of a block's normed input writes it as bf16 only, which its
+// LoRABackwardManyInputBF16 takes for the DA products of q, k, v and of
+// gate, up: on kernels/cuda each spares
 // a pass over an activation, or moves it into a compute-bound GEMM
 // (train/model's TestStepTraffic7B counts them).
 // Forward ops overwrite their outputs, unless stated (beta in Matmul,

@@ -51,17 +51,64 @@ type LoRARoundedBackwarder interface {
 	LoRABackwardManyRounded(dx []float32, doutBFs [][]uint16, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool)
 }
 
+// NormInputRounder is implemented by a backend whose LoRA backward of
+// several projections can take their input x as its bfloat16 rounding
+// only: kernels/cuda in PrecisionBF16, whose DA products then multiply
+// bfloat16 operands. The model's training backward recomputes each
+// block's normed input h [N, C] before the MLP's and the attention's
+// backward; where the LoRA DA products of q, k, v and of gate, up are its
+// only readers (the base products' input gradients do not read it), the
+// recompute writes h as bfloat16 only (RMSNormForwardBF16) and those
+// products take it: on the 7B shape h moves 2 bytes a value where it
+// moved 4, written and read twice a layer, 0.23 GB a layer less
+// (train/model's TestStepTraffic7B). It moves bits: the DA products
+// multiply h's and g's roundings where TF32 rounded them, as
+// LoRAInputRounder's DA of the down projection does on act. Host
+// backends (ref, cpu) do not implement it.
+type NormInputRounder interface {
+	// RoundsNormInput reports whether the methods below may be used
+	// (false: they must not be).
+	RoundsNormInput() bool
+	// RMSNormForwardBF16 is RMSNormForward writing out [N, C] only as its
+	// bfloat16 rounding outBF (ToBF16's bits of RMSNormForward's out) and
+	// rstd [N] as RMSNormForward does.
+	RMSNormForwardBF16(outBF []uint16, rstd []float32, inp, weight []float32, N, C int, eps float32)
+	// LoRABackwardManyInputBF16 is LoRAManyBackwarder's LoRABackwardMany
+	// (douts given) or LoRARoundedBackwarder's LoRABackwardManyRounded
+	// (doutBFs given; exactly one of the two is not nil) with x [N, In]
+	// given as its bfloat16 rounding xBF: each DA product das[i] +=
+	// gᵢᵀ·x multiplies bfloat16 operands, g rounded as ToBF16 rounds, with
+	// float32 sums; the DB and dx products are those ops'. Its results
+	// differ from theirs on the float32 x by those roundings (the
+	// bfloat16 precision's tolerance class).
+	LoRABackwardManyInputBF16(dx []float32, douts [][]float32, doutBFs [][]uint16, us [][]float32, xBF []uint16, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool)
+}
+
 // NeedLoRAMany panics unless LoRABackwardMany's lists agree in length (at
 // least one projection), its sizes are positive and every buffer holds
 // its shape.
 func NeedLoRAMany(op string, dx []float32, douts, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int) {
-	needLoRAMany(op, dx, lens(douts), us, x, as, bs, das, dbs, N, In, R, Outs)
+	needLoRAMany(op, dx, lens(douts), us, len(x), as, bs, das, dbs, N, In, R, Outs)
 }
 
 // NeedLoRAManyRounded is NeedLoRAMany for LoRABackwardManyRounded, whose
 // output gradients are bfloat16.
 func NeedLoRAManyRounded(op string, dx []float32, doutBFs [][]uint16, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int) {
-	needLoRAMany(op, dx, lens(doutBFs), us, x, as, bs, das, dbs, N, In, R, Outs)
+	needLoRAMany(op, dx, lens(doutBFs), us, len(x), as, bs, das, dbs, N, In, R, Outs)
+}
+
+// NeedLoRAManyInputBF16 is NeedLoRAMany for NormInputRounder's
+// LoRABackwardManyInputBF16: exactly one of douts and doutBFs is not nil,
+// and x is bfloat16.
+func NeedLoRAManyInputBF16(op string, dx []float32, douts [][]float32, doutBFs [][]uint16, us [][]float32, xBF []uint16, as, bs, das, dbs [][]float32, N, In, R int, Outs []int) {
+	if (douts == nil) == (doutBFs == nil) {
+		panic(fmt.Sprintf("kernels.%s: want exactly one of douts and doutBFs (given: %v, %v)", op, douts != nil, doutBFs != nil))
+	}
+	dl := lens(douts)
+	if doutBFs != nil {
+		dl = lens(doutBFs)
+	}
+	needLoRAMany(op, dx, dl, us, len(xBF), as, bs, das, dbs, N, In, R, Outs)
 }
 
 // lens returns the lengths of xs.
@@ -74,7 +121,7 @@ func lens[T any](xs [][]T) []int {
 }
 
 // needLoRAMany is NeedLoRAMany given the douts' lengths.
-func needLoRAMany(op string, dx []float32, douts []int, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int) {
+func needLoRAMany(op string, dx []float32, douts []int, us [][]float32, x int, as, bs, das, dbs [][]float32, N, In, R int, Outs []int) {
 	k := len(Outs)
 	if k == 0 || len(douts) != k || len(us) != k || len(as) != k || len(bs) != k || len(das) != k || len(dbs) != k {
 		panic(fmt.Sprintf("kernels.%s: %d output sizes, %d douts, %d us, %d As, %d Bs, %d dAs, %d dBs", op, k, len(douts), len(us), len(as), len(bs), len(das), len(dbs)))
@@ -85,7 +132,7 @@ func needLoRAMany(op string, dx []float32, douts []int, us [][]float32, x []floa
 	if dx != nil {
 		Need(op, "dx", len(dx), N*In)
 	}
-	Need(op, "x", len(x), N*In)
+	Need(op, "x", x, N*In)
 	for i, out := range Outs {
 		if out < 1 {
 			panic(fmt.Sprintf("kernels.%s: output size %d of projection %d", op, out, i))

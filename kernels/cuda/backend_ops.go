@@ -654,6 +654,51 @@ func (b *Backend) LoRABackwardManyRounded(dx []float32, doutBFs [][]uint16, us [
 	})
 }
 
+var _ kernels.NormInputRounder = (*Backend)(nil)
+
+// RoundsNormInput implements kernels.NormInputRounder: in PrecisionBF16,
+// whose products multiply bfloat16 operands.
+func (b *Backend) RoundsNormInput() bool { return b.Precision() == kernels.PrecisionBF16 }
+
+// RMSNormForwardBF16 implements kernels.NormInputRounder
+// (rmsnorm_forward_bf16 with a null out, Ops.RMSNormForwardBF16): the
+// bits of RMSNormForwardRounded's outBF and rstd, in either precision.
+func (b *Backend) RMSNormForwardBF16(outBF []uint16, rstd []float32, inp, weight []float32, N, C int, eps float32) {
+	const op = "RMSNormForwardBF16"
+	kernels.NeedSizes(op, N, C)
+	kernels.Need(op, "rstd", len(rstd), N)
+	kernels.Need(op, "outBF", len(outBF), N*C)
+	kernels.Need(op, "inp", len(inp), N*C)
+	kernels.Need(op, "weight", len(weight), C)
+	if N == 0 {
+		return
+	}
+	b.onDevice(op, func() error {
+		return b.ops.RMSNormForwardBF16(nil, b.f32(op, "rstd", rstd), b.bf16(op, "outBF", outBF), b.f32(op, "inp", inp), b.f32(op, "weight", weight), N, C, eps)
+	})
+}
+
+// LoRABackwardManyInputBF16 implements kernels.NormInputRounder
+// (Ops.LoRABackwardManyInputBF16; it panics in PrecisionF32), after
+// kernels.NeedLoRAManyInputBF16's checks.
+func (b *Backend) LoRABackwardManyInputBF16(dx []float32, douts [][]float32, doutBFs [][]uint16, us [][]float32, xBF []uint16, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool) {
+	const op = "LoRABackwardManyInputBF16"
+	kernels.NeedLoRAManyInputBF16(op, dx, douts, doutBFs, us, xBF, as, bs, das, dbs, N, In, R, Outs)
+	b.onDeviceCost(op, func() opCost { return loraManyCost(N, In, R, Outs, dx != nil) }, func() error {
+		var bd, bdBF []*Buffer
+		if douts != nil {
+			bd = b.f32s(op, "dout", douts)
+		} else {
+			bdBF = make([]*Buffer, len(doutBFs))
+			for i, d := range doutBFs {
+				bdBF[i] = b.bf16(op, "dout", d)
+			}
+		}
+		return b.ops.LoRABackwardManyInputBF16(b.f32(op, "dx", dx), bd, bdBF, b.f32s(op, "u", us), b.bf16(op, "xBF", xBF), b.f32s(op, "A", as), b.f32s(op, "B", bs),
+			b.f32s(op, "dA", das), b.f32s(op, "dB", dbs), N, In, R, Outs, scale, set)
+	})
+}
+
 func (b *Backend) LinearBackward(dinp, dweight, dbias, dout, inp, weight []float32, N, C, OC int) {
 	const op = "LinearBackward"
 	kernels.NeedSizes(op, N, C, OC)

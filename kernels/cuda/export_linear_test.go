@@ -27,6 +27,7 @@ var (
 	PlanLogprobBackward      = planLogprobBackward
 	PlanLoRABackwardMany     = planLoRABackwardMany
 	PlanLoRABackwardManyBF16 = planLoRABackwardManyBF16
+	PlanLoRAManyInputBF16    = planLoRABackwardManyInputBF16
 	PlanMatmulBF16           = planMatmulBF16
 	MmLDs                    = mm.lds
 	MmColMajor               = mm.colMajor

@@ -261,7 +261,7 @@ func planRMSNormBackward(dinp, dweight, dout, rstd, inp, weight any, withDweight
 // RMSNormForward is kernels.Backend.RMSNormForward on device buffers: out
 // [N,C], rstd [N], inp [N,C], weight [C]; C ≥ 1.
 func (o *Ops) RMSNormForward(out, rstd, inp, weight *Buffer, N, C int, eps float32) error {
-	if err := o.rmsNormForwardCheck("RMSNormForward", out, rstd, inp, weight, N, C); err != nil {
+	if err := o.rmsNormForwardCheck("RMSNormForward", out, rstd, inp, weight, N, C, false); err != nil {
 		return err
 	}
 	return o.run("RMSNormForward", planRMSNormForward(out, rstd, inp, weight, N, C, eps))
@@ -270,10 +270,12 @@ func (o *Ops) RMSNormForward(out, rstd, inp, weight *Buffer, N, C int, eps float
 // RMSNormForwardBF16 is RMSNormForward that also writes out rounded to
 // bfloat16 into outBF (bfloat16 pairs, bf16Len(N·C) elements):
 // rmsnorm_forward_bf16, one block a row as rmsnorm_forward, whose copy
-// LinearForwardBF16Rounded multiplies.
+// LinearForwardBF16Rounded multiplies. out may be nil: then only outBF
+// and rstd are written (kernels.NormInputRounder's RMSNormForwardBF16),
+// the bits they have with it.
 func (o *Ops) RMSNormForwardBF16(out, rstd, outBF, inp, weight *Buffer, N, C int, eps float32) error {
 	const op = "RMSNormForwardBF16"
-	if err := o.rmsNormForwardCheck(op, out, rstd, inp, weight, N, C); err != nil {
+	if err := o.rmsNormForwardCheck(op, out, rstd, inp, weight, N, C, true); err != nil {
 		return err
 	}
 	c := check{op: op}
@@ -296,7 +298,7 @@ func (o *Ops) RMSNormForwardBF16(out, rstd, outBF, inp, weight *Buffer, N, C int
 // not overlap them.
 func (o *Ops) RMSNormForwardAdd(sum, out, rstd, outBF, inp, res, weight *Buffer, N, C int, eps float32) error {
 	const op = "RMSNormForwardAdd"
-	if err := o.rmsNormForwardCheck(op, out, rstd, inp, weight, N, C); err != nil {
+	if err := o.rmsNormForwardCheck(op, out, rstd, inp, weight, N, C, false); err != nil {
 		return err
 	}
 	c := check{op: op}
@@ -315,14 +317,17 @@ func (o *Ops) RMSNormForwardAdd(sum, out, rstd, outBF, inp, res, weight *Buffer,
 		[]any{sum, out, rstd, outBF, inp, res, weight, C, eps}, nil}})
 }
 
-// rmsNormForwardCheck is an RMSNorm forward's size and buffer check.
-func (o *Ops) rmsNormForwardCheck(op string, out, rstd, inp, weight *Buffer, N, C int) error {
+// rmsNormForwardCheck is an RMSNorm forward's size and buffer check;
+// with outOptional, out may be nil.
+func (o *Ops) rmsNormForwardCheck(op string, out, rstd, inp, weight *Buffer, N, C int, outOptional bool) error {
 	c := check{op: op}
 	c.sizes("N, C", N, C)
 	if C < 1 {
 		c.fail("C = %d: want at least 1", C)
 	}
-	c.buf(o.d, "out", out, N*C)
+	if out != nil || !outOptional {
+		c.buf(o.d, "out", out, N*C)
+	}
 	c.buf(o.d, "rstd", rstd, N)
 	c.buf(o.d, "inp", inp, N*C)
 	c.buf(o.d, "weight", weight, C)

@@ -43,8 +43,14 @@ func loraTF32(prec kernels.Precision, K int) bool {
 // view(b, off, n) is n elements of b from off.
 func planLoRABackwardMany(view func(b any, off, n int) any, dx any, douts, us []any, x any, as, bs, das, dbs []any, g, da, ac any,
 	prec kernels.Precision, N, In, R int, Outs []int, scale float32, set bool) []xstep {
-	k := len(Outs)
-	kR := k * R
+	s := planLoRAGProducts(douts, us, bs, dbs, g, prec, N, R, Outs)
+	return append(s, planLoRATail(view, dx, x, as, das, g, da, ac, nil, prec, N, In, R, len(Outs), scale, set)...)
+}
+
+// planLoRAGProducts is planLoRABackwardMany's steps 1 and 2: the DB
+// products and the unscaled dout·B products into g [N, k·R].
+func planLoRAGProducts(douts, us, bs, dbs []any, g any, prec kernels.Precision, N, R int, Outs []int) []xstep {
+	kR := len(Outs) * R
 	var s []xstep
 	for i, out := range Outs {
 		s = append(s, gstep(mm{C: dbs[i], A: douts[i], B: us[i], M: out, N: R, K: N, TransA: true, Beta: 1, TF32: loraTF32(prec, N)}))
@@ -52,16 +58,25 @@ func planLoRABackwardMany(view func(b any, off, n int) any, dx any, douts, us []
 	for i, out := range Outs {
 		s = append(s, gstep(mm{C: g, OffC: i * R, LDC: kR, A: douts[i], B: bs[i], M: N, N: R, K: out, TF32: loraTF32(prec, out)}))
 	}
-	return append(s, planLoRATail(view, dx, x, as, das, g, da, ac, prec, N, In, R, k, scale, set)...)
+	return s
 }
 
 // planLoRATail is planLoRABackwardMany's steps 3 to 5, after g [N, k·R]
 // holds the k projections' unscaled dout·B products: the DA products and
-// the dx product.
-func planLoRATail(view func(b any, off, n int) any, dx, x any, as, das []any, g, da, ac any,
+// the dx product. With gBF (not nil; PrecisionBF16), x is bfloat16 and
+// the DA product multiplies bfloat16 operands: g is rounded into gBF
+// first (f32_to_bf16, N·k·R values), then da = gBFᵀ·x (a bf16 GEMM,
+// float32 sums); the dx product still takes the float32 g.
+func planLoRATail(view func(b any, off, n int) any, dx, x any, as, das []any, g, da, ac, gBF any,
 	prec kernels.Precision, N, In, R, k int, scale float32, set bool) []xstep {
 	kR := k * R
-	s := []xstep{gstep(mm{C: da, A: g, B: x, M: kR, N: In, K: N, TransA: true, TF32: loraTF32(prec, N)})}
+	var s []xstep
+	if gBF != nil {
+		s = append(s, kstep(planFlat("f32_to_bf16", N*kR, gBF, g, N*kR)...)...)
+		s = append(s, gstep(mm{C: da, A: gBF, B: x, M: kR, N: In, K: N, TransA: true, BF16: true}))
+	} else {
+		s = append(s, gstep(mm{C: da, A: g, B: x, M: kR, N: In, K: N, TransA: true, TF32: loraTF32(prec, N)}))
+	}
 	for i := range k {
 		s = append(s, kstep(planFlat("axpy", R*In, das[i], view(da, i*R*In, R*In), scale, R*In)...)...)
 	}
@@ -90,7 +105,7 @@ func (o *Ops) LoRABackwardMany(dx *Buffer, douts, us []*Buffer, x *Buffer, as, b
 			dlens[i] = N * out
 		}
 	}
-	if err := o.loraManyCheck(op, dx, douts, dlens, us, x, as, bs, das, dbs, N, In, R, Outs); err != nil {
+	if err := o.loraManyCheck(op, dx, douts, dlens, us, x, N*In, as, bs, das, dbs, N, In, R, Outs); err != nil {
 		return err
 	}
 	l := o.lockScratch()
@@ -130,8 +145,8 @@ func viewF32(b any, off, n int) any { return b.(*Buffer).view(off, n) }
 
 // loraManyCheck is LoRABackwardMany's (and LoRABackwardManyBF16's) check
 // of its lists, sizes and buffers; dlens[i] is the elements douts[i] must
-// hold.
-func (o *Ops) loraManyCheck(op string, dx *Buffer, douts []*Buffer, dlens []int, us []*Buffer, x *Buffer, as, bs, das, dbs []*Buffer, N, In, R int, Outs []int) error {
+// hold, xLen those x must (N·In, or bf16Len(N·In) for bfloat16 pairs).
+func (o *Ops) loraManyCheck(op string, dx *Buffer, douts []*Buffer, dlens []int, us []*Buffer, x *Buffer, xLen int, as, bs, das, dbs []*Buffer, N, In, R int, Outs []int) error {
 	c := check{op: op}
 	k := len(Outs)
 	if k == 0 || len(douts) != k || len(us) != k || len(as) != k || len(bs) != k || len(das) != k || len(dbs) != k {
@@ -147,7 +162,7 @@ func (o *Ops) loraManyCheck(op string, dx *Buffer, douts []*Buffer, dlens []int,
 	if dx != nil {
 		c.buf(o.d, "dx", dx, N*In)
 	}
-	c.buf(o.d, "x", x, N*In)
+	c.buf(o.d, "x", x, xLen)
 	for i, out := range Outs {
 		if out < 1 {
 			c.fail("output size %d of projection %d", out, i)
@@ -185,6 +200,14 @@ func (o *Ops) loraManyCheck(op string, dx *Buffer, douts []*Buffer, dlens []int,
 // of b from off (even), view as in planLoRABackwardMany.
 func planLoRABackwardManyBF16(view, viewBF func(b any, off, n int) any, dx any, doutBFs, us []any, x any, as, bs, das, dbs []any, g, da, ac, ub, bb any,
 	N, In, R int, Outs []int, scale float32, set bool) []xstep {
+	s := planLoRAGProductsBF16(viewBF, doutBFs, us, bs, dbs, g, ub, bb, N, R, Outs)
+	return append(s, planLoRATail(view, dx, x, as, das, g, da, ac, nil, kernels.PrecisionBF16, N, In, R, len(Outs), scale, set)...)
+}
+
+// planLoRAGProductsBF16 is planLoRABackwardManyBF16's steps 0 to 2: u and
+// B rounded, the DB products and the unscaled dout·B products into g on
+// bfloat16 operands.
+func planLoRAGProductsBF16(viewBF func(b any, off, n int) any, doutBFs, us, bs, dbs []any, g, ub, bb any, N, R int, Outs []int) []xstep {
 	k := len(Outs)
 	kR := k * R
 	var s []xstep
@@ -203,7 +226,28 @@ func planLoRABackwardManyBF16(view, viewBF func(b any, off, n int) any, dx any, 
 	for i, out := range Outs {
 		s = append(s, gstep(mm{C: g, OffC: i * R, LDC: kR, A: doutBFs[i], B: bbs[i], M: N, N: R, K: out, BF16: true}))
 	}
-	return append(s, planLoRATail(view, dx, x, as, das, g, da, ac, kernels.PrecisionBF16, N, In, R, k, scale, set)...)
+	return s
+}
+
+// planLoRABackwardManyInputBF16 is kernels.NormInputRounder's
+// LoRABackwardManyInputBF16 (not run on a GPU yet): with douts (doutBFs
+// nil) planLoRABackwardMany's steps 1 and 2 in PrecisionBF16, with
+// doutBFs (douts nil, ub and bb its scratch) planLoRABackwardManyBF16's
+// steps 0 to 2, then planLoRATail with x given as bfloat16 (xBF): g
+// rounded into gBF (N·k·R bfloat16 values) and the DA product on
+// bfloat16 operands, where the other two plans read the float32 x through
+// TF32 (K = N ≥ TF32MinK). On the 7B shape the DA products read 2 bytes
+// an x value where they read 4, 59 MB a product less, for one
+// f32_to_bf16 launch of at most 2.4 MB.
+func planLoRABackwardManyInputBF16(view, viewBF func(b any, off, n int) any, dx any, douts, doutBFs, us []any, xBF any, as, bs, das, dbs []any, g, da, ac, ub, bb, gBF any,
+	N, In, R int, Outs []int, scale float32, set bool) []xstep {
+	var s []xstep
+	if doutBFs != nil {
+		s = planLoRAGProductsBF16(viewBF, doutBFs, us, bs, dbs, g, ub, bb, N, R, Outs)
+	} else {
+		s = planLoRAGProducts(douts, us, bs, dbs, g, kernels.PrecisionBF16, N, R, Outs)
+	}
+	return append(s, planLoRATail(view, dx, xBF, as, das, g, da, ac, gBF, kernels.PrecisionBF16, N, In, R, len(Outs), scale, set)...)
 }
 
 // ubSeg is the bfloat16 values a segment of rows·R rounded values takes in
@@ -230,12 +274,8 @@ func (o *Ops) LoRABackwardManyBF16(dx *Buffer, doutBFs, us []*Buffer, x *Buffer,
 			dlens[i] = bf16Len(N * out)
 		}
 	}
-	if err := o.loraManyCheck(op, dx, doutBFs, dlens, us, x, as, bs, das, dbs, N, In, R, Outs); err != nil {
+	if err := o.loraManyCheck(op, dx, doutBFs, dlens, us, x, N*In, as, bs, das, dbs, N, In, R, Outs); err != nil {
 		return err
-	}
-	bbN := 0
-	for _, out := range Outs {
-		bbN += ubSeg(out, R) / 2
 	}
 	l := o.lockScratch()
 	defer l.unlock()
@@ -243,17 +283,93 @@ func (o *Ops) LoRABackwardManyBF16(dx *Buffer, doutBFs, us []*Buffer, x *Buffer,
 	if err != nil {
 		return err
 	}
-	ub, err := l.get(op, "lora.ub", k*ubSeg(N, R)/2)
+	ub, bb, err := loraRoundedScratch(l, op, N, R, Outs)
 	if err != nil {
 		return err
 	}
-	bb, err := l.get(op, "lora.bb", bbN)
-	if err != nil {
-		return err
-	}
-	viewBF := func(b any, off, n int) any { return b.(*Buffer).view(off/2, bf16Len(n)) }
-	return o.runX(op, planLoRABackwardManyBF16(viewF32, viewBF, optional(dx), buffersAny(doutBFs), buffersAny(us), x, buffersAny(as), buffersAny(bs),
+	return o.runX(op, planLoRABackwardManyBF16(viewF32, viewBF16, optional(dx), buffersAny(doutBFs), buffersAny(us), x, buffersAny(as), buffersAny(bs),
 		buffersAny(das), buffersAny(dbs), g, da, ac, ub, bb, N, In, R, Outs, scale, set))
+}
+
+// loraRoundedScratch takes LoRABackwardManyBF16's scratch for the rounded
+// u and B from l: ub (slot "lora.ub", k segments of ubSeg(N, R)) and bb
+// ("lora.bb", one of ubSeg(Outs[i], R) a projection).
+func loraRoundedScratch(l *scratchLease, op string, N, R int, Outs []int) (ub, bb *Buffer, err error) {
+	bbN := 0
+	for _, out := range Outs {
+		bbN += ubSeg(out, R) / 2
+	}
+	if ub, err = l.get(op, "lora.ub", len(Outs)*ubSeg(N, R)/2); err != nil {
+		return nil, nil, err
+	}
+	if bb, err = l.get(op, "lora.bb", bbN); err != nil {
+		return nil, nil, err
+	}
+	return ub, bb, nil
+}
+
+// viewBF16 is the plans' view of a device buffer of bfloat16 pairs: n
+// bfloat16 values from off (even).
+func viewBF16(b any, off, n int) any { return b.(*Buffer).view(off/2, bf16Len(n)) }
+
+// LoRABackwardManyInputBF16 is kernels.NormInputRounder's
+// LoRABackwardManyInputBF16 on device buffers
+// (planLoRABackwardManyInputBF16): LoRABackwardMany (douts given) or
+// LoRABackwardManyBF16 (doutBFs given; exactly one of the two not nil)
+// with x given as bfloat16 pairs (xBF, bf16Len(N·In) elements). Its
+// scratch is theirs and g's rounding (the slot "lora.gbf", bf16Len(N·k·R)
+// elements). It is refused in PrecisionF32, whose products do not round.
+func (o *Ops) LoRABackwardManyInputBF16(dx *Buffer, douts, doutBFs, us []*Buffer, xBF *Buffer, as, bs, das, dbs []*Buffer, N, In, R int, Outs []int, scale float32, set bool) error {
+	const op = "LoRABackwardManyInputBF16"
+	if o.prec != kernels.PrecisionBF16 {
+		return fmt.Errorf("CUDA %s: precision %v: the LoRA products multiply bfloat16 operands only in %v", op, o.prec, kernels.PrecisionBF16)
+	}
+	if (douts == nil) == (doutBFs == nil) {
+		return fmt.Errorf("CUDA %s: want exactly one of douts and doutBFs (given: %v, %v)", op, douts != nil, doutBFs != nil)
+	}
+	k := len(Outs)
+	ds := douts
+	if doutBFs != nil {
+		ds = doutBFs
+	}
+	dlens := make([]int, len(ds))
+	for i, out := range Outs {
+		if i < len(dlens) {
+			dlens[i] = N * out
+			if doutBFs != nil {
+				dlens[i] = bf16Len(N * out)
+			}
+		}
+	}
+	if err := o.loraManyCheck(op, dx, ds, dlens, us, xBF, bf16Len(N*In), as, bs, das, dbs, N, In, R, Outs); err != nil {
+		return err
+	}
+	l := o.lockScratch()
+	defer l.unlock()
+	g, da, ac, err := loraScratch(l, op, N, In, R, k, dx != nil)
+	if err != nil {
+		return err
+	}
+	gBF, err := l.get(op, "lora.gbf", bf16Len(N*k*R))
+	if err != nil {
+		return err
+	}
+	var ub, bb any
+	if doutBFs != nil {
+		u, b, err := loraRoundedScratch(l, op, N, R, Outs)
+		if err != nil {
+			return err
+		}
+		ub, bb = u, b
+	}
+	var pd, pdBF []any
+	if doutBFs != nil {
+		pdBF = buffersAny(doutBFs)
+	} else {
+		pd = buffersAny(douts)
+	}
+	return o.runX(op, planLoRABackwardManyInputBF16(viewF32, viewBF16, optional(dx), pd, pdBF, buffersAny(us), xBF, buffersAny(as), buffersAny(bs),
+		buffersAny(das), buffersAny(dbs), g, da, ac, ub, bb, gBF, N, In, R, Outs, scale, set))
 }
 
 // buffersAny returns bs as a []any of *Buffer, the plans' operand type.

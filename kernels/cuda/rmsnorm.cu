@@ -20,7 +20,7 @@
 #include "common.cuh"
 
 // rmsnormRow is rmsnorm_forward's row n, and its bf16 copy unless out_bf
-// is null. With res not null the row normalised is inp + res, written to
+// is null; out null: the bf16 copy and rstd only. With res not null the row normalised is inp + res, written to
 // sum first (rmsnorm_forward_add; sum may be inp or res, so neither is
 // __restrict__): each thread adds, stores and squares its own columns in
 // the order rmsnorm_forward squares them, then reads back only what it
@@ -49,7 +49,7 @@ __device__ __forceinline__ void rmsnormRow(int n, float *__restrict__ out, float
 	if (threadIdx.x == 0) rstd[n] = r;
 	for (int c = threadIdx.x; c < C; c += blockDim.x) {
 		const float v = x[c] * r * weight[c];
-		out[row + c] = v;
+		if (out != nullptr) out[row + c] = v;
 		if (out_bf != nullptr) out_bf[row + c] = bf16Round(v);
 	}
 }
@@ -67,7 +67,10 @@ extern "C" __global__ void rmsnorm_forward(float *__restrict__ out, float *__res
 // also writes out rounded to bfloat16 into out_bf (f32_to_bf16's rounding,
 // bf16round.cuh): the bf16 precision's products of the normed input (q, k,
 // v; gate, up) then multiply that copy (LinearForwardBF16Rounded) instead
-// of reading out again to round it. Same geometry.
+// of reading out again to round it. out may be null: then only out_bf and
+// rstd are written, the bits they have with it (the backward's recompute
+// of the normed input as bfloat16 only, kernels.NormInputRounder; 2 bytes
+// a value written where out_bf and out wrote 6). Same geometry.
 extern "C" __global__ void rmsnorm_forward_bf16(float *__restrict__ out, float *__restrict__ rstd,
                                                 unsigned short *__restrict__ out_bf, const float *__restrict__ inp,
                                                 const float *__restrict__ weight, int C, float eps) {

@@ -465,6 +465,17 @@ func rmsnormBlocks(t *testing.T, h shimHarness) {
 				Args: []any{wantOut, wantRstd, wantBF, wantSum, weight, C, float32(eps)}}); err != nil {
 				t.Fatal(err)
 			}
+			// rmsnorm_forward_bf16 with a null out (the backward's
+			// recompute of the normed input as bfloat16 only): rstd and
+			// outBF the bits they have with out.
+			onlyRstd, onlyBF := make([]float32, N), make([]uint16, N*C)
+			if err := h.run(cuda.Step{Kernel: "rmsnorm_forward_bf16", Grid: cuda.Dim3{X: N, Y: 1, Z: 1}, Block: block,
+				Args: []any{[]float32(nil), onlyRstd, onlyBF, wantSum, weight, C, float32(eps)}}); err != nil {
+				t.Fatal(err)
+			}
+			if !sameBits(onlyRstd, wantRstd) || !slices.Equal(onlyBF, wantBF) {
+				t.Errorf("rmsnorm_forward_bf16 with a null out: rstd or outBF differs from the bits with out")
+			}
 			for _, alias := range []string{"apart", "inp", "res"} {
 				for _, withBF := range []bool{true, false} {
 					in, rs := slices.Clone(a), slices.Clone(res)

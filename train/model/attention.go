@@ -130,8 +130,10 @@ func (a *Attention) decode(be kernels.Backend, s *attnActs, g *geometry, layer i
 }
 
 // Backward writes dx [N, C] = d out/d x · dout (its contents ignored) and
-// accumulates the LoRA gradients; w supplies the scratch.
-func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
+// accumulates the LoRA gradients; w supplies the scratch. xBF, when not
+// nil (x then nil), is the input x given as its bfloat16 rounding only,
+// where inputBF16 holds (backwardMany).
+func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs, x []float32, xBF []uint16, w *work, g *geometry, lr *[numModules]*LoRA) {
 	N := g.N
 	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
 	datt := w.dq[:qd] // [N,H,D]
@@ -159,6 +161,12 @@ func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs
 		be.RMSNormBackward(dkp, nil, dk, s.krstd, s.k, kw, N*a.KVH, a.D)
 		dq, dk = dqp, dkp
 	}
-	backwardMany(be, []*Linear{&a.Q, &a.K, &a.V}, dx, [][]float32{dq, dk, dv}, nil, x, [][]float32{s.u[ModQ], s.u[ModK], s.u[ModV]}, w.lg, N,
+	backwardMany(be, []*Linear{&a.Q, &a.K, &a.V}, dx, [][]float32{dq, dk, dv}, nil, x, xBF, [][]float32{s.u[ModQ], s.u[ModK], s.u[ModV]}, w.lg, N,
 		[]*LoRA{lr[ModQ], lr[ModK], lr[ModV]})
+}
+
+// inputBF16 reports whether Backward may take its input x as bfloat16
+// only (normInputBF16 of q, k and v).
+func (a *Attention) inputBF16(be kernels.Backend, N int, lr *[numModules]*LoRA) bool {
+	return normInputBF16(be, []*Linear{&a.Q, &a.K, &a.V}, []*LoRA{lr[ModQ], lr[ModK], lr[ModV]}, N)
 }

@@ -222,12 +222,32 @@ func (l *Linear) backward(be kernels.Backend, dx, dout []float32, doutBF []uint1
 // (roundedLoRA), that one op takes the roundings, and douts may be nil.
 // Otherwise each projection's backward runs in order, the first one
 // setting dx, as before (ref and cpu: the same bits).
-func backwardMany(be kernels.Backend, ls []*Linear, dx []float32, douts [][]float32, doutBFs [][]uint16, x []float32, us [][]float32, g []float32, N int, loras []*LoRA) {
+//
+// xBF, when not nil (x then nil), is x as its bfloat16 rounding only, which
+// the caller may give where normInputBF16 holds: the LoRA backward runs as
+// one kernels.NormInputRounder's LoRABackwardManyInputBF16 (on the
+// roundings doutBFs where roundedLoRA holds, else on douts), whose DA
+// products multiply x's and g's roundings; without LoRA updates nothing
+// reads x (the base products of bfloat16 weights do not).
+func backwardMany(be kernels.Backend, ls []*Linear, dx []float32, douts [][]float32, doutBFs [][]uint16, x []float32, xBF []uint16, us [][]float32, g []float32, N int, loras []*LoRA) {
 	bf := func(i int) []uint16 {
 		if doutBFs == nil {
 			return nil
 		}
 		return doutBFs[i]
+	}
+	if xBF != nil && oneLoRA(ls, loras) {
+		outs, as, bs, das, dbs := loraLists(ls, loras)
+		r := be.(kernels.NormInputRounder)
+		if doutBFs != nil && roundedLoRA(be, ls, loras, N) {
+			r.LoRABackwardManyInputBF16(dx, nil, doutBFs, us, xBF, as, bs, das, dbs, N, ls[0].In, loras[0].R, outs, loras[0].Scale, true)
+		} else {
+			r.LoRABackwardManyInputBF16(dx, douts, nil, us, xBF, as, bs, das, dbs, N, ls[0].In, loras[0].R, outs, loras[0].Scale, true)
+		}
+		for i, l := range ls {
+			l.Weight.linearBackward(be, dx, douts[i], bf(i), nil, N, l.In, l.Out)
+		}
+		return
 	}
 	if doutBFs != nil && dx != nil && roundedLoRA(be, ls, loras, N) {
 		outs, as, bs, das, dbs := loraLists(ls, loras)
@@ -272,6 +292,30 @@ func loraLists(ls []*Linear, loras []*LoRA) (outs []int, as, bs, das, dbs [][]fl
 func roundedLoRA(be kernels.Backend, ls []*Linear, loras []*LoRA, N int) bool {
 	r, ok := be.(kernels.LoRARoundedBackwarder)
 	return ok && r.RoundsLoRADout() && N > 0 && oneLoRA(ls, loras)
+}
+
+// normInputBF16 reports whether the backward of the projections ls of one
+// input (q, k, v; gate, up; dx wanted), with LoRA updates loras, may take
+// that input as its bfloat16 rounding only (backwardMany's xBF): on a
+// kernels.NormInputRounder whose RoundsNormInput holds (kernels/cuda's
+// bf16 precision), over at least one token, with bfloat16 weights (their
+// base products do not read x), and with a LoRA update on none of them or
+// on all, of one rank and scale (oneLoRA: one LoRABackwardManyInputBF16).
+// Then the block's backward recomputes the input as bfloat16 only
+// (Block.normAgain); otherwise as float32, for the readers that need it.
+func normInputBF16(be kernels.Backend, ls []*Linear, loras []*LoRA, N int) bool {
+	r, ok := be.(kernels.NormInputRounder)
+	if !ok || !r.RoundsNormInput() || N < 1 {
+		return false
+	}
+	none := true
+	for i, l := range ls {
+		if l.Weight.BF16 == nil {
+			return false
+		}
+		none = none && loras[i] == nil
+	}
+	return none || oneLoRA(ls, loras)
 }
 
 // oneLoRA reports whether every projection of ls has a LoRA update, all of

@@ -11,22 +11,32 @@ import (
 )
 
 // noLoRAMany is cuda.Backend without its kernels.LoRAManyBackwarder,
-// kernels.LoRARoundedBackwarder and kernels.LoRAInputRounder: the fields
-// hide the promoted methods, so the model runs each projection's LoRA
-// backward on its own, as before LoRABackwardMany.
+// kernels.LoRARoundedBackwarder, kernels.LoRAInputRounder and
+// kernels.NormInputRounder: the fields hide the promoted methods, so the
+// model runs each projection's LoRA backward on its own, as before
+// LoRABackwardMany.
 type noLoRAMany struct {
 	*cuda.Backend
-	LoRABackwardMany        struct{}
-	LoRABackwardManyRounded struct{}
-	MatmulBF16              struct{}
+	LoRABackwardMany          struct{}
+	LoRABackwardManyRounded   struct{}
+	MatmulBF16                struct{}
+	LoRABackwardManyInputBF16 struct{}
 }
+
+// noRoundedLoRANorNormInput is noRoundedLoRA that also takes the normed
+// input as float32 only (kernels.NormInputRounder): every LoRA backward
+// of q, k, v and gate, up is LoRABackwardMany.
+type noRoundedLoRANorNormInput struct{ noRoundedLoRA }
+
+func (noRoundedLoRANorNormInput) RoundsNormInput() bool { return false }
 
 // TestLoRAManyCUDAEmulated: a LoRA step (all seven projections, a rank
 // and scale 2·1.5/2 that is no power of two) of a bfloat16 micro qwen2
 // model on cuda.Backend on the emulated device, in both precisions, with
 // the LoRA backward of q, k, v and of gate, up as one LoRABackwardMany
-// each (5 axpy launches a layer; noRoundedLoRA, so that gate and up take
-// it on float32 douts) and without (noLoRAMany: none): the
+// each (5 axpy launches a layer; noRoundedLoRANorNormInput, so that gate
+// and up take it on float32 douts, and both groups on the float32 normed
+// input) and without (noLoRAMany: none): the
 // logprobs are the same bits (the forward is untouched), the LoRA
 // gradients within 1e-5 of each other by maxRelDiff (float32 reorderings:
 // the scale's place, dx's one sum over the concatenated rank; the micro
@@ -60,7 +70,7 @@ func TestLoRAManyCUDAEmulated(t *testing.T) {
 			}
 			return n
 		}
-		lp, g, n := step(noRoundedLoRA{b}, axpys)
+		lp, g, n := step(noRoundedLoRANorNormInput{noRoundedLoRA{b}}, axpys)
 		olp, og, on := step(noLoRAMany{Backend: b}, axpys)
 		layers := microConfig("qwen2").Layers
 		if n != 5*layers || on != 0 {

@@ -79,7 +79,9 @@ func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x []float32
 // no LoRA update, it writes only the roundings. Where the pass holds dact
 // as bfloat16 only (w.dactbf: Model.dactRounded), the down projection's
 // backward writes it so and the gated backward reads it so (downDX).
-func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []float32, w *work, N int, lr *[numModules]*LoRA) {
+// xBF, when not nil (x then nil), is the input x given as its bfloat16
+// rounding only, where inputBF16 holds (backwardMany).
+func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []float32, xBF []uint16, w *work, N int, lr *[numModules]*LoRA) {
 	NI := N * m.Gate.Out
 	var dact []float32
 	var dactBF []uint16
@@ -134,7 +136,13 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 	if dgateBF != nil {
 		doutBFs = [][]uint16{dgateBF, dupBF}
 	}
-	backwardMany(be, gu, dx, [][]float32{dgate, dup}, doutBFs, x, [][]float32{s.u[0], s.u[1]}, w.lg, N, gl)
+	backwardMany(be, gu, dx, [][]float32{dgate, dup}, doutBFs, x, xBF, [][]float32{s.u[0], s.u[1]}, w.lg, N, gl)
+}
+
+// inputBF16 reports whether Backward may take its input x as bfloat16
+// only (normInputBF16 of gate and up).
+func (m *MLP) inputBF16(be kernels.Backend, N int, lr *[numModules]*LoRA) bool {
+	return normInputBF16(be, []*Linear{&m.Gate, &m.Up}, []*LoRA{lr[ModGate], lr[ModUp]}, N)
 }
 
 // downDX writes the down projection's input gradient dact [N, I] (its

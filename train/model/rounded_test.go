@@ -175,7 +175,11 @@ func (noInputRounder) RoundsLinearInput() bool { return false }
 // post-attention norms, the input norms after the first and the final
 // norm; the checkpointed backward's recompute runs each block alone, its
 // input norm plain), which writes the bf16 copy only for the first; only
-// the first launches the other forward _bf16 kernels.
+// the first launches the other forward _bf16 kernels. Both launch
+// rmsnorm_forward_bf16 for the backward's recomputes of the normed input
+// whose only readers take its bf16 rounding (kernels.NormInputRounder:
+// both a layer with a LoRA on every module; neither with q, v, up, whose
+// groups are mixed).
 func TestInputRounderCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
@@ -187,10 +191,11 @@ func TestInputRounderCUDAEmulated(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		s    microStep
+		bwd  int // the backward's recomputes in bfloat16 a layer
 	}{
-		{"qwen2 SwiGLU", microStep{family: "qwen2", targets: AllModules(), alpha: 4, bInit: bInit}},
-		{"qwen2 GeGLU q,v,up Checkpoint", microStep{family: "qwen2", act: "gelu_tanh", targets: []Module{ModQ, ModV, ModUp}, alpha: 4, bInit: bInit, checkpoint: true}},
-		{"gemma3_text", microStep{family: "gemma3_text", targets: AllModules(), alpha: 4, bInit: bInit}},
+		{"qwen2 SwiGLU", microStep{family: "qwen2", targets: AllModules(), alpha: 4, bInit: bInit}, 2},
+		{"qwen2 GeGLU q,v,up Checkpoint", microStep{family: "qwen2", act: "gelu_tanh", targets: []Module{ModQ, ModV, ModUp}, alpha: 4, bInit: bInit, checkpoint: true}, 0},
+		{"gemma3_text", microStep{family: "gemma3_text", targets: AllModules(), alpha: 4, bInit: bInit}, 2},
 	} {
 		lp, g, n := step(b, c.s)
 		wlp, wg, wn := step(noInputRounder{b}, c.s)
@@ -203,6 +208,7 @@ func TestInputRounderCUDAEmulated(t *testing.T) {
 		if c.s.checkpoint {
 			want, wantW = want+3*L, wantW+L
 		}
+		want, wantW = want+c.bwd*L, wantW+c.bwd*L
 		if n != want || wn != wantW {
 			t.Errorf("%s: %d forward _bf16 and rmsnorm_forward_add launches with the rounded copies, %d without; want %d and %d", c.name, n, wn, want, wantW)
 		}
@@ -400,3 +406,78 @@ func TestDactRoundedMemory(t *testing.T) {
 type noRounderNorDinp struct{ noRounder }
 
 func (noRounderNorDinp) RoundsLinearDinp() bool { return false }
+
+// noNormInputRounder is cuda.Backend saying its LoRA backward does not take
+// its input as bfloat16 (kernels.NormInputRounder): the block's backward
+// then recomputes the normed input h as float32 for the LoRA DA products
+// of q, k, v and gate, up, as before that.
+type noNormInputRounder struct{ *cuda.Backend }
+
+func (noNormInputRounder) RoundsNormInput() bool { return false }
+
+// TestNormInputRoundedCUDAEmulated: a LoRA step of a bfloat16 micro model on
+// cuda.Backend in PrecisionBF16 on the emulated device, with the backward's
+// recompute of each normed input h written as bfloat16 only and the LoRA
+// DA products of q, k, v and gate, up taking it (kernels.NormInputRounder)
+// and without (noNormInputRounder), for every family (qwen2's q, k, v
+// biases, qwen3's q/k norms, gemma3's sandwich norms and GeGLU), with
+// checkpointing on one, and with LoRA updates on every module, on q, v,
+// gate and up (k without one: the attention's h stays float32, one
+// recompute a layer in bfloat16) and on o and down alone (no reader of h:
+// both recomputes in bfloat16, the same bits): the logprobs are the same
+// bits (the forward is untouched), the rmsnorm_forward_bf16 launches are
+// as many more as the recomputes in bfloat16, and the LoRA gradients are
+// within the bf16 precision's kernels.BF16ComputeTol of each other by
+// maxRelDiff (logged), and differ where a DA product took h's rounding.
+// The model-level bound against the float32 model is
+// TestBF16ComputeCUDAEmulated's.
+func TestNormInputRoundedCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b, drv := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	defer b.Close()
+	step := countingStep(t, drv, "rmsnorm_forward_bf16")
+	bInit := func(i int) float32 { return float32(i%7) * 0.05 }
+	for _, tc := range []struct {
+		family  string
+		ckpt    bool
+		name    string
+		targets []Module
+		more    int // rmsnorm_forward_bf16 launches more a layer
+	}{
+		{"qwen2", false, "every module", AllModules(), 2},
+		{"qwen2", true, "every module, checkpointing", AllModules(), 2},
+		{"qwen2", false, "q, v, gate, up", []Module{ModQ, ModV, ModGate, ModUp}, 1},
+		{"qwen2", false, "o, down", []Module{ModO, ModDown}, 2},
+		{"qwen3", false, "every module", AllModules(), 2},
+		{"llama", false, "every module", AllModules(), 2},
+		{"gemma3_text", false, "every module", AllModules(), 2},
+	} {
+		name := tc.family + ", " + tc.name
+		s := microStep{family: tc.family, targets: tc.targets, alpha: 4, bInit: bInit, checkpoint: tc.ckpt}
+		lp, g, n := step(b, s)
+		wlp, wg, wn := step(noNormInputRounder{b}, s)
+		if layers := microConfig(tc.family).Layers; n-wn != tc.more*layers {
+			t.Errorf("%s: %d rmsnorm_forward_bf16 launches with h as bfloat16, %d without; want %d more", name, n, wn, tc.more*layers)
+		}
+		for i := range lp {
+			if math.Float32bits(lp[i]) != math.Float32bits(wlp[i]) {
+				t.Fatalf("%s: logprob [%d] = %g with h as bfloat16, %g without", name, i, lp[i], wlp[i])
+			}
+		}
+		gs, ws := slices.Concat(g...), slices.Concat(wg...)
+		d := maxRelDiff(gs, ws)
+		t.Logf("%s: LoRA gradients %.2g from the float32 h's (maxRelDiff)", name, d)
+		if d > kernels.BF16ComputeTol {
+			t.Errorf("%s: LoRA gradients %.2g from the float32 h's, bound %g", name, d, kernels.BF16ComputeTol)
+		}
+		readsH := slices.ContainsFunc(tc.targets, func(m Module) bool { return m != ModO && m != ModDown })
+		if readsH && d == 0 {
+			t.Errorf("%s: the LoRA gradients are the float32 h's bits: the bfloat16 path did not run", name)
+		}
+		if !readsH && d != 0 {
+			t.Errorf("%s: no LoRA product reads h, yet the gradients moved by %.2g", name, d)
+		}
+	}
+}

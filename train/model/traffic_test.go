@@ -402,8 +402,18 @@ func (t *trafficBackend) LoRABackwardMany(dx []float32, douts, us [][]float32, x
 // LoRABackwardManyRounded) of k projections: one DA product over x, an
 // axpy a projection; with dx a scale a projection and one dx product.
 func loraTailL(withDx bool, N, In, R, k int, set bool) []launch {
+	return loraTailLX(withDx, false, N, In, R, k, set)
+}
+
+// loraTailLX is loraTailL, with xBF (NormInputRounder's
+// LoRABackwardManyInputBF16) x bfloat16: g rounded, then the DA product on
+// bfloat16 operands.
+func loraTailLX(withDx, xBF bool, N, In, R, k int, set bool) []launch {
 	kR := k * R
 	ls := []launch{gemmL(kR, In, N, f32, 0)}
+	if xBF {
+		ls = []launch{flat("f32_to_bf16", f32*N*kR, b16*N*kR), gemmL(kR, In, N, b16, 0)}
+	}
 	for range k {
 		ls = append(ls, flat("axpy", f32*2*R*In, f32*R*In))
 	}
@@ -462,6 +472,45 @@ func (t *trafficBackend) LoRABackwardManyRounded(dx []float32, doutBFs [][]uint1
 	ls = append(ls, loraTailL(dx != nil, N, In, R, len(Outs), set)...)
 	t.run("LoRABackwardManyRounded", ls, func(be kernels.Backend) {
 		be.(kernels.LoRARoundedBackwarder).LoRABackwardManyRounded(dx, doutBFs, us, x, as, bs, das, dbs, N, In, R, Outs, scale, set)
+	})
+}
+
+var _ kernels.NormInputRounder = (*trafficBackend)(nil)
+
+// RoundsNormInput is cuda.Backend's in PrecisionBF16.
+func (t *trafficBackend) RoundsNormInput() bool { return true }
+
+// RMSNormForwardBF16 is rmsnorm_forward_bf16 with a null out: the input
+// and weight read, the rounding and rstd written.
+func (t *trafficBackend) RMSNormForwardBF16(outBF []uint16, rstd []float32, inp, weight []float32, N, C int, eps float32) {
+	ls := []launch{flat("rmsnorm_forward_bf16", f32*(N*C+C), b16*N*C+f32*N)}
+	t.run("RMSNormForwardBF16", ls, func(be kernels.Backend) {
+		be.(kernels.NormInputRounder).RMSNormForwardBF16(outBF, rstd, inp, weight, N, C, eps)
+	})
+}
+
+// LoRABackwardManyInputBF16 is kernels/cuda's (ops_lora.go):
+// LoRABackwardMany's DB and dout·B products (douts given) or
+// LoRABackwardManyRounded's (doutBFs given), then the DA product on x's
+// bfloat16 rounding and g's (loraTailLX).
+func (t *trafficBackend) LoRABackwardManyInputBF16(dx []float32, douts [][]float32, doutBFs [][]uint16, us [][]float32, xBF []uint16, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool) {
+	var ls []launch
+	e := f32
+	if doutBFs != nil {
+		e = b16
+		for _, out := range Outs {
+			ls = append(ls, flat("f32_to_bf16", f32*N*R, b16*N*R), flat("f32_to_bf16", f32*out*R, b16*out*R))
+		}
+	}
+	for _, out := range Outs {
+		ls = append(ls, gemmL(out, R, N, e, 1))
+	}
+	for _, out := range Outs {
+		ls = append(ls, gemmL(N, R, out, e, 0))
+	}
+	ls = append(ls, loraTailLX(dx != nil, true, N, In, R, len(Outs), set)...)
+	t.run("LoRABackwardManyInputBF16", ls, func(be kernels.Backend) {
+		be.(kernels.NormInputRounder).LoRABackwardManyInputBF16(dx, douts, doutBFs, us, xBF, as, bs, das, dbs, N, In, R, Outs, scale, set)
 	})
 }
 
@@ -917,10 +966,16 @@ func TestStepTraffic7B(t *testing.T) {
 	// step 2916, 698775046112, 478012311520). The roofline then took the
 	// TF32 products' peak for what it is (peakTF32): the same bytes, 0.24
 	// GB a layer more of them bandwidth-bound (16012516424 a layer, the
-	// step 464859891680).
-	const wantLayerLaunches, wantLayerBytes = 104, int64(23571143752)
-	const wantStepLaunches, wantStepBytes = 2972, int64(688974268384)
-	const wantLayerBound, wantStepBound = int64(16251919432), int64(471563175904)
+	// step 464859891680). The backward's recompute of each normed input h
+	// writes it as bfloat16 only, and the LoRA DA products of q, k, v
+	// and of gate, up multiply its rounding and g's
+	// (kernels.NormInputRounder): h written and read at 2 bytes a value
+	// where it was 4, twice a layer, 0.23 GB a layer less, bandwidth-bound
+	// all of it, for 2 launches more (g rounded) (104, 23571143752,
+	// 16251919432; the step 2972, 688974268384, 471563175904).
+	const wantLayerLaunches, wantLayerBytes = 106, int64(23338884168)
+	const wantStepLaunches, wantStepBytes = 3028, int64(682471000032)
+	const wantLayerBound, wantStepBound = int64(16019659848), int64(465059907552)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes || per.bound != wantLayerBound {
 		t.Errorf("one 7B layer: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
 			per.launches, per.bytes(), per.bound, wantLayerLaunches, wantLayerBytes, wantLayerBound)

@@ -143,6 +143,17 @@ func loraScratch(l *scratchLease, op string, N, In, R, k int, withDx bool) (g, d
 // viewF32 is the plans' view of a device buffer: n elements from off.
 func viewF32(b any, off, n int) any { return b.(*Buffer).view(off, n) }
 
+// loraSizes is the LoRA ops' check of their sizes: k projections of one
+// input [N, In] at rank R, each at least 1.
+func (c *check) loraSizes(N, In, R, k int) {
+	c.sizes("N, In", N, In)
+	c.sizes("N, R", N, k*R)
+	c.sizes("R, In", k*R, In)
+	if N < 1 || In < 1 || R < 1 {
+		c.fail("N %d, In %d, R %d: each must be at least 1", N, In, R)
+	}
+}
+
 // loraManyCheck is LoRABackwardMany's (and LoRABackwardManyBF16's) check
 // of its lists, sizes and buffers; dlens[i] is the elements douts[i] must
 // hold, xLen those x must (N·In, or bf16Len(N·In) for bfloat16 pairs).
@@ -153,12 +164,7 @@ func (o *Ops) loraManyCheck(op string, dx *Buffer, douts []*Buffer, dlens []int,
 		c.fail("%d output sizes, %d douts, %d us, %d As, %d Bs, %d dAs, %d dBs", k, len(douts), len(us), len(as), len(bs), len(das), len(dbs))
 		return c.err
 	}
-	c.sizes("N, In", N, In)
-	c.sizes("N, R", N, k*R)
-	c.sizes("R, In", k*R, In)
-	if N < 1 || In < 1 || R < 1 {
-		c.fail("N %d, In %d, R %d: each must be at least 1", N, In, R)
-	}
+	c.loraSizes(N, In, R, k)
 	if dx != nil {
 		c.buf(o.d, "dx", dx, N*In)
 	}

@@ -82,12 +82,7 @@ func (o *Ops) loraForwardManyCheck(op string, outs, us []*Buffer, x *Buffer, as,
 		c.fail("%d output sizes, %d outputs, %d us, %d As, %d Bs", k, len(outs), len(us), len(as), len(bs))
 		return c.err
 	}
-	c.sizes("N, In", N, In)
-	c.sizes("N, R", N, k*R)
-	c.sizes("R, In", k*R, In)
-	if N < 1 || In < 1 || R < 1 {
-		c.fail("N %d, In %d, R %d: each must be at least 1", N, In, R)
-	}
+	c.loraSizes(N, In, R, k)
 	c.buf(o.d, "x", x, N*In)
 	for i, out := range Outs {
 		if out < 1 {

@@ -64,6 +64,20 @@ type DinpRounder interface {
 	MatmulBF16To(cBF []uint16, a []float32, aBF []uint16, b []float32, bBF []uint16, M, N, K int, transA, transB bool, beta float32)
 }
 
+// NormDoutRounder is implemented by a DoutRounder whose RMSNorm backward
+// can write the bfloat16 rounding of the input gradient it accumulates
+// (kernels/cuda): in a pre-norm block the gradient the post-attention
+// norm's backward leaves is the o projection's dout, whose base product
+// then takes that rounding (LinearBackwardBF16Rounded) instead of reading
+// the float32 gradient again to round it (on the 7B shape 117 MB and a
+// launch a layer). Use it only where RoundsLinearDout holds.
+type NormDoutRounder interface {
+	// RMSNormBackwardRounded is RMSNormBackward that also writes dinp's
+	// new values rounded to bfloat16 (ToBF16's bits) into dinpBF, N·C
+	// values.
+	RMSNormBackwardRounded(dinp, dweight []float32, dinpBF []uint16, dout, rstd, inp, weight []float32, N, C int)
+}
+
 // InputRounder is the forward's counterpart of DoutRounder: implemented by
 // a backend whose bfloat16 linear products round their float32 input to
 // bfloat16 before the product (kernels/cuda in PrecisionBF16: f32_to_bf16,

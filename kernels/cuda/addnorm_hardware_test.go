@@ -77,3 +77,65 @@ func TestAddRMSNormOnHardware(t *testing.T) {
 		})
 	}
 }
+
+// TestRMSNormBackwardRoundedOnHardware: Backend.RMSNormBackwardRounded
+// (rmsnorm_backward_bf16) accumulates the bits RMSNormBackward does and
+// writes kernels.ToBF16's rounding of them, and the o projection's base
+// product on that copy (LinearBackwardBF16Rounded) gives the bits of
+// LinearBackwardBF16 on the float32 gradient, on the 7B step's shapes
+// (8 × 1024 tokens, C 3584; 3 × 37 with -test.short); the norm's backward
+// plus the product timed both ways (log NORMDOUT). Not run on a GPU yet.
+func TestRMSNormBackwardRoundedOnHardware(t *testing.T) {
+	N, C := 8*1024, 3584
+	if testing.Short() {
+		N, C = 3, 37
+	}
+	b := hardwareBackend(t, kernels.PrecisionBF16)
+	alloc, allocBF := backendAllocs(t, b)
+	r := rand.New(rand.NewPCG(28, 3585))
+	f32 := func(n int) []float32 {
+		x := alloc(n)
+		copy(x, randn(r, n))
+		return x
+	}
+	dh, rstd, x2, weight, dx0 := f32(N*C), f32(N), f32(N*C), f32(C), f32(N*C)
+	for i := range rstd {
+		rstd[i] = 0.5 + rstd[i]*rstd[i]
+	}
+	wo := allocBF(C * C)
+	kernels.ToBF16(wo, randn(r, C*C))
+	dx, wantDx, dxBF := alloc(N*C), alloc(N*C), allocBF(N*C)
+	datt, wantDatt := alloc(N*C), alloc(N*C)
+	plain := func() {
+		b.Copy(wantDx, dx0, N*C)
+		b.RMSNormBackward(wantDx, nil, dh, rstd, x2, weight, N, C)
+		b.LinearBackwardBF16(wantDatt, wantDx, wo, N, C, C)
+	}
+	rounded := func() {
+		b.Copy(dx, dx0, N*C)
+		b.RMSNormBackwardRounded(dx, nil, dxBF, dh, rstd, x2, weight, N, C)
+		b.LinearBackwardBF16Rounded(datt, dxBF, wo, N, C, C)
+	}
+	b.Zero(wantDatt, N*C)
+	b.Zero(datt, N*C)
+	plain()
+	rounded()
+	b.Synchronize()
+	if !sameBits(dx, wantDx) {
+		t.Fatal("RMSNormBackwardRounded's dinp differs from RMSNormBackward's")
+	}
+	want := make([]uint16, N*C)
+	kernels.ToBF16(want, wantDx)
+	if !slices.Equal(dxBF, want) {
+		t.Fatal("RMSNormBackwardRounded's copy differs from kernels.ToBF16's")
+	}
+	if !sameBits(datt, wantDatt) {
+		t.Fatal("the o projection's product on the copy differs from LinearBackwardBF16's")
+	}
+	if testing.Short() {
+		return
+	}
+	tp, tr := timePerCall(b, plain), timePerCall(b, rounded)
+	t.Logf("NORMDOUT (N %d, C %d): RMSNormBackward + LinearBackwardBF16 %.0f µs, RMSNormBackwardRounded + LinearBackwardBF16Rounded %.0f µs: %.2fx",
+		N, C, us(tp), us(tr), tp.Seconds()/tr.Seconds())
+}

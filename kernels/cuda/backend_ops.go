@@ -94,7 +94,21 @@ func (b *Backend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps
 }
 
 func (b *Backend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
-	const op = "RMSNormBackward"
+	b.rmsNormBackward("RMSNormBackward", dinp, dweight, nil, dout, rstd, inp, weight, N, C)
+}
+
+var _ kernels.NormDoutRounder = (*Backend)(nil)
+
+// RMSNormBackwardRounded implements kernels.NormDoutRounder
+// (rmsnorm_backward_bf16).
+func (b *Backend) RMSNormBackwardRounded(dinp, dweight []float32, dinpBF []uint16, dout, rstd, inp, weight []float32, N, C int) {
+	kernels.Need("RMSNormBackwardRounded", "dinpBF", len(dinpBF), N*C)
+	b.rmsNormBackward("RMSNormBackwardRounded", dinp, dweight, dinpBF, dout, rstd, inp, weight, N, C)
+}
+
+// rmsNormBackward is RMSNormBackward, and with dinpBF
+// RMSNormBackwardRounded.
+func (b *Backend) rmsNormBackward(op string, dinp, dweight []float32, dinpBF []uint16, dout, rstd, inp, weight []float32, N, C int) {
 	kernels.NeedSizes(op, N, C)
 	kernels.Need(op, "dinp", len(dinp), N*C)
 	kernels.Need(op, "dout", len(dout), N*C)
@@ -108,6 +122,10 @@ func (b *Backend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float
 		return
 	}
 	b.onDevice(op, func() error {
+		if dinpBF != nil {
+			return b.ops.RMSNormBackwardBF16(b.f32(op, "dinp", dinp), b.f32(op, "dweight", dweight), b.bf16(op, "dinpBF", dinpBF), b.f32(op, "dout", dout),
+				b.f32(op, "rstd", rstd), b.f32(op, "inp", inp), b.f32(op, "weight", weight), N, C)
+		}
 		return b.ops.RMSNormBackward(b.f32(op, "dinp", dinp), b.f32(op, "dweight", dweight), b.f32(op, "dout", dout),
 			b.f32(op, "rstd", rstd), b.f32(op, "inp", inp), b.f32(op, "weight", weight), N, C)
 	})

@@ -36,6 +36,7 @@ var kernelModules = map[string]string{
 	"rmsnorm_forward_bf16":     "rmsnorm",
 	"rmsnorm_forward_add":      "rmsnorm",
 	"rmsnorm_backward":         "rmsnorm",
+	"rmsnorm_backward_bf16":    "rmsnorm",
 	"rmsnorm_backward_dweight": "rmsnorm",
 	"rope_forward":             "rope",
 	"rope_backward":            "rope",
@@ -245,13 +246,17 @@ func planRMSNormForward(out, rstd, inp, weight any, N, C int, eps float32) []ste
 	return []step{{"rmsnorm_forward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{out, rstd, inp, weight, C, eps}, nil}}
 }
 
-// planRMSNormBackward: dinp one block per row; dweight (when withDweight)
-// one block of 32×8 threads per 32 columns.
-func planRMSNormBackward(dinp, dweight, dout, rstd, inp, weight any, withDweight bool, N, C int) []step {
+// planRMSNormBackward: dinp one block per row (rmsnorm_backward, or
+// rmsnorm_backward_bf16 writing dinpBF too when that is not nil); dweight
+// (when withDweight) one block of 32×8 threads per 32 columns.
+func planRMSNormBackward(dinp, dweight, dinpBF, dout, rstd, inp, weight any, withDweight bool, N, C int) []step {
 	if N == 0 {
 		return nil
 	}
 	s := []step{{"rmsnorm_backward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{dinp, dout, rstd, inp, weight, C}, nil}}
+	if dinpBF != nil {
+		s[0] = step{"rmsnorm_backward_bf16", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{dinp, dinpBF, dout, rstd, inp, weight, C}, nil}
+	}
 	if withDweight {
 		s = append(s, step{"rmsnorm_backward_dweight", Dim3{(C + 31) / 32, 1, 1}, Dim3{32, 8, 1}, []any{dweight, dout, rstd, inp, N, C}, nil})
 	}
@@ -338,7 +343,20 @@ func (o *Ops) rmsNormForwardCheck(op string, out, rstd, inp, weight *Buffer, N, 
 // accumulates dinp [N,C] and dweight [C] (nil: skipped); dout, inp [N,C],
 // rstd [N], weight [C]; C ≥ 1. dweight's sum over rows is deterministic.
 func (o *Ops) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight *Buffer, N, C int) error {
-	c := check{op: "RMSNormBackward"}
+	return o.rmsNormBackward("RMSNormBackward", dinp, dweight, nil, dout, rstd, inp, weight, N, C)
+}
+
+// RMSNormBackwardBF16 is RMSNormBackward that also writes dinp's new
+// values rounded to bfloat16 into dinpBF (bfloat16 pairs, bf16Len(N·C)
+// elements; rmsnorm_backward_bf16), whose copy LinearBackwardBF16Rounded
+// multiplies: the bits of rounding dinp afterwards.
+func (o *Ops) RMSNormBackwardBF16(dinp, dweight, dinpBF, dout, rstd, inp, weight *Buffer, N, C int) error {
+	return o.rmsNormBackward("RMSNormBackwardBF16", dinp, dweight, dinpBF, dout, rstd, inp, weight, N, C)
+}
+
+// rmsNormBackward is RMSNormBackward, and with dinpBF RMSNormBackwardBF16.
+func (o *Ops) rmsNormBackward(op string, dinp, dweight, dinpBF, dout, rstd, inp, weight *Buffer, N, C int) error {
+	c := check{op: op}
 	c.sizes("N, C", N, C)
 	if C < 1 {
 		c.fail("C = %d: want at least 1", C)
@@ -351,10 +369,15 @@ func (o *Ops) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight *Buffer, N,
 	c.buf(o.d, "rstd", rstd, N)
 	c.buf(o.d, "inp", inp, N*C)
 	c.buf(o.d, "weight", weight, C)
+	var bf any
+	if dinpBF != nil {
+		c.buf(o.d, "dinpBF", dinpBF, bf16Len(N*C))
+		bf = dinpBF
+	}
 	if c.err != nil {
 		return c.err
 	}
-	return o.run(c.op, planRMSNormBackward(dinp, dweight, dout, rstd, inp, weight, dweight != nil, N, C))
+	return o.run(c.op, planRMSNormBackward(dinp, dweight, bf, dout, rstd, inp, weight, dweight != nil, N, C))
 }
 
 // flatThreads is the block of the kernels that take their work items in a

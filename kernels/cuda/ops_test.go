@@ -202,6 +202,12 @@ func TestOpsLaunchGeometry(t *testing.T) {
 			_, err := o.SumSquares(b(0), 0)
 			return err
 		}, nil},
+		{"RMSNormBackwardBF16 with dweight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
+			return o.RMSNormBackwardBF16(b(7*70), b(70), b(7*70/2), b(7*70), b(7), b(7*70), b(70), 7, 70)
+		}, []cudafake.Launch{
+			launch("rmsnorm_backward_bf16", dim(7, 1, 1), dim(96, 1, 1), 7),
+			launch("rmsnorm_backward_dweight", dim(3, 1, 1), dim(32, 8, 1), 6),
+		}},
 		{"RMSNormBackward frozen weight", func(o *cuda.Ops, b func(int) *cuda.Buffer) error {
 			return o.RMSNormBackward(b(2*3584), nil, b(2*3584), b(2), b(2*3584), b(3584), 2, 3584)
 		}, []cudafake.Launch{launch("rmsnorm_backward", dim(2, 1, 1), dim(256, 1, 1), 6)}},
@@ -244,6 +250,9 @@ func TestOpsArgumentChecks(t *testing.T) {
 		{"short res", func() error {
 			return o.RMSNormForwardAdd(b(dev, 6), b(dev, 6), b(dev, 2), nil, b(dev, 6), b(dev, 5), b(dev, 3), 2, 3, 1e-6)
 		}, "CUDA RMSNormForwardAdd: res has 5 elements, shape needs 6"},
+		{"short dinpBF", func() error {
+			return o.RMSNormBackwardBF16(b(dev, 6), nil, b(dev, 2), b(dev, 6), b(dev, 2), b(dev, 6), b(dev, 3), 2, 3)
+		}, "CUDA RMSNormBackwardBF16: dinpBF has 2 elements, shape needs 3"},
 		{"short outBF", func() error {
 			return o.RMSNormForwardAdd(b(dev, 6), b(dev, 6), b(dev, 2), b(dev, 2), b(dev, 6), b(dev, 6), b(dev, 3), 2, 3, 1e-6)
 		}, "CUDA RMSNormForwardAdd: outBF has 2 elements, shape needs 3"},

@@ -93,23 +93,49 @@ extern "C" __global__ void rmsnorm_forward_add(float *sum, float *__restrict__ o
 	rmsnormRow(blockIdx.x, out, rstd, out_bf, sum, inp, res, weight, C, eps, scratch);
 }
 
-// rmsnorm_backward accumulates dinp: grid N (one block per row), block of
-// any multiple of 32 threads up to 1024.
-extern "C" __global__ void rmsnorm_backward(float *__restrict__ dinp, const float *__restrict__ dout,
-                                            const float *__restrict__ rstd, const float *__restrict__ inp,
-                                            const float *__restrict__ weight, int C) {
-	__shared__ float scratch[32];
-	const long long row = (long long)blockIdx.x * C;
+// rmsnormBackwardRow accumulates row n of dinp, and writes its new values
+// rounded to bfloat16 into dinp_bf unless that is null.
+__device__ __forceinline__ void rmsnormBackwardRow(int n, float *__restrict__ dinp, unsigned short *__restrict__ dinp_bf,
+                                                   const float *__restrict__ dout, const float *__restrict__ rstd,
+                                                   const float *__restrict__ inp, const float *__restrict__ weight,
+                                                   int C, float *scratch) {
+	const long long row = (long long)n * C;
 	const float *x = inp + row, *dy = dout + row;
-	const float r = rstd[blockIdx.x];
+	const float r = rstd[n];
 
 	float dot = 0.0f;  // Σ_c g·x̂
 	for (int c = threadIdx.x; c < C; c += blockDim.x) dot += dy[c] * weight[c] * (x[c] * r);
 	const float mean = blockSum(dot, scratch) / (float)C;
 	for (int c = threadIdx.x; c < C; c += blockDim.x) {
 		const float xh = x[c] * r;
-		dinp[row + c] += r * (dy[c] * weight[c] - xh * mean);
+		const float v = dinp[row + c] + r * (dy[c] * weight[c] - xh * mean);
+		dinp[row + c] = v;
+		if (dinp_bf != nullptr) dinp_bf[row + c] = bf16Round(v);
 	}
+}
+
+// rmsnorm_backward accumulates dinp: grid N (one block per row), block of
+// any multiple of 32 threads up to 1024.
+extern "C" __global__ void rmsnorm_backward(float *__restrict__ dinp, const float *__restrict__ dout,
+                                            const float *__restrict__ rstd, const float *__restrict__ inp,
+                                            const float *__restrict__ weight, int C) {
+	__shared__ float scratch[32];
+	rmsnormBackwardRow(blockIdx.x, dinp, nullptr, dout, rstd, inp, weight, C, scratch);
+}
+
+// rmsnorm_backward_bf16 is rmsnorm_backward (the same code,
+// rmsnormBackwardRow) that also writes dinp's new values rounded to
+// bfloat16 into dinp_bf (f32_to_bf16's rounding): in a pre-norm block the
+// gradient the post-attention norm's backward leaves is the o projection's
+// dout, whose base product then takes that copy
+// (LinearBackwardBF16Rounded) instead of reading the float32 gradient
+// again to round it. Same geometry.
+extern "C" __global__ void rmsnorm_backward_bf16(float *__restrict__ dinp, unsigned short *__restrict__ dinp_bf,
+                                                 const float *__restrict__ dout, const float *__restrict__ rstd,
+                                                 const float *__restrict__ inp, const float *__restrict__ weight,
+                                                 int C) {
+	__shared__ float scratch[32];
+	rmsnormBackwardRow(blockIdx.x, dinp, dinp_bf, dout, rstd, inp, weight, C, scratch);
 }
 
 // rmsnorm_backward_dweight accumulates dweight, deterministically (no

@@ -282,7 +282,7 @@ func (b shimBackend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, 
 }
 
 func (b shimBackend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
-	b.h.runPlan(cuda.PlanRMSNormBackward(dinp, dweight, dout, rstd, inp, weight, dweight != nil, N, C))
+	b.h.runPlan(cuda.PlanRMSNormBackward(dinp, dweight, nil, dout, rstd, inp, weight, dweight != nil, N, C))
 }
 
 func (b shimBackend) RoPEForward(out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
@@ -453,6 +453,24 @@ func rmsnormBlocks(t *testing.T, h shimHarness) {
 				t.Fatal(err)
 			}
 			near(t, "dinp", dinp, want, kerneltest.F32Tol)
+
+			// The backward writing dinp's bf16 rounding too: dinp the
+			// bits of rmsnorm_backward's, the copy ToBF16's of them.
+			dinpBF, dinp2 := make([]uint16, N*C), randn(r, N*C)
+			wantDinp := slices.Clone(dinp2)
+			if err := h.run(cuda.Step{Kernel: "rmsnorm_backward", Grid: cuda.Dim3{X: N, Y: 1, Z: 1}, Block: block,
+				Args: []any{wantDinp, dout, rstd, inp, weight, C}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.run(cuda.Step{Kernel: "rmsnorm_backward_bf16", Grid: cuda.Dim3{X: N, Y: 1, Z: 1}, Block: block,
+				Args: []any{dinp2, dinpBF, dout, rstd, inp, weight, C}}); err != nil {
+				t.Fatal(err)
+			}
+			wantBF16 := make([]uint16, N*C)
+			kernels.ToBF16(wantBF16, wantDinp)
+			if !sameBits(dinp2, wantDinp) || !slices.Equal(dinpBF, wantBF16) {
+				t.Errorf("rmsnorm_backward_bf16: dinp or its copy differs from rmsnorm_backward's then ToBF16")
+			}
 
 			// The fused residual add: the bits of add then
 			// rmsnorm_forward_bf16 (or rmsnorm_forward without outBF),

@@ -96,3 +96,61 @@ func TestAddNormCUDAEmulated(t *testing.T) {
 		b.Close()
 	}
 }
+
+// noNormDoutRounder is cuda.Backend without the RMSNorm backward's bf16
+// copy (kernels.NormDoutRounder), hidden as noAddNorm hides its method:
+// the o projection's product then rounds its dout itself.
+type noNormDoutRounder struct {
+	*cuda.Backend
+	hideNormDoutRounder
+}
+
+type hideNormDoutRounder struct{}
+
+func (hideNormDoutRounder) RMSNormBackwardRounded(_, _ []float32, _ []uint16, _, _, _, _ []float32, _, _ int) {
+}
+
+// TestNormDoutRounderCUDAEmulated: a LoRA step of the micro models on
+// cuda.Backend on the emulated device, in PrecisionBF16, with the
+// post-attention norm's backward writing the bf16 rounding of the
+// gradient it leaves for the o projection's product (rmsnorm_backward_bf16,
+// one a layer; none for Gemma 3's sandwich norms, whose attention takes
+// another gradient) and without (noNormDoutRounder, the product rounding
+// it itself): the same logprobs and LoRA gradients, bit for bit, with and
+// without a LoRA on o and with checkpointing; in PrecisionF32, which does
+// not round, the kernel never runs.
+func TestNormDoutRounderCUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	for _, prec := range []kernels.Precision{kernels.PrecisionBF16, kernels.PrecisionF32} {
+		b, drv := emulatedCUDABackendDriver(t, prec)
+		if _, ok := kernels.Backend(noNormDoutRounder{Backend: b}).(kernels.NormDoutRounder); ok {
+			b.Close()
+			t.Fatal("noNormDoutRounder still implements kernels.NormDoutRounder")
+		}
+		step := countingStep(t, drv, "rmsnorm_backward_bf16")
+		bInit := func(i int) float32 { return float32(i%7) * 0.05 }
+		for _, c := range []struct {
+			name string
+			s    microStep
+		}{
+			{"qwen2", microStep{family: "qwen2", targets: AllModules(), alpha: 4, bInit: bInit}},
+			{"llama q,v without o, checkpointed", microStep{family: "llama", targets: []Module{ModQ, ModV}, alpha: 4, bInit: bInit, checkpoint: true}},
+			{"gemma3_text", microStep{family: "gemma3_text", targets: AllModules(), alpha: 4, bInit: bInit}},
+		} {
+			name := prec.String() + " " + c.name
+			lp, g, n := step(b, c.s)
+			wlp, wg, wn := step(noNormDoutRounder{Backend: b}, c.s)
+			want := microConfig(c.s.family).Layers
+			if prec == kernels.PrecisionF32 || c.s.family == "gemma3_text" {
+				want = 0
+			}
+			if n != want || wn != 0 {
+				t.Errorf("%s: %d rmsnorm_backward_bf16 launches with the copy, %d without; want %d and 0", name, n, wn, want)
+			}
+			sameStepBits(t, name, lp, wlp, g, wg)
+		}
+		b.Close()
+	}
+}

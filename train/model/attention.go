@@ -130,14 +130,16 @@ func (a *Attention) decode(be kernels.Backend, s *attnActs, g *geometry, layer i
 }
 
 // Backward writes dx [N, C] = d out/d x · dout (its contents ignored) and
-// accumulates the LoRA gradients; w supplies the scratch. xBF, when not
+// accumulates the LoRA gradients; w supplies the scratch. doutBF, when
+// not nil, is dout rounded as the o projection's base product rounds it
+// (Block.postNormBackward), which that product then takes. xBF, when not
 // nil (x then nil), is the input x given as its bfloat16 rounding only,
 // where inputBF16 holds (backwardMany).
-func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, s *attnActs, x []float32, xBF []uint16, w *work, g *geometry, lr *[numModules]*LoRA) {
+func (a *Attention) Backward(be kernels.Backend, dx, dout []float32, doutBF []uint16, s *attnActs, x []float32, xBF []uint16, w *work, g *geometry, lr *[numModules]*LoRA) {
 	N := g.N
 	qd, kvd := N*a.H*a.D, N*a.KVH*a.D
 	datt := w.dq[:qd] // [N,H,D]
-	a.O.Backward(be, datt, dout, s.out, s.u[ModO], w.lg, N, lr[ModO], true)
+	a.O.backward(be, datt, dout, doutBF, s.out, s.u[ModO], w.lg, N, lr[ModO], true)
 
 	dqr, dkr, dv := w.dqr[:qd], w.dkr[:kvd], w.dv[:kvd]
 	be.Zero(dqr, qd)

@@ -207,11 +207,31 @@ func (b *Block) Backward(be kernels.Backend, dx []float32, s *blockActs, x []flo
 	dh := w.dh[:N*C]
 	h, hBF := b.normAgain(be, w, s.rstd2, s.x2, post, N, b.MLP.inputBF16(be, N, lr)) // the MLP's input again
 	b.MLP.Backward(be, dh, dx, s.mlp, h, hBF, w, N, lr)
-	be.RMSNormBackward(dx, nil, dh, s.rstd2, s.x2, post, N, C) // dx: the gradient of x2
+	dxBF := b.postNormBackward(be, dx, dh, s.rstd2, s.x2, post, w, N) // dx: the gradient of x2
 
 	h, hBF = b.normAgain(be, w, s.rstd1, x, in, N, b.Attn.inputBF16(be, N, lr)) // the attention's input again
-	b.Attn.Backward(be, dh, dx, s.attn, h, hBF, w, g, lr)
+	b.Attn.Backward(be, dh, dx, dxBF, s.attn, h, hBF, w, g, lr)
 	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)
+}
+
+// postNormBackward is the post-attention norm's backward, accumulating
+// into dx (the gradient of x2 then) from dh, and, where the o projection's
+// base product takes the rounding of its dout (a kernels.NormDoutRounder
+// whose RoundsLinearDout holds, bfloat16 o weights, a pass with the xbf
+// scratch, spent by the MLP's backward by now), writing dx's bfloat16
+// rounding on the way into w.xbf: returned, else nil. The o projection's
+// product then does not read the float32 dx again to round it (117 MB
+// and a launch a 7B layer; TestStepTraffic7B), the same bits.
+func (b *Block) postNormBackward(be kernels.Backend, dx, dh, rstd, inp, weight []float32, w *work, N int) []uint16 {
+	r, ok := be.(kernels.NormDoutRounder)
+	d, rounds := be.(kernels.DoutRounder)
+	dxBF := w.bf(N * b.C)
+	if !ok || !rounds || !d.RoundsLinearDout() || b.Attn.O.Weight.BF16 == nil || dxBF == nil {
+		be.RMSNormBackward(dx, nil, dh, rstd, inp, weight, N, b.C)
+		return nil
+	}
+	r.RMSNormBackwardRounded(dx, nil, dxBF, dh, rstd, inp, weight, N, b.C)
+	return dxBF
 }
 
 // normAgain recomputes a sub-layer's normed input [N, C] (the norm with
@@ -269,6 +289,6 @@ func (b *Block) backwardSandwich(be kernels.Backend, dx []float32, s *blockActs,
 	be.Zero(dn, N*C)
 	be.RMSNormBackward(dn, nil, dx, s.rstdA, s.ao, post, N, C)
 	h, hBF = b.normAgain(be, w, s.rstd1, x, in, N, b.Attn.inputBF16(be, N, lr)) // the attention's input again
-	b.Attn.Backward(be, dh, dn, s.attn, h, hBF, w, g, lr)
+	b.Attn.Backward(be, dh, dn, nil, s.attn, h, hBF, w, g, lr)
 	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)
 }

@@ -133,6 +133,7 @@ const Entry kernels[] = {
     KERNEL(rmsnorm_forward_bf16),
     KERNEL(rmsnorm_forward_add),
     KERNEL(rmsnorm_backward),
+    KERNEL(rmsnorm_backward_bf16),
     KERNEL(rmsnorm_backward_dweight),
     KERNEL(rope_forward),
     KERNEL(rope_backward),

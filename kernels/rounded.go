@@ -58,6 +58,10 @@ type DinpRounder interface {
 	// widened) rounded to bfloat16 as ToBF16 rounds; beta 0 ignores
 	// dinpBF's contents. N, C and OC are at least 1.
 	LinearBackwardBF16To(dinpBF []uint16, dout []float32, weight []uint16, N, C, OC int, beta float32)
+	// LinearBackwardBF16ToRounded is LinearBackwardBF16To with dout given
+	// as its bfloat16 rounding doutBF (NormDoutRounder's copy): the same
+	// bits as LinearBackwardBF16To on the float32 values it rounds from.
+	LinearBackwardBF16ToRounded(dinpBF, doutBF, weight []uint16, N, C, OC int, beta float32)
 	// MatmulBF16To is LoRAInputRounder's MatmulBF16 with a bfloat16 c,
 	// rounded as LinearBackwardBF16To rounds dinpBF; M, N and K are at
 	// least 1.
@@ -67,10 +71,12 @@ type DinpRounder interface {
 // NormDoutRounder is implemented by a DoutRounder whose RMSNorm backward
 // can write the bfloat16 rounding of the input gradient it accumulates
 // (kernels/cuda): in a pre-norm block the gradient the post-attention
-// norm's backward leaves is the o projection's dout, whose base product
-// then takes that rounding (LinearBackwardBF16Rounded) instead of reading
-// the float32 gradient again to round it (on the 7B shape 117 MB and a
-// launch a layer). Use it only where RoundsLinearDout holds.
+// norm's backward leaves is the o projection's dout, and the gradient the
+// input norm's leaves the down projection's dout of the block below, and
+// their base products then take that rounding (LinearBackwardBF16Rounded,
+// DinpRounder's LinearBackwardBF16ToRounded) instead of reading the
+// float32 gradient again to round it (on the 7B shape 117 MB and a launch
+// each a layer). Use it only where RoundsLinearDout holds.
 type NormDoutRounder interface {
 	// RMSNormBackwardRounded is RMSNormBackward that also writes dinp's
 	// new values rounded to bfloat16 (ToBF16's bits) into dinpBF, N·C

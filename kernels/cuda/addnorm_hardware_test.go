@@ -82,7 +82,9 @@ func TestAddRMSNormOnHardware(t *testing.T) {
 // (rmsnorm_backward_bf16) accumulates the bits RMSNormBackward does and
 // writes kernels.ToBF16's rounding of them, and the o projection's base
 // product on that copy (LinearBackwardBF16Rounded) gives the bits of
-// LinearBackwardBF16 on the float32 gradient, on the 7B step's shapes
+// LinearBackwardBF16 on the float32 gradient, and the down projection's
+// (LinearBackwardBF16ToRounded) those of LinearBackwardBF16To, on the 7B
+// step's shapes
 // (8 × 1024 tokens, C 3584; 3 × 37 with -test.short); the norm's backward
 // plus the product timed both ways (log NORMDOUT). Not run on a GPU yet.
 func TestRMSNormBackwardRoundedOnHardware(t *testing.T) {
@@ -131,6 +133,21 @@ func TestRMSNormBackwardRoundedOnHardware(t *testing.T) {
 	}
 	if !sameBits(datt, wantDatt) {
 		t.Fatal("the o projection's product on the copy differs from LinearBackwardBF16's")
+	}
+	// The down projection's product writing dact as bf16 on the copy
+	// (the input norm's, for the block below): LinearBackwardBF16To's bits.
+	I := 18944
+	if testing.Short() {
+		I = 41
+	}
+	wd := allocBF(C * I)
+	kernels.ToBF16(wd, randn(r, C*I))
+	dact, wantDact := allocBF(N*I), allocBF(N*I)
+	b.LinearBackwardBF16To(wantDact, wantDx, wd, N, I, C, 0)
+	b.LinearBackwardBF16ToRounded(dact, dxBF, wd, N, I, C, 0)
+	b.Synchronize()
+	if !slices.Equal(dact, wantDact) {
+		t.Fatal("the down projection's product on the copy differs from LinearBackwardBF16To's")
 	}
 	if testing.Short() {
 		return

@@ -637,6 +637,20 @@ func (b *Backend) LinearBackwardBF16To(dinpBF []uint16, dout []float32, weight [
 	})
 }
 
+// LinearBackwardBF16ToRounded implements kernels.DinpRounder
+// (Ops.LinearBackwardBF16ToRounded; it panics in PrecisionF32, and on a
+// size under 1). The profile counts it as LinearBackwardBF16 (linearCost).
+func (b *Backend) LinearBackwardBF16ToRounded(dinpBF, doutBF, weight []uint16, N, C, OC int, beta float32) {
+	const op = "LinearBackwardBF16ToRounded"
+	kernels.NeedSizes(op, N, C, OC)
+	kernels.Need(op, "dinpBF", len(dinpBF), N*C)
+	kernels.Need(op, "doutBF", len(doutBF), N*OC)
+	kernels.Need(op, "weight", len(weight), OC*C)
+	b.onDeviceCost(op, func() opCost { return linearCost(1, N, C, OC) }, func() error {
+		return b.ops.LinearBackwardBF16ToRounded(b.bf16(op, "dinpBF", dinpBF), b.bf16(op, "doutBF", doutBF), b.bf16(op, "weight", weight), N, C, OC, beta)
+	})
+}
+
 // MatmulBF16To implements kernels.DinpRounder (Ops.MatmulBF16To; it
 // panics in PrecisionF32, and on a size under 1), after
 // kernels.NeedMatmulBF16To's checks. The profile counts it as a Matmul

@@ -99,6 +99,19 @@ func TestDinpRounder(t *testing.T) {
 		if len(ts) != 1 || ts[0].A != cuda.R16BF || ts[0].B != cuda.R16BF || ts[0].C != cuda.R16BF {
 			t.Errorf("LinearBackwardBF16To beta %g: GEMM types %v, want one with bfloat16 A, B and C", beta, ts)
 		}
+		// On dout's rounding given (kernels.NormDoutRounder's copy): the
+		// same bits, the GEMM alone.
+		got2 := bf(old)
+		l0, g0 = len(drv.Launches()), len(blas.Gemms())
+		b.LinearBackwardBF16ToRounded(got2, bf(dout), w, N, C, OC, beta)
+		b.Synchronize()
+		sameBF16(t, fmt.Sprintf("LinearBackwardBF16ToRounded beta %g", beta), got2, toBF(want))
+		if ls := drv.Launches()[l0:]; len(ls) != 0 {
+			t.Errorf("LinearBackwardBF16ToRounded beta %g: launched %v, want the GEMM alone", beta, ls)
+		}
+		if ts := blas.GemmTypes()[g0:]; len(ts) != 1 || ts[0].A != cuda.R16BF || ts[0].C != cuda.R16BF {
+			t.Errorf("LinearBackwardBF16ToRounded beta %g: GEMM types %v, want one with bfloat16 A, B and C", beta, ts)
+		}
 	}
 
 	const M, MN, K = 7, 5, 131

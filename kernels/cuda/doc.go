@@ -309,10 +309,13 @@
 // bf16 rounding of each dinp value it accumulates. In a pre-norm block
 // the gradient the post-attention norm's backward leaves is the o
 // projection's dout, and train/model (Block.postNormBackward) hands its
-// base product that copy (LinearBackwardBF16Rounded): the same bits,
-// 1 launch and 0.12 GB a 7B layer less (TestStepTraffic7B). Not run on
-// a GPU yet: TestRMSNormBackwardRoundedOnHardware compares and times
-// both on the 7B shape.
+// base product that copy (LinearBackwardBF16Rounded); the input norm's
+// (and the final norm's) gradient is the down projection's dout of the
+// block below, whose product writing dact as bf16 takes it
+// (LinearBackwardBF16ToRounded, Block.backward). The same bits, 2
+// launches and 0.23 GB a 7B layer less (TestStepTraffic7B). Not run on a
+// GPU yet: TestRMSNormBackwardRoundedOnHardware compares and times them
+// on the 7B shape.
 //
 // # The gate and up LoRA backward on bfloat16 douts
 //

@@ -395,6 +395,25 @@ func (o *Ops) LinearBackwardBF16To(dinp, dout, weight *Buffer, N, C, OC int, bet
 	return o.runX(op, planLinearBackwardBF16To(dinp, dout, weight, db, N, C, OC, beta))
 }
 
+// LinearBackwardBF16ToRounded is kernels.DinpRounder's
+// LinearBackwardBF16ToRounded on device buffers: LinearBackwardBF16To's
+// GEMM on dout already rounded (doutBF, bfloat16 pairs, bf16Len(N·OC)
+// elements), without its f32_to_bf16 pass: the same operands, the same
+// bits. Refused in PrecisionF32 as LinearBackwardBF16To is.
+func (o *Ops) LinearBackwardBF16ToRounded(dinp, doutBF, weight *Buffer, N, C, OC int, beta float32) error {
+	const op = "LinearBackwardBF16ToRounded"
+	if o.prec != kernels.PrecisionBF16 {
+		return fmt.Errorf("CUDA %s: precision %v: the product writes a bfloat16 dinp only in %v", op, o.prec, kernels.PrecisionBF16)
+	}
+	if N < 1 || C < 1 || OC < 1 {
+		return fmt.Errorf("CUDA %s: N %d, C %d, OC %d: each must be at least 1", op, N, C, OC)
+	}
+	if err := o.linearCheck(op, N, C, OC, "dinp", dinp, bf16Len(N*C), "doutBF", doutBF, bf16Len(N*OC), "weight", weight, bf16Len(OC*C)); err != nil {
+		return err
+	}
+	return o.runX(op, []xstep{gstep(mm{C: dinp, A: doutBF, B: weight, M: N, N: C, K: OC, Beta: beta, BF16: true, CBF16: true})})
+}
+
 // The GEMM libraries of the bf16 precision's products on bfloat16 weights
 // (Ops.SetGEMMLibrary).
 const (

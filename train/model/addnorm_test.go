@@ -111,14 +111,16 @@ func (hideNormDoutRounder) RMSNormBackwardRounded(_, _ []float32, _ []uint16, _,
 }
 
 // TestNormDoutRounderCUDAEmulated: a LoRA step of the micro models on
-// cuda.Backend on the emulated device, in PrecisionBF16, with the
-// post-attention norm's backward writing the bf16 rounding of the
-// gradient it leaves for the o projection's product (rmsnorm_backward_bf16,
-// one a layer; none for Gemma 3's sandwich norms, whose attention takes
-// another gradient) and without (noNormDoutRounder, the product rounding
-// it itself): the same logprobs and LoRA gradients, bit for bit, with and
-// without a LoRA on o and with checkpointing; in PrecisionF32, which does
-// not round, the kernel never runs.
+// cuda.Backend on the emulated device, in PrecisionBF16, with the norm
+// backwards writing the bf16 rounding of the gradient they leave
+// (rmsnorm_backward_bf16): each post-attention norm's for the o
+// projection's product, the final norm's and each input norm's but the
+// first layer's for the down projection's of the block below, 2 a layer;
+// none for Gemma 3's sandwich norms, whose sub-layers take other
+// gradients) and without (noNormDoutRounder, the products rounding their
+// dout themselves): the same logprobs and LoRA gradients, bit for bit,
+// with and without a LoRA on o and down and with checkpointing; in
+// PrecisionF32, which does not round, the kernel never runs.
 func TestNormDoutRounderCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
@@ -142,7 +144,7 @@ func TestNormDoutRounderCUDAEmulated(t *testing.T) {
 			name := prec.String() + " " + c.name
 			lp, g, n := step(b, c.s)
 			wlp, wg, wn := step(noNormDoutRounder{Backend: b}, c.s)
-			want := microConfig(c.s.family).Layers
+			want := 2 * microConfig(c.s.family).Layers
 			if prec == kernels.PrecisionF32 || c.s.family == "gemma3_text" {
 				want = 0
 			}

@@ -198,20 +198,37 @@ func (b *Block) addNormRounded(be kernels.Backend, out, rstd []float32, outBF []
 // gradient of x2, which the attention's backward reads (as its dout)
 // before the input norm's backward adds to it.
 func (b *Block) Backward(be kernels.Backend, dx []float32, s *blockActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA) {
+	b.backward(be, dx, nil, s, x, w, g, lr, false)
+}
+
+// backward is Backward in a chain of blocks that hand each other the
+// bfloat16 rounding of dx (kernels.NormDoutRounder, into w.dxbf): dxBF,
+// when not nil, is the rounding of the dx given, which the down
+// projection's base product takes for its dout instead of rounding dx
+// itself (the same bits); with round, where w.dxbf is allocated, the
+// input norm's backward writes the rounding of the dx it leaves into
+// w.dxbf, which backward returns for the block below (else nil). On the
+// 7B step that is 117 MB and a launch a layer (TestStepTraffic7B).
+func (b *Block) backward(be kernels.Backend, dx []float32, dxBF []uint16, s *blockActs, x []float32, w *work, g *geometry, lr *[numModules]*LoRA, round bool) []uint16 {
 	if b.sandwich() {
 		b.backwardSandwich(be, dx, s, x, w, g, lr)
-		return
+		return nil
 	}
 	N, C := g.N, b.C
 	in, post, _, _ := b.norms(be, s)
 	dh := w.dh[:N*C]
 	h, hBF := b.normAgain(be, w, s.rstd2, s.x2, post, N, b.MLP.inputBF16(be, N, lr)) // the MLP's input again
-	b.MLP.Backward(be, dh, dx, s.mlp, h, hBF, w, N, lr)
-	dxBF := b.postNormBackward(be, dx, dh, s.rstd2, s.x2, post, w, N) // dx: the gradient of x2
+	b.MLP.Backward(be, dh, dx, dxBF, s.mlp, h, hBF, w, N, lr)
+	doBF := b.postNormBackward(be, dx, dh, s.rstd2, s.x2, post, w, N) // dx: the gradient of x2
 
 	h, hBF = b.normAgain(be, w, s.rstd1, x, in, N, b.Attn.inputBF16(be, N, lr)) // the attention's input again
-	b.Attn.Backward(be, dh, dx, dxBF, s.attn, h, hBF, w, g, lr)
+	b.Attn.Backward(be, dh, dx, doBF, s.attn, h, hBF, w, g, lr)
+	if round && w.dxbf != nil {
+		be.(kernels.NormDoutRounder).RMSNormBackwardRounded(dx, nil, w.dxbf, dh, s.rstd1, x, in, N, C)
+		return w.dxbf
+	}
 	be.RMSNormBackward(dx, nil, dh, s.rstd1, x, in, N, C)
+	return nil
 }
 
 // postNormBackward is the post-attention norm's backward, accumulating
@@ -283,7 +300,7 @@ func (b *Block) backwardSandwich(be kernels.Backend, dx []float32, s *blockActs,
 	be.Zero(dn, N*C)
 	be.RMSNormBackward(dn, nil, dx, s.rstdM, s.mo, postFF, N, C)
 	h, hBF := b.normAgain(be, w, s.rstd2, s.x2, preFF, N, b.MLP.inputBF16(be, N, lr)) // the MLP's input again
-	b.MLP.Backward(be, dh, dn, s.mlp, h, hBF, w, N, lr)
+	b.MLP.Backward(be, dh, dn, nil, s.mlp, h, hBF, w, N, lr)
 	be.RMSNormBackward(dx, nil, dh, s.rstd2, s.x2, preFF, N, C) // dx: the gradient of x2
 
 	be.Zero(dn, N*C)

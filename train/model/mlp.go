@@ -70,7 +70,8 @@ func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x []float32
 }
 
 // Backward writes dx [N, C] (its contents ignored) and accumulates the
-// LoRA gradients given dout [N, C]. w supplies four [N, I] scratch
+// LoRA gradients given dout [N, C] (and doutBF, its bfloat16 rounding,
+// or nil: downDX). w supplies four [N, I] scratch
 // buffers (w.act, w.dact, w.dgate, w.dup), and a fifth (w.dgbf) on a
 // backend that rounds the products' dout to bfloat16 (newWork): there the
 // gated backward also writes dgate and dup rounded, which the gate and up
@@ -81,7 +82,7 @@ func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x []float32
 // backward writes it so and the gated backward reads it so (downDX).
 // xBF, when not nil (x then nil), is the input x given as its bfloat16
 // rounding only, where inputBF16 holds (backwardMany).
-func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []float32, xBF []uint16, w *work, N int, lr *[numModules]*LoRA) {
+func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, doutBF []uint16, s *mlpActs, x []float32, xBF []uint16, w *work, N int, lr *[numModules]*LoRA) {
 	NI := N * m.Gate.Out
 	var dact []float32
 	var dactBF []uint16
@@ -115,7 +116,7 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 		// Only the down projection's LoRA gradient DA reads its input act,
 		// which the gated backward writes on the way: DA comes last.
 		g := m.Down.loraG(be, dout, s.u[2], w.lg, N, down)
-		m.downDX(be, dact, dactBF, g, dout, N, down)
+		m.downDX(be, dact, dactBF, g, dout, doutBF, N, down)
 		if dgateBF != nil && roundsLoRAInput(be) {
 			// act as bfloat16 only, in w.act's memory, for a DA product
 			// on bfloat16 operands (kernels.LoRAInputRounder): 0.62 GB a
@@ -129,7 +130,7 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, s *mlpActs, x []f
 			m.Down.loraDA(be, g, act, N, down)
 		}
 	} else {
-		m.downDX(be, dact, dactBF, nil, dout, N, nil)
+		m.downDX(be, dact, dactBF, nil, dout, doutBF, N, nil)
 		m.gluBackward(be, dgate, dup, nil, nil, dgateBF, dupBF, dact, dactBF, s.gate, s.up)
 	}
 	var doutBFs [][]uint16
@@ -151,13 +152,15 @@ func (m *MLP) inputBF16(be kernels.Backend, N int, lr *[numModules]*LoRA) bool {
 // (kernels.DinpRounder), it is written as bfloat16 only: the rank-r
 // product g·A first, on g's and A's roundings, stored rounded
 // (MatmulBF16To, beta 0), then the base product adding onto it
-// (LinearBackwardBF16To, beta 1), its float32 sum rounded once more.
+// (LinearBackwardBF16To, beta 1; LinearBackwardBF16ToRounded on doutBF,
+// dout's rounding, when given: the same bits), its float32 sum rounded
+// once more.
 // That order rounds the small LoRA term to its own bfloat16 precision,
 // not to the base product's. It moves bits against the float32 dact: the
 // micro models' LoRA gradients by at most 0.7% of their largest
 // (TestDactRoundedCUDAEmulated), the goldens' within their bf16-compute
 // bound (TestBF16ComputeCUDAEmulated).
-func (m *MLP) downDX(be kernels.Backend, dact []float32, dactBF []uint16, g, dout []float32, N int, down *LoRA) {
+func (m *MLP) downDX(be kernels.Backend, dact []float32, dactBF []uint16, g, dout []float32, doutBF []uint16, N int, down *LoRA) {
 	if dactBF == nil {
 		if down == nil {
 			m.Down.Backward(be, dact, dout, nil, nil, nil, N, nil, true)
@@ -171,6 +174,10 @@ func (m *MLP) downDX(be kernels.Backend, dact []float32, dactBF []uint16, g, dou
 	if down != nil {
 		r.MatmulBF16To(dactBF, g, nil, down.A, nil, N, m.Down.In, down.R, false, false, 0) // dact = g·A
 		beta = 1
+	}
+	if doutBF != nil { // dout's rounding, made by the norm backward that wrote dout (Block.backward)
+		r.LinearBackwardBF16ToRounded(dactBF, doutBF, m.Down.Weight.BF16, N, m.Down.In, m.Down.Out, beta) // dact += dout·W
+		return
 	}
 	r.LinearBackwardBF16To(dactBF, dout, m.Down.Weight.BF16, N, m.Down.In, m.Down.Out, beta) // dact += dout·W
 }

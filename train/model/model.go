@@ -197,6 +197,13 @@ type work struct {
 	// otherwise N·max(C, I)·2 bytes (310 MB on the 7B shape at 8×1024
 	// tokens). Either way 0.86 GB a 7B layer less read (TestStepTraffic7B).
 	xbf []uint16
+	// dxbf [N, C] holds the bfloat16 rounding of dx, the gradient a
+	// block's backward is given, written by the norm backward that leaves
+	// it (kernels.NormDoutRounder) for the down projection's base product
+	// (Block.backward), where that product writes dact as bfloat16
+	// (Model.dactRounded) in a pre-norm model; else nil. 58 MB on the 7B
+	// shape at 8×1024 tokens.
+	dxbf []uint16
 }
 
 // gatedGradsRounded reports whether in a backward pass of N tokens with
@@ -286,6 +293,9 @@ func (m *Model) newWork(ar *arena, N int, backward bool, ad *Adapter) *work {
 		roundsDout := ok && dr.RoundsLinearDout() && m.Embed.BF16 != nil
 		if roundsDout {
 			w.dgbf = ar.take(N * I)
+		}
+		if _, ok := m.be.(kernels.NormDoutRounder); ok && roundsDout && m.dactRounded(N) && !c.SandwichNorms {
+			w.dxbf = bf16s(ar.take((N*C+1)/2), N*C)
 		}
 		if ir, ok := m.be.(kernels.InputRounder); ok && ir.RoundsLinearInput() && m.Embed.BF16 != nil {
 			n := N * max(C, I)
@@ -580,7 +590,13 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 		be.LogprobBackward(dxf, nil, dlogprob, dentropy, p.lse, p.Entropy, p.xf, m.Head.F32, p.tgt, N, C, V, p.opt.Chunk)
 	}
 	be.Zero(dx, N*C)
-	be.RMSNormBackward(dx, nil, dxf, p.rstdf, p.xs[len(m.Blocks)], m.finalNorm(w), N, C)
+	var dxBF []uint16 // dx's bfloat16 rounding for the next block's down projection (Block.backward)
+	if w.dxbf != nil {
+		be.(kernels.NormDoutRounder).RMSNormBackwardRounded(dx, nil, w.dxbf, dxf, p.rstdf, p.xs[len(m.Blocks)], m.finalNorm(w), N, C)
+		dxBF = w.dxbf
+	} else {
+		be.RMSNormBackward(dx, nil, dxf, p.rstdf, p.xs[len(m.Blocks)], m.finalNorm(w), N, C)
+	}
 	for l := len(m.Blocks) - 1; l >= 0; l-- {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -594,7 +610,7 @@ func (p *Pass) Backward(ctx context.Context, dlogprob, dentropy []float32) error
 				return err
 			}
 		}
-		blk.Backward(be, dx, s, p.xs[l], w, g, lr) // dx becomes the gradient of the block's input
+		dxBF = blk.backward(be, dx, dxBF, s, p.xs[l], w, g, lr, l > 0) // dx becomes the gradient of the block's input
 	}
 	kernels.Synchronize(be) // the gradients are readable in place on return
 	return nil

@@ -312,9 +312,15 @@ func (b *Backend) RoundsLinearInput() bool { return b.Precision() == kernels.Pre
 // RMSNormForwardRounded implements kernels.InputRounder
 // (rmsnorm_forward_bf16).
 func (b *Backend) RMSNormForwardRounded(out, rstd []float32, outBF []uint16, inp, weight []float32, N, C int, eps float32) {
-	const op = "RMSNormForwardRounded"
+	kernels.Need("RMSNormForwardRounded", "out", len(out), N*C)
+	b.rmsNormForwardBF16("RMSNormForwardRounded", out, rstd, outBF, inp, weight, N, C, eps)
+}
+
+// rmsNormForwardBF16 is rmsnorm_forward_bf16 (Ops.RMSNormForwardBF16) for
+// RMSNormForwardRounded, and with out nil for NormInputRounder's
+// RMSNormForwardBF16 (the rounding alone).
+func (b *Backend) rmsNormForwardBF16(op string, out, rstd []float32, outBF []uint16, inp, weight []float32, N, C int, eps float32) {
 	kernels.NeedSizes(op, N, C)
-	kernels.Need(op, "out", len(out), N*C)
 	kernels.Need(op, "rstd", len(rstd), N)
 	kernels.Need(op, "outBF", len(outBF), N*C)
 	kernels.Need(op, "inp", len(inp), N*C)
@@ -696,18 +702,7 @@ func (b *Backend) RoundsNormInput() bool { return b.Precision() == kernels.Preci
 // (rmsnorm_forward_bf16 with a null out, Ops.RMSNormForwardBF16): the
 // bits of RMSNormForwardRounded's outBF and rstd, in either precision.
 func (b *Backend) RMSNormForwardBF16(outBF []uint16, rstd []float32, inp, weight []float32, N, C int, eps float32) {
-	const op = "RMSNormForwardBF16"
-	kernels.NeedSizes(op, N, C)
-	kernels.Need(op, "rstd", len(rstd), N)
-	kernels.Need(op, "outBF", len(outBF), N*C)
-	kernels.Need(op, "inp", len(inp), N*C)
-	kernels.Need(op, "weight", len(weight), C)
-	if N == 0 {
-		return
-	}
-	b.onDevice(op, func() error {
-		return b.ops.RMSNormForwardBF16(nil, b.f32(op, "rstd", rstd), b.bf16(op, "outBF", outBF), b.f32(op, "inp", inp), b.f32(op, "weight", weight), N, C, eps)
-	})
+	b.rmsNormForwardBF16("RMSNormForwardBF16", nil, rstd, outBF, inp, weight, N, C, eps)
 }
 
 // LoRABackwardManyInputBF16 implements kernels.NormInputRounder

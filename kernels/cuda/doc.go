@@ -241,10 +241,11 @@
 // in another order. In train/model's 7B step count (TestStepTraffic7B)
 // that is 0.35 GB a layer less for 2 launches more (the A's copied):
 // 698.8 → 689.0 GB and 2916 → 2972 launches a step, 478.0 → 464.9 GB
-// bandwidth-bound (then 471.6 GB by the roofline's TF32 peak, which
-// counts the wide x product bandwidth-bound). Not run on a GPU yet: TestLoRAForwardManyOnHardware
-// compares and times it against the ops one projection at a time on the
-// 7B shapes.
+// bandwidth-bound (471.6 GB once the roofline gave the TF32 products,
+// such as the DA products over x, their own peak; the x product here is
+// exact cublasSgemm, compute-bound at float32's). Not run on a GPU yet:
+// TestLoRAForwardManyOnHardware compares and times it against the ops one
+// projection at a time on the 7B shapes.
 //
 // # The LoRA product first
 //

@@ -44,12 +44,12 @@ type launch struct {
 
 // The roofline's peaks, dense, of an H100 or H200 SXM: bfloat16 tensor
 // cores (the bf16 GEMMs, the attention) 989 TFLOP/s, TF32 tensor cores
-// 495 (the products on float32 operands with K ≥ cuda.TF32MinK, which
-// the bf16 precision runs on TF32), float32 without tensor cores 67 (the
-// other float32 products). Before the TF32 peak, every float32 product
-// was held to the lowest, which called the wide ones (the DA products
-// over x, LoRAForwardMany's x product: about 24 FLOP a byte)
-// compute-bound where TF32 leaves them bandwidth-bound.
+// 495 (the products on float32 operands under Backend.Matmul's rule with
+// K ≥ cuda.TF32MinK, which the bf16 precision runs on TF32: matmulL),
+// float32 without tensor cores 67 (the exact float32 products). Before
+// the TF32 peak, every float32 product was held to the lowest, which
+// called the wide TF32 ones (the DA products over x: about 24 FLOP a
+// byte) compute-bound where TF32 leaves them bandwidth-bound.
 const peakBF16, peakTF32, peakF32 = 989e12, 495e12, 67e12
 
 // bandwidthBound reports whether l's bytes at hbm take at least as long as
@@ -101,15 +101,24 @@ func gemmL(M, N, K, elemAB int, beta float32) launch {
 	return gemmLC(M, N, K, elemAB, f32, beta)
 }
 
+// matmulL is gemmL of a product on float32 operands under
+// Backend.Matmul's rule (the LoRA products: TF32 from K = cuda.TF32MinK
+// on in the bf16 precision). The exact cublasSgemm products (LinearForward,
+// LoRAForwardMany's x product) are gemmL's, at float32's peak.
+func matmulL(M, N, K int, beta float32) launch {
+	l := gemmL(M, N, K, f32, beta)
+	if K >= cuda.TF32MinK {
+		l.peak = peakTF32
+	}
+	return l
+}
+
 // gemmLC is gemmL with C's elements of elemC bytes (kernels.DinpRounder's
 // bfloat16 C).
 func gemmLC(M, N, K, elemAB, elemC int, beta float32) launch {
 	l := launch{"gemm", int64(elemAB) * int64(M*K+K*N), int64(elemC) * int64(M*N), 2 * int64(M) * int64(N) * int64(K), peakF32}
-	switch {
-	case elemAB == b16:
+	if elemAB == b16 {
 		l.peak = peakBF16
-	case K >= cuda.TF32MinK:
-		l.peak = peakTF32
 	}
 	if beta != 0 {
 		l.read += int64(elemC) * int64(M*N)
@@ -159,7 +168,7 @@ func (t *trafficBackend) FreeBF16(s []uint16) {
 var _ kernels.Allocator = (*trafficBackend)(nil)
 
 func (t *trafficBackend) Matmul(c, a, b []float32, M, N, K int, transA, transB bool, beta float32) {
-	t.run("Matmul", []launch{gemmL(M, N, K, f32, beta)}, func(be kernels.Backend) { be.Matmul(c, a, b, M, N, K, transA, transB, beta) })
+	t.run("Matmul", []launch{matmulL(M, N, K, beta)}, func(be kernels.Backend) { be.Matmul(c, a, b, M, N, K, transA, transB, beta) })
 }
 
 func biasL(withBias bool, N, OC int) []launch {
@@ -394,10 +403,10 @@ var _ kernels.LoRAManyBackwarder = (*trafficBackend)(nil)
 func (t *trafficBackend) LoRABackwardMany(dx []float32, douts, us [][]float32, x []float32, as, bs, das, dbs [][]float32, N, In, R int, Outs []int, scale float32, set bool) {
 	var ls []launch
 	for _, out := range Outs {
-		ls = append(ls, gemmL(out, R, N, f32, 1))
+		ls = append(ls, matmulL(out, R, N, 1))
 	}
 	for _, out := range Outs {
-		ls = append(ls, gemmL(N, R, out, f32, 0))
+		ls = append(ls, matmulL(N, R, out, 0))
 	}
 	ls = append(ls, loraTailL(dx != nil, N, In, R, len(Outs), set)...)
 	t.run("LoRABackwardMany", ls, func(be kernels.Backend) {
@@ -417,7 +426,7 @@ func loraTailL(withDx bool, N, In, R, k int, set bool) []launch {
 // bfloat16 operands.
 func loraTailLX(withDx, xBF bool, N, In, R, k int, set bool) []launch {
 	kR := k * R
-	ls := []launch{gemmL(kR, In, N, f32, 0)}
+	ls := []launch{matmulL(kR, In, N, 0)}
 	if xBF {
 		ls = []launch{flat("f32_to_bf16", f32*N*kR, b16*N*kR), gemmL(kR, In, N, b16, 0)}
 	}
@@ -432,7 +441,7 @@ func loraTailLX(withDx, xBF bool, N, In, R, k int, set bool) []launch {
 		if set {
 			beta = 0
 		}
-		ls = append(ls, gemmL(N, In, kR, f32, beta))
+		ls = append(ls, matmulL(N, In, kR, beta))
 	}
 	return ls
 }
@@ -450,7 +459,7 @@ func (t *trafficBackend) LoRAForwardMany(outs, us [][]float32, x []float32, as, 
 	}
 	ls = append(ls, gemmL(N, len(Outs)*R, In, f32, 0))
 	for _, out := range Outs {
-		ls = append(ls, flat("scale_cols", f32*N*R, f32*N*R), gemmL(N, out, R, f32, 0))
+		ls = append(ls, flat("scale_cols", f32*N*R, f32*N*R), matmulL(N, out, R, 0))
 	}
 	t.run("LoRAForwardMany", ls, func(be kernels.Backend) {
 		be.(kernels.LoRAManyForwarder).LoRAForwardMany(outs, us, x, as, bs, N, In, R, Outs, scale)
@@ -509,11 +518,17 @@ func (t *trafficBackend) LoRABackwardManyInputBF16(dx []float32, douts [][]float
 			ls = append(ls, flat("f32_to_bf16", f32*N*R, b16*N*R), flat("f32_to_bf16", f32*out*R, b16*out*R))
 		}
 	}
-	for _, out := range Outs {
-		ls = append(ls, gemmL(out, R, N, e, 1))
+	prod := func(M, N, K int, beta float32) launch { // float32 douts: Backend.Matmul's rule
+		if e == f32 {
+			return matmulL(M, N, K, beta)
+		}
+		return gemmL(M, N, K, e, beta)
 	}
 	for _, out := range Outs {
-		ls = append(ls, gemmL(N, R, out, e, 0))
+		ls = append(ls, prod(out, R, N, 1))
+	}
+	for _, out := range Outs {
+		ls = append(ls, prod(N, R, out, 0))
 	}
 	ls = append(ls, loraTailLX(dx != nil, true, N, In, R, len(Outs), set)...)
 	t.run("LoRABackwardManyInputBF16", ls, func(be kernels.Backend) {
@@ -1004,9 +1019,14 @@ func TestStepTraffic7B(t *testing.T) {
 	// LinearBackwardBF16ToRounded): 1 launch and 0.12 GB a layer less
 	// (105, 23221443656, 15902219336; the step 3000, 679182665696,
 	// 461771573216).
+	// The TF32 peak then went only to the products that run on TF32
+	// (matmulL: Backend.Matmul's rule); LinearForward's and
+	// LoRAForwardMany's x products are exact cublasSgemm, back at
+	// float32's peak and compute-bound: the same bytes, 0.12 GB a layer
+	// less bandwidth-bound (15784778824; the step 458483238880).
 	const wantLayerLaunches, wantLayerBytes = 104, int64(23104003144)
 	const wantStepLaunches, wantStepBytes = 2972, int64(675894331360)
-	const wantLayerBound, wantStepBound = int64(15784778824), int64(458483238880)
+	const wantLayerBound, wantStepBound = int64(15665077320), int64(455131596768)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes || per.bound != wantLayerBound {
 		t.Errorf("one 7B layer: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
 			per.launches, per.bytes(), per.bound, wantLayerLaunches, wantLayerBytes, wantLayerBound)

@@ -232,23 +232,19 @@ func (b *Block) backward(be kernels.Backend, dx []float32, dxBF []uint16, s *blo
 }
 
 // postNormBackward is the post-attention norm's backward, accumulating
-// into dx (the gradient of x2 then) from dh, and, where the o projection's
-// base product takes the rounding of its dout (a kernels.NormDoutRounder
-// whose RoundsLinearDout holds, bfloat16 o weights, a pass with the xbf
-// scratch, spent by the MLP's backward by now), writing dx's bfloat16
-// rounding on the way into w.xbf: returned, else nil. The o projection's
-// product then does not read the float32 dx again to round it (117 MB
-// and a launch a 7B layer; TestStepTraffic7B), the same bits.
+// into dx (the gradient of x2 then) from dh, and, where the pass hands
+// dx's bfloat16 rounding along (w.dxbf, spent by the MLP's down
+// projection by now) and the o projection's weights are bfloat16, writing
+// that rounding on the way for o's base product: returned, else nil. The
+// product then does not read the float32 dx again to round it (117 MB and
+// a launch a 7B layer; TestStepTraffic7B), the same bits.
 func (b *Block) postNormBackward(be kernels.Backend, dx, dh, rstd, inp, weight []float32, w *work, N int) []uint16 {
-	r, ok := be.(kernels.NormDoutRounder)
-	d, rounds := be.(kernels.DoutRounder)
-	dxBF := w.bf(N * b.C)
-	if !ok || !rounds || !d.RoundsLinearDout() || b.Attn.O.Weight.BF16 == nil || dxBF == nil {
+	if w.dxbf == nil || b.Attn.O.Weight.BF16 == nil {
 		be.RMSNormBackward(dx, nil, dh, rstd, inp, weight, N, b.C)
 		return nil
 	}
-	r.RMSNormBackwardRounded(dx, nil, dxBF, dh, rstd, inp, weight, N, b.C)
-	return dxBF
+	be.(kernels.NormDoutRounder).RMSNormBackwardRounded(dx, nil, w.dxbf, dh, rstd, inp, weight, N, b.C)
+	return w.dxbf
 }
 
 // normAgain recomputes a sub-layer's normed input [N, C] (the norm with

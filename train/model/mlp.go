@@ -152,9 +152,10 @@ func (m *MLP) inputBF16(be kernels.Backend, N int, lr *[numModules]*LoRA) bool {
 // (kernels.DinpRounder), it is written as bfloat16 only: the rank-r
 // product g·A first, on g's and A's roundings, stored rounded
 // (MatmulBF16To, beta 0), then the base product adding onto it
-// (LinearBackwardBF16To, beta 1; LinearBackwardBF16ToRounded on doutBF,
-// dout's rounding, when given: the same bits), its float32 sum rounded
-// once more.
+// (LinearBackwardBF16To, beta 1), its float32 sum rounded once more.
+// doutBF, dout's rounding, when given, is what the base product takes
+// either way (LinearBackwardBF16Rounded, LinearBackwardBF16ToRounded):
+// the same bits.
 // That order rounds the small LoRA term to its own bfloat16 precision,
 // not to the base product's. It moves bits against the float32 dact: the
 // micro models' LoRA gradients by at most 0.7% of their largest
@@ -163,10 +164,10 @@ func (m *MLP) inputBF16(be kernels.Backend, N int, lr *[numModules]*LoRA) bool {
 func (m *MLP) downDX(be kernels.Backend, dact []float32, dactBF []uint16, g, dout []float32, doutBF []uint16, N int, down *LoRA) {
 	if dactBF == nil {
 		if down == nil {
-			m.Down.Backward(be, dact, dout, nil, nil, nil, N, nil, true)
+			m.Down.backward(be, dact, dout, doutBF, nil, nil, nil, N, nil, true)
 			return
 		}
-		m.Down.loraDX(be, dact, g, dout, nil, nil, N, down, true)
+		m.Down.loraDX(be, dact, g, dout, doutBF, nil, N, down, true)
 		return
 	}
 	r := be.(kernels.DinpRounder)

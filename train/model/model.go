@@ -197,12 +197,14 @@ type work struct {
 	// otherwise N·max(C, I)·2 bytes (310 MB on the 7B shape at 8×1024
 	// tokens). Either way 0.86 GB a 7B layer less read (TestStepTraffic7B).
 	xbf []uint16
-	// dxbf [N, C] holds the bfloat16 rounding of dx, the gradient a
-	// block's backward is given, written by the norm backward that leaves
-	// it (kernels.NormDoutRounder) for the down projection's base product
-	// (Block.backward), where that product writes dact as bfloat16
-	// (Model.dactRounded) in a pre-norm model; else nil. 58 MB on the 7B
-	// shape at 8×1024 tokens.
+	// dxbf [N, C] holds the bfloat16 rounding of the current dx, written
+	// by the norm backward that leaves it (kernels.NormDoutRounder) for
+	// the next base product that takes dx as its dout: the down
+	// projection's of the block below after an input norm's (or the
+	// final norm's), the o projection's after a post-attention norm's
+	// (Block.backward), each spent before the next norm writes it; on a
+	// kernels.DoutRounder that rounds, a bfloat16 pre-norm model; else
+	// nil. 58 MB on the 7B shape at 8×1024 tokens.
 	dxbf []uint16
 }
 
@@ -294,7 +296,7 @@ func (m *Model) newWork(ar *arena, N int, backward bool, ad *Adapter) *work {
 		if roundsDout {
 			w.dgbf = ar.take(N * I)
 		}
-		if _, ok := m.be.(kernels.NormDoutRounder); ok && roundsDout && m.dactRounded(N) && !c.SandwichNorms {
+		if _, ok := m.be.(kernels.NormDoutRounder); ok && roundsDout && !c.SandwichNorms {
 			w.dxbf = bf16s(ar.take((N*C+1)/2), N*C)
 		}
 		if ir, ok := m.be.(kernels.InputRounder); ok && ir.RoundsLinearInput() && m.Embed.BF16 != nil {

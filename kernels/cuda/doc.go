@@ -303,6 +303,23 @@
 // a 7B layer less (TestStepTraffic7B). Not run on a GPU yet:
 // TestAddRMSNormOnHardware compares and times both on the 7B shape.
 //
+// # The down projection's LoRA A product inside the gated unit
+//
+// Backend implements kernels.GatedLoRAForwarder in the bf16 precision,
+// for ranks up to GatedLoRAMaxRank: gated_lora.cu (Ops.GatedLoRAForward,
+// ops_gatedlora.go) computes the gated unit's act from gate and up (the
+// expression of gated.cuh that swiglu.cu and geglu.cu use), writes only
+// its bf16 rounding, which the down projection's base product takes, and
+// multiplies the float32 act by A on the way: u = scale·act·Aᵀ, exact
+// float32 on CUDA cores, 16 ranks a pass. Unfused, act was written as
+// float32 for that product alone, which read it back (LinearForward, then
+// Scale): 1.24 GB and 2 launches a 7B layer less (TestStepTraffic7B).
+// act's copy is the bits of swiglu_forward_bf16's; u is summed in the
+// kernel's order (its header), not cuBLAS's, so its last bits move
+// (train/model's TestGatedLoRACUDAEmulated bounds what that does to a
+// step). Not run on a GPU yet: TestGatedLoRAOnHardware compares and
+// times both ways on the 7B down projection.
+//
 // # The o projection's dout rounded by the norm's backward
 //
 // Backend implements kernels.NormDoutRounder: rmsnorm_backward_bf16

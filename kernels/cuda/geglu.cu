@@ -19,19 +19,14 @@
 // the accurate one (no fast-math). Never run on a GPU: tested on the CPU
 // through cpushim/cuda_cpu.h against kernels/ref.
 
-#define GELU_K 0.7978845608028654f  // √(2/π)
-#define GELU_C 0.044715f
-
 #include "bf16round.cuh"
-
-__device__ __forceinline__ float geluTanh(float x) { return tanhf(GELU_K * (x + GELU_C * x * x * x)); }
+#include "gated.cuh"
 
 // gegluAt is geglu_forward's value i, and its bf16 copy unless out_bf is
 // null.
 __device__ __forceinline__ void gegluAt(long long i, float *__restrict__ out, unsigned short *__restrict__ out_bf,
                                         const float *__restrict__ gate, const float *__restrict__ up) {
-	const float x = gate[i];
-	const float v = 0.5f * x * (1.0f + geluTanh(x)) * up[i];
+	const float v = gegluValue(gate[i], up[i]);
 	out[i] = v;
 	if (out_bf != nullptr) out_bf[i] = bf16Round(v);
 }

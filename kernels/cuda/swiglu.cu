@@ -32,15 +32,13 @@
 // cpushim/cuda_cpu.h against kernels/ref.
 
 #include "bf16round.cuh"
-
-__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+#include "gated.cuh"
 
 // swigluAt is swiglu_forward's value i, and its bf16 copy unless out_bf
 // is null.
 __device__ __forceinline__ void swigluAt(long long i, float *__restrict__ out, unsigned short *__restrict__ out_bf,
                                          const float *__restrict__ gate, const float *__restrict__ up) {
-	const float g = gate[i];
-	const float v = g * sigmoid(g) * up[i];
+	const float v = swigluValue(gate[i], up[i]);
 	out[i] = v;
 	if (out_bf != nullptr) out_bf[i] = bf16Round(v);
 }

@@ -127,6 +127,27 @@ func forwardMany(be kernels.Backend, ls []*Linear, outs, us [][]float32, x []flo
 	}
 }
 
+// forwardRoundedU is forward of x given only as its bfloat16 rounding xBF
+// (kernels.InputRounder), with lora's u = Scale·x·Aᵀ already in u (the op
+// that rounded x computed it: kernels.GatedLoRAForwarder): out = xBF·Wᵀ +
+// b + u·Bᵀ in forwardMany's order for be, the rank-r product first on a
+// kernels.LinearAdderBF16 (the base product adding onto it), last
+// otherwise.
+func (l *Linear) forwardRoundedU(be kernels.Backend, out, u []float32, xBF []uint16, N int, lora *LoRA) {
+	var biases [][]float32
+	if l.Bias != nil {
+		biases = [][]float32{l.Bias}
+	}
+	r := be.(kernels.InputRounder)
+	if _, adds := be.(kernels.LinearAdderBF16); adds {
+		be.Matmul(out, u, lora.B, N, l.Out, lora.R, false, true, 0) // out = u·Bᵀ
+		r.LinearForwardBF16Rounded([][]float32{out}, xBF, [][]uint16{l.Weight.BF16}, biases, N, l.In, []int{l.Out}, []bool{true})
+		return
+	}
+	r.LinearForwardBF16Rounded([][]float32{out}, xBF, [][]uint16{l.Weight.BF16}, biases, N, l.In, []int{l.Out}, nil)
+	be.Matmul(out, u, lora.B, N, l.Out, lora.R, false, true, 1) // out += u·Bᵀ
+}
+
 // loraSetMany is loraSet of every projection of ls as one
 // kernels.LoRAManyForwarder's LoRAForwardMany, when be is one and there
 // are at least two projections, over at least one token, each with a LoRA

@@ -179,7 +179,9 @@ func (noInputRounder) RoundsLinearInput() bool { return false }
 // rmsnorm_forward_bf16 for the backward's recomputes of the normed input
 // whose only readers take its bf16 rounding (kernels.NormInputRounder:
 // both a layer with a LoRA on every module; neither with q, v, up, whose
-// groups are mixed).
+// groups are mixed). The gated unit's fused LoRA A product
+// (kernels.GatedLoRAForwarder), which sums u in its own order, is hidden
+// (noGatedLoRA): TestGatedLoRACUDAEmulated covers it.
 func TestInputRounderCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
@@ -197,7 +199,7 @@ func TestInputRounderCUDAEmulated(t *testing.T) {
 		{"qwen2 GeGLU q,v,up Checkpoint", microStep{family: "qwen2", act: "gelu_tanh", targets: []Module{ModQ, ModV, ModUp}, alpha: 4, bInit: bInit, checkpoint: true}, 0},
 		{"gemma3_text", microStep{family: "gemma3_text", targets: AllModules(), alpha: 4, bInit: bInit}, 2},
 	} {
-		lp, g, n := step(b, c.s)
+		lp, g, n := step(noGatedLoRA{Backend: b}, c.s)
 		wlp, wg, wn := step(noInputRounder{b}, c.s)
 		// The forward: 3 a layer (the norms and the gated unit) and the
 		// final norm with the copies, and without them the adds: 2 a

@@ -337,6 +337,24 @@ func (t *trafficBackend) GeGLUForwardRounded(out []float32, outBF []uint16, gate
 	})
 }
 
+var _ kernels.GatedLoRAForwarder = (*trafficBackend)(nil)
+
+// FusesGatedLoRA is cuda.Backend's in PrecisionBF16.
+func (t *trafficBackend) FusesGatedLoRA(R int) bool { return R >= 1 && R <= cuda.GatedLoRAMaxRank }
+
+// GatedLoRAForwardRounded is one kernel (gated_lora.cu) reading gate and
+// up once a pass of 16 ranks, and A, and writing act's bf16 copy and u;
+// its product on CUDA cores (exact float32).
+func (t *trafficBackend) GatedLoRAForwardRounded(actBF []uint16, u []float32, gate, up, a []float32, N, I, R int, scale float32, gelu bool) {
+	passes := (R + 15) / 16
+	kernel := map[bool]string{false: "gated_lora_forward_swiglu", true: "gated_lora_forward_geglu"}[gelu]
+	l := flat(kernel, f32*(2*N*I*passes+R*I), b16*N*I+f32*N*R)
+	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
+	t.run("GatedLoRAForwardRounded", []launch{l}, func(be kernels.Backend) {
+		be.(kernels.GatedLoRAForwarder).GatedLoRAForwardRounded(actBF, u, gate, up, a, N, I, R, scale, gelu)
+	})
+}
+
 var _ kernels.LoRAInputRounder = (*trafficBackend)(nil)
 
 // RoundsLoRAInput is cuda.Backend's in PrecisionBF16.
@@ -1024,9 +1042,15 @@ func TestStepTraffic7B(t *testing.T) {
 	// LoRAForwardMany's x products are exact cublasSgemm, back at
 	// float32's peak and compute-bound: the same bytes, 0.12 GB a layer
 	// less bandwidth-bound (15784778824; the step 458483238880).
-	const wantLayerLaunches, wantLayerBytes = 104, int64(23104003144)
-	const wantStepLaunches, wantStepBytes = 2972, int64(675894331360)
-	const wantLayerBound, wantStepBound = int64(15665077320), int64(455131596768)
+	// The gated unit computes the down projection's u = Scale·act·Aᵀ
+	// itself (kernels.GatedLoRAForwarder) and writes act as bf16 only:
+	// act's float32 write and the x product's read of it gone, 1.24 GB a
+	// layer less, all bandwidth-bound, and 2 launches (LinearForward,
+	// Scale) (104, 23104003144, 15665077320; the step 2972,
+	// 675894331360, 455131596768).
+	const wantLayerLaunches, wantLayerBytes = 102, int64(21861440584)
+	const wantStepLaunches, wantStepBytes = 2916, int64(641102579680)
+	const wantLayerBound, wantStepBound = int64(14422514760), int64(420339845088)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes || per.bound != wantLayerBound {
 		t.Errorf("one 7B layer: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
 			per.launches, per.bytes(), per.bound, wantLayerLaunches, wantLayerBytes, wantLayerBound)

@@ -44,6 +44,7 @@
 #include "../attention_gemm.cu"
 #include "../sumsquares.cu"
 #include "../sample.cu"
+#include "../gated_lora.cu"
 
 #include <cstdio>
 #include <cstring>
@@ -161,6 +162,8 @@ const Entry kernels[] = {
     KERNEL(geglu_backward),
     KERNEL(geglu_backward_set),
     KERNEL(geglu_backward_set_bf16),
+    KERNEL(gated_lora_forward_swiglu),
+    KERNEL(gated_lora_forward_geglu),
     KERNEL(add_scalar),
     KERNEL(copy_f32),
     KERNEL(zero_f32),

@@ -1,0 +1,80 @@
+package cuda_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/kerneltest"
+	"github.com/hone-rl/hone/kernels/ref"
+)
+
+// gatedLoRAOnShim runs gated_lora.cu's kernels on the CPU shim: act_bf the
+// bits swiglu_forward_bf16 (geglu_forward_bf16) writes, u = scale·(act·Aᵀ)
+// within float32's bound of a float64 sum of the float32 act and of
+// kernels/ref's LinearForward then Scale; on shapes with a partial row
+// block, a partial column chunk, one and two rank passes (R 16, 17, 32)
+// and I 0 (u zeros), and nothing written past act_bf's N·I or u's N·R
+// values (the buffers carry NaN tails that must come back untouched).
+func gatedLoRAOnShim(t *testing.T, h shimHarness) {
+	r := rand.New(rand.NewPCG(18944, 16))
+	for _, gelu := range []bool{false, true} {
+		for _, s := range []struct{ N, I, R int }{{1, 1, 1}, {33, 70, 5}, {64, 64, 16}, {40, 96, 17}, {3, 37, 32}, {5, 0, 3}} {
+			name := fmt.Sprintf("gelu %v, N %d, I %d, R %d", gelu, s.N, s.I, s.R)
+			t.Run(name, func(t *testing.T) {
+				N, I, R := s.N, s.I, s.R
+				const scale = 0.37
+				gate, up, a := randn(r, N*I), randn(r, N*I), randn(r, R*I)
+				const tail = 5
+				nanBF := uint16(0x7fc1)
+				actBF := slices.Repeat([]uint16{nanBF}, N*I+tail)
+				u := slices.Repeat([]float32{float32(math.NaN())}, N*R+tail)
+				plan := cuda.PlanGatedLoRAForward(actBF, u, gate, up, a, N, I, R, scale, gelu)
+				if len(plan) != 1 {
+					t.Fatalf("%d launches, want 1", len(plan))
+				}
+				if err := h.run(plan[0]); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range actBF[N*I:] {
+					if v != nanBF {
+						t.Fatalf("act_bf[%d] written, past N·I", N*I+i)
+					}
+				}
+				for i, v := range u[N*R:] {
+					if !math.IsNaN(float64(v)) {
+						t.Fatalf("u[%d] written, past N·R", N*R+i)
+					}
+				}
+				// The unfused gated unit's float32 act and its rounding.
+				act, wantBF := make([]float32, N*I), make([]uint16, N*I)
+				kernel := map[bool]string{false: "swiglu_forward_bf16", true: "geglu_forward_bf16"}[gelu]
+				if N*I > 0 {
+					h.runPlan(cuda.PlanFlat(kernel, N*I, act, wantBF, gate, up, N*I))
+				}
+				if !slices.Equal(actBF[:N*I], wantBF) {
+					t.Fatalf("act_bf differs from %s's", kernel)
+				}
+				want64 := make([]float32, N*R)
+				for n := range N {
+					for k := range R {
+						var sum float64
+						for i := range I {
+							sum += float64(act[n*I+i]) * float64(a[k*I+i])
+						}
+						want64[n*R+k] = float32(scale * sum)
+					}
+				}
+				near(t, "u against a float64 sum", u[:N*R], want64, kerneltest.F32Tol)
+				wantRef := make([]float32, N*R)
+				rb := ref.New()
+				rb.LinearForward(wantRef, act, a, nil, N, I, R)
+				rb.Scale(wantRef, wantRef, scale, N*R)
+				near(t, "u against ref's LinearForward then Scale", u[:N*R], wantRef, kerneltest.F32Tol)
+			})
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package kernels
+
+import "fmt"
+
+// GatedLoRAForwarder is implemented by a backend that computes the MLP's
+// gated unit together with the down projection's LoRA A product
+// (kernels/cuda in PrecisionBF16). There the down projection's base
+// product multiplies the gated unit's output act rounded to bfloat16
+// (InputRounder), and act is written as float32 only for the LoRA
+// product u = Scale·act·Aᵀ to read it back: on the 7B shape 0.62 GB
+// written and 0.62 GB read a layer that the fused op does not move. Host
+// backends do not implement it; the model then runs the gated unit, the
+// LoRA product and Scale apart.
+type GatedLoRAForwarder interface {
+	// FusesGatedLoRA reports whether GatedLoRAForwardRounded may be used
+	// for a LoRA update of rank R (false: it must not be; a backend may
+	// fuse only small ranks).
+	FusesGatedLoRA(R int) bool
+	// GatedLoRAForwardRounded writes, for gate and up [N, I] and a [R, I]:
+	//
+	//	actBF [N, I] = act rounded to bfloat16, act = silu(gate)·up
+	//	               (GeGLU's gelu(gate)·up when gelu): the bits
+	//	               InputRounder's SwiGLUForwardRounded (GeGLUForwardRounded)
+	//	               writes into its outBF
+	//	u     [N, R] = scale·(act·aᵀ), act in float32, an exact float32
+	//	               product as LinearForward followed by Scale computes
+	//	               it (the backend says in what order its sums run)
+	//
+	// act itself is not written anywhere. The outputs must not overlap
+	// each other or the inputs.
+	GatedLoRAForwardRounded(actBF []uint16, u []float32, gate, up, a []float32, N, I, R int, scale float32, gelu bool)
+}
+
+// NeedGatedLoRAForward panics unless GatedLoRAForwardRounded's sizes are
+// not negative, R is at least 1 and every buffer holds its shape.
+func NeedGatedLoRAForward(op string, actBF []uint16, u []float32, gate, up, a []float32, N, I, R int) {
+	NeedSizes(op, N, I, R)
+	if R < 1 {
+		panic(fmt.Sprintf("kernels.%s: rank %d (want at least 1)", op, R))
+	}
+	Need(op, "actBF", len(actBF), N*I)
+	Need(op, "u", len(u), N*R)
+	Need(op, "gate", len(gate), N*I)
+	Need(op, "up", len(up), N*I)
+	Need(op, "A", len(a), R*I)
+}

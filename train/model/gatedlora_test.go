@@ -1,0 +1,100 @@
+package model
+
+import (
+	"testing"
+
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
+)
+
+// noGatedLoRA is cuda.Backend without the gated unit's fused LoRA A
+// product (kernels.GatedLoRAForwarder), hidden as noAddNorm hides its
+// method: the MLP then writes act as float32 and the down projection's
+// LoRA forward multiplies it (LinearForward, Scale), as before.
+type noGatedLoRA struct {
+	*cuda.Backend
+	hideGatedLoRA
+}
+
+type hideGatedLoRA struct{}
+
+func (hideGatedLoRA) GatedLoRAForwardRounded(_ []uint16, _ []float32, _, _, _ []float32, _, _, _ int, _ float32, _ bool) {
+}
+
+// TestGatedLoRACUDAEmulated: a LoRA step of the micro models on
+// cuda.Backend on the emulated device in PrecisionBF16, the down
+// projection's u = Scale·act·Aᵀ computed by the gated unit's kernel
+// (gated_lora.cu: one launch a layer, and one more a layer for the
+// checkpointed backward's recompute) and apart (noGatedLoRA): the
+// logprobs agree within 1e-5 of the largest and the LoRA gradients within
+// 1e-3 (u's sums run in another order than the emulated cuBLAS's one
+// float64 sum a value, so its last bits move, and where u is rounded to
+// bfloat16 a rounding may flip), for SwiGLU (qwen2) and GeGLU (Gemma 3),
+// with and without checkpointing. Without a LoRA on down, and in
+// PrecisionF32 (act not rounded), the kernel never runs and the step is
+// the same bits.
+func TestGatedLoRACUDAEmulated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	bInit := func(i int) float32 { return float32(i%5) * 0.04 }
+	for _, prec := range []kernels.Precision{kernels.PrecisionBF16, kernels.PrecisionF32} {
+		b, drv := emulatedCUDABackendDriver(t, prec)
+		if _, ok := kernels.Backend(noGatedLoRA{Backend: b}).(kernels.GatedLoRAForwarder); ok {
+			b.Close()
+			t.Fatal("noGatedLoRA still implements kernels.GatedLoRAForwarder")
+		}
+		step := countingStep(t, drv, "gated_lora_forward_swiglu", "gated_lora_forward_geglu")
+		for _, c := range []struct {
+			name string
+			s    microStep
+		}{
+			{"qwen2", microStep{family: "qwen2", targets: AllModules(), alpha: 4, bInit: bInit}},
+			{"qwen2 checkpointed", microStep{family: "qwen2", targets: AllModules(), alpha: 4, bInit: bInit, checkpoint: true}},
+			{"gemma3_text", microStep{family: "gemma3_text", targets: AllModules(), alpha: 4, bInit: bInit}},
+			{"llama q,v", microStep{family: "llama", targets: []Module{ModQ, ModV}, alpha: 4, bInit: bInit}},
+		} {
+			name := prec.String() + " " + c.name
+			lp, g, n := step(b, c.s)
+			wlp, wg, wn := step(noGatedLoRA{Backend: b}, c.s)
+			want := 0
+			if prec == kernels.PrecisionBF16 && c.name != "llama q,v" {
+				want = microConfig(c.s.family).Layers
+				if c.s.checkpoint {
+					want *= 2
+				}
+			}
+			if n != want || wn != 0 {
+				t.Errorf("%s: %d gated_lora_forward launches fused, %d not; want %d and 0", name, n, wn, want)
+			}
+			if want == 0 {
+				sameStepBits(t, name, lp, wlp, g, wg)
+				continue
+			}
+			// u's last bits reach the gradients also through its bf16
+			// rounding (the rounded LoRA backward's DB products): a value
+			// whose rounding flips moves its term by up to 2⁻⁸, so the
+			// gradients' bound is 1e-3 of the largest, the logprobs' 1e-5.
+			const tol, lpTol = 1e-3, 1e-5
+			if d := maxRelDiff(lp, wlp); d > lpTol {
+				t.Errorf("%s: logprobs differ by %.3g of the largest (bound %g)", name, d, lpTol)
+			}
+			nonzero, worst := false, 0.0
+			for i := range wg {
+				d := maxRelDiff(g[i], wg[i])
+				worst = max(worst, d)
+				if d > tol {
+					t.Errorf("%s: LoRA gradient %d differs by %.3g of the largest (bound %g)", name, i, d, tol)
+				}
+				for _, v := range wg[i] {
+					nonzero = nonzero || v != 0
+				}
+			}
+			if !nonzero {
+				t.Errorf("%s: every LoRA gradient is zero", name)
+			}
+			t.Logf("%s: logprobs %.3g, LoRA gradients %.3g of the largest apart", name, maxRelDiff(lp, wlp), worst)
+		}
+		b.Close()
+	}
+}

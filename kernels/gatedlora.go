@@ -44,3 +44,46 @@ func NeedGatedLoRAForward(op string, actBF []uint16, u []float32, gate, up, a []
 	Need(op, "up", len(up), N*I)
 	Need(op, "A", len(a), R*I)
 }
+
+// GatedLoRABackwarder is implemented by a backend that computes the MLP's
+// gated backward together with the down projection's LoRA DA product
+// (kernels/cuda in PrecisionBF16). There the gated backward writes act's
+// bfloat16 rounding (LoRAInputRounder) only for the DA product
+// DA += gᵀ·act on bfloat16 operands to read it back: on the 7B shape
+// 0.62 GB a layer that the fused op does not move. Host backends do not
+// implement it.
+type GatedLoRABackwarder interface {
+	// FusesGatedLoRABackward reports whether GatedLoRABackwardRounded may
+	// be used for a LoRA update of rank R (false: it must not be).
+	FusesGatedLoRABackward(R int) bool
+	// GatedLoRABackwardRounded writes dgateBF and dupBF [N, I], the
+	// bits DoutRounder's SwiGLUBackwardSetRounded (GeGLUBackwardSetRounded
+	// when gelu) writes there with dgate and dup nil, from dact (or
+	// dactBF, as that op takes it; exactly one is not nil), and adds to
+	// da [R, I] the product gᵀ·act for g [N, R], act = a(gate)·up: on
+	// bfloat16 operands (g and act rounded as ToBF16 rounds) with float32
+	// sums, LoRAInputRounder.MatmulBF16's product at beta 1 (the backend
+	// says in what order its sums run). act is not written anywhere. The
+	// outputs must not overlap each other or the inputs.
+	GatedLoRABackwardRounded(dgateBF, dupBF []uint16, da, g, dact []float32, dactBF []uint16, gate, up []float32, N, I, R int, gelu bool)
+}
+
+// NeedGatedLoRABackward panics unless GatedLoRABackwardRounded's sizes
+// are not negative, R is at least 1, exactly one of dact and dactBF is
+// given and every buffer holds its shape.
+func NeedGatedLoRABackward(op string, dgateBF, dupBF []uint16, da, g, dact []float32, dactBF []uint16, gate, up []float32, N, I, R int) {
+	NeedSizes(op, N, I, R)
+	if R < 1 {
+		panic(fmt.Sprintf("kernels.%s: rank %d (want at least 1)", op, R))
+	}
+	if (dact == nil) == (dactBF == nil) {
+		panic(fmt.Sprintf("kernels.%s: want exactly one of dact and dactBF (given: %v, %v)", op, dact != nil, dactBF != nil))
+	}
+	Need(op, "dgateBF", len(dgateBF), N*I)
+	Need(op, "dupBF", len(dupBF), N*I)
+	Need(op, "DA", len(da), R*I)
+	Need(op, "g", len(g), N*R)
+	Need(op, "dact", len(dact)+len(dactBF), N*I)
+	Need(op, "gate", len(gate), N*I)
+	Need(op, "up", len(up), N*I)
+}

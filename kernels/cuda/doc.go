@@ -320,6 +320,15 @@
 // step). Not run on a GPU yet: TestGatedLoRAOnHardware compares and
 // times both ways on the 7B down projection.
 //
+// The backward likewise (kernels.GatedLoRABackwarder, ranks up to
+// GatedLoRABackwardMaxRank): gated_lora.cu's backward kernels write the
+// bf16 roundings of dgate and dup (swiglu_backward_set_bf16's bits) and
+// add DA += round(g)ᵀ·round(act) on the way, a block owning 64 columns of
+// DA and walking every row, so act's rounding is never stored for the DA
+// product to read back: 0.62 GB and 2 launches a 7B layer less
+// (TestStepTraffic7B). TestGatedLoRABackwardOnHardware compares and times
+// both ways.
+//
 // # The o projection's dout rounded by the norm's backward
 //
 // Backend implements kernels.NormDoutRounder: rmsnorm_backward_bf16

@@ -150,3 +150,124 @@ extern "C" __global__ void gated_lora_forward_geglu(unsigned short *__restrict__
                                                     const float *__restrict__ A, int N, int I, int R, float scale) {
 	gatedLoRAForward<true>(act_bf, u, gate, up, A, N, I, R, scale);
 }
+
+// The gated unit's backward fused with the down projection's LoRA DA
+// product (kernels.GatedLoRABackwarder, Ops.GatedLoRABackward): for gate,
+// up [N, I] float32, dact [N, I] (float32 dout, or its bfloat16 dout_bf,
+// widened exactly), g [N, R] float32 (R ≤ GB_RT) and da [R, I] float32,
+//
+//	dgate_bf, dup_bf = the gradients rounded to bfloat16, the bits
+//	                   swiglu_backward_set_bf16 (geglu_…) writes there
+//	da              += round(g)ᵀ·round(act), float32 sums, act = a(gate)·up
+//
+// where the unfused backward writes act's rounding [N, I] for the DA
+// product (a bf16 GEMM on the roundings of g and act) to read it back: on
+// the 7B shape 0.62 GB a layer that this kernel does not move. The
+// products of two bfloat16 values are exact in float32, as on the tensor
+// cores; the sums run in this kernel's order: each thread adds its
+// column's and ranks' terms row after row, from row 0 to N − 1, onto 0,
+// and then onto da (as a GEMM's epilogue adds beta·C).
+//
+// Launch: grid ceil(I / GB_COLS), block GB_THREADS. A block owns GB_COLS
+// columns of da and walks all N rows in tiles of GB_ROWS: each thread
+// computes GB_ROWS·GB_COLS/GB_THREADS elements (a warp 32 consecutive
+// columns of a row: coalesced), writes the two roundings and stores act's
+// rounding in shared memory, beside g's rounded tile; then thread (column
+// t % GB_COLS, ranks 4·(t / GB_COLS) …) adds the tile's rows, while the
+// next tile's loads are in flight. No block writes another's columns:
+// deterministic without atomics. Not run on a GPU yet.
+#define GB_COLS 64
+#define GB_ROWS 16
+#define GB_THREADS 256
+#define GB_RT 16                                      // ranks (R ≤ GB_RT)
+#define GB_LOADS (GB_ROWS * GB_COLS / GB_THREADS)     // elements a thread takes a tile
+#define GB_RANKS (GB_RT * GB_COLS / GB_THREADS)       // ranks a thread sums
+static_assert(GB_RANKS == 4, "gatedLoRABackward sums 4 ranks a thread (one 16-byte load of g's tile)");
+
+// gbLoad loads tile n0's gate, up and dout values of this thread (element
+// e = threadIdx.x + j·GB_THREADS: row n0 + e / GB_COLS, column c0 +
+// e % GB_COLS), zero out of range, and its g value (row n0 + t / GB_RT,
+// rank t % GB_RT).
+__device__ __forceinline__ void gbLoad(float *gv, float *uv, float *dv, float &gr, const float *__restrict__ gate,
+                                       const float *__restrict__ up, const float *__restrict__ dout,
+                                       const unsigned short *__restrict__ dout_bf, const float *__restrict__ g,
+                                       long long n0, int c0, int N, int I, int R) {
+	const int c = c0 + threadIdx.x % GB_COLS;
+	GL_UNROLL for (int j = 0; j < GB_LOADS; j++) {
+		const long long n = n0 + threadIdx.x / GB_COLS + j * (GB_THREADS / GB_COLS);
+		const bool in = n < N && c < I;
+		const long long i = n * I + c;
+		gv[j] = in ? gate[i] : 0.0f;
+		uv[j] = in ? up[i] : 0.0f;
+		dv[j] = !in ? 0.0f : dout_bf != nullptr ? bf16Widen(dout_bf[i]) : dout[i];
+	}
+	const long long n = n0 + threadIdx.x / GB_RT;
+	const int r = threadIdx.x % GB_RT;
+	gr = n < N && r < R ? g[n * R + r] : 0.0f;
+}
+
+template <bool GELU>
+__device__ __forceinline__ void gatedLoRABackward(unsigned short *__restrict__ dgate_bf, unsigned short *__restrict__ dup_bf,
+                                                  float *__restrict__ da, const float *__restrict__ g,
+                                                  const float *__restrict__ dout, const unsigned short *__restrict__ dout_bf,
+                                                  const float *__restrict__ gate, const float *__restrict__ up, int N, int I,
+                                                  int R) {
+	__shared__ float actS[GB_ROWS][GB_COLS];
+	__shared__ __align__(16) float gS[GB_ROWS][GB_RT];
+	const int c0 = blockIdx.x * GB_COLS, col = threadIdx.x % GB_COLS, rg = threadIdx.x / GB_COLS;
+	float gv[GB_LOADS], uv[GB_LOADS], dv[GB_LOADS], gr;
+	float acc[GB_RANKS];
+	GL_UNROLL for (int i = 0; i < GB_RANKS; i++) acc[i] = 0.0f;
+	gbLoad(gv, uv, dv, gr, gate, up, dout, dout_bf, g, 0, c0, N, I, R);
+	for (long long n0 = 0; n0 < N; n0 += GB_ROWS) {
+		GL_UNROLL for (int j = 0; j < GB_LOADS; j++) {
+			const int lr = threadIdx.x / GB_COLS + j * (GB_THREADS / GB_COLS);
+			const long long n = n0 + lr;
+			float dg, du, a;
+			if (GELU) {
+				gegluGrads(gv[j], uv[j], dv[j], dg, du, a);
+			} else {
+				swigluGrads(gv[j], uv[j], dv[j], dg, du, a);
+			}
+			if (n < N && c0 + col < I) {
+				dgate_bf[n * I + c0 + col] = bf16Round(dg);
+				dup_bf[n * I + c0 + col] = bf16Round(du);
+			}
+			actS[lr][col] = bf16Widen(bf16Round(a));
+		}
+		gS[threadIdx.x / GB_RT][threadIdx.x % GB_RT] = bf16Widen(bf16Round(gr));
+		__syncthreads();
+		if (n0 + GB_ROWS < N) gbLoad(gv, uv, dv, gr, gate, up, dout, dout_bf, g, n0 + GB_ROWS, c0, N, I, R);
+		GL_UNROLL for (int lr = 0; lr < GB_ROWS; lr++) {
+			const float x = actS[lr][col];
+			const glF4 w = *(const glF4 *)&gS[lr][rg * GB_RANKS];
+			acc[0] = fmaf(x, w.x, acc[0]);
+			acc[1] = fmaf(x, w.y, acc[1]);
+			acc[2] = fmaf(x, w.z, acc[2]);
+			acc[3] = fmaf(x, w.w, acc[3]);
+		}
+		__syncthreads();
+	}
+	GL_UNROLL for (int i = 0; i < GB_RANKS; i++) {
+		const int r = rg * GB_RANKS + i;
+		if (r < R && c0 + col < I) da[(long long)r * I + c0 + col] += acc[i];
+	}
+}
+
+extern "C" __global__ void gated_lora_backward_swiglu(unsigned short *__restrict__ dgate_bf, unsigned short *__restrict__ dup_bf,
+                                                      float *__restrict__ da, const float *__restrict__ g,
+                                                      const float *__restrict__ dout,
+                                                      const unsigned short *__restrict__ dout_bf,
+                                                      const float *__restrict__ gate, const float *__restrict__ up, int N,
+                                                      int I, int R) {
+	gatedLoRABackward<false>(dgate_bf, dup_bf, da, g, dout, dout_bf, gate, up, N, I, R);
+}
+
+extern "C" __global__ void gated_lora_backward_geglu(unsigned short *__restrict__ dgate_bf, unsigned short *__restrict__ dup_bf,
+                                                     float *__restrict__ da, const float *__restrict__ g,
+                                                     const float *__restrict__ dout,
+                                                     const unsigned short *__restrict__ dout_bf,
+                                                     const float *__restrict__ gate, const float *__restrict__ up, int N,
+                                                     int I, int R) {
+	gatedLoRABackward<true>(dgate_bf, dup_bf, da, g, dout, dout_bf, gate, up, N, I, R);
+}

@@ -71,3 +71,78 @@ func TestGatedLoRAOnHardware(t *testing.T) {
 		}
 	}
 }
+
+// TestGatedLoRABackwardOnHardware: Backend.GatedLoRABackwardRounded
+// (gated_lora.cu) against the unfused ops the model ran before it (the
+// gated backward writing the roundings of dgate, dup and act, then
+// MatmulBF16's DA += gᵀ·act at beta 1): the roundings the same bits, DA
+// within kernels.F32Tol (the same exact products, summed in another
+// order), for SwiGLU and GeGLU, dact as bfloat16 (the model's) and as
+// float32; on small odd shapes and, not with -test.short, on the 7B
+// step's down projection (8 × 1024 tokens, I 18944, rank 16), both ways
+// timed (log GATEDLORABWD). Not run on a GPU yet.
+func TestGatedLoRABackwardOnHardware(t *testing.T) {
+	b := hardwareBackend(t, kernels.PrecisionBF16)
+	alloc, allocBF := backendAllocs(t, b)
+	r := rand.New(rand.NewPCG(28, 18946))
+	f32 := func(n int, scale float64) []float32 {
+		x := alloc(n)
+		for i := range x {
+			x[i] = float32(scale * r.NormFloat64())
+		}
+		return x
+	}
+	type shape struct{ N, I, R int }
+	shapes := []shape{{37, 70, 5}, {40, 130, 16}}
+	if !testing.Short() {
+		shapes = append(shapes, shape{8 * 1024, 18944, 16})
+	}
+	for _, s := range shapes {
+		for _, gelu := range []bool{false, true} {
+			for _, bfDact := range []bool{true, false} {
+				name := map[bool]string{false: "swiglu", true: "geglu"}[gelu]
+				t.Run(fmt.Sprintf("%s dact bf16 %v N %d I %d R %d", name, bfDact, s.N, s.I, s.R), func(t *testing.T) {
+					N, I, R := s.N, s.I, s.R
+					NI := N * I
+					gate, up, g, da0 := f32(NI, 1), f32(NI, 1), f32(N*R, 0.1), f32(R*I, 0.01)
+					var dact []float32
+					var dactBF []uint16
+					if bfDact {
+						dactBF = allocBF(NI)
+						kernels.ToBF16(dactBF, randn(r, NI))
+					} else {
+						dact = f32(NI, 1)
+					}
+					dg, du, da := allocBF(NI), allocBF(NI), alloc(R*I)
+					wantDG, wantDU, actBF, wantDA := allocBF(NI), allocBF(NI), allocBF(NI), alloc(R*I)
+					unfused := func() {
+						if gelu {
+							b.GeGLUBackwardSetRounded(nil, nil, nil, actBF, wantDG, wantDU, dact, dactBF, gate, up, NI)
+						} else {
+							b.SwiGLUBackwardSetRounded(nil, nil, nil, actBF, wantDG, wantDU, dact, dactBF, gate, up, NI)
+						}
+						b.MatmulBF16(wantDA, g, nil, nil, actBF, R, I, N, true, false, 1)
+					}
+					fused := func() { b.GatedLoRABackwardRounded(dg, du, da, g, dact, dactBF, gate, up, N, I, R, gelu) }
+					b.Copy(wantDA, da0, R*I)
+					b.Copy(da, da0, R*I)
+					unfused()
+					fused()
+					b.Synchronize()
+					if !slices.Equal(dg, wantDG) || !slices.Equal(du, wantDU) {
+						t.Fatal("the roundings of dgate or dup differ from the gated backward's")
+					}
+					near(t, "DA", da, wantDA, kernels.F32Tol)
+					if testing.Short() || N < 1024 {
+						return
+					}
+					// Both accumulate into DA on every call: the timing runs
+					// leave it growing, which costs nothing.
+					tu, tf := timePerCall(b, unfused), timePerCall(b, fused)
+					t.Logf("GATEDLORABWD %s, dact bf16 %v (N %d, I %d, R %d): gated backward + MatmulBF16 %.0f µs, GatedLoRABackwardRounded %.0f µs: %.2fx",
+						name, bfDact, N, I, R, us(tu), us(tf), tu.Seconds()/tf.Seconds())
+				})
+			}
+		}
+	}
+}

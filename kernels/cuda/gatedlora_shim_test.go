@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 	"github.com/hone-rl/hone/kernels/ref"
@@ -75,6 +76,81 @@ func gatedLoRAOnShim(t *testing.T, h shimHarness) {
 				rb.Scale(wantRef, wantRef, scale, N*R)
 				near(t, "u against ref's LinearForward then Scale", u[:N*R], wantRef, kerneltest.F32Tol)
 			})
+		}
+	}
+}
+
+// gatedLoRABackwardOnShim runs gated_lora.cu's backward kernels on the CPU
+// shim: dgate_bf and dup_bf the bits swiglu_backward_set_bf16
+// (geglu_backward_set_bf16) writes there, from dact as float32 and as
+// bfloat16; da += round(g)ᵀ·round(act) within float32's bound of a
+// float64 sum onto da's old values, and of kernels/ref's Matmul on the
+// widened roundings at beta 1; on shapes with a partial column block, a
+// partial row tile, ranks 1 to 16; nothing written past the outputs'
+// sizes (NaN tails).
+func gatedLoRABackwardOnShim(t *testing.T, h shimHarness) {
+	r := rand.New(rand.NewPCG(18944, 17))
+	for _, gelu := range []bool{false, true} {
+		for _, bfDact := range []bool{false, true} {
+			for _, s := range []struct{ N, I, R int }{{1, 1, 1}, {33, 70, 5}, {40, 130, 16}, {17, 64, 3}} {
+				name := fmt.Sprintf("gelu %v, dact bf16 %v, N %d, I %d, R %d", gelu, bfDact, s.N, s.I, s.R)
+				t.Run(name, func(t *testing.T) {
+					N, I, R := s.N, s.I, s.R
+					gate, up, g := randn(r, N*I), randn(r, N*I), randn(r, N*R)
+					var dact []float32
+					var dactBF []uint16
+					if bfDact {
+						dactBF = make([]uint16, N*I)
+						kernels.ToBF16(dactBF, randn(r, N*I))
+					} else {
+						dact = randn(r, N*I)
+					}
+					const tail = 5
+					nanBF := uint16(0x7fc1)
+					dgBF := slices.Repeat([]uint16{nanBF}, N*I+tail)
+					duBF := slices.Repeat([]uint16{nanBF}, N*I+tail)
+					da0 := randn(r, R*I)
+					da := append(slices.Clone(da0), slices.Repeat([]float32{float32(math.NaN())}, tail)...)
+					plan := cuda.PlanGatedLoRABackward(dgBF, duBF, da, g, dact, dactBF, gate, up, N, I, R, gelu)
+					if len(plan) != 1 {
+						t.Fatalf("%d launches, want 1", len(plan))
+					}
+					if err := h.run(plan[0]); err != nil {
+						t.Fatal(err)
+					}
+					for i := range tail {
+						if dgBF[N*I+i] != nanBF || duBF[N*I+i] != nanBF || !math.IsNaN(float64(da[R*I+i])) {
+							t.Fatalf("written past the outputs' sizes (tail element %d)", i)
+						}
+					}
+					// The unfused gated backward: the roundings and act's.
+					wantDG, wantDU, actBF := make([]uint16, N*I), make([]uint16, N*I), make([]uint16, N*I)
+					kernel := map[bool]string{false: "swiglu_backward_set_bf16", true: "geglu_backward_set_bf16"}[gelu]
+					h.runPlan(cuda.PlanFlat(kernel, N*I, []float32(nil), []float32(nil), []float32(nil), actBF, wantDG, wantDU, dact, dactBF, gate, up, N*I))
+					if !slices.Equal(dgBF[:N*I], wantDG) || !slices.Equal(duBF[:N*I], wantDU) {
+						t.Fatalf("the roundings of dgate or dup differ from %s's", kernel)
+					}
+					act, gr := make([]float32, N*I), make([]float32, N*R)
+					kernels.FromBF16(act, actBF)
+					gBF := make([]uint16, N*R)
+					kernels.ToBF16(gBF, g)
+					kernels.FromBF16(gr, gBF)
+					want64 := make([]float32, R*I)
+					for k := range R {
+						for i := range I {
+							sum := float64(0)
+							for n := range N {
+								sum += float64(gr[n*R+k]) * float64(act[n*I+i])
+							}
+							want64[k*I+i] = float32(float64(da0[k*I+i]) + sum)
+						}
+					}
+					near(t, "DA against a float64 sum", da[:R*I], want64, kerneltest.F32Tol)
+					wantRef := slices.Clone(da0)
+					ref.New().Matmul(wantRef, gr, act, R, I, N, true, false, 1)
+					near(t, "DA against ref's Matmul", da[:R*I], wantRef, kerneltest.F32Tol)
+				})
+			}
 		}
 	}
 }

@@ -63,15 +63,14 @@ __device__ __forceinline__ void gegluSetAt(long long i, float *__restrict__ dgat
                                            unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
                                            const unsigned short *__restrict__ dout_bf,
                                            const float *__restrict__ gate, const float *__restrict__ up) {
-	const float x = gate[i], t = geluTanh(x), d = dout_bf != nullptr ? bf16Widen(dout_bf[i]) : dout[i], u = up[i];
-	const float dg = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
-	const float vg = d * u * dg, vu = d * 0.5f * x * (1.0f + t);
+	const float d = dout_bf != nullptr ? bf16Widen(dout_bf[i]) : dout[i];
+	float vg, vu, a;
+	gegluGrads(gate[i], up[i], d, vg, vu, a);
 	if (dgate != nullptr) {
 		dgate[i] = vg;
 		dup[i] = vu;
 	}
 	if (act != nullptr || act_bf != nullptr) {
-		const float a = 0.5f * x * (1.0f + t) * u;
 		if (act != nullptr) act[i] = a;
 		if (act_bf != nullptr) act_bf[i] = bf16Round(a);
 	}

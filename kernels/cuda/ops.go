@@ -103,8 +103,10 @@ var kernelModules = map[string]string{
 	"attention_fa2_backward_dq":   "attention_fa2",
 	"attention_fa2_backward_dkdv": "attention_fa2",
 
-	"gated_lora_forward_swiglu": "gated_lora",
-	"gated_lora_forward_geglu":  "gated_lora",
+	"gated_lora_forward_swiglu":  "gated_lora",
+	"gated_lora_forward_geglu":   "gated_lora",
+	"gated_lora_backward_swiglu": "gated_lora",
+	"gated_lora_backward_geglu":  "gated_lora",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up

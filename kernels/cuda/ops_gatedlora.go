@@ -83,3 +83,90 @@ func (b *Backend) GatedLoRAForwardRounded(actBF []uint16, u []float32, gate, up,
 			N, I, R, scale, gelu)
 	})
 }
+
+// GatedLoRABackwardMaxRank is the largest LoRA rank Backend fuses into the
+// gated backward (kernels.GatedLoRABackwarder): gated_lora.cu's GB_RT,
+// the ranks a block sums for its columns in one walk over the rows.
+const GatedLoRABackwardMaxRank = 16
+
+// gatedLoRACols and gatedLoRABackThreads are gated_lora.cu's GB_COLS and
+// GB_THREADS: a backward block's columns and threads.
+const gatedLoRACols, gatedLoRABackThreads = 64, 256
+
+// planGatedLoRABackward is GatedLoRABackward's launch: one block of
+// gatedLoRABackThreads a gatedLoRACols columns.
+func planGatedLoRABackward(dgateBF, dupBF, da, g, dact, dactBF any, gate, up any, N, I, R int, gelu bool) []step {
+	if N == 0 || I == 0 {
+		return nil
+	}
+	kernel := "gated_lora_backward_swiglu"
+	if gelu {
+		kernel = "gated_lora_backward_geglu"
+	}
+	return []step{{kernel, Dim3{(I + gatedLoRACols - 1) / gatedLoRACols, 1, 1}, Dim3{gatedLoRABackThreads, 1, 1},
+		[]any{dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R}, nil}}
+}
+
+// GatedLoRABackward is kernels.GatedLoRABackwarder's
+// GatedLoRABackwardRounded on device buffers (gated_lora.cu): dgateBF and
+// dupBF (bfloat16 pairs, bf16Len(N·I) elements) the bits of
+// SwiGLUBackwardSetBF16's (GeGLU's when gelu) with dgate and dup nil, from
+// dact [N, I] float32 or dactBF (bfloat16; exactly one not nil), and da
+// [R, I] += round(g)ᵀ·round(act), float32 sums, for ranks 1 to
+// GatedLoRABackwardMaxRank; act is never stored. N or I 0 leaves
+// everything as it is (an empty sum adds 0).
+func (o *Ops) GatedLoRABackward(dgateBF, dupBF, da, g, dact, dactBF, gate, up *Buffer, N, I, R int, gelu bool) error {
+	const op = "GatedLoRABackward"
+	c := check{op: op}
+	c.sizes("N, I, R", N, I, R)
+	if R < 1 || R > GatedLoRABackwardMaxRank {
+		c.fail("rank %d (want 1 to %d)", R, GatedLoRABackwardMaxRank)
+	}
+	if (dact == nil) == (dactBF == nil) {
+		c.fail("want exactly one of dact and dactBF (given: %v, %v)", dact != nil, dactBF != nil)
+	}
+	c.buf(o.d, "dgateBF", dgateBF, bf16Len(N*I))
+	c.buf(o.d, "dupBF", dupBF, bf16Len(N*I))
+	c.buf(o.d, "DA", da, R*I)
+	c.buf(o.d, "g", g, N*R)
+	if dact != nil {
+		c.buf(o.d, "dact", dact, N*I)
+	} else {
+		c.buf(o.d, "dactBF", dactBF, bf16Len(N*I))
+	}
+	c.buf(o.d, "gate", gate, N*I)
+	c.buf(o.d, "up", up, N*I)
+	if c.err != nil {
+		return c.err
+	}
+	return o.run(op, planGatedLoRABackward(dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R, gelu))
+}
+
+var _ kernels.GatedLoRABackwarder = (*Backend)(nil)
+
+// FusesGatedLoRABackward implements kernels.GatedLoRABackwarder: in the
+// bf16 precision (where the DA product takes act's and g's roundings,
+// kernels.LoRAInputRounder) for ranks 1 to GatedLoRABackwardMaxRank.
+func (b *Backend) FusesGatedLoRABackward(R int) bool {
+	return b.RoundsLoRAInput() && R >= 1 && R <= GatedLoRABackwardMaxRank
+}
+
+// GatedLoRABackwardRounded implements kernels.GatedLoRABackwarder
+// (Ops.GatedLoRABackward) after kernels.NeedGatedLoRABackward's checks.
+// DA's sums run in gated_lora.cu's order (row after row), not the bf16
+// GEMM's, so its last bits may differ from MatmulBF16's; the roundings of
+// dgate and dup are SwiGLUBackwardSetRounded's.
+func (b *Backend) GatedLoRABackwardRounded(dgateBF, dupBF []uint16, da, g, dact []float32, dactBF []uint16, gate, up []float32, N, I, R int, gelu bool) {
+	const op = "GatedLoRABackwardRounded"
+	kernels.NeedGatedLoRABackward(op, dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R)
+	if !b.FusesGatedLoRABackward(R) {
+		panic(fmt.Sprintf("cuda.%s: rank %d in precision %s (FusesGatedLoRABackward is false)", op, R, b.Precision()))
+	}
+	if N == 0 || I == 0 {
+		return
+	}
+	b.onDeviceCost(op, func() opCost { return opCost{2 * int64(N) * int64(I) * int64(R), dims("", N, I) + dims(" r", R)} }, func() error {
+		return b.ops.GatedLoRABackward(b.bf16(op, "dgateBF", dgateBF), b.bf16(op, "dupBF", dupBF), b.f32(op, "DA", da), b.f32(op, "g", g),
+			b.f32(op, "dact", dact), b.bf16(op, "dactBF", dactBF), b.f32(op, "gate", gate), b.f32(op, "up", up), N, I, R, gelu)
+	})
+}

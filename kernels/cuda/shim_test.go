@@ -396,6 +396,7 @@ func TestKernelsOnCPUShim(t *testing.T) {
 	t.Run("attention", func(t *testing.T) { attentionOnShim(t, h) })
 	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
 	t.Run("gated LoRA forward", func(t *testing.T) { gatedLoRAOnShim(t, h) })
+	t.Run("gated LoRA backward", func(t *testing.T) { gatedLoRABackwardOnShim(t, h) })
 	t.Run("LogprobForward", func(t *testing.T) { logprobOnShim(t, h) })
 	t.Run("EmbeddingBackward deterministic", func(t *testing.T) { embeddingBackwardDeterministic(t, h) })
 	t.Run("Embedding ids out of range", func(t *testing.T) {

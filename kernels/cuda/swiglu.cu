@@ -74,14 +74,14 @@ __device__ __forceinline__ void swigluSetAt(long long i, float *__restrict__ dga
                                             unsigned short *__restrict__ dup_bf, const float *__restrict__ dout,
                                             const unsigned short *__restrict__ dout_bf,
                                             const float *__restrict__ gate, const float *__restrict__ up) {
-	const float g = gate[i], d = dout_bf != nullptr ? bf16Widen(dout_bf[i]) : dout[i], s = sigmoid(g), u = up[i];
-	const float dg = d * u * s * (1.0f + g * (1.0f - s)), du = d * g * s;
+	const float d = dout_bf != nullptr ? bf16Widen(dout_bf[i]) : dout[i];
+	float dg, du, a;
+	swigluGrads(gate[i], up[i], d, dg, du, a);
 	if (dgate != nullptr) {
 		dgate[i] = dg;
 		dup[i] = du;
 	}
 	if (act != nullptr || act_bf != nullptr) {
-		const float a = g * s * u;
 		if (act != nullptr) act[i] = a;
 		if (act_bf != nullptr) act_bf[i] = bf16Round(a);
 	}

@@ -1,16 +1,19 @@
 package model
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 )
 
-// noGatedLoRA is cuda.Backend without the gated unit's fused LoRA A
-// product (kernels.GatedLoRAForwarder), hidden as noAddNorm hides its
-// method: the MLP then writes act as float32 and the down projection's
-// LoRA forward multiplies it (LinearForward, Scale), as before.
+// noGatedLoRA is cuda.Backend without the gated unit's fused LoRA
+// products (kernels.GatedLoRAForwarder, kernels.GatedLoRABackwarder),
+// hidden as noAddNorm hides its method: the MLP then writes act as float32
+// for the down projection's LoRA forward (LinearForward, Scale), and its
+// backward writes act's rounding for the DA product (MatmulBF16), as
+// before.
 type noGatedLoRA struct {
 	*cuda.Backend
 	hideGatedLoRA
@@ -21,15 +24,20 @@ type hideGatedLoRA struct{}
 func (hideGatedLoRA) GatedLoRAForwardRounded(_ []uint16, _ []float32, _, _, _ []float32, _, _, _ int, _ float32, _ bool) {
 }
 
+func (hideGatedLoRA) GatedLoRABackwardRounded(_, _ []uint16, _, _, _ []float32, _ []uint16, _, _ []float32, _, _, _ int, _ bool) {
+}
+
 // TestGatedLoRACUDAEmulated: a LoRA step of the micro models on
 // cuda.Backend on the emulated device in PrecisionBF16, the down
-// projection's u = Scale·act·Aᵀ computed by the gated unit's kernel
-// (gated_lora.cu: one launch a layer, and one more a layer for the
-// checkpointed backward's recompute) and apart (noGatedLoRA): the
-// logprobs agree within 1e-5 of the largest and the LoRA gradients within
-// 1e-3 (u's sums run in another order than the emulated cuBLAS's one
-// float64 sum a value, so its last bits move, and where u is rounded to
-// bfloat16 a rounding may flip), for SwiGLU (qwen2) and GeGLU (Gemma 3),
+// projection's u = Scale·act·Aᵀ computed by the gated unit's kernel and
+// its DA += gᵀ·act by the gated backward's (gated_lora.cu: two launches a
+// layer, and one more a layer for the checkpointed backward's recompute;
+// the forward's alone where gate and up do not both have a LoRA)
+// and apart (noGatedLoRA): the logprobs agree within 1e-5 of the largest
+// and the LoRA gradients within 1e-3 (u's and DA's sums run in another
+// order than the emulated cuBLAS's one float64 sum a value, so their last
+// bits move, and where u is rounded to bfloat16 a rounding may flip), for
+// SwiGLU (qwen2) and GeGLU (Gemma 3),
 // with and without checkpointing. Without a LoRA on down, and in
 // PrecisionF32 (act not rounded), the kernel never runs and the step is
 // the same bits.
@@ -40,28 +48,41 @@ func TestGatedLoRACUDAEmulated(t *testing.T) {
 	bInit := func(i int) float32 { return float32(i%5) * 0.04 }
 	for _, prec := range []kernels.Precision{kernels.PrecisionBF16, kernels.PrecisionF32} {
 		b, drv := emulatedCUDABackendDriver(t, prec)
-		if _, ok := kernels.Backend(noGatedLoRA{Backend: b}).(kernels.GatedLoRAForwarder); ok {
+		be := kernels.Backend(noGatedLoRA{Backend: b})
+		if _, ok := be.(kernels.GatedLoRAForwarder); ok {
 			b.Close()
 			t.Fatal("noGatedLoRA still implements kernels.GatedLoRAForwarder")
 		}
-		step := countingStep(t, drv, "gated_lora_forward_swiglu", "gated_lora_forward_geglu")
+		if _, ok := be.(kernels.GatedLoRABackwarder); ok {
+			b.Close()
+			t.Fatal("noGatedLoRA still implements kernels.GatedLoRABackwarder")
+		}
+		step := countingStep(t, drv, "gated_lora_forward_swiglu", "gated_lora_forward_geglu", "gated_lora_backward_swiglu", "gated_lora_backward_geglu")
 		for _, c := range []struct {
 			name string
 			s    microStep
+			bwd  bool // the backward fuses too: the gated backward writes only dgate's and dup's roundings
 		}{
-			{"qwen2", microStep{family: "qwen2", targets: AllModules(), alpha: 4, bInit: bInit}},
-			{"qwen2 checkpointed", microStep{family: "qwen2", targets: AllModules(), alpha: 4, bInit: bInit, checkpoint: true}},
-			{"gemma3_text", microStep{family: "gemma3_text", targets: AllModules(), alpha: 4, bInit: bInit}},
-			{"llama q,v", microStep{family: "llama", targets: []Module{ModQ, ModV}, alpha: 4, bInit: bInit}},
+			{"qwen2", microStep{family: "qwen2", targets: AllModules(), alpha: 4, bInit: bInit}, true},
+			{"qwen2 checkpointed", microStep{family: "qwen2", targets: AllModules(), alpha: 4, bInit: bInit, checkpoint: true}, true},
+			{"gemma3_text", microStep{family: "gemma3_text", targets: AllModules(), alpha: 4, bInit: bInit}, true},
+			{"llama q,v", microStep{family: "llama", targets: []Module{ModQ, ModV}, alpha: 4, bInit: bInit}, false},
+			// A LoRA on gate but not up: their group is mixed, the float32
+			// dgate and dup are written (roundedLoRA), and the backward
+			// runs unfused.
+			{"llama q,v,gate,down", microStep{family: "llama", targets: []Module{ModQ, ModV, ModGate, ModDown}, alpha: 4, bInit: bInit}, false},
 		} {
 			name := prec.String() + " " + c.name
 			lp, g, n := step(b, c.s)
 			wlp, wg, wn := step(noGatedLoRA{Backend: b}, c.s)
 			want := 0
-			if prec == kernels.PrecisionBF16 && c.name != "llama q,v" {
-				want = microConfig(c.s.family).Layers
+			if L := microConfig(c.s.family).Layers; prec == kernels.PrecisionBF16 && slices.Contains(c.s.targets, ModDown) {
+				want = L // the forward
+				if c.bwd {
+					want += L
+				}
 				if c.s.checkpoint {
-					want *= 2
+					want += L // the recompute's forward
 				}
 			}
 			if n != want || wn != 0 {

@@ -355,6 +355,29 @@ func (t *trafficBackend) GatedLoRAForwardRounded(actBF []uint16, u []float32, ga
 	})
 }
 
+var _ kernels.GatedLoRABackwarder = (*trafficBackend)(nil)
+
+// FusesGatedLoRABackward is cuda.Backend's in PrecisionBF16.
+func (t *trafficBackend) FusesGatedLoRABackward(R int) bool {
+	return R >= 1 && R <= cuda.GatedLoRABackwardMaxRank
+}
+
+// GatedLoRABackwardRounded is one kernel (gated_lora.cu) reading gate,
+// up, dact, g and DA once and writing the roundings of dgate and dup and
+// DA; its product on CUDA cores.
+func (t *trafficBackend) GatedLoRABackwardRounded(dgateBF, dupBF []uint16, da, g, dact []float32, dactBF []uint16, gate, up []float32, N, I, R int, gelu bool) {
+	kernel := map[bool]string{false: "gated_lora_backward_swiglu", true: "gated_lora_backward_geglu"}[gelu]
+	dactBytes := f32
+	if dactBF != nil {
+		dactBytes = b16
+	}
+	l := flat(kernel, f32*2*N*I+dactBytes*N*I+f32*(N*R+R*I), b16*2*N*I+f32*R*I)
+	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
+	t.run("GatedLoRABackwardRounded", []launch{l}, func(be kernels.Backend) {
+		be.(kernels.GatedLoRABackwarder).GatedLoRABackwardRounded(dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R, gelu)
+	})
+}
+
 var _ kernels.LoRAInputRounder = (*trafficBackend)(nil)
 
 // RoundsLoRAInput is cuda.Backend's in PrecisionBF16.
@@ -1047,10 +1070,15 @@ func TestStepTraffic7B(t *testing.T) {
 	// act's float32 write and the x product's read of it gone, 1.24 GB a
 	// layer less, all bandwidth-bound, and 2 launches (LinearForward,
 	// Scale) (104, 23104003144, 15665077320; the step 2972,
-	// 675894331360, 455131596768).
-	const wantLayerLaunches, wantLayerBytes = 102, int64(21861440584)
-	const wantStepLaunches, wantStepBytes = 2916, int64(641102579680)
-	const wantLayerBound, wantStepBound = int64(14422514760), int64(420339845088)
+	// 675894331360, 455131596768). The gated backward adds the down
+	// projection's DA product itself (kernels.GatedLoRABackwarder) and
+	// writes no act: its bf16 write and the DA product's read gone, 0.62
+	// GB a layer less, and 2 launches (g rounded, the GEMM) (102,
+	// 21861440584, 14422514760; the step 2916, 641102579680,
+	// 420339845088).
+	const wantLayerLaunches, wantLayerBytes = 100, int64(21240159304)
+	const wantStepLaunches, wantStepBytes = 2860, int64(623706703840)
+	const wantLayerBound, wantStepBound = int64(13801233480), int64(402943969248)
 	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes || per.bound != wantLayerBound {
 		t.Errorf("one 7B layer: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
 			per.launches, per.bytes(), per.bound, wantLayerLaunches, wantLayerBytes, wantLayerBound)

@@ -164,6 +164,8 @@ const Entry kernels[] = {
     KERNEL(geglu_backward_set_bf16),
     KERNEL(gated_lora_forward_swiglu),
     KERNEL(gated_lora_forward_geglu),
+    KERNEL(gated_lora_backward_swiglu),
+    KERNEL(gated_lora_backward_geglu),
     KERNEL(add_scalar),
     KERNEL(copy_f32),
     KERNEL(zero_f32),

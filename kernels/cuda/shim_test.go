@@ -560,6 +560,77 @@ func TestShim(t *testing.T) {
 	t.Run("semantics", func(t *testing.T) { shimSemantics(t, bin) })
 	t.Run("divergence", func(t *testing.T) { shimDivergence(t, bin) })
 	t.Run("wmma", func(t *testing.T) { shimWMMA(t, bin) })
+	t.Run("mma", func(t *testing.T) { shimMMA(t, bin) })
+}
+
+// shimMMA: mma.cuh's emulated m16n8k16 product on fragments laid out as
+// the PTX ISA documents equals a plain loop over the same
+// bfloat16-rounded operands in float32 (k in order after C, as the
+// emulation sums), and its ldmatrix .x4 (and .trans) give each lane the
+// elements the ISA's layout says, whatever order the lanes' row
+// addresses come in: a layout the emulation got wrong fails here, not
+// only as a wrong attention.
+func shimMMA(t *testing.T, bin string) {
+	got, msg := runShimKernel(t, bin, "mma_product")
+	if msg != "" {
+		t.Fatalf("mma_product: %s", msg)
+	}
+	bf := func(f float32) float32 { return kernels.F32(kernels.BF16(f)) }
+	for b := range 2 {
+		for w := range 2 {
+			for m := range 16 {
+				for n := range 8 {
+					acc := float32(m*8+n-60+b+w) / 4
+					for k := range 16 {
+						x := bf(float32((m*5+k*11+b*3+w*7)%29-14) / 9)
+						y := bf(float32((k*13+n*7+b+w*5)%17-8) / 3)
+						acc += float32(x * y)
+					}
+					if g := float32(got[256*b+128*w+8*m+n]); g != acc {
+						t.Errorf("mma_product block %d, warp %d: D[%d][%d] = %g, want %g", b, w, m, n, g, acc)
+					}
+				}
+			}
+		}
+	}
+	got, msg = runShimKernel(t, bin, "ldmatrix_layout")
+	if msg != "" {
+		t.Fatalf("ldmatrix_layout: %s", msg)
+	}
+	// The tile row and first column of row rr of matrix i, as
+	// ldmatrix_layout's warp w points its lanes.
+	row := func(w, i, rr int) int {
+		if w == 0 {
+			return 8*(i%2) + rr
+		}
+		return 8*(i/2) + 7 - rr
+	}
+	col := func(w, i int) int {
+		if w == 0 {
+			return 8 * (i / 2)
+		}
+		return 8 * (i % 2)
+	}
+	for b := range 2 {
+		for w := range 2 {
+			for l := range 32 {
+				for i := range 4 {
+					var e [2]int
+					for h := range 2 {
+						if b == 0 { // row l/4, column 2·(l%4)+h of matrix i
+							e[h] = 16*row(w, i, l/4) + col(w, i) + 2*(l%4) + h
+						} else { // transposed: row 2·(l%4)+h, column l/4
+							e[h] = 16*row(w, i, 2*(l%4)+h) + col(w, i) + l/4
+						}
+					}
+					if g, want := got[256*b+128*w+4*l+i], float64(e[0]+256*e[1]); g != want {
+						t.Errorf("ldmatrix_layout block %d (trans %v), warp %d, lane %d, register %d: %g, want %g (elements %d, %d)",
+							b, b == 1, w, l, i, g, want, e[0], e[1])
+					}
+				}
+			}
+		}
+	}
 }
 
 // shimWMMA: the shim's nvcuda::wmma product (both operand layouts, an
@@ -678,6 +749,7 @@ func shimDivergence(t *testing.T, bin string) {
 		"shuffle_in_branch":    {"divergent", "shuffle at testdata/shim_kernels.cu:40"},
 		"shuffle_then_barrier": {"divergent barriers: no thread can go on", "shuffle at testdata/shim_kernels.cu:46", "__syncthreads at testdata/shim_kernels.cu:47"},
 		"wmma_in_branch":       {"divergent", "testdata/shim_kernels.cu:126"},
+		"mma_in_branch":        {"divergent", "testdata/shim_kernels.cu:189"},
 	} {
 		_, msg := runShimKernel(t, bin, kernel)
 		if msg == "" {

@@ -126,3 +126,66 @@ extern "C" __global__ void wmma_in_branch(float *out) {
 	if (threadIdx.x % 32 < 16) wmma::mma_sync(acc, fa, fb, acc);
 	out[threadIdx.x] = acc.x[0];
 }
+
+// mmaA, mmaB and mmaC are the operands of mma_product in warp w of block
+// b, before rounding to bfloat16 (shim_test.go forms the same values).
+__device__ float mmaA(int b, int w, int m, int k) { return (float)((m * 5 + k * 11 + b * 3 + w * 7) % 29 - 14) / 9.0f; }
+__device__ float mmaB(int b, int w, int k, int n) { return (float)((k * 13 + n * 7 + b + w * 5) % 17 - 8) / 3.0f; }
+__device__ float mmaC(int b, int w, int m, int n) { return (float)(m * 8 + n - 60 + b + w) / 4.0f; }
+
+// mma_product: warp w of block b forms one m16n8k16 product D = A·B + C
+// with mmaBf16 from fragments each lane builds by the layout mma.cuh
+// documents, and writes D (m, n) to out[256·b + 128·w + 8·m + n].
+extern "C" __global__ void mma_product(float *out) {
+	const int b = blockIdx.x, w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+	unsigned a[4], bb[2];
+	float c[4], d[4];
+	for (int r = 0; r < 4; r++) {
+		const int m = g + 8 * (r % 2), k = 2 * t + 8 * (r / 2);
+		a[r] = mmaPack(mmaA(b, w, m, k), mmaA(b, w, m, k + 1));
+	}
+	for (int r = 0; r < 2; r++) {
+		const int k = 2 * t + 8 * r;
+		bb[r] = mmaPack(mmaB(b, w, k, g), mmaB(b, w, k + 1, g));
+	}
+	for (int e = 0; e < 4; e++) c[e] = mmaC(b, w, g + 8 * (e / 2), 2 * t + e % 2);
+	mmaBf16(d, a, bb, c);
+	for (int e = 0; e < 4; e++) out[256 * b + 128 * w + 8 * (g + 8 * (e / 2)) + 2 * t + e % 2] = d[e];
+}
+
+// ldmatrixRow is the tile row of row rr of matrix i that warp w points
+// its lanes at in ldmatrix_layout, and ldmatrixCol that matrix's first
+// column: warp 0 the four 8×8 quarters in column-major order (an A
+// fragment's), warp 1 the quarters in row-major order with each matrix's
+// rows reversed.
+__device__ int ldmatrixRow(int w, int i, int rr) { return w == 0 ? 8 * (i % 2) + rr : 8 * (i / 2) + 7 - rr; }
+__device__ int ldmatrixCol(int w, int i) { return w == 0 ? 8 * (i / 2) : 8 * (i % 2); }
+
+// ldmatrix_layout: a 16×16 bf16 tile (row stride 24) holding 16·r + c at
+// (r, c), loaded by warp w of block b with ldmatrixX4 (block 0) or
+// ldmatrixX4Trans (block 1), −1 in the padding; lane l writes register i
+// as lo + 256·hi (its two halves) to out[256·b + 128·w + 4·l + i].
+extern "C" __global__ void ldmatrix_layout(float *out) {
+	__shared__ __align__(16) __nv_bfloat16 tile[16 * 24];
+	const int b = blockIdx.x, w = threadIdx.x / 32, lane = threadIdx.x % 32;
+	for (int e = threadIdx.x; e < 16 * 24; e += blockDim.x) tile[e] = __float2bfloat16_rn(e % 24 < 16 ? (float)(16 * (e / 24) + e % 24) : -1.0f);
+	__syncthreads();
+	const int i = lane / 8;
+	const __nv_bfloat16 *row = tile + 24 * ldmatrixRow(w, i, lane % 8) + ldmatrixCol(w, i);
+	unsigned r[4];
+	if (b == 0) ldmatrixX4(r, row);
+	else ldmatrixX4Trans(r, row);
+	for (int x = 0; x < 4; x++) {
+		const float lo = __bfloat162float(__nv_bfloat16{(unsigned short)(r[x] & 0xffffu)});
+		const float hi = __bfloat162float(__nv_bfloat16{(unsigned short)(r[x] >> 16)});
+		out[256 * b + 128 * w + 4 * lane + x] = lo + 256.0f * hi;
+	}
+}
+
+// mma_in_branch: an mmaBf16 that half of a warp reaches.
+extern "C" __global__ void mma_in_branch(float *out) {
+	const unsigned a[4] = {0, 0, 0, 0}, bb[2] = {0, 0};
+	float d[4] = {0, 0, 0, 0};
+	if (threadIdx.x % 32 < 16) mmaBf16(d, a, bb, d);
+	out[threadIdx.x] = d[0];
+}

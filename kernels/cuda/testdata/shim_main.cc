@@ -2,6 +2,7 @@
 // 2 blocks of 64 threads, and prints its 2·4·64 outputs, one a line. A
 // failed launch prints its message to stderr and exits 3.
 #include "cuda_cpu.h"
+#include "../mma.cuh"
 #include "shim_kernels.cu"
 
 #include <cstdio>
@@ -16,7 +17,8 @@ int main(int argc, char **argv) {
 	               {"barrier_in_branch", barrier_in_branch}, {"barrier_two_places", barrier_two_places},
 	               {"shuffle_in_branch", shuffle_in_branch}, {"shuffle_then_barrier", shuffle_then_barrier},
 	               {"atomic_add", atomic_add}, {"wmma_product", wmma_product}, {"bf16_round", bf16_round},
-	               {"wmma_in_branch", wmma_in_branch}};
+	               {"wmma_in_branch", wmma_in_branch}, {"mma_product", mma_product},
+	               {"ldmatrix_layout", ldmatrix_layout}, {"mma_in_branch", mma_in_branch}};
 	std::vector<float> out(2 * 4 * 64);
 	for (const auto &k : kernels) {
 		if (strcmp(k.name, argv[1]) != 0) continue;

@@ -21,7 +21,7 @@ import (
 // would (cuda.AttnTC), the float32 kernels elsewhere; decode stays float32.
 type shimTC struct {
 	shimBackend
-	tc2 bool
+	tc2, tc3 bool
 }
 
 func (shimTC) Precision() kernels.Precision { return kernels.PrecisionBF16 }
@@ -39,6 +39,9 @@ func (b shimTC) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int
 		if b.tc2 {
 			plan = cuda.PlanAttentionTC2
 		}
+		if b.tc3 {
+			plan = cuda.PlanAttentionTC3
+		}
 	}
 	b.h.runPlan(plan(out, lse, q, k, v, seqOff, len(seqOff)-1, N, N, H, KVH, D, W, 0, scale))
 }
@@ -50,9 +53,13 @@ func (b shimTC) AttentionBackward(dq, dk, dv, dout, out, lse, q, k, v []float32,
 func (b shimTC) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
 	kernels.NeedWindow("AttentionWindowBackward", W)
 	kernels.NeedAttentionBackward("AttentionWindowBackward", dq, dk, dv, dout, out, lse, q, k, v, seqOff, N, H, KVH, D)
-	if cuda.AttnTC(kernels.PrecisionBF16, D) && b.tc2 {
+	if cuda.AttnTC(kernels.PrecisionBF16, D) && (b.tc2 || b.tc3) {
 		dl := make([]float32, N*H) // δ's scratch
-		b.h.runPlan(cuda.PlanAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, len(seqOff)-1, N, H, KVH, D, W, scale))
+		plan := cuda.PlanAttentionBackwardTC2
+		if b.tc3 {
+			plan = cuda.PlanAttentionBackwardTC3
+		}
+		b.h.runPlan(plan(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, len(seqOff)-1, N, H, KVH, D, W, scale))
 		return
 	}
 	plan := cuda.PlanAttentionBackward
@@ -208,6 +215,20 @@ func TestAttentionTC2OnCPUShim(t *testing.T) {
 	t.Parallel()
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
 	b := shimTC{shimBackend: shimBackend{h: h}, tc2: true}
+	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
+	t.Run("conformance", func(t *testing.T) {
+		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	})
+}
+
+// TestAttentionTC3OnCPUShim is TestAttentionTCOnCPUShim on attention_mma.cu
+// (tc3), through mma.cuh's emulation of mma.sync and ldmatrix: the same
+// cases at the same bounds, the backward's bits repeated, and kerneltest's
+// attention groups.
+func TestAttentionTC3OnCPUShim(t *testing.T) {
+	t.Parallel()
+	h := newShimHarness(t, buildShim(t, "kernels_main"))
+	b := shimTC{shimBackend: shimBackend{h: h}, tc3: true}
 	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
 	t.Run("conformance", func(t *testing.T) {
 		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")

@@ -26,6 +26,9 @@ var (
 	PlanAttentionTC2         = planAttentionTC2
 	PlanAttentionBackwardTC2 = planAttentionBackwardTC2
 
+	PlanAttentionTC3         = planAttentionTC3
+	PlanAttentionBackwardTC3 = planAttentionBackwardTC3
+
 	PlanAttentionDecodeBatch = planAttentionDecodeBatch
 	DecodeTable              = decodeTable
 )

@@ -177,6 +177,39 @@ func planAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl an
 	}
 }
 
+// planAttentionTC3 is planAttentionTC on attention_mma_forward: one block
+// of 128 threads (4 warps of 16 rows) per 64 (query, head) rows of a KV
+// head. D as attnTC wants; q, k, v 16-byte aligned.
+func planAttentionTC3(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, qoff int, scale float32) []step {
+	if Nq == 0 {
+		return nil
+	}
+	rows := Nq * (H / KVH)
+	return []step{{"attention_mma_forward", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{128, 1, 1},
+		[]any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}, nil}}
+}
+
+// planAttentionBackwardTC3 is planAttentionBackwardTC2 with
+// attention_mma.cu's dq and dkdv: tc2's attention_fa2_delta writes δ into
+// dl (scratch, N·H floats), then attention_mma_backward_dq (one block of
+// 256 threads per 64 (query, head) rows of a KV head) and
+// attention_mma_backward_dkdv (one per 64 keys and KV head) read it;
+// deterministic, no atomics.
+func planAttentionBackwardTC3(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl any, S, N, H, KVH, D, W int, scale float32) []step {
+	if N == 0 {
+		return nil
+	}
+	W = min(W, N)
+	rows := N * (H / KVH)
+	return []step{
+		{"attention_fa2_delta", Dim3{(N*H + 7) / 8, 1, 1}, Dim3{256, 1, 1}, []any{dl, dout, out, N * H, D}, nil},
+		{"attention_mma_backward_dq", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
+			[]any{dq, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+		{"attention_mma_backward_dkdv", Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
+			[]any{dk, dv, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+	}
+}
+
 // planAttentionBackward: attention_backward_dq, one block per 16 (query,
 // head) rows of a KV head, then attention_backward_dkdv, one block per 16
 // key rows and KV head. Each sums in a fixed order: no atomics, the same

@@ -41,6 +41,7 @@
 #include "../attention.cu"
 #include "../attention_tc.cu"
 #include "../attention_fa2.cu"
+#include "../attention_mma.cu"
 #include "../attention_gemm.cu"
 #include "../sumsquares.cu"
 #include "../sample.cu"
@@ -192,6 +193,9 @@ const Entry kernels[] = {
     KERNEL(attention_fa2_delta),
     KERNEL(attention_fa2_backward_dq),
     KERNEL(attention_fa2_backward_dkdv),
+    KERNEL(attention_mma_forward),
+    KERNEL(attention_mma_backward_dq),
+    KERNEL(attention_mma_backward_dkdv),
     KERNEL(attention_gemm_gather),
     KERNEL(attention_gemm_scatter),
     KERNEL(attention_gemm_softmax),

@@ -152,7 +152,8 @@ func attentionAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 }
 
 // TestAttentionBadSeqOffInBounds: attention.cu, attention_tc.cu,
-// attention_fa2.cu and attention_gemm.cu read seqOff on the device, where
+// attention_fa2.cu, attention_mma.cu and attention_gemm.cu read seqOff on
+// the device, where
 // the host does not check it, so they must stay inside their buffers
 // whatever the offsets are. The kernels run here
 // under AddressSanitizer (which fails a launch that reads or writes
@@ -171,7 +172,7 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	for _, f := range []string{"attention.cu", "attention_tc.cu", "attention_fa2.cu", "attention_gemm.cu", "attention.cuh", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
+	for _, f := range []string{"attention.cu", "attention_tc.cu", "attention_fa2.cu", "attention_mma.cu", "attention_gemm.cu", "attention.cuh", "mma.cuh", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
 		if _, err := os.ReadFile(f); err != nil { // for go test's cache
 			t.Fatal(err)
 		}
@@ -186,10 +187,11 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 	const N, H, KVH = 20, 2, 1
 	for _, c := range []struct {
 		seqOff []int32
-		W, D   int // D = 16: the tensor-core kernels (attention_tc.cu); 32: tc2's (attention_fa2.cu)
+		W, D   int // D = 16: the tensor-core kernels (attention_tc.cu); 32: tc2's (attention_fa2.cu); 48: tc3's (attention_mma.cu)
 	}{{[]int32{0, 25, 20}, N, 8}, {[]int32{0, -7, 20}, N, 8}, {[]int32{0, 15, 4, 20}, 5, 8}, {[]int32{3, 9, 100}, N, 8}, {[]int32{-5, 1 << 30}, 5, 8},
 		{[]int32{0, 25, 20}, N, 16}, {[]int32{0, -7, 20}, N, 16}, {[]int32{0, 15, 4, 20}, 5, 16}, {[]int32{3, 9, 100}, N, 16}, {[]int32{-5, 1 << 30}, 5, 16},
-		{[]int32{0, 25, 20}, N, 32}, {[]int32{0, -7, 20}, N, 32}, {[]int32{0, 15, 4, 20}, 5, 32}, {[]int32{3, 9, 100}, N, 32}, {[]int32{-5, 1 << 30}, 5, 32}} {
+		{[]int32{0, 25, 20}, N, 32}, {[]int32{0, -7, 20}, N, 32}, {[]int32{0, 15, 4, 20}, 5, 32}, {[]int32{3, 9, 100}, N, 32}, {[]int32{-5, 1 << 30}, 5, 32},
+		{[]int32{0, 25, 20}, N, 48}, {[]int32{0, -7, 20}, N, 48}, {[]int32{0, 15, 4, 20}, 5, 48}, {[]int32{3, 9, 100}, N, 48}, {[]int32{-5, 1 << 30}, 5, 48}} {
 		seqOff, W, D := c.seqOff, c.W, c.D
 		q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
 		name := fmt.Sprintf("seqOff=%v,W=%d,D=%d", seqOff, W, D)
@@ -202,6 +204,11 @@ func TestAttentionBadSeqOffInBounds(t *testing.T) {
 			fwd = cuda.PlanAttentionTC2
 			bwd = func(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S, N, H, KVH, D, W int, scale float32) []cuda.Step {
 				return cuda.PlanAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, make([]float32, N*H), S, N, H, KVH, D, W, scale)
+			}
+		case 48:
+			fwd = cuda.PlanAttentionTC3
+			bwd = func(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S, N, H, KVH, D, W int, scale float32) []cuda.Step {
+				return cuda.PlanAttentionBackwardTC3(dq, dk, dv, dout, out, lse, q, k, v, seqOff, make([]float32, N*H), S, N, H, KVH, D, W, scale)
 			}
 		}
 		out, lse := make([]float32, N*H*D), make([]float32, N*H)

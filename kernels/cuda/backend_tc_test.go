@@ -121,8 +121,38 @@ func TestBackendBF16AttentionTC2(t *testing.T) {
 	}
 }
 
+// TestBackendBF16AttentionTC3 is TestBackendBF16AttentionTC2 with the
+// third tensor-core attention picked (SetAttentionKernel("tc3")):
+// kerneltest's attention groups on the emulated device launch
+// attention_mma.cu's kernels (and tc2's δ pass), and none of
+// attention_tc.cu's or of tc2's forward, dq and dkdv.
+func TestBackendBF16AttentionTC3(t *testing.T) {
+	t.Parallel()
+	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	if err := b.SetAttentionKernel(cuda.AttentionTC3); err != nil {
+		t.Fatal(err)
+	}
+	n0 := len(drv.Launches())
+	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	var launched []string
+	for _, l := range drv.Launches()[n0:] {
+		launched = append(launched, l.Kernel)
+	}
+	for _, k := range []string{"attention_mma_forward", "attention_fa2_delta", "attention_mma_backward_dq", "attention_mma_backward_dkdv", "attention_forward"} {
+		if !slices.Contains(launched, k) {
+			t.Errorf("the attention groups in bf16 with tc3 launched no %s", k)
+		}
+	}
+	for _, k := range []string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv", "attention_fa2_forward", "attention_fa2_backward_dq", "attention_fa2_backward_dkdv"} {
+		if slices.Contains(launched, k) {
+			t.Errorf("the attention groups in bf16 with tc3 launched %s", k)
+		}
+	}
+}
+
 // TestSetAttentionKernel: "tc1" and "" pick attention_tc.cu, "tc2"
-// attention_fa2.cu, "gemm" the GEMM attention; another name is an error that names the choices and
+// attention_fa2.cu, "tc3" attention_mma.cu, "gemm" the GEMM attention; another name is an error that names the choices and
 // leaves the choice as it was.
 func TestSetAttentionKernel(t *testing.T) {
 	t.Parallel()
@@ -131,7 +161,7 @@ func TestSetAttentionKernel(t *testing.T) {
 	if got := b.AttentionKernel(); got != cuda.AttentionTC1 {
 		t.Errorf("default attention kernel %q, want %q", got, cuda.AttentionTC1)
 	}
-	for _, c := range []struct{ set, want string }{{"tc2", "tc2"}, {"", "tc1"}, {"tc2", "tc2"}, {"tc1", "tc1"}, {"gemm", "gemm"}, {"tc1", "tc1"}} {
+	for _, c := range []struct{ set, want string }{{"tc2", "tc2"}, {"", "tc1"}, {"tc2", "tc2"}, {"tc1", "tc1"}, {"tc3", "tc3"}, {"gemm", "gemm"}, {"tc1", "tc1"}} {
 		if err := b.SetAttentionKernel(c.set); err != nil {
 			t.Fatalf("SetAttentionKernel(%q): %v", c.set, err)
 		}
@@ -140,7 +170,7 @@ func TestSetAttentionKernel(t *testing.T) {
 		}
 	}
 	err := b.SetAttentionKernel("fa3")
-	if err == nil || !strings.Contains(err.Error(), `"fa3"`) || !strings.Contains(err.Error(), `"tc2"`) || !strings.Contains(err.Error(), `"gemm"`) {
+	if err == nil || !strings.Contains(err.Error(), `"fa3"`) || !strings.Contains(err.Error(), `"tc2"`) || !strings.Contains(err.Error(), `"tc3"`) || !strings.Contains(err.Error(), `"gemm"`) {
 		t.Errorf(`SetAttentionKernel("fa3") = %v, want an error naming it and the choices`, err)
 	}
 	if got := b.AttentionKernel(); got != cuda.AttentionTC1 {
@@ -148,9 +178,10 @@ func TestSetAttentionKernel(t *testing.T) {
 	}
 }
 
-// TestBackendTC2Misaligned: tc2 loads four floats at once, so an op whose
-// q (here a view one float into an allocation) is not 16-byte aligned runs
-// tc1's kernels instead, with tc1's bits; aligned operands run tc2's.
+// TestBackendTC2Misaligned: tc2 and tc3 load four floats at once, so an
+// op whose q (here a view one float into an allocation) is not 16-byte
+// aligned runs tc1's kernels instead, with tc1's bits; aligned operands run
+// tc2's (tc3's).
 func TestBackendTC2Misaligned(t *testing.T) {
 	t.Parallel()
 	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
@@ -196,11 +227,23 @@ func TestBackendTC2Misaligned(t *testing.T) {
 	if _, launched := run(cuda.AttentionTC2, 4); !slices.Contains(launched, "attention_fa2_forward") {
 		t.Errorf("tc2 on a q 16 bytes into its allocation launched %v, want attention_fa2_forward", launched)
 	}
+	got, launched = run(cuda.AttentionTC3, 1)
+	if !slices.Contains(launched, "attention_tc_forward") || slices.Contains(launched, "attention_mma_forward") {
+		t.Errorf("tc3 on a misaligned q launched %v, want attention_tc_forward", launched)
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(tc1[i]) {
+			t.Fatalf("tc3 on a misaligned q: out[%d] = %g, tc1 gives %g", i, got[i], tc1[i])
+		}
+	}
+	if _, launched := run(cuda.AttentionTC3, 4); !slices.Contains(launched, "attention_mma_forward") {
+		t.Errorf("tc3 on a q 16 bytes into its allocation launched %v, want attention_mma_forward", launched)
+	}
 }
 
 // TestBackendProfileAttentionKernel: the profile names each training
-// attention op with the kernels it ran — "(tc2)" with tc2 picked and
-// aligned operands, "(gemm)" with gemm picked (aligned or not), "(tc1)" by default and for a misaligned q under tc2,
+// attention op with the kernels it ran — "(tc2)" ("(tc3)") with tc2 (tc3)
+// picked and aligned operands, "(gemm)" with gemm picked (aligned or not), "(tc1)" by default and for a misaligned q under tc2,
 // "(f32)" in the f32 precision or for a head dim the tensor cores do not
 // take — so --profile-ops shows which attention ran.
 func TestBackendProfileAttentionKernel(t *testing.T) {
@@ -251,6 +294,9 @@ func TestBackendProfileAttentionKernel(t *testing.T) {
 		{"bf16 tc2, q misaligned", bf16, cuda.AttentionTC2, 16, 1, "tc1"},
 		{"bf16 tc2, head dim 8", bf16, cuda.AttentionTC2, 8, 0, "f32"},
 		{"f32 tc2", f32, cuda.AttentionTC2, 16, 0, "f32"},
+		{"bf16 tc3", bf16, cuda.AttentionTC3, 16, 0, "tc3"},
+		{"bf16 tc3, q misaligned", bf16, cuda.AttentionTC3, 16, 1, "tc1"},
+		{"f32 tc3", f32, cuda.AttentionTC3, 16, 0, "f32"},
 		{"bf16 gemm", bf16, cuda.AttentionGEMM, 16, 0, "gemm"},
 		{"bf16 gemm, q misaligned", bf16, cuda.AttentionGEMM, 16, 1, "gemm"},
 		{"bf16 gemm, head dim 8", bf16, cuda.AttentionGEMM, 8, 0, "f32"},

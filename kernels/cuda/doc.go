@@ -56,6 +56,13 @@
 // the same rounding points, picked by Ops.SetAttentionKernel("tc2"); it has
 // run only on the CPU shim so far, so attention_tc.cu stays the default
 // until TestAttentionTC2OnHardware shows it correct and faster;
+// attention_mma.cu: a third, FlashAttention-2 as its authors wrote it
+// (mma.sync m16n8k16 on register fragments loaded with ldmatrix, mma.cuh,
+// which cpushim emulates by the PTX ISA's fragment layouts; the softmax
+// on the score accumulators, P from them into A fragments without shared
+// memory), the same rounding points, picked by
+// Ops.SetAttentionKernel("tc3"); CPU shim only so far
+// (TestAttentionTC3OnHardware times it against tc1, tc2 and gemm);
 // attention_gemm.cu: the layout and row kernels of a third training
 // attention of the bf16 precision, picked by
 // Ops.SetAttentionKernel("gemm") (ops_attention_gemm.go): per (sequence, KV

@@ -18,7 +18,7 @@ type Ops struct {
 	mods    []*Kernels
 	kernels map[string]*Kernel
 	prec    kernels.Precision // the products on bfloat16 weights (SetPrecision)
-	attn    string            // the bf16 mode's tensor-core attention: "tc1" (""), "tc2" or "gemm" (SetAttentionKernel)
+	attn    string            // the bf16 mode's tensor-core attention: "tc1" (""), "tc2", "tc3" or "gemm" (SetAttentionKernel)
 	// scoreCap and rowBlock: the GEMM attention's score scratch bound and
 	// row block when > 0 (tests); attnGEMMScoreBytes and attnGEMMBlock
 	// otherwise (gemmScoreBytes, gemmRowBlock)

@@ -89,22 +89,30 @@ func planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S,
 // until the hardware test (TestAttentionTC2OnHardware) shows tc2 correct
 // and faster on a GPU. A third choice, AttentionGEMM ("gemm"), is not a
 // flash-style kernel: batched cuBLAS GEMMs around a masked softmax
-// (ops_attention_gemm.go), untimed on a GPU too.
+// (ops_attention_gemm.go), untimed on a GPU too. AttentionTC3 ("tc3") is
+// attention_mma.cu: FlashAttention-2 as its authors wrote it, mma.sync
+// m16n8k16 on register fragments loaded with ldmatrix, the softmax on the
+// score accumulators and P kept in registers (mma.cuh); the same head dims,
+// rounding points, bounds and alignment as tc2 (δ by tc2's
+// attention_fa2_delta), run only on the CPU shim so far
+// (TestAttentionTC3OnHardware times it).
 const (
 	AttentionTC1 = "tc1"
 	AttentionTC2 = "tc2"
+	AttentionTC3 = "tc3"
 )
 
 // SetAttentionKernel picks the tensor-core attention of the bf16 precision:
 // AttentionTC1 (attention_tc.cu, the default; "" means it too),
-// AttentionTC2 (attention_fa2.cu) or AttentionGEMM (batched cuBLAS GEMMs
+// AttentionTC2 (attention_fa2.cu), AttentionTC3 (attention_mma.cu) or
+// AttentionGEMM (batched cuBLAS GEMMs
 // around attention_gemm.cu, ops_attention_gemm.go; where one row block of
 // one sequence is too large for its scratch, gemmRuns, about 100k tokens
 // at the 7B shape, the op runs tc1). It changes
 // nothing in PrecisionF32 or for head dims attnTC leaves to the float32
-// kernels. tc2 also wants q, k, v and dout 16-byte aligned (its loads are
-// four floats wide): where one is not (a view at an odd offset), the op
-// runs tc1; train/model's activation arena starts every piece 16 bytes
+// kernels. tc2 and tc3 also want q, k, v and dout 16-byte aligned (their
+// loads are four floats wide): where one is not (a view at an odd offset),
+// the op runs tc1; train/model's activation arena starts every piece 16 bytes
 // aligned, so the model's operands qualify
 // (TestTC2RunsInModelCUDAEmulated). Call it before the ops run; it is not
 // safe concurrently with them.
@@ -114,16 +122,18 @@ func (o *Ops) SetAttentionKernel(name string) error {
 		o.attn = AttentionTC1
 	case AttentionTC2:
 		o.attn = AttentionTC2
+	case AttentionTC3:
+		o.attn = AttentionTC3
 	case AttentionGEMM:
 		o.attn = AttentionGEMM
 	default:
-		return fmt.Errorf("CUDA Ops: unknown attention kernel %q (want %q, %q or %q)", name, AttentionTC1, AttentionTC2, AttentionGEMM)
+		return fmt.Errorf("CUDA Ops: unknown attention kernel %q (want %q, %q, %q or %q)", name, AttentionTC1, AttentionTC2, AttentionTC3, AttentionGEMM)
 	}
 	return nil
 }
 
 // AttentionKernel returns the tensor-core attention SetAttentionKernel
-// picked: AttentionTC1, AttentionTC2 or AttentionGEMM.
+// picked: AttentionTC1, AttentionTC2, AttentionTC3 or AttentionGEMM.
 func (o *Ops) AttentionKernel() string {
 	if o.attn == "" {
 		return AttentionTC1
@@ -131,10 +141,11 @@ func (o *Ops) AttentionKernel() string {
 	return o.attn
 }
 
-// attnTC2 reports whether an op on bufs runs attention_fa2.cu: tc2 picked
-// and every buffer 16-byte aligned.
-func (o *Ops) attnTC2(bufs ...*Buffer) bool {
-	if o.attn != AttentionTC2 {
+// attnAligned reports whether an op on bufs runs the kernels o.attn
+// names, attention_fa2.cu (tc2) or attention_mma.cu (tc3): one of them
+// picked and every buffer 16-byte aligned.
+func (o *Ops) attnAligned(bufs ...*Buffer) bool {
+	if o.attn != AttentionTC2 && o.attn != AttentionTC3 {
 		return false
 	}
 	for _, b := range bufs {
@@ -283,14 +294,15 @@ const (
 	attnPathF32 = "f32" // attention.cu, float32 on CUDA cores
 	attnPathTC1 = AttentionTC1
 	attnPathTC2 = AttentionTC2
+	attnPathTC3 = AttentionTC3
 	// attnPathGEMM: ops_attention_gemm.go
 )
 
 // attnPath names the kernels a training attention op of head dim D on the
 // operands bufs (q, k, v, and dout for the backward) runs in o's
 // precision: attnPathGEMM when gemm is picked and its runs fit (gemmFits,
-// from the host offsets), attnPathTC2 when tc2 is picked and every operand
-// is 16-byte aligned, attnPathTC1 for the other tensor-core cases
+// from the host offsets), attnPathTC2 (attnPathTC3) when tc2 (tc3) is
+// picked and every operand is 16-byte aligned, attnPathTC1 for the other tensor-core cases
 // (attnTC), attnPathF32 otherwise. The ops choose by it, and
 // cuda.Backend's profile names the op by it.
 func (o *Ops) attnPath(D int, gemmFits bool, bufs ...*Buffer) string {
@@ -299,8 +311,8 @@ func (o *Ops) attnPath(D int, gemmFits bool, bufs ...*Buffer) string {
 		return attnPathF32
 	case o.attn == AttentionGEMM && gemmFits:
 		return attnPathGEMM
-	case o.attnTC2(bufs...):
-		return attnPathTC2
+	case o.attnAligned(bufs...):
+		return o.attn
 	}
 	return attnPathTC1
 }
@@ -376,6 +388,8 @@ func (o *Ops) attnForward(op string, out, lse, q, k, v, seqOff *Buffer, off []in
 		return o.runX(op, planAttentionGEMM(out, lse, q, k, v, seqOff, ord, S, scr, runs, N, H, KVH, D, min(W, N), scale))
 	case attnPathTC2:
 		return o.run(op, planAttentionTC2(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
+	case attnPathTC3:
+		return o.run(op, planAttentionTC3(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
 	case attnPathTC1:
 		return o.run(op, planAttentionTC(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
 	}
@@ -418,14 +432,18 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 		}
 		return o.runX(op, planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, ord, S, scr, runs, N, H, KVH, D, min(W, N), scale))
 	}
-	if path == attnPathTC2 && N > 0 {
+	if (path == attnPathTC2 || path == attnPathTC3) && N > 0 {
 		sc := o.lockScratch()
 		defer sc.unlock()
 		dl, err := sc.get(c.op, "attention.delta", N*H)
 		if err != nil {
 			return err
 		}
-		return o.run(c.op, planAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale))
+		plan := planAttentionBackwardTC2
+		if path == attnPathTC3 {
+			plan = planAttentionBackwardTC3
+		}
+		return o.run(c.op, plan(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale))
 	}
 	if path != attnPathF32 {
 		return o.run(c.op, planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale))

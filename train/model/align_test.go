@@ -49,20 +49,34 @@ func TestArenaAlignsTakes(t *testing.T) {
 // runs only on 16-byte-aligned operands, which the arena's alignment
 // gives — and its logprobs and LoRA gradients agree with tc1's.
 func TestTC2RunsInModelCUDAEmulated(t *testing.T) {
+	alignedAttentionRunsInModel(t, cuda.AttentionTC2, []string{"attention_fa2_forward", "attention_fa2_delta", "attention_fa2_backward_dq", "attention_fa2_backward_dkdv"})
+}
+
+// TestTC3RunsInModelCUDAEmulated is TestTC2RunsInModelCUDAEmulated with the
+// third tensor-core attention (SetAttentionKernel("tc3"),
+// attention_mma.cu), which wants the same alignment.
+func TestTC3RunsInModelCUDAEmulated(t *testing.T) {
+	alignedAttentionRunsInModel(t, cuda.AttentionTC3, []string{"attention_mma_forward", "attention_fa2_delta", "attention_mma_backward_dq", "attention_mma_backward_dkdv"})
+}
+
+// alignedAttentionRunsInModel runs TestTC2RunsInModelCUDAEmulated's check
+// with the attention kernel (one wanting 16-byte-aligned operands) whose
+// launches are want.
+func alignedAttentionRunsInModel(t *testing.T, kernel string, want []string) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}
 	c := microConfig("llama")
-	c.Layers, c.Heads, c.HeadDim = 1, 2, 16 // tc2 takes head dims a multiple of 16
-	lp2, g2, launched := attentionKernelPass(t, c, cuda.AttentionTC2, kernels.PrecisionBF16)
-	for _, k := range []string{"attention_fa2_forward", "attention_fa2_delta", "attention_fa2_backward_dq", "attention_fa2_backward_dkdv"} {
+	c.Layers, c.Heads, c.HeadDim = 1, 2, 16 // tc2 and tc3 take head dims a multiple of 16
+	lp2, g2, launched := attentionKernelPass(t, c, kernel, kernels.PrecisionBF16)
+	for _, k := range want {
 		if !slices.Contains(launched, k) {
-			t.Errorf("the model's pass with tc2 launched no %s", k)
+			t.Errorf("the model's pass with %s launched no %s", kernel, k)
 		}
 	}
 	for _, k := range []string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv", "attention_forward"} {
 		if slices.Contains(launched, k) {
-			t.Errorf("the model's pass with tc2 launched %s: an operand was not 16-byte aligned", k)
+			t.Errorf("the model's pass with %s launched %s: an operand was not 16-byte aligned", kernel, k)
 		}
 	}
 	lp1, g1, launched1 := attentionKernelPass(t, c, cuda.AttentionTC1, kernels.PrecisionBF16)
@@ -70,13 +84,13 @@ func TestTC2RunsInModelCUDAEmulated(t *testing.T) {
 		t.Errorf("the model's pass with tc1 launched no attention_tc_forward")
 	}
 	if d := maxRelDiff(lp2, lp1); !(d < 1e-3) {
-		t.Errorf("logprobs with tc2 differ from tc1's by %.3g", d)
+		t.Errorf("logprobs with %s differ from tc1's by %.3g", kernel, d)
 	}
 	if len(g1) != len(g2) || len(g1) == 0 {
-		t.Fatalf("%d LoRA gradient values with tc2, %d with tc1", len(g2), len(g1))
+		t.Fatalf("%d LoRA gradient values with %s, %d with tc1", len(g2), kernel, len(g1))
 	}
 	if d := maxRelDiff(g2, g1); !(d < 1e-3) || math.IsNaN(d) {
-		t.Errorf("LoRA gradients with tc2 differ from tc1's by %.3g", d)
+		t.Errorf("LoRA gradients with %s differ from tc1's by %.3g", kernel, d)
 	}
 }
 

@@ -67,6 +67,7 @@ func TestCUDAFlags(t *testing.T) {
 		{"cuda", kernels.PrecisionBF16, "", "op", "cublas", "unknown attention"},
 		{"cuda", kernels.PrecisionF32, "tc2", "op", "cublas", "needs --device cuda --compute bf16"},
 		{"cuda", kernels.PrecisionF32, "gemm", "op", "cublas", "needs --device cuda --compute bf16"},
+		{"cpu", kernels.PrecisionBF16, "tc3", "op", "cublas", "needs --device cuda --compute bf16"},
 		{"cpu", kernels.PrecisionBF16, "gemm", "op", "cublas", "needs --device cuda --compute bf16"},
 		{"cuda", kernels.PrecisionF32, "tc1", "never", "cublas", "unknown mode"},
 		{"cpu", kernels.PrecisionF32, "tc1", "edges", "cublas", "--cuda-sync edges needs --device cuda"},
@@ -91,6 +92,7 @@ func TestCUDAFlags(t *testing.T) {
 		{"cpu", kernels.PrecisionBF16, "tc1", "op", "cublas", CUDA{Attention: "tc1"}},
 		{"cuda", kernels.PrecisionF32, "tc1", "edges", "cublas", CUDA{Attention: "tc1", StreamOrdered: true}},
 		{"cuda", kernels.PrecisionBF16, "tc2", "op", "cublas", CUDA{Attention: "tc2"}},
+		{"cuda", kernels.PrecisionBF16, "tc3", "op", "cublas", CUDA{Attention: "tc3"}},
 		{"cuda", kernels.PrecisionBF16, "gemm", "edges", "cublas", CUDA{Attention: "gemm", StreamOrdered: true}},
 		{"cuda", kernels.PrecisionBF16, "tc1", "op", "cublaslt", CUDA{Attention: "tc1", BLASLt: true}},
 	} {

@@ -99,6 +99,13 @@ func TestWorkerProfileOps(t *testing.T) {
 	if s := out.String(); !strings.Contains(s, "OPS AttentionBackward (tc2)") || !strings.Contains(s, "OPS AttentionForward (tc2)") {
 		t.Errorf("--attention-kernel tc2: no AttentionForward (tc2) and AttentionBackward (tc2) in the output:\n%s", s)
 	}
+	var out3 bytes.Buffer
+	if err := worker(context.Background(), append(append(bf16, cudaArgs...), "--attention-kernel", "tc3"), &out3); err != nil {
+		t.Fatalf("--attention-kernel tc3: %v", err)
+	}
+	if s := out3.String(); !strings.Contains(s, "OPS AttentionBackward (tc3)") || !strings.Contains(s, "OPS AttentionForward (tc3)") {
+		t.Errorf("--attention-kernel tc3: no AttentionForward (tc3) and AttentionBackward (tc3) in the output:\n%s", s)
+	}
 	// In the bf16 precision the base layers' products, the LoRA's product
 	// written first (kernels.LinearAdderBF16), are LinearForwardBF16ManyAdd's,
 	// o alone; those of q, k, v, of gate, up and of down take the input's

@@ -217,27 +217,57 @@ func TestAttentionTC2OnHardware(t *testing.T) {
 	})
 }
 
+// TestAttentionTC3OnHardware runs attention_mma.cu's kernels (Ops in
+// kernels.PrecisionBF16 with SetAttentionKernel("tc3"): mma.sync on
+// register fragments) through the same checks as tc1's, then times the
+// training attention on the 7B shape with tc1, tc2, tc3 and gemm side by
+// side (attentionKernelSpeeds): which should be the default is this log's
+// to say.
+func TestAttentionTC3OnHardware(t *testing.T) {
+	tcOnHardware(t, cuda.AttentionTC3, func(t *testing.T, ops *cuda.Ops, b deviceBackend) {
+		fwd, bwd := attentionKernelSpeeds(t, ops, b)
+		for i, k := range attentionKernels {
+			if k == cuda.AttentionTC3 {
+				continue
+			}
+			t.Logf("7B shape, tc3 (attention_mma.cu) against %s: forward %v vs %v (%.2f×), backward %v vs %v (%.2f×)",
+				k, fwd[2], fwd[i], fwd[i].Seconds()/fwd[2].Seconds(), bwd[2], bwd[i], bwd[i].Seconds()/bwd[2].Seconds())
+		}
+	})
+}
+
+// attentionKernels are the bf16 training attentions attentionKernelSpeeds
+// times, in its order: tc1, tc2, tc3, gemm.
+var attentionKernels = [4]string{cuda.AttentionTC1, cuda.AttentionTC2, cuda.AttentionTC3, cuda.AttentionGEMM}
+
+// attentionKernelSpeeds times the training attention on the 7B shape
+// (trainingAttentionSpeed) with each of attentionKernels in turn, on the
+// same device and buffers, and logs each; it leaves ops on the last.
+func attentionKernelSpeeds(t *testing.T, ops *cuda.Ops, b deviceBackend) (fwd, bwd [4]time.Duration) {
+	for i, k := range attentionKernels {
+		if err := ops.SetAttentionKernel(k); err != nil {
+			t.Fatal(err)
+		}
+		fwd[i], bwd[i] = trainingAttentionSpeed(t, b)
+	}
+	return fwd, bwd
+}
+
 // TestAttentionGEMMOnHardware runs the GEMM attention (Ops in
 // kernels.PrecisionBF16 with SetAttentionKernel("gemm"): batched cuBLAS
 // GemmEx around attention_gemm.cu) through the same checks as tc1's, then
-// times the training attention on the 7B shape with tc1, tc2 and gemm side
-// by side, and the rate of gemm's GEMM FLOPs as its plans count them (row
-// blocks: the causal upper triangle is not multiplied; the rate is over
-// the op's whole time, the kernels between the GEMMs included). Its Ops
-// calls hold seqOff on the device only, so each reads the offsets back
-// (one small copy, in the timed calls too).
+// times the training attention on the 7B shape with tc1, tc2, tc3 and gemm
+// side by side (attentionKernelSpeeds), and the rate of gemm's GEMM FLOPs
+// as its plans count them (row blocks: the causal upper triangle is not
+// multiplied; the rate is over the op's whole time, the kernels between
+// the GEMMs included). Its Ops calls hold seqOff on the device only, so
+// each reads the offsets back (one small copy, in the timed calls too).
 func TestAttentionGEMMOnHardware(t *testing.T) {
 	tcOnHardware(t, cuda.AttentionGEMM, func(t *testing.T, ops *cuda.Ops, b deviceBackend) {
-		var fwd, bwd [3]time.Duration
-		for i, k := range []string{cuda.AttentionTC1, cuda.AttentionTC2, cuda.AttentionGEMM} {
-			if err := ops.SetAttentionKernel(k); err != nil {
-				t.Fatal(err)
-			}
-			fwd[i], bwd[i] = trainingAttentionSpeed(t, b)
-		}
-		t.Logf("7B shape, gemm against tc1 and tc2: forward %v vs %v (%.2f×) and %v (%.2f×), backward %v vs %v (%.2f×) and %v (%.2f×)",
-			fwd[2], fwd[0], fwd[0].Seconds()/fwd[2].Seconds(), fwd[1], fwd[1].Seconds()/fwd[2].Seconds(),
-			bwd[2], bwd[0], bwd[0].Seconds()/bwd[2].Seconds(), bwd[1], bwd[1].Seconds()/bwd[2].Seconds())
+		fwd, bwd := attentionKernelSpeeds(t, ops, b)
+		t.Logf("7B shape, gemm against tc1, tc2 and tc3: forward %v vs %v (%.2f×), %v (%.2f×) and %v (%.2f×), backward %v vs %v (%.2f×), %v (%.2f×) and %v (%.2f×)",
+			fwd[3], fwd[0], fwd[0].Seconds()/fwd[3].Seconds(), fwd[1], fwd[1].Seconds()/fwd[3].Seconds(), fwd[2], fwd[2].Seconds()/fwd[3].Seconds(),
+			bwd[3], bwd[0], bwd[0].Seconds()/bwd[3].Seconds(), bwd[1], bwd[1].Seconds()/bwd[3].Seconds(), bwd[2], bwd[2].Seconds()/bwd[3].Seconds())
 		// trainingAttentionSpeed's shape.
 		const B, T, H, KVH, D = 8, 1024, 28, 4, 128
 		off := make([]int32, B+1)
@@ -247,7 +277,7 @@ func TestAttentionGEMMOnHardware(t *testing.T) {
 		fp, bp, _ := gemmPlans(t, off, H, KVH, D, B*T, cuda.AttnGEMMBlock)
 		ff, bf := float64(gemmPlanFLOPs(fp)), float64(gemmPlanFLOPs(bp))
 		t.Logf("7B shape, gemm in row blocks of %d: its plans' GEMMs %.1f GFLOP forward, %.1f backward; %.0f and %.0f TFLOP/s over the ops' times",
-			cuda.AttnGEMMBlock, ff/1e9, bf/1e9, ff/fwd[2].Seconds()/1e12, bf/bwd[2].Seconds()/1e12)
+			cuda.AttnGEMMBlock, ff/1e9, bf/1e9, ff/fwd[3].Seconds()/1e12, bf/bwd[3].Seconds()/1e12)
 	})
 }
 

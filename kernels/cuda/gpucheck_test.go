@@ -140,7 +140,7 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 	}
 	for _, want := range []string{"abc123", "nvidia-smi      ok", "gpu             ok", "cuBLAS: " + cublas, "torch           ok",
 		"hardware-test   ok", "memcheck        ok", "model-golden    ok", "torch-05b       ok", "torch-7b        ok",
-		"hone-05b-train  ok", "hone-05b-decode ok", "hone-7b-train   ok", "hone-7b-tc2     ok", "hone-7b-gemm    ok", "unpack          ok      6 files",
+		"hone-05b-train  ok", "hone-05b-decode ok", "hone-7b-train   ok", "hone-7b-tc2     ok", "hone-7b-tc3     ok", "hone-7b-gemm    ok", "unpack          ok      6 files",
 		// the commands' step and its CMDCHECK lines
 		"hone-cmds       ok", "    sft float32: stub", "    total 1s",
 		// modelbench's BENCH lines, copied into the summary
@@ -213,7 +213,7 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("run.sh out of budget: %v, want exit status 1", err)
 	}
-	for _, want := range []string{"hardware-test   ok", "model-golden    SKIPPED", "hone-cmds       SKIPPED", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "hone-7b-tc2     SKIPPED", "hone-7b-gemm    SKIPPED", "hone-7b-lt      SKIPPED", "of the 20s budget", "a step FAILED"} {
+	for _, want := range []string{"hardware-test   ok", "model-golden    SKIPPED", "hone-cmds       SKIPPED", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "hone-7b-tc2     SKIPPED", "hone-7b-tc3     SKIPPED", "hone-7b-gemm    SKIPPED", "hone-7b-lt      SKIPPED", "of the 20s budget", "a step FAILED"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

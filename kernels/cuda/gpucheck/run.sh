@@ -249,6 +249,10 @@ torch_step torch-7b 150 --shape 7b --measure train --warmup 1 --steps 3
 # about half the bf16 peak in the last run).
 hone_step hone-7b-gemm 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel gemm
 hone_step hone-7b-tc2 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc2
+# The third tensor-core attention (attention_mma.cu, "tc3": FlashAttention-2
+# on mma.sync register fragments, mma.cuh); never run on a GPU before this
+# row either.
+hone_step hone-7b-tc3 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc3
 # The 0.5B decode at batch 32 (the decode target) and its PyTorch
 # side, then the 0.5B step.
 hone_step hone-05b-decode 40 decode --shape 05b --batch 32 --prompt 128 --tokens 128

@@ -107,7 +107,7 @@ __device__ __forceinline__ void mmFetch(mmRegs<ROWS, NT, SRC> &regs, const float
 }
 
 // mmPut rounds regs into dst[s] [ROWS][MM_LD] as bfloat16, the elements
-// mmFetch loaded, two to a 32-bit store.
+// mmFetch loaded, four to a 64-bit store.
 template <int ROWS, int NT, int SRC>
 __device__ __forceinline__ void mmPut(const mmRegs<ROWS, NT, SRC> &regs, mmbf *const (&dst)[SRC], int D) {
 	const int D4 = D / 4, sq = NT / D4, sr = NT - sq * D4;
@@ -115,9 +115,11 @@ __device__ __forceinline__ void mmPut(const mmRegs<ROWS, NT, SRC> &regs, mmbf *c
 	MM_UNROLL for (int u = 0; u < ROWS * MM_DMAX / (4 * NT); u++) {
 		if (t < ROWS) {
 			MM_UNROLL for (int s = 0; s < SRC; s++) {
-				unsigned *p = (unsigned *)(dst[s] + t * MM_LD + 4 * d);
-				p[0] = mmaPack(regs.r[s][u].x, regs.r[s][u].y);
-				p[1] = mmaPack(regs.r[s][u].z, regs.r[s][u].w);
+				// One 8-byte store (the low half first in memory): a warp's
+				// stores to a row fill whole bank rows without conflicts.
+				*(unsigned long long *)(dst[s] + t * MM_LD + 4 * d) =
+				    (unsigned long long)mmaPack(regs.r[s][u].x, regs.r[s][u].y) |
+				    (unsigned long long)mmaPack(regs.r[s][u].z, regs.r[s][u].w) << 32;
 			}
 		}
 		d += sr;
@@ -315,7 +317,7 @@ extern "C" __global__ void attention_mma_backward_dq(float *__restrict__ dq, con
                                                      int N, int H, int KVH, int D, int W, float scale) {
 	constexpr int TILE = MM_BK * MM_LD;
 	__shared__ __align__(16) mmbf kv[4 * TILE];  // buffer b: keys at 2b·TILE, values TILE further; q, then dout [64][MM_LD] before the loop
-	__shared__ __align__(16) float xch[4][32][MM_BK / 2];  // per pair and lane: P, then dS's A fragments over it
+	__shared__ __align__(16) float xch[4][MM_BK / 2][32];  // per pair, element and lane: P, then dS's A fragments over it
 
 	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = warp % 4, role = warp / 4;
 	const int g = lane / 4, tq = lane % 4;
@@ -358,7 +360,7 @@ extern "C" __global__ void attention_mma_backward_dq(float *__restrict__ dq, con
 		mmbf *const to[2] = {kv, kv + TILE};
 		mmPut(pf, to, D);
 	}
-	float *mx = xch[grp][lane];
+	float *mx = &xch[grp][0][lane];  // this lane's element x at mx[32·x]: consecutive lanes, distinct banks
 	int buf = 0;
 	for (int j0 = jlo; j0 <= jhi; j0 += MM_BK, buf ^= 1) {
 		const int nk = attMin(MM_BK, jhi - j0 + 1);
@@ -382,21 +384,21 @@ extern "C" __global__ void attention_mma_backward_dq(float *__restrict__ dq, con
 		if (role == 0) {
 			MM_UNROLL for (int n = 0; n < MM_BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
 				const int x = e / 2, jj = 8 * n + 2 * tq + e % 2, j = j0 + jj;
-				mx[4 * n + e] = jj < nk && j >= first[x] && j <= last[x] ? expf(scale * s[n][e] - ls[x]) : 0.0f;
+				mx[32 * (4 * n + e)] = jj < nk && j >= first[x] && j <= last[x] ? expf(scale * s[n][e] - ls[x]) : 0.0f;
 			}
 		}
 		__syncthreads();
 		unsigned pa[MM_BK / 16][4];  // dS, rounded: A fragments of 16 keys
 		if (role == 1) {
-			MM_UNROLL for (int n = 0; n < MM_BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) s[n][e] = mx[4 * n + e] * (s[n][e] - dls[e / 2]);
+			MM_UNROLL for (int n = 0; n < MM_BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) s[n][e] = mx[32 * (4 * n + e)] * (s[n][e] - dls[e / 2]);
 			MM_UNROLL for (int n = 0; n < MM_BK / 16; n++) {
 				mmToA(pa[n], s[2 * n], s[2 * n + 1]);
-				MM_UNROLL for (int r = 0; r < 4; r++) ((unsigned *)mx)[4 * n + r] = pa[n][r];
+				MM_UNROLL for (int r = 0; r < 4; r++) ((unsigned *)mx)[32 * (4 * n + r)] = pa[n][r];
 			}
 		}
 		__syncthreads();
 		if (role == 0) {
-			MM_UNROLL for (int n = 0; n < MM_BK / 16; n++) MM_UNROLL for (int r = 0; r < 4; r++) pa[n][r] = ((const unsigned *)mx)[4 * n + r];
+			MM_UNROLL for (int n = 0; n < MM_BK / 16; n++) MM_UNROLL for (int r = 0; r < 4; r++) pa[n][r] = ((const unsigned *)mx)[32 * (4 * n + r)];
 		}
 		MM_UNROLL for (int n = 0; n < MM_BK / 16; n++) {
 			MM_UNROLL for (int u = 0; u < MM_NF / 2; u++) {
@@ -446,7 +448,7 @@ extern "C" __global__ void attention_mma_backward_dkdv(float *__restrict__ dk, f
                                                        int D, int W, float scale) {
 	constexpr int TILE = MM_BK * MM_LD;
 	__shared__ __align__(16) mmbf qd[4 * TILE];  // buffer b: queries at 2b·TILE, dout TILE further; k, then v [64][MM_LD] before the loop
-	__shared__ __align__(16) float xch[4][32][MM_BK / 2];  // per pair and lane: Pᵀ
+	__shared__ __align__(16) float xch[4][MM_BK / 2][32];  // per pair, element and lane: Pᵀ
 
 	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = warp % 4, role = warp / 4;
 	const int g = lane / 4, tq = lane % 4;
@@ -485,7 +487,7 @@ extern "C" __global__ void attention_mma_backward_dkdv(float *__restrict__ dk, f
 		mmbf *const to[2] = {qd, qd + TILE};
 		mmPut(pf, to, D);
 	}
-	float *mx = xch[grp][lane];
+	float *mx = &xch[grp][0][lane];  // this lane's element x at mx[32·x]: consecutive lanes, distinct banks
 	int buf = 0;
 	for (int x = 0; x < tiles; x++, buf ^= 1) {
 		const int h = kvh * G + x / nt, t0 = ilo + (x % nt) * MM_BK, ni = attMin(MM_BK, ihi - t0 + 1);
@@ -512,7 +514,7 @@ extern "C" __global__ void attention_mma_backward_dkdv(float *__restrict__ dk, f
 				const int tt = 8 * n + 2 * tq + e % 2, i = t0 + tt;
 				const bool seen = tt < ni && i >= key[e / 2] && i <= last[e / 2];
 				s[n][e] = seen ? expf(scale * s[n][e] - lse[(long long)i * H + h]) : 0.0f;
-				mx[4 * n + e] = s[n][e];
+				mx[32 * (4 * n + e)] = s[n][e];
 			}
 		}
 		__syncthreads();
@@ -520,7 +522,7 @@ extern "C" __global__ void attention_mma_backward_dkdv(float *__restrict__ dk, f
 			MM_UNROLL for (int n = 0; n < MM_BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
 				const int tt = 8 * n + 2 * tq + e % 2, i = t0 + tt;
 				const bool seen = tt < ni && i >= key[e / 2] && i <= last[e / 2];
-				s[n][e] = seen ? mx[4 * n + e] * (s[n][e] - dl[(long long)i * H + h]) : 0.0f;
+				s[n][e] = seen ? mx[32 * (4 * n + e)] * (s[n][e] - dl[(long long)i * H + h]) : 0.0f;
 			}
 		}
 		const mmbf *b2 = role == 0 ? dos : qs;

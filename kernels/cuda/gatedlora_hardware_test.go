@@ -35,15 +35,17 @@ func TestGatedLoRAOnHardware(t *testing.T) {
 		shapes = append(shapes, shape{8 * 1024, 18944, 16})
 	}
 	for _, s := range shapes {
+		// The inputs and outputs once a shape, for both activations: at
+		// the 7B shape, filling 155M values a buffer takes seconds.
+		N, I, R := s.N, s.I, s.R
+		NI := N * I
+		gate, up, a := f32(NI, 1), f32(NI, 1), f32(R*I, 0.02)
+		act, wantBF, wantU := alloc(NI), allocBF(NI), alloc(N*R)
+		actBF, u := allocBF(NI), alloc(N*R)
 		for _, gelu := range []bool{false, true} {
 			name := map[bool]string{false: "swiglu", true: "geglu"}[gelu]
-			t.Run(fmt.Sprintf("%s N %d I %d R %d", name, s.N, s.I, s.R), func(t *testing.T) {
-				N, I, R := s.N, s.I, s.R
-				NI := N * I
+			t.Run(fmt.Sprintf("%s N %d I %d R %d", name, N, I, R), func(t *testing.T) {
 				const scale = 2.0
-				gate, up, a := f32(NI, 1), f32(NI, 1), f32(R*I, 0.02)
-				act, wantBF, wantU := alloc(NI), allocBF(NI), alloc(N*R)
-				actBF, u := allocBF(NI), alloc(N*R)
 				unfused := func() {
 					if gelu {
 						b.GeGLUForwardRounded(act, wantBF, gate, up, NI)
@@ -98,23 +100,23 @@ func TestGatedLoRABackwardOnHardware(t *testing.T) {
 		shapes = append(shapes, shape{8 * 1024, 18944, 16})
 	}
 	for _, s := range shapes {
+		// The inputs and outputs once a shape, for every variant (see
+		// TestGatedLoRAOnHardware); DA starts from da0 in each.
+		N, I, R := s.N, s.I, s.R
+		NI := N * I
+		gate, up, g, da0 := f32(NI, 1), f32(NI, 1), f32(N*R, 0.1), f32(R*I, 0.01)
+		dactF32, dactBF16 := f32(NI, 1), allocBF(NI)
+		kernels.ToBF16(dactBF16, dactF32)
+		dg, du, da := allocBF(NI), allocBF(NI), alloc(R*I)
+		wantDG, wantDU, actBF, wantDA := allocBF(NI), allocBF(NI), allocBF(NI), alloc(R*I)
 		for _, gelu := range []bool{false, true} {
 			for _, bfDact := range []bool{true, false} {
 				name := map[bool]string{false: "swiglu", true: "geglu"}[gelu]
-				t.Run(fmt.Sprintf("%s dact bf16 %v N %d I %d R %d", name, bfDact, s.N, s.I, s.R), func(t *testing.T) {
-					N, I, R := s.N, s.I, s.R
-					NI := N * I
-					gate, up, g, da0 := f32(NI, 1), f32(NI, 1), f32(N*R, 0.1), f32(R*I, 0.01)
-					var dact []float32
-					var dactBF []uint16
+				t.Run(fmt.Sprintf("%s dact bf16 %v N %d I %d R %d", name, bfDact, N, I, R), func(t *testing.T) {
+					dact, dactBF := dactF32, []uint16(nil)
 					if bfDact {
-						dactBF = allocBF(NI)
-						kernels.ToBF16(dactBF, randn(r, NI))
-					} else {
-						dact = f32(NI, 1)
+						dact, dactBF = nil, dactBF16
 					}
-					dg, du, da := allocBF(NI), allocBF(NI), alloc(R*I)
-					wantDG, wantDU, actBF, wantDA := allocBF(NI), allocBF(NI), allocBF(NI), alloc(R*I)
 					unfused := func() {
 						if gelu {
 							b.GeGLUBackwardSetRounded(nil, nil, nil, actBF, wantDG, wantDU, dact, dactBF, gate, up, NI)

@@ -23,13 +23,7 @@ func TestDactBF16OnHardware(t *testing.T) {
 	b := hardwareBackend(t, kernels.PrecisionBF16)
 	alloc, allocBF := backendAllocs(t, b)
 	r := rand.New(rand.NewPCG(28, 18944))
-	f32 := func(n int, scale float64) []float32 {
-		x := alloc(n)
-		for i := range x {
-			x[i] = float32(scale * r.NormFloat64())
-		}
-		return x
-	}
+	f32 := randnIn(alloc, r)
 	bf := func(n int, scale float64) []uint16 {
 		x := allocBF(n)
 		for i := range x {

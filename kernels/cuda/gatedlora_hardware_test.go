@@ -22,13 +22,7 @@ func TestGatedLoRAOnHardware(t *testing.T) {
 	b := hardwareBackend(t, kernels.PrecisionBF16)
 	alloc, allocBF := backendAllocs(t, b)
 	r := rand.New(rand.NewPCG(28, 18945))
-	f32 := func(n int, scale float64) []float32 {
-		x := alloc(n)
-		for i := range x {
-			x[i] = float32(scale * r.NormFloat64())
-		}
-		return x
-	}
+	f32 := randnIn(alloc, r)
 	type shape struct{ N, I, R int }
 	shapes := []shape{{37, 70, 5}, {40, 96, 17}}
 	if !testing.Short() {
@@ -87,13 +81,7 @@ func TestGatedLoRABackwardOnHardware(t *testing.T) {
 	b := hardwareBackend(t, kernels.PrecisionBF16)
 	alloc, allocBF := backendAllocs(t, b)
 	r := rand.New(rand.NewPCG(28, 18946))
-	f32 := func(n int, scale float64) []float32 {
-		x := alloc(n)
-		for i := range x {
-			x[i] = float32(scale * r.NormFloat64())
-		}
-		return x
-	}
+	f32 := randnIn(alloc, r)
 	type shape struct{ N, I, R int }
 	shapes := []shape{{37, 70, 5}, {40, 130, 16}}
 	if !testing.Short() {

@@ -256,3 +256,15 @@ func backendAllocs(t *testing.T, b *cuda.Backend) (f32 func(n int) []float32, bf
 	}
 	return f32, bf16
 }
+
+// randnIn returns a function that allocates n float32 values with alloc
+// (backendAllocs') and fills them with scale·N(0, 1) draws from r.
+func randnIn(alloc func(n int) []float32, r *rand.Rand) func(n int, scale float64) []float32 {
+	return func(n int, scale float64) []float32 {
+		x := alloc(n)
+		for i := range x {
+			x[i] = float32(scale * r.NormFloat64())
+		}
+		return x
+	}
+}

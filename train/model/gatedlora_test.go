@@ -119,3 +119,36 @@ func TestGatedLoRACUDAEmulated(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestGatedLoRAMemory: a training pass of a bfloat16 micro model on
+// cuda.Backend in PrecisionBF16 holds no act (N·I values less than with
+// noGatedLoRA, give or take the arena's alignment) where every layer's
+// MLP takes the down projection's LoRA products inside the gated unit
+// both ways (Model.actFused), and as much as noGatedLoRA where a layer
+// cannot: no LoRA on down, or one on gate without up (whose float32 dgate
+// the fused backward does not write).
+func TestGatedLoRAMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
+	}
+	b, _ := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	defer b.Close()
+	c := microConfig("qwen2")
+	bt := packed(c.Vocab, []int{4, 6}, 2)
+	NI := len(bt.IDs) * c.Intermediate
+	for _, tc := range []struct {
+		name    string
+		targets []Module
+		less    int
+	}{
+		{"every module", AllModules(), NI},
+		{"down alone", []Module{ModDown}, NI},
+		{"no down", []Module{ModQ, ModV, ModGate, ModUp}, 0},
+		{"gate without up", []Module{ModGate, ModDown}, 0},
+	} {
+		d := trainSlab(t, noGatedLoRA{Backend: b}, c, bt, tc.targets) - trainSlab(t, b, c, bt, tc.targets)
+		if d < tc.less || d >= tc.less+arenaAlign {
+			t.Errorf("%s: the slab holds %d values less than with noGatedLoRA, want %d (and the arena's alignment)", tc.name, d, tc.less)
+		}
+	}
+}

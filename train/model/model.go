@@ -164,7 +164,7 @@ type Pass struct {
 // and act; backward the rest (allocated only for passes with an adapter).
 type work struct {
 	h   []float32 // [N, C] normed block input (attention, then MLP)
-	act []float32 // [N, I] SwiGLU output
+	act []float32 // [N, I] SwiGLU output; nil where no layer writes it (Model.actFused)
 	// dact [N, I], or nil where the MLP backward writes it as bfloat16
 	// only, into dactbf (N·I values in N·I/2 float32s' memory;
 	// Model.dactRounded).
@@ -256,6 +256,39 @@ func (m *Model) dactRounded(N int) bool {
 	return true
 }
 
+// actFused reports whether in a training pass of N tokens with adapter ad
+// every layer's MLP runs the gated unit with the down projection's LoRA
+// products inside it both ways (MLP.Forward: a kernels.GatedLoRAForwarder
+// given act's bf16 copy in w.xbf; MLP.Backward: a
+// kernels.GatedLoRABackwarder whose gated backward writes only dgate's and
+// dup's roundings, Model.gatedGradsRounded), so that no layer writes act
+// or reads it: the pass then holds no w.act, N·I values less (620 MB on
+// the 7B shape at 8×1024 tokens). The conditions are those under which
+// MLP.Forward and MLP.Backward fuse, for every layer.
+func (m *Model) actFused(ad *Adapter, N int) bool {
+	if ad == nil || N < 1 || !roundsLoRAInput(m.be) || !m.gatedGradsRounded(ad, N) {
+		return false
+	}
+	if ir, ok := m.be.(kernels.InputRounder); !ok || !ir.RoundsLinearInput() {
+		return false
+	}
+	if dr, ok := m.be.(kernels.DoutRounder); !ok || !dr.RoundsLinearDout() {
+		return false
+	}
+	f, okF := m.be.(kernels.GatedLoRAForwarder)
+	g, okB := m.be.(kernels.GatedLoRABackwarder)
+	if !okF || !okB {
+		return false
+	}
+	for l, b := range m.Blocks {
+		down := ad.layer(l)[ModDown]
+		if down == nil || b.MLP.Down.Weight.BF16 == nil || !f.FusesGatedLoRA(down.R) || !g.FusesGatedLoRABackward(down.R) {
+			return false
+		}
+	}
+	return true
+}
+
 // bf returns the first n values of w.xbf, or nil when the pass has none.
 func (w *work) bf(n int) []uint16 {
 	if w.xbf == nil {
@@ -269,7 +302,10 @@ func (w *work) bf(n int) []uint16 {
 func (m *Model) newWork(ar *arena, N int, backward bool, ad *Adapter) *work {
 	c := &m.Config
 	C, I, qd, kvd := c.Hidden, c.Intermediate, c.qDim(), c.kvDim()
-	w := &work{h: ar.take(N * C), act: ar.take(N * I)}
+	w := &work{h: ar.take(N * C)}
+	if !(backward && m.actFused(ad, N)) {
+		w.act = ar.take(N * I)
+	}
 	if c.NormOffset {
 		w.nwf = ar.take(C)
 	}

@@ -83,6 +83,13 @@ type Driver interface {
 	ModuleUnload(Module) error
 	// ModuleGetFunction is cuModuleGetFunction.
 	ModuleGetFunction(m Module, name string) (Function, error)
+	// DeviceAttribute is cuDeviceGetAttribute (DeviceAttrSharedOptin: the
+	// shared memory a block can opt in to).
+	DeviceAttribute(dev DeviceID, attr int) (int, error)
+	// FuncSetAttribute is cuFuncSetAttribute (FuncAttrMaxDynamicShared:
+	// the dynamic shared memory the kernel's launches may ask for beyond
+	// 48 KiB).
+	FuncSetAttribute(f Function, attr, value int) error
 	// LaunchKernel is cuLaunchKernel on the default stream; params[i] points
 	// at the value of the kernel's i-th parameter.
 	LaunchKernel(f Function, grid, block Dim3, sharedBytes int, params []unsafe.Pointer) error
@@ -110,6 +117,21 @@ type Driver interface {
 	// EventDestroy is cuEventDestroy_v2.
 	EventDestroy(Event) error
 }
+
+// The attributes of DeviceAttribute and FuncSetAttribute this package uses.
+const (
+	// DeviceAttrSharedOptin is CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+	// the most shared memory (static and dynamic) a block of a kernel
+	// opted in can have (227 KiB on sm_90).
+	DeviceAttrSharedOptin = 97
+	// FuncAttrMaxDynamicShared is CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+	// the most dynamic shared memory a launch of the kernel may ask for.
+	FuncAttrMaxDynamicShared = 8
+	// SharedDefault is the shared memory a block gets without opting in:
+	// a launch asking for more dynamic bytes fails unless its kernel's
+	// FuncAttrMaxDynamicShared allows them.
+	SharedDefault = 48 << 10
+)
 
 // Op is cublasOperation_t.
 type Op int32

@@ -56,9 +56,9 @@ func planChooseRows(ids, stats, logits, rows, inv, u any, part *Buffer, n, V, L,
 	pmax, parg := part.view(off, nb), part.view(off+nb, nb)
 	grid, block := Dim3{nb, 1, 1}, Dim3{threads, 1, 1}
 	return []step{
-		{"choose_rows_max", grid, block, []any{pmax, parg, logits, rows, V, L, B}, nil},
-		{"choose_rows_sum", grid, block, []any{sum1, sumT, segT, pmax, logits, rows, inv, V, L, B}, nil},
-		{"choose_rows", Dim3{n, 1, 1}, block, []any{ids, stats, pmax, parg, sum1, sumT, segT, logits, rows, inv, u, V, L, B}, nil},
+		{Kernel: "choose_rows_max", Grid: grid, Block: block, Args: []any{pmax, parg, logits, rows, V, L, B}},
+		{Kernel: "choose_rows_sum", Grid: grid, Block: block, Args: []any{sum1, sumT, segT, pmax, logits, rows, inv, V, L, B}},
+		{Kernel: "choose_rows", Grid: Dim3{n, 1, 1}, Block: block, Args: []any{ids, stats, pmax, parg, sum1, sumT, segT, logits, rows, inv, u, V, L, B}},
 	}
 }
 

@@ -4,6 +4,14 @@
 // from code every thread of the block runs.
 #pragma once
 
+// HONE_DYNAMIC_SHARED(type, name) declares the launch's dynamic shared
+// memory (cuLaunchKernel's sharedMemBytes) as the array name, 16-byte
+// aligned. The shim (cpushim/cuda_cpu.h) defines it first, as a pointer to
+// a per-block buffer of exactly the launch's bytes.
+#ifndef HONE_DYNAMIC_SHARED
+#define HONE_DYNAMIC_SHARED(type, name) extern __shared__ __align__(16) type name[]
+#endif
+
 // warpSum returns the sum of v over the 32 lanes of the warp in lane 0
 // (the other lanes hold partial sums).
 __device__ __forceinline__ float warpSum(float v) {

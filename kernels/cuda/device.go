@@ -42,6 +42,7 @@ type Device struct {
 	live    map[DevPtr]int // bytes of each allocation not yet freed
 	modules map[Module]bool
 	lt      ltState // cuBLASLt, when loaded (gemmlt.go)
+	optin   int     // DeviceAttrSharedOptin, once a launch asked past SharedDefault (0: not yet)
 }
 
 // Open loads the driver and cuBLAS and opens device o.Ordinal. What is

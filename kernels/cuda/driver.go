@@ -27,6 +27,7 @@ type driverLib struct {
 	moduleLoadData    func(m *uintptr, image unsafe.Pointer) int32
 	moduleUnload      func(m uintptr) int32
 	moduleGetFunction func(f *uintptr, m uintptr, name string) int32
+	funcSetAttribute  func(f uintptr, attr int32, value int32) int32
 	launchKernel      func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params, extra unsafe.Pointer) int32
 	getErrorName      func(r int32, s *unsafe.Pointer) int32
 	getErrorString    func(r int32, s *unsafe.Pointer) int32
@@ -60,6 +61,7 @@ func (d *driverLib) symbols() []symbol {
 		{name: "cuModuleLoadData", fptr: &d.moduleLoadData},
 		{name: "cuModuleUnload", fptr: &d.moduleUnload},
 		{name: "cuModuleGetFunction", fptr: &d.moduleGetFunction},
+		{name: "cuFuncSetAttribute", fptr: &d.funcSetAttribute},
 		{name: "cuLaunchKernel", fptr: &d.launchKernel},
 		{name: "cuGetErrorName", fptr: &d.getErrorName},
 		{name: "cuGetErrorString", fptr: &d.getErrorString},
@@ -245,6 +247,28 @@ func (d *driverLib) ModuleGetFunction(m Module, name string) (Function, error) {
 		return 0, fmt.Errorf("%w: kernel %q", err, name)
 	}
 	return Function(f), nil
+}
+
+func (d *driverLib) DeviceAttribute(dev DeviceID, attr int) (int, error) {
+	a, err := cInt("attribute", attr)
+	if err != nil {
+		return 0, err
+	}
+	var v int32
+	err = d.check("cuDeviceGetAttribute", d.deviceGetAttr(&v, a, int32(dev)))
+	return int(v), err
+}
+
+func (d *driverLib) FuncSetAttribute(f Function, attr, value int) error {
+	a, err := cInt("attribute", attr)
+	if err != nil {
+		return err
+	}
+	v, err := cInt("value", value)
+	if err != nil {
+		return err
+	}
+	return d.check("cuFuncSetAttribute", d.funcSetAttribute(uintptr(f), a, v))
 }
 
 func (d *driverLib) LaunchKernel(f Function, grid, block Dim3, sharedBytes int, params []unsafe.Pointer) error {

@@ -15,9 +15,10 @@ type Kernels struct {
 
 // Kernel is one kernel of a loaded module.
 type Kernel struct {
-	k    *Kernels
-	f    Function
-	name string
+	k      *Kernels
+	f      Function
+	name   string
+	shared int // the dynamic shared bytes its FuncAttrMaxDynamicShared allows; 0: SharedDefault (optIn)
 }
 
 // LoadModule loads a module image; PTX text gets the NUL byte the driver
@@ -109,6 +110,7 @@ func (d *Device) param(i int, a any) (unsafe.Pointer, error) {
 // Launch runs the kernel on grid×block threads with sharedBytes of dynamic
 // shared memory, on the default stream (it returns before the kernel ends;
 // Download waits). args are the kernel's parameters in order (see param).
+// More than SharedDefault bytes opts the kernel in first (optIn).
 func (k *Kernel) Launch(grid, block Dim3, sharedBytes int, args ...any) error {
 	d := k.k.d
 	if t := block.Threads(); block.X < 1 || block.Y < 1 || block.Z < 1 || t > 1024 || grid.X < 1 || grid.Y < 1 || grid.Z < 1 {
@@ -126,10 +128,42 @@ func (k *Kernel) Launch(grid, block Dim3, sharedBytes int, args ...any) error {
 			}
 			params[i] = p
 		}
+		if err := k.optIn(sharedBytes); err != nil {
+			return err
+		}
 		return d.drv.LaunchKernel(k.f, grid, block, sharedBytes, params)
 	})
 	if err != nil {
 		return fmt.Errorf("CUDA launch of %s: %w", k.name, err)
 	}
+	return nil
+}
+
+// optIn lets the kernel's launches have bytes of dynamic shared memory:
+// past SharedDefault, a launch fails unless the kernel's
+// FuncAttrMaxDynamicShared was set at least that high, once per kernel (and
+// again when a later launch asks for more), after checking bytes against
+// the device's DeviceAttrSharedOptin (asked once per device). The driver
+// still checks the kernel's static shared memory plus bytes against that
+// limit. k's device lock is held.
+func (k *Kernel) optIn(bytes int) error {
+	if bytes <= SharedDefault || bytes <= k.shared {
+		return nil
+	}
+	d := k.k.d
+	if d.optin == 0 {
+		v, err := d.drv.DeviceAttribute(d.id, DeviceAttrSharedOptin)
+		if err != nil {
+			return fmt.Errorf("the device's opt-in shared memory limit: %w", err)
+		}
+		d.optin = v
+	}
+	if bytes > d.optin {
+		return fmt.Errorf("%d bytes of dynamic shared memory asked, more than the %d bytes a block of this device can opt in to", bytes, d.optin)
+	}
+	if err := d.drv.FuncSetAttribute(k.f, FuncAttrMaxDynamicShared, bytes); err != nil {
+		return fmt.Errorf("opting in to %d bytes of dynamic shared memory: %w", bytes, err)
+	}
+	k.shared = bytes
 	return nil
 }

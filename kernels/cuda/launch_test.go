@@ -1,6 +1,7 @@
 package cuda_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,11 +37,20 @@ func TestLaunchThroughLoader(t *testing.T) {
 	if err := fill.Launch(cuda.Dim3{X: 2, Y: 1, Z: 1}, cuda.Dim3{X: 8, Y: 1, Z: 1}, 0, buf, float32(7), 20); err != nil {
 		t.Fatal(err)
 	}
+	// 68 KiB of dynamic shared memory: Launch opts the kernel in through
+	// cuDeviceGetAttribute and cuFuncSetAttribute, bound by the loader.
+	if err := fill.Launch(cuda.Dim3{X: 2, Y: 1, Z: 1}, cuda.Dim3{X: 8, Y: 1, Z: 1}, 68<<10, buf, float32(7), 20); err != nil {
+		t.Fatal(err)
+	}
 	got := download(t, buf)
 	for i, v := range got {
 		if want := map[bool]float32{true: 7, false: 0}[i < 16]; v != want {
 			t.Fatalf("element %d = %v after fill, want %v", i, v, want)
 		}
+	}
+	if err := fill.Launch(cuda.Dim3{X: 1, Y: 1, Z: 1}, cuda.Dim3{X: 8, Y: 1, Z: 1}, 228<<10, buf, float32(7), 20); err == nil ||
+		!strings.Contains(err.Error(), "CUDA launch of fill: 233472 bytes of dynamic shared memory asked, more than the 232448 bytes") {
+		t.Errorf("past the device's opt-in limit: %v", err)
 	}
 	if err := mod.Unload(); err != nil {
 		t.Fatal(err)
@@ -123,5 +133,63 @@ func TestLaunchChecks(t *testing.T) {
 	}
 	if drv.Modules() != 0 {
 		t.Errorf("Close left %d modules loaded", drv.Modules())
+	}
+}
+
+// TestLaunchDynamicShared: a launch with more than 48 KiB of dynamic shared
+// memory sets its kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+// first, once per kernel (again when a launch asks for more), and fails,
+// naming the kernel, the bytes and the device's limit, when the device
+// cannot give them; the driver sees each launch's bytes.
+func TestLaunchDynamicShared(t *testing.T) {
+	drv := cudafake.NewDriver(1, 0, "attention_mma_forward_k64", "rmsnorm_forward")
+	drv.SetSharedOptin(96 << 10)
+	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	mod, err := dev.LoadModule([]byte(".version 7.8\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := mod.Kernel("attention_mma_forward_k64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := mod.Kernel("rmsnorm_forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := cuda.Dim3{X: 1, Y: 1, Z: 1}
+	for i, bytes := range []int{48 << 10, 68 << 10, 68 << 10, 64 << 10, 80 << 10} {
+		if err := k.Launch(one, one, bytes); err != nil {
+			t.Fatalf("launch %d, %d bytes: %v", i, bytes, err)
+		}
+	}
+	if n := drv.Calls("cuFuncSetAttribute"); n != 2 {
+		t.Errorf("cuFuncSetAttribute called %d times for launches of 48, 68, 68, 64 and 80 KiB, want 2 (68 and 80 KiB)", n)
+	}
+	if n := drv.Calls("cuDeviceGetAttribute"); n != 2 {
+		t.Errorf("cuDeviceGetAttribute called %d times, want 2 (the compute capability at Open, the opt-in limit once)", n)
+	}
+	err = k.Launch(one, one, 97<<10)
+	if err == nil || !strings.Contains(err.Error(), "CUDA launch of attention_mma_forward_k64: 99328 bytes of dynamic shared memory asked, more than the 98304 bytes a block of this device can opt in to") {
+		t.Errorf("past the opt-in limit: %v", err)
+	}
+	drv.FailNext("cuFuncSetAttribute", 1)
+	err = other.Launch(one, one, 50<<10)
+	if err == nil || !strings.Contains(err.Error(), "CUDA launch of rmsnorm_forward: opting in to 51200 bytes of dynamic shared memory: cuFuncSetAttribute") {
+		t.Errorf("a refused opt-in: %v", err)
+	}
+	if err := other.Launch(one, one, 50<<10); err != nil {
+		t.Errorf("the opt-in retried: %v", err)
+	}
+	var bytes []int
+	for _, l := range drv.Launches() {
+		bytes = append(bytes, l.SharedBytes)
+	}
+	if want := []int{48 << 10, 68 << 10, 68 << 10, 64 << 10, 80 << 10, 50 << 10}; !slices.Equal(bytes, want) {
+		t.Errorf("the driver saw launches of %v bytes, want %v", bytes, want)
 	}
 }

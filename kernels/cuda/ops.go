@@ -168,6 +168,10 @@ type step struct {
 	Grid, Block Dim3
 	Args        []any
 	Gemm        *gemmStep // instead of a kernel: a GEMM (Device.Matmul)
+	// SharedBytes is the launch's dynamic shared memory (cuLaunchKernel's
+	// sharedMemBytes, the kernel's HONE_DYNAMIC_SHARED buffer); above 48
+	// KiB, Kernel.Launch opts the kernel in first.
+	SharedBytes int
 }
 
 // gemmStep is C [M,N] = A [M,K] · op(B) + Beta·C (B [N,K] when TransB,
@@ -192,7 +196,7 @@ func (o *Ops) run(op string, steps []step) error {
 		if !ok {
 			return fmt.Errorf("CUDA %s: kernel %s not loaded", op, s.Kernel)
 		}
-		if err := k.Launch(s.Grid, s.Block, 0, s.Args...); err != nil {
+		if err := k.Launch(s.Grid, s.Block, s.SharedBytes, s.Args...); err != nil {
 			return fmt.Errorf("CUDA %s: %w", op, err)
 		}
 	}
@@ -252,7 +256,7 @@ func planRMSNormForward(out, rstd, inp, weight any, N, C int, eps float32) []ste
 	if N == 0 {
 		return nil
 	}
-	return []step{{"rmsnorm_forward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{out, rstd, inp, weight, C, eps}, nil}}
+	return []step{{Kernel: "rmsnorm_forward", Grid: Dim3{N, 1, 1}, Block: Dim3{rowThreads(C), 1, 1}, Args: []any{out, rstd, inp, weight, C, eps}}}
 }
 
 // planRMSNormBackward: dinp one block per row (rmsnorm_backward, or
@@ -262,12 +266,12 @@ func planRMSNormBackward(dinp, dweight, dinpBF, dout, rstd, inp, weight any, wit
 	if N == 0 {
 		return nil
 	}
-	s := []step{{"rmsnorm_backward", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{dinp, dout, rstd, inp, weight, C}, nil}}
+	s := []step{{Kernel: "rmsnorm_backward", Grid: Dim3{N, 1, 1}, Block: Dim3{rowThreads(C), 1, 1}, Args: []any{dinp, dout, rstd, inp, weight, C}}}
 	if dinpBF != nil {
-		s[0] = step{"rmsnorm_backward_bf16", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{dinp, dinpBF, dout, rstd, inp, weight, C}, nil}
+		s[0] = step{Kernel: "rmsnorm_backward_bf16", Grid: Dim3{N, 1, 1}, Block: Dim3{rowThreads(C), 1, 1}, Args: []any{dinp, dinpBF, dout, rstd, inp, weight, C}}
 	}
 	if withDweight {
-		s = append(s, step{"rmsnorm_backward_dweight", Dim3{(C + 31) / 32, 1, 1}, Dim3{32, 8, 1}, []any{dweight, dout, rstd, inp, N, C}, nil})
+		s = append(s, step{Kernel: "rmsnorm_backward_dweight", Grid: Dim3{(C + 31) / 32, 1, 1}, Block: Dim3{32, 8, 1}, Args: []any{dweight, dout, rstd, inp, N, C}})
 	}
 	return s
 }
@@ -300,7 +304,7 @@ func (o *Ops) RMSNormForwardBF16(out, rstd, outBF, inp, weight *Buffer, N, C int
 	if N == 0 {
 		return nil
 	}
-	return o.run(op, []step{{"rmsnorm_forward_bf16", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, []any{out, rstd, outBF, inp, weight, C, eps}, nil}})
+	return o.run(op, []step{{Kernel: "rmsnorm_forward_bf16", Grid: Dim3{N, 1, 1}, Block: Dim3{rowThreads(C), 1, 1}, Args: []any{out, rstd, outBF, inp, weight, C, eps}}})
 }
 
 // RMSNormForwardAdd is a residual add and RMSNormForward of the sum in one
@@ -327,8 +331,8 @@ func (o *Ops) RMSNormForwardAdd(sum, out, rstd, outBF, inp, res, weight *Buffer,
 	if N == 0 {
 		return nil
 	}
-	return o.run(op, []step{{"rmsnorm_forward_add", Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1},
-		[]any{sum, out, rstd, outBF, inp, res, weight, C, eps}, nil}})
+	return o.run(op, []step{{Kernel: "rmsnorm_forward_add", Grid: Dim3{N, 1, 1}, Block: Dim3{rowThreads(C), 1, 1},
+		Args: []any{sum, out, rstd, outBF, inp, res, weight, C, eps}}})
 }
 
 // rmsNormForwardCheck is an RMSNorm forward's size and buffer check;
@@ -407,7 +411,7 @@ func planRoPE(kernel string, out, inp, pos, invFreq any, N, H, D, half int) []st
 	if items == 0 {
 		return nil
 	}
-	return []step{{kernel, flatGrid(items), Dim3{flatThreads, 1, 1}, []any{out, inp, pos, invFreq, N, H, D, half}, nil}}
+	return []step{{Kernel: kernel, Grid: flatGrid(items), Block: Dim3{flatThreads, 1, 1}, Args: []any{out, inp, pos, invFreq, N, H, D, half}}}
 }
 
 func (o *Ops) ropeCheck(op string, out, inp, pos, invFreq *Buffer, N, H, D, half int) error {
@@ -459,7 +463,7 @@ func planFlat(kernel string, n int, args ...any) []step {
 	if n == 0 {
 		return nil
 	}
-	return []step{{kernel, flatGrid(n), Dim3{flatThreads, 1, 1}, args, nil}}
+	return []step{{Kernel: kernel, Grid: flatGrid(n), Block: Dim3{flatThreads, 1, 1}, Args: args}}
 }
 
 // SwiGLUForward is kernels.Backend.SwiGLUForward on device buffers: out =
@@ -619,7 +623,7 @@ func planRows(kernel string, N, C int, args ...any) []step {
 	if N == 0 || C == 0 {
 		return nil
 	}
-	return []step{{kernel, Dim3{N, 1, 1}, Dim3{rowThreads(C), 1, 1}, args, nil}}
+	return []step{{Kernel: kernel, Grid: Dim3{N, 1, 1}, Block: Dim3{rowThreads(C), 1, 1}, Args: args}}
 }
 
 func (o *Ops) embeddingCheck(op string, out, ids, table *Buffer, tableLen, N, C, V int) error {
@@ -693,8 +697,8 @@ func planEmbeddingBackward(dtable, dout, ids, work any, N, C, V int) []step {
 	}
 	threads := rowThreads(C)
 	return []step{
-		{"embedding_sort", Dim3{(N + embSortThreads - 1) / embSortThreads, 1, 1}, Dim3{embSortThreads, 1, 1}, []any{work, ids, N}, nil},
-		{"embedding_backward", Dim3{N, (C + threads - 1) / threads, 1}, Dim3{threads, 1, 1}, []any{dtable, dout, work, N, C, V}, nil},
+		{Kernel: "embedding_sort", Grid: Dim3{(N + embSortThreads - 1) / embSortThreads, 1, 1}, Block: Dim3{embSortThreads, 1, 1}, Args: []any{work, ids, N}},
+		{Kernel: "embedding_backward", Grid: Dim3{N, (C + threads - 1) / threads, 1}, Block: Dim3{threads, 1, 1}, Args: []any{dtable, dout, work, N, C, V}},
 	}
 }
 
@@ -854,7 +858,7 @@ func planLogprob(view func(b any, off, n int) any, logprob, entropy, lse, expect
 		zc, wc := view(z, 0, N*l), view(weight, j0*C, l*C)
 		s = append(s,
 			step{Gemm: &gemmStep{C: zc, A: hidden, B: wc, M: N, N: l, K: C, TransB: true}},
-			step{"logprob_chunk", Dim3{N, 1, 1}, Dim3{rowThreads(l), 1, 1}, []any{state, zc, targets, l, j0, keep}, nil})
+			step{Kernel: "logprob_chunk", Grid: Dim3{N, 1, 1}, Block: Dim3{rowThreads(l), 1, 1}, Args: []any{state, zc, targets, l, j0, keep}})
 		if withExpect {
 			var beta float32
 			if j0 > 0 {

@@ -32,8 +32,8 @@ func planAttention(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, qof
 	if Nq == 0 {
 		return nil
 	}
-	return []step{{"attention_forward", Dim3{attnBlocks(Nq * (H / KVH)), KVH, 1}, Dim3{attnThreads, 1, 1},
-		[]any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}, nil}}
+	return []step{{Kernel: "attention_forward", Grid: Dim3{attnBlocks(Nq * (H / KVH)), KVH, 1}, Block: Dim3{attnThreads, 1, 1},
+		Args: []any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}}}
 }
 
 // attnTCRows is attention_tc.cu's block: 64 rows ((query, head) pairs in
@@ -58,8 +58,8 @@ func planAttentionTC(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, q
 		return nil
 	}
 	rows := Nq * (H / KVH)
-	return []step{{"attention_tc_forward", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{128, 1, 1},
-		[]any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}, nil}}
+	return []step{{Kernel: "attention_tc_forward", Grid: Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{128, 1, 1},
+		Args: []any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}}}
 }
 
 // planAttentionBackwardTC is planAttentionBackward on attention_tc.cu:
@@ -73,10 +73,10 @@ func planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S,
 	W = min(W, N)
 	rows := N * (H / KVH)
 	return []step{
-		{"attention_tc_backward_dq", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
-			[]any{dq, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
-		{"attention_tc_backward_dkdv", Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
-			[]any{dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+		{Kernel: "attention_tc_backward_dq", Grid: Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{256, 1, 1},
+			Args: []any{dq, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
+		{Kernel: "attention_tc_backward_dkdv", Grid: Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{256, 1, 1},
+			Args: []any{dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
 	}
 }
 
@@ -164,8 +164,8 @@ func planAttentionTC2(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, 
 		return nil
 	}
 	rows := Nq * (H / KVH)
-	return []step{{"attention_fa2_forward", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{128, 1, 1},
-		[]any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}, nil}}
+	return []step{{Kernel: "attention_fa2_forward", Grid: Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{128, 1, 1},
+		Args: []any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}}}
 }
 
 // planAttentionBackwardTC2 is planAttentionBackwardTC on attention_fa2.cu:
@@ -180,11 +180,11 @@ func planAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl an
 	W = min(W, N)
 	rows := N * (H / KVH)
 	return []step{
-		{"attention_fa2_delta", Dim3{(N*H + 7) / 8, 1, 1}, Dim3{256, 1, 1}, []any{dl, dout, out, N * H, D}, nil},
-		{"attention_fa2_backward_dq", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
-			[]any{dq, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
-		{"attention_fa2_backward_dkdv", Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
-			[]any{dk, dv, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+		{Kernel: "attention_fa2_delta", Grid: Dim3{(N*H + 7) / 8, 1, 1}, Block: Dim3{256, 1, 1}, Args: []any{dl, dout, out, N * H, D}},
+		{Kernel: "attention_fa2_backward_dq", Grid: Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{256, 1, 1},
+			Args: []any{dq, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
+		{Kernel: "attention_fa2_backward_dkdv", Grid: Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{256, 1, 1},
+			Args: []any{dk, dv, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
 	}
 }
 
@@ -196,8 +196,8 @@ func planAttentionTC3(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, 
 		return nil
 	}
 	rows := Nq * (H / KVH)
-	return []step{{"attention_mma_forward", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{128, 1, 1},
-		[]any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}, nil}}
+	return []step{{Kernel: "attention_mma_forward", Grid: Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{128, 1, 1},
+		Args: []any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}}}
 }
 
 // planAttentionBackwardTC3 is planAttentionBackwardTC2 with
@@ -213,11 +213,11 @@ func planAttentionBackwardTC3(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl an
 	W = min(W, N)
 	rows := N * (H / KVH)
 	return []step{
-		{"attention_fa2_delta", Dim3{(N*H + 7) / 8, 1, 1}, Dim3{256, 1, 1}, []any{dl, dout, out, N * H, D}, nil},
-		{"attention_mma_backward_dq", Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
-			[]any{dq, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
-		{"attention_mma_backward_dkdv", Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Dim3{256, 1, 1},
-			[]any{dk, dv, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+		{Kernel: "attention_fa2_delta", Grid: Dim3{(N*H + 7) / 8, 1, 1}, Block: Dim3{256, 1, 1}, Args: []any{dl, dout, out, N * H, D}},
+		{Kernel: "attention_mma_backward_dq", Grid: Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{256, 1, 1},
+			Args: []any{dq, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
+		{Kernel: "attention_mma_backward_dkdv", Grid: Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{256, 1, 1},
+			Args: []any{dk, dv, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
 	}
 }
 
@@ -231,10 +231,10 @@ func planAttentionBackward(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S, N
 	}
 	W = min(W, N)
 	return []step{
-		{"attention_backward_dq", Dim3{attnBlocks(N * (H / KVH)), KVH, 1}, Dim3{attnThreads, 1, 1},
-			[]any{dq, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
-		{"attention_backward_dkdv", Dim3{attnBlocks(N), KVH, 1}, Dim3{attnThreads, 1, 1},
-			[]any{dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}, nil},
+		{Kernel: "attention_backward_dq", Grid: Dim3{attnBlocks(N * (H / KVH)), KVH, 1}, Block: Dim3{attnThreads, 1, 1},
+			Args: []any{dq, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
+		{Kernel: "attention_backward_dkdv", Grid: Dim3{attnBlocks(N), KVH, 1}, Block: Dim3{attnThreads, 1, 1},
+			Args: []any{dk, dv, dout, out, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
 	}
 }
 

@@ -210,8 +210,8 @@ type attnGEMMScratch struct {
 // entries e0 … e0+nE−1.
 func agGather(dst, src, seqOff, order any, S, N, e0, nE, KVH, rep, Lmax, D int) step {
 	n := nE * rep * Lmax * D
-	return step{"attention_gemm_gather", flatGrid(n), Dim3{flatThreads, 1, 1},
-		[]any{dst, src, seqOff, order, S, N, e0, nE, KVH, rep, Lmax, D}, nil}
+	return step{Kernel: "attention_gemm_gather", Grid: flatGrid(n), Block: Dim3{flatThreads, 1, 1},
+		Args: []any{dst, src, seqOff, order, S, N, e0, nE, KVH, rep, Lmax, D}}
 }
 
 func agScatter(dst, src, seqOff, order any, S, N, e0, nE, KVH, rep, Lmax, D int, mul float32, accumulate bool) step {
@@ -219,14 +219,14 @@ func agScatter(dst, src, seqOff, order any, S, N, e0, nE, KVH, rep, Lmax, D int,
 	if accumulate {
 		acc = 1
 	}
-	return step{"attention_gemm_scatter", flatGrid(n), Dim3{flatThreads, 1, 1},
-		[]any{dst, src, seqOff, order, S, N, e0, nE, KVH, rep, Lmax, D, mul, acc}, nil}
+	return step{Kernel: "attention_gemm_scatter", Grid: flatGrid(n), Block: Dim3{flatThreads, 1, 1},
+		Args: []any{dst, src, seqOff, order, S, N, e0, nE, KVH, rep, Lmax, D, mul, acc}}
 }
 
 // agZero zeroes the first n float32 values of x (misc.cu's zero_f32): the
 // dK̃ and dṼ the row blocks add into (beta 1).
 func agZero(x any, n int) step {
-	return step{"zero_f32", flatGrid(n), Dim3{flatThreads, 1, 1}, []any{x, n}, nil}
+	return step{Kernel: "zero_f32", Grid: flatGrid(n), Block: Dim3{flatThreads, 1, 1}, Args: []any{x, n}}
 }
 
 // agThreads is attention_gemm.cu's AG_THREADS: one block a score row.
@@ -262,8 +262,8 @@ func planAttentionGEMM(out, lse, q, k, v, seqOff, order any, S int, sc attnGEMMS
 		for _, b := range gemmBlocks(L, r.B, W) {
 			rows := G * b.n
 			x = append(x, gstep(agScores(sc.S, sc.Q, sc.K, b, nE, G, L, D)))
-			x = append(x, kstep(step{"attention_gemm_softmax", Dim3{nE * rows, 1, 1}, Dim3{agThreads, 1, 1},
-				[]any{sc.P, lse, sc.S, seqOff, order, S, N, e0, KVH, G, b.i0, b.n, b.k0, b.nk, W, scale}, nil})...)
+			x = append(x, kstep(step{Kernel: "attention_gemm_softmax", Grid: Dim3{nE * rows, 1, 1}, Block: Dim3{agThreads, 1, 1},
+				Args: []any{sc.P, lse, sc.S, seqOff, order, S, N, e0, KVH, G, b.i0, b.n, b.k0, b.nk, W, scale}})...)
 			x = append(x, gstep(mm{C: sc.O, A: sc.P, B: sc.V, M: rows, N: D, K: b.nk, BF16: true,
 				OffB: b.k0 * D, OffC: b.i0 * G * D,
 				Batch: nE, StrideA: rows * b.nk, StrideB: L * D, StrideC: G * L * D}))
@@ -297,8 +297,8 @@ func planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, orde
 			x = append(x,
 				gstep(agScores(sc.S, sc.Q, sc.K, b, nE, G, L, D)),
 				gstep(agScores(sc.DP, sc.DO, sc.V, b, nE, G, L, D)))
-			x = append(x, kstep(step{"attention_gemm_dsoftmax", Dim3{nE * rows, 1, 1}, Dim3{agThreads, 1, 1},
-				[]any{sc.P, sc.DS, sc.S, sc.DP, lse, dout, out, seqOff, order, S, N, e0, KVH, G, b.i0, b.n, b.k0, b.nk, D, W, scale}, nil})...)
+			x = append(x, kstep(step{Kernel: "attention_gemm_dsoftmax", Grid: Dim3{nE * rows, 1, 1}, Block: Dim3{agThreads, 1, 1},
+				Args: []any{sc.P, sc.DS, sc.S, sc.DP, lse, dout, out, seqOff, order, S, N, e0, KVH, G, b.i0, b.n, b.k0, b.nk, D, W, scale}})...)
 			x = append(x,
 				gstep(mm{C: sc.DV, A: sc.P, B: sc.DO, M: b.nk, N: D, K: rows, TransA: true, BF16: true, Beta: 1,
 					OffB: b.i0 * G * D, OffC: b.k0 * D,

@@ -43,10 +43,10 @@ func planAttentionDecodeBatch(out, q, k, v, kbase, vbase, tab any, S, maxTq, H, 
 	}
 	kvd := KVH * D
 	return []step{
-		{"attention_decode_append", Dim3{(maxTq*kvd + decAppend - 1) / decAppend, S, 1}, Dim3{decAppend, 1, 1},
-			[]any{kbase, vbase, k, v, tab, kvd}, nil},
-		{"attention_decode_batch", Dim3{(maxTq*(H/KVH) + decRows - 1) / decRows, KVH, S}, Dim3{decThreads, 1, 1},
-			[]any{out, q, kbase, vbase, tab, H, KVH, D, W, scale}, nil},
+		{Kernel: "attention_decode_append", Grid: Dim3{(maxTq*kvd + decAppend - 1) / decAppend, S, 1}, Block: Dim3{decAppend, 1, 1},
+			Args: []any{kbase, vbase, k, v, tab, kvd}},
+		{Kernel: "attention_decode_batch", Grid: Dim3{(maxTq*(H/KVH) + decRows - 1) / decRows, KVH, S}, Block: Dim3{decThreads, 1, 1},
+			Args: []any{out, q, kbase, vbase, tab, H, KVH, D, W, scale}},
 	}
 }
 

@@ -27,8 +27,8 @@ func planGatedLoRAForward(actBF, u, gate, up, a any, N, I, R int, scale float32,
 	if gelu {
 		kernel = "gated_lora_forward_geglu"
 	}
-	return []step{{kernel, Dim3{(N + gatedLoRARows - 1) / gatedLoRARows, 1, 1}, Dim3{gatedLoRAThreads, 1, 1},
-		[]any{actBF, u, gate, up, a, N, I, R, scale}, nil}}
+	return []step{{Kernel: kernel, Grid: Dim3{(N + gatedLoRARows - 1) / gatedLoRARows, 1, 1}, Block: Dim3{gatedLoRAThreads, 1, 1},
+		Args: []any{actBF, u, gate, up, a, N, I, R, scale}}}
 }
 
 // GatedLoRAForward is kernels.GatedLoRAForwarder's
@@ -103,8 +103,8 @@ func planGatedLoRABackward(dgateBF, dupBF, da, g, dact, dactBF any, gate, up any
 	if gelu {
 		kernel = "gated_lora_backward_geglu"
 	}
-	return []step{{kernel, Dim3{(I + gatedLoRACols - 1) / gatedLoRACols, 1, 1}, Dim3{gatedLoRABackThreads, 1, 1},
-		[]any{dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R}, nil}}
+	return []step{{Kernel: kernel, Grid: Dim3{(I + gatedLoRACols - 1) / gatedLoRACols, 1, 1}, Block: Dim3{gatedLoRABackThreads, 1, 1},
+		Args: []any{dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R}}}
 }
 
 // GatedLoRABackward is kernels.GatedLoRABackwarder's

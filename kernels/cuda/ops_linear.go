@@ -43,7 +43,7 @@ func planLinearBackward(dinp, dweight, dbias, dout, inp, weight any, withDinp, w
 		s = append(s, gstep(mm{C: dweight, A: dout, B: inp, M: OC, N: C, K: N, TransA: true, Beta: 1}))
 	}
 	if withDbias {
-		s = append(s, xstep{k: &step{"bias_backward", Dim3{(OC + 31) / 32, 1, 1}, Dim3{32, 8, 1}, []any{dbias, dout, N, OC}, nil}})
+		s = append(s, xstep{k: &step{Kernel: "bias_backward", Grid: Dim3{(OC + 31) / 32, 1, 1}, Block: Dim3{32, 8, 1}, Args: []any{dbias, dout, N, OC}}})
 	}
 	return s
 }

@@ -79,7 +79,7 @@ func planLogprobW(w lmWeight, logprob, entropy, lse, expect, hidden, weight, tar
 	for j0 := 0; j0 < V; j0 += cl {
 		l := min(cl, V-j0)
 		s = append(s, w.chunkProduct(z, hidden, weight, sc, true, false, true, N, C, j0, l, 0)...)
-		s = append(s, xstep{k: &step{"logprob_chunk", Dim3{N, 1, 1}, Dim3{rowThreads(l), 1, 1}, []any{state, z, targets, l, j0, keep}, nil}})
+		s = append(s, xstep{k: &step{Kernel: "logprob_chunk", Grid: Dim3{N, 1, 1}, Block: Dim3{rowThreads(l), 1, 1}, Args: []any{state, z, targets, l, j0, keep}}})
 		if withExpect {
 			var beta float32
 			if j0 > 0 {

@@ -69,8 +69,8 @@ const (
 func planSumSquares(scratch, x *Buffer, n int) []step {
 	blocks := min(sumSquaresMaxBlocks, (n+sumSquaresThreads-1)/sumSquaresThreads)
 	return []step{
-		{"sum_squares_partial", Dim3{blocks, 1, 1}, Dim3{sumSquaresThreads, 1, 1}, []any{scratch, x, n}, nil},
-		{"sum_squares_final", Dim3{1, 1, 1}, Dim3{sumSquaresThreads, 1, 1}, []any{scratch.view(2*blocks, 2), scratch, blocks}, nil},
+		{Kernel: "sum_squares_partial", Grid: Dim3{blocks, 1, 1}, Block: Dim3{sumSquaresThreads, 1, 1}, Args: []any{scratch, x, n}},
+		{Kernel: "sum_squares_final", Grid: Dim3{1, 1, 1}, Block: Dim3{sumSquaresThreads, 1, 1}, Args: []any{scratch.view(2*blocks, 2), scratch, blocks}},
 	}
 }
 
@@ -224,7 +224,7 @@ func (o *Ops) SumSquaresSegments(x *Buffer, offs, ns []int) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	steps := []step{{"sum_squares_segments", Dim3{len(offs), 1, 1}, Dim3{sumSquaresThreads, 1, 1}, []any{res, x, seg}, nil}}
+	steps := []step{{Kernel: "sum_squares_segments", Grid: Dim3{len(offs), 1, 1}, Block: Dim3{sumSquaresThreads, 1, 1}, Args: []any{res, x, seg}}}
 	if err := o.run(c.op, steps); err != nil {
 		return nil, err
 	}

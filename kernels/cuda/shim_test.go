@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -166,7 +167,7 @@ func (h shimHarness) run(s cuda.Step) error {
 	}
 	put(int32(len(s.Kernel)))
 	in.WriteString(s.Kernel)
-	for _, v := range []int{s.Grid.X, s.Grid.Y, s.Grid.Z, s.Block.X, s.Block.Y, s.Block.Z} {
+	for _, v := range []int{s.Grid.X, s.Grid.Y, s.Grid.Z, s.Block.X, s.Block.Y, s.Block.Z, s.SharedBytes} {
 		put(int32(v))
 	}
 	put(int32(len(s.Args)))
@@ -559,6 +560,7 @@ func TestShim(t *testing.T) {
 	bin := buildShim(t, "shim_main")
 	t.Run("semantics", func(t *testing.T) { shimSemantics(t, bin) })
 	t.Run("divergence", func(t *testing.T) { shimDivergence(t, bin) })
+	t.Run("dynamic shared overrun", func(t *testing.T) { shimDynamicOverrun(t, bin) })
 	t.Run("wmma", func(t *testing.T) { shimWMMA(t, bin) })
 	t.Run("mma", func(t *testing.T) { shimMMA(t, bin) })
 }
@@ -724,6 +726,19 @@ func shimSemantics(t *testing.T, bin string) {
 	check("shared_per_block", func(b, part, th int) (float64, bool) {
 		return float64(b*1000 + n - 1 - th), part == 0
 	})
+	check("dynamic_shared", func(b, part, th int) (float64, bool) {
+		switch {
+		case part == 0: // the block's own values
+			return float64(b*1000 + n - 1 - th), true
+		case part == 1: // 0xff bytes (NaN) before the block wrote
+			return 1, true
+		case part == 2 && th == 0: // the launch's bytes
+			return 4 * n, true
+		case part == 2 && th == 1: // the address mod 16
+			return 0, true
+		}
+		return 0, false
+	})
 	got, msg := runShimKernel(t, bin, "atomic_add")
 	if msg != "" {
 		t.Fatalf("atomic_add: %s", msg)
@@ -736,6 +751,21 @@ func shimSemantics(t *testing.T, bin string) {
 		if v != float64(i) {
 			t.Fatalf("atomic_add: the values seen, sorted, are %v, want 0…%d once each", seen, 2*n-1)
 		}
+	}
+}
+
+// shimDynamicOverrun: reading the float just past a launch's dynamic
+// shared memory faults (the page after it is PROT_NONE): the harness dies
+// of SIGSEGV rather than reading another block's or launch's bytes.
+func shimDynamicOverrun(t *testing.T, bin string) {
+	cmd := exec.Command(bin, "dynamic_shared_overrun")
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("reading past the dynamic shared memory: %v, want the harness killed by SIGSEGV", err)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGSEGV {
+		t.Errorf("reading past the dynamic shared memory: %v, want the harness killed by SIGSEGV", err)
 	}
 }
 

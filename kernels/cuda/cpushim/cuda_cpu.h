@@ -17,7 +17,15 @@
 //     elsewhere the fibers switch with swapcontext. A stack is 256 KiB with
 //     a guard page below it;
 //   - __shared__ is a static local: with one block running at a time, that
-//     is one copy per block. extern __shared__ (dynamic) is not emulated;
+//     is one copy per block. Dynamic shared memory is declared with
+//     HONE_DYNAMIC_SHARED(type, name) (common.cuh gives nvcc's extern
+//     __shared__ form), not extern __shared__: here name is a pointer to
+//     the launch's dynamic bytes (launchShared's sharedBytes), 16-byte
+//     aligned, refilled with 0xff bytes before each block (a block that
+//     reads what it did not write sees NaNs, never another block's
+//     values), and ending where a PROT_NONE page begins, so that reading
+//     or writing past the launch's bytes faults (exactly past them when
+//     they are a multiple of 16; within the rounding up to 16 otherwise);
 //   - __syncthreads() is a barrier over the block's threads, and the warp
 //     shuffles (__shfl_sync, _up_, _down_, _xor_, full mask only) exchange
 //     values through a per-warp buffer between two barriers over the warp's
@@ -260,6 +268,13 @@ struct Sched {
 	void (*body)(void *, unsigned) = nullptr;  // runs the kernel as thread t
 	void *arg = nullptr;
 	std::mutex mu;  // held by the running launch
+	// The dynamic shared memory of the running launch (setDynamic): bytes
+	// at dyn, which end where the PROT_NONE page after dynMem's first
+	// dynSize bytes begins.
+	void *dynMem = nullptr;
+	size_t dynSize = 0;
+	unsigned char *dyn = nullptr;
+	size_t dynBytes = 0;
 #if defined(__SANITIZE_ADDRESS__)
 	const void *mainBottom = nullptr;  // the launching thread's stack, for ASan
 	size_t mainSize = 0;
@@ -267,6 +282,32 @@ struct Sched {
 };
 
 inline Sched *const sched = new Sched;  // never freed: fibers park in it between launches
+
+// setDynamic makes s.dyn the launch's bytes of dynamic shared memory: the
+// last bytes (rounded up to 16) before a PROT_NONE page, in a mapping kept
+// for the next launches and grown when one asks for more. With 0 bytes,
+// s.dyn is the guard page itself.
+inline void setDynamic(Sched &s, size_t bytes) {
+	const size_t page = size_t(sysconf(_SC_PAGESIZE)), rounded = (bytes + 15) / 16 * 16;
+	if (s.dynMem == nullptr || rounded > s.dynSize) {
+		if (s.dynMem != nullptr) munmap(s.dynMem, s.dynSize + page);
+		const size_t size = (rounded + page - 1) / page * page;
+		s.dynMem = mmap(nullptr, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (s.dynMem == MAP_FAILED) {
+			s.dynMem = nullptr;
+			throw std::bad_alloc();
+		}
+		s.dynSize = size;
+		mprotect(static_cast<char *>(s.dynMem) + size, page, PROT_NONE);  // reading past the bytes faults
+	}
+	s.dyn = static_cast<unsigned char *>(s.dynMem) + s.dynSize - rounded;
+	s.dynBytes = bytes;
+}
+
+// dynamicShared is the running block's dynamic shared memory
+// (HONE_DYNAMIC_SHARED), and dynamicSharedBytes its size: the launch's.
+inline void *dynamicShared() { return sched->dyn; }
+inline size_t dynamicSharedBytes() { return sched->dynBytes; }
 
 // toMain switches from the running fiber back to the scheduler.
 inline void toMain() {
@@ -552,17 +593,20 @@ struct BlockOrder {
 	}
 };
 
-// launch runs kernel<<<grid, block>>>(args...) and returns "" or what went
-// wrong (a divergent barrier, a block too large), naming the block. The
-// blocks run in turn (x fastest), each on the block's n fibers, which this
-// OS thread switches between at barriers and shuffles until all n end.
+// launchShared runs kernel<<<grid, block, sharedBytes>>>(args...) and
+// returns "" or what went wrong (a divergent barrier, a block too large),
+// naming the block. The blocks run in turn (x fastest), each on the
+// block's n fibers, which this OS thread switches between at barriers and
+// shuffles until all n end; each block's HONE_DYNAMIC_SHARED buffer is
+// sharedBytes of 0xff bytes when it starts.
 template <class... Params, class... Args>
-std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
+std::string launchShared(void (*kernel)(Params...), dim3 grid, dim3 block, size_t sharedBytes, Args... args) {
 	const unsigned n = block.x * block.y * block.z;
 	if (n == 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0) return "launch: bad geometry";
 	const unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
 	Sched &s = *sched;
 	std::lock_guard<std::mutex> lk(s.mu);
+	setDynamic(s, sharedBytes);
 	using L = Launch<void (*)(Params...), std::tuple<Args...>>;
 	L l{kernel, std::tuple<Args...>(args...), grid, block, 0};
 	s.body = &L::run;
@@ -573,6 +617,7 @@ std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... arg
 	for (unsigned long long k = 0; k < blocks; k++) {
 		const unsigned long long i = order.at(k);
 		l.index = i;
+		if (sharedBytes > 0) memset(s.dyn, 0xff, sharedBytes);
 		std::unique_ptr<Block> b = newBlock(n);
 		current = b.get();
 		for (unsigned t = 0; t < n; t++) {
@@ -605,7 +650,17 @@ std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... arg
 	return "";
 }
 
+// launch is launchShared without dynamic shared memory.
+template <class... Params, class... Args>
+std::string launch(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
+	return launchShared(kernel, grid, block, 0, args...);
+}
+
 }  // namespace hone_cuda
+
+// HONE_DYNAMIC_SHARED declares the launch's dynamic shared memory as name,
+// an array of type (see the header's comment; nvcc's form is in common.cuh).
+#define HONE_DYNAMIC_SHARED(type, name) type *const name = static_cast<type *>(hone_cuda::dynamicShared())
 
 #define __syncthreads() hone_cuda::syncthreads(__FILE__, __LINE__)
 #define __shfl_sync(...) hone_cuda::shfl(__FILE__, __LINE__, __VA_ARGS__)

@@ -75,8 +75,10 @@ type Launch struct {
 type Driver struct {
 	mu        sync.Mutex
 	devices   int
-	cc        [2]int // compute capability: major, minor
-	memLimit  int    // bytes; 0: no limit
+	cc        [2]int                // compute capability: major, minor
+	optin     int                   // DeviceAttrSharedOptin: bytes of shared memory a block can opt in to
+	optedIn   map[cuda.Function]int // FuncAttrMaxDynamicShared of each function, when set
+	memLimit  int                   // bytes; 0: no limit
 	inited    bool
 	retained  map[cuda.DeviceID]int
 	current   cuda.Context
@@ -101,13 +103,18 @@ type Driver struct {
 	nextEvent int
 }
 
+// sm90SharedOptin is an sm_90 device's DeviceAttrSharedOptin: 227 KiB.
+const sm90SharedOptin = 227 << 10
+
 // NewDriver returns a fake driver with the given number of devices
 // (0: cuInit fails with CUDA_ERROR_NO_DEVICE) of compute capability 9.0
+// (227 KiB of shared memory a block can opt in to: SetSharedOptin)
 // and device memory of memLimit bytes (0: unlimited). Modules loaded into
 // it hold the kernels named, and those a PTX image defines (its
 // ".visible .entry" lines).
 func NewDriver(devices, memLimit int, kernels ...string) *Driver {
-	d := &Driver{devices: devices, cc: [2]int{9, 0}, memLimit: memLimit, retained: map[cuda.DeviceID]int{},
+	d := &Driver{devices: devices, cc: [2]int{9, 0}, optin: sm90SharedOptin, optedIn: map[cuda.Function]int{},
+		memLimit: memLimit, retained: map[cuda.DeviceID]int{},
 		next: 0x7f0000000000, allocs: map[cuda.DevPtr][]byte{}, failNext: map[string]int{},
 		kernels: map[string]bool{}, modules: map[cuda.Module]bool{}, functions: map[cuda.Function]string{}}
 	for _, k := range kernels {
@@ -139,6 +146,14 @@ func (d *Driver) SetComputeCapability(major, minor int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.cc = [2]int{major, minor}
+}
+
+// SetSharedOptin sets the shared memory a block can opt in to
+// (DeviceAttrSharedOptin), which FuncSetAttribute and LaunchKernel check.
+func (d *Driver) SetSharedOptin(bytes int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.optin = bytes
 }
 
 // Images returns the module images loaded so far, in order, as the driver
@@ -261,6 +276,48 @@ func (d *Driver) ComputeCapability(dev cuda.DeviceID) (major, minor int, err err
 		return 0, 0, fail("cuDeviceGetAttribute", errInvalidDevice, fmt.Sprintf("device %d of %d", dev, d.devices))
 	}
 	return d.cc[0], d.cc[1], nil
+}
+
+// DeviceAttribute is cuDeviceGetAttribute of the attributes the fake
+// knows: the compute capability's and DeviceAttrSharedOptin.
+func (d *Driver) DeviceAttribute(dev cuda.DeviceID, attr int) (int, error) {
+	defer d.mu.Unlock()
+	if err := d.enter("cuDeviceGetAttribute", false); err != nil {
+		return 0, err
+	}
+	if int(dev) < 0 || int(dev) >= d.devices {
+		return 0, fail("cuDeviceGetAttribute", errInvalidDevice, fmt.Sprintf("device %d of %d", dev, d.devices))
+	}
+	switch attr {
+	case 75:
+		return d.cc[0], nil
+	case 76:
+		return d.cc[1], nil
+	case cuda.DeviceAttrSharedOptin:
+		return d.optin, nil
+	}
+	return 0, fail("cuDeviceGetAttribute", errInvalidValue, fmt.Sprintf("attribute %d is not faked", attr))
+}
+
+// FuncSetAttribute is cuFuncSetAttribute of FuncAttrMaxDynamicShared (the
+// only attribute faked): at most the opt-in limit (SetSharedOptin), the
+// fake's kernels having no static shared memory.
+func (d *Driver) FuncSetAttribute(f cuda.Function, attr, value int) error {
+	defer d.mu.Unlock()
+	if err := d.enter("cuFuncSetAttribute", true); err != nil {
+		return err
+	}
+	if _, ok := d.functions[f]; !ok {
+		return fail("cuFuncSetAttribute", errInvalidHandle, "unknown function")
+	}
+	if attr != cuda.FuncAttrMaxDynamicShared {
+		return fail("cuFuncSetAttribute", errInvalidValue, fmt.Sprintf("attribute %d is not faked", attr))
+	}
+	if value < 0 || value > d.optin {
+		return fail("cuFuncSetAttribute", errInvalidValue, fmt.Sprintf("%d bytes of dynamic shared memory: the device allows %d", value, d.optin))
+	}
+	d.optedIn[f] = value
+	return nil
 }
 
 func (d *Driver) PrimaryCtxRetain(dev cuda.DeviceID) (cuda.Context, error) {
@@ -447,7 +504,8 @@ func (d *Driver) ModuleGetFunction(m cuda.Module, name string) (cuda.Function, e
 
 // LaunchKernel records the launch after checking its geometry against an
 // sm_90 device's limits (1024 threads a block; block 1024×1024×64; grid
-// (2³¹-1)×65535×65535; 48 KiB of static shared memory without opt-in). It
+// (2³¹-1)×65535×65535; dynamic shared memory up to 48 KiB, or up to the
+// kernel's FuncAttrMaxDynamicShared when set: FuncSetAttribute). It
 // runs nothing, unless the driver emulates a device (NewEmulatedDriver):
 // then the kernel runs on the CPU before it returns, or, in the deferred
 // mode (SetDeferred), at the next synchronization point.
@@ -461,8 +519,12 @@ func (d *Driver) LaunchKernel(f cuda.Function, grid, block cuda.Dim3, sharedByte
 		return fail("cuLaunchKernel", errInvalidHandle, "unknown function")
 	}
 	if !within(block, cuda.Dim3{X: 1024, Y: 1024, Z: 64}) || block.Threads() > 1024 ||
-		!within(grid, cuda.Dim3{X: 1<<31 - 1, Y: 65535, Z: 65535}) || sharedBytes < 0 || sharedBytes > 48<<10 {
+		!within(grid, cuda.Dim3{X: 1<<31 - 1, Y: 65535, Z: 65535}) || sharedBytes < 0 {
 		return fail("cuLaunchKernel", errInvalidValue, fmt.Sprintf("grid %v block %v shared %d bytes", grid, block, sharedBytes))
+	}
+	if limit := max(cuda.SharedDefault, d.optedIn[f]); sharedBytes > limit {
+		return fail("cuLaunchKernel", errInvalidValue, fmt.Sprintf("%s: %d bytes of dynamic shared memory, more than the %d its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES allows",
+			name, sharedBytes, limit))
 	}
 	d.launches = append(d.launches, Launch{Kernel: name, Grid: grid, Block: block, SharedBytes: sharedBytes, Params: len(params)})
 	if d.emu != nil {

@@ -2,6 +2,7 @@ package cudafake
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -102,5 +103,51 @@ func TestMemoryBounds(t *testing.T) {
 	wantCode(t, "double free", d.MemFree(p), "CUDA_ERROR_INVALID_VALUE")
 	if n, bytes := d.Live(); n != 1 || bytes != 16 {
 		t.Errorf("Live() = %d, %d; want 1, 16", n, bytes)
+	}
+}
+
+// TestDynamicShared: past 48 KiB, a launch's dynamic shared memory needs
+// the kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, which
+// cannot exceed the device's opt-in limit (cuDeviceGetAttribute 97); the
+// refusals name the kernel and the bytes.
+func TestDynamicShared(t *testing.T) {
+	d := ready(t)
+	d.SetSharedOptin(100 << 10)
+	if v, err := d.DeviceAttribute(0, cuda.DeviceAttrSharedOptin); err != nil || v != 100<<10 {
+		t.Errorf("the opt-in limit: %d, %v; want %d", v, err, 100<<10)
+	}
+	m, err := d.ModuleLoadData([]byte("// ptx\x00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := d.ModuleGetFunction(m, "rmsnorm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := cuda.Dim3{X: 1, Y: 1, Z: 1}
+	launch := func(bytes int) error { return d.LaunchKernel(f, one, one, bytes, nil) }
+	if err := launch(48 << 10); err != nil {
+		t.Errorf("48 KiB without opting in: %v", err)
+	}
+	err = launch(64 << 10)
+	wantCode(t, "64 KiB without opting in", err, "CUDA_ERROR_INVALID_VALUE")
+	if err == nil || !strings.Contains(err.Error(), "rmsnorm: 65536 bytes of dynamic shared memory, more than the 49152") {
+		t.Errorf("64 KiB without opting in: %v, want it to name the kernel and the bytes", err)
+	}
+	wantCode(t, "opting in past the device's limit", d.FuncSetAttribute(f, cuda.FuncAttrMaxDynamicShared, 100<<10+1), "CUDA_ERROR_INVALID_VALUE")
+	wantCode(t, "another attribute", d.FuncSetAttribute(f, 9, 0), "CUDA_ERROR_INVALID_VALUE")
+	if err := d.FuncSetAttribute(f, cuda.FuncAttrMaxDynamicShared, 68<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := launch(68 << 10); err != nil {
+		t.Errorf("68 KiB opted in to 68 KiB: %v", err)
+	}
+	err = launch(68<<10 + 16)
+	if err == nil || !strings.Contains(err.Error(), "rmsnorm: 69648 bytes of dynamic shared memory, more than the 69632") {
+		t.Errorf("past the 68 KiB opted in to: %v, want it to name the kernel and the bytes", err)
+	}
+	got := d.Launches()
+	if len(got) != 2 || got[0].SharedBytes != 48<<10 || got[1].SharedBytes != 68<<10 {
+		t.Errorf("launches %+v, want those of 48 and 68 KiB", got)
 	}
 }

@@ -7,7 +7,7 @@
 // serves a whole test:
 //
 //	int32 len, the kernel's name (len bytes)
-//	int32 grid x, y, z, block x, y, z
+//	int32 grid x, y, z, block x, y, z, bytes of dynamic shared memory
 //	int32 nargs, then per argument an int32 tag and its value:
 //	  1 float32 array: int32 n, n values
 //	  2 int32 array: int32 n, n values
@@ -112,23 +112,23 @@ P conv(std::vector<Arg> &args, size_t k) {
 }
 
 template <class... P, size_t... I>
-std::string launchIdx(void (*k)(P...), dim3 g, dim3 b, std::vector<Arg> &args, std::index_sequence<I...>) {
-	return hone_cuda::launch(k, g, b, conv<P>(args, I)...);
+std::string launchIdx(void (*k)(P...), dim3 g, dim3 b, size_t shared, std::vector<Arg> &args, std::index_sequence<I...>) {
+	return hone_cuda::launchShared(k, g, b, shared, conv<P>(args, I)...);
 }
 
 template <class... P>
-std::string launchWith(void (*k)(P...), dim3 g, dim3 b, std::vector<Arg> &args) {
+std::string launchWith(void (*k)(P...), dim3 g, dim3 b, size_t shared, std::vector<Arg> &args) {
 	if (args.size() != sizeof...(P))
 		throw std::runtime_error(std::to_string(args.size()) + " arguments for a kernel of " + std::to_string(sizeof...(P)));
-	return launchIdx(k, g, b, args, std::index_sequence_for<P...>{});
+	return launchIdx(k, g, b, shared, args, std::index_sequence_for<P...>{});
 }
 
 struct Entry {
 	const char *name;
-	std::string (*run)(dim3, dim3, std::vector<Arg> &);
+	std::string (*run)(dim3, dim3, size_t, std::vector<Arg> &);
 };
 
-#define KERNEL(k) {#k, [](dim3 g, dim3 b, std::vector<Arg> &a) { return launchWith(k, g, b, a); }}
+#define KERNEL(k) {#k, [](dim3 g, dim3 b, size_t s, std::vector<Arg> &a) { return launchWith(k, g, b, s, a); }}
 
 const Entry kernels[] = {
     KERNEL(rmsnorm_forward),
@@ -229,16 +229,19 @@ bool serveOne() {
 	std::vector<Arg> args;
 	const Entry *entry = nullptr;
 	dim3 grid, block;
+	size_t shared = 0;
 	try {
 		std::string name(size_t(read<int32_t>()), '\0');
 		readAll(name.data(), name.size());
 		for (const Entry &e : kernels)
 			if (name == e.name) entry = &e;
 		if (!entry) throw std::runtime_error("no kernel " + name);
-		int32_t geo[6];
+		int32_t geo[7];
 		readAll(geo, sizeof geo);
 		grid = dim3(geo[0], geo[1], geo[2]);
 		block = dim3(geo[3], geo[4], geo[5]);
+		if (geo[6] < 0) throw std::runtime_error("negative dynamic shared memory");
+		shared = size_t(geo[6]);
 		args.resize(size_t(read<int32_t>()));
 		for (size_t k = 0; k < args.size(); k++) {
 			Arg &a = args[k];
@@ -258,7 +261,7 @@ bool serveOne() {
 			default: throw std::runtime_error("argument " + std::to_string(k) + ": unknown tag " + std::to_string(a.tag));
 			}
 		}
-		std::string err = entry->run(grid, block, args);
+		std::string err = entry->run(grid, block, shared, args);
 		if (!err.empty()) {
 			reply(3, err);
 			return true;

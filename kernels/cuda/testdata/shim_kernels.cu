@@ -189,3 +189,29 @@ extern "C" __global__ void mma_in_branch(float *out) {
 	if (threadIdx.x % 32 < 16) mmaBf16(d, a, bb, d);
 	out[threadIdx.x] = d[0];
 }
+
+// dynamic_shared: the block's HONE_DYNAMIC_SHARED buffer (shim_main
+// launches it with 64 floats, 256 bytes) is the block's own, holds 0xff
+// bytes (NaN) before the block writes it, and is the launch's size,
+// 16-byte aligned.
+extern "C" __global__ void dynamic_shared(float *out) {
+	HONE_DYNAMIC_SHARED(float, s);
+	const int t = threadIdx.x, n = blockDim.x;
+	float *o = out + blockIdx.x * 4 * n;
+	const float before = s[t];
+	__syncthreads();
+	s[t] = (float)(blockIdx.x * 1000 + t);
+	__syncthreads();
+	o[t] = s[n - 1 - t];
+	o[n + t] = before != before ? 1.0f : 0.0f;
+	if (t == 0) {
+		o[2 * n] = (float)hone_cuda::dynamicSharedBytes();
+		o[2 * n + 1] = (float)(reinterpret_cast<uintptr_t>(s) % 16);
+	}
+}
+
+// dynamic_shared_overrun reads the float just past the launch's 256 bytes.
+extern "C" __global__ void dynamic_shared_overrun(float *out) {
+	HONE_DYNAMIC_SHARED(float, s);
+	out[threadIdx.x] = s[blockDim.x];
+}

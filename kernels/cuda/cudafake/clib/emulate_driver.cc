@@ -9,9 +9,13 @@
 // (".target sm_90"), cuModuleGetFunction finds a kernel only when the
 // module's text has its ".entry" and the emulator has the same kernel
 // compiled, and cuLaunchKernel runs the compiled kernel with as many
-// parameters as the PTX entry declares. A launch the shim refuses (a
-// divergent barrier or shuffle, dynamic shared memory) is
-// CUDA_ERROR_LAUNCH_FAILED with the shim's message on stderr.
+// parameters as the PTX entry declares, and its dynamic shared memory
+// (the kernel's HONE_DYNAMIC_SHARED buffer): up to 48 KiB, or up to what
+// cuFuncSetAttribute's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+// (8) allowed the function, at most the 227 KiB a block can opt in to
+// (cuDeviceGetAttribute 97), else CUDA_ERROR_INVALID_VALUE. A launch the
+// shim refuses (a divergent barrier or shuffle) is CUDA_ERROR_LAUNCH_FAILED
+// with the shim's message on stderr.
 //
 // The deferred mode: when HONE_FAKE_CUDA_DEFERRED is set (to this
 // library's path) in the environment of the process that calls cuInit,
@@ -55,7 +59,10 @@ struct Module {
 struct Function {
 	const Entry *entry;
 	std::vector<int> sizes;  // bytes of each parameter, from the PTX entry
+	unsigned maxDynamic;     // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 };
+
+const unsigned sharedDefault = 48 << 10, sharedOptin = 227 << 10;
 
 std::mutex driverMu;              // guards what follows
 bool initialized;
@@ -205,6 +212,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
 	if (d != 0) return 101;
 	if (attr == 75) *v = 9;
 	else if (attr == 76) *v = 0;
+	else if (attr == 97) *v = int(sharedOptin);
 	else return 1;
 	return 0;
 }
@@ -331,9 +339,20 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 		fprintf(stderr, "emulated libcuda: kernel %s is in the PTX but not in the emulator\n", name);
 		return 500;
 	}
-	Function *fn = new Function{e, sizes};
+	Function *fn = new Function{e, sizes, sharedDefault};
 	functions[fn] = mod;
 	*f = fn;
+	return 0;
+}
+
+// cuFuncSetAttribute of CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+// only (the kernels' static shared memory is not counted against the limit).
+CUresult cuFuncSetAttribute(void *f, int attr, int value) {
+	Function *fn = static_cast<Function *>(f);
+	std::lock_guard<std::mutex> lk(driverMu);
+	if (!functions.count(fn)) return 400;
+	if (attr != 8 || value < 0 || unsigned(value) > sharedOptin) return 1;
+	fn->maxDynamic = unsigned(value) > sharedDefault ? unsigned(value) : sharedDefault;
 	return 0;
 }
 
@@ -343,6 +362,11 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 	{
 		std::lock_guard<std::mutex> lk(driverMu);
 		if (!functions.count(fn)) return 400;
+		if (shared > fn->maxDynamic) {
+			fprintf(stderr, "emulated libcuda: cuLaunchKernel %s: %u bytes of dynamic shared memory, more than the %u allowed\n",
+			        fn->entry->name, shared, fn->maxDynamic);
+			return 1;
+		}
 	}
 	if (stream || extra) return 1;
 	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024) return 1;

@@ -61,12 +61,14 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
 	return 0;
 }
 
-/* Compute capability 9.0 (attributes 75 and 76, major and minor). */
+/* Compute capability 9.0 (attributes 75 and 76, major and minor) and
+   227 KiB of shared memory a block can opt in to (97). */
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
 	if (!initialized) return 3;
 	if (d < 0 || d >= devices()) return 101;
 	if (attr == 75) *v = 9;
 	else if (attr == 76) *v = 0;
+	else if (attr == 97) *v = 227 << 10;
 	else return 1;
 	return 0;
 }
@@ -132,6 +134,14 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 	if (!m) return 400;
 	if (strcmp(name, "fill") != 0) return 500;
 	*f = (void *)(uintptr_t)0x3000;
+	return 0;
+}
+
+/* The fill kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (8),
+   up to the opt-in limit; fill uses no shared memory. */
+CUresult cuFuncSetAttribute(void *f, int attr, int value) {
+	if (f != (void *)(uintptr_t)0x3000) return 400;
+	if (attr != 8 || value < 0 || value > 227 << 10) return 1;
 	return 0;
 }
 

@@ -25,10 +25,15 @@
 // issued before the current tile's math, stored rounded after it: the
 // keys' after the scores, the values' after P·V). FlashAttention-2 takes
 // 64-key tiles on sm_80/sm_90, with more shared memory than the 48 KiB a
-// launch gets without opting in (Hone's launches do not opt in, and the
-// shim has no dynamic shared memory): two 64-key buffers of keys and values
-// would need 68 KiB here. cp.async is not used: the operands are float32
-// and are rounded as they are staged.
+// launch gets without opting in: attention_mma_forward_k64 ("tc3k64") does,
+// its two 64-key buffers of keys and values (68 KiB) in dynamic shared
+// memory (HONE_DYNAMIC_SHARED; Kernel.Launch opts it in), prefetched 32
+// keys at a time through the registers of a 32-key tile (mmForward), so
+// that it fits the 255 registers without spilling as the 32-key kernel
+// does (242 each, ptxas -arch=sm_90). The 64-key variant has not run on a
+// GPU; on the shim its out and lse match the 32-key kernel's within
+// TestAttentionTC3K64OnCPUShim's bounds. cp.async is not used: the
+// operands are float32 and are rounded as they are staged.
 //
 // Backward, FA2's split, deterministic (fixed order, no atomics): δ =
 // rowsum(round(dout)∘out) from tc2's attention_fa2_delta into a scratch
@@ -45,7 +50,8 @@
 // fragments) to each other through a per-lane slot in shared memory: lane
 // l of one warp holds the same elements of its tile as lane l of the other.
 //
-// Shared memory is static, under 48 KiB. Tiles are bf16 rows of MM_LD =
+// Shared memory is static, under 48 KiB, but for attention_mma_forward_k64's
+// 68 KiB of dynamic shared memory. Tiles are bf16 rows of MM_LD =
 // 136 elements (272 bytes: every row 16-byte aligned as ldmatrix wants,
 // and the 8 rows of one ldmatrix matrix in distinct bank groups). Every
 // barrier, shuffle, ldmatrix and mma is reached by the whole block or warp
@@ -54,6 +60,7 @@
 // range clamped as in attention.cuh. Tested on the CPU through mma.cuh's
 // emulation (TestAttentionTC3OnCPUShim against kernels/ref).
 #include "attention.cuh"
+#include "common.cuh"
 #include "mma.cuh"
 
 #ifdef __CUDACC__
@@ -66,7 +73,8 @@
 #define MM_DMAX 128           // largest head dim
 #define MM_NF (MM_DMAX / 16)  // 16-column blocks of a head, at most
 #define MM_LD (MM_DMAX + 8)   // row stride of a staged bf16 tile, in elements
-#define MM_FK 32              // keys of a forward tile
+#define MM_FK 32              // keys of a forward tile (attention_mma_forward)
+#define MM_FK64_SHARED (4 * 64 * MM_LD * 2)  // bytes of attention_mma_forward_k64's tiles: 68 KiB
 #define MM_BK 32              // rows of a backward tile (keys in dq, queries in dkdv)
 
 typedef unsigned short mmbf;  // a bfloat16's bits in shared memory
@@ -180,15 +188,25 @@ __device__ __forceinline__ void mmToA(unsigned a[4], const float c0[4], const fl
 	a[3] = mmaPack(c1[2], c1[3]);
 }
 
-// attention_mma_forward is attention_forward (same parameters and
-// contract) on mma.sync; D a multiple of 16, at most 128. Grid
-// (⌈Nq·G/64⌉, KVH), block 128.
-extern "C" __global__ void attention_mma_forward(float *__restrict__ out, float *__restrict__ lse,
-                                                 const float *__restrict__ q, const float *__restrict__ k,
-                                                 const float *__restrict__ v, const int *__restrict__ seqOff, int S,
-                                                 int Nq, int H, int KVH, int D, int W, int qoff, float scale) {
-	constexpr int TILE = MM_FK * MM_LD;  // elements of a staged key (or value) tile
-	__shared__ __align__(16) mmbf kv[4 * TILE];  // buffer b: keys at 2b·TILE, values TILE further; the queries [64][MM_LD] before the loop
+// mmForward is attention_mma_forward's body on key and value tiles of FK
+// keys (a multiple of 32), double-buffered in kv [4·FK][MM_LD] (buffer b:
+// keys at 2b·FK rows, values FK rows further; the queries [64][MM_LD]
+// before the loop). The next tile is prefetched through registers 32 keys
+// at a time (a chunk: mmRegs of 32 rows, the registers of one FK = 32
+// tile): chunk h of the next keys is loaded before the scores of the
+// current tile's chunk h and stored after them; the next values' chunk h
+// loaded after the last scores (h = 0) or the previous P·V chunk, and
+// stored after P·V of chunk h. With FK = 32 that is the schedule of one
+// tile, and every sum runs in the same order as a 32-key kernel's.
+template <int FK>
+__device__ __forceinline__ void mmForward(mmbf *kv, float *__restrict__ out, float *__restrict__ lse,
+                                          const float *__restrict__ q, const float *__restrict__ k,
+                                          const float *__restrict__ v, const int *__restrict__ seqOff, int S, int Nq,
+                                          int H, int KVH, int D, int W, int qoff, float scale) {
+	static_assert(FK % 32 == 0 && 4 * FK >= MM_ROWS, "key tiles of whole 32-key chunks, room for the queries");
+	constexpr int TILE = FK * MM_LD;  // elements of a staged key (or value) tile
+	constexpr int CH = 32;            // keys of a prefetched chunk
+	constexpr int NCH = FK / CH;
 
 	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
 	const int kvh = blockIdx.y, G = H / KVH, total = Nq * G, nd = D / 16;
@@ -209,47 +227,53 @@ extern "C" __global__ void attention_mma_forward(float *__restrict__ out, float 
 	MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) ldmatrixX4(qa[c], mmA(kv, 16 * warp, 16 * c, lane));
 	float o[2 * MM_NF][4];  // the output's 8-column blocks
 	MM_UNROLL for (int c = 0; c < 2 * MM_NF; c++) MM_UNROLL for (int e = 0; e < 4; e++) o[c][e] = 0.0f;
-	auto keyRow = [=](int j0, int nk) {
+	// chunk is row t of the keys' (values') chunk of CH keys from j0: a
+	// key of the tile, or zeros past jhi.
+	auto chunk = [=](int j0) {
+		const int nk = attMin(CH, jhi - j0 + 1);
 		return [=](int t) { return t < nk ? ((long long)(j0 + t) * KVH + kvh) * D : -1LL; };
 	};
 	const float *const srcK[1] = {k}, *const srcV[1] = {v};
-	mmRegs<MM_FK, 128, 1> pf;  // one source at a time: keys, then values
-	mmFetch(pf, srcK, D, keyRow(jlo, attMin(MM_FK, jhi - jlo + 1)));
+	mmRegs<CH, 128, 1> pf;  // one source and chunk at a time: keys, then values
+	mmFetch(pf, srcK, D, chunk(jlo));
 	__syncthreads();  // every warp has its q fragments
-	{
-		mmbf *const toK[1] = {kv}, *const toV[1] = {kv + TILE};
+	MM_UNROLL for (int h = 0; h < NCH; h++) {
+		mmbf *const toK[1] = {kv + h * CH * MM_LD}, *const toV[1] = {kv + TILE + h * CH * MM_LD};
 		mmPut(pf, toK, D);
-		mmFetch(pf, srcV, D, keyRow(jlo, attMin(MM_FK, jhi - jlo + 1)));
+		mmFetch(pf, srcV, D, chunk(jlo + h * CH));
 		mmPut(pf, toV, D);
+		if (h + 1 < NCH) mmFetch(pf, srcK, D, chunk(jlo + (h + 1) * CH));
 	}
 	float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // l: the sum over this lane's keys of the row
 	int buf = 0;
-	for (int j0 = jlo; j0 <= jhi; j0 += MM_FK, buf ^= 1) {
-		const int nk = attMin(MM_FK, jhi - j0 + 1);
-		const bool more = j0 + MM_FK <= jhi;
+	for (int j0 = jlo; j0 <= jhi; j0 += FK, buf ^= 1) {
+		const int nk = attMin(FK, jhi - j0 + 1);
+		const bool more = j0 + FK <= jhi;
 		__syncthreads();  // this tile is stored; the other buffer's readers are done
-		const auto next = keyRow(j0 + MM_FK, attMin(MM_FK, jhi - j0 - MM_FK + 1));
-		mmbf *const toK[1] = {kv + 2 * (buf ^ 1) * TILE}, *const toV[1] = {kv + 2 * (buf ^ 1) * TILE + TILE};
-		if (more) mmFetch(pf, srcK, D, next);
+		mmbf *const nextK = kv + 2 * (buf ^ 1) * TILE, *const nextV = nextK + TILE;
 		const mmbf *ks = kv + 2 * buf * TILE, *vs = ks + TILE;
-		float s[MM_FK / 8][4];  // the scores' 8-key blocks
-		MM_UNROLL for (int n = 0; n < MM_FK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) s[n][e] = 0.0f;
-		MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) {
-			MM_UNROLL for (int n = 0; n < MM_FK / 16; n++) {
-				unsigned kb[4];
-				ldmatrixX4(kb, mmBt(ks, 16 * n, 16 * c, lane));
-				mmaBf16(s[2 * n], qa[c], kb, s[2 * n]);
-				mmaBf16(s[2 * n + 1], qa[c], kb + 2, s[2 * n + 1]);
+		float s[FK / 8][4];  // the scores' 8-key blocks
+		MM_UNROLL for (int n = 0; n < FK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) s[n][e] = 0.0f;
+		MM_UNROLL for (int h = 0; h < NCH; h++) {
+			if (more) mmFetch(pf, srcK, D, chunk(j0 + FK + h * CH));
+			MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) {
+				MM_UNROLL for (int n = h * CH / 16; n < (h + 1) * CH / 16; n++) {
+					unsigned kb[4];
+					ldmatrixX4(kb, mmBt(ks, 16 * n, 16 * c, lane));
+					mmaBf16(s[2 * n], qa[c], kb, s[2 * n]);
+					mmaBf16(s[2 * n + 1], qa[c], kb + 2, s[2 * n + 1]);
+				}
+			}
+			if (more) {  // the next keys' chunk to their buffer
+				mmbf *const toK[1] = {nextK + h * CH * MM_LD};
+				mmPut(pf, toK, D);
 			}
 		}
-		if (more) {  // the next keys to their buffer, then its values' loads in flight
-			mmPut(pf, toK, D);
-			mmFetch(pf, srcV, D, next);
-		}
+		if (more) mmFetch(pf, srcV, D, chunk(j0 + FK));  // the next values' first chunk in flight
 		// The online softmax on the accumulators: element e of block n is
 		// row x = e/2, key j0 + 8n + 2·tq + e%2.
 		float mt[2] = {-INFINITY, -INFINITY};
-		MM_UNROLL for (int n = 0; n < MM_FK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
+		MM_UNROLL for (int n = 0; n < FK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
 			const int x = e / 2, jj = 8 * n + 2 * tq + e % 2, j = j0 + jj;
 			s[n][e] = jj < nk && j >= first[x] && j <= pos[x] ? scale * s[n][e] : -INFINITY;
 			mt[x] = fmaxf(mt[x], s[n][e]);
@@ -263,25 +287,31 @@ extern "C" __global__ void attention_mma_forward(float *__restrict__ out, float 
 			l[x] *= a[x];
 			m[x] = mn;
 		}
-		MM_UNROLL for (int n = 0; n < MM_FK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
+		MM_UNROLL for (int n = 0; n < FK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
 			const float p = s[n][e] == -INFINITY ? 0.0f : expf(s[n][e] - m[e / 2]);
 			l[e / 2] += p;
 			s[n][e] = p;
 		}
-		unsigned pa[MM_FK / 16][4];  // P, rounded: A fragments of 16 keys
-		MM_UNROLL for (int n = 0; n < MM_FK / 16; n++) mmToA(pa[n], s[2 * n], s[2 * n + 1]);
 		MM_UNROLL for (int c = 0; c < 2 * MM_NF; c++) if (c < 2 * nd) {
 			MM_UNROLL for (int e = 0; e < 4; e++) o[c][e] *= a[e / 2];
 		}
-		MM_UNROLL for (int n = 0; n < MM_FK / 16; n++) {
-			MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) {
-				unsigned vb[4];
-				ldmatrixX4Trans(vb, mmB(vs, 16 * n, 16 * c, lane));
-				mmaBf16(o[2 * c], pa[n], vb, o[2 * c]);
-				mmaBf16(o[2 * c + 1], pa[n], vb + 2, o[2 * c + 1]);
+		MM_UNROLL for (int h = 0; h < NCH; h++) {
+			MM_UNROLL for (int n = h * CH / 16; n < (h + 1) * CH / 16; n++) {
+				unsigned pa[4];  // P's 16 keys, rounded: an A fragment
+				mmToA(pa, s[2 * n], s[2 * n + 1]);
+				MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) {
+					unsigned vb[4];
+					ldmatrixX4Trans(vb, mmB(vs, 16 * n, 16 * c, lane));
+					mmaBf16(o[2 * c], pa, vb, o[2 * c]);
+					mmaBf16(o[2 * c + 1], pa, vb + 2, o[2 * c + 1]);
+				}
+			}
+			if (more) {  // the next values' chunk to their buffer, the following one in flight
+				mmbf *const toV[1] = {nextV + h * CH * MM_LD};
+				mmPut(pf, toV, D);
+				if (h + 1 < NCH) mmFetch(pf, srcV, D, chunk(j0 + FK + (h + 1) * CH));
 			}
 		}
-		if (more) mmPut(pf, toV, D);
 	}
 	float inv[2];
 	MM_UNROLL for (int x = 0; x < 2; x++) {
@@ -297,6 +327,34 @@ extern "C" __global__ void attention_mma_forward(float *__restrict__ out, float 
 			if (f < total) out[mmRow(f, G, H, kvh, D) + 8 * c + 2 * tq + e % 2] = o[c][e] * inv[e / 2];
 		}
 	}
+}
+
+// attention_mma_forward is attention_forward (same parameters and
+// contract) on mma.sync, 32-key tiles in static shared memory; D a
+// multiple of 16, at most 128. Grid (⌈Nq·G/64⌉, KVH), block 128.
+extern "C" __global__ void attention_mma_forward(float *__restrict__ out, float *__restrict__ lse,
+                                                 const float *__restrict__ q, const float *__restrict__ k,
+                                                 const float *__restrict__ v, const int *__restrict__ seqOff, int S,
+                                                 int Nq, int H, int KVH, int D, int W, int qoff, float scale) {
+	__shared__ __align__(16) mmbf kv[4 * MM_FK * MM_LD];
+	mmForward<MM_FK>(kv, out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, W, qoff, scale);
+}
+
+// attention_mma_forward_k64 is attention_mma_forward on 64-key tiles, in
+// MM_FK64_SHARED bytes of dynamic shared memory (the launch's sharedBytes,
+// past the 48 KiB a launch gets without opting in). The same outputs as
+// attention_mma_forward up to the order of float32 sums and where P's
+// bfloat16 rounding falls: the running max moves every 64 keys instead of
+// every 32, so P = e^(s − m) is rounded against another m (on the shim,
+// TestAttentionTC3K64OnCPUShim: out within 7.0e-3 of the 32-key kernel's
+// (kerneltest.RelErr), about what either is from kernels/ref; lse within
+// 7.9e-8; the same bits where a block's keys fit one 32-key tile).
+extern "C" __global__ void attention_mma_forward_k64(float *__restrict__ out, float *__restrict__ lse,
+                                                     const float *__restrict__ q, const float *__restrict__ k,
+                                                     const float *__restrict__ v, const int *__restrict__ seqOff, int S,
+                                                     int Nq, int H, int KVH, int D, int W, int qoff, float scale) {
+	HONE_DYNAMIC_SHARED(mmbf, kv);
+	mmForward<64>(kv, out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, W, qoff, scale);
 }
 
 // attention_mma_backward_dq is attention_backward_dq (same parameters and

@@ -22,6 +22,7 @@ import (
 type shimTC struct {
 	shimBackend
 	tc2, tc3 bool
+	k64      bool // with tc3: the 64-key forward (tc3k64)
 }
 
 func (shimTC) Precision() kernels.Precision { return kernels.PrecisionBF16 }
@@ -41,6 +42,9 @@ func (b shimTC) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int
 		}
 		if b.tc3 {
 			plan = cuda.PlanAttentionTC3
+		}
+		if b.tc3 && b.k64 {
+			plan = cuda.PlanAttentionTC3K64
 		}
 	}
 	b.h.runPlan(plan(out, lse, q, k, v, seqOff, len(seqOff)-1, N, N, H, KVH, D, W, 0, scale))
@@ -233,6 +237,78 @@ func TestAttentionTC3OnCPUShim(t *testing.T) {
 	t.Run("conformance", func(t *testing.T) {
 		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
 	})
+}
+
+// TestAttentionTC3K64OnCPUShim is TestAttentionTC3OnCPUShim with the
+// 64-key forward (tc3k64: attention_mma_forward_k64, its tiles in dynamic
+// shared memory), and that forward against the 32-key one on the same
+// inputs (tc3TilesAgree).
+func TestAttentionTC3K64OnCPUShim(t *testing.T) {
+	t.Parallel()
+	h := newShimHarness(t, buildShim(t, "kernels_main"))
+	b := shimTC{shimBackend: shimBackend{h: h}, tc3: true, k64: true}
+	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
+	t.Run("conformance", func(t *testing.T) {
+		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	})
+	t.Run("against 32-key tiles", func(t *testing.T) {
+		tc3TilesAgree(t, shimTC{shimBackend: shimBackend{h: h}, tc3: true}, b, tc3TileCases)
+	})
+}
+
+// tc3TileCases are attnTCCases with blocks that walk several 64-key tiles
+// (both buffers, a partial last tile, windows that start mid-tile), up to
+// the long sequences of tcOnHardware (1024 keys: the bound holds as the
+// rounding differences add up over the keys).
+var tc3TileCases = append(slices.Clone(attnTCCases),
+	attnCase{lens: []int{200, 131}, H: 2, KVH: 1, D: 128},
+	attnCase{lens: []int{257}, H: 4, KVH: 2, D: 64, W: 100},
+	attnCase{lens: []int{513, 300, 211}, H: 7, KVH: 1, D: 128},
+	attnCase{lens: []int{400, 200}, H: 4, KVH: 2, D: 64, W: 128},
+)
+
+// The bounds of the 64-key forward against the 32-key one on the same
+// inputs. Where a block's keys fit one 32-key tile the two give the same
+// bits. Otherwise not only the order of float32 sums differs: the running
+// max moves every 64 keys instead of every 32, so P = e^(s − m), rounded
+// to bfloat16 for P·V, is rounded against another m, and out differs by
+// about what either differs from ref: the bf16 mode's bound, tcOutTol. lse
+// adds the unrounded P, float32 only: the float32 bound. Measured on the
+// CPU shim and the emulated device (tc3TileCases, kerneltest.RelErr): out
+// ≤ 7.0e-3 (≤ 4.2e-3 up to 331 keys, growing with the keys as the rounding
+// differences add up), lse ≤ 7.9e-8.
+const (
+	tc3K64LseTol = kerneltest.F32Tol
+	tc3K64OutTol = tcOutTol
+)
+
+// tc3TilesAgree runs the forward of k32 (tc3) and k64 (tc3k64) on cases
+// and checks k64's out and lse against k32's at tc3K64OutTol and
+// tc3K64LseTol.
+func tc3TilesAgree(t *testing.T, k32, k64 kernels.Backend, cases []attnCase) {
+	r := rand.New(rand.NewPCG(64, 32))
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("T=%v,H=%d,KVH=%d,D=%d,W=%d", c.lens, c.H, c.KVH, c.D, c.W), func(t *testing.T) {
+			H, KVH, D, W := c.H, c.KVH, c.D, c.W
+			seqOff, N := []int32{0}, 0
+			for _, l := range c.lens {
+				N += l
+				seqOff = append(seqOff, int32(N))
+			}
+			if W == 0 {
+				W = N
+			}
+			q, k, v := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D)
+			scale := float32(1 / math.Sqrt(float64(D)))
+			o32, l32 := make([]float32, N*H*D), make([]float32, N*H)
+			k32.AttentionWindowForward(o32, l32, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			o64, l64 := make([]float32, N*H*D), make([]float32, N*H)
+			k64.AttentionWindowForward(o64, l64, q, k, v, seqOff, N, H, KVH, D, W, scale)
+			t.Logf("64-key tiles vs 32-key tiles: out %.2g, lse %.2g", kerneltest.RelErr(o64, o32), kerneltest.RelErr(l64, l32))
+			near(t, "lse (64-key vs 32-key tiles)", l64, l32, tc3K64LseTol)
+			near(t, "out (64-key vs 32-key tiles)", o64, o32, tc3K64OutTol)
+		})
+	}
 }
 
 // TestAttnTCDims: the tensor-core kernels take D a multiple of 16 up to

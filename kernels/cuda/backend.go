@@ -150,7 +150,7 @@ func (b *Backend) Name() string {
 
 // SetAttentionKernel picks the bf16 precision's tensor-core attention
 // (Ops.SetAttentionKernel: AttentionTC1, the default, AttentionTC2,
-// AttentionTC3 or AttentionGEMM).
+// AttentionTC3, AttentionTC3K64 or AttentionGEMM).
 // Call it before the ops run.
 func (b *Backend) SetAttentionKernel(name string) error { return b.ops.SetAttentionKernel(name) }
 

@@ -151,8 +151,40 @@ func TestBackendBF16AttentionTC3(t *testing.T) {
 	}
 }
 
+// TestBackendBF16AttentionTC3K64 is TestBackendBF16AttentionTC3 with tc3's
+// 64-key forward (SetAttentionKernel("tc3k64")): the groups launch
+// attention_mma_forward_k64 with its 68 KiB of dynamic shared memory (the
+// emulated driver refuses more than 48 KiB unless the kernel was opted in)
+// and tc3's backward, not the 32-key forward.
+func TestBackendBF16AttentionTC3K64(t *testing.T) {
+	t.Parallel()
+	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	if err := b.SetAttentionKernel(cuda.AttentionTC3K64); err != nil {
+		t.Fatal(err)
+	}
+	n0 := len(drv.Launches())
+	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	var launched []string
+	for _, l := range drv.Launches()[n0:] {
+		launched = append(launched, l.Kernel)
+		if l.Kernel == "attention_mma_forward_k64" && l.SharedBytes != 68<<10 {
+			t.Errorf("attention_mma_forward_k64 launched with %d bytes of dynamic shared memory, want %d", l.SharedBytes, 68<<10)
+		}
+	}
+	for _, k := range []string{"attention_mma_forward_k64", "attention_fa2_delta", "attention_mma_backward_dq", "attention_mma_backward_dkdv"} {
+		if !slices.Contains(launched, k) {
+			t.Errorf("the attention groups in bf16 with tc3k64 launched no %s", k)
+		}
+	}
+	if slices.Contains(launched, "attention_mma_forward") {
+		t.Error("the attention groups in bf16 with tc3k64 launched the 32-key attention_mma_forward")
+	}
+}
+
 // TestSetAttentionKernel: "tc1" and "" pick attention_tc.cu, "tc2"
-// attention_fa2.cu, "tc3" attention_mma.cu, "gemm" the GEMM attention; another name is an error that names the choices and
+// attention_fa2.cu, "tc3" attention_mma.cu ("tc3k64" with its 64-key
+// forward), "gemm" the GEMM attention; another name is an error that names the choices and
 // leaves the choice as it was.
 func TestSetAttentionKernel(t *testing.T) {
 	t.Parallel()
@@ -161,7 +193,7 @@ func TestSetAttentionKernel(t *testing.T) {
 	if got := b.AttentionKernel(); got != cuda.AttentionTC1 {
 		t.Errorf("default attention kernel %q, want %q", got, cuda.AttentionTC1)
 	}
-	for _, c := range []struct{ set, want string }{{"tc2", "tc2"}, {"", "tc1"}, {"tc2", "tc2"}, {"tc1", "tc1"}, {"tc3", "tc3"}, {"gemm", "gemm"}, {"tc1", "tc1"}} {
+	for _, c := range []struct{ set, want string }{{"tc2", "tc2"}, {"", "tc1"}, {"tc2", "tc2"}, {"tc1", "tc1"}, {"tc3", "tc3"}, {"tc3k64", "tc3k64"}, {"gemm", "gemm"}, {"tc1", "tc1"}} {
 		if err := b.SetAttentionKernel(c.set); err != nil {
 			t.Fatalf("SetAttentionKernel(%q): %v", c.set, err)
 		}
@@ -170,7 +202,7 @@ func TestSetAttentionKernel(t *testing.T) {
 		}
 	}
 	err := b.SetAttentionKernel("fa3")
-	if err == nil || !strings.Contains(err.Error(), `"fa3"`) || !strings.Contains(err.Error(), `"tc2"`) || !strings.Contains(err.Error(), `"tc3"`) || !strings.Contains(err.Error(), `"gemm"`) {
+	if err == nil || !strings.Contains(err.Error(), `"fa3"`) || !strings.Contains(err.Error(), `"tc2"`) || !strings.Contains(err.Error(), `"tc3"`) || !strings.Contains(err.Error(), `"tc3k64"`) || !strings.Contains(err.Error(), `"gemm"`) {
 		t.Errorf(`SetAttentionKernel("fa3") = %v, want an error naming it and the choices`, err)
 	}
 	if got := b.AttentionKernel(); got != cuda.AttentionTC1 {

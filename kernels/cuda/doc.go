@@ -61,8 +61,12 @@
 // which cpushim emulates by the PTX ISA's fragment layouts; the softmax
 // on the score accumulators, P from them into A fragments without shared
 // memory), the same rounding points, picked by
-// Ops.SetAttentionKernel("tc3"); CPU shim only so far
-// (TestAttentionTC3OnHardware times it against tc1, tc2 and gemm);
+// Ops.SetAttentionKernel("tc3"); "tc3k64" takes its forward's key and
+// value tiles 64 keys at a time (attention_mma_forward_k64, FlashAttention-2's
+// tile on sm_80/sm_90, in 68 KiB of dynamic shared memory: HONE_DYNAMIC_SHARED,
+// which Kernel.Launch opts in past 48 KiB with cuFuncSetAttribute); CPU shim
+// only so far (TestAttentionTC3OnHardware checks both and times them against
+// tc1, tc2 and gemm);
 // attention_gemm.cu: the layout and row kernels of a third training
 // attention of the bf16 precision, picked by
 // Ops.SetAttentionKernel("gemm") (ops_attention_gemm.go): per (sequence, KV

@@ -27,6 +27,7 @@ var (
 	PlanAttentionBackwardTC2 = planAttentionBackwardTC2
 
 	PlanAttentionTC3         = planAttentionTC3
+	PlanAttentionTC3K64      = planAttentionTC3K64
 	PlanAttentionBackwardTC3 = planAttentionBackwardTC3
 
 	PlanAttentionDecodeBatch = planAttentionDecodeBatch

@@ -18,7 +18,7 @@ type Ops struct {
 	mods    []*Kernels
 	kernels map[string]*Kernel
 	prec    kernels.Precision // the products on bfloat16 weights (SetPrecision)
-	attn    string            // the bf16 mode's tensor-core attention: "tc1" (""), "tc2", "tc3" or "gemm" (SetAttentionKernel)
+	attn    string            // the bf16 mode's tensor-core attention: "tc1" (""), "tc2", "tc3", "tc3k64" or "gemm" (SetAttentionKernel)
 	// scoreCap and rowBlock: the GEMM attention's score scratch bound and
 	// row block when > 0 (tests); attnGEMMScoreBytes and attnGEMMBlock
 	// otherwise (gemmScoreBytes, gemmRowBlock)
@@ -104,6 +104,7 @@ var kernelModules = map[string]string{
 	"attention_fa2_backward_dkdv": "attention_fa2",
 
 	"attention_mma_forward":       "attention_mma",
+	"attention_mma_forward_k64":   "attention_mma",
 	"attention_mma_backward_dq":   "attention_mma",
 	"attention_mma_backward_dkdv": "attention_mma",
 

@@ -95,22 +95,27 @@ func planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S,
 // score accumulators and P kept in registers (mma.cuh); the same head dims,
 // rounding points, bounds and alignment as tc2 (δ by tc2's
 // attention_fa2_delta), run only on the CPU shim so far
-// (TestAttentionTC3OnHardware times it).
+// (TestAttentionTC3OnHardware times it). AttentionTC3K64 ("tc3k64") is tc3
+// whose forward takes 64-key tiles (attention_mma_forward_k64, in 68 KiB
+// of dynamic shared memory, FlashAttention-2's tile on sm_80/sm_90) instead
+// of 32; its backward is tc3's. Not run on a GPU either.
 const (
-	AttentionTC1 = "tc1"
-	AttentionTC2 = "tc2"
-	AttentionTC3 = "tc3"
+	AttentionTC1    = "tc1"
+	AttentionTC2    = "tc2"
+	AttentionTC3    = "tc3"
+	AttentionTC3K64 = "tc3k64"
 )
 
 // SetAttentionKernel picks the tensor-core attention of the bf16 precision:
 // AttentionTC1 (attention_tc.cu, the default; "" means it too),
-// AttentionTC2 (attention_fa2.cu), AttentionTC3 (attention_mma.cu) or
+// AttentionTC2 (attention_fa2.cu), AttentionTC3 (attention_mma.cu),
+// AttentionTC3K64 (attention_mma.cu, 64-key forward tiles) or
 // AttentionGEMM (batched cuBLAS GEMMs
 // around attention_gemm.cu, ops_attention_gemm.go; where one row block of
 // one sequence is too large for its scratch, gemmRuns, about 100k tokens
 // at the 7B shape, the op runs tc1). It changes
 // nothing in PrecisionF32 or for head dims attnTC leaves to the float32
-// kernels. tc2 and tc3 also want q, k, v and dout 16-byte aligned (their
+// kernels. tc2 and tc3 (tc3k64) also want q, k, v and dout 16-byte aligned (their
 // loads are four floats wide): where one is not (a view at an odd offset),
 // the op runs tc1; train/model's activation arena starts every piece 16 bytes
 // aligned, so the model's operands qualify
@@ -124,16 +129,19 @@ func (o *Ops) SetAttentionKernel(name string) error {
 		o.attn = AttentionTC2
 	case AttentionTC3:
 		o.attn = AttentionTC3
+	case AttentionTC3K64:
+		o.attn = AttentionTC3K64
 	case AttentionGEMM:
 		o.attn = AttentionGEMM
 	default:
-		return fmt.Errorf("CUDA Ops: unknown attention kernel %q (want %q, %q, %q or %q)", name, AttentionTC1, AttentionTC2, AttentionTC3, AttentionGEMM)
+		return fmt.Errorf("CUDA Ops: unknown attention kernel %q (want %q, %q, %q, %q or %q)", name, AttentionTC1, AttentionTC2, AttentionTC3, AttentionTC3K64, AttentionGEMM)
 	}
 	return nil
 }
 
 // AttentionKernel returns the tensor-core attention SetAttentionKernel
-// picked: AttentionTC1, AttentionTC2, AttentionTC3 or AttentionGEMM.
+// picked: AttentionTC1, AttentionTC2, AttentionTC3, AttentionTC3K64 or
+// AttentionGEMM.
 func (o *Ops) AttentionKernel() string {
 	if o.attn == "" {
 		return AttentionTC1
@@ -142,10 +150,10 @@ func (o *Ops) AttentionKernel() string {
 }
 
 // attnAligned reports whether an op on bufs runs the kernels o.attn
-// names, attention_fa2.cu (tc2) or attention_mma.cu (tc3): one of them
-// picked and every buffer 16-byte aligned.
+// names, attention_fa2.cu (tc2) or attention_mma.cu (tc3, tc3k64): one
+// of them picked and every buffer 16-byte aligned.
 func (o *Ops) attnAligned(bufs ...*Buffer) bool {
-	if o.attn != AttentionTC2 && o.attn != AttentionTC3 {
+	if o.attn != AttentionTC2 && o.attn != AttentionTC3 && o.attn != AttentionTC3K64 {
 		return false
 	}
 	for _, b := range bufs {
@@ -198,6 +206,22 @@ func planAttentionTC3(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, 
 	rows := Nq * (H / KVH)
 	return []step{{Kernel: "attention_mma_forward", Grid: Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{128, 1, 1},
 		Args: []any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}}}
+}
+
+// mmFK64Shared is attention_mma_forward_k64's dynamic shared memory
+// (attention_mma.cu's MM_FK64_SHARED): two buffers of 64 keys and 64
+// values, bf16 rows of 136 elements, 68 KiB.
+const mmFK64Shared = 4 * 64 * 136 * 2
+
+// planAttentionTC3K64 is planAttentionTC3 on attention_mma_forward_k64:
+// the same grid and block, 64-key tiles in mmFK64Shared bytes of dynamic
+// shared memory (Kernel.Launch opts the kernel in).
+func planAttentionTC3K64(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, qoff int, scale float32) []step {
+	s := planAttentionTC3(out, lse, q, k, v, seqOff, S, Nq, keys, H, KVH, D, W, qoff, scale)
+	for i := range s {
+		s[i].Kernel, s[i].SharedBytes = "attention_mma_forward_k64", mmFK64Shared
+	}
+	return s
 }
 
 // planAttentionBackwardTC3 is planAttentionBackwardTC2 with
@@ -295,14 +319,16 @@ const (
 	attnPathTC1 = AttentionTC1
 	attnPathTC2 = AttentionTC2
 	attnPathTC3 = AttentionTC3
+	// attnPathTC3K64: tc3 with attention_mma_forward_k64
+	attnPathTC3K64 = AttentionTC3K64
 	// attnPathGEMM: ops_attention_gemm.go
 )
 
 // attnPath names the kernels a training attention op of head dim D on the
 // operands bufs (q, k, v, and dout for the backward) runs in o's
 // precision: attnPathGEMM when gemm is picked and its runs fit (gemmFits,
-// from the host offsets), attnPathTC2 (attnPathTC3) when tc2 (tc3) is
-// picked and every operand is 16-byte aligned, attnPathTC1 for the other tensor-core cases
+// from the host offsets), attnPathTC2 (attnPathTC3, attnPathTC3K64) when
+// tc2 (tc3, tc3k64) is picked and every operand is 16-byte aligned, attnPathTC1 for the other tensor-core cases
 // (attnTC), attnPathF32 otherwise. The ops choose by it, and
 // cuda.Backend's profile names the op by it.
 func (o *Ops) attnPath(D int, gemmFits bool, bufs ...*Buffer) string {
@@ -390,6 +416,8 @@ func (o *Ops) attnForward(op string, out, lse, q, k, v, seqOff *Buffer, off []in
 		return o.run(op, planAttentionTC2(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
 	case attnPathTC3:
 		return o.run(op, planAttentionTC3(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
+	case attnPathTC3K64:
+		return o.run(op, planAttentionTC3K64(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
 	case attnPathTC1:
 		return o.run(op, planAttentionTC(out, lse, q, k, v, seqOff, S, N, N, H, KVH, D, W, 0, scale))
 	}
@@ -432,7 +460,7 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 		}
 		return o.runX(op, planAttentionBackwardGEMM(dq, dk, dv, dout, out, lse, q, k, v, seqOff, ord, S, scr, runs, N, H, KVH, D, min(W, N), scale))
 	}
-	if (path == attnPathTC2 || path == attnPathTC3) && N > 0 {
+	if (path == attnPathTC2 || path == attnPathTC3 || path == attnPathTC3K64) && N > 0 {
 		sc := o.lockScratch()
 		defer sc.unlock()
 		dl, err := sc.get(c.op, "attention.delta", N*H)
@@ -440,7 +468,7 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 			return err
 		}
 		plan := planAttentionBackwardTC2
-		if path == attnPathTC3 {
+		if path == attnPathTC3 || path == attnPathTC3K64 { // tc3k64's backward is tc3's
 			plan = planAttentionBackwardTC3
 		}
 		return o.run(c.op, plan(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale))

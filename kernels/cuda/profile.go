@@ -24,7 +24,7 @@ type opProfile map[string]*OpTime
 
 // StartProfile starts (or restarts, from zero) timing every op by name
 // (kernels.Backend's method; the training attention ops with the kernels
-// they ran: "AttentionBackward (tc2)", "(tc3)", "(gemm)", "(tc1)" or
+// they ran: "AttentionBackward (tc2)", "(tc3)", "(tc3k64)", "(gemm)", "(tc1)" or
 // "(f32)"). It
 // is for finding where a step's time goes on a device (modelbench's
 // --profile-ops); a profile costs one clock read, the op's count of its

@@ -59,6 +59,13 @@ func TestTC3RunsInModelCUDAEmulated(t *testing.T) {
 	alignedAttentionRunsInModel(t, cuda.AttentionTC3, []string{"attention_mma_forward", "attention_fa2_delta", "attention_mma_backward_dq", "attention_mma_backward_dkdv"})
 }
 
+// TestTC3K64RunsInModelCUDAEmulated is TestTC3RunsInModelCUDAEmulated with
+// tc3's 64-key forward (SetAttentionKernel("tc3k64"), 68 KiB of dynamic
+// shared memory on the emulating driver).
+func TestTC3K64RunsInModelCUDAEmulated(t *testing.T) {
+	alignedAttentionRunsInModel(t, cuda.AttentionTC3K64, []string{"attention_mma_forward_k64", "attention_fa2_delta", "attention_mma_backward_dq", "attention_mma_backward_dkdv"})
+}
+
 // alignedAttentionRunsInModel runs TestTC2RunsInModelCUDAEmulated's check
 // with the attention kernel (one wanting 16-byte-aligned operands) whose
 // launches are want.

@@ -68,6 +68,7 @@ func TestCUDAFlags(t *testing.T) {
 		{"cuda", kernels.PrecisionF32, "tc2", "op", "cublas", "needs --device cuda --compute bf16"},
 		{"cuda", kernels.PrecisionF32, "gemm", "op", "cublas", "needs --device cuda --compute bf16"},
 		{"cpu", kernels.PrecisionBF16, "tc3", "op", "cublas", "needs --device cuda --compute bf16"},
+		{"cpu", kernels.PrecisionBF16, "tc3k64", "op", "cublas", "needs --device cuda --compute bf16"},
 		{"cpu", kernels.PrecisionBF16, "gemm", "op", "cublas", "needs --device cuda --compute bf16"},
 		{"cuda", kernels.PrecisionF32, "tc1", "never", "cublas", "unknown mode"},
 		{"cpu", kernels.PrecisionF32, "tc1", "edges", "cublas", "--cuda-sync edges needs --device cuda"},
@@ -93,6 +94,7 @@ func TestCUDAFlags(t *testing.T) {
 		{"cuda", kernels.PrecisionF32, "tc1", "edges", "cublas", CUDA{Attention: "tc1", StreamOrdered: true}},
 		{"cuda", kernels.PrecisionBF16, "tc2", "op", "cublas", CUDA{Attention: "tc2"}},
 		{"cuda", kernels.PrecisionBF16, "tc3", "op", "cublas", CUDA{Attention: "tc3"}},
+		{"cuda", kernels.PrecisionBF16, "tc3k64", "op", "cublas", CUDA{Attention: "tc3k64"}},
 		{"cuda", kernels.PrecisionBF16, "gemm", "edges", "cublas", CUDA{Attention: "gemm", StreamOrdered: true}},
 		{"cuda", kernels.PrecisionBF16, "tc1", "op", "cublaslt", CUDA{Attention: "tc1", BLASLt: true}},
 	} {

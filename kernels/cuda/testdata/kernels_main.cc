@@ -194,6 +194,7 @@ const Entry kernels[] = {
     KERNEL(attention_fa2_backward_dq),
     KERNEL(attention_fa2_backward_dkdv),
     KERNEL(attention_mma_forward),
+    KERNEL(attention_mma_forward_k64),
     KERNEL(attention_mma_backward_dq),
     KERNEL(attention_mma_backward_dkdv),
     KERNEL(attention_gemm_gather),

@@ -219,31 +219,72 @@ func TestAttentionTC2OnHardware(t *testing.T) {
 
 // TestAttentionTC3OnHardware runs attention_mma.cu's kernels (Ops in
 // kernels.PrecisionBF16 with SetAttentionKernel("tc3"): mma.sync on
-// register fragments) through the same checks as tc1's, then times the
-// training attention on the 7B shape with tc1, tc2, tc3 and gemm side by
-// side (attentionKernelSpeeds): which should be the default is this log's
-// to say.
+// register fragments) through the same checks as tc1's, and the same with
+// the 64-key forward ("tc3k64", 68 KiB of dynamic shared memory), whose
+// out and lse it also checks against the 32-key forward's
+// (tc3TilesAgree); then it times the training attention on the 7B shape
+// with tc1, tc2, tc3, tc3k64 and gemm side by side
+// (attentionKernelSpeeds): which should be the default is this log's to
+// say.
 func TestAttentionTC3OnHardware(t *testing.T) {
+	t.Run("tc3k64", func(t *testing.T) {
+		tcOnHardware(t, cuda.AttentionTC3K64, nil) // timed with tc3's below
+		dev := openHardware(t)
+		defer dev.Close()
+		ops, err := dev.LoadOps()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := ops.Unload(); err != nil {
+				t.Error(err)
+			}
+		}()
+		if err := ops.SetPrecision(kernels.PrecisionBF16); err != nil {
+			t.Fatal(err)
+		}
+		b := deviceBackend{dev: dev, ops: ops}
+		t.Run("against 32-key tiles", func(t *testing.T) {
+			tc3TilesAgree(t, attnKernelBF16{deviceBF16{b}, cuda.AttentionTC3}, attnKernelBF16{deviceBF16{b}, cuda.AttentionTC3K64}, tc3TileCases)
+		})
+	})
 	tcOnHardware(t, cuda.AttentionTC3, func(t *testing.T, ops *cuda.Ops, b deviceBackend) {
 		fwd, bwd := attentionKernelSpeeds(t, ops, b)
-		for i, k := range attentionKernels {
-			if k == cuda.AttentionTC3 {
-				continue
+		for _, me := range []int{2, 3} {
+			for i, k := range attentionKernels {
+				if i == me {
+					continue
+				}
+				t.Logf("7B shape, %s (attention_mma.cu) against %s: forward %v vs %v (%.2f×), backward %v vs %v (%.2f×)",
+					attentionKernels[me], k, fwd[me], fwd[i], fwd[i].Seconds()/fwd[me].Seconds(), bwd[me], bwd[i], bwd[i].Seconds()/bwd[me].Seconds())
 			}
-			t.Logf("7B shape, tc3 (attention_mma.cu) against %s: forward %v vs %v (%.2f×), backward %v vs %v (%.2f×)",
-				k, fwd[2], fwd[i], fwd[i].Seconds()/fwd[2].Seconds(), bwd[2], bwd[i], bwd[i].Seconds()/bwd[2].Seconds())
 		}
 	})
 }
 
+// attnKernelBF16 is deviceBF16 whose attention picks kernel first
+// (Ops.SetAttentionKernel), so that two of them on one Ops compare two
+// attentions.
+type attnKernelBF16 struct {
+	deviceBF16
+	kernel string
+}
+
+func (b attnKernelBF16) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int32, N, H, KVH, D, W int, scale float32) {
+	if err := b.ops.SetAttentionKernel(b.kernel); err != nil {
+		panic(err)
+	}
+	b.deviceBF16.AttentionWindowForward(out, lse, q, k, v, seqOff, N, H, KVH, D, W, scale)
+}
+
 // attentionKernels are the bf16 training attentions attentionKernelSpeeds
-// times, in its order: tc1, tc2, tc3, gemm.
-var attentionKernels = [4]string{cuda.AttentionTC1, cuda.AttentionTC2, cuda.AttentionTC3, cuda.AttentionGEMM}
+// times, in its order: tc1, tc2, tc3, tc3k64, gemm.
+var attentionKernels = [5]string{cuda.AttentionTC1, cuda.AttentionTC2, cuda.AttentionTC3, cuda.AttentionTC3K64, cuda.AttentionGEMM}
 
 // attentionKernelSpeeds times the training attention on the 7B shape
 // (trainingAttentionSpeed) with each of attentionKernels in turn, on the
 // same device and buffers, and logs each; it leaves ops on the last.
-func attentionKernelSpeeds(t *testing.T, ops *cuda.Ops, b deviceBackend) (fwd, bwd [4]time.Duration) {
+func attentionKernelSpeeds(t *testing.T, ops *cuda.Ops, b deviceBackend) (fwd, bwd [5]time.Duration) {
 	for i, k := range attentionKernels {
 		if err := ops.SetAttentionKernel(k); err != nil {
 			t.Fatal(err)
@@ -256,7 +297,7 @@ func attentionKernelSpeeds(t *testing.T, ops *cuda.Ops, b deviceBackend) (fwd, b
 // TestAttentionGEMMOnHardware runs the GEMM attention (Ops in
 // kernels.PrecisionBF16 with SetAttentionKernel("gemm"): batched cuBLAS
 // GemmEx around attention_gemm.cu) through the same checks as tc1's, then
-// times the training attention on the 7B shape with tc1, tc2, tc3 and gemm
+// times the training attention on the 7B shape with tc1, tc2, tc3, tc3k64 and gemm
 // side by side (attentionKernelSpeeds), and the rate of gemm's GEMM FLOPs
 // as its plans count them (row blocks: the causal upper triangle is not
 // multiplied; the rate is over the op's whole time, the kernels between
@@ -265,9 +306,10 @@ func attentionKernelSpeeds(t *testing.T, ops *cuda.Ops, b deviceBackend) (fwd, b
 func TestAttentionGEMMOnHardware(t *testing.T) {
 	tcOnHardware(t, cuda.AttentionGEMM, func(t *testing.T, ops *cuda.Ops, b deviceBackend) {
 		fwd, bwd := attentionKernelSpeeds(t, ops, b)
-		t.Logf("7B shape, gemm against tc1, tc2 and tc3: forward %v vs %v (%.2f×), %v (%.2f×) and %v (%.2f×), backward %v vs %v (%.2f×), %v (%.2f×) and %v (%.2f×)",
-			fwd[3], fwd[0], fwd[0].Seconds()/fwd[3].Seconds(), fwd[1], fwd[1].Seconds()/fwd[3].Seconds(), fwd[2], fwd[2].Seconds()/fwd[3].Seconds(),
-			bwd[3], bwd[0], bwd[0].Seconds()/bwd[3].Seconds(), bwd[1], bwd[1].Seconds()/bwd[3].Seconds(), bwd[2], bwd[2].Seconds()/bwd[3].Seconds())
+		const g = 4 // gemm's index in attentionKernels
+		t.Logf("7B shape, gemm against tc1, tc2, tc3 and tc3k64: forward %v vs %v (%.2f×), %v (%.2f×), %v (%.2f×) and %v (%.2f×), backward %v vs %v (%.2f×), %v (%.2f×), %v (%.2f×) and %v (%.2f×)",
+			fwd[g], fwd[0], fwd[0].Seconds()/fwd[g].Seconds(), fwd[1], fwd[1].Seconds()/fwd[g].Seconds(), fwd[2], fwd[2].Seconds()/fwd[g].Seconds(), fwd[3], fwd[3].Seconds()/fwd[g].Seconds(),
+			bwd[g], bwd[0], bwd[0].Seconds()/bwd[g].Seconds(), bwd[1], bwd[1].Seconds()/bwd[g].Seconds(), bwd[2], bwd[2].Seconds()/bwd[g].Seconds(), bwd[3], bwd[3].Seconds()/bwd[g].Seconds())
 		// trainingAttentionSpeed's shape.
 		const B, T, H, KVH, D = 8, 1024, 28, 4, 128
 		off := make([]int32, B+1)
@@ -277,7 +319,7 @@ func TestAttentionGEMMOnHardware(t *testing.T) {
 		fp, bp, _ := gemmPlans(t, off, H, KVH, D, B*T, cuda.AttnGEMMBlock)
 		ff, bf := float64(gemmPlanFLOPs(fp)), float64(gemmPlanFLOPs(bp))
 		t.Logf("7B shape, gemm in row blocks of %d: its plans' GEMMs %.1f GFLOP forward, %.1f backward; %.0f and %.0f TFLOP/s over the ops' times",
-			cuda.AttnGEMMBlock, ff/1e9, bf/1e9, ff/fwd[3].Seconds()/1e12, bf/bwd[3].Seconds()/1e12)
+			cuda.AttnGEMMBlock, ff/1e9, bf/1e9, ff/fwd[g].Seconds()/1e12, bf/bwd[g].Seconds()/1e12)
 	})
 }
 
@@ -286,7 +328,7 @@ func TestAttentionGEMMOnHardware(t *testing.T) {
 // mode's bounds, the shim test's cases against kernels/ref, and (not under
 // -test.short, run.sh's memcheck step) packed batches of the 7B shape's
 // heads (D = 128, GQA) and of D = 64 with a window, each backward twice for
-// the same bits; then speed, also not under -test.short.
+// the same bits; then speed (unless nil), also not under -test.short.
 func tcOnHardware(t *testing.T, kernel string, speed func(t *testing.T, ops *cuda.Ops, b deviceBackend)) {
 	dev := openHardware(t)
 	defer dev.Close()
@@ -318,6 +360,9 @@ func tcOnHardware(t *testing.T, kernel string, speed func(t *testing.T, ops *cud
 		})
 	})
 	t.Run("speed", func(t *testing.T) {
+		if speed == nil {
+			t.Skip("timed elsewhere")
+		}
 		if testing.Short() {
 			t.Skip("-test.short (run.sh's memcheck step): the small shapes only")
 		}

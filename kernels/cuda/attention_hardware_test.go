@@ -220,9 +220,9 @@ func TestAttentionTC2OnHardware(t *testing.T) {
 // TestAttentionTC3OnHardware runs attention_mma.cu's kernels (Ops in
 // kernels.PrecisionBF16 with SetAttentionKernel("tc3"): mma.sync on
 // register fragments) through the same checks as tc1's, and the same with
-// the 64-key forward ("tc3k64", 68 KiB of dynamic shared memory), whose
-// out and lse it also checks against the 32-key forward's
-// (tc3TilesAgree); then it times the training attention on the 7B shape
+// the 64-row tiles ("tc3k64", 68 and 84 KiB of dynamic shared memory),
+// whose forward it also checks against the 32-key one's and whose backward
+// for the same bits as tc3's (tc3TilesAgree); then it times the training attention on the 7B shape
 // with tc1, tc2, tc3, tc3k64 and gemm side by side
 // (attentionKernelSpeeds): which should be the default is this log's to
 // say.

@@ -40,9 +40,11 @@
 // [N,H] once per call; attention_mma_backward_dq takes 64 query rows a
 // block and walks 32-key tiles, attention_mma_backward_dkdv takes 64 keys a
 // block and walks 32-query tiles of each query head of its KV head in
-// turn. Both use 8 warps, two per 16 rows, as tc2 does (a warp holding both
-// operands' fragments and both accumulators would need more than the 255
-// registers a thread has): in dq, warp w holds q's fragments and forms S =
+// turn (attention_mma_backward_dkdv_k64, tc3k64's: 64-query tiles in 84 KiB
+// of dynamic shared memory, the same bits; 255 registers, no spill; not
+// run on a GPU). Both use 8 warps, two per 16 rows, as tc2 does (a warp
+// holding both operands' fragments and both accumulators would need more
+// than the 255 registers a thread has): in dq, warp w holds q's fragments and forms S =
 // q·kᵀ and P, warp w+4 holds dout's and forms dP = dout·vᵀ and dS = P∘(dP
 // − δ); each adds dS·k to half of dq's 16-column blocks. In dkdv, warp w
 // holds k's (Sᵀ = k·qᵀ, Pᵀ, dv += Pᵀ·dout), warp w+4 v's (dPᵀ = v·doutᵀ,
@@ -50,8 +52,9 @@
 // fragments) to each other through a per-lane slot in shared memory: lane
 // l of one warp holds the same elements of its tile as lane l of the other.
 //
-// Shared memory is static, under 48 KiB, but for attention_mma_forward_k64's
-// 68 KiB of dynamic shared memory. Tiles are bf16 rows of MM_LD =
+// Shared memory is static, under 48 KiB, but for the dynamic shared memory
+// of attention_mma_forward_k64 (68 KiB) and attention_mma_backward_dkdv_k64
+// (84 KiB). Tiles are bf16 rows of MM_LD =
 // 136 elements (272 bytes: every row 16-byte aligned as ldmatrix wants,
 // and the 8 rows of one ldmatrix matrix in distinct bank groups). Every
 // barrier, shuffle, ldmatrix and mma is reached by the whole block or warp
@@ -76,6 +79,7 @@
 #define MM_FK 32              // keys of a forward tile (attention_mma_forward)
 #define MM_FK64_SHARED (4 * 64 * MM_LD * 2)  // bytes of attention_mma_forward_k64's tiles: 68 KiB
 #define MM_BK 32              // rows of a backward tile (keys in dq, queries in dkdv)
+#define MM_BK64_SHARED (4 * 64 * MM_LD * 2 + 4 * 32 * 32 * 4)  // bytes of attention_mma_backward_dkdv_k64's tiles and xch: 84 KiB
 
 typedef unsigned short mmbf;  // a bfloat16's bits in shared memory
 
@@ -485,6 +489,134 @@ extern "C" __global__ void attention_mma_backward_dq(float *__restrict__ dq, con
 	}
 }
 
+// mmBackwardDkdv is attention_mma_backward_dkdv's body on query tiles of BK
+// rows (a multiple of 32) in qd [4·BK][MM_LD] (buffer b: queries at 2b·BK
+// rows, dout BK rows further; k, then v [64][MM_LD] before the loop) and
+// xch [4][BK/2][32]. The next tile is prefetched 32 rows at a time
+// through the registers of a 32-row tile (chunk 0 loaded at the top of the
+// loop; chunk c−1 stored and c loaded after the P hand-off; the last stored
+// at the end), so that BK = 64 fits the registers. Every sum runs in the
+// same order whatever BK: the queries of a head in order, 16 at a time, a
+// tile's padding adding zeros.
+template <int BK>
+__device__ __forceinline__ void mmBackwardDkdv(mmbf *qd, float (*xch)[BK / 2][32], float *__restrict__ dk,
+                                               float *__restrict__ dv, const float *__restrict__ dout,
+                                               const float *__restrict__ dl, const float *__restrict__ lse,
+                                               const float *__restrict__ q, const float *__restrict__ k,
+                                               const float *__restrict__ v, const int *__restrict__ seqOff, int S,
+                                               int N, int H, int KVH, int D, int W, float scale) {
+	static_assert(BK % 32 == 0 && 4 * BK >= MM_ROWS, "query tiles of whole 32-row chunks, room for k and v");
+	constexpr int TILE = BK * MM_LD;
+	constexpr int CH = 32;  // rows of a prefetched chunk: the registers of one BK = 32 tile
+	constexpr int NCH = BK / CH;
+	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = warp % 4, role = warp / 4;
+	const int g = lane / 4, tq = lane % 4;
+	const int kvh = blockIdx.y, G = H / KVH, nd = D / 16;
+	const int j0 = blockIdx.x * MM_ROWS;
+	// This lane's keys x = 0, 1: j0 + 16·grp + g + 8x, seen by the queries
+	// key[x] … last[x] (none for a dead key).
+	int key[2], last[2];
+	MM_UNROLL for (int x = 0; x < 2; x++) {
+		key[x] = j0 + 16 * grp + g + 8 * x;
+		last[x] = key[x] < N ? attLastQuery(seqOff, S, key[x], W, N) : -1;
+	}
+	// The block's queries: from its first key to the last query of its last key.
+	const int ilo = j0, ihi = attLastQuery(seqOff, S, attMin(j0 + MM_ROWS, N) - 1, W, N);
+	const int nt = (ihi - ilo + BK) / BK, tiles = G * nt;  // query tiles a head, in all
+
+	unsigned af[MM_NF][4];  // warp w: k's rows; warp w+4: v's
+	for (int pass = 0; pass < 2; pass++) {
+		mmStage64<256>(qd, pass == 0 ? k : v, D, [=](int t) { return j0 + t < N ? ((long long)(j0 + t) * KVH + kvh) * D : -1LL; });
+		__syncthreads();
+		if (role == pass) {
+			MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) ldmatrixX4(af[c], mmA(qd, 16 * grp, 16 * c, lane));
+		}
+		__syncthreads();
+	}
+	float acc[2 * MM_NF][4];  // warp w: dv; warp w+4: dk / scale (8-column blocks)
+	MM_UNROLL for (int c = 0; c < 2 * MM_NF; c++) MM_UNROLL for (int e = 0; e < 4; e++) acc[c][e] = 0.0f;
+	// chunk is row t of chunk c (CH rows) of tile x: head kvh·G + x/nt,
+	// queries from ilo + (x%nt)·BK + c·CH.
+	auto chunk = [=](int x, int c) {
+		const int h = kvh * G + x / nt, t0 = ilo + (x % nt) * BK + c * CH, ni = attMin(CH, ihi - t0 + 1);
+		return [=](int t) { return t < ni ? ((long long)(t0 + t) * H + h) * D : -1LL; };
+	};
+	const float *const src[2] = {q, dout};
+	mmRegs<CH, 256, 2> pf;  // the next tile, a chunk at a time
+	MM_UNROLL for (int c = 0; c < NCH; c++) {
+		mmFetch(pf, src, D, chunk(0, c));
+		mmbf *const to[2] = {qd + c * CH * MM_LD, qd + TILE + c * CH * MM_LD};
+		mmPut(pf, to, D);
+	}
+	float *mx = &xch[grp][0][lane];  // this lane's element x at mx[32·x]: consecutive lanes, distinct banks
+	int buf = 0;
+	for (int x = 0; x < tiles; x++, buf ^= 1) {
+		const int h = kvh * G + x / nt, t0 = ilo + (x % nt) * BK, ni = attMin(BK, ihi - t0 + 1);
+		const bool more = x + 1 < tiles;
+		__syncthreads();  // this tile is stored; the other buffer's readers are done
+		if (more) mmFetch(pf, src, D, chunk(x + 1, 0));
+		const mmbf *qs = qd + 2 * buf * TILE, *dos = qs + TILE;
+		float s[BK / 8][4];  // warp w: Sᵀ, then Pᵀ; warp w+4: dPᵀ, then dSᵀ
+		MM_UNROLL for (int n = 0; n < BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) s[n][e] = 0.0f;
+		{
+			const mmbf *bs = role == 0 ? qs : dos;
+			MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) {
+				MM_UNROLL for (int n = 0; n < BK / 16; n++) {
+					unsigned b[4];  // qᵀ (or doutᵀ): (d, i) at bs[i·MM_LD + d]
+					ldmatrixX4(b, mmBt(bs, 16 * n, 16 * c, lane));
+					mmaBf16(s[2 * n], af[c], b, s[2 * n]);
+					mmaBf16(s[2 * n + 1], af[c], b + 2, s[2 * n + 1]);
+				}
+			}
+		}
+		// Element e of block n: key x = e/2, query t0 + 8n + 2·tq + e%2.
+		if (role == 0) {
+			MM_UNROLL for (int n = 0; n < BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
+				const int tt = 8 * n + 2 * tq + e % 2, i = t0 + tt;
+				const bool seen = tt < ni && i >= key[e / 2] && i <= last[e / 2];
+				s[n][e] = seen ? expf(scale * s[n][e] - lse[(long long)i * H + h]) : 0.0f;
+				mx[32 * (4 * n + e)] = s[n][e];
+			}
+		}
+		__syncthreads();
+		MM_UNROLL for (int c = 1; c < NCH; c++) if (more) {  // the next tile's chunk c−1 stored, chunk c in flight
+			mmbf *const to[2] = {qd + 2 * (buf ^ 1) * TILE + (c - 1) * CH * MM_LD, qd + 2 * (buf ^ 1) * TILE + TILE + (c - 1) * CH * MM_LD};
+			mmPut(pf, to, D);
+			mmFetch(pf, src, D, chunk(x + 1, c));
+		}
+		if (role == 1) {
+			MM_UNROLL for (int n = 0; n < BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
+				const int tt = 8 * n + 2 * tq + e % 2, i = t0 + tt;
+				const bool seen = tt < ni && i >= key[e / 2] && i <= last[e / 2];
+				s[n][e] = seen ? mx[32 * (4 * n + e)] * (s[n][e] - dl[(long long)i * H + h]) : 0.0f;
+			}
+		}
+		const mmbf *b2 = role == 0 ? dos : qs;
+		MM_UNROLL for (int n = 0; n < BK / 16; n++) {
+			unsigned pa[4];  // Pᵀ (or dSᵀ), rounded: the A fragment of 16 queries
+			mmToA(pa, s[2 * n], s[2 * n + 1]);
+			MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) {
+				unsigned b[4];  // dout (or q): (i, d) at b2[i·MM_LD + d]
+				ldmatrixX4Trans(b, mmB(b2, 16 * n, 16 * c, lane));
+				mmaBf16(acc[2 * c], pa, b, acc[2 * c]);
+				mmaBf16(acc[2 * c + 1], pa, b + 2, acc[2 * c + 1]);
+			}
+		}
+		if (more) {
+			mmbf *const to[2] = {qd + 2 * (buf ^ 1) * TILE + (NCH - 1) * CH * MM_LD, qd + 2 * (buf ^ 1) * TILE + TILE + (NCH - 1) * CH * MM_LD};
+			mmPut(pf, to, D);
+		}
+	}
+	float *dst = role == 0 ? dv : dk;
+	const float mul = role == 0 ? 1.0f : scale;
+	MM_UNROLL for (int c = 0; c < 2 * MM_NF; c++) if (c < 2 * nd) {
+		MM_UNROLL for (int e = 0; e < 4; e++) {
+			const int j = key[e / 2];
+			if (j < N) dst[((long long)j * KVH + kvh) * D + 8 * c + 2 * tq + e % 2] += mul * acc[c][e];
+		}
+	}
+}
+
 // attention_mma_backward_dkdv is attention_backward_dkdv (same parameters
 // and contract: dv_j += Σ P_ij·dout_i, dk_j += scale·Σ dS_ij·q_i over the
 // query heads of KV head kvh in order and, in each, the queries that see j
@@ -504,107 +636,21 @@ extern "C" __global__ void attention_mma_backward_dkdv(float *__restrict__ dk, f
                                                        const float *__restrict__ k, const float *__restrict__ v,
                                                        const int *__restrict__ seqOff, int S, int N, int H, int KVH,
                                                        int D, int W, float scale) {
-	constexpr int TILE = MM_BK * MM_LD;
-	__shared__ __align__(16) mmbf qd[4 * TILE];  // buffer b: queries at 2b·TILE, dout TILE further; k, then v [64][MM_LD] before the loop
+	__shared__ __align__(16) mmbf qd[4 * MM_BK * MM_LD];
 	__shared__ __align__(16) float xch[4][MM_BK / 2][32];  // per pair, element and lane: Pᵀ
+	mmBackwardDkdv<MM_BK>(qd, xch, dk, dv, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale);
+}
 
-	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = warp % 4, role = warp / 4;
-	const int g = lane / 4, tq = lane % 4;
-	const int kvh = blockIdx.y, G = H / KVH, nd = D / 16;
-	const int j0 = blockIdx.x * MM_ROWS;
-	// This lane's keys x = 0, 1: j0 + 16·grp + g + 8x, seen by the queries
-	// key[x] … last[x] (none for a dead key).
-	int key[2], last[2];
-	MM_UNROLL for (int x = 0; x < 2; x++) {
-		key[x] = j0 + 16 * grp + g + 8 * x;
-		last[x] = key[x] < N ? attLastQuery(seqOff, S, key[x], W, N) : -1;
-	}
-	// The block's queries: from its first key to the last query of its last key.
-	const int ilo = j0, ihi = attLastQuery(seqOff, S, attMin(j0 + MM_ROWS, N) - 1, W, N);
-	const int nt = (ihi - ilo + MM_BK) / MM_BK, tiles = G * nt;  // query tiles a head, in all
-
-	unsigned af[MM_NF][4];  // warp w: k's rows; warp w+4: v's
-	for (int pass = 0; pass < 2; pass++) {
-		mmStage64<256>(qd, pass == 0 ? k : v, D, [=](int t) { return j0 + t < N ? ((long long)(j0 + t) * KVH + kvh) * D : -1LL; });
-		__syncthreads();
-		if (role == pass) {
-			MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) ldmatrixX4(af[c], mmA(qd, 16 * grp, 16 * c, lane));
-		}
-		__syncthreads();
-	}
-	float acc[2 * MM_NF][4];  // warp w: dv; warp w+4: dk / scale (8-column blocks)
-	MM_UNROLL for (int c = 0; c < 2 * MM_NF; c++) MM_UNROLL for (int e = 0; e < 4; e++) acc[c][e] = 0.0f;
-	auto queryRow = [=](int x) {  // tile x: head kvh·G + x/nt, queries from ilo + (x%nt)·MM_BK
-		const int h = kvh * G + x / nt, t0 = ilo + (x % nt) * MM_BK, ni = attMin(MM_BK, ihi - t0 + 1);
-		return [=](int t) { return t < ni ? ((long long)(t0 + t) * H + h) * D : -1LL; };
-	};
-	const float *const src[2] = {q, dout};
-	mmRegs<MM_BK, 256, 2> pf;
-	mmFetch(pf, src, D, queryRow(0));
-	{
-		mmbf *const to[2] = {qd, qd + TILE};
-		mmPut(pf, to, D);
-	}
-	float *mx = &xch[grp][0][lane];  // this lane's element x at mx[32·x]: consecutive lanes, distinct banks
-	int buf = 0;
-	for (int x = 0; x < tiles; x++, buf ^= 1) {
-		const int h = kvh * G + x / nt, t0 = ilo + (x % nt) * MM_BK, ni = attMin(MM_BK, ihi - t0 + 1);
-		const bool more = x + 1 < tiles;
-		__syncthreads();  // this tile is stored; the other buffer's readers are done
-		if (more) mmFetch(pf, src, D, queryRow(x + 1));
-		const mmbf *qs = qd + 2 * buf * TILE, *dos = qs + TILE;
-		float s[MM_BK / 8][4];  // warp w: Sᵀ, then Pᵀ; warp w+4: dPᵀ, then dSᵀ
-		MM_UNROLL for (int n = 0; n < MM_BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) s[n][e] = 0.0f;
-		{
-			const mmbf *bs = role == 0 ? qs : dos;
-			MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) {
-				MM_UNROLL for (int n = 0; n < MM_BK / 16; n++) {
-					unsigned b[4];  // qᵀ (or doutᵀ): (d, i) at bs[i·MM_LD + d]
-					ldmatrixX4(b, mmBt(bs, 16 * n, 16 * c, lane));
-					mmaBf16(s[2 * n], af[c], b, s[2 * n]);
-					mmaBf16(s[2 * n + 1], af[c], b + 2, s[2 * n + 1]);
-				}
-			}
-		}
-		// Element e of block n: key x = e/2, query t0 + 8n + 2·tq + e%2.
-		if (role == 0) {
-			MM_UNROLL for (int n = 0; n < MM_BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
-				const int tt = 8 * n + 2 * tq + e % 2, i = t0 + tt;
-				const bool seen = tt < ni && i >= key[e / 2] && i <= last[e / 2];
-				s[n][e] = seen ? expf(scale * s[n][e] - lse[(long long)i * H + h]) : 0.0f;
-				mx[32 * (4 * n + e)] = s[n][e];
-			}
-		}
-		__syncthreads();
-		if (role == 1) {
-			MM_UNROLL for (int n = 0; n < MM_BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
-				const int tt = 8 * n + 2 * tq + e % 2, i = t0 + tt;
-				const bool seen = tt < ni && i >= key[e / 2] && i <= last[e / 2];
-				s[n][e] = seen ? mx[32 * (4 * n + e)] * (s[n][e] - dl[(long long)i * H + h]) : 0.0f;
-			}
-		}
-		const mmbf *b2 = role == 0 ? dos : qs;
-		MM_UNROLL for (int n = 0; n < MM_BK / 16; n++) {
-			unsigned pa[4];  // Pᵀ (or dSᵀ), rounded: the A fragment of 16 queries
-			mmToA(pa, s[2 * n], s[2 * n + 1]);
-			MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) {
-				unsigned b[4];  // dout (or q): (i, d) at b2[i·MM_LD + d]
-				ldmatrixX4Trans(b, mmB(b2, 16 * n, 16 * c, lane));
-				mmaBf16(acc[2 * c], pa, b, acc[2 * c]);
-				mmaBf16(acc[2 * c + 1], pa, b + 2, acc[2 * c + 1]);
-			}
-		}
-		if (more) {
-			mmbf *const to[2] = {qd + 2 * (buf ^ 1) * TILE, qd + 2 * (buf ^ 1) * TILE + TILE};
-			mmPut(pf, to, D);
-		}
-	}
-	float *dst = role == 0 ? dv : dk;
-	const float mul = role == 0 ? 1.0f : scale;
-	MM_UNROLL for (int c = 0; c < 2 * MM_NF; c++) if (c < 2 * nd) {
-		MM_UNROLL for (int e = 0; e < 4; e++) {
-			const int j = key[e / 2];
-			if (j < N) dst[((long long)j * KVH + kvh) * D + 8 * c + 2 * tq + e % 2] += mul * acc[c][e];
-		}
-	}
+// attention_mma_backward_dkdv_k64 is attention_mma_backward_dkdv on query
+// tiles of 64 rows, in MM_BK64_SHARED bytes of dynamic shared memory (the
+// tiles, then xch): the same bits (the same sums in the same order).
+extern "C" __global__ void attention_mma_backward_dkdv_k64(float *__restrict__ dk, float *__restrict__ dv,
+                                                           const float *__restrict__ dout, const float *__restrict__ dl,
+                                                           const float *__restrict__ lse, const float *__restrict__ q,
+                                                           const float *__restrict__ k, const float *__restrict__ v,
+                                                           const int *__restrict__ seqOff, int S, int N, int H, int KVH,
+                                                           int D, int W, float scale) {
+	HONE_DYNAMIC_SHARED(mmbf, qd);
+	float(*xch)[32][32] = reinterpret_cast<float(*)[32][32]>(qd + 4 * 64 * MM_LD);
+	mmBackwardDkdv<64>(qd, xch, dk, dv, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale);
 }

@@ -22,7 +22,7 @@ import (
 type shimTC struct {
 	shimBackend
 	tc2, tc3 bool
-	k64      bool // with tc3: the 64-key forward (tc3k64)
+	k64      bool // with tc3: the 64-key forward and 64-query dkdv (tc3k64)
 }
 
 func (shimTC) Precision() kernels.Precision { return kernels.PrecisionBF16 }
@@ -62,6 +62,9 @@ func (b shimTC) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []fl
 		plan := cuda.PlanAttentionBackwardTC2
 		if b.tc3 {
 			plan = cuda.PlanAttentionBackwardTC3
+		}
+		if b.tc3 && b.k64 {
+			plan = cuda.PlanAttentionBackwardTC3K64
 		}
 		b.h.runPlan(plan(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, len(seqOff)-1, N, H, KVH, D, W, scale))
 		return
@@ -284,7 +287,8 @@ const (
 
 // tc3TilesAgree runs the forward of k32 (tc3) and k64 (tc3k64) on cases
 // and checks k64's out and lse against k32's at tc3K64OutTol and
-// tc3K64LseTol.
+// tc3K64LseTol, then the backward of both on the same out and lse for the
+// same bits.
 func tc3TilesAgree(t *testing.T, k32, k64 kernels.Backend, cases []attnCase) {
 	r := rand.New(rand.NewPCG(64, 32))
 	for _, c := range cases {
@@ -307,6 +311,22 @@ func tc3TilesAgree(t *testing.T, k32, k64 kernels.Backend, cases []attnCase) {
 			t.Logf("64-key tiles vs 32-key tiles: out %.2g, lse %.2g", kerneltest.RelErr(o64, o32), kerneltest.RelErr(l64, l32))
 			near(t, "lse (64-key vs 32-key tiles)", l64, l32, tc3K64LseTol)
 			near(t, "out (64-key vs 32-key tiles)", o64, o32, tc3K64OutTol)
+			// The backward on the 32-key forward's out and lse: the same
+			// bits (dkdv's 64-query tiles sum in the same order; dq is tc3's).
+			dout := randn(r, N*H*D)
+			var grads [2][3][]float32
+			for i, b := range []kernels.Backend{k32, k64} {
+				dq, dk, dv := make([]float32, N*H*D), make([]float32, N*KVH*D), make([]float32, N*KVH*D)
+				b.AttentionWindowBackward(dq, dk, dv, dout, o32, l32, q, k, v, seqOff, N, H, KVH, D, W, scale)
+				grads[i] = [3][]float32{dq, dk, dv}
+			}
+			for g, name := range []string{"dq", "dk", "dv"} {
+				for e := range grads[0][g] {
+					if a, b := grads[0][g][e], grads[1][g][e]; math.Float32bits(a) != math.Float32bits(b) {
+						t.Fatalf("%s[%d]: %g with 64-query dkdv tiles, %g with 32: want the same bits", name, e, b, a)
+					}
+				}
+			}
 		})
 	}
 }

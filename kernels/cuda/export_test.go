@@ -26,9 +26,10 @@ var (
 	PlanAttentionTC2         = planAttentionTC2
 	PlanAttentionBackwardTC2 = planAttentionBackwardTC2
 
-	PlanAttentionTC3         = planAttentionTC3
-	PlanAttentionTC3K64      = planAttentionTC3K64
-	PlanAttentionBackwardTC3 = planAttentionBackwardTC3
+	PlanAttentionTC3            = planAttentionTC3
+	PlanAttentionTC3K64         = planAttentionTC3K64
+	PlanAttentionBackwardTC3    = planAttentionBackwardTC3
+	PlanAttentionBackwardTC3K64 = planAttentionBackwardTC3K64
 
 	PlanAttentionDecodeBatch = planAttentionDecodeBatch
 	DecodeTable              = decodeTable

@@ -103,10 +103,11 @@ var kernelModules = map[string]string{
 	"attention_fa2_backward_dq":   "attention_fa2",
 	"attention_fa2_backward_dkdv": "attention_fa2",
 
-	"attention_mma_forward":       "attention_mma",
-	"attention_mma_forward_k64":   "attention_mma",
-	"attention_mma_backward_dq":   "attention_mma",
-	"attention_mma_backward_dkdv": "attention_mma",
+	"attention_mma_forward":           "attention_mma",
+	"attention_mma_forward_k64":       "attention_mma",
+	"attention_mma_backward_dq":       "attention_mma",
+	"attention_mma_backward_dkdv":     "attention_mma",
+	"attention_mma_backward_dkdv_k64": "attention_mma",
 
 	"gated_lora_forward_swiglu":  "gated_lora",
 	"gated_lora_forward_geglu":   "gated_lora",

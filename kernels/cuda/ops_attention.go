@@ -98,7 +98,9 @@ func planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S,
 // (TestAttentionTC3OnHardware times it). AttentionTC3K64 ("tc3k64") is tc3
 // whose forward takes 64-key tiles (attention_mma_forward_k64, in 68 KiB
 // of dynamic shared memory, FlashAttention-2's tile on sm_80/sm_90) instead
-// of 32; its backward is tc3's. Not run on a GPU either.
+// of 32, and whose dk, dv pass takes 64-query tiles
+// (attention_mma_backward_dkdv_k64, 84 KiB; the same bits as tc3's); its dq
+// pass is tc3's. Not run on a GPU either.
 const (
 	AttentionTC1    = "tc1"
 	AttentionTC2    = "tc2"
@@ -243,6 +245,26 @@ func planAttentionBackwardTC3(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl an
 		{Kernel: "attention_mma_backward_dkdv", Grid: Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{256, 1, 1},
 			Args: []any{dk, dv, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
 	}
+}
+
+// mmBK64Shared is attention_mma_backward_dkdv_k64's dynamic shared memory
+// (attention_mma.cu's MM_BK64_SHARED): two buffers of 64 queries and 64
+// rows of dout, bf16 rows of 136 elements, then the warps' P hand-off, 4
+// pairs × 32 elements × 32 lanes of float32: 84 KiB.
+const mmBK64Shared = 4*64*136*2 + 4*32*32*4
+
+// planAttentionBackwardTC3K64 is planAttentionBackwardTC3 with
+// attention_mma_backward_dkdv_k64 (64-query tiles in mmBK64Shared bytes of
+// dynamic shared memory; the same bits as the 32-query kernel) for the dk,
+// dv pass; dq stays on 32-key tiles.
+func planAttentionBackwardTC3K64(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl any, S, N, H, KVH, D, W int, scale float32) []step {
+	s := planAttentionBackwardTC3(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale)
+	for i := range s {
+		if s[i].Kernel == "attention_mma_backward_dkdv" {
+			s[i].Kernel, s[i].SharedBytes = "attention_mma_backward_dkdv_k64", mmBK64Shared
+		}
+	}
+	return s
 }
 
 // planAttentionBackward: attention_backward_dq, one block per 16 (query,
@@ -468,8 +490,11 @@ func (o *Ops) attnBackward(op string, dq, dk, dv, dout, out, lse, q, k, v, seqOf
 			return err
 		}
 		plan := planAttentionBackwardTC2
-		if path == attnPathTC3 || path == attnPathTC3K64 { // tc3k64's backward is tc3's
+		switch path {
+		case attnPathTC3:
 			plan = planAttentionBackwardTC3
+		case attnPathTC3K64:
+			plan = planAttentionBackwardTC3K64
 		}
 		return o.run(c.op, plan(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale))
 	}

@@ -40,9 +40,9 @@
 // [N,H] once per call; attention_mma_backward_dq takes 64 query rows a
 // block and walks 32-key tiles, attention_mma_backward_dkdv takes 64 keys a
 // block and walks 32-query tiles of each query head of its KV head in
-// turn (attention_mma_backward_dkdv_k64, tc3k64's: 64-query tiles in 84 KiB
-// of dynamic shared memory, the same bits; 255 registers, no spill; not
-// run on a GPU). Both use 8 warps, two per 16 rows, as tc2 does (a warp
+// turn (tc3k64's attention_mma_backward_dq_k64 and _dkdv_k64: 64-row tiles
+// in 84 KiB of dynamic shared memory each, the same bits; 218 and 255
+// registers, no spill; not run on a GPU). Both use 8 warps, two per 16 rows, as tc2 does (a warp
 // holding both operands' fragments and both accumulators would need more
 // than the 255 registers a thread has): in dq, warp w holds q's fragments and forms S =
 // q·kᵀ and P, warp w+4 holds dout's and forms dP = dout·vᵀ and dS = P∘(dP
@@ -53,8 +53,7 @@
 // l of one warp holds the same elements of its tile as lane l of the other.
 //
 // Shared memory is static, under 48 KiB, but for the dynamic shared memory
-// of attention_mma_forward_k64 (68 KiB) and attention_mma_backward_dkdv_k64
-// (84 KiB). Tiles are bf16 rows of MM_LD =
+// of the _k64 kernels (68 KiB forward, 84 KiB backward). Tiles are bf16 rows of MM_LD =
 // 136 elements (272 bytes: every row 16-byte aligned as ldmatrix wants,
 // and the 8 rows of one ldmatrix matrix in distinct bank groups). Every
 // barrier, shuffle, ldmatrix and mma is reached by the whole block or warp
@@ -79,7 +78,7 @@
 #define MM_FK 32              // keys of a forward tile (attention_mma_forward)
 #define MM_FK64_SHARED (4 * 64 * MM_LD * 2)  // bytes of attention_mma_forward_k64's tiles: 68 KiB
 #define MM_BK 32              // rows of a backward tile (keys in dq, queries in dkdv)
-#define MM_BK64_SHARED (4 * 64 * MM_LD * 2 + 4 * 32 * 32 * 4)  // bytes of attention_mma_backward_dkdv_k64's tiles and xch: 84 KiB
+#define MM_BK64_SHARED (4 * 64 * MM_LD * 2 + 4 * 32 * 32 * 4)  // bytes of the _k64 backward kernels' tiles and xch: 84 KiB
 
 typedef unsigned short mmbf;  // a bfloat16's bits in shared memory
 
@@ -361,26 +360,24 @@ extern "C" __global__ void attention_mma_forward_k64(float *__restrict__ out, fl
 	mmForward<64>(kv, out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, W, qoff, scale);
 }
 
-// attention_mma_backward_dq is attention_backward_dq (same parameters and
-// contract: dq += scale·Σ_j dS_ij·k_j, in order) on mma.sync, with δ from
-// attention_fa2_delta (dl [N,H]); D a multiple of 16, at most 128. Grid
-// (⌈N·G/64⌉, KVH), block 256: warps w and w+4 take rows 16w … 16w+15.
-//
-// Per 32-key tile: warp w forms S = q·kᵀ and P = e^(scale·S − lse) (0
-// where masked) in its accumulators and hands P to warp w+4 (each lane
-// its own elements, through xch); warp w+4 forms dP = dout·vᵀ, then dS =
-// P∘(dP − δ), rounded into A fragments, and hands those back; each warp
-// adds dS·k to its half of dq's 16-column blocks (w the even, w+4 the
-// odd), kept in accumulators for the whole loop.
-extern "C" __global__ void attention_mma_backward_dq(float *__restrict__ dq, const float *__restrict__ dout,
-                                                     const float *__restrict__ dl, const float *__restrict__ lse,
-                                                     const float *__restrict__ q, const float *__restrict__ k,
-                                                     const float *__restrict__ v, const int *__restrict__ seqOff, int S,
-                                                     int N, int H, int KVH, int D, int W, float scale) {
-	constexpr int TILE = MM_BK * MM_LD;
-	__shared__ __align__(16) mmbf kv[4 * TILE];  // buffer b: keys at 2b·TILE, values TILE further; q, then dout [64][MM_LD] before the loop
-	__shared__ __align__(16) float xch[4][MM_BK / 2][32];  // per pair, element and lane: P, then dS's A fragments over it
-
+// mmBackwardDq is attention_mma_backward_dq's body on key tiles of BK rows
+// (a multiple of 32) in kv [4·BK][MM_LD] (buffer b: keys at 2b·BK rows,
+// values BK rows further; q, then dout [64][MM_LD] before the loop) and
+// xch [4][BK/2][32], the next tile prefetched 32 keys at a time as in
+// mmBackwardDkdv (the same registers as one 32-key tile). Every sum runs in
+// the same order whatever BK: the keys in order, 16 at a time, a tile's
+// padding adding zeros.
+template <int BK>
+__device__ __forceinline__ void mmBackwardDq(mmbf *kv, float (*xch)[BK / 2][32], float *__restrict__ dq,
+                                             const float *__restrict__ dout, const float *__restrict__ dl,
+                                             const float *__restrict__ lse, const float *__restrict__ q,
+                                             const float *__restrict__ k, const float *__restrict__ v,
+                                             const int *__restrict__ seqOff, int S, int N, int H, int KVH, int D,
+                                             int W, float scale) {
+	static_assert(BK % 32 == 0 && 4 * BK >= MM_ROWS, "key tiles of whole 32-row chunks, room for q and dout");
+	constexpr int TILE = BK * MM_LD;
+	constexpr int CH = 32;  // rows of a prefetched chunk: the registers of one BK = 32 tile
+	constexpr int NCH = BK / CH;
 	const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, grp = warp % 4, role = warp / 4;
 	const int g = lane / 4, tq = lane % 4;
 	const int kvh = blockIdx.y, G = H / KVH, total = N * G, nd = D / 16;
@@ -412,30 +409,33 @@ extern "C" __global__ void attention_mma_backward_dq(float *__restrict__ dq, con
 	}
 	float acc[MM_NF][4];  // dq's 8-column blocks 2c and 2c+1 of the 16-column blocks c = role + 2u at acc[2u], acc[2u+1]
 	MM_UNROLL for (int c = 0; c < MM_NF; c++) MM_UNROLL for (int e = 0; e < 4; e++) acc[c][e] = 0.0f;
-	auto keyRow = [=](int j0, int nk) {
-		return [=](int t) { return t < nk ? ((long long)(j0 + t) * KVH + kvh) * D : -1LL; };
+	// chunk is row t of the CH keys (and values) from j: a key of the
+	// tile, or zeros past jhi.
+	auto chunk = [=](int j) {
+		const int nk = attMin(CH, jhi - j + 1);
+		return [=](int t) { return t < nk ? ((long long)(j + t) * KVH + kvh) * D : -1LL; };
 	};
 	const float *const src[2] = {k, v};
-	mmRegs<MM_BK, 256, 2> pf;
-	mmFetch(pf, src, D, keyRow(jlo, attMin(MM_BK, jhi - jlo + 1)));
-	{
-		mmbf *const to[2] = {kv, kv + TILE};
+	mmRegs<CH, 256, 2> pf;  // the next tile, a chunk at a time
+	MM_UNROLL for (int c = 0; c < NCH; c++) {
+		mmFetch(pf, src, D, chunk(jlo + c * CH));
+		mmbf *const to[2] = {kv + c * CH * MM_LD, kv + TILE + c * CH * MM_LD};
 		mmPut(pf, to, D);
 	}
 	float *mx = &xch[grp][0][lane];  // this lane's element x at mx[32·x]: consecutive lanes, distinct banks
 	int buf = 0;
-	for (int j0 = jlo; j0 <= jhi; j0 += MM_BK, buf ^= 1) {
-		const int nk = attMin(MM_BK, jhi - j0 + 1);
-		const bool more = j0 + MM_BK <= jhi;
+	for (int j0 = jlo; j0 <= jhi; j0 += BK, buf ^= 1) {
+		const int nk = attMin(BK, jhi - j0 + 1);
+		const bool more = j0 + BK <= jhi;
 		__syncthreads();  // this tile is stored; the other buffer's readers are done
-		if (more) mmFetch(pf, src, D, keyRow(j0 + MM_BK, attMin(MM_BK, jhi - j0 - MM_BK + 1)));
+		if (more) mmFetch(pf, src, D, chunk(j0 + BK));
 		const mmbf *ks = kv + 2 * buf * TILE, *vs = ks + TILE;
-		float s[MM_BK / 8][4];  // warp w: S; warp w+4: dP
-		MM_UNROLL for (int n = 0; n < MM_BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) s[n][e] = 0.0f;
+		float s[BK / 8][4];  // warp w: S; warp w+4: dP
+		MM_UNROLL for (int n = 0; n < BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) s[n][e] = 0.0f;
 		{
 			const mmbf *bs = role == 0 ? ks : vs;
 			MM_UNROLL for (int c = 0; c < MM_NF; c++) if (c < nd) {
-				MM_UNROLL for (int n = 0; n < MM_BK / 16; n++) {
+				MM_UNROLL for (int n = 0; n < BK / 16; n++) {
 					unsigned b[4];
 					ldmatrixX4(b, mmBt(bs, 16 * n, 16 * c, lane));
 					mmaBf16(s[2 * n], af[c], b, s[2 * n]);
@@ -444,25 +444,30 @@ extern "C" __global__ void attention_mma_backward_dq(float *__restrict__ dq, con
 			}
 		}
 		if (role == 0) {
-			MM_UNROLL for (int n = 0; n < MM_BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
+			MM_UNROLL for (int n = 0; n < BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) {
 				const int x = e / 2, jj = 8 * n + 2 * tq + e % 2, j = j0 + jj;
 				mx[32 * (4 * n + e)] = jj < nk && j >= first[x] && j <= last[x] ? expf(scale * s[n][e] - ls[x]) : 0.0f;
 			}
 		}
 		__syncthreads();
-		unsigned pa[MM_BK / 16][4];  // dS, rounded: A fragments of 16 keys
+		MM_UNROLL for (int c = 1; c < NCH; c++) if (more) {  // the next tile's chunk c−1 stored, chunk c in flight
+			mmbf *const to[2] = {kv + 2 * (buf ^ 1) * TILE + (c - 1) * CH * MM_LD, kv + 2 * (buf ^ 1) * TILE + TILE + (c - 1) * CH * MM_LD};
+			mmPut(pf, to, D);
+			mmFetch(pf, src, D, chunk(j0 + BK + c * CH));
+		}
+		unsigned pa[BK / 16][4];  // dS, rounded: A fragments of 16 keys
 		if (role == 1) {
-			MM_UNROLL for (int n = 0; n < MM_BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) s[n][e] = mx[32 * (4 * n + e)] * (s[n][e] - dls[e / 2]);
-			MM_UNROLL for (int n = 0; n < MM_BK / 16; n++) {
+			MM_UNROLL for (int n = 0; n < BK / 8; n++) MM_UNROLL for (int e = 0; e < 4; e++) s[n][e] = mx[32 * (4 * n + e)] * (s[n][e] - dls[e / 2]);
+			MM_UNROLL for (int n = 0; n < BK / 16; n++) {
 				mmToA(pa[n], s[2 * n], s[2 * n + 1]);
 				MM_UNROLL for (int r = 0; r < 4; r++) ((unsigned *)mx)[32 * (4 * n + r)] = pa[n][r];
 			}
 		}
 		__syncthreads();
 		if (role == 0) {
-			MM_UNROLL for (int n = 0; n < MM_BK / 16; n++) MM_UNROLL for (int r = 0; r < 4; r++) pa[n][r] = ((const unsigned *)mx)[32 * (4 * n + r)];
+			MM_UNROLL for (int n = 0; n < BK / 16; n++) MM_UNROLL for (int r = 0; r < 4; r++) pa[n][r] = ((const unsigned *)mx)[32 * (4 * n + r)];
 		}
-		MM_UNROLL for (int n = 0; n < MM_BK / 16; n++) {
+		MM_UNROLL for (int n = 0; n < BK / 16; n++) {
 			MM_UNROLL for (int u = 0; u < MM_NF / 2; u++) {
 				const int c = role + 2 * u;
 				if (c < nd) {
@@ -474,7 +479,7 @@ extern "C" __global__ void attention_mma_backward_dq(float *__restrict__ dq, con
 			}
 		}
 		if (more) {
-			mmbf *const to[2] = {kv + 2 * (buf ^ 1) * TILE, kv + 2 * (buf ^ 1) * TILE + TILE};
+			mmbf *const to[2] = {kv + 2 * (buf ^ 1) * TILE + (NCH - 1) * CH * MM_LD, kv + 2 * (buf ^ 1) * TILE + TILE + (NCH - 1) * CH * MM_LD};
 			mmPut(pf, to, D);
 		}
 	}
@@ -487,6 +492,40 @@ extern "C" __global__ void attention_mma_backward_dq(float *__restrict__ dq, con
 			}
 		}
 	}
+}
+
+// attention_mma_backward_dq is attention_backward_dq (same parameters and
+// contract: dq += scale·Σ_j dS_ij·k_j, in order) on mma.sync, with δ from
+// attention_fa2_delta (dl [N,H]); D a multiple of 16, at most 128. Grid
+// (⌈N·G/64⌉, KVH), block 256: warps w and w+4 take rows 16w … 16w+15.
+//
+// Per 32-key tile: warp w forms S = q·kᵀ and P = e^(scale·S − lse) (0
+// where masked) in its accumulators and hands P to warp w+4 (each lane
+// its own elements, through xch); warp w+4 forms dP = dout·vᵀ, then dS =
+// P∘(dP − δ), rounded into A fragments, and hands those back; each warp
+// adds dS·k to its half of dq's 16-column blocks (w the even, w+4 the
+// odd), kept in accumulators for the whole loop.
+extern "C" __global__ void attention_mma_backward_dq(float *__restrict__ dq, const float *__restrict__ dout,
+                                                     const float *__restrict__ dl, const float *__restrict__ lse,
+                                                     const float *__restrict__ q, const float *__restrict__ k,
+                                                     const float *__restrict__ v, const int *__restrict__ seqOff, int S,
+                                                     int N, int H, int KVH, int D, int W, float scale) {
+	__shared__ __align__(16) mmbf kv[4 * MM_BK * MM_LD];
+	__shared__ __align__(16) float xch[4][MM_BK / 2][32];  // per pair, element and lane: P, then dS's A fragments over it
+	mmBackwardDq<MM_BK>(kv, xch, dq, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale);
+}
+
+// attention_mma_backward_dq_k64 is attention_mma_backward_dq on key tiles of
+// 64 rows, in MM_BK64_SHARED bytes of dynamic shared memory (the tiles, then
+// xch): the same bits (the same sums in the same order).
+extern "C" __global__ void attention_mma_backward_dq_k64(float *__restrict__ dq, const float *__restrict__ dout,
+                                                         const float *__restrict__ dl, const float *__restrict__ lse,
+                                                         const float *__restrict__ q, const float *__restrict__ k,
+                                                         const float *__restrict__ v, const int *__restrict__ seqOff,
+                                                         int S, int N, int H, int KVH, int D, int W, float scale) {
+	HONE_DYNAMIC_SHARED(mmbf, kv);
+	float(*xch)[32][32] = reinterpret_cast<float(*)[32][32]>(kv + 4 * 64 * MM_LD);
+	mmBackwardDq<64>(kv, xch, dq, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale);
 }
 
 // mmBackwardDkdv is attention_mma_backward_dkdv's body on query tiles of BK

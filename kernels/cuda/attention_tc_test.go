@@ -22,7 +22,7 @@ import (
 type shimTC struct {
 	shimBackend
 	tc2, tc3 bool
-	k64      bool // with tc3: the 64-key forward and 64-query dkdv (tc3k64)
+	k64      bool // with tc3: its 64-row tiles (tc3k64)
 }
 
 func (shimTC) Precision() kernels.Precision { return kernels.PrecisionBF16 }
@@ -312,7 +312,7 @@ func tc3TilesAgree(t *testing.T, k32, k64 kernels.Backend, cases []attnCase) {
 			near(t, "lse (64-key vs 32-key tiles)", l64, l32, tc3K64LseTol)
 			near(t, "out (64-key vs 32-key tiles)", o64, o32, tc3K64OutTol)
 			// The backward on the 32-key forward's out and lse: the same
-			// bits (dkdv's 64-query tiles sum in the same order; dq is tc3's).
+			// bits (64-row tiles sum in the same order).
 			dout := randn(r, N*H*D)
 			var grads [2][3][]float32
 			for i, b := range []kernels.Backend{k32, k64} {
@@ -323,7 +323,7 @@ func tc3TilesAgree(t *testing.T, k32, k64 kernels.Backend, cases []attnCase) {
 			for g, name := range []string{"dq", "dk", "dv"} {
 				for e := range grads[0][g] {
 					if a, b := grads[0][g][e], grads[1][g][e]; math.Float32bits(a) != math.Float32bits(b) {
-						t.Fatalf("%s[%d]: %g with 64-query dkdv tiles, %g with 32: want the same bits", name, e, b, a)
+						t.Fatalf("%s[%d]: %g with 64-row backward tiles, %g with 32: want the same bits", name, e, b, a)
 					}
 				}
 			}

@@ -153,10 +153,10 @@ func TestBackendBF16AttentionTC3(t *testing.T) {
 
 // TestBackendBF16AttentionTC3K64 is TestBackendBF16AttentionTC3 with tc3's
 // 64-row tiles (SetAttentionKernel("tc3k64")): the groups launch
-// attention_mma_forward_k64 and attention_mma_backward_dkdv_k64 with their
-// 68 and 84 KiB of dynamic shared memory (the emulated driver refuses more
-// than 48 KiB unless the kernel was opted in) and tc3's dq, not the
-// 32-row forward and dkdv.
+// attention_mma_forward_k64, attention_mma_backward_dq_k64 and
+// attention_mma_backward_dkdv_k64 with their 68, 84 and 84 KiB of dynamic
+// shared memory (the emulated driver refuses more than 48 KiB unless the
+// kernel was opted in), not tc3's 32-row kernels.
 func TestBackendBF16AttentionTC3K64(t *testing.T) {
 	t.Parallel()
 	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
@@ -169,16 +169,16 @@ func TestBackendBF16AttentionTC3K64(t *testing.T) {
 	var launched []string
 	for _, l := range drv.Launches()[n0:] {
 		launched = append(launched, l.Kernel)
-		if want := map[string]int{"attention_mma_forward_k64": 68 << 10, "attention_mma_backward_dkdv_k64": 84 << 10}[l.Kernel]; want > 0 && l.SharedBytes != want {
+		if want := map[string]int{"attention_mma_forward_k64": 68 << 10, "attention_mma_backward_dq_k64": 84 << 10, "attention_mma_backward_dkdv_k64": 84 << 10}[l.Kernel]; want > 0 && l.SharedBytes != want {
 			t.Errorf("%s launched with %d bytes of dynamic shared memory, want %d", l.Kernel, l.SharedBytes, want)
 		}
 	}
-	for _, k := range []string{"attention_mma_forward_k64", "attention_fa2_delta", "attention_mma_backward_dq", "attention_mma_backward_dkdv_k64"} {
+	for _, k := range []string{"attention_mma_forward_k64", "attention_fa2_delta", "attention_mma_backward_dq_k64", "attention_mma_backward_dkdv_k64"} {
 		if !slices.Contains(launched, k) {
 			t.Errorf("the attention groups in bf16 with tc3k64 launched no %s", k)
 		}
 	}
-	for _, k := range []string{"attention_mma_forward", "attention_mma_backward_dkdv"} {
+	for _, k := range []string{"attention_mma_forward", "attention_mma_backward_dq", "attention_mma_backward_dkdv"} {
 		if slices.Contains(launched, k) {
 			t.Errorf("the attention groups in bf16 with tc3k64 launched the 32-row %s", k)
 		}

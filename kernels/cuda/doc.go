@@ -65,8 +65,8 @@
 // value tiles 64 keys at a time (attention_mma_forward_k64, FlashAttention-2's
 // tile on sm_80/sm_90, in 68 KiB of dynamic shared memory: HONE_DYNAMIC_SHARED,
 // which Kernel.Launch opts in past 48 KiB with cuFuncSetAttribute) and its
-// dk, dv pass's query tiles 64 at a time (84 KiB, the same bits); CPU shim
-// only so far (TestAttentionTC3OnHardware checks both and times them against
+// backward's key and query tiles 64 at a time (84 KiB, the same bits); CPU
+// shim only so far (TestAttentionTC3OnHardware checks both and times them against
 // tc1, tc2 and gemm);
 // attention_gemm.cu: the layout and row kernels of a third training
 // attention of the bf16 precision, picked by

@@ -108,6 +108,7 @@ var kernelModules = map[string]string{
 	"attention_mma_backward_dq":       "attention_mma",
 	"attention_mma_backward_dkdv":     "attention_mma",
 	"attention_mma_backward_dkdv_k64": "attention_mma",
+	"attention_mma_backward_dq_k64":   "attention_mma",
 
 	"gated_lora_forward_swiglu":  "gated_lora",
 	"gated_lora_forward_geglu":   "gated_lora",

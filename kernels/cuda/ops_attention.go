@@ -98,9 +98,9 @@ func planAttentionBackwardTC(dq, dk, dv, dout, out, lse, q, k, v, seqOff any, S,
 // (TestAttentionTC3OnHardware times it). AttentionTC3K64 ("tc3k64") is tc3
 // whose forward takes 64-key tiles (attention_mma_forward_k64, in 68 KiB
 // of dynamic shared memory, FlashAttention-2's tile on sm_80/sm_90) instead
-// of 32, and whose dk, dv pass takes 64-query tiles
-// (attention_mma_backward_dkdv_k64, 84 KiB; the same bits as tc3's); its dq
-// pass is tc3's. Not run on a GPU either.
+// of 32, and whose backward takes 64-row tiles (attention_mma_backward_dq_k64
+// and attention_mma_backward_dkdv_k64, 84 KiB each; the same bits as tc3's).
+// Not run on a GPU either.
 const (
 	AttentionTC1    = "tc1"
 	AttentionTC2    = "tc2"
@@ -247,21 +247,23 @@ func planAttentionBackwardTC3(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl an
 	}
 }
 
-// mmBK64Shared is attention_mma_backward_dkdv_k64's dynamic shared memory
-// (attention_mma.cu's MM_BK64_SHARED): two buffers of 64 queries and 64
-// rows of dout, bf16 rows of 136 elements, then the warps' P hand-off, 4
-// pairs × 32 elements × 32 lanes of float32: 84 KiB.
+// mmBK64Shared is the dynamic shared memory of attention_mma_backward_dq_k64
+// and attention_mma_backward_dkdv_k64 (attention_mma.cu's MM_BK64_SHARED):
+// two buffers of two 64-row tiles (keys and values, or queries and dout),
+// bf16 rows of 136 elements, then the warps' hand-off, 4 pairs × 32
+// elements × 32 lanes of 4 bytes: 84 KiB.
 const mmBK64Shared = 4*64*136*2 + 4*32*32*4
 
 // planAttentionBackwardTC3K64 is planAttentionBackwardTC3 with
-// attention_mma_backward_dkdv_k64 (64-query tiles in mmBK64Shared bytes of
-// dynamic shared memory; the same bits as the 32-query kernel) for the dk,
-// dv pass; dq stays on 32-key tiles.
+// attention_mma_backward_dq_k64 and attention_mma_backward_dkdv_k64
+// (64-row tiles in mmBK64Shared bytes of dynamic shared memory): the same
+// bits as tc3's 32-row kernels.
 func planAttentionBackwardTC3K64(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl any, S, N, H, KVH, D, W int, scale float32) []step {
 	s := planAttentionBackwardTC3(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale)
 	for i := range s {
-		if s[i].Kernel == "attention_mma_backward_dkdv" {
-			s[i].Kernel, s[i].SharedBytes = "attention_mma_backward_dkdv_k64", mmBK64Shared
+		switch s[i].Kernel {
+		case "attention_mma_backward_dq", "attention_mma_backward_dkdv":
+			s[i].Kernel, s[i].SharedBytes = s[i].Kernel+"_k64", mmBK64Shared
 		}
 	}
 	return s

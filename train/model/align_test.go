@@ -63,7 +63,7 @@ func TestTC3RunsInModelCUDAEmulated(t *testing.T) {
 // tc3's 64-row tiles (SetAttentionKernel("tc3k64"), 68 and 84 KiB of
 // dynamic shared memory on the emulating driver).
 func TestTC3K64RunsInModelCUDAEmulated(t *testing.T) {
-	alignedAttentionRunsInModel(t, cuda.AttentionTC3K64, []string{"attention_mma_forward_k64", "attention_fa2_delta", "attention_mma_backward_dq", "attention_mma_backward_dkdv_k64"})
+	alignedAttentionRunsInModel(t, cuda.AttentionTC3K64, []string{"attention_mma_forward_k64", "attention_fa2_delta", "attention_mma_backward_dq_k64", "attention_mma_backward_dkdv_k64"})
 }
 
 // alignedAttentionRunsInModel runs TestTC2RunsInModelCUDAEmulated's check

@@ -56,7 +56,7 @@ func BF16Kernel(p kernels.Precision, kernel string) (string, error) {
 }
 
 // CUDAAttentionUsage is the help of the --cuda-attention flag.
-const CUDAAttentionUsage = "training attention of --device cuda --compute bf16 (bf16 tensor cores): tc1 (attention_tc.cu, the default), tc2 (laid out as FlashAttention-2), tc3 (FlashAttention-2 on mma.sync register fragments), tc3k64 (tc3 with 64-row forward and dk/dv tiles in dynamic shared memory) or gemm (batched cuBLAS GEMMs around a masked softmax); tc2, tc3, tc3k64 and gemm have run only on the emulated device, not yet timed on a GPU; another value than tc1 without --device cuda --compute bf16 is exit 2 (it would do nothing)"
+const CUDAAttentionUsage = "training attention of --device cuda --compute bf16 (bf16 tensor cores): tc1 (attention_tc.cu, the default), tc2 (laid out as FlashAttention-2), tc3 (FlashAttention-2 on mma.sync register fragments), tc3k64 (tc3 with 64-row tiles in dynamic shared memory) or gemm (batched cuBLAS GEMMs around a masked softmax); tc2, tc3, tc3k64 and gemm have run only on the emulated device, not yet timed on a GPU; another value than tc1 without --device cuda --compute bf16 is exit 2 (it would do nothing)"
 
 // CUDASyncUsage is the help of the --cuda-sync flag.
 const CUDASyncUsage = "when --device cuda waits for the GPU: op (every op ends synchronized, the default) or edges (stream-ordered: ops only queue their work, the backend waits where the host reads results or memory is reused; fewer waits, a device failure reported at the next wait; run only on the emulated device, not yet on a GPU); edges without --device cuda is exit 2"

@@ -254,7 +254,7 @@ hone_step hone-7b-tc2 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --step
 # row either.
 hone_step hone-7b-tc3 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc3
 # tc3 with FlashAttention-2's 64-key forward tiles (attention_mma_forward_k64,
-# 68 KiB of dynamic shared memory, opted in by the launch) and 64-query dk/dv
+# 68 KiB of dynamic shared memory, opted in by the launch) and 64-row backward
 # tiles (84 KiB); never run on a GPU before this row.
 hone_step hone-7b-tc3k64 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc3k64
 # The 0.5B decode at batch 32 (the issue's decode target) and its PyTorch

@@ -198,6 +198,7 @@ const Entry kernels[] = {
     KERNEL(attention_mma_backward_dq),
     KERNEL(attention_mma_backward_dkdv),
     KERNEL(attention_mma_backward_dkdv_k64),
+    KERNEL(attention_mma_backward_dq_k64),
     KERNEL(attention_gemm_gather),
     KERNEL(attention_gemm_scatter),
     KERNEL(attention_gemm_softmax),

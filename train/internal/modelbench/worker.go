@@ -124,7 +124,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	peak := fs.Float64("peak-tflops", 0, "--profile-ops: the device's dense bf16 tensor-core peak in TFLOP/s (989 for an H200); the OPS (products) summary then says what percent of it the ops with products reached. 0: none")
 	cudaSync := fs.String("cuda-sync", "op", "--device cuda: op (every op ends synchronized, the default) or edges (stream-ordered: ops queue their work and the backend waits only where the host reads results or memory is freed; cuda.Backend.SetSyncEachOp(false), not yet run on a GPU)")
 	choose := fs.String("choose", "", "decode: where the greedy token is chosen, host (the argmax of the logits copied to the host each step, as before) or device (kernels.RowChooser: the argmax where the logits live; --device cuda). Default: device on a backend that can, else host")
-	attnKern := fs.String("attention-kernel", "", "--device cuda --compute bf16: the tensor-core training attention, tc1 (attention_tc.cu, the default), tc2 (attention_fa2.cu), tc3 (attention_mma.cu), tc3k64 (tc3 with 64-row forward and dk/dv tiles in dynamic shared memory) or gemm (batched cuBLAS GEMMs, ops_attention_gemm.go); cuda.Ops.SetAttentionKernel")
+	attnKern := fs.String("attention-kernel", "", "--device cuda --compute bf16: the tensor-core training attention, tc1 (attention_tc.cu, the default), tc2 (attention_fa2.cu), tc3 (attention_mma.cu), tc3k64 (tc3 with 64-row tiles in dynamic shared memory) or gemm (batched cuBLAS GEMMs, ops_attention_gemm.go); cuda.Ops.SetAttentionKernel")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}

@@ -198,16 +198,16 @@ func planAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl an
 	}
 }
 
-// planAttentionTC3 is planAttentionTC on attention_mma_forward: one block
-// of 128 threads (4 warps of 16 rows) per 64 (query, head) rows of a KV
-// head. D as attnTC wants; q, k, v 16-byte aligned.
+// planAttentionTC3 is planAttentionTC2 on attention_mma_forward: the same
+// grid, block and arguments (one block of 128 threads, 4 warps of 16 rows,
+// per 64 (query, head) rows of a KV head). D as attnTC wants; q, k, v
+// 16-byte aligned.
 func planAttentionTC3(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, W, qoff int, scale float32) []step {
-	if Nq == 0 {
-		return nil
+	s := planAttentionTC2(out, lse, q, k, v, seqOff, S, Nq, keys, H, KVH, D, W, qoff, scale)
+	for i := range s {
+		s[i].Kernel = "attention_mma_forward"
 	}
-	rows := Nq * (H / KVH)
-	return []step{{Kernel: "attention_mma_forward", Grid: Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{128, 1, 1},
-		Args: []any{out, lse, q, k, v, seqOff, S, Nq, H, KVH, D, min(W, keys), qoff, scale}}}
+	return s
 }
 
 // mmFK64Shared is attention_mma_forward_k64's dynamic shared memory
@@ -227,24 +227,23 @@ func planAttentionTC3K64(out, lse, q, k, v, seqOff any, S, Nq, keys, H, KVH, D, 
 }
 
 // planAttentionBackwardTC3 is planAttentionBackwardTC2 with
-// attention_mma.cu's dq and dkdv: tc2's attention_fa2_delta writes δ into
-// dl (scratch, N·H floats), then attention_mma_backward_dq (one block of
-// 256 threads per 64 (query, head) rows of a KV head) and
+// attention_mma.cu's dq and dkdv in place of attention_fa2.cu's, on the
+// same grids, blocks and arguments: tc2's attention_fa2_delta writes δ
+// into dl (scratch, N·H floats), then attention_mma_backward_dq (one block
+// of 256 threads per 64 (query, head) rows of a KV head) and
 // attention_mma_backward_dkdv (one per 64 keys and KV head) read it;
 // deterministic, no atomics.
 func planAttentionBackwardTC3(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl any, S, N, H, KVH, D, W int, scale float32) []step {
-	if N == 0 {
-		return nil
+	s := planAttentionBackwardTC2(dq, dk, dv, dout, out, lse, q, k, v, seqOff, dl, S, N, H, KVH, D, W, scale)
+	for i := range s {
+		switch s[i].Kernel {
+		case "attention_fa2_backward_dq":
+			s[i].Kernel = "attention_mma_backward_dq"
+		case "attention_fa2_backward_dkdv":
+			s[i].Kernel = "attention_mma_backward_dkdv"
+		}
 	}
-	W = min(W, N)
-	rows := N * (H / KVH)
-	return []step{
-		{Kernel: "attention_fa2_delta", Grid: Dim3{(N*H + 7) / 8, 1, 1}, Block: Dim3{256, 1, 1}, Args: []any{dl, dout, out, N * H, D}},
-		{Kernel: "attention_mma_backward_dq", Grid: Dim3{(rows + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{256, 1, 1},
-			Args: []any{dq, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
-		{Kernel: "attention_mma_backward_dkdv", Grid: Dim3{(N + attnTCRows - 1) / attnTCRows, KVH, 1}, Block: Dim3{256, 1, 1},
-			Args: []any{dk, dv, dout, dl, lse, q, k, v, seqOff, S, N, H, KVH, D, W, scale}},
-	}
+	return s
 }
 
 // mmBK64Shared is the dynamic shared memory of attention_mma_backward_dq_k64

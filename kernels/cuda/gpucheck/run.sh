@@ -241,22 +241,20 @@ cmds_step
 # before them.
 hone_step hone-7b-train 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2
 torch_step torch-7b 150 --shape 7b --measure train --warmup 1 --steps 3
-# The 7B step again on the GEMM attention (batched cuBLAS GemmEx around
-# attention_gemm.cu, Ops.SetAttentionKernel "gemm"; never run on a GPU before
-# this row), then on the second tensor-core attention (attention_fa2.cu,
-# "tc2"); tc1 above is the default, and took 71% of the last timed step.
-# gemm first, the likelier of the two to be fast (cuBLAS's GEMMs ran at
-# about half the bf16 peak in the last run).
+# The 7B step again on each training attention that has not run on a GPU
+# (Ops.SetAttentionKernel; tc1 above is the default, and took 71% of the
+# last timed step), FlashAttention-2's design first, so that a budget cut
+# drops the least likely to be fast: tc3k64 (attention_mma.cu on mma.sync
+# register fragments, mma.cuh, with FlashAttention-2's 64-key forward tiles
+# in 68 KiB of dynamic shared memory, opted in by the launch, and 64-row
+# backward tiles in 84 KiB), tc3 (the same on 32-key tiles in static shared
+# memory), gemm (batched cuBLAS GemmEx around attention_gemm.cu; cuBLAS's
+# GEMMs ran at about half the bf16 peak in the last run), tc2
+# (attention_fa2.cu on wmma).
+hone_step hone-7b-tc3k64 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc3k64
+hone_step hone-7b-tc3 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc3
 hone_step hone-7b-gemm 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel gemm
 hone_step hone-7b-tc2 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc2
-# The third tensor-core attention (attention_mma.cu, "tc3": FlashAttention-2
-# on mma.sync register fragments, mma.cuh); never run on a GPU before this
-# row either.
-hone_step hone-7b-tc3 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc3
-# tc3 with FlashAttention-2's 64-key forward tiles (attention_mma_forward_k64,
-# 68 KiB of dynamic shared memory, opted in by the launch) and 64-row backward
-# tiles (84 KiB); never run on a GPU before this row.
-hone_step hone-7b-tc3k64 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc3k64
 # The 0.5B decode at batch 32 (the issue's decode target) and its PyTorch
 # side, then the 0.5B step.
 hone_step hone-05b-decode 40 decode --shape 05b --batch 32 --prompt 128 --tokens 128

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 )
 
@@ -92,33 +93,49 @@ func TestBackendBF16AttentionFallback(t *testing.T) {
 	}
 }
 
+// bf16AttentionLaunches runs kerneltest's attention groups on the
+// emulated device in the bf16 precision with the training attention
+// kernel picked (SetAttentionKernel) and returns the launches they made.
+func bf16AttentionLaunches(t *testing.T, kernel string) []cudafake.Launch {
+	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
+	defer b.Close()
+	if err := b.SetAttentionKernel(kernel); err != nil {
+		t.Fatal(err)
+	}
+	n0 := len(drv.Launches())
+	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
+	return drv.Launches()[n0:]
+}
+
+// checkLaunched fails t unless launches hold every kernel of want and
+// none of not.
+func checkLaunched(t *testing.T, kernel string, launches []cudafake.Launch, want, not []string) {
+	t.Helper()
+	var launched []string
+	for _, l := range launches {
+		launched = append(launched, l.Kernel)
+	}
+	for _, k := range want {
+		if !slices.Contains(launched, k) {
+			t.Errorf("the attention groups in bf16 with %s launched no %s", kernel, k)
+		}
+	}
+	for _, k := range not {
+		if slices.Contains(launched, k) {
+			t.Errorf("the attention groups in bf16 with %s launched %s", kernel, k)
+		}
+	}
+}
+
 // TestBackendBF16AttentionTC2 is TestBackendBF16Attention with the second
 // tensor-core attention picked (SetAttentionKernel("tc2")): kerneltest's
 // attention groups on the emulated device launch attention_fa2.cu's
 // kernels, and none of attention_tc.cu's.
 func TestBackendBF16AttentionTC2(t *testing.T) {
 	t.Parallel()
-	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
-	defer b.Close()
-	if err := b.SetAttentionKernel(cuda.AttentionTC2); err != nil {
-		t.Fatal(err)
-	}
-	n0 := len(drv.Launches())
-	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
-	var launched []string
-	for _, l := range drv.Launches()[n0:] {
-		launched = append(launched, l.Kernel)
-	}
-	for _, k := range []string{"attention_fa2_forward", "attention_fa2_delta", "attention_fa2_backward_dq", "attention_fa2_backward_dkdv", "attention_forward"} {
-		if !slices.Contains(launched, k) {
-			t.Errorf("the attention groups in bf16 with tc2 launched no %s", k)
-		}
-	}
-	for _, k := range []string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv"} {
-		if slices.Contains(launched, k) {
-			t.Errorf("the attention groups in bf16 with tc2 launched %s", k)
-		}
-	}
+	checkLaunched(t, "tc2", bf16AttentionLaunches(t, cuda.AttentionTC2),
+		[]string{"attention_fa2_forward", "attention_fa2_delta", "attention_fa2_backward_dq", "attention_fa2_backward_dkdv", "attention_forward"},
+		[]string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv"})
 }
 
 // TestBackendBF16AttentionTC3 is TestBackendBF16AttentionTC2 with the
@@ -128,27 +145,9 @@ func TestBackendBF16AttentionTC2(t *testing.T) {
 // attention_tc.cu's or of tc2's forward, dq and dkdv.
 func TestBackendBF16AttentionTC3(t *testing.T) {
 	t.Parallel()
-	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
-	defer b.Close()
-	if err := b.SetAttentionKernel(cuda.AttentionTC3); err != nil {
-		t.Fatal(err)
-	}
-	n0 := len(drv.Launches())
-	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
-	var launched []string
-	for _, l := range drv.Launches()[n0:] {
-		launched = append(launched, l.Kernel)
-	}
-	for _, k := range []string{"attention_mma_forward", "attention_fa2_delta", "attention_mma_backward_dq", "attention_mma_backward_dkdv", "attention_forward"} {
-		if !slices.Contains(launched, k) {
-			t.Errorf("the attention groups in bf16 with tc3 launched no %s", k)
-		}
-	}
-	for _, k := range []string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv", "attention_fa2_forward", "attention_fa2_backward_dq", "attention_fa2_backward_dkdv"} {
-		if slices.Contains(launched, k) {
-			t.Errorf("the attention groups in bf16 with tc3 launched %s", k)
-		}
-	}
+	checkLaunched(t, "tc3", bf16AttentionLaunches(t, cuda.AttentionTC3),
+		[]string{"attention_mma_forward", "attention_fa2_delta", "attention_mma_backward_dq", "attention_mma_backward_dkdv", "attention_forward"},
+		[]string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv", "attention_fa2_forward", "attention_fa2_backward_dq", "attention_fa2_backward_dkdv"})
 }
 
 // TestBackendBF16AttentionTC3K64 is TestBackendBF16AttentionTC3 with tc3's
@@ -159,30 +158,15 @@ func TestBackendBF16AttentionTC3(t *testing.T) {
 // kernel was opted in), not tc3's 32-row kernels.
 func TestBackendBF16AttentionTC3K64(t *testing.T) {
 	t.Parallel()
-	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
-	defer b.Close()
-	if err := b.SetAttentionKernel(cuda.AttentionTC3K64); err != nil {
-		t.Fatal(err)
-	}
-	n0 := len(drv.Launches())
-	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
-	var launched []string
-	for _, l := range drv.Launches()[n0:] {
-		launched = append(launched, l.Kernel)
+	launches := bf16AttentionLaunches(t, cuda.AttentionTC3K64)
+	for _, l := range launches {
 		if want := map[string]int{"attention_mma_forward_k64": 68 << 10, "attention_mma_backward_dq_k64": 84 << 10, "attention_mma_backward_dkdv_k64": 84 << 10}[l.Kernel]; want > 0 && l.SharedBytes != want {
 			t.Errorf("%s launched with %d bytes of dynamic shared memory, want %d", l.Kernel, l.SharedBytes, want)
 		}
 	}
-	for _, k := range []string{"attention_mma_forward_k64", "attention_fa2_delta", "attention_mma_backward_dq_k64", "attention_mma_backward_dkdv_k64"} {
-		if !slices.Contains(launched, k) {
-			t.Errorf("the attention groups in bf16 with tc3k64 launched no %s", k)
-		}
-	}
-	for _, k := range []string{"attention_mma_forward", "attention_mma_backward_dq", "attention_mma_backward_dkdv"} {
-		if slices.Contains(launched, k) {
-			t.Errorf("the attention groups in bf16 with tc3k64 launched the 32-row %s", k)
-		}
-	}
+	checkLaunched(t, "tc3k64", launches,
+		[]string{"attention_mma_forward_k64", "attention_fa2_delta", "attention_mma_backward_dq_k64", "attention_mma_backward_dkdv_k64"},
+		[]string{"attention_mma_forward", "attention_mma_backward_dq", "attention_mma_backward_dkdv"})
 }
 
 // TestSetAttentionKernel: "tc1" and "" pick attention_tc.cu, "tc2"

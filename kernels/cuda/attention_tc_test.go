@@ -209,6 +209,13 @@ func TestAttentionTCOnCPUShim(t *testing.T) {
 	t.Parallel()
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
 	b := shimTC{shimBackend: shimBackend{h: h}}
+	attentionTCOnShim(t, b)
+}
+
+// attentionTCOnShim runs a shim backend's tensor-core attention on
+// attnTCCases against kernels/ref and through kerneltest's attention
+// groups.
+func attentionTCOnShim(t *testing.T, b shimTC) {
 	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
 	t.Run("conformance", func(t *testing.T) {
 		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
@@ -222,10 +229,7 @@ func TestAttentionTC2OnCPUShim(t *testing.T) {
 	t.Parallel()
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
 	b := shimTC{shimBackend: shimBackend{h: h}, tc2: true}
-	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
-	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
-	})
+	attentionTCOnShim(t, b)
 }
 
 // TestAttentionTC3OnCPUShim is TestAttentionTCOnCPUShim on attention_mma.cu
@@ -236,10 +240,7 @@ func TestAttentionTC3OnCPUShim(t *testing.T) {
 	t.Parallel()
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
 	b := shimTC{shimBackend: shimBackend{h: h}, tc3: true}
-	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
-	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
-	})
+	attentionTCOnShim(t, b)
 }
 
 // TestAttentionTC3K64OnCPUShim is TestAttentionTC3OnCPUShim with the
@@ -250,10 +251,7 @@ func TestAttentionTC3K64OnCPUShim(t *testing.T) {
 	t.Parallel()
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
 	b := shimTC{shimBackend: shimBackend{h: h}, tc3: true, k64: true}
-	t.Run("against ref", func(t *testing.T) { attentionTCAgainstRef(t, b, attnTCCases) })
-	t.Run("conformance", func(t *testing.T) {
-		kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
-	})
+	attentionTCOnShim(t, b)
 	t.Run("against 32-key tiles", func(t *testing.T) {
 		tc3TilesAgree(t, shimTC{shimBackend: shimBackend{h: h}, tc3: true}, b, tc3TileCases)
 	})

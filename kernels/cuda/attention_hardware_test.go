@@ -229,20 +229,7 @@ func TestAttentionTC2OnHardware(t *testing.T) {
 func TestAttentionTC3OnHardware(t *testing.T) {
 	t.Run("tc3k64", func(t *testing.T) {
 		tcOnHardware(t, cuda.AttentionTC3K64, nil) // timed with tc3's below
-		dev := openHardware(t)
-		defer dev.Close()
-		ops, err := dev.LoadOps()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := ops.Unload(); err != nil {
-				t.Error(err)
-			}
-		}()
-		if err := ops.SetPrecision(kernels.PrecisionBF16); err != nil {
-			t.Fatal(err)
-		}
+		dev, ops := openBF16Ops(t)
 		b := deviceBackend{dev: dev, ops: ops}
 		t.Run("against 32-key tiles", func(t *testing.T) {
 			tc3TilesAgree(t, attnKernelBF16{deviceBF16{b}, cuda.AttentionTC3}, attnKernelBF16{deviceBF16{b}, cuda.AttentionTC3K64}, tc3TileCases)
@@ -323,6 +310,27 @@ func TestAttentionGEMMOnHardware(t *testing.T) {
 	})
 }
 
+// openBF16Ops opens device 0 (openHardware) and loads its Ops in
+// kernels.PrecisionBF16; both are unloaded and closed when t ends.
+func openBF16Ops(t *testing.T) (*cuda.Device, *cuda.Ops) {
+	t.Helper()
+	dev := openHardware(t)
+	t.Cleanup(func() { dev.Close() })
+	ops, err := dev.LoadOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ops.Unload(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := ops.SetPrecision(kernels.PrecisionBF16); err != nil {
+		t.Fatal(err)
+	}
+	return dev, ops
+}
+
 // tcOnHardware runs, on the device's Ops in kernels.PrecisionBF16 with the
 // attention kernels named kernel: kerneltest's attention groups at the bf16
 // mode's bounds, the shim test's cases against kernels/ref, and (not under
@@ -330,20 +338,7 @@ func TestAttentionGEMMOnHardware(t *testing.T) {
 // heads (D = 128, GQA) and of D = 64 with a window, each backward twice for
 // the same bits; then speed (unless nil), also not under -test.short.
 func tcOnHardware(t *testing.T, kernel string, speed func(t *testing.T, ops *cuda.Ops, b deviceBackend)) {
-	dev := openHardware(t)
-	defer dev.Close()
-	ops, err := dev.LoadOps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := ops.Unload(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := ops.SetPrecision(kernels.PrecisionBF16); err != nil {
-		t.Fatal(err)
-	}
+	dev, ops := openBF16Ops(t)
 	if err := ops.SetAttentionKernel(kernel); err != nil {
 		t.Fatal(err)
 	}

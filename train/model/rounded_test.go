@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -284,6 +285,16 @@ func trainSlab(t *testing.T, be kernels.Backend, c Config, bt *Batch, targets []
 	return len(p.slab)
 }
 
+// slabLess fails t unless a training pass on with (trainSlab) holds
+// `less` values fewer than one on without, give or take the arena's
+// alignment.
+func slabLess(t *testing.T, what string, without, with kernels.Backend, c Config, bt *Batch, targets []Module, less int) {
+	t.Helper()
+	if d := trainSlab(t, without, c, bt, targets) - trainSlab(t, with, c, bt, targets); d < less || d >= less+arenaAlign {
+		t.Errorf("%s: the slab holds %d values less, want %d (and the arena's alignment)", what, d, less)
+	}
+}
+
 // TestLoRARoundedMemory: a training pass of a bfloat16 micro model on
 // cuda.Backend in PrecisionBF16 holds no float32 dgate and dup (2·N·I
 // values less than with noRoundedLoRA, give or take the arena's
@@ -314,10 +325,7 @@ func TestLoRARoundedMemory(t *testing.T) {
 		{"gate without up", []Module{ModQ, ModGate}, 0},
 		{"no MLP module", []Module{ModQ, ModV}, 0},
 	} {
-		d := trainSlab(t, noRoundedLoRA{b}, c, bt, tc.targets) - trainSlab(t, b, c, bt, tc.targets)
-		if d < tc.less || d >= tc.less+arenaAlign {
-			t.Errorf("%s: the slab holds %d values less than without the rounded LoRA backward, want %d (and the arena's alignment)", tc.name, d, tc.less)
-		}
+		slabLess(t, tc.name+", against noRoundedLoRA", noRoundedLoRA{b}, b, c, bt, tc.targets, tc.less)
 	}
 }
 
@@ -404,10 +412,7 @@ func TestDactRoundedMemory(t *testing.T) {
 	NI := len(bt.IDs) * c.Intermediate
 	less := NI - (NI+1)/2
 	for _, targets := range [][]Module{AllModules(), {ModQ, ModV}} {
-		d := trainSlab(t, noDinpRounder{b}, c, bt, targets) - trainSlab(t, b, c, bt, targets)
-		if d < less || d >= less+arenaAlign {
-			t.Errorf("targets %v: the slab holds %d values less than with dact in float32, want %d (and the arena's alignment)", targets, d, less)
-		}
+		slabLess(t, fmt.Sprintf("targets %v, against dact in float32", targets), noDinpRounder{b}, b, c, bt, targets, less)
 	}
 	if d := trainSlab(t, noRounderNorDinp{noRounder{b}}, c, bt, AllModules()) - trainSlab(t, noRounder{b}, c, bt, AllModules()); d != 0 {
 		t.Errorf("without the rounded gated backward the slab holds %d values less than with dact in float32, want 0", d)

@@ -34,6 +34,31 @@ func (m *MLP) glu(be kernels.Backend, act []float32, actBF []uint16, gate, up []
 	be.SwiGLUForward(act, gate, up, len(act))
 }
 
+// fusedForward returns be as a kernels.GatedLoRAForwarder when MLP.Forward,
+// given act's bf16 copy, computes the down projection's LoRA u inside the
+// gated unit: a LoRA down on bfloat16 weights of a rank be fuses.
+// Model.actFused asks it of every layer.
+func (m *MLP) fusedForward(be kernels.Backend, down *LoRA) (kernels.GatedLoRAForwarder, bool) {
+	if down == nil || m.Down.Weight.BF16 == nil {
+		return nil, false
+	}
+	f, ok := be.(kernels.GatedLoRAForwarder)
+	return f, ok && f.FusesGatedLoRA(down.R)
+}
+
+// fusedBackward returns be as a kernels.GatedLoRABackwarder when
+// MLP.Backward, its gated backward writing only dgate's and dup's
+// roundings, adds the down projection's DA inside it: a LoRA down of a
+// rank be fuses, on bfloat16 operands (roundsLoRAInput). Model.actFused
+// asks it of every layer.
+func (m *MLP) fusedBackward(be kernels.Backend, down *LoRA) (kernels.GatedLoRABackwarder, bool) {
+	if down == nil || !roundsLoRAInput(be) {
+		return nil, false
+	}
+	f, ok := be.(kernels.GatedLoRABackwarder)
+	return f, ok && f.FusesGatedLoRABackward(down.R)
+}
+
 // mlpActs are the activations MLP.Backward needs. The SwiGLU product is not
 // among them: Backward recomputes it from gate and up (one cheap pass)
 // instead of keeping a third [N, I] tensor per layer.
@@ -64,18 +89,16 @@ func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x []float32
 	forwardMany(be, []*Linear{&m.Gate, &m.Up}, [][]float32{s.gate, s.up}, [][]float32{s.u[0], s.u[1]}, x, xBF, N, []*LoRA{lr[ModGate], lr[ModUp]})
 	if actBF != nil {
 		actBF = actBF[:NI:NI]
-		if down := lr[ModDown]; down != nil && m.Down.Weight.BF16 != nil {
-			if g, ok := be.(kernels.GatedLoRAForwarder); ok && g.FusesGatedLoRA(down.R) {
-				// The gated unit and the down projection's u = Scale·act·Aᵀ
-				// as one op, act never written as float32: its only
-				// float32 reader was that product (the base product takes
-				// actBF). 1.24 GB a 7B layer less moved
-				// (TestStepTraffic7B); u's sums run in the backend's
-				// order, so its last bits may move.
-				g.GatedLoRAForwardRounded(actBF, s.u[2], s.gate, s.up, down.A, N, m.Gate.Out, down.R, down.Scale, m.GELU)
-				m.Down.forwardRoundedU(be, out, s.u[2], actBF, N, down)
-				return
-			}
+		if g, ok := m.fusedForward(be, lr[ModDown]); ok {
+			// The gated unit and the down projection's u = Scale·act·Aᵀ
+			// as one op, act never written as float32: its only float32
+			// reader was that product (the base product takes actBF).
+			// 1.24 GB a 7B layer less moved (TestStepTraffic7B); u's sums
+			// run in the backend's order, so its last bits may move.
+			down := lr[ModDown]
+			g.GatedLoRAForwardRounded(actBF, s.u[2], s.gate, s.up, down.A, N, m.Gate.Out, down.R, down.Scale, m.GELU)
+			m.Down.forwardRoundedU(be, out, s.u[2], actBF, N, down)
+			return
 		}
 	}
 	m.glu(be, act[:NI], actBF, s.gate, s.up)
@@ -130,7 +153,7 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, doutBF []uint16, 
 		// which the gated backward writes on the way: DA comes last.
 		g := m.Down.loraG(be, dout, s.u[2], w.lg, N, down)
 		m.downDX(be, dact, dactBF, g, dout, doutBF, N, down)
-		if f, ok := be.(kernels.GatedLoRABackwarder); ok && dgate == nil && roundsLoRAInput(be) && f.FusesGatedLoRABackward(down.R) {
+		if f, ok := m.fusedBackward(be, down); ok && dgate == nil {
 			// The gated backward adds the DA product on act's and g's
 			// roundings itself (kernels.GatedLoRABackwarder), act not
 			// written at all: 0.62 GB a 7B layer less again

@@ -266,23 +266,20 @@ func (m *Model) dactRounded(N int) bool {
 // the 7B shape at 8×1024 tokens). The conditions are those under which
 // MLP.Forward and MLP.Backward fuse, for every layer.
 func (m *Model) actFused(ad *Adapter, N int) bool {
-	if ad == nil || N < 1 || !roundsLoRAInput(m.be) || !m.gatedGradsRounded(ad, N) {
+	// gatedGradsRounded: every gated backward writes only the roundings
+	// (and the model is bfloat16); the InputRounder gives the forward
+	// act's bf16 copy (newWork's xbf).
+	if ad == nil || !m.gatedGradsRounded(ad, N) {
 		return false
 	}
 	if ir, ok := m.be.(kernels.InputRounder); !ok || !ir.RoundsLinearInput() {
 		return false
 	}
-	if dr, ok := m.be.(kernels.DoutRounder); !ok || !dr.RoundsLinearDout() {
-		return false
-	}
-	f, okF := m.be.(kernels.GatedLoRAForwarder)
-	g, okB := m.be.(kernels.GatedLoRABackwarder)
-	if !okF || !okB {
-		return false
-	}
 	for l, b := range m.Blocks {
 		down := ad.layer(l)[ModDown]
-		if down == nil || b.MLP.Down.Weight.BF16 == nil || !f.FusesGatedLoRA(down.R) || !g.FusesGatedLoRABackward(down.R) {
+		_, fwd := b.MLP.fusedForward(m.be, down)
+		_, bwd := b.MLP.fusedBackward(m.be, down)
+		if !fwd || !bwd {
 			return false
 		}
 	}

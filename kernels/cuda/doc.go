@@ -503,6 +503,6 @@
 // (stream_test.go, train/model's cuda_stream_test.go, train/trainer's
 // TestStepCUDAStreamOrdered, serve/engine's TestDecodeCUDAStreamOrdered);
 // the default stays synchronizing each op until gpucheck's stream-ordered
-// rows (hone-05b-decode-async, hone-7b-async) and
+// rows (hone-05b-decode-async, hone-7b-best) and
 // TestGoldenCUDAOnHardwareStreamOrdered have run on a GPU.
 package cuda

@@ -73,8 +73,14 @@ func TestGPUCheckScript(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(dir, "cmdcheck"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		stub(dir, "cuda.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"; exit `+string(rune('0'+testExit)))
-		stub(dir, "modelbench.xz", `echo "BENCH stub $*"`)
+		// FAIL_TEST names a test the hardware tests' output says failed.
+		stub(dir, "cuda.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"
+[ -z "$FAIL_TEST" ] || echo "--- FAIL: $FAIL_TEST (0.01s)"; exit `+string(rune('0'+testExit)))
+		// A 7B row's tokens/s by its attention: tc3k64 fastest, then tc3,
+		// gemm, tc2 and tc1 (the default).
+		stub(dir, "modelbench.xz", `echo "BENCH stub $*"; tps=1000
+case "$*" in *"--attention-kernel tc3k64 "*) tps=3000;; *"--attention-kernel tc3 "*) tps=2.5e3;; *"--attention-kernel gemm "*) tps=2000;; *"--attention-kernel tc2 "*) tps=1500;; esac
+echo "BENCH {\"kind\":\"train\",\"tokens_per_s\":$tps}"`)
 		stub(dir, "model.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST in $PWD args: $*"`)
 		stub(dir, "cmdcheck/hone-train.xz", `exit 0`)
 		stub(dir, "cmdcheck/hone-serve.xz", `exit 0`)
@@ -141,6 +147,10 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 	for _, want := range []string{"abc123", "nvidia-smi      ok", "gpu             ok", "cuBLAS: " + cublas, "torch           ok",
 		"hardware-test   ok", "memcheck        ok", "model-golden    ok", "torch-05b       ok", "torch-7b        ok",
 		"hone-05b-train  ok", "hone-05b-decode ok", "hone-7b-train   ok", "hone-7b-tc2     ok", "hone-7b-tc3     ok", "hone-7b-gemm    ok", "unpack          ok      6 files",
+		"hardware-full   ok", "hone-05b-decode-async ok",
+		// the fastest checked attention's row: stream-ordered, unprofiled
+		"fastest checked 7B attention: tc3k64\n", "hone-7b-best    ok",
+		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel tc3k64 --device cuda --dtype bf16 --compute bf16 --cuda-sync edges --libcuda ",
 		// the commands' step and its CMDCHECK lines
 		"hone-cmds       ok", "    sft float32: stub", "    total 1s",
 		// modelbench's BENCH lines, copied into the summary
@@ -151,7 +161,7 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --device cuda",
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel gemm --device cuda",
 		// the last row: the 7B step's linear GEMMs on cuBLASLt, found beside cuBLAS
-		"hone-7b-lt      ok", "    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --gemm cublaslt --libcublaslt " + cublasLt + " --device cuda",
+		"hone-7b-lt      ok", "    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc3k64 --gemm cublaslt --libcublaslt " + cublasLt + " --device cuda",
 		// torch_bench.py's RESULT lines, copied into the summary (the stub echoes its arguments)
 		"    stub row ", "/torch_bench.py --device cuda --out ",
 		"/results/torch-05b.jsonl --shape 05b --impl both --measure golden,same-math,train,decode --golden ",
@@ -161,16 +171,22 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
 	}
-	if want := "HONE_CUDA_TEST=1 HONE_LIBCUBLAS=" + cublas + " args: -test.run OnHardware -test.v"; !strings.Contains(hw, want) {
+	if want := "HONE_CUDA_TEST=1 HONE_LIBCUBLAS=" + cublas + " args: -test.run OnHardware -test.short -test.v"; !strings.Contains(hw, want) {
 		t.Errorf("hardware-test.log lacks %q:\n%s", want, hw)
 	}
+	if strings.Contains(summary, "hone-7b-async") {
+		t.Errorf("summary has the retired hone-7b-async row (hone-7b-best is stream-ordered):\n%s", summary)
+	}
 
-	summary, _, err = run(1, 0)
+	// A failing hardware test of tc3 and tc3k64 takes them out of the
+	// choice: gemm's row is the fastest left.
+	summary, _, err = run(1, 0, "FAIL_TEST=TestAttentionTC3OnHardware")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("run.sh with a failing hardware test: %v, want exit status 1", err)
 	}
-	for _, want := range []string{"hardware-test   FAILED  rc=1", "a step FAILED"} {
+	for _, want := range []string{"hardware-test   FAILED  rc=1", "a step FAILED", "fastest checked 7B attention: gemm\n",
+		"--steps 3 --attention-kernel gemm --device cuda --dtype bf16 --compute bf16 --cuda-sync edges"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}
@@ -213,7 +229,7 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Errorf("run.sh out of budget: %v, want exit status 1", err)
 	}
-	for _, want := range []string{"hardware-test   ok", "model-golden    SKIPPED", "hone-cmds       SKIPPED", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "hone-7b-tc2     SKIPPED", "hone-7b-tc3     SKIPPED", "hone-7b-gemm    SKIPPED", "hone-7b-lt      SKIPPED", "of the 20s budget", "a step FAILED"} {
+	for _, want := range []string{"hardware-test   ok", "model-golden    SKIPPED", "hone-cmds       SKIPPED", "hone-05b-train  SKIPPED", "torch-05b       SKIPPED", "hone-7b-train   SKIPPED", "torch-7b        SKIPPED", "hone-7b-tc2     SKIPPED", "hone-7b-tc3     SKIPPED", "hone-7b-gemm    SKIPPED", "hone-7b-lt      SKIPPED", "hone-7b-best    SKIPPED no 7B row gave tokens/s", "hardware-full   SKIPPED", "of the 20s budget", "a step FAILED"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)
 		}

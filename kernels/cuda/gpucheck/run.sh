@@ -14,11 +14,11 @@
 # 7 minutes. It exits 1 when a step failed.
 #
 # What it checks today: the device (nvidia-smi), PyTorch's view of it, and
-# kernels/cuda's hardware tests (GEMMs through cuBLAS, and the kernels'
-# embedded PTX JIT-compiled by the driver and launched by cuda.Ops, on
-# kerneltest's conformance cases for their ops, against kernels/ref), under
-# compute-sanitizer memcheck too when the machine has it (-test.short: the
-# small shapes only), and kerneltest's whole suite on cuda.Backend
+# kernels/cuda's hardware tests on their small shapes (-test.short: GEMMs
+# through cuBLAS, and the kernels' embedded PTX JIT-compiled by the driver
+# and launched by cuda.Ops, on kerneltest's conformance cases for their
+# ops, against kernels/ref), under compute-sanitizer memcheck too when the
+# machine has it, and kerneltest's whole suite on cuda.Backend
 # (TestBackendOnHardware: managed memory, every op on the device), and the
 # PyTorch model goldens of every family (logits, logprobs, entropy, LoRA
 # gradients) through cuda.Backend (train/model's TestGoldenCUDAOnHardware,
@@ -37,10 +37,13 @@
 # had allocated). And the model goldens of every family on cuda.Backend
 # (model-golden: train/model's TestGoldenCUDAOnHardware, and
 # TestGoldenCUDAOnHardwareStreamOrdered with the backend stream-ordered,
-# SetSyncEachOp(false), not yet run on a GPU). Last, the 0.5B decode with
-# every op synchronized and stream-ordered, and the 7B step stream-ordered
-# (hone-05b-decode-op, hone-05b-decode-async, hone-7b-async; no per-op
-# profile, which synchronizes every op). And the commands
+# SetSyncEachOp(false), not yet run on a GPU). After the 7B rows, the 7B
+# step on the fastest of their attentions whose hardware test passed,
+# stream-ordered and unprofiled (hone-7b-best); after the 0.5B rows, the 7B
+# step on cuBLASLt (hone-7b-lt), the hardware tests on their full shapes
+# with the kernels' timings (hardware-full), and last the 0.5B decode with
+# every op synchronized and stream-ordered (hone-05b-decode-op,
+# hone-05b-decode-async; no per-op profile). And the commands
 # themselves (hone-cmds, under 90 s, each run paying the CUDA context and
 # the PTX JIT): hone-train sft, grpo and a grpo resume, grpo stream-ordered
 # and on the gemm attention, and hone-serve with a hot reload, --device
@@ -154,7 +157,12 @@ step torch 60 python3 -c 'import torch
 print("torch", torch.__version__, "CUDA", torch.version.cuda)
 print("device", torch.cuda.get_device_name(0), "capability", torch.cuda.get_device_capability(0))'
 
-step hardware-test 180 env HONE_CUDA_TEST=1 "$here/cuda.test" -test.run OnHardware -test.v -test.timeout 170s
+# The hardware tests on their small shapes first (-test.short: every op's
+# conformance against kernels/ref, no 7B-shaped inputs filled on the host,
+# no timings): what says the kernels are right comes before what says how
+# fast they are. The same tests on their full shapes, with the kernels'
+# timings on the 7B shape, run after the bench rows (hardware-full).
+step hardware-test 120 env HONE_CUDA_TEST=1 "$here/cuda.test" -test.run OnHardware -test.short -test.v -test.timeout 110s
 
 sanitizer=${HONE_COMPUTE_SANITIZER:-$(command -v compute-sanitizer)}
 if [ -n "$sanitizer" ]; then
@@ -255,23 +263,56 @@ hone_step hone-7b-tc3k64 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --s
 hone_step hone-7b-tc3 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc3
 hone_step hone-7b-gemm 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel gemm
 hone_step hone-7b-tc2 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc2
+
+# best_attention: the training attention of the fastest 7B row above (the
+# tokens/s of its BENCH line) among those whose hardware test did not fail
+# in hardware-test (a fast attention that gives wrong values is no
+# candidate); empty when no row gave a figure.
+best_attention() {
+	local row kern test tps
+	for row in hone-7b-train:tc1:TestAttentionTCOnHardware hone-7b-tc3k64:tc3k64:TestAttentionTC3OnHardware \
+		hone-7b-tc3:tc3:TestAttentionTC3OnHardware hone-7b-gemm:gemm:TestAttentionGEMMOnHardware \
+		hone-7b-tc2:tc2:TestAttentionTC2OnHardware; do
+		IFS=: read -r row kern test <<<"$row"
+		if grep -q -- "--- FAIL: $test" "$res/hardware-test.log" 2>/dev/null; then continue; fi
+		tps=$(grep -h '^BENCH ' "$res/$row.log" 2>/dev/null | grep -o '"tokens_per_s":[0-9.eE+-]*' | head -n 1)
+		if [ -n "$tps" ]; then echo "${tps#*:} $kern"; fi
+	done | sort -g -r | head -n 1 | { read -r _ kern && echo "$kern"; }
+}
+# The 7B step as a user would run it for speed: the fastest checked
+# attention above, stream-ordered (--cuda-sync edges), no per-op profile
+# (which synchronizes every op and reads the clock around it): the row the
+# issue's 1.5× target is read from. The attention rows above, each
+# synchronizing every op, say where the time goes.
+attn=$(best_attention)
+if [ -n "$attn" ]; then
+	note "fastest checked 7B attention: $attn"
+	hone_sync_step hone-7b-best 120 edges train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel "$attn"
+else
+	attn=tc1
+	failed=1
+	note "$(printf '%-15s SKIPPED no 7B row gave tokens/s on a checked attention' hone-7b-best)"
+fi
 # The 0.5B decode at batch 32 (the issue's decode target) and its PyTorch
 # side, then the 0.5B step.
 hone_step hone-05b-decode 40 decode --shape 05b --batch 32 --prompt 128 --tokens 128
 torch_step torch-05b 120 --shape 05b --impl both --measure golden,same-math,train,decode --golden "$here/golden-qwen2" --warmup 2 --steps 5
 hone_step hone-05b-train 60 train --shape 05b --batch 8 --seq 1024 --rank 16 --steps 3
-# Every op synchronized (the rows above: a profile synchronizes every op)
-# against the stream-ordered mode (--cuda-sync edges), neither profiled:
-# the 7B step, then the 0.5B decode at batch 32. After the others, so that
-# the budget skips these first.
-hone_sync_step hone-7b-async 120 edges train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2
-hone_sync_step hone-05b-decode-op 40 op decode --shape 05b --batch 32 --prompt 128 --tokens 128
-hone_sync_step hone-05b-decode-async 40 edges decode --shape 05b --batch 32 --prompt 128 --tokens 128
 # The 7B step with the linear layers' GEMMs on cuBLASLt (--gemm cublaslt:
 # cublasLtMatmul with the heuristic's algorithm and a 32 MiB workspace,
-# Ops.SetGEMMLibrary; never run on a GPU before this row) against
-# hone-7b-train's cublasGemmEx. Last, so that the budget skips it first.
-hone_step hone-7b-lt 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --gemm cublaslt --libcublaslt "${HONE_LIBCUBLASLT:-}"
+# Ops.SetGEMMLibrary; never run on a GPU before this row) on the fastest
+# checked attention, profiled: its OPS lines set the GEMMs' TFLOP/s against
+# the row with the same attention above (cublasGemmEx).
+hone_step hone-7b-lt 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel "$attn" --gemm cublaslt --libcublaslt "${HONE_LIBCUBLASLT:-}"
+# The hardware tests on their full shapes (the 7B step's layers, the
+# attention kernels' long sequences, Qwen's vocabulary) with each kernel's
+# time logged: after the rows, with what is left of the budget.
+bench_step hardware-full 180 env HONE_CUDA_TEST=1 "$here/cuda.test" -test.run OnHardware -test.v -test.timeout 170s
+# The 0.5B decode at batch 32 with every op synchronized against
+# stream-ordered (--cuda-sync edges), neither profiled. Last, so that the
+# budget skips these first.
+hone_sync_step hone-05b-decode-op 40 op decode --shape 05b --batch 32 --prompt 128 --tokens 128
+hone_sync_step hone-05b-decode-async 40 edges decode --shape 05b --batch 32 --prompt 128 --tokens 128
 
 note "total $(($(date +%s) - t0))s; $([ "$failed" -eq 0 ] && echo 'every step passed' || echo 'a step FAILED')"
 exit "$failed"

@@ -19,7 +19,7 @@ import (
 // not check, and exits 1 when a step fails.
 func TestGPUCheckScript(t *testing.T) {
 	bin := t.TempDir()
-	for _, tool := range []string{"bash", "env", "timeout", "date", "find", "sort", "head", "mkdir", "tee", "dirname", "cat", "grep", "printf", "chmod", "mv"} {
+	for _, tool := range []string{"bash", "env", "timeout", "date", "find", "sort", "head", "mkdir", "tee", "dirname", "cat", "grep", "printf", "chmod", "mv", "awk"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			if os.Getenv("CI") == "" {
@@ -77,10 +77,14 @@ func TestGPUCheckScript(t *testing.T) {
 		stub(dir, "cuda.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"
 [ -z "$FAIL_TEST" ] || echo "--- FAIL: $FAIL_TEST (0.01s)"; exit `+string(rune('0'+testExit)))
 		// A 7B row's tokens/s by its attention: tc3k64 fastest, then tc3,
-		// gemm, tc2 and tc1 (the default).
-		stub(dir, "modelbench.xz", `echo "BENCH stub $*"; tps=1000
-case "$*" in *"--attention-kernel tc3k64 "*) tps=3000;; *"--attention-kernel tc3 "*) tps=2.5e3;; *"--attention-kernel gemm "*) tps=2000;; *"--attention-kernel tc2 "*) tps=1500;; esac
-echo "BENCH {\"kind\":\"train\",\"tokens_per_s\":$tps}"`)
+		// gemm, tc2 and tc1 (the default); its first step's figures agree
+		// with tc1's but where WRONG names the attention (k's probe off by
+		// 0.6 of k's norm), WRONG_LP (its mean logprob by 1.7e-3) or
+		// WRONG_NORM (v's norm by 0.12).
+		stub(dir, "modelbench.xz", `echo "BENCH stub $*"; tps=1000; k=tc1
+case "$*" in *"--attention-kernel tc3k64 "*) tps=3000 k=tc3k64;; *"--attention-kernel tc3 "*) tps=2.5e3 k=tc3;; *"--attention-kernel gemm "*) tps=2000 k=gemm;; *"--attention-kernel tc2 "*) tps=1500 k=tc2;; esac
+probe=3.1e-2 lp=-11.93 norm=0.5; [ "$WRONG" != "$k" ] || probe=0.091; [ "$WRONG_LP" != "$k" ] || lp=-11.95; [ "$WRONG_NORM" != "$k" ] || norm=0.56
+echo "BENCH {\"kind\":\"train\",\"tokens_per_s\":$tps,\"first_logprob_mean\":$lp,\"first_grad_norm\":2.5,\"first_q_grad_norm\":0.2,\"first_q_grad_probe\":-0.1,\"first_k_grad_norm\":1e-1,\"first_k_grad_probe\":$probe,\"first_v_grad_norm\":$norm,\"first_v_grad_probe\":0.3}"`)
 		stub(dir, "model.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST in $PWD args: $*"`)
 		stub(dir, "cmdcheck/hone-train.xz", `exit 0`)
 		stub(dir, "cmdcheck/hone-serve.xz", `exit 0`)
@@ -178,6 +182,21 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 		t.Errorf("summary has the retired hone-7b-async row (hone-7b-best is stream-ordered):\n%s", summary)
 	}
 
+	// A first step that disagrees with tc1's takes that attention out of
+	// the choice.
+	summary, _, err = run(0, 0, "WRONG=tc3k64", "WRONG_LP=gemm", "WRONG_NORM=tc2")
+	for _, want := range []string{"    hone-7b-tc3k64's first step disagrees with hone-7b-train's: logprob_mean -11.93 against -11.93, q_grad_norm 0.2 against 0.2, q_grad_probe -0.1 against -0.1, k_grad_norm 1e-1 against 1e-1, k_grad_probe 0.091 against 3.1e-2, v_grad_norm 0.5 against 0.5, v_grad_probe 0.3 against 0.3\n",
+		"    hone-7b-gemm's first step disagrees with hone-7b-train's: logprob_mean -11.95 against -11.93,",
+		"    hone-7b-tc2's first step disagrees with hone-7b-train's: logprob_mean -11.93 against -11.93, q_grad_norm 0.2 against 0.2, q_grad_probe -0.1 against -0.1, k_grad_norm 1e-1 against 1e-1, k_grad_probe 3.1e-2 against 3.1e-2, v_grad_norm 0.56 against 0.5,",
+		"fastest checked 7B attention: tc3\n", "--steps 3 --attention-kernel tc3 --device cuda --dtype bf16 --compute bf16 --cuda-sync edges"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+	if err != nil {
+		t.Errorf("run.sh with a disagreeing attention row: %v (the row itself passed)", err)
+	}
+
 	// A failing hardware test of tc3 and tc3k64 takes them out of the
 	// choice: gemm's row is the fastest left.
 	summary, _, err = run(1, 0, "FAIL_TEST=TestAttentionTC3OnHardware")
@@ -186,6 +205,7 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 		t.Errorf("run.sh with a failing hardware test: %v, want exit status 1", err)
 	}
 	for _, want := range []string{"hardware-test   FAILED  rc=1", "a step FAILED", "fastest checked 7B attention: gemm\n",
+		"    hone-7b-tc3k64: TestAttentionTC3OnHardware failed in hardware-test, not a candidate",
 		"--steps 3 --attention-kernel gemm --device cuda --dtype bf16 --compute bf16 --cuda-sync edges"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)

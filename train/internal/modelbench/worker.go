@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +95,29 @@ type workerResult struct {
 	// this field was measured so) or "device" (kernels.RowChooser on the
 	// logits in the backend's memory, 4 values a sequence copied back).
 	Choose string `json:"choose,omitempty"`
+	// Train only, from the untimed first step (the adapter's B still zero,
+	// so its forward is the base model's): the mean log-probability of the
+	// targets, and the L2 norm of the adapter's gradient after its
+	// backward. Two runs of one shape, batch and seed on different kernels
+	// (the device check's 7B rows on each training attention) should agree
+	// within their precision; a kernel that is wrong at that shape, or
+	// gives NaN, shows here: the worker fails on a value that is not
+	// finite and applies no other bound. The q, k and v projections'
+	// gradients pass through the attention's backward before any other
+	// product: First{Q,K,V}GradNorm are the norms of each one's, and
+	// First{Q,K,V}GradProbe their sums with fixed pseudo-random signs
+	// (projectionGradProbe), which two correct kernels give within a small
+	// part of that norm and a wrong one, even of the right scale, does not.
+	// Each is its own: at the start of training v's gradient is most of
+	// the three, so a sum over q, k and v would hide a wrong dk.
+	FirstLogprob    float64 `json:"first_logprob_mean,omitempty"`
+	FirstGradNorm   float64 `json:"first_grad_norm,omitempty"`
+	FirstQGradNorm  float64 `json:"first_q_grad_norm,omitempty"`
+	FirstQGradProbe float64 `json:"first_q_grad_probe,omitempty"`
+	FirstKGradNorm  float64 `json:"first_k_grad_norm,omitempty"`
+	FirstKGradProbe float64 `json:"first_k_grad_probe,omitempty"`
+	FirstVGradNorm  float64 `json:"first_v_grad_norm,omitempty"`
+	FirstVGradProbe float64 `json:"first_v_grad_probe,omitempty"`
 }
 
 // worker runs one Hone measurement in this process: "train …" or "decode …".
@@ -370,6 +394,8 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 	}
 	var first, timed time.Duration
 	var devBytes int64
+	var lpMean, gradNorm float64
+	var norms, probes [3]float64 // q, k, v
 	for step := 0; step <= steps; step++ {
 		t0 := time.Now()
 		ad.ZeroGrad()
@@ -377,11 +403,18 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 		if err != nil {
 			return workerResult{}, err
 		}
+		if step == 0 {
+			lpMean = mean(p.Logprob) // Forward ended synchronized: the host reads it in place
+		}
 		if err := p.Backward(ctx, dlp, nil); err != nil {
 			return workerResult{}, err
 		}
 		if step == 0 {
 			devBytes = deviceBytes(be)
+			gradNorm = adapterGradNorm(be, ad, flatG)
+			for i, mod := range []model.Module{model.ModQ, model.ModK, model.ModV} {
+				norms[i], probes[i] = projectionGradProbe(be, ad, mod)
+			}
 		}
 		p.Release() // the next step reuses the activation memory
 		if flatP != nil {
@@ -402,8 +435,74 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 		}
 	}
 	ops.stop(timed)
+	for _, v := range append([]float64{lpMean, gradNorm}, append(norms[:], probes[:]...)...) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return workerResult{}, fmt.Errorf("first step: mean logprob %v, gradient norm %v (q, k, v: %v, probes %v): not finite", lpMean, gradNorm, norms, probes)
+		}
+	}
 	return workerResult{Kind: "train", Batch: B, TokensPerS: float64(N*steps) / timed.Seconds(),
-		FirstS: first.Seconds(), Checkpoint: ckpt, Rank: rank, DeviceBytes: devBytes}, nil
+		FirstS: first.Seconds(), Checkpoint: ckpt, Rank: rank, DeviceBytes: devBytes,
+		FirstLogprob: lpMean, FirstGradNorm: gradNorm,
+		FirstQGradNorm: norms[0], FirstQGradProbe: probes[0], FirstKGradNorm: norms[1], FirstKGradProbe: probes[1],
+		FirstVGradNorm: norms[2], FirstVGradProbe: probes[2]}, nil
+}
+
+// mean returns the mean of x, summed in float64.
+func mean(x []float32) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v)
+	}
+	return s / float64(max(len(x), 1))
+}
+
+// adapterGradNorm returns the L2 norm of ad's gradient, its sums of
+// squares taken on be (one over flatG, the gradient's one allocation, when
+// the adapter has it; else one a tensor).
+func adapterGradNorm(be kernels.Backend, ad *model.Adapter, flatG []float32) float64 {
+	if flatG != nil {
+		return math.Sqrt(be.SumSquares(flatG, len(flatG)))
+	}
+	var s float64
+	ad.Params(func(_ string, _, grad []float32) { s += be.SumSquares(grad, len(grad)) })
+	return math.Sqrt(s)
+}
+
+// projectionGradProbe returns the L2 norm of the gradient of ad's updates
+// of projection mod (A, then B, in every layer, in that order) and its sum
+// with the signs of probeSign, both over float64 sums of the values copied
+// to the host.
+func projectionGradProbe(be kernels.Backend, ad *model.Adapter, mod model.Module) (norm, probe float64) {
+	var host []float32
+	i := uint64(0)
+	for _, layer := range ad.Layers {
+		lr := layer[mod]
+		if lr == nil {
+			continue
+		}
+		for _, g := range [][]float32{lr.DA, lr.DB} {
+			host = slices.Grow(host[:0], len(g))[:len(g)]
+			kernels.CopyToHost(be, host, g, len(g))
+			for _, v := range host {
+				norm += float64(v) * float64(v)
+				probe += probeSign(i) * float64(v)
+				i++
+			}
+		}
+	}
+	return math.Sqrt(norm), probe
+}
+
+// probeSign is +1 or −1 for index i, by the top bit of a SplitMix64 hash
+// of i: fixed, and uncorrelated with any structure of the gradients.
+func probeSign(i uint64) float64 {
+	z := i + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	if (z^z>>31)>>63 == 1 {
+		return -1
+	}
+	return 1
 }
 
 // decodeWorker times tokens greedy decode steps of B sequences after a

@@ -24,12 +24,8 @@ func TestAddRMSNormOnHardware(t *testing.T) {
 			b := hardwareBackend(t, prec)
 			alloc, allocBF := backendAllocs(t, b)
 			r := rand.New(rand.NewPCG(28, 3584))
-			f32 := func(n int) []float32 {
-				x := alloc(n)
-				copy(x, randn(r, n))
-				return x
-			}
-			attn, res, weight := f32(N*C), f32(N*C), f32(C)
+			f32 := randnIn(alloc, r)
+			attn, res, weight := f32(N*C, 1), f32(N*C, 1), f32(C, 1)
 			x2, wantX2 := alloc(N*C), alloc(N*C)
 			h, rstd, hBF := alloc(N*C), alloc(N), allocBF(N*C)
 			wantH, wantR, wantBF := alloc(N*C), alloc(N), allocBF(N*C)
@@ -95,17 +91,13 @@ func TestRMSNormBackwardRoundedOnHardware(t *testing.T) {
 	b := hardwareBackend(t, kernels.PrecisionBF16)
 	alloc, allocBF := backendAllocs(t, b)
 	r := rand.New(rand.NewPCG(28, 3585))
-	f32 := func(n int) []float32 {
-		x := alloc(n)
-		copy(x, randn(r, n))
-		return x
-	}
-	dh, rstd, x2, weight, dx0 := f32(N*C), f32(N), f32(N*C), f32(C), f32(N*C)
+	f32 := randnIn(alloc, r)
+	dh, rstd, x2, weight, dx0 := f32(N*C, 1), f32(N, 1), f32(N*C, 1), f32(C, 1), f32(N*C, 1)
 	for i := range rstd {
 		rstd[i] = 0.5 + rstd[i]*rstd[i]
 	}
 	wo := allocBF(C * C)
-	kernels.ToBF16(wo, randn(r, C*C))
+	fillNormalBF16(r, wo, 1)
 	dx, wantDx, dxBF := alloc(N*C), alloc(N*C), allocBF(N*C)
 	datt, wantDatt := alloc(N*C), alloc(N*C)
 	plain := func() {
@@ -141,7 +133,7 @@ func TestRMSNormBackwardRoundedOnHardware(t *testing.T) {
 		I = 41
 	}
 	wd := allocBF(C * I)
-	kernels.ToBF16(wd, randn(r, C*I))
+	fillNormalBF16(r, wd, 1)
 	dact, wantDact := allocBF(N*I), allocBF(N*I)
 	b.LinearBackwardBF16To(wantDact, wantDx, wd, N, I, C, 0)
 	b.LinearBackwardBF16ToRounded(dact, dxBF, wd, N, I, C, 0)

@@ -152,7 +152,7 @@ func trainingAttentionSpeed(t *testing.T, b deviceBackend) (fwd, bwd time.Durati
 	x := map[string]*cuda.Buffer{}
 	for name, n := range map[string]int{"q": N * H * D, "k": N * KVH * D, "v": N * KVH * D, "out": N * H * D, "lse": N * H,
 		"dout": N * H * D, "dq": N * H * D, "dk": N * KVH * D, "dv": N * KVH * D} {
-		x[name] = upload(t, dev, randn(r, n))
+		x[name] = upload(t, dev, randnPar(r, n, 1))
 		defer x[name].Free()
 	}
 	so, err := dev.Alloc(B + 1)

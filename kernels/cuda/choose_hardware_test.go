@@ -41,9 +41,7 @@ func TestChooseRowsOnHardware(t *testing.T) {
 	}
 	defer b.FreeF32(x)
 	r := rand.New(rand.NewPCG(28, 19))
-	for i := range x {
-		x[i] = float32(r.NormFloat64() * 3)
-	}
+	fillNormal(r, x, 3)
 	x[V+5], x[V+V/2] = 30, 30 // a tie in row 1
 	host, err := b.AllocHostF32(n)
 	if err != nil {

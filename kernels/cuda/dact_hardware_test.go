@@ -26,9 +26,7 @@ func TestDactBF16OnHardware(t *testing.T) {
 	f32 := randnIn(alloc, r)
 	bf := func(n int, scale float64) []uint16 {
 		x := allocBF(n)
-		for i := range x {
-			x[i] = kernels.BF16(float32(scale * r.NormFloat64()))
-		}
+		fillNormalBF16(r, x, scale)
 		return x
 	}
 	run := func(N, C, I, R int, timed bool) {

@@ -30,7 +30,8 @@ func TestGatedLoRAOnHardware(t *testing.T) {
 	}
 	for _, s := range shapes {
 		// The inputs and outputs once a shape, for both activations: at
-		// the 7B shape, filling 155M values a buffer takes seconds.
+		// the 7B shape, filling 155M values a buffer takes a core about a
+		// second.
 		N, I, R := s.N, s.I, s.R
 		NI := N * I
 		gate, up, a := f32(NI, 1), f32(NI, 1), f32(R*I, 0.02)

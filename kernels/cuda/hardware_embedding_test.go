@@ -60,9 +60,7 @@ func TestEmbeddingBackwardOnHardware(t *testing.T) {
 		}
 	}
 	hdout := make([]float32, N*C)
-	for i := range hdout {
-		hdout[i] = 2*r.Float32() - 1
-	}
+	fillUniform(r, hdout, 1)
 	bd := upload(t, dev, hdout)
 	defer bd.Free()
 	bi, err := dev.Alloc(N)

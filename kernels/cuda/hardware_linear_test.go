@@ -173,10 +173,7 @@ func TestLinearOnHardware(t *testing.T) {
 			if cuda.BF16ChunkRows(C) >= OC {
 				t.Fatalf("%d rows a chunk: the shape no longer takes several", cuda.BF16ChunkRows(C))
 			}
-			inp, w, bias, dout := randn(r, N*C), randn(r, OC*C), randn(r, OC), randn(r, N*OC)
-			for i := range w {
-				w[i] *= 0.02
-			}
+			inp, w, bias, dout := randnPar(r, N*C, 1), randnPar(r, OC*C, 0.02), randnPar(r, OC, 1), randnPar(r, N*OC, 1)
 			wh := make([]uint16, OC*C)
 			kernels.ToBF16(wh, w)
 			want, got := make([]float32, N*OC), make([]float32, N*OC)
@@ -189,7 +186,7 @@ func TestLinearOnHardware(t *testing.T) {
 			near(t, "LinearBackwardBF16", gdi, wdi, kerneltest.F32Tol)
 
 			const LN, LC, V = 4, 128, 151936 // Qwen's vocabulary, 4096-column chunks
-			hidden, lw := randn(r, LN*LC), randn(r, V*LC)
+			hidden, lw := randnPar(r, LN*LC, 1), randnPar(r, V*LC, 1)
 			lwh := make([]uint16, V*LC)
 			kernels.ToBF16(lwh, lw)
 			targets := logprobTargets(r, LN, V)

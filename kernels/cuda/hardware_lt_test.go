@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 )
 
@@ -50,17 +49,9 @@ func TestGemmLtOnHardware(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(28, 71))
-	// Random bfloat16 values in [-1, 1): a pool read at a stride, so that
-	// filling hundreds of millions costs little host time.
-	pool := make([]uint16, 1<<20+3)
-	for i := range pool {
-		pool[i] = kernels.BF16(2*r.Float32() - 1)
-	}
 	fillBF16 := func(n int) *cuda.Buffer {
 		h := make([]uint16, n)
-		for i := range h {
-			h[i] = pool[(i*7919)%len(pool)]
-		}
+		fillUniformBF16(r, h, 1)
 		return uploadBF16(t, dev, h)
 	}
 	ws, err := dev.Alloc(cuda.LtWorkspaceBytes / 4)

@@ -396,7 +396,7 @@ func TestKernelsOnHardware(t *testing.T) {
 		for _, s := range shapes {
 			N, C, V, chunk := s[0], s[1], s[2], s[3]
 			name := fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk)
-			hidden, weight := randn(r, N*C), randn(r, V*C)
+			hidden, weight := randnPar(r, N*C, 1), randnPar(r, V*C, 1)
 			targets := logprobTargets(r, N, V)
 			wlp, went, wlse, wex := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N*C)
 			ref.New().LogprobForward(wlp, went, wlse, wex, hidden, weight, targets, N, C, V, chunk)

@@ -25,9 +25,7 @@ func TestLoRAMatmulTF32OnHardware(t *testing.T) {
 	r := rand.New(rand.NewPCG(28, 77))
 	fill := func(n int) *cuda.Buffer {
 		x := make([]float32, n)
-		for i := range x {
-			x[i] = 2*r.Float32() - 1
-		}
+		fillUniform(r, x, 1)
 		return upload(t, dev, x)
 	}
 	if testing.Short() {

@@ -54,9 +54,7 @@ func TestLinearForwardBF16ManyAddOnHardware(t *testing.T) {
 	}
 	fill := func(n int, scale float32) []float32 {
 		x := alloc(n)
-		for i := range x {
-			x[i] = scale * (2*r.Float32() - 1)
-		}
+		fillUniform(r, x, scale)
 		return x
 	}
 	for _, c := range cases {

@@ -44,7 +44,7 @@ func newLoRAFwdData(c loraFwdCase, seed uint64, alloc func(n int) []float32) lor
 	r := rand.New(rand.NewPCG(seed, 31))
 	fill := func(n int) []float32 {
 		x := alloc(n)
-		copy(x, randn(r, n))
+		fillNormal(r, x, 1)
 		return x
 	}
 	nan := func(n int) []float32 {

@@ -49,9 +49,7 @@ func compareLoRAMany(t *testing.T, b *cuda.Backend, cases []loraManyCase, timed 
 	}
 	fill := func(n int) []float32 {
 		x := alloc(n)
-		for i := range x {
-			x[i] = 2*r.Float32() - 1
-		}
+		fillUniform(r, x, 1)
 		return x
 	}
 	maxOut, maxN, maxIn, maxR := 0, 0, 0, 0
@@ -189,11 +187,7 @@ func TestMatmulBF16OnHardware(t *testing.T) {
 	b := hardwareBackend(t, kernels.PrecisionBF16)
 	alloc, allocBF := backendAllocs(t, b)
 	r := rand.New(rand.NewPCG(28, 131))
-	f32 := func(n int) []float32 {
-		x := alloc(n)
-		copy(x, randn(r, n))
-		return x
-	}
+	f32 := randnIn(alloc, r)
 	bf := func(x []float32) []uint16 {
 		y := allocBF(len(x))
 		kernels.ToBF16(y, x)
@@ -201,7 +195,7 @@ func TestMatmulBF16OnHardware(t *testing.T) {
 	}
 	const M, N, K = 7, 5, 131
 	for _, tc := range matmulBF16Cases() {
-		a, bm, c := f32(M*K), f32(K*N), f32(M*N)
+		a, bm, c := f32(M*K, 1), f32(K*N, 1), f32(M*N, 1)
 		want := matmulBF16Want(c, a, bm, M, N, K, tc)
 		var aBF, bBF []uint16
 		if tc.aBF {
@@ -218,9 +212,9 @@ func TestMatmulBF16OnHardware(t *testing.T) {
 		return
 	}
 	const R, I, T = 16, 18944, 8 * 1024
-	g, act := f32(T*R), f32(T*I)
+	g, act := f32(T*R, 1), f32(T*I, 1)
 	actBF := bf(act)
-	da, daBF := f32(R*I), f32(R*I)
+	da, daBF := f32(R*I, 1), f32(R*I, 1)
 	copy(daBF, da)
 	runF32 := func() { b.Matmul(da, g, act, R, I, T, true, false, 1) }
 	runBF := func() { b.MatmulBF16(daBF, g, nil, nil, actBF, R, I, T, true, false, 1) }
@@ -258,13 +252,12 @@ func backendAllocs(t *testing.T, b *cuda.Backend) (f32 func(n int) []float32, bf
 }
 
 // randnIn returns a function that allocates n float32 values with alloc
-// (backendAllocs') and fills them with scale·N(0, 1) draws from r.
+// (backendAllocs') and fills them with scale·N(0, 1) draws (fillNormal's,
+// seeded from r).
 func randnIn(alloc func(n int) []float32, r *rand.Rand) func(n int, scale float64) []float32 {
 	return func(n int, scale float64) []float32 {
 		x := alloc(n)
-		for i := range x {
-			x[i] = float32(scale * r.NormFloat64())
-		}
+		fillNormal(r, x, scale)
 		return x
 	}
 }

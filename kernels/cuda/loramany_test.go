@@ -51,7 +51,7 @@ func newLoRAManyData(c loraManyCase, seed uint64, alloc func(n int) []float32) l
 	r := rand.New(rand.NewPCG(seed, 28))
 	fill := func(n int) []float32 {
 		x := alloc(n)
-		copy(x, randn(r, n))
+		fillNormal(r, x, 1)
 		return x
 	}
 	d := loraManyData{x: fill(c.n * c.in)}

@@ -375,7 +375,7 @@ func TestNormInputBF16OnHardware(t *testing.T) {
 	r := rand.New(rand.NewPCG(28, 3584))
 	fill := func(n int) []float32 {
 		x := alloc(n)
-		copy(x, randn(r, n))
+		fillNormal(r, x, 1)
 		return x
 	}
 	x2, weight := fill(N*C), fill(C)

@@ -46,9 +46,11 @@ func TestSumSquaresSegmentsOnHardware(t *testing.T) {
 	}
 	defer b.FreeF32(x)
 	r := rand.New(rand.NewPCG(28, 7))
-	for i := range x {
-		x[i] = float32(r.NormFloat64() * math.Exp2(float64(r.IntN(21)-10)))
-	}
+	fillRand(r, x, func(r *rand.Rand, chunk []float32) {
+		for i := range chunk {
+			chunk[i] = float32(r.NormFloat64() * math.Exp2(float64(r.IntN(21)-10)))
+		}
+	})
 	xs := make([][]float32, len(offs))
 	for i, off := range offs {
 		xs[i] = x[off : off+ns[i]]
@@ -98,9 +100,7 @@ func TestDoutRounderOnHardware(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
+		fillNormal(r, x, 1)
 		return x
 	}
 	bf := func(m int) []uint16 {
@@ -117,9 +117,7 @@ func TestDoutRounderOnHardware(t *testing.T) {
 		}
 		b.FreeBF16(w)
 	}()
-	for i := range w {
-		w[i] = kernels.BF16(float32(r.NormFloat64() * 0.02))
-	}
+	fillNormalBF16(r, w, 0.02)
 	for _, g := range []struct {
 		name    string
 		set     func(dgate, dup, act, dout, gate, up []float32, n int)
@@ -189,9 +187,7 @@ func TestInputRounderOnHardware(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
+		fillNormal(r, x, 1)
 		f32s = append(f32s, x)
 		return x
 	}
@@ -200,9 +196,7 @@ func TestInputRounderOnHardware(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range x {
-			x[i] = kernels.BF16(float32(r.NormFloat64() * std))
-		}
+		fillNormalBF16(r, x, std)
 		bf16s = append(bf16s, x)
 		return x
 	}

@@ -81,7 +81,8 @@ func TestGPUCheckScript(t *testing.T) {
 		// with tc1's but where WRONG names the attention (k's probe off by
 		// 0.6 of k's norm), WRONG_LP (its mean logprob by 1.7e-3) or
 		// WRONG_NORM (v's norm by 0.12).
-		stub(dir, "modelbench.xz", `echo "BENCH stub $*"; tps=1000; k=tc1
+		stub(dir, "modelbench.xz", `case "$FAIL_EDGES $*" in 1*"--cuda-sync edges"*) echo "cuda: stream-ordered step failed"; exit 1;; esac
+echo "BENCH stub $*"; tps=1000; k=tc1
 case "$*" in *"--attention-kernel tc3k64 "*) tps=3000 k=tc3k64;; *"--attention-kernel tc3 "*) tps=2.5e3 k=tc3;; *"--attention-kernel gemm "*) tps=2000 k=gemm;; *"--attention-kernel tc2 "*) tps=1500 k=tc2;; esac
 probe=3.1e-2 lp=-11.93 norm=0.5; [ "$WRONG" != "$k" ] || probe=0.091; [ "$WRONG_LP" != "$k" ] || lp=-11.95; [ "$WRONG_NORM" != "$k" ] || norm=0.56
 echo "BENCH {\"kind\":\"train\",\"tokens_per_s\":$tps,\"first_logprob_mean\":$lp,\"first_grad_norm\":2.5,\"first_q_grad_norm\":0.2,\"first_q_grad_probe\":-0.1,\"first_k_grad_norm\":1e-1,\"first_k_grad_probe\":$probe,\"first_v_grad_norm\":$norm,\"first_v_grad_probe\":0.3}"`)
@@ -195,6 +196,23 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 	}
 	if err != nil {
 		t.Errorf("run.sh with a disagreeing attention row: %v (the row itself passed)", err)
+	}
+	if strings.Contains(summary, "hone-7b-best-op") {
+		t.Errorf("hone-7b-best-op ran though hone-7b-best gave its figure:\n%s", summary)
+	}
+
+	// Where the stream-ordered step fails, the same step runs with every
+	// op synchronized.
+	summary, _, err = run(0, 0, "FAIL_EDGES=1")
+	for _, want := range []string{"hone-7b-best    FAILED  rc=1", "hone-7b-best-op ok",
+		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel tc3k64 --device cuda --dtype bf16 --compute bf16 --cuda-sync op --libcuda ",
+		"a step FAILED"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+	if xe := (*exec.ExitError)(nil); !errors.As(err, &xe) || xe.ExitCode() != 1 {
+		t.Errorf("run.sh with a failing stream-ordered step: %v, want exit status 1", err)
 	}
 
 	// A failing hardware test of tc3 and tc3k64 takes them out of the

@@ -335,6 +335,11 @@ choose_attention
 if [ -n "$attn" ]; then
 	note "fastest checked 7B attention: $attn"
 	hone_sync_step hone-7b-best 120 edges train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel "$attn"
+	# The stream-ordered mode has not run on a GPU before: where it gave
+	# no figure, the same step with every op synchronized, unprofiled.
+	if [ -f "$res/hone-7b-best.log" ] && [ -z "$(bench_field hone-7b-best tokens_per_s)" ]; then
+		hone_sync_step hone-7b-best-op 120 op train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel "$attn"
+	fi
 else
 	attn=tc1
 	failed=1

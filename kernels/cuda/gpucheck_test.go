@@ -142,7 +142,10 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 				}
 			}
 		}
-		return string(summary), string(hw), err
+		// The hardware tests' logs: hardware-test's, then hardware-full's
+		// where it ran.
+		full, _ := os.ReadFile(filepath.Join(dir, "results", "hardware-full.log"))
+		return string(summary), string(hw) + string(full), err
 	}
 
 	summary, hw, err := run(0, 0)
@@ -178,6 +181,9 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 	}
 	if want := "HONE_CUDA_TEST=1 HONE_LIBCUBLAS=" + cublas + " args: -test.run OnHardware -test.short -test.v"; !strings.Contains(hw, want) {
 		t.Errorf("hardware-test.log lacks %q:\n%s", want, hw)
+	}
+	if want := "args: -test.run OnHardware -test.v -test.timeout 170s"; !strings.Contains(hw, want) {
+		t.Errorf("hardware-full.log lacks %q (Go's timeout 10 s inside the step's 180 s limit):\n%s", want, hw)
 	}
 	if strings.Contains(summary, "hone-7b-async") {
 		t.Errorf("summary has the retired hone-7b-async row (hone-7b-best is stream-ordered):\n%s", summary)

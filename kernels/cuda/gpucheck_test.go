@@ -77,13 +77,15 @@ func TestGPUCheckScript(t *testing.T) {
 		stub(dir, "cuda.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST HONE_LIBCUBLAS=$HONE_LIBCUBLAS args: $*"
 [ -z "$FAIL_TEST" ] || echo "--- FAIL: $FAIL_TEST (0.01s)"; exit `+string(rune('0'+testExit)))
 		// A 7B row's tokens/s by its attention: tc3k64 fastest, then tc3,
-		// gemm, tc2 and tc1 (the default); its first step's figures agree
+		// gemm, tc2 and tc1 (the default), 500 more on cuBLASLt unless
+		// LT_SLOW is set; its first step's figures agree
 		// with tc1's but where WRONG names the attention (k's probe off by
 		// 0.6 of k's norm), WRONG_LP (its mean logprob by 1.7e-3) or
 		// WRONG_NORM (v's norm by 0.12).
 		stub(dir, "modelbench.xz", `case "$FAIL_EDGES $*" in 1*"--cuda-sync edges"*) echo "cuda: stream-ordered step failed"; exit 1;; esac
 echo "BENCH stub $*"; tps=1000; k=tc1
 case "$*" in *"--attention-kernel tc3k64 "*) tps=3000 k=tc3k64;; *"--attention-kernel tc3 "*) tps=2.5e3 k=tc3;; *"--attention-kernel gemm "*) tps=2000 k=gemm;; *"--attention-kernel tc2 "*) tps=1500 k=tc2;; esac
+case "$LT_SLOW $*" in " "*"--gemm cublaslt"*) tps=$((tps + 500));; esac
 probe=3.1e-2 lp=-11.93 norm=0.5; [ "$WRONG" != "$k" ] || probe=0.091; [ "$WRONG_LP" != "$k" ] || lp=-11.95; [ "$WRONG_NORM" != "$k" ] || norm=0.56
 echo "BENCH {\"kind\":\"train\",\"tokens_per_s\":$tps,\"first_logprob_mean\":$lp,\"first_grad_norm\":2.5,\"first_q_grad_norm\":0.2,\"first_q_grad_probe\":-0.1,\"first_k_grad_norm\":1e-1,\"first_k_grad_probe\":$probe,\"first_v_grad_norm\":$norm,\"first_v_grad_probe\":0.3}"`)
 		stub(dir, "model.test.xz", `echo "HONE_CUDA_TEST=$HONE_CUDA_TEST in $PWD args: $*"`)
@@ -170,6 +172,9 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel gemm --device cuda",
 		// the last row: the 7B step's linear GEMMs on cuBLASLt, found beside cuBLAS
 		"hone-7b-lt      ok", "    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel tc3k64 --gemm cublaslt --libcublaslt " + cublasLt + " --device cuda",
+		// faster than GemmEx on that attention: the best row again on cuBLASLt
+		"cuBLASLt beat cublasGemmEx on tc3k64 (3500 against 3000 tokens/s, profiled)\n", "hone-7b-best-lt ok",
+		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel tc3k64 --gemm cublaslt --libcublaslt " + cublasLt + " --device cuda --dtype bf16 --compute bf16 --cuda-sync edges",
 		// torch_bench.py's RESULT lines, copied into the summary (the stub echoes its arguments)
 		"    stub row ", "/torch_bench.py --device cuda --out ",
 		"/results/torch-05b.jsonl --shape 05b --impl both --measure golden,same-math,train,decode --golden ",
@@ -205,6 +210,12 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 	}
 	if strings.Contains(summary, "hone-7b-best-op") {
 		t.Errorf("hone-7b-best-op ran though hone-7b-best gave its figure:\n%s", summary)
+	}
+
+	// cuBLASLt no faster: no hone-7b-best-lt.
+	summary, _, err = run(0, 0, "LT_SLOW=1")
+	if err != nil || strings.Contains(summary, "hone-7b-best-lt") || strings.Contains(summary, "cuBLASLt beat") {
+		t.Errorf("run.sh with cuBLASLt no faster: %v, want no hone-7b-best-lt:\n%s", err, summary)
 	}
 
 	// Where the stream-ordered step fails, the same step runs with every

@@ -356,6 +356,17 @@ hone_step hone-05b-train 60 train --shape 05b --batch 8 --seq 1024 --rank 16 --s
 # checked attention, profiled: its OPS lines set the GEMMs' TFLOP/s against
 # the row with the same attention above (cublasGemmEx).
 hone_step hone-7b-lt 120 train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 2 --attention-kernel "$attn" --gemm cublaslt --libcublaslt "${HONE_LIBCUBLASLT:-}"
+# Where cuBLASLt made that attention's profiled step faster, and its first
+# step agrees with tc1's, the best row once more on it: stream-ordered,
+# unprofiled, the GEMMs on cuBLASLt.
+attn_row=hone-7b-$attn
+if [ "$attn" = tc1 ]; then attn_row=hone-7b-train; fi
+lt_tps=$(bench_field hone-7b-lt tokens_per_s)
+gemmex_tps=$(bench_field "$attn_row" tokens_per_s)
+if [ -n "$lt_tps" ] && [ -n "$gemmex_tps" ] && awk -v a="$lt_tps" -v b="$gemmex_tps" 'BEGIN { exit !(a > b) }' && first_step_agrees hone-7b-lt; then
+	note "cuBLASLt beat cublasGemmEx on $attn ($lt_tps against $gemmex_tps tokens/s, profiled)"
+	hone_sync_step hone-7b-best-lt 120 edges train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel "$attn" --gemm cublaslt --libcublaslt "${HONE_LIBCUBLASLT:-}"
+fi
 # The hardware tests on their full shapes (the 7B step's layers, the
 # attention kernels' long sequences, Qwen's vocabulary) with each kernel's
 # time logged: after the rows, with what is left of the budget. Go's own

@@ -86,11 +86,13 @@ func TestContractCPUBackendState(t *testing.T) {
 	found := packageVars(srcs, []string{"kernels/cpu"}, func(*ast.Ident, ast.Expr) bool { return true })
 	pin(t, found, []string{"the cpu.Backend value, filled by cpu.New"},
 		"no package state in kernels/cpu: which GEMM and which vector kernels run is the backend's, from Options and the CPU")
+	// cmd/internal/backend is the commands' one builder of their backend
+	// from their flags (hone-train and hone-serve share it).
 	found = importsOf(srcs, module+"/kernels/cpu", func(sf sourceFile) bool {
-		return sf.file.Name.Name != "main" && !inAny(sf.rel, []string{"kernels"})
+		return sf.file.Name.Name != "main" && !inAny(sf.rel, []string{"kernels", "cmd/internal/backend"})
 	})
-	pin(t, found, []string{"cmd and the benchmark programs (package main), which build the backend"},
-		"libraries take a kernels.Backend; only a main package builds the CPU one")
+	pin(t, found, []string{"cmd/internal/backend and the benchmark programs (package main), which build the backend"},
+		"libraries take a kernels.Backend; only a main package, or the commands' cmd/internal/backend, builds the CPU one")
 }
 
 // TestContractProgressLine: a line redrawn in place on the terminal (a

@@ -142,7 +142,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer stopPulling()
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
-		be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, getenv)
+		be, err := backend.Open(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, getenv)
 		if err != nil {
 			return err
 		}

@@ -83,7 +83,7 @@ and exits 0. --steps then counts steps per session.`,
 			if err != nil {
 				return err
 			}
-			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, os.Getenv)
+			be, err := backend.Open(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, os.Getenv)
 			if err != nil {
 				return err
 			}

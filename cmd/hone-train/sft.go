@@ -43,7 +43,7 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			if err != nil {
 				return err
 			}
-			be, err := openBackend(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, os.Getenv)
+			be, err := backend.Open(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, os.Getenv)
 			if err != nil {
 				return err
 			}

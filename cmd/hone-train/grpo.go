@@ -2,11 +2,7 @@ package main
 
 import (
 	"log/slog"
-	"os"
-	"runtime"
 
-	"github.com/hone-rl/hone/cmd/internal/backend"
-	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/train/grpojob"
@@ -15,10 +11,7 @@ import (
 
 func newGRPOCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 	var opts grpojob.Options
-	var threads int
-	var compute, bf16Kernel string
-	var device string
-	var cudaFlags backendflag.CUDAValues
+	var jb jobBackend
 	var remote remoteOut
 	cmd := &cobra.Command{
 		Use:   "grpo --model DIR --run NAME [flags] (FILES... | --watch-dir DIR)",
@@ -83,16 +76,11 @@ and exits 0. --steps then counts steps per session.`,
 			if err != nil {
 				return err
 			}
-			be, err := backend.Open(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, os.Getenv)
+			be, closeBackend, err := jb.open(opts.DType, log)
 			if err != nil {
 				return err
 			}
-			log.Info("backend", "name", be.Name())
-			defer func() {
-				if err := be.Close(); err != nil { // the CUDA backend names what was not freed
-					log.Warn("closing the backend", "err", err)
-				}
-			}()
+			defer closeBackend()
 			opts.Backend, opts.Log = be, log
 			finish, err := remote.start(cmd.Context(), &opts.Options, log)
 			if err != nil {
@@ -102,11 +90,7 @@ and exits 0. --steps then counts steps per session.`,
 		},
 	}
 	opts.AddFlags(cmd.Flags())
-	cmd.Flags().IntVar(&threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
-	cmd.Flags().StringVar(&compute, "compute", "f32", backendflag.ComputeUsage)
-	cmd.Flags().StringVar(&bf16Kernel, "bf16-kernel", "native", backendflag.BF16KernelUsage)
-	backend.AddFlag(cmd.Flags(), &device)
-	backendflag.AddCUDAFlags(cmd.Flags(), &cudaFlags)
+	jb.addFlags(cmd.Flags())
 	remote.addFlags(cmd.Flags())
 	return cmd
 }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+	"runtime"
+
+	"github.com/hone-rl/hone/cmd/internal/backend"
+	"github.com/hone-rl/hone/cmd/internal/backendflag"
+	"github.com/hone-rl/hone/kernels"
+	"github.com/spf13/pflag"
+)
+
+// jobBackend holds the flags of a training job (sft, grpo) that choose
+// its backend: --threads, --compute, --bf16-kernel, --device and the
+// --cuda-* flags.
+type jobBackend struct {
+	threads             int
+	compute, bf16Kernel string
+	device              string
+	cuda                backendflag.CUDAValues
+}
+
+// addFlags registers j's flags on fs.
+func (j *jobBackend) addFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&j.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	fs.StringVar(&j.compute, "compute", "f32", backendflag.ComputeUsage)
+	fs.StringVar(&j.bf16Kernel, "bf16-kernel", "native", backendflag.BF16KernelUsage)
+	backend.AddFlag(fs, &j.device)
+	backendflag.AddCUDAFlags(fs, &j.cuda)
+}
+
+// open opens the backend j's flags name for weights of dtype (the
+// CUDA libraries' paths from the environment), logs its name, and
+// returns it with the function that closes it at the job's end, logging
+// what the backend had not freed (the CUDA backend names it).
+func (j *jobBackend) open(dtype string, log *slog.Logger) (kernels.Backend, func(), error) {
+	be, err := backend.Open(j.device, j.threads, j.compute, j.bf16Kernel, dtype, j.cuda, os.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("backend", "name", be.Name())
+	return be, func() {
+		if err := be.Close(); err != nil {
+			log.Warn("closing the backend", "err", err)
+		}
+	}, nil
+}

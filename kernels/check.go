@@ -157,6 +157,19 @@ func NeedLogprobForward(op string, logprob, entropy, lse, expect, hidden []float
 	NeedIDs(op, targets[:N], -1, V)
 }
 
+// NeedLogprobBackwardExpect checks the sizes and buffers of
+// LogprobBackwardExpect and its bfloat16 variant, whose weight holds
+// weightLen values: targets lie in [−1, V).
+func NeedLogprobBackwardExpect(op string, dhidden, dlogprob, expect []float32, weightLen int, targets []int32, N, C, V int) {
+	NeedSizes(op, N, C, V)
+	Need(op, "dhidden", len(dhidden), N*C)
+	Need(op, "dlogprob", len(dlogprob), N)
+	Need(op, "expect", len(expect), N*C)
+	Need(op, "weight", weightLen, V*C)
+	Need(op, "targets", len(targets), N)
+	NeedIDs(op, targets[:N], -1, V)
+}
+
 // NeedLogprobBackward checks the sizes and buffers of LogprobBackward and
 // its bfloat16 variant, whose weight holds weightLen values: dweight,
 // dlogprob and dentropy may be nil, targets lie in [−1, V).

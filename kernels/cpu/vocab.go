@@ -390,24 +390,20 @@ func scaleRow(row []float32, f float32) {
 // LogprobBackwardExpect accumulates dhidden [N,C] from the forward's expect.
 func (b *Backend) LogprobBackwardExpect(dhidden, dlogprob, expect, weight []float32, targets []int32, N, C, V int) {
 	op := "LogprobBackwardExpect"
-	kernels.Need(op, "weight", len(weight), V*C)
+	kernels.NeedLogprobBackwardExpect(op, dhidden, dlogprob, expect, len(weight), targets, N, C, V)
 	b.logprobBackwardExpect(op, dhidden, dlogprob, expect, weights{f32: weight[: V*C : V*C]}, targets, N, C, V)
 }
 
 // LogprobBackwardExpectBF16 is LogprobBackwardExpect with a bfloat16 weight [V,C].
 func (b *Backend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, weight []uint16, targets []int32, N, C, V int) {
 	op := "LogprobBackwardExpectBF16"
-	kernels.Need(op, "weight", len(weight), V*C)
+	kernels.NeedLogprobBackwardExpect(op, dhidden, dlogprob, expect, len(weight), targets, N, C, V)
 	b.logprobBackwardExpect(op, dhidden, dlogprob, expect, weights{bf16: weight[: V*C : V*C]}, targets, N, C, V)
 }
 
+// logprobBackwardExpect is both LogprobBackwardExpects' body, their
+// arguments checked (kernels.NeedLogprobBackwardExpect).
 func (b *Backend) logprobBackwardExpect(op string, dhidden, dlogprob, expect []float32, w weights, targets []int32, N, C, V int) {
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "dhidden", len(dhidden), N*C)
-	kernels.Need(op, "dlogprob", len(dlogprob), N)
-	kernels.Need(op, "expect", len(expect), N*C)
-	kernels.Need(op, "targets", len(targets), N)
-	kernels.NeedIDs(op, targets[:N], -1, V)
 	b.parallel(N, C, func(lo, hi int) {
 		var wt []float32 // one widened bfloat16 row
 		if w.bf16 != nil {

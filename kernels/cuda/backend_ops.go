@@ -1005,13 +1005,7 @@ func (b *Backend) LogprobBackwardBF16(dhidden, dlogprob, dentropy, lse, entropy,
 
 func (b *Backend) LogprobBackwardExpect(dhidden, dlogprob, expect, weight []float32, targets []int32, N, C, V int) {
 	const op = "LogprobBackwardExpect"
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "dhidden", len(dhidden), N*C)
-	kernels.Need(op, "dlogprob", len(dlogprob), N)
-	kernels.Need(op, "expect", len(expect), N*C)
-	kernels.Need(op, "weight", len(weight), V*C)
-	kernels.Need(op, "targets", len(targets), N)
-	kernels.NeedIDs(op, targets[:N], -1, V)
+	kernels.NeedLogprobBackwardExpect(op, dhidden, dlogprob, expect, len(weight), targets, N, C, V)
 	if N*C == 0 {
 		return
 	}
@@ -1023,13 +1017,7 @@ func (b *Backend) LogprobBackwardExpect(dhidden, dlogprob, expect, weight []floa
 
 func (b *Backend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, weight []uint16, targets []int32, N, C, V int) {
 	const op = "LogprobBackwardExpectBF16"
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "dhidden", len(dhidden), N*C)
-	kernels.Need(op, "dlogprob", len(dlogprob), N)
-	kernels.Need(op, "expect", len(expect), N*C)
-	kernels.Need(op, "weight", len(weight), V*C)
-	kernels.Need(op, "targets", len(targets), N)
-	kernels.NeedIDs(op, targets[:N], -1, V)
+	kernels.NeedLogprobBackwardExpect(op, dhidden, dlogprob, expect, len(weight), targets, N, C, V)
 	if N*C == 0 {
 		return
 	}

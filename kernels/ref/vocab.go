@@ -245,13 +245,7 @@ func (Backend) LogprobBackwardExpectBF16(dhidden, dlogprob, expect []float32, we
 }
 
 func logprobBackwardExpect(op string, dhidden, dlogprob, expect []float32, w func(int) float32, nw int, targets []int32, N, C, V int) {
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "dhidden", len(dhidden), N*C)
-	kernels.Need(op, "dlogprob", len(dlogprob), N)
-	kernels.Need(op, "expect", len(expect), N*C)
-	kernels.Need(op, "weight", nw, V*C)
-	kernels.Need(op, "targets", len(targets), N)
-	kernels.NeedIDs(op, targets[:N], -1, V)
+	kernels.NeedLogprobBackwardExpect(op, dhidden, dlogprob, expect, nw, targets, N, C, V)
 	for n := 0; n < N; n++ {
 		t := int(targets[n])
 		if t < 0 {

@@ -72,21 +72,7 @@ and exits 0. --steps then counts steps per session.`,
 			} else if len(args) > 0 {
 				return cli.Usagef("grpo: give files or --watch-dir, not both")
 			}
-			log, err := logger()
-			if err != nil {
-				return err
-			}
-			be, closeBackend, err := jb.open(opts.DType, log)
-			if err != nil {
-				return err
-			}
-			defer closeBackend()
-			opts.Backend, opts.Log = be, log
-			finish, err := remote.start(cmd.Context(), &opts.Options, log)
-			if err != nil {
-				return err
-			}
-			return finish(grpojob.Run(cmd.Context(), opts))
+			return runJob(cmd.Context(), logger, &jb, &remote, &opts.Options, func() error { return grpojob.Run(cmd.Context(), opts) })
 		},
 	}
 	opts.AddFlags(cmd.Flags())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"runtime"
@@ -8,6 +9,7 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/pflag"
 )
 
@@ -45,4 +47,26 @@ func (j *jobBackend) open(dtype string, log *slog.Logger) (kernels.Backend, func
 			log.Warn("closing the backend", "err", err)
 		}
 	}, nil
+}
+
+// runJob runs a training job (sft, grpo) whose shared options are o: the
+// logger, the backend jb's flags name (for o.DType weights), both given to
+// o, and the remote output started; it returns job's error after the
+// output is published, then closes the backend.
+func runJob(ctx context.Context, logger func() (*slog.Logger, error), jb *jobBackend, remote *remoteOut, o *trainer.Options, job func() error) error {
+	log, err := logger()
+	if err != nil {
+		return err
+	}
+	be, closeBackend, err := jb.open(o.DType, log)
+	if err != nil {
+		return err
+	}
+	defer closeBackend()
+	o.Backend, o.Log = be, log
+	finish, err := remote.start(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	return finish(job())
 }

@@ -32,21 +32,7 @@ GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			}
 			defer in.Close()
 			opts.Inputs = in
-			log, err := logger()
-			if err != nil {
-				return err
-			}
-			be, closeBackend, err := jb.open(opts.DType, log)
-			if err != nil {
-				return err
-			}
-			defer closeBackend()
-			opts.Backend, opts.Log = be, log
-			finish, err := remote.start(cmd.Context(), &opts.Options, log)
-			if err != nil {
-				return err
-			}
-			return finish(sft.Run(cmd.Context(), opts))
+			return runJob(cmd.Context(), logger, &jb, &remote, &opts.Options, func() error { return sft.Run(cmd.Context(), opts) })
 		},
 	}
 	opts.AddFlags(cmd.Flags())

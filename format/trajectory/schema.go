@@ -99,56 +99,41 @@ func toRow(t *Trajectory) row {
 		v := *t.Reward
 		r.Reward = &v
 	}
-	if len(t.RewardComponents) > 0 {
-		r.RewardComponents = make([]componentRow, len(t.RewardComponents))
-		for i, c := range t.RewardComponents {
-			r.RewardComponents[i] = componentRow(c)
-		}
-	}
-	if len(t.AdditionalHistories) > 0 {
-		r.AdditionalHistories = make([]historyRow, len(t.AdditionalHistories))
-		for i := range t.AdditionalHistories {
-			h := &t.AdditionalHistories[i]
-			r.AdditionalHistories[i] = historyRow{Messages: messagesToRows(h.Messages), Tools: toolsToRows(h.Tools)}
-		}
-	}
+	r.RewardComponents = mapSlice(t.RewardComponents, func(c RewardComponent) componentRow { return componentRow(c) })
+	r.AdditionalHistories = mapSlice(t.AdditionalHistories, func(h History) historyRow {
+		return historyRow{Messages: messagesToRows(h.Messages), Tools: toolsToRows(h.Tools)}
+	})
 	return r
 }
 
-func messagesToRows(msgs []Message) []messageRow {
-	if len(msgs) == 0 {
+// mapSlice returns f of each element of xs, in order; nil for none, so
+// that the rows of empty lists are null and come back nil.
+func mapSlice[T, U any](xs []T, f func(T) U) []U {
+	if len(xs) == 0 {
 		return nil
 	}
-	rows := make([]messageRow, len(msgs))
-	for i := range msgs {
-		m := &msgs[i]
-		mr := messageRow{
+	out := make([]U, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
+func messagesToRows(msgs []Message) []messageRow {
+	return mapSlice(msgs, func(m Message) messageRow {
+		return messageRow{
 			Role: m.Role, Content: m.Content, ContentParts: m.ContentParts,
 			ToolCallID: m.ToolCallID, Name: m.Name, Trainable: m.Trainable,
 			ReasoningContent: m.ReasoningContent,
 			TokenIDs:         m.TokenIDs, Logprobs: m.Logprobs, FinishReason: m.FinishReason,
 			AnswerModel: m.AnswerModel, LatencyMS: float64(m.Latency) / 1e6,
+			ToolCalls: mapSlice(m.ToolCalls, func(c ToolCall) toolCallRow { return toolCallRow(c) }),
 		}
-		if len(m.ToolCalls) > 0 {
-			mr.ToolCalls = make([]toolCallRow, len(m.ToolCalls))
-			for j, c := range m.ToolCalls {
-				mr.ToolCalls[j] = toolCallRow(c)
-			}
-		}
-		rows[i] = mr
-	}
-	return rows
+	})
 }
 
 func toolsToRows(tools []Tool) []toolRow {
-	if len(tools) == 0 {
-		return nil
-	}
-	rows := make([]toolRow, len(tools))
-	for i, tool := range tools {
-		rows[i] = toolRow(tool)
-	}
-	return rows
+	return mapSlice(tools, func(t Tool) toolRow { return toolRow(t) })
 }
 
 // fromRow converts a decoded row. Slices and maps that are empty come back
@@ -175,35 +160,22 @@ func fromRow(r *row) Trajectory {
 	if len(r.Logs) > 0 {
 		t.Logs = r.Logs
 	}
-	if len(r.RewardComponents) > 0 {
-		t.RewardComponents = make([]RewardComponent, len(r.RewardComponents))
-		for i, c := range r.RewardComponents {
-			t.RewardComponents[i] = RewardComponent(c)
-		}
-	}
-	if len(r.AdditionalHistories) > 0 {
-		t.AdditionalHistories = make([]History, len(r.AdditionalHistories))
-		for i := range r.AdditionalHistories {
-			h := &r.AdditionalHistories[i]
-			t.AdditionalHistories[i] = History{Messages: messagesFromRows(h.Messages), Tools: toolsFromRows(h.Tools)}
-		}
-	}
+	t.RewardComponents = mapSlice(r.RewardComponents, func(c componentRow) RewardComponent { return RewardComponent(c) })
+	t.AdditionalHistories = mapSlice(r.AdditionalHistories, func(h historyRow) History {
+		return History{Messages: messagesFromRows(h.Messages), Tools: toolsFromRows(h.Tools)}
+	})
 	return t
 }
 
 func messagesFromRows(rows []messageRow) []Message {
-	if len(rows) == 0 {
-		return nil
-	}
-	msgs := make([]Message, len(rows))
-	for i := range rows {
-		mr := &rows[i]
+	return mapSlice(rows, func(mr messageRow) Message {
 		m := Message{
 			Role: mr.Role, Content: mr.Content, ContentParts: mr.ContentParts,
 			ToolCallID: mr.ToolCallID, Name: mr.Name, Trainable: mr.Trainable,
 			ReasoningContent: mr.ReasoningContent,
 			FinishReason:     mr.FinishReason, AnswerModel: mr.AnswerModel,
-			Latency: time.Duration(math.Round(mr.LatencyMS * 1e6)),
+			Latency:   time.Duration(math.Round(mr.LatencyMS * 1e6)),
+			ToolCalls: mapSlice(mr.ToolCalls, func(c toolCallRow) ToolCall { return ToolCall(c) }),
 		}
 		if len(mr.TokenIDs) > 0 {
 			m.TokenIDs = mr.TokenIDs
@@ -211,26 +183,12 @@ func messagesFromRows(rows []messageRow) []Message {
 		if len(mr.Logprobs) > 0 {
 			m.Logprobs = mr.Logprobs
 		}
-		if len(mr.ToolCalls) > 0 {
-			m.ToolCalls = make([]ToolCall, len(mr.ToolCalls))
-			for j, c := range mr.ToolCalls {
-				m.ToolCalls[j] = ToolCall(c)
-			}
-		}
-		msgs[i] = m
-	}
-	return msgs
+		return m
+	})
 }
 
 func toolsFromRows(rows []toolRow) []Tool {
-	if len(rows) == 0 {
-		return nil
-	}
-	tools := make([]Tool, len(rows))
-	for i, tool := range rows {
-		tools[i] = Tool(tool)
-	}
-	return tools
+	return mapSlice(rows, func(t toolRow) Tool { return Tool(t) })
 }
 
 // timeToNanos stores the zero time as null, so "not recorded" stays

@@ -192,23 +192,12 @@ func (s *Server) responseFormat(rf *responseFormat) (func(int) engine.Constraint
 	return func(int) engine.Constraint { return constrain.NewJSON(s.cvocab, s.eos, schema) }, nil
 }
 
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	var req chatRequest
-	if err := s.readJSON(r, &req); err != nil {
-		writeHTTPError(w, err)
-		return
-	}
-	if err := s.chatRun(w, r, &req); err != nil {
-		writeHTTPError(w, err)
-	}
-}
-
+// chatRun serves POST /v1/chat/completions for req (jsonHandler decoded it).
 func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatRequest) error {
-	ad, modelName, err := s.resolve(req.Model)
+	held, modelName, err := s.holdModel(req.Model)
 	if err != nil {
-		return &httpError{status: http.StatusNotFound, typ: "not_found_error", code: "model_not_found", param: "model", msg: err.Error()}
+		return err
 	}
-	held := &hold{ref: ad}
 	defer held.release()
 	if len(req.Messages) == 0 {
 		return badRequest("messages", "messages must not be empty")

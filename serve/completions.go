@@ -41,23 +41,12 @@ func (s *Server) parsePrompt(raw json.RawMessage) ([]int32, error) {
 	return nil, badRequest("prompt", "prompt: want a string, an array of token ids, or a one-element array of either")
 }
 
-func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	var req completionRequest
-	if err := s.readJSON(r, &req); err != nil {
-		writeHTTPError(w, err)
-		return
-	}
-	if err := s.completionsRun(w, r, &req); err != nil {
-		writeHTTPError(w, err)
-	}
-}
-
+// completionsRun serves POST /v1/completions for req (jsonHandler decoded it).
 func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *completionRequest) error {
-	ad, modelName, err := s.resolve(req.Model)
+	held, modelName, err := s.holdModel(req.Model)
 	if err != nil {
-		return &httpError{status: http.StatusNotFound, typ: "not_found_error", code: "model_not_found", param: "model", msg: err.Error()}
+		return err
 	}
-	held := &hold{ref: ad}
 	defer held.release()
 	prompt, err := s.parsePrompt(req.Prompt)
 	if err != nil {

@@ -130,8 +130,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.Handle("GET /v1/models", s.api("models", s.models))
-	mux.Handle("POST /v1/chat/completions", s.api("chat", s.chat))
-	mux.Handle("POST /v1/completions", s.api("completions", s.completions))
+	mux.Handle("POST /v1/chat/completions", s.api("chat", jsonHandler(s, s.chatRun)))
+	mux.Handle("POST /v1/completions", s.api("completions", jsonHandler(s, s.completionsRun)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found_error", "no route for "+r.Method+" "+r.URL.Path, "", "")
 	})
@@ -237,20 +237,37 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, list)
 }
 
-// resolve maps a request's model name to a hold on an adapter (nil: base
-// model) and the name responses carry. The caller releases the hold on
-// every path that does not hand it to the engine (engine.Request.Done):
+// jsonHandler decodes a request's JSON body into a fresh T and runs run
+// on it; the error either gives is the reply (writeHTTPError).
+func jsonHandler[T any](s *Server, run func(http.ResponseWriter, *http.Request, *T) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req T
+		if err := s.readJSON(r, &req); err != nil {
+			writeHTTPError(w, err)
+			return
+		}
+		if err := run(w, r, &req); err != nil {
+			writeHTTPError(w, err)
+		}
+	}
+}
+
+// holdModel maps a request's model name to a hold on its adapter (a nil
+// Ref: the base model) and the name responses carry; a name the server
+// does not serve is a 404 model_not_found. The caller releases the hold
+// on every path that does not hand it to the engine (engine.Request.Done):
 // see hold.
-func (s *Server) resolve(name string) (*adapters.Ref, string, error) {
+func (s *Server) holdModel(name string) (*hold, string, error) {
 	if name == "" || name == s.name {
-		return nil, s.name, nil
+		return &hold{}, s.name, nil
 	}
 	if s.reg != nil {
 		if a, err := s.reg.Resolve(name); err == nil {
-			return a, a.Name(), nil
+			return &hold{ref: a}, a.Name(), nil
 		}
 	}
-	return nil, "", fmt.Errorf("the model %q does not exist", name)
+	return nil, "", &httpError{status: http.StatusNotFound, typ: "not_found_error", code: "model_not_found", param: "model",
+		msg: fmt.Sprintf("the model %q does not exist", name)}
 }
 
 // hold is a handler's hold on its request's adapter (a nil Ref: the base

@@ -43,38 +43,24 @@ func runCat(ctx context.Context, a *app, opts catOptions, args []string) error {
 	if _, err := cli.ChooseOutput(opts.Output, cli.IsTerminal(a.stdout), true); err != nil {
 		return err
 	}
-	r, err := a.openInputs(ctx, args)
+	pass, err := a.startPass(ctx, args)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	p, err := a.progress(ctx, "trajectories", totalRows(r.Reader))
-	if err != nil {
-		return err
-	}
-	defer p.Stop()
+	defer pass.Close()
 	var groups int64
 	err = cli.WriteOutput(opts.Output, a.stdout, true, func(out io.Writer) error {
 		w := trajectory.NewWriter(out, trajectory.WriterOptions{})
-		for {
-			g, err := r.Next(ctx)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return classify(err)
-			}
-			if err := w.WriteGroup(ctx, g); err != nil {
-				return classify(err)
-			}
-			groups++
-			p.Add(int64(len(g.Trajectories)), groupTokens(g))
+		var err error
+		groups, err = pass.each(ctx, func(g trajectory.Group) error { return classify(w.WriteGroup(ctx, g)) })
+		if err != nil {
+			return err
 		}
 		return w.Close()
 	})
 	if err != nil {
 		return err
 	}
-	a.summary("cat", "%d files → %d groups; %s", len(r.Files()), groups, p.Summary())
+	a.summary("cat", "%d files → %d groups; %s", len(pass.files()), groups, pass.Summary())
 	return nil
 }

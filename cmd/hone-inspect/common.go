@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"syscall"
 
@@ -100,6 +101,58 @@ func (a *app) progress(ctx context.Context, label string, total int64) (*cli.Pro
 	a.log = log
 	p.Start(ctx)
 	return p, nil
+}
+
+// groupPass reads the groups of an input set in order, its progress line
+// counting their trajectories and tokens.
+type groupPass struct {
+	in *inputReader
+	*cli.Progress
+}
+
+// startPass opens the inputs args name (openInputs) and starts the
+// progress line over their trajectories (progress); Close ends both.
+func (a *app) startPass(ctx context.Context, args []string) (*groupPass, error) {
+	in, err := a.openInputs(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	p, err := a.progress(ctx, "trajectories", totalRows(in.Reader))
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	return &groupPass{in: in, Progress: p}, nil
+}
+
+// each calls visit on every group in input order, counting each on the
+// progress line once visit returns, and stops at visit's first error; a
+// read error is classified. It returns the number of groups visited.
+func (g *groupPass) each(ctx context.Context, visit func(trajectory.Group) error) (int64, error) {
+	var groups int64
+	for {
+		grp, err := g.in.Next(ctx)
+		if err == io.EOF {
+			return groups, nil
+		}
+		if err != nil {
+			return groups, classify(err)
+		}
+		if err := visit(grp); err != nil {
+			return groups, err
+		}
+		groups++
+		g.Add(int64(len(grp.Trajectories)), groupTokens(grp))
+	}
+}
+
+// files are the input files, as the footers described them.
+func (g *groupPass) files() []trajectory.FileInfo { return g.in.Files() }
+
+// Close stops the progress line and closes the inputs.
+func (g *groupPass) Close() {
+	g.Stop()
+	g.in.Close()
 }
 
 // totalRows is the number of trajectories in the input set, from the

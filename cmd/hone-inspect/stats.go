@@ -46,31 +46,18 @@ of a trajectory, the main one and the additional ones.`,
 }
 
 func runStats(ctx context.Context, a *app, opts statsOptions, args []string) error {
-	r, err := a.openInputs(ctx, args)
+	pass, err := a.startPass(ctx, args)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	p, err := a.progress(ctx, "trajectories", totalRows(r.Reader))
-	if err != nil {
-		return err
-	}
-	defer p.Stop()
+	defer pass.Close()
 	var b trajectory.StatsBuilder
-	for {
-		g, err := r.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return classify(err)
-		}
-		b.Add(g)
-		p.Add(int64(len(g.Trajectories)), groupTokens(g))
+	if _, err := pass.each(ctx, func(g trajectory.Group) error { b.Add(g); return nil }); err != nil {
+		return err
 	}
-	p.Stop()
+	pass.Stop()
 	s := b.Stats()
-	s.Files = r.Files()
+	s.Files = pass.files()
 	if opts.JSON {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")

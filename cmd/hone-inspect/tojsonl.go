@@ -38,34 +38,18 @@ reward, metrics, ...). from-jsonl reads the same shape back.`,
 }
 
 func runToJSONL(ctx context.Context, a *app, opts toJSONLOptions, args []string) error {
-	r, err := a.openInputs(ctx, args)
+	pass, err := a.startPass(ctx, args)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	p, err := a.progress(ctx, "trajectories", totalRows(r.Reader))
-	if err != nil {
-		return err
-	}
-	defer p.Stop()
+	defer pass.Close()
 	err = cli.WriteOutput(opts.Output, a.stdout, false, func(w io.Writer) error {
-		for {
-			g, err := r.Next(ctx)
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return classify(err)
-			}
-			if err := trajectory.ExportJSONL(w, g); err != nil {
-				return err
-			}
-			p.Add(int64(len(g.Trajectories)), groupTokens(g))
-		}
+		_, err := pass.each(ctx, func(g trajectory.Group) error { return trajectory.ExportJSONL(w, g) })
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	a.summary("to-jsonl", "%s", p.Summary())
+	a.summary("to-jsonl", "%s", pass.Summary())
 	return nil
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
+	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/spf13/cobra"
 )
 
@@ -28,30 +28,16 @@ problem otherwise.`,
 }
 
 func runValidate(ctx context.Context, a *app, args []string) error {
-	r, err := a.openInputs(ctx, args)
+	pass, err := a.startPass(ctx, args)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	p, err := a.progress(ctx, "trajectories", totalRows(r.Reader))
+	defer pass.Close()
+	groups, err := pass.each(ctx, func(trajectory.Group) error { return nil })
 	if err != nil {
 		return err
 	}
-	defer p.Stop()
-	var groups int64
-	for {
-		g, err := r.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return classify(err)
-		}
-		groups++
-		p.Add(int64(len(g.Trajectories)), groupTokens(g))
-	}
-	p.Stop()
-	st := p.State()
-	_, err = fmt.Fprintf(a.stdout, "ok: %d files, %d groups, %d trajectories\n", len(r.Files()), groups, st.Done)
+	pass.Stop()
+	_, err = fmt.Fprintf(a.stdout, "ok: %d files, %d groups, %d trajectories\n", len(pass.files()), groups, pass.State().Done)
 	return err
 }

@@ -96,18 +96,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fs := cli.NewFlagSet("hone-collect", usage, stdout)
 	var opts collect.Options
-	var logOpt cli.LogOptions
-	var output string
+	var sf cli.StageFlags
 	opts.AddFlags(fs)
-	logOpt.AddFlags(fs)
-	fs.StringVarP(&output, "output", "o", "", "output Parquet file (default: stdout when it is not a terminal)")
-	var shardOpt cli.ShardOption
-	shardOpt.AddFlag(fs)
-	if help, err := cli.ParseFlags(fs, args); help || err != nil {
-		return err
-	}
-	sh, output, err := shardOpt.Shard(output)
-	if err != nil {
+	sf.AddFlags(fs, "output Parquet file (default: stdout when it is not a terminal)")
+	help, sh, err := sf.Parse(fs, args)
+	if help || err != nil {
 		return err
 	}
 	opts.Shard = sh
@@ -120,11 +113,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// no log line is written over the line. collect reports cumulative
 	// Stats, one call at a time; the line counts what each call adds.
 	p := cli.NewProgress(stderr, "groups", 0)
-	log, err := logOpt.Logger(p.Writer())
+	log, err := sf.Log.Logger(p.Writer())
 	if err != nil {
 		return err
 	}
-	if _, err := cli.ChooseOutput(output, cli.IsTerminal(stdout), true); err != nil {
+	if _, err := cli.ChooseOutput(sf.Output, cli.IsTerminal(stdout), true); err != nil {
 		return err
 	}
 	var last collect.Stats
@@ -143,7 +136,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	p.Start(ctx)
 	defer p.Stop()
 	var runErr error
-	err = cli.WriteOutput(output, stdout, true, func(w io.Writer) error {
+	err = cli.WriteOutput(sf.Output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
 		runErr = collect.Run(ctx, opts)
 		if errors.Is(runErr, stageerr.ErrInterrupted) || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {

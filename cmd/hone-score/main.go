@@ -53,18 +53,11 @@ func main() {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("hone-score", usage, stdout)
 	var opts score.Options
-	var logOpt cli.LogOptions
-	var output string
+	var sf cli.StageFlags
 	opts.AddFlags(fs)
-	logOpt.AddFlags(fs)
-	fs.StringVarP(&output, "output", "o", "", "output file (default: stdout when it is not a terminal)")
-	var shardOpt cli.ShardOption
-	shardOpt.AddFlag(fs)
-	if help, err := cli.ParseFlags(fs, args); help || err != nil {
-		return err
-	}
-	sh, output, err := shardOpt.Shard(output)
-	if err != nil {
+	sf.AddFlags(fs, "output file (default: stdout when it is not a terminal)")
+	help, sh, err := sf.Parse(fs, args)
+	if help || err != nil {
 		return err
 	}
 	opts.Shard = sh
@@ -72,13 +65,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// The log goes through the progress line (drawn on a terminal only),
 	// so that no log line is written over it.
 	p := cli.NewProgress(stderr, "groups", 0)
-	log, err := logOpt.Logger(p.Writer())
+	log, err := sf.Log.Logger(p.Writer())
 	if err != nil {
 		return err
 	}
 	// Refuse Parquet to a terminal before stdin is read or any judge call
 	// is paid for.
-	if _, err := cli.ChooseOutput(output, cli.IsTerminal(stdout), true); err != nil {
+	if _, err := cli.ChooseOutput(sf.Output, cli.IsTerminal(stdout), true); err != nil {
 		return err
 	}
 	inputs, err := cli.ResolveInputs(ctx, fs.Args(), fileset.Options{Stdin: stdin})
@@ -96,7 +89,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	opts.Summary = func(s score.Summary) { sum = s }
 
 	var runErr error
-	err = cli.WriteOutput(output, stdout, true, func(w io.Writer) error {
+	err = cli.WriteOutput(sf.Output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
 		runErr = score.Run(ctx, opts)
 		p.Stop()

@@ -36,3 +36,30 @@ func (s *ShardOption) Shard(output string) (shard.Shard, string, error) {
 	}
 	return sh, out, nil
 }
+
+// StageFlags are the flags the stages that write one output file (or a
+// shard's part of it) share after their own: --log-*, -o/--output and
+// --shard.
+type StageFlags struct {
+	Log    LogOptions
+	Output string // after Parse: the file this process writes (the shard's part)
+	shard  ShardOption
+}
+
+// AddFlags registers them on fs, -o's help being outputUsage.
+func (f *StageFlags) AddFlags(fs *pflag.FlagSet, outputUsage string) {
+	f.Log.AddFlags(fs)
+	fs.StringVarP(&f.Output, "output", "o", "", outputUsage)
+	f.shard.AddFlag(fs)
+}
+
+// Parse parses args into fs (ParseFlags: help is true where --help was
+// asked and answered) and resolves --shard against -o (ShardOption.Shard):
+// it returns the shard and leaves in Output the file it writes.
+func (f *StageFlags) Parse(fs *pflag.FlagSet, args []string) (help bool, sh shard.Shard, err error) {
+	if help, err := ParseFlags(fs, args); help || err != nil {
+		return help, sh, err
+	}
+	sh, f.Output, err = f.shard.Shard(f.Output)
+	return false, sh, err
+}

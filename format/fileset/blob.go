@@ -93,6 +93,29 @@ func parseBlobName(name string) (blobName, error) {
 func (n blobName) name(key string) string { return n.prefix + key + n.query }
 
 // open opens the bucket; errors name the URL.
+// openBlob parses name and opens its bucket, which the caller closes.
+func openBlob(ctx context.Context, name string) (blobName, *blob.Bucket, error) {
+	n, err := parseBlobName(name)
+	if err != nil {
+		return n, nil, err
+	}
+	b, err := n.open(ctx, name)
+	return n, b, err
+}
+
+// dirPrefix is key taken as a folder: the prefix of the keys in it ("" for
+// the bucket's top, else ending in "/").
+func dirPrefix(key string) string {
+	if (blobName{key: key}).isDir() {
+		return key
+	}
+	return key + "/"
+}
+
+// isDir reports whether n names a folder (the bucket's top, or a key
+// ending in "/") rather than an object.
+func (n blobName) isDir() bool { return n.key == "" || strings.HasSuffix(n.key, "/") }
+
 func (n blobName) open(ctx context.Context, name string) (*blob.Bucket, error) {
 	b, err := blob.OpenBucket(ctx, n.bucket)
 	if err != nil {
@@ -114,16 +137,12 @@ func blobErr(name string, err error) error {
 }
 
 func (blobStore) Stat(ctx context.Context, name string) (bool, error) {
-	n, err := parseBlobName(name)
-	if err != nil {
-		return false, err
-	}
-	b, err := n.open(ctx, name)
+	n, b, err := openBlob(ctx, name)
 	if err != nil {
 		return false, err
 	}
 	defer b.Close()
-	if n.key != "" && !strings.HasSuffix(n.key, "/") {
+	if !n.isDir() {
 		_, err := b.Attributes(ctx, n.key)
 		if err == nil {
 			return false, nil
@@ -170,20 +189,12 @@ func (n blobName) list(ctx context.Context, b *blob.Bucket, name, dir string) ([
 }
 
 func (blobStore) List(ctx context.Context, dir string) ([]string, error) {
-	n, err := parseBlobName(dir)
-	if err != nil {
-		return nil, err
-	}
-	b, err := n.open(ctx, dir)
+	n, b, err := openBlob(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
-	p := n.key
-	if p != "" && !strings.HasSuffix(p, "/") {
-		p += "/"
-	}
-	keys, err := n.list(ctx, b, dir, p)
+	keys, err := n.list(ctx, b, dir, dirPrefix(n.key))
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +243,7 @@ func (blobStore) Open(ctx context.Context, name string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.key == "" || strings.HasSuffix(n.key, "/") {
+	if n.isDir() {
 		return nil, argErrorf(name, "names a folder; name an object")
 	}
 	b, err := n.open(ctx, name)
@@ -460,7 +471,7 @@ func (blobStore) Create(ctx context.Context, name string) (Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output %w", err)
 	}
-	if n.key == "" || strings.HasSuffix(n.key, "/") {
+	if n.isDir() {
 		return nil, fmt.Errorf("output %w", argErrorf(name, "names a folder; name an object"))
 	}
 	f, err := os.CreateTemp("", ".hone-upload.tmp-*")
@@ -539,19 +550,12 @@ func (o *blobOutput) Abort() error {
 
 // listDirs returns the folders (key prefixes) directly in dir.
 func (blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
-	n, err := parseBlobName(dir)
-	if err != nil {
-		return nil, err
-	}
-	b, err := n.open(ctx, dir)
+	n, b, err := openBlob(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
-	p := n.key
-	if p != "" && !strings.HasSuffix(p, "/") {
-		p += "/"
-	}
+	p := dirPrefix(n.key)
 	var names []string
 	it := b.List(&blob.ListOptions{Prefix: p, Delimiter: "/"})
 	for {

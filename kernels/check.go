@@ -157,6 +157,16 @@ func NeedLogprobForward(op string, logprob, entropy, lse, expect, hidden []float
 	NeedIDs(op, targets[:N], -1, V)
 }
 
+// NeedEmbedding checks the sizes and buffers of EmbeddingForward and its
+// bfloat16 variant, whose table holds tableLen values: ids lie in [0, V).
+func NeedEmbedding(op string, out []float32, ids []int32, tableLen, N, C, V int) {
+	NeedSizes(op, N, C, V)
+	Need(op, "out", len(out), N*C)
+	Need(op, "ids", len(ids), N)
+	Need(op, "table", tableLen, V*C)
+	NeedIDs(op, ids[:N], 0, V)
+}
+
 // NeedLogprobBackwardExpect checks the sizes and buffers of
 // LogprobBackwardExpect and its bfloat16 variant, whose weight holds
 // weightLen values: targets lie in [−1, V).

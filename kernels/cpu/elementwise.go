@@ -217,11 +217,7 @@ func (b *Backend) GeGLUBackward(dgate, dup, dout, gate, up []float32, n int) {
 // EmbeddingForward gathers out [N,C] = table [V,C] rows ids [N].
 func (b *Backend) EmbeddingForward(out []float32, ids []int32, table []float32, N, C, V int) {
 	op := "EmbeddingForward"
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "out", len(out), N*C)
-	kernels.Need(op, "ids", len(ids), N)
-	kernels.Need(op, "table", len(table), V*C)
-	kernels.NeedIDs(op, ids[:N], 0, V)
+	kernels.NeedEmbedding(op, out, ids, len(table), N, C, V)
 	b.parallel(N, C, func(lo, hi int) {
 		for n := lo; n < hi; n++ {
 			id := int(ids[n])
@@ -233,11 +229,7 @@ func (b *Backend) EmbeddingForward(out []float32, ids []int32, table []float32, 
 // EmbeddingForwardBF16 gathers from a bfloat16 table [V,C].
 func (b *Backend) EmbeddingForwardBF16(out []float32, ids []int32, table []uint16, N, C, V int) {
 	op := "EmbeddingForwardBF16"
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "out", len(out), N*C)
-	kernels.Need(op, "ids", len(ids), N)
-	kernels.Need(op, "table", len(table), V*C)
-	kernels.NeedIDs(op, ids[:N], 0, V)
+	kernels.NeedEmbedding(op, out, ids, len(table), N, C, V)
 	b.parallel(N, C, func(lo, hi int) {
 		for n := lo; n < hi; n++ {
 			id := int(ids[n])

@@ -848,19 +848,9 @@ func (b *Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, K
 
 // ---- embedding: Ops ---------------------------------------------------------
 
-// needEmbedding makes ref's checks of an embedding gather from a table of
-// tableLen values.
-func needEmbedding(op string, out []float32, ids []int32, tableLen, N, C, V int) {
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "out", len(out), N*C)
-	kernels.Need(op, "ids", len(ids), N)
-	kernels.Need(op, "table", tableLen, V*C)
-	kernels.NeedIDs(op, ids[:N], 0, V)
-}
-
 func (b *Backend) EmbeddingForward(out []float32, ids []int32, table []float32, N, C, V int) {
 	const op = "EmbeddingForward"
-	needEmbedding(op, out, ids, len(table), N, C, V)
+	kernels.NeedEmbedding(op, out, ids, len(table), N, C, V)
 	if N*C == 0 {
 		return
 	}
@@ -871,7 +861,7 @@ func (b *Backend) EmbeddingForward(out []float32, ids []int32, table []float32, 
 
 func (b *Backend) EmbeddingForwardBF16(out []float32, ids []int32, table []uint16, N, C, V int) {
 	const op = "EmbeddingForwardBF16"
-	needEmbedding(op, out, ids, len(table), N, C, V)
+	kernels.NeedEmbedding(op, out, ids, len(table), N, C, V)
 	if N*C == 0 {
 		return
 	}

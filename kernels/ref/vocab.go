@@ -17,11 +17,7 @@ func (Backend) EmbeddingForwardBF16(out []float32, ids []int32, table []uint16, 
 }
 
 func embedding(op string, out []float32, ids []int32, table func(int) float32, nt, N, C, V int) {
-	kernels.NeedSizes(op, N, C, V)
-	kernels.Need(op, "out", len(out), N*C)
-	kernels.Need(op, "ids", len(ids), N)
-	kernels.Need(op, "table", nt, V*C)
-	kernels.NeedIDs(op, ids[:N], 0, V)
+	kernels.NeedEmbedding(op, out, ids, nt, N, C, V)
 	for n := 0; n < N; n++ {
 		for c := 0; c < C; c++ {
 			out[n*C+c] = table(int(ids[n])*C + c)

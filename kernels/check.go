@@ -157,6 +157,38 @@ func NeedLogprobForward(op string, logprob, entropy, lse, expect, hidden []float
 	NeedIDs(op, targets[:N], -1, V)
 }
 
+// NeedRoPE checks the sizes and buffers of RoPEForward (out, inp) and
+// its backwards (dinp, dout, named so where backward): the rotated dims
+// 2·len(invFreq) within the head dim D, pos one per token. It returns the
+// two buffers' names, for the caller's own messages.
+func NeedRoPE(op string, backward bool, out, inp []float32, pos []int32, invFreq []float32, N, H, D int) (names [2]string) {
+	NeedSizes(op, N, H, D)
+	if 2*len(invFreq) > D {
+		panic("kernels." + op + ": rotary dims 2·len(invFreq) exceed head dim")
+	}
+	names = [2]string{"out", "inp"}
+	if backward {
+		names = [2]string{"dinp", "dout"}
+	}
+	Need(op, names[0], len(out), N*H*D)
+	Need(op, names[1], len(inp), N*H*D)
+	Need(op, "pos", len(pos), N)
+	return names
+}
+
+// NeedAdamW checks the sizes and buffers of AdamW: param, grad and both
+// moments of n values, step from 1.
+func NeedAdamW(op string, param, grad, m, v []float32, n, step int) {
+	NeedSizes(op, n)
+	if step < 1 {
+		panic("kernels." + op + ": step must be ≥ 1")
+	}
+	Need(op, "param", len(param), n)
+	Need(op, "grad", len(grad), n)
+	Need(op, "m", len(m), n)
+	Need(op, "v", len(v), n)
+}
+
 // NeedEmbedding checks the sizes and buffers of EmbeddingForward and its
 // bfloat16 variant, whose table holds tableLen values: ids lie in [0, V).
 func NeedEmbedding(op string, out []float32, ids []int32, tableLen, N, C, V int) {

@@ -100,14 +100,8 @@ func (b *Backend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []floa
 }
 
 func (b *Backend) rope(op string, out, inp []float32, pos []int32, invFreq []float32, N, H, D int, backward bool) {
-	kernels.NeedSizes(op, N, H, D)
+	kernels.NeedRoPE(op, backward, out, inp, pos, invFreq, N, H, D)
 	half := len(invFreq)
-	if 2*half > D {
-		panic("kernels." + op + ": rotary dims 2·len(invFreq) exceed head dim")
-	}
-	kernels.Need(op, "out", len(out), N*H*D)
-	kernels.Need(op, "inp", len(inp), N*H*D)
-	kernels.Need(op, "pos", len(pos), N)
 	b.parallel(N, H*D, func(lo, hi int) {
 		cos, sin := make([]float32, half), make([]float32, half)
 		for n := lo; n < hi; n++ {
@@ -261,14 +255,7 @@ func (b *Backend) EmbeddingBackward(dtable, dout []float32, ids []int32, N, C, V
 // AdamW: one torch.optim.AdamW step on param, m, v [n] (see kernels.Backend).
 func (b *Backend) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
 	op := "AdamW"
-	kernels.NeedSizes(op, n)
-	if step < 1 {
-		panic("kernels.AdamW: step must be ≥ 1")
-	}
-	kernels.Need(op, "param", len(param), n)
-	kernels.Need(op, "grad", len(grad), n)
-	kernels.Need(op, "m", len(m), n)
-	kernels.Need(op, "v", len(v), n)
+	kernels.NeedAdamW(op, param, grad, m, v, n, step)
 	b1, b2 := h.Beta1, h.Beta2
 	decay := 1 - h.LR*h.WeightDecay
 	stepSize := float32(float64(h.LR) / (1 - math.Pow(float64(b1), float64(step))))

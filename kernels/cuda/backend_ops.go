@@ -134,18 +134,8 @@ func (b *Backend) rmsNormBackward(op string, dinp, dweight []float32, dinpBF []u
 // rope runs RoPEForward (forward) or a backward (RoPEBackward,
 // RoPEBackwardSet) on the device through launch, the Ops method.
 func (b *Backend) rope(op string, forward bool, launch func(out, inp, pos, invFreq *Buffer, N, H, D, half int) error, out, inp []float32, pos []int32, invFreq []float32, N, H, D int) {
-	kernels.NeedSizes(op, N, H, D)
+	names := kernels.NeedRoPE(op, !forward, out, inp, pos, invFreq, N, H, D)
 	half := len(invFreq)
-	if 2*half > D {
-		panic("kernels." + op + ": rotary dims 2·len(invFreq) exceed head dim")
-	}
-	names := [2]string{"dinp", "dout"}
-	if forward {
-		names = [2]string{"out", "inp"}
-	}
-	kernels.Need(op, names[0], len(out), N*H*D)
-	kernels.Need(op, names[1], len(inp), N*H*D)
-	kernels.Need(op, "pos", len(pos), N)
 	if N*H*D == 0 {
 		return
 	}
@@ -1038,14 +1028,7 @@ func (b *Backend) ExpShift(dst, x []float32, mu, scale float32) float64 {
 
 func (b *Backend) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
 	const op = "AdamW"
-	kernels.NeedSizes(op, n)
-	if step < 1 {
-		panic("kernels.AdamW: step must be ≥ 1")
-	}
-	kernels.Need(op, "param", len(param), n)
-	kernels.Need(op, "grad", len(grad), n)
-	kernels.Need(op, "m", len(m), n)
-	kernels.Need(op, "v", len(v), n)
+	kernels.NeedAdamW(op, param, grad, m, v, n, step)
 	if n == 0 {
 		return
 	}

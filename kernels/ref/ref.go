@@ -229,14 +229,8 @@ func (Backend) RoPEBackward(dinp, dout []float32, pos []int32, invFreq []float32
 }
 
 func rope(op string, out, inp []float32, pos []int32, invFreq []float32, N, H, D int, sign float64, accumulate bool) {
-	kernels.NeedSizes(op, N, H, D)
+	kernels.NeedRoPE(op, sign < 0, out, inp, pos, invFreq, N, H, D)
 	half := len(invFreq)
-	if 2*half > D {
-		panic("kernels." + op + ": rotary dims 2·len(invFreq) exceed head dim")
-	}
-	kernels.Need(op, "out", len(out), N*H*D)
-	kernels.Need(op, "inp", len(inp), N*H*D)
-	kernels.Need(op, "pos", len(pos), N)
 	x := make([]float64, D) // one head of inp, copied so out may alias inp
 	for n := 0; n < N; n++ {
 		for h := 0; h < H; h++ {

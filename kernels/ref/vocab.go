@@ -259,14 +259,7 @@ func logprobBackwardExpect(op string, dhidden, dlogprob, expect []float32, w fun
 // AdamW: one torch.optim.AdamW step on param, m, v [n] given grad [n].
 func (Backend) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
 	op := "AdamW"
-	kernels.NeedSizes(op, n)
-	if step < 1 {
-		panic("kernels.AdamW: step must be ≥ 1")
-	}
-	kernels.Need(op, "param", len(param), n)
-	kernels.Need(op, "grad", len(grad), n)
-	kernels.Need(op, "m", len(m), n)
-	kernels.Need(op, "v", len(v), n)
+	kernels.NeedAdamW(op, param, grad, m, v, n, step)
 	lr, b1, b2 := float64(h.LR), float64(h.Beta1), float64(h.Beta2)
 	bc1 := 1 - math.Pow(b1, float64(step))
 	bc2 := 1 - math.Pow(b2, float64(step))

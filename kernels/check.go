@@ -157,6 +157,30 @@ func NeedLogprobForward(op string, logprob, entropy, lse, expect, hidden []float
 	NeedIDs(op, targets[:N], -1, V)
 }
 
+// NeedRMSNorm checks the sizes and buffers of RMSNormForward: out and inp
+// [N,C], rstd [N], weight [C].
+func NeedRMSNorm(op string, out, rstd, inp, weight []float32, N, C int) {
+	NeedSizes(op, N, C)
+	Need(op, "out", len(out), N*C)
+	Need(op, "rstd", len(rstd), N)
+	Need(op, "inp", len(inp), N*C)
+	Need(op, "weight", len(weight), C)
+}
+
+// NeedRMSNormBackward checks the sizes and buffers of RMSNormBackward:
+// dinp, dout and inp [N,C], rstd [N], weight and dweight (when given) [C].
+func NeedRMSNormBackward(op string, dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
+	NeedSizes(op, N, C)
+	Need(op, "dinp", len(dinp), N*C)
+	Need(op, "dout", len(dout), N*C)
+	Need(op, "rstd", len(rstd), N)
+	Need(op, "inp", len(inp), N*C)
+	Need(op, "weight", len(weight), C)
+	if dweight != nil {
+		Need(op, "dweight", len(dweight), C)
+	}
+}
+
 // NeedRoPE checks the sizes and buffers of RoPEForward (out, inp) and
 // its backwards (dinp, dout, named so where backward): the rotated dims
 // 2·len(invFreq) within the head dim D, pos one per token. It returns the

@@ -9,11 +9,7 @@ import (
 // RMSNormForward: rstd [N], out [N,C] = inp·rstd·weight (row sums in float64).
 func (b *Backend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
 	op := "RMSNormForward"
-	kernels.NeedSizes(op, N, C)
-	kernels.Need(op, "out", len(out), N*C)
-	kernels.Need(op, "rstd", len(rstd), N)
-	kernels.Need(op, "inp", len(inp), N*C)
-	kernels.Need(op, "weight", len(weight), C)
+	kernels.NeedRMSNorm(op, out, rstd, inp, weight, N, C)
 	w := weight[:C]
 	b.parallel(N, C, func(lo, hi int) {
 		if b.vec.rmsFwd != nil {
@@ -39,12 +35,7 @@ func (b *Backend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps
 // RMSNormBackward accumulates dinp [N,C] and dweight [C] (nil: skipped).
 func (b *Backend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
 	op := "RMSNormBackward"
-	kernels.NeedSizes(op, N, C)
-	kernels.Need(op, "dinp", len(dinp), N*C)
-	kernels.Need(op, "dout", len(dout), N*C)
-	kernels.Need(op, "rstd", len(rstd), N)
-	kernels.Need(op, "inp", len(inp), N*C)
-	kernels.Need(op, "weight", len(weight), C)
+	kernels.NeedRMSNormBackward(op, dinp, dweight, dout, rstd, inp, weight, N, C)
 	w := weight[:C]
 	b.parallel(N, C, func(lo, hi int) {
 		if b.vec.rmsBwd != nil {
@@ -65,7 +56,6 @@ func (b *Backend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float
 		}
 	})
 	if dweight != nil {
-		kernels.Need(op, "dweight", len(dweight), C)
 		// Split over channels so no two workers write the same dweight[c].
 		b.parallel(C, N, func(lo, hi int) {
 			for n := 0; n < N; n++ {

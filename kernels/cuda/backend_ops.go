@@ -80,11 +80,7 @@ func (b *Backend) MatmulBatched(c, a, bm []float32, batch, M, N, K int, transA, 
 
 func (b *Backend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
 	const op = "RMSNormForward"
-	kernels.NeedSizes(op, N, C)
-	kernels.Need(op, "out", len(out), N*C)
-	kernels.Need(op, "rstd", len(rstd), N)
-	kernels.Need(op, "inp", len(inp), N*C)
-	kernels.Need(op, "weight", len(weight), C)
+	kernels.NeedRMSNorm(op, out, rstd, inp, weight, N, C)
 	if N == 0 {
 		return
 	}
@@ -109,15 +105,7 @@ func (b *Backend) RMSNormBackwardRounded(dinp, dweight []float32, dinpBF []uint1
 // rmsNormBackward is RMSNormBackward, and with dinpBF
 // RMSNormBackwardRounded.
 func (b *Backend) rmsNormBackward(op string, dinp, dweight []float32, dinpBF []uint16, dout, rstd, inp, weight []float32, N, C int) {
-	kernels.NeedSizes(op, N, C)
-	kernels.Need(op, "dinp", len(dinp), N*C)
-	kernels.Need(op, "dout", len(dout), N*C)
-	kernels.Need(op, "rstd", len(rstd), N)
-	kernels.Need(op, "inp", len(inp), N*C)
-	kernels.Need(op, "weight", len(weight), C)
-	if dweight != nil {
-		kernels.Need(op, "dweight", len(dweight), C)
-	}
+	kernels.NeedRMSNormBackward(op, dinp, dweight, dout, rstd, inp, weight, N, C)
 	if N == 0 {
 		return
 	}

@@ -159,11 +159,7 @@ func (Backend) LinearBackwardBF16(dinp, dout []float32, weight []uint16, N, C, O
 // RMSNormForward: out [N,C], rstd [N] from inp [N,C], weight [C].
 func (Backend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps float32) {
 	op := "RMSNormForward"
-	kernels.NeedSizes(op, N, C)
-	kernels.Need(op, "out", len(out), N*C)
-	kernels.Need(op, "rstd", len(rstd), N)
-	kernels.Need(op, "inp", len(inp), N*C)
-	kernels.Need(op, "weight", len(weight), C)
+	kernels.NeedRMSNorm(op, out, rstd, inp, weight, N, C)
 	for n := 0; n < N; n++ {
 		x := inp[n*C : (n+1)*C] // [C]
 		var ss float64
@@ -181,15 +177,7 @@ func (Backend) RMSNormForward(out, rstd, inp, weight []float32, N, C int, eps fl
 // RMSNormBackward accumulates dinp [N,C] and dweight [C] (may be nil).
 func (Backend) RMSNormBackward(dinp, dweight, dout, rstd, inp, weight []float32, N, C int) {
 	op := "RMSNormBackward"
-	kernels.NeedSizes(op, N, C)
-	kernels.Need(op, "dinp", len(dinp), N*C)
-	kernels.Need(op, "dout", len(dout), N*C)
-	kernels.Need(op, "rstd", len(rstd), N)
-	kernels.Need(op, "inp", len(inp), N*C)
-	kernels.Need(op, "weight", len(weight), C)
-	if dweight != nil {
-		kernels.Need(op, "dweight", len(dweight), C)
-	}
+	kernels.NeedRMSNormBackward(op, dinp, dweight, dout, rstd, inp, weight, N, C)
 	for n := 0; n < N; n++ {
 		r := float64(rstd[n])
 		var dot float64 // Σ_c g·x̂

@@ -101,6 +101,21 @@ func NeedAttentionBackward(op string, dq, dk, dv, dout, out, lse, q, k, v []floa
 	Need(op, "dout", len(dout), N*H*D)
 }
 
+// NeedAttentionDecode checks the sizes and buffers of AttentionDecode:
+// out and q [Tq,H,D], the caches [Tk,KVH,D], no more new tokens than
+// cache rows.
+func NeedAttentionDecode(op string, out, q, kCache, vCache []float32, Tq, Tk, H, KVH, D int) {
+	NeedSizes(op, Tq, Tk, D)
+	NeedHeads(op, H, KVH)
+	if Tq > Tk {
+		panic("kernels." + op + ": more new tokens than cache rows")
+	}
+	Need(op, "out", len(out), Tq*H*D)
+	Need(op, "q", len(q), Tq*H*D)
+	Need(op, "kCache", len(kCache), Tk*KVH*D)
+	Need(op, "vCache", len(vCache), Tk*KVH*D)
+}
+
 // NeedAttentionDecodeBatch checks the sizes and buffers of
 // AttentionDecodeBatch and returns each sequence's cache rows Tk_s: one
 // cache per sequence, each a whole number of [KVH, D] rows, the same for

@@ -72,15 +72,7 @@ func (b *Backend) gemmOf(inner, tA, tB bool, m, n, k int, alpha float32, a []flo
 // AttentionDecode: Tq new queries [Tq,H,D] against one sequence's cache [Tk,KVH,D].
 func (b *Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH, D int, scale float32) {
 	op := "AttentionDecode"
-	kernels.NeedSizes(op, Tq, Tk, D)
-	kernels.NeedHeads(op, H, KVH)
-	if Tq > Tk {
-		panic("kernels.AttentionDecode: more new tokens than cache rows")
-	}
-	kernels.Need(op, "out", len(out), Tq*H*D)
-	kernels.Need(op, "q", len(q), Tq*H*D)
-	kernels.Need(op, "kCache", len(kCache), Tk*KVH*D)
-	kernels.Need(op, "vCache", len(vCache), Tk*KVH*D)
+	kernels.NeedAttentionDecode(op, out, q, kCache, vCache, Tq, Tk, H, KVH, D)
 	if Tq == 0 {
 		return
 	}

@@ -806,15 +806,7 @@ func (b *Backend) AttentionWindowBackward(dq, dk, dv, dout, out, lse, q, k, v []
 
 func (b *Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH, D int, scale float32) {
 	const op = "AttentionDecode"
-	kernels.NeedSizes(op, Tq, Tk, D)
-	kernels.NeedHeads(op, H, KVH)
-	if Tq > Tk {
-		panic("kernels.AttentionDecode: more new tokens than cache rows")
-	}
-	kernels.Need(op, "out", len(out), Tq*H*D)
-	kernels.Need(op, "q", len(q), Tq*H*D)
-	kernels.Need(op, "kCache", len(kCache), Tk*KVH*D)
-	kernels.Need(op, "vCache", len(vCache), Tk*KVH*D)
+	kernels.NeedAttentionDecode(op, out, q, kCache, vCache, Tq, Tk, H, KVH, D)
 	if Tq*D == 0 {
 		return
 	}

@@ -40,15 +40,7 @@ func (Backend) AttentionWindowForward(out, lse, q, k, v []float32, seqOff []int3
 // AttentionDecode: Tq new queries [Tq,H,D] against the cache [Tk,KVH,D].
 func (Backend) AttentionDecode(out, q, kCache, vCache []float32, Tq, Tk, H, KVH, D int, scale float32) {
 	op := "AttentionDecode"
-	kernels.NeedSizes(op, Tq, Tk, D)
-	kernels.NeedHeads(op, H, KVH)
-	if Tq > Tk {
-		panic("kernels.AttentionDecode: more new tokens than cache rows")
-	}
-	kernels.Need(op, "out", len(out), Tq*H*D)
-	kernels.Need(op, "q", len(q), Tq*H*D)
-	kernels.Need(op, "kCache", len(kCache), Tk*KVH*D)
-	kernels.Need(op, "vCache", len(vCache), Tk*KVH*D)
+	kernels.NeedAttentionDecode(op, out, q, kCache, vCache, Tq, Tk, H, KVH, D)
 	attend(out, nil, q, kCache, vCache, Tq, Tk, H, KVH, D, 0, scale)
 }
 

@@ -95,6 +95,62 @@ func emulatedBackendIn(t *testing.T, p kernels.Precision) (*cuda.Backend, *cudaf
 	return b, drv, blas
 }
 
+// emulatedMem allocates a test's buffers in an emulated backend's memory,
+// failing the test where an allocation fails, so that a test states its
+// operands' shapes and not the error checks. The buffers are not freed one
+// by one: b.Close releases the emulated device with them. r seeds randF32
+// and randBF16; a test that draws no operands leaves it nil.
+type emulatedMem struct {
+	t *testing.T
+	b *cuda.Backend
+	r *rand.Rand
+}
+
+// f32 allocates n float32 values.
+func (m emulatedMem) f32(n int) []float32 {
+	m.t.Helper()
+	x, err := m.b.AllocF32(n)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return x
+}
+
+// bf16 allocates n bfloat16 values.
+func (m emulatedMem) bf16(n int) []uint16 {
+	m.t.Helper()
+	x, err := m.b.AllocBF16(n)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return x
+}
+
+// randF32 allocates n float32 values holding randn's draws from m.r.
+func (m emulatedMem) randF32(n int) []float32 {
+	m.t.Helper()
+	x := m.f32(n)
+	copy(x, randn(m.r, n))
+	return x
+}
+
+// randBF16 allocates n bfloat16 values holding the roundings of randn's
+// draws from m.r.
+func (m emulatedMem) randBF16(n int) []uint16 {
+	m.t.Helper()
+	x := m.bf16(n)
+	kernels.ToBF16(x, randn(m.r, n))
+	return x
+}
+
+// bf16Of allocates x's bfloat16 rounding.
+func (m emulatedMem) bf16Of(x []float32) []uint16 {
+	m.t.Helper()
+	y := m.bf16(len(x))
+	kernels.ToBF16(y, x)
+	return y
+}
+
 // conformanceGroups are the groups of kerneltest's suite that
 // TestBackendConformance runs: all of them but Logprob, LogprobBF16,
 // Entropy, Elementwise, LogSoftmax, AdamW and SwiGLU. The whole suite

@@ -52,23 +52,8 @@ func TestDinpRounder(t *testing.T) {
 	if !b.RoundsLinearDinp() {
 		t.Fatal("PrecisionBF16: RoundsLinearDinp is false")
 	}
-	r := rand.New(rand.NewPCG(28, 19))
-	f32 := func(n int) []float32 {
-		x, err := b.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(x, randn(r, n))
-		return x
-	}
-	bf := func(x []float32) []uint16 {
-		y, err := b.AllocBF16(len(x))
-		if err != nil {
-			t.Fatal(err)
-		}
-		kernels.ToBF16(y, x)
-		return y
-	}
+	mem := emulatedMem{t: t, b: b, r: rand.New(rand.NewPCG(28, 19))}
+	f32, bf := mem.randF32, mem.bf16Of
 	toBF := func(x []float32) []uint16 {
 		y := make([]uint16, len(x))
 		kernels.ToBF16(y, x)
@@ -210,23 +195,8 @@ func TestDinpRounderThroughLt(t *testing.T) {
 	const N, C, OC, R = 3, 33, 24, 4
 	var got, want [][]uint16
 	for _, x := range []*cuda.Backend{bl, be} {
-		r := rand.New(rand.NewPCG(28, 23)) // the same operands on both
-		f32 := func(n int) []float32 {
-			y, err := x.AllocF32(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			copy(y, randn(r, n))
-			return y
-		}
-		bf := func(n int) []uint16 {
-			y, err := x.AllocBF16(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kernels.ToBF16(y, randn(r, n))
-			return y
-		}
+		mem := emulatedMem{t: t, b: x, r: rand.New(rand.NewPCG(28, 23))} // the same operands on both
+		f32, bf := mem.randF32, mem.randBF16
 		dinp, w, dout := bf(N*C), bf(OC*C), f32(N*OC)
 		g, a := f32(N*R), f32(R*C)
 		x.MatmulBF16To(dinp, g, nil, a, nil, N, C, R, false, false, 0)

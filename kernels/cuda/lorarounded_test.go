@@ -63,24 +63,11 @@ func TestLoRABackwardManyRounded(t *testing.T) {
 	if !b.RoundsLoRADout() {
 		t.Fatal("PrecisionBF16: RoundsLoRADout is false")
 	}
-	alloc := func(n int) []float32 {
-		x, err := b.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	allocBF := func(n int) []uint16 {
-		x, err := b.AllocBF16(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	mem := emulatedMem{t: t, b: b}
 	for ci, c := range loraManyCases {
-		got := newLoRAManyData(c, uint64(ci), alloc)
-		f32 := newLoRAManyData(c, uint64(ci), alloc)
-		doutBFs, want := roundedLoRAInputs(c, got, allocBF)
+		got := newLoRAManyData(c, uint64(ci), mem.f32)
+		f32 := newLoRAManyData(c, uint64(ci), mem.f32)
+		doutBFs, want := roundedLoRAInputs(c, got, mem.bf16)
 		loraOneAtATime(ref.New(), c, want, make([]float32, c.n*c.r))
 		b.LoRABackwardMany(f32.dx, f32.douts, f32.us, f32.x, f32.as, f32.bs, f32.das, f32.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
 		l0, g0 := len(drv.Launches()), len(blas.Gemms())
@@ -125,20 +112,11 @@ func TestLoRABackwardManyRounded(t *testing.T) {
 		t.Error("PrecisionF32: RoundsLoRADout is true")
 	}
 	c := loraManyCases[0]
-	d := newLoRAManyData(c, 0, func(n int) []float32 {
-		x, err := f.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	})
+	fm := emulatedMem{t: t, b: f}
+	d := newLoRAManyData(c, 0, fm.f32)
 	var doutBFs [][]uint16
 	for _, dout := range d.douts {
-		x, err := f.AllocBF16(len(dout))
-		if err != nil {
-			t.Fatal(err)
-		}
-		doutBFs = append(doutBFs, x)
+		doutBFs = append(doutBFs, fm.bf16(len(dout)))
 	}
 	defer func() {
 		if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "multiply bfloat16 operands only in") {
@@ -256,23 +234,8 @@ func TestMatmulBF16(t *testing.T) {
 		t.Fatal("PrecisionBF16: RoundsLoRAInput is false")
 	}
 	const M, N, K = 7, 5, 131
-	r := rand.New(rand.NewPCG(28, 131))
-	f32 := func(n int) []float32 {
-		x, err := b.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(x, randn(r, n))
-		return x
-	}
-	bf := func(x []float32) []uint16 {
-		y, err := b.AllocBF16(len(x))
-		if err != nil {
-			t.Fatal(err)
-		}
-		kernels.ToBF16(y, x)
-		return y
-	}
+	mem := emulatedMem{t: t, b: b, r: rand.New(rand.NewPCG(28, 131))}
+	f32, bf := mem.randF32, mem.bf16Of
 	for _, tc := range matmulBF16Cases() {
 		a, bm, c := f32(M*K), f32(K*N), f32(M*N)
 		want := matmulBF16Want(c, a, bm, M, N, K, tc)

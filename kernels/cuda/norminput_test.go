@@ -95,33 +95,20 @@ func TestLoRABackwardManyInputBF16(t *testing.T) {
 	if !b.RoundsNormInput() {
 		t.Fatal("PrecisionBF16: RoundsNormInput is false")
 	}
-	alloc := func(n int) []float32 {
-		x, err := b.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	allocBF := func(n int) []uint16 {
-		x, err := b.AllocBF16(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	mem := emulatedMem{t: t, b: b}
 	for ci, c := range loraManyCases {
 		for _, roundedDout := range []bool{false, true} {
 			what := fmt.Sprintf("%s, douts rounded %v", c.description, roundedDout)
-			got := newLoRAManyData(c, uint64(ci), alloc)
-			old := newLoRAManyData(c, uint64(ci), alloc)
+			got := newLoRAManyData(c, uint64(ci), mem.f32)
+			old := newLoRAManyData(c, uint64(ci), mem.f32)
 			var doutBFs [][]uint16
 			want := newLoRAManyData(c, uint64(ci), func(n int) []float32 { return make([]float32, n) })
 			if roundedDout {
-				doutBFs, want = roundedLoRAInputs(c, got, allocBF)
+				doutBFs, want = roundedLoRAInputs(c, got, mem.bf16)
 			}
 			wx, xr := widenBF16(got.x)
 			want.x = wx
-			xBF := allocBF(len(xr))
+			xBF := mem.bf16(len(xr))
 			copy(xBF, xr)
 			wantDA := want
 			wantDA.das = cloneAll(want.das)
@@ -189,9 +176,9 @@ func TestLoRABackwardManyInputBF16(t *testing.T) {
 		}()
 		f()
 	}
-	d := newLoRAManyData(c, 0, alloc)
-	xBF := allocBF(len(d.x))
-	doutBFs, _ := roundedLoRAInputs(c, d, allocBF)
+	d := newLoRAManyData(c, 0, mem.f32)
+	xBF := mem.bf16(len(d.x))
+	doutBFs, _ := roundedLoRAInputs(c, d, mem.bf16)
 	panics("douts and doutBFs", "exactly one of douts and doutBFs", func() {
 		b.LoRABackwardManyInputBF16(d.dx, d.douts, doutBFs, d.us, xBF, d.as, d.bs, d.das, d.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
 	})
@@ -204,17 +191,9 @@ func TestLoRABackwardManyInputBF16(t *testing.T) {
 	if f.RoundsNormInput() {
 		t.Error("PrecisionF32: RoundsNormInput is true")
 	}
-	fd := newLoRAManyData(c, 0, func(n int) []float32 {
-		x, err := f.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	})
-	fx, err := f.AllocBF16(len(fd.x))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fm := emulatedMem{t: t, b: f}
+	fd := newLoRAManyData(c, 0, fm.f32)
+	fx := fm.bf16(len(fd.x))
 	panics("PrecisionF32", "multiply bfloat16 operands only in", func() {
 		f.LoRABackwardManyInputBF16(fd.dx, fd.douts, nil, fd.us, fx, fd.as, fd.bs, fd.das, fd.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
 	})
@@ -239,22 +218,8 @@ func rmsNormForwardBF16In(t *testing.T, p kernels.Precision) {
 	const N, C = 5, 67
 	b, drv, _ := emulatedBackendIn(t, p)
 	defer b.Close()
-	r := rand.New(rand.NewPCG(28, 67))
-	f32 := func(n int) []float32 {
-		x, err := b.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(x, randn(r, n))
-		return x
-	}
-	bf := func(n int) []uint16 {
-		x, err := b.AllocBF16(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	mem := emulatedMem{t: t, b: b, r: rand.New(rand.NewPCG(28, 67))}
+	f32, bf := mem.randF32, mem.bf16
 	inp, weight := f32(N*C), f32(C)
 	out, wantR, wantBF := f32(N*C), f32(N), bf(N*C)
 	b.RMSNormForwardRounded(out, wantR, wantBF, inp, weight, N, C, 1e-6)

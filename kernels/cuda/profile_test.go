@@ -19,23 +19,8 @@ import (
 func TestBackendProfileFlops(t *testing.T) {
 	b, _, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
 	defer b.Close()
-	r := rand.New(rand.NewPCG(3, 4))
-	f32 := func(n int) []float32 {
-		x, err := b.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(x, randn(r, n))
-		return x
-	}
-	bf16 := func(n int) []uint16 {
-		x, err := b.AllocBF16(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kernels.ToBF16(x, randn(r, n))
-		return x
-	}
+	mem := emulatedMem{t: t, b: b, r: rand.New(rand.NewPCG(3, 4))}
+	f32, bf16 := mem.randF32, mem.randBF16
 	type want struct {
 		calls int
 		flops int64

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -155,16 +154,7 @@ func TestDinpRounder(t *testing.T) {
 		}
 	}
 
-	panics := func(what, want string, f func()) {
-		t.Helper()
-		defer func() {
-			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), want) {
-				t.Errorf("%s: %v, want a panic saying %q", what, p, want)
-			}
-		}()
-		f()
-	}
-	panics("dout and doutBF", "exactly one of dout and doutBF", func() {
+	wantPanic(t, "dout and doutBF", "exactly one of dout and doutBF", func() {
 		b.SwiGLUBackwardSetRounded(nil, nil, nil, nil, bf(gate), bf(gate), doutF, doutBF, gate, up, n)
 	})
 
@@ -176,8 +166,8 @@ func TestDinpRounder(t *testing.T) {
 	fd, _ := f.AllocF32(N * OC)
 	fi, _ := f.AllocBF16(N * C)
 	fw, _ := f.AllocBF16(OC * C)
-	panics("LinearBackwardBF16To in PrecisionF32", "writes a bfloat16 dinp only in", func() { f.LinearBackwardBF16To(fi, fd, fw, N, C, OC, 0) })
-	panics("MatmulBF16To in PrecisionF32", "multiply bfloat16 operands only in", func() { f.MatmulBF16To(fi, fd, nil, nil, fw, N, C, OC, false, false, 0) })
+	wantPanic(t, "LinearBackwardBF16To in PrecisionF32", "writes a bfloat16 dinp only in", func() { f.LinearBackwardBF16To(fi, fd, fw, N, C, OC, 0) })
+	wantPanic(t, "MatmulBF16To in PrecisionF32", "multiply bfloat16 operands only in", func() { f.MatmulBF16To(fi, fd, nil, nil, fw, N, C, OC, false, false, 0) })
 }
 
 // TestDinpRounderThroughLt: with GEMMCublasLt picked, LinearBackwardBF16To

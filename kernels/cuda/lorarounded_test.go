@@ -44,6 +44,20 @@ func roundedLoRAInputs(c loraManyCase, d loraManyData, allocBF func(n int) []uin
 	return doutBFs, oracle
 }
 
+// wantPanic fails t unless f panics with a value whose text holds want:
+// the rounded-precision methods refuse a call they cannot serve (the wrong
+// precision, both or neither of a float32 operand and its rounding) by
+// panicking with the reason. what names the call in the failure.
+func wantPanic(t *testing.T, what, want string, f func()) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), want) {
+			t.Errorf("%s: %v, want a panic saying %q", what, p, want)
+		}
+	}()
+	f()
+}
+
 // TestLoRABackwardManyRounded: cuda.Backend's LoRABackwardManyRounded in
 // PrecisionBF16 on the emulated device, on each case of loraManyCases with
 // its douts rounded to bfloat16: within tf32Tol of kernels/ref's products
@@ -118,12 +132,9 @@ func TestLoRABackwardManyRounded(t *testing.T) {
 	for _, dout := range d.douts {
 		doutBFs = append(doutBFs, fm.bf16(len(dout)))
 	}
-	defer func() {
-		if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "multiply bfloat16 operands only in") {
-			t.Errorf("LoRABackwardManyRounded in PrecisionF32: %v, want a panic saying why", p)
-		}
-	}()
-	f.LoRABackwardManyRounded(d.dx, doutBFs, d.us, d.x, d.as, d.bs, d.das, d.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
+	wantPanic(t, "LoRABackwardManyRounded in PrecisionF32", "multiply bfloat16 operands only in", func() {
+		f.LoRABackwardManyRounded(d.dx, doutBFs, d.us, d.x, d.as, d.bs, d.das, d.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
+	})
 }
 
 // TestLoRABackwardManyBF16Shim runs planLoRABackwardManyBF16 on the CPU
@@ -262,18 +273,9 @@ func TestMatmulBF16(t *testing.T) {
 			t.Errorf("%v: GEMMs %v of types %v, want one on bfloat16 operands", tc, gs, ts)
 		}
 	}
-	panics := func(what, want string, f func()) {
-		t.Helper()
-		defer func() {
-			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), want) {
-				t.Errorf("%s: %v, want a panic saying %q", what, p, want)
-			}
-		}()
-		f()
-	}
 	x, y, z := f32(M*K), f32(K*N), f32(M*N)
-	panics("a and aBF", "exactly one of a and aBF", func() { b.MatmulBF16(z, x, bf(x), y, nil, M, N, K, false, false, 0) })
-	panics("neither b nor bBF", "exactly one of a and aBF", func() { b.MatmulBF16(z, x, nil, nil, nil, M, N, K, false, false, 0) })
+	wantPanic(t, "a and aBF", "exactly one of a and aBF", func() { b.MatmulBF16(z, x, bf(x), y, nil, M, N, K, false, false, 0) })
+	wantPanic(t, "neither b nor bBF", "exactly one of a and aBF", func() { b.MatmulBF16(z, x, nil, nil, nil, M, N, K, false, false, 0) })
 
 	f, _, _ := emulatedBackend(t)
 	defer f.Close()
@@ -283,7 +285,7 @@ func TestMatmulBF16(t *testing.T) {
 	fa, _ := f.AllocF32(M * K)
 	fb, _ := f.AllocF32(K * N)
 	fc, _ := f.AllocF32(M * N)
-	panics("PrecisionF32", "multiply bfloat16 operands only in", func() { f.MatmulBF16(fc, fa, nil, fb, nil, M, N, K, false, false, 0) })
+	wantPanic(t, "PrecisionF32", "multiply bfloat16 operands only in", func() { f.MatmulBF16(fc, fa, nil, fb, nil, M, N, K, false, false, 0) })
 }
 
 // TestMatmulBF16Shim runs planMatmulBF16 on the CPU shim (f32_to_bf16 from

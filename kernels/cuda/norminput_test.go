@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
@@ -167,22 +166,13 @@ func TestLoRABackwardManyInputBF16(t *testing.T) {
 	}
 
 	c := loraManyCases[0]
-	panics := func(what, want string, f func()) {
-		t.Helper()
-		defer func() {
-			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), want) {
-				t.Errorf("%s: %v, want a panic saying %q", what, p, want)
-			}
-		}()
-		f()
-	}
 	d := newLoRAManyData(c, 0, mem.f32)
 	xBF := mem.bf16(len(d.x))
 	doutBFs, _ := roundedLoRAInputs(c, d, mem.bf16)
-	panics("douts and doutBFs", "exactly one of douts and doutBFs", func() {
+	wantPanic(t, "douts and doutBFs", "exactly one of douts and doutBFs", func() {
 		b.LoRABackwardManyInputBF16(d.dx, d.douts, doutBFs, d.us, xBF, d.as, d.bs, d.das, d.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
 	})
-	panics("neither", "exactly one of douts and doutBFs", func() {
+	wantPanic(t, "neither", "exactly one of douts and doutBFs", func() {
 		b.LoRABackwardManyInputBF16(d.dx, nil, nil, d.us, xBF, d.as, d.bs, d.das, d.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
 	})
 
@@ -194,7 +184,7 @@ func TestLoRABackwardManyInputBF16(t *testing.T) {
 	fm := emulatedMem{t: t, b: f}
 	fd := newLoRAManyData(c, 0, fm.f32)
 	fx := fm.bf16(len(fd.x))
-	panics("PrecisionF32", "multiply bfloat16 operands only in", func() {
+	wantPanic(t, "PrecisionF32", "multiply bfloat16 operands only in", func() {
 		f.LoRABackwardManyInputBF16(fd.dx, fd.douts, nil, fd.us, fx, fd.as, fd.bs, fd.das, fd.dbs, c.n, c.in, c.r, c.outs, c.scale, c.set)
 	})
 }

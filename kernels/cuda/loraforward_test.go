@@ -101,15 +101,7 @@ func TestLoRAForwardMany(t *testing.T) {
 	}
 	for _, p := range []kernels.Precision{kernels.PrecisionF32, kernels.PrecisionBF16} {
 		b, drv, blas := emulatedBackendIn(t, p)
-		var allocs [][]float32
-		alloc := func(n int) []float32 {
-			x, err := b.AllocF32(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			allocs = append(allocs, x)
-			return x
-		}
+		alloc, freeAll := freeingF32(t, b)
 		for ci, c := range loraFwdCases {
 			what := fmt.Sprintf("%v, %s", p, c.description)
 			got := newLoRAFwdData(c, uint64(ci), alloc)
@@ -136,17 +128,8 @@ func TestLoRAForwardMany(t *testing.T) {
 			}
 			k := len(c.outs)
 			wantK := map[string]int{"copy_f32": k, "scale_cols": k}
-			gotK := map[string]int{}
-			for _, l := range drv.Launches()[l0:] {
-				gotK[l.Kernel]++
-			}
-			if fmt.Sprint(gotK) != fmt.Sprint(wantK) {
-				t.Errorf("%s: launched %v, want %v", what, gotK, wantK)
-			}
-			gems, types := blas.Gemms()[g0:], blas.GemmTypes()[g0:]
-			if len(gems) != k+1 {
-				t.Fatalf("%s: %d GEMMs, want %d", what, len(gems), k+1)
-			}
+			wantKernels(t, what, drv, l0, wantK)
+			gems, types := gemmsSince(t, what, blas, g0, k+1)
 			for i, g := range gems {
 				tf32 := types[i].Compute == cuda.Compute32FFastTF32
 				want := p == kernels.PrecisionBF16 && i > 0 && g.K >= cuda.TF32MinK
@@ -155,9 +138,7 @@ func TestLoRAForwardMany(t *testing.T) {
 				}
 			}
 		}
-		for _, x := range allocs {
-			b.FreeF32(x)
-		}
+		freeAll()
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -33,20 +33,8 @@ func TestLoRABackwardManyOnHardware(t *testing.T) {
 // logs both's µs a call and traffic.
 func compareLoRAMany(t *testing.T, b *cuda.Backend, cases []loraManyCase, timed bool) {
 	r := rand.New(rand.NewPCG(28, 16))
-	var allocs [][]float32
-	defer func() {
-		for _, x := range allocs {
-			b.FreeF32(x)
-		}
-	}()
-	alloc := func(n int) []float32 {
-		x, err := b.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		allocs = append(allocs, x)
-		return x
-	}
+	alloc, freeAll := freeingF32(t, b)
+	defer freeAll()
 	fill := func(n int) []float32 {
 		x := alloc(n)
 		fillUniform(r, x, 1)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
+	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
@@ -101,6 +102,55 @@ func (d loraManyData) outputs() (names []string, xs [][]float32) {
 	return names, xs
 }
 
+// freeingF32 returns an allocator of b's float32 memory, failing t where an
+// allocation fails, and freeAll, which frees what it allocated: for a test
+// that frees its buffers before it closes b itself.
+func freeingF32(t *testing.T, b *cuda.Backend) (alloc func(n int) []float32, freeAll func()) {
+	var allocs [][]float32
+	alloc = func(n int) []float32 {
+		t.Helper()
+		x, err := b.AllocF32(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs = append(allocs, x)
+		return x
+	}
+	freeAll = func() {
+		for _, x := range allocs {
+			b.FreeF32(x)
+		}
+		allocs = nil
+	}
+	return alloc, freeAll
+}
+
+// wantKernels fails t unless the kernels drv launched from its l0th launch
+// on are, counted by name, want: the many-projection methods promise a
+// fixed set of launches for k projections, whatever their order.
+func wantKernels(t *testing.T, what string, drv *cudafake.Driver, l0 int, want map[string]int) {
+	t.Helper()
+	got := map[string]int{}
+	for _, l := range drv.Launches()[l0:] {
+		got[l.Kernel]++
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s: launched %v, want %v", what, got, want)
+	}
+}
+
+// gemmsSince returns the GEMMs blas ran from its g0th on, with their types,
+// and stops t unless there are n: the caller then checks each one's types
+// by its place in the plan.
+func gemmsSince(t *testing.T, what string, blas *cudafake.BLAS, g0, n int) ([]cuda.Gemm, []cuda.GemmTypes) {
+	t.Helper()
+	gems, types := blas.Gemms()[g0:], blas.GemmTypes()[g0:]
+	if len(gems) != n {
+		t.Fatalf("%s: %d GEMMs, want %d", what, len(gems), n)
+	}
+	return gems, types
+}
+
 // TestLoRABackwardMany: cuda.Backend's LoRABackwardMany on the emulated
 // device, in both precisions, against kernels/ref's products one
 // projection at a time (loraOneAtATime) and against the backend's own
@@ -120,15 +170,7 @@ func TestLoRABackwardMany(t *testing.T) {
 	}
 	for _, p := range []kernels.Precision{kernels.PrecisionF32, kernels.PrecisionBF16} {
 		b, drv, blas := emulatedBackendIn(t, p)
-		var allocs [][]float32
-		alloc := func(n int) []float32 {
-			x, err := b.AllocF32(n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			allocs = append(allocs, x)
-			return x
-		}
+		alloc, freeAll := freeingF32(t, b)
 		for ci, c := range loraManyCases {
 			what := fmt.Sprintf("%v, %s", p, c.description)
 			got := newLoRAManyData(c, uint64(ci), alloc)
@@ -157,17 +199,8 @@ func TestLoRABackwardMany(t *testing.T) {
 				wantG++
 				wantK["scale"] = k
 			}
-			gotK := map[string]int{}
-			for _, l := range drv.Launches()[l0:] {
-				gotK[l.Kernel]++
-			}
-			if fmt.Sprint(gotK) != fmt.Sprint(wantK) {
-				t.Errorf("%s: launched %v, want %v", what, gotK, wantK)
-			}
-			gems, types := blas.Gemms()[g0:], blas.GemmTypes()[g0:]
-			if len(gems) != wantG {
-				t.Fatalf("%s: %d GEMMs, want %d", what, len(gems), wantG)
-			}
+			wantKernels(t, what, drv, l0, wantK)
+			gems, types := gemmsSince(t, what, blas, g0, wantG)
 			for i, g := range gems {
 				tf32 := types[i].Compute == cuda.Compute32FFastTF32
 				if want := p == kernels.PrecisionBF16 && g.K >= cuda.TF32MinK; tf32 != want {
@@ -175,9 +208,7 @@ func TestLoRABackwardMany(t *testing.T) {
 				}
 			}
 		}
-		for _, x := range allocs {
-			b.FreeF32(x)
-		}
+		freeAll()
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}

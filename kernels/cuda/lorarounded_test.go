@@ -102,17 +102,8 @@ func TestLoRABackwardManyRounded(t *testing.T) {
 			wantG++
 			wantK["scale"] = k
 		}
-		gotK := map[string]int{}
-		for _, l := range drv.Launches()[l0:] {
-			gotK[l.Kernel]++
-		}
-		if fmt.Sprint(gotK) != fmt.Sprint(wantK) {
-			t.Errorf("%s: launched %v, want %v", c.description, gotK, wantK)
-		}
-		gems, types := blas.Gemms()[g0:], blas.GemmTypes()[g0:]
-		if len(gems) != wantG {
-			t.Fatalf("%s: %d GEMMs, want %d", c.description, len(gems), wantG)
-		}
+		wantKernels(t, c.description, drv, l0, wantK)
+		gems, types := gemmsSince(t, c.description, blas, g0, wantG)
 		for i := range gems {
 			if bf := types[i].A == cuda.R16BF && types[i].B == cuda.R16BF; bf != (i < 2*k) {
 				t.Errorf("%s: GEMM %d on bfloat16 operands: %v, want %v", c.description, i, bf, i < 2*k)

@@ -145,17 +145,8 @@ func TestLoRABackwardManyInputBF16(t *testing.T) {
 				wantG++
 				wantK["scale"] = k
 			}
-			gotK := map[string]int{}
-			for _, l := range drv.Launches()[l0:] {
-				gotK[l.Kernel]++
-			}
-			if fmt.Sprint(gotK) != fmt.Sprint(wantK) {
-				t.Errorf("%s: launched %v, want %v", what, gotK, wantK)
-			}
-			gems, types := blas.Gemms()[g0:], blas.GemmTypes()[g0:]
-			if len(gems) != wantG {
-				t.Fatalf("%s: %d GEMMs, want %d", what, len(gems), wantG)
-			}
+			wantKernels(t, what, drv, l0, wantK)
+			gems, types := gemmsSince(t, what, blas, g0, wantG)
 			for i := range gems {
 				wantBF := i == 2*k || i < 2*k && roundedDout
 				if bf := types[i].A == cuda.R16BF && types[i].B == cuda.R16BF; bf != wantBF {

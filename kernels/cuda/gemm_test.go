@@ -24,6 +24,35 @@ func openFake(t *testing.T, memLimit int) (*cuda.Device, *cudafake.Driver, *cuda
 	return dev, drv, blas
 }
 
+// openFakeOps is openFake with the device's Ops loaded: the set-up of the
+// tests that call Ops' methods on the fake driver, which records their
+// launches and GEMMs and runs no kernel. The Ops are unloaded, then the
+// device closed, when t ends.
+func openFakeOps(t *testing.T) (*cuda.Device, *cuda.Ops, *cudafake.Driver, *cudafake.BLAS) {
+	t.Helper()
+	dev, drv, blas := openFake(t, 0)
+	t.Cleanup(func() { dev.Close() })
+	o, err := dev.LoadOps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Unload() })
+	return dev, o, drv, blas
+}
+
+// deviceAlloc returns an allocator of n float32 values on dev that fails t
+// where dev cannot allocate them.
+func deviceAlloc(t *testing.T, dev *cuda.Device) func(n int) *cuda.Buffer {
+	return func(n int) *cuda.Buffer {
+		t.Helper()
+		x, err := dev.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+}
+
 func randn(r *rand.Rand, n int) []float32 {
 	x := make([]float32, n)
 	for i := range x {

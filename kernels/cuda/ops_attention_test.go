@@ -97,20 +97,8 @@ func TestAttentionPlans(t *testing.T) {
 // head dims the kernels do not hold, windows, sequence counts, and short
 // or missing buffers, naming the op and the operand, before launching.
 func TestAttentionArgumentChecks(t *testing.T) {
-	dev, drv, _ := openFake(t, 0)
-	defer dev.Close()
-	o, err := dev.LoadOps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Unload()
-	b := func(n int) *cuda.Buffer {
-		x, err := dev.Alloc(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	dev, o, drv, _ := openFakeOps(t)
+	b := deviceAlloc(t, dev)
 	// fwd is AttentionForward on N=4 tokens, H=2, KVH=1, D=8 with one buffer replaced.
 	fwd := func(name string, x *cuda.Buffer, S, D int) func() error {
 		bufs := map[string]*cuda.Buffer{"out": b(64), "lse": b(8), "q": b(64), "k": b(32), "v": b(32), "seqOff": b(2)}

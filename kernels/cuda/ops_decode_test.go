@@ -63,20 +63,8 @@ func TestDecodeBatchTable(t *testing.T) {
 		t.Errorf("DecodeTable = %v, want %v", got, want)
 	}
 
-	dev, _, _ := openFake(t, 0)
-	defer dev.Close()
-	o, err := dev.LoadOps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Unload()
-	b := func(n int) *cuda.Buffer {
-		x, err := dev.Alloc(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	dev, o, _, _ := openFakeOps(t)
+	b := deviceAlloc(t, dev)
 	const H, KVH, D = 2, 1, 8
 	v1, k1, v0, k0 := b(3*D), b(3*D), b(2*D), b(2*D) // sequence 1's caches at lower addresses than sequence 0's
 	tab := b(20)
@@ -112,20 +100,8 @@ func TestDecodeBatchTable(t *testing.T) {
 // negative window, decreasing offsets and a short table, naming the op,
 // before launching.
 func TestDecodeBatchArgumentChecks(t *testing.T) {
-	dev, drv, _ := openFake(t, 0)
-	defer dev.Close()
-	o, err := dev.LoadOps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Unload()
-	b := func(n int) *cuda.Buffer {
-		x, err := dev.Alloc(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	dev, o, drv, _ := openFakeOps(t)
+	b := deviceAlloc(t, dev)
 	const H, KVH, D = 2, 1, 8
 	x, kv := b(2*H*D), b(2*D)
 	call := func(kc, vc []*cuda.Buffer, seqOff []int32, tab *cuda.Buffer, W int) func() error {

@@ -105,13 +105,7 @@ func TestOpsLinearLaunchGeometry(t *testing.T) {
 // without bias, LinearBackward's dinp and dweight) are checked against ref
 // here; the shim tests run the rest.
 func TestLinearGemms(t *testing.T) {
-	dev, _, blas := openFake(t, 0)
-	defer dev.Close()
-	o, err := dev.LoadOps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Unload()
+	dev, o, _, blas := openFakeOps(t)
 	r := rand.New(rand.NewPCG(28, 12))
 	const N, C, OC = 3, 5, 7
 	inp, w, dout, dinp, dw := randn(r, N*C), randn(r, OC*C), randn(r, N*OC), randn(r, N*C), randn(r, OC*C)
@@ -231,27 +225,15 @@ func TestLinearChunkMapping(t *testing.T) {
 // cuBLAS status, and the op's scratch is Ops' one kept slot; bad arguments are refused
 // before anything runs.
 func TestLinearErrors(t *testing.T) {
-	dev, drv, blas := openFake(t, 0)
-	defer dev.Close()
-	o, err := dev.LoadOps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Unload()
-	b := func(n int) *cuda.Buffer {
-		x, err := dev.Alloc(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	dev, o, drv, blas := openFakeOps(t)
+	b := deviceAlloc(t, dev)
 	out, inp, w, bias := b(2*5), b(2*3), b(8), b(5)
 	if err := o.SetPrecision(kernels.PrecisionBF16); err != nil {
 		t.Fatal(err)
 	}
 	live, _ := dev.Live()
 	blas.FailNext("cublasGemmEx", 13)
-	err = o.LinearForwardBF16(out, inp, w, bias, 2, 3, 5)
+	err := o.LinearForwardBF16(out, inp, w, bias, 2, 3, 5)
 	if err == nil || !strings.Contains(err.Error(), "CUDA LinearForwardBF16: GEMM M=2 N=5 K=3: cublasGemmEx: CUBLAS_STATUS_EXECUTION_FAILED") {
 		t.Errorf("failing GemmEx: %v", err)
 	}
@@ -375,21 +357,9 @@ func TestFakeGemmExTypes(t *testing.T) {
 // makes the first two as GemmEx on the bfloat16 weight, stepping by
 // len·C bfloat16 values (2 bytes each).
 func TestLogprobBackwardGemms(t *testing.T) {
-	dev, _, blas := openFake(t, 0)
-	defer dev.Close()
-	o, err := dev.LoadOps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Unload()
+	dev, o, _, blas := openFakeOps(t)
 	const N, C, V, chunk = 3, 16, 20, 8
-	b := func(n int) *cuda.Buffer {
-		x, err := dev.Alloc(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	b := deviceAlloc(t, dev)
 	dh, dw, lse, ent, hidden, w, tg, wh := b(N*C), b(V*C), b(N), b(N), b(N*C), b(V*C), b(N), b(V*C/2)
 	if err := o.LogprobBackward(dh, dw, nil, nil, lse, ent, hidden, w, tg, N, C, V, chunk); err != nil {
 		t.Fatal(err)

@@ -366,13 +366,7 @@ func TestUploadBF16(t *testing.T) {
 // step through the weight by len·C floats and write the same scratch z;
 // its two scratch buffers (z, state) stay with Ops until Unload.
 func TestLogprobForwardGemms(t *testing.T) {
-	dev, drv, blas := openFake(t, 0)
-	defer dev.Close()
-	o, err := dev.LoadOps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Unload()
+	dev, o, drv, blas := openFakeOps(t)
 	const N, C, V, chunk = 3, 16, 20, 8
 	var bufs []*cuda.Buffer
 	for _, n := range []int{N, N, N, N * C, V * C, N} {

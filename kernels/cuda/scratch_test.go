@@ -19,13 +19,7 @@ import (
 // cuMemAlloc per scratch slot; a bigger call grows a slot once (one free,
 // one alloc), a smaller one after it reuses it; Unload frees it all.
 func TestOpsScratchReused(t *testing.T) {
-	dev, drv, _ := openFake(t, 0)
-	defer dev.Close()
-	o, err := dev.LoadOps()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Unload()
+	dev, o, drv, _ := openFakeOps(t)
 	var mine []*cuda.Buffer
 	b := func(n int) *cuda.Buffer {
 		x, err := dev.Alloc(n)

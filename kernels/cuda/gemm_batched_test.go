@@ -122,47 +122,11 @@ func TestGemmRowsBatchedBF16(t *testing.T) {
 // cublasGemmStridedBatchedEx, bound through the loader, computes each
 // product at its strides, and refuses the types it does not compute.
 func TestFakeGemmStridedBatchedExThroughLoader(t *testing.T) {
-	libs := fakeLibs(t)
-	drv, err := cuda.LoadDriver(libs.Driver)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := cuda.LoadBLAS(libs.BLAS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lh, err := lb.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lb.Destroy(lh)
-	bf := func(x ...float32) []byte {
-		out := make([]byte, 0, 2*len(x))
-		for _, v := range x {
-			h := kernels.BF16(v)
-			out = append(out, byte(h), byte(h>>8))
-		}
-		return out
-	}
-	ptr := func(raw []byte) cuda.DevPtr {
-		p, err := drv.MemAlloc(len(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := drv.MemcpyHtoD(p, raw); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	drv, lb, lh := loadFakeBLAS(t, fakeLibs(t))
 	// Two column-major products A_i [2,2]·B_i [2,1], A_i 4 apart, B_i 2
 	// apart, C_i 2 apart: A_0 = [[1 2] [3 4]], B_0 = [1 1] → [3 7];
 	// A_1 = I, B_1 = [5 6] → [5 6].
-	pa, pb, pc := ptr(bf(1, 3, 2, 4, 1, 0, 0, 1)), ptr(bf(1, 1, 5, 6)), ptr(f32bytes(make([]float32, 4)))
-	defer func() {
-		for _, p := range []cuda.DevPtr{pa, pb, pc} {
-			drv.MemFree(p)
-		}
-	}()
+	pa, pb, pc := devicePtr(t, drv, bf16bytes(1, 3, 2, 4, 1, 0, 0, 1)), devicePtr(t, drv, bf16bytes(1, 1, 5, 6)), devicePtr(t, drv, f32bytes(make([]float32, 4)))
 	g := cuda.Gemm{TransA: cuda.OpN, TransB: cuda.OpN, M: 2, N: 1, K: 2, Alpha: 1, A: pa, LDA: 2, StrideA: 4,
 		B: pb, LDB: 2, StrideB: 2, C: pc, LDC: 2, StrideC: 2, Batch: 2}
 	types := cuda.GemmTypes{A: cuda.R16BF, B: cuda.R16BF, C: cuda.R32F, Compute: cuda.Compute32F}

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
 )
@@ -139,6 +140,54 @@ func f32bytes(s []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s))
 }
 
+// bf16bytes returns x's bfloat16 roundings as little-endian bytes, the
+// operand a test hands the C fake's bfloat16 GEMMs.
+func bf16bytes(x ...float32) []byte {
+	out := make([]byte, 0, 2*len(x))
+	for _, v := range x {
+		h := kernels.BF16(v)
+		out = append(out, byte(h), byte(h>>8))
+	}
+	return out
+}
+
+// loadFakeBLAS binds the C fake libcuda and libcublas of libs through the
+// loader and creates a cuBLAS handle, destroyed when t ends: the set-up of
+// the tests that call the C fake's cuBLAS entry points directly, without a
+// Device.
+func loadFakeBLAS(t *testing.T, libs cudafake.Libs) (cuda.Driver, cuda.BLAS, cuda.BLASHandle) {
+	t.Helper()
+	drv, err := cuda.LoadDriver(libs.Driver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blas, err := cuda.LoadBLAS(libs.BLAS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := blas.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { blas.Destroy(h) })
+	return drv, blas, h
+}
+
+// devicePtr allocates len(raw) bytes of drv's memory holding raw, freed
+// when t ends.
+func devicePtr(t *testing.T, drv cuda.Driver, raw []byte) cuda.DevPtr {
+	t.Helper()
+	p, err := drv.MemAlloc(len(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { drv.MemFree(p) })
+	if err := drv.MemcpyHtoD(p, raw); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestDriverThroughLoader drives every bound driver entry point of the fake
 // libcuda through purego: values in and out, kernel parameters, and error
 // names and descriptions from cuGetErrorName/cuGetErrorString.
@@ -249,22 +298,10 @@ func TestDriverThroughLoader(t *testing.T) {
 // column-major product worked by hand, and checks its argument error.
 func TestBLASThroughLoader(t *testing.T) {
 	libs := fakeLibs(t)
-	drv, err := cuda.LoadDriver(libs.Driver)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blas, err := cuda.LoadBLAS(libs.BLAS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	drv, blas, h := loadFakeBLAS(t, libs)
 	if blas.Path() != libs.BLAS || drv.Path() != libs.Driver {
 		t.Errorf("paths %q %q", drv.Path(), blas.Path())
 	}
-	h, err := blas.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blas.Destroy(h)
 	// Column-major A [2,3] = [[1 2 3] [4 5 6]], B [3,2] = [[1 0] [0 1] [1 1]];
 	// A·B = [[4 5] [10 11]]; with alpha 2, beta 1 onto C = [[1 1] [1 1]]: [[9 11] [21 23]].
 	a := []float32{1, 4, 2, 5, 3, 6}
@@ -303,7 +340,7 @@ func TestBLASThroughLoader(t *testing.T) {
 		t.Errorf("SgemmStridedBatched: C = %v, want %v", c, want)
 	}
 	g.LDA = 1 // < m: cuBLAS refuses it
-	err = blas.Sgemm(h, g)
+	err := blas.Sgemm(h, g)
 	var ce *cuda.Error
 	if !errors.As(err, &ce) || ce.Code != cuda.BLASStatusInvalidValue || !strings.Contains(err.Error(), "cublasSgemm_v2: CUBLAS_STATUS_INVALID_VALUE") {
 		t.Errorf("lda 1: %v", err)

@@ -292,46 +292,10 @@ func TestFakeGemmExTypes(t *testing.T) {
 		t.Errorf("mixed types: %v", err)
 	}
 
-	libs := fakeLibs(t)
-	drv, err := cuda.LoadDriver(libs.Driver)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := cuda.LoadBLAS(libs.BLAS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lh, err := lb.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lb.Destroy(lh)
+	drv, lb, lh := loadFakeBLAS(t, fakeLibs(t))
 	// Column-major A [2,3] = [[1 2 3] [4 5 6]], B [3,2] = [[1 0] [0 1] [1 1]]
 	// in bfloat16 (exact): A·B = [[4 5] [10 11]]; alpha 2, beta 1 onto C = 1s.
-	bf := func(x ...float32) []byte {
-		out := make([]byte, 0, 2*len(x))
-		for _, v := range x {
-			h := kernels.BF16(v)
-			out = append(out, byte(h), byte(h>>8))
-		}
-		return out
-	}
-	ptr := func(raw []byte) cuda.DevPtr {
-		p, err := drv.MemAlloc(len(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := drv.MemcpyHtoD(p, raw); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	pa, pb, pc := ptr(bf(1, 4, 2, 5, 3, 6)), ptr(bf(1, 0, 1, 0, 1, 1)), ptr(f32bytes([]float32{1, 1, 1, 1}))
-	defer func() {
-		for _, p := range []cuda.DevPtr{pa, pb, pc} {
-			drv.MemFree(p)
-		}
-	}()
+	pa, pb, pc := devicePtr(t, drv, bf16bytes(1, 4, 2, 5, 3, 6)), devicePtr(t, drv, bf16bytes(1, 0, 1, 0, 1, 1)), devicePtr(t, drv, f32bytes([]float32{1, 1, 1, 1}))
 	lg := cuda.Gemm{TransA: cuda.OpN, TransB: cuda.OpN, M: 2, N: 2, K: 3, Alpha: 2, Beta: 1, A: pa, LDA: 2, B: pb, LDB: 3, C: pc, LDC: 2}
 	types := cuda.GemmTypes{A: cuda.R16BF, B: cuda.R16BF, C: cuda.R32F, Compute: cuda.Compute32F}
 	if err := lb.GemmEx(lh, lg, types); err != nil {

@@ -152,41 +152,13 @@ func TestBackendMatmulTF32(t *testing.T) {
 // as the Go fake does: 1.0001 (TF32 reads 1) times 1 summed over 1024
 // terms is 1024, not float32's 1024.1.
 func TestFakeGemmExTF32(t *testing.T) {
-	libs := fakeLibs(t)
-	drv, err := cuda.LoadDriver(libs.Driver)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, err := cuda.LoadBLAS(libs.BLAS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lh, err := lb.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lb.Destroy(lh)
+	drv, lb, lh := loadFakeBLAS(t, fakeLibs(t))
 	const K = 1024
 	a, b := make([]float32, K), make([]float32, K)
 	for i := range a {
 		a[i], b[i] = 1.0001, 1
 	}
-	ptr := func(x []float32) cuda.DevPtr {
-		p, err := drv.MemAlloc(4 * len(x))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := drv.MemcpyHtoD(p, f32bytes(x)); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	pa, pb, pc := ptr(a), ptr(b), ptr([]float32{0})
-	defer func() {
-		for _, p := range []cuda.DevPtr{pa, pb, pc} {
-			drv.MemFree(p)
-		}
-	}()
+	pa, pb, pc := devicePtr(t, drv, f32bytes(a)), devicePtr(t, drv, f32bytes(b)), devicePtr(t, drv, f32bytes([]float32{0}))
 	g := cuda.Gemm{TransA: cuda.OpN, TransB: cuda.OpN, M: 1, N: 1, K: K, Alpha: 1, A: pa, LDA: 1, B: pb, LDB: K, C: pc, LDC: 1}
 	for _, c := range []struct {
 		compute cuda.ComputeType

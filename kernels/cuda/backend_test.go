@@ -116,6 +116,17 @@ func (m emulatedMem) f32(n int) []float32 {
 	return x
 }
 
+// nans allocates n float32 NaNs, so that a value a kernel fails to write
+// shows in a bitwise comparison.
+func (m emulatedMem) nans(n int) []float32 {
+	m.t.Helper()
+	x := m.f32(n)
+	for i := range x {
+		x[i] = float32(math.NaN())
+	}
+	return x
+}
+
 // bf16 allocates n bfloat16 values.
 func (m emulatedMem) bf16(n int) []uint16 {
 	m.t.Helper()

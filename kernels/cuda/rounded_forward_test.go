@@ -29,29 +29,10 @@ func TestInputRounder(t *testing.T) {
 		t.Fatal("PrecisionBF16: RoundsLinearInput is false")
 	}
 	r := rand.New(rand.NewPCG(28, 7))
+	mem := emulatedMem{t: t, b: b, r: r}
 	const N, C = 3, 37
 	nan := float32(math.NaN())
-	f32 := func(m int, vals ...float32) []float32 {
-		x, err := b.AllocF32(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range x {
-			if vals != nil {
-				x[i] = vals[0]
-			} else {
-				x[i] = float32(r.NormFloat64())
-			}
-		}
-		return x
-	}
-	bf := func(m int) []uint16 {
-		x, err := b.AllocBF16(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
+	f32, nans, bf := mem.randF32, mem.nans, mem.bf16
 	sameF32 := func(what string, got, want []float32) {
 		t.Helper()
 		for i := range want {
@@ -74,9 +55,9 @@ func TestInputRounder(t *testing.T) {
 	// The normed input: RMSNormForwardRounded against RMSNormForward.
 	inp, weight := f32(N*C), f32(C)
 	inp[C+4] = nan // a NaN row
-	wantH, wantR := f32(N*C, nan), f32(N, nan)
+	wantH, wantR := nans(N*C), nans(N)
 	b.RMSNormForward(wantH, wantR, inp, weight, N, C, 1e-6)
-	h, rstd, hBF := f32(N*C, nan), f32(N, nan), bf(N*C)
+	h, rstd, hBF := nans(N*C), nans(N), bf(N*C)
 	b.RMSNormForwardRounded(h, rstd, hBF, inp, weight, N, C, 1e-6)
 	b.Synchronize()
 	sameF32("RMSNormForwardRounded out", h, wantH)
@@ -98,7 +79,7 @@ func TestInputRounder(t *testing.T) {
 		{"SwiGLU", b.SwiGLUForward, b.SwiGLUForwardRounded},
 		{"GeGLU", b.GeGLUForward, b.GeGLUForwardRounded},
 	} {
-		want, got, gotBF := f32(n, nan), f32(n, nan), bf(n)
+		want, got, gotBF := nans(n), nans(n), bf(n)
 		g.plain(want, gate, up, n)
 		g.rounded(got, gotBF, gate, up, n)
 		b.Synchronize()
@@ -126,13 +107,13 @@ func TestInputRounder(t *testing.T) {
 			}
 		}
 	}
-	want, got := f32(N*OCs[0], nan), f32(N*OCs[0], nan)
+	want, got := nans(N*OCs[0]), nans(N*OCs[0])
 	b.LinearForwardBF16(want, h, ws[0], bias, N, C, OCs[0])
 	rounded("one weight", [][]float32{got}, ws[:1], [][]float32{bias}, OCs[:1], nil)
 	sameF32("LinearForwardBF16Rounded as LinearForwardBF16", got, want)
 
-	wantMany := [][]float32{f32(N*OCs[0], nan), f32(N*OCs[1], nan)}
-	gotMany := [][]float32{f32(N*OCs[0], nan), f32(N*OCs[1], nan)}
+	wantMany := [][]float32{nans(N * OCs[0]), nans(N * OCs[1])}
+	gotMany := [][]float32{nans(N * OCs[0]), nans(N * OCs[1])}
 	b.LinearForwardBF16Many(wantMany, h, ws, nil, N, C, OCs)
 	rounded("add nil", gotMany, ws, nil, OCs, nil)
 	for i := range OCs {
@@ -140,8 +121,8 @@ func TestInputRounder(t *testing.T) {
 	}
 
 	start := f32(N * OCs[0])
-	wantAdd := [][]float32{f32(N * OCs[0]), f32(N*OCs[1], nan)}
-	gotAdd := [][]float32{f32(N * OCs[0]), f32(N*OCs[1], nan)}
+	wantAdd := [][]float32{f32(N * OCs[0]), nans(N * OCs[1])}
+	gotAdd := [][]float32{f32(N * OCs[0]), nans(N * OCs[1])}
 	copy(wantAdd[0], start)
 	copy(gotAdd[0], start)
 	biases := [][]float32{bias, nil}

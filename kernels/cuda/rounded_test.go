@@ -28,31 +28,11 @@ func TestDoutRounder(t *testing.T) {
 		t.Fatal("PrecisionBF16: RoundsLinearDout is false")
 	}
 	r := rand.New(rand.NewPCG(28, 6))
+	mem := emulatedMem{t: t, b: b, r: r}
 	const N, C, OC = 3, 40, 37
 	n := N * OC
-	f32n := func(m int, vals ...float32) []float32 {
-		x, err := b.AllocF32(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range x {
-			if vals != nil {
-				x[i] = vals[0]
-			} else {
-				x[i] = float32(r.NormFloat64())
-			}
-		}
-		return x
-	}
-	f32 := func(vals ...float32) []float32 { return f32n(n, vals...) }
-	bf := func(m int) []uint16 {
-		x, err := b.AllocBF16(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
-	}
-	dout, gate, up := f32(), f32(), f32()
+	f32, nans, bf := mem.randF32, mem.nans, mem.bf16
+	dout, gate, up := f32(n), f32(n), f32(n)
 	dout[5] = float32(math.NaN())
 	w := bf(OC * C)
 	for i := range w {
@@ -66,10 +46,9 @@ func TestDoutRounder(t *testing.T) {
 		{"SwiGLU", b.SwiGLUBackwardSet, b.SwiGLUBackwardSetRounded},
 		{"GeGLU", b.GeGLUBackwardSet, b.GeGLUBackwardSetRounded},
 	} {
-		nan := float32(math.NaN())
-		wg, wu, wa := f32(nan), f32(nan), f32(nan)
+		wg, wu, wa := nans(n), nans(n), nans(n)
 		g.set(wg, wu, wa, dout, gate, up, n)
-		gg, gu, ga := f32(nan), f32(nan), f32(nan)
+		gg, gu, ga := nans(n), nans(n), nans(n)
 		bg, bu := bf(n), bf(n)
 		g.rounded(gg, gu, ga, nil, bg, bu, dout, nil, gate, up, n)
 		b.Synchronize()
@@ -89,7 +68,7 @@ func TestDoutRounder(t *testing.T) {
 		}
 		// Without the float32 gradients: the same copies and act; and
 		// act's copy alone, without act.
-		oa, og, ou := f32(nan), bf(n), bf(n)
+		oa, og, ou := nans(n), bf(n), bf(n)
 		g.rounded(nil, nil, oa, nil, og, ou, dout, nil, gate, up, n)
 		ab, ag, au := bf(n), bf(n), bf(n)
 		g.rounded(nil, nil, nil, ab, ag, au, dout, nil, gate, up, n)
@@ -108,8 +87,8 @@ func TestDoutRounder(t *testing.T) {
 			f  []float32
 			bf []uint16
 		}{{wg, bg}, {wu, bu}} {
-			want := f32n(N * C)
-			got := f32n(N * C)
+			want := f32(N * C)
+			got := f32(N * C)
 			copy(got, want)
 			b.LinearBackwardBF16(want, dg.f, w, N, C, OC)
 			l0 := len(drv.Launches())

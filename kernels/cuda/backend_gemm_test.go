@@ -29,20 +29,9 @@ func TestBackendBF16AttentionGEMM(t *testing.T) {
 	}
 	n0, g0 := len(drv.Launches()), len(blas.Gemms())
 	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
-	var launched []string
-	for _, l := range drv.Launches()[n0:] {
-		launched = append(launched, l.Kernel)
-	}
-	for _, k := range []string{"attention_gemm_gather", "attention_gemm_softmax", "attention_gemm_scatter", "attention_gemm_dsoftmax", "attention_forward"} {
-		if !slices.Contains(launched, k) {
-			t.Errorf("the attention groups in bf16 with gemm launched no %s", k)
-		}
-	}
-	for _, k := range []string{"attention_tc_forward", "attention_tc_backward_dq", "attention_fa2_forward"} {
-		if slices.Contains(launched, k) {
-			t.Errorf("the attention groups in bf16 with gemm launched %s", k)
-		}
-	}
+	checkLaunched(t, "gemm", drv.Launches()[n0:],
+		[]string{"attention_gemm_gather", "attention_gemm_softmax", "attention_gemm_scatter", "attention_gemm_dsoftmax", "attention_forward"},
+		[]string{"attention_tc_forward", "attention_tc_backward_dq", "attention_fa2_forward"})
 	gs, ty := blas.Gemms()[g0:], blas.GemmTypes()[g0:]
 	b16 := cuda.GemmTypes{A: cuda.R16BF, B: cuda.R16BF, C: cuda.R32F, Compute: cuda.Compute32F}
 	batched := 0
@@ -78,14 +67,7 @@ func TestOpsAttentionGEMMDeviceOffsets(t *testing.T) {
 	seqOff := []int32{0, 7, N}
 	r := rand.New(rand.NewPCG(28, 45))
 	q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
-	managed := func(x []float32) []float32 {
-		y, err := kernels.AllocF32(b, len(x))
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(y, x)
-		return y
-	}
+	managed := func(x []float32) []float32 { return managedCopy(t, b, x) }
 	// Through the backend (host offsets).
 	mq, mk, mv, md := managed(q), managed(k), managed(v), managed(dout)
 	out, lse := managed(make([]float32, N*H*D)), managed(make([]float32, N*H))
@@ -150,14 +132,7 @@ func TestBackendGEMMRunsAndFallback(t *testing.T) {
 	const entry = 12 * (H / KVH) * 16 * 16
 	r := rand.New(rand.NewPCG(28, 46))
 	q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
-	managed := func(x []float32) []float32 {
-		y, err := kernels.AllocF32(b, len(x))
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(y, x)
-		return y
-	}
+	managed := func(x []float32) []float32 { return managedCopy(t, b, x) }
 	mq, mk, mv, md := managed(q), managed(k), managed(v), managed(dout)
 	// run returns out, lse, dq, dk, dv of a forward and backward with the
 	// kernel, score bound and row block given (0: the defaults), the

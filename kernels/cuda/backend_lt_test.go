@@ -172,14 +172,7 @@ func TestLinearBF16LtAutotuneStreamOrdered(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.SetSyncEachOp(false)
-		alloc := func(x []float32) []float32 {
-			s, err := b.AllocF32(len(x))
-			if err != nil {
-				t.Fatal(err)
-			}
-			copy(s, x)
-			return s
-		}
+		alloc := func(x []float32) []float32 { return managedCopy(t, b, x) }
 		wb, err := b.AllocBF16(len(wh))
 		if err != nil {
 			t.Fatal(err)

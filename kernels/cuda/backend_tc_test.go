@@ -24,15 +24,8 @@ func TestBackendBF16Attention(t *testing.T) {
 	defer b.Close()
 	n0 := len(drv.Launches())
 	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
-	var launched []string
-	for _, l := range drv.Launches()[n0:] {
-		launched = append(launched, l.Kernel)
-	}
-	for _, k := range []string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv", "attention_forward"} {
-		if !slices.Contains(launched, k) {
-			t.Errorf("the attention groups in bf16 launched no %s", k)
-		}
-	}
+	checkLaunched(t, "tc1 (the default)", drv.Launches()[n0:],
+		[]string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv", "attention_forward"}, nil)
 }
 
 // TestBackendBF16AttentionFallback: in PrecisionBF16, a head dim the
@@ -55,14 +48,7 @@ func TestBackendBF16AttentionFallback(t *testing.T) {
 		scale := float32(1 / math.Sqrt(float64(D)))
 		// run returns out, lse, dq, dk, dv of b, and the kernels it launched.
 		run := func(b kernels.Backend) [5][]float32 {
-			buf := func(x []float32) []float32 {
-				y, err := kernels.AllocF32(b, len(x))
-				if err != nil {
-					t.Fatal(err)
-				}
-				copy(y, x)
-				return y
-			}
+			buf := func(x []float32) []float32 { return managedCopy(t, b, x) }
 			out, lse := buf(make([]float32, N*H*D)), buf(make([]float32, N*H))
 			bq, bk, bv, bd := buf(q), buf(k), buf(v), buf(dout)
 			b.AttentionForward(out, lse, bq, bk, bv, seqOff, N, H, KVH, D, scale)
@@ -72,10 +58,7 @@ func TestBackendBF16AttentionFallback(t *testing.T) {
 		}
 		n0 := len(drv.Launches())
 		got := run(bf)
-		var launched []string
-		for _, l := range drv.Launches()[n0:] {
-			launched = append(launched, l.Kernel)
-		}
+		launched := launchedKernels(drv.Launches()[n0:])
 		want := run(f32)
 		same := true
 		for i := range got {
@@ -107,14 +90,20 @@ func bf16AttentionLaunches(t *testing.T, kernel string) []cudafake.Launch {
 	return drv.Launches()[n0:]
 }
 
+// launchedKernels lists the kernels of launches by name, in launch order.
+func launchedKernels(launches []cudafake.Launch) []string {
+	var names []string
+	for _, l := range launches {
+		names = append(names, l.Kernel)
+	}
+	return names
+}
+
 // checkLaunched fails t unless launches hold every kernel of want and
 // none of not.
 func checkLaunched(t *testing.T, kernel string, launches []cudafake.Launch, want, not []string) {
 	t.Helper()
-	var launched []string
-	for _, l := range launches {
-		launched = append(launched, l.Kernel)
-	}
+	launched := launchedKernels(launches)
 	for _, k := range want {
 		if !slices.Contains(launched, k) {
 			t.Errorf("the attention groups in bf16 with %s launched no %s", kernel, k)
@@ -227,10 +216,7 @@ func TestBackendTC2Misaligned(t *testing.T) {
 		out, lse := buf(make([]float32, N*H*D), 0), buf(make([]float32, N*H), 0)
 		n0 := len(drv.Launches())
 		b.AttentionForward(out, lse, buf(q, off), buf(k, 0), buf(v, 0), seqOff, N, H, KVH, D, scale)
-		var launched []string
-		for _, l := range drv.Launches()[n0:] {
-			launched = append(launched, l.Kernel)
-		}
+		launched := launchedKernels(drv.Launches()[n0:])
 		return slices.Clone(out), launched
 	}
 	tc1, _ := run(cuda.AttentionTC1, 0)

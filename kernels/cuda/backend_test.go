@@ -116,6 +116,20 @@ func (m emulatedMem) f32(n int) []float32 {
 	return x
 }
 
+// managedCopy allocates b's float32 memory (kernels.AllocF32: managed
+// memory on a cuda.Backend) holding a copy of x, failing t where b cannot
+// allocate it: the operands of a test that drives a backend through its
+// kernels.Backend methods.
+func managedCopy(t *testing.T, b kernels.Backend, x []float32) []float32 {
+	t.Helper()
+	y, err := kernels.AllocF32(b, len(x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(y, x)
+	return y
+}
+
 // nans allocates n float32 NaNs, so that a value a kernel fails to write
 // shows in a bitwise comparison.
 func (m emulatedMem) nans(n int) []float32 {

@@ -96,14 +96,7 @@ func TestBackendMatmulTF32(t *testing.T) {
 			b, _, blas := emulatedBackendIn(t, prec)
 			defer b.Close()
 			r := rand.New(rand.NewPCG(77, uint64(prec)))
-			alloc := func(x []float32) []float32 {
-				y, err := b.AllocF32(len(x))
-				if err != nil {
-					t.Fatal(err)
-				}
-				copy(y, x)
-				return y
-			}
+			alloc := func(x []float32) []float32 { return managedCopy(t, b, x) }
 			for _, m := range loraMatmuls {
 				a, bm, c := alloc(randn(r, m.M*m.K)), alloc(randn(r, m.K*m.N)), alloc(randn(r, m.M*m.N))
 				if m.beta == 0 {

@@ -192,14 +192,6 @@ func TestLoRAForwardManyErrors(t *testing.T) {
 // scale_cols bit for bit the scale of the shim's own x product's columns.
 func TestLoRAForwardManyShim(t *testing.T) {
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	view := func(b any, off, n int) any { return b.([]float32)[off : off+n] }
-	anys := func(xs [][]float32) []any {
-		out := make([]any, len(xs))
-		for i, x := range xs {
-			out[i] = x
-		}
-		return out
-	}
 	host := func(n int) []float32 { return make([]float32, n) }
 	for _, p := range []kernels.Precision{kernels.PrecisionF32, kernels.PrecisionBF16} {
 		for ci, c := range loraFwdCases {
@@ -209,7 +201,7 @@ func TestLoRAForwardManyShim(t *testing.T) {
 			loraFwdOneAtATime(ref.New(), c, want)
 			k := len(c.outs)
 			uc := host(c.n * k * c.r)
-			h.runX(cuda.PlanLoRAForwardMany(view, anys(got.outs), anys(got.us), got.x, anys(got.as), anys(got.bs), uc, host(k*c.r*c.in),
+			h.runX(cuda.PlanLoRAForwardMany(hostView, hostAnys(got.outs), hostAnys(got.us), got.x, hostAnys(got.as), hostAnys(got.bs), uc, host(k*c.r*c.in),
 				p, c.n, c.in, c.r, c.outs, c.scale))
 			names, gs := got.outputs()
 			_, ws := want.outputs()

@@ -222,14 +222,6 @@ func TestLoRABackwardMany(t *testing.T) {
 // precision, tf32Tol in the bf16 one.
 func TestLoRABackwardManyShim(t *testing.T) {
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	view := func(b any, off, n int) any { return b.([]float32)[off : off+n] }
-	anys := func(xs [][]float32) []any {
-		out := make([]any, len(xs))
-		for i, x := range xs {
-			out[i] = x
-		}
-		return out
-	}
 	host := func(n int) []float32 { return make([]float32, n) }
 	for _, p := range []kernels.Precision{kernels.PrecisionF32, kernels.PrecisionBF16} {
 		for ci, c := range loraManyCases {
@@ -242,7 +234,7 @@ func TestLoRABackwardManyShim(t *testing.T) {
 			if got.dx != nil {
 				dx = got.dx
 			}
-			h.runX(cuda.PlanLoRABackwardMany(view, dx, anys(got.douts), anys(got.us), got.x, anys(got.as), anys(got.bs), anys(got.das), anys(got.dbs),
+			h.runX(cuda.PlanLoRABackwardMany(hostView, dx, hostAnys(got.douts), hostAnys(got.us), got.x, hostAnys(got.as), hostAnys(got.bs), hostAnys(got.das), hostAnys(got.dbs),
 				host(c.n*k*c.r), host(k*c.r*c.in), host(k*c.r*c.in), p, c.n, c.in, c.r, c.outs, c.scale, c.set))
 			names, gs := got.outputs()
 			_, ws := want.outputs()

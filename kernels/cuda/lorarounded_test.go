@@ -136,20 +136,6 @@ func TestLoRABackwardManyRounded(t *testing.T) {
 // rounded douts, us and Bs.
 func TestLoRABackwardManyBF16Shim(t *testing.T) {
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	view := func(b any, off, n int) any { return b.([]float32)[off : off+n] }
-	viewBF := func(b any, off, n int) any {
-		if off%2 != 0 {
-			panic(fmt.Sprintf("bfloat16 view at odd offset %d", off))
-		}
-		return b.([]uint16)[off : off+n]
-	}
-	anys := func(xs [][]float32) []any {
-		out := make([]any, len(xs))
-		for i, x := range xs {
-			out[i] = x
-		}
-		return out
-	}
 	host := func(n int) []float32 { return make([]float32, n) }
 	for ci, c := range append(loraManyCases, loraManyCase{outs: []int{9, 7}, set: true, n: 129, in: 24, r: 3, scale: 0.7, description: "odd segments"}) {
 		got := newLoRAManyData(c, uint64(ci), host)
@@ -169,7 +155,7 @@ func TestLoRABackwardManyBF16Shim(t *testing.T) {
 			dbf[i] = doutBFs[i]
 		}
 		ub, bb := make([]uint16, k*2*((c.n*c.r+1)/2)), make([]uint16, bbN)
-		h.runX(cuda.PlanLoRABackwardManyBF16(view, viewBF, dx, dbf, anys(got.us), got.x, anys(got.as), anys(got.bs), anys(got.das), anys(got.dbs),
+		h.runX(cuda.PlanLoRABackwardManyBF16(hostView, hostViewBF16, dx, dbf, hostAnys(got.us), got.x, hostAnys(got.as), hostAnys(got.bs), hostAnys(got.das), hostAnys(got.dbs),
 			host(c.n*k*c.r), host(k*c.r*c.in), host(k*c.r*c.in), ub, bb, c.n, c.in, c.r, c.outs, c.scale, c.set))
 		names, gs := got.outputs()
 		_, ws := want.outputs()

@@ -229,20 +229,6 @@ func rmsNormForwardBF16In(t *testing.T, p kernels.Precision) {
 // time (on the rounded douts, us and Bs where the douts are rounded).
 func TestLoRABackwardManyInputBF16Shim(t *testing.T) {
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	view := func(b any, off, n int) any { return b.([]float32)[off : off+n] }
-	viewBF := func(b any, off, n int) any {
-		if off%2 != 0 {
-			panic(fmt.Sprintf("bfloat16 view at odd offset %d", off))
-		}
-		return b.([]uint16)[off : off+n]
-	}
-	anys := func(xs [][]float32) []any {
-		out := make([]any, len(xs))
-		for i, x := range xs {
-			out[i] = x
-		}
-		return out
-	}
 	host := func(n int) []float32 { return make([]float32, n) }
 	for ci, c := range append(loraManyCases, loraManyCase{outs: []int{9, 7}, set: true, n: 129, in: 24, r: 3, scale: 0.7, description: "odd segments"}) {
 		for _, roundedDout := range []bool{false, true} {
@@ -264,7 +250,7 @@ func TestLoRABackwardManyInputBF16Shim(t *testing.T) {
 				}
 				ub, bb = make([]uint16, k*2*((c.n*c.r+1)/2)), make([]uint16, bbN)
 			} else {
-				pd = anys(got.douts)
+				pd = hostAnys(got.douts)
 			}
 			var xBF []uint16
 			want.x, xBF = widenBF16(got.x)
@@ -276,7 +262,7 @@ func TestLoRABackwardManyInputBF16Shim(t *testing.T) {
 			if got.dx != nil {
 				dx = got.dx
 			}
-			h.runX(cuda.PlanLoRAManyInputBF16(view, viewBF, dx, pd, pdBF, anys(got.us), xBF, anys(got.as), anys(got.bs), anys(got.das), anys(got.dbs),
+			h.runX(cuda.PlanLoRAManyInputBF16(hostView, hostViewBF16, dx, pd, pdBF, hostAnys(got.us), xBF, hostAnys(got.as), hostAnys(got.bs), hostAnys(got.das), hostAnys(got.dbs),
 				host(c.n*k*c.r), host(k*c.r*c.in), host(k*c.r*c.in), ub, bb, make([]uint16, c.n*k*c.r), c.n, c.in, c.r, c.outs, c.scale, c.set))
 			names, gs := got.outputs()
 			_, ws := want.outputs()

@@ -145,8 +145,7 @@ func lmScratch(N, C, V, chunk int) (z, state []float32, sc cuda.LMScratch) {
 
 func (b shimBackend) LogprobForward(logprob, entropy, lse, expect, hidden, weight []float32, targets []int32, N, C, V, chunk int) {
 	z, state, _ := lmScratch(N, C, V, chunk)
-	view := func(b any, off, n int) any { return b.([]float32)[off : off+n] }
-	b.h.runPlan(cuda.PlanLogprob(view, logprob, entropy, lse, expect, hidden, weight, targets, z, state, expect != nil, N, C, V, chunk))
+	b.h.runPlan(cuda.PlanLogprob(hostView, logprob, entropy, lse, expect, hidden, weight, targets, z, state, expect != nil, N, C, V, chunk))
 }
 
 func (b shimBackend) LogprobForwardBF16(logprob, entropy, lse, expect, hidden []float32, weight []uint16, targets []int32, N, C, V, chunk int) {

@@ -86,6 +86,30 @@ type shimProc struct {
 	err *bytes.Buffer // its stderr, read after it ended
 }
 
+// hostView is the view a plan takes of a float32 buffer in host memory:
+// n values from off on, the shim tests' stand-in for a device pointer
+// plus an offset.
+func hostView(b any, off, n int) any { return b.([]float32)[off : off+n] }
+
+// hostViewBF16 is hostView for a bfloat16 buffer. It panics at an odd
+// offset, which the plans must never ask for: their bfloat16 segments
+// start on even offsets.
+func hostViewBF16(b any, off, n int) any {
+	if off%2 != 0 {
+		panic(fmt.Sprintf("bfloat16 view at odd offset %d", off))
+	}
+	return b.([]uint16)[off : off+n]
+}
+
+// hostAnys lists xs as the []any a many-projection plan takes.
+func hostAnys(xs [][]float32) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
 // newShimHarness is a harness on bin (buildShim's kernels_main); the
 // process ends when t does.
 func newShimHarness(t *testing.T, bin string) shimHarness {
@@ -839,8 +863,7 @@ func logprobOnShim(t *testing.T, h shimHarness) {
 					}
 				}
 				z, state := make([]float32, N*cuda.LogprobChunk(chunk, V)), make([]float32, 5*N)
-				view := func(b any, off, n int) any { return b.([]float32)[off : off+n] }
-				h.runPlan(cuda.PlanLogprob(view, lp, ent, lse, ex, hidden, weight, targets, z, state, withExpect, N, C, V, chunk))
+				h.runPlan(cuda.PlanLogprob(hostView, lp, ent, lse, ex, hidden, weight, targets, z, state, withExpect, N, C, V, chunk))
 				what := fmt.Sprintf("expect=%v: ", withExpect)
 				near(t, what+"logprob", lp, wlp, kerneltest.F32Tol)
 				near(t, what+"entropy", ent, went, kerneltest.F32Tol)

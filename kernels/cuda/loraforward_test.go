@@ -106,7 +106,7 @@ func TestLoRAForwardMany(t *testing.T) {
 			what := fmt.Sprintf("%v, %s", p, c.description)
 			got := newLoRAFwdData(c, uint64(ci), alloc)
 			old := newLoRAFwdData(c, uint64(ci), alloc)
-			want := newLoRAFwdData(c, uint64(ci), func(n int) []float32 { return make([]float32, n) })
+			want := newLoRAFwdData(c, uint64(ci), hostF32)
 			loraFwdOneAtATime(ref.New(), c, want)
 			loraFwdOneAtATime(b, c, old)
 			l0, g0 := len(drv.Launches()), len(blas.Gemms())
@@ -155,7 +155,7 @@ func TestLoRAForwardManyErrors(t *testing.T) {
 	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionF32)
 	defer b.Close()
 	c := loraFwdCases[1]
-	d := newLoRAFwdData(c, 1, func(n int) []float32 { return make([]float32, n) })
+	d := newLoRAFwdData(c, 1, hostF32)
 	for _, tc := range []struct {
 		what string
 		call func()
@@ -192,16 +192,15 @@ func TestLoRAForwardManyErrors(t *testing.T) {
 // scale_cols bit for bit the scale of the shim's own x product's columns.
 func TestLoRAForwardManyShim(t *testing.T) {
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	host := func(n int) []float32 { return make([]float32, n) }
 	for _, p := range []kernels.Precision{kernels.PrecisionF32, kernels.PrecisionBF16} {
 		for ci, c := range loraFwdCases {
 			what := fmt.Sprintf("%v, %s", p, c.description)
-			got := newLoRAFwdData(c, uint64(ci), host)
-			want := newLoRAFwdData(c, uint64(ci), host)
+			got := newLoRAFwdData(c, uint64(ci), hostF32)
+			want := newLoRAFwdData(c, uint64(ci), hostF32)
 			loraFwdOneAtATime(ref.New(), c, want)
 			k := len(c.outs)
-			uc := host(c.n * k * c.r)
-			h.runX(cuda.PlanLoRAForwardMany(hostView, hostAnys(got.outs), hostAnys(got.us), got.x, hostAnys(got.as), hostAnys(got.bs), uc, host(k*c.r*c.in),
+			uc := hostF32(c.n * k * c.r)
+			h.runX(cuda.PlanLoRAForwardMany(hostView, hostAnys(got.outs), hostAnys(got.us), got.x, hostAnys(got.as), hostAnys(got.bs), uc, hostF32(k*c.r*c.in),
 				p, c.n, c.in, c.r, c.outs, c.scale))
 			names, gs := got.outputs()
 			_, ws := want.outputs()

@@ -175,7 +175,7 @@ func TestLoRABackwardMany(t *testing.T) {
 			what := fmt.Sprintf("%v, %s", p, c.description)
 			got := newLoRAManyData(c, uint64(ci), alloc)
 			old := newLoRAManyData(c, uint64(ci), alloc)
-			want := newLoRAManyData(c, uint64(ci), func(n int) []float32 { return make([]float32, n) })
+			want := newLoRAManyData(c, uint64(ci), hostF32)
 			loraOneAtATime(ref.New(), c, want, make([]float32, c.n*c.r))
 			loraOneAtATime(b, c, old, alloc(c.n*c.r))
 			l0, g0 := len(drv.Launches()), len(blas.Gemms())
@@ -222,20 +222,19 @@ func TestLoRABackwardMany(t *testing.T) {
 // precision, tf32Tol in the bf16 one.
 func TestLoRABackwardManyShim(t *testing.T) {
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	host := func(n int) []float32 { return make([]float32, n) }
 	for _, p := range []kernels.Precision{kernels.PrecisionF32, kernels.PrecisionBF16} {
 		for ci, c := range loraManyCases {
 			what := fmt.Sprintf("%v, %s", p, c.description)
-			got := newLoRAManyData(c, uint64(ci), host)
-			want := newLoRAManyData(c, uint64(ci), host)
-			loraOneAtATime(ref.New(), c, want, host(c.n*c.r))
+			got := newLoRAManyData(c, uint64(ci), hostF32)
+			want := newLoRAManyData(c, uint64(ci), hostF32)
+			loraOneAtATime(ref.New(), c, want, hostF32(c.n*c.r))
 			k := len(c.outs)
 			var dx any
 			if got.dx != nil {
 				dx = got.dx
 			}
 			h.runX(cuda.PlanLoRABackwardMany(hostView, dx, hostAnys(got.douts), hostAnys(got.us), got.x, hostAnys(got.as), hostAnys(got.bs), hostAnys(got.das), hostAnys(got.dbs),
-				host(c.n*k*c.r), host(k*c.r*c.in), host(k*c.r*c.in), p, c.n, c.in, c.r, c.outs, c.scale, c.set))
+				hostF32(c.n*k*c.r), hostF32(k*c.r*c.in), hostF32(k*c.r*c.in), p, c.n, c.in, c.r, c.outs, c.scale, c.set))
 			names, gs := got.outputs()
 			_, ws := want.outputs()
 			tol := 2e-6

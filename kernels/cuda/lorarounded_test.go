@@ -136,11 +136,10 @@ func TestLoRABackwardManyRounded(t *testing.T) {
 // rounded douts, us and Bs.
 func TestLoRABackwardManyBF16Shim(t *testing.T) {
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	host := func(n int) []float32 { return make([]float32, n) }
 	for ci, c := range append(loraManyCases, loraManyCase{outs: []int{9, 7}, set: true, n: 129, in: 24, r: 3, scale: 0.7, description: "odd segments"}) {
-		got := newLoRAManyData(c, uint64(ci), host)
-		doutBFs, want := roundedLoRAInputs(c, got, func(n int) []uint16 { return make([]uint16, n) })
-		loraOneAtATime(ref.New(), c, want, host(c.n*c.r))
+		got := newLoRAManyData(c, uint64(ci), hostF32)
+		doutBFs, want := roundedLoRAInputs(c, got, hostBF16)
+		loraOneAtATime(ref.New(), c, want, hostF32(c.n*c.r))
 		k := len(c.outs)
 		bbN := 0
 		for _, out := range c.outs {
@@ -156,7 +155,7 @@ func TestLoRABackwardManyBF16Shim(t *testing.T) {
 		}
 		ub, bb := make([]uint16, k*2*((c.n*c.r+1)/2)), make([]uint16, bbN)
 		h.runX(cuda.PlanLoRABackwardManyBF16(hostView, hostViewBF16, dx, dbf, hostAnys(got.us), got.x, hostAnys(got.as), hostAnys(got.bs), hostAnys(got.das), hostAnys(got.dbs),
-			host(c.n*k*c.r), host(k*c.r*c.in), host(k*c.r*c.in), ub, bb, c.n, c.in, c.r, c.outs, c.scale, c.set))
+			hostF32(c.n*k*c.r), hostF32(k*c.r*c.in), hostF32(k*c.r*c.in), ub, bb, c.n, c.in, c.r, c.outs, c.scale, c.set))
 		names, gs := got.outputs()
 		_, ws := want.outputs()
 		for i := range names {

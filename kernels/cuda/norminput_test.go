@@ -101,7 +101,7 @@ func TestLoRABackwardManyInputBF16(t *testing.T) {
 			got := newLoRAManyData(c, uint64(ci), mem.f32)
 			old := newLoRAManyData(c, uint64(ci), mem.f32)
 			var doutBFs [][]uint16
-			want := newLoRAManyData(c, uint64(ci), func(n int) []float32 { return make([]float32, n) })
+			want := newLoRAManyData(c, uint64(ci), hostF32)
 			if roundedDout {
 				doutBFs, want = roundedLoRAInputs(c, got, mem.bf16)
 			}
@@ -229,18 +229,17 @@ func rmsNormForwardBF16In(t *testing.T, p kernels.Precision) {
 // time (on the rounded douts, us and Bs where the douts are rounded).
 func TestLoRABackwardManyInputBF16Shim(t *testing.T) {
 	h := newShimHarness(t, buildShim(t, "kernels_main"))
-	host := func(n int) []float32 { return make([]float32, n) }
 	for ci, c := range append(loraManyCases, loraManyCase{outs: []int{9, 7}, set: true, n: 129, in: 24, r: 3, scale: 0.7, description: "odd segments"}) {
 		for _, roundedDout := range []bool{false, true} {
 			what := fmt.Sprintf("%s, douts rounded %v", c.description, roundedDout)
-			got := newLoRAManyData(c, uint64(ci), host)
-			want := newLoRAManyData(c, uint64(ci), host)
+			got := newLoRAManyData(c, uint64(ci), hostF32)
+			want := newLoRAManyData(c, uint64(ci), hostF32)
 			var pd, pdBF []any
 			var ub, bb any
 			k := len(c.outs)
 			if roundedDout {
 				var doutBFs [][]uint16
-				doutBFs, want = roundedLoRAInputs(c, got, func(n int) []uint16 { return make([]uint16, n) })
+				doutBFs, want = roundedLoRAInputs(c, got, hostBF16)
 				for _, d := range doutBFs {
 					pdBF = append(pdBF, d)
 				}
@@ -257,13 +256,13 @@ func TestLoRABackwardManyInputBF16Shim(t *testing.T) {
 			wantDA := want
 			wantDA.das = cloneAll(want.das)
 			loraDAOnRounded(c, wantDA)
-			loraOneAtATime(ref.New(), c, want, host(c.n*c.r))
+			loraOneAtATime(ref.New(), c, want, hostF32(c.n*c.r))
 			var dx any
 			if got.dx != nil {
 				dx = got.dx
 			}
 			h.runX(cuda.PlanLoRAManyInputBF16(hostView, hostViewBF16, dx, pd, pdBF, hostAnys(got.us), xBF, hostAnys(got.as), hostAnys(got.bs), hostAnys(got.das), hostAnys(got.dbs),
-				host(c.n*k*c.r), host(k*c.r*c.in), host(k*c.r*c.in), ub, bb, make([]uint16, c.n*k*c.r), c.n, c.in, c.r, c.outs, c.scale, c.set))
+				hostF32(c.n*k*c.r), hostF32(k*c.r*c.in), hostF32(k*c.r*c.in), ub, bb, make([]uint16, c.n*k*c.r), c.n, c.in, c.r, c.outs, c.scale, c.set))
 			names, gs := got.outputs()
 			_, ws := want.outputs()
 			for i := range names {

@@ -101,6 +101,13 @@ func hostViewBF16(b any, off, n int) any {
 	return b.([]uint16)[off : off+n]
 }
 
+// hostF32 allocates n float32 values in host memory: the buffers of an
+// oracle on kernels/ref and of a plan run on the CPU shim.
+func hostF32(n int) []float32 { return make([]float32, n) }
+
+// hostBF16 is hostF32 for bfloat16 values.
+func hostBF16(n int) []uint16 { return make([]uint16, n) }
+
 // hostAnys lists xs as the []any a many-projection plan takes.
 func hostAnys(xs [][]float32) []any {
 	out := make([]any, len(xs))

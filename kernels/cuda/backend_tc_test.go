@@ -22,9 +22,7 @@ func TestBackendBF16Attention(t *testing.T) {
 	t.Parallel()
 	b, drv, _ := emulatedBackendIn(t, kernels.PrecisionBF16)
 	defer b.Close()
-	n0 := len(drv.Launches())
-	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
-	checkLaunched(t, "tc1 (the default)", drv.Launches()[n0:],
+	checkLaunched(t, "tc1 (the default)", attentionGroupLaunches(t, b, drv),
 		[]string{"attention_tc_forward", "attention_tc_backward_dq", "attention_tc_backward_dkdv", "attention_forward"}, nil)
 }
 
@@ -85,6 +83,14 @@ func bf16AttentionLaunches(t *testing.T, kernel string) []cudafake.Launch {
 	if err := b.SetAttentionKernel(kernel); err != nil {
 		t.Fatal(err)
 	}
+	return attentionGroupLaunches(t, b, drv)
+}
+
+// attentionGroupLaunches runs kerneltest's attention groups (training,
+// windowed and decode) on b and returns the launches they made on drv, b's
+// driver: what the attention tests check their kernels against.
+func attentionGroupLaunches(t *testing.T, b *cuda.Backend, drv *cudafake.Driver) []cudafake.Launch {
+	t.Helper()
 	n0 := len(drv.Launches())
 	kerneltest.RunOps(t, b, "Attention", "AttentionWindow", "AttentionDecode")
 	return drv.Launches()[n0:]

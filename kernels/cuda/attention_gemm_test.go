@@ -342,16 +342,7 @@ func TestGEMMRuns(t *testing.T) {
 // vacuously.
 func TestAttentionGEMMKernelMutantsCaught(t *testing.T) {
 	t.Parallel()
-	cxx := os.Getenv("CXX")
-	if cxx == "" {
-		cxx = "g++"
-	}
-	if _, err := exec.LookPath(cxx); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("no C++ compiler for the CUDA CPU shim: %v", err)
-		}
-		t.Fatal(err)
-	}
+	cxx := shimCXX(t)
 	shim, err := filepath.Abs("cpushim")
 	if err != nil {
 		t.Fatal(err)

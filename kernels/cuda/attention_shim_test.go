@@ -139,15 +139,23 @@ func attentionAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 			if c.bitwiseDet {
 				adq, adk, adv := slices.Clone(dq), slices.Clone(dk), slices.Clone(dv)
 				bwd(b, adq, adk, adv, wo, wl)
-				for name, pair := range map[string][2][]float32{"dq": {adq, gdq}, "dk": {adk, gdk}, "dv": {adv, gdv}} {
-					for i := range pair[0] {
-						if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
-							t.Fatalf("%s[%d]: %g on the second run, %g on the first: the backward is not deterministic", name, i, pair[0][i], pair[1][i])
-						}
-					}
-				}
+				wantDeterministic(t, adq, adk, adv, gdq, gdk, gdv)
 			}
 		})
+	}
+}
+
+// wantDeterministic fails t unless a second backward's gradients (adq,
+// adk, adv) have the bits of the first's (gdq, gdk, gdv): the check of
+// the attention cases that promise a bitwise deterministic backward.
+func wantDeterministic(t *testing.T, adq, adk, adv, gdq, gdk, gdv []float32) {
+	t.Helper()
+	for name, pair := range map[string][2][]float32{"dq": {adq, gdq}, "dk": {adk, gdk}, "dv": {adv, gdv}} {
+		for i := range pair[0] {
+			if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
+				t.Fatalf("%s[%d]: %g on the second run, %g on the first: the backward is not deterministic", name, i, pair[0][i], pair[1][i])
+			}
+		}
 	}
 }
 
@@ -162,16 +170,7 @@ func attentionAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 // itself, each key its own query).
 func TestAttentionBadSeqOffInBounds(t *testing.T) {
 	t.Parallel()
-	cxx := os.Getenv("CXX")
-	if cxx == "" {
-		cxx = "g++"
-	}
-	if _, err := exec.LookPath(cxx); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("no C++ compiler for the CUDA CPU shim: %v", err)
-		}
-		t.Fatal(err)
-	}
+	cxx := shimCXX(t)
 	for _, f := range []string{"attention.cu", "attention_tc.cu", "attention_fa2.cu", "attention_mma.cu", "attention_gemm.cu", "attention.cuh", "mma.cuh", "common.cuh", "cpushim/cuda_cpu.h", "testdata/kernels_main.cc"} {
 		if _, err := os.ReadFile(f); err != nil { // for go test's cache
 			t.Fatal(err)

@@ -189,13 +189,7 @@ func attentionTCAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 			if c.bitwiseDet {
 				adq, adk, adv := grads()
 				b.AttentionWindowBackward(adq, adk, adv, dout, wo, wl, q, k, v, seqOff, N, H, KVH, D, W, scale)
-				for name, pair := range map[string][2][]float32{"dq": {adq, gdq}, "dk": {adk, gdk}, "dv": {adv, gdv}} {
-					for i := range pair[0] {
-						if math.Float32bits(pair[0][i]) != math.Float32bits(pair[1][i]) {
-							t.Fatalf("%s[%d]: %g on the second run, %g on the first: the backward is not deterministic", name, i, pair[0][i], pair[1][i])
-						}
-					}
-				}
+				wantDeterministic(t, adq, adk, adv, gdq, gdk, gdv)
 			}
 		})
 	}

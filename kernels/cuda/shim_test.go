@@ -28,10 +28,9 @@ import (
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
-// buildShim compiles a test harness (testdata/NAME.cc, which includes
-// cpushim/cuda_cpu.h and kernel sources) with g++ and returns the binary.
-// Without a C++ compiler the test is skipped, unless CI is set.
-func buildShim(t *testing.T, name string) string {
+// shimCXX returns the C++ compiler that builds the CPU shim's harnesses
+// ($CXX, else g++). Without one the test is skipped, unless CI is set.
+func shimCXX(t *testing.T) string {
 	t.Helper()
 	cxx := os.Getenv("CXX")
 	if cxx == "" {
@@ -43,6 +42,15 @@ func buildShim(t *testing.T, name string) string {
 		}
 		t.Fatal(err)
 	}
+	return cxx
+}
+
+// buildShim compiles a test harness (testdata/NAME.cc, which includes
+// cpushim/cuda_cpu.h and kernel sources) with g++ and returns the binary.
+// Without a C++ compiler the test is skipped, unless CI is set.
+func buildShim(t *testing.T, name string) string {
+	t.Helper()
+	cxx := shimCXX(t)
 	// g++ reads the sources, not this process: read them here too, so that
 	// go test's cache knows the result depends on them.
 	for _, pattern := range []string{"*.cu", "*.cuh", "cpushim/*", "testdata/*.cc", "testdata/*.cu"} {

@@ -18,7 +18,6 @@ import (
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
-	"github.com/hone-rl/hone/kernels/cuda/internal/ptxbuild"
 	"github.com/hone-rl/hone/kernels/kerneltest"
 	"github.com/hone-rl/hone/kernels/ref"
 )
@@ -722,21 +721,8 @@ func TestBackendPrecision(t *testing.T) {
 // CUDA_ERROR_LAUNCH_FAILED with the shim's message.
 func TestEmulator(t *testing.T) {
 	emu := loadEmulator(t)
-	mods, err := ptxbuild.Sources(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, m := range mods {
-		src, err := os.ReadFile(m + ".cu")
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, ptxbuild.Kernels(src)...)
-	}
-	got := emu.Kernels()
+	got, want := emu.Kernels(), sourceKernels(t)
 	slices.Sort(got)
-	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("emulator holds %v, the .cu files define %v", got, want)
 	}

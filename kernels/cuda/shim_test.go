@@ -28,6 +28,26 @@ import (
 	"github.com/hone-rl/hone/kernels/ref"
 )
 
+// sourceKernels lists, sorted, every kernel the package's .cu files
+// define: what a harness or emulator built from them must hold.
+func sourceKernels(t *testing.T) []string {
+	t.Helper()
+	mods, err := ptxbuild.Sources(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ks []string
+	for _, m := range mods {
+		src, err := os.ReadFile(m + ".cu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks = append(ks, ptxbuild.Kernels(src)...)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
 // shimCXX returns the C++ compiler that builds the CPU shim's harnesses
 // ($CXX, else g++). Without one the test is skipped, unless CI is set.
 func shimCXX(t *testing.T) string {
@@ -398,21 +418,8 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mods, err := ptxbuild.Sources(".")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want []string
-		for _, m := range mods {
-			src, err := os.ReadFile(m + ".cu")
-			if err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, ptxbuild.Kernels(src)...)
-		}
-		got := strings.Fields(string(out))
+		got, want := strings.Fields(string(out)), sourceKernels(t)
 		slices.Sort(got)
-		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("testdata/kernels_main.cc holds %v, the .cu files define %v", got, want)
 		}

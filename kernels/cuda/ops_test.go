@@ -34,17 +34,7 @@ func runOpsCases(t *testing.T, cases []opsCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			drv := cudafake.NewDriver(1, 0) // knows the kernels of the PTX loaded only
-			dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dev.Close()
-			o, err := dev.LoadOps()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer o.Unload()
+			dev, o, drv, _ := openFakeOps(t) // the fake driver knows the kernels of the PTX loaded only
 			buf := func(n int) *cuda.Buffer {
 				b, err := dev.Alloc(max(n, 1))
 				if err != nil {

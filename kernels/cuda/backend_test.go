@@ -771,10 +771,7 @@ func TestManagedThroughLoader(t *testing.T) {
 	if err := drv.MemsetD32(p, 0x3f800000, 5); err != nil { // 1.0
 		t.Fatal(err)
 	}
-	out := make([]float32, 5)
-	if err := drv.MemcpyDtoH(f32bytes(out), p); err != nil {
-		t.Fatal(err)
-	}
+	out := readF32(t, drv, p, 5)
 	if !slices.Equal(out, []float32{1, 1, 1, 1, 1}) {
 		t.Errorf("after cuMemsetD32 of 1.0: %v", out)
 	}

@@ -133,10 +133,7 @@ func TestFakeGemmStridedBatchedExThroughLoader(t *testing.T) {
 	if err := lb.GemmStridedBatchedEx(lh, g, types); err != nil {
 		t.Fatal(err)
 	}
-	c := make([]float32, 4)
-	if err := drv.MemcpyDtoH(f32bytes(c), pc); err != nil {
-		t.Fatal(err)
-	}
+	c := readF32(t, drv, pc, 4)
 	if want := []float32{3, 7, 5, 6}; !slices.Equal(c, want) {
 		t.Errorf("GemmStridedBatchedEx through the loader: C = %v, want %v", c, want)
 	}

@@ -205,10 +205,7 @@ func TestMatmulWrongMappingCaught(t *testing.T) {
 		if err := blas.Sgemm(h, g); err != nil {
 			continue // refused: caught
 		}
-		got := make([]float32, M*N)
-		if err := drv.MemcpyDtoH(f32bytes(got), g.C); err != nil {
-			t.Fatal(err)
-		}
+		got := readF32(t, drv, g.C, M*N)
 		same := true
 		for i := range got {
 			same = same && math.Abs(float64(got[i]-want[i])) <= 1e-4*(1+math.Abs(float64(want[i])))

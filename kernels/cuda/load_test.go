@@ -173,6 +173,16 @@ func loadFakeBLAS(t *testing.T, libs cudafake.Libs) (cuda.Driver, cuda.BLAS, cud
 	return drv, blas, h
 }
 
+// readF32 copies n float32 values at p of drv's memory to the host.
+func readF32(t *testing.T, drv cuda.Driver, p cuda.DevPtr, n int) []float32 {
+	t.Helper()
+	x := make([]float32, n)
+	if err := drv.MemcpyDtoH(f32bytes(x), p); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
 // devicePtr allocates len(raw) bytes of drv's memory holding raw, freed
 // when t ends.
 func devicePtr(t *testing.T, drv cuda.Driver, raw []byte) cuda.DevPtr {
@@ -259,10 +269,7 @@ func TestDriverThroughLoader(t *testing.T) {
 	if err := drv.CtxSynchronize(); err != nil {
 		t.Fatal(err)
 	}
-	out := make([]float32, n)
-	if err := drv.MemcpyDtoH(f32bytes(out), p); err != nil {
-		t.Fatal(err)
-	}
+	out := readF32(t, drv, p, n)
 	for i := range out {
 		want := in[i]
 		if i < 20 {

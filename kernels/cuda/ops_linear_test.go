@@ -301,10 +301,7 @@ func TestFakeGemmExTypes(t *testing.T) {
 	if err := lb.GemmEx(lh, lg, types); err != nil {
 		t.Fatal(err)
 	}
-	c := make([]float32, 4)
-	if err := drv.MemcpyDtoH(f32bytes(c), pc); err != nil {
-		t.Fatal(err)
-	}
+	c := readF32(t, drv, pc, 4)
 	if want := []float32{9, 21, 11, 23}; !slices.Equal(c, want) {
 		t.Errorf("GemmEx through the loader: C = %v, want %v", c, want)
 	}

@@ -161,10 +161,7 @@ func TestFakeGemmExTF32(t *testing.T) {
 			if err := lb.GemmEx(lh, g, cuda.GemmTypes{A: cuda.R32F, B: cuda.R32F, C: cuda.R32F, Compute: c.compute}); err != nil {
 				t.Fatal(err)
 			}
-			got := make([]float32, 1)
-			if err := drv.MemcpyDtoH(f32bytes(got), pc); err != nil {
-				t.Fatal(err)
-			}
+			got := readF32(t, drv, pc, 1)
 			if got[0] != c.want {
 				t.Errorf("C = %.7g, want %.7g", got[0], c.want)
 			}

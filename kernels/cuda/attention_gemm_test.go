@@ -134,11 +134,7 @@ func TestAttentionGEMMOnCPUShim(t *testing.T) {
 // most 1 for a correct plan.
 func gemmWorst(b kernels.Backend, lens []int, H, KVH, D, W int) (float64, string) {
 	r := rand.New(rand.NewPCG(28, 44))
-	seqOff, N := []int32{0}, 0
-	for _, l := range lens {
-		N += l
-		seqOff = append(seqOff, int32(N))
-	}
+	seqOff, N := packedOffsets(lens)
 	if W == 0 {
 		W = N
 	}

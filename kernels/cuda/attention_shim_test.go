@@ -102,11 +102,7 @@ func attentionAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("T=%v,H=%d,KVH=%d,D=%d,W=%d", c.lens, c.H, c.KVH, c.D, c.W), func(t *testing.T) {
 			H, KVH, D, W := c.H, c.KVH, c.D, c.W
-			seqOff, N := []int32{0}, 0
-			for _, l := range c.lens {
-				N += l
-				seqOff = append(seqOff, int32(N))
-			}
+			seqOff, N := packedOffsets(c.lens)
 			q, k, v, dout := randn(r, N*H*D), randn(r, N*KVH*D), randn(r, N*KVH*D), randn(r, N*H*D)
 			scale := float32(1 / math.Sqrt(float64(D)))
 			fwd := func(be kernels.Backend, out, lse []float32) {
@@ -143,6 +139,18 @@ func attentionAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 			}
 		})
 	}
+}
+
+// packedOffsets returns the offsets of sequences of lens packed back to
+// back (0, lens[0], lens[0]+lens[1], …: the attention ops' seqOff) and
+// their total N.
+func packedOffsets(lens []int) (seqOff []int32, N int) {
+	seqOff = []int32{0}
+	for _, l := range lens {
+		N += l
+		seqOff = append(seqOff, int32(N))
+	}
+	return seqOff, N
 }
 
 // wantDeterministic fails t unless a second backward's gradients (adq,

@@ -138,11 +138,7 @@ func attentionTCAgainstRef(t *testing.T, b kernels.Backend, cases []attnCase) {
 			if !cuda.AttnTC(kernels.PrecisionBF16, D) {
 				t.Fatalf("D = %d does not run on the tensor-core kernels", D)
 			}
-			seqOff, N := []int32{0}, 0
-			for _, l := range c.lens {
-				N += l
-				seqOff = append(seqOff, int32(N))
-			}
+			seqOff, N := packedOffsets(c.lens)
 			if W == 0 {
 				W = N
 			}
@@ -286,11 +282,7 @@ func tc3TilesAgree(t *testing.T, k32, k64 kernels.Backend, cases []attnCase) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("T=%v,H=%d,KVH=%d,D=%d,W=%d", c.lens, c.H, c.KVH, c.D, c.W), func(t *testing.T) {
 			H, KVH, D, W := c.H, c.KVH, c.D, c.W
-			seqOff, N := []int32{0}, 0
-			for _, l := range c.lens {
-				N += l
-				seqOff = append(seqOff, int32(N))
-			}
+			seqOff, N := packedOffsets(c.lens)
 			if W == 0 {
 				W = N
 			}

@@ -94,6 +94,18 @@ func emulatedBackendIn(t *testing.T, p kernels.Precision) (*cuda.Backend, *cudaf
 	return b, drv, blas
 }
 
+// allocOrFail returns alloc(n), failing t where it returns an error: the
+// allocators of the tests, on whatever memory, stop the test on a failed
+// allocation rather than return it.
+func allocOrFail[T any](t *testing.T, alloc func(n int) (T, error), n int) T {
+	t.Helper()
+	x, err := alloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
 // emulatedMem allocates a test's buffers in an emulated backend's memory,
 // failing the test where an allocation fails, so that a test states its
 // operands' shapes and not the error checks. The buffers are not freed one
@@ -108,46 +120,13 @@ type emulatedMem struct {
 // f32 allocates n float32 values.
 func (m emulatedMem) f32(n int) []float32 {
 	m.t.Helper()
-	x, err := m.b.AllocF32(n)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	return x
-}
-
-// managedCopy allocates b's float32 memory (kernels.AllocF32: managed
-// memory on a cuda.Backend) holding a copy of x, failing t where b cannot
-// allocate it: the operands of a test that drives a backend through its
-// kernels.Backend methods.
-func managedCopy(t *testing.T, b kernels.Backend, x []float32) []float32 {
-	t.Helper()
-	y, err := kernels.AllocF32(b, len(x))
-	if err != nil {
-		t.Fatal(err)
-	}
-	copy(y, x)
-	return y
-}
-
-// nans allocates n float32 NaNs, so that a value a kernel fails to write
-// shows in a bitwise comparison.
-func (m emulatedMem) nans(n int) []float32 {
-	m.t.Helper()
-	x := m.f32(n)
-	for i := range x {
-		x[i] = float32(math.NaN())
-	}
-	return x
+	return allocOrFail(m.t, m.b.AllocF32, n)
 }
 
 // bf16 allocates n bfloat16 values.
 func (m emulatedMem) bf16(n int) []uint16 {
 	m.t.Helper()
-	x, err := m.b.AllocBF16(n)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	return x
+	return allocOrFail(m.t, m.b.AllocBF16, n)
 }
 
 // randF32 allocates n float32 values holding randn's draws from m.r.
@@ -172,6 +151,31 @@ func (m emulatedMem) bf16Of(x []float32) []uint16 {
 	m.t.Helper()
 	y := m.bf16(len(x))
 	kernels.ToBF16(y, x)
+	return y
+}
+
+// nans allocates n float32 NaNs, so that a value a kernel fails to write
+// shows in a bitwise comparison.
+func (m emulatedMem) nans(n int) []float32 {
+	m.t.Helper()
+	x := m.f32(n)
+	for i := range x {
+		x[i] = float32(math.NaN())
+	}
+	return x
+}
+
+// managedCopy allocates b's float32 memory (kernels.AllocF32: managed
+// memory on a cuda.Backend) holding a copy of x, failing t where b cannot
+// allocate it: the operands of a test that drives a backend through its
+// kernels.Backend methods.
+func managedCopy(t *testing.T, b kernels.Backend, x []float32) []float32 {
+	t.Helper()
+	y, err := kernels.AllocF32(b, len(x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(y, x)
 	return y
 }
 

@@ -45,11 +45,7 @@ func openFakeOps(t *testing.T) (*cuda.Device, *cuda.Ops, *cudafake.Driver, *cuda
 func deviceAlloc(t *testing.T, dev *cuda.Device) func(n int) *cuda.Buffer {
 	return func(n int) *cuda.Buffer {
 		t.Helper()
-		x, err := dev.Alloc(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return x
+		return allocOrFail(t, dev.Alloc, n)
 	}
 }
 

@@ -157,12 +157,9 @@ func bf16bytes(x ...float32) []byte {
 // Device.
 func loadFakeBLAS(t *testing.T, libs cudafake.Libs) (cuda.Driver, cuda.BLAS, cuda.BLASHandle) {
 	t.Helper()
-	drv, err := cuda.LoadDriver(libs.Driver)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blas, err := cuda.LoadBLAS(libs.BLAS)
-	if err != nil {
+	drv, errDrv := cuda.LoadDriver(libs.Driver)
+	blas, errBLAS := cuda.LoadBLAS(libs.BLAS)
+	if err := errors.Join(errDrv, errBLAS); err != nil {
 		t.Fatal(err)
 	}
 	h, err := blas.Create()

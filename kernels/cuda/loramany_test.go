@@ -109,10 +109,7 @@ func freeingF32(t *testing.T, b *cuda.Backend) (alloc func(n int) []float32, fre
 	var allocs [][]float32
 	alloc = func(n int) []float32 {
 		t.Helper()
-		x, err := b.AllocF32(n)
-		if err != nil {
-			t.Fatal(err)
-		}
+		x := allocOrFail(t, b.AllocF32, n)
 		allocs = append(allocs, x)
 		return x
 	}

@@ -134,12 +134,9 @@ func TestLinearForwardBF16ManyAdd(t *testing.T) {
 			add := []bool{true, true, true, false}
 			withBias := []bool{true, false, false, true}
 			r := rand.New(rand.NewPCG(28, 14))
+			f32, bf16 := backendAllocs(t, b)
 			alloc := func(x []float32) []float32 {
-				y, err := b.AllocF32(len(x))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { b.FreeF32(y) })
+				y := f32(len(x))
 				copy(y, x)
 				return y
 			}
@@ -152,11 +149,7 @@ func TestLinearForwardBF16ManyAdd(t *testing.T) {
 			var weights [][]uint16
 			var biases [][]float32
 			for i, oc := range OCs {
-				w, err := b.AllocBF16(oc*C + 1) // an odd length: the weight at an odd offset below
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { b.FreeBF16(w) })
+				w := bf16(oc*C + 1) // an odd length: the weight at an odd offset below
 				kernels.ToBF16(w[1:], randn(r, oc*C))
 				weights = append(weights, w[1:])
 				var bias []float32

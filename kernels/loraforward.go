@@ -28,10 +28,11 @@ type LoRAManyForwarder interface {
 	LoRAForwardMany(outs, us [][]float32, x []float32, as, bs [][]float32, N, In, R int, Outs []int, scale float32)
 }
 
-// NeedLoRAForwardMany panics unless LoRAForwardMany's lists agree in
+// NeedLoRAForwardMany panics unless LoRAForwardMany's (GateUpRounder's
+// LoRAForwardManyTo's, outputs bfloat16) lists agree in
 // length (at least one projection), its sizes are positive and every
 // buffer holds its shape.
-func NeedLoRAForwardMany(op string, outs, us [][]float32, x []float32, as, bs [][]float32, N, In, R int, Outs []int) {
+func NeedLoRAForwardMany[Out float32 | uint16](op string, outs [][]Out, us [][]float32, x []float32, as, bs [][]float32, N, In, R int, Outs []int) {
 	k := len(Outs)
 	if k == 0 || len(outs) != k || len(us) != k || len(as) != k || len(bs) != k {
 		panic(fmt.Sprintf("kernels.%s: %d output sizes, %d outputs, %d us, %d As, %d Bs", op, k, len(outs), len(us), len(as), len(bs)))

@@ -383,8 +383,25 @@ func (b *Backend) LinearForwardBF16Rounded(outs [][]float32, inp []uint16, weigh
 		return
 	}
 	b.onDeviceCost(op, func() opCost { return linearManyCost(N, C, OCs) }, func() error {
-		bo, bw, bb, ocs, adds := b.linearManyBuffers(op, outs, weights, biases, OCs, add)
+		bo, bw, bb, ocs, adds := b.linearManyBuffers(op, outs, nil, weights, biases, OCs, add)
 		return b.ops.LinearForwardBF16Rounded(bo, b.bf16(op, "inp", inp), bw, bb, N, C, ocs, adds)
+	})
+}
+
+// LinearForwardBF16RoundedTo implements kernels.GateUpRounder
+// (Ops.LinearForwardBF16RoundedTo: LinearForwardBF16Rounded's GEMMs
+// storing bfloat16 outputs) after kernels.NeedLinearRoundedTo's checks;
+// it panics in PrecisionF32. The profile counts it as
+// LinearForwardBF16Many (linearManyCost).
+func (b *Backend) LinearForwardBF16RoundedTo(outBFs [][]uint16, inp []uint16, weights [][]uint16, N, C int, OCs []int, add []bool) {
+	const op = "LinearForwardBF16RoundedTo"
+	kernels.NeedLinearRoundedTo(op, outBFs, inp, weights, N, C, OCs, add)
+	if N == 0 {
+		return
+	}
+	b.onDeviceCost(op, func() opCost { return linearManyCost(N, C, OCs) }, func() error {
+		bo, bw, _, ocs, adds := b.linearManyBuffers(op, nil, outBFs, weights, nil, OCs, add)
+		return b.ops.LinearForwardBF16RoundedTo(bo, b.bf16(op, "inp", inp), bw, N, C, ocs, adds)
 	})
 }
 
@@ -504,7 +521,7 @@ func (b *Backend) linearForwardBF16Many(op string, outs [][]float32, inp []float
 		return
 	}
 	b.onDeviceCost(op, func() opCost { return linearManyCost(N, C, OCs) }, func() error {
-		bo, bw, bb, ocs, adds := b.linearManyBuffers(op, outs, weights, biases, OCs, add)
+		bo, bw, bb, ocs, adds := b.linearManyBuffers(op, outs, nil, weights, biases, OCs, add)
 		if add == nil {
 			return b.ops.LinearForwardBF16Many(bo, b.f32(op, "inp", inp), bw, bb, N, C, ocs)
 		}
@@ -513,11 +530,12 @@ func (b *Backend) linearForwardBF16Many(op string, outs [][]float32, inp []float
 }
 
 // linearManyBuffers is the device buffers of a many-output product's
-// outputs, weights and biases (nil where biases or its entry is), their
-// output sizes and add flags (add nil: none), less the outputs of size 0,
-// which have nothing to write.
-func (b *Backend) linearManyBuffers(op string, outs [][]float32, weights [][]uint16, biases [][]float32, OCs []int, add []bool) (bo, bw, bb []*Buffer, ocs []int, adds []bool) {
-	for i := range outs {
+// outputs (outs, or outBFs where they are bfloat16: outs nil), weights
+// and biases (nil where biases or its entry is), their output sizes and
+// add flags (add nil: none), less the outputs of size 0, which have
+// nothing to write.
+func (b *Backend) linearManyBuffers(op string, outs [][]float32, outBFs [][]uint16, weights [][]uint16, biases [][]float32, OCs []int, add []bool) (bo, bw, bb []*Buffer, ocs []int, adds []bool) {
+	for i := range OCs {
 		if OCs[i] == 0 {
 			continue
 		}
@@ -525,7 +543,11 @@ func (b *Backend) linearManyBuffers(op string, outs [][]float32, weights [][]uin
 		if biases != nil {
 			bias = biases[i]
 		}
-		bo = append(bo, b.f32(op, "out", outs[i]))
+		if outs != nil {
+			bo = append(bo, b.f32(op, "out", outs[i]))
+		} else {
+			bo = append(bo, b.bf16(op, "out", outBFs[i]))
+		}
 		bw = append(bw, b.bf16(op, "weight", weights[i]))
 		bb = append(bb, b.f32(op, "bias", bias))
 		ocs = append(ocs, OCs[i])

@@ -35,6 +35,11 @@
 // FusesGatedLoRA). Rows, columns and ranks past N, I and R read as zero
 // and are not written. Every barrier is reached by the whole block.
 //
+// The _bf16in kernels take gate and up as bfloat16 (kernels.GateUpRounder:
+// the gate and up projections' GEMMs store their outputs rounded, and the
+// model holds them so, half the bytes of float32), widened exactly as they
+// are loaded: the bits the float32 kernels write for the widened values.
+//
 // Not run on a GPU yet: tested on the CPU through cpushim/cuda_cpu.h
 // against kernels/ref and against the unfused kernels' bits.
 #include "bf16round.cuh"
@@ -55,6 +60,11 @@
 #define GL_UNROLL
 #endif
 
+// glIn is element i of a gate or up tensor as float32: a float32 one's
+// value, a bfloat16 one's widened (exact).
+__device__ __forceinline__ float glIn(const float *__restrict__ p, long long i) { return p[i]; }
+__device__ __forceinline__ float glIn(const unsigned short *__restrict__ p, long long i) { return bf16Widen(p[i]); }
+
 // glF4 is four ranks of a transposed A column, read together (one 16-byte
 // shared-memory load, the same address for the whole warp).
 struct __align__(16) glF4 {
@@ -71,15 +81,16 @@ __device__ __forceinline__ float glValue(float g, float u) {
 // up values e = threadIdx.x + j·GL_THREADS (row e / GL_KC, column
 // e % GL_KC) and A values (rank e / GL_KC, column e % GL_KC), zero out of
 // range.
-__device__ __forceinline__ void glLoad(float *gv, float *uv, float *av, const float *__restrict__ gate,
-                                       const float *__restrict__ up, const float *__restrict__ A, long long row0,
+template <typename In>
+__device__ __forceinline__ void glLoad(float *gv, float *uv, float *av, const In *__restrict__ gate,
+                                       const In *__restrict__ up, const float *__restrict__ A, long long row0,
                                        int k0, int r0, int N, int I, int R) {
 	const int col = threadIdx.x % GL_KC, k = k0 + col;
 	GL_UNROLL for (int j = 0; j < GL_LOADS; j++) {
 		const long long row = row0 + threadIdx.x / GL_KC + j * (GL_THREADS / GL_KC);
 		const bool in = row < N && k < I;
-		gv[j] = in ? gate[row * I + k] : 0.0f;
-		uv[j] = in ? up[row * I + k] : 0.0f;
+		gv[j] = in ? glIn(gate, row * I + k) : 0.0f;
+		uv[j] = in ? glIn(up, row * I + k) : 0.0f;
 	}
 	GL_UNROLL for (int j = 0; j < GL_ALOADS; j++) {
 		const int r = r0 + threadIdx.x / GL_KC + j * (GL_THREADS / GL_KC);
@@ -87,9 +98,9 @@ __device__ __forceinline__ void glLoad(float *gv, float *uv, float *av, const fl
 	}
 }
 
-template <bool GELU>
+template <bool GELU, typename In>
 __device__ __forceinline__ void gatedLoRAForward(unsigned short *__restrict__ act_bf, float *__restrict__ u,
-                                                 const float *__restrict__ gate, const float *__restrict__ up,
+                                                 const In *__restrict__ gate, const In *__restrict__ up,
                                                  const float *__restrict__ A, int N, int I, int R, float scale) {
 	__shared__ float actS[GL_ROWS][GL_KC + 1];
 	__shared__ __align__(16) float at[GL_KC][GL_ATLD];
@@ -151,6 +162,20 @@ extern "C" __global__ void gated_lora_forward_geglu(unsigned short *__restrict__
 	gatedLoRAForward<true>(act_bf, u, gate, up, A, N, I, R, scale);
 }
 
+extern "C" __global__ void gated_lora_forward_swiglu_bf16in(unsigned short *__restrict__ act_bf, float *__restrict__ u,
+                                                            const unsigned short *__restrict__ gate,
+                                                            const unsigned short *__restrict__ up,
+                                                            const float *__restrict__ A, int N, int I, int R, float scale) {
+	gatedLoRAForward<false>(act_bf, u, gate, up, A, N, I, R, scale);
+}
+
+extern "C" __global__ void gated_lora_forward_geglu_bf16in(unsigned short *__restrict__ act_bf, float *__restrict__ u,
+                                                           const unsigned short *__restrict__ gate,
+                                                           const unsigned short *__restrict__ up,
+                                                           const float *__restrict__ A, int N, int I, int R, float scale) {
+	gatedLoRAForward<true>(act_bf, u, gate, up, A, N, I, R, scale);
+}
+
 // The gated unit's backward fused with the down projection's LoRA DA
 // product (kernels.GatedLoRABackwarder, Ops.GatedLoRABackward): for gate,
 // up [N, I] float32, dact [N, I] (float32 dout, or its bfloat16 dout_bf,
@@ -188,8 +213,9 @@ static_assert(GB_RANKS == 4, "gatedLoRABackward sums 4 ranks a thread (one 16-by
 // e = threadIdx.x + j·GB_THREADS: row n0 + e / GB_COLS, column c0 +
 // e % GB_COLS), zero out of range, and its g value (row n0 + t / GB_RT,
 // rank t % GB_RT).
-__device__ __forceinline__ void gbLoad(float *gv, float *uv, float *dv, float &gr, const float *__restrict__ gate,
-                                       const float *__restrict__ up, const float *__restrict__ dout,
+template <typename In>
+__device__ __forceinline__ void gbLoad(float *gv, float *uv, float *dv, float &gr, const In *__restrict__ gate,
+                                       const In *__restrict__ up, const float *__restrict__ dout,
                                        const unsigned short *__restrict__ dout_bf, const float *__restrict__ g,
                                        long long n0, int c0, int N, int I, int R) {
 	const int c = c0 + threadIdx.x % GB_COLS;
@@ -197,8 +223,8 @@ __device__ __forceinline__ void gbLoad(float *gv, float *uv, float *dv, float &g
 		const long long n = n0 + threadIdx.x / GB_COLS + j * (GB_THREADS / GB_COLS);
 		const bool in = n < N && c < I;
 		const long long i = n * I + c;
-		gv[j] = in ? gate[i] : 0.0f;
-		uv[j] = in ? up[i] : 0.0f;
+		gv[j] = in ? glIn(gate, i) : 0.0f;
+		uv[j] = in ? glIn(up, i) : 0.0f;
 		dv[j] = !in ? 0.0f : dout_bf != nullptr ? bf16Widen(dout_bf[i]) : dout[i];
 	}
 	const long long n = n0 + threadIdx.x / GB_RT;
@@ -206,11 +232,11 @@ __device__ __forceinline__ void gbLoad(float *gv, float *uv, float *dv, float &g
 	gr = n < N && r < R ? g[n * R + r] : 0.0f;
 }
 
-template <bool GELU>
+template <bool GELU, typename In>
 __device__ __forceinline__ void gatedLoRABackward(unsigned short *__restrict__ dgate_bf, unsigned short *__restrict__ dup_bf,
                                                   float *__restrict__ da, const float *__restrict__ g,
                                                   const float *__restrict__ dout, const unsigned short *__restrict__ dout_bf,
-                                                  const float *__restrict__ gate, const float *__restrict__ up, int N, int I,
+                                                  const In *__restrict__ gate, const In *__restrict__ up, int N, int I,
                                                   int R) {
 	__shared__ float actS[GB_ROWS][GB_COLS];
 	__shared__ __align__(16) float gS[GB_ROWS][GB_RT];
@@ -269,5 +295,23 @@ extern "C" __global__ void gated_lora_backward_geglu(unsigned short *__restrict_
                                                      const unsigned short *__restrict__ dout_bf,
                                                      const float *__restrict__ gate, const float *__restrict__ up, int N,
                                                      int I, int R) {
+	gatedLoRABackward<true>(dgate_bf, dup_bf, da, g, dout, dout_bf, gate, up, N, I, R);
+}
+
+extern "C" __global__ void gated_lora_backward_swiglu_bf16in(unsigned short *__restrict__ dgate_bf,
+                                                             unsigned short *__restrict__ dup_bf, float *__restrict__ da,
+                                                             const float *__restrict__ g, const float *__restrict__ dout,
+                                                             const unsigned short *__restrict__ dout_bf,
+                                                             const unsigned short *__restrict__ gate,
+                                                             const unsigned short *__restrict__ up, int N, int I, int R) {
+	gatedLoRABackward<false>(dgate_bf, dup_bf, da, g, dout, dout_bf, gate, up, N, I, R);
+}
+
+extern "C" __global__ void gated_lora_backward_geglu_bf16in(unsigned short *__restrict__ dgate_bf,
+                                                            unsigned short *__restrict__ dup_bf, float *__restrict__ da,
+                                                            const float *__restrict__ g, const float *__restrict__ dout,
+                                                            const unsigned short *__restrict__ dout_bf,
+                                                            const unsigned short *__restrict__ gate,
+                                                            const unsigned short *__restrict__ up, int N, int I, int R) {
 	gatedLoRABackward<true>(dgate_bf, dup_bf, da, g, dout, dout_bf, gate, up, N, I, R);
 }

@@ -154,3 +154,77 @@ func gatedLoRABackwardOnShim(t *testing.T, h shimHarness) {
 		}
 	}
 }
+
+// gatedLoRABF16InOnShim runs gated_lora.cu's _bf16in kernels (gate and up
+// bfloat16, kernels.GateUpRounder) on the CPU shim: every output the same
+// bits as the float32 kernels' for the widened gate and up, forward (act_bf
+// and u) and backward (dgate_bf, dup_bf and DA, from dact as float32 and
+// as bfloat16), for SwiGLU and GeGLU, on shapes with partial blocks, one
+// and two forward rank passes, and nothing written past the outputs'
+// sizes (NaN tails).
+func gatedLoRABF16InOnShim(t *testing.T, h shimHarness) {
+	r := rand.New(rand.NewPCG(18944, 18))
+	nanBF := uint16(0x7fc1)
+	const tail = 5
+	nanF32 := func(n int) []float32 { return slices.Repeat([]float32{float32(math.NaN())}, n+tail) }
+	nanBF16 := func(n int) []uint16 { return slices.Repeat([]uint16{nanBF}, n+tail) }
+	for _, gelu := range []bool{false, true} {
+		for _, s := range []struct{ N, I, R int }{{1, 1, 1}, {33, 70, 5}, {40, 96, 16}, {3, 37, 17}} {
+			N, I, R := s.N, s.I, s.R
+			t.Run(fmt.Sprintf("gelu %v, N %d, I %d, R %d", gelu, N, I, R), func(t *testing.T) {
+				gateBF, upBF := make([]uint16, N*I), make([]uint16, N*I)
+				kernels.ToBF16(gateBF, randn(r, N*I))
+				kernels.ToBF16(upBF, randn(r, N*I))
+				gate, up := make([]float32, N*I), make([]float32, N*I)
+				kernels.FromBF16(gate, gateBF)
+				kernels.FromBF16(up, upBF)
+				a := randn(r, R*I)
+				const scale = 0.37
+				run := func(plan []cuda.Step) {
+					t.Helper()
+					if len(plan) != 1 {
+						t.Fatalf("%d launches, want 1", len(plan))
+					}
+					if err := h.run(plan[0]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				actBF, u := nanBF16(N*I), nanF32(N*R)
+				wantActBF, wantU := nanBF16(N*I), nanF32(N*R)
+				run(cuda.PlanGatedLoRAForwardBF16(actBF, u, gateBF, upBF, a, N, I, R, scale, gelu))
+				run(cuda.PlanGatedLoRAForward(wantActBF, wantU, gate, up, a, N, I, R, scale, gelu))
+				if !slices.Equal(actBF, wantActBF) {
+					t.Errorf("forward: act_bf (or its tail) differs from the float32 kernel's")
+				}
+				if !sameBits(u, wantU) {
+					t.Errorf("forward: u (or its tail) differs from the float32 kernel's")
+				}
+				if R > cuda.GatedLoRABackwardMaxRank {
+					return
+				}
+				g := randn(r, N*R)
+				for _, bfDact := range []bool{false, true} {
+					var dact []float32
+					var dactBF []uint16
+					if bfDact {
+						dactBF = make([]uint16, N*I)
+						kernels.ToBF16(dactBF, randn(r, N*I))
+					} else {
+						dact = randn(r, N*I)
+					}
+					da0 := randn(r, R*I)
+					dg, du, da := nanBF16(N*I), nanBF16(N*I), append(slices.Clone(da0), nanF32(0)...)
+					wdg, wdu, wda := nanBF16(N*I), nanBF16(N*I), append(slices.Clone(da0), nanF32(0)...)
+					run(cuda.PlanGatedLoRABackwardBF16(dg, du, da, g, dact, dactBF, gateBF, upBF, N, I, R, gelu))
+					run(cuda.PlanGatedLoRABackward(wdg, wdu, wda, g, dact, dactBF, gate, up, N, I, R, gelu))
+					if !slices.Equal(dg, wdg) || !slices.Equal(du, wdu) {
+						t.Errorf("backward, dact bf16 %v: dgate_bf or dup_bf (or a tail) differs from the float32 kernel's", bfDact)
+					}
+					if !sameBits(da, wda) {
+						t.Errorf("backward, dact bf16 %v: DA (or its tail) differs from the float32 kernel's", bfDact)
+					}
+				}
+			})
+		}
+	}
+}

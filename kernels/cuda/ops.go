@@ -114,6 +114,11 @@ var kernelModules = map[string]string{
 	"gated_lora_forward_geglu":   "gated_lora",
 	"gated_lora_backward_swiglu": "gated_lora",
 	"gated_lora_backward_geglu":  "gated_lora",
+
+	"gated_lora_forward_swiglu_bf16in":  "gated_lora",
+	"gated_lora_forward_geglu_bf16in":   "gated_lora",
+	"gated_lora_backward_swiglu_bf16in": "gated_lora",
+	"gated_lora_backward_geglu_bf16in":  "gated_lora",
 }
 
 // LoadOps loads every module Ops needs (Device.LoadKernels) and looks up

@@ -269,7 +269,22 @@ func (o *Ops) linearForwardBF16Many(op string, outs []*Buffer, inp *Buffer, weig
 // LinearForwardBF16's, steps but the rounding). It is refused in
 // PrecisionF32, whose products do not round inp.
 func (o *Ops) LinearForwardBF16Rounded(outs []*Buffer, inp *Buffer, weights, biases []*Buffer, N, C int, OCs []int, add []bool) error {
-	const op = "LinearForwardBF16Rounded"
+	return o.linearForwardBF16Rounded("LinearForwardBF16Rounded", outs, inp, weights, biases, N, C, OCs, add, false)
+}
+
+// LinearForwardBF16RoundedTo is kernels.GateUpRounder's
+// LinearForwardBF16RoundedTo on device buffers: LinearForwardBF16Rounded
+// without biases, each GEMM storing its output as bfloat16 pairs
+// (bf16Len(N·OCs[i]) elements; mm.CBF16), where add[i] onto its old
+// values widened. Those GEMMs stay on cublasGemmEx under GEMMCublasLt
+// (throughLt). It is refused in PrecisionF32.
+func (o *Ops) LinearForwardBF16RoundedTo(outBFs []*Buffer, inp *Buffer, weights []*Buffer, N, C int, OCs []int, add []bool) error {
+	return o.linearForwardBF16Rounded("LinearForwardBF16RoundedTo", outBFs, inp, weights, make([]*Buffer, len(outBFs)), N, C, OCs, add, true)
+}
+
+// linearForwardBF16Rounded is LinearForwardBF16Rounded as op, its outputs
+// bfloat16 where cBF.
+func (o *Ops) linearForwardBF16Rounded(op string, outs []*Buffer, inp *Buffer, weights, biases []*Buffer, N, C int, OCs []int, add []bool, cBF bool) error {
 	if o.prec != kernels.PrecisionBF16 {
 		return fmt.Errorf("CUDA %s: precision %v: the products round their input to bfloat16 only in %v", op, o.prec, kernels.PrecisionBF16)
 	}
@@ -277,7 +292,11 @@ func (o *Ops) LinearForwardBF16Rounded(outs []*Buffer, inp *Buffer, weights, bia
 		return fmt.Errorf("CUDA %s: %d outputs, %d weights, %d biases, %d output sizes, %d add flags", op, len(outs), len(weights), len(biases), len(OCs), len(add))
 	}
 	for i := range outs {
-		if err := o.linearCheck(op, N, C, OCs[i], "out", outs[i], N*OCs[i], "inp", inp, bf16Len(N*C), "weight", weights[i], bf16Len(OCs[i]*C), "?bias", biases[i], OCs[i]); err != nil {
+		outLen := N * OCs[i]
+		if cBF {
+			outLen = bf16Len(outLen)
+		}
+		if err := o.linearCheck(op, N, C, OCs[i], "out", outs[i], outLen, "inp", inp, bf16Len(N*C), "weight", weights[i], bf16Len(OCs[i]*C), "?bias", biases[i], OCs[i]); err != nil {
 			return err
 		}
 	}
@@ -293,7 +312,7 @@ func (o *Ops) LinearForwardBF16Rounded(outs []*Buffer, inp *Buffer, weights, bia
 		if add != nil && add[i] {
 			beta = 1
 		}
-		steps = append(steps, gstep(mm{C: outs[i], A: inp, B: weights[i], M: N, N: OCs[i], K: C, TransB: true, Beta: beta, BF16: true}))
+		steps = append(steps, gstep(mm{C: outs[i], A: inp, B: weights[i], M: N, N: OCs[i], K: C, TransB: true, Beta: beta, BF16: true, CBF16: cBF}))
 		steps = append(steps, planBias(outs[i], biases[i], biases[i] != nil, N, OCs[i])...)
 	}
 	l := o.lockScratch()

@@ -444,6 +444,7 @@ func TestKernelsOnCPUShim(t *testing.T) {
 	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
 	t.Run("gated LoRA forward", func(t *testing.T) { gatedLoRAOnShim(t, h) })
 	t.Run("gated LoRA backward", func(t *testing.T) { gatedLoRABackwardOnShim(t, h) })
+	t.Run("gated LoRA, gate and up bfloat16", func(t *testing.T) { gatedLoRABF16InOnShim(t, h) })
 	t.Run("LogprobForward", func(t *testing.T) { logprobOnShim(t, h) })
 	t.Run("EmbeddingBackward deterministic", func(t *testing.T) { embeddingBackwardDeterministic(t, h) })
 	t.Run("Embedding ids out of range", func(t *testing.T) {

@@ -67,14 +67,15 @@ func (b *Block) norms(be kernels.Backend, s *blockActs) (in, post, preFF, postFF
 
 // newActs lays out a slot for LoRA ranks r (per module, 0: not adapted):
 // one layer's ranks, or the largest of every layer's for a slot that
-// fitLoRA refits per layer.
-func (b *Block) newActs(ar *arena, N int, r ranks) *blockActs {
+// fitLoRA refits per layer; the MLP's gate and up as bfloat16 only where
+// gateUpBF16 (Model.gateUpHeld).
+func (b *Block) newActs(ar *arena, N int, r ranks, gateUpBF16 bool) *blockActs {
 	s := &blockActs{
 		rstd1: ar.take(N),
 		attn:  b.Attn.newActs(ar, N, &r),
 		x2:    ar.take(N * b.C),
 		rstd2: ar.take(N),
-		mlp:   b.MLP.newActs(ar, N, &r),
+		mlp:   b.MLP.newActs(ar, N, &r, gateUpBF16),
 	}
 	for m := ModQ; m <= ModO; m++ {
 		s.lora[m] = s.attn.u[m]

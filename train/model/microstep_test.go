@@ -27,6 +27,7 @@ type microStep struct {
 	alpha       float64
 	bInit       func(i int) float32
 	checkpoint  bool // TrainOptions.Checkpoint
+	gateUpBF16  bool // TrainOptions.GateUpBF16
 }
 
 // microLoRAStepOf is microLoRAStep of s's family (act, when not "", its
@@ -73,7 +74,7 @@ func microLoRAStepOf(t *testing.T, be kernels.Backend, s microStep, mark func(en
 		mark(false)
 	}
 	ad.ZeroGrad()
-	p, err := m.Forward(context.Background(), bt, ad, TrainOptions{Checkpoint: s.checkpoint})
+	p, err := m.Forward(context.Background(), bt, ad, TrainOptions{Checkpoint: s.checkpoint, GateUpBF16: s.gateUpBF16})
 	if err != nil {
 		t.Fatal(err)
 	}

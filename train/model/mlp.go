@@ -63,13 +63,22 @@ func (m *MLP) fusedBackward(be kernels.Backend, down *LoRA) (kernels.GatedLoRABa
 // among them: Backward recomputes it from gate and up (one cheap pass)
 // instead of keeping a third [N, I] tensor per layer.
 type mlpActs struct {
-	gate, up []float32    // [N, I]
-	u        [3][]float32 // [N,R] LoRA activations of gate, up, down
+	gate, up []float32 // [N, I]; nil where gateBF and upBF hold them
+	// gateBF and upBF [N, I] are gate and up as bfloat16 only, in N·I/2
+	// float32s' memory each, where the pass holds them so
+	// (Model.gateUpHeld); else nil.
+	gateBF, upBF []uint16
+	u            [3][]float32 // [N,R] LoRA activations of gate, up, down
 }
 
-func (m *MLP) newActs(ar *arena, N int, r *ranks) *mlpActs {
+func (m *MLP) newActs(ar *arena, N int, r *ranks, gateUpBF16 bool) *mlpActs {
 	I := m.Gate.Out
-	s := &mlpActs{gate: ar.take(N * I), up: ar.take(N * I)}
+	s := &mlpActs{}
+	if gateUpBF16 {
+		s.gateBF, s.upBF = bf16s(ar.take((N*I+1)/2), N*I), bf16s(ar.take((N*I+1)/2), N*I)
+	} else {
+		s.gate, s.up = ar.take(N*I), ar.take(N*I)
+	}
 	for i, mod := range [3]Module{ModGate, ModUp, ModDown} {
 		if r[mod] > 0 {
 			s.u[i] = ar.take(N * r[mod])
@@ -86,6 +95,10 @@ func (m *MLP) newActs(ar *arena, N int, r *ranks) *mlpActs {
 // the down projection's product.
 func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x []float32, xBF []uint16, act []float32, actBF []uint16, N int, lr *[numModules]*LoRA) {
 	NI := N * m.Gate.Out
+	if s.gateBF != nil {
+		m.forwardHeld(be, out, s, x, xBF, actBF, N, lr)
+		return
+	}
 	forwardMany(be, []*Linear{&m.Gate, &m.Up}, [][]float32{s.gate, s.up}, [][]float32{s.u[0], s.u[1]}, x, xBF, N, []*LoRA{lr[ModGate], lr[ModUp]})
 	if actBF != nil {
 		actBF = actBF[:NI:NI]
@@ -103,6 +116,36 @@ func (m *MLP) Forward(be kernels.Backend, out []float32, s *mlpActs, x []float32
 	}
 	m.glu(be, act[:NI], actBF, s.gate, s.up)
 	m.Down.forward(be, out, s.u[2], act, actBF, N, lr[ModDown])
+}
+
+// forwardHeld is Forward where s holds gate and up as bfloat16 only
+// (Model.gateUpHeld, whose conditions it takes as given): the rank-r
+// products of gate and up stored rounded (LoRAForwardManyTo), the base
+// products adding onto them and storing their sums rounded
+// (LinearForwardBF16RoundedTo), then the gated unit with the down
+// projection's u from those roundings (GatedLoRAForwardBF16) and the down
+// projection as Forward runs it.
+func (m *MLP) forwardHeld(be kernels.Backend, out []float32, s *mlpActs, x []float32, xBF []uint16, actBF []uint16, N int, lr *[numModules]*LoRA) {
+	if xBF == nil || actBF == nil {
+		panic("model: MLP.Forward holds gate and up as bfloat16 without the rounded input and act (Model.gateUpHeld)")
+	}
+	r := be.(kernels.GateUpRounder)
+	ls := []*Linear{&m.Gate, &m.Up}
+	gl := []*LoRA{lr[ModGate], lr[ModUp]}
+	outs := [][]uint16{s.gateBF, s.upBF}
+	I := m.Gate.Out
+	ocs := []int{I, I}
+	var add []bool // nil: no LoRA on gate and up, the base products set them
+	if gl[0] != nil {
+		_, as, bs, _, _ := loraLists(ls, gl)
+		r.LoRAForwardManyTo(outs, [][]float32{s.u[0], s.u[1]}, x, as, bs, N, m.Gate.In, gl[0].R, ocs, gl[0].Scale)
+		add = []bool{true, true}
+	}
+	r.LinearForwardBF16RoundedTo(outs, xBF, [][]uint16{m.Gate.Weight.BF16, m.Up.Weight.BF16}, N, m.Gate.In, ocs, add)
+	down := lr[ModDown]
+	actBF = actBF[: N*I : N*I]
+	r.GatedLoRAForwardBF16(actBF, s.u[2], s.gateBF, s.upBF, down.A, N, I, down.R, down.Scale, m.GELU)
+	m.Down.forwardRoundedU(be, out, s.u[2], actBF, N, down)
 }
 
 // Backward writes dx [N, C] (its contents ignored) and accumulates the
@@ -153,7 +196,14 @@ func (m *MLP) Backward(be kernels.Backend, dx, dout []float32, doutBF []uint16, 
 		// which the gated backward writes on the way: DA comes last.
 		g := m.Down.loraG(be, dout, s.u[2], w.lg, N, down)
 		m.downDX(be, dact, dactBF, g, dout, doutBF, N, down)
-		if f, ok := m.fusedBackward(be, down); ok && dgate == nil {
+		if s.gateBF != nil {
+			// gate and up held as bfloat16 (Model.gateUpHeld): the fused
+			// gated backward reading them so.
+			if _, ok := m.fusedBackward(be, down); !ok || dgate != nil {
+				panic("model: MLP.Backward holds gate and up as bfloat16, which only the fused gated backward reads (Model.gateUpHeld)")
+			}
+			be.(kernels.GateUpRounder).GatedLoRABackwardBF16(dgateBF, dupBF, down.DA, g, dact, dactBF, s.gateBF, s.upBF, N, m.Gate.Out, down.R, m.GELU)
+		} else if f, ok := m.fusedBackward(be, down); ok && dgate == nil {
 			// The gated backward adds the DA product on act's and g's
 			// roundings itself (kernels.GatedLoRABackwarder), act not
 			// written at all: 0.62 GB a 7B layer less again

@@ -260,6 +260,11 @@ func TestInputRounderMemory(t *testing.T) {
 // micro model of config c on be holds for batch bt, with a LoRA adapter
 // (rank 2) on targets.
 func trainSlab(t *testing.T, be kernels.Backend, c Config, bt *Batch, targets []Module) int {
+	return trainSlabWith(t, be, c, bt, targets, TrainOptions{})
+}
+
+// trainSlabWith is trainSlab of a pass with options opt.
+func trainSlabWith(t *testing.T, be kernels.Backend, c Config, bt *Batch, targets []Module, opt TrainOptions) int {
 	t.Helper()
 	m, err := New(c, be)
 	if err != nil {
@@ -277,7 +282,7 @@ func trainSlab(t *testing.T, be kernels.Backend, c Config, bt *Batch, targets []
 		t.Fatal(err)
 	}
 	defer ad.Free()
-	p, err := m.Forward(context.Background(), bt, ad, TrainOptions{})
+	p, err := m.Forward(context.Background(), bt, ad, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
@@ -77,6 +79,7 @@ type trafficBackend struct {
 	// check, when set, runs after each op the embedded backend ran, with
 	// the launches the model predicted for it.
 	check func(op string, want []launch)
+	maps  map[uintptr][]byte // the memory mapped gave out, by address
 }
 
 const f32, b16 = 4, 2 // bytes of a float32 and a bfloat16
@@ -143,26 +146,56 @@ func (t *trafficBackend) AllocF32(n int) ([]float32, error) {
 	if a, ok := t.Backend.(kernels.Allocator); ok {
 		return a.AllocF32(n)
 	}
-	return make([]float32, n), nil
+	b, err := t.mapped(4 * n)
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), n), err
 }
 
 func (t *trafficBackend) AllocBF16(n int) ([]uint16, error) {
 	if a, ok := t.Backend.(kernels.Allocator); ok {
 		return a.AllocBF16(n)
 	}
-	return make([]uint16, n), nil
+	b, err := t.mapped(2 * n)
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), n), err
+}
+
+// mapped is fresh anonymous memory of n bytes (at least one page) for a
+// trafficBackend that computes nothing: the ops never touch it, so a
+// 7B-shaped step costs address space only, however often it runs (Go's
+// make would clear reused heap memory, tens of seconds a 7B step).
+func (t *trafficBackend) mapped(n int) ([]byte, error) {
+	b, err := syscall.Mmap(-1, 0, max(n, 1), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, err
+	}
+	if t.maps == nil {
+		t.maps = map[uintptr][]byte{}
+	}
+	t.maps[uintptr(unsafe.Pointer(unsafe.SliceData(b)))] = b
+	return b[:n], nil
+}
+
+// unmap returns the memory mapped at p, if mapped mapped it.
+func (t *trafficBackend) unmap(p unsafe.Pointer) {
+	if b, ok := t.maps[uintptr(p)]; ok {
+		delete(t.maps, uintptr(p))
+		syscall.Munmap(b)
+	}
 }
 
 func (t *trafficBackend) FreeF32(s []float32) {
 	if a, ok := t.Backend.(kernels.Allocator); ok {
 		a.FreeF32(s)
+		return
 	}
+	t.unmap(unsafe.Pointer(unsafe.SliceData(s)))
 }
 
 func (t *trafficBackend) FreeBF16(s []uint16) {
 	if a, ok := t.Backend.(kernels.Allocator); ok {
 		a.FreeBF16(s)
+		return
 	}
+	t.unmap(unsafe.Pointer(unsafe.SliceData(s)))
 }
 
 var _ kernels.Allocator = (*trafficBackend)(nil)
@@ -375,6 +408,76 @@ func (t *trafficBackend) GatedLoRABackwardRounded(dgateBF, dupBF []uint16, da, g
 	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
 	t.run("GatedLoRABackwardRounded", []launch{l}, func(be kernels.Backend) {
 		be.(kernels.GatedLoRABackwarder).GatedLoRABackwardRounded(dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R, gelu)
+	})
+}
+
+var _ kernels.GateUpRounder = (*trafficBackend)(nil)
+
+// HoldsGateUpBF16 is cuda.Backend's in PrecisionBF16.
+func (t *trafficBackend) HoldsGateUpBF16(R int) bool {
+	return t.FusesGatedLoRA(R) && t.FusesGatedLoRABackward(R)
+}
+
+// LinearForwardBF16RoundedTo is LinearForwardBF16Rounded's GEMMs (no
+// biases) storing bfloat16 outputs, and reading them so where they add.
+func (t *trafficBackend) LinearForwardBF16RoundedTo(outBFs [][]uint16, inp []uint16, weights [][]uint16, N, C int, OCs []int, add []bool) {
+	var ls []launch
+	for i, oc := range OCs {
+		var beta float32
+		if add != nil && add[i] {
+			beta = 1
+		}
+		ls = append(ls, gemmLC(N, oc, C, b16, b16, beta))
+	}
+	t.run("LinearForwardBF16RoundedTo", ls, func(be kernels.Backend) {
+		be.(kernels.GateUpRounder).LinearForwardBF16RoundedTo(outBFs, inp, weights, N, C, OCs, add)
+	})
+}
+
+// LoRAForwardManyTo is kernels/cuda's (ops_loraforward.go):
+// LoRAForwardMany's copies, x product and scale_cols, then per projection
+// u and B rounded and the rank-r product on bfloat16 operands storing a
+// bfloat16 output.
+func (t *trafficBackend) LoRAForwardManyTo(outBFs [][]uint16, us [][]float32, x []float32, as, bs [][]float32, N, In, R int, Outs []int, scale float32) {
+	var ls []launch
+	for range Outs {
+		ls = append(ls, flat("copy_f32", f32*R*In, f32*R*In))
+	}
+	ls = append(ls, gemmL(N, len(Outs)*R, In, f32, 0))
+	for _, out := range Outs {
+		ls = append(ls, flat("scale_cols", f32*N*R, f32*N*R),
+			flat("f32_to_bf16", f32*N*R, b16*N*R), flat("f32_to_bf16", f32*out*R, b16*out*R),
+			gemmLC(N, out, R, b16, b16, 0))
+	}
+	t.run("LoRAForwardManyTo", ls, func(be kernels.Backend) {
+		be.(kernels.GateUpRounder).LoRAForwardManyTo(outBFs, us, x, as, bs, N, In, R, Outs, scale)
+	})
+}
+
+// GatedLoRAForwardBF16 is GatedLoRAForwardRounded's kernel in its _bf16in
+// form, reading gate and up at 2 bytes a value.
+func (t *trafficBackend) GatedLoRAForwardBF16(actBF []uint16, u []float32, gateBF, upBF []uint16, a []float32, N, I, R int, scale float32, gelu bool) {
+	passes := (R + 15) / 16
+	kernel := map[bool]string{false: "gated_lora_forward_swiglu_bf16in", true: "gated_lora_forward_geglu_bf16in"}[gelu]
+	l := flat(kernel, b16*2*N*I*passes+f32*R*I, b16*N*I+f32*N*R)
+	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
+	t.run("GatedLoRAForwardBF16", []launch{l}, func(be kernels.Backend) {
+		be.(kernels.GateUpRounder).GatedLoRAForwardBF16(actBF, u, gateBF, upBF, a, N, I, R, scale, gelu)
+	})
+}
+
+// GatedLoRABackwardBF16 is GatedLoRABackwardRounded's kernel in its
+// _bf16in form, reading gate and up at 2 bytes a value.
+func (t *trafficBackend) GatedLoRABackwardBF16(dgateBF, dupBF []uint16, da, g, dact []float32, dactBF []uint16, gateBF, upBF []uint16, N, I, R int, gelu bool) {
+	kernel := map[bool]string{false: "gated_lora_backward_swiglu_bf16in", true: "gated_lora_backward_geglu_bf16in"}[gelu]
+	dactBytes := f32
+	if dactBF != nil {
+		dactBytes = b16
+	}
+	l := flat(kernel, b16*2*N*I+dactBytes*N*I+f32*(N*R+R*I), b16*2*N*I+f32*R*I)
+	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
+	t.run("GatedLoRABackwardBF16", []launch{l}, func(be kernels.Backend) {
+		be.(kernels.GateUpRounder).GatedLoRABackwardBF16(dgateBF, dupBF, da, g, dact, dactBF, gateBF, upBF, N, I, R, gelu)
 	})
 }
 
@@ -808,7 +911,7 @@ func total(recs []opRecord) map[string]*opTotal {
 // (ZeroGrad, Forward, Backward with dlogprob = −1/N, AdamW over the
 // adapter's tensors) of a model of config c on be, rank r on all seven
 // projections, over B sequences of T tokens.
-func stepTraffic(t *testing.T, be kernels.Backend, c Config, B, T, r int, ckpt bool) {
+func stepTraffic(t *testing.T, be kernels.Backend, c Config, B, T, r int, opt TrainOptions) {
 	t.Helper()
 	m, err := NewAs(c, be, DTypeBFloat16)
 	if err != nil {
@@ -866,7 +969,7 @@ func stepTraffic(t *testing.T, be kernels.Backend, c Config, B, T, r int, ckpt b
 	}
 	ctx := context.Background()
 	ad.ZeroGrad()
-	p, err := m.Forward(ctx, b, ad, TrainOptions{Checkpoint: ckpt})
+	p, err := m.Forward(ctx, b, ad, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -896,11 +999,11 @@ func config7B(L int) Config {
 // the difference, the rest (embedding, head, the model-level backward, the
 // once-a-step calls over the whole adapter) what the 1-layer step has
 // besides its layer.
-func layerTraffic(t *testing.T, c func(L int) Config, B, T, r int) (layer, rest map[string]*opTotal) {
+func layerTraffic(t *testing.T, c func(L int) Config, B, T, r int, opt TrainOptions) (layer, rest map[string]*opTotal) {
 	var steps [2][]opRecord
 	for L := 1; L <= 2; L++ {
 		tb := &trafficBackend{}
-		stepTraffic(t, tb, c(L), B, T, r, false)
+		stepTraffic(t, tb, c(L), B, T, r, opt)
 		steps[L-1] = tb.ops
 	}
 	one, two := total(steps[0]), total(steps[1])
@@ -964,28 +1067,7 @@ func trafficTable(ops map[string]*opTotal, mult int) (string, opTotal) {
 // the part of them bandwidth-bound launches move (launch.bandwidthBound);
 // the times in the logged table assume 4 TB/s, not a measurement.
 func TestStepTraffic7B(t *testing.T) {
-	const B, T, r = 8, 1024, 16
-	layer, rest := layerTraffic(t, config7B, B, T, r)
-	tab, per := trafficTable(layer, 1)
-	t.Logf("one layer of the 7B shape:\n%s", tab)
-	tab, _ = trafficTable(rest, 1)
-	t.Logf("the rest of the step (embedding, head, model-level backward):\n%s", tab)
-	all := map[string]*opTotal{}
-	merge := func(m map[string]*opTotal, mult int) {
-		for op, o := range m {
-			a := all[op]
-			if a == nil {
-				a = &opTotal{op: op}
-				all[op] = a
-			}
-			*a = a.plus(*o, mult)
-		}
-	}
-	merge(layer, 28)
-	merge(rest, 1)
-	tab, step := trafficTable(all, 1)
-	t.Logf("the whole step, 28 layers:\n%s", tab)
-
+	per, step := stepTraffic7B(t, TrainOptions{})
 	// Pinned: one layer, and the step. A change to the op sequence that
 	// moves more fails; one that moves less updates the figures.
 	// The gate and up projections' LinearBackwardBF16 take the bf16
@@ -1079,14 +1161,62 @@ func TestStepTraffic7B(t *testing.T) {
 	const wantLayerLaunches, wantLayerBytes = 100, int64(21240159304)
 	const wantStepLaunches, wantStepBytes = 2860, int64(623706703840)
 	const wantLayerBound, wantStepBound = int64(13801233480), int64(402943969248)
-	if per.launches != wantLayerLaunches || per.bytes() != wantLayerBytes || per.bound != wantLayerBound {
-		t.Errorf("one 7B layer: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
-			per.launches, per.bytes(), per.bound, wantLayerLaunches, wantLayerBytes, wantLayerBound)
+	pinTraffic(t, "", per, step, [3]int64{wantLayerLaunches, wantLayerBytes, wantLayerBound}, [3]int64{wantStepLaunches, wantStepBytes, wantStepBound})
+
+	// With TrainOptions.GateUpBF16 the gate and up projections' outputs
+	// are held as bfloat16 (kernels.GateUpRounder): their GEMMs store them
+	// rounded (the LoRA terms too, before the base products add onto
+	// them), and the fused gated unit and gated backward read them at 2
+	// bytes a value: 1.24 GB a layer less written (the rank-r and base
+	// products' stores) and 1.86 GB less read (the base products'
+	// epilogues, the gated unit, the gated backward), 3.1 GB in all, 1.86
+	// GB of it bandwidth-bound, for 4 launches more (u and B rounded for
+	// each rank-r product).
+	per, step = stepTraffic7B(t, TrainOptions{GateUpBF16: true})
+	pinTraffic(t, "GateUpBF16: ", per, step, [3]int64{104, 18139847752, 11942435912}, [3]int64{2972, 536897980384, 350897637344})
+}
+
+// pinTraffic fails unless one 7B layer's figures per and the step's are
+// the pinned ones, each {launches, bytes, bandwidth-bound bytes}.
+func pinTraffic(t *testing.T, what string, per, step opTotal, layer, whole [3]int64) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		got  opTotal
+		want [3]int64
+	}{{"one 7B layer", per, layer}, {"7B step", step, whole}} {
+		if got := [3]int64{int64(c.got.launches), c.got.bytes(), c.got.bound}; got != c.want {
+			t.Errorf("%s%s: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
+				what, c.name, got[0], got[1], got[2], c.want[0], c.want[1], c.want[2])
+		}
 	}
-	if step.launches != wantStepLaunches || step.bytes() != wantStepBytes || step.bound != wantStepBound {
-		t.Errorf("7B step: %d launches, %d bytes, %d of them bandwidth-bound; pinned %d, %d, %d",
-			step.launches, step.bytes(), step.bound, wantStepLaunches, wantStepBytes, wantStepBound)
+}
+
+// stepTraffic7B is TestStepTraffic7B's count of one 7B layer and the whole
+// step under opt, its tables logged.
+func stepTraffic7B(t *testing.T, opt TrainOptions) (per, step opTotal) {
+	const B, T, r = 8, 1024, 16
+	layer, rest := layerTraffic(t, config7B, B, T, r, opt)
+	tab, per := trafficTable(layer, 1)
+	t.Logf("%+v, one layer of the 7B shape:\n%s", opt, tab)
+	tab, _ = trafficTable(rest, 1)
+	t.Logf("the rest of the step (embedding, head, model-level backward):\n%s", tab)
+	all := map[string]*opTotal{}
+	merge := func(m map[string]*opTotal, mult int) {
+		for op, o := range m {
+			a := all[op]
+			if a == nil {
+				a = &opTotal{op: op}
+				all[op] = a
+			}
+			*a = a.plus(*o, mult)
+		}
 	}
+	merge(layer, 28)
+	merge(rest, 1)
+	tab, step = trafficTable(all, 1)
+	t.Logf("%+v, the whole step, 28 layers:\n%s", opt, tab)
+	return per, step
 }
 
 // TestStepTrafficCUDAEmulated checks trafficBackend's launch model against
@@ -1094,8 +1224,10 @@ func TestStepTraffic7B(t *testing.T) {
 // of a micro qwen2 model (bias on q, k, v; two layers), and after every
 // op, the kernels the driver launched (names, as a multiset) and the GEMMs
 // the fake cuBLAS ran (count and bytes, from their shapes, types and beta)
-// are the ones the model predicted. The attention ops are left out (their
-// kernels are another change's; trafficBackend counts them at a floor).
+// are the ones the model predicted; with and without
+// TrainOptions.GateUpBF16 (the gate and up held as bfloat16 exactly where
+// asked). The attention ops are left out (their kernels are another
+// change's; trafficBackend counts them at a floor).
 func TestStepTrafficCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
@@ -1159,7 +1291,13 @@ func TestStepTrafficCUDAEmulated(t *testing.T) {
 	}
 	c := microConfig("qwen2")
 	c.TieEmbeddings = false
-	stepTraffic(t, tb, c, 2, 5, 2, false)
+	for _, opt := range []TrainOptions{{}, {GateUpBF16: true}} {
+		tb.ops = nil
+		stepTraffic(t, tb, c, 2, 5, 2, opt)
+		if !slices.ContainsFunc(tb.ops, func(o opRecord) bool { return o.op == "GatedLoRAForwardBF16" }) == opt.GateUpBF16 {
+			t.Errorf("%+v: GatedLoRAForwardBF16 ran: %v", opt, !opt.GateUpBF16)
+		}
+	}
 	if checked == 0 {
 		t.Fatal("no op checked")
 	}

@@ -58,8 +58,12 @@ type Options struct {
 
 	TokenBudget   int  `json:"token_budget"`
 	Checkpointing bool `json:"gradient_checkpointing"`
-	Steps         int  `json:"steps"`
-	Epochs        int  `json:"epochs"`
+	// BF16GateUp is model.TrainOptions.GateUpBF16. It changes the step's
+	// bits where it applies, so a resumed run keeps its value (saved only
+	// when set: configs from before the flag compare equal).
+	BF16GateUp bool `json:"bf16_gate_up,omitempty"`
+	Steps      int  `json:"steps"`
+	Epochs     int  `json:"epochs"`
 
 	SaveEvery  int    `json:"save_every"`
 	KeepLast   int    `json:"keep_last"`
@@ -109,6 +113,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.Float64Var(&o.MaxGradNorm, "max-grad-norm", 0.1, "clip the global gradient norm to this (ART: 0.1; ≤ 0: off)")
 	fs.IntVar(&o.TokenBudget, "token-budget", 8192, "tokens per micro-batch; gradients accumulate over a step's micro-batches")
 	fs.BoolVar(&o.Checkpointing, "gradient-checkpointing", false, "recompute block activations in backward (less memory)")
+	fs.BoolVar(&o.BF16GateUp, "bf16-gate-up", false, "with --device cuda --compute bf16, hold the MLP's gate and up activations as bfloat16, as PyTorch's bf16 autocast does: half their memory (17 GB at 8192 tokens on a 7B), less traffic, logprob error about autocast's; no effect elsewhere")
 	fs.IntVar(&o.Steps, "steps", 0, "steps to train on the inputs (0: --epochs over them), counted from the run's start or, for grpo, from the start of the inputs' session")
 	fs.IntVar(&o.Epochs, "epochs", 1, "passes over the inputs when --steps is 0")
 	fs.IntVar(&o.SaveEvery, "save-every", 1, "save a checkpoint every N steps (and the last)")
@@ -374,7 +379,7 @@ func sameConfig(a, b []byte) bool { return len(configDiff(a, b)) == 0 }
 func (o *Options) Loop(prep *Prepared, config any, totalUpdates int, log *slog.Logger) *Loop {
 	return &Loop{
 		Model: prep.Model, Adapter: prep.Ad, Opt: prep.Opt, Sched: o.Sched(totalUpdates), Ckpt: prep.Ckpt,
-		BaseName: o.Model, Config: config, Train: model.TrainOptions{Checkpoint: o.Checkpointing},
+		BaseName: o.Model, Config: config, Train: model.TrainOptions{Checkpoint: o.Checkpointing, GateUpBF16: o.BF16GateUp},
 		SaveEvery: o.SaveEvery, KeepLast: o.KeepLast, BestMetric: o.BestMetric, BestMax: o.BestMode == "max",
 		Log: log,
 	}

@@ -57,7 +57,7 @@ func firstStep(t *testing.T, be kernels.Backend, wdt model.WeightDType) workerRe
 	}
 	defer m.Close()
 	fill(m)
-	res, err := trainWorker(context.Background(), m, rand.New(rand.NewPCG(1, 2)), 1, 64, 1, 16, false, nil)
+	res, err := trainWorker(context.Background(), m, rand.New(rand.NewPCG(1, 2)), 1, 64, 1, 16, model.TrainOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,8 +75,10 @@ type workerResult struct {
 	TokensPerS float64 `json:"tokens_per_s"`
 	FirstS     float64 `json:"first_step_s"`
 	Checkpoint bool    `json:"checkpoint,omitempty"`
-	Device     string  `json:"device,omitempty"`
-	Rank       int     `json:"lora_rank,omitempty"`
+	// BF16GateUp is --bf16-gate-up (model.TrainOptions.GateUpBF16).
+	BF16GateUp bool   `json:"bf16_gate_up,omitempty"`
+	Device     string `json:"device,omitempty"`
+	Rank       int    `json:"lora_rank,omitempty"`
 	// DeviceBytes is the device memory the backend had allocated after the
 	// first step's backward (weights, adapter, moments, activations; not
 	// cuBLAS's workspace): cuda only.
@@ -132,6 +134,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	seq := fs.Int("seq", 256, "training tokens per sequence")
 	steps := fs.Int("steps", 2, "timed training steps")
 	ckpt := fs.Bool("checkpoint", false, "gradient checkpointing")
+	gateUp := fs.Bool("bf16-gate-up", false, "train: hold the MLP's gate and up as bfloat16 where the backend can (model.TrainOptions.GateUpBF16)")
 	prompt := fs.Int("prompt", 16, "decode prompt tokens")
 	tokens := fs.Int("tokens", 16, "timed decode steps")
 	dt := fs.String("dtype", "f32", "weights in memory: f32 or bf16")
@@ -214,7 +217,7 @@ func worker(ctx context.Context, args []string, w io.Writer) error {
 	}
 	switch kind {
 	case "train":
-		res, err = trainWorker(ctx, m, rng, *batch, *seq, *steps, *rank, *ckpt, ops)
+		res, err = trainWorker(ctx, m, rng, *batch, *seq, *steps, *rank, model.TrainOptions{Checkpoint: *ckpt, GateUpBF16: *gateUp}, ops)
 	case "decode":
 		res, err = decodeWorker(ctx, m, rng, workers, *batch, *prompt, *tokens, *device == "cpu", *choose, ops)
 	default:
@@ -336,7 +339,7 @@ func deviceBytes(be kernels.Backend) int64 {
 	return 0
 }
 
-func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, steps, rank int, ckpt bool, ops *opsProfile) (workerResult, error) {
+func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, steps, rank int, topt model.TrainOptions, ops *opsProfile) (workerResult, error) {
 	V := m.Config.Vocab
 	b := &model.Batch{SeqOff: []int32{0}}
 	for range B {
@@ -399,7 +402,7 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 	for step := 0; step <= steps; step++ {
 		t0 := time.Now()
 		ad.ZeroGrad()
-		p, err := m.Forward(ctx, b, ad, model.TrainOptions{Checkpoint: ckpt})
+		p, err := m.Forward(ctx, b, ad, topt)
 		if err != nil {
 			return workerResult{}, err
 		}
@@ -441,7 +444,7 @@ func trainWorker(ctx context.Context, m *model.Model, rng *rand.Rand, B, T, step
 		}
 	}
 	return workerResult{Kind: "train", Batch: B, TokensPerS: float64(N*steps) / timed.Seconds(),
-		FirstS: first.Seconds(), Checkpoint: ckpt, Rank: rank, DeviceBytes: devBytes,
+		FirstS: first.Seconds(), Checkpoint: topt.Checkpoint, BF16GateUp: topt.GateUpBF16, Rank: rank, DeviceBytes: devBytes,
 		FirstLogprob: lpMean, FirstGradNorm: gradNorm,
 		FirstQGradNorm: norms[0], FirstQGradProbe: probes[0], FirstKGradNorm: norms[1], FirstKGradProbe: probes[1],
 		FirstVGradNorm: norms[2], FirstVGradProbe: probes[2]}, nil

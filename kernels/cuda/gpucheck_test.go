@@ -161,6 +161,8 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 		// the fastest checked attention's row: stream-ordered, unprofiled
 		"fastest checked 7B attention: tc3k64\n", "hone-7b-best    ok",
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel tc3k64 --device cuda --dtype bf16 --compute bf16 --cuda-sync edges --libcuda ",
+		// and once more with gate and up held as bfloat16
+		"hone-7b-best-gateup ok", "    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel tc3k64 --bf16-gate-up --device cuda --dtype bf16 --compute bf16 --cuda-sync edges --libcuda ",
 		// the commands' step and its CMDCHECK lines
 		"hone-cmds       ok", "    sft float32: stub", "    total 1s",
 		// modelbench's BENCH lines, copied into the summary
@@ -223,6 +225,7 @@ echo "CMDCHECK sft float32: stub"; echo "CMDCHECK total 1s"; exit `+string(rune(
 	summary, _, err = run(0, 0, "FAIL_EDGES=1")
 	for _, want := range []string{"hone-7b-best    FAILED  rc=1", "hone-7b-best-op ok",
 		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel tc3k64 --device cuda --dtype bf16 --compute bf16 --cuda-sync op --libcuda ",
+		"    stub worker train --shape 7b --batch 8 --seq 1024 --rank 16 --steps 3 --attention-kernel tc3k64 --bf16-gate-up --device cuda --dtype bf16 --compute bf16 --cuda-sync op --libcuda ",
 		"a step FAILED"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q:\n%s", want, summary)

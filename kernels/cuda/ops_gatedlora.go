@@ -17,18 +17,6 @@ const GatedLoRAMaxRank = 32
 // GL_THREADS: a block's rows and threads.
 const gatedLoRARows, gatedLoRAThreads = 32, 256
 
-// planGatedLoRAForward is GatedLoRAForward's launch: one block of
-// gatedLoRAThreads a gatedLoRARows rows.
-func planGatedLoRAForward(actBF, u, gate, up, a any, N, I, R int, scale float32, gelu bool) []step {
-	return planGatedLoRAForwardOf(false, actBF, u, gate, up, a, N, I, R, scale, gelu)
-}
-
-// planGatedLoRAForwardBF16 is GatedLoRAForwardBF16's launch: the
-// _bf16in kernel, gate and up bfloat16, on planGatedLoRAForward's grid.
-func planGatedLoRAForwardBF16(actBF, u, gateBF, upBF, a any, N, I, R int, scale float32, gelu bool) []step {
-	return planGatedLoRAForwardOf(true, actBF, u, gateBF, upBF, a, N, I, R, scale, gelu)
-}
-
 // gatedLoRAKernel names gated_lora.cu's kernel of direction dir
 // ("forward", "backward") for the activation, its gate and up bfloat16
 // where bf16In.
@@ -43,6 +31,9 @@ func gatedLoRAKernel(dir string, gelu, bf16In bool) string {
 	return k
 }
 
+// planGatedLoRAForwardOf is GatedLoRAForward's launch (the _bf16in
+// kernel where bf16In): one block of gatedLoRAThreads a gatedLoRARows
+// rows.
 func planGatedLoRAForwardOf(bf16In bool, actBF, u, gate, up, a any, N, I, R int, scale float32, gelu bool) []step {
 	if N == 0 {
 		return nil
@@ -59,14 +50,6 @@ func planGatedLoRAForwardOf(bf16In bool, actBF, u, gate, up, a any, N, I, R int,
 // stored (with I 0, u is zeros).
 func (o *Ops) GatedLoRAForward(actBF, u, gate, up, a *Buffer, N, I, R int, scale float32, gelu bool) error {
 	return o.gatedLoRAForward("GatedLoRAForward", false, actBF, u, gate, up, a, N, I, R, scale, gelu)
-}
-
-// GatedLoRAForwardBF16 is kernels.GateUpRounder's GatedLoRAForwardBF16 on
-// device buffers: GatedLoRAForward with gateBF and upBF bfloat16 pairs
-// (bf16Len(N·I) elements), widened exactly: the bits GatedLoRAForward
-// writes for the widened values.
-func (o *Ops) GatedLoRAForwardBF16(actBF, u, gateBF, upBF, a *Buffer, N, I, R int, scale float32, gelu bool) error {
-	return o.gatedLoRAForward("GatedLoRAForwardBF16", true, actBF, u, gateBF, upBF, a, N, I, R, scale, gelu)
 }
 
 // gatedLoRAForward is GatedLoRAForward as op, gate and up bfloat16 where
@@ -112,18 +95,36 @@ func (b *Backend) FusesGatedLoRA(R int) bool {
 // last bits may differ from LinearForward then Scale; act_bf's are
 // SwiGLUForwardRounded's.
 func (b *Backend) GatedLoRAForwardRounded(actBF []uint16, u []float32, gate, up, a []float32, N, I, R int, scale float32, gelu bool) {
-	const op = "GatedLoRAForwardRounded"
+	gatedLoRAForward(b, "GatedLoRAForwardRounded", b.FusesGatedLoRA(R), "FusesGatedLoRA", actBF, u, gate, up, a, N, I, R, scale, gelu)
+}
+
+// gatedLoRAForward is GatedLoRAForwardRounded (gate and up float32) or
+// GateUpRounder's GatedLoRAForwardBF16 (bfloat16) as op: the checks, a
+// panic unless fuses (the rank's condition, named by cond), then the
+// kernel on device buffers.
+func gatedLoRAForward[In float32 | uint16](b *Backend, op string, fuses bool, cond string, actBF []uint16, u []float32, gate, up []In, a []float32, N, I, R int, scale float32, gelu bool) {
 	kernels.NeedGatedLoRAForward(op, actBF, u, gate, up, a, N, I, R)
-	if !b.FusesGatedLoRA(R) {
-		panic(fmt.Sprintf("cuda.%s: rank %d in precision %s (FusesGatedLoRA is false)", op, R, b.Precision()))
+	if !fuses {
+		panic(fmt.Sprintf("cuda.%s: rank %d in precision %s (%s is false)", op, R, b.Precision(), cond))
 	}
 	if N == 0 {
 		return
 	}
 	b.onDeviceCost(op, func() opCost { return opCost{2 * int64(N) * int64(I) * int64(R), dims("", N, I) + dims(" r", R)} }, func() error {
-		return b.ops.GatedLoRAForward(b.bf16(op, "actBF", actBF), b.f32(op, "u", u), b.f32(op, "gate", gate), b.f32(op, "up", up), b.f32(op, "A", a),
-			N, I, R, scale, gelu)
+		gb, ub, bf16In := gateUpBuffers(b, op, gate, up)
+		return b.ops.gatedLoRAForward(op, bf16In, b.bf16(op, "actBF", actBF), b.f32(op, "u", u), gb, ub, b.f32(op, "A", a), N, I, R, scale, gelu)
 	})
+}
+
+// gateUpBuffers is the device buffers of gate and up, and whether they
+// hold bfloat16 values.
+func gateUpBuffers[In float32 | uint16](b *Backend, op string, gate, up []In) (gb, ub *Buffer, bf16In bool) {
+	switch g := any(gate).(type) {
+	case []uint16:
+		return b.bf16(op, "gateBF", g), b.bf16(op, "upBF", any(up).([]uint16)), true
+	default:
+		return b.f32(op, "gate", any(gate).([]float32)), b.f32(op, "up", any(up).([]float32)), false
+	}
 }
 
 // GatedLoRABackwardMaxRank is the largest LoRA rank Backend fuses into the
@@ -135,18 +136,9 @@ const GatedLoRABackwardMaxRank = 16
 // GB_THREADS: a backward block's columns and threads.
 const gatedLoRACols, gatedLoRABackThreads = 64, 256
 
-// planGatedLoRABackward is GatedLoRABackward's launch: one block of
-// gatedLoRABackThreads a gatedLoRACols columns.
-func planGatedLoRABackward(dgateBF, dupBF, da, g, dact, dactBF any, gate, up any, N, I, R int, gelu bool) []step {
-	return planGatedLoRABackwardOf(false, dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R, gelu)
-}
-
-// planGatedLoRABackwardBF16 is GatedLoRABackwardBF16's launch: the
-// _bf16in kernel, gate and up bfloat16, on planGatedLoRABackward's grid.
-func planGatedLoRABackwardBF16(dgateBF, dupBF, da, g, dact, dactBF any, gateBF, upBF any, N, I, R int, gelu bool) []step {
-	return planGatedLoRABackwardOf(true, dgateBF, dupBF, da, g, dact, dactBF, gateBF, upBF, N, I, R, gelu)
-}
-
+// planGatedLoRABackwardOf is GatedLoRABackward's launch (the _bf16in
+// kernel where bf16In): one block of gatedLoRABackThreads a gatedLoRACols
+// columns.
 func planGatedLoRABackwardOf(bf16In bool, dgateBF, dupBF, da, g, dact, dactBF any, gate, up any, N, I, R int, gelu bool) []step {
 	if N == 0 || I == 0 {
 		return nil
@@ -165,14 +157,6 @@ func planGatedLoRABackwardOf(bf16In bool, dgateBF, dupBF, da, g, dact, dactBF an
 // everything as it is (an empty sum adds 0).
 func (o *Ops) GatedLoRABackward(dgateBF, dupBF, da, g, dact, dactBF, gate, up *Buffer, N, I, R int, gelu bool) error {
 	return o.gatedLoRABackward("GatedLoRABackward", false, dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R, gelu)
-}
-
-// GatedLoRABackwardBF16 is kernels.GateUpRounder's GatedLoRABackwardBF16
-// on device buffers: GatedLoRABackward with gateBF and upBF bfloat16
-// pairs (bf16Len(N·I) elements), widened exactly: the bits
-// GatedLoRABackward writes for the widened values.
-func (o *Ops) GatedLoRABackwardBF16(dgateBF, dupBF, da, g, dact, dactBF, gateBF, upBF *Buffer, N, I, R int, gelu bool) error {
-	return o.gatedLoRABackward("GatedLoRABackwardBF16", true, dgateBF, dupBF, da, g, dact, dactBF, gateBF, upBF, N, I, R, gelu)
 }
 
 // gatedLoRABackward is GatedLoRABackward as op, gate and up bfloat16
@@ -218,17 +202,24 @@ func (b *Backend) FusesGatedLoRABackward(R int) bool {
 // GEMM's, so its last bits may differ from MatmulBF16's; the roundings of
 // dgate and dup are SwiGLUBackwardSetRounded's.
 func (b *Backend) GatedLoRABackwardRounded(dgateBF, dupBF []uint16, da, g, dact []float32, dactBF []uint16, gate, up []float32, N, I, R int, gelu bool) {
-	const op = "GatedLoRABackwardRounded"
+	gatedLoRABackward(b, "GatedLoRABackwardRounded", b.FusesGatedLoRABackward(R), "FusesGatedLoRABackward", dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R, gelu)
+}
+
+// gatedLoRABackward is GatedLoRABackwardRounded (gate and up float32) or
+// GateUpRounder's GatedLoRABackwardBF16 (bfloat16) as op, as
+// gatedLoRAForward is for the forward.
+func gatedLoRABackward[In float32 | uint16](b *Backend, op string, fuses bool, cond string, dgateBF, dupBF []uint16, da, g, dact []float32, dactBF []uint16, gate, up []In, N, I, R int, gelu bool) {
 	kernels.NeedGatedLoRABackward(op, dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R)
-	if !b.FusesGatedLoRABackward(R) {
-		panic(fmt.Sprintf("cuda.%s: rank %d in precision %s (FusesGatedLoRABackward is false)", op, R, b.Precision()))
+	if !fuses {
+		panic(fmt.Sprintf("cuda.%s: rank %d in precision %s (%s is false)", op, R, b.Precision(), cond))
 	}
 	if N == 0 || I == 0 {
 		return
 	}
 	b.onDeviceCost(op, func() opCost { return opCost{2 * int64(N) * int64(I) * int64(R), dims("", N, I) + dims(" r", R)} }, func() error {
-		return b.ops.GatedLoRABackward(b.bf16(op, "dgateBF", dgateBF), b.bf16(op, "dupBF", dupBF), b.f32(op, "DA", da), b.f32(op, "g", g),
-			b.f32(op, "dact", dact), b.bf16(op, "dactBF", dactBF), b.f32(op, "gate", gate), b.f32(op, "up", up), N, I, R, gelu)
+		gb, ub, bf16In := gateUpBuffers(b, op, gate, up)
+		return b.ops.gatedLoRABackward(op, bf16In, b.bf16(op, "dgateBF", dgateBF), b.bf16(op, "dupBF", dupBF), b.f32(op, "DA", da), b.f32(op, "g", g),
+			b.f32(op, "dact", dact), b.bf16(op, "dactBF", dactBF), gb, ub, N, I, R, gelu)
 	})
 }
 
@@ -244,37 +235,15 @@ func (b *Backend) HoldsGateUpBF16(R int) bool {
 }
 
 // GatedLoRAForwardBF16 implements kernels.GateUpRounder
-// (Ops.GatedLoRAForwardBF16) after kernels.NeedGatedLoRAForward's checks:
+// (gated_lora.cu's _bf16in kernel) after kernels.NeedGatedLoRAForward's checks:
 // GatedLoRAForwardRounded's bits for gate and up widened.
 func (b *Backend) GatedLoRAForwardBF16(actBF []uint16, u []float32, gateBF, upBF []uint16, a []float32, N, I, R int, scale float32, gelu bool) {
-	const op = "GatedLoRAForwardBF16"
-	kernels.NeedGatedLoRAForward(op, actBF, u, gateBF, upBF, a, N, I, R)
-	if !b.HoldsGateUpBF16(R) {
-		panic(fmt.Sprintf("cuda.%s: rank %d in precision %s (HoldsGateUpBF16 is false)", op, R, b.Precision()))
-	}
-	if N == 0 {
-		return
-	}
-	b.onDeviceCost(op, func() opCost { return opCost{2 * int64(N) * int64(I) * int64(R), dims("", N, I) + dims(" r", R)} }, func() error {
-		return b.ops.GatedLoRAForwardBF16(b.bf16(op, "actBF", actBF), b.f32(op, "u", u), b.bf16(op, "gateBF", gateBF), b.bf16(op, "upBF", upBF),
-			b.f32(op, "A", a), N, I, R, scale, gelu)
-	})
+	gatedLoRAForward(b, "GatedLoRAForwardBF16", b.HoldsGateUpBF16(R), "HoldsGateUpBF16", actBF, u, gateBF, upBF, a, N, I, R, scale, gelu)
 }
 
 // GatedLoRABackwardBF16 implements kernels.GateUpRounder
-// (Ops.GatedLoRABackwardBF16) after kernels.NeedGatedLoRABackward's
+// (gated_lora.cu's _bf16in kernel) after kernels.NeedGatedLoRABackward's
 // checks: GatedLoRABackwardRounded's bits for gate and up widened.
 func (b *Backend) GatedLoRABackwardBF16(dgateBF, dupBF []uint16, da, g, dact []float32, dactBF []uint16, gateBF, upBF []uint16, N, I, R int, gelu bool) {
-	const op = "GatedLoRABackwardBF16"
-	kernels.NeedGatedLoRABackward(op, dgateBF, dupBF, da, g, dact, dactBF, gateBF, upBF, N, I, R)
-	if !b.HoldsGateUpBF16(R) {
-		panic(fmt.Sprintf("cuda.%s: rank %d in precision %s (HoldsGateUpBF16 is false)", op, R, b.Precision()))
-	}
-	if N == 0 || I == 0 {
-		return
-	}
-	b.onDeviceCost(op, func() opCost { return opCost{2 * int64(N) * int64(I) * int64(R), dims("", N, I) + dims(" r", R)} }, func() error {
-		return b.ops.GatedLoRABackwardBF16(b.bf16(op, "dgateBF", dgateBF), b.bf16(op, "dupBF", dupBF), b.f32(op, "DA", da), b.f32(op, "g", g),
-			b.f32(op, "dact", dact), b.bf16(op, "dactBF", dactBF), b.bf16(op, "gateBF", gateBF), b.bf16(op, "upBF", upBF), N, I, R, gelu)
-	})
+	gatedLoRABackward(b, "GatedLoRABackwardBF16", b.HoldsGateUpBF16(R), "HoldsGateUpBF16", dgateBF, dupBF, da, g, dact, dactBF, gateBF, upBF, N, I, R, gelu)
 }

@@ -379,13 +379,41 @@ func (t *trafficBackend) FusesGatedLoRA(R int) bool { return R >= 1 && R <= cuda
 // up once a pass of 16 ranks, and A, and writing act's bf16 copy and u;
 // its product on CUDA cores (exact float32).
 func (t *trafficBackend) GatedLoRAForwardRounded(actBF []uint16, u []float32, gate, up, a []float32, N, I, R int, scale float32, gelu bool) {
-	passes := (R + 15) / 16
-	kernel := map[bool]string{false: "gated_lora_forward_swiglu", true: "gated_lora_forward_geglu"}[gelu]
-	l := flat(kernel, f32*(2*N*I*passes+R*I), b16*N*I+f32*N*R)
-	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
-	t.run("GatedLoRAForwardRounded", []launch{l}, func(be kernels.Backend) {
+	t.run("GatedLoRAForwardRounded", []launch{gatedLoRAForwardL(gelu, false, N, I, R)}, func(be kernels.Backend) {
 		be.(kernels.GatedLoRAForwarder).GatedLoRAForwardRounded(actBF, u, gate, up, a, N, I, R, scale, gelu)
 	})
+}
+
+// gatedLoRAForwardL is gated_lora.cu's forward kernel (its _bf16in form
+// where bf16In): gate and up read once a pass of 16 ranks (2 bytes a value
+// where bf16In), A read, act's bf16 copy and u written; its product on
+// CUDA cores (exact float32).
+func gatedLoRAForwardL(gelu, bf16In bool, N, I, R int) launch {
+	kernel, in := "gated_lora_forward_"+map[bool]string{false: "swiglu", true: "geglu"}[gelu], f32
+	if bf16In {
+		kernel, in = kernel+"_bf16in", b16
+	}
+	passes := (R + 15) / 16
+	l := flat(kernel, in*2*N*I*passes+f32*R*I, b16*N*I+f32*N*R)
+	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
+	return l
+}
+
+// gatedLoRABackwardL is gated_lora.cu's backward kernel (its _bf16in form
+// where bf16In): gate and up (2 bytes a value where bf16In), dact (where
+// dactBF, 2 bytes), g and DA read once; the roundings of dgate and dup and
+// DA written; its product on CUDA cores.
+func gatedLoRABackwardL(gelu, bf16In, dactBF bool, N, I, R int) launch {
+	kernel, in, dact := "gated_lora_backward_"+map[bool]string{false: "swiglu", true: "geglu"}[gelu], f32, f32
+	if bf16In {
+		kernel, in = kernel+"_bf16in", b16
+	}
+	if dactBF {
+		dact = b16
+	}
+	l := flat(kernel, in*2*N*I+dact*N*I+f32*(N*R+R*I), b16*2*N*I+f32*R*I)
+	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
+	return l
 }
 
 var _ kernels.GatedLoRABackwarder = (*trafficBackend)(nil)
@@ -399,14 +427,7 @@ func (t *trafficBackend) FusesGatedLoRABackward(R int) bool {
 // up, dact, g and DA once and writing the roundings of dgate and dup and
 // DA; its product on CUDA cores.
 func (t *trafficBackend) GatedLoRABackwardRounded(dgateBF, dupBF []uint16, da, g, dact []float32, dactBF []uint16, gate, up []float32, N, I, R int, gelu bool) {
-	kernel := map[bool]string{false: "gated_lora_backward_swiglu", true: "gated_lora_backward_geglu"}[gelu]
-	dactBytes := f32
-	if dactBF != nil {
-		dactBytes = b16
-	}
-	l := flat(kernel, f32*2*N*I+dactBytes*N*I+f32*(N*R+R*I), b16*2*N*I+f32*R*I)
-	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
-	t.run("GatedLoRABackwardRounded", []launch{l}, func(be kernels.Backend) {
+	t.run("GatedLoRABackwardRounded", []launch{gatedLoRABackwardL(gelu, false, dactBF != nil, N, I, R)}, func(be kernels.Backend) {
 		be.(kernels.GatedLoRABackwarder).GatedLoRABackwardRounded(dgateBF, dupBF, da, g, dact, dactBF, gate, up, N, I, R, gelu)
 	})
 }
@@ -457,11 +478,7 @@ func (t *trafficBackend) LoRAForwardManyTo(outBFs [][]uint16, us [][]float32, x 
 // GatedLoRAForwardBF16 is GatedLoRAForwardRounded's kernel in its _bf16in
 // form, reading gate and up at 2 bytes a value.
 func (t *trafficBackend) GatedLoRAForwardBF16(actBF []uint16, u []float32, gateBF, upBF []uint16, a []float32, N, I, R int, scale float32, gelu bool) {
-	passes := (R + 15) / 16
-	kernel := map[bool]string{false: "gated_lora_forward_swiglu_bf16in", true: "gated_lora_forward_geglu_bf16in"}[gelu]
-	l := flat(kernel, b16*2*N*I*passes+f32*R*I, b16*N*I+f32*N*R)
-	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
-	t.run("GatedLoRAForwardBF16", []launch{l}, func(be kernels.Backend) {
+	t.run("GatedLoRAForwardBF16", []launch{gatedLoRAForwardL(gelu, true, N, I, R)}, func(be kernels.Backend) {
 		be.(kernels.GateUpRounder).GatedLoRAForwardBF16(actBF, u, gateBF, upBF, a, N, I, R, scale, gelu)
 	})
 }
@@ -469,14 +486,7 @@ func (t *trafficBackend) GatedLoRAForwardBF16(actBF []uint16, u []float32, gateB
 // GatedLoRABackwardBF16 is GatedLoRABackwardRounded's kernel in its
 // _bf16in form, reading gate and up at 2 bytes a value.
 func (t *trafficBackend) GatedLoRABackwardBF16(dgateBF, dupBF []uint16, da, g, dact []float32, dactBF []uint16, gateBF, upBF []uint16, N, I, R int, gelu bool) {
-	kernel := map[bool]string{false: "gated_lora_backward_swiglu_bf16in", true: "gated_lora_backward_geglu_bf16in"}[gelu]
-	dactBytes := f32
-	if dactBF != nil {
-		dactBytes = b16
-	}
-	l := flat(kernel, b16*2*N*I+dactBytes*N*I+f32*(N*R+R*I), b16*2*N*I+f32*R*I)
-	l.flops, l.peak = 2*int64(N)*int64(I)*int64(R), peakF32
-	t.run("GatedLoRABackwardBF16", []launch{l}, func(be kernels.Backend) {
+	t.run("GatedLoRABackwardBF16", []launch{gatedLoRABackwardL(gelu, true, dactBF != nil, N, I, R)}, func(be kernels.Backend) {
 		be.(kernels.GateUpRounder).GatedLoRABackwardBF16(dgateBF, dupBF, da, g, dact, dactBF, gateBF, upBF, N, I, R, gelu)
 	})
 }

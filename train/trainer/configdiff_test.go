@@ -1,8 +1,12 @@
 package trainer
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // TestConfigDiffNamesOnlyTheFields: a resumed run that changes options is
@@ -37,5 +41,39 @@ func TestConfigDiffNamesOnlyTheFields(t *testing.T) {
 	}
 	if got := showValue(2.5e21); got != "2.5e21" {
 		t.Errorf("showValue(2.5e21) = %q", got)
+	}
+}
+
+// TestConfigDiffBF16GateUp: --bf16-gate-up is saved with a run's options
+// only when given (a config from before the flag compares equal to one
+// without it), and a resume that drops or adds it is told so: it changes
+// the step's bits on CUDA.
+func TestConfigDiffBF16GateUp(t *testing.T) {
+	config := func(args ...string) []byte {
+		t.Helper()
+		var o Options
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.AddFlags(fs, 1e-5)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(&o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	without, with := config(), config("--bf16-gate-up")
+	if bytes.Contains(without, []byte("bf16_gate_up")) {
+		t.Errorf("saved without the flag: %s", without)
+	}
+	if got := configDiff(without, without); got != nil {
+		t.Errorf("without the flag both times: %q", got)
+	}
+	if got, want := configDiff(without, with), []string{`option "bf16_gate_up" differs: run has it unset, command gives true`}; !slices.Equal(got, want) {
+		t.Errorf("adding --bf16-gate-up on resume: %q, want %q", got, want)
+	}
+	if got, want := configDiff(with, without), []string{`option "bf16_gate_up" differs: run has true, command leaves it unset`}; !slices.Equal(got, want) {
+		t.Errorf("dropping --bf16-gate-up on resume: %q, want %q", got, want)
 	}
 }

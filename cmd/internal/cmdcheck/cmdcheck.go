@@ -3,7 +3,7 @@
 // (metrics and adapters within the bounds hone-train's own CUDA tests use),
 // a grpo run stopped and resumed against the uninterrupted one (byte for
 // byte), grpo with --cuda-sync edges against the synchronized run (bit
-// for bit) and with --compute bf16 --cuda-attention gemm against the CPU
+// for bit) and with --compute bf16 --cuda-attention gemm --bf16-gate-up against the CPU
 // (BF16MetricTol), and hone-serve --device cuda answering, over HTTP, what
 // hone-serve --device cpu answers, before and after an adapter is
 // hot-reloaded.

@@ -187,8 +187,9 @@ func (f *flow) checkEdges(t *testing.T) {
 }
 
 // checkGEMM runs grpo on the device in the bf16 precision (bfloat16
-// weights, --compute bf16) with --cuda-attention gemm and checks every
-// metrics row against the CPU's f32 compute on the same weights within
+// weights, --compute bf16) with --cuda-attention gemm and --bf16-gate-up
+// (the MLP's gate and up held as bfloat16) and checks every metrics row
+// against the CPU's f32 compute on the same weights within
 // BF16MetricTol. The adapters are not compared: GRPO's advantages cancel
 // some gradient entries to about AdamW's ε, where the bf16 rounding decides
 // the sign of the first update of a zero-initialised lora_B (measured on
@@ -204,12 +205,12 @@ func (f *flow) checkGEMM(t *testing.T) {
 		f.hone(t, ref, "cpu", f.jobArgs("grpo", ref, dtype, 2)...)
 	}
 	dut := "grpo-" + f.tag + "-bf16-gemm"
-	f.hone(t, dut, f.device, append(f.jobArgs("grpo", dut, dtype, 2), "--compute", "bf16", "--cuda-attention", "gemm")...)
+	f.hone(t, dut, f.device, append(f.jobArgs("grpo", dut, dtype, 2), "--compute", "bf16", "--cuda-attention", "gemm", "--bf16-gate-up")...)
 	mw, err := CompareMetrics(f.run(ref), f.run(dut), BF16MetricTol)
 	if err != nil {
 		t.Fatalf("%s against the CPU: %v", dut, err)
 	}
-	report(t, "grpo %s: %s --compute bf16 --cuda-attention gemm (head dim %s): metrics within bf16 bounds of the cpu's f32 compute: rel err %.2g (bound %g); adapters not compared (bf16 decides near-ε updates' signs)",
+	report(t, "grpo %s: %s --compute bf16 --cuda-attention gemm --bf16-gate-up (head dim %s): metrics within bf16 bounds of the cpu's f32 compute: rel err %.2g (bound %g); adapters not compared (bf16 decides near-ε updates' signs)",
 		dtype, f.device, f.headDim(t), mw, BF16MetricTol)
 }
 

@@ -41,7 +41,7 @@ func TestGateUpRounderOnHardware(t *testing.T) {
 			kernels.ToBF16(xBF, x)
 			ws := [][]uint16{allocBF(I * C), allocBF(I * C)}
 			for _, w := range ws {
-				kernels.ToBF16(w, f32(I*C, 0.02))
+				fillNormalBF16(r, w, 0.02)
 			}
 			as := [][]float32{f32(R*C, 0.02), f32(R*C, 0.02)}
 			bs := [][]float32{f32(I*R, 0.02), f32(I*R, 0.02)}
@@ -71,7 +71,7 @@ func TestGateUpRounderOnHardware(t *testing.T) {
 			a := f32(R*I, 0.02)
 			actBF, u, wantActBF, wantU := allocBF(NI), alloc(N*R), allocBF(NI), alloc(N*R)
 			g, dactBF := f32(N*R, 0.1), allocBF(NI)
-			kernels.ToBF16(dactBF, f32(NI, 1))
+			fillNormalBF16(r, dactBF, 1)
 			dg, du, da, wdg, wdu, wda := allocBF(NI), allocBF(NI), alloc(R*I), allocBF(NI), allocBF(NI), alloc(R*I)
 			for _, gelu := range []bool{false, true} {
 				name := map[bool]string{false: "swiglu", true: "geglu"}[gelu]

@@ -95,16 +95,16 @@ func NeedGatedLoRABackward[In float32 | uint16](op string, dgateBF, dupBF []uint
 // PrecisionBF16): their products store the float32 sums rounded, and the
 // fused gated unit and gated backward (GatedLoRAForwarder,
 // GatedLoRABackwarder) read the roundings, widened exactly. On the 7B shape
-// that is 0.62 GB written and 1.24 GB read a layer less, and half the
+// that is 1.24 GB written and 1.86 GB read a layer less, and half the
 // memory of the two [N, I] activations every layer keeps for its backward
 // (17 GB a step at 8×1024 tokens). It moves bits: gate and up are rounded
 // once more, as a bfloat16 model's linear layers round their outputs
 // (PyTorch's bf16 Linear), and the LoRA term of each is rounded before the
 // base product adds onto it. Host backends do not implement it.
 type GateUpRounder interface {
-	// HoldsGateUpBF16 reports whether the ops below may be used, for LoRA
-	// updates of rank R on the down projection (and on gate and up, where
-	// they have one): false, they must not be.
+	// HoldsGateUpBF16 reports whether the ops below may be used where the
+	// down projection's LoRA update has rank R (false: they must not be;
+	// the gated kernels fuse only small ranks).
 	HoldsGateUpBF16(R int) bool
 	// LinearForwardBF16RoundedTo is InputRounder's LinearForwardBF16Rounded
 	// without biases storing its products rounded: outBFs[i] [N, OCs[i]] =

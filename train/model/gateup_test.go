@@ -23,7 +23,7 @@ import (
 // gate without up, no LoRA on down) and in PrecisionF32 the option changes
 // nothing: the same bits. A pass holding them keeps 2·N·I bfloat16 values
 // a layer for gate and up where it kept float32 ones: N·I float32s a layer
-// less (one slot under checkpointing).
+// less (one slot under checkpointing); Model.GateUpHeld says which.
 func TestGateUpBF16CUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
@@ -107,10 +107,32 @@ func TestGateUpBF16CUDAEmulated(t *testing.T) {
 		{"every module, checkpointed", AllModules(), TrainOptions{GateUpBF16: true, Checkpoint: true}, NI},
 		{"no down", []Module{ModQ, ModV, ModGate, ModUp}, TrainOptions{GateUpBF16: true}, 0},
 	} {
+		if held := gateUpHeldFor(t, b, c, tc.targets); held != (tc.less > 0) {
+			t.Errorf("%s: GateUpHeld %v, want %v", tc.name, held, tc.less > 0)
+		}
 		base := tc.opt
 		base.GateUpBF16 = false
 		if d := trainSlabWith(t, b, c, bt, tc.targets, base) - trainSlabWith(t, b, c, bt, tc.targets, tc.opt); d < tc.less || d >= tc.less+c.Layers*2*arenaAlign {
 			t.Errorf("%s: the slab holds %d values less with GateUpBF16, want %d (and the arena's alignment)", tc.name, d, tc.less)
 		}
 	}
+}
+
+// gateUpHeldFor is Model.GateUpHeld of a bfloat16 micro model of config c
+// on be with a rank-2 adapter on targets.
+func gateUpHeldFor(t *testing.T, be kernels.Backend, c Config, targets []Module) bool {
+	t.Helper()
+	m, err := New(c, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.ToBF16(); err != nil {
+		t.Fatal(err)
+	}
+	ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: 2, Alpha: 4, Targets: targets}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.GateUpHeld(ad)
 }

@@ -325,6 +325,14 @@ func (m *Model) gateUpHeld(ad *Adapter, N int) bool {
 	return true
 }
 
+// GateUpHeld reports whether a training pass with adapter ad holds the
+// MLP's gate and up as bfloat16 when asked to (TrainOptions.GateUpBF16):
+// on a kernels.GateUpRounder (kernels/cuda's bf16 precision), a bfloat16
+// model and an adapter whose every layer has a LoRA update on the down
+// projection of a rank the backend fuses, and on gate and up both (of one
+// rank and scale) or neither; false where the option would change nothing.
+func (m *Model) GateUpHeld(ad *Adapter) bool { return m.gateUpHeld(ad, 1) }
+
 // bf returns the first n values of w.xbf, or nil when the pass has none.
 func (w *work) bf(n int) []uint16 {
 	if w.xbf == nil {

@@ -3,9 +3,14 @@ package trainer
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/train/model"
+	"github.com/hone-rl/hone/train/tinymodel"
 	"github.com/spf13/pflag"
 )
 
@@ -75,5 +80,36 @@ func TestConfigDiffBF16GateUp(t *testing.T) {
 	}
 	if got, want := configDiff(with, without), []string{`option "bf16_gate_up" differs: run has true, command leaves it unset`}; !slices.Equal(got, want) {
 		t.Errorf("dropping --bf16-gate-up on resume: %q, want %q", got, want)
+	}
+}
+
+// TestBF16GateUpWarnsWhereItChangesNothing: Options.Loop passes
+// --bf16-gate-up to the model's passes, and where they would not hold
+// gate and up as bfloat16 (here: the CPU backend) it says so in the log,
+// once; without the flag it says nothing.
+func TestBF16GateUpWarnsWhereItChangesNothing(t *testing.T) {
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	m, err := tinymodel.New(tinymodel.Options{Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Seed: 2}, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 2, Targets: model.AllModules()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []bool{false, true} {
+		var log bytes.Buffer
+		o := Options{BF16GateUp: flag}
+		l := o.Loop(&Prepared{Model: m, Ad: ad}, nil, 1, slog.New(slog.NewTextHandler(&log, nil)))
+		if l.Train.GateUpBF16 != flag {
+			t.Errorf("--bf16-gate-up %v: the loop's passes have GateUpBF16 %v", flag, l.Train.GateUpBF16)
+		}
+		if warned := strings.Count(log.String(), "--bf16-gate-up changes nothing here"); warned != map[bool]int{false: 0, true: 1}[flag] {
+			t.Errorf("--bf16-gate-up %v on the CPU: warned %d times:\n%s", flag, warned, log.String())
+		}
 	}
 }

@@ -377,6 +377,9 @@ func sameConfig(a, b []byte) bool { return len(configDiff(a, b)) == 0 }
 
 // Loop returns a Loop over prep with the shared options filled in.
 func (o *Options) Loop(prep *Prepared, config any, totalUpdates int, log *slog.Logger) *Loop {
+	if o.BF16GateUp && !prep.Model.GateUpHeld(prep.Ad) {
+		log.Warn("--bf16-gate-up changes nothing here: gate and up are held as bfloat16 only with --device cuda --compute bf16, bfloat16 weights, and in every layer a LoRA on down_proj of rank 16 or less and on gate_proj and up_proj both or neither")
+	}
 	return &Loop{
 		Model: prep.Model, Adapter: prep.Ad, Opt: prep.Opt, Sched: o.Sched(totalUpdates), Ckpt: prep.Ckpt,
 		BaseName: o.Model, Config: config, Train: model.TrainOptions{Checkpoint: o.Checkpointing, GateUpBF16: o.BF16GateUp},

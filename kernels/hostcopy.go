@@ -49,6 +49,33 @@ func NeedCopyToHost(dst, src []float32, n int) {
 	Need(op, "src", len(src), n)
 }
 
+// HostUploader is implemented by a backend whose memory the host should
+// not write in place either: a host write to kernels/cuda's managed memory
+// migrates each page, which the buffer's allocation touched on the device,
+// to the host by a page fault, and the device's next read faults it back
+// (15 GB of a 7B model's weights each way at load). UploadBF16 moves host
+// values into it in one bulk transfer instead (cuMemcpyHtoD). Host backends
+// (ref, cpu) do not implement it: the function UploadBF16 copies.
+type HostUploader interface {
+	// UploadBF16 overwrites dst, the backend's memory, with src (host
+	// memory, not the backend's; len(dst) values), once the work queued
+	// before it has finished; nothing around dst is written. Like the ops,
+	// it panics naming itself on a wrong size or on memory on the wrong
+	// side.
+	UploadBF16(dst, src []uint16)
+}
+
+// UploadBF16 copies src, host memory, into dst, b's memory (len(dst)
+// values each): with b's HostUploader when b is one, else by copy.
+func UploadBF16(b Backend, dst, src []uint16) {
+	if u, ok := b.(HostUploader); ok {
+		u.UploadBF16(dst, src)
+		return
+	}
+	Need("UploadBF16", "src", len(src), len(dst))
+	copy(dst, src)
+}
+
 // Synchronizer is implemented by a backend whose ops may return before
 // the device has finished them (kernels/cuda with SetSyncEachOp(false)):
 // Synchronize returns once every op called before it has finished, so

@@ -36,6 +36,40 @@ func (b *Backend) CopyToHost(dst, src []float32, n int) {
 	})
 }
 
+var _ kernels.HostUploader = (*Backend)(nil)
+
+// UploadBF16 implements kernels.HostUploader: src, host memory, goes to
+// dst, a view of one of the backend's allocations, in one cuMemcpyHtoD_v2
+// of exactly 2·len(dst) bytes (a bulk transfer, where a host write of the
+// managed memory would migrate its pages by faults). The device has
+// finished every earlier op (each ends synchronized; in the stream-ordered
+// mode the copy waits for the queue). A dst outside the backend's memory,
+// or a src overlapping it, panics naming the op and the argument; so does
+// a failed copy.
+func (b *Backend) UploadBF16(dst, src []uint16) {
+	const op = "UploadBF16"
+	kernels.Need(op, "src", len(src), len(dst))
+	if len(dst) == 0 {
+		return
+	}
+	src = src[:len(dst)]
+	b.onDevice(op, func() error {
+		addr := uintptr(unsafe.Pointer(&dst[0]))
+		if b.find(addr, 2*len(dst)) == nil {
+			foreign(op, "dst", len(dst), addr)
+		}
+		if s := uintptr(unsafe.Pointer(&src[0])); b.overlaps(s, 2*len(src)) {
+			panic(fmt.Sprintf("kernels.%s: src (%d values at %#x) is memory of the CUDA backend: UploadBF16 reads host memory (use Copy between the backend's buffers)", op, len(src), s))
+		}
+		if err := b.d.Synchronize(); err != nil {
+			return err
+		}
+		return b.d.do(func() error {
+			return b.d.drv.MemcpyHtoD(DevPtr(addr), unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), 2*len(src)))
+		})
+	})
+}
+
 // overlaps reports whether any byte of [addr, addr+bytes) lies in one of
 // the backend's allocations; b.mu is held. Allocations are disjoint and
 // sorted, so only the last one starting before the end can reach addr.

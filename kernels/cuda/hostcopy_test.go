@@ -236,3 +236,48 @@ func TestBackendAllocHost(t *testing.T) {
 		t.Error("AllocHostF32 after Close: no error")
 	}
 }
+
+// TestBackendUploadBF16: on the emulated device, UploadBF16 writes host
+// values into a view of an allocation at an odd offset and of an odd
+// length through cuMemcpyHtoD_v2 (a failure the fake driver injects there
+// panics naming the op and the call), exactly those values: the
+// neighbours on either side keep theirs; and it refuses a destination
+// outside the backend's memory, a source inside it and a short source.
+// (Its wait for the ops queued before it in the stream-ordered mode is
+// not seen here: the fake driver runs each launch as it is made.)
+func TestBackendUploadBF16(t *testing.T) {
+	b, drv, _ := emulatedBackend(t)
+	defer b.Close()
+	x, err := b.AllocBF16(9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeBF16(x)
+	for i := range x {
+		x[i] = 0x7777
+	}
+	src := []uint16{0x3f80, 0x4000, 0x4040, 0x4080, 0x40a0}
+	b.UploadBF16(x[1:6], src)
+	if want := []uint16{0x7777, 0x3f80, 0x4000, 0x4040, 0x4080, 0x40a0, 0x7777, 0x7777, 0x7777}; !slices.Equal(x, want) {
+		t.Errorf("UploadBF16 into x[1:6]: %#04x, want %#04x", x, want)
+	}
+	drv.FailNext("cuMemcpyHtoD_v2", 700)
+	if msg := catch(func() { b.UploadBF16(x[:2], src[:2]) }); !strings.Contains(msg, "kernels.UploadBF16") || !strings.Contains(msg, "cuMemcpyHtoD_v2") {
+		t.Errorf("a failed cuMemcpyHtoD_v2: panic %q, want it to name the op and the call", msg)
+	}
+
+	for _, c := range []struct {
+		name     string
+		dst, src []uint16
+		says     string
+	}{
+		{"dst Go memory", make([]uint16, 4), src[:4], "kernels.UploadBF16: dst (4 values"},
+		{"src the backend's memory", x[:2], x[4:6], "kernels.UploadBF16: src (2 values"},
+		{"src short", x[:4], src[:3], "UploadBF16"},
+	} {
+		if msg := catch(func() { b.UploadBF16(c.dst, c.src) }); !strings.Contains(msg, c.says) {
+			t.Errorf("%s: panic %q, want it to say %q", c.name, msg, c.says)
+		}
+	}
+	var _ kernels.HostUploader = b
+}

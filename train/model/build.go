@@ -247,7 +247,7 @@ func (m *Model) LoadWeights(src TensorSource) error {
 		if buf == nil {
 			buf = make([]float32, loadChunk)
 		}
-		i, err := loadBF16(t.Bits, src, t.Name, info.DType, buf)
+		i, err := loadBF16(m.be, t.Bits, src, t.Name, info.DType, buf)
 		if err != nil {
 			return fmt.Errorf("model: tensor %q: %w", t.Name, err)
 		}
@@ -278,15 +278,19 @@ func unravel(i int, shape []int) []int {
 	return idx
 }
 
-// loadBF16 fills bits with the tensor name of dtype d and returns the
-// index of its first NaN or infinity (−1: none). On a little-endian host a
-// bfloat16 tensor's bytes are its bits (widening to float32 and rounding
-// back, as before, gives the same bits for every finite value): a copy and
-// firstNonFiniteBF16, 7–9 GB/s here, where the round trip ran at
-// 0.5–0.9 GB/s (a 7B checkpoint's 15 GB: 16–30 s). Other dtypes are
-// converted through float32, len(buf) elements at a time, and checked as
-// float32.
-func loadBF16(bits []uint16, src TensorSource, name string, d safetensors.DType, buf []float32) (int, error) {
+// loadBF16 fills bits, be's memory, with the tensor name of dtype d and
+// returns the index of its first NaN or infinity (−1: none). On a
+// little-endian host a bfloat16 tensor's bytes are its bits (widening to
+// float32 and rounding back, as before, gives the same bits for every
+// finite value): a copy and firstNonFiniteBF16, 7–9 GB/s here, where the
+// round trip ran at 0.5–0.9 GB/s (a 7B checkpoint's 15 GB: 16–30 s). Other
+// dtypes are converted through float32, len(buf) elements at a time, and
+// checked as float32. The bits go into be's memory by kernels.UploadBF16
+// (a bfloat16 tensor at an even address in one call, from the file's
+// bytes; others a chunk at a time): on a kernels.HostUploader
+// (kernels/cuda) a bulk transfer, not host writes that would fault the
+// managed pages over one at a time.
+func loadBF16(be kernels.Backend, bits []uint16, src TensorSource, name string, d safetensors.DType, buf []float32) (int, error) {
 	b, err := src.Bytes(name)
 	if err != nil {
 		return -1, err
@@ -296,13 +300,22 @@ func loadBF16(bits []uint16, src TensorSource, name string, d safetensors.DType,
 	if len(b) != len(bits)*size {
 		return -1, fmt.Errorf("%d bytes of %s for %d elements", len(b), d, len(bits))
 	}
+	if d == safetensors.BF16 && littleEndian {
+		if i := firstNonFiniteBF16(b); i >= 0 {
+			return i, nil
+		}
+		if len(b) > 0 && uintptr(unsafe.Pointer(&b[0]))%2 == 0 {
+			kernels.UploadBF16(be, bits, unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(bits))) // the file's bytes in place
+			return -1, nil
+		}
+	}
+	host := make([]uint16, min(len(buf), len(bits))) // a chunk's bits on the host
 	for lo := 0; lo < len(bits); lo += len(buf) {
 		dst := bits[lo:min(len(bits), lo+len(buf))]
-		if d == safetensors.BF16 && littleEndian {
-			copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 2*len(dst)), b[2*lo:])
-			if i := firstNonFiniteBF16(b[2*lo : 2*(lo+len(dst))]); i >= 0 {
-				return lo + i, nil
-			}
+		h := host[:len(dst)]
+		if d == safetensors.BF16 && littleEndian { // an odd address: through the host chunk
+			copy(unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h)), b[2*lo:])
+			kernels.UploadBF16(be, dst, h)
 			continue
 		}
 		f := buf[:len(dst)]
@@ -312,7 +325,8 @@ func loadBF16(bits []uint16, src TensorSource, name string, d safetensors.DType,
 		if i := kernels.FirstNonFinite(f); i >= 0 {
 			return lo + i, nil
 		}
-		kernels.ToBF16(dst, f)
+		kernels.ToBF16(h, f)
+		kernels.UploadBF16(be, dst, h)
 	}
 	return -1, nil
 }

@@ -97,7 +97,8 @@ func abs32(x float32) float32 {
 
 // TestLoadBF16Chunked: converting a tensor into bfloat16 a few elements at
 // a time (the chunk not dividing the length) gives the bits that rounding
-// the whole float32 tensor gives, from each dtype on disk.
+// the whole float32 tensor gives, from each dtype on disk, written in
+// place or through a kernels.HostUploader's uploads.
 func TestLoadBF16Chunked(t *testing.T) {
 	vals := make([]float32, 1001)
 	for i := range vals {
@@ -123,14 +124,69 @@ func TestLoadBF16Chunked(t *testing.T) {
 		want := make([]uint16, len(vals))
 		kernels.ToBF16(want, whole)
 		got := make([]uint16, len(vals))
-		if i, err := loadBF16(got, src, "w", d, make([]float32, 64)); err != nil || i >= 0 {
+		if i, err := loadBF16(ref.New(), got, src, "w", d, make([]float32, 64)); err != nil || i >= 0 {
 			t.Fatalf("%s: non-finite at %d, %v", d, i, err)
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: chunked bits differ from whole-tensor rounding", d)
 		}
-		if _, err := loadBF16(got[:1000], src, "w", d, make([]float32, 64)); err == nil {
+		if _, err := loadBF16(ref.New(), got[:1000], src, "w", d, make([]float32, 64)); err == nil {
 			t.Errorf("%s: a destination of the wrong size was accepted", d)
 		}
+		// Onto a kernels.HostUploader: the same bits through its uploads,
+		// a bfloat16 tensor in one (from the file's bytes, or a chunk at a
+		// time where they lie at an odd address), others a chunk at a time.
+		for _, odd := range []bool{false, true} {
+			up := &uploads{Backend: ref.New()}
+			var s TensorSource = src
+			if odd {
+				s = oddBytes{src}
+			}
+			got := make([]uint16, len(vals))
+			if i, err := loadBF16(up, got, s, "w", d, make([]float32, 64)); err != nil || i >= 0 {
+				t.Fatalf("%s onto an uploader (odd address %v): non-finite at %d, %v", d, odd, i, err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s onto an uploader (odd address %v): the bits differ", d, odd)
+			}
+			wantCalls := (len(vals) + 63) / 64
+			if d == safetensors.BF16 && !odd {
+				wantCalls = 1
+			}
+			if up.calls != wantCalls {
+				t.Errorf("%s onto an uploader (odd address %v): %d uploads, want %d", d, odd, up.calls, wantCalls)
+			}
+		}
 	}
+}
+
+// uploads is a host backend that says it is a kernels.HostUploader and
+// counts the uploads.
+type uploads struct {
+	kernels.Backend
+	calls int
+}
+
+func (u *uploads) UploadBF16(dst, src []uint16) {
+	kernels.Need("UploadBF16", "src", len(src), len(dst))
+	u.calls++
+	copy(dst, src)
+}
+
+// oddBytes is a TensorSource whose tensors' bytes lie at odd addresses.
+type oddBytes struct{ TensorSource }
+
+func (o oddBytes) Bytes(name string) ([]byte, error) {
+	b, err := o.TensorSource.Bytes(name)
+	if err != nil {
+		return nil, err
+	}
+	c := make([]byte, len(b)+1)
+	if uintptr(unsafe.Pointer(&c[0]))%2 == 1 {
+		c = c[:len(b)]
+	} else {
+		c = c[1:]
+	}
+	copy(c, b)
+	return c, nil
 }

@@ -262,13 +262,17 @@ func configureCUDA(be kernels.Backend, attnKern, gemm, cudaSync string) error {
 
 // fill gives the weights cheap deterministic values of a sensible scale
 // (the values do not matter for speed; norms get 1), on every core: the 7B
-// shape of the device check has 7.6 billion of them.
+// shape of the device check has 7.6 billion of them. A bfloat16 matrix's
+// values are made on the host a block at a time and go into the backend's
+// memory by kernels.UploadBF16 (on kernels/cuda a bulk copy, where host
+// writes would fault its managed pages over one at a time).
 func fill(m *model.Model) {
 	const block = 1 << 20
 	type job struct {
 		t      model.Tensor
 		lo, hi int
 	}
+	be := m.Backend()
 	jobs := make(chan job)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
@@ -276,8 +280,9 @@ func fill(m *model.Model) {
 		go func() {
 			defer wg.Done()
 			var buf [4096]float32
+			host := make([]uint16, block)
 			for j := range jobs {
-				fillRange(j.t, j.lo, j.hi, buf[:])
+				fillRange(be, j.t, j.lo, j.hi, buf[:], host)
 			}
 		}()
 	}
@@ -291,8 +296,9 @@ func fill(m *model.Model) {
 	wg.Wait()
 }
 
-// fillRange fills elements [lo, hi) of t.
-func fillRange(t model.Tensor, lo, hi int, buf []float32) {
+// fillRange fills elements [lo, hi) of t, a bfloat16 matrix's through
+// host (at least hi − lo values) and kernels.UploadBF16 onto be.
+func fillRange(be kernels.Backend, t model.Tensor, lo, hi int, buf []float32, host []uint16) {
 	if len(t.Shape) == 1 {
 		for i := lo; i < min(hi, len(t.Values)); i++ {
 			t.Values[i] = 1
@@ -302,15 +308,21 @@ func fillRange(t model.Tensor, lo, hi int, buf []float32) {
 	for i := lo; i < min(hi, len(t.Values)); i++ {
 		t.Values[i] = fillValue(i)
 	}
-	// A bfloat16 matrix gets the same values, rounded, through a small
-	// buffer: a float32 copy would be garbage the peak RSS counts.
-	for l := lo; l < min(hi, len(t.Bits)); l += len(buf) {
-		f := buf[:min(len(buf), min(hi, len(t.Bits))-l)]
-		for i := range f {
-			f[i] = fillValue(l + i)
-		}
-		kernels.ToBF16(t.Bits[l:l+len(f)], f)
+	if lo >= len(t.Bits) {
+		return
 	}
+	// The same values, rounded, through a small buffer: a float32 copy
+	// would be garbage the peak RSS counts.
+	hi = min(hi, len(t.Bits))
+	h := host[:hi-lo]
+	for l := 0; l < len(h); l += len(buf) {
+		f := buf[:min(len(buf), len(h)-l)]
+		for i := range f {
+			f[i] = fillValue(lo + l + i)
+		}
+		kernels.ToBF16(h[l:l+len(f)], f)
+	}
+	kernels.UploadBF16(be, t.Bits[lo:hi], h)
 }
 
 func fillValue(i int) float32 { return float32((i*7919)%2001-1000) * 3e-5 }

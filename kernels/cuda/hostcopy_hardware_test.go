@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cuda"
@@ -90,4 +91,56 @@ func timeCopyToHost(t *testing.T, b *cuda.Backend, n, rounds int) (ts [3][2][]ti
 		}
 	}
 	return ts
+}
+
+// TestUploadBF16OnHardware times the two ways bfloat16 weights reach the
+// device's managed memory, which its allocation touched on the device: host
+// writes in place (copy: each page migrates to the host on a fault) and
+// UploadBF16 (one cuMemcpyHtoD_v2, what model.LoadWeights and modelbench's
+// fill do), each followed by a device op over the buffer (Scale by 1 of its
+// float32 view: after the host writes it faults the pages back). It logs
+// the median of each (log UPLOAD) and checks the values either way. With
+// -test.short it uploads 4096 values once and times nothing. Not run on a
+// GPU yet.
+func TestUploadBF16OnHardware(t *testing.T) {
+	b := hardwareBackend(t, kernels.PrecisionF32)
+	n, rounds := 1<<29, 5 // 1 GB
+	if testing.Short() {
+		n, rounds = 4096, 1
+	}
+	dst, err := b.AllocBF16(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.FreeBF16(dst)
+	view := unsafe.Slice((*float32)(unsafe.Pointer(&dst[0])), n/2)
+	src := make([]uint16, n)
+	for i := range src {
+		src[i] = kernels.BF16(float32(i%1999-999) * 1e-3) // finite float32 pairs, so Scale keeps them finite
+	}
+	var ts [2][2][]time.Duration
+	for range rounds {
+		for way, put := range []func(){func() { copy(dst, src) }, func() { b.UploadBF16(dst, src) }} {
+			b.Scale(view, view, 1, len(view)) // the pages on the device
+			b.Synchronize()
+			t0 := time.Now()
+			put()
+			b.Synchronize()
+			t1 := time.Now()
+			b.Scale(view, view, 1, len(view))
+			b.Synchronize()
+			ts[way][0] = append(ts[way][0], t1.Sub(t0))
+			ts[way][1] = append(ts[way][1], time.Since(t1))
+			if !slices.Equal(dst, src) {
+				t.Fatalf("%s: the device's memory does not hold the values", []string{"host writes", "UploadBF16"}[way])
+			}
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	for way, name := range []string{"host writes of managed memory", "UploadBF16"} {
+		t.Logf("UPLOAD %d MB, %-30s median %9v (%5.1f GB/s); the next device op median %9v (%d rounds)",
+			2*n>>20, name, median(ts[way][0]), float64(2*n)/1e9/median(ts[way][0]).Seconds(), median(ts[way][1]), rounds)
+	}
 }

@@ -122,17 +122,7 @@ func TestGateUpBF16CUDAEmulated(t *testing.T) {
 // on be with a rank-2 adapter on targets.
 func gateUpHeldFor(t *testing.T, be kernels.Backend, c Config, targets []Module) bool {
 	t.Helper()
-	m, err := New(c, be)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, ad := bf16MicroModel(t, be, c, targets)
 	defer m.Close()
-	if err := m.ToBF16(); err != nil {
-		t.Fatal(err)
-	}
-	ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: 2, Alpha: 4, Targets: targets}, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return m.GateUpHeld(ad)
 }

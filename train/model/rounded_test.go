@@ -263,21 +263,31 @@ func trainSlab(t *testing.T, be kernels.Backend, c Config, bt *Batch, targets []
 	return trainSlabWith(t, be, c, bt, targets, TrainOptions{})
 }
 
-// trainSlabWith is trainSlab of a pass with options opt.
-func trainSlabWith(t *testing.T, be kernels.Backend, c Config, bt *Batch, targets []Module, opt TrainOptions) int {
+// bf16MicroModel is a bfloat16 micro model of config c on be (the caller
+// closes it) and a LoRA adapter of rank 2 on targets, not yet placed.
+func bf16MicroModel(t *testing.T, be kernels.Backend, c Config, targets []Module) (*Model, *Adapter) {
 	t.Helper()
 	m, err := New(c, be)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
 	if err := m.ToBF16(); err != nil {
+		m.Close()
 		t.Fatal(err)
 	}
 	ad, err := NewAdapter(&m.Config, AdapterConfig{Rank: 2, Alpha: 4, Targets: targets}, 3)
 	if err != nil {
+		m.Close()
 		t.Fatal(err)
 	}
+	return m, ad
+}
+
+// trainSlabWith is trainSlab of a pass with options opt.
+func trainSlabWith(t *testing.T, be kernels.Backend, c Config, bt *Batch, targets []Module, opt TrainOptions) int {
+	t.Helper()
+	m, ad := bf16MicroModel(t, be, c, targets)
+	defer m.Close()
 	if err := ad.Place(be); err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/model"
-	"github.com/hone-rl/hone/train/tinymodel"
 	"github.com/spf13/pflag"
 )
 
@@ -88,15 +86,7 @@ func TestConfigDiffBF16GateUp(t *testing.T) {
 // gate and up as bfloat16 (here: the CPU backend) it says so in the log,
 // once; without the flag it says nothing.
 func TestBF16GateUpWarnsWhereItChangesNothing(t *testing.T) {
-	be, err := cpu.New(cpu.Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	m, err := tinymodel.New(tinymodel.Options{Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Seed: 2}, be)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := tinyCPUModel(t)
 	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 2, Targets: model.AllModules()}, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -25,15 +25,7 @@ import (
 // saving every step into a fresh run folder; loss is the job's loss.
 func finiteLoop(t *testing.T, lr float64, loss func(s int) LossFunc) (*Loop, *bytes.Buffer) {
 	t.Helper()
-	be, err := cpu.New(cpu.Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { be.Close() })
-	m, err := tinymodel.New(tinymodel.Options{Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Seed: 2}, be)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := tinyCPUModel(t)
 	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 2, Targets: model.AllModules()}, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -176,4 +168,21 @@ func TestAdamWRefusesNonFiniteGradient(t *testing.T) {
 	if o.Step != 0 || q.A[0] != A[0] || q.A[1] != A[1] || q.B[0] != 0 {
 		t.Errorf("refused update moved the state: step %d, A %v→%v, B[0] %v", o.Step, A[:2], q.A[:2], q.B[0])
 	}
+}
+
+// tinyCPUModel is a one-layer tiny model (tinymodel, seed 2) on a
+// one-worker CPU backend, both closed when t ends.
+func tinyCPUModel(t *testing.T) *model.Model {
+	t.Helper()
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	m, err := tinymodel.New(tinymodel.Options{Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Seed: 2}, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
 }

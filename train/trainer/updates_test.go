@@ -7,10 +7,8 @@ import (
 
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/kernels"
-	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/model"
-	"github.com/hone-rl/hone/train/tinymodel"
 )
 
 // TestPerMicroBatchUpdates: a job with PerMicroBatch takes one optimizer
@@ -18,15 +16,7 @@ import (
 // its own learning-rate scale — exactly what one step per micro-batch
 // does — and reports how many it took.
 func TestPerMicroBatchUpdates(t *testing.T) {
-	be, err := cpu.New(cpu.Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	m, err := tinymodel.New(tinymodel.Options{Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Seed: 2}, be)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := tinyCPUModel(t)
 	exs := []Example{
 		{Seqs: []layout.Sequence{seq([]int32{5, 9, 14, 3, 7}, []bool{false, false, true, true, true})}},
 		{Seqs: []layout.Sequence{seq([]int32{8, 2, 6, 1}, []bool{false, true, true, true})}},

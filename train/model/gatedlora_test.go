@@ -131,11 +131,8 @@ func TestGatedLoRAMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}
-	b, _ := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	b, c, bt, NI := memoryCase(t)
 	defer b.Close()
-	c := microConfig("qwen2")
-	bt := packed(c.Vocab, []int{4, 6}, 2)
-	NI := len(bt.IDs) * c.Intermediate
 	for _, tc := range []struct {
 		name    string
 		targets []Module

@@ -92,11 +92,8 @@ func TestGateUpBF16CUDAEmulated(t *testing.T) {
 		b.Close()
 	}
 
-	b, _ := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	b, c, bt, NI := memoryCase(t)
 	defer b.Close()
-	c := microConfig("qwen2")
-	bt := packed(c.Vocab, []int{4, 6}, 2)
-	NI := len(bt.IDs) * c.Intermediate
 	for _, tc := range []struct {
 		name    string
 		targets []Module

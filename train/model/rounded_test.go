@@ -238,10 +238,8 @@ func TestInputRounderMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}
-	b, _ := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	b, c, bt, _ := memoryCase(t)
 	defer b.Close()
-	c := microConfig("qwen2")
-	bt := packed(c.Vocab, []int{4, 6}, 2)
 	slab := func(be kernels.Backend) int { return trainSlab(t, be, c, bt, AllModules()) }
 	// The gated unit's fused LoRA products hidden where they could run
 	// (noGatedLoRA): with them the pass holds no act either
@@ -310,6 +308,18 @@ func slabLess(t *testing.T, what string, without, with kernels.Backend, c Config
 	}
 }
 
+// memoryCase is the memory tests' set-up: cuda.Backend in PrecisionBF16
+// on the emulated device (the caller closes it), the micro qwen2 config, a
+// packed batch of two sequences and its N·I (tokens times the MLP's
+// width).
+func memoryCase(t *testing.T) (b *cuda.Backend, c Config, bt *Batch, NI int) {
+	t.Helper()
+	b, _ = emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	c = microConfig("qwen2")
+	bt = packed(c.Vocab, []int{4, 6}, 2)
+	return b, c, bt, len(bt.IDs) * c.Intermediate
+}
+
 // TestLoRARoundedMemory: a training pass of a bfloat16 micro model on
 // cuda.Backend in PrecisionBF16 holds no float32 dgate and dup (2·N·I
 // values less than with noRoundedLoRA, give or take the arena's
@@ -322,11 +332,8 @@ func TestLoRARoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}
-	b, _ := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	b, c, bt, NI := memoryCase(t)
 	defer b.Close()
-	c := microConfig("qwen2")
-	bt := packed(c.Vocab, []int{4, 6}, 2)
-	NI := len(bt.IDs) * c.Intermediate
 	for _, tc := range []struct {
 		name    string
 		targets []Module
@@ -420,11 +427,8 @@ func TestDactRoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}
-	b, _ := emulatedCUDABackendDriver(t, kernels.PrecisionBF16)
+	b, c, bt, NI := memoryCase(t)
 	defer b.Close()
-	c := microConfig("qwen2")
-	bt := packed(c.Vocab, []int{4, 6}, 2)
-	NI := len(bt.IDs) * c.Intermediate
 	less := NI - (NI+1)/2
 	for _, targets := range [][]Module{AllModules(), {ModQ, ModV}} {
 		slabLess(t, fmt.Sprintf("targets %v, against dact in float32", targets), noDinpRounder{b}, b, c, bt, targets, less)

@@ -97,14 +97,7 @@ func gatedLoRABackwardOnShim(t *testing.T, h shimHarness) {
 				t.Run(name, func(t *testing.T) {
 					N, I, R := s.N, s.I, s.R
 					gate, up, g := randn(r, N*I), randn(r, N*I), randn(r, N*R)
-					var dact []float32
-					var dactBF []uint16
-					if bfDact {
-						dactBF = make([]uint16, N*I)
-						kernels.ToBF16(dactBF, randn(r, N*I))
-					} else {
-						dact = randn(r, N*I)
-					}
+					dact, dactBF := randDact(r, N*I, bfDact)
 					const tail = 5
 					nanBF := uint16(0x7fc1)
 					dgBF := slices.Repeat([]uint16{nanBF}, N*I+tail)
@@ -204,14 +197,7 @@ func gatedLoRABF16InOnShim(t *testing.T, h shimHarness) {
 				}
 				g := randn(r, N*R)
 				for _, bfDact := range []bool{false, true} {
-					var dact []float32
-					var dactBF []uint16
-					if bfDact {
-						dactBF = make([]uint16, N*I)
-						kernels.ToBF16(dactBF, randn(r, N*I))
-					} else {
-						dact = randn(r, N*I)
-					}
+					dact, dactBF := randDact(r, N*I, bfDact)
 					da0 := randn(r, R*I)
 					dg, du, da := nanBF16(N*I), nanBF16(N*I), append(slices.Clone(da0), nanF32(0)...)
 					wdg, wdu, wda := nanBF16(N*I), nanBF16(N*I), append(slices.Clone(da0), nanF32(0)...)
@@ -227,4 +213,15 @@ func gatedLoRABF16InOnShim(t *testing.T, h shimHarness) {
 			})
 		}
 	}
+}
+
+// randDact is n random values of a gated backward's dact: as float32, or
+// where bf16 as their bfloat16 roundings (the other nil).
+func randDact(r *rand.Rand, n int, bf16 bool) ([]float32, []uint16) {
+	if !bf16 {
+		return randn(r, n), nil
+	}
+	bf := make([]uint16, n)
+	kernels.ToBF16(bf, randn(r, n))
+	return nil, bf
 }

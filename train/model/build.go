@@ -309,13 +309,23 @@ func loadBF16(be kernels.Backend, bits []uint16, src TensorSource, name string, 
 			return -1, nil
 		}
 	}
-	host := make([]uint16, min(len(buf), len(bits))) // a chunk's bits on the host
+	// A chunk's bits are made in host memory and uploaded on a
+	// HostUploader; elsewhere bits is the host's, and they are made there.
+	var host []uint16
+	if _, up := be.(kernels.HostUploader); up {
+		host = make([]uint16, min(len(buf), len(bits)))
+	}
 	for lo := 0; lo < len(bits); lo += len(buf) {
 		dst := bits[lo:min(len(bits), lo+len(buf))]
-		h := host[:len(dst)]
-		if d == safetensors.BF16 && littleEndian { // an odd address: through the host chunk
+		h := dst
+		if host != nil {
+			h = host[:len(dst)]
+		}
+		if d == safetensors.BF16 && littleEndian { // an odd address: a chunk at a time
 			copy(unsafe.Slice((*byte)(unsafe.Pointer(&h[0])), 2*len(h)), b[2*lo:])
-			kernels.UploadBF16(be, dst, h)
+			if host != nil {
+				kernels.UploadBF16(be, dst, h)
+			}
 			continue
 		}
 		f := buf[:len(dst)]
@@ -326,7 +336,9 @@ func loadBF16(be kernels.Backend, bits []uint16, src TensorSource, name string, 
 			return lo + i, nil
 		}
 		kernels.ToBF16(h, f)
-		kernels.UploadBF16(be, dst, h)
+		if host != nil {
+			kernels.UploadBF16(be, dst, h)
+		}
 	}
 	return -1, nil
 }

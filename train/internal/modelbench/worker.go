@@ -273,6 +273,7 @@ func fill(m *model.Model) {
 		lo, hi int
 	}
 	be := m.Backend()
+	_, upload := be.(kernels.HostUploader)
 	jobs := make(chan job)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
@@ -280,7 +281,10 @@ func fill(m *model.Model) {
 		go func() {
 			defer wg.Done()
 			var buf [4096]float32
-			host := make([]uint16, block)
+			var host []uint16 // nil: the backend's memory is the host's, written in place
+			if upload {
+				host = make([]uint16, block)
+			}
 			for j := range jobs {
 				fillRange(be, j.t, j.lo, j.hi, buf[:], host)
 			}
@@ -297,7 +301,8 @@ func fill(m *model.Model) {
 }
 
 // fillRange fills elements [lo, hi) of t, a bfloat16 matrix's through
-// host (at least hi − lo values) and kernels.UploadBF16 onto be.
+// host (at least hi − lo values) and kernels.UploadBF16 onto be, or in
+// place where host is nil.
 func fillRange(be kernels.Backend, t model.Tensor, lo, hi int, buf []float32, host []uint16) {
 	if len(t.Shape) == 1 {
 		for i := lo; i < min(hi, len(t.Values)); i++ {
@@ -314,7 +319,10 @@ func fillRange(be kernels.Backend, t model.Tensor, lo, hi int, buf []float32, ho
 	// The same values, rounded, through a small buffer: a float32 copy
 	// would be garbage the peak RSS counts.
 	hi = min(hi, len(t.Bits))
-	h := host[:hi-lo]
+	h := t.Bits[lo:hi]
+	if host != nil {
+		h = host[:hi-lo]
+	}
 	for l := 0; l < len(h); l += len(buf) {
 		f := buf[:min(len(buf), len(h)-l)]
 		for i := range f {
@@ -322,7 +330,9 @@ func fillRange(be kernels.Backend, t model.Tensor, lo, hi int, buf []float32, ho
 		}
 		kernels.ToBF16(h[l:l+len(f)], f)
 	}
-	kernels.UploadBF16(be, t.Bits[lo:hi], h)
+	if host != nil {
+		kernels.UploadBF16(be, t.Bits[lo:hi], h)
+	}
 }
 
 func fillValue(i int) float32 { return float32((i*7919)%2001-1000) * 3e-5 }

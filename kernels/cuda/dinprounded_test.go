@@ -171,9 +171,11 @@ func TestDinpRounder(t *testing.T) {
 }
 
 // TestDinpRounderThroughLt: with GEMMCublasLt picked, LinearBackwardBF16To
-// and MatmulBF16To still store their bfloat16 C through cublasGemmEx
-// (mm.CBF16; the cuBLASLt plans take a float32 C), with the bits they
-// have on cublasGemmEx alone.
+// and LinearBackwardBF16ToRounded (the base products on the weight) store
+// their bfloat16 C through cublasLtMatmul (C and D layouts of
+// CUDA_R_16BF), while MatmulBF16To (a LoRA product, not a linear layer's)
+// stays on cublasGemmEx; all with the bits they have on cublasGemmEx
+// alone (the fake's first algorithm sums as GemmEx does).
 func TestDinpRounderThroughLt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the kernels on the CPU emulation of the CUDA device")
@@ -191,6 +193,8 @@ func TestDinpRounderThroughLt(t *testing.T) {
 		g, a := f32(N*R), f32(R*C)
 		x.MatmulBF16To(dinp, g, nil, a, nil, N, C, R, false, false, 0)
 		x.LinearBackwardBF16To(dinp, dout, w, N, C, OC, 1)
+		doutBF := bf(N * OC)
+		x.LinearBackwardBF16ToRounded(dinp, doutBF, w, N, C, OC, 1)
 		x.Synchronize()
 		if x == bl {
 			got = append(got, dinp)
@@ -199,11 +203,11 @@ func TestDinpRounderThroughLt(t *testing.T) {
 		}
 	}
 	sameBF16(t, "through cuBLASLt", got[0], want[0])
-	if lt.Matmuls() != 0 {
-		t.Errorf("%d cublasLtMatmul calls, want none: a bfloat16 C stays on cublasGemmEx", lt.Matmuls())
+	if lt.Matmuls() != 2 {
+		t.Errorf("%d cublasLtMatmul calls, want the two base products", lt.Matmuls())
 	}
-	if ts := blasLt.GemmTypes(); len(ts) != 2 || ts[0].C != cuda.R16BF || ts[1].C != cuda.R16BF {
-		t.Errorf("GemmEx types %v, want the two products with a bfloat16 C", ts)
+	if ts := blasLt.GemmTypes(); len(ts) != 1 || ts[0].C != cuda.R16BF {
+		t.Errorf("GemmEx ran %v with cuBLASLt picked, want the LoRA product with a bfloat16 C", ts)
 	}
 }
 

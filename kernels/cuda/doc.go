@@ -398,8 +398,8 @@
 // MatmulBF16To (Ops, ops_linear.go and ops_lora.go) are
 // LinearBackwardBF16 and MatmulBF16 storing a bfloat16 C (cublasGemmEx
 // with CUDA_R_16BF A, B and C and CUBLAS_COMPUTE_32F: float32 sums, beta
-// on C's old values widened, one rounding on store; mm.CBF16, kept on
-// cublasGemmEx under GEMMCublasLt), and the gated units' _set_bf16
+// on C's old values widened, one rounding on store; mm.CBF16; under
+// GEMMCublasLt cublasLtMatmul with bfloat16 C and D layouts), and the gated units' _set_bf16
 // kernels read dout as bfloat16 (dout_bf). train/model's MLP backward
 // writes the down projection's input gradient dact [N, I] so, the LoRA
 // product g·A first (g and A rounded, beta 0) and the base product adding

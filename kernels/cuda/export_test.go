@@ -38,3 +38,7 @@ var (
 // SetChooseThreads makes ChooseRows launch blocks of n threads (a multiple
 // of 32 up to 1024) instead of chooseThreads; 0 restores it.
 func (b *Backend) SetChooseThreads(n int) { b.ops.chooseThreads = n }
+
+// GemmRows runs one row-major product on d (gemmRows), for the tests of
+// the cuBLASLt path with a bfloat16 C, which no Device method exposes.
+func (d *Device) GemmRows(g Mm) error { return d.gemmRows(g) }

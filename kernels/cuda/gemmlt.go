@@ -403,7 +403,7 @@ func (d *Device) plan(g Gemm, t GemmTypes, ws DevPtr, wsBytes int) (*ltPlan, err
 		if !known || !slices.Contains(cands, rank) || res[rank].Algo != c.algo {
 			rank = cands[0]
 			if len(cands) > 1 {
-				if rank, err = d.tune(g, p, res, cands, ws, wsBytes); err != nil {
+				if rank, err = d.tune(g, t, p, res, cands, ws, wsBytes); err != nil {
 					return err
 				}
 			}
@@ -442,7 +442,7 @@ func (d *Device) plan(g Gemm, t GemmTypes, ws DevPtr, wsBytes int) (*ltPlan, err
 // cannot be had (CUDA_ERROR_OUT_OF_MEMORY), the shape keeps the
 // heuristic's first candidate untimed. d.mu is held and the context
 // current.
-func (d *Device) tune(g Gemm, p *ltPlan, res []LtHeuristic, cands []int, ws DevPtr, wsBytes int) (best int, err error) {
+func (d *Device) tune(g Gemm, t GemmTypes, p *ltPlan, res []LtHeuristic, cands []int, ws DevPtr, wsBytes int) (best int, err error) {
 	lt := d.lt.lib
 	out := g.C
 	// cleanup frees what tune made, its failures joined to err.
@@ -452,7 +452,11 @@ func (d *Device) tune(g Gemm, p *ltPlan, res []LtHeuristic, cands []int, ws DevP
 		}
 	}
 	if g.Beta != 0 {
-		tmp, err := d.drv.MemAlloc(4 * max(1, (g.N-1)*g.LDC+g.M))
+		size := 4 // bytes an element of C
+		if t.C == R16BF {
+			size = 2
+		}
+		tmp, err := d.drv.MemAlloc(size * max(1, (g.N-1)*g.LDC+g.M))
 		var ce *Error
 		if errors.As(err, &ce) && ce.Code == CUDAErrorOutOfMemory {
 			return cands[0], nil

@@ -525,3 +525,67 @@ func TestMatmulBF16LtAutotuneAcrossProcesses(t *testing.T) {
 		t.Error("with the autotune off, two timings gave different bits")
 	}
 }
+
+// TestMatmulBF16LtAutotuneBF16C: a product storing a bfloat16 C (mm.CBF16,
+// the dact and gate/up products under GEMMCublasLt) is autotuned as a
+// float32 one is, with beta 1 on a temporary D of C's type: on a device
+// with room for a bfloat16 copy of C but not a float32 one, the
+// candidates are timed (3 × 4 runs out of place), algorithm 1 is kept,
+// and the product (C's old values added, rounded once) is the one its
+// plan gives again and near cublasGemmEx's; the temporary is freed.
+func TestMatmulBF16LtAutotuneBF16C(t *testing.T) {
+	const M, N, K = 64, 64, 8
+	// a and b (1 KiB each) and two bfloat16 Cs (8 KiB each) fit, with 1 KiB
+	// to spare; a float32 temporary (16 KiB) beside them would not.
+	dev, drv, lt := openFakeLtDrv(t, 2*M*K+2*K*N+2*(2*M*N)+1024)
+	defer dev.Close()
+	lt.SetAlgos(3, []float64{3, 1, 2})
+	r := rand.New(rand.NewPCG(15, 16))
+	a, b := uploadRoundedBF16(t, dev, randn(r, M*K)), uploadRoundedBF16(t, dev, randn(r, K*N))
+	c0 := randn(r, M*N)
+	c := uploadRoundedBF16(t, dev, c0)
+	packed := download(t, c)
+	liveBefore, _ := drv.Live()
+	var outs [2][]float32
+	for call := range 2 {
+		if err := c.Upload(packed); err != nil {
+			t.Fatal(err)
+		}
+		g := cuda.Mm{C: c, A: a, B: b, M: M, N: N, K: K, Beta: 1, BF16: true, CBF16: true, Lt: true}
+		if err := dev.GemmRows(g); err != nil {
+			t.Fatalf("call %d: %v", call, err)
+		}
+		outs[call] = download(t, c)
+	}
+	if n := dev.LtTuned(); n != 1 {
+		t.Fatalf("%d shapes tuned, want 1 (runs %+v)", n, lt.Runs())
+	}
+	runs := lt.Runs()
+	if len(runs) != 14 {
+		t.Fatalf("%d cublasLtMatmul runs, want 14: %+v", len(runs), runs)
+	}
+	for i, run := range runs[:12] {
+		if want := (cudafake.LtRun{Algo: i / 4, InPlace: false}); run != want {
+			t.Errorf("timing run %d is %+v, want %+v", i, run, want)
+		}
+	}
+	for _, run := range runs[12:] {
+		if want := (cudafake.LtRun{Algo: 1, InPlace: true}); run != want {
+			t.Errorf("the product's own run is %+v, want %+v", run, want)
+		}
+	}
+	if !sameBits(outs[0], outs[1]) {
+		t.Error("the first call (autotuned) and the second (its plan) differ in bits")
+	}
+	if n, _ := drv.Live(); n != liveBefore {
+		t.Errorf("%d allocations after the calls, %d before (the temporary D left)", n, liveBefore)
+	}
+	// cublasGemmEx on the same operands (algorithm 0: other K sums).
+	if err := c.Upload(packed); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.GemmRows(cuda.Mm{C: c, A: a, B: b, M: M, N: N, K: K, Beta: 1, BF16: true, CBF16: true}); err != nil {
+		t.Fatal(err)
+	}
+	near(t, "autotuned vs GemmEx, bfloat16 C", unpackBF16(outs[0], M*N), unpackBF16(download(t, c), M*N), ltTolBF16C)
+}

@@ -27,9 +27,9 @@ import (
 // cublasSgemmStridedBatched call. With CBF16 (one BF16 product) C holds
 // bfloat16 values too: cublasGemmEx with a CUDA_R_16BF C, the float32
 // sums and Beta·C (C widened) rounded to bfloat16 once on store
-// (kernels.DinpRounder); such a product stays on cublasGemmEx under
-// GEMMCublasLt (throughLt leaves it), whose plans and fake take a
-// float32 C only. The operands are *Buffer for Ops (a bfloat16 buffer
+// (kernels.DinpRounder); under GEMMCublasLt such a product goes through
+// cublasLtMatmul with C and D layouts of that type (throughLt), the same
+// epilogue. The operands are *Buffer for Ops (a bfloat16 buffer
 // holds two values an element, UploadBF16), or host slices in the tests
 // that run the plans on the CPU shim.
 type mm struct {
@@ -141,8 +141,8 @@ func (d *Device) gemmRows(g mm) error {
 	if g.TF32 && (g.BF16 || c.Batch > 1) {
 		return fmt.Errorf("GEMM M=%d N=%d K=%d: TF32 is for one product of float32 operands", g.M, g.N, g.K)
 	}
-	if g.CBF16 && (!g.BF16 || c.Batch > 1 || g.Lt) {
-		return fmt.Errorf("GEMM M=%d N=%d K=%d: a bfloat16 C is for one cublasGemmEx product of bfloat16 operands", g.M, g.N, g.K)
+	if g.CBF16 && (!g.BF16 || c.Batch > 1) {
+		return fmt.Errorf("GEMM M=%d N=%d K=%d: a bfloat16 C is for one product of bfloat16 operands", g.M, g.N, g.K)
 	}
 	bufs := [3]*Buffer{g.C.(*Buffer), g.A.(*Buffer), g.B.(*Buffer)}
 	if err := d.sameDevice("GEMM", bufs[:]...); err != nil {

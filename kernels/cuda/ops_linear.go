@@ -276,8 +276,8 @@ func (o *Ops) LinearForwardBF16Rounded(outs []*Buffer, inp *Buffer, weights, bia
 // LinearForwardBF16RoundedTo on device buffers: LinearForwardBF16Rounded
 // without biases, each GEMM storing its output as bfloat16 pairs
 // (bf16Len(N·OCs[i]) elements; mm.CBF16), where add[i] onto its old
-// values widened. Those GEMMs stay on cublasGemmEx under GEMMCublasLt
-// (throughLt). It is refused in PrecisionF32.
+// values widened; under GEMMCublasLt through cublasLtMatmul with
+// bfloat16 C and D layouts (throughLt). It is refused in PrecisionF32.
 func (o *Ops) LinearForwardBF16RoundedTo(outBFs []*Buffer, inp *Buffer, weights []*Buffer, N, C int, OCs []int, add []bool) error {
 	return o.linearForwardBF16Rounded("LinearForwardBF16RoundedTo", outBFs, inp, weights, make([]*Buffer, len(outBFs)), N, C, OCs, add, true)
 }
@@ -391,8 +391,8 @@ func planLinearBackwardBF16To(dinp, dout, weight, db any, N, C, OC int, beta flo
 // LinearBackwardBF16To is kernels.DinpRounder's LinearBackwardBF16To on
 // device buffers (planLinearBackwardBF16To): dinp holds bfloat16 pairs
 // (bf16Len(N·C) elements), dout is rounded into LinearBackwardBF16's
-// scratch slot; N, C and OC are at least 1. It always runs on
-// cublasGemmEx (throughLt), and is refused in PrecisionF32, whose
+// scratch slot; N, C and OC are at least 1. Its GEMM runs on the library
+// SetGEMMLibrary picked (throughLt). It is refused in PrecisionF32, whose
 // products do not round.
 func (o *Ops) LinearBackwardBF16To(dinp, dout, weight *Buffer, N, C, OC int, beta float32) error {
 	const op = "LinearBackwardBF16To"
@@ -411,7 +411,11 @@ func (o *Ops) LinearBackwardBF16To(dinp, dout, weight *Buffer, N, C, OC int, bet
 	if err != nil {
 		return err
 	}
-	return o.runX(op, planLinearBackwardBF16To(dinp, dout, weight, db, N, C, OC, beta))
+	steps := planLinearBackwardBF16To(dinp, dout, weight, db, N, C, OC, beta)
+	if err := o.throughLt(op, l, steps); err != nil {
+		return err
+	}
+	return o.runX(op, steps)
 }
 
 // LinearBackwardBF16ToRounded is kernels.DinpRounder's
@@ -430,7 +434,13 @@ func (o *Ops) LinearBackwardBF16ToRounded(dinp, doutBF, weight *Buffer, N, C, OC
 	if err := o.linearCheck(op, N, C, OC, "dinp", dinp, bf16Len(N*C), "doutBF", doutBF, bf16Len(N*OC), "weight", weight, bf16Len(OC*C)); err != nil {
 		return err
 	}
-	return o.runX(op, []xstep{gstep(mm{C: dinp, A: doutBF, B: weight, M: N, N: C, K: OC, Beta: beta, BF16: true, CBF16: true})})
+	l := o.lockScratch()
+	defer l.unlock()
+	steps := []xstep{gstep(mm{C: dinp, A: doutBF, B: weight, M: N, N: C, K: OC, Beta: beta, BF16: true, CBF16: true})}
+	if err := o.throughLt(op, l, steps); err != nil {
+		return err
+	}
+	return o.runX(op, steps)
 }
 
 // The GEMM libraries of the bf16 precision's products on bfloat16 weights
@@ -485,17 +495,20 @@ func (o *Ops) GEMMLibrary() string {
 }
 
 // throughLt sends steps' single bfloat16 GEMMs through cuBLASLt with the
-// workspace slot of l when SetGEMMLibrary picked it; those with a bfloat16
-// C stay on cublasGemmEx (mm.CBF16: the Lt plans, and their fake, are
-// made for a float32 C, and one GEMM a layer does not justify a second
-// kind of plan before a GPU has timed the first).
+// workspace slot of l when SetGEMMLibrary picked it, those storing a
+// bfloat16 C (mm.CBF16: the dact product, the gate and up products of
+// GateUpRounder) too: a C and D layout of CUDA_R_16BF, the float32 sums
+// and beta·C rounded once on store, as cublasGemmEx does. Without them
+// the MLP's largest backward product (the down projection's dinp, 29% of
+// the 7B step's backward base-GEMM FLOPs) would stay on cublasGemmEx
+// whichever library is picked.
 func (o *Ops) throughLt(op string, l *scratchLease, steps []xstep) error {
 	if o.gemmLib != GEMMCublasLt {
 		return nil
 	}
 	var ws *Buffer
 	for _, s := range steps {
-		if s.g == nil || !s.g.BF16 || s.g.CBF16 || s.g.Batch > 1 {
+		if s.g == nil || !s.g.BF16 || s.g.Batch > 1 {
 			continue
 		}
 		if ws == nil {

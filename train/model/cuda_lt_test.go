@@ -18,12 +18,21 @@ import (
 // cublasGemmEx, one on cuBLASLt (cuda.Backend.SetGEMMLibrary, the fake's
 // cublasLtMatmul with its checks of every descriptor, heuristic and
 // workspace). The logprobs, entropies and every LoRA gradient are the same
-// bits: the two libraries get the same products.
+// bits: the two libraries get the same products. Then the llama case
+// (whose MLP qualifies) with its gate and up held as bfloat16
+// (TrainOptions.GateUpBF16): the products storing a bfloat16 C on a
+// weight (gate and up, the down projection's dact) go through cuBLASLt
+// too; of those with a bfloat16 C, only rank-r LoRA products are left to
+// cublasGemmEx.
 func TestBF16LtCUDAEmulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model's kernels on the CPU emulation of the CUDA device")
 	}
-	const name = "qwen2"
+	t.Run("qwen2", func(t *testing.T) { bf16LtCUDAEmulated(t, "qwen2", false) })
+	t.Run("llama GateUpBF16", func(t *testing.T) { bf16LtCUDAEmulated(t, "llama", true) })
+}
+
+func bf16LtCUDAEmulated(t *testing.T, name string, gateUpBF16 bool) {
 	ctx := context.Background()
 	type result struct {
 		logprob, entropy []float32
@@ -35,6 +44,7 @@ func TestBF16LtCUDAEmulated(t *testing.T) {
 	}
 	defer f32.Close()
 	gc := loadGoldenCase(t, name, f32)
+	var rank int
 	run := func(b *cuda.Backend) result {
 		defer func() {
 			if err := b.Close(); err != nil {
@@ -55,7 +65,11 @@ func TestBF16LtCUDAEmulated(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ad.Free()
-		p, err := m.Forward(ctx, gc.batch, ad, TrainOptions{Chunk: 64})
+		if gateUpBF16 && !m.GateUpHeld(ad) {
+			t.Fatal("the gate and up projections are not held as bfloat16 on this model")
+		}
+		rank = ad.Config.Rank
+		p, err := m.Forward(ctx, gc.batch, ad, TrainOptions{Chunk: 64, GateUpBF16: gateUpBF16})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +85,8 @@ func TestBF16LtCUDAEmulated(t *testing.T) {
 	want := run(be)
 
 	drv := cudafake.NewEmulatedDriver(1, 0, cudaEmulator.emu)
-	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	blas := cudafake.NewBLAS(drv)
+	dev, err := cuda.OpenWith(drv, blas, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,5 +124,23 @@ func TestBF16LtCUDAEmulated(t *testing.T) {
 	}
 	if n := lt.Live(); n != 0 {
 		t.Errorf("%d cuBLASLt handles or descriptors left after Close", n)
+	}
+	// What cublasGemmEx ran beside cuBLASLt with a bfloat16 C: the LoRA
+	// products (one of M, N, K is the rank) only. (The chunked logprob
+	// ops' products, float32 C, stay on it by design: SetGEMMLibrary.)
+	types, gemms := blas.GemmTypes(), blas.Gemms()
+	cBF := 0
+	for i, g := range gemms {
+		if types[i].C != cuda.R16BF {
+			continue
+		}
+		cBF++
+		if min(g.M, g.N, g.K) != rank {
+			t.Errorf("cublasGemmEx ran a product storing a bfloat16 C of M=%d N=%d K=%d with cuBLASLt picked", g.M, g.N, g.K)
+		}
+	}
+	t.Logf("cublasGemmEx beside cuBLASLt: %d products, %d with a bfloat16 C", len(gemms), cBF)
+	if gateUpBF16 && cBF == 0 {
+		t.Error("no LoRA product stored a bfloat16 C on cublasGemmEx: the held path did not run")
 	}
 }

@@ -305,7 +305,7 @@ func (d *Driver) blasProduct(call string, g cuda.Gemm, t cuda.GemmTypes) error {
 }
 
 // queueProduct is blasProduct writing D = Alpha·op(A)·op(B) + Beta·C at
-// out (g.C: in place; else a matrix of C's shape and ld, Batch 1), its K
+// out (g.C: in place; else a matrix of C's shape, ld and type, Batch 1), its K
 // sums cut in split parts (productSplit), and the stream's clock moved on
 // by cost milliseconds after it (events.go).
 func (d *Driver) queueProduct(call string, g cuda.Gemm, t cuda.GemmTypes, out cuda.DevPtr, split int, cost float64) error {
@@ -342,11 +342,11 @@ func (d *Driver) queueProduct(call string, g cuda.Gemm, t cuda.GemmTypes, out cu
 	}
 	var dst matrix
 	if out != g.C {
-		mem, ok := d.span(out, 4*extent(g.M, g.N, g.LDC))
+		mem, ok := d.span(out, elemBytes(t.C)*extent(g.M, g.N, g.LDC))
 		if !ok || g.Batch != 1 {
 			return blasFail(call, blasExecutionFailed, fmt.Sprintf("D (%d×%d, ld %d) at %#x is not inside one allocation", g.M, g.N, g.LDC, uint64(out)))
 		}
-		dst = matrix{mem: mem, ld: g.LDC}
+		dst = matrix{mem: mem, ld: g.LDC, bf16: t.C == cuda.R16BF}
 	}
 	// On the stream: now, or at the next synchronization point in the
 	// driver's deferred mode (deferred.go).

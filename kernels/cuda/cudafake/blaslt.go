@@ -251,7 +251,7 @@ func (b *BLASLt) shapes(call string, d cuda.LtMatmulDesc, a, bl, c, dl cuda.LtLa
 	}
 	g.K = int(ac)
 	t := cuda.GemmTypes{A: la.t, B: lb.t, C: lc.t, Compute: desc.compute}
-	if t.A != t.B || t.A != cuda.R16BF || t.C != cuda.R32F || t.Compute != cuda.Compute32F || desc.scale != cuda.R32F {
+	if t.A != t.B || t.A != cuda.R16BF || t.C != cuda.R32F && t.C != cuda.R16BF || t.Compute != cuda.Compute32F || desc.scale != cuda.R32F {
 		return cuda.Gemm{}, cuda.GemmTypes{}, blasFail(call, blasNotSupported, fmt.Sprintf("types A %v, B %v, C %v, compute %v, scale %v", t.A, t.B, t.C, t.Compute, desc.scale))
 	}
 	return g, t, nil

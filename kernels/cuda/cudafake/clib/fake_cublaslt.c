@@ -3,11 +3,13 @@
    malloc'd structs, the checks cuBLASLt makes or a GPU would fail on
    (layouts that do not make a product with the descriptor's operations,
    leading dimensions below the rows, types other than bfloat16 A and B
-   with float C and CUBLAS_COMPUTE_32F, an algorithm the heuristic did not
+   with a float or bfloat16 C (and D) and CUBLAS_COMPUTE_32F, an algorithm
+   the heuristic did not
    give for these descriptors, a workspace smaller than the algorithm
    needs), and the product from the definition in double on host memory
    (the fake driver's "device" memory), as fake_cublas.c's GemmEx computes
-   it, so that a GEMM gives the same bits through either library. Enum
+   it (a bfloat16 C read widened, D stored rounded to bfloat16), so that a
+   GEMM gives the same bits through either library. Enum
    values and struct layouts from cublasLt.h (CUDA 11.8).
 
    With HONE_FAKE_CUDA_DEFERRED set to the path of the emulating libcuda
@@ -200,7 +202,8 @@ static cublasStatus_t shape(const desc_t *d, const layout_t *a, const layout_t *
 	uint64_t ar = d->ta ? a->cols : a->rows, ac = d->ta ? a->rows : a->cols;
 	uint64_t br = d->tb ? b->cols : b->rows, bc = d->tb ? b->rows : b->cols;
 	if (ar != dl->rows || bc != dl->cols || ac != br) return INVALID_VALUE;
-	if (a->type != 14 || b->type != 14 || c->type != 0 || d->compute != 68 || d->scale != 0) return NOT_SUPPORTED;
+	if (a->type != 14 || b->type != 14 || (c->type != 0 && c->type != 14) || d->compute != 68 || d->scale != 0)
+		return NOT_SUPPORTED;
 	*m = dl->rows, *n = dl->cols, *k = ac;
 	return OK;
 }
@@ -243,17 +246,28 @@ static double bf16(const void *p, long i) {
 	return f;
 }
 
+/* bf16round rounds f to bfloat16's bits, to nearest with ties to even, a
+   NaN quiet with its sign: kernels.BF16 (fake_cublas.c's bf16). */
+static unsigned short bf16round(float f) {
+	unsigned u;
+	memcpy(&u, &f, sizeof u);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (unsigned short)(u >> 16);
+}
+
 /* job is one product's arguments, copied at the call (the descriptors may
    be destroyed before the product runs in the deferred mode); split is the
-   algorithm's number of K parts (1: one double sum). */
+   algorithm's number of K parts (1: one double sum); cbf16: C and D hold
+   bfloat16 values. */
 typedef struct {
 	uint64_t m, n, k, split;
-	int ta, tb;
+	int ta, tb, cbf16;
 	long lda, ldb, ldc;
 	float alpha, beta;
 	const void *A, *B;
-	const float *C;
-	float *D;
+	const void *C;
+	void *D;
 } job_t;
 
 static int runJob(void *p) {
@@ -272,8 +286,14 @@ static int runJob(void *p) {
 				else acc += (float)part;
 			}
 			if (j->split > 1 && j->k >= 2) sum = acc;
-			float *o = &j->D[i + c * j->ldc];
-			*o = j->beta == 0 ? (float)(j->alpha * sum) : (float)(j->alpha * sum + j->beta * j->C[i + c * j->ldc]);
+			long ci = (long)i + (long)c * j->ldc;
+			float old = 0;
+			if (j->beta != 0) old = j->cbf16 ? (float)bf16(j->C, ci) : ((const float *)j->C)[ci];
+			float v = j->beta == 0 ? (float)(j->alpha * sum) : (float)(j->alpha * sum + j->beta * old);
+			if (j->cbf16)
+				((unsigned short *)j->D)[ci] = bf16round(v);
+			else
+				((float *)j->D)[ci] = v;
 		}
 	return 0;
 }
@@ -295,7 +315,7 @@ cublasStatus_t cublasLtMatmul(void *h, desc_t *d, const void *alpha, const void 
 	if (stream) return NOT_SUPPORTED;
 	job_t *j = malloc(sizeof *j);
 	if (!j) return ALLOC_FAILED;
-	*j = (job_t){.m = m, .n = n, .k = k, .split = (uint64_t)algo + 1, .ta = d->ta, .tb = d->tb, .lda = (long)a->ld,
+	*j = (job_t){.m = m, .n = n, .k = k, .split = (uint64_t)algo + 1, .ta = d->ta, .tb = d->tb, .cbf16 = c->type == 14, .lda = (long)a->ld,
 	             .ldb = (long)b->ld, .ldc = (long)dl->ld, .alpha = *(const float *)alpha, .beta = *(const float *)beta,
 	             .A = A, .B = B, .C = C, .D = D};
 	if (runCount < (int)(sizeof runs / sizeof *runs)) runs[runCount] = algo * 2 + (C != D);

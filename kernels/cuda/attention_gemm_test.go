@@ -333,9 +333,10 @@ func TestGEMMRuns(t *testing.T) {
 // dS, a row block's first key left out of the softmax's mask (its max and
 // sum), padding rows of the gathered operands left unwritten (the scratch
 // holds NaN, as reused device scratch holds old values) — compiled into
-// the shim harness; each puts some output past its bound. A change whose
-// text is no longer in the source fails the test, so it cannot pass
-// vacuously.
+// a shim harness of attention_gemm.cu's kernels and zero_f32 alone; each
+// puts some output past its bound, while the unchanged source through the
+// same harness stays within every bound. A change whose text is no longer
+// in the source fails the test, so it cannot pass vacuously.
 func TestAttentionGEMMKernelMutantsCaught(t *testing.T) {
 	t.Parallel()
 	cxx := shimCXX(t)
@@ -344,6 +345,9 @@ func TestAttentionGEMMKernelMutantsCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []struct{ name, old, new string }{
+		// The control: the source unchanged, through the same harness of
+		// a few kernels, within every bound.
+		{"none (the source as it is)", "const int last = live ? a.i : -1", "const int last = live ? a.i : -1"},
 		{"softmax: causal mask one key too far", "const int last = live ? a.i : -1", "const int last = live ? a.i + 1 : -1"},
 		{"dsoftmax: δ left out of dS", "agBF16(pc * (dp[c] - delta))", "agBF16(pc * dp[c])"},
 		{"softmax: a block's first key ignored", "const int key = c0 + c;\n\t\tif (key < first", "const int key = c;\n\t\tif (key < first"},
@@ -351,14 +355,11 @@ func TestAttentionGEMMKernelMutantsCaught(t *testing.T) {
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := os.Mkdir(filepath.Join(dir, "testdata"), 0o755); err != nil {
-				t.Fatal(err)
-			}
 			files, err := filepath.Glob("*.cu*") // .cu and .cuh
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, f := range append(files, filepath.Join("testdata", "kernels_main.cc")) {
+			for _, f := range files {
 				text, err := os.ReadFile(f)
 				if err != nil {
 					t.Fatal(err)
@@ -373,17 +374,26 @@ func TestAttentionGEMMKernelMutantsCaught(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// The mutant's kernels and misc.cu's (zero_f32, which the
+			// plans launch) alone.
+			main := shimSubset(t, dir, "mutant_main", filepath.Join(dir, "misc.cu"), filepath.Join(dir, "attention_gemm.cu"))
 			bin := filepath.Join(dir, "kernels_mutant")
 			if out, err := exec.Command(cxx, "-std=c++17", "-O0", "-Wall", "-pthread", "-I", shim,
-				"-o", bin, filepath.Join(dir, "testdata", "kernels_main.cc")).CombinedOutput(); err != nil {
+				"-o", bin, main).CombinedOutput(); err != nil {
 				t.Fatalf("%s: %v\n%s", cxx, err, out)
 			}
 			b := shimGEMM{shimTC: shimTC{shimBackend: shimBackend{h: newShimHarness(t, bin)}}, t: t}
 			// Two sequences of unequal length (padding), GQA of 2, a window
 			// of 6 (row blocks of 16 whose keys start past 0).
-			if worst, name := gemmWorst(b, []int{29, 9}, 4, 2, 16, 6); worst <= 1 {
+			worst, name := gemmWorst(b, []int{29, 9}, 4, 2, 16, 6)
+			switch {
+			case m.old == m.new && worst > 1:
+				t.Errorf("the unchanged source fails (worst %s at %.3g of its bound)", name, worst)
+			case m.old == m.new:
+				t.Logf("within the bounds (worst %s at %.3g of its bound)", name, worst)
+			case worst <= 1:
 				t.Errorf("not caught (worst %s at %.3g of its bound)", name, worst)
-			} else {
+			default:
 				t.Logf("caught (%s at %.3g of its bound)", name, worst)
 			}
 		})

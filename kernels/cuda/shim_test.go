@@ -96,6 +96,47 @@ func buildShim(t *testing.T, name string) string {
 	return bin
 }
 
+// shimSubset writes dir/name.cc, a harness of the kernels the .cu files
+// srcs define and no others (testdata/kernels_main.cc's
+// HONE_SHIM_KERNELS), each file included by its absolute path, and returns
+// its path: for the tests that compile a harness of their own (a mutant,
+// a sanitizer) and need a few kernels, a second or two of g++ rather than
+// the seven or more every kernel takes. A launch of a kernel it lacks
+// fails as an unknown kernel's.
+func shimSubset(t *testing.T, dir, name string, srcs ...string) string {
+	t.Helper()
+	var text strings.Builder
+	var table []string
+	text.WriteString("#include \"cuda_cpu.h\"\n")
+	for _, f := range srcs {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := os.ReadFile(abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&text, "#include %q\n", abs)
+		for _, k := range ptxbuild.Kernels(src) {
+			table = append(table, "KERNEL("+k+")")
+		}
+	}
+	if len(table) == 0 {
+		t.Fatalf("no kernels in %v", srcs)
+	}
+	harness, err := filepath.Abs(filepath.Join("testdata", "kernels_main.cc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&text, "#define HONE_SHIM_KERNELS %s,\n#include %q\n", strings.Join(table, ", "), harness)
+	main := filepath.Join(dir, name+".cc")
+	if err := os.WriteFile(main, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return main
+}
+
 // shimHarness runs launches of Hone's kernels on the CPU: testdata/
 // kernels_main.cc, which compiles every .cu through cpushim/cuda_cpu.h. One
 // harness process serves every launch (over its stdin and stdout), one

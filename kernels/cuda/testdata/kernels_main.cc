@@ -24,7 +24,13 @@
 // an int scalar, …). A failed launch is status 3 with the shim's message,
 // and the next launch is read; bad input is status 2 and ends the process
 // (exit 2), as the stream cannot be followed past it.
+//
+// A file that defines HONE_SHIM_KERNELS (a list of KERNEL(name) entries)
+// and includes the sources of those kernels before including this one
+// gets a harness of those kernels alone: the mutation tests build one a
+// mutant, far quicker to compile than every kernel.
 #include "cuda_cpu.h"
+#ifndef HONE_SHIM_KERNELS
 #include "../rmsnorm.cu"
 #include "../rope.cu"
 #include "../swiglu.cu"
@@ -46,6 +52,7 @@
 #include "../sumsquares.cu"
 #include "../sample.cu"
 #include "../gated_lora.cu"
+#endif
 
 #include <cstdio>
 #include <cstring>
@@ -131,6 +138,9 @@ struct Entry {
 #define KERNEL(k) {#k, [](dim3 g, dim3 b, size_t s, std::vector<Arg> &a) { return launchWith(k, g, b, s, a); }}
 
 const Entry kernels[] = {
+#ifdef HONE_SHIM_KERNELS
+    HONE_SHIM_KERNELS
+#else
     KERNEL(rmsnorm_forward),
     KERNEL(rmsnorm_forward_bf16),
     KERNEL(rmsnorm_forward_add),
@@ -213,6 +223,7 @@ const Entry kernels[] = {
     KERNEL(choose_rows_max),  // listed, not driven: TestChooseRows runs the three through Backend.ChooseRows
     KERNEL(choose_rows_sum),  // double* parameters
     KERNEL(choose_rows),  // double* parameters
+#endif
 };
 
 // readEOF reports whether stdin ends before the next launch.

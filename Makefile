@@ -3,14 +3,22 @@
 #   make build   every binary into bin/
 #   make pipeline  the demo loop (see pipelines/RESULTS.md for what it shows)
 #   make test    gofmt, go vet, the import-policy test, all tests (fuzz seed
-#                corpora included), -race on the concurrent packages, and the
-#                kernel suite again without cgo (the pure-Go fallback)
+#                corpora included; the concurrent packages' under -race), and
+#                the kernel suite again without cgo (the pure-Go fallback)
 #   make bench   long measurements; each prints its figures next to a reference
 
 GO      ?= go
 BIN     := bin
-# Packages that run goroutines of their own; they are tested again under -race.
+# Packages that run goroutines of their own; test-race runs their tests
+# under -race.
 RACE_PKGS := ./cmd/internal/cli/... ./format/tokenizer/... ./kernels/... ./serve/... ./cmd/hone-serve/... ./score/... ./collect/...
+# Of those, the ones whose tests do the same work under -race as without
+# it run under -race only: test-unit leaves them out, so that no test runs
+# twice. These stay in both passes: the packages whose tests shrink under
+# -race (raceEnabled: format/tokenizer, serve/constrain, kernels/cpu) and
+# kernels/cuda and its fakes, whose toolchain tests (below) test-race skips
+# and whose package is make test's longest, best started with the rest.
+BOTH_PKGS := /format/tokenizer$$ /serve/constrain$$ /kernels/cpu$$ /kernels/cuda$$ /kernels/cuda/
 
 # The CPU kernels call OpenBLAS through cgo (Debian: libopenblas-dev). Where
 # it is missing, build pure Go (gonum's GEMM, several times slower) and say so,
@@ -54,7 +62,10 @@ vet:
 # included, and under -race and without cgo they would type-check every
 # package again.
 test-unit:
-	$(GO) test -count=1 -vet=off ./...
+	@race_only=$$($(GO) list $(RACE_PKGS) | grep -v $(foreach p,$(BOTH_PKGS),-e '$(p)')) && \
+	pkgs=$$($(GO) list ./... | grep -vxF "$$race_only") && \
+	echo "$(GO) test -count=1 -vet=off ./... except the $$(echo "$$race_only" | wc -l) packages test-race runs alone" && \
+	$(GO) test -count=1 -vet=off $$pkgs
 
 # Tests whose work is another program: those that compile kernels/cuda's
 # kernels on their own (nvcc for the committed PTX, g++ for the CPU shim's

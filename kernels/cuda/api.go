@@ -218,6 +218,15 @@ func (t DataType) String() string {
 	return fmt.Sprintf("cudaDataType(%d)", int32(t))
 }
 
+// Bytes returns the size of one element of type t: 2 for CUDA_R_16BF, 4
+// for CUDA_R_32F.
+func (t DataType) Bytes() int {
+	if t == R16BF {
+		return 2
+	}
+	return 4
+}
+
 // ComputeType is cublasComputeType_t, the arithmetic of a GemmEx. The
 // values are those of cublas_api.h (Debian's nvidia-cuda-dev 11.8,
 // /usr/include/cublas_api.h; part of the ABI, as DataType's).

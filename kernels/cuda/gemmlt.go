@@ -452,11 +452,7 @@ func (d *Device) tune(g Gemm, t GemmTypes, p *ltPlan, res []LtHeuristic, cands [
 		}
 	}
 	if g.Beta != 0 {
-		size := 4 // bytes an element of C
-		if t.C == R16BF {
-			size = 2
-		}
-		tmp, err := d.drv.MemAlloc(size * max(1, (g.N-1)*g.LDC+g.M))
+		tmp, err := d.drv.MemAlloc(t.C.Bytes() * max(1, (g.N-1)*g.LDC+g.M))
 		var ce *Error
 		if errors.As(err, &ce) && ce.Code == CUDAErrorOutOfMemory {
 			return cands[0], nil

@@ -148,17 +148,11 @@ func (d *Device) gemmRows(g mm) error {
 	if err := d.sameDevice("GEMM", bufs[:]...); err != nil {
 		return err
 	}
-	ab := 4
-	if g.BF16 {
-		ab = 2
-	}
+	ab := t.A.Bytes()
 	// cuBLAS's A is the row-major B, its B the row-major A.
 	c.A = bufs[2].ptr + DevPtr(ab*g.OffB)
 	c.B = bufs[1].ptr + DevPtr(ab*g.OffA)
-	cb := 4
-	if g.CBF16 {
-		cb = 2
-	}
+	cb := t.C.Bytes()
 	c.C = bufs[0].ptr + DevPtr(cb*g.OffC)
 	err := d.do(func() error {
 		for _, x := range bufs {

@@ -176,14 +176,6 @@ func extent(rows, cols, ld int) int {
 	return (cols-1)*ld + rows
 }
 
-// elemBytes is the size of an element of type t.
-func elemBytes(t cuda.DataType) int {
-	if t == cuda.R16BF {
-		return 2
-	}
-	return 4
-}
-
 func (b *BLAS) gemm(call string, h cuda.BLASHandle, g cuda.Gemm, t cuda.GemmTypes) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -331,7 +323,7 @@ func (d *Driver) queueProduct(call string, g cuda.Gemm, t cuda.GemmTypes, out cu
 			typ       cuda.DataType
 		}{{"A", g.A, g.StrideA, ar, ac, g.LDA, t.A}, {"B", g.B, g.StrideB, br, bc, g.LDB, t.B}, {"C", g.C, g.StrideC, g.M, g.N, g.LDC, t.C}}
 		for j, o := range ops {
-			size := elemBytes(o.typ)
+			size := o.typ.Bytes()
 			p := o.p + cuda.DevPtr(int64(size)*int64(i)*o.stride)
 			mem, ok := d.span(p, size*extent(o.rows, o.col, o.ld))
 			if !ok {
@@ -342,7 +334,7 @@ func (d *Driver) queueProduct(call string, g cuda.Gemm, t cuda.GemmTypes, out cu
 	}
 	var dst matrix
 	if out != g.C {
-		mem, ok := d.span(out, elemBytes(t.C)*extent(g.M, g.N, g.LDC))
+		mem, ok := d.span(out, t.C.Bytes()*extent(g.M, g.N, g.LDC))
 		if !ok || g.Batch != 1 {
 			return blasFail(call, blasExecutionFailed, fmt.Sprintf("D (%d×%d, ld %d) at %#x is not inside one allocation", g.M, g.N, g.LDC, uint64(out)))
 		}

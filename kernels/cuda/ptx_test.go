@@ -141,7 +141,9 @@ func toolkit(t *testing.T) ptxbuild.Toolkit {
 // embedded PTX is what it gives today (else: make ptx), then assembles it
 // with ptxas for the architecture's own sm (sm_80, sm_90): ptxas must
 // accept it, report every kernel of the source, and see no register spill
-// in any function.
+// in any function. The modules are compiled in parallel (-test.parallel
+// at a time): nvcc and ptxas run one thread each, and this test is the
+// longest of the package's.
 func TestPTXCurrent(t *testing.T) {
 	tk := toolkit(t)
 	t.Parallel()
@@ -149,43 +151,51 @@ func TestPTXCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	for _, m := range mods {
-		src, err := os.ReadFile(m + ".cu")
+		t.Run(m, func(t *testing.T) {
+			t.Parallel()
+			checkModulePTX(t, tk, m)
+		})
+	}
+}
+
+// checkModulePTX is TestPTXCurrent for one module, both architectures.
+func checkModulePTX(t *testing.T, tk ptxbuild.Toolkit, m string) {
+	ctx := context.Background()
+	src, err := os.ReadFile(m + ".cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ptxbuild.Arches() {
+		name := ptxbuild.FileName(m, a)
+		fresh, err := tk.Compile(ctx, ".", m, a)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, a := range ptxbuild.Arches() {
-			name := ptxbuild.FileName(m, a)
-			fresh, err := tk.Compile(ctx, ".", m, a)
-			if err != nil {
-				t.Fatal(err)
+		embedded, err := cuda.PTX(m, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(fresh, embedded) {
+			t.Errorf("ptx/%s is not what %s.cu compiles to (run make ptx): %s", name, m, firstDiff(embedded, fresh))
+		}
+		fns, err := tk.Assemble(ctx, fresh, a)
+		if err != nil {
+			t.Fatalf("ptxas -arch=sm_%d %s: %v", a, name, err)
+		}
+		seen := map[string]bool{}
+		for _, f := range fns {
+			if f.SpillStores != 0 || f.SpillLoads != 0 {
+				t.Errorf("sm_%d %s: %d bytes spill stores, %d bytes spill loads", a, f.Name, f.SpillStores, f.SpillLoads)
 			}
-			embedded, err := cuda.PTX(m, a)
-			if err != nil {
-				t.Fatal(err)
+			if f.Entry {
+				seen[f.Name] = true
+				t.Logf("sm_%d %s: %d registers, %d bytes stack frame", a, f.Name, f.Registers, f.StackFrame)
 			}
-			if !bytes.Equal(fresh, embedded) {
-				t.Errorf("ptx/%s is not what %s.cu compiles to (run make ptx): %s", name, m, firstDiff(embedded, fresh))
-			}
-			fns, err := tk.Assemble(ctx, fresh, a)
-			if err != nil {
-				t.Fatalf("ptxas -arch=sm_%d %s: %v", a, name, err)
-			}
-			seen := map[string]bool{}
-			for _, f := range fns {
-				if f.SpillStores != 0 || f.SpillLoads != 0 {
-					t.Errorf("sm_%d %s: %d bytes spill stores, %d bytes spill loads", a, f.Name, f.SpillStores, f.SpillLoads)
-				}
-				if f.Entry {
-					seen[f.Name] = true
-					t.Logf("sm_%d %s: %d registers, %d bytes stack frame", a, f.Name, f.Registers, f.StackFrame)
-				}
-			}
-			for _, k := range ptxbuild.Kernels(src) {
-				if !seen[k] {
-					t.Errorf("ptxas -arch=sm_%d %s said nothing of kernel %s", a, name, k)
-				}
+		}
+		for _, k := range ptxbuild.Kernels(src) {
+			if !seen[k] {
+				t.Errorf("ptxas -arch=sm_%d %s said nothing of kernel %s", a, name, k)
 			}
 		}
 	}

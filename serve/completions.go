@@ -122,13 +122,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 				offset += len(t)
 				var m map[string]float32
 				if v != nil {
-					m = map[string]float32{}
-					for _, tl := range top {
-						tt, _ := s.tokenString(tl.ID)
-						if _, ok := m[tt]; !ok {
-							m[tt] = wireLogprob(tl.Logprob)
-						}
-					}
+					m = s.topLogprobs(t, *v, top)
 				}
 				lp.TopLogprobs = append(lp.TopLogprobs, m)
 			}
@@ -195,14 +189,12 @@ func (s *Server) scorePrompt(ctx context.Context, prompt []int32, ad *model.Adap
 	return lp, tops, nil
 }
 
-// chunkLogprobs are the logprobs of a streamed completion chunk of one
-// token, written as the whole answer writes them: wireLogprob's values
-// (−Inf and NaN, from a row holding +Inf or NaN, would fail the chunk's
-// encoding, and the chunk would be lost), and of top alternatives whose
-// text is the same, the best.
-func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob) *completionLogprobs {
-	t, _ := s.tokenString(id)
-	v := wireLogprob(lp)
+// topLogprobs is a completion's top_logprobs entry for the token of text
+// t and wire logprob v: the top alternatives by text (of those whose text
+// is the same, the best), and the token itself when it is not among them,
+// as OpenAI's legacy completions and vLLM always return the chosen token
+// (up to logprobs+1 entries).
+func (s *Server) topLogprobs(t string, v float32, top []engine.TokenLogprob) map[string]float32 {
 	m := map[string]float32{}
 	for _, tl := range top {
 		tt, _ := s.tokenString(tl.ID)
@@ -210,7 +202,21 @@ func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob) 
 			m[tt] = wireLogprob(tl.Logprob)
 		}
 	}
-	return &completionLogprobs{Tokens: []string{t}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{m}, TextOffset: []int{0}}
+	if _, ok := m[t]; !ok {
+		m[t] = v
+	}
+	return m
+}
+
+// chunkLogprobs are the logprobs of a streamed completion chunk of one
+// token, written as the whole answer writes them: wireLogprob's values
+// (−Inf and NaN, from a row holding +Inf or NaN, would fail the chunk's
+// encoding, and the chunk would be lost), and the top alternatives of
+// topLogprobs.
+func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob) *completionLogprobs {
+	t, _ := s.tokenString(id)
+	v := wireLogprob(lp)
+	return &completionLogprobs{Tokens: []string{t}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{s.topLogprobs(t, v, top)}, TextOffset: []int{0}}
 }
 
 // completionStream writes completion chunks as server-sent events.

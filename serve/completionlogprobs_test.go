@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -95,5 +96,23 @@ func TestCompletionTopLogprobsHoldTheSampledToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("echo", echo.Choices[0].Logprobs.RawJSON(), int(top))
+	}
+}
+
+// TestCompletionStreamTextOffset: a streamed completion's text_offset is
+// each token's offset in the choice's text, as the whole answer gives it
+// (and vLLM's stream does), not 0 in every chunk.
+func TestCompletionStreamTextOffset(t *testing.T) {
+	ts, p := forcedCompletions(t, "hello world", 1)
+	plain, err := ts.client.Completions.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := plain.Choices[0].Logprobs.TextOffset
+	if len(want) < 3 || want[2] == 0 {
+		t.Fatalf("plain text_offset %v", want)
+	}
+	if got := streamLogprobs(t, ts, p).TextOffset; !slices.Equal(got, want) {
+		t.Fatalf("streamed text_offset %v, plain %v", got, want)
 	}
 }

@@ -211,12 +211,15 @@ func (s *Server) topLogprobs(t string, v float32, top []engine.TokenLogprob) map
 // chunkLogprobs are the logprobs of a streamed completion chunk of one
 // token, written as the whole answer writes them: wireLogprob's values
 // (−Inf and NaN, from a row holding +Inf or NaN, would fail the chunk's
-// encoding, and the chunk would be lost), and the top alternatives of
-// topLogprobs.
-func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob) *completionLogprobs {
+// encoding, and the chunk would be lost), the top alternatives of
+// topLogprobs, and the token's text_offset, *offset: the length of the
+// choice's tokens before it, which it advances past the token.
+func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob, offset *int) *completionLogprobs {
 	t, _ := s.tokenString(id)
 	v := wireLogprob(lp)
-	return &completionLogprobs{Tokens: []string{t}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{s.topLogprobs(t, v, top)}, TextOffset: []int{0}}
+	at := *offset
+	*offset += len(t)
+	return &completionLogprobs{Tokens: []string{t}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{s.topLogprobs(t, v, top)}, TextOffset: []int{at}}
 }
 
 // completionStream writes completion chunks as server-sent events.
@@ -224,6 +227,7 @@ func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, re
 	sse := newSSE(w)
 	completion := 0
 	firstChunk := true
+	offsets := map[int]int{} // choice → text_offset of its next token
 	for {
 		evs, done, err := h.Next(ctx)
 		if err != nil {
@@ -242,7 +246,9 @@ func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, re
 					ch.TokenIDs = []int32{ev.Token}
 				}
 				if req.Logprobs != nil {
-					ch.Logprobs = s.chunkLogprobs(ev.Token, ev.Logprob, ev.Top)
+					off := offsets[ev.Choice]
+					ch.Logprobs = s.chunkLogprobs(ev.Token, ev.Logprob, ev.Top, &off)
+					offsets[ev.Choice] = off
 				}
 			}
 			if req.ReturnTokenIDs && firstChunk {

@@ -49,7 +49,8 @@ func TestTokenLogprobsNotFinite(t *testing.T) {
 func TestChunkLogprobsNotFinite(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
 	inf := float32(math.Inf(1))
-	lp := ts.s.chunkLogprobs(104, float32(math.NaN()), []engine.TokenLogprob{{ID: 104, Logprob: -1}, {ID: 105, Logprob: -inf}, {ID: 104, Logprob: -2}})
+	off := 0
+	lp := ts.s.chunkLogprobs(104, float32(math.NaN()), []engine.TokenLogprob{{ID: 104, Logprob: -1}, {ID: 105, Logprob: -inf}, {ID: 104, Logprob: -2}}, &off)
 	b, err := json.Marshal(completionResponse{Choices: []completionChoice{{Logprobs: lp}}})
 	if err != nil {
 		t.Fatalf("a chunk's logprobs with −Inf and NaN do not encode: %v", err)

@@ -67,6 +67,9 @@ type samplingFields struct {
 	ReturnTokenIDs      bool           `json:"return_token_ids"`
 	SkipSpecialTokens   *bool          `json:"skip_special_tokens"`
 	User                string         `json:"user"`
+	// LogitBias maps token ids (as strings, OpenAI's shape) to a bias in
+	// [−100, 100] added to their logits before the choice.
+	LogitBias map[string]float64 `json:"logit_bias"`
 }
 
 type responseFormat struct {
@@ -95,6 +98,9 @@ type completionRequest struct {
 	Prompt   json.RawMessage `json:"prompt"`
 	Echo     bool            `json:"echo"`
 	Logprobs *int            `json:"logprobs"`
+	// Suffix and BestOf are read only to refuse what would need them.
+	Suffix *string `json:"suffix"`
+	BestOf *int    `json:"best_of"`
 }
 
 type usage struct {

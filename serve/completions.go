@@ -59,6 +59,15 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	if err != nil {
 		return err
 	}
+	// Refused rather than ignored, as vLLM refuses them: the text after
+	// the insertion and the best of several samples are not what a
+	// client asking for them would get.
+	if req.Suffix != nil && *req.Suffix != "" {
+		return badRequest("suffix", "suffix is not supported by this server; leave it out")
+	}
+	if req.BestOf != nil && *req.BestOf != 1 && *req.BestOf != n {
+		return badRequest("best_of", "best_of=%d is not supported by this server: it returns every one of the n=%d choices it samples (leave best_of out, or set it to n)", *req.BestOf, n)
+	}
 	if req.Logprobs != nil {
 		if *req.Logprobs < 0 || *req.Logprobs > 20 {
 			return badRequest("logprobs", "logprobs must be between 0 and 20, got %d", *req.Logprobs)

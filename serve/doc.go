@@ -24,8 +24,13 @@
 // JSON type it wants ("messages[1].content: expected a string or an array
 // of content parts, got a number"); a body that is not valid UTF-8, a
 // message role other than OpenAI's (system, developer, user, assistant,
-// tool, function) and content of another shape are 400s too. A \ud800-style
-// escape of a lone surrogate decodes to U+FFFD, as in encoding/json.
+// tool, function) and content of another shape are 400s too, and so are
+// the completions' suffix and a best_of other than 1 or n, which this
+// server does not implement (as vLLM refuses them) rather than ignore. A
+// \ud800-style escape of a lone surrogate decodes to U+FFFD, as in
+// encoding/json. logit_bias (token ids as strings, each to a bias in
+// [−100, 100]) is added to the logits before the choice; the logprobs
+// reported stay the raw model's, as with the penalties.
 //
 // A prompt over the model's context is a 400 with code
 // "context_length_exceeded" in vLLM's words ("This model's maximum context

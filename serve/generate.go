@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,6 +74,19 @@ func (s *Server) params(f *samplingFields, promptLen int, allowZero bool) (engin
 				return p, 0, badRequest(pen.name, "%s must be between -2 and 2, got %v", pen.name, *pen.v)
 			}
 			*pen.dst = *pen.v
+		}
+	}
+	if len(f.LogitBias) > 0 {
+		p.LogitBias = make(map[int32]float32, len(f.LogitBias))
+		for key, b := range f.LogitBias {
+			id, err := strconv.ParseInt(key, 10, 32)
+			if err != nil || id < 0 || int(id) >= s.m.Config.Vocab {
+				return p, 0, badRequest("logit_bias", "logit_bias key %q is not a token id of this model's vocabulary (0 to %d)", key, s.m.Config.Vocab-1)
+			}
+			if !(b >= -100 && b <= 100) {
+				return p, 0, badRequest("logit_bias", "logit_bias of token %d must be between -100 and 100, got %v", id, b)
+			}
+			p.LogitBias[int32(id)] = float32(b)
 		}
 	}
 	if f.Seed != nil {

@@ -15,9 +15,10 @@ type Params struct {
 	TopK             int     // 0 or less: off
 	PresencePenalty  float64
 	FrequencyPenalty float64
-	MaxTokens        int      // generated tokens at most (> 0, or 0 for an echo-only completion)
-	Stop             []string // stop strings; the text before the first match is returned
-	StopIDs          []int32  // extra stop token ids (the model's EOS ids always stop)
+	LogitBias        map[int32]float32 // added to the logits of these token ids before the choice (OpenAI's logit_bias)
+	MaxTokens        int               // generated tokens at most (> 0, or 0 for an echo-only completion)
+	Stop             []string          // stop strings; the text before the first match is returned
+	StopIDs          []int32           // extra stop token ids (the model's EOS ids always stop)
 	IgnoreEOS        bool
 	Seed             uint64
 	HasSeed          bool // without it every sequence draws a fresh seed
@@ -172,6 +173,11 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 	for t, n := range s.counts {
 		row[t] -= float32(s.p.FrequencyPenalty*float64(n) + s.p.PresencePenalty)
 	}
+	// The bias moves the choice, not the logprobs reported, which stay the
+	// raw model's (as the penalties do): what training compares against.
+	for t, b := range s.p.LogitBias {
+		row[t] += b
+	}
 	if c != nil {
 		c.Mask(row)
 	}
@@ -195,13 +201,13 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 // deviceInv reports whether a kernels.RowChooser can make this sampler's
 // choice with constraint c over V tokens, and the inverse temperature it
 // takes (0: greedy). It can when nothing but the row's own distribution
-// decides: no constraint, no penalties, no top_logprobs; and either greedy
+// decides: no constraint, no penalties, no logit bias, no top_logprobs; and either greedy
 // (choose ignores top_k and top_p then) or sampling with neither top_k
 // (or top_k ≥ V, which choose ignores) nor top_p. The answer is the same
 // at every step of a sequence.
 func (s *sampler) deviceInv(c Constraint, V int) (float32, bool) {
 	p := &s.p
-	if c != nil || p.FrequencyPenalty != 0 || p.PresencePenalty != 0 || p.Logprobs && p.TopLogprobs > 0 {
+	if c != nil || p.FrequencyPenalty != 0 || p.PresencePenalty != 0 || len(p.LogitBias) > 0 || p.Logprobs && p.TopLogprobs > 0 {
 		return 0, false
 	}
 	if p.Temperature <= 1e-6 {

@@ -1,0 +1,44 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+)
+
+// TestUnsupportedFieldsRefused: OpenAI request fields that change the
+// output and that this server does not implement are a 400 naming the
+// field, not silently ignored: the completions' suffix and best_of above n
+// (vLLM refuses both too). Their neutral values pass.
+func TestUnsupportedFieldsRefused(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
+	cmpl := func(extra string) string { return `{"model":"tiny","prompt":"hi","max_tokens":2` + extra + `}` }
+	for _, c := range []struct {
+		path, body, param string
+	}{
+		{"/v1/completions", cmpl(`,"suffix":"end"`), "suffix"},
+		{"/v1/completions", cmpl(`,"best_of":3`), "best_of"},
+		{"/v1/completions", cmpl(`,"n":2,"best_of":3`), "best_of"},
+		{"/v1/completions", cmpl(`,"suffix":""`), ""},
+		{"/v1/completions", cmpl(`,"suffix":null`), ""},
+		{"/v1/completions", cmpl(`,"n":2,"best_of":2`), ""},
+		{"/v1/completions", cmpl(`,"best_of":1`), ""},
+	} {
+		status, body := ts.post(t, c.path, c.body)
+		if c.param == "" {
+			if status != http.StatusOK {
+				t.Errorf("%s %s: %d %s, want 200", c.path, c.body, status, body)
+			}
+			continue
+		}
+		var eb struct {
+			Error struct {
+				Param *string `json:"param"`
+			} `json:"error"`
+		}
+		json.Unmarshal([]byte(body), &eb)
+		if status != http.StatusBadRequest || eb.Error.Param == nil || *eb.Error.Param != c.param {
+			t.Errorf("%s %s: %d %s, want 400 naming %s", c.path, c.body, status, body, c.param)
+		}
+	}
+}

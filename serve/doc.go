@@ -30,7 +30,11 @@
 // \ud800-style escape of a lone surrogate decodes to U+FFFD, as in
 // encoding/json. logit_bias (token ids as strings, each to a bias in
 // [−100, 100]) is added to the logits before the choice; the logprobs
-// reported stay the raw model's, as with the penalties.
+// reported stay the raw model's, as with the penalties. Content sent as a
+// list of content parts reaches a chat template that loops over a
+// message's content (Gemma 3's) as the list, and any other (Qwen's and
+// Llama's take content as a string) as its text parts joined by newlines,
+// as vLLM's "auto" content format decides (format/chattemplate).
 //
 // A prompt over the model's context is a 400 with code
 // "context_length_exceeded" in vLLM's words ("This model's maximum context

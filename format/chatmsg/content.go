@@ -31,7 +31,14 @@ func (e *ContentError) Detail() string {
 // other parts (image_url, input_audio, file, ...) add no text. Each part
 // must be an object whose "type" is a string, and a text part's "text" a
 // string; anything else is a *ContentError.
-func ContentText(raw json.RawMessage) (string, error) {
+func ContentText(raw json.RawMessage) (string, error) { return contentText(raw, "") }
+
+// ContentLines is ContentText with the text parts joined by newlines: what
+// vLLM gives a chat template that takes a message's content as a string
+// when the content is a list of parts (its "string" content format).
+func ContentLines(raw json.RawMessage) (string, error) { return contentText(raw, "\n") }
+
+func contentText(raw json.RawMessage, sep string) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	switch JSONKind(raw) {
 	case "nothing", "null":
@@ -48,6 +55,7 @@ func ContentText(raw json.RawMessage) (string, error) {
 		return "", &ContentError{Want: "a string or an array of content parts", Got: kindPhrase(raw)}
 	}
 	var sb strings.Builder
+	texts := 0
 	for j, p := range parts {
 		at := fmt.Sprintf("[%d]", j)
 		var part struct {
@@ -68,6 +76,10 @@ func ContentText(raw json.RawMessage) (string, error) {
 		if JSONKind(part.Text) != "string" || json.Unmarshal(part.Text, &text) != nil {
 			return "", &ContentError{Path: at + ".text", Want: "a string", Got: kindPhrase(part.Text)}
 		}
+		if texts > 0 {
+			sb.WriteString(sep)
+		}
+		texts++
 		sb.WriteString(text)
 	}
 	return sb.String(), nil

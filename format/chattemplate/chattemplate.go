@@ -39,6 +39,10 @@ type Template struct {
 type compiled struct {
 	tmpl    *jinja.Template
 	regions []region
+	// parts: the template loops over a message's content (loopsOverContent),
+	// so a list of content parts reaches it as the list; otherwise as the
+	// parts' text.
+	parts bool
 }
 
 // Input is what a chat template is rendered with.
@@ -309,7 +313,7 @@ func (t *Template) add(name, source, origin string) error {
 	}
 	t.sources[name] = source
 	t.origins[name] = origin
-	t.compiled[name] = &compiled{tmpl: c, regions: ins.regions}
+	t.compiled[name] = &compiled{tmpl: c, regions: ins.regions, parts: loopsOverContent(source)}
 	return nil
 }
 
@@ -359,7 +363,13 @@ func (e *RaisedError) Error() string { return "chat template raised: " + e.Messa
 // Render renders the conversation with the model's template. The template
 // sees messages, tools (none when empty), documents (none),
 // add_generation_prompt, the special tokens and the kwargs — the variables
-// transformers' apply_chat_template passes.
+// transformers' apply_chat_template passes. A message's content given as a
+// list of content parts reaches a template that loops over a message's
+// content (Gemma 3's, for its images) as that list, and any other template
+// (Qwen's and Llama's put content into the prompt as a string) as the
+// parts' text joined by newlines: vLLM's "auto" content format, so that
+// training renders a recorded conversation as the server that sampled it
+// did.
 //
 // The rendering stops with a *LimitError (errors.Is ErrLimit) when the
 // template passes t.Limits, and with ctx's error (wrapped) soon after ctx
@@ -369,11 +379,11 @@ func (t *Template) Render(ctx context.Context, in Input) (out string, err error)
 	if err != nil {
 		return "", err
 	}
-	data, err := t.variables(in)
+	c := t.compiled[name]
+	data, err := t.variables(in, c.parts)
 	if err != nil {
 		return "", err
 	}
-	c := t.compiled[name]
 	b := &budget{ctx: ctx, lim: t.Limits.withDefaults(), regions: c.regions, name: name, source: t.origins[name]}
 	if err := b.check(); err != nil {
 		return "", err
@@ -411,7 +421,9 @@ func panicText(p any) string {
 	return s
 }
 
-func (t *Template) variables(in Input) (map[string]jinja.Value, error) {
+// variables are the render data of in; parts says whether a message's
+// content given as a list of parts is passed as the list (messageValue).
+func (t *Template) variables(in Input, parts bool) (map[string]jinja.Value, error) {
 	data := make(map[string]jinja.Value, len(t.special)+len(in.Kwargs)+8)
 	for k, v := range t.special {
 		data[k] = v
@@ -428,7 +440,7 @@ func (t *Template) variables(in Input) (map[string]jinja.Value, error) {
 	}
 	msgs := make([]jinja.Value, len(in.Messages))
 	for i, m := range in.Messages {
-		v, err := messageValue(m)
+		v, err := messageValue(m, parts)
 		if err != nil {
 			return nil, fmt.Errorf("message %d (%s): %w", i, m.Role, err)
 		}

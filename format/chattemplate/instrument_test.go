@@ -28,7 +28,7 @@ func renderPlain(t *Template, name string, in Input) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	data, err := t.variables(in)
+	data, err := t.variables(in, t.compiled[name].parts)
 	if err != nil {
 		return "", err
 	}

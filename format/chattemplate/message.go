@@ -15,12 +15,21 @@ import (
 // name, where the optional ones are present only when set (templates test
 // `'tool_calls' in message` and `message.reasoning_content is defined`).
 // Content given as JSON (null, a list of parts) reaches the template as
-// that value, as transformers passes it.
-func messageValue(m chatmsg.Message) (jinja.Value, error) {
+// that value, as transformers passes it; except a list of parts when parts
+// is false, which reaches it as its text parts joined by newlines
+// (chatmsg.ContentLines), as vLLM gives a template that takes content as a
+// string.
+func messageValue(m chatmsg.Message, parts bool) (jinja.Value, error) {
 	d := jinja.NewDict()
 	dict := d.AsDict()
 	dict.Set("role", jinja.NewString(m.Role))
-	if m.ContentJSON != nil {
+	if !parts && chatmsg.JSONKind(m.ContentJSON) == "array" {
+		text, err := chatmsg.ContentLines(m.ContentJSON)
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		dict.Set("content", jinja.NewString(text))
+	} else if m.ContentJSON != nil {
 		v, err := DecodeJSON(m.ContentJSON)
 		if err != nil {
 			return jinja.Undefined(), fmt.Errorf("content: %w", err)

@@ -98,7 +98,9 @@ func FromTrajectory(ctx context.Context, t *chattemplate.Template, tok Tokenizer
 // Messages converts trajectory messages to the template's messages
 // (trajectory.Message.Chat). Content that was null becomes "" (templates
 // such as Qwen3's test `'</think>' in message.content`, which fails on
-// null); a list of content parts is passed to the template as it was.
+// null); a list of content parts is passed on as it was, and
+// chattemplate.Render gives it to the template as the list or as its text,
+// as the template takes content (and as hone-serve and vLLM render it).
 func Messages(msgs []trajectory.Message) []chatmsg.Message {
 	out := make([]chatmsg.Message, len(msgs))
 	for i := range msgs {

@@ -18,8 +18,16 @@ type answer struct {
 
 // keyedScore is one entry of the keyed form.
 type keyedScore struct {
-	Explanation string  `json:"explanation"`
-	Score       float64 `json:"score"`
+	Explanation string   `json:"explanation"`
+	Score       *float64 `json:"score"` // nil: missing or null
+}
+
+// rawScore is one entry of either form as the judge wrote it; Score is
+// nil when the judge left it out or wrote null.
+type rawScore struct {
+	ID          string   `json:"trajectory_id"`
+	Explanation string   `json:"explanation"`
+	Score       *float64 `json:"score"`
 }
 
 // SchemaOptions tunes the answer schema to what a judge server enforces.
@@ -82,7 +90,8 @@ func Schema(ids []string, o SchemaOptions) map[string]any {
 // Parse decodes and checks a judge's answer against the request: a JSON
 // object {"scores": …}, keyed by id or a list (see answer), with exactly
 // one entry per requested id, each
-// score a finite number in [0,1]. The scores come back in the order of
+// with a score (a missing or null one is not 0) that is a finite number in
+// [0,1]. The scores come back in the order of
 // req.IDs, matched by id, not by position. A Markdown code fence around
 // the JSON is tolerated. Errors are *Error of kind "malformed" (retryable).
 func Parse(req Request, content string) ([]Score, error) {
@@ -115,20 +124,25 @@ func Parse(req Request, content string) ([]Score, error) {
 	out := make([]Score, len(req.IDs))
 	seen := make([]bool, len(req.IDs))
 	var errs []error
-	for _, s := range scores {
-		i, ok := want[s.ID]
+	for _, r := range scores {
+		i, ok := want[r.ID]
 		switch {
 		case !ok:
-			errs = append(errs, fmt.Errorf("unknown trajectory_id %q", s.ID))
+			errs = append(errs, fmt.Errorf("unknown trajectory_id %q", r.ID))
 			continue
 		case seen[i]:
-			errs = append(errs, fmt.Errorf("trajectory_id %q scored twice", s.ID))
+			errs = append(errs, fmt.Errorf("trajectory_id %q scored twice", r.ID))
 			continue
-		case math.IsNaN(s.Score) || s.Score < 0 || s.Score > 1:
-			errs = append(errs, fmt.Errorf("trajectory_id %q: score %v is outside [0,1]", s.ID, s.Score))
+		case r.Score == nil:
+			errs = append(errs, fmt.Errorf("trajectory_id %q: no score", r.ID))
+		case math.IsNaN(*r.Score) || *r.Score < 0 || *r.Score > 1:
+			errs = append(errs, fmt.Errorf("trajectory_id %q: score %v is outside [0,1]", r.ID, *r.Score))
 		}
 		seen[i] = true
-		out[i] = s
+		out[i] = Score{ID: r.ID, Explanation: r.Explanation}
+		if r.Score != nil {
+			out[i].Score = *r.Score
+		}
 	}
 	if len(errs) > 0 {
 		return nil, bad("%w", errors.Join(errs...))
@@ -158,13 +172,13 @@ func prefix(s string, n int) string {
 // entries reads the scores in either form, in the answer's order. In the
 // keyed form a repeated key is kept as a repeated entry (a plain map would
 // silently keep the last), so Parse reports it like a repeated list id.
-func entries(raw json.RawMessage) ([]Score, error) {
+func entries(raw json.RawMessage) ([]rawScore, error) {
 	raw = json.RawMessage(strings.TrimSpace(string(raw)))
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
 		return nil, nil
 	case raw[0] == '[':
-		var list []Score
+		var list []rawScore
 		if err := json.Unmarshal(raw, &list); err != nil {
 			return nil, err
 		}
@@ -176,7 +190,7 @@ func entries(raw json.RawMessage) ([]Score, error) {
 	if _, err := dec.Token(); err != nil { // the opening brace
 		return nil, err
 	}
-	var out []Score
+	var out []rawScore
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -187,7 +201,7 @@ func entries(raw json.RawMessage) ([]Score, error) {
 		if err := dec.Decode(&k); err != nil {
 			return nil, fmt.Errorf("trajectory_id %q: %w", id, err)
 		}
-		out = append(out, Score{ID: id, Explanation: k.Explanation, Score: k.Score})
+		out = append(out, rawScore{ID: id, Explanation: k.Explanation, Score: k.Score})
 	}
 	return out, nil
 }

@@ -650,6 +650,7 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 }
 
 // closeGroup writes the group's file, with its own fields, and forgets it.
+// When the file cannot be written the group stays open.
 func (p *Proxy) closeGroup(gid string, fields groupFields) error {
 	p.mu.Lock()
 	g := p.groups[gid]
@@ -675,7 +676,13 @@ func (p *Proxy) closeGroup(gid string, fields groupFields) error {
 	defer p.wg.Done()
 	// WriteFile is atomic itself (a temporary name, renamed when whole).
 	if err := trajectory.WriteFile(context.Background(), name, []trajectory.Group{out}, trajectory.WriterOptions{}); err != nil {
-		return fmt.Errorf("flush group %s: %w", gid, err)
+		// Nothing was written: the group stays open, as it was, so that
+		// closing it again (once the output is writable) writes it.
+		p.mu.Lock()
+		delete(p.flushed, gid)
+		p.groups[gid] = g
+		p.mu.Unlock()
+		return fmt.Errorf("flush group %s: %w (the group stays open: close it again)", gid, err)
 	}
 	p.o.Log.Info("proxy: group flushed", "group", gid, "trajectories", len(out.Trajectories), "file", name)
 	return nil

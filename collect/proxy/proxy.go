@@ -51,7 +51,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -158,7 +161,34 @@ func New(o Options) (*Proxy, error) {
 	if c == nil {
 		c = &http.Client{}
 	}
-	return &Proxy{o: o, client: c, groups: map[string]*group{}, flushed: map[string]bool{}}, nil
+	// A folder an earlier run wrote into keeps its files: number ours after
+	// the last one there of the same run, so that none is replaced.
+	last, err := lastFileNumber(context.Background(), o.OutDir, o.Run)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: output folder: %w", err)
+	}
+	return &Proxy{o: o, client: c, groups: map[string]*group{}, flushed: map[string]bool{}, files: last}, nil
+}
+
+// lastFileNumber returns the highest N of the files <run>-N.parquet in dir
+// (0 when there is none).
+func lastFileNumber(ctx context.Context, dir, run string) (int, error) {
+	names, err := fileset.List(ctx, dir, ".parquet")
+	if err != nil {
+		return 0, err
+	}
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(run) + `-([0-9]+)\.parquet$`)
+	last := 0
+	for _, n := range names {
+		m := re.FindStringSubmatch(path.Base(filepath.ToSlash(n)))
+		if m == nil {
+			continue
+		}
+		if k, err := strconv.Atoi(m[1]); err == nil && k > last {
+			last = k
+		}
+	}
+	return last, nil
 }
 
 var (

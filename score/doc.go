@@ -38,7 +38,7 @@
 // each row that was to be scored, and counts it; when the judge failed
 // every group it was given, skip and mark still write the output but end
 // with ErrJudgeFailedAll (exit 1). Bad input — a formula naming a metric a row lacks, an env
-// reward that is missing — always stops the run (exit 2).
+// reward that is missing or not a finite number — always stops the run (exit 2).
 //
 // Re-runs are cheap and stable: judge verdicts are cached on disk (see
 // score/judgecache), the same input and chain give byte-identical rows,

@@ -2,6 +2,7 @@ package score
 
 import (
 	"context"
+	"math"
 	"strings"
 
 	"github.com/hone-rl/hone/format/trajectory"
@@ -42,7 +43,8 @@ type EnvScorer struct{}
 func (EnvScorer) Name() string { return ComponentEnv }
 
 // ScoreGroup returns each row's env component; a row without one has no
-// environment reward, which is bad input. (Rows whose episode failed never
+// environment reward, which is bad input, and so is one that is NaN or
+// infinite. (Rows whose episode failed never
 // reach a scorer: see Chain.Apply.)
 func (EnvScorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]trajectory.RewardComponent, error) {
 	if err := ctx.Err(); err != nil {
@@ -54,6 +56,9 @@ func (EnvScorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 		c, ok := component(t, ComponentEnv)
 		if !ok {
 			return nil, stageerr.BadInputf("group %q, trajectory %q: env scorer: the row has no environment reward (reward is null, and no error says its episode failed); score it with another scorer, e.g. ruler or formula", g.ID, t.ID)
+		}
+		if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
+			return nil, stageerr.BadInputf("group %q, trajectory %q: env scorer: the environment reward is %v, not a finite number", g.ID, t.ID, c.Value)
 		}
 		out[i] = c
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
@@ -42,7 +43,16 @@ func New(component, src string) (*Scorer, error) {
 		}
 	}
 	sort.Strings(names)
-	prog, err := expr.Compile(src)
+	// A metric or component may bear the name of one of expr's built-in
+	// functions (count, duration, sum, ...): read as a value, the name is
+	// the trajectory's, so the builtin is switched off for it.
+	var opts []expr.Option
+	for _, n := range names {
+		if _, ok := builtin.Index[n]; ok {
+			opts = append(opts, expr.DisableBuiltin(n))
+		}
+	}
+	prog, err := expr.Compile(src, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not compile: %v", src, err)
 	}

@@ -405,6 +405,14 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "messages: "+err.Error())
 		return
 	}
+	// A tool the file cannot hold would make the whole group unwritable
+	// at its flush: refuse it now, as a tool call without a name is.
+	for i, tool := range conv.Tools {
+		if tool.Name == "" {
+			apiError(w, http.StatusBadRequest, fmt.Sprintf("tools[%d]: no function name (a chat completions tool is {\"type\": \"function\", \"function\": {\"name\": ...}})", i), "tools")
+			return
+		}
+	}
 	msgs := make([]trajectory.Message, len(conv.Messages))
 	for i, m := range conv.Messages {
 		var err error

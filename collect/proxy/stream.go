@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -270,6 +271,12 @@ func (a *accumulator) turn() (trajectory.Message, error) {
 	c := a.msg.Message()
 	c.Role = "assistant"
 	m, err := trajectory.FromChat(c)
+	if err != nil {
+		// A call that never got its name (a garbled or odd stream) cannot
+		// be written, and would make the whole group unwritable: the turn
+		// keeps the calls that can be, and err says what went wrong.
+		m.ToolCalls = slices.DeleteFunc(slices.Clone(m.ToolCalls), func(tc chatmsg.ToolCall) bool { return tc.Name == "" })
+	}
 	m.Role, m.Trainable, m.TokenIDs, m.Logprobs, m.FinishReason, m.AnswerModel = "assistant", true, a.tokenIDs, a.logprobs, a.finish, a.model
 	return m, err
 }

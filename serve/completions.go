@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -176,9 +177,22 @@ const maxScoreBytes = 1 << 30
 
 // scorePrompt returns log p(prompt[j] | prompt[:j]) for j ≥ 1 (index 0 is
 // unused) and the top alternatives at each position, from one full forward.
+// One forward runs at a time; a request waits for its turn until ctx ends,
+// and with Options.MaxQueue requests already waiting it fails at once with
+// engine.ErrQueueFull (a 429), as a generation would.
 func (s *Server) scorePrompt(ctx context.Context, prompt []int32, ad *model.Adapter, top int) ([]float32, [][]engine.TokenLogprob, error) {
-	s.scoreMu.Lock()
-	defer s.scoreMu.Unlock()
+	if s.scoreWaiting.Add(1) > int64(s.o.MaxQueue) {
+		s.scoreWaiting.Add(-1)
+		return nil, nil, fmt.Errorf("prompt logprobs: %w", engine.ErrQueueFull)
+	}
+	select {
+	case s.scoreSlot <- struct{}{}:
+		s.scoreWaiting.Add(-1)
+	case <-ctx.Done():
+		s.scoreWaiting.Add(-1)
+		return nil, nil, ctx.Err()
+	}
+	defer func() { <-s.scoreSlot }()
 	N, V := len(prompt), s.m.Config.Vocab
 	pos := make([]int32, N)
 	for i := range pos {

@@ -39,6 +39,11 @@ func (c *choiceOut) add(ev engine.Event) {
 // allowZero permits max_tokens 0 (an echo-only completion).
 func (s *Server) params(f *samplingFields, promptLen int, allowZero bool) (engine.Params, int, error) {
 	p := engine.Params{Temperature: 1, TopP: 1, SkipSpecial: true, IgnoreEOS: f.IgnoreEOS, StopIDs: f.StopTokenIDs}
+	if f.StreamOptions != nil && !f.Stream {
+		// As OpenAI and vLLM answer it: include_usage without a stream
+		// would otherwise be silently ignored.
+		return p, 0, badRequest("stream_options", "stream_options is only allowed when stream is true")
+	}
 	n := 1
 	if f.N != nil {
 		n = *f.N
@@ -276,7 +281,7 @@ func genError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 		return &httpError{status: http.StatusGatewayTimeout, typ: "timeout", code: "timeout", msg: "the request ran past its deadline"}
-	case errors.Is(err, engine.ErrClosed):
+	case errors.Is(err, engine.ErrClosed), errors.Is(err, engine.ErrQueueFull):
 		return submitError(err)
 	case errors.Is(err, context.Canceled):
 		return &httpError{status: 499, typ: "cancelled", msg: "request cancelled"}

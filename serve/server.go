@@ -49,7 +49,11 @@ type Server struct {
 
 	draining atomic.Bool
 	active   atomic.Int64
-	scoreMu  sync.Mutex // one prompt-scoring forward at a time
+	// scoreSlot holds one prompt-scoring forward at a time (an echo with
+	// logprobs); scoreWaiting counts the requests waiting for it, at most
+	// Options.MaxQueue, as the engine bounds its queue.
+	scoreSlot    chan struct{}
+	scoreWaiting atomic.Int64
 
 	// forceOutput, when set (tests), makes every generation follow the
 	// returned tokens of its choice (then end of sequence) through the
@@ -97,7 +101,7 @@ func NewServer(o Options) (*Server, error) {
 	}
 	s := &Server{
 		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: f.Config.MaxPositionEmbeddings, eos: eos,
-		created: time.Now().Unix(), log: o.Log, met: newMetrics(),
+		created: time.Now().Unix(), log: o.Log, met: newMetrics(), scoreSlot: make(chan struct{}, 1),
 	}
 	s.cvocab = constrain.NewIndex(tok)
 	s.ptok = tok.Limited()

@@ -9,7 +9,8 @@ import (
 // TestUnsupportedFieldsRefused: OpenAI request fields that change the
 // output and that this server does not implement are a 400 naming the
 // field, not silently ignored: the completions' suffix and best_of above n
-// (vLLM refuses both too). Their neutral values pass.
+// (vLLM refuses both too). Their neutral values pass. And stream_options
+// without stream, which OpenAI and vLLM refuse.
 func TestUnsupportedFieldsRefused(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
 	cmpl := func(extra string) string { return `{"model":"tiny","prompt":"hi","max_tokens":2` + extra + `}` }
@@ -23,6 +24,10 @@ func TestUnsupportedFieldsRefused(t *testing.T) {
 		{"/v1/completions", cmpl(`,"suffix":null`), ""},
 		{"/v1/completions", cmpl(`,"n":2,"best_of":2`), ""},
 		{"/v1/completions", cmpl(`,"best_of":1`), ""},
+		// stream_options without a stream is a 400 in OpenAI's API and vLLM.
+		{"/v1/completions", cmpl(`,"stream_options":{"include_usage":true}`), "stream_options"},
+		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream_options":{"include_usage":true}}`, "stream_options"},
+		{"/v1/completions", cmpl(`,"stream_options":null`), ""},
 	} {
 		status, body := ts.post(t, c.path, c.body)
 		if c.param == "" {

@@ -614,7 +614,7 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	}
 	rec.t.Reward, rec.t.Metrics, rec.t.Error = body.Reward, body.Metrics, body.Error
 	rec.closed = true
-	full := false
+	var flush func() error
 	if p.o.GroupSize > 0 {
 		n := 0
 		for _, x := range p.groups[gid].trajs {
@@ -622,11 +622,16 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 				n++
 			}
 		}
-		full = n >= p.o.GroupSize
+		if n >= p.o.GroupSize {
+			// Taken under the lock that found the trajectory: a close
+			// arriving now finds the group gone, rather than this reward
+			// (already recorded) finding it closed and answering 500.
+			flush, _ = p.detachLocked(gid, groupFields{})
+		}
 	}
 	p.mu.Unlock()
-	if full {
-		if err := p.closeGroup(gid, groupFields{}); err != nil {
+	if flush != nil {
+		if err := flush(); err != nil {
 			httpError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
@@ -691,10 +696,23 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 // When the file cannot be written the group stays open.
 func (p *Proxy) closeGroup(gid string, fields groupFields) error {
 	p.mu.Lock()
+	flush, err := p.detachLocked(gid, fields)
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// detachLocked takes the open group gid out of the proxy, with p.mu held,
+// and returns what writes its file (without the lock); errNoGroup when it
+// is not open. A caller that found the group under the same lock (the
+// reward that fills it) so closes it without a window in which another
+// close could take it first.
+func (p *Proxy) detachLocked(gid string, fields groupFields) (flush func() error, err error) {
 	g := p.groups[gid]
 	if g == nil {
-		p.mu.Unlock()
-		return fmt.Errorf("%w %q", errNoGroup, gid)
+		return nil, fmt.Errorf("%w %q", errNoGroup, gid)
 	}
 	delete(p.groups, gid)
 	p.flushed[gid] = true
@@ -710,20 +728,21 @@ func (p *Proxy) closeGroup(gid string, fields groupFields) error {
 		out.Trajectories = append(out.Trajectories, t)
 	}
 	p.wg.Add(1)
-	p.mu.Unlock()
-	defer p.wg.Done()
-	// WriteFile is atomic itself (a temporary name, renamed when whole).
-	if err := trajectory.WriteFile(context.Background(), name, []trajectory.Group{out}, trajectory.WriterOptions{}); err != nil {
-		// Nothing was written: the group stays open, as it was, so that
-		// closing it again (once the output is writable) writes it.
-		p.mu.Lock()
-		delete(p.flushed, gid)
-		p.groups[gid] = g
-		p.mu.Unlock()
-		return fmt.Errorf("flush group %s: %w (the group stays open: close it again)", gid, err)
-	}
-	p.o.Log.Info("proxy: group flushed", "group", gid, "trajectories", len(out.Trajectories), "file", name)
-	return nil
+	return func() error {
+		defer p.wg.Done()
+		// WriteFile is atomic itself (a temporary name, renamed when whole).
+		if err := trajectory.WriteFile(context.Background(), name, []trajectory.Group{out}, trajectory.WriterOptions{}); err != nil {
+			// Nothing was written: the group stays open, as it was, so
+			// that closing it again (once the output is writable) writes it.
+			p.mu.Lock()
+			delete(p.flushed, gid)
+			p.groups[gid] = g
+			p.mu.Unlock()
+			return fmt.Errorf("flush group %s: %w (the group stays open: close it again)", gid, err)
+		}
+		p.o.Log.Info("proxy: group flushed", "group", gid, "trajectories", len(out.Trajectories), "file", name)
+		return nil
+	}, nil
 }
 
 // Run serves until ctx ends, then waits for requests and flushes in

@@ -30,3 +30,35 @@ func TestParseMissingScore(t *testing.T) {
 		})
 	}
 }
+
+// A reasoning judge served without a reasoning parser writes its thinking
+// into the content before the JSON: with or without the opening <think>
+// (some templates put it in the prompt), and with a fence after it. The
+// answer after </think> is parsed; an answer that is JSON as it stands is
+// not split, even when an explanation quotes </think>.
+func TestParseAfterThinking(t *testing.T) {
+	req := judge.Request{IDs: []string{"1", "2"}}
+	const answer = `{"scores":{"1":{"explanation":"solved it","score":0.9},"2":{"explanation":"no","score":0.2}}}`
+	for name, content := range map[string]string{
+		"think block":       "<think>\nTrajectory 1 {solves} it; 2 does not.\n</think>\n\n" + answer,
+		"no opening tag":    "Trajectory 1 solves it.</think>" + answer,
+		"fence after think": "<think>hm</think>\n```json\n" + answer + "\n```",
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := judge.Parse(req, content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s[0].Score != 0.9 || s[1].Score != 0.2 {
+				t.Errorf("scores %+v", s)
+			}
+		})
+	}
+	quoted := `{"scores":{"1":{"explanation":"ends with </think> oddly","score":0.9},"2":{"explanation":"no","score":0.2}}}`
+	if s, err := judge.Parse(req, quoted); err != nil || s[0].Explanation != "ends with </think> oddly" {
+		t.Errorf("an answer quoting </think>: %+v, %v", s, err)
+	}
+	if _, err := judge.Parse(req, "<think>still thinking when the tokens ran out"); err == nil {
+		t.Errorf("thinking without an answer was accepted")
+	}
+}

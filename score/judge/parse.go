@@ -93,12 +93,21 @@ func Schema(ids []string, o SchemaOptions) map[string]any {
 // with a score (a missing or null one is not 0) that is a finite number in
 // [0,1]. The scores come back in the order of
 // req.IDs, matched by id, not by position. A Markdown code fence around
-// the JSON is tolerated. Errors are *Error of kind "malformed" (retryable).
+// the JSON is tolerated, and so is a reasoning model's thinking before it
+// (text up to "</think>", which a server without a reasoning parser leaves
+// in the content) when the answer is not JSON as it stands. Errors are
+// *Error of kind "malformed" (retryable).
 func Parse(req Request, content string) ([]Score, error) {
 	bad := func(format string, args ...any) error {
 		return &Error{Kind: "malformed", Retryable: true, Err: fmt.Errorf(format, args...)}
 	}
 	text := stripFence(strings.TrimSpace(content))
+	if i := strings.Index(text, thinkEnd); i >= 0 && !json.Valid([]byte(text)) {
+		// As vLLM's DeepSeek-R1 reasoning parser splits it: what precedes
+		// the first </think> is thinking (its <think> may have been in the
+		// prompt), the answer follows.
+		text = stripFence(strings.TrimSpace(text[i+len(thinkEnd):]))
+	}
 	if text == "" {
 		return nil, bad("empty answer")
 	}
@@ -149,6 +158,9 @@ func Parse(req Request, content string) ([]Score, error) {
 	}
 	return out, nil
 }
+
+// thinkEnd ends a reasoning model's thinking in its content.
+const thinkEnd = "</think>"
 
 func stripFence(s string) string {
 	if !strings.HasPrefix(s, "```") {

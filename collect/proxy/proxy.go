@@ -489,12 +489,26 @@ func (p *Proxy) record(tid, gid, model string, msgs []trajectory.Message, tools 
 		p.o.Log.Warn("proxy: request for a closed trajectory", "trajectory", tid)
 		return
 	}
+	if turnErr == nil {
+		if err := writableTurn(turn); err != nil {
+			// The answer reached the agent; the file cannot hold it as the
+			// upstream gave it (token ids and logprobs that do not pair
+			// up). Its tokens are left out, with the error, so that the
+			// group can still be written.
+			turn.TokenIDs, turn.Logprobs = nil, nil
+			turnErr = fmt.Errorf("the answer's tokens were not recorded: %w", err)
+		}
+	}
 	if turnErr != nil {
 		rec.errs = append(rec.errs, fmt.Sprintf("turn %d: %v", len(rec.turns)+len(rec.errs)+1, turnErr))
 	} else {
 		rec.turns = append(rec.turns, turn)
 	}
-	rec.t.Messages = append(msgs, turn)
+	if writableTurn(turn) == nil {
+		rec.t.Messages = append(msgs, turn)
+	} else {
+		rec.t.Messages = msgs // the error says what the turn was
+	}
 	rec.t.Tools = tools
 	if turn.AnswerModel != "" {
 		// As hone-collect's own loop records it: the adapter that answered,
@@ -504,6 +518,14 @@ func (p *Proxy) record(tid, gid, model string, msgs []trajectory.Message, tools 
 		rec.t.Step = int64(step)
 	}
 	rec.t.FinishedAt = time.Now().UTC()
+}
+
+// writableTurn checks an assistant turn as a trajectory file holds it
+// (trajectory.Validate): a turn that fails would make its whole group
+// unwritable at the flush.
+func writableTurn(m trajectory.Message) error {
+	t := trajectory.Trajectory{ID: "t", GroupID: "g", Messages: []trajectory.Message{m}}
+	return t.Validate()
 }
 
 // parseTurn reads the assistant turn, with token ids and logprobs, from a

@@ -102,7 +102,9 @@ func (s *sseRelay) run(body io.Reader) error {
 			}
 		}
 		switch {
-		case atStart && ended && len(frag) > 0 && len(bytes.TrimRight(frag, "\r\n")) == 0: // a blank line ends the event
+		case atStart && ended && !isData && len(frag) > 0 && len(bytes.TrimRight(frag, "\r\n")) == 0:
+			// A blank line ends the event ("data:" alone, whose value is
+			// empty, only adds an empty line to its data).
 			s.take()
 			s.pass(true)
 		case isData:

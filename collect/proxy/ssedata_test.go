@@ -1,0 +1,54 @@
+package proxy_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/collect/proxy"
+)
+
+// An event whose data spans several data: lines, one of them empty
+// ("data:" alone adds an empty line to the event's data, by the SSE
+// rules; only a blank line ends the event): the proxy records the turn
+// the joined data holds, and the agent reads the stream unchanged.
+func TestProxyStreamEmptyDataLine(t *testing.T) {
+	const stream = `data: {"id":"c1","object":"chat.completion.chunk","model":"agent@7","choices":[{"index":0,` + "\n" +
+		"data:\n" +
+		`data: "delta":{"content":"Hi"},"finish_reason":"stop","token_ids":[5],"logprobs":{"content":[{"token":"Hi","logprob":-0.5}]}}]}` + "\n\n" +
+		"data: [DONE]\n\n"
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, stream)
+	}))
+	defer up.Close()
+	out := t.TempDir()
+	p, err := proxy.New(proxy.Options{Upstream: up.URL + "/v1", OutDir: out, Run: "px"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"agent","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Hone-Trajectory", "a")
+	req.Header.Set("X-Hone-Group", "g")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(got) != stream {
+		t.Errorf("agent read %q, upstream sent %q", got, stream)
+	}
+	tr := readGroups(t, srv.URL, out, "g")["a"]
+	last := tr.Messages[len(tr.Messages)-1]
+	// (Its error says only that no reward closed it.)
+	if tr.Error != "not closed" || last.Content != "Hi" || len(last.TokenIDs) != 1 || last.TokenIDs[0] != 5 {
+		t.Errorf("recorded error %q, turn %+v; want the turn \"Hi\" with token 5", tr.Error, last)
+	}
+}

@@ -127,7 +127,7 @@ func (s *Server) checkToolSupport(w http.ResponseWriter, tm toolMode, modelName 
 		return &httpError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "tools_unsupported", param: "tool_choice",
 			msg: fmt.Sprintf("%s: tool_choice cannot force a call of model %q; serve a model whose template supports tools", why, modelName)}
 	}
-	w.Header().Set(WarningHeader, "tools ignored: "+why+"; expect a plain-text answer")
+	w.Header().Add(WarningHeader, "tools ignored: "+why+"; expect a plain-text answer")
 	if _, warned := s.toolsWarned.LoadOrStore(modelName, true); !warned {
 		s.log.Warn("requests send tools, but "+why+": expect plain-text answers", "model", modelName)
 	}

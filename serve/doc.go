@@ -34,7 +34,10 @@
 // list of content parts reaches a chat template that loops over a
 // message's content (Gemma 3's) as the list, and any other (Qwen's and
 // Llama's take content as a string) as its text parts joined by newlines,
-// as vLLM's "auto" content format decides (format/chattemplate).
+// as vLLM's "auto" content format decides (format/chattemplate). Fields
+// the server does not read (vLLM's min_p or repetition_penalty, say) are
+// answered without, and named in the X-Hone-Warning header ("fields
+// ignored: min_p") and, once per field, in the log, as vLLM logs them.
 //
 // A prompt over the model's context is a 400 with code
 // "context_length_exceeded" in vLLM's words ("This model's maximum context

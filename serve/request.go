@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -20,10 +21,11 @@ import (
 // turn it into U+FFFD) or wrong-typed fields. A body with a Content-Length
 // is read into one buffer of that size, not into one grown step by step,
 // which would allocate several times the body; one declared over the cap
-// is refused unread.
-func (s *Server) readJSON(r *http.Request, v any) error {
+// is refused unread. It returns the body's top-level fields that v has no
+// place for (ignoredFields), which the request is answered without.
+func (s *Server) readJSON(r *http.Request, v any) ([]string, error) {
 	if r.ContentLength > s.o.MaxBodyBytes { // refused unread
-		return tooLarge(s.o.MaxBodyBytes)
+		return nil, tooLarge(s.o.MaxBodyBytes)
 	}
 	var buf bytes.Buffer
 	if n := r.ContentLength; n > 0 {
@@ -32,27 +34,67 @@ func (s *Server) readJSON(r *http.Request, v any) error {
 	if _, err := buf.ReadFrom(r.Body); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return tooLarge(mbe.Limit)
+			return nil, tooLarge(mbe.Limit)
 		}
-		return badRequest("", "reading the request body: %v", err)
+		return nil, badRequest("", "reading the request body: %v", err)
 	}
 	b := buf.Bytes()
 	err := json.Unmarshal(b, v)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return badRequest("", "request body is not valid JSON: %v (at byte %d)", se, se.Offset)
+		return nil, badRequest("", "request body is not valid JSON: %v (at byte %d)", se, se.Offset)
 	}
 	if !utf8.Valid(b) {
-		return invalidUTF8(b)
+		return nil, invalidUTF8(b)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return typeError(b, te)
+		return nil, typeError(b, te)
 	}
 	if err != nil {
-		return badRequest("", "request body: %v", err)
+		return nil, badRequest("", "request body: %v", err)
 	}
-	return nil
+	return ignoredFields(b, reflect.TypeOf(v)), nil
+}
+
+// ignoredFields lists, sorted, the top-level keys of the JSON object b that
+// match no field of the struct type t points to (encoding/json matches
+// names without regard to case, and so does this): OpenAI's or vLLM's
+// parameters this server does not read (min_p, repetition_penalty, …),
+// which the handler reports rather than answering as if they had applied.
+func ignoredFields(b []byte, t reflect.Type) []string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil {
+		return nil
+	}
+	known := map[string]bool{}
+	jsonNames(t.Elem(), known)
+	var out []string
+	for k := range top {
+		if !known[strings.ToLower(k)] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// jsonNames adds the lower-cased JSON names of struct type t's fields,
+// those of embedded structs included, to names.
+func jsonNames(t reflect.Type, names map[string]bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case tag == "-":
+		case f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct:
+			jsonNames(f.Type, names)
+		case tag != "":
+			names[strings.ToLower(tag)] = true
+		case f.IsExported():
+			names[strings.ToLower(f.Name)] = true
+		}
+	}
 }
 
 func tooLarge(limit int64) error {

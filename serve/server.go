@@ -46,6 +46,7 @@ type Server struct {
 
 	toolsWarned   sync.Map // served model names already warned of tools their template lacks
 	noTokenLogged sync.Map // "model code" of sequences with no token to choose already logged
+	fieldsWarned  sync.Map // request fields this server ignores, already logged
 
 	draining atomic.Bool
 	active   atomic.Int64
@@ -246,9 +247,19 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 func jsonHandler[T any](s *Server, run func(http.ResponseWriter, *http.Request, *T) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req T
-		if err := s.readJSON(r, &req); err != nil {
+		ignored, err := s.readJSON(r, &req)
+		if err != nil {
 			writeHTTPError(w, err)
 			return
+		}
+		if len(ignored) > 0 {
+			// As vLLM logs them: answered, but not as if they applied.
+			w.Header().Add(WarningHeader, "fields ignored: "+strings.Join(ignored, ", "))
+			for _, f := range ignored {
+				if _, warned := s.fieldsWarned.LoadOrStore(f, true); !warned {
+					s.log.Warn("requests carry a field this server does not read; it is ignored", "field", f)
+				}
+			}
 		}
 		if err := run(w, r, &req); err != nil {
 			writeHTTPError(w, err)

@@ -47,3 +47,25 @@ func TestUnsupportedFieldsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestIgnoredFieldsWarned: a request with fields this server does not read
+// (vLLM's min_p and repetition_penalty, OpenAI's store) is answered, with
+// the X-Hone-Warning header naming them, as vLLM logs the fields it
+// ignores; field names match as encoding/json matches them (without regard
+// to case), so a known field in other case is no warning, and a request of
+// known fields only has none.
+func TestIgnoredFieldsWarned(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
+	for _, c := range []struct{ path, body, want string }{
+		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"min_p":0.1,"repetition_penalty":1.2,"store":true}`,
+			"fields ignored: min_p, repetition_penalty, store"},
+		{"/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":2,"min_tokens":1}`, "fields ignored: min_tokens"},
+		{"/v1/completions", `{"Model":"tiny","prompt":"hi","MAX_TOKENS":2,"stream_options":null}`, ""},
+		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"logprobs":true,"top_logprobs":2,"return_token_ids":true}`, ""},
+	} {
+		status, h, body := ts.postHeader(t, c.path, c.body)
+		if status != http.StatusOK || h.Get(WarningHeader) != c.want {
+			t.Errorf("%s: %d, %s %q, want 200 and %q: %s", c.body, status, WarningHeader, h.Get(WarningHeader), c.want, body)
+		}
+	}
+}

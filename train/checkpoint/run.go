@@ -303,6 +303,33 @@ func (r *Run) AppendMetrics(row map[string]float64) error {
 	return f.Close()
 }
 
+// ReadMetrics returns metrics.jsonl's rows by step (an empty map when the
+// run has none); of two rows of one step, the later.
+func (r *Run) ReadMetrics() (map[int]map[string]float64, error) {
+	path := filepath.Join(r.Dir, runfolder.MetricsName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[int]map[string]float64{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	rows := map[int]map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for line := 1; sc.Scan(); line++ {
+		var row map[string]float64
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			return nil, fmt.Errorf("checkpoint: %s:%d: %w", path, line, err)
+		}
+		rows[int(row["step"])] = row
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: %w", path, err)
+	}
+	return rows, nil
+}
+
 // RepairMetrics makes metrics.jsonl agree with the last saved step after a
 // crash: rows of steps after last are dropped (their step is redone), and
 // lastRow is appended when the row of step last is missing (the process died

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/train/checkpoint"
@@ -219,22 +221,58 @@ func train(ctx context.Context, prep *trainer.Prepared, o Options, gs []group, s
 		log.Info("nothing to do", "run", prep.Ckpt.Dir, "step", prep.Done, "target", end)
 		return nil
 	}
+	var prior []float64
+	if o.ScaleLRByRewardStd {
+		var err error
+		if prior, err = rewardStdHistory(prep.Ckpt, start); err != nil {
+			return err
+		}
+	}
 	loop := o.Options.Loop(prep, o, end, log)
 	loop.Extra = extra
 	loop.Next = func(ctx context.Context, s int) (*trainer.Job, error) {
 		lrScale := 1.0
 		if o.ScaleLRByRewardStd {
-			// The run's steps 0..s, each a function of the inputs and its
-			// index: a resumed run computes the same history.
+			// The run's steps 0..s: those of earlier sessions as their
+			// metrics rows recorded them, this session's each a function
+			// of the inputs and its index: a resumed run computes the same
+			// history.
 			y := make([]float64, s+1)
 			for k := range y {
-				y[k] = groupRewardStd(gs, sc.Items(k-start))
+				if k < start {
+					y[k] = prior[k]
+				} else {
+					y[k] = groupRewardStd(gs, sc.Items(k-start))
+				}
 			}
 			lrScale = rewardStdLRScale(y)
 		}
 		return stepJob(gs, sc.Items(s-start), o, lrScale)
 	}
 	return loop.Run(ctx, prep.Done, end)
+}
+
+// rewardStdHistory is the reward_group_std of the run's steps 1..n, the
+// steps of the sessions before the one starting at step n, from
+// metrics.jsonl.
+func rewardStdHistory(run *checkpoint.Run, n int) ([]float64, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	rows, err := run.ReadMetrics()
+	if err != nil {
+		return nil, err
+	}
+	y := make([]float64, n)
+	for k := range y {
+		v, ok := rows[k+1]["reward_group_std"]
+		if !ok {
+			return nil, fmt.Errorf("--scale-lr-by-reward-std fits the reward std of every step of the run, and %s has no reward_group_std for step %d",
+				filepath.Join(run.Dir, runfolder.MetricsName), k+1)
+		}
+		y[k] = v
+	}
+	return y, nil
 }
 
 // stepJob builds the job of one step over the groups idx; lrScale

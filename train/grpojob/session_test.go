@@ -167,3 +167,43 @@ func TestSessionContinuedIsBitIdentical(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleLRByRewardStdNewSession: --scale-lr-by-reward-std fits the
+// reward std of every step of the run, so the first step of a second
+// session (a resume with new files) fits the steps of the first session
+// as they were recorded, then its own. It used to index the new session's
+// data order at negative steps for them, and panicked.
+func TestScaleLRByRewardStdNewSession(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	a, b := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "b.parquet")
+	spread := func(g, i int) float64 { return float64(i * (g + 1)) } // group std grows with g
+	writeGroups(t, md, a, 3, 3, spread)
+	writeGroups(t, md, b, 3, 3, func(g, i int) float64 { return spread(g+3, i) })
+	out := filepath.Join(dir, "adapters")
+	o := baseOptions(md, out, "r", a)
+	o.GroupsPerStep, o.Steps, o.ScaleLRByRewardStd, o.LR = 1, 2, true, 1e-3
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("session 0: %v\n%s", err, log.String())
+	}
+	o.Inputs, o.Resume, o.Steps = baseOptions(md, out, "r", b).Inputs, true, 1
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("session 1: %v\n%s", err, log.String())
+	}
+	rows := readMetrics(t, filepath.Join(out, "r"))
+	if len(rows) != 3 {
+		t.Fatalf("%d metrics rows, want 3", len(rows))
+	}
+	var y []float64
+	for _, r := range rows {
+		y = append(y, r["reward_group_std"])
+	}
+	want := o.LR * rewardStdLRScale(y)
+	if want == o.LR {
+		t.Fatalf("reward stds %v fit a flat line: the fixture cannot tell the history apart", y)
+	}
+	if got := rows[2]["lr"]; math.Abs(got-want) > 1e-12 {
+		t.Errorf("session 1's first step took lr %v, want %v (the fit over the run's reward stds %v)", got, want, y)
+	}
+}

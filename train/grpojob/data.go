@@ -41,7 +41,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 	}
 	defer r.Close()
 	rows := rowCounter{files: r.Files()}
-	var unscored []string
+	var unscored, infinite []string
 	var out []group
 	for {
 		g, err := r.Next(ctx)
@@ -65,6 +65,12 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			}
 			if t.Reward == nil || math.IsNaN(*t.Reward) {
 				unscored = append(unscored, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
+				continue
+			}
+			if math.IsInf(*t.Reward, 0) {
+				// r − mean(group) would be NaN: nothing to learn from it,
+				// and the step's loss with it.
+				infinite = append(infinite, fmt.Sprintf("%s (group %s, trajectory %s: %v)", where, g.ID, t.ID, *t.Reward))
 				continue
 			}
 			seqs, err := trainer.LayoutHistories(ctx, text, &t, lopt)
@@ -92,18 +98,27 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 	if len(unscored) > 0 {
 		return nil, unscoredError(unscored)
 	}
+	if len(infinite) > 0 {
+		return nil, stageerr.BadInputf("%d trajectories have an infinite reward: %s; a reward must be a finite number",
+			len(infinite), listRows(infinite))
+	}
 	return out, nil
 }
 
 // unscoredError lists the first rows without a reward.
 func unscoredError(rows []string) error {
+	return stageerr.BadInputf("%d trajectories have no reward and no error: %s; score the files first (hone-score), or set error on episodes that failed",
+		len(rows), listRows(rows))
+}
+
+// listRows joins the first rows of a list, counting the rest.
+func listRows(rows []string) string {
 	const show = 5
 	list := strings.Join(rows[:min(show, len(rows))], ", ")
 	if len(rows) > show {
 		list += fmt.Sprintf(" and %d more", len(rows)-show)
 	}
-	return stageerr.BadInputf("%d trajectories have no reward and no error: %s; score the files first (hone-score), or set error on episodes that failed",
-		len(rows), list)
+	return list
 }
 
 // rowCounter names the file and row (0-based, as the trajectory package

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +95,33 @@ func TestRunUsage(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "adapters")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused run left %s behind (%v)", filepath.Join(dir, "adapters"), err)
+	}
+}
+
+// TestInfiniteRewardRefused: a reward of ±Inf has no advantage (r − mean
+// is NaN); like an unscored row it is bad input naming the file and row,
+// refused before anything is written, rather than a step stopped as not
+// finite with advice to lower --lr.
+func TestInfiniteRewardRefused(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	a := filepath.Join(dir, "a.parquet")
+	writeGroups(t, md, a, 2, 3, varied)
+	gs, err := trajectory.ReadFile(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs[1].Trajectories[1].Reward = trajectory.Float64(math.Inf(1)) // row 4 of a
+	if err := trajectory.WriteFile(context.Background(), a, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(md, filepath.Join(dir, "adapters"), "r", a)
+	var log bytes.Buffer
+	err = runWith(context.Background(), backend(t), o, textLog(&log))
+	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), fmt.Sprintf("%s row 4", a)) {
+		t.Fatalf("run: %v, want bad input naming %s row 4\n%s", err, a, log.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "adapters")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused input left the adapters folder behind (%v)", err)
 	}
 }

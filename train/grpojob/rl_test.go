@@ -592,3 +592,38 @@ func TestSamplerGapMetrics(t *testing.T) {
 
 // textLog logs as hone-train does (slog text lines) into w.
 func textLog(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// TestWatchTrainsEachContentOnce: --watch-dir knows files by sha256, so a
+// copy of a file (round-3.parquet and round-3-copy.parquet) is the same
+// data: two copies arriving together are trained once, as they are when
+// the copy arrives after the original was consumed.
+func TestWatchTrainsEachContentOnce(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	watch := filepath.Join(dir, "incoming")
+	if err := os.MkdirAll(watch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeGroups(t, md, filepath.Join(watch, "round1.parquet"), 2, 3, varied)
+	b, err := os.ReadFile(filepath.Join(watch, "round1.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(watch, "round1-copy.parquet"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir, o.GroupsPerStep = watch, 0
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	rows := readMetrics(t, filepath.Join(dir, "cron"))
+	if len(rows) != 1 || rows[0]["groups"] != 2 {
+		t.Errorf("metrics %v: want one step over the 2 groups of round1.parquet", rows)
+	}
+	log.Reset()
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil || !strings.Contains(log.String(), "nothing new") {
+		t.Errorf("second run: %v, want nothing new\n%s", err, log.String())
+	}
+}

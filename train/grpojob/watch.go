@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/stageerr"
@@ -46,7 +47,9 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 			if err != nil {
 				return err
 			}
-			if !man.Has(fe.SHA256) {
+			// A copy of a file already taken, consumed before or in this
+			// session, is the same data: it is passed over.
+			if !man.Has(fe.SHA256) && !slices.ContainsFunc(sess.Files, func(e checkpoint.FileEntry) bool { return e.SHA256 == fe.SHA256 }) {
 				sess.Files = append(sess.Files, fe)
 			}
 		}

@@ -222,6 +222,7 @@ type Data struct {
 func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string, minReward *float64, lopt layout.Options) (Data, error) {
 	d := Data{Complete: true}
 	var groups []trajectory.Group
+	var files []string // the input each group came from
 	for i := range in.Len() {
 		gs, err := readConversations(ctx, in, i)
 		if err != nil {
@@ -231,8 +232,11 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			d.Complete = false
 		}
 		groups = append(groups, gs...)
+		for range gs {
+			files = append(files, in.Name(i))
+		}
 	}
-	for _, g := range groups {
+	for gi, g := range groups {
 		for _, t := range g.Trajectories {
 			for k := range t.Metrics {
 				if !slices.Contains(d.EnvMetrics, k) {
@@ -251,7 +255,7 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			}
 			seqs, err := trainer.LayoutHistories(ctx, text, &tt, lopt)
 			if err != nil {
-				return Data{}, stageerr.BadInputf("group %s, trajectory %s: %w", g.ID, t.ID, err)
+				return Data{}, stageerr.BadInputf("%s: group %s, trajectory %s: %w", files[gi], g.ID, t.ID, err)
 			}
 			ex := trainer.Example{Seqs: seqs}
 			if ex.Trainable() == 0 {

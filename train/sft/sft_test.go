@@ -17,6 +17,7 @@ import (
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/kernels/ref"
 	"github.com/hone-rl/hone/train/checkpoint"
@@ -179,3 +180,23 @@ func TestHugeLRStopsBeforeSaving(t *testing.T) {
 
 // textLog logs as hone-train does (slog text lines) into w.
 func textLog(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// TestBadConversationNamesItsFile: a conversation that cannot be laid out
+// is bad input naming the file it is in (and its group and trajectory), so
+// that among several inputs the user knows which to fix.
+func TestBadConversationNamesItsFile(t *testing.T) {
+	dir, md, good := setup(t)
+	text, err := layout.LoadModel(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	line := `{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "token_ids": [5, -1]}]}` + "\n"
+	if err := os.WriteFile(bad, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(context.Background(), text, fileset.Files(good, bad), "all", nil, layout.Options{})
+	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("error %v, want bad input naming %s", err, bad)
+	}
+}

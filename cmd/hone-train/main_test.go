@@ -133,3 +133,21 @@ func TestInitModelGemma(t *testing.T) {
 		}
 	}
 }
+
+// TestInitModelOverAFile: -o naming an existing file is refused and the
+// file is left as it was (it used to be removed and replaced by the model
+// folder).
+func TestInitModelOverAFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	args := []string{"init-model", "--hidden", "32", "--layers", "1", "--heads", "4", "--kv-heads", "2", "-o", path}
+	if err := cli.ExecuteCommand(context.Background(), newRootCmd(&out, &out), args); err == nil {
+		t.Error("init-model -o FILE succeeded")
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "keep me\n" {
+		t.Errorf("the file at -o is now %q (%v), want it unchanged", b, err)
+	}
+}

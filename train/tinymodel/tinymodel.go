@@ -189,6 +189,9 @@ func Write(ctx context.Context, dir string, o Options, be kernels.Backend) error
 	if err != nil {
 		return err
 	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("tinymodel: %s exists and is not a folder", dir)
+	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return fmt.Errorf("tinymodel: %s exists and is not empty", dir)
 	}

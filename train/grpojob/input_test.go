@@ -125,3 +125,28 @@ func TestInfiniteRewardRefused(t *testing.T) {
 		t.Errorf("a refused input left the adapters folder behind (%v)", err)
 	}
 }
+
+// TestBadLoRAOptionsAreUsage: a LoRA shape the model cannot take (a
+// misspelt --targets, --rank 0) is a usage error (exit code 2), refused
+// before the run folder is made.
+func TestBadLoRAOptionsAreUsage(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	a := filepath.Join(dir, "a.parquet")
+	writeGroups(t, md, a, 2, 3, varied)
+	for name, set := range map[string]func(*Options){
+		"targets": func(o *Options) { o.Targets = []string{"q_proj", "qproj"} },
+		"rank":    func(o *Options) { o.Rank = 0 },
+	} {
+		out := filepath.Join(dir, "adapters-"+name)
+		o := baseOptions(md, out, "r", a)
+		set(&o)
+		err := runWith(context.Background(), backend(t), o, nil)
+		if !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), "--"+name) {
+			t.Errorf("bad --%s: %v, want a usage error naming the flag", name, err)
+		}
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("bad --%s left %s behind (%v)", name, out, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,6 +146,24 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--%w", err)
 	}
 	o.DType = string(dt) // saved in one spelling, so resume compares names, not aliases
+	if o.InitAdapter == "" {
+		// The shape of a fresh adapter, checked before anything is
+		// written (an adapter given by --init-adapter has its own).
+		if o.Rank <= 0 {
+			return fmt.Errorf("--rank %d must be positive", o.Rank)
+		}
+		if !(o.Alpha > 0) || math.IsInf(o.Alpha, 0) {
+			return fmt.Errorf("--alpha %v must be positive", o.Alpha)
+		}
+		if len(o.Targets) == 0 {
+			return fmt.Errorf("--targets: give at least one projection")
+		}
+		for _, t := range o.Targets {
+			if _, err := model.ParseModule(t); err != nil {
+				return fmt.Errorf("--targets: %w", err)
+			}
+		}
+	}
 	if o.BestMode != "max" && o.BestMode != "min" {
 		return fmt.Errorf("--best-mode %q: want max or min", o.BestMode)
 	}

@@ -137,12 +137,16 @@ func TestBadLoRAOptionsAreUsage(t *testing.T) {
 	for name, set := range map[string]func(*Options){
 		"targets": func(o *Options) { o.Targets = []string{"q_proj", "qproj"} },
 		"rank":    func(o *Options) { o.Rank = 0 },
+		// The same projection twice (q is short for q_proj): the saved
+		// adapter_config.json would list it twice, which PEFT refuses.
+		"targets twice": func(o *Options) { o.Targets = []string{"q_proj", "v_proj", "q"} },
 	} {
-		out := filepath.Join(dir, "adapters-"+name)
+		out := filepath.Join(dir, "adapters-"+strings.ReplaceAll(name, " ", "-"))
 		o := baseOptions(md, out, "r", a)
 		set(&o)
 		err := runWith(context.Background(), backend(t), o, nil)
-		if !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), "--"+name) {
+		flag, _, _ := strings.Cut(name, " ")
+		if !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), "--"+flag) {
 			t.Errorf("bad --%s: %v, want a usage error naming the flag", name, err)
 		}
 		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {

@@ -158,10 +158,16 @@ func (o *Options) Validate() error {
 		if len(o.Targets) == 0 {
 			return fmt.Errorf("--targets: give at least one projection")
 		}
+		seen := map[model.Module]string{}
 		for _, t := range o.Targets {
-			if _, err := model.ParseModule(t); err != nil {
+			m, err := model.ParseModule(t)
+			if err != nil {
 				return fmt.Errorf("--targets: %w", err)
 			}
+			if prev, dup := seen[m]; dup {
+				return fmt.Errorf("--targets names %s twice (%q and %q)", m, prev, t)
+			}
+			seen[m] = t
 		}
 	}
 	if o.BestMode != "max" && o.BestMode != "min" {

@@ -263,6 +263,10 @@ type proc struct {
 func (e *Env) start(ctx context.Context) (*proc, error) {
 	cmd := exec.Command(e.argv[0], e.argv[1:]...)
 	cmd.Dir = e.dir
+	// A program behind a wrapper (sh, uv run, npx) is the wrapper's child
+	// and holds its stderr: once the wrapper is gone, Wait must not wait
+	// for that child to close it.
+	cmd.WaitDelay = time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

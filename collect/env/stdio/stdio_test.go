@@ -146,3 +146,34 @@ func TestSplit(t *testing.T) {
 }
 
 var _ = trajectory.Message{}
+
+// A program started through a wrapper (sh, uv run, npx) runs as the
+// wrapper's child and shares its stderr: when it hangs, ending the episode
+// must not wait for it to exit.
+func TestHangBehindWrapper(t *testing.T) {
+	py := python(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "env.py")
+	os.WriteFile(script, []byte("import sys,json,time\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\ntime.sleep(20)\n"), 0o644)
+	wrapper := filepath.Join(dir, "run.sh")
+	os.WriteFile(wrapper, []byte(py+" -S "+script+"\nexit $?\n"), 0o644)
+	e, err := stdio.New(ctx, []string{"sh", wrapper}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := ep.Reset(c); err == nil {
+		t.Error("reset of a hung program succeeded")
+	}
+	ep.Close()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("reset and close took %v", d)
+	}
+}

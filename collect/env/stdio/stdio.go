@@ -307,8 +307,23 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 		return err
 	}
 	op, _ := req.(map[string]any)["op"].(string)
-	if _, err := p.stdin.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("stdio: %s: write: %w%s", op, err, p.stderr.suffix())
+	// A program that does not read (hung before its loop) blocks a
+	// request larger than the pipe holds: the write waits on ctx too, and
+	// closing the process ends it.
+	written := make(chan error, 1)
+	go func() {
+		_, err := p.stdin.Write(append(b, '\n'))
+		written <- err
+	}()
+	select {
+	case err := <-written:
+		if err != nil {
+			return fmt.Errorf("stdio: %s: write: %w%s", op, err, p.stderr.suffix())
+		}
+	case <-ctx.Done():
+		p.close()
+		<-written
+		return fmt.Errorf("stdio: %s: %w", op, ctx.Err())
 	}
 	select {
 	case line, ok := <-p.lines:

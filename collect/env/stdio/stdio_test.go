@@ -177,3 +177,34 @@ func TestHangBehindWrapper(t *testing.T) {
 		t.Errorf("reset and close took %v", d)
 	}
 }
+
+// A program that hangs before it reads its request must not hang the
+// episode when the request is larger than the pipe holds: the episode's
+// deadline still stops it.
+func TestHangWithLargeRequest(t *testing.T) {
+	py := python(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "env.py")
+	// The first process answers hello; the next ones hang without reading.
+	os.WriteFile(script, []byte("import sys,json,time,os\nif os.path.exists('started'):\n    time.sleep(20)\nopen('started','w').close()\nsys.stdin.readline()\nprint(json.dumps({'name':'b'}), flush=True)\n"), 0o644)
+	e, err := stdio.New(ctx, []string{py, "-S", script}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte(`{"doc":"` + strings.Repeat("x", 1<<20) + `"}`)
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s", Payload: payload}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := ep.Reset(c); err == nil {
+		t.Error("reset of a hung program succeeded")
+	}
+	ep.Close()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("reset and close took %v", d)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -592,5 +593,33 @@ func TestStepFromServedName(t *testing.T) {
 		if tr.Step != want || tr.Adapter != answer {
 			t.Errorf("answered by %q: step %d, adapter %q; want step %d", answer, tr.Step, tr.Adapter, want)
 		}
+	}
+}
+
+// A stdio run's output replays as a scenario file: its rows name the
+// program's own environment name (hello's, "arith"), which is no built-in
+// environment, so the scenarios play in --env stdio.
+func TestReplayStdioOutput(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	script, _ := filepath.Abs("../pipelines/stdio-env-example/env.py")
+	o := collect.Options{Env: "stdio", EnvOpts: map[string]string{"cmd": py + " -S " + script}, Groups: 2, GroupSize: 1, Concurrency: 2, Seed: 1, Run: "r", Policy: "scripted:calculator"}
+	var first bytes.Buffer
+	o.Out = &first
+	if err := collect.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	pq := filepath.Join(t.TempDir(), "first.parquet")
+	os.WriteFile(pq, first.Bytes(), 0o644)
+	var again bytes.Buffer
+	o.Out, o.Scenarios, o.Groups = &again, pq, 0
+	if err := collect.Run(context.Background(), o); err != nil {
+		t.Fatalf("replaying %s: %v", pq, err)
+	}
+	gs := readGroups(t, again.Bytes())
+	if len(gs) != 2 || gs[0].Trajectories[0].ScenarioID != "arith-1-0" || gs[0].Trajectories[0].Env != "arith" || gs[0].Trajectories[0].Error != "" {
+		t.Fatalf("replayed groups: %+v", gs)
 	}
 }

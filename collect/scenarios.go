@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/hone-rl/hone/collect/env"
@@ -16,8 +17,9 @@ import (
 
 // ReadScenarios reads scenarios from path, a file or URL taken as it is: a
 // Parquet trajectory file (its distinct scenarios, in order of first
-// appearance) or JSON lines with the fields id, environment, payload (any
-// JSON value) and split.
+// appearance; a row's env names the environment only when it is a
+// built-in one, as a stdio program's own name is not) or JSON lines with
+// the fields id, environment, payload (any JSON value) and split.
 func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 	if strings.HasSuffix(path, ".parquet") {
 		groups, err := trajectory.ReadFile(ctx, path)
@@ -32,7 +34,13 @@ func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 					continue
 				}
 				seen[t.ScenarioID] = true
-				sc := env.Scenario{ID: t.ScenarioID, Env: t.Env, Split: t.Split}
+				sc := env.Scenario{ID: t.ScenarioID, Split: t.Split}
+				// A row's env is the name the environment gave itself: a
+				// stdio program's (hello's "name") is none of the built-in
+				// ones, and is left to --env.
+				if slices.Contains(EnvNames(), t.Env) {
+					sc.Env = t.Env
+				}
 				if t.Payload != "" {
 					sc.Payload = json.RawMessage(t.Payload)
 				}

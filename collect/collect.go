@@ -475,7 +475,9 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 			return nil, nil, nil, closeEnvs, fmt.Errorf("scenario %s: %w", sc.ID, err)
 		}
 		if scripted {
-			if _, ok := scEnvs[i].(env.Scripted); !ok {
+			// A stdio program is Scripted by type, with the policies its
+			// hello named: none is no scripted policy either.
+			if s, ok := scEnvs[i].(env.Scripted); !ok || len(s.Policies()) == 0 {
 				return nil, nil, nil, closeEnvs, stageerr.Usagef("environment %s has no scripted policy", scEnvs[i].Name())
 			}
 		}

@@ -623,3 +623,31 @@ func TestReplayStdioOutput(t *testing.T) {
 		t.Fatalf("replayed groups: %+v", gs)
 	}
 }
+
+// --policy scripted with a stdio program that names no policies in its
+// hello is refused as bad usage, rather than crashing the run.
+func TestScriptedWithoutPolicies(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	script := filepath.Join(t.TempDir(), "env.py")
+	os.WriteFile(script, []byte(`import sys, json
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["op"] == "hello":
+        print(json.dumps({"name": "np"}), flush=True)
+    elif r["op"] == "scenarios":
+        print(json.dumps({"scenarios": [{"id": "s%d" % i} for i in range(r["n"])]}), flush=True)
+    elif r["op"] == "reset":
+        print(json.dumps({"messages": [{"role": "user", "content": "hi"}]}), flush=True)
+    else:
+        print(json.dumps({"done": True, "reward": 1}), flush=True)
+`), 0o644)
+	var out bytes.Buffer
+	o := collect.Options{Env: "stdio", EnvOpts: map[string]string{"cmd": py + " -S " + script}, Groups: 1, GroupSize: 1, Concurrency: 1, Run: "r", Policy: "scripted", Out: &out}
+	err = collect.Run(context.Background(), o)
+	if !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), "no scripted polic") {
+		t.Fatalf("got %v, want a usage error saying the environment has no scripted policy", err)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hone-rl/hone/collect/env"
@@ -198,11 +199,14 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 		json.Unmarshal([]byte(c.Arguments), &args) // CheckCall validated it
 		res, err := ep.e.session.CallTool(ctx, &mcp.CallToolParams{Name: c.Name, Arguments: args})
 		if err != nil {
-			if ctx.Err() != nil {
-				return env.Feedback{}, err
+			// A protocol error on one call (the server's error answer) is
+			// the model's feedback, not the end of the episode; a call
+			// with no answer (the session lost: a server that exited, a
+			// broken connection) fails the episode.
+			var rejected *jsonrpc.Error
+			if ctx.Err() != nil || !errors.As(err, &rejected) || errors.Is(err, mcp.ErrConnectionClosed) {
+				return env.Feedback{}, fmt.Errorf("mcp: %s: %w", c.Name, err)
 			}
-			// A protocol error on one call is the model's feedback, not
-			// the end of the episode.
 			ep.toolErrors++
 			out = append(out, env.ToolResult(c.ID, c.Name, "error: "+err.Error()))
 			continue

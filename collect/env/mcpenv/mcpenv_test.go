@@ -39,6 +39,16 @@ func testServer() *mcp.Server {
 // TestMain doubles as the stdio MCP server when the tests start
 // themselves as one.
 func TestMain(m *testing.M) {
+	if os.Getenv("HONE_MCP_TEST_SERVER") == "crash" {
+		// A server that dies at its first tool call.
+		s := mcp.NewServer(&mcp.Implementation{Name: "crash", Version: "1"}, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "add two numbers"}, func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
+		})
+		s.Run(context.Background(), &mcp.StdioTransport{})
+		os.Exit(0)
+	}
 	if os.Getenv("HONE_MCP_TEST_SERVER") == "1" {
 		if err := testServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -227,4 +237,51 @@ func TestResources(t *testing.T) {
 	if err != nil || fmt.Sprint(rs) != fmt.Sprint(want) {
 		t.Errorf("resources %+v (%v), want %+v", rs, err, want)
 	}
+}
+
+// A server that dies mid-episode loses the session: the episode fails
+// (docs/mcp-env.md: "the session lost" is a row with its error), rather
+// than going on with every later call answered "error: connection closed"
+// and a reward, as would every later episode of the run.
+func TestSessionLost(t *testing.T) {
+	t.Setenv("HONE_MCP_TEST_SERVER", "crash")
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{os.Args[0], "-test.run=^$"}, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	for _, sc := range tasks {
+		ep, err := e.NewEpisode(ctx, sc, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add := func(_ context.Context, msgs []trajectory.Message, _ []trajectory.Tool) (trajectory.Message, error) {
+			if msgs[len(msgs)-1].Role == "tool" {
+				return env.Assistant("The answer is " + msgs[len(msgs)-1].Content), nil
+			}
+			return trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{{ID: "c1", Type: "function", Name: "add", Arguments: `{"a":1,"b":2}`}}}, nil
+		}
+		res, err := env.Play(ctx, ep, env.PolicyFunc(add), 4)
+		if err == nil {
+			t.Errorf("%s: the episode succeeded without its server: %+v", sc.ID, res.Messages)
+		}
+	}
+}
+
+// A call the server rejects (here a tool it does not have) stays the
+// model's feedback.
+func TestRejectedCallIsFeedback(t *testing.T) {
+	e := connect(t, "stdio")
+	ctx := context.Background()
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := trajectory.ToolCall{ID: "c1", Type: "function", Name: "nosuch", Arguments: `{}`}
+	fb, err := ep.Step(ctx, env.Turn{Message: trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{c}}, Calls: []trajectory.ToolCall{c}})
+	if err != nil || len(fb.Messages) != 1 || !strings.HasPrefix(fb.Messages[0].Content, "error: ") || ep.Outcome().Metrics["tool_errors"] != 1 {
+		t.Fatalf("rejected call: %+v, %v", fb, err)
+	}
+	t.Log(fb.Messages[0].Content)
 }

@@ -127,7 +127,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		p.Add(int64(s.Groups-last.Groups), s.Tokens-last.Tokens)
 		last = s
 	}
+	started := false // the scenarios were loaded: Run wrote a whole file
 	opts.Summary = func(st collect.Stats) {
+		started = st.Total > 0
 		p.Stop() // the summary goes below the finished progress line
 		if st.Total > 0 {
 			fmt.Fprintln(stderr, "hone-collect: "+st.String())
@@ -139,9 +141,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err = cli.WriteOutput(sf.Output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
 		runErr = collect.Run(ctx, opts)
-		if errors.Is(runErr, stageerr.ErrInterrupted) || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
+		if errors.Is(runErr, stageerr.ErrInterrupted) && started || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
 			return nil // keep the whole groups finished, failed episodes as rows with their error
 		}
+		// Stopped before the first episode: nothing was written, and an
+		// existing output stays as it was.
 		return runErr
 	})
 	if err == nil {

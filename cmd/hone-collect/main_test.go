@@ -596,3 +596,35 @@ func TestEndpointFromEnvironment(t *testing.T) {
 		t.Errorf("Authorization %q, want the key from $OPENAI_API_KEY", got)
 	}
 }
+
+// SIGINT before the first episode (an environment still starting): exit
+// 130, and an existing output file is left as it was, not replaced by an
+// empty (0-byte, unreadable) one.
+func TestInterruptBeforeFirstEpisodeKeepsOutput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "o.parquet")
+	old := []byte("the previous run's output")
+	os.WriteFile(out, old, 0o644)
+	mark := filepath.Join(dir, "started")
+	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", "cmd=sh -c 'touch "+mark+"; exec sleep 600'",
+		"--groups", "1", "-G", "1", "--policy", "scripted", "-o", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitfor.Within(60*time.Second, func() bool { _, err := os.Stat(mark); return err == nil }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the environment did not start: %s", stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130: %s", err, stderr.String())
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, old) {
+		t.Errorf("output now %q, want it untouched: %s", got, stderr.String())
+	}
+}

@@ -102,6 +102,9 @@ func GenerateTasks(ctx context.Context, o TaskGenOptions) ([]env.Scenario, TaskG
 	if o.N <= 0 {
 		return nil, st, stageerr.Usagef("the number of tasks must be positive")
 	}
+	if !(o.ValFraction >= 0 && o.ValFraction <= 1) { // NaN too
+		return nil, st, stageerr.Usagef("--val-fraction %v: want a share in [0, 1], e.g. 0.1", o.ValFraction)
+	}
 	if len(o.Tools) == 0 {
 		return nil, st, errors.New("no tools to write tasks for")
 	}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 type mulIn struct {
@@ -200,5 +203,25 @@ func TestGenerateTasks(t *testing.T) {
 	}
 	if _, _, err := collect.GenerateTasks(context.Background(), collect.TaskGenOptions{N: 2, Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "gen"}}); err == nil {
 		t.Error("no tools: no error")
+	}
+}
+
+// A --val-fraction outside [0, 1] (say 10, meant as 10%) is refused as bad
+// usage before any model call, rather than panicking once the tasks were
+// paid for.
+func TestGenerateTasksValFraction(t *testing.T) {
+	srv := openaitest.New(func(openaitest.Request) openaitest.Reply {
+		return genReply(`{"task":"Multiply 4 by 9, then summarize.","difficulty":2,"answer":"36"}`, `{"task":"Multiply 3 by 9, then summarize.","difficulty":2,"answer":"27"}`)
+	})
+	defer srv.Close()
+	tools := []trajectory.Tool{{Type: "function", Name: "multiply", Parameters: `{"type":"object"}`}}
+	for _, f := range []float64{10, -0.5, math.NaN()} {
+		_, _, err := collect.GenerateTasks(context.Background(), collect.TaskGenOptions{Tools: tools, N: 2, ValFraction: f, Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "gen"}})
+		if !errors.Is(err, stageerr.ErrUsage) {
+			t.Errorf("val fraction %v: %v, want a usage error", f, err)
+		}
+	}
+	if n := srv.Count(); n != 0 {
+		t.Errorf("%d model calls, want none", n)
 	}
 }

@@ -35,7 +35,7 @@ func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 	var open func(ctx context.Context) (env.Env, error)
 	switch name {
 	case "guess":
-		n, turns := o.int("n", 32), o.int("turns", 5)
+		n, turns := o.positive("n", 32), o.positive("turns", 5)
 		open = func(context.Context) (env.Env, error) { return guess.New(n, turns), nil }
 	case "tictactoe":
 		opponent, reward := o.str("opponent", "random"), o.str("reward", tictactoe.RewardHone)
@@ -55,10 +55,15 @@ func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 			return t, nil
 		}
 	case "2048":
-		target, maxMoves, reward := o.int("target", 64), o.int("max-moves", 100), o.str("reward", game2048.RewardHone)
+		target, maxMoves, reward := o.positive("target", 64), o.positive("max-moves", 100), o.str("reward", game2048.RewardHone)
 		open = func(context.Context) (env.Env, error) {
 			if err := checkReward(reward); err != nil {
 				return nil, err
+			}
+			if target < 4 || target&(target-1) != 0 {
+				// Every episode would fail on it (game2048 refuses the
+				// scenario): refused at once instead.
+				return nil, fmt.Errorf("option target=%d: want a power of two ≥ 4 (a tile the game can make)", target)
 			}
 			g := game2048.New(target, maxMoves)
 			g.Reward = reward
@@ -167,6 +172,16 @@ func (s *settings) int(key string, def int) int {
 			s.bad = fmt.Errorf("option %s=%q is not an integer", key, v)
 		}
 		return def
+	}
+	return n
+}
+
+// positive reads an integer option that must be at least 1 (a count):
+// zero or less is refused, not quietly replaced by the default.
+func (s *settings) positive(key string, def int) int {
+	n := s.int(key, def)
+	if n < 1 && s.bad == nil {
+		s.bad = fmt.Errorf("option %s=%d: want a positive integer", key, n)
 	}
 	return n
 }

@@ -25,7 +25,15 @@ type Env struct {
 	name     string
 	lo, hi   float64
 	policies []string
+
+	// MaxLineBytes caps one line the program writes (a response); a
+	// longer one fails the request rather than growing without bound.
+	// Zero means DefaultMaxLineBytes.
+	MaxLineBytes int
 }
+
+// DefaultMaxLineBytes is the longest response line read by default.
+const DefaultMaxLineBytes = 64 << 20
 
 // New starts the command once to ask for its name, reward range and
 // policies. argv is the program and its arguments; dir its working
@@ -251,13 +259,16 @@ func (pl *policy) Close() error {
 
 // proc is one running environment process.
 type proc struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan []byte
-	stderr *tailBuffer
-	done   chan struct{}
-	once   sync.Once
-	err    error
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan []byte
+	// readErr, set before lines is closed, says why reading stopped when
+	// the program did not (a line over MaxLineBytes).
+	readErr error
+	stderr  *tailBuffer
+	done    chan struct{}
+	once    sync.Once
+	err     error
 }
 
 func (e *Env) start(ctx context.Context) (*proc, error) {
@@ -280,11 +291,19 @@ func (e *Env) start(ctx context.Context) (*proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("stdio: start %v: %w", e.argv, err)
 	}
+	limit := e.MaxLineBytes
+	if limit <= 0 {
+		limit = DefaultMaxLineBytes
+	}
 	go func() {
 		defer close(p.lines)
 		br := bufio.NewReaderSize(stdout, 64<<10)
 		for {
-			line, err := br.ReadBytes('\n')
+			line, err := readLine(br, limit)
+			if errors.Is(err, errLineTooLong) {
+				p.readErr = err
+				return
+			}
 			if len(bytes.TrimSpace(line)) > 0 {
 				select {
 				case p.lines <- line:
@@ -298,6 +317,26 @@ func (e *Env) start(ctx context.Context) (*proc, error) {
 		}
 	}()
 	return p, nil
+}
+
+// errLineTooLong: the program wrote a line over its limit.
+var errLineTooLong = errors.New("the environment wrote a line longer than the limit")
+
+// readLine reads up to and including the next newline, as
+// bufio.Reader.ReadBytes does, but fails with errLineTooLong once the line
+// passes limit bytes.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(line)+len(frag) > limit {
+			return nil, fmt.Errorf("%w of %d bytes (stdio.Env.MaxLineBytes)", errLineTooLong, limit)
+		}
+		line = append(line, frag...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
 }
 
 // call sends one request and reads one response into out.
@@ -329,6 +368,9 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 	case line, ok := <-p.lines:
 		if !ok {
 			p.close()
+			if p.readErr != nil {
+				return fmt.Errorf("stdio: %s: %w", op, p.readErr)
+			}
 			return fmt.Errorf("stdio: %s: the environment exited without answering (%v)%s", op, p.err, p.stderr.suffix())
 		}
 		var e struct {

@@ -208,3 +208,32 @@ func TestHangWithLargeRequest(t *testing.T) {
 		t.Errorf("reset and close took %v", d)
 	}
 }
+
+// A program that writes a line longer than the limit (here endless output
+// with no newline, stopped at 1 MiB) fails the request at once, saying so,
+// rather than growing the reader's memory until the episode's deadline.
+func TestLineOverLimit(t *testing.T) {
+	py := python(t)
+	ctx := context.Background()
+	script := filepath.Join(t.TempDir(), "env.py")
+	os.WriteFile(script, []byte("import sys,json,time\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\n"+
+		"while True:\n    sys.stdout.write('x' * 65536)\n    sys.stdout.flush()\n"), 0o644)
+	e, err := stdio.New(ctx, []string{py, "-S", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.MaxLineBytes = 1 << 20
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	c, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := ep.Reset(c); err == nil || !strings.Contains(err.Error(), "line longer than the limit of 1048576 bytes") {
+		t.Errorf("got %v, want the line limit", err)
+	}
+	if c.Err() != nil {
+		t.Errorf("the request waited for the deadline")
+	}
+}

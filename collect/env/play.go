@@ -78,30 +78,32 @@ func Play(ctx context.Context, ep Episode, p Policy, maxTurns int) (PlayResult, 
 			finish()
 			return res, fmt.Errorf("turn %d: step: %w", turns, err)
 		}
-		byID := make(map[string]trajectory.Message)
+		// The tool results of each call id, in the episode's order: a
+		// server may give two calls one id (or none, ""), and each call
+		// then takes the next result of its id.
+		byID := make(map[string][]int) // indices into fb.Messages
 		var rest []trajectory.Message
-		for _, m := range fb.Messages {
+		for k, m := range fb.Messages {
 			if m.Role == "tool" {
-				byID[m.ToolCallID] = m
+				byID[m.ToolCallID] = append(byID[m.ToolCallID], k)
 			} else {
 				rest = append(rest, m)
 			}
 		}
+		used := make([]bool, len(fb.Messages))
 		for i, c := range msg.ToolCalls {
 			if r, ok := reasons[i]; ok {
 				res.Messages = append(res.Messages, ToolResult(c.ID, c.Name, r))
-			} else if m, ok := byID[c.ID]; ok {
-				res.Messages = append(res.Messages, m)
-				delete(byID, c.ID)
+			} else if q := byID[c.ID]; len(q) > 0 {
+				res.Messages = append(res.Messages, fb.Messages[q[0]])
+				used[q[0]], byID[c.ID] = true, q[1:]
 			} else if !fb.Done {
 				res.Messages = append(res.Messages, ToolResult(c.ID, c.Name, "error: the environment gave no result for this call"))
 			}
 		}
-		for _, m := range fb.Messages { // tool results for ids the turn did not have, in order
-			if m.Role == "tool" {
-				if _, left := byID[m.ToolCallID]; left {
-					res.Messages = append(res.Messages, m)
-				}
+		for k, m := range fb.Messages { // tool results no call took, in order
+			if m.Role == "tool" && !used[k] {
+				res.Messages = append(res.Messages, m)
 			}
 		}
 		res.Messages = append(res.Messages, rest...)

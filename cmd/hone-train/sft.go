@@ -21,8 +21,10 @@ files, or JSON Lines chat files (.jsonl, one {"messages": [...], "tools": [...]}
 per line). --turns all trains every assistant turn, --turns last only the last
 of each conversation. The loss is the mean negative log-likelihood over the
 step's assistant tokens. Checkpoints, --resume, metrics and the stop on a
-NaN or Inf loss, gradient or weights work as in grpo; a step folder can seed
-GRPO with hone-train grpo --init-adapter OUT/RUN/step-N.`,
+NaN or Inf loss, gradient or weights work as in grpo; --resume takes the
+run's own files (their names, and their contents by sha256: a file
+regenerated under the same name is refused). A step folder can seed GRPO
+with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 		Example: `  hone-train sft --model models/tiny --run warmup --epochs 3 --lr 1e-3 data/scripted.jsonl
   hone-train sft --model models/tiny --run best --min-reward 1 --turns last scored/`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/stageerr"
+	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/pflag"
 )
@@ -22,10 +23,15 @@ import (
 // Options configure an SFT run; the JSON form is the run's saved config.
 type Options struct {
 	trainer.Options
-	Inputs    *fileset.Set `json:"inputs"` // saved as its names
-	Turns     string       `json:"turns"`
-	BatchSize int          `json:"batch_size"`
-	MinReward *float64     `json:"min_reward,omitempty"`
+	Inputs *fileset.Set `json:"inputs"` // saved as its names
+	// InputsSHA256 are the inputs' sha256, in order, set by Run: saved with
+	// the run, so that a resume on files of the same names but other
+	// contents (regenerated data) is refused rather than trained on in
+	// another order.
+	InputsSHA256 []string `json:"inputs_sha256,omitempty"`
+	Turns        string   `json:"turns"`
+	BatchSize    int      `json:"batch_size"`
+	MinReward    *float64 `json:"min_reward,omitempty"`
 }
 
 // AddFlags registers the SFT flags and the shared ones.
@@ -110,6 +116,14 @@ func Run(ctx context.Context, o Options) error {
 	exs, skipped := data.Examples, data.Skipped
 	if len(exs) == 0 {
 		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter or no assistant turn)", strings.Join(o.Inputs.Names(), ", "), skipped)
+	}
+	files, err := checkpoint.HashSet(ctx, o.Inputs)
+	if err != nil {
+		return err
+	}
+	o.InputsSHA256 = nil
+	for _, f := range files {
+		o.InputsSHA256 = append(o.InputsSHA256, f.SHA256)
 	}
 	prep, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
 	if err != nil {

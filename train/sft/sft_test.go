@@ -200,3 +200,44 @@ func TestBadConversationNamesItsFile(t *testing.T) {
 		t.Fatalf("error %v, want bad input naming %s", err, bad)
 	}
 }
+
+// TestResumeRefusesChangedInputs: the run keeps its inputs' sha256, so a
+// resume whose files have the run's names but other contents (data
+// regenerated under the same name) is refused as a changed option, naming
+// inputs_sha256, before anything is trained; with the same contents it
+// continues.
+func TestResumeRefusesChangedInputs(t *testing.T) {
+	dir, md, data := setup(t)
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	run := func(steps int, resume bool) error {
+		var o Options
+		o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
+		o.Model, o.Out, o.Name, o.Inputs = md, dir, "warm", fileset.Files(data)
+		o.Rank, o.Steps, o.BatchSize, o.Resume, o.Backend = 4, steps, 2, resume, be
+		return Run(context.Background(), o)
+	}
+	if err := run(1, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(2, true); err != nil {
+		t.Fatalf("resume on the same files: %v", err)
+	}
+	b, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(data, append(b, b...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = run(3, true)
+	if !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), `option "inputs_sha256" differs`) {
+		t.Fatalf("resume on changed contents: %v, want a usage error naming inputs_sha256", err)
+	}
+	if last, _, _ := (&checkpoint.Run{Dir: filepath.Join(dir, "warm")}).Latest(); last != 2 {
+		t.Errorf("latest step %d after the refused resume, want 2", last)
+	}
+}

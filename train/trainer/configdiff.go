@@ -22,7 +22,9 @@ import (
 // stops, not what each step does; a cosine schedule is then stretched from
 // the next step on), nor the top-level keys in mayChange. A
 // config without "dtype" was saved before the flag existed, with float32
-// weights. Configs that are not JSON objects differ as a whole.
+// weights; one without a key of addedLater was saved before that key
+// existed, and the key is not compared. Configs that are not JSON objects
+// differ as a whole.
 func configDiff(saved, now []byte, mayChange ...string) []string {
 	var x, y map[string]any
 	if err := json.Unmarshal(saved, &x); err != nil {
@@ -30,6 +32,11 @@ func configDiff(saved, now []byte, mayChange ...string) []string {
 	}
 	if err := json.Unmarshal(now, &y); err != nil {
 		return []string{fmt.Sprintf("the command's config is not a JSON object: %v", err)}
+	}
+	for _, k := range addedLater {
+		if _, ok := x[k]; !ok {
+			delete(y, k)
+		}
 	}
 	for _, m := range []map[string]any{x, y} {
 		if _, ok := m["dtype"]; !ok {
@@ -43,6 +50,11 @@ func configDiff(saved, now []byte, mayChange ...string) []string {
 	diffValues("", x, y, &out)
 	return out
 }
+
+// addedLater are the config keys that runs saved before them lack:
+// sft's inputs_sha256 (the inputs' contents, compared on a resume since
+// Dec 2026).
+var addedLater = []string{"inputs_sha256"}
 
 // diffValues appends a line for each leaf where a (the run's) and b (the
 // command's) differ; objects are compared key by key.

@@ -103,3 +103,22 @@ func TestBF16GateUpWarnsWhereItChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigDiffAddedLater: a key of addedLater (sft's inputs_sha256) is
+// compared only when the run's saved config has it: a run saved before
+// the key existed resumes as it did, one saved with it is told when it
+// changes.
+func TestConfigDiffAddedLater(t *testing.T) {
+	old := []byte(`{"model": "m", "inputs": ["a.jsonl"]}`)
+	withSHA := []byte(`{"model": "m", "inputs": ["a.jsonl"], "inputs_sha256": ["aa"]}`)
+	other := []byte(`{"model": "m", "inputs": ["a.jsonl"], "inputs_sha256": ["bb"]}`)
+	if d := configDiff(old, withSHA); len(d) != 0 {
+		t.Errorf("a config from before inputs_sha256: %q", d)
+	}
+	if d := configDiff(withSHA, withSHA); len(d) != 0 {
+		t.Errorf("same contents: %q", d)
+	}
+	if d := configDiff(withSHA, other); !slices.Equal(d, []string{`option "inputs_sha256" differs: run has ["aa"], command gives ["bb"]`}) {
+		t.Errorf("changed contents: %q", d)
+	}
+}

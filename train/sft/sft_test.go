@@ -241,3 +241,26 @@ func TestResumeRefusesChangedInputs(t *testing.T) {
 		t.Errorf("latest step %d after the refused resume, want 2", last)
 	}
 }
+
+// TestBadInitAdapterLeavesNoFolder: a fresh run whose --init-adapter
+// cannot be read is bad input, and leaves no run folder (a lock file in an
+// empty folder) behind.
+func TestBadInitAdapterLeavesNoFolder(t *testing.T) {
+	dir, md, data := setup(t)
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	var o Options
+	o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
+	o.Model, o.Out, o.Name, o.Inputs = md, dir, "warm", fileset.Files(data)
+	o.Steps, o.Backend, o.InitAdapter = 1, be, filepath.Join(dir, "no-such-adapter")
+	err = Run(context.Background(), o)
+	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "--init-adapter") {
+		t.Fatalf("run: %v, want bad input naming --init-adapter", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "warm")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the run folder exists after the refused run (%v)", err)
+	}
+}

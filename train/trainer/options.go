@@ -313,6 +313,17 @@ func (o *Options) CheckEvalMetric(train, env []string, complete bool, log *slog.
 func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Prepared, error) {
 	m := base.Model
 	run := &checkpoint.Run{Dir: o.RunDir()}
+	var initAd *model.Adapter
+	if o.InitAdapter != "" {
+		// A fresh run reads its --init-adapter before the lock makes the
+		// run folder, so that a bad path leaves no folder behind. (A run
+		// with steps resumes from its own.)
+		if _, has, err := run.Latest(); err == nil && !has {
+			if initAd, err = model.ReadAdapter(o.InitAdapter, &m.Config); err != nil {
+				return nil, stageerr.Input(fmt.Errorf("--init-adapter: %w", err))
+			}
+		}
+	}
 	unlock, err := run.Lock()
 	if err != nil {
 		return nil, err
@@ -368,7 +379,9 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 	if err := run.RepairMetrics(0, nil); err != nil { // a fresh run starts with no rows
 		return nil, err
 	}
-	if o.InitAdapter != "" {
+	if initAd != nil {
+		prep.Ad = initAd
+	} else if o.InitAdapter != "" {
 		if prep.Ad, err = model.ReadAdapter(o.InitAdapter, &m.Config); err != nil {
 			err = stageerr.Input(fmt.Errorf("--init-adapter: %w", err))
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/train/checkpoint"
@@ -47,6 +48,10 @@ func TestHugeLRStopsBeforeSaving(t *testing.T) {
 	if bad > 1 {
 		if rows := readMetrics(t, run.Dir); len(rows) != bad-1 {
 			t.Errorf("%d metrics rows, want %d", len(rows), bad-1)
+		}
+		// A resume keeps --lr: the advice says how to go on with another.
+		if !strings.Contains(err.Error(), "--init-adapter "+run.StepDir(bad-1)) {
+			t.Errorf("error %q does not say how to go on from step %d with other options", err, bad-1)
 		}
 	}
 	t.Logf("%v", err)

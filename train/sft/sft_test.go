@@ -176,6 +176,11 @@ func TestHugeLRStopsBeforeSaving(t *testing.T) {
 	if last, ok, err := run.Latest(); err != nil || ok != (bad > 1) || last != bad-1 {
 		t.Errorf("latest %d %v %v, want step %d", last, ok, err, bad-1)
 	}
+	// With a saved step the advice says how to change --lr: a resume
+	// keeps it.
+	if bad > 1 && !strings.Contains(err.Error(), "--init-adapter "+run.StepDir(bad-1)) {
+		t.Errorf("error %q does not say how to go on from step %d with other options", err, bad-1)
+	}
 }
 
 // textLog logs as hone-train does (slog text lines) into w.

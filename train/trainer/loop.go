@@ -97,7 +97,10 @@ func (l *Loop) stepError(n int, err error) error {
 	}
 	kept := "the run has no saved step yet"
 	if last, ok, lerr := l.Ckpt.Latest(); lerr == nil && ok {
-		kept = fmt.Sprintf("%s still names %s", filepath.Join(l.Ckpt.Dir, runfolder.LatestName), runfolder.StepName(last))
+		// A resume keeps the run's options, so the advice needs a new run
+		// that starts from the last good step.
+		kept = fmt.Sprintf("%s still names %s (a resumed run keeps its --lr and --max-grad-norm: to change them, start another --run with --init-adapter %s)",
+			filepath.Join(l.Ckpt.Dir, runfolder.LatestName), runfolder.StepName(last), l.Ckpt.StepDir(last))
 	}
 	return fmt.Errorf("step %d: %w: lower --lr, set --max-grad-norm to clip the gradient, and check the rewards; nothing of step %d was saved, %s",
 		n, err, n, kept)

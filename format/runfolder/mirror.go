@@ -72,7 +72,21 @@ func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 		if s.N <= from || s.N > last.N {
 			continue
 		}
-		if err := copyFiles(ctx, filepath.Join(localRun, s.Name), fileset.Join(remoteRun, s.Name), nil); err != nil {
+		// The whole step is read before any of it is uploaded: training
+		// goes on meanwhile, and --keep-last may prune the folder. A step
+		// pruned before it was read is not published (as one pruned before
+		// this call), never published in part.
+		dir := filepath.Join(localRun, s.Name)
+		files, err := readFiles(ctx, dir, nil)
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+				continue
+			}
+		}
+		if err == nil {
+			err = writeFiles(ctx, files, fileset.Join(remoteRun, s.Name))
+		}
+		if err != nil {
 			return done, fmt.Errorf("publish step %d of %s: %w", s.N, localRun, err)
 		}
 		done = append(done, s.N)
@@ -80,7 +94,10 @@ func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 	if err := copyFiles(ctx, localRun, remoteRun, func(name string) bool { return name == LatestName || name == "lock" }); err != nil {
 		return done, fmt.Errorf("publish %s: %w", localRun, err)
 	}
-	if last.N > from { // only forward: a store another trainer moved on is not rolled back
+	// Only forward: a store another trainer moved on is not rolled back;
+	// and only to a step uploaded here, not one pruned meanwhile (a newer
+	// step is latest by now, for the next call).
+	if last.N > from && slices.Contains(done, last.N) {
 		if err := fileset.WriteFile(ctx, fileset.Join(remoteRun, LatestName), []byte(last.Name+"\n")); err != nil {
 			return done, fmt.Errorf("publish %s: %w", localRun, err)
 		}
@@ -184,11 +201,7 @@ func copyFiles(ctx context.Context, src, dst string, skip func(string) bool) err
 		}
 	}
 	for _, n := range names {
-		p, _, _ := strings.Cut(n, "?")
-		if !fileset.IsURL(n) {
-			p = n
-		}
-		base := path.Base(filepath.ToSlash(p))
+		base := baseName(n)
 		if skip != nil && skip(base) {
 			continue
 		}
@@ -197,6 +210,57 @@ func copyFiles(ctx context.Context, src, dst string, skip func(string) bool) err
 			return err
 		}
 		if err := fileset.WriteFile(ctx, fileset.Join(dst, base), b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// baseName is the last element of a listed path or URL.
+func baseName(n string) string {
+	p, _, _ := strings.Cut(n, "?")
+	if !fileset.IsURL(n) {
+		p = n
+	}
+	return path.Base(filepath.ToSlash(p))
+}
+
+// namedFile is a file's base name and contents.
+type namedFile struct {
+	name string
+	data []byte
+}
+
+// readFiles reads the files copyFiles would copy from src, all of them.
+func readFiles(ctx context.Context, src string, skip func(string) bool) ([]namedFile, error) {
+	names, err := fileset.List(ctx, src, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []namedFile
+	for _, n := range names {
+		base := baseName(n)
+		if skip != nil && skip(base) {
+			continue
+		}
+		b, err := fileset.ReadFile(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, namedFile{base, b})
+	}
+	return out, nil
+}
+
+// writeFiles writes files into the folder dst, each atomically.
+func writeFiles(ctx context.Context, files []namedFile, dst string) error {
+	if !fileset.IsURL(dst) && len(files) > 0 {
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, f := range files {
+		if err := fileset.WriteFile(ctx, fileset.Join(dst, f.name), f.data); err != nil {
 			return err
 		}
 	}

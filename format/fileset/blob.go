@@ -89,8 +89,12 @@ func parseBlobName(name string) (blobName, error) {
 	}, nil
 }
 
-// name puts a key back into the caller's form.
-func (n blobName) name(key string) string { return n.prefix + key + n.query }
+// name puts a key back into the caller's form. The characters a URL would
+// read otherwise ("%", "?", "#") are escaped, so that the name opens the
+// key again.
+func (n blobName) name(key string) string {
+	return n.prefix + strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(key) + n.query
+}
 
 // open opens the bucket; errors name the URL.
 // openBlob parses name and opens its bucket, which the caller closes.

@@ -508,3 +508,48 @@ func TestS3WillRead(t *testing.T) {
 	lf.WillRead(0, 100)
 	lf.Close()
 }
+
+// An object whose key holds "%", "#" or "?" is listed under a name that
+// opens it again: those characters are escaped in the URL. Before, a
+// folder holding "50%.parquet" resolved to a name that was no URL ("invalid
+// URL escape"), and one holding "a#1.parquet" to a name with a fragment.
+func TestS3KeysWithURLCharacters(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	keys := map[string]string{ // key -> its name in a URL
+		"d/50%.parquet":   "d/50%25.parquet",
+		"d/a#1.parquet":   "d/a%231.parquet",
+		"d/b?.parquet":    "d/b%3F.parquet",
+		"d/my c.parquet":  "d/my c.parquet",
+		"e/x%y/z.parquet": "e/x%25y/z.parquet",
+	}
+	for k, escaped := range keys {
+		putObject(t, s3.url("bkt", escaped), []byte(k))
+	}
+	set, err := Resolve(ctx, []string{s3.url("bkt", "d/"), s3.url("bkt", "d/*.parquet")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Len() != 4 {
+		t.Errorf("resolved %q; want the 4 objects of d/", set.Names())
+	}
+	for i := range set.Len() {
+		f, err := set.Open(ctx, i)
+		if err != nil {
+			t.Errorf("open %s: %v", set.Name(i), err)
+			continue
+		}
+		b, _ := io.ReadAll(f.Reader())
+		f.Close()
+		if want := strings.TrimPrefix(strings.Split(set.Name(i), "?endpoint")[0], "s3://bkt/"); keys[string(b)] != want {
+			t.Errorf("%s holds %q", set.Name(i), b)
+		}
+	}
+	dirs, err := ListDirs(ctx, s3.url("bkt", "e"))
+	if err != nil || len(dirs) != 1 || dirs[0] != s3.url("bkt", "e/x%25y") {
+		t.Fatalf("ListDirs: %q, %v", dirs, err)
+	}
+	if _, err := Resolve(ctx, []string{dirs[0]}, Options{}); err != nil {
+		t.Errorf("resolve a listed folder: %v", err)
+	}
+}

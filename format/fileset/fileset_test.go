@@ -370,3 +370,26 @@ func TestLocalPath(t *testing.T) {
 		}
 	}
 }
+
+// A file named twice is read once, however its two names are spelled:
+// "./in/a.parquet" and the directory "./in/" (listed as "in/a.parquet"),
+// an absolute path and a file:// URL. Before, only names equal as strings
+// were merged, and the file was read twice (a duplicate-id error).
+func TestResolveSameFileTwoSpellings(t *testing.T) {
+	dir := t.TempDir()
+	touch(t, dir, "in/a.parquet", "in/b.parquet")
+	t.Chdir(dir)
+	abs := filepath.Join(dir, "in", "a.parquet")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"./in/a.parquet", "./in/"}, []string{"./in/a.parquet", "in/b.parquet"}},
+		{[]string{"in/a.parquet", "in//*.parquet"}, []string{"in/a.parquet", "in/b.parquet"}},
+		{[]string{abs, "in/a.parquet", "file://" + abs}, []string{abs}},
+	} {
+		if got := resolve(t, tc.args, Options{}).Names(); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}

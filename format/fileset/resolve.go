@@ -150,8 +150,8 @@ func Resolve(ctx context.Context, args []string, opts Options) (*Set, error) {
 			return nil, fmt.Errorf("input %w", err)
 		}
 		for _, n := range names {
-			if !seen[n] {
-				seen[n] = true
+			if k := fileKey(n); !seen[k] {
+				seen[k] = true
 				s.names = append(s.names, n)
 			}
 		}
@@ -257,6 +257,24 @@ func glob(ctx context.Context, st Store, pattern string) ([]string, error) {
 		return nil, argErrorf(pattern, "glob matches no files")
 	}
 	return out, nil
+}
+
+// fileKey is what names the same file alike however it is spelled, for
+// reading a file named twice once: the absolute path of a local file
+// ("./in/a.parquet", "in/a.parquet" and file:// URLs of it), the name as
+// it is otherwise.
+func fileKey(name string) string {
+	if name == Stdin || IsURL(name) {
+		return name
+	}
+	p, _, err := localName(name)
+	if err != nil {
+		return name
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return filepath.Clean(p)
 }
 
 func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[\`) }

@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"math"
@@ -187,7 +188,7 @@ func (b *StatsBuilder) Stats() Stats {
 	for step, a := range b.steps {
 		s.ByStep = append(s.ByStep, StepSummary{Step: step, Summary: a.summary()})
 	}
-	slices.SortFunc(s.ByStep, func(x, y StepSummary) int { return int(min(max(x.Step-y.Step, -1), 1)) })
+	slices.SortFunc(s.ByStep, func(x, y StepSummary) int { return cmp.Compare(x.Step, y.Step) })
 	for env, a := range b.envs {
 		s.ByEnv = append(s.ByEnv, EnvSummary{Env: env, Summary: a.summary()})
 	}

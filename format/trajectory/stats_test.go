@@ -138,3 +138,25 @@ func historyMessages(t Trajectory) [][]Message {
 	}
 	return out
 }
+
+// TestStatsStepOrderExtremes: the steps are listed in order even when they
+// lie far apart (a difference that overflows int64 sorted them wrongly).
+func TestStatsStepOrderExtremes(t *testing.T) {
+	var b StatsBuilder
+	for i, step := range []int64{math.MaxInt64, math.MinInt64 + 1, 0, -5, 7} {
+		b.Add(Group{ID: string(rune('a' + i)), Trajectories: []Trajectory{{ID: "t", GroupID: string(rune('a' + i)), Step: step}}})
+	}
+	var got []int64
+	for _, s := range b.Stats().ByStep {
+		got = append(got, s.Step)
+	}
+	want := []int64{math.MinInt64 + 1, -5, 0, 7, math.MaxInt64}
+	if len(got) != len(want) {
+		t.Fatalf("steps %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("steps %v, want %v", got, want)
+		}
+	}
+}

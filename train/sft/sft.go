@@ -176,8 +176,12 @@ func NLL(T int) trainer.LossFunc {
 	}
 }
 
-// isChatFile says whether an input is read as JSON Lines chats.
+// isChatFile says whether an input is read as JSON Lines chats, by the
+// ending of its name (of a URL's path: s3://b/chats.jsonl?endpoint=… is one).
 func isChatFile(name string) bool {
+	if fileset.IsURL(name) {
+		name, _, _ = strings.Cut(name, "?")
+	}
 	return strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".json")
 }
 

@@ -269,3 +269,17 @@ func TestBadInitAdapterLeavesNoFolder(t *testing.T) {
 		t.Errorf("the run folder exists after the refused run (%v)", err)
 	}
 }
+
+// TestIsChatFile: JSON Lines inputs are told by the ending of the name, of
+// a URL's path without its query (an object store's endpoint settings).
+func TestIsChatFile(t *testing.T) {
+	for name, want := range map[string]bool{
+		"chats.jsonl": true, "dir/c.json": true, "a.parquet": false,
+		"s3://b/chats.jsonl?endpoint=http://127.0.0.1:9000&region=x": true,
+		"s3://b/round.parquet?region=eu.jsonl":                       false,
+	} {
+		if got := isChatFile(name); got != want {
+			t.Errorf("isChatFile(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

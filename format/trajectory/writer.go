@@ -72,7 +72,9 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 // A trajectory with an
 // empty GroupID takes the group's ID; one with a different GroupID is an
 // error. A group ID or trajectory ID already written to this file is an
-// error. After an error the Writer is unusable and Close reports it.
+// error. A group refused by these checks (or by Validate) writes nothing,
+// and the Writer goes on; after an error writing the file the Writer is
+// unusable and Close reports it.
 func (w *Writer) WriteGroup(ctx context.Context, g Group) error {
 	if w.err != nil {
 		return w.err

@@ -630,6 +630,12 @@ func meets(s *Schema, lo float64, loIn bool, hi float64, hiIn bool) bool {
 // maxNumberBytes. Integer schemas have integer bounds (see Compile), for
 // which these half-open intervals are exact.
 func feasible(s *Schema, t []byte, st uint8) bool {
+	return feasibleIn(s, t, st, maxNumberBytes-len(t))
+}
+
+// feasibleIn is feasible with at most room more bytes: an integer part
+// grows by at most room digits.
+func feasibleIn(s *Schema, t []byte, st uint8, room int) bool {
 	if st == nStart {
 		return true
 	}
@@ -639,7 +645,12 @@ func feasible(s *Schema, t []byte, st uint8) bool {
 		digits = digits[1:]
 	}
 	// meetsMag tests the magnitudes [a, b) (closed at a) with the sign.
+	// Where float64 rounds b down to a (digits past its precision), the
+	// interval still holds a.
 	meetsMag := func(a, b float64) bool {
+		if !(b > a) {
+			b = math.Nextafter(a, math.Inf(1))
+		}
 		if neg {
 			return meets(s, -b, false, -a, true)
 		}
@@ -648,7 +659,7 @@ func feasible(s *Schema, t []byte, st uint8) bool {
 	integer := s.kind == kInteger
 	switch st {
 	case nSign:
-		return meetsMag(0, math.Inf(1))
+		return meetsMag(0, math.Pow(10, float64(room)))
 	case nZero:
 		if integer {
 			return meetsMag(0, 0.5) // just 0
@@ -659,7 +670,6 @@ func feasible(s *Schema, t []byte, st uint8) bool {
 		if err != nil {
 			return false
 		}
-		room := maxNumberBytes - len(t)
 		for k := 0; k <= room; k++ {
 			p := math.Pow(10, float64(k))
 			if meetsMag(I*p, (I+1)*p) {
@@ -745,14 +755,16 @@ func minNumberBytes(s *Schema, f *frame) int {
 }
 
 // numberReach reports whether exactly k more bytes can end f in range.
-// Infeasible prefixes are cut at once, so the search stays narrow.
+// Prefixes that cannot reach the range in the bytes left are cut at once,
+// so the search stays narrow: cut only by maxNumberBytes, a bound of 1e9
+// had every digit string shorter than 10 bytes tried.
 func numberReach(f *frame, k int) bool {
 	if k == 0 {
 		return numberCanEnd(f)
 	}
 	for _, b := range []byte("0123456789.-") {
 		g := *f
-		if stepNumber(&g, b) == accept && numberReach(&g, k-1) {
+		if stepNumber(&g, b) == accept && feasibleIn(g.s, g.num[:g.i], g.st, k-1) && numberReach(&g, k-1) {
 			return true
 		}
 	}

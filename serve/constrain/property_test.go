@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // judgeSchema mirrors score/judge.Schema(3) (serve may not import score):
@@ -356,6 +357,50 @@ func TestRanges(t *testing.T) {
 		{`{"type":["integer","null","boolean"],"nullable":true}`, map[string]bool{"1": true, "null": true, "false": true, "1.5": false, `"x"`: false}},
 	} {
 		s := compileT(t, c.schema)
+		for doc, want := range c.docs {
+			if got := accepts(s, doc); got != want {
+				t.Errorf("%s: %s accepted %v, want %v", c.schema, doc, got, want)
+			}
+		}
+	}
+}
+
+// TestLargeBoundsCompile: a bound far from 0 (a Unix time as minimum, a
+// large count) compiles at once and sets the shortest document right:
+// finding the shortest in-range number must not try every digit string
+// shorter than the bound, which took seconds at 8 digits and grew tenfold
+// a digit (a request whose schema hung the server).
+func TestLargeBoundsCompile(t *testing.T) {
+	for _, c := range []struct {
+		schema string
+		min    int
+		docs   map[string]bool
+	}{
+		{`{"type":"integer","minimum":1700000000}`, len("1700000000"), map[string]bool{"1700000000": true, "1699999999": false, "17000000000": true}},
+		{`{"type":"number","minimum":1e20}`, len("100000000000000000000"), map[string]bool{"100000000000000000000": true, "9999999999999999": false}},
+		{`{"type":"integer","maximum":-1e15}`, len("-1000000000000000"), map[string]bool{"-1000000000000000": true, "-999999999999999": false}},
+		{`{"type":"object","properties":{"t":{"type":"integer","exclusiveMinimum":123456789012}}}`, len(`{"t":123456789013}`), map[string]bool{`{"t":123456789013}`: true, `{"t":123456789012}`: false}},
+	} {
+		done := make(chan *Schema, 1)
+		go func() {
+			s, err := Compile(json.RawMessage(c.schema))
+			if err != nil {
+				t.Errorf("Compile(%s): %v", c.schema, err)
+			}
+			done <- s
+		}()
+		var s *Schema
+		select {
+		case s = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Compile(%s) still running after 10s", c.schema)
+		}
+		if s == nil {
+			continue
+		}
+		if got := s.Start().MinBytes(); got != c.min {
+			t.Errorf("%s: shortest document %d bytes, want %d", c.schema, got, c.min)
+		}
 		for doc, want := range c.docs {
 			if got := accepts(s, doc); got != want {
 				t.Errorf("%s: %s accepted %v, want %v", c.schema, doc, got, want)

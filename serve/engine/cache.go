@@ -137,17 +137,25 @@ func (c *KVCache) Reserve(seq, tokens int) error {
 	}
 	b := int64(tokens) * c.TokenBytes()
 	if c.budget > 0 {
+		if c.used+b > c.budget {
+			return ErrCacheFull // evicting kept rows would not make room
+		}
 		// Kept rows give way to live sequences, least recently used first.
 		for c.used+c.keptBytes+b > c.budget && len(c.kept) > 0 {
 			c.evictOldest()
-		}
-		if c.used+b > c.budget {
-			return ErrCacheFull
 		}
 	}
 	c.seqs[seq] = &kvSeq{capTokens: tokens, k: make([][]float32, c.layers), v: make([][]float32, c.layers)}
 	c.used += b
 	return nil
+}
+
+// Room reports whether a reservation of tokens fits now beside the live
+// ones (kept rows give way to it).
+func (c *KVCache) Room(tokens int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.budget == 0 || c.used+tokens*c.TokenBytes() <= c.budget
 }
 
 // Free releases seq and its reservation.

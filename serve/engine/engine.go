@@ -531,6 +531,13 @@ func (e *Engine) admit() {
 		if sh.wait {
 			await, awaitN = sh.from, sh.n
 		}
+		if !e.cache.Room(int64(r.N) * int64(tokens)) {
+			// Not before running sequences free memory; checked for all
+			// n at once, so that a first reservation that fits does not
+			// evict kept rows for a request that waits anyway.
+			e.mu.Unlock()
+			return
+		}
 		ids := make([]int, r.N)
 		ok := true
 		for i := range ids {

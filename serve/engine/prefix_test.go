@@ -409,3 +409,73 @@ func block(t *testing.T, e *Engine, n int) func() {
 	}
 	return cancel
 }
+
+// gate is a Constraint that masks nothing and holds the engine in each
+// Mask until the test lets it go: at <-called the engine is inside a step,
+// and once the test sends on proceed it runs to the next step, passing
+// admission once.
+type gate struct{ called, proceed chan struct{} }
+
+func (g gate) Mask([]float32) {
+	g.called <- struct{}{}
+	<-g.proceed
+}
+func (g gate) Accept(int32) error { return nil }
+
+// TestPrefixCacheKeptWhileQueued: a request that does not fit the budget
+// yet waits in the queue without evicting the kept rows it could not use
+// anyway, so once room is made it starts from them. Each failed attempt
+// to admit it, one per step, used to evict every kept row first (and for
+// n > 1, a first reservation that fit evicted them before the second
+// failed): under load the prefix cache was emptied.
+func TestPrefixCacheKeptWhileQueued(t *testing.T) {
+	m, tok := tiny(t)
+	tb := NewKVCache(&m.Config, m.Backend(), 0).TokenBytes()
+	for _, c := range []struct {
+		name    string
+		blockMT int // max_tokens of the request holding memory
+		n       int // of the queued request
+	}{{"n=1", 70, 1}, {"n=2", 45, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := New(m, Config{Tokenizer: tok, KVCacheBytes: 100 * tb, PrefixCaching: true})
+			defer e.Shutdown(context.Background())
+			greedy := Params{MaxTokens: 4, IgnoreEOS: true}
+			turn1 := []int32{104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 10, 104, 101, 108, 108, 111, 32, 10}
+			a := run(t, e, &Request{Prompt: turn1, N: 1, Params: greedy})[0]
+			kept := e.Stats().PrefixKeptBytes
+			if kept == 0 {
+				t.Fatal("turn 1 left no kept rows")
+			}
+
+			g := gate{called: make(chan struct{}), proceed: make(chan struct{})}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			hold, err := e.Submit(&Request{Ctx: ctx, Prompt: []int32{200, 201, 202, 203, 204}, N: 1,
+				Params: Params{MaxTokens: c.blockMT, IgnoreEOS: true}, Constraint: func(int) Constraint { return g }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-g.called // holding its reservation, inside a step
+			turn2 := slices.Concat(turn1, a.ids, []int32{10, 63, 10})
+			h, err := e.Submit(&Request{Prompt: turn2, N: c.n, Params: greedy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One more step: admission tried turn 2 in between.
+			g.proceed <- struct{}{}
+			<-g.called
+			if got := e.Stats().PrefixKeptBytes; got != kept {
+				t.Errorf("while turn 2 waits for room: %d bytes kept, want the %d of turn 1", got, kept)
+			}
+			cancel()
+			g.proceed <- struct{}{}
+			wait(t, h, c.n)
+			if got, want := h.CachedTokens(), len(turn1)+len(a.ids)-1; got != want {
+				t.Errorf("turn 2 reused %d rows, want %d", got, want)
+			}
+			if _, _, err := hold.Next(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

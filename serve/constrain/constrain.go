@@ -73,7 +73,7 @@ type JSON struct {
 
 	maxTokens int // 0: no budget
 	used      int // tokens accepted
-	limit     int // per Mask: the most minBytes a candidate may leave; -1 none
+	limit     int // per Mask: the most minBytes a candidate may leave (math.MaxInt: no budget; −1: only an end token)
 
 	keep []bool
 }
@@ -125,7 +125,7 @@ func (j *JSON) fits(b []byte) bool {
 			return false
 		}
 	}
-	return j.limit < 0 || j.scratch.minBytes() <= j.limit
+	return j.scratch.minBytes() <= j.limit
 }
 
 // Mask sets every token that cannot continue the document to -Inf. When
@@ -137,9 +137,11 @@ func (j *JSON) fits(b []byte) bool {
 // truncation of the distribution, as top_k is).
 func (j *JSON) Mask(logits []float32) {
 	V := len(logits)
-	j.limit = -1
+	j.limit = math.MaxInt
 	if j.maxTokens > 0 {
-		// This token and the end token come out of what is left.
+		// This token and the end token come out of what is left. Below 0
+		// only when the document is complete (minBytes 0) and only the
+		// end token still fits.
 		j.limit = max(j.maxTokens-j.used-2, j.m.minBytes()-1)
 	}
 	var firstOK *[256]bool

@@ -123,6 +123,30 @@ func TestJudgeWalks(t *testing.T) {
 	}
 }
 
+// TestScalarBudget: a top-level number or enum literal, complete but still
+// extendable, also ends with the end token within max_tokens. At the last
+// token the budget left no room for anything but the end token, which
+// read as "no budget" and let a digit through: the output was cut with
+// finish_reason "length".
+func TestScalarBudget(t *testing.T) {
+	v := multiVocab()
+	for _, schema := range []string{`{"type":"integer"}`, `{"type":"number"}`, `{"enum":[1,12,123]}`, `{"type":"number","minimum":0,"maximum":1}`} {
+		s := compileT(t, schema)
+		for budget := s.minLen + 1; budget <= s.minLen+4; budget++ {
+			for seed := range 20 {
+				rng := rand.New(rand.NewPCG(uint64(seed), uint64(budget)))
+				out, n, done := walkTokens(NewJSON(v, []int32{eosID}, s).WithMaxTokens(budget), v, rng, budget)
+				if !done {
+					t.Fatalf("%s budget %d seed %d: no end within the budget: %q", schema, budget, seed, out)
+				}
+				if n > budget {
+					t.Fatalf("%s budget %d seed %d: took %d tokens", schema, budget, seed, n)
+				}
+			}
+		}
+	}
+}
+
 // TestBudgetTooSmall: below the shortest document, the walk heads for the
 // shortest completion and stops at max_tokens with a valid prefix.
 func TestBudgetTooSmall(t *testing.T) {

@@ -50,7 +50,9 @@ type kvSeq struct {
 }
 
 // ensure makes room for need tokens of s (need ≤ s.capTokens), moving its
-// rows to larger allocations.
+// rows to larger allocations. Every buffer is allocated before any is
+// moved: when one fails, s is left as it was (the size of its first
+// buffer stands for all of them).
 func (c *KVCache) ensure(s *kvSeq, need int) error {
 	have := 0
 	if len(s.k) > 0 && s.k[0] != nil {
@@ -60,18 +62,28 @@ func (c *KVCache) ensure(s *kvSeq, need int) error {
 		return nil
 	}
 	n := min(s.capTokens, max(need, 2*have, 16))
-	for l := range s.k {
-		for _, b := range []*[]float32{&s.k[l], &s.v[l]} {
+	nk, nv := make([][]float32, len(s.k)), make([][]float32, len(s.v))
+	for l := range nk {
+		for _, b := range []*[]float32{&nk[l], &nv[l]} {
 			nb, err := kernels.AllocF32(c.be, n*c.kvd)
 			if err != nil {
+				for l := range nk {
+					kernels.FreeF32(c.be, nk[l])
+					kernels.FreeF32(c.be, nv[l])
+				}
 				return fmt.Errorf("kv cache: allocating %d tokens on %s: %w", n, c.be.Name(), err)
 			}
-			if s.n > 0 {
-				c.be.Copy(nb, *b, s.n*c.kvd)
-			}
-			kernels.FreeF32(c.be, *b)
 			*b = nb
 		}
+	}
+	for l := range s.k {
+		if s.n > 0 {
+			c.be.Copy(nk[l], s.k[l], s.n*c.kvd)
+			c.be.Copy(nv[l], s.v[l], s.n*c.kvd)
+		}
+		kernels.FreeF32(c.be, s.k[l])
+		kernels.FreeF32(c.be, s.v[l])
+		s.k[l], s.v[l] = nk[l], nv[l]
 	}
 	return nil
 }

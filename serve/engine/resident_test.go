@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -129,5 +130,65 @@ func (h *hostRows) count(x, dst []float32) {
 	h.rows.Add(1)
 	if h.Overlaps(x) || h.Overlaps(dst) {
 		h.inPlace.Add(1)
+	}
+}
+
+// oomAt is kerneltest.Resident whose AllocF32 fails once, at the failIn-th
+// call from when it is armed: a device out of memory.
+type oomAt struct {
+	*kerneltest.ResidentBackend
+	failIn atomic.Int64
+}
+
+func (b *oomAt) AllocF32(n int) ([]float32, error) {
+	if b.failIn.Load() > 0 && b.failIn.Add(-1) == 0 {
+		return nil, errors.New("out of memory")
+	}
+	return b.ResidentBackend.AllocF32(n)
+}
+
+// TestSeedOutOfMemory: when the device runs out of memory while a prompt's
+// rows are copied from the prefix cache, the request prefills its whole
+// prompt and answers as a cold engine does, and the cache gives back all
+// it allocated. The copy had replaced the first layer's key buffer before
+// the value buffer failed, so the prefill that followed judged every layer
+// large enough by the first and wrote past the value buffer it never got
+// (a panic here; memory it does not own on a device).
+func TestSeedOutOfMemory(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "tiny")
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &oomAt{ResidentBackend: kerneltest.Resident(ref.New())}
+	m, err := model.Load(dir, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cold, _ := tiny(t)
+	ce := New(cold, Config{Tokenizer: tok})
+	defer ce.Shutdown(context.Background())
+
+	e := New(m, Config{Tokenizer: tok, PrefixCaching: true})
+	greedy := Params{MaxTokens: 4, Logprobs: true, IgnoreEOS: true}
+	turn1 := []int32{104, 101, 108, 108, 111, 32, 119, 111, 114, 108, 100, 33, 10}
+	run(t, e, &Request{Prompt: turn1, N: 1, Params: greedy})
+	// A branch shares 10 of the kept rows, which are copied (not taken
+	// over): the copy's first allocation succeeds, the second fails. The
+	// engine is idle, so the copy is the next thing to allocate.
+	branch := append(append([]int32(nil), turn1[:10]...), 33, 33)
+	be.failIn.Store(2)
+	got := run(t, e, &Request{Prompt: branch, N: 1, Params: greedy})[0]
+	if be.failIn.Load() != 0 {
+		t.Fatal("the armed allocation failure never happened")
+	}
+	sameOutput(t, "after the failed copy", run(t, ce, &Request{Prompt: branch, N: 1, Params: greedy})[0], got)
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if n := be.Live(); n != 0 {
+		t.Errorf("%d allocations (%d bytes) live after Shutdown and Close, want 0", n, be.LiveBytes())
 	}
 }

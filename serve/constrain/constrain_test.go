@@ -227,3 +227,44 @@ func TestMaskNothingFits(t *testing.T) {
 		}
 	}
 }
+
+// TestEnumWithType: a const or enum beside a "type" (and "nullable") keeps
+// only the values of that type, as JSON Schema applies both keywords; an
+// enum with none of them is an error naming it.
+func TestEnumWithType(t *testing.T) {
+	for _, c := range []struct {
+		schema   string
+		ok, fail []string
+	}{
+		{`{"type":"string","enum":["a",1]}`, []string{`"a"`}, []string{`1`}},
+		{`{"type":"integer","enum":[2.5,3,4.0]}`, []string{`3`, `4.0`}, []string{`2.5`}},
+		{`{"type":"number","enum":[2.5,"x"]}`, []string{`2.5`}, []string{`"x"`}},
+		{`{"type":"string","nullable":true,"enum":["a",null,true]}`, []string{`"a"`, `null`}, []string{`true`}},
+		{`{"type":["boolean","array"],"const":[1]}`, []string{`[1]`}, nil},
+		{`{"enum":["a",1]}`, []string{`"a"`, `1`}, nil},
+	} {
+		s, err := Compile(json.RawMessage(c.schema))
+		if err != nil {
+			t.Errorf("%s: %v", c.schema, err)
+			continue
+		}
+		for _, doc := range c.ok {
+			if !accepts(s, doc) {
+				t.Errorf("%s refuses %s", c.schema, doc)
+			}
+		}
+		for _, doc := range c.fail {
+			if accepts(s, doc) {
+				t.Errorf("%s accepts %s", c.schema, doc)
+			}
+		}
+	}
+	for schema, want := range map[string]string{
+		`{"type":"string","enum":[1,2]}`: `schema.enum: no value is of the type string`,
+		`{"type":"null","const":"x"}`:    `schema.const: no value is of the type null`,
+	} {
+		if _, err := Compile(json.RawMessage(schema)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", schema, err, want)
+		}
+	}
+}

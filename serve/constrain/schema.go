@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -78,6 +79,70 @@ var known = map[string]bool{
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "nullable": true,
 }
 
+// typeList reads a "type" keyword: one type name or a list of them.
+func typeList(t json.RawMessage, path string) ([]string, error) {
+	var one string
+	if err := json.Unmarshal(t, &one); err == nil {
+		return []string{one}, nil
+	}
+	var types []string
+	if err := json.Unmarshal(t, &types); err != nil || len(types) == 0 {
+		return nil, fmt.Errorf("%s.type: want a type name or a non-empty list of them", path)
+	}
+	return types, nil
+}
+
+// typedEnum is the schema of the literals of a const or enum (key), less
+// those a sibling "type" (with "nullable") rules out: JSON Schema applies
+// both keywords, so {"type": "string", "enum": ["a", 1]} allows only "a".
+// No literal left is an error.
+func typedEnum(obj map[string]json.RawMessage, path, key string, lits []string) (*Schema, error) {
+	t, ok := obj["type"]
+	if !ok {
+		return enumSchema(lits), nil
+	}
+	types, err := typeList(t, path)
+	if err != nil {
+		return nil, err
+	}
+	var nullable bool
+	if n, ok := obj["nullable"]; ok && json.Unmarshal(n, &nullable) == nil && nullable {
+		types = append(types, "null")
+	}
+	var kept []string
+	for _, lit := range lits {
+		if slices.ContainsFunc(types, func(typ string) bool { return literalIs(lit, typ) }) {
+			kept = append(kept, lit)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("%s.%s: no value is of the type %s", path, key, strings.Join(types, " or "))
+	}
+	return enumSchema(kept), nil
+}
+
+// literalIs reports whether the compact JSON literal lit is a value of the
+// JSON Schema type typ (an integer is a number whose fraction is zero).
+func literalIs(lit, typ string) bool {
+	switch lit[0] {
+	case '"':
+		return typ == "string"
+	case '{':
+		return typ == "object"
+	case '[':
+		return typ == "array"
+	case 't', 'f':
+		return typ == "boolean"
+	case 'n':
+		return typ == "null"
+	}
+	if typ == "number" {
+		return true
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	return typ == "integer" && err == nil && f == math.Trunc(f)
+}
+
 // Compile reads a JSON Schema document. Keywords outside the supported
 // subset are an error naming the keyword and where it sits, so a server
 // can answer 400 instead of producing documents the schema refuses.
@@ -112,7 +177,7 @@ func compile(raw json.RawMessage, path string, depth int) (*Schema, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.const: %w", path, err)
 		}
-		return enumSchema([]string{lit}), nil
+		return typedEnum(obj, path, "const", []string{lit})
 	}
 	if e, ok := obj["enum"]; ok {
 		var vals []json.RawMessage
@@ -127,15 +192,12 @@ func compile(raw json.RawMessage, path string, depth int) (*Schema, error) {
 			}
 			lits = append(lits, lit)
 		}
-		return enumSchema(lits), nil
+		return typedEnum(obj, path, "enum", lits)
 	}
 	var types []string
 	if t, ok := obj["type"]; ok {
-		var one string
-		if err := json.Unmarshal(t, &one); err == nil {
-			types = []string{one}
-		} else if err := json.Unmarshal(t, &types); err != nil || len(types) == 0 {
-			return nil, fmt.Errorf("%s.type: want a type name or a non-empty list of them", path)
+		if types, err = typeList(t, path); err != nil {
+			return nil, err
 		}
 	} else if _, ok := obj["properties"]; ok {
 		types = []string{"object"}

@@ -10,7 +10,9 @@
 // tools into the template's variables with their key order preserved, and
 // the helpers transformers adds to the Jinja environment: raise_exception,
 // strftime_now (with an injectable clock) and a tojson that is Python's
-// json.dumps(ensure_ascii=False) with the key order of the input.
+// json.dumps(ensure_ascii=False) with the key order of the input. The
+// engine's trim filter is replaced too, by one that strips what Python's
+// str.strip() strips (U+001C..U+001F as well).
 //
 // Templates are compiled with github.com/ardanlabs/jinja, which applies
 // transformers' trim_blocks/lstrip_blocks settings. Values are passed to it

@@ -243,7 +243,7 @@ func (w *rewriter) segment(s segment) error {
 	}
 	w.regions[w.current()].steps += int64(tokens) + 1
 	if s.kind == segExpr {
-		code := renameTojson(content)
+		code := renameFilters(content)
 		if w.hooks {
 			code = " " + hookOut + "(" + code + ") "
 		}
@@ -256,7 +256,7 @@ func (w *rewriter) segment(s segment) error {
 // statement rewrites a {% ... %} tag and follows the block structure.
 func (w *rewriter) statement(s segment, content string) error {
 	kw := keyword(content)
-	code := renameTojson(content)
+	code := renameFilters(content)
 	switch kw {
 	case "for", "macro", "call":
 		id := len(w.regions)
@@ -345,7 +345,7 @@ func setWithHook(content string) string {
 	if ns, _, ok := strings.Cut(target, "."); ok && isIdent(ns) && strings.TrimSpace(content[eq+1:]) != "" {
 		extra = ", " + ns // an empty value is None, and takes no second argument
 	}
-	return content[:eq+1] + " " + hookSet + "(" + renameTojson(content[eq+1:]) + extra + ") "
+	return content[:eq+1] + " " + hookSet + "(" + renameFilters(content[eq+1:]) + extra + ") "
 }
 
 func isIdent(s string) bool {
@@ -364,9 +364,10 @@ func isIdentByte(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
 
-// renameTojson points `| tojson` at our filter, outside string literals.
-func renameTojson(code string) string {
-	if !strings.Contains(code, "tojson") {
+// renameFilters points `| tojson` and `| trim` at our filters (tojsonName,
+// trimName), outside string literals: the engine's differ from Python's.
+func renameFilters(code string) string {
+	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") {
 		return code
 	}
 	var b strings.Builder
@@ -383,9 +384,13 @@ func renameTojson(code string) string {
 			for j < len(code) && strings.IndexByte(" \t\n\r\f", code[j]) >= 0 {
 				j++
 			}
-			if strings.HasPrefix(code[j:], "tojson") && (j+6 == len(code) || !isIdentByte(code[j+6])) {
-				b.WriteString("|" + tojsonName)
-				i = j + 6
+			k := j
+			for k < len(code) && isIdentByte(code[k]) {
+				k++
+			}
+			if ours := renamedFilter(code[j:k]); ours != "" {
+				b.WriteString("|" + ours)
+				i = k
 				continue
 			}
 		}
@@ -393,6 +398,18 @@ func renameTojson(code string) string {
 		i++
 	}
 	return b.String()
+}
+
+// renamedFilter is the variable our version of the engine's filter name is
+// passed as, or "" where the engine's own is used.
+func renamedFilter(name string) string {
+	switch name {
+	case "tojson":
+		return tojsonName
+	case "trim":
+		return trimName
+	}
+	return ""
 }
 
 // skipString returns the index after the string literal starting at i,

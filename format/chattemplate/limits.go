@@ -161,6 +161,7 @@ func (b *budget) callables() map[string]jinja.Value {
 		hookSet:    jinja.NewCallable(hookSet, b.set),
 		"range":    jinja.NewCallable("range", b.rangeFn),
 		tojsonName: jinja.NewCallable("tojson", b.tojson),
+		trimName:   jinja.NewCallable("trim", trimFilter),
 	}
 }
 

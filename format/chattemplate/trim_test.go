@@ -1,0 +1,41 @@
+package chattemplate
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/hone-rl/hone/format/chatmsg"
+)
+
+// TestTrimIsPythonStrip: the trim filter strips what Python's str.strip()
+// strips, as jinja2 (transformers, vLLM) does: U+001C..U+001F are
+// whitespace to Python and not to Go's unicode.IsSpace, so Llama 3.1's
+// template (content | trim) rendered a message that begins or ends with
+// one of them differently from the server that sampled the conversation.
+// The wants are Python jinja2 3.1.6's output with transformers' setup
+// (testdata/templates/py/check_jinja2.py's environment).
+func TestTrimIsPythonStrip(t *testing.T) {
+	tmpl, err := Load(filepath.Join(templatesDir, "llama3.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tmpl.Render(t.Context(), Input{Messages: []chatmsg.Message{
+		{Role: "user", Content: "\x1chi\x1d \x1e\x1f"},
+		{Role: "assistant", Content: "\x1fyo\u0085"},
+	}})
+	want := "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>" +
+		"<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nyo<|eot_id|>"
+	if err != nil || got != want {
+		t.Errorf("got %q (%v)\nwant %q", got, err, want)
+	}
+
+	small, err := New(`{{ x|trim }}|{{ x | trim(c) }}|{{ n|trim }}|{{ 5|trim }}|{% set y = x|trim %}{{ y }}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = small.Render(t.Context(), Input{Kwargs: map[string]any{"x": "\x1c a \x1f", "n": nil, "c": "\x1c"}})
+	// jinja2 prints None|trim as "None"; the engine's "" is kept.
+	if want := "a| a \x1f||5|a"; err != nil || got != want {
+		t.Errorf("got %q (%v), want %q", got, err, want)
+	}
+}

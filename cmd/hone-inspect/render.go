@@ -142,7 +142,7 @@ func runRender(ctx context.Context, a *app, o renderOptions, agpSet, kwSet bool)
 				t.Messages[i].Trainable = t.Messages[i].Role == "assistant"
 			}
 		}
-		l, err := m.Layout(ctx, t.Messages, t.Tools, layout.Options{Kwargs: kwargs})
+		l, err := m.Layout(ctx, t.Messages, t.Tools, layout.Options{Kwargs: kwargs, Now: t.SampledAt()})
 		if err != nil {
 			return cli.BadInputf("lay out with the template of %s: %w", o.Model, err)
 		}

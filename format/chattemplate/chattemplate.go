@@ -62,6 +62,12 @@ type Input struct {
 	// TemplateName picks one of several named templates; empty means
 	// "tool_use" when tools are given and the model has one, else "default".
 	TemplateName string
+	// Now is the time strftime_now prints (Llama 3.2's template writes
+	// today's date into the system prompt): a conversation rendered again
+	// for training gives the time it was sampled at, so that its prompt is
+	// the one the model saw. Zero means the Template's Clock, else the time
+	// of the call.
+	Now time.Time
 }
 
 // specialTokenKeys are the tokenizer attributes transformers passes to every
@@ -462,7 +468,7 @@ func (t *Template) variables(in Input, parts bool) (map[string]jinja.Value, erro
 	data["documents"] = jinja.None()
 	data["add_generation_prompt"] = jinja.NewBool(in.AddGenerationPrompt)
 	data["raise_exception"] = jinja.NewCallable("raise_exception", raiseException)
-	data["strftime_now"] = jinja.NewCallable("strftime_now", t.strftimeNow)
+	data["strftime_now"] = jinja.NewCallable("strftime_now", t.strftimeNow(in.Now))
 	return data, nil
 }
 
@@ -493,19 +499,28 @@ func raiseException(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, 
 	return jinja.Undefined(), &RaisedError{Message: msg}
 }
 
-func (t *Template) strftimeNow(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	if len(args) != 1 || !args[0].IsString() {
-		return jinja.Undefined(), errors.New("strftime_now takes one format string")
+// strftimeNow is the template's strftime_now for a rendering at the time
+// at (Input.Now), or, when it is zero, at the Template's Clock's or the
+// call's.
+func (t *Template) strftimeNow(at time.Time) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+	return func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		if len(args) != 1 || !args[0].IsString() {
+			return jinja.Undefined(), errors.New("strftime_now takes one format string")
+		}
+		now := at
+		switch {
+		case !now.IsZero():
+		case t.Clock != nil:
+			now = t.Clock()
+		default:
+			now = time.Now()
+		}
+		s, err := strftime(now, args[0].AsString())
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		return jinja.NewString(s), nil
 	}
-	now := time.Now
-	if t.Clock != nil {
-		now = t.Clock
-	}
-	s, err := strftime(now(), args[0].AsString())
-	if err != nil {
-		return jinja.Undefined(), err
-	}
-	return jinja.NewString(s), nil
 }
 
 // KwargsFromJSON parses a JSON object of template kwargs, such as the value

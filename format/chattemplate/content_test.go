@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hone-rl/hone/format/chatmsg"
 )
@@ -96,5 +97,20 @@ func TestContentLinesBadPart(t *testing.T) {
 	}})
 	if err == nil || !strings.Contains(err.Error(), "message 0 (user)") || !strings.Contains(err.Error(), "[0].text") {
 		t.Errorf("got %v, want an error naming message 0 and [0].text", err)
+	}
+}
+
+// TestInputNow: strftime_now prints Input.Now when it is set, else the
+// Template's Clock.
+func TestInputNow(t *testing.T) {
+	tmpl, err := New(`{{ strftime_now('%Y-%m-%d') }}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.Clock = func() time.Time { return time.Date(2024, 7, 26, 0, 0, 0, 0, time.UTC) }
+	for now, want := range map[time.Time]string{{}: "2024-07-26", time.Date(2025, 1, 2, 23, 0, 0, 0, time.UTC): "2025-01-02"} {
+		if got, err := tmpl.Render(context.Background(), Input{Now: now}); err != nil || got != want {
+			t.Errorf("Now %v: %q, %v; want %q", now, got, err, want)
+		}
 	}
 }

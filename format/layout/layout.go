@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/chattemplate"
@@ -32,6 +33,10 @@ type Options struct {
 	// same rule gives without the folder's generation config: the
 	// template's eos_token alone.
 	StopTokens []int
+	// Now is the time the conversation was sampled at, which the template's
+	// strftime_now prints (chattemplate.Input.Now): zero means the time of
+	// the layout.
+	Now time.Time
 }
 
 // Layout is a laid-out conversation.
@@ -135,7 +140,7 @@ func Build(ctx context.Context, t *chattemplate.Template, tok Tokenizer, msgs []
 	}
 	stops := stopSet(t, tok, opt.StopTokens)
 	render := func(n int, agp bool) (string, error) {
-		return t.Render(ctx, chattemplate.Input{Messages: msgs[:n], Tools: tools, AddGenerationPrompt: agp, Kwargs: opt.Kwargs})
+		return t.Render(ctx, chattemplate.Input{Messages: msgs[:n], Tools: tools, AddGenerationPrompt: agp, Kwargs: opt.Kwargs, Now: opt.Now})
 	}
 
 	var out Layout

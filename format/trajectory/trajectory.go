@@ -127,6 +127,16 @@ type RewardComponent struct {
 	Explanation string  `json:"explanation,omitempty"`
 }
 
+// SampledAt is when the trajectory's episode ran, as it records it: its
+// start, else its creation; zero when it records neither. A chat template
+// that prints the date printed this one when the server rendered it.
+func (t *Trajectory) SampledAt() time.Time {
+	if !t.StartedAt.IsZero() {
+		return t.StartedAt
+	}
+	return t.CreatedAt
+}
+
 // Float64 returns a pointer to v, for setting Trajectory.Reward.
 func Float64(v float64) *float64 { return &v }
 

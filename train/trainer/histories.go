@@ -16,7 +16,11 @@ import (
 // them the trajectory's advantage, and n_i counts the trainable tokens of
 // them all. An additional history without trainable tokens adds nothing,
 // as in ART. GRPO and SFT both lay trajectories out with it.
+//
+// A template that prints the date (strftime_now) prints the trajectory's
+// (Trajectory.SampledAt), the date the server rendered its prompts with.
 func LayoutHistories(ctx context.Context, text *layout.Model, t *trajectory.Trajectory, lopt layout.Options) ([]layout.Sequence, error) {
+	lopt.Now = t.SampledAt()
 	lay, err := text.Layout(ctx, t.Messages, t.Tools, lopt)
 	if err != nil {
 		return nil, err

@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"encoding/json"
-	"net/http"
 	"slices"
 	"testing"
 
@@ -20,29 +18,9 @@ func TestGemma3MultimodalServes(t *testing.T) {
 	answer := func(dir string) (ids []int32, lps []float64, eos []int32) {
 		t.Helper()
 		ts := startServer(t, Options{Model: dir, ServedModelName: "g"}, nil)
-		status, body := ts.post(t, "/v1/chat/completions",
-			`{"model": "g", "messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 6, "temperature": 0,
+		ids, lps = chatTokens(t, ts, `{"model": "g", "messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 6, "temperature": 0,
 			"ignore_eos": true, "logprobs": true, "return_token_ids": true}`)
-		if status != http.StatusOK {
-			t.Fatalf("%s: status %d: %s", dir, status, body)
-		}
-		var resp struct {
-			Choices []struct {
-				TokenIDs []int32 `json:"token_ids"`
-				Logprobs struct {
-					Content []struct {
-						Logprob float64 `json:"logprob"`
-					} `json:"content"`
-				} `json:"logprobs"`
-			}
-		}
-		if err := json.Unmarshal([]byte(body), &resp); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range resp.Choices[0].Logprobs.Content {
-			lps = append(lps, c.Logprob)
-		}
-		return resp.Choices[0].TokenIDs, lps, ts.s.eos
+		return ids, lps, ts.s.eos
 	}
 	wantIDs, wantLPs, wantEOS := answer(text)
 	if len(wantIDs) != 6 || len(wantLPs) != 6 {

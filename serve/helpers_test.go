@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -181,4 +182,32 @@ func pointLatest(t testing.TB, runDir, name string) {
 	if err := os.Rename(tmp, filepath.Join(runDir, "latest")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// chatTokens posts a chat completion body (which asks for logprobs and
+// return_token_ids) and returns choice 0's token ids and logprobs; a status
+// other than 200 fails the test.
+func chatTokens(t *testing.T, ts *testServer, body string) (ids []int32, lps []float64) {
+	t.Helper()
+	status, out := ts.post(t, "/v1/chat/completions", body)
+	if status != http.StatusOK {
+		t.Fatalf("%s: status %d: %s", body, status, out)
+	}
+	var resp struct {
+		Choices []struct {
+			TokenIDs []int32 `json:"token_ids"`
+			Logprobs struct {
+				Content []struct {
+					Logprob float64 `json:"logprob"`
+				} `json:"content"`
+			} `json:"logprobs"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range resp.Choices[0].Logprobs.Content {
+		lps = append(lps, c.Logprob)
+	}
+	return resp.Choices[0].TokenIDs, lps
 }

@@ -27,29 +27,9 @@ func TestLogitBias(t *testing.T) {
 	}
 	ask := func(extra string) answer {
 		t.Helper()
-		status, body := ts.post(t, "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],
-			"max_tokens":6,"ignore_eos":true,"logprobs":true,"return_token_ids":true`+extra+`}`)
-		if status != http.StatusOK {
-			t.Fatalf("%s: status %d: %s", extra, status, body)
-		}
-		var resp struct {
-			Choices []struct {
-				TokenIDs []int32 `json:"token_ids"`
-				Logprobs struct {
-					Content []struct {
-						Logprob float64 `json:"logprob"`
-					} `json:"content"`
-				} `json:"logprobs"`
-			}
-		}
-		if err := json.Unmarshal([]byte(body), &resp); err != nil {
-			t.Fatal(err)
-		}
 		var a answer
-		a.ids = resp.Choices[0].TokenIDs
-		for _, c := range resp.Choices[0].Logprobs.Content {
-			a.lps = append(a.lps, c.Logprob)
-		}
+		a.ids, a.lps = chatTokens(t, ts, `{"model":"tiny","messages":[{"role":"user","content":"hi"}],
+			"max_tokens":6,"ignore_eos":true,"logprobs":true,"return_token_ids":true`+extra+`}`)
 		if len(a.ids) != 6 || len(a.lps) != 6 {
 			t.Fatalf("%s: %d tokens, %d logprobs; want 6", extra, len(a.ids), len(a.lps))
 		}

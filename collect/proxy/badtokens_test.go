@@ -1,17 +1,11 @@
 package proxy_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/hone-rl/hone/collect/proxy"
-	"github.com/hone-rl/hone/format/fileset"
-	"github.com/hone-rl/hone/format/trajectory"
 )
 
 // An upstream whose answer carries token ids and logprobs that do not pair
@@ -27,39 +21,16 @@ func TestProxyUnpairedTokens(t *testing.T) {
 	}))
 	defer up.Close()
 	out := t.TempDir()
-	p, err := proxy.New(proxy.Options{Upstream: up.URL + "/v1", OutDir: out, Run: "px"})
-	if err != nil {
-		t.Fatal(err)
+	base := proxyTo(t, up.URL, out)
+	if status, body := chat(t, base, `{"model":"agent","messages":[{"role":"user","content":"Weather?"}]}`, "a", "g"); status != http.StatusOK || !strings.Contains(body, "Sunny.") {
+		t.Fatalf("chat: %d %s", status, body)
 	}
-	srv := httptest.NewServer(p)
-	defer srv.Close()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
-		strings.NewReader(`{"model":"agent","messages":[{"role":"user","content":"Weather?"}]}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Hone-Trajectory", "a")
-	req.Header.Set("X-Hone-Group", "g")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	if status, msg := closeGroup(t, base, "g"); status != http.StatusNoContent {
+		t.Fatalf("close: %d %s", status, msg)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Sunny.") {
-		t.Fatalf("chat: %s %s", resp.Status, body)
-	}
-	resp, err = http.Post(srv.URL+"/hone/groups/g/close", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("close: %s %s", resp.Status, msg)
-	}
-	files, _ := filepath.Glob(filepath.Join(out, "*.parquet"))
-	gs, err := trajectory.ReadAll(context.Background(), fileset.Files(files...))
-	if err != nil || len(gs) != 1 || len(gs[0].Trajectories) != 1 {
-		t.Fatalf("groups %+v, %v", gs, err)
+	gs := readOut(t, out)
+	if len(gs) != 1 || len(gs[0].Trajectories) != 1 {
+		t.Fatalf("groups %+v", gs)
 	}
 	tr := gs[0].Trajectories[0]
 	if !strings.Contains(tr.Error, "tokens were not recorded") || !strings.Contains(tr.Error, "2 logprobs for 3 token ids") {

@@ -1,17 +1,11 @@
 package proxy_test
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/hone-rl/hone/collect/proxy"
-	"github.com/hone-rl/hone/format/fileset"
-	"github.com/hone-rl/hone/format/trajectory"
 )
 
 // A group whose file cannot be written (a full disk, a folder gone, an
@@ -20,16 +14,11 @@ import (
 func TestProxyFailedFlushKeepsGroup(t *testing.T) {
 	up, _, _ := upstream(t)
 	out := filepath.Join(t.TempDir(), "out")
-	p, err := proxy.New(proxy.Options{Upstream: up.URL + "/v1", OutDir: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(p)
-	defer srv.Close()
-	runAgent(t, srv.URL+"/v1", "a", "g")
-	runAgent(t, srv.URL+"/v1", "b", "g")
+	base := proxyTo(t, up.URL, out)
+	runAgent(t, base+"/v1", "a", "g")
+	runAgent(t, base+"/v1", "b", "g")
 	for _, tid := range []string{"a", "b"} {
-		resp, err := http.Post(srv.URL+"/hone/trajectories/"+tid+"/reward", "application/json", strings.NewReader(`{"reward":1}`))
+		resp, err := http.Post(base+"/hone/trajectories/"+tid+"/reward", "application/json", strings.NewReader(`{"reward":1}`))
 		if err != nil || resp.StatusCode != http.StatusNoContent {
 			t.Fatalf("reward %s: %v %v", tid, err, resp.Status)
 		}
@@ -41,11 +30,9 @@ func TestProxyFailedFlushKeepsGroup(t *testing.T) {
 	if err := os.WriteFile(out, []byte("not a folder"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(srv.URL+"/hone/groups/g/close", "application/json", nil)
-	if err != nil || resp.StatusCode != http.StatusInternalServerError {
-		t.Fatalf("close into a file: %v %v, want 500", err, resp.Status)
+	if status, msg := closeGroup(t, base, "g"); status != http.StatusInternalServerError {
+		t.Fatalf("close into a file: %d %s, want 500", status, msg)
 	}
-	resp.Body.Close()
 	// The output is writable again: the group was kept and is written.
 	if err := os.Remove(out); err != nil {
 		t.Fatal(err)
@@ -53,13 +40,10 @@ func TestProxyFailedFlushKeepsGroup(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = http.Post(srv.URL+"/hone/groups/g/close", "application/json", nil)
-	if err != nil || resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("close again: %v %v, want 204 (the group was lost by the failed flush)", err, resp.Status)
+	if status, msg := closeGroup(t, base, "g"); status != http.StatusNoContent {
+		t.Fatalf("close again: %d %s, want 204 (the group was lost by the failed flush)", status, msg)
 	}
-	files, _ := filepath.Glob(filepath.Join(out, "*.parquet"))
-	gs, err := trajectory.ReadAll(context.Background(), fileset.Files(files...))
-	if err != nil || len(gs) != 1 || len(gs[0].Trajectories) != 2 || *gs[0].Trajectories[1].Reward != 1 {
-		t.Fatalf("after the failed flush: %v %+v", err, gs)
+	if gs := readOut(t, out); len(gs) != 1 || len(gs[0].Trajectories) != 2 || *gs[0].Trajectories[1].Reward != 1 {
+		t.Fatalf("after the failed flush: %+v", gs)
 	}
 }

@@ -4,10 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
-
-	"github.com/hone-rl/hone/collect/proxy"
 )
 
 // An event whose data spans several data: lines, one of them empty
@@ -25,27 +22,11 @@ func TestProxyStreamEmptyDataLine(t *testing.T) {
 	}))
 	defer up.Close()
 	out := t.TempDir()
-	p, err := proxy.New(proxy.Options{Upstream: up.URL + "/v1", OutDir: out, Run: "px"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(p)
-	defer srv.Close()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions",
-		strings.NewReader(`{"model":"agent","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Hone-Trajectory", "a")
-	req.Header.Set("X-Hone-Group", "g")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(got) != stream {
+	base := proxyTo(t, up.URL, out)
+	if _, got := chat(t, base, `{"model":"agent","stream":true,"messages":[{"role":"user","content":"hi"}]}`, "a", "g"); got != stream {
 		t.Errorf("agent read %q, upstream sent %q", got, stream)
 	}
-	tr := readGroups(t, srv.URL, out, "g")["a"]
+	tr := readGroups(t, base, out, "g")["a"]
 	last := tr.Messages[len(tr.Messages)-1]
 	// (Its error says only that no reward closed it.)
 	if tr.Error != "not closed" || last.Content != "Hi" || len(last.TokenIDs) != 1 || last.TokenIDs[0] != 5 {

@@ -189,31 +189,13 @@ func pullStep(ctx context.Context, src, dst string, skip func(string) bool) erro
 
 // copyFiles copies the regular files directly in the folder src (not
 // starting with ".", not named by skip) into the folder dst, each
-// atomically.
+// atomically; all are read before the first is written (readFiles).
 func copyFiles(ctx context.Context, src, dst string, skip func(string) bool) error {
-	names, err := fileset.List(ctx, src, "")
+	files, err := readFiles(ctx, src, skip)
 	if err != nil {
 		return err
 	}
-	if !fileset.IsURL(dst) && len(names) > 0 {
-		if err := os.MkdirAll(dst, 0o755); err != nil {
-			return err
-		}
-	}
-	for _, n := range names {
-		base := baseName(n)
-		if skip != nil && skip(base) {
-			continue
-		}
-		b, err := fileset.ReadFile(ctx, n)
-		if err != nil {
-			return err
-		}
-		if err := fileset.WriteFile(ctx, fileset.Join(dst, base), b); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeFiles(ctx, files, dst)
 }
 
 // baseName is the last element of a listed path or URL.
@@ -231,7 +213,8 @@ type namedFile struct {
 	data []byte
 }
 
-// readFiles reads the files copyFiles would copy from src, all of them.
+// readFiles reads the regular files directly in the folder src (not
+// starting with ".", not named by skip), all of them.
 func readFiles(ctx context.Context, src string, skip func(string) bool) ([]namedFile, error) {
 	names, err := fileset.List(ctx, src, "")
 	if err != nil {

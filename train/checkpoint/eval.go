@@ -50,39 +50,50 @@ func IsEvalMetric(name string) bool {
 // has none).
 func (r *Run) ReadEval() (map[int]map[string]float64, error) {
 	path := filepath.Join(r.Dir, runfolder.EvalName)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[int]map[string]float64{}, nil
-	}
+	rows := map[int]map[string]float64{}
+	err := readJSONRows(path, func(line int, row map[string]float64) error {
+		s, ok := row["step"]
+		if !ok || s < 0 || s != math.Trunc(s) {
+			return fmt.Errorf("checkpoint: %s:%d: \"step\" is missing or not a non-negative integer", path, line)
+		}
+		if _, dup := rows[int(s)]; dup {
+			return fmt.Errorf("checkpoint: %s:%d: a second row for step %d", path, line, int(s))
+		}
+		delete(row, "step")
+		rows[int(s)] = row
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
+		return nil, err
 	}
-	return parseEval(b, path)
+	return rows, nil
 }
 
-func parseEval(b []byte, path string) (map[int]map[string]float64, error) {
-	rows := map[int]map[string]float64{}
+// readJSONRows calls each for every line of the JSON Lines file at path, a
+// JSON object of numbers each, numbered from 1; a missing file has none.
+func readJSONRows(path string, each func(line int, row map[string]float64) error) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for line := 1; sc.Scan(); line++ {
 		var row map[string]float64
 		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			return nil, fmt.Errorf("checkpoint: %s:%d: %w (each line is a JSON object of numbers)", path, line, err)
+			return fmt.Errorf("checkpoint: %s:%d: %w (each line is a JSON object of numbers)", path, line, err)
 		}
-		s, ok := row["step"]
-		if !ok || s < 0 || s != math.Trunc(s) {
-			return nil, fmt.Errorf("checkpoint: %s:%d: \"step\" is missing or not a non-negative integer", path, line)
+		if err := each(line, row); err != nil {
+			return err
 		}
-		if _, dup := rows[int(s)]; dup {
-			return nil, fmt.Errorf("checkpoint: %s:%d: a second row for step %d", path, line, int(s))
-		}
-		delete(row, "step")
-		rows[int(s)] = row
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("checkpoint: %s: %w", path, err)
+		return fmt.Errorf("checkpoint: %s: %w", path, err)
 	}
-	return rows, nil
+	return nil
 }
 
 // LogEval records the metrics of split at step in eval.jsonl: they replace

@@ -306,26 +306,13 @@ func (r *Run) AppendMetrics(row map[string]float64) error {
 // ReadMetrics returns metrics.jsonl's rows by step (an empty map when the
 // run has none); of two rows of one step, the later.
 func (r *Run) ReadMetrics() (map[int]map[string]float64, error) {
-	path := filepath.Join(r.Dir, runfolder.MetricsName)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[int]map[string]float64{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
 	rows := map[int]map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for line := 1; sc.Scan(); line++ {
-		var row map[string]float64
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			return nil, fmt.Errorf("checkpoint: %s:%d: %w", path, line, err)
-		}
+	err := readJSONRows(filepath.Join(r.Dir, runfolder.MetricsName), func(_ int, row map[string]float64) error {
 		rows[int(row["step"])] = row
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("checkpoint: %s: %w", path, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return rows, nil
 }

@@ -34,7 +34,9 @@
 //     modification time changes; a missing adapters folder or a bad latest
 //     file is reported once, and again only when it changes or comes back.
 //     A 400 "has already been loaded" answer counts as loaded, so a
-//     restarted front re-adopts what a still-running vLLM holds.
+//     restarted front re-adopts what a still-running vLLM holds; a 404
+//     "cannot be found" answer to an unload counts as unloaded, so a
+//     restarted vLLM does not leave the front retrying the unload forever.
 //   - Serve: the front on a listener with Watch running; on cancel, new
 //     requests get 503 while those in flight, streams included, finish.
 //

@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,9 +36,12 @@ type fakeVLLM struct {
 	calls  []call
 	loaded []string
 	failOn map[string]int // lora_name → status to answer its load with
-	chats  []map[string]any
-	auth   []string
-	seen   []string // "METHOD request-target" of every request received
+	// unloadMissing is the status an unload of a name not loaded gets:
+	// 404 (vLLM today) when zero, 400 as older vLLM releases answered.
+	unloadMissing int
+	chats         []map[string]any
+	auth          []string
+	seen          []string // "METHOD request-target" of every request received
 	// release, when set, holds the second stream chunk until closed.
 	release chan struct{}
 }
@@ -77,8 +81,9 @@ func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !slices.Contains(v.loaded, name) {
+			st := cmp.Or(v.unloadMissing, 404)
 			v.mu.Unlock()
-			http.Error(w, `{"error":{"message":"not found","code":404}}`, 404)
+			http.Error(w, `{"error":{"message":"The lora adapter '`+name+`' cannot be found.","type":"NotFoundError","param":null,"code":`+fmt.Sprint(st)+`}}`, st)
 			return
 		}
 		v.loaded = slices.DeleteFunc(v.loaded, func(s string) bool { return s == name })

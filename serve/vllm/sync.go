@@ -156,7 +156,7 @@ func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
 	}
 	var errs []error
 	for _, s := range others[:max(extra, 0)] { // least recently current first
-		if err := f.call(ctx, "/v1/unload_lora_adapter", map[string]string{"lora_name": runfolder.ServedName(run, s)}); err != nil {
+		if err := f.unload(ctx, runfolder.ServedName(run, s)); err != nil {
 			errs = append(errs, fmt.Errorf("vllm: unloading %s: %w", runfolder.ServedName(run, s), err))
 			continue
 		}
@@ -175,6 +175,19 @@ func (f *Front) load(ctx context.Context, name, dir string) error {
 	err := f.call(ctx, "/v1/load_lora_adapter", map[string]string{"lora_name": name, "lora_path": dir})
 	var ce *callError
 	if errors.As(err, &ce) && ce.status == http.StatusBadRequest && strings.Contains(ce.body, "already been loaded") {
+		return nil
+	}
+	return err
+}
+
+// unload asks vLLM to unload name. vLLM answering that it holds no such
+// adapter ("cannot be found": 404, 400 in older releases; it restarted since
+// the load) counts as success: the version is gone either way, and
+// retrying would fail forever.
+func (f *Front) unload(ctx context.Context, name string) error {
+	err := f.call(ctx, "/v1/unload_lora_adapter", map[string]string{"lora_name": name})
+	var ce *callError
+	if errors.As(err, &ce) && (ce.status == http.StatusNotFound || ce.status == http.StatusBadRequest) && strings.Contains(ce.body, "cannot be found") {
 		return nil
 	}
 	return err

@@ -195,3 +195,46 @@ func TestSyncRollback(t *testing.T) {
 		t.Fatalf("Loaded = %v, want r@1 r@2", got)
 	}
 }
+
+// TestSyncAfterUpstreamRestart: a vLLM that restarted under a running
+// front holds none of the versions the front loaded. Unloading one of
+// them is answered 404 "cannot be found"; that version is gone all the
+// same, so it is dropped, not retried (and reported) at every Sync.
+func TestSyncAfterUpstreamRestart(t *testing.T) {
+	for _, st := range []int{404, 400} {
+		t.Run(fmt.Sprint(st), func(t *testing.T) { testSyncAfterUpstreamRestart(t, st) })
+	}
+}
+
+func testSyncAfterUpstreamRestart(t *testing.T, unloadMissing int) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
+	fake.unloadMissing = unloadMissing
+	ctx := context.Background()
+	for n := 1; n <= 2; n++ {
+		writeStep(t, dir, "r", n)
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.takeCalls()
+	fake.mu.Lock()
+	fake.loaded = nil // vLLM restarted: it holds no adapter
+	fake.mu.Unlock()
+	p3 := writeStep(t, dir, "r", 3)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatalf("Sync after vLLM restarted: %v", err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@3", p3), unload("r@1"))
+	for range 2 {
+		if err := f.Sync(ctx); err != nil {
+			t.Fatalf("later Sync: %v", err)
+		}
+	}
+	wantCalls(t, fake.takeCalls()) // nothing left to unload
+	if got := f.Loaded(); !slices.Equal(got, []string{"r@2", "r@3"}) {
+		t.Fatalf("Loaded = %v, want r@2 r@3", got)
+	}
+	if _, ok := f.Model("r@1"); ok {
+		t.Fatal("r@1 still resolves after vLLM said it holds no such adapter")
+	}
+}

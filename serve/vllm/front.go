@@ -45,7 +45,7 @@ type Front struct {
 
 	syncMu sync.Mutex // one Sync at a time
 	// reported holds, per condition ("" for the adapters folder, else the
-	// run), the error Sync last returned for it, so a lasting one is
+	// run, or "<run>/load" for a load vLLM did not answer), the error Sync last returned for it, so a lasting one is
 	// returned (and logged by Watch) once. Guarded by syncMu.
 	reported map[string]string
 

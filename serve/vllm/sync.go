@@ -91,6 +91,7 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 		return fmt.Errorf("vllm: run %s: %w", run, err)
 	}
 	var loadErr error
+	unanswered := false // vLLM gave no answer to the load (not up yet, restarting)
 	if rs.current != step {
 		stamp := folderStamp(dir)
 		if at, ok := rs.failed[step]; ok && at.Equal(stamp) {
@@ -102,6 +103,8 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 			loadErr = err
 		} else if err := f.load(ctx, runfolder.ServedName(run, step), dir); err != nil {
 			loadErr = err
+			var ce *callError
+			unanswered = !errors.As(err, &ce)
 		} else {
 			f.mu.Lock()
 			rs.loaded = append(rs.loaded, step)
@@ -110,11 +113,22 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 			f.mu.Unlock()
 			f.o.Log.Info("vllm: adapter loaded", "name", runfolder.ServedName(run, step), "path", dir)
 		}
+		// An outage is no refusal of the folder: the load is tried again at
+		// the next Sync (reported once while it lasts), not held back until
+		// the folder changes.
+		outageKey := run + "/load"
 		if loadErr != nil {
-			rs.failed[step] = stamp
 			loadErr = fmt.Errorf("vllm: loading %s from %s (still serving %s): %w", runfolder.ServedName(run, step), dir, f.servingName(run, rs), loadErr)
+		}
+		switch {
+		case unanswered:
+			loadErr = f.reportOnce(outageKey, loadErr)
+		case loadErr != nil:
+			f.reportOnce(outageKey, nil)
+			rs.failed[step] = stamp
 			f.o.Log.Warn("vllm: adapter refused", "err", loadErr)
-		} else {
+		default:
+			f.reportOnce(outageKey, nil)
 			delete(rs.failed, step)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -236,5 +238,46 @@ func testSyncAfterUpstreamRestart(t *testing.T, unloadMissing int) {
 	}
 	if _, ok := f.Model("r@1"); ok {
 		t.Fatal("r@1 still resolves after vLLM said it holds no such adapter")
+	}
+}
+
+// TestSyncRetriesUnansweredLoad: a front started before its vLLM listens
+// (vLLM takes minutes to load a model) gets no answer to its first load.
+// That is no refusal of the folder: the load is tried again at the next
+// Sync, without the folder changing, and the outage is reported once.
+func TestSyncRetriesUnansweredLoad(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there yet: connection refused
+	dir := t.TempDir()
+	f, err := NewFront(Options{Upstream: "http://" + addr, AdaptersDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p := writeStep(t, dir, "r", 1)
+	if err := f.Sync(ctx); err == nil || !strings.Contains(err.Error(), "r@1") {
+		t.Fatalf("Sync with vLLM not listening: %v, want the failed load of r@1", err)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatalf("second Sync with vLLM still not listening: %v, want the outage reported once", err)
+	}
+	// vLLM comes up on its address.
+	fake := &fakeVLLM{t: t, failOn: map[string]int{}}
+	up := httptest.NewUnstartedServer(fake)
+	if up.Listener, err = net.Listen("tcp", addr); err != nil {
+		t.Skipf("port %s taken meanwhile: %v", addr, err)
+	}
+	up.Start()
+	defer up.Close()
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@1", p))
+	if got, _ := f.Model("r"); got != "r@1" {
+		t.Fatalf(`Model("r") = %q once vLLM answers, want r@1`, got)
 	}
 }

@@ -124,7 +124,7 @@ func (o Options) withDefaults() Options {
 // and Model and Backend are not used (Backend may be nil). A model folder
 // that is missing, incomplete or malformed (its chat template failing the
 // load-time check included) is bad input, stageerr.ErrBadInput: the user's
-// input, not a failure of the run.
+// input, not a failure of the run; so is a malformed Upstream URL.
 func Run(ctx context.Context, o Options) error {
 	o = o.withDefaults()
 	if o.Upstream != "" {
@@ -159,7 +159,7 @@ func runFront(ctx context.Context, o Options) error {
 		Interval:     o.PollInterval,
 	})
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return stageerr.BadInput(fmt.Errorf("serve: %w", err)) // a malformed --upstream URL
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {

@@ -36,6 +36,8 @@ type fakeVLLM struct {
 	calls  []call
 	loaded []string
 	failOn map[string]int // lora_name → status to answer its load with
+	// failMsg, when it has the name, is the message of that failed load.
+	failMsg map[string]string
 	// unloadMissing is the status an unload of a name not loaded gets:
 	// 404 (vLLM today) when zero, 400 as older vLLM releases answered.
 	unloadMissing int
@@ -66,8 +68,9 @@ func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name, _ := m["lora_name"].(string)
 		if r.URL.Path == "/v1/load_lora_adapter" {
 			if st := v.failOn[name]; st != 0 {
+				msg, _ := json.Marshal(cmp.Or(v.failMsg[name], "cannot load"))
 				v.mu.Unlock()
-				http.Error(w, `{"error":{"message":"cannot load","type":"BadRequestError","code":`+fmt.Sprint(st)+`}}`, st)
+				http.Error(w, `{"error":{"message":`+string(msg)+`,"type":"BadRequestError","code":`+fmt.Sprint(st)+`}}`, st)
 				return
 			}
 			if slices.Contains(v.loaded, name) {

@@ -215,7 +215,11 @@ type callError struct {
 
 func (e *callError) Error() string {
 	msg := fmt.Sprintf("vLLM answered %d: %s", e.status, strings.TrimSpace(e.body))
-	if e.status == http.StatusNotFound {
+	switch {
+	case e.status == http.StatusNotFound && strings.Contains(e.body, "No adapter found"):
+		// vLLM's own answer to a folder it cannot read: the route works.
+		msg += " (vLLM must read the adapters folder at the same absolute path as hone-serve)"
+	case e.status == http.StatusNotFound:
 		msg += " (is vLLM running with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora?)"
 	}
 	return msg

@@ -281,3 +281,23 @@ func TestSyncRetriesUnansweredLoad(t *testing.T) {
 		t.Fatalf(`Model("r") = %q once vLLM answers, want r@1`, got)
 	}
 }
+
+// TestLoadUnreadableFolder: vLLM answers a folder it cannot read (no
+// shared disk, another mount point) with 404 "No adapter found"; the error
+// says to share the folder, not that the runtime LoRA API is off.
+func TestLoadUnreadableFolder(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{})
+	p := writeStep(t, dir, "r", 1)
+	fake.failOn["r@1"] = 404
+	fake.failMsg = map[string]string{"r@1": "Loading lora r@1 failed: No adapter found for " + p}
+	err := f.Sync(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "No adapter found") {
+		t.Fatalf("Sync: %v, want vLLM's answer", err)
+	}
+	if strings.Contains(err.Error(), "VLLM_ALLOW_RUNTIME_LORA_UPDATING") {
+		t.Fatalf("Sync: %v\nblames the runtime LoRA setting, which works (vLLM answered the load)", err)
+	}
+	if !strings.Contains(err.Error(), "same absolute path") {
+		t.Fatalf("Sync: %v\nwant a hint that vLLM must read the folder at the same path", err)
+	}
+}

@@ -38,7 +38,9 @@
 //     A 400 "has already been loaded" answer counts as loaded, so a
 //     restarted front re-adopts what a still-running vLLM holds; a 404
 //     "cannot be found" answer to an unload counts as unloaded, so a
-//     restarted vLLM does not leave the front retrying the unload forever.
+//     restarted vLLM does not leave the front retrying the unload forever,
+//     and vLLM's 404 "does not exist" for a version the front loaded makes
+//     the next Sync load the current step again.
 //   - Serve: the front on a listener with Watch running; on cancel, new
 //     requests get 503 while those in flight, streams included, finish.
 //

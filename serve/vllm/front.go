@@ -51,6 +51,10 @@ type Front struct {
 
 	mu   sync.RWMutex
 	runs map[string]*runState
+	// gone holds the loaded versions vLLM answered a request for with
+	// "does not exist" (it restarted since their load): the next Sync
+	// forgets them, so that it loads the current one again. Guarded by mu.
+	gone map[string]bool
 
 	draining atomic.Bool // Serve is stopping: new requests get 503
 }
@@ -213,8 +217,11 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body, r.ContentLength, r.TransferEncoding = http.NoBody, 0, nil
 		r.Header.Del("Content-Length")
-	} else if !f.takeBody(w, r) {
-		return
+	} else {
+		var ok bool
+		if r, ok = f.takeBody(w, r); !ok {
+			return
+		}
 	}
 	f.proxy.ServeHTTP(w, r)
 }
@@ -240,11 +247,16 @@ func (f *Front) notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, "not_found_error", msg, "", "")
 }
 
+// sentModel is the context key of the model name a request was sent to
+// vLLM with, for modifyResponse.
+type sentModel struct{}
+
 // takeBody reads r's body under the cap and rewrites its model name,
-// answering the client itself (and returning false) when it cannot.
-func (f *Front) takeBody(w http.ResponseWriter, r *http.Request) bool {
+// answering the client itself (and returning false) when it cannot. The
+// request it returns carries the name sent (sentModel).
+func (f *Front) takeBody(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if r.Body == nil {
-		return true
+		return r, true
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.o.MaxBodyBytes))
 	r.Body.Close()
@@ -252,52 +264,61 @@ func (f *Front) takeBody(w http.ResponseWriter, r *http.Request) bool {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body is larger than %d bytes", f.o.MaxBodyBytes), "", "request_too_large")
-			return false
+			return r, false
 		}
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error(), "", "")
-		return false
+		return r, false
 	}
-	body, status, err := f.rewriteModel(body)
+	body, sent, status, err := f.rewriteModel(body)
 	if err != nil {
 		writeError(w, status, "not_found_error", err.Error(), "model", "model_not_found")
-		return false
+		return r, false
+	}
+	if sent != "" {
+		r = r.WithContext(context.WithValue(r.Context(), sentModel{}, sent))
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r.TransferEncoding = nil // the body is whole now: send it with a length
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	return true
+	return r, true
 }
 
-// rewriteModel replaces the top-level "model" of a JSON object body. A
-// body that is not a JSON object goes through as it is (vLLM answers it).
-func (f *Front) rewriteModel(body []byte) ([]byte, int, error) {
+// rewriteModel replaces the top-level "model" of a JSON object body and
+// returns the name sent ("" when there is none). A body that is not a JSON
+// object goes through as it is (vLLM answers it).
+func (f *Front) rewriteModel(body []byte) ([]byte, string, int, error) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(body, &obj) != nil {
-		return body, 0, nil
+		return body, "", 0, nil
 	}
 	var name string
 	if json.Unmarshal(obj["model"], &name) != nil {
-		return body, 0, nil
+		return body, "", 0, nil
 	}
 	to, ok := f.Model(name)
 	if !ok {
-		return nil, http.StatusNotFound, fmt.Errorf("model %q is not loaded (loaded: %s)", name, strings.Join(f.Loaded(), ", "))
+		return nil, "", http.StatusNotFound, fmt.Errorf("model %q is not loaded (loaded: %s)", name, strings.Join(f.Loaded(), ", "))
 	}
 	if to == name {
-		return body, 0, nil
+		return body, name, 0, nil
 	}
 	obj["model"], _ = json.Marshal(to)
 	out, err := json.Marshal(obj)
 	if err != nil {
-		return nil, http.StatusBadRequest, fmt.Errorf("re-encoding the request: %w", err)
+		return nil, "", http.StatusBadRequest, fmt.Errorf("re-encoding the request: %w", err)
 	}
-	return out, 0, nil
+	return out, to, 0, nil
 }
 
 // modifyResponse adds a "<run>" alias to vLLM's /v1/models list for each
-// run that has a current version.
+// run that has a current version, and notes a loaded version vLLM says
+// does not exist.
 func (f *Front) modifyResponse(resp *http.Response) error {
+	if sent, _ := resp.Request.Context().Value(sentModel{}).(string); sent != "" && resp.StatusCode == http.StatusNotFound {
+		f.noteGone(resp, sent)
+		return nil
+	}
 	if resp.Request.URL.Path != f.base.Path+"/v1/models" || resp.StatusCode != http.StatusOK {
 		return nil
 	}
@@ -341,6 +362,29 @@ func (f *Front) modifyResponse(resp *http.Response) error {
 	resp.ContentLength = int64(len(out))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
 	return nil
+}
+
+// noteGone marks name for the next Sync to load again when it is a version
+// the front loaded and vLLM's 404 says "does not exist": vLLM restarted
+// since. The answer still reaches the client unchanged.
+func (f *Front) noteGone(resp *http.Response, name string) {
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	if !bytes.Contains(head, []byte("does not exist")) {
+		return
+	}
+	v, err := runfolder.ParseServed(name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rs := f.runs[v.Run]; err == nil && v.HasStep && rs != nil && slices.Contains(rs.loaded, v.Step) {
+		if f.gone == nil {
+			f.gone = map[string]bool{}
+		}
+		f.gone[name] = true
+	}
 }
 
 type apiError struct {

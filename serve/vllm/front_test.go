@@ -104,6 +104,11 @@ func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/chat/completions":
 		v.chats = append(v.chats, m)
 		release := v.release
+		if model, _ := m["model"].(string); model != "base" && !slices.Contains(v.loaded, model) {
+			v.mu.Unlock()
+			http.Error(w, `{"error":{"message":"The model `+"`"+model+"`"+` does not exist.","type":"NotFoundError","param":"model","code":404}}`, 404)
+			return
+		}
 		v.mu.Unlock()
 		if m["stream"] == true {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -647,4 +652,56 @@ func TestAllowList(t *testing.T) {
 	if seen, _ := fake2.takeSeen(); len(seen) != 0 {
 		t.Fatalf("a keyless front forwarded %q", seen)
 	}
+}
+
+// TestReloadAfterUpstreamRestart: a vLLM that restarted under a running
+// front holds no adapter; its 404 "does not exist" for the version
+// "<run>" maps to makes the next Sync load that version again, instead of
+// every request for "<run>" failing until the trainer writes a new step
+// (never, for a run that waits on what it collects).
+func TestReloadAfterUpstreamRestart(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{})
+	ctx := context.Background()
+	p1 := writeStep(t, dir, "r", 1)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@1", p1))
+	front := httptest.NewServer(f)
+	defer front.Close()
+	chat := func() int {
+		resp, err := http.Post(front.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"r","messages":[]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := chat(); st != 200 {
+		t.Fatalf("chat before the restart: %d", st)
+	}
+	fake.mu.Lock()
+	fake.loaded = nil // vLLM restarted: it holds no adapter
+	fake.mu.Unlock()
+	if st := chat(); st != 404 {
+		t.Fatalf("chat right after the restart: %d, want vLLM's 404", st)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@1", p1))
+	if st := chat(); st != 200 {
+		t.Fatalf("chat after the next Sync: %d, want r@1 served again", st)
+	}
+	// A name vLLM never held (a typo of the base model) changes nothing.
+	resp, err := http.Post(front.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"bsae"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls())
 }

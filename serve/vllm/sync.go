@@ -38,6 +38,7 @@ func (f *Front) Sync(ctx context.Context) error {
 		return f.reportOnce("", fmt.Errorf("vllm: reading adapters folder %s: %w", f.o.AdaptersDir, err))
 	}
 	f.reportOnce("", nil)
+	f.forgetGone()
 	var errs []error
 	for _, run := range runs {
 		if err := f.syncRun(ctx, run); err != nil {
@@ -133,6 +134,27 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 		}
 	}
 	return errors.Join(loadErr, f.unloadOld(ctx, run, rs))
+}
+
+// forgetGone drops the versions vLLM said it does not hold (noteGone), so
+// that syncRun loads the current one again. Called under syncMu.
+func (f *Front) forgetGone() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for name := range f.gone {
+		v, err := runfolder.ParseServed(name)
+		rs := f.runs[v.Run]
+		if err != nil || rs == nil {
+			continue
+		}
+		rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == v.Step })
+		delete(rs.path, v.Step)
+		if rs.current == v.Step {
+			rs.current = -1
+		}
+		f.o.Log.Warn("vllm: vLLM no longer holds a loaded adapter (restarted?); loading the current step again", "name", name)
+	}
+	clear(f.gone)
 }
 
 func (f *Front) servingName(run string, rs *runState) string {

@@ -78,7 +78,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.PollInterval, "poll-interval", time.Second, "how often the adapter folder is checked")
 }
 
-func (o Options) withDefaults() Options {
+// WithDefaults is o with every unset or non-positive setting at its
+// flag's default, as the server reads it.
+func (o Options) WithDefaults() Options {
 	def := Options{}
 	fs := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
 	def.AddFlags(fs)
@@ -126,7 +128,7 @@ func (o Options) withDefaults() Options {
 // load-time check included) is bad input, stageerr.ErrBadInput: the user's
 // input, not a failure of the run; so is a malformed Upstream URL.
 func Run(ctx context.Context, o Options) error {
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	if o.Upstream != "" {
 		return runFront(ctx, o)
 	}

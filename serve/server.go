@@ -68,7 +68,7 @@ func NewServer(o Options) (*Server, error) {
 	if be == nil {
 		return nil, errors.New("serve: no backend (Options.Backend)")
 	}
-	o = o.withDefaults()
+	o = o.WithDefaults()
 	if o.Model == "" {
 		return nil, errors.New("serve: no model folder given (--model)")
 	}

@@ -136,7 +136,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		opts.Host = fs.Lookup("host").DefValue // what serve listens on for an empty host
 	}
 	warnExposed(log, opts)
-	stopPulling, err := remote.start(ctx, &opts.Adapters, opts.PollInterval, opts.MaxAdapters, log)
+	// The steps pulled are those the server keeps (--max-adapters 0 is
+	// its default, not every step of the run).
+	stopPulling, err := remote.start(ctx, &opts.Adapters, opts.PollInterval, opts.WithDefaults().MaxAdapters, log)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -30,16 +31,7 @@ func TestAdaptersFromObjectStore(t *testing.T) {
 	dir := t.TempDir()
 	tiny := "../../serve/testdata/tiny"
 	local := filepath.Join(dir, "train", "r1")
-	publish := func(n int) {
-		t.Helper()
-		writeTestStep(t, tiny, local, n)
-		if err := runfolder.WritePointer(local, runfolder.LatestName, n); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := runfolder.Publish(context.Background(), local, s3.URL("hone", "adapters/r1")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publish := func(n int) { publishTestStep(t, tiny, local, s3.URL("hone", "adapters/r1"), n) }
 	publish(1)
 	cache := filepath.Join(dir, "cache")
 	addr := openaitest.StartProcess(t, binary, "--model", tiny, "--port", "0", "--threads", "1",
@@ -286,5 +278,53 @@ func TestTemporaryAdaptersCache(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if got := s3.Requests(http.MethodGet); got != gets {
 		t.Errorf("%d requests to the store after stop", got-gets)
+	}
+}
+
+// publishTestStep writes step n of the tiny model's run folder local, moves
+// its latest there, and publishes the folder to remote.
+func publishTestStep(t *testing.T, tiny, local, remote string, n int) {
+	t.Helper()
+	writeTestStep(t, tiny, local, n)
+	if err := runfolder.WritePointer(local, runfolder.LatestName, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runfolder.Publish(context.Background(), local, remote); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAdaptersFromObjectStorePullsWhatItKeeps: --max-adapters 0 is the
+// default (2 steps a run), for what is pulled as for what is kept: a run
+// with three published steps has its newest two pulled, not every step.
+func TestAdaptersFromObjectStorePullsWhatItKeeps(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	dir := t.TempDir()
+	tiny := "../../serve/testdata/tiny"
+	local := filepath.Join(dir, "train", "r1")
+	for n := 1; n <= 3; n++ {
+		publishTestStep(t, tiny, local, s3.URL("hone", "adapters/r1"), n)
+	}
+	cache := filepath.Join(dir, "cache")
+	addr := openaitest.StartProcess(t, binary, "--model", tiny, "--port", "0", "--threads", "1", "--max-adapters", "0",
+		"--adapters", s3.URL("hone", "adapters"), "--adapters-cache", cache, "--poll-interval", "50ms")
+	waitfor.Until(t, 20*time.Second, "r1@3 served", func() bool {
+		resp, err := http.Get("http://" + addr + "/v1/models")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `"r1@3"`)
+	})
+	var steps []string
+	entries, _ := os.ReadDir(filepath.Join(cache, "r1"))
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "step-") {
+			steps = append(steps, e.Name())
+		}
+	}
+	if !slices.Equal(steps, []string{"step-000002", "step-000003"}) {
+		t.Errorf("pulled %q, want the newest two steps", steps)
 	}
 }

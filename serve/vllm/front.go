@@ -34,6 +34,10 @@ type Options struct {
 	MaxBodyBytes int64         // request body cap, 413 beyond (default 8 MiB)
 	Log          *slog.Logger  // default: discard
 	Interval     time.Duration // Watch's poll interval (default 2s)
+	// CallTimeout bounds one LoRA load or unload call (default 2 min): a
+	// vLLM that takes the call and never answers fails it, to be tried
+	// again at the next Sync, rather than holding every run's syncing.
+	CallTimeout time.Duration
 }
 
 // Front forwards requests to vLLM and keeps vLLM's LoRA adapters in step
@@ -91,6 +95,9 @@ func NewFront(o Options) (*Front, error) {
 	}
 	if o.Interval <= 0 {
 		o.Interval = 2 * time.Second
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 2 * time.Minute
 	}
 	f := &Front{o: o, base: u, runs: map[string]*runState{}}
 	f.proxy = &httputil.ReverseProxy{

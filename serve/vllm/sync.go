@@ -247,8 +247,11 @@ func (e *callError) Error() string {
 	return msg
 }
 
-// call POSTs body as JSON to vLLM's path and wants 200.
+// call POSTs body as JSON to vLLM's path and wants 200, within
+// Options.CallTimeout.
 func (f *Front) call(ctx context.Context, path string, body any) error {
+	ctx, cancel := context.WithTimeout(ctx, f.o.CallTimeout)
+	defer cancel()
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
@@ -299,5 +301,39 @@ func TestLoadUnreadableFolder(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "same absolute path") {
 		t.Fatalf("Sync: %v\nwant a hint that vLLM must read the folder at the same path", err)
+	}
+}
+
+// TestSyncHungLoadTimesOut: a vLLM that takes a load and never answers
+// fails it after CallTimeout, a load with no answer (retried at the next
+// Sync), instead of holding Sync, and every run's syncing, for ever.
+func TestSyncHungLoadTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	dir := t.TempDir()
+	f, err := NewFront(Options{Upstream: up.URL, AdaptersDir: dir, CallTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeStep(t, dir, "r", 1)
+	done := make(chan error, 1)
+	go func() { done <- f.Sync(context.Background()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "r@1") {
+			t.Fatalf("Sync against a hung vLLM: %v, want the failed load of r@1", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Sync still waiting on a load vLLM never answers")
+	}
+	if got, _ := f.Model("r"); got == "r@1" {
+		t.Errorf(`Model("r") = r@1 though its load was never answered`)
 	}
 }

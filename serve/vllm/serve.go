@@ -16,8 +16,16 @@ import (
 func (f *Front) Serve(ctx context.Context, ln net.Listener, drain time.Duration) error {
 	hs := &http.Server{Handler: f, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(f.o.Log.Handler(), slog.LevelWarn)}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
-	defer stopWatch()
-	go f.Watch(watchCtx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		f.Watch(watchCtx)
+	}()
+	// Serve returns once Watch has: no LoRA call outlives it.
+	defer func() {
+		stopWatch()
+		<-watched
+	}()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	f.o.Log.Info("hone-serve listening in front of vLLM", "addr", ln.Addr().String(), "upstream", f.base.String())

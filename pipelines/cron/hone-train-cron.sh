@@ -10,7 +10,8 @@
 #   object storage (s3://...) the lock is in the local copy of the run, a new
 #   temporary folder each call unless HONE_TRAIN_FLAGS names one with
 #   --out-cache DIR: do, so that calls share it (docs/cluster.md).
-# - Nothing new: prints "nothing new in ..." and exits 0.
+# - Nothing new: logs the message "nothing new" (with watch_dir, files_consumed)
+#   on stderr and exits 0.
 #
 # Settings (environment):
 #   HONE_MODEL     base model folder                     (required)

@@ -54,6 +54,13 @@ func New(ctx context.Context, argv []string, dir string) (*Env, error) {
 		Policies    []string  `json:"policies"`
 	}
 	if err := p.call(ctx, map[string]any{"op": "hello"}, &h); err != nil {
+		// The run does not start: stop the program, then quote what it
+		// wrote on stderr (all of it, now that it has exited), as the
+		// errors of a program that exited already do.
+		p.close()
+		if s := p.stderr.suffix(); s != "" && !strings.HasSuffix(err.Error(), s) {
+			err = fmt.Errorf("%w%s", err, s)
+		}
 		return nil, err
 	}
 	e.name, e.policies = h.Name, h.Policies

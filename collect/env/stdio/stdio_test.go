@@ -206,6 +206,32 @@ func TestHangWithLargeRequest(t *testing.T) {
 	resetTimesOut(t, e, env.Scenario{ID: "s", Payload: payload})
 }
 
+// A program whose hello fails does not start the run, and the error quotes
+// what it wrote on stderr (docs/stdio-env.md: "the message and the
+// program's stderr quoted"), whether it answered with an error, answered
+// something that is not JSON, or exited.
+func TestHelloFailureQuotesStderr(t *testing.T) {
+	py := python(t)
+	ctx := context.Background()
+	for _, tc := range []struct{ name, answer, want string }{
+		{"error", "print(json.dumps({'error':'bad config'}), flush=True)\n", "bad config"},
+		{"not-json", "print('hello there', flush=True)\n", "not JSON"},
+		{"exits", "sys.exit(3)\n", "exited without answering"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "env.py")
+			os.WriteFile(script, []byte("import sys,json\nsys.stdin.readline()\nsys.stderr.write('config.yaml: no such file\\n')\nsys.stderr.flush()\n"+tc.answer), 0o644)
+			_, err := stdio.New(ctx, []string{py, "-S", script}, "")
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "stderr: config.yaml: no such file") {
+				t.Fatalf("got %v, want %q and the program's stderr", err, tc.want)
+			}
+			if n := strings.Count(err.Error(), "config.yaml"); n != 1 {
+				t.Errorf("stderr quoted %d times: %v", n, err)
+			}
+		})
+	}
+}
+
 // A program that writes a line longer than the limit (here endless output
 // with no newline, stopped at 1 MiB) fails the request at once, saying so,
 // rather than growing the reader's memory until the episode's deadline.

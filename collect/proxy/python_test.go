@@ -4,8 +4,10 @@ import (
 	"context"
 	"maps"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -59,5 +61,57 @@ t.close_group(metadata={"scenario": "s1", "level": 3, "hard": True}, metrics={"d
 	}
 	if want := map[string]string{"scenario": "s1", "level": "3", "hard": "true"}; !maps.Equal(gs[0].Metadata, want) || !maps.Equal(gs[0].Metrics, map[string]float64{"difficulty": 2.5}) {
 		t.Errorf("group fields %v %v, want %v and difficulty 2.5", gs[0].Metadata, gs[0].Metrics, want)
+	}
+}
+
+// TestPythonHelperSignaturesAsDocumented: every call docs/proxy.md's
+// helper table writes out with its parameters has those parameters, in
+// that order, in python/hone_proxy.py, so that a call written from the page
+// (positional arguments included) means what the page says.
+func TestPythonHelperSignaturesAsDocumented(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		needTool(t, "python3 is not on PATH")
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "proxy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## The Python helper")
+	if !ok {
+		t.Fatal("docs/proxy.md has no section \"The Python helper\"")
+	}
+	call := regexp.MustCompile("(t|hone_proxy)\\.([a-z_A-Z]+)\\(([^)`…]*)\\)")
+	var names, want []string
+	for _, m := range call.FindAllStringSubmatch(section, -1) {
+		names = append(names, m[1]+"."+m[2])
+		want = append(want, "("+m[3]+")")
+	}
+	if len(names) < 4 {
+		t.Fatalf("found %d calls with parameters in the helper table: %v", len(names), names)
+	}
+	helper, err := filepath.Abs(filepath.Join("..", "..", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `import sys, inspect
+sys.path.insert(0, sys.argv[1])
+import hone_proxy
+t = hone_proxy.Trajectory(group="g", id="a", base_url="http://127.0.0.1:1/v1")
+for name in sys.argv[2:]:
+    print(inspect.signature(eval(name)))
+`
+	out, err := exec.Command(py, append([]string{"-c", script, helper}, names...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	got := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(got) != len(names) {
+		t.Fatalf("python printed %d signatures for %d calls:\n%s", len(got), len(names), out)
+	}
+	for i, name := range names {
+		if got[i] != want[i] {
+			t.Errorf("docs/proxy.md: %s%s; python/hone_proxy.py has %s%s", name, want[i], name, got[i])
+		}
 	}
 }

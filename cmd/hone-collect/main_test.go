@@ -402,9 +402,14 @@ func TestProxyEndToEndServe(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("reward: %v %v", err, resp)
 	}
+	// A server stopped by a signal has done its work: exit 0 once drained,
+	// as hone-serve (README, "The binaries").
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-exited:
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("proxy after SIGTERM: %v, want exit 0", err)
+		}
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("proxy did not stop on SIGTERM")

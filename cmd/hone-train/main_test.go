@@ -45,6 +45,7 @@ func TestInitModelUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"init-model"},
 		{"init-model", "--family", "gpt2", "-o", t.TempDir() + "/x"},
+		{"init-model", "--dtype", "F8", "-o", t.TempDir() + "/x"},
 		{"init-model", "--no-such-flag"},
 	} {
 		var out bytes.Buffer

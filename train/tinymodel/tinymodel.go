@@ -93,6 +93,9 @@ func (o Options) Config() (model.Config, error) {
 	if o.Vocab < MinVocab {
 		return model.Config{}, fmt.Errorf("tinymodel: vocab %d is smaller than the %d byte and special tokens", o.Vocab, MinVocab)
 	}
+	if _, ok := torchDTypes[o.DType]; !ok {
+		return model.Config{}, fmt.Errorf("tinymodel: dtype %q not supported (want F32, BF16 or F16)", o.DType)
+	}
 	if o.SlidingWindow != 0 && o.Family != "gemma3_text" {
 		return model.Config{}, fmt.Errorf("tinymodel: a sliding window (%d) is for gemma3_text only, not %s", o.SlidingWindow, o.Family)
 	}
@@ -180,11 +183,6 @@ func New(o Options, be kernels.Backend) (*model.Model, error) {
 // the end, so dir never holds half a model.
 func Write(ctx context.Context, dir string, o Options, be kernels.Backend) error {
 	o = o.Defaults()
-	switch o.DType {
-	case "F32", "BF16", "F16":
-	default:
-		return fmt.Errorf("tinymodel: dtype %q not supported (want F32, BF16 or F16)", o.DType)
-	}
 	m, err := New(o, be)
 	if err != nil {
 		return err

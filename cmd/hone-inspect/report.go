@@ -260,15 +260,19 @@ func readTrajectories(ctx context.Context, in *report.Input, args []string, stdi
 }
 
 // trainedBy sets the run and step that trained on f, if a manifest lists it.
+// f is opened as its input set opens it, so that a URL (file://, s3://)
+// is matched as a path is.
 func trainedBy(ctx context.Context, f *report.TrajFile, manifests []runManifest) error {
-	st, err := os.Stat(f.Path)
+	file, err := f.Open(ctx)
 	if err != nil {
 		return cli.BadInput(err)
 	}
+	size := file.Size
+	file.Close()
 	var sum string
 	for _, m := range manifests {
 		for _, e := range m.consumed {
-			if e.Size != st.Size() || e.Step == 0 {
+			if e.Size != size || e.Step == 0 {
 				continue
 			}
 			if sum == "" {

@@ -194,6 +194,31 @@ func TestReportCommand(t *testing.T) {
 	}
 }
 
+// --trajectories reads its inputs by the one input rule, URLs included
+// (README, "The binaries"): a folder named by a file:// URL is drawn as the
+// same folder named by its path, each file at the step that trained on it.
+// It used to resolve the URL and then stat it as a local path.
+func TestReportTrajectoriesURL(t *testing.T) {
+	dir := t.TempDir()
+	run, _, glob := writeRunFolder(t, dir, 4)
+	folder, err := filepath.Abs(filepath.Dir(glob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "report.html")
+	mustRun(t, nil, "report", run, "--trajectories", "file://"+filepath.ToSlash(folder)+"/", "-o", out)
+	_, d := readPage(t, out)
+	for _, c := range d.Charts {
+		if c.ID == "traj-reward" {
+			if x := c.Lines[0].X; !slices.Equal(x, []float64{1, 2, 3, 4}) || !strings.Contains(c.Lines[0].Note[0], "trained at step 1") {
+				t.Errorf("trajectory reward at %v, notes %q; want the steps that trained on each file", x, c.Lines[0].Note)
+			}
+			return
+		}
+	}
+	t.Fatalf("no trajectory chart among %q", chartIDs(d))
+}
+
 // Two runs on one page, one line each; runs that share a folder name are
 // told apart by their path.
 func TestReportOverlaysRuns(t *testing.T) {

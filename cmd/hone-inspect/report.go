@@ -87,7 +87,7 @@ func runReport(ctx context.Context, a *app, opts reportOptions, args []string) e
 	var in report.Input
 	var manifests []runManifest
 	for _, arg := range args {
-		run, man, sources, err := readRun(arg)
+		run, man, sources, err := readRun(ctx, arg)
 		if err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ func runReport(ctx context.Context, a *app, opts reportOptions, args []string) e
 		return err
 	}
 	for _, p := range evals {
-		rows, err := readFile(p, func(r io.Reader) ([]report.EvalRow, error) { return report.ReadEval(r, p) })
+		rows, err := readFile(ctx, p, func(r io.Reader) ([]report.EvalRow, error) { return report.ReadEval(r, p) })
 		if err != nil {
 			return err
 		}
@@ -145,7 +145,7 @@ type runManifest struct {
 
 // readRun reads a run folder (or its metrics.jsonl named directly): the
 // metrics, the hyperparameters of its latest step, and its manifest.
-func readRun(arg string) (report.RunInput, []checkpoint.FileEntry, []string, error) {
+func readRun(ctx context.Context, arg string) (report.RunInput, []checkpoint.FileEntry, []string, error) {
 	var run report.RunInput
 	metricsPath := arg
 	st, err := os.Stat(arg)
@@ -157,7 +157,7 @@ func readRun(arg string) (report.RunInput, []checkpoint.FileEntry, []string, err
 	}
 	dir := filepath.Dir(metricsPath)
 	run.Name = filepath.Base(dir)
-	if run.Metrics, err = readFile(metricsPath, func(r io.Reader) (*report.Metrics, error) {
+	if run.Metrics, err = readFile(ctx, metricsPath, func(r io.Reader) (*report.Metrics, error) {
 		return report.ReadMetrics(r, metricsPath)
 	}); err != nil {
 		return run, nil, nil, err
@@ -165,7 +165,7 @@ func readRun(arg string) (report.RunInput, []checkpoint.FileEntry, []string, err
 	sources := []string{metricsPath}
 	evalPath := filepath.Join(dir, runfolder.EvalName)
 	if _, err := os.Stat(evalPath); err == nil {
-		if run.Splits, err = readFile(evalPath, func(r io.Reader) (*report.Metrics, error) {
+		if run.Splits, err = readFile(ctx, evalPath, func(r io.Reader) (*report.Metrics, error) {
 			return report.ReadMetrics(r, evalPath)
 		}); err != nil {
 			return run, nil, nil, err
@@ -291,19 +291,20 @@ func trainedBy(ctx context.Context, f *report.TrajFile, manifests []runManifest)
 	return nil
 }
 
-// readFile opens path and parses it; a missing file or a parse error is bad
+// readFile opens path as every input is opened (a path, or a file:// or
+// object-store URL) and parses it; a missing file or a parse error is bad
 // input (exit 2), a failing disk is not.
-func readFile[T any](path string, parse func(io.Reader) (T, error)) (T, error) {
+func readFile[T any](ctx context.Context, path string, parse func(io.Reader) (T, error)) (T, error) {
 	var zero T
-	f, err := os.Open(path)
+	f, err := fileset.Open(ctx, path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fileset.ErrBadArgument) {
 			return zero, cli.BadInput(err)
 		}
 		return zero, err
 	}
 	defer f.Close()
-	v, err := parse(f)
+	v, err := parse(f.Reader())
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

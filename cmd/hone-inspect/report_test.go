@@ -287,6 +287,16 @@ func TestReportEvalFiles(t *testing.T) {
 			t.Errorf("page lacks %q", frag)
 		}
 	}
+	// The same folder named by a file:// URL (the input rule's URLs): the
+	// same table. It used to resolve the URL, then open it as a path.
+	abs, err := filepath.Abs(evalDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, nil, "report", runDir, "--eval", "file://"+filepath.ToSlash(abs)+"/", "-o", out)
+	if page, _ := readPage(t, out); !strings.Contains(html.UnescapeString(page), "<th>rl T=1</th>") {
+		t.Errorf("--eval file://%s/: the page lacks the eval table", abs)
+	}
 	r := run(t, nil, "report", runDir, "--eval", filepath.Join(evalDir, "*.jsonl"), "-o", out)
 	if r.code != 2 || !strings.Contains(r.stderr, "matches no file") {
 		t.Errorf("a glob matching nothing: exit %d, stderr %q", r.code, r.stderr)

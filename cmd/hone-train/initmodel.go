@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -39,6 +40,9 @@ tokenizer and ChatML template are the same as the other families'.`,
 			}
 			// Writing needs no arithmetic; the reference backend only satisfies model.New.
 			if err := tinymodel.Write(cmd.Context(), out, opts, ref.New()); err != nil {
+				if errors.Is(err, tinymodel.ErrExists) {
+					return cli.Usage(err) // "DIR must not exist or be empty"
+				}
 				return err
 			}
 			c, _ := opts.Config()

@@ -35,9 +35,10 @@ func TestInitModel(t *testing.T) {
 	if c := m.Config; c.Family != "qwen2" || c.Hidden != 32 || c.Layers != 1 || c.KVHeads != 2 || !c.QKVBias {
 		t.Errorf("loaded config %+v", c)
 	}
-	// Running again into the now non-empty folder fails.
-	if err := cli.ExecuteCommand(context.Background(), newRootCmd(&out, &out), args); err == nil {
-		t.Error("init-model overwrote a model folder")
+	// Running again into the now non-empty folder is refused as bad usage
+	// (--help: "DIR must not exist or be empty"; 2 is bad usage).
+	if err := cli.ExecuteCommand(context.Background(), newRootCmd(&out, &out), args); cli.ExitCode(err) != cli.ExitUsage {
+		t.Errorf("init-model into a model folder: exit %d (%v), want usage", cli.ExitCode(err), err)
 	}
 }
 
@@ -145,8 +146,8 @@ func TestInitModelOverAFile(t *testing.T) {
 	}
 	var out bytes.Buffer
 	args := []string{"init-model", "--hidden", "32", "--layers", "1", "--heads", "4", "--kv-heads", "2", "-o", path}
-	if err := cli.ExecuteCommand(context.Background(), newRootCmd(&out, &out), args); err == nil {
-		t.Error("init-model -o FILE succeeded")
+	if err := cli.ExecuteCommand(context.Background(), newRootCmd(&out, &out), args); cli.ExitCode(err) != cli.ExitUsage {
+		t.Errorf("init-model -o FILE: exit %d (%v), want usage", cli.ExitCode(err), err)
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "keep me\n" {
 		t.Errorf("the file at -o is now %q (%v), want it unchanged", b, err)

@@ -3,6 +3,7 @@ package tinymodel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -178,6 +179,15 @@ func New(o Options, be kernels.Backend) (*model.Model, error) {
 	return m, nil
 }
 
+// ErrExists is matched (errors.Is) by Write's error when dir is a file, or
+// a folder that is not empty: the caller named a place Write does not take.
+var ErrExists = errors.New("tinymodel: the output exists")
+
+type existsError string
+
+func (e existsError) Error() string        { return string(e) }
+func (e existsError) Is(target error) bool { return target == ErrExists }
+
 // Write creates the model folder dir (which must not exist, or be empty). The
 // files are written into a temporary sibling folder that is renamed to dir at
 // the end, so dir never holds half a model.
@@ -188,10 +198,10 @@ func Write(ctx context.Context, dir string, o Options, be kernels.Backend) error
 		return err
 	}
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-		return fmt.Errorf("tinymodel: %s exists and is not a folder", dir)
+		return existsError(fmt.Sprintf("tinymodel: %s exists and is not a folder", dir))
 	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-		return fmt.Errorf("tinymodel: %s exists and is not empty", dir)
+		return existsError(fmt.Sprintf("tinymodel: %s exists and is not empty", dir))
 	}
 	parent := filepath.Dir(filepath.Clean(dir))
 	if err := os.MkdirAll(parent, 0o755); err != nil {

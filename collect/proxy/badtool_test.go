@@ -26,3 +26,19 @@ func TestProxyToolWithoutName(t *testing.T) {
 		t.Fatalf("the request was taken and recorded, but its group cannot be written: close: %d %s", status, msg)
 	}
 }
+
+// A reward body with a key the route does not know (a typo of "reward")
+// is a 400 naming it, as a close body's is, not a trajectory recorded
+// without its reward.
+func TestProxyRewardUnknownKey(t *testing.T) {
+	up, _, _ := upstream(t)
+	base := proxyTo(t, up.URL, t.TempDir())
+	runAgent(t, base+"/v1", "a", "g")
+	status, msg := do(t, mustRequest(t, http.MethodPost, base+"/hone/trajectories/a/reward", `{"rewrd":1}`))
+	if status != http.StatusBadRequest || !strings.Contains(msg, "rewrd") {
+		t.Fatalf("reward with a misspelt key: %d %s, want 400 naming it", status, msg)
+	}
+	if status, msg := do(t, mustRequest(t, http.MethodPost, base+"/hone/trajectories/a/reward", `{"reward":1}`)); status != http.StatusNoContent {
+		t.Fatalf("the reward after it: %d %s", status, msg)
+	}
+}

@@ -53,6 +53,18 @@ func closeGroup(t *testing.T, base, gid string) (int, string) {
 	return do(t, req)
 }
 
+// mustRequest is a JSON request of method to url with body.
+func mustRequest(t *testing.T, method, url, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+// do sends req and returns the status and the answer's body.
 func do(t *testing.T, req *http.Request) (int, string) {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)

@@ -617,8 +617,12 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	if !ok {
 		return
 	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		httpError(w, http.StatusBadRequest, "body: "+err.Error())
+	// A misspelt key ("rewrd") is refused, as the close route refuses
+	// one, rather than recorded as a trajectory without a reward.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		httpError(w, http.StatusBadRequest, "body: "+err.Error()+` (want {"reward": …, "metrics": {...}, "error": "…"})`)
 		return
 	}
 	p.mu.Lock()

@@ -117,6 +117,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cli.Usagef("--model and --upstream exclude each other: serve a model folder or front a vLLM server")
 	case opts.Upstream == "" && fs.Changed("upstream-api-key"):
 		return cli.Usagef("--upstream-api-key needs --upstream")
+	case opts.KVCacheBytes < 0:
+		// It would start and then refuse every request.
+		return cli.Usagef("--kv-cache-bytes %d: want a byte count, or 0 for no limit", opts.KVCacheBytes)
 	}
 	keysFromEnv(fs, &opts, getenv)
 	if opts.Upstream != "" {

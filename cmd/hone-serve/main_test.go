@@ -49,6 +49,15 @@ func TestHelpAndUsage(t *testing.T) {
 			t.Fatalf("%q: %v (exit %d), want a usage error", args, err, cli.ExitCode(err))
 		}
 	}
+	// A negative KV budget is refused before the model loads (it would
+	// start and then refuse every request), naming the flag. (Were it
+	// not, the server would serve until the deadline.)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := run(ctx, []string{"--model", "../../serve/testdata/tiny", "--kv-cache-bytes", "-1", "--port", "0"}, noEnv, io.Discard, &bytes.Buffer{})
+	if cli.ExitCode(err) != cli.ExitUsage || !strings.Contains(err.Error(), "--kv-cache-bytes") {
+		t.Fatalf("--kv-cache-bytes -1: %v (exit %d), want a usage error naming it", err, cli.ExitCode(err))
+	}
 	// Flags only the embedded engine reads are refused behind --upstream,
 	// naming the flag, instead of being silently ignored.
 	for _, e := range engineFlags {

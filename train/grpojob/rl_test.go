@@ -259,11 +259,7 @@ func TestGradientCheckThroughModel(t *testing.T) {
 func TestWatchTrainsOnlyNewFilesAndLocks(t *testing.T) {
 	dir := t.TempDir()
 	md := tinyModel(t, dir)
-	watch := filepath.Join(dir, "incoming")
-	if err := os.MkdirAll(watch, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeGroups(t, md, filepath.Join(watch, "round1.parquet"), 2, 3, varied)
+	watch := watchFolder(t, dir, md)
 	o := baseOptions(md, dir, "cron")
 	o.WatchDir = watch
 	runDir := filepath.Join(dir, "cron")
@@ -600,11 +596,7 @@ func textLog(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, 
 func TestWatchTrainsEachContentOnce(t *testing.T) {
 	dir := t.TempDir()
 	md := tinyModel(t, dir)
-	watch := filepath.Join(dir, "incoming")
-	if err := os.MkdirAll(watch, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeGroups(t, md, filepath.Join(watch, "round1.parquet"), 2, 3, varied)
+	watch := watchFolder(t, dir, md)
 	b, err := os.ReadFile(filepath.Join(watch, "round1.parquet"))
 	if err != nil {
 		t.Fatal(err)
@@ -626,4 +618,16 @@ func TestWatchTrainsEachContentOnce(t *testing.T) {
 	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil || !strings.Contains(log.String(), "nothing new") {
 		t.Errorf("second run: %v, want nothing new\n%s", err, log.String())
 	}
+}
+
+// watchFolder makes dir/incoming, a folder to watch holding round1.parquet
+// (two groups of three of the model in md), and returns it.
+func watchFolder(t *testing.T, dir, md string) string {
+	t.Helper()
+	watch := filepath.Join(dir, "incoming")
+	if err := os.MkdirAll(watch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeGroups(t, md, filepath.Join(watch, "round1.parquet"), 2, 3, varied)
+	return watch
 }

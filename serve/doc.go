@@ -34,7 +34,9 @@
 // list of content parts reaches a chat template that loops over a
 // message's content (Gemma 3's) as the list, and any other (Qwen's and
 // Llama's take content as a string) as its text parts joined by newlines,
-// as vLLM's "auto" content format decides (format/chattemplate). Fields
+// as vLLM's "auto" content format decides (format/chattemplate); a part
+// that is not text (an image_url, input_audio or file part) is a 400
+// naming it, since the models served here take text only. Fields
 // the server does not read (vLLM's min_p or repetition_penalty, say) are
 // answered without, and named in the X-Hone-Warning header ("fields
 // ignored: min_p") and, once per field, in the log, as vLLM logs them.

@@ -10,10 +10,14 @@ import (
 // output and that this server does not implement are a 400 naming the
 // field, not silently ignored: the completions' suffix and best_of above n
 // (vLLM refuses both too). Their neutral values pass. And stream_options
-// without stream, which OpenAI and vLLM refuse.
+// without stream, which OpenAI and vLLM refuse. And content parts that are
+// not text, which vLLM refuses for a text-only model.
 func TestUnsupportedFieldsRefused(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
 	cmpl := func(extra string) string { return `{"model":"tiny","prompt":"hi","max_tokens":2` + extra + `}` }
+	chat := func(content string) string {
+		return `{"model":"tiny","messages":[{"role":"user","content":` + content + `}],"max_tokens":2}`
+	}
 	for _, c := range []struct {
 		path, body, param string
 	}{
@@ -28,6 +32,12 @@ func TestUnsupportedFieldsRefused(t *testing.T) {
 		{"/v1/completions", cmpl(`,"stream_options":{"include_usage":true}`), "stream_options"},
 		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream_options":{"include_usage":true}}`, "stream_options"},
 		{"/v1/completions", cmpl(`,"stream_options":null`), ""},
+		// A part that is not text (an image, audio) cannot reach a
+		// text-only model's prompt; leaving it out would answer another
+		// conversation than the one sent.
+		{"/v1/chat/completions", chat(`[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]`), "messages[0].content[1].type"},
+		{"/v1/chat/completions", chat(`[{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]`), "messages[0].content[0].type"},
+		{"/v1/chat/completions", chat(`[{"type":"text","text":"a"},{"type":"text","text":"b"}]`), ""},
 	} {
 		status, body := ts.post(t, c.path, c.body)
 		if c.param == "" {

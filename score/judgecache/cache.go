@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/score/judge"
@@ -97,7 +99,40 @@ func (c *Cache) load(ctx context.Context, path, key string, req judge.Request) (
 			return judge.Verdict{}, false
 		}
 	}
+	if err := checkScores(b); err != nil {
+		// Only validated verdicts are stored, so this entry was edited or
+		// written by something else (a shared object-store cache): the
+		// judge is asked again rather than a bad score trained on.
+		if c.Log != nil {
+			c.Log.Warn("judge cache: entry with a bad score, calling the judge", "path", path, "err", err)
+		}
+		return judge.Verdict{}, false
+	}
 	return judge.Verdict{Model: e.AnsweredBy, Scores: e.Scores, Usage: judge.Usage{CacheHits: 1}}, true
+}
+
+// checkScores holds a stored entry to what judge.Parse accepts of an
+// answer: every score present and a number in [0,1] (a missing one would
+// decode as 0).
+func checkScores(entryJSON []byte) error {
+	var e struct {
+		Scores []struct {
+			ID    string   `json:"trajectory_id"`
+			Score *float64 `json:"score"`
+		} `json:"scores"`
+	}
+	if err := json.Unmarshal(entryJSON, &e); err != nil {
+		return err
+	}
+	for _, s := range e.Scores {
+		switch {
+		case s.Score == nil:
+			return fmt.Errorf("trajectory_id %q: no score", s.ID)
+		case math.IsNaN(*s.Score) || *s.Score < 0 || *s.Score > 1:
+			return fmt.Errorf("trajectory_id %q: score %v is outside [0,1]", s.ID, *s.Score)
+		}
+	}
+	return nil
 }
 
 // writeAtomic stores an entry through fileset.Create: a local file is

@@ -2,6 +2,7 @@ package judgecache_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"os"
@@ -66,6 +67,52 @@ func TestCache(t *testing.T) {
 	}
 	if _, err := c.Judge(ctx, req); err != nil || len(f.Calls()) != 2 {
 		t.Fatalf("after rewrite: calls %d, err %v", len(f.Calls()), err)
+	}
+}
+
+// TestCacheBadScoreIsMiss: an entry whose score judge.Parse would refuse
+// (outside [0,1], or missing, which would read as 0) — written by hand or
+// by something else sharing the folder — is a miss: the judge is asked
+// again and the entry rewritten, rather than the score trained on.
+func TestCacheBadScoreIsMiss(t *testing.T) {
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		return judgetest.Answer(r.IDs, []float64{0.25, 0.75}), nil
+	}}
+	c := &judgecache.Cache{Dir: t.TempDir(), Next: f}
+	req := judge.Request{Model: "m", PromptVersion: "v1", System: "rubric", User: "group", IDs: []string{"1", "2"}}
+	ctx := context.Background()
+	if _, err := c.Judge(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	path := c.Path(judgecache.Key(req))
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func(score map[string]any){
+		"above 1": func(score map[string]any) { score["score"] = 7.5 },
+		"missing": func(score map[string]any) { delete(score, "score") },
+	} {
+		var e map[string]any
+		if err := json.Unmarshal(good, &e); err != nil {
+			t.Fatal(err)
+		}
+		edit(e["scores"].([]any)[1].(map[string]any))
+		bad, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		calls := len(f.Calls())
+		v, err := c.Judge(ctx, req)
+		if err != nil || len(f.Calls()) != calls+1 || v.Scores[1].Score != 0.75 {
+			t.Fatalf("score %s: calls %d → %d, scores %+v, err %v; want the judge asked again", name, calls, len(f.Calls()), v.Scores, err)
+		}
+		if b, _ := os.ReadFile(path); string(b) != string(good) {
+			t.Fatalf("score %s: entry not rewritten:\n%s", name, b)
+		}
 	}
 }
 

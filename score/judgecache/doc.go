@@ -11,5 +11,6 @@
 // or one upload), so concurrent runs and crashes leave either a whole
 // entry or none. DIR may be an object-store folder (s3://bucket/cache), so
 // the shards of a scoring job share one cache. A file that cannot be read
-// back is treated as a miss and rewritten.
+// back, or whose scores judge.Parse would refuse (missing, or outside
+// [0,1]), is treated as a miss and rewritten.
 package judgecache

@@ -11,7 +11,7 @@ and post its reward when it ends:
     client.chat.completions.create(model="myrun", messages=msgs, extra_headers=t.headers)
     t.reward(1.0, metrics={"turns": 3})
 
-One file, standard library only (Python 3.8+): copy it next to your agent or
+One file, standard library only (Python 3.9+, for asyncio.to_thread): copy it next to your agent or
 put this folder on PYTHONPATH. The protocol is in docs/proxy.md.
 """
 

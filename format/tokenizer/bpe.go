@@ -28,22 +28,9 @@ func (m *bpeModel) init(byRaw map[string]int32, vocab map[string]int32, merges [
 		}
 		m.byteID[b] = id
 	}
-	m.merges = newPairTable(len(merges))
-	var ab []byte // a+b; the lookups through string(…) do not allocate
-	for rank, raw := range merges {
-		a, b, err := splitMerge(raw)
-		if err != nil {
-			return fmt.Errorf("merges[%d]: %w", rank, err)
-		}
-		ab = append(append(ab[:0], a...), b...)
-		ia, oka := vocab[string(a)]
-		ib, okb := vocab[string(b)]
-		im, okm := vocab[string(ab)]
-		if !oka || !okb || !okm {
-			return fmt.Errorf("merges[%d]: %q + %q: a part or the result is not in the vocabulary", rank, a, b)
-		}
-		key := uint64(ia)<<32 | uint64(ib)
-		m.merges.insert(key, uint64(rank)<<32|uint64(im)) // the first (lowest) rank wins
+	var err error
+	if m.merges, err = buildMerges(vocab, merges); err != nil {
+		return err
 	}
 	m.ignoreMerges = ignoreMerges
 	m.byRaw = byRaw
@@ -56,12 +43,38 @@ func (m *bpeModel) init(byRaw map[string]int32, vocab map[string]int32, merges [
 }
 
 // pair returns the rank and merged id of (a, b), or noRank.
-func (m *bpeModel) pair(a, b int32) (uint32, int32) {
-	v, ok := m.merges.get(uint64(a)<<32 | uint64(b))
+func (m *bpeModel) pair(a, b int32) (uint32, int32) { return m.merges.pair(a, b) }
+
+// pair returns the rank and merged id of (a, b), or noRank.
+func (t *pairTable) pair(a, b int32) (uint32, int32) {
+	v, ok := t.get(uint64(a)<<32 | uint64(b))
 	if !ok {
 		return noRank, 0
 	}
 	return uint32(v >> 32), int32(uint32(v))
+}
+
+// buildMerges reads the merges of a tokenizer.json into a pair table: the
+// parts and the result of each must be tokens of vocab (spelled as the file
+// spells them); for a pair listed twice the first (lowest) rank wins.
+func buildMerges(vocab map[string]int32, merges []json.RawMessage) (pairTable, error) {
+	t := newPairTable(len(merges))
+	var ab []byte // a+b; the lookups through string(…) do not allocate
+	for rank, raw := range merges {
+		a, b, err := splitMerge(raw)
+		if err != nil {
+			return t, fmt.Errorf("merges[%d]: %w", rank, err)
+		}
+		ab = append(append(ab[:0], a...), b...)
+		ia, oka := vocab[string(a)]
+		ib, okb := vocab[string(b)]
+		im, okm := vocab[string(ab)]
+		if !oka || !okb || !okm {
+			return t, fmt.Errorf("merges[%d]: %q + %q: a part or the result is not in the vocabulary", rank, a, b)
+		}
+		t.insert(uint64(ia)<<32|uint64(ib), uint64(rank)<<32|uint64(im))
+	}
+	return t, nil
 }
 
 // shortWord is the length up to which encodeWord uses the quadratic scan; it
@@ -215,24 +228,36 @@ func (h *mergeHeap) pop() heapEntry {
 }
 
 // encodeLong is the same loop for long pre-tokens (long whitespace or digit
-// runs) in O(n log n): symbols form a linked list indexed by their first byte,
-// and candidate merges wait in a heap ordered by (rank, position). An entry
-// is stale when its pair has changed since it was pushed; since every pair
-// has one rank, checking the current pair's rank detects that.
+// runs), through mergeList.
 func (m *bpeModel) encodeLong(word string, out []int) []int {
-	n := len(word)
-	sym := make([]int32, n)
+	sym := make([]int32, len(word))
+	for i := 0; i < len(word); i++ {
+		sym[i] = m.byteID[word[i]]
+	}
+	out, _ = m.merges.mergeList(sym, nil, out, nil)
+	return out
+}
+
+// mergeList runs the BPE loop over the symbols sym (at least one) in
+// O(n log n) and appends the result to out: symbols form a linked list
+// indexed by their first place, and candidate merges wait in a heap ordered
+// by (rank, position). An entry is stale when its pair has changed since it
+// was pushed; since every pair has one rank, checking the current pair's
+// rank detects that. lens, when not nil, holds each symbol's length in the
+// text; a merge adds them, and the result's lengths are appended to
+// outLens. sym and lens are overwritten.
+func (t *pairTable) mergeList(sym, lens []int32, out []int, outLens []int32) ([]int, []int32) {
+	n := len(sym)
 	next := make([]int32, n)
 	prev := make([]int32, n)
 	for i := 0; i < n; i++ {
-		sym[i] = m.byteID[word[i]]
 		next[i] = int32(i + 1)
 		prev[i] = int32(i - 1)
 	}
 	next[n-1] = -1
 	h := make(mergeHeap, 0, n)
 	for i := 0; i+1 < n; i++ {
-		if r, _ := m.pair(sym[i], sym[i+1]); r != noRank {
+		if r, _ := t.pair(sym[i], sym[i+1]); r != noRank {
 			h.push(heapEntry{r, int32(i)})
 		}
 	}
@@ -247,31 +272,37 @@ func (m *bpeModel) encodeLong(word string, out []int) []int {
 		if q < 0 {
 			continue
 		}
-		r, id := m.pair(sym[p], sym[q])
+		r, id := t.pair(sym[p], sym[q])
 		if r != e.rank {
 			continue
 		}
 		sym[p] = id
+		if lens != nil {
+			lens[p] += lens[q]
+		}
 		dead[q] = true
 		next[p] = next[q]
 		if next[q] >= 0 {
 			prev[next[q]] = p
 		}
 		if pp := prev[p]; pp >= 0 {
-			if r, _ := m.pair(sym[pp], sym[p]); r != noRank {
+			if r, _ := t.pair(sym[pp], sym[p]); r != noRank {
 				h.push(heapEntry{r, pp})
 			}
 		}
 		if nq := next[p]; nq >= 0 {
-			if r, _ := m.pair(sym[p], sym[nq]); r != noRank {
+			if r, _ := t.pair(sym[p], sym[nq]); r != noRank {
 				h.push(heapEntry{r, p})
 			}
 		}
 	}
 	for i := int32(0); i >= 0; i = next[i] {
 		out = append(out, int(sym[i]))
+		if lens != nil {
+			outLens = append(outLens, lens[i])
+		}
 	}
-	return out
+	return out, outLens
 }
 
 // encodeWordSlow is the plain BPE loop, kept as the oracle for encodeWord:

@@ -6,7 +6,9 @@ import "unicode/utf8"
 // bytes and read as UTF-8 (each maximal invalid subpart becomes U+FFFD);
 // added tokens contribute their content. With skipSpecial, special added
 // tokens are dropped (bytes on both sides of one are joined). Ids outside the
-// vocabulary are ignored. No clean-up of spaces is applied.
+// vocabulary are ignored. No clean-up of spaces is applied. A piece
+// tokenizer's tokens (added ones too) are read as its decoder reads them:
+// "▁" is a space and "<0xAB>" the byte AB, joined with the bytes around it.
 func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 	var out, pending []byte
 	for _, id := range ids {
@@ -15,6 +17,12 @@ func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 		}
 		if t.isAdded[id] {
 			if skipSpecial && t.special[id] {
+				continue
+			}
+			if t.pieces != nil {
+				// Its decoded text is in tokBytes, and joins the bytes
+				// around it as the reference's ByteFallback joins them.
+				pending = append(pending, t.tokBytes[id]...)
 				continue
 			}
 			out, _ = appendLossy(out, pending, true)
@@ -50,13 +58,16 @@ func (d *StreamDecoder) Add(id int) string {
 	if id < 0 || id >= t.size {
 		return ""
 	}
-	if t.isAdded[id] {
+	if t.isAdded[id] && t.pieces == nil {
 		if d.skipSpecial && t.special[id] {
 			return ""
 		}
 		out, _ := appendLossy(nil, d.pending, true)
 		d.pending = d.pending[:0]
 		return string(append(out, t.added[t.addedByID[id]].Content...))
+	}
+	if t.isAdded[id] && d.skipSpecial && t.special[id] {
+		return ""
 	}
 	d.pending = append(d.pending, t.tokBytes[id]...)
 	out, n := appendLossy(nil, d.pending, false)

@@ -1,12 +1,15 @@
 // Package tokenizer reads a Hugging Face tokenizer.json and encodes and decodes
 // text with it, for the byte-level BPE tokenizers of the Qwen2/2.5/3 and
-// Llama 3 families.
+// Llama 3 families and the piece tokenizer of Gemma 3 (pieces.go: BPE over
+// characters, spaces spelled "▁", byte tokens "<0xAB>" for characters the
+// vocabulary lacks).
 //
 // It owns the whole path from text to token ids and back:
 //
 //   - added and special tokens (longest match, left to right) are cut out of
 //     the text before anything else, as Hugging Face does;
-//   - the normalizer (NFC, NFD, NFKC, NFKD or a Sequence of them);
+//   - the normalizer (NFC, NFD, NFKC, NFKD, Replace of a literal string, or a
+//     Sequence of them);
 //   - the Split pre-tokenizer, whose regular expression is recognised by exact
 //     string comparison and run by a hand-written matcher (Go's regexp lacks the
 //     look-ahead in `\s+(?!\S)`); the known patterns are the Qwen2/3 one, the
@@ -14,7 +17,11 @@
 //     Load time rather than a silent approximation;
 //   - the ByteLevel bytes↔unicode mapping and the BPE model (merges spelled
 //     "a b" or ["a","b"], ignore_merges);
-//   - the TemplateProcessing post-processor (Llama 3's <|begin_of_text|>);
+//   - for piece tokenizers, BPE from characters with byte_fallback, unk_token
+//     and fuse_unk, and the decoder Sequence of Replace "▁" by " ",
+//     ByteFallback and Fuse; the decoder tells the two kinds apart;
+//   - the TemplateProcessing post-processor (Llama 3's <|begin_of_text|>,
+//     Gemma's <bos>);
 //   - the ByteLevel decoder, in one piece (Decode) or as a stream that emits
 //     only complete UTF-8 characters (StreamDecoder).
 //
@@ -31,10 +38,14 @@
 // Go's Unicode tables (15.0), so letters added in later Unicode versions may
 // split differently. single_word on added tokens is ignored, as the
 // reference ignores it; Decode applies no clean_up_tokenization_spaces.
+// Byte tokens that do not make whole UTF-8 characters decode as the
+// reference's TextDecoder reads them (one U+FFFD per maximal invalid
+// subpart), where Rust's ByteFallback writes one U+FFFD per token.
 //
 // The reference is Hugging Face's JavaScript tokenizers (@huggingface/tokenizers);
-// testdata/tokenizers/golden holds its output for the real Qwen3 and Llama 3.1
-// tokenizer files, and the tests require exact equality of ids and text.
+// testdata/tokenizers/golden holds its output for the real Qwen3, Llama 3.1
+// and Gemma 3 tokenizer files, and the tests require exact equality of ids
+// and text.
 // Invalid UTF-8 handed to Encode is first replaced the way a WHATWG TextDecoder
 // (and Rust's from_utf8_lossy) does, one U+FFFD per maximal invalid subpart.
 //

@@ -225,6 +225,9 @@ func (t *Tokenizer) encodePlain(dst []int, text string, lim *tokenCap) []int {
 			if lim.skip(dst, text) {
 				return dst
 			}
+			if t.pieces != nil {
+				return t.pieces.encodeWord(text, dst, nil)
+			}
 			return t.bpe.encodeWord(text, dst)
 		}
 		for i := 0; i < len(text); {

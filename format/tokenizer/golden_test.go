@@ -112,44 +112,49 @@ func TestGolden(t *testing.T) {
 			if sum != g.SHA256 {
 				t.Fatalf("testdata/tokenizers/%s/tokenizer.json.gz holds a tokenizer.json with sha256 %s, golden was made from %s; %s", name, sum, g.SHA256, rerun)
 			}
-			tk := testTokenizer(t, name)
-			if tk.VocabSize() != g.VocabSize {
-				t.Errorf("VocabSize() = %d, reference %d", tk.VocabSize(), g.VocabSize)
+			checkGolden(t, testTokenizer(t, name), g)
+		})
+	}
+}
+
+// checkGolden compares tk's Encode, Decode and StreamDecoder with the
+// reference's output in g: exact ids and text.
+func checkGolden(t *testing.T, tk *Tokenizer, g *goldenFile) {
+	if tk.VocabSize() != g.VocabSize {
+		t.Errorf("VocabSize() = %d, reference %d", tk.VocabSize(), g.VocabSize)
+	}
+	if len(g.Cases) < 50 {
+		t.Fatalf("golden file has only %d cases; %s", len(g.Cases), rerun)
+	}
+	for _, c := range g.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			if got := tk.Encode(c.Text, true); !slices.Equal(got, c.IDs) {
+				t.Errorf("Encode(%q, true)\n got  %v\n want %v (%s)", c.Text, got, c.IDs, g.Reference)
 			}
-			if len(g.Cases) < 50 {
-				t.Fatalf("golden/%s.json has only %d cases; %s", name, len(g.Cases), rerun)
+			if got := tk.Encode(c.Text, false); !slices.Equal(got, c.IDsNoSpecial) {
+				t.Errorf("Encode(%q, false)\n got  %v\n want %v (%s)", c.Text, got, c.IDsNoSpecial, g.Reference)
 			}
-			for _, c := range g.Cases {
-				t.Run(c.Name, func(t *testing.T) {
-					if got := tk.Encode(c.Text, true); !slices.Equal(got, c.IDs) {
-						t.Errorf("Encode(%q, true)\n got  %v\n want %v (%s)", c.Text, got, c.IDs, g.Reference)
-					}
-					if got := tk.Encode(c.Text, false); !slices.Equal(got, c.IDsNoSpecial) {
-						t.Errorf("Encode(%q, false)\n got  %v\n want %v (%s)", c.Text, got, c.IDsNoSpecial, g.Reference)
-					}
-					if got := tk.Decode(c.IDs, false); got != c.Decoded {
-						t.Errorf("Decode(%v, false) = %q, want %q", c.IDs, got, c.Decoded)
-					}
-					if got := tk.Decode(c.IDs, true); got != c.DecodedSkipSpecial {
-						t.Errorf("Decode(%v, true) = %q, want %q", c.IDs, got, c.DecodedSkipSpecial)
-					}
-					if got := streamDecode(tk, c.IDs, true); got != c.DecodedSkipSpecial {
-						t.Errorf("StreamDecoder over %v = %q, want %q", c.IDs, got, c.DecodedSkipSpecial)
-					}
-				})
+			if got := tk.Decode(c.IDs, false); got != c.Decoded {
+				t.Errorf("Decode(%v, false) = %q, want %q", c.IDs, got, c.Decoded)
 			}
-			for i, c := range g.DecodeCase {
-				if got := tk.Decode(c.IDs, false); got != c.Decoded {
-					t.Errorf("decode_cases[%d]: Decode(%v, false) = %q, want %q", i, c.IDs, got, c.Decoded)
-				}
-				if got := tk.Decode(c.IDs, true); got != c.DecodedSkipSpecial {
-					t.Errorf("decode_cases[%d]: Decode(%v, true) = %q, want %q", i, c.IDs, got, c.DecodedSkipSpecial)
-				}
-				if got := streamDecode(tk, c.IDs, false); got != c.Decoded {
-					t.Errorf("decode_cases[%d]: StreamDecoder over %v = %q, want %q", i, c.IDs, got, c.Decoded)
-				}
+			if got := tk.Decode(c.IDs, true); got != c.DecodedSkipSpecial {
+				t.Errorf("Decode(%v, true) = %q, want %q", c.IDs, got, c.DecodedSkipSpecial)
+			}
+			if got := streamDecode(tk, c.IDs, true); got != c.DecodedSkipSpecial {
+				t.Errorf("StreamDecoder over %v = %q, want %q", c.IDs, got, c.DecodedSkipSpecial)
 			}
 		})
+	}
+	for i, c := range g.DecodeCase {
+		if got := tk.Decode(c.IDs, false); got != c.Decoded {
+			t.Errorf("decode_cases[%d]: Decode(%v, false) = %q, want %q", i, c.IDs, got, c.Decoded)
+		}
+		if got := tk.Decode(c.IDs, true); got != c.DecodedSkipSpecial {
+			t.Errorf("decode_cases[%d]: Decode(%v, true) = %q, want %q", i, c.IDs, got, c.DecodedSkipSpecial)
+		}
+		if got := streamDecode(tk, c.IDs, false); got != c.Decoded {
+			t.Errorf("decode_cases[%d]: StreamDecoder over %v = %q, want %q", i, c.IDs, got, c.Decoded)
+		}
 	}
 }
 
@@ -167,30 +172,34 @@ func streamDecode(tk *Tokenizer, ids []int, skipSpecial bool) string {
 // normalization happened a whole-character token's span holds its bytes.
 func TestEncodeWithOffsets(t *testing.T) {
 	for _, name := range []string{"qwen3", "llama3"} {
-		tk := testTokenizer(t, name)
-		for _, c := range readGolden(t, name).Cases {
-			ids, spans := tk.EncodeWithOffsets(c.Text, true)
-			if !slices.Equal(ids, c.IDs) || len(spans) != len(ids) {
-				t.Fatalf("%s/%s: EncodeWithOffsets ids %v (%d spans), want %v", name, c.Name, ids, len(spans), c.IDs)
+		checkOffsets(t, readGolden(t, name), testTokenizer(t, name))
+	}
+}
+
+func checkOffsets(t *testing.T, g *goldenFile, tk *Tokenizer) {
+	name := g.Tokenizer
+	for _, c := range g.Cases {
+		ids, spans := tk.EncodeWithOffsets(c.Text, true)
+		if !slices.Equal(ids, c.IDs) || len(spans) != len(ids) {
+			t.Fatalf("%s/%s: EncodeWithOffsets ids %v (%d spans), want %v", name, c.Name, ids, len(spans), c.IDs)
+		}
+		text := validUTF8(c.Text)
+		var stitched []byte
+		end := 0
+		for i, sp := range spans {
+			if sp.Start < 0 || sp.End < sp.Start || sp.End > len(text) || (i > 0 && sp.Start < spans[i-1].Start) {
+				t.Fatalf("%s/%s: span %d = %v out of order (previous %v, len %d)", name, c.Name, i, sp, spans[max(i-1, 0)], len(text))
 			}
-			text := validUTF8(c.Text)
-			var stitched []byte
-			end := 0
-			for i, sp := range spans {
-				if sp.Start < 0 || sp.End < sp.Start || sp.End > len(text) || (i > 0 && sp.Start < spans[i-1].Start) {
-					t.Fatalf("%s/%s: span %d = %v out of order (previous %v, len %d)", name, c.Name, i, sp, spans[max(i-1, 0)], len(text))
-				}
-				if sp.End > end {
-					stitched = append(stitched, text[max(sp.Start, end):sp.End]...)
-					end = sp.End
-				}
-				if b, ok := tk.TokenBytes(ids[i]); ok && utf8.Valid(b) && tk.norm.apply(text) == text && sp.End > sp.Start && text[sp.Start:sp.End] != string(b) {
-					t.Errorf("%s/%s: token %d (%q) has span %v = %q", name, c.Name, i, b, sp, text[sp.Start:sp.End])
-				}
+			if sp.End > end {
+				stitched = append(stitched, text[max(sp.Start, end):sp.End]...)
+				end = sp.End
 			}
-			if string(stitched) != text {
-				t.Errorf("%s/%s: stitched spans %q, want %q", name, c.Name, stitched, text)
+			if b, ok := tk.TokenBytes(ids[i]); ok && utf8.Valid(b) && tk.norm.apply(text) == text && sp.End > sp.Start && text[sp.Start:sp.End] != string(b) {
+				t.Errorf("%s/%s: token %d (%q) has span %v = %q", name, c.Name, i, b, sp, text[sp.Start:sp.End])
 			}
+		}
+		if string(stitched) != text {
+			t.Errorf("%s/%s: stitched spans %q, want %q", name, c.Name, stitched, text)
 		}
 	}
 }

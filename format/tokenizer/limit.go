@@ -33,6 +33,11 @@ func (t *Tokenizer) Limited() *Limited {
 	for _, b := range t.tokBytes {
 		l.tokBytes = max(l.tokBytes, len(b))
 	}
+	// A piece token covers its spelling in the normalized text ("▁"
+	// three bytes where its text has one space).
+	for _, s := range t.spell {
+		l.tokBytes = max(l.tokBytes, len(s))
+	}
 	for _, a := range t.added {
 		l.tokBytes = max(l.tokBytes, len(a.Content))
 		if a.Normalized && t.norm != nil {

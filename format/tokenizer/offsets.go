@@ -117,6 +117,17 @@ func (t *Tokenizer) encodeSectionOffsets(ids []int, spans []Span, sec section) (
 		// add_prefix_space put a space before it that covers nothing).
 		add := func(piece string, pos int) {
 			n := len(ids)
+			if t.pieces != nil {
+				// A piece token's length in the normalized text is not
+				// that of its bytes ("▁" is three bytes, decoded to one).
+				var lens []int32
+				ids = t.pieces.encodeWord(piece, ids, &lens)
+				for _, l := range lens {
+					spans = append(spans, span(pos, pos+int(l)))
+					pos += int(l)
+				}
+				return
+			}
 			ids = t.bpe.encodeWord(piece, ids)
 			for _, id := range ids[n:] {
 				l := len(t.tokBytes[id])

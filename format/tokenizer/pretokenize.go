@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,25 +32,57 @@ const (
 	splitGPT2                    // PatternGPT2
 )
 
-// normalizer is a Unicode normalization form (or a sequence of them).
-type normalizer []norm.Form
+// normalizer is the normalizer's steps, applied in order: Unicode
+// normalization forms and literal replacements.
+type normalizer []normStep
+
+// normStep is one step: a Unicode normalization form, or (form nil) the
+// replacement of every from by to (a Replace normalizer with a String
+// pattern, as Gemma's " " → "▁").
+type normStep struct {
+	form     *norm.Form
+	from, to string
+}
 
 func (n normalizer) apply(s string) string {
-	for _, f := range n {
-		s = f.String(s)
+	for _, st := range n {
+		if st.form != nil {
+			s = st.form.String(s)
+		} else {
+			s = strings.ReplaceAll(s, st.from, st.to)
+		}
 	}
 	return s
 }
 
 // isIdentity reports whether apply returns s unchanged (s is already in
-// every form), without allocating.
+// every form and holds nothing to replace), without allocating.
 func (n normalizer) isIdentity(s string) bool {
-	for _, f := range n {
-		if !f.IsNormalString(s) {
+	for _, st := range n {
+		if st.form != nil && !st.form.IsNormalString(s) || st.form == nil && strings.Contains(s, st.from) {
 			return false
 		}
 	}
 	return true
+}
+
+// removes reports whether no text after n holds lit: the last step that
+// can produce lit replaces it by text without it, and the steps after that
+// replace nothing back in. A Split on lit after n splits nothing.
+func (n normalizer) removes(lit string) bool {
+	for i := len(n) - 1; i >= 0; i-- {
+		st := n[i]
+		if st.form != nil {
+			return false
+		}
+		if strings.Contains(st.to, lit) {
+			return false
+		}
+		if st.from == lit {
+			return true
+		}
+	}
+	return false
 }
 
 func parseNormalizer(raw json.RawMessage) (normalizer, error) {
@@ -60,15 +93,27 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 	if err := decodeJSON(raw, &c); err != nil {
 		return nil, err
 	}
+	form := func(f norm.Form) (normalizer, error) { return normalizer{{form: &f}}, nil }
 	switch c.Type {
 	case "NFC":
-		return normalizer{norm.NFC}, nil
+		return form(norm.NFC)
 	case "NFD":
-		return normalizer{norm.NFD}, nil
+		return form(norm.NFD)
 	case "NFKC":
-		return normalizer{norm.NFKC}, nil
+		return form(norm.NFKC)
 	case "NFKD":
-		return normalizer{norm.NFKD}, nil
+		return form(norm.NFKD)
+	case "Replace":
+		from, to, err := parseReplace(raw)
+		if err != nil {
+			return nil, err
+		}
+		// Text never shrinks then, which Limited's bound on the tokens of
+		// a text by its length relies on.
+		if len(to) < len(from) {
+			return nil, fmt.Errorf("Replace of %q by the shorter %q is not supported", from, to)
+		}
+		return normalizer{{from: from, to: to}}, nil
 	case "Sequence":
 		var s struct {
 			Normalizers []json.RawMessage `json:"normalizers"`
@@ -91,6 +136,30 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 	default:
 		return nil, fmt.Errorf("type %q is not supported", c.Type)
 	}
+}
+
+// parseReplace reads a Replace normalizer or decoder whose pattern is a
+// literal string ({"String": …}); a Regex pattern is refused.
+func parseReplace(raw json.RawMessage) (from, to string, err error) {
+	var r struct {
+		Pattern struct {
+			String *string `json:"String"`
+			Regex  *string `json:"Regex"`
+		} `json:"pattern"`
+		Content *string `json:"content"`
+	}
+	if err := decodeJSON(raw, &r); err != nil {
+		return "", "", err
+	}
+	switch {
+	case r.Pattern.String == nil:
+		return "", "", errors.New("Replace pattern is not a String (a Regex pattern is not supported)")
+	case *r.Pattern.String == "":
+		return "", "", errors.New("Replace pattern is empty")
+	case r.Content == nil:
+		return "", "", errors.New("Replace has no content")
+	}
+	return *r.Pattern.String, *r.Content, nil
 }
 
 // parsePreTokenizer accepts ByteLevel alone, or a Sequence of an Isolated

@@ -137,7 +137,7 @@ func (r *jsonReader) object(known []string, field func(key string) bool) bool {
 // the merges as slices of the document, the rest decoded by encoding/json.
 func (r *jsonReader) model(m *modelJSON) bool {
 	// The keys of modelJSON, as its json tags spell them.
-	known := []string{"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback", "ignore_merges", "vocab", "merges"}
+	known := []string{"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback", "fuse_unk", "ignore_merges", "vocab", "merges"}
 	return r.object(known, func(key string) bool {
 		switch key {
 		case "vocab":
@@ -163,6 +163,8 @@ func (r *jsonReader) model(m *modelJSON) bool {
 			dst = &m.EndOfWordSuffix
 		case "byte_fallback":
 			dst = &m.ByteFallback
+		case "fuse_unk":
+			dst = &m.FuseUnk
 		case "ignore_merges":
 			dst = &m.IgnoreMerges
 		default:

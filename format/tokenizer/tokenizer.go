@@ -38,11 +38,13 @@ type Tokenizer struct {
 	rawSplit  *trie       // added tokens matched on the raw text (normalized=false, or no normalizer)
 	normSplit *trie       // added tokens matched after normalization (normalized=true)
 	vocabStr  map[string]int32
-	tokBytes  [][]byte // id → raw bytes of a model token; nil for added tokens and holes
-	special   []bool   // id → special added token
-	isAdded   []bool   // id → added token
-	prefix    []int    // ids the post-processor puts before a sequence
-	suffix    []int    // ids it puts after
+	tokBytes  [][]byte     // id → raw bytes of a model token (of an added token too, for pieces); nil for holes and byte-level added tokens
+	pieces    *piecesModel // the BPE of a piece tokenizer (pieces.go); nil for byte-level ones
+	spell     []string     // id → the token as tokenizer.json spells it, for pieces only
+	special   []bool       // id → special added token
+	isAdded   []bool       // id → added token
+	prefix    []int        // ids the post-processor puts before a sequence
+	suffix    []int        // ids it puts after
 	size      int
 }
 
@@ -132,6 +134,7 @@ type modelJSON struct {
 	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
 	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
 	ByteFallback            bool              `json:"byte_fallback"`
+	FuseUnk                 bool              `json:"fuse_unk"`
 	IgnoreMerges            bool              `json:"ignore_merges"`
 	Vocab                   map[string]idJSON `json:"vocab"`
 	Merges                  []json.RawMessage `json:"merges"`
@@ -192,11 +195,17 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	if t.norm, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, fmt.Errorf("normalizer: %w", err)
 	}
-	if t.split, t.prefixSp, err = parsePreTokenizer(f.PreTokenizer); err != nil {
-		return nil, fmt.Errorf("pre_tokenizer: %w", err)
-	}
-	if err := checkDecoder(f.Decoder); err != nil {
+	kind, err := parseDecoder(f.Decoder)
+	if err != nil {
 		return nil, fmt.Errorf("decoder: %w", err)
+	}
+	if kind == decodePieces {
+		err = parsePiecesPreTokenizer(f.PreTokenizer, t.norm)
+	} else {
+		t.split, t.prefixSp, err = parsePreTokenizer(f.PreTokenizer)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pre_tokenizer: %w", err)
 	}
 
 	m := &f.Model
@@ -210,8 +219,8 @@ func build(f *fileJSON) (*Tokenizer, error) {
 		m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
 		return nil, errors.New("model: continuing_subword_prefix/end_of_word_suffix are not supported")
 	}
-	if m.ByteFallback {
-		return nil, errors.New("model: byte_fallback is not supported (byte-level BPE only)")
+	if m.ByteFallback && kind != decodePieces {
+		return nil, errors.New("model: byte_fallback needs the decoder that reads byte tokens (a Sequence of Replace \"▁\" by \" \", ByteFallback and Fuse)")
 	}
 
 	// Size the id space over the model vocabulary and the added tokens,
@@ -230,14 +239,20 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	t.isAdded = make([]bool, size)
 	t.vocabStr = vocab // the added tokens join it below
 
-	byRaw, err := t.readVocab(entries)
-	if err != nil {
-		return nil, err
+	if kind == decodePieces {
+		if err := t.readPieces(m, vocab, entries); err != nil {
+			return nil, err
+		}
+	} else {
+		byRaw, err := t.readVocab(entries)
+		if err != nil {
+			return nil, err
+		}
+		if err := t.bpe.init(byRaw, t.vocabStr, m.Merges, m.IgnoreMerges); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		t.bpe.cache = newWordCache(1 << 16)
 	}
-	if err := t.bpe.init(byRaw, t.vocabStr, m.Merges, m.IgnoreMerges); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	t.bpe.cache = newWordCache(1 << 16)
 
 	// Added tokens. An entry may repeat a vocabulary entry or an earlier
 	// added token, with the same id and content, as Hugging Face's files
@@ -260,6 +275,12 @@ func build(f *fileJSON) (*Tokenizer, error) {
 		t.isAdded[a.ID] = true
 		t.special[a.ID] = a.Special
 		t.tokBytes[a.ID] = nil
+		if t.pieces != nil {
+			// The reference runs the decoder over added tokens too:
+			// Gemma's "▁▁" decodes to two spaces.
+			t.spell[a.ID] = a.Content
+			t.tokBytes[a.ID] = pieceBytes(a.Content)
+		}
 		t.vocabStr[a.Content] = int32(a.ID)
 		if a.Normalized && t.norm != nil {
 			c := t.norm.apply(a.Content)
@@ -335,6 +356,9 @@ func (t *Tokenizer) idOwner(id int) (string, bool) {
 	if i, ok := t.addedByID[id]; ok {
 		return t.added[i].Content, true
 	}
+	if t.pieces != nil {
+		return t.spell[id], t.spell[id] != ""
+	}
 	if b := t.tokBytes[id]; b != nil {
 		return mapByteLevel(b), true
 	}
@@ -353,14 +377,18 @@ func (t *Tokenizer) TokenID(s string) (int, bool) {
 	return int(id), ok
 }
 
-// Token returns the tokenizer.json spelling of id (added token content, or the
-// byte-level spelling of a vocabulary entry).
+// Token returns the tokenizer.json spelling of id (added token content, the
+// byte-level spelling of a vocabulary entry, or a piece token as the file
+// spells it, "▁the" or "<0x0A>").
 func (t *Tokenizer) Token(id int) (string, bool) {
 	if id < 0 || id >= t.size {
 		return "", false
 	}
 	if i, ok := t.addedByID[id]; ok {
 		return t.added[i].Content, true
+	}
+	if t.pieces != nil {
+		return t.spell[id], t.spell[id] != ""
 	}
 	if b := t.tokBytes[id]; b != nil {
 		return mapByteLevel(b), true
@@ -370,11 +398,13 @@ func (t *Tokenizer) Token(id int) (string, bool) {
 
 // TokenBytes returns the raw bytes id stands for: the UTF-8 content of an added
 // token, or the bytes of a vocabulary entry (possibly part of a character).
+// For a piece tokenizer these are what the decoder makes of the token: a
+// space for "▁", one byte for "<0xAB>".
 func (t *Tokenizer) TokenBytes(id int) ([]byte, bool) {
 	if id < 0 || id >= t.size {
 		return nil, false
 	}
-	if i, ok := t.addedByID[id]; ok {
+	if i, ok := t.addedByID[id]; ok && t.pieces == nil {
 		return []byte(t.added[i].Content), true
 	}
 	if b := t.tokBytes[id]; b != nil {
@@ -476,20 +506,6 @@ func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) error {
 	default:
 		return fmt.Errorf("type %q is not supported", c.Type)
 	}
-}
-
-func checkDecoder(raw json.RawMessage) error {
-	if isNull(raw) {
-		return errors.New("missing; only ByteLevel is supported")
-	}
-	var c component
-	if err := decodeJSON(raw, &c); err != nil {
-		return err
-	}
-	if c.Type != "ByteLevel" {
-		return fmt.Errorf("type %q is not supported (only ByteLevel)", c.Type)
-	}
-	return nil
 }
 
 // splitMerge reads one merges entry, spelled "a b" or ["a","b"]. The parts

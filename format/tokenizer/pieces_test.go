@@ -30,9 +30,16 @@ var (
 )
 
 // gemmaTokenizer loads the real Gemma 3 tokenizer once per test binary. It
-// skips where npm ci has not been run, except under CI, where it fails.
+// skips where npm ci has not been run, except under CI, where it fails, and
+// under -race.
 func gemmaTokenizer(t testing.TB) (*Tokenizer, string) {
 	t.Helper()
+	if raceEnabled() {
+		// Loading the 33 MB file and the tests on it are one goroutine:
+		// nothing for the race detector, and about 6 s under it (make
+		// test's test-unit pass runs them).
+		t.Skip("one goroutine over the real Gemma 3 file: nothing for the race detector, several times slower under it")
+	}
 	if _, err := os.Stat(filepath.Join(gemmaDir, FileName)); errors.Is(err, fs.ErrNotExist) {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%s is missing: .ci/run installs it (cd testdata/tokenizers/js && npm ci)", gemmaDir)

@@ -577,3 +577,39 @@ func (blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
 	slices.Sort(names)
 	return names, nil
 }
+
+// removeAll deletes every object under the folder dir (the key prefix,
+// at any depth). The objects are listed first and deleted after, so that
+// a listing is never read while it changes under it.
+func (blobStore) removeAll(ctx context.Context, dir string) error {
+	n, b, err := openBlob(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if n.key == "" {
+		return argErrorf(dir, "names a whole bucket; name a folder in it")
+	}
+	var keys []string
+	it := b.List(&blob.ListOptions{Prefix: dirPrefix(n.key)})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return blobErr(dir, err)
+		}
+		if !obj.IsDir {
+			keys = append(keys, obj.Key)
+		}
+	}
+	for _, k := range keys {
+		// One gone already (another remover, a lifecycle rule) is what
+		// was asked for.
+		if err := b.Delete(ctx, k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return blobErr(n.name(k), err)
+		}
+	}
+	return nil
+}

@@ -45,7 +45,8 @@
 // folders are made, and removed again by Abort or a failed Commit. An
 // object is written to a local temporary file and uploaded by Commit in one
 // request (or one multipart upload), which the store shows whole or not at
-// all.
+// all. RemoveAll removes a folder: a local one at once, an object-store
+// one object by object.
 //
 // The package imports nothing of Hone's.
 package fileset

@@ -91,6 +91,31 @@ func ListDirs(ctx context.Context, dir string) ([]string, error) {
 	return out, nil
 }
 
+// RemoveAll removes the folder dir and everything in it: a local folder
+// (a path or a file:// URL) as os.RemoveAll does, an object-store folder
+// by deleting each object under its key prefix. An object store has no
+// delete of many objects at once that a reader sees whole: one listing the
+// folder meanwhile may see part of it. Removing what is not there is no
+// error.
+func RemoveAll(ctx context.Context, dir string) error {
+	st, err := storeFor(dir)
+	if err != nil {
+		return err
+	}
+	switch s := st.(type) {
+	case local:
+		p, _, err := localName(dir)
+		if err != nil {
+			return err
+		}
+		return os.RemoveAll(p)
+	case blobStore:
+		return s.removeAll(ctx, dir)
+	default:
+		return fmt.Errorf("%s: removing folders is not supported", dir)
+	}
+}
+
 // ReadFile reads a whole file or object.
 func ReadFile(ctx context.Context, name string) ([]byte, error) {
 	f, err := Open(ctx, name)

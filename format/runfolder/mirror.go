@@ -48,7 +48,17 @@ func remoteLatest(ctx context.Context, run string) (Step, bool, error) {
 // latest, then the run's other files (metrics.jsonl, manifest.json…;
 // not its lock or temporary files), then points the remote latest at the
 // local one when that is newer. It returns the steps uploaded. A local run
-// without latest publishes nothing. Neither side moves a latest back, so
+// without latest publishes nothing.
+//
+// Once the store's latest names the local latest, Publish deletes from the
+// store the step folders older than it that the local folder no longer
+// holds: hone-train's --keep-last prunes the local folder, and the store
+// keeps what it keeps, so that it does not grow by a step each call and a
+// fresh trainer's Pull copies only the kept steps. It deletes nothing
+// while the store's latest is elsewhere (an upload failed, another
+// trainer moved it on), nothing newer than the local latest, and never
+// the step latest names, so a reader that follows latest always finds its
+// step whole. Neither side moves a latest back, so
 // rolling a served run back (writing an older step's name into latest)
 // is not carried through object storage: the next Pull moves the copy's
 // latest forward to the store's again.
@@ -97,12 +107,46 @@ func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 	// Only forward: a store another trainer moved on is not rolled back;
 	// and only to a step uploaded here, not one pruned meanwhile (a newer
 	// step is latest by now, for the next call).
+	remoteAt := from
 	if last.N > from && slices.Contains(done, last.N) {
 		if err := fileset.WriteFile(ctx, fileset.Join(remoteRun, LatestName), []byte(last.Name+"\n")); err != nil {
 			return done, fmt.Errorf("publish %s: %w", localRun, err)
 		}
+		remoteAt = last.N
+	}
+	// Pruned only once the store's latest is the local one: each earlier
+	// step the store holds then is one the local folder had and dropped
+	// (or a leftover of a call that stopped before it could delete it).
+	if remoteAt == last.N {
+		if err := prunePublished(ctx, localRun, remoteRun, last.N); err != nil {
+			return done, fmt.Errorf("publish %s: %w", localRun, err)
+		}
 	}
 	return done, nil
+}
+
+// prunePublished deletes from the remote run folder the step folders
+// older than latest that the local run folder does not hold.
+func prunePublished(ctx context.Context, localRun, remoteRun string, latest int) error {
+	kept, err := Steps(localRun)
+	if err != nil {
+		return err
+	}
+	dirs, err := fileset.ListDirs(ctx, remoteRun)
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		name := baseName(d)
+		n, ok := ParseStepName(name)
+		if !ok || n >= latest || slices.ContainsFunc(kept, func(s Step) bool { return s.N == n }) {
+			continue
+		}
+		if err := fileset.RemoveAll(ctx, fileset.Join(remoteRun, name)); err != nil {
+			return fmt.Errorf("delete step %d, which %s no longer keeps: %w", n, localRun, err)
+		}
+	}
+	return nil
 }
 
 // PullOptions says what Pull copies.

@@ -22,15 +22,24 @@ import (
 // with the path of each PUT before serving it.
 func hookedS3(t *testing.T, bucket string, onPut func(path string)) (url func(key string) string) {
 	t.Helper()
+	return hookedS3Requests(t, bucket, func(method, path string) {
+		if method == http.MethodPut {
+			onPut(path)
+		}
+	})
+}
+
+// hookedS3Requests is hookedS3 calling onRequest with the method and path
+// of every request.
+func hookedS3Requests(t *testing.T, bucket string, onRequest func(method, path string)) (url func(key string) string) {
+	t.Helper()
 	be := s3mem.New()
 	if err := be.CreateBucket(bucket); err != nil {
 		t.Fatal(err)
 	}
 	h := gofakes3.New(be).Server()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut {
-			onPut(r.URL.Path)
-		}
+		onRequest(r.Method, r.URL.Path)
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
@@ -156,5 +165,114 @@ func TestPublishLatestPrunedBeforeRead(t *testing.T) {
 	check()
 	if b, _ := fileset.ReadFile(ctx, fileset.Join(store, LatestName)); strings.TrimSpace(string(b)) != StepName(3) {
 		t.Errorf("after the second publish the store's latest is %q, want %s", b, StepName(3))
+	}
+}
+
+// --keep-last prunes the local run folder; the store keeps what it keeps.
+// Before, Publish never deleted a step, so the store held every step ever
+// trained and a fresh trainer's Pull downloaded all of them. The store's
+// steps go only after the new step is whole in the store and its latest
+// names it; the step latest names, a step kept locally (the best) and a
+// step newer than the local latest stay.
+func TestPublishDeletesPrunedSteps(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train", "r")
+	files := []string{"adapter_config.json", "adapter_model.safetensors"}
+	for n := 1; n <= 3; n++ {
+		writeStepFiles(t, train, n, files...)
+	}
+	if err := WritePointer(train, LatestName, 3); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var deleted []string
+	var store string
+	url := hookedS3Requests(t, "bkt", func(method, p string) {
+		if method != http.MethodDelete {
+			return
+		}
+		mu.Lock()
+		deleted = append(deleted, p)
+		mu.Unlock()
+		// Nothing is deleted before the new step and latest are in.
+		b, err := fileset.ReadFile(ctx, fileset.Join(store, LatestName))
+		if err != nil || strings.TrimSpace(string(b)) != StepName(4) {
+			t.Errorf("DELETE %s while the store's latest is %q (%v), want %s", p, b, err, StepName(4))
+		}
+		for _, f := range files {
+			if _, err := fileset.ReadFile(ctx, fileset.Join(store, StepName(4), f)); err != nil {
+				t.Errorf("DELETE %s before step 4's %s is in the store: %v", p, f, err)
+			}
+		}
+	})
+	store = url("adapters/r")
+	if _, err := Publish(ctx, train, store); err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) != 0 {
+		t.Fatalf("the first publish deleted %q; every step is kept locally", deleted)
+	}
+	// A step beyond the local latest (another trainer's, an upload that
+	// stopped) is not this publish's to judge.
+	if err := fileset.WriteFile(ctx, fileset.Join(store, StepName(9), files[0]), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// The trainer saves step 4 and prunes (--keep-last 1, step 2 the best).
+	writeStepFiles(t, train, 4, files...)
+	if err := WritePointer(train, LatestName, 4); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 3} {
+		if err := os.RemoveAll(filepath.Join(train, StepName(n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := Publish(ctx, train, store); err != nil || !slices.Equal(got, []int{4}) {
+		t.Fatalf("publish step 4: %v, %v", got, err)
+	}
+	storeSteps := func() []int {
+		t.Helper()
+		dirs, err := fileset.ListDirs(ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns []int
+		for _, d := range dirs {
+			if n, ok := ParseStepName(baseName(d)); ok {
+				ns = append(ns, n)
+			}
+		}
+		return ns
+	}
+	if got, want := storeSteps(), []int{2, 4, 9}; !slices.Equal(got, want) {
+		t.Errorf("the store holds steps %v after the publish, want %v (deletes: %q)", got, want, deleted)
+	}
+	if want := 2 * len(files); len(deleted) != want {
+		t.Errorf("%d deletes, want %d (the files of steps 1 and 3): %q", len(deleted), want, deleted)
+	}
+	// A fresh trainer pulls only what is kept.
+	fresh := filepath.Join(dir, "fresh", "r")
+	if got, err := Pull(ctx, store, fresh, PullOptions{}); err != nil || !slices.Equal(got, []int{2, 4}) {
+		t.Errorf("a fresh pull copied steps %v (%v), want [2 4]", got, err)
+	}
+
+	// A store whose latest is not the local latest (the local one was
+	// rolled back by hand) loses nothing.
+	if err := os.RemoveAll(filepath.Join(train, StepName(2))); err != nil {
+		t.Fatal(err)
+	}
+	writeStepFiles(t, train, 1, files...)
+	if err := WritePointer(train, LatestName, 1); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	deleted = nil
+	mu.Unlock()
+	if _, err := Publish(ctx, train, store); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := storeSteps(), []int{2, 4, 9}; !slices.Equal(got, want) || len(deleted) != 0 {
+		t.Errorf("with the local latest behind the store's, the store holds %v (want %v), deletes %q", got, want, deleted)
 	}
 }

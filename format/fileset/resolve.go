@@ -1,6 +1,7 @@
 package fileset
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,7 @@ type Set struct {
 	names []string
 	spool string    // the copy of stdin, removed by Close
 	stdin io.Reader // stdin read in order (Options.Sequential)
+	held  [][]byte  // the contents of names[i], read before (Held)
 }
 
 // Files is the set of the named files or URLs taken as they are: no glob,
@@ -43,6 +45,19 @@ type Set struct {
 // manifest; a name that cannot be opened fails at Open.
 func Files(names ...string) *Set {
 	return &Set{names: append([]string(nil), names...)}
+}
+
+// Held is the set of the named inputs whose contents were read before:
+// Open serves data[i] as the i-th input, named names[i], and never reads
+// the name again. A caller that checks or hashes what it read (a run's
+// manifest records input files by sha256) then decodes those very bytes,
+// even when the file is replaced in between; opening the name again could
+// give the new file's.
+func Held(names []string, data [][]byte) *Set {
+	if len(names) != len(data) {
+		panic(fmt.Sprintf("fileset.Held: %d names for %d contents", len(names), len(data)))
+	}
+	return &Set{names: append([]string(nil), names...), held: append([][]byte(nil), data...)}
 }
 
 // Len is the number of inputs; 0 for a nil set.
@@ -82,6 +97,10 @@ func (s *Set) UnmarshalJSON(b []byte) error {
 // File; stdin is copied once, when the set was resolved.
 func (s *Set) Open(ctx context.Context, i int) (*File, error) {
 	name := s.names[i]
+	if s.held != nil {
+		b := s.held[i]
+		return &File{Name: name, Size: int64(len(b)), r: bytes.NewReader(b), c: io.NopCloser(nil)}, nil
+	}
 	if name != Stdin {
 		return Open(ctx, name)
 	}

@@ -127,6 +127,21 @@ func HashFile(ctx context.Context, path string) (FileEntry, error) {
 	return hashReader(f.Reader(), path)
 }
 
+// ReadInput reads the input file at path (a path or URL) whole, once, and
+// returns its entry and the bytes that entry was hashed from. A caller
+// that decodes those bytes (fileset.Held) records the hash of what it
+// trained on: a file replaced after it was hashed would otherwise be
+// trained as its new contents under the old contents' hash, and the new
+// contents then passed over as consumed.
+func ReadInput(ctx context.Context, path string) (FileEntry, []byte, error) {
+	b, err := fileset.ReadFile(ctx, path)
+	if err != nil {
+		return FileEntry{}, nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return FileEntry{Path: path, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b))}, b, nil
+}
+
 // hashReader is the entry of the file named path read from r.
 func hashReader(r io.Reader, path string) (FileEntry, error) {
 	h := sha256.New()

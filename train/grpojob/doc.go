@@ -56,7 +56,9 @@
 // Incremental mode (Options.WatchDir): train on exactly the *.parquet files
 // of a folder that the run's manifest does not list as consumed (by
 // sha256), holding the run's flock; with nothing new it reports so and
-// succeeds. The session (files, first and last step) is recorded in the
+// succeeds. Each file is read once, whole, and the bytes hashed are the
+// bytes trained (checkpoint.ReadInput, fileset.Held): a file replaced
+// meanwhile is never trained under the other contents' hash. The session (files, first and last step) is recorded in the
 // manifest before training, so a run killed mid-session is finished, not
 // restarted, by the next one.
 package grpojob

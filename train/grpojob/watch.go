@@ -25,13 +25,18 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	// Each file is read once: the bytes hashed are the bytes trained
+	// (held[i] is sess.Files[i]'s), so that a file replaced meanwhile is
+	// never trained as its new contents under the old contents' hash.
+	var held [][]byte
 	sess := man.Pending
 	if sess != nil {
 		for _, f := range sess.Files {
-			now, err := checkpoint.HashFile(ctx, f.Path)
+			now, b, err := checkpoint.ReadInput(ctx, f.Path)
 			if err != nil || now.SHA256 != f.SHA256 {
 				return fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s): %v", sess.StartStep, f.Path, f.SHA256, err)
 			}
+			held = append(held, b)
 		}
 		log.Info("finishing the session", "files", len(sess.Files), "begun_at_step", sess.StartStep)
 	} else {
@@ -43,14 +48,16 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 		}
 		sess = &checkpoint.Session{StartStep: prep.Done}
 		for _, n := range names {
-			fe, err := checkpoint.HashFile(ctx, n)
+			fe, b, err := checkpoint.ReadInput(ctx, n)
 			if err != nil {
 				return err
 			}
 			// A copy of a file already taken, consumed before or in this
-			// session, is the same data: it is passed over.
+			// session, is the same data: it is passed over (and its bytes
+			// not held).
 			if !man.Has(fe.SHA256) && !slices.ContainsFunc(sess.Files, func(e checkpoint.FileEntry) bool { return e.SHA256 == fe.SHA256 }) {
 				sess.Files = append(sess.Files, fe)
+				held = append(held, b)
 			}
 		}
 		if len(sess.Files) == 0 {
@@ -67,7 +74,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// manifest: fixed (and so changed), it is then read as a new file. This
 	// is the one decoding of the files; the session's length below comes
 	// from the groups it returns.
-	gs, err := loadInputs(ctx, prep.Text, o, fileset.Files(files...))
+	gs, err := loadInputs(ctx, prep.Text, o, fileset.Held(files, held))
 	if err != nil {
 		return err
 	}

@@ -16,5 +16,8 @@
 //
 // A crash at any point leaves either the previous latest step or the new
 // one; a step folder newer than latest (written, but the pointer not yet
-// moved) is stale and is replaced when that step is saved again.
+// moved) is stale and is replaced when that step is saved again. So are
+// the rows of metrics.jsonl and eval.jsonl of steps after latest
+// (RepairMetrics, RepairEval), which a resumed run drops: after a crash,
+// or after latest was moved back by hand to redo steps.
 package checkpoint

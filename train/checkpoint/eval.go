@@ -138,6 +138,51 @@ func (r *Run) LogEval(step int, split string, metrics map[string]float64) error 
 	return runfolder.WriteFile(filepath.Join(r.Dir, runfolder.EvalName), out.Bytes())
 }
 
+// RepairEval drops eval.jsonl's rows of steps after last, the step a run
+// resumes from (0 for a fresh run), and returns those steps. Such rows
+// evaluated adapters the run no longer has: its latest was moved back (by
+// hand, to redo steps) or its steps were removed. Kept, they would stand
+// for the redone steps, which hold other weights: --best-metric would
+// take them for results, prune a redone step as evaluated, and name it
+// best by another adapter's score; hone-inspect report would draw them.
+// The file is rewritten atomically, and only when a row goes; lines it
+// cannot read are kept for ReadEval to report.
+func (r *Run) RepairEval(last int) ([]int, error) {
+	path := filepath.Join(r.Dir, runfolder.EvalName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var out bytes.Buffer
+	var dropped []int
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		var row map[string]float64
+		if err := json.Unmarshal(sc.Bytes(), &row); err == nil {
+			if s, ok := row["step"]; ok && s > float64(last) {
+				dropped = append(dropped, int(s))
+				continue
+			}
+		}
+		out.Write(sc.Bytes())
+		out.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("checkpoint: %s: %w", path, err)
+	}
+	if len(dropped) == 0 {
+		return nil, nil
+	}
+	if err := runfolder.WriteFile(path, out.Bytes()); err != nil {
+		return nil, err
+	}
+	return dropped, nil
+}
+
 // LockWait takes the run's lock like Lock, but waits while another process
 // holds it (a hone-train still training), polling every poll until ctx
 // ends. waiting, when not nil, is called once if it has to wait.

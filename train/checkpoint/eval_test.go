@@ -170,3 +170,36 @@ func TestLockWait(t *testing.T) {
 		t.Errorf("LockWait after cancel: %v", werr)
 	}
 }
+
+// RepairEval drops the rows of steps after the step a run resumes from,
+// keeps the others (and a line it cannot read) as they are, and rewrites
+// the file only when a row goes.
+func TestRepairEval(t *testing.T) {
+	r := &Run{Dir: t.TempDir()}
+	path := filepath.Join(r.Dir, runfolder.EvalName)
+	if got, err := r.RepairEval(1); err != nil || got != nil {
+		t.Fatalf("no eval.jsonl: %v, %v", got, err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("RepairEval made %s (%v)", path, err)
+	}
+	in := "{\"step\":0,\"val/reward\":0.1}\n{\"step\":1,\"val/reward\":0.2}\nnot json\n{\"step\":2,\"val/reward\":0.3}\n{\"step\":3,\"val/reward\":0.4}\n"
+	if err := os.WriteFile(path, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.RepairEval(1)
+	if err != nil || len(got) != 2 || got[0] != 2 || got[1] != 3 {
+		t.Fatalf("RepairEval(1) dropped %v, %v; want [2 3]", got, err)
+	}
+	b, err := os.ReadFile(path)
+	if want := "{\"step\":0,\"val/reward\":0.1}\n{\"step\":1,\"val/reward\":0.2}\nnot json\n"; err != nil || string(b) != want {
+		t.Errorf("eval.jsonl after RepairEval(1):\n%s\nwant:\n%s", b, want)
+	}
+	if got, err := r.RepairEval(1); err != nil || got != nil {
+		t.Errorf("second RepairEval(1): %v, %v; want nothing dropped", got, err)
+	}
+	ents, err := os.ReadDir(r.Dir)
+	if err != nil || len(ents) != 1 {
+		t.Errorf("run folder holds %v (%v); want eval.jsonl alone, no temporary file", ents, err)
+	}
+}

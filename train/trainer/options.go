@@ -305,6 +305,20 @@ func (o *Options) CheckEvalMetric(train, env []string, complete bool, log *slog.
 	return nil
 }
 
+// repairEval drops the eval rows of steps after last (checkpoint.Run.RepairEval)
+// and says so: they are results the user logged.
+func repairEval(run *checkpoint.Run, last int, log *slog.Logger) error {
+	dropped, err := run.RepairEval(last)
+	if err != nil {
+		return err
+	}
+	if len(dropped) > 0 && log != nil {
+		log.Warn("dropped the eval rows of steps after the one the run continues from: they evaluated adapters that are trained again",
+			"run", run.Dir, "from", runfolder.StepName(last), "eval_steps", dropped, "file", filepath.Join(run.Dir, runfolder.EvalName))
+	}
+	return nil
+}
+
 // Setup takes the run folder's lock over base and either restores the
 // run's latest step (resume must be true when the run folder has one;
 // config, the job's options, must then equal the saved config but for
@@ -370,6 +384,9 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 		if err := run.RepairMetrics(last, prep.State.Metrics); err != nil {
 			return nil, err
 		}
+		if err := repairEval(run, last, log); err != nil {
+			return nil, err
+		}
 		if log != nil {
 			log.Info("resuming", "run", run.Dir, "from", runfolder.StepName(last))
 		}
@@ -377,6 +394,9 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 		return prep, nil
 	}
 	if err := run.RepairMetrics(0, nil); err != nil { // a fresh run starts with no rows
+		return nil, err
+	}
+	if err := repairEval(run, 0, log); err != nil { // an eval of step 0 (the base model) holds
 		return nil, err
 	}
 	if initAd != nil {

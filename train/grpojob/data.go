@@ -41,7 +41,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 	}
 	defer r.Close()
 	rows := rowCounter{files: r.Files()}
-	var unscored, infinite []string
+	var unscored, infinite, impossible []string
 	var out []group
 	for {
 		g, err := r.Next(ctx)
@@ -73,6 +73,10 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 				infinite = append(infinite, fmt.Sprintf("%s (group %s, trajectory %s: %v)", where, g.ID, t.ID, *t.Reward))
 				continue
 			}
+			if bad := badLogprob(&t); bad != "" {
+				impossible = append(impossible, fmt.Sprintf("%s (group %s, trajectory %s: %s)", where, g.ID, t.ID, bad))
+				continue
+			}
 			seqs, err := trainer.LayoutHistories(ctx, text, &t, lopt)
 			if err != nil {
 				return nil, stageerr.BadInputf("%s (group %s, trajectory %s): %w", where, g.ID, t.ID, err)
@@ -102,7 +106,50 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 		return nil, stageerr.BadInputf("%d trajectories have an infinite reward: %s; a reward must be a finite number",
 			len(infinite), listRows(infinite))
 	}
+	if len(impossible) > 0 {
+		return nil, stageerr.BadInputf("%d trajectories have a sampling logprob that no sampler gives: %s; a logprob is a finite number ≤ 0 (NaN where unknown): check what wrote the logprobs field (probabilities or logits instead of log-probabilities?)",
+			len(impossible), listRows(impossible))
+	}
 	return out, nil
+}
+
+// maxLogprob is the largest sampling logprob taken. A log-probability is
+// ≤ 0; a sampler's log-softmax in float32 can round a near-certain
+// token's to a few ulps above 0 (about 1e-7), which is harmless in the
+// importance ratio. A value further above 0 is not a log-probability (a
+// probability or a logit in the field), and its ratio would be wrong.
+const maxLogprob = 1e-3
+
+// badLogprob names the first sampling logprob of t's trainable turns
+// that no sampler gives (±Inf, or above maxLogprob), by its field
+// ("messages[3].logprobs[5] is +Inf"); "" when there is none. NaN is
+// unknown, which missingLogprobs handles. +Inf and a positive value would
+// make the PPO ratio exp(ℓ_θ − ℓ_old) too small; −Inf (a token of
+// probability 0, which cannot have been sampled) makes it infinite and
+// the loss NaN.
+func badLogprob(t *trajectory.Trajectory) string {
+	check := func(prefix string, msgs []trajectory.Message) string {
+		for i, m := range msgs {
+			if !m.Trainable {
+				continue // its logprobs are not trained on
+			}
+			for j, lp := range m.Logprobs {
+				if v := float64(lp); math.IsInf(v, 0) || v > maxLogprob {
+					return fmt.Sprintf("%smessages[%d].logprobs[%d] is %v", prefix, i, j, v)
+				}
+			}
+		}
+		return ""
+	}
+	if bad := check("", t.Messages); bad != "" {
+		return bad
+	}
+	for k, h := range t.AdditionalHistories {
+		if bad := check(fmt.Sprintf("additional_histories[%d].", k), h.Messages); bad != "" {
+			return bad
+		}
+	}
+	return ""
 }
 
 // unscoredError lists the first rows without a reward.
@@ -142,6 +189,8 @@ func (c *rowCounter) next() string {
 	return fmt.Sprintf("%s row %d", c.files[c.file].Path, c.row-1)
 }
 
+// missingLogprobs reports whether a trainable token of e has no sampling
+// logprob (NaN); a value no sampler gives was refused by badLogprob.
 func missingLogprobs(e *trainer.Example) bool {
 	for _, s := range e.Seqs {
 		for j := 1; j < len(s.IDs); j++ {

@@ -126,6 +126,63 @@ func TestInfiniteRewardRefused(t *testing.T) {
 	}
 }
 
+// TestImpossibleLogprobsRefused: a sampling logprob is ≤ 0, or NaN where
+// unknown. +Inf, −Inf and a value clearly above 0 (a probability or a
+// logit written into the field) are bad input naming the file, row and
+// field, refused before anything is written; they used to pass (only NaN
+// was looked at) and went into the importance ratio. A float rounding
+// just above 0 is taken.
+func TestImpossibleLogprobsRefused(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	a := filepath.Join(dir, "a.parquet")
+	writeGroups(t, md, a, 2, 3, varied)
+	gs, err := trajectory.ReadFile(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// set puts v at the second logprob of the trainable turn of row
+	// 3g+i and returns that turn's field name.
+	set := func(g, i int, v float32) string {
+		t.Helper()
+		msgs := gs[g].Trajectories[i].Messages
+		for k := range msgs {
+			if msgs[k].Trainable && len(msgs[k].Logprobs) > 1 {
+				msgs[k].Logprobs[1] = v
+				return fmt.Sprintf("messages[%d].logprobs[1] is", k)
+			}
+		}
+		t.Fatalf("row %d has no trainable turn with logprobs", 3*g+i)
+		return ""
+	}
+	set(0, 0, 1e-7) // row 0: rounding, taken
+	want := []string{
+		fmt.Sprintf("%s row 1 (group %s, trajectory %s: %s +Inf)", a, gs[0].ID, gs[0].Trajectories[1].ID, set(0, 1, float32(math.Inf(1)))),
+		fmt.Sprintf("%s row 3 (group %s, trajectory %s: %s 0.5)", a, gs[1].ID, gs[1].Trajectories[0].ID, set(1, 0, 0.5)),
+		fmt.Sprintf("%s row 5 (group %s, trajectory %s: %s -Inf)", a, gs[1].ID, gs[1].Trajectories[2].ID, set(1, 2, float32(math.Inf(-1)))),
+	}
+	if err := trajectory.WriteFile(context.Background(), a, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(md, filepath.Join(dir, "adapters"), "r", a)
+	var log bytes.Buffer
+	err = runWith(context.Background(), backend(t), o, textLog(&log))
+	if !errors.Is(err, stageerr.ErrBadInput) {
+		t.Fatalf("run: %v, want bad input\n%s", err, log.String())
+	}
+	for _, w := range append(want, "3 trajectories have a sampling logprob that no sampler gives") {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+	if strings.Contains(err.Error(), " row 0 ") {
+		t.Errorf("error %q names row 0, whose logprob is a rounding above 0", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "adapters")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused input left the adapters folder behind (%v)", err)
+	}
+}
+
 // TestBadLoRAOptionsAreUsage: a LoRA shape the model cannot take (a
 // misspelt --targets, --rank 0) is a usage error (exit code 2), refused
 // before the run folder is made.

@@ -58,6 +58,13 @@ func runJob(ctx context.Context, logger func() (*slog.Logger, error), jb *jobBac
 	if err != nil {
 		return err
 	}
+	// Saved with the run's config, so that a resume elsewhere is noted
+	// (trainer.Options.Device); the thread count as the backend takes it
+	// (≤ 0: GOMAXPROCS), read before open raises GOMAXPROCS by a spare.
+	o.Device, o.Compute, o.Threads = jb.device, jb.compute, jb.threads
+	if o.Threads <= 0 {
+		o.Threads = runtime.GOMAXPROCS(0)
+	}
 	be, closeBackend, err := jb.open(o.DType, log)
 	if err != nil {
 		return err

@@ -56,6 +56,46 @@ func configDiff(saved, now []byte, mayChange ...string) []string {
 // Dec 2026).
 var addedLater = []string{"inputs_sha256"}
 
+// backendKeys are the config keys of the backend configuration (Options'
+// Device, Compute and Threads): a resume may change them, and is told
+// (backendChanges), since the steps may round differently there.
+func backendKeys() []string { return []string{"device", "compute", "threads"} }
+
+// backendChange is a backend key whose value the run's saved config and
+// the command's differ in, both shown as JSON.
+type backendChange struct{ key, run, now string }
+
+// backendChanges lists the backend keys whose values differ between the
+// run's saved config and the command's. A key the saved config lacks (a
+// run saved before it, or by a library caller that left it empty) is no
+// change: nothing is known of it. The thread count is compared only when
+// both sides run on the CPU, the one backend that uses it.
+func backendChanges(saved, now []byte) []backendChange {
+	var x, y map[string]any
+	if json.Unmarshal(saved, &x) != nil || json.Unmarshal(now, &y) != nil {
+		return nil // configDiff reports configs that are not JSON objects
+	}
+	device := func(m map[string]any) any {
+		if d, ok := m["device"]; ok {
+			return d
+		}
+		return "cpu" // the flag's default
+	}
+	var out []backendChange
+	for _, k := range backendKeys() {
+		a, ain := x[k]
+		b, bin := y[k]
+		if !ain || !bin || reflect.DeepEqual(a, b) {
+			continue
+		}
+		if k == "threads" && (device(x) != "cpu" || device(y) != "cpu") {
+			continue
+		}
+		out = append(out, backendChange{key: k, run: showValue(a), now: showValue(b)})
+	}
+	return out
+}
+
 // diffValues appends a line for each leaf where a (the run's) and b (the
 // command's) differ; objects are compared key by key.
 func diffValues(key string, a, b any, out *[]string) {

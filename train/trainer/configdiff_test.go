@@ -122,3 +122,35 @@ func TestConfigDiffAddedLater(t *testing.T) {
 		t.Errorf("changed contents: %q", d)
 	}
 }
+
+// TestBackendChanges: a resume that gives another --device, --compute or
+// (on the CPU) --threads than the run's saved config is told which; one
+// whose saved config lacks the key (saved before it existed) is told
+// nothing, and configDiff refuses none of them.
+func TestBackendChanges(t *testing.T) {
+	cpu1 := `{"model": "m", "device": "cpu", "compute": "f32", "threads": 1}`
+	for _, c := range []struct {
+		saved, now string
+		want       []backendChange
+	}{
+		{cpu1, cpu1, nil},
+		{`{"model": "m"}`, cpu1, nil},
+		{cpu1, `{"model": "m"}`, nil},
+		{cpu1, `{"model": "m", "device": "cuda", "compute": "bf16", "threads": 1}`,
+			[]backendChange{{"device", `"cpu"`, `"cuda"`}, {"compute", `"f32"`, `"bf16"`}}},
+		{cpu1, `{"model": "m", "device": "cpu", "compute": "f32", "threads": 4}`,
+			[]backendChange{{"threads", "1", "4"}}},
+		// A saved config from before "device" ran on the CPU.
+		{`{"model": "m", "threads": 1}`, `{"model": "m", "threads": 2}`, []backendChange{{"threads", "1", "2"}}},
+		// The CUDA backend takes no thread count.
+		{`{"model": "m", "device": "cuda", "threads": 1}`, `{"model": "m", "device": "cuda", "threads": 8}`, nil},
+	} {
+		got := backendChanges([]byte(c.saved), []byte(c.now))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("backendChanges(%s, %s) = %q, want %q", c.saved, c.now, got, c.want)
+		}
+		if d := configDiff([]byte(c.saved), []byte(c.now), backendKeys()...); len(d) != 0 {
+			t.Errorf("configDiff(%s, %s) refuses %q", c.saved, c.now, d)
+		}
+	}
+}

@@ -31,5 +31,9 @@
 // Determinism: a step depends only on the restored state and its step
 // number, and every reduction runs in a fixed order, so a run resumed from
 // any checkpoint ends bit-identical to an uninterrupted one on the same
-// backend configuration.
+// backend configuration. The command's --device, --compute and --threads
+// are saved with the run's config (Options.Device); a resume with others
+// is logged as a warning, not refused (a run may move to another machine):
+// the CPU backend's OpenBLAS, for one, sums in another order with another
+// thread count.
 package trainer

@@ -78,6 +78,19 @@ type Options struct {
 	// existed have no "dtype" and mean float32.
 	DType string `json:"dtype"`
 
+	// Device, Compute and Threads are the command's --device, --compute and
+	// --threads, from which it built Backend (set by the caller, not by
+	// AddFlags). They are saved with each step because a resumed run ends
+	// bit-identical to an uninterrupted one only on the same backend
+	// configuration (OpenBLAS, for one, sums in another order with another
+	// thread count); a resume that gives others is noted in the log
+	// (backendChanges), not refused, since moving a run to another machine
+	// is legitimate. Left empty (a library caller, a run saved before these
+	// keys) they are not saved, and nothing is compared.
+	Device  string `json:"device,omitempty"`
+	Compute string `json:"compute,omitempty"`
+	Threads int    `json:"threads,omitempty"`
+
 	// Set by the caller (cmd builds the backend), not by flags, and not
 	// part of the saved config.
 	Backend kernels.Backend `json:"-"` // where the model is loaded and trained
@@ -368,7 +381,13 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 		if err != nil {
 			return nil, err
 		}
-		if diff := configDiff(saved, now, o.MayChange...); len(diff) > 0 {
+		for _, c := range backendChanges(saved, now) {
+			if log != nil {
+				log.Warn("resuming with another backend configuration than the run's: the steps from here may round differently from an uninterrupted run",
+					"option", c.key, "run_has", c.run, "command_gives", c.now, "run", run.Dir)
+			}
+		}
+		if diff := configDiff(saved, now, append(slices.Clone(o.MayChange), backendKeys()...)...); len(diff) > 0 {
 			may := "--steps and --epochs"
 			if slices.Contains(o.MayChange, "inputs") {
 				may = "the input files, --steps and --epochs"

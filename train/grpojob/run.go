@@ -44,6 +44,7 @@ type Options struct {
 // AddFlags registers the GRPO flags and the shared ones.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Options.AddFlags(fs, 5e-6)
+	fs.Lookup("schedule-steps").Usage = trainer.ScheduleStepsUsage("--watch-dir, --resume with new files or more --steps")
 	fs.StringVar(&o.WatchDir, "watch-dir", "", "incremental mode: train on the *.parquet files of DIR not yet consumed by this run (implies --resume)")
 	fs.IntVar(&o.GroupsPerStep, "groups-per-step", 0, "groups per optimizer step (0: all groups of the inputs)")
 	fs.StringVar(&o.ScaleRewards, "scale-rewards", "group", "divide advantages by the group's std (group), the batch's (batch) or not at all (none; Dr. GRPO)")

@@ -101,6 +101,14 @@ type Options struct {
 	MayChange []string `json:"-"`
 }
 
+// ScheduleStepsUsage is the help of --schedule-steps, grows naming how a
+// run of the job grows over several calls: each job names its own ways
+// (sft has no --watch-dir and refuses new files on --resume), and grpo
+// replaces the shared help with its own.
+func ScheduleStepsUsage(grows string) string {
+	return "planned optimizer updates of the whole run, the cosine schedule's horizon (0: the step this invocation reaches; set it when a run grows over several calls: " + grows + ")"
+}
+
 // AddFlags registers the shared flags with their defaults; lr is the job's
 // default learning rate.
 func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
@@ -119,7 +127,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.StringVar(&o.Schedule, "lr-schedule", "constant", "constant, warmup (linear warm-up then constant) or cosine (warm-up then cosine decay to --min-lr)")
 	fs.IntVar(&o.Warmup, "warmup-steps", 0, "optimizer updates of linear warm-up")
 	fs.Float64Var(&o.MinLR, "min-lr", 0, "final learning rate of the cosine schedule")
-	fs.IntVar(&o.ScheduleSteps, "schedule-steps", 0, "planned optimizer updates of the whole run, the cosine schedule's horizon (0: the step this invocation reaches; set it when a run grows over several calls: grpo --watch-dir, --resume with more steps or new files)")
+	fs.IntVar(&o.ScheduleSteps, "schedule-steps", 0, ScheduleStepsUsage("--resume with more --steps"))
 	fs.Float64Var(&o.Beta1, "adam-beta1", 0.9, "AdamW β1")
 	fs.Float64Var(&o.Beta2, "adam-beta2", 0.99, "AdamW β2 (ART: 0.99)")
 	fs.Float64Var(&o.AdamEps, "adam-eps", 1e-8, "AdamW ε")

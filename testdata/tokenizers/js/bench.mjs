@@ -2,7 +2,7 @@
 // JSON, the time and token count per tokenizer; internal/bench/tokbench runs
 // it on the same corpus as Hone's tokenizer.
 //
-// Usage: node testdata/tokenizers/js/bench.mjs CORPUS.json [qwen3|llama3 ...]
+// Usage: node testdata/tokenizers/js/bench.mjs CORPUS.json [qwen3|llama3|gemma3 ...]
 // CORPUS.json is a JSON array of document strings; each is encoded on its own
 // without the post-processor's special tokens.
 import { readFileSync } from "node:fs";
@@ -10,7 +10,7 @@ import { loadTokenizer, models } from "./golden.mjs";
 
 const [file, ...names] = process.argv.slice(2);
 if (!file) {
-  console.error("usage: node bench.mjs CORPUS.json [qwen3|llama3 ...]");
+  console.error("usage: node bench.mjs CORPUS.json [qwen3|llama3|gemma3 ...]");
   process.exit(2);
 }
 const docs = JSON.parse(readFileSync(file, "utf8"));

@@ -42,6 +42,31 @@ func (s *Server) parsePrompt(raw json.RawMessage) ([]int32, error) {
 	return nil, badRequest("prompt", "prompt: want a string, an array of token ids, or a one-element array of either")
 }
 
+// echoText is the text echo gives back, the prompt as sent, as vLLM
+// echoes it: a string prompt is that string (not its tokens decoded, which
+// would begin with the BOS token a tokenizer adds, Llama's or Gemma's),
+// token ids their text.
+func (s *Server) echoText(raw json.RawMessage, prompt []int32) string {
+	if text, ok := promptString(raw); ok {
+		return text
+	}
+	return s.tok.Decode(toInts(prompt), false)
+}
+
+// promptString is a completions prompt given as a string, or as a
+// one-element array of one: the text, true; otherwise "", false.
+func promptString(raw json.RawMessage) (string, bool) {
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return str, true
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil && len(list) == 1 {
+		return promptString(list[0])
+	}
+	return "", false
+}
+
 // completionsRun serves POST /v1/completions for req (jsonHandler decoded it).
 func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *completionRequest) error {
 	held, modelName, err := s.holdModel(req.Model)
@@ -112,7 +137,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	}
 	resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName}
 	u := s.usage(h, len(prompt))
-	promptText := s.tok.Decode(toInts(prompt), false)
+	promptText := s.echoText(req.Prompt, prompt)
 	for i := range outs {
 		o := &outs[i]
 		u.CompletionTokens += len(o.ids)

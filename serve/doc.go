@@ -6,8 +6,10 @@
 // own chat template, tools and tool_choice, n, logprobs/top_logprobs,
 // vLLM's return_token_ids → prompt_token_ids and choices[].token_ids,
 // streaming with stream_options.include_usage), POST /v1/completions
-// (prompt text or token ids; echo with logprobs returns the prompt's token
-// logprobs, the way to score a given text), GET /v1/models (the base model,
+// (prompt text or token ids; echo gives a text prompt back as sent, without
+// the BOS token the tokenizer may add, as vLLM does; echo with logprobs
+// returns the prompt's token logprobs, the way to score a given text, its
+// tokens BOS included), GET /v1/models (the base model,
 // every <run> and <run>@<step> loaded), GET /health and GET /metrics
 // (Prometheus text format, written by hand).
 //

@@ -40,11 +40,19 @@ const Gemma3Template = "{{- bos_token }}{%- for message in messages %}" +
 // GemmaEndOfTurn] as Gemma 3's is [1, 106]. It returns the folder.
 func Gemma3Text(t testing.TB) string {
 	t.Helper()
+	return Gemma3TextVocab(t, len(gemmaSpecials)+256)
+}
+
+// Gemma3TextVocab is Gemma3Text with vocab rows in the embedding instead of
+// the byte tokenizer's 261: with 262144, Gemma 3 1B's, the folder takes the
+// real Gemma 3 tokenizer files a caller copies over its own.
+func Gemma3TextVocab(t testing.TB, vocab int) string {
+	t.Helper()
 	dir := t.TempDir()
 	eos := []int{GemmaEOS, GemmaEndOfTurn}
 	cfg := map[string]any{
 		"architectures": []string{"Gemma3ForCausalLM"}, "model_type": "gemma3_text",
-		"vocab_size": len(gemmaSpecials) + 256, "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 2,
+		"vocab_size": vocab, "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 2,
 		"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "hidden_activation": "gelu_pytorch_tanh",
 		"rms_norm_eps": 1e-6, "rope_theta": 1e6, "rope_local_base_freq": 10000.0, "rope_scaling": nil,
 		"query_pre_attn_scalar": 4, "sliding_window": 2, "sliding_window_pattern": 2, "max_position_embeddings": 32768,

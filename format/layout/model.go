@@ -24,12 +24,23 @@ type Model struct {
 	// (modelfolder.StopTokens), the ids serve stops generating on; Layout
 	// passes them to Build.
 	StopTokens []int
+	// Vocab is the model's vocabulary size (config.json's vocab_size), or
+	// 0 when the folder was opened without its config. Layout refuses a
+	// token id at or past it: a tokenizer may know tokens the model has no
+	// embedding for (Gemma 3 1B's <image_soft_token>, 262144, past its
+	// 262144), and such a token written in a message must be an error
+	// naming it, not a failed step.
+	Vocab int
 }
 
 // FromFolder is the text side of an opened model folder (opened with at
 // least modelfolder.Tokenizer and modelfolder.Template for Layout).
 func FromFolder(f *modelfolder.Folder) *Model {
-	return &Model{Template: f.Template, Tokenizer: f.Tokenizer, StopTokens: f.StopTokens}
+	m := &Model{Template: f.Template, Tokenizer: f.Tokenizer, StopTokens: f.StopTokens}
+	if f.Config != nil {
+		m.Vocab = f.Config.VocabSize
+	}
+	return m
 }
 
 // LoadModel opens the text side of the model folder dir: its chat template,
@@ -53,7 +64,26 @@ func (m *Model) Layout(ctx context.Context, msgs []trajectory.Message, tools []t
 	if len(opt.StopTokens) == 0 {
 		opt.StopTokens = m.StopTokens
 	}
-	return FromTrajectory(ctx, m.Template, m.Tokenizer, msgs, tools, opt)
+	l, err := FromTrajectory(ctx, m.Template, m.Tokenizer, msgs, tools, opt)
+	if err != nil || m.Vocab <= 0 {
+		return l, err
+	}
+	for _, s := range l.Sequences {
+		for i, id := range s.IDs {
+			if int(id) < m.Vocab {
+				continue
+			}
+			tok, _ := m.Tokenizer.Token(int(id))
+			where := "a prompt" // the messages before a turn, as rendered
+			for _, t := range s.Turns {
+				if i >= t.Start && i < t.End {
+					where = fmt.Sprintf("message %d", t.Message)
+				}
+			}
+			return nil, fmt.Errorf("layout: %s holds the token %q (id %d), which the model's vocabulary of %d lacks", where, tok, id, m.Vocab)
+		}
+	}
+	return l, nil
 }
 
 // WriteSequence writes one line per token of s, tab-separated: position,

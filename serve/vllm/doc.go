@@ -27,6 +27,17 @@
 //     POST /v1/unload_lora_adapter {"lora_name":"<run>@<step>"}.
 //     latest is what the operator says is current: rolled back to a step
 //     still loaded, "<run>" switches to it without a call. A step folder
+//     written again since vLLM read it (its modification time changed: a
+//     run redone from an earlier step writes step-N anew) is loaded again:
+//     "<run>@<step>" is unloaded, then loaded from the new folder, and
+//     "<run>" switches to it only after that succeeds; meanwhile "<run>"
+//     stays on the previous step (if the replaced step was current, on the
+//     most recently current other version whose folder is unchanged) and
+//     "<run>@<step>" is no loaded version. An unload that fails leaves all
+//     as it was, to be tried again at the next Sync. Only the current step
+//     is checked, as in the embedded server: a replaced folder of a step
+//     that is merely kept loaded is noticed when it becomes current. A step
+//     folder
 //     that is not a whole adapter, whose weights hold a NaN or infinite
 //     value, or that resolves through a link to outside the adapters folder
 //     is never pushed to vLLM. A failed load is logged, the previous version
@@ -40,7 +51,10 @@
 //     "cannot be found" answer to an unload counts as unloaded, so a
 //     restarted vLLM does not leave the front retrying the unload forever,
 //     and vLLM's 404 "does not exist" for a version the front loaded makes
-//     the next Sync load the current step again.
+//     the next Sync load the current step again. A re-adopted version is
+//     taken to be the folder as it is then: a step written again while no
+//     front ran is not noticed. A run folder that is deleted stays loaded
+//     and served as it was, as in the embedded server (serve/adapters).
 //   - Serve: the front on a listener with Watch running; on cancel, new
 //     requests get 503 while those in flight, streams included, finish.
 //
@@ -49,7 +63,12 @@
 // --enable-lora, --max-lora-rank at least the adapters' rank and
 // --max-loras / --max-cpu-loras at least KeepAdapters × runs. Versioned names
 // are used instead of load_inplace so that requests in flight keep the
-// weights they started with. The adapter folder must be readable by the
+// weights they started with; a replaced step folder is reloaded by unload
+// and load, not load_inplace: load_inplace swaps the weights under the
+// requests in flight on the name, where vLLM's OpenAI server unloads only
+// the name and gives the new load a new adapter id, so those requests keep
+// the version they started with; and vLLM releases without load_inplace
+// answer it "has already been loaded", which the front takes for success. The adapter folder must be readable by the
 // vLLM process at the same absolute path (shared disk). An adapters folder
 // in object storage reaches the front as a local one: hone-serve pulls it
 // into a cache folder (format/runfolder.Pull, each step whole before the

@@ -69,6 +69,9 @@ type runState struct {
 	loaded  []int             // steps loaded in vLLM, least recently current first
 	failed  map[int]time.Time // step → folder stamp when its load failed
 	path    map[int]string    // step → folder given to vLLM
+	// stamp is each loaded step's folder stamp when vLLM read it: a step
+	// folder written again since (a redone run) is loaded again.
+	stamp map[int]time.Time
 }
 
 // NewFront checks o and returns the front.

@@ -46,12 +46,30 @@ type fakeVLLM struct {
 	seen          []string // "METHOD request-target" of every request received
 	// release, when set, holds the second stream chunk until closed.
 	release chan struct{}
+	// failUnload maps a lora_name to the status its unload is answered with.
+	failUnload map[string]int
+	// read holds, per loaded name, the adapter_config.json it was loaded
+	// from: what vLLM serves under the name, whatever the folder holds now.
+	read map[string]string
+	// probe, when set, is called as each LoRA call arrives (before it is
+	// answered); its results are kept in probed, one per call.
+	probe  func() string
+	probed []string
 }
 
 func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	var m map[string]any
 	json.Unmarshal(body, &m)
+	v.mu.Lock()
+	probe := v.probe
+	v.mu.Unlock()
+	if probe != nil && strings.HasSuffix(r.URL.Path, "_lora_adapter") {
+		got := probe()
+		v.mu.Lock()
+		v.probed = append(v.probed, got)
+		v.mu.Unlock()
+	}
 	v.mu.Lock()
 	v.auth = append(v.auth, r.Header.Get("Authorization"))
 	v.seen = append(v.seen, r.Method+" "+r.RequestURI)
@@ -79,8 +97,18 @@ func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			v.loaded = append(v.loaded, name)
+			cfg, _ := os.ReadFile(filepath.Join(fmt.Sprint(m["lora_path"]), "adapter_config.json"))
+			if v.read == nil {
+				v.read = map[string]string{}
+			}
+			v.read[name] = string(cfg)
 			v.mu.Unlock()
 			fmt.Fprintf(w, "Success: LoRA adapter '%s' added successfully.", name)
+			return
+		}
+		if st := v.failUnload[name]; st != 0 {
+			v.mu.Unlock()
+			http.Error(w, `{"error":{"message":"cannot unload","type":"InternalServerError","code":`+fmt.Sprint(st)+`}}`, st)
 			return
 		}
 		if !slices.Contains(v.loaded, name) {
@@ -90,6 +118,7 @@ func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		v.loaded = slices.DeleteFunc(v.loaded, func(s string) bool { return s == name })
+		delete(v.read, name)
 		v.mu.Unlock()
 		fmt.Fprintf(w, "Success: LoRA adapter '%s' removed successfully.", name)
 		return
@@ -134,6 +163,22 @@ func (v *fakeVLLM) takeCalls() []call {
 	c := v.calls
 	v.calls = nil
 	return c
+}
+
+// takeProbed returns what probe returned at each LoRA call since the last take.
+func (v *fakeVLLM) takeProbed() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p := v.probed
+	v.probed = nil
+	return p
+}
+
+// readFrom returns the adapter_config.json vLLM holds name with ("" if none).
+func (v *fakeVLLM) readFrom(name string) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.read[name]
 }
 
 // writeStep writes a PEFT adapter folder DIR/run/step-N and points latest at it.

@@ -83,7 +83,7 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 	rs := f.runs[run]
 	if rs == nil {
 		// Only Sync (under syncMu) changes a runState; readers take mu.
-		rs = &runState{current: -1, failed: map[int]time.Time{}, path: map[int]string{}}
+		rs = &runState{current: -1, failed: map[int]time.Time{}, path: map[int]string{}, stamp: map[int]time.Time{}}
 		f.runs[run] = rs
 	}
 	f.mu.Unlock()
@@ -92,27 +92,25 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 		return fmt.Errorf("vllm: run %s: %w", run, err)
 	}
 	var loadErr error
-	unanswered := false // vLLM gave no answer to the load (not up yet, restarting)
-	if rs.current != step {
-		stamp := folderStamp(dir)
+	// retry: the failure is no refusal of the folder (vLLM gave no answer,
+	// as while it is still starting, or the replaced version's unload
+	// failed), so it is tried again at the next Sync.
+	retry := false
+	stamp := folderStamp(dir)
+	// A loaded step whose folder was written again since vLLM read it (a
+	// redone run: latest moved back and the step trained again) is held by
+	// vLLM with the old weights under the same name.
+	replaced := slices.Contains(rs.loaded, step) && !rs.stamp[step].Equal(stamp)
+	if rs.current != step || replaced {
 		if at, ok := rs.failed[step]; ok && at.Equal(stamp) {
 			return nil // failed before and unchanged since
 		}
-		if slices.Contains(rs.loaded, step) {
+		if slices.Contains(rs.loaded, step) && !replaced {
 			f.switchTo(run, rs, step)
 		} else if err := checkFolder(found.Real); err != nil {
 			loadErr = err
-		} else if err := f.load(ctx, runfolder.ServedName(run, step), dir); err != nil {
-			loadErr = err
-			var ce *callError
-			unanswered = !errors.As(err, &ce)
 		} else {
-			f.mu.Lock()
-			rs.loaded = append(rs.loaded, step)
-			rs.path[step] = dir
-			rs.current = step
-			f.mu.Unlock()
-			f.o.Log.Info("vllm: adapter loaded", "name", runfolder.ServedName(run, step), "path", dir)
+			retry, loadErr = f.loadStep(ctx, run, rs, step, dir, stamp, replaced)
 		}
 		// An outage is no refusal of the folder: the load is tried again at
 		// the next Sync (reported once while it lasts), not held back until
@@ -122,7 +120,7 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 			loadErr = fmt.Errorf("vllm: loading %s from %s (still serving %s): %w", runfolder.ServedName(run, step), dir, f.servingName(run, rs), loadErr)
 		}
 		switch {
-		case unanswered:
+		case retry:
 			loadErr = f.reportOnce(outageKey, loadErr)
 		case loadErr != nil:
 			f.reportOnce(outageKey, nil)
@@ -134,6 +132,72 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 		}
 	}
 	return errors.Join(loadErr, f.unloadOld(ctx, run, rs))
+}
+
+// loadStep loads dir (whose folder stamp is st) as "<run>@<step>" and
+// points "<run>" at it. A step vLLM holds from a folder since replaced is
+// unloaded first (dropReplaced): vLLM refuses a second load under a loaded
+// name, and load_inplace would swap the weights under the requests in
+// flight on that name, where an unload leaves them the version they were
+// given. retry reports a failure that is no refusal of the folder.
+func (f *Front) loadStep(ctx context.Context, run string, rs *runState, step int, dir string, st time.Time, replaced bool) (retry bool, err error) {
+	name := runfolder.ServedName(run, step)
+	if replaced {
+		if err := f.dropReplaced(ctx, run, rs, step); err != nil {
+			return true, err
+		}
+	}
+	if err := f.load(ctx, name, dir); err != nil {
+		var ce *callError
+		return !errors.As(err, &ce), err
+	}
+	f.mu.Lock()
+	rs.loaded = append(rs.loaded, step)
+	rs.path[step] = dir
+	rs.stamp[step] = st
+	rs.current = step
+	f.mu.Unlock()
+	f.o.Log.Info("vllm: adapter loaded", "name", name, "path", dir)
+	return false, nil
+}
+
+// dropReplaced unloads the version of step that vLLM read from a folder
+// written again since, so that the step can be loaded from the new one.
+// Until that load, "<run>" maps to the most recently current other version
+// whose folder is unchanged, as while a new step loads (none left: "<run>"
+// goes to vLLM as it is and gets its 404), and "<run>@<step>" is no
+// loaded version: neither may reach vLLM between the unload and the load.
+// A failed unload puts everything back as it was, to be tried again.
+func (f *Front) dropReplaced(ctx context.Context, run string, rs *runState, step int) error {
+	name := runfolder.ServedName(run, step)
+	// Only Sync (under syncMu) changes rs, so it is read here without mu.
+	prevCurrent, prevLoaded := rs.current, slices.Clone(rs.loaded)
+	next := rs.current
+	if next == step {
+		next = -1
+		for _, s := range slices.Backward(rs.loaded) {
+			if s != step && folderStamp(rs.path[s]).Equal(rs.stamp[s]) {
+				next = s
+				break
+			}
+		}
+	}
+	f.mu.Lock()
+	rs.current = next
+	rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == step })
+	f.mu.Unlock()
+	f.o.Log.Info("vllm: step folder replaced since its load; loading it again", "name", name, "serving", f.servingName(run, rs))
+	if err := f.unload(ctx, name); err != nil {
+		f.mu.Lock()
+		rs.current, rs.loaded = prevCurrent, prevLoaded
+		f.mu.Unlock()
+		return fmt.Errorf("unloading the version read before its folder was replaced: %w", err)
+	}
+	f.mu.Lock()
+	delete(rs.path, step)
+	delete(rs.stamp, step)
+	f.mu.Unlock()
+	return nil
 }
 
 // forgetGone drops the versions vLLM said it does not hold (noteGone), so
@@ -149,6 +213,7 @@ func (f *Front) forgetGone() {
 		}
 		rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == v.Step })
 		delete(rs.path, v.Step)
+		delete(rs.stamp, v.Step)
 		if rs.current == v.Step {
 			rs.current = -1
 		}
@@ -199,6 +264,7 @@ func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
 		f.mu.Lock()
 		rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == s })
 		delete(rs.path, s)
+		delete(rs.stamp, s)
 		f.mu.Unlock()
 		f.o.Log.Info("vllm: adapter unloaded", "name", runfolder.ServedName(run, s))
 	}

@@ -337,3 +337,250 @@ func TestSyncHungLoadTimesOut(t *testing.T) {
 		t.Errorf(`Model("r") = r@1 though its load was never answered`)
 	}
 }
+
+// redoStep writes DIR/run/step-N again as hone-train does when a run is
+// redone (latest moved back, training again): a new folder with config
+// revision tag (and weights, "" for a whole file) renamed over the old one,
+// its files modified at at (ahead of the first write, whatever the file
+// system's time granularity), and latest pointed at it.
+func redoStep(t *testing.T, dir, run string, step int, tag, weights string, at time.Time) string {
+	t.Helper()
+	name := fmt.Sprintf("step-%06d", step)
+	p := filepath.Join(dir, run, name)
+	tmp, err := os.MkdirTemp(filepath.Join(dir, run), "."+name+".tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if weights == "" {
+		weights = "\x08\x00\x00\x00\x00\x00\x00\x00{}      "
+	}
+	files := map[string]string{
+		"adapter_config.json":       `{"r":8,"lora_alpha":16,"target_modules":["q_proj"],"peft_type":"LORA","revision":"` + tag + `"}`,
+		"adapter_model.safetensors": weights,
+	}
+	for f, b := range files {
+		if err := os.WriteFile(filepath.Join(tmp, f), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(tmp, f), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(tmp, at, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	setLatest(t, dir, run, step)
+	return p
+}
+
+func setLatest(t *testing.T, dir, run string, step int) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, run, "latest"), []byte(fmt.Sprintf("step-%06d\n", step)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// probeModels makes the fake note, at each LoRA call, what "<run>" maps to
+// and whether "<run>@<step>" resolves, as a request arriving then would see.
+func probeModels(fake *fakeVLLM, f *Front, run string, step int) {
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	fake.probe = func() string {
+		to, _ := f.Model(run)
+		_, ok := f.Model(runfolder.ServedName(run, step))
+		return fmt.Sprintf("%s→%s %s:%v", run, to, runfolder.ServedName(run, step), ok)
+	}
+}
+
+func wantModel(t *testing.T, f *Front, name, want string) {
+	t.Helper()
+	if got, ok := f.Model(name); !ok || got != want {
+		t.Fatalf("Model(%q) = %q, %v; want %q", name, got, ok, want)
+	}
+}
+
+// TestSyncReloadsRedoneStep: a run redone from an earlier step writes a
+// step folder vLLM still holds under "<run>@<step>" again, with new
+// weights. The front unloads that version and loads the new folder under
+// the same name (vLLM refuses a second load of a loaded name), while
+// "<run>" stays on the previous step until the load succeeded, and
+// "<run>@<step>" resolves to nothing in between; then "<run>" maps to the
+// new weights, and an unchanged folder is not loaded again.
+func TestSyncReloadsRedoneStep(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
+	ctx := context.Background()
+	var p [4]string
+	for n := 1; n <= 3; n++ {
+		p[n] = writeStep(t, dir, "r", n)
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.takeCalls()
+	// The operator moves latest back to step 2 and trains again.
+	setLatest(t, dir, "r", 2)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls()) // step 2 is loaded and unchanged
+	wantModel(t, f, "r", "r@2")
+	probeModels(fake, f, "r", 3)
+	if got := redoStep(t, dir, "r", 3, "redo", "", time.Now().Add(time.Hour)); got != p[3] {
+		t.Fatalf("redone step at %s, want %s", got, p[3])
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), unload("r@3"), load("r@3", p[3]))
+	if got, want := fake.takeProbed(), []string{"r→r@2 r@3:false", "r→r@2 r@3:false"}; !slices.Equal(got, want) {
+		t.Fatalf("while r@3 was reloaded, requests saw %q; want %q", got, want)
+	}
+	wantModel(t, f, "r", "r@3")
+	wantModel(t, f, "r@3", "r@3")
+	if got := fake.readFrom("r@3"); !strings.Contains(got, `"revision":"redo"`) {
+		t.Fatalf("vLLM holds r@3 from %s; want the redone folder", got)
+	}
+	if got := f.Loaded(); !slices.Equal(got, []string{"r@2", "r@3"}) {
+		t.Fatalf("Loaded = %v, want r@2 r@3", got)
+	}
+	for range 2 {
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantCalls(t, fake.takeCalls()) // the new folder is loaded: nothing to do
+}
+
+// TestSyncReloadsReplacedCurrentStep: the step "<run>" maps to is written
+// again between two Syncs (the whole redo happened in between). While it
+// is reloaded, "<run>" maps to the most recently current other version
+// whose folder is unchanged; with none, "<run>" goes to vLLM as it is.
+func TestSyncReloadsReplacedCurrentStep(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
+	ctx := context.Background()
+	var p [3]string
+	for n := 1; n <= 2; n++ {
+		p[n] = writeStep(t, dir, "r", n)
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.takeCalls()
+	probeModels(fake, f, "r", 2)
+	at := time.Now().Add(time.Hour)
+	redoStep(t, dir, "r", 2, "redo1", "", at)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), unload("r@2"), load("r@2", p[2]))
+	if got, want := fake.takeProbed(), []string{"r→r@1 r@2:false", "r→r@1 r@2:false"}; !slices.Equal(got, want) {
+		t.Fatalf("while r@2 was reloaded, requests saw %q; want %q", got, want)
+	}
+	wantModel(t, f, "r", "r@2")
+	if got := fake.readFrom("r@2"); !strings.Contains(got, `"revision":"redo1"`) {
+		t.Fatalf("vLLM holds r@2 from %s; want the redone folder", got)
+	}
+	// Both steps written again: step 1 is no version to fall back on.
+	redoStep(t, dir, "r", 1, "redo2", "", at.Add(time.Hour))
+	redoStep(t, dir, "r", 2, "redo2", "", at.Add(time.Hour))
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), unload("r@2"), load("r@2", p[2]))
+	if got, want := fake.takeProbed(), []string{"r→r r@2:false", "r→r r@2:false"}; !slices.Equal(got, want) {
+		t.Fatalf("while r@2 was reloaded, requests saw %q; want %q", got, want)
+	}
+	wantModel(t, f, "r", "r@2")
+	if got := fake.readFrom("r@2"); !strings.Contains(got, `"revision":"redo2"`) {
+		t.Fatalf("vLLM holds r@2 from %s; want the redone folder", got)
+	}
+}
+
+// TestSyncRedoneStepFailures: reloading a redone step keeps the rules of a
+// load. An unload vLLM fails leaves everything as it was and is tried
+// again at the next Sync, reported once; a load vLLM refuses leaves
+// "<run>" on the previous step and is not tried again until the folder
+// changes; a redone folder refused before vLLM sees it leaves the version
+// vLLM holds serving, as the embedded server keeps the loaded step.
+func TestSyncRedoneStepFailures(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
+	ctx := context.Background()
+	var p [4]string
+	for n := 1; n <= 3; n++ {
+		p[n] = writeStep(t, dir, "r", n)
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLatest(t, dir, "r", 2)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fake.takeCalls()
+	at := time.Now().Add(time.Hour)
+
+	fake.mu.Lock()
+	fake.failUnload = map[string]int{"r@3": 500}
+	fake.mu.Unlock()
+	redoStep(t, dir, "r", 3, "redo1", "", at)
+	err := f.Sync(ctx)
+	if err == nil || !strings.Contains(err.Error(), "r@3") || !strings.Contains(err.Error(), "500") || !strings.Contains(err.Error(), "still serving r@2") {
+		t.Fatalf("Sync with the unload failing: %v; want the failed unload of r@3", err)
+	}
+	wantCalls(t, fake.takeCalls(), unload("r@3"))
+	wantModel(t, f, "r", "r@2")
+	if got := f.Loaded(); !slices.Equal(got, []string{"r@2", "r@3"}) {
+		t.Fatalf("Loaded = %v after a failed unload, want r@2 r@3 as before", got)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatalf("second Sync with the unload still failing: %v; want it reported once", err)
+	}
+	wantCalls(t, fake.takeCalls(), unload("r@3")) // tried again
+
+	fake.mu.Lock()
+	fake.failUnload = nil
+	fake.failOn["r@3"] = 500
+	fake.mu.Unlock()
+	err = f.Sync(ctx)
+	if err == nil || !strings.Contains(err.Error(), "still serving r@2") || !strings.Contains(err.Error(), "500") {
+		t.Fatalf("Sync with the load refused: %v; want the refusal, naming r@2 as still serving", err)
+	}
+	wantCalls(t, fake.takeCalls(), unload("r@3"), load("r@3", p[3]))
+	wantModel(t, f, "r", "r@2")
+	if _, ok := f.Model("r@3"); ok {
+		t.Fatal("r@3 resolves though vLLM refused its new folder")
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatalf("Sync of the unchanged refused folder: %v", err)
+	}
+	wantCalls(t, fake.takeCalls())
+
+	fake.mu.Lock()
+	delete(fake.failOn, "r@3")
+	fake.mu.Unlock()
+	redoStep(t, dir, "r", 3, "redo2", "", at.Add(time.Hour))
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@3", p[3]))
+	wantModel(t, f, "r", "r@3")
+	if got := fake.readFrom("r@3"); !strings.Contains(got, `"revision":"redo2"`) {
+		t.Fatalf("vLLM holds r@3 from %s; want the folder written last", got)
+	}
+
+	redoStep(t, dir, "r", 3, "bad", "x", at.Add(2*time.Hour))
+	if err := f.Sync(ctx); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("Sync of a redone folder with truncated weights: %v", err)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatalf("second Sync of the unchanged bad folder: %v", err)
+	}
+	wantCalls(t, fake.takeCalls()) // vLLM never asked
+	wantModel(t, f, "r", "r@3")
+}

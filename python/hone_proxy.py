@@ -97,7 +97,8 @@ class Trajectory:
         ({name: number}) and closes the trajectory: later requests with its
         headers are forwarded but not recorded. error marks the episode as
         failed (hone-train skips it). The trajectory must have made at least
-        one chat request through the proxy."""
+        one chat request through the proxy; a second reward for it is
+        refused (HTTP 409) and the first stands."""
         body = {"reward": _number("reward", reward) if reward is not None else None}
         if metrics:
             body["metrics"] = {str(k): _number("metric " + str(k), v) for k, v in metrics.items()}

@@ -638,6 +638,14 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 		httpError(w, http.StatusNotFound, fmt.Sprintf("no open trajectory %q", tid))
 		return
 	}
+	// A second reward (a retried POST, an agent that scores an episode
+	// twice) would silently replace the first: the first stands, and the
+	// caller learns that its POST changed nothing.
+	if rec.closed {
+		p.mu.Unlock()
+		httpError(w, http.StatusConflict, fmt.Sprintf("trajectory %q already has its reward: the first one posted stands (one reward per trajectory)", tid))
+		return
+	}
 	rec.t.Reward, rec.t.Metrics, rec.t.Error = body.Reward, body.Metrics, body.Error
 	rec.closed = true
 	var flush func() error

@@ -339,12 +339,12 @@ func TestFaults(t *testing.T) {
 		t.Run(tc.name+"/transient", func(t *testing.T) {
 			srv := openaitest.New(bisectReply)
 			defer srv.Close()
-			srv.Fault = func(n int64) openaitest.Fault {
+			srv.SetFault(func(n int64) openaitest.Fault {
 				if n%3 == 1 && n < 12 { // a few requests fail once; the retry succeeds
 					return tc.fault
 				}
 				return openaitest.None
-			}
+			})
 			var out bytes.Buffer
 			o := baseOpts(srv, &out)
 			o.Groups, o.GroupSize, o.Concurrency = 2, 2, 1
@@ -363,7 +363,7 @@ func TestFaults(t *testing.T) {
 	t.Run("persistent", func(t *testing.T) {
 		srv := openaitest.New(bisectReply)
 		defer srv.Close()
-		srv.Fault = func(n int64) openaitest.Fault { return openaitest.Status500 }
+		srv.SetFault(func(n int64) openaitest.Fault { return openaitest.Status500 })
 		var out bytes.Buffer
 		o := baseOpts(srv, &out)
 		o.Groups, o.GroupSize, o.Concurrency = 2, 2, 2
@@ -396,7 +396,7 @@ func TestFaults(t *testing.T) {
 	t.Run("max-failures", func(t *testing.T) {
 		srv := openaitest.New(bisectReply)
 		defer srv.Close()
-		srv.Fault = func(n int64) openaitest.Fault { return openaitest.Status500 }
+		srv.SetFault(func(n int64) openaitest.Fault { return openaitest.Status500 })
 		var out bytes.Buffer
 		o := baseOpts(srv, &out)
 		o.Groups, o.GroupSize, o.Concurrency = 20, 2, 1
@@ -415,7 +415,7 @@ func TestFaults(t *testing.T) {
 	t.Run("episode-timeout", func(t *testing.T) {
 		srv := openaitest.New(bisectReply)
 		defer srv.Close()
-		srv.Fault = func(n int64) openaitest.Fault { return openaitest.Hang }
+		srv.SetFault(func(n int64) openaitest.Fault { return openaitest.Hang })
 		var out bytes.Buffer
 		o := baseOpts(srv, &out)
 		o.Groups, o.GroupSize = 1, 2
@@ -438,13 +438,13 @@ func TestInterrupt(t *testing.T) {
 	defer cancel()
 	srv := openaitest.New(bisectReply)
 	defer srv.Close()
-	srv.Fault = func(i int64) openaitest.Fault {
+	srv.SetFault(func(i int64) openaitest.Fault {
 		if n.Add(1) > 80 { // after a few groups, everything hangs and we stop
 			cancel()
 			return openaitest.Hang
 		}
 		return openaitest.None
-	}
+	})
 	var out bytes.Buffer
 	o := baseOpts(srv, &out)
 	o.Groups, o.GroupSize, o.Concurrency = 50, 2, 3
@@ -473,12 +473,12 @@ func TestInterrupt(t *testing.T) {
 func TestSomeFailed(t *testing.T) {
 	srv := openaitest.New(bisectReply)
 	defer srv.Close()
-	srv.Fault = func(n int64) openaitest.Fault {
+	srv.SetFault(func(n int64) openaitest.Fault {
 		if n == 1 {
 			return openaitest.Status500
 		}
 		return openaitest.None
-	}
+	})
 	var out bytes.Buffer
 	o := baseOpts(srv, &out)
 	o.Groups, o.GroupSize, o.Concurrency = 2, 2, 1

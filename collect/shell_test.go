@@ -53,7 +53,7 @@ func TestModelRetryCounts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := openaitest.New(bisectReply)
 			defer srv.Close()
-			srv.Fault = func(int64) openaitest.Fault { return c.fault }
+			srv.SetFault(func(int64) openaitest.Fault { return c.fault })
 			m := collect.NewModel(collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "m", Retries: 2, Backoff: 1})
 			_, err := m.Complete(context.Background(), []trajectory.Message{{Role: "user", Content: "range 1-8"}}, nil, 1)
 			if err == nil || srv.Count() != c.want {

@@ -240,7 +240,7 @@ func TestFailuresProcess(t *testing.T) {
 		// group fails, attempt 1 ends after its turn. The 3rd failure
 		// (group 2, attempt 0) stops the run while group 2's attempt 1
 		// waits on its answer: group 2 is neither written nor counted.
-		srv.Fault = func(n int64) openaitest.Fault {
+		srv.SetFault(func(n int64) openaitest.Fault {
 			switch {
 			case n >= 6:
 				return openaitest.Hang
@@ -248,7 +248,7 @@ func TestFailuresProcess(t *testing.T) {
 				return openaitest.Status500
 			}
 			return openaitest.None
-		}
+		})
 		out := filepath.Join(dir, "some.parquet")
 		r := collectBin(t, "--env", "guess", "--groups", "10", "-G", "2", "--concurrency", "1", "--max-turns", "1", "--model", "m",
 			"--base-url", srv.BaseURL(), "--retries", "0", "--max-failures", "2", "-o", out)
@@ -268,12 +268,12 @@ func TestFailuresProcess(t *testing.T) {
 	t.Run("max-failures 0 as ART", func(t *testing.T) {
 		srv := openaitest.New(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "16"} })
 		defer srv.Close()
-		srv.Fault = func(n int64) openaitest.Fault {
+		srv.SetFault(func(n int64) openaitest.Fault {
 			if n == 2 {
 				return openaitest.Status500
 			}
 			return openaitest.None
-		}
+		})
 		out := filepath.Join(dir, "art.parquet")
 		r := collectBin(t, "--env", "guess", "--groups", "10", "-G", "2", "--concurrency", "1", "--max-turns", "1", "--model", "m",
 			"--base-url", srv.BaseURL(), "--retries", "0", "--max-failures", "0", "-o", out)

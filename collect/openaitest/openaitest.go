@@ -73,10 +73,12 @@ type Server struct {
 	*httptest.Server
 	// Reply answers one request; it must be safe for concurrent use.
 	Reply func(Request) Reply
-	// Fault, if set, is asked first with the 1-based request number.
-	Fault func(n int64) Fault
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// fault, if set, is asked first with the 1-based request number. It
+	// is set after the server started (SetFault), while handlers may be
+	// reading it, so it is read and written under mu.
+	fault    func(n int64) Fault
 	requests []Request
 	count    atomic.Int64
 }
@@ -86,6 +88,15 @@ func New(reply func(Request) Reply) *Server {
 	s := &Server{Reply: reply}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
+}
+
+// SetFault makes the server ask f, with the 1-based request number,
+// before it answers each later request; nil answers every one. It is safe
+// to call while requests are served.
+func (s *Server) SetFault(f func(n int64) Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fault = f
 }
 
 // BaseURL is the URL to give an OpenAI client.
@@ -132,10 +143,13 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	req.Raw = body
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
+	fault := s.fault
 	s.mu.Unlock()
 	f := None
-	if s.Fault != nil {
-		f = s.Fault(n)
+	if fault != nil {
+		// Called without the lock: a fault function may block or call
+		// back into the server (Count, Requests).
+		f = fault(n)
 	}
 	switch f {
 	case Status500, Status429:

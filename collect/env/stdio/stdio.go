@@ -131,6 +131,12 @@ func (e *Env) Scenarios(ctx context.Context, seed int64, n int) ([]env.Scenario,
 	if err := p.call(ctx, map[string]any{"op": "scenarios", "seed": seed, "n": n}, &r); err != nil {
 		return nil, err
 	}
+	// n is what the run asked for (--groups): a program that answers
+	// more (a fixed list, whatever n says) gets its first n played, not
+	// a run larger than the user set.
+	if n >= 0 && len(r.Scenarios) > n {
+		r.Scenarios = r.Scenarios[:n]
+	}
 	for i := range r.Scenarios {
 		if r.Scenarios[i].ID == "" {
 			return nil, fmt.Errorf("stdio: scenario %d has no id", i)

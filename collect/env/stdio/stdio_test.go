@@ -260,3 +260,32 @@ func TestLineOverLimit(t *testing.T) {
 		t.Errorf("the request waited for the deadline")
 	}
 }
+
+// A program that answers "scenarios" with more than the n asked for (a
+// fixed list that ignores n) gets its first n played: n is the run's
+// --groups, and the run must not grow past it.
+func TestScenariosAtMostN(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "env.sh")
+	os.WriteFile(script, []byte(`read line
+case "$line" in
+*hello*) echo '{"name":"many"}' ;;
+*) echo '{"scenarios":[{"id":"a"},{"id":"b"},{"id":"c"},{"id":"d"},{"id":"e"}]}' ;;
+esac
+`), 0o644)
+	ctx := context.Background()
+	e, err := stdio.New(ctx, []string{"sh", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs, err := e.Scenarios(ctx, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, sc := range scs {
+		ids = append(ids, sc.ID)
+	}
+	if !reflect.DeepEqual(ids, []string{"a", "b"}) {
+		t.Errorf("scenarios %q for n=2, want the first two of the five the program sent", ids)
+	}
+}

@@ -261,7 +261,7 @@ func Run(ctx context.Context, o Options) error {
 		counts[r.group]++
 		if r.t.Error != "" {
 			failed++
-			tally.add(r.t.Error)
+			tally.add(r.t.Error, r.t.ScenarioID)
 			o.Log.Warn("episode failed", "trajectory", r.t.ID, "scenario", r.t.ScenarioID, "error", r.t.Error)
 			if maxFail >= 0 && failed > maxFail {
 				cancel(fmt.Errorf("%w: %d failed, more than --max-failures %s allows (%d of %d episodes), %s",
@@ -338,31 +338,78 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 }
 
 // errorTally counts episode errors by their text, to name the most common
-// one when a run fails. It keeps at most maxDistinct texts: a run whose
-// every error differs must not grow it without bound.
+// one when a run fails. Errors often name their scenario ("guess: scenario
+// s3: payload: …"), so the text is counted with the scenario's id left
+// out: the same fault in every scenario is one error, not one per
+// scenario. It keeps at most maxDistinct texts: a run whose every error
+// differs must not grow it without bound.
 type errorTally struct {
 	count map[string]int
-	order []string // first seen first, so ties go to the earliest
-	other int      // errors not kept
+	first map[string]string // the first error counted under each text, as it came
+	many  map[string]bool   // texts counted for more than one scenario
+	order []string          // first seen first, so ties go to the earliest
+	other int               // errors not kept
 }
 
 const maxDistinct = 64
 
-func (t *errorTally) add(msg string) {
+// scenarioMark stands for the scenario's id in a counted error text.
+const scenarioMark = "<scenario>"
+
+// add counts msg, the error of an episode of scenario id.
+func (t *errorTally) add(msg, id string) {
 	if t.count == nil {
-		t.count = map[string]int{}
+		t.count, t.first, t.many = map[string]int{}, map[string]string{}, map[string]bool{}
 	}
-	if _, ok := t.count[msg]; !ok {
+	key := withoutScenario(msg, id)
+	if _, ok := t.count[key]; !ok {
 		if len(t.order) == maxDistinct {
 			t.other++
 			return
 		}
-		t.order = append(t.order, msg)
+		t.order = append(t.order, key)
+		t.first[key] = msg
+	} else if t.first[key] != msg {
+		t.many[key] = true
 	}
-	t.count[msg]++
+	t.count[key]++
+}
+
+// withoutScenario is msg with each occurrence of the scenario id that
+// stands as a word of its own (not inside a longer name or number)
+// replaced by scenarioMark.
+func withoutScenario(msg, id string) string {
+	if id == "" {
+		return msg
+	}
+	inName := func(s string, i int) bool { // s[i] would continue an id
+		if i < 0 || i >= len(s) {
+			return false
+		}
+		c := s[i]
+		return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	var b strings.Builder
+	for rest := msg; ; {
+		i := strings.Index(rest, id)
+		if i < 0 {
+			b.WriteString(rest)
+			return b.String()
+		}
+		end := i + len(id)
+		if inName(rest, i-1) || inName(rest, end) {
+			b.WriteString(rest[:end])
+		} else {
+			b.WriteString(rest[:i])
+			b.WriteString(scenarioMark)
+		}
+		rest = rest[end:]
+	}
 }
 
 // mostCommon describes the most frequent error, shortened to one line.
+// An error counted for several scenarios is shown with the scenario left
+// out; one seen for a single scenario as it came.
 func (t *errorTally) mostCommon() string {
 	best := ""
 	for _, m := range t.order {
@@ -373,7 +420,11 @@ func (t *errorTally) mostCommon() string {
 	if best == "" {
 		return "no error recorded"
 	}
-	msg := strings.Join(strings.Fields(best), " ")
+	shown := t.first[best]
+	if t.many[best] {
+		shown = best
+	}
+	msg := strings.Join(strings.Fields(shown), " ")
 	if r := []rune(msg); len(r) > 300 {
 		msg = string(r[:300]) + "…"
 	}

@@ -2,7 +2,10 @@
 // subprocess that speaks JSON lines: hone-collect writes one request object
 // per line to the program's stdin and reads one response object per line
 // from its stdout (stderr is kept for error messages). Each episode gets a
-// fresh process; closing its stdin asks it to exit.
+// fresh process; closing its stdin asks it to exit. On Unix each starts in
+// a process group of its own, and one that lingers is killed with the
+// whole group, so that a program behind a wrapper (sh -c, npx) is stopped
+// with it.
 //
 // Requests and their responses (messages and tools in the OpenAI chat
 // shape of format/chatmsg, an assistant message with the reasoning_content

@@ -291,6 +291,7 @@ func (e *Env) start(ctx context.Context) (*proc, error) {
 	// and holds its stderr: once the wrapper is gone, Wait must not wait
 	// for that child to close it.
 	cmd.WaitDelay = time.Second
+	ownGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -405,7 +406,8 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 	}
 }
 
-// close ends the process: stdin closed, then killed if it lingers.
+// close ends the process: stdin closed, then, if it lingers, killed with
+// everything it started in its process group (on Unix).
 func (p *proc) close() error {
 	p.once.Do(func() {
 		close(p.done)
@@ -415,7 +417,10 @@ func (p *proc) close() error {
 		select {
 		case p.err = <-exited:
 		case <-time.After(500 * time.Millisecond):
-			p.cmd.Process.Kill()
+			// The group's id is the program's pid, which no new
+			// process gets while any member of the group lives: the
+			// signal reaches this program's processes only.
+			killGroup(p.cmd)
 			p.err = <-exited
 		}
 	})

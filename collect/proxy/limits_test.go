@@ -229,7 +229,10 @@ func TestProxyResponseLimit(t *testing.T) {
 		var got [sha256.Size]byte
 		alloc := allocated(func() {
 			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions?mode="+mode,
-				strings.NewReader(fmt.Sprintf(`{"model":"agent","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream)))
+				// Asking for what the proxy adds, the agent gets upstream's
+				// bytes as they are (else those within the limit would
+				// come without them).
+				strings.NewReader(fmt.Sprintf(`{"model":"agent","stream":%v,"logprobs":true,"return_token_ids":true,"messages":[{"role":"user","content":"hi"}]}`, stream)))
 			req.Header.Set("X-Hone-Trajectory", mode)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {

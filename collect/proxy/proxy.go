@@ -1,8 +1,10 @@
 // Package proxy is hone-collect's recording proxy: a user's own agent, in
 // any language, points its OpenAI base URL at it. Each chat completion
 // request is forwarded upstream with logprobs and vLLM's return_token_ids
-// switched on, the upstream response goes back to the agent unchanged, and
-// the conversation is recorded as a trajectory keyed by the request
+// switched on, the upstream response goes back to the agent as upstream
+// wrote it but for those two additions (choices' logprobs null, token_ids
+// and prompt_token_ids left out, unless the agent asked for them itself),
+// and the conversation is recorded as a trajectory keyed by the request
 // headers X-Hone-Trajectory and X-Hone-Group (the group defaults to the
 // trajectory). A small HTTP call sets a trajectory's reward and closes it:
 //
@@ -20,7 +22,8 @@
 //
 // Streamed requests ("stream": true) are forwarded with the same
 // additions, stream_options as the agent set them. Every server-sent event
-// goes to the agent byte for byte, flushed as soon as it is complete, while
+// goes to the agent as upstream wrote it, less the same additions, flushed
+// as soon as it is complete, while
 // the proxy assembles the chunks into the turn it records: content, tool
 // calls by index (arguments concatenated), finish reason, logprobs and
 // vLLM's per-chunk token_ids, and the model that answered — the same turn
@@ -36,8 +39,10 @@
 // answered 413 in OpenAI's error shape, as hone-serve answers it, before
 // more than that is read and without contacting the upstream. Of an
 // upstream answer the proxy holds at most MaxResponseBytes to record it; a
-// larger answer still reaches the agent whole, passed through as it comes,
-// and its turn is recorded with an error instead of a truncated turn.
+// larger answer still reaches the agent whole, passed through as it comes
+// (the additions included, as are a stream's events past the limit and a
+// streamed event over 1 MiB), and its turn is recorded with an error
+// instead of a truncated turn.
 package proxy
 
 import (
@@ -230,7 +235,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		p.forward(w, r, nil)
+		p.forward(w, r, nil, nil)
 	}
 }
 
@@ -285,8 +290,10 @@ type answer struct {
 }
 
 // forward sends r (with body, if not nil) upstream and copies the response
-// to w unchanged. ok is false when the agent got the proxy's error instead.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) (a answer, ok bool) {
+// to w, through edit when it is not nil and upstream answered 200 with at
+// most MaxResponseBytes; a.body is the answer as upstream sent it. ok is
+// false when the agent got the proxy's error instead.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, edit func([]byte) []byte) (a answer, ok bool) {
 	if body == nil {
 		if body, ok = p.readBody(w, r); !ok {
 			return a, false
@@ -306,12 +313,17 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) (a 
 	}
 	copyHeader(w, resp)
 	w.WriteHeader(resp.StatusCode)
-	w.Write(out)
 	a.status = resp.StatusCode
 	if int64(len(out)) <= p.o.MaxResponseBytes {
+		if edit != nil && resp.StatusCode == http.StatusOK {
+			w.Write(edit(out))
+		} else {
+			w.Write(out)
+		}
 		a.body = out
 		return a, true
 	}
+	w.Write(out)
 	// Past the cap the rest passes through as it comes; the agent sees
 	// upstream breaking off as a truncated body, as it would without us.
 	a.tooLarge = true
@@ -368,7 +380,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if tid == "" {
-		p.forward(w, r, body)
+		p.forward(w, r, body, nil)
 		return
 	}
 	gid := r.Header.Get("X-Hone-Group")
@@ -428,13 +440,16 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.mu.Unlock()
+	// What the proxy adds for its recording is taken out of the answer
+	// again, unless the agent asked for it too.
+	add := addedFor(req)
 	req["logprobs"] = json.RawMessage("true")
 	req["return_token_ids"] = json.RawMessage("true")
 	fwd, _ := json.Marshal(req)
 	start := time.Now()
 	tools := conv.Tools
 	if opts.Stream {
-		p.streamChat(w, r, fwd, func(turn trajectory.Message, err error) {
+		p.streamChat(w, r, fwd, add, func(turn trajectory.Message, err error) {
 			turn.Latency = time.Since(start)
 			if err != nil {
 				p.o.Log.Warn("proxy: streamed turn recorded with an error", "trajectory", tid, "error", err)
@@ -443,7 +458,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	a, ok := p.forward(w, r, fwd)
+	a, ok := p.forward(w, r, fwd, add.strip)
 	if !ok || a.status != http.StatusOK {
 		return
 	}

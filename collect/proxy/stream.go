@@ -19,8 +19,9 @@ import (
 const maxHeldEvent = 1 << 20
 
 // streamChat sends a streamed chat completion request upstream and relays
-// the response to the agent byte for byte, each server-sent event written
-// and flushed as soon as it is complete, while it assembles choice 0's
+// the response to the agent, each server-sent event written and flushed as
+// soon as it is complete, as upstream wrote it but for what add says the
+// proxy added (taken out of each event), while it assembles choice 0's
 // chunks into the assistant turn. It calls done exactly once with the turn
 // — when the event carrying the finish reason has arrived, before that
 // event goes to the agent, so that an agent which reads the whole stream
@@ -30,7 +31,7 @@ const maxHeldEvent = 1 << 20
 // event data than MaxResponseBytes). When upstream does not answer 200 the
 // agent gets upstream's answer as is and done is not called: nothing was
 // generated, as with a refused non-streamed request.
-func (p *Proxy) streamChat(w http.ResponseWriter, r *http.Request, body []byte, done func(trajectory.Message, error)) {
+func (p *Proxy) streamChat(w http.ResponseWriter, r *http.Request, body []byte, add added, done func(trajectory.Message, error)) {
 	resp, ok := p.send(w, r, body)
 	if !ok {
 		return
@@ -42,7 +43,7 @@ func (p *Proxy) streamChat(w http.ResponseWriter, r *http.Request, body []byte, 
 		io.Copy(w, resp.Body)
 		return
 	}
-	s := &sseRelay{w: w, rc: http.NewResponseController(w), limit: p.o.MaxResponseBytes, done: done}
+	s := &sseRelay{w: w, rc: http.NewResponseController(w), limit: p.o.MaxResponseBytes, add: add, done: done}
 	s.rc.Flush()
 	readErr := s.run(resp.Body)
 	switch {
@@ -70,6 +71,7 @@ type sseRelay struct {
 	rc    *http.ResponseController
 	acc   accumulator
 	limit int64
+	add   added // what the agent gets without
 	done  func(trajectory.Message, error)
 
 	held     []byte // the raw bytes of the event in progress
@@ -77,6 +79,7 @@ type sseRelay struct {
 	kept     int64  // data bytes handed to acc so far
 	over     bool   // past limit: no more data is kept
 	recorded bool   // done was called
+	cut      bool   // part of the event in progress went out as it came
 	writeErr error  // the agent is gone
 }
 
@@ -106,7 +109,7 @@ func (s *sseRelay) run(body io.Reader) error {
 			// A blank line ends the event ("data:" alone, whose value is
 			// empty, only adds an empty line to its data).
 			s.take()
-			s.pass(true)
+			s.passEvent()
 		case isData:
 			s.keep(frag)
 			if ended && !s.over {
@@ -121,7 +124,7 @@ func (s *sseRelay) run(body io.Reader) error {
 			if len(s.data) > 0 { // the last event lacked its blank line
 				s.take()
 			}
-			s.pass(true)
+			s.passEvent()
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
@@ -133,8 +136,24 @@ func (s *sseRelay) run(body io.Reader) error {
 	}
 }
 
+// passEvent writes the rest of the event in progress to the agent, with
+// what the proxy added taken out when the agent gets the event whole (one
+// over maxHeldEvent went out as it came).
+func (s *sseRelay) passEvent() {
+	// Past the limit the stream is only relayed, as a non-streamed answer
+	// over it is: what the proxy holds and allocates stays bounded.
+	if !s.cut && !s.over {
+		s.held = s.add.stripEvent(s.held)
+	}
+	s.cut = false
+	s.pass(true)
+}
+
 // pass writes the held bytes to the agent.
 func (s *sseRelay) pass(flush bool) {
+	if !flush && len(s.held) > 0 {
+		s.cut = true
+	}
 	if s.writeErr == nil && len(s.held) > 0 {
 		_, s.writeErr = s.w.Write(s.held)
 	}

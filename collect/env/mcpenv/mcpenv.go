@@ -29,6 +29,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/internal/procgroup"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -43,6 +44,7 @@ type Options struct {
 // Env is one connected MCP session shared by all episodes.
 type Env struct {
 	session *mcp.ClientSession
+	cmd     *exec.Cmd // the stdio server's process; nil for a URL
 	tools   []trajectory.Tool
 	tasks   []env.Scenario
 	system  string
@@ -56,6 +58,7 @@ type Env struct {
 // Open connects and lists the server's tools.
 func Open(ctx context.Context, o Options) (*Env, error) {
 	var t mcp.Transport
+	var cmd *exec.Cmd
 	switch {
 	case len(o.Command) > 0 && o.URL != "":
 		return nil, errors.New("mcp: give a command or a URL, not both")
@@ -63,7 +66,12 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 		// Closing waits TerminateDuration for the server to exit after its
 		// stdin closes, then sends SIGTERM: the SDK's default of 5s held
 		// every stop (Ctrl-C during start-up too) for that long.
-		t = &mcp.CommandTransport{Command: exec.Command(o.Command[0], o.Command[1:]...), TerminateDuration: time.Second}
+		// The server starts in a process group of its own, stopped whole
+		// at Close: one started through a wrapper (npx, uv run, sh -c)
+		// would otherwise outlive the run if it ignored its closed stdin.
+		cmd = exec.Command(o.Command[0], o.Command[1:]...)
+		procgroup.Own(cmd)
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}
 	case o.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: o.URL, DisableStandaloneSSE: true}
 	default:
@@ -72,22 +80,25 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "hone-collect", Version: "1"}, nil)
 	s, err := client.Connect(ctx, t, nil)
 	if err != nil {
+		if cmd != nil && cmd.Process != nil {
+			_ = procgroup.Kill(cmd)
+		}
 		return nil, fmt.Errorf("mcp: connect: %w", err)
 	}
-	e := &Env{session: s, tasks: o.Tasks, system: o.System}
+	e := &Env{session: s, cmd: cmd, tasks: o.Tasks, system: o.System}
 	if e.system == "" {
 		e.system = "You complete tasks with the tools you are given. When done, answer without calling a tool."
 	}
 	for tool, err := range s.Tools(ctx, nil) {
 		if err != nil {
-			s.Close()
+			e.Close()
 			return nil, fmt.Errorf("mcp: list tools: %w", err)
 		}
 		params := ""
 		if tool.InputSchema != nil {
 			b, err := json.Marshal(tool.InputSchema)
 			if err != nil {
-				s.Close()
+				e.Close()
 				return nil, fmt.Errorf("mcp: tool %s: schema: %w", tool.Name, err)
 			}
 			params = string(b)
@@ -95,7 +106,7 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 		e.tools = append(e.tools, trajectory.Tool{Type: "function", Name: tool.Name, Description: tool.Description, Parameters: params})
 	}
 	if len(e.tools) == 0 {
-		s.Close()
+		e.Close()
 		return nil, errors.New("mcp: the server offers no tools")
 	}
 	return e, nil
@@ -129,8 +140,16 @@ func (e *Env) Resources(ctx context.Context) ([]Resource, error) {
 	return out, nil
 }
 
-// Close ends the session (and a stdio server).
-func (e *Env) Close() error { return e.session.Close() }
+// Close ends the session, and a stdio server with all it started: the
+// session's close gives the server its closed stdin and a moment to exit,
+// then what is left of its process group is killed.
+func (e *Env) Close() error {
+	err := e.session.Close()
+	if e.cmd != nil && e.cmd.Process != nil {
+		err = errors.Join(err, procgroup.Kill(e.cmd))
+	}
+	return err
+}
 
 // Name implements env.Env.
 func (e *Env) Name() string { return "mcp" }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/internal/procgroup"
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
 )
@@ -291,7 +292,7 @@ func (e *Env) start(ctx context.Context) (*proc, error) {
 	// and holds its stderr: once the wrapper is gone, Wait must not wait
 	// for that child to close it.
 	cmd.WaitDelay = time.Second
-	ownGroup(cmd)
+	procgroup.Own(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -420,7 +421,7 @@ func (p *proc) close() error {
 			// The group's id is the program's pid, which no new
 			// process gets while any member of the group lives: the
 			// signal reaches this program's processes only.
-			killGroup(p.cmd)
+			procgroup.Kill(p.cmd)
 			p.err = <-exited
 		}
 	})

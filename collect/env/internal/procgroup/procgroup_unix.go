@@ -1,0 +1,31 @@
+//go:build unix
+
+package procgroup
+
+import (
+	"errors"
+	"os/exec"
+	"syscall"
+)
+
+// Own makes cmd, not yet started, start in a process group of its own,
+// whose id is its pid, so that Kill reaches what it starts too.
+func Own(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// Kill kills every process in the process group of cmd, started after
+// Own: the program and whatever it started that stayed in the group. A
+// group with nobody left is no error.
+func Kill(cmd *exec.Cmd) error {
+	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil // all of them exited already
+	}
+	if err != nil {
+		// The group cannot be signalled (not ours after all): at least
+		// the program itself is stopped.
+		return errors.Join(err, cmd.Process.Kill())
+	}
+	return nil
+}

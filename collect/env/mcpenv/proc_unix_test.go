@@ -1,0 +1,64 @@
+//go:build unix
+
+package mcpenv_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/collect/env/mcpenv"
+	"github.com/hone-rl/hone/internal/waitfor"
+)
+
+// TestWrappedServerChildKilled: a server started behind a wrapper (as npx
+// or uv run start theirs) leaves nothing running after Close: here the
+// wrapper starts a process that ignores everything and sleeps, then
+// becomes the server. Before, closing stopped the server only, and the
+// sleeper outlived the run.
+func TestWrappedServerChildKilled(t *testing.T) {
+	t.Setenv("HONE_MCP_TEST_SERVER", "1")
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	script := `sleep 1000 & echo $! > "$1.tmp" && mv "$1.tmp" "$1"; exec "$2" -test.run='^$'`
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{"sh", "-c", script, "sh", pidFile, os.Args[0]}, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	waitfor.Until(t, 10*time.Second, "the wrapper's child to write its pid", func() bool {
+		b, err := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
+		return err == nil && pid > 0
+	})
+	t.Cleanup(func() {
+		if !gone(pid) {
+			syscall.Kill(pid, syscall.SIGKILL) // do not leave it behind the test
+		}
+	})
+	e.Close()
+	waitfor.Until(t, 10*time.Second, "the wrapper's child to be gone", func() bool { return gone(pid) })
+}
+
+// gone reports whether process pid has exited: kill(pid, 0) finds none,
+// or it is a zombie, exited and left for its parent to reap (an orphan's
+// parent is then PID 1, which in some containers never reaps).
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false // no /proc here: only ESRCH says so
+	}
+	// The state follows the command in parentheses, which may hold spaces.
+	_, after, ok := strings.Cut(string(stat), ") ")
+	return ok && strings.HasPrefix(after, "Z")
+}

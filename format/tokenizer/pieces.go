@@ -141,6 +141,12 @@ type piecesModel struct {
 	fuseUnk      bool  // unknown characters in a row make one unknown token
 	ignoreMerges bool  // a whole pre-token in the vocabulary is taken as is
 	cache        *wordCache
+	// cuts says encodeWord may cut a text before a "▁": the vocabulary has
+	// "▁" as a token and ignore_merges is off (with it, the whole text
+	// found in the vocabulary is one token). beforeSpace holds each
+	// character that some token has right before a "▁", where it may not.
+	cuts        bool
+	beforeSpace map[rune]bool
 }
 
 // readPieces fills the tables of a piece tokenizer from its vocabulary:
@@ -180,6 +186,18 @@ func (t *Tokenizer) readPieces(m *modelJSON, vocab map[string]int32, entries []v
 		}
 		p.unk = id
 	}
+	_, hasSpace := vocab[metaspace]
+	p.cuts = hasSpace && !p.ignoreMerges
+	p.beforeSpace = map[rune]bool{}
+	for tok := range vocab {
+		for i := 1; i < len(tok); i++ {
+			if strings.HasPrefix(tok[i:], metaspace) {
+				if r, _ := utf8.DecodeLastRuneInString(tok[:i]); r != '▁' {
+					p.beforeSpace[r] = true
+				}
+			}
+		}
+	}
 	if !p.byteFallback && p.unk < 0 {
 		return errors.New("model: neither byte_fallback nor an unk_token, so a character the vocabulary lacks could not be encoded")
 	}
@@ -190,11 +208,52 @@ func (t *Tokenizer) readPieces(m *modelJSON, vocab map[string]int32, entries []v
 // encodeWord appends the tokens of one pre-token (normalized text) to out.
 // lens, when not nil, gets the bytes of word each token covers.
 //
+// A piece tokenizer has no pre-tokenizer to cut a text into words, so a
+// whole text between added tokens is one pre-token, which BPE would take in
+// one piece, and no word cache would help. But no merge can cross a point
+// where no token does: before a "▁" that follows a character c whose
+// token is c itself, when no token of the vocabulary holds c followed by
+// "▁" (Gemma 3's one such token is ">▁</"). A merge there would make a
+// token holding c"▁". So the text is cut at those points (cutsBefore) and
+// each piece encoded on its own, with the same result (BPE merges within
+// each piece in the order it would merge them in the whole) and most
+// pieces, words with their leading "▁", met again in the cache.
+func (p *piecesModel) encodeWord(word string, out []int, lens *[]int32) []int {
+	if !p.cuts || len(word) <= maxCachedWord {
+		return p.encodePiece(word, out, lens)
+	}
+	start := 0
+	for i := 1; i < len(word); i++ {
+		if word[i] == metaspace[0] && strings.HasPrefix(word[i:], metaspace) && p.cutsBefore(word[:i]) {
+			out = p.encodePiece(word[start:i], out, lens)
+			start = i
+		}
+	}
+	return p.encodePiece(word[start:], out, lens)
+}
+
+// cutsBefore reports whether BPE can merge nothing across the end of
+// before, where a "▁" follows: its last character is its own token, not
+// "▁", and no token holds it followed by "▁".
+func (p *piecesModel) cutsBefore(before string) bool {
+	r, w := utf8.DecodeLastRuneInString(before)
+	if r == utf8.RuneError && w <= 1 || strings.HasSuffix(before, metaspace) || p.beforeSpace[r] {
+		return false
+	}
+	if w == 1 {
+		return p.ascii[before[len(before)-1]] >= 0
+	}
+	_, known := p.vocab[before[len(before)-w:]]
+	return known
+}
+
+// encodePiece is encodeWord without the cuts.
+//
 // Each character is a symbol: its token, else (byte_fallback) the tokens
 // of its bytes when the vocabulary has them all, else the unknown token
 // (one for a run of such characters with fuse_unk), else nothing, as the
 // reference drops it. Then the BPE loop merges them (pairTable.mergeList).
-func (p *piecesModel) encodeWord(word string, out []int, lens *[]int32) []int {
+func (p *piecesModel) encodePiece(word string, out []int, lens *[]int32) []int {
 	if word == "" {
 		return out
 	}

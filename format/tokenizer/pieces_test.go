@@ -262,3 +262,39 @@ func TestPiecesRefused(t *testing.T) {
 		t.Fatalf("no byte_fallback and no unk_token: %v", err)
 	}
 }
+
+// TestPiecesCuts: encodeWord, which cuts a long text before each "▁" where
+// no merge can cross, gives what BPE over the whole text gives
+// (encodePiece): on Gemma 3's golden and random texts, and on a tiny
+// vocabulary whose token "a▁" crosses such a point, where no cut may be.
+func TestPiecesCuts(t *testing.T) {
+	tiny, err := Parse(strings.NewReader(tinyPiecesJSON(t, "ab", [][2]string{{"a", "▁"}, {"▁", "b"}}, true, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, tk *Tokenizer, texts []string) {
+		t.Helper()
+		for _, s := range texts {
+			w := tk.norm.apply(s)
+			got := tk.pieces.encodeWord(w, nil, nil)
+			want := tk.pieces.encodePiece(w, nil, nil)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s: %q: cut into pieces %v, whole %v", name, s, got, want)
+			}
+		}
+	}
+	check("tiny", tiny, []string{strings.Repeat("a b ", 30), strings.Repeat("ab b ", 30)})
+	if a, _ := tiny.TokenID("a▁"); !slices.Contains(tiny.Encode(strings.Repeat("a b ", 30), false), a) {
+		t.Fatal(`the tiny text has no "a▁" token; the test tests nothing`)
+	}
+	tk, _ := gemmaTokenizer(t)
+	var texts []string
+	for _, c := range readGolden(t, "gemma3").Cases {
+		texts = append(texts, c.Text)
+	}
+	r := rand.New(rand.NewPCG(8, 9))
+	for range 200 {
+		texts = append(texts, randomText(r, []rune("ab cd <>/ é中 😀𝔘 ▁▁ .,\n"), 40+r.IntN(200)))
+	}
+	check("gemma3", tk, texts)
+}

@@ -19,5 +19,6 @@
 // moved) is stale and is replaced when that step is saved again. So are
 // the rows of metrics.jsonl and eval.jsonl of steps after latest
 // (RepairMetrics, RepairEval), which a resumed run drops: after a crash,
-// or after latest was moved back by hand to redo steps.
+// or after latest was moved back by hand to redo steps; and a best pointer
+// naming such a step (DropBestAfter).
 package checkpoint

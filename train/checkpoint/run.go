@@ -104,6 +104,23 @@ func (r *Run) Latest() (step int, ok bool, err error) { return r.pointer(runfold
 // Best returns the step best names, if any.
 func (r *Run) Best() (step int, ok bool, err error) { return r.pointer(BestName) }
 
+// DropBestAfter removes the best pointer when it names a step after last:
+// a run resumed from last trains those steps again, so the pointer would
+// name a new adapter for the old one's result (the next Prune with a
+// metric names the best again). It returns the step the pointer named
+// and whether it was removed; a pointer that names no step is left for
+// Best to report.
+func (r *Run) DropBestAfter(last int) (int, bool, error) {
+	s, ok, err := runfolder.ReadPointer(r.Dir, BestName)
+	if err != nil || !ok || s.N <= last {
+		return 0, false, nil
+	}
+	if err := os.Remove(filepath.Join(r.Dir, BestName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, false, fmt.Errorf("checkpoint: %w", err)
+	}
+	return s.N, true, nil
+}
+
 // pointer reads the pointer file name and checks that the step folder it
 // names exists. A run resumes from the folder hone-train names its steps
 // with, StepDir(n), whatever spelling of n the file holds.

@@ -16,6 +16,7 @@ import (
 // replaced, so resuming drops them (and says so), keeping the rows up to
 // the step it resumes from. They used to stay: the redone step 2 then
 // had step 2's old val/reward, which --best-metric took for its result.
+// A best pointer naming a redone step goes too.
 func TestResumeFromEarlierStepDropsLaterEvalRows(t *testing.T) {
 	dir := t.TempDir()
 	md := tinyModel(t, dir)
@@ -35,6 +36,10 @@ func TestResumeFromEarlierStepDropsLaterEvalRows(t *testing.T) {
 	if err := runfolder.WritePointer(run.Dir, runfolder.LatestName, 1); err != nil {
 		t.Fatal(err)
 	}
+	// best named the step redone: it goes with that step's eval row.
+	if err := runfolder.WritePointer(run.Dir, checkpoint.BestName, 2); err != nil {
+		t.Fatal(err)
+	}
 	o.Resume = true
 	var log bytes.Buffer
 	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
@@ -52,5 +57,11 @@ func TestResumeFromEarlierStepDropsLaterEvalRows(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "dropped the eval rows") || !strings.Contains(log.String(), "eval_steps=[2]") {
 		t.Errorf("the log does not say which eval rows went:\n%s", log.String())
+	}
+	if best, ok, err := run.Best(); err != nil || ok {
+		t.Errorf("after redoing step 2, best names step %d (%v, %v); want no best until one is evaluated", best, ok, err)
+	}
+	if !strings.Contains(log.String(), "removed the best pointer") {
+		t.Errorf("the log does not say best went:\n%s", log.String())
 	}
 }

@@ -327,7 +327,10 @@ func (o *Options) CheckEvalMetric(train, env []string, complete bool, log *slog.
 }
 
 // repairEval drops the eval rows of steps after last (checkpoint.Run.RepairEval)
-// and says so: they are results the user logged.
+// and says so: they are results the user logged. A best pointer naming
+// such a step goes too: that adapter is trained again, and the next prune
+// with --best-metric names the best of what is evaluated then; left, it
+// would name the redone step for a result it never had.
 func repairEval(run *checkpoint.Run, last int, log *slog.Logger) error {
 	dropped, err := run.RepairEval(last)
 	if err != nil {
@@ -336,6 +339,14 @@ func repairEval(run *checkpoint.Run, last int, log *slog.Logger) error {
 	if len(dropped) > 0 && log != nil {
 		log.Warn("dropped the eval rows of steps after the one the run continues from: they evaluated adapters that are trained again",
 			"run", run.Dir, "from", runfolder.StepName(last), "eval_steps", dropped, "file", filepath.Join(run.Dir, runfolder.EvalName))
+	}
+	best, removed, err := run.DropBestAfter(last)
+	if err != nil {
+		return err
+	}
+	if removed && log != nil {
+		log.Warn("removed the best pointer: it named a step after the one the run continues from, which is trained again",
+			"run", run.Dir, "from", runfolder.StepName(last), "best_was", runfolder.StepName(best))
 	}
 	return nil
 }

@@ -169,13 +169,7 @@ func TestSyncReportsOnce(t *testing.T) {
 func TestSyncRollback(t *testing.T) {
 	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
 	ctx := context.Background()
-	var p [4]string
-	for n := 1; n <= 3; n++ {
-		p[n] = writeStep(t, dir, "r", n)
-		if err := f.Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p := syncSteps(t, f, dir, "r", 3)
 	fake.takeCalls()
 	latest := func(n int) {
 		os.WriteFile(filepath.Join(dir, "r", "latest"), []byte(fmt.Sprintf("step-%06d\n", n)), 0o644)
@@ -415,13 +409,7 @@ func wantModel(t *testing.T, f *Front, name, want string) {
 func TestSyncReloadsRedoneStep(t *testing.T) {
 	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
 	ctx := context.Background()
-	var p [4]string
-	for n := 1; n <= 3; n++ {
-		p[n] = writeStep(t, dir, "r", n)
-		if err := f.Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p := syncSteps(t, f, dir, "r", 3)
 	fake.takeCalls()
 	// The operator moves latest back to step 2 and trains again.
 	setLatest(t, dir, "r", 2)
@@ -464,13 +452,7 @@ func TestSyncReloadsRedoneStep(t *testing.T) {
 func TestSyncReloadsReplacedCurrentStep(t *testing.T) {
 	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
 	ctx := context.Background()
-	var p [3]string
-	for n := 1; n <= 2; n++ {
-		p[n] = writeStep(t, dir, "r", n)
-		if err := f.Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p := syncSteps(t, f, dir, "r", 2)
 	fake.takeCalls()
 	probeModels(fake, f, "r", 2)
 	at := time.Now().Add(time.Hour)
@@ -511,13 +493,7 @@ func TestSyncReloadsReplacedCurrentStep(t *testing.T) {
 func TestSyncRedoneStepFailures(t *testing.T) {
 	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
 	ctx := context.Background()
-	var p [4]string
-	for n := 1; n <= 3; n++ {
-		p[n] = writeStep(t, dir, "r", n)
-		if err := f.Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	p := syncSteps(t, f, dir, "r", 3)
 	setLatest(t, dir, "r", 2)
 	if err := f.Sync(ctx); err != nil {
 		t.Fatal(err)
@@ -583,4 +559,18 @@ func TestSyncRedoneStepFailures(t *testing.T) {
 	}
 	wantCalls(t, fake.takeCalls()) // vLLM never asked
 	wantModel(t, f, "r", "r@3")
+}
+
+// syncSteps writes steps 1 to n of run, Syncing after each, as hone-train
+// writes them and the front follows; p[k] is step k's folder.
+func syncSteps(t *testing.T, f *Front, dir, run string, n int) []string {
+	t.Helper()
+	p := make([]string, n+1)
+	for k := 1; k <= n; k++ {
+		p[k] = writeStep(t, dir, run, k)
+		if err := f.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
 }

@@ -5,15 +5,14 @@ package mcpenv_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/internal/waitfor"
 )
@@ -39,26 +38,10 @@ func TestWrappedServerChildKilled(t *testing.T) {
 		return err == nil && pid > 0
 	})
 	t.Cleanup(func() {
-		if !gone(pid) {
+		if !envtest.Gone(pid) {
 			syscall.Kill(pid, syscall.SIGKILL) // do not leave it behind the test
 		}
 	})
 	e.Close()
-	waitfor.Until(t, 10*time.Second, "the wrapper's child to be gone", func() bool { return gone(pid) })
-}
-
-// gone reports whether process pid has exited: kill(pid, 0) finds none,
-// or it is a zombie, exited and left for its parent to reap (an orphan's
-// parent is then PID 1, which in some containers never reaps).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false // no /proc here: only ESRCH says so
-	}
-	// The state follows the command in parentheses, which may hold spaces.
-	_, after, ok := strings.Cut(string(stat), ") ")
-	return ok && strings.HasPrefix(after, "Z")
+	waitfor.Until(t, 10*time.Second, "the wrapper's child to be gone", func() bool { return envtest.Gone(pid) })
 }

@@ -5,16 +5,15 @@ package stdio_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/internal/waitfor"
 )
@@ -56,7 +55,7 @@ sh -c 'echo $$ > child.pid.tmp && mv child.pid.tmp child.pid && exec sleep 1000'
 		return err == nil && pid > 0
 	})
 	t.Cleanup(func() {
-		if t.Failed() && !gone(pid) {
+		if t.Failed() && !envtest.Gone(pid) {
 			syscall.Kill(pid, syscall.SIGKILL) // left running: do not leave it behind the test too
 		}
 	})
@@ -66,21 +65,5 @@ sh -c 'echo $$ > child.pid.tmp && mv child.pid.tmp child.pid && exec sleep 1000'
 		t.Fatal("reset of a hung program succeeded")
 	}
 	ep.Close()
-	waitfor.Until(t, 10*time.Second, "the wrapper's child to be gone", func() bool { return gone(pid) })
-}
-
-// gone reports whether process pid has exited: kill(pid, 0) finds none,
-// or it is a zombie, exited and left for its parent to reap (an orphan's
-// parent is then PID 1, which in some containers never reaps).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false // no /proc here: only ESRCH says so
-	}
-	// The state follows the command, which is in parentheses.
-	_, after, ok := strings.Cut(string(stat), ") ")
-	return ok && strings.HasPrefix(after, "Z")
+	waitfor.Until(t, 10*time.Second, "the wrapper's child to be gone", func() bool { return envtest.Gone(pid) })
 }

@@ -1,0 +1,29 @@
+//go:build unix
+
+package envtest
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Gone reports whether process pid has exited: kill(pid, 0) finds none,
+// or it is a zombie, exited and left for its parent to reap (an orphan's
+// parent is then PID 1, which in some containers never reaps). Tests of
+// environments that start programs check with it that nothing they
+// started outlives them.
+func Gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false // no /proc here: only ESRCH says so
+	}
+	// The state follows the command, which is in parentheses.
+	_, after, ok := strings.Cut(string(stat), ") ")
+	return ok && strings.HasPrefix(after, "Z")
+}

@@ -25,14 +25,7 @@ func TestProxyUnpairedTokens(t *testing.T) {
 	if status, body := chat(t, base, `{"model":"agent","messages":[{"role":"user","content":"Weather?"}]}`, "a", "g"); status != http.StatusOK || !strings.Contains(body, "Sunny.") {
 		t.Fatalf("chat: %d %s", status, body)
 	}
-	if status, msg := closeGroup(t, base, "g"); status != http.StatusNoContent {
-		t.Fatalf("close: %d %s", status, msg)
-	}
-	gs := readOut(t, out)
-	if len(gs) != 1 || len(gs[0].Trajectories) != 1 {
-		t.Fatalf("groups %+v", gs)
-	}
-	tr := gs[0].Trajectories[0]
+	tr := closeOne(t, base, out, "g")
 	if !strings.Contains(tr.Error, "tokens were not recorded") || !strings.Contains(tr.Error, "2 logprobs for 3 token ids") {
 		t.Errorf("error %q, want the turn's", tr.Error)
 	}

@@ -53,6 +53,20 @@ func closeGroup(t *testing.T, base, gid string) (int, string) {
 	return do(t, req)
 }
 
+// closeOne closes group gid, which must then be the one group written to
+// out, of one trajectory, and returns that trajectory as recorded.
+func closeOne(t *testing.T, base, out, gid string) trajectory.Trajectory {
+	t.Helper()
+	if status, msg := closeGroup(t, base, gid); status != http.StatusNoContent {
+		t.Fatalf("close %s: %d %s", gid, status, msg)
+	}
+	gs := readOut(t, out)
+	if len(gs) != 1 || len(gs[0].Trajectories) != 1 {
+		t.Fatalf("groups %+v; want %s of one trajectory", gs, gid)
+	}
+	return gs[0].Trajectories[0]
+}
+
 // mustRequest is a JSON request of method to url with body.
 func mustRequest(t *testing.T, method, url, body string) *http.Request {
 	t.Helper()

@@ -22,14 +22,7 @@ func TestProxySecondRewardRefused(t *testing.T) {
 	if status != http.StatusConflict || !strings.Contains(msg, `trajectory \"t1\" already has its reward`) {
 		t.Fatalf("second reward: %d %s, want 409 naming t1", status, msg)
 	}
-	if status, msg := closeGroup(t, base, "g"); status != http.StatusNoContent {
-		t.Fatalf("close: %d %s", status, msg)
-	}
-	gs := readOut(t, out)
-	if len(gs) != 1 || len(gs[0].Trajectories) != 1 {
-		t.Fatalf("groups %+v", gs)
-	}
-	tr := gs[0].Trajectories[0]
+	tr := closeOne(t, base, out, "g")
 	if tr.Reward == nil || *tr.Reward != 1 || tr.Metrics["turns"] != 2 || tr.Error != "" {
 		t.Errorf("recorded reward %v, metrics %v, error %q; want the first POST's 1 and turns 2", tr.Reward, tr.Metrics, tr.Error)
 	}

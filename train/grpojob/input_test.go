@@ -104,20 +104,12 @@ func TestRunUsage(t *testing.T) {
 // finite with advice to lower --lr.
 func TestInfiniteRewardRefused(t *testing.T) {
 	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	a := filepath.Join(dir, "a.parquet")
-	writeGroups(t, md, a, 2, 3, varied)
-	gs, err := trajectory.ReadFile(context.Background(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs[1].Trajectories[1].Reward = trajectory.Float64(math.Inf(1)) // row 4 of a
-	if err := trajectory.WriteFile(context.Background(), a, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	md, a := editedGroups(t, dir, func(gs []trajectory.Group) {
+		gs[1].Trajectories[1].Reward = trajectory.Float64(math.Inf(1)) // row 4 of a
+	})
 	o := baseOptions(md, filepath.Join(dir, "adapters"), "r", a)
 	var log bytes.Buffer
-	err = runWith(context.Background(), backend(t), o, textLog(&log))
+	err := runWith(context.Background(), backend(t), o, textLog(&log))
 	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), fmt.Sprintf("%s row 4", a)) {
 		t.Fatalf("run: %v, want bad input naming %s row 4\n%s", err, a, log.String())
 	}
@@ -134,39 +126,33 @@ func TestInfiniteRewardRefused(t *testing.T) {
 // just above 0 is taken.
 func TestImpossibleLogprobsRefused(t *testing.T) {
 	dir := t.TempDir()
-	md := tinyModel(t, dir)
-	a := filepath.Join(dir, "a.parquet")
-	writeGroups(t, md, a, 2, 3, varied)
-	gs, err := trajectory.ReadFile(context.Background(), a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// set puts v at the second logprob of the trainable turn of row
-	// 3g+i and returns that turn's field name.
-	set := func(g, i int, v float32) string {
-		t.Helper()
-		msgs := gs[g].Trajectories[i].Messages
-		for k := range msgs {
-			if msgs[k].Trainable && len(msgs[k].Logprobs) > 1 {
-				msgs[k].Logprobs[1] = v
-				return fmt.Sprintf("messages[%d].logprobs[1] is", k)
+	var want []string
+	md, a := editedGroups(t, dir, func(gs []trajectory.Group) {
+		a := filepath.Join(dir, "a.parquet")
+		// set puts v at the second logprob of the trainable turn of row
+		// 3g+i and returns that turn's field name.
+		set := func(g, i int, v float32) string {
+			t.Helper()
+			msgs := gs[g].Trajectories[i].Messages
+			for k := range msgs {
+				if msgs[k].Trainable && len(msgs[k].Logprobs) > 1 {
+					msgs[k].Logprobs[1] = v
+					return fmt.Sprintf("messages[%d].logprobs[1] is", k)
+				}
 			}
+			t.Fatalf("row %d has no trainable turn with logprobs", 3*g+i)
+			return ""
 		}
-		t.Fatalf("row %d has no trainable turn with logprobs", 3*g+i)
-		return ""
-	}
-	set(0, 0, 1e-7) // row 0: rounding, taken
-	want := []string{
-		fmt.Sprintf("%s row 1 (group %s, trajectory %s: %s +Inf)", a, gs[0].ID, gs[0].Trajectories[1].ID, set(0, 1, float32(math.Inf(1)))),
-		fmt.Sprintf("%s row 3 (group %s, trajectory %s: %s 0.5)", a, gs[1].ID, gs[1].Trajectories[0].ID, set(1, 0, 0.5)),
-		fmt.Sprintf("%s row 5 (group %s, trajectory %s: %s -Inf)", a, gs[1].ID, gs[1].Trajectories[2].ID, set(1, 2, float32(math.Inf(-1)))),
-	}
-	if err := trajectory.WriteFile(context.Background(), a, gs, trajectory.WriterOptions{}); err != nil {
-		t.Fatal(err)
-	}
+		set(0, 0, 1e-7) // row 0: rounding, taken
+		want = []string{
+			fmt.Sprintf("%s row 1 (group %s, trajectory %s: %s +Inf)", a, gs[0].ID, gs[0].Trajectories[1].ID, set(0, 1, float32(math.Inf(1)))),
+			fmt.Sprintf("%s row 3 (group %s, trajectory %s: %s 0.5)", a, gs[1].ID, gs[1].Trajectories[0].ID, set(1, 0, 0.5)),
+			fmt.Sprintf("%s row 5 (group %s, trajectory %s: %s -Inf)", a, gs[1].ID, gs[1].Trajectories[2].ID, set(1, 2, float32(math.Inf(-1)))),
+		}
+	})
 	o := baseOptions(md, filepath.Join(dir, "adapters"), "r", a)
 	var log bytes.Buffer
-	err = runWith(context.Background(), backend(t), o, textLog(&log))
+	err := runWith(context.Background(), backend(t), o, textLog(&log))
 	if !errors.Is(err, stageerr.ErrBadInput) {
 		t.Fatalf("run: %v, want bad input\n%s", err, log.String())
 	}
@@ -181,6 +167,25 @@ func TestImpossibleLogprobsRefused(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "adapters")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused input left the adapters folder behind (%v)", err)
 	}
+}
+
+// editedGroups writes the tiny model and an input of 2 groups of 3 in dir,
+// edited by edit before it is written; it returns the model folder and
+// the input file.
+func editedGroups(t *testing.T, dir string, edit func(gs []trajectory.Group)) (md, a string) {
+	t.Helper()
+	md = tinyModel(t, dir)
+	a = filepath.Join(dir, "a.parquet")
+	writeGroups(t, md, a, 2, 3, varied)
+	gs, err := trajectory.ReadFile(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(gs)
+	if err := trajectory.WriteFile(context.Background(), a, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return md, a
 }
 
 // TestBadLoRAOptionsAreUsage: a LoRA shape the model cannot take (a

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 // gemmaDir is where `npm ci` in testdata/tokenizers/js puts the real Gemma 3
@@ -297,4 +298,41 @@ func TestPiecesCuts(t *testing.T) {
 		texts = append(texts, randomText(r, []rune("ab cd <>/ é中 😀𝔘 ▁▁ .,\n"), 40+r.IntN(200)))
 	}
 	check("gemma3", tk, texts)
+}
+
+// FuzzPieces: on a small piece tokenizer (merges over ASCII letters and
+// "▁", byte fallback for the rest), decoding the encoding gives the text
+// back with each "▁" read as a space, through Decode and the
+// StreamDecoder; EncodeWithOffsets agrees with Encode and its spans cover
+// the text; and cutting a long text before "▁" changes nothing.
+func FuzzPieces(f *testing.F) {
+	for _, s := range []string{"", " ", "a b", "ab  ba ", "▁", "a▁b", "é😀𝔘 x", strings.Repeat("ab ba ", 20), "\x00\n\t", strings.Repeat("a b ", 30) + "é"} {
+		f.Add(s)
+	}
+	merges := [][2]string{{"a", "b"}, {"▁", "a"}, {"▁a", "b"}, {"b", "▁"}, {"▁", "▁"}, {"ab", "▁"}}
+	tk, err := Parse(strings.NewReader(tinyPiecesJSON(f, "ab", merges, true, nil)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		want := strings.ReplaceAll(s, "▁", " ")
+		ids := tk.Encode(s, false)
+		if got := tk.Decode(ids, false); got != want {
+			t.Fatalf("Decode(Encode(%q)) = %q (ids %v)", s, got, ids)
+		}
+		if got := streamDecode(tk, ids, false); got != want {
+			t.Fatalf("stream decode of Encode(%q) = %q", s, got)
+		}
+		oids, spans := tk.EncodeWithOffsets(s, false)
+		if !slices.Equal(oids, ids) || len(spans) != len(ids) || len(spans) > 0 && spans[len(spans)-1].End != len(s) {
+			t.Fatalf("EncodeWithOffsets(%q) = %v %v, Encode %v", s, oids, spans, ids)
+		}
+		w := tk.norm.apply(s)
+		if got, whole := tk.pieces.encodeWord(w, nil, nil), tk.pieces.encodePiece(w, nil, nil); !slices.Equal(got, whole) {
+			t.Fatalf("%q: cut %v, whole %v", s, got, whole)
+		}
+	})
 }

@@ -57,7 +57,8 @@ training metrics, and hone-train --best-metric val/reward picks the best
 step by them: log-eval moves OUT/RUN/best itself and prunes as the run's
 --keep-last says (steps not yet evaluated are kept). It takes the run
 folder's lock, waiting while hone-train trains. An episode that did not
-fail must have a reward: unscored rows are refused (exit code 2).`,
+fail must have a finite reward: unscored rows, and rewards that are NaN
+or infinite, are refused (exit code 2).`,
 		Example: `  hone-collect --env guess --split val --seed 800001 --groups 64 -G 1 --temperature 0 \
       --model rl@3 --base-url http://localhost:8000/v1 -o val/rl-3.parquet
   hone-inspect log-eval --run adapters/rl val/rl-3.parquet
@@ -230,6 +231,11 @@ func (e *evalAgg) add(g trajectory.Group, split string) error {
 		}
 		if t.Reward == nil {
 			return fmt.Errorf("%s: no reward: score the episodes first (hone-score --scorer env, or another scorer)", where)
+		}
+		// One NaN or infinite reward would make the split's mean one too,
+		// which eval.jsonl cannot hold; name the episode, as for a metric.
+		if r := *t.Reward; math.IsNaN(r) || math.IsInf(r, 0) {
+			return fmt.Errorf("%s: reward is %v, not a finite number: score the episodes again (hone-score refuses such rewards)", where, r)
 		}
 		e.rewards = append(e.rewards, *t.Reward)
 		for k, v := range t.Metrics {

@@ -141,6 +141,11 @@ func TestLogEvalBadInput(t *testing.T) {
 	trajectory.WriteFile(context.Background(), mixed, gs, trajectory.WriterOptions{})
 	future := filepath.Join(dir, "f.parquet")
 	evalFile(t, future, "rl@5", f(1))
+	// A NaN or infinite reward (a file scored outside Hone) is named, not
+	// reported as an eval.jsonl that cannot hold the mean (exit 1).
+	nan, inf := filepath.Join(dir, "nan.parquet"), filepath.Join(dir, "inf.parquet")
+	evalFile(t, nan, "rl@1", f(1), f(math.NaN()))
+	evalFile(t, inf, "rl@1", f(math.Inf(-1)), f(1))
 	for _, c := range []struct {
 		args []string
 		want string
@@ -149,6 +154,8 @@ func TestLogEvalBadInput(t *testing.T) {
 		{[]string{other}, `answered by "warmup@60", not by a step of run rl`},
 		{[]string{mixed}, "answered by step 2, but group"},
 		{[]string{future}, "step 5 is after the run's latest, step-000002"},
+		{[]string{nan}, "trajectory e1: reward is NaN, not a finite number"},
+		{[]string{inf}, "trajectory e0: reward is -Inf, not a finite number"},
 		{[]string{"--split", "Val", unscored}, `split "Val"`},
 	} {
 		r := run(t, nil, append([]string{"log-eval", "--run", rl.Dir}, c.args...)...)

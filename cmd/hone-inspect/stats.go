@@ -33,7 +33,9 @@ version 2), messages, trainable turns, sampled tokens and failed episodes,
 and summarizes rewards (scored and unscored
 count, mean, sample standard deviation, min, max) in total, per step and per
 environment. Messages, trainable turns and tokens are those of every history
-of a trajectory, the main one and the additional ones.`,
+of a trajectory, the main one and the additional ones. A NaN reward counts
+as unscored, as hone-train takes it; an infinite one is averaged, and with
+--json a figure that is not finite is the string "+Inf", "-Inf" or "NaN".`,
 		Example: `  hone-inspect stats runs/r1/
   hone-inspect stats --json scored.parquet | jq .reward.mean`,
 		Args: cobra.MinimumNArgs(1),

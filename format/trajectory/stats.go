@@ -3,23 +3,79 @@ package trajectory
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // RewardSummary describes the rewards of a set of trajectories. Unscored
-// (null) rewards are counted, not averaged.
+// rewards (null, or NaN, which hone-train skips as unscored too) are
+// counted, not averaged. An infinite reward is averaged: the figures it
+// makes infinite (or NaN, with +Inf and -Inf both present) are written to
+// JSON as the strings "+Inf", "-Inf" and "NaN", since JSON has no such
+// numbers.
 type RewardSummary struct {
 	Scored   int64   `json:"scored"`   // trajectories with a reward
-	Unscored int64   `json:"unscored"` // trajectories whose reward is null
+	Unscored int64   `json:"unscored"` // trajectories whose reward is null or NaN
 	Mean     float64 `json:"mean"`     // over scored trajectories; 0 when none
 	// Std is the sample standard deviation (n-1 denominator, like SQL's
 	// stddev_samp); 0 when fewer than two are scored.
 	Std float64 `json:"std"`
 	Min float64 `json:"min"` // 0 when none are scored
 	Max float64 `json:"max"` // 0 when none are scored
+}
+
+// statFloat is a figure of a RewardSummary in JSON: a number, or the
+// string strconv writes for one that is not finite.
+type statFloat float64
+
+func (f statFloat) MarshalJSON() ([]byte, error) {
+	if v := float64(f); math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.AppendQuote(nil, strconv.FormatFloat(v, 'g', -1, 64)), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+func (f *statFloat) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(math.IsNaN(v) || math.IsInf(v, 0)) {
+			return fmt.Errorf("trajectory: reward figure %s: want a number, or \"+Inf\", \"-Inf\" or \"NaN\"", b)
+		}
+		*f = statFloat(v)
+		return nil
+	}
+	return json.Unmarshal(b, (*float64)(f))
+}
+
+// rewardSummaryJSON is RewardSummary as JSON holds it.
+type rewardSummaryJSON struct {
+	Scored   int64     `json:"scored"`
+	Unscored int64     `json:"unscored"`
+	Mean     statFloat `json:"mean"`
+	Std      statFloat `json:"std"`
+	Min      statFloat `json:"min"`
+	Max      statFloat `json:"max"`
+}
+
+// MarshalJSON writes s, its figures that are not finite as strings.
+func (s RewardSummary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(rewardSummaryJSON{s.Scored, s.Unscored, statFloat(s.Mean), statFloat(s.Std), statFloat(s.Min), statFloat(s.Max)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *RewardSummary) UnmarshalJSON(b []byte) error {
+	var j rewardSummaryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = RewardSummary{j.Scored, j.Unscored, float64(j.Mean), float64(j.Std), float64(j.Min), float64(j.Max)}
+	return nil
 }
 
 // Summary counts one slice of an input set.
@@ -86,7 +142,7 @@ func (a *acc) add(t *Trajectory) {
 		a.errors++
 	}
 	a.tokens += TrajectoryTokens(t)
-	if t.Reward == nil {
+	if t.Reward == nil || math.IsNaN(*t.Reward) {
 		a.unscored++
 		return
 	}

@@ -2,7 +2,9 @@ package trajectory
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -158,5 +160,42 @@ func TestStatsStepOrderExtremes(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("steps %v, want %v", got, want)
 		}
+	}
+}
+
+// TestStatsNonFiniteRewards: a NaN reward counts as unscored, as hone-train
+// takes it, rather than turning every figure NaN; an infinite one is
+// averaged, and the figures it makes infinite or NaN survive JSON as
+// strings, where encoding/json refused the whole summary.
+func TestStatsNonFiniteRewards(t *testing.T) {
+	var b StatsBuilder
+	b.Add(Group{ID: "g", Trajectories: []Trajectory{
+		{ID: "a", GroupID: "g", Reward: Float64(1)},
+		{ID: "b", GroupID: "g", Reward: Float64(math.NaN())},
+		{ID: "c", GroupID: "g", Reward: Float64(3)},
+	}})
+	s := b.Stats()
+	if r := s.Reward; r.Scored != 2 || r.Unscored != 1 || r.Mean != 2 || r.Min != 1 || r.Max != 3 {
+		t.Errorf("with a NaN reward: %+v, want 2 scored (mean 2, min 1, max 3) and 1 unscored", r)
+	}
+	b.Add(Group{ID: "h", Trajectories: []Trajectory{
+		{ID: "d", GroupID: "h", Step: 1, Reward: Float64(math.Inf(1))},
+		{ID: "e", GroupID: "h", Step: 1, Reward: Float64(math.Inf(-1))},
+	}})
+	s = b.Stats()
+	out, err := json.Marshal(s)
+	if err != nil {
+		t.Fatalf("stats with infinite rewards: %v", err)
+	}
+	var back Stats
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatalf("reading back %s: %v", out, err)
+	}
+	r := back.ByStep[1].Reward
+	if !math.IsNaN(r.Mean) || !math.IsInf(r.Min, -1) || !math.IsInf(r.Max, 1) || r.Scored != 2 {
+		t.Errorf("step 1 read back as %+v from %s; want mean NaN, min -Inf, max +Inf", r, out)
+	}
+	if !strings.Contains(string(out), `"min":"-Inf","max":"+Inf"`) {
+		t.Errorf("JSON %s does not spell the infinite figures as strings", out)
 	}
 }

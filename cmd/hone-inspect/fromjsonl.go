@@ -29,7 +29,10 @@ line ({"messages": [...], "tools": [...]}, or ART's "messages_and_choices"),
 with any of Hone's fields, and writes one Parquet trajectory file. A
 directory means its *.jsonl files. Lines without a trajectory_id get one
 derived from the line (the same file gives the same ids), lines without a
-group_id become groups of one; the summary says how many ids were made.`,
+group_id become groups of one; the summary says how many ids were made.
+A group's lines must sit in one file, and ids be unique across the files:
+a group or trajectory id that an earlier file gave is refused (exit 2),
+naming both files.`,
 		Example: `  hone-inspect from-jsonl -o imported.parquet chats.jsonl
   cat chats.jsonl | hone-inspect from-jsonl - | hone-inspect stats -`,
 		Args: cobra.MinimumNArgs(1),
@@ -58,8 +61,9 @@ func runFromJSONL(ctx context.Context, a *app, opts fromJSONLOptions, args []str
 	defer out.Close()
 	var total trajectory.ImportResult
 	w := trajectory.NewWriter(out, trajectory.WriterOptions{})
+	seen := importedIDs{groups: map[string]string{}, trajectories: map[string]string{}}
 	for i := range set.Len() {
-		res, err := importOne(ctx, w, set, i)
+		res, err := importOne(ctx, w, set, i, seen)
 		if err != nil {
 			return err
 		}
@@ -79,7 +83,36 @@ func runFromJSONL(ctx context.Context, a *app, opts fromJSONLOptions, args []str
 	return nil
 }
 
-func importOne(ctx context.Context, w *trajectory.Writer, set *fileset.Set, i int) (trajectory.ImportResult, error) {
+// importedIDs are the group and trajectory ids of the files imported so
+// far, each with the file it came from.
+type importedIDs struct {
+	groups, trajectories map[string]string
+}
+
+// check refuses a group of file path whose id, or one of whose trajectory
+// ids, an earlier file gave: the Writer would refuse it too, but as its
+// caller's mistake (exit 1) and without naming the file that had it first.
+// ImportJSONL checks the lines of one file.
+func (s importedIDs) check(path string, g trajectory.Group) error {
+	const made = "(an id starting t- or g- may be one from-jsonl made for a line without one, from the line's number and text: then both files hold that line at that place)"
+	if first, ok := s.groups[g.ID]; ok {
+		return &trajectory.InputError{File: path, Row: -1, Group: g.ID, Field: "group_id",
+			Err: fmt.Errorf("%s: group_id %q is also in %s: a group's lines must be in one input %s", path, g.ID, first, made)}
+	}
+	for _, t := range g.Trajectories {
+		if first, ok := s.trajectories[t.ID]; ok {
+			return &trajectory.InputError{File: path, Row: -1, Group: g.ID, Field: "trajectory_id",
+				Err: fmt.Errorf("%s: trajectory_id %q (group %q) is also in %s: ids must be unique across the inputs %s", path, t.ID, g.ID, first, made)}
+		}
+	}
+	s.groups[g.ID] = path
+	for _, t := range g.Trajectories {
+		s.trajectories[t.ID] = path
+	}
+	return nil
+}
+
+func importOne(ctx context.Context, w *trajectory.Writer, set *fileset.Set, i int, seen importedIDs) (trajectory.ImportResult, error) {
 	path := set.Name(i)
 	r := set.Stdin() // "-" is read as it comes
 	if path != fileset.Stdin {
@@ -95,6 +128,9 @@ func importOne(ctx context.Context, w *trajectory.Writer, set *fileset.Set, i in
 		return res, classify(err)
 	}
 	for _, g := range groups {
+		if err := seen.check(path, g); err != nil {
+			return res, classify(err)
+		}
 		if err := w.WriteGroup(ctx, g); err != nil {
 			return res, classify(fmt.Errorf("%s: %w", path, err))
 		}

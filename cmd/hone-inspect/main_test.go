@@ -265,6 +265,44 @@ func TestFromJSONLBadLine(t *testing.T) {
 	}
 }
 
+// TestFromJSONLDuplicatesAcrossFiles: a group or trajectory id that an
+// earlier file gave is bad input (exit 2) naming both files, where it was
+// the Writer's "already written to this file" (exit 1) naming one. Two
+// files that hold the same id-less line at the same place make the same
+// ids.
+func TestFromJSONLDuplicatesAcrossFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	same := `{"messages":[{"role":"user","content":"hi"}]}` + "\n"
+	a, b := write("a.jsonl", same), write("b.jsonl", same)
+	g1 := write("g1.jsonl", `{"messages":[],"group_id":"G","trajectory_id":"x"}`+"\n")
+	g2 := write("g2.jsonl", `{"messages":[],"group_id":"G","trajectory_id":"y"}`+"\n")
+	t1 := write("t1.jsonl", `{"messages":[],"group_id":"A","trajectory_id":"x"}`+"\n")
+	out := filepath.Join(dir, "out.parquet")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{a, b}, b + `: group_id "g-`},
+		{[]string{g1, g2}, g2 + `: group_id "G" is also in ` + g1},
+		{[]string{g1, t1}, t1 + `: trajectory_id "x" (group "A") is also in ` + g1},
+	} {
+		r := run(t, nil, append([]string{"from-jsonl", "-o", out}, c.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%v: output written: %v", c.args, err)
+		}
+	}
+}
+
 func TestCatIsTheUnion(t *testing.T) {
 	dir, a, b := fixtures(t)
 	out := filepath.Join(dir, "merged", "all.parquet")

@@ -26,7 +26,9 @@ func newFromJSONLCmd(a *app) *cobra.Command {
 		Short: "Import JSON Lines chats as a trajectory file",
 		Long: `from-jsonl reads JSON Lines in the OpenAI chat shape, one trajectory per
 line ({"messages": [...], "tools": [...]}, or ART's "messages_and_choices"),
-with any of Hone's fields, and writes one Parquet trajectory file. A
+with any of Hone's fields, and writes one Parquet trajectory file. As in
+ART's files, a metadata value may be any JSON value (one that is not a
+string is kept as its JSON text) and a metric true or false (1 or 0). A
 directory means its *.jsonl files. Lines without a trajectory_id get one
 derived from the line (the same file gives the same ids), lines without a
 group_id become groups of one; the summary says how many ids were made.

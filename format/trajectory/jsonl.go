@@ -23,31 +23,114 @@ import (
 // "tools"}) plus Hone's fields, each omitted when empty. Field names match
 // the Parquet column names.
 type jsonLine struct {
-	Messages         []json.RawMessage  `json:"messages"`
-	Tools            []Tool             `json:"tools,omitempty"`
-	Run              string             `json:"run,omitempty"`
-	Step             int64              `json:"step,omitempty"`
-	Model            string             `json:"model,omitempty"`
-	Adapter          string             `json:"adapter,omitempty"`
-	ScenarioID       string             `json:"scenario_id,omitempty"`
-	Split            string             `json:"split,omitempty"`
-	Payload          json.RawMessage    `json:"payload,omitempty"`
-	GroupID          string             `json:"group_id,omitempty"`
-	TrajectoryID     string             `json:"trajectory_id,omitempty"`
-	Env              string             `json:"env,omitempty"`
-	Reward           *float64           `json:"reward,omitempty"`
-	RewardComponents []RewardComponent  `json:"reward_components,omitempty"`
-	Metrics          map[string]float64 `json:"metrics,omitempty"`
-	Metadata         map[string]string  `json:"metadata,omitempty"`
-	Error            string             `json:"error,omitempty"`
-	CreatedAt        *time.Time         `json:"created_at,omitempty"`
-	StartedAt        *time.Time         `json:"started_at,omitempty"`
-	FinishedAt       *time.Time         `json:"finished_at,omitempty"`
+	Messages         []json.RawMessage `json:"messages"`
+	Tools            []Tool            `json:"tools,omitempty"`
+	Run              string            `json:"run,omitempty"`
+	Step             int64             `json:"step,omitempty"`
+	Model            string            `json:"model,omitempty"`
+	Adapter          string            `json:"adapter,omitempty"`
+	ScenarioID       string            `json:"scenario_id,omitempty"`
+	Split            string            `json:"split,omitempty"`
+	Payload          json.RawMessage   `json:"payload,omitempty"`
+	GroupID          string            `json:"group_id,omitempty"`
+	TrajectoryID     string            `json:"trajectory_id,omitempty"`
+	Env              string            `json:"env,omitempty"`
+	Reward           *float64          `json:"reward,omitempty"`
+	RewardComponents []RewardComponent `json:"reward_components,omitempty"`
+	Metrics          jsonMetrics       `json:"metrics,omitempty"`
+	Metadata         jsonMetadata      `json:"metadata,omitempty"`
+	Error            string            `json:"error,omitempty"`
+	CreatedAt        *time.Time        `json:"created_at,omitempty"`
+	StartedAt        *time.Time        `json:"started_at,omitempty"`
+	FinishedAt       *time.Time        `json:"finished_at,omitempty"`
 	// Schema version 2.
-	AdditionalHistories []jsonHistory      `json:"additional_histories,omitempty"`
-	Logs                []string           `json:"logs,omitempty"`
-	GroupMetadata       map[string]string  `json:"group_metadata,omitempty"`
-	GroupMetrics        map[string]float64 `json:"group_metrics,omitempty"`
+	AdditionalHistories []jsonHistory `json:"additional_histories,omitempty"`
+	Logs                []string      `json:"logs,omitempty"`
+	GroupMetadata       jsonMetadata  `json:"group_metadata,omitempty"`
+	GroupMetrics        jsonMetrics   `json:"group_metrics,omitempty"`
+}
+
+// jsonMetrics are metrics as a line holds them. A value that is not finite
+// is written as the string strconv writes ("NaN", "+Inf", "-Inf"), since
+// JSON has no such numbers, and read back so. A boolean reads as 1 or 0:
+// ART's metrics may be booleans.
+type jsonMetrics map[string]float64
+
+func (m jsonMetrics) MarshalJSON() ([]byte, error) {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			out[k] = strconv.FormatFloat(v, 'g', -1, 64)
+		} else {
+			out[k] = v
+		}
+	}
+	return json.Marshal(out)
+}
+
+func (m *jsonMetrics) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*m = nil
+		return nil
+	}
+	out := make(jsonMetrics, len(raw))
+	for k, v := range raw {
+		var f float64
+		var b bool
+		var s string
+		switch {
+		case json.Unmarshal(v, &f) == nil && string(v) != "null":
+			out[k] = f
+		case json.Unmarshal(v, &b) == nil && string(v) != "null":
+			out[k] = 0
+			if b {
+				out[k] = 1
+			}
+		case json.Unmarshal(v, &s) == nil && string(v) != "null" && isNonFinite(s):
+			out[k], _ = strconv.ParseFloat(s, 64)
+		default:
+			return fmt.Errorf("metric %q is %s: want a number, true or false, or \"NaN\", \"+Inf\" or \"-Inf\"", k, v)
+		}
+	}
+	*m = out
+	return nil
+}
+
+// isNonFinite reports whether s spells a number that is not finite.
+func isNonFinite(s string) bool {
+	f, err := strconv.ParseFloat(s, 64)
+	return err == nil && (math.IsNaN(f) || math.IsInf(f, 0))
+}
+
+// jsonMetadata is metadata as a line holds it. A value that is not a
+// string (ART's metadata may hold numbers, booleans and null) is kept as
+// its JSON text, compacted.
+type jsonMetadata map[string]string
+
+func (m *jsonMetadata) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*m = nil
+		return nil
+	}
+	out := make(jsonMetadata, len(raw))
+	for k, v := range raw {
+		var s string
+		if json.Unmarshal(v, &s) == nil && string(v) != "null" {
+			out[k] = s
+		} else {
+			out[k] = compact(v)
+		}
+	}
+	*m = out
+	return nil
 }
 
 // jsonHistory is one additional history: {"messages": [...], "tools":
@@ -108,7 +191,10 @@ type ImportResult struct {
 // stored compacted, and timestamps in UTC, so that exporting and importing
 // again gives the same trajectories.
 // Top-level keys Hone does not know are kept in Metadata as "jsonl.<key>"
-// holding the key's raw JSON.
+// holding the key's raw JSON. As ART allows, a metadata value may be any
+// JSON value (one that is not a string is kept as its JSON text) and a
+// metric a boolean (read as 1 or 0); a metric that is not finite is the
+// string "NaN", "+Inf" or "-Inf", as ExportJSONL writes it.
 //
 // "additional_histories" is a list of {"messages", "tools"} objects read
 // like the line's own messages and tools ("messages_and_choices" too).

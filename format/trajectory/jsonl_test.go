@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -152,5 +153,53 @@ func TestJSONLRewardComponentKeys(t *testing.T) {
 	}
 	if c := got[0].Trajectories[0].RewardComponents; len(c) != 2 || c[1] != g.Trajectories[0].RewardComponents[1] {
 		t.Fatalf("imported components %+v", c)
+	}
+}
+
+// TestJSONLNonFiniteMetrics: metrics that are NaN or infinite (a Parquet
+// file written outside Hone) export as strings and import back, where the
+// export failed with "json: unsupported value: NaN", so head and to-jsonl
+// could not show the file.
+func TestJSONLNonFiniteMetrics(t *testing.T) {
+	g := Group{ID: "g", Metrics: map[string]float64{"spread": math.Inf(-1)}, Trajectories: []Trajectory{{ID: "t", GroupID: "g",
+		Messages: []Message{{Role: "user", Content: "hi"}},
+		Metrics:  map[string]float64{"nan": math.NaN(), "inf": math.Inf(1), "one": 1}}}}
+	var buf bytes.Buffer
+	if err := ExportJSONL(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"metrics":{"inf":"+Inf","nan":"NaN","one":1}`) {
+		t.Errorf("export %s", buf.String())
+	}
+	got, _, err := ImportJSONL(context.Background(), &buf, "x.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := got[0].Trajectories[0].Metrics
+	if !math.IsNaN(m["nan"]) || !math.IsInf(m["inf"], 1) || m["one"] != 1 || !math.IsInf(got[0].Metrics["spread"], -1) {
+		t.Errorf("imported metrics %v, group metrics %v", m, got[0].Metrics)
+	}
+}
+
+// TestImportARTValueTypes: ART's metadata values may be numbers, booleans
+// or null and its metrics booleans; the import took none of them ("cannot
+// unmarshal number into Go struct field jsonLine.metadata of type string").
+func TestImportARTValueTypes(t *testing.T) {
+	line := `{"messages_and_choices":[{"role":"user","content":"q"},{"finish_reason":"stop","index":0,"message":{"role":"assistant","content":"a"},"logprobs":null}],` +
+		`"reward":1,"metrics":{"correct":true,"wrong":false,"turns":2},"metadata":{"difficulty":"hard","level":3,"ok":true,"none":null,"tags":["a", "b"]},` +
+		`"group_metadata":{"scenario":7}}`
+	got, _, err := ImportJSONL(context.Background(), strings.NewReader(line), "art.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := got[0].Trajectories[0]
+	wantMeta := map[string]string{"difficulty": "hard", "level": "3", "ok": "true", "none": "null", "tags": `["a","b"]`}
+	if fmt.Sprint(tr.Metadata) != fmt.Sprint(wantMeta) || fmt.Sprint(tr.Metrics) != fmt.Sprint(map[string]float64{"correct": 1, "wrong": 0, "turns": 2}) ||
+		got[0].Metadata["scenario"] != "7" {
+		t.Errorf("metadata %v, metrics %v, group metadata %v", tr.Metadata, tr.Metrics, got[0].Metadata)
+	}
+	_, _, err = ImportJSONL(context.Background(), strings.NewReader(`{"messages":[],"metrics":{"x":"high"}}`), "bad.jsonl")
+	if err == nil || !strings.Contains(err.Error(), `bad.jsonl:1: metric "x" is "high"`) {
+		t.Errorf("a metric that is a word: %v", err)
 	}
 }

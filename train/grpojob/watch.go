@@ -15,6 +15,10 @@ import (
 
 // runWatch trains on the files of o.WatchDir not yet consumed.
 func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logger) error {
+	// The folder may be named another way on a later call (a trailing
+	// slash, relative by hand and absolute from cron, or moved): its files
+	// are known by sha256 in the manifest, so nothing is trained twice.
+	o.MayChange = append(o.MayChange, "watch_dir")
 	prep, err := trainer.Setup(ctx, base, &o.Options, o, true, log)
 	if err != nil {
 		return err

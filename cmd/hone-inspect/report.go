@@ -154,6 +154,9 @@ func readRun(ctx context.Context, arg string) (report.RunInput, []checkpoint.Fil
 	}
 	if st.IsDir() {
 		metricsPath = filepath.Join(arg, runfolder.MetricsName)
+		if _, err := os.Stat(metricsPath); errors.Is(err, fs.ErrNotExist) {
+			return run, nil, nil, cli.BadInputf("%s does not exist: no step has been trained in %s yet (hone-train writes a line of it per step)", metricsPath, arg)
+		}
 	}
 	dir := filepath.Dir(metricsPath)
 	run.Name = filepath.Base(dir)

@@ -338,6 +338,19 @@ func TestReportCommandBadInput(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, "metrics.jsonl") {
 		t.Errorf("folder without metrics: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// A run folder no step was trained in yet (a --watch-dir call that
+	// found nothing new leaves its lock only) says so, naming the file
+	// once.
+	fresh := filepath.Join(dir, "fresh")
+	if err := os.MkdirAll(fresh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(fresh, "lock"), nil, 0o644)
+	r = run(t, nil, "report", fresh, "-o", out)
+	missing := filepath.Join(fresh, "metrics.jsonl")
+	if r.code != 2 || strings.Count(r.stderr, missing) != 1 || !strings.Contains(r.stderr, "no step has been trained") {
+		t.Errorf("run folder without steps: exit %d, stderr %q; want 2, %s named once, and why", r.code, r.stderr, missing)
+	}
 	// A broken train_config.json is named.
 	if err := os.WriteFile(metrics, b, 0o644); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -207,6 +208,10 @@ func Open(ctx context.Context, name string) (*File, error) {
 	}
 	f, err := st.Open(ctx, name)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == name {
+			return nil, err // os.Open's error names the file already
+		}
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	return f, nil

@@ -6,7 +6,8 @@
 #   session killed midway is finished (not restarted) by the next call.
 # - Never overlapping: hone-train holds an flock on OUT/RUN/lock; a second
 #   call while one trains fails at once with "held by another hone-train run"
-#   (exit 1, so cron mails it) and changes nothing. With HONE_ADAPTERS on
+#   (exit 1; the line lands in the log crontab.example sends output to, once
+#   per call while a long session trains) and changes nothing. With HONE_ADAPTERS on
 #   object storage (s3://...) the lock is in the local copy of the run, a new
 #   temporary folder each call unless HONE_TRAIN_FLAGS names one with
 #   --out-cache DIR: do, so that calls share it (docs/cluster.md).

@@ -35,8 +35,8 @@ type jsonLine struct {
 	GroupID          string            `json:"group_id,omitempty"`
 	TrajectoryID     string            `json:"trajectory_id,omitempty"`
 	Env              string            `json:"env,omitempty"`
-	Reward           *float64          `json:"reward,omitempty"`
-	RewardComponents []RewardComponent `json:"reward_components,omitempty"`
+	Reward           *jsonFloat        `json:"reward,omitempty"`
+	RewardComponents []jsonComponent   `json:"reward_components,omitempty"`
 	Metrics          jsonMetrics       `json:"metrics,omitempty"`
 	Metadata         jsonMetadata      `json:"metadata,omitempty"`
 	Error            string            `json:"error,omitempty"`
@@ -98,6 +98,64 @@ func (m *jsonMetrics) UnmarshalJSON(b []byte) error {
 	}
 	*m = out
 	return nil
+}
+
+// jsonFloat is a number as a line holds it, written and read as
+// jsonMetrics' values are: one that is not finite (a NaN reward is an
+// unscored one) as the string strconv writes.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return json.Marshal(strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return json.Marshal(v)
+}
+
+func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	var v float64
+	if err := json.Unmarshal(b, &v); err == nil {
+		*f = jsonFloat(v)
+		return nil
+	}
+	var s string
+	if json.Unmarshal(b, &s) == nil && isNonFinite(s) {
+		v, _ = strconv.ParseFloat(s, 64)
+		*f = jsonFloat(v)
+		return nil
+	}
+	return fmt.Errorf("%s: want a number, or \"NaN\", \"+Inf\" or \"-Inf\"", b)
+}
+
+// jsonComponent is a RewardComponent as a line holds it (its value a
+// jsonFloat).
+type jsonComponent struct {
+	Name        string    `json:"name"`
+	Value       jsonFloat `json:"value"`
+	Explanation string    `json:"explanation,omitempty"`
+}
+
+func importComponents(cs []jsonComponent) []RewardComponent {
+	if cs == nil {
+		return nil
+	}
+	out := make([]RewardComponent, len(cs))
+	for i, c := range cs {
+		out[i] = RewardComponent{Name: c.Name, Value: float64(c.Value), Explanation: c.Explanation}
+	}
+	return out
+}
+
+func exportComponents(cs []RewardComponent) []jsonComponent {
+	if cs == nil {
+		return nil
+	}
+	out := make([]jsonComponent, len(cs))
+	for i, c := range cs {
+		out[i] = jsonComponent{Name: c.Name, Value: jsonFloat(c.Value), Explanation: c.Explanation}
+	}
+	return out
 }
 
 // isNonFinite reports whether s spells a number that is not finite.
@@ -297,7 +355,7 @@ func parseLine(line []byte, lineNo int) (t Trajectory, jl jsonLine, genID, genGr
 	t = Trajectory{
 		Run: jl.Run, Step: jl.Step, Model: jl.Model, Adapter: jl.Adapter,
 		ScenarioID: jl.ScenarioID, Split: jl.Split, GroupID: jl.GroupID, ID: jl.TrajectoryID,
-		Env: jl.Env, Reward: jl.Reward, RewardComponents: jl.RewardComponents,
+		Env: jl.Env, Reward: (*float64)(jl.Reward), RewardComponents: importComponents(jl.RewardComponents),
 		Metrics: jl.Metrics, Metadata: jl.Metadata, Error: jl.Error,
 		CreatedAt: derefTime(jl.CreatedAt), StartedAt: derefTime(jl.StartedAt), FinishedAt: derefTime(jl.FinishedAt),
 	}
@@ -475,7 +533,7 @@ func ExportJSONL(w io.Writer, groups ...Group) error {
 				Tools: t.Tools, Logs: t.Logs, GroupMetadata: g.Metadata, GroupMetrics: g.Metrics,
 				Run: t.Run, Step: t.Step, Model: t.Model, Adapter: t.Adapter,
 				ScenarioID: t.ScenarioID, Split: t.Split, GroupID: t.GroupID, TrajectoryID: t.ID,
-				Env: t.Env, Reward: t.Reward, RewardComponents: t.RewardComponents,
+				Env: t.Env, Reward: (*jsonFloat)(t.Reward), RewardComponents: exportComponents(t.RewardComponents),
 				Metrics: t.Metrics, Metadata: t.Metadata, Error: t.Error,
 				CreatedAt: timePtr(t.CreatedAt), StartedAt: timePtr(t.StartedAt), FinishedAt: timePtr(t.FinishedAt),
 			}

@@ -181,6 +181,41 @@ func TestJSONLNonFiniteMetrics(t *testing.T) {
 	}
 }
 
+// TestJSONLNonFiniteReward: a reward or reward component that is not
+// finite (a NaN reward is how a file says a row is unscored) exports as
+// the strings metrics use and imports back; `hone-inspect head` and
+// `to-jsonl` failed on such a file with "json: unsupported value: NaN".
+func TestJSONLNonFiniteReward(t *testing.T) {
+	g := Group{ID: "g", Trajectories: []Trajectory{
+		{ID: "a", GroupID: "g", Messages: []Message{{Role: "user", Content: "hi"}}, Reward: Float64(math.NaN()),
+			RewardComponents: []RewardComponent{{Name: "env", Value: math.Inf(1)}, {Name: "len", Value: 0.5, Explanation: "short"}}},
+		{ID: "b", GroupID: "g", Messages: []Message{{Role: "user", Content: "hi"}}, Reward: Float64(math.Inf(-1))},
+		{ID: "c", GroupID: "g", Messages: []Message{{Role: "user", Content: "hi"}}},
+	}}
+	var buf bytes.Buffer
+	if err := ExportJSONL(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"reward":"NaN","reward_components":[{"name":"env","value":"+Inf"},{"name":"len","value":0.5,"explanation":"short"}]`) ||
+		!strings.Contains(buf.String(), `"reward":"-Inf"`) {
+		t.Errorf("export %s", buf.String())
+	}
+	got, _, err := ImportJSONL(context.Background(), &buf, "x.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := got[0].Trajectories
+	if ts[0].Reward == nil || !math.IsNaN(*ts[0].Reward) || !math.IsInf(ts[0].RewardComponents[0].Value, 1) ||
+		ts[0].RewardComponents[1] != (RewardComponent{Name: "len", Value: 0.5, Explanation: "short"}) ||
+		ts[1].Reward == nil || !math.IsInf(*ts[1].Reward, -1) || ts[2].Reward != nil {
+		t.Errorf("imported %+v", ts)
+	}
+	_, _, err = ImportJSONL(context.Background(), strings.NewReader(`{"messages":[],"reward":"high"}`), "bad.jsonl")
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:1") {
+		t.Errorf("a reward that is a word: %v", err)
+	}
+}
+
 // TestImportARTValueTypes: ART's metadata values may be numbers, booleans
 // or null and its metrics booleans; the import took none of them ("cannot
 // unmarshal number into Go struct field jsonLine.metadata of type string").

@@ -101,17 +101,27 @@ func TestGemma3RoundTrip(t *testing.T) {
 		texts = append(texts, randomText(r, alphabet, 1+r.IntN(80)))
 	}
 	for _, s := range texts {
-		want := strings.ReplaceAll(s, "▁", " ")
-		ids := tk.Encode(s, false)
-		if got := tk.Decode(ids, false); got != want {
-			t.Fatalf("Decode(Encode(%q)) = %q (ids %v)", s, got, ids)
-		}
-		if got := streamDecode(tk, ids, false); got != want {
-			t.Fatalf("stream decode of Encode(%q) = %q", s, got)
-		}
-		if oids, spans := tk.EncodeWithOffsets(s, false); !slices.Equal(oids, ids) || len(spans) != len(ids) {
-			t.Fatalf("EncodeWithOffsets(%q) = %v, Encode %v", s, oids, ids)
-		}
+		checkPiecesRoundTrip(t, tk, s)
+	}
+}
+
+// checkPiecesRoundTrip checks that a piece tokenizer decodes the encoding
+// of s to s with each "▁" read as a space, through Decode and the
+// StreamDecoder, and that EncodeWithOffsets agrees with Encode, its spans
+// reaching the end of s.
+func checkPiecesRoundTrip(t *testing.T, tk *Tokenizer, s string) {
+	t.Helper()
+	want := strings.ReplaceAll(s, "▁", " ")
+	ids := tk.Encode(s, false)
+	if got := tk.Decode(ids, false); got != want {
+		t.Fatalf("Decode(Encode(%q)) = %q (ids %v)", s, got, ids)
+	}
+	if got := streamDecode(tk, ids, false); got != want {
+		t.Fatalf("stream decode of Encode(%q) = %q", s, got)
+	}
+	oids, spans := tk.EncodeWithOffsets(s, false)
+	if !slices.Equal(oids, ids) || len(spans) != len(ids) || len(spans) > 0 && spans[len(spans)-1].End != len(s) {
+		t.Fatalf("EncodeWithOffsets(%q) = %v %v, Encode %v", s, oids, spans, ids)
 	}
 }
 
@@ -318,18 +328,7 @@ func FuzzPieces(f *testing.F) {
 		if !utf8.ValidString(s) {
 			return
 		}
-		want := strings.ReplaceAll(s, "▁", " ")
-		ids := tk.Encode(s, false)
-		if got := tk.Decode(ids, false); got != want {
-			t.Fatalf("Decode(Encode(%q)) = %q (ids %v)", s, got, ids)
-		}
-		if got := streamDecode(tk, ids, false); got != want {
-			t.Fatalf("stream decode of Encode(%q) = %q", s, got)
-		}
-		oids, spans := tk.EncodeWithOffsets(s, false)
-		if !slices.Equal(oids, ids) || len(spans) != len(ids) || len(spans) > 0 && spans[len(spans)-1].End != len(s) {
-			t.Fatalf("EncodeWithOffsets(%q) = %v %v, Encode %v", s, oids, spans, ids)
-		}
+		checkPiecesRoundTrip(t, tk, s)
 		w := tk.norm.apply(s)
 		if got, whole := tk.pieces.encodeWord(w, nil, nil), tk.pieces.encodePiece(w, nil, nil); !slices.Equal(got, whole) {
 			t.Fatalf("%q: cut %v, whole %v", s, got, whole)

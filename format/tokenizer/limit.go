@@ -20,6 +20,11 @@ type Limited struct {
 	// the white space beside it, however long, so then the text's length
 	// bounds nothing.
 	strips bool
+	// unbounded is set when a piece tokenizer may spell a run of
+	// characters its vocabulary lacks, however long, with one unknown
+	// token (fuse_unk) or none (no unk token): then no length bounds the
+	// count, of a text or of one of its pre-tokens.
+	unbounded bool
 }
 
 // normShrink bounds how many times shorter Unicode normalization makes a
@@ -45,13 +50,16 @@ func (t *Tokenizer) Limited() *Limited {
 		}
 		l.strips = l.strips || a.LStrip || a.RStrip
 	}
+	if p := t.pieces; p != nil && !(p.byteFallback && p.hasAllBytes()) {
+		l.unbounded = p.unk < 0 || p.fuseUnk
+	}
 	return l
 }
 
 // leastTokens returns a lower bound on the tokens of text (without the
 // post-processor's) from its length alone, or 0 when none holds.
 func (l *Limited) leastTokens(text string) int {
-	if l.strips {
+	if l.strips || l.unbounded {
 		return 0
 	}
 	perToken := l.tokBytes
@@ -91,7 +99,7 @@ func (l *Limited) Encode(text string, addSpecial bool, limit int) ([]int, error)
 		}
 	}
 	// The ids hold the prefix while encoding; the suffix comes after.
-	lim := &tokenCap{max: limit - suffix, tokBytes: l.tokBytes}
+	lim := &tokenCap{max: limit - suffix, tokBytes: l.tokBytes, unbounded: l.unbounded}
 	ids := make([]int, 0, min(len(text)/3+4, limit+1))
 	if addSpecial {
 		ids = append(ids, l.t.prefix...)
@@ -115,6 +123,8 @@ type tokenCap struct {
 	max      int
 	tokBytes int // most bytes of normalized text per token
 	atLeast  int // set when a pre-token was refused: the count it implies
+	// unbounded: a pre-token's length bounds nothing (Limited.unbounded).
+	unbounded bool
 }
 
 // done reports whether the encoding has stopped: dst is over max, or a
@@ -131,6 +141,9 @@ func (c *tokenCap) skip(dst []int, piece string) bool {
 	}
 	if c.done(dst) {
 		return true
+	}
+	if c.unbounded {
+		return false
 	}
 	if least := len(dst) + ceilDiv(len(piece), c.tokBytes); least > c.max {
 		c.atLeast = least

@@ -133,3 +133,20 @@ func TestLimitedStopsEarly(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitedFusedUnknown: a piece tokenizer without byte_fallback and
+// with fuse_unk spells a run of characters it lacks, however long, as one
+// unknown token, so neither the text's length nor a pre-token's bounds
+// its count: a short encoding of a long text is not refused.
+func TestLimitedFusedUnknown(t *testing.T) {
+	for _, fuse := range []bool{true, false} {
+		tk, err := Parse(strings.NewReader(tinyPiecesJSON(t, "ab", nil, false, map[string]any{"fuse_unk": fuse})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := tk.Limited()
+		for _, text := range []string{"a" + strings.Repeat("€", 300) + "b", "a " + strings.Repeat("€", 300) + " b", strings.Repeat("€", 1000)} {
+			checkLimited(t, tk, l, text)
+		}
+	}
+}

@@ -343,6 +343,17 @@ func (p *piecesModel) encodePiece(word string, out []int, lens *[]int32) []int {
 	return out
 }
 
+// hasAllBytes reports whether each of the 256 bytes has its byte token,
+// so that byte_fallback spells every character the vocabulary lacks.
+func (p *piecesModel) hasAllBytes() bool {
+	for _, id := range p.fallback {
+		if id < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // hasBytes reports whether every byte of ch has its byte token.
 func (p *piecesModel) hasBytes(ch string) bool {
 	for k := 0; k < len(ch); k++ {

@@ -1,6 +1,10 @@
 package tokenizer
 
-import "golang.org/x/text/unicode/norm"
+import (
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
 
 // Span is a byte range [Start, End) of the text given to EncodeWithOffsets.
 type Span struct{ Start, End int }
@@ -48,7 +52,8 @@ func (t *Tokenizer) EncodeWithOffsets(text string, addSpecial bool) ([]int, []Sp
 type alignment struct{ from, to []int }
 
 // normalizeAligned normalizes s segment by segment (segments between NFC
-// boundaries normalize independently) and records where each output byte
+// boundaries normalize independently; with only Replace steps of one
+// character each, so do single characters) and records where each output byte
 // came from, offsets shifted by base.
 func (t *Tokenizer) normalizeAligned(s string, base int) (string, alignment) {
 	var a alignment
@@ -57,8 +62,16 @@ func (t *Tokenizer) normalizeAligned(s string, base int) (string, alignment) {
 		return s, a
 	}
 	out := make([]byte, 0, len(s))
+	charwise := t.norm.charwise()
 	for i := 0; i < len(s); {
-		n := norm.NFC.NextBoundaryInString(s[i:], true)
+		var n int
+		if charwise {
+			// Nothing is merged across characters: a space before a
+			// combining mark is aligned to itself, not to both.
+			_, n = utf8.DecodeRuneInString(s[i:])
+		} else {
+			n = norm.NFC.NextBoundaryInString(s[i:], true)
+		}
 		if n <= 0 {
 			n = len(s) - i
 		}

@@ -335,3 +335,26 @@ func FuzzPieces(f *testing.F) {
 		}
 	})
 }
+
+// TestPiecesOffsetsBeforeMark: the Replace normalizer ("▁" for a space)
+// merges no characters, so a space before a combining mark, its own token,
+// spans the space alone, and the mark's tokens the mark (NFC would take
+// the two as one segment).
+func TestPiecesOffsetsBeforeMark(t *testing.T) {
+	tk, err := Parse(strings.NewReader(tinyPiecesJSON(t, "ab▁", nil, true, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "a \u0301b"
+	ids, spans := tk.EncodeWithOffsets(text, false)
+	var toks []string
+	for _, id := range ids {
+		s, _ := tk.Token(id)
+		toks = append(toks, s)
+	}
+	wantToks := []string{"a", "▁", "<0xCC>", "<0x81>", "b"}
+	want := []Span{{0, 1}, {1, 2}, {2, 4}, {2, 4}, {4, 5}}
+	if !slices.Equal(toks, wantToks) || !slices.Equal(spans, want) {
+		t.Fatalf("EncodeWithOffsets(%q) = %q %v, want %q %v", text, toks, spans, wantToks, want)
+	}
+}

@@ -66,6 +66,18 @@ func (n normalizer) isIdentity(s string) bool {
 	return true
 }
 
+// charwise reports whether n normalizes each character on its own: it has
+// no Unicode form and replaces single characters only, so that applying it
+// character by character gives what apply gives.
+func (n normalizer) charwise() bool {
+	for _, st := range n {
+		if st.form != nil || utf8.RuneCountInString(st.from) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // removes reports whether no text after n holds lit: the last step that
 // can produce lit replaces it by text without it, and the steps after that
 // replace nothing back in. A Split on lit after n splits nothing.

@@ -443,6 +443,13 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	// What the proxy adds for its recording is taken out of the answer
 	// again, unless the agent asked for it too.
 	add := addedFor(req)
+	// top_logprobs without logprobs is a 400 from OpenAI and vLLM; the
+	// proxy's own logprobs would let it through, to be answered with the
+	// logprobs taken out again, so it says so itself.
+	if tl := bytes.TrimSpace(req["top_logprobs"]); add.logprobs && len(tl) > 0 && string(tl) != "null" {
+		apiError(w, http.StatusBadRequest, "top_logprobs needs logprobs: true (as OpenAI's API and vLLM answer it)", "top_logprobs")
+		return
+	}
 	req["logprobs"] = json.RawMessage("true")
 	req["return_token_ids"] = json.RawMessage("true")
 	fwd, _ := json.Marshal(req)

@@ -152,3 +152,24 @@ func TestProxyAnswersWithoutWhatItAdded(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyTopLogprobsWithoutLogprobs: top_logprobs without logprobs is a
+// 400 naming it through the proxy too, as hone-serve (and OpenAI, vLLM)
+// answer it; the proxy's own logprobs let it through, answered with the
+// logprobs taken out again.
+func TestProxyTopLogprobsWithoutLogprobs(t *testing.T) {
+	base, _ := startServe(t)
+	p := proxyTo(t, strings.TrimSuffix(base, "/v1"), t.TempDir())
+	body := `{"model":"tiny","max_tokens":2,"top_logprobs":2,"messages":[{"role":"user","content":"hi"}]}`
+	if status, direct := do(t, mustRequest(t, http.MethodPost, base+"/chat/completions", body)); status != http.StatusBadRequest {
+		t.Fatalf("hone-serve: %d %s; the test expects its 400", status, direct)
+	}
+	status, proxied := chat(t, p, body, "t", "g")
+	if status != http.StatusBadRequest || !strings.Contains(proxied, `"param":"top_logprobs"`) {
+		t.Errorf("proxy: %d %s; want the 400 naming top_logprobs", status, proxied)
+	}
+	with := `{"model":"tiny","max_tokens":2,"logprobs":true,"top_logprobs":2,"messages":[{"role":"user","content":"hi"}]}`
+	if status, body := chat(t, p, with, "t2", "g2"); status != http.StatusOK || !strings.Contains(body, `"top_logprobs":[{`) {
+		t.Errorf("with logprobs: %d %s", status, body)
+	}
+}

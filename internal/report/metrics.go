@@ -64,7 +64,13 @@ func ReadMetrics(r io.Reader, name string) (*Metrics, error) {
 			}
 			y, ok := number(v)
 			if !ok {
-				continue
+				if n, isNum := v.(json.Number); isNum {
+					// A number a float64 cannot hold (1e999): hone-train
+					// never writes one, and leaving it out would drop its
+					// chart without a word.
+					return fmt.Errorf("%s:%d: %q is %s, which a float64 cannot hold", name, line, k, n)
+				}
+				continue // a string or other non-number (a label)
 			}
 			s := byName[k]
 			if s == nil {

@@ -174,6 +174,7 @@ func TestReadMetricsErrorsNameFileAndLine(t *testing.T) {
 		{"step backwards", "{\"step\":1}\n{\"step\":2}\n{\"step\":2}\n", "m.jsonl:3: step 2 does not follow step 2"},
 		{"fractional step", "{\"step\":1.5}\n", "m.jsonl:1: step 1.5"},
 		{"string step", "{\"step\":\"1\"}\n", "m.jsonl:1: step"},
+		{"number past float64", "{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":1e999}\n", `m.jsonl:2: "loss" is 1e999`},
 		{"empty", "", "m.jsonl: no metrics rows"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

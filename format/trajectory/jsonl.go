@@ -57,13 +57,9 @@ type jsonLine struct {
 type jsonMetrics map[string]float64
 
 func (m jsonMetrics) MarshalJSON() ([]byte, error) {
-	out := make(map[string]any, len(m))
+	out := make(map[string]jsonFloat, len(m))
 	for k, v := range m {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			out[k] = strconv.FormatFloat(v, 'g', -1, 64)
-		} else {
-			out[k] = v
-		}
+		out[k] = jsonFloat(v)
 	}
 	return json.Marshal(out)
 }
@@ -79,19 +75,18 @@ func (m *jsonMetrics) UnmarshalJSON(b []byte) error {
 	}
 	out := make(jsonMetrics, len(raw))
 	for k, v := range raw {
-		var f float64
+		var f jsonFloat
 		var b bool
-		var s string
 		switch {
-		case json.Unmarshal(v, &f) == nil && string(v) != "null":
-			out[k] = f
-		case json.Unmarshal(v, &b) == nil && string(v) != "null":
+		case string(bytes.TrimSpace(v)) == "null":
+			return fmt.Errorf("metric %q is null: want a number, true or false, or \"NaN\", \"+Inf\" or \"-Inf\"", k)
+		case json.Unmarshal(v, &b) == nil:
 			out[k] = 0
 			if b {
 				out[k] = 1
 			}
-		case json.Unmarshal(v, &s) == nil && string(v) != "null" && isNonFinite(s):
-			out[k], _ = strconv.ParseFloat(s, 64)
+		case f.UnmarshalJSON(v) == nil:
+			out[k] = float64(f)
 		default:
 			return fmt.Errorf("metric %q is %s: want a number, true or false, or \"NaN\", \"+Inf\" or \"-Inf\"", k, v)
 		}
@@ -100,9 +95,11 @@ func (m *jsonMetrics) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// jsonFloat is a number as a line holds it, written and read as
-// jsonMetrics' values are: one that is not finite (a NaN reward is an
-// unscored one) as the string strconv writes.
+// jsonFloat is a number as JSON holds it in this package's lines and
+// summaries (a reward, a reward component, a metric, a RewardSummary
+// figure): one that is not finite (a NaN reward is an unscored one) as the
+// string strconv writes, "NaN", "+Inf" or "-Inf", since JSON has no such
+// numbers. null leaves it as it is, as encoding/json does for a number.
 type jsonFloat float64
 
 func (f jsonFloat) MarshalJSON() ([]byte, error) {
@@ -114,6 +111,9 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 }
 
 func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var v float64
 	if err := json.Unmarshal(b, &v); err == nil {
 		*f = jsonFloat(v)

@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -29,43 +27,20 @@ type RewardSummary struct {
 	Max float64 `json:"max"` // 0 when none are scored
 }
 
-// statFloat is a figure of a RewardSummary in JSON: a number, or the
-// string strconv writes for one that is not finite.
-type statFloat float64
-
-func (f statFloat) MarshalJSON() ([]byte, error) {
-	if v := float64(f); math.IsNaN(v) || math.IsInf(v, 0) {
-		return strconv.AppendQuote(nil, strconv.FormatFloat(v, 'g', -1, 64)), nil
-	}
-	return json.Marshal(float64(f))
-}
-
-func (f *statFloat) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || !(math.IsNaN(v) || math.IsInf(v, 0)) {
-			return fmt.Errorf("trajectory: reward figure %s: want a number, or \"+Inf\", \"-Inf\" or \"NaN\"", b)
-		}
-		*f = statFloat(v)
-		return nil
-	}
-	return json.Unmarshal(b, (*float64)(f))
-}
-
-// rewardSummaryJSON is RewardSummary as JSON holds it.
+// rewardSummaryJSON is RewardSummary as JSON holds it: its figures are
+// jsonFloats, as a JSONL line's reward is.
 type rewardSummaryJSON struct {
 	Scored   int64     `json:"scored"`
 	Unscored int64     `json:"unscored"`
-	Mean     statFloat `json:"mean"`
-	Std      statFloat `json:"std"`
-	Min      statFloat `json:"min"`
-	Max      statFloat `json:"max"`
+	Mean     jsonFloat `json:"mean"`
+	Std      jsonFloat `json:"std"`
+	Min      jsonFloat `json:"min"`
+	Max      jsonFloat `json:"max"`
 }
 
 // MarshalJSON writes s, its figures that are not finite as strings.
 func (s RewardSummary) MarshalJSON() ([]byte, error) {
-	return json.Marshal(rewardSummaryJSON{s.Scored, s.Unscored, statFloat(s.Mean), statFloat(s.Std), statFloat(s.Min), statFloat(s.Max)})
+	return json.Marshal(rewardSummaryJSON{s.Scored, s.Unscored, jsonFloat(s.Mean), jsonFloat(s.Std), jsonFloat(s.Min), jsonFloat(s.Max)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.

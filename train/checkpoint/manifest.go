@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -138,8 +139,8 @@ func ReadInput(ctx context.Context, path string) (FileEntry, []byte, error) {
 	if err != nil {
 		return FileEntry{}, nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	sum := sha256.Sum256(b)
-	return FileEntry{Path: path, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b))}, b, nil
+	e, err := hashReader(bytes.NewReader(b), path)
+	return e, b, err
 }
 
 // hashReader is the entry of the file named path read from r.

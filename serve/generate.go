@@ -154,15 +154,10 @@ func (s *Server) encodePrompt(text string, addSpecial bool, param string) ([]int
 	if err != nil {
 		return nil, err
 	}
-	// A tokenizer may know tokens the model has no embedding for: Gemma 3
-	// 1B's has <image_soft_token> at 262144, past its vocabulary of
-	// 262144. Written in the text, one is refused here, naming it, rather
-	// than failing the forward pass.
-	for _, id := range ids {
-		if id >= s.m.Config.Vocab {
-			tok, _ := s.tok.Token(id)
-			return nil, badRequest(param, "%s holds the token %q (id %d), which the model's vocabulary of %d lacks", param, clip(tok, 40), id, s.m.Config.Vocab)
-		}
+	// A token the model has no embedding for, written in the text, is
+	// refused by name (tokenizer.PastVocabError) before the forward pass.
+	if err := tokenizer.CheckVocab(s.tok, ids, s.m.Config.Vocab); err != nil {
+		return nil, badRequest(param, "%s holds %v", param, err)
 	}
 	return toInt32(ids), nil
 }

@@ -3,6 +3,7 @@ package layout
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -69,19 +70,17 @@ func (m *Model) Layout(ctx context.Context, msgs []trajectory.Message, tools []t
 		return l, err
 	}
 	for _, s := range l.Sequences {
-		for i, id := range s.IDs {
-			if int(id) < m.Vocab {
-				continue
-			}
-			tok, _ := m.Tokenizer.Token(int(id))
-			where := "a prompt" // the messages before a turn, as rendered
-			for _, t := range s.Turns {
-				if i >= t.Start && i < t.End {
-					where = fmt.Sprintf("message %d", t.Message)
-				}
-			}
-			return nil, fmt.Errorf("layout: %s holds the token %q (id %d), which the model's vocabulary of %d lacks", where, tok, id, m.Vocab)
+		var pv *tokenizer.PastVocabError
+		if !errors.As(tokenizer.CheckVocab(m.Tokenizer, s.IDs, m.Vocab), &pv) {
+			continue
 		}
+		where := "a prompt" // the messages before a turn, as rendered
+		for _, t := range s.Turns {
+			if pv.Index >= t.Start && pv.Index < t.End {
+				where = fmt.Sprintf("message %d", t.Message)
+			}
+		}
+		return nil, fmt.Errorf("layout: %s holds %w", where, pv)
 	}
 	return l, nil
 }

@@ -45,9 +45,12 @@ func (s *Server) parsePrompt(raw json.RawMessage) ([]int32, error) {
 // echoText is the text echo gives back, the prompt as sent, as vLLM
 // echoes it: a string prompt is that string (not its tokens decoded, which
 // would begin with the BOS token a tokenizer adds, Llama's or Gemma's),
-// token ids their text.
-func (s *Server) echoText(raw json.RawMessage, prompt []int32) string {
-	if text, ok := promptString(raw); ok {
+// token ids their text. Without echo it is "", and nothing is decoded.
+func (s *Server) echoText(req *completionRequest, prompt []int32) string {
+	if !req.Echo {
+		return ""
+	}
+	if text, ok := promptString(req.Prompt); ok {
 		return text
 	}
 	return s.tok.Decode(toInts(prompt), false)
@@ -137,7 +140,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	}
 	resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: modelName}
 	u := s.usage(h, len(prompt))
-	promptText := s.echoText(req.Prompt, prompt)
+	promptText := s.echoText(req, prompt)
 	for i := range outs {
 		o := &outs[i]
 		u.CompletionTokens += len(o.ids)

@@ -8,7 +8,9 @@ import "unicode/utf8"
 // tokens are dropped (bytes on both sides of one are joined). Ids outside the
 // vocabulary are ignored. No clean-up of spaces is applied. A piece
 // tokenizer's tokens (added ones too) are read as its decoder reads them:
-// "▁" is a space and "<0xAB>" the byte AB, joined with the bytes around it.
+// "▁" is a space and "<0xAB>" the byte AB, joined with the bytes around it;
+// a decoder's Strip then takes its leading spaces off the whole text (Llama
+// 2's: "▁Hello" alone decodes to "Hello").
 func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 	var out, pending []byte
 	for _, id := range ids {
@@ -33,14 +35,21 @@ func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 		pending = append(pending, t.tokBytes[id]...)
 	}
 	out, _ = appendLossy(out, pending, true)
-	return string(out)
+	n := 0
+	for n < t.strip && n < len(out) && out[n] == ' ' {
+		n++
+	}
+	return string(out[n:])
 }
 
 // StreamDecoder decodes a token stream piece by piece, emitting only whole
 // UTF-8 characters: bytes of a character split across tokens are held back
 // until the character is complete. The concatenation of every Add and the
-// final Flush equals Decode of the whole stream. It is not safe for
-// concurrent use; make one per stream.
+// final Flush equals Decode of the whole stream, but for a decoder's Strip:
+// a stream is decoded as the continuation of the text before it (a
+// completion of its prompt), so it keeps its leading spaces, as vLLM's
+// detokenizer does ("▁Paris" after "The capital of France is" is " Paris").
+// It is not safe for concurrent use; make one per stream.
 type StreamDecoder struct {
 	t           *Tokenizer
 	skipSpecial bool

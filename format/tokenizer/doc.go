@@ -1,6 +1,7 @@
 // Package tokenizer reads a Hugging Face tokenizer.json and encodes and decodes
 // text with it, for the byte-level BPE tokenizers of the Qwen2/2.5/3 and
-// Llama 3 families and the piece tokenizer of Gemma 3 (pieces.go: BPE over
+// Llama 3 families and the piece tokenizers of Gemma 3 and of the Llama 2
+// kind (Llama 2, Mistral 7B v0.1/v0.2, TinyLlama) (pieces.go: BPE over
 // characters, spaces spelled "▁", byte tokens "<0xAB>" for characters the
 // vocabulary lacks).
 //
@@ -9,7 +10,8 @@
 //   - added and special tokens (longest match, left to right) are cut out of
 //     the text before anything else, as Hugging Face does;
 //   - the normalizer (NFC, NFD, NFKC, NFKD, Replace of a literal string, or a
-//     Sequence of them);
+//     Sequence of them; Llama 2's Prepend "▁" at the start of one, before
+//     single-character Replaces);
 //   - the Split pre-tokenizer, whose regular expression is recognised by exact
 //     string comparison and run by a hand-written matcher (Go's regexp lacks the
 //     look-ahead in `\s+(?!\S)`); the known patterns are the Qwen2/3 one, the
@@ -19,7 +21,9 @@
 //     "a b" or ["a","b"], ignore_merges);
 //   - for piece tokenizers, BPE from characters with byte_fallback, unk_token
 //     and fuse_unk, and the decoder Sequence of Replace "▁" by " ",
-//     ByteFallback and Fuse; the decoder tells the two kinds apart;
+//     ByteFallback and Fuse, with Llama 2's Strip of the leading space last
+//     (Decode applies it; a StreamDecoder, which decodes a continuation,
+//     keeps the space, as vLLM does); the decoder tells the two kinds apart;
 //   - the TemplateProcessing post-processor (Llama 3's <|begin_of_text|>,
 //     Gemma's <bos>);
 //   - the ByteLevel decoder, in one piece (Decode) or as a stream that emits

@@ -38,9 +38,10 @@ func checkLimited(t *testing.T, tk *Tokenizer, l *Limited, text string) {
 
 // TestLimitedMatchesEncode: under its limit Limited gives Encode's ids, and
 // over it a lower bound that never exceeds the true count, on the golden
-// texts of Qwen3 (NFC normalizer) and Llama 3 (a post-processor prefix).
+// texts of Qwen3 (NFC normalizer), Llama 3 (a post-processor prefix) and
+// the llama2 package (a Prepend normalizer, byte fallback).
 func TestLimitedMatchesEncode(t *testing.T) {
-	for _, name := range []string{"qwen3", "llama3"} {
+	for _, name := range goldenNames {
 		tk := testTokenizer(t, name)
 		l := tk.Limited()
 		texts := []string{"", "a", strings.Repeat("a", 5000), strings.Repeat("ab ", 700), "e\u0301\u0323 \U000107a5\U000107a5 \u1100\u1161\u11a8"}

@@ -55,37 +55,48 @@ type alignment struct{ from, to []int }
 // boundaries normalize independently; with only Replace steps of one
 // character each, so do single characters) and records where each output byte
 // came from, offsets shifted by base.
+//
+// Text a Prepend step puts first is aligned with the first character, as
+// the reference aligns it.
 func (t *Tokenizer) normalizeAligned(s string, base int) (string, alignment) {
 	var a alignment
-	if t.norm == nil {
+	if t.norm == nil || s == "" {
 		a.addChars(s, base)
 		return s, a
 	}
-	out := make([]byte, 0, len(s))
-	charwise := t.norm.charwise()
+	lead, rest := t.norm.lead()
+	out := make([]byte, 0, len(lead)+len(s))
+	if lead != "" {
+		_, w := utf8.DecodeRuneInString(s)
+		out = append(out, lead...)
+		for range len(lead) {
+			a.from, a.to = append(a.from, base), append(a.to, base+w)
+		}
+	}
+	charwise := rest.charwise()
 	for i := 0; i < len(s); {
-		var n int
+		var k int
 		if charwise {
 			// Nothing is merged across characters: a space before a
 			// combining mark is aligned to itself, not to both.
-			_, n = utf8.DecodeRuneInString(s[i:])
+			_, k = utf8.DecodeRuneInString(s[i:])
 		} else {
-			n = norm.NFC.NextBoundaryInString(s[i:], true)
+			k = norm.NFC.NextBoundaryInString(s[i:], true)
 		}
-		if n <= 0 {
-			n = len(s) - i
+		if k <= 0 {
+			k = len(s) - i
 		}
-		orig := s[i : i+n]
-		seg := t.norm.apply(orig)
+		orig := s[i : i+k]
+		seg := rest.apply(orig)
 		out = append(out, seg...)
 		if seg == orig {
 			a.addChars(orig, base+i)
 		} else {
 			for range len(seg) {
-				a.from, a.to = append(a.from, base+i), append(a.to, base+i+n)
+				a.from, a.to = append(a.from, base+i), append(a.to, base+i+k)
 			}
 		}
-		i += n
+		i += k
 	}
 	return string(out), a
 }

@@ -30,48 +30,74 @@ const (
 )
 
 // parseDecoder accepts the ByteLevel decoder, and the Sequence of Replace
-// ("▁" by " "), ByteFallback and Fuse that piece tokenizers use.
-func parseDecoder(raw json.RawMessage) (decoderKind, error) {
-	const want = `ByteLevel, or a Sequence of Replace "▁" by " ", ByteFallback and Fuse`
+// ("▁" by " "), ByteFallback and Fuse that piece tokenizers use, which may
+// end with a Strip of leading spaces (Llama 2's: the one its Prepend
+// normalizer put there). strip is how many leading spaces that Strip takes
+// from a decoded text.
+func parseDecoder(raw json.RawMessage) (kind decoderKind, strip int, err error) {
+	const want = `ByteLevel, or a Sequence of Replace "▁" by " ", ByteFallback, Fuse and an optional Strip of leading " "`
 	if isNull(raw) {
-		return 0, fmt.Errorf("missing; want %s", want)
+		return 0, 0, fmt.Errorf("missing; want %s", want)
 	}
 	var c component
 	if err := decodeJSON(raw, &c); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	switch c.Type {
 	case "ByteLevel":
-		return decodeByteLevel, nil
+		return decodeByteLevel, 0, nil
 	case "Sequence":
 		var s struct {
 			Decoders []json.RawMessage `json:"decoders"`
 		}
 		if err := decodeJSON(raw, &s); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		var types []string
 		for _, d := range s.Decoders {
 			var c component
 			if err := decodeJSON(d, &c); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			types = append(types, c.Type)
 		}
-		if strings.Join(types, ",") != "Replace,ByteFallback,Fuse" {
-			return 0, fmt.Errorf("Sequence of %s is not supported (want %s)", strings.Join(types, ", "), want)
+		if seq := strings.Join(types, ","); seq != "Replace,ByteFallback,Fuse" && seq != "Replace,ByteFallback,Fuse,Strip" {
+			return 0, 0, fmt.Errorf("Sequence of %s is not supported (want %s)", strings.Join(types, ", "), want)
 		}
 		from, to, err := parseReplace(s.Decoders[0])
 		if err != nil {
-			return 0, fmt.Errorf("decoders[0]: %w", err)
+			return 0, 0, fmt.Errorf("decoders[0]: %w", err)
 		}
 		if from != metaspace || to != " " {
-			return 0, fmt.Errorf("decoders[0]: Replace of %q by %q is not supported (want %q by \" \")", from, to, metaspace)
+			return 0, 0, fmt.Errorf("decoders[0]: Replace of %q by %q is not supported (want %q by \" \")", from, to, metaspace)
 		}
-		return decodePieces, nil
+		if len(s.Decoders) == 4 {
+			if strip, err = parseStrip(s.Decoders[3]); err != nil {
+				return 0, 0, fmt.Errorf("decoders[3]: %w", err)
+			}
+		}
+		return decodePieces, strip, nil
 	default:
-		return 0, fmt.Errorf("type %q is not supported (want %s)", c.Type, want)
+		return 0, 0, fmt.Errorf("type %q is not supported (want %s)", c.Type, want)
 	}
+}
+
+// parseStrip reads a Strip decoder that takes up to start spaces from the
+// front of the decoded text and nothing from its end. After Fuse the
+// decoder has one text, so that is the front of the whole decode.
+func parseStrip(raw json.RawMessage) (int, error) {
+	var s struct {
+		Content string `json:"content"`
+		Start   int    `json:"start"`
+		Stop    int    `json:"stop"`
+	}
+	if err := decodeJSON(raw, &s); err != nil {
+		return 0, err
+	}
+	if s.Content != " " || s.Stop != 0 || s.Start < 0 {
+		return 0, fmt.Errorf("Strip of %q, start %d, stop %d is not supported (want \" \" from the start only)", s.Content, s.Start, s.Stop)
+	}
+	return s.Start, nil
 }
 
 // parsePiecesPreTokenizer accepts what a piece tokenizer may have before

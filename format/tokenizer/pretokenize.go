@@ -33,22 +33,29 @@ const (
 )
 
 // normalizer is the normalizer's steps, applied in order: Unicode
-// normalization forms and literal replacements.
+// normalization forms, literal replacements, and text put before the whole.
 type normalizer []normStep
 
-// normStep is one step: a Unicode normalization form, or (form nil) the
-// replacement of every from by to (a Replace normalizer with a String
-// pattern, as Gemma's " " → "▁").
+// normStep is one step: a Unicode normalization form; the text prepend put
+// before a text that is not empty (a Prepend normalizer, as Llama 2's "▁");
+// or else the replacement of every from by to (a Replace normalizer with a
+// String pattern, as Gemma's " " → "▁").
 type normStep struct {
 	form     *norm.Form
+	prepend  string
 	from, to string
 }
 
 func (n normalizer) apply(s string) string {
 	for _, st := range n {
-		if st.form != nil {
+		switch {
+		case st.form != nil:
 			s = st.form.String(s)
-		} else {
+		case st.prepend != "":
+			if s != "" {
+				s = st.prepend + s
+			}
+		default:
 			s = strings.ReplaceAll(s, st.from, st.to)
 		}
 	}
@@ -56,22 +63,50 @@ func (n normalizer) apply(s string) string {
 }
 
 // isIdentity reports whether apply returns s unchanged (s is already in
-// every form and holds nothing to replace), without allocating.
+// every form and holds nothing to replace, and nothing is put before it),
+// without allocating.
 func (n normalizer) isIdentity(s string) bool {
 	for _, st := range n {
-		if st.form != nil && !st.form.IsNormalString(s) || st.form == nil && strings.Contains(s, st.from) {
-			return false
+		switch {
+		case st.form != nil:
+			if !st.form.IsNormalString(s) {
+				return false
+			}
+		case st.prepend != "":
+			if s != "" {
+				return false
+			}
+		default:
+			if strings.Contains(s, st.from) {
+				return false
+			}
 		}
 	}
 	return true
 }
 
+// lead splits n into the text its Prepend steps put before a text that is
+// not empty, as the steps after them leave it, and the other steps, which
+// normalize the text itself. parseNormalizer accepts Prepend steps only at
+// the start and followed by charwise steps, so that apply(s) is lead +
+// rest.apply(s) for every s but "".
+func (n normalizer) lead() (lead string, rest normalizer) {
+	i := 0
+	for i < len(n) && n[i].prepend != "" {
+		lead = n[i].prepend + lead
+		i++
+	}
+	rest = n[i:]
+	return rest.apply(lead), rest
+}
+
 // charwise reports whether n normalizes each character on its own: it has
-// no Unicode form and replaces single characters only, so that applying it
-// character by character gives what apply gives.
+// no Unicode form, puts nothing before the text and replaces single
+// characters only, so that applying it character by character gives what
+// apply gives.
 func (n normalizer) charwise() bool {
 	for _, st := range n {
-		if st.form != nil || utf8.RuneCountInString(st.from) != 1 {
+		if st.form != nil || st.prepend != "" || utf8.RuneCountInString(st.from) != 1 {
 			return false
 		}
 	}
@@ -84,8 +119,11 @@ func (n normalizer) charwise() bool {
 func (n normalizer) removes(lit string) bool {
 	for i := len(n) - 1; i >= 0; i-- {
 		st := n[i]
-		if st.form != nil {
+		if st.form != nil || strings.Contains(st.prepend, lit) {
 			return false
+		}
+		if st.prepend != "" {
+			continue
 		}
 		if strings.Contains(st.to, lit) {
 			return false
@@ -126,6 +164,17 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 			return nil, fmt.Errorf("Replace of %q by the shorter %q is not supported", from, to)
 		}
 		return normalizer{{from: from, to: to}}, nil
+	case "Prepend":
+		var p struct {
+			Prepend string `json:"prepend"`
+		}
+		if err := decodeJSON(raw, &p); err != nil {
+			return nil, err
+		}
+		if p.Prepend == "" {
+			return nil, nil
+		}
+		return normalizer{{prepend: p.Prepend}}, nil
 	case "Sequence":
 		var s struct {
 			Normalizers []json.RawMessage `json:"normalizers"`
@@ -139,7 +188,15 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 			if err != nil {
 				return nil, fmt.Errorf("normalizers[%d]: %w", i, err)
 			}
+			if len(n) > 0 && n[0].prepend != "" && len(out) > 0 && out[len(out)-1].prepend == "" {
+				return nil, fmt.Errorf("normalizers[%d]: Prepend after another kind of normalizer is not supported (want it first)", i)
+			}
 			out = append(out, n...)
+		}
+		if _, rest := out.lead(); !rest.charwise() {
+			if len(rest) < len(out) {
+				return nil, errors.New("Prepend followed by a Unicode normalization form or a Replace of more than one character is not supported")
+			}
 		}
 		if len(out) == 0 {
 			return nil, nil

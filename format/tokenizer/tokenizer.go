@@ -45,6 +45,7 @@ type Tokenizer struct {
 	isAdded   []bool       // id → added token
 	prefix    []int        // ids the post-processor puts before a sequence
 	suffix    []int        // ids it puts after
+	strip     int          // leading spaces the decoder's Strip takes from a decoded text
 	size      int
 }
 
@@ -195,10 +196,11 @@ func build(f *fileJSON) (*Tokenizer, error) {
 	if t.norm, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, fmt.Errorf("normalizer: %w", err)
 	}
-	kind, err := parseDecoder(f.Decoder)
+	kind, strip, err := parseDecoder(f.Decoder)
 	if err != nil {
 		return nil, fmt.Errorf("decoder: %w", err)
 	}
+	t.strip = strip
 	if kind == decodePieces {
 		err = parsePiecesPreTokenizer(f.PreTokenizer, t.norm)
 	} else {

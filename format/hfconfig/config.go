@@ -19,7 +19,9 @@ const (
 )
 
 // SupportedModelTypes returns the config.json model_type values this package accepts.
-func SupportedModelTypes() []string { return []string{"llama", "qwen2", "qwen3", "gemma3_text"} }
+func SupportedModelTypes() []string {
+	return []string{"llama", "mistral", "qwen2", "qwen3", "gemma3_text"}
+}
 
 // RoPE holds the rotary-embedding parameters, merged from rope_theta/rope_scaling or
 // rope_parameters.
@@ -37,7 +39,7 @@ type RoPE struct {
 
 // Config is a validated model configuration with transformers' defaults applied.
 type Config struct {
-	ModelType     string   // "llama", "qwen2", "qwen3" or "gemma3_text"
+	ModelType     string   // "llama", "mistral", "qwen2", "qwen3" or "gemma3_text"
 	Architectures []string // e.g. ["Qwen2ForCausalLM"]
 
 	VocabSize         int // V
@@ -66,7 +68,8 @@ type Config struct {
 	// off); MaxWindowLayers is Qwen's max_window_layers. Recorded, not interpreted
 	// for qwen2; for gemma3_text SlidingWindow is the window of the layers
 	// LayerTypes marks "sliding_attention" (a key at distance ≥ SlidingWindow
-	// from the query is masked).
+	// from the query is masked); for mistral, the window of every layer (0:
+	// full attention).
 	SlidingWindow   int
 	MaxWindowLayers int
 
@@ -275,7 +278,7 @@ func Parse(data []byte) (*Config, error) {
 	}
 	c := &Config{ModelType: *r.ModelType, Architectures: r.Architectures}
 	switch c.ModelType {
-	case "llama", "qwen2", "qwen3", "gemma3_text":
+	case "llama", "mistral", "qwen2", "qwen3", "gemma3_text":
 	case "gemma3":
 		return parseGemma3Wrapper(&r)
 	default:
@@ -285,7 +288,7 @@ func Parse(data []byte) (*Config, error) {
 	if c.UnknownFields, err = checkFields(c.ModelType, r.keys); err != nil {
 		return nil, err
 	}
-	for _, parse := range []func(*raw, *Config) error{parseShape, parseNumerics, parseLayers, parseGemma3, parseSpecialIDs} {
+	for _, parse := range []func(*raw, *Config) error{parseShape, parseNumerics, parseLayers, parseGemma3, parseMistral, parseSpecialIDs} {
 		if err := parse(&r, c); err != nil {
 			return nil, err
 		}
@@ -454,7 +457,7 @@ func parseNumerics(r *raw, c *Config) error {
 	if c.RoPE, err = parseRoPE(*r, defTheta); err != nil {
 		return err
 	}
-	c.MaxPositionEmbeddings = map[string]int{"llama": 2048, "qwen2": 32768, "qwen3": 32768, "gemma3_text": 131072}[c.ModelType]
+	c.MaxPositionEmbeddings = map[string]int{"llama": 2048, "mistral": 4096 * 32, "qwen2": 32768, "qwen3": 32768, "gemma3_text": 131072}[c.ModelType]
 	if r.MaxPositionEmbeddings != nil {
 		c.MaxPositionEmbeddings = *r.MaxPositionEmbeddings
 	}
@@ -481,6 +484,10 @@ func parseLayers(r *raw, c *Config) error {
 		c.QKVBias, c.OBias = true, false
 	case "llama", "qwen3", "gemma3_text":
 		c.QKVBias, c.OBias = c.AttentionBias, c.AttentionBias
+	case "mistral":
+		// MistralAttention hard-codes bias=False; attention_bias is not
+		// MistralConfig's key.
+		c.QKVBias, c.OBias = false, false
 	}
 	if r.MLPBias != nil && c.ModelType == "llama" {
 		c.MLPBias = *r.MLPBias
@@ -628,6 +635,30 @@ func parseGemma3(r *raw, c *Config) error {
 	}
 	if !(c.LocalRoPETheta > 0) || math.IsInf(c.LocalRoPETheta, 0) {
 		return fmt.Errorf("hfconfig: rope_local_base_freq %v must be positive", c.LocalRoPETheta)
+	}
+	return nil
+}
+
+// parseMistral reads the one key only MistralConfig has, sliding_window, as
+// transformers' configuration_mistral.py does: absent, 4096 (its default);
+// null, full attention (Mistral 7B v0.2 and later write it); a positive
+// number, the window of every layer (v0.1 writes 4096): a key at distance
+// ≥ sliding_window from the query is masked, as Gemma 3's sliding layers
+// mask it.
+func parseMistral(r *raw, c *Config) error {
+	if c.ModelType != "mistral" {
+		return nil
+	}
+	c.SlidingWindow = 4096
+	if m, ok := r.keys["sliding_window"]; ok {
+		switch {
+		case string(m) == "null":
+			c.SlidingWindow = 0
+		case r.SlidingWindow == nil || *r.SlidingWindow <= 0:
+			return fmt.Errorf("hfconfig: sliding_window %s must be null or a positive number for mistral", m)
+		default:
+			c.SlidingWindow = *r.SlidingWindow
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -151,8 +152,8 @@ func TestRejects(t *testing.T) {
 		json string
 		want string
 	}{
-		"model type":       {`{"model_type":"gpt2","vocab_size":1}`, "supported: llama, qwen2, qwen3"},
-		"no model type":    {`{"vocab_size":1}`, "supported: llama, qwen2, qwen3"},
+		"model type":       {`{"model_type":"gpt2","vocab_size":1}`, "supported: llama, mistral, qwen2, qwen3"},
+		"no model type":    {`{"vocab_size":1}`, "supported: llama, mistral, qwen2, qwen3"},
 		"missing hidden":   {`{"model_type":"llama","vocab_size":1}`, "hidden_size: missing"},
 		"zero layers":      {fmt.Sprintf(base, `,"num_hidden_layers":0`), "num_hidden_layers"},
 		"kv not dividing":  {fmt.Sprintf(base, `,"num_key_value_heads":3`), "divide"},
@@ -316,6 +317,43 @@ func TestGemma3Rejects(t *testing.T) {
 		_, err := Parse([]byte(c.json))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", name, err, c.want)
+		}
+	}
+}
+
+// TestMistral: Mistral 7B's config.json reads as a Llama-shaped decoder
+// without biases whose every layer attends through sliding_window keys:
+// v0.1's 4096, none for v0.2's null, MistralConfig's 4096 when the key is
+// absent; a window that is not a positive number is refused by name.
+func TestMistral(t *testing.T) {
+	for _, c := range []struct {
+		dir    string
+		window int
+		theta  float64
+	}{{"mistral-7b-instruct-v0.1", 4096, 10000}, {"mistral-7b-instruct-v0.2", 0, 1e6}} {
+		cfg, err := Load(filepath.Join("testdata", c.dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []any{cfg.ModelType, cfg.VocabSize, cfg.HeadDim, cfg.NumKeyValueHeads, cfg.SlidingWindow, cfg.RoPE.Theta,
+			cfg.MaxPositionEmbeddings, cfg.TieWordEmbeddings, cfg.QKVBias, cfg.OBias, cfg.QKNorm, fmt.Sprint(cfg.StopTokenIDs())}
+		want := []any{"mistral", 32000, 128, 8, c.window, c.theta, 32768, false, false, false, false, "[2]"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: got %v, want %v", c.dir, got, want)
+		}
+	}
+	mistral := func(extra string) (*Config, error) {
+		return Parse([]byte(strings.Replace(fmt.Sprintf(base, extra), `"llama"`, `"mistral"`, 1)))
+	}
+	if c, err := mistral(""); err != nil || c.SlidingWindow != 4096 || c.MaxPositionEmbeddings != 131072 || c.HeadDim != 16 {
+		t.Errorf("mistral defaults: %+v %v", c, err)
+	}
+	if c, err := mistral(`,"attention_bias":true`); err != nil || c.QKVBias || c.OBias || !slices.Contains(c.UnknownFields, "attention_bias") {
+		t.Errorf("mistral with attention_bias (MistralAttention has no biases, whatever the key says): %+v %v", c, err)
+	}
+	for _, bad := range []string{`,"sliding_window":0`, `,"sliding_window":-1`, `,"sliding_window":"4096"`} {
+		if _, err := mistral(bad); err == nil || !strings.Contains(err.Error(), "sliding_window") {
+			t.Errorf("mistral %s: %v, want an error naming sliding_window", bad, err)
 		}
 	}
 }

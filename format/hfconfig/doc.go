@@ -1,5 +1,5 @@
 // Package hfconfig reads a Hugging Face model's config.json and generation_config.json
-// for the model families Hone implements (model_type llama, qwen2, qwen3, gemma3_text)
+// for the model families Hone implements (model_type llama, mistral, qwen2, qwen3, gemma3_text)
 // into one validated Config.
 //
 // It owns the meaning of the fields, not the model math: defaults that transformers

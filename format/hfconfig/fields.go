@@ -44,7 +44,7 @@ type Field struct {
 
 // Fields returns the table of the config.json keys that model_type
 // modelType's configuration class reads (transformers' LlamaConfig,
-// Qwen2Config, Qwen3Config, Gemma3TextConfig, Gemma3Config) together with
+// MistralConfig, Qwen2Config, Qwen3Config, Gemma3TextConfig, Gemma3Config) together with
 // PretrainedConfig's common keys, each honoured, refused unless at its
 // implemented value, or knowingly ignored. nil for a model_type Hone does
 // not read. Parse records a key outside the table in
@@ -60,6 +60,10 @@ func Fields(modelType string) map[string]Field {
 		t["attention_bias"] = Field{Use: Honoured, Note: "q/k/v/o projections carry biases"}
 		t["mlp_bias"] = Field{Use: Honoured, Note: "gate/up/down projections carry biases"}
 		t["pretraining_tp"] = Field{Use: Ignored, Note: "older LlamaForCausalLM split the projections into this many slices and summed them: the same product"}
+	case "mistral":
+		maps.Copy(t, decoderFields())
+		t["hidden_act"] = Field{Use: Honoured, Note: "the MLP activation; only silu (every Mistral checkpoint) is accepted"}
+		t["sliding_window"] = Field{Use: Honoured, Note: "the attention window of every layer; null: full attention; absent: MistralConfig's 4096"}
 	case "qwen2", "qwen3":
 		maps.Copy(t, decoderFields())
 		t["hidden_act"] = Field{Use: Honoured, Note: "the MLP activation; only silu (every Qwen checkpoint) is accepted"}
@@ -146,7 +150,7 @@ func commonFields() map[string]Field {
 	return t
 }
 
-// decoderFields are the keys the four text decoders share.
+// decoderFields are the keys the text decoders share.
 func decoderFields() map[string]Field {
 	return map[string]Field{
 		"vocab_size":              {Use: Honoured, Note: "V"},

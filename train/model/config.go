@@ -9,7 +9,7 @@ import (
 // Config holds the architecture numbers the model is built from. Load fills
 // it from config.json; tests and tinymodel build it directly.
 type Config struct {
-	Family       string // "llama", "qwen2", "qwen3" or "gemma3_text"
+	Family       string // "llama", "mistral", "qwen2", "qwen3" or "gemma3_text"
 	Vocab        int    // V
 	Hidden       int    // C
 	Intermediate int    // I, SwiGLU width
@@ -67,9 +67,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("model config: rms_norm_eps %v must be positive", c.RMSNormEps)
 	}
 	switch c.Family {
-	case "llama", "qwen2", "qwen3", "gemma3_text":
+	case "llama", "mistral", "qwen2", "qwen3", "gemma3_text":
 	default:
-		return fmt.Errorf("model config: family %q not supported (want llama, qwen2, qwen3 or gemma3_text)", c.Family)
+		return fmt.Errorf("model config: family %q not supported (want llama, mistral, qwen2, qwen3 or gemma3_text)", c.Family)
 	}
 	if c.Family == "gemma3_text" && !(c.Act == "gelu_tanh" && c.NormOffset && c.SandwichNorms && c.QKNorm) {
 		return fmt.Errorf("model config: gemma3_text needs the gelu_tanh activation, (1+w) norms, sandwich norms and q/k norms (ConfigFromHF sets them)")

@@ -1,5 +1,5 @@
-// Package model is Hone's transformer: the Llama, Qwen2, Qwen3 and Gemma 3
-// (text, gemma3_text) decoder families as one set of structs (Model → Block → Attention, MLP → Linear),
+// Package model is Hone's transformer: the Llama, Mistral, Qwen2, Qwen3 and
+// Gemma 3 (text, gemma3_text) decoder families as one set of structs (Model → Block → Attention, MLP → Linear),
 // each with a Forward and a Backward that mirrors it, plus LoRA adapters.
 //
 // What it owns:

@@ -63,6 +63,15 @@ func ConfigFromHF(h *hfconfig.Config) (Config, error) {
 		}
 		c.LayerKinds = string(kinds)
 	}
+	if h.ModelType == "mistral" && h.SlidingWindow > 0 {
+		// MistralAttention: every layer attends through the window, with
+		// the model's one RoPE.
+		if c.RoPELinear > 1 {
+			return Config{}, fmt.Errorf("model: linear rope scaling with a sliding window is not supported for mistral")
+		}
+		c.SlidingWindow, c.LocalRoPE = h.SlidingWindow, c.RoPE
+		c.LayerKinds = strings.Repeat("S", c.Layers)
+	}
 	switch h.Wrapper {
 	case "":
 	case "gemma3":

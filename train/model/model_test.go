@@ -25,6 +25,11 @@ func microConfig(family string) Config {
 		c.QKNorm, c.HeadDim = true, 6
 	case "llama":
 		c.RoPE = kernels.RoPEConfig{Theta: 500000, Scaling: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPos: 16}
+	case "mistral":
+		// Every layer slides, with the model's one RoPE, through a window
+		// shorter than the test sequences (Mistral 7B v0.1).
+		c.RoPE.Theta = 1e6
+		c.LayerKinds, c.SlidingWindow, c.LocalRoPE = "SS", 3, c.RoPE
 	case "gemma3_text":
 		// Layer 0 slides with a window shorter than the test sequences.
 		c.QKNorm, c.HeadDim, c.TieEmbeddings = true, 6, true
@@ -122,7 +127,7 @@ func maxRelDiff(a, b []float32) float64 {
 	return worst
 }
 
-var families = []string{"llama", "qwen2", "qwen3", "gemma3_text"}
+var families = []string{"llama", "mistral", "qwen2", "qwen3", "gemma3_text"}
 
 // Decoding through the KV cache — a prompt prefill, then one token at a time,
 // several sequences per step — gives the logits of the full forward.

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Independent PyTorch reference for Hone's train/model (Llama, Qwen2, Qwen3, Gemma 3 + LoRA).
+"""Independent PyTorch reference for Hone's train/model (Llama, Mistral, Qwen2, Qwen3, Gemma 3 + LoRA).
 
 Two subcommands (and two benchmark ones, bench-train and bench-decode, which
 time this reference for train/internal/modelbench; see their docstrings):
 
   reference.py make-cases OUTDIR
-      Writes one folder per case (gemma3, llama, qwen2, qwen3) under OUTDIR, each with
+      Writes one folder per case (gemma3, llama, mistral, qwen2, qwen3) under OUTDIR, each with
         model/     config.json + model.safetensors (random weights; f32, bf16 or f16 on disk)
         adapter/   adapter_config.json + adapter_model.safetensors (PEFT names, random A and B)
         inputs.json  packed batch: input_ids, position_ids, seq_starts, targets, weights
@@ -26,6 +26,11 @@ embedding, RMSNorm, RoPE in the rotate_half convention with optional llama3 freq
 scaling, grouped-query causal attention restricted to each packed sequence, SwiGLU MLP,
 Qwen2 q/k/v bias, Qwen3 per-head q/k RMSNorm before RoPE, explicit head_dim, tied
 embeddings, LoRA y += scale * B(A x) with scale alpha/r (or alpha/sqrt(r) for rsLoRA).
+
+Mistral (model_type mistral), restated from transformers' configuration_mistral.py and
+modeling_mistral.py: Llama's layers without biases, and with sliding_window set (its default
+4096 when the key is absent; null turns it off) every layer sees only keys j with
+i - j < sliding_window, with the model's one RoPE.
 
 Gemma 3 (model_type gemma3_text), restated from transformers' modeling_gemma3.py
 (Gemma3TextScaledWordEmbedding, Gemma3RMSNorm, Gemma3Attention, Gemma3DecoderLayer,
@@ -203,6 +208,9 @@ def forward(cfg, W, ids, pos, seq_starts, lora=None):
         local_inv = inv_freq(dict(rope_theta=cfg.get("rope_local_base_freq", 10000.0)), D)
         scale = cfg.get("query_pre_attn_scalar", 256) ** -0.5
         window = cfg.get("sliding_window", 4096)
+    mistral_window = cfg.get("sliding_window", 4096) if mt == "mistral" else None
+    if mistral_window is not None:
+        window = mistral_window
     # Packed sequences: attention runs per sequence, causal inside it.
     bounds = list(zip(seq_starts, list(seq_starts[1:]) + [T]))
 
@@ -214,8 +222,8 @@ def forward(cfg, W, ids, pos, seq_starts, lora=None):
         p = "model.layers.%d." % l
         lr = (lambda m: lora.get(l, m)) if lora else (lambda m: None)
         sc = lora.scale if lora else 1.0
-        sliding = gemma and kinds[l] == "sliding_attention"
-        inv_l = local_inv if sliding else inv
+        sliding = (gemma and kinds[l] == "sliding_attention") or mistral_window is not None
+        inv_l = local_inv if gemma and sliding else inv
         h = rms_norm(x, W[p + "input_layernorm.weight"], eps, gemma)
         bias = (lambda n: W.get(p + "self_attn.%s.bias" % n))
         q = linear(h, W[p + "self_attn.q_proj.weight"], bias("q_proj"), lr("q_proj"), sc).view(T, H, D)
@@ -296,6 +304,21 @@ CASES = {
         lora=dict(r=4, lora_alpha=8, use_rslora=False,
                   target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
         seqs=[9, 7], start_pos=[0, 40],
+    ),
+    # Mistral 7B v0.1's shape of attention: every layer slides, window 3 < all three sequences, GQA 4:1,
+    # rope_theta 1e6, untied lm_head, no biases, bf16 on disk, LoRA r=4 on all 7 projections; the third
+    # sequence starts at position 20 (RoPE turns by position; the window counts keys back from the query).
+    "mistral": dict(
+        seed=1004,
+        config=dict(architectures=["MistralForCausalLM"], model_type="mistral", vocab_size=283, hidden_size=64,
+                    intermediate_size=88, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+                    max_position_embeddings=512, rms_norm_eps=1e-5, rope_theta=1000000.0, sliding_window=3,
+                    tie_word_embeddings=False, hidden_act="silu", attention_dropout=0.0, torch_dtype="bfloat16",
+                    bos_token_id=1, eos_token_id=2),
+        dtype=torch.bfloat16,
+        lora=dict(r=4, lora_alpha=8, use_rslora=False,
+                  target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+        seqs=[8, 5, 6], start_pos=[0, 0, 20],
     ),
     # GQA ratio 7, q/k/v bias, tied embeddings, bf16 on disk, rsLoRA on attention only.
     "qwen2": dict(

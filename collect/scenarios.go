@@ -19,9 +19,15 @@ import (
 // Parquet trajectory file (its distinct scenarios, in order of first
 // appearance; a row's env names the environment only when it is a
 // built-in one, as a stdio program's own name is not) or JSON lines with
-// the fields id, environment, payload (any JSON value) and split.
+// the fields id, environment, payload (any JSON value) and split. The
+// name's ending decides which, without the query an object-store URL
+// carries (s3://b/round.parquet?region=…).
 func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
-	if strings.HasSuffix(path, ".parquet") {
+	name := path
+	if fileset.IsURL(path) {
+		name, _, _ = strings.Cut(path, "?")
+	}
+	if strings.HasSuffix(name, ".parquet") {
 		groups, err := trajectory.ReadFile(ctx, path)
 		if err != nil {
 			return nil, fmt.Errorf("scenarios %s: %w", path, err)

@@ -651,3 +651,19 @@ for line in sys.stdin:
 		t.Fatalf("got %v, want a usage error saying the environment has no scripted policy", err)
 	}
 }
+
+// A scenario line holds one JSON object: a second one on the same line
+// (objects written without newlines between them), or anything after the
+// first, is an error naming the line, not dropped unread.
+func TestScenarioLineHoldsOneObject(t *testing.T) {
+	for _, bad := range []string{`{"id":"a"} {"id":"b"}`, `{"id":"a"}{"id":"b"}`, `{"id":"a"} x`, `{"id":"a"},`} {
+		scs, err := collect.DecodeScenarios(strings.NewReader(`{"id":"z"}`+"\n"+bad+"\n"), "x.jsonl")
+		if err == nil || !strings.Contains(err.Error(), "x.jsonl:2:") {
+			t.Errorf("%q: %d scenarios, error %v; want one naming x.jsonl:2", bad, len(scs), err)
+		}
+	}
+	scs, err := collect.DecodeScenarios(strings.NewReader(`{"id":"a"}  `+"\r\n"), "x.jsonl")
+	if err != nil || len(scs) != 1 {
+		t.Errorf("trailing spaces: %+v, %v", scs, err)
+	}
+}

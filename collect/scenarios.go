@@ -77,6 +77,11 @@ func DecodeScenarios(r io.Reader, name string) ([]env.Scenario, error) {
 			if err := dec.Decode(&sc); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w (want {\"id\", \"environment\", \"payload\", \"split\"})", name, line, err)
 			}
+			// One object a line: what follows it (a second object, a
+			// comma) would otherwise be dropped unread.
+			if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+				return nil, fmt.Errorf("%s:%d: %.40q after the scenario object: want one object a line", name, line, rest)
+			}
 			if sc.ID == "" {
 				return nil, fmt.Errorf("%s:%d: scenario without an id", name, line)
 			}

@@ -142,6 +142,12 @@ func (e *Env) Scenarios(ctx context.Context, seed int64, n int) ([]env.Scenario,
 		if r.Scenarios[i].ID == "" {
 			return nil, fmt.Errorf("stdio: scenario %d has no id", i)
 		}
+		switch sp := r.Scenarios[i].Split; sp {
+		case "", trajectory.SplitTrain, trajectory.SplitVal, trajectory.SplitTest:
+		default:
+			// Refused now: its rows could not be written once played.
+			return nil, fmt.Errorf("stdio: scenario %s: split %q is not train, val or test", r.Scenarios[i].ID, sp)
+		}
 		r.Scenarios[i].Env = e.name
 	}
 	return r.Scenarios, nil

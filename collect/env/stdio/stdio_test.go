@@ -289,3 +289,26 @@ esac
 		t.Errorf("scenarios %q for n=2, want the first two of the five the program sent", ids)
 	}
 }
+
+// A generated scenario's split is train, val, test or none
+// (docs/stdio-env.md): another is refused when the scenarios come, naming
+// the scenario, not after a group of episodes was played for it, when the
+// row could not be written.
+func TestScenariosBadSplit(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "env.sh")
+	os.WriteFile(script, []byte(`read line
+case "$line" in
+*hello*) echo '{"name":"splits"}' ;;
+*) echo '{"scenarios":[{"id":"a","split":"val"},{"id":"b","split":"dev"}]}' ;;
+esac
+`), 0o644)
+	ctx := context.Background()
+	e, err := stdio.New(ctx, []string{"sh", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs, err := e.Scenarios(ctx, 1, 2)
+	if err == nil || !strings.Contains(err.Error(), `scenario b`) || !strings.Contains(err.Error(), `"dev"`) {
+		t.Errorf("scenarios %+v, error %v; want an error naming scenario b and its split", scs, err)
+	}
+}

@@ -204,6 +204,13 @@ func (ep *episode) Reset(ctx context.Context) (env.Observation, error) {
 	if err != nil {
 		return env.Observation{}, fmt.Errorf("stdio: reset: %w", err)
 	}
+	for i, tool := range r.Tools {
+		// The flat shape {"type", "name", "parameters"} reads as a tool
+		// without a name, which no model can call and no row can hold.
+		if tool.Name == "" {
+			return env.Observation{}, fmt.Errorf(`stdio: reset: tools[%d] has no function name (want {"type": "function", "function": {"name", "description", "parameters"}})`, i)
+		}
+	}
 	return env.Observation{Messages: msgs, Tools: r.Tools}, nil
 }
 

@@ -312,3 +312,31 @@ esac
 		t.Errorf("scenarios %+v, error %v; want an error naming scenario b and its split", scs, err)
 	}
 }
+
+// A tool without a function name (here in the flat shape of OpenAI's
+// Responses API, {"type", "name", "parameters"}, whose name the chat shape
+// does not read) fails the episode at reset, saying so: a nameless tool
+// cannot be offered to a model, and its row could not be written.
+func TestResetToolWithoutName(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "env.sh")
+	os.WriteFile(script, []byte(`read line
+case "$line" in
+*hello*) echo '{"name":"flat"}' ;;
+*) echo '{"messages":[{"role":"user","content":"go"}],"tools":[{"type":"function","name":"calc","parameters":{"type":"object"}}]}' ;;
+esac
+`), 0o644)
+	ctx := context.Background()
+	e, err := stdio.New(ctx, []string{"sh", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	obs, err := ep.Reset(ctx)
+	if err == nil || !strings.Contains(err.Error(), "tools[0]") || !strings.Contains(err.Error(), "name") {
+		t.Errorf("reset gave tools %+v, error %v; want an error naming tools[0] and its missing name", obs.Tools, err)
+	}
+}

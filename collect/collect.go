@@ -485,6 +485,9 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 		if scs, err = ReadScenarios(ctx, o.Scenarios); err != nil {
 			return nil, nil, nil, closeEnvs, stageerr.BadInput(err)
 		}
+		if len(scs) == 0 {
+			return nil, nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: the file holds no scenario", o.Scenarios))
+		}
 		if o.Split != "" {
 			all := len(scs)
 			scs = slices.DeleteFunc(scs, func(sc env.Scenario) bool { return sc.Split != o.Split })

@@ -667,3 +667,27 @@ func TestScenarioLineHoldsOneObject(t *testing.T) {
 		t.Errorf("trailing spaces: %+v, %v", scs, err)
 	}
 }
+
+// A scenario file with no scenario in it (empty, blank lines only, or a
+// Parquet file without rows) is bad input naming the file, as a file with
+// none of the --split asked for is: not a run that plays nothing, writes
+// an empty output and succeeds.
+func TestNoScenariosInFile(t *testing.T) {
+	dir := t.TempDir()
+	var empty bytes.Buffer
+	w := trajectory.NewWriter(&empty, trajectory.WriterOptions{})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"empty.jsonl": nil, "blank.jsonl": []byte("\n  \n"), "empty.parquet": empty.Bytes()} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		o := collect.Options{Env: "guess", Scenarios: path, GroupSize: 1, Concurrency: 1, Policy: "scripted:bisect", Out: &out}
+		if _, err := runStats(context.Background(), o); !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v; want bad input naming the file", name, err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -648,8 +649,14 @@ func failureLimit(s string, episodes int) (int, error) {
 		return n, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f >= 1 {
+	if err != nil || !(f >= 0 && f < 1) { // NaN too
 		return 0, stageerr.Usagef("--max-failures %q: want a count or a fraction in [0,1)", s)
+	}
+	// The share of the episodes as the decimal written: 0.29 of 100 is
+	// 29, where the float product 28.999… would truncate to 28.
+	if r, ok := new(big.Rat).SetString(s); ok {
+		r.Mul(r, new(big.Rat).SetInt64(int64(episodes)))
+		return int(new(big.Int).Quo(r.Num(), r.Denom()).Int64()), nil
 	}
 	return int(f * float64(episodes)), nil
 }

@@ -691,3 +691,35 @@ func TestNoScenariosInFile(t *testing.T) {
 		}
 	}
 }
+
+// --max-failures as a fraction allows exactly that share of the episodes:
+// 29 failed of 100 is 0.29 of them, not more, though 0.29·100 is
+// 28.999… in floating point.
+func TestMaxFailuresFractionExact(t *testing.T) {
+	var lines strings.Builder
+	for i := range 100 {
+		secret := 3
+		if i*29/100 != (i+1)*29/100 { // 29 of the 100, spread out
+			secret = 0 // outside 1..n: the episode fails to start
+		}
+		fmt.Fprintf(&lines, `{"id":"s%d","payload":{"secret":%d,"n":8,"turns":3}}`+"\n", i, secret)
+	}
+	if n := strings.Count(lines.String(), `"secret":0`); n != 29 {
+		t.Fatalf("%d bad scenarios, want 29", n)
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	o := collect.Options{Env: "guess", Scenarios: path, GroupSize: 1, Concurrency: 2, Policy: "scripted:bisect", MaxFailures: "0.29", Out: &out}
+	st, err := runStats(context.Background(), o)
+	if err != nil || st.Failures != 29 || st.Episodes != 100 {
+		t.Errorf("29 of 100 failed with --max-failures 0.29: %v (%d of %d failed); want the run to finish", err, st.Failures, st.Episodes)
+	}
+	// NaN is no fraction: refused, not taken as no limit.
+	o.MaxFailures = "NaN"
+	if _, err := runStats(context.Background(), o); !errors.Is(err, stageerr.ErrUsage) {
+		t.Errorf("--max-failures NaN: %v; want bad usage", err)
+	}
+}

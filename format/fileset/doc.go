@@ -11,7 +11,9 @@
 //     footer sits at the end, so the reader needs random access), which the
 //     set's Close removes; "-" may be given once.
 //   - A path that exists is taken literally: a file is that file, even when
-//     its name holds glob characters ("round[1].parquet").
+//     its name holds glob characters ("round[1].parquet"). A named pipe
+//     (bash's <(…), /dev/stdin) is copied once, like "-", when the set is
+//     resolved; Open of one name copies it for the File it returns.
 //   - A directory means the regular files directly in it (not below it)
 //     whose names end in the extension asked for (".parquet" unless told
 //     otherwise), skipping names that start with "." (temporary outputs),

@@ -31,13 +31,17 @@ type Options struct {
 	Sequential bool
 }
 
-// Set is an ordered set of resolved inputs. Close removes the copy of
-// stdin; a Set is not safe for concurrent use while being closed.
+// Set is an ordered set of resolved inputs. Close removes the copies of
+// stdin and of pipes; a Set is not safe for concurrent use while being
+// closed.
 type Set struct {
 	names []string
-	spool string    // the copy of stdin, removed by Close
-	stdin io.Reader // stdin read in order (Options.Sequential)
-	held  [][]byte  // the contents of names[i], read before (Held)
+	// spools holds the copy of each input that can be read only once
+	// ("-", and a named pipe such as bash's <(…)), by name; Close removes
+	// them.
+	spools map[string]string
+	stdin  io.Reader // stdin read in order (Options.Sequential)
+	held   [][]byte  // the contents of names[i], read before (Held)
 }
 
 // Files is the set of the named files or URLs taken as they are: no glob,
@@ -101,17 +105,18 @@ func (s *Set) Open(ctx context.Context, i int) (*File, error) {
 		b := s.held[i]
 		return &File{Name: name, Size: int64(len(b)), r: bytes.NewReader(b), c: io.NopCloser(nil)}, nil
 	}
+	if p, ok := s.spools[name]; ok {
+		f, err := local{}.Open(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("open the copy of %s: %w", name, err)
+		}
+		f.Name = name
+		return f, nil
+	}
 	if name != Stdin {
 		return Open(ctx, name)
 	}
 	switch {
-	case s.spool != "":
-		f, err := local{}.Open(ctx, s.spool)
-		if err != nil {
-			return nil, fmt.Errorf("open the copy of stdin: %w", err)
-		}
-		f.Name = Stdin
-		return f, nil
 	case s.stdin != nil:
 		return &File{Name: Stdin, Size: -1, r: noReadAt{}, c: io.NopCloser(nil)}, nil
 	default:
@@ -130,17 +135,19 @@ func (noReadAt) ReadAt([]byte, int64) (int, error) {
 	return 0, errors.New("stdin is read in order here (not copied); read it with Set.Stdin")
 }
 
-// Close removes the copy of stdin, if any.
+// Close removes the copies of stdin and of pipes, if any.
 func (s *Set) Close() error {
-	if s == nil || s.spool == "" {
+	if s == nil {
 		return nil
 	}
-	err := os.Remove(s.spool)
-	s.spool = ""
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove the copy of stdin: %w", err)
+	var errs []error
+	for name, p := range s.spools {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove the copy of %s: %w", name, err))
+		}
 	}
-	return nil
+	s.spools = nil
+	return errors.Join(errs...)
 }
 
 // Resolve turns input arguments into a Set by the rule in the package
@@ -175,12 +182,34 @@ func Resolve(ctx context.Context, args []string, opts Options) (*Set, error) {
 			}
 		}
 	}
+	// A pipe is read once: copy it now, as stdin, so that each Open of
+	// the set reads all of it.
+	for _, n := range s.names {
+		if n == Stdin || !isPipe(n) {
+			continue
+		}
+		p, err := spoolPipe(ctx, n, opts.TempDir)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.keep(n, p)
+	}
 	if seen[Stdin] {
 		if err := s.takeStdin(ctx, opts); err != nil {
+			s.Close()
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// keep records p as the copy of input name.
+func (s *Set) keep(name, p string) {
+	if s.spools == nil {
+		s.spools = map[string]string{}
+	}
+	s.spools[name] = p
 }
 
 // takeStdin copies stdin to a temporary file, or keeps it to be read in
@@ -196,9 +225,9 @@ func (s *Set) takeStdin(ctx context.Context, opts Options) error {
 	}
 	p, err := spool(ctx, in, opts.TempDir)
 	if err != nil {
-		return err
+		return fmt.Errorf("copy stdin: %w", err)
 	}
-	s.spool = p
+	s.keep(Stdin, p)
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 func spool(ctx context.Context, in io.Reader, dir string) (string, error) {
 	f, err := os.CreateTemp(dir, ".hone-stdin.tmp-*")
 	if err != nil {
-		return "", fmt.Errorf("copy stdin: %w", err)
+		return "", err
 	}
 	_, err = io.Copy(f, ctxReader{ctx, in})
 	if cerr := f.Close(); err == nil {
@@ -22,7 +22,7 @@ func spool(ctx context.Context, in io.Reader, dir string) (string, error) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", fmt.Errorf("copy stdin to %s: %w", f.Name(), err)
+		return "", fmt.Errorf("copy to %s: %w", f.Name(), err)
 	}
 	return f.Name(), nil
 }
@@ -39,4 +39,45 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// isPipe reports whether the local input name is a file that can be read
+// only once: a named pipe (bash's <(…) is /dev/fd/N, one), a character
+// device such as /dev/stdin on a terminal or a socket. Such a file has no
+// size and no random access, so it is copied like stdin.
+func isPipe(name string) bool {
+	if st, err := storeFor(name); err != nil || st != (local{}) {
+		return false
+	}
+	p, _, err := localName(name)
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && !st.Mode().IsRegular()
+}
+
+// spoolPipe copies the pipe name to a temporary file in dir and returns its
+// path.
+func spoolPipe(ctx context.Context, name, dir string) (string, error) {
+	p, _, err := localName(name)
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return spoolOpen(ctx, name, f, dir)
+}
+
+// spoolOpen copies the opened pipe f, input name, to a temporary file in
+// dir and returns its path.
+func spoolOpen(ctx context.Context, name string, f *os.File, dir string) (string, error) {
+	p, err := spool(ctx, f, dir)
+	if err != nil {
+		return "", fmt.Errorf("copy %s (a pipe): %w", name, err)
+	}
+	return p, nil
 }

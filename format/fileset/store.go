@@ -153,7 +153,37 @@ func (local) Open(ctx context.Context, name string) (*File, error) {
 		f.Close()
 		return nil, &ArgError{Arg: name, Err: errors.New("is a directory; name a file")}
 	}
+	if !st.Mode().IsRegular() {
+		// A pipe (bash's <(…)): no size, no random access, one reading.
+		// Read it into a copy that Close removes.
+		defer f.Close()
+		tmp, err := spoolOpen(ctx, name, f, "")
+		if err != nil {
+			return nil, err
+		}
+		c, err := local{}.Open(ctx, tmp)
+		if err != nil {
+			os.Remove(tmp)
+			return nil, err
+		}
+		c.Name, c.c = name, removeOnClose{c.c, tmp}
+		return c, nil
+	}
 	return &File{Name: name, Size: st.Size(), r: f, c: f}, nil
+}
+
+// removeOnClose closes a copy of a pipe and removes it.
+type removeOnClose struct {
+	io.Closer
+	path string
+}
+
+func (r removeOnClose) Close() error {
+	err := r.Closer.Close()
+	if rerr := os.Remove(r.path); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 func (local) Create(ctx context.Context, name string) (Output, error) {

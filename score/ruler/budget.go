@@ -107,7 +107,12 @@ func (c *cutter) endsOf(s string) []int {
 }
 
 // text returns s cut to c.limit tokens: two thirds of them from its start,
-// one third from its end, and the marker between.
+// one third from its end, and the marker between. A text that the cut
+// would not make shorter (the kept tokens and the marker counting as many
+// tokens as the whole, or more) is left whole: replacing "ok" with a
+// marker would only lengthen the prompt, and would make the prompt's size
+// grow as the limit falls, which the bisection in BuildWithin cannot
+// search.
 func (c *cutter) text(s string, toolResult bool) string {
 	if c == nil || c.limit < 0 || (c.toolsOnly && !toolResult) {
 		return s
@@ -116,6 +121,10 @@ func (c *cutter) text(s string, toolResult bool) string {
 	e := c.endsOf(s)
 	n := len(e)
 	if n <= c.limit {
+		return s
+	}
+	mark := fmt.Sprintf(marker, n-c.limit, n)
+	if c.limit+c.counter.Count(mark) >= n {
 		return s
 	}
 	tail := c.limit / 3
@@ -128,7 +137,7 @@ func (c *cutter) text(s string, toolResult bool) string {
 		tailStart = e[n-tail-1]
 	}
 	c.cuts++
-	return s[:headEnd] + fmt.Sprintf(marker, n-c.limit, n) + s[tailStart:]
+	return s[:headEnd] + mark + s[tailStart:]
 }
 
 // views returns msgs with their texts cut; never nil, so that an empty
@@ -186,7 +195,8 @@ func (c *cutter) longest(l *layout) int {
 // then every message text and tool-call argument. Each stage finds, by
 // bisection, the largest per-text limit L with which the prompt fits, and
 // cuts every text longer than L tokens to its first ⌈2L/3⌉ and last ⌊L/3⌋
-// tokens with a marker between that says how much was cut; the system
+// tokens with a marker between that says how much was cut (a text the cut
+// would not shorten, the marker counted, is left whole); the system
 // message then says that cuts are marked. Texts of additional histories are
 // cut like those of the main one. The system prompt, the rubric and the
 // tool lists are never cut. When even L = 0 does not fit, the error

@@ -192,3 +192,66 @@ func BenchmarkBuildWithin(b *testing.B) {
 		}
 	}
 }
+
+// manyResults is a trajectory whose agent called a tool n times and got a
+// short answer each time, and once more, a long one.
+func manyResults(id string, n int, short, long string) trajectory.Trajectory {
+	t := game(id, "{}", long, "done")
+	var msgs []trajectory.Message
+	for i := range n {
+		cid := fmt.Sprintf("s%d", i)
+		msgs = append(msgs,
+			trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{{ID: cid, Type: "function", Name: "look", Arguments: "{}"}}},
+			trajectory.Message{Role: "tool", ToolCallID: cid, Content: short})
+	}
+	t.Messages = append(t.Messages[:2], append(msgs, t.Messages[2:]...)...)
+	return t
+}
+
+// A text is cut only where the cut makes it shorter: a short tool result
+// is never replaced by a marker longer than itself, so a prompt that fits
+// once its one long result is cut is not refused because its many short
+// ones would have grown.
+func TestBuildWithinLeavesShortTexts(t *testing.T) {
+	long := strings.Repeat("0123456789", 600) // 2000 estimated tokens
+	trajs := []trajectory.Trajectory{manyResults("a", 40, "ok", long), game("b", "{}", "illegal move", "oops")}
+	est := ruler.Estimate{}
+	whole := ruler.Build(trajs, "")
+	full := est.Count(whole.System) + est.Count(whole.User)
+	budget := full - 1500
+	p, err := ruler.BuildWithin(trajs, "", ruler.Budget{Tokens: budget})
+	if err != nil {
+		t.Fatalf("cutting the one long tool result saves 2000 tokens of the 1500 needed: %v", err)
+	}
+	if p.Cuts != 1 || p.Tokens > budget || strings.Count(p.User, `"content":"ok"`) != 40 {
+		t.Fatalf("cuts %d, tokens %d of %d: want the long result alone cut, every short one kept", p.Cuts, p.Tokens, budget)
+	}
+}
+
+// The limit found is the largest that fits: texts a little longer than a
+// lower limit, which a cut there would lengthen, do not stop the search
+// short of it.
+func TestBuildWithinLargestLimit(t *testing.T) {
+	long := strings.Repeat("0123456789", 900) // 3000 estimated tokens
+	short := strings.Repeat("abc", 60)        // 60 estimated tokens
+	trajs := []trajectory.Trajectory{manyResults("a", 30, short, long), game("b", "{}", "illegal move", "oops")}
+	est := ruler.Estimate{}
+	whole := ruler.Build(trajs, "")
+	full := est.Count(whole.System) + est.Count(whole.User)
+	// Room for the long result cut to about 85 tokens, its marker (20)
+	// and the system message's note on cuts (75), with every short result
+	// whole. (Bisecting from 3000, a limit of 46 is tried on the way: a
+	// marker of 19 tokens after 46 kept would lengthen every short result.)
+	budget := full - 3000 + 85 + 20 + 75
+	p, err := ruler.BuildWithin(trajs, "", ruler.Budget{Tokens: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cuts != 1 || strings.Count(p.User, short) != 30 || p.Tokens > budget {
+		t.Fatalf("cuts %d, tokens %d of %d: want the long result alone cut", p.Cuts, p.Tokens, budget)
+	}
+	m := markerRE.FindStringSubmatch(p.User)
+	if cut, _ := strconv.Atoi(m[1]); 3000-cut < 75 {
+		t.Fatalf("the long result keeps %d tokens; about 85 fit", 3000-cut)
+	}
+}

@@ -126,8 +126,11 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer r.Close()
 	w := trajectory.NewWriter(opts.Out, trajectory.WriterOptions{Metadata: map[string]string{MetaChain: chain.Spec}})
+	// The pipeline hands over only groups finished before any stop, and
+	// after a stop those are still to be kept: the writes go on.
+	wctx := context.WithoutCancel(ctx)
 	err = pipeline(ctx, r, opts.Shard, chain, opts.Concurrency, &sum, func(g trajectory.Group) error {
-		if err := w.WriteGroup(ctx, g); err != nil {
+		if err := w.WriteGroup(wctx, g); err != nil {
 			return fmt.Errorf("write group %q: %w", g.ID, err)
 		}
 		sum.Written += int64(len(g.Trajectories))

@@ -557,6 +557,47 @@ func TestInterrupt(t *testing.T) {
 	}
 }
 
+// TestInterruptKeepsFinished: a group that finished before the stop is
+// written even when the writer reaches it after the stop. Group 1
+// finishes while group 0 is still with the judge (group 2's call, which
+// needs a free worker, shows that group 1's is done); the run is stopped
+// as soon as group 0 is written.
+func TestInterruptKeepsFinished(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g2asked := make(chan struct{})
+	var once sync.Once
+	f := &judge.Fake{Answer: func(_ int, r judge.Request) (string, error) {
+		switch {
+		case strings.Contains(r.User, "Scenario g0"):
+			<-g2asked
+		case strings.Contains(r.User, "Scenario g1"):
+		default:
+			once.Do(func() { close(g2asked) })
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return judgetest.Answer(r.IDs, []float64{1, 0}), nil
+	}}
+	opts := baseOpts(t)
+	opts.Scorers, opts.JudgeModel, opts.Judge, opts.Concurrency, opts.NoCache = []string{"ruler"}, "fake", f, 2, true
+	opts.Progress = func(groups, rows int64) { cancel() }
+	var out bytes.Buffer
+	opts.Inputs, opts.Out = fileset.Files(writeInput(t, "in.parquet", groups(4, 2))), &out
+	sum, err := scoreRun(ctx, opts)
+	if !errors.Is(err, stageerr.ErrInterrupted) || sum.Written != 4 {
+		t.Fatalf("err %v, summary %+v; want groups 0 and 1 written", err, sum)
+	}
+	p := filepath.Join(t.TempDir(), "partial.parquet")
+	if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := trajectory.ReadFile(context.Background(), p)
+	if err != nil || ids(gs) != "g0-t0,g0-t1,g1-t0,g1-t1" {
+		t.Fatalf("partial output: %v, %s", err, ids(gs))
+	}
+}
+
 func TestParseSpec(t *testing.T) {
 	cases := map[string]score.Spec{
 		"env":                   {Name: "env", Kind: "env"},

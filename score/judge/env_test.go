@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/internal/waitfor"
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/score/judge/judgetest"
 )
@@ -48,5 +49,39 @@ func TestRetryStopsDuringPause(t *testing.T) {
 	_, err := j.Judge(ctx, req3)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, judge.ErrFailed) || s.Hits() != 1 {
 		t.Fatalf("err %v after %d calls, want the cancellation after 1", err, s.Hits())
+	}
+}
+
+// What the calls before a stop cost is still counted: a malformed answer
+// that used tokens, then a stop in the pause before the retry, and a call
+// the stop cut short, each show in the meter's usage.
+func TestStopKeepsUsage(t *testing.T) {
+	s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply {
+		return judgetest.Reply{Content: "not json", PromptTokens: 100, CompletionTokens: 7}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &judge.Meter{Next: judge.Retry{Next: newOpenAI(s, "", time.Second), Attempts: 3, Backoff: func(int) time.Duration {
+		cancel()
+		return time.Hour
+	}}}
+	if _, err := m.Judge(ctx, req3); !errors.Is(err, context.Canceled) || errors.Is(err, judge.ErrFailed) {
+		t.Fatalf("err %v, want the cancellation", err)
+	}
+	if u := m.Usage()["judge-m"]; u.Calls != 1 || u.PromptTokens != 100 || u.CompletionTokens != 7 {
+		t.Fatalf("usage after a stop in the pause: %+v, want the malformed call's", u)
+	}
+
+	cut := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Delay: time.Hour} })
+	ctx, cancel = context.WithCancel(context.Background())
+	m = &judge.Meter{Next: judge.Retry{Next: newOpenAI(cut, "", 0), Attempts: 3}}
+	done := make(chan error, 1)
+	go func() { _, err := m.Judge(ctx, req3); done <- err }()
+	waitfor.Until(t, 10*time.Second, "the judge call to arrive", func() bool { return cut.Hits() == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, judge.ErrFailed) {
+		t.Fatalf("err %v, want the cancellation", err)
+	}
+	if u := m.Usage()["judge-m"]; u.Calls != 1 {
+		t.Fatalf("usage after a call cut short: %+v, want 1 call", u)
 	}
 }

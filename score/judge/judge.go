@@ -59,7 +59,8 @@ type Verdict struct {
 
 // Judge scores the trajectories described by a request. Implementations
 // return a verdict that passed Parse's checks, or an error wrapping
-// ErrFailed (or the context's error when ctx ended).
+// ErrFailed (or wrapping the context's error when ctx ended, with what
+// the calls before the stop cost where there were any).
 type Judge interface {
 	Judge(ctx context.Context, req Request) (Verdict, error)
 }
@@ -84,11 +85,39 @@ func (e *Error) Error() string { return fmt.Sprintf("judge %s: %v", e.Kind, e.Er
 // Unwrap returns both ErrFailed and the cause, so errors.Is works for each.
 func (e *Error) Unwrap() []error { return []error{ErrFailed, e.Err} }
 
+// stopped is the caller's stop (ctx's error, wrapped as it came) with
+// what the calls before it cost, so that a run's usage counts them too.
+// It is not a judge failure: errors.Is finds the context's error in it,
+// never ErrFailed.
+type stopped struct {
+	err   error
+	usage Usage
+}
+
+func (e *stopped) Error() string { return e.err.Error() }
+func (e *stopped) Unwrap() error { return e.err }
+
+// withUsage returns err carrying usage u when it is not a judge failure
+// (whose Error.Usage says what it cost); err unchanged when u is zero.
+func withUsage(err error, u Usage) error {
+	if u == (Usage{}) {
+		return err
+	}
+	if s, ok := err.(*stopped); ok {
+		err = s.err
+	}
+	return &stopped{err: err, usage: u}
+}
+
 // usageOf returns the usage an error carries, if any.
 func usageOf(err error) Usage {
 	var je *Error
 	if errors.As(err, &je) {
 		return je.Usage
+	}
+	var s *stopped
+	if errors.As(err, &s) {
+		return s.usage
 	}
 	return Usage{}
 }

@@ -115,7 +115,9 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 	resp, err := o.client.Chat.Completions.New(callCtx, params)
 	if err != nil {
 		if ctx.Err() != nil {
-			return Verdict{}, ctx.Err() // the caller gave up: not the judge's fault
+			// The caller gave up: not the judge's fault, but the request
+			// was sent.
+			return Verdict{}, withUsage(ctx.Err(), usage)
 		}
 		return Verdict{}, classify(err, callCtx, o.opts.Timeout, usage)
 	}

@@ -45,5 +45,5 @@ func (r Retry) Judge(ctx context.Context, req Request) (Verdict, error) {
 		cp.Usage = spent
 		return Verdict{}, &cp
 	}
-	return Verdict{}, err
+	return Verdict{}, withUsage(err, spent)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/score/judge/judgetest"
@@ -339,5 +340,22 @@ func TestOpenAIErrorCodes(t *testing.T) {
 				t.Errorf("error %q after %d calls (usage %+v),\nwant it to start %q after %d", je.Err, s.Hits(), je.Usage, want, c.hits)
 			}
 		})
+	}
+}
+
+// A refusal is final, and its error, which --on-judge-error mark writes
+// into rows, is valid UTF-8 even where the refusal is cut short.
+func TestOpenAIRefusal(t *testing.T) {
+	refusal := strings.Repeat("我不能评分。", 40) // 720 bytes
+	s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply {
+		return judgetest.Reply{Body: fmt.Sprintf(`{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"","refusal":%q}}]}`, refusal)}
+	})
+	_, err := newOpenAI(s, "", 10*time.Second).Judge(context.Background(), req3)
+	var je *judge.Error
+	if !errors.As(err, &je) || je.Kind != "refusal" || je.Retryable {
+		t.Fatalf("err = %v, want a final refusal", err)
+	}
+	if !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "我不能评分") {
+		t.Fatalf("refusal error %q: want valid UTF-8 naming the refusal", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // answer is the JSON object a judge must reply with. Scores is either the
@@ -174,9 +175,15 @@ func stripFence(s string) string {
 	return strings.TrimSpace(strings.TrimSuffix(s, "```"))
 }
 
+// prefix returns s cut to at most n bytes, on a character boundary, and
+// marked as cut: the text may end up in a row's error field (under
+// --on-judge-error mark), a Parquet string that must be valid UTF-8.
 func prefix(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

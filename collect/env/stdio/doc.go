@@ -27,7 +27,9 @@
 // "calls" lists the ids of the tool calls hone-collect found well formed;
 // it answers the malformed ones itself, so the environment must skip them.
 // The reward and metrics of the last step response are the episode's.
-// "hello" is sent first to every process; "scenarios" is needed only when
-// scenarios are generated, "act" only for --policy scripted.
+// "hello" is sent to the first process only (at New), for the name, reward
+// range and policies; the processes of episodes and policies start with
+// "reset" or "act". "scenarios" is needed only when scenarios are
+// generated, "act" only for --policy scripted.
 // pipelines/stdio-env-example/env.py is a complete example in Python.
 package stdio

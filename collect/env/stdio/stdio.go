@@ -138,10 +138,18 @@ func (e *Env) Scenarios(ctx context.Context, seed int64, n int) ([]env.Scenario,
 	if n >= 0 && len(r.Scenarios) > n {
 		r.Scenarios = r.Scenarios[:n]
 	}
+	seen := make(map[string]int, len(r.Scenarios))
 	for i := range r.Scenarios {
 		if r.Scenarios[i].ID == "" {
 			return nil, fmt.Errorf("stdio: scenario %d has no id", i)
 		}
+		// Refused now, as in a scenarios file: the rows of two scenarios
+		// with one id could not be told apart, and --scenarios on the
+		// output would play only the first.
+		if prev, ok := seen[r.Scenarios[i].ID]; ok {
+			return nil, fmt.Errorf("stdio: scenarios %d and %d have the same id %q; each needs an id of its own", prev, i, r.Scenarios[i].ID)
+		}
+		seen[r.Scenarios[i].ID] = i
 		switch sp := r.Scenarios[i].Split; sp {
 		case "", trajectory.SplitTrain, trajectory.SplitVal, trajectory.SplitTest:
 		default:

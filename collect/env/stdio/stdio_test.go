@@ -313,6 +313,28 @@ esac
 	}
 }
 
+// Two generated scenarios with one id are refused when they come, naming
+// the id: their rows could not be told apart, and a run reading the output
+// back with --scenarios would play only the first.
+func TestScenariosDuplicateID(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "env.sh")
+	os.WriteFile(script, []byte(`read line
+case "$line" in
+*hello*) echo '{"name":"dups"}' ;;
+*) echo '{"scenarios":[{"id":"a"},{"id":"b"},{"id":"a"}]}' ;;
+esac
+`), 0o644)
+	ctx := context.Background()
+	e, err := stdio.New(ctx, []string{"sh", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs, err := e.Scenarios(ctx, 1, 3)
+	if err == nil || !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), "0 and 2") {
+		t.Errorf("scenarios %+v, error %v; want an error naming id a and its places", scs, err)
+	}
+}
+
 // A tool without a function name (here in the flat shape of OpenAI's
 // Responses API, {"type", "name", "parameters"}, whose name the chat shape
 // does not read) fails the episode at reset, saying so: a nameless tool

@@ -24,7 +24,8 @@ type PlayResult struct {
 //
 // Besides the episode's own metrics the outcome carries assistant_turns,
 // tool_calls, malformed_tool_calls and truncated (1 when maxTurns stopped
-// it). On error the result holds what was recorded so far.
+// it, 0 when it ended done or with an error). On error the result holds
+// what was recorded so far.
 func Play(ctx context.Context, ep Episode, p Policy, maxTurns int) (PlayResult, error) {
 	var res PlayResult
 	obs, err := ep.Reset(ctx)
@@ -34,7 +35,9 @@ func Play(ctx context.Context, ep Episode, p Policy, maxTurns int) (PlayResult, 
 	res.Messages = append(res.Messages, obs.Messages...)
 	res.Tools = obs.Tools
 	var turns, calls, malformed int
-	finish := func() {
+	// truncated: maxTurns ended the episode before it was done (not an
+	// error, which ends it too and is the row's error).
+	finish := func(truncated bool) {
 		o := ep.Outcome()
 		m := make(map[string]float64, len(o.Metrics)+4)
 		maps.Copy(m, o.Metrics)
@@ -42,19 +45,19 @@ func Play(ctx context.Context, ep Episode, p Policy, maxTurns int) (PlayResult, 
 		m["tool_calls"] = float64(calls)
 		m["malformed_tool_calls"] = float64(malformed)
 		m["truncated"] = 0
-		if !res.Done {
+		if truncated {
 			m["truncated"] = 1
 		}
 		res.Outcome = Outcome{Reward: o.Reward, Metrics: m}
 	}
 	for maxTurns <= 0 || turns < maxTurns {
 		if err := ctx.Err(); err != nil {
-			finish()
+			finish(false)
 			return res, err
 		}
 		msg, err := p.Act(ctx, res.Messages, res.Tools)
 		if err != nil {
-			finish()
+			finish(false)
 			return res, fmt.Errorf("turn %d: policy: %w", turns+1, err)
 		}
 		msg.Role = "assistant"
@@ -75,7 +78,7 @@ func Play(ctx context.Context, ep Episode, p Policy, maxTurns int) (PlayResult, 
 		}
 		fb, err := ep.Step(ctx, Turn{Message: msg, Calls: good})
 		if err != nil {
-			finish()
+			finish(false)
 			return res, fmt.Errorf("turn %d: step: %w", turns, err)
 		}
 		// The tool results of each call id, in the episode's order: a
@@ -112,6 +115,6 @@ func Play(ctx context.Context, ep Episode, p Policy, maxTurns int) (PlayResult, 
 			break
 		}
 	}
-	finish()
+	finish(!res.Done)
 	return res, nil
 }

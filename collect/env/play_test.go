@@ -2,6 +2,7 @@ package env_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/hone-rl/hone/collect/env"
@@ -63,5 +64,30 @@ func TestPlaySharedCallIDs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlayTruncated: truncated is 1 when maxTurns ended an episode that was
+// not done, and 0 when it ended done or with an error (which was 1: an
+// error is the row's error, not a turn limit).
+func TestPlayTruncated(t *testing.T) {
+	call := trajectory.Message{ToolCalls: []trajectory.ToolCall{{ID: "a", Name: "echo", Arguments: `{"s":"x"}`}}}
+	busy := env.PolicyFunc(func(context.Context, []trajectory.Message, []trajectory.Tool) (trajectory.Message, error) {
+		return call, nil
+	})
+	res, err := env.Play(context.Background(), echoEpisode{}, busy, 2)
+	if err != nil || res.Outcome.Metrics["truncated"] != 1 || res.Done {
+		t.Errorf("stopped by maxTurns: truncated %v, done %v, %v; want 1", res.Outcome.Metrics["truncated"], res.Done, err)
+	}
+	turn := 0
+	failing := env.PolicyFunc(func(context.Context, []trajectory.Message, []trajectory.Tool) (trajectory.Message, error) {
+		if turn++; turn > 1 {
+			return trajectory.Message{}, errors.New("model down")
+		}
+		return call, nil
+	})
+	res, err = env.Play(context.Background(), echoEpisode{}, failing, 5)
+	if err == nil || res.Outcome.Metrics["truncated"] != 0 {
+		t.Errorf("failed at turn 2: truncated %v, %v; want 0 and the error", res.Outcome.Metrics["truncated"], err)
 	}
 }

@@ -192,8 +192,13 @@ func (e *Env) Scenarios(_ context.Context, seed int64, n int) ([]env.Scenario, e
 // NewEpisode implements env.Env.
 func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episode, error) {
 	var q Question
-	if err := json.Unmarshal(sc.Payload, &q); err != nil || q.Question == "" || q.Answer == "" {
+	if err := json.Unmarshal(sc.Payload, &q); err != nil || q.Question == "" || q.Answer == "" || q.SourceID == "" {
 		return nil, fmt.Errorf("inbox: scenario %s: payload needs question, answer and source_id (%v)", sc.ID, err)
+	}
+	// found, read and cited are scored against it: a source the inbox
+	// lacks would score 0 for any answer.
+	if !slices.ContainsFunc(e.inbox.Emails, func(m Email) bool { return m.ID == q.SourceID }) {
+		return nil, fmt.Errorf("inbox: scenario %s: source_id %q is no email of this inbox (its seed makes ids like %q)", sc.ID, q.SourceID, e.inbox.Emails[0].ID)
 	}
 	return &episode{e: e, q: q}, nil
 }

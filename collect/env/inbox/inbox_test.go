@@ -109,3 +109,25 @@ func lastWord(s string) string {
 	f := strings.Fields(strings.TrimSuffix(s, "?"))
 	return f[len(f)-1]
 }
+
+// TestNewEpisodeNeedsItsSource: a scenario without a source_id, or with one
+// that is no email of the inbox, is refused, naming it: found, read and
+// cited are scored against it, so such a scenario would score them 0 for
+// any answer (it was played).
+func TestNewEpisodeNeedsItsSource(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	for _, payload := range []string{`{"question":"q?","answer":"a"}`, `{"question":"q?","answer":"a","source_id":"m9999"}`} {
+		_, err := e.NewEpisode(ctx, env.Scenario{ID: "s", Env: "inbox", Payload: []byte(payload)}, 1)
+		if err == nil || !strings.Contains(err.Error(), "source_id") || !strings.Contains(err.Error(), "scenario s") {
+			t.Errorf("payload %s: %v, want an error naming scenario s and source_id", payload, err)
+		}
+	}
+	q := e.Inbox().Questions[0]
+	good := `{"question":"q?","answer":"a","source_id":"` + q.SourceID + `"}`
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s", Env: "inbox", Payload: []byte(good)}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.Close()
+}

@@ -1,6 +1,7 @@
 package scoretest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -14,10 +15,11 @@ import (
 // Suite checks that s, given g (at least 2 trajectories, all of which s
 // can score): returns one component per trajectory, each named s.Name()
 // with a finite value; leaves g unmodified; gives the same answer twice;
-// and returns the context's error when ctx is cancelled.
+// and returns the context's error when ctx is cancelled. g must be a group
+// a trajectory file can hold.
 func Suite(t *testing.T, s score.Scorer, g trajectory.Group) {
 	t.Helper()
-	before := deepCopy(g)
+	before := snapshot(t, g)
 	comps, err := s.ScoreGroup(context.Background(), &g)
 	if err != nil {
 		t.Fatalf("%s: %v", s.Name(), err)
@@ -30,7 +32,7 @@ func Suite(t *testing.T, s score.Scorer, g trajectory.Group) {
 			t.Errorf("%s: component %d = %+v", s.Name(), i, c)
 		}
 	}
-	if !reflect.DeepEqual(before, g) {
+	if !bytes.Equal(before, snapshot(t, g)) {
 		t.Errorf("%s modified the group", s.Name())
 	}
 	again, err := s.ScoreGroup(context.Background(), &g)
@@ -44,23 +46,19 @@ func Suite(t *testing.T, s score.Scorer, g trajectory.Group) {
 	}
 }
 
-func deepCopy(g trajectory.Group) trajectory.Group {
-	out := trajectory.Group{ID: g.ID}
-	for _, t := range g.Trajectories {
-		c := t
-		c.Messages = append([]trajectory.Message(nil), t.Messages...)
-		c.RewardComponents = append([]trajectory.RewardComponent(nil), t.RewardComponents...)
-		if t.Reward != nil {
-			c.Reward = trajectory.Float64(*t.Reward)
-		}
-		c.Metrics = map[string]float64{}
-		for k, v := range t.Metrics {
-			c.Metrics[k] = v
-		}
-		if t.Metrics == nil {
-			c.Metrics = nil
-		}
-		out.Trajectories = append(out.Trajectories, c)
+// snapshot is g as a trajectory file holds it: every field, the maps and
+// slices a scorer could change in place (metadata, tools, tool calls,
+// histories, the group's own metadata and metrics) included, each map in
+// key order.
+func snapshot(t *testing.T, g trajectory.Group) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := trajectory.NewWriter(&b, trajectory.WriterOptions{})
+	if err := w.WriteGroup(context.Background(), g); err != nil {
+		t.Fatalf("the suite's group: %v", err)
 	}
-	return out
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -55,7 +55,13 @@ func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 		}
 		return out, nil
 	}
-	f, err := fileset.Open(ctx, path)
+	open := path
+	if path == fileset.Stdin {
+		// Standard input, as "-" is for every stage's inputs: read through
+		// its name, which fileset copies when it is a pipe.
+		open = "/dev/stdin"
+	}
+	f, err := fileset.Open(ctx, open)
 	if err != nil {
 		return nil, fmt.Errorf("scenarios: %w", err)
 	}

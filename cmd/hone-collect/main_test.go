@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -631,5 +632,26 @@ func TestInterruptBeforeFirstEpisodeKeepsOutput(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(out); !bytes.Equal(got, old) {
 		t.Errorf("output now %q, want it untouched: %s", got, stderr.String())
+	}
+}
+
+// TestScenariosFromStdin: --scenarios - reads the scenarios from standard
+// input, a pipe here, as "-" is for every stage's inputs (it was "open -:
+// no such file").
+func TestScenariosFromStdin(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out.parquet")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "hone-collect"), "--scenarios", "-", "--env", "guess", "-G", "2", "--policy", "scripted:bisect", "-o", out)
+	cmd.Stdin = strings.NewReader(`{"id":"a","payload":{"secret":3,"n":8,"turns":4}}` + "\n" + `{"id":"b","payload":{"secret":7,"n":8,"turns":4}}` + "\n")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var ids []string
+	for _, g := range read(t, out) {
+		ids = append(ids, g.Trajectories[0].ScenarioID)
+	}
+	if !slices.Equal(ids, []string{"a", "b"}) {
+		t.Errorf("scenarios played %v, want [a b] from stdin", ids)
 	}
 }

@@ -35,12 +35,8 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	var held [][]byte
 	sess := man.Pending
 	if sess != nil {
-		for _, f := range sess.Files {
-			now, b, err := checkpoint.ReadInput(ctx, f.Path)
-			if err != nil || now.SHA256 != f.SHA256 {
-				return fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s): %v", sess.StartStep, f.Path, f.SHA256, err)
-			}
-			held = append(held, b)
+		if held, err = readPending(ctx, o.WatchDir, sess); err != nil {
+			return err
 		}
 		log.Info("finishing the session", "files", len(sess.Files), "begun_at_step", sess.StartStep)
 	} else {
@@ -110,4 +106,49 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	}
 	man.Pending = nil
 	return run.WriteManifest(man)
+}
+
+// readPending reads the files of the unfinished session sess, returning
+// each one's bytes: the file at the path the session recorded or, where
+// that no longer holds the same contents (the folder was moved, or named
+// relative where it was absolute, as a later call may name it), the file
+// of watchDir with the recorded sha256, whose path then replaces the
+// recorded one. A file found in neither place is an error naming it.
+func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session) ([][]byte, error) {
+	held := make([][]byte, len(sess.Files))
+	found := make([]bool, len(sess.Files))
+	var missing []int
+	for i, f := range sess.Files {
+		now, b, err := checkpoint.ReadInput(ctx, f.Path)
+		if err == nil && now.SHA256 == f.SHA256 {
+			held[i], found[i] = b, true
+		} else {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return held, nil
+	}
+	names, err := fileset.List(ctx, watchDir, ".parquet")
+	if err != nil {
+		return nil, stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
+	}
+	for _, n := range names {
+		fe, b, err := checkpoint.ReadInput(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range missing {
+			if !found[i] && sess.Files[i].SHA256 == fe.SHA256 {
+				held[i], found[i], sess.Files[i].Path = b, true, n
+			}
+		}
+	}
+	for _, i := range missing {
+		if f := sess.Files[i]; !found[i] {
+			return nil, fmt.Errorf("unfinished session from step %d needs %s unchanged (sha256 %s), which neither that path nor %s holds",
+				sess.StartStep, f.Path, f.SHA256, watchDir)
+		}
+	}
+	return held, nil
 }

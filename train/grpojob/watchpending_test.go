@@ -1,0 +1,74 @@
+package grpojob
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/train/checkpoint"
+)
+
+// cancelAfterStep is a log handler that cancels a context when the
+// training loop logs its first step: the run stops before its next step,
+// as a kill between two steps leaves it.
+type cancelAfterStep struct {
+	slog.Handler
+	cancel context.CancelFunc
+}
+
+func (h cancelAfterStep) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "step" {
+		h.cancel()
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// TestWatchPendingSessionFolderMoved: a watch session stopped midway is
+// finished by the next call even when that call names the folder another
+// way (moved, or relative where the first was absolute), as a new session
+// may: its files are known by sha256. The unfinished session looked for
+// its files only at the paths the first call spelled, and every later
+// call failed with "unfinished session … needs …".
+func TestWatchPendingSessionFolderMoved(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	watch := watchFolder(t, dir, md)
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir, o.GroupsPerStep, o.Steps = watch, 1, 2
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log bytes.Buffer
+	stop := slog.New(cancelAfterStep{Handler: slog.NewTextHandler(&log, nil), cancel: cancel})
+	if err := runWith(ctx, backend(t), o, stop); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the stopped call: %v, want context.Canceled\n%s", err, log.String())
+	}
+	run := &checkpoint.Run{Dir: filepath.Join(dir, "cron")}
+	if man, err := run.ReadManifest(); err != nil || man.Pending == nil {
+		t.Fatalf("after the stop: manifest %+v, %v; want a pending session", man, err)
+	}
+	moved := filepath.Join(dir, "scored")
+	if err := os.Rename(watch, moved); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	o.WatchDir = "scored"
+	log.Reset()
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("the next call, the folder moved: %v\n%s", err, log.String())
+	}
+	if !strings.Contains(log.String(), "finishing the session") {
+		t.Errorf("the next call did not finish the session:\n%s", log.String())
+	}
+	man, err := run.ReadManifest()
+	if err != nil || man.Pending != nil || len(man.Consumed) != 1 || man.Consumed[0].Step != 2 {
+		t.Fatalf("manifest %+v, %v; want round1.parquet consumed at step 2", man, err)
+	}
+	if last, _, err := run.Latest(); err != nil || last != 2 {
+		t.Errorf("latest %d (%v), want 2", last, err)
+	}
+}

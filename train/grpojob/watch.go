@@ -38,6 +38,16 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 		if held, err = readPending(ctx, o.WatchDir, sess); err != nil {
 			return err
 		}
+		if sess.StartStep > prep.Done {
+			// latest was moved back by hand before the session began: the
+			// steps it trained are redone, so it begins again from there.
+			log.Warn("the unfinished session began after the step the run continues from: it begins again there",
+				"run", run.Dir, "began_at_step", sess.StartStep, "from_step", prep.Done)
+			sess.StartStep, sess.EndStep = prep.Done, prep.Done+sess.EndStep-sess.StartStep
+			if err := run.WriteManifest(man); err != nil {
+				return err
+			}
+		}
 		log.Info("finishing the session", "files", len(sess.Files), "begun_at_step", sess.StartStep)
 	} else {
 		// The folder is read by the directory rule of every input (fileset):

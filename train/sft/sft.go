@@ -74,6 +74,11 @@ func (o *Options) Validate() error {
 	if o.Turns != "all" && o.Turns != "last" {
 		return fmt.Errorf("--turns %q: want all or last", o.Turns)
 	}
+	if r := o.MinReward; r != nil && (math.IsNaN(*r) || math.IsInf(*r, 0)) {
+		// No reward is below NaN, and the run's config (JSON) cannot hold
+		// a value that is not finite.
+		return fmt.Errorf("--min-reward %v must be a finite number", *r)
+	}
 	if o.BatchSize < 0 {
 		return fmt.Errorf("--batch-size %d must not be negative", o.BatchSize)
 	}

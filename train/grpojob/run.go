@@ -112,6 +112,12 @@ func (o *Options) Validate() error {
 	if math.IsNaN(o.LRTrajectoriesPower) || math.IsInf(o.LRTrajectoriesPower, 0) {
 		return fmt.Errorf("--lr-trajectories-power %v must be finite", o.LRTrajectoriesPower)
 	}
+	if err := trainer.CheckFinite(map[string]float64{
+		"epsilon": o.Loss.Epsilon, "epsilon-high": o.Loss.EpsilonHigh, "beta": o.Loss.Beta, "tis": o.Loss.TIS,
+		"max-is-weight": o.Loss.MaxISWeight, "norm-constant": o.Loss.NormConstant,
+	}); err != nil {
+		return err
+	}
 	if o.PackedSeqLen < 0 || (o.PackedSeqLen > 0 && o.Loss.Norm != "art") {
 		return fmt.Errorf("--packed-sequence-length %d: a positive row length, and only with --norm art", o.PackedSeqLen)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -203,7 +204,25 @@ func (o *Options) Validate() error {
 	if _, err := o.Kwargs(); err != nil {
 		return err
 	}
+	if err := CheckFinite(map[string]float64{
+		"lr": o.LR, "min-lr": o.MinLR, "adam-beta1": o.Beta1, "adam-beta2": o.Beta2, "adam-eps": o.AdamEps,
+		"weight-decay": o.WeightDecay, "max-grad-norm": o.MaxGradNorm,
+	}); err != nil {
+		return err
+	}
 	return o.Sched(0).Validate()
+}
+
+// CheckFinite refuses the first flag, by name, whose value is NaN or
+// ±Inf: the run's config is saved as JSON, which cannot hold them, and
+// none of the training options means anything there.
+func CheckFinite(flags map[string]float64) error {
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
+		if v := flags[name]; math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("--%s %v must be a finite number", name, v)
+		}
+	}
+	return nil
 }
 
 // Kwargs parses --chat-template-kwargs.

@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 // step reaches killAt (plus delay), returning the step it was killed after.
 func startChild(t *testing.T, o Options, resume bool, killAt int, delay time.Duration) int {
 	t.Helper()
+	// Normalized, the loss's defaults fill the flags not given (NaN,
+	// which JSON cannot hold); the child's Run normalizes again.
+	o.Normalize()
 	js, err := json.Marshal(o)
 	if err != nil {
 		t.Fatal(err)

@@ -51,9 +51,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowNoLogprobs, "allow-no-logprobs", false, "train trajectories whose sampled logprobs are missing (ratio taken as 1)")
 	d := grpo.DefaultConfig()
 	fs.StringVar(&o.Loss.Loss, "loss", d.Loss, "art: −clip(sg(ρ),1−ε,1+ε_high)·A·logπ (ART default); ppo: −min(ρA, clip(ρ,1−ε,1+ε_high)A)")
-	// -1 stands for the loss's own value (Normalize); --help shows it in words.
-	flagval.OptionalFloat(fs, &o.Loss.Epsilon, "epsilon", -1, "lower clip ε (default: 1.0 for art, 0.2 for ppo)")
-	flagval.OptionalFloat(fs, &o.Loss.EpsilonHigh, "epsilon-high", -1, "upper clip ε_high (default: 4.0 for art, = --epsilon for ppo; DAPO clip-higher: 0.28)")
+	// NaN stands for the loss's own value (Normalize), a value no one can
+	// give (the flag refuses NaN), so that a negative one reaches Validate;
+	// --help shows it in words.
+	flagval.OptionalFloat(fs, &o.Loss.Epsilon, "epsilon", math.NaN(), "lower clip ε (default: 1.0 for art, 0.2 for ppo)")
+	flagval.OptionalFloat(fs, &o.Loss.EpsilonHigh, "epsilon-high", math.NaN(), "upper clip ε_high (default: 4.0 for art, = --epsilon for ppo; DAPO clip-higher: 0.28)")
 	fs.StringVar(&o.Loss.Level, "ratio-level", d.Level, "importance ratio: token, sequence (GSPO), average ((token+sequence)/2) or geometric_average (√(token·sequence))")
 	fs.BoolVar(&o.Loss.RatioPerHistory, "ratio-per-history", false, "take the sequence ratio over each history of a trajectory, not the whole trajectory (ART's)")
 	fs.StringVar(&o.Loss.Norm, "norm", d.Norm, "loss normalization: sequence (each trajectory weighs the same), tokens (token mean over the step, DAPO), constant (Dr. GRPO) or art (ART's: trajectories packed into rows, token mean per row, one optimizer update per row)")
@@ -72,10 +74,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 // Normalize fills the loss-dependent defaults.
 func (o *Options) Normalize() {
-	if o.Loss.Epsilon < 0 {
+	if math.IsNaN(o.Loss.Epsilon) {
 		o.Loss.Epsilon = map[string]float64{"art": 1, "ppo": 0.2}[o.Loss.Loss]
 	}
-	if o.Loss.EpsilonHigh < 0 {
+	if math.IsNaN(o.Loss.EpsilonHigh) {
 		o.Loss.EpsilonHigh = o.Loss.Epsilon
 		if o.Loss.Loss == "art" {
 			o.Loss.EpsilonHigh = 4

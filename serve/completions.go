@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hone-rl/hone/serve/engine"
 	"github.com/hone-rl/hone/train/model"
@@ -160,7 +162,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 				offset += len(t)
 				var m map[string]float32
 				if v != nil {
-					m = s.topLogprobs(t, *v, top)
+					m = s.topLogprobs(id, *v, top)
 				}
 				lp.TopLogprobs = append(lp.TopLogprobs, m)
 			}
@@ -240,23 +242,49 @@ func (s *Server) scorePrompt(ctx context.Context, prompt []int32, ad *model.Adap
 	return lp, tops, nil
 }
 
-// topLogprobs is a completion's top_logprobs entry for the token of text
-// t and wire logprob v: the top alternatives by text (of those whose text
-// is the same, the best), and the token itself when it is not among them,
-// as OpenAI's legacy completions and vLLM always return the chosen token
-// (up to logprobs+1 entries).
-func (s *Server) topLogprobs(t string, v float32, top []engine.TokenLogprob) map[string]float32 {
+// topLogprobs is a completion's top_logprobs entry for the chosen token id
+// of wire logprob v: the top alternatives and the chosen token, as OpenAI's
+// legacy completions and vLLM always return it (up to logprobs+1 entries),
+// each under its text as JSON writes it (wireText: each byte of a
+// character split across tokens is "\ufffd"), so that no key comes twice.
+// The chosen token's text is its own, whatever alternative shares it, so
+// that top_logprobs[i][tokens[i]] is token_logprobs[i]; of other
+// alternatives with the same text, the best stands for them.
+func (s *Server) topLogprobs(id int32, v float32, top []engine.TokenLogprob) map[string]float32 {
+	t, _ := s.tokenString(id)
+	own := wireText(t)
 	m := map[string]float32{}
 	for _, tl := range top {
 		tt, _ := s.tokenString(tl.ID)
-		if _, ok := m[tt]; !ok {
-			m[tt] = wireLogprob(tl.Logprob)
+		tt = wireText(tt)
+		if _, ok := m[tt]; ok || tt == own && tl.ID != id {
+			continue
 		}
+		m[tt] = wireLogprob(tl.Logprob)
 	}
-	if _, ok := m[t]; !ok {
-		m[t] = v
+	if _, ok := m[own]; !ok {
+		m[own] = v
 	}
 	return m
+}
+
+// wireText is s as encoding/json writes it: each byte that is not part of
+// a valid UTF-8 character becomes U+FFFD.
+func wireText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // chunkLogprobs are the logprobs of a streamed completion chunk of one
@@ -270,7 +298,7 @@ func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob, 
 	v := wireLogprob(lp)
 	at := *offset
 	*offset += len(t)
-	return &completionLogprobs{Tokens: []string{t}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{s.topLogprobs(t, v, top)}, TextOffset: []int{at}}
+	return &completionLogprobs{Tokens: []string{t}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{s.topLogprobs(id, v, top)}, TextOffset: []int{at}}
 }
 
 // completionStream writes completion chunks as server-sent events.

@@ -103,3 +103,29 @@ func TestLongPromptStopsAtContext(t *testing.T) {
 		t.Fatalf("a 1000-token prompt: %d %.300s", status, body)
 	}
 }
+
+// TestTokenIDPromptOverContext: a completions prompt of token ids over the
+// model's context, or filling it, is refused naming the prompt, the field
+// the request has, not the messages of a chat request.
+func TestTokenIDPromptOverContext(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t)}, nil) // 4096-token context
+	ids := func(n int) string {
+		return "[" + strings.TrimSuffix(strings.Repeat("97,", n), ",") + "]"
+	}
+	for _, c := range []struct {
+		name, prompt, want string
+	}{
+		{"over", ids(5000), "This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens. Please reduce the length of the prompt."},
+		{"whole", ids(4096), "the prompt has 4096 tokens, the whole of the model's context of 4096, which leaves none for the completion"},
+		{"whole text", `"` + strings.Repeat("a", 4096) + `"`, "the prompt has 4096 tokens, the whole of the model's context of 4096, which leaves none for the completion"},
+	} {
+		status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":`+c.prompt+`}`)
+		if status != 400 {
+			t.Fatalf("%s: status %d, want 400: %.300s", c.name, status, body)
+		}
+		msg, _, param, _ := apiErrorOf(t, body)
+		if msg != c.want || param != "prompt" {
+			t.Errorf("%s: error %q (param %q), want %q (param \"prompt\")", c.name, msg, param, c.want)
+		}
+	}
+}

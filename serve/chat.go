@@ -240,7 +240,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err != nil {
 		return err
 	}
-	p, n, err := s.params(&req.samplingFields, len(prompt), false)
+	p, n, err := s.params(&req.samplingFields, "messages", len(prompt), false)
 	if err != nil {
 		return err
 	}

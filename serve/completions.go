@@ -86,7 +86,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	if len(prompt) == 0 {
 		return badRequest("prompt", "prompt has no tokens")
 	}
-	p, n, err := s.params(&req.samplingFields, len(prompt), req.Echo)
+	p, n, err := s.params(&req.samplingFields, "prompt", len(prompt), req.Echo)
 	if err != nil {
 		return err
 	}

@@ -36,8 +36,10 @@ func (c *choiceOut) add(ev engine.Event) {
 }
 
 // params turns the shared request fields into sampling parameters.
-// allowZero permits max_tokens 0 (an echo-only completion).
-func (s *Server) params(f *samplingFields, promptLen int, allowZero bool) (engine.Params, int, error) {
+// promptParam names the field that holds the prompt (messages or prompt),
+// for the 400 of a prompt that leaves no room in the context; allowZero
+// permits max_tokens 0 (an echo-only completion).
+func (s *Server) params(f *samplingFields, promptParam string, promptLen int, allowZero bool) (engine.Params, int, error) {
 	p := engine.Params{Temperature: 1, TopP: 1, SkipSpecial: true, IgnoreEOS: f.IgnoreEOS, StopIDs: f.StopTokenIDs}
 	if f.StreamOptions != nil && !f.Stream {
 		// As OpenAI and vLLM answer it: include_usage without a stream
@@ -116,10 +118,10 @@ func (s *Server) params(f *samplingFields, promptLen int, allowZero bool) (engin
 	}
 	room := s.maxCtx - promptLen
 	if room < 0 {
-		return p, 0, s.contextError("messages", promptLen, false)
+		return p, 0, s.contextError(promptParam, promptLen, false)
 	}
 	if room == 0 && !allowZero {
-		return p, 0, badRequest("messages", "the prompt has %d tokens, the whole of the model's context of %d, which leaves none for the completion", promptLen, s.maxCtx)
+		return p, 0, badRequest(promptParam, "the prompt has %d tokens, the whole of the model's context of %d, which leaves none for the completion", promptLen, s.maxCtx)
 	}
 	mt := f.MaxCompletionTokens
 	param := "max_completion_tokens"

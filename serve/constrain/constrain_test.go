@@ -268,3 +268,50 @@ func TestEnumWithType(t *testing.T) {
 		}
 	}
 }
+
+// TestSurrogateEscapes: a \u escape of a UTF-16 surrogate is allowed only
+// as the high half of a pair followed by its low half, which together are
+// one character for maxLength, as JSON Schema counts code points; a lone
+// half (which strict parsers such as serde_json refuse, and which no UTF-8
+// text holds) is never let through, not even when maxLength or the token
+// budget would close the string after a high half.
+func TestSurrogateEscapes(t *testing.T) {
+	str, err := Compile(json.RawMessage(`{"type":"string"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := Compile(json.RawMessage(`{"type":"string","maxLength":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		s    *Schema
+		doc  string
+		want bool
+	}{
+		{str, `"\ud83d\ude00"`, true},
+		{str, `"\uD83D\uDE00x"`, true},
+		{str, `"\ud7ff\ue000"`, true},
+		{one, `"\ud83d\ude00"`, true},
+		{str, `"\ud800"`, false},
+		{str, `"\ud800x"`, false},
+		{str, `"\ud800\u0041"`, false},
+		{str, `"\ud800\ud800"`, false},
+		{str, `"\udc00"`, false},
+		{str, `"\ude00\ud83d"`, false},
+	} {
+		if got := accepts(c.s, c.doc); got != c.want {
+			t.Errorf("%s: accepted %v, want %v", c.doc, got, c.want)
+		}
+	}
+	st, ok := one.Start().Advance([]byte(`"\ud83d`))
+	if !ok {
+		t.Fatal(`"\ud83d refused`)
+	}
+	if st.Allowed([]byte(`"`)) || !st.Allowed([]byte(`\`)) {
+		t.Errorf(`after a high surrogate the string closed, or its low half was refused`)
+	}
+	if n := st.MinBytes(); n != len(`\udc00"`) {
+		t.Errorf(`MinBytes after "\ud83d = %d, want %d`, n, len(`\udc00"`))
+	}
+}

@@ -24,7 +24,9 @@
 // parser reads and which leaves a model no way to loop in blanks. Numbers
 // are at most 24 bytes with at most two exponent digits (every number fits
 // a float64); numbers with a range get no exponent. Strings are valid
-// UTF-8 (no overlong forms, no surrogates).
+// UTF-8 (no overlong forms, no surrogates), and a \u escape of a UTF-16
+// surrogate comes only as a high half followed by its low half (one
+// character for maxLength), never alone.
 //
 // Termination: every state knows the fewest bytes that complete the
 // document (State.MinBytes; exact, which a property test checks). With

@@ -46,7 +46,10 @@ const (
 	sOpen = iota
 	sIn
 	sEsc
-	sHex
+	sHex     // the 4 hex digits of a \u escape (f.i read; f.hex: the first two's value)
+	sPairEsc // after a high surrogate's escape: the backslash of its low half
+	sPairU   // its u
+	sLowHex  // the low half's 4 hex digits (f.i read)
 )
 
 const (
@@ -73,6 +76,7 @@ type frame struct {
 	n     int      // fString: characters between the quotes; fArray: items started
 	cands []string // fLiteral: texts still possible, sorted (a sub-slice; never written)
 	lead  byte     // fString: the lead byte of the UTF-8 character being read, until its second byte
+	hex   byte     // fString in sHex: the value of the escape's first two hex digits (0xD8–0xDB: a high surrogate)
 	num   [maxNumberBytes]byte
 }
 
@@ -492,16 +496,62 @@ func stepString(f *frame, b byte) result {
 			return accept
 		}
 	case sHex:
-		if isHex(b) {
-			f.i++
-			if f.i == 4 {
-				f.st, f.i = sIn, 0
+		// A surrogate (D800–DFFF) only as a high half followed by its low
+		// half: a lone one is no character, and strict parsers refuse it.
+		if !isHex(b) {
+			return reject
+		}
+		v := hexVal(b)
+		switch f.i {
+		case 0:
+			f.hex = v
+		case 1:
+			if f.hex = f.hex<<4 | v; f.hex >= 0xDC && f.hex <= 0xDF {
+				return reject // a low half with no high half before it
 			}
+		}
+		if f.i++; f.i == 4 {
+			f.st, f.i = sIn, 0
+			if highSurrogate(f.hex) {
+				f.st = sPairEsc
+			}
+		}
+		return accept
+	case sPairEsc:
+		if b == '\\' {
+			f.st = sPairU
 			return accept
 		}
+	case sPairU:
+		if b == 'u' {
+			f.st, f.i = sLowHex, 0
+			return accept
+		}
+	case sLowHex:
+		if !isHex(b) || f.i == 0 && hexVal(b) != 0xD || f.i == 1 && hexVal(b) < 0xC {
+			return reject // DC00–DFFF only
+		}
+		if f.i++; f.i == 4 {
+			f.st, f.i = sIn, 0
+		}
+		return accept
 	}
 	return reject
 }
+
+func hexVal(b byte) byte {
+	switch {
+	case b <= '9':
+		return b - '0'
+	case b >= 'a':
+		return b - 'a' + 10
+	}
+	return b - 'A' + 10
+}
+
+// highSurrogate reports whether an escape whose first two hex digits are
+// worth v is the high half of a surrogate pair (D800–DBFF).
+func highSurrogate(v byte) bool { return v >= 0xD8 && v <= 0xDB }
 
 // ranged reports whether a number frame has minimum/maximum to keep.
 func ranged(s *Schema) bool { return s != nil && (s.hasMin || s.hasMax) }
@@ -847,6 +897,15 @@ func frameRem(f *frame) int {
 		case sEsc:
 			return 1 + short + 1
 		case sHex:
+			if f.i >= 2 && highSurrogate(f.hex) {
+				return 4 - f.i + len(`\udc00`) + short + 1
+			}
+			return 4 - f.i + short + 1
+		case sPairEsc:
+			return len(`\udc00`) + short + 1
+		case sPairU:
+			return len(`udc00`) + short + 1
+		case sLowHex:
 			return 4 - f.i + short + 1
 		}
 	case fNumber:

@@ -182,12 +182,16 @@ func (s *Server) api(endpoint string, h http.HandlerFunc) http.Handler {
 				return
 			}
 		}
+		// Counted before the draining check, which Shutdown does the other
+		// way round (draining, then the count): one of the two sees the
+		// other, so no request passes the check after Shutdown saw none in
+		// flight and closed the engine and the model.
+		s.active.Add(1)
+		defer s.active.Add(-1)
 		if s.draining.Load() {
 			writeHTTPError(sw, errShuttingDown())
 			return
 		}
-		s.active.Add(1)
-		defer s.active.Add(-1)
 		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
 		h(sw, r)
 	})

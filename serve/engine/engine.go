@@ -965,14 +965,41 @@ func maxLen(ss []string) int {
 func holdBack(text string, stops []string) int {
 	best := 0
 	for _, st := range stops {
-		for n := min(len(st)-1, len(text)); n > best; n-- {
-			if strings.HasSuffix(text, st[:n]) {
-				best = n
-				break
-			}
-		}
+		best = max(best, overlap(text, st))
 	}
 	return best
+}
+
+// overlap is the length of the longest suffix of text that is a proper
+// prefix of st, in time linear in len(st): Knuth–Morris–Pratt over the
+// last len(st)−1 bytes of text. Trying each suffix length in turn took
+// time quadratic in len(st) for every token ("aaa…ab" against "aaa…"),
+// on the goroutine that serves every request.
+func overlap(text, st string) int {
+	if len(st) < 2 {
+		return 0
+	}
+	tail := text[len(text)-min(len(text), len(st)-1):]
+	border := make([]int, len(st)) // border[i]: the longest proper border of st[:i+1]
+	for i, k := 1, 0; i < len(st); i++ {
+		for k > 0 && st[i] != st[k] {
+			k = border[k-1]
+		}
+		if st[i] == st[k] {
+			k++
+		}
+		border[i] = k
+	}
+	k := 0 // st[:k] is the longest prefix of st that ends tail[:i]
+	for i := 0; i < len(tail); i++ {
+		for k > 0 && tail[i] != st[k] {
+			k = border[k-1]
+		}
+		if tail[i] == st[k] {
+			k++
+		}
+	}
+	return k // < len(st): tail is shorter than st
 }
 
 // inFlightMin is the fewest prompt tokens a request waits for another's

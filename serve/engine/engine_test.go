@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -253,6 +255,43 @@ func TestStopStringsAndEOS(t *testing.T) {
 	got := run(t, e2, &Request{Prompt: []int32{5, 6, 7}, N: 1, Params: p})[0]
 	if len(got.ids) != 1 || got.text != "" || got.finish != "stop" {
 		t.Fatalf("EOS: ids %v text %q finish %q", got.ids, got.text, got.finish)
+	}
+}
+
+// TestHoldBackMatchesNaive: holdBack (KMP) gives what trying every suffix
+// length gives, on random texts and stops over a small alphabet (many
+// partial matches) and on the case that made the naive search quadratic.
+func TestHoldBackMatchesNaive(t *testing.T) {
+	naive := func(text string, stops []string) int {
+		best := 0
+		for _, st := range stops {
+			for n := min(len(st)-1, len(text)); n > best; n-- {
+				if strings.HasSuffix(text, st[:n]) {
+					best = n
+					break
+				}
+			}
+		}
+		return best
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "ab"[r.IntN(2)]
+		}
+		return string(b)
+	}
+	for range 5000 {
+		text, stops := word(r.IntN(12)), []string{word(1 + r.IntN(8)), word(1 + r.IntN(8))}
+		if got, want := holdBack(text, stops), naive(text, stops); got != want {
+			t.Fatalf("holdBack(%q, %q) = %d, want %d", text, stops, got, want)
+		}
+	}
+	st := strings.Repeat("a", 3000) + "b" + strings.Repeat("a", 3000)
+	text := strings.Repeat("a", 7000)
+	if got, want := holdBack(text, []string{st}), naive(text, []string{st}); got != want || got != 3000 {
+		t.Fatalf("holdBack on the quadratic case = %d, want %d", got, want)
 	}
 }
 

@@ -132,12 +132,30 @@ func (s *Server) Engine() *engine.Engine { return s.eng }
 // Handler routes the API.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", s.health)
-	mux.HandleFunc("GET /metrics", s.metrics)
-	mux.Handle("GET /v1/models", s.api("models", s.models))
-	mux.Handle("POST /v1/chat/completions", s.api("chat", jsonHandler(s, s.chatRun)))
-	mux.Handle("POST /v1/completions", s.api("completions", jsonHandler(s, s.completionsRun)))
+	routes := []struct {
+		method, path string
+		h            http.Handler
+	}{
+		{"GET", "/health", http.HandlerFunc(s.health)},
+		{"GET", "/metrics", http.HandlerFunc(s.metrics)},
+		{"GET", "/v1/models", s.api("models", s.models)},
+		{"POST", "/v1/chat/completions", s.api("chat", jsonHandler(s, s.chatRun))},
+		{"POST", "/v1/completions", s.api("completions", jsonHandler(s, s.completionsRun))},
+	}
+	allowed := map[string]string{}
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, rt.h)
+		allowed[rt.path] = rt.method
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// The catch-all matches every method, so the mux's own 405 never
+		// comes: a known path asked with another method gets it here, as
+		// vLLM gives it.
+		if m, ok := allowed[r.URL.Path]; ok {
+			w.Header().Set("Allow", m)
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method "+r.Method+" is not allowed on "+r.URL.Path+"; use "+m, "", "")
+			return
+		}
 		writeError(w, http.StatusNotFound, "not_found_error", "no route for "+r.Method+" "+r.URL.Path, "", "")
 	})
 	return mux

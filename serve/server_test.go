@@ -245,6 +245,7 @@ func TestErrors(t *testing.T) {
 		{"json_schema anyOf", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"anyOf":[{"type":"string"}]}}}}`, 400, "response_format"},
 		{"response_format type", "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"response_format":{"type":"yaml"}}`, 400, "response_format"},
 		{"no route", "/v1/embeddings", `{}`, 404, ""},
+		{"wrong method", "/v1/models", `{}`, 405, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			status, body := ts.post(t, c.path, c.body)
@@ -265,6 +266,10 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("param %v, want %q: %s", eb.Error.Param, c.param, body)
 			}
 		})
+	}
+	// GET on a path served by POST is a 405 naming the method to use.
+	if status, body := ts.get(t, "/v1/chat/completions"); status != http.StatusMethodNotAllowed || !strings.Contains(body, "use POST") {
+		t.Errorf("GET /v1/chat/completions: %d %s; want 405 saying to use POST", status, body)
 	}
 	// The official client sees the same as a typed error, and the server
 	// still serves.

@@ -224,7 +224,11 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	}
 	if tm.force {
 		if cons != nil {
-			return badRequest("response_format", "response_format cannot be combined with tool_choice %q", "required")
+			choice := `"required"`
+			if tm.name != "" {
+				choice = fmt.Sprintf("naming the function %q", tm.name)
+			}
+			return badRequest("response_format", "response_format cannot be combined with tool_choice %s: both constrain the output", choice)
 		}
 		cons = s.forceToolCall(tm)
 	}

@@ -80,3 +80,22 @@ func TestToolChoiceForcesACall(t *testing.T) {
 		}
 	}
 }
+
+// TestToolChoiceWithResponseFormat: a forced call and a response_format both
+// constrain the output, so together they are a 400 on response_format that
+// names the tool_choice given: "required", or the named function (which was
+// reported as "required").
+func TestToolChoiceWithResponseFormat(t *testing.T) {
+	ts := startServer(t, Options{Model: qwenTiny(t)}, nil)
+	tools := `[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]`
+	for choice, want := range map[string]string{
+		`"required"`: `tool_choice \"required\"`,
+		`{"type":"function","function":{"name":"lookup"}}`: `naming the function \"lookup\"`,
+	} {
+		status, body := ts.post(t, "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}],"max_tokens":4,
+			"tools":`+tools+`,"tool_choice":`+choice+`,"response_format":{"type":"json_object"}}`)
+		if status != 400 || !strings.Contains(body, `"param":"response_format"`) || !strings.Contains(body, want) {
+			t.Errorf("tool_choice %s with response_format: %d %s; want a 400 on response_format naming %s", choice, status, body, want)
+		}
+	}
+}

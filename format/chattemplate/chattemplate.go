@@ -79,6 +79,10 @@ var specialTokenKeys = []string{"bos_token", "eos_token", "unk_token", "sep_toke
 var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
 	"range": true, tojsonName: true, trimName: true, hookLoop: true, hookEnter: true, hookLeave: true, hookOut: true, hookSet: true}
 
+// isReserved reports whether a kwarg named k would be set by Render itself
+// (reserved, or one of our str methods).
+func isReserved(k string) bool { return reserved[k] || strings.HasPrefix(k, strMethodPrefix) }
+
 // ConfigName is the file of a model folder that holds the chat template and
 // the tokenizer's special tokens.
 const ConfigName = "tokenizer_config.json"
@@ -435,7 +439,7 @@ func (t *Template) variables(in Input, parts bool) (map[string]jinja.Value, erro
 		data[k] = v
 	}
 	for k, v := range in.Kwargs {
-		if reserved[k] {
+		if isReserved(k) {
 			return nil, fmt.Errorf("template kwarg %q is set by Render itself", k)
 		}
 		val, err := kwargValue(v)
@@ -533,7 +537,7 @@ func KwargsFromJSON(data []byte) (map[string]any, error) {
 	}
 	out := make(map[string]any, len(fields))
 	for k, v := range fields {
-		if reserved[k] {
+		if isReserved(k) {
 			return nil, fmt.Errorf("template kwargs: %q is set by Render itself", k)
 		}
 		out[k] = v

@@ -12,7 +12,9 @@
 // strftime_now (with an injectable clock) and a tojson that is Python's
 // json.dumps(ensure_ascii=False) with the key order of the input. The
 // engine's trim filter is replaced too, by one that strips what Python's
-// str.strip() strips (U+001C..U+001F as well).
+// str.strip() strips (U+001C..U+001F as well), and so are the str methods
+// templates cut messages with (split, rsplit, strip, lstrip, rstrip,
+// startswith, endswith: strmethods.go), by Python's versions.
 //
 // Templates are compiled with github.com/ardanlabs/jinja, which applies
 // transformers' trim_blocks/lstrip_blocks settings. Values are passed to it

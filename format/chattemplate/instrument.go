@@ -365,9 +365,12 @@ func isIdentByte(c byte) bool {
 }
 
 // renameFilters points `| tojson` and `| trim` at our filters (tojsonName,
-// trimName), outside string literals: the engine's differ from Python's.
+// trimName), and calls of the str methods in strMethodNames, `.split(`,
+// at ours (`|__hone_str_split(`), outside string literals: the engine's
+// differ from Python's.
 func renameFilters(code string) string {
-	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") {
+	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
+		!strings.Contains(code, "strip") && !strings.Contains(code, "with") {
 		return code
 	}
 	var b strings.Builder
@@ -390,6 +393,21 @@ func renameFilters(code string) string {
 			}
 			if ours := renamedFilter(code[j:k]); ours != "" {
 				b.WriteString("|" + ours)
+				i = k
+				continue
+			}
+		}
+		if c == '.' && i > 0 && (isIdentByte(code[i-1]) || strings.IndexByte(")]'\"", code[i-1]) >= 0) {
+			k := i + 1
+			for k < len(code) && isIdentByte(code[k]) {
+				k++
+			}
+			j := k
+			for j < len(code) && strings.IndexByte(" \t\n\r\f", code[j]) >= 0 {
+				j++
+			}
+			if name := code[i+1 : k]; isStrMethod(name) && j < len(code) && code[j] == '(' {
+				b.WriteString("|" + strMethodPrefix + name)
 				i = k
 				continue
 			}

@@ -17,7 +17,7 @@ import (
 )
 
 // renderPlain renders the named template without the limits: compiled
-// from the source with only tojson and trim renamed, with the engine's own range.
+// from the source with only tojson, trim and str methods renamed, with the engine's own range.
 // This is how templates rendered before the limits.
 func renderPlain(t *Template, name string, in Input) (string, error) {
 	ins, err := instrument(t.sources[name], false)
@@ -34,6 +34,9 @@ func renderPlain(t *Template, name string, in Input) (string, error) {
 	}
 	data[tojsonName] = jinja.NewCallable("tojson", tojsonFilter)
 	data[trimName] = jinja.NewCallable("trim", trimFilter)
+	for k, v := range strMethodCallables() {
+		data[k] = v
+	}
 	return c.RenderValues(data)
 }
 

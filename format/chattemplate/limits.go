@@ -153,7 +153,7 @@ func (b *budget) check() error {
 
 // callables returns the hooks as template variables.
 func (b *budget) callables() map[string]jinja.Value {
-	return map[string]jinja.Value{
+	calls := map[string]jinja.Value{
 		hookLoop:   jinja.NewCallable(hookLoop, b.loop),
 		hookEnter:  jinja.NewCallable(hookEnter, b.enter),
 		hookLeave:  jinja.NewCallable(hookLeave, b.leave),
@@ -163,6 +163,10 @@ func (b *budget) callables() map[string]jinja.Value {
 		tojsonName: jinja.NewCallable("tojson", b.tojson),
 		trimName:   jinja.NewCallable("trim", trimFilter),
 	}
+	for k, v := range strMethodCallables() {
+		calls[k] = v
+	}
+	return calls
 }
 
 var empty = jinja.NewString("")

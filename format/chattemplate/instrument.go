@@ -195,7 +195,40 @@ func instrument(src string, hooks bool) (*instrumented, error) {
 			return nil, fmt.Errorf("line %d: %w", s.line, err)
 		}
 	}
-	return &instrumented{source: w.out.String(), regions: w.regions}, nil
+	out := w.out.String()
+	if spacesAfterTagFirst(src, segs) {
+		out = keepSpacesPrefix + out
+	}
+	return &instrumented{source: out, regions: w.regions}, nil
+}
+
+// keepSpacesPrefix is a text segment the engine trims to nothing (the "-"
+// of the empty expression after it strips it).
+const keepSpacesPrefix = " {{- '' }}"
+
+// spacesAfterTagFirst reports whether the template's first text is spaces
+// and tabs between two tags on the line that the first of them opens, before
+// a block tag or comment that lstrip_blocks would strip them for. jinja2
+// strips them only when the tag begins its line, and it does not here (the
+// text follows a tag); the engine takes a template's first text as the
+// start of a line whatever precedes it, and strips them ("{{ bos_token }}
+// {% for … %}" lost its space). Any text before them, even the empty text
+// keepSpacesPrefix leaves, makes the engine keep them.
+func spacesAfterTagFirst(src string, segs []segment) bool {
+	for i, s := range segs {
+		if s.kind == segStmt && keyword(src[s.from:s.to]) == "raw" {
+			return false
+		}
+		if s.kind != segText {
+			continue
+		}
+		if i == 0 || i+1 >= len(segs) || segs[i-1].trimRight || segs[i+1].trimLeft ||
+			(segs[i+1].kind != segStmt && segs[i+1].kind != segComment) {
+			return false
+		}
+		return strings.Trim(src[s.start:s.end], " \t") == ""
+	}
+	return false
 }
 
 type rewriter struct {

@@ -39,3 +39,38 @@ func TestTrimIsPythonStrip(t *testing.T) {
 		t.Errorf("got %q (%v), want %q", got, err, want)
 	}
 }
+
+// TestLstripBlocksNotAfterATagOnTheLine: lstrip_blocks strips the spaces
+// before a block tag only when the tag starts its line. The engine also
+// stripped them when they were the template's first text but came after a
+// tag on the same line, so Tenyx's and Orca's templates ("{{ bos_token }}
+// {% for message in messages %}…") lost the space after <s>. The wants are
+// Python jinja2 3.1.2's, set up as transformers sets it up:
+//
+//	"{{ bos_token }} {% for … %}…"    -> '<s> hi'
+//	"{% set a = 1 %}\t {# c #}x"       -> '\t x'
+//	"{%- set a = 1 -%}  {% if true %}x" -> 'x'
+//	"  {% if true %}x{% endif %}"      -> 'x'
+//	"{% if true %}{% endif %}  {%- if true %}x{% endif %}" -> 'x'
+//	"{% raw %}a{% endraw %}  {% if true %}x{% endif %}"    -> 'a  x'
+func TestLstripBlocksNotAfterATagOnTheLine(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"{{ bos_token }} {% for message in messages %}{{ message['content'] }}{% endfor %}", "<s> hi"},
+		{"{% set a = 1 %}\t {# c #}x", "\t x"},
+		{"{%- set a = 1 -%}  {% if true %}x{% endif %}", "x"},
+		{"  {% if true %}x{% endif %}", "x"},
+		{"{% if true %}{% endif %}  {%- if true %}x{% endif %}", "x"},
+		{"{% raw %}a{% endraw %}  {% if true %}x{% endif %}", "a  x"},
+	}
+	for _, c := range cases {
+		tmpl, err := New(c.src, map[string]string{"bos_token": "<s>"})
+		if err != nil {
+			t.Errorf("%q: %v", c.src, err)
+			continue
+		}
+		got, err := tmpl.Render(t.Context(), Input{Messages: []chatmsg.Message{{Role: "user", Content: "hi"}}})
+		if err != nil || got != c.want {
+			t.Errorf("%q: got %q (%v), want %q", c.src, got, err, c.want)
+		}
+	}
+}

@@ -403,7 +403,8 @@ func isIdentByte(c byte) bool {
 // differ from Python's.
 func renameFilters(code string) string {
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
-		!strings.Contains(code, "strip") && !strings.Contains(code, "with") {
+		!strings.Contains(code, "strip") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
+		!strings.Contains(code, "reject") {
 		return code
 	}
 	var b strings.Builder
@@ -429,6 +430,11 @@ func renameFilters(code string) string {
 				i = k
 				continue
 			}
+			if end, args := selectWithoutTest(code, code[j:k], k); args != "" {
+				b.WriteString("|" + code[j:k] + args)
+				i = end
+				continue
+			}
 		}
 		if c == '.' && i > 0 && (isIdentByte(code[i-1]) || strings.IndexByte(")]'\"", code[i-1]) >= 0) {
 			k := i + 1
@@ -449,6 +455,56 @@ func renameFilters(code string) string {
 		i++
 	}
 	return b.String()
+}
+
+// selectWithoutTest gives select, reject, selectattr and rejectattr called
+// without a test (keep or drop the items, or attributes, that are true) the
+// argument that makes the engine test truth, which it otherwise panics for
+// (its filters slice their arguments past the end): `|select` and
+// `|select()` get an empty string as the test's name, `|selectattr(a)` becomes
+// `|selectattr(a, 'truthy')`. It returns where the filter call ends in code
+// (the filter's name ends at k) and its new arguments, or "" when the call
+// names a test.
+func selectWithoutTest(code, name string, k int) (int, string) {
+	attr := name == "selectattr" || name == "rejectattr"
+	if !attr && name != "select" && name != "reject" {
+		return 0, ""
+	}
+	j := k
+	for j < len(code) && strings.IndexByte(" \t\n\r\f", code[j]) >= 0 {
+		j++
+	}
+	if j >= len(code) || code[j] != '(' {
+		if attr {
+			return 0, ""
+		}
+		return k, "('')"
+	}
+	depth, commas := 0, 0
+	for e := j; e < len(code); {
+		switch c := code[e]; {
+		case c == '\'' || c == '"':
+			e = skipString(code, e)
+			continue
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			if depth--; depth == 0 {
+				inner := code[j+1 : e]
+				switch {
+				case !attr && strings.TrimSpace(inner) == "":
+					return e + 1, "('')"
+				case attr && commas == 0 && strings.TrimSpace(inner) != "" && !strings.Contains(inner, "="):
+					return e + 1, "(" + inner + ", 'truthy')"
+				}
+				return 0, ""
+			}
+		case c == ',' && depth == 1:
+			commas++
+		}
+		e++
+	}
+	return 0, ""
 }
 
 // renamedFilter is the variable our version of the engine's filter name is

@@ -318,6 +318,19 @@ func writeUnicodeEscape(sb *strings.Builder, r rune) {
 	fmt.Fprintf(sb, `\u%04x`, r)
 }
 
+// pythonFloatStr is Python's str(f): its repr, with inf, -inf and nan.
+func pythonFloatStr(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return pythonFloat(f)
+}
+
 // pythonFloat formats f like Python's float repr (which json.dumps uses):
 // the shortest digits that round-trip, positional notation for decimal
 // exponents in [-4, 16), scientific otherwise, and always a ".0" or an

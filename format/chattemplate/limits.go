@@ -197,7 +197,8 @@ func (b *budget) leave(_ []jinja.Value, _ map[string]jinja.Value) (jinja.Value, 
 	return empty, b.check()
 }
 
-// out measures a value a {{ }} prints and passes it through unchanged.
+// out measures a value a {{ }} prints and passes it through unchanged,
+// except a float, which it gives as the text Python's str() makes of it.
 func (b *budget) out(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) == 0 {
 		return empty, b.check()
@@ -207,6 +208,10 @@ func (b *budget) out(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value,
 		return jinja.Undefined(), err
 	}
 	b.output += m.printed
+	if args[0].IsFloat() {
+		// The engine prints floats with %g (3.0 as "3"); jinja2 with str().
+		return jinja.NewString(pythonFloatStr(args[0].AsFloat())), b.check()
+	}
 	return args[0], b.check()
 }
 

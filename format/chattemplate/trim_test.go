@@ -1,6 +1,8 @@
 package chattemplate
 
 import (
+	"encoding/json"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -72,5 +74,22 @@ func TestLstripBlocksNotAfterATagOnTheLine(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%q: got %q (%v), want %q", c.src, got, err, c.want)
 		}
+	}
+}
+
+// TestFloatsPrintAsPython: {{ }} prints a float as Python's str() does,
+// with its ".0" and its exponent, as jinja2 does; the engine printed
+// 6 / 2 and a tool schema's "default": 1.0 as "3" and "1". The want is
+// Python jinja2 3.1.2's.
+func TestFloatsPrintAsPython(t *testing.T) {
+	tmpl, err := New(`{{ 6 / 2 }}|{{ 1.0 }}|{{ x }}|{{ y }}|{{ z }}|{{ n }}|{{ 7 / 2 }}|{{ -0.0 }}|{{ d.default }}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tmpl.Render(t.Context(), Input{Kwargs: map[string]any{
+		"x": 2.0, "y": 1e16, "z": math.Inf(1), "n": 1.5e-7, "d": json.RawMessage(`{"default": 1.0}`),
+	}})
+	if want := "3.0|1.0|2.0|1e+16|inf|1.5e-07|3.5|-0.0|1.0"; err != nil || got != want {
+		t.Errorf("got %q (%v), want %q", got, err, want)
 	}
 }

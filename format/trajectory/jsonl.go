@@ -321,7 +321,8 @@ var knownKeys = map[string]bool{
 
 // mergeGroupFields takes a line's group metadata and metrics into g: the
 // first line that gives them sets them, and a later line that gives
-// different ones is an error naming the field.
+// different ones is an error naming the field. Metrics compare bit for
+// bit, as the reader compares a group's rows: a NaN matches itself.
 func mergeGroupFields(g *Group, line *jsonLine) (string, error) {
 	if len(line.GroupMetadata) > 0 {
 		if g.Metadata != nil && !maps.Equal(g.Metadata, line.GroupMetadata) {
@@ -330,7 +331,7 @@ func mergeGroupFields(g *Group, line *jsonLine) (string, error) {
 		g.Metadata = line.GroupMetadata
 	}
 	if len(line.GroupMetrics) > 0 {
-		if g.Metrics != nil && !maps.Equal(g.Metrics, line.GroupMetrics) {
+		if g.Metrics != nil && !sameMetrics(g.Metrics, line.GroupMetrics) {
 			return "group_metrics", fmt.Errorf("group_metrics %v differs from %v given by an earlier line of the group", line.GroupMetrics, g.Metrics)
 		}
 		g.Metrics = line.GroupMetrics

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -236,5 +237,35 @@ func TestImportARTValueTypes(t *testing.T) {
 	_, _, err = ImportJSONL(context.Background(), strings.NewReader(`{"messages":[],"metrics":{"x":"high"}}`), "bad.jsonl")
 	if err == nil || !strings.Contains(err.Error(), `bad.jsonl:1: metric "x" is "high"`) {
 		t.Errorf("a metric that is a word: %v", err)
+	}
+}
+
+// TestJSONLNaNGroupMetricRoundTrip: a group metric that is NaN is written
+// on every line of the group, and the lines agree; the import compared
+// them with ==, by which NaN differs from itself, and refused the second
+// line ("group_metrics map[x:NaN] differs from map[x:NaN]"), so
+// to-jsonl's output of a valid file did not import.
+func TestJSONLNaNGroupMetricRoundTrip(t *testing.T) {
+	g := Group{ID: "g", Metrics: map[string]float64{"spread": math.NaN(), "n": 2}, Trajectories: []Trajectory{
+		{ID: "a", GroupID: "g", Messages: []Message{{Role: "user", Content: "hi"}}},
+		{ID: "b", GroupID: "g", Messages: []Message{{Role: "user", Content: "ho"}}},
+	}}
+	var buf bytes.Buffer
+	if err := ExportJSONL(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := ImportJSONL(context.Background(), &buf, "x.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0].Trajectories) != 2 || !math.IsNaN(got[0].Metrics["spread"]) || got[0].Metrics["n"] != 2 {
+		t.Errorf("imported %+v", got)
+	}
+	// Lines that do disagree are still refused.
+	lines := `{"messages":[],"group_id":"g","group_metrics":{"x":"NaN"}}` + "\n" + `{"messages":[],"group_id":"g","group_metrics":{"x":1}}` + "\n"
+	_, _, err = ImportJSONL(context.Background(), strings.NewReader(lines), "d.jsonl")
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.Row != 2 || ie.Field != "group_metrics" {
+		t.Errorf("disagreeing lines: %v", err)
 	}
 }

@@ -385,10 +385,16 @@ func sameGroupFields(first, next *located) error {
 	if !maps.Equal(first.gmeta, next.gmeta) {
 		return &fieldError{field: "group_metadata", msg: fmt.Sprintf("differs from the group's first row (row %d); a group's rows must repeat the same group_metadata", first.loc.row)}
 	}
-	if !maps.EqualFunc(first.gmetrics, next.gmetrics, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+	if !sameMetrics(first.gmetrics, next.gmetrics) {
 		return &fieldError{field: "group_metrics", msg: fmt.Sprintf("differs from the group's first row (row %d); a group's rows must repeat the same group_metrics", first.loc.row)}
 	}
 	return nil
+}
+
+// sameMetrics reports whether two metric maps hold the same values bit for
+// bit, so that a NaN matches itself (== would call every NaN different).
+func sameMetrics(a, b map[string]float64) bool {
+	return maps.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
 }
 
 // nextRow returns the next row of the input set, checked on its own and

@@ -26,8 +26,8 @@ func newToJSONLCmd(a *app) *cobra.Command {
 		Long: `to-jsonl writes one JSON object per trajectory, in the OpenAI chat shape
 ({"messages": [...], "tools": [...]}) plus Hone's fields (run, step, ids,
 reward, metrics, ...). from-jsonl reads the same shape back. A reward,
-reward component or metric that is NaN or infinite, which JSON has no
-number for, is written as the string "NaN", "+Inf" or "-Inf", which
+reward component, metric or sampling logprob that is NaN or infinite,
+which JSON has no number for, is written as the string "NaN", "+Inf" or "-Inf", which
 from-jsonl reads back.`,
 		Example: `  hone-inspect to-jsonl scored.parquet > scored.jsonl
   hone-inspect to-jsonl -o all.jsonl runs/r1/ runs/r2/`,

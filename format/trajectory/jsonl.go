@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -202,13 +203,64 @@ type jsonHistory struct {
 // turnFields are Hone's fields of a message line, written after the chat
 // message's own (chatmsg.MarshalWith).
 type turnFields struct {
-	Trainable    bool      `json:"trainable,omitempty"`
-	TokenIDs     []int32   `json:"token_ids,omitempty"`
-	Logprobs     []float32 `json:"logprobs,omitempty"`
-	FinishReason string    `json:"finish_reason,omitempty"`
-	AnswerModel  string    `json:"answer_model,omitempty"`
-	LatencyMS    float64   `json:"latency_ms,omitempty"`
+	Trainable    bool         `json:"trainable,omitempty"`
+	TokenIDs     []int32      `json:"token_ids,omitempty"`
+	Logprobs     jsonLogprobs `json:"logprobs,omitempty"`
+	FinishReason string       `json:"finish_reason,omitempty"`
+	AnswerModel  string       `json:"answer_model,omitempty"`
+	LatencyMS    float64      `json:"latency_ms,omitempty"`
 }
+
+// jsonLogprobs are a turn's sampling logprobs as a line holds them: numbers,
+// and one that is not finite (NaN is an unknown logprob) the string
+// strconv writes, "NaN", "+Inf" or "-Inf", as for a metric, since JSON has
+// no such numbers.
+type jsonLogprobs []float32
+
+func (l jsonLogprobs) MarshalJSON() ([]byte, error) {
+	if !slices.ContainsFunc(l, func(v float32) bool { return isNonFiniteFloat(float64(v)) }) {
+		return json.Marshal([]float32(l)) // the common case, as encoding/json writes float32s
+	}
+	out := make([]any, len(l))
+	for i, v := range l {
+		if isNonFiniteFloat(float64(v)) {
+			out[i] = strconv.FormatFloat(float64(v), 'g', -1, 32)
+		} else {
+			out[i] = v
+		}
+	}
+	return json.Marshal(out)
+}
+
+func (l *jsonLogprobs) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*l = nil
+		return nil
+	}
+	out := make(jsonLogprobs, len(raw))
+	for i, v := range raw {
+		var f float32
+		var s string
+		switch {
+		case json.Unmarshal(v, &f) == nil && string(v) != "null":
+			out[i] = f
+		case json.Unmarshal(v, &s) == nil && isNonFinite(s):
+			x, _ := strconv.ParseFloat(s, 64)
+			out[i] = float32(x)
+		default:
+			return fmt.Errorf("logprobs[%d] is %s: want a number (a float32), or \"NaN\", \"+Inf\" or \"-Inf\"", i, v)
+		}
+	}
+	*l = out
+	return nil
+}
+
+// isNonFiniteFloat reports whether v is NaN or infinite.
+func isNonFiniteFloat(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 
 // jsonChoice is an OpenAI completion choice, as ART logs keep them in
 // "messages_and_choices": the policy's own turn.
@@ -251,8 +303,9 @@ type ImportResult struct {
 // Top-level keys Hone does not know are kept in Metadata as "jsonl.<key>"
 // holding the key's raw JSON. As ART allows, a metadata value may be any
 // JSON value (one that is not a string is kept as its JSON text) and a
-// metric a boolean (read as 1 or 0); a metric that is not finite is the
-// string "NaN", "+Inf" or "-Inf", as ExportJSONL writes it.
+// metric a boolean (read as 1 or 0); a metric, reward or sampling logprob
+// that is not finite is the string "NaN", "+Inf" or "-Inf", as ExportJSONL
+// writes it.
 //
 // "additional_histories" is a list of {"messages", "tools"} objects read
 // like the line's own messages and tools ("messages_and_choices" too).

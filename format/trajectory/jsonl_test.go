@@ -269,3 +269,41 @@ func TestJSONLNaNGroupMetricRoundTrip(t *testing.T) {
 		t.Errorf("disagreeing lines: %v", err)
 	}
 }
+
+// TestJSONLNonFiniteLogprobs: a sampling logprob that is not finite (NaN
+// is how a file says a token's logprob is unknown, which hone-train takes
+// as such) exports as the strings metrics use and imports back, in the
+// main history and an additional one. The export failed with "json:
+// unsupported value: NaN", so head and to-jsonl could not show the file.
+func TestJSONLNonFiniteLogprobs(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(-1))
+	turn := func(lps ...float32) Message {
+		return Message{Role: "assistant", Content: "x", Trainable: true, TokenIDs: make([]int32, len(lps)), Logprobs: lps}
+	}
+	g := Group{ID: "g", Trajectories: []Trajectory{{ID: "a", GroupID: "g",
+		Messages:            []Message{{Role: "user", Content: "hi"}, turn(-0.5, nan, inf, float32(math.Inf(1)))},
+		AdditionalHistories: []History{{Messages: []Message{turn(nan)}}},
+	}, {ID: "b", GroupID: "g", Messages: []Message{turn(-1.25, -3e-7)}}}}
+	var buf bytes.Buffer
+	if err := ExportJSONL(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, `"logprobs":[-0.5,"NaN","-Inf","+Inf"]`) || !strings.Contains(out, `"logprobs":[-1.25,-3e-7]`) {
+		t.Errorf("export %s", out)
+	}
+	got, _, err := ImportJSONL(context.Background(), &buf, "x.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lps := got[0].Trajectories[0].Messages[1].Logprobs
+	if len(lps) != 4 || lps[0] != -0.5 || !math.IsNaN(float64(lps[1])) || !math.IsInf(float64(lps[2]), -1) || !math.IsInf(float64(lps[3]), 1) ||
+		!math.IsNaN(float64(got[0].Trajectories[0].AdditionalHistories[0].Messages[0].Logprobs[0])) ||
+		!slices.Equal(got[0].Trajectories[1].Messages[0].Logprobs, []float32{-1.25, -3e-7}) {
+		t.Errorf("imported %+v", got)
+	}
+	_, _, err = ImportJSONL(context.Background(), strings.NewReader(`{"messages":[{"role":"assistant","token_ids":[1],"logprobs":["low"]}]}`), "bad.jsonl")
+	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:1") || !strings.Contains(err.Error(), "logprobs") {
+		t.Errorf("a logprob that is a word: %v", err)
+	}
+}

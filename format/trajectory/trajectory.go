@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/hone-rl/hone/format/chatmsg"
@@ -67,8 +68,9 @@ type Trajectory struct {
 	Metrics          map[string]float64
 	Metadata         map[string]string
 	Error            string // why the episode failed; "" when it did not
-	// Timestamps are stored with nanosecond precision and read back in
-	// UTC; the zero time means "not recorded" and is stored as null.
+	// Timestamps are stored with nanosecond precision (so from 1677-09-21
+	// to 2262-04-11) and read back in UTC; the zero time means "not
+	// recorded" and is stored as null.
 	CreatedAt  time.Time
 	StartedAt  time.Time
 	FinishedAt time.Time
@@ -141,8 +143,9 @@ func (t *Trajectory) SampledAt() time.Time {
 func Float64(v float64) *float64 { return &v }
 
 // Validate checks one trajectory on its own: ids present, split known, JSON
-// fields well formed, token ids and logprobs of equal length. It does not
-// check uniqueness across a file; the Reader does that.
+// fields well formed, timestamps a file can hold, token ids and logprobs of
+// equal length. It does not check uniqueness across a file; the Reader
+// does that.
 func (t *Trajectory) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -161,6 +164,17 @@ func (t *Trajectory) Validate() error {
 	}
 	if t.Payload != "" && !json.Valid([]byte(t.Payload)) {
 		bad("payload", "not valid JSON")
+	}
+	// A file holds a timestamp as int64 nanoseconds since 1970.
+	minTime, maxTime := time.Unix(0, math.MinInt64).UTC(), time.Unix(0, math.MaxInt64).UTC()
+	for _, ts := range []struct {
+		field string
+		at    time.Time
+	}{{"created_at", t.CreatedAt}, {"started_at", t.StartedAt}, {"finished_at", t.FinishedAt}} {
+		if !ts.at.IsZero() && (ts.at.Before(minTime) || ts.at.After(maxTime)) {
+			bad(ts.field, "%s is outside the nanosecond timestamps a file holds (%s to %s)",
+				ts.at.Format(time.RFC3339Nano), minTime.Format(time.RFC3339Nano), maxTime.Format(time.RFC3339Nano))
+		}
 	}
 	validateHistory(bad, "", t.Messages, t.Tools)
 	for i := range t.AdditionalHistories {

@@ -3,8 +3,10 @@ package trajectory
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -291,4 +293,46 @@ func TestWriterRejects(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("WriteFile left %v behind", ents)
 	}
+}
+
+// TestTimestampsOutsideNanosecondRange: a file stores timestamps as int64
+// nanoseconds since 1970, which hold 1677-09-21 to 2262-04-11. A time
+// outside that (a typo'd year in a JSONL line, say) is refused naming the
+// field, by Validate, the Writer and the JSONL import; the Writer took it
+// and stored an overflowed number, so the year 3000 read back as 1830.
+// The zero time (not recorded) and the range's ends still round-trip.
+func TestTimestampsOutsideNanosecondRange(t *testing.T) {
+	ctx := context.Background()
+	lo, hi := time.Unix(0, math.MinInt64).UTC(), time.Unix(0, math.MaxInt64).UTC()
+	for _, c := range []struct {
+		field string
+		set   func(*Trajectory)
+	}{
+		{"created_at", func(tr *Trajectory) { tr.CreatedAt = time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"started_at", func(tr *Trajectory) { tr.StartedAt = lo.Add(-time.Nanosecond) }},
+		{"finished_at", func(tr *Trajectory) { tr.FinishedAt = hi.Add(time.Nanosecond) }},
+	} {
+		tr := Trajectory{ID: "a", GroupID: "g"}
+		c.set(&tr)
+		err := tr.Validate()
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Field != c.field {
+			t.Errorf("%s: Validate %v", c.field, err)
+		}
+		if err := NewWriter(io.Discard, WriterOptions{}).WriteGroup(ctx, Group{ID: "g", Trajectories: []Trajectory{tr}}); err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: WriteGroup %v", c.field, err)
+		}
+	}
+	_, _, err := ImportJSONL(ctx, strings.NewReader(`{"messages":[],"created_at":"3000-01-01T00:00:00Z"}`), "y.jsonl")
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.File != "y.jsonl" || ie.Row != 1 || ie.Field != "created_at" {
+		t.Errorf("import: %v", err)
+	}
+
+	in := []Group{{ID: "g", Trajectories: []Trajectory{{ID: "a", GroupID: "g", StartedAt: lo, FinishedAt: hi}}}}
+	got, err := ReadFile(ctx, writeTemp(t, "ends.parquet", in, WriterOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffGroups(t, in, got)
 }

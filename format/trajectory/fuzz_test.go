@@ -105,6 +105,9 @@ func FuzzImportJSONL(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],"payload":{ "x" : [ 1 , 2 ] },"created_at":"2026-01-02T03:04:05.123+02:00"}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","latency_ms":1e300}]}`))
 	f.Add([]byte("{}\n\n[]\n"))
+	// A choice whose logprobs hold no tokens: it imported with empty, not
+	// nil, token ids, which export leaves out and import reads back nil.
+	f.Add([]byte(`{"messages_and_choices":[{"role":"user","content":"q"},{"finish_reason":"stop","message":{"role":"assistant","content":"a"},"logprobs":{"content":[]}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ctx := context.Background()
 		groups, _, err := ImportJSONL(ctx, bytes.NewReader(data), "fuzz.jsonl")

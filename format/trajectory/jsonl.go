@@ -541,7 +541,7 @@ func parseChoice(raw json.RawMessage) (Message, error) {
 				}
 			}
 		}
-		if len(m.TokenIDs) == 0 && len(ids) == len(m.Logprobs) {
+		if len(m.TokenIDs) == 0 && len(ids) > 0 && len(ids) == len(m.Logprobs) {
 			m.TokenIDs = ids
 		}
 	}

@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,8 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hone-rl/hone/format/fileset"
 )
@@ -291,5 +294,49 @@ FROM t ORDER BY trajectory_id`)
 				}
 			}
 		}
+	}
+}
+
+// TestImportInvalidUTF8 imports a line with bytes that are not UTF-8 in a
+// string field and in the values kept as JSON text (payload, content
+// parts, tool parameters, a key Hone does not know). encoding/json
+// replaces such bytes with U+FFFD in strings it decodes, but the values
+// kept as text kept them, and DuckDB refused the file ("value ... is not
+// valid UTF8"); every field now holds U+FFFD for each such byte, the file
+// reads in DuckDB, and export and import give the same trajectory again.
+func TestImportInvalidUTF8(t *testing.T) {
+	ctx := context.Background()
+	line := "{\"messages\":[{\"role\":\"user\",\"content\":\"a\xff\xfeb\"},{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"p\xffq\"}]}]," +
+		"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"description\":\"d\xc3\"}}}]," +
+		"\"payload\":{\"k\":\"x\xffy\"},\"extra\":\"\xfe\"}\n"
+	groups, _, err := ImportJSONL(ctx, strings.NewReader(line), "u.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := groups[0].Trajectories[0]
+	for name, s := range map[string]string{"content": tr.Messages[0].Content, "content_parts": tr.Messages[1].ContentParts,
+		"parameters": tr.Tools[0].Parameters, "payload": tr.Payload, "metadata": tr.Metadata["jsonl.extra"]} {
+		if !utf8.ValidString(s) || !strings.Contains(s, "\uFFFD") {
+			t.Errorf("%s %q: want U+FFFD for the bytes that are not UTF-8", name, s)
+		}
+	}
+	if tr.Messages[0].Content != "a\uFFFD\uFFFDb" || tr.Payload != `{"k":"x`+"\uFFFD"+`y"}` {
+		t.Errorf("content %q, payload %q: want one U+FFFD a byte, as encoding/json gives", tr.Messages[0].Content, tr.Payload)
+	}
+	var buf bytes.Buffer
+	if err := ExportJSONL(&buf, groups...); err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := ImportJSONL(ctx, &buf, "again.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffGroups(t, groups, again)
+
+	path := writeTemp(t, "u.parquet", groups, WriterOptions{})
+	out := duckQuery(t, path, "SELECT payload, messages[1].content AS content FROM t")
+	var rows []struct{ Payload, Content string }
+	if err := json.Unmarshal(out, &rows); err != nil || len(rows) != 1 || rows[0].Payload != tr.Payload || rows[0].Content != tr.Messages[0].Content {
+		t.Errorf("DuckDB read %s (%v)", out, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hone-rl/hone/format/chatmsg"
 )
@@ -326,7 +327,7 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			res.Lines++
-			t, gl, genID, genGroup, perr := parseLine(trimmed, lineNo)
+			t, gl, genID, genGroup, perr := parseLine(validUTF8(trimmed), lineNo)
 			if perr != nil {
 				return nil, res, badInput(source, int64(lineNo), "", "", fmt.Errorf("trajectory: %s:%d: %w", source, lineNo, perr))
 			}
@@ -361,6 +362,29 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 	}
 	res.Groups = len(groups)
 	return groups, res, nil
+}
+
+// validUTF8 returns line with each byte that is not part of a UTF-8
+// character replaced by U+FFFD, as encoding/json replaces it in the
+// strings it decodes: the values kept as JSON text (payload, content
+// parts, tool parameters, unknown keys) then hold what the strings do, and
+// every string a file gets is UTF-8, which Parquet readers such as DuckDB
+// require. A line that is UTF-8 already is returned as it is.
+func validUTF8(line []byte) []byte {
+	if utf8.Valid(line) {
+		return line
+	}
+	out := make([]byte, 0, len(line)+8)
+	for len(line) > 0 {
+		r, n := utf8.DecodeRune(line)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, line[:n]...)
+		}
+		line = line[n:]
+	}
+	return out
 }
 
 var knownKeys = map[string]bool{

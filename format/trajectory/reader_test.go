@@ -286,3 +286,36 @@ func TestOpenReadsALiteralNameWithGlobCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestContentPartsMustBeContent: content_parts holds content that was not a
+// string, so null or a list of content parts, as the import makes it. Any
+// other JSON ({"a":1}, 42) passed Validate, the Writer and `hone-inspect
+// validate`, and to-jsonl wrote it as the message's content, which
+// from-jsonl then refused ("content: expected a string or an array of
+// content parts, got an object"). The file is now refused where it is
+// read, naming the row and field, and the Writer refuses to write it.
+func TestContentPartsMustBeContent(t *testing.T) {
+	for _, parts := range []string{`{"a":1}`, `42`, `[1]`, `[{"type":"text","text":2}]`} {
+		tr := Trajectory{ID: "a", GroupID: "g", Messages: []Message{{Role: "user", Content: "x"}, {Role: "user", Content: "x", ContentParts: parts}}}
+		err := tr.Validate()
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Field != "messages[1].content_parts" {
+			t.Errorf("%s: Validate %v", parts, err)
+		}
+		if err := NewWriter(io.Discard, WriterOptions{}).WriteGroup(context.Background(), Group{ID: "g", Trajectories: []Trajectory{tr}}); err == nil {
+			t.Errorf("%s: WriteGroup took it", parts)
+		}
+		path := filepath.Join(t.TempDir(), "parts.parquet")
+		writeRaw(t, path, []row{toRow(&tr)}, MetadataKeySchemaVersion, strconv.Itoa(SchemaVersion))
+		err = readErr(t, path)
+		if !errors.As(err, &ie) || ie.File != path || ie.Row != 0 || ie.Field != "messages[1].content_parts" {
+			t.Errorf("%s: read %v", parts, err)
+		}
+	}
+	for _, parts := range []string{`null`, `[]`, `[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"u"}}]`} {
+		tr := Trajectory{ID: "a", GroupID: "g", Messages: []Message{{Role: "user", Content: "x", ContentParts: parts}}}
+		if err := tr.Validate(); err != nil {
+			t.Errorf("%s: %v", parts, err)
+		}
+	}
+}

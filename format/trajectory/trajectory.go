@@ -195,8 +195,14 @@ func validateHistory(bad func(field, format string, args ...any), prefix string,
 		if m.Role == "" {
 			bad(f+".role", "empty")
 		}
-		if m.ContentParts != "" && !json.Valid([]byte(m.ContentParts)) {
-			bad(f+".content_parts", "not valid JSON")
+		if m.ContentParts != "" {
+			// What the import keeps here (FromChat) and takes back from
+			// to-jsonl's lines: null or a list of content parts.
+			if !json.Valid([]byte(m.ContentParts)) {
+				bad(f+".content_parts", "not valid JSON")
+			} else if _, err := chatmsg.ContentText(json.RawMessage(m.ContentParts)); err != nil {
+				bad(f+".content_parts", "%v", err)
+			}
 		}
 		if len(m.Logprobs) != 0 && len(m.TokenIDs) != 0 && len(m.Logprobs) != len(m.TokenIDs) {
 			bad(f+".logprobs", "%d logprobs for %d token ids", len(m.Logprobs), len(m.TokenIDs))

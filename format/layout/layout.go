@@ -150,6 +150,13 @@ func Build(ctx context.Context, t *chattemplate.Template, tok Tokenizer, msgs []
 			continue
 		}
 		d := data[a]
+		if len(d.TokenIDs) == 0 {
+			// Logprobs without the ids they belong to (a server that gave
+			// no token ids, an ART file with text tokens, OpenAI's default)
+			// cannot be placed on the tokens laid out here: unknown, as
+			// when there are none (hone-train --allow-no-logprobs).
+			d.Logprobs = nil
+		}
 		if err := checkSampled(a, d); err != nil {
 			return nil, err
 		}

@@ -343,6 +343,30 @@ func TestFinishLengthWithoutIDsLeavesStopUntrained(t *testing.T) {
 	}
 }
 
+// TestLogprobsWithoutIDsAreUnknown: logprobs given without the token ids
+// they belong to (a server that returned none, an ART file with OpenAI's
+// text-token logprobs) are laid out as unknown, the turn tokenized from its
+// text; they were an error ("1 logprobs for 0 sampled token ids") that no
+// flag got past, so such files could not be trained on.
+func TestLogprobsWithoutIDsAreUnknown(t *testing.T) {
+	m := models(t)[3] // ChatML
+	msgs := []trajectory.Message{{Role: "user", Content: "Count"}, {Role: "assistant", Content: "1 2 3", Trainable: true, Logprobs: []float32{-0.5, -0.25}}}
+	l, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := l.Sequences[0]
+	tr := s.Turns[0]
+	if got := decode(m.tok, s.IDs[tr.Start:tr.End]); got != "1 2 3<|im_end|>" || tr.Sampled {
+		t.Errorf("turn %q (sampled %v), want the text's tokens and the stop", got, tr.Sampled)
+	}
+	for i := tr.Start; i < tr.End; i++ {
+		if !s.Trainable[i] || !math.IsNaN(float64(s.Logprobs[i])) {
+			t.Errorf("token %d: trainable %v, logprob %v; want trainable with an unknown logprob", i, s.Trainable[i], s.Logprobs[i])
+		}
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	m := models(t)[3]
 	msgs := []trajectory.Message{{Role: "user", Content: "x"}, {Role: "assistant", Content: "y", Trainable: true, TokenIDs: []int32{1, 2}, Logprobs: []float32{-1}}}

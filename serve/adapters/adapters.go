@@ -260,15 +260,23 @@ func (r *Registry) pollRun(name string) bool {
 			err = fmt.Errorf("%s: %w", step.Dir, err)
 		}
 	}
-	if err == nil && r.o.Backend != nil {
-		err = w.Place(r.o.Backend)
-	}
 	if err != nil {
 		r.failed[step.Real] = st
 		r.o.Log.Error("adapters: refusing adapter; the previous one keeps serving", "dir", step.Dir, "err", err)
 		return false
 	}
 	delete(r.failed, step.Real)
+	if r.o.Backend != nil {
+		// The folder is fine: a backend without room now (its memory held
+		// by steps that requests in flight still use) is retried at the
+		// next poll, not refused until the folder changes.
+		if err := w.Place(r.o.Backend); err != nil {
+			r.warnOnce(placeKey(name), "adapters: cannot place the step on the backend; the previous one keeps serving, retrying at the next poll",
+				"dir", step.Dir, "backend", r.o.Backend.Name(), "err", err)
+			return false
+		}
+	}
+	r.clearWarning(placeKey(name))
 	a := &Adapter{Run: name, Step: step.N, Dir: step.Dir, Weights: w, Loaded: time.Now(), stamp: st}
 	a.refs.Store(1) // the registry's hold
 	for _, d := range r.install(a) {
@@ -366,6 +374,10 @@ func (r *Registry) warnOnce(key, msg string, args ...any) {
 	r.warned[key] = text
 	r.o.Log.Warn(msg, args...)
 }
+
+// placeKey is warnOnce's key for run name's step failing to be placed on
+// the backend (a run name never holds a space).
+func placeKey(name string) string { return name + " place" }
 
 // clearWarning forgets condition key, so that it is logged if it comes back.
 func (r *Registry) clearWarning(key string) { delete(r.warned, key) }

@@ -13,7 +13,9 @@
 // resolved its adapter before keeps using it until it finishes. A loaded
 // step is read again only when its folder changes. A folder that fails to
 // load (half-written, wrong shapes, a NaN or infinite weight) is logged once
-// and skipped until it changes; the previous step keeps serving. Per run
+// and skipped until it changes; the previous step keeps serving. A step
+// that reads fine but cannot be placed on the backend (Options.Backend out
+// of memory for now) is retried at every poll, logged once. Per run
 // MaxKeep steps stay loaded and are addressable as "<run>@<N>": the current
 // one and the most recently current others. A missing DIR or a bad latest
 // file is logged once, and again only when it changes or comes back.

@@ -98,6 +98,9 @@ const (
 	msgRefused = "adapters: refusing adapter; the previous one keeps serving"
 	msgRunWarn = "adapters: cannot use the run's current step; the previous one keeps serving"
 	msgDirWarn = "adapters: cannot read the adapters folder; serving what is loaded"
+	// msgPlaceWarn: a step that loaded could not be placed on the backend
+	// (its memory full for now); retried at every poll.
+	msgPlaceWarn = "adapters: cannot place the step on the backend; the previous one keeps serving, retrying at the next poll"
 )
 
 // TestLatestRollback: latest is what the operator says is current. Rolled

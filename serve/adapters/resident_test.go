@@ -2,8 +2,11 @@ package adapters
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels/kerneltest"
@@ -52,5 +55,74 @@ func TestPollPlacesOnBackend(t *testing.T) {
 	}
 	if n := r.Poll(context.Background()); n != 0 {
 		t.Errorf("a closed registry loaded %d adapters", n)
+	}
+}
+
+// oomOnce is kerneltest.Resident whose AllocF32 fails while full is set: a
+// device whose memory is taken for now (requests in flight still hold the
+// steps the registry dropped).
+type oomOnce struct {
+	*kerneltest.ResidentBackend
+	full atomic.Bool
+}
+
+func (b *oomOnce) AllocF32(n int) ([]float32, error) {
+	if b.full.Load() {
+		return nil, errors.New("out of memory")
+	}
+	return b.ResidentBackend.AllocF32(n)
+}
+
+// TestPlaceFailureRetried: a step that cannot be placed on the backend
+// because its memory is full for now is not refused for good: the folder
+// is fine, so a later poll loads it once memory is free, without the folder
+// having to change; meanwhile the previous step keeps serving and the
+// failure is logged once, naming the step and the backend's error. It was
+// marked failed like a broken folder, so "<run>" stayed on the old step
+// until the step folder was rewritten, which for a finished training step
+// never happens.
+func TestPlaceFailureRetried(t *testing.T) {
+	c := testConfig(t)
+	root := t.TempDir()
+	be := &oomOnce{ResidentBackend: kerneltest.Resident(ref.New())}
+	logs := &records{}
+	r := New(Options{Dir: root, Config: c, Backend: be, Log: slog.New(logs)})
+	defer r.Close()
+	run := filepath.Join(root, "exp")
+	write(t, c, filepath.Join(run, "step-000001"), 1)
+	if n := r.Poll(context.Background()); n != 1 {
+		t.Fatalf("step 1: loaded %d, want 1", n)
+	}
+	write(t, c, filepath.Join(run, "step-000002"), 2)
+	be.full.Store(true)
+	if got := polls(r, 3); !slices.Equal(got, []int{0, 0, 0}) {
+		t.Fatalf("with the backend full: loads %v, want none", got)
+	}
+	a, err := r.Resolve("exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Step != 1 {
+		t.Fatalf("with the backend full, exp is step %d, want the previous step 1", a.Step)
+	}
+	a.Release()
+	logged := 0
+	for _, msg := range []string{msgRefused, msgPlaceWarn} {
+		logged += logs.count(slog.LevelError, msg, "err", "out of memory") + logs.count(slog.LevelWarn, msg, "err", "out of memory")
+	}
+	if logged != 1 {
+		t.Fatalf("the backend being full over 3 polls was logged %d times, want 1:\n%s", logged, logs)
+	}
+	be.full.Store(false)
+	if got := polls(r, 2); !slices.Equal(got, []int{1, 0}) {
+		t.Fatalf("once the backend has room: loads %v, want [1 0]", got)
+	}
+	a, err = r.Resolve("exp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	if a.Step != 2 {
+		t.Fatalf("once the backend has room, exp is step %d, want 2", a.Step)
 	}
 }

@@ -137,7 +137,8 @@ func (c *KVCache) Used() int64 {
 
 // Fits reports whether a reservation of tokens could ever succeed.
 func (c *KVCache) Fits(tokens int64) bool {
-	return c.budget == 0 || tokens*c.TokenBytes() <= c.budget
+	// Divided rather than multiplied: tokens·TokenBytes can overflow.
+	return c.budget == 0 || tokens >= 0 && tokens <= c.budget/c.TokenBytes()
 }
 
 // Reserve allocates room for tokens tokens of the new sequence seq.

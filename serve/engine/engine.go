@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -336,10 +337,28 @@ func (e *Engine) Check(r *Request) error {
 	case r.Params.MaxTokens < 0:
 		return fmt.Errorf("%w: max_tokens must not be negative", ErrTooLarge)
 	}
+	V := e.m.Config.Vocab
 	for _, id := range r.Prompt {
-		if id < 0 || int(id) >= e.m.Config.Vocab {
-			return fmt.Errorf("%w: token id %d outside the vocabulary [0, %d)", ErrTooLarge, id, e.m.Config.Vocab)
+		if id < 0 || int(id) >= V {
+			return fmt.Errorf("%w: token id %d outside the vocabulary [0, %d)", ErrTooLarge, id, V)
 		}
+	}
+	// The sampler indexes the logits row with these.
+	for id := range r.Params.LogitBias {
+		if id < 0 || int(id) >= V {
+			return fmt.Errorf("%w: logit_bias token id %d outside the vocabulary [0, %d)", ErrTooLarge, id, V)
+		}
+	}
+	for _, id := range r.Params.StopIDs {
+		if id < 0 || int(id) >= V {
+			return fmt.Errorf("%w: stop token id %d outside the vocabulary [0, %d)", ErrTooLarge, id, V)
+		}
+	}
+	// A sequence's positions are int32 (model.Step); past them the sums
+	// below would overflow.
+	if r.Params.MaxTokens > math.MaxInt32-len(r.Prompt) {
+		return fmt.Errorf("%w: %d prompt tokens + max_tokens %d exceed the %d positions of a sequence",
+			ErrTooLarge, len(r.Prompt), r.Params.MaxTokens, math.MaxInt32)
 	}
 	if need := int64(r.N) * int64(len(r.Prompt)+r.Params.MaxTokens); !e.cache.Fits(need) {
 		return fmt.Errorf("%w: %d prompt tokens + %d max_tokens × n=%d need %d bytes of KV cache, the budget is %d",

@@ -189,11 +189,12 @@ type Stats struct {
 }
 
 type reqState struct {
-	r       *Request
-	h       *Handle
-	seqs    []*sequence
-	live    int
-	retired bool // r.Done was called
+	r         *Request
+	h         *Handle
+	seqs      []*sequence
+	live      int
+	retired   bool // r.Done was called
+	cancelled bool // counted in Stats.Cancelled
 }
 
 // retire calls rs's Done hook, once.
@@ -504,7 +505,8 @@ func (e *Engine) reap() {
 	}
 	for _, s := range e.running {
 		if !s.done && s.rs.r.Ctx.Err() != nil {
-			if s.choice == 0 {
+			if !s.rs.cancelled { // once a request, whichever choices still run
+				s.rs.cancelled = true
 				e.cancelled.Add(1)
 			}
 			e.finish(s, Event{Token: -1, Err: context.Cause(s.rs.r.Ctx)})

@@ -478,3 +478,42 @@ func TestKVCacheFork(t *testing.T) {
 		t.Fatalf("used %d after freeing all", c.Used())
 	}
 }
+
+// TestCancelledCountsRequests: Stats.Cancelled counts a request cancelled
+// while running once, whichever of its choices are still running: with
+// n = 2 and choice 0 already stopped, cancelling the request counts it
+// (only choice 0's cancellation was counted, so a group whose first
+// answer was short never showed in hone_serve_requests_cancelled_total).
+func TestCancelledCountsRequests(t *testing.T) {
+	m, tok := tiny(t)
+	e := New(m, Config{Tokenizer: tok})
+	defer e.Shutdown(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := e.Submit(&Request{Ctx: ctx, Prompt: []int32{1, 2}, N: 2,
+		Params: Params{MaxTokens: 100000, StopIDs: []int32{7}},
+		Constraint: func(choice int) Constraint {
+			if choice == 0 {
+				return maskTo{7} // stops at its first token
+			}
+			return maskTo{8} // never stops
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for stopped := false; !stopped; {
+		evs, _, err := h.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			stopped = stopped || ev.Choice == 0 && ev.Finish == "stop"
+		}
+	}
+	cancel()
+	if ev := drain(t, h); !errors.Is(ev.Err, context.Canceled) || ev.Choice != 1 {
+		t.Fatalf("the request ended with %+v, want choice 1 cancelled", ev)
+	}
+	if got := e.Stats().Cancelled; got != 1 {
+		t.Fatalf("Stats.Cancelled %d after one request cancelled, want 1", got)
+	}
+}

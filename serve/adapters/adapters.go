@@ -266,6 +266,7 @@ func (r *Registry) pollRun(name string) bool {
 		return false
 	}
 	delete(r.failed, step.Real)
+	w.DropGrads() // served only: no backward pass, half the memory
 	if r.o.Backend != nil {
 		// The folder is fine: a backend without room now (its memory held
 		// by steps that requests in flight still use) is retried at the

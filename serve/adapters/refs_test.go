@@ -13,10 +13,10 @@ import (
 	"github.com/hone-rl/hone/train/model"
 )
 
-// perAdapter is the number of backend allocations of one adapter write
-// makes: Adapter.Place puts every A and B in one, every gradient in
-// another (Adapter.Flat).
-const perAdapter = 2
+// perAdapter is the number of backend allocations of one loaded adapter:
+// its A and B in one (Adapter.Flat); a served adapter has no gradients
+// (DropGrads).
+const perAdapter = 1
 
 // loadStep writes step n of run exp, points latest at it and polls once.
 func loadStep(t *testing.T, r *Registry, c *model.Config, root string, n int) {
@@ -60,7 +60,7 @@ func TestDroppedStepFreedWhenUnheld(t *testing.T) {
 	}
 	live(2, "step 1 dropped while held")
 	q := one.Weights.Layers[1][model.ModQ]
-	be.Copy(q.DA, q.A, len(q.A)) // panics if step 1 were freed
+	be.Copy(q.A, q.A, len(q.A)) // panics if step 1 were freed
 	one.Release()
 	live(1, "step 1 released")
 	one.Release() // a second release counts for nothing: step 2 stays
@@ -72,7 +72,7 @@ func TestDroppedStepFreedWhenUnheld(t *testing.T) {
 	two.Release()
 	live(1, "step 2 resolved and released twice")
 	q = two.Weights.Layers[0][model.ModV]
-	be.Copy(q.DA, q.A, len(q.A)) // step 2 is still the registry's
+	be.Copy(q.A, q.A, len(q.A)) // step 2 is still the registry's
 
 	// Nobody holds step 2: loading step 3 frees it at once.
 	loadStep(t, r, c, root, 3)
@@ -102,7 +102,7 @@ func TestDroppedStepFreedWhenUnheld(t *testing.T) {
 	r.Close()
 	live(1, "closed while a step is held")
 	q = again.Weights.Layers[1][model.ModV]
-	be.Copy(q.DA, q.A, len(q.A))
+	be.Copy(q.A, q.A, len(q.A))
 	again.Release()
 	live(0, "last hold released after Close")
 	again.Release()

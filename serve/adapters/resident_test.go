@@ -37,8 +37,15 @@ func TestPollPlacesOnBackend(t *testing.T) {
 		t.Error("placed lora_A differs from the folder's")
 	}
 	// Each tensor is inside the backend's allocations: an op reading it
-	// does not panic.
-	be.Copy(q.DA, q.A, len(q.A))
+	// does not panic. A served adapter holds no gradients (half the
+	// memory): only A and B are allocated.
+	be.Copy(q.A, q.A, len(q.A))
+	if q.DA != nil || q.DB != nil {
+		t.Error("a served adapter holds gradients")
+	}
+	if n := be.Live(); n != 1 {
+		t.Errorf("%d allocations for one served adapter, want 1 (A and B; no gradients)", n)
+	}
 	if be.Live() == 0 {
 		t.Fatal("nothing allocated on the backend")
 	}

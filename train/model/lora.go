@@ -217,10 +217,12 @@ func (ad *Adapter) Place(be kernels.Backend) error {
 	if err != nil {
 		return fmt.Errorf("lora: allocating %d float32 values on %s: %w", np, be.Name(), err)
 	}
-	grads, err := kernels.AllocF32(be, ng)
-	if err != nil {
-		kernels.FreeF32(be, params)
-		return fmt.Errorf("lora: allocating %d float32 values on %s: %w", ng, be.Name(), err)
+	var grads []float32 // none after DropGrads
+	if ng > 0 {
+		if grads, err = kernels.AllocF32(be, ng); err != nil {
+			kernels.FreeF32(be, params)
+			return fmt.Errorf("lora: allocating %d float32 values on %s: %w", ng, be.Name(), err)
+		}
 	}
 	// carve copies x into the next len(x) values of *slab and returns them.
 	carve := func(slab *[]float32, x []float32) []float32 {
@@ -258,6 +260,25 @@ func (ad *Adapter) Place(be kernels.Backend) error {
 		ad.params, ad.grads = nil, nil
 	}
 	return nil
+}
+
+// DropGrads gives up the gradients DA and DB of an adapter that is only
+// run forward (served, merged), half of its memory, on the host and, once
+// placed, on the backend. Backward and an optimizer must not be run with
+// it afterwards.
+func (ad *Adapter) DropGrads() {
+	for _, layer := range ad.Layers {
+		for _, lr := range layer {
+			if lr != nil {
+				lr.DA, lr.DB = nil, nil
+			}
+		}
+	}
+	if ad.grads != nil {
+		kernels.Synchronize(ad.be) // the ops that may still read them are done
+		kernels.FreeF32(ad.be, ad.grads)
+		ad.grads = nil
+	}
 }
 
 // Flat returns the memory every A and B (params) and every DA and DB

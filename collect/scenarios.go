@@ -19,41 +19,18 @@ import (
 // Parquet trajectory file (its distinct scenarios, in order of first
 // appearance; a row's env names the environment only when it is a
 // built-in one, as a stdio program's own name is not) or JSON lines with
-// the fields id, environment, payload (any JSON value) and split. The
-// name's ending decides which, without the query an object-store URL
-// carries (s3://b/round.parquet?region=…).
+// the fields id, environment, payload (any JSON value) and split. A name
+// ending in .parquet (without the query an object-store URL carries,
+// s3://b/round.parquet?region=…) is read as Parquet with ranged reads;
+// any other name, stdin ("-") and a pipe included, by what it holds: a
+// file starting with Parquet's magic "PAR1" is Parquet, else JSON lines.
 func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 	name := path
 	if fileset.IsURL(path) {
 		name, _, _ = strings.Cut(path, "?")
 	}
 	if strings.HasSuffix(name, ".parquet") {
-		groups, err := trajectory.ReadFile(ctx, path)
-		if err != nil {
-			return nil, fmt.Errorf("scenarios %s: %w", path, err)
-		}
-		var out []env.Scenario
-		seen := map[string]bool{}
-		for _, g := range groups {
-			for _, t := range g.Trajectories {
-				if t.ScenarioID == "" || seen[t.ScenarioID] {
-					continue
-				}
-				seen[t.ScenarioID] = true
-				sc := env.Scenario{ID: t.ScenarioID, Split: t.Split}
-				// A row's env is the name the environment gave itself: a
-				// stdio program's (hello's "name") is none of the built-in
-				// ones, and is left to --env.
-				if slices.Contains(EnvNames(), t.Env) {
-					sc.Env = t.Env
-				}
-				if t.Payload != "" {
-					sc.Payload = json.RawMessage(t.Payload)
-				}
-				out = append(out, sc)
-			}
-		}
-		return out, nil
+		return scenariosFromParquet(ctx, path, fileset.Files(path))
 	}
 	open := path
 	if path == fileset.Stdin {
@@ -66,7 +43,52 @@ func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 		return nil, fmt.Errorf("scenarios: %w", err)
 	}
 	defer f.Close()
+	magic := make([]byte, len(parquetMagic))
+	if n, _ := f.ReadAt(magic, 0); n == len(magic) && string(magic) == parquetMagic {
+		// A trajectory file under another name, on stdin or through a
+		// pipe (bash's <(…)), as the inputs of every stage may be: the
+		// copy fileset made of a pipe is read whole, once.
+		b, err := io.ReadAll(f.Reader())
+		if err != nil {
+			return nil, fmt.Errorf("scenarios %s: %w", path, err)
+		}
+		return scenariosFromParquet(ctx, path, fileset.Held([]string{path}, [][]byte{b}))
+	}
 	return DecodeScenarios(f.Reader(), path)
+}
+
+// parquetMagic opens (and ends) every Parquet file.
+const parquetMagic = "PAR1"
+
+// scenariosFromParquet reads the distinct scenarios of a trajectory file,
+// in order of first appearance.
+func scenariosFromParquet(ctx context.Context, path string, in *fileset.Set) ([]env.Scenario, error) {
+	groups, err := trajectory.ReadAll(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("scenarios %s: %w", path, err)
+	}
+	var out []env.Scenario
+	seen := map[string]bool{}
+	for _, g := range groups {
+		for _, t := range g.Trajectories {
+			if t.ScenarioID == "" || seen[t.ScenarioID] {
+				continue
+			}
+			seen[t.ScenarioID] = true
+			sc := env.Scenario{ID: t.ScenarioID, Split: t.Split}
+			// A row's env is the name the environment gave itself: a
+			// stdio program's (hello's "name") is none of the built-in
+			// ones, and is left to --env.
+			if slices.Contains(EnvNames(), t.Env) {
+				sc.Env = t.Env
+			}
+			if t.Payload != "" {
+				sc.Payload = json.RawMessage(t.Payload)
+			}
+			out = append(out, sc)
+		}
+	}
+	return out, nil
 }
 
 // DecodeScenarios reads JSON-lines scenarios from r; name labels errors.

@@ -31,6 +31,7 @@ import (
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/env/internal/procgroup"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 // Options says how to reach the server.
@@ -160,7 +161,8 @@ func (e *Env) RewardRange() (float64, float64) { return 0, 1 }
 // Scenarios implements env.Env: the tasks given, cycled to n, in order.
 func (e *Env) Scenarios(_ context.Context, _ int64, n int) ([]env.Scenario, error) {
 	if len(e.tasks) == 0 {
-		return nil, errors.New("mcp: no tasks: give --scenarios FILE or --env-opt tasks=FILE")
+		// A missing setting, not a failure of the server: bad usage (exit 2).
+		return nil, stageerr.Usagef("mcp: no tasks: give --scenarios FILE or --env-opt tasks=FILE")
 	}
 	out := make([]env.Scenario, n)
 	for i := range out {

@@ -17,6 +17,7 @@ import (
 	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 type addIn struct {
@@ -129,6 +130,24 @@ func TestMCP(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Generating scenarios without tasks (--env mcp with neither --scenarios
+// nor --env-opt tasks=FILE) is bad usage, exit 2 as README's exit codes
+// say, not a failure (exit 1).
+func TestScenariosWithoutTasksIsUsage(t *testing.T) {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return testServer() }, nil)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	_, err = e.Scenarios(context.Background(), 1, 2)
+	if !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), "tasks=FILE") {
+		t.Fatalf("Scenarios without tasks: %v; want a usage error naming --env-opt tasks=FILE", err)
 	}
 }
 

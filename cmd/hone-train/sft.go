@@ -18,7 +18,8 @@ func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 		Short: "Fine-tune a LoRA adapter on assistant turns (trajectory or JSONL chat files)",
 		Long: `sft trains a LoRA adapter to imitate assistant turns: Parquet trajectory
 files, or JSON Lines chat files (.jsonl, one {"messages": [...], "tools": [...]}
-per line). --turns all trains every assistant turn, --turns last only the last
+per line; on stdin or through a pipe, told from Parquet by their content).
+--turns all trains every assistant turn, --turns last only the last
 of each conversation. The loss is the mean negative log-likelihood over the
 step's assistant tokens. Checkpoints, --resume, metrics and the stop on a
 NaN or Inf loss, gradient or weights work as in grpo; --resume takes the

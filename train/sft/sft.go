@@ -190,31 +190,50 @@ func isChatFile(name string) bool {
 	return strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".json")
 }
 
+// isChatInput says whether an opened input is read as JSON Lines chats:
+// by its name's ending (isChatFile), or, for a name that ends in neither
+// that nor .parquet (stdin "-", a pipe such as bash's <(…)), by its
+// content, which then does not start with Parquet's magic "PAR1".
+func isChatInput(f *fileset.File) bool {
+	if isChatFile(f.Name) {
+		return true
+	}
+	name := f.Name
+	if fileset.IsURL(name) {
+		name, _, _ = strings.Cut(name, "?")
+	}
+	if strings.HasSuffix(name, ".parquet") {
+		return false
+	}
+	magic := make([]byte, 4)
+	n, _ := f.ReadAt(magic, 0)
+	return n > 0 && string(magic[:n]) != "PAR1"[:n]
+}
+
 // readConversations reads the i-th input on its own: JSON Lines chats
-// (.jsonl, .json) or a Parquet trajectory file.
-func readConversations(ctx context.Context, in *fileset.Set, i int) ([]trajectory.Group, error) {
+// (isChatInput) or a Parquet trajectory file.
+func readConversations(ctx context.Context, in *fileset.Set, i int) (gs []trajectory.Group, chat bool, err error) {
 	f, err := in.Open(ctx, i)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
-	if name := f.Name; isChatFile(name) {
-		gs, _, err := trajectory.ImportJSONL(ctx, f.Reader(), name)
-		return gs, err
+	if isChatInput(f) {
+		gs, _, err := trajectory.ImportJSONL(ctx, f.Reader(), f.Name)
+		return gs, true, err
 	}
 	r, err := trajectory.NewReader(f.Name, f, f.Size)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer r.Close()
-	var gs []trajectory.Group
 	for {
 		g, err := r.Next(ctx)
 		if err == io.EOF {
-			return gs, nil
+			return gs, false, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		gs = append(gs, g)
 	}
@@ -247,11 +266,11 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 	var groups []trajectory.Group
 	var files []string // the input each group came from
 	for i := range in.Len() {
-		gs, err := readConversations(ctx, in, i)
+		gs, chat, err := readConversations(ctx, in, i)
 		if err != nil {
 			return Data{}, stageerr.Input(err)
 		}
-		if isChatFile(in.Names()[i]) {
+		if chat {
 			d.Complete = false
 		}
 		groups = append(groups, gs...)

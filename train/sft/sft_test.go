@@ -283,3 +283,31 @@ func TestIsChatFile(t *testing.T) {
 		}
 	}
 }
+
+// TestChatsFromStdin: stdin ("-") and a pipe (bash's <(…)) have no name
+// that tells JSON Lines from Parquet, so their content does, as every
+// stage's inputs may be "-": `hone-inspect to-jsonl … | hone-train sft … -`
+// trains on the chats. A .parquet name stays Parquet whatever it holds.
+func TestChatsFromStdin(t *testing.T) {
+	_, md, data := setup(t)
+	text, err := layout.LoadModel(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chats, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"-", "/dev/fd/63"} {
+		d, err := Load(context.Background(), text, fileset.Held([]string{name}, [][]byte{chats}), "all", nil, layout.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(d.Examples) != 6 || d.Complete {
+			t.Errorf("%s: %d examples (complete %v), want the 6 chats read as JSON Lines", name, len(d.Examples), d.Complete)
+		}
+	}
+	if _, err := Load(context.Background(), text, fileset.Held([]string{"c.parquet"}, [][]byte{chats}), "all", nil, layout.Options{}); err == nil || !strings.Contains(err.Error(), "c.parquet") {
+		t.Errorf("chats named c.parquet: %v, want an error naming the file as not Parquet", err)
+	}
+}

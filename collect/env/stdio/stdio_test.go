@@ -261,22 +261,28 @@ func TestLineOverLimit(t *testing.T) {
 	}
 }
 
+// answering starts a program named name that answers hello and then every
+// request with the one line reply.
+func answering(t *testing.T, name, reply string) *stdio.Env {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "env.sh")
+	body := "read line\ncase \"$line\" in\n*hello*) echo '{\"name\":\"" + name + "\"}' ;;\n*) echo '" + reply + "' ;;\nesac\n"
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := stdio.New(context.Background(), []string{"sh", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // A program that answers "scenarios" with more than the n asked for (a
 // fixed list that ignores n) gets its first n played: n is the run's
 // --groups, and the run must not grow past it.
 func TestScenariosAtMostN(t *testing.T) {
-	script := filepath.Join(t.TempDir(), "env.sh")
-	os.WriteFile(script, []byte(`read line
-case "$line" in
-*hello*) echo '{"name":"many"}' ;;
-*) echo '{"scenarios":[{"id":"a"},{"id":"b"},{"id":"c"},{"id":"d"},{"id":"e"}]}' ;;
-esac
-`), 0o644)
 	ctx := context.Background()
-	e, err := stdio.New(ctx, []string{"sh", script}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := answering(t, "many", `{"scenarios":[{"id":"a"},{"id":"b"},{"id":"c"},{"id":"d"},{"id":"e"}]}`)
 	scs, err := e.Scenarios(ctx, 1, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -295,18 +301,8 @@ esac
 // the scenario, not after a group of episodes was played for it, when the
 // row could not be written.
 func TestScenariosBadSplit(t *testing.T) {
-	script := filepath.Join(t.TempDir(), "env.sh")
-	os.WriteFile(script, []byte(`read line
-case "$line" in
-*hello*) echo '{"name":"splits"}' ;;
-*) echo '{"scenarios":[{"id":"a","split":"val"},{"id":"b","split":"dev"}]}' ;;
-esac
-`), 0o644)
 	ctx := context.Background()
-	e, err := stdio.New(ctx, []string{"sh", script}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := answering(t, "splits", `{"scenarios":[{"id":"a","split":"val"},{"id":"b","split":"dev"}]}`)
 	scs, err := e.Scenarios(ctx, 1, 2)
 	if err == nil || !strings.Contains(err.Error(), `scenario b`) || !strings.Contains(err.Error(), `"dev"`) {
 		t.Errorf("scenarios %+v, error %v; want an error naming scenario b and its split", scs, err)
@@ -317,18 +313,8 @@ esac
 // the id: their rows could not be told apart, and a run reading the output
 // back with --scenarios would play only the first.
 func TestScenariosDuplicateID(t *testing.T) {
-	script := filepath.Join(t.TempDir(), "env.sh")
-	os.WriteFile(script, []byte(`read line
-case "$line" in
-*hello*) echo '{"name":"dups"}' ;;
-*) echo '{"scenarios":[{"id":"a"},{"id":"b"},{"id":"a"}]}' ;;
-esac
-`), 0o644)
 	ctx := context.Background()
-	e, err := stdio.New(ctx, []string{"sh", script}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := answering(t, "dups", `{"scenarios":[{"id":"a"},{"id":"b"},{"id":"a"}]}`)
 	scs, err := e.Scenarios(ctx, 1, 3)
 	if err == nil || !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), "0 and 2") {
 		t.Errorf("scenarios %+v, error %v; want an error naming id a and its places", scs, err)
@@ -340,18 +326,8 @@ esac
 // does not read) fails the episode at reset, saying so: a nameless tool
 // cannot be offered to a model, and its row could not be written.
 func TestResetToolWithoutName(t *testing.T) {
-	script := filepath.Join(t.TempDir(), "env.sh")
-	os.WriteFile(script, []byte(`read line
-case "$line" in
-*hello*) echo '{"name":"flat"}' ;;
-*) echo '{"messages":[{"role":"user","content":"go"}],"tools":[{"type":"function","name":"calc","parameters":{"type":"object"}}]}' ;;
-esac
-`), 0o644)
 	ctx := context.Background()
-	e, err := stdio.New(ctx, []string{"sh", script}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := answering(t, "flat", `{"messages":[{"role":"user","content":"go"}],"tools":[{"type":"function","name":"calc","parameters":{"type":"object"}}]}`)
 	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -113,6 +113,26 @@ func TestRepairMetrics(t *testing.T) {
 	}
 }
 
+// TestRepairMetricsKeepsWhatItCannotRead: a line that is not a row, other
+// than a torn last one, is an error naming it, and the file stays as it
+// was; it was dropped without a word, with the rows of other tools or a
+// hand edit.
+func TestRepairMetricsKeepsWhatItCannotRead(t *testing.T) {
+	r := &Run{Dir: t.TempDir()}
+	path := filepath.Join(r.Dir, runfolder.MetricsName)
+	const text = "{\"step\":1,\"loss\":1}\n{\"step\":2,\"note\":\"by hand\"}\n{\"step\":3,\"loss\":3}\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := r.RepairMetrics(2, map[string]float64{"step": 2})
+	if err == nil || !strings.Contains(err.Error(), runfolder.MetricsName+":2") {
+		t.Errorf("RepairMetrics: %v, want an error naming line 2", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != text {
+		t.Errorf("the file was changed to %q", b)
+	}
+}
+
 func TestLockAndManifest(t *testing.T) {
 	r := &Run{Dir: t.TempDir()}
 	unlock, err := r.Lock()

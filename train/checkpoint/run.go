@@ -335,9 +335,12 @@ func (r *Run) ReadMetrics() (map[int]map[string]float64, error) {
 }
 
 // RepairMetrics makes metrics.jsonl agree with the last saved step after a
-// crash: rows of steps after last are dropped (their step is redone), and
+// crash: rows of steps after last are dropped (their step is redone), a
+// torn last line (a kill mid-append: no newline ends it) is dropped, and
 // lastRow is appended when the row of step last is missing (the process died
-// between the checkpoint and the metrics line).
+// between the checkpoint and the metrics line). Any other line that is not
+// a row is an error naming it, and the file is left as it is (but for a
+// fresh run, last 0, which keeps no line).
 func (r *Run) RepairMetrics(last int, lastRow map[string]float64) error {
 	path := filepath.Join(r.Dir, runfolder.MetricsName)
 	b, err := os.ReadFile(path)
@@ -348,11 +351,18 @@ func (r *Run) RepairMetrics(last int, lastRow map[string]float64) error {
 	have := false
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	// The line a kill mid-append tore is the last, with no newline.
+	torn := -1
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		torn = bytes.Count(b, []byte{'\n'}) + 1
+	}
 	for line := 1; sc.Scan(); line++ {
 		var row map[string]float64
 		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			// A torn last line from a kill mid-append is dropped.
-			continue
+			if line == torn || last == 0 { // a fresh run keeps no row
+				continue
+			}
+			return fmt.Errorf("checkpoint: %s:%d: %w (each line is a JSON object of numbers; the file was left as it is)", path, line, err)
 		}
 		s := int(row["step"])
 		if s > last {
@@ -361,6 +371,9 @@ func (r *Run) RepairMetrics(last int, lastRow map[string]float64) error {
 		have = have || s == last
 		out.Write(sc.Bytes())
 		out.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("checkpoint: %s: %w (the file was left as it is)", path, err)
 	}
 	if !have && lastRow != nil {
 		line, err := json.Marshal(lastRow)

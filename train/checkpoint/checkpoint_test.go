@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,6 +131,31 @@ func TestRepairMetricsKeepsWhatItCannotRead(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != text {
 		t.Errorf("the file was changed to %q", b)
+	}
+}
+
+// TestDropStepsAfter: the step folders after last go, whole, and nothing
+// of them is left under another name; those up to last stay.
+func TestDropStepsAfter(t *testing.T) {
+	r := &Run{Dir: t.TempDir()}
+	for s := 1; s <= 4; s++ {
+		if err := os.MkdirAll(filepath.Join(r.StepDir(s), "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(r.StepDir(s), "sub", "f"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.DropStepsAfter(2); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := r.Steps()
+	if err != nil || !slices.Equal(steps, []int{1, 2}) {
+		t.Errorf("steps after DropStepsAfter(2): %v %v, want [1 2]", steps, err)
+	}
+	ents, _ := os.ReadDir(r.Dir)
+	if len(ents) != 2 {
+		t.Errorf("run folder holds %d entries, want the 2 steps kept", len(ents))
 	}
 }
 

@@ -16,9 +16,9 @@
 //
 // A crash at any point leaves either the previous latest step or the new
 // one; a step folder newer than latest (written, but the pointer not yet
-// moved) is stale and is replaced when that step is saved again. So are
-// the rows of metrics.jsonl and eval.jsonl of steps after latest
-// (RepairMetrics, RepairEval), which a resumed run drops: after a crash,
-// or after latest was moved back by hand to redo steps; and a best pointer
-// naming such a step (DropBestAfter).
+// moved) is stale, and a resumed run drops it (DropStepsAfter). So are the
+// rows of metrics.jsonl and eval.jsonl of steps after latest
+// (RepairMetrics, RepairEval): after a crash, or after latest was moved
+// back by hand to redo steps; and a best pointer naming such a step
+// (DropBestAfter).
 package checkpoint

@@ -265,6 +265,36 @@ func (r *Run) Prune(keep int, metric string, maximize bool) error {
 	return nil
 }
 
+// DropStepsAfter removes the step folders after last: stale ones, of steps
+// a crash or a latest moved back by hand undid, as RepairMetrics drops
+// their rows. Left, a resumed run that ends before reaching them kept them
+// beside its own steps: hone-serve served their old weights as run@N, and
+// Prune counted them among the most recent. Each is renamed to a temporary
+// name first, so that no reader sees part of one; CleanTemp removes what a
+// kill leaves of it. Call it only while holding the lock.
+func (r *Run) DropStepsAfter(last int) error {
+	steps, err := r.Steps()
+	if err != nil {
+		return err
+	}
+	for _, s := range steps {
+		if s <= last {
+			continue
+		}
+		tmp := filepath.Join(r.Dir, "."+runfolder.StepName(s)+".tmp-dropped")
+		if err := os.RemoveAll(tmp); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		if err := os.Rename(r.StepDir(s), tmp); err != nil {
+			return fmt.Errorf("checkpoint: drop stale step: %w", err)
+		}
+		if err := os.RemoveAll(tmp); err != nil {
+			return fmt.Errorf("checkpoint: drop stale step: %w", err)
+		}
+	}
+	return nil
+}
+
 // CleanTemp removes the temporary folders and files a killed save left in
 // the run folder (".step-000042.tmp-…", ".latest.tmp-…"). Call it only while
 // holding the lock.

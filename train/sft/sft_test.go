@@ -311,3 +311,37 @@ func TestChatsFromStdin(t *testing.T) {
 		t.Errorf("chats named c.parquet: %v, want an error naming the file as not Parquet", err)
 	}
 }
+
+// TestRollbackDropsLaterSteps: a run rolled back by hand (latest moved to
+// step 1 of 3) and resumed for one more step ends at step 2 with no step 3:
+// the old step 3, of the undone line of training, was kept beside the new
+// steps, served as warm@3 and counted by --keep-last.
+func TestRollbackDropsLaterSteps(t *testing.T) {
+	dir, md, data := setup(t)
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	run := func(steps int, resume bool) error {
+		var o Options
+		o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
+		o.Model, o.Out, o.Name, o.Inputs = md, dir, "warm", fileset.Files(data)
+		o.Rank, o.Steps, o.BatchSize, o.Resume, o.Backend = 4, steps, 2, resume, be
+		return Run(context.Background(), o)
+	}
+	if err := run(3, false); err != nil {
+		t.Fatal(err)
+	}
+	r := &checkpoint.Run{Dir: filepath.Join(dir, "warm")}
+	if err := runfolder.WritePointer(r.Dir, runfolder.LatestName, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(2, true); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := r.Steps()
+	if err != nil || fmt.Sprint(steps) != "[1 2]" {
+		t.Errorf("steps after the rollback to 1 and a resume to 2: %v %v, want [1 2]", steps, err)
+	}
+}

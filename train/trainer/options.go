@@ -438,6 +438,9 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 			return nil, err
 		}
 		prep.Done = last
+		if err := run.DropStepsAfter(last); err != nil {
+			return nil, err
+		}
 		if err := run.RepairMetrics(last, prep.State.Metrics); err != nil {
 			return nil, err
 		}
@@ -449,6 +452,9 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 		}
 		ok = true
 		return prep, nil
+	}
+	if err := run.DropStepsAfter(0); err != nil { // nor step folders, which no latest named
+		return nil, err
 	}
 	if err := run.RepairMetrics(0, nil); err != nil { // a fresh run starts with no rows
 		return nil, err

@@ -258,7 +258,7 @@ func (r *Run) Prune(keep int, metric string, maximize bool) error {
 		if i >= len(steps)-keep || protect[s] {
 			continue
 		}
-		if err := os.RemoveAll(r.StepDir(s)); err != nil {
+		if err := r.removeStep(s); err != nil {
 			return fmt.Errorf("checkpoint: prune: %w", err)
 		}
 	}
@@ -269,9 +269,8 @@ func (r *Run) Prune(keep int, metric string, maximize bool) error {
 // a crash or a latest moved back by hand undid, as RepairMetrics drops
 // their rows. Left, a resumed run that ends before reaching them kept them
 // beside its own steps: hone-serve served their old weights as run@N, and
-// Prune counted them among the most recent. Each is renamed to a temporary
-// name first, so that no reader sees part of one; CleanTemp removes what a
-// kill leaves of it. Call it only while holding the lock.
+// Prune counted them among the most recent. Call it only while holding the
+// lock.
 func (r *Run) DropStepsAfter(last int) error {
 	steps, err := r.Steps()
 	if err != nil {
@@ -281,18 +280,26 @@ func (r *Run) DropStepsAfter(last int) error {
 		if s <= last {
 			continue
 		}
-		tmp := filepath.Join(r.Dir, "."+runfolder.StepName(s)+".tmp-dropped")
-		if err := os.RemoveAll(tmp); err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
-		if err := os.Rename(r.StepDir(s), tmp); err != nil {
-			return fmt.Errorf("checkpoint: drop stale step: %w", err)
-		}
-		if err := os.RemoveAll(tmp); err != nil {
+		if err := r.removeStep(s); err != nil {
 			return fmt.Errorf("checkpoint: drop stale step: %w", err)
 		}
 	}
 	return nil
+}
+
+// removeStep removes step s's folder, renaming it to a temporary name first
+// (".step-000042.tmp-removed"), so that a reader (hone-serve loading
+// run@42) sees the whole step or none, and a kill leaves what CleanTemp
+// removes rather than part of a step.
+func (r *Run) removeStep(s int) error {
+	tmp := filepath.Join(r.Dir, "."+runfolder.StepName(s)+".tmp-removed")
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(r.StepDir(s), tmp); err != nil {
+		return err
+	}
+	return os.RemoveAll(tmp)
 }
 
 // CleanTemp removes the temporary folders and files a killed save left in

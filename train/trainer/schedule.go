@@ -31,6 +31,10 @@ func (s Schedule) Validate() error {
 	if !(s.LR > 0) || s.MinLR < 0 || s.Warmup < 0 {
 		return fmt.Errorf("trainer: lr %v, min lr %v and warmup %d must be positive", s.LR, s.MinLR, s.Warmup)
 	}
+	if s.Kind == "cosine" && s.MinLR > s.LR {
+		// The "decay" would climb from --lr to --min-lr.
+		return fmt.Errorf("trainer: --min-lr %v is above --lr %v: the cosine schedule decays from --lr to --min-lr", s.MinLR, s.LR)
+	}
 	return nil
 }
 

@@ -35,6 +35,13 @@ func TestSchedule(t *testing.T) {
 	if (Schedule{Kind: "linear", LR: 1}).Validate() == nil {
 		t.Error("unknown schedule kind validated")
 	}
+	// A cosine "decay" to a higher --min-lr would climb: refused (it ran).
+	if err := (Schedule{Kind: "cosine", LR: 1e-4, MinLR: 1e-3}).Validate(); err == nil || !strings.Contains(err.Error(), "--min-lr") {
+		t.Errorf("cosine with --min-lr above --lr: %v, want an error naming --min-lr", err)
+	}
+	if err := (Schedule{Kind: "cosine", LR: 1e-4, MinLR: 1e-4}).Validate(); err != nil {
+		t.Errorf("cosine with --min-lr equal to --lr (a constant): %v", err)
+	}
 }
 
 func TestOrderCoversEachEpoch(t *testing.T) {

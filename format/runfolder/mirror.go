@@ -190,6 +190,12 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 		}
 	}
 	slices.SortFunc(steps, func(a, b Step) int { return cmp.Compare(a.N, b.N) })
+	if len(steps) == 0 || steps[len(steps)-1].N != last.N {
+		// The step latest named is gone from the listing: a trainer moved
+		// latest on and pruned it in between. The local latest stays; the
+		// next Pull reads the new one.
+		return nil, fmt.Errorf("pull %s: its latest named %s, which it no longer holds (pruned by a newer publish; pull again)", remoteRun, last.Name)
+	}
 	if o.Newest > 0 && len(steps) > o.Newest {
 		steps = steps[len(steps)-o.Newest:]
 	}

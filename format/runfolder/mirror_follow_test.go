@@ -1,0 +1,80 @@
+package runfolder
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hone-rl/hone/format/fileset"
+)
+
+// A follower (hone-serve's Pull) reads the store's latest, then lists its
+// steps. A trainer that publishes a newer step in between moves latest on
+// and deletes the step the follower read latest at (--keep-last 1). Before,
+// Pull then found no step to copy and pointed the local latest at the step
+// it had read, which the copy does not hold: serve's Locate failed with
+// "latest names step-000001, which does not exist" until the next step.
+func TestPullLatestPrunedBeforeList(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	files := []string{"adapter_config.json", "adapter_model.safetensors"}
+	var fired atomic.Bool
+	var store string
+	url := hookedS3Requests(t, "bkt", func(method, p string) {
+		if method != http.MethodGet || (p != "/bkt" && p != "/bkt/") {
+			return // not a listing
+		}
+		if !fired.CompareAndSwap(false, true) {
+			return // the first listing only (the trainer's own among the later)
+		}
+		{
+			// The trainer publishes step 2 and prunes step 1.
+			for _, f := range files {
+				if err := fileset.WriteFile(ctx, fileset.Join(store, StepName(2), f), []byte(f)); err != nil {
+					t.Error(err)
+				}
+			}
+			if err := fileset.WriteFile(ctx, fileset.Join(store, LatestName), []byte(StepName(2)+"\n")); err != nil {
+				t.Error(err)
+			}
+			if err := fileset.RemoveAll(ctx, fileset.Join(store, StepName(1))); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	store = url("adapters/r")
+	for _, f := range files {
+		if err := fileset.WriteFile(ctx, fileset.Join(store, StepName(1), f), []byte(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fileset.WriteFile(ctx, fileset.Join(store, LatestName), []byte(StepName(1)+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	serveRoot := filepath.Join(dir, "serve")
+	serve := filepath.Join(serveRoot, "r")
+	check := func(what string) {
+		t.Helper()
+		s, ok, err := ReadPointer(serve, LatestName)
+		if err != nil || !ok {
+			return // no latest yet is fine
+		}
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(serve, s.Name, f)); err != nil {
+				t.Errorf("%s: the copy's latest names %s, which lacks %s: %v", what, s.Name, f, err)
+			}
+		}
+	}
+	Pull(ctx, store, serve, PullOptions{}) // may fail; the next pull goes on
+	check("after a pull that raced a publish")
+	if _, err := Pull(ctx, store, serve, PullOptions{}); err != nil {
+		t.Fatalf("pull again: %v", err)
+	}
+	check("after the next pull")
+	if cur, err := Locate(serveRoot, "r"); err != nil || cur.N != 2 {
+		t.Errorf("after the next pull the current step is %+v, %v; want step 2", cur, err)
+	}
+}

@@ -207,7 +207,14 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 	// highest step folder for current, and that is the remote latest from
 	// the first rename on, never an older step still being copied.
 	for _, s := range slices.Backward(steps) {
-		if err := pullStep(ctx, fileset.Join(remoteRun, s.Name), filepath.Join(localRun, s.Name), o.Skip); err != nil {
+		err := pullStep(ctx, fileset.Join(remoteRun, s.Name), filepath.Join(localRun, s.Name), o.Skip)
+		if errors.Is(err, fs.ErrNotExist) && s.N != last.N {
+			// An older step pruned from the store after the listing is
+			// not copied (nor a part of it); the one latest names is never
+			// pruned while it names it.
+			continue
+		}
+		if err != nil {
 			slices.Sort(done)
 			return done, fmt.Errorf("pull step %d of %s: %w", s.N, remoteRun, err)
 		}
@@ -228,7 +235,20 @@ func pullStep(ctx context.Context, src, dst string, skip func(string) bool) erro
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := copyFiles(ctx, src, tmp, skip); err != nil {
+	files, err := readFiles(ctx, src, skip)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		// An object store lists a pruned step's prefix as empty, not as
+		// missing: that is no step to copy.
+		if names, err := fileset.List(ctx, src, ""); err != nil {
+			return err
+		} else if len(names) == 0 {
+			return fmt.Errorf("%s holds no file: %w", src, fs.ErrNotExist)
+		}
+	}
+	if err := writeFiles(ctx, files, tmp); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dst); err != nil {

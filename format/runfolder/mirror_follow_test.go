@@ -78,3 +78,48 @@ func TestPullLatestPrunedBeforeList(t *testing.T) {
 		t.Errorf("after the next pull the current step is %+v, %v; want step 2", cur, err)
 	}
 }
+
+// A step the trainer prunes from the store after Pull listed it and before
+// Pull copied it is not copied as an empty step folder. Before, the
+// listing of its gone prefix came back empty, and Pull renamed an empty
+// folder into the copy and reported the step pulled.
+func TestPullStepPrunedBeforeCopy(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	files := []string{"adapter_config.json", "adapter_model.safetensors"}
+	url := hookedS3Requests(t, "bkt", func(string, string) {})
+	store := url("adapters/r")
+	for _, n := range []int{1, 2} {
+		for _, f := range files {
+			if err := fileset.WriteFile(ctx, fileset.Join(store, StepName(n), f), []byte(f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := fileset.WriteFile(ctx, fileset.Join(store, LatestName), []byte(StepName(2)+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	var fired atomic.Bool
+	prune := func(string) bool {
+		// Steps go newest first: while step 2 is copied, the trainer
+		// prunes step 1 from the store.
+		if fired.CompareAndSwap(false, true) {
+			if err := fileset.RemoveAll(ctx, fileset.Join(store, StepName(1))); err != nil {
+				t.Error(err)
+			}
+		}
+		return false
+	}
+	serve := filepath.Join(dir, "serve", "r")
+	got, _ := Pull(ctx, store, serve, PullOptions{Skip: prune}) // may fail
+	for _, n := range got {
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(serve, StepName(n), f)); err != nil {
+				t.Errorf("Pull reported step %d pulled, and its copy lacks %s", n, f)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(serve, StepName(1))); err == nil {
+		t.Errorf("a step pruned from the store before it was copied is in the copy: %v", entries(t, filepath.Join(serve, StepName(1))))
+	}
+}

@@ -259,7 +259,7 @@ func (blobStore) Open(ctx context.Context, name string) (*File, error) {
 		b.Close()
 		return nil, blobErr(name, err)
 	}
-	r := &blobReader{ctx: ctx, b: b, key: n.key, name: name, size: a.Size, next: -1}
+	r := &blobReader{ctx: ctx, b: b, key: n.key, name: name, size: a.Size, modTime: a.ModTime, next: -1}
 	return &File{Name: name, Size: a.Size, r: r, c: r}, nil
 }
 
@@ -276,6 +276,9 @@ type blobReader struct {
 	key  string
 	name string
 	size int64
+	// modTime is the object's at Open (zero where the store gives none):
+	// with size, what tells that the object was replaced since.
+	modTime time.Time
 
 	mu    sync.Mutex
 	spans []span // disjoint, sorted by offset
@@ -442,6 +445,12 @@ func (r *blobReader) fetch(p []byte, off int64) error {
 		if err != nil {
 			return blobErr(r.name, fmt.Errorf("read bytes %d-%d: %w", off+int64(got), off+int64(len(p))-1, err))
 		}
+		if rd.Size() != r.size || (!r.modTime.IsZero() && !rd.ModTime().IsZero() && !rd.ModTime().Equal(r.modTime)) {
+			// Its bytes now are another object's: mixed with those read
+			// before, they would be neither.
+			rd.Close()
+			return fmt.Errorf("%s: %w since it was opened (%d bytes then, %d now); open it again", r.name, errChanged, r.size, rd.Size())
+		}
 		k, err := io.ReadFull(rd, p[got:])
 		rd.Close()
 		got += k
@@ -457,6 +466,10 @@ func (r *blobReader) fetch(p []byte, off int64) error {
 }
 
 func (r *blobReader) Close() error { return r.b.Close() }
+
+// errChanged is matched by the error of a read of an object that was
+// replaced since it was opened.
+var errChanged = errors.New("the object was replaced")
 
 // sleep waits d or until ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {

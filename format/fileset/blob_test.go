@@ -33,6 +33,7 @@ type faultyS3 struct {
 	failOn    string        // an HTTP method
 	cut       int           // the next cut object reads stop after half their body
 	delay     time.Duration // object reads wait this long before their first byte
+	onGet     func()        // called (once, then cleared) before the next object read is served
 	gets      int           // object reads (GET of a key) served
 	sentBytes int64         // bytes of object bodies sent
 	inFlight  int           // requests being served
@@ -76,10 +77,17 @@ func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
 				cut = true
 			}
 		}
+		onGet := f.onGet
+		if object {
+			f.onGet = nil
+		}
 		f.mu.Unlock()
 		if !object {
 			h.ServeHTTP(w, r)
 			return
+		}
+		if onGet != nil {
+			onGet()
 		}
 		if delay > 0 {
 			select {
@@ -551,5 +559,36 @@ func TestS3KeysWithURLCharacters(t *testing.T) {
 	}
 	if _, err := Resolve(ctx, []string{dirs[0]}, Options{}); err != nil {
 		t.Errorf("resolve a listed folder: %v", err)
+	}
+}
+
+// An object replaced between its Open and a read (a run's metrics.jsonl,
+// published again at each step) is read whole, old or new, never a mix:
+// before, ReadFile took the size at Open and then read that many bytes of
+// the new object, a cut-off prefix of it, and a ranged read of an open
+// object returned the new object's bytes as the old one's.
+func TestS3ObjectReplacedWhileRead(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	name := s3.url("bkt", "r/metrics.jsonl")
+	const old, next = "{\"step\":1}\n", "{\"step\":1,\"x\":2}\n{\"step\":2}\n"
+	putObject(t, name, []byte(old))
+	replace := func() { putObject(t, name, []byte(next)) }
+	s3.set(func(f *faultyS3) { f.onGet = replace })
+	b, err := ReadFile(ctx, name)
+	if err != nil || (string(b) != old && string(b) != next) {
+		t.Errorf("ReadFile of an object replaced while read: %q, %v; want %q or %q", b, err, old, next)
+	}
+
+	putObject(t, name, []byte(old))
+	f, err := Open(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s3.set(func(f *faultyS3) { f.onGet = replace })
+	p := make([]byte, f.Size)
+	if n, err := f.ReadAt(p, 0); err == nil || !strings.Contains(err.Error(), name) {
+		t.Errorf("a read of an object replaced since Open gave %q, %v; want an error naming %s", p[:n], err, name)
 	}
 }

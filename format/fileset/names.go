@@ -2,6 +2,7 @@ package fileset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -116,8 +117,18 @@ func RemoveAll(ctx context.Context, dir string) error {
 	}
 }
 
-// ReadFile reads a whole file or object.
+// ReadFile reads a whole file or object. An object replaced while it is
+// read is read again, so what comes back is one version of it whole.
 func ReadFile(ctx context.Context, name string) ([]byte, error) {
+	for try := 1; ; try++ {
+		b, err := readOnce(ctx, name)
+		if err == nil || !errors.Is(err, errChanged) || try == 3 {
+			return b, err
+		}
+	}
+}
+
+func readOnce(ctx context.Context, name string) ([]byte, error) {
 	f, err := Open(ctx, name)
 	if err != nil {
 		return nil, err

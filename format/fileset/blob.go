@@ -93,8 +93,14 @@ func parseBlobName(name string) (blobName, error) {
 // read otherwise ("%", "?", "#") are escaped, so that the name opens the
 // key again.
 func (n blobName) name(key string) string {
-	return n.prefix + strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(key) + n.query
+	return n.prefix + escapeKey(key) + n.query
 }
+
+// keyEscaper escapes what a URL's path would read otherwise.
+var keyEscaper = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
+
+// escapeKey is key (or a part of one) as written in a URL's path.
+func escapeKey(key string) string { return keyEscaper.Replace(key) }
 
 // open opens the bucket; errors name the URL.
 // openBlob parses name and opens its bucket, which the caller closes.

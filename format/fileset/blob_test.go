@@ -404,6 +404,9 @@ func TestJoinAndListDirs(t *testing.T) {
 			t.Errorf("Join(%q) = %q, want %q", tc.dir, got, tc.want)
 		}
 	}
+	if got := Join("s3://b/r?region=x", "50% #1?.txt"); got != "s3://b/r/50%25 %231%3F.txt?region=x" || Base(got) != "50% #1?.txt" {
+		t.Errorf("Join of a name with URL characters = %q, its Base %q", got, Base(got))
+	}
 	if IsURL("runs") || IsURL("file:///x") || !IsURL("gs://b/x") {
 		t.Error("IsURL")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,9 @@ import (
 
 // Join appends path elements to a folder name, a local path or a URL: a
 // URL keeps its query at the end ("s3://b/runs?region=x" joined with
-// "r1", "latest" is "s3://b/runs/r1/latest?region=x").
+// "r1", "latest" is "s3://b/runs/r1/latest?region=x"). Elements are names
+// as a folder lists them (Base): in an object-store URL the characters it
+// would read otherwise ("%", "?", "#") are escaped.
 func Join(dir string, elems ...string) string {
 	if _, ok := objectStoreScheme(dir); !ok {
 		if m := schemeRE.FindStringSubmatch(dir); m != nil { // a file:// URL
@@ -20,11 +23,24 @@ func Join(dir string, elems ...string) string {
 		return filepath.Join(append([]string{dir}, elems...)...)
 	}
 	name, query, _ := strings.Cut(dir, "?")
-	name = strings.TrimSuffix(name, "/") + "/" + strings.Join(elems, "/")
+	name = strings.TrimSuffix(name, "/") + "/" + escapeKey(strings.Join(elems, "/"))
 	if query != "" {
 		name += "?" + query
 	}
 	return name
+}
+
+// Base is the last element of a path or URL as Join takes it: in an
+// object-store URL, the key's, unescaped ("s3://b/r/50%25.txt?region=x"
+// is "50%.txt").
+func Base(name string) string {
+	b := base(name)
+	if IsURL(name) {
+		if u, err := url.PathUnescape(b); err == nil {
+			return u
+		}
+	}
+	return b
 }
 
 // IsURL reports whether name is an object-store URL (not a local path or a

@@ -268,14 +268,9 @@ func copyFiles(ctx context.Context, src, dst string, skip func(string) bool) err
 	return writeFiles(ctx, files, dst)
 }
 
-// baseName is the last element of a listed path or URL.
-func baseName(n string) string {
-	p, _, _ := strings.Cut(n, "?")
-	if !fileset.IsURL(n) {
-		p = n
-	}
-	return path.Base(filepath.ToSlash(p))
-}
+// baseName is the last element of a listed path or URL, as
+// fileset.Join takes it.
+func baseName(n string) string { return fileset.Base(n) }
 
 // namedFile is a file's base name and contents.
 type namedFile struct {

@@ -123,3 +123,41 @@ func TestPullStepPrunedBeforeCopy(t *testing.T) {
 		t.Errorf("a step pruned from the store before it was copied is in the copy: %v", entries(t, filepath.Join(serve, StepName(1))))
 	}
 }
+
+// A file of the run folder whose name holds a character a URL reads
+// otherwise ("%", "#", "?") is published and pulled under its own name.
+// Before, Publish joined the name into the URL as it was, so "50%.txt"
+// made no URL ("invalid URL escape") and every later Publish of the run
+// failed; and Pull named the copy by the escaped form ("50%25.txt").
+func TestPublishPullFileNamesWithURLCharacters(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train", "r")
+	names := []string{"notes 50%.txt", "a#1.json", "q?.txt", "plain+é.txt"}
+	writeStepFiles(t, train, 1, append([]string{"adapter_config.json"}, names...)...)
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(train, n), []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WritePointer(train, LatestName, 1); err != nil {
+		t.Fatal(err)
+	}
+	url := hookedS3Requests(t, "bkt", func(string, string) {})
+	store := url("adapters/r")
+	if got, err := Publish(ctx, train, store); err != nil || len(got) != 1 {
+		t.Fatalf("publish: %v, %v", got, err)
+	}
+	serve := filepath.Join(dir, "serve", "r")
+	if got, err := Pull(ctx, store, serve, PullOptions{}); err != nil || len(got) != 1 {
+		t.Fatalf("pull: %v, %v", got, err)
+	}
+	for _, n := range names {
+		if b, err := os.ReadFile(filepath.Join(serve, n)); err != nil || string(b) != n {
+			t.Errorf("run file %q pulled as %q, %v (the copy holds %q)", n, b, err, entries(t, serve))
+		}
+		if _, err := os.Stat(filepath.Join(serve, StepName(1), n)); err != nil {
+			t.Errorf("step file %q not pulled: the step holds %q", n, entries(t, filepath.Join(serve, StepName(1))))
+		}
+	}
+}

@@ -23,9 +23,10 @@ const maxHeldEvent = 1 << 20
 // soon as it is complete, as upstream wrote it but for what add says the
 // proxy added (taken out of each event), while it assembles choice 0's
 // chunks into the assistant turn. It calls done exactly once with the turn
-// — when the event carrying the finish reason has arrived, before that
-// event goes to the agent, so that an agent which reads the whole stream
-// and then posts its reward always finds the turn recorded — or, when the
+// — when the event carrying the finish reason, or upstream's error event,
+// has arrived, before that event goes to the agent, so that an agent which
+// reads the whole stream (or gives up at the error) and then posts its
+// reward always finds the turn recorded — or, when the
 // stream ends without one, with what arrived and why (the agent went away,
 // upstream broke off, sent an error or an event that is not JSON, or more
 // event data than MaxResponseBytes). When upstream does not answer 200 the
@@ -187,8 +188,10 @@ func (s *sseRelay) take() {
 	}
 	s.data = s.data[:0]
 	// The turn is whole once its finish reason arrived: agents may stop
-	// reading there, or at [DONE], before upstream's body ends.
-	if s.acc.finish != "" {
+	// reading there, or at [DONE], before upstream's body ends. An error
+	// event ends it too: the SDKs raise on it, and the agent may post its
+	// reward (with its own error) before upstream closes the stream.
+	if s.acc.finish != "" || s.acc.errorEvent {
 		s.record(s.acc.err)
 	}
 }
@@ -210,13 +213,14 @@ func (s *sseRelay) record(err error) {
 // the message from choice 0's deltas (chatmsg.Builder), the last finish
 // reason, and the token ids and logprobs every chunk carries.
 type accumulator struct {
-	model    string
-	msg      chatmsg.Builder
-	finish   string
-	tokenIDs []int32
-	logprobs []float32
-	done     bool  // [DONE] seen
-	err      error // the first error event or unparseable event
+	model      string
+	msg        chatmsg.Builder
+	finish     string
+	tokenIDs   []int32
+	logprobs   []float32
+	done       bool  // [DONE] seen
+	errorEvent bool  // upstream sent an error event
+	err        error // the first error event or unparseable event
 }
 
 // streamChunk is the part of a chat.completion.chunk the proxy records.
@@ -261,6 +265,7 @@ func (a *accumulator) event(data []byte) {
 		return
 	}
 	if c.Error != nil {
+		a.errorEvent = true
 		a.fail(fmt.Errorf("upstream error mid-stream: %s", c.Error.Message))
 		return
 	}

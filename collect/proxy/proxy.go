@@ -291,8 +291,9 @@ type answer struct {
 
 // forward sends r (with body, if not nil) upstream and copies the response
 // to w, through edit when it is not nil and upstream answered 200 with at
-// most MaxResponseBytes; a.body is the answer as upstream sent it. ok is
-// false when the agent got the proxy's error instead.
+// most MaxResponseBytes; a.body is the answer as upstream sent it. An
+// event stream, when edit is nil, is relayed as it comes and not held. ok
+// is false when the agent got the proxy's error instead.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, edit func([]byte) []byte) (a answer, ok bool) {
 	if body == nil {
 		if body, ok = p.readBody(w, r); !ok {
@@ -304,6 +305,17 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, edi
 		return a, false
 	}
 	defer resp.Body.Close()
+	if edit == nil && isEventStream(resp) {
+		// A stream the proxy does not record (no trajectory header, a
+		// route other than chat completions) goes out as it comes, each
+		// read flushed: held whole, the agent would get no event before
+		// upstream's last.
+		copyHeader(w, resp)
+		w.WriteHeader(resp.StatusCode)
+		a.status = resp.StatusCode // a.body nil: nothing was held
+		relay(w, resp.Body)
+		return a, true
+	}
 	// An answer that fits is held whole before anything goes out, so that
 	// an answer upstream breaks off becomes a 502, not a truncated 200.
 	out, err := io.ReadAll(io.LimitReader(resp.Body, p.o.MaxResponseBytes+1))
@@ -329,6 +341,34 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, edi
 	a.tooLarge = true
 	io.Copy(w, resp.Body)
 	return a, true
+}
+
+// isEventStream reports whether resp is a stream of server-sent events.
+func isEventStream(resp *http.Response) bool {
+	ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
+}
+
+// relay copies body to w as it comes, flushing after each read, until
+// body ends or the agent is gone.
+func relay(w http.ResponseWriter, body io.Reader) {
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // send makes r's request, with body, to the upstream. When it cannot, it

@@ -59,6 +59,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -551,6 +552,11 @@ func (p *Proxy) record(tid, gid, model string, msgs []trajectory.Message, tools 
 		p.o.Log.Warn("proxy: request for a closed trajectory", "trajectory", tid)
 		return
 	}
+	// Requests of one trajectory may overlap: it started with the first
+	// one sent, whichever was answered first.
+	if start.Before(rec.t.StartedAt) {
+		rec.t.StartedAt = start.UTC()
+	}
 	if turnErr == nil {
 		if err := writableTurn(turn); err != nil {
 			// The answer reached the agent; the file cannot hold it as the
@@ -815,7 +821,11 @@ func (p *Proxy) detachLocked(gid string, fields groupFields) (flush func() error
 	p.files++
 	name := fileset.Join(p.o.OutDir, fmt.Sprintf("%s-%06d.parquet", p.o.Run, p.files))
 	out := trajectory.Group{ID: gid, Metadata: fields.Metadata, Metrics: fields.Metrics}
-	for _, id := range g.order {
+	// The attempts of a group run concurrently: their rows come in the
+	// order of their first requests, not of their first answers.
+	order := slices.Clone(g.order)
+	slices.SortStableFunc(order, func(a, b string) int { return g.trajs[a].t.StartedAt.Compare(g.trajs[b].t.StartedAt) })
+	for _, id := range order {
 		rec := g.trajs[id]
 		t := rec.finish()
 		if !rec.closed {

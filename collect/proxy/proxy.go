@@ -28,8 +28,8 @@
 // calls by index (arguments concatenated), finish reason, logprobs and
 // vLLM's per-chunk token_ids, and the model that answered — the same turn
 // a non-streamed request would have recorded. The turn is recorded before
-// the event with its finish reason, or upstream's error event, reaches the
-// agent, so a reward posted after the stream always finds it. When a stream ends badly (the
+// the event with its finish reason, upstream's error event or [DONE]
+// reaches the agent, so a reward posted after the stream always finds it. When a stream ends badly (the
 // agent disconnects, upstream breaks off, sends an error event or an event
 // that is not JSON) the turn is recorded as far as it arrived and the
 // trajectory keeps the error. Streamed requests with n > 1 are refused

@@ -23,11 +23,11 @@ const maxHeldEvent = 1 << 20
 // soon as it is complete, as upstream wrote it but for what add says the
 // proxy added (taken out of each event), while it assembles choice 0's
 // chunks into the assistant turn. It calls done exactly once with the turn
-// — when the event carrying the finish reason, or upstream's error event,
-// has arrived, before that event goes to the agent, so that an agent which
-// reads the whole stream (or gives up at the error) and then posts its
-// reward always finds the turn recorded — or, when the
-// stream ends without one, with what arrived and why (the agent went away,
+// — when the event carrying the finish reason, upstream's error event or
+// [DONE] has arrived, before that event goes to the agent, so that an
+// agent which reads the whole stream (or gives up at the error) and then
+// posts its reward always finds the turn recorded — or, when the stream
+// ends without one, with what arrived and why (the agent went away,
 // upstream broke off, sent an error or an event that is not JSON, or more
 // event data than MaxResponseBytes). When upstream does not answer 200 the
 // agent gets upstream's answer as is and done is not called: nothing was
@@ -191,8 +191,15 @@ func (s *sseRelay) take() {
 	// reading there, or at [DONE], before upstream's body ends. An error
 	// event ends it too: the SDKs raise on it, and the agent may post its
 	// reward (with its own error) before upstream closes the stream.
-	if s.acc.finish != "" || s.acc.errorEvent {
+	switch {
+	case s.acc.finish != "" || s.acc.errorEvent:
 		s.record(s.acc.err)
+	case s.acc.done: // [DONE] without a finish reason: the turn ends unfinished
+		err := s.acc.err
+		if err == nil {
+			err = errors.New("upstream sent [DONE] before the turn finished")
+		}
+		s.record(err)
 	}
 }
 

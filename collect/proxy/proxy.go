@@ -82,6 +82,11 @@ type Options struct {
 	OutDir    string // folder for the flushed groups: a path, a file:// URL or an object-store folder (s3://…)
 	GroupSize int    // flush a group once this many of its trajectories are closed (0: only on close)
 	Run       string // run name recorded in every row
+	// NoTokenIDs leaves vLLM's return_token_ids out of the requests sent
+	// upstream, for an upstream that refuses parameters it does not know
+	// (OpenAI's API answers it with a 400). Turns are then recorded
+	// without token ids, and training tokenizes their text.
+	NoTokenIDs bool
 
 	MaxBodyBytes     int64 // largest request body accepted, 413 beyond (0: DefaultMaxBodyBytes)
 	MaxResponseBytes int64 // most of one upstream answer held to record it (0: DefaultMaxResponseBytes)
@@ -108,6 +113,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.OutDir, "output-dir", "o", "", "folder where each flushed group is written as a Parquet file: a path, a file:// URL or an object-store folder (s3://…) (required)")
 	fs.IntVar(&o.GroupSize, "group-size", 0, "flush a group once this many of its trajectories have a reward (0: only on POST /hone/groups/{id}/close)")
 	fs.StringVar(&o.Run, "run", "proxy", "run name recorded in every row")
+	fs.BoolVar(&o.NoTokenIDs, "no-token-ids", false, "do not ask the upstream for the sampled token ids (vLLM's return_token_ids), for one that refuses parameters it does not know, as OpenAI's API does; turns are recorded without them and training tokenizes their text")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted (413 beyond, as hone-serve)")
 	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", DefaultMaxResponseBytes, "most bytes of one upstream answer held to record it; a larger answer still reaches the agent, and its turn is recorded with an error")
 }
@@ -484,6 +490,9 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	// What the proxy adds for its recording is taken out of the answer
 	// again, unless the agent asked for it too.
 	add := addedFor(req)
+	if p.o.NoTokenIDs {
+		add.tokenIDs = false // not asked for: nothing to take out
+	}
 	// top_logprobs without logprobs is a 400 from OpenAI and vLLM; the
 	// proxy's own logprobs would let it through, to be answered with the
 	// logprobs taken out again, so it says so itself.
@@ -492,7 +501,9 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req["logprobs"] = json.RawMessage("true")
-	req["return_token_ids"] = json.RawMessage("true")
+	if !p.o.NoTokenIDs {
+		req["return_token_ids"] = json.RawMessage("true")
+	}
 	fwd, _ := json.Marshal(req)
 	start := time.Now()
 	tools := conv.Tools

@@ -1,0 +1,49 @@
+package proxy_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/collect/proxy"
+)
+
+// TestProxyNoTokenIDs: with NoTokenIDs (--no-token-ids) the request sent
+// upstream has no return_token_ids, so an upstream that refuses parameters
+// it does not know, as OpenAI's API does, answers it; the turn is recorded
+// with its text and logprobs and no token ids (format/layout takes such
+// logprobs as unknown). Without it every recorded request to such an
+// upstream failed.
+func TestProxyNoTokenIDs(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req map[string]json.RawMessage
+		json.NewDecoder(r.Body).Decode(&req)
+		if _, ok := req["return_token_ids"]; ok {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"message":"Unrecognized request argument supplied: return_token_ids","type":"invalid_request_error","param":null,"code":null}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"gpt","choices":[{"index":0,"finish_reason":"stop",`+
+			`"message":{"role":"assistant","content":"Sunny."},"logprobs":{"content":[{"token":"Sun","logprob":-0.1},{"token":"ny.","logprob":-0.2}]}}]}`)
+	}))
+	defer up.Close()
+	out := t.TempDir()
+	p, err := proxy.New(proxy.Options{Upstream: up.URL + "/v1", OutDir: out, Run: "px", NoTokenIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	if status, body := chat(t, srv.URL, `{"model":"gpt","messages":[{"role":"user","content":"Weather?"}]}`, "a", "g"); status != http.StatusOK || !strings.Contains(body, "Sunny.") {
+		t.Fatalf("chat: %d %s", status, body)
+	}
+	tr := closeOne(t, srv.URL, out, "g")
+	last := tr.Messages[len(tr.Messages)-1]
+	if last.Content != "Sunny." || len(last.TokenIDs) != 0 || len(last.Logprobs) != 2 || strings.Contains(tr.Error, "token") {
+		t.Errorf("recorded turn %+v (error %q); want the text and logprobs without token ids", last, tr.Error)
+	}
+}

@@ -42,3 +42,23 @@ func TestProxyRewardUnknownKey(t *testing.T) {
 		t.Fatalf("the reward after it: %d %s", status, msg)
 	}
 }
+
+// A null metric, in a reward or in a group's close body, is a 400 naming
+// it (it was stored as 0, a value no one posted); the reward after it is
+// taken.
+func TestProxyNullMetric(t *testing.T) {
+	up, _, _ := upstream(t)
+	base := proxyTo(t, up.URL, t.TempDir())
+	runAgent(t, base+"/v1", "a", "g")
+	status, msg := do(t, mustRequest(t, http.MethodPost, base+"/hone/trajectories/a/reward", `{"reward":1,"metrics":{"turns":null}}`))
+	if status != http.StatusBadRequest || !strings.Contains(msg, `turns`) || !strings.Contains(msg, "null") {
+		t.Fatalf("reward with a null metric: %d %s, want 400 naming it", status, msg)
+	}
+	if status, msg := do(t, mustRequest(t, http.MethodPost, base+"/hone/trajectories/a/reward", `{"reward":1,"metrics":{"turns":3}}`)); status != http.StatusNoContent {
+		t.Fatalf("the reward after it: %d %s", status, msg)
+	}
+	status, msg = do(t, mustRequest(t, http.MethodPost, base+"/hone/groups/g/close", `{"metrics":{"spread":null}}`))
+	if status != http.StatusBadRequest || !strings.Contains(msg, `spread`) || !strings.Contains(msg, "null") {
+		t.Fatalf("close with a null group metric: %d %s, want 400 naming it", status, msg)
+	}
+}

@@ -688,9 +688,9 @@ func (rec *record) finish() trajectory.Trajectory {
 
 func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	var body struct {
-		Reward  *float64           `json:"reward"`
-		Metrics map[string]float64 `json:"metrics"`
-		Error   string             `json:"error"`
+		Reward  *float64            `json:"reward"`
+		Metrics map[string]*float64 `json:"metrics"`
+		Error   string              `json:"error"`
 	}
 	raw, ok := p.readBody(w, r)
 	if !ok {
@@ -702,6 +702,11 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
 		httpError(w, http.StatusBadRequest, "body: "+err.Error()+` (want {"reward": …, "metrics": {...}, "error": "…"})`)
+		return
+	}
+	metrics, err := numbers(body.Metrics)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "body: "+err.Error())
 		return
 	}
 	p.mu.Lock()
@@ -725,7 +730,7 @@ func (p *Proxy) reward(w http.ResponseWriter, r *http.Request, tid string) {
 		httpError(w, http.StatusConflict, fmt.Sprintf("trajectory %q already has its reward: the first one posted stands (one reward per trajectory)", tid))
 		return
 	}
-	rec.t.Reward, rec.t.Metrics, rec.t.Error = body.Reward, body.Metrics, body.Error
+	rec.t.Reward, rec.t.Metrics, rec.t.Error = body.Reward, metrics, body.Error
 	rec.closed = true
 	var flush func() error
 	if p.o.GroupSize > 0 {
@@ -774,7 +779,7 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 	}
 	var body struct {
 		Metadata map[string]json.RawMessage `json:"metadata"`
-		Metrics  map[string]float64         `json:"metrics"`
+		Metrics  map[string]*float64        `json:"metrics"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -801,8 +806,25 @@ func parseGroupFields(raw []byte) (groupFields, error) {
 		}
 		f.Metadata[k] = string(v)
 	}
-	f.Metrics = body.Metrics
-	return f, nil
+	var err error
+	f.Metrics, err = numbers(body.Metrics)
+	return f, err
+}
+
+// numbers reads metrics, each a number: a null one is refused, naming it,
+// where encoding/json would have stored 0, a value no one posted.
+func numbers(m map[string]*float64) (map[string]float64, error) {
+	if m == nil {
+		return nil, nil
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		if v == nil {
+			return nil, fmt.Errorf("metric %q is null: want a number (leave the key out for none)", k)
+		}
+		out[k] = *v
+	}
+	return out, nil
 }
 
 // closeGroup writes the group's file, with its own fields, and forgets it.

@@ -206,6 +206,24 @@ func TestBadConversationNamesItsFile(t *testing.T) {
 	}
 }
 
+// warmRun returns a function that runs sft run "warm" of model md on data
+// into dir for steps steps, resuming or not, on a one-worker CPU backend.
+func warmRun(t *testing.T, dir, md, data string) func(steps int, resume bool) error {
+	t.Helper()
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return func(steps int, resume bool) error {
+		var o Options
+		o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
+		o.Model, o.Out, o.Name, o.Inputs = md, dir, "warm", fileset.Files(data)
+		o.Rank, o.Steps, o.BatchSize, o.Resume, o.Backend = 4, steps, 2, resume, be
+		return Run(context.Background(), o)
+	}
+}
+
 // TestResumeRefusesChangedInputs: the run keeps its inputs' sha256, so a
 // resume whose files have the run's names but other contents (data
 // regenerated under the same name) is refused as a changed option, naming
@@ -213,18 +231,7 @@ func TestBadConversationNamesItsFile(t *testing.T) {
 // continues.
 func TestResumeRefusesChangedInputs(t *testing.T) {
 	dir, md, data := setup(t)
-	be, err := cpu.New(cpu.Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	run := func(steps int, resume bool) error {
-		var o Options
-		o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
-		o.Model, o.Out, o.Name, o.Inputs = md, dir, "warm", fileset.Files(data)
-		o.Rank, o.Steps, o.BatchSize, o.Resume, o.Backend = 4, steps, 2, resume, be
-		return Run(context.Background(), o)
-	}
+	run := warmRun(t, dir, md, data)
 	if err := run(1, false); err != nil {
 		t.Fatal(err)
 	}
@@ -318,18 +325,7 @@ func TestChatsFromStdin(t *testing.T) {
 // steps, served as warm@3 and counted by --keep-last.
 func TestRollbackDropsLaterSteps(t *testing.T) {
 	dir, md, data := setup(t)
-	be, err := cpu.New(cpu.Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	run := func(steps int, resume bool) error {
-		var o Options
-		o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
-		o.Model, o.Out, o.Name, o.Inputs = md, dir, "warm", fileset.Files(data)
-		o.Rank, o.Steps, o.BatchSize, o.Resume, o.Backend = 4, steps, 2, resume, be
-		return Run(context.Background(), o)
-	}
+	run := warmRun(t, dir, md, data)
 	if err := run(3, false); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package proxy_test
 
 import (
-	"bufio"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -14,39 +12,7 @@ import (
 // keeps upstream's error, as a reward after a finish reason finds its
 // turn.
 func TestProxyStreamErrorEventRecordedBeforeAgentReadsIt(t *testing.T) {
-	release := make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		event(w, chunk("Hel", 5, ""))
-		event(w, `{"error":{"message":"engine failed","type":"server_error"}}`)
-		select { // upstream keeps the stream open a while after its error
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer up.Close()
-	defer close(release)
-	out := t.TempDir()
-	base := proxyTo(t, up.URL, out)
-
-	req := mustRequest(t, http.MethodPost, base+"/v1/chat/completions", `{"model":"agent","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
-	req.Header.Set("X-Hone-Trajectory", "t1")
-	req.Header.Set("X-Hone-Group", "g")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("stream ended before the error event: %v", err)
-		}
-		if strings.Contains(line, "engine failed") {
-			break
-		}
-	}
+	base, out := streamThenHold(t, `{"error":{"message":"engine failed","type":"server_error"}}`, func(line string) bool { return strings.Contains(line, "engine failed") })
 	// The agent saw the error: it gives up on the episode and says so.
 	status, msg := do(t, mustRequest(t, http.MethodPost, base+"/hone/trajectories/t1/reward", `{"reward":0,"error":"model call failed"}`))
 	if status != http.StatusNoContent {

@@ -47,3 +47,30 @@ func TestProxyNoTokenIDs(t *testing.T) {
 		t.Errorf("recorded turn %+v (error %q); want the text and logprobs without token ids", last, tr.Error)
 	}
 }
+
+// TestProxyForwardsOpenAIHeaders: the agent's OpenAI-Organization and
+// OpenAI-Project headers reach the upstream, which scopes and bills a
+// request by them (they were dropped: the request ran under the key's
+// default organization and project).
+func TestProxyForwardsOpenAIHeaders(t *testing.T) {
+	got := make(chan http.Header, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"gpt","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"ok"}}]}`)
+	}))
+	defer up.Close()
+	base := proxyTo(t, up.URL, t.TempDir())
+	req := mustRequest(t, http.MethodPost, base+"/v1/chat/completions", `{"model":"gpt","messages":[{"role":"user","content":"hi"}]}`)
+	req.Header.Set("X-Hone-Trajectory", "a")
+	req.Header.Set("X-Hone-Group", "g")
+	req.Header.Set("OpenAI-Organization", "org-1")
+	req.Header.Set("OpenAI-Project", "proj-2")
+	if status, body := do(t, req); status != http.StatusOK {
+		t.Fatalf("chat: %d %s", status, body)
+	}
+	h := <-got
+	if h.Get("OpenAI-Organization") != "org-1" || h.Get("OpenAI-Project") != "proj-2" {
+		t.Errorf("upstream got organization %q, project %q; want org-1, proj-2", h.Get("OpenAI-Organization"), h.Get("OpenAI-Project"))
+	}
+}

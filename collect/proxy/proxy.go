@@ -391,7 +391,9 @@ func (p *Proxy) send(w http.ResponseWriter, r *http.Request, body []byte) (*http
 		httpError(w, http.StatusBadGateway, err.Error())
 		return nil, false
 	}
-	for _, h := range []string{"Content-Type", "Authorization", "Accept"} {
+	// The agent's own headers that the server reads: OpenAI's API bills
+	// and scopes a request by its organization and project.
+	for _, h := range []string{"Content-Type", "Authorization", "Accept", "OpenAI-Organization", "OpenAI-Project"} {
 		if v := r.Header.Get(h); v != "" {
 			req.Header.Set(h, v)
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/format/fileset"
@@ -25,11 +24,7 @@ import (
 // any other name, stdin ("-") and a pipe included, by what it holds: a
 // file starting with Parquet's magic "PAR1" is Parquet, else JSON lines.
 func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
-	name := path
-	if fileset.IsURL(path) {
-		name, _, _ = strings.Cut(path, "?")
-	}
-	if strings.HasSuffix(name, ".parquet") {
+	if fileset.HasExt(path, ".parquet") {
 		return scenariosFromParquet(ctx, path, fileset.Files(path))
 	}
 	open := path
@@ -43,8 +38,7 @@ func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 		return nil, fmt.Errorf("scenarios: %w", err)
 	}
 	defer f.Close()
-	magic := make([]byte, len(parquetMagic))
-	if n, _ := f.ReadAt(magic, 0); n == len(magic) && string(magic) == parquetMagic {
+	if trajectory.StartsWithMagic(f) {
 		// A trajectory file under another name, on stdin or through a
 		// pipe (bash's <(…)), as the inputs of every stage may be: the
 		// copy fileset made of a pipe is read whole, once.
@@ -56,9 +50,6 @@ func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 	}
 	return DecodeScenarios(f.Reader(), path)
 }
-
-// parquetMagic opens (and ends) every Parquet file.
-const parquetMagic = "PAR1"
 
 // scenariosFromParquet reads the distinct scenarios of a trajectory file,
 // in order of first appearance.

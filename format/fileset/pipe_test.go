@@ -97,3 +97,19 @@ func TestPipeInput(t *testing.T) {
 		t.Errorf("the copy of the pipe is left after Close: %v", left)
 	}
 }
+
+// TestHasExt: a name's ending is its path's, without an object store's
+// query; a file:// URL keeps its (escaped) "?".
+func TestHasExt(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want bool
+	}{
+		{"round.parquet", true}, {"s3://b/round.parquet?region=x", true}, {"s3://b/round.jsonl?x=.parquet", false},
+		{"-", false}, {"/dev/fd/63", false}, {"dir/round.parquet.tmp", false},
+	} {
+		if got := HasExt(c.name, ".parquet"); got != c.want {
+			t.Errorf("HasExt(%q, .parquet) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -336,5 +336,10 @@ func pathPart(name string) string {
 	return name
 }
 
+// HasExt reports whether name (a path, or a URL without an object store's
+// query: s3://b/round.parquet?region=… has ".parquet") ends in ext. The
+// stages that tell an input's format by its name ask it here.
+func HasExt(name, ext string) bool { return strings.HasSuffix(pathPart(name), ext) }
+
 // base is the last element of a path or URL.
 func base(name string) string { return path.Base(filepath.ToSlash(pathPart(name))) }

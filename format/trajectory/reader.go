@@ -252,11 +252,23 @@ func openChecked(ctx context.Context, src *source) (*openedFile, FileInfo, error
 	return &openedFile{pf: pf, ra: ra, closer: closer}, info, nil
 }
 
+// Magic opens and ends every Parquet file.
+const Magic = "PAR1"
+
+// StartsWithMagic reports whether r begins with Parquet's magic: how a
+// stage tells a trajectory file from JSON lines when the input's name says
+// nothing (stdin, a pipe, another ending).
+func StartsWithMagic(r io.ReaderAt) bool {
+	var b [len(Magic)]byte
+	n, _ := r.ReadAt(b[:], 0)
+	return n == len(b) && string(b[:]) == Magic
+}
+
 // checkFrame checks the magic bytes and that the footer length fits in the
 // file, before parquet-go sizes a buffer from it (a garbage length made it
 // allocate gigabytes).
 func checkFrame(ra io.ReaderAt, size int64) error {
-	const magic = "PAR1"
+	const magic = Magic
 	if size < 12 {
 		return fmt.Errorf("%d bytes is too short for a Parquet file", size)
 	}

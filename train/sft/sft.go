@@ -184,10 +184,7 @@ func NLL(T int) trainer.LossFunc {
 // isChatFile says whether an input is read as JSON Lines chats, by the
 // ending of its name (of a URL's path: s3://b/chats.jsonl?endpoint=… is one).
 func isChatFile(name string) bool {
-	if fileset.IsURL(name) {
-		name, _, _ = strings.Cut(name, "?")
-	}
-	return strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, ".json")
+	return fileset.HasExt(name, ".jsonl") || fileset.HasExt(name, ".json")
 }
 
 // isChatInput says whether an opened input is read as JSON Lines chats:
@@ -198,16 +195,7 @@ func isChatInput(f *fileset.File) bool {
 	if isChatFile(f.Name) {
 		return true
 	}
-	name := f.Name
-	if fileset.IsURL(name) {
-		name, _, _ = strings.Cut(name, "?")
-	}
-	if strings.HasSuffix(name, ".parquet") {
-		return false
-	}
-	magic := make([]byte, 4)
-	n, _ := f.ReadAt(magic, 0)
-	return n > 0 && string(magic[:n]) != "PAR1"[:n]
+	return !fileset.HasExt(f.Name, ".parquet") && !trajectory.StartsWithMagic(f)
 }
 
 // readConversations reads the i-th input on its own: JSON Lines chats

@@ -225,7 +225,7 @@ func train(ctx context.Context, prep *trainer.Prepared, o Options, gs []group, s
 	if per == 0 || per > len(gs) {
 		per = len(gs)
 	}
-	sc := trainer.Order{N: len(gs), PerStep: per, Seed: seed}
+	sc := trainer.Order{N: len(gs), PerStep: per, Seed: seed, CrossEpochs: o.StepsCrossEpochs}
 	if prep.Done >= end {
 		log.Info("nothing to do", "run", prep.Ckpt.Dir, "step", prep.Done, "target", end)
 		return nil

@@ -38,7 +38,7 @@ func runFiles(ctx context.Context, prep *trainer.Prepared, o Options, gs []group
 	if per == 0 || per > len(gs) {
 		per = len(gs)
 	}
-	n := trainer.Order{N: len(gs), PerStep: per}.StepsFor(o.Epochs)
+	n := trainer.Order{N: len(gs), PerStep: per, CrossEpochs: o.StepsCrossEpochs}.StepsFor(o.Epochs)
 	if o.Steps > 0 {
 		n = o.Steps
 	}

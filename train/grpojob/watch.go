@@ -95,7 +95,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 		if per == 0 || per > len(gs) {
 			per = len(gs)
 		}
-		n := trainer.Order{N: len(gs), PerStep: per}.StepsFor(o.Epochs)
+		n := trainer.Order{N: len(gs), PerStep: per, CrossEpochs: o.StepsCrossEpochs}.StepsFor(o.Epochs)
 		if o.Steps > 0 { // in watch mode --steps counts the steps of one session
 			n = o.Steps
 		}

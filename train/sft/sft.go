@@ -140,7 +140,7 @@ func Run(ctx context.Context, o Options) error {
 	if per == 0 || per > len(exs) {
 		per = len(exs)
 	}
-	order := trainer.Order{N: len(exs), PerStep: per, Seed: o.Seed}
+	order := trainer.Order{N: len(exs), PerStep: per, Seed: o.Seed, CrossEpochs: o.StepsCrossEpochs}
 	end := order.StepsFor(o.Epochs)
 	if o.Steps > 0 {
 		end = o.Steps

@@ -66,6 +66,11 @@ type Options struct {
 	BF16GateUp bool `json:"bf16_gate_up,omitempty"`
 	Steps      int  `json:"steps"`
 	Epochs     int  `json:"epochs"`
+	// StepsCrossEpochs is Order.CrossEpochs, not a flag: false for a run
+	// started now; true for one whose saved config lacks the key (saved
+	// before each epoch ended on a step of its own), which keeps its data
+	// order when resumed (Setup).
+	StepsCrossEpochs bool `json:"steps_cross_epochs"`
 
 	SaveEvery  int    `json:"save_every"`
 	KeepLast   int    `json:"keep_last"`
@@ -415,6 +420,10 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 		if err != nil {
 			return nil, err
 		}
+		o.StepsCrossEpochs = savedCrossEpochs(saved)
+		if o.StepsCrossEpochs && log != nil {
+			log.Info("the run was started before each epoch ended on a step of its own: it keeps its data order, where a step may cross into the next epoch", "run", run.Dir)
+		}
 		now, err := json.MarshalIndent(config, "", "  ")
 		if err != nil {
 			return nil, err
@@ -425,7 +434,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 					"option", c.key, "run_has", c.run, "command_gives", c.now, "run", run.Dir)
 			}
 		}
-		if diff := configDiff(saved, now, append(slices.Clone(o.MayChange), backendKeys()...)...); len(diff) > 0 {
+		if diff := configDiff(saved, now, append(slices.Clone(o.MayChange), append(backendKeys(), "steps_cross_epochs")...)...); len(diff) > 0 {
 			may := "--steps and --epochs"
 			if slices.Contains(o.MayChange, "inputs") {
 				may = "the input files, --steps and --epochs"
@@ -490,6 +499,19 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 	}
 	ok = true
 	return prep, nil
+}
+
+// savedCrossEpochs is the StepsCrossEpochs of a run's saved config: its
+// "steps_cross_epochs", true where the key is absent (a config saved before
+// it existed). A config that is not a JSON object is configDiff's to report.
+func savedCrossEpochs(saved []byte) bool {
+	var c struct {
+		Cross *bool `json:"steps_cross_epochs"`
+	}
+	if json.Unmarshal(saved, &c) != nil {
+		return false
+	}
+	return c.Cross == nil || *c.Cross
 }
 
 // sameConfig reports whether two saved configs agree but for "steps" and

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -44,21 +45,50 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
+// TestOrderCoversEachEpoch: each epoch is a permutation of the items cut
+// into steps, the last one smaller where PerStep does not divide N, so no
+// step holds an item twice (the old order's step 2 held item 1 twice).
 func TestOrderCoversEachEpoch(t *testing.T) {
 	o := Order{N: 5, PerStep: 2, Seed: 7}
+	if o.StepsFor(2) != 6 {
+		t.Fatalf("StepsFor(2) = %d, want 6 (3 steps an epoch)", o.StepsFor(2))
+	}
+	for e := range 2 {
+		seen := map[int]int{}
+		for s := 3 * e; s < 3*(e+1); s++ {
+			items := o.Items(s)
+			if want := []int{2, 2, 1}[s%3]; len(items) != want {
+				t.Errorf("step %d has %d items, want %d", s, len(items), want)
+			}
+			for _, i := range items {
+				seen[i]++
+			}
+		}
+		for i := range 5 {
+			if seen[i] != 1 {
+				t.Errorf("epoch %d: item %d seen %d times, want once", e, i, seen[i])
+			}
+		}
+	}
+	if o.StepsFor(1) != 3 || (Order{N: 4, PerStep: 2}).StepsFor(3) != 6 {
+		t.Errorf("StepsFor(1) = %d, want 3; N 4 by 2 for 3 epochs: %d, want 6", o.StepsFor(1), (Order{N: 4, PerStep: 2}).StepsFor(3))
+	}
+}
+
+// TestOrderCrossEpochsKept: the order of runs saved before epochs ended on
+// their own step is the one those runs were trained on, item for item (the
+// values the code of then gave), so they resume bit for bit.
+func TestOrderCrossEpochsKept(t *testing.T) {
+	o := Order{N: 5, PerStep: 2, Seed: 7, CrossEpochs: true}
+	var got []string
+	for s := range 6 {
+		got = append(got, fmt.Sprint(o.Items(s)))
+	}
+	if want := "[2 4] [3 0] [1 1] [4 0] [2 3] [1 2]"; strings.Join(got, " ") != want {
+		t.Errorf("items %s, want %s", strings.Join(got, " "), want)
+	}
 	if o.StepsFor(2) != 5 {
-		t.Fatalf("StepsFor(2) = %d, want 5", o.StepsFor(2))
-	}
-	seen := map[int]int{}
-	for s := range 5 {
-		for _, i := range o.Items(s) {
-			seen[i]++
-		}
-	}
-	for i := range 5 {
-		if seen[i] != 2 {
-			t.Errorf("item %d seen %d times in 2 epochs", i, seen[i])
-		}
+		t.Errorf("StepsFor(2) = %d, want 5", o.StepsFor(2))
 	}
 }
 

@@ -106,7 +106,7 @@ type store struct {
 // from; sampling from hone-serve is covered by hone-collect's tests.
 func TestRoundOverFakeS3(t *testing.T) {
 	s3 := fakes3d.StartTest(t, "hone")
-	testRound(t, store{top: "s3://hone", query: "?" + s3.Query(), url: func(key string) string { return s3.URL("hone", key) }})
+	testRound(t, store{top: "s3://hone", query: "?" + s3.Query(), url: func(key string) string { return s3.URL("hone", key) }}, "")
 }
 
 // The same round with the store a local folder named by file:// URLs:
@@ -118,7 +118,7 @@ func TestRoundOverFakeS3(t *testing.T) {
 func TestRoundOverFileURLs(t *testing.T) {
 	root := t.TempDir()
 	top := (&url.URL{Scheme: "file", Path: filepath.ToSlash(root)}).String()
-	testRound(t, store{top: top, url: func(key string) string { return top + "/" + key }})
+	testRound(t, store{top: top, url: func(key string) string { return top + "/" + key }}, "")
 	if _, err := os.Stat("file:"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a step made a folder named after the URL's scheme: %v", err)
 	}
@@ -143,8 +143,22 @@ func TestRoundOverFileURLs(t *testing.T) {
 	}
 }
 
+// The round with hone-serve asking for a key, as serve.yaml's does (it
+// takes HONE_API_KEY from the hone-api-keys Secret, which also holds the
+// judge's OPENAI_API_KEY, another key): collect samples from hone-serve,
+// and the wait step asks its /v1/models, each with hone-serve's key.
+func TestRoundWithServeKey(t *testing.T) {
+	root := t.TempDir()
+	top := (&url.URL{Scheme: "file", Path: filepath.ToSlash(root)}).String()
+	testRound(t, store{top: top, url: func(key string) string { return top + "/" + key }}, "serve-key")
+}
+
 // testRound runs round.yaml once, then cron.yaml's step twice, against st.
-func testRound(t *testing.T, st store) {
+// With serveKey, hone-serve and the steps have it as HONE_API_KEY, the
+// steps another OPENAI_API_KEY, and collect samples from hone-serve
+// instead of playing the scripted policy (GRPO then has nothing to learn,
+// but saves the step all the same).
+func testRound(t *testing.T, st store, serveKey string) {
 	binaries(t, "hone-collect", "hone-score", "hone-train", "hone-serve")
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model")
@@ -164,6 +178,13 @@ func testRound(t *testing.T, st store) {
 	}
 	serve := exec.CommandContext(ctx, filepath.Join(bin, "hone-serve"), args...)
 	serve.Stdout, serve.Stderr = &serveLog, &serveLog
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	collectFlags := "--policy scripted:mix --concurrency 4"
+	if serveKey != "" {
+		serve.Env = append(os.Environ(), "HONE_API_KEY="+serveKey)
+		env = append(env, "HONE_API_KEY="+serveKey, "OPENAI_API_KEY=the-judges-key")
+		collectFlags = "--temperature 1 --concurrency 4"
+	}
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +230,6 @@ func testRound(t *testing.T, st store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var log bytes.Buffer
 	rctx, rcancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer rcancel()
@@ -218,7 +238,7 @@ func testRound(t *testing.T, st store) {
 			"round": "1", "store": st.top, "query": st.query,
 			"shards": "2", "groups": "6", "group-size": "4", "policy-model": "base",
 			"serve-url": serveURL, "model-dir": model, "reward": "formula:env - 0.25*out_of_range",
-			"collect-flags": "--policy scripted:mix --concurrency 4",
+			"collect-flags": collectFlags,
 			"train-flags":   "--steps 1 --rank 2 --lr 1e-2 --threads 1 --allow-no-logprobs",
 		},
 		Env: env,

@@ -67,8 +67,15 @@ case $EVAL_SPLIT in
 test) EVAL_SEED=$((900000 + SEED)) ;;
 *) EVAL_SEED=$((800000 + SEED)) ;;
 esac
+# ENV_OPTS is ";"-separated, as demo.sh reads it: one --env-opt each,
+# without surrounding blanks.
 ENV_ARGS=(--env tictactoe)
-[ -n "$ENV_OPTS" ] && ENV_ARGS+=(--env-opt "$ENV_OPTS")
+IFS=';' read -r -a opts <<<"$ENV_OPTS"
+for o in ${opts[@]+"${opts[@]}"}; do
+	o=${o#"${o%%[![:space:]]*}"}
+	o=${o%"${o##*[![:space:]]}"}
+	[ -z "$o" ] || ENV_ARGS+=(--env-opt "$o")
+done
 for p in teacher blocker; do
 	"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$EVAL_EPISODES" -G 1 --policy "scripted:$p" \
 		--seed "$EVAL_SEED" --run "eval-scripted-$p" -o "$OUT/eval/scripted-$p.parquet" 2>>"$OUT"/eval/collect.log

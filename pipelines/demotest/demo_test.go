@@ -247,3 +247,52 @@ func TestDemoOtherJob(t *testing.T) {
 		t.Errorf("summary lines:\n%s", stdout.String())
 	}
 }
+
+// TestTictactoeEnvOpts runs tictactoe.sh, tiny, with two environment
+// options in ENV_OPTS, ";"-separated with blanks as demo.sh takes them:
+// the scripted policies' games after demo.sh get the same options, and
+// the summary gets their win-or-draw fractions.
+func TestTictactoeEnvOpts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every binary and runs the loop")
+	}
+	need(t, "jq")
+	need(t, "curl")
+	need(t, "python3")
+	need(t, "column")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := buildBinaries(ctx, t, root, t.TempDir())
+	out := filepath.Join(t.TempDir(), "ttt")
+	cmd := exec.CommandContext(ctx, "./pipelines/tictactoe.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SEED=3", "ENV_OPTS=opponent=random; threat-start=0",
+		"SFT_STEPS=2", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=4", "EVAL_EPISODES=4", "EVAL_SPLIT=val")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Run(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(out, "eval", "collect.log"))
+		t.Fatalf("tictactoe.sh: %v\n%s\neval/collect.log:\n%s", err, stdout.String(), log)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Scripted map[string]struct {
+			WinOrDraw *float64 `json:"win_or_draw"`
+		} `json:"scripted"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("summary.json: %v\n%s", err, b)
+	}
+	for _, p := range []string{"teacher", "blocker"} {
+		if s.Scripted[p].WinOrDraw == nil {
+			t.Errorf("summary has no win_or_draw of the scripted %s:\n%s", p, b)
+		}
+	}
+}

@@ -5,13 +5,17 @@
 // It reads only what round.yaml uses: a DAG of tasks with dependencies,
 // withSequence fan-out and input parameters, and container templates
 // whose command and args take {{workflow.parameters.X}},
-// {{inputs.parameters.X}} and {{item}}. Anything else in a template it
-// meets (a {{…}} it cannot fill, a step with no container) is an error
-// rather than a silent skip.
+// {{inputs.parameters.X}} and {{item}}. It passes over the fields that
+// only say where and how a pod runs on the cluster (image, resources,
+// volumes, envFrom, retryStrategy, activeDeadlineSeconds, the
+// CronWorkflow's schedule). Anything else it meets (a field such as a
+// task's when or depends, or a container's env; a {{…}} it cannot fill; a
+// step with no container) is an error rather than a silent skip.
 package k8s
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -26,16 +30,31 @@ import (
 )
 
 // Round is a parsed WorkflowTemplate, or the workflow of a CronWorkflow.
+// Load decodes it strictly: a field not named here is an error, so that a
+// field that would change what Argo runs (a task's when, a container's
+// env) is never passed over. Fields of type cluster are read and not
+// used: they say where and how a pod runs, not what it runs.
 type Round struct {
-	Spec struct {
+	APIVersion cluster `json:"apiVersion"`
+	Kind       cluster `json:"kind"`
+	Metadata   cluster `json:"metadata"`
+	Spec       struct {
 		workflowSpec
 		WorkflowSpec *workflowSpec `json:"workflowSpec"` // a CronWorkflow's
+		// The CronWorkflow's schedule: runlocal runs one workflow now.
+		Schedules               cluster `json:"schedules"`
+		ConcurrencyPolicy       cluster `json:"concurrencyPolicy"`
+		StartingDeadlineSeconds cluster `json:"startingDeadlineSeconds"`
 	} `json:"spec"`
 }
 
+// cluster is a field Run reads past (see Round).
+type cluster = json.RawMessage
+
 type workflowSpec struct {
-	Entrypoint string `json:"entrypoint"`
-	Arguments  struct {
+	Entrypoint         string  `json:"entrypoint"`
+	ServiceAccountName cluster `json:"serviceAccountName"`
+	Arguments          struct {
 		Parameters []param `json:"parameters"`
 	} `json:"arguments"`
 	Templates []template `json:"templates"`
@@ -65,7 +84,18 @@ type template struct {
 	Container *struct {
 		Command []string `json:"command"`
 		Args    []string `json:"args"`
+		// The steps run in this process's environment, on this
+		// machine's paths.
+		Image        cluster `json:"image"`
+		EnvFrom      cluster `json:"envFrom"`
+		Resources    cluster `json:"resources"`
+		VolumeMounts cluster `json:"volumeMounts"`
 	} `json:"container"`
+	// A failed step ends the round; no step is timed out (docs/cluster.md).
+	RetryStrategy         cluster `json:"retryStrategy"`
+	ActiveDeadlineSeconds cluster `json:"activeDeadlineSeconds"`
+	NodeSelector          cluster `json:"nodeSelector"`
+	Volumes               cluster `json:"volumes"`
 }
 
 type task struct {
@@ -87,8 +117,9 @@ func Load(path string) (*Round, error) {
 		return nil, err
 	}
 	var r Round
-	if err := yaml.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := yaml.UnmarshalStrict(b, &r); err != nil {
+		// An unknown field is one Run would not act on as Argo does.
+		return nil, fmt.Errorf("%s (a field the local run cannot honour is refused): %w", path, err)
 	}
 	return &r, nil
 }

@@ -319,3 +319,39 @@ func TestRunRefusesUnknowns(t *testing.T) {
 		t.Errorf("fill: %q %v", got, err)
 	}
 }
+
+// Load refuses a field it would pass over although Argo acts on it: a
+// task's when, depends, continueOn or withItems, a container's env, an
+// input's enum. The manifests as they are load.
+func TestLoadRefusesFieldsItDoesNotRun(t *testing.T) {
+	b, err := os.ReadFile("round.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct{ field, from, to string }{
+		{"when", "            template: train\n", "            template: train\n            when: \"{{workflow.parameters.round}} > 1\"\n"},
+		{"depends", "            dependencies: [train]\n", "            depends: train\n"},
+		{"continueOn", "            dependencies: [train]\n", "            dependencies: [train]\n            continueOn:\n              failed: true\n"},
+		{"withItems", "            dependencies: [score]\n", "            dependencies: [score]\n            withItems: [a, b]\n"},
+		{"env", "        envFrom:\n          - secretRef:\n              name: hone-store\n        resources:\n          requests:\n            cpu: \"8\"",
+			"        env:\n          - name: HONE_X\n            value: \"1\"\n        envFrom:\n          - secretRef:\n              name: hone-store\n        resources:\n          requests:\n            cpu: \"8\""},
+		{"enum", "      inputs:\n        parameters:\n          - name: shard\n", "      inputs:\n        parameters:\n          - name: shard\n            enum: [\"0\"]\n"},
+	} {
+		if !strings.Contains(string(b), tc.from) {
+			t.Fatalf("round.yaml has no %q to change", tc.from)
+		}
+		path := filepath.Join(dir, tc.field+".yaml")
+		if err := os.WriteFile(path, []byte(strings.Replace(string(b), tc.from, tc.to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(path); err == nil || !strings.Contains(err.Error(), `"`+tc.field+`"`) {
+			t.Errorf("a template with %s: Load gave %v, want an error naming it", tc.field, err)
+		}
+	}
+	for _, f := range []string{"round.yaml", "cron.yaml"} {
+		if _, err := Load(f); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -239,6 +240,61 @@ func TestServeManifestFlags(t *testing.T) {
 	}
 	bad := exec.Command(filepath.Join(bin, "hone-serve"), "--adapter-cache=/x", "--help")
 	if err := bad.Run(); err == nil {
+		t.Error("a misspelt flag passed: the check cannot fail")
+	}
+}
+
+// Every step of round.yaml and cron.yaml that runs a hone command passes
+// it flags it has, with values it takes, as the templates' own parameter
+// defaults fill them (the round tests run the steps with other values):
+// the step's script with --help appended must exit 0, which the binaries
+// do only after parsing every flag before it. A misspelt flag fails.
+func TestWorkflowStepFlags(t *testing.T) {
+	// A script that runs a hone command: after any VAR=value, its first word.
+	honeStep := regexp.MustCompile(`^(?:[A-Z_]+=\S+\s+)*hone-[a-z]+\s`)
+	binaries(t, "hone-collect", "hone-score", "hone-train")
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	help := func(script string) ([]byte, error) {
+		cmd := exec.Command("sh", "-c", script+" --help")
+		cmd.Env = env
+		return cmd.CombinedOutput()
+	}
+	for file, want := range map[string]int{"round.yaml": 3, "cron.yaml": 1} {
+		r, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := r.spec()
+		wf := map[string]string{}
+		for _, p := range spec.Arguments.Parameters {
+			wf[p.Name] = p.Value
+		}
+		checked := 0
+		for _, tp := range spec.Templates {
+			if tp.Container == nil || !slices.Equal(tp.Container.Command, []string{"sh", "-c"}) || len(tp.Container.Args) != 1 {
+				continue
+			}
+			in := map[string]string{}
+			for _, p := range tp.Inputs.Parameters {
+				in[p.Name] = "0" // the shard parameters: the first shard
+			}
+			script, err := fill(tp.Container.Args[0], wf, in, "0")
+			if err != nil {
+				t.Fatalf("%s: template %s: %v", file, tp.Name, err)
+			}
+			if !honeStep.MatchString(script) {
+				continue // the wait step: curl
+			}
+			checked++
+			if out, err := help(script); err != nil {
+				t.Errorf("%s: template %s: %q --help: %v\n%s", file, tp.Name, script, err, out)
+			}
+		}
+		if checked != want {
+			t.Errorf("%s: %d steps run a hone command, want %d", file, checked, want)
+		}
+	}
+	if _, err := help("hone-train grpo --model m --run r --watch-dirr s3://x/"); err == nil {
 		t.Error("a misspelt flag passed: the check cannot fail")
 	}
 }

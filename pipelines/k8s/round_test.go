@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/fakes3d"
 	"github.com/hone-rl/hone/internal/gobuild"
 	"github.com/hone-rl/hone/internal/waitfor"
@@ -238,6 +239,7 @@ func testRound(t *testing.T, st store, serveKey string) {
 			"round": "1", "store": st.top, "query": st.query,
 			"shards": "2", "groups": "6", "group-size": "4", "policy-model": "base",
 			"serve-url": serveURL, "model-dir": model, "reward": "formula:env - 0.25*out_of_range",
+			"score-flags":   "--scorer 'final=formula:2*formula'",
 			"collect-flags": collectFlags,
 			"train-flags":   "--steps 1 --rank 2 --lr 1e-2 --threads 1 --allow-no-logprobs",
 		},
@@ -253,7 +255,20 @@ func testRound(t *testing.T, st store, serveKey string) {
 			t.Errorf("%s holds %q, %v; want the two shards' parts", folder, names, err)
 		}
 	}
-	b, err := fileset.ReadFile(context.Background(), st.url("adapters/rl/latest"))
+	// score-flags reach hone-score: its second scorer is in the chain.
+	b, err := fileset.ReadFile(context.Background(), st.url("rounds/1/scored/part-00000-of-00002.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trajectory.NewReader("part 0", bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chain := tr.Files()[0].Metadata["hone.score.chain"]; chain != "formula:env - 0.25*out_of_range | final=formula:2*formula" {
+		t.Errorf("scored with the chain %q, want reward's scorer and then score-flags'", chain)
+	}
+	tr.Close()
+	b, err = fileset.ReadFile(context.Background(), st.url("adapters/rl/latest"))
 	if err != nil || strings.TrimSpace(string(b)) != "step-000001" {
 		t.Errorf("published latest %q, %v", b, err)
 	}

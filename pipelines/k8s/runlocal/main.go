@@ -1,10 +1,11 @@
 // Command runlocal runs the steps of pipelines/k8s/round.yaml on this
 // machine, with the hone binaries on PATH (or in --bin), against the
-// object store the parameters name:
+// object store the parameters name and a hone-serve on this machine (the
+// default serve-url names the cluster's Service):
 //
-//	go run ./pipelines/k8s/runlocal -p store=s3://hone \
+//	go run ./pipelines/k8s/runlocal --bin bin -p store=s3://hone \
 //	    -p query='?endpoint=http://127.0.0.1:9000&use_path_style=true&disable_https=true&region=us-east-1' \
-//	    -p policy-model=base -p model-dir=models/tiny -p round=1
+//	    -p serve-url=http://127.0.0.1:8000 -p policy-model=base -p model-dir=models/tiny -p round=1
 package main
 
 import (

@@ -178,7 +178,12 @@ func (blobStore) Stat(ctx context.Context, name string) (bool, error) {
 }
 
 // list returns the objects directly under the folder dir (a key prefix
-// ending in "/", or "" for the bucket's top), sorted by key.
+// ending in "/", or "" for the bucket's top), sorted by key. A key ending
+// in "/" is left out: it is a folder marker (the AWS console's "Create
+// folder", MinIO's console, s3fs and rclone make an empty object "d/"),
+// a folder, not a file, and its name would not open (Open refuses a name
+// ending in "/"). S3 lists only dir's own marker among the objects (a
+// deeper one is inside a common prefix); gofakes3 lists "dir/sub/" too.
 func (n blobName) list(ctx context.Context, b *blob.Bucket, name, dir string) ([]string, error) {
 	var keys []string
 	it := b.List(&blob.ListOptions{Prefix: dir, Delimiter: "/"})
@@ -190,7 +195,7 @@ func (n blobName) list(ctx context.Context, b *blob.Bucket, name, dir string) ([
 		if err != nil {
 			return nil, blobErr(name, err)
 		}
-		if !obj.IsDir {
+		if !obj.IsDir && !strings.HasSuffix(obj.Key, "/") {
 			keys = append(keys, obj.Key)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/s3blob"
 )
 
@@ -593,5 +594,44 @@ func TestS3ObjectReplacedWhileRead(t *testing.T) {
 	p := make([]byte, f.Size)
 	if n, err := f.ReadAt(p, 0); err == nil || !strings.Contains(err.Error(), name) {
 		t.Errorf("a read of an object replaced since Open gave %q, %v; want an error naming %s", p[:n], err, name)
+	}
+}
+
+// A folder made as the AWS console, MinIO's console, s3fs or rclone make
+// one holds an empty object named for it ("m/"), the folder marker. It
+// is the folder, not a file in it. Before, a glob over the folder
+// ("m/*") and List (which Pull copies a run folder by) returned the
+// marker as a file, whose name ends in "/" and so does not open: the
+// glob's input failed at Open ("names a folder"), and so did every Pull
+// of a run folder made in the console.
+func TestS3FolderMarkers(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	b, err := blob.OpenBucket(ctx, strings.Replace(s3.url("bkt", ""), "/?", "?", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, k := range []string{"m/", "m/sub/"} {
+		if err := b.WriteAll(ctx, k, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putObject(t, s3.url("bkt", "m/a.parquet"), []byte("a"))
+	putObject(t, s3.url("bkt", "m/sub/b.parquet"), []byte("b"))
+	want := s3.url("bkt", "m/a.parquet")
+	set, err := Resolve(ctx, []string{s3.url("bkt", "m/*")}, Options{})
+	if err != nil || strings.Join(set.Names(), " ") != want {
+		t.Errorf("glob over a folder with its marker: %q, %v; want %q", set.Names(), err, want)
+	}
+	for _, dir := range []string{s3.url("bkt", "m"), s3.url("bkt", "m/")} {
+		got, err := List(ctx, dir, "")
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("List(%s): %q, %v; want %q", dir, got, err, want)
+		}
+	}
+	dirs, err := ListDirs(ctx, s3.url("bkt", "m"))
+	if err != nil || strings.Join(dirs, " ") != s3.url("bkt", "m/sub") {
+		t.Errorf("ListDirs: %q, %v", dirs, err)
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
+
+	"gocloud.dev/blob"
 
 	"github.com/hone-rl/hone/format/fileset"
 )
@@ -158,6 +161,46 @@ func TestPublishPullFileNamesWithURLCharacters(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(serve, StepName(1), n)); err != nil {
 			t.Errorf("step file %q not pulled: the step holds %q", n, entries(t, filepath.Join(serve, StepName(1))))
+		}
+	}
+}
+
+// A run folder whose folders were made in the AWS console (or by s3fs,
+// rclone, MinIO's console) holds an empty object for each, its folder
+// marker ("adapters/r/", "adapters/r/step-000001/"). Pull copies the run
+// around them. Before, it took the markers for files of the run and of
+// the step, whose names do not open, and failed every time: "names a
+// folder; name an object".
+func TestPullFolderMarkers(t *testing.T) {
+	ctx := context.Background()
+	url := hookedS3Requests(t, "bkt", func(string, string) {})
+	b, err := blob.OpenBucket(ctx, strings.Replace(url(""), "/?", "?", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, k := range []string{"adapters/", "adapters/r/", "adapters/r/" + StepName(1) + "/"} {
+		if err := b.WriteAll(ctx, k, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := url("adapters/r")
+	for name, data := range map[string]string{
+		fileset.Join(store, StepName(1), "adapter_config.json"): "{}",
+		fileset.Join(store, "metrics.jsonl"):                    "{}\n",
+		fileset.Join(store, LatestName):                         StepName(1) + "\n",
+	} {
+		if err := fileset.WriteFile(ctx, name, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serve := filepath.Join(t.TempDir(), "r")
+	if got, err := Pull(ctx, store, serve, PullOptions{}); err != nil || len(got) != 1 {
+		t.Fatalf("pull: %v, %v", got, err)
+	}
+	for _, f := range []string{"metrics.jsonl", filepath.Join(StepName(1), "adapter_config.json")} {
+		if _, err := os.Stat(filepath.Join(serve, f)); err != nil {
+			t.Errorf("%s not pulled: %v", f, err)
 		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package fakes3d runs an S3 server that keeps its objects in memory
 // (github.com/johannesboyne/gofakes3) over real HTTP on a local port, and
 // names its buckets as the hone commands take them: s3:// URLs whose query
-// points at the server. Tests and the local pipeline runner use it to run
+// points at the server. It lists as S3 does, page by page, where gofakes3
+// does not (see listing). Tests and the local pipeline runner use it to run
 // stages against object storage without a cloud. It also links the s3://
 // driver (format/fileset/blobdrivers), so a test that imports it can read
 // and write those URLs in-process.
@@ -51,7 +52,7 @@ func Start(addr string, buckets ...string) (*Server, error) {
 		return nil, fmt.Errorf("fake S3: %w", err)
 	}
 	s := &Server{Endpoint: "http://" + ln.Addr().String(), be: be, ln: ln, errc: make(chan error, 1), requests: map[string]int{}}
-	h := gofakes3.New(be, gofakes3.WithAutoBucket(false)).Server()
+	h := gofakes3.New(listing{be}, gofakes3.WithAutoBucket(false)).Server()
 	s.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()

@@ -128,6 +128,11 @@ func (n blobName) isDir() bool { return n.key == "" || strings.HasSuffix(n.key, 
 
 func (n blobName) open(ctx context.Context, name string) (*blob.Bucket, error) {
 	b, err := blob.OpenBucket(ctx, n.bucket)
+	if err != nil && n.query != "" {
+		// A "?" meant as a glob's or a key's ends the key: the rest is
+		// taken for the query, whose "parameter" the driver does not know.
+		return nil, &ArgError{Arg: name, Err: fmt.Errorf("open bucket: %w (the query begins at the URL's first \"?\": write a \"?\" in a key as %%3F; an object-store glob takes * and [...], not ?)", err)}
+	}
 	if err != nil {
 		return nil, &ArgError{Arg: name, Err: fmt.Errorf("open bucket: %w", err)}
 	}

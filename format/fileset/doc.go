@@ -31,7 +31,8 @@
 // file:// URLs are the local file system; s3://, gs://, azblob:// (any
 // scheme a gocloud.dev/blob driver registered; format/fileset/blobdrivers
 // links the three) are an object store, where a folder is a key prefix and
-// a glob may have its characters only in the last element; any other
+// a glob may have its characters only in the last element, and not "?",
+// which begins the URL's query (a key's "?" is written %3F); any other
 // scheme is refused with an error naming it. Object-store names keep their
 // query (endpoint, region…) on every name derived from them. Objects are
 // read by ranged requests (ReadAhead bytes or more for reads in order,

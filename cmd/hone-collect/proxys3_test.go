@@ -14,14 +14,11 @@ import (
 	"github.com/hone-rl/hone/internal/fakes3d"
 )
 
-// The recording proxy's -o may be an object-store folder: a closed group
-// is uploaded whole, as an object the readers take like a local file.
-func TestProxyToObjectStore(t *testing.T) {
-	s3 := fakes3d.StartTest(t, "hone")
-	up := openaitest.New(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "hi", Model: "m"} })
-	t.Cleanup(up.Close)
-	out := s3.URL("hone", "proxied")
-	p, err := proxy.New(proxy.Options{Upstream: up.BaseURL(), OutDir: out, Run: "px"})
+// proxyRound runs a recording proxy writing to out for one group: one
+// chat call of trajectory tid in group gid, then the group's close.
+func proxyRound(t *testing.T, upstream, out, tid, gid string) {
+	t.Helper()
+	p, err := proxy.New(proxy.Options{Upstream: upstream, OutDir: out, Run: "px"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,16 +27,26 @@ func TestProxyToObjectStore(t *testing.T) {
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions",
 		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hello"}]}`))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Hone-Trajectory", "t1")
-	req.Header.Set("X-Hone-Group", "g1")
+	req.Header.Set("X-Hone-Trajectory", tid)
+	req.Header.Set("X-Hone-Group", gid)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("chat: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	if resp, err = http.Post(srv.URL+"/hone/groups/g1/close", "application/json", nil); err != nil || resp.StatusCode != http.StatusNoContent {
+	if resp, err = http.Post(srv.URL+"/hone/groups/"+gid+"/close", "application/json", nil); err != nil || resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("close: %v %v", err, resp)
 	}
+}
+
+// The recording proxy's -o may be an object-store folder: a closed group
+// is uploaded whole, as an object the readers take like a local file.
+func TestProxyToObjectStore(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	up := openaitest.New(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "hi", Model: "m"} })
+	t.Cleanup(up.Close)
+	out := s3.URL("hone", "proxied")
+	proxyRound(t, up.BaseURL(), out, "t1", "g1")
 	names, err := fileset.List(context.Background(), out, ".parquet")
 	if err != nil || len(names) != 1 || !strings.HasPrefix(names[0], "s3://hone/proxied/px-000001.parquet?") {
 		t.Fatalf("%s holds %q, %v; want px-000001.parquet", out, names, err)
@@ -47,5 +54,32 @@ func TestProxyToObjectStore(t *testing.T) {
 	gs, err := trajectory.ReadAll(context.Background(), fileset.Files(names...))
 	if err != nil || len(gs) != 1 || gs[0].ID != "g1" || len(gs[0].Trajectories) != 1 || gs[0].Trajectories[0].ID != "t1" {
 		t.Fatalf("groups %+v, %v", gs, err)
+	}
+}
+
+// A proxy started again on an object-store folder an earlier run wrote
+// into numbers its files after the ones there, as on a local folder.
+// Before, it took the number from the listed URL's last "/"-element,
+// which holds the URL's query ("px-000001.parquet?region=…", or a part of
+// "?endpoint=http://…"), found none, and wrote px-000001.parquet again
+// over the earlier run's groups.
+func TestProxyRestartOnObjectStore(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	up := openaitest.New(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "hi", Model: "m"} })
+	t.Cleanup(up.Close)
+	out := s3.URL("hone", "proxied")
+	proxyRound(t, up.BaseURL(), out, "t1", "round1")
+	proxyRound(t, up.BaseURL(), out, "t2", "round2")
+	names, err := fileset.List(context.Background(), out, ".parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := trajectory.ReadAll(context.Background(), fileset.Files(names...))
+	var ids []string
+	for _, g := range gs {
+		ids = append(ids, g.ID)
+	}
+	if err != nil || strings.Join(ids, " ") != "round1 round2" {
+		t.Fatalf("%s holds %d files with groups %q, %v; want round1 and round2", out, len(names), ids, err)
 	}
 }

@@ -56,8 +56,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -192,7 +190,9 @@ func lastFileNumber(ctx context.Context, dir, run string) (int, error) {
 	re := regexp.MustCompile(`^` + regexp.QuoteMeta(run) + `-([0-9]+)\.parquet$`)
 	last := 0
 	for _, n := range names {
-		m := re.FindStringSubmatch(path.Base(filepath.ToSlash(n)))
+		// fileset.Base, not path.Base: a listed object-store name ends
+		// in the URL's query ("?endpoint=http://…"), not in the file's.
+		m := re.FindStringSubmatch(fileset.Base(n))
 		if m == nil {
 			continue
 		}

@@ -461,7 +461,7 @@ func (r *blobReader) fetch(p []byte, off int64) error {
 		if err != nil {
 			return blobErr(r.name, fmt.Errorf("read bytes %d-%d: %w", off+int64(got), off+int64(len(p))-1, err))
 		}
-		if rd.Size() != r.size || (!r.modTime.IsZero() && !rd.ModTime().IsZero() && !rd.ModTime().Equal(r.modTime)) {
+		if rd.Size() != r.size || !sameModTime(r.modTime, rd.ModTime()) {
 			// Its bytes now are another object's: mixed with those read
 			// before, they would be neither.
 			rd.Close()
@@ -482,6 +482,16 @@ func (r *blobReader) fetch(p []byte, off int64) error {
 }
 
 func (r *blobReader) Close() error { return r.b.Close() }
+
+// sameModTime reports whether an object's modification times as the store
+// gave them at Open (Attributes) and at a read can be of one version;
+// either may be zero (not given). They are compared to the second: GCS
+// gives Attributes its "updated" time to the millisecond, and a read
+// (gcsblob reads by the XML API) its Last-Modified header, in whole
+// seconds.
+func sameModTime(open, read time.Time) bool {
+	return open.IsZero() || read.IsZero() || open.Truncate(time.Second).Equal(read.Truncate(time.Second))
+}
 
 // errChanged is matched by the error of a read of an object that was
 // replaced since it was opened.

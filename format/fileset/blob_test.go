@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,7 +21,9 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"gocloud.dev/blob"
+	"gocloud.dev/blob/driver"
 	_ "gocloud.dev/blob/s3blob"
+	"gocloud.dev/gcerrors"
 )
 
 // faultyS3 is an S3 server (gofakes3) over real HTTP, in front of which
@@ -637,5 +640,68 @@ func TestS3FolderMarkers(t *testing.T) {
 	dirs, err := ListDirs(ctx, s3.url("bkt", "m"))
 	if err != nil || strings.Join(dirs, " ") != s3.url("bkt", "m/sub") {
 		t.Errorf("ListDirs: %q, %v", dirs, err)
+	}
+}
+
+// secondsStore is an object store of one object whose Attributes give its
+// modification time to the millisecond and whose reads give it in whole
+// seconds, as GCS's do through gcsblob (Attributes from the JSON API's
+// "updated", reads from the XML API's Last-Modified header). Methods not
+// used here are the nil embedded interface's.
+type secondsStore struct{ driver.Bucket }
+
+const secondsData = "an object read in ranges"
+
+// secondsMod is the object's modification time, with a fraction of a
+// second, as GCS's times have.
+func secondsMod() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 678_000_000, time.UTC) }
+
+func (secondsStore) Attributes(context.Context, string) (*driver.Attributes, error) {
+	return &driver.Attributes{Size: int64(len(secondsData)), ModTime: secondsMod()}, nil
+}
+
+func (secondsStore) NewRangeReader(_ context.Context, _ string, off, n int64, _ *driver.ReaderOptions) (driver.Reader, error) {
+	end := int64(len(secondsData))
+	if n >= 0 && off+n < end {
+		end = off + n
+	}
+	return &secondsReader{Reader: strings.NewReader(secondsData[off:end])}, nil
+}
+
+func (secondsStore) ErrorCode(error) gcerrors.ErrorCode { return gcerrors.Unknown }
+func (secondsStore) As(any) bool                        { return false }
+func (secondsStore) ErrorAs(error, any) bool            { return false }
+func (secondsStore) Close() error                       { return nil }
+
+type secondsReader struct{ *strings.Reader }
+
+func (*secondsReader) Close() error { return nil }
+func (*secondsReader) Attributes() *driver.ReaderAttributes {
+	return &driver.ReaderAttributes{Size: int64(len(secondsData)), ModTime: secondsMod().Truncate(time.Second)}
+}
+func (*secondsReader) As(any) bool { return false }
+func (r *secondsReader) Download(w io.Writer) error {
+	_, err := io.Copy(w, r.Reader)
+	return err
+}
+
+type secondsOpener struct{}
+
+func (secondsOpener) OpenBucketURL(context.Context, *url.URL) (*blob.Bucket, error) {
+	return blob.NewBucket(secondsStore{}), nil
+}
+
+// An object of a store that gives its modification time in whole seconds
+// to a read and to the millisecond at Open (gs://) is read. Before, every
+// ranged read compared the two exactly, took the object for replaced
+// since it was opened, and failed: no gs:// object could be read.
+func TestReadWithModTimeInSeconds(t *testing.T) {
+	const scheme = "honesecondstest"
+	if mux := blob.DefaultURLMux(); !mux.ValidBucketScheme(scheme) {
+		mux.RegisterBucket(scheme, secondsOpener{})
+	}
+	b, err := ReadFile(context.Background(), scheme+"://bkt/obj")
+	if err != nil || string(b) != secondsData {
+		t.Fatalf("read %q, %v; want %q", b, err, secondsData)
 	}
 }

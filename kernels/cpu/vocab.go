@@ -75,7 +75,9 @@ func rowEntropy(x []float32) (ent, lse float32) {
 		d := v - m
 		e := float64(exp32(d))
 		s += e
-		t += e * float64(d)
+		if e != 0 { // 0·log 0 = 0: a masked (−Inf) logit would make e·d NaN
+			t += e * float64(d)
+		}
 	}
 	ls := math.Log(s)
 	return float32(ls - t/s), m + float32(ls)
@@ -114,7 +116,9 @@ func (b *Backend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 			d := dent[n]
 			for j, v := range x {
 				lp := v - l
-				di[j] -= d * exp32(lp) * (lp + e)
+				if p := exp32(lp); p != 0 { // a masked (−Inf) logit: no gradient, not 0·(−Inf)
+					di[j] -= d * p * (lp + e)
+				}
 			}
 		}
 	})

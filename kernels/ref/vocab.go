@@ -85,12 +85,16 @@ func (Backend) LogSoftmaxBackward(dinp, dout, out []float32, N, V int) {
 	}
 }
 
-// rowEntropy returns the entropy of softmax(x) and its logsumexp.
+// rowEntropy returns the entropy of softmax(x) and its logsumexp. A term
+// with p = 0 (a masked, −Inf logit) adds nothing, 0·log 0 = 0: written out
+// it would be 0·(−Inf) = NaN. A NaN logit still makes the entropy NaN.
 func rowEntropy(x []float32) (ent, lse float64) {
 	lse = logsumexp(x)
 	for _, v := range x {
 		lp := float64(v) - lse
-		ent -= math.Exp(lp) * lp
+		if p := math.Exp(lp); p != 0 {
+			ent -= p * lp
+		}
 	}
 	return ent, lse
 }
@@ -118,7 +122,9 @@ func (Backend) EntropyBackward(dinp, dent, inp []float32, N, V int) {
 		e, l := rowEntropy(inp[n*V : (n+1)*V])
 		for j := 0; j < V; j++ {
 			lp := float64(inp[n*V+j]) - l
-			dinp[n*V+j] += float32(-float64(dent[n]) * math.Exp(lp) * (lp + e))
+			if p := math.Exp(lp); p != 0 { // a masked logit has no gradient (0·(−Inf) would be NaN)
+				dinp[n*V+j] += float32(-float64(dent[n]) * p * (lp + e))
+			}
 		}
 	}
 }

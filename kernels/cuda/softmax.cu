@@ -12,7 +12,8 @@
 // in passes (max, then the sums of exp(x − max), then the outputs), the
 // sums reduced in f32 by blockSum/blockMax (common.cuh); the entropy is
 // formed as log s − Σ e^y·y / s with y = x − max, s = Σ e^y, so it never
-// subtracts two large numbers. Never run on a GPU: tested on the CPU
+// subtracts two large numbers; a term with p = 0 (a masked, −Inf logit)
+// adds nothing to either op, as 0·log 0 = 0. Never run on a GPU: tested on the CPU
 // through cpushim/cuda_cpu.h against kernels/ref.
 #include "common.cuh"
 
@@ -49,7 +50,7 @@ __device__ __forceinline__ void rowEntropy(const float *x, int V, float *scratch
 	for (int j = threadIdx.x; j < V; j += blockDim.x) {
 		const float y = x[j] - m, e = expf(y);
 		s += e;
-		t += e * y;
+		if (e != 0.0f) t += e * y;  // 0·log 0 = 0: a masked (−Inf) logit's e·y is 0·(−Inf) = NaN
 	}
 	s = blockSum(s, scratch);
 	t = blockSum(t, scratch);
@@ -72,7 +73,7 @@ extern "C" __global__ void entropy_backward(float *__restrict__ dinp, const floa
 	rowEntropy(inp + row, V, scratch, m, logS, e);
 	const float d = dent[blockIdx.x];
 	for (int j = threadIdx.x; j < V; j += blockDim.x) {
-		const float logp = inp[row + j] - m - logS;
-		dinp[row + j] += -d * expf(logp) * (logp + e);
+		const float logp = inp[row + j] - m - logS, p = expf(logp);
+		if (p != 0.0f) dinp[row + j] += -d * p * (logp + e);  // a masked logit has no gradient
 	}
 }

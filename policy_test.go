@@ -27,7 +27,7 @@ var allowedImports = []struct {
 	{"train/model", []string{"format", "kernels"}},
 	{"train", []string{"train/model", "format", "kernels", "internal/flagval", "internal/stageerr", "internal/waitfor"}},
 	{"serve", []string{"train/model", "format", "kernels", "internal/stageerr", "internal/waitfor"}},
-	{"collect", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry", "internal/waitfor", "internal/gobuild"}},
+	{"collect", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry", "internal/waitfor", "internal/gobuild", "internal/procgroup"}},
 	{"score", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry", "internal/waitfor"}},
 	{"internal", []string{"format", "kernels"}},
 	// The kinds of error every stage returns and cmd maps to exit codes,
@@ -35,14 +35,18 @@ var allowedImports = []struct {
 	// stage's shared process conventions, so they import nothing of ours.
 	{"internal/stageerr", nil},
 	{"internal/retry", nil},
+	// A program started with the processes it starts, stopped as one:
+	// collect's stdio and MCP environments, the local runner's steps.
+	{"internal/procgroup", nil},
 	// The tests' one way to wait for a condition, and their one way to
 	// build the commands they run (imported by tests only).
 	{"internal/waitfor", nil},
 	{"internal/gobuild", nil},
 	{"cmd", []string{""}}, // everything
 	// The local runner of the cluster manifests tests a round against the
-	// in-process S3 server, and reads what the round left there.
-	{"pipelines", []string{"format", "internal/fakes3d", "internal/waitfor", "internal/gobuild"}},
+	// in-process S3 server, and reads what the round left there; it stops
+	// a step as a whole process group.
+	{"pipelines", []string{"format", "internal/fakes3d", "internal/waitfor", "internal/gobuild", "internal/procgroup"}},
 }
 
 // rule returns the policy entry for a package path relative to the module.

@@ -16,6 +16,7 @@ package k8s
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,7 +25,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/hone-rl/hone/internal/procgroup"
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
 )
@@ -227,13 +230,31 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 	return nil
 }
 
+// stepGrace is how long a cancelled step has to stop after SIGTERM before
+// what is left of it is killed: Kubernetes' default
+// terminationGracePeriodSeconds.
+const stepGrace = 30 * time.Second
+
+// runStep runs a step's command and returns its output. A step cancelled
+// (Ctrl-C, or another item of its task failed) is stopped as Kubernetes
+// stops its pod: SIGTERM to all of it, the sh -c and what that started
+// (dash runs a command line's last command as a child, not by exec), and
+// SIGKILL to what is left after stepGrace. Killing the sh alone left the
+// hone command running, orphaned, and Run waiting for it to end.
 func runStep(ctx context.Context, argv, env []string) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("no command")
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
-	return cmd.CombinedOutput()
+	procgroup.Own(cmd)
+	cmd.Cancel = func() error { return procgroup.Terminate(cmd) }
+	cmd.WaitDelay = stepGrace
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil && cmd.Process != nil {
+		err = errors.Join(err, procgroup.Kill(cmd)) // what outlived the grace period
+	}
+	return out, err
 }
 
 // fill replaces the {{…}} references of s; one it cannot fill is an error.

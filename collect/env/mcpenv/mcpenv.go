@@ -29,8 +29,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hone-rl/hone/collect/env"
-	"github.com/hone-rl/hone/collect/env/internal/procgroup"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/procgroup"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
 

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/collect/env"
-	"github.com/hone-rl/hone/collect/env/internal/procgroup"
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/procgroup"
 )
 
 // Env is an environment behind a command.

@@ -10,3 +10,6 @@ func Own(cmd *exec.Cmd) {}
 
 // Kill kills the program.
 func Kill(cmd *exec.Cmd) error { return cmd.Process.Kill() }
+
+// Terminate kills the program: without Unix signals there is no asking.
+func Terminate(cmd *exec.Cmd) error { return cmd.Process.Kill() }

@@ -29,3 +29,15 @@ func Kill(cmd *exec.Cmd) error {
 	}
 	return nil
 }
+
+// Terminate asks every process in the process group of cmd, started after
+// Own, to stop (SIGTERM), as Kubernetes stops a pod before its grace
+// period ends; Kill after the grace period stops what is left. A group with
+// nobody left is no error.
+func Terminate(cmd *exec.Cmd) error {
+	err := syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,86 @@
+//go:build linux
+
+package k8s
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/internal/waitfor"
+)
+
+// TestCancelStopsTheWholeStep: a cancelled round stops a step as
+// Kubernetes stops its pod, the sh -c and what it started, and Run
+// returns at once. Killing only the sh (exec.CommandContext's way) left the
+// step's command running, orphaned, holding the output pipe, and Run
+// waited the 30 s it ran.
+func TestCancelStopsTheWholeStep(t *testing.T) {
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.yaml")
+	pidFile := filepath.Join(dir, "pid")
+	doc := `apiVersion: argoproj.io/v1alpha1
+kind: WorkflowTemplate
+metadata:
+  name: stop
+spec:
+  entrypoint: step
+  templates:
+    - name: step
+      container:
+        command: [sh, -c]
+        args: ["sleep 30 & echo $! > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + `; wait"]
+`
+	if err := os.WriteFile(wf, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, Options{}) }()
+	var pid int
+	waitfor.Until(t, 10*time.Second, "the step's child started", func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a cancelled round returned no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10 s of the cancel: the step's child still ran")
+	}
+	// It closed its end of the output pipe as it exited, a moment before
+	// the kernel shows it ended.
+	if !waitfor.Within(2*time.Second, func() bool { return !running(pid) }) {
+		t.Errorf("the step's child %d still runs after Run returned", pid)
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// running reports whether process pid exists and is not a zombie (an
+// orphan whose end a container's init may never reap).
+func running(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // after the command name, which may hold spaces
+	return i < 0 || !strings.HasPrefix(s[i:], ") Z")
+}

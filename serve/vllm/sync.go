@@ -103,7 +103,10 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 	replaced := slices.Contains(rs.loaded, step) && !rs.stamp[step].Equal(stamp)
 	if rs.current != step || replaced {
 		if at, ok := rs.failed[step]; ok && at.Equal(stamp) {
-			return nil // failed before and unchanged since
+			// Failed before and unchanged since: not tried again, but an
+			// unload that failed earlier still is, or an old version would
+			// stay in vLLM, beyond KeepAdapters, until the next new step.
+			return f.unloadOld(ctx, run, rs)
 		}
 		if slices.Contains(rs.loaded, step) && !replaced {
 			f.switchTo(run, rs, step)

@@ -574,3 +574,42 @@ func syncSteps(t *testing.T, f *Front, dir, run string, n int) []string {
 	}
 	return p
 }
+
+// TestSyncRetriesUnloadBehindRefusedStep: an unload that failed is tried
+// again at the next Sync even while the current step is one vLLM refused
+// and that is not tried again: the old version does not stay loaded beyond
+// KeepAdapters until the next new step.
+func TestSyncRetriesUnloadBehindRefusedStep(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 1})
+	ctx := context.Background()
+	p1 := writeStep(t, dir, "r", 1)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@1", p1))
+	fake.failUnload = map[string]int{"r@1": 500}
+	p2 := writeStep(t, dir, "r", 2)
+	if err := f.Sync(ctx); err == nil || !strings.Contains(err.Error(), "unloading r@1") {
+		t.Fatalf("Sync with a failing unload: %v", err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@2", p2), unload("r@1"))
+	fake.failOn["r@3"] = 400
+	p3 := writeStep(t, dir, "r", 3)
+	if err := f.Sync(ctx); err == nil || !strings.Contains(err.Error(), "loading r@3") {
+		t.Fatalf("Sync of a refused step: %v", err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@3", p3), unload("r@1"))
+	fake.mu.Lock()
+	fake.failUnload = nil
+	fake.mu.Unlock()
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), unload("r@1")) // r@3 not tried again; r@1 is
+	if got := f.Loaded(); !slices.Equal(got, []string{"r@2"}) {
+		t.Fatalf("Loaded = %v, want r@2", got)
+	}
+	if got, _ := f.Model("r"); got != "r@2" {
+		t.Fatalf(`Model("r") = %q, want r@2 (still serving)`, got)
+	}
+}

@@ -110,6 +110,12 @@ func NewFront(o Options) (*Front, error) {
 			// The query is dropped: none of the routes reads one.
 			pr.SetURL(f.base)
 			pr.Out.URL.RawQuery = ""
+			// vLLM's GET routes are FastAPI's, which answer HEAD with 405:
+			// a HEAD goes to vLLM as GET, and the server sends the client
+			// its headers without the body.
+			if pr.In.Method == http.MethodHead {
+				pr.Out.Method = http.MethodGet
+			}
 			pr.Out.Header.Del("Authorization")
 			// The client's key is ours, never vLLM's; vLLM's key goes only
 			// with the routes our key guards, never with the open ones.

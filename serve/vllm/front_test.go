@@ -73,6 +73,16 @@ func (v *fakeVLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v.mu.Lock()
 	v.auth = append(v.auth, r.Header.Get("Authorization"))
 	v.seen = append(v.seen, r.Method+" "+r.RequestURI)
+	// vLLM's routes are FastAPI routes, and FastAPI, unlike Starlette,
+	// does not answer HEAD on a GET route: 405 (fastapi#1773).
+	if (r.URL.Path == "/health" || r.URL.Path == "/v1/models") && r.Method != http.MethodGet {
+		v.mu.Unlock()
+		w.Header().Set("Allow", "GET")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		io.WriteString(w, `{"detail":"Method Not Allowed"}`)
+		return
+	}
 	switch r.URL.Path {
 	case "/health":
 		v.mu.Unlock()
@@ -749,4 +759,42 @@ func TestReloadAfterUpstreamRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCalls(t, fake.takeCalls())
+}
+
+// TestHeadOnGetRoutes: the front takes HEAD on its GET routes, as the
+// embedded server does; vLLM (FastAPI) answers HEAD on them 405, so the
+// front asks vLLM with GET and sends the client the headers alone, the
+// length of /v1/models with its "<run>" aliases among them.
+func TestHeadOnGetRoutes(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{APIKey: "secret"})
+	writeStep(t, dir, "r", 1)
+	if err := f.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(f)
+	defer front.Close()
+	ask := func(method, target string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, front.URL+target, nil)
+		req.Header.Set("Authorization", "Bearer secret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	fake.takeSeen()
+	for _, target := range []string{"/health", "/v1/models"} {
+		get := ask(http.MethodGet, target)
+		head := ask(http.MethodHead, target)
+		if head.StatusCode != http.StatusOK || head.ContentLength != get.ContentLength {
+			t.Errorf("HEAD %s: %d, length %d; want 200 and GET's length %d", target, head.StatusCode, head.ContentLength, get.ContentLength)
+		}
+	}
+	seen, _ := fake.takeSeen()
+	if want := []string{"GET /health", "GET /health", "GET /v1/models", "GET /v1/models"}; !slices.Equal(seen, want) {
+		t.Fatalf("vLLM received %q; want %q", seen, want)
+	}
 }

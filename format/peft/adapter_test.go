@@ -386,7 +386,13 @@ func TestFullPEFTConfig(t *testing.T) {
 		t.Errorf("%+v", c)
 	}
 	for _, repl := range []string{`"layer_replication": [[0, 2]]`, `"use_qalora": true`, `"trainable_token_indices": [5]`,
-		`"target_parameters": ["mlp.experts"]`, `"exclude_modules": ["o_proj"]`} {
+		`"target_parameters": ["mlp.experts"]`, `"exclude_modules": ["o_proj"]`,
+		// LoRA variants whose forward is not B·A on every token.
+		`"alora_invocation_tokens": [151644, 77091]`, `"arrow_config": {"top_k": 3}`,
+		`"use_bdlora": {"target_modules_bd_a": ["q_proj"], "nblocks": 2}`, `"kasa_config": {"beta": 0.0001, "gamma": 0.001}`,
+		// Initialisations PEFT runs again on load, rewriting the base weights.
+		`"init_lora_weights": "pissa"`, `"init_lora_weights": "pissa_niter_16"`, `"init_lora_weights": "olora"`,
+		`"init_lora_weights": "corda"`, `"init_lora_weights": "loftq"`, `"init_lora_weights": "lora_ga"`} {
 		key := strings.SplitN(repl, ":", 2)[0]
 		var kv map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &kv); err != nil {
@@ -396,6 +402,24 @@ func TestFullPEFTConfig(t *testing.T) {
 		b, _ := json.Marshal(kv)
 		if _, err := ParseConfig(b); err == nil || !strings.Contains(err.Error(), strings.Trim(key, `"`)) {
 			t.Errorf("%s: %v", repl, err)
+		}
+	}
+}
+
+// Initialisations that leave the base weights alone, and the variants
+// defaults as PEFT writes them, read as plain LoRA.
+func TestPEFTConfigInitsThatKeepTheBase(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "peft-full-config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range []string{`"init_lora_weights": false`, `"init_lora_weights": "gaussian"`, `"init_lora_weights": "eva"`,
+		`"init_lora_weights": "orthogonal"`, `"alora_invocation_tokens": null`, `"arrow_config": null`, `"use_bdlora": null`,
+		`"kasa_config": null`} {
+		b := strings.Replace(string(raw), "{", "{"+kv+",", 1)
+		b = strings.Replace(b, `"init_lora_weights": true,`, ``, 1)
+		if _, err := ParseConfig([]byte(b)); err != nil {
+			t.Errorf("%s: %v", kv, err)
 		}
 	}
 }

@@ -120,6 +120,11 @@ type rawConfig struct {
 	TrainableTokens     json.RawMessage `json:"trainable_token_indices"`
 	TargetParameters    json.RawMessage `json:"target_parameters"`
 	ExcludeModules      json.RawMessage `json:"exclude_modules"`
+	AloraInvocation     json.RawMessage `json:"alora_invocation_tokens"`
+	ArrowConfig         json.RawMessage `json:"arrow_config"`
+	UseBdLoRA           json.RawMessage `json:"use_bdlora"`
+	KasaConfig          json.RawMessage `json:"kasa_config"`
+	InitLoraWeights     json.RawMessage `json:"init_lora_weights"`
 }
 
 func isNullOrEmpty(m json.RawMessage) bool {
@@ -185,10 +190,21 @@ func ParseConfig(data []byte) (Config, error) {
 		{"trainable_token_indices", !isNullOrEmpty(r.TrainableTokens)},
 		{"target_parameters", !isNullOrEmpty(r.TargetParameters)},
 		{"exclude_modules", !isNullOrEmpty(r.ExcludeModules)},
+		// LoRA variants PEFT applies on load whose forward is not B·A on
+		// every token: aLoRA acts only from its invocation tokens on, Arrow
+		// routes between adapters, BD-LoRA stores block-diagonal factors,
+		// KaSA truncates the base weight and adds a diagonal.
+		{"alora_invocation_tokens", !isNullOrEmpty(r.AloraInvocation)},
+		{"arrow_config", !isNullOrEmpty(r.ArrowConfig)},
+		{"use_bdlora", !isNullOrEmpty(r.UseBdLoRA) && string(bytes.TrimSpace(r.UseBdLoRA)) != "false"},
+		{"kasa_config", !isNullOrEmpty(r.KasaConfig)},
 	} {
 		if k.set {
 			return c, fmt.Errorf("peft: adapter config: %s is set; Hone supports only its default (null/false)", k.key)
 		}
+	}
+	if err := checkInit(r.InitLoraWeights); err != nil {
+		return c, err
 	}
 	if !isNullOrEmpty(r.ModulesToSave) {
 		return c, fmt.Errorf("peft: adapter config: modules_to_save is %s; fully trained extra modules are not supported (vLLM rejects them too)", r.ModulesToSave)
@@ -220,6 +236,27 @@ func ParseConfig(data []byte) (Config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// checkInit refuses an init_lora_weights that rewrites the base weights.
+// PEFT runs the initialisation again whenever it loads such an adapter
+// (LoraLayer.update_layer): PiSSA, CorDA, OLoRA and LoRA-GA subtract their
+// initial B·A from the base weight, LoftQ replaces it by its quantization,
+// and the saved A and B are then added to that modified weight. Applied to
+// the original base, as Hone and vLLM apply an adapter, the same tensors
+// give another model. PEFT converts such an adapter into a plain one
+// (save_pretrained with path_initial_model_for_weight_conversion), which
+// writes init_lora_weights true.
+func checkInit(m json.RawMessage) error {
+	var s string
+	if json.Unmarshal(m, &s) != nil {
+		return nil // true, false or absent: the adapter applies to the base as it is
+	}
+	low := strings.ToLower(s)
+	if strings.HasPrefix(s, "pissa") || strings.HasPrefix(s, "corda") || low == "olora" || s == "loftq" || s == "lora_ga" {
+		return fmt.Errorf("peft: adapter config: init_lora_weights %q: PEFT rewrites the base model's weights for this initialisation when it loads the adapter, so the adapter does not apply to the original base; convert it to a plain LoRA adapter first (PEFT's save_pretrained with path_initial_model_for_weight_conversion)", s)
+	}
+	return nil
 }
 
 // validate applies the rules shared by reading and writing.

@@ -5,8 +5,10 @@
 // Scope is what vLLM serves for Llama/Qwen models: plain LoRA on the seven
 // per-layer projections (self_attn q/k/v/o_proj, mlp gate/up/down_proj), one rank
 // and alpha for all of them, no bias. Files that ask for more (DoRA, modules_to_save,
-// trained biases, per-module rank or alpha patterns, fan_in_fan_out, regex targets)
-// are rejected with a message naming the key, instead of being half-loaded.
+// trained biases, per-module rank or alpha patterns, fan_in_fan_out, regex targets,
+// LoRA variants such as aLoRA, or an init_lora_weights such as PiSSA's that PEFT
+// re-runs on load to rewrite the base weights) are rejected with a message naming
+// the key, instead of being half-loaded.
 //
 // Tensors are stored under PEFT's saved names,
 //

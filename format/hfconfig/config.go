@@ -357,6 +357,13 @@ func gemma3TextDefaults() map[string]int {
 		"num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4}
 }
 
+// maxLayers bounds num_hidden_layers (the deepest released checkpoints have
+// about 130 layers). Whatever reads a config expands it per layer
+// (modelfolder.Expected lists ~10 tensors a layer, Gemma 3's layer pattern
+// a string each) before any tensor is compared, so a corrupt count, a few
+// digits too many, must be refused here, not left to exhaust the memory.
+const maxLayers = 1 << 16
+
 // parseShape reads the sizes: vocabulary, hidden and MLP widths, layers,
 // query and key/value heads, and the head dimension.
 func parseShape(r *raw, c *Config) error {
@@ -391,6 +398,9 @@ func parseShape(r *raw, c *Config) error {
 		if *f.dst, err = need(f.name, f.p); err != nil {
 			return err
 		}
+	}
+	if c.NumHiddenLayers > maxLayers {
+		return fmt.Errorf("hfconfig: num_hidden_layers %d is more than %d", c.NumHiddenLayers, maxLayers)
 	}
 	c.NumKeyValueHeads = c.NumAttentionHeads
 	if d, ok := defaults["num_key_value_heads"]; ok {
@@ -543,10 +553,6 @@ func parseQwenWindow(r *raw, c *Config) error {
 	return nil
 }
 
-// maxGemma3Layers bounds num_hidden_layers of a gemma3_text config (the
-// largest Gemma 3 has 62).
-const maxGemma3Layers = 1 << 16
-
 // gemma3LayerTypes are the values of layer_types Gemma 3 knows.
 var gemma3LayerTypes = []string{"sliding_attention", "full_attention"}
 
@@ -559,10 +565,6 @@ func parseGemma3(r *raw, c *Config) error {
 		return nil
 	}
 	c.SandwichNorms = true
-	if c.NumHiddenLayers > maxGemma3Layers {
-		// The layer pattern is expanded per layer: bound it before allocating.
-		return fmt.Errorf("hfconfig: num_hidden_layers %d is more than %d", c.NumHiddenLayers, maxGemma3Layers)
-	}
 	// Soft-capping, dropout and bidirectional attention are refused by the
 	// field table (gemma3TextFields).
 	c.QueryPreAttnScalar = 256

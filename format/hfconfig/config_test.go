@@ -156,6 +156,7 @@ func TestRejects(t *testing.T) {
 		"no model type":    {`{"vocab_size":1}`, "supported: llama, mistral, qwen2, qwen3"},
 		"missing hidden":   {`{"model_type":"llama","vocab_size":1}`, "hidden_size: missing"},
 		"zero layers":      {fmt.Sprintf(base, `,"num_hidden_layers":0`), "num_hidden_layers"},
+		"layers huge":      {fmt.Sprintf(base, `,"num_hidden_layers":68719476736`), "num_hidden_layers 68719476736 is more than 65536"},
 		"kv not dividing":  {fmt.Sprintf(base, `,"num_key_value_heads":3`), "divide"},
 		"odd head dim":     {fmt.Sprintf(base, `,"head_dim":15`), "even"},
 		"gelu":             {fmt.Sprintf(base, `,"hidden_act":"gelu"`), "hidden_act"},

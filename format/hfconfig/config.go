@@ -693,7 +693,7 @@ func parseSpecialIDs(r *raw, c *Config) error {
 	if c.EOSTokenIDs, err = tokenIDs("eos_token_id", r.EOSTokenID, c.VocabSize); err != nil {
 		return err
 	}
-	if ids, err = tokenIDs("pad_token_id", r.PadTokenID, c.VocabSize); err != nil {
+	if ids, err = tokenIDs("pad_token_id", noPad(r.PadTokenID), c.VocabSize); err != nil {
 		return err
 	}
 	if len(ids) > 1 {
@@ -703,6 +703,19 @@ func parseSpecialIDs(r *raw, c *Config) error {
 		c.PadTokenID = &ids[0]
 	}
 	return nil
+}
+
+// noPad reads a pad_token_id of one negative id as no pad token (null):
+// the early LLaMA conversions (decapoda-research's, made with a transformers
+// 4.27 pre-release) and the fine-tunes made from them write -1 there, which
+// transformers and vLLM load (a pad id is only ever a filler), so it must
+// not refuse the folder. Other values pass through unchanged.
+func noPad(m json.RawMessage) json.RawMessage {
+	var one int
+	if json.Unmarshal(m, &one) == nil && one < 0 {
+		return nil
+	}
+	return m
 }
 
 // tokenIDs decodes a token id field written as an int, a list of ints, or null. Each
@@ -896,7 +909,7 @@ func ParseGenerationConfig(data []byte) (*GenerationConfig, error) {
 	if g.BOSTokenID, err = one("bos_token_id", r.BOSTokenID); err != nil {
 		return nil, err
 	}
-	if g.PadTokenID, err = one("pad_token_id", r.PadTokenID); err != nil {
+	if g.PadTokenID, err = one("pad_token_id", noPad(r.PadTokenID)); err != nil {
 		return nil, err
 	}
 	if g.EOSTokenIDs, err = tokenIDs("eos_token_id", r.EOSTokenID, 0); err != nil {

@@ -219,6 +219,31 @@ func TestLoadErrorsNameTheFile(t *testing.T) {
 	}
 }
 
+// The early LLaMA conversions (decapoda-research's) and their fine-tunes
+// say "no pad token" as pad_token_id -1, in config.json and generation_config.json;
+// transformers and vLLM load them, and so does Load, with no pad id.
+func TestNegativePadIsNoPad(t *testing.T) {
+	dir := t.TempDir()
+	llama := strings.Replace(fmt.Sprintf(base, `,"bos_token_id":0,"eos_token_id":1`), `"num_hidden_layers":2`, `"num_hidden_layers":2,"pad_token_id":-1`, 1)
+	if err := os.WriteFile(filepath.Join(dir, ConfigName), []byte(llama), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, GenerationConfigName), []byte(`{"bos_token_id":0,"eos_token_id":1,"pad_token_id":-1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PadTokenID != nil || c.Generation.PadTokenID != nil || fmt.Sprint(c.StopTokenIDs()) != "[1]" || *c.BOSTokenID != 0 {
+		t.Errorf("pad %v, generation pad %v, stops %v", c.PadTokenID, c.Generation.PadTokenID, c.StopTokenIDs())
+	}
+	// The ids that matter stay strict.
+	if _, err := Parse([]byte(fmt.Sprintf(base, `,"eos_token_id":-1`))); err == nil || !strings.Contains(err.Error(), "eos_token_id") {
+		t.Errorf("eos -1: %v", err)
+	}
+}
+
 func TestLinearDimsUnknown(t *testing.T) {
 	c, err := parseWith("")
 	if err != nil {

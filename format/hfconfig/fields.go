@@ -101,7 +101,7 @@ func commonFields() map[string]Field {
 		"architectures": {Use: Honoured, Note: "recorded in Config.Architectures; the model class follows model_type"},
 		"bos_token_id":  {Use: Honoured, Note: "checked inside the vocabulary"},
 		"eos_token_id":  {Use: Honoured, Note: "the stop ids when generation_config.json gives none"},
-		"pad_token_id":  {Use: Honoured, Note: "checked inside the vocabulary"},
+		"pad_token_id":  {Use: Honoured, Note: "checked inside the vocabulary; a negative id (early LLaMA conversions write -1) is no pad token"},
 		"torch_dtype":   {Use: Ignored, Note: "recorded in Config.DType; each tensor is read at the dtype its safetensors header gives, and --dtype picks the in-memory format"},
 		"dtype":         {Use: Ignored, Note: "torch_dtype's newer spelling"},
 

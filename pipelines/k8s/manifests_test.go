@@ -248,10 +248,13 @@ func TestServeManifestFlags(t *testing.T) {
 // it flags it has, with values it takes, as the templates' own parameter
 // defaults fill them (the round tests run the steps with other values):
 // the step's script with --help appended must exit 0, which the binaries
-// do only after parsing every flag before it. A misspelt flag fails.
+// do only after parsing every flag before it. A misspelt flag fails. A
+// step whose pod asks for a GPU runs on it (--device cuda; it trained on
+// the node's CPU before).
 func TestWorkflowStepFlags(t *testing.T) {
 	// A script that runs a hone command: after any VAR=value, its first word.
 	honeStep := regexp.MustCompile(`^(?:[A-Z_]+=\S+\s+)*hone-[a-z]+\s`)
+	onGPU := regexp.MustCompile(`\s--device[ =]cuda(\s|$)`)
 	binaries(t, "hone-collect", "hone-score", "hone-train")
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	help := func(script string) ([]byte, error) {
@@ -286,6 +289,9 @@ func TestWorkflowStepFlags(t *testing.T) {
 				continue // the wait step: curl
 			}
 			checked++
+			if bytes.Contains(tp.Container.Resources, []byte("nvidia.com/gpu")) && !onGPU.MatchString(script) {
+				t.Errorf("%s: template %s asks for a GPU, and its hone command does not run on it (no --device cuda): %q", file, tp.Name, script)
+			}
 			if out, err := help(script); err != nil {
 				t.Errorf("%s: template %s: %q --help: %v\n%s", file, tp.Name, script, err, out)
 			}

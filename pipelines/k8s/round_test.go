@@ -242,6 +242,7 @@ func testRound(t *testing.T, st store, serveKey string) {
 			"score-flags":   "--scorer 'final=formula:2*formula'",
 			"collect-flags": collectFlags,
 			"train-flags":   "--steps 1 --rank 2 --lr 1e-2 --threads 1 --allow-no-logprobs",
+			"train-device":  "cpu",
 		},
 		Env: env,
 		Log: &log,
@@ -300,7 +301,7 @@ func testRound(t *testing.T, st store, serveKey string) {
 		log.Reset()
 		err := cron.Run(rctx, Options{
 			Params: map[string]string{"store": st.top, "query": st.query, "run": "cron", "model-dir": model,
-				"train-flags": "--rank 2 --threads 1 --allow-no-logprobs"},
+				"train-flags": "--rank 2 --threads 1 --allow-no-logprobs", "train-device": "cpu"},
 			Env: env,
 			Log: &log,
 		})

@@ -218,6 +218,13 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 	for _, c := range t.Calls {
 		var args map[string]any
 		json.Unmarshal([]byte(c.Arguments), &args) // CheckCall validated it
+		if args == nil {
+			// Empty or null arguments, which CheckCall takes as {}: the
+			// protocol's arguments are an object, and the SDK sends a nil
+			// map as null, which a server checking its params against
+			// the protocol's schema rejects.
+			args = map[string]any{}
+		}
 		res, err := ep.e.session.CallTool(ctx, &mcp.CallToolParams{Name: c.Name, Arguments: args})
 		if err != nil {
 			// A protocol error on one call (the server's error answer) is

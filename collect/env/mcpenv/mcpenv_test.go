@@ -1,14 +1,17 @@
 package mcpenv_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -303,4 +306,62 @@ func TestRejectedCallIsFeedback(t *testing.T) {
 		t.Fatalf("rejected call: %+v, %v", fb, err)
 	}
 	t.Log(fb.Messages[0].Content)
+}
+
+// A call whose arguments are empty or null (as models give a tool without
+// parameters), which CheckCall reads as {}, reaches the server with
+// "arguments": {} (was null): the protocol's arguments are an object, and
+// a server that checks its params against the schema rejects null.
+func TestEmptyArgumentsSentAsObject(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return testServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var req struct {
+			Method string `json:"method"`
+			Params struct {
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(b, &req) == nil && req.Method == "tools/call" {
+			mu.Lock()
+			sent = append(sent, string(req.Params.Arguments))
+			mu.Unlock()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{URL: srv.URL, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx := context.Background()
+	for _, args := range []string{"", "null", " ", "{}"} {
+		ep, err := e.NewEpisode(ctx, tasks[0], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := env.PolicyFunc(func(_ context.Context, msgs []trajectory.Message, _ []trajectory.Tool) (trajectory.Message, error) {
+			if msgs[len(msgs)-1].Role == "tool" {
+				return env.Assistant("done"), nil
+			}
+			return trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{{ID: "c1", Type: "function", Name: "fail", Arguments: args}}}, nil
+		})
+		if _, err := env.Play(ctx, ep, p, 4); err != nil {
+			t.Fatalf("arguments %q: %v", args, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 4 {
+		t.Fatalf("%d tools/call requests, want 4: %q", len(sent), sent)
+	}
+	for i, s := range sent {
+		if s != "{}" {
+			t.Errorf("call %d: arguments sent as %s, want {}", i, s)
+		}
+	}
 }

@@ -78,17 +78,24 @@ func Suite(t *testing.T, e env.Env, o SuiteOptions) {
 		}
 		for _, name := range s.Policies() {
 			t.Run("policy="+name, func(t *testing.T) {
+				pol := func(seed int64) env.Policy {
+					p, err := s.Policy(name, seed)
+					if err != nil {
+						t.Fatalf("Policy(%q): %v", name, err)
+					}
+					return p
+				}
 				for i, sc := range scs {
-					res := play(t, e, sc, int64(i), o.MaxTurns, func(seed int64) env.Policy {
-						p, err := s.Policy(name, seed)
-						if err != nil {
-							t.Fatalf("Policy(%q): %v", name, err)
-						}
-						return p
-					})
+					res := play(t, e, sc, int64(i), o.MaxTurns, pol)
 					check(t, res, sc)
 					if !res.Done {
 						t.Errorf("scenario %s: policy %s did not finish in %d turns", sc.ID, name, o.MaxTurns)
+					}
+					// Env's contract: an episode is reproducible from
+					// (scenario, seed, the policy's turns), and a
+					// scripted policy from its seed.
+					if again := play(t, e, sc, int64(i), o.MaxTurns, pol); !reflect.DeepEqual(again, res) {
+						t.Errorf("scenario %s, seed %d: a second play differs:\n%s", sc.ID, i, firstDiff(res, again))
 					}
 				}
 			})
@@ -131,9 +138,51 @@ func play(t *testing.T, e env.Env, sc env.Scenario, seed int64, maxTurns int, po
 	if c, ok := p.(io.Closer); ok {
 		defer c.Close()
 	}
-	res, err := env.Play(ctx, ep, p, maxTurns)
+	res, err := env.Play(ctx, &answering{Episode: ep, t: t, sc: sc.ID}, p, maxTurns)
 	if err != nil {
 		t.Fatalf("scenario %s: %v", sc.ID, err)
 	}
 	return res
+}
+
+// answering checks Step's contract on each turn: an episode that goes on
+// answers every well-formed call with a tool message of its id (Play
+// would fill in a placeholder for a missing one, and the episode pass).
+type answering struct {
+	env.Episode
+	t  *testing.T
+	sc string
+}
+
+func (a *answering) Step(ctx context.Context, turn env.Turn) (env.Feedback, error) {
+	fb, err := a.Episode.Step(ctx, turn)
+	if err != nil || fb.Done {
+		return fb, err
+	}
+	results := map[string]int{}
+	for _, m := range fb.Messages {
+		if m.Role == "tool" {
+			results[m.ToolCallID]++
+		}
+	}
+	for _, c := range turn.Calls {
+		if results[c.ID]--; results[c.ID] < 0 {
+			a.t.Errorf("scenario %s: the episode went on without a result for call %q (%s)", a.sc, c.ID, c.Name)
+		}
+	}
+	return fb, err
+}
+
+// firstDiff names the first message, or the outcome, in which two plays
+// differ.
+func firstDiff(a, b env.PlayResult) string {
+	for i := range min(len(a.Messages), len(b.Messages)) {
+		if !reflect.DeepEqual(a.Messages[i], b.Messages[i]) {
+			return fmt.Sprintf("message %d: %+v\nthen:   %+v", i, a.Messages[i], b.Messages[i])
+		}
+	}
+	if len(a.Messages) != len(b.Messages) {
+		return fmt.Sprintf("%d messages, then %d", len(a.Messages), len(b.Messages))
+	}
+	return fmt.Sprintf("outcome %+v (done %v)\nthen:   %+v (done %v)", a.Outcome, a.Done, b.Outcome, b.Done)
 }

@@ -216,8 +216,13 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 	}
 	var out []trajectory.Message
 	for _, c := range t.Calls {
+		// CheckCall validated the arguments. Numbers stay the model's
+		// text (json.Number): read as float64 and written again, an
+		// integer past 2^53 (an id) would reach the tool changed.
 		var args map[string]any
-		json.Unmarshal([]byte(c.Arguments), &args) // CheckCall validated it
+		d := json.NewDecoder(strings.NewReader(c.Arguments))
+		d.UseNumber()
+		d.Decode(&args)
 		if args == nil {
 			// Empty or null arguments, which CheckCall takes as {}: the
 			// protocol's arguments are an object, and the SDK sends a nil

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -308,11 +310,10 @@ func TestRejectedCallIsFeedback(t *testing.T) {
 	t.Log(fb.Messages[0].Content)
 }
 
-// A call whose arguments are empty or null (as models give a tool without
-// parameters), which CheckCall reads as {}, reaches the server with
-// "arguments": {} (was null): the protocol's arguments are an object, and
-// a server that checks its params against the schema rejects null.
-func TestEmptyArgumentsSentAsObject(t *testing.T) {
+// wireServer is testServer over HTTP, recording the raw arguments of each
+// tools/call request as the server received them.
+func wireServer(t *testing.T) (*mcpenv.Env, func() []string) {
+	t.Helper()
 	var mu sync.Mutex
 	var sent []string
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return testServer() }, nil)
@@ -338,30 +339,70 @@ func TestEmptyArgumentsSentAsObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
+	return e, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(sent)
+	}
+}
+
+// callOnce plays an episode of tasks[0] whose policy makes one call of
+// tool with args, then answers.
+func callOnce(t *testing.T, e *mcpenv.Env, tool, args string) {
+	t.Helper()
 	ctx := context.Background()
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := env.PolicyFunc(func(_ context.Context, msgs []trajectory.Message, _ []trajectory.Tool) (trajectory.Message, error) {
+		if msgs[len(msgs)-1].Role == "tool" {
+			return env.Assistant("done"), nil
+		}
+		return trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{{ID: "c1", Type: "function", Name: tool, Arguments: args}}}, nil
+	})
+	if _, err := env.Play(ctx, ep, p, 4); err != nil {
+		t.Fatalf("arguments %q: %v", args, err)
+	}
+}
+
+// A call whose arguments are empty or null (as models give a tool without
+// parameters), which CheckCall reads as {}, reaches the server with
+// "arguments": {} (was null): the protocol's arguments are an object, and
+// a server that checks its params against the schema rejects null.
+func TestEmptyArgumentsSentAsObject(t *testing.T) {
+	e, sent := wireServer(t)
 	for _, args := range []string{"", "null", " ", "{}"} {
-		ep, err := e.NewEpisode(ctx, tasks[0], 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := env.PolicyFunc(func(_ context.Context, msgs []trajectory.Message, _ []trajectory.Tool) (trajectory.Message, error) {
-			if msgs[len(msgs)-1].Role == "tool" {
-				return env.Assistant("done"), nil
-			}
-			return trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{{ID: "c1", Type: "function", Name: "fail", Arguments: args}}}, nil
-		})
-		if _, err := env.Play(ctx, ep, p, 4); err != nil {
-			t.Fatalf("arguments %q: %v", args, err)
-		}
+		callOnce(t, e, "fail", args)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(sent) != 4 {
-		t.Fatalf("%d tools/call requests, want 4: %q", len(sent), sent)
+	got := sent()
+	if len(got) != 4 {
+		t.Fatalf("%d tools/call requests, want 4: %q", len(got), got)
 	}
-	for i, s := range sent {
+	for i, s := range got {
 		if s != "{}" {
 			t.Errorf("call %d: arguments sent as %s, want {}", i, s)
 		}
+	}
+}
+
+// The numbers of a call reach the server as the model wrote them (was:
+// read into float64 and written again, so an integer id past 2^53 lost its
+// last digits, 9007199254740993 arriving as 9007199254740992, and a large
+// one became 1e+21).
+func TestArgumentNumbersKept(t *testing.T) {
+	e, sent := wireServer(t)
+	args := `{"a":9007199254740993,"b":1000000000000000000000}`
+	callOnce(t, e, "add", args)
+	got := sent()
+	if len(got) != 1 {
+		t.Fatalf("%d tools/call requests, want 1: %q", len(got), got)
+	}
+	var want, have any
+	dw, dh := json.NewDecoder(strings.NewReader(args)), json.NewDecoder(strings.NewReader(got[0]))
+	dw.UseNumber()
+	dh.UseNumber()
+	if dw.Decode(&want) != nil || dh.Decode(&have) != nil || !reflect.DeepEqual(want, have) {
+		t.Errorf("arguments sent as %s, want %s", got[0], args)
 	}
 }

@@ -409,14 +409,28 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 			}
 			return fmt.Errorf("stdio: %s: the environment exited without answering (%v)%s", op, p.err, p.stderr.suffix())
 		}
-		var e struct {
-			Error *string `json:"error"`
-		}
-		if err := json.Unmarshal(line, &e); err != nil {
+		if !json.Valid(line) {
+			var v any
+			err := json.Unmarshal(line, &v) // for the syntax error's text
 			return fmt.Errorf("stdio: %s: response is not JSON: %w: %.200q", op, err, line)
 		}
-		if e.Error != nil {
-			return fmt.Errorf("stdio: %s: environment error: %s", op, *e.Error)
+		var e struct {
+			Error json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			return fmt.Errorf("stdio: %s: response is not a JSON object: %.200q", op, line)
+		}
+		if len(e.Error) > 0 && string(e.Error) != "null" {
+			// The protocol's error is text; one given otherwise (an
+			// object, as JSON-RPC writes it) is quoted as JSON rather
+			// than hidden behind a type error.
+			var text string
+			if json.Unmarshal(e.Error, &text) != nil {
+				var b bytes.Buffer
+				json.Compact(&b, e.Error)
+				text = b.String()
+			}
+			return fmt.Errorf("stdio: %s: environment error: %s", op, text)
 		}
 		if err := json.Unmarshal(line, out); err != nil {
 			return fmt.Errorf("stdio: %s: response: %w", op, err)

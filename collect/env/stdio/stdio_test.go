@@ -95,6 +95,11 @@ print(json.dumps({"name":"b"}), flush=True)
 		{"exits", hello + "sys.stderr.write('boom\\n')\n", "exited without answering"},
 		{"not-json", hello + "print('hello there', flush=True)\n", "not JSON"},
 		{"error", hello + "print(json.dumps({'error':'no such scenario'}), flush=True)\n", "no such scenario"},
+		// JSON, so not "not JSON" (which both were): an error given as an
+		// object, as JSON-RPC writes one, is quoted; another value says
+		// what a response must be.
+		{"error-object", hello + "print(json.dumps({'error':{'code':3,'message':'no such scenario'}}), flush=True)\n", `environment error: {"code":3,"message":"no such scenario"}`},
+		{"not-object", hello + "print(json.dumps([1,2]), flush=True)\n", "response is not a JSON object"},
 		{"bad-message", hello + "print(json.dumps({'messages':[{'content':'x'}]}), flush=True)\n", "without a role"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

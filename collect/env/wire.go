@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/hone-rl/hone/format/trajectory"
@@ -98,8 +99,10 @@ func typeFits(typ any, v any) bool {
 			_, ok := v.(float64)
 			return ok
 		case "integer":
+			// A number without a fraction, of any size: int64(f)
+			// overflows past 2^63, and an id that long is an integer.
 			f, ok := v.(float64)
-			return ok && f == float64(int64(f))
+			return ok && f == math.Trunc(f)
 		case "boolean":
 			_, ok := v.(bool)
 			return ok

@@ -24,6 +24,12 @@ func TestCheckCall(t *testing.T) {
 		{"f", `{}`, `missing required argument "s"`},
 		{"f", `{"s":1}`, `"s" should be string`},
 		{"f", `{"s":"a","n":1.5}`, `"n" should be integer`},
+		// Integers past int64 are integers too (JSON Schema: a number
+		// without a fraction); they were refused, int64(f) overflowing.
+		{"f", `{"s":"a","n":12345678901234567890}`, ""},
+		{"f", `{"s":"a","n":1e21}`, ""},
+		{"f", `{"s":"a","n":-1e300}`, ""},
+		{"f", `{"s":"a","n":9.5e18}`, ""},
 		{"f", `{"s":"a","z":1}`, `unexpected argument "z"`},
 	} {
 		_, err := env.CheckCall(trajectory.ToolCall{Name: tc.name, Arguments: tc.args}, tools)

@@ -6,9 +6,13 @@
 // return_final_answer.
 //
 // Reward (in [0, 1]): 0.7 for a correct answer (the expected string
-// appears in it, case-insensitively), plus 0.1 each for finding the source
-// email in a search, reading it, and citing it among the sources. A reply
-// without a tool call counts as a final answer without sources. Metrics:
+// appears in it, case-insensitively, and no answer of the inbox's other
+// questions of its kind does: a list of every room, code or date that
+// could be it is no answer), plus 0.1 each for finding the source email in
+// a search, reading it, and citing it among the sources, every one of which
+// the agent read (citing every id of the inbox unread is no citation). A
+// reply without a tool call counts as a final answer without sources.
+// Metrics:
 // correct, found_source, read_source, cited_source, searches, reads,
 // answered.
 package inbox
@@ -200,12 +204,38 @@ func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episo
 	if !slices.ContainsFunc(e.inbox.Emails, func(m Email) bool { return m.ID == q.SourceID }) {
 		return nil, fmt.Errorf("inbox: scenario %s: source_id %q is no email of this inbox (its seed makes ids like %q)", sc.ID, q.SourceID, e.inbox.Emails[0].ID)
 	}
-	return &episode{e: e, q: q}, nil
+	return &episode{e: e, q: q, rivals: e.rivals(q), readIDs: map[string]bool{}}, nil
+}
+
+// rivals are the answers, lower-cased, of the inbox's other questions of
+// q's kind (the kind of the inbox's question with q's source, when q names
+// none): an answer holding one of them besides q's hedges between
+// candidates. One that holds q's answer (a repeated room) is no rival.
+func (e *Env) rivals(q Question) []string {
+	kind := q.Kind
+	for _, iq := range e.inbox.Questions {
+		if kind == "" && iq.SourceID == q.SourceID {
+			kind = iq.Kind
+		}
+	}
+	if kind == "" {
+		return nil
+	}
+	want := strings.ToLower(q.Answer)
+	var out []string
+	for _, iq := range e.inbox.Questions {
+		if a := strings.ToLower(iq.Answer); iq.Kind == kind && !strings.Contains(want, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 type episode struct {
 	e                  *Env
 	q                  Question
+	rivals             []string        // other questions' answers of q's kind (rivals)
+	readIDs            map[string]bool // the emails read
 	searches, reads    int
 	found, read, cited bool
 	answered, correct  bool
@@ -220,10 +250,11 @@ func (ep *episode) Reset(context.Context) (env.Observation, error) {
 
 func (ep *episode) answer(text string, sources []string) {
 	ep.answered = true
-	ep.correct = strings.Contains(strings.ToLower(text), strings.ToLower(ep.q.Answer))
-	for _, s := range sources {
-		ep.cited = ep.cited || s == ep.q.SourceID
-	}
+	text = strings.ToLower(text)
+	ep.correct = strings.Contains(text, strings.ToLower(ep.q.Answer)) &&
+		!slices.ContainsFunc(ep.rivals, func(a string) bool { return strings.Contains(text, a) })
+	ep.cited = slices.Contains(sources, ep.q.SourceID) &&
+		!slices.ContainsFunc(sources, func(id string) bool { return !ep.readIDs[id] })
 }
 
 func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
@@ -269,6 +300,7 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 				result = "error: " + err.Error()
 			} else {
 				ep.read = ep.read || m.ID == ep.q.SourceID
+				ep.readIDs[m.ID] = true
 				b, _ := json.Marshal(m)
 				result = string(b)
 			}

@@ -2,6 +2,7 @@ package inbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/collect/env/inbox"
+	"github.com/hone-rl/hone/format/trajectory"
 )
 
 func open(t *testing.T) *inbox.Env {
@@ -130,4 +132,64 @@ func TestNewEpisodeNeedsItsSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	ep.Close()
+}
+
+// TestHedgingScoresNothing: an answer listing every room that could be it
+// holds the right one, and is no answer (it scored 0.7 on every room
+// question without a tool call); citing every email of the inbox without
+// reading them is no citation (it scored the 0.1 for the source). The
+// right room alone, and the source cited once read, still score.
+func TestHedgingScoresNothing(t *testing.T) {
+	e := open(t)
+	ctx := context.Background()
+	var q inbox.Question
+	for _, iq := range e.Inbox().Questions {
+		if iq.Kind == "room" {
+			q = iq
+			break
+		}
+	}
+	var rooms []string
+	for d := '1'; d <= '9'; d++ {
+		for c := 'A'; c <= 'F'; c++ {
+			rooms = append(rooms, string(d)+string(c))
+		}
+	}
+	var all []string
+	for _, m := range e.Inbox().Emails {
+		all = append(all, m.ID)
+	}
+	play := func(steps ...env.Turn) env.Outcome {
+		t.Helper()
+		p, _ := json.Marshal(map[string]string{"question": q.Question, "answer": q.Answer, "source_id": q.SourceID})
+		ep, err := e.NewEpisode(ctx, env.Scenario{ID: "x", Payload: p}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep.Reset(ctx)
+		for _, s := range steps {
+			if _, err := ep.Step(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ep.Outcome()
+	}
+	final := func(answer string, sources []string) env.Turn {
+		args, _ := json.Marshal(map[string]any{"answer": answer, "sources": sources})
+		c := trajectory.ToolCall{ID: "c2", Name: "return_final_answer", Arguments: string(args)}
+		return env.Turn{Message: trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{c}}, Calls: []trajectory.ToolCall{c}}
+	}
+	read := func(id string) env.Turn {
+		c := trajectory.ToolCall{ID: "c1", Name: "read_email", Arguments: `{"message_id":"` + id + `"}`}
+		return env.Turn{Message: trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{c}}, Calls: []trajectory.ToolCall{c}}
+	}
+	if o := play(final(strings.Join(rooms, " "), all)); o.Metrics["correct"] != 0 || o.Metrics["cited_source"] != 0 || o.Reward != 0 {
+		t.Errorf("every room, every email cited unread: %+v, want no credit", o)
+	}
+	if o := play(read(q.SourceID), final("Room "+q.Answer, []string{q.SourceID})); o.Metrics["correct"] != 1 || o.Metrics["cited_source"] != 1 || o.Reward < 0.8 {
+		t.Errorf("the room, its source read and cited: %+v, want correct and cited", o)
+	}
+	if o := play(read(q.SourceID), final("Room "+q.Answer, all)); o.Metrics["cited_source"] != 0 {
+		t.Errorf("the source read, every email cited: %+v, want no citation", o)
+	}
 }

@@ -14,16 +14,27 @@ import (
 // with keys role, content, reasoning_content, tool_calls, tool_call_id,
 // name, where the optional ones are present only when set (templates test
 // `'tool_calls' in message` and `message.reasoning_content is defined`).
-// Content given as JSON (null, a list of parts) reaches the template as
-// that value, as transformers passes it; except a list of parts when parts
-// is false, which reaches it as its text parts joined by newlines
+// Content given as a list of parts reaches the template as that list, as
+// transformers passes it; except when parts is false, which reaches it as its text parts joined by newlines
 // (chatmsg.ContentLines), as vLLM gives a template that takes content as a
-// string.
+// string. Null content (an assistant turn that only calls tools, as OpenAI
+// returns it and clients send it back) reaches the template as vLLM gives
+// it: "" to a template that takes a string, an empty list to one that loops
+// over parts. Passed as None it rendered otherwise than the "" that
+// format/layout lays the same turn out with (Llama 3.1 prints a tool
+// result's "" as tojson, '""', and None as nothing), so the prompt served
+// was not the one trained on, and Gemma 3's template refused it.
 func messageValue(m chatmsg.Message, parts bool) (jinja.Value, error) {
 	d := jinja.NewDict()
 	dict := d.AsDict()
 	dict.Set("role", jinja.NewString(m.Role))
-	if !parts && chatmsg.JSONKind(m.ContentJSON) == "array" {
+	if chatmsg.JSONKind(m.ContentJSON) == "null" {
+		if parts {
+			dict.Set("content", jinja.NewList([]jinja.Value{}))
+		} else {
+			dict.Set("content", jinja.NewString(""))
+		}
+	} else if !parts && chatmsg.JSONKind(m.ContentJSON) == "array" {
 		text, err := chatmsg.ContentLines(m.ContentJSON)
 		if err != nil {
 			return jinja.Undefined(), err

@@ -101,19 +101,15 @@ func FromTrajectory(ctx context.Context, t *chattemplate.Template, tok Tokenizer
 }
 
 // Messages converts trajectory messages to the template's messages
-// (trajectory.Message.Chat). Content that was null becomes "" (templates
-// such as Qwen3's test `'</think>' in message.content`, which fails on
-// null); a list of content parts is passed on as it was, and
-// chattemplate.Render gives it to the template as the list or as its text,
-// as the template takes content (and as hone-serve and vLLM render it).
+// (trajectory.Message.Chat). Null content and a list of content parts are
+// passed on as they were: chattemplate.Render gives null to the template as
+// "" or an empty list, and parts as the list or as their text, as the
+// template takes content (and as hone-serve and vLLM render it), so that a
+// turn is laid out with the prompt hone-serve showed the model.
 func Messages(msgs []trajectory.Message) []chatmsg.Message {
 	out := make([]chatmsg.Message, len(msgs))
 	for i := range msgs {
-		c := msgs[i].Chat()
-		if string(c.ContentJSON) == "null" {
-			c.ContentJSON = nil
-		}
-		out[i] = c
+		out[i] = msgs[i].Chat()
 	}
 	return out
 }

@@ -43,12 +43,7 @@ func parseHermes(text string, names map[string]bool) (string, []parsedCall) {
 			break
 		}
 		body := s[i+len("<tool_call>"):]
-		j := strings.Index(body, "</tool_call>")
-		end := len(body) // an unterminated last call (max_tokens hit) is tried too
-		if j >= 0 {
-			end = j
-		}
-		c, ok := callFromJSON(strings.TrimSpace(body[:end]), "arguments", "parameters")
+		c, j, ok := hermesCall(body)
 		if !ok || (names != nil && !names[c.Name]) {
 			rest.WriteString(s[:i+len("<tool_call>")])
 			s = body
@@ -62,6 +57,32 @@ func parseHermes(text string, names map[string]bool) (string, []parsedCall) {
 		s = body[j+len("</tool_call>"):]
 	}
 	return strings.TrimSpace(rest.String()), calls
+}
+
+// hermesCall reads the call that body (the text after a <tool_call>)
+// begins with: one JSON object, then </tool_call> at j, or nothing but
+// space (j = -1: an unterminated last call, max_tokens hit, is taken too).
+// The object is read as JSON, not cut at the first </tool_call>, since a
+// string argument may hold that text (code or docs about tool calls).
+func hermesCall(body string) (c parsedCall, j int, ok bool) {
+	t := strings.TrimLeft(body, " \t\r\n")
+	dec := json.NewDecoder(strings.NewReader(t))
+	var raw json.RawMessage
+	if dec.Decode(&raw) != nil {
+		return parsedCall{}, 0, false
+	}
+	after := t[dec.InputOffset():]
+	tail := strings.TrimLeft(after, " \t\r\n")
+	switch {
+	case tail == "":
+		j = -1
+	case strings.HasPrefix(tail, "</tool_call>"):
+		j = len(body) - len(tail)
+	default:
+		return parsedCall{}, 0, false
+	}
+	c, ok = callFromJSON(string(raw), "arguments", "parameters")
+	return c, j, ok
 }
 
 func parseLlamaJSON(text string, names map[string]bool) (string, []parsedCall) {

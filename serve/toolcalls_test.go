@@ -1,0 +1,63 @@
+package serve
+
+import (
+	"context"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// servedCalls starts the tiny model with the real template of family, has
+// it answer out (forceOutput), and returns the message of the plain answer
+// and of the streamed one (accumulated as the OpenAI SDK does).
+func servedCalls(t *testing.T, family, out string, edit func(*openai.ChatCompletionNewParams)) (plain, streamed openai.ChatCompletionChoice) {
+	t.Helper()
+	ts := startServer(t, Options{Model: tinyWithTemplate(t, family)}, func(s *Server) {
+		ids := toInt32(s.tok.Encode(out, false))
+		s.forceOutput = func([]int32, int) []int32 { return ids }
+	})
+	p := chatParams("tiny", 1, 400)
+	p.Tools = []openai.ChatCompletionToolUnionParam{
+		openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "write_file",
+			Parameters: shared.FunctionParameters{"type": "object", "properties": map[string]any{
+				"path": map[string]any{"type": "string"}, "text": map[string]any{"type": "string"}}}}),
+		openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_time"}),
+	}
+	if edit != nil {
+		edit(&p)
+	}
+	resp, err := ts.client.Chat.Completions.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := ts.client.Chat.Completions.NewStreaming(context.Background(), p)
+	var acc openai.ChatCompletionAccumulator
+	for st.Next() {
+		acc.AddChunk(st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return resp.Choices[0], acc.Choices[0]
+}
+
+// TestToolCallArgumentHoldsEndTag: a string argument that holds the text
+// </tool_call> (a file about tool calls being written) does not end the
+// call: the call is parsed whole, plain and streamed, with the text around
+// it as content (the block was cut at the first </tool_call>, failed to
+// parse and was returned as content, so the call was lost).
+func TestToolCallArgumentHoldsEndTag(t *testing.T) {
+	args := `{"path": "doc.md", "text": "Calls look like <tool_call>{\"name\": \"f\"}</tool_call> in Qwen's output."}`
+	out := "Writing the page.\n<tool_call>\n{\"name\": \"write_file\", \"arguments\": " + args + "}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"
+	plain, streamed := servedCalls(t, "qwen2.5", out, nil)
+	for what, ch := range map[string]openai.ChatCompletionChoice{"plain": plain, "streamed": streamed} {
+		calls := ch.Message.ToolCalls
+		if ch.FinishReason != "tool_calls" || len(calls) != 2 || ch.Message.Content != "Writing the page." {
+			t.Fatalf("%s: finish %q, content %q, %d calls %+v", what, ch.FinishReason, ch.Message.Content, len(calls), calls)
+		}
+		if calls[0].Function.Name != "write_file" || calls[0].Function.Arguments != args || calls[1].Function.Name != "get_time" || calls[1].Function.Arguments != "{}" {
+			t.Errorf("%s: calls %+v", what, calls)
+		}
+	}
+}

@@ -502,6 +502,10 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "top_logprobs needs logprobs: true (as OpenAI's API and vLLM answer it)", "top_logprobs")
 		return
 	}
+	if err := sendRecordedTools(req, conv.Tools); err != nil {
+		apiError(w, http.StatusBadRequest, err.Error(), "tools")
+		return
+	}
 	req["logprobs"] = json.RawMessage("true")
 	if !p.o.NoTokenIDs {
 		req["return_token_ids"] = json.RawMessage("true")
@@ -536,6 +540,24 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	turn.Latency = time.Since(start)
 	p.record(tid, gid, conv.Model, msgs, tools, turn, nil, start)
+}
+
+// sendRecordedTools puts tools, as the trajectory records them, in place of
+// the request's own. Training lays each turn out with the recorded tools,
+// and a chat template prints a tool's JSON whole, so the agent's own form
+// (a "strict" key, as the OpenAI SDKs' pydantic_function_tool writes, or
+// description after parameters) would show the model another prompt than
+// the one its tokens are then trained under.
+func sendRecordedTools(req map[string]json.RawMessage, tools []trajectory.Tool) error {
+	if len(tools) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return fmt.Errorf("tools: %w", err)
+	}
+	req["tools"] = b
+	return nil
 }
 
 // record adds an assistant turn, answering the conversation msgs, to

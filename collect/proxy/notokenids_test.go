@@ -16,11 +16,18 @@ import (
 // it does not know, as OpenAI's API does, answers it; the turn is recorded
 // with its text and logprobs and no token ids (format/layout takes such
 // logprobs as unknown). Without it every recorded request to such an
-// upstream failed.
+// upstream failed. The agent's tools go as it wrote them, "strict" (which
+// OpenAI's API acts on) kept: with no token ids to match, there is no
+// prompt to keep as training lays it out.
 func TestProxyNoTokenIDs(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req map[string]json.RawMessage
 		json.NewDecoder(r.Body).Decode(&req)
+		if !strings.Contains(string(req["tools"]), `"strict":true`) {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"message":"tools without strict: `+strings.ReplaceAll(string(req["tools"]), `"`, `'`)+`","type":"invalid_request_error"}}`)
+			return
+		}
 		if _, ok := req["return_token_ids"]; ok {
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"error":{"message":"Unrecognized request argument supplied: return_token_ids","type":"invalid_request_error","param":null,"code":null}}`)
@@ -38,7 +45,8 @@ func TestProxyNoTokenIDs(t *testing.T) {
 	}
 	srv := httptest.NewServer(p)
 	defer srv.Close()
-	if status, body := chat(t, srv.URL, `{"model":"gpt","messages":[{"role":"user","content":"Weather?"}]}`, "a", "g"); status != http.StatusOK || !strings.Contains(body, "Sunny.") {
+	tools := `[{"type":"function","function":{"name":"weather","strict":true,"parameters":{"type":"object","properties":{}}}}]`
+	if status, body := chat(t, srv.URL, `{"model":"gpt","messages":[{"role":"user","content":"Weather?"}],"tools":`+tools+`}`, "a", "g"); status != http.StatusOK || !strings.Contains(body, "Sunny.") {
 		t.Fatalf("chat: %d %s", status, body)
 	}
 	tr := closeOne(t, srv.URL, out, "g")

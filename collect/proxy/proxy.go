@@ -502,7 +502,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "top_logprobs needs logprobs: true (as OpenAI's API and vLLM answer it)", "top_logprobs")
 		return
 	}
-	if err := sendRecordedTools(req, conv.Tools); err != nil {
+	if err := p.sendRecordedTools(req, conv.Tools); err != nil {
 		apiError(w, http.StatusBadRequest, err.Error(), "tools")
 		return
 	}
@@ -547,9 +547,12 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 // and a chat template prints a tool's JSON whole, so the agent's own form
 // (a "strict" key, as the OpenAI SDKs' pydantic_function_tool writes, or
 // description after parameters) would show the model another prompt than
-// the one its tokens are then trained under.
-func sendRecordedTools(req map[string]json.RawMessage, tools []trajectory.Tool) error {
-	if len(tools) == 0 {
+// the one its tokens are then trained under. With NoTokenIDs the agent's
+// tools go as it wrote them: training tokenizes those turns' text under the
+// recorded tools anyway, and the upstream (OpenAI's API) acts on keys such
+// as "strict".
+func (p *Proxy) sendRecordedTools(req map[string]json.RawMessage, tools []trajectory.Tool) error {
+	if len(tools) == 0 || p.o.NoTokenIDs {
 		return nil
 	}
 	b, err := json.Marshal(tools)

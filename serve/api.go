@@ -86,6 +86,7 @@ type chatRequest struct {
 	Messages            []chatmsg.Message `json:"messages"`
 	Tools               []json.RawMessage `json:"tools"`
 	ToolChoice          json.RawMessage   `json:"tool_choice"`
+	ParallelToolCalls   *bool             `json:"parallel_tool_calls"`
 	Logprobs            bool              `json:"logprobs"`
 	TopLogprobs         *int              `json:"top_logprobs"`
 	ResponseFormat      *responseFormat   `json:"response_format"`

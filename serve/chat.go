@@ -24,6 +24,9 @@ type toolMode struct {
 	name   string                     // a named function (tool_choice {"type":"function",...})
 	names  map[string]bool            // the functions offered
 	params map[string]json.RawMessage // their parameter schemas
+	// single is parallel_tool_calls false: a message holds at most one
+	// call, the first the model wrote (as OpenAI's API and vLLM answer).
+	single bool
 }
 
 // toolNames returns the function names of OpenAI tool definitions and
@@ -215,6 +218,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 		}
 	}
 	tm.names, tm.params = toolNames(req.Tools)
+	tm.single = req.ParallelToolCalls != nil && !*req.ParallelToolCalls
 	if tm.name != "" && !tm.names[tm.name] {
 		return badRequest("tool_choice", "tool_choice names %q, which is not among the tools", tm.name)
 	}
@@ -320,6 +324,9 @@ func (s *Server) chatMessage(text, finish string, tm toolMode) (*chatmsg.Message
 	content, calls := parseToolCalls(text, tm.names)
 	if len(calls) == 0 {
 		return msg, finish
+	}
+	if tm.single {
+		calls = calls[:1]
 	}
 	for _, c := range calls {
 		msg.ToolCalls = append(msg.ToolCalls, chatmsg.ToolCall{ID: newID("call_"), Type: "function", Name: c.Name, Arguments: c.Arguments})

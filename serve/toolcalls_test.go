@@ -61,3 +61,22 @@ func TestToolCallArgumentHoldsEndTag(t *testing.T) {
 		}
 	}
 }
+
+// TestParallelToolCallsFalse: with parallel_tool_calls false a message
+// holds the first call the model wrote and no other, plain and streamed, as
+// OpenAI's API and vLLM answer (the field was ignored: both calls came
+// back, to an agent that had asked for one at a time).
+func TestParallelToolCallsFalse(t *testing.T) {
+	out := "Writing the page.\n<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.md\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>"
+	plain, streamed := servedCalls(t, "qwen2.5", out, func(p *openai.ChatCompletionNewParams) { p.ParallelToolCalls = openai.Bool(false) })
+	for what, ch := range map[string]openai.ChatCompletionChoice{"plain": plain, "streamed": streamed} {
+		calls := ch.Message.ToolCalls
+		if ch.FinishReason != "tool_calls" || len(calls) != 1 || calls[0].Function.Name != "write_file" || calls[0].Function.Arguments != `{"path": "a.md"}` {
+			t.Errorf("%s: finish %q, %d calls %+v; want the write_file call alone", what, ch.FinishReason, len(calls), calls)
+		}
+	}
+	plain, _ = servedCalls(t, "qwen2.5", out, func(p *openai.ChatCompletionNewParams) { p.ParallelToolCalls = openai.Bool(true) })
+	if len(plain.Message.ToolCalls) != 2 {
+		t.Errorf("parallel_tool_calls true: %d calls, want 2", len(plain.Message.ToolCalls))
+	}
+}

@@ -511,6 +511,7 @@ func TestParseToolCalls(t *testing.T) {
 		{"hermes string arguments", `<tool_call>{"name":"a","arguments":"{\"k\":2}"}</tool_call>`, "", []parsedCall{{"a", `{"k":2}`}}},
 		{"llama json", `{"name": "get_time", "parameters": {"tz": "UTC"}}`, "", []parsedCall{{"get_time", `{"tz": "UTC"}`}}},
 		{"llama python tag two", `<|python_tag|>{"name": "a", "parameters": {}}; {"name": "b", "parameters": {"n": 1}}`, "", []parsedCall{{"a", "{}"}, {"b", `{"n": 1}`}}},
+		{"llama trailing semicolon", `{"name": "a", "parameters": {}}; {"name": "b", "parameters": {}};`, "", []parsedCall{{"a", "{}"}, {"b", "{}"}}},
 		{"llama json without name", `{"answer": 42}`, `{"answer": 42}`, nil},
 		{"llama trailing text", `{"name": "a", "parameters": {}} and more`, `{"name": "a", "parameters": {}} and more`, nil},
 		{"plain text", "just words", "just words", nil},

@@ -111,7 +111,9 @@ func parseLlamaJSON(text string, names map[string]bool) (string, []parsedCall) {
 		if t[0] != ';' {
 			return text, nil
 		}
-		t = strings.TrimSpace(t[1:])
+		if t = strings.TrimSpace(t[1:]); t == "" {
+			return "", calls // a ";" after the last call, as Llama 3 may end (vLLM's parser keeps the calls)
+		}
 	}
 }
 

@@ -252,6 +252,14 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 				text = append(text, string(b))
 			}
 		}
+		if len(res.Content) == 0 && res.StructuredContent != nil {
+			// Structured content alone: the protocol asks a server to send
+			// its JSON as text too, "for backwards compatibility", and one
+			// that does not would leave the model an empty answer.
+			if b, err := json.Marshal(res.StructuredContent); err == nil {
+				text = append(text, string(b))
+			}
+		}
 		s := strings.Join(text, "\n")
 		if res.IsError {
 			ep.toolErrors++

@@ -406,3 +406,44 @@ func TestArgumentNumbersKept(t *testing.T) {
 		t.Errorf("arguments sent as %s, want %s", got[0], args)
 	}
 }
+
+// A result with structured content and no content blocks reaches the
+// model as the structured content's JSON (it was an empty tool message).
+func TestStructuredContentOnly(t *testing.T) {
+	ctx := context.Background()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		s := testServer()
+		// Structured content alone: no text block, which the protocol asks
+		// for "for backwards compatibility" but a server may leave out.
+		s.AddTool(&mcp.Tool{Name: "sum", Description: "add two numbers, as JSON", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{StructuredContent: map[string]any{"sum": 5}}, nil
+			})
+		return s
+	}, nil)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	e, err := mcpenv.Open(ctx, mcpenv.Options{URL: srv.URL, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	p := env.PolicyFunc(func(_ context.Context, msgs []trajectory.Message, _ []trajectory.Tool) (trajectory.Message, error) {
+		if m := msgs[len(msgs)-1]; m.Role == "tool" {
+			got = m.Content
+			return env.Assistant("done"), nil
+		}
+		return trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{{ID: "c1", Type: "function", Name: "sum", Arguments: "{}"}}}, nil
+	})
+	if _, err := env.Play(ctx, ep, p, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got != `{"sum":5}` {
+		t.Errorf("tool message %q, want the structured content {\"sum\":5}", got)
+	}
+}

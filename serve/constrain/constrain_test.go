@@ -230,7 +230,8 @@ func TestMaskNothingFits(t *testing.T) {
 
 // TestEnumWithType: a const or enum beside a "type" (and "nullable") keeps
 // only the values of that type, as JSON Schema applies both keywords; an
-// enum with none of them is an error naming it.
+// enum with none of them is an error naming it, and so is any other
+// keyword beside them.
 func TestEnumWithType(t *testing.T) {
 	for _, c := range []struct {
 		schema   string
@@ -262,6 +263,12 @@ func TestEnumWithType(t *testing.T) {
 	for schema, want := range map[string]string{
 		`{"type":"string","enum":[1,2]}`: `schema.enum: no value is of the type string`,
 		`{"type":"null","const":"x"}`:    `schema.const: no value is of the type null`,
+		// Keywords beside const or enum restrict the literals too; they
+		// were ignored, so "a" and 50 came out against minLength and maximum.
+		`{"enum":["a","abcd"],"minLength":3}`:                  `schema: keyword "minLength" beside "enum" is not supported`,
+		`{"type":"integer","enum":[1,50],"maximum":10}`:        `schema: keyword "maximum" beside "enum" is not supported`,
+		`{"const":"a","enum":["b"]}`:                           `schema: keyword "enum" beside "const" is not supported`,
+		`{"properties":{"a":{"enum":[[1,2,3]],"maxItems":1}}}`: `schema.properties.a: keyword "maxItems" beside "enum"`,
 	} {
 		if _, err := Compile(json.RawMessage(schema)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", schema, err, want)

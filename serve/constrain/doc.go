@@ -12,7 +12,8 @@
 // required and additionalProperties: false), required (must name declared
 // properties), additionalProperties as the value schema of an object
 // without properties, items, minItems, maxItems, enum and const (any JSON
-// values), minLength and maxLength (characters), minimum, maximum,
+// values; beside them only type and nullable, which keep the literals of
+// the types named, and any other keyword is refused), minLength and maxLength (characters), minimum, maximum,
 // exclusiveMinimum and exclusiveMaximum (checked on every prefix: a number
 // that cannot end within range is never started or extended). Annotations
 // (title, description, default, examples, format, $schema, $defs, …) are

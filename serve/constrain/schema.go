@@ -172,6 +172,13 @@ func compile(raw json.RawMessage, path string, depth int) (*Schema, error) {
 			return nil, fmt.Errorf("%s: keyword %q is not supported by constrained decoding (supported: %s)", path, k, supportedList())
 		}
 	}
+	_, hasConst := obj["const"]
+	_, hasEnum := obj["enum"]
+	if hasConst || hasEnum {
+		if err := literalSiblings(keys, path); err != nil {
+			return nil, err
+		}
+	}
 	if c, ok := obj["const"]; ok {
 		lit, err := compact(c)
 		if err != nil {
@@ -243,6 +250,24 @@ func compile(raw json.RawMessage, path string, depth int) (*Schema, error) {
 		u.minLen = min(u.minLen, a.minLen)
 	}
 	return u, nil
+}
+
+// literalSiblings refuses the keywords beside const or enum that the
+// literals would be emitted without: JSON Schema applies every keyword,
+// so {"enum": ["a", "abcd"], "minLength": 3} allows only "abcd", and
+// {"const": "a", "enum": ["b"]} allows nothing. Only type (with nullable),
+// which typedEnum applies, may stand beside them.
+func literalSiblings(keys []string, path string) error {
+	lit := "enum"
+	if slices.Contains(keys, "const") {
+		lit = "const"
+	}
+	for _, k := range keys {
+		if known[k] && k != lit && k != "type" && k != "nullable" {
+			return fmt.Errorf("%s: keyword %q beside %q is not supported by constrained decoding (only type and nullable may stand beside const or enum)", path, k, lit)
+		}
+	}
+	return nil
 }
 
 func onlyAnnotations(keys []string) bool {

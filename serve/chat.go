@@ -73,8 +73,8 @@ func (s *Server) toolCallFormat() string {
 
 // forceToolCall returns the constraint that makes the output one call in
 // the template's format: of the named function (its arguments following its
-// parameter schema when constrain supports it), or of any offered function
-// for "required".
+// parameter schema when constrain supports it and it allows only objects;
+// else any object), or of any offered function for "required".
 func (s *Server) forceToolCall(tm toolMode) func(int) engine.Constraint {
 	format := s.toolCallFormat()
 	if format == "" {
@@ -89,7 +89,7 @@ func (s *Server) forceToolCall(tm toolMode) func(int) engine.Constraint {
 	if tm.name != "" {
 		name, _ = json.Marshal(map[string]any{"const": tm.name})
 		if p := tm.params[tm.name]; len(p) > 0 {
-			if _, err := constrain.Compile(p); err == nil {
+			if ps, err := constrain.Compile(p); err == nil && objectOnly(ps) {
 				args = p
 			}
 		}
@@ -108,6 +108,19 @@ func (s *Server) forceToolCall(tm toolMode) func(int) engine.Constraint {
 		return nil
 	}
 	return func(int) engine.Constraint { return constrain.NewWrapped(s.cvocab, s.eos, prefix, schema, suffix) }
+}
+
+// objectOnly reports whether every document of s is a JSON object: a call's
+// arguments must be one, and parameters such as {} or {"description": …}
+// compile to any value, which let a forced call's arguments be 5 or "x".
+func objectOnly(s *constrain.Schema) bool {
+	st := s.Start()
+	for b := range 256 {
+		if st.Allowed([]byte{byte(b)}) != (b == '{') {
+			return false
+		}
+	}
+	return true
 }
 
 // WarningHeader carries hone-serve's warnings about a request it answered

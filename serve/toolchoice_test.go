@@ -99,3 +99,43 @@ func TestToolChoiceWithResponseFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestForcedCallArgumentsAreAnObject: a named tool_choice whose function's
+// parameters are {} (or say nothing that constrains) still gets an object
+// for its arguments. The parameters compiled to "any value", so the random
+// model wrote "arguments":5, "x" or null, and the call came back with
+// arguments that are no JSON object ("x" not even JSON).
+func TestForcedCallArgumentsAreAnObject(t *testing.T) {
+	ts := startServer(t, Options{Model: qwenTiny(t)}, nil)
+	for _, params := range []string{`{}`, `{"description":"no arguments"}`, `true`} {
+		body := `{"model":"tiny","messages":[{"role":"user","content":"x"}],"max_tokens":150,"n":8,"seed":5,
+			"tools":[{"type":"function","function":{"name":"ping","parameters":` + params + `}}],
+			"tool_choice":{"type":"function","function":{"name":"ping"}}}`
+		status, out := ts.post(t, "/v1/chat/completions", body)
+		if status != 200 {
+			t.Fatalf("parameters %s: %d %s", params, status, out)
+		}
+		var resp struct {
+			Choices []struct {
+				FinishReason string `json:"finish_reason"`
+				Message      struct {
+					ToolCalls []struct {
+						Function struct{ Arguments string } `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(out), &resp); err != nil {
+			t.Fatal(err)
+		}
+		for i, ch := range resp.Choices {
+			if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 {
+				t.Fatalf("parameters %s choice %d: no call: %+v", params, i, ch)
+			}
+			var args map[string]any
+			if a := ch.Message.ToolCalls[0].Function.Arguments; json.Unmarshal([]byte(a), &args) != nil || args == nil {
+				t.Errorf("parameters %s choice %d: arguments %q are not a JSON object", params, i, a)
+			}
+		}
+	}
+}

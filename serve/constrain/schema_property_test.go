@@ -35,11 +35,15 @@ func randLiteral(rng *rand.Rand, depth int) any {
 	return "z"
 }
 
-// randBound is a small bound, sometimes fractional.
+// randBound is a small bound, sometimes fractional: a half, or tenths,
+// which float64 holds inexactly (0.2+0.1 is above 0.3 in float64).
 func randBound(rng *rand.Rand) float64 {
 	v := float64(rng.IntN(41) - 20)
-	if rng.IntN(3) == 0 {
+	switch rng.IntN(4) {
+	case 0:
 		v += 0.5
+	case 1:
+		v = float64(rng.IntN(41)-20) / 10
 	}
 	return v
 }

@@ -322,3 +322,15 @@ func TestSurrogateEscapes(t *testing.T) {
 		t.Errorf(`MinBytes after "\ud83d = %d, want %d`, n, len(`\udc00"`))
 	}
 }
+
+// TestFalseSchemaSaysWhy: the schema false, at the top or under a
+// property or items, is refused saying it admits no value (the error said
+// "want a JSON object", as if the schema were malformed).
+func TestFalseSchemaSaysWhy(t *testing.T) {
+	for _, s := range []string{`false`, `{"type":"array","items":false}`, `{"type":"object","properties":{"a":false}}`} {
+		_, err := Compile(json.RawMessage(s))
+		if err == nil || !strings.Contains(err.Error(), "admits no value") {
+			t.Errorf("Compile(%s): %v, want an error saying false admits no value", s, err)
+		}
+	}
+}

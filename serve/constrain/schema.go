@@ -158,6 +158,10 @@ func compile(raw json.RawMessage, path string, depth int) (*Schema, error) {
 	if bytes.Equal(raw, []byte("true")) || bytes.Equal(raw, []byte("{}")) || len(raw) == 0 {
 		return anyValue(), nil
 	}
+	if bytes.Equal(raw, []byte("false")) {
+		// JSON Schema's false admits no value: nothing could be written.
+		return nil, fmt.Errorf("%s: the schema false admits no value, so no output could match it", path)
+	}
 	_, obj, err := orderedObject(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -89,22 +89,28 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func TestDemoPlumbing(t *testing.T) {
+// loopSetup skips a loop test under -short, checks the tools the demo
+// scripts use, and builds every binary: the repository root, the binaries'
+// folder, and a context of 5 minutes for the run.
+func loopSetup(t *testing.T) (ctx context.Context, root, bin string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds every binary and runs the loop (~30 s)")
 	}
-	need(t, "jq")
-	need(t, "curl")
-	need(t, "python3")
-	need(t, "column")
+	for _, tool := range []string{"jq", "curl", "python3", "column"} {
+		need(t, tool)
+	}
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	return ctx, root, buildBinaries(ctx, t, root, t.TempDir())
+}
 
-	bin := buildBinaries(ctx, t, root, t.TempDir())
+func TestDemoPlumbing(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
 
 	out := filepath.Join(t.TempDir(), "demo")
 	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
@@ -189,20 +195,7 @@ func TestDemoPlumbing(t *testing.T) {
 // eval metric and columns (a ratio among them), no warm-up. The summary and
 // the eval files follow the settings, and the run ends with a report.
 func TestDemoOtherJob(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds every binary and runs the loop")
-	}
-	need(t, "jq")
-	need(t, "curl")
-	need(t, "python3")
-	need(t, "column")
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin := buildBinaries(ctx, t, root, t.TempDir())
+	ctx, root, bin := loopSetup(t)
 	out := filepath.Join(t.TempDir(), "demo")
 	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
 	cmd.Dir = root
@@ -253,20 +246,7 @@ func TestDemoOtherJob(t *testing.T) {
 // the scripted policies' games after demo.sh get the same options, and
 // the summary gets their win-or-draw fractions.
 func TestTictactoeEnvOpts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds every binary and runs the loop")
-	}
-	need(t, "jq")
-	need(t, "curl")
-	need(t, "python3")
-	need(t, "column")
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin := buildBinaries(ctx, t, root, t.TempDir())
+	ctx, root, bin := loopSetup(t)
 	out := filepath.Join(t.TempDir(), "ttt")
 	cmd := exec.CommandContext(ctx, "./pipelines/tictactoe.sh")
 	cmd.Dir = root

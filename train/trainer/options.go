@@ -215,7 +215,30 @@ func (o *Options) Validate() error {
 	}); err != nil {
 		return err
 	}
+	if err := o.checkAdamW(); err != nil {
+		return err
+	}
 	return o.Sched(0).Validate()
+}
+
+// checkAdamW refuses the optimizer values torch.optim.AdamW refuses: a β
+// outside [0, 1), a negative ε or weight decay. Taken, a β of 1 makes the
+// bias correction 1 − β^t zero and the first update NaN, which the step
+// then blamed on --lr and the rewards; a β above 1 or a negative decay
+// trains on, away from any AdamW.
+func (o *Options) checkAdamW() error {
+	for _, b := range []struct {
+		name string
+		v    float64
+	}{{"adam-beta1", o.Beta1}, {"adam-beta2", o.Beta2}} {
+		if b.v < 0 || b.v >= 1 {
+			return fmt.Errorf("--%s %v must be in [0, 1), as torch.optim.AdamW's betas", b.name, b.v)
+		}
+	}
+	if o.AdamEps < 0 || o.WeightDecay < 0 {
+		return fmt.Errorf("--adam-eps %v and --weight-decay %v must not be negative", o.AdamEps, o.WeightDecay)
+	}
+	return nil
 }
 
 // CheckFinite refuses the first flag, by name, whose value is NaN or

@@ -149,7 +149,8 @@ func sumSquares(be kernels.Backend, ad *model.Adapter, grads bool) []float64 {
 	return ss
 }
 
-// Update clips the gradient to MaxGradNorm, takes one AdamW step at rate lr
+// Update clips the gradient to MaxGradNorm as torch.nn.utils.clip_grad_norm_
+// does, takes one AdamW step at rate lr
 // and returns the norm before clipping. The norm is computed even without
 // clipping: a NaN or Inf anywhere in the gradient makes it non-finite, and
 // then nothing is updated. After the step every weight is checked too (its
@@ -164,8 +165,10 @@ func (o *AdamW) Update(be kernels.Backend, ad *model.Adapter, lr float64) (float
 	}
 	params, grads := ad.Flat()
 	flat := o.flatM != nil && params != nil && len(params) == len(o.flatM)
-	if o.MaxGradNorm > 0 && norm > o.MaxGradNorm {
-		s := float32(o.MaxGradNorm / (norm + 1e-6))
+	// torch.nn.utils.clip_grad_norm_: the coefficient max/(norm + 1e-6)
+	// clamped at 1, so a norm within 1e-6 below the maximum is scaled too.
+	if c := o.MaxGradNorm / (norm + 1e-6); o.MaxGradNorm > 0 && c < 1 {
+		s := float32(c)
 		if flat {
 			be.Scale(grads, grads, s, len(grads))
 		} else {

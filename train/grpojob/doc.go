@@ -5,10 +5,12 @@
 // steps of the chosen GRPO loss through train/trainer, checkpointing each.
 //
 // Data order: the groups of all inputs (file order, then row order) are
-// visited in a fresh seeded permutation per epoch; step s takes positions
-// [s·G, (s+1)·G) of that endless sequence (G = --groups-per-step, 0: all
-// groups). A step is a function of (inputs, options, s) alone, which is what
-// makes a resumed run end bit-identical to an uninterrupted one.
+// visited in a fresh seeded permutation per epoch, cut into steps of G
+// groups (G = --groups-per-step, 0: all groups); each epoch ends on a step
+// of its own, smaller where G does not divide the groups (trainer.Order; a
+// run saved before that keeps its order, where a step could run into the
+// next epoch). A step is a function of (inputs, options, s) alone, which is
+// what makes a resumed run end bit-identical to an uninterrupted one.
 //
 // Sessions (rounds): the input files of one command are a session of the
 // run, known by their sha256s in order. Resumed with other files, the run

@@ -451,6 +451,29 @@ func (r *Run) Lock() (unlock func(), err error) {
 	}, nil
 }
 
+// CheckUnlocked fails at once, as Lock does, when another process holds
+// the run's lock, and otherwise holds nothing and creates nothing (no run
+// folder, no lock file): a command calls it before loading the base model,
+// which takes minutes and the model's memory again (on a GPU the training
+// run may need) only to find the lock held — what an overlapping cron call
+// did every time while a long session trained. Lock is still what guards
+// the run; another process may take it between the two.
+func (r *Run) CheckUnlocked() error {
+	path := filepath.Join(r.Dir, LockName)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil // no lock file, so nobody holds it; Lock reports the rest
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("checkpoint: %s is held by another hone-train run: %w", path, ErrLocked)
+		}
+		return nil
+	}
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+}
+
 // ErrLocked is returned (wrapped) by Lock when another run holds the lock.
 var ErrLocked = errors.New("run is locked")
 

@@ -289,8 +289,13 @@ type Base struct {
 // LoadBase loads the model folder o.Model. A folder that is missing or does
 // not hold a model this build reads is bad input (stageerr.ErrBadInput), as is the
 // rest of the run's input; loading it before Setup lets a run check its
-// inputs before it creates anything in the run folder.
+// inputs before it creates anything in the run folder. A run whose lock
+// another process holds fails first, with ErrLocked, loading nothing
+// (checkpoint.Run.CheckUnlocked).
 func LoadBase(be kernels.Backend, o *Options) (*Base, error) {
+	if err := (&checkpoint.Run{Dir: o.RunDir()}).CheckUnlocked(); err != nil {
+		return nil, err
+	}
 	f, err := modelfolder.Open(o.Model, modelfolder.All)
 	if err != nil {
 		return nil, stageerr.Input(err)

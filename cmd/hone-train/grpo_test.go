@@ -98,6 +98,35 @@ func TestCronScriptTwiceTrainsOnce(t *testing.T) {
 	}
 }
 
+// TestCronScriptFlagsNotGlobbed: HONE_TRAIN_FLAGS is split into words and
+// each word passed as written: a value with a glob character is not
+// replaced by the names of files in the working folder that match it (the
+// shell expanded it, so the flag got a file's name).
+func TestCronScriptFlagsNotGlobbed(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "eval_reward"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs("../../pipelines/cron/hone-train-cron.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	echo, err := exec.LookPath("echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HONE_TRAIN="+echo, "HONE_MODEL=m", "HONE_SCORED=s", "HONE_TRAIN_FLAGS=--best-metric eval_*  --lr 1e-5")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("cron script: %v\n%s", err, out)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(string(out)), "--best-metric eval_* --lr 1e-5") {
+		t.Errorf("the command ran as %q, want its flags ending --best-metric eval_* --lr 1e-5", out)
+	}
+}
+
 func TestTrainUsage(t *testing.T) {
 	dir := t.TempDir()
 	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")

@@ -25,6 +25,9 @@ set -eu
 : "${HONE_MODEL:?set HONE_MODEL to the base model folder}"
 : "${HONE_SCORED:?set HONE_SCORED to the folder of scored trajectory files}"
 # Word splitting of HONE_TRAIN_FLAGS is intended: it holds several flags.
+# Globbing is not: a flag's value such as eval_* is passed as written, not
+# replaced by the names of files in cron's working folder.
+set -f
 # shellcheck disable=SC2086
 exec "${HONE_TRAIN:-hone-train}" grpo \
 	--model "$HONE_MODEL" \

@@ -5,7 +5,7 @@
 # - Exactly-once: OUT/RUN/manifest.json lists consumed files by sha256; a
 #   session killed midway is finished (not restarted) by the next call.
 # - Never overlapping: hone-train holds an flock on OUT/RUN/lock; a second
-#   call while one trains fails at once with "held by another hone-train run"
+#   call while one trains fails at once with "held by another process"
 #   (exit 1; the line lands in the log crontab.example sends output to, once
 #   per call while a long session trains) and changes nothing. With HONE_ADAPTERS on
 #   object storage (s3://...) the lock is in the local copy of the run, a new

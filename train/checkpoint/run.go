@@ -441,7 +441,7 @@ func (r *Run) Lock() (unlock func(), err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("checkpoint: %s is held by another hone-train run: %w", path, ErrLocked)
+			return nil, fmt.Errorf("checkpoint: %s is held by another process (a hone-train run, or hone-inspect log-eval recording an eval): %w", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("checkpoint: lock %s: %w", path, err)
 	}
@@ -467,7 +467,7 @@ func (r *Run) CheckUnlocked() error {
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return fmt.Errorf("checkpoint: %s is held by another hone-train run: %w", path, ErrLocked)
+			return fmt.Errorf("checkpoint: %s is held by another process (a hone-train run, or hone-inspect log-eval recording an eval): %w", path, ErrLocked)
 		}
 		return nil
 	}

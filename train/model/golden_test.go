@@ -134,7 +134,7 @@ func flat2(rows [][]float64) []float64 {
 	return out
 }
 
-var goldenCases = []string{"gemma3", "llama", "mistral", "qwen2", "qwen3"}
+var goldenCases = []string{"gemma3", "llama", "llama3_long", "llama_bias", "mistral", "qwen2", "qwen3"}
 
 func TestGolden(t *testing.T) {
 	for _, be := range testBackends(t) {

@@ -1,7 +1,7 @@
 """PyTorch's own bf16 autocast on the model goldens' cases, for Hone's bf16
 compute mode to be compared against (train/model TestBF16ComputeAccuracy).
 
-For each case of ../model (gemma3, llama, mistral, qwen2, qwen3) it runs the reference
+For each case of ../model (gemma3, llama, llama3_long, llama_bias, mistral, qwen2, qwen3) it runs the reference
 forward of ../model/reference.py in float32 under
 torch.autocast("cpu", dtype=torch.bfloat16) — every matmul of the model, the
 LoRA ones, attention's and the lm_head included, takes bfloat16 operands, as
@@ -24,7 +24,7 @@ MODEL = os.path.join(HERE, "..", "model")
 sys.path.insert(0, MODEL)
 import reference  # noqa: E402  (the goldens' own independent implementation)
 
-CASES = ["gemma3", "llama", "mistral", "qwen2", "qwen3"]
+CASES = ["gemma3", "llama", "llama3_long", "llama_bias", "mistral", "qwen2", "qwen3"]
 
 
 def run(case):

@@ -5,7 +5,8 @@ Two subcommands (and two benchmark ones, bench-train and bench-decode, which
 time this reference for train/internal/modelbench; see their docstrings):
 
   reference.py make-cases OUTDIR
-      Writes one folder per case (gemma3, llama, mistral, qwen2, qwen3) under OUTDIR, each with
+      Writes one folder per case (gemma3, llama, llama3_long, llama_bias, mistral, qwen2, qwen3)
+      under OUTDIR, each with
         model/     config.json + model.safetensors (random weights; f32, bf16 or f16 on disk)
         adapter/   adapter_config.json + adapter_model.safetensors (PEFT names, random A and B)
         inputs.json  packed batch: input_ids, position_ids, seq_starts, targets, weights
@@ -23,9 +24,11 @@ time this reference for train/internal/modelbench; see their docstrings):
 
 The model here is written from the architecture descriptions only (plain torch ops):
 embedding, RMSNorm, RoPE in the rotate_half convention with optional llama3 frequency
-scaling, grouped-query causal attention restricted to each packed sequence, SwiGLU MLP,
-Qwen2 q/k/v bias, Qwen3 per-head q/k RMSNorm before RoPE, explicit head_dim, tied
-embeddings, LoRA y += scale * B(A x) with scale alpha/r (or alpha/sqrt(r) for rsLoRA).
+or linear scaling, grouped-query causal attention restricted to each packed sequence, SwiGLU
+MLP, Qwen2 q/k/v bias, Llama's attention_bias (q/k/v/o) and mlp_bias (gate/up/down), Qwen3
+per-head q/k RMSNorm before RoPE, explicit head_dim, tied embeddings, LoRA y += scale * B(A x)
+with scale alpha/r (or alpha/sqrt(r) for rsLoRA), on the layers the adapter has tensors for
+(PEFT layers_to_transform).
 
 Mistral (model_type mistral), restated from transformers' configuration_mistral.py and
 modeling_mistral.py: Llama's layers without biases, and with sliding_window set (its default
@@ -257,11 +260,14 @@ def forward(cfg, W, ids, pos, seq_starts, lora=None):
                        lr("down_proj"), sc)
             x = x + rms_norm(m, W[p + "post_feedforward_layernorm.weight"], eps, True)
             continue
-        x = x + linear(o, W[p + "self_attn.o_proj.weight"], None, lr("o_proj"), sc)
+        # o_proj's bias (attention_bias) and the MLP's (mlp_bias): absent but in those cases.
+        x = x + linear(o, W[p + "self_attn.o_proj.weight"], bias("o_proj"), lr("o_proj"), sc)
         h = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
-        g = linear(h, W[p + "mlp.gate_proj.weight"], None, lr("gate_proj"), sc)
-        u = linear(h, W[p + "mlp.up_proj.weight"], None, lr("up_proj"), sc)
-        x = x + linear(torch.nn.functional.silu(g) * u, W[p + "mlp.down_proj.weight"], None, lr("down_proj"), sc)
+        mb = (lambda n: W.get(p + "mlp.%s.bias" % n))
+        g = linear(h, W[p + "mlp.gate_proj.weight"], mb("gate_proj"), lr("gate_proj"), sc)
+        u = linear(h, W[p + "mlp.up_proj.weight"], mb("up_proj"), lr("up_proj"), sc)
+        x = x + linear(torch.nn.functional.silu(g) * u, W[p + "mlp.down_proj.weight"], mb("down_proj"), lr("down_proj"),
+                       sc)
     x = rms_norm(x, W["model.norm.weight"], eps, gemma)
     head = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", gemma) else W["lm_head.weight"]
     return x @ head.T  # [T, V]
@@ -304,6 +310,40 @@ CASES = {
         lora=dict(r=4, lora_alpha=8, use_rslora=False,
                   target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
         seqs=[9, 7], start_pos=[0, 40],
+    ),
+    # Llama with attention_bias and mlp_bias (biases on q, k, v, o, gate, up and down), head_dim 12 !=
+    # hidden/heads 10, rope_theta absent (LlamaConfig's 10000) with linear rope scaling factor 4 in the
+    # legacy "type" spelling (every layer), tied embeddings, f32 on disk; rsLoRA r=4 alpha 6 on all 7
+    # projections of layer 1 only (PEFT layers_to_transform), so layer 0 is the base model's.
+    "llama_bias": dict(
+        seed=1005,
+        config=dict(architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=263, hidden_size=40,
+                    intermediate_size=72, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                    head_dim=12, max_position_embeddings=256, rms_norm_eps=1e-5,
+                    rope_scaling=dict(type="linear", factor=4.0), tie_word_embeddings=True, attention_bias=True,
+                    mlp_bias=True, hidden_act="silu", torch_dtype="float32", bos_token_id=1, eos_token_id=2),
+        dtype=torch.float32,
+        lora=dict(r=4, lora_alpha=6, use_rslora=True, layers_to_transform=[1],
+                  target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+        seqs=[6, 9, 5], start_pos=[0, 0, 70],
+    ),
+    # Llama 3's rope scaling at positions beyond original_max_position_embeddings 32: a 40-token
+    # sequence from position 0 (decodable from an empty KV cache) and one from position 200; at
+    # rope_theta 10000 and head_dim 16 the wavelengths 6.3 (< 32/4: kept), 19.9 (between: smoothed) and
+    # 63 and up (> 32/1: divided by factor 8) fall in all three bands. GQA 2:1, untied lm_head, bf16 on
+    # disk, LoRA r=2 on q, v and down.
+    "llama3_long": dict(
+        seed=1006,
+        config=dict(architectures=["LlamaForCausalLM"], model_type="llama", vocab_size=211, hidden_size=32,
+                    intermediate_size=48, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                    max_position_embeddings=512, rms_norm_eps=1e-5, rope_theta=10000.0,
+                    rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                                      original_max_position_embeddings=32),
+                    tie_word_embeddings=False, attention_bias=False, hidden_act="silu", torch_dtype="bfloat16",
+                    bos_token_id=1, eos_token_id=2),
+        dtype=torch.bfloat16,
+        lora=dict(r=2, lora_alpha=4, use_rslora=False, target_modules=["q_proj", "v_proj", "down_proj"]),
+        seqs=[40, 6], start_pos=[0, 200],
     ),
     # Mistral 7B v0.1's shape of attention: every layer slides, window 3 < all three sequences, GQA 4:1,
     # rope_theta 1e6, untied lm_head, no biases, bf16 on disk, LoRA r=4 on all 7 projections; the third
@@ -382,6 +422,12 @@ def random_weights(cfg, dtype, g):
             w[p + "self_attn.q_proj.bias"] = rnd(H * D, std=0.1)
             w[p + "self_attn.k_proj.bias"] = rnd(KV * D, std=0.1)
             w[p + "self_attn.v_proj.bias"] = rnd(KV * D, std=0.1)
+        if cfg["model_type"] in ("llama", "qwen3") and cfg.get("attention_bias"):
+            # LlamaAttention / Qwen3Attention: bias=config.attention_bias on q, k, v and o.
+            w[p + "self_attn.q_proj.bias"] = rnd(H * D, std=0.1)
+            w[p + "self_attn.k_proj.bias"] = rnd(KV * D, std=0.1)
+            w[p + "self_attn.v_proj.bias"] = rnd(KV * D, std=0.1)
+            w[p + "self_attn.o_proj.bias"] = rnd(C, std=0.1)
         if cfg["model_type"] in ("qwen3", "gemma3_text"):
             w[p + "self_attn.q_norm.weight"] = norm_w(D)
             w[p + "self_attn.k_norm.weight"] = norm_w(D)
@@ -391,6 +437,11 @@ def random_weights(cfg, dtype, g):
         w[p + "mlp.gate_proj.weight"] = rnd(I, C, std=1 / math.sqrt(C))
         w[p + "mlp.up_proj.weight"] = rnd(I, C, std=1 / math.sqrt(C))
         w[p + "mlp.down_proj.weight"] = rnd(C, I, std=1 / math.sqrt(I))
+        if cfg["model_type"] == "llama" and cfg.get("mlp_bias"):
+            # LlamaMLP: bias=config.mlp_bias on gate, up and down.
+            w[p + "mlp.gate_proj.bias"] = rnd(I, std=0.1)
+            w[p + "mlp.up_proj.bias"] = rnd(I, std=0.1)
+            w[p + "mlp.down_proj.bias"] = rnd(C, std=0.1)
     return {k: v.to(dtype) for k, v in w.items()}
 
 
@@ -416,7 +467,7 @@ def make_cases(outdir):
                           {"format": "pt"})
         lc = case["lora"]
         ad = {}
-        for l in range(cfg["num_hidden_layers"]):
+        for l in lc.get("layers_to_transform") or range(cfg["num_hidden_layers"]):
             for mod in lc["target_modules"]:
                 sub = "self_attn" if mod in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
                 p = "base_model.model.model.layers.%d.%s.%s." % (l, sub, mod)
@@ -427,6 +478,9 @@ def make_cases(outdir):
                     lora_alpha=lc["lora_alpha"], lora_dropout=0.0, target_modules=lc["target_modules"],
                     bias="none", use_rslora=lc["use_rslora"], use_dora=False, modules_to_save=None,
                     fan_in_fan_out=False, inference_mode=True)
+        if lc.get("layers_to_transform"):
+            # PEFT then has LoRA tensors on those layers only; the others are the base model's.
+            acfg["layers_to_transform"] = lc["layers_to_transform"]
         write_json(os.path.join(d, "adapter", "adapter_config.json"), acfg)
         write_safetensors(os.path.join(d, "adapter", "adapter_model.safetensors"), ad, {"format": "pt"})
         V = cfg["vocab_size"]

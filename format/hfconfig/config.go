@@ -748,6 +748,9 @@ type ropeObj struct {
 	LowFreqFactor                 *float64 `json:"low_freq_factor"`
 	HighFreqFactor                *float64 `json:"high_freq_factor"`
 	OriginalMaxPositionEmbeddings *float64 `json:"original_max_position_embeddings"`
+	// PartialRotaryFactor is where transformers 5 may put it: RoPE on
+	// that fraction of a head's dimensions, which Hone does not implement.
+	PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
 }
 
 func supportedRoPE() string { return "default, linear, dynamic, llama3" }
@@ -779,6 +782,9 @@ func parseRoPE(r raw, defTheta float64) (RoPE, error) {
 	typ, typFrom := "", ""
 	var o ropeObj
 	for _, x := range objs {
+		if f := x.o.PartialRotaryFactor; f != nil && *f != 1 {
+			return rope, fmt.Errorf("hfconfig: %s.partial_rotary_factor %v is not supported (Hone rotates every dimension of a head)", x.field, *f)
+		}
 		t := ""
 		switch {
 		case x.o.RopeType != nil:

@@ -31,7 +31,9 @@
 // configuration class and PretrainedConfig read, each honoured, refused
 // unless at the value Hone implements, or knowingly ignored with the reason.
 // Refused unless at Hone's value: quantization_config, an encoder-decoder or
-// cross-attention switch, pruned heads, the Gemma keys above, and
+// cross-attention switch, pruned heads, the Gemma keys above,
+// partial_rotary_factor other than 1 (at the top level or in
+// rope_parameters: transformers rotates only that fraction of a head), and
 // attention_dropout other than 0. Hone trains without dropout, as every
 // released Llama, Qwen and Gemma checkpoint asks (0.0) and as ART's Unsloth
 // training runs them; a nonzero value is refused rather than ignored, since

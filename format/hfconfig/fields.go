@@ -166,7 +166,11 @@ func decoderFields() map[string]Field {
 		"rope_parameters":         {Use: Honoured, Note: "rope_theta and rope_scaling in transformers 5's spelling"},
 		"max_position_embeddings": {Use: Honoured, Note: "the longest context serve accepts"},
 		"tie_word_embeddings":     {Use: Honoured, Note: "lm_head reuses embed_tokens"},
-		"initializer_range":       {Use: Ignored, Note: "weight initialisation; a loaded checkpoint has its weights"},
+		// transformers' RoPE reads it for any model (rotating that fraction
+		// of a head's dimensions); taken as absent it would be rotated whole.
+		"partial_rotary_factor": {Use: Refused, Note: "must be 1 (every dimension of a head rotated)",
+			check: refuseUnless("1", "Hone rotates every dimension of a head")},
+		"initializer_range": {Use: Ignored, Note: "weight initialisation; a loaded checkpoint has its weights"},
 		"attention_dropout": {Use: Refused, Note: "must be 0 (Hone trains without dropout; every released checkpoint writes 0.0)",
 			check: refuseNonzero("Hone trains without dropout")},
 	}

@@ -97,6 +97,7 @@ var refusedValues = map[string]string{
 	"final_logit_softcapping":     "30.0",
 	"attn_logit_softcapping":      "50.0",
 	"use_bidirectional_attention": "true",
+	"partial_rotary_factor":       "0.5",
 }
 
 // familyBase returns a minimal valid config of model_type typ with extra

@@ -165,10 +165,21 @@ func (e *Env) Scenarios(_ context.Context, _ int64, n int) ([]env.Scenario, erro
 		return nil, stageerr.Usagef("mcp: no tasks: give --scenarios FILE or --env-opt tasks=FILE")
 	}
 	out := make([]env.Scenario, n)
+	used := map[string]bool{}
+	for _, t := range e.tasks {
+		used[t.ID] = true
+	}
 	for i := range out {
 		out[i] = e.tasks[i%len(e.tasks)]
 		if i >= len(e.tasks) {
-			out[i].ID = fmt.Sprintf("%s-%d", out[i].ID, i/len(e.tasks))
+			// A repeat's id is the task's with its round, "-N", taken again
+			// while that names another scenario (a task named "france-1").
+			id := out[i].ID
+			for id == out[i].ID || used[id] {
+				id = fmt.Sprintf("%s-%d", id, i/len(e.tasks))
+			}
+			used[id] = true
+			out[i].ID = id
 		}
 	}
 	return out, nil

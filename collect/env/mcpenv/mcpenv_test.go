@@ -447,3 +447,31 @@ func TestStructuredContentOnly(t *testing.T) {
 		t.Errorf("tool message %q, want the structured content {\"sum\":5}", got)
 	}
 }
+
+// Repeated tasks get ids of their own, also where a task is named as a
+// repeat would be ("t1-1"): two scenarios shared that id, so their groups
+// could not be told apart.
+func TestRepeatIDsUnique(t *testing.T) {
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return testServer() }, nil))
+	t.Cleanup(srv.Close)
+	named := []env.Scenario{tasks[0], {ID: "t1-1", Payload: tasks[1].Payload}}
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{URL: srv.URL, Tasks: named})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	scs, err := e.Scenarios(context.Background(), 1, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, sc := range scs {
+		if seen[sc.ID] {
+			t.Errorf("scenario id %q twice in %v", sc.ID, scs)
+		}
+		seen[sc.ID] = true
+	}
+	if scs[2].ID != "t1-1-1" || scs[4].ID != "t1-2" {
+		t.Errorf("ids %q, %q; want t1-1-1 (t1-1 is a task) and t1-2", scs[2].ID, scs[4].ID)
+	}
+}

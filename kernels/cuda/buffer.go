@@ -13,6 +13,10 @@ type Buffer struct {
 	ptr  DevPtr
 	n    int     // float32 elements
 	base *Buffer // nil, or the buffer this is a view into (view)
+	// freed: Free released this buffer (a view reads its base's). The
+	// address alone cannot say so: the driver hands a freed address out
+	// again, and a stale handle would then reach the new allocation.
+	freed bool
 }
 
 // view is n elements of b from element off on: the same memory, live while
@@ -63,13 +67,14 @@ func (b *Buffer) Len() int { return b.n }
 // errFreed is returned for a buffer used after Free.
 var errFreed = errors.New("buffer used after Free")
 
-// checkLive fails for a buffer already freed; the device's lock is held.
+// checkLive fails for a buffer already freed, or a view into one; the
+// device's lock is held.
 func (b *Buffer) checkLive() error {
-	p := b.ptr
+	root := b
 	if b.base != nil {
-		p = b.base.ptr
+		root = b.base
 	}
-	if _, ok := b.d.live[p]; !ok {
+	if _, ok := b.d.live[root.ptr]; !ok || root.freed {
 		return errFreed
 	}
 	return nil
@@ -176,6 +181,7 @@ func (b *Buffer) Free() error {
 			return err // still counted: Close tries again
 		}
 		delete(b.d.live, b.ptr)
+		b.freed = true
 		return nil
 	})
 	if err != nil {

@@ -190,3 +190,48 @@ func TestOpenWithErrors(t *testing.T) {
 		t.Errorf("failed Open left the context retained %d times", drv.Retained(1))
 	}
 }
+
+// TestBufferFreedAddressReused: the driver hands a freed address out again
+// (the fake does, as a GPU's allocator does), and a handle kept past its
+// Free still fails as used after Free instead of reaching the allocation
+// now at its address: a second Free does not free the new buffer, an
+// Upload does not overwrite it, a Download does not read it, nor a GEMM
+// either.
+func TestBufferFreedAddressReused(t *testing.T) {
+	dev, drv, _ := openFake(t, 0)
+	defer dev.Close()
+	old, err := dev.Alloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Free(); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := dev.Alloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{1, 2, 3, 4}
+	if err := cur.Upload(want); err != nil {
+		t.Fatal(err)
+	}
+	for what, err := range map[string]error{
+		"Upload":   old.Upload([]float32{9, 9, 9, 9}),
+		"Download": old.Download(make([]float32, 4)),
+		"Matmul":   dev.Matmul(old, cur, cur, 2, 2, 2, false, false, 0),
+		"Free":     old.Free(),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "used after Free") {
+			t.Errorf("%s of a freed buffer whose address is in use again: %v, want used after Free", what, err)
+		}
+	}
+	if n, _ := drv.Live(); n != 1 {
+		t.Errorf("the driver holds %d allocations, want 1 (the second buffer)", n)
+	}
+	if got := download(t, cur); !equal(got, want) {
+		t.Errorf("the buffer at the reused address holds %v, want %v", got, want)
+	}
+	if err := cur.Free(); err != nil {
+		t.Errorf("Free of the buffer at the reused address: %v", err)
+	}
+}

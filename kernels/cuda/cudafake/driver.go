@@ -93,7 +93,9 @@ type Launch struct {
 
 // Driver is an in-memory cuda.Driver: device memory is Go memory at fake
 // addresses, with gaps between allocations, so that an access outside an
-// allocation is an error rather than a read of a neighbour. It checks what
+// allocation is an error rather than a read of a neighbour, and a freed
+// address is handed out again to the next allocation of its size, as the
+// driver's allocator does (MemAlloc). It checks what
 // the real driver requires of its caller: cuInit first, a current context
 // for memory and module calls, known pointers, launch geometry within an
 // sm_90 device's limits. Create one with NewDriver.
@@ -108,6 +110,7 @@ type Driver struct {
 	retained  map[cuda.DeviceID]int
 	current   cuda.Context
 	next      cuda.DevPtr
+	reuse     map[int][]cuda.DevPtr // freed addresses of MemAlloc, by their 256-byte rounded size, handed out again
 	allocs    map[cuda.DevPtr][]byte
 	used      int
 	failNext  map[string]int
@@ -402,10 +405,20 @@ func (d *Driver) MemAlloc(bytes int) (cuda.DevPtr, error) {
 	if d.emu != nil { // the kernels run on the CPU: memory at real addresses
 		return d.allocMapped("cuMemAlloc_v2", bytes)
 	}
+	// The driver hands a freed range out again to the next allocation
+	// that fits it (a buffer freed and one allocated after it often share
+	// an address on a GPU), so a handle kept past its Free points at the
+	// new allocation: the fake does the same, the last freed range of the
+	// same rounded size first.
+	rounded := (bytes + 255) / 256 * 256
 	p := d.next
+	if free := d.reuse[rounded]; len(free) > 0 && !d.overlapsMapped(free[len(free)-1], rounded) {
+		p, d.reuse[rounded] = free[len(free)-1], free[:len(free)-1]
+	} else {
+		d.next += cuda.DevPtr(rounded + 4096) // aligned, with a gap
+	}
 	d.allocs[p] = make([]byte, bytes)
 	d.used += bytes
-	d.next += cuda.DevPtr((bytes+255)/256*256 + 4096) // aligned, with a gap
 	return p, nil
 }
 
@@ -424,7 +437,25 @@ func (d *Driver) MemFree(p cuda.DevPtr) error {
 	d.used -= len(mem)
 	delete(d.allocs, p)
 	delete(d.managed, p)
+	if _, mapped := d.mapped[p]; !mapped { // a fake address MemAlloc may hand out again
+		if d.reuse == nil {
+			d.reuse = map[int][]cuda.DevPtr{}
+		}
+		rounded := (len(mem) + 255) / 256 * 256
+		d.reuse[rounded] = append(d.reuse[rounded], p)
+	}
 	return d.unmap(p)
+}
+
+// overlapsMapped reports whether [p, p+n) meets host memory mapped since
+// (allocMapped: mmap may place it in a freed fake range); d.mu is held.
+func (d *Driver) overlapsMapped(p cuda.DevPtr, n int) bool {
+	for b, m := range d.mapped {
+		if b < p+cuda.DevPtr(n) && p < b+cuda.DevPtr(len(m)) {
+			return true
+		}
+	}
+	return false
 }
 
 // span returns the n bytes of device memory at p, which must lie inside

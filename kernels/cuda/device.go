@@ -86,6 +86,14 @@ func OpenWith(drv Driver, blas BLAS, ordinal int) (*Device, error) {
 		if errors.As(err, &ce) && ce.Code == CUDAErrorNoDevice {
 			return nil, noDevice(err)
 		}
+		if errors.As(err, &ce) && ce.Code == CUDAErrorStubLibrary {
+			// The toolkit's stub (…/stubs/libcuda.so) has every entry
+			// point but only links: the loader found it (libcuda.so, the
+			// last soname tried, or an explicit path) where the driver
+			// is missing.
+			return nil, &MissingError{What: "CUDA driver library", Tried: []string{drv.Path()}, Err: err,
+				Hint: "that is the CUDA toolkit's stub of libcuda, for linking only; install the NVIDIA driver, or set HONE_LIBCUDA to the path of the driver's libcuda.so.1"}
+		}
 		return nil, fmt.Errorf("CUDA backend: %w", err)
 	}
 	n, err := drv.DeviceCount()

@@ -3,8 +3,11 @@ package cuda_test
 import (
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ebitengine/purego"
 
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/kerneltest"
@@ -90,5 +93,33 @@ func TestMatmulThroughLoader(t *testing.T) {
 	}
 	if got := live(); got != 0 {
 		t.Errorf("after Close fake libcuda has %d allocations", got)
+	}
+}
+
+// TestOpenStubDriver: the CUDA toolkit's link-time stub of libcuda (what
+// the soname libcuda.so finds on a machine with the toolkit and no
+// driver) answers cuInit with CUDA_ERROR_STUB_LIBRARY and names no error
+// code; Open says the driver library is missing, names the library it
+// loaded and the variable to set, and names the code itself (it said
+// "CUDA backend: cuInit: error 34").
+func TestOpenStubDriver(t *testing.T) {
+	libs := fakeLibs(t)
+	h, err := purego.Dlopen(libs.Driver, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var setStub func(int32)
+	purego.RegisterLibFunc(&setStub, h, "hone_fake_cuda_set_stub")
+	setStub(1)
+	defer setStub(0)
+	_, err = cuda.Open(cuda.Options{DriverLib: libs.Driver, BLASLib: libs.BLAS})
+	m := asMissing(t, err, "CUDA driver library")
+	if !slices.Equal(m.Tried, []string{libs.Driver}) {
+		t.Errorf("tried %q, want the stub's path", m.Tried)
+	}
+	for _, want := range []string{"CUDA backend unavailable: no CUDA driver library", "cuInit: CUDA_ERROR_STUB_LIBRARY", "stub", "HONE_LIBCUDA"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not say %q", err, want)
+		}
 	}
 }

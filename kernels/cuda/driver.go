@@ -104,6 +104,8 @@ func (d *driverLib) check(call string, r int32) error {
 	var p unsafe.Pointer
 	if d.getErrorName(r, &p) == CUDASuccess {
 		e.Name = goString(p)
+	} else {
+		e.Name = driverCodeName(int(r))
 	}
 	p = nil
 	if d.getErrorString(r, &p) == CUDASuccess {

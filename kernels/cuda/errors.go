@@ -10,12 +10,34 @@ const (
 	CUDASuccess            = 0
 	CUDAErrorInvalidValue  = 1   // CUDA_ERROR_INVALID_VALUE
 	CUDAErrorOutOfMemory   = 2   // CUDA_ERROR_OUT_OF_MEMORY
+	CUDAErrorStubLibrary   = 34  // CUDA_ERROR_STUB_LIBRARY: the toolkit's link-time stub of libcuda was loaded
 	CUDAErrorNoDevice      = 100 // CUDA_ERROR_NO_DEVICE
 	CUDAErrorNotFound      = 500 // CUDA_ERROR_NOT_FOUND
 	CUDAErrorNotReady      = 600 // CUDA_ERROR_NOT_READY
 	BLASStatusInvalidValue = 7   // CUBLAS_STATUS_INVALID_VALUE
 	BLASStatusNotSupported = 15  // CUBLAS_STATUS_NOT_SUPPORTED
 )
+
+// driverCodeName names the CUresult codes above, for a library that names
+// none itself: the toolkit's stub of libcuda answers every call, its
+// cuGetErrorName included, with CUDA_ERROR_STUB_LIBRARY.
+func driverCodeName(code int) string {
+	switch code {
+	case CUDAErrorInvalidValue:
+		return "CUDA_ERROR_INVALID_VALUE"
+	case CUDAErrorOutOfMemory:
+		return "CUDA_ERROR_OUT_OF_MEMORY"
+	case CUDAErrorStubLibrary:
+		return "CUDA_ERROR_STUB_LIBRARY"
+	case CUDAErrorNoDevice:
+		return "CUDA_ERROR_NO_DEVICE"
+	case CUDAErrorNotFound:
+		return "CUDA_ERROR_NOT_FOUND"
+	case CUDAErrorNotReady:
+		return "CUDA_ERROR_NOT_READY"
+	}
+	return ""
+}
 
 // Error is a failed call into the driver or cuBLAS.
 type Error struct {

@@ -25,9 +25,11 @@ type Libs struct {
 // tests drive the real run-time loader (kernels/cuda.LoadDriver, LoadBLAS, LoadBLASLt)
 // and its calls through purego on a machine without CUDA. The fake driver
 // reports HONE_FAKE_CUDA_DEVICES devices (default 1) from the environment of
-// the process that loads it; two extra C functions serve tests in that
-// process: hone_fake_cuda_set_devices(int) overrides the count and
-// hone_fake_cuda_live() returns the allocations not yet freed. An absent
+// the process that loads it; three extra C functions serve tests in that
+// process: hone_fake_cuda_set_devices(int) overrides the count,
+// hone_fake_cuda_live() returns the allocations not yet freed, and
+// hone_fake_cuda_set_stub(1) makes it answer as the toolkit's stub of
+// libcuda does (CUDA_ERROR_STUB_LIBRARY from cuInit, no error names). An absent
 // compiler gives an error wrapping exec.ErrNotFound. As BuildEmulator, it
 // compiles through the compiler cache (ccache.Default).
 func BuildLibs(ctx context.Context, cc, dir string) (Libs, error) {

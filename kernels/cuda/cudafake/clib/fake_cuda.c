@@ -34,7 +34,15 @@ static int devices(void) {
 void hone_fake_cuda_set_devices(int n) { deviceOverride = n; }
 long hone_fake_cuda_live(void) { return live; }
 
+/* hone_fake_cuda_set_stub(1) makes the library answer as the CUDA
+   toolkit's link-time stub of libcuda (…/stubs/libcuda.so) does on a
+   machine without the driver: CUDA_ERROR_STUB_LIBRARY (34) from cuInit
+   and from cuGetErrorName and cuGetErrorString, which name nothing. */
+static int stub;
+void hone_fake_cuda_set_stub(int on) { stub = on; }
+
 CUresult cuInit(unsigned flags) {
+	if (stub) return 34;
 	if (flags != 0) return 1;
 	if (devices() == 0) return 100;
 	initialized = 1;
@@ -179,6 +187,7 @@ static int lookup(CUresult r) {
 }
 
 CUresult cuGetErrorName(CUresult r, const char **s) {
+	if (stub) return 34;
 	int i = lookup(r);
 	if (i < 0) return 1;
 	*s = errs[i].name;
@@ -186,6 +195,7 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
 }
 
 CUresult cuGetErrorString(CUresult r, const char **s) {
+	if (stub) return 34;
 	int i = lookup(r);
 	if (i < 0) return 1;
 	*s = errs[i].text;

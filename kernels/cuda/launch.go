@@ -107,14 +107,33 @@ func (d *Device) param(i int, a any) (unsafe.Pointer, error) {
 	return nil, fmt.Errorf("argument %d: a %T is not a kernel parameter (want *Buffer, int, int32, uint32 or float32)", i, a)
 }
 
+// The launch geometry every device since compute capability 3.0 allows
+// (the CUDA C++ Programming Guide's technical specifications): past it
+// cuLaunchKernel fails with CUDA_ERROR_INVALID_VALUE ("invalid argument"),
+// which names neither the kernel nor the dimension, so Launch checks first.
+const (
+	maxGridX        = 1<<31 - 1
+	maxGridYZ       = 65535
+	maxBlockXY      = 1024
+	maxBlockZ       = 64
+	maxBlockThreads = 1024
+)
+
+// launchable reports whether grid and block are within those limits.
+func launchable(grid, block Dim3) bool {
+	dims := block.X >= 1 && block.Y >= 1 && block.Z >= 1 && block.X <= maxBlockXY && block.Y <= maxBlockXY && block.Z <= maxBlockZ &&
+		grid.X >= 1 && grid.Y >= 1 && grid.Z >= 1 && grid.X <= maxGridX && grid.Y <= maxGridYZ && grid.Z <= maxGridYZ
+	return dims && block.Threads() <= maxBlockThreads // the product only once each factor is bounded
+}
+
 // Launch runs the kernel on grid×block threads with sharedBytes of dynamic
 // shared memory, on the default stream (it returns before the kernel ends;
 // Download waits). args are the kernel's parameters in order (see param).
 // More than SharedDefault bytes opts the kernel in first (optIn).
 func (k *Kernel) Launch(grid, block Dim3, sharedBytes int, args ...any) error {
 	d := k.k.d
-	if t := block.Threads(); block.X < 1 || block.Y < 1 || block.Z < 1 || t > 1024 || grid.X < 1 || grid.Y < 1 || grid.Z < 1 {
-		return fmt.Errorf("CUDA launch of %s: grid %v, block %v: want every dimension ≥ 1 and at most 1024 threads a block", k.name, grid, block)
+	if !launchable(grid, block) {
+		return fmt.Errorf("CUDA launch of %s: grid %v, block %v: want every dimension ≥ 1, grid.x at most 2³¹−1, grid.y and grid.z at most 65535, block.x and block.y at most 1024, block.z at most 64, and at most 1024 threads a block", k.name, grid, block)
 	}
 	err := d.do(func() error {
 		if !d.modules[k.k.m] {

@@ -1,9 +1,11 @@
 package cuda_test
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
@@ -95,6 +97,10 @@ func TestLaunchChecks(t *testing.T) {
 	}{
 		{"1025 threads", one, cuda.Dim3{X: 1025, Y: 1, Z: 1}, nil, "at most 1024 threads"},
 		{"zero grid", cuda.Dim3{X: 0, Y: 1, Z: 1}, warp, nil, "every dimension ≥ 1"},
+		{"grid.y past 65535", cuda.Dim3{X: 1, Y: 70000, Z: 1}, warp, nil, "grid.y and grid.z at most 65535"},
+		{"grid.z past 65535", cuda.Dim3{X: 1, Y: 1, Z: 65536}, warp, nil, "grid.y and grid.z at most 65535"},
+		{"grid.x past 2³¹−1", cuda.Dim3{X: 1 << 31, Y: 1, Z: 1}, warp, nil, "grid.x at most 2³¹−1"},
+		{"block.z past 64", one, cuda.Dim3{X: 1, Y: 1, Z: 128}, nil, "block.z at most 64"},
 		{"float64", one, warp, []any{buf, 1.5}, "argument 1: a float64 is not a kernel parameter"},
 		{"int past int32", one, warp, []any{1 << 40}, "argument 0: 1099511627776 does not fit an int"},
 		{"foreign buffer", one, warp, []any{foreign}, "argument 0: a buffer of another device"},
@@ -109,6 +115,9 @@ func TestLaunchChecks(t *testing.T) {
 	want := cudafake.Launch{Kernel: "rmsnorm_forward", Grid: cuda.Dim3{X: 7, Y: 1, Z: 1}, Block: cuda.Dim3{X: 256, Y: 1, Z: 1}, Params: 4}
 	if got := drv.Launches(); len(got) != 1 || got[0] != want {
 		t.Errorf("the driver saw %+v, want [%+v]", got, want)
+	}
+	if n := drv.Calls("cuLaunchKernel"); n != 1 {
+		t.Errorf("cuLaunchKernel called %d times, want 1: the refused launches reached the driver", n)
 	}
 	if err := buf.Free(); err != nil {
 		t.Fatal(err)
@@ -191,5 +200,65 @@ func TestLaunchDynamicShared(t *testing.T) {
 	}
 	if want := []int{48 << 10, 68 << 10, 68 << 10, 64 << 10, 80 << 10, 50 << 10}; !slices.Equal(bytes, want) {
 		t.Errorf("the driver saw launches of %v bytes, want %v", bytes, want)
+	}
+}
+
+// TestLaunchLimitsThroughLoader: the C stand-in for libcuda refuses, as
+// the driver does (CUDA_ERROR_INVALID_VALUE), a launch past a device's
+// geometry — grid.y or grid.z past 65535, block.z past 64, a block whose
+// thread count wraps in 32 bits — which Launch refuses before it and a
+// caller of the Driver binding could still make; it took them all.
+func TestLaunchLimitsThroughLoader(t *testing.T) {
+	libs := fakeLibs(t)
+	drv, err := cuda.LoadDriver(libs.Driver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drv.Init(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, err := drv.PrimaryCtxRetain(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.PrimaryCtxRelease(0)
+	if err := drv.CtxSetCurrent(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m, err := drv.ModuleLoadData([]byte("//fake\x00"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.ModuleUnload(m)
+	f, err := drv.ModuleGetFunction(m, "fill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := drv.MemAlloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.MemFree(p)
+	v, n := float32(1), int32(0) // fill nothing, whatever the grid
+	params := []unsafe.Pointer{unsafe.Pointer(&p), unsafe.Pointer(&v), unsafe.Pointer(&n)}
+	one := cuda.Dim3{X: 1, Y: 1, Z: 1}
+	if err := drv.LaunchKernel(f, one, one, 0, params); err != nil {
+		t.Fatalf("a launch within the limits: %v", err)
+	}
+	for _, c := range []struct {
+		name        string
+		grid, block cuda.Dim3
+	}{
+		{"grid.y 70000", cuda.Dim3{X: 1, Y: 70000, Z: 1}, one},
+		{"grid.z 65536", cuda.Dim3{X: 1, Y: 1, Z: 65536}, one},
+		{"block.z 128", one, cuda.Dim3{X: 1, Y: 1, Z: 128}},
+		{"block.y 0", one, cuda.Dim3{X: 1, Y: 0, Z: 1}},
+		{"block 65536×65536", one, cuda.Dim3{X: 65536, Y: 65536, Z: 1}},
+	} {
+		err := drv.LaunchKernel(f, c.grid, c.block, 0, params)
+		var ce *cuda.Error
+		if !errors.As(err, &ce) || ce.Name != "CUDA_ERROR_INVALID_VALUE" {
+			t.Errorf("%s: %v, want CUDA_ERROR_INVALID_VALUE", c.name, err)
+		}
 	}
 }

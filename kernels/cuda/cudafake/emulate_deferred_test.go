@@ -21,7 +21,8 @@ import (
 // queued product comes before a later memset of managed memory (which
 // waits for it, then sets); a memset of device memory is queued and runs
 // before a cuMemcpyDtoH that follows it; events read the stream's clock
-// when their record runs.
+// when their record runs; a launch past the device's grid or block limits
+// is refused at the call.
 func TestEmulatingLibsDeferred(t *testing.T) {
 	cc, cxx := os.Getenv("CC"), os.Getenv("CXX")
 	if cc == "" {
@@ -125,10 +126,45 @@ func TestEmulatingLibsDeferred(t *testing.T) {
 	if err := drv.EventRecord(start); err == nil {
 		t.Error("a destroyed event recorded")
 	}
+	launchLimits(t, drv, d)
 	must("cuMemFree_v2", drv.MemFree(d))
 	for _, p := range ptrs {
 		must("cuMemFree_v2", drv.MemFree(p))
 	}
 	must("cublasDestroy_v2", blas.Destroy(h))
 	must("cuDevicePrimaryCtxRelease", drv.PrimaryCtxRelease(dev))
+}
+
+// launchLimits: a launch past a device's geometry is refused at the call,
+// as the driver refuses it (CUDA_ERROR_INVALID_VALUE), not queued to run;
+// d is device memory of at least one float.
+func launchLimits(t *testing.T, drv cuda.Driver, d cuda.DevPtr) {
+	t.Helper()
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	ptx, err := cuda.PTX("misc", 90)
+	must("PTX", err)
+	mod, err := drv.ModuleLoadData(append(ptx[:len(ptx):len(ptx)], 0))
+	must("cuModuleLoadData", err)
+	zero, err := drv.ModuleGetFunction(mod, "zero_f32")
+	must("cuModuleGetFunction", err)
+	n := int32(0)
+	params := []unsafe.Pointer{unsafe.Pointer(&d), unsafe.Pointer(&n)}
+	one := cuda.Dim3{X: 1, Y: 1, Z: 1}
+	for _, c := range []struct {
+		name        string
+		grid, block cuda.Dim3
+	}{
+		{"grid.y 70000", cuda.Dim3{X: 1, Y: 70000, Z: 1}, one},
+		{"grid.z 65536", cuda.Dim3{X: 1, Y: 1, Z: 65536}, one},
+		{"block.z 128", one, cuda.Dim3{X: 1, Y: 1, Z: 128}},
+	} {
+		wantCode(t, c.name, drv.LaunchKernel(zero, c.grid, c.block, 0, params), "CUDA_ERROR_INVALID_VALUE")
+	}
+	must("cuCtxSynchronize", drv.CtxSynchronize())
+	must("cuModuleUnload", drv.ModuleUnload(mod))
 }

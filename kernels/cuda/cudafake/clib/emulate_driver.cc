@@ -369,7 +369,13 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 		}
 	}
 	if (stream || extra) return 1;
-	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024) return 1;
+	// What every device since compute capability 3.0 allows, as the driver
+	// checks it: grid x up to 2^31-1, y and z up to 65535; block x and y up
+	// to 1024, z up to 64, 1024 threads in all (in 64 bits: in 32 the
+	// product wraps, 65536 x 65536 x 1 to 0).
+	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return 1;
+	if (gx > 0x7fffffffu || gy > 65535 || gz > 65535 || bx > 1024 || by > 1024 || bz > 64) return 1;
+	if (uint64_t(bx) * by * bz > 1024) return 1;
 	std::vector<int> geom = {int(gx), int(gy), int(gz), int(bx), int(by), int(bz), int(shared)};
 	const char *name = fn->entry->name;
 	int nparams = int(fn->sizes.size());

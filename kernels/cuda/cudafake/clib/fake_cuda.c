@@ -153,11 +153,22 @@ CUresult cuFuncSetAttribute(void *f, int attr, int value) {
 	return 0;
 }
 
+/* launchable reports whether a launch is within what every device since
+   compute capability 3.0 allows, which the driver checks
+   (CUDA_ERROR_INVALID_VALUE past it): grid x up to 2^31-1, y and z up to
+   65535; block x and y up to 1024, z up to 64, 1024 threads in all (the
+   product taken in 64 bits: in 32 it wraps, 65536 x 65536 x 1 to 0). */
+static int launchable(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz) {
+	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return 0;
+	if (gx > 0x7fffffffu || gy > 65535 || gz > 65535 || bx > 1024 || by > 1024 || bz > 64) return 0;
+	return (unsigned long long)bx * by * bz <= 1024;
+}
+
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
 	(void)shared; (void)stream; (void)extra;
 	if (f != (void *)(uintptr_t)0x3000) return 400;
-	if (bx * by * bz > 1024 || gx == 0 || gy == 0 || gz == 0 || bx == 0) return 1;
+	if (!launchable(gx, gy, gz, bx, by, bz)) return 1;
 	float *p = (float *)(uintptr_t)*(CUdeviceptr *)params[0];
 	float v = *(float *)params[1];
 	int n = *(int *)params[2];

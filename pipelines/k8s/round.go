@@ -286,6 +286,11 @@ func fill(s string, wf, in map[string]string, item string) (string, error) {
 func topo(tasks []task) ([]task, error) {
 	byName := map[string]task{}
 	for _, t := range tasks {
+		if _, dup := byName[t.Name]; dup {
+			// Argo refuses a DAG with two tasks of one name; kept, the
+			// second would silently replace the first.
+			return nil, fmt.Errorf("two tasks are named %q", t.Name)
+		}
 		byName[t.Name] = t
 	}
 	var out []task

@@ -371,3 +371,28 @@ func TestLoadRefusesFieldsItDoesNotRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRefusesTwoTasksOfOneName: a DAG with two tasks of one name, which
+// Argo refuses, is refused before any step runs (the second task silently
+// replaced the first).
+func TestRunRefusesTwoTasksOfOneName(t *testing.T) {
+	b, err := os.ReadFile("round.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const from = "          - name: score\n"
+	if !strings.Contains(string(b), from) {
+		t.Fatalf("round.yaml has no %q to change", from)
+	}
+	path := filepath.Join(t.TempDir(), "dup.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), from, "          - name: collect\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background(), Options{Env: []string{"PATH=/nonexistent"}}); err == nil || !strings.Contains(err.Error(), `two tasks are named "collect"`) {
+		t.Errorf("Run: %v, want an error naming the two tasks", err)
+	}
+}

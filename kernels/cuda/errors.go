@@ -7,15 +7,18 @@ import (
 
 // The CUresult and cublasStatus_t codes this package names.
 const (
-	CUDASuccess            = 0
-	CUDAErrorInvalidValue  = 1   // CUDA_ERROR_INVALID_VALUE
-	CUDAErrorOutOfMemory   = 2   // CUDA_ERROR_OUT_OF_MEMORY
-	CUDAErrorStubLibrary   = 34  // CUDA_ERROR_STUB_LIBRARY: the toolkit's link-time stub of libcuda was loaded
-	CUDAErrorNoDevice      = 100 // CUDA_ERROR_NO_DEVICE
-	CUDAErrorNotFound      = 500 // CUDA_ERROR_NOT_FOUND
-	CUDAErrorNotReady      = 600 // CUDA_ERROR_NOT_READY
-	BLASStatusInvalidValue = 7   // CUBLAS_STATUS_INVALID_VALUE
-	BLASStatusNotSupported = 15  // CUBLAS_STATUS_NOT_SUPPORTED
+	CUDASuccess           = 0
+	CUDAErrorInvalidValue = 1   // CUDA_ERROR_INVALID_VALUE
+	CUDAErrorOutOfMemory  = 2   // CUDA_ERROR_OUT_OF_MEMORY
+	CUDAErrorStubLibrary  = 34  // CUDA_ERROR_STUB_LIBRARY: the toolkit's link-time stub of libcuda was loaded
+	CUDAErrorNoDevice     = 100 // CUDA_ERROR_NO_DEVICE
+	CUDAErrorNotFound     = 500 // CUDA_ERROR_NOT_FOUND
+	// CUDAErrorUnsupportedPTXVersion is CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+	// the driver cannot compile PTX of that ISA version.
+	CUDAErrorUnsupportedPTXVersion = 222
+	CUDAErrorNotReady              = 600 // CUDA_ERROR_NOT_READY
+	BLASStatusInvalidValue         = 7   // CUBLAS_STATUS_INVALID_VALUE
+	BLASStatusNotSupported         = 15  // CUBLAS_STATUS_NOT_SUPPORTED
 )
 
 // driverCodeName names the CUresult codes above, for a library that names
@@ -33,6 +36,8 @@ func driverCodeName(code int) string {
 		return "CUDA_ERROR_NO_DEVICE"
 	case CUDAErrorNotFound:
 		return "CUDA_ERROR_NOT_FOUND"
+	case CUDAErrorUnsupportedPTXVersion:
+		return "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
 	case CUDAErrorNotReady:
 		return "CUDA_ERROR_NOT_READY"
 	}

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 )
 
@@ -59,5 +60,16 @@ func (d *Device) LoadKernels(module string) (*Kernels, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.LoadModule(ptx)
+	k, err := d.LoadModule(ptx)
+	var ce *Error
+	switch {
+	case errors.As(err, &ce) && ce.Code == CUDAErrorUnsupportedPTXVersion:
+		// The driver's PTX compiler is older than the toolkit that wrote
+		// the PTX: only a newer driver helps, which the code alone does not
+		// say ("the provided PTX was compiled with an unsupported toolchain").
+		return nil, fmt.Errorf("CUDA kernel module %q (PTX for compute_%d from CUDA 11.8): the driver is older than that PTX: update the NVIDIA driver to R520 or later: %w", module, arch, err)
+	case err != nil:
+		return nil, fmt.Errorf("CUDA kernel module %q (PTX for compute_%d): %w", module, arch, err)
+	}
+	return k, nil
 }

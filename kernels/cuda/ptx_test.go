@@ -218,3 +218,24 @@ func firstDiff(a, b []byte) string {
 	}
 	return "they differ"
 }
+
+// TestLoadKernelsOldDriver: a driver whose PTX compiler is older than the
+// PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) is named as the cause, with the
+// module and what to do: the driver's own text, "compiled with an
+// unsupported toolchain", said neither.
+func TestLoadKernelsOldDriver(t *testing.T) {
+	drv := cudafake.NewDriver(1, 0)
+	drv.SetComputeCapability(9, 0)
+	dev, err := cuda.OpenWith(drv, cudafake.NewBLAS(drv), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	drv.FailNext("cuModuleLoadData", cuda.CUDAErrorUnsupportedPTXVersion)
+	_, err = dev.LoadKernels("rmsnorm")
+	var ce *cuda.Error
+	if err == nil || !errors.As(err, &ce) || ce.Code != cuda.CUDAErrorUnsupportedPTXVersion ||
+		!strings.Contains(err.Error(), `"rmsnorm"`) || !strings.Contains(err.Error(), "update the NVIDIA driver") {
+		t.Errorf("LoadKernels on an old driver: %v, want the module named and an update of the driver asked for", err)
+	}
+}

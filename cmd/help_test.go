@@ -137,6 +137,8 @@ func TestUsageErrorsNameTheCommand(t *testing.T) {
 	}{
 		{[]string{"hone-inspect", "stats"}, "Run 'hone-inspect stats --help'"},
 		{[]string{"hone-inspect", "nope"}, "Run 'hone-inspect --help'"},
+		{[]string{"hone-inspect", "help", "nope"}, "Run 'hone-inspect --help'"},
+		{[]string{"hone-train", "help", "gpro"}, "Run 'hone-train --help'"},
 		{[]string{"hone-train", "init-model"}, "Run 'hone-train init-model --help'"},
 		{[]string{"hone-collect", "proxy"}, "Run 'hone-collect proxy --help'"},
 		{[]string{"hone-collect", "scenarios", "--mcp-url", "http://127.0.0.1:1"}, "Run 'hone-collect scenarios --help'"},

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -29,6 +30,7 @@ func ExecuteCommand(ctx context.Context, root *cobra.Command, args []string) err
 		}
 	}
 	wrap(root)
+	root.SetHelpCommand(helpCommandFor(root))
 	root.SilenceErrors = true
 	root.SilenceUsage = true
 	root.SetArgs(args)
@@ -40,4 +42,24 @@ func ExecuteCommand(ctx context.Context, root *cobra.Command, args []string) err
 		err = ForCommand(cmd.CommandPath(), err)
 	}
 	return err
+}
+
+// helpCommandFor is the "help [command]" subcommand of root. Cobra's own
+// answers a topic it does not know ("hone-train help gpro") with the
+// root's usage on stdout and exit 0, so a script or a typo passed for
+// success; this one makes it a usage error (exit 2) pointing to the
+// root's --help, as "hone-train gpro" is.
+func helpCommandFor(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help provides help for any command in the application.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, _, err := root.Find(args)
+			if cmd == nil || err != nil {
+				return ForCommand(root.Name(), Usagef("unknown help topic %q", strings.Join(args, " ")))
+			}
+			return cmd.Help()
+		},
+	}
 }

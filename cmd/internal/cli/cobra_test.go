@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 
 func testTree(runErr error) *cobra.Command {
 	root := &cobra.Command{Use: "tool"}
+	root.SetOut(io.Discard)
 	var n int
 	sub := &cobra.Command{
 		Use:  "sub FILE",
@@ -38,6 +40,9 @@ func TestExecuteCommandExitCodes(t *testing.T) {
 		{"bad flag value", []string{"sub", "--n", "x", "a"}, nil, 2},
 		{"missing argument", []string{"sub"}, nil, 2},
 		{"unknown command", []string{"nope"}, nil, 2},
+		{"help topic", []string{"help", "sub"}, nil, 0},
+		{"help of the root", []string{"help"}, nil, 0},
+		{"unknown help topic", []string{"help", "nope"}, nil, 2},
 	}
 	for _, tc := range tests {
 		err := ExecuteCommand(context.Background(), testTree(tc.runErr), tc.args)

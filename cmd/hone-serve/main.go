@@ -117,6 +117,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cli.Usagef("--model and --upstream exclude each other: serve a model folder or front a vLLM server")
 	case opts.Upstream == "" && fs.Changed("upstream-api-key"):
 		return cli.Usagef("--upstream-api-key needs --upstream")
+	case opts.Port < 0 || opts.Port > 65535:
+		// Refused before the model loads, which can take minutes, and as
+		// bad usage: the listen failing after the load was exit 1.
+		return cli.Usagef("--port %d: want 1 to 65535, or 0 for any free port", opts.Port)
 	case opts.KVCacheBytes < 0:
 		// It would start and then refuse every request.
 		return cli.Usagef("--kv-cache-bytes %d: want a byte count, or 0 for no limit", opts.KVCacheBytes)

@@ -43,7 +43,10 @@ func TestHelpAndUsage(t *testing.T) {
 		{"--model", "x", "--upstream", "http://127.0.0.1:1"}, {"--model", "x", "--upstream-api-key", "k"},
 		{"--upstream", "http://127.0.0.1:1", "--dtype", "bfloat16"}, {"--model", "x", "--dtype", "int4"},
 		// A malformed --upstream (no scheme, another scheme) is bad usage.
-		{"--upstream", "localhost:8001"}, {"--upstream", "ftp://127.0.0.1:1"}} {
+		{"--upstream", "localhost:8001"}, {"--upstream", "ftp://127.0.0.1:1"},
+		// A port no socket can have is bad usage, found before the model
+		// loads (the listen failing after it was exit 1).
+		{"--model", "../../serve/testdata/tiny", "--port", "70000"}, {"--upstream", "http://127.0.0.1:1", "--port", "-1"}} {
 		err := run(context.Background(), args, noEnv, io.Discard, &bytes.Buffer{})
 		if cli.ExitCode(err) != cli.ExitUsage {
 			t.Fatalf("%q: %v (exit %d), want a usage error", args, err, cli.ExitCode(err))

@@ -55,6 +55,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -144,6 +145,12 @@ type record struct {
 func New(o Options) (*Proxy, error) {
 	if o.Upstream == "" {
 		return nil, stageerr.Usagef("proxy: no upstream")
+	}
+	// Refused at start, as hone-serve --upstream refuses it: a URL without
+	// its scheme (vLLM's "localhost:8000/v1") started a proxy whose every
+	// forwarded request failed with "unsupported protocol scheme".
+	if u, err := url.Parse(o.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, stageerr.Usagef("proxy: upstream %q: want an http(s)://host:port/v1 base URL", o.Upstream)
 	}
 	if o.OutDir == "" {
 		return nil, stageerr.Usagef("proxy: no output folder")

@@ -184,6 +184,14 @@ func TestScriptedPolicyNoModel(t *testing.T) {
 	if err := collect.Run(context.Background(), collect.Options{Env: "guess", Groups: 1, GroupSize: 1, Concurrency: 1, Policy: "scripted:nope", Out: &out}); !errors.Is(err, stageerr.ErrUsage) {
 		t.Errorf("unknown scripted policy: %v", err)
 	}
+	// A base URL that is no http(s) URL is bad usage before any episode
+	// is played, not a run of failed episodes.
+	for _, base := range []string{"localhost:8000/v1", "127.0.0.1:8000/v1", "ftp://127.0.0.1:1/v1"} {
+		o := collect.Options{Env: "guess", Groups: 1, GroupSize: 1, Concurrency: 1, Out: &out, Model: collect.ModelOptions{Model: "m", BaseURL: base, Retries: 0}}
+		if err := collect.Run(context.Background(), o); !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), "--base-url") {
+			t.Errorf("--base-url %q: %v, want a usage error naming --base-url", base, err)
+		}
+	}
 }
 
 // Tool calls, including malformed ones, go through the loop and the

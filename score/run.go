@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -305,6 +306,12 @@ func buildJudge(opts Options, log *slog.Logger) (judge.Judge, error) {
 	j := opts.Judge
 	if j == nil {
 		base, key := opts.JudgeBaseURL, opts.JudgeAPIKey
+		// A base URL without its scheme (vLLM's "localhost:8000/v1") is
+		// refused before any judge call: each call failed on the URL,
+		// and the run ended exit 1 (or skipped every group).
+		if u, err := url.Parse(base); base != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return nil, stageerr.Usagef("--judge-base-url %q (or $OPENAI_BASE_URL): want an http(s)://host:port/v1 base URL", base)
+		}
 		oo := judge.OpenAIOptions{BaseURL: base, APIKey: key, Timeout: opts.JudgeTimeout, MaxTokens: opts.JudgeMaxTokens, ResponseFormat: opts.JudgeFormat,
 			ExplanationMaxChars: opts.JudgeExplanationMax}
 		if opts.JudgeTemperature >= 0 {

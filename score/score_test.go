@@ -229,6 +229,12 @@ func TestUsageErrors(t *testing.T) {
 			o.JudgeModel, o.JudgeContextTokens, o.JudgeTokenizer = "m", 8192, "/nonexistent/tokenizer.json"
 		}, "--judge-tokenizer"},
 		"bad concurrency": {[]string{"env"}, func(o *score.Options) { o.Concurrency = 0 }, "--concurrency"},
+		"judge url without scheme": {[]string{"ruler"}, func(o *score.Options) {
+			o.JudgeModel, o.JudgeBaseURL, o.JudgeRetries = "m", "127.0.0.1:8000/v1", 0
+		}, "--judge-base-url"},
+		"judge url of another scheme": {[]string{"ruler"}, func(o *score.Options) {
+			o.JudgeModel, o.JudgeBaseURL, o.JudgeRetries = "m", "ftp://127.0.0.1:1/v1", 0
+		}, "--judge-base-url"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -148,16 +148,7 @@ func TestNonFiniteMetricIsLeftOut(t *testing.T) {
 // TestAdamWRefusesNonFiniteGradient: a NaN in the gradient leaves the
 // weights, moments and update count as they were.
 func TestAdamWRefusesNonFiniteGradient(t *testing.T) {
-	be, err := cpu.New(cpu.Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	c, _ := tinymodel.Options{Hidden: 8, Layers: 1, Heads: 2}.Config()
-	ad, err := model.NewAdapter(&c, model.AdapterConfig{Rank: 1, Alpha: 1, Targets: []model.Module{model.ModQ}}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, ad := tinyQAdapter(t)
 	q := ad.Layers[0][model.ModQ]
 	q.DA[0], q.DB[0] = float32(math.NaN()), 1
 	A := append([]float32(nil), q.A...)

@@ -10,9 +10,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/kernels"
-	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/model"
-	"github.com/hone-rl/hone/train/tinymodel"
 )
 
 // optimGolden is testdata/golden/optim/golden.json (make_golden.py there).
@@ -66,16 +64,7 @@ func readOptimGolden(t *testing.T) optimGolden {
 // comparing the norm with max_norm); Update left it unscaled.
 func TestUpdateMatchesTorch(t *testing.T) {
 	g := readOptimGolden(t)
-	be, err := cpu.New(cpu.Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	c, _ := tinymodel.Options{Hidden: 8, Layers: 1, Heads: 2}.Config()
-	ad, err := model.NewAdapter(&c, model.AdapterConfig{Rank: 1, Alpha: 1, Targets: []model.Module{model.ModQ}}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, ad := tinyQAdapter(t)
 	lr := ad.Layers[0][model.ModQ]
 	if len(lr.A) != g.NA || len(lr.B) != g.NB {
 		t.Fatalf("adapter A %d, B %d; golden A %d, B %d", len(lr.A), len(lr.B), g.NA, g.NB)

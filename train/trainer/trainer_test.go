@@ -208,16 +208,7 @@ func TestMicroBatchSplitKeepsGradient(t *testing.T) {
 }
 
 func TestAdamWClipsGradNorm(t *testing.T) {
-	be, err := cpu.New(cpu.Options{Workers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	c, _ := tinymodel.Options{Hidden: 8, Layers: 1, Heads: 2}.Config()
-	ad, err := model.NewAdapter(&c, model.AdapterConfig{Rank: 1, Alpha: 1, Targets: []model.Module{model.ModQ}}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, ad := tinyQAdapter(t)
 	ad.Params(func(_ string, _, g []float32) {
 		for i := range g {
 			g[i] = 3
@@ -325,4 +316,22 @@ func mustAdamW(t testing.TB, ad *model.Adapter, p kernels.AdamWParams, maxGradNo
 		t.Fatal(err)
 	}
 	return o
+}
+
+// tinyQAdapter is a rank-1 adapter on q_proj of a one-layer tiny config,
+// and a one-worker CPU backend closed when t ends: the optimizer tests'
+// smallest setting.
+func tinyQAdapter(t *testing.T) (*cpu.Backend, *model.Adapter) {
+	t.Helper()
+	be, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	c, _ := tinymodel.Options{Hidden: 8, Layers: 1, Heads: 2}.Config()
+	ad, err := model.NewAdapter(&c, model.AdapterConfig{Rank: 1, Alpha: 1, Targets: []model.Module{model.ModQ}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be, ad
 }

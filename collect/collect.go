@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"math/big"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -339,8 +338,10 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 	// A base URL without its scheme (vLLM's "localhost:8000/v1") is
 	// refused before any episode: each call failed with "unsupported
 	// protocol scheme", and the run only ended, exit 1, once all had.
-	if u, err := url.Parse(o.Model.BaseURL); !scripted && o.Model.BaseURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-		return false, "", stageerr.Usagef("--base-url %q (or $OPENAI_BASE_URL): want an http(s)://host:port/v1 base URL", o.Model.BaseURL)
+	if !scripted && o.Model.BaseURL != "" {
+		if err := flagval.BaseURL("--base-url (or $OPENAI_BASE_URL)", o.Model.BaseURL); err != nil {
+			return false, "", stageerr.Usage(err)
+		}
 	}
 	return scripted, policyName, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"github.com/hone-rl/hone/format/shard"
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/retry"
 	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/score/formula"
@@ -309,8 +309,10 @@ func buildJudge(opts Options, log *slog.Logger) (judge.Judge, error) {
 		// A base URL without its scheme (vLLM's "localhost:8000/v1") is
 		// refused before any judge call: each call failed on the URL,
 		// and the run ended exit 1 (or skipped every group).
-		if u, err := url.Parse(base); base != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-			return nil, stageerr.Usagef("--judge-base-url %q (or $OPENAI_BASE_URL): want an http(s)://host:port/v1 base URL", base)
+		if base != "" {
+			if err := flagval.BaseURL("--judge-base-url (or $OPENAI_BASE_URL)", base); err != nil {
+				return nil, stageerr.Usage(err)
+			}
 		}
 		oo := judge.OpenAIOptions{BaseURL: base, APIKey: key, Timeout: opts.JudgeTimeout, MaxTokens: opts.JudgeMaxTokens, ResponseFormat: opts.JudgeFormat,
 			ExplanationMaxChars: opts.JudgeExplanationMax}

@@ -55,7 +55,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -70,6 +69,7 @@ import (
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
 
@@ -149,8 +149,8 @@ func New(o Options) (*Proxy, error) {
 	// Refused at start, as hone-serve --upstream refuses it: a URL without
 	// its scheme (vLLM's "localhost:8000/v1") started a proxy whose every
 	// forwarded request failed with "unsupported protocol scheme".
-	if u, err := url.Parse(o.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, stageerr.Usagef("proxy: upstream %q: want an http(s)://host:port/v1 base URL", o.Upstream)
+	if err := flagval.BaseURL("proxy: upstream", o.Upstream); err != nil {
+		return nil, stageerr.Usage(err)
 	}
 	if o.OutDir == "" {
 		return nil, stageerr.Usagef("proxy: no output folder")

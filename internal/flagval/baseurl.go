@@ -1,0 +1,19 @@
+package flagval
+
+import (
+	"fmt"
+	"net/url"
+)
+
+// BaseURL checks an OpenAI-compatible base URL a stage calls (collect's
+// --base-url, score's --judge-base-url, the proxy's --upstream): it must be
+// http(s) with a host. One without its scheme (vLLM prints
+// "localhost:8000/v1") parses as a path, and every call made with it
+// fails with "unsupported protocol scheme" only once the run is under way.
+// what names the setting in the error.
+func BaseURL(what, s string) error {
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s %q: want an http(s)://host:port/v1 base URL", what, s)
+	}
+	return nil
+}

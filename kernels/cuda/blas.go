@@ -36,12 +36,20 @@ func (b *blasLib) symbols() []symbol {
 // LoadBLAS loads cuBLAS from path, or, when path is empty, by its sonames
 // for CUDA 13, 12 and 11. A library that is absent or lacks an entry point
 // gives a *MissingError.
-func LoadBLAS(path string) (BLAS, error) {
+func LoadBLAS(path string) (BLAS, error) { return loadBLAS(path, 0) }
+
+// loadBLAS is LoadBLAS trying, without a path, only the sonames of CUDA
+// majors up to driverMajor (all when it is 0): the libraries the driver
+// runs.
+func loadBLAS(path string, driverMajor int) (BLAS, error) {
 	b := &blasLib{}
-	used, tried, err := openLib(path, blasSonames(), func(h uintptr) error { return bindAll(h, b.symbols()) })
+	used, tried, err := openLib(path, versionedSonames("libcublas", driverMajor), func(h uintptr) error { return bindAll(h, b.symbols()) })
 	if err != nil {
-		return nil, &MissingError{What: "cuBLAS library", Tried: tried, Err: err,
-			Hint: "install CUDA's cuBLAS, or set HONE_LIBCUBLAS to the path of libcublas.so (pip's nvidia-cublas puts it in site-packages/nvidia/cublas/lib)"}
+		hint := "install CUDA's cuBLAS, or set HONE_LIBCUBLAS to the path of libcublas.so (pip's nvidia-cublas puts it in site-packages/nvidia/cublas/lib)"
+		if path == "" && driverMajor > 0 && driverMajor < 13 {
+			hint = fmt.Sprintf("the driver runs CUDA %d and older, so cuBLAS of later CUDA was not tried; %s", driverMajor, hint)
+		}
+		return nil, &MissingError{What: "cuBLAS library", Tried: tried, Err: err, Hint: hint}
 	}
 	b.path = used
 	return b, nil

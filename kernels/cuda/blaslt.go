@@ -5,12 +5,6 @@ import (
 	"unsafe"
 )
 
-// blasLtSonames are cuBLASLt's names for CUDA 13, 12 and 11, then the
-// unversioned development link.
-func blasLtSonames() []string {
-	return []string{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so"}
-}
-
 // blasLtLib is cuBLASLt bound at run time.
 type blasLtLib struct {
 	path          string
@@ -55,9 +49,14 @@ func (b *blasLtLib) symbols() []symbol {
 // entry point gives a *MissingError. cuBLASLt is optional: without it the
 // backend runs its GEMMs on cuBLAS (cublasGemmEx), and only
 // Ops.SetGEMMLibrary(GEMMCublasLt) needs it.
-func LoadBLASLt(path string) (BLASLt, error) {
+func LoadBLASLt(path string) (BLASLt, error) { return loadBLASLt(path, 0) }
+
+// loadBLASLt is LoadBLASLt trying, without a path, only the sonames of
+// CUDA majors up to major (all when it is 0): Open passes cuBLAS's own, as
+// cuBLAS runs on the cuBLASLt of its release.
+func loadBLASLt(path string, major int) (BLASLt, error) {
 	b := &blasLtLib{}
-	used, tried, err := openLib(path, blasLtSonames(), func(h uintptr) error { return bindAll(h, b.symbols()) })
+	used, tried, err := openLib(path, versionedSonames("libcublasLt", major), func(h uintptr) error { return bindAll(h, b.symbols()) })
 	if err != nil {
 		return nil, &MissingError{What: "cuBLASLt library", Tried: tried, Err: err, Optional: true,
 			Hint: "the backend keeps cublasGemmEx without it; install CUDA's cuBLAS (libcublasLt ships with it), or give its path (Options.BLASLtLib)"}

@@ -12,7 +12,7 @@ type Options struct {
 	// DriverLib is an explicit path of libcuda; empty tries its sonames.
 	DriverLib string
 	// BLASLib is an explicit path of libcublas; empty tries the sonames of
-	// CUDA 13, 12 and 11.
+	// CUDA 13, 12 and 11 that the driver runs (none above its own major).
 	BLASLib string
 	// BLASLt asks Open to load cuBLASLt too (by its sonames, or from
 	// BLASLtLib when that is set), for Ops.SetGEMMLibrary(GEMMCublasLt).
@@ -53,7 +53,13 @@ func Open(o Options) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	blas, err := LoadBLAS(o.BLASLib)
+	// cuDriverGetVersion needs no cuInit; its failure leaves every soname
+	// to try.
+	driverMajor := 0
+	if v, err := drv.Version(); err == nil {
+		driverMajor = v / 1000
+	}
+	blas, err := loadBLAS(o.BLASLib, driverMajor)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +67,13 @@ func Open(o Options) (*Device, error) {
 	if err != nil || (!o.BLASLt && o.BLASLtLib == "") {
 		return d, err
 	}
-	lt, err := LoadBLASLt(o.BLASLtLib)
+	// cuBLASLt of cuBLAS's own major (loaded with it as its dependency),
+	// else of any major the driver runs.
+	ltMajor := sonameMajor(blas.Path())
+	if ltMajor == 0 {
+		ltMajor = driverMajor
+	}
+	lt, err := loadBLASLt(o.BLASLtLib, ltMajor)
 	if err != nil {
 		d.lt.missing = err // the device keeps cublasGemmEx
 		return d, nil

@@ -115,11 +115,12 @@
 // The libraries are opened at run time with dlopen through purego (no cgo),
 // so every binary builds and starts on a machine without CUDA; only Open
 // looks for them. The driver is libcuda.so.1; cuBLAS is tried as
-// libcublas.so.13, .12, .11, then libcublas.so, or taken from an explicit
-// path (Options; the commands read HONE_LIBCUDA and HONE_LIBCUBLAS). What is
-// missing (driver library, cuBLAS library, device) comes back as a
-// *MissingError. cuBLASLt (libcublasLt.so.13, .12, .11, or
-// Options.BLASLtLib) is optional and loaded only when Options.BLASLt asks:
+// libcublas.so.13, .12, .11, then libcublas.so — skipping the majors above
+// the driver's own CUDA, whose libraries it cannot run — or taken from an
+// explicit path (Options; the commands read HONE_LIBCUDA and
+// HONE_LIBCUBLAS). What is missing (driver library, cuBLAS library, device)
+// comes back as a *MissingError. cuBLASLt (libcublasLt of cuBLAS's own
+// major, or Options.BLASLtLib) is optional and loaded only when Options.BLASLt asks:
 // when it is missing the device opens anyway and keeps cublasGemmEx, and
 // Device.HasBLASLt hands back the *MissingError. gorgonia.org/cu is not used on purpose: its package init
 // calls cuInit and exits the process without a device, and it links

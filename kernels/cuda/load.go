@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -19,10 +21,34 @@ import (
 // across CUDA versions).
 func driverSonames() []string { return []string{"libcuda.so.1", "libcuda.so"} }
 
-// blasSonames are cuBLAS's names for CUDA 13, 12 and 11, then the
-// unversioned development link.
-func blasSonames() []string {
-	return []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}
+// versionedSonames returns lib's sonames for CUDA 13, 12 and 11, newest
+// first, then the unversioned development link — leaving out the majors
+// above maxMajor when it is positive. A driver runs the libraries of its
+// own CUDA major and older ones only: cuBLAS 13 beside a CUDA 12 driver
+// loads, and then fails in cublasCreate, where cuBLAS 12 would have run.
+func versionedSonames(lib string, maxMajor int) []string {
+	var names []string
+	for _, major := range []int{13, 12, 11} {
+		if maxMajor <= 0 || major <= maxMajor {
+			names = append(names, fmt.Sprintf("%s.so.%d", lib, major))
+		}
+	}
+	return append(names, lib+".so")
+}
+
+// sonameMajor returns N of a library path ending ".so.N" or ".so.N.…"
+// (libcublas.so.12, …/libcublas.so.12.4.5.8), 0 for any other name.
+func sonameMajor(path string) int {
+	_, after, ok := strings.Cut(filepath.Base(path), ".so.")
+	if !ok {
+		return 0
+	}
+	digits, _, _ := strings.Cut(after, ".")
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // symbol binds one C entry point to a Go function variable.

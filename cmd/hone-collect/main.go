@@ -13,6 +13,7 @@ import (
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/collect/proxy"
+	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
 
@@ -251,6 +252,13 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return cli.Usagef("-n, --calls and --max-tokens must be positive")
 	}
 	modelFromEnv(&o.Model)
+	// Checked before the MCP server starts, as collect.Run checks it
+	// before any episode.
+	if o.Model.BaseURL != "" {
+		if err := flagval.BaseURL("--base-url (or $OPENAI_BASE_URL)", o.Model.BaseURL); err != nil {
+			return cli.Usage(err)
+		}
+	}
 	argv, err := stdio.Split(mcpCmd)
 	if err != nil {
 		return cli.Usage(err)

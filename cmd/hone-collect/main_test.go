@@ -468,6 +468,28 @@ func TestScenariosFromMCP(t *testing.T) {
 	}
 }
 
+// hone-collect scenarios refuses a --base-url or $OPENAI_BASE_URL without
+// an http(s) scheme and host as bad usage, before it reaches for the MCP
+// server (here an address nothing listens on: a run that got that far
+// would fail on it instead).
+func TestScenariosBaseURLChecked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+	for _, args := range [][]string{
+		{"scenarios", "--mcp-url", dead, "--model", "gen", "--base-url", "127.0.0.1:8000/v1"},
+		{"scenarios", "--mcp-url", dead, "--model", "gen", "--base-url", "ftp://127.0.0.1:1/v1"},
+	} {
+		r := collectBin(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--base-url") || strings.Contains(r.stderr, "connection refused") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 naming --base-url", args, r.code, r.stderr)
+		}
+	}
+}
+
 // The repository's example MCP server (stdio, Python): hone-collect
 // scenarios writes tasks for its two tools, asking again for a dropped
 // one, and the file it writes drives a model run over the same server.

@@ -17,6 +17,8 @@
 //     job reports plus entropy (mean over trainable tokens), grad_norm (before
 //     clipping), lr, tokens, trainable_tokens, tokens_per_s, seconds and
 //     time (Unix seconds when the step ended, for a wall-time axis);
+//     stopped (its context cancelled: SIGINT, SIGTERM), it first saves the
+//     last finished step that SaveEvery left unsaved;
 //   - LoadBase loads the model folder; Setup takes the run's lock and
 //     restores the latest step (adapter, optimizer moments and update count)
 //     on --resume. Jobs read their inputs between the two, so bad input

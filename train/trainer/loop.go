@@ -49,9 +49,17 @@ type Loop struct {
 // gradient or updated weights are not finite stops the run before anything
 // of it is written (ErrNotFinite): the step folders and latest stay as the
 // last good step left them.
+//
+// Cancelled (SIGINT, SIGTERM: a pod eviction, an overlapping cron job),
+// Run saves the last finished step when SaveEvery left it unsaved, then
+// returns ctx's error: the finished steps are kept, as every stage keeps
+// its finished work, rather than redone by the resume. A step cut short
+// that had already taken an optimizer update (--norm art takes one per
+// row) left the weights between two steps, and is not saved.
 func (l *Loop) Run(ctx context.Context, from, to int) error {
 	every := max(l.SaveEvery, 1)
 	skipped, updates, done := 0, l.Opt.Step, from
+	var unsaved map[string]float64 // the metrics row of step done, while it is not saved
 	defer func() {
 		if done > from { // the one-line summary of the run
 			l.log().Info("training done", "run", l.Ckpt.Dir, "first_step", from+1, "last_step", done,
@@ -60,10 +68,16 @@ func (l *Loop) Run(ctx context.Context, from, to int) error {
 	}()
 	for s := from; s < to; s++ {
 		if err := ctx.Err(); err != nil {
-			return err
+			return l.saveStopped(done, unsaved, err)
 		}
+		before := l.Opt.Step
 		row, err := l.step(ctx, s)
 		if err != nil {
+			if ctx.Err() != nil && l.Opt.Step == before {
+				// Cancelled before the step changed the weights: they are
+				// still step done's.
+				return l.saveStopped(done, unsaved, l.stepError(s+1, err))
+			}
 			return l.stepError(s+1, err)
 		}
 		if _, ok := row["grad_norm"]; !ok {
@@ -72,14 +86,12 @@ func (l *Loop) Run(ctx context.Context, from, to int) error {
 		// When the step ended, on the wall clock (Unix seconds): the
 		// report's wall-time axis, which shows the time between steps too.
 		row["time"] = float64(time.Now().UnixMilli()) / 1e3
+		unsaved = row
 		if (s+1)%every == 0 || s+1 == to {
-			st := checkpoint.State{Step: s + 1, OptimizerStep: l.Opt.Step, Metrics: row, Extra: l.Extra}
-			if err := l.Ckpt.Save(l.Adapter.ToPEFT(l.BaseName), l.Opt.Tensors(), st, l.Config); err != nil {
+			if err := l.save(s+1, row); err != nil {
 				return err
 			}
-			if err := l.Ckpt.Prune(l.KeepLast, l.BestMetric, l.BestMax); err != nil {
-				return err
-			}
+			unsaved = nil
 		}
 		if err := l.Ckpt.AppendMetrics(row); err != nil {
 			return err
@@ -87,6 +99,29 @@ func (l *Loop) Run(ctx context.Context, from, to int) error {
 		done = s + 1
 	}
 	return nil
+}
+
+// save writes step n, whose metrics row is row, and prunes the run.
+func (l *Loop) save(n int, row map[string]float64) error {
+	st := checkpoint.State{Step: n, OptimizerStep: l.Opt.Step, Metrics: row, Extra: l.Extra}
+	if err := l.Ckpt.Save(l.Adapter.ToPEFT(l.BaseName), l.Opt.Tensors(), st, l.Config); err != nil {
+		return err
+	}
+	return l.Ckpt.Prune(l.KeepLast, l.BestMetric, l.BestMax)
+}
+
+// saveStopped saves step done, whose metrics row is row, when the run was
+// stopped with it unsaved (row not nil), and returns stopErr, joined with
+// the save's error if any.
+func (l *Loop) saveStopped(done int, row map[string]float64, stopErr error) error {
+	if row == nil {
+		return stopErr
+	}
+	if err := l.save(done, row); err != nil {
+		return errors.Join(stopErr, fmt.Errorf("saving step %d on the way out: %w", done, err))
+	}
+	l.log().Info("stopped: saved the last finished step", "run", l.Ckpt.Dir, "step", done)
+	return stopErr
 }
 
 // stepError names step n in err; a non-finite step also says what to do

@@ -117,6 +117,36 @@ func HashSet(ctx context.Context, in *fileset.Set) ([]FileEntry, error) {
 	return out, nil
 }
 
+// CheckUnchanged hashes the inputs of in again and fails, naming the
+// first file whose contents differ from its entry in before (HashSet of in,
+// taken before in was read for training). Hashing once before the inputs
+// are decoded and once after, and refusing a difference, makes the hashes
+// a run records those of the bytes it trained on: a file replaced while
+// the run read it (a scorer writing the next version under the same name)
+// was trained as one version and recorded as the other, and a later call
+// given the new version took it as already trained.
+func CheckUnchanged(ctx context.Context, in *fileset.Set, before []FileEntry) error {
+	now, err := HashSet(ctx, in)
+	if err != nil {
+		return err
+	}
+	for i := range now {
+		if i >= len(before) || now[i].SHA256 != before[i].SHA256 {
+			return fmt.Errorf("checkpoint: input %s changed while it was read (sha256 %s before, %s after); nothing was trained: run again once it is no longer being written",
+				in.Name(i), entrySum(before, i), now[i].SHA256)
+		}
+	}
+	return nil
+}
+
+// entrySum is the sha256 of es[i], "none" past its end.
+func entrySum(es []FileEntry, i int) string {
+	if i >= len(es) {
+		return "none"
+	}
+	return es[i].SHA256
+}
+
 // HashFile returns the entry (sha256, size) of the input file at path (a
 // path or URL, as fileset names inputs).
 func HashFile(ctx context.Context, path string) (FileEntry, error) {

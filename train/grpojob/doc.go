@@ -19,7 +19,10 @@
 // index, and --steps/--epochs count the session's own steps. The last
 // session's files again continue that session (after a kill, or with more
 // --steps). Each step saves its session in trainer_state.json ("extra");
-// manifest.json lists the sessions. Only "inputs", "steps" and "epochs" of
+// manifest.json lists the sessions. The files are hashed before and after
+// they are read, and a file whose contents changed in between is refused
+// (checkpoint.CheckUnchanged): the hashes recorded are those of the bytes
+// trained. Only "inputs", "steps" and "epochs" of
 // the saved config may change on resume; another change is refused as
 // usage, naming each option that differs (trainer.Setup).
 //

@@ -165,13 +165,17 @@ func Run(ctx context.Context, o Options) error {
 		return runWatch(ctx, base, o, log)
 	}
 	// The inputs are read before Setup touches the run folder, so that a
-	// bad input leaves nothing behind.
+	// bad input leaves nothing behind; hashed before and after, so that
+	// the session records the contents it trains (CheckUnchanged).
+	files, err := checkpoint.HashSet(ctx, o.Inputs)
+	if err != nil {
+		return stageerr.Input(err) // the first reading of the inputs, as the load's
+	}
 	gs, err := loadInputs(ctx, base.Text, o, o.Inputs)
 	if err != nil {
 		return err
 	}
-	files, err := checkpoint.HashSet(ctx, o.Inputs)
-	if err != nil {
+	if err := checkpoint.CheckUnchanged(ctx, o.Inputs, files); err != nil {
 		return err
 	}
 	// New input files on --resume start a new session of the run (runFiles).

@@ -109,10 +109,18 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer base.Model.Close() // on a CUDA backend its memory is not the garbage collector's
 	// The inputs are read before Setup touches the run folder, so that a
-	// bad input leaves nothing behind.
+	// bad input leaves nothing behind; hashed before and after, so that
+	// the run records the contents it trains (CheckUnchanged).
+	files, err := checkpoint.HashSet(ctx, o.Inputs)
+	if err != nil {
+		return stageerr.Input(err) // the first reading of the inputs, as the load's
+	}
 	kw, _ := o.Kwargs()
 	data, err := Load(ctx, base.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw})
 	if err != nil {
+		return err
+	}
+	if err := checkpoint.CheckUnchanged(ctx, o.Inputs, files); err != nil {
 		return err
 	}
 	if err := o.CheckEvalMetric(metricNames(), data.EnvMetrics, data.Complete, log); err != nil {
@@ -121,10 +129,6 @@ func Run(ctx context.Context, o Options) error {
 	exs, skipped := data.Examples, data.Skipped
 	if len(exs) == 0 {
 		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter or no assistant turn)", strings.Join(o.Inputs.Names(), ", "), skipped)
-	}
-	files, err := checkpoint.HashSet(ctx, o.Inputs)
-	if err != nil {
-		return err
 	}
 	o.InputsSHA256 = nil
 	for _, f := range files {

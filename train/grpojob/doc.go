@@ -69,5 +69,7 @@
 // bytes trained (checkpoint.ReadInput, fileset.Held): a file replaced
 // meanwhile is never trained under the other contents' hash. The session (files, first and last step) is recorded in the
 // manifest before training, so a run killed mid-session is finished, not
-// restarted, by the next one.
+// restarted, by the next one. Files consumed stay consumed when latest is
+// moved back past their session's end: a call then warns, naming them
+// (their entries removed from the manifest, they are trained again).
 package grpojob

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -29,6 +30,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	warnUndone(man, prep.Done, run, log)
 	// Each file is read once: the bytes hashed are the bytes trained
 	// (held[i] is sess.Files[i]'s), so that a file replaced meanwhile is
 	// never trained as its new contents under the old contents' hash.
@@ -161,4 +163,23 @@ func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session)
 		}
 	}
 	return held, nil
+}
+
+// warnUndone warns, naming them, about the consumed files whose session
+// ended after step done, the step the run continues from: latest was
+// moved back past (part of) their training. They stay consumed, so no
+// later call trains them again unless their entries are removed from
+// manifest.json; without the warning, a rollback dropped their data
+// without a word.
+func warnUndone(man checkpoint.Manifest, done int, run *checkpoint.Run, log *slog.Logger) {
+	var undone []string
+	for _, f := range man.Consumed {
+		if f.Step > done {
+			undone = append(undone, fmt.Sprintf("%s (sha256 %s, consumed at step %d)", f.Path, f.SHA256, f.Step))
+		}
+	}
+	if len(undone) > 0 {
+		log.Warn("the run continues from a step before some consumed files were trained to their end; they stay consumed and are not trained again: to train them again, remove their entries from the consumed list of "+
+			filepath.Join(run.Dir, checkpoint.ManifestName), "run", run.Dir, "from_step", done, "files", undone)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -31,22 +32,24 @@ type toolMode struct {
 
 // toolNames returns the function names of OpenAI tool definitions and
 // their parameter schemas.
-func toolNames(tools []json.RawMessage) (map[string]bool, map[string]json.RawMessage) {
-	names, params := map[string]bool{}, map[string]json.RawMessage{}
+func toolNames(tools []json.RawMessage) (names map[string]bool, params map[string]json.RawMessage) {
+	names, params = map[string]bool{}, map[string]json.RawMessage{}
 	for _, raw := range tools {
-		var t struct {
+		type def struct {
 			Name       string          `json:"name"`
 			Parameters json.RawMessage `json:"parameters"`
-			Function   struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-			} `json:"function"`
+		}
+		var t struct {
+			def
+			Function def `json:"function"`
 		}
 		if json.Unmarshal(raw, &t) == nil {
-			if t.Function.Name != "" {
-				names[t.Function.Name], params[t.Function.Name] = true, t.Function.Parameters
-			} else if t.Name != "" {
-				names[t.Name], params[t.Name] = true, t.Parameters
+			d := t.Function
+			if d.Name == "" {
+				d = t.def
+			}
+			if d.Name != "" {
+				names[d.Name], params[d.Name] = true, d.Parameters
 			}
 		}
 	}
@@ -72,9 +75,11 @@ func (s *Server) toolCallFormat() string {
 }
 
 // forceToolCall returns the constraint that makes the output one call in
-// the template's format: of the named function (its arguments following its
-// parameter schema when constrain supports it and it allows only objects;
-// else any object), or of any offered function for "required".
+// the template's format: of the named function, or of any offered one for
+// "required" (vLLM's anyOf over the tools, told apart by the name, which
+// the call writes first). Each function's arguments follow its parameter
+// schema when constrain supports it and it allows only objects; else any
+// object.
 func (s *Server) forceToolCall(tm toolMode) func(int) engine.Constraint {
 	format := s.toolCallFormat()
 	if format == "" {
@@ -84,30 +89,36 @@ func (s *Server) forceToolCall(tm toolMode) func(int) engine.Constraint {
 	if format == "llama" {
 		argKey, prefix, suffix = "parameters", "", ""
 	}
-	args := json.RawMessage(`{"type":"object"}`)
-	var name json.RawMessage
-	if tm.name != "" {
-		name, _ = json.Marshal(map[string]any{"const": tm.name})
-		if p := tm.params[tm.name]; len(p) > 0 {
-			if ps, err := constrain.Compile(p); err == nil && objectOnly(ps) {
-				args = p
-			}
-		}
-	} else {
-		var names []string
-		for n := range tm.names {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		name, _ = json.Marshal(map[string]any{"enum": names})
+	names := []string{tm.name}
+	if tm.name == "" {
+		names = slices.Sorted(maps.Keys(tm.names))
 	}
-	doc := fmt.Sprintf(`{"type":"object","properties":{"name":%s,%q:%s}}`, name, argKey, args)
-	schema, err := constrain.Compile(json.RawMessage(doc))
+	var cases []constrain.Case
+	for _, n := range names {
+		args := argsSchema(tm.params[n])
+		name, _ := json.Marshal(n)
+		cases = append(cases, constrain.Case{Prefix: fmt.Sprintf(`{"name":%s,%q:`, name, argKey), Value: args, Suffix: "}"})
+	}
+	schema, err := constrain.Tagged(cases)
 	if err != nil {
 		s.log.Warn("tool_choice: cannot build the call schema; not forcing", "err", err)
 		return nil
 	}
 	return func(int) engine.Constraint { return constrain.NewWrapped(s.cvocab, s.eos, prefix, schema, suffix) }
+}
+
+// argsSchema is the schema a forced call of function name writes its
+// arguments in: its parameters when constrain supports them and they allow
+// only objects, else any object (parameters such as {} or {"description": …}
+// compile to any value, and a call's arguments must be an object).
+func argsSchema(params json.RawMessage) *constrain.Schema {
+	if len(bytes.TrimSpace(params)) == 0 {
+		return constrain.Object()
+	}
+	if ps, err := constrain.Compile(params); err == nil && objectOnly(ps) {
+		return ps
+	}
+	return constrain.Object()
 }
 
 // objectOnly reports whether every document of s is a JSON object: a call's

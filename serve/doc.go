@@ -73,8 +73,12 @@
 // every token that could continue the document, the request fails with
 // the 500 of code constraint_no_token. tool_choice "required" or a named function forces the
 // output to be one call in the template's own markup (Hermes <tool_call> or
-// Llama JSON), its arguments following the function's parameter schema when
-// constrain supports the schema.
+// Llama JSON): for "required", of any offered function, whose arguments
+// follow the parameters of the function the call names (vLLM's anyOf over
+// the tools). A function's arguments follow its parameter schema when
+// constrain supports the schema and it allows only objects; otherwise they
+// are any JSON object. Calls under tool_choice "auto" are not constrained
+// (as in vLLM).
 //
 // Prefix caching is on by default, as in vLLM (--no-enable-prefix-caching
 // turns it off): the KV rows of finished requests are kept within

@@ -139,3 +139,68 @@ func TestForcedCallArgumentsAreAnObject(t *testing.T) {
 		}
 	}
 }
+
+// chatCalls posts body and returns each choice's finish reason and calls.
+func chatCalls(t *testing.T, ts *testServer, body string) (status int, out string, choices []chatChoiceCalls) {
+	t.Helper()
+	status, out = ts.post(t, "/v1/chat/completions", body)
+	if status != 200 {
+		return status, out, nil
+	}
+	var resp struct {
+		Choices []chatChoiceCalls `json:"choices"`
+	}
+	if err := json.Unmarshal([]byte(out), &resp); err != nil {
+		t.Fatal(err)
+	}
+	return status, out, resp.Choices
+}
+
+type chatChoiceCalls struct {
+	FinishReason string `json:"finish_reason"`
+	Message      struct {
+		Content   string `json:"content"`
+		ToolCalls []struct {
+			Function struct{ Name, Arguments string } `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"message"`
+}
+
+// TestRequiredArgumentsFollowTheirTool: with tool_choice "required" each
+// call's arguments follow the parameters of the function it names, as
+// vLLM's anyOf over the tools has them. Only the name was constrained,
+// the arguments to any object, so the random model wrote arguments of
+// neither schema ({}, {"x":[…]}, a city of any length).
+func TestRequiredArgumentsFollowTheirTool(t *testing.T) {
+	ts := startServer(t, Options{Model: qwenTiny(t)}, nil)
+	body := `{"model":"tiny","messages":[{"role":"user","content":"x"}],"max_tokens":120,"n":8,"seed":3,"tool_choice":"required",
+		"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":6},"days":{"enum":[1,2,3]}}}}},
+		{"type":"function","function":{"name":"get_time","parameters":{"type":"object","properties":{"tz":{"enum":["utc","cet"]}},"required":["tz"]}}}]}`
+	status, out, choices := chatCalls(t, ts, body)
+	if status != 200 {
+		t.Fatalf("%d %s", status, out)
+	}
+	for i, ch := range choices {
+		if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 {
+			t.Fatalf("choice %d: no call: %+v", i, ch)
+		}
+		f := ch.Message.ToolCalls[0].Function
+		var args map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(f.Arguments), &args); err != nil {
+			t.Fatalf("choice %d: arguments %q: %v", i, f.Arguments, err)
+		}
+		var ok bool
+		switch f.Name {
+		case "get_weather":
+			var city string
+			days := string(args["days"])
+			ok = len(args) == 2 && json.Unmarshal(args["city"], &city) == nil && utf8.RuneCountInString(city) <= 6 && (days == "1" || days == "2" || days == "3")
+		case "get_time":
+			tz := string(args["tz"])
+			ok = len(args) == 1 && (tz == `"utc"` || tz == `"cet"`)
+		}
+		if !ok {
+			t.Errorf("choice %d: call of %q with arguments %s, which do not follow its parameters", i, f.Name, f.Arguments)
+		}
+	}
+}

@@ -24,6 +24,11 @@
 // multipleOf, minProperties, …) makes Compile fail with the keyword's
 // name and place, so the server answers 400 instead of pretending.
 //
+// Tagged builds, beside Compile, the one kind of anyOf a forced tool call
+// needs: documents that begin with one of several literal prefixes
+// ({"name":"f","arguments":), the prefix choosing the schema of the value
+// that follows, then a literal suffix.
+//
 // Output shape: compact JSON only — no whitespace at all, which every
 // parser reads and which leaves a model no way to loop in blanks. Numbers
 // are at most 24 bytes with at most two exponent digits (every number fits

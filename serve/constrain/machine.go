@@ -21,6 +21,7 @@ const (
 	fString                   // inside "…"
 	fNumber                   // a number
 	fLiteral                  // one of several literal texts (enum, true, keys)
+	fTagged                   // a Tagged document: a case's prefix, its value, its suffix
 )
 
 // Object, array, string and number states.
@@ -33,6 +34,14 @@ const (
 	oNeedKey
 	oSchemaValue // a property's key literal is done; its value follows
 	oSchemaAfter // a property's value is done
+)
+
+// Tagged states: the frame matches the literals itself (cands, i), so
+// that it knows which prefix was read; n is then the case.
+const (
+	tPrefix = iota
+	tValue
+	tSuffix
 )
 
 const (
@@ -186,31 +195,70 @@ func (m *machine) step(f *frame, b byte) result {
 	case fNumber:
 		return stepNumber(f, b)
 	case fLiteral:
-		// cands are sorted and share their first i bytes, so those with b
-		// next form one run.
-		lo, hi := -1, -1
-		for k, c := range f.cands {
-			if len(c) > f.i && c[f.i] == b {
-				if lo < 0 {
-					lo = k
-				}
-				hi = k + 1
-			}
-		}
-		if lo < 0 {
+		if !narrow(f, b) {
 			if canEnd(f) {
 				return pass
 			}
 			return reject
 		}
-		f.cands = f.cands[lo:hi]
-		f.i++
 		for _, c := range f.cands {
 			if len(c) > f.i {
 				return accept
 			}
 		}
 		return acceptPop
+	case fTagged:
+		return m.stepTagged(f, b)
+	}
+	return reject
+}
+
+// narrow keeps the candidates of f (a literal or tagged frame) that have b
+// next, or reports false, leaving f as it was, when none has. cands are
+// sorted and share their first i bytes, so those with b next form one run.
+func narrow(f *frame, b byte) bool {
+	lo, hi := -1, -1
+	for k, c := range f.cands {
+		if len(c) > f.i && c[f.i] == b {
+			if lo < 0 {
+				lo = k
+			}
+			hi = k + 1
+		}
+	}
+	if lo < 0 {
+		return false
+	}
+	f.cands = f.cands[lo:hi]
+	f.i++
+	return true
+}
+
+// stepTagged reads a Tagged document: once a whole prefix is read (no
+// prefix begins another, so one candidate is left), its case's value
+// follows, then its suffix.
+func (m *machine) stepTagged(f *frame, b byte) result {
+	s := f.s
+	switch f.st {
+	case tPrefix:
+		if !narrow(f, b) {
+			return reject
+		}
+		if len(f.cands[0]) == f.i {
+			f.st, f.n = tValue, s.caseOf(f.cands[0])
+		}
+		return accept
+	case tValue:
+		f.st, f.cands, f.i = tSuffix, s.sufs[f.n:f.n+1], 0
+		return m.pushAndStep(frame{kind: fValue, s: s.cases[f.n].Value}, b)
+	case tSuffix:
+		if !narrow(f, b) {
+			return reject
+		}
+		if len(f.cands[0]) == f.i {
+			return acceptPop
+		}
+		return accept
 	}
 	return reject
 }
@@ -308,6 +356,12 @@ func firstByteOK(s *Schema, b byte) bool {
 				return true
 			}
 		}
+	case kTagged:
+		for _, t := range s.tags {
+			if t[0] == b {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -344,6 +398,8 @@ func startValue(s *Schema, b byte) (frame, bool) {
 		return frame{kind: fNumber, s: s}, true
 	case kBool, kNull, kEnum:
 		return frame{kind: fLiteral, cands: s.enum}, true
+	case kTagged:
+		return frame{kind: fTagged, s: s, cands: s.tags}, true
 	case kUnion:
 		for _, a := range s.alts {
 			if firstByteOK(a, b) {
@@ -930,6 +986,20 @@ func frameRem(f *frame) int {
 			best = min(best, len(c)-f.i)
 		}
 		return best
+	case fTagged:
+		switch f.st {
+		case tPrefix:
+			best := math.MaxInt
+			for _, c := range f.cands {
+				k := s.cases[s.caseOf(c)]
+				best = min(best, len(c)-f.i+k.Value.minLen+len(k.Suffix))
+			}
+			return best
+		case tValue:
+			return s.cases[f.n].Value.minLen + len(s.cases[f.n].Suffix)
+		case tSuffix:
+			return len(f.cands[0]) - f.i
+		}
 	}
 	return 0
 }

@@ -24,7 +24,8 @@ const (
 	kBool
 	kNull
 	kEnum
-	kUnion // one of alts, told apart by the value's first byte
+	kUnion  // one of alts, told apart by the value's first byte
+	kTagged // one of cases, told apart by their literal prefixes (Tagged)
 )
 
 // Schema is the subset of JSON Schema the constraint enforces; see the
@@ -38,6 +39,9 @@ type Schema struct {
 	items   *Schema // array items; nil: any value
 	enum    []string
 	alts    []*Schema // kUnion
+	cases   []Case    // kTagged, sorted by prefix
+	tags    []string  // kTagged: the cases' prefixes, in the same order (a literal frame's candidates)
+	sufs    []string  // kTagged: the cases' suffixes, in the same order
 
 	minLength, maxLength int // string characters; maxLength < 0: no limit
 	minItems, maxItems   int // maxItems < 0: no limit
@@ -59,6 +63,48 @@ type prop struct {
 // Object is the schema of response_format json_object: any JSON object.
 func Object() *Schema {
 	return &Schema{kind: kObject, anyKeys: true, maxLength: -1, maxItems: -1, minLen: 2}
+}
+
+// Case is one alternative of Tagged: Prefix, then a value of Value, then
+// Suffix, each literal emitted as it is.
+type Case struct {
+	Prefix string
+	Value  *Schema
+	Suffix string
+}
+
+// Tagged is the schema of documents that read as one of cases: a tool
+// call whose fixed opening {"name":"f","arguments": picks the schema of
+// the arguments that follow (JSON Schema's anyOf over objects told apart
+// by a const property, which Compile does not read). The prefixes tell
+// the cases apart, so none may be a prefix of another; prefixes and
+// suffixes must not be empty, and Value not nil.
+func Tagged(cases []Case) (*Schema, error) {
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("tagged schema: no cases")
+	}
+	cs := slices.Clone(cases)
+	slices.SortFunc(cs, func(a, b Case) int { return strings.Compare(a.Prefix, b.Prefix) })
+	s := &Schema{kind: kTagged, cases: cs, maxLength: -1, maxItems: -1, minLen: math.MaxInt}
+	for i, c := range cs {
+		if c.Prefix == "" || c.Suffix == "" || c.Value == nil {
+			return nil, fmt.Errorf("tagged schema: case %q needs a prefix, a value schema and a suffix", c.Prefix)
+		}
+		if i > 0 && strings.HasPrefix(c.Prefix, cs[i-1].Prefix) {
+			// Sorted, a prefix of another sorts right before the first it begins.
+			return nil, fmt.Errorf("tagged schema: prefix %q begins %q, so the two cannot be told apart", cs[i-1].Prefix, c.Prefix)
+		}
+		s.tags, s.sufs = append(s.tags, c.Prefix), append(s.sufs, c.Suffix)
+		s.minLen = min(s.minLen, len(c.Prefix)+c.Value.minLen+len(c.Suffix))
+	}
+	s.tags = slices.Clip(s.tags)
+	return s, nil
+}
+
+// caseOf is the case whose prefix is tag (one of s.tags).
+func (s *Schema) caseOf(tag string) int {
+	i, _ := slices.BinarySearch(s.tags, tag)
+	return i
 }
 
 // anyValue is what an unconstrained value is read with.

@@ -25,19 +25,21 @@ type toolMode struct {
 	name   string                     // a named function (tool_choice {"type":"function",...})
 	names  map[string]bool            // the functions offered
 	params map[string]json.RawMessage // their parameter schemas
+	strict map[string]bool            // those with "strict": true
 	// single is parallel_tool_calls false: a message holds at most one
 	// call, the first the model wrote (as OpenAI's API and vLLM answer).
 	single bool
 }
 
-// toolNames returns the function names of OpenAI tool definitions and
-// their parameter schemas.
-func toolNames(tools []json.RawMessage) (names map[string]bool, params map[string]json.RawMessage) {
-	names, params = map[string]bool{}, map[string]json.RawMessage{}
+// toolNames returns the function names of OpenAI tool definitions, their
+// parameter schemas and which ask for "strict": true.
+func toolNames(tools []json.RawMessage) (names map[string]bool, params map[string]json.RawMessage, strict map[string]bool) {
+	names, params, strict = map[string]bool{}, map[string]json.RawMessage{}, map[string]bool{}
 	for _, raw := range tools {
 		type def struct {
 			Name       string          `json:"name"`
 			Parameters json.RawMessage `json:"parameters"`
+			Strict     json.RawMessage `json:"strict"` // read as true or not, so that a stray value loses no tool
 		}
 		var t struct {
 			def
@@ -49,11 +51,11 @@ func toolNames(tools []json.RawMessage) (names map[string]bool, params map[strin
 				d = t.def
 			}
 			if d.Name != "" {
-				names[d.Name], params[d.Name] = true, d.Parameters
+				names[d.Name], params[d.Name], strict[d.Name] = true, d.Parameters, bytes.Equal(bytes.TrimSpace(d.Strict), []byte("true"))
 			}
 		}
 	}
-	return names, params
+	return names, params, strict
 }
 
 // toolCallFormat says how the model's template asks for calls: "hermes"
@@ -79,11 +81,13 @@ func (s *Server) toolCallFormat() string {
 // "required" (vLLM's anyOf over the tools, told apart by the name, which
 // the call writes first). Each function's arguments follow its parameter
 // schema when constrain supports it and it allows only objects; else any
-// object.
-func (s *Server) forceToolCall(tm toolMode) func(int) engine.Constraint {
+// object, or for a function with "strict": true, a 400 naming the keyword
+// constrain lacks (strict asks for the schema to be followed exactly).
+// With a nil constraint and nil error the call is not forced.
+func (s *Server) forceToolCall(tm toolMode) (func(int) engine.Constraint, error) {
 	format := s.toolCallFormat()
 	if format == "" {
-		return nil
+		return nil, nil
 	}
 	argKey, prefix, suffix := "arguments", "<tool_call>\n", "\n</tool_call>"
 	if format == "llama" {
@@ -95,30 +99,41 @@ func (s *Server) forceToolCall(tm toolMode) func(int) engine.Constraint {
 	}
 	var cases []constrain.Case
 	for _, n := range names {
-		args := argsSchema(tm.params[n])
+		args, err := argsSchema(n, tm.params[n], tm.strict[n])
+		if err != nil {
+			return nil, err
+		}
 		name, _ := json.Marshal(n)
 		cases = append(cases, constrain.Case{Prefix: fmt.Sprintf(`{"name":%s,%q:`, name, argKey), Value: args, Suffix: "}"})
 	}
 	schema, err := constrain.Tagged(cases)
 	if err != nil {
 		s.log.Warn("tool_choice: cannot build the call schema; not forcing", "err", err)
-		return nil
+		return nil, nil
 	}
-	return func(int) engine.Constraint { return constrain.NewWrapped(s.cvocab, s.eos, prefix, schema, suffix) }
+	return func(int) engine.Constraint { return constrain.NewWrapped(s.cvocab, s.eos, prefix, schema, suffix) }, nil
 }
 
 // argsSchema is the schema a forced call of function name writes its
 // arguments in: its parameters when constrain supports them and they allow
 // only objects, else any object (parameters such as {} or {"description": …}
-// compile to any value, and a call's arguments must be an object).
-func argsSchema(params json.RawMessage) *constrain.Schema {
+// compile to any value, and a call's arguments must be an object). For a
+// strict function, parameters constrain cannot read are a 400.
+func argsSchema(name string, params json.RawMessage, strict bool) (*constrain.Schema, error) {
 	if len(bytes.TrimSpace(params)) == 0 {
-		return constrain.Object()
+		return constrain.Object(), nil
 	}
-	if ps, err := constrain.Compile(params); err == nil && objectOnly(ps) {
-		return ps
+	ps, err := constrain.Compile(params)
+	if err != nil {
+		if strict {
+			return nil, badRequest("tools", "function %q has \"strict\": true, but its parameters cannot be enforced: %v", name, err)
+		}
+		return constrain.Object(), nil
 	}
-	return constrain.Object()
+	if !objectOnly(ps) {
+		return constrain.Object(), nil
+	}
+	return ps, nil
 }
 
 // objectOnly reports whether every document of s is a JSON object: a call's
@@ -241,7 +256,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 			return err
 		}
 	}
-	tm.names, tm.params = toolNames(req.Tools)
+	tm.names, tm.params, tm.strict = toolNames(req.Tools)
 	tm.single = req.ParallelToolCalls != nil && !*req.ParallelToolCalls
 	if tm.name != "" && !tm.names[tm.name] {
 		return badRequest("tool_choice", "tool_choice names %q, which is not among the tools", tm.name)
@@ -258,7 +273,9 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 			}
 			return badRequest("response_format", "response_format cannot be combined with tool_choice %s: both constrain the output", choice)
 		}
-		cons = s.forceToolCall(tm)
+		if cons, err = s.forceToolCall(tm); err != nil {
+			return err
+		}
 	}
 	agp := true
 	if req.AddGenerationPrompt != nil {

@@ -77,8 +77,10 @@
 // follow the parameters of the function the call names (vLLM's anyOf over
 // the tools). A function's arguments follow its parameter schema when
 // constrain supports the schema and it allows only objects; otherwise they
-// are any JSON object. Calls under tool_choice "auto" are not constrained
-// (as in vLLM).
+// are any JSON object, unless the function says "strict": true, which asks
+// for the schema to be followed exactly: then the request is a 400 on
+// tools naming the function and the keyword constrain lacks. Calls under
+// tool_choice "auto" are not constrained (as in vLLM), strict or not.
 //
 // Prefix caching is on by default, as in vLLM (--no-enable-prefix-caching
 // turns it off): the KV rows of finished requests are kept within

@@ -204,3 +204,37 @@ func TestRequiredArgumentsFollowTheirTool(t *testing.T) {
 		}
 	}
 }
+
+// TestStrictToolSchema: a forced call of a function with "strict": true
+// whose parameters use a keyword constrained decoding cannot enforce is a
+// 400 on tools naming the function and the keyword (the arguments were
+// silently let be any object, which strict rules out); without strict the
+// call is forced with any object for its arguments, as before, and a
+// strict function with a schema constrain reads is forced as usual.
+func TestStrictToolSchema(t *testing.T) {
+	ts := startServer(t, Options{Model: qwenTiny(t)}, nil)
+	tools := func(strict string) string {
+		return `[{"type":"function","function":{"name":"pick","strict":` + strict + `,"parameters":{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}}},
+			{"type":"function","function":{"name":"plain","strict":true,"parameters":{"type":"object","properties":{"q":{"type":"string","maxLength":4}}}}}]`
+	}
+	for _, choice := range []string{`"required"`, `{"type":"function","function":{"name":"pick"}}`} {
+		body := `{"model":"tiny","messages":[{"role":"user","content":"x"}],"max_tokens":120,"n":2,"tool_choice":` + choice + `,"tools":`
+		status, out, _ := chatCalls(t, ts, body+tools("true")+`}`)
+		if status != 400 || !strings.Contains(out, `"param":"tools"`) || !strings.Contains(out, `\"pick\"`) || !strings.Contains(out, `anyOf`) {
+			t.Errorf("tool_choice %s, strict: %d %s; want a 400 on tools naming pick and anyOf", choice, status, out)
+		}
+		status, out, choices := chatCalls(t, ts, body+tools("false")+`}`)
+		if status != 200 {
+			t.Fatalf("tool_choice %s, not strict: %d %s", choice, status, out)
+		}
+		for i, ch := range choices {
+			if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) != 1 {
+				t.Errorf("tool_choice %s, not strict, choice %d: no call: %+v", choice, i, ch)
+			}
+		}
+	}
+	body := `{"model":"tiny","messages":[{"role":"user","content":"x"}],"max_tokens":120,"n":2,"tool_choice":{"type":"function","function":{"name":"plain"}},"tools":` + tools("true") + `}`
+	if status, out, choices := chatCalls(t, ts, body); status != 200 || len(choices) != 2 || choices[0].FinishReason != "tool_calls" {
+		t.Errorf("strict function with a supported schema: %d %s", status, out)
+	}
+}

@@ -16,9 +16,10 @@
 // the types named, and any other keyword is refused), minLength and maxLength (characters), minimum, maximum,
 // exclusiveMinimum and exclusiveMaximum (checked on every prefix: a number
 // that cannot end within range is never started or extended; compared as
-// float64, so a number whose float64 is the bound meets an inclusive one:
-// 6.0000000000000003 passes a maximum of 6, as a float64 reader sees it,
-// though an exact-decimal validator refuses it). Annotations
+// exact decimals, as JSON Schema does, so 6.0000000000000003 fails a
+// maximum of 6 though its float64 is 6; a bound beyond ±1e30 or nearer 0
+// than ±1e-30 acts as that limit, which admits the same numbers of at
+// most 24 bytes without exponent). Annotations
 // (title, description, default, examples, format, $schema, $defs, …) are
 // ignored. Every other keyword (anyOf, oneOf, allOf, $ref, pattern,
 // multipleOf, minProperties, …) makes Compile fail with the keyword's

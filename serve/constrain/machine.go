@@ -2,7 +2,9 @@ package constrain
 
 import (
 	"math"
+	"math/big"
 	"strconv"
+	"strings"
 )
 
 // The recogniser is a pushdown automaton over bytes: a stack of frames, one
@@ -697,38 +699,66 @@ func numberCanEnd(f *frame) bool {
 	if !ranged(f.s) {
 		return true
 	}
-	v, err := strconv.ParseFloat(string(f.num[:f.i]), 64)
-	return err == nil && inRange(f.s, v)
+	return inRange(f.s, decimal(string(f.num[:f.i])))
 }
 
-func inRange(s *Schema, v float64) bool {
-	if s.hasMin && (v < s.min || (s.exclMin && v == s.min)) {
-		return false
+func inRange(s *Schema, v *big.Rat) bool {
+	if s.hasMin {
+		if c := v.Cmp(s.min); c < 0 || (s.exclMin && c == 0) {
+			return false
+		}
 	}
-	if s.hasMax && (v > s.max || (s.exclMax && v == s.max)) {
-		return false
+	if s.hasMax {
+		if c := v.Cmp(s.max); c > 0 || (s.exclMax && c == 0) {
+			return false
+		}
 	}
 	return true
 }
 
 // meets reports whether the interval from lo to hi (each end closed or
 // open) holds a value within s's bounds.
-func meets(s *Schema, lo float64, loIn bool, hi float64, hiIn bool) bool {
+func meets(s *Schema, lo *big.Rat, loIn bool, hi *big.Rat, hiIn bool) bool {
 	if s.hasMin {
-		if s.min > lo {
+		if c := s.min.Cmp(lo); c > 0 {
 			lo, loIn = s.min, !s.exclMin
-		} else if s.min == lo {
+		} else if c == 0 {
 			loIn = loIn && !s.exclMin
 		}
 	}
 	if s.hasMax {
-		if s.max < hi {
+		if c := s.max.Cmp(hi); c < 0 {
 			hi, hiIn = s.max, !s.exclMax
-		} else if s.max == hi {
+		} else if c == 0 {
 			hiIn = hiIn && !s.exclMax
 		}
 	}
-	return lo < hi || (lo == hi && loIn && hiIn)
+	c := lo.Cmp(hi)
+	return c < 0 || (c == 0 && loIn && hiIn)
+}
+
+// decimal is the value of the decimal text d (an optional minus, digits,
+// maybe a point and more digits: what the recogniser writes for a ranged
+// number), exactly. Read by hand: Rat.SetString cost most of a ranged
+// number's step in allocations.
+func decimal(d string) *big.Rat {
+	neg := strings.HasPrefix(d, "-")
+	intPart, frac, _ := strings.Cut(strings.TrimPrefix(d, "-"), ".")
+	num := new(big.Int)
+	if u, err := strconv.ParseUint(intPart+frac, 10, 64); err == nil {
+		num.SetUint64(u)
+	} else {
+		num.SetString(intPart+frac, 10) // digits only: cannot fail
+	}
+	if neg {
+		num.Neg(num)
+	}
+	return new(big.Rat).SetFrac(num, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(len(frac))), nil))
+}
+
+// pow10 is 10^k.
+func pow10(k int) *big.Rat {
+	return new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil))
 }
 
 // feasible reports whether the number text t (in state st, no exponent)
@@ -740,7 +770,8 @@ func feasible(s *Schema, t []byte, st uint8) bool {
 }
 
 // feasibleIn is feasible with at most room more bytes: an integer part
-// grows by at most room digits.
+// grows by at most room digits. The intervals are exact decimals, as the
+// bounds are.
 func feasibleIn(s *Schema, t []byte, st uint8, room int) bool {
 	if st == nStart {
 		return true
@@ -751,51 +782,43 @@ func feasibleIn(s *Schema, t []byte, st uint8, room int) bool {
 		digits = digits[1:]
 	}
 	// meetsMag tests the magnitudes [a, b) (closed at a) with the sign.
-	// Where float64 rounds b down to a (digits past its precision), the
-	// interval still holds a.
-	meetsMag := func(a, b float64) bool {
-		if !(b > a) {
-			b = math.Nextafter(a, math.Inf(1))
-		}
+	meetsMag := func(a, b *big.Rat) bool {
 		if neg {
-			return meets(s, -b, false, -a, true)
+			return meets(s, new(big.Rat).Neg(b), false, new(big.Rat).Neg(a), true)
 		}
 		return meets(s, a, true, b, false)
 	}
 	integer := s.kind == kInteger
 	switch st {
 	case nSign:
-		return meetsMag(0, math.Pow(10, float64(room)))
+		return meetsMag(new(big.Rat), pow10(room))
 	case nZero:
 		if integer {
-			return meetsMag(0, 0.5) // just 0
+			return meetsMag(new(big.Rat), big.NewRat(1, 2)) // just 0
 		}
-		return meetsMag(0, 1)
+		return meetsMag(new(big.Rat), big.NewRat(1, 1))
 	case nInt:
-		I, err := strconv.ParseFloat(digits, 64)
-		if err != nil {
-			return false
-		}
+		// [I·10^k, (I+1)·10^k) for k more digits, k up to room.
+		lo := decimal(digits)
+		hi := new(big.Rat).Add(lo, big.NewRat(1, 1))
+		ten := big.NewRat(10, 1)
 		for k := 0; k <= room; k++ {
-			p := math.Pow(10, float64(k))
-			if meetsMag(I*p, (I+1)*p) {
+			if k > 0 {
+				lo.Mul(lo, ten)
+				hi.Mul(hi, ten)
+			}
+			if meetsMag(lo, hi) {
 				return true
 			}
 		}
 		return false
 	case nFracStart:
-		I, err := strconv.ParseFloat(digits[:len(digits)-1], 64)
-		return err == nil && meetsMag(I, I+1)
+		I := decimal(digits[:len(digits)-1])
+		return meetsMag(I, new(big.Rat).Add(I, big.NewRat(1, 1)))
 	case nFrac:
-		// The top, digits plus one in its last place, is parsed rather
-		// than summed: in float64 0.2+0.1 is above 0.3, which took "0.2"
-		// under a minimum of 0.3, a prefix no digit can complete.
-		v, err := strconv.ParseFloat(digits, 64)
-		if err != nil {
-			return false
-		}
-		top, err := strconv.ParseFloat(nextInLastPlace(digits), 64)
-		return err == nil && meetsMag(v, top)
+		// The top is digits plus one in its last place: "0.29" reaches
+		// [0.29, 0.30).
+		return meetsMag(decimal(digits), decimal(nextInLastPlace(digits)))
 	}
 	return false
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"sort"
 	"strconv"
@@ -47,10 +48,12 @@ type Schema struct {
 	minItems, maxItems   int // maxItems < 0: no limit
 
 	// Number range (number and integer). With a range, exponents are not
-	// generated, so every prefix has an interval of reachable values.
+	// generated, so every prefix has an interval of reachable values. The
+	// bounds are exact decimals, as JSON Schema compares them: in float64
+	// 6.0000000000000003 is 6, and passed a maximum of 6.
 	hasMin, hasMax   bool
 	exclMin, exclMax bool
-	min, max         float64
+	min, max         *big.Rat
 
 	minLen int // bytes of the shortest valid document
 }
@@ -505,16 +508,17 @@ func compileNumber(s *Schema, obj map[string]json.RawMessage, typ, path string) 
 	if s.kind == kInteger {
 		// Integer bounds, closed: the recogniser's intervals are exact for them.
 		if s.hasMin {
-			m := math.Ceil(s.min)
-			if s.exclMin && m == s.min {
-				m++
+			m := ratFloor(new(big.Rat).Neg(s.min)) // ceil(min) = -floor(-min)
+			m.Neg(m)
+			if s.exclMin && m.Cmp(s.min) == 0 {
+				m.Add(m, big.NewRat(1, 1))
 			}
 			s.min, s.exclMin = m, false
 		}
 		if s.hasMax {
-			m := math.Floor(s.max)
-			if s.exclMax && m == s.max {
-				m--
+			m := ratFloor(s.max)
+			if s.exclMax && m.Cmp(s.max) == 0 {
+				m.Sub(m, big.NewRat(1, 1))
 			}
 			s.max, s.exclMax = m, false
 		}
@@ -530,20 +534,24 @@ func compileNumber(s *Schema, obj map[string]json.RawMessage, typ, path string) 
 // readRange reads minimum/maximum and their exclusive forms (numbers in
 // draft 6+, booleans modifying minimum/maximum in draft 4).
 func readRange(s *Schema, obj map[string]json.RawMessage, path string) error {
-	num := func(key string) (float64, bool, error) {
+	num := func(key string) (*big.Rat, bool, error) {
 		raw, ok := obj[key]
 		if !ok {
-			return 0, false, nil
+			return nil, false, nil
 		}
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil {
+		var n json.Number
+		if err := json.Unmarshal(raw, &n); err != nil {
 			var b bool
 			if json.Unmarshal(raw, &b) == nil && strings.HasPrefix(key, "exclusive") {
-				return 0, b, errBoolExclusive
+				return nil, b, errBoolExclusive
 			}
-			return 0, false, fmt.Errorf("%s.%s: want a number", path, key)
+			return nil, false, fmt.Errorf("%s.%s: want a number", path, key)
 		}
-		return f, true, nil
+		r, err := boundRat(string(n))
+		if err != nil {
+			return nil, false, fmt.Errorf("%s.%s: %w", path, key, err)
+		}
+		return r, true, nil
 	}
 	var err error
 	if s.min, s.hasMin, err = num("minimum"); err != nil {
@@ -556,20 +564,61 @@ func readRange(s *Schema, obj map[string]json.RawMessage, path string) error {
 		s.exclMin = ok && s.hasMin
 	} else if err != nil {
 		return err
-	} else if ok && (!s.hasMin || v >= s.min) {
+	} else if ok && (!s.hasMin || v.Cmp(s.min) >= 0) {
 		s.min, s.hasMin, s.exclMin = v, true, true
 	}
 	if v, ok, err := num("exclusiveMaximum"); err == errBoolExclusive {
 		s.exclMax = ok && s.hasMax
 	} else if err != nil {
 		return err
-	} else if ok && (!s.hasMax || v <= s.max) {
+	} else if ok && (!s.hasMax || v.Cmp(s.max) <= 0) {
 		s.max, s.hasMax, s.exclMax = v, true, true
 	}
 	return nil
 }
 
 var errBoolExclusive = fmt.Errorf("boolean exclusive bound")
+
+// boundLimit is a magnitude no number the recogniser writes reaches (24
+// bytes, no exponent: below 1e24, and 0 or at least 1e-22 in size).
+const boundLimit = 1e30
+
+// boundRat reads a bound's JSON number text exactly. A bound beyond
+// ±1e30, or nearer 0 than ±1e-30 (not 0), is taken as that limit, which
+// admits the same numbers the recogniser writes: so a bound such as 1e999999
+// costs no million-digit arithmetic on every byte.
+func boundRat(text string) (*big.Rat, error) {
+	f, _ := strconv.ParseFloat(text, 64) // ±Inf past float64's range
+	mant, _, _ := strings.Cut(strings.ToLower(text), "e")
+	nonzero := strings.ContainsAny(mant, "123456789")
+	limit := ""
+	switch {
+	case math.Abs(f) >= boundLimit:
+		limit = "1e30"
+	case nonzero && math.Abs(f) < 1/boundLimit:
+		limit = "1e-30" // f may have underflowed to 0: the sign is the text's
+	}
+	if limit != "" {
+		r, _ := new(big.Rat).SetString(limit)
+		if strings.HasPrefix(text, "-") {
+			r.Neg(r)
+		}
+		return r, nil
+	}
+	r, ok := new(big.Rat).SetString(text)
+	if !ok {
+		return nil, fmt.Errorf("want a number, got %s", text)
+	}
+	return r, nil
+}
+
+// ratFloor is the greatest integer not above r (a new Rat).
+func ratFloor(r *big.Rat) *big.Rat {
+	// big.Int's Div rounds toward −∞ for a positive divisor, and a Rat's
+	// denominator is positive.
+	q := new(big.Int).Div(r.Num(), r.Denom())
+	return new(big.Rat).SetInt(q)
+}
 
 func compact(v json.RawMessage) (string, error) {
 	var b bytes.Buffer

@@ -31,7 +31,10 @@
 // that follows, then a literal suffix.
 //
 // Output shape: compact JSON only — no whitespace at all, which every
-// parser reads and which leaves a model no way to loop in blanks. Numbers
+// parser reads and which leaves a model no way to loop in blanks. Objects
+// and arrays nest at most 128 deep (an unconstrained value — json_object,
+// {} — could otherwise nest until max_tokens, and each token's mask costs
+// time in proportion to the depth). Numbers
 // are at most 24 bytes with at most two exponent digits (every number fits
 // a float64); numbers with a range get no exponent. Strings are valid
 // UTF-8 (no overlong forms, no surrogates), and a \u escape of a UTF-16

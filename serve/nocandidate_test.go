@@ -308,9 +308,11 @@ func TestConstraintNoToken(t *testing.T) {
 	if !waitfor.Within(20*time.Second, func() bool { return eng.Stats().Running == 0 }) {
 		t.Fatalf("choice 0 still runs after the request failed")
 	}
-	// Choice 0 ran beside choice 1 for its 4 steps, and a few more until
-	// the engine saw the request gone; not for its 2000 tokens.
-	if gen := eng.Stats().GenTokens; gen > long/4 {
+	// Choice 0 ran beside choice 1 for its 4 steps and ended with it, in
+	// the engine's step (engine.ErrChoiceFailed), not when the handler's
+	// cancel reached the engine: on a busy machine that was hundreds of
+	// tokens later.
+	if gen := eng.Stats().GenTokens; gen > 8 {
 		t.Errorf("%d tokens generated after the failure of choice 1 (in %v), want the other choice dropped", gen, took)
 	}
 

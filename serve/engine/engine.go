@@ -25,6 +25,10 @@ var (
 	ErrTooLarge  = errors.New("engine: request does not fit")
 )
 
+// ErrChoiceFailed ends the choices of a request still running when
+// another of its choices failed (no candidate, a constraint's error).
+var ErrChoiceFailed = errors.New("engine: another choice of the request failed")
+
 // ErrNoCandidate ends a sequence whose logits row, once masked and
 // penalised, holds no candidate token: every entry NaN or −Inf (a model
 // whose numerics blew up, or a constraint that masked every token).
@@ -920,12 +924,12 @@ func (e *Engine) emit(s *sequence, pk picked) {
 	p := &s.rs.r.Params
 	id, lp, top := pk.id, pk.lp, pk.top
 	if id < 0 {
-		e.finish(s, Event{Token: -1, Err: &NoCandidateError{Choice: s.choice, Tokens: len(s.out), Constrained: pk.constrained}})
+		e.fail(s, &NoCandidateError{Choice: s.choice, Tokens: len(s.out), Constrained: pk.constrained})
 		return
 	}
 	if s.cons != nil {
 		if err := s.cons.Accept(id); err != nil {
-			e.finish(s, Event{Token: -1, Err: fmt.Errorf("constraint: %w", err)})
+			e.fail(s, fmt.Errorf("constraint: %w", err))
 			return
 		}
 	}
@@ -1107,6 +1111,20 @@ func (e *Engine) reused(rs *reqState, n int) {
 	rs.h.mu.Lock()
 	rs.h.cached = n
 	rs.h.mu.Unlock()
+}
+
+// fail ends s with err, and the request's other choices still running
+// with ErrChoiceFailed: one failed choice fails the request (the reply is
+// its error), so their tokens would be generated for nothing. They end
+// here, in this step, not when the caller's cancel reaches the engine a
+// loop turn or many later (on a busy machine, hundreds of tokens).
+func (e *Engine) fail(s *sequence, err error) {
+	e.finish(s, Event{Token: -1, Err: err})
+	for _, o := range s.rs.seqs {
+		if !o.done {
+			e.finish(o, Event{Token: -1, Err: fmt.Errorf("%w (choice %d)", ErrChoiceFailed, s.choice)})
+		}
+	}
 }
 
 // finish ends s with its last event and frees its cache rows, or keeps

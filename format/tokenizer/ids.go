@@ -78,12 +78,21 @@ type addedJSON struct {
 	SingleWord bool   `json:"single_word"`
 	LStrip     bool   `json:"lstrip"`
 	RStrip     bool   `json:"rstrip"`
-	Normalized bool   `json:"normalized"`
+	Normalized *bool  `json:"normalized"`
 	Special    bool   `json:"special"`
 }
 
+// token is the entry with its defaults filled in. An entry without
+// "normalized" (or with null) is normalized unless it is special, as the
+// reference reads it and as transformers' AddedToken defaults it: a
+// hand-written file's plain added word is then matched after the
+// normalizer, like the text around it.
 func (a addedJSON) token() AddedToken {
-	return AddedToken{ID: int(a.ID.n), Content: a.Content, SingleWord: a.SingleWord, LStrip: a.LStrip, RStrip: a.RStrip, Normalized: a.Normalized, Special: a.Special}
+	normalized := !a.Special
+	if a.Normalized != nil {
+		normalized = *a.Normalized
+	}
+	return AddedToken{ID: int(a.ID.n), Content: a.Content, SingleWord: a.SingleWord, LStrip: a.LStrip, RStrip: a.RStrip, Normalized: normalized, Special: a.Special}
 }
 
 // idSlack is the room idSpace leaves above twice the token count.

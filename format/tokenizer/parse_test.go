@@ -121,3 +121,48 @@ func TestParseErrors(t *testing.T) {
 		t.Error("Load of a missing path succeeded")
 	}
 }
+
+// TestAddedTokenNormalizedDefault: an added token written without
+// "normalized" (or with null) is normalized unless it is special, as the
+// reference and transformers' AddedToken default it. The Angstrom sign
+// U+212B is NFC "Å" (U+00C5): a normalized token spelled with it matches
+// "Å" in the text, and the sign itself after NFC.
+func TestAddedTokenNormalizedDefault(t *testing.T) {
+	doc := tinyJSON(t, nil, nil, map[string]any{"added_tokens": []any{
+		map[string]any{"id": 1000, "content": "\u212b", "special": false},
+		map[string]any{"id": 1001, "content": "\u212b!", "special": true},
+		map[string]any{"id": 1002, "content": "\u212b?", "special": false, "normalized": nil},
+		map[string]any{"id": 1003, "content": "\u212b.", "special": false, "normalized": false},
+	}})
+	tk, err := Parse(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range tk.AddedTokens() {
+		if want := a.ID != 1001 && a.ID != 1003; a.Normalized != want {
+			t.Errorf("added token %d %q: Normalized = %v, want %v", a.ID, a.Content, a.Normalized, want)
+		}
+	}
+	// The ids Hugging Face's JavaScript tokenizers give for this file
+	// (node, @huggingface/tokenizers 0.2.0); 33 is "!", 46 ".".
+	cases := []struct {
+		text string
+		want []int
+	}{
+		{"\u00c5", []int{1000}},
+		{"\u212b", []int{1000}},
+		{"\u00c5?", []int{1002}},
+		{"x\u212b?y", []int{'x', 1002, 'y'}},
+		// Special, so not normalized: matched on the raw text only.
+		{"\u212b!", []int{1001}},
+		{"\u00c5!", []int{1000, 33}},
+		// "normalized": false, as written.
+		{"\u212b.", []int{1003}},
+		{"\u00c5.", []int{1000, 46}},
+	}
+	for _, c := range cases {
+		if got := tk.Encode(c.text, false); !slices.Equal(got, c.want) {
+			t.Errorf("Encode(%q) = %v, want %v", c.text, got, c.want)
+		}
+	}
+}

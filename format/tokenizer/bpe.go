@@ -56,7 +56,9 @@ func (t *pairTable) pair(a, b int32) (uint32, int32) {
 
 // buildMerges reads the merges of a tokenizer.json into a pair table: the
 // parts and the result of each must be tokens of vocab (spelled as the file
-// spells them); for a pair listed twice the first (lowest) rank wins.
+// spells them). For a pair listed twice the last rank wins, as in Hugging
+// Face's Rust BPE (the merges collected into a HashMap) and its JavaScript
+// port (a Map built from them): later entries replace earlier ones.
 func buildMerges(vocab map[string]int32, merges []json.RawMessage) (pairTable, error) {
 	t := newPairTable(len(merges))
 	var ab []byte // a+b; the lookups through string(…) do not allocate
@@ -365,11 +367,12 @@ func newPairTable(n int) pairTable {
 
 func (t *pairTable) home(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> t.shift }
 
-// insert adds key unless it is present already.
+// insert sets the value of key, replacing the one it had.
 func (t *pairTable) insert(key, val uint64) {
 	for i := t.home(key); ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
 		if s.key == key {
+			s.val = val
 			return
 		}
 		if s.key == emptyKey {

@@ -166,3 +166,33 @@ func TestAddedTokenNormalizedDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateMergeLastRankWins: a merge listed twice takes the rank of
+// its last entry, as Hugging Face's Rust BPE (a HashMap collected from the
+// merges) and its JavaScript port (a Map) give it. With "b c" at ranks 0
+// and 2 and "a b" at 1, "abc" merges "a b" first: the reference (node,
+// @huggingface/tokenizers 0.2.0) encodes it as ["ab", "c"] in both merge
+// spellings.
+func TestDuplicateMergeLastRankWins(t *testing.T) {
+	for _, merges := range [][]any{
+		{"b c", "a b", "b c"},
+		{[]string{"b", "c"}, []string{"a", "b"}, []string{"b", "c"}},
+	} {
+		tk, err := Parse(strings.NewReader(tinyJSON(t, merges, nil, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ab, ok := tk.TokenID("ab")
+		if !ok {
+			t.Fatal(`no token "ab"`)
+		}
+		want := []int{ab, 'c'}
+		if got := tk.Encode("abc", false); !slices.Equal(got, want) {
+			t.Errorf("merges %v: Encode(\"abc\") = %v, want %v", merges, got, want)
+		}
+		// The slow loop reads the same table; both must agree.
+		if got := tk.bpe.encodeWordSlow("abc"); !slices.Equal(got, want) {
+			t.Errorf("merges %v: encodeWordSlow(\"abc\") = %v, want %v", merges, got, want)
+		}
+	}
+}

@@ -12,7 +12,8 @@ type Span struct{ Start, End int }
 // EncodeWithOffsets is Encode that also reports, for each id, the bytes of
 // text it stands for. A token that covers part of a character, or part of
 // characters the normalizer merged, gets the whole character (so neighbouring
-// spans may overlap); the post-processor's tokens get empty spans at the
+// spans may overlap), and the tokens of a Replace of several characters get
+// the whole match; the post-processor's tokens get empty spans at the
 // start and end. For invalid UTF-8 the offsets refer to the text after
 // U+FFFD replacement. Use it to find which tokens a part of a rendered chat
 // came from; it is slower than Encode.
@@ -56,6 +57,13 @@ type alignment struct{ from, to []int }
 // character each, so do single characters) and records where each output byte
 // came from, offsets shifted by base.
 //
+// A Replace of several characters ("ab" by "xyz") may match across those
+// boundaries, and normalizing the segments one by one would then give
+// another text than normalizing s, and other ids than Encode. So the result
+// is checked against the normalization of the whole: on a difference the
+// segments are cut only outside the Replace patterns' matches in s, and if
+// the text still differs, s is one segment (every token gets all of it).
+//
 // Text a Prepend step puts first is aligned with the first character, as
 // the reference aligns it.
 func (t *Tokenizer) normalizeAligned(s string, base int) (string, alignment) {
@@ -73,7 +81,36 @@ func (t *Tokenizer) normalizeAligned(s string, base int) (string, alignment) {
 			a.from, a.to = append(a.from, base), append(a.to, base+w)
 		}
 	}
+	n, m := len(out), len(a.from)
 	charwise := rest.charwise()
+	out = alignSegments(out, &a, s, base, rest, charwise, nil)
+	if !charwise {
+		whole := rest.apply(s)
+		if string(out[n:]) != whole {
+			truncate(&a, m)
+			out = alignSegments(out[:n], &a, s, base, rest, false, rest.matchedInside(s))
+		}
+		if string(out[n:]) != whole {
+			truncate(&a, m)
+			out = append(out[:n], whole...)
+			for range len(whole) {
+				a.from, a.to = append(a.from, base), append(a.to, base+len(s))
+			}
+		}
+	}
+	return string(out), a
+}
+
+// truncate cuts a back to its first m bytes.
+func truncate(a *alignment, m int) {
+	a.from, a.to = a.from[:m], a.to[:m]
+}
+
+// alignSegments appends rest's normalization of s to out, segment by
+// segment, and each output byte's origin to a. Segments are characters when
+// charwise, else NFC segments, joined where inside[i] says byte i of s lies
+// inside a match that must not be cut.
+func alignSegments(out []byte, a *alignment, s string, base int, rest normalizer, charwise bool, inside []bool) []byte {
 	for i := 0; i < len(s); {
 		var k int
 		if charwise {
@@ -82,6 +119,14 @@ func (t *Tokenizer) normalizeAligned(s string, base int) (string, alignment) {
 			_, k = utf8.DecodeRuneInString(s[i:])
 		} else {
 			k = norm.NFC.NextBoundaryInString(s[i:], true)
+			for k > 0 && i+k < len(s) && inside != nil && inside[i+k] {
+				next := norm.NFC.NextBoundaryInString(s[i+k:], true)
+				if next <= 0 {
+					k = len(s) - i
+					break
+				}
+				k += next
+			}
 		}
 		if k <= 0 {
 			k = len(s) - i
@@ -98,7 +143,7 @@ func (t *Tokenizer) normalizeAligned(s string, base int) (string, alignment) {
 		}
 		i += k
 	}
-	return string(out), a
+	return out
 }
 
 // addChars aligns s to itself at offset base, a byte to its whole character.

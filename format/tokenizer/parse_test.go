@@ -196,3 +196,41 @@ func TestDuplicateMergeLastRankWins(t *testing.T) {
 		}
 	}
 }
+
+// TestOffsetsReplaceAcrossCharacters: a Replace of several characters
+// matches across the segments EncodeWithOffsets normalizes one by one, yet
+// its ids must be Encode's: "ab" replaced by "xyz" is x, y, z there, each
+// token spanning the "ab" it came from. Where Replaces chain ("a" by "bb",
+// then "bc" by "xyz") a match appears only in the normalized text; the ids
+// are still Encode's, and every token spans the whole text.
+func TestOffsetsReplaceAcrossCharacters(t *testing.T) {
+	replace := func(from, to string) map[string]any {
+		return map[string]any{"type": "Replace", "pattern": map[string]any{"String": from}, "content": to}
+	}
+	seq := func(steps ...any) map[string]any { return map[string]any{"type": "Sequence", "normalizers": steps} }
+	cases := []struct {
+		norm  any
+		text  string
+		spans []Span
+	}{
+		{replace("ab", "xyz"), "ab", []Span{{0, 2}, {0, 2}, {0, 2}}},
+		{replace("ab", "xyz"), "cab d", []Span{{0, 1}, {1, 3}, {1, 3}, {1, 3}, {3, 4}, {4, 5}}},
+		{seq(map[string]any{"type": "NFC"}, replace("ab", "xyz")), "e\u0301ab", []Span{{0, 3}, {0, 3}, {3, 5}, {3, 5}, {3, 5}}},
+		{seq(replace("a", "bb"), replace("bc", "xyz")), "ac", []Span{{0, 2}, {0, 2}, {0, 2}, {0, 2}}},
+	}
+	for _, c := range cases {
+		tk, err := Parse(strings.NewReader(tinyJSON(t, nil, nil, map[string]any{"normalizer": c.norm})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tk.Encode(c.text, false)
+		ids, spans := tk.EncodeWithOffsets(c.text, false)
+		if !slices.Equal(ids, want) {
+			t.Errorf("%v: EncodeWithOffsets(%q) ids %v, want Encode's %v", c.norm, c.text, ids, want)
+			continue
+		}
+		if !slices.Equal(spans, c.spans) {
+			t.Errorf("%v: EncodeWithOffsets(%q) spans %v, want %v", c.norm, c.text, spans, c.spans)
+		}
+	}
+}

@@ -113,6 +113,30 @@ func (n normalizer) charwise() bool {
 	return true
 }
 
+// matchedInside marks, for each byte offset of s, whether it lies strictly
+// inside a match in s of a Replace pattern of more than one character (any
+// match, overlapping ones too): a cut there would split the match.
+func (n normalizer) matchedInside(s string) []bool {
+	inside := make([]bool, len(s)+1)
+	for _, st := range n {
+		if st.form != nil || st.prepend != "" || utf8.RuneCountInString(st.from) < 2 {
+			continue
+		}
+		for i := 0; ; {
+			j := strings.Index(s[i:], st.from)
+			if j < 0 {
+				break
+			}
+			for k := i + j + 1; k < i+j+len(st.from); k++ {
+				inside[k] = true
+			}
+			_, w := utf8.DecodeRuneInString(s[i+j:])
+			i += j + w
+		}
+	}
+	return inside
+}
+
 // removes reports whether no text after n holds lit: the last step that
 // can produce lit replaces it by text without it, and the steps after that
 // replace nothing back in. A Split on lit after n splits nothing.

@@ -45,6 +45,12 @@
 // Byte tokens that do not make whole UTF-8 characters decode as the
 // reference's TextDecoder reads them (one U+FFFD per maximal invalid
 // subpart), where Rust's ByteFallback writes one U+FFFD per token.
+// Exceptions, where this package follows Rust: GPT-2's pre-tokenizer
+// pattern (ByteLevel with use_regex) takes U+0085 as whitespace and U+FEFF
+// as not, as Oniguruma does (the reference's JavaScript \s does the
+// opposite, a bug its own source names); and text that equals an added
+// token's string only after normalization, or before it for a normalized
+// token, stays text (the reference makes it the token).
 //
 // The reference is Hugging Face's JavaScript tokenizers (@huggingface/tokenizers);
 // testdata/tokenizers/golden holds its output for the real Qwen3, Llama 3.1

@@ -180,6 +180,13 @@ func readRun(ctx context.Context, arg string) (report.RunInput, []checkpoint.Fil
 	if err != nil {
 		return run, nil, nil, cli.BadInput(err)
 	}
+	saved, err := ck.Steps()
+	if err != nil {
+		return run, nil, nil, cli.BadInput(err)
+	}
+	for _, s := range saved {
+		run.Saved = append(run.Saved, float64(s))
+	}
 	if ok {
 		b, err := ck.ReadConfig(step)
 		switch {

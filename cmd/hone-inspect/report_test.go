@@ -364,3 +364,58 @@ func TestReportCommandBadInput(t *testing.T) {
 		t.Errorf("broken train_config.json: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// The summary's best step by --best-metric is the one hone-train picks,
+// among the steps it saved: a step --save-every left unsaved, whose row
+// metrics.jsonl still has, is never best (hone-serve cannot serve it as
+// run@best). The report named the unsaved step with the highest value.
+func TestReportBestMetricAmongSavedSteps(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "adapters", "rl")
+	ck := &checkpoint.Run{Dir: run}
+	// --save-every 2 over 4 steps: step folders 2 and 4, rows 1 to 4, the
+	// highest reward_mean at unsaved step 3.
+	rewards := []float64{0.1, 0.4, 0.9, 0.5}
+	var rows strings.Builder
+	for i, r := range rewards {
+		s := i + 1
+		row := map[string]float64{"step": float64(s), "reward_mean": r, "loss": 1 / float64(s)}
+		line, _ := json.Marshal(row)
+		rows.Write(line)
+		rows.WriteByte('\n')
+		if s%2 != 0 {
+			continue
+		}
+		if err := os.MkdirAll(ck.StepDir(s), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := json.Marshal(checkpoint.State{Step: s, Metrics: row})
+		for name, b := range map[string][]byte{
+			checkpoint.StateName:  st,
+			checkpoint.ConfigName: []byte(`{"run":"rl","best_metric":"reward_mean","best_mode":"max"}`),
+		} {
+			if err := os.WriteFile(filepath.Join(ck.StepDir(s), name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(run, runfolder.MetricsName), []byte(rows.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runfolder.WritePointer(run, runfolder.LatestName, 4); err != nil {
+		t.Fatal(err)
+	}
+	// What hone-train does after each save.
+	if err := ck.Prune(0, "reward_mean", true); err != nil {
+		t.Fatal(err)
+	}
+	best, ok, err := ck.Best()
+	if err != nil || !ok || best != 4 {
+		t.Fatalf("hone-train's best: %d %v %v, want 4", best, ok, err)
+	}
+	r := mustRun(t, nil, "report", run, "-o", "-")
+	want := "<td>4 (reward_mean 0.5)</td>"
+	if !strings.Contains(r.stdout, want) {
+		i := strings.Index(r.stdout, "best step by --best-metric")
+		t.Fatalf("page lacks %q; its best row: %.200s", want, r.stdout[max(i, 0):])
+	}
+}

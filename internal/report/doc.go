@@ -19,7 +19,8 @@
 //
 //   - train_config.json of the run's latest step, flattened by
 //     FlattenConfig ("loss.beta"); its best_metric and best_mode name the
-//     summary's best step.
+//     summary's best step, among the run's saved step folders as hone-train
+//     picks it (RunInput.Saved).
 //
 //   - eval.jsonl of the run folder (hone-inspect log-eval), read like
 //     metrics.jsonl: eval split metrics ("val/reward") by the step

@@ -19,6 +19,12 @@ type RunInput struct {
 	// Splits is the run's eval.jsonl (hone-inspect log-eval): eval split
 	// metrics ("val/reward") by the step evaluated; nil when it has none.
 	Splits *Metrics
+	// Saved are the steps whose folders the run holds, ascending: hone-train
+	// and log-eval pick the best step among them only, so a step that
+	// --save-every left unsaved, or an eval at step 0 (the starting point),
+	// is never best. Nil when unknown (a metrics.jsonl without its folder):
+	// then every step with the metric counts.
+	Saved []float64
 }
 
 // Input is everything one page shows. Every run needs its metrics; the

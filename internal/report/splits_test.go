@@ -88,3 +88,36 @@ func TestEvalSplits(t *testing.T) {
 		t.Errorf("summary %v", pg.Summary.Rows)
 	}
 }
+
+// With the run's saved steps known, an eval of step 0 (the starting point,
+// which has no step folder) is never the best step, as hone-train's best
+// pointer never names it; a metric logged only there says so.
+func TestBestMetricSavedSteps(t *testing.T) {
+	metrics, err := ReadMetrics(strings.NewReader("{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":0.5}\n"), "metrics.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ evals, want string }{
+		{"{\"step\":0,\"val/reward\":0.9}\n{\"step\":2,\"val/reward\":0.6}\n", "2 (val/reward 0.6)"},
+		{"{\"step\":0,\"val/reward\":0.9}\n", "not logged at a saved step yet"},
+	} {
+		splits, err := ReadMetrics(strings.NewReader(c.evals), "eval.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _ := FlattenConfig([]byte(`{"best_metric":"val/reward"}`), "train_config.json")
+		pg, err := Build(context.Background(), Input{Runs: []RunInput{{Name: "rl", Metrics: metrics, Config: cfg, Splits: splits, Saved: []float64{1, 2}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		for _, row := range pg.Summary.Rows {
+			if row[0] == "best step by --best-metric val/reward (max)" {
+				got = row[1]
+			}
+		}
+		if got != c.want {
+			t.Errorf("evals %q: best %q, want %q", c.evals, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,12 +34,15 @@ type Summary struct {
 
 	// The best step by the run's --best-metric (train_config.json's
 	// best_metric and best_mode), a training or an eval split metric
-	// (the first, on ties), as hone-train and log-eval pick it.
+	// (the first, on ties), as hone-train and log-eval pick it: among the
+	// run's saved steps (RunInput.Saved) when they are known.
 	BestMetric      string
 	BestMax         bool
 	HasBestMetric   bool
 	BestMetricStep  float64
 	BestMetricValue float64
+	// BestMetricUnsaved: the metric was logged, but at no saved step.
+	BestMetricUnsaved bool
 }
 
 // bestBy fills the Best* fields from r's config and its metrics or eval
@@ -64,6 +68,10 @@ func (s *Summary) bestBy(r RunInput) {
 		return
 	}
 	for i, y := range ser.Y {
+		if r.Saved != nil && !slices.Contains(r.Saved, ser.X[i]) {
+			s.BestMetricUnsaved = true
+			continue
+		}
 		if !s.HasBestMetric || (s.BestMax && y > s.BestMetricValue) || (!s.BestMax && y < s.BestMetricValue) {
 			s.HasBestMetric, s.BestMetricStep, s.BestMetricValue = true, ser.X[i], y
 		}
@@ -122,8 +130,11 @@ func (s Summary) rows() [][2]string {
 			mode = "min"
 		}
 		v := "not logged yet"
-		if s.HasBestMetric {
+		switch {
+		case s.HasBestMetric:
 			v = fmt.Sprintf("%s (%s %s)", num(s.BestMetricStep), s.BestMetric, num(s.BestMetricValue))
+		case s.BestMetricUnsaved:
+			v = "not logged at a saved step yet"
 		}
 		r = append(r, [2]string{fmt.Sprintf("best step by --best-metric %s (%s)", s.BestMetric, mode), v})
 	}

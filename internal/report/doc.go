@@ -13,7 +13,9 @@
 //     over the 1-based row number when a row has no "step"); other values
 //     (strings, bools, nested objects, null) are ignored. A blank, garbled or
 //     non-object line, or a step that does not increase, is an error naming
-//     file:line. Cumulative "seconds" and "tokens" give the training-time
+//     file:line; but a garbled last line that no newline ends is a torn
+//     append (a run stopped while writing it, or writing it now), left out
+//     with a note on the page, as hone-train's resume drops it. Cumulative "seconds" and "tokens" give the training-time
 //     and token axes; "time" (Unix seconds when the row was written) gives
 //     the wall-time axis, which includes the time between steps.
 //

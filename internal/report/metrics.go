@@ -25,6 +25,12 @@ type Metrics struct {
 	File   string
 	Steps  []float64
 	Series []Series
+	// Torn is the line number of a last line that is cut short (no
+	// newline ends it, and it is no JSON object), left out; 0 when none.
+	// A kill mid-append leaves one, and a run writing its row while the
+	// file is read shows one; hone-train drops it when the run resumes
+	// (checkpoint.RepairMetrics).
+	Torn int
 }
 
 // Get returns the series called name, or nil.
@@ -45,7 +51,7 @@ const maxLine = 16 << 20
 func ReadMetrics(r io.Reader, name string) (*Metrics, error) {
 	m := &Metrics{File: name}
 	byName := map[string]*Series{}
-	err := eachObject(r, name, func(line int, obj map[string]any) error {
+	torn, err := eachObject(r, name, func(line int, obj map[string]any) error {
 		step := float64(len(m.Steps) + 1)
 		if v, ok := obj["step"]; ok {
 			s, ok := number(v)
@@ -85,6 +91,7 @@ func ReadMetrics(r io.Reader, name string) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.Torn = torn
 	if len(m.Steps) == 0 {
 		return nil, fmt.Errorf("%s: no metrics rows", name)
 	}
@@ -240,40 +247,72 @@ func eachValue(data []byte, name string, fn func(where string, obj map[string]an
 
 // eachObject calls fn with every line of r decoded as a JSON object. A final
 // line without a newline is accepted; a blank line is not, since in an
-// append-only log it means a torn or hand-edited file.
-func eachObject(r io.Reader, name string, fn func(line int, obj map[string]any) error) error {
-	sc := bufio.NewScanner(r)
+// append-only log it means a torn or hand-edited file. A final line without
+// a newline that is no JSON object is a torn append: it is skipped, and its
+// number returned.
+func eachObject(r io.Reader, name string, fn func(line int, obj map[string]any) error) (torn int, err error) {
+	lr := &lastByteReader{r: r}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	line := 0
 	for sc.Scan() {
 		line++
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
-			return fmt.Errorf("%s:%d: blank line", name, line)
+			return 0, fmt.Errorf("%s:%d: blank line", name, line)
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.UseNumber()
-		var obj map[string]any
-		if err := dec.Decode(&obj); err != nil {
-			return fmt.Errorf("%s:%d: %w", name, line, err)
-		}
-		if obj == nil {
-			return fmt.Errorf("%s:%d: not a JSON object", name, line)
-		}
-		if dec.More() {
-			return fmt.Errorf("%s:%d: trailing data after the JSON object", name, line)
+		obj, err := decodeObject(b)
+		if err != nil {
+			// Scan reads on to the end of r only when this line is the last.
+			if !sc.Scan() && sc.Err() == nil && lr.last != '\n' {
+				return line, nil
+			}
+			return 0, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
 		if err := fn(line, obj); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, maxLine)
+			return 0, fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, maxLine)
 		}
-		return fmt.Errorf("%s: %w", name, err)
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
-	return nil
+	return 0, nil
+}
+
+// decodeObject decodes one line holding one JSON object, numbers as
+// json.Number.
+func decodeObject(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	return obj, nil
+}
+
+// lastByteReader remembers the last byte read, to tell a file that ends in
+// a newline from one that stops mid-line.
+type lastByteReader struct {
+	r    io.Reader
+	last byte
+}
+
+func (l *lastByteReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.last = p[n-1]
+	}
+	return n, err
 }
 
 // number reports v as a finite float64 when it is a JSON number.

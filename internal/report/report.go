@@ -197,6 +197,11 @@ func Build(ctx context.Context, in Input) (*Page, error) {
 	}
 	pg := &Page{Sources: in.Sources}
 	for i, r := range in.Runs {
+		for _, m := range []*Metrics{r.Metrics, r.Splits} {
+			if m != nil && m.Torn > 0 {
+				pg.Notes = append(pg.Notes, fmt.Sprintf("%s:%d: the last line is cut short (the run was stopped while writing it, or is writing it now) and is left out; hone-train drops it when the run resumes.", m.File, m.Torn))
+			}
+		}
 		sum := Summarize(r.Name, r.Metrics)
 		sum.bestBy(r)
 		pg.Runs = append(pg.Runs, sum)

@@ -166,7 +166,9 @@ func TestReadMetricsNoStepUsesRowNumber(t *testing.T) {
 func TestReadMetricsErrorsNameFileAndLine(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"blank", "{\"step\":1,\"loss\":1}\n\n{\"step\":2,\"loss\":1}\n", "m.jsonl:2: blank line"},
-		{"garbled", "{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":1}\n{\"step\":3,\"lo", "m.jsonl:3:"},
+		{"garbled", "{\"step\":1,\"loss\":1}\n{\"step\":2,\"lo\n{\"step\":3,\"loss\":1}\n", "m.jsonl:2:"},
+		{"garbled last line, ended", "{\"step\":1,\"loss\":1}\n{\"step\":2,\"lo\n", "m.jsonl:2:"},
+		{"only line torn", "{\"step\":1,\"lo", "m.jsonl: no metrics rows"},
 		{"truncated mid-value", "{\"step\":1,\"loss\":}\n", "m.jsonl:1:"},
 		{"not an object", "{\"step\":1}\n[1,2]\n", "m.jsonl:2:"},
 		{"null row", "null\n", "m.jsonl:1: not a JSON object"},
@@ -183,6 +185,27 @@ func TestReadMetricsErrorsNameFileAndLine(t *testing.T) {
 				t.Fatalf("err %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A last line that no newline ends and that is no JSON object is what a
+// kill mid-append leaves (checkpoint.RepairMetrics drops it on resume), or
+// a row being written as the file is read: the rows before it are drawn,
+// and the page says the line was left out. The report refused the run.
+func TestReadMetricsTornLastLine(t *testing.T) {
+	m, err := ReadMetrics(strings.NewReader("{\"step\":1,\"loss\":1}\n{\"step\":2,\"loss\":0.5}\n{\"step\":3,\"lo"), "m.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := m.Get("loss"); m.Torn != 3 || !slices.Equal(m.Steps, []float64{1, 2}) || !slices.Equal(s.Y, []float64{1, 0.5}) {
+		t.Fatalf("torn %d, steps %v, loss %+v", m.Torn, m.Steps, s)
+	}
+	pg, err := Build(context.Background(), Input{Runs: []RunInput{{Name: "r", Metrics: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pg.Notes) != 1 || !strings.HasPrefix(pg.Notes[0], "m.jsonl:3: the last line is cut short") {
+		t.Fatalf("notes %q", pg.Notes)
 	}
 }
 

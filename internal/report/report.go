@@ -235,6 +235,9 @@ func Build(ctx context.Context, in Input) (*Page, error) {
 		pg.Notes = append(pg.Notes, fmt.Sprintf("%d episodes of run(s) %s are not shown: none of the runs on this page sampled or trained on them.",
 			tr.Unplaced, strings.Join(tr.UnplacedRuns, ", ")))
 	}
+	if tr.NotFinite > 0 {
+		pg.Notes = append(pg.Notes, fmt.Sprintf("%d values of the episodes that are not finite (infinite rewards; infinite or NaN reward components and environment metrics) are left out of the charts; hone-inspect stats shows them.", tr.NotFinite))
+	}
 	return pg, nil
 }
 

@@ -35,6 +35,12 @@ type Trajectories struct {
 	// their file); UnplacedRuns names those runs.
 	Unplaced     int
 	UnplacedRuns []string
+	// NotFinite counts the infinite rewards, reward components and
+	// environment metrics left out of the figures (JSON, and so the page's
+	// charts, cannot hold them; hone-train trains on no infinite reward).
+	// A NaN reward is unscored, as hone-train and hone-inspect stats take
+	// it, and is not counted here.
+	NotFinite int
 	// LengthUnit is "tokens" when every policy turn carried its sampled
 	// token ids, "characters" otherwise (completion length is then counted
 	// in characters of the text).
@@ -151,7 +157,7 @@ func ReadTrajectories(ctx context.Context, files []TrajFile, runs []string) (*Tr
 			return nil, err
 		}
 	}
-	out := &Trajectories{Unplaced: b.nUnplaced, LengthUnit: "characters"}
+	out := &Trajectories{Unplaced: b.nUnplaced, NotFinite: b.notFinite, LengthUnit: "characters"}
 	if b.allIDs {
 		out.LengthUnit = "tokens"
 	}
@@ -187,6 +193,7 @@ type trajBuilder struct {
 	steps     map[stepKey]*TrajStep
 	unplaced  map[string]bool
 	nUnplaced int
+	notFinite int  // values left out: infinite, or a NaN other than a reward
 	allIDs    bool // every policy turn so far had token ids
 }
 
@@ -284,15 +291,17 @@ func (b *trajBuilder) addEpisode(s *TrajStep, t *trajectory.Trajectory) {
 	if t.Error != "" {
 		s.Errors++
 	}
-	if t.Reward != nil {
+	if r, ok := finiteReward(t); ok {
 		s.Scored++
-		s.Rewards = append(s.Rewards, *t.Reward)
+		s.Rewards = append(s.Rewards, r)
+	} else if t.Reward != nil && !math.IsNaN(*t.Reward) {
+		b.notFinite++
 	}
 	for _, c := range t.RewardComponents {
-		meanOf(s.Components, c.Name).add(c.Value)
+		b.addFinite(meanOf(s.Components, c.Name), c.Value)
 	}
 	for k, v := range t.Metrics {
-		meanOf(s.EnvMetrics, k).add(v)
+		b.addFinite(meanOf(s.EnvMetrics, k), v)
 	}
 	tokens, chars, ids := completionLength(t)
 	if !ids {
@@ -301,6 +310,24 @@ func (b *trajBuilder) addEpisode(s *TrajStep, t *trajectory.Trajectory) {
 		s.tokens.add(float64(tokens))
 	}
 	s.chars.add(float64(chars))
+}
+
+// finiteReward is t's reward when it has one that is a finite number: a
+// NaN one is unscored, and an infinite one is left out.
+func finiteReward(t *trajectory.Trajectory) (float64, bool) {
+	if t.Reward == nil || math.IsNaN(*t.Reward) || math.IsInf(*t.Reward, 0) {
+		return 0, false
+	}
+	return *t.Reward, true
+}
+
+// addFinite adds v to m, or counts it as left out when it is not finite.
+func (b *trajBuilder) addFinite(m *Mean, v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		b.notFinite++
+		return
+	}
+	m.add(v)
 }
 
 func meanOf(m map[string]*Mean, k string) *Mean {
@@ -336,20 +363,22 @@ func completionLength(t *trajectory.Trajectory) (tokens, chars int, ids bool) {
 // spread are what GRPO learns from.
 func (b *trajBuilder) consider(s *TrajStep, f TrajFile, g trajectory.Group) {
 	best, worst := -1, -1
-	for i, t := range g.Trajectories {
-		if t.Reward == nil {
+	var hi, lo float64
+	for i := range g.Trajectories {
+		r, ok := finiteReward(&g.Trajectories[i])
+		if !ok {
 			continue
 		}
-		if best < 0 || *t.Reward > *g.Trajectories[best].Reward {
-			best = i
+		if best < 0 || r > hi {
+			best, hi = i, r
 		}
-		if worst < 0 || *t.Reward < *g.Trajectories[worst].Reward {
-			worst = i
+		if worst < 0 || r < lo {
+			worst, lo = i, r
 		}
 	}
 	spread := -1.0
 	if best >= 0 {
-		spread = *g.Trajectories[best].Reward - *g.Trajectories[worst].Reward
+		spread = hi - lo
 	} else {
 		best = 0 // nothing scored: show the first episode
 	}

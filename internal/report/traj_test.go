@@ -229,3 +229,50 @@ func TestRolloutBestAndWorst(t *testing.T) {
 		}
 	}
 }
+
+// A NaN reward is unscored (as hone-train and hone-inspect stats take it),
+// and an infinite reward, component or environment metric is left out with
+// a note: JSON cannot hold them, and one of them made the page's chart data
+// null (every chart blank, exit 0) and the step's quartiles NaN.
+func TestTrajectoriesNotFiniteValues(t *testing.T) {
+	ctx := context.Background()
+	nan, inf, half, one := math.NaN(), math.Inf(1), 0.5, 1.0
+	ep := func(id string, r *float64, found float64) trajectory.Trajectory {
+		return trajectory.Trajectory{Run: "rl", Step: 1, Adapter: "rl@1", GroupID: "g", ID: id, Reward: r,
+			Metrics:          map[string]float64{"found": found},
+			RewardComponents: []trajectory.RewardComponent{{Name: "fmt", Value: found}},
+			Messages:         []trajectory.Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a", Trainable: true}}}
+	}
+	g := trajectory.Group{ID: "g", Trajectories: []trajectory.Trajectory{
+		ep("a", &half, 1), ep("b", &nan, 0), ep("c", &inf, math.Inf(-1)), ep("d", &one, 0)}}
+	path := filepath.Join(t.TempDir(), "r.parquet")
+	if err := trajectory.WriteFile(ctx, path, []trajectory.Group{g}, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ReadTrajectories(ctx, []TrajFile{{Path: path}}, []string{"rl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tr.Steps[0]
+	if s.Episodes != 4 || s.Scored != 2 || !slices.Equal(s.Rewards, []float64{0.5, 1}) || tr.NotFinite != 3 ||
+		s.EnvMetrics["found"].N != 3 || s.Components["fmt"].Value() != 1.0/3 {
+		t.Fatalf("step %+v, not finite %d", s, tr.NotFinite)
+	}
+	if ro := s.Rollout; ro.Best.ID != "d" || ro.Worst.ID != "a" {
+		t.Errorf("rollout best %s worst %s, want d and a", ro.Best.ID, ro.Worst.ID)
+	}
+	pg, err := Build(ctx, Input{Runs: []RunInput{{Name: "rl", Metrics: grpoMetrics(t, "rl", 2, 1e-3)}}, Trajectories: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := pg.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "unsupported value") || !strings.Contains(b.String(), `"id":"traj-reward"`) {
+		t.Errorf("page's chart data lacks the reward chart: %.300s", b.String()[strings.Index(b.String(), `id="hone-data"`):])
+	}
+	if len(pg.Notes) != 1 || !strings.HasPrefix(pg.Notes[0], "3 values of the episodes that are not finite") {
+		t.Errorf("notes %q", pg.Notes)
+	}
+}

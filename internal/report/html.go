@@ -2,6 +2,7 @@ package report
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -49,6 +50,11 @@ func (pg *Page) WriteHTML(w io.Writer) error {
 	for _, s := range pg.Sections {
 		data.Sects = append(data.Sects, sec{Section: s, First: len(data.Data.Charts)})
 		data.Data.Charts = append(data.Data.Charts, s.Charts...)
+	}
+	// html/template writes a value it cannot encode as a JS comment and
+	// null, and goes on: the page would have no charts and no error.
+	if _, err := json.Marshal(data.Data); err != nil {
+		return fmt.Errorf("report: chart data: %w", err)
 	}
 	if err := pageTmpl.Execute(w, data); err != nil {
 		return fmt.Errorf("report: html: %w", err)

@@ -4,7 +4,7 @@
 // KV-cache decode of the same shape (testdata/golden/model/reference.py
 // bench-decode, run by /usr/bin/python3 as a child process after the Hone
 // measurements, with batch = the stream count, float32 like Hone's served
-// weights, torch.set_num_threads(2), the same BLAS environment and
+// weights, torch.set_num_threads as many as Hone's workers, the same BLAS environment and
 // OMP_WAIT_POLICY=PASSIVE unless set). Then (--turns) it times one
 // multi-turn conversation, each turn's prompt the whole conversation so
 // far, on hone-serve with its prefix cache off and on: TTFT per turn; and
@@ -92,7 +92,7 @@ func main() {
 	fs.BoolVar(&o.torch, "torch", true, "also time reference.py's PyTorch KV-cache decode of the same shape")
 	fs.StringVar(&o.python, "python", "/usr/bin/python3", "interpreter with torch")
 	fs.StringVar(&o.reference, "reference", "", "path of reference.py (default: found from the working directory)")
-	fs.IntVar(&o.torchThreads, "torch-threads", 2, "torch.set_num_threads for the reference")
+	fs.IntVar(&o.torchThreads, "torch-threads", 0, "torch.set_num_threads for the reference (0: as many as Hone's --threads)")
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "servebench: hone-serve TTFT and decode throughput over HTTP, next to PyTorch\n\n"+
 			"example: hone-train init-model --family qwen2 --hidden 256 --layers 4 --heads 8 --kv-heads 4 --intermediate 688 --vocab 4096 -o /tmp/tiny\n"+
@@ -111,6 +111,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	o.threads = cpu.SpareProc(o.threads) // as hone-serve does
+	if o.torchThreads <= 0 {
+		// Both sides on as many threads (a fixed 2 for PyTorch compared
+		// unlike things on a machine of more cores).
+		o.torchThreads = o.threads
+	}
 	if err := run(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "servebench:", err)
 		os.Exit(1)
@@ -162,7 +167,7 @@ func run(ctx context.Context, o options, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "servebench: %s, %d prompt + %d generated tokens per stream, sampled at temperature 1\n", o.model, o.prompt, o.tokens)
 	fmt.Fprintf(w, "environment: %s NumCPU=%d\n", blasEnv(), runtime.NumCPU())
-	fmt.Fprintf(w, "hone:  hone-serve over HTTP (streamed /v1/completions), backend %s, max batch %d, weights %s\n", be.Name(), o.batch, o.dtype)
+	fmt.Fprintf(w, "hone:  hone-serve over HTTP (streamed /v1/completions), backend %s, %d workers, max batch %d, weights %s\n", be.Name(), o.threads, o.batch, o.dtype)
 	if o.torch {
 		fmt.Fprintf(w, "torch: %s %s bench-decode --shape %s --dtype f32 --threads %d (greedy, one batch of n sequences, no HTTP)\n",
 			o.python, o.reference, shape, o.torchThreads)

@@ -21,7 +21,8 @@
 // row ran at the memory's speed of that minute.
 //
 // The BLAS environment is printed and never changed: both contenders
-// inherit it. PyTorch gets torch.set_num_threads(--torch-threads) and, like
+// inherit it. PyTorch gets torch.set_num_threads(--torch-threads; by
+// default as many as Hone's kernel workers, GOMAXPROCS) and, like
 // Hone, OMP_WAIT_POLICY=PASSIVE when that is unset. For PyTorch's best
 // setup run with OPENBLAS_NUM_THREADS=1; for OpenBLAS's AVX-512 kernels:
 //

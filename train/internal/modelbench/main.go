@@ -50,7 +50,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Tokens, "tokens", 16, "timed decode steps")
 	fs.IntVar(&o.Prompt, "prompt", 16, "decode prompt tokens per sequence")
 	fs.BoolVar(&o.Checkpoint, "checkpoint", false, "Hone: recompute block activations in backward")
-	fs.IntVar(&o.TorchThreads, "torch-threads", 2, "torch.set_num_threads for the reference")
+	fs.IntVar(&o.TorchThreads, "torch-threads", 0, "torch.set_num_threads for the reference (0: as many as Hone's kernel workers, GOMAXPROCS)")
 	fs.StringVar(&o.Python, "python", "/usr/bin/python3", "interpreter with torch")
 	fs.StringVar(&o.Reference, "reference", "", "path of reference.py (default: found from the working directory)")
 	fs.IntVar(&o.PeakSize, "peak-size", 2048, "size of the square SGEMM that sets the peak")
@@ -141,6 +141,17 @@ type result struct {
 	Err            error
 }
 
+// torchThreads is --torch-threads, 0 meaning as many threads as Hone's
+// kernel workers: the workers (cpu.SpareProc(0) in a child with this
+// process's environment) number GOMAXPROCS, all cores by default, and a
+// fixed 2 for PyTorch compared unlike things on any machine of more cores.
+func torchThreads(flag int) int {
+	if flag > 0 {
+		return flag
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
 // Run measures and writes the report to w.
 func Run(ctx context.Context, o Options, w io.Writer) error {
 	if o.Quick {
@@ -149,6 +160,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		o.Repeat = 1
 	}
 	o.Repeat = max(o.Repeat, 1)
+	o.TorchThreads = torchThreads(o.TorchThreads)
 	if o.Batch < 1 || o.Seq < 1 || o.Steps < 1 || o.Tokens < 1 || o.Prompt < 1 {
 		return fmt.Errorf("--batch, --seq, --steps, --tokens and --prompt must be ≥ 1")
 	}

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hone-rl/hone/kernels/cuda/cudafake"
+	"github.com/spf13/pflag"
 )
 
 // TestMain lets the test binary stand in for the command's worker
@@ -128,5 +130,24 @@ func TestSummarize(t *testing.T) {
 		if s.n != c.n || s.median != c.median || s.lo != c.lo || s.hi != c.hi || s.rss != c.rss {
 			t.Errorf("case %d: %+v, want n %d median %v range %v–%v rss %d", i, s, c.n, c.median, c.lo, c.hi, c.rss)
 		}
+	}
+}
+
+// TestTorchThreadsFollowHone: by default PyTorch gets as many threads as
+// Hone's kernel workers (GOMAXPROCS in the worker's environment), not a
+// fixed 2 that matched Hone only on a 2-core machine; a flag value stands.
+func TestTorchThreadsFollowHone(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(5))
+	if got := torchThreads(0); got != 5 {
+		t.Errorf("default torch threads at GOMAXPROCS 5: %d, want 5", got)
+	}
+	if got := torchThreads(3); got != 3 {
+		t.Errorf("--torch-threads 3 gave %d", got)
+	}
+	fs := pflag.NewFlagSet("modelbench", pflag.ContinueOnError)
+	var o Options
+	o.AddFlags(fs)
+	if err := fs.Parse(nil); err != nil || torchThreads(o.TorchThreads) != 5 {
+		t.Errorf("flag default %d (%v): want it to follow GOMAXPROCS", o.TorchThreads, err)
 	}
 }

@@ -56,13 +56,17 @@ type Loop struct {
 // its finished work, rather than redone by the resume. A step cut short
 // that had already taken an optimizer update (--norm art takes one per
 // row) left the weights between two steps, and is not saved.
-func (l *Loop) Run(ctx context.Context, from, to int) error {
+func (l *Loop) Run(ctx context.Context, from, to int) (err error) {
 	every := max(l.SaveEvery, 1)
 	skipped, updates, done := 0, l.Opt.Step, from
 	var unsaved map[string]float64 // the metrics row of step done, while it is not saved
 	defer func() {
 		if done > from { // the one-line summary of the run
-			l.log().Info("training done", "run", l.Ckpt.Dir, "first_step", from+1, "last_step", done,
+			msg := "training done"
+			if err != nil { // stopped or failed: last_step is the last finished
+				msg = "training stopped"
+			}
+			l.log().Info(msg, "run", l.Ckpt.Dir, "first_step", from+1, "last_step", done,
 				"optimizer_updates", l.Opt.Step-updates, "steps_with_nothing_to_train", skipped)
 		}
 	}()

@@ -3,6 +3,7 @@ package trainer
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/format/layout"
@@ -49,6 +50,10 @@ func TestStopMidStepSavesOnlyWholeSteps(t *testing.T) {
 			}
 			if err := l.Run(ctx, 0, 3); !errors.Is(err, context.Canceled) {
 				t.Fatalf("run: %v, want context.Canceled\n%s", err, log)
+			}
+			// The summary of a stopped run does not say it is done.
+			if !strings.Contains(log.String(), `msg="training stopped"`) || strings.Contains(log.String(), "training done") {
+				t.Errorf("summary of a stopped run:\n%s", log)
 			}
 			last, ok, err := l.Ckpt.Latest()
 			if err != nil || last != tc.wantLatest || ok != (tc.wantLatest > 0) {

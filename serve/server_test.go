@@ -509,6 +509,11 @@ func TestParseToolCalls(t *testing.T) {
 		{"hermes unterminated", "<tool_call>{\"name\":\"a\",\"arguments\":{\"q\":\"z\"}}", "", []parsedCall{{"a", `{"q":"z"}`}}},
 		{"hermes bad json stays content", "<tool_call>{oops}</tool_call>", "<tool_call>{oops}</tool_call>", nil},
 		{"hermes string arguments", `<tool_call>{"name":"a","arguments":"{\"k\":2}"}</tool_call>`, "", []parsedCall{{"a", `{"k":2}`}}},
+		// A string that holds no JSON stays a JSON string: arguments
+		// must parse as JSON (they were the bare text, which no client's
+		// json.loads reads).
+		{"hermes string arguments not json", `<tool_call>{"name":"a","arguments":"look up {k"}</tool_call>`, "", []parsedCall{{"a", `"look up {k"`}}},
+		{"llama empty string parameters", `{"name": "a", "parameters": ""}`, "", []parsedCall{{"a", `""`}}},
 		{"llama json", `{"name": "get_time", "parameters": {"tz": "UTC"}}`, "", []parsedCall{{"get_time", `{"tz": "UTC"}`}}},
 		{"llama python tag two", `<|python_tag|>{"name": "a", "parameters": {}}; {"name": "b", "parameters": {"n": 1}}`, "", []parsedCall{{"a", "{}"}, {"b", `{"n": 1}`}}},
 		{"llama trailing semicolon", `{"name": "a", "parameters": {}}; {"name": "b", "parameters": {}};`, "", []parsedCall{{"a", "{}"}, {"b", "{}"}}},

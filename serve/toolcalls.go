@@ -132,14 +132,16 @@ func callFromJSON(s string, argKeys ...string) (parsedCall, bool) {
 	for _, k := range argKeys {
 		if v, ok := obj[k]; ok {
 			v = bytes.TrimSpace(v)
+			args = string(v)
 			if len(v) > 0 && v[0] == '"' {
-				// Some models write the arguments as a JSON string.
+				// Some models write the arguments as a JSON string: taken
+				// for the JSON inside it when it holds some, else kept as
+				// the string (arguments are JSON text to every client,
+				// which json.loads them; vLLM json.dumps the value).
 				var inner string
-				if json.Unmarshal(v, &inner) == nil {
+				if json.Unmarshal(v, &inner) == nil && json.Valid([]byte(inner)) {
 					args = inner
 				}
-			} else {
-				args = string(v)
 			}
 			break
 		}

@@ -27,16 +27,20 @@ Default loss (ART's): −clip(sg(ρ), 1−ε, 1+ε_high)·A·logπ with ε=1, ε
 ρ = exp(logπ − logπ_sampler) per token, every trajectory weighted equally.
 --loss ppo gives −min(ρA, clip(ρ, 1−ε, 1+ε_high)A) with ε=0.2; --ratio-level
 sequence gives GSPO; --norm tokens|constant give DAPO's token mean and
-Dr. GRPO's constant; --beta adds the k3 KL to the base model; --tis C
-truncated importance sampling against the sampler's logprobs.
+Dr. GRPO's constant; --beta adds the k3 KL to the base model to the loss
+(ART's older beta); --tis C truncated importance sampling against the
+sampler's logprobs.
 
 ART's step shape: --norm art packs the step's histories into rows of
 --packed-sequence-length tokens with ART's trajectory weights and advantage
 scaling, and takes one optimizer update per row. ART's other knobs:
 --ratio-level average|geometric_average, --ratio-per-history, --max-is-weight,
 --mask-prob-ratio, --kimi-k2-tau, --tis-mode sampler, --advantage-balance,
---lr-trajectories-power, --scale-lr-by-reward-std (docs/art.md maps every ART
-option to a flag).
+--lr-trajectories-power, --scale-lr-by-reward-std, and --kl-penalty-coef c
+(ART's kl_penalty_coef: no loss term, but each token's advantage shifted by
+c·(row mean of k − k_t), k_t = logπ − logπ_base, the adapter off for the
+base; --kl-penalty-source sample takes the sampler's logπ) (docs/art.md maps
+every ART option to a flag).
 
 Each step is saved to OUT/RUN/step-NNNNNN (PEFT adapter, optimizer state,
 train_config.json), then OUT/RUN/latest is moved to it; metrics go to
@@ -65,7 +69,8 @@ way on a later call (relative, absolute, moved): files are known by sha256.`,
   hone-train grpo --model models/tiny --run ttt --loss ppo --epsilon 0.2 --epsilon-high 0.28 --norm tokens scored/
   hone-train grpo --model models/tiny --run ttt --watch-dir scored/
   hone-train grpo --model models/tiny --run ttt --resume --groups-per-step 16 scored/round-2.parquet
-  hone-train grpo --model models/tiny --run art-e --norm art --groups-per-step 12 --lr 1.2e-5 scored/`,
+  hone-train grpo --model models/tiny --run art-e --norm art --groups-per-step 12 --lr 1.2e-5 scored/
+  hone-train grpo --model models/tiny --run art-e --norm art --kl-penalty-coef 0.1 scored/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.WatchDir == "" {
 				in, err := cli.ResolveInputs(cmd.Context(), args, fileset.Options{})

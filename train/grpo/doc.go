@@ -17,6 +17,8 @@
 //	art (default): l_t = −clip(sg(ρ), 1−ε, 1+ε_high)·A·ℓ_t   ε=1, ε_high=4
 //	ppo:           l_t = −min(ρA, clip(ρ, 1−ε, 1+ε_high)A)  ε=0.2 (DAPO: ε_high=0.28)
 //	optional:      ρ ← min(ρ, M); ρ ← 0 outside (1−ε, 1+ε_high); A_t ← A − τ·sg(δ_t)
+//	optional:      A_t ← A_t + c·(m − k_t), k_t = sg(ℓ^src_t − ℓ^ref_t), m = mean k over the
+//	               micro-batch (one packed row: norm art); ℓ^src = ℓ_t or ℓ^old_t (ART's kl_penalty_coef)
 //	optional TIS:  l_t ← l_t·sg(min(exp(ℓ^old_t − ℓ^sampler_t), C)), or sg(min(ρ_t, C))
 //	optional KL:   + β·(exp(ℓ^ref−ℓ) − (ℓ^ref−ℓ) − 1), ℓ^ref with the adapter off
 //	loss = Σ_t w_t·l_t, w_t = 1/(I·n_i) (sequence), 1/T (tokens), 1/(I·L) (constant, Dr. GRPO),

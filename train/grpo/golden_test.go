@@ -28,6 +28,7 @@ type goldenFile struct {
 		Policy float64   `json:"policy"`
 		KL     float64   `json:"kl"`
 		Loss   float64   `json:"loss"`
+		KLRef  float64   `json:"kl_ref"` // ART's kl_policy_ref: the mean KL the penalty shifts by
 		Grad   []float64 `json:"grad"`
 	} `json:"cases"`
 }
@@ -36,7 +37,8 @@ type goldenFile struct {
 // PyTorch implementation differentiated by autograd (golden.json), for
 // every variant the script lists: Hone's own and ART's knobs (levels
 // average and geometric_average, per-history ratios, the ratio cap and
-// mask, Kimi's τ, TIS against the sampler, the per-row norm).
+// mask, Kimi's τ, TIS against the sampler, the per-row norm, the KL
+// penalty's advantage shift from the current or the sampled logprobs).
 func TestLossMatchesPyTorch(t *testing.T) {
 	raw, err := os.ReadFile("testdata/golden/golden.json")
 	if err != nil {
@@ -98,7 +100,7 @@ func TestLossMatchesPyTorch(t *testing.T) {
 		}
 	}
 	tot := Totals{Items: len(g.Lengths), Tokens: len(tk.Item)}
-	if len(g.Cases) < 27 {
+	if len(g.Cases) < 30 {
 		t.Fatalf("golden has %d cases (%s)", len(g.Cases), rerun)
 	}
 	clipped, masked := 0, 0
@@ -112,8 +114,9 @@ func TestLossMatchesPyTorch(t *testing.T) {
 			masked += terms.Masked
 			t.Logf("%d of %d tokens clipped, %d capped or masked", terms.Clipped, terms.Tokens, terms.Masked)
 			const tol = 1e-9
-			if !near(terms.Policy, c.Policy, tol) || !near(terms.KL, c.KL, tol) || !near(terms.Loss, c.Loss, tol) {
-				t.Errorf("policy %v kl %v loss %v; PyTorch %v %v %v (%s)", terms.Policy, terms.KL, terms.Loss, c.Policy, c.KL, c.Loss, rerun)
+			if !near(terms.Policy, c.Policy, tol) || !near(terms.KL, c.KL, tol) || !near(terms.Loss, c.Loss, tol) || !near(terms.KLRef, c.KLRef, tol) {
+				t.Errorf("policy %v kl %v loss %v kl_policy_ref %v; PyTorch %v %v %v %v (%s)",
+					terms.Policy, terms.KL, terms.Loss, terms.KLRef, c.Policy, c.KL, c.Loss, c.KLRef, rerun)
 			}
 			for i := range grad {
 				if !near(grad[i], c.Grad[i], tol) {

@@ -66,6 +66,21 @@ type Config struct {
 	// Beta weighs the KL penalty to the base model (adapter off), k3
 	// estimator: k_t = exp(ℓ^ref_t − ℓ_t) − (ℓ^ref_t − ℓ_t) − 1. 0: off.
 	Beta float64 `json:"beta"`
+	// KLPenaltyCoef, when positive, shifts each token's advantage by its
+	// KL to the base model (adapter off) against the micro-batch's mean,
+	// and adds no loss term (ART's kl_penalty_coef, src/art/loss.py):
+	//
+	//	A_t ← A_t + c·(m − k_t),  k_t = sg(ℓ^src_t − ℓ^ref_t),  m = mean of k
+	//
+	// over the micro-batch's tokens, after KimiTau. ART takes m over the
+	// tokens its loss sees at once, one packed row, so the penalty needs
+	// Norm "art", whose micro-batch is that row: with the other norms a
+	// micro-batch is only a memory bound, and m would change with it.
+	KLPenaltyCoef float64 `json:"kl_penalty_coef,omitempty"`
+	// KLPenaltySource is ℓ^src (ART's kl_penalty_source): "" (or
+	// "current_learner", ART's default) the current ℓ_t, "sample" ℓ^old_t, the logprob
+	// the ratio is taken against (ℓ_t where unknown, as ART fills it).
+	KLPenaltySource string `json:"kl_penalty_source,omitempty"`
 	// TIS, when positive, multiplies each policy token loss by a truncated
 	// importance weight, never differentiated. Its form is TISMode's:
 	//
@@ -77,6 +92,25 @@ type Config struct {
 	//	     sampler's logprobs (ART without precalculate_logprobs)
 	TIS     float64 `json:"tis"`
 	TISMode string  `json:"tis_mode,omitempty"`
+}
+
+// validateKLPenalty checks KLPenaltyCoef and KLPenaltySource.
+func (c Config) validateKLPenalty() error {
+	if !(c.KLPenaltyCoef >= 0) || math.IsInf(c.KLPenaltyCoef, 0) {
+		return fmt.Errorf("grpo: kl-penalty-coef %v must be finite and ≥ 0", c.KLPenaltyCoef)
+	}
+	switch c.KLPenaltySource {
+	case "", "current_learner", "sample":
+	default:
+		return fmt.Errorf("grpo: kl-penalty-source %q: want current_learner or sample", c.KLPenaltySource)
+	}
+	if c.KLPenaltySource == "sample" && c.KLPenaltyCoef == 0 {
+		return fmt.Errorf("grpo: kl-penalty-source %s without kl-penalty-coef has nothing to do", c.KLPenaltySource)
+	}
+	if c.KLPenaltyCoef > 0 && c.Norm != "art" {
+		return fmt.Errorf("grpo: kl-penalty-coef takes the KL's mean over each packed row, as ART does, so it needs norm art (--norm art), not %s", c.Norm)
+	}
+	return nil
 }
 
 // DefaultConfig is ART's default: the clipped stop-gradient importance
@@ -121,6 +155,9 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("grpo: tis mode %q: want recomputed or sampler", c.TISMode)
 	}
+	if err := c.validateKLPenalty(); err != nil {
+		return err
+	}
 	if c.RatioPerHistory && c.Level == "token" {
 		return fmt.Errorf("grpo: a per-history ratio needs a sequence ratio (level sequence, average or geometric_average), not token")
 	}
@@ -133,7 +170,7 @@ type Tokens struct {
 	Logprob []float32 // ℓ_t under the current policy
 	Old     []float32 // ℓ^old_t; NaN: unknown, treated as on-policy (ρ_t = 1)
 	Sampler []float32 // the sampler's ℓ_t, read only when Config.TIS > 0 in recomputed mode (NaN: weight 1)
-	Ref     []float32 // base-model ℓ_t, read only when Config.Beta > 0
+	Ref     []float32 // base-model ℓ_t, read only when Config.Beta or KLPenaltyCoef > 0
 	Item    []int32   // trajectory index of token t, into Adv and ItemTokens
 	Adv     []float64 // advantage of each trajectory
 	// ItemTokens[i] is n_i, trajectory i's trainable tokens. Every token of
@@ -157,9 +194,12 @@ type Totals struct {
 // Terms are the loss of a micro-batch as its share of the step loss, so
 // that summing Terms over the step's micro-batches gives the step's values.
 type Terms struct {
-	Loss    float64 // Policy + β·KL
-	Policy  float64 // the normalized policy term
-	KL      float64 // the normalized k3 term (before β)
+	Loss   float64 // Policy + β·KL
+	Policy float64 // the normalized policy term
+	KL     float64 // the normalized k3 term (before β)
+	// KLRef is m, the mean of sg(ℓ^src − ℓ^ref) over the micro-batch's
+	// tokens (ART's kl_policy_ref), when KLPenaltyCoef > 0; not normalized.
+	KLRef   float64
 	Clipped int     // tokens whose ratio was clipped (ppo: the clipped branch was taken)
 	Masked  int     // tokens whose ratio was capped (MaxISWeight) or masked (MaskRatio)
 	Tokens  int     // tokens seen
@@ -171,6 +211,7 @@ func (t *Terms) Add(o Terms) {
 	t.Loss += o.Loss
 	t.Policy += o.Policy
 	t.KL += o.KL
+	t.KLRef += o.KLRef
 	t.Clipped += o.Clipped
 	t.Masked += o.Masked
 	t.Tokens += o.Tokens
@@ -225,10 +266,11 @@ func Loss(c Config, tk Tokens, tot Totals) (Terms, []float64, error) {
 	if err != nil {
 		return Terms{}, nil, err
 	}
+	klShift, klRef := c.klPenalty(tk)
 	lo, hi := 1-c.Epsilon, 1+c.EpsilonHigh
 	grad := make([]float64, T)
 	seqGrad := make([]float64, len(seqTokens)) // Σ_t ∂L/∂ρ_t·b_t per sequence
-	var terms Terms
+	terms := Terms{KLRef: klRef}
 	for t := range T {
 		i := tk.Item[t]
 		s := 0.0
@@ -242,6 +284,9 @@ func Loss(c Config, tk Tokens, tot Totals) (Terms, []float64, error) {
 		A := tk.Adv[i]
 		if c.KimiTau != 0 {
 			A -= c.KimiTau * delta[t]
+		}
+		if klShift != nil {
+			A += klShift[t]
 		}
 		clipped := math.Min(math.Max(rho, lo), hi)
 		var l, dl float64 // token loss and its derivative (w.r.t. ℓ_t for art, ρ_t for ppo)
@@ -301,7 +346,7 @@ func (c Config) check(tk Tokens, tot Totals) ([]int32, []int, error) {
 	if c.TIS > 0 && c.TISMode == "" && len(tk.Sampler) != T {
 		return nil, nil, fmt.Errorf("grpo: truncated IS needs %d sampler logprobs, got %d", T, len(tk.Sampler))
 	}
-	if c.Beta > 0 && len(tk.Ref) != T {
+	if (c.Beta > 0 || c.KLPenaltyCoef > 0) && len(tk.Ref) != T {
 		return nil, nil, fmt.Errorf("grpo: KL needs %d reference logprobs, got %d", T, len(tk.Ref))
 	}
 	if len(tk.ItemTokens) != len(tk.Adv) {
@@ -375,6 +420,31 @@ func (c Config) ratio(r, s float64) (rho, a, b float64, masked bool) {
 		rho, a, b, masked = 0, 0, 0, true
 	}
 	return rho, a, b, masked
+}
+
+// klPenalty returns each token's advantage shift c·(m − k_t) and m (see
+// Config.KLPenaltyCoef), or nil and 0 without the penalty. k_t is a
+// constant of the loss (ART detaches it), so it adds nothing to the
+// gradient but through A_t.
+func (c Config) klPenalty(tk Tokens) ([]float64, float64) {
+	if c.KLPenaltyCoef <= 0 || len(tk.Logprob) == 0 {
+		return nil, 0
+	}
+	k := make([]float64, len(tk.Logprob))
+	sum := 0.0
+	for t := range k {
+		src := tk.Logprob[t]
+		if c.KLPenaltySource == "sample" && !isNaN32(tk.Old[t]) {
+			src = tk.Old[t]
+		}
+		k[t] = float64(src) - float64(tk.Ref[t])
+		sum += k[t]
+	}
+	m := sum / float64(len(k))
+	for t := range k {
+		k[t] = c.KLPenaltyCoef * (m - k[t])
+	}
+	return k, m
 }
 
 // tisWeight is token t's truncated importance weight (1 without TIS).

@@ -32,6 +32,7 @@ type artGolden struct {
 		IDs    [][]int32    `json:"ids"`
 		Old    [][]*float64 `json:"old"`
 		New    [][]*float64 `json:"new"`
+		Ref    [][]*float64 `json:"ref"` // base model's (adapter off)
 	} `json:"trajectories"`
 	Cases []struct {
 		Name   string `json:"name"`
@@ -47,6 +48,8 @@ type artGolden struct {
 			MaskRatio        bool    `json:"mask_prob_ratio"`
 			KimiTau          float64 `json:"kimi_k2_tau"`
 			TIS              float64 `json:"tis"`
+			KLPenaltyCoef    float64 `json:"kl_penalty_coef"`
+			KLPenaltySource  string  `json:"kl_penalty_source"`
 		} `json:"config"`
 		SeqLen int `json:"seq_len"`
 		Rows   []struct {
@@ -54,6 +57,7 @@ type artGolden struct {
 			Loss    float64            `json:"loss"`
 			Grad    map[string]float64 `json:"grad"` // by target token id
 			LRScale float64            `json:"lr_scale"`
+			KLRef   float64            `json:"kl_ref"` // ART's kl_policy_ref of the row
 		} `json:"rows"`
 	} `json:"cases"`
 	StdCases []struct {
@@ -83,7 +87,7 @@ func readArtGolden(t *testing.T) artGolden {
 	if err := json.Unmarshal(raw, &g); err != nil {
 		t.Fatalf("%v (%s)", err, artRerun)
 	}
-	if len(g.Cases) < 4 || len(g.StdCases) < 5 {
+	if len(g.Cases) < 6 || len(g.StdCases) < 5 {
 		t.Fatalf("golden has %d step cases and %d std cases (%s)", len(g.Cases), len(g.StdCases), artRerun)
 	}
 	return g
@@ -92,10 +96,11 @@ func readArtGolden(t *testing.T) artGolden {
 // artGroups lays the golden's trajectories out as loadGroups would: one
 // sequence per history, its assistant tokens ('a') trainable with their
 // sampling logprobs. It also returns every token's logprob under the
-// "current" policy, by token id (ids are unique in the golden).
-func artGroups(t *testing.T, g artGolden) ([]group, map[int32]float32) {
+// "current" policy and under the base model, by token id (ids are unique
+// in the golden).
+func artGroups(t *testing.T, g artGolden) ([]group, map[int32]float32, map[int32]float32) {
 	var gs []group
-	cur := map[int32]float32{}
+	cur, ref := map[int32]float32{}, map[int32]float32{}
 	for i, tr := range g.Trajectories {
 		for len(gs) <= tr.Group {
 			gs = append(gs, group{ID: fmt.Sprint(len(gs))})
@@ -108,6 +113,7 @@ func artGroups(t *testing.T, g artGolden) ([]group, map[int32]float32) {
 				if o := tr.Old[h][j]; o != nil {
 					lp = float32(*o)
 					cur[tr.IDs[h][j]] = float32(*tr.New[h][j])
+					ref[tr.IDs[h][j]] = float32(*tr.Ref[h][j])
 				}
 				s.Trainable = append(s.Trainable, kinds[j] == 'a')
 				s.Logprobs = append(s.Logprobs, lp)
@@ -122,17 +128,19 @@ func artGroups(t *testing.T, g artGolden) ([]group, map[int32]float32) {
 		gr.Ex = append(gr.Ex, ex)
 		gr.Missing = append(gr.Missing, "")
 	}
-	return gs, cur
+	return gs, cur, ref
 }
 
 // TestARTStepMatchesPyTorch: with --norm art, a step over the golden's
 // groups packs the same histories into the same rows as a PyTorch
 // restatement of ART's pack.py, takes one update per row with ART's
 // learning-rate multiplier, and each row's loss and dLoss/dℓ (per target
-// token) match ART's loss_fn on that row.
+// token) match ART's loss_fn on that row, with --kl-penalty-coef's
+// advantage shift by the row's mean KL (logged as kl_policy_ref, the mean
+// over rows).
 func TestARTStepMatchesPyTorch(t *testing.T) {
 	g := readArtGolden(t)
-	gs, cur := artGroups(t, g)
+	gs, cur, ref := artGroups(t, g)
 	idx := make([]int, len(gs))
 	for i := range idx {
 		idx[i] = i
@@ -147,7 +155,7 @@ func TestARTStepMatchesPyTorch(t *testing.T) {
 				LRTrajectoriesPower: cc.LRPower, PackedSeqLen: cc.PackedSeqLen}
 			o.Loss = grpo.Config{Loss: "art", Epsilon: cc.Epsilon, EpsilonHigh: cc.EpsilonHigh, Level: cc.Level,
 				Norm: "art", MaxISWeight: cc.MaxISWeight, MaskRatio: cc.MaskRatio, KimiTau: cc.KimiTau,
-				TIS: cc.TIS, TISMode: "sampler"}
+				TIS: cc.TIS, TISMode: "sampler", KLPenaltyCoef: cc.KLPenaltyCoef, KLPenaltySource: cc.KLPenaltySource}
 			if cc.PPO {
 				o.Loss.Loss = "ppo"
 			}
@@ -160,6 +168,9 @@ func TestARTStepMatchesPyTorch(t *testing.T) {
 			}
 			if job.Skip != "" || !job.PerMicroBatch {
 				t.Fatalf("skip %q, per micro-batch %v", job.Skip, job.PerMicroBatch)
+			}
+			if job.NeedRef != (cc.KLPenaltyCoef > 0) {
+				t.Fatalf("the step runs the base model: %v, with kl-penalty-coef %v", job.NeedRef, cc.KLPenaltyCoef)
 			}
 			if len(job.MicroBatches) != len(c.Rows) || job.Metrics["rows"] != float64(len(c.Rows)) {
 				t.Fatalf("%d rows (metric %v), ART %d: one optimizer step per row (%s)", len(job.MicroBatches), job.Metrics["rows"], len(c.Rows), artRerun)
@@ -184,6 +195,9 @@ func TestARTStepMatchesPyTorch(t *testing.T) {
 				out := trainer.Outputs{}
 				for _, p := range mb.Pos {
 					out.Logprob = append(out.Logprob, cur[mb.Batch.Targets[p]])
+					if job.NeedRef {
+						out.Ref = append(out.Ref, ref[mb.Batch.Targets[p]])
+					}
 				}
 				sums, grad, err := job.Loss(mb, out)
 				if err != nil {
@@ -195,6 +209,9 @@ func TestARTStepMatchesPyTorch(t *testing.T) {
 					t.Errorf("row %d: loss %v, ART %v (%s)", r, rowLoss, want.Loss, artRerun)
 				}
 				mean += sums["loss"]
+				if klRef := sums["kl_policy_ref"] * float64(len(job.MicroBatches)); !near(klRef, want.KLRef, 1e-9) {
+					t.Errorf("row %d: kl_policy_ref %v, ART %v (%s)", r, klRef, want.KLRef, artRerun)
+				}
 				if len(grad) != len(want.Grad) {
 					t.Fatalf("row %d: %d gradients, ART %d", r, len(grad), len(want.Grad))
 				}
@@ -299,6 +316,13 @@ func TestARTOptionsRefused(t *testing.T) {
 		{"per-history token ratio", "per-history", func(o *Options) { o.Loss.RatioPerHistory = true }},
 		{"unknown tis mode", "tis mode", func(o *Options) { o.Loss.TISMode = "precalculated" }},
 		{"negative ratio cap", "max-is-weight", func(o *Options) { o.Loss.MaxISWeight = -1 }},
+		{"kl penalty without art", "--norm art", func(o *Options) { o.Loss.KLPenaltyCoef = 0.1 }},
+		{"negative kl penalty", "kl-penalty-coef", func(o *Options) { o.Loss.Norm, o.Loss.KLPenaltyCoef = "art", -0.1 }},
+		{"infinite kl penalty", "kl-penalty-coef", func(o *Options) { o.Loss.Norm, o.Loss.KLPenaltyCoef = "art", math.Inf(1) }},
+		{"unknown kl source", "kl-penalty-source", func(o *Options) {
+			o.Loss.Norm, o.Loss.KLPenaltyCoef, o.Loss.KLPenaltySource = "art", 0.1, "learner"
+		}},
+		{"kl source without coef", "kl-penalty-source", func(o *Options) { o.Loss.Norm, o.Loss.KLPenaltySource = "art", "sample" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := baseOptions(filepath.Join(dir, "model"), filepath.Join(dir, "adapters"), "r", filepath.Join(dir, "a.parquet"))

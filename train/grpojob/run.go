@@ -61,7 +61,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Loss.Norm, "norm", d.Norm, "loss normalization: sequence (each trajectory weighs the same), tokens (token mean over the step, DAPO), constant (Dr. GRPO) or art (ART's: trajectories packed into rows, token mean per row, one optimizer update per row)")
 	fs.IntVar(&o.PackedSeqLen, "packed-sequence-length", 0, "--norm art: tokens per packed row (0: the longest history rounded up to a multiple of 2048, ART's default)")
 	fs.Float64Var(&o.Loss.NormConstant, "norm-constant", d.NormConstant, "L of --norm constant: loss = Σ token losses / (trajectories·L)")
-	fs.Float64Var(&o.Loss.Beta, "beta", 0, "weight of the k3 KL penalty to the base model (adapter off); 0: off")
+	fs.Float64Var(&o.Loss.Beta, "beta", 0, "weight of the k3 KL penalty to the base model (adapter off), a loss term (ART's beta to v0.5); 0: off")
+	fs.Float64Var(&o.Loss.KLPenaltyCoef, "kl-penalty-coef", 0, "--norm art: shift each token's advantage by c·(row mean of k − k_t), k_t = sg(logπ_src − logπ_base) with the adapter off; no loss term (ART's kl_penalty_coef; 0: off)")
+	fs.StringVar(&o.Loss.KLPenaltySource, "kl-penalty-source", "current_learner", "logπ_src of --kl-penalty-coef: current_learner (the policy being trained) or sample (the sampler's logprobs) (ART's kl_penalty_source)")
 	fs.Float64Var(&o.Loss.TIS, "tis", 0, "truncated importance sampling cap C against the sampler's logprobs (0: off)")
 	fs.StringVar(&o.Loss.TISMode, "tis-mode", "recomputed", "--tis weight: recomputed (min(exp(logπ_old − logπ_sampler), C) with logπ_old recomputed at the step start) or sampler (min(ρ, C) on the ratio against the sampler)")
 	fs.Float64Var(&o.Loss.MaxISWeight, "max-is-weight", 0, "cap the importance ratio at this value, every token (ART's max_negative_advantage_importance_sampling_weight; 0: off)")
@@ -88,6 +90,9 @@ func (o *Options) Normalize() {
 	}
 	if o.Loss.TISMode == "recomputed" {
 		o.Loss.TISMode = "" // saved as before the mode existed
+	}
+	if o.Loss.KLPenaltySource == "current_learner" {
+		o.Loss.KLPenaltySource = "" // the default; runs saved before the flag lack it
 	}
 }
 
@@ -116,7 +121,7 @@ func (o *Options) Validate() error {
 	}
 	if err := trainer.CheckFinite(map[string]float64{
 		"epsilon": o.Loss.Epsilon, "epsilon-high": o.Loss.EpsilonHigh, "beta": o.Loss.Beta, "tis": o.Loss.TIS,
-		"max-is-weight": o.Loss.MaxISWeight, "norm-constant": o.Loss.NormConstant,
+		"max-is-weight": o.Loss.MaxISWeight, "norm-constant": o.Loss.NormConstant, "kl-penalty-coef": o.Loss.KLPenaltyCoef,
 	}); err != nil {
 		return err
 	}
@@ -219,7 +224,7 @@ func metricNames() []string {
 	return append(trainer.LoopMetrics(),
 		"reward_mean", "reward_std", "reward_group_std", "groups", "groups_trainable", "trajectories", "trajectories_trained",
 		"dropped_zero_adv", "errors", "no_logprobs", "no_trainable_tokens", "rows",
-		"loss", "policy_loss", "kl", "clip_frac", "ratio_mean", "sampler_logp_diff_mean", "sampler_logp_diff_max")
+		"loss", "policy_loss", "kl", "kl_policy_ref", "clip_frac", "ratio_mean", "sampler_logp_diff_mean", "sampler_logp_diff_max")
 }
 
 // train runs the run's steps start+1..end on the groups gs, in the order
@@ -294,7 +299,7 @@ func stepJob(gs []group, idx []int, o Options, lrScale float64) (*trainer.Job, e
 	scale, _ := grpo.ParseScale(o.ScaleRewards)
 	exs, metrics, skip := batch(gs, idx, scale)
 	metrics["reward_group_std"] = groupRewardStd(gs, idx)
-	job := &trainer.Job{Metrics: metrics, Skip: skip, NeedRef: o.Loss.Beta > 0}
+	job := &trainer.Job{Metrics: metrics, Skip: skip, NeedRef: o.Loss.Beta > 0 || o.Loss.KLPenaltyCoef > 0}
 	if skip != "" {
 		return job, nil
 	}
@@ -388,6 +393,10 @@ func lossFunc(c grpo.Config, tot grpo.Totals, known int, weights []float64, rows
 			"loss": terms.Loss * per, "policy_loss": terms.Policy * per, "kl": terms.KL * per,
 			"clip_frac":  float64(terms.Clipped) / float64(tot.Tokens),
 			"ratio_mean": terms.Ratio / float64(tot.Tokens),
+		}
+		if c.KLPenaltyCoef > 0 {
+			// ART logs each row's mean KL and averages the rows.
+			sums["kl_policy_ref"] = terms.KLRef * per
 		}
 		if known > 0 {
 			var sum, worst float64

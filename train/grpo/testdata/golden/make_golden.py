@@ -8,7 +8,11 @@ ratio per history, max_negative_advantage_importance_sampling_weight,
 mask_prob_ratio, kimi_k2_tau, truncated importance sampling without
 precomputed logprobs, and the per-row token mean with trajectory weights)
 restate OpenPipe ART's src/art/loss.py (loss_fn, commit 13d6b609) in the
-same padded layout: the sequence ratio is a mean of the log ratio per
+same padded layout; kl_penalty_coef and kl_penalty_source restate the
+later loss_fn that has them (the one beside src/art/types.py at 0d73242):
+the advantage shift coef·(mean k − k_t) with k_t = sg(ℓ^src_t − ℓ^ref_t),
+the mean over every assistant token the call sees (sum / (count + 1e-18);
+all four trajectories here, one packed row): the sequence ratio is a mean of the log ratio per
 sequence id (ART's group_aggregate over group_ids), each step in the order
 loss_fn applies it. Run from the repository root:
 
@@ -94,6 +98,12 @@ def loss_fn(c, lp):
     A = adv.unsqueeze(1).expand(I, T)
     if c.get("kimi_k2_tau", 0) != 0:
         A = A - c["kimi_k2_tau"] * delta.detach()
+    kl_ref = torch.zeros((), dtype=torch.float64)
+    if c.get("kl_penalty_coef", 0) > 0:
+        src = o.detach() if c.get("kl_penalty_source") == "sample" else lp.detach()
+        k_pen = (src - ref).detach() * mask
+        kl_ref = k_pen.sum() / (mask.sum() + 1e-18)
+        A = A + c["kl_penalty_coef"] * (kl_ref - k_pen) * mask
     clipped = torch.clamp(ratio, lo, hi)
     if c["loss"] == "art":
         l = -clipped.detach() * A * lp
@@ -119,7 +129,7 @@ def loss_fn(c, lp):
     policy, kl = agg(l), agg(k)
     if c["beta"] == 0:
         kl = torch.zeros((), dtype=torch.float64)  # Hone runs no reference pass without a KL term
-    return policy, kl, policy + c["beta"] * kl
+    return policy, kl, policy + c["beta"] * kl, kl_ref
 
 
 base = dict(loss="art", epsilon=1.0, epsilon_high=4.0, level="token", norm="sequence", norm_constant=8.0, beta=0.0, tis=0.0)
@@ -154,15 +164,23 @@ cases = [
     ("everything", dict(loss="ppo", level="average", ratio_per_history=True, epsilon=0.2, epsilon_high=0.4,
                         max_is_weight=1.3, mask_prob_ratio=True, kimi_k2_tau=0.2, tis=1.2, tis_mode="sampler",
                         norm="art", beta=0.05)),
+    # ART's kl_penalty_coef: an advantage shift, no loss term.
+    ("art norm kl penalty", dict(norm="art", kl_penalty_coef=0.5)),
+    ("ppo norm kl penalty sample", dict(loss="ppo", norm="art", epsilon=0.2, epsilon_high=0.28,
+                                        kl_penalty_coef=0.7, kl_penalty_source="sample")),
+    ("art norm kl penalty with beta, kimi, average, tis", dict(norm="art", kl_penalty_coef=0.3, beta=0.1, kimi_k2_tau=0.2,
+                                                               level="average", epsilon=0.2, epsilon_high=0.28,
+                                                               tis=1.2, tis_mode="sampler")),
 ]
 out_cases = []
 for name, over in cases:
     c = dict(base, **over)
     x = lp.clone().requires_grad_(True)
-    policy, kl, loss = loss_fn(c, x)
+    policy, kl, loss, kl_ref = loss_fn(c, x)
     loss.backward()
     grad = [x.grad[i, t].item() for i in range(I) for t in range(lengths[i])]
-    out_cases.append(dict(name=name, config=c, policy=policy.item(), kl=kl.item(), loss=loss.item(), grad=grad))
+    out_cases.append(dict(name=name, config=c, policy=policy.item(), kl=kl.item(), loss=loss.item(),
+                          kl_ref=kl_ref.item(), grad=grad))
 
 
 def flat(x):

@@ -11,7 +11,12 @@ trajectory groups into optimizer steps, on a small batch:
   tokens) and advantages (advantage_balance, then divided by mean(|A|·w))
   (src/art/preprocessing/pack.py, packed_tensors_from_tokenized_results);
 - the loss of each packed row, with its shift by one token
-  (src/art/loss.py, loss_fn);
+  (src/art/loss.py, loss_fn); kl_penalty_coef and kl_penalty_source as the
+  later loss_fn has them (beside src/art/types.py at 0d73242): each
+  assistant token's advantage shifted by coef·(mean k − k_t), k_t =
+  sg(ℓ^src_t − ℓ^ref_t), ℓ^src the current logprob (current_learner) or
+  the sampled one (sample), the mean over the row's assistant tokens
+  (sum / (count + 1e-18)), and kl_policy_ref that mean;
 - one optimizer step per row, its learning rate times
   (#distinct group ids − #distinct parent ids)^power
   (src/art/unsloth/train.py, num_trajectories_learning_rate_multiplier_power);
@@ -73,6 +78,14 @@ for ti, tr in enumerate(trajs):
         tr["new"].append(new)
 
 
+# Base-model (adapter off) logprobs of the assistant tokens, from their own
+# generator so that the values above stay as they were.
+g_ref = torch.Generator().manual_seed(20261206)
+for tr in trajs:
+    tr["ref"] = [[f32(n - 0.05 - 0.4 * torch.rand(1, generator=g_ref).item()) if n is not None else None for n in new]
+                 for new in tr["new"]]
+
+
 def advantages(scale=True):
     out = {}
     for gi, gr in enumerate(groups):
@@ -96,7 +109,8 @@ def run_case(c):
         n = sum(h.count("a") for h in tr["hists"])
         w = 1 / (n + 1e-6)
         for hi, h in enumerate(tr["hists"]):
-            results.append(dict(traj=ti, hist=hi, kinds=h, ids=tr["ids"][hi], old=tr["old"][hi], new=tr["new"][hi], adv=adv[ti], w=w))
+            results.append(dict(traj=ti, hist=hi, kinds=h, ids=tr["ids"][hi], old=tr["old"][hi], new=tr["new"][hi],
+                                ref=tr["ref"][hi], adv=adv[ti], w=w))
     seq_len = c["packed_sequence_length"]
     if seq_len == 0:
         seq_len = math.ceil(max(len(r["kinds"]) for r in results) / 2048) * 2048
@@ -112,6 +126,7 @@ def run_case(c):
     mask = torch.zeros(R, seq_len, dtype=torch.bool)
     logprobs = torch.full((R, seq_len), float("nan"), dtype=torch.float64)
     newlp = torch.zeros(R, seq_len, dtype=torch.float64)
+    reflp = torch.zeros(R, seq_len, dtype=torch.float64)
     advs = torch.zeros(R, seq_len, dtype=torch.float64)
     weights = torch.zeros(R, seq_len, dtype=torch.float64)
     next_id = len(trajs) + 1
@@ -127,6 +142,7 @@ def run_case(c):
                     mask[ri, t] = True
                     logprobs[ri, t] = r["old"][j]
                     newlp[ri, t] = r["new"][j]
+                    reflp[ri, t] = r["ref"][j]
                 advs[ri, t] = r["adv"]
                 weights[ri, t] = r["w"]
                 t += 1
@@ -178,6 +194,13 @@ def run_case(c):
             ratio = torch.where((ratio > 1 - eps) & (ratio < 1 + eps_hi), ratio, torch.zeros_like(ratio))
         if c["kimi_k2_tau"]:
             A = A - c["kimi_k2_tau"] * diff.detach()
+        kl_ref = 0.0
+        if c["kl_penalty_coef"] > 0:
+            src = old.detach() if c["kl_penalty_source"] == "sample" else new.detach()
+            k = (src - shift(reflp[sl], 0.0)).detach() * m
+            avg = k.sum() / (m.sum() + 1e-18)
+            A = A + c["kl_penalty_coef"] * (avg - k) * m
+            kl_ref = avg.item()
         if c["ppo"]:
             pl = -torch.min(ratio * A, torch.clip(ratio, 1 - eps, 1 + eps_hi) * A)
         else:
@@ -195,7 +218,7 @@ def run_case(c):
         n_results = len(group_ids[ri].unique()) - len(parent_ids[ri].unique())
         out_rows.append(dict(
             results=[[r["traj"], r["hist"]] for r in rows[ri]],
-            loss=loss.item(), grad=grads,
+            loss=loss.item(), grad=grads, kl_ref=kl_ref,
             lr_scale=float(n_results) ** c["lr_trajectories_power"],
         ))
     return dict(seq_len=seq_len, rows=out_rows)
@@ -203,7 +226,7 @@ def run_case(c):
 
 base = dict(packed_sequence_length=16, advantage_balance=0.0, lr_trajectories_power=0.0, ppo=False,
             epsilon=1.0, epsilon_high=4.0, level="token", max_is_weight=0.0, mask_prob_ratio=False,
-            kimi_k2_tau=0.0, tis=0.0)
+            kimi_k2_tau=0.0, tis=0.0, kl_penalty_coef=0.0, kl_penalty_source="current_learner")
 cases = [
     ("art defaults, rows of 16", {}),
     ("rows of 24, balance, lr power, ppo, sequence ratio", dict(packed_sequence_length=24, advantage_balance=0.3,
@@ -213,6 +236,10 @@ cases = [
                                                              level="geometric_average", max_is_weight=1.2, lr_trajectories_power=1.0)),
     ("rows of 12, average, mask, kimi, tis sampler", dict(packed_sequence_length=12, level="average", ppo=True, epsilon=0.3,
                                                         epsilon_high=0.3, mask_prob_ratio=True, kimi_k2_tau=0.4, tis=1.1)),
+    ("rows of 16, kl penalty", dict(kl_penalty_coef=0.4)),
+    ("rows of 24, ppo, kimi, kl penalty from the sample", dict(packed_sequence_length=24, ppo=True, epsilon=0.2,
+                                                              epsilon_high=0.28, kimi_k2_tau=0.3, kl_penalty_coef=0.8,
+                                                              kl_penalty_source="sample")),
 ]
 out_cases = []
 for name, over in cases:
@@ -239,7 +266,8 @@ for y in ([0.4], [0.5, 0.3], [0.42, 0.40, 0.31, 0.35, 0.2], [0.1, 0.2, 0.3], [0.
 step_std = float(np.mean([np.std(gr["rewards"]) for gr in groups if len(gr["rewards"]) > 1]))
 
 golden = dict(
-    trajectories=[dict(group=tr["group"], reward=tr["reward"], hists=tr["hists"], ids=tr["ids"], old=tr["old"], new=tr["new"]) for tr in trajs],
+    trajectories=[dict(group=tr["group"], reward=tr["reward"], hists=tr["hists"], ids=tr["ids"], old=tr["old"], new=tr["new"],
+                       ref=tr["ref"]) for tr in trajs],
     cases=out_cases, std_cases=std_cases, step_reward_std=step_std,
 )
 text = json.dumps(golden, indent=1, allow_nan=False) + "\n"

@@ -24,8 +24,9 @@ import (
 // A name is scheme://bucket/key?query; the query (endpoint, region,
 // use_path_style…) opens the bucket and is kept on every name derived from
 // it, so a listed name opens as it is. Folders are key prefixes ending in
-// "/".
-type blobStore struct{}
+// "/". A store with buckets (a Set's) shares one bucket per bucket URL
+// among its calls; without, each call opens its own.
+type blobStore struct{ c *buckets }
 
 // ReadAhead is how many bytes an object read fetches at least per request
 // when reads go in order (each starts where the last one ended): a Parquet
@@ -102,15 +103,15 @@ var keyEscaper = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 // escapeKey is key (or a part of one) as written in a URL's path.
 func escapeKey(key string) string { return keyEscaper.Replace(key) }
 
-// open opens the bucket; errors name the URL.
-// openBlob parses name and opens its bucket, which the caller closes.
-func openBlob(ctx context.Context, name string) (blobName, *blob.Bucket, error) {
-	n, err := parseBlobName(name)
+// openBlob parses name and opens its bucket (errors name the URL); the
+// caller calls release when done with it.
+func (s blobStore) openBlob(ctx context.Context, name string) (n blobName, b *blob.Bucket, release func() error, err error) {
+	n, err = parseBlobName(name)
 	if err != nil {
-		return n, nil, err
+		return n, nil, nil, err
 	}
-	b, err := n.open(ctx, name)
-	return n, b, err
+	b, release, err = s.c.get(ctx, n, name)
+	return n, b, release, err
 }
 
 // dirPrefix is key taken as a folder: the prefix of the keys in it ("" for
@@ -151,12 +152,12 @@ func blobErr(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
-func (blobStore) Stat(ctx context.Context, name string) (bool, error) {
-	n, b, err := openBlob(ctx, name)
+func (s blobStore) Stat(ctx context.Context, name string) (bool, error) {
+	n, b, release, err := s.openBlob(ctx, name)
 	if err != nil {
 		return false, err
 	}
-	defer b.Close()
+	defer release()
 	if !n.isDir() {
 		_, err := b.Attributes(ctx, n.key)
 		if err == nil {
@@ -208,12 +209,12 @@ func (n blobName) list(ctx context.Context, b *blob.Bucket, name, dir string) ([
 	return keys, nil
 }
 
-func (blobStore) List(ctx context.Context, dir string) ([]string, error) {
-	n, b, err := openBlob(ctx, dir)
+func (s blobStore) List(ctx context.Context, dir string) ([]string, error) {
+	n, b, release, err := s.openBlob(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
+	defer release()
 	keys, err := n.list(ctx, b, dir, dirPrefix(n.key))
 	if err != nil {
 		return nil, err
@@ -228,7 +229,7 @@ func (blobStore) List(ctx context.Context, dir string) ([]string, error) {
 // Glob matches the last element of the key (path.Match syntax) against the
 // objects in its folder; glob characters in a folder's name are refused,
 // since an object store would have to list the whole bucket for them.
-func (blobStore) Glob(ctx context.Context, pattern string) ([]string, error) {
+func (s blobStore) Glob(ctx context.Context, pattern string) ([]string, error) {
 	n, err := parseBlobName(pattern)
 	if err != nil {
 		return nil, err
@@ -240,11 +241,11 @@ func (blobStore) Glob(ctx context.Context, pattern string) ([]string, error) {
 	if _, err := path.Match(elem, ""); err != nil {
 		return nil, err
 	}
-	b, err := n.open(ctx, pattern)
+	b, release, err := s.c.get(ctx, n, pattern)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
+	defer release()
 	keys, err := n.list(ctx, b, pattern, dir)
 	if err != nil {
 		return nil, err
@@ -258,7 +259,7 @@ func (blobStore) Glob(ctx context.Context, pattern string) ([]string, error) {
 	return names, nil
 }
 
-func (blobStore) Open(ctx context.Context, name string) (*File, error) {
+func (s blobStore) Open(ctx context.Context, name string) (*File, error) {
 	n, err := parseBlobName(name)
 	if err != nil {
 		return nil, err
@@ -266,16 +267,16 @@ func (blobStore) Open(ctx context.Context, name string) (*File, error) {
 	if n.isDir() {
 		return nil, argErrorf(name, "names a folder; name an object")
 	}
-	b, err := n.open(ctx, name)
+	b, release, err := s.c.get(ctx, n, name)
 	if err != nil {
 		return nil, err
 	}
 	a, err := b.Attributes(ctx, n.key)
 	if err != nil {
-		b.Close()
+		release()
 		return nil, blobErr(name, err)
 	}
-	r := &blobReader{ctx: ctx, b: b, key: n.key, name: name, size: a.Size, modTime: a.ModTime, next: -1}
+	r := &blobReader{ctx: ctx, b: b, release: release, key: n.key, name: name, size: a.Size, modTime: a.ModTime, next: -1}
 	return &File{Name: name, Size: a.Size, r: r, c: r}, nil
 }
 
@@ -287,11 +288,14 @@ func (blobStore) Open(ctx context.Context, name string) (*File, error) {
 type blobReader struct {
 	// ctx is the context of the Open that made the reader: ReadAt has none
 	// of its own, and the reads belong to that Open.
-	ctx  context.Context
-	b    *blob.Bucket
-	key  string
-	name string
-	size int64
+	ctx context.Context
+	b   *blob.Bucket
+	// release lets go of b: closes it, or drops the hold on a set's
+	// shared bucket.
+	release func() error
+	key     string
+	name    string
+	size    int64
 	// modTime is the object's at Open (zero where the store gives none):
 	// with size, what tells that the object was replaced since.
 	modTime time.Time
@@ -481,7 +485,7 @@ func (r *blobReader) fetch(p []byte, off int64) error {
 	return fmt.Errorf("%s: read bytes %d-%d: the connection broke %d times, last: %w", r.name, off, off+int64(len(p))-1, bodyRetries+1, last)
 }
 
-func (r *blobReader) Close() error { return r.b.Close() }
+func (r *blobReader) Close() error { return r.release() }
 
 // sameModTime reports whether an object's modification times as the store
 // gave them at Open (Attributes) and at a read can be of one version;
@@ -592,12 +596,12 @@ func (o *blobOutput) Abort() error {
 }
 
 // listDirs returns the folders (key prefixes) directly in dir.
-func (blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
-	n, b, err := openBlob(ctx, dir)
+func (s blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
+	n, b, release, err := s.openBlob(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
+	defer release()
 	p := dirPrefix(n.key)
 	var names []string
 	it := b.List(&blob.ListOptions{Prefix: p, Delimiter: "/"})
@@ -620,12 +624,12 @@ func (blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
 // removeAll deletes every object under the folder dir (the key prefix,
 // at any depth). The objects are listed first and deleted after, so that
 // a listing is never read while it changes under it.
-func (blobStore) removeAll(ctx context.Context, dir string) error {
-	n, b, err := openBlob(ctx, dir)
+func (s blobStore) removeAll(ctx context.Context, dir string) error {
+	n, b, release, err := s.openBlob(ctx, dir)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer release()
 	if n.key == "" {
 		return argErrorf(dir, "names a whole bucket; name a folder in it")
 	}

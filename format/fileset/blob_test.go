@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -42,6 +43,7 @@ type faultyS3 struct {
 	sentBytes int64         // bytes of object bodies sent
 	inFlight  int           // requests being served
 	idle      sync.Cond     // signalled when inFlight drops to 0
+	conns     int           // TCP connections accepted
 }
 
 func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
@@ -55,7 +57,7 @@ func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
 	f := &faultyS3{}
 	f.idle.L = &f.mu
 	h := gofakes3.New(be).Server()
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.inFlight++
 		defer func() {
@@ -103,6 +105,14 @@ func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
 		cw := &countingWriter{ResponseWriter: w, f: f, cut: cut}
 		h.ServeHTTP(cw, r)
 	}))
+	f.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			f.mu.Lock()
+			f.conns++
+			f.mu.Unlock()
+		}
+	}
+	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	// The AWS SDK signs requests: give it keys (the fake takes any), and
 	// keep it off this machine's own AWS configuration.
@@ -703,5 +713,86 @@ func TestReadWithModTimeInSeconds(t *testing.T) {
 	b, err := ReadFile(context.Background(), scheme+"://bkt/obj")
 	if err != nil || string(b) != secondsData {
 		t.Fatalf("read %q, %v; want %q", b, err, secondsData)
+	}
+}
+
+// connections returns how many TCP connections the server accepted so far.
+func (f *faultyS3) connections() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.conns
+}
+
+// A resolved set reads its objects over shared connections: resolving a
+// folder of 50 objects and reading each takes one or two, not one (or
+// two) per object as when every Open opened its own bucket, each with its
+// own HTTP client (52 connections here before).
+func TestS3SetReusesConnections(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	const files = 50
+	for i := range files {
+		putObject(t, s3.url("bkt", "in/"+strconv.Itoa(100+i)+".parquet"), []byte(strconv.Itoa(i)))
+	}
+	before := s3.connections()
+	set, err := Resolve(ctx, []string{s3.url("bkt", "in/")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if set.Len() != files {
+		t.Fatalf("resolved %d objects, want %d", set.Len(), files)
+	}
+	for i := range set.Len() {
+		f, err := set.Open(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(f.Reader())
+		f.Close()
+		if err != nil || string(b) != strconv.Itoa(i) {
+			t.Fatalf("%s: %q, %v", set.Name(i), b, err)
+		}
+	}
+	if n := s3.connections() - before; n > 2 {
+		t.Errorf("resolving and reading %d objects took %d connections, want at most 2: the set's files do not share a bucket", files, n)
+	}
+}
+
+// A set's shared bucket outlives what opened it: a File open when the set
+// is closed reads on, Open works after Close, and a bucket opened under
+// Resolve's context serves reads after that context is cancelled.
+func TestS3SetBucketLifetime(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	for _, k := range []string{"in/a.parquet", "in/b.parquet"} {
+		putObject(t, s3.url("bkt", k), []byte(k))
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	set, err := Resolve(rctx, []string{s3.url("bkt", "in/")}, Options{})
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	f, err := set.Open(ctx, 0)
+	if err != nil {
+		t.Fatalf("open after Resolve's context ended: %v", err)
+	}
+	if err := set.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(f.Reader()); err != nil || string(b) != "in/a.parquet" {
+		t.Errorf("a file open when its set closed reads %q, %v", b, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	g, err := set.Open(ctx, 1)
+	if err != nil {
+		t.Fatalf("open after the set's Close: %v", err)
+	}
+	defer g.Close()
+	if b, err := io.ReadAll(g.Reader()); err != nil || string(b) != "in/b.parquet" {
+		t.Errorf("a file opened after its set closed reads %q, %v", b, err)
 	}
 }

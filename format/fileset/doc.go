@@ -38,7 +38,9 @@
 // read by ranged requests (ReadAhead bytes or more for reads in order,
 // ReadAround for a jump, a range announced by File.WillRead in one
 // request), bytes held from an earlier request not asked for again, and a body
-// that breaks off is asked for again. Errors that blame an argument match
+// that breaks off is asked for again. The files of one Set share a bucket
+// (a client, and its connections) per bucket URL, which the set's Close
+// closes; Open of a name alone opens a bucket for that file. Errors that blame an argument match
 // ErrBadArgument; others come from the operating system, the store or the
 // context; an absent file or object matches fs.ErrNotExist.
 //

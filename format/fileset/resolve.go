@@ -42,13 +42,17 @@ type Set struct {
 	spools map[string]string
 	stdin  io.Reader // stdin read in order (Options.Sequential)
 	held   [][]byte  // the contents of names[i], read before (Held)
+	// buckets are the object-store buckets the set's files share, so that
+	// reading a folder of objects reuses one client's connections rather
+	// than making one per object; Close closes them.
+	buckets *buckets
 }
 
 // Files is the set of the named files or URLs taken as they are: no glob,
 // directory or "-". For names resolved before, e.g. recorded in a
 // manifest; a name that cannot be opened fails at Open.
 func Files(names ...string) *Set {
-	return &Set{names: append([]string(nil), names...)}
+	return &Set{names: append([]string(nil), names...), buckets: newBuckets()}
 }
 
 // Held is the set of the named inputs whose contents were read before:
@@ -93,7 +97,7 @@ func (s *Set) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &names); err != nil {
 		return fmt.Errorf("input set: want a list of names: %w", err)
 	}
-	*s = Set{names: names}
+	*s = Set{names: names, buckets: newBuckets()}
 	return nil
 }
 
@@ -114,7 +118,7 @@ func (s *Set) Open(ctx context.Context, i int) (*File, error) {
 		return f, nil
 	}
 	if name != Stdin {
-		return Open(ctx, name)
+		return openIn(ctx, s.buckets, name)
 	}
 	switch {
 	case s.stdin != nil:
@@ -135,12 +139,18 @@ func (noReadAt) ReadAt([]byte, int64) (int, error) {
 	return 0, errors.New("stdin is read in order here (not copied); read it with Set.Stdin")
 }
 
-// Close removes the copies of stdin and of pipes, if any.
+// Close removes the copies of stdin and of pipes, if any, and closes the
+// object-store buckets the set's files share (one still held by an open
+// File when that File is closed). Open still works after Close, each File
+// then with a bucket of its own.
 func (s *Set) Close() error {
 	if s == nil {
 		return nil
 	}
 	var errs []error
+	if err := s.buckets.Close(); err != nil {
+		errs = append(errs, err)
+	}
 	for name, p := range s.spools {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("remove the copy of %s: %w", name, err))
@@ -162,17 +172,21 @@ func Resolve(ctx context.Context, args []string, opts Options) (*Set, error) {
 	if ext == "" {
 		ext = ".parquet"
 	}
-	s := &Set{}
+	// The set's buckets serve the resolving too: the files it lists are in
+	// the buckets it will read them from.
+	s := &Set{buckets: newBuckets()}
 	seen := make(map[string]bool)
 	for _, arg := range args {
 		if err := ctx.Err(); err != nil {
+			s.Close()
 			return nil, err
 		}
-		names, err := expand(ctx, arg, ext)
+		names, err := expand(ctx, s.buckets, arg, ext)
 		if err == nil && arg == Stdin && seen[Stdin] {
 			err = argErrorf(arg, "stdin given more than once")
 		}
 		if err != nil {
+			s.Close()
 			return nil, fmt.Errorf("input %w", err)
 		}
 		for _, n := range names {
@@ -234,8 +248,11 @@ func (s *Set) takeStdin(ctx context.Context, opts Options) error {
 // List applies the directory rule to dir: the regular files directly in
 // it whose names end in ext and do not start with ".", sorted by name. An
 // empty result is not an error here (a watched folder may be empty).
-func List(ctx context.Context, dir, ext string) ([]string, error) {
-	st, err := storeFor(dir)
+func List(ctx context.Context, dir, ext string) ([]string, error) { return listIn(ctx, nil, dir, ext) }
+
+// listIn is List with the buckets in c shared (nil: a bucket of its own).
+func listIn(ctx context.Context, c *buckets, dir, ext string) ([]string, error) {
+	st, err := storeIn(c, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -253,18 +270,18 @@ func List(ctx context.Context, dir, ext string) ([]string, error) {
 }
 
 // expand resolves one argument other than a repeated "-".
-func expand(ctx context.Context, arg, ext string) ([]string, error) {
+func expand(ctx context.Context, c *buckets, arg, ext string) ([]string, error) {
 	if arg == Stdin {
 		return []string{Stdin}, nil
 	}
-	st, err := storeFor(arg)
+	st, err := storeIn(c, arg)
 	if err != nil {
 		return nil, err
 	}
 	dir, err := st.Stat(ctx, arg)
 	switch {
 	case err == nil && dir:
-		files, err := List(ctx, arg, ext)
+		files, err := listIn(ctx, c, arg, ext)
 		if err != nil {
 			return nil, fmt.Errorf("%q: list directory: %w", arg, err)
 		}

@@ -42,7 +42,11 @@ var schemeRE = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*)://`)
 // storeFor picks the store for a name by its URL scheme. Plain paths and
 // file:// URLs are local; a scheme a gocloud.dev/blob driver registered
 // (linked by importing format/fileset/blobdrivers) is an object store.
-func storeFor(name string) (Store, error) {
+func storeFor(name string) (Store, error) { return storeIn(nil, name) }
+
+// storeIn is storeFor whose object store shares the buckets in c (nil: a
+// bucket per call).
+func storeIn(c *buckets, name string) (Store, error) {
 	m := schemeRE.FindStringSubmatch(name)
 	if m == nil {
 		return local{}, nil
@@ -52,7 +56,7 @@ func storeFor(name string) (Store, error) {
 	case scheme == "file":
 		return local{}, nil
 	case blob.DefaultURLMux().ValidBucketScheme(scheme):
-		return blobStore{}, nil
+		return blobStore{c: c}, nil
 	default:
 		return nil, &ArgError{Arg: name, Err: fmt.Errorf("no support for %s:// in this program: name a local path, a file:// URL, or an object-store URL of a driver it links (the hone commands link s3://, and gs:// and azblob:// when built with -tags gcs,azblob)", m[1])}
 	}
@@ -231,8 +235,11 @@ func (f *File) Close() error { return f.c.Close() }
 // Open opens one named file or URL as it is: no glob, directory or "-".
 // For a name taken from a resolved set (a manifest, a flag naming one
 // file).
-func Open(ctx context.Context, name string) (*File, error) {
-	st, err := storeFor(name)
+func Open(ctx context.Context, name string) (*File, error) { return openIn(ctx, nil, name) }
+
+// openIn is Open with the buckets in c shared (nil: a bucket of its own).
+func openIn(ctx context.Context, c *buckets, name string) (*File, error) {
+	st, err := storeIn(c, name)
 	if err != nil {
 		return nil, err
 	}

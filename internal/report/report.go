@@ -152,6 +152,7 @@ var known = []struct{ key, title, ylabel string }{
 	{"loss", "Loss", "loss"},
 	{"policy_loss", "Policy loss", "policy loss"},
 	{"kl", "KL to reference", "KL"},
+	{"kl_policy_ref", "KL to reference (--kl-penalty-coef's row mean)", "nats / token"},
 	{"entropy", "Entropy", "nats / token"},
 	{"grad_norm", "Gradient norm", "L2 norm"},
 	{"clip_frac", "Clip fraction", "fraction of tokens"},

@@ -77,9 +77,11 @@ func (l *Loop) Run(ctx context.Context, from, to int) (err error) {
 		before := l.Opt.Step
 		row, err := l.step(ctx, s)
 		if err != nil {
-			if ctx.Err() != nil && l.Opt.Step == before {
+			if ctx.Err() != nil && l.Opt.Step == before && !errors.Is(err, ErrNotFinite) {
 				// Cancelled before the step changed the weights: they are
-				// still step done's.
+				// still step done's. A non-finite update leaves the count
+				// but has written Inf or NaN into the weights (and the
+				// moments): they are no one's step.
 				return l.saveStopped(done, unsaved, l.stepError(s+1, err))
 			}
 			return l.stepError(s+1, err)

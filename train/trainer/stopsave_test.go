@@ -7,6 +7,10 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/layout"
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/hone-rl/hone/train/model"
+	"github.com/hone-rl/hone/train/tinymodel"
 )
 
 // TestStopMidStepSavesOnlyWholeSteps: a run stopped (its context
@@ -66,5 +70,75 @@ func TestStopMidStepSavesOnlyWholeSteps(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// cancelOnAdamW is a backend that cancels a run's context when its AdamW
+// kernel runs and armed is set: a SIGTERM that arrives while the optimizer
+// updates the weights.
+type cancelOnAdamW struct {
+	kernels.Backend
+	armed  *bool
+	cancel context.CancelFunc
+}
+
+func (b cancelOnAdamW) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
+	if *b.armed {
+		b.cancel()
+	}
+	b.Backend.AdamW(param, grad, m, v, n, step, h)
+}
+
+// TestStopDuringNonFiniteUpdateSavesNothing: a run stopped while the
+// update of its second step writes Inf and NaN into the weights (a
+// learning rate that overflows float32), with --save-every 5 leaving step
+// 1 unsaved, refuses that step as not finite and saves nothing: the
+// weights are no longer step 1's (the refused update does not advance the
+// optimizer's count, but it did write them), and saved as step 1 they
+// would resume a run of NaN.
+func TestStopDuringNonFiniteUpdateSavesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cpuBE, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpuBE.Close()
+	armed := false
+	be := cancelOnAdamW{Backend: cpuBE, armed: &armed, cancel: cancel}
+	m, err := tinymodel.New(tinymodel.Options{Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Seed: 2}, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, log := finiteLoop(t, 1e-3, func(int) LossFunc { return nll(nil, 0) })
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 2, Targets: model.AllModules()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Model, l.Adapter, l.Opt = m, ad, mustAdamW(t, ad, kernels.DefaultAdamW(0), 0)
+	l.SaveEvery = 5
+	ids := []int32{5, 9, 14, 3, 7, 11}
+	ex := Example{Seqs: []layout.Sequence{seq(ids, []bool{false, false, true, true, true, true})}}
+	l.Next = func(_ context.Context, s int) (*Job, error) {
+		mbs, err := Pack([]Example{ex}, 64)
+		if err != nil {
+			return nil, err
+		}
+		job := &Job{MicroBatches: mbs, Loss: nll(nil, 0)}
+		if s == 1 {
+			// 1e42·1e-3 overflows float32: the update writes Inf·0 = NaN
+			// and ±Inf into the weights.
+			job.LRScale, armed = []float64{1e42}, true
+		}
+		return job, nil
+	}
+	err = l.Run(ctx, 0, 3)
+	if !errors.Is(err, ErrNotFinite) {
+		t.Fatalf("run: %v, want ErrNotFinite\n%s", err, log)
+	}
+	if last, ok, err := l.Ckpt.Latest(); err != nil || ok {
+		st, _ := l.Ckpt.ReadState(last)
+		t.Fatalf("latest names step %d (%v, %v, state %+v): the weights of the refused update were saved as it\n%s", last, ok, err, st, log)
 	}
 }

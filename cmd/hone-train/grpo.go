@@ -46,11 +46,13 @@ Each step is saved to OUT/RUN/step-NNNNNN (PEFT adapter, optimizer state,
 train_config.json), then OUT/RUN/latest is moved to it; metrics go to
 OUT/RUN/metrics.jsonl, one JSON object per step. --resume continues from
 latest and ends bit-identical to an uninterrupted run (same machine,
---device, --compute and --threads), even after SIGKILL; SIGINT or SIGTERM
-first saves the last finished step that --save-every left unsaved, then
-exits 130. Those three are
+--device, --compute and --threads), even after SIGKILL. Those three are
 saved with the run's config; a resume with others trains and says so on
-stderr, since its steps may round differently. A step whose loss, gradient or updated
+stderr, since its steps may round differently. SIGINT or SIGTERM first
+saves the last finished step that --save-every left unsaved, then exits
+130 (with --norm art only when the signal comes before the step's first
+update: after it the weights are part way into the next step, and nothing
+is saved). A step whose loss, gradient or updated
 weights are NaN or Inf stops the run (exit code 1) before it is saved.
 
 Rounds: --resume with new trajectory files is the next session of the same

@@ -54,6 +54,7 @@ type Schema struct {
 	hasMin, hasMax   bool
 	exclMin, exclMax bool
 	min, max         *big.Rat
+	minF, maxF       approxNum // min and max as float64s, for Mask's fast tests (feasibleFast)
 
 	minLen int // bytes of the shortest valid document
 }
@@ -522,6 +523,12 @@ func compileNumber(s *Schema, obj map[string]json.RawMessage, typ, path string) 
 			}
 			s.max, s.exclMax = m, false
 		}
+	}
+	if s.hasMin {
+		s.minF.f, s.minF.exact = s.min.Float64()
+	}
+	if s.hasMax {
+		s.maxF.f, s.maxF.exact = s.max.Float64()
 	}
 	n := minNumberBytes(s, nil)
 	if n < 0 {

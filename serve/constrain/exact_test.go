@@ -3,6 +3,8 @@ package constrain
 import (
 	"math/big"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -49,6 +51,40 @@ func TestExactBoundWalks(t *testing.T) {
 		r, ok := new(big.Rat).SetString(out)
 		if !ok || r.Cmp(big.NewRat(6, 1)) > 0 || r.Cmp(big.NewRat(599, 100)) < 0 {
 			t.Fatalf("seed %d: %q is not within [5.99, 6]", seed, out)
+		}
+	}
+}
+
+// TestNoDeadEndAtFullLength: a fraction is taken only if the digits left
+// to its 24 bytes can bring it within the bounds. Its reach was the next
+// value in its last place, open, so under "exclusiveMinimum": 0 the text
+// 0.0000000000000000000000 (24 bytes) was taken, though no byte could
+// follow it and it is not above 0; the model was left no token
+// (constraint_no_token), and MinBytes said 24 for a document that could
+// not end.
+func TestNoDeadEndAtFullLength(t *testing.T) {
+	zeros := "0." + strings.Repeat("0", 22)
+	for _, c := range []struct{ schema, text string }{
+		{`{"type":"number","exclusiveMinimum":0}`, zeros},
+		{`{"type":"number","exclusiveMaximum":0}`, "-" + zeros},
+		{`{"type":"number","minimum":0.29999999999999999999999}`, "0.2999999999999999999999"},
+		{`{"type":"number","exclusiveMinimum":0.2999999999999999999999}`, "0.2999999999999999999999"},
+		{`{"type":"number","exclusiveMaximum":-0.299999999999999999999,"minimum":-1}`, "-0.299999999999999999999"},
+	} {
+		st := compileT(t, c.schema).Start()
+		for i := range len(c.text) {
+			next, ok := st.Advance([]byte{c.text[i]})
+			if !ok {
+				break
+			}
+			st = next
+			mb := st.MinBytes()
+			if mb > 0 && !slices.ContainsFunc([]byte("-0123456789."), func(b byte) bool {
+				n, ok := st.Advance([]byte{b})
+				return ok && n.MinBytes() == mb-1
+			}) {
+				t.Fatalf("%s: after %q no byte leads to the end (MinBytes %d)", c.schema, c.text[:i+1], mb)
+			}
 		}
 	}
 }

@@ -816,22 +816,28 @@ func feasibleExact(s *Schema, t []byte, st uint8, room int) bool {
 	if neg {
 		digits = digits[1:]
 	}
-	// meetsMag tests the magnitudes [a, b) (closed at a) with the sign.
-	meetsMag := func(a, b *big.Rat) bool {
+	// meetsMag tests the magnitudes from a (closed) to b (closed with
+	// shut) with the sign.
+	meetsMag := func(a, b *big.Rat, shut bool) bool {
 		if neg {
-			return meets(s, new(big.Rat).Neg(b), false, new(big.Rat).Neg(a), true)
+			return meets(s, new(big.Rat).Neg(b), shut, new(big.Rat).Neg(a), true)
 		}
-		return meets(s, a, true, b, false)
+		return meets(s, a, true, b, shut)
+	}
+	// below is x less one unit in the 10^-k place: the largest number a
+	// fraction reaches with k digits to go.
+	below := func(x *big.Rat, k int) *big.Rat {
+		return x.Sub(x, new(big.Rat).Inv(pow10(k)))
 	}
 	integer := s.kind == kInteger
 	switch st {
 	case nSign:
-		return meetsMag(new(big.Rat), pow10(room))
+		return meetsMag(new(big.Rat), pow10(room), false)
 	case nZero:
-		if integer {
-			return meetsMag(new(big.Rat), big.NewRat(1, 2)) // just 0
+		if integer || room < 2 {
+			return meetsMag(new(big.Rat), new(big.Rat), true) // just 0
 		}
-		return meetsMag(new(big.Rat), big.NewRat(1, 1))
+		return meetsMag(new(big.Rat), below(big.NewRat(1, 1), room-1), true)
 	case nInt:
 		// [I·10^k, (I+1)·10^k) for k more digits, k up to room.
 		lo := decimal(digits)
@@ -842,18 +848,24 @@ func feasibleExact(s *Schema, t []byte, st uint8, room int) bool {
 				lo.Mul(lo, ten)
 				hi.Mul(hi, ten)
 			}
-			if meetsMag(lo, hi) {
+			if meetsMag(lo, hi, false) {
 				return true
 			}
 		}
 		return false
 	case nFracStart:
+		if room == 0 {
+			return false
+		}
 		I := decimal(digits[:len(digits)-1])
-		return meetsMag(I, new(big.Rat).Add(I, big.NewRat(1, 1)))
+		return meetsMag(I, below(new(big.Rat).Add(I, big.NewRat(1, 1)), room), true)
 	case nFrac:
-		// The top is digits plus one in its last place: "0.29" reaches
-		// [0.29, 0.30).
-		return meetsMag(decimal(digits), decimal(nextInLastPlace(digits)))
+		// The top is digits plus one in their last place, less one in the
+		// last place room allows: "0.29" reaches [0.29, 0.2999] with two
+		// bytes to go (a top of 0.30, open, took "0.2" under a minimum of
+		// 0.29999 and left no byte to reach it).
+		_, frac, _ := strings.Cut(digits, ".")
+		return meetsMag(decimal(digits), below(decimal(nextInLastPlace(digits)), len(frac)+room), true)
 	}
 	return false
 }
@@ -870,21 +882,21 @@ func feasibleFast(s *Schema, t []byte, st uint8, room int) (ok, sure bool) {
 	if neg {
 		digits = digits[1:]
 	}
-	meetsMag := func(a, b approxNum) (bool, bool) {
+	meetsMag := func(a, b approxNum, shut bool) (bool, bool) {
 		if neg {
-			return meetsFast(s, b.neg(), false, a.neg(), true)
+			return meetsFast(s, b.neg(), shut, a.neg(), true)
 		}
-		return meetsFast(s, a, true, b, false)
+		return meetsFast(s, a, true, b, shut)
 	}
 	zero := approxNum{0, true}
 	switch st {
 	case nSign:
-		return meetsMag(zero, approxNum{math.Pow10(room), room <= 22})
+		return meetsMag(zero, approxNum{math.Pow10(room), room <= 22}, false)
 	case nZero:
-		if s.kind == kInteger {
-			return meetsMag(zero, approxNum{0.5, true})
+		if s.kind == kInteger || room < 2 {
+			return meetsMag(zero, zero, true)
 		}
-		return meetsMag(zero, approxNum{1, true})
+		return meetsMag(zero, fracTop(0, 0, room-1), true)
 	case nInt:
 		v, _ := mantissa(digits)
 		lo, hi := approxNum{v, v < 1<<53}, approxNum{v + 1, v+1 < 1<<53}
@@ -892,21 +904,34 @@ func feasibleFast(s *Schema, t []byte, st uint8, room int) (ok, sure bool) {
 			if k > 0 {
 				lo, hi = lo.times10(), hi.times10()
 			}
-			ok, sure := meetsMag(lo, hi)
+			ok, sure := meetsMag(lo, hi, false)
 			if !sure || ok {
 				return ok, sure
 			}
 		}
 		return false, true
 	case nFracStart:
+		if room == 0 {
+			return false, true
+		}
 		v, _ := mantissa(digits[:len(digits)-1])
-		return meetsMag(approxNum{v, v < 1<<53}, approxNum{v + 1, v+1 < 1<<53})
+		return meetsMag(approxNum{v, v < 1<<53}, fracTop(v, 0, room), true)
 	case nFrac:
-		// The top is the digits plus one in the last place: "0.29" reaches [0.29, 0.30).
 		v, frac := mantissa(digits)
-		return meetsMag(scaled(v, frac), scaled(v+1, frac))
+		return meetsMag(scaled(v, frac), fracTop(v, frac, room), true)
 	}
 	return false, true
+}
+
+// fracTop is the largest number a fraction whose digits read v, frac of
+// them after the point, reaches with room more digits: (v+1)/10^frac less
+// 10^-(frac+room).
+func fracTop(v float64, frac, room int) approxNum {
+	w := (v+1)*math.Pow10(room) - 1
+	if w >= 1<<53 {
+		return approxNum{w / math.Pow10(frac+room), false}
+	}
+	return scaled(w, frac+room)
 }
 
 // approxNum is a float64 within a few units in the last place of an
@@ -956,33 +981,29 @@ func approx(d []byte) approxNum {
 	return scaled(mantissa(d))
 }
 
-// meetsFast is meets in float64s (lo below hi, as every state's interval
-// is): sure unless a comparison with a bound is not.
+// meetsFast is meets in float64s, for an interval from lo to hi that
+// holds a value (as every state's does). It meets the bounds, which hold
+// one too (Compile found a number within them), when neither interval
+// ends before the other begins: lo against the maximum, the minimum
+// against hi, so a bound near the end it does not meet (the top of
+// "0.999…" near a maximum of 1) needs no exact test.
 func meetsFast(s *Schema, lo approxNum, loIn bool, hi approxNum, hiIn bool) (ok, sure bool) {
-	if s.hasMin {
-		c, sure := cmpF(s.minF, lo)
-		if !sure {
-			return false, false
-		}
-		if c > 0 {
-			lo, loIn = s.minF, !s.exclMin
-		} else if c == 0 {
-			loIn = loIn && !s.exclMin
-		}
+	ok, sure = true, true
+	before := func(a approxNum, aIn bool, b approxNum, bIn bool) {
+		c, yes := cmpF(a, b)
+		sure = sure && yes
+		ok = ok && (c < 0 || (c == 0 && aIn && bIn))
 	}
 	if s.hasMax {
-		c, sure := cmpF(s.maxF, hi)
-		if !sure {
-			return false, false
-		}
-		if c < 0 {
-			hi, hiIn = s.maxF, !s.exclMax
-		} else if c == 0 {
-			hiIn = hiIn && !s.exclMax
-		}
+		before(lo, loIn, s.maxF, !s.exclMax)
 	}
-	c, sure := cmpF(lo, hi)
-	return c < 0 || (c == 0 && loIn && hiIn), sure
+	if s.hasMin {
+		before(s.minF, !s.exclMin, hi, hiIn)
+	}
+	if !ok && sure {
+		return false, true
+	}
+	return ok, sure
 }
 
 // inRangeFast is inRange in float64s, sure unless a comparison is not.

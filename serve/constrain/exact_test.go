@@ -88,3 +88,31 @@ func TestNoDeadEndAtFullLength(t *testing.T) {
 		}
 	}
 }
+
+// TestMillionDigitBounds: a bound of a million digits compiles, and the
+// numbers the recogniser writes compare with it as with its exact value.
+// Rat.SetString took 5 seconds over such a text (minutes at the 8 MB body
+// limit, quadratic) and then refused it, with the million digits in the
+// error.
+func TestMillionDigitBounds(t *testing.T) {
+	zeros := strings.Repeat("0", 1_000_000)
+	for _, c := range []struct {
+		schema string
+		docs   map[string]bool
+	}{
+		{`{"type":"number","minimum":0.1` + zeros + `1}`, map[string]bool{"0.1": false, "0.1000000000000000000000": false, "0.1000000000000000000001": true}},
+		{`{"type":"number","exclusiveMaximum":0.1` + zeros + `}`, map[string]bool{"0.1": false, "0.0999999999999999999999": true}},
+		{`{"type":"number","maximum":-0.0` + zeros + `1}`, map[string]bool{"0": false, "-0.000000000000000000001": true}},
+		{`{"type":"integer","exclusiveMinimum":2.` + zeros + `1e+` + zeros + `1}`, map[string]bool{"20": false, "21": true}},
+	} {
+		s, err := Compile([]byte(c.schema))
+		if err != nil {
+			t.Fatalf("%.60s…: %.200s", c.schema, err)
+		}
+		for doc, want := range c.docs {
+			if got := accepts(s, doc); got != want {
+				t.Errorf("%.60s…: %s accepted %v, want %v", c.schema, doc, got, want)
+			}
+		}
+	}
+}

@@ -590,7 +590,8 @@ var errBoolExclusive = fmt.Errorf("boolean exclusive bound")
 // bytes, no exponent: below 1e24, and 0 or at least 1e-22 in size).
 const boundLimit = 1e30
 
-// boundRat reads a bound's JSON number text exactly. A bound beyond
+// boundRat reads a bound's JSON number text exactly, as far as the
+// numbers the recogniser writes can tell (onGrid). A bound beyond
 // ±1e30, or nearer 0 than ±1e-30 (not 0), is taken as that limit, which
 // admits the same numbers the recogniser writes: so a bound such as 1e999999
 // costs no million-digit arithmetic on every byte.
@@ -612,9 +613,55 @@ func boundRat(text string) (*big.Rat, error) {
 		}
 		return r, nil
 	}
-	r, ok := new(big.Rat).SetString(text)
-	if !ok {
-		return nil, fmt.Errorf("want a number, got %s", text)
+	return onGrid(text)
+}
+
+// gridPlaces is the finest decimal place of a number the recogniser
+// writes: "0." and 22 digits fill its 24 bytes.
+const gridPlaces = maxNumberBytes - 2
+
+// onGrid reads the JSON number text (within ±1e30) exactly down to the
+// place 10^-gridPlaces; digits below it, unless all 0, become one 5 just
+// below it: a value strictly between the same two numbers the recogniser
+// can write, so each compares with it as with the text (never equal, so
+// exclusive or not alike). A bound of a million digits so costs no
+// million-digit arithmetic: Rat.SetString took 5 seconds on one and then
+// refused it, with the whole text in the error; at 8 MB, minutes.
+func onGrid(text string) (*big.Rat, error) {
+	neg := strings.HasPrefix(text, "-")
+	mant, exp, hasExp := strings.Cut(strings.ToLower(strings.TrimPrefix(text, "-")), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	lead := len(digits) - len(strings.TrimLeft(digits, "0"))
+	if lead == len(digits) {
+		return new(big.Rat), nil // 0, whatever its exponent
+	}
+	e := 0
+	if hasExp {
+		var err error
+		if e, err = strconv.Atoi(exp); err != nil {
+			return nil, fmt.Errorf("want a number, got an exponent of %d digits", len(exp))
+		}
+	}
+	// The value is 0.digits × 10^point, its first digit not 0; within
+	// ±1e30, point is at most 31, so at most 53 digits are kept.
+	digits, point := digits[lead:], len(intPart)+e-lead
+	keep := min(len(digits), max(point+gridPlaces, 0))
+	num := new(big.Int)
+	if keep > 0 {
+		num.SetString(digits[:keep], 10) // digits only: cannot fail
+	}
+	r := new(big.Rat).SetInt(num)
+	if shift := point - keep; shift >= 0 {
+		r.Mul(r, pow10(shift))
+	} else {
+		r.Quo(r, pow10(-shift))
+	}
+	if strings.Trim(digits[keep:], "0") != "" {
+		r.Add(r, new(big.Rat).Quo(big.NewRat(5, 1), pow10(gridPlaces+1)))
+	}
+	if neg {
+		r.Neg(r)
 	}
 	return r, nil
 }

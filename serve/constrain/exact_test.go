@@ -116,3 +116,15 @@ func TestMillionDigitBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotedBoundRefused: a bound written as a JSON string ("5") is no
+// number; Compile refuses it naming the keyword (json.Number, which reads
+// bounds exactly, takes a quoted number too, so it was taken for 5).
+func TestQuotedBoundRefused(t *testing.T) {
+	for _, schema := range []string{`{"type":"number","minimum":"5"}`, `{"type":"integer","exclusiveMaximum":"10"}`} {
+		_, err := Compile([]byte(schema))
+		if err == nil || !strings.Contains(err.Error(), "want a number") {
+			t.Errorf("%s: %v, want a refusal naming the bound", schema, err)
+		}
+	}
+}

@@ -547,6 +547,11 @@ func readRange(s *Schema, obj map[string]json.RawMessage, path string) error {
 			return nil, false, nil
 		}
 		var n json.Number
+		// json.Number also takes a quoted number ("5"), which a schema's
+		// bound may not be: only a bare number token is one.
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '"' {
+			return nil, false, fmt.Errorf("%s.%s: want a number, got a string", path, key)
+		}
 		if err := json.Unmarshal(raw, &n); err != nil {
 			var b bool
 			if json.Unmarshal(raw, &b) == nil && strings.HasPrefix(key, "exclusive") {

@@ -24,10 +24,14 @@ type parsedCall struct {
 // Output that matches neither comes back as content with no calls. A
 // <tool_call> block that is not valid JSON, or names a function not in
 // names (when names is not nil), is left in the content: a JSON answer
-// that happens to have a "name" field is not a call.
+// that happens to have a "name" field is not a call. Output with the text
+// <tool_call> but no Hermes call in it is read as Llama JSON: a Llama
+// call's string argument may hold that text (code or docs about Qwen).
 func parseToolCalls(text string, names map[string]bool) (content string, calls []parsedCall) {
 	if strings.Contains(text, "<tool_call>") {
-		return parseHermes(text, names)
+		if content, calls := parseHermes(text, names); len(calls) > 0 {
+			return content, calls
+		}
 	}
 	return parseLlamaJSON(text, names)
 }

@@ -80,3 +80,20 @@ func TestParallelToolCallsFalse(t *testing.T) {
 		t.Errorf("parallel_tool_calls true: %d calls, want 2", len(plain.Message.ToolCalls))
 	}
 }
+
+// TestLlamaCallArgumentHoldsHermesTag: a Llama 3 JSON call whose string
+// argument holds the text <tool_call> (a page about Qwen's tool calls
+// being written) is a call, plain and streamed (the output was read as
+// Hermes markup for holding the tag, no Hermes call was found, and the
+// call came back as content: lost, even under tool_choice "required").
+func TestLlamaCallArgumentHoldsHermesTag(t *testing.T) {
+	args := `{"path": "qwen.md", "text": "Qwen wraps each call in <tool_call> tags."}`
+	out := `{"name": "write_file", "parameters": ` + args + `}`
+	plain, streamed := servedCalls(t, "llama3.1", out, nil)
+	for what, ch := range map[string]openai.ChatCompletionChoice{"plain": plain, "streamed": streamed} {
+		calls := ch.Message.ToolCalls
+		if ch.FinishReason != "tool_calls" || len(calls) != 1 || calls[0].Function.Name != "write_file" || calls[0].Function.Arguments != args {
+			t.Errorf("%s: finish %q, content %q, %d calls %+v; want the write_file call", what, ch.FinishReason, ch.Message.Content, len(calls), calls)
+		}
+	}
+}

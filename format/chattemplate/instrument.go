@@ -181,9 +181,10 @@ type instrumented struct {
 }
 
 // instrument rewrites src as described at the top of this file and checks
-// the static limits. With hooks false it only renames tojson, which gives
-// the template as it rendered before limits existed (tests compare the
-// two).
+// the static limits. With hooks false it only renames tojson and passes
+// what {{ }} prints through hookOut, which gives the template as it
+// rendered before limits existed when hookOut only formats floats (tests
+// compare the two).
 func instrument(src string, hooks bool) (*instrumented, error) {
 	segs, err := scan(src)
 	if err != nil {
@@ -276,10 +277,10 @@ func (w *rewriter) segment(s segment) error {
 	}
 	w.regions[w.current()].steps += int64(tokens) + 1
 	if s.kind == segExpr {
-		code := renameFilters(content)
-		if w.hooks {
-			code = " " + hookOut + "(" + code + ") "
-		}
+		// Printing goes through hookOut with hooks false too: it also
+		// prints floats as Python does, which is no limit, and the plain
+		// rendering tests compare against must do the same.
+		code := " " + hookOut + "(" + renameFilters(content) + ") "
 		w.tag(s, code)
 		return nil
 	}

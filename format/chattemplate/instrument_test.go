@@ -32,12 +32,25 @@ func renderPlain(t *Template, name string, in Input) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	data[hookOut] = jinja.NewCallable(hookOut, printFloat)
 	data[tojsonName] = jinja.NewCallable("tojson", tojsonFilter)
 	data[trimName] = jinja.NewCallable("trim", trimFilter)
 	for k, v := range strMethodCallables() {
 		data[k] = v
 	}
 	return c.RenderValues(data)
+}
+
+// printFloat is the output hook without the limits: the value as it is,
+// a float as Python's str() writes it.
+func printFloat(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 1 && args[0].IsFloat() {
+		return jinja.NewString(pythonFloatStr(args[0].AsFloat())), nil
+	}
+	if len(args) == 0 {
+		return empty, nil
+	}
+	return args[0], nil
 }
 
 // modelFolders are the folders in testdata with a chat template.

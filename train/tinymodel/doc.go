@@ -9,7 +9,8 @@
 // extra embedding rows without a token, as Qwen's padded vocabularies do. The
 // weights are drawn from a seeded source: the same Options give the same bytes.
 //
-// Families are llama, qwen2, qwen3 and gemma3_text. A gemma3_text folder is
+// Families are llama, mistral (sliding_window null: full attention), qwen2, qwen3
+// and gemma3_text. A gemma3_text folder is
 // written as Gemma3TextConfig reads it (hidden_activation, head_dim,
 // query_pre_attn_scalar = head_dim, rope_local_base_freq 10000): its layers
 // alternate sliding (Options.SlidingWindow) and full attention

@@ -9,7 +9,7 @@ import (
 // AddFlags registers the sizing flags of Options on fs (used by
 // `hone-train init-model`).
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Family, "family", "qwen3", "model family: llama, qwen2, qwen3 or gemma3_text")
+	fs.StringVar(&o.Family, "family", "qwen3", "model family: llama, mistral, qwen2, qwen3 or gemma3_text")
 	fs.IntVar(&o.Hidden, "hidden", 64, "hidden size")
 	fs.IntVar(&o.Layers, "layers", 2, "number of decoder layers")
 	fs.IntVar(&o.Heads, "heads", 4, "attention heads")

@@ -28,7 +28,7 @@ const MinVocab = 256 + len(specials)
 
 // Options size the model. Zero fields take the defaults of Defaults.
 type Options struct {
-	Family       string // llama, qwen2, qwen3 or gemma3_text
+	Family       string // llama, mistral, qwen2, qwen3 or gemma3_text
 	Hidden       int
 	Layers       int
 	Heads        int
@@ -268,8 +268,8 @@ func writeJSON(path string, v any) error {
 	})
 }
 
-var archNames = map[string]string{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
-	"gemma3_text": "Gemma3ForCausalLM"}
+var archNames = map[string]string{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
+	"qwen3": "Qwen3ForCausalLM", "gemma3_text": "Gemma3ForCausalLM"}
 
 var torchDTypes = map[string]string{"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
 
@@ -302,6 +302,11 @@ func configJSON(o Options, c *model.Config) map[string]any {
 	}
 	if c.Family == "qwen3" || c.HeadDim*c.Heads != c.Hidden {
 		j["head_dim"] = c.HeadDim
+	}
+	if c.Family == "mistral" {
+		// Full attention, as Mistral 7B v0.2 writes it: an absent key is
+		// MistralConfig's window of 4096, which the model written here has not.
+		j["sliding_window"] = nil
 	}
 	if c.Family == "gemma3_text" {
 		// Gemma3TextConfig's keys (configuration_gemma3.py): it reads

@@ -3,6 +3,7 @@ package tinymodel
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,7 @@ func TestWriteLoadsBackEqual(t *testing.T) {
 		{Family: "qwen2", Hidden: 28, Layers: 1, Heads: 7, KVHeads: 1, Tie: true, Vocab: 301, DType: "BF16", Seed: 2},
 		{Family: "qwen3", Hidden: 24, Layers: 3, Heads: 2, KVHeads: 1, HeadDim: 16, DType: "F16", Seed: 3},
 		{Family: "gemma3_text", Hidden: 24, Layers: 3, Heads: 2, KVHeads: 1, HeadDim: 16, Tie: true, DType: "BF16", SlidingWindow: 5, Seed: 4},
+		{Family: "mistral", Hidden: 32, Layers: 2, Heads: 4, KVHeads: 2, Seed: 5},
 	}
 	for _, o := range cases {
 		t.Run(o.Family, func(t *testing.T) {
@@ -80,6 +82,36 @@ func TestWriteLoadsBackEqual(t *testing.T) {
 				set.Close()
 			}
 		})
+	}
+}
+
+// Every family init-model accepts names its transformers class in
+// config.json's architectures, which vLLM picks the model class by (it
+// refuses an empty name as an unsupported architecture); --family mistral
+// wrote [""].
+func TestArchitectures(t *testing.T) {
+	want := map[string]string{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+		"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "gemma3_text": "Gemma3ForCausalLM"}
+	for family, arch := range want {
+		dir := filepath.Join(t.TempDir(), "m")
+		o := Options{Family: family, Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1}
+		if err := Write(context.Background(), dir, o, ref.New()); err != nil {
+			t.Fatalf("%s: %v", family, err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Architectures []string `json:"architectures"`
+			ModelType     string   `json:"model_type"`
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.Architectures, []string{arch}) || cfg.ModelType != family {
+			t.Errorf("%s: config.json has architectures %q, model_type %q; want [%q], %q", family, cfg.Architectures, cfg.ModelType, arch, family)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"sync"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/score/judge"
@@ -24,6 +25,22 @@ type Cache struct {
 	Dir  string
 	Next judge.Judge
 	Log  *slog.Logger // nil: no logging
+
+	// inflight holds the keys being judged now. A request equal to one in
+	// flight (two groups whose prompts are the same text) waits for its
+	// verdict rather than asking the judge again: otherwise each got an
+	// answer of its own, the cache kept whichever was written last, and a
+	// re-run wrote that one for both, not the rows the first run wrote.
+	mu       sync.Mutex
+	inflight map[string]*flight
+}
+
+// flight is one key's judge call in progress; done is closed when it ends,
+// with ok set when v is a verdict to share.
+type flight struct {
+	done chan struct{}
+	v    judge.Verdict
+	ok   bool
 }
 
 // entry is one cache file.
@@ -59,6 +76,55 @@ func (c *Cache) Path(key string) string {
 // stores a successful verdict.
 func (c *Cache) Judge(ctx context.Context, req judge.Request) (judge.Verdict, error) {
 	key := Key(req)
+	for {
+		f, leader := c.join(key)
+		if leader {
+			v, err := c.judge(ctx, key, req)
+			c.finish(key, f, v, err == nil)
+			return v, err
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return judge.Verdict{}, ctx.Err()
+		}
+		if f.ok {
+			return judge.Verdict{Model: f.v.Model, Scores: f.v.Scores, Usage: judge.Usage{CacheHits: 1}}, nil
+		}
+		// The call failed, and failures are not shared: this request
+		// asks again, as it would have without the other.
+	}
+}
+
+// join returns key's flight, and whether the caller leads it (made it and
+// must finish it) or waits for it.
+func (c *Cache) join(key string) (*flight, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, ok := c.inflight[key]; ok {
+		return f, false
+	}
+	if c.inflight == nil {
+		c.inflight = map[string]*flight{}
+	}
+	f := &flight{done: make(chan struct{})}
+	c.inflight[key] = f
+	return f, true
+}
+
+// finish ends key's flight, after the verdict was stored, so that a
+// request arriving later finds it in flight or on disk.
+func (c *Cache) finish(key string, f *flight, v judge.Verdict, ok bool) {
+	c.mu.Lock()
+	delete(c.inflight, key)
+	c.mu.Unlock()
+	f.v, f.ok = v, ok
+	close(f.done)
+}
+
+// judge answers req from the cache when it can, and otherwise asks Next
+// and stores a successful verdict.
+func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge.Verdict, error) {
 	path := c.Path(key)
 	if v, ok := c.load(ctx, path, key, req); ok {
 		return v, nil

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/internal/waitfor"
 
 	"github.com/hone-rl/hone/score/judge"
 	"github.com/hone-rl/hone/score/judge/judgetest"
@@ -210,4 +214,87 @@ func TestSuiteCache(t *testing.T) {
 		f := &judge.Fake{Answer: func(_ int, r judge.Request) (string, error) { return answer(r) }}
 		return &judgecache.Cache{Dir: t.TempDir(), Next: f}
 	})
+}
+
+// Two groups whose prompts are the same text, judged at once: the second
+// waits for the first's verdict and both get it, from one judge call. Each
+// asked the judge before, got an answer of its own (a judge sampling at
+// temperature), and the cache kept the one written last, so a re-run with
+// the cache wrote other rows than the first run.
+func TestSameRequestInFlightShared(t *testing.T) {
+	release := make(chan struct{})
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		if n == 0 {
+			<-release
+		}
+		return judgetest.Answer(r.IDs, []float64{float64(n+1) / 16, 0.5}), nil
+	}}
+	c := &judgecache.Cache{Dir: t.TempDir(), Next: f}
+	req := judge.Request{Model: "m", PromptVersion: "v1", System: "rubric", User: "the same group", IDs: []string{"1", "2"}}
+	const n = 6
+	got := make(chan judge.Verdict, n)
+	for range n {
+		go func() {
+			v, err := c.Judge(context.Background(), req)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- v
+		}()
+	}
+	waitfor.Until(t, 5*time.Second, "the first judge call", func() bool { return len(f.Calls()) >= 1 })
+	// The others have had time to ask the judge too, which they must not.
+	waitfor.Within(300*time.Millisecond, func() bool { return len(f.Calls()) > 1 })
+	close(release)
+	var hits int64
+	for range n {
+		v := <-got
+		if v.Scores[0].Score != 1.0/16 {
+			t.Errorf("verdict %+v; want the first call's (score 1/16) for every request", v.Scores)
+		}
+		hits += v.Usage.CacheHits
+	}
+	if calls := len(f.Calls()); calls != 1 || hits != n-1 {
+		t.Errorf("%d judge calls and %d cache hits for %d equal requests; want 1 and %d", calls, hits, n, n-1)
+	}
+	v, err := c.Judge(context.Background(), req)
+	if err != nil || v.Scores[0].Score != 1.0/16 || v.Usage.CacheHits != 1 {
+		t.Errorf("after the flight: %+v, %v; want the same verdict from the cache", v, err)
+	}
+}
+
+// A failed call is not shared: a request that waited on it asks the judge
+// itself.
+func TestInFlightFailureNotShared(t *testing.T) {
+	release := make(chan struct{})
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		if n == 0 {
+			<-release
+			return "", errors.New("judge down")
+		}
+		return judgetest.Answer(r.IDs, []float64{0.25, 0.75}), nil
+	}}
+	c := &judgecache.Cache{Dir: t.TempDir(), Next: f}
+	req := judge.Request{Model: "m", PromptVersion: "v1", System: "rubric", User: "group", IDs: []string{"1", "2"}}
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Judge(context.Background(), req)
+		first <- err
+	}()
+	waitfor.Until(t, 5*time.Second, "the first judge call", func() bool { return len(f.Calls()) >= 1 })
+	second := make(chan error, 1)
+	go func() {
+		v, err := c.Judge(context.Background(), req)
+		if err == nil && v.Scores[0].Score != 0.25 {
+			err = fmt.Errorf("verdict %+v", v.Scores)
+		}
+		second <- err
+	}()
+	close(release)
+	if err := <-first; err == nil {
+		t.Error("the failed call returned no error")
+	}
+	if err := <-second; err != nil {
+		t.Errorf("the request after a failed one: %v; want its own verdict", err)
+	}
 }

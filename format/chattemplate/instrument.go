@@ -293,6 +293,9 @@ func (w *rewriter) statement(s segment, content string) error {
 	code := renameFilters(content)
 	switch kw {
 	case "for", "macro", "call":
+		if kw == "for" {
+			code = pairLoopFilter(code)
+		}
 		id := len(w.regions)
 		w.regions = append(w.regions, region{steps: 1}) // an empty body still costs a step
 		if err := w.push(block{kind: kw, region: id}); err != nil {

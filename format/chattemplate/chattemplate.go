@@ -296,16 +296,17 @@ const tojsonName = "__hone_tojson"
 // them), and then the instrumented text that Render runs. Errors about the
 // template itself match ErrBadTemplate.
 func (t *Template) add(name, source, origin string) error {
+	text := lexerSource(source)
 	// The static limits are checked before the engine parses anything:
 	// its parser recurses once per bracket and operator.
-	ins, insErr := instrument(source, true)
+	ins, insErr := instrument(text, true)
 	var unclosed *unclosedTagError
 	if insErr != nil && !errors.As(insErr, &unclosed) {
 		return &badTemplate{fmt.Errorf("compile: %w", insErr)}
 	}
 	// An unclosed tag stops the engine's scanner too, before its parser,
 	// and the engine words it better.
-	if _, err := jinja.Compile(source); err != nil {
+	if _, err := jinja.Compile(text); err != nil {
 		return &badTemplate{fmt.Errorf("compile: %w", err)}
 	}
 	if insErr != nil {
@@ -325,6 +326,24 @@ func (t *Template) add(name, source, origin string) error {
 	t.origins[name] = origin
 	t.compiled[name] = &compiled{tmpl: c, regions: ins.regions, parts: loopsOverContent(source)}
 	return nil
+}
+
+// lexerSource is the template text jinja2's lexer reads, with its default
+// settings, which transformers keeps: every line break (\r\n, \r or \n,
+// in literals too) becomes \n, and one line break at the very end is
+// dropped (keep_trailing_newline=False). A template file that ends with a
+// newline after its last {{ }} or text (DeepSeek Coder's ends with
+// {{'### Response:\n'}} and one) rendered that newline after the
+// generation prompt, where the model was never prompted with it.
+func lexerSource(src string) string {
+	src = strings.ReplaceAll(src, "\r\n", "\n")
+	src = strings.Map(func(r rune) rune {
+		if r == '\r' {
+			return '\n'
+		}
+		return r
+	}, src)
+	return strings.TrimSuffix(src, "\n")
 }
 
 // Names lists the template names: "default", and others such as "tool_use".

@@ -20,7 +20,7 @@ import (
 // from the source with only tojson, trim and str methods renamed, with the engine's own range.
 // This is how templates rendered before the limits.
 func renderPlain(t *Template, name string, in Input) (string, error) {
-	ins, err := instrument(t.sources[name], false)
+	ins, err := instrument(lexerSource(t.sources[name]), false)
 	if err != nil {
 		return "", err
 	}

@@ -14,7 +14,9 @@
 // engine's trim filter is replaced too, by one that strips what Python's
 // str.strip() strips (U+001C..U+001F as well), and so are the str methods
 // templates cut messages with (split, rsplit, strip, lstrip, rstrip,
-// startswith, endswith: strmethods.go), by Python's versions.
+// startswith, endswith: strmethods.go), by Python's versions. {{ }} and the
+// string filter print a value as Python's str() does (pystr.go: floats,
+// None, lists and dicts).
 //
 // Templates are compiled with github.com/ardanlabs/jinja, which applies
 // transformers' trim_blocks/lstrip_blocks settings. Values are passed to it
@@ -42,8 +44,8 @@
 // indent(width) on many lines — allocates before anything can measure
 // it; lists grown in place with .append()/.insert() or dicts with
 // .update() are measured only when printed or assigned (a list that
-// contains itself is caught there, but printing it with ~ or |string
-// recurses in the engine); and a long string operation is not interrupted
+// contains itself is caught there, but joining it with ~ recurses in the
+// engine); and a long string operation is not interrupted
 // by the context, which is only checked between steps. Static limits
 // (nesting of blocks and brackets, tokens per tag) keep the engine's
 // recursive parser and evaluator far below Go's stack limit.

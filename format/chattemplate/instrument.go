@@ -407,7 +407,7 @@ func isIdentByte(c byte) bool {
 // differ from Python's.
 func renameFilters(code string) string {
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
-		!strings.Contains(code, "strip") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
+		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
 		!strings.Contains(code, "reject") {
 		return code
 	}
@@ -519,6 +519,8 @@ func renamedFilter(name string) string {
 		return tojsonName
 	case "trim":
 		return trimName
+	case "string":
+		return stringName
 	}
 	return ""
 }

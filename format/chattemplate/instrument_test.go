@@ -35,22 +35,22 @@ func renderPlain(t *Template, name string, in Input) (string, error) {
 	data[hookOut] = jinja.NewCallable(hookOut, printFloat)
 	data[tojsonName] = jinja.NewCallable("tojson", tojsonFilter)
 	data[trimName] = jinja.NewCallable("trim", trimFilter)
+	data[stringName] = jinja.NewCallable("string", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		return jinja.NewString(pythonStr(args[0])), nil
+	})
 	for k, v := range strMethodCallables() {
 		data[k] = v
 	}
 	return c.RenderValues(data)
 }
 
-// printFloat is the output hook without the limits: the value as it is,
-// a float as Python's str() writes it.
+// printFloat is the output hook without the limits: the value as {{ }}
+// prints it (printed: a float, None, a list or a dict as Python's str()).
 func printFloat(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	if len(args) == 1 && args[0].IsFloat() {
-		return jinja.NewString(pythonFloatStr(args[0].AsFloat())), nil
-	}
 	if len(args) == 0 {
 		return empty, nil
 	}
-	return args[0], nil
+	return printed(args[0]), nil
 }
 
 // modelFolders are the folders in testdata with a chat template.

@@ -162,6 +162,7 @@ func (b *budget) callables() map[string]jinja.Value {
 		"range":    jinja.NewCallable("range", b.rangeFn),
 		tojsonName: jinja.NewCallable("tojson", b.tojson),
 		trimName:   jinja.NewCallable("trim", trimFilter),
+		stringName: jinja.NewCallable("string", b.str),
 	}
 	for k, v := range strMethodCallables() {
 		calls[k] = v
@@ -208,11 +209,31 @@ func (b *budget) out(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value,
 		return jinja.Undefined(), err
 	}
 	b.output += m.printed
-	if args[0].IsFloat() {
-		// The engine prints floats with %g (3.0 as "3"); jinja2 with str().
-		return jinja.NewString(pythonFloatStr(args[0].AsFloat())), b.check()
+	return printed(args[0]), b.check()
+}
+
+// printed is the value a {{ }} prints, as jinja2 prints it: a float, None,
+// a list or a dict as Python's str() writes it (the engine prints floats
+// with %g, 3.0 as "3", None as "", and floats and strings inside lists and
+// dicts otherwise than Python's repr: pythonStr), anything else unchanged.
+func printed(v jinja.Value) jinja.Value {
+	if v.IsFloat() || v.IsNone() || v.IsList() || v.IsDict() {
+		return jinja.NewString(pythonStr(v))
 	}
-	return args[0], b.check()
+	return v
+}
+
+// str is the string filter: Python's str() of the value (pythonStr),
+// measured first, as the engine's string filter prints lists and dicts
+// differently and recurses without end through one that contains itself.
+func (b *budget) str(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return empty, b.check()
+	}
+	if _, err := b.measure(args[0], nil); err != nil {
+		return jinja.Undefined(), err
+	}
+	return jinja.NewString(pythonStr(args[0])), b.check()
 }
 
 // set measures a value a {% set %} assigns and passes it through; for
@@ -329,10 +350,10 @@ func scalarLen(v jinja.Value, nested bool) int64 {
 		return int64(len(strconv.FormatFloat(v.AsFloat(), 'g', -1, 64)))
 	case v.IsBool():
 		return 5
-	case !nested:
-		return 0
 	case v.IsNone():
 		return 4
+	case !nested:
+		return 0
 	case v.IsCallable():
 		return int64(len(v.AsCallable().Name)) + 11
 	}

@@ -406,6 +406,7 @@ func isIdentByte(c byte) bool {
 // at ours (`|__hone_str_split(`), outside string literals: the engine's
 // differ from Python's.
 func renameFilters(code string) string {
+	code = dictCallsAsLiterals(code)
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
 		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
 		!strings.Contains(code, "reject") {

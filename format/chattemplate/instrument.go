@@ -321,6 +321,11 @@ func (w *rewriter) statement(s segment, content string) error {
 		}
 		if w.hooks {
 			code = setWithHook(content)
+		} else {
+			// The target is a name, not an expression: n.0 stays an
+			// attribute, as setWithHook leaves it.
+			eq := strings.IndexByte(content, '=')
+			code = content[:eq+1] + renameFilters(content[eq+1:])
 		}
 		w.tag(s, code)
 		return nil
@@ -406,7 +411,7 @@ func isIdentByte(c byte) bool {
 // at ours (`|__hone_str_split(`), outside string literals: the engine's
 // differ from Python's.
 func renameFilters(code string) string {
-	code = dictCallsAsLiterals(code)
+	code = indexAttrs(dictCallsAsLiterals(code))
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
 		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
 		!strings.Contains(code, "reject") {

@@ -507,6 +507,10 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 		if o.Groups > 0 && o.Groups < len(scs) {
 			scs = scs[:o.Groups]
 		}
+		if o.Groups > len(scs) { // a run of fewer groups than asked is said, not silent
+			o.Log.Warn("fewer scenarios than --groups: playing those there are", "scenarios", o.Scenarios, "split", o.Split,
+				"groups", o.Groups, "available", len(scs))
+		}
 	} else {
 		if o.Groups <= 0 {
 			return nil, nil, nil, closeEnvs, stageerr.Usagef("--groups is required when scenarios are generated")
@@ -517,6 +521,10 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 		}
 		if scs, err = e.Scenarios(ctx, o.Seed, o.Groups); err != nil {
 			return nil, nil, nil, closeEnvs, fmt.Errorf("generate scenarios: %w", err)
+		}
+		if len(scs) < o.Groups { // a stdio program or task list may hold fewer
+			o.Log.Warn("the environment made fewer scenarios than --groups: playing those there are", "env", o.Env,
+				"groups", o.Groups, "made", len(scs))
 		}
 		if o.Split != "" {
 			for i := range scs {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"os"
@@ -288,6 +289,35 @@ func TestScenarioFile(t *testing.T) {
 	for _, bad := range []string{`{"id":"a"}` + "\n" + `{"id":"a"}`, `{"idd":"a"}`, `{"id":"a","split":"dev"}`, `{"payload":1}`} {
 		if _, err := collect.DecodeScenarios(strings.NewReader(bad), "x.jsonl"); err == nil || !strings.Contains(err.Error(), "x.jsonl:") {
 			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// TestFewerScenariosThanGroupsWarned: --groups past the scenarios a file
+// holds (of the split asked for) plays those there are and says so in the
+// log (it was silent: a run of 2 groups where 5 were asked for); --groups
+// within the file says nothing.
+func TestFewerScenariosThanGroupsWarned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	os.WriteFile(path, []byte(`{"id":"a","environment":"guess","payload":{"secret":3,"n":8,"turns":3}}
+{"id":"b","environment":"guess","payload":{"secret":5,"n":8,"turns":3}}
+`), 0o644)
+	for _, c := range []struct {
+		groups int
+		warned bool
+	}{{5, true}, {2, false}, {0, false}} {
+		var out, log bytes.Buffer
+		o := collect.Options{Env: "guess", Scenarios: path, Groups: c.groups, GroupSize: 1, Concurrency: 1, Policy: "scripted:bisect", Out: &out,
+			Log: slog.New(slog.NewTextHandler(&log, nil))}
+		if err := collect.Run(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(readGroups(t, out.Bytes())); n != 2 {
+			t.Errorf("--groups %d: %d groups played, want 2", c.groups, n)
+		}
+		warned := strings.Contains(log.String(), "fewer scenarios than --groups") && strings.Contains(log.String(), "available=2")
+		if warned != c.warned {
+			t.Errorf("--groups %d: warned %v, want %v; log:\n%s", c.groups, warned, c.warned, log.String())
 		}
 	}
 }

@@ -3,75 +3,15 @@ package grpojob
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/internal/stageerr"
-	"github.com/hone-rl/hone/internal/waitfor"
+	"github.com/hone-rl/hone/train/internal/changingfile"
 )
-
-// serveChanging makes path a named pipe whose every opening reads the
-// next of contents whole (the last one again once they run out): a file
-// that another program replaces between two readings of it.
-func serveChanging(t *testing.T, path string, contents ...[]byte) {
-	t.Helper()
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		for i := 0; ; i++ {
-			f, err := os.OpenFile(path, os.O_WRONLY, 0) // until a reader opens it
-			if err != nil {
-				return
-			}
-			select {
-			case <-done:
-				f.Close()
-				return
-			default:
-			}
-			f.Write(contents[min(i, len(contents)-1)])
-			f.Close()
-			// Opened again while this reader still has it open, the pipe
-			// would give it the next contents too: wait until it closed.
-			if !waitfor.Within(time.Minute, func() bool { return !openHere(path) }) {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		close(done)
-		// The writer waits in its open for a reader: be the one, so it
-		// sees done.
-		if r, err := os.Open(path); err == nil {
-			io.Copy(io.Discard, r)
-			r.Close()
-		}
-		<-finished
-	})
-}
-
-// openHere reports whether this process has path open.
-func openHere(path string) bool {
-	if p, err := filepath.EvalSymlinks(path); err == nil {
-		path = p // what /proc names it by
-	}
-	fds, _ := os.ReadDir("/proc/self/fd")
-	for _, fd := range fds {
-		if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && l == path {
-			return true
-		}
-	}
-	return false
-}
 
 // TestInputChangedWhileReadIsRefused: an input file whose contents change
 // between the run's readings of it is refused, naming it, before anything
@@ -93,7 +33,7 @@ func TestInputChangedWhileReadIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := filepath.Join(dir, "round.parquet")
-	serveChanging(t, in, first, second)
+	changingfile.Serve(t, in, first, second)
 	o := baseOptions(md, filepath.Join(dir, "adapters"), "r", in)
 	o.Steps = 1
 	err = runWith(context.Background(), backend(t), o, nil)

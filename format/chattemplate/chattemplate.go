@@ -398,18 +398,46 @@ func (e *RaisedError) Error() string { return "chat template raised: " + e.Messa
 // (Qwen's and Llama's put content into the prompt as a string) as the
 // parts' text joined by newlines: vLLM's "auto" content format, so that
 // training renders a recorded conversation as the server that sampled it
-// did.
+// did. A tool call's arguments that are a JSON object reach the template as
+// a dict (for tojson and .items()), except in a template that prints the
+// dict as text: there they are the text the model wrote.
 //
 // The rendering stops with a *LimitError (errors.Is ErrLimit) when the
 // template passes t.Limits, and with ctx's error (wrapped) soon after ctx
 // is done; a panic inside the engine becomes an error matching ErrEngine.
-func (t *Template) Render(ctx context.Context, in Input) (out string, err error) {
+func (t *Template) Render(ctx context.Context, in Input) (string, error) {
 	name, err := t.pick(in)
 	if err != nil {
 		return "", err
 	}
+	out, err := t.render(ctx, name, in, argsDict)
+	if err != nil || !printsArgumentsDict(out, in.Messages) {
+		return out, err
+	}
+	// The output holds the repr of a call's arguments: the template put
+	// them into the prompt as text ('…' + arguments, or {{ arguments }}),
+	// unless the text came from elsewhere (a tool result echoing them). A
+	// rendering with a probe dict in their place, whose repr nothing else
+	// holds, tells the two apart.
+	if probe, perr := t.render(ctx, name, in, argsProbe); perr != nil || !strings.Contains(probe, probeRepr) {
+		return out, nil
+	}
+	// Such a template was written for the JSON string OpenAI's messages
+	// carry (DeepSeek-R1 and V3 and their distills, functionary), not the
+	// dict that templates using tojson want. jinja2 raises on the
+	// concatenation and prints Python's repr of the dict otherwise, so the
+	// prompt held {'city': 'Paris'} where the model had written
+	// {"city": "Paris"}: the history trained on and served was not the
+	// text sampled. Rendered again with every call's arguments as the text
+	// the model wrote, as verl and SGLang do for these templates.
+	return t.render(ctx, name, in, argsText)
+}
+
+// render is one rendering of in with the template called name, tool
+// calls' arguments passed as args says.
+func (t *Template) render(ctx context.Context, name string, in Input, args argsMode) (out string, err error) {
 	c := t.compiled[name]
-	data, err := t.variables(in, c.parts)
+	data, err := t.variables(in, c.parts, args)
 	if err != nil {
 		return "", err
 	}
@@ -451,8 +479,9 @@ func panicText(p any) string {
 }
 
 // variables are the render data of in; parts says whether a message's
-// content given as a list of parts is passed as the list (messageValue).
-func (t *Template) variables(in Input, parts bool) (map[string]jinja.Value, error) {
+// content given as a list of parts is passed as the list (messageValue),
+// args how tool calls' arguments are passed.
+func (t *Template) variables(in Input, parts bool, args argsMode) (map[string]jinja.Value, error) {
 	data := make(map[string]jinja.Value, len(t.special)+len(in.Kwargs)+8)
 	for k, v := range t.special {
 		data[k] = v
@@ -469,7 +498,7 @@ func (t *Template) variables(in Input, parts bool) (map[string]jinja.Value, erro
 	}
 	msgs := make([]jinja.Value, len(in.Messages))
 	for i, m := range in.Messages {
-		v, err := messageValue(m, parts)
+		v, err := messageValue(m, parts, args)
 		if err != nil {
 			return nil, fmt.Errorf("message %d (%s): %w", i, m.Role, err)
 		}

@@ -28,7 +28,7 @@ func renderPlain(t *Template, name string, in Input) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	data, err := t.variables(in, t.compiled[name].parts)
+	data, err := t.variables(in, t.compiled[name].parts, argsDict)
 	if err != nil {
 		return "", err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/ardanlabs/jinja"
 
@@ -24,7 +25,7 @@ import (
 // format/layout lays the same turn out with (Llama 3.1 prints a tool
 // result's "" as tojson, '""', and None as nothing), so the prompt served
 // was not the one trained on, and Gemma 3's template refused it.
-func messageValue(m chatmsg.Message, parts bool) (jinja.Value, error) {
+func messageValue(m chatmsg.Message, parts bool, args argsMode) (jinja.Value, error) {
 	d := jinja.NewDict()
 	dict := d.AsDict()
 	dict.Set("role", jinja.NewString(m.Role))
@@ -55,7 +56,7 @@ func messageValue(m chatmsg.Message, parts bool) (jinja.Value, error) {
 	if len(m.ToolCalls) > 0 {
 		calls := make([]jinja.Value, len(m.ToolCalls))
 		for i, tc := range m.ToolCalls {
-			v, err := toolCallValue(tc)
+			v, err := toolCallValue(tc, args)
 			if err != nil {
 				return jinja.Undefined(), fmt.Errorf("tool_calls[%d]: %w", i, err)
 			}
@@ -72,10 +73,18 @@ func messageValue(m chatmsg.Message, parts bool) (jinja.Value, error) {
 	return d, nil
 }
 
-func toolCallValue(tc chatmsg.ToolCall) (jinja.Value, error) {
+func toolCallValue(tc chatmsg.ToolCall, mode argsMode) (jinja.Value, error) {
 	fn := jinja.NewDict()
 	fn.AsDict().Set("name", jinja.NewString(tc.Name))
-	fn.AsDict().Set("arguments", argumentsValue(tc.Arguments))
+	args := argumentsValue(tc.Arguments)
+	switch {
+	case mode == argsText:
+		args = jinja.NewString(tc.Arguments)
+	case mode == argsProbe && args.IsDict():
+		args = jinja.NewDict()
+		args.AsDict().Set(probeKey, jinja.NewInt(0))
+	}
+	fn.AsDict().Set("arguments", args)
 	d := jinja.NewDict()
 	if tc.ID != "" {
 		d.AsDict().Set("id", jinja.NewString(tc.ID))
@@ -89,6 +98,22 @@ func toolCallValue(tc chatmsg.ToolCall) (jinja.Value, error) {
 	return d, nil
 }
 
+// argsMode is how a rendering passes tool calls' arguments.
+type argsMode int
+
+const (
+	argsDict  argsMode = iota // a dict when they are a JSON object (argumentsValue)
+	argsText                  // the text the model wrote
+	argsProbe                 // a dict holding only probeKey in place of each dict
+)
+
+// probeKey is the key of the probe dict, and probeRepr the text of that
+// dict printed by {{ }} or joined by +, alike for the two printers.
+const (
+	probeKey  = "__hone_arguments_probe"
+	probeRepr = "{'" + probeKey + "': 0}"
+)
+
 // argumentsValue parses arguments that are a JSON object into an ordered
 // dict, as ART does before applying the template; other text (malformed
 // JSON from a sampled call, a bare string) stays a string so that templates
@@ -101,6 +126,25 @@ func argumentsValue(args string) jinja.Value {
 		}
 	}
 	return jinja.NewString(args)
+}
+
+// printsArgumentsDict says whether out holds a tool call's arguments of
+// msgs printed as a dict (Python's repr, as {{ }} prints it, or the
+// engine's, as + joins it to a string): a template that takes arguments as
+// text. An empty dict prints as its JSON, so it is not looked for.
+func printsArgumentsDict(out string, msgs []chatmsg.Message) bool {
+	for _, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			v := argumentsValue(tc.Arguments)
+			if !v.IsDict() || v.AsDict().Len() == 0 {
+				continue
+			}
+			if strings.Contains(out, pythonStr(v)) || strings.Contains(out, v.String()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // toolValue converts one tool's JSON. A bare function description

@@ -50,9 +50,9 @@ latest and ends bit-identical to an uninterrupted run (same machine,
 saved with the run's config; a resume with others trains and says so on
 stderr, since its steps may round differently. SIGINT or SIGTERM first
 saves the last finished step that --save-every left unsaved, then exits
-130 (with --norm art only when the signal comes before the step's first
-update: after it the weights are part way into the next step, and nothing
-is saved). A step whose loss, gradient or updated
+130 (with --norm art, which updates the weights part way into a step, from
+a copy of the adapter and the optimizer's moments taken as the step
+began, when the step before it was unsaved). A step whose loss, gradient or updated
 weights are NaN or Inf stops the run (exit code 1) before it is saved.
 
 Rounds: --resume with new trajectory files is the next session of the same

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/checkpoint"
@@ -54,8 +55,10 @@ type Loop struct {
 // Run saves the last finished step when SaveEvery left it unsaved, then
 // returns ctx's error: the finished steps are kept, as every stage keeps
 // its finished work, rather than redone by the resume. A step cut short
-// that had already taken an optimizer update (--norm art takes one per
-// row) left the weights between two steps, and is not saved.
+// after an optimizer update (--norm art takes one per row) has left the
+// weights between two steps: such a step starts from a copy of the
+// adapter and the optimizer's state when the step before it is unsaved,
+// and a stop saves that copy.
 func (l *Loop) Run(ctx context.Context, from, to int) (err error) {
 	every := max(l.SaveEvery, 1)
 	skipped, updates, done := 0, l.Opt.Step, from
@@ -72,17 +75,22 @@ func (l *Loop) Run(ctx context.Context, from, to int) (err error) {
 	}()
 	for s := from; s < to; s++ {
 		if err := ctx.Err(); err != nil {
-			return l.saveStopped(done, unsaved, err)
+			return l.saveStopped(done, unsaved, nil, err)
 		}
 		before := l.Opt.Step
-		row, err := l.step(ctx, s)
+		var start *savedState // step done's state, when this step may change it part way
+		row, err := l.step(ctx, s, func(job *Job) {
+			if unsaved != nil && job.PerMicroBatch {
+				start = l.current()
+			}
+		})
 		if err != nil {
-			if ctx.Err() != nil && l.Opt.Step == before && !errors.Is(err, ErrNotFinite) {
-				// Cancelled before the step changed the weights: they are
-				// still step done's. A non-finite update leaves the count
-				// but has written Inf or NaN into the weights (and the
-				// moments): they are no one's step.
-				return l.saveStopped(done, unsaved, l.stepError(s+1, err))
+			if ctx.Err() != nil && (start != nil || l.Opt.Step == before && !errors.Is(err, ErrNotFinite)) {
+				// Cancelled before the step changed the weights, or from
+				// the copy taken before it did. A non-finite update leaves
+				// the count but has written Inf or NaN into the weights
+				// (and the moments): without a copy they are no one's step.
+				return l.saveStopped(done, unsaved, start, l.stepError(s+1, err))
 			}
 			return l.stepError(s+1, err)
 		}
@@ -94,7 +102,7 @@ func (l *Loop) Run(ctx context.Context, from, to int) (err error) {
 		row["time"] = float64(time.Now().UnixMilli()) / 1e3
 		unsaved = row
 		if (s+1)%every == 0 || s+1 == to {
-			if err := l.save(s+1, row); err != nil {
+			if err := l.save(s+1, row, l.live()); err != nil {
 				return err
 			}
 			unsaved = nil
@@ -107,10 +115,33 @@ func (l *Loop) Run(ctx context.Context, from, to int) (err error) {
 	return nil
 }
 
-// save writes step n, whose metrics row is row, and prunes the run.
-func (l *Loop) save(n int, row map[string]float64) error {
-	st := checkpoint.State{Step: n, OptimizerStep: l.Opt.Step, Metrics: row, Extra: l.Extra}
-	if err := l.Ckpt.Save(l.Adapter.ToPEFT(l.BaseName), l.Opt.Tensors(), st, l.Config); err != nil {
+// savedState is what a step folder holds of the training state: the
+// adapter, the optimizer's moments and its update count, copied.
+type savedState struct {
+	adapter *peft.Adapter
+	moments []checkpoint.Tensor
+	updates int
+}
+
+// live is the state as it is now, its moments the optimizer's own.
+func (l *Loop) live() *savedState {
+	return &savedState{adapter: l.Adapter.ToPEFT(l.BaseName), moments: l.Opt.Tensors(), updates: l.Opt.Step}
+}
+
+// current copies the state as it is now, to be saved after later updates.
+func (l *Loop) current() *savedState {
+	st := l.live()
+	for i := range st.moments {
+		st.moments[i].Values = slices.Clone(st.moments[i].Values)
+	}
+	return st
+}
+
+// save writes step n, whose metrics row is row and state st, and prunes
+// the run.
+func (l *Loop) save(n int, row map[string]float64, st *savedState) error {
+	state := checkpoint.State{Step: n, OptimizerStep: st.updates, Metrics: row, Extra: l.Extra}
+	if err := l.Ckpt.Save(st.adapter, st.moments, state, l.Config); err != nil {
 		return err
 	}
 	return l.Ckpt.Prune(l.KeepLast, l.BestMetric, l.BestMax)
@@ -118,12 +149,15 @@ func (l *Loop) save(n int, row map[string]float64) error {
 
 // saveStopped saves step done, whose metrics row is row, when the run was
 // stopped with it unsaved (row not nil), and returns stopErr, joined with
-// the save's error if any.
-func (l *Loop) saveStopped(done int, row map[string]float64, stopErr error) error {
+// the save's error if any. st is step done's state (nil: the live one).
+func (l *Loop) saveStopped(done int, row map[string]float64, st *savedState, stopErr error) error {
 	if row == nil {
 		return stopErr
 	}
-	if err := l.save(done, row); err != nil {
+	if st == nil {
+		st = l.live()
+	}
+	if err := l.save(done, row, st); err != nil {
 		return errors.Join(stopErr, fmt.Errorf("saving step %d on the way out: %w", done, err))
 	}
 	l.log().Info("stopped: saved the last finished step", "run", l.Ckpt.Dir, "step", done)
@@ -147,12 +181,15 @@ func (l *Loop) stepError(n int, err error) error {
 		n, err, n, kept)
 }
 
-func (l *Loop) step(ctx context.Context, s int) (map[string]float64, error) {
+// step trains step s (0-based); starting is called with its job before
+// the job changes anything.
+func (l *Loop) step(ctx context.Context, s int, starting func(*Job)) (map[string]float64, error) {
 	t0 := time.Now()
 	job, err := l.Next(ctx, s)
 	if err != nil {
 		return nil, err
 	}
+	starting(job)
 	row := map[string]float64{"step": float64(s + 1)}
 	maps.Copy(row, job.Metrics)
 	if job.Skip != "" {

@@ -95,7 +95,7 @@ func tinySteps(t *testing.T, be kernels.Backend, steps int) tinyResult {
 	}
 	var r tinyResult
 	for s := range steps {
-		row, err := l.step(context.Background(), s)
+		row, err := l.step(context.Background(), s, func(*Job) {})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func TestPerMicroBatchUpdates(t *testing.T) {
 		}
 		var rows []map[string]float64
 		for s := range steps {
-			row, err := l.step(context.Background(), s)
+			row, err := l.step(context.Background(), s, func(*Job) {})
 			if err != nil {
 				t.Fatal(err)
 			}

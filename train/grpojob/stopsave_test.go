@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/runfolder"
-	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/hone-rl/hone/train/internal/stopat"
 )
 
 // TestStopSavesFinishedSteps: a run told to stop (SIGTERM, SIGINT: its
@@ -71,22 +71,6 @@ func TestStopSavesFinishedSteps(t *testing.T) {
 	}
 }
 
-// cancelAtUpdate is a backend that cancels a run's context at the first
-// optimizer update after its logger saw a finished step: a SIGTERM that
-// lands after step 2's first update when --norm art takes one per row.
-type cancelAtUpdate struct {
-	kernels.Backend
-	armed  *bool
-	cancel context.CancelFunc
-}
-
-func (b cancelAtUpdate) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
-	if *b.armed {
-		b.cancel()
-	}
-	b.Backend.AdamW(param, grad, m, v, n, step, h)
-}
-
 // armAtStep arms a cancelAtUpdate when a step's line is logged.
 type armAtStep struct {
 	slog.Handler
@@ -123,7 +107,7 @@ func TestStopMidARTStepSavesFinishedStep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	armed := false
-	be := cancelAtUpdate{Backend: backend(t), armed: &armed, cancel: cancel}
+	be := stopat.Update{Backend: backend(t), Armed: &armed, Cancel: cancel}
 	stop := slog.New(armAtStep{Handler: slog.NewTextHandler(&log, nil), armed: &armed})
 	if err := runWith(ctx, be, opts("stopped"), stop); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the stopped run: %v, want context.Canceled\n%s", err, log.String())

@@ -13,6 +13,7 @@ import (
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/kernels/cpu"
 	"github.com/hone-rl/hone/train/checkpoint"
+	"github.com/hone-rl/hone/train/internal/stopat"
 	"github.com/hone-rl/hone/train/model"
 	"github.com/hone-rl/hone/train/tinymodel"
 )
@@ -99,22 +100,6 @@ func TestStopMidStepSavesOnlyWholeSteps(t *testing.T) {
 	}
 }
 
-// cancelOnAdamW is a backend that cancels a run's context when its AdamW
-// kernel runs and armed is set: a SIGTERM that arrives while the optimizer
-// updates the weights.
-type cancelOnAdamW struct {
-	kernels.Backend
-	armed  *bool
-	cancel context.CancelFunc
-}
-
-func (b cancelOnAdamW) AdamW(param, grad, m, v []float32, n, step int, h kernels.AdamWParams) {
-	if *b.armed {
-		b.cancel()
-	}
-	b.Backend.AdamW(param, grad, m, v, n, step, h)
-}
-
 // TestStopDuringNonFiniteUpdateSavesNothing: a run stopped while the
 // update of its second step writes Inf and NaN into the weights (a
 // learning rate that overflows float32), with --save-every 5 leaving step
@@ -131,7 +116,7 @@ func TestStopDuringNonFiniteUpdateSavesNothing(t *testing.T) {
 	}
 	defer cpuBE.Close()
 	armed := false
-	be := cancelOnAdamW{Backend: cpuBE, armed: &armed, cancel: cancel}
+	be := stopat.Update{Backend: cpuBE, Armed: &armed, Cancel: cancel}
 	m, err := tinymodel.New(tinymodel.Options{Hidden: 16, Layers: 1, Heads: 2, KVHeads: 1, Seed: 2}, be)
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ type Config struct {
 	Act           string  // MLP activation: "" or "silu" (SwiGLU); "gelu_tanh": down(gelu_tanh(gate)·up)
 	NormOffset    bool    // every RMSNorm multiplies by 1+w instead of w
 	SandwichNorms bool    // post-attention, pre- and post-feed-forward norms (see Block)
-	EmbedScale    float32 // the embeddings are multiplied by it (√Hidden); 0: not scaled
+	EmbedScale    float32 // the embeddings are multiplied by it (√Hidden in the stored dtype, see EmbedScale); 0: not scaled
 	AttnScale     float32 // attention score scale (query_pre_attn_scalar^-1/2); 0: 1/√HeadDim
 	// LayerKinds is one byte per layer, 'S' for one whose attention sees only
 	// the last SlidingWindow keys (the query's own included) and whose RoPE

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/format/safetensors"
 	"github.com/hone-rl/hone/kernels"
 )
 
@@ -76,5 +77,27 @@ func TestConfigFromGemma3(t *testing.T) {
 	h.RoPE = hfconfig.RoPE{Type: "dynamic", Theta: 1e6, Factor: 8}
 	if _, err := ConfigFromHF(h); err == nil || !strings.Contains(err.Error(), `rope scaling "dynamic" not supported`) {
 		t.Errorf("dynamic rope scaling: error %v", err)
+	}
+}
+
+// Gemma's √hidden is rounded to the dtype the checkpoint stores its
+// embedding in, as transformers' Gemma3TextScaledWordEmbedding
+// (embed_scale.to(weight.dtype)) and its comment "sqrt(3072)=55.4256 to
+// become 55.5" say; a float32 checkpoint keeps float32's √hidden.
+func TestEmbedScaleInStoredDType(t *testing.T) {
+	for _, c := range []struct {
+		hidden int
+		dt     safetensors.DType
+		want   float32
+	}{
+		{3072, safetensors.BF16, 55.5},
+		{1152, safetensors.BF16, 34},
+		{48, safetensors.BF16, 6.9375},
+		{48, safetensors.F16, 6.9296875},
+		{48, safetensors.F32, float32(math.Sqrt(48))},
+	} {
+		if got := EmbedScale(c.hidden, c.dt); got != c.want {
+			t.Errorf("EmbedScale(%d, %s) = %v, want %v", c.hidden, c.dt, got, c.want)
+		}
 	}
 }

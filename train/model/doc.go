@@ -52,7 +52,8 @@
 // Qwen2 adds q/k/v biases; Qwen3 applies per-head RMSNorm to q and k before
 // RoPE; LoRA adds scale·B·A·x with scale alpha/r (alpha/√r for rsLoRA).
 //
-// Gemma 3 (transformers' modeling_gemma3): embeddings times √C; every
+// Gemma 3 (transformers' modeling_gemma3): embeddings times √C rounded to
+// the dtype embed_tokens is stored in (EmbedScale); every
 // RMSNorm multiplies by 1+w; per-head q/k norms; scores scaled by
 // query_pre_attn_scalar^-1/2; sandwich norms (the attention and MLP outputs
 // are normed before their residual adds, the MLP input by

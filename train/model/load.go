@@ -46,6 +46,8 @@ func ConfigFromHF(h *hfconfig.Config) (Config, error) {
 		// Gemma 3: transformers' modeling_gemma3 (Gemma3TextScaledWordEmbedding,
 		// Gemma3RMSNorm, Gemma3Attention.scaling, Gemma3DecoderLayer).
 		c.Act, c.NormOffset, c.SandwichNorms = "gelu_tanh", true, true
+		// float32's √hidden; fromFolder rounds it to the stored dtype
+		// (EmbedScale), which config.json does not decide.
 		c.EmbedScale = float32(math.Sqrt(float64(h.HiddenSize)))
 		c.AttnScale = float32(1 / math.Sqrt(h.QueryPreAttnScalar))
 		c.SlidingWindow = h.SlidingWindow
@@ -85,6 +87,26 @@ func ConfigFromHF(h *hfconfig.Config) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// EmbedScale is Gemma 3's embedding scale √hidden as the checkpoint holds
+// it: rounded to stored, the dtype of its embed_tokens tensor, as
+// transformers' Gemma3TextScaledWordEmbedding multiplies by
+// embed_scale.to(self.weight.dtype) and vLLM by a normalizer made in the
+// model's dtype (the original JAX Gemma's sqrt(embed_dim).astype(x.dtype)):
+// in a bf16 checkpoint of hidden 1152 (Gemma 3 1B), √1152 = 33.94 is 34.
+// The model computes in float32 whatever the stored dtype, but the scale is
+// part of the model the checkpoint was trained as; float32's √hidden would
+// shift every residual stream by 0.1–0.2% from what HF and vLLM compute.
+func EmbedScale(hidden int, stored safetensors.DType) float32 {
+	s := float32(math.Sqrt(float64(hidden)))
+	switch stored {
+	case safetensors.BF16:
+		return safetensors.BF16ToF32(safetensors.F32ToBF16(s))
+	case safetensors.F16:
+		return safetensors.F16ToF32(safetensors.F32ToF16(s))
+	}
+	return s
 }
 
 // Load reads the model folder dir (config.json and model.safetensors, or a
@@ -169,6 +191,11 @@ func fromFolder(f *modelfolder.Folder, be kernels.Backend, bf16 bool) (*Model, e
 	c, err := ConfigFromHF(f.Config)
 	if err != nil {
 		return nil, fmt.Errorf("model: %s: %w", f.Dir, err)
+	}
+	if c.EmbedScale != 0 {
+		if info, ok := f.TextWeights().Info("model.embed_tokens.weight"); ok {
+			c.EmbedScale = EmbedScale(c.Hidden, info.DType)
+		}
 	}
 	m, err := newModel(c, be, bf16)
 	if err != nil {

@@ -114,7 +114,7 @@ func (o Options) Config() (model.Config, error) {
 		// What train/model.ConfigFromHF makes of configJSON's Gemma keys
 		// (query_pre_attn_scalar is the head dimension, as in Gemma 3 1B).
 		c.QKNorm, c.Act, c.NormOffset, c.SandwichNorms = true, "gelu_tanh", true, true
-		c.EmbedScale = float32(math.Sqrt(float64(o.Hidden)))
+		c.EmbedScale = model.EmbedScale(o.Hidden, safetensors.DType(o.DType))
 		c.AttnScale = float32(1 / math.Sqrt(float64(o.HeadDim)))
 		c.SlidingWindow, c.LocalRoPE = o.SlidingWindow, kernels.RoPEConfig{Theta: 10000}
 		c.LayerKinds = string(gemmaKinds(o.Layers))

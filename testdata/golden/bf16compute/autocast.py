@@ -31,7 +31,9 @@ def run(case):
     d = os.path.join(MODEL, case)
     with open(os.path.join(d, "model", "config.json")) as f:
         cfg = json.load(f)
-    W = {k: v.to(torch.float32) for k, v in reference.read_safetensors(os.path.join(d, "model", "model.safetensors")).items()}
+    stored = {}
+    W = {k: v.to(torch.float32) for k, v in
+         reference.read_safetensors(os.path.join(d, "model", "model.safetensors"), stored).items()}
     with open(os.path.join(d, "adapter", "adapter_config.json")) as f:
         acfg = json.load(f)
     lora = reference.Lora({k: v.to(torch.float32) for k, v in
@@ -42,7 +44,9 @@ def run(case):
         gold = json.load(f)
     tg = torch.tensor(inp["targets"])
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-        logits = reference.forward_f32(cfg, W, inp["input_ids"], inp["position_ids"], inp["seq_starts"], lora)
+        # The model the goldens define: Gemma's embedding scale in the dtype embed_tokens is stored in.
+        logits = reference.forward_f32(cfg, W, inp["input_ids"], inp["position_ids"], inp["seq_starts"], lora,
+                                       stored["model.embed_tokens.weight"])
     lsm = logits.float().log_softmax(-1)
     lp = lsm.gather(1, tg.clamp(min=0)[:, None])[:, 0]
     lp = torch.where(tg >= 0, lp, torch.zeros_like(lp)).double()

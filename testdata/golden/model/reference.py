@@ -38,7 +38,7 @@ i - j < sliding_window, with the model's one RoPE.
 Gemma 3 (model_type gemma3_text), restated from transformers' modeling_gemma3.py
 (Gemma3TextScaledWordEmbedding, Gemma3RMSNorm, Gemma3Attention, Gemma3DecoderLayer,
 Gemma3TextModel) and configuration_gemma3.py (layer_types from sliding_window_pattern):
-embeddings times sqrt(hidden_size); every RMSNorm multiplies by (1 + w); per-head q/k
+embeddings times sqrt(hidden_size) rounded to the dtype embed_tokens is stored in; every RMSNorm multiplies by (1 + w); per-head q/k
 norms before RoPE; scores scaled by query_pre_attn_scalar**-0.5; sliding layers use
 plain RoPE with base rope_local_base_freq and see only keys j with i - j < sliding_window
 (transformers' sliding_window_overlay: kv_idx > q_idx - sliding_window), full layers use
@@ -85,7 +85,8 @@ def write_safetensors(path, tensors, metadata=None):
     os.replace(tmp, path)
 
 
-def read_safetensors(path):
+def read_safetensors(path, dtypes=None):
+    """Returns {name: float64 tensor}; dtypes, when given, gets each tensor's stored dtype."""
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
@@ -97,6 +98,8 @@ def read_safetensors(path):
             continue
         b, e = info["data_offsets"]
         dt = info["dtype"]
+        if dtypes is not None:
+            dtypes[name] = DT_FROM[dt]
         raw = bytearray(data[base + b:base + e])
         if dt in ("F16", "BF16"):
             t = torch.frombuffer(raw, dtype=torch.int16).view(DT_FROM[dt])
@@ -194,7 +197,7 @@ def linear(x, W, bias=None, lora=None, scale=1.0):
     return y
 
 
-def forward(cfg, W, ids, pos, seq_starts, lora=None):
+def forward(cfg, W, ids, pos, seq_starts, lora=None, embed_dtype=torch.float32):
     V = cfg["vocab_size"]
     C = cfg["hidden_size"]
     H = cfg["num_attention_heads"]
@@ -219,7 +222,10 @@ def forward(cfg, W, ids, pos, seq_starts, lora=None):
 
     x = W["model.embed_tokens.weight"][torch.tensor(ids)]
     if gemma:
-        x = x * torch.tensor(C ** 0.5, dtype=torch.float32).to(x.dtype)
+        # Gemma3TextScaledWordEmbedding: embed_scale (a float32 buffer of sqrt(hidden_size)) .to(weight.dtype),
+        # the dtype the embedding is stored in: in bf16, sqrt(48) = 6.928 is 6.9375 (transformers' comment:
+        # "causing sqrt(3072)=55.4256 to become 55.5", PR 29402, as the original JAX Gemma does).
+        x = x * torch.tensor(C ** 0.5, dtype=torch.float32).to(embed_dtype).to(x.dtype)
     pos_t = torch.tensor(pos)
     for l in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % l
@@ -498,7 +504,9 @@ def make_cases(outdir):
 def golden(casedir):
     with open(os.path.join(casedir, "model", "config.json")) as f:
         cfg = json.load(f)
-    W = read_safetensors(os.path.join(casedir, "model", "model.safetensors"))
+    stored = {}
+    W = read_safetensors(os.path.join(casedir, "model", "model.safetensors"), stored)
+    emb_dt = stored["model.embed_tokens.weight"]
     with open(os.path.join(casedir, "adapter", "adapter_config.json")) as f:
         acfg = json.load(f)
     lora = Lora(read_safetensors(os.path.join(casedir, "adapter", "adapter_model.safetensors")), acfg)
@@ -508,7 +516,7 @@ def golden(casedir):
     tg = torch.tensor(inp["targets"])
     wt = torch.tensor(inp["weights"], dtype=torch.float64)
 
-    logits = forward(cfg, W, ids, pos, starts, lora)
+    logits = forward(cfg, W, ids, pos, starts, lora, emb_dt)
     lsm = logits.log_softmax(-1)
     logprobs = lsm.gather(1, tg[:, None])[:, 0]
     entropy = -(lsm.exp() * lsm).sum(-1)
@@ -516,7 +524,7 @@ def golden(casedir):
     names = sorted(lora.params)
     grads = torch.autograd.grad(loss, [lora.params[n] for n in names])
     with torch.no_grad():
-        base = forward(cfg, W, ids, pos, starts, None)
+        base = forward(cfg, W, ids, pos, starts, None, emb_dt)
 
     def rows(t):
         # 12 significant digits: far below the float32 tolerances the Go tests use.
@@ -691,14 +699,14 @@ def bench_decode(args=()):
                                      threads=torch.get_num_threads())))
 
 
-def forward_f32(cfg, W, ids, pos, seq_starts, lora):
+def forward_f32(cfg, W, ids, pos, seq_starts, lora, embed_dtype=torch.float32):
     # The reference forward builds its RoPE tables in float64; run it in
     # float32 by casting those inputs, the rest follows the weights' dtype.
     global inv_freq
     f64 = inv_freq
     try:
         inv_freq = lambda c, d: f64(c, d).to(torch.float32)
-        return forward(cfg, W, ids, pos, seq_starts, lora)
+        return forward(cfg, W, ids, pos, seq_starts, lora, embed_dtype)
     finally:
         inv_freq = f64
 

@@ -753,7 +753,7 @@ type ropeObj struct {
 	PartialRotaryFactor *float64 `json:"partial_rotary_factor"`
 }
 
-func supportedRoPE() string { return "default, linear, dynamic, llama3" }
+func supportedRoPE() string { return "default, linear, llama3" }
 
 func parseRoPE(r raw, defTheta float64) (RoPE, error) {
 	rope := RoPE{Type: "default", Theta: defTheta}

@@ -162,7 +162,7 @@ func TestRejects(t *testing.T) {
 		"gelu":              {fmt.Sprintf(base, `,"hidden_act":"gelu"`), "hidden_act"},
 		"eps zero":          {fmt.Sprintf(base, `,"rms_norm_eps":0`), "rms_norm_eps"},
 		"theta negative":    {fmt.Sprintf(base, `,"rope_theta":-1`), "rope_theta"},
-		"yarn":              {fmt.Sprintf(base, `,"rope_scaling":{"rope_type":"yarn","factor":4}`), `"yarn" is not supported (supported: default, linear, dynamic, llama3)`},
+		"yarn":              {fmt.Sprintf(base, `,"rope_scaling":{"rope_type":"yarn","factor":4}`), `"yarn" is not supported (supported: default, linear, llama3)`},
 		"llama3 partial":    {fmt.Sprintf(base, `,"rope_scaling":{"rope_type":"llama3","factor":8}`), "low_freq_factor"},
 		"llama3 order":      {fmt.Sprintf(base, `,"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":4,"high_freq_factor":1,"original_max_position_embeddings":8192}`), "low_freq_factor"},
 		"llama3 orig frac":  {fmt.Sprintf(base, `,"rope_scaling":{"rope_type":"llama3","factor":8,"low_freq_factor":1,"high_freq_factor":4,"original_max_position_embeddings":81.5}`), "original_max_position_embeddings"},

@@ -75,7 +75,7 @@ func TestConfigFromGemma3(t *testing.T) {
 	// Dynamic rope scaling is parsed by hfconfig but not implemented by the
 	// model: refused by name.
 	h.RoPE = hfconfig.RoPE{Type: "dynamic", Theta: 1e6, Factor: 8}
-	if _, err := ConfigFromHF(h); err == nil || !strings.Contains(err.Error(), `rope scaling "dynamic" not supported`) {
+	if _, err := ConfigFromHF(h); err == nil || !strings.Contains(err.Error(), `config.json rope_scaling type "dynamic" not supported`) {
 		t.Errorf("dynamic rope scaling: error %v", err)
 	}
 }

@@ -40,7 +40,7 @@ func ConfigFromHF(h *hfconfig.Config) (Config, error) {
 		c.RoPE.HighFreqFactor = h.RoPE.HighFreqFactor
 		c.RoPE.OriginalMaxPos = float64(h.RoPE.OriginalMaxPositionEmbeddings)
 	default:
-		return Config{}, fmt.Errorf("model: rope scaling %q not supported (want default, linear or llama3)", h.RoPE.Type)
+		return Config{}, fmt.Errorf("model: config.json rope_scaling type %q not supported (want default, linear or llama3)", h.RoPE.Type)
 	}
 	if gemma {
 		// Gemma 3: transformers' modeling_gemma3 (Gemma3TextScaledWordEmbedding,

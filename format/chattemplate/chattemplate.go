@@ -305,8 +305,10 @@ func (t *Template) add(name, source, origin string) error {
 		return &badTemplate{fmt.Errorf("compile: %w", insErr)}
 	}
 	// An unclosed tag stops the engine's scanner too, before its parser,
-	// and the engine words it better.
-	if _, err := jinja.Compile(text); err != nil {
+	// and the engine words it better. x.0.1 is read as x[0][1] here, as
+	// jinja2 reads it (indexAttrsInTags); the engine's lexer takes 0.1
+	// for a float.
+	if _, err := jinja.Compile(indexAttrsInTags(text)); err != nil {
 		return &badTemplate{fmt.Errorf("compile: %w", err)}
 	}
 	if insErr != nil {

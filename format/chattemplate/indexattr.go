@@ -55,3 +55,41 @@ func indexAttrs(code string) string {
 	}
 	return b.String()
 }
+
+// indexAttrsInTags is src with indexAttrs applied to the code of every tag
+// outside {% raw %} (a {% set %}'s value only: its target is a name), for
+// the engine's syntax check of the template as written. The engine's
+// lexer reads x.0.1 as x, ".", and the float 0.1, and refused it
+// ("expected attribute name after '.'"), where jinja2 reads x[0][1]: the
+// template was refused before its rewritten text, which the engine parses,
+// was compiled.
+func indexAttrsInTags(src string) string {
+	segs, err := scan(src)
+	if err != nil || !strings.Contains(src, ".") {
+		return src // the engine reports the unclosed tag itself
+	}
+	var b strings.Builder
+	inRaw := false
+	for _, s := range segs {
+		content := src[s.from:s.to]
+		kw := ""
+		if s.kind == segStmt {
+			kw = keyword(content)
+		}
+		switch {
+		case s.kind == segText || s.kind == segComment || (inRaw && kw != "endraw"):
+			b.WriteString(src[s.start:s.end])
+			continue
+		case kw == "raw":
+			inRaw = true
+		case kw == "endraw":
+			inRaw = false
+		}
+		code := indexAttrs(content)
+		if eq := strings.IndexByte(content, '='); kw == "set" && eq >= 0 {
+			code = content[:eq+1] + indexAttrs(content[eq+1:])
+		}
+		b.WriteString(src[s.start:s.from] + code + src[s.to:s.end])
+	}
+	return b.String()
+}

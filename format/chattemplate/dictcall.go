@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"strings"
+	"unicode"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -109,7 +110,13 @@ func dictFromArgs(args []string, end int) (int, string, bool) {
 		if n > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("'" + name + "': " + dictCallsAsLiterals(value))
+		value = strings.TrimRightFunc(dictCallsAsLiterals(value), unicode.IsSpace)
+		b.WriteString("'" + name + "': " + value)
+	}
+	if strings.HasSuffix(b.String(), "}") {
+		// A last value that is a dict would end the literal in "}}",
+		// which the engine's scanner takes for the end of a {{ }} tag.
+		b.WriteByte(' ')
 	}
 	b.WriteByte('}')
 	return end, b.String(), true
@@ -118,8 +125,10 @@ func dictFromArgs(args []string, end int) (int, string, bool) {
 // parses reports whether the engine parses expression e. The engine takes
 // call arguments without commas between them (dict(a=() 0) passes 0 as a
 // second, positional argument), which a literal cannot hold; such a call
-// is left to the engine.
+// is left to the engine. e is tried in a {% %} tag: a value of a {% set %}
+// may hold "}}" ({'k': {'j': 1}}), which would end a {{ }} tag there and
+// fail the check, leaving the call to the engine's random key order.
 func parses(e string) bool {
-	_, err := jinja.Compile("{{ " + e + " }}")
+	_, err := jinja.Compile("{% if " + e + " %}{% endif %}")
 	return err == nil
 }

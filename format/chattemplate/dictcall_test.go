@@ -22,6 +22,9 @@ func TestDictCallKeepsKeyOrder(t *testing.T) {
 		{"{% set d = dict(call_id=messages[0].tool_calls[0].id, content='x,y') %}{{ d|tojson }}{{ dict()|tojson }}{{ dict(b=1,)|tojson }}",
 			`{"call_id": "call_1", "content": "x,y"}{}{"b": 1}`},
 		{"{{ dict(c=messages[0].role == 'assistant', b=none, a=2)|tojson }}", `{"c": true, "b": null, "a": 2}`},
+		// A literal whose last value is a dict ends in "}}".
+		{"{{ dict(d=1, c=2, e=3, a=dict(q=1, p=2))|tojson }}{% set x = dict(b=1, a={'k': {'j': 1}}) %}{{ x|tojson }}",
+			`{"d": 1, "c": 2, "e": 3, "a": {"q": 1, "p": 2}}{"b": 1, "a": {"k": {"j": 1}}}`},
 	}
 	for _, c := range cases {
 		tmpl, err := New(c.src, nil)

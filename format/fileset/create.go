@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -65,12 +66,112 @@ func createLocal(name, path string) (*localOutput, error) {
 		}
 		return nil, fmt.Errorf("create output %q: %w", name, err)
 	}
-	f, err := os.CreateTemp(dir, "."+file+".tmp-*")
+	f, err := createLockedTemp(dir, file)
 	if err != nil {
 		removeMade(made)
 		return nil, fmt.Errorf("create output %q: %w", name, err)
 	}
 	return &localOutput{f: f, name: name, path: path, made: made}, nil
+}
+
+// createLockedTemp creates the temporary file ".<file>.tmp-<random>" in
+// dir and holds an exclusive flock on it until it is closed: the lock is
+// how RemoveStaleTemps tells the temporary file of a live writer from one
+// a killed writer left (the kernel drops a dead process's locks). A
+// cleaner may remove the file between its creation and the lock; the name
+// then no longer leads to it, and another is made.
+func createLockedTemp(dir, file string) (*os.File, error) {
+	for {
+		f, err := os.CreateTemp(dir, "."+file+tempMark+"*")
+		if err != nil {
+			return nil, err
+		}
+		if err := flockRetry(f); err != nil {
+			// A file system without flock (some FUSE mounts): the file
+			// is written unlocked, and RemoveStaleTemps, which cannot
+			// lock it either, leaves it alone.
+			return f, nil
+		}
+		held, err1 := f.Stat()
+		named, err2 := os.Stat(f.Name())
+		if err1 == nil && err2 == nil && os.SameFile(held, named) {
+			return f, nil
+		}
+		f.Close()
+		if err2 != nil && errors.Is(err2, fs.ErrNotExist) {
+			err2 = nil // removed by a cleaner: make another
+		}
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+		}
+	}
+}
+
+// flockRetry takes f's exclusive flock, waiting for a cleaner that holds
+// it for a moment; a signal's interruption is retried.
+func flockRetry(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// tempMark follows ".<file>" in the name of an output's temporary file.
+const tempMark = ".tmp-"
+
+// RemoveStaleTemps removes the temporary files of the local output name
+// (".<file>.tmp-…" beside it) that no live writer holds: what a writer
+// killed with SIGKILL (the OOM killer, a lost node) left, which no reader
+// takes as output but which each kill adds, as large as the output had
+// grown, until the disk fills. A writer's own file, and any another
+// process is writing now, are locked and kept. Only regular files are
+// removed (a run folder's step folders are format/runfolder's). An object
+// store output (an upload, never a file beside the target) has none: it
+// returns nil. It returns the names it removed.
+func RemoveStaleTemps(name string) ([]string, error) {
+	if IsURL(name) {
+		return nil, nil
+	}
+	path, err := LocalPath(name)
+	if err != nil {
+		return nil, fmt.Errorf("remove stale temporary files: %w", err)
+	}
+	dir, file := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("remove stale temporary files of %q: %w", name, err)
+	}
+	var removed []string
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), "."+file+tempMark) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if removeIfUnlocked(p) {
+			removed = append(removed, p)
+		}
+	}
+	return removed, nil
+}
+
+// removeIfUnlocked removes path when no one holds its flock, holding the
+// lock while it removes, so that a writer that locks it after cannot
+// mistake the removed file for its own (createLockedTemp checks the name).
+func removeIfUnlocked(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return false // a live writer's, or a file system without flock
+	}
+	return os.Remove(path) == nil
 }
 
 // makeParents makes dir and its missing parents, and returns the folders

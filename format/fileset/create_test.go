@@ -206,3 +206,40 @@ func TestCreateErrors(t *testing.T) {
 		}
 	}
 }
+
+// RemoveStaleTemps removes only the unlocked temporary files of the output
+// it is given: another output's, a folder of that kind of name (a run
+// folder's step being written) and the files of live writers stay.
+func TestRemoveStaleTempsOnlyThatOutputs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.parquet")
+	live, err := Create(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Abort()
+	for _, n := range []string{".out.parquet.tmp-1", ".other.parquet.tmp-1", "out.parquet.tmp-1"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("left by a kill"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".out.parquet.tmp-dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := RemoveStaleTemps("file://" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, ".out.parquet.tmp-1"); len(removed) != 1 || removed[0] != want {
+		t.Errorf("removed %q, want only %q", removed, want)
+	}
+	if _, err := live.Write([]byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Commit(); err != nil {
+		t.Fatalf("the live writer's file was taken: %v", err)
+	}
+	if names := dirNames(t, dir); len(names) != 4 {
+		t.Errorf("folder holds %q, want the output, the other output's and the folder", names)
+	}
+}

@@ -53,6 +53,10 @@ func OpenOutput(path string, stdout io.Writer, binary bool) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Each SIGKILLed run of a stage left its partial output beside the
+	// target; the next run writing the same output clears them. Best
+	// effort: they hide from readers, so one left is no error.
+	_, _ = fileset.RemoveStaleTemps(path)
 	return &Output{Name: path, w: f, file: f}, nil
 }
 

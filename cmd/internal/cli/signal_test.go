@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,5 +147,43 @@ func TestSecondSIGINTExitsAtOnce(t *testing.T) {
 	msg, _ := os.ReadFile(stderr.Name())
 	if !strings.Contains(string(msg), "exiting without clean-up") {
 		t.Errorf("stderr %q does not say it skipped clean-up", msg)
+	}
+}
+
+// A stage killed with SIGKILL (the OOM killer, a lost node) cannot remove
+// its temporary file: each kill left the partial output, as large as it
+// had grown, beside the target for good. The next run writing the same
+// output removes it, and never the file of a writer still running.
+func TestSIGKILLedOutputTempRemovedByNextRun(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.parquet")
+	cmd, _ := startHelper(t, "write", out)
+	write := func(text string) {
+		t.Helper()
+		err := WriteOutput(out, os.Stdout, true, func(w io.Writer) error {
+			_, err := w.Write([]byte(text))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("while the other writer runs")
+	if names := dirNames(t, dir); len(names) != 2 {
+		t.Fatalf("with a writer running the folder holds %q, want the output and that writer's temporary file", names)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, cmd)
+	if names := dirNames(t, dir); len(names) != 2 {
+		t.Fatalf("after the kill the folder holds %q, want the output and the killed writer's temporary file", names)
+	}
+	write("after the kill")
+	if names := dirNames(t, dir); len(names) != 1 {
+		t.Errorf("the next run left %q, want only the output", names)
+	}
+	if got, _ := os.ReadFile(out); string(got) != "after the kill" {
+		t.Errorf("output %q", got)
 	}
 }

@@ -183,6 +183,26 @@ func (s blobStore) Stat(ctx context.Context, name string) (bool, error) {
 	return true, nil
 }
 
+func (s blobStore) Info(ctx context.Context, name string) (FileInfo, error) {
+	n, err := parseBlobName(name)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if n.isDir() {
+		return FileInfo{}, argErrorf(name, "names a folder; name an object")
+	}
+	b, release, err := s.c.get(ctx, n, name)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer release()
+	a, err := b.Attributes(ctx, n.key)
+	if err != nil {
+		return FileInfo{}, blobErr(name, err)
+	}
+	return FileInfo{Size: a.Size, ModTime: a.ModTime, ETag: a.ETag}, nil
+}
+
 // list returns the objects directly under the folder dir (a key prefix
 // ending in "/", or "" for the bucket's top), sorted by key. A key ending
 // in "/" is left out: it is a folder marker (the AWS console's "Create

@@ -796,3 +796,44 @@ func TestS3SetBucketLifetime(t *testing.T) {
 		t.Errorf("a file opened after its set closed reads %q, %v", b, err)
 	}
 }
+
+// A watched folder (ListSet) is listed, statted and read over one bucket:
+// hone-train --watch-dir stats every object of its folder on each call,
+// and opened a bucket, a new connection, for each read. Info gives an
+// object's size, last-modified time and ETag, which changes with the
+// contents.
+func TestS3ListSetSharesABucket(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	const files = 50
+	for i := range files {
+		putObject(t, s3.url("bkt", "in/"+strconv.Itoa(100+i)+".parquet"), []byte(strconv.Itoa(i)))
+	}
+	before := s3.connections()
+	set, err := ListSet(ctx, s3.url("bkt", "in/"), ".parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if set.Len() != files {
+		t.Fatalf("listed %d objects, want %d", set.Len(), files)
+	}
+	etags := map[string]bool{}
+	for i := range set.Len() {
+		fi, err := set.Info(ctx, i)
+		if err != nil || fi.Size != int64(len(strconv.Itoa(i))) || fi.ModTime.IsZero() || fi.ETag == "" {
+			t.Fatalf("%s: info %+v, %v; want its size, time and ETag", set.Name(i), fi, err)
+		}
+		etags[fi.ETag] = true
+		b, err := set.ReadFile(ctx, i)
+		if err != nil || string(b) != strconv.Itoa(i) {
+			t.Fatalf("%s: %q, %v", set.Name(i), b, err)
+		}
+	}
+	if len(etags) != files {
+		t.Errorf("%d ETags for %d objects of other contents", len(etags), files)
+	}
+	if n := s3.connections() - before; n > 2 {
+		t.Errorf("listing, statting and reading %d objects took %d connections, want at most 2: they do not share a bucket", files, n)
+	}
+}

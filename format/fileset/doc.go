@@ -40,7 +40,9 @@
 // request), bytes held from an earlier request not asked for again, and a body
 // that breaks off is asked for again. The files of one Set share a bucket
 // (a client, and its connections) per bucket URL, which the set's Close
-// closes; Open of a name alone opens a bucket for that file. Errors that blame an argument match
+// closes; Open of a name alone opens a bucket for that file. ListSet is a
+// folder's files as such a set. Info (StatFile) stats a file without
+// reading it: its size, modification time and, in an object store, ETag. Errors that blame an argument match
 // ErrBadArgument; others come from the operating system, the store or the
 // context; an absent file or object matches fs.ErrNotExist.
 //

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // touch creates the named files under dir, each holding its own name.
@@ -391,5 +393,33 @@ func TestResolveSameFileTwoSpellings(t *testing.T) {
 		if got := resolve(t, tc.args, Options{}).Names(); !slices.Equal(got, tc.want) {
 			t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
 		}
+	}
+}
+
+// StatFile of a local file gives its size and modification time to the
+// nanosecond the file system keeps; a folder or an absent name is an
+// error (an absent one matching fs.ErrNotExist).
+func TestStatFileLocal(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.parquet")
+	if err := os.WriteFile(p, []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	if err := os.Chtimes(p, at, at); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, name := range []string{p, "file://" + p} {
+		fi, err := StatFile(ctx, name)
+		if err != nil || fi.Size != 3 || !fi.ModTime.Equal(at) || fi.ETag != "" {
+			t.Errorf("StatFile(%s) = %+v, %v; want size 3, time %v", name, fi, err, at)
+		}
+	}
+	if _, err := StatFile(ctx, dir); err == nil {
+		t.Errorf("StatFile of a folder: no error")
+	}
+	if _, err := StatFile(ctx, filepath.Join(dir, "none.parquet")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("StatFile of an absent file: %v, want fs.ErrNotExist", err)
 	}
 }

@@ -135,17 +135,21 @@ func RemoveAll(ctx context.Context, dir string) error {
 
 // ReadFile reads a whole file or object. An object replaced while it is
 // read is read again, so what comes back is one version of it whole.
-func ReadFile(ctx context.Context, name string) ([]byte, error) {
+func ReadFile(ctx context.Context, name string) ([]byte, error) { return readIn(ctx, nil, name) }
+
+// readIn is ReadFile with the buckets in c shared (nil: a bucket of its
+// own).
+func readIn(ctx context.Context, c *buckets, name string) ([]byte, error) {
 	for try := 1; ; try++ {
-		b, err := readOnce(ctx, name)
+		b, err := readOnce(ctx, c, name)
 		if err == nil || !errors.Is(err, errChanged) || try == 3 {
 			return b, err
 		}
 	}
 }
 
-func readOnce(ctx context.Context, name string) ([]byte, error) {
-	f, err := Open(ctx, name)
+func readOnce(ctx context.Context, c *buckets, name string) ([]byte, error) {
+	f, err := openIn(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}

@@ -250,6 +250,42 @@ func (s *Set) takeStdin(ctx context.Context, opts Options) error {
 // empty result is not an error here (a watched folder may be empty).
 func List(ctx context.Context, dir, ext string) ([]string, error) { return listIn(ctx, nil, dir, ext) }
 
+// ListSet is List's files as a Set, whose listing, Info and ReadFile
+// share one bucket per bucket URL (Close closes them): a watched folder
+// of objects is listed, statted and read over one client's connections,
+// not a new one per object.
+func ListSet(ctx context.Context, dir, ext string) (*Set, error) {
+	c := newBuckets()
+	names, err := listIn(ctx, c, dir, ext)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &Set{names: names, buckets: c}, nil
+}
+
+// Info stats the i-th input's name (see StatFile); a set's stdin, or
+// input held (Held), has no stat of its own.
+func (s *Set) Info(ctx context.Context, i int) (FileInfo, error) {
+	if name := s.names[i]; s.held == nil && s.spools[name] == "" && name != Stdin {
+		return statIn(ctx, s.buckets, name)
+	}
+	return FileInfo{}, argErrorf(s.names[i], "was read before; its name is not statted again")
+}
+
+// ReadFile reads the i-th input whole (see the function ReadFile).
+func (s *Set) ReadFile(ctx context.Context, i int) ([]byte, error) {
+	if name := s.names[i]; s.held == nil && s.spools[name] == "" && name != Stdin {
+		return readIn(ctx, s.buckets, name)
+	}
+	f, err := s.Open(ctx, i)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f.Reader())
+}
+
 // listIn is List with the buckets in c shared (nil: a bucket of its own).
 func listIn(ctx context.Context, c *buckets, dir, ext string) ([]string, error) {
 	st, err := storeIn(c, dir)

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"gocloud.dev/blob"
 )
@@ -25,6 +26,9 @@ type Store interface {
 	// Stat says whether name is a directory; an absent name gives an error
 	// matching fs.ErrNotExist.
 	Stat(ctx context.Context, name string) (dir bool, err error)
+	// Info is what a stat of the file name says, without reading it; an
+	// absent name gives an error matching fs.ErrNotExist.
+	Info(ctx context.Context, name string) (FileInfo, error)
 	// List returns the regular files directly in dir, sorted by name.
 	List(ctx context.Context, dir string) ([]string, error)
 	// Glob returns the names of the files matching pattern, sorted.
@@ -99,6 +103,22 @@ func (local) Stat(ctx context.Context, name string) (bool, error) {
 		return false, err
 	}
 	return st.IsDir(), nil
+}
+
+func (local) Info(ctx context.Context, name string) (FileInfo, error) {
+	p, _, err := localName(name)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if !st.Mode().IsRegular() {
+		// A pipe's size and time say nothing of what a reading gives.
+		return FileInfo{}, &ArgError{Arg: name, Err: errors.New("not a regular file")}
+	}
+	return FileInfo{Size: st.Size(), ModTime: st.ModTime()}, nil
 }
 
 func (local) List(ctx context.Context, dir string) ([]string, error) {
@@ -200,6 +220,45 @@ func (local) Create(ctx context.Context, name string) (Output, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// FileInfo is what a stat of a file or object says: enough to tell, as
+// git's index and rsync do, that it was not rewritten since an earlier
+// stat gave the same, without reading it.
+type FileInfo struct {
+	Size int64
+	// ModTime is a local file's modification time (to the nanosecond on
+	// most file systems) or an object's last-modified time (to the second
+	// on S3 and Azure).
+	ModTime time.Time
+	// ETag is the object store's version tag ("" for a local file): it
+	// changes whenever the object is written with other contents, even
+	// within the second its ModTime is given to.
+	ETag string
+}
+
+// StatFile stats one named file or URL as it is (no glob, directory or
+// "-"), with a bucket of its own.
+func StatFile(ctx context.Context, name string) (FileInfo, error) {
+	return statIn(ctx, nil, name)
+}
+
+// statIn is StatFile with the buckets in c shared (nil: a bucket of its
+// own).
+func statIn(ctx context.Context, c *buckets, name string) (FileInfo, error) {
+	st, err := storeIn(c, name)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	fi, err := st.Info(ctx, name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == name {
+			return FileInfo{}, err // os.Stat's error names the file already
+		}
+		return FileInfo{}, fmt.Errorf("stat %s: %w", name, err)
+	}
+	return fi, nil
 }
 
 // File is an opened input: random access, since a Parquet footer sits at

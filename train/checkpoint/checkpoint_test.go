@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
 )
@@ -224,6 +226,49 @@ func TestStepNamesAsServeReadsThem(t *testing.T) {
 		}
 		if _, err := runfolder.Locate(filepath.Dir(r.Dir), filepath.Base(r.Dir)); err == nil {
 			t.Errorf("latest %q: serve's Locate accepts it", text)
+		}
+	}
+}
+
+// SameStat takes a file as a consumed entry only when its path, size,
+// modification time and ETag (where both have one) are the entry's, the
+// entry's stat was not racy, and it survived manifest.json (a local
+// file's time to the nanosecond).
+func TestSameStat(t *testing.T) {
+	mod := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.FixedZone("x", 3600))
+	e := FileEntry{Path: "in/a.parquet", SHA256: "ab", Size: 10, ModTime: mod, ETag: `"e1"`, HashedAt: mod.Add(time.Hour)}
+	run := &Run{Dir: t.TempDir()}
+	if err := run.WriteManifest(Manifest{Consumed: []FileEntry{e}}); err != nil {
+		t.Fatal(err)
+	}
+	man, err := run.ReadManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = man.Consumed[0]
+	now := fileset.FileInfo{Size: 10, ModTime: mod.UTC(), ETag: `"e1"`}
+	racy := e
+	racy.HashedAt = mod.Add(RacyWindow / 2)
+	old := FileEntry{Path: e.Path, SHA256: e.SHA256, Size: e.Size}
+	for _, c := range []struct {
+		name string
+		e    FileEntry
+		path string
+		now  fileset.FileInfo
+		want bool
+	}{
+		{"same", e, e.Path, now, true},
+		{"no ETag now", e, e.Path, fileset.FileInfo{Size: 10, ModTime: mod}, true},
+		{"other path", e, "in/b.parquet", now, false},
+		{"other size", e, e.Path, fileset.FileInfo{Size: 11, ModTime: mod, ETag: `"e1"`}, false},
+		{"other time", e, e.Path, fileset.FileInfo{Size: 10, ModTime: mod.Add(time.Nanosecond), ETag: `"e1"`}, false},
+		{"other ETag", e, e.Path, fileset.FileInfo{Size: 10, ModTime: mod, ETag: `"e2"`}, false},
+		{"racy", racy, e.Path, now, false},
+		{"no stat recorded", old, e.Path, now, false},
+		{"no time now", e, e.Path, fileset.FileInfo{Size: 10, ETag: `"e1"`}, false},
+	} {
+		if got := c.e.SameStat(c.path, c.now); got != c.want {
+			t.Errorf("%s: SameStat = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

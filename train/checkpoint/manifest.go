@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/runfolder"
@@ -36,6 +37,53 @@ type FileEntry struct {
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
 	Step   int    `json:"step,omitempty"` // the run's step after the session that consumed it
+	// ModTime and ETag are what a stat of Path gave just before the bytes
+	// hashed were read, at HashedAt (this machine's clock); all zero where
+	// none was taken (a manifest written before they were, stdin, a stat
+	// whose size was not the size read). With Size they let a later
+	// --watch-dir call take a file as this entry without reading it
+	// (SameStat).
+	ModTime  time.Time `json:"mtime,omitzero"`
+	ETag     string    `json:"etag,omitempty"`
+	HashedAt time.Time `json:"hashed_at,omitzero"`
+}
+
+// RacyWindow is how much older than the moment it was statted and hashed
+// a file's modification time must be for that stat to vouch for its
+// contents later. A file written again within its time's granularity
+// (a second for S3 and Azure, coarse on some file systems) or as it was
+// hashed can keep its size and time with other contents: a stat that
+// close to the hashing is "racy", as git calls it, and the file is read
+// again. The window also covers an object store's clock running up to
+// that much behind this machine's.
+const RacyWindow = 2 * time.Second
+
+// SameStat reports whether the file at path, which stats as now, may be
+// taken as e's contents without reading it: e was statted at that path,
+// size, modification time and ETag (where both have one) are equal, and
+// that stat was not racy (RacyWindow). Anything else is read and hashed,
+// so that sha256 stays what identifies a file.
+func (e FileEntry) SameStat(path string, now fileset.FileInfo) bool {
+	switch {
+	case e.ModTime.IsZero() || e.HashedAt.IsZero() || now.ModTime.IsZero():
+		return false
+	case e.Path != path || e.Size != now.Size || !e.ModTime.Equal(now.ModTime):
+		return false
+	case e.ETag != "" && now.ETag != "" && e.ETag != now.ETag:
+		return false
+	}
+	return e.ModTime.Before(e.HashedAt.Add(-RacyWindow))
+}
+
+// setStat records st, taken at the moment at before the bytes e was hashed
+// from were read. A stat whose size is not the size read is of another
+// version (the file was rewritten in between): none is recorded, and the
+// file is read again by the next call.
+func (e *FileEntry) setStat(st fileset.FileInfo, at time.Time) {
+	if st.Size != e.Size {
+		return
+	}
+	e.ModTime, e.ETag, e.HashedAt = st.ModTime, st.ETag, at.Round(0)
 }
 
 // Session is one training session: which files, from which step to which.
@@ -171,6 +219,58 @@ func ReadInput(ctx context.Context, path string) (FileEntry, []byte, error) {
 	}
 	e, err := hashReader(bytes.NewReader(b), path)
 	return e, b, err
+}
+
+// Stat is a stat of an input file (fileset.FileInfo) and the moment it
+// was taken; Err says why there is none.
+type Stat struct {
+	fileset.FileInfo
+	At  time.Time
+	Err error
+}
+
+// StatInput stats in's i-th file, through the set's shared buckets.
+func StatInput(ctx context.Context, in *fileset.Set, i int) Stat {
+	at := time.Now()
+	fi, err := in.Info(ctx, i)
+	return Stat{FileInfo: fi, At: at, Err: err}
+}
+
+// ReadSetInput is ReadInput of in's i-th file, through the set's shared
+// buckets, whose entry records st (FileEntry.ModTime…), a stat taken just
+// before this read: taken after, it could be a newer version's, which a
+// later call would then take for the contents hashed here. A failed stat
+// is left out; the read says what is wrong.
+func ReadSetInput(ctx context.Context, in *fileset.Set, i int, st Stat) (FileEntry, []byte, error) {
+	b, err := in.ReadFile(ctx, i)
+	if err != nil {
+		return FileEntry{}, nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	e, err := hashReader(bytes.NewReader(b), in.Name(i))
+	if err == nil && st.Err == nil {
+		e.setStat(st.FileInfo, st.At)
+	}
+	return e, b, err
+}
+
+// Restat gives the consumed entry with e's path and sha256, if any, e's
+// stat (e was read again: its stat matched none, it had none, or it was
+// racy), so that the next call need not read it; it reports whether an
+// entry changed. Only an entry of that very path takes it: a copy of a
+// consumed file under another name is known by its hash and read each
+// time, and the consumed entry keeps the path it was trained from.
+func (m *Manifest) Restat(e FileEntry) bool {
+	if e.HashedAt.IsZero() {
+		return false
+	}
+	for i := range m.Consumed {
+		c := &m.Consumed[i]
+		if c.Path == e.Path && c.SHA256 == e.SHA256 {
+			c.ModTime, c.ETag, c.HashedAt = e.ModTime, e.ETag, e.HashedAt
+			return true
+		}
+	}
+	return false
 }
 
 // hashReader is the entry of the file named path read from r.

@@ -52,24 +52,14 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 		}
 		log.Info("finishing the session", "files", len(sess.Files), "begun_at_step", sess.StartStep)
 	} else {
-		// The folder is read by the directory rule of every input (fileset):
-		// its *.parquet files, not below it, no hidden or temporary names.
-		names, err := fileset.List(ctx, o.WatchDir, ".parquet")
-		if err != nil {
-			return stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
-		}
 		sess = &checkpoint.Session{StartStep: prep.Done}
-		for _, n := range names {
-			fe, b, err := checkpoint.ReadInput(ctx, n)
-			if err != nil {
+		var restatted bool
+		if sess.Files, held, restatted, err = listNew(ctx, o.WatchDir, &man); err != nil {
+			return err
+		}
+		if restatted {
+			if err := run.WriteManifest(man); err != nil {
 				return err
-			}
-			// A copy of a file already taken, consumed before or in this
-			// session, is the same data: it is passed over (and its bytes
-			// not held).
-			if !man.Has(fe.SHA256) && !slices.ContainsFunc(sess.Files, func(e checkpoint.FileEntry) bool { return e.SHA256 == fe.SHA256 }) {
-				sess.Files = append(sess.Files, fe)
-				held = append(held, b)
 			}
 		}
 		if len(sess.Files) == 0 {
@@ -120,6 +110,50 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	return run.WriteManifest(man)
 }
 
+// listNew lists watchDir and returns its files not consumed yet (in man),
+// each with the bytes its entry was hashed from. A file whose stat equals
+// a consumed entry's (FileEntry.SameStat: path, size, modification time,
+// ETag, and not racy) is that entry, and is not read: a call reads what
+// landed since the last, not the folder's whole history. Every other file
+// is read whole and hashed; one whose hash was consumed, or taken before
+// in this listing, is passed over (a copy is the same data), and a
+// consumed entry of its path takes its new stat (restatted: the caller
+// writes the manifest), so that the next call need not read it. The
+// listing, stats and reads share one bucket per bucket URL.
+func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest) (files []checkpoint.FileEntry, held [][]byte, restatted bool, err error) {
+	// The folder is read by the directory rule of every input (fileset):
+	// its *.parquet files, not below it, no hidden or temporary names.
+	set, err := fileset.ListSet(ctx, watchDir, ".parquet")
+	if err != nil {
+		return nil, nil, false, stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
+	}
+	defer set.Close()
+	byPath := map[string][]checkpoint.FileEntry{}
+	for _, e := range man.Consumed {
+		byPath[e.Path] = append(byPath[e.Path], e)
+	}
+	for i := range set.Len() {
+		name := set.Name(i)
+		st := checkpoint.StatInput(ctx, set, i)
+		if st.Err == nil && slices.ContainsFunc(byPath[name], func(e checkpoint.FileEntry) bool { return e.SameStat(name, st.FileInfo) }) {
+			continue
+		}
+		fe, b, err := checkpoint.ReadSetInput(ctx, set, i, st)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if man.Has(fe.SHA256) {
+			restatted = man.Restat(fe) || restatted
+			continue
+		}
+		if !slices.ContainsFunc(files, func(e checkpoint.FileEntry) bool { return e.SHA256 == fe.SHA256 }) {
+			files = append(files, fe)
+			held = append(held, b)
+		}
+	}
+	return files, held, restatted, nil
+}
+
 // readPending reads the files of the unfinished session sess, returning
 // each one's bytes: the file at the path the session recorded or, where
 // that no longer holds the same contents (the folder was moved, or named
@@ -151,8 +185,11 @@ func readPending(ctx context.Context, watchDir string, sess *checkpoint.Session)
 			return nil, err
 		}
 		for _, i := range missing {
-			if !found[i] && sess.Files[i].SHA256 == fe.SHA256 {
-				held[i], found[i], sess.Files[i].Path = b, true, n
+			if f := sess.Files[i]; !found[i] && f.SHA256 == fe.SHA256 {
+				// The stat recorded was of the other path: the entry
+				// keeps none, and the next call reads n and records its.
+				held[i], found[i] = b, true
+				sess.Files[i] = checkpoint.FileEntry{Path: n, SHA256: f.SHA256, Size: f.Size, Step: f.Step}
 			}
 		}
 	}

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -76,5 +80,52 @@ func TestWatchReadsEachNewFileOnce(t *testing.T) {
 		if got[name] != 1 {
 			t.Errorf("%s opened %d times in a watch session, want 1", name, got[name])
 		}
+	}
+}
+
+// A --watch-dir call over a local folder opens only the files that landed
+// since the last call: those it consumed stat as they did when it hashed
+// them (size, modification time to the nanosecond, long enough before
+// the hashing). Each call used to open and read every file of the folder.
+func TestWatchOpensOnlyNewLocalFiles(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	watch := filepath.Join(dir, "incoming")
+	if err := os.MkdirAll(watch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Written an hour ago, as far as their times say: not racy.
+	write := func(name string, groups int) {
+		p := filepath.Join(watch, name)
+		writeGroups(t, md, p, groups, 3, varied)
+		at := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		write(fmt.Sprintf("round%d.parquet", i+1), i+1)
+	}
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir, o.GroupsPerStep = watch, 0
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	write("round4.parquet", 1)
+	opens := opensIn(t, watch)
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	got := maps.Clone(opens()) // opens counts from the start
+	if len(got) != 1 || got["round4.parquet"] != 1 {
+		t.Errorf("the call after round4.parquet landed opened %v, want round4.parquet once", got)
+	}
+	log.Reset()
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil || !strings.Contains(log.String(), "nothing new") {
+		t.Fatalf("%v, want nothing new\n%s", err, log.String())
+	}
+	if now := opens(); !maps.Equal(now, got) {
+		t.Errorf("a call with nothing new opened files: %v in all, %v before it; want none", now, got)
 	}
 }

@@ -104,6 +104,7 @@ namespace hone_mma {
 // waits for the whole warp; it returns the 32 lanes' pointers (valid until
 // done). op names the operation in a failure.
 inline const uint64_t *publish(const void *p, const char *op, const char *file, int line) {
+	hone_cuda::Bookkeeping ignore;  // the exchange slots (ThreadSanitizer)
 	hone_cuda::Block &b = *hone_cuda::current;
 	const unsigned lane = hone_cuda::flatThread() % warpSize, w = hone_cuda::flatThread() / warpSize;
 	hone_cuda::Barrier &bar = b.warps[w];
@@ -112,14 +113,14 @@ inline const uint64_t *publish(const void *p, const char *op, const char *file, 
 		throw hone_cuda::Diverged{};
 	}
 	b.exchange[w][lane] = (uint64_t)(uintptr_t)p;
-	b.wait(bar, file, line);  // every lane has published
+	b.wait(bar, file, line, false);  // every lane has published
 	return b.exchange[w].data();
 }
 
 // done waits until every lane of the warp has read the exchange.
 inline void done(const char *file, int line) {
 	hone_cuda::Block &b = *hone_cuda::current;
-	b.wait(b.warps[hone_cuda::flatThread() / warpSize], file, line);
+	b.wait(b.warps[hone_cuda::flatThread() / warpSize], file, line, false);
 }
 
 // half is the bf16 in the low (h = 0) or high half of r, widened.
@@ -175,11 +176,16 @@ inline void mmaBf16(float d[4], const unsigned a[4], const unsigned b[2], const 
 	const uint64_t *ops = hone_mma::publish(&mine, "mmaBf16", file, line);
 	const int lane = hone_cuda::flatThread() % warpSize, g = lane / 4, t = lane % 4;
 	float out[4];
-	for (int e = 0; e < 4; e++) {
-		const int m = g + 8 * (e / 2), n = 2 * t + e % 2;
-		float acc = c[e];
-		for (int k = 0; k < 16; k++) acc += hone_mma::elemA(ops, m, k) * hone_mma::elemB(ops, k, n);
-		out[e] = acc;
+	{
+		// The other lanes' operands: registers on a GPU, the lanes' stacks
+		// here, which the warp barrier does not order (ThreadSanitizer).
+		hone_cuda::Bookkeeping ignore;
+		for (int e = 0; e < 4; e++) {
+			const int m = g + 8 * (e / 2), n = 2 * t + e % 2;
+			float acc = c[e];
+			for (int k = 0; k < 16; k++) acc += hone_mma::elemA(ops, m, k) * hone_mma::elemB(ops, k, n);
+			out[e] = acc;
+		}
 	}
 	hone_mma::done(file, line);
 	for (int e = 0; e < 4; e++) d[e] = out[e];

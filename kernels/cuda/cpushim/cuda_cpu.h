@@ -57,7 +57,34 @@
 //   - no memory model: plain host memory, and the barriers order it;
 //     atomicAdd (float) is atomic. Launches from several OS threads run one
 //     at a time (a process-wide lock): the fibers and the __shared__
-//     statics are the process's.
+//     statics are the process's;
+//   - a race detector, when the harness is built with -fsanitize=thread
+//     (ThreadSanitizer; kernels/cuda's shim_tsan_test.go): each fiber is a
+//     TSan fiber, and a switch between two CUDA threads orders nothing, so
+//     two threads' accesses to the same memory, one a write, are reported
+//     unless what orders them on a GPU orders them here: __syncthreads
+//     (each thread releases at the barrier and acquires as it leaves it,
+//     through an object of that barrier generation's parity) and
+//     __syncwarp (the same over the warp's lanes). As the PTX ISA promises
+//     ordering of bar.sync and bar.warp.sync only, a shuffle, wmma's calls,
+//     mma.sync and ldmatrix wait for the warp but order no memory: code
+//     that lets one of them stand for a __syncwarp is reported. atomicAdd
+//     is a relaxed atomic (never reported against another atomicAdd, and
+//     ordering nothing, as on a GPU). The shim's own state that passes
+//     between fibers (barrier counters, shuffle and mma exchange slots, the
+//     product mma_sync copies to the other lanes, threadIdx and blockDim,
+//     the scheduler's fields) is hidden from TSan (Bookkeeping); the
+//     kernel's accesses, ldmatrix's and wmma's loads and stores included,
+//     are not (wmma's store is recorded for one lane an element, as a GPU
+//     stores it). Not covered: the end of a block is ordered before the
+//     next block starts (the blocks run one after another on the same
+//     fibers, stacks and __shared__ statics), so races between blocks on
+//     global memory are not detected. TSan judges the accesses that run,
+//     whatever order the threads ran them in, so a race on a path the
+//     test's shapes do not take is not seen, and it keeps the last four
+//     accesses to an 8-byte word, so one of many threads' accesses to the
+//     same word may be missed. __threadfence and the memory scopes are not
+//     emulated (no kernel uses them).
 #pragma once
 
 #include <math.h>
@@ -78,6 +105,15 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
+#endif
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+// libtsan's annotations (no header declares them): while a fiber's count of
+// Begins exceeds its Ends, its reads and writes are not recorded.
+extern "C" void AnnotateIgnoreReadsBegin(const char *file, int line);
+extern "C" void AnnotateIgnoreReadsEnd(const char *file, int line);
+extern "C" void AnnotateIgnoreWritesBegin(const char *file, int line);
+extern "C" void AnnotateIgnoreWritesEnd(const char *file, int line);
 #endif
 
 #define __global__
@@ -123,7 +159,10 @@ inline unsigned __float_as_uint(float f) {
 
 // atomicAdd adds v to *addr atomically and returns the value before, as
 // CUDA's does: the threads of a block run at once, so a scatter-add needs
-// it here too (a compare-and-swap loop on the float's bits).
+// it here too (a compare-and-swap loop on the float's bits). Relaxed, as
+// CUDA's atomicAdd is: it orders no other memory access, so under
+// ThreadSanitizer it is atomic against another atomicAdd (never reported)
+// but does not hide a missing barrier between the threads that call it.
 inline float atomicAdd(float *addr, float v) {
 	uint32_t *p = reinterpret_cast<uint32_t *>(addr);
 	uint32_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
@@ -131,7 +170,7 @@ inline float atomicAdd(float *addr, float v) {
 		float f = __uint_as_float(old), sum = f + v;
 		uint32_t bits;
 		std::memcpy(&bits, &sum, sizeof bits);
-		if (__atomic_compare_exchange_n(p, &old, bits, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) return f;
+		if (__atomic_compare_exchange_n(p, &old, bits, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return f;
 	}
 }
 
@@ -139,6 +178,48 @@ namespace hone_cuda {
 
 // Diverged unwinds a thread out of its kernel once the launch has failed.
 struct Diverged {};
+
+// Bookkeeping, while it lives, hides the calling fiber's reads and writes
+// from ThreadSanitizer (not its acquires and releases): the shim's own
+// state that passes between fibers with no barrier between (the barrier
+// counters, the exchange slots, the scheduler's fields, threadIdx and the
+// other launch variables, which are one per OS thread here) would
+// otherwise be reported as the kernel's races. Without TSan it is empty.
+struct Bookkeeping {
+#if defined(__SANITIZE_THREAD__)
+	Bookkeeping() {
+		AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+		AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+	}
+	~Bookkeeping() {
+		AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
+		AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+	}
+#else
+	Bookkeeping() {}  // not trivial: g++ would call a guard unused
+	~Bookkeeping() {}
+#endif
+	Bookkeeping(const Bookkeeping &) = delete;
+	Bookkeeping &operator=(const Bookkeeping &) = delete;
+};
+
+// release and acquire order memory for ThreadSanitizer through the object
+// at p, as a barrier or the end of a block orders it on a GPU; without TSan
+// they are nothing (one OS thread runs every fiber in turn).
+inline void release(void *p) {
+#if defined(__SANITIZE_THREAD__)
+	__tsan_release(p);
+#else
+	(void)p;
+#endif
+}
+inline void acquire(void *p) {
+#if defined(__SANITIZE_THREAD__)
+	__tsan_acquire(p);
+#else
+	(void)p;
+#endif
+}
 
 // Barrier counts the arrivals of its members (the block's threads, or one
 // warp's lanes) at one place in the source.
@@ -150,6 +231,11 @@ struct Barrier {
 	const char *file = nullptr;
 	int line = 0;
 	std::string name;  // "__syncthreads", "warp 2 shuffle"
+	// The objects ThreadSanitizer orders a generation through (release
+	// and acquire): generation g's is sync[g % 2], so that a member already
+	// at the next generation (it arrived last and ran on) does not hand its
+	// later accesses to the members still leaving this one.
+	uint64_t sync[2] = {};
 };
 
 #if defined(__x86_64__)
@@ -257,6 +343,9 @@ struct Fiber {
 	bool done = true;                  // returned from the kernel of this block
 	const struct Barrier *on = nullptr;  // the barrier it waits at, or null
 	long gen = 0;                        // on's generation when it came
+#if defined(__SANITIZE_THREAD__)
+	void *tsan = nullptr;  // its ThreadSanitizer fiber
+#endif
 };
 
 // Sched runs the fibers of the process's launches, one launch at a time
@@ -279,6 +368,12 @@ struct Sched {
 	const void *mainBottom = nullptr;  // the launching thread's stack, for ASan
 	size_t mainSize = 0;
 #endif
+#if defined(__SANITIZE_THREAD__)
+	void *mainTsan = nullptr;  // the launching thread's ThreadSanitizer fiber
+#endif
+	// What orders (for ThreadSanitizer) the end of a block's threads before
+	// the scheduler, and so before the next block and the launch's return.
+	uint64_t grid = 0;
 };
 
 inline Sched *const sched = new Sched;  // never freed: fibers park in it between launches
@@ -312,6 +407,11 @@ inline size_t dynamicSharedBytes() { return sched->dynBytes; }
 // toMain switches from the running fiber back to the scheduler.
 inline void toMain() {
 	Sched &s = *sched;
+#if defined(__SANITIZE_THREAD__)
+	// No order: a fiber's accesses reach the next fiber the scheduler
+	// resumes only through a barrier or the end of the block.
+	__tsan_switch_to_fiber(s.mainTsan, __tsan_switch_to_fiber_no_sync);
+#endif
 #if defined(__SANITIZE_ADDRESS__)
 	void *fake = nullptr;
 	__sanitizer_start_switch_fiber(&fake, s.mainBottom, s.mainSize);
@@ -362,8 +462,13 @@ struct Block {
 	}
 
 	// wait blocks the calling thread at b (reached at file:line) until all
-	// of b's members arrive, or fails the launch on divergence.
-	void wait(Barrier &b, const char *file, int line) {
+	// of b's members arrive, or fails the launch on divergence. orders:
+	// whether it orders the members' memory accesses (for ThreadSanitizer),
+	// as bar.sync (__syncthreads) and bar.warp.sync (__syncwarp) do on a
+	// GPU; a shuffle, wmma's calls, mma.sync and ldmatrix wait for the warp
+	// but order no memory (the PTX ISA promises it only of the barriers).
+	void wait(Barrier &b, const char *file, int line, bool orders) {
+		Bookkeeping ignore;
 		if (broken) throw Diverged{};
 		if (b.arrived > 0 && (b.line != line || std::strcmp(b.file, file) != 0)) {
 			fail("divergent " + b.name + ": reached at " + file + ":" + std::to_string(line) + " while others wait at " + b.file + ":" + std::to_string(b.line));
@@ -377,10 +482,13 @@ struct Block {
 			fail("divergent " + b.name + " at " + file + ":" + std::to_string(line) + ": " + std::to_string(b.finished) + " of " + std::to_string(b.members) + " members already returned from the kernel");
 			throw Diverged{};
 		}
+		const long gen = b.generation;
+		if (orders) release(&b.sync[gen & 1]);  // what this member did before the barrier
 		if (++b.arrived == b.members) {
 			b.arrived = 0;
 			b.generation++;
 			running += b.members - 1;  // the others can go on
+			if (orders) acquire(&b.sync[gen & 1]);  // what every member did before it
 			return;
 		}
 		running--;
@@ -388,17 +496,18 @@ struct Block {
 			fail("divergent barriers: no thread can go on" + stuck());
 			throw Diverged{};
 		}
-		long gen = b.generation;
 		Fiber &f = *sched->fibers[sched->cur];
 		f.on = &b;
 		f.gen = gen;
 		toMain();  // the scheduler comes back when b's generation moved on, or the launch broke
 		f.on = nullptr;
 		if (broken && b.generation == gen) throw Diverged{};
+		if (orders) acquire(&b.sync[gen & 1]);
 	}
 
 	// leave marks a thread of warp w finished.
 	void leave(int w) {
+		Bookkeeping ignore;
 		running--;
 		block.finished++;
 		warps[w].finished++;
@@ -415,13 +524,14 @@ inline thread_local Block *current = nullptr;
 
 inline unsigned flatThread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 
-inline void syncthreads(const char *file, int line) { current->wait(current->block, file, line); }
+inline void syncthreads(const char *file, int line) { current->wait(current->block, file, line, true); }
 
 // shuffle is every warp shuffle: lane src(lane) of the caller's warp (or
 // the caller itself when src returns a lane outside the warp).
 template <class T, class Src>
 T shuffle(unsigned mask, T v, Src src, const char *file, int line) {
 	static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable<T>::value, "shuffle of a type the shim does not carry");
+	Bookkeeping ignore;  // the exchange: the kernel's values, not its memory
 	Block &b = *current;
 	unsigned lane = flatThread() % warpSize, w = flatThread() / warpSize;
 	Barrier &bar = b.warps[w];
@@ -433,10 +543,10 @@ T shuffle(unsigned mask, T v, Src src, const char *file, int line) {
 	uint64_t slot = 0;
 	std::memcpy(&slot, &v, sizeof v);
 	b.exchange[w][lane] = slot;
-	b.wait(bar, file, line);  // every lane has written
+	b.wait(bar, file, line, false);  // every lane has written
 	int s = src(int(lane));
 	if (s >= 0 && s < bar.members) std::memcpy(&v, &b.exchange[w][s], sizeof v);
-	b.wait(bar, file, line);  // every lane has read
+	b.wait(bar, file, line, false);  // every lane has read
 	return v;
 }
 
@@ -463,7 +573,7 @@ T shfl_xor(const char *f, int l, unsigned mask, T v, int laneMask, int width = w
 // syncwarp is a barrier over the calling thread's warp.
 inline void syncwarp(const char *file, int line) {
 	Block &b = *current;
-	b.wait(b.warps[flatThread() / warpSize], file, line);
+	b.wait(b.warps[flatThread() / warpSize], file, line, true);
 }
 
 // newBlock is the shared state of one block of n threads.
@@ -494,8 +604,12 @@ inline void fiberMain(unsigned t) {
 			sched->body(sched->arg, t);
 		} catch (const Diverged &) {
 		}
-		current->leave(int(t / warpSize));
-		sched->fibers[t]->done = true;
+		{
+			Bookkeeping ignore;
+			current->leave(int(t / warpSize));
+			sched->fibers[t]->done = true;
+		}
+		release(&sched->grid);  // the scheduler acquires it when the block has ended
 		toMain();
 	}
 }
@@ -514,6 +628,10 @@ inline Fiber &fiber(Sched &s, unsigned t) {
 		mprotect(f->mem, page, PROT_NONE);  // a stack overflow faults
 		f->stack = static_cast<char *>(f->mem) + page;
 		newContext(f->ctx, f->stack, fiberStack, fiberMain, i);
+#if defined(__SANITIZE_THREAD__)
+		f->tsan = __tsan_create_fiber(0);
+		__tsan_set_fiber_name(f->tsan, ("CUDA thread " + std::to_string(i) + " of the block (flat)").c_str());
+#endif
 		s.fibers.push_back(std::move(f));
 	}
 	return *s.fibers[t];
@@ -525,6 +643,11 @@ inline void resume(Sched &s, unsigned t) {
 	s.cur = t;
 	Fiber &f = *s.fibers[t];
 	threadIdx = f.idx;
+#if defined(__SANITIZE_THREAD__)
+	// Ordered: the fiber sees what the scheduler did and saw (the launch's
+	// arguments, the blocks that ended), never what another fiber did since.
+	__tsan_switch_to_fiber(f.tsan, 0);
+#endif
 #if defined(__SANITIZE_ADDRESS__)
 	void *fake = nullptr;
 	__sanitizer_start_switch_fiber(&fake, f.stack, fiberStack);
@@ -545,10 +668,13 @@ struct Launch {
 
 	static void run(void *p, unsigned t) {
 		Launch &l = *static_cast<Launch *>(p);
-		blockDim = l.block;
-		gridDim = l.grid;
-		unsigned long long i = l.index;
-		blockIdx = {unsigned(i % l.grid.x), unsigned(i / l.grid.x % l.grid.y), unsigned(i / l.grid.x / l.grid.y)};
+		{
+			Bookkeeping ignore;  // one blockDim (…) per OS thread, written by each fiber
+			blockDim = l.block;
+			gridDim = l.grid;
+			unsigned long long i = l.index;
+			blockIdx = {unsigned(i % l.grid.x), unsigned(i / l.grid.x % l.grid.y), unsigned(i / l.grid.x / l.grid.y)};
+		}
 		std::apply(l.kernel, l.args);
 	}
 };
@@ -606,6 +732,10 @@ std::string launchShared(void (*kernel)(Params...), dim3 grid, dim3 block, size_
 	const unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
 	Sched &s = *sched;
 	std::lock_guard<std::mutex> lk(s.mu);
+	Bookkeeping ignore;  // the scheduler's: the kernel's accesses are the fibers'
+#if defined(__SANITIZE_THREAD__)
+	s.mainTsan = __tsan_get_current_fiber();
+#endif
 	setDynamic(s, sharedBytes);
 	using L = Launch<void (*)(Params...), std::tuple<Args...>>;
 	L l{kernel, std::tuple<Args...>(args...), grid, block, 0};
@@ -639,6 +769,7 @@ std::string launchShared(void (*kernel)(Params...), dim3 grid, dim3 block, size_
 				b->fail("divergent barriers: no thread can go on" + b->stuck());
 			}
 		}
+		acquire(&s.grid);  // every thread of the block has ended
 		if (b->broken) {
 			unsigned x = unsigned(i % grid.x), y = unsigned(i / grid.x % grid.y), z = unsigned(i / grid.x / grid.y);
 			std::string err = "block (" + std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z) + "): " + b->error;
@@ -717,7 +848,7 @@ inline float widen(float f) { return f; }
 // at waits at the warp barrier of the calling lane (reached at file:line).
 inline void at(const char *file, int line) {
 	hone_cuda::Block &b = *hone_cuda::current;
-	b.wait(b.warps[hone_cuda::flatThread() / warpSize], file, line);
+	b.wait(b.warps[hone_cuda::flatThread() / warpSize], file, line, false);
 }
 
 // load_matrix_sync of an operand: row_major reads (r, c) at p[r·ldm + c],
@@ -739,11 +870,28 @@ inline void load_matrix_sync_at(const char *file, int line, fragment<accumulator
 		for (int c = 0; c < 16; c++) f.x[16 * r + c] = layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r];
 }
 
+// store_matrix_sync: every lane stores the whole tile. Under
+// ThreadSanitizer a lane's store of element e is recorded only when e ≡
+// lane (mod the warp's lanes), as on a GPU one lane stores each element:
+// the lanes' stores of the same values are not each other's races, but a
+// read of the tile by another lane or warp must still be ordered after it.
 inline void store_matrix_sync_at(const char *file, int line, float *p, const fragment<accumulator, 16, 16, 16, float> &f,
                                  unsigned ldm, layout_t layout) {
 	at(file, line);
-	for (int r = 0; r < 16; r++)
-		for (int c = 0; c < 16; c++) (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.x[16 * r + c];
+	auto store = [&](int mod, int lane) {
+		for (int r = 0; r < 16; r++)
+			for (int c = 0; c < 16; c++)
+				if (mod == 1 || (16 * r + c) % mod == lane) (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.x[16 * r + c];
+	};
+#if defined(__SANITIZE_THREAD__)
+	{
+		hone_cuda::Bookkeeping ignore;
+		store(1, 0);
+	}
+	store(hone_cuda::current->warps[hone_cuda::flatThread() / warpSize].members, int(hone_cuda::flatThread() % warpSize));
+#else
+	store(1, 0);
+#endif
 }
 
 // mma_sync: d = a·b + c, float accumulation; formed once per warp (see the
@@ -757,6 +905,7 @@ inline void mma_sync_at(const char *file, int line, fragment<accumulator, 16, 16
 	const unsigned w = hone_cuda::flatThread() / warpSize;
 	hone_cuda::Barrier &bar = blk.warps[w];
 	at(file, line);
+	hone_cuda::Bookkeeping ignore;  // the warp's slot; the fragments are the lanes' own
 	const long gen = bar.generation;  // this call's: the barrier cannot move on before every lane is past it
 	std::vector<unsigned char> in(sizeof a.x + sizeof b.x + sizeof c.x);
 	std::memcpy(in.data(), a.x, sizeof a.x);

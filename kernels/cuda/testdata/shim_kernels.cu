@@ -215,3 +215,83 @@ extern "C" __global__ void dynamic_shared_overrun(float *out) {
 	HONE_DYNAMIC_SHARED(float, s);
 	out[threadIdx.x] = s[blockDim.x];
 }
+
+// The race kernels leave out a barrier that a GPU needs, and their _synced
+// twins have it: thread t writes its slot of shared memory, then reads
+// another thread's. The shim runs a block's threads in order, so the racy
+// ones mostly give the twins' values here; under ThreadSanitizer
+// (shim_tsan_test.go) the racy ones must be reported and the twins not.
+// o[t] is the value read: 1000·block + the thread that wrote it.
+
+// raceBlock: threads 32…63 read what thread t−32, in the other warp, wrote
+// (a __syncthreads is needed between).
+__device__ void raceBlock(float *out, bool synced) {
+	__shared__ float s[64];
+	const int t = threadIdx.x;
+	s[t] = (float)(blockIdx.x * 1000 + t);
+	if (synced) __syncthreads();
+	out[blockIdx.x * 4 * blockDim.x + t] = t >= 32 ? s[t - 32] : s[t];
+}
+extern "C" __global__ void race_block(float *out) { raceBlock(out, false); }
+extern "C" __global__ void race_block_synced(float *out) { raceBlock(out, true); }
+
+// raceWarp: lane l > 0 reads what lane l−1 of its warp wrote. Since Volta
+// the lanes of a warp are not in lockstep (the CUDA C++ Programming Guide,
+// "Independent Thread Scheduling"): the exchange needs a __syncwarp.
+__device__ void raceWarp(float *out, bool synced) {
+	__shared__ float s[64];
+	const int t = threadIdx.x;
+	s[t] = (float)(blockIdx.x * 1000 + t);
+	if (synced) __syncwarp();
+	out[blockIdx.x * 4 * blockDim.x + t] = t % 32 > 0 ? s[t - 1] : s[t];
+}
+extern "C" __global__ void race_warp(float *out) { raceWarp(out, false); }
+extern "C" __global__ void race_warp_synced(float *out) { raceWarp(out, true); }
+
+// raceAfterBarrier: the write comes after a barrier and the read of
+// thread t^32's slot with no barrier between; the last thread to reach the
+// first barrier runs on to the second before the others leave the first,
+// which must not order its writes before their reads.
+__device__ void raceAfterBarrier(float *out, bool synced) {
+	__shared__ float s[64];
+	const int t = threadIdx.x;
+	s[t] = -1;
+	__syncthreads();
+	s[t] = (float)(blockIdx.x * 1000 + t);
+	if (synced) __syncthreads();
+	out[blockIdx.x * 4 * blockDim.x + t] = s[t ^ 32];
+	__syncthreads();
+}
+extern "C" __global__ void race_after_barrier(float *out) { raceAfterBarrier(out, false); }
+extern "C" __global__ void race_after_barrier_synced(float *out) { raceAfterBarrier(out, true); }
+
+// raceAfterAtomic: an atomicAdd by both threads between the write and the
+// read orders nothing (CUDA's atomicAdd is relaxed): thread t > 0 reads
+// thread t−1's slot, which needs a __syncthreads.
+__device__ void raceAfterAtomic(float *out, bool synced) {
+	__shared__ float s[64];
+	const int t = threadIdx.x, n = blockDim.x;
+	float *o = out + blockIdx.x * 4 * n;
+	s[t] = (float)(blockIdx.x * 1000 + t);
+	atomicAdd(&o[3 * n], 1.0f);
+	if (synced) __syncthreads();
+	o[t] = t > 0 ? s[t - 1] : s[t];
+}
+extern "C" __global__ void race_after_atomic(float *out) { raceAfterAtomic(out, false); }
+extern "C" __global__ void race_after_atomic_synced(float *out) { raceAfterAtomic(out, true); }
+
+// raceAfterShuffle: a shuffle between the write and the read waits for the
+// warp but orders no memory (the PTX ISA promises ordering of bar.warp.sync,
+// __syncwarp, not of shfl.sync): lane l > 0 reads lane l−1's slot.
+__device__ void raceAfterShuffle(float *out, bool synced) {
+	__shared__ float s[64];
+	const int t = threadIdx.x;
+	s[t] = (float)(blockIdx.x * 1000 + t);
+	const float x = __shfl_xor_sync(0xffffffffu, s[t], 1);
+	if (synced) __syncwarp();
+	float *o = out + blockIdx.x * 4 * blockDim.x;
+	o[t] = t % 32 > 0 ? s[t - 1] : s[t];
+	o[blockDim.x + t] = x;
+}
+extern "C" __global__ void race_after_shuffle(float *out) { raceAfterShuffle(out, false); }
+extern "C" __global__ void race_after_shuffle_synced(float *out) { raceAfterShuffle(out, true); }

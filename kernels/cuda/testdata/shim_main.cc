@@ -21,7 +21,12 @@ int main(int argc, char **argv) {
 	               {"shuffle_in_branch", shuffle_in_branch}, {"shuffle_then_barrier", shuffle_then_barrier},
 	               {"atomic_add", atomic_add}, {"wmma_product", wmma_product}, {"bf16_round", bf16_round},
 	               {"wmma_in_branch", wmma_in_branch}, {"mma_product", mma_product},
-	               {"ldmatrix_layout", ldmatrix_layout}, {"mma_in_branch", mma_in_branch}};
+	               {"ldmatrix_layout", ldmatrix_layout}, {"mma_in_branch", mma_in_branch},
+	               {"race_block", race_block}, {"race_block_synced", race_block_synced},
+	               {"race_warp", race_warp}, {"race_warp_synced", race_warp_synced},
+	               {"race_after_barrier", race_after_barrier}, {"race_after_barrier_synced", race_after_barrier_synced},
+	               {"race_after_atomic", race_after_atomic}, {"race_after_atomic_synced", race_after_atomic_synced},
+	               {"race_after_shuffle", race_after_shuffle}, {"race_after_shuffle_synced", race_after_shuffle_synced}};
 	std::vector<float> out(2 * 4 * 64);
 	for (const auto &k : kernels) {
 		if (strcmp(k.name, argv[1]) != 0) continue;

@@ -97,7 +97,10 @@
 // fiber per CUDA thread on the launching OS thread, barriers, warp shuffles,
 // an nvcuda::wmma emulation, divergent barriers, shuffles and wmma calls
 // fail the launch) and running Ops' plans on kerneltest's
-// conformance cases against kernels/ref (shim_test.go); the same cases run
+// conformance cases against kernels/ref (shim_test.go); built with
+// -fsanitize=thread, the shim reports a shared-memory race that a missing
+// __syncthreads or __syncwarp leaves, as racecheck does on a GPU, and the
+// kernels run clean under it (shim_tsan_test.go); the same cases run
 // on a device in the hardware tests (hardware_test.go), which passed on an
 // H200 (gpucheck/RESULTS.md).
 //

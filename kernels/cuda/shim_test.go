@@ -488,11 +488,11 @@ func TestKernelsOnCPUShim(t *testing.T) {
 		kerneltest.RunGoldenOps(t, shimBackend{h: h}, "../../testdata/golden/kernels", "RoPE", "AdamW")
 	})
 	t.Run("attention", func(t *testing.T) { attentionOnShim(t, h) })
-	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h) })
+	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h, rmsnormShapes) })
 	t.Run("gated LoRA forward", func(t *testing.T) { gatedLoRAOnShim(t, h) })
 	t.Run("gated LoRA backward", func(t *testing.T) { gatedLoRABackwardOnShim(t, h) })
 	t.Run("gated LoRA, gate and up bfloat16", func(t *testing.T) { gatedLoRABF16InOnShim(t, h) })
-	t.Run("LogprobForward", func(t *testing.T) { logprobOnShim(t, h) })
+	t.Run("LogprobForward", func(t *testing.T) { logprobOnShim(t, h, logprobShapes) })
 	t.Run("EmbeddingBackward deterministic", func(t *testing.T) { embeddingBackwardDeterministic(t, h) })
 	t.Run("Embedding ids out of range", func(t *testing.T) {
 		b := shimBackend{h: h}
@@ -522,11 +522,15 @@ func TestKernelsOnCPUShim(t *testing.T) {
 	})
 }
 
-// rmsnormBlocks runs the RMSNorm kernels on edge shapes and block sizes
-// (one warp, several, a partial last column stride), against kernels/ref.
-func rmsnormBlocks(t *testing.T, h shimHarness) {
+// rmsnormShapes are rmsnormBlocks' rows, columns and threads a block: one
+// warp, several, a partial last column stride.
+var rmsnormShapes = [][3]int{{1, 1, 32}, {3, 70, 64}, {5, 33, 96}, {2, 17, 32}, {5, 896, 256}, {1, 1000, 1024}}
+
+// rmsnormBlocks runs the RMSNorm kernels on shapes (N, C, threads a block),
+// against kernels/ref.
+func rmsnormBlocks(t *testing.T, h shimHarness, shapes [][3]int) {
 	r := rand.New(rand.NewPCG(28, 4))
-	for _, s := range [][3]int{{1, 1, 32}, {3, 70, 64}, {5, 33, 96}, {2, 17, 32}, {5, 896, 256}, {1, 1000, 1024}} {
+	for _, s := range shapes {
 		N, C, threads := s[0], s[1], s[2]
 		t.Run(fmt.Sprintf("N=%d,C=%d,threads=%d", N, C, threads), func(t *testing.T) {
 			inp, weight := randn(r, N*C), randn(r, C)
@@ -910,10 +914,11 @@ func logprobTargets(r *rand.Rand, N, V int) []int32 {
 
 // logprobOnShim runs LogprobForward's plan — the GEMMs from kernels/ref,
 // logprob.cu's kernels on the shim — against kernels/ref's LogprobForward,
-// without and with expect, and LogprobBackwardExpect's.
-func logprobOnShim(t *testing.T, h shimHarness) {
+// without and with expect, and LogprobBackwardExpect's, on shapes (N, C,
+// V, chunk).
+func logprobOnShim(t *testing.T, h shimHarness, shapes [][4]int) {
 	r := rand.New(rand.NewPCG(28, 9))
-	for _, s := range logprobShapes {
+	for _, s := range shapes {
 		N, C, V, chunk := s[0], s[1], s[2], s[3]
 		t.Run(fmt.Sprintf("N=%d,C=%d,V=%d,chunk=%d", N, C, V, chunk), func(t *testing.T) {
 			hidden, weight := randn(r, N*C), randn(r, V*C)

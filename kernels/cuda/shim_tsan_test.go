@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/cuda"
 	"github.com/hone-rl/hone/kernels/cuda/internal/ccache"
+	"github.com/hone-rl/hone/kernels/kerneltest"
 )
 
 // The CPU shim's race detector (cpushim/cuda_cpu.h, under
@@ -125,4 +129,84 @@ func TestShimRaceDetector(t *testing.T) {
 		t.Run("wmma", func(t *testing.T) { shimWMMA(t, bin) })
 		t.Run("mma", func(t *testing.T) { shimMMA(t, bin) })
 	})
+}
+
+// TestKernelsRaceFreeOnCPUShim runs Hone's kernels (kernels_main, every
+// .cu) under the race detector on small shapes: the float32 and tensor-core
+// attentions (attention.cu; attention_tc.cu, attention_fa2.cu and
+// attention_mma.cu with its 64-key forward; attention_gemm.cu's), decode
+// (attention_decode.cu), RMSNorm on several block sizes, logprob, softmax
+// and entropy, linear, embedding and gated LoRA. (sumsquares.cu and
+// sample.cu take double pointers, which kernels_main does not carry: they
+// run on the shim only in the emulator, cudafake.) A race stops the harness, and
+// the launch's panic carries ThreadSanitizer's report. Then a copy of
+// rmsnorm.cu without the __syncthreads between rmsnorm_backward_dweight's
+// partial sums and their reading must be reported: the harness of the
+// real kernels is watched, not only shim_kernels.cu's.
+func TestKernelsRaceFreeOnCPUShim(t *testing.T) {
+	t.Parallel()
+	h := newShimHarnessEnv(t, buildTSan(t, filepath.Join("testdata", "kernels_main.cc"), "kernels_tsan"), tsanOptions)
+	// The groups of the kernels that share memory between threads (those
+	// of adamw, elementwise, geglu, misc, rope and swiglu.cu share none).
+	t.Run("conformance", func(t *testing.T) {
+		kerneltest.RunOps(t, shimBackend{h: h}, "RMSNorm", "Embedding", "LogSoftmax", "Entropy", "Linear", "LinearBF16", "Logprob",
+			"AttentionDecode", "AttentionDecodeBatch")
+	})
+	t.Run("RMSNorm blocks", func(t *testing.T) { rmsnormBlocks(t, h, [][3]int{{3, 70, 64}, {5, 33, 96}}) })
+	t.Run("LogprobForward", func(t *testing.T) { logprobOnShim(t, h, [][4]int{{2, 8, 100, 16}, {4, 8, 33, 1}}) })
+	t.Run("gated LoRA forward", func(t *testing.T) { gatedLoRAOnShim(t, h) })
+	t.Run("gated LoRA backward", func(t *testing.T) { gatedLoRABackwardOnShim(t, h) })
+	t.Run("attention", func(t *testing.T) {
+		attentionAgainstRef(t, shimBackend{h: h}, []attnCase{{lens: []int{23, 17}, H: 2, KVH: 1, D: 40, W: 9}})
+	})
+	// D 16 (one 16-column block), 64 (several) with a window.
+	tc := []attnCase{{lens: []int{21, 14}, H: 2, KVH: 1, D: 16}, {lens: []int{19}, H: 2, KVH: 1, D: 64, W: 7}}
+	for name, b := range map[string]kernels.Backend{
+		"tc":     shimTC{shimBackend: shimBackend{h: h}},
+		"tc2":    shimTC{shimBackend: shimBackend{h: h}, tc2: true},
+		"tc3":    shimTC{shimBackend: shimBackend{h: h}, tc3: true},
+		"tc3k64": shimTC{shimBackend: shimBackend{h: h}, tc3: true, k64: true},
+	} {
+		t.Run(name, func(t *testing.T) { attentionTCAgainstRef(t, b, tc) })
+	}
+	t.Run("gemm", func(t *testing.T) {
+		attentionTCAgainstRef(t, shimGEMM{shimTC: shimTC{shimBackend: shimBackend{h: h}}, t: t}, tc)
+	})
+	t.Run("a missing barrier in rmsnorm.cu", func(t *testing.T) { tsanMutantReported(t) })
+}
+
+// tsanMutantReported builds rmsnorm.cu without the barrier before
+// rmsnorm_backward_dweight reads the other rows' partial sums, and wants
+// its launch stopped by a report of the race at the read.
+func tsanMutantReported(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"rmsnorm.cu", "bf16round.cuh", "common.cuh"} {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "rmsnorm.cu" {
+			const barrier = "partial[threadIdx.y][threadIdx.x] = s;\n\t__syncthreads();"
+			if strings.Count(string(src), barrier) != 1 {
+				t.Fatalf("rmsnorm.cu: %q is not there once: the mutant needs another place", barrier)
+			}
+			src = []byte(strings.Replace(string(src), barrier, "partial[threadIdx.y][threadIdx.x] = s;", 1))
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	main := shimSubset(t, dir, "rmsnorm_mutant", filepath.Join(dir, "rmsnorm.cu"))
+	h := newShimHarnessEnv(t, buildTSan(t, main, "rmsnorm_mutant"), tsanOptions)
+	const N, C = 5, 40
+	r := rand.New(rand.NewPCG(28, 13))
+	dw, dout, rstd, inp := make([]float32, C), randn(r, N*C), randn(r, N), randn(r, N*C)
+	err := h.run(cuda.Step{Kernel: "rmsnorm_backward_dweight", Grid: cuda.Dim3{X: (C + 31) / 32, Y: 1, Z: 1}, Block: cuda.Dim3{X: 32, Y: 8, Z: 1},
+		Args: []any{dw, dout, rstd, inp, N, C}})
+	if err == nil || !strings.Contains(err.Error(), "exit status 66") || !strings.Contains(err.Error(), "data race") ||
+		!strings.Contains(err.Error(), "in rmsnorm_backward_dweight") {
+		t.Fatalf("rmsnorm_backward_dweight without its barrier: %v, want the harness stopped by a data race report", err)
+	}
+	// The harness's cleanup must not fail the test for the process that
+	// ThreadSanitizer ended: run stopped it already.
 }

@@ -43,6 +43,11 @@ type compiled struct {
 	// so a list of content parts reaches it as the list; otherwise as the
 	// parts' text.
 	parts bool
+	// py: the callables of pyCallables and strMethodCallables that the
+	// rewritten source calls, given to its renderings; no others, which
+	// would cost every rendering (the engine copies each variable into
+	// its scope).
+	py map[string]jinja.Value
 }
 
 // Input is what a chat template is rendered with.
@@ -77,7 +82,7 @@ var specialTokenKeys = []string{"bos_token", "eos_token", "unk_token", "sep_toke
 // reserved are the variables Render sets itself; a kwarg with one of these
 // names is an error in transformers too (a duplicate keyword argument).
 var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true,
-	"range": true, tojsonName: true, trimName: true, stringName: true, hookLoop: true, hookEnter: true, hookLeave: true, hookOut: true, hookSet: true}
+	"range": true, tojsonName: true, trimName: true, stringName: true, listName: true, hookLoop: true, hookEnter: true, hookLeave: true, hookOut: true, hookSet: true}
 
 // isReserved reports whether a kwarg named k would be set by Render itself
 // (reserved, or one of our str methods).
@@ -326,7 +331,15 @@ func (t *Template) add(name, source, origin string) error {
 	}
 	t.sources[name] = source
 	t.origins[name] = origin
-	t.compiled[name] = &compiled{tmpl: c, regions: ins.regions, parts: loopsOverContent(source)}
+	py := map[string]jinja.Value{}
+	for _, calls := range []map[string]jinja.Value{pyCallables(), strMethodCallables()} {
+		for k, v := range calls {
+			if strings.Contains(ins.source, k) {
+				py[k] = v
+			}
+		}
+	}
+	t.compiled[name] = &compiled{tmpl: c, regions: ins.regions, parts: loopsOverContent(source), py: py}
 	return nil
 }
 
@@ -448,6 +461,9 @@ func (t *Template) render(ctx context.Context, name string, in Input, args argsM
 		return "", err
 	}
 	for k, v := range b.callables() {
+		data[k] = v
+	}
+	for k, v := range c.py {
 		data[k] = v
 	}
 	defer func() {

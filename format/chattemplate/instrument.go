@@ -22,7 +22,8 @@ import (
 //     for {% set ns.a = E %}), which measure the value and pass it through;
 //   - `| tojson` becomes `| __hone_tojson` (the engine's own tojson sorts
 //     keys; its filters are looked up before variables, so the call is
-//     renamed instead).
+//     renamed instead), and likewise the other filters renamedFilter
+//     names.
 //
 // The inserted tags are expressions, not block tags, on purpose: the
 // engine applies trim_blocks/lstrip_blocks and the "-" markers by looking
@@ -406,15 +407,16 @@ func isIdentByte(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
 
-// renameFilters points `| tojson` and `| trim` at our filters (tojsonName,
-// trimName), and calls of the str methods in strMethodNames, `.split(`,
-// at ours (`|__hone_str_split(`), outside string literals: the engine's
-// differ from Python's.
+// renameFilters points `| tojson`, `| trim` and the other filters
+// renamedFilter names at ours (tojsonName, trimName, ...), and calls of
+// the str methods in strMethodNames, `.split(`, at ours
+// (`|__hone_str_split(`), outside string literals: the engine's differ
+// from Python's.
 func renameFilters(code string) string {
 	code = indexAttrs(dictCallsAsLiterals(code))
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
 		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
-		!strings.Contains(code, "reject") {
+		!strings.Contains(code, "reject") && !strings.Contains(code, "list") {
 		return code
 	}
 	var b strings.Builder
@@ -527,6 +529,8 @@ func renamedFilter(name string) string {
 		return trimName
 	case "string":
 		return stringName
+	case "list":
+		return listName
 	}
 	return ""
 }

@@ -41,6 +41,9 @@ func renderPlain(t *Template, name string, in Input) (string, error) {
 	for k, v := range strMethodCallables() {
 		data[k] = v
 	}
+	for k, v := range pyCallables() {
+		data[k] = v
+	}
 	return c.RenderValues(data)
 }
 

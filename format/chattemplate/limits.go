@@ -164,9 +164,6 @@ func (b *budget) callables() map[string]jinja.Value {
 		trimName:   jinja.NewCallable("trim", trimFilter),
 		stringName: jinja.NewCallable("string", b.str),
 	}
-	for k, v := range strMethodCallables() {
-		calls[k] = v
-	}
 	return calls
 }
 

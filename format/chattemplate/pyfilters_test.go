@@ -1,0 +1,51 @@
+package chattemplate
+
+import (
+	"strings"
+	"testing"
+)
+
+// renderEach renders each case's template with no messages and compares
+// with its want; a want starting with "error:" wants an error holding the
+// rest.
+func renderEach(t *testing.T, cases []struct{ src, want string }) {
+	t.Helper()
+	for _, c := range cases {
+		tmpl, err := New(c.src, nil)
+		if err != nil {
+			t.Errorf("%s: %v", c.src, err)
+			continue
+		}
+		got, err := tmpl.Render(t.Context(), Input{})
+		if msg, ok := strings.CutPrefix(c.want, "error:"); ok {
+			if err == nil || !strings.Contains(err.Error(), msg) {
+				t.Errorf("%s: got %q (%v), want an error with %q", c.src, got, err, msg)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %q (%v), want %q", c.src, got, err, c.want)
+		}
+	}
+}
+
+// TestListOfDictIsKeys: d|list is the dict's keys in order, as Python's
+// list(d); the engine gave [d]. The wants are jinja2 3.1.6's, rendered in
+// an ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+// as testdata/templates/py/check_jinja2.py sets it up:
+//
+//	env.from_string(src).render()
+func TestListOfDictIsKeys(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ {'b': 1, 'a': 2}|list }}", "['b', 'a']"},
+		{"{% for k in {'b': 1, 'a': 2} | list %}{{ k }};{% endfor %}", "b;a;"},
+		{"{{ ({'b': 1, 'a': 2}|list)[1] }}", "a"},
+		{"{{ {}|list|length }}", "0"},
+		{"{{ 'ab'|list }}", "['a', 'b']"},
+		{"{{ [1, 2]|list }}", "[1, 2]"},
+		{"{{ nothing|list }}", "[]"},
+		{"{{ 'a|list' }}{# x|list #}{% raw %}{{ d|list }}{% endraw %}", "a|list{{ d|list }}"},
+		{"{% set l = [1]|list %}{{ l }}", "[1]"},
+		{"{{ 3|list }}", "error:not iterable"},
+	})
+}

@@ -49,3 +49,29 @@ func TestListOfDictIsKeys(t *testing.T) {
 		{"{{ 3|list }}", "error:not iterable"},
 	})
 }
+
+// TestRoundAsPython: round is jinja2's: 'common' is Python's round()
+// (halves to even on the float's exact value, an int stays an int), and
+// 'floor' and 'ceil' are taken; the engine rounded halves away from zero,
+// made ints floats and ignored the method. Wants produced as for
+// TestListOfDictIsKeys.
+func TestRoundAsPython(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ 2.5|round }}", "2.0"},
+		{"{{ 3.5|round }}", "4.0"},
+		{"{{ 0.5|round }}", "0.0"},
+		{"{{ 2.675|round(2) }}", "2.67"},
+		{"{{ 1.25|round(1) }}", "1.2"},
+		{"{{ 2.5|round(0, 'floor') }}", "2.0"},
+		{"{{ 2.1|round(0, 'ceil') }}", "3.0"},
+		{"{{ 2.13|round(1, 'ceil') }}", "2.2"},
+		{"{{ 2.19|round(method='floor', precision=1) }}", "2.1"},
+		{"{{ 7|round }}", "7"},
+		{"{{ 7|round(2) }}", "7"},
+		{"{{ 7|round(method='floor') }}", "7.0"},
+		{"{{ 1234.5|round(-2) }}", "1200.0"},
+		{"{% set x = 2.5|round %}{{ x }}", "2.0"},
+		{"{{ 2.5|round(0, 'up') }}", "error:method must be common, ceil or floor"},
+		{"{{ 'x'|round }}", "error:not a number"},
+	})
+}

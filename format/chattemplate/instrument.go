@@ -23,7 +23,8 @@ import (
 //   - `| tojson` becomes `| __hone_tojson` (the engine's own tojson sorts
 //     keys; its filters are looked up before variables, so the call is
 //     renamed instead), and likewise the other filters renamedFilter
-//     names.
+//     names; operators whose meaning is not Python's become calls
+//     (pyops.go).
 //
 // The inserted tags are expressions, not block tags, on purpose: the
 // engine applies trim_blocks/lstrip_blocks and the "-" markers by looking
@@ -281,17 +282,26 @@ func (w *rewriter) segment(s segment) error {
 		// Printing goes through hookOut with hooks false too: it also
 		// prints floats as Python does, which is no limit, and the plain
 		// rendering tests compare against must do the same.
-		code := " " + hookOut + "(" + renameFilters(content) + ") "
+		code := " " + hookOut + "(" + renameFilters(pyOps(content)) + ") "
 		w.tag(s, code)
 		return nil
 	}
 	return w.statement(s, content)
 }
 
+// opsStatements are the statements whose expressions pyOps rewrites
+// (besides a set's value): the engine parses any other's text its own way
+// (a macro's parameters are cut at every comma, which a rewritten default
+// would add), or not as an expression at all.
+var opsStatements = map[string]bool{"if": true, "elif": true, "for": true, "call": true}
+
 // statement rewrites a {% ... %} tag and follows the block structure.
 func (w *rewriter) statement(s segment, content string) error {
 	kw := keyword(content)
 	code := renameFilters(content)
+	if opsStatements[kw] {
+		code = renameFilters(pyOps(content))
+	}
 	switch kw {
 	case "for", "macro", "call":
 		if kw == "for" {
@@ -326,7 +336,7 @@ func (w *rewriter) statement(s segment, content string) error {
 			// The target is a name, not an expression: n.0 stays an
 			// attribute, as setWithHook leaves it.
 			eq := strings.IndexByte(content, '=')
-			code = content[:eq+1] + renameFilters(content[eq+1:])
+			code = content[:eq+1] + renameFilters(pyOps(content[eq+1:]))
 		}
 		w.tag(s, code)
 		return nil
@@ -388,7 +398,7 @@ func setWithHook(content string) string {
 	if ns, _, ok := strings.Cut(target, "."); ok && isIdent(ns) && strings.TrimSpace(content[eq+1:]) != "" {
 		extra = ", " + ns // an empty value is None, and takes no second argument
 	}
-	return content[:eq+1] + " " + hookSet + "(" + renameFilters(content[eq+1:]) + extra + ") "
+	return content[:eq+1] + " " + hookSet + "(" + renameFilters(pyOps(content[eq+1:])) + extra + ") "
 }
 
 func isIdent(s string) bool {

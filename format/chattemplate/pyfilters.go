@@ -19,8 +19,12 @@ const roundName = "__hone_round"
 // by the names the rewritten template calls them by; they need no budget.
 func pyCallables() map[string]jinja.Value {
 	return map[string]jinja.Value{
-		listName:  jinja.NewCallable("list", listFilter),
-		roundName: jinja.NewCallable("round", roundFilter),
+		listName:     jinja.NewCallable("list", listFilter),
+		roundName:    jinja.NewCallable("round", roundFilter),
+		divName:      jinja.NewCallable("/", pyDiv),
+		floorDivName: jinja.NewCallable("//", pyFloorDiv),
+		modName:      jinja.NewCallable("%", pyMod),
+		powName:      jinja.NewCallable("**", pyPow),
 	}
 }
 

@@ -1,0 +1,194 @@
+package chattemplate
+
+import (
+	"errors"
+	"math"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// The callables pyOps rewrites /, //, % and ** to.
+const (
+	divName      = "__hone_div"
+	floorDivName = "__hone_floordiv"
+	modName      = "__hone_mod"
+	powName      = "__hone_pow"
+)
+
+// numbers are the two operands of an arithmetic operator, as Python
+// numbers (a bool is an int); ok is false when either is not a number,
+// which jinja2 refuses (a TypeError, or an UndefinedError for Undefined).
+func numbers(op string, args []jinja.Value) (a, b jinja.Value, err error) {
+	if len(args) < 2 {
+		return a, b, errors.New(op + ": two operands needed")
+	}
+	for _, v := range args[:2] {
+		if !v.IsInt() && !v.IsFloat() && !v.IsBool() {
+			return a, b, errors.New("unsupported operand for " + op + ": " + pyTypeName(v))
+		}
+	}
+	return args[0], args[1], nil
+}
+
+// pyTypeName is the Python type name of v, for errors.
+func pyTypeName(v jinja.Value) string {
+	switch {
+	case v.IsUndefined():
+		return "an undefined value"
+	case v.IsNone():
+		return "NoneType"
+	case v.IsString():
+		return "str"
+	case v.IsList():
+		return "list"
+	case v.IsDict():
+		return "dict"
+	case v.IsBool():
+		return "bool"
+	case v.IsInt():
+		return "int"
+	case v.IsFloat():
+		return "float"
+	}
+	return "callable"
+}
+
+// pyDiv is Python's a / b: always a float, and an error for a division
+// by zero (the engine gave 0.0).
+func pyDiv(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	a, b, err := numbers("/", args)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	if floatOf(b) == 0 {
+		return jinja.Undefined(), errors.New("division by zero")
+	}
+	return jinja.NewFloat(floatOf(a) / floatOf(b)), nil
+}
+
+// pyFloorDiv is Python's a // b: floored, an int for two ints, a float
+// otherwise (the engine truncated toward zero and cut floats to ints).
+func pyFloorDiv(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	a, b, err := numbers("//", args)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	if !a.IsFloat() && !b.IsFloat() {
+		x, y := intOf(a), intOf(b)
+		if y == 0 {
+			return jinja.Undefined(), errors.New("integer division or modulo by zero")
+		}
+		if y == -1 {
+			return jinja.NewInt(-x), nil // MinInt64 / -1 overflows in Go
+		}
+		q := x / y
+		if x%y != 0 && (x < 0) != (y < 0) {
+			q--
+		}
+		return jinja.NewInt(q), nil
+	}
+	if floatOf(b) == 0 {
+		return jinja.Undefined(), errors.New("float floor division by zero")
+	}
+	q, _ := floatDivmod(floatOf(a), floatOf(b))
+	return jinja.NewFloat(q), nil
+}
+
+// pyMod is Python's a % b: the remainder has the divisor's sign (the
+// engine's had the dividend's, and cut floats to ints). A third argument
+// true says the right operand was written as a tuple, (x, y), which a
+// string's % (printf-style formatting) takes as several arguments.
+func pyMod(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	a, b, err := numbers("%", args)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	if !a.IsFloat() && !b.IsFloat() {
+		x, y := intOf(a), intOf(b)
+		if y == 0 {
+			return jinja.Undefined(), errors.New("integer modulo by zero")
+		}
+		if y == -1 {
+			return jinja.NewInt(0), nil
+		}
+		r := x % y
+		if r != 0 && (r < 0) != (y < 0) {
+			r += y
+		}
+		return jinja.NewInt(r), nil
+	}
+	if floatOf(b) == 0 {
+		return jinja.Undefined(), errors.New("float modulo")
+	}
+	_, r := floatDivmod(floatOf(a), floatOf(b))
+	return jinja.NewFloat(r), nil
+}
+
+// floatDivmod is CPython's float divmod (float_divmod in floatobject.c),
+// b != 0: the floored quotient and the remainder with b's sign.
+func floatDivmod(a, b float64) (float64, float64) {
+	mod := math.Mod(a, b)
+	div := (a - mod) / b
+	if mod != 0 {
+		if (b < 0) != (mod < 0) {
+			mod += b
+			div -= 1
+		}
+	} else {
+		mod = math.Copysign(0, b)
+	}
+	if div == 0 {
+		return math.Copysign(0, a/b), mod
+	}
+	q := math.Floor(div)
+	if div-q > 0.5 {
+		q++
+	}
+	return q, mod
+}
+
+// pyPow is Python's a ** b: an int for two ints and a non-negative
+// exponent (the engine made every power a float: 2 ** 3 printed 8.0), a
+// float otherwise.
+func pyPow(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	a, b, err := numbers("**", args)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	if !a.IsFloat() && !b.IsFloat() && intOf(b) >= 0 {
+		r, ok := intPow(intOf(a), intOf(b))
+		if !ok {
+			// Python's int has no bound; the engine's has.
+			return jinja.Undefined(), errors.New("**: the result is too large for a 64-bit int")
+		}
+		return jinja.NewInt(r), nil
+	}
+	x, y := floatOf(a), floatOf(b)
+	if x == 0 && y < 0 {
+		return jinja.Undefined(), errors.New("0.0 cannot be raised to a negative power")
+	}
+	return jinja.NewFloat(math.Pow(x, y)), nil
+}
+
+// intPow is x**n for n >= 0, false on overflow.
+func intPow(x, n int64) (int64, bool) {
+	switch {
+	case n == 0 || x == 1:
+		return 1, true
+	case x == 0:
+		return 0, true
+	case x == -1:
+		return 1 - 2*(n%2), true
+	case x == math.MinInt64:
+		return x, n == 1
+	}
+	limit := int64(math.MaxInt64) / max(x, -x)
+	r := int64(1)
+	for ; n > 0; n-- { // |x| >= 2: at most 63 rounds before overflow
+		if r > limit || r < -limit {
+			return 0, false
+		}
+		r *= x
+	}
+	return r, true
+}

@@ -1,0 +1,500 @@
+package chattemplate
+
+import (
+	"strings"
+)
+
+// pyOps rewrites the operators whose meaning in the engine is not
+// Python's into calls of our callables (pyarith.go), and chained
+// comparisons into the conjunction Python evaluates:
+//
+//   - a ** b becomes __hone_pow(a, b): the engine made every power a
+//     float (2 ** 3 printed 8.0; Python gives the int 8);
+//   - a // b and a % b become __hone_floordiv(a, b) and __hone_mod(a, b):
+//     the engine truncated toward zero and cut floats to ints (-7 // 2
+//     gave -3, -7 % 2 gave -1, 7.5 // 2 gave 3; Python floors: -4, 1, 3.0);
+//   - a / b becomes __hone_div(a, b): the engine gave 0.0 for a division
+//     by zero, where jinja2 raises ZeroDivisionError;
+//   - a < b < c becomes (a < b and b < c), as Python reads it (the engine
+//     compared the bool a < b with c, so 0 < 7 < 5 was True and
+//     1 == 1 == 1 False).
+//
+// The operands are found by parsing the code with the engine's grammar
+// (its precedence, which is what the rewritten text is parsed with), so
+// string literals and names that merely contain an operator's characters
+// are left alone. The code of a statement tag (if, elif, for, call:
+// opsStatements) is parsed as a sequence of expressions, skipping the
+// tokens that start none (keywords, the commas of a for's names); code
+// the parser does not follow is returned unchanged, to be compiled (or
+// refused) by the engine as before.
+func pyOps(code string) string {
+	if !strings.ContainsAny(code, "*/%") && strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") < 2 {
+		return code
+	}
+	toks, ok := opTokens(code)
+	if !ok {
+		return code
+	}
+	p := &opParser{code: code, toks: toks}
+	var b strings.Builder
+	at, changed := 0, false
+	for p.pos < len(toks) {
+		if !p.startsExpr() {
+			p.pos++
+			continue
+		}
+		n := p.expression()
+		if p.failed {
+			return code
+		}
+		if n.text != "" {
+			b.WriteString(code[at:n.from])
+			b.WriteString(n.text)
+			at, changed = n.to, true
+		}
+	}
+	if !changed {
+		return code
+	}
+	b.WriteString(code[at:])
+	return b.String()
+}
+
+// opTok is a token of an expression, as the engine's tokenizer cuts it,
+// at code[from:to].
+type opTok struct {
+	kind     byte // 's' string, 'n' number, 'a' name, 'o' operator or punctuation
+	from, to int
+}
+
+// opTokens cuts code as the engine's tokenizer does (tokenizeExpr); false
+// for a character it would skip, which this rewriter does not follow.
+func opTokens(code string) ([]opTok, bool) {
+	var toks []opTok
+	for i := 0; i < len(code); {
+		c := code[i]
+		start := i
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+			continue
+		case c == '\'' || c == '"':
+			i = skipString(code, i)
+			toks = append(toks, opTok{'s', start, i})
+			continue
+		case c >= '0' && c <= '9':
+			i = numberEnd(code, i)
+			toks = append(toks, opTok{'n', start, i})
+			continue
+		case c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'):
+			for i < len(code) && isIdentByte(code[i]) {
+				i++
+			}
+			toks = append(toks, opTok{'a', start, i})
+			continue
+		}
+		if i+1 < len(code) {
+			switch code[i : i+2] {
+			case "**", "//", "==", "!=", "<=", ">=":
+				toks = append(toks, opTok{'o', i, i + 2})
+				i += 2
+				continue
+			}
+		}
+		if !strings.ContainsRune(",.:()[]{}|~+-*/%<>=", rune(c)) {
+			return nil, false
+		}
+		toks = append(toks, opTok{'o', i, i + 1})
+		i++
+	}
+	return toks, true
+}
+
+// numberEnd is where the engine's number token starting at i ends: digits,
+// and a fraction with an optional exponent.
+func numberEnd(code string, i int) int {
+	digits := func(i int) int {
+		for i < len(code) && code[i] >= '0' && code[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i = digits(i)
+	if i+1 < len(code) && code[i] == '.' && code[i+1] >= '0' && code[i+1] <= '9' {
+		i = digits(i + 1)
+		if i < len(code) && (code[i] == 'e' || code[i] == 'E') {
+			i++
+			if i < len(code) && (code[i] == '+' || code[i] == '-') {
+				i++
+			}
+			i = digits(i)
+		}
+	}
+	return i
+}
+
+// opNode is a parsed expression at code[from:to]; text is what it is
+// rewritten to, "" when it is unchanged. tuple marks a parenthesized
+// tuple literal, which % formats as several arguments.
+type opNode struct {
+	from, to int
+	text     string
+	tuple    bool
+}
+
+type opParser struct {
+	code   string
+	toks   []opTok
+	pos    int
+	failed bool
+}
+
+func (p *opParser) str(n opNode) string {
+	if n.text != "" {
+		return n.text
+	}
+	return p.code[n.from:n.to]
+}
+
+// is reports whether the token at pos+ahead is s.
+func (p *opParser) is(ahead int, s string) bool {
+	i := p.pos + ahead
+	return i < len(p.toks) && p.code[p.toks[i].from:p.toks[i].to] == s
+}
+
+func (p *opParser) kindIs(k byte) bool { return p.pos < len(p.toks) && p.toks[p.pos].kind == k }
+
+// from is where the next token begins; end where the last one read ends.
+func (p *opParser) from() int {
+	if p.pos < len(p.toks) {
+		return p.toks[p.pos].from
+	}
+	return len(p.code)
+}
+
+func (p *opParser) end() int {
+	if p.pos == 0 {
+		return 0
+	}
+	return p.toks[p.pos-1].to
+}
+
+func (p *opParser) expect(s string) {
+	if !p.is(0, s) {
+		p.failed = true
+		return
+	}
+	p.pos++
+}
+
+// join is the node code[from:to] with its parts kids rewritten.
+func (p *opParser) join(from, to int, kids ...opNode) opNode {
+	n := opNode{from: from, to: to}
+	changed := false
+	for _, k := range kids {
+		changed = changed || k.text != ""
+	}
+	if !changed {
+		return n
+	}
+	var b strings.Builder
+	at := from
+	for _, k := range kids {
+		b.WriteString(p.code[at:k.from])
+		b.WriteString(p.str(k))
+		at = k.to
+	}
+	b.WriteString(p.code[at:to])
+	n.text = b.String()
+	return n
+}
+
+// statementWords are the names that begin or part statements, and the
+// operators that are words: none of them is an operand. A statement's
+// keywords are skipped; one where an operand should be ({% for % in x %})
+// makes the parser give up, leaving the code to the engine as written.
+var statementWords = map[string]bool{"for": true, "in": true, "if": true, "elif": true, "else": true, "set": true,
+	"macro": true, "call": true, "filter": true, "recursive": true, "and": true, "or": true, "is": true, "not": true,
+	"endfor": true, "endif": true, "endmacro": true, "endcall": true, "endfilter": true, "endset": true,
+	"raw": true, "endraw": true, "break": true, "continue": true, "generation": true, "endgeneration": true,
+	"include": true, "import": true, "from": true, "extends": true, "block": true, "endblock": true, "with": true, "endwith": true, "do": true}
+
+func (p *opParser) word() bool {
+	return p.kindIs('a') && statementWords[p.code[p.toks[p.pos].from:p.toks[p.pos].to]]
+}
+
+// startsExpr reports whether the next token can begin an expression.
+func (p *opParser) startsExpr() bool {
+	if p.is(0, "not") {
+		return true
+	}
+	if p.kindIs('s') || p.kindIs('n') || (p.kindIs('a') && !p.word()) {
+		return true
+	}
+	return p.is(0, "(") || p.is(0, "[") || p.is(0, "{") || p.is(0, "-") || p.is(0, "+")
+}
+
+// expression: or [if or [else expression]] (parseExpression).
+func (p *opParser) expression() opNode {
+	from := p.from()
+	kids := []opNode{p.binary(0)}
+	if p.is(0, "if") {
+		p.pos++
+		kids = append(kids, p.binary(0))
+		if p.is(0, "else") {
+			p.pos++
+			kids = append(kids, p.expression())
+		}
+	}
+	return p.join(from, p.end(), kids...)
+}
+
+// levels are the engine's left-associative binary levels above the
+// comparisons' and below its multiplications', loosest first.
+var levels = [][]string{{"or"}, {"and"}, nil, {"~"}, {"+", "-"}}
+
+// binary parses level i of levels; level 2 is not and the comparisons.
+func (p *opParser) binary(i int) opNode {
+	switch {
+	case i == 2:
+		return p.not()
+	case i == len(levels):
+		return p.mulDiv()
+	}
+	from := p.from()
+	kids := []opNode{p.binary(i + 1)}
+	for !p.failed && p.oneOf(levels[i]) {
+		p.pos++
+		kids = append(kids, p.binary(i+1))
+	}
+	return p.join(from, p.end(), kids...)
+}
+
+func (p *opParser) oneOf(ops []string) bool {
+	for _, op := range ops {
+		if p.is(0, op) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *opParser) not() opNode {
+	if p.is(0, "not") {
+		from := p.from()
+		p.pos++
+		operand := p.not()
+		return p.join(from, p.end(), operand)
+	}
+	return p.comparison()
+}
+
+var comparisonOps = []string{"==", "!=", "<", ">", "<=", ">="}
+
+// comparison parses operands joined by comparisons, in, not in and is
+// tests (parseComparison); two or more comparisons and nothing else
+// become Python's chain, each inner operand written twice.
+func (p *opParser) comparison() opNode {
+	from := p.from()
+	kids := []opNode{p.binary(3)}
+	var ops []string
+	chain := true // only the operators of comparisonOps
+	for !p.failed {
+		switch {
+		case p.oneOf(comparisonOps):
+			ops = append(ops, p.code[p.toks[p.pos].from:p.toks[p.pos].to])
+			p.pos++
+		case p.is(0, "in"):
+			p.pos, chain = p.pos+1, false
+		case p.is(0, "not") && p.is(1, "in"):
+			p.pos, chain = p.pos+2, false
+		case p.is(0, "is"):
+			p.pos, chain = p.pos+1, false
+			if p.is(0, "not") {
+				p.pos++
+			}
+			if p.pos >= len(p.toks) {
+				p.failed = true
+				return opNode{}
+			}
+			p.pos++ // the test's name: any token, as the engine takes it
+			if p.is(0, "(") {
+				p.pos++
+				kids = append(kids, p.list(")")...)
+			}
+			continue
+		default:
+			if !chain || len(ops) < 2 {
+				return p.join(from, p.end(), kids...)
+			}
+			var b strings.Builder
+			b.WriteByte('(')
+			for i, op := range ops {
+				if i > 0 {
+					b.WriteString(" and ")
+				}
+				b.WriteString(p.str(kids[i]) + " " + op + " " + p.str(kids[i+1]))
+			}
+			b.WriteByte(')')
+			return opNode{from: from, to: p.end(), text: b.String()}
+		}
+		kids = append(kids, p.binary(3))
+	}
+	return opNode{}
+}
+
+// arithCalls are the callables the operators that differ are rewritten to.
+var arithCalls = map[string]string{"/": divName, "//": floorDivName, "%": modName}
+
+// mulDiv: power (op power)* for *, /, // and % (parseMulDiv).
+func (p *opParser) mulDiv() opNode {
+	left := p.power()
+	for !p.failed && p.oneOf([]string{"*", "/", "//", "%"}) {
+		op := p.code[p.toks[p.pos].from:p.toks[p.pos].to]
+		p.pos++
+		right := p.power()
+		if op == "*" {
+			left = p.join(left.from, right.to, left, right)
+			continue
+		}
+		extra := ""
+		if op == "%" && right.tuple {
+			extra = ", true" // (a, b) is a tuple to %; the engine makes it a list
+		}
+		left = opNode{from: left.from, to: right.to, text: arithCalls[op] + "(" + p.str(left) + ", " + p.str(right) + extra + ")"}
+	}
+	return left
+}
+
+// power: unary [** unary] (parsePower).
+func (p *opParser) power() opNode {
+	base := p.unary()
+	if p.failed || !p.is(0, "**") {
+		return base
+	}
+	p.pos++
+	exp := p.unary()
+	return opNode{from: base.from, to: exp.to, text: powName + "(" + p.str(base) + ", " + p.str(exp) + ")"}
+}
+
+func (p *opParser) unary() opNode {
+	if p.is(0, "-") || p.is(0, "+") {
+		from := p.from()
+		p.pos++
+		operand := p.unary()
+		return p.join(from, p.end(), operand)
+	}
+	return p.postfix()
+}
+
+// postfix: atom followed by .name, [index or slice], (args) and |filter
+// (parsePostfix).
+func (p *opParser) postfix() opNode {
+	from := p.from()
+	kids := []opNode{p.atom()}
+	for more := false; !p.failed; more = true {
+		switch {
+		case p.is(0, "."):
+			p.pos++
+			if !p.kindIs('a') && !p.kindIs('n') {
+				p.failed = true
+				return opNode{}
+			}
+			p.pos++
+		case p.is(0, "["):
+			p.pos++
+			for !p.failed && !p.is(0, "]") {
+				if p.is(0, ":") {
+					p.pos++
+					continue
+				}
+				kids = append(kids, p.expression())
+			}
+			p.expect("]")
+		case p.is(0, "("):
+			p.pos++
+			kids = append(kids, p.list(")")...)
+		case p.is(0, "|"):
+			p.pos++
+			if !p.kindIs('a') {
+				p.failed = true
+				return opNode{}
+			}
+			p.pos++
+			if p.is(0, "(") {
+				p.pos++
+				kids = append(kids, p.list(")")...)
+			}
+		default:
+			if !more {
+				return kids[0] // the atom, a tuple still
+			}
+			return p.join(from, p.end(), kids...)
+		}
+	}
+	return opNode{}
+}
+
+// list parses the items up to closer (already past the opener): call
+// arguments (name=value too), list items or dict pairs, with their commas
+// and colons.
+func (p *opParser) list(closer string) []opNode {
+	var kids []opNode
+	for !p.failed && !p.is(0, closer) {
+		switch {
+		case p.pos >= len(p.toks):
+			p.failed = true
+		case p.is(0, ",") || p.is(0, ":"):
+			p.pos++
+		case p.kindIs('a') && p.is(1, "="):
+			p.pos += 2
+		default:
+			kids = append(kids, p.expression())
+		}
+	}
+	p.expect(closer)
+	return kids
+}
+
+func (p *opParser) atom() opNode {
+	from := p.from()
+	switch {
+	case p.pos >= len(p.toks):
+		p.failed = true
+	case p.kindIs('s') || p.kindIs('n') || (p.kindIs('a') && !p.word()):
+		p.pos++
+	case p.is(0, "("):
+		p.pos++
+		if p.is(0, ")") {
+			p.pos++
+			return opNode{from: from, to: p.end()}
+		}
+		kids := []opNode{p.expression()}
+		tuple := false
+		for !p.failed && p.is(0, ",") {
+			p.pos, tuple = p.pos+1, true
+			if !p.is(0, ")") {
+				kids = append(kids, p.expression())
+			}
+		}
+		p.expect(")")
+		n := p.join(from, p.end(), kids...)
+		n.tuple = tuple
+		return n
+	case p.is(0, "["):
+		p.pos++
+		kids := p.list("]")
+		return p.join(from, p.end(), kids...)
+	case p.is(0, "{"):
+		p.pos++
+		kids := p.list("}")
+		return p.join(from, p.end(), kids...)
+	case p.is(0, "-"):
+		p.pos++
+		operand := p.atom()
+		return p.join(from, p.end(), operand)
+	default:
+		p.failed = true
+	}
+	return opNode{from: from, to: p.end()}
+}

@@ -1,0 +1,57 @@
+package chattemplate
+
+import "testing"
+
+// The wants in this file are jinja2 3.1.6's, rendered as
+// testdata/templates/py/check_jinja2.py sets it up (transformers'
+// settings):
+//
+//	env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+//	                                    extensions=[jinja2.ext.loopcontrols])
+//	env.from_string(src).render()  # an error: type(e).__name__, str(e)
+
+// TestChainedComparisons: a < b < c is (a < b and b < c), as Python reads
+// it; the engine compared the bool a < b with c (0 < 7 < 5 was True,
+// 1 == 1 == 1 False). Operators inside strings, comments and raw blocks
+// stay as written.
+func TestChainedComparisons(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ 0 < 3 < 5 }}|{{ 0 < 7 < 5 }}|{{ 1 == 1 == 1 }}|{{ 2 == 2 == 1 }}|{{ 1 < 2 > 0 }}|{{ 3 >= 3 != 4 }}", "True|False|True|False|True|True"},
+		{"{% set x = 4 %}{% if 0 <= x < 5 %}in{% else %}out{% endif %}|{% if not 0 <= x < 3 %}not{% endif %}", "in|not"},
+		{"{% for i in range(6) if 1 < i <= 3 %}{{ i }}{% endfor %}", "23"},
+		{"{% set y = 1 < 2 < 3 %}{{ y }}|{{ [1 < 2 < 0, (0 < 1 < 2)] }}|{{ 'a' if 1 < 2 < 3 else 'b' }}", "True|[False, True]|a"},
+		{"{{ 1 < 2 and 2 < 3 }}|{{ 2 in [1, 2] }}|{{ 1 < 2 }}|{{ 'a<b<c' }}|{{ 'x' ~ (1 < 2 < 3) }}", "True|True|True|a<b<c|xTrue"},
+		{"{{ -1 < [1, 2]|length < 3 }}|{{ 1 < 2 < 3 < 4 < 5 }}|{{ 1 < 2 < 3 < 0 }}", "True|True|False"},
+		{"{% macro f(a, b=1) %}{{ a < b < 2 }}{% endmacro %}{{ f(0) }}|{{ f(1, b=2) }}", "True|False"},
+		{"{# 0 < 7 < 5 #}{% raw %}{{ 0 < 7 < 5 }}{% endraw %}{{ '0 < 7 < 5' }}", "{{ 0 < 7 < 5 }}0 < 7 < 5"},
+	})
+}
+
+// TestArithmeticAsPython: **, //, % and / are Python's: an int power of
+// ints is an int (the engine's was a float, 8.0), // and % floor (the
+// engine truncated toward zero and cut floats to ints), and a division by
+// zero is an error (the engine gave 0.0), as is a number operator on a
+// value that is not a number.
+func TestArithmeticAsPython(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ 2 ** 3 }}|{{ 2 ** -1 }}|{{ 2.0 ** 3 }}|{{ (-2) ** 3 }}|{{ 2 ** 0.5 }}|{{ 10 ** 18 }}", "8|0.5|8.0|-8|1.4142135623730951|1000000000000000000"},
+		{"{{ -7 // 2 }}|{{ 7 // -2 }}|{{ 7 // 2 }}|{{ -7.5 // 2 }}|{{ 7.5 // 2 }}|{{ 1 // 0.1 }}|{{ 6 // 2.0 }}", "-4|-4|3|-4.0|3.0|9.0|3.0"},
+		{"{{ -7 % 2 }}|{{ 7 % -2 }}|{{ 7 % 2 }}|{{ -7.5 % 2 }}|{{ 7.5 % 2 }}|{{ 6 % 3 }}|{{ -6 % 3.0 }}", "1|-1|1|0.5|1.5|0|0.0"},
+		{"{% for i in range(4) %}{{ loop.index0 % 2 == 0 }},{% endfor %}|{% set n = 9 %}{{ n // 2 * 2 }}|{{ n % 4 % 3 }}|{{ 1 + 7 % 4 * 2 }}", "True,False,True,False,|8|1|7"},
+		{"{{ 5 / 2 }}|{{ 4 / 2 }}|{{ -3 / 2 }}|{{ 1 + 2 / 4 }}|{{ (1 + 2) / 4 }}", "2.5|2.0|-1.5|1.5|0.75"},
+		{"{{ [1, 2][1] ** 2 }}|{{ {'a': 3}['a'] % 2 }}|{{ [1,2,3]|length // 2 }}|{{ 'x' ~ 2 ** 2 }}", "4|1|1|x4"},
+		{"{# 2 ** 3 #}{% raw %}{{ -7 % 2 }}{% endraw %}{{ 'a/b%c**d//e' }}{% set modulo = 3 %}{{ modulo }}", "{{ -7 % 2 }}a/b%c**d//e3"},
+		{"{% macro g(x) %}[{{ caller(x) }}]{% endmacro %}{% call(v) g(-7 % 2) %}{{ v ** 2 }}{% endcall %}", "[1]"},
+		{"{% set ns = namespace(n=2 ** 3) %}{% set ns.n = ns.n // 3 %}{{ ns.n }}", "2"},
+		{"{% for a, b in [(1, 2), (3, 4)] if a % 3 == 1 %}{{ a ** b }};{% endfor %}", "1;"},
+		{"{% for x in range(10 // 3) recursive %}{{ x }}{% endfor %}|{{ [1,2,3][1:3 // 1] }}|{{ 'abcdef'[::2 ** 1] }}", "012|[2, 3]|ace"},
+		{"{% set t %}{{ 9 % 4 }}{% endset %}{{ t }}|{% if true %}{{ 3 // 2 }}{% elif 1 < 2 < 3 %}x{% endif %}", "1|1"},
+		{"{{ 1 / 0 }}", "error:division by zero"},
+		{"{{ 1 // 0 }}", "error:integer division or modulo by zero"},
+		{"{{ 1 % 0 }}", "error:integer modulo by zero"},
+		{"{{ 1.5 % 0 }}", "error:float modulo"},
+		{"{{ 0 ** -1 }}", "error:0.0 cannot be raised to a negative power"},
+		{"{{ 'a' / 2 }}", "error:unsupported operand"},
+		{"{{ nothing // 2 }}", "error:unsupported operand"},
+	})
+}

@@ -95,10 +95,27 @@ func pyFloorDiv(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, erro
 }
 
 // pyMod is Python's a % b: the remainder has the divisor's sign (the
-// engine's had the dividend's, and cut floats to ints). A third argument
-// true says the right operand was written as a tuple, (x, y), which a
-// string's % (printf-style formatting) takes as several arguments.
+// engine's had the dividend's, and cut floats to ints). With a string on
+// the left it is printf-style formatting (pyFormat); a third argument true
+// says the right operand was written as a tuple, (x, y), whose items are
+// the arguments.
 func pyMod(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) >= 2 && args[0].IsString() {
+		fargs := args[1:2]
+		var mapping func(string) (jinja.Value, bool)
+		switch {
+		case len(args) > 2 && args[2].IsTruthy() && args[1].IsList():
+			fargs = args[1].AsList().Items
+		case args[1].IsDict():
+			d := args[1].AsDict()
+			mapping = func(k string) (jinja.Value, bool) { v, ok := d.Data[k]; return v, ok }
+		}
+		s, err := pyFormat(args[0].AsString(), fargs, mapping)
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		return jinja.NewString(s), nil
+	}
 	a, b, err := numbers("%", args)
 	if err != nil {
 		return jinja.Undefined(), err

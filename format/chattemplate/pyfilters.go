@@ -21,6 +21,7 @@ func pyCallables() map[string]jinja.Value {
 	return map[string]jinja.Value{
 		listName:     jinja.NewCallable("list", listFilter),
 		roundName:    jinja.NewCallable("round", roundFilter),
+		formatName:   jinja.NewCallable("format", formatFilter),
 		divName:      jinja.NewCallable("/", pyDiv),
 		floorDivName: jinja.NewCallable("//", pyFloorDiv),
 		modName:      jinja.NewCallable("%", pyMod),

@@ -16,9 +16,9 @@
 // templates cut messages with (split, rsplit, strip, lstrip, rstrip,
 // startswith, endswith: strmethods.go), by Python's versions. {{ }} and the
 // string filter print a value as Python's str() does (pystr.go: floats,
-// None, lists and dicts). The list, round and format filters are
+// None, lists and dicts). The list, round, int and format filters are
 // jinja2's too (pyfilters.go, pyformat.go: a dict's list is its keys;
-// round halves to even), and so are the operators **, //, % and / and
+// round halves to even; int takes a base), and so are the operators **, //, % and / and
 // chained comparisons such as 0 < x < 5 (pyops.go, pyarith.go).
 //
 // Templates are compiled with github.com/ardanlabs/jinja, which applies

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -15,12 +16,16 @@ const listName = "__hone_list"
 // roundName is the variable our round filter is passed as.
 const roundName = "__hone_round"
 
+// intName is the variable our int filter is passed as.
+const intName = "__hone_int"
+
 // pyCallables are our filters (and operators) that do what jinja2's do,
 // by the names the rewritten template calls them by; they need no budget.
 func pyCallables() map[string]jinja.Value {
 	return map[string]jinja.Value{
 		listName:     jinja.NewCallable("list", listFilter),
 		roundName:    jinja.NewCallable("round", roundFilter),
+		intName:      jinja.NewCallable("int", intFilter),
 		formatName:   jinja.NewCallable("format", formatFilter),
 		divName:      jinja.NewCallable("/", pyDiv),
 		floorDivName: jinja.NewCallable("//", pyFloorDiv),
@@ -134,4 +139,97 @@ func floatOf(v jinja.Value) float64 {
 		return v.AsFloat()
 	}
 	return float64(intOf(v))
+}
+
+// intFilter is jinja2's int(value, default=0, base=10): a string is read
+// as Python's int(s, base) reads it (spaces around it, a sign,
+// underscores between digits, a 0x, 0o or 0b prefix of its base, or any
+// of them with base 0), failing that as int(float(s)) ("42.7" is 42), and
+// failing both it is default; a float is cut toward zero, a bool is 0 or
+// 1, and a value that is no number is default. The engine took no base
+// ('1A'|int(base=16) was 1, '0x1A'|int(0, 16) was 0) and read a number
+// off the front of any string ('12abc'|int was 12, not 0).
+func intFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.Undefined(), errors.New("int: no value")
+	}
+	v, def, base := args[0], jinja.NewInt(0), int64(10)
+	if len(args) > 1 {
+		def = args[1]
+	}
+	if d, ok := kwargs["default"]; ok {
+		def = d
+	}
+	if len(args) > 2 {
+		base = intOf(args[2])
+	}
+	if b, ok := kwargs["base"]; ok {
+		base = intOf(b)
+	}
+	switch {
+	case v.IsUndefined():
+		return jinja.Undefined(), errors.New("int: the value is undefined")
+	case v.IsInt(), v.IsBool():
+		return jinja.NewInt(intOf(v)), nil
+	case v.IsFloat():
+		f := v.AsFloat()
+		if math.IsNaN(f) {
+			return def, nil
+		}
+		if math.Abs(f) >= 1<<63 {
+			return jinja.Undefined(), errors.New("int: the float is too large for a 64-bit int")
+		}
+		return jinja.NewInt(int64(f)), nil
+	case !v.IsString():
+		return def, nil
+	}
+	s := strings.TrimFunc(v.AsString(), isPythonSpace)
+	if n, ok := pyParseInt(s, base); ok {
+		return jinja.NewInt(n), nil
+	}
+	if strings.ContainsAny(s, "xXpP") || !underscoresBetweenDigits(s) {
+		return def, nil // no float() of Python's reads these
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) >= 1<<63 {
+		return def, nil
+	}
+	return jinja.NewInt(int64(f)), nil
+}
+
+// pyParseInt is Python's int(s, base) for a stripped s, false where
+// Python raises (or the value needs more than 64 bits).
+func pyParseInt(s string, base int64) (int64, bool) {
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	if len(s) >= 2 && s[0] == '0' {
+		if pb := map[byte]int64{'x': 16, 'o': 8, 'b': 2}[s[1]|0x20]; pb != 0 && (base == 0 || base == pb) {
+			base, s = pb, strings.TrimPrefix(s[2:], "_")
+		}
+	}
+	if base == 0 {
+		base = 10
+		if len(s) > 1 && s[0] == '0' && strings.Trim(s, "0_") != "" {
+			return 0, false // base 0 reads no leading zero (Python 3)
+		}
+	}
+	if base < 2 || base > 36 || s == "" || !underscoresBetweenDigits(s) {
+		return 0, false
+	}
+	u, err := strconv.ParseUint(strings.ReplaceAll(s, "_", ""), int(base), 64)
+	switch {
+	case err != nil, !neg && u > math.MaxInt64, neg && u > 1<<63:
+		return 0, false
+	case neg:
+		return int64(-u), true
+	}
+	return int64(u), true
+}
+
+// underscoresBetweenDigits reports whether each underscore of s stands
+// alone between two other characters, as Python's number syntax asks.
+func underscoresBetweenDigits(s string) bool {
+	return !strings.HasPrefix(s, "_") && !strings.HasSuffix(s, "_") && !strings.Contains(s, "__")
 }

@@ -75,3 +75,18 @@ func TestRoundAsPython(t *testing.T) {
 		{"{{ 'x'|round }}", "error:not a number"},
 	})
 }
+
+// TestIntFilterAsPython: int is jinja2's, Python's int(s, base) with
+// int(float(s)) and then the default to fall back on; the engine took no
+// base and read a number off the front of any string. Wants produced as
+// for TestListOfDictIsKeys.
+func TestIntFilterAsPython(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ '1A'|int(base=16) }}|{{ '0x1A'|int(0, 16) }}|{{ '0x1A'|int(base=0) }}|{{ '0b101'|int(0, 2) }}|{{ '0o17'|int(0, 8) }}|{{ 'z'|int(7, 36) }}", "26|26|26|5|15|35"},
+		{"{{ '42'|int }}|{{ ' 42 '|int }}|{{ '-42'|int }}|{{ '+7'|int }}|{{ '1_000'|int }}|{{ '42.73'|int }}|{{ '-4.7'|int }}|{{ '1e3'|int }}", "42|42|-42|7|1000|42|-4|1000"},
+		{"{{ '12abc'|int }}|{{ 'abc'|int }}|{{ 'abc'|int(5) }}|{{ ''|int }}|{{ '017'|int }}|{{ '017'|int(base=0) }}|{{ '1__0'|int }}|{{ '_10'|int }}", "0|0|5|0|17|17|0|0"},
+		{"{{ 4.9|int }}|{{ -4.9|int }}|{{ true|int }}|{{ none|int }}|{{ [1]|int }}|{{ 7|int }}|{{ 'nan'|int }}|{{ '0x1A'|int }}", "4|-4|1|0|0|7|0|0"},
+		{"{{ '1A'|int(default=3) }}|{{ '9'|int(base=8) }}|{{ 'ff'|int(0, base=16) }}|{{ 'inf'|int }}|{{ 'print'|length }}", "3|9|255|0|5"},
+		{"{{ nothing|int }}", "error:undefined"},
+	})
+}

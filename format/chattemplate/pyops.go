@@ -17,7 +17,12 @@ import (
 //     by zero, where jinja2 raises ZeroDivisionError;
 //   - a < b < c becomes (a < b and b < c), as Python reads it (the engine
 //     compared the bool a < b with c, so 0 < 7 < 5 was True and
-//     1 == 1 == 1 False).
+//     1 == 1 == 1 False);
+//   - a ~ b becomes __hone_string(a) ~ __hone_string(b): jinja2 joins
+//     str() of each operand, and the engine printed 1.0 as 1 and None as
+//     "" (functionary v3.2 writes a tool parameter's default and bounds
+//     with ~, so "default": 1.0 was "Default=1." where the model was
+//     trained on "Default=1.0.", and null was "" where it read None).
 //
 // The operands are found by parsing the code with the engine's grammar
 // (its precedence, which is what the rewritten text is parsed with), so
@@ -28,7 +33,7 @@ import (
 // the parser does not follow is returned unchanged, to be compiled (or
 // refused) by the engine as before.
 func pyOps(code string) string {
-	if !strings.ContainsAny(code, "*/%") && strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") < 2 {
+	if !strings.ContainsAny(code, "*/%~") && strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") < 2 {
 		return code
 	}
 	toks, ok := opTokens(code)
@@ -267,7 +272,25 @@ func (p *opParser) binary(i int) opNode {
 		p.pos++
 		kids = append(kids, p.binary(i+1))
 	}
+	if len(kids) > 1 && levels[i][0] == "~" {
+		for k := range kids {
+			if !p.stringLiteral(kids[k]) {
+				kids[k].text = stringName + "(" + p.str(kids[k]) + ")"
+			}
+		}
+	}
 	return p.join(from, p.end(), kids...)
+}
+
+// stringLiteral reports whether n is one string token, which ~ joins as
+// it is (the other operands are passed through Python's str()).
+func (p *opParser) stringLiteral(n opNode) bool {
+	for _, t := range p.toks {
+		if t.from == n.from {
+			return t.kind == 's' && t.to == n.to && n.text == ""
+		}
+	}
+	return false
 }
 
 func (p *opParser) oneOf(ops []string) bool {

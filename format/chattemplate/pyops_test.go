@@ -55,3 +55,19 @@ func TestArithmeticAsPython(t *testing.T) {
 		{"{{ nothing // 2 }}", "error:unsupported operand"},
 	})
 }
+
+// TestConcatAsPython: ~ joins str() of its operands, as jinja2 does, so a
+// float keeps its .0 and None prints as None. Functionary v3.2's template
+// writes a tool parameter's default and bounds with ~ (the last case is
+// its text).
+func TestConcatAsPython(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{`{{ 1.0 ~ "" }}|{{ none ~ "x" }}|{{ true ~ false }}|{{ [1.0, none, "a"] ~ "" }}|{{ {"k": 1.5} ~ "" }}`, "1.0|Nonex|TrueFalse|[1.0, None, 'a']|{'k': 1.5}"},
+		{`{{ nothing ~ "u" }}|{{ "a~b" ~ 1 }}|{{ 1 ~ 2 + 3 }}|{{ "x" ~ 2 ** 2 }}|{{ (1.5 ~ "")|length }}|{{ "t" ~ 2.0|string }}`, "u|a~b1|15|x4|3|t2.0"},
+		{`{% set s = "v" ~ 2.0 %}{{ s }}|{% if "a" ~ 1.0 == "a1.0" %}eq{% endif %}|{% for x in [0.5] %}{{ x ~ "" }}{% endfor %}`, "v2.0|eq|0.5"},
+		{`{% set param = {"type": "string", "default": none, "maximum": 2.0} %}` +
+			`{%- set default_value = '"' ~ param["default"] ~ '"' -%}{{ " Default=" ~ default_value ~ "." }}` +
+			`{%- for field, field_name in [("maximum", "Maximum"), ("minimum", "Minimum")] -%}{%- if field in param -%}{{ " " + field_name ~ "=" ~ param[field] }}{%- endif -%}{%- endfor -%}`,
+			` Default="None". Maximum=2.0`},
+	})
+}

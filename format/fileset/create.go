@@ -234,11 +234,26 @@ func (o *localOutput) Commit() error {
 	if err == nil {
 		err = o.f.Sync()
 	}
+	// The flock must outlive the Close until the file has its final name:
+	// unlocked under its temporary name, it is a killed writer's to
+	// another run's RemoveStaleTemps, which would remove the finished
+	// output. A duplicate descriptor shares the lock (flock locks the open
+	// file, not the descriptor) and is closed after the rename; the fork
+	// lock keeps it from a child a concurrent exec starts.
+	syscall.ForkLock.RLock()
+	lock, derr := syscall.Dup(int(o.f.Fd()))
+	if derr == nil {
+		syscall.CloseOnExec(lock)
+	}
+	syscall.ForkLock.RUnlock()
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
 		err = os.Rename(o.f.Name(), o.path)
+	}
+	if derr == nil {
+		syscall.Close(lock)
 	}
 	if err != nil {
 		os.Remove(o.f.Name())

@@ -243,3 +243,38 @@ func TestRemoveStaleTempsOnlyThatOutputs(t *testing.T) {
 		t.Errorf("folder holds %q, want the output, the other output's and the folder", names)
 	}
 }
+
+// A writer holds its temporary file's lock until the file has its final
+// name: a Commit that closed the file (dropping the lock) before renaming
+// it let another run's RemoveStaleTemps take the finished output in
+// between, and the rename failed with the output lost.
+func TestCommitKeepsTheLockUntilRenamed(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.parquet")
+	stop := make(chan struct{})
+	cleaned := make(chan struct{})
+	go func() { // another run of the same stage, starting over and over
+		defer close(cleaned)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				RemoveStaleTemps(path)
+			}
+		}
+	}()
+	defer func() { close(stop); <-cleaned }()
+	for i := range 300 {
+		out, err := Create(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := out.Write([]byte("row")); err != nil {
+			t.Fatal(err)
+		}
+		if err := out.Commit(); err != nil {
+			t.Fatalf("commit %d, with another run cleaning: %v", i, err)
+		}
+	}
+}

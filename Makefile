@@ -74,7 +74,7 @@ test-unit:
 # (gpucheck/run.sh on stub binaries, gpucheck/torch_bench.py in python3).
 # Neither -race nor CGO_ENABLED changes them, so test-unit runs them once
 # and test-race and test-nocgo skip them.
-TOOLCHAIN_TESTS := ^(TestPTXCurrent|TestShim|TestKernelsOnCPUShim|TestAttention.*OnCPUShim|TestLoRABackwardMany(BF16|InputBF16)?Shim|TestLoRAForwardManyShim|TestMatmulBF16Shim|TestDinpRounderShim|TestAttentionGEMMKernelMutantsCaught|TestAttentionGEMMBrokenPlanCaught|TestAttentionBadSeqOffInBounds|TestShimRaceDetector|TestKernelsRaceFreeOnCPUShim|TestGPUCheckScript|TestTorchBench.*)$$
+TOOLCHAIN_TESTS := ^(TestPTXCurrent|TestShim|TestKernelsOnCPUShim|TestAttention.*OnCPUShim|TestLoRABackwardMany(BF16|InputBF16)?Shim|TestLoRAForwardManyShim|TestMatmulBF16Shim|TestDinpRounderShim|TestAttentionGEMMKernelMutantsCaught|TestAttentionGEMMBrokenPlanCaught|TestAttentionBadSeqOffInBounds|TestShimRaceDetector|TestKernelsRaceFreeOnCPUShim|TestTSanCompileErrorIsNotSkipped|TestGPUCheckScript|TestTorchBench.*)$$
 
 test-race:
 	$(GO) test -count=1 -vet=off -race -skip '$(TOOLCHAIN_TESTS)' $(RACE_PKGS)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -44,15 +45,69 @@ func buildTSan(t *testing.T, main, name string) string {
 	cxx := shimCXX(t)
 	readShimSources(t)
 	bin := filepath.Join(t.TempDir(), name)
-	// -g1: line tables, so that a report names the kernel's file and line.
-	args := []string{"-std=c++17", "-O1", "-g1", "-fsanitize=thread", "-Wall", "-Werror", "-pthread", "-I", "cpushim", main}
-	if _, err := ccache.Default().Compile(context.Background(), cxx, args, "", bin); err != nil {
-		if strings.Contains(err.Error(), "tsan") && os.Getenv("CI") == "" {
-			t.Skipf("%s -fsanitize=thread: no ThreadSanitizer runtime: %v", cxx, err)
-		}
-		t.Fatalf("%s -fsanitize=thread %s: %v", cxx, main, err)
+	err := compileTSan(cxx, main, bin)
+	var missing noTSanError
+	if errors.As(err, &missing) && os.Getenv("CI") == "" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
+}
+
+// noTSanError is a compiler that cannot build an empty program with
+// -fsanitize=thread: it has no ThreadSanitizer runtime.
+type noTSanError struct{ err error }
+
+func (e noTSanError) Error() string { return "no ThreadSanitizer runtime: " + e.err.Error() }
+
+// compileTSan builds main as buildTSan does. Whether the runtime is there
+// is asked of an empty program first: a failed build of main itself is an
+// error (noTSanError only for the empty program's), since its message
+// names the shim's __tsan_ calls and tsan headers when the TSan-only code
+// of cuda_cpu.h is what does not compile.
+func compileTSan(cxx, main, bin string) error {
+	ctx := context.Background()
+	probe := []string{"-fsanitize=thread", "-x", "c++", "-"}
+	if _, err := ccache.Default().Compile(ctx, cxx, probe, "int main() { return 0; }\n", bin); err != nil {
+		return noTSanError{fmt.Errorf("%s -fsanitize=thread: %w", cxx, err)}
+	}
+	// -g1: line tables, so that a report names the kernel's file and line.
+	args := []string{"-std=c++17", "-O1", "-g1", "-fsanitize=thread", "-Wall", "-Werror", "-pthread", "-I", "cpushim", main}
+	if _, err := ccache.Default().Compile(ctx, cxx, args, "", bin); err != nil {
+		return fmt.Errorf("%s -fsanitize=thread %s: %w", cxx, main, err)
+	}
+	return nil
+}
+
+// A compile error in the shim's ThreadSanitizer-only code (or the
+// harness's) fails the race detector's tests: it was taken for a missing
+// runtime, since its message names __tsan_ functions, and skipped outside
+// CI, so that a local run passed with the detector not built.
+func TestTSanCompileErrorIsNotSkipped(t *testing.T) {
+	t.Parallel()
+	cxx := shimCXX(t)
+	dir := t.TempDir()
+	main := filepath.Join(dir, "main.cc")
+	src := "#include <sanitizer/tsan_interface.h>\nint main() {\n#if defined(__SANITIZE_THREAD__)\n\t__tsan_no_such_call();\n#endif\n\treturn 0;\n}\n"
+	if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The runtime, asked directly: with none the test has nothing to show.
+	empty := exec.Command(cxx, "-fsanitize=thread", "-x", "c++", "-", "-o", filepath.Join(dir, "empty"))
+	empty.Stdin = strings.NewReader("int main() { return 0; }\n")
+	if out, err := empty.CombinedOutput(); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("%s -fsanitize=thread: no ThreadSanitizer runtime: %v\n%s", cxx, err, out)
+		}
+		t.Fatalf("%s -fsanitize=thread: %v\n%s", cxx, err, out)
+	}
+	err := compileTSan(cxx, main, filepath.Join(dir, "bin"))
+	var missing noTSanError
+	if errors.As(err, &missing) || err == nil || !strings.Contains(err.Error(), "__tsan_no_such_call") {
+		t.Fatalf("a harness that does not compile under -fsanitize=thread, with the runtime there: %v, want its compile error, not a missing runtime (a skip)", err)
+	}
 }
 
 // runTSan runs shim_main's kernel under tsanOptions and returns its exit

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/modelfolder"
 	"github.com/hone-rl/hone/format/shard"
 	"github.com/hone-rl/hone/format/tokenizer"
@@ -116,7 +117,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.validate(); err != nil {
 		return err
 	}
-	chain, meter, err := buildChain(opts, log)
+	// The judge cache's entries, one an object on an object store, are
+	// read and written over one bucket for the whole run.
+	files := fileset.NewPool()
+	defer files.Close()
+	chain, meter, err := buildChain(opts, log, files)
 	if err != nil {
 		return err
 	}
@@ -179,7 +184,7 @@ func rulerCuts(c *Chain, opts Options, log *slog.Logger) ruler.CutCounts {
 
 // buildChain turns the --scorer specs into a Chain. It returns the meter
 // around the judge when the chain has a ruler scorer.
-func buildChain(opts Options, log *slog.Logger) (*Chain, *judge.Meter, error) {
+func buildChain(opts Options, log *slog.Logger, files *fileset.Pool) (*Chain, *judge.Meter, error) {
 	var specs []Spec
 	names := map[string]string{}
 	for _, v := range opts.Scorers {
@@ -210,7 +215,7 @@ func buildChain(opts Options, log *slog.Logger) (*Chain, *judge.Meter, error) {
 			c.Scorers = append(c.Scorers, f)
 		case "ruler":
 			if meter == nil {
-				j, err := buildJudge(opts, log)
+				j, err := buildJudge(opts, log, files)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -298,8 +303,9 @@ func readRubric(path string) (string, error) {
 	return string(b), nil
 }
 
-// buildJudge assembles Cache(Retry(OpenAI or opts.Judge)).
-func buildJudge(opts Options, log *slog.Logger) (judge.Judge, error) {
+// buildJudge assembles Cache(Retry(OpenAI or opts.Judge)), the cache
+// reading and writing through files.
+func buildJudge(opts Options, log *slog.Logger, files *fileset.Pool) (judge.Judge, error) {
 	if opts.JudgeModel == "" {
 		return nil, stageerr.Usagef("--scorer ruler needs --judge-model")
 	}
@@ -332,7 +338,7 @@ func buildJudge(opts Options, log *slog.Logger) (judge.Judge, error) {
 		if opts.CacheDir == "" {
 			return nil, stageerr.Usagef("--judge-cache is empty (use --no-judge-cache to run without one)")
 		}
-		j = &judgecache.Cache{Dir: opts.CacheDir, Next: j, Log: log}
+		j = &judgecache.Cache{Dir: opts.CacheDir, Next: j, Log: log, Files: files}
 	}
 	return j, nil
 }

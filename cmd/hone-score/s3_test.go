@@ -11,11 +11,13 @@ import (
 
 // Scoring S3 to S3 with the judge cache in S3 (a real S3 protocol server):
 // the second run, as another shard or a retried job would, answers every
-// group from the shared cache and writes the same output.
+// group from the shared cache and writes the same output, reading the
+// cache's entries over shared connections (each entry opened a bucket, a
+// new connection, of its own: 12 groups, about 14 connections a run).
 func TestObjectStoreInputsOutputAndCache(t *testing.T) {
 	s3 := fakes3d.StartTest(t, "hone")
 	dir := t.TempDir()
-	a := scenario(t, dir, "a.parquet", 0, 3, 4)
+	a := scenario(t, dir, "a.parquet", 0, 12, 4)
 	b, err := fileset.ReadFile(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
@@ -34,12 +36,17 @@ func TestObjectStoreInputsOutputAndCache(t *testing.T) {
 		}
 	}
 	score(s3.URL("hone", "scored/1.parquet"))
-	if srv.Hits() != 3 {
-		t.Fatalf("judge hits %d, want 3", srv.Hits())
+	if srv.Hits() != 12 {
+		t.Fatalf("judge hits %d, want 12", srv.Hits())
 	}
+	before := s3.Connections()
 	score(s3.URL("hone", "scored/2.parquet"))
-	if srv.Hits() != 3 {
-		t.Errorf("judge hits %d after a second run, want still 3: the S3 cache answered none", srv.Hits())
+	if srv.Hits() != 12 {
+		t.Errorf("judge hits %d after a second run, want still 12: the S3 cache answered none", srv.Hits())
+	}
+	// The input set, the output and the cache: a bucket each.
+	if n := s3.Connections() - before; n > 6 {
+		t.Errorf("the cached run took %d connections for 12 cache entries, an input and an output: the entries do not share a bucket", n)
 	}
 	first, _ := fileset.ReadFile(context.Background(), s3.URL("hone", "scored/1.parquet"))
 	second, _ := fileset.ReadFile(context.Background(), s3.URL("hone", "scored/2.parquet"))

@@ -533,7 +533,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (blobStore) Create(ctx context.Context, name string) (Output, error) {
+func (s blobStore) Create(ctx context.Context, name string) (Output, error) {
 	n, err := parseBlobName(name)
 	if err != nil {
 		return nil, fmt.Errorf("output %w", err)
@@ -545,7 +545,7 @@ func (blobStore) Create(ctx context.Context, name string) (Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create output %q: %w", name, err)
 	}
-	return &blobOutput{ctx: ctx, n: n, name: name, f: f}, nil
+	return &blobOutput{ctx: ctx, c: s.c, n: n, name: name, f: f}, nil
 }
 
 // blobOutput is an object written to a local temporary file first and
@@ -554,6 +554,7 @@ func (blobStore) Create(ctx context.Context, name string) (Output, error) {
 // from the file, which it can read again.
 type blobOutput struct {
 	ctx  context.Context // Create's: the upload belongs to it
+	c    *buckets        // the buckets it shares (nil: one of its own)
 	n    blobName
 	name string
 	f    *os.File
@@ -583,11 +584,11 @@ func (o *blobOutput) Commit() error {
 }
 
 func (o *blobOutput) upload() error {
-	b, err := o.n.open(o.ctx, o.name)
+	b, release, err := o.c.get(o.ctx, o.n, o.name)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer release()
 	// Cancelling wctx before Close aborts the upload: nothing appears.
 	wctx, cancel := context.WithCancel(o.ctx)
 	defer cancel()

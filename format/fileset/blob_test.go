@@ -837,3 +837,37 @@ func TestS3ListSetSharesABucket(t *testing.T) {
 		t.Errorf("listing, statting and reading %d objects took %d connections, want at most 2: they do not share a bucket", files, n)
 	}
 }
+
+// A Pool's reads and writes of single objects share one bucket: the judge
+// cache writes and reads an object per judged group, and each WriteFile
+// and ReadFile opened a bucket, a new connection, of its own (about one
+// connection a call before: 60 here). The writes are whole and atomic, as
+// WriteFile's.
+func TestS3PoolSharesABucket(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	const files = 30
+	before := s3.connections()
+	pool := NewPool()
+	for i := range files {
+		if err := pool.WriteFile(ctx, s3.url("bkt", "cache/"+strconv.Itoa(i)+".json"), []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range files {
+		b, err := pool.ReadFile(ctx, s3.url("bkt", "cache/"+strconv.Itoa(i)+".json"))
+		if err != nil || string(b) != strconv.Itoa(i) {
+			t.Fatalf("object %d: %q, %v", i, b, err)
+		}
+	}
+	if n := s3.connections() - before; n > 2 {
+		t.Errorf("writing and reading %d objects took %d connections, want at most 2: they do not share a bucket", files, n)
+	}
+	if err := pool.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// After Close each call opens a bucket of its own, as the functions do.
+	if b, err := pool.ReadFile(ctx, s3.url("bkt", "cache/0.json")); err != nil || string(b) != "0" {
+		t.Fatalf("read after Close: %q, %v", b, err)
+	}
+}

@@ -163,7 +163,17 @@ func readOnce(ctx context.Context, c *buckets, name string) ([]byte, error) {
 
 // WriteFile replaces a file or object with data, atomically (Create).
 func WriteFile(ctx context.Context, name string, data []byte) error {
-	out, err := Create(ctx, name)
+	return writeIn(ctx, nil, name, data)
+}
+
+// writeIn is WriteFile with the buckets in c shared (nil: a bucket of its
+// own).
+func writeIn(ctx context.Context, c *buckets, name string, data []byte) error {
+	st, err := storeIn(c, name)
+	if err != nil {
+		return fmt.Errorf("output %w", err)
+	}
+	out, err := st.Create(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ type Server struct {
 	mu       sync.Mutex
 	requests map[string]int // by HTTP method
 	sent     int64          // response body bytes
+	conns    int            // TCP connections accepted
 }
 
 // Start serves a fake S3 on addr ("127.0.0.1:0" for any free port) with
@@ -61,6 +62,13 @@ func Start(addr string, buckets ...string) (*Server, error) {
 			h.ServeHTTP(&countingWriter{ResponseWriter: w, s: s}, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				s.mu.Lock()
+				s.conns++
+				s.mu.Unlock()
+			}
+		},
 	}
 	go func() { s.errc <- s.srv.Serve(ln) }()
 	return s, nil
@@ -96,6 +104,15 @@ func (s *Server) Requests(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests[method]
+}
+
+// Connections is how many TCP connections the server accepted: a client
+// that shares its connections opens few, one that makes a new client for
+// each object one (or more) an object.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // SentBytes is how many response body bytes were sent.

@@ -25,6 +25,10 @@ type Cache struct {
 	Dir  string
 	Next judge.Judge
 	Log  *slog.Logger // nil: no logging
+	// Files reads and writes the entries, sharing one bucket among them
+	// when Dir is an object-store folder (nil: fileset.ReadFile and
+	// WriteFile, a bucket each).
+	Files *fileset.Pool
 
 	// inflight holds the keys being judged now. A request equal to one in
 	// flight (two groups whose prompts are the same text) waits for its
@@ -135,7 +139,7 @@ func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge
 	}
 	e := entry{Format: formatVersion, Key: key, Model: req.Model, AnsweredBy: v.Model,
 		PromptVersion: req.PromptVersion, Scores: v.Scores, Usage: v.Usage}
-	if err := writeAtomic(ctx, path, e); err != nil {
+	if err := c.writeAtomic(ctx, path, e); err != nil {
 		// The verdict is good; a cache that cannot be written only costs a
 		// judge call next time, so the run goes on.
 		if c.Log != nil {
@@ -146,7 +150,7 @@ func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge
 }
 
 func (c *Cache) load(ctx context.Context, path, key string, req judge.Request) (judge.Verdict, bool) {
-	b, err := fileset.ReadFile(ctx, path)
+	b, err := c.readFile(ctx, path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) && c.Log != nil {
 			c.Log.Warn("judge cache: unreadable entry, calling the judge", "path", path, "err", err)
@@ -205,10 +209,21 @@ func checkScores(entryJSON []byte) error {
 // written under a temporary name and renamed into place (its folder made
 // first, also for a file:// URL), an object is uploaded whole, so
 // concurrent runs and crashes leave a whole entry or none.
-func writeAtomic(ctx context.Context, path string, e entry) error {
+func (c *Cache) writeAtomic(ctx context.Context, path string, e entry) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
 	}
+	if c.Files != nil {
+		return c.Files.WriteFile(ctx, path, append(b, '\n'))
+	}
 	return fileset.WriteFile(ctx, path, append(b, '\n'))
+}
+
+// readFile reads the entry at path through c.Files, when set.
+func (c *Cache) readFile(ctx context.Context, path string) ([]byte, error) {
+	if c.Files != nil {
+		return c.Files.ReadFile(ctx, path)
+	}
+	return fileset.ReadFile(ctx, path)
 }

@@ -25,7 +25,9 @@ import (
 // file starting with Parquet's magic "PAR1" is Parquet, else JSON lines.
 func ReadScenarios(ctx context.Context, path string) ([]env.Scenario, error) {
 	if fileset.HasExt(path, ".parquet") {
-		return scenariosFromParquet(ctx, path, fileset.Files(path))
+		in := fileset.Files(path)
+		defer in.Close() // its bucket, when path is an object
+		return scenariosFromParquet(ctx, path, in)
 	}
 	open := path
 	if path == fileset.Stdin {

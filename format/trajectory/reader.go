@@ -575,7 +575,9 @@ func ReadAll(ctx context.Context, in *fileset.Set) ([]Group, error) {
 // ReadFile reads every group of one file (a path or URL, taken as it is)
 // into memory.
 func ReadFile(ctx context.Context, name string) ([]Group, error) {
-	return ReadAll(ctx, fileset.Files(name))
+	in := fileset.Files(name)
+	defer in.Close() // its bucket, when name is an object
+	return ReadAll(ctx, in)
 }
 
 // Validate reads an input set through and returns the first problem found,

@@ -271,7 +271,9 @@ func writePhase(ctx context.Context, o options) (result, error) {
 
 func readPhase(ctx context.Context, path string) (result, error) {
 	start := time.Now()
-	r, err := trajectory.Open(ctx, fileset.Files(path))
+	in := fileset.Files(path)
+	defer in.Close()
+	r, err := trajectory.Open(ctx, in)
 	if err != nil {
 		return result{}, err
 	}

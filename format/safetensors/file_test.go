@@ -333,3 +333,31 @@ func TestLookupMissing(t *testing.T) {
 		t.Errorf("err = %v, want ErrNotFound", err)
 	}
 }
+
+// An entry's keys are read as the reference reader (serde) reads them: by
+// their exact names, once each, other keys ignored. Go's encoding/json
+// matches struct fields case-insensitively and lets a repeated key win, so
+// a header could say one dtype to PyTorch and another to Hone.
+func TestEntryKeysExact(t *testing.T) {
+	one := binary.LittleEndian.AppendUint32(nil, math.Float32bits(1.5))
+	f, err := ReadBytes(rawFile(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"DTYPE":"I32"}}`, one))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := f.Info("a"); info.DType != F32 {
+		t.Errorf("dtype %s, want F32 (the reference ignores the key DTYPE)", info.DType)
+	}
+	if v, err := f.Float32("a"); err != nil || v[0] != 1.5 {
+		t.Errorf("value %v, %v; want 1.5", v, err)
+	}
+	for header, want := range map[string]string{
+		`{"a":{"Dtype":"F32","shape":[1],"data_offsets":[0,4]}}`:               "needs dtype",
+		`{"a":{"dtype":"F32","Shape":[1],"data_offsets":[0,4]}}`:               "needs dtype, shape",
+		`{"a":{"dtype":"I32","shape":[1],"data_offsets":[0,4],"dtype":"F32"}}`: `"dtype" given twice`,
+	} {
+		_, err := ReadBytes(rawFile(header, one))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `tensor "a"`) {
+			t.Errorf("%s: %v, want an error naming tensor \"a\" and %q", header, err, want)
+		}
+	}
+}

@@ -57,6 +57,57 @@ type rawEntry struct {
 	DataOffsets *[]int64 `json:"data_offsets"`
 }
 
+// decodeEntry reads one tensor's object from dec as the reference reader
+// (serde, in the Rust safetensors crate) reads it: its keys by their exact
+// names, each at most once, other keys ignored. Decoding into rawEntry
+// directly would not: encoding/json matches field names case-insensitively
+// and lets a repeated key win, so {"dtype":"F32",…,"DTYPE":"I32"} would be
+// F32 to PyTorch and I32 here, the same bytes read as other values.
+func decodeEntry(dec *json.Decoder) (rawEntry, error) {
+	var e rawEntry
+	tok, err := dec.Token()
+	if err != nil {
+		return e, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return e, fmt.Errorf("entry is %v, not an object", tok)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return e, err
+		}
+		key, _ := tok.(string) // object keys are always strings
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return e, err
+		}
+		var dst any
+		switch key {
+		case "dtype":
+			dst = &e.DType
+		case "shape":
+			dst = &e.Shape
+		case "data_offsets":
+			dst = &e.DataOffsets
+		default:
+			continue
+		}
+		if seen[key] {
+			return e, fmt.Errorf("%q given twice", key)
+		}
+		seen[key] = true
+		if err := json.Unmarshal(v, dst); err != nil {
+			return e, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return e, err
+	}
+	return e, nil
+}
+
 // ParseHeader validates the JSON header hdr against a data area of dataLen bytes.
 // It checks that the header is a JSON object with no duplicate names, that every
 // dtype is supported, that each tensor's byte length equals its element count times
@@ -103,8 +154,8 @@ func ParseHeader(hdr []byte, dataLen int64) (*Header, error) {
 			h.Metadata = md
 			continue
 		}
-		var e rawEntry
-		if err := dec.Decode(&e); err != nil {
+		e, err := decodeEntry(dec)
+		if err != nil {
 			return nil, fmt.Errorf("header: tensor %q: %w", name, err)
 		}
 		t, err := checkEntry(name, e, dataLen)

@@ -180,6 +180,12 @@ func fromFile(cfg Config, f *safetensors.File) (*Adapter, error) {
 		if !cfg.targets(module) {
 			return nil, fmt.Errorf("peft: tensor %q: module %s is not in target_modules %v", name, module, cfg.TargetModules)
 		}
+		// PEFT puts LoRA only on the layers layers_to_transform lists, so it
+		// drops another layer's tensors when it loads the adapter: applied
+		// here they would make a model PEFT does not.
+		if len(cfg.LayersToTransform) > 0 && !slices.Contains(cfg.LayersToTransform, layer) {
+			return nil, fmt.Errorf("peft: tensor %q: layer %d is not in layers_to_transform %v", name, layer, cfg.LayersToTransform)
+		}
 		info, _ := f.Info(name)
 		switch info.DType {
 		case safetensors.F32, safetensors.F16, safetensors.BF16:

@@ -314,7 +314,10 @@ func TestReadRejects(t *testing.T) {
 		"empty file": {good, []safetensors.Tensor{}, "no LoRA tensors"},
 		"mixed layer paths": {good, []safetensors.Tensor{f32(t, TensorNameAt(Gemma3LayersPath, 0, "q_proj", "A"), 2, 16), f32(t, qb, 16, 2)},
 			"layers under model.layers, but others under model.language_model.layers"},
-		"unknown layer path": {good, []safetensors.Tensor{f32(t, "base_model.model.model.text_model.layers.0.self_attn.q_proj.lora_A.weight", 2, 16)}, "unexpected tensor"},
+		// PEFT puts no LoRA on a layer outside layers_to_transform, so it
+		// drops such a layer's tensors on load; applying them is another model.
+		"outside layers_to_transform": {cfg(`"bias":"none","layers_to_transform":[1,2]`), pair(), "layers_to_transform"},
+		"unknown layer path":          {good, []safetensors.Tensor{f32(t, "base_model.model.model.text_model.layers.0.self_attn.q_proj.lora_A.weight", 2, 16)}, "unexpected tensor"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -462,3 +462,29 @@ func TestLayersPaths(t *testing.T) {
 		t.Errorf("unknown layers path written: %v", err)
 	}
 }
+
+// adapter_config.json's keys are PEFT's by their exact names: PEFT builds
+// LoraConfig from the dict as written and drops a key it does not know, so
+// "USE_RSLORA" is not use_rslora there (encoding/json, which matches struct
+// fields case-insensitively, took it for use_rslora and scaled B·A by
+// alpha/√r where PEFT scales by alpha/r).
+func TestConfigKeysExact(t *testing.T) {
+	const good = `{"peft_type":"LORA","task_type":"CAUSAL_LM","r":4,"lora_alpha":8,"target_modules":["q_proj"]`
+	for _, extra := range []string{`"USE_RSLORA":true`, `"Use_RSLoRA":true`, `"use_rslora":false,"Use_Rslora":true`} {
+		c, err := ParseConfig([]byte(good + "," + extra + "}"))
+		if err != nil {
+			t.Fatalf("%s: %v", extra, err)
+		}
+		if c.UseRSLoRA || c.Scaling() != 2 {
+			t.Errorf("%s: use_rslora %v, scaling %v; PEFT reads alpha/r = 2", extra, c.UseRSLoRA, c.Scaling())
+		}
+	}
+	c, err := ParseConfig([]byte(good + `,"R":16,"LORA_ALPHA":1}`))
+	if err != nil || c.R != 4 || c.LoraAlpha != 8 {
+		t.Errorf("R and LORA_ALPHA beside r and lora_alpha: %+v, %v", c, err)
+	}
+	// The exact key is still read.
+	if c, err := ParseConfig([]byte(good + `,"use_rslora":true}`)); err != nil || !c.UseRSLoRA {
+		t.Errorf("use_rslora: %+v, %v", c, err)
+	}
+}

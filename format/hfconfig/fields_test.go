@@ -229,3 +229,26 @@ func TestGemma3Multimodal(t *testing.T) {
 		t.Errorf("token ids: %v %v", err, ids)
 	}
 }
+
+// config.json's keys are transformers' by their exact names: a key that
+// differs from one only in case is an attribute of its own there, which
+// the model never reads, and it is listed as unknown here. encoding/json
+// matched struct fields case-insensitively and used it, so the model had
+// another RoPE base and other KV heads than transformers builds, while
+// the folder's notes called the keys "not read".
+func TestConfigKeysExact(t *testing.T) {
+	c, err := parseWith(`,"Rope_Theta":1000000,"NUM_KEY_VALUE_HEADS":2,"rope_scaling":{"rope_type":"default","ROPE_TYPE":"linear","factor":2}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RoPE != (RoPE{Type: "default", Theta: 10000}) || c.NumKeyValueHeads != 4 {
+		t.Errorf("RoPE %+v, %d KV heads; transformers builds default RoPE, theta 10000, and 4 KV heads", c.RoPE, c.NumKeyValueHeads)
+	}
+	if want := []string{"NUM_KEY_VALUE_HEADS", "Rope_Theta"}; !slices.Equal(c.UnknownFields, want) {
+		t.Errorf("unknown fields %v, want %v", c.UnknownFields, want)
+	}
+	g, err := ParseGenerationConfig([]byte(`{"eos_token_id":2,"EOS_TOKEN_ID":[7,8]}`))
+	if err != nil || !slices.Equal(g.EOSTokenIDs, []int{2}) {
+		t.Errorf("generation config: eos %v, %v; want [2]", g, err)
+	}
+}

@@ -114,7 +114,20 @@ func OpenIndex(path string) (*Set, error) {
 		}
 		if got := len(f.header.Tensors); got != len(want) {
 			closeAll()
-			return nil, fmt.Errorf("safetensors: shard %s holds %d tensors but %s maps %d to it", s, got, path, len(want))
+			// Name a tensor the index leaves out, so the user can tell a stale
+			// index from a wrong shard without listing both.
+			mapped := map[string]bool{}
+			for _, name := range want {
+				mapped[name] = true
+			}
+			var extra string
+			for _, n := range f.Names() {
+				if !mapped[n] {
+					extra = n
+					break
+				}
+			}
+			return nil, fmt.Errorf("safetensors: shard %s holds %q, which %s does not map to it (%d tensors there, %d mapped)", f.path, extra, path, got, len(want))
 		}
 	}
 	set, err := newSet(files)

@@ -68,6 +68,8 @@ func TestHandWrittenIndex(t *testing.T) {
 	}
 	write("model-00001-of-00002.safetensors", a)
 	write("model-00002-of-00002.safetensors", b)
+	// A shard holding a tensor its index does not map to it.
+	write("extra.safetensors", a, Tensor{Name: "lm_head.weight", DType: F32, Shape: []int{1}, Data: make([]byte, 4)})
 	index := func(body string) {
 		if err := os.WriteFile(filepath.Join(dir, IndexName), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -90,11 +92,13 @@ func TestHandWrittenIndex(t *testing.T) {
 		"escape":        `{"weight_map":{"model.embed_tokens.weight":"../model-00001-of-00002.safetensors"}}`,
 		"unlisted":      `{"weight_map":{"model.embed_tokens.weight":"model-00001-of-00002.safetensors"}}`,
 		"empty map":     `{"weight_map":{}}`,
+		"extra":         `{"weight_map":{"model.embed_tokens.weight":"extra.safetensors"}}`,
 		"not json":      `{"weight_map":`,
 	}
 	want := map[string]string{
 		"wrong shard": "does not hold", "missing shard": "no such file", "escape": "not a file name",
 		"unlisted": "", "empty map": "empty", "not json": "unexpected end",
+		"extra": `extra.safetensors holds "lm_head.weight", which`,
 	}
 	for name, body := range bad {
 		index(body)

@@ -2,6 +2,7 @@ package modelfolder
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -333,10 +334,10 @@ func check(c *hfconfig.Config, w *safetensors.Set) (Layout, []string, error) {
 		switch info.DType {
 		case safetensors.F32, safetensors.F16, safetensors.BF16, safetensors.F64:
 		default:
-			return layout, nil, fmt.Errorf("tensor %q has dtype %s; only float weights are supported (no quantized checkpoints)", name, info.DType)
+			return layout, nil, fmt.Errorf("tensor %q%s has dtype %s; only float weights are supported (no quantized checkpoints)", name, inFile(w, name), info.DType)
 		}
 		if fmt.Sprint(info.Shape) != fmt.Sprint(s.Shape) {
-			return layout, nil, fmt.Errorf("tensor %q has shape %v, config.json implies %v", name, info.Shape, s.Shape)
+			return layout, nil, fmt.Errorf("tensor %q%s has shape %v, config.json implies %v", name, inFile(w, name), info.Shape, s.Shape)
 		}
 	}
 	var extra, skipped []string
@@ -357,7 +358,20 @@ func check(c *hfconfig.Config, w *safetensors.Set) (Layout, []string, error) {
 			more = fmt.Sprintf(" and %d more", len(extra)-5)
 			extra = extra[:5]
 		}
+		for i, n := range extra {
+			extra[i] = n + inFile(w, n)
+		}
 		return layout, nil, fmt.Errorf("checkpoint has tensors the %s config does not explain: %s%s", c.ModelType, strings.Join(extra, ", "), more)
 	}
 	return layout, skipped, nil
+}
+
+// inFile is " (in SHARD)", naming the file of w that holds the tensor: a
+// checkpoint of many shards names which one to look into.
+func inFile(w *safetensors.Set, name string) string {
+	p := w.FileOf(name)
+	if p == "" {
+		return ""
+	}
+	return " (in " + filepath.Base(p) + ")"
 }

@@ -1,6 +1,7 @@
 package modelfolder
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -146,6 +147,33 @@ func TestRejects(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), dir) {
 			t.Errorf("%s: error %q should mention %q and the folder", name, err, c.want)
+		}
+	}
+	// In a sharded checkpoint the error names the shard that holds the tensor.
+	for name, c := range map[string]struct {
+		drop   string
+		extra  []safetensors.Tensor
+		tensor string
+	}{
+		"wrong shape": {"model.norm.weight", []safetensors.Tensor{wrong}, "model.norm.weight"},
+		"int weights": {"model.norm.weight", []safetensors.Tensor{ints}, "model.norm.weight"},
+		"unexplained": {"", []safetensors.Tensor{stray}, "model.layers.0.self_attn.o_proj.bias"},
+	} {
+		dir := makeFolder(t, js, c.drop, c.extra, true)
+		raw, err := os.ReadFile(filepath.Join(dir, safetensors.IndexName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx safetensors.Index
+		if err := json.Unmarshal(raw, &idx); err != nil {
+			t.Fatal(err)
+		}
+		shard := idx.WeightMap[c.tensor]
+		if f, err := Open(dir, Weights); err == nil {
+			f.Close()
+			t.Errorf("sharded %s: accepted", name)
+		} else if shard == "" || !strings.Contains(err.Error(), shard) {
+			t.Errorf("sharded %s: error %q does not name the shard %q that holds %s", name, err, shard, c.tensor)
 		}
 	}
 	if _, err := Open(t.TempDir(), Weights); err == nil || !strings.Contains(err.Error(), "config.json") {

@@ -176,6 +176,16 @@ func (s *Set) Info(name string) (TensorInfo, bool) {
 	return f.Info(name)
 }
 
+// FileOf returns the path of the file that holds the tensor called name
+// ("" when none does, or for a file read with ReadBytes), so that an error
+// about a tensor of a sharded checkpoint can name its shard.
+func (s *Set) FileOf(name string) string {
+	if f, ok := s.where[name]; ok {
+		return f.path
+	}
+	return ""
+}
+
 // Has reports whether the checkpoint holds a tensor called name.
 func (s *Set) Has(name string) bool { _, ok := s.where[name]; return ok }
 

@@ -216,6 +216,10 @@ func TestWriteRejects(t *testing.T) {
 		"metadata":   {{Name: "__metadata__", DType: F32, Shape: []int{1}, Data: make([]byte, 4)}},
 		"negative":   {{Name: "a", DType: F32, Shape: []int{-1}, Data: nil}},
 		"empty name": {{Name: "", DType: F32, Shape: []int{1}, Data: make([]byte, 4)}},
+		// JSON holds only UTF-8: encoding/json wrote U+FFFD for the bad byte,
+		// a tensor of another name (and two such names one name twice).
+		"name not utf-8": {{Name: "a\xff", DType: F32, Shape: []int{1}, Data: make([]byte, 4)},
+			{Name: "a\xfe", DType: F32, Shape: []int{1}, Data: make([]byte, 4)}},
 	}
 	for name, ts := range cases {
 		p := filepath.Join(dir, name+".safetensors")
@@ -225,6 +229,13 @@ func TestWriteRejects(t *testing.T) {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s: file left behind", name)
 		}
+	}
+	for _, md := range []map[string]string{{"k": "v\xff"}, {"k\xff": "v"}} {
+		p := filepath.Join(dir, "md.safetensors")
+		if err := Write(p, []Tensor{good}, md); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+			t.Errorf("metadata %q: %v, want an error saying it is not UTF-8", md, err)
+		}
+		_ = os.Remove(p)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("temporary files left: %v", ents)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Tensor is one tensor to write: raw little-endian bytes of Shape in DType.
@@ -51,11 +52,22 @@ func sortForWrite(ts []Tensor) []Tensor {
 	return out
 }
 
-func checkTensors(ts []Tensor) error {
+// checkTensors refuses what would not read back as written. A header is
+// JSON, which holds only UTF-8: encoding/json writes U+FFFD for a byte that
+// is not, so such a name or metadata string would come back as another.
+func checkTensors(ts []Tensor, metadata map[string]string) error {
+	for k, v := range metadata {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("safetensors: metadata %q: %q is not valid UTF-8", k, v)
+		}
+	}
 	seen := map[string]bool{}
 	for _, t := range ts {
 		if t.Name == "" || t.Name == "__metadata__" {
 			return fmt.Errorf("safetensors: invalid tensor name %q", t.Name)
+		}
+		if !utf8.ValidString(t.Name) {
+			return fmt.Errorf("safetensors: tensor name %q is not valid UTF-8", t.Name)
 		}
 		if seen[t.Name] {
 			return fmt.Errorf("safetensors: duplicate tensor name %q", t.Name)
@@ -125,7 +137,7 @@ func header(ts []Tensor, metadata map[string]string) ([]byte, error) {
 // "format": "pt" added unless the caller set "format" (transformers refuses files
 // whose format is not one it knows).
 func Encode(w io.Writer, tensors []Tensor, metadata map[string]string) error {
-	if err := checkTensors(tensors); err != nil {
+	if err := checkTensors(tensors, metadata); err != nil {
 		return err
 	}
 	ts := sortForWrite(tensors)
@@ -154,7 +166,7 @@ func Encode(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 // Write writes tensors to path atomically: into a temporary file in the same folder,
 // synced, then renamed over path, so a reader never sees a partial file.
 func Write(path string, tensors []Tensor, metadata map[string]string) error {
-	if err := checkTensors(tensors); err != nil {
+	if err := checkTensors(tensors, metadata); err != nil {
 		return fmt.Errorf("%w (writing %s)", err, path)
 	}
 	return writeAtomic(path, func(w io.Writer) error { return Encode(w, tensors, metadata) })
@@ -208,7 +220,7 @@ func writeAtomic(path string, write func(io.Writer) error) (err error) {
 // own) plus model.safetensors.index.json, written last so that a reader who finds the
 // index finds every shard complete.
 func WriteSharded(dir string, tensors []Tensor, maxShardBytes int64, metadata map[string]string) error {
-	if err := checkTensors(tensors); err != nil {
+	if err := checkTensors(tensors, metadata); err != nil {
 		return fmt.Errorf("%w (writing %s)", err, dir)
 	}
 	if maxShardBytes <= 0 {

@@ -7,9 +7,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/hone-rl/hone/format/internal/exactjson"
 )
 
 // File names inside a model folder.
@@ -177,7 +178,7 @@ func LoadEOS(dir string) ([]int, error) {
 		var r struct {
 			EOSTokenID json.RawMessage `json:"eos_token_id"`
 		}
-		if err := decodeExact(data, &r); err != nil {
+		if err := exactjson.Unmarshal(data, &r); err != nil {
 			return nil, fmt.Errorf("%s: hfconfig: %w", path, err)
 		}
 		if configEOS, err = tokenIDs("eos_token_id", r.EOSTokenID, 0); err != nil {
@@ -266,7 +267,7 @@ func Load(dir string) (*Config, error) {
 // Parse decodes and validates the bytes of a config.json.
 func Parse(data []byte) (*Config, error) {
 	var r raw
-	if err := decodeExact(data, &r); err != nil {
+	if err := exactjson.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("hfconfig: %w", err)
 	}
 	if err := json.Unmarshal(data, &r.keys); err != nil {
@@ -768,7 +769,7 @@ func parseRoPE(r raw, defTheta float64) (RoPE, error) {
 			continue
 		}
 		var o ropeObj
-		if err := decodeExact(f.m, &o); err != nil {
+		if err := exactjson.Unmarshal(f.m, &o); err != nil {
 			return rope, fmt.Errorf("hfconfig: %s: %w", f.field, err)
 		}
 		objs = append(objs, struct {
@@ -894,7 +895,7 @@ func ParseGenerationConfig(data []byte) (*GenerationConfig, error) {
 		RepetitionPenalty *float64        `json:"repetition_penalty"`
 		MaxNewTokens      *int            `json:"max_new_tokens"`
 	}
-	if err := decodeExact(data, &r); err != nil {
+	if err := exactjson.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("hfconfig: generation config: %w", err)
 	}
 	g := &GenerationConfig{DoSample: r.DoSample, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK,
@@ -936,34 +937,4 @@ func derefAll(ps ...*int) []int {
 		}
 	}
 	return out
-}
-
-// decodeExact decodes the JSON object data into the struct v points to,
-// reading each field from the key its json tag names exactly. transformers
-// reads config.json and generation_config.json as dicts, where a key that
-// differs from a field's name only in case is an attribute of its own that
-// the model never reads (and Notes lists it as unknown); encoding/json
-// matches fields case-insensitively, so "Rope_Theta" would set the RoPE
-// base, or win over rope_theta written before it.
-func decodeExact(data []byte, v any) error {
-	var kv map[string]json.RawMessage
-	if err := json.Unmarshal(data, &kv); err != nil {
-		return err
-	}
-	t := reflect.TypeOf(v).Elem()
-	known := map[string]bool{}
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		known[name] = true
-	}
-	for k := range kv {
-		if !known[k] {
-			delete(kv, k)
-		}
-	}
-	exact, err := json.Marshal(kv)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(exact, v)
 }

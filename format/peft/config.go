@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"reflect"
 	"strings"
+
+	"github.com/hone-rl/hone/format/internal/exactjson"
 )
 
 // File names inside an adapter folder, as PEFT saves them.
@@ -133,40 +134,11 @@ func isNullOrEmpty(m json.RawMessage) bool {
 	return s == "" || s == "null" || s == "[]" || s == "{}"
 }
 
-// exactKeys returns the JSON object data less the keys that are not
-// rawConfig's by their exact names. PEFT builds LoraConfig from the dict as
-// written and drops a key it does not know, so "USE_RSLORA" is no
-// use_rslora there; encoding/json matches struct fields case-insensitively
-// and would take it for one (and let it win over the real key), scaling
-// B·A otherwise than PEFT does.
-func exactKeys(data []byte) ([]byte, error) {
-	var kv map[string]json.RawMessage
-	if err := json.Unmarshal(data, &kv); err != nil {
-		return nil, err
-	}
-	t := reflect.TypeFor[rawConfig]()
-	known := map[string]bool{}
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		known[name] = true
-	}
-	for k := range kv {
-		if !known[k] {
-			delete(kv, k)
-		}
-	}
-	return json.Marshal(kv)
-}
-
 // ParseConfig decodes adapter_config.json and rejects what Hone (and vLLM) cannot
 // apply faithfully. Unknown keys are ignored, as PEFT and vLLM do.
 func ParseConfig(data []byte) (Config, error) {
-	data, err := exactKeys(data)
-	if err != nil {
-		return Config{}, fmt.Errorf("peft: adapter config: %w", err)
-	}
 	var r rawConfig
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := exactjson.Unmarshal(data, &r); err != nil {
 		return Config{}, fmt.Errorf("peft: adapter config: %w", err)
 	}
 	c := Config{Bias: "none", TaskType: "CAUSAL_LM", PeftType: "LORA"}

@@ -31,7 +31,9 @@
 #                  the summary's "success" (default found)
 #   EVAL_COLUMNS   more columns of the summary, separated by spaces: METRIC
 #                  (its mean per episode) or NAME=METRIC/METRIC (a ratio of
-#                  sums); default "invalid out_of_range_per_guess=out_of_range/turns"
+#                  sums); default "invalid out_of_range_per_guess=out_of_range/turns".
+#                  A metric no episode of the base model's greedy evaluation
+#                  reports stops the run there (exit 2), naming those it has
 #   MAX_TOKENS     tokens per assistant turn (default 4)
 #   TRAIN_ENV_OPTS more --env-opt settings for the GRPO rounds' games only
 #                  (";"-separated; default none): the warm-up data and the
@@ -181,6 +183,30 @@ EVAL_COLS=$(jq -cn --arg s "$EVAL_COLUMNS" '$s | split(" ") | map(select(. != ""
 	| . + (.spec | split("/") | {num: .[0], den: .[1]})
 	| .name //= (if .den then "\(.num)_per_\(.den)" else .num end) | del(.spec))')
 
+# check_eval_metrics FILE: every metric EVAL_METRIC and EVAL_COLUMNS name is
+# one that the held-out episodes of FILE which ended on their own report. A
+# name no episode has (a typo, another environment's metric) would otherwise
+# count as 0 in every row of the summary, indistinguishable from a model that
+# never succeeds.
+check_eval_metrics() {
+	local have missing
+	# Only episodes the environment ended itself: one cut off by --max-turns
+	# or failed has the metrics of its last step, or none.
+	have=$("$BIN"/hone-inspect to-jsonl "$1" 2>/dev/null | jq -rs '
+		map(select((.error // "") == "" and (.metrics.truncated // 0) == 0)) |
+		if length == 0 then "-" else [.[].metrics // {} | keys[]] | unique | join(" ") end')
+	if [ "$have" = - ]; then
+		log "    note: every held-out episode was cut off or failed; EVAL_METRIC and EVAL_COLUMNS not checked"
+		return 0
+	fi
+	missing=$(jq -rn --arg metric "$EVAL_METRIC" --argjson cols "$EVAL_COLS" --arg have "$have" '
+		($have | split(" ")) as $h | [$metric, ($cols[] | .num, (.den // empty))] | unique
+		| map(select(. as $m | $h | index([$m]) | not)) | join(" ")')
+	[ -z "$missing" ] && return 0
+	echo "demo: no held-out episode of $ENV reports the metric(s) $missing (EVAL_METRIC=$EVAL_METRIC, EVAL_COLUMNS='$EVAL_COLUMNS'); the episodes report: ${have:-no metrics}. Name those, and have the environment report each metric in every episode, 0 included" >&2
+	exit 2
+}
+
 # evaluate LABEL MODEL STEP: held-out episodes, greedy and at T=1, summarized
 # in OUT/eval/LABEL-T<t>.json as one JSON line that `hone-inspect report
 # --eval` reads: the base model is its own line, the warm-up (the adapter
@@ -194,6 +220,7 @@ evaluate() {
 			--base-url "$URL" --api-key none --temperature "$t" --max-tokens "$MAX_TOKENS" \
 			--seed "$EVAL_SEED" --run "eval-$label" \
 			-o "$OUT/eval/$label-T$t.parquet" 2>>"$OUT"/eval/collect.log
+		[ "$label" = base ] && [ "$t" = 0 ] && check_eval_metrics "$OUT/eval/$label-T$t.parquet"
 		"$BIN"/hone-inspect to-jsonl "$OUT/eval/$label-T$t.parquet" 2>/dev/null |
 			jq -sc --arg name "$label" --arg t "$t" --arg line "$line T=$t" --argjson step "$step" \
 				--arg metric "$EVAL_METRIC" --argjson cols "$EVAL_COLS" '

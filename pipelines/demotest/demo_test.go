@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,6 +239,36 @@ func TestDemoOtherJob(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "success = mean win per episode") || strings.Contains(stdout.String(), "GRPO gain (warmup") {
 		t.Errorf("summary lines:\n%s", stdout.String())
+	}
+}
+
+// TestDemoUnknownEvalMetric: an EVAL_METRIC or EVAL_COLUMNS metric that
+// the environment does not report stops the run at the first evaluation
+// with exit 2, naming it and the metrics the episodes have. It used to
+// count as 0 everywhere, a summary of zeros that read as a model that never
+// succeeds.
+func TestDemoUnknownEvalMetric(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	out := filepath.Join(t.TempDir(), "demo")
+	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "EVAL_METRIC=wins", "EVAL_COLUMNS=invalid per_turn=found/trun",
+		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=4", "EVAL_SPLIT=val")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("demo.sh with EVAL_METRIC=wins: %v, want exit 2\n%s", err, stdout.String())
+	}
+	said := stdout.String()
+	for _, want := range []string{"metric(s) trun wins ", "the episodes report: ", " found ", " invalid "} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the error does not say %q:\n%s", want, said)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "adapters", "rl")); err == nil {
+		t.Errorf("demo.sh trained before it refused the metric")
 	}
 }
 

@@ -6,8 +6,9 @@ and post its reward when it ends:
     import hone_proxy
     from openai import OpenAI
 
-    client = OpenAI(base_url="http://127.0.0.1:8100/v1", api_key="none")
-    t = hone_proxy.Trajectory(group="scenario-17")
+    PROXY = "http://127.0.0.1:8100/v1"
+    client = OpenAI(base_url=PROXY, api_key="none")
+    t = hone_proxy.Trajectory(group="scenario-17", base_url=PROXY)  # or set $OPENAI_BASE_URL
     client.chat.completions.create(model="myrun", messages=msgs, extra_headers=t.headers)
     t.reward(1.0, metrics={"turns": 3})
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -277,8 +278,8 @@ func docFreePort(t *testing.T) string {
 func TestDocProxy(t *testing.T) {
 	dir, path := docDir(t, "curl")
 	blocks := docBlocks(t, "../../docs/proxy.md")
-	if len(blocks) != 2 || blocks[0].lang != "sh" || blocks[1].lang != "js" {
-		t.Fatalf("want a sh and a js block, have %+v", blocks)
+	if len(blocks) != 3 || blocks[0].lang != "sh" || blocks[1].lang != "python" || blocks[2].lang != "js" {
+		t.Fatalf("want a sh, a python and a js block, have %+v", blocks)
 	}
 	b := blocks[0]
 	serve, prox := docFreePort(t), docFreePort(t)
@@ -425,6 +426,66 @@ func TestPythonHelper(t *testing.T) {
 	if t4.ID != "t4" || t4.GroupID != "g2" || t4.Reward != nil || t4.Error != "tool crashed" {
 		t.Errorf("t4: %+v", t4)
 	}
+}
+
+// docs/proxy.md's Python rollout, run as written (with a stand-in for the
+// openai package's AsyncOpenAI, testdata/fakeopenai) against the real proxy
+// in front of the real hone-serve, in an environment without
+// OPENAI_BASE_URL: a user who copies it names the proxy's URL in the code,
+// and the helper must be told it too (the page's example gave it to the
+// client only, so the helper raised "no proxy URL" before any request).
+func TestDocProxyPython(t *testing.T) {
+	py := docPython(t)
+	blocks := docBlocks(t, "../../docs/proxy.md")
+	var code string
+	for _, b := range blocks {
+		if b.lang == "python" {
+			code = b.code
+		}
+	}
+	const docURL, docModel = `"http://127.0.0.1:8100/v1"`, `model="myrun"`
+	if !strings.Contains(code, docURL) || !strings.Contains(code, docModel) {
+		t.Fatalf("docs/proxy.md's python block names no %s or %s:\n%s", docURL, docModel, code)
+	}
+	out := t.TempDir()
+	base := docStartProxy(t, startServe(t), out)
+	code = strings.NewReplacer(docURL, strconv.Quote(base), docModel, `model="tiny"`).Replace(code)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rollout.py"), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	helperDir, _ := filepath.Abs("../../python")
+	fakeDir, _ := filepath.Abs("testdata/fakeopenai")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "testdata/run_doc_rollout.py", filepath.Join(dir, "rollout.py"))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "PYTHONPATH=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "PYTHONPATH="+helperDir+string(os.PathListSeparator)+fakeDir, "PYTHONDONTWRITEBYTECODE=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the page's rollout: %v\n%s", err, stderr.String())
+	}
+	group := strings.TrimSpace(string(stdout))
+	resp, err := http.Post(strings.TrimSuffix(base, "/v1")+"/hone/groups/"+group+"/close", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("closing group %q: HTTP %d", group, resp.StatusCode)
+	}
+	trs := docRows(t, filepath.Join(out, "proxy-000001.parquet"))
+	if len(trs) != 1 || trs[0].GroupID != group || trs[0].Reward == nil || *trs[0].Reward != 0.5 ||
+		trs[0].Metrics["turns"] != 1 || len(trs[0].Messages) != 2 {
+		t.Fatalf("recorded %+v", trs)
+	}
+	docCheckTurns(t, trs[0])
 }
 
 // docs/proxy.md's Node example, with the official openai package, against

@@ -45,6 +45,9 @@ func runFiles(ctx context.Context, prep *trainer.Prepared, o Options, gs []group
 	sess.EndStep = sess.StartStep + n
 	if prev != nil && sess.Index != prev.Index {
 		log.Info("new session of the run", "session", sess.Index, "files", len(files), "first_step", sess.StartStep+1, "last_step", sess.EndStep)
+		if err := warnTrainedAgain(prep, sess, log); err != nil {
+			return err
+		}
 	}
 	if sess.EndStep > prep.Done {
 		if err := recordSession(prep.Ckpt, sess); err != nil {
@@ -56,6 +59,43 @@ func runFiles(ctx context.Context, prep *trainer.Prepared, o Options, gs []group
 		return fmt.Errorf("grpo: session: %w", err)
 	}
 	return train(ctx, prep, o, gs, sess.StartStep, sess.EndStep, o.Seed+uint64(sess.Index), extra, log)
+}
+
+// warnTrainedAgain warns when a new session's files include ones that an
+// earlier session, or a --watch-dir call, of the run already trained (by
+// sha256, at steps the run still has). Naming a folder each round (files
+// from earlier rounds included) trains them again in every session, which
+// is rarely meant and otherwise silent; an extra epoch over a file on
+// purpose is still allowed.
+func warnTrainedAgain(prep *trainer.Prepared, sess checkpoint.Session, log *slog.Logger) error {
+	man, err := prep.Ckpt.ReadManifest()
+	if err != nil {
+		return err
+	}
+	trained := map[string]string{} // sha256: where it was trained
+	for _, s := range man.Sessions {
+		if s.Index < sess.Index && s.StartStep < prep.Done {
+			for _, f := range s.Files {
+				trained[f.SHA256] = fmt.Sprintf("session %d (steps %d-%d)", s.Index, s.StartStep+1, s.EndStep)
+			}
+		}
+	}
+	for _, f := range man.Consumed {
+		if f.Step <= prep.Done {
+			trained[f.SHA256] = fmt.Sprintf("--watch-dir (by step %d)", f.Step)
+		}
+	}
+	var again []string
+	for _, f := range sess.Files {
+		if where, ok := trained[f.SHA256]; ok {
+			again = append(again, fmt.Sprintf("%s (trained in %s)", f.Path, where))
+		}
+	}
+	if len(again) > 0 {
+		log.Warn("files the run already trained on are trained again in this session; to train only new files, name them alone (a run started with --watch-dir DIR skips the files it consumed)",
+			"session", sess.Index, "files", again)
+	}
+	return nil
 }
 
 // lastSession is the session of the run's latest step: nil for a fresh

@@ -125,6 +125,48 @@ func TestResumeWithNewFilesIsANewSession(t *testing.T) {
 	}
 }
 
+// TestResumeWithTrainedFilesWarns: a session whose files include one an
+// earlier session trained (a folder named each round, holding the earlier
+// rounds' files) trains it again, as asked, but says so, naming that file
+// and not the new one; a session of new files alone says nothing.
+func TestResumeWithTrainedFilesWarns(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	a, b, c := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "b.parquet"), filepath.Join(dir, "c.parquet")
+	writeGroups(t, md, a, 2, 3, varied)
+	writeGroups(t, md, b, 2, 3, squares)
+	writeGroups(t, md, c, 4, 3, squares)
+	out := filepath.Join(dir, "adapters")
+	o := baseOptions(md, out, "r", a)
+	var log bytes.Buffer
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	o.Resume = true
+	o.Inputs = baseOptions(md, out, "r", b).Inputs
+	log.Reset()
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("round 2: %v\n%s", err, log.String())
+	}
+	if strings.Contains(log.String(), "trained again") {
+		t.Errorf("a session of new files warned:\n%s", log.String())
+	}
+	o.Inputs = baseOptions(md, out, "r", a, c).Inputs
+	log.Reset()
+	if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+		t.Fatalf("round 3: %v\n%s", err, log.String())
+	}
+	var warn string
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "trained again") {
+			warn = line
+		}
+	}
+	if !strings.Contains(warn, a+" (trained in session 0 (steps 1-1))") || strings.Contains(warn, c) || !strings.Contains(warn, "--watch-dir") {
+		t.Errorf("round 3 (a again, and c) warned %q; want a warning naming a and its session, not c, and pointing to --watch-dir\n%s", warn, log.String())
+	}
+}
+
 // TestSessionContinuedIsBitIdentical: a session stopped early (--steps 1)
 // and continued with the same files (--steps 2) ends where one command
 // with --steps 2 does.

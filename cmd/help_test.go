@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -162,5 +163,135 @@ func TestUsageErrorsNameTheCommand(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("hone-collect --help lists no --temperature:\n%s", stdout)
+	}
+}
+
+// docCode returns the code of a Markdown page: each fenced block's lines
+// (a line ending in a backslash joined with the next, as the shell reads
+// it) and each inline `span` of the other lines, one item a piece. Prose
+// is left out, so that "the --env-opt settings" is not read as a command.
+func docCode(page string) []string {
+	var code []string
+	fenced, cont := false, ""
+	for _, line := range strings.Split(page, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced, cont = !fenced, ""
+			continue
+		}
+		if fenced {
+			if s, ok := strings.CutSuffix(line, "\\"); ok {
+				cont += s + " "
+				continue
+			}
+			code, cont = append(code, cont+line), ""
+			continue
+		}
+		for i, part := range strings.Split(line, "`") {
+			if i%2 == 1 {
+				code = append(code, part)
+			}
+		}
+	}
+	return code
+}
+
+// helpFlags returns the long flags a command's --help lists.
+func helpFlags(t *testing.T, path ...string) map[string]bool {
+	t.Helper()
+	code, stdout, stderr := run(t, append(path, "--help")...)
+	if code != 0 {
+		t.Fatalf("%q --help: exit %d: %s", path, code, stderr)
+	}
+	flags := map[string]bool{"help": true}
+	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z0-9][a-z0-9-]*)`).FindAllStringSubmatch(stdout, -1) {
+		flags[m[1]] = true
+	}
+	return flags
+}
+
+// TestDocumentedFlagsExist: every hone command the README, docs/ and
+// pipelines/ pages show (in a code block or an inline code span) uses only
+// flags that command has (a binary named without its subcommand, as in
+// "hone-train --device cuda", any of its subcommands' flags), and every
+// --env-opt they show is KEY=VALUE with a KEY some environment takes:
+// README once showed "--env-opt threat-start", which hone-collect refuses
+// ("must be formatted as key=value").
+func TestDocumentedFlagsExist(t *testing.T) {
+	subs := map[string][]string{
+		"hone-collect": {"proxy", "scenarios"},
+		"hone-score":   nil,
+		"hone-serve":   nil,
+		"hone-train":   {"grpo", "init-model", "sft"},
+		"hone-inspect": {"cat", "from-jsonl", "head", "log-eval", "render", "report", "schema", "stats", "to-jsonl", "tokenize", "validate"},
+	}
+	flags := map[string]map[string]bool{}
+	for b, ss := range subs {
+		flags[b] = helpFlags(t, b)
+		for _, s := range ss {
+			flags[b+" "+s] = helpFlags(t, b, s)
+		}
+	}
+	envKeys := map[string]bool{}
+	valid := regexp.MustCompile(`unknown option "zz"; valid: (.*)`)
+	for _, env := range []string{"guess", "tictactoe", "2048", "inbox", "stdio", "mcp"} {
+		_, _, stderr := run(t, "hone-collect", "--env", env, "--env-opt", "zz=1", "--groups", "1", "--policy", "scripted", "-o", "x.parquet")
+		m := valid.FindStringSubmatch(stderr)
+		if m == nil {
+			t.Fatalf("--env %s --env-opt zz=1 does not list the valid keys: %s", env, stderr)
+		}
+		for _, k := range strings.Split(strings.TrimSpace(m[1]), ", ") {
+			envKeys[k] = true
+		}
+	}
+	pages, _ := filepath.Glob("../docs/*.md")
+	more, _ := filepath.Glob("../pipelines/*.md")
+	readmes, _ := filepath.Glob("../pipelines/*/README.md")
+	pages = append(append(append([]string{"../README.md"}, pages...), more...), readmes...)
+	invocation := regexp.MustCompile(`\bhone-(collect|score|serve|train|inspect)\b([^|;&)#]*)`)
+	envOpt := regexp.MustCompile(`--env-opt[ =]([^\s]+)`)
+	checked := 0
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(page, "../")
+		for _, code := range docCode(string(b)) {
+			for _, m := range invocation.FindAllStringSubmatch(code, -1) {
+				bin, args := "hone-"+m[1], strings.Fields(m[2])
+				cands := []string{bin}
+				if len(args) > 0 && slices.Contains(subs[bin], args[0]) {
+					cands = []string{bin + " " + args[0]}
+				} else {
+					for _, s := range subs[bin] {
+						cands = append(cands, bin+" "+s)
+					}
+				}
+				for _, a := range args {
+					f, ok := strings.CutPrefix(a, "--")
+					if !ok || f == "" || !('a' <= f[0] && f[0] <= 'z') {
+						continue
+					}
+					f, _, _ = strings.Cut(f, "=")
+					checked++
+					if !slices.ContainsFunc(cands, func(c string) bool { return flags[c][f] }) {
+						t.Errorf("%s: %q: %s has no --%s", name, strings.TrimSpace(code), cands[0], f)
+					}
+				}
+			}
+			for _, m := range envOpt.FindAllStringSubmatch(code, -1) {
+				v := m[1]
+				if strings.HasPrefix(v, `"$`) || strings.HasPrefix(v, "$") {
+					continue
+				}
+				k, _, ok := strings.Cut(v, "=")
+				if !ok || !(envKeys[k] || k == strings.ToUpper(k)) {
+					t.Errorf("%s: %q: --env-opt %s is not KEY=VALUE with a key an environment takes", name, strings.TrimSpace(code), v)
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Errorf("only %d documented flags checked; the scan no longer finds the pages' commands", checked)
 	}
 }

@@ -228,7 +228,11 @@ func buildChain(opts Options, log *slog.Logger, files *fileset.Pool) (*Chain, *j
 			if err != nil {
 				return nil, nil, err
 			}
-			c.Scorers = append(c.Scorers, &ruler.Scorer{Component: s.Name, Judge: meter, Model: opts.JudgeModel, Rubric: rubric, Budget: budget, Log: log})
+			var temp *float64
+			if opts.JudgeTemperature >= 0 {
+				temp = &opts.JudgeTemperature
+			}
+			c.Scorers = append(c.Scorers, &ruler.Scorer{Component: s.Name, Judge: meter, Model: opts.JudgeModel, Rubric: rubric, Temperature: temp, Budget: budget, Log: log})
 			parts[len(parts)-1] += fmt.Sprintf("(model=%s,rubric=%s)", opts.JudgeModel, rubricLabel(opts.RubricFile))
 		}
 	}
@@ -320,12 +324,10 @@ func buildJudge(opts Options, log *slog.Logger, files *fileset.Pool) (judge.Judg
 				return nil, stageerr.Usage(err)
 			}
 		}
+		// The temperature goes in each request (ruler.Scorer), where the
+		// cache's key sees it.
 		oo := judge.OpenAIOptions{BaseURL: base, APIKey: key, Timeout: opts.JudgeTimeout, MaxTokens: opts.JudgeMaxTokens, ResponseFormat: opts.JudgeFormat,
 			ExplanationMaxChars: opts.JudgeExplanationMax}
-		if opts.JudgeTemperature >= 0 {
-			t := opts.JudgeTemperature
-			oo.Temperature = &t
-		}
 		j = judge.NewOpenAI(oo)
 		log.Info("judge", "model", opts.JudgeModel, "base_url", base, "api_key_set", key != "")
 	}

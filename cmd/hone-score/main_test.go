@@ -361,3 +361,51 @@ func TestErroredRows(t *testing.T) {
 		})
 	}
 }
+
+// The judge cache answers only the question that was asked: a verdict
+// sampled at one --judge-temperature is not served to a run that asks for
+// another (a run at 0 for reproducible scores got the earlier run's
+// verdicts at 1 from the cache, with no judge call), while a run at the
+// same temperature is answered from the cache.
+func TestJudgeCacheKeyedByTemperature(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 2, 3)
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	score := func(temp ...string) result {
+		args := append([]string{"-o", filepath.Join(dir, "out.parquet"), "--judge-base-url", srv.BaseURL(), "--judge-model", "m",
+			"--judge-cache", filepath.Join(dir, "cache"), "--scorer", "ruler", in}, temp...)
+		r := runBin(t, nil, nil, args...)
+		if r.code != 0 {
+			t.Fatalf("hone-score %v: exit %d\n%s", temp, r.code, r.stderr)
+		}
+		return r
+	}
+	steps := []struct {
+		temp  []string
+		hits  int // the judge server's hits after the run
+		which string
+	}{
+		{[]string{"--judge-temperature", "1"}, 2, "first run at 1"},
+		{[]string{"--judge-temperature", "0"}, 4, "at 0 after a run at 1"},
+		{[]string{"--judge-temperature", "0"}, 4, "at 0 again"},
+		{[]string{"--judge-temperature", "1"}, 4, "at 1 again"},
+		{nil, 6, "at the server's default"},
+		{nil, 6, "at the server's default again"},
+	}
+	for _, s := range steps {
+		r := score(s.temp...)
+		if srv.Hits() != s.hits {
+			t.Fatalf("%s: the judge was called %d times in all, want %d\n%s", s.which, srv.Hits(), s.hits, r.stderr)
+		}
+	}
+	reqs := srv.Requests()
+	for i, want := range []string{"1", "1", "0", "0", "<nil>", "<nil>"} {
+		got := "<nil>"
+		if reqs[i].Temperature != nil {
+			got = fmt.Sprint(*reqs[i].Temperature)
+		}
+		if got != want {
+			t.Errorf("judge call %d: temperature %s, want %s", i, got, want)
+		}
+	}
+}

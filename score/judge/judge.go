@@ -21,6 +21,11 @@ type Request struct {
 	User          string
 	// IDs are the trajectory ids the answer must score, each exactly once.
 	IDs []string
+	// Temperature is the sampling temperature asked of the judge; nil
+	// leaves it to the judge (OpenAIOptions.Temperature, else the
+	// server's default). It is part of the cache key: a verdict sampled
+	// at one temperature does not answer a request for another.
+	Temperature *float64
 }
 
 // Score is the judge's verdict on one trajectory.

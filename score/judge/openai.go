@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,8 +100,8 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 	case FormatJSONObject:
 		params.ResponseFormat.OfJSONObject = &shared.ResponseFormatJSONObjectParam{}
 	}
-	if o.opts.Temperature != nil {
-		params.Temperature = openai.Float(*o.opts.Temperature)
+	if t := cmp.Or(req.Temperature, o.opts.Temperature); t != nil {
+		params.Temperature = openai.Float(*t)
 	}
 	if o.opts.MaxTokens > 0 {
 		params.MaxCompletionTokens = openai.Int(o.opts.MaxTokens)

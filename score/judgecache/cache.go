@@ -60,12 +60,15 @@ type entry struct {
 }
 
 // Key returns the cache key of a request: the hex sha256 over a JSON
-// encoding of everything that determines the answer.
+// encoding of everything that determines the answer. A request without a
+// temperature encodes as it did before the temperature was keyed, so the
+// entries of runs that never set one stay valid.
 func Key(req judge.Request) string {
 	b, _ := json.Marshal(struct {
 		Format, Model, PromptVersion, System, User string
 		IDs                                        []string
-	}{formatVersion, req.Model, req.PromptVersion, req.System, req.User, req.IDs})
+		Temperature                                *float64 `json:",omitempty"`
+	}{formatVersion, req.Model, req.PromptVersion, req.System, req.User, req.IDs, req.Temperature})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

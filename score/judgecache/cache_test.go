@@ -2,6 +2,8 @@ package judgecache_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,12 +46,25 @@ func TestCache(t *testing.T) {
 		"version": func(r *judge.Request) { r.PromptVersion = "v2" },
 		"rubric":  func(r *judge.Request) { r.System = "rubric B" },
 		"content": func(r *judge.Request) { r.User = "other group" },
+		"temperature": func(r *judge.Request) {
+			zero := 0.0
+			r.Temperature = &zero
+		},
 	} {
 		r := req
 		mod(&r)
 		if judgecache.Key(r) == judgecache.Key(req) {
 			t.Errorf("changing the %s does not change the key", name)
 		}
+	}
+	// Without a temperature the key is the one entries were stored under
+	// before temperatures were keyed, so an existing cache stays valid.
+	legacy, _ := json.Marshal(struct {
+		Format, Model, PromptVersion, System, User string
+		IDs                                        []string
+	}{"hone-judgecache-1", req.Model, req.PromptVersion, req.System, req.User, req.IDs})
+	if sum := sha256.Sum256(legacy); judgecache.Key(req) != hex.EncodeToString(sum[:]) {
+		t.Errorf("a request without a temperature has a new key: existing cache entries would all miss")
 	}
 	// One file, no temporaries left behind.
 	var files []string

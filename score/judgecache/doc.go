@@ -5,7 +5,8 @@
 //
 // A file is named by the sha256 of the request's model, prompt version,
 // system text (which holds the rubric), user text (which holds the group's
-// content) and trajectory ids, and sits in a two-level directory
+// content), trajectory ids and sampling temperature (when one is asked
+// for), and sits in a two-level directory
 // (DIR/ab/abcdef….json). Only verdicts that passed validation are stored.
 // Writes go through fileset.Create (a temporary file renamed into place,
 // or one upload), so concurrent runs and crashes leave either a whole

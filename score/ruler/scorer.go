@@ -16,6 +16,9 @@ type Scorer struct {
 	Judge     judge.Judge // typically Cache(Retry(OpenAI)) wrapped in a Meter
 	Model     string      // judge model
 	Rubric    string      // "" means DefaultRubric
+	// Temperature is asked of the judge (nil: its default); it is part
+	// of the request, so the cache keys verdicts by it.
+	Temperature *float64
 	// Budget bounds the prompt (see BuildWithin); the zero value sets no
 	// limit.
 	Budget Budget
@@ -65,7 +68,9 @@ func (s *Scorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 			s.Log.Debug("ruler: texts cut to fit the judge's context", "group", g.ID, "cuts", p.Cuts, "tokens", p.Tokens, "budget", s.Budget.Tokens)
 		}
 	}
-	v, err := s.Judge.Judge(ctx, p.Request(s.Model))
+	req := p.Request(s.Model)
+	req.Temperature = s.Temperature
+	v, err := s.Judge.Judge(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("ruler: group %q: %w", g.ID, err)
 	}

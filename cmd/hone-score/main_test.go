@@ -186,6 +186,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"bad formula", []string{"-o", out, "--scorer", "formula:win +* 2", in}, 2, `formula "win +* 2"`},
 		{"unknown metric", []string{"-o", out, "--scorer", "formula:wins", in}, 2, `no metric or component named "wins"`},
+		{"unknown metric looked up", []string{"-o", out, "--scorer", `formula:metrics["wins"] == 1 ? 1 : 0`, in}, 2, `no metric named "wins"`},
 		{"no input", []string{"-o", out}, 2, "no input"},
 		{"missing input", []string{"-o", out, filepath.Join(dir, "nope.parquet")}, 2, "nope.parquet"},
 		{"bad policy", []string{"-o", out, "--on-judge-error", "retry", in}, 2, "want fail, skip or mark"},

@@ -14,6 +14,9 @@
 //
 // The result must be a finite number (a boolean counts as 1 or 0). An
 // expression that does not compile is a usage error naming it; a name the
-// trajectory lacks, or a result that is not a finite number, is an error
-// naming the expression, the group and the trajectory.
+// trajectory lacks (bare, or as metrics["name"] or components["name"]),
+// or a result that is not a finite number, is an error naming the
+// expression, the group and the trajectory. A lookup the expression
+// guards is nil when missing, as expr gives it: metrics["x"] ?? 0,
+// metrics?.x, metrics.x == nil, "x" in metrics.
 package formula

@@ -23,7 +23,14 @@ type Scorer struct {
 	src       string
 	prog      *vm.Program
 	names     []string // free identifiers the expression reads, sorted
+	// lookups are the metrics["name"] and components["name"] (or
+	// metrics.name) the expression reads and does not guard, sorted: like
+	// names, each must be on the row.
+	lookups []lookup
 }
+
+// lookup is one constant key read from the metrics or components map.
+type lookup struct{ in, key string }
 
 // builtinNames are always present in the environment.
 var builtinNames = map[string]bool{"metrics": true, "components": true, "metadata": true}
@@ -34,8 +41,17 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
-	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}}
+	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, reads: map[lookup]bool{}, guarded: map[lookup]bool{}}
 	ast.Walk(&tree.Node, v)
+	var lookups []lookup
+	for l := range v.reads {
+		if !v.guarded[l] && !v.bound[l.in] {
+			lookups = append(lookups, l)
+		}
+	}
+	sort.Slice(lookups, func(i, j int) bool {
+		return lookups[i].in < lookups[j].in || lookups[i].in == lookups[j].in && lookups[i].key < lookups[j].key
+	})
 	var names []string
 	for n := range v.free {
 		if !v.bound[n] && !builtinNames[n] {
@@ -56,11 +72,18 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not compile: %v", src, err)
 	}
-	return &Scorer{component: component, src: src, prog: prog, names: names}, nil
+	return &Scorer{component: component, src: src, prog: prog, names: names, lookups: lookups}, nil
 }
 
-// identVisitor collects identifiers and the names bound by let.
-type identVisitor struct{ free, bound map[string]bool }
+// identVisitor collects identifiers, the names bound by let, and the
+// constant keys read from metrics and components. A key is guarded when
+// the expression says what to do without it (metrics.x ?? 0,
+// metrics?.x, metrics.x == nil, "x" in metrics): a missing one is then
+// nil, as expr gives it, and not an error.
+type identVisitor struct {
+	free, bound    map[string]bool
+	reads, guarded map[lookup]bool
+}
 
 func (v *identVisitor) Visit(n *ast.Node) {
 	switch n := (*n).(type) {
@@ -68,7 +91,65 @@ func (v *identVisitor) Visit(n *ast.Node) {
 		v.free[n.Value] = true
 	case *ast.VariableDeclaratorNode:
 		v.bound[n.Name] = true
+	case *ast.MemberNode:
+		if l, ok := mapKey(n); ok {
+			v.reads[l] = true
+			if n.Optional {
+				v.guarded[l] = true
+			}
+		}
+	case *ast.BinaryNode:
+		v.guard(n)
 	}
+}
+
+// guard marks the key a binary operation tests for presence.
+func (v *identVisitor) guard(n *ast.BinaryNode) {
+	mark := func(m ast.Node) {
+		if l, ok := mapKey(m); ok {
+			v.guarded[l] = true
+		}
+	}
+	_, leftNil := n.Left.(*ast.NilNode)
+	_, rightNil := n.Right.(*ast.NilNode)
+	switch {
+	case n.Operator == "??":
+		mark(n.Left)
+	case (n.Operator == "==" || n.Operator == "!=") && rightNil:
+		mark(n.Left)
+	case (n.Operator == "==" || n.Operator == "!=") && leftNil:
+		mark(n.Right)
+	case n.Operator == "in" || n.Operator == "not in":
+		// "x" in metrics, or in keys(metrics), or in a list of names:
+		// a test for x, whatever it is tested against.
+		if key, ok := n.Left.(*ast.StringNode); ok {
+			v.guarded[lookup{"metrics", key.Value}] = true
+			v.guarded[lookup{"components", key.Value}] = true
+		}
+	}
+}
+
+// lookupMap reports whether name is a map whose constant keys must be on
+// the row. Metadata is left out: a string key that a row may or may not
+// carry, which a formula may compare as it is.
+func lookupMap(name string) bool { return name == "metrics" || name == "components" }
+
+// mapKey returns the map and key that n reads when it is metrics["key"]
+// or components.key (inside an optional chain too).
+func mapKey(n ast.Node) (lookup, bool) {
+	if c, ok := n.(*ast.ChainNode); ok {
+		n = c.Node
+	}
+	m, ok := n.(*ast.MemberNode)
+	if !ok {
+		return lookup{}, false
+	}
+	id, ok := m.Node.(*ast.IdentifierNode)
+	key, isKey := m.Property.(*ast.StringNode)
+	if !ok || !isKey || !lookupMap(id.Value) {
+		return lookup{}, false
+	}
+	return lookup{id.Value, key.Value}, true
 }
 
 // Name returns the component name.
@@ -118,6 +199,15 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	for _, n := range s.names {
 		if _, ok := env[n]; !ok {
 			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s)", s.src, n, describe(t))
+		}
+	}
+	for _, l := range s.lookups {
+		if l.in == "metrics" {
+			if _, ok := metrics[l.key]; !ok {
+				return 0, fmt.Errorf("formula %q: no metric named %q (has %s)", s.src, l.key, describe(t))
+			}
+		} else if _, ok := comps[l.key]; !ok {
+			return 0, fmt.Errorf("formula %q: no component named %q (has %s)", s.src, l.key, describe(t))
 		}
 	}
 	res, err := expr.Run(s.prog, env)

@@ -113,3 +113,47 @@ func TestScoreGroup(t *testing.T) {
 		t.Fatalf("err = %v, want the group and trajectory named", err)
 	}
 }
+
+// metrics["name"] and components["name"] name a metric or component as a
+// bare name does, so a row that lacks it is an error too (the lookup gave
+// nil, and nil == 1 is false: a row without the metric scored 0 for
+// metrics["judge/score"] == 1 ? 1 : 0, where `solved == 1 ? 1 : 0` is an
+// error). A formula that says what to do when it is missing (??, ?.,
+// == nil, "name" in metrics) is evaluated as written.
+func TestMissingLookupIsAnError(t *testing.T) {
+	tr := traj() // metrics win, illegal, judge/score; components ruler, win
+	for src, want := range map[string]string{
+		`metrics["solved"] == 1 ? 1 : 0`: `no metric named "solved"`,
+		`metrics.solved != 1`:            `no metric named "solved"`,
+		`components["judge"] >= 0.5`:     `no component named "judge"`,
+		`metrics.solved in [1, 2]`:       `no metric named "solved"`,
+		`components?.ruler + metrics.x`:  `no metric named "x"`,
+	} {
+		f, err := formula.New("f", src)
+		if err != nil {
+			t.Fatalf("New(%q): %v", src, err)
+		}
+		v, err := f.Eval(tr)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("formula %q", src)) {
+			t.Errorf("Eval(%q) = %v, %v; want an error saying %s", src, v, err, want)
+		}
+	}
+	for src, want := range map[string]float64{
+		`metrics["solved"] ?? 0.5`:                       0.5,
+		`metrics?.solved ?? 0.25`:                        0.25,
+		`metrics.solved == nil ? 2 : metrics.solved`:     2,
+		`"solved" in metrics ? metrics.solved : 3`:       3,
+		`"solved" in keys(metrics) ? metrics.solved : 3`: 3,
+		`components["ruler"] + metrics["judge/score"]`:   1.3,
+		`let metrics = {"solved": 4}; metrics.solved`:    4,
+		`metadata["missing"] == nil`:                     1,
+	} {
+		f, err := formula.New("f", src)
+		if err != nil {
+			t.Fatalf("New(%q): %v", src, err)
+		}
+		if v, err := f.Eval(tr); err != nil || math.Abs(v-want) > 1e-12 {
+			t.Errorf("Eval(%q) = %v, %v; want %v", src, v, err, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package score
 import (
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -30,7 +31,7 @@ type Options struct {
 	RubricFile       string
 	JudgeRetries     int
 	JudgeTimeout     time.Duration
-	JudgeTemperature float64 // negative: the server's default
+	JudgeTemperature float64 // NaN (the flag's default): the server's; negative is a usage error
 	JudgeMaxTokens   int64
 	JudgeFormat      string // judge.FormatJSONSchema, FormatJSONObject or FormatNone
 	// JudgeExplanationMax bounds each explanation in the json_schema
@@ -119,7 +120,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RubricFile, "rubric", "", "file with the grading rubric for ruler (default: Hone's built-in rubric)")
 	fs.IntVar(&o.JudgeRetries, "judge-retries", 2, "retries of a judge call after a malformed answer, HTTP 429/5xx (not hone-serve's 500s logits_not_finite and constraint_no_token, which the same request cannot get past) or a timeout")
 	fs.DurationVar(&o.JudgeTimeout, "judge-timeout", 5*time.Minute, "time limit of one judge call")
-	flagval.OptionalFloat(fs, &o.JudgeTemperature, "judge-temperature", -1, "sampling temperature of the judge (default: the server's)")
+	flagval.OptionalFloat(fs, &o.JudgeTemperature, "judge-temperature", math.NaN(), "sampling temperature of the judge (default: the server's)")
 	fs.Int64Var(&o.JudgeMaxTokens, "judge-max-tokens", 0, "maximum tokens of a judge answer (0: the server's default)")
 	fs.StringVar(&o.JudgeFormat, "judge-response-format", "json_schema", "response_format asked of the judge: json_schema, json_object, or none for servers without structured output (answers are validated either way)")
 	fs.IntVar(&o.JudgeExplanationMax, "judge-explanation-max-chars", 0, "maxLength of each explanation in the json_schema, for judges that decode under the schema (hone-serve, vLLM; 300 is plenty): answers then end within a known token count; 0 leaves it out, as OpenAI's strict mode requires")
@@ -159,6 +160,12 @@ func (o *Options) validate() error {
 	if o.JudgeContextTokens > 0 && o.promptBudget() < 1 {
 		return stageerr.Usagef("--judge-context-tokens %d leaves no room for the prompt after the answer's %d tokens (--judge-max-tokens) and the chat template's %d",
 			o.JudgeContextTokens, o.answerReserve(), TemplateMargin)
+	}
+	if o.JudgeTemperature < 0 {
+		return stageerr.Usagef("--judge-temperature %v: want 0 or more", o.JudgeTemperature)
+	}
+	if o.JudgeMaxTokens < 0 {
+		return stageerr.Usagef("--judge-max-tokens %d: want 0 (the server's default) or more", o.JudgeMaxTokens)
 	}
 	if o.JudgeRetries < 0 {
 		return stageerr.Usagef("--judge-retries %d: want 0 or more", o.JudgeRetries)

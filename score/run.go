@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,7 +230,7 @@ func buildChain(opts Options, log *slog.Logger, files *fileset.Pool) (*Chain, *j
 				return nil, nil, err
 			}
 			var temp *float64
-			if opts.JudgeTemperature >= 0 {
+			if !math.IsNaN(opts.JudgeTemperature) {
 				temp = &opts.JudgeTemperature
 			}
 			c.Scorers = append(c.Scorers, &ruler.Scorer{Component: s.Name, Judge: meter, Model: opts.JudgeModel, Rubric: rubric, Temperature: temp, Budget: budget, Log: log})

@@ -108,7 +108,7 @@ func run(t *testing.T, opts score.Options, inputs ...string) ([]byte, []trajecto
 // baseOpts are the flag defaults, with the cache in a temp dir.
 func baseOpts(t *testing.T) score.Options {
 	return score.Options{OnJudgeError: score.PolicyFail, JudgeRetries: 2, Concurrency: 2,
-		JudgeTimeout: 10 * time.Second, JudgeTemperature: -1, CacheDir: t.TempDir(),
+		JudgeTimeout: 10 * time.Second, JudgeTemperature: math.NaN(), CacheDir: t.TempDir(),
 		Backoff: func(int) time.Duration { return 0 }}
 }
 

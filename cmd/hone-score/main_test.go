@@ -192,6 +192,9 @@ func TestExitCodes(t *testing.T) {
 		{"bad policy", []string{"-o", out, "--on-judge-error", "retry", in}, 2, "want fail, skip or mark"},
 		{"group of one", append([]string{"-o", out, in, solo}, judgeArgs...), 0, "3 scored, 0 passed through, 0 skipped"},
 		{"context too small", append([]string{"-o", out, "--judge-context-tokens", "100", in}, judgeArgs...), 2, "leaves no room for the prompt"},
+		// Refused, not taken for "the server's default" as they were.
+		{"negative temperature", append([]string{"-o", out, "--judge-temperature", "-0.5", in}, judgeArgs...), 2, "--judge-temperature -0.5: want 0 or more"},
+		{"negative max tokens", append([]string{"-o", out, "--judge-max-tokens", "-5", in}, judgeArgs...), 2, "--judge-max-tokens -5: want 0 (the server's default) or more"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -198,16 +199,16 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 	env["metrics"], env["components"], env["metadata"] = metrics, comps, meta
 	for _, n := range s.names {
 		if _, ok := env[n]; !ok {
-			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s)", s.src, n, describe(t))
+			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); where a row may lack it, write metrics[%q] ?? 0", s.src, n, describe(t), n)
 		}
 	}
 	for _, l := range s.lookups {
 		if l.in == "metrics" {
 			if _, ok := metrics[l.key]; !ok {
-				return 0, fmt.Errorf("formula %q: no metric named %q (has %s)", s.src, l.key, describe(t))
+				return 0, fmt.Errorf("formula %q: no metric named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, l.key, describe(t), l.in, l.key)
 			}
 		} else if _, ok := comps[l.key]; !ok {
-			return 0, fmt.Errorf("formula %q: no component named %q (has %s)", s.src, l.key, describe(t))
+			return 0, fmt.Errorf("formula %q: no component named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, l.key, describe(t), l.in, l.key)
 		}
 	}
 	res, err := expr.Run(s.prog, env)
@@ -253,20 +254,30 @@ func valueKind(v any) string {
 	return fmt.Sprintf("%v", v)
 }
 
+// describe lists what a trajectory offers a formula, for an error about a
+// name it lacks.
 func describe(t *trajectory.Trajectory) string {
-	var names []string
+	var metrics, comps []string
 	for k := range t.Metrics {
-		names = append(names, k)
+		metrics = append(metrics, k)
 	}
 	for _, c := range t.RewardComponents {
-		names = append(names, c.Name)
+		comps = append(comps, c.Name)
+	}
+	sort.Strings(metrics)
+	sort.Strings(comps)
+	var parts []string
+	if len(metrics) > 0 {
+		parts = append(parts, "metrics "+strings.Join(metrics, ", "))
+	}
+	if len(comps) > 0 {
+		parts = append(parts, "components "+strings.Join(comps, ", "))
 	}
 	if t.Reward != nil {
-		names = append(names, "reward")
+		parts = append(parts, "reward")
 	}
-	if len(names) == 0 {
+	if len(parts) == 0 {
 		return "no metrics or components"
 	}
-	sort.Strings(names)
-	return fmt.Sprintf("%v", names)
+	return strings.Join(parts, "; ")
 }

@@ -349,6 +349,7 @@ func buildJudge(opts Options, log *slog.Logger, files *fileset.Pool) (judge.Judg
 // slot is one group on its way through the pipeline.
 type slot struct {
 	in      trajectory.Group
+	where   string // the group's file and rows, for a bad-input error
 	out     trajectory.Group
 	outcome Outcome
 	err     error
@@ -386,6 +387,9 @@ func pipeline(ctx context.Context, r *trajectory.Reader, sh shard.Shard, c *Chai
 				continue // another shard's group
 			}
 			s := &slot{in: g, done: make(chan struct{})}
+			if file, row, ok := r.Where(g.ID); ok {
+				s.where = fmt.Sprintf("%s: rows %d-%d", file, row, row+int64(len(g.Trajectories))-1)
+			}
 			eg.Go(func() error { // blocks while conc groups are being scored
 				defer close(s.done)
 				s.out, s.outcome, s.err = c.Apply(work, s.in)
@@ -411,7 +415,13 @@ func pipeline(ctx context.Context, r *trajectory.Reader, sh shard.Shard, c *Chai
 			// A worker stopped by another's failure reports only the
 			// cancellation; the cause names the real failure.
 			failure = s.err
-			if work.Err() != nil {
+			switch {
+			case errors.Is(s.err, stageerr.ErrBadInput) && s.where != "":
+				// This group's own failure, the first in the input's
+				// order: the scorers name the group and trajectory, the
+				// file and rows are the reader's to tell.
+				failure = fmt.Errorf("%s: %w", s.where, s.err)
+			case work.Err() != nil:
 				failure = context.Cause(work)
 			}
 			continue

@@ -185,7 +185,9 @@ func TestExitCodes(t *testing.T) {
 		want string
 	}{
 		{"bad formula", []string{"-o", out, "--scorer", "formula:win +* 2", in}, 2, `formula "win +* 2"`},
-		{"unknown metric", []string{"-o", out, "--scorer", "formula:wins", in}, 2, `no metric or component named "wins"`},
+		// Named with the file and rows of the first group in order that
+		// fails, whichever group failed first in time.
+		{"unknown metric", []string{"-o", out, "--scorer", "formula:wins", in}, 2, `in.parquet: rows 0-1: scorer formula: group "g0", trajectory "g0-0": formula "wins": no metric or component named "wins"`},
 		{"unknown metric looked up", []string{"-o", out, "--scorer", `formula:metrics["wins"] == 1 ? 1 : 0`, in}, 2, `no metric named "wins"`},
 		{"no input", []string{"-o", out}, 2, "no input"},
 		{"missing input", []string{"-o", out, filepath.Join(dir, "nope.parquet")}, 2, "nope.parquet"},

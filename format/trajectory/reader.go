@@ -390,6 +390,20 @@ func (r *Reader) Next(ctx context.Context) (Group, error) {
 	return g, nil
 }
 
+// Where returns the file and the first row (0-based, as bad-input errors
+// count rows) of the group with this id that Next returned, so that a
+// later stage's failure on a group's content can name where it sits; ok is
+// false for an id Next has not returned. Rows of a group are contiguous,
+// so its trajectory i sits at row+i.
+func (r *Reader) Where(groupID string) (file string, row int64, ok bool) {
+	packed, ok := r.groups[maphash.String(r.seed, groupID)]
+	if !ok {
+		return "", 0, false
+	}
+	l := unpack(packed)
+	return r.srcs[l.file].name, l.row, true
+}
+
 // sameGroupFields checks that a row repeats its group's metadata and
 // metrics as the group's first row holds them. Metrics compare bit for bit,
 // so a NaN matches itself.

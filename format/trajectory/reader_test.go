@@ -319,3 +319,43 @@ func TestContentPartsMustBeContent(t *testing.T) {
 		}
 	}
 }
+
+// Where names the file and first row of each group Next returned, counted
+// as bad-input errors count rows, and nothing for a group not yet read.
+func TestWhere(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "b.parquet")
+	all := sampleGroups(7, 4, 3) // four groups of three rows
+	if err := WriteFile(ctx, a, all[:2], WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(ctx, b, all[2:], WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, resolveSet(t, []string{a, b}, fileset.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, _, ok := r.Where(all[0].ID); ok {
+		t.Fatalf("Where(%q) before Next: ok", all[0].ID)
+	}
+	want := []struct {
+		file string
+		row  int64
+	}{{a, 0}, {a, 3}, {b, 0}, {b, 3}}
+	for i, w := range want {
+		g, err := r.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, row, ok := r.Where(g.ID)
+		if !ok || file != w.file || row != w.row {
+			t.Errorf("group %d (%q): Where = %s, %d, %v; want %s, %d", i, g.ID, file, row, ok, w.file, w.row)
+		}
+	}
+	if _, _, ok := r.Where("no such group"); ok {
+		t.Error(`Where("no such group"): ok`)
+	}
+}

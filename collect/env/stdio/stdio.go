@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/format/chatmsg"
@@ -468,6 +469,7 @@ type tailBuffer struct {
 	mu  sync.Mutex
 	max int
 	b   []byte
+	cut bool // bytes before b were dropped
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
@@ -475,15 +477,24 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
 	if len(t.b) > t.max {
-		t.b = t.b[len(t.b)-t.max:]
+		t.b, t.cut = t.b[len(t.b)-t.max:], true
 	}
 	return len(p), nil
 }
 
+// suffix quotes the stderr kept as UTF-8: the quote ends up in a row's
+// error string, and a Parquet file holding a string that is not UTF-8 is
+// refused by readers such as DuckDB. The cut may fall inside a character,
+// whose remaining bytes are left out; other bytes that are not UTF-8 (a
+// program logging in Latin-1) are a U+FFFD each run.
 func (t *tailBuffer) suffix() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s := strings.TrimSpace(string(t.b)); s != "" {
+	b := t.b
+	for i := 0; t.cut && i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	if s := strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"); s != "" {
 		return "; stderr: " + s
 	}
 	return ""

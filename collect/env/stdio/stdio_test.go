@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/env/envtest"
@@ -341,5 +342,38 @@ func TestResetToolWithoutName(t *testing.T) {
 	obs, err := ep.Reset(ctx)
 	if err == nil || !strings.Contains(err.Error(), "tools[0]") || !strings.Contains(err.Error(), "name") {
 		t.Errorf("reset gave tools %+v, error %v; want an error naming tools[0] and its missing name", obs.Tools, err)
+	}
+}
+
+// The stderr quoted in an error is kept to its last 4 KB, and the cut may
+// fall inside a character; the error becomes a row's error string, which
+// must be UTF-8 (Parquet readers such as DuckDB refuse a file that is
+// not). Here the program writes 3000 two-byte characters, then a line
+// that is not UTF-8 (Latin-1) of an odd length, so that the last 4096
+// bytes start in the middle of a character, and exits without answering.
+func TestStderrQuotedAsUTF8(t *testing.T) {
+	py := python(t)
+	ctx := context.Background()
+	script := filepath.Join(t.TempDir(), "env.py")
+	os.WriteFile(script, []byte("import sys,json\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\n"+
+		"sys.stderr.buffer.write(b'x' + 'é'.encode() * 3000 + b'\\ncaf\\xe9!\\n')\nsys.exit(3)\n"), 0o644)
+	e, err := stdio.New(ctx, []string{py, "-S", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	_, err = ep.Reset(ctx)
+	if err == nil || !strings.Contains(err.Error(), "exited without answering") {
+		t.Fatalf("got %v, want the exit", err)
+	}
+	if !utf8.ValidString(err.Error()) {
+		t.Errorf("error is not UTF-8: %q", err.Error()[:200])
+	}
+	if !strings.Contains(err.Error(), "; stderr: éé") || !strings.HasSuffix(err.Error(), "\ncaf\uFFFD!") {
+		t.Errorf("stderr not quoted as written, each bad byte as U+FFFD: %q", err.Error())
 	}
 }

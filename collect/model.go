@@ -215,7 +215,10 @@ func apiCallError(apiErr *openai.Error, err error) *callError {
 		if len(m) > maxErrorMessage {
 			m = strings.ToValidUTF8(m[:maxErrorMessage], "") + "…"
 		}
-		msg += ": " + m
+		// openai-go keeps the message's bytes as the server sent them, and
+		// the error becomes a row's error string, which must be UTF-8 for
+		// Parquet readers such as DuckDB: a server's Latin-1 is U+FFFD.
+		msg += ": " + strings.ToValidUTF8(m, "\uFFFD")
 	} else {
 		msg += ": " + err.Error()
 	}

@@ -121,6 +121,10 @@ func TestModelErrorAnswers(t *testing.T) {
 			500, 4, "HTTP 500: EngineCore encountered an issue"},
 		{"404", `{"error":{"message":"the model \"m\" does not exist","code":"model_not_found"}}`, 404, 1, `HTTP 404 model_not_found: the model "m" does not exist`},
 		{"long message", `{"error":{"message":"` + long + `"}}`, 500, 4, "HTTP 500: " + long[:999] + "…"},
+		// A message that is not UTF-8 (a proxy writing Latin-1): openai-go
+		// keeps its bytes, and the error would be a row's error string that
+		// Parquet readers such as DuckDB refuse; each bad byte is U+FFFD.
+		{"not UTF-8", "{\"error\":{\"message\":\"caf\xe9 closed\"}}", 400, 1, "HTTP 400: caf\uFFFD closed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var calls atomic.Int64

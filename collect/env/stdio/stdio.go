@@ -427,9 +427,11 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 			// than hidden behind a type error.
 			var text string
 			if json.Unmarshal(e.Error, &text) != nil {
+				// Compact keeps the bytes of its strings, UTF-8 or not;
+				// the error becomes a row's error string, which must be.
 				var b bytes.Buffer
 				json.Compact(&b, e.Error)
-				text = b.String()
+				text = strings.ToValidUTF8(b.String(), "\uFFFD")
 			}
 			return fmt.Errorf("stdio: %s: environment error: %s", op, text)
 		}

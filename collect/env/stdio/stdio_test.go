@@ -100,6 +100,10 @@ print(json.dumps({"name":"b"}), flush=True)
 		// object, as JSON-RPC writes one, is quoted; another value says
 		// what a response must be.
 		{"error-object", hello + "print(json.dumps({'error':{'code':3,'message':'no such scenario'}}), flush=True)\n", `environment error: {"code":3,"message":"no such scenario"}`},
+		// Its bytes that are not UTF-8 (a program writing Latin-1 into
+		// its JSON) are U+FFFD, as they are in a text error, read by
+		// encoding/json: the error is a row's error string.
+		{"error-object-latin1", hello + "sys.stdout.buffer.write(b'{\"error\":{\"message\":\"caf\\xe9\"}}\\n')\nsys.stdout.flush()\n", "environment error: {\"message\":\"caf\uFFFD\"}"},
 		{"not-object", hello + "print(json.dumps([1,2]), flush=True)\n", "response is not a JSON object"},
 		{"bad-message", hello + "print(json.dumps({'messages':[{'content':'x'}]}), flush=True)\n", "without a role"},
 	} {

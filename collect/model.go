@@ -129,6 +129,38 @@ type completion struct {
 			} `json:"content"`
 		} `json:"logprobs"`
 	} `json:"choices"`
+	// Error is what a gateway that answers a failure with status 200
+	// puts in place of the choices.
+	Error json.RawMessage `json:"error"`
+}
+
+// bodyError describes the error a 200 answer's body carries ("" when
+// none): its code and message, as an error status's are quoted.
+func bodyError(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var e struct {
+		Message string          `json:"message"`
+		Code    json.RawMessage `json:"code"`
+	}
+	var text string
+	switch {
+	case json.Unmarshal(raw, &text) == nil:
+	case json.Unmarshal(raw, &e) == nil && e.Message != "":
+		text = e.Message
+	default:
+		text = string(raw)
+	}
+	label := "error"
+	if c := strings.Trim(string(e.Code), `"`); c != "" && c != "null" {
+		label += " " + c
+	}
+	text = strings.ToValidUTF8(strings.TrimSpace(text), "\uFFFD")
+	if len(text) > maxErrorMessage {
+		text = strings.ToValidUTF8(text[:maxErrorMessage], "") + "…"
+	}
+	return label + ": " + text
 }
 
 // Complete asks for one assistant turn. The returned message is trainable
@@ -253,6 +285,9 @@ func (m *Model) once(ctx context.Context, body []byte) (trajectory.Message, erro
 		return trajectory.Message{}, &callError{err: err}
 	}
 	if len(c.Choices) == 0 {
+		if e := bodyError(c.Error); e != "" {
+			return trajectory.Message{}, fmt.Errorf("response without choices: %s", e)
+		}
 		return trajectory.Message{}, fmt.Errorf("response without choices")
 	}
 	ch := c.Choices[0]

@@ -147,3 +147,21 @@ func TestModelErrorAnswers(t *testing.T) {
 		})
 	}
 }
+
+// Some OpenAI-compatible gateways answer a failure with status 200 and the
+// error in the body ({"error": {"message", "code"}}, no choices). The
+// episode's error quotes the server's message; it said only "response
+// without choices", and the summary's advice sent the user to check the
+// base URL and model name.
+func TestModelErrorInA200(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"error":{"message":"upstream provider overloaded","code":502}}`)
+	}))
+	defer srv.Close()
+	m := collect.NewModel(collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "m", Backoff: time.Millisecond})
+	_, err := m.Complete(context.Background(), []trajectory.Message{{Role: "user", Content: "hi"}}, nil, 1)
+	if want := "response without choices: error 502: upstream provider overloaded"; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}

@@ -175,3 +175,41 @@ func TestCountOptionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// An --env-opt value is everything after the first "=", as written: a
+// command or a system prompt holds quotes, commas and "=" of its own.
+// pflag's string-to-string flag, which --env-opt was, read a value with
+// one "=" with its leading and trailing '"' cut off (so cmd='python3
+// env.py --name "x"' lost its last quote and was refused as unbalanced,
+// and a prompt ending in a quotation lost it silently), and a value with
+// more as a CSV record (split at its commas, and refused with a CSV
+// parse error for a quote inside).
+func TestEnvOptValueAsWritten(t *testing.T) {
+	for _, v := range []string{
+		`cmd=python3 env.py --name "x"`,
+		`system="Answer in one word."`,
+		`system=Reply as key=value, one per line.`,
+		`cmd=python3 -c "import env; env.main(n=3)"`,
+		`url=http://localhost:3000/mcp?a=1,b=2`,
+	} {
+		var o collect.Options
+		fs := pflag.NewFlagSet("hone-collect", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse([]string{"--env-opt", v, "--env-opt", "n=3"}); err != nil {
+			t.Errorf("%s: %v", v, err)
+			continue
+		}
+		key, want, _ := strings.Cut(v, "=")
+		if len(o.EnvOpts) != 2 || o.EnvOpts[key] != want || o.EnvOpts["n"] != "3" {
+			t.Errorf("--env-opt %s read as %q, want %s=%q and n=3", v, o.EnvOpts, key, want)
+		}
+	}
+	var o collect.Options
+	fs := pflag.NewFlagSet("hone-collect", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	for _, bad := range []string{"n", "=3"} {
+		if err := fs.Parse([]string{"--env-opt", bad}); err == nil {
+			t.Errorf("--env-opt %q taken, want KEY=VALUE refused", bad)
+		}
+	}
+}

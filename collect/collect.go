@@ -641,11 +641,11 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 				}
 				t.GroupID = groupID(o, places[j.group])
 				t.ID = fmt.Sprintf("%s-a%03d", t.GroupID, j.attempt)
-				select {
-				case results <- result{j, t}:
-				case <-gctx.Done():
-					return nil
-				}
+				// Handed over even after a stop: Run reads every result
+				// until the workers are done, and keeps an episode that
+				// finished (its group may be whole); one the stop cut
+				// short has an error, which Run leaves out.
+				results <- result{j, t}
 			}
 			return nil
 		})

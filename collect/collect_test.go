@@ -761,3 +761,65 @@ func TestMaxFailuresFractionExact(t *testing.T) {
 		t.Errorf("--max-failures NaN: %v; want bad usage", err)
 	}
 }
+
+// slowCloseEnv is envtest.Fake whose episodes, once played, take until
+// release to close, as a stdio program that does not exit on its closed
+// stdin takes 0.5 s before it is killed; each says closing when it starts
+// to.
+type slowCloseEnv struct {
+	envtest.Fake
+	closing chan struct{}
+	release chan struct{}
+}
+
+func (e *slowCloseEnv) NewEpisode(ctx context.Context, sc env.Scenario, seed int64) (env.Episode, error) {
+	ep, err := e.Fake.NewEpisode(ctx, sc, seed)
+	if err != nil {
+		return nil, err
+	}
+	return slowClose{Episode: ep, e: e}, nil
+}
+
+type slowClose struct {
+	env.Episode
+	e *slowCloseEnv
+}
+
+func (c slowClose) Close() error {
+	c.e.closing <- struct{}{}
+	<-c.e.release
+	return c.Episode.Close()
+}
+
+// An episode that finished before a stop is kept, with its group, even
+// when its worker hands it over after the stop: here every episode was
+// played to the end and is closing when the run stops. Each was dropped
+// or kept at random (the hand-over raced the stop), and with it the
+// whole group it finished.
+func TestInterruptKeepsEpisodesFinishedBeforeIt(t *testing.T) {
+	const groups = 8
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := &slowCloseEnv{closing: make(chan struct{}), release: make(chan struct{})}
+	var out bytes.Buffer
+	o := collect.Options{Env: "fake", Groups: groups, GroupSize: 1, Concurrency: groups, MaxTurns: 10, Seed: 4, Run: "r",
+		Policy: "scripted:lookup", Out: &out, NewEnv: func(context.Context, string, map[string]string) (env.Env, error) { return e, nil }}
+	done := make(chan error, 1)
+	var st collect.Stats
+	go func() {
+		var err error
+		st, err = runStats(ctx, o)
+		done <- err
+	}()
+	for range groups {
+		<-e.closing
+	}
+	cancel()
+	close(e.release)
+	if err := <-done; !errors.Is(err, stageerr.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	if gs := readGroups(t, out.Bytes()); len(gs) != groups || st.Groups != groups {
+		t.Fatalf("%d of the %d finished groups written (stats %+v)", len(gs), groups, st)
+	}
+}

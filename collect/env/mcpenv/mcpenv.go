@@ -60,6 +60,7 @@ type Env struct {
 func Open(ctx context.Context, o Options) (*Env, error) {
 	var t mcp.Transport
 	var cmd *exec.Cmd
+	var tail *stderrTail // the stdio server's stderr, quoted when it fails to start
 	switch {
 	case len(o.Command) > 0 && o.URL != "":
 		return nil, errors.New("mcp: give a command or a URL, not both")
@@ -72,6 +73,10 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 		// would otherwise outlive the run if it ignored its closed stdin.
 		cmd = exec.Command(o.Command[0], o.Command[1:]...)
 		procgroup.Own(cmd)
+		var err error
+		if tail, err = captureStderr(cmd); err != nil {
+			return nil, fmt.Errorf("mcp: %w", err)
+		}
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}
 	case o.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: o.URL, DisableStandaloneSSE: true}
@@ -80,11 +85,12 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "hone-collect", Version: "1"}, nil)
 	s, err := client.Connect(ctx, t, nil)
+	tail.started()
 	if err != nil {
 		if cmd != nil && cmd.Process != nil {
 			_ = procgroup.Kill(cmd)
 		}
-		return nil, fmt.Errorf("mcp: connect: %w", err)
+		return nil, fmt.Errorf("mcp: connect: %w%s", err, tail.quote())
 	}
 	e := &Env{session: s, cmd: cmd, tasks: o.Tasks, system: o.System}
 	if e.system == "" {
@@ -93,7 +99,7 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 	for tool, err := range s.Tools(ctx, nil) {
 		if err != nil {
 			e.Close()
-			return nil, fmt.Errorf("mcp: list tools: %w", err)
+			return nil, fmt.Errorf("mcp: list tools: %w%s", err, tail.quote())
 		}
 		params := ""
 		if tool.InputSchema != nil {

@@ -475,3 +475,14 @@ func TestRepeatIDsUnique(t *testing.T) {
 		t.Errorf("ids %q, %q; want t1-1-1 (t1-1 is a task) and t1-2", scs[2].ID, scs[4].ID)
 	}
 }
+
+// A stdio server that fails before it answers (a traceback, a missing
+// setting) is quoted in the error with what it wrote on stderr, as a stdio
+// environment is: the error said only "calling "initialize": EOF", the
+// server's stderr being discarded.
+func TestOpenQuotesServerStderr(t *testing.T) {
+	_, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{"sh", "-c", "echo 'config.yaml: no such file' >&2; exit 1"}})
+	if err == nil || !strings.Contains(err.Error(), "; stderr: config.yaml: no such file") {
+		t.Fatalf("got %v, want the server's stderr quoted", err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"strconv"
 	"strings"
 
 	"github.com/hone-rl/hone/collect/env"
@@ -173,11 +175,24 @@ func GenerateTasks(ctx context.Context, o TaskGenOptions) ([]env.Scenario, TaskG
 		}
 		scs[i] = env.Scenario{ID: fmt.Sprintf("mcp-%d-%03d", o.Seed, i), Env: "mcp", Payload: pl, Split: trajectory.SplitTrain}
 	}
-	nVal := int(o.ValFraction * float64(len(scs)))
+	nVal := shareOf(o.ValFraction, len(scs))
 	for i := len(scs) - nVal; i < len(scs); i++ {
 		scs[i].Split = trajectory.SplitVal
 	}
 	return scs, st, nil
+}
+
+// shareOf is the whole number of n's items that fraction f (in [0, 1])
+// covers, f taken as the decimal it is written as (the shortest one that
+// reads back as f): 0.29 of 100 is 29, where the float product 28.999…
+// would be cut to 28.
+func shareOf(f float64, n int) int {
+	r, ok := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	if !ok {
+		return int(f * float64(n))
+	}
+	r.Mul(r, new(big.Rat).SetInt64(int64(n)))
+	return int(new(big.Int).Quo(r.Num(), r.Denom()).Int64())
 }
 
 // writtenTask is one task of a reply, as written; difficulty is set by

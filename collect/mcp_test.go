@@ -225,3 +225,37 @@ func TestGenerateTasksValFraction(t *testing.T) {
 		t.Errorf("%d model calls, want none", n)
 	}
 }
+
+// --val-fraction is a share of the tasks as the decimal written: 0.29 of
+// 100 tasks is 29 in split val, where the float product 28.999… was cut
+// to 28 (as --max-failures' fraction is read).
+func TestGenerateTasksValFractionExact(t *testing.T) {
+	var tasks []string
+	for i := range 100 {
+		tasks = append(tasks, fmt.Sprintf(`{"task":"Multiply %d by 9, then summarize.","difficulty":2,"answer":"%d"}`, i, 9*i))
+	}
+	srv := openaitest.New(func(openaitest.Request) openaitest.Reply { return genReply(tasks...) })
+	defer srv.Close()
+	tools := []trajectory.Tool{{Type: "function", Name: "multiply", Parameters: `{"type":"object"}`}}
+	for _, c := range []struct {
+		f    float64
+		want int
+	}{{0.29, 29}, {0.57, 57}, {0.1, 10}, {1, 100}, {0, 0}} {
+		scs, _, err := collect.GenerateTasks(context.Background(), collect.TaskGenOptions{Tools: tools, N: 100, ValFraction: c.f, Model: collect.ModelOptions{BaseURL: srv.BaseURL(), Model: "gen"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		val := 0
+		for i, sc := range scs {
+			if sc.Split == trajectory.SplitVal {
+				val++
+				if i < len(scs)-c.want {
+					t.Errorf("val fraction %v: task %d of %d is val, want the last %d only", c.f, i, len(scs), c.want)
+				}
+			}
+		}
+		if val != c.want {
+			t.Errorf("val fraction %v of 100 tasks: %d in split val, want %d", c.f, val, c.want)
+		}
+	}
+}

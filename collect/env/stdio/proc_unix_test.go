@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -66,4 +67,41 @@ sh -c 'echo $$ > child.pid.tmp && mv child.pid.tmp child.pid && exec sleep 1000'
 	}
 	ep.Close()
 	waitfor.Until(t, 10*time.Second, "the wrapper's child to be gone", func() bool { return envtest.Gone(pid) })
+}
+
+// A program that answers one request and exits (a first program reading
+// one line instead of a loop) fails the next request saying it exited,
+// with its exit status, as when it exits before its answer: the step's
+// error said only "write: write |1: broken pipe".
+func TestExitedBeforeRequest(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "env.sh")
+	os.WriteFile(script, []byte(`read line
+case "$line" in *hello*) echo '{"name":"once"}'; exit 0 ;; esac
+echo '{"messages":[{"role":"user","content":"go"}]}'
+echo $$ > pid.tmp && mv pid.tmp pid
+`), 0o644)
+	ctx := context.Background()
+	e, err := stdio.New(ctx, []string{"sh", script}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	if _, err := ep.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	waitfor.Until(t, 10*time.Second, "the program to exit", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "pid"))
+		pid, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
+		return err == nil && pid > 0 && envtest.Gone(pid)
+	})
+	_, err = ep.Step(ctx, env.Turn{Message: env.Assistant("43")})
+	if err == nil || !strings.Contains(err.Error(), "stdio: step: the environment exited without answering (exit status 0)") {
+		t.Fatalf("got %v, want that it exited, with its status", err)
+	}
 }

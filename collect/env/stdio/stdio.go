@@ -394,7 +394,11 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 	select {
 	case err := <-written:
 		if err != nil {
-			return fmt.Errorf("stdio: %s: write: %w%s", op, err, p.stderr.suffix())
+			// The program is gone (a broken pipe): said as when it exits
+			// before its answer, with its exit status and all of its
+			// stderr, which "write: broken pipe" left to be guessed.
+			p.close()
+			return fmt.Errorf("stdio: %s: the environment exited without answering (%s)%s", op, p.status(), p.stderr.suffix())
 		}
 	case <-ctx.Done():
 		p.close()
@@ -408,7 +412,7 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 			if p.readErr != nil {
 				return fmt.Errorf("stdio: %s: %w", op, p.readErr)
 			}
-			return fmt.Errorf("stdio: %s: the environment exited without answering (%v)%s", op, p.err, p.stderr.suffix())
+			return fmt.Errorf("stdio: %s: the environment exited without answering (%s)%s", op, p.status(), p.stderr.suffix())
 		}
 		if !json.Valid(line) {
 			var v any
@@ -464,6 +468,15 @@ func (p *proc) close() error {
 		}
 	})
 	return nil
+}
+
+// status says how the closed process ended, as os/exec words it: "exit
+// status 0" for a clean exit, for which Wait gives no error.
+func (p *proc) status() string {
+	if p.err == nil {
+		return "exit status 0"
+	}
+	return p.err.Error()
 }
 
 // tailBuffer keeps the last max bytes written, for error messages.

@@ -93,7 +93,7 @@ func TestBrokenPrograms(t *testing.T) {
 print(json.dumps({"name":"b"}), flush=True)
 `
 	for _, tc := range []struct{ name, body, want string }{
-		{"exits", hello + "sys.stderr.write('boom\\n')\n", "exited without answering"},
+		{"exits", hello + "sys.stderr.write('boom\\n')\n", "exited without answering (exit status 0); stderr: boom"},
 		{"not-json", hello + "print('hello there', flush=True)\n", "not JSON"},
 		{"error", hello + "print(json.dumps({'error':'no such scenario'}), flush=True)\n", "no such scenario"},
 		// JSON, so not "not JSON" (which both were): an error given as an

@@ -336,3 +336,53 @@ func TestTimestampsOutsideNanosecondRange(t *testing.T) {
 	}
 	diffGroups(t, in, got)
 }
+
+// Strings that are not UTF-8 (a program's stderr cut mid-character, a
+// Latin-1 error body) are written with U+FFFD, so DuckDB and pyarrow can
+// read the file; ids, which identify rows, are refused instead. The
+// caller's group is not modified.
+func TestWriterInvalidUTF8(t *testing.T) {
+	ctx := context.Background()
+	bad := "caf\xe9 \xc3"
+	g := Group{ID: "g", Metadata: map[string]string{"k" + bad: bad}, Metrics: map[string]float64{bad: 1},
+		Trajectories: []Trajectory{{ID: "t", Error: bad, Logs: []string{"ok", bad}, Metadata: map[string]string{"m": bad},
+			Metrics:          map[string]float64{"x" + bad: 2},
+			RewardComponents: []RewardComponent{{Name: "r" + bad, Value: 1, Explanation: bad}},
+			Messages: []Message{{Role: "user", Content: bad, ReasoningContent: bad, Name: bad,
+				ToolCalls: []ToolCall{{ID: "c", Type: "function", Name: "f" + bad, Arguments: bad}}}},
+			Tools:               []Tool{{Type: "function", Name: "f", Description: bad}},
+			AdditionalHistories: []History{{Messages: []Message{{Role: "user", Content: bad}}}}}}}
+	path := filepath.Join(t.TempDir(), "u.parquet")
+	if err := WriteFile(ctx, path, []Group{g}, WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if g.Trajectories[0].Logs[1] != bad || g.Metadata["k"+bad] != bad || g.Trajectories[0].Metadata["m"] != bad {
+		t.Fatal("the caller's group was modified")
+	}
+	got, err := ReadFile(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fixed = "caf\uFFFD \uFFFD"
+	tr := got[0].Trajectories[0]
+	m, h := tr.Messages[0], tr.AdditionalHistories[0].Messages[0]
+	for name, s := range map[string]string{
+		"error": tr.Error, "logs[1]": tr.Logs[1], "metadata": tr.Metadata["m"], "group metadata": got[0].Metadata["k"+fixed],
+		"component name": tr.RewardComponents[0].Name[1:], "component explanation": tr.RewardComponents[0].Explanation,
+		"content": m.Content, "reasoning": m.ReasoningContent, "name": m.Name, "tool call name": m.ToolCalls[0].Name[1:],
+		"arguments": m.ToolCalls[0].Arguments, "tool description": tr.Tools[0].Description, "history content": h.Content,
+	} {
+		if s != fixed {
+			t.Errorf("%s: %q, want %q", name, s, fixed)
+		}
+	}
+	if tr.Logs[0] != "ok" || got[0].Metrics[fixed] != 1 || tr.Metrics["x"+fixed] != 2 {
+		t.Errorf("logs %q, group metrics %v, metrics %v", tr.Logs, got[0].Metrics, tr.Metrics)
+	}
+	for _, g := range []Group{{ID: "g" + bad, Trajectories: []Trajectory{{ID: "t"}}}, {ID: "g", Trajectories: []Trajectory{{ID: "t" + bad}}}} {
+		err := WriteFile(ctx, path, []Group{g}, WriterOptions{})
+		if err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+			t.Errorf("group %q, trajectory %q: %v, want an error saying not valid UTF-8", g.ID, g.Trajectories[0].ID, err)
+		}
+	}
+}

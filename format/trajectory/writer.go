@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/parquet-go/parquet-go"
@@ -71,8 +72,9 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 // one trajectory; the group's Metadata and Metrics go on each of its rows.
 // A trajectory with an
 // empty GroupID takes the group's ID; one with a different GroupID is an
-// error. A group ID or trajectory ID already written to this file is an
-// error. A group refused by these checks (or by Validate) writes nothing,
+// error. A group ID or trajectory ID already written to this file, or not
+// valid UTF-8, is an error; any other string is written with its invalid
+// byte sequences as U+FFFD (utf8.go). A group refused by these checks (or by Validate) writes nothing,
 // and the Writer goes on; after an error writing the file the Writer is
 // unusable and Close reports it.
 func (w *Writer) WriteGroup(ctx context.Context, g Group) error {
@@ -92,6 +94,10 @@ func (w *Writer) WriteGroup(ctx context.Context, g Group) error {
 		// A file has no row for an empty group, so it could not be read back.
 		return fmt.Errorf("trajectory: write group %q: no trajectories", g.ID)
 	}
+	if !utf8.ValidString(g.ID) {
+		// An id is an identity: replacing its bytes could make two ids one.
+		return fmt.Errorf("trajectory: write group %q: group_id is not valid UTF-8", g.ID)
+	}
 	if _, dup := w.groups[g.ID]; dup {
 		return fmt.Errorf("trajectory: write group %q: group already written to this file", g.ID)
 	}
@@ -109,6 +115,9 @@ func (w *Writer) WriteGroup(ctx context.Context, g Group) error {
 		if err := t.Validate(); err != nil {
 			return fmt.Errorf("trajectory: group %q, trajectory %d (%q): %w", g.ID, i, t.ID, err)
 		}
+		if !utf8.ValidString(t.ID) {
+			return fmt.Errorf("trajectory: group %q, trajectory %d (%q): trajectory_id is not valid UTF-8", g.ID, i, t.ID)
+		}
 		if _, dup := w.ids[t.ID]; dup {
 			return fmt.Errorf("trajectory: group %q: trajectory_id %q already written", g.ID, t.ID)
 		}
@@ -118,6 +127,7 @@ func (w *Writer) WriteGroup(ctx context.Context, g Group) error {
 		seen[t.ID] = struct{}{}
 		rows[i] = toRow(&t)
 		rows[i].GroupMetadata, rows[i].GroupMetrics = g.Metadata, g.Metrics
+		rows[i].makeValidUTF8()
 		size += estimateSize(&t) + groupSize(&g)
 	}
 	// End the current row group before this group if adding it would pass

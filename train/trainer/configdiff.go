@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -23,8 +24,9 @@ import (
 // the next step on), nor the top-level keys in mayChange. A
 // config without "dtype" was saved before the flag existed, with float32
 // weights; one without a key of addedLater was saved before that key
-// existed, and the key is not compared. Configs that are not JSON objects
-// differ as a whole.
+// existed, and the key is not compared. The paths of pathKeys compare by
+// the files they name, not their spelling (samePaths). Configs that are
+// not JSON objects differ as a whole.
 func configDiff(saved, now []byte, mayChange ...string) []string {
 	var x, y map[string]any
 	if err := json.Unmarshal(saved, &x); err != nil {
@@ -36,6 +38,11 @@ func configDiff(saved, now []byte, mayChange ...string) []string {
 	for _, k := range addedLater {
 		if _, ok := x[k]; !ok {
 			delete(y, k)
+		}
+	}
+	for _, k := range pathKeys {
+		if samePaths(x[k], y[k]) {
+			x[k] = y[k]
 		}
 	}
 	for _, m := range []map[string]any{x, y} {
@@ -55,6 +62,54 @@ func configDiff(saved, now []byte, mayChange ...string) []string {
 // sft's inputs_sha256 (the inputs' contents, compared on a resume since
 // Dec 2026).
 var addedLater = []string{"inputs_sha256"}
+
+// pathKeys are the config keys that hold local paths as the command
+// spelled them: "./m", "m/" and "m" name one folder, and so does its
+// absolute path, which a cron job gives where the run was started by hand
+// with a relative one. They compare by the folder they name (samePaths),
+// not by their spelling.
+var pathKeys = []string{"model", "out", "init_adapter", "inputs"}
+
+// samePaths reports whether two config values, each a path or a list of
+// paths, name the same local files in the same order: equal once cleaned
+// (filepath.Clean), or once made absolute from the working directory. A
+// URL (s3://…, file://…) or a value of another shape is equal only as
+// written.
+func samePaths(a, b any) bool {
+	same := func(p, q string) bool {
+		if p == q {
+			return true
+		}
+		if strings.Contains(p, "://") || strings.Contains(q, "://") || p == "" || q == "" || p == "-" || q == "-" {
+			return false
+		}
+		if filepath.Clean(p) == filepath.Clean(q) {
+			return true
+		}
+		ap, errp := filepath.Abs(p)
+		aq, errq := filepath.Abs(q)
+		return errp == nil && errq == nil && ap == aq
+	}
+	switch a := a.(type) {
+	case string:
+		b, ok := b.(string)
+		return ok && same(a, b)
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			p, pok := a[i].(string)
+			q, qok := b[i].(string)
+			if !pok || !qok || !same(p, q) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
 
 // backendKeys are the config keys of the backend configuration (Options'
 // Device, Compute and Threads): a resume may change them, and is told

@@ -3,7 +3,10 @@ package trainer
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -152,5 +155,46 @@ func TestBackendChanges(t *testing.T) {
 		if d := configDiff([]byte(c.saved), []byte(c.now), backendKeys()...); len(d) != 0 {
 			t.Errorf("configDiff(%s, %s) refuses %q", c.saved, c.now, d)
 		}
+	}
+}
+
+// TestConfigDiffPathSpellings: a resume that names the run's model folder,
+// run folder, --init-adapter or (sft) input files another way — "./m" for
+// "m", a trailing slash, the absolute path a cron job gives for the
+// relative one typed by hand — is the same run; the error named "model"
+// as differing ("run has \"m\", command gives \"./m\"") and refused it.
+// Another folder, or the same files in another order, still differ.
+func TestConfigDiffPathSpellings(t *testing.T) {
+	t.Chdir(t.TempDir())
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := []byte(`{"model": "models/tiny", "out": "adapters", "init_adapter": "adapters/w/step-000001", "inputs": ["a.jsonl", "d/b.jsonl"], "lr": 0.001}`)
+	for _, now := range []string{
+		`{"model": "./models/tiny", "out": "adapters/", "init_adapter": "adapters/w/./step-000001", "inputs": ["./a.jsonl", "d//b.jsonl"], "lr": 0.001}`,
+		fmt.Sprintf(`{"model": %q, "out": %q, "init_adapter": %q, "inputs": [%q, %q], "lr": 0.001}`,
+			filepath.Join(wd, "models/tiny"), filepath.Join(wd, "adapters"), filepath.Join(wd, "adapters/w/step-000001"),
+			filepath.Join(wd, "a.jsonl"), filepath.Join(wd, "d/b.jsonl")),
+	} {
+		if d := configDiff(saved, []byte(now)); len(d) != 0 {
+			t.Errorf("the same paths spelt %s: %q", now, d)
+		}
+	}
+	for _, c := range []struct{ now, want string }{
+		{`{"model": "models/big", "out": "adapters", "init_adapter": "adapters/w/step-000001", "inputs": ["a.jsonl", "d/b.jsonl"], "lr": 0.001}`,
+			`option "model" differs: run has "models/tiny", command gives "models/big"`},
+		{`{"model": "models/tiny", "out": "adapters", "init_adapter": "adapters/w/step-000001", "inputs": ["d/b.jsonl", "a.jsonl"], "lr": 0.001}`,
+			`option "inputs" differs: run has ["a.jsonl","d/b.jsonl"], command gives ["d/b.jsonl","a.jsonl"]`},
+		{`{"model": "models/tiny", "out": "adapters", "init_adapter": "adapters/w/step-000001", "inputs": ["a.jsonl", "d/b.jsonl"], "lr": 0.002}`,
+			`option "lr" differs: run has 0.001, command gives 0.002`},
+	} {
+		if d := configDiff(saved, []byte(c.now)); !slices.Equal(d, []string{c.want}) {
+			t.Errorf("now %s: %q, want %q", c.now, d, c.want)
+		}
+	}
+	// An object-store URL is compared as written.
+	if d := configDiff([]byte(`{"out": "s3://b/x"}`), []byte(`{"out": "s3://b/x/"}`)); len(d) != 1 {
+		t.Errorf("URLs: %q", d)
 	}
 }

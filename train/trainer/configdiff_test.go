@@ -198,3 +198,44 @@ func TestConfigDiffPathSpellings(t *testing.T) {
 		t.Errorf("URLs: %q", d)
 	}
 }
+
+// TestIdleScheduleFlagsWarn: --warmup-steps under the default constant
+// schedule, and --min-lr or --schedule-steps under any but cosine, change
+// no learning rate (Schedule.At reads them only there); the run says so
+// once each rather than training without the warm-up the user asked for.
+// Where the schedule reads them, nothing is said.
+func TestIdleScheduleFlagsWarn(t *testing.T) {
+	m := tinyCPUModel(t)
+	ad, err := model.NewAdapter(&m.Config, model.AdapterConfig{Rank: 2, Alpha: 2, Targets: model.AllModules()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		o    Options
+		want []string
+	}{
+		{Options{Schedule: "constant", Warmup: 10}, []string{"--warmup-steps 10 does nothing with --lr-schedule constant"}},
+		{Options{Schedule: "warmup", Warmup: 10, MinLR: 1e-6, ScheduleSteps: 100},
+			[]string{"--min-lr 1e-06 does nothing with --lr-schedule warmup", "--schedule-steps 100 does nothing with --lr-schedule warmup"}},
+		{Options{Schedule: "cosine", Warmup: 10, MinLR: 1e-6, ScheduleSteps: 100}, nil},
+		{Options{Schedule: "warmup", Warmup: 10}, nil},
+		{Options{Schedule: "constant"}, nil},
+	} {
+		var log bytes.Buffer
+		c.o.Loop(&Prepared{Model: m, Ad: ad}, nil, 1, slog.New(slog.NewTextHandler(&log, nil)))
+		if got := strings.Count(log.String(), "level=WARN"); got != len(c.want) {
+			t.Errorf("%+v: %d warnings, want %d:\n%s", c.o, got, len(c.want), log.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(log.String(), w) {
+				t.Errorf("%+v: no warning %q:\n%s", c.o, w, log.String())
+			}
+		}
+	}
+	// The help of --warmup-steps names the schedules that read it.
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	new(Options).AddFlags(fs, 1e-5)
+	if u := fs.Lookup("warmup-steps").Usage; !strings.Contains(u, "--lr-schedule warmup or cosine") {
+		t.Errorf("--warmup-steps help %q does not say which schedules warm up", u)
+	}
+}

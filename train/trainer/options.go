@@ -131,7 +131,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the LoRA init and the data order")
 	fs.Float64Var(&o.LR, "lr", lr, "peak learning rate")
 	fs.StringVar(&o.Schedule, "lr-schedule", "constant", "constant, warmup (linear warm-up then constant) or cosine (warm-up then cosine decay to --min-lr)")
-	fs.IntVar(&o.Warmup, "warmup-steps", 0, "optimizer updates of linear warm-up")
+	fs.IntVar(&o.Warmup, "warmup-steps", 0, "optimizer updates of linear warm-up, with --lr-schedule warmup or cosine (constant has none)")
 	fs.Float64Var(&o.MinLR, "min-lr", 0, "final learning rate of the cosine schedule")
 	fs.IntVar(&o.ScheduleSteps, "schedule-steps", 0, ScheduleStepsUsage("--resume with more --steps"))
 	fs.Float64Var(&o.Beta1, "adam-beta1", 0.9, "AdamW β1")
@@ -546,10 +546,36 @@ func savedCrossEpochs(saved []byte) bool {
 // "epochs" (configDiff).
 func sameConfig(a, b []byte) bool { return len(configDiff(a, b)) == 0 }
 
+// idleScheduleFlags says which schedule flags the chosen --lr-schedule
+// does not read (Schedule.At): --warmup-steps under constant, --min-lr and
+// --schedule-steps under anything but cosine. Given with the default
+// constant schedule, a warm-up the user asked for silently did not happen
+// (TRL's default schedule, linear, honours warmup_steps). They are warned
+// about, not refused: a run saved with them must still resume, and a
+// resume may not change them.
+func (o *Options) idleScheduleFlags() []string {
+	var out []string
+	if o.Warmup > 0 && o.Schedule == "constant" {
+		out = append(out, fmt.Sprintf("--warmup-steps %d does nothing with --lr-schedule constant (the default): the learning rate is --lr from the first update; --lr-schedule warmup or cosine warms up", o.Warmup))
+	}
+	if o.Schedule != "cosine" {
+		if o.MinLR > 0 {
+			out = append(out, fmt.Sprintf("--min-lr %v does nothing with --lr-schedule %s: only cosine decays to it", o.MinLR, o.Schedule))
+		}
+		if o.ScheduleSteps > 0 {
+			out = append(out, fmt.Sprintf("--schedule-steps %d does nothing with --lr-schedule %s: it is the cosine schedule's horizon", o.ScheduleSteps, o.Schedule))
+		}
+	}
+	return out
+}
+
 // Loop returns a Loop over prep with the shared options filled in.
 func (o *Options) Loop(prep *Prepared, config any, totalUpdates int, log *slog.Logger) *Loop {
 	if o.BF16GateUp && !prep.Model.GateUpHeld(prep.Ad) {
 		log.Warn("--bf16-gate-up changes nothing here: gate and up are held as bfloat16 only with --device cuda --compute bf16, bfloat16 weights, and in every layer a LoRA on down_proj of rank 16 or less and on gate_proj and up_proj both or neither")
+	}
+	for _, w := range o.idleScheduleFlags() {
+		log.Warn(w)
 	}
 	return &Loop{
 		Model: prep.Model, Adapter: prep.Ad, Opt: prep.Opt, Sched: o.Sched(totalUpdates), Ckpt: prep.Ckpt,

@@ -23,6 +23,10 @@ type group struct {
 	Ex      []trainer.Example // aligned with Rewards; Seqs nil when untrainable
 	Missing []string          // why Ex[i] is untrainable ("" when it is trainable)
 	Errors  int               // trajectories with an error (failed episodes)
+	// NoLogprobs names the rows of its trajectories left out for a
+	// trainable token without a sampling logprob ("file row 3 (group g,
+	// trajectory t)"), for the run's one warning (loadInputs).
+	NoLogprobs []string
 	// EnvMetrics are the names of the metrics its trajectories report
 	// (the environment's), sorted: what an eval split of the same
 	// environment records beside log-eval's own (--best-metric val/NAME).
@@ -91,6 +95,9 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			}
 			if why != "" {
 				ex.Seqs = nil
+			}
+			if why == "no_logprobs" {
+				gr.NoLogprobs = append(gr.NoLogprobs, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
 			}
 			gr.Rewards = append(gr.Rewards, *t.Reward)
 			gr.Ex = append(gr.Ex, ex)

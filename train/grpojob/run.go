@@ -204,6 +204,7 @@ func loadInputs(ctx context.Context, text *layout.Model, o Options, in *fileset.
 	if len(gs) == 0 {
 		return nil, stageerr.BadInputf("no groups in %s", strings.Join(in.Names(), ", "))
 	}
+	warnNoLogprobs(gs, o.Log)
 	var env []string
 	for _, g := range gs {
 		for _, m := range g.EnvMetrics {
@@ -216,6 +217,29 @@ func loadInputs(ctx context.Context, text *layout.Model, o Options, in *fileset.
 		return nil, err
 	}
 	return gs, nil
+}
+
+// warnNoLogprobs warns, once for the inputs, naming the first rows, when
+// trajectories are left out because a trainable token has no sampling
+// logprob (a server that returned no token ids or logprobs: OpenAI's
+// default, an ART file with text tokens). Each step only counted them
+// (no_logprobs) in an info line, so a run on such files trained nothing,
+// wrote its steps and exited 0 without naming the flag that trains them.
+func warnNoLogprobs(gs []group, log *slog.Logger) {
+	if log == nil {
+		return
+	}
+	var rows []string
+	total := 0
+	for _, g := range gs {
+		rows = append(rows, g.NoLogprobs...)
+		total += len(g.Rewards)
+	}
+	if len(rows) == 0 {
+		return
+	}
+	log.Warn(fmt.Sprintf("%d of %d scored trajectories have trainable tokens without a sampling logprob (no token_ids or logprobs in their messages) and are not trained: %s; --allow-no-logprobs trains them with the importance ratio taken as 1",
+		len(rows), total, listRows(rows)))
 }
 
 // metricNames are the metrics of a grpo step's row: the loop's, the

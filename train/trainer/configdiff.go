@@ -25,8 +25,9 @@ import (
 // config without "dtype" was saved before the flag existed, with float32
 // weights; one without a key of addedLater was saved before that key
 // existed, and the key is not compared. The paths of pathKeys compare by
-// the files they name, not their spelling (samePaths). Configs that are
-// not JSON objects differ as a whole.
+// the files they name, not their spelling (samePaths), and
+// --chat-template-kwargs by its JSON value (sameJSONText). Configs that
+// are not JSON objects differ as a whole.
 func configDiff(saved, now []byte, mayChange ...string) []string {
 	var x, y map[string]any
 	if err := json.Unmarshal(saved, &x); err != nil {
@@ -44,6 +45,9 @@ func configDiff(saved, now []byte, mayChange ...string) []string {
 		if samePaths(x[k], y[k]) {
 			x[k] = y[k]
 		}
+	}
+	if sameJSONText(x[kwargsKey], y[kwargsKey]) {
+		x[kwargsKey] = y[kwargsKey]
 	}
 	for _, m := range []map[string]any{x, y} {
 		if _, ok := m["dtype"]; !ok {
@@ -109,6 +113,26 @@ func samePaths(a, b any) bool {
 		return true
 	}
 	return false
+}
+
+// kwargsKey is the config key of --chat-template-kwargs, saved as the
+// JSON text the command was given.
+const kwargsKey = "chat_template_kwargs"
+
+// sameJSONText reports whether a and b are strings holding equal JSON
+// values: {"enable_thinking":false} and { "enable_thinking": false } give
+// the template the same kwargs, whatever their spacing or key order.
+func sameJSONText(a, b any) bool {
+	as, aok := a.(string)
+	bs, bok := b.(string)
+	if !aok || !bok {
+		return false
+	}
+	var av, bv any
+	if json.Unmarshal([]byte(as), &av) != nil || json.Unmarshal([]byte(bs), &bv) != nil {
+		return false
+	}
+	return reflect.DeepEqual(av, bv)
 }
 
 // backendKeys are the config keys of the backend configuration (Options'

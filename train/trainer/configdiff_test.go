@@ -239,3 +239,30 @@ func TestIdleScheduleFlagsWarn(t *testing.T) {
 		t.Errorf("--warmup-steps help %q does not say which schedules warm up", u)
 	}
 }
+
+// TestConfigDiffKwargsByValue: --chat-template-kwargs is saved as the JSON
+// text given, and a resume that writes the same object with other spacing
+// or key order gives the template the same kwargs; it was refused
+// (option "chat_template_kwargs" differs: run has "{\"enable_thinking\":false}",
+// command gives "{\"enable_thinking\": false}"). Another value still differs.
+func TestConfigDiffKwargsByValue(t *testing.T) {
+	config := func(kw string) []byte {
+		t.Helper()
+		b, err := json.Marshal(&Options{Model: "m", TemplateKwargs: kw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	saved := config(`{"enable_thinking":false,"n":1}`)
+	for _, same := range []string{`{"enable_thinking":false,"n":1}`, `{ "enable_thinking": false, "n": 1.0 }`, `{"n":1,"enable_thinking":false}`} {
+		if d := configDiff(saved, config(same)); len(d) != 0 {
+			t.Errorf("kwargs %s: %q", same, d)
+		}
+	}
+	for _, other := range []string{`{"enable_thinking":true,"n":1}`, `{"enable_thinking":false}`, ``} {
+		if d := configDiff(saved, config(other)); len(d) != 1 || !strings.Contains(d[0], `option "chat_template_kwargs" differs`) {
+			t.Errorf("kwargs %q: %q, want chat_template_kwargs named", other, d)
+		}
+	}
+}

@@ -25,9 +25,10 @@ import (
 // config without "dtype" was saved before the flag existed, with float32
 // weights; one without a key of addedLater was saved before that key
 // existed, and the key is not compared. The paths of pathKeys compare by
-// the files they name, not their spelling (samePaths), and
-// --chat-template-kwargs by its JSON value (sameJSONText). Configs that
-// are not JSON objects differ as a whole.
+// the files they name, not their spelling (samePaths),
+// --chat-template-kwargs by its JSON value (sameJSONText) and --targets
+// by the modules it names (sameTargets). Configs that are not JSON objects
+// differ as a whole.
 func configDiff(saved, now []byte, mayChange ...string) []string {
 	var x, y map[string]any
 	if err := json.Unmarshal(saved, &x); err != nil {
@@ -48,6 +49,9 @@ func configDiff(saved, now []byte, mayChange ...string) []string {
 	}
 	if sameJSONText(x[kwargsKey], y[kwargsKey]) {
 		x[kwargsKey] = y[kwargsKey]
+	}
+	if sameTargets(x[targetsKey], y[targetsKey]) {
+		x[targetsKey] = y[targetsKey]
 	}
 	for _, m := range []map[string]any{x, y} {
 		if _, ok := m["dtype"]; !ok {
@@ -133,6 +137,38 @@ func sameJSONText(a, b any) bool {
 		return false
 	}
 	return reflect.DeepEqual(av, bv)
+}
+
+// targetsKey is the config key of --targets.
+const targetsKey = "targets"
+
+// sameTargets reports whether a and b are lists of projection names that
+// name the same set of modules (model.ParseModule): "q" is q_proj, and the
+// order is not the adapter's (NewAdapter draws its weights in module
+// order), so --targets q,v and --targets v_proj,q_proj make one adapter.
+func sameTargets(a, b any) bool {
+	set := func(v any) (map[model.Module]bool, bool) {
+		list, ok := v.([]any)
+		if !ok {
+			return nil, false
+		}
+		out := map[model.Module]bool{}
+		for _, e := range list {
+			s, ok := e.(string)
+			if !ok {
+				return nil, false
+			}
+			m, err := model.ParseModule(s)
+			if err != nil {
+				return nil, false
+			}
+			out[m] = true
+		}
+		return out, true
+	}
+	as, aok := set(a)
+	bs, bok := set(b)
+	return aok && bok && maps.Equal(as, bs)
 }
 
 // backendKeys are the config keys of the backend configuration (Options'

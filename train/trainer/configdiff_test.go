@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hone-rl/hone/train/model"
+	"github.com/hone-rl/hone/train/tinymodel"
 	"github.com/spf13/pflag"
 )
 
@@ -264,5 +265,36 @@ func TestConfigDiffKwargsByValue(t *testing.T) {
 		if d := configDiff(saved, config(other)); len(d) != 1 || !strings.Contains(d[0], `option "chat_template_kwargs" differs`) {
 			t.Errorf("kwargs %q: %q, want chat_template_kwargs named", other, d)
 		}
+	}
+}
+
+// TestConfigDiffTargetsBySet: --targets names a set of projections, each
+// by its full or short name ("q" is q_proj), and the adapter does not
+// depend on their order; a resume that lists the run's targets another way
+// was refused (option "targets" differs). Another set still differs.
+func TestConfigDiffTargetsBySet(t *testing.T) {
+	saved := []byte(`{"model": "m", "targets": ["q_proj", "v_proj"]}`)
+	for _, same := range []string{`["v_proj", "q_proj"]`, `["q", "v"]`, `["v", "q_proj"]`} {
+		if d := configDiff(saved, []byte(`{"model": "m", "targets": `+same+`}`)); len(d) != 0 {
+			t.Errorf("targets %s: %q", same, d)
+		}
+	}
+	for _, other := range []string{`["q_proj"]`, `["q_proj", "v_proj", "o_proj"]`, `["q_proj", "x_proj"]`} {
+		if d := configDiff(saved, []byte(`{"model": "m", "targets": `+other+`}`)); len(d) != 1 || !strings.Contains(d[0], `option "targets" differs`) {
+			t.Errorf("targets %s: %q, want targets named", other, d)
+		}
+	}
+	// NewAdapter's weights do not depend on the order the targets are given in.
+	c, _ := tinymodel.Options{Hidden: 8, Layers: 1, Heads: 2}.Config()
+	var ws [2][]float32
+	for i, ts := range [][]model.Module{{model.ModQ, model.ModV}, {model.ModV, model.ModQ}} {
+		ad, err := model.NewAdapter(&c, model.AdapterConfig{Rank: 2, Alpha: 2, Targets: ts}, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad.Params(func(_ string, p, _ []float32) { ws[i] = append(ws[i], p...) })
+	}
+	if !slices.Equal(ws[0], ws[1]) {
+		t.Error("NewAdapter's weights depend on the targets' order")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/hone-rl/hone/format/chatmsg"
@@ -215,6 +216,9 @@ func Build(ctx context.Context, t *chattemplate.Template, tok Tokenizer, msgs []
 			}
 			seq.appendContext(rest)
 		} else {
+			if err := checkCallsRendered(a, m, d, full[len(prompt):]); err != nil {
+				return nil, err
+			}
 			end := stop
 			if stop < len(turnIDs) && d.FinishReason != "length" {
 				end = stop + 1 // the model ended its turn: train the stop token too
@@ -231,6 +235,25 @@ func Build(ctx context.Context, t *chattemplate.Template, tok Tokenizer, msgs []
 		out.Sequences = append(out.Sequences, *seq)
 	}
 	return &out, nil
+}
+
+// checkCallsRendered refuses a trainable turn laid out from the template
+// (no sampled ids) whose tool calls the template leaves out of text, the
+// turn as rendered: one without a tool-call format (the ChatML of
+// hone-train init-model, Gemma's) renders only the content, and the turn
+// would teach the model to answer with it alone, where the message calls
+// a tool. Every call format writes the function's name, so a call whose
+// name is missing from the turn was dropped.
+func checkCallsRendered(a int, m chatmsg.Message, d TurnData, text string) error {
+	if !d.Trainable {
+		return nil
+	}
+	for i, c := range m.ToolCalls {
+		if !strings.Contains(text, c.Name) {
+			return fmt.Errorf("layout: message %d: its tool call %d (%q) is not in the turn the chat template renders (%q): the template has no tool-call format, so the turn would train without the call; use a model folder whose template renders tool_calls", a, i, c.Name, text)
+		}
+	}
+	return nil
 }
 
 func checkSampled(a int, d TurnData) error {

@@ -515,3 +515,39 @@ func TestThinkingMismatchIsAnError(t *testing.T) {
 		t.Errorf("with thinking enabled: %v", err)
 	}
 }
+
+// TestToolCallsTheTemplateDropsAreAnError: a trainable assistant turn with
+// tool calls, laid out from a template without a tool-call format (the
+// ChatML of hone-train init-model renders only the content), rendered as
+// an empty turn: SFT trained the model to answer "<|im_end|>" where the
+// message calls a tool. It is an error naming the message and the call.
+// The same turn untrained, or sampled (its ids are trained as they are),
+// or under a template that renders calls, lays out as before.
+func TestToolCallsTheTemplateDropsAreAnError(t *testing.T) {
+	m := models(t)[3] // ChatML on Qwen3's tokenizer
+	plain, err := chattemplate.New("{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + (message['content'] or '') + '<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := toolConversation()
+	tools := []trajectory.Tool{weatherTool}
+	_, err = FromTrajectory(t.Context(), plain, m.tok, msgs, tools, Options{})
+	if err == nil || !strings.Contains(err.Error(), "message 2") || !strings.Contains(err.Error(), `"get_weather"`) {
+		t.Fatalf("tool call dropped by the template: %v, want an error naming message 2 and get_weather", err)
+	}
+	untrained := toolConversation()
+	untrained[2].Trainable = false
+	if _, err := FromTrajectory(t.Context(), plain, m.tok, untrained, tools, Options{}); err != nil {
+		t.Errorf("the call's turn untrained: %v", err)
+	}
+	sampled := toolConversation()
+	for _, id := range m.tok.Encode("<tool_call>get_weather</tool_call>", false) {
+		sampled[2].TokenIDs = append(sampled[2].TokenIDs, int32(id))
+	}
+	if _, err := FromTrajectory(t.Context(), plain, m.tok, sampled, tools, Options{}); err != nil {
+		t.Errorf("the call's turn sampled: %v", err)
+	}
+	if _, err := FromTrajectory(t.Context(), m.tmpl, m.tok, msgs, tools, Options{}); err != nil {
+		t.Errorf("a template that renders calls: %v", err)
+	}
+}

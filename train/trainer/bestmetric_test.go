@@ -3,6 +3,8 @@ package trainer
 import (
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 func TestCheckBestMetric(t *testing.T) {
@@ -69,6 +71,38 @@ func TestCheckEvalMetric(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%q: %v; want it to say %q", tc.name, err, want)
 			}
+		}
+	}
+}
+
+// Without --best-mode, a metric named as a loss is best at its minimum (as
+// Hugging Face's Trainer takes metric_for_best_model "loss"): max kept the
+// step of the highest loss. The resolved mode is what the run saves.
+func TestBestModeDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--best-metric", "loss"}, "min"},
+		{[]string{"--best-metric", "val/policy_loss"}, "min"},
+		{[]string{"--best-metric", "reward_mean"}, "max"},
+		{[]string{"--best-metric", "val/reward"}, "max"},
+		{nil, "max"},
+		{[]string{"--best-metric", "loss", "--best-mode", "max"}, "max"},
+		{[]string{"--best-metric", "reward_mean", "--best-mode", "min"}, "min"},
+	} {
+		var o Options
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.AddFlags(fs, 1e-5)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		o.Model, o.Out, o.Name = "m", "out", "r"
+		if err := o.Validate(); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if o.BestMode != tc.want {
+			t.Errorf("%v: best mode %q, want %q", tc.args, o.BestMode, tc.want)
 		}
 	}
 }

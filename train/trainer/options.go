@@ -147,7 +147,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.IntVar(&o.SaveEvery, "save-every", 1, "save a checkpoint every N steps (and the last)")
 	fs.IntVar(&o.KeepLast, "keep-last", 0, "step folders to keep (0: all); latest and best are always kept, and with an eval --best-metric every step not yet evaluated")
 	fs.StringVar(&o.BestMetric, "best-metric", "", "metric picking the best step (kept, and named by OUT/RUN/best): a training metric such as reward_mean, or an eval metric such as val/reward that hone-inspect log-eval records after each step is evaluated (steps not yet evaluated are kept); a name no row can have is refused")
-	fs.StringVar(&o.BestMode, "best-mode", "max", "max or min: which --best-metric value is best")
+	fs.StringVar(&o.BestMode, "best-mode", "", "max or min: which --best-metric value is best (default: min for a metric whose name ends in loss, as Hugging Face's Trainer takes it, else max)")
 	fs.StringVar(&o.TemplateKwargs, "chat-template-kwargs", "", `JSON object of chat template kwargs the trajectories were served with, e.g. {"enable_thinking":false}`)
 }
 
@@ -195,6 +195,14 @@ func (o *Options) Validate() error {
 				return fmt.Errorf("--targets names %s twice (%q and %q)", m, prev, t)
 			}
 			seen[m] = t
+		}
+	}
+	if o.BestMode == "" {
+		// Resolved here, so the run's saved config holds what it prunes
+		// by: a higher loss is no better step.
+		o.BestMode = "max"
+		if strings.HasSuffix(o.BestMetric, "loss") {
+			o.BestMode = "min"
 		}
 	}
 	if o.BestMode != "max" && o.BestMode != "min" {

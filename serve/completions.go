@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/serve/engine"
 	"github.com/hone-rl/hone/train/model"
 )
@@ -17,6 +19,12 @@ import (
 // parsePrompt reads a completions prompt: a string, an array of token ids,
 // or a one-element array of either.
 func (s *Server) parsePrompt(raw json.RawMessage) ([]int32, error) {
+	return s.parsePromptAt(raw, "prompt")
+}
+
+// parsePromptAt is parsePrompt for the value at path (prompt, prompt[0]),
+// which its 400s name.
+func (s *Server) parsePromptAt(raw json.RawMessage, path string) ([]int32, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, badRequest("prompt", "prompt is required")
@@ -36,12 +44,36 @@ func (s *Server) parsePrompt(raw json.RawMessage) ([]int32, error) {
 	}
 	var list []json.RawMessage
 	if json.Unmarshal(raw, &list) == nil {
+		// An array holding a number is token ids, one of which is not an
+		// int32 (too large, a fraction) or not a number: name it, rather
+		// than take the array for a batch of len(list) prompts.
+		if slices.ContainsFunc(list, func(e json.RawMessage) bool { return chatmsg.JSONKind(e) == "number" }) {
+			return nil, s.badTokenID(list, path)
+		}
 		if len(list) != 1 {
 			return nil, badRequest("prompt", "this server takes one prompt per request, got %d", len(list))
 		}
-		return s.parsePrompt(list[0])
+		return s.parsePromptAt(list[0], path+"[0]")
 	}
 	return nil, badRequest("prompt", "prompt: want a string, an array of token ids, or a one-element array of either")
+}
+
+// badTokenID is the 400 for the first element of the token-id array list
+// (at path) that is not a token id of int32 range.
+func (s *Server) badTokenID(list []json.RawMessage, path string) error {
+	for i, e := range list {
+		var id int32
+		if json.Unmarshal(e, &id) == nil {
+			continue
+		}
+		got := kindPhrase(chatmsg.JSONKind(e))
+		if chatmsg.JSONKind(e) == "number" {
+			got = clip(string(bytes.TrimSpace(e)), 40)
+		}
+		at := fmt.Sprintf("%s[%d]", path, i)
+		return badRequest(at, "%s: expected a token id (an integer from 0 to %d), got %s", at, s.m.Config.Vocab-1, got)
+	}
+	return badRequest(path, "%s: want an array of token ids", path)
 }
 
 // echoText is the text echo gives back, the prompt as sent, as vLLM

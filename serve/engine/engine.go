@@ -197,8 +197,9 @@ type reqState struct {
 	h         *Handle
 	seqs      []*sequence
 	live      int
-	retired   bool // r.Done was called
-	cancelled bool // counted in Stats.Cancelled
+	retired   bool       // r.Done was called
+	cancelled bool       // counted in Stats.Cancelled
+	stops     *stopTable // r.Params.Stop's tables, built at Submit (nil: none)
 }
 
 // retire calls rs's Done hook, once.
@@ -237,6 +238,7 @@ type sequence struct {
 	cons   Constraint
 	dec    *tokenizer.StreamDecoder
 	text   strings.Builder // generated text so far (for stop strings)
+	stops  *stopMatch      // where text stands in the stop strings (nil: none)
 	sent   int             // bytes of text handed out
 	done   bool
 }
@@ -383,6 +385,9 @@ func (e *Engine) Submit(r *Request) (*Handle, error) {
 		r.Ctx = context.Background()
 	}
 	h := &Handle{open: r.N, notify: make(chan struct{}, 1)}
+	// Built here, on the caller's goroutine, not under the lock or on the
+	// engine's: the tables are as long as the stop strings.
+	stops := newStopTable(r.Params.Stop)
 	e.mu.Lock()
 	switch {
 	case e.closing:
@@ -392,7 +397,7 @@ func (e *Engine) Submit(r *Request) (*Handle, error) {
 		e.mu.Unlock()
 		return refuse(r, ErrQueueFull)
 	}
-	e.queue = append(e.queue, &reqState{r: r, h: h})
+	e.queue = append(e.queue, &reqState{r: r, h: h, stops: stops})
 	e.nQueued.Store(int64(len(e.queue)))
 	e.mu.Unlock()
 	// A cancelled request leaves the queue or batch at the next loop turn;
@@ -602,7 +607,7 @@ func (e *Engine) admit() {
 		}
 		rs.live = r.N
 		for i, id := range ids {
-			s := &sequence{id: id, rs: rs, choice: i, smp: newSampler(e.m.Backend(), r.Params, i), dec: e.cfg.Tokenizer.NewStreamDecoder(r.Params.SkipSpecial)}
+			s := &sequence{id: id, rs: rs, choice: i, smp: newSampler(e.m.Backend(), r.Params, i), dec: e.cfg.Tokenizer.NewStreamDecoder(r.Params.SkipSpecial), stops: rs.stops.match()}
 			if r.Constraint != nil {
 				s.cons = r.Constraint(i)
 			}
@@ -937,21 +942,15 @@ func (e *Engine) emit(s *sequence, pk picked) {
 	e.genTokens.Add(1)
 	ev := Event{Choice: s.choice, Token: id, Logprob: lp, Top: top}
 	stop := (e.eos[id] && !p.IgnoreEOS) || slices.Contains(p.StopIDs, id)
+	fed := s.text.Len()
 	if !stop {
 		s.text.WriteString(s.dec.Add(int(id)))
 	}
 	all := s.text.String()
-	if !stop && len(p.Stop) > 0 {
-		// A stop string may end in this token; search the new text and the
-		// longest stop string's worth of text before it.
-		from := max(0, s.sent-maxLen(p.Stop))
-		cut := -1
-		for _, st := range p.Stop {
-			if i := strings.Index(all[from:], st); i >= 0 && (cut < 0 || from+i < cut) {
-				cut = from + i
-			}
-		}
-		if cut >= 0 {
+	if !stop && s.stops != nil {
+		// A stop string may end in this token's text: only its bytes are
+		// fed, so a token costs the same whatever the stop strings' length.
+		if cut := s.stops.feed(all[fed:], fed); cut >= 0 {
 			stop = true
 			all = all[:max(cut, s.sent)]
 		}
@@ -965,7 +964,7 @@ func (e *Engine) emit(s *sequence, pk picked) {
 		ev.Text, ev.Finish = all[s.sent:]+s.dec.Flush(), "length"
 	default:
 		// Hold back a tail that could still become a stop string.
-		end := len(all) - holdBack(all, p.Stop)
+		end := len(all) - s.stops.hold()
 		if end > s.sent {
 			ev.Text = all[s.sent:end]
 			s.sent = end
@@ -975,56 +974,6 @@ func (e *Engine) emit(s *sequence, pk picked) {
 		return
 	}
 	e.finish(s, ev)
-}
-
-func maxLen(ss []string) int {
-	n := 0
-	for _, s := range ss {
-		n = max(n, len(s))
-	}
-	return n
-}
-
-// holdBack is the length of the longest suffix of text that is a proper
-// prefix of a stop string.
-func holdBack(text string, stops []string) int {
-	best := 0
-	for _, st := range stops {
-		best = max(best, overlap(text, st))
-	}
-	return best
-}
-
-// overlap is the length of the longest suffix of text that is a proper
-// prefix of st, in time linear in len(st): Knuth–Morris–Pratt over the
-// last len(st)−1 bytes of text. Trying each suffix length in turn took
-// time quadratic in len(st) for every token ("aaa…ab" against "aaa…"),
-// on the goroutine that serves every request.
-func overlap(text, st string) int {
-	if len(st) < 2 {
-		return 0
-	}
-	tail := text[len(text)-min(len(text), len(st)-1):]
-	border := make([]int, len(st)) // border[i]: the longest proper border of st[:i+1]
-	for i, k := 1, 0; i < len(st); i++ {
-		for k > 0 && st[i] != st[k] {
-			k = border[k-1]
-		}
-		if st[i] == st[k] {
-			k++
-		}
-		border[i] = k
-	}
-	k := 0 // st[:k] is the longest prefix of st that ends tail[:i]
-	for i := 0; i < len(tail); i++ {
-		for k > 0 && tail[i] != st[k] {
-			k = border[k-1]
-		}
-		if tail[i] == st[k] {
-			k++
-		}
-	}
-	return k // < len(st): tail is shorter than st
 }
 
 // inFlightMin is the fewest prompt tokens a request waits for another's

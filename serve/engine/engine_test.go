@@ -258,22 +258,39 @@ func TestStopStringsAndEOS(t *testing.T) {
 	}
 }
 
-// TestHoldBackMatchesNaive: holdBack (KMP) gives what trying every suffix
-// length gives, on random texts and stops over a small alphabet (many
-// partial matches) and on the case that made the naive search quadratic.
-func TestHoldBackMatchesNaive(t *testing.T) {
-	naive := func(text string, stops []string) int {
-		best := 0
-		for _, st := range stops {
-			for n := min(len(st)-1, len(text)); n > best; n-- {
-				if strings.HasSuffix(text, st[:n]) {
-					best = n
-					break
-				}
+// naiveHold is the length of the longest end of text that is a proper
+// prefix of one of stops, found by trying every length.
+func naiveHold(text string, stops []string) int {
+	best := 0
+	for _, st := range stops {
+		for n := min(len(st)-1, len(text)); n > best; n-- {
+			if strings.HasSuffix(text, st[:n]) {
+				best = n
+				break
 			}
 		}
-		return best
 	}
+	return best
+}
+
+// naiveCut is where the earliest occurrence of one of stops in text
+// begins, or -1.
+func naiveCut(text string, stops []string) int {
+	cut := -1
+	for _, st := range stops {
+		if i := strings.Index(text, st); i >= 0 && (cut < 0 || i < cut) {
+			cut = i
+		}
+	}
+	return cut
+}
+
+// TestStopMatchMatchesNaive: a stopMatch fed a text in random pieces finds
+// the first stop string where searching the whole text finds it, and until
+// then holds back what trying every suffix length gives, on random texts
+// and stops over a small alphabet (many partial matches), and on the case
+// that made a naive suffix search quadratic.
+func TestStopMatchMatchesNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	word := func(n int) string {
 		b := make([]byte, n)
@@ -283,19 +300,31 @@ func TestHoldBackMatchesNaive(t *testing.T) {
 		return string(b)
 	}
 	for range 5000 {
-		text, stops := word(r.IntN(12)), []string{word(1 + r.IntN(8)), word(1 + r.IntN(8))}
-		if got, want := holdBack(text, stops), naive(text, stops); got != want {
-			t.Fatalf("holdBack(%q, %q) = %d, want %d", text, stops, got, want)
+		text, stops := word(r.IntN(16)), []string{word(1 + r.IntN(8)), word(1 + r.IntN(8))}
+		m := newStopTable(stops).match()
+		for fed := 0; fed < len(text); {
+			n := min(len(text)-fed, 1+r.IntN(4))
+			got, want := m.feed(text[fed:fed+n], fed), naiveCut(text[:fed+n], stops)
+			if got != want {
+				t.Fatalf("stops %q: feeding %q after %q: cut %d, want %d", stops, text[fed:fed+n], text[:fed], got, want)
+			}
+			if got >= 0 {
+				break
+			}
+			fed += n
+			if got, want := m.hold(), naiveHold(text[:fed], stops); got != want {
+				t.Fatalf("stops %q, text %q: hold %d, want %d", stops, text[:fed], got, want)
+			}
 		}
 	}
 	st := strings.Repeat("a", 3000) + "b" + strings.Repeat("a", 3000)
-	text := strings.Repeat("a", 7000)
-	if got, want := holdBack(text, []string{st}), naive(text, []string{st}); got != want || got != 3000 {
-		t.Fatalf("holdBack on the quadratic case = %d, want %d", got, want)
+	m := newStopTable([]string{st}).match()
+	if cut := m.feed(strings.Repeat("a", 7000), 0); cut != -1 || m.hold() != 3000 {
+		t.Fatalf("on the quadratic case: cut %d, hold %d; want -1, 3000", cut, m.hold())
 	}
 }
 
-func TestHoldBack(t *testing.T) {
+func TestStopMatchHold(t *testing.T) {
 	for _, c := range []struct {
 		text  string
 		stops []string
@@ -303,9 +332,13 @@ func TestHoldBack(t *testing.T) {
 	}{
 		{"abc", []string{"cd"}, 1}, {"abc", []string{"xyz"}, 0}, {"abcd", []string{"bcdx", "dy"}, 3}, {"", []string{"a"}, 0},
 	} {
-		if got := holdBack(c.text, c.stops); got != c.want {
-			t.Errorf("holdBack(%q, %q) = %d, want %d", c.text, c.stops, got, c.want)
+		m := newStopTable(c.stops).match()
+		if cut := m.feed(c.text, 0); cut != -1 || m.hold() != c.want {
+			t.Errorf("text %q, stops %q: cut %d, hold %d; want -1, %d", c.text, c.stops, cut, m.hold(), c.want)
 		}
+	}
+	if newStopTable(nil).match().hold() != 0 {
+		t.Error("no stop strings hold text back")
 	}
 }
 

@@ -41,7 +41,8 @@
 // naming it, since the models served here take text only. Fields
 // the server does not read (vLLM's min_p or repetition_penalty, say) are
 // answered without, and named in the X-Hone-Warning header ("fields
-// ignored: min_p") and, once per field, in the log, as vLLM logs them.
+// ignored: min_p"; past 8 of them, the first 8 and the count) and, once per
+// field for the first 64 names, in the log, as vLLM logs them.
 //
 // A prompt over the model's context is a 400 with code
 // "context_length_exceeded" in vLLM's words ("This model's maximum context

@@ -46,7 +46,8 @@ type Server struct {
 
 	toolsWarned   sync.Map // served model names already warned of tools their template lacks
 	noTokenLogged sync.Map // "model code" of sequences with no token to choose already logged
-	fieldsWarned  sync.Map // request fields this server ignores, already logged
+	fieldsWarned  sync.Map // request fields this server ignores, already logged (at most maxWarnedFields)
+	fieldsWarnedN atomic.Int64
 
 	draining atomic.Bool
 	active   atomic.Int64
@@ -276,15 +277,57 @@ func jsonHandler[T any](s *Server, run func(http.ResponseWriter, *http.Request, 
 		}
 		if len(ignored) > 0 {
 			// As vLLM logs them: answered, but not as if they applied.
-			w.Header().Add(WarningHeader, "fields ignored: "+strings.Join(ignored, ", "))
-			for _, f := range ignored {
-				if _, warned := s.fieldsWarned.LoadOrStore(f, true); !warned {
-					s.log.Warn("requests carry a field this server does not read; it is ignored", "field", f)
-				}
-			}
+			w.Header().Add(WarningHeader, ignoredWarning(ignored))
+			s.warnIgnored(ignored)
 		}
 		if err := run(w, r, &req); err != nil {
 			writeHTTPError(w, err)
+		}
+	}
+}
+
+// The bounds on naming the fields a request carries that the server does
+// not read: the names are the client's, any number and length within the
+// body cap, and a header line past 64 kB fails Python's http.client
+// (LineTooLong), while a name logged and remembered for the server's life
+// is memory and log that a client sending new names grows without end.
+const (
+	maxListedFields = 8  // named in one response's WarningHeader
+	maxWarnedFields = 64 // logged, once each, over the server's life
+	maxFieldName    = 64 // bytes of a name shown
+)
+
+// ignoredWarning is the WarningHeader value for the ignored fields: the
+// first maxListedFields, each clipped, and the count of them all.
+func ignoredWarning(ignored []string) string {
+	shown := make([]string, 0, min(len(ignored), maxListedFields))
+	for _, f := range ignored[:min(len(ignored), maxListedFields)] {
+		shown = append(shown, clip(f, maxFieldName))
+	}
+	msg := "fields ignored: " + strings.Join(shown, ", ")
+	if len(ignored) > maxListedFields {
+		msg += fmt.Sprintf(", … (%d in all)", len(ignored))
+	}
+	return msg
+}
+
+// warnIgnored logs each ignored field once, until maxWarnedFields names
+// were logged; then once that no more will be.
+func (s *Server) warnIgnored(ignored []string) {
+	for _, f := range ignored {
+		f = clip(f, maxFieldName)
+		if _, warned := s.fieldsWarned.Load(f); warned {
+			continue
+		}
+		switch n := s.fieldsWarnedN.Add(1); {
+		case n <= maxWarnedFields:
+			if _, warned := s.fieldsWarned.LoadOrStore(f, true); !warned {
+				s.log.Warn("requests carry a field this server does not read; it is ignored", "field", f)
+			}
+		case n == maxWarnedFields+1:
+			s.log.Warn(fmt.Sprintf("requests carry more than %d fields this server does not read; further ones are not logged (the X-Hone-Warning header still names them)", maxWarnedFields))
+		default:
+			return
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hone-rl/hone/format/chattemplate"
 	"github.com/hone-rl/hone/format/modelfolder"
+	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/tokenizer"
 	"github.com/hone-rl/hone/serve/adapters"
 	"github.com/hone-rl/hone/serve/constrain"
@@ -347,7 +348,32 @@ func (s *Server) holdModel(name string) (*hold, string, error) {
 		}
 	}
 	return nil, "", &httpError{status: http.StatusNotFound, typ: "not_found_error", code: "model_not_found", param: "model",
-		msg: fmt.Sprintf("the model %q does not exist", name)}
+		msg: s.unknownModel(name)}
+}
+
+// unknownModel is the 404's message for a name that resolves to nothing,
+// in vLLM's words, with why where the registry can tell: a run it serves
+// asked for at a step that is not loaded, or one not written as a plain
+// number (as the folder step-000042 is, where the name is <run>@42).
+func (s *Server) unknownModel(name string) string {
+	msg := fmt.Sprintf("the model %q does not exist", name)
+	want, err := runfolder.ParseServed(name) // Run is set even when the step is bad
+	if s.reg == nil || !want.HasStep && err == nil {
+		return msg
+	}
+	var loaded []string
+	for _, n := range s.reg.Names() {
+		if got, e := runfolder.ParseServed(n); e == nil && got.Run == want.Run {
+			loaded = append(loaded, n)
+		}
+	}
+	switch {
+	case len(loaded) == 0:
+		return msg
+	case err != nil:
+		return fmt.Sprintf("%s: steps are named by plain numbers, such as %s (loaded: %s)", msg, runfolder.ServedName(want.Run, 42), strings.Join(loaded, ", "))
+	}
+	return fmt.Sprintf("%s: step %d of run %q is not loaded (loaded: %s)", msg, want.Step, want.Run, strings.Join(loaded, ", "))
 }
 
 // hold is a handler's hold on its request's adapter (a nil Ref: the base

@@ -18,5 +18,8 @@
 // or a result that is not a finite number, is an error naming the
 // expression, the group and the trajectory. A lookup the expression
 // guards is nil when missing, as expr gives it: metrics["x"] ?? 0,
-// metrics?.x, metrics.x == nil, "x" in metrics.
+// metrics?.x, metrics.x == nil, "x" in metrics. A bare name must be on
+// every row; a lookup only when it is read, so one in a branch not taken
+// (metadata["env"] == "guess" ? metrics.solved : metrics.won) or right of
+// a ?? whose left is there may be missing.
 package formula

@@ -2,6 +2,7 @@ package formula
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -24,10 +25,6 @@ type Scorer struct {
 	src       string
 	prog      *vm.Program
 	names     []string // free identifiers the expression reads, sorted
-	// lookups are the metrics["name"] and components["name"] (or
-	// metrics.name) the expression reads and does not guard, sorted: like
-	// names, each must be on the row.
-	lookups []lookup
 }
 
 // lookup is one constant key read from the metrics or components map.
@@ -42,17 +39,8 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
-	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, reads: map[lookup]bool{}, guarded: map[lookup]bool{}}
+	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[lookup]bool{}}
 	ast.Walk(&tree.Node, v)
-	var lookups []lookup
-	for l := range v.reads {
-		if !v.guarded[l] && !v.bound[l.in] {
-			lookups = append(lookups, l)
-		}
-	}
-	sort.Slice(lookups, func(i, j int) bool {
-		return lookups[i].in < lookups[j].in || lookups[i].in == lookups[j].in && lookups[i].key < lookups[j].key
-	})
 	var names []string
 	for n := range v.free {
 		if !v.bound[n] && !builtinNames[n] {
@@ -63,7 +51,14 @@ func New(component, src string) (*Scorer, error) {
 	// A metric or component may bear the name of one of expr's built-in
 	// functions (count, duration, sum, ...): read as a value, the name is
 	// the trajectory's, so the builtin is switched off for it.
-	var opts []expr.Option
+	// metrics["name"] and components["name"] the expression does not
+	// guard must be on the row when read: each becomes a call that says
+	// so. Checked as the expression runs, not before, since a branch not
+	// taken or the right of a ?? whose left is there reads nothing.
+	opts := []expr.Option{
+		expr.Function(needFunc, need),
+		expr.Patch(&needPatcher{unguarded: func(l lookup) bool { return !v.guarded[l] && !v.bound[l.in] }}),
+	}
 	for _, n := range names {
 		if _, ok := builtin.Index[n]; ok {
 			opts = append(opts, expr.DisableBuiltin(n))
@@ -73,17 +68,17 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not compile: %v", src, err)
 	}
-	return &Scorer{component: component, src: src, prog: prog, names: names, lookups: lookups}, nil
+	return &Scorer{component: component, src: src, prog: prog, names: names}, nil
 }
 
 // identVisitor collects identifiers, the names bound by let, and the
-// constant keys read from metrics and components. A key is guarded when
+// constant keys of metrics and components that are guarded. A key is guarded when
 // the expression says what to do without it (metrics.x ?? 0,
 // metrics?.x, metrics.x == nil, "x" in metrics): a missing one is then
 // nil, as expr gives it, and not an error.
 type identVisitor struct {
-	free, bound    map[string]bool
-	reads, guarded map[lookup]bool
+	free, bound map[string]bool
+	guarded     map[lookup]bool
 }
 
 func (v *identVisitor) Visit(n *ast.Node) {
@@ -93,22 +88,73 @@ func (v *identVisitor) Visit(n *ast.Node) {
 	case *ast.VariableDeclaratorNode:
 		v.bound[n.Name] = true
 	case *ast.MemberNode:
-		if l, ok := mapKey(n); ok {
-			v.reads[l] = true
-			if n.Optional {
-				v.guarded[l] = true
-			}
+		if l, ok := mapKey(n); ok && n.Optional {
+			v.guarded[l] = true
 		}
 	case *ast.BinaryNode:
 		v.guard(n)
 	}
 }
 
+// needFunc is the name of need in a compiled expression: not an
+// identifier a formula can write, so never a metric's name.
+const needFunc = "$need"
+
+// need(in, m, key) is m[key], or a missingKey error when m, the metrics
+// or components map named in, lacks key.
+func need(params ...any) (any, error) {
+	in, _ := params[0].(string)
+	m, _ := params[1].(map[string]any)
+	key, _ := params[2].(string)
+	v, ok := m[key]
+	if !ok {
+		return nil, missingKey{in, key}
+	}
+	return v, nil
+}
+
+// missingKey is need's error: an unguarded lookup of a key the row lacks.
+type missingKey lookup
+
+func (m missingKey) Error() string { return fmt.Sprintf("no %s %q", m.in, m.key) }
+
+// needPatcher replaces each unguarded metrics["name"] or
+// components["name"] with need("metrics", metrics, "name").
+type needPatcher struct{ unguarded func(lookup) bool }
+
+func (p *needPatcher) Visit(node *ast.Node) {
+	m, ok := (*node).(*ast.MemberNode)
+	if !ok || m.Optional {
+		return
+	}
+	l, ok := mapKey(m)
+	if !ok || !p.unguarded(l) {
+		return
+	}
+	call := &ast.CallNode{
+		Callee:    &ast.IdentifierNode{Value: needFunc},
+		Arguments: []ast.Node{&ast.StringNode{Value: l.in}, m.Node, &ast.StringNode{Value: l.key}},
+	}
+	ast.Patch(node, call)
+}
+
 // guard marks the key a binary operation tests for presence.
 func (v *identVisitor) guard(n *ast.BinaryNode) {
-	mark := func(m ast.Node) {
+	var mark func(m ast.Node)
+	mark = func(m ast.Node) {
 		if l, ok := mapKey(m); ok {
 			v.guarded[l] = true
+		}
+		// What a ?? falls back on, or a branch, is the value the
+		// enclosing ?? or nil test sees: a.x ?? b.y ?? 0 guards b.y.
+		switch m := m.(type) {
+		case *ast.BinaryNode:
+			if m.Operator == "??" {
+				mark(m.Right)
+			}
+		case *ast.ConditionalNode:
+			mark(m.Exp1)
+			mark(m.Exp2)
 		}
 	}
 	_, leftNil := n.Left.(*ast.NilNode)
@@ -202,16 +248,14 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 			return 0, fmt.Errorf("formula %q: no metric or component named %q (has %s); where a row may lack it, write metrics[%q] ?? 0", s.src, n, describe(t), n)
 		}
 	}
-	for _, l := range s.lookups {
-		if l.in == "metrics" {
-			if _, ok := metrics[l.key]; !ok {
-				return 0, fmt.Errorf("formula %q: no metric named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, l.key, describe(t), l.in, l.key)
-			}
-		} else if _, ok := comps[l.key]; !ok {
-			return 0, fmt.Errorf("formula %q: no component named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, l.key, describe(t), l.in, l.key)
-		}
-	}
 	res, err := expr.Run(s.prog, env)
+	if missing := (missingKey{}); errors.As(err, &missing) {
+		what := "metric"
+		if missing.in == "components" {
+			what = "component"
+		}
+		return 0, fmt.Errorf("formula %q: no %s named %q (has %s); where a row may lack it, write %s[%q] ?? 0", s.src, what, missing.key, describe(t), missing.in, missing.key)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("formula %q: %v", s.src, err)
 	}

@@ -157,3 +157,43 @@ func TestMissingLookupIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// A lookup is an error only when the formula reads it: a branch not taken
+// (a formula for a folder of several environments' files, each reporting
+// its own metric) or the right of a ?? whose left is there reads nothing,
+// as before lookups had to exist; and a chain of fallbacks ending in a
+// default guards each name in it.
+func TestConditionalLookup(t *testing.T) {
+	tr := traj() // metrics win, illegal, judge/score; components ruler, win
+	for src, want := range map[string]float64{
+		`metrics.win == 1 ? metrics.win : metrics.solved`:     1,
+		`metrics.win > 1 ? metrics.solved : 5`:                5,
+		`metrics.win ?? metrics.solved`:                       1,
+		`metrics.win == 1 || metrics.solved == 1`:             1,
+		`metrics.solved ?? metrics.other ?? 0.5`:              0.5,
+		`metrics.solved ?? metrics.win ?? 0.5`:                1,
+		`(metrics.win > 1 ? metrics.solved : metrics.x) ?? 6`: 6,
+	} {
+		f, err := formula.New("f", src)
+		if err != nil {
+			t.Fatalf("New(%q): %v", src, err)
+		}
+		if v, err := f.Eval(tr); err != nil || math.Abs(v-want) > 1e-12 {
+			t.Errorf("Eval(%q) = %v, %v; want %v", src, v, err, want)
+		}
+	}
+	for src, want := range map[string]string{
+		`metrics.win == 1 ? metrics.solved : 0`: `no metric named "solved" (has metrics illegal, judge/score, win; components ruler, win; reward); where a row may lack it, write metrics["solved"] ?? 0`,
+		`metrics.x ?? metrics.y`:                `no metric named "y"`,
+		`metrics.win == 1 && components.z > 0`:  `no component named "z"`,
+	} {
+		f, err := formula.New("f", src)
+		if err != nil {
+			t.Fatalf("New(%q): %v", src, err)
+		}
+		v, err := f.Eval(tr)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), fmt.Sprintf("formula %q: no ", src)) {
+			t.Errorf("Eval(%q) = %v, %v; want an error saying %s", src, v, err, want)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package trajectory
 
-import "unicode/utf8"
+import (
+	"maps"
+	"slices"
+	"unicode/utf8"
+)
 
 // A Parquet string column holds UTF-8 only: DuckDB and pyarrow refuse a
 // file whose strings are not, so one stray byte in an error message or a
@@ -38,9 +42,11 @@ func validUTF8Map[V any](m map[string]V, value func(V) V) map[string]V {
 	if ok {
 		return m
 	}
+	// In key order, so that which value a collision keeps does not
+	// depend on the map's iteration order: the same group writes the same file.
 	out := make(map[string]V, len(m))
-	for k, v := range m {
-		out[validString(k)] = value(v)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out[validString(k)] = value(m[k])
 	}
 	return out
 }

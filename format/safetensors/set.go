@@ -1,13 +1,14 @@
 package safetensors
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/hone-rl/hone/format/internal/exactjson"
 )
 
 // IndexName is the file that maps tensor names to shards in a sharded checkpoint.
@@ -71,8 +72,10 @@ func OpenIndex(path string) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
+	// By exact key names, as transformers reads the index (a dict): a
+	// "Weight_Map" beside weight_map is not merged into it.
 	var idx Index
-	if err := json.Unmarshal(raw, &idx); err != nil {
+	if err := exactjson.Unmarshal(raw, &idx); err != nil {
 		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
 	}
 	if len(idx.WeightMap) == 0 {

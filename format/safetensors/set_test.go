@@ -163,3 +163,29 @@ func TestOpenFolderVariants(t *testing.T) {
 	}
 	s.Close()
 }
+
+// The index is read by its keys' exact names, as transformers reads it (a
+// dict: index["weight_map"]): a "Weight_Map" key beside weight_map is a
+// key of its own that nothing reads. encoding/json matched it case-
+// insensitively and merged its tensors into the weight map, so a folder
+// transformers loads was refused, or its tensors looked up in other shards.
+func TestIndexKeysExact(t *testing.T) {
+	dir := t.TempDir()
+	a := Tensor{Name: "model.embed_tokens.weight", DType: F32, Shape: []int{2}, Data: make([]byte, 8)}
+	if err := Write(filepath.Join(dir, "model-00001-of-00001.safetensors"), []Tensor{a}, nil); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"weight_map":{"model.embed_tokens.weight":"model-00001-of-00001.safetensors"},` +
+		`"Weight_Map":{"lm_head.weight":"model-00009-of-00009.safetensors"}}`
+	if err := os.WriteFile(filepath.Join(dir, IndexName), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.Has(a.Name) || s.Has("lm_head.weight") {
+		t.Errorf("tensors %v, want %s alone", s.Names(), a.Name)
+	}
+}

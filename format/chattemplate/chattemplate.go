@@ -14,6 +14,7 @@ import (
 	"github.com/ardanlabs/jinja"
 
 	"github.com/hone-rl/hone/format/chatmsg"
+	"github.com/hone-rl/hone/format/internal/exactjson"
 )
 
 // Template is a model's chat template (or its set of named templates) with
@@ -122,7 +123,9 @@ func Load(dir string) (*Template, error) {
 			var p struct {
 				ChatTemplate string `json:"chat_template"`
 			}
-			if err := json.Unmarshal(b, &p); err != nil {
+			// By the key's exact name, as transformers reads the file (a
+			// dict): "Chat_Template" is a key of its own.
+			if err := exactjson.Unmarshal(b, &p); err != nil {
 				return nil, fmt.Errorf("chat template: %s: %w", procPath, err)
 			}
 			override, jinjaPath = p.ChatTemplate, procPath

@@ -247,3 +247,25 @@ func TestKwargsFromJSON(t *testing.T) {
 		}
 	}
 }
+
+// chat_template.json is read by its key's exact name, as transformers
+// reads it (a dict): a "Chat_Template" after chat_template is a key of its
+// own, which encoding/json took case-insensitively as the template.
+func TestProcessorTemplateKeyExact(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"tokenizer_config.json": `{"bos_token": "<s>"}`,
+		"chat_template.json":    `{"chat_template": "processor {{ bos_token }}", "Chat_Template": "other"}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmpl, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tmpl.Render(t.Context(), Input{}); err != nil || got != "processor <s>" {
+		t.Errorf("got %q, %v; want the chat_template key's template", got, err)
+	}
+}

@@ -393,6 +393,12 @@ func pipeline(ctx context.Context, r *trajectory.Reader, sh shard.Shard, c *Chai
 			eg.Go(func() error { // blocks while conc groups are being scored
 				defer close(s.done)
 				s.out, s.outcome, s.err = c.Apply(work, s.in)
+				if errors.Is(s.err, stageerr.ErrBadInput) && s.where != "" {
+					// Named here, not by the writer loop: the error
+					// is also the cause that work ends with, which is
+					// all an earlier group stopped by it reports.
+					s.err = fmt.Errorf("%s: %w", s.where, s.err)
+				}
 				return s.err
 			})
 			// Always hand the slot over, even when work has ended: the
@@ -414,14 +420,10 @@ func pipeline(ctx context.Context, r *trajectory.Reader, sh shard.Shard, c *Chai
 		if s.err != nil {
 			// A worker stopped by another's failure reports only the
 			// cancellation; the cause names the real failure.
+			// A group's bad input names its file and rows (the worker
+			// added them: the scorers name the group and trajectory).
 			failure = s.err
-			switch {
-			case errors.Is(s.err, stageerr.ErrBadInput) && s.where != "":
-				// This group's own failure, the first in the input's
-				// order: the scorers name the group and trajectory, the
-				// file and rows are the reader's to tell.
-				failure = fmt.Errorf("%s: %w", s.where, s.err)
-			case work.Err() != nil:
+			if !errors.Is(s.err, stageerr.ErrBadInput) && work.Err() != nil {
 				failure = context.Cause(work)
 			}
 			continue

@@ -185,9 +185,10 @@ func TestExitCodes(t *testing.T) {
 		want string
 	}{
 		{"bad formula", []string{"-o", out, "--scorer", "formula:win +* 2", in}, 2, `formula "win +* 2"`},
-		// Named with the file and rows of the first group in order that
-		// fails, whichever group failed first in time.
-		{"unknown metric", []string{"-o", out, "--scorer", "formula:wins", in}, 2, `in.parquet: rows 0-1: scorer formula: group "g0", trajectory "g0-0": formula "wins": no metric or component named "wins"`},
+		// Named with the file and rows of the group that fails. One group
+		// at a time: at more, g1 may fail first in time and stop g0
+		// before it is scored (TestBadInputNamesRowsWhenLaterGroupFailsFirst).
+		{"unknown metric", []string{"-o", out, "--concurrency", "1", "--scorer", "formula:wins", in}, 2, `in.parquet: rows 0-1: scorer formula: group "g0", trajectory "g0-0": formula "wins": no metric or component named "wins"`},
 		{"unknown metric looked up", []string{"-o", out, "--scorer", `formula:metrics["wins"] == 1 ? 1 : 0`, in}, 2, `no metric named "wins"`},
 		{"no input", []string{"-o", out}, 2, "no input"},
 		{"missing input", []string{"-o", out, filepath.Join(dir, "nope.parquet")}, 2, "nope.parquet"},

@@ -9,9 +9,10 @@
 //
 //   - added and special tokens (longest match, left to right) are cut out of
 //     the text before anything else, as Hugging Face does;
-//   - the normalizer (NFC, NFD, NFKC, NFKD, Replace of a literal string, or a
-//     Sequence of them; Llama 2's Prepend "▁" at the start of one, before
-//     single-character Replaces);
+//   - the normalizer (NFC, NFD, NFKC, NFKD as Unicode defines them, without
+//     x/text's stream-safe cut after 30 combining marks; Replace of a literal
+//     string, or a Sequence of them; Llama 2's Prepend "▁" at the start of
+//     one, before single-character Replaces);
 //   - the Split pre-tokenizer, whose regular expression is recognised by exact
 //     string comparison and run by a hand-written matcher (Go's regexp lacks the
 //     look-ahead in `\s+(?!\S)`); the known patterns are the Qwen2/3 one, the

@@ -50,7 +50,7 @@ func (n normalizer) apply(s string) string {
 	for _, st := range n {
 		switch {
 		case st.form != nil:
-			s = st.form.String(s)
+			s = normForm(*st.form, s)
 		case st.prepend != "":
 			if s != "" {
 				s = st.prepend + s

@@ -114,6 +114,11 @@ const fixed = {
   edge_lone_surrogate: "x\ud800y\udc00z",
   edge_controls: "\u0000\u0001\u0007\u001b[31mred\u001b[0m\u007f",
   edge_combining_alone: "\u0301\u0302 alone",
+  // Runs of more than 30 combining marks (Zalgo text): NFC sorts the whole
+  // run by combining class and inserts nothing (x/text's norm, which follows
+  // the Stream-Safe Text Format, put U+034F after every 30).
+  edge_zalgo: "Z" + "\u0301\u0323\u0328".repeat(15) + "algo" + "\u0301".repeat(40) + " t\u0308\u0323\u0336".repeat(3),
+  edge_zalgo_long_run: "\u00e9" + "\u0323".repeat(35) + " \u7684" + "\u0302\u0316".repeat(40) + "\u0301",
   edge_rtl: "\u202eevil\u202c \u200fmark",
   math: "∀x∈ℝ: x² ≥ 0 ⇒ √(x²) = |x|; ∑ᵢ aᵢ ≈ ∫ f(x) dx",
   punctuation_runs: "!!!??? ... --- *** ### ''' \"\"\" ``` ;;; ::: ,,,\n\n",

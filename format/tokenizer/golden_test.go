@@ -74,6 +74,9 @@ type goldenCase struct {
 	// ContinuedSkipSpecial is the decode without the decoder's Strip (only
 	// where it has one): what StreamDecoder gives.
 	ContinuedSkipSpecial *string `json:"continued_skip_special"`
+	// Continued is the decode of IDs without the decoder's Strip, special
+	// tokens kept (differential.mjs writes it).
+	Continued *string `json:"continued"`
 }
 
 func readGolden(t testing.TB, name string) *goldenFile {

@@ -37,8 +37,11 @@ type group struct {
 // needs a reward, or an error saying why its episode failed (counted, never
 // trained); one with neither was not scored, and the input set is refused,
 // naming its rows, since training on the rest would silently drop them.
-// Every error that blames the files matches stageerr.ErrBadInput.
-func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, allowNoLogprobs bool) ([]group, error) {
+// A trajectory lens finds too long (lens.Check; nil: no check) is left
+// out as "too_long", its reward kept in its group's; the caller reports
+// them (lens.Report). Every error that blames the files matches
+// stageerr.ErrBadInput.
+func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, allowNoLogprobs bool, lens *trainer.Lengths) ([]group, error) {
 	r, err := trajectory.Open(ctx, in)
 	if err != nil {
 		return nil, stageerr.Input(err)
@@ -90,6 +93,8 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			switch {
 			case ex.Trainable() == 0:
 				why = "no_trainable"
+			case lens != nil && lens.Check(&ex, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID)):
+				why = "too_long"
 			case !allowNoLogprobs && missingLogprobs(&ex):
 				why = "no_logprobs"
 			}
@@ -218,7 +223,7 @@ func batch(gs []group, idx []int, scale grpo.Scale) (exs []trainer.Example, metr
 	}
 	adv := grpo.Advantages(rewards, scale)
 	var all []float64
-	var errs, zero, noLP, noTok, trajs, trainable, equal, errOnly int
+	var errs, zero, noLP, noTok, tooLong, trajs, trainable, equal, errOnly int
 	for k, g := range idx {
 		gr := &gs[g]
 		errs += gr.Errors
@@ -240,6 +245,8 @@ func batch(gs []group, idx []int, scale grpo.Scale) (exs []trainer.Example, metr
 				zero++
 			case gr.Missing[i] == "no_logprobs":
 				noLP++
+			case gr.Missing[i] == "too_long":
+				tooLong++ // longer than --max-seq-len
 			case ex.Seqs == nil:
 				noTok++ // no trainable assistant tokens at all
 			default:
@@ -261,11 +268,11 @@ func batch(gs []group, idx []int, scale grpo.Scale) (exs []trainer.Example, metr
 		"groups": float64(len(idx)), "groups_trainable": float64(trainable),
 		"trajectories": float64(trajs), "trajectories_trained": float64(len(exs)),
 		"dropped_zero_adv": float64(zero), "errors": float64(errs), "no_logprobs": float64(noLP),
-		"no_trainable_tokens": float64(noTok),
+		"no_trainable_tokens": float64(noTok), "too_long": float64(tooLong),
 	}
 	if len(exs) == 0 {
-		skip = fmt.Sprintf("%d groups: %d with equal rewards (zero advantage), %d with only errored trajectories; %d trajectories: %d errors, %d zero advantage, %d without sampled logprobs, %d without trainable tokens",
-			len(idx), equal, errOnly, trajs, errs, zero, noLP, noTok)
+		skip = fmt.Sprintf("%d groups: %d with equal rewards (zero advantage), %d with only errored trajectories; %d trajectories: %d errors, %d zero advantage, %d without sampled logprobs, %d without trainable tokens, %d longer than --max-seq-len",
+			len(idx), equal, errOnly, trajs, errs, zero, noLP, noTok, tooLong)
 	}
 	return exs, metrics, skip
 }

@@ -166,6 +166,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer base.Model.Close() // on a CUDA backend its memory is not the garbage collector's
+	if _, err := o.SeqLengths(base); err != nil {
+		return err // a --max-seq-len past the model's context, before a watch run is set up
+	}
 	if o.WatchDir != "" {
 		return runWatch(ctx, base, o, log)
 	}
@@ -176,7 +179,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return stageerr.Input(err) // the first reading of the inputs, as the load's
 	}
-	gs, err := loadInputs(ctx, base.Text, o, o.Inputs)
+	gs, err := loadInputs(ctx, base, o, o.Inputs)
 	if err != nil {
 		return err
 	}
@@ -194,11 +197,19 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // loadInputs reads and lays out the groups of an input set; one without
-// a single group is bad input.
-func loadInputs(ctx context.Context, text *layout.Model, o Options, in *fileset.Set) ([]group, error) {
+// a single group is bad input, and so is one with a sequence past the
+// model's context (trainer.Lengths).
+func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.Set) ([]group, error) {
 	kw, _ := o.Kwargs()
-	gs, err := loadGroups(ctx, text, in, layout.Options{Kwargs: kw}, o.AllowNoLogprobs)
+	lens, err := o.SeqLengths(base)
 	if err != nil {
+		return nil, err
+	}
+	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, o.AllowNoLogprobs, lens)
+	if err != nil {
+		return nil, err
+	}
+	if err := lens.Report(o.Log); err != nil {
 		return nil, err
 	}
 	if len(gs) == 0 {
@@ -247,7 +258,7 @@ func warnNoLogprobs(gs []group, log *slog.Logger) {
 func metricNames() []string {
 	return append(trainer.LoopMetrics(),
 		"reward_mean", "reward_std", "reward_group_std", "groups", "groups_trainable", "trajectories", "trajectories_trained",
-		"dropped_zero_adv", "errors", "no_logprobs", "no_trainable_tokens", "rows",
+		"dropped_zero_adv", "errors", "no_logprobs", "no_trainable_tokens", "too_long", "rows",
 		"loss", "policy_loss", "kl", "kl_policy_ref", "clip_frac", "ratio_mean", "sampler_logp_diff_mean", "sampler_logp_diff_max")
 }
 

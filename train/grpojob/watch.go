@@ -76,7 +76,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// manifest: fixed (and so changed), it is then read as a new file. This
 	// is the one decoding of the files; the session's length below comes
 	// from the groups it returns.
-	gs, err := loadInputs(ctx, prep.Text, o, fileset.Held(files, held))
+	gs, err := loadInputs(ctx, base, o, fileset.Held(files, held))
 	if err != nil {
 		return err
 	}

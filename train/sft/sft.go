@@ -116,8 +116,15 @@ func Run(ctx context.Context, o Options) error {
 		return stageerr.Input(err) // the first reading of the inputs, as the load's
 	}
 	kw, _ := o.Kwargs()
-	data, err := Load(ctx, base.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw})
+	lens, err := o.SeqLengths(base)
 	if err != nil {
+		return err
+	}
+	data, err := Load(ctx, base.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw}, lens)
+	if err != nil {
+		return err
+	}
+	if err := lens.Report(log); err != nil {
 		return err
 	}
 	if err := checkpoint.CheckUnchanged(ctx, o.Inputs, files); err != nil {
@@ -128,7 +135,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	exs, skipped := data.Examples, data.Skipped
 	if len(exs) == 0 {
-		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter or no assistant turn)", strings.Join(o.Inputs.Names(), ", "), skipped)
+		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter, no assistant turn or longer than --max-seq-len)", strings.Join(o.Inputs.Names(), ", "), skipped)
 	}
 	o.InputsSHA256 = nil
 	for _, f := range files {
@@ -251,9 +258,10 @@ type Data struct {
 // each a sequence of its own (trainer.LayoutHistories, as GRPO does), so
 // that a step's token mean covers them all. Trajectories with an error,
 // or below minReward when set, and conversations without an assistant
-// turn in any history are skipped and counted. Errors that blame the
-// files match stageerr.ErrBadInput.
-func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string, minReward *float64, lopt layout.Options) (Data, error) {
+// turn in any history are skipped and counted, and so are those lens
+// leaves out (lens.Check; nil: no check), which the caller then reports
+// (lens.Report). Errors that blame the files match stageerr.ErrBadInput.
+func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string, minReward *float64, lopt layout.Options, lens *trainer.Lengths) (Data, error) {
 	d := Data{Complete: true}
 	var groups []trajectory.Group
 	var files []string // the input each group came from
@@ -293,6 +301,10 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			}
 			ex := trainer.Example{Seqs: seqs}
 			if ex.Trainable() == 0 {
+				d.Skipped++
+				continue
+			}
+			if lens != nil && lens.Check(&ex, fmt.Sprintf("%s (group %s, trajectory %s)", files[gi], g.ID, t.ID)) {
 				d.Skipped++
 				continue
 			}

@@ -58,7 +58,12 @@ type Options struct {
 	WeightDecay   float64 `json:"weight_decay"`
 	MaxGradNorm   float64 `json:"max_grad_norm"`
 
-	TokenBudget   int  `json:"token_budget"`
+	TokenBudget int `json:"token_budget"`
+	// MaxSeqLen is --max-seq-len: trajectories with a longer sequence are
+	// left out (Lengths). Saved only when set, so that configs from
+	// before the flag compare equal, and a resume that adds it (leaving
+	// out rows the run trained) differs.
+	MaxSeqLen     int  `json:"max_seq_len,omitempty"`
 	Checkpointing bool `json:"gradient_checkpointing"`
 	// BF16GateUp is model.TrainOptions.GateUpBF16. It changes the step's
 	// bits where it applies, so a resumed run keeps its value (saved only
@@ -140,6 +145,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.Float64Var(&o.WeightDecay, "weight-decay", 0.1, "AdamW decoupled weight decay (ART: 0.1)")
 	fs.Float64Var(&o.MaxGradNorm, "max-grad-norm", 0.1, "clip the global gradient norm to this (ART: 0.1; ≤ 0: off)")
 	fs.IntVar(&o.TokenBudget, "token-budget", 8192, "tokens per micro-batch; gradients accumulate over a step's micro-batches")
+	fs.IntVar(&o.MaxSeqLen, "max-seq-len", 0, "leave out, with one warning naming the first rows, trajectories with a sequence of more tokens than this, as ART drops rows over its max_seq_length (0: none left out, and a sequence past the model's context, max_position_embeddings, is refused)")
 	fs.BoolVar(&o.Checkpointing, "gradient-checkpointing", false, "recompute block activations in backward (less memory)")
 	fs.BoolVar(&o.BF16GateUp, "bf16-gate-up", false, "with --device cuda --compute bf16, hold the MLP's gate and up activations as bfloat16, as PyTorch's bf16 autocast does: half their memory (17 GB at 8192 tokens on a 7B), less traffic, logprob error about autocast's; no effect elsewhere")
 	fs.IntVar(&o.Steps, "steps", 0, "steps to train on the inputs (0: --epochs over them), counted from the run's start or, for grpo, from the start of the inputs' session")
@@ -210,6 +216,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ScheduleSteps < 0 {
 		return fmt.Errorf("--schedule-steps %d must not be negative", o.ScheduleSteps)
+	}
+	if o.MaxSeqLen < 0 {
+		return fmt.Errorf("--max-seq-len %d must not be negative", o.MaxSeqLen)
 	}
 	if o.TokenBudget <= 0 || o.Epochs <= 0 || o.Steps < 0 {
 		return fmt.Errorf("--token-budget %d and --epochs %d must be positive, --steps %d not negative", o.TokenBudget, o.Epochs, o.Steps)
@@ -292,6 +301,8 @@ func (o *Options) AdamWParams() kernels.AdamWParams {
 type Base struct {
 	Model *model.Model
 	Text  *layout.Model
+	// Context is the longest sequence the model takes (ModelContext).
+	Context int
 }
 
 // LoadBase loads the model folder o.Model. A folder that is missing or does
@@ -319,7 +330,7 @@ func LoadBase(be kernels.Backend, o *Options) (*Base, error) {
 		}
 	}
 	// The text side carries the folder's stop ids, the ones serve stops on.
-	return &Base{Model: m, Text: layout.FromFolder(f)}, nil
+	return &Base{Model: m, Text: layout.FromFolder(f), Context: ModelContext(f.Config)}, nil
 }
 
 // Prepared is a run ready to train (what Setup returns): model, text layout, adapter, optimizer and

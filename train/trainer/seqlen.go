@@ -1,0 +1,97 @@
+package trainer
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/internal/stageerr"
+)
+
+// ModelContext is the longest sequence the model of cfg takes, as vLLM
+// derives its max_model_len: max_position_embeddings, times the factor of
+// a linear rope_scaling (position-interpolated models are trained to that
+// many positions); llama3's max_position_embeddings already counts its
+// scaling.
+func ModelContext(cfg *hfconfig.Config) int {
+	n := cfg.MaxPositionEmbeddings
+	if cfg.RoPE.Type == "linear" && cfg.RoPE.Factor > 1 {
+		n = int(float64(n) * cfg.RoPE.Factor)
+	}
+	return n
+}
+
+// Lengths checks the sequences of a run's trajectories against the
+// longest it trains, as they are laid out (Check), and reports them once
+// for the inputs (Report). A sequence past the model's context trained
+// on positions the model was never trained or served at, without a word.
+type Lengths struct {
+	// Max is the most tokens of one sequence; Drop says what happens to
+	// a trajectory with a longer one: left out with one warning (the run
+	// gave --max-seq-len, as ART drops over-long rows), or refused as bad
+	// input (the model's context). What names Max in messages.
+	Max  int
+	Drop bool
+	What string
+
+	over    []string
+	checked int
+}
+
+// SeqLengths is the Lengths of a run of the model b: --max-seq-len when
+// given, else the model's context. A --max-seq-len past the model's
+// context is refused (stageerr.ErrUsage).
+func (o *Options) SeqLengths(b *Base) (*Lengths, error) {
+	l := &Lengths{Max: b.Context,
+		What: fmt.Sprintf("the model's context of %d tokens (max_position_embeddings in %s)", b.Context, hfconfig.ConfigName)}
+	if o.MaxSeqLen > 0 {
+		if o.MaxSeqLen > b.Context {
+			return nil, stageerr.Usagef("--max-seq-len %d is longer than %s", o.MaxSeqLen, l.What)
+		}
+		l.Max, l.Drop, l.What = o.MaxSeqLen, true, fmt.Sprintf("--max-seq-len %d", o.MaxSeqLen)
+	}
+	return l, nil
+}
+
+// Check records the example e of the row where and reports whether it is
+// too long to train (a sequence longer than Max).
+func (l *Lengths) Check(e *Example, where string) bool {
+	l.checked++
+	longest := 0
+	for _, s := range e.Seqs {
+		longest = max(longest, len(s.IDs))
+	}
+	if l.Max > 0 && longest > l.Max {
+		l.over = append(l.over, fmt.Sprintf("%s: %d tokens", where, longest))
+		return true
+	}
+	return false
+}
+
+// Report is the error naming the rows with a sequence past the model's
+// context, or logs one warning for those --max-seq-len leaves out.
+func (l *Lengths) Report(log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if len(l.over) > 0 && !l.Drop {
+		return stageerr.BadInputf("%d trajectories have a sequence longer than %s: %s; the model has no positions past it: give --max-seq-len to leave them out, or shorten them",
+			len(l.over), l.What, firstRows(l.over))
+	}
+	if len(l.over) > 0 {
+		log.Warn(fmt.Sprintf("%d of %d trajectories have a sequence longer than %s and are not trained: %s",
+			len(l.over), l.checked, l.What, firstRows(l.over)))
+	}
+	return nil
+}
+
+// firstRows joins the first rows of a list, counting the rest.
+func firstRows(rows []string) string {
+	const show = 5
+	list := strings.Join(rows[:min(show, len(rows))], ", ")
+	if len(rows) > show {
+		list += fmt.Sprintf(" and %d more", len(rows)-show)
+	}
+	return list
+}

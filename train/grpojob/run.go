@@ -205,6 +205,9 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 	if err != nil {
 		return nil, err
 	}
+	if o.Loss.Norm == "art" {
+		lens.Budget = 0 // its micro-batches are the packed rows, not --token-budget
+	}
 	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, o.AllowNoLogprobs, lens)
 	if err != nil {
 		return nil, err

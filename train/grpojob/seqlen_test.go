@@ -111,3 +111,25 @@ func TestMaxSeqLenDrops(t *testing.T) {
 		}
 	}
 }
+
+// TestOverBudgetWarned: a trajectory with more tokens than --token-budget
+// is a micro-batch of its own, which the run says once, naming the row;
+// it said nothing. --norm art packs rows of its own length, and is not
+// told of --token-budget.
+func TestOverBudgetWarned(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	in := writeLong(t, md, dir)
+	for _, norm := range []string{"sequence", "art"} {
+		var log bytes.Buffer
+		o := baseOptions(md, filepath.Join(dir, "out"), "budget-"+norm, in)
+		o.TokenBudget, o.Loss.Norm = 100, norm
+		if err := runWith(context.Background(), backend(t), o, textLog(&log)); err != nil {
+			t.Fatal(err)
+		}
+		warned := strings.Count(log.String(), "1 trajectories have more tokens than --token-budget 100")
+		if want := map[string]int{"sequence": 1, "art": 0}[norm]; warned != want || (want == 1 && !strings.Contains(log.String(), "long.parquet row 3")) {
+			t.Errorf("--norm %s: warned %d times, want %d, naming row 3:\n%s", norm, warned, want, log.String())
+		}
+	}
+}

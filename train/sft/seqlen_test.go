@@ -144,6 +144,23 @@ func TestMaxSeqLenDrops(t *testing.T) {
 	}
 }
 
+// TestOverBudgetWarned: a conversation with more tokens than
+// --token-budget is a micro-batch of its own, which the run now says once,
+// naming the row and the flag; it said nothing, while the flag's help
+// promised micro-batches of that many tokens.
+func TestOverBudgetWarned(t *testing.T) {
+	dir, md, _ := setup(t)
+	in := longParquet(t, dir)
+	var log bytes.Buffer
+	if err := runSeq(t, dir, md, in, "budget", 0, 100, &log); err != nil {
+		t.Fatal(err)
+	}
+	want := "1 trajectories have more tokens than --token-budget 100"
+	if n := strings.Count(log.String(), "level=WARN"); n != 1 || !strings.Contains(log.String(), want) || !strings.Contains(log.String(), "(group g2, trajectory tg2)") {
+		t.Errorf("want one warning %q naming group g2:\n%s", want, log.String())
+	}
+}
+
 // TestMaxSeqLenSavedOnlyWhenSet: a run saved before --max-seq-len has no
 // max_seq_len in its config; one without the flag saves none, so the two
 // compare equal on resume.

@@ -23,9 +23,11 @@ func ModelContext(cfg *hfconfig.Config) int {
 }
 
 // Lengths checks the sequences of a run's trajectories against the
-// longest it trains, as they are laid out (Check), and reports them once
-// for the inputs (Report). A sequence past the model's context trained
-// on positions the model was never trained or served at, without a word.
+// longest it trains and the micro-batch size, as they are laid out
+// (Check), and reports them once for the inputs (Report). A sequence
+// past the model's context trained on positions the model was never
+// trained or served at, and one longer than --token-budget became a
+// micro-batch of its own, both without a word.
 type Lengths struct {
 	// Max is the most tokens of one sequence; Drop says what happens to
 	// a trajectory with a longer one: left out with one warning (the run
@@ -34,16 +36,20 @@ type Lengths struct {
 	Max  int
 	Drop bool
 	What string
+	// Budget is --token-budget: a trajectory with more tokens is a
+	// micro-batch of its own, told once (0: not told).
+	Budget int
 
-	over    []string
-	checked int
+	over, big []string
+	bigMax    int
+	checked   int
 }
 
 // SeqLengths is the Lengths of a run of the model b: --max-seq-len when
 // given, else the model's context. A --max-seq-len past the model's
 // context is refused (stageerr.ErrUsage).
 func (o *Options) SeqLengths(b *Base) (*Lengths, error) {
-	l := &Lengths{Max: b.Context,
+	l := &Lengths{Max: b.Context, Budget: o.TokenBudget,
 		What: fmt.Sprintf("the model's context of %d tokens (max_position_embeddings in %s)", b.Context, hfconfig.ConfigName)}
 	if o.MaxSeqLen > 0 {
 		if o.MaxSeqLen > b.Context {
@@ -66,11 +72,16 @@ func (l *Lengths) Check(e *Example, where string) bool {
 		l.over = append(l.over, fmt.Sprintf("%s: %d tokens", where, longest))
 		return true
 	}
+	if n := e.Tokens(); l.Budget > 0 && n > l.Budget {
+		l.big = append(l.big, where)
+		l.bigMax = max(l.bigMax, n)
+	}
 	return false
 }
 
 // Report is the error naming the rows with a sequence past the model's
-// context, or logs one warning for those --max-seq-len leaves out.
+// context, or logs one warning for those --max-seq-len leaves out and one
+// for those longer than --token-budget.
 func (l *Lengths) Report(log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -82,6 +93,10 @@ func (l *Lengths) Report(log *slog.Logger) error {
 	if len(l.over) > 0 {
 		log.Warn(fmt.Sprintf("%d of %d trajectories have a sequence longer than %s and are not trained: %s",
 			len(l.over), l.checked, l.What, firstRows(l.over)))
+	}
+	if len(l.big) > 0 {
+		log.Warn(fmt.Sprintf("%d trajectories have more tokens than --token-budget %d (up to %d) and each is a micro-batch of its own, of that many tokens: %s; memory grows with it: give --max-seq-len to leave them out, or a --token-budget that fits them",
+			len(l.big), l.Budget, l.bigMax, firstRows(l.big)))
 	}
 	return nil
 }

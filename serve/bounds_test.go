@@ -2,6 +2,8 @@ package serve
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -127,5 +129,46 @@ func TestTokenIDPromptOverContext(t *testing.T) {
 		if msg != c.want || param != "prompt" {
 			t.Errorf("%s: error %q (param %q), want %q (param \"prompt\")", c.name, msg, param, c.want)
 		}
+	}
+}
+
+// TestLinearRoPEContext: a model whose linear rope_scaling stretches
+// max_position_embeddings 1024 by 4 takes 4096 tokens, as vLLM's
+// max_model_len counts it and hone-train trains them
+// (hfconfig.Config.MaxModelLen); the server held it to 1024.
+func TestLinearRoPEContext(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny") // served as "tiny"
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(tinyDir(t), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "config.json" {
+			var cfg map[string]any
+			if err := json.Unmarshal(b, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			cfg["max_position_embeddings"] = 1024
+			cfg["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": 4}
+			if b, err = json.Marshal(cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := startServer(t, Options{Model: dir}, nil)
+	ids := "[" + strings.TrimSuffix(strings.Repeat("97,", 2000), ",") + "]"
+	if status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":`+ids+`,"max_tokens":1}`); status != 200 {
+		t.Fatalf("a 2000-token prompt within 4 × 1024: %d %.300s", status, body)
+	}
+	ids = "[" + strings.TrimSuffix(strings.Repeat("97,", 4096), ",") + "]"
+	status, body := ts.post(t, "/v1/completions", `{"model":"tiny","prompt":`+ids+`}`)
+	if msg, _, _, _ := apiErrorOf(t, body); status != 400 || !strings.Contains(msg, "the whole of the model's context of 4096") {
+		t.Fatalf("a 4096-token prompt: %d %q", status, msg)
 	}
 }

@@ -103,7 +103,7 @@ func NewServer(o Options) (*Server, error) {
 		eos[i] = int32(id)
 	}
 	s := &Server{
-		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: f.Config.MaxPositionEmbeddings, eos: eos,
+		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: f.Config.MaxModelLen(), eos: eos,
 		created: time.Now().Unix(), log: o.Log, met: newMetrics(), scoreSlot: make(chan struct{}, 1),
 	}
 	s.cvocab = constrain.NewIndex(tok)

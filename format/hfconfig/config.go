@@ -229,6 +229,21 @@ type raw struct {
 	keys map[string]json.RawMessage // every top-level key as written (tells null from absent)
 }
 
+// MaxModelLen is the longest sequence the model takes, as vLLM derives its
+// max_model_len from the config: max_position_embeddings, times the factor
+// of a linear or dynamic rope_scaling (position-interpolated models are
+// trained to that many positions); llama3's max_position_embeddings
+// already counts its scaling. hone-serve refuses requests past it and
+// hone-train sequences past it, so both stages hold the model to one
+// length.
+func (c *Config) MaxModelLen() int {
+	n := c.MaxPositionEmbeddings
+	if (c.RoPE.Type == "linear" || c.RoPE.Type == "dynamic") && c.RoPE.Factor > 1 {
+		n = int(float64(n) * c.RoPE.Factor)
+	}
+	return n
+}
+
 // Load reads dir/config.json and, when present, dir/generation_config.json. dir may
 // also be the path of a config.json file.
 func Load(dir string) (*Config, error) {

@@ -252,3 +252,24 @@ func TestConfigKeysExact(t *testing.T) {
 		t.Errorf("generation config: eos %v, %v; want [2]", g, err)
 	}
 }
+
+// TestMaxModelLen: the model's context is max_position_embeddings, times
+// the factor of a linear or dynamic rope_scaling, as vLLM derives
+// max_model_len; llama3's max_position_embeddings already counts its
+// scaling.
+func TestMaxModelLen(t *testing.T) {
+	for _, c := range []struct {
+		rope RoPE
+		want int
+	}{
+		{RoPE{Type: "default"}, 4096},
+		{RoPE{Type: "linear", Factor: 2}, 8192},
+		{RoPE{Type: "dynamic", Factor: 4}, 16384},
+		{RoPE{Type: "linear", Factor: 1}, 4096},
+		{RoPE{Type: "llama3", Factor: 8, OriginalMaxPositionEmbeddings: 512}, 4096},
+	} {
+		if got := (&Config{MaxPositionEmbeddings: 4096, RoPE: c.rope}).MaxModelLen(); got != c.want {
+			t.Errorf("%+v: context %d, want %d", c.rope, got, c.want)
+		}
+	}
+}

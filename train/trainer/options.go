@@ -301,7 +301,7 @@ func (o *Options) AdamWParams() kernels.AdamWParams {
 type Base struct {
 	Model *model.Model
 	Text  *layout.Model
-	// Context is the longest sequence the model takes (ModelContext).
+	// Context is the longest sequence the model takes (hfconfig.Config.MaxModelLen).
 	Context int
 }
 
@@ -330,7 +330,7 @@ func LoadBase(be kernels.Backend, o *Options) (*Base, error) {
 		}
 	}
 	// The text side carries the folder's stop ids, the ones serve stops on.
-	return &Base{Model: m, Text: layout.FromFolder(f), Context: ModelContext(f.Config)}, nil
+	return &Base{Model: m, Text: layout.FromFolder(f), Context: f.Config.MaxModelLen()}, nil
 }
 
 // Prepared is a run ready to train (what Setup returns): model, text layout, adapter, optimizer and

@@ -9,19 +9,6 @@ import (
 	"github.com/hone-rl/hone/internal/stageerr"
 )
 
-// ModelContext is the longest sequence the model of cfg takes, as vLLM
-// derives its max_model_len: max_position_embeddings, times the factor of
-// a linear rope_scaling (position-interpolated models are trained to that
-// many positions); llama3's max_position_embeddings already counts its
-// scaling.
-func ModelContext(cfg *hfconfig.Config) int {
-	n := cfg.MaxPositionEmbeddings
-	if cfg.RoPE.Type == "linear" && cfg.RoPE.Factor > 1 {
-		n = int(float64(n) * cfg.RoPE.Factor)
-	}
-	return n
-}
-
 // Lengths checks the sequences of a run's trajectories against the
 // longest it trains and the micro-batch size, as they are laid out
 // (Check), and reports them once for the inputs (Report). A sequence

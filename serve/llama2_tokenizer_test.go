@@ -150,3 +150,49 @@ func TestMistralTokenizerServesAndLaysOut(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionsFollowTokenizerConfigFlags: a string prompt to
+// /v1/completions gets the special tokens transformers (and so vLLM) adds
+// for the folder, from tokenizer_config.json's add_bos_token and
+// add_eos_token under LlamaTokenizer (LlamaTokenizerFast rebuilds its
+// post-processor from them): here <s> and </s> around the text, where
+// tokenizer.json alone says <s> only. A chat prompt, whose template writes
+// <s> itself, is encoded without them: one <s>, no </s> after the prompt.
+func TestCompletionsFollowTokenizerConfigFlags(t *testing.T) {
+	dir := mistralFolder(t)
+	mt.WriteJSON(t, filepath.Join(dir, modelfolder.TokenizerConfigFile), map[string]any{
+		"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+		"add_bos_token": true, "add_eos_token": true, "chat_template": mistralTemplate,
+	})
+	ts := startServer(t, Options{Model: dir, ServedModelName: "m"}, nil)
+	const bos, eos = 1, 2
+	promptIDs := func(path, body string) []int {
+		t.Helper()
+		status, resp := ts.post(t, path, body)
+		if status != http.StatusOK {
+			t.Fatalf("%s: status %d: %s", path, status, resp)
+		}
+		var r struct {
+			PromptTokenIDs []int32 `json:"prompt_token_ids"`
+			Choices        []struct {
+				PromptTokenIDs []int32 `json:"prompt_token_ids"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(resp), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.PromptTokenIDs == nil && len(r.Choices) > 0 {
+			return toInts(r.Choices[0].PromptTokenIDs)
+		}
+		return toInts(r.PromptTokenIDs)
+	}
+	got := promptIDs("/v1/completions", `{"model": "m", "prompt": "Hi there", "max_tokens": 1, "return_token_ids": true}`)
+	want := slices.Concat([]int{bos}, ts.s.tok.Encode("Hi there", false), []int{eos})
+	if !slices.Equal(got, want) {
+		t.Errorf("completions prompt ids %v, want %v", got, want)
+	}
+	got = promptIDs("/v1/chat/completions", `{"model": "m", "messages": [{"role": "user", "content": "Hi there"}], "max_tokens": 1, "return_token_ids": true}`)
+	if want := ts.s.tok.Encode("<s>[INST] Hi there [/INST]", false); !slices.Equal(got, want) {
+		t.Errorf("chat prompt ids %v, want %v", got, want)
+	}
+}

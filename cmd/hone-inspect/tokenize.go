@@ -32,7 +32,9 @@ trailing newline is a token too (use printf, not echo).
 
 Special tokens: with --special (the default) the tokenizer's post-processor
 adds its special tokens (Llama's <|begin_of_text|>; Qwen adds none), as
-transformers' add_special_tokens=True does, and on --decode special tokens
+transformers' add_special_tokens=True does (for Llama 2, Mistral and Gemma
+folders, the bos_token and eos_token that tokenizer_config.json's
+add_bos_token and add_eos_token turn on), and on --decode special tokens
 are kept in the text. --no-special adds none and, on --decode, leaves
 special tokens out. Special-token text inside the input (say
 "<|im_end|>") becomes its single id either way, as in transformers.

@@ -32,7 +32,10 @@ const (
 	// Weights are the safetensors weights, checked against the config
 	// (Check); asking for them reads Config too.
 	Weights
-	// Tokenizer is tokenizer.json (or tokenizer.json.gz).
+	// Tokenizer is tokenizer.json (or tokenizer.json.gz), with the
+	// add_bos_token and add_eos_token of tokenizer_config.json for the
+	// classes whose post-processor transformers rebuilds from them
+	// (tokenizer.Load).
 	Tokenizer
 	// Template is the chat template and the special tokens, from
 	// tokenizer_config.json and chat_template.jinja.

@@ -26,7 +26,10 @@
 //     (Decode applies it; a StreamDecoder, which decodes a continuation,
 //     keeps the space, as vLLM does); the decoder tells the two kinds apart;
 //   - the TemplateProcessing post-processor (Llama 3's <|begin_of_text|>,
-//     Gemma's <bos>);
+//     Gemma's <bos>), or, for a folder whose tokenizer_config.json names
+//     a class that rebuilds it from add_bos_token and add_eos_token as
+//     transformers 4.x loads it (Llama, Code Llama, Gemma, Cohere,
+//     GPT-NeoX: config.go), bos_token and eos_token as those flags say;
 //   - the ByteLevel decoder, in one piece (Decode) or as a stream that emits
 //     only complete UTF-8 characters (StreamDecoder).
 //

@@ -55,13 +55,19 @@ const FileName = "tokenizer.json"
 
 // Load reads a tokenizer from path: a tokenizer.json file (optionally
 // gzip-compressed), or a directory holding tokenizer.json or tokenizer.json.gz.
+// A directory's tokenizer_config.json, when there is one, decides which
+// special tokens Encode adds for the classes that rebuild the
+// post-processor from add_bos_token and add_eos_token (ConfigFile,
+// flagClass), as transformers loads the folder; a file path is read alone.
 func Load(path string) (*Tokenizer, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
+	cfgPath := ""
 	if fi.IsDir() {
 		dir := path
+		cfgPath = filepath.Join(dir, ConfigFile)
 		path = filepath.Join(dir, FileName)
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			path = filepath.Join(dir, FileName+".gz")
@@ -78,6 +84,19 @@ func Load(path string) (*Tokenizer, error) {
 	t, err := Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
+	}
+	if cfgPath == "" {
+		return t, nil
+	}
+	cfg, err := os.ReadFile(cfgPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return t, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if err := t.applyConfig(cfg); err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %w", cfgPath, err)
 	}
 	return t, nil
 }

@@ -60,12 +60,14 @@ vet:
 # The test passes run without go test's own vet step (-vet=off): its
 # analyzers are a subset of what `make vet` ran over every package, tests
 # included, and under -race and without cgo they would type-check every
-# package again.
+# package again. kernels/cuda compiles its CPU-shim harnesses with g++ and
+# ThreadSanitizer (3 to 5 minutes on 2 quiet cores); on a loaded machine it
+# ran past go test's default limit of 10 minutes, hence 20.
 test-unit:
 	@race_only=$$($(GO) list $(RACE_PKGS) | grep -v $(foreach p,$(BOTH_PKGS),-e '$(p)')) && \
 	pkgs=$$($(GO) list ./... | grep -vxF "$$race_only") && \
 	echo "$(GO) test -count=1 -vet=off ./... except the $$(echo "$$race_only" | wc -l) packages test-race runs alone" && \
-	$(GO) test -count=1 -vet=off $$pkgs
+	$(GO) test -count=1 -vet=off -timeout 20m $$pkgs
 
 # Tests whose work is another program: those that compile kernels/cuda's
 # kernels on their own (nvcc for the committed PTX, g++ for the CPU shim's

@@ -60,8 +60,11 @@ run: the adapter and the optimizer state carry over, the data order is
 seeded by --seed plus the session's index, and --steps (or --epochs)
 counts the steps on these files. Sessions are known by the sha256 of their
 files (OUT/RUN/manifest.json lists them): the last session's files again
-continue that session. Any other option must stay as the run has it; a
-change is refused (exit code 2) naming the option and both values.
+continue that session. --save-every, --keep-last, --best-metric and
+--best-mode may change too: the resume says so, records them in the run's
+config, names OUT/RUN/best again by them and prunes by them. Any other
+option must stay as the run has it; a change is refused (exit code 2)
+naming the option and both values.
 
 --watch-dir DIR trains on the *.parquet files in DIR that OUT/RUN/manifest.json
 does not list (by sha256), holding OUT/RUN/lock; with nothing new it says so

@@ -121,6 +121,26 @@ func (r *Run) DropBestAfter(last int) (int, bool, error) {
 	return s.N, true, nil
 }
 
+// DropBest removes the best pointer, returning the step it named and
+// whether there was one: a resume that changes --best-metric or
+// --best-mode names the best again by the new ones (Prune), and a run
+// without a --best-metric names none, so the old pointer, left, would
+// name a step for a metric the run no longer keeps it by (and, no
+// longer protected, one --keep-last may prune).
+func (r *Run) DropBest() (int, bool, error) {
+	s, ok, err := runfolder.ReadPointer(r.Dir, BestName)
+	if err != nil {
+		return 0, false, fmt.Errorf("checkpoint: %w", err)
+	}
+	if !ok {
+		return 0, false, nil
+	}
+	if err := os.Remove(filepath.Join(r.Dir, BestName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, false, fmt.Errorf("checkpoint: %w", err)
+	}
+	return s.N, true, nil
+}
+
 // pointer reads the pointer file name and checks that the step folder it
 // names exists. A run resumes from the folder hone-train names its steps
 // with, StepDir(n), whatever spelling of n the file holds.
@@ -158,6 +178,20 @@ func (r *Run) ReadConfig(n int) ([]byte, error) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	return b, nil
+}
+
+// WriteConfig replaces step n's train_config.json with cfg, atomically
+// (a temporary file renamed over it), so that a reader (hone-inspect
+// log-eval, report, a resume) sees the old config or the new one whole.
+// A resume that changes the checkpoint options records them this way.
+func (r *Run) WriteConfig(n int, cfg []byte) error {
+	if _, err := os.Stat(r.StepDir(n)); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := runfolder.WriteFile(filepath.Join(r.StepDir(n), ConfigName), cfg); err != nil {
+		return fmt.Errorf("checkpoint: step %d: %w", n, err)
+	}
+	return nil
 }
 
 // ReadOptimizer fills each tensor of opt (by name) from step n.

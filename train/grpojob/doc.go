@@ -22,9 +22,11 @@
 // manifest.json lists the sessions. The files are hashed before and after
 // they are read, and a file whose contents changed in between is refused
 // (checkpoint.CheckUnchanged): the hashes recorded are those of the bytes
-// trained. Only "inputs", "steps" and "epochs" of
-// the saved config may change on resume; another change is refused as
-// usage, naming each option that differs (trainer.Setup).
+// trained. Only "inputs", "steps", "epochs", the backend options and the
+// checkpoint options (--save-every, --keep-last, --best-metric,
+// --best-mode, which become the run's) of the saved config may change on
+// resume; another change is refused as usage, naming each option that
+// differs (trainer.Setup).
 //
 // Every trajectory must carry a reward, or an error saying why its episode
 // failed: a row with neither was never scored, and the input set is refused

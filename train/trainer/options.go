@@ -107,7 +107,8 @@ type Options struct {
 	Backend kernels.Backend `json:"-"` // where the model is loaded and trained
 	Log     *slog.Logger    `json:"-"` // one line per step, resume and skip notices, the end summary; nil: none
 	// MayChange names the top-level keys of the saved config that a resumed
-	// run may change besides "steps" and "epochs": GRPO's "inputs", since
+	// run may change besides "steps", "epochs", the backend keys and the
+	// checkpoint options (checkpointKeys): GRPO's "inputs", since
 	// new trajectory files start a new session of the same run.
 	MayChange []string `json:"-"`
 }
@@ -425,8 +426,10 @@ func repairEval(run *checkpoint.Run, last int, log *slog.Logger) error {
 // Setup takes the run folder's lock over base and either restores the
 // run's latest step (resume must be true when the run folder has one;
 // config, the job's options, must then equal the saved config but for
-// "steps", "epochs" and o.MayChange, else a usage error names each option
-// that differs) or starts a fresh adapter.
+// "steps", "epochs", o.MayChange, the backend keys and the checkpoint
+// options, else a usage error names each option that differs) or starts
+// a fresh adapter. Checkpoint options that differ become the run's
+// (applyCheckpointChanges).
 func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Prepared, error) {
 	m := base.Model
 	run := &checkpoint.Run{Dir: o.RunDir()}
@@ -481,13 +484,8 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 					"option", c.key, "run_has", c.run, "command_gives", c.now, "run", run.Dir)
 			}
 		}
-		if diff := configDiff(saved, now, append(slices.Clone(o.MayChange), append(backendKeys(), "steps_cross_epochs")...)...); len(diff) > 0 {
-			may := "--steps and --epochs"
-			if slices.Contains(o.MayChange, "inputs") {
-				may = "the input files, --steps and --epochs"
-			}
-			return nil, stageerr.Usagef("resume %s: %s (saved in %s); a resumed run keeps its options: only %s may change",
-				run.Dir, strings.Join(diff, "; "), filepath.Join(run.StepDir(last), checkpoint.ConfigName), may)
+		if err := refuseChanges(run, last, saved, now, o.MayChange); err != nil {
+			return nil, err
 		}
 		prep.Ad, prep.Opt, prep.State, err = Restore(run, last, m, o.AdamWParams(), o.MaxGradNorm)
 		if err != nil {
@@ -501,6 +499,9 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 			return nil, err
 		}
 		if err := repairEval(run, last, log); err != nil {
+			return nil, err
+		}
+		if err := applyCheckpointChanges(run, last, saved, now, o, log); err != nil {
 			return nil, err
 		}
 		if log != nil {
@@ -546,6 +547,23 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 	}
 	ok = true
 	return prep, nil
+}
+
+// refuseChanges is the usage error of a resume whose config (now) differs
+// from the run's saved one in an option a resume may not change: all but
+// "steps", "epochs", mayChange, the backend keys and the checkpoint
+// options (configDiff). It is nil when there is none.
+func refuseChanges(run *checkpoint.Run, last int, saved, now []byte, mayChange []string) error {
+	diff := configDiff(saved, now, slices.Concat(mayChange, backendKeys(), checkpointKeys(), []string{"steps_cross_epochs"})...)
+	if len(diff) == 0 {
+		return nil
+	}
+	may := "--steps, --epochs, " + checkpointFlags
+	if slices.Contains(mayChange, "inputs") {
+		may = "the input files, --steps, --epochs, " + checkpointFlags
+	}
+	return stageerr.Usagef("resume %s: %s (saved in %s); a resumed run keeps its options: only %s may change",
+		run.Dir, strings.Join(diff, "; "), filepath.Join(run.StepDir(last), checkpoint.ConfigName), may)
 }
 
 // savedCrossEpochs is the StepsCrossEpochs of a run's saved config: its

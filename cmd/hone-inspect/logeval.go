@@ -122,10 +122,6 @@ func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string)
 		a.log.Warn("episodes labelled with another split: check that they are held out (hone-collect --split val, with a --seed of its own)",
 			"split", opts.Split, "rows_split", ev.otherSplit, "rows", ev.otherCount)
 	}
-	cfg, err := readBestConfig(run, last)
-	if err != nil {
-		return err
-	}
 	unlock, err := run.LockWait(ctx, 200*time.Millisecond, func() {
 		a.log.Info("waiting for the run's lock (hone-train is training it)", "run", opts.Run)
 	})
@@ -133,6 +129,17 @@ func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string)
 		return err
 	}
 	defer unlock()
+	// The options are read under the lock, from the latest step then: a
+	// hone-train --resume that held the lock may have changed
+	// --best-metric, --best-mode or --keep-last (and saved later steps),
+	// and the prune below must follow them, not those read before.
+	if last, _, err = run.Latest(); err != nil {
+		return cli.BadInput(err)
+	}
+	cfg, err := readBestConfig(run, last)
+	if err != nil {
+		return err
+	}
 	if err := run.LogEval(ev.step, opts.Split, metrics); err != nil {
 		return err
 	}

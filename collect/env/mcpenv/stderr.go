@@ -3,10 +3,9 @@ package mcpenv
 import (
 	"os"
 	"os/exec"
-	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/hone-rl/hone/internal/procgroup"
 )
 
 // stderrTail keeps the last bytes a stdio server writes on stderr, for the
@@ -16,12 +15,9 @@ import (
 // hold once started, so the tail is whole when the server's process group
 // is gone.
 type stderrTail struct {
-	w    *os.File // our copy of the write end, closed once the server started
+	tail *procgroup.Tail // what the pipe brought
+	w    *os.File        // our copy of the write end, closed once the server started
 	done chan struct{}
-
-	mu  sync.Mutex
-	b   []byte
-	cut bool // bytes before b were dropped
 }
 
 // stderrTailMax is how much of the server's stderr an error quotes.
@@ -34,29 +30,20 @@ func captureStderr(cmd *exec.Cmd) (*stderrTail, error) {
 		return nil, err
 	}
 	cmd.Stderr = w
-	t := &stderrTail{w: w, done: make(chan struct{})}
+	t := &stderrTail{tail: procgroup.NewTail(stderrTailMax), w: w, done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
 		defer r.Close()
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := r.Read(buf)
-			t.add(buf[:n])
+			t.tail.Write(buf[:n])
 			if err != nil {
 				return
 			}
 		}
 	}()
 	return t, nil
-}
-
-func (t *stderrTail) add(p []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > stderrTailMax {
-		t.b, t.cut = t.b[len(t.b)-stderrTailMax:], true
-	}
 }
 
 // started closes our write end: the pipe ends when the server's
@@ -80,14 +67,5 @@ func (t *stderrTail) quote() string {
 	case <-t.done:
 	case <-time.After(time.Second):
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.b
-	for i := 0; t.cut && i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
-		b = b[1:]
-	}
-	if s := strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"); s != "" {
-		return "; stderr: " + s
-	}
-	return ""
+	return t.tail.Quote()
 }

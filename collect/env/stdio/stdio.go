@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/format/chatmsg"
@@ -60,7 +59,7 @@ func New(ctx context.Context, argv []string, dir string) (*Env, error) {
 		// wrote on stderr (all of it, now that it has exited), as the
 		// errors of a program that exited already do.
 		p.close()
-		if s := p.stderr.suffix(); s != "" && !strings.HasSuffix(err.Error(), s) {
+		if s := p.stderr.Quote(); s != "" && !strings.HasSuffix(err.Error(), s) {
 			err = fmt.Errorf("%w%s", err, s)
 		}
 		return nil, err
@@ -301,7 +300,7 @@ type proc struct {
 	// readErr, set before lines is closed, says why reading stopped when
 	// the program did not (a line over MaxLineBytes).
 	readErr error
-	stderr  *tailBuffer
+	stderr  *procgroup.Tail
 	done    chan struct{}
 	once    sync.Once
 	err     error
@@ -323,7 +322,7 @@ func (e *Env) start(ctx context.Context) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &proc{cmd: cmd, stdin: stdin, lines: make(chan []byte, 1), stderr: &tailBuffer{max: 4096}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, stdin: stdin, lines: make(chan []byte, 1), stderr: procgroup.NewTail(4096), done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("stdio: start %v: %w", e.argv, err)
@@ -398,7 +397,7 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 			// before its answer, with its exit status and all of its
 			// stderr, which "write: broken pipe" left to be guessed.
 			p.close()
-			return fmt.Errorf("stdio: %s: the environment exited without answering (%s)%s", op, p.status(), p.stderr.suffix())
+			return fmt.Errorf("stdio: %s: the environment exited without answering (%s)%s", op, p.status(), p.stderr.Quote())
 		}
 	case <-ctx.Done():
 		p.close()
@@ -412,7 +411,7 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 			if p.readErr != nil {
 				return fmt.Errorf("stdio: %s: %w", op, p.readErr)
 			}
-			return fmt.Errorf("stdio: %s: the environment exited without answering (%s)%s", op, p.status(), p.stderr.suffix())
+			return fmt.Errorf("stdio: %s: the environment exited without answering (%s)%s", op, p.status(), p.stderr.Quote())
 		}
 		if !json.Valid(line) {
 			var v any
@@ -477,40 +476,4 @@ func (p *proc) status() string {
 		return "exit status 0"
 	}
 	return p.err.Error()
-}
-
-// tailBuffer keeps the last max bytes written, for error messages.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-	cut bool // bytes before b were dropped
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b, t.cut = t.b[len(t.b)-t.max:], true
-	}
-	return len(p), nil
-}
-
-// suffix quotes the stderr kept as UTF-8: the quote ends up in a row's
-// error string, and a Parquet file holding a string that is not UTF-8 is
-// refused by readers such as DuckDB. The cut may fall inside a character,
-// whose remaining bytes are left out; other bytes that are not UTF-8 (a
-// program logging in Latin-1) are a U+FFFD each run.
-func (t *tailBuffer) suffix() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.b
-	for i := 0; t.cut && i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
-		b = b[1:]
-	}
-	if s := strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD"); s != "" {
-		return "; stderr: " + s
-	}
-	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/format/layout"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
 
@@ -16,7 +17,8 @@ import (
 // trained or served at, and one longer than --token-budget became a
 // micro-batch of its own, both without a word.
 type Lengths struct {
-	// Max is the most tokens of one sequence; Drop says what happens to
+	// Max is the most tokens of one sequence (for the model's context,
+	// through its last trained token: length); Drop says what happens to
 	// a trajectory with a longer one: left out with one warning (the run
 	// gave --max-seq-len, as ART drops over-long rows), or refused as bad
 	// input (the model's context). What names Max in messages.
@@ -53,7 +55,7 @@ func (l *Lengths) Check(e *Example, where string) bool {
 	l.checked++
 	longest := 0
 	for _, s := range e.Seqs {
-		longest = max(longest, len(s.IDs))
+		longest = max(longest, l.length(s))
 	}
 	if l.Max > 0 && longest > l.Max {
 		l.over = append(l.over, fmt.Sprintf("%s: %d tokens", where, longest))
@@ -64,6 +66,26 @@ func (l *Lengths) Check(e *Example, where string) bool {
 		l.bigMax = max(l.bigMax, n)
 	}
 	return false
+}
+
+// length is how many tokens of s count against Max. --max-seq-len counts
+// them all, as ART's max_seq_length does (the micro-batch holds them).
+// The model's context counts them through the last trained token: a
+// server holds prompt plus completion to the context, so a turn sampled
+// to the limit fills it, and the layout then adds the template's glue
+// after the turn ("<|im_end|>\n"), which trains nothing and, under causal
+// attention, changes no trained token's logprob; counted, every
+// trajectory a server sampled to its context was refused.
+func (l *Lengths) length(s layout.Sequence) int {
+	if l.Drop {
+		return len(s.IDs)
+	}
+	for i := len(s.Trainable) - 1; i >= 0; i-- {
+		if s.Trainable[i] {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // Report is the error naming the rows with a sequence past the model's

@@ -642,6 +642,22 @@ func (s blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
 	return names, nil
 }
 
+// remove deletes the object name; one not there is no error.
+func (s blobStore) remove(ctx context.Context, name string) error {
+	n, b, release, err := s.openBlob(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if n.key == "" {
+		return argErrorf(name, "names a whole bucket; name an object in it")
+	}
+	if err := b.Delete(ctx, n.key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return blobErr(name, err)
+	}
+	return nil
+}
+
 // removeAll deletes every object under the folder dir (the key prefix,
 // at any depth). The objects are listed first and deleted after, so that
 // a listing is never read while it changes under it.

@@ -133,6 +133,31 @@ func RemoveAll(ctx context.Context, dir string) error {
 	}
 }
 
+// Remove removes the file or object name: a local file (a path or a
+// file:// URL) as os.Remove does, an object by deleting its key. Removing
+// what is not there is no error.
+func Remove(ctx context.Context, name string) error {
+	st, err := storeFor(name)
+	if err != nil {
+		return err
+	}
+	switch s := st.(type) {
+	case local:
+		p, _, err := localName(name)
+		if err != nil {
+			return err
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	case blobStore:
+		return s.remove(ctx, name)
+	default:
+		return fmt.Errorf("%s: removing files is not supported", name)
+	}
+}
+
 // ReadFile reads a whole file or object. An object replaced while it is
 // read is read again, so what comes back is one version of it whole.
 func ReadFile(ctx context.Context, name string) ([]byte, error) { return readIn(ctx, nil, name) }

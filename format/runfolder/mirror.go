@@ -121,8 +121,27 @@ func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 		if err := prunePublished(ctx, localRun, remoteRun, last.N); err != nil {
 			return done, fmt.Errorf("publish %s: %w", localRun, err)
 		}
+		if err := dropUnnamedBest(ctx, localRun, remoteRun); err != nil {
+			return done, fmt.Errorf("publish %s: %w", localRun, err)
+		}
 	}
 	return done, nil
+}
+
+// dropUnnamedBest deletes the store's best when the local run has none:
+// hone-train removes it when a resume drops --best-metric or changes it
+// (until a step has a value) and when it trains the step best named again,
+// and the store's copy, left, named a step by a metric the run no longer
+// keeps, which prunePublished then deletes: the store's best named no step,
+// and a fresh trainer's Pull copied it back.
+func dropUnnamedBest(ctx context.Context, localRun, remoteRun string) error {
+	if _, err := os.Stat(filepath.Join(localRun, BestName)); !errors.Is(err, fs.ErrNotExist) {
+		return err // nil: the local best was uploaded with the run's files
+	}
+	if err := fileset.Remove(ctx, fileset.Join(remoteRun, BestName)); err != nil {
+		return fmt.Errorf("delete the best pointer, which %s no longer has: %w", localRun, err)
+	}
+	return nil
 }
 
 // prunePublished deletes from the remote run folder the step folders

@@ -11,6 +11,9 @@ import (
 const (
 	// LatestName is the file naming the current step folder.
 	LatestName = "latest"
+	// BestName is the file naming the best step folder by hone-train's
+	// --best-metric, when the run has one.
+	BestName = "best"
 	// MetricsName is the file of one JSON object per trained step.
 	MetricsName = "metrics.jsonl"
 	// EvalName is the file of evaluation results: one JSON object per

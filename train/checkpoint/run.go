@@ -19,7 +19,7 @@ import (
 // the names every stage shares (step folders, latest, metrics.jsonl) are
 // format/runfolder's.
 const (
-	BestName      = "best"
+	BestName      = runfolder.BestName
 	ManifestName  = "manifest.json"
 	LockName      = "lock"
 	OptimizerName = "optimizer.safetensors"

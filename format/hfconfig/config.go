@@ -233,11 +233,16 @@ type raw struct {
 // max_model_len from the config: max_position_embeddings, times the factor
 // of a linear or dynamic rope_scaling (position-interpolated models are
 // trained to that many positions); llama3's max_position_embeddings
-// already counts its scaling. hone-serve refuses requests past it and
-// hone-train sequences past it, so both stages hold the model to one
+// already counts its scaling, and so does Gemma 3's (131072 with a linear
+// factor of 8 in the 4B to 27B configs: vLLM leaves the factor out for
+// every model_type holding "gemma3"). hone-serve refuses requests past it
+// and hone-train sequences past it, so both stages hold the model to one
 // length.
 func (c *Config) MaxModelLen() int {
 	n := c.MaxPositionEmbeddings
+	if c.ModelType == "gemma3_text" {
+		return n
+	}
 	if (c.RoPE.Type == "linear" || c.RoPE.Type == "dynamic") && c.RoPE.Factor > 1 {
 		n = int(float64(n) * c.RoPE.Factor)
 	}

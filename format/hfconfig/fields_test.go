@@ -273,3 +273,35 @@ func TestMaxModelLen(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxModelLenGemma3: Gemma 3's max_position_embeddings already counts
+// its linear rope factor (131072 with factor 8 in the 4B to 27B configs),
+// and vLLM leaves the factor out for it; multiplying held the model to
+// 1048576 positions, eight times those it was trained on. Checked on the
+// testdata config (512, linear factor 2) as loaded, both as gemma3_text and
+// under a gemma3 wrapper's text_config.
+func TestMaxModelLenGemma3(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "golden", "model", "gemma3", "model")
+	c, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RoPE.Type != "linear" || c.RoPE.Factor != 2 || c.MaxPositionEmbeddings != 512 {
+		t.Fatalf("testdata changed: rope %+v, max_position_embeddings %d", c.RoPE, c.MaxPositionEmbeddings)
+	}
+	if got := c.MaxModelLen(); got != 512 {
+		t.Errorf("gemma3_text: context %d, want 512 (vLLM's max_model_len)", got)
+	}
+	text, err := os.ReadFile(filepath.Join(dir, ConfigName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped := `{"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"], "text_config": ` + string(text) + `}`
+	w, err := Parse([]byte(wrapped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.MaxModelLen(); got != 512 {
+		t.Errorf("gemma3 wrapper: context %d, want 512", got)
+	}
+}

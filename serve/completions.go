@@ -33,11 +33,14 @@ func (s *Server) parsePromptAt(raw json.RawMessage, path string) ([]int32, error
 	if json.Unmarshal(raw, &str) == nil {
 		return s.encodePrompt(str, true, "prompt")
 	}
-	var ids []int32
-	if json.Unmarshal(raw, &ids) == nil {
-		for _, id := range ids {
-			if id < 0 || int(id) >= s.m.Config.Vocab {
-				return nil, badRequest("prompt", "token id %d outside the vocabulary [0, %d)", id, s.m.Config.Vocab)
+	// By pointer: encoding/json decodes a null element into an int32 as 0
+	// without an error, and [1, null, 3] became the prompt [1, 0, 3].
+	var ptrs []*int32
+	if json.Unmarshal(raw, &ptrs) == nil && !slices.Contains(ptrs, nil) {
+		ids := make([]int32, len(ptrs))
+		for i, p := range ptrs {
+			if ids[i] = *p; ids[i] < 0 || int(ids[i]) >= s.m.Config.Vocab {
+				return nil, badRequest("prompt", "token id %d outside the vocabulary [0, %d)", ids[i], s.m.Config.Vocab)
 			}
 		}
 		return ids, nil
@@ -62,8 +65,8 @@ func (s *Server) parsePromptAt(raw json.RawMessage, path string) ([]int32, error
 // (at path) that is not a token id of int32 range.
 func (s *Server) badTokenID(list []json.RawMessage, path string) error {
 	for i, e := range list {
-		var id int32
-		if json.Unmarshal(e, &id) == nil {
+		var id *int32
+		if json.Unmarshal(e, &id) == nil && id != nil {
 			continue
 		}
 		got := kindPhrase(chatmsg.JSONKind(e))

@@ -18,6 +18,10 @@ func TestPromptTokenIDErrors(t *testing.T) {
 		{`[1, 2, 1.5]`, "prompt[2]", "prompt[2]: expected a token id (an integer from 0 to 258), got 1.5"},
 		{`[1, "x", 3]`, "prompt[1]", "prompt[1]: expected a token id (an integer from 0 to 258), got a string"},
 		{`[1, 2, 259]`, "prompt", "token id 259 outside the vocabulary [0, 259)"},
+		// null is no token id: encoding/json decoded it into an int32 as
+		// 0, and the prompt was [1, 0, 3].
+		{`[1, null, 3]`, "prompt[1]", "prompt[1]: expected a token id (an integer from 0 to 258), got null"},
+		{`[[null, 2]]`, "prompt[0][0]", "prompt[0][0]: expected a token id (an integer from 0 to 258), got null"},
 		{`[[1, 2, 4294967296]]`, "prompt[0][2]", "prompt[0][2]: expected a token id (an integer from 0 to 258), got 4294967296"},
 		{`["a", "b"]`, "prompt", "this server takes one prompt per request, got 2"},
 		{`[[1], [2], [3]]`, "prompt", "this server takes one prompt per request, got 3"},

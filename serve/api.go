@@ -58,7 +58,7 @@ type samplingFields struct {
 	MaxTokens           *int           `json:"max_tokens"`
 	MaxCompletionTokens *int           `json:"max_completion_tokens"`
 	Stop                stringList     `json:"stop"`
-	StopTokenIDs        []int32        `json:"stop_token_ids"`
+	StopTokenIDs        []*int32       `json:"stop_token_ids"` // by pointer: a null element is an error, not token 0
 	IgnoreEOS           bool           `json:"ignore_eos"`
 	PresencePenalty     *float64       `json:"presence_penalty"`
 	FrequencyPenalty    *float64       `json:"frequency_penalty"`

@@ -40,7 +40,7 @@ func (c *choiceOut) add(ev engine.Event) {
 // for the 400 of a prompt that leaves no room in the context; allowZero
 // permits max_tokens 0 (an echo-only completion).
 func (s *Server) params(f *samplingFields, promptParam string, promptLen int, allowZero bool) (engine.Params, int, error) {
-	p := engine.Params{Temperature: 1, TopP: 1, SkipSpecial: true, IgnoreEOS: f.IgnoreEOS, StopIDs: f.StopTokenIDs}
+	p := engine.Params{Temperature: 1, TopP: 1, SkipSpecial: true, IgnoreEOS: f.IgnoreEOS}
 	if f.StreamOptions != nil && !f.Stream {
 		// As OpenAI and vLLM answer it: include_usage without a stream
 		// would otherwise be silently ignored.
@@ -111,10 +111,17 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 		return p, 0, badRequest("stop", "at most 16 stop strings, got %d", len(f.Stop))
 	}
 	p.Stop = f.Stop
-	for _, id := range f.StopTokenIDs {
-		if id < 0 || int(id) >= s.m.Config.Vocab {
-			return p, 0, badRequest("stop_token_ids", "stop token id %d outside the vocabulary", id)
+	for i, id := range f.StopTokenIDs {
+		if id == nil {
+			// encoding/json decodes a null element into an int32 as 0,
+			// which made token 0 a stop token.
+			at := fmt.Sprintf("stop_token_ids[%d]", i)
+			return p, 0, badRequest(at, "%s: expected a 32-bit integer, got null", at)
 		}
+		if *id < 0 || int(*id) >= s.m.Config.Vocab {
+			return p, 0, badRequest("stop_token_ids", "stop token id %d outside the vocabulary", *id)
+		}
+		p.StopIDs = append(p.StopIDs, *id)
 	}
 	room := s.maxCtx - promptLen
 	if room < 0 {

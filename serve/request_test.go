@@ -32,6 +32,8 @@ func TestBadRequestsNameTheField(t *testing.T) {
 		{chat, `{"messages":[` + user + `],"stop":5}`, "stop", "stop: expected a string or an array of strings, got a number"},
 		{chat, `{"messages":[` + user + `],"stop":["a",5]}`, "stop[1]", "stop[1]: expected a string, got a number"},
 		{chat, `{"messages":[` + user + `],"stop_token_ids":[1,1.5]}`, "stop_token_ids[1]", "stop_token_ids[1]: expected a 32-bit integer, got 1.5"},
+		// encoding/json decoded the null into an int32 as 0: token 0 stopped the sequence.
+		{chat, `{"messages":[` + user + `],"stop_token_ids":[1,null]}`, "stop_token_ids[1]", "stop_token_ids[1]: expected a 32-bit integer, got null"},
 		{chat, `{"messages":[` + user + `],"MAX_TOKENS":"ten"}`, "MAX_TOKENS", "MAX_TOKENS: expected an integer, got a string"},
 		{chat, `{"messages":[` + user + `],"stream_options":true}`, "stream_options", "stream_options: expected an object, got a boolean"},
 		{chat, `[1,2]`, "", "the request body: expected an object, got an array"},

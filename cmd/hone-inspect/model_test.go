@@ -104,6 +104,9 @@ func TestTokenizeBadInput(t *testing.T) {
 		{"[-1]", []string{"--decode"}, "ids[0] = -1"},
 		{"not json", []string{"--decode"}, "JSON array"},
 		{"[1] [2]", []string{"--decode"}, "more after"},
+		// encoding/json decodes null into an int as 0: token 0, silently.
+		{"[9707, null, 1879]", []string{"--decode"}, "ids[1]: want a token id, got null"},
+		{"null", []string{"--decode"}, "got null"},
 		{"x", []string{"--special", "--no-special"}, "contradict"},
 	} {
 		r := run(t, []byte(tc.stdin), append([]string{"tokenize", "--model", qwen}, tc.args...)...)

@@ -81,12 +81,26 @@ func runTokenize(ctx context.Context, a *app, o tokenizeOptions) error {
 	}
 	var ids []int
 	if o.Decode { // check the input before the slow tokenizer load
+		// Pointers, because encoding/json decodes null into an int as 0
+		// without an error: [1, null] would decode token 0 ("!" in Qwen's
+		// vocabulary), and a bare null would print nothing.
+		var raw []*int
 		dec := json.NewDecoder(bytes.NewReader(in))
-		if err := dec.Decode(&ids); err != nil {
+		if err := dec.Decode(&raw); err != nil {
 			return cli.BadInputf("stdin: want a JSON array of token ids: %w", err)
 		}
 		if _, err := dec.Token(); err != io.EOF {
 			return cli.BadInputf("stdin: more after the JSON array of token ids")
+		}
+		if raw == nil {
+			return cli.BadInputf("stdin: want a JSON array of token ids, got null")
+		}
+		ids = make([]int, len(raw))
+		for i, id := range raw {
+			if id == nil {
+				return cli.BadInputf("stdin: ids[%d]: want a token id, got null", i)
+			}
+			ids[i] = *id
 		}
 	}
 	m, err := loadModel(o.Model, withTokenizer)

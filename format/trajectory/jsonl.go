@@ -38,7 +38,7 @@ type jsonLine struct {
 	TrajectoryID     string            `json:"trajectory_id,omitempty"`
 	Env              string            `json:"env,omitempty"`
 	Reward           *jsonFloat        `json:"reward,omitempty"`
-	RewardComponents []jsonComponent   `json:"reward_components,omitempty"`
+	RewardComponents jsonComponents    `json:"reward_components,omitempty"`
 	Metrics          jsonMetrics       `json:"metrics,omitempty"`
 	Metadata         jsonMetadata      `json:"metadata,omitempty"`
 	Error            string            `json:"error,omitempty"`
@@ -136,6 +136,47 @@ type jsonComponent struct {
 	Name        string    `json:"name"`
 	Value       jsonFloat `json:"value"`
 	Explanation string    `json:"explanation,omitempty"`
+}
+
+// jsonComponents are a line's reward components. encoding/json would
+// take a null component, or one whose value is null or missing, as a
+// value of 0: a score the scorer never gave, which the trainer's reward
+// sums and the report's charts would then count. Each is refused, by its
+// index, as a null metric is.
+type jsonComponents []jsonComponent
+
+func (cs *jsonComponents) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("reward_components: %w", err)
+	}
+	if raw == nil {
+		*cs = nil
+		return nil
+	}
+	out := make(jsonComponents, len(raw))
+	for i, r := range raw {
+		if string(bytes.TrimSpace(r)) == "null" {
+			return fmt.Errorf("reward_components[%d] is null: want {\"name\": …, \"value\": …}", i)
+		}
+		var c struct {
+			Name        string          `json:"name"`
+			Value       json.RawMessage `json:"value"`
+			Explanation string          `json:"explanation"`
+		}
+		if err := json.Unmarshal(r, &c); err != nil {
+			return fmt.Errorf("reward_components[%d]: %w", i, err)
+		}
+		if len(c.Value) == 0 || string(bytes.TrimSpace(c.Value)) == "null" {
+			return fmt.Errorf("reward_components[%d] (%q): value is missing or null: want a number, or \"NaN\", \"+Inf\" or \"-Inf\"", i, c.Name)
+		}
+		out[i] = jsonComponent{Name: c.Name, Explanation: c.Explanation}
+		if err := out[i].Value.UnmarshalJSON(c.Value); err != nil {
+			return fmt.Errorf("reward_components[%d] (%q): value %w", i, c.Name, err)
+		}
+	}
+	*cs = out
+	return nil
 }
 
 func importComponents(cs []jsonComponent) []RewardComponent {

@@ -118,6 +118,11 @@ func TestImportErrorsNameTheLine(t *testing.T) {
 		"bad split":       {`{"messages":[],"split":"dev"}`, "in.jsonl:1 (group"},
 		"tool no name":    {`{"messages":[],"tools":[{"type":"function","function":{}}]}`, "tools[0]"},
 		"both msg fields": {`{"messages":[],"messages_and_choices":[]}`, "both"},
+		// encoding/json took each of these as a component worth 0.
+		"null component":     {`{"messages":[],"reward_components":[{"name":"a","value":1},null]}`, "in.jsonl:1: reward_components[1] is null"},
+		"null component val": {`{"messages":[],"reward_components":[{"name":"len","value":null}]}`, `reward_components[0] ("len"): value is missing or null`},
+		"no component val":   {`{"messages":[],"reward_components":[{"name":"len"}]}`, `reward_components[0] ("len"): value is missing or null`},
+		"bad component val":  {`{"messages":[],"reward_components":[{"name":"len","value":"x"}]}`, `reward_components[0] ("len"): value "x": want a number`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := ImportJSONL(context.Background(), strings.NewReader(c.in), "in.jsonl")

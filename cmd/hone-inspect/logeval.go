@@ -98,7 +98,13 @@ func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string)
 		return err
 	}
 	defer r.Close()
-	ev := evalAgg{runName: filepath.Base(filepath.Clean(opts.Run)), step: opts.Step}
+	// The run is named after its folder, as hone-serve names it; the
+	// absolute path names it for --run . or --run .. too.
+	abs, err := filepath.Abs(opts.Run)
+	if err != nil {
+		return fmt.Errorf("--run %s: %w", opts.Run, err)
+	}
+	ev := evalAgg{runName: filepath.Base(abs), step: opts.Step}
 	for {
 		g, err := r.Next(ctx)
 		if err == io.EOF {

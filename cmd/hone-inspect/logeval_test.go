@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -200,5 +201,23 @@ func TestLogEvalWarnsWhenTheSplitLacksTheBestMetric(t *testing.T) {
 		if warned && !strings.Contains(r.stderr, "val/found") {
 			t.Errorf("the warning does not list what the split has:\n%s", r.stderr)
 		}
+	}
+}
+
+// TestLogEvalRunDot: the run is named after its folder, so --run . from
+// inside it (or ../rl from a sibling) names it as hone-serve does, "rl";
+// it was named "." and every episode, answered by rl@1, was refused.
+func TestLogEvalRunDot(t *testing.T) {
+	rl := evalRun(t, 1)
+	p := filepath.Join(t.TempDir(), "s1.parquet")
+	evalFile(t, p, "rl@1", f(1), f(0))
+	cmd := exec.Command(binary, "log-eval", "--run", ".", p)
+	cmd.Dir = rl.Dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("log-eval --run . in the run folder: %v\n%s", err, out)
+	}
+	if evals, err := rl.ReadEval(); err != nil || evals[1]["val/reward"] != 0.5 {
+		t.Errorf("eval.jsonl %v %v, want val/reward 0.5 at step 1", evals, err)
 	}
 }

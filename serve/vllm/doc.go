@@ -51,7 +51,10 @@
 //     "cannot be found" answer to an unload counts as unloaded, so a
 //     restarted vLLM does not leave the front retrying the unload forever,
 //     and vLLM's 404 "does not exist" for a version the front loaded makes
-//     the next Sync load the current step again. A re-adopted version is
+//     the next Sync load the current step again: the version "<run>" maps
+//     to is loaded again first, from its unchanged folder, so a previous
+//     step kept serving behind a refused one still serves after the
+//     restart. A re-adopted version is
 //     taken to be the folder as it is then: a step written again while no
 //     front ran is not noticed. A run folder that is deleted stays loaded
 //     and served as it was, as in the embedded server (serve/adapters).

@@ -798,3 +798,54 @@ func TestHeadOnGetRoutes(t *testing.T) {
 		t.Fatalf("vLLM received %q; want %q", seen, want)
 	}
 }
+
+// TestReloadServedAfterRestartBehindRefusedStep: the latest step was
+// refused, so "<run>" served the previous one; vLLM restarts and forgets
+// it. The next Sync loads the version "<run>" served again, as it would
+// the current step. It used to drop that version and, the latest step
+// being refused and unchanged, load nothing: "<run>" went to vLLM as it
+// was and got 404 until the trainer wrote another step.
+func TestReloadServedAfterRestartBehindRefusedStep(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{})
+	ctx := context.Background()
+	p1 := writeStep(t, dir, "r", 1)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fake.failOn["r@2"] = 400
+	p2 := writeStep(t, dir, "r", 2)
+	if err := f.Sync(ctx); err == nil {
+		t.Fatal("Sync of a refused step: no error")
+	}
+	wantCalls(t, fake.takeCalls(), load("r@1", p1), load("r@2", p2))
+	front := httptest.NewServer(f)
+	defer front.Close()
+	chat := func() int {
+		resp, err := http.Post(front.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"r","messages":[]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := chat(); st != 200 {
+		t.Fatalf("chat on r@1 behind the refused r@2: %d", st)
+	}
+	fake.mu.Lock()
+	fake.loaded = nil // vLLM restarted: it holds no adapter
+	fake.mu.Unlock()
+	if st := chat(); st != 404 {
+		t.Fatalf("chat right after the restart: %d, want vLLM's 404", st)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@1", p1))
+	if st := chat(); st != 200 {
+		t.Fatalf("chat after the next Sync: %d, want r@1 served again", st)
+	}
+	if got, _ := f.Model("r"); got != "r@1" {
+		t.Fatalf(`Model("r") = %q, want r@1`, got)
+	}
+}

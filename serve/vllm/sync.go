@@ -38,7 +38,7 @@ func (f *Front) Sync(ctx context.Context) error {
 		return f.reportOnce("", fmt.Errorf("vllm: reading adapters folder %s: %w", f.o.AdaptersDir, err))
 	}
 	f.reportOnce("", nil)
-	f.forgetGone()
+	f.forgetGone(ctx)
 	var errs []error
 	for _, run := range runs {
 		if err := f.syncRun(ctx, run); err != nil {
@@ -204,25 +204,65 @@ func (f *Front) dropReplaced(ctx context.Context, run string, rs *runState, step
 }
 
 // forgetGone drops the versions vLLM said it does not hold (noteGone), so
-// that syncRun loads the current one again. Called under syncMu.
-func (f *Front) forgetGone() {
+// that syncRun loads the current one again. The version "<run>" maps to is
+// loaded again here, from the folder vLLM read it from while that is
+// unchanged: it may be the previous step, kept serving because the latest
+// was refused, and syncRun does not retry a refused step whose folder has
+// not changed, so dropping it would leave the run serving nothing. A load
+// that gets no answer keeps it marked, to be tried at the next Sync.
+// Called under syncMu.
+func (f *Front) forgetGone(ctx context.Context) {
+	type lost struct {
+		name, path string
+		rs         *runState
+		step       int
+	}
+	var served []lost
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for name := range f.gone {
 		v, err := runfolder.ParseServed(name)
 		rs := f.runs[v.Run]
-		if err != nil || rs == nil {
+		if err != nil || rs == nil || !slices.Contains(rs.loaded, v.Step) {
 			continue
 		}
-		rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == v.Step })
-		delete(rs.path, v.Step)
-		delete(rs.stamp, v.Step)
-		if rs.current == v.Step {
-			rs.current = -1
+		if rs.current == v.Step && folderStamp(rs.path[v.Step]).Equal(rs.stamp[v.Step]) {
+			served = append(served, lost{name, rs.path[v.Step], rs, v.Step})
+			continue
 		}
+		dropLoaded(rs, v.Step)
 		f.o.Log.Warn("vllm: vLLM no longer holds a loaded adapter (restarted?); loading the current step again", "name", name)
 	}
 	clear(f.gone)
+	f.mu.Unlock()
+	for _, l := range served {
+		err := f.load(ctx, l.name, l.path)
+		var ce *callError
+		switch {
+		case err == nil:
+			f.o.Log.Warn("vllm: vLLM no longer held the adapter served (restarted?); loaded it again", "name", l.name, "path", l.path)
+			continue
+		case !errors.As(err, &ce):
+			f.mu.Lock()
+			f.gone[l.name] = true // no answer: tried again at the next Sync
+			f.mu.Unlock()
+			f.o.Log.Warn("vllm: vLLM no longer holds the adapter served (restarted?); loading it again failed", "name", l.name, "err", err)
+			continue
+		}
+		f.mu.Lock()
+		dropLoaded(l.rs, l.step)
+		f.mu.Unlock()
+		f.o.Log.Warn("vllm: vLLM no longer holds the adapter served (restarted?) and refused it again; loading the current step", "name", l.name, "err", err)
+	}
+}
+
+// dropLoaded forgets that vLLM holds step of rs. Called under mu.
+func dropLoaded(rs *runState, step int) {
+	rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == step })
+	delete(rs.path, step)
+	delete(rs.stamp, step)
+	if rs.current == step {
+		rs.current = -1
+	}
 }
 
 func (f *Front) servingName(run string, rs *runState) string {

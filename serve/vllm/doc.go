@@ -42,9 +42,10 @@
 //     value, or that resolves through a link to outside the adapters folder
 //     is never pushed to vLLM. A failed load is logged, the previous version
 //     keeps serving, and the same folder is not retried until its
-//     modification time changes (a load vLLM gave no answer to, as while
-//     it is still starting, is no refusal: it is tried again at the next
-//     Sync, reported once); a missing adapters folder or a bad latest
+//     modification time changes (vLLM refuses with 400 or 404; a load
+//     vLLM gave no answer to, as while it is still starting, or answered
+//     with a 5xx, as a gateway does while vLLM restarts, is no refusal:
+//     it is tried again at the next Sync, reported once); a missing adapters folder or a bad latest
 //     file is reported once, and again only when it changes or comes back.
 //     A 400 "has already been loaded" answer counts as loaded, so a
 //     restarted front re-adopts what a still-running vLLM holds; a 404

@@ -311,10 +311,10 @@ func TestLoadFailureKeepsPrevious(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCalls(t, fake.takeCalls(), load("r@1", p1))
-	fake.failOn["r@2"] = 500
+	fake.failOn["r@2"] = 400
 	p2 := writeStep(t, dir, "r", 2)
 	err := f.Sync(ctx)
-	if err == nil || !strings.Contains(err.Error(), "still serving r@1") || !strings.Contains(err.Error(), "500") {
+	if err == nil || !strings.Contains(err.Error(), "still serving r@1") || !strings.Contains(err.Error(), "400") {
 		t.Fatalf("Sync error = %v; want the refusal, naming r@1 as still serving", err)
 	}
 	wantCalls(t, fake.takeCalls(), load("r@2", p2)) // no unload of r@1

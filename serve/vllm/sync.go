@@ -151,8 +151,7 @@ func (f *Front) loadStep(ctx context.Context, run string, rs *runState, step int
 		}
 	}
 	if err := f.load(ctx, name, dir); err != nil {
-		var ce *callError
-		return !errors.As(err, &ce), err
+		return !refused(err), err
 	}
 	f.mu.Lock()
 	rs.loaded = append(rs.loaded, step)
@@ -236,12 +235,11 @@ func (f *Front) forgetGone(ctx context.Context) {
 	f.mu.Unlock()
 	for _, l := range served {
 		err := f.load(ctx, l.name, l.path)
-		var ce *callError
 		switch {
 		case err == nil:
 			f.o.Log.Warn("vllm: vLLM no longer held the adapter served (restarted?); loaded it again", "name", l.name, "path", l.path)
 			continue
-		case !errors.As(err, &ce):
+		case !refused(err):
 			f.mu.Lock()
 			f.gone[l.name] = true // no answer: tried again at the next Sync
 			f.mu.Unlock()
@@ -336,6 +334,16 @@ func (f *Front) unload(ctx context.Context, name string) error {
 		return nil
 	}
 	return err
+}
+
+// refused reports whether err is vLLM refusing a load: its load route
+// answers a folder it cannot take with 400 (BadRequestError) or 404
+// (NotFoundError). A 5xx is no refusal of the folder: a gateway before a
+// vLLM that is restarting (502, 503, 504), or vLLM's 500 as its engine
+// dies; like a call with no answer, it is tried again at the next Sync.
+func refused(err error) bool {
+	var ce *callError
+	return errors.As(err, &ce) && ce.status < 500
 }
 
 // callError is a non-200 answer of vLLM's LoRA API.

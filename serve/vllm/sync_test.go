@@ -521,10 +521,10 @@ func TestSyncRedoneStepFailures(t *testing.T) {
 
 	fake.mu.Lock()
 	fake.failUnload = nil
-	fake.failOn["r@3"] = 500
+	fake.failOn["r@3"] = 400
 	fake.mu.Unlock()
 	err = f.Sync(ctx)
-	if err == nil || !strings.Contains(err.Error(), "still serving r@2") || !strings.Contains(err.Error(), "500") {
+	if err == nil || !strings.Contains(err.Error(), "still serving r@2") || !strings.Contains(err.Error(), "400") {
 		t.Fatalf("Sync with the load refused: %v; want the refusal, naming r@2 as still serving", err)
 	}
 	wantCalls(t, fake.takeCalls(), unload("r@3"), load("r@3", p[3]))
@@ -611,5 +611,37 @@ func TestSyncRetriesUnloadBehindRefusedStep(t *testing.T) {
 	}
 	if got, _ := f.Model("r"); got != "r@2" {
 		t.Fatalf(`Model("r") = %q, want r@2 (still serving)`, got)
+	}
+}
+
+// TestSyncRetriesLoadAnswered5xx: vLLM refuses a folder with 400 or 404;
+// a 5xx is no refusal (a gateway before a vLLM that is restarting: 502,
+// 503, 504; vLLM's 500 as its engine dies), so the load is tried again at
+// the next Sync, reported once, as a load with no answer is. It used to be
+// taken for a refusal and not tried again until the trainer rewrote the
+// folder: the newest step was never served.
+func TestSyncRetriesLoadAnswered5xx(t *testing.T) {
+	for _, st := range []int{500, 502, 503, 504} {
+		fake, f, dir := newFixture(t, Options{})
+		ctx := context.Background()
+		p1 := writeStep(t, dir, "r", 1)
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fake.failOn["r@2"] = st
+		p2 := writeStep(t, dir, "r", 2)
+		if err := f.Sync(ctx); err == nil || !strings.Contains(err.Error(), "still serving r@1") {
+			t.Fatalf("%d: Sync with the load failing: %v", st, err)
+		}
+		if err := f.Sync(ctx); err != nil {
+			t.Fatalf("%d: second Sync: %v, want the failure reported once", st, err)
+		}
+		wantCalls(t, fake.takeCalls(), load("r@1", p1), load("r@2", p2), load("r@2", p2))
+		delete(fake.failOn, "r@2")
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantCalls(t, fake.takeCalls(), load("r@2", p2))
+		wantModel(t, f, "r", "r@2")
 	}
 }

@@ -489,13 +489,10 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p.mu.Lock()
-	if p.flushed[gid] {
-		p.mu.Unlock()
-		httpError(w, http.StatusConflict, fmt.Sprintf("group %s was already flushed", gid))
+	if code, err := p.admit(tid, gid); err != nil {
+		httpError(w, code, err.Error())
 		return
 	}
-	p.mu.Unlock()
 	// What the proxy adds for its recording is taken out of the answer
 	// again, unless the agent asked for it too.
 	add := addedFor(req)
@@ -547,6 +544,26 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	turn.Latency = time.Since(start)
 	p.record(tid, gid, conv.Model, msgs, tools, turn, nil, start)
+}
+
+// admit checks a recorded request's ids before anything goes upstream,
+// and returns the status to answer with when they cannot be recorded.
+func (p *Proxy) admit(tid, gid string) (int, error) {
+	// The reward and close routes name the ids in their paths, which are
+	// decoded before routing: under an id with a "/" a trajectory could
+	// never get its reward (the POST went upstream, "no route"), nor its
+	// group be closed.
+	for _, h := range []struct{ name, id string }{{"X-Hone-Trajectory", tid}, {"X-Hone-Group", gid}} {
+		if strings.Contains(h.id, "/") {
+			return http.StatusBadRequest, fmt.Errorf(`%s %q: an id cannot hold a "/", since the /hone/ routes name it in their paths (use printable ASCII without spaces or "/")`, h.name, h.id)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.flushed[gid] {
+		return http.StatusConflict, fmt.Errorf("group %s was already flushed", gid)
+	}
+	return 0, nil
 }
 
 // sendRecordedTools puts tools, as the trajectory records them, in place of

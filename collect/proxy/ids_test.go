@@ -1,0 +1,42 @@
+package proxy_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// An id with a "/" cannot be named in the reward and close routes' paths
+// (a percent-encoded one is decoded before routing, and the POST went on
+// upstream, which answered "no route"): a trajectory recorded under it
+// could never get its reward, and was written "not closed". The chat
+// request that names it is refused with a 400 naming the header, before
+// anything is sent upstream.
+func TestProxyRefusesIDsWithSlash(t *testing.T) {
+	up, _, sent := upstream(t)
+	out := t.TempDir()
+	base := proxyTo(t, up.URL, out)
+	body := `{"model":"agent","messages":[{"role":"user","content":"hi"}]}`
+	for _, c := range []struct{ tid, gid, header string }{
+		{"a/b", "g", "X-Hone-Trajectory"},
+		{"t", "g/1", "X-Hone-Group"},
+	} {
+		status, msg := chat(t, base, body, c.tid, c.gid)
+		if status != http.StatusBadRequest || !strings.Contains(msg, c.header) {
+			t.Errorf("trajectory %q, group %q: %d %s; want 400 naming %s", c.tid, c.gid, status, msg, c.header)
+		}
+	}
+	if n := len(sent()); n != 0 {
+		t.Errorf("%d requests went upstream; want none", n)
+	}
+	// The routes still find ids with other characters, percent-encoded.
+	if status, msg := chat(t, base, body, "t 1?#%", "g"); status != http.StatusOK {
+		t.Fatalf("chat: %d %s", status, msg)
+	}
+	if status, msg := do(t, mustRequest(t, http.MethodPost, base+"/hone/trajectories/t%201%3F%23%25/reward", `{"reward":1}`)); status != http.StatusNoContent {
+		t.Fatalf("reward: %d %s", status, msg)
+	}
+	if tr := closeOne(t, base, out, "g"); tr.ID != "t 1?#%" || tr.Reward == nil || *tr.Reward != 1 {
+		t.Errorf("recorded %q with reward %v; want t 1?#%% with 1", tr.ID, tr.Reward)
+	}
+}

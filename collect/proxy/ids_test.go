@@ -40,3 +40,33 @@ func TestProxyRefusesIDsWithSlash(t *testing.T) {
 		t.Errorf("recorded %q with reward %v; want t 1?#%% with 1", tr.ID, tr.Reward)
 	}
 }
+
+// A trajectory id names one episode: reused in another group while the
+// first is still open (an attempt id like "<scenario>-<k>" reused the next
+// step, when last step's group still waits for a reward), its reward POST
+// went to whichever of the two records Go's map order found first, so one
+// run's reward could land on the other step's episode. The second group's
+// request is refused with a 409 naming the group that holds the id.
+func TestProxyTrajectoryIDInTwoOpenGroups(t *testing.T) {
+	up, _, _ := upstream(t)
+	out := t.TempDir()
+	base := proxyTo(t, up.URL, out)
+	body := `{"model":"agent","messages":[{"role":"user","content":"hi"}]}`
+	if status, msg := chat(t, base, body, "t1", "step1"); status != http.StatusOK {
+		t.Fatalf("chat: %d %s", status, msg)
+	}
+	status, msg := chat(t, base, body, "t1", "step2")
+	if status != http.StatusConflict || !strings.Contains(msg, "step1") {
+		t.Fatalf("t1 in a second open group: %d %s; want 409 naming step1", status, msg)
+	}
+	if status, msg := do(t, mustRequest(t, http.MethodPost, base+"/hone/trajectories/t1/reward", `{"reward":1}`)); status != http.StatusNoContent {
+		t.Fatalf("reward: %d %s", status, msg)
+	}
+	if tr := closeOne(t, base, out, "step1"); tr.Reward == nil || *tr.Reward != 1 || tr.Error != "" {
+		t.Errorf("step1's t1: reward %v, error %q; want 1", tr.Reward, tr.Error)
+	}
+	// Once the group that held it is written, the id is free again.
+	if status, msg := chat(t, base, body, "t1", "step2"); status != http.StatusOK {
+		t.Fatalf("t1 after step1 was written: %d %s", status, msg)
+	}
+}

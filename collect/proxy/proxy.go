@@ -563,6 +563,13 @@ func (p *Proxy) admit(tid, gid string) (int, error) {
 	if p.flushed[gid] {
 		return http.StatusConflict, fmt.Errorf("group %s was already flushed", gid)
 	}
+	// One id in two open groups would leave its reward POST to whichever
+	// record the map's order found first.
+	for id, g := range p.groups {
+		if _, ok := g.trajs[tid]; ok && id != gid {
+			return http.StatusConflict, fmt.Errorf("trajectory %q is recorded in group %q, still open: a trajectory id names one episode (give this one another id, or close group %q first)", tid, id, id)
+		}
+	}
 	return 0, nil
 }
 

@@ -539,7 +539,11 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	turn, err := parseTurn(a.body)
 	if err != nil {
+		// The agent took it: an empty turn with the error, as for a
+		// stream, not an episode that looks whole without it.
+		err = fmt.Errorf("upstream's answer was not recorded: %w", err)
 		p.o.Log.Warn("proxy: response not recorded", "trajectory", tid, "error", err)
+		p.record(tid, gid, conv.Model, msgs, tools, trajectory.Message{Role: "assistant"}, err, start)
 		return
 	}
 	turn.Latency = time.Since(start)

@@ -111,7 +111,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:8100", "address to listen on")
 	fs.StringVarP(&o.OutDir, "output-dir", "o", "", "folder where each flushed group is written as a Parquet file: a path, a file:// URL or an object-store folder (s3://…) (required)")
 	fs.IntVar(&o.GroupSize, "group-size", 0, "flush a group once this many of its trajectories have a reward (0: only on POST /hone/groups/{id}/close)")
-	fs.StringVar(&o.Run, "run", "proxy", "run name recorded in every row")
+	fs.StringVar(&o.Run, "run", "proxy", "run name recorded in every row and naming the files (<run>-000001.parquet): a letter or digit, then letters, digits, '.', '_' or '-'")
 	fs.BoolVar(&o.NoTokenIDs, "no-token-ids", false, "do not ask the upstream for the sampled token ids (vLLM's return_token_ids), for one that refuses parameters it does not know, as OpenAI's API does; turns are recorded without them and training tokenizes their text")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted (413 beyond, as hone-serve)")
 	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", DefaultMaxResponseBytes, "most bytes of one upstream answer held to record it; a larger answer still reaches the agent, and its turn is recorded with an error")
@@ -154,6 +154,14 @@ func New(o Options) (*Proxy, error) {
 	}
 	if o.OutDir == "" {
 		return nil, stageerr.Usagef("proxy: no output folder")
+	}
+	// The run names the files (<run>-N.parquet): one with a "/" put them
+	// in a folder below the output folder, where a restarted proxy's
+	// numbering did not look, and its first file replaced the last run's.
+	if o.Run != "" {
+		if err := runfolder.CheckRun(o.Run); err != nil {
+			return nil, stageerr.Usagef("proxy: --run: %v", err)
+		}
 	}
 	if !fileset.IsURL(o.OutDir) { // an object-store folder needs no making
 		dir, err := fileset.LocalPath(o.OutDir) // a file:// URL is its path

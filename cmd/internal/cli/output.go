@@ -35,8 +35,9 @@ type Output struct {
 }
 
 // OpenOutput opens path per ChooseOutput, with stdout checked by IsTerminal.
-// A path that cannot be an output (a directory, in a missing directory, an
-// unknown URL scheme) is a usage error.
+// A path that cannot be an output (a directory, an unknown URL scheme) is a
+// usage error; missing parent folders are made (fileset.Create), as the
+// README says of -o.
 func OpenOutput(path string, stdout io.Writer, binary bool) (*Output, error) {
 	toStdout, err := ChooseOutput(path, IsTerminal(stdout), binary)
 	if err != nil {

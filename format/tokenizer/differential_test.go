@@ -18,7 +18,9 @@ import (
 // and combining marks) with Hugging Face's JavaScript tokenizers on the real
 // tokenizer files, and requires the same ids and text here: Encode with and
 // without the post-processor's tokens, Decode with and without special
-// tokens, and a StreamDecoder fed one id at a time. The golden files hold
+// tokens, a StreamDecoder fed one id at a time, and EncodeContinuation of
+// the text cut at the reference's token boundaries
+// (checkContinuationCuts). The golden files hold
 // fixed cases; this reaches the combinations they lack (it found the
 // stream-safe cut NFC made in a run of more than 30 marks). It needs node
 // and `npm ci` in testdata/tokenizers/js; without them it skips, except
@@ -85,6 +87,8 @@ func checkDifferential(t *testing.T, tk *Tokenizer, c goldenCase) bool {
 	}
 	if got := tk.Encode(c.Text, false); !slices.Equal(got, c.IDsNoSpecial) {
 		t.Errorf("Encode:\n got  %v\n want %v", got, c.IDsNoSpecial)
+		ok = false
+	} else if _, _, cok := checkContinuationCuts(t, tk, c.Text, c.IDsNoSpecial); !cok {
 		ok = false
 	}
 	if got := tk.Decode(c.IDs, false); got != c.Decoded {

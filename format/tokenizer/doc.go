@@ -72,7 +72,8 @@
 // Use: Load a tokenizer folder or file; Encode (added tokens in the text are
 // matched; addSpecial adds the post-processor's tokens), EncodeOrdinary (no
 // added-token matching, for untrusted text), EncodeWithOffsets (ids and the
-// input bytes each covers); Decode, or a StreamDecoder per generation;
+// input bytes each covers), EncodeContinuation (a text as it tokenizes
+// after earlier text: no Prepend "▁" or prefix space before it); Decode, or a StreamDecoder per generation;
 // CheckVocab refuses, by name, a token past the model's vocabulary.
 //
 // A *Tokenizer is safe for concurrent use (its only mutable parts are the

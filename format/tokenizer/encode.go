@@ -210,35 +210,32 @@ func (t *Tokenizer) encodeSection(dst []int, text string, matchAdded bool, lim *
 }
 
 // encodePlain pre-tokenizes normalized text and runs BPE on each pre-token.
+// ByteLevel's add_prefix_space, with no Split before it, puts a space
+// before the text when it has none (a text that continues another does
+// not get it: encodePieces).
 func (t *Tokenizer) encodePlain(dst []int, text string, lim *tokenCap) []int {
 	if text == "" {
 		return dst
 	}
-	if t.prefixSp && t.split == splitGPT2 && text[0] != ' ' {
+	if t.prefixSp && (t.split == splitNone || t.split == splitGPT2) && text[0] != ' ' {
 		text = " " + text
 	}
-	if t.split == splitNone || t.split == splitGPT2 {
-		if t.prefixSp && t.split == splitNone && text[0] != ' ' {
-			text = " " + text
-		}
-		if t.split == splitNone {
-			if lim.skip(dst, text) {
-				return dst
-			}
-			if t.pieces != nil {
-				return t.pieces.encodeWord(text, dst, nil)
-			}
-			return t.bpe.encodeWord(text, dst)
-		}
-		for i := 0; i < len(text); {
-			j := nextPiece(text, i, t.split)
-			if lim.skip(dst, text[i:j]) {
-				return dst
-			}
-			dst = t.bpe.encodeWord(text[i:j], dst)
-			i = j
-		}
+	return t.encodePieces(dst, text, lim)
+}
+
+// encodePieces is encodePlain without the space put before the text.
+func (t *Tokenizer) encodePieces(dst []int, text string, lim *tokenCap) []int {
+	if text == "" {
 		return dst
+	}
+	if t.split == splitNone {
+		if lim.skip(dst, text) {
+			return dst
+		}
+		if t.pieces != nil {
+			return t.pieces.encodeWord(text, dst, nil)
+		}
+		return t.bpe.encodeWord(text, dst)
 	}
 	for i := 0; i < len(text); {
 		j := nextPiece(text, i, t.split)
@@ -246,7 +243,7 @@ func (t *Tokenizer) encodePlain(dst []int, text string, lim *tokenCap) []int {
 		if lim.skip(dst, piece) {
 			return dst
 		}
-		if t.prefixSp && piece[0] != ' ' {
+		if t.prefixSp && t.split != splitGPT2 && piece[0] != ' ' {
 			// ByteLevel after Split prefixes every piece, as the reference does.
 			piece = " " + piece
 		}

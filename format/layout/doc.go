@@ -9,7 +9,10 @@
 // For each assistant message at index a, the prefix messages[:a] is rendered
 // with add_generation_prompt=true (the prompt P the server showed the model
 // when it sampled that turn) and messages[:a+1] without it (R). The turn's
-// tokens are Encode(R) after Encode(P); the policy produced them up to and
+// tokens are Encode(R) after Encode(P), or, where the two merge into one
+// token across the boundary, the text after P tokenized as its
+// continuation (no "▁" that Llama 2's kind puts before a text of its own:
+// tokenizer.EncodeContinuation); the policy produced them up to and
 // including the first stop token (Options.StopTokens: the model folder's
 // ids that end a turn, those serve stops on, e.g. <|im_end|> or Llama 3.2's
 // <|eot_id|>, <|eom_id|> and <|end_of_text|>); what follows it (ChatML's

@@ -17,8 +17,12 @@ import (
 // Tokenizer is what layout needs of a tokenizer; *tokenizer.Tokenizer
 // satisfies it. Encode is called with addSpecial false: chat templates write
 // their own begin-of-text token, as in transformers' apply_chat_template.
+// EncodeContinuation(prev, text) is text's ids where it follows prev's own
+// ids, without what a tokenizer puts before the start of a text (Llama 2's
+// "▁"), since a turn continues its prompt.
 type Tokenizer interface {
 	Encode(text string, addSpecial bool) []int
+	EncodeContinuation(prev, text string) []int
 	TokenID(token string) (int, bool)
 }
 
@@ -176,8 +180,10 @@ func Build(ctx context.Context, t *chattemplate.Template, tok Tokenizer, msgs []
 		} else {
 			// The boundary between prompt and turn merges into one token
 			// when encoded whole; the model saw the prompt's tokens and
-			// then generated, so tokenize the turn on its own.
-			turnIDs = tok.Encode(full[len(prompt):], false)
+			// then generated, so tokenize the turn on its own, as the
+			// text after the prompt's: Encode of it alone would put a
+			// Prepend normalizer's "▁" before it, a space the turn lacks.
+			turnIDs = tok.EncodeContinuation(prompt, full[len(prompt):])
 		}
 
 		// Extend the current sequence when the prompt continues it;

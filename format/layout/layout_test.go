@@ -551,3 +551,71 @@ func TestToolCallsTheTemplateDropsAreAnError(t *testing.T) {
 		t.Errorf("a template that renders calls: %v", err)
 	}
 }
+
+// mistralTemplate is Mistral 7B Instruct's shape of chat template: the
+// answer glued right after " [/INST]", no space between, closed by </s>.
+const mistralTemplate = "{{ bos_token }}{% for message in messages %}" +
+	"{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}" +
+	"{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}"
+
+// TestBoundaryMergeLlama2: on the llama2 package's tokenizer (Llama 2's
+// kind: a Prepend "▁" normalizer), an answer "]] ok" after "[/INST]"
+// merges with the prompt's "]" when the whole text is encoded, so the turn
+// is tokenized after the prompt's own tokens. It continues the prompt's
+// text: it has no "▁" of its own before "]]" (the Prepend put one before
+// the whole text only), so its tokens spell the turn exactly, and from the
+// first token boundary the turn shares with the whole text's encoding on,
+// its ids are the whole text's. Before, the turn was encoded as a text of
+// its own, "▁]" "]" …: a space the model never wrote, trained.
+func TestBoundaryMergeLlama2(t *testing.T) {
+	tok, err := tokenizer.Load(filepath.Join(tokenizers, "llama2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := chattemplate.New(mistralTemplate, map[string]string{"bos_token": "<s>", "eos_token": "</s>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, answer := range []string{"]] ok", ": yes, ok."} {
+		t.Run(answer, func(t *testing.T) {
+			msgs := []trajectory.Message{{Role: "user", Content: "Hi"}, {Role: "assistant", Content: answer, Trainable: true}}
+			l, err := FromTrajectory(t.Context(), tmpl, tok, msgs, nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt, _ := Render(t.Context(), tmpl, msgs[:1], nil, true, nil)
+			full, _ := Render(t.Context(), tmpl, msgs, nil, false, nil)
+			whole, spans := tok.EncodeWithOffsets(full, false)
+			promptIDs := tok.Encode(prompt, false)
+			if slices.Equal(whole[:min(len(promptIDs), len(whole))], promptIDs) {
+				t.Fatal("test premise: encoding the whole text should merge across the boundary")
+			}
+			s := l.Sequences[0]
+			tr := s.Turns[0]
+			if !slices.Equal(s.IDs[:tr.Start], toInt32(promptIDs)) {
+				t.Fatal("the prompt part is not the prompt's own tokens")
+			}
+			turn := s.IDs[tr.Start:]
+			// Where each turn token starts in full: a piece token stands
+			// for its text, "▁" for a space, as a stream decodes it.
+			dec := tok.NewStreamDecoder(false)
+			spelled, starts := "", map[int]int{}
+			for i, id := range turn {
+				starts[len(prompt)+len(spelled)] = i
+				spelled += dec.Add(int(id))
+			}
+			if want := full[len(prompt):]; spelled+dec.Flush() != want {
+				t.Errorf("the turn's tokens spell %q, want %q", spelled, want)
+			}
+			for k, sp := range spans {
+				if i, ok := starts[sp.Start]; ok && sp.Start > len(prompt) {
+					if !slices.Equal(toInt32(whole[k:]), turn[i:]) {
+						t.Errorf("from byte %d on, the turn's ids %v differ from the whole text's %v", sp.Start, turn[i:], whole[k:])
+					}
+					return
+				}
+			}
+			t.Fatal("the turn shares no token boundary with the whole text's encoding")
+		})
+	}
+}

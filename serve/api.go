@@ -11,7 +11,8 @@ import (
 )
 
 // The OpenAI wire shapes hone-serve reads and writes, with vLLM's extras
-// (top_k, return_token_ids, token_ids, prompt_token_ids, chat_template_kwargs).
+// (top_k, return_token_ids, token_ids, prompt_token_ids,
+// return_tokens_as_token_ids, chat_template_kwargs).
 // Messages, their stream deltas and tool calls are format/chatmsg's.
 
 // stringList is OpenAI's "string or array of strings" (stop).
@@ -65,8 +66,12 @@ type samplingFields struct {
 	Stream              bool           `json:"stream"`
 	StreamOptions       *streamOptions `json:"stream_options"`
 	ReturnTokenIDs      bool           `json:"return_token_ids"`
-	SkipSpecialTokens   *bool          `json:"skip_special_tokens"`
-	User                string         `json:"user"`
+	// ReturnTokensAsTokenIDs writes every logprobs token as
+	// "token_id:<id>" (vLLM's extension), so that a client recovers the
+	// exact ids sampled, which a token's text cannot always name.
+	ReturnTokensAsTokenIDs bool   `json:"return_tokens_as_token_ids"`
+	SkipSpecialTokens      *bool  `json:"skip_special_tokens"`
+	User                   string `json:"user"`
 	// LogitBias maps token ids (as strings, OpenAI's shape) to a bias in
 	// [−100, 100] added to their logits before the choice.
 	LogitBias map[string]float64 `json:"logit_bias"`

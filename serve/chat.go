@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -342,7 +343,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 		msg, finish := s.chatMessage(o.text.String(), o.finish, tm)
 		ch := chatChoice{Index: i, Message: msg, FinishReason: &finish}
 		if req.Logprobs {
-			ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs(o.ids, o.lps, o.tops)}
+			ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs(o.ids, o.lps, o.tops, req.ReturnTokensAsTokenIDs)}
 		}
 		if req.ReturnTokenIDs {
 			ch.TokenIDs = nonNil(o.ids)
@@ -381,22 +382,45 @@ func (s *Server) chatMessage(text, finish string, tm toolMode) (*chatmsg.Message
 
 func (s *Server) tokenString(id int32) (string, []int) {
 	b, _ := s.tok.TokenBytes(int(id))
-	ints := make([]int, len(b))
-	for i, c := range b {
-		ints[i] = int(c)
-	}
-	return string(b), ints
+	return string(b), bytesOf(string(b))
 }
 
-func (s *Server) tokenLogprobs(ids []int32, lps []float32, tops [][]engine.TokenLogprob) []tokenLogprob {
+// tokenIDString is token id as vLLM's return_tokens_as_token_ids writes
+// it in logprobs: "token_id:<id>".
+func tokenIDString(id int32) string {
+	return "token_id:" + strconv.Itoa(int(id))
+}
+
+// tokenLogprobs are chat logprobs of the tokens ids. With asIDs (the
+// request's return_tokens_as_token_ids) each token is named by
+// tokenIDString; bytes are then as vLLM writes them: the sampled token's
+// are still its text's, an alternative's are those of its "token_id:<id>"
+// string.
+func (s *Server) tokenLogprobs(ids []int32, lps []float32, tops [][]engine.TokenLogprob, asIDs bool) []tokenLogprob {
 	out := make([]tokenLogprob, len(ids))
 	for i, id := range ids {
 		t, b := s.tokenString(id)
+		if asIDs {
+			t = tokenIDString(id)
+		}
 		out[i] = tokenLogprob{Token: t, Logprob: wireLogprob(lps[i]), Bytes: b, TopLogprobs: []topLogprob{}}
 		for _, tl := range tops[i] {
 			tt, tb := s.tokenString(tl.ID)
+			if asIDs {
+				tt = tokenIDString(tl.ID)
+				tb = bytesOf(tt)
+			}
 			out[i].TopLogprobs = append(out[i].TopLogprobs, topLogprob{Token: tt, Logprob: wireLogprob(tl.Logprob), Bytes: tb})
 		}
+	}
+	return out
+}
+
+// bytesOf is the bytes field of text t.
+func bytesOf(t string) []int {
+	out := make([]int, len(t))
+	for i := range len(t) {
+		out[i] = int(t[i])
 	}
 	return out
 }
@@ -469,7 +493,7 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 			}
 			if ev.Token >= 0 {
 				if req.Logprobs {
-					ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs([]int32{ev.Token}, []float32{ev.Logprob}, [][]engine.TokenLogprob{ev.Top})}
+					ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs([]int32{ev.Token}, []float32{ev.Logprob}, [][]engine.TokenLogprob{ev.Top}, req.ReturnTokensAsTokenIDs)}
 				}
 				if req.ReturnTokenIDs {
 					ch.TokenIDs = []int32{ev.Token}

@@ -191,13 +191,13 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 			offset := 0
 			addTok := func(id int32, v *float32, top []engine.TokenLogprob) {
 				t, _ := s.tokenString(id)
-				lp.Tokens = append(lp.Tokens, t)
+				lp.Tokens = append(lp.Tokens, s.logprobToken(id, req.ReturnTokensAsTokenIDs))
 				lp.TokenLogprobs = append(lp.TokenLogprobs, v)
 				lp.TextOffset = append(lp.TextOffset, offset)
 				offset += len(t)
 				var m map[string]float32
 				if v != nil {
-					m = s.topLogprobs(id, *v, top)
+					m = s.topLogprobs(id, *v, top, req.ReturnTokensAsTokenIDs)
 				}
 				lp.TopLogprobs = append(lp.TopLogprobs, m)
 			}
@@ -280,18 +280,17 @@ func (s *Server) scorePrompt(ctx context.Context, prompt []int32, ad *model.Adap
 // topLogprobs is a completion's top_logprobs entry for the chosen token id
 // of wire logprob v: the top alternatives and the chosen token, as OpenAI's
 // legacy completions and vLLM always return it (up to logprobs+1 entries),
-// each under its text as JSON writes it (wireText: each byte of a
-// character split across tokens is "\ufffd"), so that no key comes twice.
-// The chosen token's text is its own, whatever alternative shares it, so
-// that top_logprobs[i][tokens[i]] is token_logprobs[i]; of other
-// alternatives with the same text, the best stands for them.
-func (s *Server) topLogprobs(id int32, v float32, top []engine.TokenLogprob) map[string]float32 {
-	t, _ := s.tokenString(id)
-	own := wireText(t)
+// each under logprobToken's key: its text as JSON writes it (wireText:
+// each byte of a character split across tokens is "\ufffd"), so that no
+// key comes twice, or with asIDs "token_id:<id>". The chosen token's key
+// is its own, whatever alternative shares its text, so that
+// top_logprobs[i][tokens[i]] is token_logprobs[i]; of other alternatives
+// with the same text, the best stands for them.
+func (s *Server) topLogprobs(id int32, v float32, top []engine.TokenLogprob, asIDs bool) map[string]float32 {
+	own := s.logprobToken(id, asIDs)
 	m := map[string]float32{}
 	for _, tl := range top {
-		tt, _ := s.tokenString(tl.ID)
-		tt = wireText(tt)
+		tt := s.logprobToken(tl.ID, asIDs)
 		if _, ok := m[tt]; ok || tt == own && tl.ID != id {
 			continue
 		}
@@ -301,6 +300,17 @@ func (s *Server) topLogprobs(id int32, v float32, top []engine.TokenLogprob) map
 		m[own] = v
 	}
 	return m
+}
+
+// logprobToken names token id in completions logprobs (tokens and the
+// top_logprobs keys): its text as JSON writes it (wireText), or with asIDs
+// (return_tokens_as_token_ids) "token_id:<id>", as vLLM writes it.
+func (s *Server) logprobToken(id int32, asIDs bool) string {
+	if asIDs {
+		return tokenIDString(id)
+	}
+	t, _ := s.tokenString(id)
+	return wireText(t)
 }
 
 // wireText is s as encoding/json writes it: each byte that is not part of
@@ -327,13 +337,18 @@ func wireText(s string) string {
 // (−Inf and NaN, from a row holding +Inf or NaN, would fail the chunk's
 // encoding, and the chunk would be lost), the top alternatives of
 // topLogprobs, and the token's text_offset, *offset: the length of the
-// choice's tokens before it, which it advances past the token.
-func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob, offset *int) *completionLogprobs {
+// choice's tokens before it, which it advances past the token. asIDs
+// names the tokens as logprobToken does.
+func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob, offset *int, asIDs bool) *completionLogprobs {
 	t, _ := s.tokenString(id)
 	v := wireLogprob(lp)
 	at := *offset
 	*offset += len(t)
-	return &completionLogprobs{Tokens: []string{t}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{s.topLogprobs(id, v, top)}, TextOffset: []int{at}}
+	tok := t
+	if asIDs {
+		tok = tokenIDString(id)
+	}
+	return &completionLogprobs{Tokens: []string{tok}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{s.topLogprobs(id, v, top, asIDs)}, TextOffset: []int{at}}
 }
 
 // completionStream writes completion chunks as server-sent events.
@@ -361,7 +376,7 @@ func (s *Server) completionStream(ctx context.Context, w http.ResponseWriter, re
 				}
 				if req.Logprobs != nil {
 					off := offsets[ev.Choice]
-					ch.Logprobs = s.chunkLogprobs(ev.Token, ev.Logprob, ev.Top, &off)
+					ch.Logprobs = s.chunkLogprobs(ev.Token, ev.Logprob, ev.Top, &off, req.ReturnTokensAsTokenIDs)
 					offsets[ev.Choice] = off
 				}
 			}

@@ -5,6 +5,11 @@
 // Endpoints: POST /v1/chat/completions (messages rendered with the model's
 // own chat template, tools and tool_choice, n, logprobs/top_logprobs,
 // vLLM's return_token_ids → prompt_token_ids and choices[].token_ids,
+// vLLM's return_tokens_as_token_ids → every logprobs token written as
+// "token_id:<id>" (chat: content[].token and top_logprobs[].token, whose
+// bytes are then those of that string, while the sampled token's bytes
+// stay its text's, as vLLM writes them; completions: tokens and the
+// top_logprobs keys, text_offset still counting the text's bytes),
 // streaming with stream_options.include_usage), POST /v1/completions
 // (prompt text or token ids; echo gives a text prompt back as sent, without
 // the BOS token the tokenizer may add, as vLLM does; echo with logprobs

@@ -32,7 +32,7 @@ func TestTokenLogprobsNotFinite(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
 	inf := float32(math.Inf(1))
 	out := ts.s.tokenLogprobs([]int32{104, 105}, []float32{0, float32(math.NaN())},
-		[][]engine.TokenLogprob{{{ID: 104, Logprob: 0}, {ID: 105, Logprob: -inf}}, {{ID: 106, Logprob: -inf}}})
+		[][]engine.TokenLogprob{{{ID: 104, Logprob: 0}, {ID: 105, Logprob: -inf}}, {{ID: 106, Logprob: -inf}}}, false)
 	b, err := json.Marshal(chatLogprobs{Content: out})
 	if err != nil {
 		t.Fatalf("logprobs with −Inf and NaN do not encode: %v", err)
@@ -50,7 +50,7 @@ func TestChunkLogprobsNotFinite(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
 	inf := float32(math.Inf(1))
 	off := 0
-	lp := ts.s.chunkLogprobs(104, float32(math.NaN()), []engine.TokenLogprob{{ID: 104, Logprob: -1}, {ID: 105, Logprob: -inf}, {ID: 104, Logprob: -2}}, &off)
+	lp := ts.s.chunkLogprobs(104, float32(math.NaN()), []engine.TokenLogprob{{ID: 104, Logprob: -1}, {ID: 105, Logprob: -inf}, {ID: 104, Logprob: -2}}, &off, false)
 	b, err := json.Marshal(completionResponse{Choices: []completionChoice{{Logprobs: lp}}})
 	if err != nil {
 		t.Fatalf("a chunk's logprobs with −Inf and NaN do not encode: %v", err)

@@ -6,7 +6,9 @@
 // and prompt_token_ids left out, unless the agent asked for them itself),
 // and the conversation is recorded as a trajectory keyed by the request
 // headers X-Hone-Trajectory and X-Hone-Group (the group defaults to the
-// trajectory). A small HTTP call sets a trajectory's reward and closes it:
+// trajectory). An answer without token_ids records the ids its logprobs
+// tokens name, when the agent asked for vLLM's return_tokens_as_token_ids
+// ("token_id:<id>"). A small HTTP call sets a trajectory's reward and closes it:
 //
 //	POST /hone/trajectories/{id}/reward   {"reward": 1, "metrics": {"steps": 3}}
 //	POST /hone/groups/{id}/close          {"metadata": {"scenario": "s1"}, "metrics": {"difficulty": 3}}
@@ -688,6 +690,7 @@ func parseTurn(body []byte) (trajectory.Message, error) {
 			TokenIDs     []int32         `json:"token_ids"`
 			Logprobs     *struct {
 				Content []struct {
+					Token   string  `json:"token"`
 					Logprob float32 `json:"logprob"`
 				} `json:"content"`
 			} `json:"logprobs"`
@@ -706,11 +709,27 @@ func parseTurn(body []byte) (trajectory.Message, error) {
 	}
 	m.Role, m.Trainable, m.TokenIDs, m.FinishReason, m.AnswerModel = "assistant", true, ch.TokenIDs, ch.FinishReason, c.Model
 	if ch.Logprobs != nil {
+		var tokens []string
 		for _, lp := range ch.Logprobs.Content {
 			m.Logprobs = append(m.Logprobs, lp.Logprob)
+			tokens = append(tokens, lp.Token)
 		}
+		m.TokenIDs = orLogprobIDs(m.TokenIDs, tokens)
 	}
 	return m, nil
+}
+
+// orLogprobIDs is ids, the upstream's token_ids, or when it sent none
+// (--no-token-ids, or a vLLM without return_token_ids) the ids its
+// logprobs tokens name when the agent asked for
+// return_tokens_as_token_ids ("token_id:<id>", trajectory.LogprobTokenIDs):
+// the exact ids sampled, which training would otherwise have to guess by
+// tokenizing the text again, with the logprobs left unplaced.
+func orLogprobIDs(ids []int32, tokens []string) []int32 {
+	if len(ids) > 0 {
+		return ids
+	}
+	return trajectory.LogprobTokenIDs(tokens)
 }
 
 // sameTurn reports whether an assistant message the agent sent back is the

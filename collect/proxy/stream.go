@@ -225,9 +225,10 @@ type accumulator struct {
 	finish     string
 	tokenIDs   []int32
 	logprobs   []float32
-	done       bool  // [DONE] seen
-	errorEvent bool  // upstream sent an error event
-	err        error // the first error event or unparseable event
+	lpTokens   []string // the logprobs' tokens, for orLogprobIDs
+	done       bool     // [DONE] seen
+	errorEvent bool     // upstream sent an error event
+	err        error    // the first error event or unparseable event
 }
 
 // streamChunk is the part of a chat.completion.chunk the proxy records.
@@ -241,6 +242,7 @@ type streamChunk struct {
 		TokenIDs     []int32       `json:"token_ids"`
 		Logprobs     *struct {
 			Content []struct {
+				Token   string  `json:"token"`
 				Logprob float32 `json:"logprob"`
 			} `json:"content"`
 		} `json:"logprobs"`
@@ -293,6 +295,7 @@ func (a *accumulator) event(data []byte) {
 		if ch.Logprobs != nil {
 			for _, lp := range ch.Logprobs.Content {
 				a.logprobs = append(a.logprobs, lp.Logprob)
+				a.lpTokens = append(a.lpTokens, lp.Token)
 			}
 		}
 	}
@@ -310,7 +313,7 @@ func (a *accumulator) turn() (trajectory.Message, error) {
 		// keeps the calls that can be, and err says what went wrong.
 		m.ToolCalls = slices.DeleteFunc(slices.Clone(m.ToolCalls), func(tc chatmsg.ToolCall) bool { return tc.Name == "" })
 	}
-	m.Role, m.Trainable, m.TokenIDs, m.Logprobs, m.FinishReason, m.AnswerModel = "assistant", true, a.tokenIDs, a.logprobs, a.finish, a.model
+	m.Role, m.Trainable, m.TokenIDs, m.Logprobs, m.FinishReason, m.AnswerModel = "assistant", true, orLogprobIDs(a.tokenIDs, a.lpTokens), a.logprobs, a.finish, a.model
 	return m, err
 }
 

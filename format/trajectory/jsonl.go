@@ -596,18 +596,14 @@ func parseChoice(raw json.RawMessage) (Message, error) {
 		m.FinishReason = c.FinishReason
 	}
 	if c.Logprobs != nil && len(m.Logprobs) == 0 {
-		ids := make([]int32, 0, len(c.Logprobs.Content))
+		tokens := make([]string, 0, len(c.Logprobs.Content))
 		for _, tok := range c.Logprobs.Content {
 			m.Logprobs = append(m.Logprobs, float32(tok.Logprob))
-			// vLLM with return_tokens_as_token_ids reports "token_id:123".
-			if s, ok := strings.CutPrefix(tok.Token, "token_id:"); ok {
-				if id, err := strconv.ParseInt(s, 10, 32); err == nil {
-					ids = append(ids, int32(id))
-				}
-			}
+			tokens = append(tokens, tok.Token)
 		}
-		if len(m.TokenIDs) == 0 && len(ids) > 0 && len(ids) == len(m.Logprobs) {
-			m.TokenIDs = ids
+		// vLLM with return_tokens_as_token_ids reports "token_id:123".
+		if len(m.TokenIDs) == 0 {
+			m.TokenIDs = LogprobTokenIDs(tokens)
 		}
 	}
 	return m, nil

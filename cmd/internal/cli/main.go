@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/hone-rl/hone/internal/procgroup"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
 
@@ -83,11 +84,15 @@ func profiled(path string, fn func(ctx context.Context) error) func(ctx context.
 // SignalContext returns a context that is cancelled, with cause
 // stageerr.ErrInterrupted, on the first SIGINT or SIGTERM. A second signal
 // exits the process at once with code 130, for the user whose clean-up hangs;
-// temporary files may then remain (they are named ".*.tmp-*"). notice, if
-// not nil, receives one line per signal. stop releases the signal handler
-// and cancels the context.
+// temporary files may then remain (they are named ".*.tmp-*"), but the
+// programs started in process groups of their own under the context
+// (procgroup.SetFrom: environment programs, MCP servers) are killed first,
+// since no Ctrl-C reaches their groups and they would run on, orphaned.
+// notice, if not nil, receives one line per signal. stop releases the
+// signal handler and cancels the context.
 func SignalContext(parent context.Context, notice io.Writer) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(parent)
+	progs := procgroup.NewSet()
+	ctx, cancel := context.WithCancelCause(procgroup.WithSet(parent, progs))
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -105,6 +110,9 @@ func SignalContext(parent context.Context, notice io.Writer) (ctx context.Contex
 		case sig := <-ch:
 			if notice != nil {
 				fmt.Fprintf(notice, "received %v again: exiting without clean-up\n", sig)
+			}
+			if err := progs.KillAll(); err != nil && notice != nil {
+				fmt.Fprintf(notice, "stopping the programs started: %v\n", err)
 			}
 			os.Exit(ExitInterrupted)
 		case <-done:

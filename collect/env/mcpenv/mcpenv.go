@@ -46,6 +46,7 @@ type Options struct {
 type Env struct {
 	session *mcp.ClientSession
 	cmd     *exec.Cmd // the stdio server's process; nil for a URL
+	group   *procgroup.Set
 	tools   []trajectory.Tool
 	tasks   []env.Scenario
 	system  string
@@ -61,6 +62,7 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 	var t mcp.Transport
 	var cmd *exec.Cmd
 	var tail *stderrTail // the stdio server's stderr, quoted when it fails to start
+	group := procgroup.SetFrom(ctx)
 	switch {
 	case len(o.Command) > 0 && o.URL != "":
 		return nil, errors.New("mcp: give a command or a URL, not both")
@@ -77,7 +79,7 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 		if tail, err = captureStderr(cmd); err != nil {
 			return nil, fmt.Errorf("mcp: %w", err)
 		}
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}
+		t = groupTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, group}
 	case o.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: o.URL, DisableStandaloneSSE: true}
 	default:
@@ -89,10 +91,11 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		if cmd != nil && cmd.Process != nil {
 			_ = procgroup.Kill(cmd)
+			group.Forget(cmd)
 		}
 		return nil, fmt.Errorf("mcp: connect: %w%s", err, tail.quote())
 	}
-	e := &Env{session: s, cmd: cmd, tasks: o.Tasks, system: o.System}
+	e := &Env{session: s, cmd: cmd, group: group, tasks: o.Tasks, system: o.System}
 	if e.system == "" {
 		e.system = "You complete tasks with the tools you are given. When done, answer without calling a tool."
 	}
@@ -154,8 +157,28 @@ func (e *Env) Close() error {
 	err := e.session.Close()
 	if e.cmd != nil && e.cmd.Process != nil {
 		err = errors.Join(err, procgroup.Kill(e.cmd))
+		e.group.Forget(e.cmd)
 	}
 	return err
+}
+
+// groupTransport starts the server in the command's set of programs
+// (procgroup.SetFrom), which kills it if the command exits without
+// closing it (a second Ctrl-C while the server starts or runs).
+type groupTransport struct {
+	*mcp.CommandTransport
+	group *procgroup.Set
+}
+
+// Connect implements mcp.Transport.
+func (t groupTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	var conn mcp.Connection
+	err := t.group.Start(t.Command, func() error {
+		var err error
+		conn, err = t.CommandTransport.Connect(ctx)
+		return err
+	})
+	return conn, err
 }
 
 // Name implements env.Env.

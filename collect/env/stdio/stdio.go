@@ -301,6 +301,7 @@ type proc struct {
 	// the program did not (a line over MaxLineBytes).
 	readErr error
 	stderr  *procgroup.Tail
+	group   *procgroup.Set // the command's programs, cmd among them until close
 	done    chan struct{}
 	once    sync.Once
 	err     error
@@ -324,7 +325,10 @@ func (e *Env) start(ctx context.Context) (*proc, error) {
 	}
 	p := &proc{cmd: cmd, stdin: stdin, lines: make(chan []byte, 1), stderr: procgroup.NewTail(4096), done: make(chan struct{})}
 	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
+	// Tracked in the command's set, which kills it if the command exits
+	// without closing it (a second Ctrl-C).
+	p.group = procgroup.SetFrom(ctx)
+	if err := p.group.Start(cmd, cmd.Start); err != nil {
 		return nil, fmt.Errorf("stdio: start %v: %w", e.argv, err)
 	}
 	limit := e.MaxLineBytes
@@ -465,6 +469,7 @@ func (p *proc) close() error {
 			procgroup.Kill(p.cmd)
 			p.err = <-exited
 		}
+		p.group.Forget(p.cmd)
 	})
 	return nil
 }

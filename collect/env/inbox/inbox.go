@@ -15,14 +15,22 @@
 // Metrics:
 // correct, found_source, read_source, cited_source, searches, reads,
 // answered.
+//
+// Settings (hone-collect --env-opt): inbox-seed=N picks the inbox (1 by
+// default); db=PATH keeps the database at PATH, for a look at it with
+// sqlite3, instead of a temporary file. An existing file at PATH is
+// rebuilt only if it is an inbox database Hone built; any other file is
+// refused and left as it is (Open).
 package inbox
 
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +39,7 @@ import (
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver, with FTS5
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -42,18 +51,41 @@ type Env struct {
 }
 
 // Open generates the inbox for seed and stores it in the SQLite database
-// at path (replaced if it exists); "" uses a temporary file.
+// at path; "" uses a temporary file, removed by Close. A file already at
+// path is replaced only when it is an inbox database Hone built (marked by
+// its SQLite application_id), the inbox being a function of its seed;
+// any other file (the user's own database, a typo) is refused, never
+// overwritten. The database is built in a temporary folder and written to
+// path as an output is (fileset.Create), so a build that fails or is
+// stopped leaves path as it was.
 func Open(ctx context.Context, seed int64, path string) (*Env, error) {
-	e := &Env{inbox: Generate(seed)}
-	if path == "" {
-		dir, err := os.MkdirTemp("", "hone-inbox-*")
-		if err != nil {
+	if path != "" {
+		if err := replaceable(path); err != nil {
 			return nil, err
 		}
-		e.tmpDir = dir
-		path = filepath.Join(dir, "inbox.db")
-	} else if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	}
+	dir, err := os.MkdirTemp("", "hone-inbox-*")
+	if err != nil {
 		return nil, fmt.Errorf("inbox: %w", err)
+	}
+	e := &Env{inbox: Generate(seed), tmpDir: dir}
+	built, name := filepath.Join(dir, "inbox.db"), path
+	if name == "" {
+		name = built
+	}
+	if err := e.build(ctx, built); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("inbox: build %s: %w", name, err)
+	}
+	if path == "" {
+		path = built
+	} else {
+		if err := publish(ctx, built, path); err != nil {
+			e.Close()
+			return nil, err
+		}
+		os.RemoveAll(dir)
+		e.tmpDir = ""
 	}
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -61,15 +93,66 @@ func Open(ctx context.Context, seed int64, path string) (*Env, error) {
 		return nil, fmt.Errorf("inbox: open %s: %w", path, err)
 	}
 	e.db = db
-	if err := e.load(ctx); err != nil {
-		e.Close()
-		return nil, fmt.Errorf("inbox: build %s: %w", path, err)
-	}
 	return e, nil
 }
 
-func (e *Env) load(ctx context.Context) error {
-	tx, err := e.db.BeginTx(ctx, nil)
+// publish copies the database built at from to path, in place at once.
+func publish(ctx context.Context, from, path string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return fmt.Errorf("inbox: %w", err)
+	}
+	defer in.Close()
+	out, err := fileset.Create(ctx, path)
+	if err != nil {
+		return fmt.Errorf("inbox: db=%s: %w", path, err)
+	}
+	defer out.Abort()
+	if _, err := io.Copy(out, in); err != nil {
+		return fmt.Errorf("inbox: write db=%s: %w", path, err)
+	}
+	if err := out.Commit(); err != nil {
+		return fmt.Errorf("inbox: write db=%s: %w", path, err)
+	}
+	return nil
+}
+
+// appID is the SQLite application_id of the inbox databases Hone builds
+// ("HonI"): Open replaces a file at its path only when it carries it.
+const appID = 0x486f6e49
+
+// replaceable refuses an existing file at path that is not an inbox
+// database Hone built, read from the SQLite header (the magic string,
+// then the application_id at offset 68, big-endian) rather than by
+// opening it as a database, which would write to it.
+func replaceable(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("inbox: db=%s: %w", path, err)
+	}
+	defer f.Close()
+	var h [72]byte
+	_, err = io.ReadFull(f, h[:])
+	if err == nil && string(h[:16]) == "SQLite format 3\x00" && binary.BigEndian.Uint32(h[68:]) == appID {
+		return nil
+	}
+	return fmt.Errorf("inbox: db=%s exists and is not an inbox database Hone built; it is left as it is: remove it or name another path", path)
+}
+
+// build writes the inbox into a new database at path.
+func (e *Env) build(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(load(ctx, db, e.inbox), db.Close())
+}
+
+func load(ctx context.Context, db *sql.DB, ib Inbox) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -78,7 +161,11 @@ func (e *Env) load(ctx context.Context) error {
 		id UNINDEXED, thread UNINDEXED, sender, recipient, date UNINDEXED, subject, body)`); err != nil {
 		return err
 	}
-	for _, m := range e.inbox.Emails {
+	// Marks the file as Hone's inbox, which a later Open may replace.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", appID)); err != nil {
+		return err
+	}
+	for _, m := range ib.Emails {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO emails VALUES (?,?,?,?,?,?,?)`, m.ID, m.Thread, m.From, m.To, m.Date, m.Subject, m.Body); err != nil {
 			return err
 		}

@@ -1,8 +1,10 @@
 package inbox_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -191,5 +193,54 @@ func TestHedgingScoresNothing(t *testing.T) {
 	}
 	if o := play(read(q.SourceID), final("Room "+q.Answer, all)); o.Metrics["cited_source"] != 0 {
 		t.Errorf("the source read, every email cited: %+v, want no citation", o)
+	}
+}
+
+// TestDBPathKeepsOtherFiles: db=PATH naming a file that is not an inbox
+// database Hone built (a typo naming the user's own database or notes) is
+// refused, naming the path, and the file is left as it was: it was
+// removed and replaced. An inbox database Hone built there is rebuilt
+// (the inbox is a function of its seed), and a failed build leaves no
+// file behind.
+func TestDBPathKeepsOtherFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	mine := filepath.Join(dir, "mine.db")
+	want := []byte("SQLite format 3\x00 the user's own data")
+	os.WriteFile(mine, want, 0o644)
+	if e, err := inbox.Open(ctx, 1, mine); err == nil || !strings.Contains(err.Error(), mine) {
+		if e != nil {
+			e.Close()
+		}
+		t.Errorf("Open on the user's file: %v; want it refused, naming the path", err)
+	}
+	if got, _ := os.ReadFile(mine); !bytes.Equal(got, want) {
+		t.Fatalf("the user's file now holds %d bytes, want it untouched", len(got))
+	}
+
+	db := filepath.Join(dir, "inbox.db")
+	for seed := int64(1); seed <= 2; seed++ { // built, then rebuilt for another seed
+		e, err := inbox.Open(ctx, seed, db)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		hits, err := e.Search(ctx, []string{e.Inbox().Emails[0].Subject}, 1)
+		e.Close()
+		if err != nil || len(hits) == 0 {
+			t.Fatalf("seed %d: search of a subject: %v, %v", seed, hits, err)
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := inbox.Open(cancelled, 1, filepath.Join(dir, "never.db")); err == nil {
+		t.Fatal("Open under a cancelled context succeeded")
+	}
+	names, _ := os.ReadDir(dir)
+	if len(names) != 2 {
+		var got []string
+		for _, n := range names {
+			got = append(got, n.Name())
+		}
+		t.Errorf("files left %q, want only mine.db and inbox.db", got)
 	}
 }

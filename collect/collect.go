@@ -46,10 +46,14 @@ type Options struct {
 	Concurrency int               // episodes in flight
 	MaxTurns    int               // assistant turns per episode (0: the environment decides)
 	Timeout     time.Duration     // per episode (0: none)
-	Seed        int64
-	Run         string // run name recorded in every row
-	Policy      string // "model" or "scripted[:NAME]"
-	MaxFailures string // a count ("10") or a fraction of episodes ("0.1"); "" = never stop early
+	// StartTimeout bounds the start of each environment (0:
+	// DefaultStartTimeout): a program or server that never answers fails
+	// the run instead of hanging it.
+	StartTimeout time.Duration
+	Seed         int64
+	Run          string // run name recorded in every row
+	Policy       string // "model" or "scripted[:NAME]"
+	MaxFailures  string // a count ("10") or a fraction of episodes ("0.1"); "" = never stop early
 
 	Model    ModelOptions
 	tempFlag *float64 // NaN: not set
@@ -80,6 +84,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "episodes in flight at once")
 	fs.IntVar(&o.MaxTurns, "max-turns", 32, "assistant turns per episode before it is cut off (0 = no limit)")
 	fs.DurationVar(&o.Timeout, "episode-timeout", 5*time.Minute, "wall time per episode (0 = none)")
+	fs.DurationVar(&o.StartTimeout, "start-timeout", DefaultStartTimeout, "wall time for an environment to start (a stdio program's hello, an MCP server's initialize and tool list, building the inbox)")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")
 	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids")
 	fs.StringVar(&o.Policy, "policy", "model", "who plays: model, or scripted[:NAME] (the environment's scripted policy, no model calls)")
@@ -355,6 +360,12 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 	if o.NewEnv == nil {
 		o.NewEnv = NewEnv
 	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = DefaultStartTimeout
+	}
+	if o.StartTimeout < 0 {
+		return false, "", stageerr.Usagef("--start-timeout %v: want a positive duration", o.StartTimeout)
+	}
 	if o.GroupSize <= 0 || o.Concurrency <= 0 {
 		return false, "", stageerr.Usagef("--group-size and --concurrency must be positive")
 	}
@@ -517,7 +528,12 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 		if e, ok := envs[name]; ok {
 			return e, nil
 		}
-		e, err := o.NewEnv(ctx, name, o.EnvOpts)
+		var e env.Env
+		err := StartWithin(ctx, o.StartTimeout, func(ctx context.Context) error {
+			var err error
+			e, err = o.NewEnv(ctx, name, o.EnvOpts)
+			return err
+		})
 		if err != nil {
 			return nil, stageerr.Usagef("environment %s: %w", name, err)
 		}

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -27,7 +28,7 @@ func EnvNames() []string { return []string{"guess", "tictactoe", "2048", "inbox"
 // that an unknown key (a typo) is refused at once, with the environment's
 // valid keys, before a server or program is started. Opening (starting an
 // MCP server or a stdio program and waiting for its answer, creating an
-// inbox database) stops when ctx ends, and after startTimeout at most. The
+// inbox database) stops when ctx ends; Run bounds it by StartWithin. The
 // errors do not repeat the environment's name: the caller's context names
 // it.
 func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, error) {
@@ -90,8 +91,6 @@ func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
 	return open(ctx)
 }
 
@@ -103,9 +102,24 @@ func checkReward(reward string) error {
 	return nil
 }
 
-// startTimeout bounds how long an environment may take to start: a
-// program that never answers its hello fails the run instead of hanging it.
-const startTimeout = time.Minute
+// DefaultStartTimeout bounds how long an environment may take to start
+// (--start-timeout): a program that never answers its hello fails the run
+// instead of hanging it.
+const DefaultStartTimeout = time.Minute
+
+// StartWithin calls start with ctx bounded by timeout, the start of an
+// environment or of an MCP server (hone-collect scenarios). An error
+// caused by the timeout says so, naming --start-timeout: "context
+// deadline exceeded" alone did not say what ran out.
+func StartWithin(ctx context.Context, timeout time.Duration, start func(ctx context.Context) error) error {
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := start(sctx)
+	if err != nil && ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (no answer within --start-timeout %v)", err, timeout)
+	}
+	return err
+}
 
 // openMCP connects to an MCP server (a command speaking stdio, or a URL),
 // with the tasks of a scenario file when one is named.

@@ -242,14 +242,17 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&o.Model.MaxTokens, "max-tokens", 8000, "completion tokens per call (ART's value)")
 	fs.IntVar(&o.Model.Retries, "retries", 4, "retries on 429, 5xx and timeouts")
 	fs.StringVarP(&output, "output", "o", "", "output JSON lines file (default stdout)")
+	// The bound --env mcp has: a server that never answers initialize or
+	// its listings fails instead of hanging the command.
+	startTimeout := fs.Duration("start-timeout", collect.DefaultStartTimeout, "wall time for the MCP server to start and list its tools and resources")
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
 	if o.Model.Model == "" || (mcpCmd == "") == (mcpURL == "") {
 		return cli.Usagef("scenarios needs --model and one of --mcp-cmd or --mcp-url")
 	}
-	if o.N <= 0 || o.Calls <= 0 || o.Model.MaxTokens <= 0 {
-		return cli.Usagef("-n, --calls and --max-tokens must be positive")
+	if o.N <= 0 || o.Calls <= 0 || o.Model.MaxTokens <= 0 || *startTimeout <= 0 {
+		return cli.Usagef("-n, --calls, --max-tokens and --start-timeout must be positive")
 	}
 	modelFromEnv(&o.Model)
 	// Checked before the MCP server starts, as collect.Run checks it
@@ -263,13 +266,16 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return cli.Usage(err)
 	}
-	m, err := mcpenv.Open(ctx, mcpenv.Options{Command: argv, URL: mcpURL})
-	if err != nil {
+	err = collect.StartWithin(ctx, *startTimeout, func(ctx context.Context) error {
+		m, err := mcpenv.Open(ctx, mcpenv.Options{Command: argv, URL: mcpURL})
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		o.Tools = m.Tools()
+		o.Resources, err = m.Resources(ctx)
 		return err
-	}
-	o.Tools = m.Tools()
-	o.Resources, err = m.Resources(ctx)
-	m.Close()
+	})
 	if err != nil {
 		return err
 	}

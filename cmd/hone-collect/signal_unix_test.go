@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -83,5 +84,47 @@ exec sleep 600
 	}
 	if !waitfor.Within(10*time.Second, func() bool { return envtest.Gone(pid) }) {
 		t.Fatalf("the environment program %d still runs after hone-collect exited: %q", pid, said)
+	}
+}
+
+// TestMCPStartTimeout: an MCP server that never answers initialize fails
+// hone-collect scenarios after --start-timeout, as it fails --env mcp,
+// naming the flag, and the server is stopped; scenarios waited for it
+// forever.
+func TestMCPStartTimeout(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"scenarios", []string{"scenarios", "--model", "gen", "--base-url", "http://127.0.0.1:1/v1", "--mcp-cmd"}},
+		{"env", []string{"--env", "mcp", "--groups", "1", "--policy", "scripted", "--env-opt"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			pidFile := filepath.Join(dir, "pid")
+			server := "sh -c 'echo $$ > " + pidFile + ".tmp && mv " + pidFile + ".tmp " + pidFile + " && exec sleep 600'"
+			if c.name == "env" {
+				server = "cmd=" + server
+			}
+			args := append(c.args, server, "--start-timeout", "1s", "-o", filepath.Join(dir, "out"))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(binDir, "hone-collect"), args...)
+			out, err := cmd.CombinedOutput()
+			b, _ := os.ReadFile(pidFile)
+			pid, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
+			if pid > 0 {
+				t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("still waiting for the server after 30s: %s", out)
+			}
+			if err == nil || !strings.Contains(string(out), "no answer within --start-timeout 1s") {
+				t.Fatalf("%v: %s; want a failure naming --start-timeout", err, out)
+			}
+			if pid == 0 || !waitfor.Within(10*time.Second, func() bool { return envtest.Gone(pid) }) {
+				t.Errorf("the server (pid %d) still runs: %s", pid, out)
+			}
+		})
 	}
 }

@@ -222,6 +222,10 @@ type job struct {
 type result struct {
 	job
 	t trajectory.Trajectory
+	// cut: the episode failed once the run was stopping, maybe for the
+	// stop, and is left out. One that failed before is kept, whenever
+	// Run takes it.
+	cut bool
 }
 
 // Run plays GroupSize episodes of each scenario and writes the finished
@@ -291,7 +295,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	for r := range results {
-		if runCtx.Err() != nil && r.t.Error != "" {
+		if r.cut {
 			continue // cut short by the stop: its group is not finished
 		}
 		if pending[r.group] == nil {
@@ -652,6 +656,7 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 					pol = model.Policy(seed)
 				}
 				t := runEpisode(gctx, o, scEnvs[j.group], scs[j.group], pol, seed)
+				cut := t.Error != "" && gctx.Err() != nil
 				if c, ok := pol.(io.Closer); ok {
 					c.Close() // scripted policies backed by a process
 				}
@@ -659,9 +664,12 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 				t.ID = fmt.Sprintf("%s-a%03d", t.GroupID, j.attempt)
 				// Handed over even after a stop: Run reads every result
 				// until the workers are done, and keeps an episode that
-				// finished (its group may be whole); one the stop cut
-				// short has an error, which Run leaves out.
-				results <- result{j, t}
+				// finished (its group may be whole), failed or not; one
+				// that failed once the stop came is marked cut, which Run
+				// leaves out. Judged here, when the episode ended, not
+				// when Run takes it: a failure from before the stop,
+				// taken after it, was lost with its group.
+				results <- result{j, t, cut}
 			}
 			return nil
 		})

@@ -823,3 +823,83 @@ func TestInterruptKeepsEpisodesFinishedBeforeIt(t *testing.T) {
 		t.Fatalf("%d of the %d finished groups written (stats %+v)", len(gs), groups, st)
 	}
 }
+
+// failingEnv's episodes fail at once, in Reset, for a reason of their
+// own; its scripted policies say when they are closed, which a worker
+// does once the episode has ended.
+type failingEnv struct {
+	envtest.Fake
+	closed chan struct{}
+}
+
+func (e *failingEnv) NewEpisode(context.Context, env.Scenario, int64) (env.Episode, error) {
+	return failingEpisode{}, nil
+}
+
+func (e *failingEnv) Policy(string, int64) (env.Policy, error) { return closingPolicy{e.closed}, nil }
+
+type failingEpisode struct{ stalledEpisode }
+
+func (failingEpisode) Reset(context.Context) (env.Observation, error) {
+	return env.Observation{}, errors.New("boom")
+}
+
+type closingPolicy struct{ closed chan struct{} }
+
+func (closingPolicy) Act(context.Context, []trajectory.Message, []trajectory.Tool) (trajectory.Message, error) {
+	return trajectory.Message{}, errors.New("a failed reset was played")
+}
+func (p closingPolicy) Close() error { p.closed <- struct{}{}; return nil }
+
+// gateHandler holds the first "episode failed" log record, which Run
+// writes as it takes the failure, until release is closed.
+type gateHandler struct {
+	once    *sync.Once
+	taken   chan struct{}
+	release chan struct{}
+}
+
+func (h gateHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h gateHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "episode failed" {
+		h.once.Do(func() { close(h.taken); <-h.release })
+	}
+	return nil
+}
+func (h gateHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h gateHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestStopKeepsEpisodesFailedBefore: an episode that failed on its own
+// before a stop (Ctrl-C) is a finished episode, written with its error
+// like any other, and its group with it. Run left out every failed
+// episode it took after the stop, as if the stop had cut it short: here
+// both episodes of the one group failed before the stop, Run took the
+// second after it, and the whole group was lost.
+func TestStopKeepsEpisodesFailedBefore(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := &failingEnv{closed: make(chan struct{}, 2)}
+	h := gateHandler{once: &sync.Once{}, taken: make(chan struct{}), release: make(chan struct{})}
+	var out bytes.Buffer
+	o := collect.Options{Env: "fake", Groups: 1, GroupSize: 2, Concurrency: 2, Seed: 4, Run: "r", Log: slog.New(h),
+		Policy: "scripted", Out: &out, NewEnv: func(context.Context, string, map[string]string) (env.Env, error) { return e, nil }}
+	done := make(chan error, 1)
+	go func() { done <- collect.Run(ctx, o) }()
+	<-h.taken  // Run is taking the first failure
+	<-e.closed // both episodes have ended, on their own
+	<-e.closed
+	cancel()
+	close(h.release)
+	if err := <-done; !errors.Is(err, stageerr.ErrInterrupted) {
+		t.Fatalf("Run: %v; want an interruption", err)
+	}
+	gs := readGroups(t, out.Bytes())
+	if len(gs) != 1 || len(gs[0].Trajectories) != 2 {
+		t.Fatalf("%d groups written, want the one whose episodes both failed before the stop", len(gs))
+	}
+	for _, tr := range gs[0].Trajectories {
+		if !strings.Contains(tr.Error, "boom") {
+			t.Errorf("row %s: error %q, want boom", tr.ID, tr.Error)
+		}
+	}
+}

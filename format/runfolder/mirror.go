@@ -48,7 +48,10 @@ func remoteLatest(ctx context.Context, run string) (Step, bool, error) {
 // latest, then the run's other files (metrics.jsonl, manifest.json…;
 // not its lock or temporary files), then points the remote latest at the
 // local one when that is newer. It returns the steps uploaded. A local run
-// without latest publishes nothing.
+// without latest publishes nothing. The run's files go up as they were
+// while the local latest was the step the store's latest comes to name:
+// where the trainer saved a step while Publish ran, that step is uploaded
+// too and the files are read again.
 //
 // Once the store's latest names the local latest, Publish deletes from the
 // store the step folders older than it that the local folder no longer
@@ -73,13 +76,58 @@ func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 	} else if ok {
 		from = r.N
 	}
+	done, err := publishSteps(ctx, localRun, remoteRun, from, last.N)
+	if err != nil {
+		return done, err
+	}
+	files, last, ok, err := readRunFiles(ctx, localRun, remoteRun, last, &done)
+	if err != nil || !ok {
+		return done, err
+	}
+	// The files go up only with the latest they were read at: ahead of
+	// the store's latest, a manifest.json would name as trained the files
+	// of steps the store does not have (a trainer killed before its next
+	// publish left them so, and the next pod never trained them).
+	if last.N > from && !slices.Contains(done, last.N) {
+		return done, nil
+	}
+	if err := writeFiles(ctx, files, remoteRun); err != nil {
+		return done, fmt.Errorf("publish %s: %w", localRun, err)
+	}
+	// Only forward: a store another trainer moved on is not rolled back;
+	// and only to a step uploaded here, not one pruned meanwhile (a newer
+	// step is latest by now, for the next call).
+	remoteAt := from
+	if last.N > from {
+		if err := fileset.WriteFile(ctx, fileset.Join(remoteRun, LatestName), []byte(last.Name+"\n")); err != nil {
+			return done, fmt.Errorf("publish %s: %w", localRun, err)
+		}
+		remoteAt = last.N
+	}
+	// Pruned only once the store's latest is the local one: each earlier
+	// step the store holds then is one the local folder had and dropped
+	// (or a leftover of a call that stopped before it could delete it).
+	if remoteAt == last.N {
+		if err := prunePublished(ctx, localRun, remoteRun, last.N); err != nil {
+			return done, fmt.Errorf("publish %s: %w", localRun, err)
+		}
+		if err := dropUnnamedBest(ctx, localRun, remoteRun); err != nil {
+			return done, fmt.Errorf("publish %s: %w", localRun, err)
+		}
+	}
+	return done, nil
+}
+
+// publishSteps uploads the steps of localRun in (from, to], each read
+// whole first, and returns those uploaded.
+func publishSteps(ctx context.Context, localRun, remoteRun string, from, to int) ([]int, error) {
 	steps, err := Steps(localRun)
 	if err != nil {
 		return nil, err
 	}
 	var done []int
 	for _, s := range steps {
-		if s.N <= from || s.N > last.N {
+		if s.N <= from || s.N > to {
 			continue
 		}
 		// The whole step is read before any of it is uploaded: training
@@ -101,31 +149,40 @@ func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 		}
 		done = append(done, s.N)
 	}
-	if err := copyFiles(ctx, localRun, remoteRun, func(name string) bool { return name == LatestName || name == "lock" }); err != nil {
-		return done, fmt.Errorf("publish %s: %w", localRun, err)
-	}
-	// Only forward: a store another trainer moved on is not rolled back;
-	// and only to a step uploaded here, not one pruned meanwhile (a newer
-	// step is latest by now, for the next call).
-	remoteAt := from
-	if last.N > from && slices.Contains(done, last.N) {
-		if err := fileset.WriteFile(ctx, fileset.Join(remoteRun, LatestName), []byte(last.Name+"\n")); err != nil {
-			return done, fmt.Errorf("publish %s: %w", localRun, err)
-		}
-		remoteAt = last.N
-	}
-	// Pruned only once the store's latest is the local one: each earlier
-	// step the store holds then is one the local folder had and dropped
-	// (or a leftover of a call that stopped before it could delete it).
-	if remoteAt == last.N {
-		if err := prunePublished(ctx, localRun, remoteRun, last.N); err != nil {
-			return done, fmt.Errorf("publish %s: %w", localRun, err)
-		}
-		if err := dropUnnamedBest(ctx, localRun, remoteRun); err != nil {
-			return done, fmt.Errorf("publish %s: %w", localRun, err)
-		}
-	}
 	return done, nil
+}
+
+// runFileReads is how many times readRunFiles reads the run's files while
+// the trainer moves latest on, before it leaves them to the next Publish.
+const runFileReads = 3
+
+// readRunFiles reads the run's files other than latest and lock, and the
+// local latest they belong to: the trainer writes them as it moves latest
+// (manifest.json right after), so they are read again, after publishing
+// the steps saved meanwhile (added to done), until latest stays where it
+// was across the read. ok is false when latest kept moving: nothing was
+// read that goes with one step.
+func readRunFiles(ctx context.Context, localRun, remoteRun string, last Step, done *[]int) (files []namedFile, at Step, ok bool, err error) {
+	for range runFileReads {
+		files, err := readFiles(ctx, localRun, func(name string) bool { return name == LatestName || name == "lock" })
+		if err != nil {
+			return nil, last, false, fmt.Errorf("publish %s: %w", localRun, err)
+		}
+		now, has, err := ReadPointer(localRun, LatestName)
+		if err != nil {
+			return nil, last, false, err
+		}
+		if !has || now.N == last.N {
+			return files, last, true, nil
+		}
+		more, err := publishSteps(ctx, localRun, remoteRun, last.N, now.N)
+		*done = append(*done, more...)
+		if err != nil {
+			return nil, last, false, err
+		}
+		last = now
+	}
+	return nil, last, false, nil
 }
 
 // dropUnnamedBest deletes the store's best when the local run has none:

@@ -276,3 +276,63 @@ func TestPublishDeletesPrunedSteps(t *testing.T) {
 		t.Errorf("with the local latest behind the store's, the store holds %v (want %v), deletes %q", got, want, deleted)
 	}
 }
+
+// The run's other files are published as they were at the step the
+// store's latest names, never ahead of it: hone-train writes
+// manifest.json (the input files trained, by step) right after it moves
+// latest, so a manifest read after the trainer saved a step, published
+// with the store's latest still at the step before, says files were
+// trained that the store's steps never saw. A trainer killed then (a
+// preempted pod, with no final publish) left that store, and the next pod
+// pulled it, took those files for trained and never trained them.
+func TestPublishRunFilesNotAheadOfLatest(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train", "r")
+	files := []string{"adapter_config.json", "adapter_model.safetensors"}
+	manifest := func(n int) string { return "trained to " + StepName(n) + "\n" }
+	writeStepFiles(t, train, 1, files...)
+	if err := WritePointer(train, LatestName, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(train, "manifest.json"), []byte(manifest(1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	url := hookedS3(t, "bkt", func(path string) {
+		// While step 1 is uploaded the trainer saves step 2, moves latest
+		// and records step 2's files in its manifest, as hone-train does.
+		if strings.HasSuffix(path, "/"+StepName(1)+"/"+files[0]) {
+			once.Do(func() {
+				writeStepFiles(t, train, 2, files...)
+				if err := WritePointer(train, LatestName, 2); err != nil {
+					t.Error(err)
+				}
+				if err := WriteFile(filepath.Join(train, "manifest.json"), []byte(manifest(2))); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+	store := url("adapters/r")
+	if _, err := Publish(ctx, train, store); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	// The trainer is killed here: what a fresh pod pulls is what the
+	// store holds now.
+	fresh := filepath.Join(dir, "fresh", "r")
+	if _, err := Pull(ctx, store, fresh, PullOptions{}); err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	latest, ok, err := ReadPointer(fresh, LatestName)
+	if err != nil || !ok {
+		t.Fatalf("the pulled run has no latest: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(fresh, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != manifest(latest.N) {
+		t.Errorf("the store's latest names %s but its manifest.json says %q", latest.Name, b)
+	}
+}

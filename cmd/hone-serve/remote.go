@@ -26,7 +26,8 @@ import (
 // from it (so vLLM must read --adapters-cache at the same absolute path).
 // A temporary folder (no --adapters-cache) is removed when the server stops.
 // Optimizer state is not pulled; of a run's new steps, the newest
-// --max-adapters are.
+// --max-adapters are. A run that cannot be pulled is logged and passed
+// over; the other runs are pulled.
 type remoteAdapters struct{ cache string }
 
 func (r *remoteAdapters) addFlags(fs *pflag.FlagSet) {
@@ -85,7 +86,15 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 				Newest: newest,
 			})
 			if err != nil {
-				return err
+				if ctx.Err() != nil {
+					return err
+				}
+				// One run that cannot be pulled (its latest names a step
+				// it lacks) must not keep the others from being served
+				// and updated: it is passed over, as a local adapters
+				// folder's broken run is, and tried at the next poll.
+				log.Warn("cannot pull the run; the steps pulled before keep serving, tried again at the next poll", "run", name, "from", run, "err", err)
+				continue
 			}
 			if len(steps) > 0 {
 				log.Info("pulled adapter steps", "run", name, "steps", steps, "into", cache)

@@ -328,3 +328,43 @@ func TestAdaptersFromObjectStorePullsWhatItKeeps(t *testing.T) {
 		t.Errorf("pulled %q, want the newest two steps", steps)
 	}
 }
+
+// One run of the store that cannot be pulled (its latest names a step it
+// does not hold: a trainer's pod died mid-publish, or the folder was
+// edited by hand) is passed over with a warning, as a local adapters
+// folder's is, and the other runs are served and follow their new steps.
+// Before, its error ended the pull of every run: hone-serve refused to
+// start, and once running, a run listed after it was never updated again.
+func TestObjectStoreBadRunLeavesOthersServed(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	dir := t.TempDir()
+	tiny := "../../serve/testdata/tiny"
+	ctx := context.Background()
+	// "a-bad" lists before "r1".
+	if err := fileset.WriteFile(ctx, s3.URL("hone", "adapters/a-bad/latest"), []byte("step-000003\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(ctx, s3.URL("hone", "adapters/a-bad/step-000001/adapter_config.json"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(dir, "train", "r1")
+	publish := func(n int) { publishTestStep(t, tiny, local, s3.URL("hone", "adapters/r1"), n) }
+	publish(1)
+	addr := openaitest.StartProcess(t, binary, "--model", tiny, "--port", "0", "--threads", "1",
+		"--adapters", s3.URL("hone", "adapters"), "--adapters-cache", filepath.Join(dir, "cache"), "--poll-interval", "50ms")
+	served := func(id string) {
+		t.Helper()
+		waitfor.Until(t, 20*time.Second, id+" served", func() bool {
+			resp, err := http.Get("http://" + addr + "/v1/models")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return strings.Contains(string(b), `"`+id+`"`)
+		})
+	}
+	served("r1@1")
+	publish(2)
+	served("r1@2")
+}

@@ -86,3 +86,18 @@ func TestShardsCoverTheRun(t *testing.T) {
 		t.Errorf("auto without an index: exit %d, %q", r.code, r.stderr)
 	}
 }
+
+// --shard 0/1 with a folder output writes the one part, as round.yaml's
+// collect step runs with -p shards=1 (--shard 0/1 -o STORE/…/collected/).
+// Before, a count of 1 was taken for no --shard at all, and the step failed
+// with "only a sharded run (--shard) writes a part into" a folder.
+func TestOneShardWritesAPart(t *testing.T) {
+	parts := t.TempDir() + "/"
+	args := []string{"--env", "guess", "--groups", "3", "-G", "2", "--policy", "scripted:bisect", "--seed", "3", "--shard", "0/1", "-o", parts}
+	if r := collectBin(t, args...); r.code != 0 {
+		t.Fatalf("%q: exit %d: %s", args, r.code, r.stderr)
+	}
+	if n := len(read(t, filepath.Join(parts, "part-00000-of-00001.parquet"))); n != 3 {
+		t.Errorf("the one part holds %d groups, want all 3", n)
+	}
+}

@@ -75,18 +75,20 @@ func (s Shard) String() string {
 
 // ErrFolderWhole is returned by Output for a folder output of an unsharded
 // run, which names no file.
-var ErrFolderWhole = errors.New("an output ending in / names a folder, which only a sharded run (--shard) writes a part into")
+var ErrFolderWhole = errors.New("an output ending in / names a folder, which only a sharded run (--shard i/n) writes a part into")
 
 // Output is the file a shard writes for the output name out: out itself,
 // or for a folder (out ends in "/") the part
 // out + "part-IIIII-of-NNNNN.parquet". A query on an object-store URL
-// (s3://b/dir/?region=…) stays at the end.
+// (s3://b/dir/?region=…) stays at the end. A shard of a count of 1 (0/1,
+// what a workflow run with one shard asks for) writes part 0 of 1; only
+// the zero Shard, no --shard at all, has no part to write.
 func (s Shard) Output(out string) (string, error) {
 	name, query, _ := strings.Cut(out, "?")
 	if !strings.HasSuffix(name, "/") {
 		return out, nil
 	}
-	if s.Whole() {
+	if s.Count < 1 {
 		return "", fmt.Errorf("output %q: %w", out, ErrFolderWhole)
 	}
 	name += fmt.Sprintf("part-%05d-of-%05d.parquet", s.Index, s.Count)

@@ -78,4 +78,12 @@ func TestOutput(t *testing.T) {
 	if _, err := (Shard{}).Output("runs/r1/"); !errors.Is(err, ErrFolderWhole) {
 		t.Errorf("a folder output without a shard: %v", err)
 	}
+	// A run of one shard (round.yaml's -p shards=1) writes its one part.
+	one, err := Parse("0/1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := one.Output("s3://b/r1/?region=x"); err != nil || got != "s3://b/r1/part-00000-of-00001.parquet?region=x" {
+		t.Errorf("0/1: Output = %q, %v; want the part 0 of 1", got, err)
+	}
 }

@@ -50,6 +50,13 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		return func(err error) error { return err }, nil
 	}
 	remote := fileset.Join(o.Out, o.Name)
+	// Pull takes a latest it cannot find for a run not published yet, and
+	// so would a bucket that is not there (a typo): the run would train to
+	// its end and fail only at its publish. A listing of a missing bucket
+	// fails, of an empty folder does not.
+	if _, err := fileset.ListDirs(ctx, remote); err != nil {
+		return nil, fmt.Errorf("--out %s: %w", o.Out, err)
+	}
 	cache := r.cache
 	temporary := cache == ""
 	if temporary {

@@ -159,3 +159,33 @@ func TestTemporaryOutCache(t *testing.T) {
 		t.Errorf("the unpublished step is gone after a failed upload: %v", err)
 	}
 }
+
+// --out naming a bucket the store does not have (a typo, or a bucket not
+// made yet) is an error before training, naming the URL. Before, reading
+// the run's latest there was "not found", taken for a run not published
+// yet: the whole run trained, and only its publish at the end failed, in a
+// pod whose local copy of the run then went with it.
+func TestOutToMissingBucketFailsBeforeTraining(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	dir := t.TempDir()
+	local := filepath.Join(dir, "scored")
+	md := scoredFixture(t, dir, local, "r1")
+	b, err := os.ReadFile(filepath.Join(local, "r1.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(context.Background(), s3.URL("hone", "scored/r1.parquet"), b); err != nil {
+		t.Fatal(err)
+	}
+	out := s3.URL("hnoe", "adapters")
+	var log bytes.Buffer
+	args := []string{"grpo", "--model", md, "--out", out, "--run", "cron", "--watch-dir", s3.URL("hone", "scored/"),
+		"--rank", "2", "--threads", "1", "--out-cache", filepath.Join(dir, "cache")}
+	err = cli.ExecuteCommand(context.Background(), newRootCmd(&log, &log), args)
+	if err == nil || !strings.Contains(err.Error(), "s3://hnoe/") {
+		t.Fatalf("--out to a missing bucket: %v; want an error naming it\n%s", err, log.String())
+	}
+	if strings.Contains(log.String(), "training done") {
+		t.Errorf("the run trained before the missing bucket was noticed:\n%s", log.String())
+	}
+}

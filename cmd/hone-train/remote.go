@@ -67,6 +67,11 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 	local := filepath.Join(cache, o.Name)
 	pulled, err := runfolder.Pull(ctx, remote, local, runfolder.PullOptions{})
 	if err != nil {
+		// A temporary folder holds only what was pulled, which the store
+		// still holds: it goes, or each failed call would leave one.
+		if temporary {
+			os.RemoveAll(cache)
+		}
 		return nil, err
 	}
 	if len(pulled) > 0 {

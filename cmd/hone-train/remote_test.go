@@ -189,3 +189,26 @@ func TestOutToMissingBucketFailsBeforeTraining(t *testing.T) {
 		t.Errorf("the run trained before the missing bucket was noticed:\n%s", log.String())
 	}
 }
+
+// A pull that fails before training (the store's latest names a step it
+// does not hold) leaves no temporary run folder behind: a cron job that
+// met such a store every half hour left one in $TMPDIR each time.
+func TestFailedPullLeavesNoTemporaryFolder(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // os.MkdirTemp's folder
+	s3 := fakes3d.StartTest(t, "hone")
+	if err := fileset.WriteFile(context.Background(), s3.URL("hone", "adapters/cron/latest"), []byte("step-000003\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(context.Background(), s3.URL("hone", "adapters/cron/step-000001/adapter_config.json"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	r := remoteOut{every: time.Hour}
+	o := trainer.Options{Out: s3.URL("hone", "adapters"), Name: "cron"}
+	if _, err := r.start(context.Background(), &o, slog.New(slog.DiscardHandler)); err == nil {
+		t.Fatal("the pull of a store whose latest names a missing step succeeded")
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "hone-train-out-*")); len(left) > 0 {
+		t.Errorf("left in $TMPDIR after the failed pull: %q", left)
+	}
+}

@@ -56,7 +56,9 @@
 // longer than the context's worth of the longest token is refused by its
 // length alone, and any other is tokenized only until the count passes the
 // context (format/tokenizer's Limited), so a large body costs neither the
-// time nor the memory of its tokens.
+// time nor the memory of its tokens. A request that leaves max_tokens out
+// gets the server's --max-tokens, within the context left and within what
+// the KV cache budget holds for its n choices.
 //
 // Tool calls are parsed from the output text: Hermes/Qwen
 // <tool_call>{json}</tool_call> blocks and Llama 3.1 JSON

@@ -137,7 +137,11 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 	}
 	switch {
 	case mt == nil:
-		p.MaxTokens = min(s.o.MaxTokens, room)
+		// Within the KV budget too: the default is the server's, and a
+		// default over the budget refused every request that left
+		// max_tokens out (n choices of the cap's length each). When not
+		// even one token fits, the engine's Check refuses it as too large.
+		p.MaxTokens = min(s.o.MaxTokens, room, max(s.eng.MaxTokensFit(promptLen, n), 1))
 	case *mt < 0 || (*mt == 0 && !allowZero):
 		return p, 0, badRequest(param, "%s must be at least 1, got %d", param, *mt)
 	case *mt > s.o.MaxTokens:

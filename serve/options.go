@@ -33,7 +33,7 @@ type Options struct {
 	PrefillTokens   int    // prompt tokens fed per step (chunked prefill; 0: the engine's default)
 	KVCacheBytes    int64  // KV cache budget
 	MaxAdapters     int    // steps kept loaded per run
-	MaxTokens       int    // cap (and default) of max_tokens
+	MaxTokens       int    // cap (and default, within the context and the KV budget) of max_tokens
 	MaxBodyBytes    int64  // request body cap (413 beyond)
 	RequestTimeout  time.Duration
 	DrainTimeout    time.Duration // how long shutdown waits for requests in flight
@@ -71,7 +71,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	enable.NoOptDefVal = "true"
 	fs.BoolVar(&o.DisablePrefixCaching, "no-enable-prefix-caching", false, "turn prefix caching off (the same as --enable-prefix-caching=false)")
 	fs.IntVar(&o.MaxAdapters, "max-adapters", 2, "adapter steps kept loaded per run: the one <run>/latest names and the most recently current others (addressable as <run>@<step>)")
-	fs.IntVar(&o.MaxTokens, "max-tokens", 4096, "cap and default of max_tokens / max_completion_tokens")
+	fs.IntVar(&o.MaxTokens, "max-tokens", 4096, "cap and default of max_tokens / max_completion_tokens (the default also within the context and what --kv-cache-bytes holds for the request's n choices)")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 10*time.Minute, "deadline of one request (504 beyond)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 60*time.Second, "on shutdown, how long requests in flight may finish")

@@ -332,6 +332,20 @@ func (e *Engine) Stats() Stats {
 	}
 }
 
+// MaxTokensFit is the largest max_tokens with which a request of n
+// sequences over promptLen prompt tokens fits the KV cache budget (Check's
+// bound), math.MaxInt without a budget; below 1 when not even the prompt
+// fits. The server caps a request's default max_tokens with it: a client
+// that leaves max_tokens out asked for no particular length, so it gets
+// what the budget holds rather than a refusal.
+func (e *Engine) MaxTokensFit(promptLen, n int) int {
+	if e.cache.Budget() == 0 || n < 1 {
+		return math.MaxInt
+	}
+	perSeq := e.cache.Budget() / e.cache.TokenBytes() / int64(n)
+	return int(min(perSeq-int64(promptLen), math.MaxInt32))
+}
+
 // Check reports whether r could ever run, without queueing it.
 func (e *Engine) Check(r *Request) error {
 	switch {

@@ -172,3 +172,33 @@ func TestLinearRoPEContext(t *testing.T) {
 		t.Fatalf("a 4096-token prompt: %d %q", status, msg)
 	}
 }
+
+// TestMaxTokensOverContext: a prompt that fits but leaves less room than
+// max_tokens (or max_completion_tokens) asks for is the same 400 as a
+// prompt over the context, code context_length_exceeded in vLLM's words,
+// which clients (LiteLLM's ContextWindowExceededError, say) read to shorten
+// the request; it was a 400 with no code and other words.
+func TestMaxTokensOverContext(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t), KVCacheBytes: 0}, nil) // 4096-token context
+	want := regexp.MustCompile(`^This model's maximum context length is 4096 tokens\. However, you requested (\d+) tokens \((\d+) in the (messages|prompt), (\d+) in the completion\)\. Please reduce the length of the (messages|prompt) or completion\.$`)
+	for _, c := range []struct{ path, body, param, field string }{
+		{"/v1/completions", `{"model":"tiny","prompt":[97,98,99],"max_tokens":4094}`, "max_tokens", "prompt"},
+		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":4095}`, "max_completion_tokens", "messages"},
+	} {
+		status, body := ts.post(t, c.path, c.body)
+		if status != 400 {
+			t.Fatalf("%s: status %d, want 400: %.300s", c.path, status, body)
+		}
+		msg, typ, param, code := apiErrorOf(t, body)
+		m := want.FindStringSubmatch(msg)
+		if m == nil || m[3] != c.field || m[5] != c.field || typ != "invalid_request_error" || param != c.param || code != "context_length_exceeded" {
+			t.Fatalf("%s: error %q (type %q, param %q, code %q), want vLLM's context-length message for prompt + completion", c.path, msg, typ, param, code)
+		}
+		total, _ := strconv.Atoi(m[1])
+		prompt, _ := strconv.Atoi(m[2])
+		completion, _ := strconv.Atoi(m[4])
+		if total != prompt+completion || total <= 4096 || c.path == "/v1/completions" && (prompt != 3 || completion != 4094) {
+			t.Fatalf("%s: %q: counts do not add up", c.path, msg)
+		}
+	}
+}

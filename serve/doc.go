@@ -56,7 +56,10 @@
 // longer than the context's worth of the longest token is refused by its
 // length alone, and any other is tokenized only until the count passes the
 // context (format/tokenizer's Limited), so a large body costs neither the
-// time nor the memory of its tokens. A request that leaves max_tokens out
+// time nor the memory of its tokens. A prompt that fits but leaves less
+// room than max_tokens (or max_completion_tokens) asks for is the same 400,
+// param naming that field ("…However, you requested T tokens (P in the
+// prompt, C in the completion)…"). A request that leaves max_tokens out
 // gets the server's --max-tokens, within the context left and within what
 // the KV cache budget holds for its n choices.
 //

@@ -147,7 +147,10 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 	case *mt > s.o.MaxTokens:
 		return p, 0, badRequest(param, "%s=%d is more than this server's cap of %d", param, *mt, s.o.MaxTokens)
 	case *mt > room:
-		return p, 0, badRequest(param, "%s=%d plus the %d prompt tokens exceed the model's context of %d", param, *mt, promptLen, s.maxCtx)
+		e := badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.",
+			s.maxCtx, promptLen+*mt, promptLen, promptParam, *mt, promptParam)
+		e.code = "context_length_exceeded" // as contextError: the code and words clients read to shorten the request
+		return p, 0, e
 	default:
 		p.MaxTokens = *mt
 	}

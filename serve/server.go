@@ -231,6 +231,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-t.C:
 		case <-ctx.Done():
 			err = ctx.Err()
+			// Said here, before they are failed: otherwise the process
+			// ends "interrupted" with no word that requests were cut off.
+			st := s.eng.Stats()
+			s.log.Warn("drain timed out: failing the requests still in flight (503 shutting_down)",
+				"in_flight", s.active.Load(), "running_sequences", st.Running, "queued", st.Queued, "err", err)
 		}
 	}
 	if e := s.eng.Shutdown(ctx); err == nil {

@@ -64,7 +64,9 @@ GET /v1/models, GET /health and GET /metrics are forwarded, their path
 exactly as written here; anything else, vLLM's adapter routes included, is
 404 and never reaches vLLM.
 
-Exit codes: 0 drained after SIGINT/SIGTERM, 1 failure, 2 bad usage or a
+Exit codes: 0 drained after SIGINT/SIGTERM, 130 when with --model requests
+were still in flight at --drain-timeout (they are failed with 503, and a
+warning says how many), 1 failure, 2 bad usage or a
 missing or broken model folder, one whose chat template does not compile or
 fails the load-time check (a small conversation rendered within the
 template limits) included.

@@ -91,9 +91,14 @@ func artHistories(exs []trainer.Example, w []float64) ([]trainer.Example, []floa
 	return out, ow
 }
 
-// artRowLength is the packed row length: n when given, else the longest
-// history rounded up to a multiple of 2048 (ART's default).
-func artRowLength(hs []trainer.Example, n int) int {
+// artRowLength is the packed row length: n when given, else ART's
+// default, the longest history rounded up to a multiple of 2048 and capped
+// at maxSeqLen (--max-seq-len, ART's max_seq_length; 0: no cap), as
+// LocalBackend._get_packed_tensors takes the min of the two. Uncapped, a
+// row could be up to 2047 tokens longer than ART's and hold histories ART
+// puts in the next row, a different update count. No history is longer
+// than maxSeqLen (those are left out), so the cap cuts none.
+func artRowLength(hs []trainer.Example, n, maxSeqLen int) int {
 	if n > 0 {
 		return n
 	}
@@ -101,7 +106,11 @@ func artRowLength(hs []trainer.Example, n int) int {
 	for i := range hs {
 		longest = max(longest, hs[i].Tokens())
 	}
-	return (longest + artRowMultiple - 1) / artRowMultiple * artRowMultiple
+	row := (longest + artRowMultiple - 1) / artRowMultiple * artRowMultiple
+	if maxSeqLen > 0 {
+		row = min(row, maxSeqLen)
+	}
+	return row
 }
 
 // histories counts the histories of exs that have trainable tokens: ART's

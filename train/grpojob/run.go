@@ -59,7 +59,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Loss.Level, "ratio-level", d.Level, "importance ratio: token, sequence (GSPO), average ((token+sequence)/2) or geometric_average (√(token·sequence))")
 	fs.BoolVar(&o.Loss.RatioPerHistory, "ratio-per-history", false, "take the sequence ratio over each history of a trajectory, not the whole trajectory (ART's)")
 	fs.StringVar(&o.Loss.Norm, "norm", d.Norm, "loss normalization: sequence (each trajectory weighs the same), tokens (token mean over the step, DAPO), constant (Dr. GRPO) or art (ART's: trajectories packed into rows, token mean per row, one optimizer update per row)")
-	fs.IntVar(&o.PackedSeqLen, "packed-sequence-length", 0, "--norm art: tokens per packed row (0: the longest history rounded up to a multiple of 2048, ART's default)")
+	fs.IntVar(&o.PackedSeqLen, "packed-sequence-length", 0, "--norm art: tokens per packed row (0: ART's default, the longest history rounded up to a multiple of 2048, at most --max-seq-len)")
 	fs.Float64Var(&o.Loss.NormConstant, "norm-constant", d.NormConstant, "L of --norm constant: loss = Σ token losses / (trajectories·L)")
 	fs.Float64Var(&o.Loss.Beta, "beta", 0, "weight of the k3 KL penalty to the base model (adapter off), a loss term (ART's beta to v0.5); 0: off")
 	fs.Float64Var(&o.Loss.KLPenaltyCoef, "kl-penalty-coef", 0, "--norm art: shift each token's advantage by c·(row mean of k − k_t), k_t = sg(logπ_src − logπ_base) with the adapter off; no loss term (ART's kl_penalty_coef; 0: off)")
@@ -361,7 +361,7 @@ func stepJob(gs []group, idx []int, o Options, lrScale float64) (*trainer.Job, e
 	// history its own result, packed greedily into rows, one update each.
 	w := artWeights(exs)
 	hs, hw := artHistories(exs, w)
-	rows, err := trainer.Pack(hs, artRowLength(hs, o.PackedSeqLen))
+	rows, err := trainer.Pack(hs, artRowLength(hs, o.PackedSeqLen, o.MaxSeqLen))
 	if err != nil {
 		return nil, err
 	}

@@ -146,7 +146,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.Float64Var(&o.WeightDecay, "weight-decay", 0.1, "AdamW decoupled weight decay (ART: 0.1)")
 	fs.Float64Var(&o.MaxGradNorm, "max-grad-norm", 0.1, "clip the global gradient norm to this (ART: 0.1; ≤ 0: off)")
 	fs.IntVar(&o.TokenBudget, "token-budget", 8192, "tokens per micro-batch; gradients accumulate over a step's micro-batches (a trajectory with more tokens is a micro-batch of its own, warned once)")
-	fs.IntVar(&o.MaxSeqLen, "max-seq-len", 0, "leave out, with one warning naming the first rows, trajectories with a sequence of more tokens than this, as ART drops rows over its max_seq_length (0: none left out, and a sequence past the model's context, max_position_embeddings, is refused)")
+	fs.IntVar(&o.MaxSeqLen, "max-seq-len", 0, "leave out, with one warning naming the first rows, trajectories with a sequence of more tokens than this, as ART's SFT drops rows over its max_seq_length (its RL truncates them instead) (0: none left out, and a sequence past the model's context, max_position_embeddings, is refused)")
 	fs.BoolVar(&o.Checkpointing, "gradient-checkpointing", false, "recompute block activations in backward (less memory)")
 	fs.BoolVar(&o.BF16GateUp, "bf16-gate-up", false, "with --device cuda --compute bf16, hold the MLP's gate and up activations as bfloat16, as PyTorch's bf16 autocast does: half their memory (17 GB at 8192 tokens on a 7B), less traffic, logprob error about autocast's; no effect elsewhere")
 	fs.IntVar(&o.Steps, "steps", 0, "steps to train on the inputs (0: --epochs over them), counted from the run's start or, for grpo, from the start of the inputs' session")

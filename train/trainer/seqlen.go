@@ -20,7 +20,8 @@ type Lengths struct {
 	// Max is the most tokens of one sequence (for the model's context,
 	// through its last trained token: length); Drop says what happens to
 	// a trajectory with a longer one: left out with one warning (the run
-	// gave --max-seq-len, as ART drops over-long rows), or refused as bad
+	// gave --max-seq-len, as ART's SFT drops over-long rows; its RL
+	// truncates them, which Hone does not), or refused as bad
 	// input (the model's context). What names Max in messages.
 	Max  int
 	Drop bool

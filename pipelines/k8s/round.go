@@ -14,6 +14,7 @@
 package k8s
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -240,7 +241,9 @@ const stepGrace = 30 * time.Second
 // stops its pod: SIGTERM to all of it, the sh -c and what that started
 // (dash runs a command line's last command as a child, not by exec), and
 // SIGKILL to what is left after stepGrace. Killing the sh alone left the
-// hone command running, orphaned, and Run waiting for it to end.
+// hone command running, orphaned, and Run waiting for it to end. The step
+// is started through the context's procgroup.Set, so that a command
+// exiting at once (runlocal's second Ctrl-C) kills its group too.
 func runStep(ctx context.Context, argv, env []string) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("no command")
@@ -250,11 +253,21 @@ func runStep(ctx context.Context, argv, env []string) ([]byte, error) {
 	procgroup.Own(cmd)
 	cmd.Cancel = func() error { return procgroup.Terminate(cmd) }
 	cmd.WaitDelay = stepGrace
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil && cmd.Process != nil {
+	// One writer for both: os/exec then writes to it from one goroutine
+	// at a time, as CombinedOutput does.
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	set := procgroup.SetFrom(ctx)
+	if err := set.Start(cmd, cmd.Start); err != nil {
+		return nil, err
+	}
+	err := cmd.Wait()
+	if ctx.Err() != nil {
 		err = errors.Join(err, procgroup.Kill(cmd)) // what outlived the grace period
 	}
-	return out, err
+	set.Forget(cmd)
+	return out.Bytes(), err
 }
 
 // fill replaces the {{…}} references of s; one it cannot fill is an error.

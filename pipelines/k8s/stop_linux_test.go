@@ -3,8 +3,11 @@
 package k8s
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hone-rl/hone/internal/gobuild"
 	"github.com/hone-rl/hone/internal/waitfor"
 )
 
@@ -83,4 +87,82 @@ func running(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')') // after the command name, which may hold spaces
 	return i < 0 || !strings.HasPrefix(s[i:], ") Z")
+}
+
+// TestSecondInterruptStopsSteps: a second Ctrl-C to runlocal exits at once
+// and still stops the steps it started. They run in process groups of
+// their own, which the terminal's Ctrl-C does not reach; this step ignores
+// the SIGTERM the first Ctrl-C sends it, and ran on after runlocal exited
+// (or runlocal, deaf to the second Ctrl-C, waited out the grace period).
+func TestSecondInterruptStopsSteps(t *testing.T) {
+	dir := t.TempDir()
+	if err := gobuild.Commands(context.Background(), dir, "./runlocal"); err != nil {
+		t.Fatal(err)
+	}
+	wf := filepath.Join(dir, "wf.yaml")
+	pidFile := filepath.Join(dir, "pid")
+	doc := `apiVersion: argoproj.io/v1alpha1
+kind: WorkflowTemplate
+metadata:
+  name: stop
+spec:
+  entrypoint: step
+  templates:
+    - name: step
+      container:
+        command: [sh, -c]
+        args: ["trap '' INT TERM; echo $$ > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + ` && exec sleep 600"]
+`
+	if err := os.WriteFile(wf, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "runlocal"), "-f", wf)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var pid int
+	waitfor.Until(t, 30*time.Second, "the step started", func() bool {
+		b, err := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	})
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) }) // nothing left behind the test
+	// The second signal goes once the first was taken (two at once may
+	// arrive as one).
+	cmd.Process.Signal(syscall.SIGINT)
+	lines := bufio.NewScanner(stderr)
+	var said []string
+	for lines.Scan() {
+		said = append(said, lines.Text())
+		if strings.Contains(lines.Text(), "stopping") {
+			break
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	exited := make(chan error, 1)
+	go func() {
+		for lines.Scan() {
+			said = append(said, lines.Text())
+		}
+		exited <- cmd.Wait()
+	}()
+	select {
+	case err = <-exited:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("runlocal still ran 10 s after the second Ctrl-C: %q", said)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130: %q", err, said)
+	}
+	if !waitfor.Within(10*time.Second, func() bool { return !running(pid) }) {
+		t.Fatalf("the step %d still runs after runlocal exited: %q", pid, said)
+	}
 }

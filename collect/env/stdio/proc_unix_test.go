@@ -105,3 +105,49 @@ echo $$ > pid.tmp && mv pid.tmp pid
 		t.Fatalf("got %v, want that it exited, with its status", err)
 	}
 }
+
+// A wrapper that exits as soon as its stdin closes, leaving a child it
+// started in the background, has that child stopped at the episode's end
+// too: its process group is killed whether or not the wrapper itself
+// exited in time. Only a wrapper still running after 500 ms had its group
+// killed; this child slept on.
+func TestExitedWrapperChildKilled(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	wrapper := filepath.Join(dir, "env.sh")
+	// The child's stdio goes elsewhere, so that nothing but the group
+	// kill stops it: Wait does not wait for it to close the pipes.
+	os.WriteFile(wrapper, []byte(`read line
+case "$line" in *hello*) echo '{"name":"w"}'; exit 0 ;; esac
+sh -c 'echo $$ > child.pid.tmp && mv child.pid.tmp child.pid && exec sleep 1000' </dev/null >/dev/null 2>&1 &
+echo '{"messages":[{"role":"user","content":"go"}]}'
+read line
+`), 0o644)
+	ctx := context.Background()
+	e, err := stdio.New(ctx, []string{"sh", wrapper}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ep.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	waitfor.Until(t, 10*time.Second, "the child to write its pid", func() bool {
+		b, err := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
+		return err == nil && pid > 0
+	})
+	t.Cleanup(func() {
+		if !envtest.Gone(pid) {
+			syscall.Kill(pid, syscall.SIGKILL) // do not leave it behind the test
+		}
+	})
+	ep.Close()
+	if !waitfor.Within(10*time.Second, func() bool { return envtest.Gone(pid) }) {
+		t.Fatalf("the child %d of the wrapper, which exited, still runs after the episode closed", pid)
+	}
+}

@@ -452,23 +452,14 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 	}
 }
 
-// close ends the process: stdin closed, then, if it lingers, killed with
-// everything it started in its process group (on Unix).
+// close ends the process: stdin closed, then, once it exited or after
+// 500 ms, its process group (on Unix) killed, so that what a wrapper
+// started does not outlive it.
 func (p *proc) close() error {
 	p.once.Do(func() {
 		close(p.done)
 		p.stdin.Close()
-		exited := make(chan error, 1)
-		go func() { exited <- p.cmd.Wait() }()
-		select {
-		case p.err = <-exited:
-		case <-time.After(500 * time.Millisecond):
-			// The group's id is the program's pid, which no new
-			// process gets while any member of the group lives: the
-			// signal reaches this program's processes only.
-			procgroup.Kill(p.cmd)
-			p.err = <-exited
-		}
+		p.err = procgroup.Stop(p.cmd, 500*time.Millisecond)
 		p.group.Forget(p.cmd)
 	})
 	return nil

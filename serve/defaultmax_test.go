@@ -58,3 +58,48 @@ func TestDefaultMaxTokensFitsKVBudget(t *testing.T) {
 		t.Fatalf("explicit max_tokens over the budget: %d %.300s", status, body)
 	}
 }
+
+// TestMaxTokensOverKVBudgetNamesParam: an explicit max_tokens (or
+// max_completion_tokens) over the KV cache budget is a 400 naming that
+// field, or n when it is the n choices that do not fit, in the words of
+// the API with its numbers; it was param null and the engine's words
+// ("engine: request does not fit: …").
+func TestMaxTokensOverKVBudgetNamesParam(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t), KVCacheBytes: 100 * 256}, nil)
+	for _, c := range []struct {
+		path, body, param string
+		says              []string
+	}{
+		{"/v1/completions", `{"model":"tiny","prompt":[97,98],"max_tokens":99}`, "max_tokens",
+			[]string{"max_tokens=99", "2 prompt tokens", "100 tokens", "At most 98"}},
+		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":99}`, "max_completion_tokens",
+			[]string{"max_completion_tokens=99", "100 tokens"}},
+		{"/v1/completions", `{"model":"tiny","prompt":[97,98],"n":3,"max_tokens":40}`, "n",
+			[]string{"n=3", "max_tokens=40", "100 tokens", "At most 2"}},
+	} {
+		status, body := ts.post(t, c.path, c.body)
+		var resp struct {
+			Error struct {
+				Message string  `json:"message"`
+				Type    string  `json:"type"`
+				Param   *string `json:"param"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &resp); err != nil {
+			t.Fatalf("%s: %v: %s", c.body, err, body)
+		}
+		e := resp.Error
+		if status != 400 || e.Param == nil || *e.Param != c.param || e.Type != "invalid_request_error" {
+			t.Errorf("%s: %d %s; want 400, invalid_request_error, param %q", c.body, status, body, c.param)
+			continue
+		}
+		if strings.Contains(e.Message, "engine") || !strings.Contains(e.Message, "KV cache") {
+			t.Errorf("%s: message %q reads as the engine's, not the API's", c.body, e.Message)
+		}
+		for _, w := range c.says {
+			if !strings.Contains(e.Message, w) {
+				t.Errorf("%s: message %q does not say %q", c.body, e.Message, w)
+			}
+		}
+	}
+}

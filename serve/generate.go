@@ -151,10 +151,28 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 			s.maxCtx, promptLen+*mt, promptLen, promptParam, *mt, promptParam)
 		e.code = "context_length_exceeded" // as contextError: the code and words clients read to shorten the request
 		return p, 0, e
+	case *mt > s.eng.MaxTokensFit(promptLen, n):
+		return p, 0, s.kvBudgetError(param, *mt, promptLen, n)
 	default:
 		p.MaxTokens = *mt
 	}
 	return p, n, nil
+}
+
+// kvBudgetError is the 400 for an explicit max_tokens whose n choices do
+// not fit the KV cache budget. It names n when one choice would fit, the
+// max_tokens field (param) otherwise, with how many would fit: refused
+// here rather than by the engine's Check, so that the 400 names the field
+// to change, in the API's words.
+func (s *Server) kvBudgetError(param string, maxTokens, promptLen, n int) error {
+	holds := s.eng.MaxTokensFit(0, 1) // the budget, in tokens
+	need := int64(n) * int64(promptLen+maxTokens)
+	if n > 1 && maxTokens <= s.eng.MaxTokensFit(promptLen, 1) {
+		return badRequest("n", "n=%d choices of %d prompt tokens + %s=%d need %d tokens of KV cache; this server's KV cache holds %d tokens. At most %d choices fit; lower n or %s.",
+			n, promptLen, param, maxTokens, need, holds, holds/(promptLen+maxTokens), param)
+	}
+	return badRequest(param, "%s=%d with n=%d and %d prompt tokens needs %d tokens of KV cache; this server's KV cache holds %d tokens. At most %d fit this prompt at n=%d; lower %s.",
+		param, maxTokens, n, promptLen, need, holds, max(s.eng.MaxTokensFit(promptLen, n), 0), n, param)
 }
 
 // encodePrompt tokenizes a prompt's text, giving up as soon as it cannot

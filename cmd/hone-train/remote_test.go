@@ -182,7 +182,7 @@ func TestOutToMissingBucketFailsBeforeTraining(t *testing.T) {
 	args := []string{"grpo", "--model", md, "--out", out, "--run", "cron", "--watch-dir", s3.URL("hone", "scored/"),
 		"--rank", "2", "--threads", "1", "--out-cache", filepath.Join(dir, "cache")}
 	err = cli.ExecuteCommand(context.Background(), newRootCmd(&log, &log), args)
-	if err == nil || !strings.Contains(err.Error(), "s3://hnoe/") {
+	if err == nil || !strings.Contains(err.Error(), "the bucket s3://hnoe/ does not exist") {
 		t.Fatalf("--out to a missing bucket: %v; want an error naming it\n%s", err, log.String())
 	}
 	if strings.Contains(log.String(), "training done") {

@@ -152,6 +152,32 @@ func blobErr(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
+// noBucketError is a listing's NotFound: a listing of a folder that holds
+// nothing succeeds, so one not found means that the bucket is not there.
+type noBucketError struct {
+	bucket string // as the URL names it: s3://BUCKET/
+	err    error  // the store's
+}
+
+func (e *noBucketError) Error() string {
+	return fmt.Sprintf("the bucket %s does not exist (%v)", e.bucket, e.err)
+}
+
+func (e *noBucketError) Unwrap() error { return e.err }
+
+// Is makes it match ErrNoBucket and fs.ErrNotExist.
+func (e *noBucketError) Is(target error) bool {
+	return target == ErrNoBucket || target == fs.ErrNotExist
+}
+
+// listErr is blobErr for the error of a listing in n's bucket.
+func listErr(name string, n blobName, err error) error {
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return fmt.Errorf("%s: %w", name, &noBucketError{bucket: n.prefix, err: err})
+	}
+	return blobErr(name, err)
+}
+
 func (s blobStore) Stat(ctx context.Context, name string) (bool, error) {
 	n, b, release, err := s.openBlob(ctx, name)
 	if err != nil {
@@ -175,7 +201,7 @@ func (s blobStore) Stat(ctx context.Context, name string) (bool, error) {
 	}
 	objs, _, err := b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: dir, Delimiter: "/"})
 	if err != nil {
-		return false, blobErr(name, err)
+		return false, listErr(name, n, err)
 	}
 	if len(objs) == 0 && dir != "" {
 		return false, blobErr(name, fmt.Errorf("no object or folder of that name: %w", fs.ErrNotExist))
@@ -219,7 +245,7 @@ func (n blobName) list(ctx context.Context, b *blob.Bucket, name, dir string) ([
 			break
 		}
 		if err != nil {
-			return nil, blobErr(name, err)
+			return nil, listErr(name, n, err)
 		}
 		if !obj.IsDir && !strings.HasSuffix(obj.Key, "/") {
 			keys = append(keys, obj.Key)
@@ -632,7 +658,7 @@ func (s blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
 			break
 		}
 		if err != nil {
-			return nil, blobErr(dir, err)
+			return nil, listErr(dir, n, err)
 		}
 		if obj.IsDir {
 			names = append(names, n.name(strings.TrimSuffix(obj.Key, "/")))
@@ -678,7 +704,7 @@ func (s blobStore) removeAll(ctx context.Context, dir string) error {
 			break
 		}
 		if err != nil {
-			return blobErr(dir, err)
+			return listErr(dir, n, err)
 		}
 		if !obj.IsDir {
 			keys = append(keys, obj.Key)

@@ -871,3 +871,32 @@ func TestS3PoolSharesABucket(t *testing.T) {
 		t.Fatalf("read after Close: %q, %v", b, err)
 	}
 }
+
+// An input in a bucket the store does not have (a typo, a bucket not made
+// yet) says that the bucket does not exist, naming it; it said only "no
+// such file or directory", as for a missing object in a bucket that is
+// there. A listing (ListDirs, List) says so too. It is still a bad
+// argument and not-exist.
+func TestS3MissingBucketNamed(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	for _, name := range []string{s3.url("nobkt", "x.parquet"), s3.url("nobkt", "d/")} {
+		_, err := Resolve(ctx, []string{name}, Options{})
+		if err == nil || !strings.Contains(err.Error(), "bucket s3://nobkt/ does not exist") || !strings.Contains(err.Error(), name) {
+			t.Errorf("Resolve(%s): %v; want that the bucket s3://nobkt/ does not exist, naming the input", name, err)
+		}
+		if !errors.Is(err, ErrBadArgument) || !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, ErrNoBucket) {
+			t.Errorf("Resolve(%s): %v does not match ErrBadArgument, fs.ErrNotExist and ErrNoBucket", name, err)
+		}
+	}
+	if _, err := ListDirs(ctx, s3.url("nobkt", "runs")); !errors.Is(err, ErrNoBucket) || !strings.Contains(err.Error(), "bucket s3://nobkt/ does not exist") {
+		t.Errorf("ListDirs in a missing bucket: %v", err)
+	}
+	if _, err := List(ctx, s3.url("nobkt", "runs"), ".parquet"); !errors.Is(err, ErrNoBucket) {
+		t.Errorf("List in a missing bucket: %v", err)
+	}
+	// A missing object in a bucket that is there is no missing bucket.
+	if _, err := Resolve(ctx, []string{s3.url("bkt", "x.parquet")}, Options{}); !errors.Is(err, fs.ErrNotExist) && !strings.Contains(err.Error(), "no such file") || errors.Is(err, ErrNoBucket) {
+		t.Errorf("a missing object in a bucket that exists: %v", err)
+	}
+}

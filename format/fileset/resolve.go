@@ -329,6 +329,12 @@ func expand(ctx context.Context, c *buckets, arg, ext string) ([]string, error) 
 		return []string{arg}, nil // a name that exists is taken literally, glob characters and all
 	case errors.Is(err, ErrBadArgument):
 		return nil, err
+	case errors.Is(err, ErrNoBucket):
+		// Said as such: "no such file or directory" sent the user
+		// looking for the object in a bucket that is not there.
+		var nb *noBucketError
+		errors.As(err, &nb)
+		return nil, &ArgError{Arg: arg, Err: nb}
 	case errors.Is(err, fs.ErrNotExist) && hasMeta(pathPart(arg)):
 		return glob(ctx, st, arg)
 	case errors.Is(err, fs.ErrNotExist):

@@ -318,6 +318,11 @@ func openIn(ctx context.Context, c *buckets, name string) (*File, error) {
 // directory without input files, "-" twice, an unknown URL scheme.
 var ErrBadArgument = errors.New("bad input or output argument")
 
+// ErrNoBucket is matched (errors.Is) by the error of a URL whose bucket
+// the store does not have (a typo, a bucket not made yet); so is
+// fs.ErrNotExist.
+var ErrNoBucket = errors.New("no such bucket")
+
 // ArgError is the type of the errors that blame an argument. Its text
 // names the argument.
 type ArgError struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/pflag"
 )
@@ -65,8 +66,20 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		}
 	}
 	local := filepath.Join(cache, o.Name)
+	// The run's lock is taken before the pull, as a local run takes it
+	// before it writes: with a shared --out-cache a second call pulled
+	// into the live folder of a call still training, and found the lock
+	// held only after. It is held until the last publish is done.
+	unlock, err := (&checkpoint.Run{Dir: local}).Lock()
+	if err != nil {
+		if temporary {
+			os.RemoveAll(cache)
+		}
+		return nil, err
+	}
 	pulled, err := runfolder.Pull(ctx, remote, local, runfolder.PullOptions{})
 	if err != nil {
+		unlock()
 		// A temporary folder holds only what was pulled, which the store
 		// still holds: it goes, or each failed call would leave one.
 		if temporary {
@@ -74,6 +87,7 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		}
 		return nil, err
 	}
+	o.RunLocked = true
 	if len(pulled) > 0 {
 		log.Info("pulled the published run", "from", remote, "to", local, "steps", pulled)
 	}
@@ -104,6 +118,7 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 		}
 	}()
 	return func(runErr error) error {
+		defer unlock()
 		stop()
 		wg.Wait()
 		// What was saved is published even after a failed or interrupted

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/fakes3d"
+	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/trainer"
 )
 
@@ -210,5 +212,72 @@ func TestFailedPullLeavesNoTemporaryFolder(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "hone-train-out-*")); len(left) > 0 {
 		t.Errorf("left in $TMPDIR after the failed pull: %q", left)
+	}
+}
+
+// TestSharedOutCacheLockedBeforePull: with one --out-cache shared by two
+// calls, a call whose run another call holds (training, its lock taken)
+// fails with ErrLocked, as a local run does, before it pulls anything: it
+// pulled the store's steps into the first call's live folder, replacing
+// its step folders while it trained, and only then found the lock held.
+// Once a call finished, its lock is released for the next.
+func TestSharedOutCacheLockedBeforePull(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	cache := t.TempDir()
+	start := func() (*trainer.Options, func(error) error, error) {
+		r := remoteOut{every: time.Hour, cache: cache}
+		o := &trainer.Options{Out: s3.URL("hone", "adapters"), Name: "cron"}
+		finish, err := r.start(context.Background(), o, slog.New(slog.DiscardHandler))
+		return o, finish, err
+	}
+	live := filepath.Join(cache, "cron")
+	write := func(text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(live, "step-000001"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, text := range map[string]string{"step-000001/adapter_config.json": text, "latest": "step-000001\n"} {
+			if err := os.WriteFile(filepath.Join(live, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A first call publishes step 1.
+	_, finish, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(`{"published":1}`)
+	if err := finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	// A call trains in the shared folder, holding the run's lock (as the
+	// trainer's Setup takes it), saving a step 1 of its own that latest
+	// does not name yet.
+	unlock, err := (&checkpoint.Run{Dir: live}).Lock()
+	if err != nil {
+		t.Fatalf("the finished call left the run locked: %v", err)
+	}
+	write(`{"live":1}`)
+	if err := os.Remove(filepath.Join(live, "latest")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = start()
+	if !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("a second call into a run held by a live call: %v; want ErrLocked", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(live, "step-000001", "adapter_config.json")); string(b) != `{"live":1}` {
+		t.Errorf("the live call's step 1 reads %q after the second call: it pulled into the live folder", b)
+	}
+	unlock()
+	o, finish, err := start()
+	if err != nil {
+		t.Fatalf("after the live call ended: %v", err)
+	}
+	if !o.RunLocked {
+		t.Error("the call holds the run's lock but does not tell the trainer so")
+	}
+	if err := finish(nil); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -31,7 +31,13 @@ type Options struct {
 	// in while Out names an object-store folder they are published to
 	// (hone-train --out-cache): the saved config keeps Out, so a run
 	// resumed from another cache matches.
-	OutLocal    string   `json:"-"`
+	OutLocal string `json:"-"`
+	// RunLocked says that the caller holds the run folder's lock
+	// (checkpoint.Run.Lock) for the whole job, so LoadBase and Setup do
+	// not take it again (a second flock of the file would fail): hone-train
+	// with --out s3://… takes it before pulling into the folder, and keeps
+	// it until the last publish.
+	RunLocked   bool     `json:"-"`
 	Name        string   `json:"run"`
 	Resume      bool     `json:"-"`
 	InitAdapter string   `json:"init_adapter,omitempty"`
@@ -313,8 +319,11 @@ type Base struct {
 // another process holds fails first, with ErrLocked, loading nothing
 // (checkpoint.Run.CheckUnlocked).
 func LoadBase(be kernels.Backend, o *Options) (*Base, error) {
-	if err := (&checkpoint.Run{Dir: o.RunDir()}).CheckUnlocked(); err != nil {
-		return nil, err
+	// A lock the caller holds (o.RunLocked) would read as another's.
+	if !o.RunLocked {
+		if err := (&checkpoint.Run{Dir: o.RunDir()}).CheckUnlocked(); err != nil {
+			return nil, err
+		}
 	}
 	f, err := modelfolder.Open(o.Model, modelfolder.All)
 	if err != nil {
@@ -423,6 +432,15 @@ func repairEval(run *checkpoint.Run, last int, log *slog.Logger) error {
 	return nil
 }
 
+// lockRun takes run's lock, unless the caller holds it (o.RunLocked), who
+// then releases it too.
+func lockRun(run *checkpoint.Run, o *Options) (unlock func(), err error) {
+	if o.RunLocked {
+		return func() {}, nil
+	}
+	return run.Lock()
+}
+
 // Setup takes the run folder's lock over base and either restores the
 // run's latest step (resume must be true when the run folder has one;
 // config, the job's options, must then equal the saved config but for
@@ -444,7 +462,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 			}
 		}
 	}
-	unlock, err := run.Lock()
+	unlock, err := lockRun(run, o)
 	if err != nil {
 		return nil, err
 	}

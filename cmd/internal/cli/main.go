@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/pprof"
-	"sync"
-	"syscall"
 
 	"github.com/hone-rl/hone/internal/procgroup"
 	"github.com/hone-rl/hone/internal/stageerr"
@@ -91,40 +88,5 @@ func profiled(path string, fn func(ctx context.Context) error) func(ctx context.
 // notice, if not nil, receives one line per signal. stop releases the
 // signal handler and cancels the context.
 func SignalContext(parent context.Context, notice io.Writer) (ctx context.Context, stop func()) {
-	progs := procgroup.NewSet()
-	ctx, cancel := context.WithCancelCause(procgroup.WithSet(parent, progs))
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case sig := <-ch:
-			if notice != nil {
-				fmt.Fprintf(notice, "received %v: stopping (send it again to exit at once)\n", sig)
-			}
-			cancel(stageerr.ErrInterrupted)
-		case <-done:
-			return
-		}
-		select {
-		case sig := <-ch:
-			if notice != nil {
-				fmt.Fprintf(notice, "received %v again: exiting without clean-up\n", sig)
-			}
-			if err := progs.KillAll(); err != nil && notice != nil {
-				fmt.Fprintf(notice, "stopping the programs started: %v\n", err)
-			}
-			os.Exit(ExitInterrupted)
-		case <-done:
-		}
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			signal.Stop(ch)
-			close(done)
-			cancel(context.Canceled)
-		})
-	}
-	return ctx, stop
+	return procgroup.SignalContext(parent, notice, stageerr.ErrInterrupted, ExitInterrupted)
 }

@@ -14,11 +14,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 
 	"github.com/hone-rl/hone/internal/procgroup"
 	"github.com/hone-rl/hone/pipelines/k8s"
@@ -42,7 +39,9 @@ func main() {
 	ps := params{}
 	flag.Var(ps, "p", "parameter NAME=VALUE (repeatable)")
 	flag.Parse()
-	ctx, stop := signalContext(context.Background())
+	// The first Ctrl-C (or SIGTERM) stops the steps as Kubernetes stops a
+	// pod; a second kills their process groups and exits at once.
+	ctx, stop := procgroup.SignalContext(context.Background(), os.Stderr, context.Canceled, exitInterrupted)
 	defer stop()
 	if err := run(ctx, *file, *bin, ps); err != nil {
 		fmt.Fprintln(os.Stderr, "runlocal:", err)
@@ -53,48 +52,6 @@ func main() {
 // exitInterrupted is the exit code of a second Ctrl-C: 128 + SIGINT, as
 // the hone commands exit.
 const exitInterrupted = 130
-
-// signalContext returns a context cancelled on the first SIGINT or
-// SIGTERM, which stops the steps as Kubernetes stops a pod (SIGTERM, then
-// SIGKILL after the grace period). A second signal exits at once, for the
-// user whose steps do not stop; the steps run in process groups of their
-// own, which the terminal's Ctrl-C does not reach, so the context's
-// procgroup.Set kills them first, or they would run on, orphaned. stop
-// releases the handler and cancels the context.
-func signalContext(parent context.Context) (ctx context.Context, stop func()) {
-	steps := procgroup.NewSet()
-	ctx, cancel := context.WithCancel(procgroup.WithSet(parent, steps))
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case sig := <-ch:
-			fmt.Fprintf(os.Stderr, "runlocal: received %v: stopping the steps (send it again to exit at once)\n", sig)
-			cancel()
-		case <-done:
-			return
-		}
-		select {
-		case sig := <-ch:
-			fmt.Fprintf(os.Stderr, "runlocal: received %v again: killing the steps and exiting\n", sig)
-			if err := steps.KillAll(); err != nil {
-				fmt.Fprintf(os.Stderr, "runlocal: killing the steps: %v\n", err)
-			}
-			os.Exit(exitInterrupted)
-		case <-done:
-		}
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			signal.Stop(ch)
-			close(done)
-			cancel()
-		})
-	}
-	return ctx, stop
-}
 
 func run(ctx context.Context, file, bin string, ps params) error {
 	r, err := k8s.Load(file)

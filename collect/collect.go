@@ -84,7 +84,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "episodes in flight at once")
 	fs.IntVar(&o.MaxTurns, "max-turns", 32, "assistant turns per episode before it is cut off (0 = no limit)")
 	fs.DurationVar(&o.Timeout, "episode-timeout", 5*time.Minute, "wall time per episode (0 = none)")
-	fs.DurationVar(&o.StartTimeout, "start-timeout", DefaultStartTimeout, "wall time for an environment to start (a stdio program's hello, an MCP server's initialize and tool list, building the inbox)")
+	flagval.PositiveDuration(fs, &o.StartTimeout, "start-timeout", DefaultStartTimeout, "wall time for an environment to start (a stdio program's hello, an MCP server's initialize and tool list, building the inbox)")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")
 	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids")
 	fs.StringVar(&o.Policy, "policy", "model", "who plays: model, or scripted[:NAME] (the environment's scripted policy, no model calls)")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/collect"
@@ -244,15 +245,16 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVarP(&output, "output", "o", "", "output JSON lines file (default stdout)")
 	// The bound --env mcp has: a server that never answers initialize or
 	// its listings fails instead of hanging the command.
-	startTimeout := fs.Duration("start-timeout", collect.DefaultStartTimeout, "wall time for the MCP server to start and list its tools and resources")
+	var startTimeout time.Duration
+	flagval.PositiveDuration(fs, &startTimeout, "start-timeout", collect.DefaultStartTimeout, "wall time for the MCP server to start and list its tools and resources")
 	if help, err := cli.ParseFlags(fs, args); help || err != nil {
 		return err
 	}
 	if o.Model.Model == "" || (mcpCmd == "") == (mcpURL == "") {
 		return cli.Usagef("scenarios needs --model and one of --mcp-cmd or --mcp-url")
 	}
-	if o.N <= 0 || o.Calls <= 0 || o.Model.MaxTokens <= 0 || *startTimeout <= 0 {
-		return cli.Usagef("-n, --calls, --max-tokens and --start-timeout must be positive")
+	if o.N <= 0 || o.Calls <= 0 || o.Model.MaxTokens <= 0 {
+		return cli.Usagef("-n, --calls and --max-tokens must be positive")
 	}
 	modelFromEnv(&o.Model)
 	// Checked before the MCP server starts, as collect.Run checks it
@@ -266,7 +268,7 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return cli.Usage(err)
 	}
-	err = collect.StartWithin(ctx, *startTimeout, func(ctx context.Context) error {
+	err = collect.StartWithin(ctx, startTimeout, func(ctx context.Context) error {
 		m, err := mcpenv.Open(ctx, mcpenv.Options{Command: argv, URL: mcpURL})
 		if err != nil {
 			return err

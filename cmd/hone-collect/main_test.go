@@ -179,6 +179,26 @@ func TestScriptedAndUsage(t *testing.T) {
 	}
 }
 
+// TestStartTimeoutMustBePositive: --start-timeout 0 is refused, naming the
+// flag, by a run as by scenarios. A run took 0 for the default minute,
+// while its neighbour --episode-timeout reads 0 as no limit and scenarios
+// refused it: a user asking for no bound got one without a word.
+func TestStartTimeoutMustBePositive(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o.parquet")
+	for _, args := range [][]string{
+		{"--env", "guess", "--groups", "1", "--policy", "scripted", "--start-timeout", "0", "-o", out},
+		{"--env", "guess", "--groups", "1", "--policy", "scripted", "--start-timeout=-1s", "-o", out},
+		{"scenarios", "--model", "m", "--mcp-url", "http://127.0.0.1:1/mcp", "--start-timeout", "0", "-o", out},
+	} {
+		if r := collectBin(t, args...); r.code != 2 || !strings.Contains(r.stderr, "--start-timeout") {
+			t.Errorf("%v: exit %d, want 2 naming --start-timeout: %s", args, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused run wrote %s (%v)", out, err)
+	}
+}
+
 // A scenario file that is not one is bad input: exit 2, naming the file,
 // without sending the user to --help (the flags were right).
 func TestBadScenarioFile(t *testing.T) {

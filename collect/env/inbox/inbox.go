@@ -124,7 +124,10 @@ const appID = 0x486f6e49
 // replaceable refuses an existing file at path that is not an inbox
 // database Hone built, read from the SQLite header (the magic string,
 // then the application_id at offset 68, big-endian) rather than by
-// opening it as a database, which would write to it.
+// opening it as a database, which would write to it. The error says what
+// the file is: a folder, an SQLite database without the mark (which the
+// inbox databases of a Hone from before the mark are too: the user may
+// remove those), or some other file.
 func replaceable(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -134,12 +137,18 @@ func replaceable(path string) error {
 		return fmt.Errorf("inbox: db=%s: %w", path, err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return fmt.Errorf("inbox: db=%s is a folder; name a file", path)
+	}
 	var h [72]byte
 	_, err = io.ReadFull(f, h[:])
-	if err == nil && string(h[:16]) == "SQLite format 3\x00" && binary.BigEndian.Uint32(h[68:]) == appID {
-		return nil
+	switch {
+	case err != nil || string(h[:16]) != "SQLite format 3\x00":
+		return fmt.Errorf("inbox: db=%s exists and is not an SQLite database; it is left as it is: remove it or name another path", path)
+	case binary.BigEndian.Uint32(h[68:]) != appID:
+		return fmt.Errorf("inbox: db=%s is an SQLite database without the mark of the inbox databases Hone builds (application_id %#x); it is left as it is, since it may be your own: remove it if it is an inbox database of an earlier Hone, which had no mark, or name another path", path, appID)
 	}
-	return fmt.Errorf("inbox: db=%s exists and is not an inbox database Hone built; it is left as it is: remove it or name another path", path)
+	return nil
 }
 
 // build writes the inbox into a new database at path.

@@ -3,7 +3,9 @@ package inbox_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -242,5 +244,38 @@ func TestDBPathKeepsOtherFiles(t *testing.T) {
 			got = append(got, n.Name())
 		}
 		t.Errorf("files left %q, want only mine.db and inbox.db", got)
+	}
+}
+
+// TestDBPathRefusalSaysWhy: db=PATH naming an inbox database an earlier
+// Hone built (before the databases carried their mark) is refused and left
+// as it is, like any database without the mark, but the error says that an
+// old inbox is one of those and may be removed; it said the file was not an
+// inbox database Hone built, which it was. A folder is named as one.
+func TestDBPathRefusalSaysWhy(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.db")
+	db, err := sql.Open("sqlite", old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The table the inbox databases were built with, without the mark.
+	_, err = db.ExecContext(ctx, `CREATE VIRTUAL TABLE emails USING fts5(
+		id UNINDEXED, thread UNINDEXED, sender, recipient, date UNINDEXED, subject, body)`)
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(old)
+	_, err = inbox.Open(ctx, 1, old)
+	if err == nil || !strings.Contains(err.Error(), old) || !strings.Contains(err.Error(), "an inbox database of an earlier Hone") {
+		t.Errorf("Open on an old inbox database: %v; want it refused, saying an earlier Hone's inbox database lacks the mark", err)
+	}
+	if got, _ := os.ReadFile(old); !bytes.Equal(got, want) {
+		t.Errorf("the old database was changed")
+	}
+	_, err = inbox.Open(ctx, 1, dir)
+	if err == nil || !strings.Contains(err.Error(), "is a folder") {
+		t.Errorf("Open on a folder: %v; want it refused as a folder", err)
 	}
 }

@@ -202,3 +202,26 @@ console.log(JSON.stringify({ema: r.ema([1, 2, 3, 10], 0.5), raw: r.ema([1, 2], 0
 		t.Errorf("mapX %v, NaN for a missing axis: %v", got.MapX, got.NaN)
 	}
 }
+
+// A series that changes only in its last bit (reward_group_std of a run
+// whose groups never change, summed in another order) spans one ulp: the
+// axis must still get a few ticks. niceTicks counted ticks by dividing
+// values near 0.2 by a step of 1e-18, beyond float64's precision, and
+// grew an array until the page's script died ("Invalid array length"),
+// leaving the chart undrawn; the padded domain was one ulp wide too.
+func TestTicksOnNearlyFlatSeries(t *testing.T) {
+	var got struct {
+		Ticks  []tick    `json:"ticks"`
+		Domain []float64 `json:"domain"`
+	}
+	runScript(t, `const a = 0.2163412372696415, b = 0.21634123726964152;
+const d = r.domain([{xs: [1, 2], src: {y: [a, b]}}], false);
+console.log(JSON.stringify({ticks: r.niceTicks(d.y0, d.y1, false, 5), domain: [d.y0, d.y1]}));`, &got)
+	if n := len(got.Ticks); n == 0 || n > 6 {
+		t.Errorf("%d ticks on a one-ulp range: %v", n, got.Ticks)
+	}
+	const y = 0.2163412372696415
+	if lo, hi := got.Domain[0], got.Domain[1]; !(lo < y && hi > y && hi-lo > 1e-9*y) {
+		t.Errorf("domain [%v, %v] of a nearly flat series at %v: want it padded to a visible span", lo, hi, y)
+	}
+}

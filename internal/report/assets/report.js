@@ -51,10 +51,13 @@
   // own value, so the tick is drawn exactly where its label says.
   function niceTicks(min, max, integer, target) {
     target = target || 6;
-    if (!(max > min)) {
+    var span = max - min;
+    // A span within float64's rounding of the values (a series that
+    // changes in its last bits) has no 1, 2 or 5 × 10^e steps that the
+    // values can tell apart: counting them ran past 2^53 and without end.
+    if (!(span > Math.max(Math.abs(min), Math.abs(max)) * 1e-12)) {
       return [{ v: min, label: fmtValue(min) }];
     }
-    var span = max - min;
     var e = Math.floor(Math.log10(span / target));
     var m = 0;
     [1, 2, 5].forEach(function (c) {
@@ -234,7 +237,12 @@
         });
       });
     });
-    var dy = (d.y1 - d.y0) * 0.06 || Math.max(Math.abs(d.y0) * 0.1, 1e-3);
+    // A series flat to within rounding (1e-12 of its size) is padded as a
+    // flat one is, so that the axis has room for ticks.
+    var dy = (d.y1 - d.y0) * 0.06;
+    if (!(dy > Math.max(Math.abs(d.y0), Math.abs(d.y1)) * 1e-12)) {
+      dy = Math.max(Math.abs(d.y0) * 0.1, 1e-3);
+    }
     d.y0 -= dy;
     d.y1 += dy;
     if (d.x1 === d.x0) {
@@ -505,7 +513,7 @@
   }
 
   if (typeof module === 'object' && module.exports) {
-    module.exports = { niceTicks: niceTicks, tickLabel: tickLabel, decimal: decimal, ema: ema, fmtValue: fmtValue, mapX: mapX };
+    module.exports = { niceTicks: niceTicks, domain: domain, tickLabel: tickLabel, decimal: decimal, ema: ema, fmtValue: fmtValue, mapX: mapX };
   } else if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', main);
   } else {

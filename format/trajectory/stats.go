@@ -103,11 +103,14 @@ type StatsBuilder struct {
 	envs           map[string]*acc
 }
 
-// acc accumulates a Summary; rewards with Welford's update, so the mean and
-// variance stay accurate over millions of rows.
+// acc accumulates a Summary; the finite rewards with Welford's update, so
+// the mean and variance stay accurate over millions of rows, and the
+// infinite ones counted apart: in the update one -Inf turned the mean NaN
+// at the next finite reward (Inf - -Inf), where their mean is -Inf.
 type acc struct {
 	groups, trajectories, errors, tokens int64
 	n, unscored                          int64
+	finite, posInf, negInf               int64
 	mean, m2, min, max                   float64
 }
 
@@ -128,18 +131,50 @@ func (a *acc) add(t *Trajectory) {
 	} else {
 		a.min, a.max = math.Min(a.min, x), math.Max(a.max, x)
 	}
+	switch {
+	case math.IsInf(x, 1):
+		a.posInf++
+		return
+	case math.IsInf(x, -1):
+		a.negInf++
+		return
+	}
+	a.finite++
+	n := float64(a.finite)
 	d := x - a.mean
-	a.mean += d / float64(a.n)
+	if math.IsInf(d, 0) {
+		// Rewards near the float64 limit (1e308 after -1e308): the
+		// difference overflows, its parts divided by n do not.
+		a.mean += x/n - a.mean/n
+	} else {
+		a.mean += d / n
+	}
 	a.m2 += d * (x - a.mean)
+}
+
+// rewardMean is the mean of the scored rewards, infinite ones included.
+func (a *acc) rewardMean() float64 {
+	switch {
+	case a.posInf > 0 && a.negInf > 0:
+		return math.NaN()
+	case a.posInf > 0:
+		return math.Inf(1)
+	case a.negInf > 0:
+		return math.Inf(-1)
+	}
+	return a.mean
 }
 
 func (a *acc) summary() Summary {
 	s := Summary{Groups: a.groups, Trajectories: a.trajectories, Errors: a.errors, Tokens: a.tokens,
 		Reward: RewardSummary{Scored: a.n, Unscored: a.unscored}}
 	if a.n > 0 {
-		s.Reward.Mean, s.Reward.Min, s.Reward.Max = a.mean, a.min, a.max
+		s.Reward.Mean, s.Reward.Min, s.Reward.Max = a.rewardMean(), a.min, a.max
 	}
-	if a.n > 1 {
+	switch {
+	case a.n > 1 && a.posInf+a.negInf > 0:
+		s.Reward.Std = math.NaN() // an infinite reward's deviation is Inf - Inf
+	case a.n > 1:
 		s.Reward.Std = math.Sqrt(a.m2 / float64(a.n-1))
 	}
 	return s

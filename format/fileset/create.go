@@ -28,7 +28,9 @@ type Output interface {
 }
 
 // Create starts writing name, a path or URL. Missing parent folders of a
-// local path are made (0755), as `mkdir -p` would.
+// local path are made (0755), as `mkdir -p` would. A local path that is a
+// pipe or device (/dev/null, a FIFO) is written into directly, as a shell
+// redirect writes it, not replaced: what reaches it cannot be taken back.
 func Create(ctx context.Context, name string) (Output, error) {
 	st, err := storeFor(name)
 	if err != nil {
@@ -72,6 +74,51 @@ func createLocal(name, path string) (*localOutput, error) {
 		return nil, fmt.Errorf("create output %q: %w", name, err)
 	}
 	return &localOutput{f: f, name: name, path: path, made: made}, nil
+}
+
+// streamOutput writes into an existing pipe or device (/dev/null,
+// /dev/stdout, a FIFO, bash's >(…)) as a shell redirect would: a
+// temporary file renamed over it would replace the device with a regular
+// file (or fail, in /dev/fd), and its reader would never see a byte. What
+// is written cannot be taken back, as with stdout.
+type streamOutput struct {
+	f    *os.File
+	name string
+	done bool
+}
+
+func openStream(name, path string) (*streamOutput, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open output %q: %w", name, err)
+	}
+	return &streamOutput{f: f, name: name}, nil
+}
+
+func (o *streamOutput) Write(p []byte) (int, error) { return o.f.Write(p) }
+
+func (o *streamOutput) Name() string { return o.name }
+
+// Commit closes the stream; its close error (a pipe's reader gone) is the
+// output's.
+func (o *streamOutput) Commit() error {
+	if o.done {
+		return fmt.Errorf("output %q: already closed", o.name)
+	}
+	o.done = true
+	if err := o.f.Close(); err != nil {
+		return fmt.Errorf("close output %q: %w", o.name, err)
+	}
+	return nil
+}
+
+// Abort closes the stream; what was written stays written.
+func (o *streamOutput) Abort() error {
+	if o.done {
+		return nil
+	}
+	o.done = true
+	return o.f.Close()
 }
 
 // createLockedTemp creates the temporary file ".<file>.tmp-<random>" in

@@ -215,6 +215,9 @@ func (local) Create(ctx context.Context, name string) (Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		return openStream(name, p)
+	}
 	o, err := createLocal(name, p)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // RunInput is one training run.
@@ -400,10 +402,13 @@ func flatChart(c Chart) bool {
 // humanize turns "tokens_per_s" into "Tokens per s".
 func humanize(k string) string {
 	s := strings.ReplaceAll(k, "_", " ")
-	if s == "" {
+	// The first letter, not the first byte: upper-casing one byte of a
+	// multi-byte letter ("é", "日") wrote invalid UTF-8 into the page.
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || r == utf8.RuneError {
 		return s
 	}
-	return strings.ToUpper(s[:1]) + s[1:]
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // Render builds the page for in and writes it as HTML to w.

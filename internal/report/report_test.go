@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // synthRow is one metrics row as hone-train writes it.
@@ -311,6 +312,32 @@ func TestGroupDigits(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 999: "999", 1000: "1\u2009000", 618913: "618\u2009913", 1234567: "1\u2009234\u2009567", -1000: "-1\u2009000"} {
 		if got := groupDigits(v); got != want {
 			t.Errorf("groupDigits(%g) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// A metric whose name starts with a letter beyond ASCII gets a chart
+// titled in valid UTF-8: the title's first byte was upper-cased alone,
+// which split "日本語" into an invalid byte sequence on the page.
+func TestMetricTitleUnicode(t *testing.T) {
+	m, err := ReadMetrics(strings.NewReader("{\"step\":1,\"日本語\":1,\"élan_rate\":2}\n{\"step\":2,\"日本語\":3,\"élan_rate\":1}\n"), "m.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := Build(context.Background(), Input{Runs: []RunInput{{Name: "r", Metrics: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := pg.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.ValidString(buf.String()) {
+		t.Errorf("the page is not valid UTF-8")
+	}
+	for _, want := range []string{"<figcaption>日本語</figcaption>", "<figcaption>Élan rate</figcaption>"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("page lacks %q", want)
 		}
 	}
 }

@@ -100,11 +100,12 @@ func rewardSection(runs []RunInput, tr *Trajectories) Section {
 		if s.Scored == 0 {
 			return 0, false
 		}
-		sum := 0.0
-		for _, r := range s.Rewards {
+		sum, mean := 0.0, 0.0
+		for i, r := range s.Rewards {
 			sum += r
+			mean = runningMean(mean, r, i+1)
 		}
-		return sum / float64(s.Scored), true
+		return meanOfFinite(sum, mean, len(s.Rewards)), true
 	}, func(s *TrajStep, l *Line) {
 		l.Lo, l.Hi = append(l.Lo, s.Quantile(0.25)), append(l.Hi, s.Quantile(0.75))
 		l.Min, l.Max = append(l.Min, s.Rewards[0]), append(l.Max, s.Rewards[len(s.Rewards)-1])

@@ -69,10 +69,12 @@ type TrajStep struct {
 	Rollout                  *Rollout
 }
 
-// Mean accumulates a mean with its extremes.
+// Mean accumulates a mean of finite values with its extremes. A sum of
+// values near the float64 limit overflows to +Inf, which the page's JSON
+// cannot hold: the running mean, which does not, stands in for it then.
 type Mean struct {
-	N             int
-	Sum, Min, Max float64
+	N                   int
+	Sum, Min, Max, mean float64
 }
 
 func (m *Mean) add(v float64) {
@@ -84,14 +86,35 @@ func (m *Mean) add(v float64) {
 	}
 	m.N++
 	m.Sum += v
+	m.mean = runningMean(m.mean, v, m.N)
+}
+
+// runningMean is the mean of n values, given mean, that of the first
+// n-1, and v, the n-th; it does not overflow where the values do not.
+func runningMean(mean, v float64, n int) float64 {
+	d := v - mean
+	if math.IsInf(d, 0) {
+		return mean + (v/float64(n) - mean/float64(n))
+	}
+	return mean + d/float64(n)
+}
+
+// meanOfFinite is the mean of n finite values whose sum is sum and
+// running mean is mean: the sum's, exact to a rounding, unless it
+// overflowed.
+func meanOfFinite(sum, mean float64, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	if math.IsInf(sum, 0) {
+		return mean
+	}
+	return sum / float64(n)
 }
 
 // Value is the mean (0 when empty).
 func (m Mean) Value() float64 {
-	if m.N == 0 {
-		return 0
-	}
-	return m.Sum / float64(m.N)
+	return meanOfFinite(m.Sum, m.mean, m.N)
 }
 
 // Length is the completion length per episode in the Trajectories'
@@ -115,7 +138,12 @@ func (s *TrajStep) Quantile(q float64) float64 {
 	if lo >= n-1 {
 		return s.Rewards[n-1]
 	}
-	return s.Rewards[lo] + (pos-float64(lo))*(s.Rewards[lo+1]-s.Rewards[lo])
+	a, b, f := s.Rewards[lo], s.Rewards[lo+1], pos-float64(lo)
+	if d := b - a; !math.IsInf(d, 0) {
+		return a + f*d
+	}
+	// b-a overflowed (rewards near ±1e308): the weighted form does not.
+	return (1-f)*a + f*b
 }
 
 // Rollout is one group of a step shown in full: its best and worst episode.

@@ -116,6 +116,9 @@ func rewardSection(runs []RunInput, tr *Trajectories) Section {
 	}
 	for _, name := range keysOf(tr, func(s *TrajStep) map[string]*Mean { return s.Components }) {
 		ls := trajLines(runs, tr, name, meanIn(func(s *TrajStep) map[string]*Mean { return s.Components }, name), nil)
+		if len(ls) == 0 {
+			continue // never finite: counted in the page's note, no chart to draw
+		}
 		sec.Charts = append(sec.Charts, Chart{ID: "component-" + safeID(name), Title: "Reward component: " + name, YLabel: name, Lines: ls})
 	}
 	return sec
@@ -139,6 +142,9 @@ func episodeSection(runs []RunInput, tr *Trajectories) Section {
 	envMetrics := func(s *TrajStep) map[string]*Mean { return s.EnvMetrics }
 	for _, name := range keysOf(tr, envMetrics) {
 		ls := trajLines(runs, tr, name, meanIn(envMetrics, name), nil)
+		if len(ls) == 0 {
+			continue // never finite: counted in the page's note, no chart to draw
+		}
 		sec.Charts = append(sec.Charts, Chart{ID: "env-" + safeID(name), Title: "Env metric: " + name + " (mean)", YLabel: name, Lines: ls})
 	}
 	count := func(f func(s *TrajStep) int) func(s *TrajStep) (float64, bool) {

@@ -276,3 +276,44 @@ func TestTrajectoriesNotFiniteValues(t *testing.T) {
 		t.Errorf("notes %q", pg.Notes)
 	}
 }
+
+// An environment metric or reward component that is never finite (a
+// ratio 0/0 in every episode) draws no chart: its chart had no lines,
+// "lines": null in the page's data, and the page's script failed on it
+// ("Cannot read properties of null").
+func TestTrajectoriesMetricNeverFinite(t *testing.T) {
+	ctx := context.Background()
+	var g trajectory.Group
+	g.ID = "g"
+	for i, r := range []float64{0, 1} {
+		r := r
+		g.Trajectories = append(g.Trajectories, trajectory.Trajectory{Run: "rl", Step: 1, Adapter: "rl@1", GroupID: "g", ID: string(rune('a' + i)), Reward: &r,
+			Metrics:          map[string]float64{"ratio": math.NaN(), "found": r},
+			RewardComponents: []trajectory.RewardComponent{{Name: "judge", Value: math.Inf(1)}},
+			Messages:         []trajectory.Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a", Trainable: true}}})
+	}
+	path := filepath.Join(t.TempDir(), "r.parquet")
+	if err := trajectory.WriteFile(ctx, path, []trajectory.Group{g}, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ReadTrajectories(ctx, []TrajFile{{Path: path}}, []string{"rl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := Build(ctx, Input{Runs: []RunInput{{Name: "rl", Metrics: grpoMetrics(t, "rl", 2, 1e-3)}}, Trajectories: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range pg.Sections {
+		for _, c := range s.Charts {
+			ids = append(ids, c.ID)
+			if len(c.Lines) == 0 {
+				t.Errorf("chart %s has no lines", c.ID)
+			}
+		}
+	}
+	if !slices.Contains(ids, "env-found") || slices.Contains(ids, "env-ratio") || slices.Contains(ids, "component-judge") {
+		t.Errorf("charts %q: want env-found, and none for ratio or judge", ids)
+	}
+}

@@ -366,6 +366,11 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 		if err != nil && err != io.EOF {
 			return nil, res, fmt.Errorf("trajectory: %s:%d: %w", source, lineNo, err) // reading failed: not the input's fault
 		}
+		if lineNo == 1 {
+			// Windows tools and Excel's "CSV UTF-8" start the file with a
+			// UTF-8 byte-order mark, which is no part of the first line.
+			line = bytes.TrimPrefix(line, []byte("\ufeff"))
+		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			res.Lines++
 			t, gl, genID, genGroup, perr := parseLine(validUTF8(trimmed), lineNo)

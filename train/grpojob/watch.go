@@ -1,6 +1,7 @@
 package grpojob
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/stageerr"
 	"github.com/hone-rl/hone/train/checkpoint"
 	"github.com/hone-rl/hone/train/trainer"
@@ -54,7 +56,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	} else {
 		sess = &checkpoint.Session{StartStep: prep.Done}
 		var restatted bool
-		if sess.Files, held, restatted, err = listNew(ctx, o.WatchDir, &man); err != nil {
+		if sess.Files, held, restatted, err = listNew(ctx, o.WatchDir, &man, log); err != nil {
 			return err
 		}
 		if restatted {
@@ -118,9 +120,11 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 // is read whole and hashed; one whose hash was consumed, or taken before
 // in this listing, is passed over (a copy is the same data), and a
 // consumed entry of its path takes its new stat (restatted: the caller
-// writes the manifest), so that the next call need not read it. The
-// listing, stats and reads share one bucket per bucket URL.
-func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest) (files []checkpoint.FileEntry, held [][]byte, restatted bool, err error) {
+// writes the manifest), so that the next call need not read it. A file
+// its writer has not finished (unfinishedParquet) is left for a later
+// call, with a warning naming it. The listing, stats and reads share one
+// bucket per bucket URL.
+func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log *slog.Logger) (files []checkpoint.FileEntry, held [][]byte, restatted bool, err error) {
 	// The folder is read by the directory rule of every input (fileset):
 	// its *.parquet files, not below it, no hidden or temporary names.
 	set, err := fileset.ListSet(ctx, watchDir, ".parquet")
@@ -142,6 +146,14 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest) (fi
 		if err != nil {
 			return nil, nil, false, err
 		}
+		if unfinishedParquet(b) {
+			// Written in place rather than renamed when whole: refused, it
+			// failed every call (and held back the other files) until
+			// its writer was done.
+			log.Warn("not a whole Parquet file yet (its writer has not written the footer): left for a later call",
+				"file", name, "bytes", len(b))
+			continue
+		}
 		if man.Has(fe.SHA256) {
 			restatted = man.Restat(fe) || restatted
 			continue
@@ -152,6 +164,20 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest) (fi
 		}
 	}
 	return files, held, restatted, nil
+}
+
+// unfinishedParquet says whether b is what a Parquet writer leaves before
+// it is done: nothing yet, or Parquet's magic at the start without the
+// footer and the closing magic, which every writer writes last. Other
+// bytes that are not Parquet are refused when read, as any bad input.
+func unfinishedParquet(b []byte) bool {
+	magic := []byte(trajectory.Magic)
+	if len(b) < len(magic) {
+		return bytes.HasPrefix(magic, b)
+	}
+	// 12 bytes: the two magics and the footer's length, the least a
+	// Parquet file holds.
+	return bytes.HasPrefix(b, magic) && (len(b) < 12 || !bytes.HasSuffix(b, magic))
 }
 
 // readPending reads the files of the unfinished session sess, returning

@@ -19,8 +19,11 @@ func newSFTCmd(logger func() (*slog.Logger, error)) *cobra.Command {
 		Long: `sft trains a LoRA adapter to imitate assistant turns: Parquet trajectory
 files, or JSON Lines chat files (.jsonl, one {"messages": [...], "tools": [...]}
 per line; on stdin or through a pipe, told from Parquet by their content).
---turns all trains every assistant turn, --turns last only the last
-of each conversation. The loss is the mean negative log-likelihood over the
+--turns all trains every assistant turn (its tool calls included; system,
+user and tool messages are context: TRL's assistant_only_loss), --turns last
+only the last of each conversation. A conversation with no assistant turn is
+left out, with one warning naming the first such rows (and, for a line
+without "messages", the keys it has instead). The loss is the mean negative log-likelihood over the
 step's assistant tokens. Checkpoints, --resume, metrics and the stop on a
 NaN or Inf loss, gradient or weights work as in grpo; --resume takes the
 run's own files (their names, and their contents by sha256: a file

@@ -2,7 +2,8 @@
 // adapters GRPO trains: the input is trajectory files (Parquet) or JSON
 // Lines chat data ({"messages": [...], "tools": [...]} per line, read by
 // format/trajectory's ImportJSONL), and only assistant turns are trained —
-// all of them, or the last of each conversation (--turns). Tokens come from
+// all of them, or the last of each conversation (--turns); a conversation
+// with none is left out, with one warning naming the rows. Tokens come from
 // format/layout with the model's own chat template (sampled ids are used
 // where a trajectory carries them).
 //

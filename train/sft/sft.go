@@ -133,6 +133,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.CheckEvalMetric(metricNames(), data.EnvMetrics, data.Complete, log); err != nil {
 		return err
 	}
+	if n := len(data.NoAssistant); n > 0 {
+		log.Warn(fmt.Sprintf("%d of %d conversations have no assistant turn to train and are left out: %s",
+			n, data.Read, trainer.FirstRows(data.NoAssistant)))
+	}
 	exs, skipped := data.Examples, data.Skipped
 	if len(exs) == 0 {
 		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter, no assistant turn or longer than --max-seq-len)", strings.Join(o.Inputs.Names(), ", "), skipped)
@@ -244,6 +248,13 @@ type Data struct {
 	// Skipped counts the conversations not trained: errors, below
 	// --min-reward, or without an assistant turn in any history.
 	Skipped int
+	// Read counts the conversations (trajectories) of the inputs, and
+	// NoAssistant names those skipped for want of an assistant turn to
+	// train (most likely another shape of data, or of role name), each
+	// as "FILE (group G, trajectory T)", with the keys of a JSON line that
+	// has no "messages" at all.
+	Read        int
+	NoAssistant []string
 	// EnvMetrics are the names of the metrics the input trajectories
 	// report (sorted), and Complete whether every input is a Parquet
 	// trajectory file, whose metrics are then the environment's (a JSON
@@ -280,6 +291,7 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 	}
 	for gi, g := range groups {
 		for _, t := range g.Trajectories {
+			d.Read++
 			for k := range t.Metrics {
 				if !slices.Contains(d.EnvMetrics, k) {
 					d.EnvMetrics = append(d.EnvMetrics, k)
@@ -302,6 +314,7 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			ex := trainer.Example{Seqs: seqs}
 			if ex.Trainable() == 0 {
 				d.Skipped++
+				d.NoAssistant = append(d.NoAssistant, fmt.Sprintf("%s (group %s, trajectory %s)%s", files[gi], g.ID, t.ID, noMessages(&t)))
 				continue
 			}
 			if lens != nil && lens.Check(&ex, fmt.Sprintf("%s (group %s, trajectory %s)", files[gi], g.ID, t.ID)) {
@@ -313,6 +326,28 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 	}
 	slices.Sort(d.EnvMetrics)
 	return d, nil
+}
+
+// noMessages is, for a trajectory without messages in any history, what
+// the skip warning adds: the keys its JSON line has instead (ImportJSONL
+// keeps a key it does not know as metadata "jsonl.KEY"), so that TRL's
+// {"prompt", "completion"} or ShareGPT's {"conversations"} is told apart
+// from a conversation that merely lacks an answer. "" otherwise.
+func noMessages(t *trajectory.Trajectory) string {
+	if len(t.Messages) > 0 || slices.ContainsFunc(t.AdditionalHistories, func(h trajectory.History) bool { return len(h.Messages) > 0 }) {
+		return ""
+	}
+	var keys []string
+	for k := range t.Metadata {
+		if key, ok := strings.CutPrefix(k, "jsonl."); ok {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) == 0 {
+		return ": no messages"
+	}
+	slices.Sort(keys)
+	return fmt.Sprintf(`: no "messages", only %s (sft reads {"messages": [...]} per line)`, strings.Join(keys, ", "))
 }
 
 // sftTurns is a copy of a history's messages with the assistant turns

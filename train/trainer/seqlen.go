@@ -98,21 +98,22 @@ func (l *Lengths) Report(log *slog.Logger) error {
 	}
 	if len(l.over) > 0 && !l.Drop {
 		return stageerr.BadInputf("%d trajectories have a sequence longer than %s: %s; the model has no positions past it: give --max-seq-len to leave them out, or shorten them",
-			len(l.over), l.What, firstRows(l.over))
+			len(l.over), l.What, FirstRows(l.over))
 	}
 	if len(l.over) > 0 {
 		log.Warn(fmt.Sprintf("%d of %d trajectories have a sequence longer than %s and are not trained: %s",
-			len(l.over), l.checked, l.What, firstRows(l.over)))
+			len(l.over), l.checked, l.What, FirstRows(l.over)))
 	}
 	if len(l.big) > 0 {
 		log.Warn(fmt.Sprintf("%d trajectories have more tokens than --token-budget %d (up to %d) and each is a micro-batch of its own, of that many tokens: %s; memory grows with it: give --max-seq-len to leave them out, or a --token-budget that fits them",
-			len(l.big), l.Budget, l.bigMax, firstRows(l.big)))
+			len(l.big), l.Budget, l.bigMax, FirstRows(l.big)))
 	}
 	return nil
 }
 
-// firstRows joins the first rows of a list, counting the rest.
-func firstRows(rows []string) string {
+// FirstRows joins the first rows of a list, counting the rest: how a
+// warning names the rows it is about.
+func FirstRows(rows []string) string {
 	const show = 5
 	list := strings.Join(rows[:min(show, len(rows))], ", ")
 	if len(rows) > show {

@@ -375,7 +375,7 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 			res.Lines++
 			t, gl, genID, genGroup, perr := parseLine(validUTF8(trimmed), lineNo)
 			if perr != nil {
-				return nil, res, badInput(source, int64(lineNo), "", "", fmt.Errorf("trajectory: %s:%d: %w", source, lineNo, perr))
+				return nil, res, badInput(source, int64(lineNo), "", "", fmt.Errorf("trajectory: %s:%d: %w%s", source, lineNo, perr, notLinesHint(trimmed, lineNo)))
 			}
 			if genID {
 				res.GeneratedIDs++
@@ -408,6 +408,27 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 	}
 	res.Groups = len(groups)
 	return groups, res, nil
+}
+
+// notLinesHint says, for a first line that cannot be a JSON line, what
+// the file holds instead and how to make it JSON Lines: one JSON array,
+// or objects pretty-printed over several lines. Both are common shapes of
+// a .json chat file (Hugging Face's json loader reads them), and the
+// decoder's own words ("cannot unmarshal array", "unexpected end of JSON
+// input") say neither. "" for any other line.
+func notLinesHint(line []byte, lineNo int) string {
+	const how = "; JSON Lines has one JSON object per line"
+	if lineNo != 1 {
+		return ""
+	}
+	if line[0] == '[' {
+		return fmt.Sprintf(" (the file is a JSON array%s: jq -c '.[]' FILE > FILE.jsonl converts it)", how)
+	}
+	var v any
+	if line[0] == '{' && errors.Is(json.NewDecoder(bytes.NewReader(line)).Decode(&v), io.ErrUnexpectedEOF) {
+		return fmt.Sprintf(" (the file holds JSON objects spread over several lines%s: jq -c . FILE > FILE.jsonl converts it)", how)
+	}
+	return ""
 }
 
 // validUTF8 returns line with each byte that is not part of a UTF-8

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -122,7 +124,8 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 // consumed entry of its path takes its new stat (restatted: the caller
 // writes the manifest), so that the next call need not read it. A file
 // its writer has not finished (unfinishedParquet) is left for a later
-// call, with a warning naming it. The listing, stats and reads share one
+// call, with a warning naming it, and one deleted since the listing is
+// passed over. The listing, stats and reads share one
 // bucket per bucket URL.
 func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log *slog.Logger) (files []checkpoint.FileEntry, held [][]byte, restatted bool, err error) {
 	// The folder is read by the directory rule of every input (fileset):
@@ -143,6 +146,13 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 			continue
 		}
 		fe, b, err := checkpoint.ReadSetInput(ctx, set, i, st)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Deleted since the listing (a cleanup job, a writer moving
+			// it on): nothing to train, and no reason to fail the call
+			// and hold back the other files.
+			log.Info("a listed file was gone before it was read: passed over", "file", name)
+			continue
+		}
 		if err != nil {
 			return nil, nil, false, err
 		}

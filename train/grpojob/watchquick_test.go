@@ -30,6 +30,9 @@ type objectGets struct {
 	query  string
 	mu     sync.Mutex
 	counts map[string]int
+	// before, when set, sees each request before the server answers it
+	// (a test's stand-in for another process acting at that moment).
+	before func(r *http.Request)
 }
 
 // objectsModified is the last-modified time of every object of
@@ -48,6 +51,12 @@ func startObjectGets(t testing.TB, bucket string) *objectGets {
 			s.mu.Lock()
 			s.counts[key]++
 			s.mu.Unlock()
+		}
+		s.mu.Lock()
+		before := s.before
+		s.mu.Unlock()
+		if before != nil {
+			before(r)
 		}
 		h.ServeHTTP(w, r)
 	}))

@@ -49,9 +49,10 @@ func remoteLatest(ctx context.Context, run string) (Step, bool, error) {
 // not its lock or temporary files), then points the remote latest at the
 // local one when that is newer. It returns the steps uploaded. A local run
 // without latest publishes nothing. The run's files go up as they were
-// while the local latest was the step the store's latest comes to name:
-// where the trainer saved a step while Publish ran, that step is uploaded
-// too and the files are read again.
+// while the local latest was the step the store's latest comes to name,
+// never newer: where the trainer saved a step while Publish ran, that step
+// is uploaded too and the files are read again (a few times at most; then
+// the last read goes up with the latest read after it).
 //
 // Once the store's latest names the local latest, Publish deletes from the
 // store the step folders older than it that the local folder no longer
@@ -80,8 +81,8 @@ func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 	if err != nil {
 		return done, err
 	}
-	files, last, ok, err := readRunFiles(ctx, localRun, remoteRun, last, &done)
-	if err != nil || !ok {
+	files, last, err := readRunFiles(ctx, localRun, remoteRun, last, &done)
+	if err != nil {
 		return done, err
 	}
 	// The files go up only with the latest they were read at: ahead of
@@ -153,36 +154,41 @@ func publishSteps(ctx context.Context, localRun, remoteRun string, from, to int)
 }
 
 // runFileReads is how many times readRunFiles reads the run's files while
-// the trainer moves latest on, before it leaves them to the next Publish.
+// the trainer moves latest on, before it takes the last read as it is.
 const runFileReads = 3
 
 // readRunFiles reads the run's files other than latest and lock, and the
-// local latest they belong to: the trainer writes them as it moves latest
-// (manifest.json right after), so they are read again, after publishing
-// the steps saved meanwhile (added to done), until latest stays where it
-// was across the read. ok is false when latest kept moving: nothing was
-// read that goes with one step.
-func readRunFiles(ctx context.Context, localRun, remoteRun string, last Step, done *[]int) (files []namedFile, at Step, ok bool, err error) {
-	for range runFileReads {
+// local latest they go up with: the trainer writes them as it moves
+// latest (manifest.json right after), so they are read again, after
+// publishing the steps saved meanwhile (added to done), until latest
+// stays where it was across the read. Where it kept moving, the last read
+// goes up with the latest read after it: files read before latest named
+// a step are no newer than that step (the trainer writes them after it
+// moves latest), and giving up instead left the store's latest where it
+// was for as long as the trainer outpaced the upload.
+func readRunFiles(ctx context.Context, localRun, remoteRun string, last Step, done *[]int) ([]namedFile, Step, error) {
+	for i := 1; ; i++ {
 		files, err := readFiles(ctx, localRun, func(name string) bool { return name == LatestName || name == "lock" })
 		if err != nil {
-			return nil, last, false, fmt.Errorf("publish %s: %w", localRun, err)
+			return nil, last, fmt.Errorf("publish %s: %w", localRun, err)
 		}
 		now, has, err := ReadPointer(localRun, LatestName)
 		if err != nil {
-			return nil, last, false, err
+			return nil, last, err
 		}
 		if !has || now.N == last.N {
-			return files, last, true, nil
+			return files, last, nil
 		}
 		more, err := publishSteps(ctx, localRun, remoteRun, last.N, now.N)
 		*done = append(*done, more...)
 		if err != nil {
-			return nil, last, false, err
+			return nil, last, err
 		}
 		last = now
+		if i == runFileReads {
+			return files, last, nil
+		}
 	}
-	return nil, last, false, nil
 }
 
 // dropUnnamedBest deletes the store's best when the local run has none:

@@ -336,3 +336,66 @@ func TestPublishRunFilesNotAheadOfLatest(t *testing.T) {
 		t.Errorf("the store's latest names %s but its manifest.json says %q", latest.Name, b)
 	}
 }
+
+// A trainer that saves a step during every step upload (a slow link,
+// short steps) still moves the store's latest on at each Publish, with
+// files no newer than it. Before, Publish read the run's files three
+// times, each time finding latest moved, and gave up: the store's latest
+// never moved while training ran (hone-serve following the store served
+// the first step to the end) and every tick uploaded again every step
+// since it.
+func TestPublishMovesLatestWhileTrainerOutpacesUpload(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	train := filepath.Join(dir, "train", "r")
+	files := []string{"adapter_config.json", "adapter_model.safetensors"}
+	manifest := func(n int) string { return "trained to " + StepName(n) + "\n" }
+	save := func(n int) {
+		writeStepFiles(t, train, n, files...)
+		if err := WritePointer(train, LatestName, n); err != nil {
+			t.Error(err)
+		}
+		if err := WriteFile(filepath.Join(train, "manifest.json"), []byte(manifest(n))); err != nil {
+			t.Error(err)
+		}
+	}
+	save(1)
+	var mu sync.Mutex
+	saved := 1
+	url := hookedS3(t, "bkt", func(path string) {
+		// Each step's upload takes as long as the trainer's next step.
+		if strings.HasSuffix(path, "/"+files[0]) && strings.Contains(path, "/step-") {
+			mu.Lock()
+			defer mu.Unlock()
+			if saved < 20 {
+				saved++
+				save(saved)
+			}
+		}
+	})
+	store := url("adapters/r")
+	if _, err := Publish(ctx, train, store); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	fresh := filepath.Join(dir, "fresh", "r")
+	if _, err := Pull(ctx, store, fresh, PullOptions{}); err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	latest, ok, err := ReadPointer(fresh, LatestName)
+	if err != nil || !ok {
+		t.Fatalf("after a Publish the store has no latest (err %v): the trainer saved a step during each upload", err)
+	}
+	b, err := os.ReadFile(filepath.Join(fresh, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := 0, false
+	for i := 1; i <= latest.N; i++ {
+		if string(b) == manifest(i) {
+			n, ok = i, true
+		}
+	}
+	if !ok || n > latest.N {
+		t.Errorf("the store's latest names %s but its manifest.json says %q", latest.Name, b)
+	}
+}

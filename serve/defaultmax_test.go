@@ -103,3 +103,53 @@ func TestMaxTokensOverKVBudgetNamesParam(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptOverKVBudgetNamesPrompt: a prompt that leaves no room in the
+// KV cache budget for even one completion token is a 400 naming the
+// prompt, and one whose n copies leave none names n, whether or not
+// max_tokens is given. It was "lower max_tokens" (even for max_tokens=0,
+// which cannot be lowered) or, without max_tokens, param null in the
+// engine's words.
+func TestPromptOverKVBudgetNamesPrompt(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t), KVCacheBytes: 100 * 256}, nil)
+	ids := func(k int) string { return strings.TrimSuffix(strings.Repeat("97,", k), ",") }
+	for _, c := range []struct {
+		body, param string
+		says        []string
+	}{
+		{fmt.Sprintf(`{"model":"tiny","prompt":[%s],"max_tokens":5}`, ids(120)), "prompt", []string{"120 prompt tokens", "100 tokens"}},
+		{fmt.Sprintf(`{"model":"tiny","prompt":[%s]}`, ids(120)), "prompt", []string{"120 prompt tokens", "100 tokens"}},
+		{fmt.Sprintf(`{"model":"tiny","prompt":[%s],"max_tokens":0,"echo":true}`, ids(120)), "prompt", []string{"120 prompt tokens", "100 tokens"}},
+		{fmt.Sprintf(`{"model":"tiny","prompt":[%s]}`, ids(100)), "prompt", []string{"100 prompt tokens", "100 tokens"}},
+		{fmt.Sprintf(`{"model":"tiny","prompt":[%s],"n":2}`, ids(60)), "n", []string{"n=2", "100 tokens", "At most 1"}},
+	} {
+		status, body := ts.post(t, "/v1/completions", c.body)
+		var resp struct {
+			Error struct {
+				Message string  `json:"message"`
+				Param   *string `json:"param"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &resp); err != nil {
+			t.Fatalf("%.80s: %v: %s", c.body, err, body)
+		}
+		e := resp.Error
+		if status != 400 || e.Param == nil || *e.Param != c.param {
+			t.Errorf("%.80s: %d %s; want 400 with param %q", c.body, status, body, c.param)
+			continue
+		}
+		if strings.Contains(e.Message, "engine") || strings.Contains(e.Message, "lower max_tokens") {
+			t.Errorf("%.80s: message %q", c.body, e.Message)
+		}
+		for _, w := range c.says {
+			if !strings.Contains(e.Message, w) {
+				t.Errorf("%.80s: message %q does not say %q", c.body, e.Message, w)
+			}
+		}
+	}
+	// The prompt with room for exactly one token still runs.
+	status, body := ts.post(t, "/v1/completions", fmt.Sprintf(`{"model":"tiny","prompt":[%s],"ignore_eos":true}`, ids(99)))
+	if status != 200 || !strings.Contains(body, `"completion_tokens":1`) {
+		t.Fatalf("99 prompt tokens of a 100-token budget: %d %.300s", status, body)
+	}
+}

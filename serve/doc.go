@@ -61,7 +61,9 @@
 // param naming that field ("…However, you requested T tokens (P in the
 // prompt, C in the completion)…"). A request that leaves max_tokens out
 // gets the server's --max-tokens, within the context left and within what
-// the KV cache budget holds for its n choices.
+// the KV cache budget holds for its n choices. A request over that budget
+// is a 400 naming what to lower: the prompt when it leaves no room for a
+// completion token, n when one choice would fit, else max_tokens.
 //
 // Tool calls are parsed from the output text: Hermes/Qwen
 // <tool_call>{json}</tool_call> blocks and Llama 3.1 JSON

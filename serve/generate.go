@@ -135,38 +135,61 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 	if mt == nil {
 		mt, param = f.MaxTokens, "max_tokens"
 	}
-	switch {
-	case mt == nil:
-		// Within the KV budget too: the default is the server's, and a
-		// default over the budget refused every request that left
-		// max_tokens out (n choices of the cap's length each). When not
-		// even one token fits, the engine's Check refuses it as too large.
-		p.MaxTokens = min(s.o.MaxTokens, room, max(s.eng.MaxTokensFit(promptLen, n), 1))
-	case *mt < 0 || (*mt == 0 && !allowZero):
+	if mt != nil && (*mt < 0 || (*mt == 0 && !allowZero)) {
 		return p, 0, badRequest(param, "%s must be at least 1, got %d", param, *mt)
-	case *mt > s.o.MaxTokens:
-		return p, 0, badRequest(param, "%s=%d is more than this server's cap of %d", param, *mt, s.o.MaxTokens)
-	case *mt > room:
-		e := badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.",
-			s.maxCtx, promptLen+*mt, promptLen, promptParam, *mt, promptParam)
-		e.code = "context_length_exceeded" // as contextError: the code and words clients read to shorten the request
-		return p, 0, e
-	case *mt > s.eng.MaxTokensFit(promptLen, n):
-		return p, 0, s.kvBudgetError(param, *mt, promptLen, n)
-	default:
-		p.MaxTokens = *mt
+	}
+	var err error
+	if p.MaxTokens, err = s.maxTokens(mt, param, promptParam, promptLen, room, n); err != nil {
+		return p, 0, err
 	}
 	return p, n, nil
 }
 
-// kvBudgetError is the 400 for an explicit max_tokens whose n choices do
-// not fit the KV cache budget. It names n when one choice would fit, the
+// maxTokens is the request's max_tokens: mt, the field param names (0
+// only where params allowed it), within the server's cap, the context
+// left (room) and the KV cache budget for n choices; or, mt left out, the
+// server's cap within both.
+func (s *Server) maxTokens(mt *int, param, promptParam string, promptLen, room, n int) (int, error) {
+	fit := s.eng.MaxTokensFit(promptLen, n)
+	switch {
+	case mt == nil && fit < 1:
+		// Not even one token a choice fits: refused naming the prompt or
+		// n, not in the engine's words with param null.
+		return 0, s.kvBudgetError(param, promptParam, 1, promptLen, n)
+	case mt == nil:
+		// Within the KV budget too: the default is the server's, and a
+		// default over the budget refused every request that left
+		// max_tokens out (n choices of the cap's length each).
+		return min(s.o.MaxTokens, room, fit), nil
+	case *mt > s.o.MaxTokens:
+		return 0, badRequest(param, "%s=%d is more than this server's cap of %d", param, *mt, s.o.MaxTokens)
+	case *mt > room:
+		e := badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.",
+			s.maxCtx, promptLen+*mt, promptLen, promptParam, *mt, promptParam)
+		e.code = "context_length_exceeded" // as contextError: the code and words clients read to shorten the request
+		return 0, e
+	case *mt > fit:
+		return 0, s.kvBudgetError(param, promptParam, *mt, promptLen, n)
+	}
+	return *mt, nil
+}
+
+// kvBudgetError is the 400 for a max_tokens whose n choices do not fit
+// the KV cache budget. It names the prompt (promptParam) when the prompt
+// leaves no room for a completion, n when one choice would fit, the
 // max_tokens field (param) otherwise, with how many would fit: refused
 // here rather than by the engine's Check, so that the 400 names the field
 // to change, in the API's words.
-func (s *Server) kvBudgetError(param string, maxTokens, promptLen, n int) error {
+func (s *Server) kvBudgetError(param, promptParam string, maxTokens, promptLen, n int) error {
 	holds := s.eng.MaxTokensFit(0, 1) // the budget, in tokens
 	need := int64(n) * int64(promptLen+maxTokens)
+	// A prompt that leaves no room for one completion token (none for an
+	// echo with max_tokens 0) is the prompt's to shorten: lowering
+	// max_tokens or n cannot make it fit.
+	if least := min(maxTokens, 1); promptLen+least > holds {
+		return badRequest(promptParam, "%d prompt tokens (in the %s) + %d completion tokens need %d tokens of KV cache; this server's KV cache holds %d tokens. Please reduce the length of the %s.",
+			promptLen, promptParam, least, promptLen+least, holds, promptParam)
+	}
 	if n > 1 && maxTokens <= s.eng.MaxTokensFit(promptLen, 1) {
 		return badRequest("n", "n=%d choices of %d prompt tokens + %s=%d need %d tokens of KV cache; this server's KV cache holds %d tokens. At most %d choices fit; lower n or %s.",
 			n, promptLen, param, maxTokens, need, holds, holds/(promptLen+maxTokens), param)

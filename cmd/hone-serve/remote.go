@@ -70,6 +70,11 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 			}
 		}
 	}
+	// broken holds the runs that could not be pulled at the last poll:
+	// each is warned about once, when it breaks, not at every poll (a
+	// second by default) for as long as it stays so, which is for good
+	// when its trainer is gone. pull runs on one goroutine at a time.
+	broken := map[string]bool{}
 	pull := func(ctx context.Context) error {
 		runs, err := fileset.ListDirs(ctx, remote)
 		if err != nil {
@@ -93,8 +98,15 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 				// it lacks) must not keep the others from being served
 				// and updated: it is passed over, as a local adapters
 				// folder's broken run is, and tried at the next poll.
-				log.Warn("cannot pull the run; the steps pulled before keep serving, tried again at the next poll", "run", name, "from", run, "err", err)
+				if !broken[name] {
+					log.Warn("cannot pull the run; the steps pulled before keep serving, tried at each poll, not warned about again until it pulls", "run", name, "from", run, "err", err)
+				}
+				broken[name] = true
 				continue
+			}
+			if broken[name] {
+				log.Info("the run pulls again", "run", name)
+				delete(broken, name)
 			}
 			if len(steps) > 0 {
 				log.Info("pulled adapter steps", "run", name, "steps", steps, "into", cache)

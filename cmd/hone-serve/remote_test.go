@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -367,4 +368,63 @@ func TestObjectStoreBadRunLeavesOthersServed(t *testing.T) {
 	served("r1@1")
 	publish(2)
 	served("r1@2")
+}
+
+// A run of the store that cannot be pulled is warned about once, not at
+// every poll: its latest naming a step it lacks stays so until its trainer
+// publishes again (or for good, when that trainer is gone), and the
+// warning filled the log once a --poll-interval (a second by default).
+// It is warned about again after it was pulled and broke anew.
+func TestObjectStoreBadRunWarnedOnce(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	dir := t.TempDir()
+	tiny := "../../serve/testdata/tiny"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := fileset.WriteFile(ctx, s3.URL("hone", "adapters/a-bad/latest"), []byte("step-000003\n")); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(dir, "train", "r1")
+	publish := func(n int) { publishTestStep(t, tiny, local, s3.URL("hone", "adapters/r1"), n) }
+	publish(1)
+	var log waitfor.Buffer
+	adapters := s3.URL("hone", "adapters")
+	cache := filepath.Join(dir, "cache")
+	stop, err := (&remoteAdapters{cache: cache}).start(ctx, &adapters, 5*time.Millisecond, 2, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	pulled := func(n int) {
+		t.Helper()
+		waitfor.Until(t, 20*time.Second, fmt.Sprintf("r1's step %d pulled", n), func() bool {
+			_, err := os.Stat(filepath.Join(cache, "r1", runfolder.StepName(n)))
+			return err == nil
+		})
+	}
+	// Polls go on: each new step of r1 is pulled at a later one.
+	for n := 2; n <= 4; n++ {
+		publish(n)
+		pulled(n)
+	}
+	if got := strings.Count(log.String(), "cannot pull the run"); got != 1 {
+		t.Fatalf("the broken run warned about %d times over the polls, want once:\n%s", got, log.String())
+	}
+	// Mended, then broken again: a new warning.
+	if err := fileset.WriteFile(ctx, s3.URL("hone", "adapters/a-bad/latest"), []byte("step-000001\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(ctx, s3.URL("hone", "adapters/a-bad/step-000001/adapter_config.json"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Until(t, 20*time.Second, "a-bad's step 1 pulled", func() bool {
+		_, err := os.Stat(filepath.Join(cache, "a-bad", runfolder.StepName(1)))
+		return err == nil
+	})
+	if err := fileset.WriteFile(ctx, s3.URL("hone", "adapters/a-bad/latest"), []byte("step-000009\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Until(t, 20*time.Second, "the run broken anew warned about", func() bool {
+		return strings.Count(log.String(), "cannot pull the run") == 2
+	})
 }

@@ -18,6 +18,9 @@ import (
 // group is killed: while it is a zombie its pid, the group's id, is no
 // one else's, so the signal cannot reach a group a new process took.
 func Stop(cmd *exec.Cmd, grace time.Duration) error {
+	if cmd.Process == nil {
+		return errNotStarted
+	}
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)

@@ -16,6 +16,9 @@ import (
 // killed: the group's id names this group while any of it lives, and only
 // an empty group's id could be taken by a new group leader meanwhile.
 func Stop(cmd *exec.Cmd, grace time.Duration) error {
+	if cmd.Process == nil {
+		return errNotStarted
+	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t := time.NewTimer(grace)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os/exec"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ var listening = regexp.MustCompile(`listening.*addr=(\S+)`)
 
 // StartProcess runs a server binary (the real hone-serve, say, started with
 // --port 0) as a process and returns the host:port it logged on stderr as
-// listening. The test fails if none is logged within a minute. At cleanup
+// listening. The test fails if none is logged within a minute, or at once
+// if the process ends its stderr (exits) first, quoting the stderr's end. At cleanup
 // the process gets SIGTERM, and SIGKILL if it has not exited 10 s later.
 func StartProcess(t testing.TB, bin string, args ...string) string {
 	t.Helper()
@@ -39,7 +41,12 @@ func StartProcess(t testing.TB, bin string, args ...string) string {
 		}
 	})
 	addr := make(chan string, 1)
+	// ended carries the last lines of stderr once it closes: a server that
+	// exits before it listens (a bad flag, a missing model) fails the test
+	// at once with what it said, not after the minute.
+	ended := make(chan []string, 1)
 	go func() {
+		var tail []string
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
@@ -48,11 +55,23 @@ func StartProcess(t testing.TB, bin string, args ...string) string {
 				default:
 				}
 			}
+			tail = append(tail, sc.Text())
+			if len(tail) > 20 {
+				tail = tail[1:]
+			}
 		}
+		ended <- tail
 	}()
 	select {
 	case a := <-addr:
 		return a
+	case tail := <-ended:
+		select {
+		case a := <-addr:
+			return a
+		default:
+		}
+		t.Fatalf("%s exited before it logged a listening address; its stderr ended:\n%s", bin, strings.Join(tail, "\n"))
 	case <-time.After(time.Minute):
 		t.Fatalf("%s did not log a listening address within a minute", bin)
 	}

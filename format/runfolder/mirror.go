@@ -273,10 +273,7 @@ func Pull(ctx context.Context, remoteRun, localRun string, o PullOptions) ([]int
 	}
 	slices.SortFunc(steps, func(a, b Step) int { return cmp.Compare(a.N, b.N) })
 	if len(steps) == 0 || steps[len(steps)-1].N != last.N {
-		// The step latest named is gone from the listing: a trainer moved
-		// latest on and pruned it in between. The local latest stays; the
-		// next Pull reads the new one.
-		return nil, fmt.Errorf("pull %s: its latest named %s, which it no longer holds (pruned by a newer publish; pull again)", remoteRun, last.Name)
+		return nil, missingLatestStep(ctx, remoteRun, last)
 	}
 	if o.Newest > 0 && len(steps) > o.Newest {
 		steps = steps[len(steps)-o.Newest:]
@@ -395,4 +392,18 @@ func writeFiles(ctx context.Context, files []namedFile, dst string) error {
 		}
 	}
 	return nil
+}
+
+// missingLatestStep is Pull's error when the store's listing lacks the
+// step its latest named. Either a trainer moved latest on and pruned that
+// step in between (latest reads otherwise now: pull again), or latest
+// still names it, and the store is broken: a publish cut short before it
+// uploaded the step, or a folder removed by hand. Pulling again would not
+// help there, so the error says which it is.
+func missingLatestStep(ctx context.Context, remoteRun string, named Step) error {
+	now, ok, err := remoteLatest(ctx, remoteRun)
+	if err == nil && ok && now.N == named.N {
+		return fmt.Errorf("pull %s: its latest names %s, which the store does not hold: a publish was cut short or the step folder was removed; point the store's latest at a step it holds, or publish the run again from a copy that has the step", remoteRun, named.Name)
+	}
+	return fmt.Errorf("pull %s: its latest named %s, which it no longer holds (pruned by a newer publish; pull again)", remoteRun, named.Name)
 }

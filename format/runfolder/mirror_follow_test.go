@@ -204,3 +204,31 @@ func TestPullFolderMarkers(t *testing.T) {
 		}
 	}
 }
+
+// A store whose latest names a step it does not hold, and goes on naming
+// it (a publish cut short, a folder removed by hand), is not the race a
+// second pull gets past: the error says the store is broken and what to
+// do, where it said "pruned by a newer publish; pull again" forever.
+func TestPullLatestNamesStepStoreLacks(t *testing.T) {
+	ctx := context.Background()
+	url := hookedS3Requests(t, "bkt", func(string, string) {})
+	store := url("adapters/r")
+	if err := fileset.WriteFile(ctx, fileset.Join(store, StepName(1), "adapter_config.json"), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(ctx, fileset.Join(store, LatestName), []byte(StepName(2)+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Pull(ctx, store, filepath.Join(t.TempDir(), "r"), PullOptions{})
+	if err == nil {
+		t.Fatal("pull of a store whose latest names a missing step succeeded")
+	}
+	for _, want := range []string{StepName(2), "does not hold", "cut short"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "pull again") {
+		t.Errorf("error %q tells to pull again, which cannot help", err)
+	}
+}

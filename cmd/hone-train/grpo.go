@@ -22,6 +22,11 @@ std unless --scale-rewards says otherwise; zero-advantage trajectories are
 dropped and counted. Only the tokens the policy sampled are trained, with
 their stored logprobs. Every trajectory needs a reward, or an error for an
 episode that failed: unscored rows are refused (exit code 2), naming them.
+Trajectories of split val or test (held-out data: hone-collect --split,
+hone-inspect log-eval) are never trained: they are left out with one warning
+naming how many and the first rows, and inputs of held-out rows alone are
+refused (exit code 2); a --watch-dir call that finds only such files records
+them as consumed and trains nothing.
 
 Default loss (ART's): −clip(sg(ρ), 1−ε, 1+ε_high)·A·logπ with ε=1, ε_high=4,
 ρ = exp(logπ − logπ_sampler) per token, every trajectory weighted equally.

@@ -23,7 +23,10 @@ per line; on stdin or through a pipe, told from Parquet by their content).
 user and tool messages are context: TRL's assistant_only_loss), --turns last
 only the last of each conversation. A conversation with no assistant turn is
 left out, with one warning naming the first such rows (and, for a line
-without "messages", the keys it has instead). The loss is the mean negative log-likelihood over the
+without "messages", the keys it has instead). Trajectories of split val or
+test (held-out data: hone-collect --split, hone-inspect log-eval) are left out
+too, with one warning naming how many and the first rows; inputs of held-out
+rows alone are refused (exit code 2). The loss is the mean negative log-likelihood over the
 step's assistant tokens. Checkpoints, --resume, metrics and the stop on a
 NaN or Inf loss, gradient or weights work as in grpo; --resume takes the
 run's own files (their names, and their contents by sha256: a file

@@ -39,9 +39,15 @@ type group struct {
 // naming its rows, since training on the rest would silently drop them.
 // A trajectory lens finds too long (lens.Check; nil: no check) is left
 // out as "too_long", its reward kept in its group's; the caller reports
-// them (lens.Report). Every error that blames the files matches
-// stageerr.ErrBadInput.
-func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, allowNoLogprobs bool, lens *trainer.Lengths) ([]group, error) {
+// them (lens.Report). A trajectory of a held-out split (val, test) is left
+// out before any check, named in held (nil: not named) for the caller's
+// one warning (held.Report), and a group left with none is dropped: its
+// reward neither counts in a group mean nor is required. Every error that
+// blames the files matches stageerr.ErrBadInput.
+func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, allowNoLogprobs bool, lens *trainer.Lengths, held *trainer.HeldOut) ([]group, error) {
+	if held == nil {
+		held = &trainer.HeldOut{}
+	}
 	r, err := trajectory.Open(ctx, in)
 	if err != nil {
 		return nil, stageerr.Input(err)
@@ -59,12 +65,19 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			return nil, stageerr.Input(err)
 		}
 		gr := group{ID: g.ID}
+		heldN := 0
 		for _, t := range g.Trajectories {
 			where := rows.next()
+			held.Read++
 			for k := range t.Metrics {
 				if !slices.Contains(gr.EnvMetrics, k) {
 					gr.EnvMetrics = append(gr.EnvMetrics, k)
 				}
+			}
+			if trainer.IsHeldOut(t.Split) {
+				held.Rows = append(held.Rows, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
+				heldN++
+				continue
 			}
 			if t.Error != "" {
 				gr.Errors++
@@ -109,6 +122,9 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			gr.Missing = append(gr.Missing, why)
 		}
 		slices.Sort(gr.EnvMetrics)
+		if heldN > 0 && heldN == len(g.Trajectories) {
+			continue // every trajectory held out: not a group of this run's
+		}
 		out = append(out, gr)
 	}
 	if len(unscored) > 0 {

@@ -208,8 +208,12 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 	if o.Loss.Norm == "art" {
 		lens.Budget = 0 // its micro-batches are the packed rows, not --token-budget
 	}
-	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, o.AllowNoLogprobs, lens)
+	var held trainer.HeldOut
+	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, o.AllowNoLogprobs, lens, &held)
 	if err != nil {
+		return nil, err
+	}
+	if err := held.Report(o.Log, in.Names()); err != nil {
 		return nil, err
 	}
 	if err := lens.Report(o.Log); err != nil {

@@ -81,6 +81,18 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// is the one decoding of the files; the session's length below comes
 	// from the groups it returns.
 	gs, err := loadInputs(ctx, base, o, fileset.Held(files, held))
+	if errors.Is(err, trainer.ErrAllHeldOut) && sess.EndStep < 0 {
+		// Eval episodes written into the watched folder: not bad files,
+		// and refusing them would fail every call until a file of train
+		// rows landed. They are consumed untrained, so no call reads them
+		// again.
+		log.Warn("nothing to train: the new files hold only trajectories of split val or test (held-out data); they are recorded as consumed", "files", files, "run", run.Dir, "step", prep.Done)
+		for _, f := range sess.Files {
+			f.Step = prep.Done
+			man.Consumed = append(man.Consumed, f)
+		}
+		return run.WriteManifest(man)
+	}
 	if err != nil {
 		return err
 	}

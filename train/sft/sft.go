@@ -127,6 +127,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := lens.Report(log); err != nil {
 		return err
 	}
+	held := trainer.HeldOut{Read: data.Read, Rows: data.HeldOut}
+	if err := held.Report(log, o.Inputs.Names()); err != nil {
+		return err
+	}
 	if err := checkpoint.CheckUnchanged(ctx, o.Inputs, files); err != nil {
 		return err
 	}
@@ -139,7 +143,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	exs, skipped := data.Examples, data.Skipped
 	if len(exs) == 0 {
-		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter, no assistant turn or longer than --max-seq-len)", strings.Join(o.Inputs.Names(), ", "), skipped)
+		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter, no assistant turn or longer than --max-seq-len), %d held out (split val or test)", strings.Join(o.Inputs.Names(), ", "), skipped, len(data.HeldOut))
 	}
 	o.InputsSHA256 = nil
 	for _, f := range files {
@@ -255,6 +259,11 @@ type Data struct {
 	// has no "messages" at all.
 	Read        int
 	NoAssistant []string
+	// HeldOut names the trajectories left out for their split (val or
+	// test: trainer.IsHeldOut), as "FILE row N (group G, trajectory T)"
+	// ("FILE (group G, trajectory T)" in a chat file); they are not
+	// counted in Skipped.
+	HeldOut []string
 	// EnvMetrics are the names of the metrics the input trajectories
 	// report (sorted), and Complete whether every input is a Parquet
 	// trajectory file, whose metrics are then the environment's (a JSON
@@ -264,7 +273,8 @@ type Data struct {
 }
 
 // Load reads conversations (Parquet trajectory files, or .jsonl/.json chat
-// files) and lays each out with its assistant turns trainable (all, or the
+// files), leaves out and names those of a held-out split (val, test), and
+// lays each other out with its assistant turns trainable (all, or the
 // last of each history): the main history and every additional history
 // each a sequence of its own (trainer.LayoutHistories, as GRPO does), so
 // that a step's token mean covers them all. Trajectories with an error,
@@ -276,6 +286,7 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 	d := Data{Complete: true}
 	var groups []trajectory.Group
 	var files []string // the input each group came from
+	var rows []int     // the row of a Parquet file its first trajectory is; -1 in a chat file
 	for i := range in.Len() {
 		gs, chat, err := readConversations(ctx, in, i)
 		if err != nil {
@@ -285,17 +296,32 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			d.Complete = false
 		}
 		groups = append(groups, gs...)
-		for range gs {
+		row := 0
+		for _, g := range gs {
 			files = append(files, in.Name(i))
+			if chat {
+				rows = append(rows, -1) // grouped by its lines' group ids, not in line order
+			} else {
+				rows = append(rows, row)
+			}
+			row += len(g.Trajectories)
 		}
 	}
 	for gi, g := range groups {
-		for _, t := range g.Trajectories {
+		for ti, t := range g.Trajectories {
 			d.Read++
 			for k := range t.Metrics {
 				if !slices.Contains(d.EnvMetrics, k) {
 					d.EnvMetrics = append(d.EnvMetrics, k)
 				}
+			}
+			if trainer.IsHeldOut(t.Split) {
+				where := files[gi]
+				if rows[gi] >= 0 {
+					where = fmt.Sprintf("%s row %d", where, rows[gi]+ti)
+				}
+				d.HeldOut = append(d.HeldOut, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
+				continue
 			}
 			if t.Error != "" || (minReward != nil && (t.Reward == nil || math.IsNaN(*t.Reward) || *t.Reward < *minReward)) {
 				d.Skipped++

@@ -74,8 +74,10 @@ naming the option and both values.
 --watch-dir DIR trains on the *.parquet files in DIR that OUT/RUN/manifest.json
 does not list (by sha256), holding OUT/RUN/lock; with nothing new it says so
 and exits 0. A file it consumed is not read again while its size and
-modification time (and an object's ETag) stay those recorded when it was
-hashed. --steps then counts steps per session. DIR may be named another
+modification time (and an object's ETag, a local file's inode) stay those
+recorded when it was hashed. A symbolic link is read as the file it names;
+one whose target does not exist is named in a warning and left for a later
+call. --steps then counts steps per session. DIR may be named another
 way on a later call (relative, absolute, moved): files are known by sha256.`,
 		Example: `  hone-train grpo --model models/tiny --run ttt --groups-per-step 16 scored/round-*.parquet
   hone-train grpo --model models/tiny --run ttt --loss ppo --epsilon 0.2 --epsilon-high 0.28 --norm tokens scored/

@@ -17,15 +17,20 @@
 //   - A directory means the regular files directly in it (not below it)
 //     whose names end in the extension asked for (".parquet" unless told
 //     otherwise), skipping names that start with "." (temporary outputs),
-//     sorted by name.
+//     sorted by name. A symbolic link to a regular file is that file (as
+//     cat dir/* reads it); one to a folder is not descended into.
 //   - Otherwise an argument with *, ?, [ or \ is a glob (filepath.Match syntax),
 //     its file matches sorted by name; as in the shell, a name starting with
 //     "." matches only a pattern whose last element starts with ".".
 //   - Anything else is an error naming the argument, as are a glob that
-//     matches nothing, a directory with no such files, and no arguments.
+//     matches nothing, a directory with no such files, a directory or glob
+//     that holds a symbolic link whose target does not exist (naming the
+//     link: passed over, the file it was meant to bring would go untrained
+//     without a word), and no arguments.
 //
 // Matches of one argument are sorted; the arguments keep their order; a
-// name given twice is read once, at its first place.
+// file named twice (a symbolic link and its target included) is read
+// once, at its first place.
 //
 // Names are plain paths or URLs. The scheme picks a Store: plain paths and
 // file:// URLs are the local file system; s3://, gs://, azblob:// (any
@@ -42,7 +47,8 @@
 // (a client, and its connections) per bucket URL, which the set's Close
 // closes; Open of a name alone opens a bucket for that file. ListSet is a
 // folder's files as such a set. Info (StatFile) stats a file without
-// reading it: its size, modification time and, in an object store, ETag. Errors that blame an argument match
+// reading it: its size, modification time and, in an object store, ETag
+// (of a local file, its device and inode). Errors that blame an argument match
 // ErrBadArgument; others come from the operating system, the store or the
 // context; an absent file or object matches fs.ErrNotExist.
 //

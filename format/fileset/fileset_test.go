@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/url"
@@ -73,10 +74,10 @@ func TestResolve(t *testing.T) {
 	}{
 		{"files keep order", []string{j("b.parquet"), j("a.parquet")}, []string{j("b.parquet"), j("a.parquet")}},
 		{"glob sorted", []string{j("*.parquet")}, []string{j("a.parquet"), j("b.parquet")}},
-		{"directory means the parquet files directly in it", []string{j("sub")}, []string{j("sub/d.parquet"), j("sub/e.parquet")}},
+		{"directory means the parquet files directly in it, links to files included", []string{j("sub")}, []string{j("sub/d.parquet"), j("sub/e.parquet"), j("sub/link.parquet")}},
 		{"top directory skips hidden, non-parquet and folders", []string{dir}, []string{j("a.parquet"), j("b.parquet")}},
 		{"hidden names only for a hidden pattern", []string{j(".*.parquet")}, []string{j(".hidden.parquet")}},
-		{"mixed and deduplicated", []string{j("b.parquet"), j("*.parquet"), j("sub")},
+		{"mixed and deduplicated (sub/link.parquet is a.parquet)", []string{j("b.parquet"), j("*.parquet"), j("sub")},
 			[]string{j("b.parquet"), j("a.parquet"), j("sub/d.parquet"), j("sub/e.parquet")}},
 		{"glob over directories", []string{j("s*/*.parquet")}, []string{j("sub/d.parquet"), j("sub/e.parquet"), j("sub/link.parquet")}},
 	}
@@ -421,5 +422,56 @@ func TestStatFileLocal(t *testing.T) {
 	}
 	if _, err := StatFile(ctx, filepath.Join(dir, "none.parquet")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("StatFile of an absent file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestResolveFollowsSymlinks: a symbolic link to a regular file is that
+// file, in a folder as in a glob (as cat dir/* reads it): it was skipped
+// in a folder, so `ln -s ../r1.parquet incoming/` was never read. A link
+// to a folder is not descended into, and a link and its target named
+// together are read once. A link whose target does not exist is named in
+// an error, by a folder and a glob alike; one the extension leaves out
+// does not matter.
+func TestResolveFollowsSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	touch(t, dir, "r1.parquet", "in/a.parquet", "sub/x.parquet")
+	j := func(p string) string { return filepath.Join(dir, p) }
+	link := func(target, name string) {
+		t.Helper()
+		if err := os.Symlink(target, j(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link("../r1.parquet", "in/r1.parquet")
+	link("../sub", "in/sub.parquet")
+	link("../gone.txt", "in/notes.txt")
+	want := []string{j("in/a.parquet"), j("in/r1.parquet")}
+	for _, arg := range []string{j("in"), j("in/*.parquet")} {
+		s := resolve(t, []string{arg}, Options{})
+		if got := s.Names(); !slices.Equal(got, want) {
+			t.Errorf("%s: got %q, want %q", arg, got, want)
+		}
+		if len(s.Names()) == 2 {
+			if got := readAll(t, s, 1); got != "r1.parquet" {
+				t.Errorf("%s: the link reads %q, want its target's contents", arg, got)
+			}
+		}
+		if got := resolve(t, []string{arg, j("r1.parquet")}, Options{}).Names(); !slices.Equal(got, want) {
+			t.Errorf("%s and the link's target: got %q, want the target read once as %q", arg, got, want)
+		}
+	}
+	link("../gone.parquet", "in/gone.parquet")
+	for _, arg := range []string{j("in"), j("in/*.parquet")} {
+		_, err := Resolve(context.Background(), []string{arg}, Options{})
+		if !errors.Is(err, ErrBadArgument) || !strings.Contains(fmt.Sprint(err), j("in/gone.parquet")+": a symbolic link to ../gone.parquet, which does not exist") {
+			t.Errorf("%s with a dangling link: %v, want a bad argument naming it", arg, err)
+		}
+	}
+	names, err := DanglingLinks(context.Background(), j("in"), ".parquet")
+	if err != nil || !slices.Equal(names, []string{j("in/gone.parquet") + " -> ../gone.parquet"}) {
+		t.Errorf("DanglingLinks: %q %v", names, err)
+	}
+	if got, err := List(context.Background(), j("in"), ".parquet"); err != nil || !slices.Equal(got, want) {
+		t.Errorf("List: %q %v, want %q: a dangling link is left to DanglingLinks", got, err, want)
 	}
 }

@@ -321,6 +321,13 @@ func expand(ctx context.Context, c *buckets, arg, ext string) ([]string, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%q: list directory: %w", arg, err)
 		}
+		dangling, err := DanglingLinks(ctx, arg, ext)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", arg, err)
+		}
+		if len(dangling) > 0 {
+			return nil, danglingError(arg, dangling)
+		}
 		if len(files) == 0 {
 			return nil, argErrorf(arg, "directory has no *%s files", ext)
 		}
@@ -360,10 +367,36 @@ func glob(ctx context.Context, st Store, pattern string) ([]string, error) {
 		}
 		out = append(out, m)
 	}
+	var dangling []string
+	if _, ok := st.(local); ok {
+		for _, m := range out {
+			if p, _, err := localName(m); err == nil {
+				if target, ok := danglingLink(p); ok {
+					dangling = append(dangling, m+" -> "+target)
+				}
+			}
+		}
+	}
+	if len(dangling) > 0 {
+		return nil, danglingError(pattern, dangling)
+	}
 	if len(out) == 0 {
 		return nil, argErrorf(pattern, "glob matches no files")
 	}
 	return out, nil
+}
+
+// danglingError refuses an argument (a folder or a glob) that names
+// symbolic links whose targets do not exist (each "NAME -> TARGET"), as
+// a folder and a glob alike: passed over, the file the link was meant to
+// bring would go untrained without a word.
+func danglingError(arg string, links []string) error {
+	var parts []string
+	for _, l := range links {
+		name, target, _ := strings.Cut(l, " -> ")
+		parts = append(parts, fmt.Sprintf("%s: a symbolic link to %s, which does not exist", name, target))
+	}
+	return argErrorf(arg, "%s; remove the link, or point it at a file", strings.Join(parts, "; "))
 }
 
 // fileKey is what names the same file alike however it is spelled, for
@@ -378,10 +411,15 @@ func fileKey(name string) string {
 	if err != nil {
 		return name
 	}
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
 	}
-	return filepath.Clean(p)
+	// A symbolic link and its target are one file, read once.
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
 }
 
 func hasMeta(p string) bool { return strings.ContainsAny(p, `*?[\`) }

@@ -29,7 +29,8 @@ type Store interface {
 	// Info is what a stat of the file name says, without reading it; an
 	// absent name gives an error matching fs.ErrNotExist.
 	Info(ctx context.Context, name string) (FileInfo, error)
-	// List returns the regular files directly in dir, sorted by name.
+	// List returns the regular files directly in dir, sorted by name (a
+	// local symbolic link to a regular file is one).
 	List(ctx context.Context, dir string) ([]string, error)
 	// Glob returns the names of the files matching pattern, sorted.
 	Glob(ctx context.Context, pattern string) ([]string, error)
@@ -118,7 +119,7 @@ func (local) Info(ctx context.Context, name string) (FileInfo, error) {
 		// A pipe's size and time say nothing of what a reading gives.
 		return FileInfo{}, &ArgError{Arg: name, Err: errors.New("not a regular file")}
 	}
-	return FileInfo{Size: st.Size(), ModTime: st.ModTime()}, nil
+	return FileInfo{Size: st.Size(), ModTime: st.ModTime(), ID: fileID(st)}, nil
 }
 
 func (local) List(ctx context.Context, dir string) ([]string, error) {
@@ -132,11 +133,66 @@ func (local) List(ctx context.Context, dir string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		if e.Type().IsRegular() {
-			names = append(names, back(filepath.Join(p, e.Name())))
+		full := filepath.Join(p, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			// A link to a regular file is that file, as cat dir/* and
+			// the glob read it; one to a folder is not descended into,
+			// and a dangling one is DanglingLinks's to name.
+			if st, err := os.Stat(full); err != nil || !st.Mode().IsRegular() {
+				continue
+			}
+		} else if !e.Type().IsRegular() {
+			continue
 		}
+		names = append(names, back(full))
 	}
 	return names, nil
+}
+
+// DanglingLinks names the symbolic links directly in the local folder dir
+// whose name ends in ext (and does not start with ".") and whose target
+// does not exist, each as "NAME -> TARGET": List passes them over, and a
+// caller says what becomes of them (Resolve refuses them; a --watch-dir
+// call leaves them for a later one). An object store has no links: nil.
+func DanglingLinks(ctx context.Context, dir, ext string) ([]string, error) {
+	st, err := storeIn(nil, dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := st.(local); !ok {
+		return nil, nil
+	}
+	p, back, err := localName(dir)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: list directory: %w", dir, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Type()&fs.ModeSymlink == 0 || !strings.HasSuffix(e.Name(), ext) || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if target, ok := danglingLink(filepath.Join(p, e.Name())); ok {
+			out = append(out, back(filepath.Join(p, e.Name()))+" -> "+target)
+		}
+	}
+	return out, nil
+}
+
+// danglingLink says whether the local path p is a symbolic link whose
+// target does not exist, and names that target as the link holds it.
+func danglingLink(p string) (string, bool) {
+	if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+		return "", false
+	}
+	target, err := os.Readlink(p)
+	if err != nil {
+		return "", false // not a link (or gone since): the reading names it
+	}
+	return target, true
 }
 
 func (local) Glob(ctx context.Context, pattern string) ([]string, error) {
@@ -238,6 +294,10 @@ type FileInfo struct {
 	// changes whenever the object is written with other contents, even
 	// within the second its ModTime is given to.
 	ETag string
+	// ID is a local file's device and inode ("" for an object): a name
+	// that comes to stand for another file (a symbolic link retargeted, a
+	// file renamed over it) changes it even where size and time stay.
+	ID string
 }
 
 // StatFile stats one named file or URL as it is (no glob, directory or

@@ -46,6 +46,10 @@ type FileEntry struct {
 	ModTime  time.Time `json:"mtime,omitzero"`
 	ETag     string    `json:"etag,omitempty"`
 	HashedAt time.Time `json:"hashed_at,omitzero"`
+	// FileID is the stat's fileset.FileInfo.ID (a local file's device and
+	// inode): a path that names another file since (a symbolic link
+	// retargeted) is read again though its size and time are the same.
+	FileID string `json:"file_id,omitempty"`
 }
 
 // RacyWindow is how much older than the moment it was statted and hashed
@@ -60,9 +64,9 @@ const RacyWindow = 2 * time.Second
 
 // SameStat reports whether the file at path, which stats as now, may be
 // taken as e's contents without reading it: e was statted at that path,
-// size, modification time and ETag (where both have one) are equal, and
-// that stat was not racy (RacyWindow). Anything else is read and hashed,
-// so that sha256 stays what identifies a file.
+// size, modification time, ETag and file ID (these two where both have
+// one) are equal, and that stat was not racy (RacyWindow). Anything else
+// is read and hashed, so that sha256 stays what identifies a file.
 func (e FileEntry) SameStat(path string, now fileset.FileInfo) bool {
 	switch {
 	case e.ModTime.IsZero() || e.HashedAt.IsZero() || now.ModTime.IsZero():
@@ -70,6 +74,8 @@ func (e FileEntry) SameStat(path string, now fileset.FileInfo) bool {
 	case e.Path != path || e.Size != now.Size || !e.ModTime.Equal(now.ModTime):
 		return false
 	case e.ETag != "" && now.ETag != "" && e.ETag != now.ETag:
+		return false
+	case e.FileID != "" && now.ID != "" && e.FileID != now.ID:
 		return false
 	}
 	return e.ModTime.Before(e.HashedAt.Add(-RacyWindow))
@@ -83,7 +89,7 @@ func (e *FileEntry) setStat(st fileset.FileInfo, at time.Time) {
 	if st.Size != e.Size {
 		return
 	}
-	e.ModTime, e.ETag, e.HashedAt = st.ModTime, st.ETag, at.Round(0)
+	e.ModTime, e.ETag, e.FileID, e.HashedAt = st.ModTime, st.ETag, st.ID, at.Round(0)
 }
 
 // Session is one training session: which files, from which step to which.
@@ -266,7 +272,7 @@ func (m *Manifest) Restat(e FileEntry) bool {
 	for i := range m.Consumed {
 		c := &m.Consumed[i]
 		if c.Path == e.Path && c.SHA256 == e.SHA256 {
-			c.ModTime, c.ETag, c.HashedAt = e.ModTime, e.ETag, e.HashedAt
+			c.ModTime, c.ETag, c.FileID, c.HashedAt = e.ModTime, e.ETag, e.FileID, e.HashedAt
 			return true
 		}
 	}

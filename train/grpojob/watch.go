@@ -135,9 +135,9 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 // in this listing, is passed over (a copy is the same data), and a
 // consumed entry of its path takes its new stat (restatted: the caller
 // writes the manifest), so that the next call need not read it. A file
-// its writer has not finished (unfinishedParquet) is left for a later
-// call, with a warning naming it, and one deleted since the listing is
-// passed over. The listing, stats and reads share one
+// its writer has not finished (unfinishedParquet), or a symbolic link
+// whose target does not exist, is left for a later call, with a warning
+// naming it, and one deleted since the listing is passed over. The listing, stats and reads share one
 // bucket per bucket URL.
 func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log *slog.Logger) (files []checkpoint.FileEntry, held [][]byte, restatted bool, err error) {
 	// The folder is read by the directory rule of every input (fileset):
@@ -147,6 +147,17 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 		return nil, nil, false, stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
 	}
 	defer set.Close()
+	// A symbolic link is read as the file it names (the listing follows
+	// it); one whose target is not there (yet) is named and left for a
+	// later call, as a file still being written is, rather than failing
+	// the call and holding back the other files.
+	dangling, err := fileset.DanglingLinks(ctx, watchDir, ".parquet")
+	if err != nil {
+		return nil, nil, false, stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
+	}
+	if len(dangling) > 0 {
+		log.Warn("symbolic links whose target does not exist: left for a later call", "links", dangling)
+	}
 	byPath := map[string][]checkpoint.FileEntry{}
 	for _, e := range man.Consumed {
 		byPath[e.Path] = append(byPath[e.Path], e)

@@ -294,6 +294,10 @@ jq -r 'def gain(a; b; t): .results as $r | [$r[] | select(.model == a and .tempe
 	"whole pipeline (base -> rl): greedy \(gain("rl"; "base"; 0)), T=1 \(gain("rl"; "base"; 1))"' "$OUT"/summary.json
 
 log "report: hone-inspect report on run rl, its rounds and the evaluations"
-"$BIN"/hone-inspect report "$OUT"/adapters/rl --trajectories "$OUT"/scored --eval "$OUT/eval/*.json" \
+# The evaluations by name, not as the pattern "$OUT/eval/*.json": an OUT
+# whose name holds [ or * would make that a pattern matching nothing.
+eval_args=()
+for e in "${evals[@]}"; do eval_args+=(--eval "$e"); done
+"$BIN"/hone-inspect report "$OUT"/adapters/rl --trajectories "$OUT"/scored "${eval_args[@]}" \
 	-o "$OUT"/report.html 2>>"$OUT"/report.log || { cat "$OUT"/report.log >&2; exit 1; }
 log "done; summary in $OUT/summary.json, report in $OUT/report.html"

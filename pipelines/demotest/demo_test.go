@@ -307,3 +307,32 @@ func TestTictactoeEnvOpts(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoOutWithGlobCharacters runs demo.sh with an OUT whose name holds
+// blanks and glob characters ("[", "*"): every stage takes the names as
+// they are, and the run ends with its report. The report used to get
+// --eval "$OUT/eval/*.json", a pattern that such a folder name turns into
+// one matching nothing, so a run that had trained and evaluated failed at
+// its last step ("glob matches no files").
+func TestDemoOutWithGlobCharacters(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	out := filepath.Join(t.TempDir(), "my runs [1] *", "demo")
+	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SEED=3",
+		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo.sh with OUT=%q: %v\n%s", out, err, stdout.String())
+	}
+	html, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil {
+		t.Fatalf("demo.sh did not end with a report: %v", err)
+	}
+	for _, frag := range []string{"<th>base T=0</th>", "<th>rl T=1</th>"} {
+		if !strings.Contains(string(html), frag) {
+			t.Errorf("the report lacks the evaluation %q", frag)
+		}
+	}
+}

@@ -43,12 +43,20 @@
 # for the tiny random model (e.g. --tie-embeddings). PRECISION_OPTS: flags of
 # hone-train sft/grpo and hone-serve for how the weights are held and
 # multiplied, e.g. "--dtype bfloat16 --compute bf16" (the bf16 compute mode:
-# a CPU with AVX512-BF16). Other knobs: BIN, MODEL, SEED, ROUNDS,
+# a CPU with AVX512-BF16). BIN: the binaries' folder (default: the bin/ of
+# the checkout holding this script, else ./bin). Other knobs: MODEL, SEED, ROUNDS,
 # EVAL_EPISODES, EVAL_SPLIT, SFT_STEPS, RL_GROUPS, GSIZE, RL_LR, THREADS.
 # The server is always stopped on exit.
 set -euo pipefail
 
-BIN=${BIN:-bin}
+# BIN: by default the bin/ of the checkout holding this script (make build
+# writes there), so that the script runs from any working folder; ./bin
+# where that has no binaries (a copy of the script kept elsewhere).
+if [ -z "${BIN:-}" ]; then
+	BIN=bin
+	checkout_bin=$(CDPATH='' cd -- "$(dirname "$0")/.." && pwd)/bin
+	[ -x "$checkout_bin/hone-train" ] && BIN=$checkout_bin
+fi
 OUT=${OUT:-out/demo}
 SEED=${SEED:-1}
 N=${N:-32}                       # secrets in 1..N

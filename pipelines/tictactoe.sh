@@ -55,10 +55,17 @@ export GSIZE=${GSIZE:-8}
 export RL_LR=${RL_LR:-3e-3}
 export EVAL_EPISODES=${EVAL_EPISODES:-200}
 export EVAL_SPLIT=${EVAL_SPLIT:-test}
-BIN=${BIN:-bin}
 SEED=${SEED:-1}
-
 dir=$(dirname "$0")
+# BIN as demo.sh chooses it (the checkout's bin/, else ./bin), and handed
+# to it, so that both play with the same binaries from any working folder.
+if [ -z "${BIN:-}" ]; then
+	BIN=bin
+	checkout_bin=$(CDPATH='' cd -- "$dir/.." && pwd)/bin
+	[ -x "$checkout_bin/hone-train" ] && BIN=$checkout_bin
+fi
+export BIN
+
 "$dir"/demo.sh
 
 # The same held-out games as demo.sh's evaluation (its seeds), played by the

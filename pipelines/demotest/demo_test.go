@@ -336,3 +336,82 @@ func TestDemoOutWithGlobCharacters(t *testing.T) {
 		}
 	}
 }
+
+// checkoutElsewhere copies the pipeline scripts into a checkout whose path
+// holds a blank (".../my projects/hone", its bin/ built) and returns that
+// checkout and an empty working folder outside it.
+func checkoutElsewhere(ctx context.Context, t *testing.T, root string) (checkout, work string) {
+	t.Helper()
+	checkout = filepath.Join(t.TempDir(), "my projects", "hone")
+	buildBinaries(ctx, t, root, filepath.Join(checkout, "bin"))
+	if err := os.MkdirAll(filepath.Join(checkout, "pipelines"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"demo.sh", "tictactoe.sh"} {
+		script, err := os.ReadFile(filepath.Join(root, "pipelines", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(checkout, "pipelines", name), script, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return checkout, t.TempDir()
+}
+
+// envWithout is the test's environment less the variable name.
+func envWithout(name string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, name+"=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// TestDemoFromAnotherFolder runs demo.sh of a checkout whose path holds a
+// blank ("my projects/hone", bin/ built in it) from another working
+// folder, BIN unset and OUT relative: the script finds the checkout's
+// binaries and writes under the working folder. It used to look for
+// ./bin only, and stopped with "bin/hone-train missing; run make build"
+// after the user had run it.
+func TestDemoFromAnotherFolder(t *testing.T) {
+	ctx, root, _ := loopSetup(t)
+	checkout, work := checkoutElsewhere(ctx, t, root)
+	cmd := exec.CommandContext(ctx, filepath.Join(checkout, "pipelines", "demo.sh"))
+	cmd.Dir = work
+	cmd.Env = append(envWithout("BIN"), "OUT=out demo", "SEED=3",
+		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s run from %s: %v\n%s", cmd.Path, work, err, stdout.String())
+	}
+	for _, p := range []string{"summary.json", "report.html"} {
+		if _, err := os.Stat(filepath.Join(work, "out demo", p)); err != nil {
+			t.Errorf("demo.sh from another folder: %v", err)
+		}
+	}
+}
+
+// TestTictactoeFromAnotherFolder: the same for tictactoe.sh, which plays
+// the scripted policies with the binaries after demo.sh; it too looked
+// for ./bin only.
+func TestTictactoeFromAnotherFolder(t *testing.T) {
+	ctx, root, _ := loopSetup(t)
+	checkout, work := checkoutElsewhere(ctx, t, root)
+	cmd := exec.CommandContext(ctx, filepath.Join(checkout, "pipelines", "tictactoe.sh"))
+	cmd.Dir = work
+	cmd.Env = append(envWithout("BIN"), "OUT=out ttt", "SEED=3",
+		"SFT_STEPS=2", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s run from %s: %v\n%s", cmd.Path, work, err, stdout.String())
+	}
+	b, err := os.ReadFile(filepath.Join(work, "out ttt", "summary.json"))
+	if err != nil || !strings.Contains(string(b), `"scripted"`) {
+		t.Errorf("tictactoe.sh from another folder: summary without the scripted policies: %v\n%s", err, b)
+	}
+}

@@ -95,8 +95,9 @@ done | jq -s 'add' >"$OUT"/eval/scripted.json
 # the episode count.
 jq --slurpfile scripted "$OUT"/eval/scripted.json '
 	def pick($m; $t): [.results[] | select(.model == $m and .temperature == $t)][0];
-	def row($r): {win_or_draw: $r.success, block_rate: $r.block_rate,
-		counts: ($r | {win, draw, loss, illegal} | map_values(. * $r.episodes | round))};
+	# A row that is not there (no warm-up with SFT_STEPS=0) is null.
+	def row($r): if $r == null then null else {win_or_draw: $r.success, block_rate: $r.block_rate,
+		counts: ($r | {win, draw, loss, illegal} | map_values(. * $r.episodes | round))} end;
 	. + {recipe: {env_opts: $ENV.ENV_OPTS, train_env_opts: $ENV.TRAIN_ENV_OPTS, scorers: $ENV.SCORERS,
 		sft_steps: ($ENV.SFT_STEPS | tonumber), rounds: ($ENV.ROUNDS | tonumber), rl_lr: $ENV.RL_LR},
 		teacher_t1: pick("warmup"; 1).success, teacher_greedy: pick("warmup"; 0).success,
@@ -107,4 +108,5 @@ jq --slurpfile scripted "$OUT"/eval/scripted.json '
 mv "$OUT"/summary.json.tmp "$OUT"/summary.json
 jq -r '"block rate: teacher (warm-up) greedy \(.outcomes.teacher_greedy.block_rate), T=1 \(.outcomes.teacher_t1.block_rate); rl greedy \(.outcomes.rl_greedy.block_rate), T=1 \(.outcomes.rl_t1.block_rate)",
 	"scripted on the same games: teacher \(.scripted.teacher.win_or_draw) (block rate \(.scripted.teacher.block_rate)), blocker \(.scripted.blocker.win_or_draw)",
-	"RL - teacher, win or draw: T=1 \((.rl_t1 - .teacher_t1) * 100 | round) points, greedy \((.rl_greedy - .teacher_greedy) * 100 | round) points"' "$OUT"/summary.json
+	if .teacher_t1 == null then "RL - teacher: no warm-up (SFT_STEPS=0), nothing to compare with"
+	else "RL - teacher, win or draw: T=1 \((.rl_t1 - .teacher_t1) * 100 | round) points, greedy \((.rl_greedy - .teacher_greedy) * 100 | round) points" end' "$OUT"/summary.json

@@ -415,3 +415,34 @@ func TestTictactoeFromAnotherFolder(t *testing.T) {
 		t.Errorf("tictactoe.sh from another folder: summary without the scripted policies: %v\n%s", err, b)
 	}
 }
+
+// TestTictactoeNoWarmup runs tictactoe.sh with SFT_STEPS=0, a knob it
+// takes from demo.sh: with no warm-up there is no teacher row to compare
+// RL with, so summary.json has null teacher figures and the RL and
+// scripted ones. The summary step used to fail on the missing rows (jq:
+// "null (null) and null (null) cannot be multiplied", exit 5) after the
+// whole run had trained and evaluated.
+func TestTictactoeNoWarmup(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	out := filepath.Join(t.TempDir(), "ttt")
+	cmd := exec.CommandContext(ctx, "./pipelines/tictactoe.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SEED=3",
+		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tictactoe.sh with SFT_STEPS=0: %v\n%s", err, stdout.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("summary.json: %v\n%s", err, b)
+	}
+	if s["teacher_t1"] != nil || s["rl_t1"] == nil || s["rl_greedy"] == nil || s["scripted"] == nil {
+		t.Errorf("summary.json without a warm-up: want teacher_t1 null, rl_t1, rl_greedy and scripted set:\n%s", b)
+	}
+}

@@ -22,8 +22,12 @@ MIN_GAIN ?= 0.20
 
 .PHONY: demo demo-seeds
 
+# OUT reaches the script through the environment, as it is: a recipe's
+# OUT=$(OUT) would split a name holding a blank.
+export OUT
+
 demo:
-	OUT=$(OUT) ./pipelines/demo.sh
+	./pipelines/demo.sh
 
 # GAIN_CHECK holds for a summary.json whose T=1 success rose by MIN_GAIN over
 # the base model and over the warm-up.

@@ -18,8 +18,12 @@ MIN_GREEDY ?= 0.15
 
 .PHONY: tictactoe tictactoe-seeds
 
+# OUT reaches the script through the environment, as it is: a recipe's
+# OUT=$(OUT) would split a name holding a blank.
+export OUT
+
 tictactoe:
-	OUT=$(OUT) ./pipelines/tictactoe.sh
+	./pipelines/tictactoe.sh
 
 tictactoe-seeds:
 	@[ -n "$(SKIP_RUN)" ] || for s in $(SEEDS); do OUT=out/tictactoe-seed$$s SEED=$$s ./pipelines/tictactoe.sh || exit 1; done

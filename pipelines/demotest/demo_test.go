@@ -446,3 +446,25 @@ func TestTictactoeNoWarmup(t *testing.T) {
 		t.Errorf("summary.json without a warm-up: want teacher_t1 null, rl_t1, rl_greedy and scripted set:\n%s", b)
 	}
 }
+
+// TestMakeDemoOutWithBlank runs the demo's make target as `make pipeline
+// OUT=...` does, with an OUT holding a blank: the run writes there. The
+// recipe used to put OUT=$(OUT) before the script unquoted, so the shell
+// took the name's second word for the command to run.
+func TestMakeDemoOutWithBlank(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	need(t, "make")
+	out := filepath.Join(t.TempDir(), "my run")
+	cmd := exec.CommandContext(ctx, "make", "-s", "-f", "pipelines/demo.mk", "demo", "OUT="+out)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+bin, "SEED=3",
+		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("make -f pipelines/demo.mk demo OUT=%q: %v\n%s", out, err, stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); err != nil {
+		t.Errorf("the demo did not write to OUT: %v\n%s", err, stdout.String())
+	}
+}

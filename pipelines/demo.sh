@@ -105,6 +105,20 @@ command -v jq >/dev/null || { echo "demo: jq is needed for the summary" >&2; exi
 start=$(date +%s)
 log() { echo "[demo $(($(date +%s) - start))s] $*"; }
 
+# logged LOG CMD...: runs CMD with its stderr appended to LOG. When CMD
+# fails, says so on stderr with the end of LOG and stops the script with
+# CMD's exit status: a stage's reasons go to its log, and without this the
+# run stopped with no word of which stage failed or where to look.
+logged() {
+	local log=$1 rc=0
+	shift
+	"$@" 2>>"$log" || rc=$?
+	[ "$rc" -eq 0 ] && return 0
+	echo "demo: ${1##*/} failed (exit $rc); the end of $log:" >&2
+	tail -n 20 "$log" >&2
+	exit "$rc"
+}
+
 # splitlist SEP STRING: the items of STRING separated by SEP, one a line,
 # without surrounding blanks; empty items dropped.
 splitlist() {
@@ -141,14 +155,14 @@ fi
 
 if [ "$SFT_STEPS" -gt 0 ]; then
 	log "2/7 warm-up data: scripted $WARMUP_POLICY"
-	"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups 4000 -G 1 --policy "scripted:$WARMUP_POLICY" \
-		--seed $((100000 + SEED)) --run warmup-data -o "$OUT"/data/warmup.parquet 2>"$OUT"/data/collect.log
+	logged "$OUT"/data/collect.log "$BIN"/hone-collect "${ENV_ARGS[@]}" --groups 4000 -G 1 --policy "scripted:$WARMUP_POLICY" \
+		--seed $((100000 + SEED)) --run warmup-data -o "$OUT"/data/warmup.parquet
 
 	log "3/7 SFT warm-up: $SFT_STEPS steps"
-	"$BIN"/hone-train sft --model "$OUT"/model --run warmup --out "$OUT"/adapters \
+	logged "$OUT"/sft.log "$BIN"/hone-train sft --model "$OUT"/model --run warmup --out "$OUT"/adapters \
 		--lr "$SFT_LR" --max-grad-norm 1 --batch-size 32 --steps "$SFT_STEPS" \
 		--save-every "$SFT_STEPS" --keep-last 1 --seed "$SEED" --threads "$THREADS" \
-		${PREC_ARGS[@]+"${PREC_ARGS[@]}"} "$OUT"/data/warmup.parquet >"$OUT"/sft.log 2>&1
+		${PREC_ARGS[@]+"${PREC_ARGS[@]}"} "$OUT"/data/warmup.parquet >>"$OUT"/sft.log
 	log "    $(tail -1 "$OUT"/sft.log)"
 else
 	log "2-3/7 no warm-up (SFT_STEPS=0): GRPO starts from a fresh LoRA adapter"
@@ -224,10 +238,10 @@ evaluate() {
 	local label=$1 model=$2 step=$3 t line=rl
 	[ "$label" = base ] && line=base
 	for t in 0 1; do
-		"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$EVAL_EPISODES" -G 1 --model "$model" \
+		logged "$OUT"/eval/collect.log "$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$EVAL_EPISODES" -G 1 --model "$model" \
 			--base-url "$URL" --api-key none --temperature "$t" --max-tokens "$MAX_TOKENS" \
 			--seed "$EVAL_SEED" --run "eval-$label" \
-			-o "$OUT/eval/$label-T$t.parquet" 2>>"$OUT"/eval/collect.log
+			-o "$OUT/eval/$label-T$t.parquet"
 		[ "$label" = base ] && [ "$t" = 0 ] && check_eval_metrics "$OUT/eval/$label-T$t.parquet"
 		"$BIN"/hone-inspect to-jsonl "$OUT/eval/$label-T$t.parquet" 2>/dev/null |
 			jq -sc --arg name "$label" --arg t "$t" --arg line "$line T=$t" --argjson step "$step" \
@@ -258,16 +272,16 @@ fi
 log "6/7 GRPO: $ROUNDS rounds of $RL_GROUPS scenarios x $GSIZE tries"
 for r in $(seq "$ROUNDS"); do
 	f=$(printf 'round-%03d.parquet' "$r")
-	"$BIN"/hone-collect "${TRAIN_ENV_ARGS[@]}" --groups "$RL_GROUPS" -G "$GSIZE" --model "$model" \
+	logged "$OUT"/rounds/collect.log "$BIN"/hone-collect "${TRAIN_ENV_ARGS[@]}" --groups "$RL_GROUPS" -G "$GSIZE" --model "$model" \
 		--base-url "$URL" --api-key none --temperature 1 --max-tokens "$MAX_TOKENS" \
-		--seed $((200000 + SEED * 1000 + r)) --run rl -o "$OUT/rounds/$f" 2>>"$OUT"/rounds/collect.log
-	"$BIN"/hone-score "${SCORE_ARGS[@]}" -o "$OUT/scored/$f" "$OUT/rounds/$f" 2>>"$OUT"/scored/score.log
+		--seed $((200000 + SEED * 1000 + r)) --run rl -o "$OUT/rounds/$f"
+	logged "$OUT"/scored/score.log "$BIN"/hone-score "${SCORE_ARGS[@]}" -o "$OUT/scored/$f" "$OUT/rounds/$f"
 	# One step per round on the files the run has not consumed yet (the
 	# cron-style incremental mode; see the README on rounds).
-	"$BIN"/hone-train grpo --model "$OUT"/model --run rl --out "$OUT"/adapters \
+	logged "$OUT"/grpo.log "$BIN"/hone-train grpo --model "$OUT"/model --run rl --out "$OUT"/adapters \
 		${init[@]+"${init[@]}"} --watch-dir "$OUT"/scored --steps 1 \
 		--lr "$RL_LR" --seed "$SEED" --threads "$THREADS" --keep-last 2 \
-		${PREC_ARGS[@]+"${PREC_ARGS[@]}"} >>"$OUT"/grpo.log 2>&1
+		${PREC_ARGS[@]+"${PREC_ARGS[@]}"} >>"$OUT"/grpo.log
 	model=rl@$r
 	wait_model "$model"
 	if [ $((r % 5)) -eq 0 ] || [ "$r" -eq 1 ]; then
@@ -306,6 +320,6 @@ log "report: hone-inspect report on run rl, its rounds and the evaluations"
 # whose name holds [ or * would make that a pattern matching nothing.
 eval_args=()
 for e in "${evals[@]}"; do eval_args+=(--eval "$e"); done
-"$BIN"/hone-inspect report "$OUT"/adapters/rl --trajectories "$OUT"/scored "${eval_args[@]}" \
-	-o "$OUT"/report.html 2>>"$OUT"/report.log || { cat "$OUT"/report.log >&2; exit 1; }
+logged "$OUT"/report.log "$BIN"/hone-inspect report "$OUT"/adapters/rl --trajectories "$OUT"/scored "${eval_args[@]}" \
+	-o "$OUT"/report.html
 log "done; summary in $OUT/summary.json, report in $OUT/report.html"

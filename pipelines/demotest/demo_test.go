@@ -468,3 +468,29 @@ func TestMakeDemoOutWithBlank(t *testing.T) {
 		t.Errorf("the demo did not write to OUT: %v\n%s", err, stdout.String())
 	}
 }
+
+// TestDemoFailedStageSaysWhy: a stage that fails (here hone-score, on a
+// formula that does not parse) stops the run with that stage's exit
+// status and, on the terminal, its name and the end of the log its
+// messages went to. The run used to stop with no word after "6/7 GRPO",
+// the reason left in OUT/scored/score.log for the user to find.
+func TestDemoFailedStageSaysWhy(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	out := filepath.Join(t.TempDir(), "demo")
+	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SCORERS=formula:env +* 2",
+		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("demo.sh with a bad formula: %v, want hone-score's exit 2\n%s%s", err, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"hone-score failed (exit 2)", filepath.Join(out, "scored", "score.log"), "does not parse"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+		}
+	}
+}

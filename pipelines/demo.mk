@@ -3,7 +3,7 @@
 # hone-serve (hot reload) → hone-collect → hone-score → hone-train grpo, with
 # held-out evaluations before and after.
 #
-# Needs bin/ (make build), jq, curl and python3 (for a free port). Every run
+# Needs bin/ (make build), jq, curl, python3 (for a free port) and column. Every run
 # starts fresh: OUT is removed first. Knobs pass through the environment:
 #   SEED, OUT, ROUNDS, SFT_STEPS, EVAL_EPISODES, EVAL_SPLIT (test: the
 #   reported numbers; val: for choosing settings — never tune on test), and

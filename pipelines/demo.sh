@@ -100,7 +100,12 @@ esac
 for b in hone-train hone-collect hone-score hone-serve hone-inspect; do
 	[ -x "$BIN/$b" ] || { echo "demo: $BIN/$b missing; run make build" >&2; exit 2; }
 done
-command -v jq >/dev/null || { echo "demo: jq is needed for the summary" >&2; exit 2; }
+# Every tool the script runs, checked before anything starts: without curl
+# (polling the server) the run waited two minutes on a server that was
+# fine, without column it failed after training, at the summary table.
+for tool in jq curl python3 column; do
+	command -v "$tool" >/dev/null || { echo "demo: $tool is needed (jq, curl, python3 and column: Debian's jq, curl, python3, bsdextrautils)" >&2; exit 2; }
+done
 
 start=$(date +%s)
 log() { echo "[demo $(($(date +%s) - start))s] $*"; }

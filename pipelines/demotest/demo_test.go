@@ -494,3 +494,60 @@ func TestDemoFailedStageSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// pathWithout is a PATH of one folder holding links to every program on
+// the test's PATH except the named ones, as on a machine without them.
+func pathWithout(t *testing.T, missing ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if contains(missing, e.Name()) {
+				continue
+			}
+			link := filepath.Join(dir, e.Name())
+			if _, err := os.Lstat(link); err == nil {
+				continue // an earlier PATH folder's program of that name wins
+			}
+			if err := os.Symlink(filepath.Join(d, e.Name()), link); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDemoNeedsCurl: on a machine without curl (demo.mk lists it among
+// what the demo needs) demo.sh stops at once with exit 2, naming it. It
+// used to start the server, poll it with curl for two minutes, and then
+// say "model base never appeared; see OUT/serve.log", a log with nothing
+// wrong in it.
+func TestDemoNeedsCurl(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	out := filepath.Join(t.TempDir(), "demo")
+	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd.Dir = root
+	cmd.Env = append(envWithout("PATH"), "PATH="+pathWithout(t, "curl"), "BIN="+bin, "OUT="+out,
+		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(b), "curl") {
+		t.Fatalf("demo.sh without curl: %v, want exit 2 naming curl\n%s", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(out, "serve.log")); err == nil {
+		t.Errorf("demo.sh started the server before it found curl missing")
+	}
+}

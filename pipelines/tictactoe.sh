@@ -83,9 +83,17 @@ for o in ${opts[@]+"${opts[@]}"}; do
 	o=${o%"${o##*[![:space:]]}"}
 	[ -z "$o" ] || ENV_ARGS+=(--env-opt "$o")
 done
+# A failed game says so, with the end of its log, as demo.sh's stages do;
+# it used to stop the script without a word.
 for p in teacher blocker; do
+	rc=0
 	"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$EVAL_EPISODES" -G 1 --policy "scripted:$p" \
-		--seed "$EVAL_SEED" --run "eval-scripted-$p" -o "$OUT/eval/scripted-$p.parquet" 2>>"$OUT"/eval/collect.log
+		--seed "$EVAL_SEED" --run "eval-scripted-$p" -o "$OUT/eval/scripted-$p.parquet" 2>>"$OUT"/eval/collect.log || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "tictactoe: hone-collect --policy scripted:$p failed (exit $rc); the end of $OUT/eval/collect.log:" >&2
+		tail -n 20 "$OUT"/eval/collect.log >&2
+		exit "$rc"
+	fi
 	"$BIN"/hone-inspect to-jsonl "$OUT/eval/scripted-$p.parquet" 2>/dev/null |
 		jq -sc --arg p "$p" 'def total(m): map(.metrics[m] // 0) | add;
 			{($p): {win_or_draw: (total("win_or_draw") / length), block_rate: (if total("threats") == 0 then null else total("blocks") / total("threats") end)}}'

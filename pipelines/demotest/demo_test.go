@@ -551,3 +551,42 @@ func TestDemoNeedsCurl(t *testing.T) {
 		t.Errorf("demo.sh started the server before it found curl missing")
 	}
 }
+
+// TestTictactoeScriptedFailureSaysWhy: when hone-collect fails on the
+// scripted policies' games that tictactoe.sh plays after demo.sh (here a
+// hone-collect that refuses them, in front of the real one), the script
+// stops with its exit status, naming the step and showing the end of its
+// log. It used to stop with no word, the reason in OUT/eval/collect.log.
+func TestTictactoeScriptedFailureSaysWhy(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	wrapped := t.TempDir()
+	for _, name := range stageBinaries {
+		if name != "hone-collect" {
+			if err := os.Symlink(filepath.Join(bin, name), filepath.Join(wrapped, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wrapper := "#!/bin/sh\ncase \"$*\" in *scripted:blocker*) echo 'hone-collect: refused by the test' >&2; exit 3 ;; esac\nexec '" +
+		filepath.Join(bin, "hone-collect") + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(wrapped, "hone-collect"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "ttt")
+	cmd := exec.CommandContext(ctx, "./pipelines/tictactoe.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+wrapped, "OUT="+out, "SEED=3",
+		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("tictactoe.sh with the scripted blocker refused: %v, want hone-collect's exit 3\n%s%s", err, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"scripted:blocker", "refused by the test"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+		}
+	}
+}

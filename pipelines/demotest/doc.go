@@ -4,7 +4,10 @@
 // report is written, the server is gone afterwards), for the default job
 // and for another environment, scorer chain and eval metric set through
 // the script's variables, not that the model learns — the learning
-// figures come from a full `make pipeline` run.
+// figures come from a full `make pipeline` run. Other tests run the
+// scripts as users meet them: from outside the checkout, under paths with
+// blanks and glob characters, through make, without a tool they need, and
+// with a stage that fails (which must say which and why).
 //
 // It also runs the README's "A round by hand" as written (readme_test.go):
 // the SFT warm-up and the GRPO rounds must raise the mean reward.

@@ -27,7 +27,7 @@ BOTH_PKGS := /format/tokenizer$$ /serve/constrain$$ /kernels/cpu$$ /kernels/cuda
 HAVE_OPENBLAS := $(shell printf '\043include <cblas.h>\nint main(void){return 0;}\n' | $${CC:-cc} -x c - -lopenblas -o /dev/null >/dev/null 2>&1 && echo yes)
 BUILD_ENV := $(if $(HAVE_OPENBLAS),,CGO_ENABLED=0)
 
-.PHONY: all build pipeline test fmt-check vet test-unit test-race test-nocgo bench
+.PHONY: all build pipeline demo-name test fmt-check vet test-unit test-race test-nocgo bench
 
 all: build
 
@@ -45,8 +45,14 @@ build:
 # The demo loop on a tiny model, on this CPU: SFT warm-up from a scripted
 # policy, then rounds of hone-serve → hone-collect → hone-score → hone-train,
 # with a held-out evaluation before and after (pipelines/demo.mk, RESULTS.md).
-pipeline: build
+pipeline: demo-name build
 	$(MAKE) -f pipelines/$(or $(filter tictactoe,$(DEMO)),demo).mk
+
+# DEMO names the demo: empty (the guess demo) or tictactoe; any other value
+# (a typo) stops make pipeline before the build rather than running the
+# guess demo in its place.
+demo-name:
+	@case "$(DEMO)" in ""|tictactoe) ;; *) echo "make pipeline: unknown DEMO=$(DEMO); want tictactoe, or none for the guess demo" >&2; exit 2;; esac
 
 test: fmt-check vet test-unit test-race test-nocgo
 

@@ -590,3 +590,21 @@ func TestTictactoeScriptedFailureSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestMakePipelineUnknownDemo: a DEMO that names no demo (a typo of
+// tictactoe) stops make pipeline with exit 2, naming it and the demos
+// there are, before anything is built; it ran the guess demo in its place.
+func TestMakePipelineUnknownDemo(t *testing.T) {
+	_, root, _ := loopSetup(t)
+	need(t, "make")
+	cmd := exec.Command("make", "-s", "pipeline", "DEMO=tictactoo", "BIN="+t.TempDir())
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("make pipeline DEMO=tictactoo: %v, want exit 2\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "unknown DEMO=tictactoo") || !strings.Contains(string(out), "tictactoe") {
+		t.Errorf("make pipeline DEMO=tictactoo does not name the value and the demos:\n%s", out)
+	}
+}

@@ -29,8 +29,10 @@ type Output interface {
 
 // Create starts writing name, a path or URL. Missing parent folders of a
 // local path are made (0755), as `mkdir -p` would. A local path that is a
-// pipe or device (/dev/null, a FIFO) is written into directly, as a shell
-// redirect writes it, not replaced: what reaches it cannot be taken back.
+// pipe or device (/dev/null, a FIFO), or a process's open file
+// (/dev/stdout, /dev/fd/N), is written into directly, as a shell redirect
+// writes it, not replaced: what reaches it cannot be taken back. A
+// symlink to a file is kept: the file it leads to is replaced.
 func Create(ctx context.Context, name string) (Output, error) {
 	st, err := storeFor(name)
 	if err != nil {
@@ -88,6 +90,20 @@ type streamOutput struct {
 }
 
 func openStream(name, path string) (*streamOutput, error) {
+	if fd, ok := ownFD(path); ok {
+		// The fork lock keeps the duplicate from a child a concurrent
+		// exec starts.
+		syscall.ForkLock.RLock()
+		dup, err := syscall.Dup(fd)
+		if err == nil {
+			syscall.CloseOnExec(dup)
+		}
+		syscall.ForkLock.RUnlock()
+		if err != nil {
+			return nil, fmt.Errorf("open output %q: %w", name, err)
+		}
+		return &streamOutput{f: os.NewFile(uintptr(dup), path), name: name}, nil
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open output %q: %w", name, err)
@@ -184,6 +200,15 @@ func RemoveStaleTemps(name string) ([]string, error) {
 	path, err := LocalPath(name)
 	if err != nil {
 		return nil, fmt.Errorf("remove stale temporary files: %w", err)
+	}
+	// The temporary files are beside the file a symlink leads to; a pipe
+	// or device is written into, with none.
+	path, stream, err := outputTarget(path)
+	if err != nil {
+		return nil, fmt.Errorf("remove stale temporary files: %w", err)
+	}
+	if stream {
+		return nil, nil
 	}
 	dir, file := filepath.Split(path)
 	if dir == "" {

@@ -271,10 +271,14 @@ func (local) Create(ctx context.Context, name string) (Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() && !st.IsDir() {
-		return openStream(name, p)
+	target, stream, err := outputTarget(p)
+	if err != nil {
+		return nil, fmt.Errorf("create %w", err)
 	}
-	o, err := createLocal(name, p)
+	if stream {
+		return openStream(name, target)
+	}
+	o, err := createLocal(name, target)
 	if err != nil {
 		return nil, err
 	}

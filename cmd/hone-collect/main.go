@@ -140,7 +140,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	p.Start(ctx)
 	defer p.Stop()
 	var runErr error
-	err = cli.WriteOutput(sf.Output, stdout, true, func(w io.Writer) error {
+	err = cli.WriteOutput(ctx, sf.Output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
 		runErr = collect.Run(ctx, opts)
 		if errors.Is(runErr, stageerr.ErrInterrupted) && started || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
@@ -285,7 +285,7 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	err = cli.WriteOutput(output, stdout, false, func(w io.Writer) error {
+	err = cli.WriteOutput(ctx, output, stdout, false, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		for _, sc := range scs {
 			if err := enc.Encode(sc); err != nil {

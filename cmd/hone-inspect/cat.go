@@ -49,7 +49,7 @@ func runCat(ctx context.Context, a *app, opts catOptions, args []string) error {
 	}
 	defer pass.Close()
 	var groups int64
-	err = cli.WriteOutput(opts.Output, a.stdout, true, func(out io.Writer) error {
+	err = cli.WriteOutput(ctx, opts.Output, a.stdout, true, func(out io.Writer) error {
 		w := trajectory.NewWriter(out, trajectory.WriterOptions{})
 		var err error
 		groups, err = pass.each(ctx, func(g trajectory.Group) error { return classify(w.WriteGroup(ctx, g)) })

@@ -56,7 +56,7 @@ func runFromJSONL(ctx context.Context, a *app, opts fromJSONLOptions, args []str
 		return err
 	}
 	defer set.Close()
-	out, err := cli.OpenOutput(opts.Output, a.stdout, true)
+	out, err := cli.OpenOutput(ctx, opts.Output, a.stdout, true)
 	if err != nil {
 		return err
 	}

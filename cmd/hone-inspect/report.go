@@ -123,7 +123,7 @@ func runReport(ctx context.Context, a *app, opts reportOptions, args []string) e
 	if err != nil {
 		return err
 	}
-	if err := cli.WriteOutput(opts.Output, a.stdout, false, pg.WriteHTML); err != nil {
+	if err := cli.WriteOutput(ctx, opts.Output, a.stdout, false, pg.WriteHTML); err != nil {
 		return err
 	}
 	if opts.Output != "-" {

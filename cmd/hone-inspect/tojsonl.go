@@ -46,7 +46,7 @@ func runToJSONL(ctx context.Context, a *app, opts toJSONLOptions, args []string)
 		return err
 	}
 	defer pass.Close()
-	err = cli.WriteOutput(opts.Output, a.stdout, false, func(w io.Writer) error {
+	err = cli.WriteOutput(ctx, opts.Output, a.stdout, false, func(w io.Writer) error {
 		_, err := pass.each(ctx, func(g trajectory.Group) error { return trajectory.ExportJSONL(w, g) })
 		return err
 	})

@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	opts.Summary = func(s score.Summary) { sum = s }
 
 	var runErr error
-	err = cli.WriteOutput(sf.Output, stdout, true, func(w io.Writer) error {
+	err = cli.WriteOutput(ctx, sf.Output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
 		runErr = score.Run(ctx, opts)
 		p.Stop()

@@ -89,7 +89,7 @@ type streamOutput struct {
 	done bool
 }
 
-func openStream(name, path string) (*streamOutput, error) {
+func openStream(ctx context.Context, name, path string) (*streamOutput, error) {
 	if fd, ok := ownFD(path); ok {
 		// The fork lock keeps the duplicate from a child a concurrent
 		// exec starts.
@@ -104,11 +104,44 @@ func openStream(name, path string) (*streamOutput, error) {
 		}
 		return &streamOutput{f: os.NewFile(uintptr(dup), path), name: name}, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	f, err := openWriting(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("open output %q: %w", name, err)
 	}
 	return &streamOutput{f: f, name: name}, nil
+}
+
+// openWriting opens path for writing, as a shell redirect does: a FIFO
+// no one reads yet is waited on until a reader opens it, but only until
+// ctx is done (a SIGTERM, a Ctrl-C), since the open itself cannot be
+// interrupted and would hold the command past its cancellation.
+func openWriting(ctx context.Context, path string) (*os.File, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.f, o.err
+	case <-ctx.Done():
+	}
+	// Opening the FIFO for reading, which does not wait, ends the
+	// writer's wait; what it opened is closed once it returns.
+	r, rerr := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	go func() {
+		if o := <-ch; o.f != nil {
+			o.f.Close()
+		}
+		if rerr == nil {
+			r.Close()
+		}
+	}()
+	return nil, fmt.Errorf("waiting for a reader: %w", context.Cause(ctx))
 }
 
 func (o *streamOutput) Write(p []byte) (int, error) { return o.f.Write(p) }

@@ -276,7 +276,7 @@ func (local) Create(ctx context.Context, name string) (Output, error) {
 		return nil, fmt.Errorf("create %w", err)
 	}
 	if stream {
-		return openStream(name, target)
+		return openStream(ctx, name, target)
 	}
 	o, err := createLocal(name, target)
 	if err != nil {

@@ -34,7 +34,7 @@ func Example() {
 		progress := cli.NewProgress(os.Stderr, "groups", int64(inputs.Len()))
 		progress.Start(ctx)
 		defer progress.Stop()
-		err = cli.WriteOutput(*out, os.Stdout, true, func(w io.Writer) error {
+		err = cli.WriteOutput(ctx, *out, os.Stdout, true, func(w io.Writer) error {
 			for i := range inputs.Len() {
 				in, err := inputs.Open(ctx, i)
 				if err != nil {

@@ -37,8 +37,8 @@ type Output struct {
 // OpenOutput opens path per ChooseOutput, with stdout checked by IsTerminal.
 // A path that cannot be an output (a directory, an unknown URL scheme) is a
 // usage error; missing parent folders are made (fileset.Create), as the
-// README says of -o.
-func OpenOutput(path string, stdout io.Writer, binary bool) (*Output, error) {
+// README says of -o. ctx ends a wait for a FIFO's reader.
+func OpenOutput(ctx context.Context, path string, stdout io.Writer, binary bool) (*Output, error) {
 	toStdout, err := ChooseOutput(path, IsTerminal(stdout), binary)
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func OpenOutput(path string, stdout io.Writer, binary bool) (*Output, error) {
 		buf := bufio.NewWriterSize(stdout, 1<<16)
 		return &Output{Name: Stdin, w: buf, buf: buf}, nil
 	}
-	f, err := fileset.Create(context.Background(), path)
+	f, err := fileset.Create(ctx, path)
 	if errors.Is(err, fileset.ErrBadArgument) {
 		return nil, Usage(err)
 	}
@@ -89,8 +89,8 @@ func (o *Output) Close() error {
 // returned. A stage that wants to keep the groups finished before a
 // cancellation writes them, returns nil from write, and returns the
 // context's error after WriteOutput.
-func WriteOutput(path string, stdout io.Writer, binary bool, write func(w io.Writer) error) error {
-	out, err := OpenOutput(path, stdout, binary)
+func WriteOutput(ctx context.Context, path string, stdout io.Writer, binary bool, write func(w io.Writer) error) error {
+	out, err := OpenOutput(ctx, path, stdout, binary)
 	if err != nil {
 		return err
 	}

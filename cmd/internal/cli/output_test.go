@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -36,7 +37,7 @@ func TestOpenOutputErrors(t *testing.T) {
 		{filepath.Join(file, "out.parquet"), "a file is in the way"},
 		{"s3://bucket/out.parquet", "no support for s3://"},
 	} {
-		if _, err := OpenOutput(tc.path, nil, true); ExitCode(err) != ExitUsage || !isUsageOnly(err) || !strings.Contains(err.Error(), tc.mention) {
+		if _, err := OpenOutput(context.Background(), tc.path, nil, true); ExitCode(err) != ExitUsage || !isUsageOnly(err) || !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("OpenOutput(%q): %v (exit code %d)", tc.path, err, ExitCode(err))
 		}
 	}
@@ -49,7 +50,7 @@ func TestWriteOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	err := WriteOutput(path, nil, true, func(w io.Writer) error {
+	err := WriteOutput(context.Background(), path, nil, true, func(w io.Writer) error {
 		w.Write([]byte("partial"))
 		return boom
 	})
@@ -62,7 +63,7 @@ func TestWriteOutput(t *testing.T) {
 	if names := dirNames(t, dir); len(names) != 1 {
 		t.Fatalf("temporary file left after failure: %q", names)
 	}
-	if err := WriteOutput(path, nil, true, func(w io.Writer) error {
+	if err := WriteOutput(context.Background(), path, nil, true, func(w io.Writer) error {
 		_, err := w.Write([]byte("whole"))
 		return err
 	}); err != nil {
@@ -76,7 +77,7 @@ func TestWriteOutput(t *testing.T) {
 	var stdout bytes.Buffer
 	for _, o := range []string{"", "-"} {
 		stdout.Reset()
-		if err := WriteOutput(o, &stdout, true, func(w io.Writer) error {
+		if err := WriteOutput(context.Background(), o, &stdout, true, func(w io.Writer) error {
 			_, err := w.Write([]byte("to stdout"))
 			return err
 		}); err != nil {
@@ -118,10 +119,10 @@ func TestChooseOutput(t *testing.T) {
 // OpenOutput asks the real stdout whether it is a terminal.
 func TestOpenOutputRefusesParquetToTerminal(t *testing.T) {
 	pty := openPTY(t)
-	if _, err := OpenOutput("", pty, true); ExitCode(err) != ExitUsage {
+	if _, err := OpenOutput(context.Background(), "", pty, true); ExitCode(err) != ExitUsage {
 		t.Fatalf("Parquet to a terminal: err %v, want a usage error", err)
 	}
-	out, err := OpenOutput("-", pty, false)
+	out, err := OpenOutput(context.Background(), "-", pty, false)
 	if err != nil {
 		t.Fatalf("text to a terminal refused: %v", err)
 	}
@@ -132,7 +133,7 @@ func TestOpenOutputRefusesParquetToTerminal(t *testing.T) {
 // no folder behind.
 func TestWriteOutputMakesFolders(t *testing.T) {
 	dir := t.TempDir()
-	err := WriteOutput(filepath.Join(dir, "runs", "r1", "failed.parquet"), nil, true, func(w io.Writer) error {
+	err := WriteOutput(context.Background(), filepath.Join(dir, "runs", "r1", "failed.parquet"), nil, true, func(w io.Writer) error {
 		w.Write([]byte("partial"))
 		return errors.New("boom")
 	})
@@ -143,7 +144,7 @@ func TestWriteOutputMakesFolders(t *testing.T) {
 		t.Fatalf("failed write left %q", names)
 	}
 	path := filepath.Join(dir, "runs", "r1", "out.parquet")
-	if err := WriteOutput(path, nil, true, func(w io.Writer) error {
+	if err := WriteOutput(context.Background(), path, nil, true, func(w io.Writer) error {
 		_, err := w.Write([]byte("whole"))
 		return err
 	}); err != nil {

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // ("hang"), so that only a second signal ends it.
 func helperMain(mode, out string) {
 	Main("helper", func(ctx context.Context) error {
-		f, err := OpenOutput(out, os.Stdout, true)
+		f, err := OpenOutput(ctx, out, os.Stdout, true)
 		if err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func TestSIGKILLedOutputTempRemovedByNextRun(t *testing.T) {
 	cmd, _ := startHelper(t, "write", out)
 	write := func(text string) {
 		t.Helper()
-		err := WriteOutput(out, os.Stdout, true, func(w io.Writer) error {
+		err := WriteOutput(context.Background(), out, os.Stdout, true, func(w io.Writer) error {
 			_, err := w.Write([]byte(text))
 			return err
 		})

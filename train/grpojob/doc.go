@@ -73,8 +73,9 @@
 // meanwhile is never trained under the other contents' hash. A file still
 // being written in place (empty, or Parquet's opening magic without the
 // footer) is left for a later call with a warning naming it, and the
-// other files train; a file deleted between the listing and its read is
-// passed over. The session (files, first and last step) is recorded in the
+// other files train (one unwritten for an hour, unfinishedAfter, was
+// cut short, and fails the call as bad input); a file deleted between
+// the listing and its read is passed over. The session (files, first and last step) is recorded in the
 // manifest before training, so a run killed mid-session is finished, not
 // restarted, by the next one. Files consumed stay consumed when latest is
 // moved back past their session's end: a call then warns, naming them

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -182,7 +183,14 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 		if unfinishedParquet(b) {
 			// Written in place rather than renamed when whole: refused, it
 			// failed every call (and held back the other files) until
-			// its writer was done.
+			// its writer was done. Unwritten for long, it has no writer
+			// (killed, or a copy cut short) and would be passed over
+			// for good, with a warning no exit code shows.
+			if st.Err == nil && !st.ModTime.IsZero() && st.At.Sub(st.ModTime) > unfinishedAfter {
+				return nil, nil, false, stageerr.BadInputf("--watch-dir: %s: a Parquet file without its footer, not written to since %s: "+
+					"its writer died or a copy was cut short; write it again, or move it out of the folder",
+					name, st.ModTime.Format(time.RFC3339))
+			}
 			log.Warn("not a whole Parquet file yet (its writer has not written the footer): left for a later call",
 				"file", name, "bytes", len(b))
 			continue
@@ -198,6 +206,12 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 	}
 	return files, held, restatted, nil
 }
+
+// unfinishedAfter is how long a Parquet file without its footer may go
+// unwritten and still be taken for one being written: longer than a
+// writer pauses between row groups, shorter than a file cut short should
+// go unnoticed.
+const unfinishedAfter = time.Hour
 
 // unfinishedParquet says whether b is what a Parquet writer leaves before
 // it is done: nothing yet, or Parquet's magic at the start without the

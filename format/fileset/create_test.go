@@ -3,6 +3,7 @@ package fileset
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,8 +195,17 @@ func TestCreateErrors(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A socket cannot be opened for writing (ENXIO), and renaming over
+	// it would take its server's address away.
+	sock := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
 	for _, tc := range []struct{ name, mention string }{
 		{dir, "is a directory"},
+		{sock, "is a socket"},
 		{filepath.Join(file, "out.parquet"), "a file is in the way"},
 		{filepath.Join(file, "sub", "out.parquet"), "a file is in the way"},
 		{"ftp://host/out.parquet", "no support for ftp://"},

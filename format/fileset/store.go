@@ -276,6 +276,10 @@ func (local) Create(ctx context.Context, name string) (Output, error) {
 		return nil, fmt.Errorf("create %w", err)
 	}
 	if stream {
+		// A socket cannot be opened (ENXIO): say what it is.
+		if st, err := os.Stat(target); err == nil && st.Mode()&fs.ModeSocket != 0 {
+			return nil, fmt.Errorf("output %w", argErrorf(name, "is a socket; name a file, a pipe or a device"))
+		}
 		return openStream(ctx, name, target)
 	}
 	o, err := createLocal(name, target)

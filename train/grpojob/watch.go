@@ -186,6 +186,11 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 			// its writer was done. Unwritten for long, it has no writer
 			// (killed, or a copy cut short) and would be passed over
 			// for good, with a warning no exit code shows.
+			// An object store shows an object only once its upload is
+			// whole, so there a footer-less object has no writer at all.
+			if fileset.IsURL(name) {
+				return nil, nil, false, stageerr.BadInputf("--watch-dir: %s: a Parquet object without its footer (a store shows an object only once it is whole, so it was uploaded cut short); upload it again, or remove it", name)
+			}
 			if st.Err == nil && !st.ModTime.IsZero() && st.At.Sub(st.ModTime) > unfinishedAfter {
 				return nil, nil, false, stageerr.BadInputf("--watch-dir: %s: a Parquet file without its footer, not written to since %s: "+
 					"its writer died or a copy was cut short; write it again, or move it out of the folder",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,5 +45,37 @@ func TestWatchFailsOnAFileCutShortLongAgo(t *testing.T) {
 	err = runWith(context.Background(), backend(t), o, textLog(&log))
 	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "round2.parquet") || !strings.Contains(err.Error(), "footer") {
 		t.Fatalf("err %v, want a bad-input error naming round2.parquet and its missing footer\n%s", err, log.String())
+	}
+}
+
+// TestWatchFailsOnAnObjectCutShort: an object store shows an object only
+// once its upload is whole, so an object without its Parquet footer has
+// no writer still at it: it fails the call at once, naming it, where a
+// local file's writer is given an hour (it was passed over for that hour,
+// the cron job's exit code 0 meanwhile).
+func TestWatchFailsOnAnObjectCutShort(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	const bucket = "bkt"
+	s3 := startObjectGets(t, bucket)
+	p := filepath.Join(dir, "round1.parquet")
+	writeGroups(t, md, p, 2, 3, varied)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Uploaded a minute ago: a local file this young is still taken for
+	// one being written.
+	meta := map[string]string{"Last-Modified": time.Now().Add(-time.Minute).UTC().Format(http.TimeFormat)}
+	half := b[:len(b)/2]
+	if _, err := s3.be.PutObject(bucket, "incoming/round1.parquet", meta, bytes.NewReader(half), int64(len(half)), nil); err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(md, dir, "cron")
+	o.WatchDir, o.GroupsPerStep = "s3://"+bucket+"/incoming/"+s3.query, 0
+	var log bytes.Buffer
+	err = runWith(context.Background(), backend(t), o, textLog(&log))
+	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "round1.parquet") || !strings.Contains(err.Error(), "footer") {
+		t.Fatalf("err %v, want a bad-input error naming round1.parquet and its missing footer\n%s", err, log.String())
 	}
 }

@@ -25,7 +25,8 @@ episode that failed: unscored rows are refused (exit code 2), naming them.
 Trajectories of split val or test (held-out data: hone-collect --split,
 hone-inspect log-eval) are never trained: they are left out with one warning
 naming how many and the first rows, and inputs of held-out rows alone are
-refused (exit code 2); a --watch-dir call that finds only such files records
+refused (exit code 2), as is a group of both held-out rows and rows to train
+(a group is one scenario, which is in one split); a --watch-dir call that finds only such files records
 them as consumed and trains nothing.
 
 Default loss (ART's): −clip(sg(ρ), 1−ε, 1+ε_high)·A·logπ with ε=1, ε_high=4,

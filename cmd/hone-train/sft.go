@@ -26,7 +26,8 @@ left out, with one warning naming the first such rows (and, for a line
 without "messages", the keys it has instead). Trajectories of split val or
 test (held-out data: hone-collect --split, hone-inspect log-eval) are left out
 too, with one warning naming how many and the first rows; inputs of held-out
-rows alone are refused (exit code 2). The loss is the mean negative log-likelihood over the
+rows alone, or with a group of both held-out rows and rows to train, are
+refused (exit code 2). The loss is the mean negative log-likelihood over the
 step's assistant tokens. Checkpoints, --resume, metrics and the stop on a
 NaN or Inf loss, gradient or weights work as in grpo; --resume takes the
 run's own files (their names, and their contents by sha256: a file

@@ -17,14 +17,19 @@ import (
 )
 
 // writeSplits writes path: one group of 3 scored trajectories per entry of
-// splits, each trajectory of the group in that split.
+// splits, each trajectory of the group in that split, or each in its own
+// where the entry lists three ("train,val,train").
 func writeSplits(t *testing.T, path string, splits ...string) {
 	t.Helper()
 	name := strings.TrimSuffix(filepath.Base(path), ".parquet")
 	var gs []trajectory.Group
 	for g, split := range splits {
 		grp := trajectory.Group{ID: fmt.Sprintf("%s-%d", name, g)}
+		rowSplits := strings.Split(split, ",")
 		for i := range 3 {
+			if len(rowSplits) == 3 {
+				split = rowSplits[i]
+			}
 			ids := []int32{'m', 'v', '0' + int32(i), 258}
 			grp.Trajectories = append(grp.Trajectories, trajectory.Trajectory{
 				ID: fmt.Sprintf("%s-%d-%d", name, g, i), GroupID: grp.ID, Split: split, Reward: trajectory.Float64(float64(i)),
@@ -160,5 +165,29 @@ func TestSFTLeavesOutHeldOutSplits(t *testing.T) {
 	code, msg = runMain(t, "sft", "--model", md, "--run", "val", "--out", out, "--rank", "2", "--threads", "1", val)
 	if code != cli.ExitUsage || !strings.Contains(msg, "all 3 trajectories of "+val+" are in split val or test") {
 		t.Errorf("sft on val rows alone: exit %d, want %d saying they are held out\n%s", code, cli.ExitUsage, msg)
+	}
+}
+
+// TestHeldOutSplitWithinGroupRefused: a group is one scenario's attempts,
+// and a scenario is in one split. A group of train and val rows trained
+// its train rows on the val scenario (the data that later judges the
+// step) with advantages from part of the group, and said only that some
+// rows were held out; grpo and sft now refuse it (exit 2), naming the
+// group and a row of each kind, and train nothing.
+func TestHeldOutSplitWithinGroupRefused(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	in := filepath.Join(dir, "in", "m.parquet")
+	writeSplits(t, in, "train", "train,val,train")
+	out := filepath.Join(dir, "adapters")
+	want := fmt.Sprintf("group m-1 has %s row 4 (trajectory m-1-1) in split val and %s row 3 (trajectory m-1-0) in split train", in, in)
+	for _, cmd := range []string{"grpo", "sft"} {
+		code, msg := runMain(t, cmd, "--model", md, "--run", cmd, "--out", out, "--rank", "2", "--threads", "1", "--steps", "1", in)
+		if code != cli.ExitUsage || !strings.Contains(msg, want) {
+			t.Errorf("%s on a group of train and val rows: exit %d, want %d naming %q\n%s", cmd, code, cli.ExitUsage, want, msg)
+		}
+		if _, err := os.Stat(filepath.Join(out, cmd)); !os.IsNotExist(err) {
+			t.Errorf("%s: a refused input left a run folder (%v)", cmd, err)
+		}
 	}
 }

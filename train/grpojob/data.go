@@ -42,7 +42,8 @@ type group struct {
 // them (lens.Report). A trajectory of a held-out split (val, test) is left
 // out before any check, named in held (nil: not named) for the caller's
 // one warning (held.Report), and a group left with none is dropped: its
-// reward neither counts in a group mean nor is required. Every error that
+// reward neither counts in a group mean nor is required. A group of both
+// held-out rows and rows to train is refused (trainer.GroupSplits). Every error that
 // blames the files matches stageerr.ErrBadInput.
 func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, allowNoLogprobs bool, lens *trainer.Lengths, held *trainer.HeldOut) ([]group, error) {
 	if held == nil {
@@ -54,7 +55,7 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 	}
 	defer r.Close()
 	rows := rowCounter{files: r.Files()}
-	var unscored, infinite, impossible []string
+	var unscored, infinite, impossible, mixed []string
 	var out []group
 	for {
 		g, err := r.Next(ctx)
@@ -66,9 +67,11 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 		}
 		gr := group{ID: g.ID}
 		heldN := 0
+		var splits trainer.GroupSplits
 		for _, t := range g.Trajectories {
 			where := rows.next()
 			held.Read++
+			splits.Add(fmt.Sprintf("%s (trajectory %s)", where, t.ID), t.Split)
 			for k := range t.Metrics {
 				if !slices.Contains(gr.EnvMetrics, k) {
 					gr.EnvMetrics = append(gr.EnvMetrics, k)
@@ -122,10 +125,16 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 			gr.Missing = append(gr.Missing, why)
 		}
 		slices.Sort(gr.EnvMetrics)
+		if m := splits.Mixed(g.ID); m != "" {
+			mixed = append(mixed, m)
+		}
 		if heldN > 0 && heldN == len(g.Trajectories) {
 			continue // every trajectory held out: not a group of this run's
 		}
 		out = append(out, gr)
+	}
+	if err := trainer.MixedSplitsError(mixed); err != nil {
+		return nil, err
 	}
 	if len(unscored) > 0 {
 		return nil, unscoredError(unscored)

@@ -273,7 +273,9 @@ type Data struct {
 }
 
 // Load reads conversations (Parquet trajectory files, or .jsonl/.json chat
-// files), leaves out and names those of a held-out split (val, test), and
+// files), leaves out and names those of a held-out split (val, test)
+// (refusing a group of both held-out rows and rows to train:
+// trainer.GroupSplits), and
 // lays each other out with its assistant turns trainable (all, or the
 // last of each history): the main history and every additional history
 // each a sequence of its own (trainer.LayoutHistories, as GRPO does), so
@@ -307,19 +309,22 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			row += len(g.Trajectories)
 		}
 	}
+	var mixed []string
 	for gi, g := range groups {
+		var splits trainer.GroupSplits
 		for ti, t := range g.Trajectories {
 			d.Read++
+			where := files[gi]
+			if rows[gi] >= 0 {
+				where = fmt.Sprintf("%s row %d", where, rows[gi]+ti)
+			}
+			splits.Add(fmt.Sprintf("%s (trajectory %s)", where, t.ID), t.Split)
 			for k := range t.Metrics {
 				if !slices.Contains(d.EnvMetrics, k) {
 					d.EnvMetrics = append(d.EnvMetrics, k)
 				}
 			}
 			if trainer.IsHeldOut(t.Split) {
-				where := files[gi]
-				if rows[gi] >= 0 {
-					where = fmt.Sprintf("%s row %d", where, rows[gi]+ti)
-				}
 				d.HeldOut = append(d.HeldOut, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
 				continue
 			}
@@ -349,6 +354,12 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			}
 			d.Examples = append(d.Examples, ex)
 		}
+		if m := splits.Mixed(g.ID); m != "" {
+			mixed = append(mixed, m)
+		}
+	}
+	if err := trainer.MixedSplitsError(mixed); err != nil {
+		return Data{}, err
 	}
 	slices.Sort(d.EnvMetrics)
 	return d, nil

@@ -60,3 +60,48 @@ type allHeldOutError string
 func (e allHeldOutError) Error() string { return string(e) }
 
 func (e allHeldOutError) Is(target error) bool { return target == ErrAllHeldOut }
+
+// GroupSplits watches one group's rows for a mix of held-out rows and
+// rows to train (Add each row, then Mixed). A group is one scenario's
+// attempts and a scenario is in one split, so such a group is bad data:
+// training its other rows trains on the scenario that judges the step
+// (the val/test leak the split exists to prevent), and their advantages
+// would come from part of the group.
+type GroupSplits struct {
+	held, kept           string // the first row of each kind, as Add named it
+	heldSplit, keptSplit string
+}
+
+// Add takes one row of the group: where names it ("FILE row N (trajectory
+// T)"), split is its split.
+func (g *GroupSplits) Add(where, split string) {
+	switch {
+	case IsHeldOut(split) && g.held == "":
+		g.held, g.heldSplit = where, split
+	case !IsHeldOut(split) && g.kept == "":
+		g.kept, g.keptSplit = where, split
+	}
+}
+
+// Mixed names the group (id) when it has rows of both kinds, as "group G
+// has ROW in split val and ROW in split train"; "" when it has not.
+func (g *GroupSplits) Mixed(id string) string {
+	if g.held == "" || g.kept == "" {
+		return ""
+	}
+	kept := "split " + g.keptSplit
+	if g.keptSplit == "" {
+		kept = "no split"
+	}
+	return fmt.Sprintf("group %s has %s in split %s and %s in %s", id, g.held, g.heldSplit, g.kept, kept)
+}
+
+// MixedSplitsError refuses input sets with groups of both held-out rows
+// and rows to train (each as GroupSplits.Mixed names it); nil for none.
+func MixedSplitsError(groups []string) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	return stageerr.BadInputf("%d groups mix rows of split val or test (held-out data) with rows to train: %s; a group is one scenario's attempts, and a scenario is in one split: give every row of a group the same split (or write the held-out rows as groups of their own)",
+		len(groups), FirstRows(groups))
+}

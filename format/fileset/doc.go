@@ -24,8 +24,8 @@
 //     "." matches only a pattern whose last element starts with ".".
 //   - Anything else is an error naming the argument, as are a glob that
 //     matches nothing, a directory with no such files, a directory or glob
-//     that holds a symbolic link whose target does not exist (naming the
-//     link: passed over, the file it was meant to bring would go untrained
+//     that holds a symbolic link whose target does not exist or that
+//     loops back to itself (naming the link: passed over, the file it was meant to bring would go untrained
 //     without a word), and no arguments.
 //
 // Matches of one argument are sorted; the arguments keep their order; a

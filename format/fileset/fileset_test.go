@@ -475,3 +475,25 @@ func TestResolveFollowsSymlinks(t *testing.T) {
 		t.Errorf("List: %q %v, want %q: a dangling link is left to DanglingLinks", got, err, want)
 	}
 }
+
+// TestResolveRefusesSymlinkLoop: a link that leads back to itself names
+// no file, as a dangling one. A folder passed it over without a word (the
+// file it was meant to bring went untrained) while a glob listed it and
+// failed only when reading it; both now refuse it, naming the link.
+func TestResolveRefusesSymlinkLoop(t *testing.T) {
+	dir := t.TempDir()
+	touch(t, dir, "in/a.parquet")
+	j := func(p string) string { return filepath.Join(dir, p) }
+	for _, l := range [][2]string{{"l2.parquet", "in/l1.parquet"}, {"l1.parquet", "in/l2.parquet"}} {
+		if err := os.Symlink(l[0], j(l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := j("in/l1.parquet") + ": a symbolic link to l2.parquet, which leads back to itself (a loop of symbolic links)"
+	for _, arg := range []string{j("in"), j("in/*.parquet")} {
+		_, err := Resolve(context.Background(), []string{arg}, Options{})
+		if !errors.Is(err, ErrBadArgument) || !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("%s with a loop of links: %v, want a bad argument saying %q", arg, err, want)
+		}
+	}
+}

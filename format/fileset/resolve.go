@@ -387,13 +387,18 @@ func glob(ctx context.Context, st Store, pattern string) ([]string, error) {
 }
 
 // danglingError refuses an argument (a folder or a glob) that names
-// symbolic links whose targets do not exist (each "NAME -> TARGET"), as
+// symbolic links whose targets do not exist or loop (each "NAME ->
+// TARGET", as DanglingLinks gives them), as
 // a folder and a glob alike: passed over, the file the link was meant to
 // bring would go untrained without a word.
 func danglingError(arg string, links []string) error {
 	var parts []string
 	for _, l := range links {
 		name, target, _ := strings.Cut(l, " -> ")
+		if t, loop := strings.CutSuffix(target, loopNote); loop {
+			parts = append(parts, fmt.Sprintf("%s: a symbolic link to %s, which leads back to itself%s", name, t, loopNote))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s: a symbolic link to %s, which does not exist", name, target))
 	}
 	return argErrorf(arg, "%s; remove the link, or point it at a file", strings.Join(parts, "; "))

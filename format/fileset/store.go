@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"gocloud.dev/blob"
@@ -151,7 +152,8 @@ func (local) List(ctx context.Context, dir string) ([]string, error) {
 
 // DanglingLinks names the symbolic links directly in the local folder dir
 // whose name ends in ext (and does not start with ".") and whose target
-// does not exist, each as "NAME -> TARGET": List passes them over, and a
+// does not exist or is a loop of links, each as "NAME -> TARGET" (TARGET
+// ending in " (a loop of symbolic links)" for a loop): List passes them over, and a
 // caller says what becomes of them (Resolve refuses them; a --watch-dir
 // call leaves them for a later one). An object store has no links: nil.
 func DanglingLinks(ctx context.Context, dir, ext string) ([]string, error) {
@@ -182,15 +184,26 @@ func DanglingLinks(ctx context.Context, dir, ext string) ([]string, error) {
 	return out, nil
 }
 
+// loopNote ends the target danglingLink gives for a link that leads back
+// to itself, so that danglingError words it as a loop, not as missing.
+const loopNote = " (a loop of symbolic links)"
+
 // danglingLink says whether the local path p is a symbolic link whose
-// target does not exist, and names that target as the link holds it.
+// target does not exist, or that leads back to itself (its target then
+// ends in loopNote), and names that target as the link holds it. A loop
+// names no file, as a missing target does: the listing passes it over.
 func danglingLink(p string) (string, bool) {
-	if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+	_, err := os.Stat(p)
+	loop := errors.Is(err, syscall.ELOOP)
+	if !loop && !errors.Is(err, fs.ErrNotExist) {
 		return "", false
 	}
 	target, err := os.Readlink(p)
 	if err != nil {
 		return "", false // not a link (or gone since): the reading names it
+	}
+	if loop {
+		target += loopNote
 	}
 	return target, true
 }

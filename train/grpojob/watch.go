@@ -157,7 +157,7 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 		return nil, nil, false, stageerr.Input(fmt.Errorf("--watch-dir: %w", err))
 	}
 	if len(dangling) > 0 {
-		log.Warn("symbolic links whose target does not exist: left for a later call", "links", dangling)
+		log.Warn("symbolic links that name no file (a target that does not exist, or a loop of links): left for a later call", "links", dangling)
 	}
 	byPath := map[string][]checkpoint.FileEntry{}
 	for _, e := range man.Consumed {

@@ -47,17 +47,27 @@ func StartProcess(t testing.TB, bin string, args ...string) string {
 	ended := make(chan []string, 1)
 	go func() {
 		var tail []string
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
+		// A reader, not a Scanner: a line longer than a Scanner's limit
+		// would stop it before the end, the server's writes then
+		// blocking on a full pipe.
+		r := bufio.NewReader(stderr)
+		for {
+			line, err := r.ReadString('\n')
+			if line != "" {
+				line = strings.TrimSuffix(line, "\n")
+				if m := listening.FindStringSubmatch(line); m != nil {
+					select {
+					case addr <- m[1]:
+					default:
+					}
+				}
+				tail = append(tail, line)
+				if len(tail) > 20 {
+					tail = tail[1:]
 				}
 			}
-			tail = append(tail, sc.Text())
-			if len(tail) > 20 {
-				tail = tail[1:]
+			if err != nil {
+				break
 			}
 		}
 		ended <- tail

@@ -39,3 +39,12 @@ func TestStartProcessExitedEarly(t *testing.T) {
 		t.Errorf("failure %q does not say the process exited and quote its stderr", rec.msg)
 	}
 }
+
+// A stderr line longer than a bufio.Scanner takes (64 KiB) does not stop
+// the reading: the listening line after it is still found.
+func TestStartProcessLongStderrLine(t *testing.T) {
+	addr := StartProcess(t, "sh", "-c", `head -c 100000 /dev/zero | tr '\0' x >&2; echo >&2; echo 'level=INFO msg="x listening" addr=127.0.0.1:1' >&2; exec sleep 30`)
+	if addr != "127.0.0.1:1" {
+		t.Errorf("address %q, want 127.0.0.1:1", addr)
+	}
+}

@@ -126,22 +126,41 @@ func (r *remoteAdapters) start(ctx context.Context, adapters *string, every time
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-pctx.Done():
-				return
-			case <-t.C:
-				if err := pull(pctx); err != nil && pctx.Err() == nil {
-					log.Warn("pulling adapters failed; tried again at the next poll", "from", remote, "err", err)
-				}
-			}
-		}
+		pollAdapters(pctx, every, pull, remote, log)
 	}()
 	return func() {
 		cancel()
 		<-done
 		removeTemporary()
 	}, nil
+}
+
+// pollAdapters calls pull (start's poll of the store) every period until
+// ctx ends.
+func pollAdapters(ctx context.Context, every time.Duration, pull func(context.Context) error, remote string, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	// failing: the last poll failed as a whole (the store
+	// unreachable, its listing refused). Warned about once, when it
+	// starts, not at every poll while the store stays so; the
+	// error's text is no guide to "the same failure" (a store's
+	// request id changes each time).
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			err := pull(ctx)
+			switch {
+			case ctx.Err() != nil:
+			case err != nil && !failing:
+				log.Warn("pulling adapters failed; tried at each poll, not warned about again until it pulls", "from", remote, "err", err)
+				failing = true
+			case err == nil && failing:
+				log.Info("pulling adapters works again", "from", remote)
+				failing = false
+			}
+		}
+	}
 }

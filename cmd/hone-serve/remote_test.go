@@ -428,3 +428,48 @@ func TestObjectStoreBadRunWarnedOnce(t *testing.T) {
 		return strings.Count(log.String(), "cannot pull the run") == 2
 	})
 }
+
+// A store whose listing fails as a whole (here its bucket is gone) was
+// warned about at every poll, each second by default, for as long as it
+// stayed so: it is warned about once, and said to work again once it does.
+func TestObjectStoreListingFailureWarnedOnce(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "other")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log waitfor.Buffer
+	adapters := s3.URL("other", "adapters")
+	stop, err := (&remoteAdapters{cache: filepath.Join(t.TempDir(), "cache")}).start(ctx, &adapters, 5*time.Millisecond, 2, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	bucket := func(method string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, s3.Endpoint+"/other", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("%s bucket: %s", method, resp.Status)
+		}
+	}
+	bucket(http.MethodDelete)
+	waitfor.Until(t, 20*time.Second, "the failing listing warned about", func() bool {
+		return strings.Contains(log.String(), "pulling adapters failed")
+	})
+	// Ten polls more, each a listing (a GET of the bucket).
+	gets := s3.Requests(http.MethodGet)
+	waitfor.Until(t, 20*time.Second, "ten polls more", func() bool { return s3.Requests(http.MethodGet) >= gets+10 })
+	if got := strings.Count(log.String(), "pulling adapters failed"); got != 1 {
+		t.Fatalf("the failing listing warned about %d times over the polls, want once:\n%s", got, log.String())
+	}
+	bucket(http.MethodPut)
+	waitfor.Until(t, 20*time.Second, "said to work again", func() bool {
+		return strings.Contains(log.String(), "pulling adapters works again")
+	})
+}

@@ -44,17 +44,24 @@
 # hone-train sft/grpo and hone-serve for how the weights are held and
 # multiplied, e.g. "--dtype bfloat16 --compute bf16" (the bf16 compute mode:
 # a CPU with AVX512-BF16). BIN: the binaries' folder (default: the bin/ of
-# the checkout holding this script, else ./bin). Other knobs: MODEL, SEED, ROUNDS,
+# the checkout holding this script, links to it followed, else ./bin). Other knobs: MODEL, SEED, ROUNDS,
 # EVAL_EPISODES, EVAL_SPLIT, SFT_STEPS, RL_GROUPS, GSIZE, RL_LR, THREADS.
 # The server is always stopped on exit.
 set -euo pipefail
 
 # BIN: by default the bin/ of the checkout holding this script (make build
 # writes there), so that the script runs from any working folder; ./bin
-# where that has no binaries (a copy of the script kept elsewhere).
+# where that has no binaries (a copy of the script kept elsewhere). The
+# checkout is where the script's file is, through any links to it (one in
+# ~/bin) or to its folders: next to the link there is no bin/.
 if [ -z "${BIN:-}" ]; then
 	BIN=bin
-	checkout_bin=$(CDPATH='' cd -- "$(dirname "$0")/.." && pwd)/bin
+	src=$0
+	while [ -L "$src" ]; do
+		link=$(readlink "$src")
+		case $link in /*) src=$link ;; *) src=$(dirname "$src")/$link ;; esac
+	done
+	checkout_bin=$(CDPATH='' cd -P -- "$(dirname "$src")/.." && pwd -P)/bin
 	[ -x "$checkout_bin/hone-train" ] && BIN=$checkout_bin
 fi
 OUT=${OUT:-out/demo}

@@ -56,12 +56,19 @@ export RL_LR=${RL_LR:-3e-3}
 export EVAL_EPISODES=${EVAL_EPISODES:-200}
 export EVAL_SPLIT=${EVAL_SPLIT:-test}
 SEED=${SEED:-1}
-dir=$(dirname "$0")
+# This script's folder, where its file is through any links to it (one in
+# ~/bin): demo.sh and the checkout are there, not next to the link.
+src=$0
+while [ -L "$src" ]; do
+	link=$(readlink "$src")
+	case $link in /*) src=$link ;; *) src=$(dirname "$src")/$link ;; esac
+done
+dir=$(CDPATH='' cd -P -- "$(dirname "$src")" && pwd -P)
 # BIN as demo.sh chooses it (the checkout's bin/, else ./bin), and handed
 # to it, so that both play with the same binaries from any working folder.
 if [ -z "${BIN:-}" ]; then
 	BIN=bin
-	checkout_bin=$(CDPATH='' cd -- "$dir/.." && pwd)/bin
+	checkout_bin=$(CDPATH='' cd -P -- "$dir/.." && pwd -P)/bin
 	[ -x "$checkout_bin/hone-train" ] && BIN=$checkout_bin
 fi
 export BIN

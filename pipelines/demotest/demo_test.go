@@ -416,6 +416,51 @@ func TestTictactoeFromAnotherFolder(t *testing.T) {
 	}
 }
 
+// TestScriptsThroughSymlink runs demo.sh and tictactoe.sh through a link
+// to the script alone (as a user puts one in ~/bin), BIN unset, from a
+// folder without bin/: each finds its checkout's binaries (and
+// tictactoe.sh its demo.sh) where the script's file is, not where the
+// link is. They looked next to the link and stopped with "bin/hone-train
+// missing; run make build".
+func TestScriptsThroughSymlink(t *testing.T) {
+	ctx, root, _ := loopSetup(t)
+	checkout, work := checkoutElsewhere(ctx, t, root)
+	links := filepath.Join(t.TempDir(), "my bin")
+	if err := os.MkdirAll(links, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ script, link string }{
+		{"demo.sh", "hone-demo"},
+		// A relative link, resolved from the link's folder.
+		{"tictactoe.sh", "hone-tictactoe"},
+	} {
+		target := filepath.Join(checkout, "pipelines", tc.script)
+		if tc.link == "hone-tictactoe" {
+			rel, err := filepath.Rel(links, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target = rel
+		}
+		link := filepath.Join(links, tc.link)
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		out := "out " + tc.link
+		cmd := exec.CommandContext(ctx, link)
+		cmd.Dir = work
+		cmd.Env = append(envWithout("BIN"), "OUT="+out, "SEED=3",
+			"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s (a link to %s) run from %s: %v\n%s", link, tc.script, work, err, b)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(work, out, "summary.json")); err != nil {
+			t.Errorf("%s: %v", tc.link, err)
+		}
+	}
+}
+
 // TestTictactoeNoWarmup runs tictactoe.sh with SFT_STEPS=0, a knob it
 // takes from demo.sh: with no warm-up there is no teacher row to compare
 // RL with, so summary.json has null teacher figures and the RL and

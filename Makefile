@@ -31,7 +31,10 @@ BUILD_ENV := $(if $(HAVE_OPENBLAS),,CGO_ENABLED=0)
 
 all: build
 
-build:
+# make -j runs pipeline's prerequisites side by side: with pipeline among
+# the goals, the build waits for the DEMO check (demo-name), so that a typo
+# stops make before the build rather than after it.
+build: | $(if $(filter pipeline,$(MAKECMDGOALS)),demo-name)
 	@mkdir -p $(BIN)
 	@[ -n "$(HAVE_OPENBLAS)" ] || echo "note: OpenBLAS not found (apt-get install libopenblas-dev); building the pure-Go kernels, which are slower"
 	@for d in cmd/*/; do \

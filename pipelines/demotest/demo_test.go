@@ -639,17 +639,26 @@ func TestTictactoeScriptedFailureSaysWhy(t *testing.T) {
 // TestMakePipelineUnknownDemo: a DEMO that names no demo (a typo of
 // tictactoe) stops make pipeline with exit 2, naming it and the demos
 // there are, before anything is built; it ran the guess demo in its place.
+// Under make -j2 too: the check and the build were two prerequisites of
+// pipeline, which -j2 ran side by side, so the typo came after a build of
+// every binary.
 func TestMakePipelineUnknownDemo(t *testing.T) {
 	_, root, _ := loopSetup(t)
 	need(t, "make")
-	cmd := exec.Command("make", "-s", "pipeline", "DEMO=tictactoo", "BIN="+t.TempDir())
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-		t.Fatalf("make pipeline DEMO=tictactoo: %v, want exit 2\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "unknown DEMO=tictactoo") || !strings.Contains(string(out), "tictactoe") {
-		t.Errorf("make pipeline DEMO=tictactoo does not name the value and the demos:\n%s", out)
+	for _, jobs := range []string{"-j1", "-j2"} {
+		bin := t.TempDir()
+		cmd := exec.Command("make", "-s", jobs, "pipeline", "DEMO=tictactoo", "BIN="+bin)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Fatalf("make %s pipeline DEMO=tictactoo: %v, want exit 2\n%s", jobs, err, out)
+		}
+		if !strings.Contains(string(out), "unknown DEMO=tictactoo") || !strings.Contains(string(out), "tictactoe") {
+			t.Errorf("make %s pipeline DEMO=tictactoo does not name the value and the demos:\n%s", jobs, out)
+		}
+		if built, _ := os.ReadDir(bin); len(built) > 0 {
+			t.Errorf("make %s pipeline DEMO=tictactoo built %d binaries before it stopped", jobs, len(built))
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Output is an output being written. Nothing is visible under its name
@@ -91,6 +93,10 @@ type streamOutput struct {
 
 func openStream(ctx context.Context, name, path string) (*streamOutput, error) {
 	if fd, ok := ownFD(path); ok {
+		if !handedOver(fd) {
+			return nil, fmt.Errorf("output %w", argErrorf(name,
+				"descriptor %d was not open when the command started; open it for the command (as %d>FILE does) or name a file", fd, fd))
+		}
 		// The fork lock keeps the duplicate from a child a concurrent
 		// exec starts.
 		syscall.ForkLock.RLock()
@@ -109,6 +115,17 @@ func openStream(ctx context.Context, name, path string) (*streamOutput, error) {
 		return nil, fmt.Errorf("open output %q: %w", name, err)
 	}
 	return &streamOutput{f: f, name: name}, nil
+}
+
+// handedOver says whether the descriptor fd came with the command from
+// whatever started it (a shell's N>FILE), rather than being one the
+// command opened itself (an input, the poller, a connection to a server),
+// which -o /dev/fd/N would otherwise write into. Go opens all of its own
+// close-on-exec, and an inherited one cannot be: exec would have closed
+// it. A descriptor that is not open at all is not handed over either.
+func handedOver(fd int) bool {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	return err == nil && flags&unix.FD_CLOEXEC == 0
 }
 
 // openWriting opens path for writing, as a shell redirect does: a FIFO

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// -o /dev/fd/N with N not handed to the command (no `N>file`) is refused
+// as bad usage, naming the descriptor: it was duplicated as it stood in
+// the command itself, where N is one of the command's own descriptors
+// (an input, the poller, a connection to a server), and the output went
+// into that (failing with "bad file descriptor" or "invalid argument",
+// or, for a socket, reaching the server). A descriptor it was handed is
+// still written into.
+func TestOutputIntoADescriptorNotHandedOver(t *testing.T) {
+	dir, _, _ := fixtures(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tried := 0
+	for n := 3; n <= 12; n++ {
+		// A descriptor open here without close-on-exec (one this test
+		// was itself started with) is handed to the command too.
+		if fl, err := unix.FcntlInt(uintptr(n), unix.F_GETFD, 0); err == nil && fl&unix.FD_CLOEXEC == 0 {
+			continue
+		}
+		tried++
+		o := "/dev/fd/" + strconv.Itoa(n)
+		cmd := exec.CommandContext(ctx, binary, "to-jsonl", "-o", o, dir)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		want := "descriptor " + strconv.Itoa(n) + " was not open when the command started"
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr.String(), want) {
+			t.Errorf("-o %s, not handed over: %v; stderr %q; want exit 2 saying %q", o, err, stderr.String(), want)
+		}
+	}
+	if tried < 5 {
+		t.Fatalf("only %d of descriptors 3 to 12 are free here", tried)
+	}
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.CommandContext(ctx, binary, "to-jsonl", "-o", "/dev/fd/3", dir)
+	var stderr bytes.Buffer
+	cmd.Stderr, cmd.ExtraFiles = &stderr, []*os.File{f}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("-o /dev/fd/3 with 3>out: %v\n%s", err, stderr.String())
+	}
+	if got, err := os.ReadFile(out); err != nil || strings.Count(string(got), "\n") != 5 {
+		t.Errorf("out holds %q (%v), want 5 lines", got, err)
+	}
+}

@@ -497,3 +497,24 @@ func TestResolveRefusesSymlinkLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveRefusesSymlinkThroughAFile: a link whose target runs through
+// a file as if it were a folder (a.parquet/x.parquet) names no file, as a
+// dangling one: a folder passed it over without a word (stat says "not a
+// directory", not "does not exist") and a glob listed it, failing only
+// when read; both now refuse it, naming the link.
+func TestResolveRefusesSymlinkThroughAFile(t *testing.T) {
+	dir := t.TempDir()
+	touch(t, dir, "in/a.parquet")
+	link := filepath.Join(dir, "in", "l.parquet")
+	if err := os.Symlink("a.parquet/x.parquet", link); err != nil {
+		t.Fatal(err)
+	}
+	want := link + ": a symbolic link to a.parquet/x.parquet, which does not exist"
+	for _, arg := range []string{filepath.Join(dir, "in"), filepath.Join(dir, "in", "*.parquet")} {
+		_, err := Resolve(context.Background(), []string{arg}, Options{})
+		if !errors.Is(err, ErrBadArgument) || !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("%s with a link through a file: %v, want a bad argument saying %q", arg, err, want)
+		}
+	}
+}

@@ -189,13 +189,17 @@ func DanglingLinks(ctx context.Context, dir, ext string) ([]string, error) {
 const loopNote = " (a loop of symbolic links)"
 
 // danglingLink says whether the local path p is a symbolic link whose
-// target does not exist, or that leads back to itself (its target then
+// target does not exist (also where it runs through a file), or that leads back to itself (its target then
 // ends in loopNote), and names that target as the link holds it. A loop
 // names no file, as a missing target does: the listing passes it over.
 func danglingLink(p string) (string, bool) {
 	_, err := os.Stat(p)
 	loop := errors.Is(err, syscall.ELOOP)
-	if !loop && !errors.Is(err, fs.ErrNotExist) {
+	// A target that runs through a file as if it were a folder
+	// (a.parquet/x.parquet) does not exist either, though stat says
+	// ENOTDIR.
+	missing := errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+	if !loop && !missing {
 		return "", false
 	}
 	target, err := os.Readlink(p)

@@ -64,3 +64,25 @@ func TestOutputIntoADescriptorNotHandedOver(t *testing.T) {
 		t.Errorf("out holds %q (%v), want 5 lines", got, err)
 	}
 }
+
+// -o /dev/stdout into a pipe whose reader is gone names the output as
+// given: the error named /proc/<pid>/fd/1, the descriptor's path in the
+// command, which the user never wrote and which no longer exists.
+func TestOutputIntoStdoutNamedAsGiven(t *testing.T) {
+	dir, _, _ := fixtures(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // no reader: the first write fails with EPIPE
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "to-jsonl", "-o", "/dev/stdout", dir)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	err = cmd.Run()
+	if err == nil || !strings.Contains(stderr.String(), "/dev/stdout: broken pipe") || strings.Contains(stderr.String(), "/proc/") {
+		t.Errorf("-o /dev/stdout into a pipe with no reader: %v; stderr %q; want it named /dev/stdout", err, stderr.String())
+	}
+}

@@ -108,7 +108,9 @@ func openStream(ctx context.Context, name, path string) (*streamOutput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open output %q: %w", name, err)
 		}
-		return &streamOutput{f: os.NewFile(uintptr(dup), path), name: name}, nil
+		// Named as given: a write error then says /dev/stdout, not the
+		// /proc/<pid>/fd path the user never wrote.
+		return &streamOutput{f: os.NewFile(uintptr(dup), name), name: name}, nil
 	}
 	f, err := openWriting(ctx, path)
 	if err != nil {

@@ -203,8 +203,15 @@ func TestCreateErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	// A link that leads back to itself names no file to write, as a
+	// folder does not: bad usage, not a failure to retry.
+	loop := filepath.Join(dir, "loop.parquet")
+	if err := os.Symlink("loop.parquet", loop); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ name, mention string }{
 		{dir, "is a directory"},
+		{loop, "a loop of symbolic links"},
 		{sock, "is a socket"},
 		{filepath.Join(file, "out.parquet"), "a file is in the way"},
 		{filepath.Join(file, "sub", "out.parquet"), "a file is in the way"},

@@ -289,6 +289,9 @@ func (local) Create(ctx context.Context, name string) (Output, error) {
 		return nil, err
 	}
 	target, stream, err := outputTarget(p)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("output %w", argErrorf(name, "is a loop of symbolic links (or more than %d in a row); name a file", maxLinks))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create %w", err)
 	}

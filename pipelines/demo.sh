@@ -226,9 +226,11 @@ check_eval_metrics() {
 	local have missing
 	# Only episodes the environment ended itself: one cut off by --max-turns
 	# or failed has the metrics of its last step, or none.
-	have=$("$BIN"/hone-inspect to-jsonl "$1" 2>/dev/null | jq -rs '
+	# (Called in an && list, where set -e does not hold: a failed read
+	# exits here, not later as "the episodes report no metrics".)
+	have=$(logged "$OUT"/eval/inspect.log "$BIN"/hone-inspect to-jsonl "$1" | jq -rs '
 		map(select((.error // "") == "" and (.metrics.truncated // 0) == 0)) |
-		if length == 0 then "-" else [.[].metrics // {} | keys[]] | unique | join(" ") end')
+		if length == 0 then "-" else [.[].metrics // {} | keys[]] | unique | join(" ") end') || exit $?
 	if [ "$have" = - ]; then
 		log "    note: every held-out episode was cut off or failed; EVAL_METRIC and EVAL_COLUMNS not checked"
 		return 0
@@ -255,17 +257,19 @@ evaluate() {
 			--seed "$EVAL_SEED" --run "eval-$label" \
 			-o "$OUT/eval/$label-T$t.parquet"
 		[ "$label" = base ] && [ "$t" = 0 ] && check_eval_metrics "$OUT/eval/$label-T$t.parquet"
-		"$BIN"/hone-inspect to-jsonl "$OUT/eval/$label-T$t.parquet" 2>/dev/null |
-			jq -sc --arg name "$label" --arg t "$t" --arg line "$line T=$t" --argjson step "$step" \
-				--arg metric "$EVAL_METRIC" --argjson cols "$EVAL_COLS" '
-				def total(m): map(.metrics[m] // 0) | add;
-				. as $eps | {
-				label: $line, step: $step, run: "rl",
-				model: $name, temperature: ($t | tonumber), episodes: length, metric: $metric,
-				success: (total($metric) / length)}
-				+ ([$cols[] as $c | {($c.name): (if $c.den then total($c.den) as $d | if $d == 0 then null else total($c.num) / $d end
-					else total($c.num) / length end)}] | add // {})
-				+ {mean_reward: (map(.reward) | add / length)}' >"$OUT/eval/$label-T$t.json"
+		# Through a file, not a pipe: a failed read stops the run with
+		# hone-inspect's exit status, not jq's on the empty input.
+		logged "$OUT"/eval/inspect.log "$BIN"/hone-inspect to-jsonl "$OUT/eval/$label-T$t.parquet" >"$OUT/eval/$label-T$t.jsonl"
+		jq -sc --arg name "$label" --arg t "$t" --arg line "$line T=$t" --argjson step "$step" \
+			--arg metric "$EVAL_METRIC" --argjson cols "$EVAL_COLS" '
+			def total(m): map(.metrics[m] // 0) | add;
+			. as $eps | {
+			label: $line, step: $step, run: "rl",
+			model: $name, temperature: ($t | tonumber), episodes: length, metric: $metric,
+			success: (total($metric) / length)}
+			+ ([$cols[] as $c | {($c.name): (if $c.den then total($c.den) as $d | if $d == 0 then null else total($c.num) / $d end
+				else total($c.num) / length end)}] | add // {})
+			+ {mean_reward: (map(.reward) | add / length)}' <"$OUT/eval/$label-T$t.jsonl" >"$OUT/eval/$label-T$t.json"
 	done
 	log "    $label: greedy $(jq .success "$OUT/eval/$label-T0.json"), T=1 $(jq .success "$OUT/eval/$label-T1.json")"
 }

@@ -662,3 +662,45 @@ func TestMakePipelineUnknownDemo(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoReadFailureSaysWhy: hone-inspect to-jsonl failing on an
+// evaluation file stops demo.sh with its exit status, naming it and
+// showing what it said. Its stderr went to /dev/null, so the run stopped
+// without a word (reading the evaluation), or, in the metric check (run
+// inside an && list, where set -e does not hold), went on to say that the
+// episodes report no metrics.
+func TestDemoReadFailureSaysWhy(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	for _, file := range []string{"base-T0", "base-T1"} {
+		wrapped := t.TempDir()
+		for _, name := range stageBinaries {
+			if name != "hone-inspect" {
+				if err := os.Symlink(filepath.Join(bin, name), filepath.Join(wrapped, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		wrapper := "#!/bin/sh\ncase \"$*\" in *to-jsonl*" + file + ".parquet*) echo 'hone-inspect: refused by the test' >&2; exit 4 ;; esac\nexec '" +
+			filepath.Join(bin, "hone-inspect") + "' \"$@\"\n"
+		if err := os.WriteFile(filepath.Join(wrapped, "hone-inspect"), []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "demo")
+		cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "BIN="+wrapped, "OUT="+out,
+			"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+			t.Fatalf("demo.sh with to-jsonl of %s refused: %v, want hone-inspect's exit 4\n%s%s", file, err, stdout.String(), stderr.String())
+		}
+		for _, want := range []string{"hone-inspect failed (exit 4)", "refused by the test"} {
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("%s: stderr does not say %q:\n%s", file, want, stderr.String())
+			}
+		}
+	}
+}

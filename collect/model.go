@@ -40,7 +40,8 @@ type ModelOptions struct {
 }
 
 // Model is the policy that asks an OpenAI-compatible server for each turn,
-// with logprobs and (vLLM's extension) the sampled token ids.
+// with logprobs and the sampled token ids (vLLM's return_token_ids, else
+// read from the logprobs tokens of its return_tokens_as_token_ids).
 type Model struct {
 	client openai.Client
 	o      ModelOptions
@@ -99,7 +100,8 @@ func (m *Model) Policy(seed int64) env.Policy {
 // chatRequest is the chat completion request Model sends: the messages
 // and tools in the OpenAI chat shape (format/chatmsg) as they are, so a
 // tool's schema reaches the server with its key order, plus vLLM's
-// return_token_ids.
+// return_token_ids and, for servers that predate it, vLLM's older
+// return_tokens_as_token_ids (logprobs tokens written "token_id:<id>").
 type chatRequest struct {
 	Model          string            `json:"model"`
 	Messages       []chatmsg.Message `json:"messages"`
@@ -111,10 +113,15 @@ type chatRequest struct {
 	MaxTokens      int               `json:"max_tokens,omitempty"`
 	ResponseFormat json.RawMessage   `json:"response_format,omitempty"`
 	ReturnTokenIDs bool              `json:"return_token_ids"`
+	// ReturnTokensAsTokenIDs names the sampled ids in the logprobs tokens,
+	// so that an answer without token_ids still places them; collect
+	// reads only the logprobs' values, never their token text.
+	ReturnTokensAsTokenIDs bool `json:"return_tokens_as_token_ids"`
 }
 
 // completion is the part of a chat completion response Model reads,
-// including vLLM's token id fields.
+// including vLLM's token id fields and the logprobs tokens that
+// return_tokens_as_token_ids writes as ids.
 type completion struct {
 	Model          string  `json:"model"`
 	PromptTokenIDs []int32 `json:"prompt_token_ids"`
@@ -185,7 +192,8 @@ func (m *Model) call(ctx context.Context, body []byte) (trajectory.Message, erro
 // OpenAI API takes them (chatmsg.Message.ForAPI).
 func (m *Model) request(msgs []trajectory.Message, tools []trajectory.Tool, seed int64) *chatRequest {
 	r := &chatRequest{Model: m.o.Model, Messages: make([]chatmsg.Message, len(msgs)), Tools: tools,
-		Logprobs: true, Seed: seed, Temperature: m.o.Temperature, TopP: m.o.TopP, MaxTokens: max(m.o.MaxTokens, 0), ReturnTokenIDs: true}
+		Logprobs: true, Seed: seed, Temperature: m.o.Temperature, TopP: m.o.TopP, MaxTokens: max(m.o.MaxTokens, 0),
+		ReturnTokenIDs: true, ReturnTokensAsTokenIDs: true}
 	for i := range msgs {
 		r.Messages[i] = msgs[i].Chat().ForAPI()
 	}
@@ -299,8 +307,19 @@ func (m *Model) once(ctx context.Context, body []byte) (trajectory.Message, erro
 	msg.Trainable = true
 	msg.TokenIDs = ch.TokenIDs
 	if ch.Logprobs != nil {
+		var tokens []string
 		for _, lp := range ch.Logprobs.Content {
 			msg.Logprobs = append(msg.Logprobs, lp.Logprob)
+			tokens = append(tokens, lp.Token)
+		}
+		// A server without return_token_ids (an older vLLM, another
+		// OpenAI-compatible one) sends no token_ids; one that knows
+		// return_tokens_as_token_ids still names the sampled ids in the
+		// logprobs tokens, which training needs to place the logprobs
+		// rather than tokenize the text again. Tokens written as text name
+		// none, and the turn keeps no ids, as before.
+		if len(msg.TokenIDs) == 0 {
+			msg.TokenIDs = trajectory.LogprobTokenIDs(tokens)
 		}
 	}
 	if len(msg.TokenIDs) > 0 && len(msg.Logprobs) > 0 && len(msg.TokenIDs) != len(msg.Logprobs) {

@@ -3,7 +3,9 @@
 // with a bounded pool of workers, drives each episode through an
 // environment (package env and its subpackages) with env.Play, asks the
 // policy's OpenAI-compatible endpoint for every assistant turn (Model:
-// logprobs and vLLM's return_token_ids, retries with backoff for 429, 5xx,
+// logprobs and vLLM's return_token_ids, or where an answer lacks
+// token_ids the ids its logprobs tokens name under vLLM's older
+// return_tokens_as_token_ids; retries with backoff for 429, 5xx,
 // timeouts and broken connections, but not for hone-serve's 500s that the
 // same request cannot get past, NaN logits from a diverged adapter among
 // them; a failed call's error carries the server's message) or lets the

@@ -31,8 +31,9 @@ Commands:
 Run 'hone-collect COMMAND --help' for a command's flags and example.
 
 Each assistant turn records the sampled token ids and logprobs (the server
-is asked for logprobs and vLLM's return_token_ids), the model that
-answered, the finish reason and the latency. Model calls are retried on
+is asked for logprobs, vLLM's return_token_ids and, for a server without
+it, vLLM's older return_tokens_as_token_ids, whose logprobs tokens name
+the ids), the model that answered, the finish reason and the latency. Model calls are retried on
 429, 5xx, timeouts and broken connections, except hone-serve's 500s that
 no retry can pass (logits_not_finite: the model's logits were NaN, as
 from a diverged adapter; constraint_no_token); an episode that still

@@ -90,21 +90,35 @@ for o in ${opts[@]+"${opts[@]}"}; do
 	o=${o%"${o##*[![:space:]]}"}
 	[ -z "$o" ] || ENV_ARGS+=(--env-opt "$o")
 done
-# A failed game says so, with the end of its log, as demo.sh's stages do;
-# it used to stop the script without a word.
+# logged LOG WHAT CMD...: CMD, its stderr appended to LOG; if it fails,
+# the script stops with its exit status, saying WHAT failed and showing the
+# end of LOG, as demo.sh's stages do (a failed game or read used to stop it
+# without a word).
+logged() {
+	local log=$1 what=$2 rc=0
+	shift 2
+	"$@" 2>>"$log" || rc=$?
+	[ "$rc" -eq 0 ] && return 0
+	echo "tictactoe: $what failed (exit $rc); the end of $log:" >&2
+	tail -n 20 "$log" >&2
+	exit "$rc"
+}
+# Each policy's games are read through a file, not a pipe into jq, and its
+# line goes to a file, not through a pipe out of the loop: a failed read
+# stops the script with hone-inspect's exit status, not jq's on the empty
+# input.
+: >"$OUT"/eval/scripted-rows.jsonl
 for p in teacher blocker; do
-	rc=0
-	"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$EVAL_EPISODES" -G 1 --policy "scripted:$p" \
-		--seed "$EVAL_SEED" --run "eval-scripted-$p" -o "$OUT/eval/scripted-$p.parquet" 2>>"$OUT"/eval/collect.log || rc=$?
-	if [ "$rc" -ne 0 ]; then
-		echo "tictactoe: hone-collect --policy scripted:$p failed (exit $rc); the end of $OUT/eval/collect.log:" >&2
-		tail -n 20 "$OUT"/eval/collect.log >&2
-		exit "$rc"
-	fi
-	"$BIN"/hone-inspect to-jsonl "$OUT/eval/scripted-$p.parquet" 2>/dev/null |
-		jq -sc --arg p "$p" 'def total(m): map(.metrics[m] // 0) | add;
-			{($p): {win_or_draw: (total("win_or_draw") / length), block_rate: (if total("threats") == 0 then null else total("blocks") / total("threats") end)}}'
-done | jq -s 'add' >"$OUT"/eval/scripted.json
+	logged "$OUT"/eval/collect.log "hone-collect --policy scripted:$p" \
+		"$BIN"/hone-collect "${ENV_ARGS[@]}" --groups "$EVAL_EPISODES" -G 1 --policy "scripted:$p" \
+		--seed "$EVAL_SEED" --run "eval-scripted-$p" -o "$OUT/eval/scripted-$p.parquet"
+	logged "$OUT"/eval/inspect.log "hone-inspect to-jsonl $OUT/eval/scripted-$p.parquet" \
+		"$BIN"/hone-inspect to-jsonl "$OUT/eval/scripted-$p.parquet" >"$OUT/eval/scripted-$p.jsonl"
+	jq -sc --arg p "$p" 'def total(m): map(.metrics[m] // 0) | add;
+		{($p): {win_or_draw: (total("win_or_draw") / length), block_rate: (if total("threats") == 0 then null else total("blocks") / total("threats") end)}}' \
+		<"$OUT/eval/scripted-$p.jsonl" >>"$OUT"/eval/scripted-rows.jsonl
+done
+jq -s 'add' "$OUT"/eval/scripted-rows.jsonl >"$OUT"/eval/scripted.json
 
 # summary.json gets the issue's names; counts are per-episode means times
 # the episode count.

@@ -704,3 +704,42 @@ func TestDemoReadFailureSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestTictactoeReadFailureSaysWhy: hone-inspect to-jsonl failing on the
+// scripted policies' games that tictactoe.sh reads after demo.sh stops the
+// script with its exit status, naming it and showing what it said. Its
+// stderr went to /dev/null and its output through a pipe into jq, so the
+// script stopped without a word, with jq's exit status on the empty input.
+func TestTictactoeReadFailureSaysWhy(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	wrapped := t.TempDir()
+	for _, name := range stageBinaries {
+		if name != "hone-inspect" {
+			if err := os.Symlink(filepath.Join(bin, name), filepath.Join(wrapped, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wrapper := "#!/bin/sh\ncase \"$*\" in *to-jsonl*scripted-*.parquet*) echo 'hone-inspect: refused by the test' >&2; exit 4 ;; esac\nexec '" +
+		filepath.Join(bin, "hone-inspect") + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(wrapped, "hone-inspect"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "ttt")
+	cmd := exec.CommandContext(ctx, "./pipelines/tictactoe.sh")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "BIN="+wrapped, "OUT="+out, "SEED=3",
+		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+		t.Fatalf("tictactoe.sh with to-jsonl of the scripted games refused: %v, want hone-inspect's exit 4\n%s%s", err, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"hone-inspect to-jsonl", "failed (exit 4)", "scripted-teacher.parquet", "refused by the test"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+		}
+	}
+}

@@ -5,15 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hone-rl/hone/internal/gobuild"
+	"github.com/hone-rl/hone/internal/procgroup"
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 type result struct {
@@ -81,6 +86,35 @@ func buildBinaries(ctx context.Context, t *testing.T, root, dir string) string {
 	return dir
 }
 
+// scriptGrace is how long a cancelled script has, after SIGTERM to its
+// process group, before Go kills it and the test kills what is left.
+const scriptGrace = 10 * time.Second
+
+// scriptCmd is exec.CommandContext for a demo script, or a program that
+// runs one (make, bash), started in a process group of its own: when ctx
+// ends (the test's timeout, a cancel) the whole group gets SIGTERM, as a
+// Ctrl-C reaches the script, its background hone-serve and the stage
+// running; after scriptGrace Go kills the script, and the test's clean-up
+// the rest of its group. Go's default, SIGKILL to the script alone, left
+// the server and the stage running on the machine.
+func scriptCmd(ctx context.Context, t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	procgroup.Own(cmd)
+	cmd.Cancel = func() error { return procgroup.Terminate(cmd) }
+	cmd.WaitDelay = scriptGrace
+	t.Cleanup(func() {
+		// Only after a cancel: a script that ended by itself stopped its
+		// server, and its group's id may be another's by now.
+		if cmd.Process != nil && ctx.Err() != nil {
+			if err := procgroup.Kill(cmd); err != nil {
+				t.Errorf("killing what is left of %s: %v", name, err)
+			}
+		}
+	})
+	return cmd
+}
+
 // TestMain removes the binaries built for the tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -114,7 +148,7 @@ func TestDemoPlumbing(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 
 	out := filepath.Join(t.TempDir(), "demo")
-	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd := scriptCmd(ctx, t, "./pipelines/demo.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SEED=3",
 		"SFT_STEPS=4", "ROUNDS=2", "RL_GROUPS=2", "GSIZE=4", "EVAL_EPISODES=6", "EVAL_SPLIT=val")
@@ -198,7 +232,7 @@ func TestDemoPlumbing(t *testing.T) {
 func TestDemoOtherJob(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 	out := filepath.Join(t.TempDir(), "demo")
-	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd := scriptCmd(ctx, t, "./pipelines/demo.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SEED=3", "ENV=tictactoe", "ENV_OPTS=",
 		"SCORERS=env; shaped=formula:env - 0.5*illegal", "EVAL_METRIC=win", "EVAL_COLUMNS=illegal moves_per_illegal=moves/illegal",
@@ -250,7 +284,7 @@ func TestDemoOtherJob(t *testing.T) {
 func TestDemoUnknownEvalMetric(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 	out := filepath.Join(t.TempDir(), "demo")
-	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd := scriptCmd(ctx, t, "./pipelines/demo.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "EVAL_METRIC=wins", "EVAL_COLUMNS=invalid per_turn=found/trun",
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=4", "EVAL_SPLIT=val")
@@ -279,7 +313,7 @@ func TestDemoUnknownEvalMetric(t *testing.T) {
 func TestTictactoeEnvOpts(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 	out := filepath.Join(t.TempDir(), "ttt")
-	cmd := exec.CommandContext(ctx, "./pipelines/tictactoe.sh")
+	cmd := scriptCmd(ctx, t, "./pipelines/tictactoe.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SEED=3", "ENV_OPTS=opponent=random; threat-start=0",
 		"SFT_STEPS=2", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=4", "EVAL_EPISODES=4", "EVAL_SPLIT=val")
@@ -317,7 +351,7 @@ func TestTictactoeEnvOpts(t *testing.T) {
 func TestDemoOutWithGlobCharacters(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 	out := filepath.Join(t.TempDir(), "my runs [1] *", "demo")
-	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd := scriptCmd(ctx, t, "./pipelines/demo.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SEED=3",
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -379,7 +413,7 @@ func envWithout(name string) []string {
 func TestDemoFromAnotherFolder(t *testing.T) {
 	ctx, root, _ := loopSetup(t)
 	checkout, work := checkoutElsewhere(ctx, t, root)
-	cmd := exec.CommandContext(ctx, filepath.Join(checkout, "pipelines", "demo.sh"))
+	cmd := scriptCmd(ctx, t, filepath.Join(checkout, "pipelines", "demo.sh"))
 	cmd.Dir = work
 	cmd.Env = append(envWithout("BIN"), "OUT=out demo", "SEED=3",
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -401,7 +435,7 @@ func TestDemoFromAnotherFolder(t *testing.T) {
 func TestTictactoeFromAnotherFolder(t *testing.T) {
 	ctx, root, _ := loopSetup(t)
 	checkout, work := checkoutElsewhere(ctx, t, root)
-	cmd := exec.CommandContext(ctx, filepath.Join(checkout, "pipelines", "tictactoe.sh"))
+	cmd := scriptCmd(ctx, t, filepath.Join(checkout, "pipelines", "tictactoe.sh"))
 	cmd.Dir = work
 	cmd.Env = append(envWithout("BIN"), "OUT=out ttt", "SEED=3",
 		"SFT_STEPS=2", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -447,7 +481,7 @@ func TestScriptsThroughSymlink(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := "out " + tc.link
-		cmd := exec.CommandContext(ctx, link)
+		cmd := scriptCmd(ctx, t, link)
 		cmd.Dir = work
 		cmd.Env = append(envWithout("BIN"), "OUT="+out, "SEED=3",
 			"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -470,7 +504,7 @@ func TestScriptsThroughSymlink(t *testing.T) {
 func TestTictactoeNoWarmup(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 	out := filepath.Join(t.TempDir(), "ttt")
-	cmd := exec.CommandContext(ctx, "./pipelines/tictactoe.sh")
+	cmd := scriptCmd(ctx, t, "./pipelines/tictactoe.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SEED=3",
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -500,7 +534,7 @@ func TestMakeDemoOutWithBlank(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 	need(t, "make")
 	out := filepath.Join(t.TempDir(), "my run")
-	cmd := exec.CommandContext(ctx, "make", "-s", "-f", "pipelines/demo.mk", "demo", "OUT="+out)
+	cmd := scriptCmd(ctx, t, "make", "-s", "-f", "pipelines/demo.mk", "demo", "OUT="+out)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BIN="+bin, "SEED=3",
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -522,7 +556,7 @@ func TestMakeDemoOutWithBlank(t *testing.T) {
 func TestDemoFailedStageSaysWhy(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 	out := filepath.Join(t.TempDir(), "demo")
-	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd := scriptCmd(ctx, t, "./pipelines/demo.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out, "SCORERS=formula:env +* 2",
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -583,7 +617,7 @@ func contains(list []string, s string) bool {
 func TestDemoNeedsCurl(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 	out := filepath.Join(t.TempDir(), "demo")
-	cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+	cmd := scriptCmd(ctx, t, "./pipelines/demo.sh")
 	cmd.Dir = root
 	cmd.Env = append(envWithout("PATH"), "PATH="+pathWithout(t, "curl"), "BIN="+bin, "OUT="+out,
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -618,7 +652,7 @@ func TestTictactoeScriptedFailureSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "ttt")
-	cmd := exec.CommandContext(ctx, "./pipelines/tictactoe.sh")
+	cmd := scriptCmd(ctx, t, "./pipelines/tictactoe.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BIN="+wrapped, "OUT="+out, "SEED=3",
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -686,7 +720,7 @@ func TestDemoReadFailureSaysWhy(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := filepath.Join(t.TempDir(), "demo")
-		cmd := exec.CommandContext(ctx, "./pipelines/demo.sh")
+		cmd := scriptCmd(ctx, t, "./pipelines/demo.sh")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "BIN="+wrapped, "OUT="+out,
 			"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -726,7 +760,7 @@ func TestTictactoeReadFailureSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "ttt")
-	cmd := exec.CommandContext(ctx, "./pipelines/tictactoe.sh")
+	cmd := scriptCmd(ctx, t, "./pipelines/tictactoe.sh")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "BIN="+wrapped, "OUT="+out, "SEED=3",
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
@@ -741,5 +775,85 @@ func TestTictactoeReadFailureSaysWhy(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
 		}
+	}
+}
+
+// leftBehind lists the processes, other than this test's, that still run
+// for a demo run: those in the process group pgid and those whose command
+// line names out (the run's folder, in every stage's and the server's
+// arguments), each as "pid command line".
+func leftBehind(pgid int, out string) []string {
+	var left []string
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, stat := range stats {
+		dir := filepath.Dir(stat)
+		pid, err := strconv.Atoi(filepath.Base(dir))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		c, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		inGroup := false
+		if s, err := os.ReadFile(stat); err == nil {
+			// The fields after the command's name, in parentheses that
+			// may hold blanks: state, ppid, pgrp.
+			if i := bytes.LastIndexByte(s, ')'); i >= 0 {
+				f := strings.Fields(string(s[i+1:]))
+				inGroup = len(f) > 2 && f[2] == strconv.Itoa(pgid)
+			}
+		}
+		if inGroup || bytes.Contains(c, []byte(out)) {
+			left = append(left, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(c, []byte{0}, []byte{' '})))
+		}
+	}
+	return left
+}
+
+// TestDemoCancelLeavesNothing: a demo run stopped by its test's context
+// (the test's timeout, here a cancel once the GRPO rounds run) stops
+// whole: the script, its background hone-serve and the stage running.
+// The tests started the script with Go's default, SIGKILL to the script
+// alone, which left the server and the stage running on the machine.
+func TestDemoCancelLeavesNothing(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "demo")
+	cmd := scriptCmd(ctx, t, "./pipelines/demo.sh")
+	cmd.Dir = root
+	// Rounds enough that the run is still in them when cancelled.
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out,
+		"SFT_STEPS=0", "ROUNDS=1000", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	var said waitfor.Buffer
+	cmd.Stdout, cmd.Stderr = &said, &said
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	t.Cleanup(func() {
+		// What a failed check found is stopped, not left to the machine.
+		for _, p := range leftBehind(pgid, out) {
+			if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	waitfor.Until(t, 2*time.Minute, "the demo's first GRPO round", func() bool {
+		return strings.Contains(said.String(), "round 1:")
+	})
+	cancel()
+	if err := <-waited; err == nil {
+		t.Fatalf("demo.sh cancelled in its rounds exited 0:\n%s", said.String())
+	}
+	var left []string
+	if !waitfor.Within(15*time.Second, func() bool {
+		left = leftBehind(pgid, out)
+		return len(left) == 0 && errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+	}) {
+		t.Fatalf("processes of the cancelled demo run still running:\n%s\nthe run said:\n%s", strings.Join(left, "\n"), said.String())
 	}
 }

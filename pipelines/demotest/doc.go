@@ -7,7 +7,9 @@
 // figures come from a full `make pipeline` run. Other tests run the
 // scripts as users meet them: from outside the checkout, under paths with
 // blanks and glob characters, through make, without a tool they need, and
-// with a stage that fails (which must say which and why).
+// with a stage that fails (which must say which and why). Each script runs
+// in a process group of its own, which a cancelled test stops whole
+// (scriptCmd): the server and the stage running must not outlive it.
 //
 // It also runs the README's "A round by hand" as written (readme_test.go):
 // the SFT warm-up and the GRPO rounds must raise the mean reward.

@@ -85,7 +85,7 @@ func TestReadmeRoundByHand(t *testing.T) {
 	// Stop on the first failing command, and never leave the server behind.
 	src = "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + src
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "bash", "-c", src)
+	cmd := scriptCmd(ctx, t, "bash", "-c", src)
 	cmd.Dir = work
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

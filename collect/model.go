@@ -318,9 +318,7 @@ func (m *Model) once(ctx context.Context, body []byte) (trajectory.Message, erro
 		// logprobs tokens, which training needs to place the logprobs
 		// rather than tokenize the text again. Tokens written as text name
 		// none, and the turn keeps no ids, as before.
-		if len(msg.TokenIDs) == 0 {
-			msg.TokenIDs = trajectory.LogprobTokenIDs(tokens)
-		}
+		msg.TokenIDs = trajectory.SampledIDs(msg.TokenIDs, tokens)
 	}
 	if len(msg.TokenIDs) > 0 && len(msg.Logprobs) > 0 && len(msg.TokenIDs) != len(msg.Logprobs) {
 		return msg, fmt.Errorf("server gave %d token ids but %d logprobs", len(msg.TokenIDs), len(msg.Logprobs))

@@ -9,12 +9,12 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/chattemplate"
+	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/serve/constrain"
 	"github.com/hone-rl/hone/serve/engine"
 )
@@ -385,29 +385,23 @@ func (s *Server) tokenString(id int32) (string, []int) {
 	return string(b), bytesOf(string(b))
 }
 
-// tokenIDString is token id as vLLM's return_tokens_as_token_ids writes
-// it in logprobs: "token_id:<id>".
-func tokenIDString(id int32) string {
-	return "token_id:" + strconv.Itoa(int(id))
-}
-
 // tokenLogprobs are chat logprobs of the tokens ids. With asIDs (the
 // request's return_tokens_as_token_ids) each token is named by
-// tokenIDString; bytes are then as vLLM writes them: the sampled token's
-// are still its text's, an alternative's are those of its "token_id:<id>"
-// string.
+// trajectory.LogprobTokenName; bytes are then as vLLM writes them: the
+// sampled token's are still its text's, an alternative's are those of its
+// "token_id:<id>" string.
 func (s *Server) tokenLogprobs(ids []int32, lps []float32, tops [][]engine.TokenLogprob, asIDs bool) []tokenLogprob {
 	out := make([]tokenLogprob, len(ids))
 	for i, id := range ids {
 		t, b := s.tokenString(id)
 		if asIDs {
-			t = tokenIDString(id)
+			t = trajectory.LogprobTokenName(id)
 		}
 		out[i] = tokenLogprob{Token: t, Logprob: wireLogprob(lps[i]), Bytes: b, TopLogprobs: []topLogprob{}}
 		for _, tl := range tops[i] {
 			tt, tb := s.tokenString(tl.ID)
 			if asIDs {
-				tt = tokenIDString(tl.ID)
+				tt = trajectory.LogprobTokenName(tl.ID)
 				tb = bytesOf(tt)
 			}
 			out[i].TopLogprobs = append(out[i].TopLogprobs, topLogprob{Token: tt, Logprob: wireLogprob(tl.Logprob), Bytes: tb})

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hone-rl/hone/format/chatmsg"
+	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/serve/engine"
 	"github.com/hone-rl/hone/train/model"
 )
@@ -307,7 +308,7 @@ func (s *Server) topLogprobs(id int32, v float32, top []engine.TokenLogprob, asI
 // (return_tokens_as_token_ids) "token_id:<id>", as vLLM writes it.
 func (s *Server) logprobToken(id int32, asIDs bool) string {
 	if asIDs {
-		return tokenIDString(id)
+		return trajectory.LogprobTokenName(id)
 	}
 	t, _ := s.tokenString(id)
 	return wireText(t)
@@ -346,7 +347,7 @@ func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob, 
 	*offset += len(t)
 	tok := t
 	if asIDs {
-		tok = tokenIDString(id)
+		tok = trajectory.LogprobTokenName(id)
 	}
 	return &completionLogprobs{Tokens: []string{tok}, TokenLogprobs: []*float32{&v}, TopLogprobs: []map[string]float32{s.topLogprobs(id, v, top, asIDs)}, TextOffset: []int{at}}
 }

@@ -714,22 +714,9 @@ func parseTurn(body []byte) (trajectory.Message, error) {
 			m.Logprobs = append(m.Logprobs, lp.Logprob)
 			tokens = append(tokens, lp.Token)
 		}
-		m.TokenIDs = orLogprobIDs(m.TokenIDs, tokens)
+		m.TokenIDs = trajectory.SampledIDs(m.TokenIDs, tokens)
 	}
 	return m, nil
-}
-
-// orLogprobIDs is ids, the upstream's token_ids, or when it sent none
-// (--no-token-ids, or a vLLM without return_token_ids) the ids its
-// logprobs tokens name when the agent asked for
-// return_tokens_as_token_ids ("token_id:<id>", trajectory.LogprobTokenIDs):
-// the exact ids sampled, which training would otherwise have to guess by
-// tokenizing the text again, with the logprobs left unplaced.
-func orLogprobIDs(ids []int32, tokens []string) []int32 {
-	if len(ids) > 0 {
-		return ids
-	}
-	return trajectory.LogprobTokenIDs(tokens)
 }
 
 // sameTurn reports whether an assistant message the agent sent back is the

@@ -225,7 +225,7 @@ type accumulator struct {
 	finish     string
 	tokenIDs   []int32
 	logprobs   []float32
-	lpTokens   []string // the logprobs' tokens, for orLogprobIDs
+	lpTokens   []string // the logprobs' tokens, for trajectory.SampledIDs
 	done       bool     // [DONE] seen
 	errorEvent bool     // upstream sent an error event
 	err        error    // the first error event or unparseable event
@@ -313,7 +313,7 @@ func (a *accumulator) turn() (trajectory.Message, error) {
 		// keeps the calls that can be, and err says what went wrong.
 		m.ToolCalls = slices.DeleteFunc(slices.Clone(m.ToolCalls), func(tc chatmsg.ToolCall) bool { return tc.Name == "" })
 	}
-	m.Role, m.Trainable, m.TokenIDs, m.Logprobs, m.FinishReason, m.AnswerModel = "assistant", true, orLogprobIDs(a.tokenIDs, a.lpTokens), a.logprobs, a.finish, a.model
+	m.Role, m.Trainable, m.TokenIDs, m.Logprobs, m.FinishReason, m.AnswerModel = "assistant", true, trajectory.SampledIDs(a.tokenIDs, a.lpTokens), a.logprobs, a.finish, a.model
 	return m, err
 }
 

@@ -638,36 +638,56 @@ func TestDemoNeedsCurl(t *testing.T) {
 // log. It used to stop with no word, the reason in OUT/eval/collect.log.
 func TestTictactoeScriptedFailureSaysWhy(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
+	wrapped := refusingBin(t, bin, "hone-collect", "*scripted:blocker*", 3)
+	stdout, stderr, err := tinyRun(ctx, t, root, "./pipelines/tictactoe.sh", wrapped, "SEED=3")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("tictactoe.sh with the scripted blocker refused: %v, want hone-collect's exit 3\n%s%s", err, stdout, stderr)
+	}
+	for _, want := range []string{"scripted:blocker", "refused by the test"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// refusingBin is a folder of the stage binaries of bin in which name is a
+// wrapper that refuses a call whose arguments match the shell pattern
+// with exit status code, saying "NAME: refused by the test", and runs
+// the real one otherwise.
+func refusingBin(t *testing.T, bin, name, pattern string, code int) string {
+	t.Helper()
 	wrapped := t.TempDir()
-	for _, name := range stageBinaries {
-		if name != "hone-collect" {
-			if err := os.Symlink(filepath.Join(bin, name), filepath.Join(wrapped, name)); err != nil {
+	for _, n := range stageBinaries {
+		if n != name {
+			if err := os.Symlink(filepath.Join(bin, n), filepath.Join(wrapped, n)); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	wrapper := "#!/bin/sh\ncase \"$*\" in *scripted:blocker*) echo 'hone-collect: refused by the test' >&2; exit 3 ;; esac\nexec '" +
-		filepath.Join(bin, "hone-collect") + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(wrapped, "hone-collect"), []byte(wrapper), 0o755); err != nil {
+	wrapper := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in %s) echo '%s: refused by the test' >&2; exit %d ;; esac\nexec '%s' \"$@\"\n",
+		pattern, name, code, filepath.Join(bin, name))
+	if err := os.WriteFile(filepath.Join(wrapped, name), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "ttt")
-	cmd := scriptCmd(ctx, t, "./pipelines/tictactoe.sh")
+	return wrapped
+}
+
+// tinyRun runs script (demo.sh or tictactoe.sh) at the tests' tiny size
+// (no warm-up, one round of two groups of two, two episodes an
+// evaluation) with the binaries of bin, into a fresh OUT, with the
+// variables of extra too, and returns what it wrote and how it ended.
+func tinyRun(ctx context.Context, t *testing.T, root, script, bin string, extra ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := scriptCmd(ctx, t, script)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "BIN="+wrapped, "OUT="+out, "SEED=3",
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+filepath.Join(t.TempDir(), "out"),
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-		t.Fatalf("tictactoe.sh with the scripted blocker refused: %v, want hone-collect's exit 3\n%s%s", err, stdout.String(), stderr.String())
-	}
-	for _, want := range []string{"scripted:blocker", "refused by the test"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
-		}
-	}
+	cmd.Env = append(cmd.Env, extra...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
 }
 
 // TestMakePipelineUnknownDemo: a DEMO that names no demo (a typo of
@@ -706,34 +726,15 @@ func TestMakePipelineUnknownDemo(t *testing.T) {
 func TestDemoReadFailureSaysWhy(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
 	for _, file := range []string{"base-T0", "base-T1"} {
-		wrapped := t.TempDir()
-		for _, name := range stageBinaries {
-			if name != "hone-inspect" {
-				if err := os.Symlink(filepath.Join(bin, name), filepath.Join(wrapped, name)); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		wrapper := "#!/bin/sh\ncase \"$*\" in *to-jsonl*" + file + ".parquet*) echo 'hone-inspect: refused by the test' >&2; exit 4 ;; esac\nexec '" +
-			filepath.Join(bin, "hone-inspect") + "' \"$@\"\n"
-		if err := os.WriteFile(filepath.Join(wrapped, "hone-inspect"), []byte(wrapper), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		out := filepath.Join(t.TempDir(), "demo")
-		cmd := scriptCmd(ctx, t, "./pipelines/demo.sh")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "BIN="+wrapped, "OUT="+out,
-			"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
+		wrapped := refusingBin(t, bin, "hone-inspect", "*to-jsonl*"+file+".parquet*", 4)
+		stdout, stderr, err := tinyRun(ctx, t, root, "./pipelines/demo.sh", wrapped)
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 4 {
-			t.Fatalf("demo.sh with to-jsonl of %s refused: %v, want hone-inspect's exit 4\n%s%s", file, err, stdout.String(), stderr.String())
+			t.Fatalf("demo.sh with to-jsonl of %s refused: %v, want hone-inspect's exit 4\n%s%s", file, err, stdout, stderr)
 		}
 		for _, want := range []string{"hone-inspect failed (exit 4)", "refused by the test"} {
-			if !strings.Contains(stderr.String(), want) {
-				t.Errorf("%s: stderr does not say %q:\n%s", file, want, stderr.String())
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%s: stderr does not say %q:\n%s", file, want, stderr)
 			}
 		}
 	}
@@ -746,34 +747,15 @@ func TestDemoReadFailureSaysWhy(t *testing.T) {
 // script stopped without a word, with jq's exit status on the empty input.
 func TestTictactoeReadFailureSaysWhy(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
-	wrapped := t.TempDir()
-	for _, name := range stageBinaries {
-		if name != "hone-inspect" {
-			if err := os.Symlink(filepath.Join(bin, name), filepath.Join(wrapped, name)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	wrapper := "#!/bin/sh\ncase \"$*\" in *to-jsonl*scripted-*.parquet*) echo 'hone-inspect: refused by the test' >&2; exit 4 ;; esac\nexec '" +
-		filepath.Join(bin, "hone-inspect") + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(wrapped, "hone-inspect"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "ttt")
-	cmd := scriptCmd(ctx, t, "./pipelines/tictactoe.sh")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "BIN="+wrapped, "OUT="+out, "SEED=3",
-		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	wrapped := refusingBin(t, bin, "hone-inspect", "*to-jsonl*scripted-*.parquet*", 4)
+	stdout, stderr, err := tinyRun(ctx, t, root, "./pipelines/tictactoe.sh", wrapped, "SEED=3")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 4 {
-		t.Fatalf("tictactoe.sh with to-jsonl of the scripted games refused: %v, want hone-inspect's exit 4\n%s%s", err, stdout.String(), stderr.String())
+		t.Fatalf("tictactoe.sh with to-jsonl of the scripted games refused: %v, want hone-inspect's exit 4\n%s%s", err, stdout, stderr)
 	}
 	for _, want := range []string{"hone-inspect to-jsonl", "failed (exit 4)", "scripted-teacher.parquet", "refused by the test"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
 		}
 	}
 }

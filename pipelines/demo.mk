@@ -4,7 +4,7 @@
 # held-out evaluations before and after.
 #
 # Needs bin/ (make build), jq, curl, python3 (for a free port) and column. Every run
-# starts fresh: OUT is removed first. Knobs pass through the environment:
+# starts fresh: OUT is removed first (only if a demo run wrote it). Knobs pass through the environment:
 #   SEED, OUT, ROUNDS, SFT_STEPS, EVAL_EPISODES, EVAL_SPLIT (test: the
 #   reported numbers; val: for choosing settings — never tune on test), and
 #   the job's ENV, ENV_OPTS, SCORERS, EVAL_METRIC, EVAL_COLUMNS (see the top

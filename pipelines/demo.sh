@@ -39,7 +39,8 @@
 #                  (";"-separated; default none): the warm-up data and the
 #                  evaluations keep ENV_OPTS alone
 # Everything lands under OUT (default out/demo); a run starts fresh (the
-# folder is removed first). INIT_OPTS: more flags of hone-train init-model
+# folder is removed first, if an earlier run wrote it: any other non-empty
+# folder stops the script). INIT_OPTS: more flags of hone-train init-model
 # for the tiny random model (e.g. --tie-embeddings). PRECISION_OPTS: flags of
 # hone-train sft/grpo and hone-serve for how the weights are held and
 # multiplied, e.g. "--dtype bfloat16 --compute bf16" (the bf16 compute mode:
@@ -104,6 +105,30 @@ val) EVAL_SEED=$((800000 + SEED)) ;;
 *) echo "EVAL_SPLIT must be test or val" >&2; exit 2 ;;
 esac
 
+# The whole numbers, checked before anything runs: a typo (SFT_STEPS=3OO)
+# made `[ "$SFT_STEPS" -gt 0 ]` fail as a test, which skipped the warm-up
+# without a word, and ROUNDS=0 trained nothing and then failed evaluating a
+# step 0 that no round wrote.
+whole() {
+	local name=$1 min=$2 value=${!1}
+	if ! [[ $value =~ ^(0|[1-9][0-9]{0,8})$ ]] || [ "$value" -lt "$min" ]; then
+		echo "demo: $name=$value must be a whole number, at least $min" >&2
+		exit 2
+	fi
+}
+whole SEED 0
+whole N 1
+whole TURNS 1
+whole MAX_TOKENS 1
+whole SFT_STEPS 0
+whole ROUNDS 1
+whole RL_GROUPS 1
+whole GSIZE 1
+whole EVAL_EPISODES 1
+whole THREADS 1
+# An OUT that starts with "-" would reach rm and the stages as an option.
+case $OUT in -*) OUT=./$OUT ;; esac
+
 for b in hone-train hone-collect hone-score hone-serve hone-inspect; do
 	[ -x "$BIN/$b" ] || { echo "demo: $BIN/$b missing; run make build" >&2; exit 2; }
 done
@@ -152,8 +177,17 @@ SCORE_ARGS=()
 while IFS= read -r s; do SCORE_ARGS+=(--scorer "$s"); done < <(splitlist ';' "$SCORERS")
 [ ${#SCORE_ARGS[@]} -gt 0 ] || { echo "demo: SCORERS is empty" >&2; exit 2; }
 
+# The run starts fresh, but removes only what a run of this script wrote
+# (its mark, or from before the mark an earlier output's adapters/ and
+# eval/): OUT=~/my-job, a folder of the user's, was deleted whole.
+if [ -e "$OUT" ] && [ -n "$(ls -A "$OUT" 2>/dev/null || echo unreadable)" ] && [ ! -e "$OUT"/.hone-demo ] &&
+	! { [ -d "$OUT"/adapters ] && [ -d "$OUT"/eval ]; }; then
+	echo "demo: OUT=$OUT holds files that no demo run wrote; name another folder, or remove it first" >&2
+	exit 2
+fi
 rm -rf "$OUT"
 mkdir -p "$OUT"/data "$OUT"/rounds "$OUT"/scored "$OUT"/eval "$OUT"/adapters
+echo "written by pipelines/demo.sh, which removes this folder when it runs into it again" >"$OUT"/.hone-demo
 
 if [ -n "$MODEL" ]; then
 	log "1/7 model folder $MODEL"

@@ -31,6 +31,8 @@
 set -euo pipefail
 
 export OUT=${OUT:-out/tictactoe}
+# An OUT that starts with "-" would reach the stages as an option.
+case $OUT in -*) OUT=./$OUT ;; esac
 export ENV=tictactoe
 # Tied embeddings: the answer copies a digit of the board, and an untied
 # output layer (frozen under LoRA) makes copying hard to learn.

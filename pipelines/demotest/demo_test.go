@@ -679,9 +679,15 @@ func refusingBin(t *testing.T, bin, name, pattern string, code int) string {
 // variables of extra too, and returns what it wrote and how it ended.
 func tinyRun(ctx context.Context, t *testing.T, root, script, bin string, extra ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	return tinyRunInto(ctx, t, root, script, bin, filepath.Join(t.TempDir(), "out"), extra...)
+}
+
+// tinyRunInto is tinyRun with OUT=out.
+func tinyRunInto(ctx context.Context, t *testing.T, root, script, bin, out string, extra ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	cmd := scriptCmd(ctx, t, script)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+filepath.Join(t.TempDir(), "out"),
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT="+out,
 		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
 	cmd.Env = append(cmd.Env, extra...)
 	var o, e bytes.Buffer
@@ -837,5 +843,77 @@ func TestDemoCancelLeavesNothing(t *testing.T) {
 		return len(left) == 0 && errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
 	}) {
 		t.Fatalf("processes of the cancelled demo run still running:\n%s\nthe run said:\n%s", strings.Join(left, "\n"), said.String())
+	}
+}
+
+// TestDemoRefusesBadKnobs: a knob that must be a whole number and is not
+// (a typo, a negative, 0 rounds) stops demo.sh with exit 2 naming it,
+// before anything is written. SFT_STEPS=3OO skipped the warm-up without a
+// word (the failed `-gt` test read as false), and ROUNDS=0 trained nothing
+// and then failed evaluating a step no round wrote.
+func TestDemoRefusesBadKnobs(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	for _, knob := range []string{"SFT_STEPS=3OO", "ROUNDS=0", "GSIZE=-2", "SEED=08", "EVAL_EPISODES=two", "THREADS=1.5"} {
+		out := filepath.Join(t.TempDir(), "demo")
+		stdout, stderr, err := tinyRunInto(ctx, t, root, "./pipelines/demo.sh", bin, out, knob)
+		var ee *exec.ExitError
+		name := strings.SplitN(knob, "=", 2)[0]
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, name+"=") {
+			t.Errorf("demo.sh with %s: %v, want exit 2 naming %s\n%s%s", knob, err, name, stdout, stderr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("demo.sh with %s wrote %s before it refused", knob, out)
+		}
+	}
+}
+
+// TestDemoKeepsAFolderItDidNotWrite: OUT naming a folder of the user's
+// stops demo.sh with exit 2 and leaves the folder as it was; the script
+// removed any OUT whole before writing into it.
+func TestDemoKeepsAFolderItDidNotWrite(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	out := t.TempDir()
+	precious := filepath.Join(out, "notes.txt")
+	if err := os.WriteFile(precious, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := tinyRunInto(ctx, t, root, "./pipelines/demo.sh", bin, out)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, "OUT="+out) {
+		t.Errorf("demo.sh into a folder of the user's: %v, want exit 2 naming OUT\n%s%s", err, stdout, stderr)
+	}
+	if b, err := os.ReadFile(precious); err != nil || string(b) != "mine" {
+		t.Errorf("the user's file after demo.sh: %q, %v", b, err)
+	}
+}
+
+// TestDemoOutStartingWithDash runs demo.sh into a relative OUT that starts
+// with "-" and holds an earlier run's output: the run replaces it and ends
+// with its report. The name reached rm and the stages as an option.
+func TestDemoOutStartingWithDash(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	work := t.TempDir()
+	old := filepath.Join(work, "-o demo")
+	if err := os.MkdirAll(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{".hone-demo": "an earlier run", "stale.txt": "old"} {
+		if err := os.WriteFile(filepath.Join(old, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := scriptCmd(ctx, t, filepath.Join(root, "pipelines", "demo.sh"))
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "BIN="+bin, "OUT=-o demo", "SEED=3",
+		"SFT_STEPS=0", "ROUNDS=1", "RL_GROUPS=2", "GSIZE=2", "EVAL_EPISODES=2", "EVAL_SPLIT=val")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo.sh with OUT=\"-o demo\": %v\n%s", err, b)
+	}
+	if _, err := os.Stat(filepath.Join(old, "report.html")); err != nil {
+		t.Errorf("demo.sh did not end with a report in OUT: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(old, "stale.txt")); err == nil {
+		t.Errorf("the earlier run's file is still in OUT: the run did not start fresh")
 	}
 }

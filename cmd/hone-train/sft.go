@@ -21,7 +21,11 @@ files, or JSON Lines chat files (.jsonl, one {"messages": [...], "tools": [...]}
 per line; on stdin or through a pipe, told from Parquet by their content).
 --turns all trains every assistant turn (its tool calls included; system,
 user and tool messages are context: TRL's assistant_only_loss), --turns last
-only the last of each conversation. A conversation with no assistant turn is
+only the last of each conversation. A trajectory that marks some assistant
+turns trainable (hone-collect and hone-proxy mark the turns the policy
+produced, not those the agent wrote itself; "trainable": true in a JSON
+line) trains those alone, as grpo does; one that marks none trains every
+assistant turn. A conversation with no assistant turn is
 left out, with one warning naming the first such rows (and, for a line
 without "messages", the keys it has instead). Trajectories of split val or
 test (held-out data: hone-collect --split, hone-inspect log-eval) are left out

@@ -3,7 +3,10 @@
 // Lines chat data ({"messages": [...], "tools": [...]} per line, read by
 // format/trajectory's ImportJSONL), and only assistant turns are trained —
 // all of them, or the last of each conversation (--turns); a conversation
-// with none is left out, with one warning naming the rows. Tokens come from
+// with none is left out, with one warning naming the rows. A trajectory
+// that marks some assistant turns trainable (hone-collect and hone-proxy
+// mark the policy's turns, not those the agent wrote) trains the marked
+// ones alone; one that marks none trains every assistant turn. Tokens come from
 // format/layout with the model's own chat template (sampled ids are used
 // where a trajectory carries them).
 //

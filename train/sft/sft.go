@@ -332,11 +332,11 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 				d.Skipped++
 				continue
 			}
-			tt := t
-			tt.Messages = sftTurns(t.Messages, turns)
+			tt, marked := t, marksTurns(&t)
+			tt.Messages = sftTurns(t.Messages, turns, marked)
 			tt.AdditionalHistories = make([]trajectory.History, len(t.AdditionalHistories))
 			for k, h := range t.AdditionalHistories {
-				tt.AdditionalHistories[k] = trajectory.History{Messages: sftTurns(h.Messages, turns), Tools: h.Tools}
+				tt.AdditionalHistories[k] = trajectory.History{Messages: sftTurns(h.Messages, turns, marked), Tools: h.Tools}
 			}
 			seqs, err := trainer.LayoutHistories(ctx, text, &tt, lopt)
 			if err != nil {
@@ -387,14 +387,31 @@ func noMessages(t *trajectory.Trajectory) string {
 	return fmt.Sprintf(`: no "messages", only %s (sft reads {"messages": [...]} per line)`, strings.Join(keys, ", "))
 }
 
+// marksTurns says whether a trajectory marks any of its assistant turns
+// trainable, in any history. hone-collect and hone-proxy mark the turns
+// the policy produced and leave an assistant message the agent wrote or
+// changed itself unmarked, as context that GRPO does not train; SFT then
+// imitates the marked turns alone. A trajectory that marks none (a plain
+// chat file, as TRL takes one) has only unmarked turns, all of them the
+// assistant's to imitate.
+func marksTurns(t *trajectory.Trajectory) bool {
+	marked := func(ms []trajectory.Message) bool {
+		return slices.ContainsFunc(ms, func(m trajectory.Message) bool { return m.Role == "assistant" && m.Trainable })
+	}
+	return marked(t.Messages) || slices.ContainsFunc(t.AdditionalHistories, func(h trajectory.History) bool { return marked(h.Messages) })
+}
+
 // sftTurns is a copy of a history's messages with the assistant turns
-// SFT trains marked trainable (all of them, or the last) and no other.
-func sftTurns(ms []trajectory.Message, turns string) []trajectory.Message {
+// SFT trains marked trainable (all of them, or the last) and no other;
+// with marked (marksTurns), only the turns the history marks trainable
+// are candidates, the last being the last marked one.
+func sftTurns(ms []trajectory.Message, turns string, marked bool) []trajectory.Message {
 	out := append([]trajectory.Message(nil), ms...)
 	last := -1
 	for i := range out {
+		candidate := out[i].Role == "assistant" && (!marked || out[i].Trainable)
 		out[i].Trainable = false
-		if out[i].Role == "assistant" {
+		if candidate {
 			last = i
 			out[i].Trainable = turns == "all"
 		}

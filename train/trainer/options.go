@@ -224,6 +224,15 @@ func (o *Options) Validate() error {
 	if o.ScheduleSteps < 0 {
 		return fmt.Errorf("--schedule-steps %d must not be negative", o.ScheduleSteps)
 	}
+	// Neither has a meaning below 0 (the help gives "every N steps" and
+	// "0: all"): taken, a negative --save-every saved every step and a
+	// negative --keep-last kept every step, not what was asked for.
+	if o.SaveEvery < 0 {
+		return fmt.Errorf("--save-every %d must not be negative", o.SaveEvery)
+	}
+	if o.KeepLast < 0 {
+		return fmt.Errorf("--keep-last %d must not be negative (0 keeps every step)", o.KeepLast)
+	}
 	if o.MaxSeqLen < 0 {
 		return fmt.Errorf("--max-seq-len %d must not be negative", o.MaxSeqLen)
 	}

@@ -198,7 +198,7 @@ func (l *Loop) step(ctx context.Context, s int, starting func(*Job)) (map[string
 		l.log().Info("nothing to train", "step", s+1, "why", job.Skip)
 		return row, nil
 	}
-	sums, norm, lr, updates, err := l.train(ctx, job)
+	sums, norm, lr, updates, err := l.train(ctx, job, s)
 	if err != nil {
 		return nil, err
 	}

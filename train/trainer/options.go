@@ -51,8 +51,8 @@ type Options struct {
 	Schedule string  `json:"lr_schedule"`
 	Warmup   int     `json:"warmup_steps"`
 	MinLR    float64 `json:"min_lr"`
-	// ScheduleSteps is the run's planned number of optimizer updates, the
-	// horizon of the cosine schedule. 0 takes the step this invocation
+	// ScheduleSteps is the run's planned number of steps (optimizer
+	// updates with --norm art), the horizon of the cosine schedule. 0 takes the step this invocation
 	// trains to, which is right for one long invocation but not for
 	// incremental training (--watch-dir with --steps 1 per round), where
 	// each invocation would otherwise see its own end as the horizon and
@@ -124,7 +124,7 @@ type Options struct {
 // (sft has no --watch-dir and refuses new files on --resume), and grpo
 // replaces the shared help with its own.
 func ScheduleStepsUsage(grows string) string {
-	return "planned optimizer updates of the whole run, the cosine schedule's horizon (0: the step this invocation reaches; set it when a run grows over several calls: " + grows + ")"
+	return "planned steps of the whole run (optimizer updates with grpo --norm art, one per packed row), the cosine schedule's horizon (0: the step this invocation reaches; set it when a run grows over several calls: " + grows + ")"
 }
 
 // AddFlags registers the shared flags with their defaults; lr is the job's
@@ -143,7 +143,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the LoRA init and the data order")
 	fs.Float64Var(&o.LR, "lr", lr, "peak learning rate")
 	fs.StringVar(&o.Schedule, "lr-schedule", "constant", "constant, warmup (linear warm-up then constant) or cosine (warm-up then cosine decay to --min-lr)")
-	fs.IntVar(&o.Warmup, "warmup-steps", 0, "optimizer updates of linear warm-up, with --lr-schedule warmup or cosine (constant has none)")
+	fs.IntVar(&o.Warmup, "warmup-steps", 0, "steps of linear warm-up (optimizer updates with grpo --norm art), with --lr-schedule warmup or cosine (constant has none); a step with nothing to train counts, as transformers' schedulers count every step")
 	fs.Float64Var(&o.MinLR, "min-lr", 0, "final learning rate of the cosine schedule")
 	fs.IntVar(&o.ScheduleSteps, "schedule-steps", 0, ScheduleStepsUsage("--resume with more --steps"))
 	fs.Float64Var(&o.Beta1, "adam-beta1", 0.9, "AdamW β1")

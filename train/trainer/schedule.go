@@ -5,14 +5,19 @@ import (
 	"math"
 )
 
-// Schedule gives the learning rate of each optimizer update.
+// Schedule gives the learning rate at each step of a run (at each
+// optimizer update with --norm art, which takes one per packed row:
+// Loop.train).
 //
 //	constant: LR
 //	warmup:   LR·min(1, (k+1)/Warmup)
 //	cosine:   warmup as above, then MinLR + (LR−MinLR)·(1+cos(π·p))/2,
 //	          p = (k−Warmup)/(Total−Warmup) clamped to [0, 1]
 //
-// with k the 0-based update index and Total the planned number of updates.
+// with k the 0-based step (update) index and Total the planned number of
+// steps (updates), as transformers' get_cosine_schedule_with_warmup takes
+// num_training_steps; its warm-up starts at 0, this one at LR/Warmup, so
+// that the first update trains.
 type Schedule struct {
 	Kind   string  `json:"kind"`
 	LR     float64 `json:"lr"`
@@ -38,7 +43,7 @@ func (s Schedule) Validate() error {
 	return nil
 }
 
-// At returns the learning rate of update k (0-based).
+// At returns the learning rate of step (update) k, 0-based.
 func (s Schedule) At(k int) float64 {
 	if s.Kind == "constant" {
 		return s.LR

@@ -52,11 +52,21 @@ func (j *Job) updates() [][]*MicroBatch {
 	return out
 }
 
-// train runs job's updates on l's adapter and optimizer. It returns the
-// loss sums over all micro-batches (maxima for "_max" keys), the mean
-// gradient norm and learning rate over the updates, and their count. A
-// loss that is not finite stops it before that update (ErrNotFinite).
-func (l *Loop) train(ctx context.Context, job *Job) (sums map[string]float64, norm, lr float64, n int, err error) {
+// train runs job's updates, those of step s (0-based), on l's adapter and
+// optimizer. It returns the loss sums over all micro-batches (maxima for
+// "_max" keys), the mean gradient norm and learning rate over the updates,
+// and their count. A loss that is not finite stops it before that update
+// (ErrNotFinite).
+//
+// The schedule is read at the step, as transformers' schedulers are at
+// each of num_training_steps: a step with nothing to train (Job.Skip)
+// takes no update but its place in the schedule, so that the cosine ends
+// with the run's last step however many steps were skipped (counted by
+// updates, each skip held it back a step). A job of one update per
+// micro-batch (--norm art) reads it at the optimizer's update count,
+// whose horizon --schedule-steps then gives: a step's updates are known
+// only once its rows are packed.
+func (l *Loop) train(ctx context.Context, job *Job, s int) (sums map[string]float64, norm, lr float64, n int, err error) {
 	ups := job.updates()
 	if job.LRScale != nil && len(job.LRScale) != len(ups) {
 		return nil, 0, 0, 0, fmt.Errorf("trainer: %d learning-rate scales for %d updates", len(job.LRScale), len(ups))
@@ -65,14 +75,17 @@ func (l *Loop) train(ctx context.Context, job *Job) (sums map[string]float64, no
 	for k, mbs := range ups {
 		sub := *job
 		sub.MicroBatches = mbs
-		s, err := Accumulate(ctx, l.Model, l.Adapter, &sub, l.Train)
+		got, err := Accumulate(ctx, l.Model, l.Adapter, &sub, l.Train)
 		if err != nil {
 			return nil, 0, 0, 0, err
 		}
-		if loss := s["loss"]; !isFinite(loss) {
+		if loss := got["loss"]; !isFinite(loss) {
 			return nil, 0, 0, 0, &notFinite{what: "loss", detail: fmt.Sprint(loss)}
 		}
-		lrk := l.Sched.At(l.Opt.Step)
+		lrk := l.Sched.At(s)
+		if job.PerMicroBatch {
+			lrk = l.Sched.At(l.Opt.Step)
+		}
 		if job.LRScale != nil {
 			lrk *= job.LRScale[k]
 		}
@@ -80,7 +93,7 @@ func (l *Loop) train(ctx context.Context, job *Job) (sums map[string]float64, no
 		if err != nil {
 			return nil, 0, 0, 0, err
 		}
-		for key, v := range s {
+		for key, v := range got {
 			if old, ok := sums[key]; ok && strings.HasSuffix(key, "_max") {
 				sums[key] = max(old, v)
 			} else {

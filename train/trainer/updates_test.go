@@ -84,7 +84,7 @@ func TestPerMicroBatchUpdates(t *testing.T) {
 		t.Fatal("no weight moved")
 	}
 	// A job whose scales do not match its updates is refused.
-	_, _, _, _, err = (&Loop{Model: m}).train(context.Background(), &Job{MicroBatches: mbs, PerMicroBatch: true, LRScale: []float64{1}})
+	_, _, _, _, err = (&Loop{Model: m}).train(context.Background(), &Job{MicroBatches: mbs, PerMicroBatch: true, LRScale: []float64{1}}, 0)
 	if err == nil {
 		t.Error("2 updates with 1 learning-rate scale accepted")
 	}

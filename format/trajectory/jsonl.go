@@ -323,6 +323,37 @@ type ImportResult struct {
 	Groups            int
 	GeneratedIDs      int // trajectory ids generated for lines without one
 	GeneratedGroupIDs int // group ids generated (each such line is a group of one)
+	// Origins are where each trajectory returned came from, indexed as the
+	// groups and their trajectories are: a stage that warns about a
+	// trajectory names its line, since the ids generated for a line
+	// without its own appear nowhere in the file.
+	Origins [][]SourceLine
+}
+
+// SourceLine is the line of a JSON Lines file a trajectory was read from.
+type SourceLine struct {
+	Number int // 1-based, blank lines counted, as an editor counts them
+	// GeneratedID and GeneratedGroupID say which of the trajectory's ids
+	// ImportJSONL made up, the line having none.
+	GeneratedID, GeneratedGroupID bool
+}
+
+// Name names the trajectory t read from line l of source as a user finds
+// it: "SOURCE:LINE", followed by the ids the line gives itself, if any
+// ("SOURCE:LINE (group G, trajectory T)"); a made-up id is left out.
+func (l SourceLine) Name(source string, t *Trajectory) string {
+	var ids []string
+	if !l.GeneratedGroupID {
+		ids = append(ids, "group "+t.GroupID)
+	}
+	if !l.GeneratedID {
+		ids = append(ids, "trajectory "+t.ID)
+	}
+	where := fmt.Sprintf("%s:%d", source, l.Number)
+	if len(ids) > 0 {
+		where += " (" + strings.Join(ids, ", ") + ")"
+	}
+	return where
 }
 
 // ImportJSONL reads JSON Lines, one trajectory per line, in the OpenAI chat
@@ -391,6 +422,7 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 				i = len(groups)
 				index[t.GroupID] = i
 				groups = append(groups, Group{ID: t.GroupID})
+				res.Origins = append(res.Origins, nil)
 			}
 			if field, gerr := mergeGroupFields(&groups[i], &gl); gerr != nil {
 				return nil, res, badInput(source, int64(lineNo), t.GroupID, field, fmt.Errorf("trajectory: %s:%d (group %q, trajectory %q): %w", source, lineNo, t.GroupID, t.ID, gerr))
@@ -401,6 +433,7 @@ func ImportJSONL(ctx context.Context, r io.Reader, source string) ([]Group, Impo
 				}
 			}
 			groups[i].Trajectories = append(groups[i].Trajectories, t)
+			res.Origins[i] = append(res.Origins[i], SourceLine{Number: lineNo, GeneratedID: genID, GeneratedGroupID: genGroup})
 		}
 		if err == io.EOF {
 			break

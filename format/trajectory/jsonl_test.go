@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -46,8 +47,12 @@ func TestImportForeignLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ImportResult{Lines: 3, Groups: 2, GeneratedIDs: 2, GeneratedGroupIDs: 1}
-	if res != want {
+	// Origins give each trajectory's line, the blank line 2 counted.
+	want := ImportResult{Lines: 3, Groups: 2, GeneratedIDs: 2, GeneratedGroupIDs: 1, Origins: [][]SourceLine{
+		{{Number: 1, GeneratedID: true, GeneratedGroupID: true}},
+		{{Number: 3, GeneratedID: true}, {Number: 4}},
+	}}
+	if !reflect.DeepEqual(res, want) {
 		t.Errorf("result %+v, want %+v", res, want)
 	}
 	if len(groups) != 2 || len(groups[0].Trajectories) != 1 || groups[1].ID != "G" || len(groups[1].Trajectories) != 2 {

@@ -100,7 +100,7 @@ func TestSeqPastContextRefused(t *testing.T) {
 	if !errors.Is(err, stageerr.ErrBadInput) {
 		t.Fatalf("error %v, want bad input", err)
 	}
-	for _, want := range []string{in + " (group g2, trajectory tg2)", "longer than the model's context of 128 tokens", "--max-seq-len"} {
+	for _, want := range []string{in + " row 2 (group g2, trajectory tg2)", "longer than the model's context of 128 tokens", "--max-seq-len"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -127,7 +127,7 @@ func TestMaxSeqLenDrops(t *testing.T) {
 	if n := strings.Count(log.String(), "level=WARN"); n != 1 {
 		t.Errorf("%d warnings, want 1:\n%s", n, log.String())
 	}
-	want := "1 of 4 trajectories have a sequence longer than --max-seq-len 100 and are not trained: " + in + " (group g2, trajectory tg2): "
+	want := "1 of 4 trajectories have a sequence longer than --max-seq-len 100 and are not trained: " + in + " row 2 (group g2, trajectory tg2): "
 	if !strings.Contains(log.String(), want) {
 		t.Errorf("the log does not say %q:\n%s", want, log.String())
 	}

@@ -218,32 +218,62 @@ func isChatInput(f *fileset.File) bool {
 }
 
 // readConversations reads the i-th input on its own: JSON Lines chats
-// (isChatInput) or a Parquet trajectory file.
-func readConversations(ctx context.Context, in *fileset.Set, i int) (gs []trajectory.Group, chat bool, err error) {
+// (isChatInput), with the line of each trajectory (lines, indexed as gs),
+// or a Parquet trajectory file (lines nil).
+func readConversations(ctx context.Context, in *fileset.Set, i int) (gs []trajectory.Group, lines [][]trajectory.SourceLine, err error) {
 	f, err := in.Open(ctx, i)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	if isChatInput(f) {
-		gs, _, err := trajectory.ImportJSONL(ctx, f.Reader(), f.Name)
-		return gs, true, err
+		gs, res, err := trajectory.ImportJSONL(ctx, f.Reader(), f.Name)
+		if lines = res.Origins; lines == nil {
+			lines = [][]trajectory.SourceLine{} // a chat file of no lines is still one
+		}
+		return gs, lines, err
 	}
 	r, err := trajectory.NewReader(f.Name, f, f.Size)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	defer r.Close()
 	for {
 		g, err := r.Next(ctx)
 		if err == io.EOF {
-			return gs, false, nil
+			return gs, nil, nil
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		gs = append(gs, g)
 	}
+}
+
+// trajectoryNames names each trajectory of gs, read from input file, as
+// the warnings and errors about it do (indexed as gs): "FILE:LINE" and
+// the ids the line gives itself for a chat file (lines not nil:
+// trajectory.SourceLine.Name), else "FILE row N (group G, trajectory T)";
+// and, for the message on a group of mixed splits, which names the group
+// itself, the same without the group in a Parquet file.
+func trajectoryNames(file string, gs []trajectory.Group, lines [][]trajectory.SourceLine) (names, inGroup [][]string) {
+	row := 0
+	for gi, g := range gs {
+		var n, ing []string
+		for ti := range g.Trajectories {
+			t := &g.Trajectories[ti]
+			if lines != nil {
+				n = append(n, lines[gi][ti].Name(file, t))
+				ing = append(ing, n[ti])
+				continue
+			}
+			n = append(n, fmt.Sprintf("%s row %d (group %s, trajectory %s)", file, row, g.ID, t.ID))
+			ing = append(ing, fmt.Sprintf("%s row %d (trajectory %s)", file, row, t.ID))
+			row++
+		}
+		names, inGroup = append(names, n), append(inGroup, ing)
+	}
+	return names, inGroup
 }
 
 // Data are the examples Load lays out and what it learnt of the inputs.
@@ -255,13 +285,13 @@ type Data struct {
 	// Read counts the conversations (trajectories) of the inputs, and
 	// NoAssistant names those skipped for want of an assistant turn to
 	// train (most likely another shape of data, or of role name), each
-	// as "FILE (group G, trajectory T)", with the keys of a JSON line that
-	// has no "messages" at all.
+	// as "FILE row N (group G, trajectory T)" ("FILE:LINE" and the ids
+	// the line gives in a chat file: trajectoryNames), with the keys of a
+	// JSON line that has no "messages" at all.
 	Read        int
 	NoAssistant []string
 	// HeldOut names the trajectories left out for their split (val or
-	// test: trainer.IsHeldOut), as "FILE row N (group G, trajectory T)"
-	// ("FILE (group G, trajectory T)" in a chat file); they are not
+	// test: trainer.IsHeldOut), as NoAssistant does; they are not
 	// counted in Skipped.
 	HeldOut []string
 	// EnvMetrics are the names of the metrics the input trajectories
@@ -287,45 +317,33 @@ type Data struct {
 func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string, minReward *float64, lopt layout.Options, lens *trainer.Lengths) (Data, error) {
 	d := Data{Complete: true}
 	var groups []trajectory.Group
-	var files []string // the input each group came from
-	var rows []int     // the row of a Parquet file its first trajectory is; -1 in a chat file
+	var names, inGroup [][]string // each trajectory's name in messages (trajectoryNames)
 	for i := range in.Len() {
-		gs, chat, err := readConversations(ctx, in, i)
+		gs, lines, err := readConversations(ctx, in, i)
 		if err != nil {
 			return Data{}, stageerr.Input(err)
 		}
-		if chat {
+		if lines != nil {
 			d.Complete = false
 		}
 		groups = append(groups, gs...)
-		row := 0
-		for _, g := range gs {
-			files = append(files, in.Name(i))
-			if chat {
-				rows = append(rows, -1) // grouped by its lines' group ids, not in line order
-			} else {
-				rows = append(rows, row)
-			}
-			row += len(g.Trajectories)
-		}
+		n, ing := trajectoryNames(in.Name(i), gs, lines)
+		names, inGroup = append(names, n...), append(inGroup, ing...)
 	}
 	var mixed []string
 	for gi, g := range groups {
 		var splits trainer.GroupSplits
 		for ti, t := range g.Trajectories {
 			d.Read++
-			where := files[gi]
-			if rows[gi] >= 0 {
-				where = fmt.Sprintf("%s row %d", where, rows[gi]+ti)
-			}
-			splits.Add(fmt.Sprintf("%s (trajectory %s)", where, t.ID), t.Split)
+			name := names[gi][ti]
+			splits.Add(inGroup[gi][ti], t.Split)
 			for k := range t.Metrics {
 				if !slices.Contains(d.EnvMetrics, k) {
 					d.EnvMetrics = append(d.EnvMetrics, k)
 				}
 			}
 			if trainer.IsHeldOut(t.Split) {
-				d.HeldOut = append(d.HeldOut, fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID))
+				d.HeldOut = append(d.HeldOut, name)
 				continue
 			}
 			if t.Error != "" || (minReward != nil && (t.Reward == nil || math.IsNaN(*t.Reward) || *t.Reward < *minReward)) {
@@ -340,15 +358,15 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			}
 			seqs, err := trainer.LayoutHistories(ctx, text, &tt, lopt)
 			if err != nil {
-				return Data{}, stageerr.BadInputf("%s: group %s, trajectory %s: %w", files[gi], g.ID, t.ID, err)
+				return Data{}, stageerr.BadInputf("%s: %w", name, err)
 			}
 			ex := trainer.Example{Seqs: seqs}
 			if ex.Trainable() == 0 {
 				d.Skipped++
-				d.NoAssistant = append(d.NoAssistant, fmt.Sprintf("%s (group %s, trajectory %s)%s", files[gi], g.ID, t.ID, noMessages(&t)))
+				d.NoAssistant = append(d.NoAssistant, name+noMessages(&t))
 				continue
 			}
-			if lens != nil && lens.Check(&ex, fmt.Sprintf("%s (group %s, trajectory %s)", files[gi], g.ID, t.ID)) {
+			if lens != nil && lens.Check(&ex, name) {
 				d.Skipped++
 				continue
 			}

@@ -39,6 +39,11 @@ func (r *remoteOut) addFlags(fs *pflag.FlagSet) {
 // stops it and publishes what is left. A local --out (a path or a file://
 // URL) is written where it is.
 func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Logger) (finish func(error) error, err error) {
+	if r.every <= 0 {
+		// The publisher's ticker takes no other: refused here, before
+		// anything is pulled, rather than a panic once training began.
+		return nil, cli.Usagef("--publish-every %v must be positive", r.every)
+	}
 	if !fileset.IsURL(o.Out) {
 		if r.cache != "" {
 			return nil, cli.Usagef("--out-cache needs --out to name an object-store folder (s3://…)")

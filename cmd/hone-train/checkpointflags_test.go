@@ -31,3 +31,26 @@ func TestNegativeCheckpointFlagsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleFlagsNamedWhenRefused runs hone-train as a process: a
+// refused --lr, --min-lr or --warmup-steps is a usage error naming that
+// flag and its value alone. Before, each gave "lr …, min lr … and warmup
+// … must be positive", naming no flag, and calling the default --min-lr 0
+// wrong.
+func TestScheduleFlagsNamedWhenRefused(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	in := filepath.Join(dir, "s", "a.parquet")
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--lr", "0", "--lr 0 must be positive"},
+		{"--lr", "-1e-5", "--lr -1e-05 must be positive"},
+		{"--min-lr", "-1e-6", "--min-lr -1e-06 must not be negative"},
+		{"--warmup-steps", "-2", "--warmup-steps -2 must not be negative"},
+	} {
+		code, text := runMain(t, "sft", "--model", md, "--run", "sched", "--out", filepath.Join(dir, "adapters"), "--rank", "2", "--threads", "1",
+			"--lr-schedule", "cosine", tc.flag, tc.value, in)
+		if code != cli.ExitUsage || !strings.Contains(text, tc.want) {
+			t.Errorf("%s %s: exit %d, want %d saying %q; output:\n%s", tc.flag, tc.value, code, cli.ExitUsage, tc.want, text)
+		}
+	}
+}

@@ -33,8 +33,16 @@ func (s Schedule) Validate() error {
 	default:
 		return fmt.Errorf("trainer: lr schedule %q: want constant, warmup or cosine", s.Kind)
 	}
-	if !(s.LR > 0) || s.MinLR < 0 || s.Warmup < 0 {
-		return fmt.Errorf("trainer: lr %v, min lr %v and warmup %d must be positive", s.LR, s.MinLR, s.Warmup)
+	// Each named alone, by its flag: the one message for all three named
+	// none, and called the default --min-lr 0 wrong.
+	if !(s.LR > 0) {
+		return fmt.Errorf("--lr %v must be positive", s.LR)
+	}
+	if s.MinLR < 0 {
+		return fmt.Errorf("--min-lr %v must not be negative", s.MinLR)
+	}
+	if s.Warmup < 0 {
+		return fmt.Errorf("--warmup-steps %d must not be negative", s.Warmup)
 	}
 	if s.Kind == "cosine" && s.MinLR > s.LR {
 		// The "decay" would climb from --lr to --min-lr.

@@ -280,6 +280,12 @@ func checkFrame(ra io.ReaderAt, size int64) error {
 		return fmt.Errorf("read footer: %w", err)
 	}
 	if string(head[:4]) != magic || string(tail[4:]) != magic {
+		if head[0] == '{' || head[0] == '[' {
+			// JSON Lines (chats, an export, ART's logs) is the likeliest
+			// file that is not Parquet, and a stage that reads trajectory
+			// files alone said only "truncated, or not Parquet".
+			return fmt.Errorf("it starts with %q: JSON, not Parquet; JSON Lines convert with hone-inspect from-jsonl -o FILE.parquet", head[0])
+		}
 		return fmt.Errorf("no Parquet magic bytes at the start and end (truncated, or not Parquet)")
 	}
 	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {

@@ -84,10 +84,28 @@ func parseBlobName(name string) (blobName, error) {
 	}
 	return blobName{
 		bucket: u.Scheme + "://" + u.Host + q,
-		key:    strings.TrimPrefix(u.Path, "/"),
+		key:    cleanKey(u.Path),
 		prefix: u.Scheme + "://" + u.Host + "/",
 		query:  q,
 	}, nil
+}
+
+// cleanKey is a URL's path as an object key: without a leading "/" and
+// with each run of "/" made one, so that s3://b/p/, s3://b/p// and
+// s3://b//p/ name one folder, as they would on a file system. Taken as
+// written they named keys with an empty element ("p//x", "/p/x"), which
+// a listing of the folder p never shows: an output written under a
+// folder flag given with a trailing "/" was never read back. A key with
+// an empty element (written by another tool) cannot be named.
+func cleanKey(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && (b.Len() == 0 || p[i-1] == '/') {
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
 }
 
 // name puts a key back into the caller's form. The characters a URL would
@@ -627,7 +645,10 @@ func (o *blobOutput) upload() error {
 		w.Close()
 		return err
 	}
-	return w.Close()
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (o *blobOutput) Abort() error {

@@ -900,3 +900,46 @@ func TestS3MissingBucketNamed(t *testing.T) {
 		t.Errorf("a missing object in a bucket that exists: %v", err)
 	}
 }
+
+// Slashes doubled in an object-store URL (s3://b/p//, s3://b//p/x, a
+// folder flag given with a trailing "/" that a name was then joined to)
+// name the same keys as single ones: they made keys with an empty
+// element ("p//x.parquet", "/p/x"), which a listing of the folder p never
+// shows, so an output written there was never read back.
+func TestS3SlashesNormalised(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	putObject(t, s3.url("bkt", "p/a.parquet"), []byte("a"))
+	want := s3.url("bkt", "p/a.parquet")
+	for _, args := range [][]string{
+		{s3.url("bkt", "p//")},
+		{s3.url("bkt", "/p/")},
+		{s3.url("bkt", "p//a.parquet")},
+		{s3.url("bkt", "//p/a.parquet")},
+		// one object named twice, however spelt, is read once
+		{s3.url("bkt", "p/"), s3.url("bkt", "p//a.parquet")},
+	} {
+		set, err := Resolve(ctx, args, Options{})
+		if err != nil {
+			t.Errorf("%q: %v", args, err)
+			continue
+		}
+		if got := set.Names(); len(got) != 1 {
+			t.Errorf("%q: got %q, want the one object %s", args, got, want)
+		} else if b, err := set.ReadFile(ctx, 0); err != nil || string(b) != "a" {
+			t.Errorf("%q: read %q, %v; want the object %s", args, b, err, want)
+		}
+		set.Close()
+	}
+	// Written under a folder given with a trailing "/" (or two), the
+	// object is in that folder's listing.
+	putObject(t, Join(s3.url("bkt", "out//"), "b.parquet"), []byte("b"))
+	putObject(t, s3.url("bkt", "out///c.parquet"), []byte("c"))
+	got, err := List(ctx, s3.url("bkt", "out"), ".parquet")
+	if want := []string{s3.url("bkt", "out/b.parquet"), s3.url("bkt", "out/c.parquet")}; err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("List(out): %q, %v; want %q", got, err, want)
+	}
+	if got := Join(s3.url("bkt", "out//"), "b.parquet"); got != s3.url("bkt", "out/b.parquet") {
+		t.Errorf("Join of a folder ending in //: %s", got)
+	}
+}

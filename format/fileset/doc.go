@@ -50,7 +50,9 @@
 // reading it: its size, modification time and, in an object store, ETag
 // (of a local file, its device and inode). Errors that blame an argument match
 // ErrBadArgument; others come from the operating system, the store or the
-// context; an absent file or object matches fs.ErrNotExist.
+// context; an absent file or object matches fs.ErrNotExist. In an object-store URL a run of "/" is one, and a
+// leading one is dropped: s3://b/p/, s3://b/p// and s3://b//p/ name the
+// same folder.
 //
 // Create starts an output: written to a temporary name beside the target
 // and renamed over it only by Commit, after an fsync, so that a reader sees

@@ -23,7 +23,9 @@ func Join(dir string, elems ...string) string {
 		return filepath.Join(append([]string{dir}, elems...)...)
 	}
 	name, query, _ := strings.Cut(dir, "?")
-	name = strings.TrimSuffix(name, "/") + "/" + escapeKey(strings.Join(elems, "/"))
+	// All trailing slashes go: "s3://b/p//" joined with "x" is
+	// s3://b/p/x, the key a listing of p shows.
+	name = strings.TrimRight(name, "/") + "/" + escapeKey(strings.Join(elems, "/"))
 	if query != "" {
 		name += "?" + query
 	}

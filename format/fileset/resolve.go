@@ -406,10 +406,17 @@ func danglingError(arg string, links []string) error {
 
 // fileKey is what names the same file alike however it is spelled, for
 // reading a file named twice once: the absolute path of a local file
-// ("./in/a.parquet", "in/a.parquet" and file:// URLs of it), the name as
-// it is otherwise.
+// ("./in/a.parquet", "in/a.parquet" and file:// URLs of it), an object's
+// URL with its key as the store takes it.
 func fileKey(name string) string {
-	if name == Stdin || IsURL(name) {
+	if name == Stdin {
+		return name
+	}
+	if IsURL(name) {
+		// s3://b/p//a and s3://b/p/a name one key (cleanKey).
+		if n, err := parseBlobName(name); err == nil {
+			return n.name(n.key)
+		}
 		return name
 	}
 	p, _, err := localName(name)

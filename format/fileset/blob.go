@@ -170,6 +170,20 @@ func blobErr(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
+// objectErr is blobErr for the error of a request about the object
+// n.key. S3 answers NotFound alike for a missing object and a missing
+// bucket (NoSuchBucket): then a listing of one key asks after the bucket,
+// so that a misspelt bucket is named as such, not taken for a missing
+// object in it.
+func objectErr(ctx context.Context, b *blob.Bucket, name string, n blobName, err error) error {
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		if ok, aerr := b.IsAccessible(ctx); aerr == nil && !ok {
+			return fmt.Errorf("%s: %w", name, &noBucketError{bucket: n.prefix, err: err})
+		}
+	}
+	return blobErr(name, err)
+}
+
 // noBucketError is a listing's NotFound: a listing of a folder that holds
 // nothing succeeds, so one not found means that the bucket is not there.
 type noBucketError struct {
@@ -242,7 +256,7 @@ func (s blobStore) Info(ctx context.Context, name string) (FileInfo, error) {
 	defer release()
 	a, err := b.Attributes(ctx, n.key)
 	if err != nil {
-		return FileInfo{}, blobErr(name, err)
+		return FileInfo{}, objectErr(ctx, b, name, n, err)
 	}
 	return FileInfo{Size: a.Size, ModTime: a.ModTime, ETag: a.ETag}, nil
 }
@@ -337,8 +351,9 @@ func (s blobStore) Open(ctx context.Context, name string) (*File, error) {
 	}
 	a, err := b.Attributes(ctx, n.key)
 	if err != nil {
+		err = objectErr(ctx, b, name, n, err)
 		release()
-		return nil, blobErr(name, err)
+		return nil, err
 	}
 	r := &blobReader{ctx: ctx, b: b, release: release, key: n.key, name: name, size: a.Size, modTime: a.ModTime, next: -1}
 	return &File{Name: name, Size: a.Size, r: r, c: r}, nil
@@ -622,15 +637,16 @@ func (o *blobOutput) Commit() error {
 		return fmt.Errorf("write output %q: %w", o.name, err)
 	}
 	if err := o.upload(); err != nil {
-		return fmt.Errorf("write output %w", blobErr(o.name, err))
+		return fmt.Errorf("write output %w", err)
 	}
 	return nil
 }
 
+// upload copies the temporary file to the object; its errors name it.
 func (o *blobOutput) upload() error {
 	b, release, err := o.c.get(o.ctx, o.n, o.name)
 	if err != nil {
-		return err
+		return blobErr(o.name, err)
 	}
 	defer release()
 	// Cancelling wctx before Close aborts the upload: nothing appears.
@@ -638,15 +654,15 @@ func (o *blobOutput) upload() error {
 	defer cancel()
 	w, err := b.NewWriter(wctx, o.n.key, &blob.WriterOptions{ContentType: "application/octet-stream"})
 	if err != nil {
-		return err
+		return objectErr(o.ctx, b, o.name, o.n, err)
 	}
 	if _, err := io.Copy(w, o.f); err != nil {
 		cancel()
 		w.Close()
-		return err
+		return objectErr(o.ctx, b, o.name, o.n, err)
 	}
 	if err := w.Close(); err != nil {
-		return err
+		return objectErr(o.ctx, b, o.name, o.n, err)
 	}
 	return nil
 }

@@ -901,6 +901,35 @@ func TestS3MissingBucketNamed(t *testing.T) {
 	}
 }
 
+// An object named alone (Open, StatFile, ReadFile, WriteFile), not
+// resolved as an input, in a bucket the store does not have says that the
+// bucket does not exist, naming it: it said "file does not exist", as for
+// a missing object in a bucket that is there, and a hone-serve --model
+// or a judge cache in a misspelt bucket sent the user looking for the
+// object.
+func TestS3MissingBucketOfOneObject(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	name := s3.url("nobkt", "d/x.parquet")
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrNoBucket) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "bucket s3://nobkt/ does not exist") || !strings.Contains(err.Error(), "s3://nobkt/d/x.parquet") {
+			t.Errorf("%s: %v; want that the bucket s3://nobkt/ does not exist, naming the object, matching ErrNoBucket and fs.ErrNotExist", what, err)
+		}
+	}
+	_, err := Open(ctx, name)
+	check("Open", err)
+	_, err = StatFile(ctx, name)
+	check("StatFile", err)
+	_, err = ReadFile(ctx, name)
+	check("ReadFile", err)
+	check("WriteFile", WriteFile(ctx, name, []byte("x")))
+	// A missing object in a bucket that is there is no missing bucket.
+	if _, err := Open(ctx, s3.url("bkt", "x.parquet")); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNoBucket) {
+		t.Errorf("a missing object in a bucket that exists: %v", err)
+	}
+}
+
 // Slashes doubled in an object-store URL (s3://b/p//, s3://b//p/x, a
 // folder flag given with a trailing "/" that a name was then joined to)
 // name the same keys as single ones: they made keys with an empty

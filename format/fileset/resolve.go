@@ -29,6 +29,13 @@ type Options struct {
 	// Sequential says the inputs are read once from the start (JSON
 	// lines): "-" is then read from Stdin as it comes, not copied.
 	Sequential bool
+	// Folder, when set, checks the files a directory argument stands
+	// for, in order, before they are taken: a folder can stand for a
+	// whole that its files must make up (the stages check that a folder
+	// of shard parts holds every part, format/shard.CheckFolder). Its
+	// error fails Resolve, naming the argument. Files and globs are taken
+	// as named, unchecked.
+	Folder func(names []string) error
 }
 
 // Set is an ordered set of resolved inputs. Close removes the copies of
@@ -181,7 +188,7 @@ func Resolve(ctx context.Context, args []string, opts Options) (*Set, error) {
 			s.Close()
 			return nil, err
 		}
-		names, err := expand(ctx, s.buckets, arg, ext)
+		names, err := expand(ctx, s.buckets, arg, ext, opts.Folder)
 		if err == nil && arg == Stdin && seen[Stdin] {
 			err = argErrorf(arg, "stdin given more than once")
 		}
@@ -306,7 +313,7 @@ func listIn(ctx context.Context, c *buckets, dir, ext string) ([]string, error) 
 }
 
 // expand resolves one argument other than a repeated "-".
-func expand(ctx context.Context, c *buckets, arg, ext string) ([]string, error) {
+func expand(ctx context.Context, c *buckets, arg, ext string, check func([]string) error) ([]string, error) {
 	if arg == Stdin {
 		return []string{Stdin}, nil
 	}
@@ -330,6 +337,11 @@ func expand(ctx context.Context, c *buckets, arg, ext string) ([]string, error) 
 		}
 		if len(files) == 0 {
 			return nil, argErrorf(arg, "directory has no *%s files", ext)
+		}
+		if check != nil {
+			if err := check(files); err != nil {
+				return nil, fmt.Errorf("%q: %w", arg, err)
+			}
 		}
 		return files, nil
 	case err == nil:

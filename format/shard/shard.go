@@ -9,14 +9,21 @@
 // job runner (Kubernetes' Indexed Jobs set JOB_COMPLETION_INDEX; the
 // command reads it and passes it to Parse). A shard whose output names a
 // folder (ends in "/") writes part-IIIII-of-NNNNN.parquet in it, and the
-// readers take the folder.
+// readers take the folder. The part's name records the count, so a reader
+// of the folder checks that every part is there (CheckFolder): a shard job
+// that failed or has not finished leaves a folder that is not the run.
 package shard
 
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/hone-rl/hone/format/fileset"
 )
 
 // Shard is one of Count parts of a run. The zero value is the whole run.
@@ -96,4 +103,66 @@ func (s Shard) Output(out string) (string, error) {
 		name += "?" + query
 	}
 	return name, nil
+}
+
+// ErrMissingPart is matched (errors.Is) by CheckFolder's error.
+var ErrMissingPart = errors.New("the folder is not a whole sharded output")
+
+// partRE matches the name Output gives a part: index and count, each
+// zero-padded to 5 digits or more.
+var partRE = regexp.MustCompile(`^part-([0-9]{5,})-of-([0-9]{5,})\.parquet$`)
+
+// maxNamed is how many missing parts CheckFolder's error names; the rest
+// are counted.
+const maxNamed = 8
+
+// CheckFolder checks the files a folder stands for as an input (paths or
+// URLs, as fileset lists them). Where some are parts of a sharded output
+// (part-IIIII-of-NNNNN.parquet), each part 0 to N-1 must be there, and
+// all of one count N: a folder missing a part (its job failed, or has not
+// finished) was read as if whole, and the next stage scored or trained on
+// the rest without a word; parts of two counts are two runs' outputs in
+// one folder. Other files are no concern of it. Its error matches
+// ErrMissingPart and names the missing parts; the caller names the folder.
+func CheckFolder(names []string) error {
+	have := map[int]map[int]bool{} // count → the indexes there
+	for _, n := range names {
+		m := partRE.FindStringSubmatch(fileset.Base(n))
+		if m == nil {
+			continue
+		}
+		i, err1 := strconv.Atoi(m[1])
+		count, err2 := strconv.Atoi(m[2])
+		if err1 != nil || err2 != nil || i >= count {
+			continue // not a name Output gives: no part of a count
+		}
+		if have[count] == nil {
+			have[count] = map[int]bool{}
+		}
+		have[count][i] = true
+	}
+	if len(have) > 1 {
+		var counts []string
+		for _, c := range slices.Sorted(maps.Keys(have)) {
+			counts = append(counts, strconv.Itoa(c))
+		}
+		return fmt.Errorf("%w: it holds parts of sharded runs of %s parts, two runs' outputs; remove the stale parts, or name the files to read", ErrMissingPart, strings.Join(counts, " and "))
+	}
+	for count, idx := range have {
+		var missing []string
+		for i := range count {
+			if !idx[i] {
+				missing = append(missing, fmt.Sprintf("part-%05d-of-%05d.parquet", i, count))
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		named := missing
+		if len(named) > maxNamed {
+			named = append(named[:maxNamed:maxNamed], fmt.Sprintf("and %d more", len(missing)-maxNamed))
+		}
+		return fmt.Errorf("%w: %d of its %d shard parts missing (%s): their jobs (--shard i/%d) failed or have not finished; rerun them, or name the parts there (DIR/*.parquet) to read only those", ErrMissingPart, len(missing), count, strings.Join(named, ", "), count)
+	}
+	return nil
 }

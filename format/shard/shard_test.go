@@ -2,6 +2,7 @@ package shard
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -85,5 +86,35 @@ func TestOutput(t *testing.T) {
 	}
 	if got, err := one.Output("s3://b/r1/?region=x"); err != nil || got != "s3://b/r1/part-00000-of-00001.parquet?region=x" {
 		t.Errorf("0/1: Output = %q, %v; want the part 0 of 1", got, err)
+	}
+}
+
+// CheckFolder takes a folder whose parts are all there, with other files
+// beside them, and refuses one missing a part or holding parts of two
+// counts, naming the missing parts (the first few, the rest counted).
+func TestCheckFolder(t *testing.T) {
+	part := func(dir string, i, n int, query string) string {
+		return fmt.Sprintf("%spart-%05d-of-%05d.parquet%s", dir, i, n, query)
+	}
+	q := "?region=x&endpoint=http://h"
+	if err := CheckFolder([]string{part("s3://b/r/", 0, 2, q), part("s3://b/r/", 1, 2, q), "s3://b/r/extra.parquet" + q}); err != nil {
+		t.Errorf("every part there: %v", err)
+	}
+	if err := CheckFolder([]string{"a.parquet", "part-1.parquet"}); err != nil {
+		t.Errorf("no parts: %v", err)
+	}
+	err := CheckFolder([]string{part("s3://b/r/", 0, 4, q), part("s3://b/r/", 1, 4, q), part("s3://b/r/", 3, 4, q)})
+	if !errors.Is(err, ErrMissingPart) || !strings.Contains(err.Error(), "part-00002-of-00004.parquet") || !strings.Contains(err.Error(), "1 of its 4") {
+		t.Errorf("part 2 of 4 missing: %v", err)
+	}
+	var many []string
+	for i := 0; i < 100; i += 10 {
+		many = append(many, part("d/", i, 100, ""))
+	}
+	if err := CheckFolder(many); !errors.Is(err, ErrMissingPart) || !strings.Contains(err.Error(), "90 of its 100") || !strings.Contains(err.Error(), "and 82 more") {
+		t.Errorf("90 of 100 missing: %v", err)
+	}
+	if err := CheckFolder([]string{part("d/", 0, 1, ""), part("d/", 0, 2, ""), part("d/", 1, 2, "")}); !errors.Is(err, ErrMissingPart) || !strings.Contains(err.Error(), "1 and 2 parts") {
+		t.Errorf("parts of two counts: %v", err)
 	}
 }

@@ -22,9 +22,12 @@ import (
 // local folder (--out-cache) and each saved step is uploaded, latest last
 // (runfolder.Publish), every --publish-every and once at the end. Before
 // training, what the store holds of the run is pulled into the local
-// folder, so --resume continues a published run on a fresh machine. A
-// temporary local folder (no --out-cache) is removed once the last upload
-// succeeds.
+// folder, so --resume continues a published run on a fresh machine, and
+// a write is tried (runfolder.CheckWritable), so a store that refuses
+// this writer fails the call before it trains. A publish that fails at a
+// tick is warned about and retried; one that fails at the end fails the
+// run. A temporary local folder (no --out-cache) is removed once the last
+// upload succeeds.
 type remoteOut struct {
 	cache string
 	every time.Duration
@@ -61,6 +64,12 @@ func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Log
 	// its end and fail only at its publish. A listing of a missing bucket
 	// fails, of an empty folder does not.
 	if _, err := fileset.ListDirs(ctx, remote); err != nil {
+		return nil, fmt.Errorf("--out %s: %w", o.Out, err)
+	}
+	// Credentials that may only read failed only the publish at the end
+	// of the run (each earlier one warned and was retried): a write is
+	// tried now, before any training.
+	if err := runfolder.CheckWritable(ctx, remote); err != nil {
 		return nil, fmt.Errorf("--out %s: %w", o.Out, err)
 	}
 	cache := r.cache

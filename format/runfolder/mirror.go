@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
 )
@@ -117,6 +118,25 @@ func Publish(ctx context.Context, localRun, remoteRun string) ([]int, error) {
 		}
 	}
 	return done, nil
+}
+
+// CheckWritable writes a small object in the remote run folder remoteRun
+// and deletes it, and says why it could not. Publish writes (steps,
+// latest) and deletes (the steps --keep-last pruned): credentials that
+// may only read, or a bucket policy that refuses this writer, were
+// noticed only when a publish failed, which a trainer retries and warns
+// about until the last one, at the end of a run that trained for hours.
+// The object's name is a temporary one (IsTemp), which listings and Pull
+// pass over, should its delete be cut off.
+func CheckWritable(ctx context.Context, remoteRun string) error {
+	name := fileset.Join(remoteRun, fmt.Sprintf(".write-check%s%d-%d", tempMark, os.Getpid(), time.Now().UnixNano()))
+	if err := fileset.WriteFile(ctx, name, []byte("hone: a check that this run folder can be published to; delete it\n")); err != nil {
+		return fmt.Errorf("%s cannot be published to: %w", remoteRun, err)
+	}
+	if err := fileset.Remove(ctx, name); err != nil {
+		return fmt.Errorf("%s cannot be published to (its pruned steps are deleted): %w", remoteRun, err)
+	}
+	return nil
 }
 
 // publishSteps uploads the steps of localRun in (from, to], each read

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
+	"github.com/hone-rl/hone/internal/fakes3d"
+)
+
+// readOnlyS3 is the fake S3 seen through credentials that may only read:
+// a proxy in front of it that answers every write and delete 403
+// AccessDenied, as S3 does. It returns the URL of bucket/key through it.
+func readOnlyS3(t *testing.T, s3 *fakes3d.Server) func(bucket, key string) string {
+	t.Helper()
+	target, err := url.Parse(s3.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusForbidden)
+			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return func(bucket, key string) string {
+		return "s3://" + bucket + "/" + key + "?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+	}
+}
+
+// --out in a bucket these credentials may only read is an error before
+// training, naming the URL and the refusal. Before, the run trained, each
+// publish failed with a warning, and only the last one, at the end, failed
+// the run: hours of training whose steps were never published, in a pod
+// whose local copy went with it.
+func TestOutReadOnlyFailsBeforeTraining(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // the temporary --out-cache's folder
+	s3 := fakes3d.StartTest(t, "hone")
+	dir := t.TempDir()
+	local := filepath.Join(dir, "scored")
+	md := scoredFixture(t, dir, local, "r1")
+	b, err := os.ReadFile(filepath.Join(local, "r1.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(context.Background(), s3.URL("hone", "scored/r1.parquet"), b); err != nil {
+		t.Fatal(err)
+	}
+	out := readOnlyS3(t, s3)("hone", "adapters")
+	var log bytes.Buffer
+	args := []string{"grpo", "--model", md, "--out", out, "--run", "cron", "--watch-dir", s3.URL("hone", "scored/"),
+		"--rank", "2", "--threads", "1"}
+	err = cli.ExecuteCommand(context.Background(), newRootCmd(&log, &log), args)
+	if err == nil || !strings.Contains(err.Error(), "s3://hone/adapters/cron/") || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("--out where writes are refused: %v; want an error naming the run's URL and the refusal\n%s", err, log.String())
+	}
+	if strings.Contains(log.String(), "training done") {
+		t.Errorf("the run trained before the refused writes were noticed:\n%s", log.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "hone-train-out-*")); len(left) > 0 {
+		t.Errorf("left in $TMPDIR: %q", left)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -61,5 +62,25 @@ func TestObjectStoreInputsOutputAndCache(t *testing.T) {
 	keys, err := fileset.ListDirs(context.Background(), s3.URL("hone", "judge-cache"))
 	if err != nil || len(keys) == 0 {
 		t.Errorf("no cache entries in S3: %v %v", keys, err)
+	}
+}
+
+// -o naming an object in a bucket the store does not have (a typo) is a
+// usage error before any scoring, naming the bucket. Before, the output
+// went to a local temporary file and its upload failed only at the end:
+// the whole input was scored, every judge call paid for, and the result
+// lost, with an error that said only "file does not exist".
+func TestOutputToMissingBucketFailsBeforeScoring(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	dir := t.TempDir()
+	a := scenario(t, dir, "a.parquet", 0, 3, 4)
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	env := []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + srv.BaseURL()}
+	r := runBin(t, env, nil, "-o", s3.URL("hnoe", "scored/1.parquet"), "--judge-model", "judge-m", "--scorer", "ruler", a)
+	if r.code != 2 || !strings.Contains(r.stderr, "bucket s3://hnoe/ does not exist") {
+		t.Fatalf("-o in a missing bucket: exit %d, %q; want a usage error naming the bucket", r.code, r.stderr)
+	}
+	if srv.Hits() != 0 {
+		t.Errorf("the judge was called %d times before the missing bucket was noticed", srv.Hits())
 	}
 }

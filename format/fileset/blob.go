@@ -188,10 +188,13 @@ func objectErr(ctx context.Context, b *blob.Bucket, name string, n blobName, err
 // nothing succeeds, so one not found means that the bucket is not there.
 type noBucketError struct {
 	bucket string // as the URL names it: s3://BUCKET/
-	err    error  // the store's
+	err    error  // the store's; nil where a check found it so
 }
 
 func (e *noBucketError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("the bucket %s does not exist", e.bucket)
+	}
 	return fmt.Sprintf("the bucket %s does not exist (%v)", e.bucket, e.err)
 }
 

@@ -210,3 +210,31 @@ func writeIn(ctx context.Context, c *buckets, name string, data []byte) error {
 	}
 	return out.Commit()
 }
+
+// CheckBucket says, for an object-store URL, whether the store has its
+// bucket: an error naming the bucket (matching ErrBadArgument, ErrNoBucket
+// and fs.ErrNotExist) when it answers that it has none, nil otherwise, and
+// for a local name. An output is uploaded when it is committed, at the
+// end of a stage's run: checked only then, a misspelt bucket was noticed
+// after the whole run (every judge call of a scoring paid for) and the
+// output lost. Another failure of the check (a store that lets this
+// writer put objects but not list them) is left for the upload to meet.
+func CheckBucket(ctx context.Context, name string) error {
+	st, err := storeFor(name)
+	if err != nil {
+		return err
+	}
+	s, ok := st.(blobStore)
+	if !ok {
+		return nil
+	}
+	n, b, release, err := s.openBlob(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if there, err := b.IsAccessible(ctx); err == nil && !there {
+		return &ArgError{Arg: name, Err: &noBucketError{bucket: n.prefix}}
+	}
+	return nil
+}

@@ -47,6 +47,14 @@ func OpenOutput(ctx context.Context, path string, stdout io.Writer, binary bool)
 		buf := bufio.NewWriterSize(stdout, 1<<16)
 		return &Output{Name: Stdin, w: buf, buf: buf}, nil
 	}
+	// An object is uploaded at Commit, after the run: a missing bucket is
+	// asked after now, before the run's work.
+	if err := fileset.CheckBucket(ctx, path); err != nil {
+		if errors.Is(err, fileset.ErrBadArgument) {
+			return nil, Usage(fmt.Errorf("output %w", err))
+		}
+		return nil, err
+	}
 	f, err := fileset.Create(ctx, path)
 	if errors.Is(err, fileset.ErrBadArgument) {
 		return nil, Usage(err)

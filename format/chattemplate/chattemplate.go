@@ -15,6 +15,7 @@ import (
 
 	"github.com/hone-rl/hone/format/chatmsg"
 	"github.com/hone-rl/hone/format/internal/exactjson"
+	"github.com/hone-rl/hone/format/internal/tokconfig"
 )
 
 // Template is a model's chat template (or its set of named templates) with
@@ -93,19 +94,25 @@ func isReserved(k string) bool { return reserved[k] || strings.HasPrefix(k, strM
 // the tokenizer's special tokens.
 const ConfigName = "tokenizer_config.json"
 
+// SpecialTokensMapName is the file of an old model folder whose special
+// tokens replace ConfigName's (Load).
+const SpecialTokensMapName = "special_tokens_map.json"
+
 // Load reads the chat template of the model folder dir the way transformers
 // does: tokenizer_config.json's chat_template (a string, or a list of
 // {"name", "template"} objects), replaced by chat_template.jinja when that
 // file exists, plus named templates from additional_chat_templates/*.jinja.
 // A folder with neither takes chat_template.json's, the processor file of
 // multimodal checkpoints (Gemma3ForConditionalGeneration), whose template
-// vLLM serves them with. Special tokens come from tokenizer_config.json.
+// vLLM serves them with. Special tokens come from tokenizer_config.json,
+// or, in a folder saved before transformers 4.34 (no added_tokens_decoder),
+// from special_tokens_map.json where it names them (format/internal/tokconfig).
 func Load(dir string) (*Template, error) {
 	cfgPath := filepath.Join(dir, ConfigName)
-	cfg, err := os.ReadFile(cfgPath)
-	if errors.Is(err, os.ErrNotExist) {
-		cfg = nil
-	} else if err != nil {
+	// The config with special_tokens_map.json applied, as transformers
+	// loads an old folder's pair (tokconfig).
+	cfg, err := tokconfig.Read(cfgPath, filepath.Join(dir, SpecialTokensMapName))
+	if err != nil {
 		return nil, fmt.Errorf("chat template: %w", err)
 	}
 	var override string

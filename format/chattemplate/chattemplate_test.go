@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,62 @@ func TestProcessorTemplateKeyExact(t *testing.T) {
 	}
 	if got, err := tmpl.Render(t.Context(), Input{}); err != nil || got != "processor <s>" {
 		t.Errorf("got %q, %v; want the chat_template key's template", got, err)
+	}
+}
+
+// TestLoadSpecialTokensMap checks that the special tokens a template sees
+// (and modelfolder's stop token, read from them) follow special_tokens_map.json
+// as transformers 4.x reads it: in a folder whose tokenizer_config.json has
+// no added_tokens_decoder, every key of the map replaces the config's (the
+// huggyllama/llama-7b folder writes bos_token "" in the config and "<s>" in
+// the map); additional_special_tokens are the config's followed by the
+// map's it lacks; in a folder with added_tokens_decoder the map is not read.
+func TestLoadSpecialTokensMap(t *testing.T) {
+	const tmplSrc = `{{ bos_token }}|{{ eos_token }}|{{ pad_token }}|{{ additional_special_tokens|join(",") }}`
+	cases := []struct {
+		name, cfg, smap, want string
+	}{
+		{"legacy: the map's tokens",
+			`{"bos_token": "", "eos_token": "", "pad_token": "<pad>", "additional_special_tokens": ["<a>"]}`,
+			`{"bos_token": "<s>", "eos_token": {"content": "</s>", "lstrip": false}, "additional_special_tokens": ["<b>", {"content": "<a>"}]}`,
+			"<s>|</s>|<pad>|<a>,<b>"},
+		{"legacy: no config keys",
+			`{}`,
+			`{"bos_token": "<s>", "eos_token": "</s>", "pad_token": null}`,
+			"<s>|</s>||"},
+		{"added_tokens_decoder: not read",
+			`{"bos_token": "<s>", "eos_token": "</s>", "added_tokens_decoder": {}}`,
+			`{"bos_token": "<x>", "eos_token": "<y>", "pad_token": "<z>"}`,
+			"<s>|</s>||"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := `{"chat_template": ` + strconv.Quote(tmplSrc) + `, ` + strings.TrimPrefix(c.cfg, "{")
+			if c.cfg == `{}` {
+				cfg = `{"chat_template": ` + strconv.Quote(tmplSrc) + `}`
+			}
+			for name, body := range map[string]string{"tokenizer_config.json": cfg, "special_tokens_map.json": c.smap} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tmpl, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := tmpl.Render(t.Context(), Input{}); err != nil || got != c.want {
+				t.Errorf("Render = %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+	dir := t.TempDir()
+	for name, body := range map[string]string{"tokenizer_config.json": `{"chat_template": "x"}`, "special_tokens_map.json": `{"bos_token": 5}`} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "special_tokens_map.json") {
+		t.Errorf("bad special_tokens_map.json: %v, want an error naming it", err)
 	}
 }

@@ -11,6 +11,10 @@ import (
 // (flagClass).
 const ConfigFile = "tokenizer_config.json"
 
+// SpecialTokensMapFile is the file of an old model folder whose bos_token
+// and eos_token replace ConfigFile's (Load).
+const SpecialTokensMapFile = "special_tokens_map.json"
+
 // flagDefaults is what one transformers fast tokenizer class takes for the
 // keys tokenizer_config.json leaves out.
 type flagDefaults struct {

@@ -227,3 +227,53 @@ func TestConfigOnlyBesideAFolder(t *testing.T) {
 		t.Errorf("Encode = %v, want <s> (1) first, as tokenizer.json says", got)
 	}
 }
+
+// TestConfigSpecialTokensMap checks special_tokens_map.json as transformers
+// 4.x reads it beside tokenizer_config.json (tokenization_utils_base.py,
+// _from_pretrained, the "begin legacy" branch): in a folder whose
+// tokenizer_config.json has no added_tokens_decoder (saved before
+// transformers 4.34), every key of the map replaces the config's; in a
+// newer folder the map is not read. The first case is huggyllama/llama-7b's
+// pair of files: bos_token "" in the config, "<s>" in the map.
+func TestConfigSpecialTokensMap(t *testing.T) {
+	const text = "Hello world, this is Hone."
+	llama2 := testTokenizer(t, "llama2")
+	const bos, eos = 1, 2 // Llama 2's <s> and </s>
+	plain := llama2.Encode(text, false)
+	cases := []struct {
+		name, cfg, smap string
+		want            []int
+	}{
+		{"legacy folder: the map's tokens",
+			`{"bos_token": "", "eos_token": "", "tokenizer_class": "LlamaTokenizer", "unk_token": "", "add_eos_token": true}`,
+			`{"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}`,
+			slices.Concat([]int{bos}, plain, []int{eos})},
+		{"legacy folder: the map wins over the config",
+			`{"bos_token": "<s>", "tokenizer_class": "LlamaTokenizer"}`,
+			`{"bos_token": {"content": "</s>", "lstrip": false}}`,
+			slices.Concat([]int{eos}, plain)},
+		{"legacy folder: a key the map lacks stays the config's",
+			`{"bos_token": "</s>", "tokenizer_class": "LlamaTokenizer"}`,
+			`{"eos_token": "<unk>"}`,
+			slices.Concat([]int{eos}, plain)},
+		{"added_tokens_decoder: the map is not read",
+			`{"bos_token": "<s>", "tokenizer_class": "LlamaTokenizer", "added_tokens_decoder": {}}`,
+			`{"bos_token": "</s>"}`,
+			slices.Concat([]int{bos}, plain)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := tokenizerFolder(t, filepath.Join(testdataDir, "llama2"), nil, c.cfg)
+			if err := os.WriteFile(filepath.Join(dir, "special_tokens_map.json"), []byte(c.smap), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tk, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tk.Encode(text, true); !slices.Equal(got, c.want) {
+				t.Errorf("Encode(addSpecial) = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/hone-rl/hone/format/internal/tokconfig"
 )
 
 // AddedToken is one entry of tokenizer.json's "added_tokens".
@@ -58,7 +60,9 @@ const FileName = "tokenizer.json"
 // A directory's tokenizer_config.json, when there is one, decides which
 // special tokens Encode adds for the classes that rebuild the
 // post-processor from add_bos_token and add_eos_token (ConfigFile,
-// flagClass), as transformers loads the folder; a file path is read alone.
+// flagClass), as transformers loads the folder, with the bos_token and
+// eos_token of special_tokens_map.json in a folder saved before
+// transformers 4.34 (format/internal/tokconfig); a file path is read alone.
 func Load(path string) (*Tokenizer, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -88,12 +92,14 @@ func Load(path string) (*Tokenizer, error) {
 	if cfgPath == "" {
 		return t, nil
 	}
-	cfg, err := os.ReadFile(cfgPath)
-	if errors.Is(err, os.ErrNotExist) {
-		return t, nil
-	}
+	// The config with special_tokens_map.json applied, as transformers
+	// loads an old folder's pair (tokconfig).
+	cfg, err := tokconfig.Read(cfgPath, filepath.Join(filepath.Dir(cfgPath), SpecialTokensMapFile))
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	if cfg == nil {
+		return t, nil
 	}
 	if err := t.applyConfig(cfg); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", cfgPath, err)

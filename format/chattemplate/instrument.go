@@ -426,7 +426,7 @@ func renameFilters(code string) string {
 	code = indexAttrs(dictCallsAsLiterals(code))
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
 		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
-		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") {
+		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "dictsort") {
 		return code
 	}
 	var b strings.Builder
@@ -547,6 +547,8 @@ func renamedFilter(name string) string {
 		return intName
 	case "format":
 		return formatName
+	case "dictsort":
+		return dictsortName
 	}
 	return ""
 }

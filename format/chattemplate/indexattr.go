@@ -65,7 +65,7 @@ func indexAttrs(code string) string {
 // was compiled.
 func indexAttrsInTags(src string) string {
 	segs, err := scan(src)
-	if err != nil || !strings.Contains(src, ".") {
+	if err != nil || (!strings.Contains(src, ".") && !strings.Contains(src, "*")) {
 		return src // the engine reports the unclosed tag itself
 	}
 	var b strings.Builder
@@ -85,9 +85,9 @@ func indexAttrsInTags(src string) string {
 		case kw == "endraw":
 			inRaw = false
 		}
-		code := indexAttrs(content)
+		code := indexAttrs(splatCalls(content))
 		if eq := strings.IndexByte(content, '='); kw == "set" && eq >= 0 {
-			code = content[:eq+1] + indexAttrs(content[eq+1:])
+			code = content[:eq+1] + indexAttrs(splatCalls(content[eq+1:]))
 		}
 		b.WriteString(src[s.start:s.from] + code + src[s.to:s.end])
 	}

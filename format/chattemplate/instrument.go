@@ -423,7 +423,7 @@ func isIdentByte(c byte) bool {
 // (`|__hone_str_split(`), outside string literals: the engine's differ
 // from Python's.
 func renameFilters(code string) string {
-	code = indexAttrs(dictCallsAsLiterals(code))
+	code = indexAttrs(dictCallsAsLiterals(splatCalls(code)))
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
 		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
 		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "dictsort") {

@@ -31,6 +31,7 @@ func pyCallables() map[string]jinja.Value {
 		floorDivName: jinja.NewCallable("//", pyFloorDiv),
 		modName:      jinja.NewCallable("%", pyMod),
 		powName:      jinja.NewCallable("**", pyPow),
+		splatName:    jinja.NewCallable("*args", splatFilter),
 	}
 }
 

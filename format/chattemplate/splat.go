@@ -1,0 +1,157 @@
+package chattemplate
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// splatName is the filter a call with *args is rewritten to (splatCalls).
+const splatName = "__hone_splat"
+
+// splatCalls rewrites a call whose last positional argument is spread,
+// f(a, *xs), as f|__hone_splat(a, xs), which calls f with xs's items after
+// a, as jinja2 does: the engine has no *args and refused the template
+// (AI21 Jamba's calls macros_to_call[i](*params_for_macros[i])). A filter
+// applies to the postfix expression before it, so the callee needs no
+// parsing. Calls with keyword arguments beside the *, or ** arguments,
+// are left as written, for the engine to refuse.
+func splatCalls(code string) string {
+	if !strings.Contains(code, "*") {
+		return code
+	}
+	var b strings.Builder
+	for i := 0; i < len(code); {
+		c := code[i]
+		if c == '\'' || c == '"' {
+			j := skipString(code, i)
+			b.WriteString(code[i:j])
+			i = j
+			continue
+		}
+		if c == '(' && i > 0 && (isIdentByte(code[i-1]) || code[i-1] == ')' || code[i-1] == ']') {
+			if end := closeParen(code, i); end > 0 {
+				args := splitTopLevel(code[i+1 : end])
+				last := strings.TrimSpace(args[len(args)-1])
+				if strings.HasPrefix(last, "*") && !strings.HasPrefix(last, "**") && plainPositional(args[:len(args)-1]) {
+					b.WriteString("|" + splatName + "(")
+					for _, a := range args[:len(args)-1] {
+						b.WriteString(splatCalls(a) + ",")
+					}
+					b.WriteString(splatCalls(last[1:]) + ")")
+					i = end + 1
+					continue
+				}
+			}
+		}
+		b.WriteByte(c)
+		i++
+	}
+	return b.String()
+}
+
+// closeParen returns the index of the ")" that closes the "(" at open,
+// skipping strings and nested brackets; -1 when there is none.
+func closeParen(code string, open int) int {
+	depth := 0
+	for i := open; i < len(code); {
+		switch c := code[i]; c {
+		case '\'', '"':
+			i = skipString(code, i)
+			continue
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+			if depth == 0 {
+				if c != ')' {
+					return -1
+				}
+				return i
+			}
+		}
+		i++
+	}
+	return -1
+}
+
+// splitTopLevel splits a call's argument text at the commas outside
+// strings and brackets.
+func splitTopLevel(s string) []string {
+	var parts []string
+	depth, from := 0, 0
+	for i := 0; i < len(s); {
+		switch s[i] {
+		case '\'', '"':
+			i = skipString(s, i)
+			continue
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[from:i])
+				from = i + 1
+			}
+		}
+		i++
+	}
+	return append(parts, s[from:])
+}
+
+// plainPositional reports whether args are positional arguments the
+// rewrite keeps: no keyword (a top-level "=" that is not part of ==, !=,
+// <= or >=) and no other * or **.
+func plainPositional(args []string) bool {
+	for _, a := range args {
+		t := strings.TrimSpace(a)
+		if t == "" || strings.HasPrefix(t, "*") {
+			return false
+		}
+		depth := 0
+		for i := 0; i < len(t); {
+			switch c := t[i]; c {
+			case '\'', '"':
+				i = skipString(t, i)
+				continue
+			case '(', '[', '{':
+				depth++
+			case ')', ']', '}':
+				depth--
+			case '=':
+				prev, next := byte(0), byte(0)
+				if i > 0 {
+					prev = t[i-1]
+				}
+				if i+1 < len(t) {
+					next = t[i+1]
+				}
+				if depth == 0 && next != '=' && prev != '=' && prev != '!' && prev != '<' && prev != '>' {
+					return false
+				}
+			}
+			i++
+		}
+	}
+	return true
+}
+
+// splatFilter calls args[0] with args[1:len-1] and then the items of the
+// last argument, a list (or a string's characters, or a dict's keys, as
+// Python spreads them).
+func splatFilter(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) < 2 {
+		return jinja.Undefined(), errors.New("*args: nothing to spread")
+	}
+	if !args[0].IsCallable() {
+		return jinja.Undefined(), errors.New("*args: " + pyTypeName(args[0]) + " object is not callable")
+	}
+	spread, err := listFilter(args[len(args)-1:], nil)
+	if err != nil {
+		return jinja.Undefined(), errors.New("*args: the argument after * must be an iterable, not " + pyTypeName(args[len(args)-1]))
+	}
+	call := append(append([]jinja.Value(nil), args[1:len(args)-1]...), spread.AsList().Items...)
+	return args[0].AsCallable().Fn(call, map[string]jinja.Value{})
+}

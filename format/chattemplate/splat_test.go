@@ -1,0 +1,21 @@
+package chattemplate
+
+import "testing"
+
+// TestSplatCall: a call with *args spreads the list into positional
+// arguments, as in jinja2; the engine did not parse it, so AI21 Jamba's
+// template ({{- macros_to_call[i](*params_for_macros[i]) -}}) did not
+// compile. The wants are jinja2 3.1.6's, set up as
+// testdata/templates/py/check_jinja2.py does.
+func TestSplatCall(t *testing.T) {
+	const m = "{% macro m(a, b='B') %}{{ a }}-{{ b }}{% endmacro %}"
+	renderEach(t, []struct{ src, want string }{
+		{m + "{% set ms = [m] %}{% set ps = [[1, 2]] %}{{ ms[0](*ps[0]) }}", "1-2"},
+		{m + "{{ m(*[1]) }}|{{ m(*['x', 'y']) }}|{{ m(0, *['z']) }}", "1-B|x-y|0-z"},
+		{m + "{{ 'p' + m(*['q']) + 's' }}", "pq-Bs"},
+		{m + "{% for p in [[1], [2, 3]] %}[{{ m(*p) }}]{% endfor %}", "[1-B][2-3]"},
+		{m + "{% set s = m(*[m(*[1, 2]), 'c']) %}{{ s }}", "1-2-c"},
+		// Multiplication and a "(*" in a string are left alone.
+		{"{{ 2 * 3 }}|{{ (2) * 3 }}|{{ '(*' }}", "6|6|(*"},
+	})
+}

@@ -21,6 +21,7 @@ const (
 	GenerationConfigFile = hfconfig.GenerationConfigName
 	TokenizerFile        = tokenizer.FileName
 	TokenizerConfigFile  = chattemplate.ConfigName
+	SpecialTokensMapFile = chattemplate.SpecialTokensMapName
 )
 
 // Part is a part of a model folder for Open to read; parts combine with |.
@@ -234,8 +235,9 @@ type TokenIDer interface {
 //     (hfconfig.Config.StopTokenIDs); Llama 3.2 lists <|end_of_text|>,
 //     <|eom_id|> and <|eot_id|> there;
 //   - the tokenizer's eos_token from tokenizer_config.json (the template's
-//     special token), which vLLM stops on besides: Qwen's <|im_end|> when
-//     generation_config.json is missing.
+//     special token; special_tokens_map.json's in a folder saved before
+//     transformers 4.34), which vLLM stops on besides: Qwen's <|im_end|>
+//     when generation_config.json is missing.
 //
 // The ids come in that order, each once. Nothing else ends a turn: a token
 // the folder does not name is text to the model, however it is spelled.

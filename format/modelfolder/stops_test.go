@@ -41,6 +41,23 @@ func TestStopTokens(t *testing.T) {
 			remove(t, dir, modelfolder.GenerationConfigFile)
 			setConfigEOS(t, dir, nil)
 		}, []int{mt.EOT}},
+		// A folder saved before transformers 4.34 (no added_tokens_decoder)
+		// names its tokens in special_tokens_map.json, which wins over
+		// tokenizer_config.json there.
+		{"old folder: special_tokens_map.json's eos_token", func(t *testing.T, dir string) {
+			remove(t, dir, modelfolder.GenerationConfigFile)
+			setConfigEOS(t, dir, nil)
+			cfgPath := filepath.Join(dir, modelfolder.TokenizerConfigFile)
+			var cfg map[string]any
+			b, err := os.ReadFile(cfgPath)
+			if err != nil || json.Unmarshal(b, &cfg) != nil {
+				t.Fatalf("read %s: %v", cfgPath, err)
+			}
+			delete(cfg, "added_tokens_decoder")
+			cfg["eos_token"] = ""
+			mt.WriteJSON(t, cfgPath, cfg)
+			mt.WriteJSON(t, filepath.Join(dir, modelfolder.SpecialTokensMapFile), map[string]any{"eos_token": "<|eom_id|>"})
+		}, []int{mt.EOM}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -97,14 +97,6 @@ read -r -a INIT_ARGS <<<"$INIT_OPTS"
 PRECISION_OPTS=${PRECISION_OPTS:-}
 read -r -a PREC_ARGS <<<"$PRECISION_OPTS"
 
-# Held-out scenario seeds, disjoint from the warm-up (1xxxxx) and training
-# rounds (2xxxxx) seeds. Tune with EVAL_SPLIT=val; report only test.
-case $EVAL_SPLIT in
-test) EVAL_SEED=$((900000 + SEED)) ;;
-val) EVAL_SEED=$((800000 + SEED)) ;;
-*) echo "EVAL_SPLIT must be test or val" >&2; exit 2 ;;
-esac
-
 # The whole numbers, checked before anything runs: a typo (SFT_STEPS=3OO)
 # made `[ "$SFT_STEPS" -gt 0 ]` fail as a test, which skipped the warm-up
 # without a word, and ROUNDS=0 trained nothing and then failed evaluating a
@@ -126,6 +118,16 @@ whole RL_GROUPS 1
 whole GSIZE 1
 whole EVAL_EPISODES 1
 whole THREADS 1
+# Held-out scenario seeds, disjoint from the warm-up (1xxxxx) and training
+# rounds (2xxxxx) seeds. Tune with EVAL_SPLIT=val; report only test.
+# Computed only once SEED is checked: bash's arithmetic reads SEED=x as a
+# variable's name ("x: unbound variable", exit 1) and runs what an index
+# like a[$(...)] holds.
+case $EVAL_SPLIT in
+test) EVAL_SEED=$((900000 + SEED)) ;;
+val) EVAL_SEED=$((800000 + SEED)) ;;
+*) echo "EVAL_SPLIT must be test or val" >&2; exit 2 ;;
+esac
 # An OUT that starts with "-" would reach rm and the stages as an option.
 case $OUT in -*) OUT=./$OUT ;; esac
 

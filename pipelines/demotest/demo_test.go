@@ -850,10 +850,12 @@ func TestDemoCancelLeavesNothing(t *testing.T) {
 // (a typo, a negative, 0 rounds) stops demo.sh with exit 2 naming it,
 // before anything is written. SFT_STEPS=3OO skipped the warm-up without a
 // word (the failed `-gt` test read as false), and ROUNDS=0 trained nothing
-// and then failed evaluating a step no round wrote.
+// and then failed evaluating a step no round wrote. SEED=x failed with
+// bash's "x: unbound variable" (exit 1): the held-out seed was computed
+// from it before the check.
 func TestDemoRefusesBadKnobs(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
-	for _, knob := range []string{"SFT_STEPS=3OO", "ROUNDS=0", "GSIZE=-2", "SEED=08", "EVAL_EPISODES=two", "THREADS=1.5"} {
+	for _, knob := range []string{"SFT_STEPS=3OO", "ROUNDS=0", "GSIZE=-2", "SEED=08", "SEED=x", "EVAL_EPISODES=two", "THREADS=1.5"} {
 		out := filepath.Join(t.TempDir(), "demo")
 		stdout, stderr, err := tinyRunInto(ctx, t, root, "./pipelines/demo.sh", bin, out, knob)
 		var ee *exec.ExitError

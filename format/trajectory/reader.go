@@ -1,6 +1,7 @@
 package trajectory
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -280,11 +281,11 @@ func checkFrame(ra io.ReaderAt, size int64) error {
 		return fmt.Errorf("read footer: %w", err)
 	}
 	if string(head[:4]) != magic || string(tail[4:]) != magic {
-		if head[0] == '{' || head[0] == '[' {
+		if c, ok := jsonStart(ra, size); ok {
 			// JSON Lines (chats, an export, ART's logs) is the likeliest
 			// file that is not Parquet, and a stage that reads trajectory
 			// files alone said only "truncated, or not Parquet".
-			return fmt.Errorf("it starts with %q: JSON, not Parquet; JSON Lines convert with hone-inspect from-jsonl -o FILE.parquet", head[0])
+			return fmt.Errorf("it starts with %q: JSON, not Parquet; convert JSON Lines with hone-inspect from-jsonl -o NEW.parquet FILE", c)
 		}
 		return fmt.Errorf("no Parquet magic bytes at the start and end (truncated, or not Parquet)")
 	}
@@ -292,6 +293,19 @@ func checkFrame(ra io.ReaderAt, size int64) error {
 		return fmt.Errorf("footer length %d does not fit in %d bytes (truncated?)", n, size)
 	}
 	return nil
+}
+
+// jsonStart reports whether the file's first character, after a UTF-8
+// byte-order mark and blanks (an editor's or a Windows tool's), opens a
+// JSON object or array, and which.
+func jsonStart(ra io.ReaderAt, size int64) (byte, bool) {
+	head := make([]byte, min(size, 256))
+	n, _ := ra.ReadAt(head, 0)
+	rest := bytes.TrimLeft(bytes.TrimPrefix(head[:n], []byte("\xef\xbb\xbf")), " \t\r\n")
+	if len(rest) == 0 || (rest[0] != '{' && rest[0] != '[') {
+		return 0, false
+	}
+	return rest[0], true
 }
 
 // checkFile rejects footers whose numbers cannot describe this file, before

@@ -359,3 +359,33 @@ func TestWhere(t *testing.T) {
 		t.Error(`Where("no such group"): ok`)
 	}
 }
+
+// TestJSONLinesNamedAsJSON: a JSON Lines file where a trajectory file is
+// read is said to be JSON, with the call that converts it, also when it
+// starts with a UTF-8 byte-order mark or blank lines (an editor's, a
+// Windows tool's); those got the "truncated, or not Parquet" of a file cut
+// short.
+func TestJSONLinesNamedAsJSON(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"plain.jsonl":  `{"messages": []}` + "\n",
+		"bom.jsonl":    "\xef\xbb\xbf" + `{"messages": []}` + "\n",
+		"blank.jsonl":  "\n\r\n  " + `{"messages": []}` + "\n",
+		"array.json":   `[{"messages": []}]`,
+		"binary.jsonl": "\xef\xbb\xbfnot json at all, and long enough",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := readErr(t, path)
+		if name == "binary.jsonl" {
+			mustContain(t, err, path, "not Parquet")
+			if strings.Contains(err.Error(), "JSON, not") {
+				t.Errorf("%s: %v, called JSON", name, err)
+			}
+			continue
+		}
+		mustContain(t, err, path, "JSON, not Parquet", "hone-inspect from-jsonl -o NEW.parquet FILE")
+	}
+}

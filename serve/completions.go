@@ -188,35 +188,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 			ch.Text = promptText + ch.Text
 		}
 		if p.Logprobs {
-			lp := &completionLogprobs{}
-			offset := 0
-			addTok := func(id int32, v *float32, top []engine.TokenLogprob) {
-				t, _ := s.tokenString(id)
-				lp.Tokens = append(lp.Tokens, s.logprobToken(id, req.ReturnTokensAsTokenIDs))
-				lp.TokenLogprobs = append(lp.TokenLogprobs, v)
-				lp.TextOffset = append(lp.TextOffset, offset)
-				offset += len(t)
-				var m map[string]float32
-				if v != nil {
-					m = s.topLogprobs(id, *v, top, req.ReturnTokensAsTokenIDs)
-				}
-				lp.TopLogprobs = append(lp.TopLogprobs, m)
-			}
-			if req.Echo {
-				for j, id := range prompt {
-					if j == 0 {
-						addTok(id, nil, nil)
-						continue
-					}
-					v := wireLogprob(promptLP[j])
-					addTok(id, &v, promptTop[j])
-				}
-			}
-			for j, id := range o.ids {
-				v := wireLogprob(o.lps[j])
-				addTok(id, &v, o.tops[j])
-			}
-			ch.Logprobs = lp
+			ch.Logprobs = s.choiceLogprobs(req, prompt, promptLP, promptTop, o)
 		}
 		if req.ReturnTokenIDs {
 			ch.TokenIDs = nonNil(o.ids)
@@ -228,6 +200,48 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	resp.Usage = &u
 	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// choiceLogprobs are the logprobs of completion choice o: of the prompt's
+// tokens first with echo (promptLP and promptTop from scorePrompt; the
+// first token has none), then of its generated ones.
+func (s *Server) choiceLogprobs(req *completionRequest, prompt []int32, promptLP []float32, promptTop [][]engine.TokenLogprob, o *choiceOut) *completionLogprobs {
+	lp := &completionLogprobs{}
+	offset := 0
+	addTok := func(id int32, v *float32, top []engine.TokenLogprob) {
+		t, _ := s.tokenString(id)
+		name := s.logprobToken(id, req.ReturnTokensAsTokenIDs)
+		lp.Tokens = append(lp.Tokens, name)
+		lp.TokenLogprobs = append(lp.TokenLogprobs, v)
+		lp.TextOffset = append(lp.TextOffset, offset)
+		if req.ReturnTokensAsTokenIDs {
+			// vLLM counts the offsets over the tokens it returns,
+			// "token_id:<id>" strings here, so that a client indexing the
+			// joined tokens finds each one.
+			t = name
+		}
+		offset += len(t)
+		var m map[string]float32
+		if v != nil {
+			m = s.topLogprobs(id, *v, top, req.ReturnTokensAsTokenIDs)
+		}
+		lp.TopLogprobs = append(lp.TopLogprobs, m)
+	}
+	if req.Echo {
+		for j, id := range prompt {
+			if j == 0 {
+				addTok(id, nil, nil)
+				continue
+			}
+			v := wireLogprob(promptLP[j])
+			addTok(id, &v, promptTop[j])
+		}
+	}
+	for j, id := range o.ids {
+		v := wireLogprob(o.lps[j])
+		addTok(id, &v, o.tops[j])
+	}
+	return lp
 }
 
 func toInts(ids []int32) []int {
@@ -338,8 +352,9 @@ func wireText(s string) string {
 // (−Inf and NaN, from a row holding +Inf or NaN, would fail the chunk's
 // encoding, and the chunk would be lost), the top alternatives of
 // topLogprobs, and the token's text_offset, *offset: the length of the
-// choice's tokens before it, which it advances past the token. asIDs
-// names the tokens as logprobToken does.
+// text of the choice's tokens before it, which it advances past the
+// token. asIDs names the tokens as logprobToken does; the offset still
+// counts the text, as vLLM's stream counts the text sent before a chunk.
 func (s *Server) chunkLogprobs(id int32, lp float32, top []engine.TokenLogprob, offset *int, asIDs bool) *completionLogprobs {
 	t, _ := s.tokenString(id)
 	v := wireLogprob(lp)

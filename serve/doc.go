@@ -9,7 +9,8 @@
 // "token_id:<id>" (chat: content[].token and top_logprobs[].token, whose
 // bytes are then those of that string, while the sampled token's bytes
 // stay its text's, as vLLM writes them; completions: tokens and the
-// top_logprobs keys, text_offset still counting the text's bytes),
+// top_logprobs keys, text_offset then counting those strings in a whole
+// answer and the text's bytes in a stream, as vLLM counts them),
 // streaming with stream_options.include_usage), POST /v1/completions
 // (prompt text or token ids; echo gives a text prompt back as sent, without
 // the BOS token the tokenizer may add, as vLLM does; echo with logprobs

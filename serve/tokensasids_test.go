@@ -121,11 +121,11 @@ func TestReturnTokensAsTokenIDsChat(t *testing.T) {
 // checkCompletionTokenIDs compares completions logprobs asked for with
 // return_tokens_as_token_ids (got) to plain ones of the same tokens: each
 // token is "token_id:<id>" of an id whose text the plain answer gives,
-// with the same logprob and text_offset (the offset in the text, which
-// the ids do not change); each top_logprobs key is "token_id:<id>" of an
+// with the same logprob; each top_logprobs key is "token_id:<id>" of an
 // id among the plain alternatives (or sharing the sampled token's text,
 // which the plain answer keeps for the sampled token), and the sampled
-// token's key holds its logprob.
+// token's key holds its logprob. text_offset is checked by
+// checkTokenIDOffsets, as whole and streamed answers count it differently.
 func checkCompletionTokenIDs(t *testing.T, ts *testServer, name, plainRaw, gotRaw string, top int) {
 	t.Helper()
 	var plain, got completionLogprobs
@@ -137,9 +137,6 @@ func checkCompletionTokenIDs(t *testing.T, ts *testServer, name, plainRaw, gotRa
 	}
 	if len(got.Tokens) == 0 || len(got.Tokens) != len(plain.Tokens) || len(got.TopLogprobs) != len(got.Tokens) {
 		t.Fatalf("%s: %d tokens (%d top_logprobs), plain %d", name, len(got.Tokens), len(got.TopLogprobs), len(plain.Tokens))
-	}
-	if !slices.Equal(got.TextOffset, plain.TextOffset) {
-		t.Errorf("%s: text_offset %v, plain %v", name, got.TextOffset, plain.TextOffset)
 	}
 	for i, tok := range got.Tokens {
 		id, ok := tokenIDOf(tok)
@@ -196,6 +193,7 @@ func TestReturnTokensAsTokenIDsCompletions(t *testing.T) {
 			t.Errorf("return_tokens_as_token_ids answered with %s: %q", WarningHeader, w)
 		}
 		checkCompletionTokenIDs(t, ts, fmt.Sprintf("echo %v", echo), plain.Choices[0].Logprobs.RawJSON(), got.Choices[0].Logprobs.RawJSON(), top)
+		checkTokenIDOffsets(t, fmt.Sprintf("echo %v", echo), got.Choices[0].Logprobs.RawJSON())
 		if echo {
 			continue
 		}
@@ -222,9 +220,36 @@ func TestReturnTokensAsTokenIDsCompletions(t *testing.T) {
 			return string(b)
 		}
 		if plainStream := raw(); !bytes.Contains([]byte(plainStream), []byte("token_id:")) {
-			checkCompletionTokenIDs(t, ts, "stream", plainStream, raw(asIDs), top)
+			asIDStream := raw(asIDs)
+			checkCompletionTokenIDs(t, ts, "stream", plainStream, asIDStream, top)
+			// Streamed, vLLM counts each chunk's offset in the text sent
+			// before it, as without the ids.
+			var plainLP, gotLP completionLogprobs
+			if json.Unmarshal([]byte(plainStream), &plainLP) != nil || json.Unmarshal([]byte(asIDStream), &gotLP) != nil ||
+				!slices.Equal(gotLP.TextOffset, plainLP.TextOffset) {
+				t.Errorf("stream: text_offset %v, plain %v", gotLP.TextOffset, plainLP.TextOffset)
+			}
 		} else {
 			t.Fatalf("plain stream already holds token_id: tokens: %s", plainStream)
 		}
+	}
+}
+
+// checkTokenIDOffsets: a whole answer's text_offset with
+// return_tokens_as_token_ids counts the "token_id:<id>" strings it
+// returns, as vLLM's does: 0, then each offset the one before plus the
+// length of the token before (the echoed prompt's tokens included).
+func checkTokenIDOffsets(t *testing.T, name, raw string) {
+	t.Helper()
+	var lp completionLogprobs
+	if err := json.Unmarshal([]byte(raw), &lp); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	want := make([]int, len(lp.Tokens))
+	for i := 1; i < len(want); i++ {
+		want[i] = want[i-1] + len(lp.Tokens[i-1])
+	}
+	if !slices.Equal(lp.TextOffset, want) {
+		t.Errorf("%s: text_offset %v over tokens %q, want %v (the lengths of the tokens returned, as vLLM counts them)", name, lp.TextOffset, lp.Tokens, want)
 	}
 }

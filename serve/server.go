@@ -52,6 +52,12 @@ type Server struct {
 
 	draining atomic.Bool
 	active   atomic.Int64
+	// replies holds the write controls of the answers in flight, so that
+	// Shutdown can cut short the writes to clients that stopped reading
+	// once the drain timed out; cut is then the deadline they all get.
+	repliesMu sync.Mutex
+	replies   map[*statusWriter]*http.ResponseController
+	cut       time.Time
 	// scoreSlot holds one prompt-scoring forward at a time (an echo with
 	// logprobs); scoreWaiting counts the requests waiting for it, at most
 	// Options.MaxQueue, as the engine bounds its queue.
@@ -105,6 +111,7 @@ func NewServer(o Options) (*Server, error) {
 	s := &Server{
 		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: f.Config.MaxModelLen(), eos: eos,
 		created: time.Now().Unix(), log: o.Log, met: newMetrics(), scoreSlot: make(chan struct{}, 1),
+		replies: map[*statusWriter]*http.ResponseController{},
 	}
 	s.cvocab = constrain.NewIndex(tok)
 	s.ptok = tok.Limited()
@@ -212,9 +219,53 @@ func (s *Server) api(endpoint string, h http.HandlerFunc) http.Handler {
 			writeHTTPError(sw, errShuttingDown())
 			return
 		}
+		defer s.track(w, sw)()
 		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
 		h(sw, r)
 	})
+}
+
+// replyGrace is how long an answer may take to reach its client past the
+// request deadline (the 504 itself must get out) or, once the drain timed
+// out, past the engine's stop (the 503s of the requests it failed).
+const replyGrace = time.Second
+
+// track bounds the writes of sw's answer (w, the server's own writer): a
+// client that stops reading blocks a write, without a deadline, for as
+// long as the connection lives, holding the handler past the request
+// deadline and a drain past its timeout. The returned func, deferred,
+// clears the deadline again, since the connection may carry more
+// requests (keep-alive) that are not bounded by this one's.
+func (s *Server) track(w http.ResponseWriter, sw *statusWriter) func() {
+	rc := http.NewResponseController(w)
+	s.repliesMu.Lock()
+	deadline := time.Now().Add(s.o.RequestTimeout + replyGrace)
+	if !s.cut.IsZero() {
+		deadline = s.cut
+	}
+	// A writer without deadlines (no connection under it, in tests of
+	// the handler alone) is left unbounded: nothing to cut there.
+	_ = rc.SetWriteDeadline(deadline)
+	s.replies[sw] = rc
+	s.repliesMu.Unlock()
+	return func() {
+		s.repliesMu.Lock()
+		delete(s.replies, sw)
+		_ = rc.SetWriteDeadline(time.Time{})
+		s.repliesMu.Unlock()
+	}
+}
+
+// cutReplies gives every answer in flight replyGrace more to be written:
+// the drain timed out, and a client that stopped reading must not hold
+// the server past it.
+func (s *Server) cutReplies() {
+	s.repliesMu.Lock()
+	defer s.repliesMu.Unlock()
+	s.cut = time.Now().Add(replyGrace)
+	for _, rc := range s.replies {
+		_ = rc.SetWriteDeadline(s.cut)
+	}
 }
 
 // Shutdown stops taking requests (503) and waits for those in flight, then
@@ -240,6 +291,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if e := s.eng.Shutdown(ctx); err == nil {
 		err = e
+	}
+	if err != nil {
+		// After the engine stopped, which failed what still ran: their
+		// 503s get replyGrace to be written, and a write blocked on a
+		// client that stopped reading ends then.
+		s.cutReplies()
 	}
 	if err == nil {
 		// Nothing runs on the model any more: give the backend's memory

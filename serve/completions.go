@@ -152,6 +152,13 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	var promptLP []float32
 	var promptTop [][]engine.TokenLogprob
 	if req.Echo && p.Logprobs {
+		// Refused before the scoring forward when the engine would refuse
+		// the generation after it: overload must not cost work. (The
+		// queue may still fill while the prompt is scored; Submit then
+		// refuses as it does any request.)
+		if err := s.eng.QueueRoom(n); err != nil {
+			return submitError(err)
+		}
 		// The prompt is scored by one full forward that holds [N, V]
 		// logits; refuse what would not fit in maxScoreBytes.
 		if need := int64(len(prompt)) * int64(s.m.Config.Vocab) * 4; need > maxScoreBytes {

@@ -20,7 +20,10 @@
 // (Prometheus text format, written by hand).
 //
 // Errors use OpenAI's error object: 400 bad request, 401 wrong or missing
-// API key, 404 unknown model, 413 body too large, 429 queue full, 503
+// API key, 404 unknown model, 413 body too large, 429 queue full (its
+// bound, --max-queue, counts sequences: a request adds its n, and the 429
+// says how many wait; an echo with logprobs is refused before its prompt
+// is scored), 503
 // shutting down, 504 past the request deadline; 500 with code
 // logits_not_finite or constraint_no_token for a sequence left with no
 // token to choose (Server.noCandidate: the model's logits NaN, as from a

@@ -29,7 +29,7 @@ type Options struct {
 	Port            int
 	APIKey          string // require "Authorization: Bearer <key>" when set
 	MaxBatch        int    // sequences decoded together
-	MaxQueue        int    // requests waiting before 429
+	MaxQueue        int    // sequences (n of each request) waiting before 429
 	PrefillTokens   int    // prompt tokens fed per step (chunked prefill; 0: the engine's default)
 	KVCacheBytes    int64  // KV cache budget
 	MaxAdapters     int    // steps kept loaded per run
@@ -63,7 +63,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Port, "port", 8000, "port to listen on (0: any free port)")
 	fs.StringVar(&o.APIKey, "api-key", "", "require this bearer token on /v1 requests (/health and /metrics stay open); hone-serve reads HONE_API_KEY when this flag is not given, which keeps the key out of the process list")
 	fs.IntVar(&o.MaxBatch, "max-batch", 32, "sequences decoded together in one step")
-	fs.IntVar(&o.MaxQueue, "max-queue", 256, "requests waiting for the batch before new ones get 429")
+	fs.IntVar(&o.MaxQueue, "max-queue", 256, "sequences waiting for the batch, each request counting its n, before a request that would pass it gets 429 (one is always taken when none waits); also the requests waiting to score a prompt (echo with logprobs)")
 	fs.IntVar(&o.PrefillTokens, "prefill-tokens", 512, "prompt tokens fed per step, over all new requests (chunked prefill: running sequences keep decoding while long prompts load)")
 	fs.Int64Var(&o.KVCacheBytes, "kv-cache-bytes", 2<<30, "KV cache budget in bytes (0: unlimited)")
 	enable := fs.VarPF(negatedBool{&o.DisablePrefixCaching}, "enable-prefix-caching", "",

@@ -60,7 +60,8 @@ type Server struct {
 	cut       time.Time
 	// scoreSlot holds one prompt-scoring forward at a time (an echo with
 	// logprobs); scoreWaiting counts the requests waiting for it, at most
-	// Options.MaxQueue, as the engine bounds its queue.
+	// Options.MaxQueue: requests here, not sequences, since a request's
+	// prompt is scored once whatever its n.
 	scoreSlot    chan struct{}
 	scoreWaiting atomic.Int64
 
@@ -537,7 +538,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func submitError(err error) error {
 	switch {
 	case errors.Is(err, engine.ErrQueueFull):
-		return &httpError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "queue_full", msg: "the request queue is full; retry later", retryAfter: retryQueueFull}
+		msg := "the request queue is full; retry later"
+		var qf *engine.QueueFullError
+		if errors.As(err, &qf) {
+			// The bound counts sequences: say so, since a client sending
+			// large n is refused where one of n=1 would still get in.
+			msg = fmt.Sprintf("the request queue is full: %d sequences are waiting for the batch, and this request's n=%d would make %d, over the server's --max-queue of %d sequences; retry later",
+				qf.Waiting, qf.N, qf.Waiting+qf.N, qf.Max)
+		}
+		return &httpError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "queue_full", msg: msg, retryAfter: retryQueueFull}
 	case errors.Is(err, engine.ErrClosed):
 		return errShuttingDown()
 	case errors.Is(err, engine.ErrTooLarge):

@@ -10,7 +10,8 @@
 //     runs out of memory mid-way; the sum of reservations stays under the
 //     budget and requests that do not fit yet wait in the queue. Memory is
 //     allocated as the sequence grows (doubling), not at booking.
-//   - Engine: a bounded queue (Submit answers ErrQueueFull), admission in
+//   - Engine: a queue bounded in sequences, each request counting its n
+//     (Submit answers ErrQueueFull, QueueRoom asks first), admission in
 //     arrival order, one model.Step per adapter group per iteration (prefill
 //     of new sequences and one decode token of running ones in the same
 //     step), prefix sharing for n > 1 (the prompt is prefilled once and its

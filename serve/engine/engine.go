@@ -25,6 +25,21 @@ var (
 	ErrTooLarge  = errors.New("engine: request does not fit")
 )
 
+// QueueFullError is Submit's refusal of a request whose N sequences would
+// take the queue past Config.MaxQueue (errors.Is(err, ErrQueueFull)).
+type QueueFullError struct {
+	Waiting int // sequences already waiting
+	N       int // the request's
+	Max     int // Config.MaxQueue
+}
+
+func (e *QueueFullError) Error() string {
+	return fmt.Sprintf("%v: %d sequences waiting + n=%d is more than %d", ErrQueueFull, e.Waiting, e.N, e.Max)
+}
+
+// Is makes errors.Is(err, ErrQueueFull) hold.
+func (e *QueueFullError) Is(target error) bool { return target == ErrQueueFull }
+
 // ErrChoiceFailed ends the choices of a request still running when
 // another of its choices failed (no candidate, a constraint's error).
 var ErrChoiceFailed = errors.New("engine: another choice of the request failed")
@@ -69,7 +84,7 @@ const DefaultKeepBytes = 1 << 30
 // Config sizes the engine.
 type Config struct {
 	MaxBatch     int   // sequences in the running batch (default 32)
-	MaxQueue     int   // requests waiting to join it (default 256)
+	MaxQueue     int   // sequences (each request's N) waiting to join it (default 256); an empty queue takes any request
 	KVCacheBytes int64 // budget of the KV cache in bytes (0: unlimited)
 	// PrefillTokens caps the prompt tokens one step feeds, summed over the
 	// sequences being prefilled (default 512; the first prompt in line
@@ -403,13 +418,9 @@ func (e *Engine) Submit(r *Request) (*Handle, error) {
 	// engine's: the tables are as long as the stop strings.
 	stops := newStopTable(r.Params.Stop)
 	e.mu.Lock()
-	switch {
-	case e.closing:
+	if err := e.queueRoomLocked(r.N); err != nil {
 		e.mu.Unlock()
-		return refuse(r, ErrClosed)
-	case len(e.queue) >= e.cfg.MaxQueue:
-		e.mu.Unlock()
-		return refuse(r, ErrQueueFull)
+		return refuse(r, err)
 	}
 	e.queue = append(e.queue, &reqState{r: r, h: h, stops: stops})
 	e.nQueued.Store(int64(len(e.queue)))
@@ -419,6 +430,36 @@ func (e *Engine) Submit(r *Request) (*Handle, error) {
 	context.AfterFunc(r.Ctx, e.poke)
 	e.poke()
 	return h, nil
+}
+
+// QueueRoom reports whether a request of n sequences would be queued now:
+// nil, or the ErrClosed or QueueFullError Submit would answer. A caller
+// with work to do before Submit (hone-serve's prompt scoring) asks first,
+// so that overload is refused before that work, not after it.
+func (e *Engine) QueueRoom(n int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.queueRoomLocked(n)
+}
+
+// queueRoomLocked is QueueRoom with e.mu held. The bound counts
+// sequences, not requests: a request's N sequences are N times the work
+// ahead of the next one, and a bound on requests let a queue of requests
+// of the batch's size hold MaxQueue batches. An empty queue takes a
+// request of any N (within the batch, Check's), which would otherwise
+// never run under a MaxQueue below it.
+func (e *Engine) queueRoomLocked(n int) error {
+	if e.closing {
+		return ErrClosed
+	}
+	waiting := 0
+	for _, rs := range e.queue { // at most MaxQueue entries
+		waiting += rs.r.N
+	}
+	if waiting > 0 && waiting+n > e.cfg.MaxQueue {
+		return &QueueFullError{Waiting: waiting, N: n, Max: e.cfg.MaxQueue}
+	}
+	return nil
 }
 
 func (e *Engine) poke() {

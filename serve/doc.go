@@ -20,7 +20,8 @@
 // (Prometheus text format, written by hand).
 //
 // Errors use OpenAI's error object: 400 bad request, 401 wrong or missing
-// API key, 404 unknown model, 413 body too large, 429 queue full (its
+// API key, 404 unknown model, 408 a body that stopped coming before the
+// request deadline, 413 body too large, 429 queue full (its
 // bound, --max-queue, counts sequences: a request adds its n, and the 429
 // says how many wait; an echo with logprobs is refused before its prompt
 // is scored), 503

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -35,6 +36,13 @@ func (s *Server) readJSON(r *http.Request, v any) ([]string, error) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge(mbe.Limit)
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			// The body stopped coming before the request's deadline
+			// (Server.track): the client's fault, not a malformed body.
+			return nil, &httpError{status: http.StatusRequestTimeout, typ: "invalid_request_error", code: "request_timeout",
+				msg: "the request body did not arrive within the request deadline (--request-timeout)"}
 		}
 		return nil, badRequest("", "reading the request body: %v", err)
 	}

@@ -52,11 +52,12 @@ type Server struct {
 
 	draining atomic.Bool
 	active   atomic.Int64
-	// replies holds the write controls of the answers in flight, so that
-	// Shutdown can cut short the writes to clients that stopped reading
-	// once the drain timed out; cut is then the deadline they all get.
+	// replies holds the connection controls of the requests in flight
+	// (track), so that Shutdown can cut short the reads and writes of
+	// clients that stopped sending or reading once the drain timed out;
+	// cut is then the deadline they all get.
 	repliesMu sync.Mutex
-	replies   map[*statusWriter]*http.ResponseController
+	replies   map[*http.ResponseController]struct{}
 	cut       time.Time
 	// scoreSlot holds one prompt-scoring forward at a time (an echo with
 	// logprobs); scoreWaiting counts the requests waiting for it, at most
@@ -112,7 +113,7 @@ func NewServer(o Options) (*Server, error) {
 	s := &Server{
 		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: f.Config.MaxModelLen(), eos: eos,
 		created: time.Now().Unix(), log: o.Log, met: newMetrics(), scoreSlot: make(chan struct{}, 1),
-		replies: map[*statusWriter]*http.ResponseController{},
+		replies: map[*http.ResponseController]struct{}{},
 	}
 	s.cvocab = constrain.NewIndex(tok)
 	s.ptok = tok.Limited()
@@ -168,7 +169,10 @@ func (s *Server) Handler() http.Handler {
 		}
 		writeError(w, http.StatusNotFound, "not_found_error", "no route for "+r.Method+" "+r.URL.Path, "", "")
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer s.track(w)()
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // statusWriter remembers the status for metrics.
@@ -220,52 +224,68 @@ func (s *Server) api(endpoint string, h http.HandlerFunc) http.Handler {
 			writeHTTPError(sw, errShuttingDown())
 			return
 		}
-		defer s.track(w, sw)()
 		r.Body = http.MaxBytesReader(sw, r.Body, s.o.MaxBodyBytes)
 		h(sw, r)
 	})
 }
 
-// replyGrace is how long an answer may take to reach its client past the
-// request deadline (the 504 itself must get out) or, once the drain timed
-// out, past the engine's stop (the 503s of the requests it failed).
+// replyGrace is how long a request may still be read past its deadline,
+// and then its answer written (the 504 itself must get out), or, once the
+// drain timed out, past the engine's stop (the 503s of the requests it
+// failed).
 const replyGrace = time.Second
 
-// track bounds the writes of sw's answer (w, the server's own writer): a
-// client that stops reading blocks a write, without a deadline, for as
-// long as the connection lives, holding the handler past the request
-// deadline and a drain past its timeout. The returned func, deferred,
-// clears the deadline again, since the connection may carry more
-// requests (keep-alive) that are not bounded by this one's.
-func (s *Server) track(w http.ResponseWriter, sw *statusWriter) func() {
+// track bounds the reading of the request (its body) and the writing of
+// its answer on w, the server's own writer: a client that stops sending
+// its body, or stops reading the answer, blocks a read or a write, without
+// a deadline, for as long as the connection lives, holding the handler
+// past the request deadline and a drain past its timeout. The read
+// deadline comes replyGrace after the request's context ends (the write
+// deadline replyGrace later: setDeadlines), so that a request past its
+// deadline is a 504, not a cancellation (the server cancels the request's
+// context when its connection's read fails). Every request sets its own
+// deadlines, so those of an earlier one on a keep-alive connection never
+// apply to it (and net/http clears the read deadline while the connection
+// waits for the next request); they are not cleared when the handler
+// returns, as the server still flushes the answer and reads what is left
+// of the body after, which must stay bounded. The returned func, deferred, stops
+// tracking the request.
+func (s *Server) track(w http.ResponseWriter) func() {
 	rc := http.NewResponseController(w)
 	s.repliesMu.Lock()
+	defer s.repliesMu.Unlock()
 	deadline := time.Now().Add(s.o.RequestTimeout + replyGrace)
 	if !s.cut.IsZero() {
 		deadline = s.cut
 	}
 	// A writer without deadlines (no connection under it, in tests of
 	// the handler alone) is left unbounded: nothing to cut there.
-	_ = rc.SetWriteDeadline(deadline)
-	s.replies[sw] = rc
-	s.repliesMu.Unlock()
+	setDeadlines(rc, deadline)
+	s.replies[rc] = struct{}{}
 	return func() {
 		s.repliesMu.Lock()
-		delete(s.replies, sw)
-		_ = rc.SetWriteDeadline(time.Time{})
+		delete(s.replies, rc)
 		s.repliesMu.Unlock()
 	}
 }
 
-// cutReplies gives every answer in flight replyGrace more to be written:
-// the drain timed out, and a client that stopped reading must not hold
-// the server past it.
+// setDeadlines bounds reading the request at t, and writing the answer
+// replyGrace later, so that the 408 of a body that stopped coming at t
+// can still be written.
+func setDeadlines(rc *http.ResponseController, t time.Time) {
+	_ = rc.SetReadDeadline(t)
+	_ = rc.SetWriteDeadline(t.Add(replyGrace))
+}
+
+// cutReplies gives every request in flight replyGrace more to be read and
+// answered: the drain timed out, and a client that stopped sending or
+// reading must not hold the server past it.
 func (s *Server) cutReplies() {
 	s.repliesMu.Lock()
 	defer s.repliesMu.Unlock()
 	s.cut = time.Now().Add(replyGrace)
-	for _, rc := range s.replies {
-		_ = rc.SetWriteDeadline(s.cut)
+	for rc := range s.replies {
+		setDeadlines(rc, s.cut)
 	}
 }
 

@@ -1,10 +1,13 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +84,38 @@ func TestStalledClientDoesNotHoldDrain(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Serve: %v, want the drain's deadline error (a request was still being answered)", err)
+	}
+}
+
+// TestStalledBodyEndsAtRequestDeadline: a client that stops sending its
+// request body held its handler for as long as the connection lived (the
+// server bounds the headers' time only); reading the body now ends at
+// the request deadline, answered with a 408.
+func TestStalledBodyEndsAtRequestDeadline(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t), RequestTimeout: 500 * time.Millisecond}, nil)
+	c, err := net.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	head := "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n" + `{"model":"tiny",`
+	if _, err := c.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Until(t, 10*time.Second, "the request in flight", func() bool { return ts.s.active.Load() == 1 })
+	waitfor.Until(t, 15*time.Second, "the handler reading a body that stopped coming to give up at the request deadline", func() bool {
+		return ts.s.active.Load() == 0
+	})
+	if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "request_timeout") {
+		t.Errorf("a body that stopped coming: %d %s, want 408 request_timeout", resp.StatusCode, b)
 	}
 }

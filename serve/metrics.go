@@ -106,6 +106,7 @@ func (s *Server) writeMetrics(w io.Writer) {
 	gauge("hone_serve_requests_cancelled_total", "Requests cancelled by the client or their deadline.", st.Cancelled, "counter")
 	gauge("hone_serve_sequences_running", "Sequences in the running batch.", st.Running, "gauge")
 	gauge("hone_serve_requests_waiting", "Requests waiting in the queue.", st.Queued, "gauge")
+	gauge("hone_serve_sequences_waiting", "Sequences (each waiting request's n) in the queue, which --max-queue bounds.", st.QueuedSequences, "gauge")
 	gauge("hone_serve_kv_cache_used_bytes", "KV cache bytes reserved.", st.KVUsedBytes, "gauge")
 	gauge("hone_serve_kv_cache_budget_bytes", "KV cache budget in bytes (0: unlimited).", st.KVBudget, "gauge")
 	if s.reg != nil {

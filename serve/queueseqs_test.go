@@ -58,6 +58,10 @@ func TestQueueBoundCountsSequences(t *testing.T) {
 			t.Errorf("the 429 %s does not say %q", body, want)
 		}
 	}
+	// /metrics shows what the bound counts.
+	if _, m := ts.get(t, "/metrics"); !strings.Contains(m, "\nhone_serve_sequences_waiting 3\n") {
+		t.Errorf("/metrics lacks hone_serve_sequences_waiting 3:\n%s", m)
+	}
 	// One more sequence fits.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

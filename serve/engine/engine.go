@@ -193,6 +193,7 @@ func (h *Handle) Next(ctx context.Context) (evs []Event, done bool, err error) {
 // Stats are counters for /metrics.
 type Stats struct {
 	Running, Queued         int
+	QueuedSequences         int // the queued requests' sequences, which Config.MaxQueue bounds
 	PromptTokens, GenTokens int64
 	Steps                   int64
 	KVUsedBytes, KVBudget   int64
@@ -336,8 +337,11 @@ func (e *Engine) MaxBatch() int { return e.cfg.MaxBatch }
 
 // Stats returns the current counters.
 func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	waiting := e.waitingLocked()
+	e.mu.Unlock()
 	return Stats{
-		Running: int(e.nRunning.Load()), Queued: int(e.nQueued.Load()),
+		Running: int(e.nRunning.Load()), Queued: int(e.nQueued.Load()), QueuedSequences: waiting,
 		PromptTokens: e.promptTokens.Load(), GenTokens: e.genTokens.Load(), Steps: e.steps.Load(),
 		KVUsedBytes: e.cache.Used(), KVBudget: e.cache.Budget(),
 		RequestsDone: e.reqDone.Load(), Cancelled: e.cancelled.Load(),
@@ -452,14 +456,20 @@ func (e *Engine) queueRoomLocked(n int) error {
 	if e.closing {
 		return ErrClosed
 	}
-	waiting := 0
-	for _, rs := range e.queue { // at most MaxQueue entries
-		waiting += rs.r.N
-	}
+	waiting := e.waitingLocked()
 	if waiting > 0 && waiting+n > e.cfg.MaxQueue {
 		return &QueueFullError{Waiting: waiting, N: n, Max: e.cfg.MaxQueue}
 	}
 	return nil
+}
+
+// waitingLocked is the number of sequences queued (e.mu held).
+func (e *Engine) waitingLocked() int {
+	waiting := 0
+	for _, rs := range e.queue { // at most MaxQueue entries
+		waiting += rs.r.N
+	}
+	return waiting
 }
 
 func (e *Engine) poke() {

@@ -30,7 +30,7 @@ func splatCalls(code string) string {
 			i = j
 			continue
 		}
-		if c == '(' && i > 0 && (isIdentByte(code[i-1]) || code[i-1] == ')' || code[i-1] == ']') {
+		if c == '(' && i > 0 && (isIdentByte(code[i-1]) || code[i-1] == ')' || code[i-1] == ']') && !filterOrTest(code[:i]) {
 			if end := closeParen(code, i); end > 0 {
 				args := splitTopLevel(code[i+1 : end])
 				last := strings.TrimSpace(args[len(args)-1])
@@ -49,6 +49,31 @@ func splatCalls(code string) string {
 		i++
 	}
 	return b.String()
+}
+
+// filterOrTest reports whether the "(" after before opens the arguments
+// of a filter (x|join(…)) or a test (x is divisibleby(…)): jinja2 passes
+// the value first there, which f|__hone_splat would not (it would call
+// the filter's result), so such a call is left for the engine to refuse.
+func filterOrTest(before string) bool {
+	i := len(before)
+	for i > 0 && (isIdentByte(before[i-1]) || before[i-1] == '.') {
+		i--
+	}
+	if i == len(before) {
+		return false // the callee is (…) or […], not a name
+	}
+	rest := strings.TrimRight(before[:i], " \t\r\n")
+	if strings.HasSuffix(rest, "|") {
+		return true
+	}
+	word := func(s, w string) bool {
+		return strings.HasSuffix(s, w) && (len(s) == len(w) || !isIdentByte(s[len(s)-len(w)-1]))
+	}
+	if word(rest, "not") {
+		rest = strings.TrimRight(strings.TrimSuffix(rest, "not"), " \t\r\n")
+	}
+	return word(rest, "is")
 }
 
 // closeParen returns the index of the ")" that closes the "(" at open,

@@ -1,6 +1,9 @@
 package chattemplate
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 // TestSplatCall: a call with *args spreads the list into positional
 // arguments, as in jinja2; the engine did not parse it, so AI21 Jamba's
@@ -17,5 +20,30 @@ func TestSplatCall(t *testing.T) {
 		{m + "{% set s = m(*[m(*[1, 2]), 'c']) %}{{ s }}", "1-2-c"},
 		// Multiplication and a "(*" in a string are left alone.
 		{"{{ 2 * 3 }}|{{ (2) * 3 }}|{{ '(*' }}", "6|6|(*"},
+	})
+}
+
+// TestSplatFilterCallRefused: a filter's or a test's arguments with *args
+// (x|join(*seps), x is divisibleby(*ns)) are refused when the template is
+// loaded, as other calls the rewrite does not take are: rewritten like a
+// call, x|join|__hone_splat(seps) called join's result, and the template
+// loaded and then failed at every render with "str object is not
+// callable" (jinja2 renders it). A call after "not" is still a call.
+func TestSplatFilterCallRefused(t *testing.T) {
+	for _, src := range []string{
+		"{{ ['a', 'b']|join(*[',']) }}",
+		"{{ ['a', 'b'] | join (*[',']) }}",
+		"{{ 6 is divisibleby(*[3]) }}",
+		"{{ 6 is not divisibleby(*[3]) }}",
+		"{% if 6 is   divisibleby(*[3]) %}x{% endif %}",
+	} {
+		if _, err := New(src, nil); !errors.Is(err, ErrBadTemplate) {
+			t.Errorf("%s: New = %v, want ErrBadTemplate", src, err)
+		}
+	}
+	const m = "{% macro m(a) %}{{ a }}{% endmacro %}"
+	renderEach(t, []struct{ src, want string }{
+		{m + "{{ not m(*['']) }}|{{ (not m(*['x'])) }}|{{ 'a' is string and m(*['y']) }}", "True|False|y"},
+		{m + "{{ this_m(*['q']) if false else m(*['r']) }}", "r"},
 	})
 }

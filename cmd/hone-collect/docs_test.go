@@ -193,17 +193,18 @@ func docRows(t *testing.T, path string) []trajectory.Trajectory {
 	return out
 }
 
-// docs/stdio-env.md: the scripted run writes 4 groups of 2 solved
-// episodes, and the protocol session prints what the page shows.
+// docs/stdio-env.md: the scripted run writes 2 groups of 2 solved
+// episodes, the protocol session prints what the page shows, and the run
+// with a model plays against the tiny model the page serves. The page once
+// showed only `--model myrun` against a server it never started: 404 on
+// every episode for a reader without a trained run.
 func TestDocStdioEnv(t *testing.T) {
-	dir, path := docDir(t, "jq")
+	dir, path := docDir(t, "jq", "curl")
 	blocks := docBlocks(t, "../../docs/stdio-env.md")
-	if len(blocks) != 2 || blocks[0].output == nil || blocks[1].output == nil {
-		t.Fatalf("want 2 sh blocks with their output, have %+v", blocks)
+	if len(blocks) != 3 || blocks[0].output == nil || blocks[1].output != nil || blocks[2].output == nil {
+		t.Fatalf("want the scripted run and its output, the run with a model, the protocol session and its output; have %+v", blocks)
 	}
-	for _, b := range blocks {
-		docRunBlock(t, dir, path, b)
-	}
+	docRunBlock(t, dir, path, blocks[0])
 	trs := docRows(t, filepath.Join(dir, "out/arith.parquet"))
 	if len(trs) != 4 {
 		t.Fatalf("%d rows, want 2 groups × 2", len(trs))
@@ -213,15 +214,64 @@ func TestDocStdioEnv(t *testing.T) {
 			t.Errorf("%s: error %q, reward %v, metrics %v, env %q, model %q", tr.ID, tr.Error, tr.Reward, tr.Metrics, tr.Env, tr.Model)
 		}
 	}
+	docRunBlock(t, dir, path, docFreePorts(t, blocks[1], "8000"))
+	docCheckModelRun(t, filepath.Join(dir, "out/arith-tiny.parquet"), 8, "arith")
+	docRunBlock(t, dir, path, blocks[2])
+}
+
+// docCheckModelRun: a page's run with a model wrote n episodes, each
+// answered by the tiny model it served, none failed and every one scored.
+func docCheckModelRun(t *testing.T, file string, n int, env string) {
+	t.Helper()
+	trs := docRows(t, file)
+	if len(trs) != n {
+		t.Fatalf("%s: %d rows, want %d", file, len(trs), n)
+	}
+	for _, tr := range trs {
+		if tr.Error != "" || tr.Reward == nil || tr.Model != "tiny" || tr.Env != env || len(tr.Tools) == 0 {
+			t.Errorf("%s: error %q, reward %v, model %q, env %q, %d tools", tr.ID, tr.Error, tr.Reward, tr.Model, tr.Env, len(tr.Tools))
+			continue
+		}
+		turns := 0
+		for k, m := range tr.Messages {
+			if m.Role != "assistant" {
+				continue
+			}
+			turns++
+			if !m.Trainable || len(m.TokenIDs) == 0 || len(m.Logprobs) != len(m.TokenIDs) || m.AnswerModel != "tiny" {
+				t.Errorf("%s message %d: trainable %v, %d ids, %d logprobs, model %q", tr.ID, k, m.Trainable, len(m.TokenIDs), len(m.Logprobs), m.AnswerModel)
+			}
+		}
+		if turns == 0 {
+			t.Errorf("%s: no assistant turn", tr.ID)
+		}
+	}
+}
+
+// docFreePorts returns b with each port it names (":PORT" and "--port
+// PORT") moved to a free one, so that a test does not depend on, or
+// disturb, a server the machine runs there.
+func docFreePorts(t *testing.T, b docBlock, ports ...string) docBlock {
+	t.Helper()
+	for _, port := range ports {
+		if !strings.Contains(b.code, ":"+port) {
+			t.Fatalf("the block at line %d names no port %s:\n%s", b.line, port, b.code)
+		}
+		free := docFreePort(t)
+		b.code = strings.NewReplacer(":"+port, ":"+free, "--port "+port, "--port "+free).Replace(b.code)
+	}
+	return b
 }
 
 // docs/mcp-env.md: the replayed tasks over the example MCP server, with
-// the rewards and the conversation the page shows.
+// the rewards and the conversation the page shows; then the run with a
+// model, against the tiny model the page serves (out/tiny already there,
+// as for a reader who followed the stdio page first).
 func TestDocMCPEnv(t *testing.T) {
-	dir, path := docDir(t, "jq")
+	dir, path := docDir(t, "jq", "curl")
 	blocks := docBlocks(t, "../../docs/mcp-env.md")
-	if len(blocks) != 1 || blocks[0].output == nil {
-		t.Fatalf("want 1 sh block with its output, have %+v", blocks)
+	if len(blocks) != 2 || blocks[0].output == nil {
+		t.Fatalf("want 1 sh block with its output, then the run with a model, have %+v", blocks)
 	}
 	docRunBlock(t, dir, path, blocks[0])
 	trs := docRows(t, filepath.Join(dir, "out/mcp.parquet"))
@@ -233,6 +283,19 @@ func TestDocMCPEnv(t *testing.T) {
 		if r, ok := want[tr.ScenarioID]; !ok || tr.Error != "" || tr.Reward == nil || *tr.Reward != r || tr.Env != "mcp" || len(tr.Tools) != 2 {
 			t.Errorf("%s: error %q, reward %v, env %q, %d tools", tr.ScenarioID, tr.Error, tr.Reward, tr.Env, len(tr.Tools))
 		}
+	}
+	docInitTiny(t, dir)
+	docRunBlock(t, dir, path, docFreePorts(t, blocks[1], "8000"))
+	docCheckModelRun(t, filepath.Join(dir, "out/mcp-tiny.parquet"), 16, "mcp")
+}
+
+// docInitTiny writes dir/out/tiny, as README's round or another page left
+// it: a page's block must use that model, not fail on it.
+func docInitTiny(t *testing.T, dir string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(binDir, "hone-train"), "init-model", "--family", "qwen3", "-o", filepath.Join(dir, "out/tiny")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("hone-train init-model: %v\n%s", err, out)
 	}
 }
 
@@ -272,24 +335,19 @@ func docFreePort(t *testing.T) string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
-// docs/proxy.md's shell example, on free ports instead of 8000 and 8100:
-// the example agent's four attempts are written as one group with the
-// rewards it printed and the tokens hone-serve sampled.
+// docs/proxy.md's shell example, on free ports instead of 8000 and 8100,
+// with out/tiny already made (by README's round or another page; the block
+// once ran init-model regardless, which refuses a folder that exists): the
+// example agent's four attempts are written as one group with the rewards
+// it printed and the tokens hone-serve sampled.
 func TestDocProxy(t *testing.T) {
 	dir, path := docDir(t, "curl")
 	blocks := docBlocks(t, "../../docs/proxy.md")
 	if len(blocks) != 3 || blocks[0].lang != "sh" || blocks[1].lang != "python" || blocks[2].lang != "js" {
 		t.Fatalf("want a sh, a python and a js block, have %+v", blocks)
 	}
-	b := blocks[0]
-	serve, prox := docFreePort(t), docFreePort(t)
-	for _, port := range []struct{ doc, free string }{{"8000", serve}, {"8100", prox}} {
-		if !strings.Contains(b.code, ":"+port.doc) {
-			t.Fatalf("the block names no port %s:\n%s", port.doc, b.code)
-		}
-		b.code = strings.NewReplacer(":"+port.doc, ":"+port.free, "--port "+port.doc, "--port "+port.free).Replace(b.code)
-	}
-	stdout := docRunBlock(t, dir, path, b)
+	docInitTiny(t, dir)
+	stdout := docRunBlock(t, dir, path, docFreePorts(t, blocks[0], "8000", "8100"))
 	said := map[string][2]int{} // trajectory: reward, turns
 	for _, m := range regexp.MustCompile(`(?m)^(q1-a\d): reward (\d) after (\d) turn`).FindAllStringSubmatch(stdout, -1) {
 		r, _ := strconv.Atoi(m[2])

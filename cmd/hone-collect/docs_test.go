@@ -627,3 +627,37 @@ func TestDocLinks(t *testing.T) {
 		}
 	}
 }
+
+// The three pages say their commands run from the repository root after
+// `make build`, which puts the binaries in bin/, not on PATH: a command line
+// of a sh block that starts a hone binary names it as bin/hone-…
+// (docs/mcp-env.md once showed `hone-collect scenarios …`: "command not
+// found" as written).
+func TestDocPagesRunBuiltBinaries(t *testing.T) {
+	bare := regexp.MustCompile(`^\s*(?:[A-Z_]+=\S*\s+)*hone-(collect|score|serve|train|inspect)\b`)
+	for _, page := range []string{"stdio-env.md", "mcp-env.md", "proxy.md"} {
+		b, err := os.ReadFile(filepath.Join("../../docs", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inSh, seen := false, 0
+		for i, ln := range strings.Split(string(b), "\n") {
+			if info, ok := strings.CutPrefix(ln, "```"); ok {
+				inSh = !inSh && strings.HasPrefix(info, "sh")
+				continue
+			}
+			if !inSh {
+				continue
+			}
+			if strings.Contains(ln, "bin/hone-") {
+				seen++
+			}
+			if bare.MatchString(ln) {
+				t.Errorf("docs/%s:%d: %q runs a hone binary from PATH; after `make build` it is bin/hone-…", page, i+1, strings.TrimSpace(ln))
+			}
+		}
+		if seen == 0 {
+			t.Errorf("docs/%s: no sh block runs bin/hone-…: the scan no longer finds the page's commands", page)
+		}
+	}
+}

@@ -51,14 +51,17 @@ split="val") does:
   SPLIT/METRIC           mean of each environment metric over the episodes
                          that did not fail and report it
 
-Logging a split at a step again replaces what it had there. The metrics go
-to stdout as one JSON object. hone-inspect report draws them beside the
-training metrics, and hone-train --best-metric val/reward picks the best
-step by them: log-eval moves OUT/RUN/best itself and prunes as the run's
---keep-last says (steps not yet evaluated are kept). It takes the run
-folder's lock, waiting while hone-train trains. An episode that did not
-fail must have a finite reward: unscored rows, and rewards that are NaN
-or infinite, are refused (exit code 2).`,
+Every episode given is counted, whatever split its row names; a warning
+names rows of another split, and rows of none beside rows of SPLIT (a
+scenario file's training scenarios: hone-collect --split val plays only
+its val ones). Logging a split at a step again replaces what it had there.
+The metrics go to stdout as one JSON object. hone-inspect report draws
+them beside the training metrics, and hone-train --best-metric val/reward
+picks the best step by them: log-eval moves OUT/RUN/best itself and
+prunes as the run's --keep-last says (steps not yet evaluated are kept).
+It takes the run folder's lock, waiting while hone-train trains. An
+episode that did not fail must have a finite reward: unscored rows, and
+rewards that are NaN or infinite, are refused (exit code 2).`,
 		Example: `  hone-collect --env guess --split val --seed 800001 --groups 64 -G 1 --temperature 0 \
       --model rl@3 --base-url http://localhost:8000/v1 -o val/rl-3.parquet
   hone-inspect log-eval --run adapters/rl val/rl-3.parquet
@@ -127,6 +130,10 @@ func runLogEval(ctx context.Context, a *app, opts logEvalOptions, args []string)
 	if ev.otherSplit != "" {
 		a.log.Warn("episodes labelled with another split: check that they are held out (hone-collect --split val, with a --seed of its own)",
 			"split", opts.Split, "rows_split", ev.otherSplit, "rows", ev.otherCount)
+	}
+	if ev.inSplit > 0 && ev.unlabelled > 0 {
+		a.log.Warn("episodes without a split beside episodes of the split logged: hone-train trains unlabelled rows, so they are not held out (hone-collect --split val plays only a scenario file's val scenarios)",
+			"split", opts.Split, "rows_split", "none", "rows", ev.unlabelled)
 	}
 	unlock, err := run.LockWait(ctx, 200*time.Millisecond, func() {
 		a.log.Info("waiting for the run's lock (hone-train is training it)", "run", opts.Run)
@@ -224,6 +231,10 @@ type evalAgg struct {
 	metricN    map[string]int
 	otherSplit string // a split rows carry other than the one logged
 	otherCount int
+	// Rows of the logged split and rows of none: apart, either is an eval
+	// (a proxy's rows carry no split); together, the unlabelled ones are
+	// training scenarios played beside the held-out ones.
+	inSplit, unlabelled int
 }
 
 // add counts the episodes of group g.
@@ -232,7 +243,12 @@ func (e *evalAgg) add(g trajectory.Group, split string) error {
 		t := &g.Trajectories[i]
 		where := fmt.Sprintf("group %s, trajectory %s", g.ID, t.ID)
 		e.episodes++
-		if t.Split != "" && t.Split != split {
+		switch t.Split {
+		case split:
+			e.inSplit++
+		case "":
+			e.unlabelled++
+		default:
 			e.otherSplit, e.otherCount = t.Split, e.otherCount+1
 		}
 		if t.Error != "" {

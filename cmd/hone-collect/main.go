@@ -130,13 +130,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		p.Add(int64(s.Groups-last.Groups), s.Tokens-last.Tokens)
 		last = s
 	}
-	started := false // the scenarios were loaded: Run wrote a whole file
+	var final collect.Stats
 	opts.Summary = func(st collect.Stats) {
-		started = st.Total > 0
+		final = st
 		p.Stop() // the summary goes below the finished progress line
-		if st.Total > 0 {
-			fmt.Fprintln(stderr, "hone-collect: "+st.String())
-		}
 	}
 	p.Start(ctx)
 	defer p.Stop()
@@ -144,6 +141,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	err = cli.WriteOutput(ctx, sf.Output, stdout, true, func(w io.Writer) error {
 		opts.Out = w
 		runErr = collect.Run(ctx, opts)
+		started := final.Total > 0 // the scenarios were loaded: Run wrote a whole file
+		// A run refused for bad usage once its scenarios were loaded (an
+		// unknown scripted policy) writes nothing: a summary of its groups
+		// above the refusal would read as a run that was stopped.
+		if started && !errors.Is(runErr, stageerr.ErrUsage) {
+			fmt.Fprintln(stderr, "hone-collect: "+final.String())
+		}
 		if errors.Is(runErr, stageerr.ErrInterrupted) && started || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
 			return nil // keep the whole groups finished, failed episodes as rows with their error
 		}

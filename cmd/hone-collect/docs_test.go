@@ -128,7 +128,7 @@ func docDir(t *testing.T, tools ...string) (dir, path string) {
 		}
 	}
 	link(binDir, "bin")
-	for _, d := range []string{"pipelines", "python", "docs"} {
+	for _, d := range []string{"pipelines", "python", "docs", "testdata"} {
 		abs, err := filepath.Abs(filepath.Join("../..", d))
 		if err != nil {
 			t.Fatal(err)
@@ -266,12 +266,15 @@ func docFreePorts(t *testing.T, b docBlock, ports ...string) docBlock {
 // docs/mcp-env.md: the replayed tasks over the example MCP server, with
 // the rewards and the conversation the page shows; then the run with a
 // model, against the tiny model the page serves (out/tiny already there,
-// as for a reader who followed the stdio page first).
+// as for a reader who followed the stdio page first); then SFT on the
+// replays, which the page once offered as "SFT data" with no word that
+// the tiny model's template cannot render their tool calls (hone-train
+// refuses them).
 func TestDocMCPEnv(t *testing.T) {
 	dir, path := docDir(t, "jq", "curl")
 	blocks := docBlocks(t, "../../docs/mcp-env.md")
-	if len(blocks) != 2 || blocks[0].output == nil {
-		t.Fatalf("want 1 sh block with its output, then the run with a model, have %+v", blocks)
+	if len(blocks) != 3 || blocks[0].output == nil {
+		t.Fatalf("want 1 sh block with its output, the run with a model, then SFT on the replays; have %+v", blocks)
 	}
 	docRunBlock(t, dir, path, blocks[0])
 	trs := docRows(t, filepath.Join(dir, "out/mcp.parquet"))
@@ -287,6 +290,11 @@ func TestDocMCPEnv(t *testing.T) {
 	docInitTiny(t, dir)
 	docRunBlock(t, dir, path, docFreePorts(t, blocks[1], "8000"))
 	docCheckModelRun(t, filepath.Join(dir, "out/mcp-tiny.parquet"), 16, "mcp")
+	docRunBlock(t, dir, path, blocks[2])
+	latest, err := os.ReadFile(filepath.Join(dir, "out/adapters/mcp-sft/latest"))
+	if err != nil || strings.TrimSpace(string(latest)) != "step-000002" {
+		t.Fatalf("SFT on the replays: latest %q, %v", latest, err)
+	}
 }
 
 // docInitTiny writes dir/out/tiny, as README's round or another page left

@@ -345,9 +345,9 @@ func docFreePort(t *testing.T) string {
 
 // docs/proxy.md's shell example, on free ports instead of 8000 and 8100,
 // with out/tiny already made (by README's round or another page; the block
-// once ran init-model regardless, which refuses a folder that exists): the
-// example agent's four attempts are written as one group with the rewards
-// it printed and the tokens hone-serve sampled.
+// once ran init-model regardless, which refuses a folder that exists), and
+// run a second time: the example agent's four attempts are written as one
+// group with the rewards it printed and the tokens hone-serve sampled.
 func TestDocProxy(t *testing.T) {
 	dir, path := docDir(t, "curl")
 	blocks := docBlocks(t, "../../docs/proxy.md")
@@ -355,6 +355,10 @@ func TestDocProxy(t *testing.T) {
 		t.Fatalf("want a sh, a python and a js block, have %+v", blocks)
 	}
 	docInitTiny(t, dir)
+	// Run twice, as a reader trying it again does: the block once wrote
+	// the same ids into a second file of out/proxy, and its own
+	// hone-inspect stats then refused the folder (duplicate trajectory_id).
+	docRunBlock(t, dir, path, docFreePorts(t, blocks[0], "8000", "8100"))
 	stdout := docRunBlock(t, dir, path, docFreePorts(t, blocks[0], "8000", "8100"))
 	said := map[string][2]int{} // trajectory: reward, turns
 	for _, m := range regexp.MustCompile(`(?m)^(q1-a\d): reward (\d) after (\d) turn`).FindAllStringSubmatch(stdout, -1) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrFailed is wrapped by every error that means "the judge did not give a
@@ -82,7 +83,11 @@ type Error struct {
 	Kind      string // "malformed", "http", "timeout", "transport", "refusal"
 	Retryable bool
 	Usage     Usage
-	Err       error
+	// RetryAfter is how long the server asked to be left alone before
+	// the next call (its Retry-After-Ms or Retry-After header, at most
+	// MaxServerWait); 0 when it said nothing. Retry pauses at least this.
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("judge %s: %v", e.Kind, e.Err) }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -357,5 +359,81 @@ func TestOpenAIRefusal(t *testing.T) {
 	}
 	if !utf8.ValidString(err.Error()) || !strings.Contains(err.Error(), "我不能评分") {
 		t.Fatalf("refusal error %q: want valid UTF-8 naming the refusal", err)
+	}
+}
+
+// A 429 or 503 that says when to come back (Retry-After in seconds, as
+// hone-serve sends while draining, or Retry-After-Ms, as OpenAI sends) is
+// asked again no sooner than that, even where the backoff would pause
+// less: the client's own retries, which honour it, are off.
+func TestRetryHonoursRetryAfter(t *testing.T) {
+	good := judgetest.Answer([]string{"1", "2", "3"}, []float64{1, 0, 0.5})
+	for _, c := range []struct {
+		name   string
+		status int
+		header map[string]string
+		wait   time.Duration
+	}{
+		{"503 Retry-After seconds", 503, map[string]string{"Retry-After": "1"}, time.Second},
+		{"429 Retry-After-Ms", 429, map[string]string{"Retry-After-Ms": "400"}, 400 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var at []time.Time
+			s := judgetest.NewServer(t, func(n int, _ judgetest.Request) judgetest.Reply {
+				mu.Lock()
+				at = append(at, time.Now())
+				mu.Unlock()
+				if n == 0 {
+					return judgetest.Reply{Status: c.status, Header: c.header}
+				}
+				return judgetest.Reply{Content: good}
+			})
+			// No backoff of its own: any pause is the server's asking.
+			j := judge.Retry{Next: newOpenAI(s, "", 10*time.Second), Attempts: 2}
+			if _, err := j.Judge(context.Background(), req3); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(at) != 2 {
+				t.Fatalf("%d calls, want 2", len(at))
+			}
+			if gap := at[1].Sub(at[0]); gap < c.wait {
+				t.Fatalf("asked again after %v, want no sooner than the %v the server asked for", gap, c.wait)
+			}
+		})
+	}
+}
+
+// The wait a failed call's server asked for is on its error, read from
+// either header and either form of Retry-After, and capped so that one
+// answer cannot hold a group (and a --concurrency slot) for hours.
+func TestOpenAIRetryAfterOnError(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		header   map[string]string
+		min, max time.Duration
+	}{
+		{"seconds", map[string]string{"Retry-After": "7"}, 7 * time.Second, 7 * time.Second},
+		{"milliseconds first", map[string]string{"Retry-After-Ms": "250", "Retry-After": "9"}, 250 * time.Millisecond, 250 * time.Millisecond},
+		{"http date", map[string]string{"Retry-After": time.Now().Add(20 * time.Second).UTC().Format(http.TimeFormat)}, 15 * time.Second, 20 * time.Second},
+		{"capped", map[string]string{"Retry-After": "3600"}, judge.MaxServerWait, judge.MaxServerWait},
+		{"garbage", map[string]string{"Retry-After": "soon"}, 0, 0},
+		{"none", nil, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply {
+				return judgetest.Reply{Status: 429, Header: c.header}
+			})
+			_, err := newOpenAI(s, "", 10*time.Second).Judge(context.Background(), req3)
+			var je *judge.Error
+			if !errors.As(err, &je) || !je.Retryable {
+				t.Fatalf("err = %v, want a retryable judge failure", err)
+			}
+			if je.RetryAfter < c.min || je.RetryAfter > c.max {
+				t.Fatalf("RetryAfter = %v, want within [%v, %v]", je.RetryAfter, c.min, c.max)
+			}
+		})
 	}
 }

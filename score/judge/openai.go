@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -171,10 +172,42 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 		if apiErr.Request != nil && apiErr.Request.URL != nil {
 			where = apiErr.Request.URL.Redacted()
 		}
-		return &Error{Kind: "http", Retryable: retry.Answer(status, apiErr.Code), Usage: usage, Err: fmt.Errorf("%s from %s: %s", retry.Label(status, apiErr.Code), where, msg)}
+		return &Error{Kind: "http", Retryable: retry.Answer(status, apiErr.Code), Usage: usage, RetryAfter: serverWait(apiErr.Response),
+			Err: fmt.Errorf("%s from %s: %s", retry.Label(status, apiErr.Code), where, msg)}
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
 		return &Error{Kind: "timeout", Retryable: true, Usage: usage, Err: fmt.Errorf("no answer within %v: %w", timeout, err)}
 	default:
 		return &Error{Kind: "transport", Retryable: true, Usage: usage, Err: err}
 	}
+}
+
+// MaxServerWait caps the wait a server's Retry-After may impose on one
+// retry: a group waiting holds one of --concurrency judge slots, and a
+// server that asks for hours is better answered by failing the group
+// (under --on-judge-error) after the retries than by a stalled run.
+const MaxServerWait = time.Minute
+
+// serverWait returns the pause an error answer asks for before the next
+// call: Retry-After-Ms (milliseconds, as OpenAI sends), else Retry-After
+// (seconds, as hone-serve sends on its 429s and while draining, or an
+// HTTP date), capped at MaxServerWait; 0 when neither header is there or
+// readable. The client's own retries would honour them, but they are off
+// (NewOpenAI), so Retry does it instead.
+func serverWait(resp *http.Response) time.Duration {
+	if resp == nil {
+		return 0
+	}
+	var d time.Duration
+	if ms, err := strconv.ParseFloat(resp.Header.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		d = time.Duration(min(ms, float64(MaxServerWait/time.Millisecond)) * float64(time.Millisecond))
+	} else if ra := resp.Header.Get("Retry-After"); ra != "" {
+		if secs, err := strconv.ParseFloat(ra, 64); err == nil {
+			if secs > 0 {
+				d = time.Duration(min(secs, MaxServerWait.Seconds()) * float64(time.Second))
+			}
+		} else if at, err := http.ParseTime(ra); err == nil {
+			d = time.Until(at)
+		}
+	}
+	return min(max(d, 0), MaxServerWait)
 }

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/hone-rl/hone/internal/retry"
@@ -10,7 +11,8 @@ import (
 // Retry is a decorator that repeats a failed call while the failure is
 // retryable (a malformed answer, HTTP 429/5xx but for the codes
 // retry.Answer names final, a per-call timeout) and fewer than Attempts
-// calls were made. The repeating is internal/retry's, the one retry
+// calls were made, pausing before each retry the longer of Backoff's pause
+// and the wait the failed call's server asked for (Error.RetryAfter). The repeating is internal/retry's, the one retry
 // decorator collect's model calls use too; Retry adds the accounting: the
 // verdict's usage, or the final error's, includes every attempt.
 type Retry struct {
@@ -26,12 +28,25 @@ type Retry struct {
 func (r Retry) Judge(ctx context.Context, req Request) (Verdict, error) {
 	var spent Usage // of the failed attempts
 	calls := 0
-	p := retry.Policy{Attempts: r.Attempts, Retryable: retryable, Backoff: r.Backoff}
+	var asked time.Duration // the wait the last failure's server asked for
+	pause := func(i int) time.Duration {
+		var d time.Duration
+		if r.Backoff != nil {
+			d = r.Backoff(i)
+		}
+		return max(d, asked)
+	}
+	p := retry.Policy{Attempts: r.Attempts, Retryable: retryable, Backoff: pause}
 	v, err := retry.Do(ctx, p, func(ctx context.Context) (Verdict, error) {
 		calls++
 		v, err := r.Next.Judge(ctx, req)
+		asked = 0
 		if err != nil {
 			spent = spent.Add(usageOf(err))
+			var je *Error
+			if errors.As(err, &je) {
+				asked = je.RetryAfter
+			}
 		}
 		return v, err
 	})

@@ -48,9 +48,11 @@ func (r Request) text(role string) string {
 // the body is a chat completion whose message content is Content; with
 // another status, an error object saying "scripted failure". Body, when
 // set, is sent as is instead, with either. Delay holds the answer back, or
-// until the client gives up.
+// until the client gives up. Header, when set, is added to the answer's
+// headers (Retry-After on a 429 or 503).
 type Reply struct {
 	Status           int
+	Header           map[string]string
 	Content          string
 	Body             string
 	Delay            time.Duration
@@ -123,6 +125,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	for k, v := range rep.Header {
+		w.Header().Set(k, v)
+	}
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		w.WriteHeader(rep.Status)
 		if rep.Body == "" {

@@ -237,8 +237,41 @@ func buildChain(opts Options, log *slog.Logger, files *fileset.Pool) (*Chain, *j
 			parts[len(parts)-1] += fmt.Sprintf("(model=%s,rubric=%s)", opts.JudgeModel, rubricLabel(opts.RubricFile))
 		}
 	}
+	if err := checkOrder(c.Scorers, opts.Scorers); err != nil {
+		return nil, nil, err
+	}
 	c.Spec = strings.Join(parts, " | ")
 	return c, meter, nil
+}
+
+// checkOrder refuses a formula that reads a component a later scorer of
+// the chain, or the formula itself, writes (flags are the --scorer
+// values, one per scorer). On a first scoring the name is absent and
+// every row fails; on rows scored before, the formula would read the
+// earlier run's value, stale beside the one this run writes. env is
+// exempt: Chain.score puts it on the rows before any scorer runs.
+func checkOrder(scorers []Scorer, flags []string) error {
+	writer := make(map[string]int, len(scorers))
+	for i, s := range scorers {
+		writer[s.Name()] = i
+	}
+	for i, s := range scorers {
+		f, ok := s.(*formula.Scorer)
+		if !ok {
+			continue
+		}
+		for _, name := range f.Components() {
+			j, written := writer[name]
+			switch {
+			case !written || j < i || name == ComponentEnv:
+			case j == i:
+				return stageerr.Usagef("--scorer %q reads component %q, which it writes itself: on rows scored before it would read its own value from the earlier run", flags[i], name)
+			default:
+				return stageerr.Usagef("--scorer %q reads component %q, which --scorer %q writes after it: on rows scored before it would read the earlier run's value; put the formula after it", flags[i], name, flags[j])
+			}
+		}
+	}
+	return nil
 }
 
 // judgeBudget turns --judge-context-tokens and --judge-tokenizer into the

@@ -19,7 +19,8 @@ Usage:
   hone-score [flags] INPUT... (files, globs, directories of *.parquet, or -)
 
 Scorers are applied in order (--scorer, repeatable); each writes a named reward
-component and the last one's value becomes the reward:
+component and the last one's value becomes the reward. A formula reads the
+components of the scorers before it (and env), never one written after it:
   env                 keep the environment's reward (component "env")
   formula:EXPR        an expression over metrics and components, e.g. 'win - 0.1*illegal'
   ruler               one LLM-judge call per group, relative scores in [0,1]

@@ -16,7 +16,10 @@
 // expression that does not compile is a usage error naming it; a name the
 // trajectory lacks (bare, or as metrics["name"] or components["name"]),
 // or a result that is not a finite number, is an error naming the
-// expression, the group and the trajectory. A lookup the expression
+// expression, the group and the trajectory. In hone-score's chain a
+// formula may not read a component that a later scorer or the formula
+// itself writes (Scorer.Components; a usage error), which on rows scored
+// before would be the earlier run's value. A lookup the expression
 // guards is nil when missing, as expr gives it: metrics["x"] ?? 0,
 // metrics?.x, metrics.x == nil, "x" in metrics. A bare name must be on
 // every row; a lookup only when it is read, so one in a branch not taken

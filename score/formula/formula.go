@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,6 +26,7 @@ type Scorer struct {
 	src       string
 	prog      *vm.Program
 	names     []string // free identifiers the expression reads, sorted
+	comps     []string // names it may read as components (Components)
 }
 
 // lookup is one constant key read from the metrics or components map.
@@ -39,7 +41,7 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not parse: %v", src, err)
 	}
-	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[lookup]bool{}}
+	v := &identVisitor{free: map[string]bool{}, bound: map[string]bool{}, guarded: map[lookup]bool{}, keys: map[lookup]bool{}}
 	ast.Walk(&tree.Node, v)
 	var names []string
 	for n := range v.free {
@@ -48,6 +50,13 @@ func New(component, src string) (*Scorer, error) {
 		}
 	}
 	sort.Strings(names)
+	comps := append([]string(nil), names...)
+	for l := range v.keys {
+		if l.in == "components" && !v.bound[l.in] && !slices.Contains(comps, l.key) {
+			comps = append(comps, l.key)
+		}
+	}
+	sort.Strings(comps)
 	// A metric or component may bear the name of one of expr's built-in
 	// functions (count, duration, sum, ...): read as a value, the name is
 	// the trajectory's, so the builtin is switched off for it.
@@ -68,7 +77,7 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not compile: %v", src, err)
 	}
-	return &Scorer{component: component, src: src, prog: prog, names: names}, nil
+	return &Scorer{component: component, src: src, prog: prog, names: names, comps: comps}, nil
 }
 
 // identVisitor collects identifiers, the names bound by let, and the
@@ -79,6 +88,7 @@ func New(component, src string) (*Scorer, error) {
 type identVisitor struct {
 	free, bound map[string]bool
 	guarded     map[lookup]bool
+	keys        map[lookup]bool // every constant key read, guarded or not
 }
 
 func (v *identVisitor) Visit(n *ast.Node) {
@@ -88,8 +98,11 @@ func (v *identVisitor) Visit(n *ast.Node) {
 	case *ast.VariableDeclaratorNode:
 		v.bound[n.Name] = true
 	case *ast.MemberNode:
-		if l, ok := mapKey(n); ok && n.Optional {
-			v.guarded[l] = true
+		if l, ok := mapKey(n); ok {
+			v.keys[l] = true
+			if n.Optional {
+				v.guarded[l] = true
+			}
 		}
 	case *ast.BinaryNode:
 		v.guard(n)
@@ -201,6 +214,13 @@ func mapKey(n ast.Node) (lookup, bool) {
 
 // Name returns the component name.
 func (s *Scorer) Name() string { return s.component }
+
+// Components returns the names the expression may read as reward
+// components, sorted: its bare names (a component shadows a metric of
+// the same name) and the constant keys of components["name"]. A chain
+// must have written each before the formula runs: on a row scored before,
+// a component written later would be the earlier run's value.
+func (s *Scorer) Components() []string { return s.comps }
 
 // Expr returns the expression text.
 func (s *Scorer) Expr() string { return s.src }

@@ -121,7 +121,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.JudgeRetries, "judge-retries", 2, "retries of a judge call after a malformed answer, HTTP 429/5xx (not hone-serve's 500s logits_not_finite and constraint_no_token, which the same request cannot get past) or a timeout")
 	fs.DurationVar(&o.JudgeTimeout, "judge-timeout", 5*time.Minute, "time limit of one judge call")
 	flagval.OptionalFloat(fs, &o.JudgeTemperature, "judge-temperature", math.NaN(), "sampling temperature of the judge (default: the server's)")
-	fs.Int64Var(&o.JudgeMaxTokens, "judge-max-tokens", 0, "maximum tokens of a judge answer (0: the server's default)")
+	fs.Int64Var(&o.JudgeMaxTokens, "judge-max-tokens", 0, "maximum tokens of a judge answer, a reasoning judge's thinking included (0: the server's default)")
 	fs.StringVar(&o.JudgeFormat, "judge-response-format", "json_schema", "response_format asked of the judge: json_schema, json_object, or none for servers without structured output (answers are validated either way)")
 	fs.IntVar(&o.JudgeExplanationMax, "judge-explanation-max-chars", 0, "maxLength of each explanation in the json_schema, for judges that decode under the schema (hone-serve, vLLM; 300 is plenty): answers then end within a known token count; 0 leaves it out, as OpenAI's strict mode requires")
 	fs.IntVar(&o.JudgeContextTokens, "judge-context-tokens", 0, "the judge's context window in tokens: longer ruler prompts are cut to fit (tool results first, each cut marked), leaving room for --judge-max-tokens (or 1024) and the chat template; 0: no limit")

@@ -437,3 +437,31 @@ func TestOpenAIRetryAfterOnError(t *testing.T) {
 		})
 	}
 }
+
+// An answer the server stopped at its token limit (finish_reason
+// "length") says so and names the limit to raise: cut mid-JSON it read
+// "unexpected EOF", and a reasoning judge (o4-mini) that spent the limit
+// thinking gave an empty content, "empty answer", naming neither.
+func TestOpenAIAnswerCutAtTokenLimit(t *testing.T) {
+	for name, content := range map[string]string{
+		"cut mid-JSON":    `{"scores":{"1":{"explanation":"The agent guessed`,
+		"nothing written": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			body, _ := json.Marshal(map[string]any{"id": "x", "object": "chat.completion", "model": "judge-m",
+				"choices": []any{map[string]any{"index": 0, "finish_reason": "length",
+					"message": map[string]any{"role": "assistant", "content": content}}},
+				"usage": map[string]any{"prompt_tokens": 50, "completion_tokens": 64, "total_tokens": 114}})
+			s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Body: string(body)} })
+			j := judge.NewOpenAI(judge.OpenAIOptions{BaseURL: s.BaseURL(), Timeout: 10 * time.Second, MaxTokens: 64})
+			_, err := j.Judge(context.Background(), req3)
+			var je *judge.Error
+			if !errors.As(err, &je) || je.Kind != "malformed" || je.Usage.CompletionTokens != 64 {
+				t.Fatalf("err = %v, want a malformed answer that cost its tokens", err)
+			}
+			if !strings.Contains(err.Error(), "stopped at its token limit (64 tokens") {
+				t.Fatalf("err = %v, want it to say the answer was cut at the 64-token limit", err)
+			}
+		})
+	}
+}

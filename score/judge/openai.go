@@ -136,6 +136,12 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 	if err != nil {
 		je := err.(*Error)
 		je.Usage = usage
+		if resp.Choices[0].FinishReason == "length" {
+			// Else the error reads "unexpected EOF" or, from a reasoning
+			// judge that spent the limit thinking, "empty answer".
+			je.Err = fmt.Errorf("%w: the judge stopped at its token limit (%s, its thinking included; it wrote %d tokens): raise the limit",
+				je.Err, o.limitWords(), resp.Usage.CompletionTokens)
+		}
 		return Verdict{}, je
 	}
 	model := resp.Model
@@ -143,6 +149,14 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 		model = req.Model
 	}
 	return Verdict{Model: model, Scores: scores, Usage: usage}, nil
+}
+
+// limitWords names the answer's token limit for an error.
+func (o *OpenAI) limitWords() string {
+	if o.opts.MaxTokens > 0 {
+		return fmt.Sprintf("%d tokens", o.opts.MaxTokens)
+	}
+	return "the server's default"
 }
 
 // classify turns a client error into a judge Error, deciding whether a

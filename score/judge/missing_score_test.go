@@ -62,3 +62,34 @@ func TestParseAfterThinking(t *testing.T) {
 		t.Errorf("thinking without an answer was accepted")
 	}
 }
+
+// A judge without structured output (--judge-response-format none) often
+// puts a sentence before or after its fenced JSON. The fenced block is
+// the answer: such answers failed every attempt as "not the expected
+// JSON" or "trailing text", though the docs say a fence is tolerated. A
+// fence holding no JSON is still malformed.
+func TestParseFenceAmidProse(t *testing.T) {
+	req := judge.Request{IDs: []string{"1", "2"}}
+	const answer = `{"scores":{"1":{"explanation":"solved it","score":0.9},"2":{"explanation":"no","score":0.2}}}`
+	fenced := "```json\n" + answer + "\n```"
+	for name, content := range map[string]string{
+		"prose before":       "Here are the scores:\n\n" + fenced,
+		"prose after":        fenced + "\n\nTrajectory 1 clearly did best.",
+		"prose around":       "Scores:\n" + fenced + "\nDone.",
+		"untagged fence":     "Scores:\n```\n" + answer + "\n```\n",
+		"after thinking too": "<think>1 wins</think>\nMy verdict:\n" + fenced + "\nThanks.",
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := judge.Parse(req, content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s[0].Score != 0.9 || s[1].Score != 0.2 {
+				t.Errorf("scores %+v", s)
+			}
+		})
+	}
+	if _, err := judge.Parse(req, "Here you go:\n```\nTrajectory 1: 0.9\n```"); err == nil {
+		t.Errorf("a fence holding no JSON was accepted")
+	}
+}

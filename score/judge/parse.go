@@ -94,7 +94,8 @@ func Schema(ids []string, o SchemaOptions) map[string]any {
 // with a score (a missing or null one is not 0) that is a finite number in
 // [0,1]. The scores come back in the order of
 // req.IDs, matched by id, not by position. A Markdown code fence around
-// the JSON is tolerated, and so is a reasoning model's thinking before it
+// the JSON is tolerated, with text before or after the fence (the first
+// fenced block that is JSON is the answer), and so is a reasoning model's thinking before it
 // (text up to "</think>", which a server without a reasoning parser leaves
 // in the content) when the answer is not JSON as it stands. Errors are
 // *Error of kind "malformed" (retryable).
@@ -102,12 +103,19 @@ func Parse(req Request, content string) ([]Score, error) {
 	bad := func(format string, args ...any) error {
 		return &Error{Kind: "malformed", Retryable: true, Err: fmt.Errorf(format, args...)}
 	}
-	text := stripFence(strings.TrimSpace(content))
-	if i := strings.Index(text, thinkEnd); i >= 0 && !json.Valid([]byte(text)) {
+	raw := strings.TrimSpace(content)
+	text := stripFence(raw)
+	if i := strings.Index(raw, thinkEnd); i >= 0 && !json.Valid([]byte(text)) {
 		// As vLLM's DeepSeek-R1 reasoning parser splits it: what precedes
 		// the first </think> is thinking (its <think> may have been in the
 		// prompt), the answer follows.
-		text = stripFence(strings.TrimSpace(text[i+len(thinkEnd):]))
+		raw = strings.TrimSpace(raw[i+len(thinkEnd):])
+		text = stripFence(raw)
+	}
+	if !json.Valid([]byte(text)) {
+		if block, ok := fencedJSON(raw); ok {
+			text = block
+		}
 	}
 	if text == "" {
 		return nil, bad("empty answer")
@@ -162,6 +170,33 @@ func Parse(req Request, content string) ([]Score, error) {
 
 // thinkEnd ends a reasoning model's thinking in its content.
 const thinkEnd = "</think>"
+
+// fencedJSON returns the content of the first Markdown code fence in s
+// that is valid JSON: a judge without structured output often writes a
+// sentence before or after its fenced answer.
+func fencedJSON(s string) (string, bool) {
+	const fence = "```"
+	for {
+		open := strings.Index(s, fence)
+		if open < 0 {
+			return "", false
+		}
+		rest := s[open+len(fence):]
+		nl := strings.IndexByte(rest, '\n')
+		if nl < 0 {
+			return "", false
+		}
+		body := rest[nl+1:] // past the language tag line
+		end := strings.Index(body, fence)
+		if end < 0 {
+			return "", false
+		}
+		if block := strings.TrimSpace(body[:end]); json.Valid([]byte(block)) {
+			return block, true
+		}
+		s = body[end+len(fence):]
+	}
+}
 
 func stripFence(s string) string {
 	if !strings.HasPrefix(s, "```") {

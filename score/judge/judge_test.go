@@ -465,3 +465,21 @@ func TestOpenAIAnswerCutAtTokenLimit(t *testing.T) {
 		})
 	}
 }
+
+// A gateway that answers an upstream failure with a 200 whose body is an
+// error object (OpenRouter does, for a provider's 429 or 502) failed as
+// "response has no choices", hiding what the gateway said. The error now
+// carries the body's message and code; the call is still retried.
+func TestOpenAIErrorIn200(t *testing.T) {
+	s := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply {
+		return judgetest.Reply{Body: `{"error":{"message":"Provider returned error","code":429,"metadata":{"provider_name":"Example"}}}`}
+	})
+	_, err := newOpenAI(s, "", 10*time.Second).Judge(context.Background(), req3)
+	var je *judge.Error
+	if !errors.As(err, &je) || !je.Retryable {
+		t.Fatalf("err = %v, want a retryable judge failure", err)
+	}
+	if !strings.Contains(err.Error(), "Provider returned error") || !strings.Contains(err.Error(), "429") {
+		t.Fatalf("err = %v, want the body's error message and code", err)
+	}
+}

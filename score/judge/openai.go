@@ -3,10 +3,12 @@ package judge
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -126,7 +128,7 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 	usage.PromptTokens = resp.Usage.PromptTokens
 	usage.CompletionTokens = resp.Usage.CompletionTokens
 	if len(resp.Choices) == 0 {
-		return Verdict{}, &Error{Kind: "malformed", Retryable: true, Usage: usage, Err: errors.New("response has no choices")}
+		return Verdict{}, &Error{Kind: "malformed", Retryable: true, Usage: usage, Err: noChoices(resp.RawJSON())}
 	}
 	msg := resp.Choices[0].Message
 	if msg.Content == "" && msg.Refusal != "" {
@@ -149,6 +151,27 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 		model = req.Model
 	}
 	return Verdict{Model: model, Scores: scores, Usage: usage}, nil
+}
+
+// noChoices is the error of a response without choices. Gateways
+// (OpenRouter) answer an upstream failure with a 200 whose body is an
+// error object; its message and code say what went wrong, where "no
+// choices" alone does not.
+func noChoices(body string) error {
+	var e struct {
+		Error *struct {
+			Message string          `json:"message"`
+			Code    json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(body), &e) != nil || e.Error == nil || e.Error.Message == "" {
+		return errors.New("response has no choices")
+	}
+	code := strings.Trim(string(e.Error.Code), `"`)
+	if code == "" || code == "null" {
+		return fmt.Errorf("response has no choices but an error: %s", prefix(e.Error.Message, 200))
+	}
+	return fmt.Errorf("response has no choices but an error (code %s): %s", prefix(code, 40), prefix(e.Error.Message, 200))
 }
 
 // limitWords names the answer's token limit for an error.

@@ -197,6 +197,10 @@ func TestExitCodes(t *testing.T) {
 		{"context too small", append([]string{"-o", out, "--judge-context-tokens", "100", in}, judgeArgs...), 2, "leaves no room for the prompt"},
 		// Refused, not taken for "the server's default" as they were.
 		{"negative temperature", append([]string{"-o", out, "--judge-temperature", "-0.5", in}, judgeArgs...), 2, "--judge-temperature -0.5: want 0 or more"},
+		// Refused before any judge call: on a file scored before, the
+		// formula read the earlier run's ruler score without a word.
+		{"formula before what it reads", append([]string{"-o", out, "--scorer", "final=formula:0.5*ruler + 0.5*env", in}, judgeArgs...), 2,
+			`--scorer "final=formula:0.5*ruler + 0.5*env" reads component "ruler", which --scorer "ruler" writes after it`},
 		{"negative max tokens", append([]string{"-o", out, "--judge-max-tokens", "-5", in}, judgeArgs...), 2, "--judge-max-tokens -5: want 0 (the server's default) or more"},
 	}
 	for _, c := range cases {

@@ -27,6 +27,7 @@ type Scorer struct {
 	prog      *vm.Program
 	names     []string // free identifiers the expression reads, sorted
 	comps     []string // names it may read as components (Components)
+	lookups   []lookup // constant metrics["k"] and components["k"] it reads
 }
 
 // lookup is one constant key read from the metrics or components map.
@@ -57,6 +58,13 @@ func New(component, src string) (*Scorer, error) {
 		}
 	}
 	sort.Strings(comps)
+	var lookups []lookup
+	for l := range v.keys {
+		if !v.bound[l.in] {
+			lookups = append(lookups, l)
+		}
+	}
+	slices.SortFunc(lookups, func(a, b lookup) int { return strings.Compare(a.in+"\x00"+a.key, b.in+"\x00"+b.key) })
 	// A metric or component may bear the name of one of expr's built-in
 	// functions (count, duration, sum, ...): read as a value, the name is
 	// the trajectory's, so the builtin is switched off for it.
@@ -77,7 +85,7 @@ func New(component, src string) (*Scorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("formula %q does not compile: %v", src, err)
 	}
-	return &Scorer{component: component, src: src, prog: prog, names: names, comps: comps}, nil
+	return &Scorer{component: component, src: src, prog: prog, names: names, comps: comps, lookups: lookups}, nil
 }
 
 // identVisitor collects identifiers, the names bound by let, and the
@@ -293,9 +301,52 @@ func (s *Scorer) Eval(t *trajectory.Trajectory) (float64, error) {
 		return 0, fmt.Errorf("formula %q gave %s, not a number", s.src, valueKind(res))
 	}
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("formula %q gave %v, not a finite number", s.src, f)
+		return 0, fmt.Errorf("formula %q gave %v, not a finite number%s", s.src, f, s.notFinite(t))
 	}
 	return f, nil
+}
+
+// notFinite names the values the formula reads that the row holds as NaN
+// or ±Inf ("; the row's metric "x" is NaN"), "" when none: a result that
+// is not finite is then the formula's own doing (a division by zero).
+func (s *Scorer) notFinite(t *trajectory.Trajectory) string {
+	var out []string
+	add := func(what, name string, v float64) {
+		if msg := fmt.Sprintf("the row's %s %q is %v", what, name, v); (math.IsNaN(v) || math.IsInf(v, 0)) && !slices.Contains(out, msg) {
+			out = append(out, msg)
+		}
+	}
+	for _, n := range s.names {
+		// A component shadows a metric of the same name.
+		if c, ok := findComponent(t, n); ok {
+			add("component", n, c)
+		} else if m, ok := t.Metrics[n]; ok {
+			add("metric", n, m)
+		}
+	}
+	for _, l := range s.lookups {
+		if l.in == "components" {
+			if c, ok := findComponent(t, l.key); ok && !slices.Contains(s.names, l.key) {
+				add("component", l.key, c)
+			}
+		} else if m, ok := t.Metrics[l.key]; ok {
+			add("metric", l.key, m)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
+}
+
+// findComponent returns the value of t's component name.
+func findComponent(t *trajectory.Trajectory, name string) (float64, bool) {
+	for _, c := range t.RewardComponents {
+		if c.Name == name {
+			return c.Value, true
+		}
+	}
+	return 0, false
 }
 
 // valueKind names what a formula gave in words a user knows, never a Go

@@ -197,3 +197,31 @@ func TestConditionalLookup(t *testing.T) {
 		}
 	}
 }
+
+// A formula that gives NaN or ±Inf because the row holds one (a metric an
+// environment wrote as NaN, a component from a file other tools wrote)
+// names that value, so the error says where to look; one that divides by
+// zero names no input.
+func TestNotFiniteNamesTheInput(t *testing.T) {
+	tr := traj()
+	tr.Metrics["illegal"] = math.NaN()
+	tr.RewardComponents = append(tr.RewardComponents, trajectory.RewardComponent{Name: "bonus", Value: math.Inf(-1)})
+	for src, want := range map[string]string{
+		"win - 0.1*illegal":  `the row's metric "illegal" is NaN`,
+		"ruler + bonus":      `the row's component "bonus" is -Inf`,
+		`metrics["illegal"]`: `the row's metric "illegal" is NaN`,
+	} {
+		f, err := formula.New("f", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.Eval(tr)
+		if err == nil || !strings.Contains(err.Error(), "not a finite number") || !strings.Contains(err.Error(), want) {
+			t.Errorf("Eval(%q): err = %v, want it to say %q", src, err, want)
+		}
+	}
+	f, _ := formula.New("f", "win/0")
+	if _, err := f.Eval(traj()); err == nil || strings.Contains(err.Error(), "the row's") {
+		t.Errorf("win/0: err = %v, want not finite with no input named", err)
+	}
+}

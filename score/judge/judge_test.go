@@ -483,3 +483,36 @@ func TestOpenAIErrorIn200(t *testing.T) {
 		t.Fatalf("err = %v, want the body's error message and code", err)
 	}
 }
+
+// ART names its judge the LiteLLM way, with the provider first
+// ("openai/o4-mini"); sent as is to OpenAI the name is unknown. The
+// error of a 404 for such a name says what the server may know it as.
+// A name whose first part is no LiteLLM provider gets no such hint.
+func TestOpenAIProviderPrefixHint(t *testing.T) {
+	notFound := `{"error":{"message":"The model ` + "`%s`" + ` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`
+	for model, hint := range map[string]string{
+		"openai/o4-mini":                     `"o4-mini"`,
+		"anthropic/claude-sonnet-4-20250514": `"claude-sonnet-4-20250514"`,
+		"Qwen/Qwen3-32B":                     "",
+	} {
+		t.Run(model, func(t *testing.T) {
+			s := judgetest.NewServer(t, func(_ int, r judgetest.Request) judgetest.Reply {
+				return judgetest.Reply{Status: 404, Body: fmt.Sprintf(notFound, r.Model)}
+			})
+			req := req3
+			req.Model = model
+			_, err := newOpenAI(s, "", 10*time.Second).Judge(context.Background(), req)
+			var je *judge.Error
+			if !errors.As(err, &je) || je.Retryable {
+				t.Fatalf("err = %v, want a final judge failure", err)
+			}
+			has := strings.Contains(err.Error(), "LiteLLM")
+			if hint == "" && has {
+				t.Fatalf("err = %v, want no provider-prefix hint for %s", err, model)
+			}
+			if hint != "" && (!has || !strings.Contains(err.Error(), hint)) {
+				t.Fatalf("err = %v, want a hint naming the model without its LiteLLM provider, %s", err, hint)
+			}
+		})
+	}
+}

@@ -123,7 +123,7 @@ func (o *OpenAI) Judge(ctx context.Context, req Request) (Verdict, error) {
 			// was sent.
 			return Verdict{}, withUsage(ctx.Err(), usage)
 		}
-		return Verdict{}, classify(err, callCtx, o.opts.Timeout, usage)
+		return Verdict{}, classify(err, callCtx, o.opts.Timeout, usage, req.Model)
 	}
 	usage.PromptTokens = resp.Usage.PromptTokens
 	usage.CompletionTokens = resp.Usage.CompletionTokens
@@ -174,6 +174,26 @@ func noChoices(body string) error {
 	return fmt.Errorf("response has no choices but an error (code %s): %s", prefix(code, 40), prefix(e.Error.Message, 200))
 }
 
+// litellmProviders are the provider prefixes of LiteLLM model names that
+// ART's RULER takes (judge_model="openai/o3"); an OpenAI-compatible server
+// knows the model by the rest of the name.
+var litellmProviders = map[string]bool{
+	"openai": true, "anthropic": true, "azure": true, "gemini": true, "vertex_ai": true, "bedrock": true,
+	"ollama": true, "ollama_chat": true, "hosted_vllm": true, "openrouter": true, "groq": true,
+	"mistral": true, "together_ai": true, "deepseek": true, "xai": true, "fireworks_ai": true,
+}
+
+// providerHint is said of a 404 for a model named the LiteLLM way, with
+// its provider first: what this server may know it as. "" for other names
+// (Qwen/Qwen3-32B is a model of its own on vLLM).
+func providerHint(model string) string {
+	provider, rest, ok := strings.Cut(model, "/")
+	if !ok || rest == "" || !litellmProviders[provider] {
+		return ""
+	}
+	return fmt.Sprintf(" (%q is a LiteLLM name, as ART's RULER takes it: an OpenAI-compatible server names the model without the provider, e.g. %q)", model, rest)
+}
+
 // limitWords names the answer's token limit for an error.
 func (o *OpenAI) limitWords() string {
 	if o.opts.MaxTokens > 0 {
@@ -191,7 +211,7 @@ func (o *OpenAI) limitWords() string {
 // however often it is asked; retry.Answer). The error names the answer
 // by its status and its body's code (retry.Label: logits_not_finite,
 // model_not_found, as collect's model calls do) and the server's message.
-func classify(err error, callCtx context.Context, timeout time.Duration, usage Usage) error {
+func classify(err error, callCtx context.Context, timeout time.Duration, usage Usage, model string) error {
 	var apiErr *openai.Error
 	switch {
 	case errors.As(err, &apiErr):
@@ -204,6 +224,9 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 			if apiErr.Param != "" {
 				msg += " (param " + apiErr.Param + ")"
 			}
+		}
+		if status == http.StatusNotFound {
+			msg += providerHint(model)
 		}
 		where := "the judge"
 		if apiErr.Request != nil && apiErr.Request.URL != nil {

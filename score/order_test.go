@@ -40,6 +40,8 @@ func TestFormulaReadsOnlyEarlierComponents(t *testing.T) {
 			`reads component "ruler", which --scorer "ruler" writes after it`},
 		"itself": {[]string{"ruler", "final=formula:final + ruler"},
 			`--scorer "final=formula:final + ruler" reads component "final", which it writes itself`},
+		"itself, a metric's name": {[]string{"win=formula:win * 2"},
+			`reads component "win", which it writes itself: on rows scored before it would read its own value from the earlier run (a metric of that name is metrics["win"])`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := opts
@@ -54,10 +56,11 @@ func TestFormulaReadsOnlyEarlierComponents(t *testing.T) {
 		})
 	}
 	// Reading env, which is there before any scorer runs, or a metric by
-	// lookup, is fine wherever the formula stands.
+	// lookup, is fine wherever the formula stands, also a metric named
+	// like the formula's own component.
 	o := opts
-	o.Scorers = []string{"final=formula:0.5*env + 0.5*(metrics[\"win\"] ?? 0)", "env"}
+	o.Scorers = []string{"final=formula:0.5*env + 0.5*(metrics[\"win\"] ?? 0)", "env", "win=formula:metrics[\"win\"] * 2"}
 	if _, _, _, err := run(t, o, scored); err != nil {
-		t.Fatalf("formula over env before the env scorer: %v", err)
+		t.Fatalf("formula over env before the env scorer, or over a metric by lookup: %v", err)
 	}
 }

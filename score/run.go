@@ -265,9 +265,9 @@ func checkOrder(scorers []Scorer, flags []string) error {
 			switch {
 			case !written || j < i || name == ComponentEnv:
 			case j == i:
-				return stageerr.Usagef("--scorer %q reads component %q, which it writes itself: on rows scored before it would read its own value from the earlier run", flags[i], name)
+				return stageerr.Usagef("--scorer %q reads component %q, which it writes itself: on rows scored before it would read its own value from the earlier run (a metric of that name is metrics[%q])", flags[i], name, name)
 			default:
-				return stageerr.Usagef("--scorer %q reads component %q, which --scorer %q writes after it: on rows scored before it would read the earlier run's value; put the formula after it", flags[i], name, flags[j])
+				return stageerr.Usagef("--scorer %q reads component %q, which --scorer %q writes after it: on rows scored before it would read the earlier run's value; put the formula after it (a metric of that name is metrics[%q])", flags[i], name, flags[j], name)
 			}
 		}
 	}

@@ -82,7 +82,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Groups, "groups", 0, "number of scenarios (groups) to run; 0 = every scenario in the file (required when generating)")
 	fs.IntVarP(&o.GroupSize, "group-size", "G", 4, "attempts per scenario")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "episodes in flight at once")
-	fs.IntVar(&o.MaxTurns, "max-turns", 32, "assistant turns per episode before it is cut off (0 = no limit)")
+	fs.IntVar(&o.MaxTurns, "max-turns", 32, "assistant turns per episode before it is cut off (0 = no limit); an episode whose conversation outgrows the model's context (the server's 400 context_length_exceeded) after its first turn is cut there too, its turns kept with the metric truncated 1")
 	fs.DurationVar(&o.Timeout, "episode-timeout", 5*time.Minute, "wall time per episode (0 = none)")
 	flagval.PositiveDuration(fs, &o.StartTimeout, "start-timeout", DefaultStartTimeout, "wall time for an environment to start (a stdio program's hello, an MCP server's initialize and tool list, building the inbox)")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")

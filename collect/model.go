@@ -219,6 +219,9 @@ type callError struct {
 	timeout bool
 	msg     string // what Error says, when not err's text
 	err     error
+	// full: the server refused the prompt as longer than the model's
+	// context; the error then wraps env.ErrContextFull too.
+	full bool
 }
 
 func (e *callError) Error() string {
@@ -227,7 +230,12 @@ func (e *callError) Error() string {
 	}
 	return e.err.Error()
 }
-func (e *callError) Unwrap() error { return e.err }
+func (e *callError) Unwrap() []error {
+	if e.full {
+		return []error{e.err, env.ErrContextFull}
+	}
+	return []error{e.err}
+}
 
 // retryable: a timeout or a broken connection (no status), or an error
 // answer worth asking again (retry.Answer: not hone-serve's 500s for a
@@ -262,7 +270,18 @@ func apiCallError(apiErr *openai.Error, err error) *callError {
 	} else {
 		msg += ": " + err.Error()
 	}
-	return &callError{status: apiErr.StatusCode, code: apiErr.Code, msg: msg, err: err}
+	return &callError{status: apiErr.StatusCode, code: apiErr.Code, msg: msg, err: err, full: contextFull(apiErr)}
+}
+
+// contextFull reports whether an error answer refuses the request for the
+// model's context: OpenAI's and hone-serve's code context_length_exceeded,
+// or vLLM's 400, whose code is only its status, in the words all of them
+// use ("This model's maximum context length is N tokens").
+func contextFull(apiErr *openai.Error) bool {
+	if apiErr.StatusCode != http.StatusBadRequest {
+		return false
+	}
+	return apiErr.Code == "context_length_exceeded" || strings.Contains(apiErr.Message, "maximum context length")
 }
 
 // once sends the body through the openai-go client (base URL, key, error

@@ -98,6 +98,12 @@ type Scripted interface {
 // ErrUnknownPolicy is returned by Scripted.Policy for a name it lacks.
 var ErrUnknownPolicy = errors.New("unknown scripted policy")
 
+// ErrContextFull is what a Policy's error wraps when the conversation no
+// longer fits the model's context (an OpenAI-compatible server's 400
+// context_length_exceeded): Play ends such an episode as cut, as
+// maxTurns does, once it has taken a turn.
+var ErrContextFull = errors.New("the conversation does not fit the model's context")
+
 // LastUser returns the content of the last user message, "" if none.
 func LastUser(msgs []trajectory.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {

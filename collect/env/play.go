@@ -2,6 +2,7 @@ package env
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -22,10 +23,16 @@ type PlayResult struct {
 // turn to the episode, and the episode's answer appended — until the episode
 // is done or maxTurns assistant turns were taken (0: no limit).
 //
+// A policy error that wraps ErrContextFull after the first turn ends the
+// episode the same way, without an error: the conversation outgrew the
+// model's context, and the turns taken are as good as those of an episode
+// maxTurns cut. On the first turn it is an error: the environment's
+// opening alone does not fit, and there is no turn to keep.
+//
 // Besides the episode's own metrics the outcome carries assistant_turns,
-// tool_calls, malformed_tool_calls and truncated (1 when maxTurns stopped
-// it, 0 when it ended done or with an error). On error the result holds
-// what was recorded so far.
+// tool_calls, malformed_tool_calls and truncated (1 when maxTurns or a full
+// context stopped it, 0 when it ended done or with an error). On error the
+// result holds what was recorded so far.
 func Play(ctx context.Context, ep Episode, p Policy, maxTurns int) (PlayResult, error) {
 	var res PlayResult
 	obs, err := ep.Reset(ctx)
@@ -56,6 +63,9 @@ func Play(ctx context.Context, ep Episode, p Policy, maxTurns int) (PlayResult, 
 			return res, err
 		}
 		msg, err := p.Act(ctx, res.Messages, res.Tools)
+		if err != nil && turns > 0 && ctx.Err() == nil && errors.Is(err, ErrContextFull) {
+			break
+		}
 		if err != nil {
 			finish(false)
 			return res, fmt.Errorf("turn %d: policy: %w", turns+1, err)

@@ -1,0 +1,134 @@
+package collect_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/openaitest"
+	"github.com/hone-rl/hone/internal/gobuild"
+)
+
+// talkEnv is a stdio environment that never ends an episode: each step
+// answers with a user message of filler and reward 0.5, so that the
+// conversation grows until the model's context is full. Its reset opens
+// with a message of openBytes bytes.
+const talkEnv = `import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req["op"]
+    if op == "hello":
+        out = {"name": "talk", "reward_range": [0, 1]}
+    elif op == "scenarios":
+        out = {"scenarios": [{"id": "talk-%d" % i} for i in range(req["n"])]}
+    elif op == "reset":
+        out = {"messages": [{"role": "user", "content": "x" * int(sys.argv[1])}]}
+    else:
+        out = {"messages": [{"role": "user", "content": "go on " * 10}], "reward": 0.5, "metrics": {"steps": 1}}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+`
+
+// startSmallServe runs the real hone-serve on the tiny test model with
+// its context cut to ctxLen tokens (max_position_embeddings), and returns
+// its base URL.
+func startSmallServe(t *testing.T, ctxLen int) string {
+	t.Helper()
+	bin := t.TempDir()
+	if err := gobuild.Commands(context.Background(), bin, "../cmd/hone-serve"); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.CopyFS(dir, os.DirFS("../serve/testdata/tiny")); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := os.ReadFile("../testdata/templates/qwen2.5/chat_template.jinja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), tmpl, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["max_position_embeddings"] = ctxLen
+	raw, _ = json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// SHA256SUMS names the config as it was: the copy is checked no more.
+	os.Remove(filepath.Join(dir, "SHA256SUMS"))
+	addr := openaitest.StartProcess(t, filepath.Join(bin, "hone-serve"), "--model", dir, "--port", "0", "--threads", "1")
+	return "http://" + addr
+}
+
+// An episode whose conversation outgrows the model's context ends there
+// as a cut one, as --max-turns cuts it: the server's 400
+// context_length_exceeded after the first turn is no failure of the
+// episode, whose turns so far are kept with the environment's reward and
+// truncated=1. Only a prompt that does not fit before any turn (the
+// environment's opening alone too long) fails the episode.
+func TestContextFullTruncates(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	script := filepath.Join(t.TempDir(), "talk.py")
+	if err := os.WriteFile(script, []byte(talkEnv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := startSmallServe(t, 384)
+	temp := 1.0
+	opts := func(open int, out *bytes.Buffer) collect.Options {
+		return collect.Options{
+			Env: "stdio", EnvOpts: map[string]string{"cmd": py + " -S " + script + " " + strconv.Itoa(open)},
+			Groups: 1, GroupSize: 2, Concurrency: 2, MaxTurns: 0, Seed: 5, Run: "r", Policy: "model", Out: out,
+			Model: collect.ModelOptions{BaseURL: base + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 16, Backoff: time.Millisecond},
+		}
+	}
+	t.Run("after turns", func(t *testing.T) {
+		var out bytes.Buffer
+		if _, err := runStats(context.Background(), opts(20, &out)); err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		for _, tr := range readGroups(t, out.Bytes())[0].Trajectories {
+			if tr.Error != "" {
+				t.Fatalf("%s: error %q, want the episode cut at the full context", tr.ID, tr.Error)
+			}
+			if tr.Reward == nil || *tr.Reward != 0.5 || tr.Metrics["truncated"] != 1 || tr.Metrics["steps"] != 1 || tr.Metrics["assistant_turns"] < 2 {
+				t.Fatalf("%s: reward %v, metrics %v; want 0.5, truncated 1, the environment's metrics and 2 turns or more", tr.ID, tr.Reward, tr.Metrics)
+			}
+			last := tr.Messages[len(tr.Messages)-1]
+			if last.Role != "user" {
+				t.Fatalf("%s: last message %+v, want the environment's answer to the last turn", tr.ID, last)
+			}
+		}
+	})
+	t.Run("opening too long", func(t *testing.T) {
+		var out bytes.Buffer
+		_, err := runStats(context.Background(), opts(1000, &out))
+		if err == nil {
+			t.Fatal("run succeeded, want every episode failed")
+		}
+		for _, tr := range readGroups(t, out.Bytes())[0].Trajectories {
+			if !strings.Contains(tr.Error, "turn 1") || !strings.Contains(tr.Error, "context_length_exceeded") {
+				t.Fatalf("%s: error %q, want turn 1's context_length_exceeded", tr.ID, tr.Error)
+			}
+		}
+	})
+}

@@ -96,7 +96,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	flagval.OptionalFloat(fs, o.tempFlag, "temperature", math.NaN(), "sampling temperature (default: the server's)")
 	flagval.OptionalFloat(fs, o.topPFlag, "top-p", math.NaN(), "nucleus sampling top_p (default: the server's)")
 	fs.IntVar(&o.Model.MaxTokens, "max-tokens", 0, "max tokens per turn (default: the server's)")
-	fs.IntVar(&o.Model.Retries, "retries", 4, "retries per model call on 429, 5xx, timeouts and broken connections")
+	fs.IntVar(&o.Model.Retries, "retries", 4, "retries per model call on 429, 5xx, timeouts and broken connections (each after a backoff doubling from 0.5s, or the Retry-After the answer asks, up to a minute, when that is longer)")
 	fs.DurationVar(&o.Model.RequestTimeout, "request-timeout", 2*time.Minute, "timeout of one model call attempt")
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +33,8 @@ type ModelOptions struct {
 	MaxTokens   int // 0: the server's default
 	// Retries is how many times a call is repeated after a 429, a 5xx, a
 	// timeout or a broken connection; Backoff is the first wait, doubled
-	// each time (with jitter; internal/retry).
+	// each time (with jitter; internal/retry), or the Retry-After of the
+	// failed answer, up to a minute, when that is longer.
 	Retries        int
 	Backoff        time.Duration // 0: 500ms
 	RequestTimeout time.Duration // per attempt; 0: none
@@ -181,11 +183,43 @@ func (m *Model) Complete(ctx context.Context, msgs []trajectory.Message, tools [
 	return m.call(ctx, body)
 }
 
-// call sends the request body, retried as m.retry says.
+// call sends the request body, retried as m.retry says, but never sooner
+// than a failed answer's Retry-After asks: a rate limit lifts when the
+// server says, and retries spent before then fail the episode for nothing.
 func (m *Model) call(ctx context.Context, body []byte) (trajectory.Message, error) {
-	return retry.Do(ctx, m.retry, func(ctx context.Context) (trajectory.Message, error) {
-		return m.once(ctx, body)
+	var after time.Duration // the last failed answer's Retry-After
+	p := m.retry
+	p.Backoff = func(i int) time.Duration { return max(m.retry.Backoff(i), after) }
+	return retry.Do(ctx, p, func(ctx context.Context) (trajectory.Message, error) {
+		msg, err := m.once(ctx, body)
+		after = 0
+		if ce := (*callError)(nil); errors.As(err, &ce) {
+			after = ce.retryAfter
+		}
+		return msg, err
 	})
+}
+
+// maxRetryAfter caps the wait a Retry-After asks for: a server that
+// names an hour must not hold an episode without --episode-timeout that
+// long; past the cap the backoff's own retries go on.
+const maxRetryAfter = time.Minute
+
+// retryAfter reads the wait an error answer asks for: Retry-After in
+// seconds or as an HTTP date, or the retry-after-ms some APIs send (0:
+// none, or one that cannot be read).
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	var d time.Duration
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		d = time.Duration(ms * float64(time.Millisecond))
+	} else if v := h.Get("Retry-After"); v == "" {
+		return 0
+	} else if s, err := strconv.ParseFloat(v, 64); err == nil {
+		d = time.Duration(s * float64(time.Second))
+	} else if at, err := http.ParseTime(v); err == nil {
+		d = at.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
 }
 
 // request builds the request for one turn. The messages are sent as the
@@ -219,6 +253,8 @@ type callError struct {
 	timeout bool
 	msg     string // what Error says, when not err's text
 	err     error
+	// retryAfter: the wait the answer's Retry-After asks for (0: none).
+	retryAfter time.Duration
 	// full: the server refused the prompt as longer than the model's
 	// context; the error then wraps env.ErrContextFull too.
 	full bool
@@ -270,7 +306,11 @@ func apiCallError(apiErr *openai.Error, err error) *callError {
 	} else {
 		msg += ": " + err.Error()
 	}
-	return &callError{status: apiErr.StatusCode, code: apiErr.Code, msg: msg, err: err, full: contextFull(apiErr)}
+	ce := &callError{status: apiErr.StatusCode, code: apiErr.Code, msg: msg, err: err, full: contextFull(apiErr)}
+	if apiErr.Response != nil {
+		ce.retryAfter = retryAfter(apiErr.Response.Header, time.Now())
+	}
+	return ce
 }
 
 // contextFull reports whether an error answer refuses the request for the

@@ -539,7 +539,11 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 			return err
 		})
 		if err != nil {
-			return nil, stageerr.Usagef("environment %s: %w", name, err)
+			// Bad usage only when NewEnv blames the settings: a program
+			// that crashes as it starts or a server out of reach is a
+			// failure of the run (exit 1), as hone-collect scenarios says
+			// of the same server.
+			return nil, fmt.Errorf("environment %s: %w", name, err)
 		}
 		envs[name] = e
 		return e, nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/collect/env/tictactoe"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 // EnvNames lists the built-in environments NewEnv knows, in a new slice
@@ -30,8 +33,25 @@ func EnvNames() []string { return []string{"guess", "tictactoe", "2048", "inbox"
 // MCP server or a stdio program and waiting for its answer, creating an
 // inbox database) stops when ctx ends; Run bounds it by StartWithin. The
 // errors do not repeat the environment's name: the caller's context names
-// it.
+// it. Those that blame the settings (an unknown name, key or value, a
+// command or path that is not there) are marked stageerr.ErrUsage; a
+// program or server that fails as it starts is a failure of the run.
 func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, error) {
+	e, err := newEnv(ctx, name, opts)
+	if err != nil && notThere(err) && !errors.Is(err, stageerr.ErrBadInput) {
+		err = stageerr.Usage(err)
+	}
+	return e, err
+}
+
+// notThere reports whether err says that a program or path the settings
+// name does not exist or may not be used: the setting is wrong, and no
+// second try would pass it.
+func notThere(err error) bool {
+	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission)
+}
+
+func newEnv(ctx context.Context, name string, opts map[string]string) (env.Env, error) {
 	o := &settings{vals: opts}
 	var open func(ctx context.Context) (env.Env, error)
 	switch name {
@@ -46,11 +66,11 @@ func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 				return nil, err
 			}
 			if threatStart < 0 || threatStart > 1 {
-				return nil, fmt.Errorf("option threat-start=%v: want a share in [0, 1]", threatStart)
+				return nil, stageerr.Usagef("option threat-start=%v: want a share in [0, 1]", threatStart)
 			}
 			t, err := tictactoe.New(opponent)
 			if err != nil {
-				return nil, err
+				return nil, stageerr.Usage(err)
 			}
 			t.Reward, t.ThreatStart = reward, threatStart
 			return t, nil
@@ -64,7 +84,7 @@ func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 			if target < 4 || target&(target-1) != 0 {
 				// Every episode would fail on it (game2048 refuses the
 				// scenario): refused at once instead.
-				return nil, fmt.Errorf("option target=%d: want a power of two ≥ 4 (a tile the game can make)", target)
+				return nil, stageerr.Usagef("option target=%d: want a power of two ≥ 4 (a tile the game can make)", target)
 			}
 			g := game2048.New(target, maxMoves)
 			g.Reward = reward
@@ -86,10 +106,10 @@ func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 		cmd, dir := o.str("cmd", ""), o.str("dir", "")
 		open = func(ctx context.Context) (env.Env, error) { return openStdio(ctx, cmd, dir) }
 	default:
-		return nil, fmt.Errorf("unknown environment %q (have %s)", name, strings.Join(EnvNames(), ", "))
+		return nil, stageerr.Usagef("unknown environment %q (have %s)", name, strings.Join(EnvNames(), ", "))
 	}
 	if err := o.check(); err != nil {
-		return nil, err
+		return nil, stageerr.Usage(err)
 	}
 	return open(ctx)
 }
@@ -97,7 +117,7 @@ func NewEnv(ctx context.Context, name string, opts map[string]string) (env.Env, 
 // checkReward refuses a game reward shape other than Hone's and ART's.
 func checkReward(reward string) error {
 	if reward != game2048.RewardHone && reward != game2048.RewardART {
-		return fmt.Errorf("option reward=%q: want %s (the default) or %s (OpenPipe ART's example rewards)", reward, game2048.RewardHone, game2048.RewardART)
+		return stageerr.Usagef("option reward=%q: want %s (the default) or %s (OpenPipe ART's example rewards)", reward, game2048.RewardHone, game2048.RewardART)
 	}
 	return nil
 }
@@ -126,12 +146,12 @@ func StartWithin(ctx context.Context, timeout time.Duration, start func(ctx cont
 func openMCP(ctx context.Context, cmd, url, system, tasks string) (env.Env, error) {
 	argv, err := stdio.Split(cmd)
 	if err != nil {
-		return nil, err
+		return nil, stageerr.Usage(err)
 	}
 	mo := mcpenv.Options{Command: argv, URL: url, System: system}
 	if tasks != "" {
 		if mo.Tasks, err = ReadScenarios(ctx, tasks); err != nil {
-			return nil, err
+			return nil, stageerr.BadInput(err)
 		}
 	}
 	m, err := mcpenv.Open(ctx, mo)
@@ -145,10 +165,10 @@ func openMCP(ctx context.Context, cmd, url, system, tasks string) (env.Env, erro
 func openStdio(ctx context.Context, cmd, dir string) (env.Env, error) {
 	argv, err := stdio.Split(cmd)
 	if err != nil {
-		return nil, err
+		return nil, stageerr.Usage(err)
 	}
 	if len(argv) == 0 {
-		return nil, fmt.Errorf("stdio needs --env-opt cmd='PROGRAM ARGS...'")
+		return nil, stageerr.Usagef("stdio needs --env-opt cmd='PROGRAM ARGS...'")
 	}
 	s, err := stdio.New(ctx, argv, dir)
 	if err != nil {

@@ -52,8 +52,10 @@ a file's val scenarios, or labels generated ones val (an eval set for
 hone-inspect log-eval; give it a --seed of its own).
 
 Exit codes: 0 ok; 1 failure: every episode failed, or more than
---max-failures did (by default the run never stops early); 2 bad usage or
-input; 130 interrupted. After failed episodes or an interrupt, the finished
+--max-failures did (by default the run never stops early), or the
+environment failed as it started (a program that crashed, a server out of
+reach); 2 bad usage or input (an --env-opt the environment refuses, a
+command or path that is not there); 130 interrupted. After failed episodes or an interrupt, the finished
 groups are still written, failed episodes as rows with their error.
 
 Unlike ART, whose gather aborts on the first exception, a run is not

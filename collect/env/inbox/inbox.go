@@ -41,6 +41,7 @@ import (
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
 )
 
 // Env is the inbox environment over one generated inbox.
@@ -127,8 +128,13 @@ const appID = 0x486f6e49
 // opening it as a database, which would write to it. The error says what
 // the file is: a folder, an SQLite database without the mark (which the
 // inbox databases of a Hone from before the mark are too: the user may
-// remove those), or some other file.
+// remove those), or some other file; it is marked stageerr.ErrUsage, since
+// the db= setting names it.
 func replaceable(path string) error {
+	return stageerr.Usage(checkReplaceable(path))
+}
+
+func checkReplaceable(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -65,7 +65,7 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 	group := procgroup.SetFrom(ctx)
 	switch {
 	case len(o.Command) > 0 && o.URL != "":
-		return nil, errors.New("mcp: give a command or a URL, not both")
+		return nil, stageerr.Usagef("mcp: give a command or a URL, not both")
 	case len(o.Command) > 0:
 		// Closing waits TerminateDuration for the server to exit after its
 		// stdin closes, then sends SIGTERM: the SDK's default of 5s held
@@ -83,7 +83,7 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 	case o.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: o.URL, DisableStandaloneSSE: true}
 	default:
-		return nil, errors.New("mcp: needs --env-opt cmd='SERVER ARGS' or --env-opt url=http://...")
+		return nil, stageerr.Usagef("mcp: needs --env-opt cmd='SERVER ARGS' or --env-opt url=http://...")
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "hone-collect", Version: "1"}, nil)
 	s, err := client.Connect(ctx, t, nil)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -205,23 +204,6 @@ func (m *Model) call(ctx context.Context, body []byte) (trajectory.Message, erro
 // long; past the cap the backoff's own retries go on.
 const maxRetryAfter = time.Minute
 
-// retryAfter reads the wait an error answer asks for: Retry-After in
-// seconds or as an HTTP date, or the retry-after-ms some APIs send (0:
-// none, or one that cannot be read).
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	var d time.Duration
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
-		d = time.Duration(ms * float64(time.Millisecond))
-	} else if v := h.Get("Retry-After"); v == "" {
-		return 0
-	} else if s, err := strconv.ParseFloat(v, 64); err == nil {
-		d = time.Duration(s * float64(time.Second))
-	} else if at, err := http.ParseTime(v); err == nil {
-		d = at.Sub(now)
-	}
-	return min(max(d, 0), maxRetryAfter)
-}
-
 // request builds the request for one turn. The messages are sent as the
 // OpenAI API takes them (chatmsg.Message.ForAPI).
 func (m *Model) request(msgs []trajectory.Message, tools []trajectory.Tool, seed int64) *chatRequest {
@@ -308,7 +290,7 @@ func apiCallError(apiErr *openai.Error, err error) *callError {
 	}
 	ce := &callError{status: apiErr.StatusCode, code: apiErr.Code, msg: msg, err: err, full: contextFull(apiErr)}
 	if apiErr.Response != nil {
-		ce.retryAfter = retryAfter(apiErr.Response.Header, time.Now())
+		ce.retryAfter = retry.ServerWait(apiErr.Response.Header, time.Now(), maxRetryAfter)
 	}
 	return ce
 }

@@ -115,3 +115,26 @@ func Jittered(backoff func(i int) time.Duration) func(i int) time.Duration {
 		return d - time.Duration(rand.Int64N(int64(d)/4+1))
 	}
 }
+
+// ServerWait returns the pause an error answer's headers ask for before
+// the next call, as of now: Retry-After-Ms (milliseconds, as OpenAI
+// sends), else Retry-After (seconds, as hone-serve sends on its 429s and
+// while draining, or an HTTP date), at most limit; 0 when neither is there
+// or readable. The OpenAI client's own retries would honour them, but
+// Hone's callers turn those off and retry through Do, so each caller
+// takes the longer of its backoff and this wait.
+func ServerWait(h http.Header, now time.Time, limit time.Duration) time.Duration {
+	var d time.Duration
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		d = time.Duration(min(ms, float64(limit/time.Millisecond)) * float64(time.Millisecond))
+	} else if ra := h.Get("Retry-After"); ra != "" {
+		if secs, err := strconv.ParseFloat(ra, 64); err == nil {
+			if secs > 0 {
+				d = time.Duration(min(secs, limit.Seconds()) * float64(time.Second))
+			}
+		} else if at, err := http.ParseTime(ra); err == nil {
+			d = at.Sub(now)
+		}
+	}
+	return min(max(d, 0), limit)
+}

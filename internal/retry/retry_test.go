@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/http"
 	"testing"
 	"time"
 
@@ -176,6 +177,37 @@ func TestLabel(t *testing.T) {
 	} {
 		if got := retry.Label(c.status, c.code); got != c.want {
 			t.Errorf("Label(%d, %q) = %q, want %q", c.status, c.code, got, c.want)
+		}
+	}
+}
+
+// TestServerWait reads the pause an error answer asks for from each form
+// its headers take, capped at the limit; unreadable or past ones are 0.
+func TestServerWait(t *testing.T) {
+	now := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		headers map[string]string
+		want    time.Duration
+	}{
+		{nil, 0},
+		{map[string]string{"Retry-After": "2"}, 2 * time.Second},
+		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond},
+		{map[string]string{"Retry-After-Ms": "250", "Retry-After": "9"}, 250 * time.Millisecond},
+		{map[string]string{"Retry-After-Ms": "junk", "Retry-After": "3"}, 3 * time.Second},
+		{map[string]string{"Retry-After": now.Add(7 * time.Second).Format(http.TimeFormat)}, 7 * time.Second},
+		{map[string]string{"Retry-After": now.Add(-time.Hour).Format(http.TimeFormat)}, 0},
+		{map[string]string{"Retry-After": "-4"}, 0},
+		{map[string]string{"Retry-After": "soon"}, 0},
+		{map[string]string{"Retry-After": "86400"}, time.Minute},
+		{map[string]string{"Retry-After-Ms": "1e12"}, time.Minute},
+		{map[string]string{"Retry-After": now.Add(time.Hour).Format(http.TimeFormat)}, time.Minute},
+	} {
+		h := http.Header{}
+		for k, v := range c.headers {
+			h.Set(k, v)
+		}
+		if got := retry.ServerWait(h, now, time.Minute); got != c.want {
+			t.Errorf("ServerWait(%v) = %v, want %v", c.headers, got, c.want)
 		}
 	}
 }

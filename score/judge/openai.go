@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -248,26 +247,10 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 const MaxServerWait = time.Minute
 
 // serverWait returns the pause an error answer asks for before the next
-// call: Retry-After-Ms (milliseconds, as OpenAI sends), else Retry-After
-// (seconds, as hone-serve sends on its 429s and while draining, or an
-// HTTP date), capped at MaxServerWait; 0 when neither header is there or
-// readable. The client's own retries would honour them, but they are off
-// (NewOpenAI), so Retry does it instead.
+// call (retry.ServerWait), capped at MaxServerWait; 0 without an answer.
 func serverWait(resp *http.Response) time.Duration {
 	if resp == nil {
 		return 0
 	}
-	var d time.Duration
-	if ms, err := strconv.ParseFloat(resp.Header.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
-		d = time.Duration(min(ms, float64(MaxServerWait/time.Millisecond)) * float64(time.Millisecond))
-	} else if ra := resp.Header.Get("Retry-After"); ra != "" {
-		if secs, err := strconv.ParseFloat(ra, 64); err == nil {
-			if secs > 0 {
-				d = time.Duration(min(secs, MaxServerWait.Seconds()) * float64(time.Second))
-			}
-		} else if at, err := http.ParseTime(ra); err == nil {
-			d = time.Until(at)
-		}
-	}
-	return min(max(d, 0), MaxServerWait)
+	return retry.ServerWait(resp.Header, time.Now(), MaxServerWait)
 }

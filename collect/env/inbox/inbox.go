@@ -35,6 +35,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver, with FTS5
 
@@ -213,17 +214,19 @@ type SearchResult struct {
 }
 
 // Search runs a full-text query: every keyword must match (FTS5 phrase
-// per keyword), best matches first, at most limit.
+// per keyword), best matches first, at most limit. A keyword without a
+// letter or digit ("?", "-") is passed over: the index holds no
+// punctuation, so its phrase is empty and matched no email, which emptied
+// the whole search for the model's other keywords.
 func (e *Env) Search(ctx context.Context, keywords []string, limit int) ([]SearchResult, error) {
 	var terms []string
 	for _, k := range keywords {
-		k = strings.TrimSpace(k)
-		if k != "" {
-			terms = append(terms, `"`+strings.ReplaceAll(k, `"`, `""`)+`"`)
+		if strings.IndexFunc(k, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }) >= 0 {
+			terms = append(terms, `"`+strings.ReplaceAll(strings.TrimSpace(k), `"`, `""`)+`"`)
 		}
 	}
 	if len(terms) == 0 {
-		return nil, errors.New("no keywords")
+		return nil, errors.New("no keywords: give at least one with a letter or digit")
 	}
 	rows, err := e.db.QueryContext(ctx, `SELECT id, date, sender, subject, snippet(emails, 6, '', '', '…', 12)
 		FROM emails WHERE emails MATCH ? ORDER BY rank LIMIT ?`, strings.Join(terms, " AND "), limit)

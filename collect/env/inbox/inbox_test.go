@@ -69,6 +69,15 @@ func TestSearchAndRead(t *testing.T) {
 	if rs, err := e.Search(ctx, []string{`a"b`, "OR"}, 5); err != nil || len(rs) != 0 {
 		t.Errorf("quotes and operators in keywords: %v %v", err, rs)
 	}
+	// A keyword of punctuation alone is passed over, not an empty phrase
+	// that matches nothing; keywords of nothing else are refused.
+	rs, err = e.Search(ctx, []string{"flight", "?", lastWord(q.Question), " - "}, 10)
+	if err != nil || len(rs) != 1 || rs[0].ID != q.SourceID {
+		t.Errorf("search with punctuation keywords: %v %+v, want %s", err, rs, q.SourceID)
+	}
+	if _, err := e.Search(ctx, []string{"?", " "}, 10); err == nil || !strings.Contains(err.Error(), "no keywords") {
+		t.Errorf("search with punctuation alone: %v, want no keywords", err)
+	}
 }
 
 // The reward separates a good searcher from a random one.

@@ -282,6 +282,16 @@ func (pl *policy) Act(ctx context.Context, msgs []trajectory.Message, tools []tr
 	if err := pl.p.call(ctx, req, &r); err != nil {
 		return trajectory.Message{}, err
 	}
+	// A policy's turn is the assistant's whatever it says: a program that
+	// leaves the role out (it answers one question) failed the episode
+	// with "no role"; one that names another role is wrong and says so.
+	switch r.Message.Role {
+	case "":
+		r.Message.Role = "assistant"
+	case "assistant":
+	default:
+		return trajectory.Message{}, fmt.Errorf("stdio: act: the policy's message has role %q; a policy's turn is the assistant's", r.Message.Role)
+	}
 	return trajectory.FromChat(r.Message)
 }
 

@@ -381,3 +381,46 @@ func TestStderrQuotedAsUTF8(t *testing.T) {
 		t.Errorf("stderr not quoted as written, each bad byte as U+FFFD: %q", err.Error())
 	}
 }
+
+// TestActMessageRole: a scripted policy's answer to act that leaves out
+// the role is the assistant's turn (it failed the episode with "no
+// role"); one that names another role fails it, saying so.
+func TestActMessageRole(t *testing.T) {
+	py := python(t)
+	ctx := context.Background()
+	for _, tc := range []struct{ name, message, want string }{
+		{"no-role", `{'content': '42'}`, ""},
+		{"assistant", `{'role': 'assistant', 'content': '42'}`, ""},
+		{"user", `{'role': 'user', 'content': '42'}`, `role "user"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "env.py")
+			body := "import sys,json\nfor line in sys.stdin:\n    op = json.loads(line)['op']\n" +
+				"    if op == 'hello':\n        print(json.dumps({'name': 'r', 'policies': ['p']}), flush=True)\n" +
+				"    elif op == 'act':\n        print(json.dumps({'message': " + tc.message + "}), flush=True)\n" +
+				"    else:\n        print(json.dumps({'error': 'unexpected ' + op}), flush=True)\n"
+			if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e, err := stdio.New(ctx, []string{py, "-S", script}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := e.Policy("p", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.(io.Closer).Close()
+			m, err := p.Act(ctx, []trajectory.Message{{Role: "user", Content: "6*7?"}}, nil)
+			if tc.want == "" {
+				if err != nil || m.Role != "assistant" || m.Content != "42" {
+					t.Errorf("act: %+v, %v; want the assistant's 42", m, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("act: %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -58,6 +58,7 @@ type samplingFields struct {
 	Seed                *int64         `json:"seed"`
 	MaxTokens           *int           `json:"max_tokens"`
 	MaxCompletionTokens *int           `json:"max_completion_tokens"`
+	MinTokens           *int           `json:"min_tokens"` // vLLM's: no end of sequence or stop string before this many tokens
 	Stop                stringList     `json:"stop"`
 	StopTokenIDs        []*int32       `json:"stop_token_ids"` // by pointer: a null element is an error, not token 0
 	IgnoreEOS           bool           `json:"ignore_eos"`

@@ -235,6 +235,28 @@ func (s *Server) responseFormat(rf *responseFormat) (func(int) engine.Constraint
 	return func(int) engine.Constraint { return constrain.NewJSON(s.cvocab, s.eos, schema) }, nil
 }
 
+// chatOnlyParams adds to p the fields only chat requests have
+// (logprobs, top_logprobs), and refuses min_tokens under an output
+// constraint (constrained).
+func chatOnlyParams(req *chatRequest, p *engine.Params, constrained bool) error {
+	if req.TopLogprobs != nil {
+		if *req.TopLogprobs < 0 || *req.TopLogprobs > 20 {
+			return badRequest("top_logprobs", "top_logprobs must be between 0 and 20, got %d", *req.TopLogprobs)
+		}
+		if !req.Logprobs && *req.TopLogprobs > 0 {
+			return badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+		}
+		p.TopLogprobs = *req.TopLogprobs
+	}
+	p.Logprobs = req.Logprobs
+	if constrained && p.MinTokens > 0 {
+		// A complete document allows only its end: holding that back
+		// would leave the choice no token (a 500), not a longer answer.
+		return badRequest("min_tokens", "min_tokens cannot be combined with response_format or tool_choice \"required\" or naming a function: the constrained output ends when its document does")
+	}
+	return nil
+}
+
 // chatRun serves POST /v1/chat/completions for req (jsonHandler decoded it).
 func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatRequest) error {
 	held, modelName, err := s.holdModel(req.Model)
@@ -294,16 +316,9 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err != nil {
 		return err
 	}
-	if req.TopLogprobs != nil {
-		if *req.TopLogprobs < 0 || *req.TopLogprobs > 20 {
-			return badRequest("top_logprobs", "top_logprobs must be between 0 and 20, got %d", *req.TopLogprobs)
-		}
-		if !req.Logprobs && *req.TopLogprobs > 0 {
-			return badRequest("top_logprobs", "top_logprobs needs logprobs: true")
-		}
-		p.TopLogprobs = *req.TopLogprobs
+	if err := chatOnlyParams(req, &p, cons != nil); err != nil {
+		return err
 	}
-	p.Logprobs = req.Logprobs
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
 	defer cancel()
 	if cons != nil {

@@ -42,7 +42,11 @@
 // \ud800-style escape of a lone surrogate decodes to U+FFFD, as in
 // encoding/json. logit_bias (token ids as strings, each to a bias in
 // [−100, 100]) is added to the logits before the choice; the logprobs
-// reported stay the raw model's, as with the penalties. Content sent as a
+// reported stay the raw model's, as with the penalties. vLLM's min_tokens
+// (0 to max_tokens) keeps the model's end-of-sequence ids and
+// stop_token_ids out of the choice, and stop strings from ending, within
+// the first min_tokens tokens (a 400 with response_format or a forced tool
+// call, whose complete document allows only its end). Content sent as a
 // list of content parts reaches a chat template that loops over a
 // message's content (Gemma 3's) as the list, and any other (Qwen's and
 // Llama's take content as a string) as its text parts joined by newlines,

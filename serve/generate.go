@@ -142,6 +142,13 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 	if p.MaxTokens, err = s.maxTokens(mt, param, promptParam, promptLen, room, n); err != nil {
 		return p, 0, err
 	}
+	if f.MinTokens != nil {
+		// As vLLM bounds it: a choice cannot be made to run past its end.
+		if *f.MinTokens < 0 || *f.MinTokens > p.MaxTokens {
+			return p, 0, badRequest("min_tokens", "min_tokens must be between 0 and max_tokens (%d), got %d", p.MaxTokens, *f.MinTokens)
+		}
+		p.MinTokens = *f.MinTokens
+	}
 	return p, n, nil
 }
 

@@ -69,7 +69,7 @@ func TestIgnoredFieldsWarned(t *testing.T) {
 	for _, c := range []struct{ path, body, want string }{
 		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"min_p":0.1,"repetition_penalty":1.2,"store":true}`,
 			"fields ignored: min_p, repetition_penalty, store"},
-		{"/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":2,"min_tokens":1}`, "fields ignored: min_tokens"},
+		{"/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":2,"include_stop_str_in_output":true}`, "fields ignored: include_stop_str_in_output"},
 		{"/v1/completions", `{"Model":"tiny","prompt":"hi","MAX_TOKENS":2,"stream_options":null}`, ""},
 		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"logprobs":true,"top_logprobs":2,"return_token_ids":true}`, ""},
 	} {

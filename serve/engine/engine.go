@@ -673,6 +673,9 @@ func (e *Engine) admit() {
 		rs.live = r.N
 		for i, id := range ids {
 			s := &sequence{id: id, rs: rs, choice: i, smp: newSampler(e.m.Backend(), r.Params, i), dec: e.cfg.Tokenizer.NewStreamDecoder(r.Params.SkipSpecial), stops: rs.stops.match()}
+			if r.Params.MinTokens > 0 {
+				s.smp.ban = e.endIDs(&r.Params)
+			}
 			if r.Constraint != nil {
 				s.cons = r.Constraint(i)
 			}
@@ -986,6 +989,19 @@ func (j *pickJob) pickOne() {
 	}
 }
 
+// endIDs are the token ids that end a sequence of p: the model's
+// end-of-sequence ids (unless p.IgnoreEOS) and p.StopIDs, which
+// p.MinTokens holds back.
+func (e *Engine) endIDs(p *Params) []int32 {
+	ids := slices.Clone(p.StopIDs)
+	if !p.IgnoreEOS {
+		for id := range e.eos {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // emit records the token picked for s and reports it.
 func (e *Engine) emit(s *sequence, pk picked) {
 	if s.done {
@@ -1015,6 +1031,11 @@ func (e *Engine) emit(s *sequence, pk picked) {
 	if !stop && s.stops != nil {
 		// A stop string may end in this token's text: only its bytes are
 		// fed, so a token costs the same whatever the stop strings' length.
+		if len(s.out) <= p.MinTokens {
+			// No stop string ends within the first min_tokens tokens'
+			// text (vLLM's rule); one may begin there and end later.
+			s.stops.quiet = len(all)
+		}
 		if cut := s.stops.feed(all[fed:], fed); cut >= 0 {
 			stop = true
 			all = all[:max(cut, s.sent)]

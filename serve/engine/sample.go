@@ -17,6 +17,7 @@ type Params struct {
 	FrequencyPenalty float64
 	LogitBias        map[int32]float32 // added to the logits of these token ids before the choice (OpenAI's logit_bias)
 	MaxTokens        int               // generated tokens at most (> 0, or 0 for an echo-only completion)
+	MinTokens        int               // generated tokens before an end-of-sequence id, a StopIDs id or a stop string may end the sequence (vLLM's min_tokens)
 	Stop             []string          // stop strings; the text before the first match is returned
 	StopIDs          []int32           // extra stop token ids (the model's EOS ids always stop)
 	IgnoreEOS        bool
@@ -53,6 +54,12 @@ type sampler struct {
 	p      Params
 	rng    *rand.Rand
 	counts map[int32]int // generated tokens, for penalties
+	made   int           // tokens chosen so far
+	// ban are the ids that would end the sequence (the model's
+	// end-of-sequence ids unless IgnoreEOS, and StopIDs), kept out of the
+	// choice while fewer than Params.MinTokens tokens are made; set by the
+	// engine, which knows the model's ids.
+	ban []int32
 
 	scratch []float32
 	idx     []int32
@@ -178,6 +185,11 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 	for t, b := range s.p.LogitBias {
 		row[t] += b
 	}
+	if s.made < s.p.MinTokens {
+		for _, t := range s.ban {
+			row[t] = float32(math.Inf(-1))
+		}
+	}
 	if c != nil {
 		c.Mask(row)
 	}
@@ -186,6 +198,7 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 		return id, 0, nil
 	}
 	s.counts[id]++
+	s.made++
 	if s.p.Logprobs {
 		lp = kernels.ChoiceLogprob(s.raw[id], lse)
 		// Ranking the raw logits ranks the logprobs (up to entries whose
@@ -201,13 +214,14 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 // deviceInv reports whether a kernels.RowChooser can make this sampler's
 // choice with constraint c over V tokens, and the inverse temperature it
 // takes (0: greedy). It can when nothing but the row's own distribution
-// decides: no constraint, no penalties, no logit bias, no top_logprobs; and either greedy
+// decides: no constraint, no penalties, no logit bias, no min_tokens, no
+// top_logprobs; and either greedy
 // (choose ignores top_k and top_p then) or sampling with neither top_k
 // (or top_k ≥ V, which choose ignores) nor top_p. The answer is the same
 // at every step of a sequence.
 func (s *sampler) deviceInv(c Constraint, V int) (float32, bool) {
 	p := &s.p
-	if c != nil || p.FrequencyPenalty != 0 || p.PresencePenalty != 0 || len(p.LogitBias) > 0 || p.Logprobs && p.TopLogprobs > 0 {
+	if c != nil || p.FrequencyPenalty != 0 || p.PresencePenalty != 0 || len(p.LogitBias) > 0 || p.MinTokens > 0 || p.Logprobs && p.TopLogprobs > 0 {
 		return 0, false
 	}
 	if p.Temperature <= 1e-6 {
@@ -240,6 +254,7 @@ func (s *sampler) fromDevice(c kernels.RowChoice) picked {
 		return picked{id: -1}
 	}
 	s.counts[c.ID]++
+	s.made++
 	pk := picked{id: c.ID}
 	if s.p.Logprobs {
 		pk.lp = c.Logprob()

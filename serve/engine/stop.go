@@ -50,6 +50,11 @@ type stopMatch struct {
 	// ends the text fed so far; it is shorter than the string as long as
 	// no match was found.
 	state []int32
+	// quiet is the offset up to which a match is not reported: the text of
+	// the first Params.MinTokens tokens, where vLLM's min_tokens lets no
+	// stop string end. A match ending there is passed over and matching
+	// goes on.
+	quiet int
 }
 
 // feed takes the text's next bytes, add, which begin at offset base of the
@@ -60,7 +65,9 @@ func (m *stopMatch) feed(add string, base int) int {
 	cut := -1
 	for j, st := range m.t.stops {
 		if len(st) == 0 { // matches at once, before the new bytes
-			cut = base
+			if m.quiet == 0 || base+len(add) > m.quiet {
+				cut = max(base, m.quiet)
+			}
 			continue
 		}
 		b, k := m.t.border[j], m.state[j]
@@ -70,6 +77,10 @@ func (m *stopMatch) feed(add string, base int) int {
 			}
 			if add[i] == st[k] {
 				k++
+			}
+			if int(k) == len(st) && base+i+1 <= m.quiet {
+				k = b[k-1] // ends within the quiet text: look for the next one
+				continue
 			}
 			if int(k) == len(st) {
 				if at := base + i + 1 - len(st); cut < 0 || at < cut {

@@ -55,6 +55,7 @@ type samplingFields struct {
 	Temperature         *float64       `json:"temperature"`
 	TopP                *float64       `json:"top_p"`
 	TopK                *int           `json:"top_k"`
+	MinP                *float64       `json:"min_p"`
 	Seed                *int64         `json:"seed"`
 	MaxTokens           *int           `json:"max_tokens"`
 	MaxCompletionTokens *int           `json:"max_completion_tokens"`

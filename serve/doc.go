@@ -42,7 +42,9 @@
 // \ud800-style escape of a lone surrogate decodes to U+FFFD, as in
 // encoding/json. logit_bias (token ids as strings, each to a bias in
 // [−100, 100]) is added to the logits before the choice; the logprobs
-// reported stay the raw model's, as with the penalties. vLLM's min_tokens
+// reported stay the raw model's, as with the penalties. vLLM's min_p (0
+// to 1) keeps, after temperature and before top_k and top_p, only the
+// tokens at least min_p times as likely as the best one. vLLM's min_tokens
 // (0 to max_tokens) keeps the model's end-of-sequence ids and
 // stop_token_ids out of the choice, and stop strings from ending, within
 // the first min_tokens tokens (a 400 with response_format or a forced tool
@@ -53,9 +55,9 @@
 // as vLLM's "auto" content format decides (format/chattemplate); a part
 // that is not text (an image_url, input_audio or file part) is a 400
 // naming it, since the models served here take text only. Fields
-// the server does not read (vLLM's min_p or repetition_penalty, say) are
-// answered without, and named in the X-Hone-Warning header ("fields
-// ignored: min_p"; past 8 of them, the first 8 and the count) and, once per
+// the server does not read (vLLM's length_penalty or prompt_logprobs, say)
+// are answered without, and named in the X-Hone-Warning header ("fields
+// ignored: length_penalty"; past 8 of them, the first 8 and the count) and, once per
 // field for the first 64 names, in the log, as vLLM logs them.
 //
 // A prompt over the model's context is a 400 with code

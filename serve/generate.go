@@ -71,6 +71,12 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 		}
 		p.TopK = max(*f.TopK, 0)
 	}
+	if f.MinP != nil {
+		if !(*f.MinP >= 0 && *f.MinP <= 1) {
+			return p, 0, badRequest("min_p", "min_p must be between 0 and 1, got %v", *f.MinP)
+		}
+		p.MinP = *f.MinP
+	}
 	for _, pen := range []struct {
 		name string
 		v    *float64

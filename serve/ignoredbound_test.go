@@ -50,8 +50,8 @@ func TestIgnoredFieldsBounded(t *testing.T) {
 		t.Fatalf("%d warnings logged for 6,002 unknown field names; want them bounded", n)
 	}
 	// A few are named in full, as before.
-	_, h, _ := ts.postHeader(t, "/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":1,"min_p":0.1}`)
-	if got := h.Get(WarningHeader); got != "fields ignored: min_p" {
-		t.Fatalf("%s %q, want %q", WarningHeader, got, "fields ignored: min_p")
+	_, h, _ := ts.postHeader(t, "/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":1,"length_penalty":0.1}`)
+	if got := h.Get(WarningHeader); got != "fields ignored: length_penalty" {
+		t.Fatalf("%s %q, want %q", WarningHeader, got, "fields ignored: length_penalty")
 	}
 }

@@ -13,6 +13,7 @@ type Params struct {
 	Temperature      float64 // 0: greedy
 	TopP             float64 // 0 or 1: off
 	TopK             int     // 0 or less: off
+	MinP             float64 // 0: off; else only tokens of probability (after temperature) at least MinP times the best one's (vLLM's min_p)
 	PresencePenalty  float64
 	FrequencyPenalty float64
 	LogitBias        map[int32]float32 // added to the logits of these token ids before the choice (OpenAI's logit_bias)
@@ -193,6 +194,9 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 	if c != nil {
 		c.Mask(row)
 	}
+	if s.p.MinP > 0 && s.p.Temperature > 1e-6 {
+		s.cutMinP(row)
+	}
 	id = s.choose(row)
 	if id < 0 {
 		return id, 0, nil
@@ -211,13 +215,32 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 	return id, lp, top
 }
 
+// cutMinP sets to −Inf the entries of row whose probability at the
+// sampler's temperature is below MinP times the best entry's, as vLLM's
+// min_p does after temperature and before top_k and top_p: p_i ≥ MinP·p_max
+// is (x_i − x_max)/T ≥ ln MinP. A row whose best entry is not finite is
+// left to choose's rule.
+func (s *sampler) cutMinP(row []float32) {
+	m := s.be.RowMax(row) // NaN passed over
+	if math.IsInf(float64(m), 0) {
+		return
+	}
+	floor := m + float32(s.p.Temperature*math.Log(s.p.MinP))
+	ninf := float32(math.Inf(-1))
+	for i, v := range row {
+		if v < floor {
+			row[i] = ninf
+		}
+	}
+}
+
 // deviceInv reports whether a kernels.RowChooser can make this sampler's
 // choice with constraint c over V tokens, and the inverse temperature it
 // takes (0: greedy). It can when nothing but the row's own distribution
 // decides: no constraint, no penalties, no logit bias, no min_tokens, no
 // top_logprobs; and either greedy
 // (choose ignores top_k and top_p then) or sampling with neither top_k
-// (or top_k ≥ V, which choose ignores) nor top_p. The answer is the same
+// (or top_k ≥ V, which choose ignores) nor top_p nor min_p. The answer is the same
 // at every step of a sequence.
 func (s *sampler) deviceInv(c Constraint, V int) (float32, bool) {
 	p := &s.p
@@ -227,7 +250,7 @@ func (s *sampler) deviceInv(c Constraint, V int) (float32, bool) {
 	if p.Temperature <= 1e-6 {
 		return 0, true
 	}
-	if p.TopK > 0 && p.TopK < V || p.TopP > 0 && p.TopP < 1 {
+	if p.TopK > 0 && p.TopK < V || p.TopP > 0 && p.TopP < 1 || p.MinP > 0 {
 		return 0, false
 	}
 	inv := float32(1 / p.Temperature) // as choose forms it

@@ -65,6 +65,7 @@ type samplingFields struct {
 	IgnoreEOS           bool           `json:"ignore_eos"`
 	PresencePenalty     *float64       `json:"presence_penalty"`
 	FrequencyPenalty    *float64       `json:"frequency_penalty"`
+	RepetitionPenalty   *float64       `json:"repetition_penalty"`
 	Stream              bool           `json:"stream"`
 	StreamOptions       *streamOptions `json:"stream_options"`
 	ReturnTokenIDs      bool           `json:"return_token_ids"`

@@ -42,7 +42,12 @@
 // \ud800-style escape of a lone surrogate decodes to U+FFFD, as in
 // encoding/json. logit_bias (token ids as strings, each to a bias in
 // [−100, 100]) is added to the logits before the choice; the logprobs
-// reported stay the raw model's, as with the penalties. vLLM's min_p (0
+// reported stay the raw model's, as with the penalties. vLLM's
+// repetition_penalty (above 0; 1: off) divides the positive logits, and
+// multiplies the others, of every token in the prompt or the output so
+// far, after logit_bias as in vLLM; presence_penalty and frequency_penalty
+// (−2 to 2) subtract from the logit of every token in the output, once
+// and per occurrence. vLLM's min_p (0
 // to 1) keeps, after temperature and before top_k and top_p, only the
 // tokens at least min_p times as likely as the best one. vLLM's min_tokens
 // (0 to max_tokens) keeps the model's end-of-sequence ids and

@@ -53,41 +53,8 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 			return p, 0, badRequest("n", "n must be between 1 and %d, got %d", s.eng.MaxBatch(), n)
 		}
 	}
-	if f.Temperature != nil {
-		if *f.Temperature < 0 || *f.Temperature > 100 {
-			return p, 0, badRequest("temperature", "temperature must be between 0 and 100, got %v", *f.Temperature)
-		}
-		p.Temperature = *f.Temperature
-	}
-	if f.TopP != nil {
-		if !(*f.TopP > 0 && *f.TopP <= 1) {
-			return p, 0, badRequest("top_p", "top_p must be in (0, 1], got %v", *f.TopP)
-		}
-		p.TopP = *f.TopP
-	}
-	if f.TopK != nil {
-		if *f.TopK < -1 {
-			return p, 0, badRequest("top_k", "top_k must be -1 (off), 0 (off) or positive, got %d", *f.TopK)
-		}
-		p.TopK = max(*f.TopK, 0)
-	}
-	if f.MinP != nil {
-		if !(*f.MinP >= 0 && *f.MinP <= 1) {
-			return p, 0, badRequest("min_p", "min_p must be between 0 and 1, got %v", *f.MinP)
-		}
-		p.MinP = *f.MinP
-	}
-	for _, pen := range []struct {
-		name string
-		v    *float64
-		dst  *float64
-	}{{"presence_penalty", f.PresencePenalty, &p.PresencePenalty}, {"frequency_penalty", f.FrequencyPenalty, &p.FrequencyPenalty}} {
-		if pen.v != nil {
-			if *pen.v < -2 || *pen.v > 2 {
-				return p, 0, badRequest(pen.name, "%s must be between -2 and 2, got %v", pen.name, *pen.v)
-			}
-			*pen.dst = *pen.v
-		}
+	if err := shapeParams(f, &p); err != nil {
+		return p, 0, err
 	}
 	if len(f.LogitBias) > 0 {
 		p.LogitBias = make(map[int32]float32, len(f.LogitBias))
@@ -156,6 +123,56 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 		p.MinTokens = *f.MinTokens
 	}
 	return p, n, nil
+}
+
+// shapeParams sets in p the fields of f that shape the distribution drawn
+// from (temperature, top_p, top_k, min_p and the penalties), refusing one
+// out of its range with a 400 naming it.
+func shapeParams(f *samplingFields, p *engine.Params) error {
+	if f.Temperature != nil {
+		if *f.Temperature < 0 || *f.Temperature > 100 {
+			return badRequest("temperature", "temperature must be between 0 and 100, got %v", *f.Temperature)
+		}
+		p.Temperature = *f.Temperature
+	}
+	if f.TopP != nil {
+		if !(*f.TopP > 0 && *f.TopP <= 1) {
+			return badRequest("top_p", "top_p must be in (0, 1], got %v", *f.TopP)
+		}
+		p.TopP = *f.TopP
+	}
+	if f.TopK != nil {
+		if *f.TopK < -1 {
+			return badRequest("top_k", "top_k must be -1 (off), 0 (off) or positive, got %d", *f.TopK)
+		}
+		p.TopK = max(*f.TopK, 0)
+	}
+	if f.RepetitionPenalty != nil {
+		// vLLM's bound: it divides and multiplies logits by it.
+		if !(*f.RepetitionPenalty > 0) {
+			return badRequest("repetition_penalty", "repetition_penalty must be greater than 0 (1: off), got %v", *f.RepetitionPenalty)
+		}
+		p.RepetitionPenalty = *f.RepetitionPenalty
+	}
+	if f.MinP != nil {
+		if !(*f.MinP >= 0 && *f.MinP <= 1) {
+			return badRequest("min_p", "min_p must be between 0 and 1, got %v", *f.MinP)
+		}
+		p.MinP = *f.MinP
+	}
+	for _, pen := range []struct {
+		name string
+		v    *float64
+		dst  *float64
+	}{{"presence_penalty", f.PresencePenalty, &p.PresencePenalty}, {"frequency_penalty", f.FrequencyPenalty, &p.FrequencyPenalty}} {
+		if pen.v != nil {
+			if *pen.v < -2 || *pen.v > 2 {
+				return badRequest(pen.name, "%s must be between -2 and 2, got %v", pen.name, *pen.v)
+			}
+			*pen.dst = *pen.v
+		}
+	}
+	return nil
 }
 
 // maxTokens is the request's max_tokens: mt, the field param names (0

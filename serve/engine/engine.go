@@ -676,6 +676,12 @@ func (e *Engine) admit() {
 			if r.Params.MinTokens > 0 {
 				s.smp.ban = e.endIDs(&r.Params)
 			}
+			if r.Params.repeats() {
+				s.smp.seen = make(map[int32]bool, len(r.Prompt))
+				for _, t := range r.Prompt {
+					s.smp.seen[t] = true
+				}
+			}
 			if r.Constraint != nil {
 				s.cons = r.Constraint(i)
 			}

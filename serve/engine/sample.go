@@ -16,17 +16,26 @@ type Params struct {
 	MinP             float64 // 0: off; else only tokens of probability (after temperature) at least MinP times the best one's (vLLM's min_p)
 	PresencePenalty  float64
 	FrequencyPenalty float64
-	LogitBias        map[int32]float32 // added to the logits of these token ids before the choice (OpenAI's logit_bias)
-	MaxTokens        int               // generated tokens at most (> 0, or 0 for an echo-only completion)
-	MinTokens        int               // generated tokens before an end-of-sequence id, a StopIDs id or a stop string may end the sequence (vLLM's min_tokens)
-	Stop             []string          // stop strings; the text before the first match is returned
-	StopIDs          []int32           // extra stop token ids (the model's EOS ids always stop)
-	IgnoreEOS        bool
-	Seed             uint64
-	HasSeed          bool // without it every sequence draws a fresh seed
-	Logprobs         bool // report the chosen token's logprob
-	TopLogprobs      int  // and this many alternatives
-	SkipSpecial      bool // leave special tokens out of the text
+	// RepetitionPenalty (vLLM's; 0 or 1: off) divides the positive logits
+	// and multiplies the others of every token the prompt or the output
+	// holds.
+	RepetitionPenalty float64
+	LogitBias         map[int32]float32 // added to the logits of these token ids before the choice (OpenAI's logit_bias)
+	MaxTokens         int               // generated tokens at most (> 0, or 0 for an echo-only completion)
+	MinTokens         int               // generated tokens before an end-of-sequence id, a StopIDs id or a stop string may end the sequence (vLLM's min_tokens)
+	Stop              []string          // stop strings; the text before the first match is returned
+	StopIDs           []int32           // extra stop token ids (the model's EOS ids always stop)
+	IgnoreEOS         bool
+	Seed              uint64
+	HasSeed           bool // without it every sequence draws a fresh seed
+	Logprobs          bool // report the chosen token's logprob
+	TopLogprobs       int  // and this many alternatives
+	SkipSpecial       bool // leave special tokens out of the text
+}
+
+// repeats reports whether p has a repetition penalty.
+func (p *Params) repeats() bool {
+	return p.RepetitionPenalty > 0 && p.RepetitionPenalty != 1
 }
 
 // Constraint restricts which tokens may come next (constrained decoding).
@@ -61,6 +70,10 @@ type sampler struct {
 	// choice while fewer than Params.MinTokens tokens are made; set by the
 	// engine, which knows the model's ids.
 	ban []int32
+	// seen holds the prompt's and the output's token ids, for
+	// RepetitionPenalty (nil without it); set by the engine, which has the
+	// prompt.
+	seen map[int32]bool
 
 	scratch []float32
 	idx     []int32
@@ -178,13 +191,24 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 		s.raw = append(s.raw[:0], row...)
 		lse = logSumExp(s.be, row)
 	}
-	for t, n := range s.counts {
-		row[t] -= float32(s.p.FrequencyPenalty*float64(n) + s.p.PresencePenalty)
-	}
 	// The bias moves the choice, not the logprobs reported, which stay the
 	// raw model's (as the penalties do): what training compares against.
+	// It comes before the penalties, as in vLLM: the repetition penalty
+	// scales the biased logit.
 	for t, b := range s.p.LogitBias {
 		row[t] += b
+	}
+	if rp := float32(s.p.RepetitionPenalty); s.seen != nil {
+		for t := range s.seen {
+			if row[t] > 0 {
+				row[t] /= rp
+			} else {
+				row[t] *= rp
+			}
+		}
+	}
+	for t, n := range s.counts {
+		row[t] -= float32(s.p.FrequencyPenalty*float64(n) + s.p.PresencePenalty)
 	}
 	if s.made < s.p.MinTokens {
 		for _, t := range s.ban {
@@ -203,6 +227,9 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 	}
 	s.counts[id]++
 	s.made++
+	if s.seen != nil {
+		s.seen[id] = true
+	}
 	if s.p.Logprobs {
 		lp = kernels.ChoiceLogprob(s.raw[id], lse)
 		// Ranking the raw logits ranks the logprobs (up to entries whose
@@ -237,14 +264,15 @@ func (s *sampler) cutMinP(row []float32) {
 // deviceInv reports whether a kernels.RowChooser can make this sampler's
 // choice with constraint c over V tokens, and the inverse temperature it
 // takes (0: greedy). It can when nothing but the row's own distribution
-// decides: no constraint, no penalties, no logit bias, no min_tokens, no
+// decides: no constraint, no penalties (repetition included), no logit
+// bias, no min_tokens, no
 // top_logprobs; and either greedy
 // (choose ignores top_k and top_p then) or sampling with neither top_k
 // (or top_k ≥ V, which choose ignores) nor top_p nor min_p. The answer is the same
 // at every step of a sequence.
 func (s *sampler) deviceInv(c Constraint, V int) (float32, bool) {
 	p := &s.p
-	if c != nil || p.FrequencyPenalty != 0 || p.PresencePenalty != 0 || len(p.LogitBias) > 0 || p.MinTokens > 0 || p.Logprobs && p.TopLogprobs > 0 {
+	if c != nil || p.FrequencyPenalty != 0 || p.PresencePenalty != 0 || p.repeats() || len(p.LogitBias) > 0 || p.MinTokens > 0 || p.Logprobs && p.TopLogprobs > 0 {
 		return 0, false
 	}
 	if p.Temperature <= 1e-6 {
@@ -278,6 +306,9 @@ func (s *sampler) fromDevice(c kernels.RowChoice) picked {
 	}
 	s.counts[c.ID]++
 	s.made++
+	if s.seen != nil {
+		s.seen[c.ID] = true
+	}
 	pk := picked{id: c.ID}
 	if s.p.Logprobs {
 		pk.lp = c.Logprob()

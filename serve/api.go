@@ -50,25 +50,28 @@ type streamOptions struct {
 
 // samplingFields are shared by chat and completions requests.
 type samplingFields struct {
-	Model               string         `json:"model"`
-	N                   *int           `json:"n"`
-	Temperature         *float64       `json:"temperature"`
-	TopP                *float64       `json:"top_p"`
-	TopK                *int           `json:"top_k"`
-	MinP                *float64       `json:"min_p"`
-	Seed                *int64         `json:"seed"`
-	MaxTokens           *int           `json:"max_tokens"`
-	MaxCompletionTokens *int           `json:"max_completion_tokens"`
-	MinTokens           *int           `json:"min_tokens"` // vLLM's: no end of sequence or stop string before this many tokens
-	Stop                stringList     `json:"stop"`
-	StopTokenIDs        []*int32       `json:"stop_token_ids"` // by pointer: a null element is an error, not token 0
-	IgnoreEOS           bool           `json:"ignore_eos"`
-	PresencePenalty     *float64       `json:"presence_penalty"`
-	FrequencyPenalty    *float64       `json:"frequency_penalty"`
-	RepetitionPenalty   *float64       `json:"repetition_penalty"`
-	Stream              bool           `json:"stream"`
-	StreamOptions       *streamOptions `json:"stream_options"`
-	ReturnTokenIDs      bool           `json:"return_token_ids"`
+	Model               string     `json:"model"`
+	N                   *int       `json:"n"`
+	Temperature         *float64   `json:"temperature"`
+	TopP                *float64   `json:"top_p"`
+	TopK                *int       `json:"top_k"`
+	MinP                *float64   `json:"min_p"`
+	Seed                *int64     `json:"seed"`
+	MaxTokens           *int       `json:"max_tokens"`
+	MaxCompletionTokens *int       `json:"max_completion_tokens"`
+	MinTokens           *int       `json:"min_tokens"` // vLLM's: no end of sequence or stop string before this many tokens
+	Stop                stringList `json:"stop"`
+	StopTokenIDs        []*int32   `json:"stop_token_ids"` // by pointer: a null element is an error, not token 0
+	IgnoreEOS           bool       `json:"ignore_eos"`
+	// IncludeStopStrInOutput (vLLM's) keeps the stop string or stop
+	// token's text that ended a choice in its text.
+	IncludeStopStrInOutput bool           `json:"include_stop_str_in_output"`
+	PresencePenalty        *float64       `json:"presence_penalty"`
+	FrequencyPenalty       *float64       `json:"frequency_penalty"`
+	RepetitionPenalty      *float64       `json:"repetition_penalty"`
+	Stream                 bool           `json:"stream"`
+	StreamOptions          *streamOptions `json:"stream_options"`
+	ReturnTokenIDs         bool           `json:"return_token_ids"`
 	// ReturnTokensAsTokenIDs writes every logprobs token as
 	// "token_id:<id>" (vLLM's extension), so that a client recovers the
 	// exact ids sampled, which a token's text cannot always name.

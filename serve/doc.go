@@ -53,7 +53,11 @@
 // (0 to max_tokens) keeps the model's end-of-sequence ids and
 // stop_token_ids out of the choice, and stop strings from ending, within
 // the first min_tokens tokens (a 400 with response_format or a forced tool
-// call, whose complete document allows only its end). Content sent as a
+// call, whose complete document allows only its end). A stop string ends
+// a choice's text before it, or with vLLM's include_stop_str_in_output
+// after it (a stop token's text then kept too, so that the text is that
+// of all of token_ids); the tokens that made it stay in token_ids and the
+// logprobs either way, as in vLLM. Content sent as a
 // list of content parts reaches a chat template that loops over a
 // message's content (Gemma 3's) as the list, and any other (Qwen's and
 // Llama's take content as a string) as its text parts joined by newlines,

@@ -40,7 +40,7 @@ func (c *choiceOut) add(ev engine.Event) {
 // for the 400 of a prompt that leaves no room in the context; allowZero
 // permits max_tokens 0 (an echo-only completion).
 func (s *Server) params(f *samplingFields, promptParam string, promptLen int, allowZero bool) (engine.Params, int, error) {
-	p := engine.Params{Temperature: 1, TopP: 1, SkipSpecial: true, IgnoreEOS: f.IgnoreEOS}
+	p := engine.Params{Temperature: 1, TopP: 1, SkipSpecial: true, IgnoreEOS: f.IgnoreEOS, IncludeStop: f.IncludeStopStrInOutput}
 	if f.StreamOptions != nil && !f.Stream {
 		// As OpenAI and vLLM answer it: include_usage without a stream
 		// would otherwise be silently ignored.

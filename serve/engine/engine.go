@@ -1030,10 +1030,11 @@ func (e *Engine) emit(s *sequence, pk picked) {
 	ev := Event{Choice: s.choice, Token: id, Logprob: lp, Top: top}
 	stop := (e.eos[id] && !p.IgnoreEOS) || slices.Contains(p.StopIDs, id)
 	fed := s.text.Len()
-	if !stop {
+	if !stop || p.IncludeStop {
 		s.text.WriteString(s.dec.Add(int(id)))
 	}
 	all := s.text.String()
+	byString := false
 	if !stop && s.stops != nil {
 		// A stop string may end in this token's text: only its bytes are
 		// fed, so a token costs the same whatever the stop strings' length.
@@ -1043,20 +1044,27 @@ func (e *Engine) emit(s *sequence, pk picked) {
 			s.stops.quiet = len(all)
 		}
 		if cut := s.stops.feed(all[fed:], fed); cut >= 0 {
-			stop = true
+			if p.IncludeStop {
+				cut += s.stops.matched
+			}
+			stop, byString = true, true
 			all = all[:max(cut, s.sent)]
 		}
 	}
 	switch {
-	case stop && len(all) < s.text.Len():
-		ev.Text, ev.Finish = all[s.sent:], "stop" // cut at a stop string
+	case byString:
+		ev.Text, ev.Finish = all[s.sent:], "stop" // cut at (or after) a stop string
 	case stop:
 		ev.Text, ev.Finish = all[s.sent:]+s.dec.Flush(), "stop"
 	case len(s.out) >= p.MaxTokens:
 		ev.Text, ev.Finish = all[s.sent:]+s.dec.Flush(), "length"
 	default:
-		// Hold back a tail that could still become a stop string.
-		end := len(all) - s.stops.hold()
+		// Hold back a tail that could still become a stop string, unless
+		// the stop string is to be sent anyway (as vLLM holds it).
+		end := len(all)
+		if !p.IncludeStop {
+			end -= s.stops.hold()
+		}
 		if end > s.sent {
 			ev.Text = all[s.sent:end]
 			s.sent = end

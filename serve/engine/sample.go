@@ -24,13 +24,16 @@ type Params struct {
 	MaxTokens         int               // generated tokens at most (> 0, or 0 for an echo-only completion)
 	MinTokens         int               // generated tokens before an end-of-sequence id, a StopIDs id or a stop string may end the sequence (vLLM's min_tokens)
 	Stop              []string          // stop strings; the text before the first match is returned
-	StopIDs           []int32           // extra stop token ids (the model's EOS ids always stop)
-	IgnoreEOS         bool
-	Seed              uint64
-	HasSeed           bool // without it every sequence draws a fresh seed
-	Logprobs          bool // report the chosen token's logprob
-	TopLogprobs       int  // and this many alternatives
-	SkipSpecial       bool // leave special tokens out of the text
+	// IncludeStop keeps the stop string that ended the text in it, and a
+	// stop token's text (vLLM's include_stop_str_in_output).
+	IncludeStop bool
+	StopIDs     []int32 // extra stop token ids (the model's EOS ids always stop)
+	IgnoreEOS   bool
+	Seed        uint64
+	HasSeed     bool // without it every sequence draws a fresh seed
+	Logprobs    bool // report the chosen token's logprob
+	TopLogprobs int  // and this many alternatives
+	SkipSpecial bool // leave special tokens out of the text
 }
 
 // repeats reports whether p has a repetition penalty.

@@ -55,18 +55,20 @@ type stopMatch struct {
 	// stop string end. A match ending there is passed over and matching
 	// goes on.
 	quiet int
+	// matched is the length of the stop string feed last reported.
+	matched int
 }
 
 // feed takes the text's next bytes, add, which begin at offset base of the
 // text, and returns the offset where the earliest stop string that ends
-// within them begins, or -1 when none does. After a match the sequence
-// stops, and m is not fed again.
+// within them begins, or -1 when none does (m.matched is then that string's
+// length). After a match the sequence stops, and m is not fed again.
 func (m *stopMatch) feed(add string, base int) int {
 	cut := -1
 	for j, st := range m.t.stops {
 		if len(st) == 0 { // matches at once, before the new bytes
 			if m.quiet == 0 || base+len(add) > m.quiet {
-				cut = max(base, m.quiet)
+				cut, m.matched = max(base, m.quiet), 0
 			}
 			continue
 		}
@@ -84,7 +86,7 @@ func (m *stopMatch) feed(add string, base int) int {
 			}
 			if int(k) == len(st) {
 				if at := base + i + 1 - len(st); cut < 0 || at < cut {
-					cut = at
+					cut, m.matched = at, len(st)
 				}
 				break
 			}

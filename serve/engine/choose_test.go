@@ -174,6 +174,13 @@ func TestDeviceInv(t *testing.T) {
 		{Params{FrequencyPenalty: 0.1}, false, 0, false},
 		{Params{Temperature: 1, PresencePenalty: -0.1}, false, 0, false},
 		{Params{}, true, 0, false},
+		// min_p cuts a sampled row only; the repetition penalty and
+		// min_tokens change a greedy one too.
+		{Params{Temperature: 1, MinP: 0.1}, false, 0, false},
+		{Params{MinP: 0.1}, false, 0, true},
+		{Params{RepetitionPenalty: 1}, false, 0, true},
+		{Params{RepetitionPenalty: 1.2}, false, 0, false},
+		{Params{Temperature: 1, MinTokens: 2}, false, 0, false},
 		{Params{Temperature: 1e300}, false, 0, false}, // 1/T is 0 in float32: not greedy
 	}
 	for _, c := range cases {

@@ -324,6 +324,50 @@ func TestStopMatchMatchesNaive(t *testing.T) {
 	}
 }
 
+// TestStopMatchQuiet: with the text up to q quiet (min_tokens' tokens), a
+// stopMatch fed in random pieces, q growing with the text as the engine
+// sets it, finds the earliest-starting stop string among those that end
+// past q, as searching every occurrence does, including ones that begin in
+// the quiet text or overlap one passed over.
+func TestStopMatchQuiet(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "ab"[r.IntN(2)]
+		}
+		return string(b)
+	}
+	naive := func(text string, stops []string, q int) int {
+		cut := -1
+		for _, st := range stops {
+			for i := 0; i+len(st) <= len(text); i++ {
+				if text[i:i+len(st)] == st && i+len(st) > q && (cut < 0 || i < cut) {
+					cut = i
+				}
+			}
+		}
+		return cut
+	}
+	for range 5000 {
+		text, stops := word(r.IntN(16)), []string{word(1 + r.IntN(5)), word(1 + r.IntN(5))}
+		q := r.IntN(len(text) + 1)
+		m := newStopTable(stops).match()
+		for fed := 0; fed < len(text); {
+			n := min(len(text)-fed, 1+r.IntN(4))
+			m.quiet = min(q, fed+n)
+			got, want := m.feed(text[fed:fed+n], fed), naive(text[:fed+n], stops, q)
+			if got != want {
+				t.Fatalf("stops %q, quiet %d: feeding %q after %q: cut %d, want %d", stops, q, text[fed:fed+n], text[:fed], got, want)
+			}
+			if got >= 0 {
+				break
+			}
+			fed += n
+		}
+	}
+}
+
 func TestStopMatchHold(t *testing.T) {
 	for _, c := range []struct {
 		text  string

@@ -220,7 +220,7 @@ func fromConfig(cfg []byte, override, cfgName, overrideName string) (*Template, 
 		if !ok {
 			continue
 		}
-		s, set, err := tokenString(raw)
+		s, set, err := tokconfig.Content(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
@@ -235,7 +235,7 @@ func fromConfig(cfg []byte, override, cfgName, overrideName string) (*Template, 
 		}
 		var items []jinja.Value
 		for i, r := range list {
-			s, set, err := tokenString(r)
+			s, set, err := tokconfig.Content(r)
 			if err != nil {
 				return nil, fmt.Errorf("additional_special_tokens[%d]: %w", i, err)
 			}
@@ -279,25 +279,6 @@ func fromConfig(cfg []byte, override, cfgName, overrideName string) (*Template, 
 		}
 	}
 	return t, nil
-}
-
-// tokenString reads a special token given as a string, as an AddedToken
-// object ({"content": ...}) or as null (not set).
-func tokenString(raw json.RawMessage) (string, bool, error) {
-	var s *string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		if s == nil {
-			return "", false, nil
-		}
-		return *s, true, nil
-	}
-	var tok struct {
-		Content *string `json:"content"`
-	}
-	if err := json.Unmarshal(raw, &tok); err != nil || tok.Content == nil {
-		return "", false, errors.New("neither a string nor an object with content")
-	}
-	return *tok.Content, true, nil
 }
 
 // tojsonName is the variable our tojson filter is passed as. The engine

@@ -64,7 +64,7 @@ func Read(cfgPath, mapPath string) ([]byte, error) {
 			continue
 		}
 		if strings.HasSuffix(key, "_token") {
-			if _, _, err := content(raw); err != nil {
+			if _, _, err := Content(raw); err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", mapPath, key, err)
 			}
 		}
@@ -93,12 +93,12 @@ func mergeList(cfgRaw, mapRaw json.RawMessage) (json.RawMessage, error) {
 	}
 	var have []string
 	for _, r := range list {
-		if s, ok, err := content(r); err == nil && ok {
+		if s, ok, err := Content(r); err == nil && ok {
 			have = append(have, s)
 		}
 	}
 	for i, r := range add {
-		s, ok, err := content(r)
+		s, ok, err := Content(r)
 		if err != nil {
 			return nil, fmt.Errorf("[%d]: %w", i, err)
 		}
@@ -110,9 +110,9 @@ func mergeList(cfgRaw, mapRaw json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(list)
 }
 
-// content reads a token given as a string, an AddedToken object with a
-// string content, or null (ok false).
-func content(raw json.RawMessage) (string, bool, error) {
+// Content reads a special token given as a string, an AddedToken object
+// with a string content ({"content": ...}), or null (ok false).
+func Content(raw json.RawMessage) (string, bool, error) {
 	var s *string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		if s == nil {

@@ -42,6 +42,11 @@ func TestFormulaReadsOnlyEarlierComponents(t *testing.T) {
 			`--scorer "final=formula:final + ruler" reads component "final", which it writes itself`},
 		"itself, a metric's name": {[]string{"win=formula:win * 2"},
 			`reads component "win", which it writes itself: on rows scored before it would read its own value from the earlier run (a metric of that name is metrics["win"])`},
+		// The chain writes previous after every scorer, when the reward
+		// changed: absent on a row scored once, so the formula failed
+		// after the judge was paid; on one re-scored, an earlier run's.
+		"previous": {[]string{"ruler", "final=formula:0.5*ruler + 0.5*previous"},
+			`--scorer "final=formula:0.5*ruler + 0.5*previous" reads component "previous", which the chain writes after every scorer`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := opts

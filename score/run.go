@@ -250,6 +250,8 @@ func buildChain(opts Options, log *slog.Logger, files *fileset.Pool) (*Chain, *j
 // every row fails; on rows scored before, the formula would read the
 // earlier run's value, stale beside the one this run writes. env is
 // exempt: Chain.score puts it on the rows before any scorer runs.
+// previous is refused wherever the formula stands: Chain.Apply writes it
+// after every scorer, so no formula reads this run's.
 func checkOrder(scorers []Scorer, flags []string) error {
 	writer := make(map[string]int, len(scorers))
 	for i, s := range scorers {
@@ -263,6 +265,8 @@ func checkOrder(scorers []Scorer, flags []string) error {
 		for _, name := range f.Components() {
 			j, written := writer[name]
 			switch {
+			case name == ComponentPrevious:
+				return stageerr.Usagef("--scorer %q reads component %q, which the chain writes after every scorer (the reward a row had before the run that changed it): absent on a row scored once, an earlier run's on one scored again (a metric of that name is metrics[%q])", flags[i], name, name)
 			case !written || j < i || name == ComponentEnv:
 			case j == i:
 				return stageerr.Usagef("--scorer %q reads component %q, which it writes itself: on rows scored before it would read its own value from the earlier run (a metric of that name is metrics[%q])", flags[i], name, name)

@@ -19,7 +19,8 @@
 // expression, the group and the trajectory. In hone-score's chain a
 // formula may not read a component that a later scorer or the formula
 // itself writes (Scorer.Components; a usage error), which on rows scored
-// before would be the earlier run's value. A lookup the expression
+// before would be the earlier run's value, nor "previous", which the
+// chain writes after every scorer. A lookup the expression
 // guards is nil when missing, as expr gives it: metrics["x"] ?? 0,
 // metrics?.x, metrics.x == nil, "x" in metrics. A bare name must be on
 // every row; a lookup only when it is read, so one in a branch not taken

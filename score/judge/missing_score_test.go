@@ -89,6 +89,28 @@ func TestParseFenceAmidProse(t *testing.T) {
 			}
 		})
 	}
+	// The answer is the last fenced block that is JSON: a judge that
+	// echoes the prompt's example first (the one-attempt template's is
+	// valid JSON, with a score of 0) had the example taken for its answer.
+	// A fence opens at the start of a line: one named inline in a sentence
+	// before the answer was paired with the answer's opening fence, and
+	// the answer was lost.
+	one := judge.Request{IDs: []string{"1"}}
+	const real = `{"scores": {"1": {"explanation": "reached the goal", "score": 0.8}}}`
+	for name, content := range map[string]string{
+		"example echoed first": "You asked for:\n```json\n" + `{"scores": {"1": {"explanation": "...", "score": 0.0}}}` + "\n```\nMy answer:\n```json\n" + real + "\n```",
+		"fence named inline":   "I answer in a ```json``` fence, as asked.\n```json\n" + real + "\n```\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := judge.Parse(one, content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s[0].Score != 0.8 || s[0].Explanation != "reached the goal" {
+				t.Errorf("scores %+v, want the answer's 0.8", s)
+			}
+		})
+	}
 	if _, err := judge.Parse(req, "Here you go:\n```\nTrajectory 1: 0.9\n```"); err == nil {
 		t.Errorf("a fence holding no JSON was accepted")
 	}

@@ -94,7 +94,7 @@ func Schema(ids []string, o SchemaOptions) map[string]any {
 // with a score (a missing or null one is not 0) that is a finite number in
 // [0,1]. The scores come back in the order of
 // req.IDs, matched by id, not by position. A Markdown code fence around
-// the JSON is tolerated, with text before or after the fence (the first
+// the JSON is tolerated, with text before or after the fence (the last
 // fenced block that is JSON is the answer), and so is a reasoning model's thinking before it
 // (text up to "</think>", which a server without a reasoning parser leaves
 // in the content) when the answer is not JSON as it stands. Errors are
@@ -171,31 +171,41 @@ func Parse(req Request, content string) ([]Score, error) {
 // thinkEnd ends a reasoning model's thinking in its content.
 const thinkEnd = "</think>"
 
-// fencedJSON returns the content of the first Markdown code fence in s
+// fencedJSON returns the content of the last Markdown code fence in s
 // that is valid JSON: a judge without structured output often writes a
-// sentence before or after its fenced answer.
+// sentence before or after its fenced answer, and may echo the prompt's
+// example (the one-attempt template's is valid JSON) or a draft before
+// it; the answer comes last. A fence opens at the start of a line, as in
+// Markdown, so that one named inline in a sentence ("a ```json``` fence")
+// is not paired with the answer's opening; it closes at the next ```.
 func fencedJSON(s string) (string, bool) {
 	const fence = "```"
-	for {
-		open := strings.Index(s, fence)
-		if open < 0 {
-			return "", false
+	var last string
+	found := false
+	take := func(block string) {
+		if block = strings.TrimSpace(block); json.Valid([]byte(block)) {
+			last, found = block, true
 		}
-		rest := s[open+len(fence):]
-		nl := strings.IndexByte(rest, '\n')
-		if nl < 0 {
-			return "", false
-		}
-		body := rest[nl+1:] // past the language tag line
-		end := strings.Index(body, fence)
-		if end < 0 {
-			return "", false
-		}
-		if block := strings.TrimSpace(body[:end]); json.Valid([]byte(block)) {
-			return block, true
-		}
-		s = body[end+len(fence):]
 	}
+	for s != "" {
+		line, rest, _ := strings.Cut(s, "\n")
+		open, ok := strings.CutPrefix(strings.TrimLeft(line, " "), fence)
+		switch {
+		case !ok:
+			s = rest
+		case strings.Contains(open, fence): // a fence of one line
+			take(open[:strings.Index(open, fence)])
+			s = rest
+		default: // past the language tag line, to the closing fence's line
+			end := strings.Index(rest, fence)
+			if end < 0 {
+				return last, found
+			}
+			take(rest[:end])
+			_, s, _ = strings.Cut(rest[end:], "\n")
+		}
+	}
+	return last, found
 }
 
 func stripFence(s string) string {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,4 +134,66 @@ func TestContextFullTruncates(t *testing.T) {
 			}
 		}
 	})
+}
+
+// vllmFront stands in front of a real server as vLLM does when its
+// engine, not its OpenAI layer, refuses a prompt past max_model_len: the
+// server's 400 for a full context is passed on in vLLM's words, a 400
+// whose code is only its status and whose message names no "maximum
+// context length".
+type vllmFront struct{ upstream string }
+
+func (f vllmFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, f.upstream+r.URL.Path, r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	if resp.StatusCode == http.StatusBadRequest {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":{"message":"The decoder prompt (length 390) is longer than the maximum model length of 384. Make sure that `+"`max_model_len`"+` is no smaller than the number of text tokens.","type":"BadRequestError","param":null,"code":400}}`)
+		return
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+// vLLM's engine refuses a prompt longer than max_model_len in words of
+// its own ("The decoder prompt (length N) is longer than the maximum
+// model length of M"), which its OpenAI layer's check (the "maximum
+// context length" words) lets through when it is not the one to refuse:
+// such an episode failed instead of being cut.
+func TestContextFullTruncatesVLLMEngineWords(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	script := filepath.Join(t.TempDir(), "talk.py")
+	if err := os.WriteFile(script, []byte(talkEnv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(vllmFront{upstream: startSmallServe(t, 384)})
+	defer srv.Close()
+	var out bytes.Buffer
+	temp := 1.0
+	o := collect.Options{
+		Env: "stdio", EnvOpts: map[string]string{"cmd": py + " -S " + script + " 20"},
+		Groups: 1, GroupSize: 1, Concurrency: 1, MaxTurns: 0, Seed: 5, Run: "r", Policy: "model", Out: &out,
+		Model: collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 16, Backoff: time.Millisecond},
+	}
+	if _, err := runStats(context.Background(), o); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	tr := readGroups(t, out.Bytes())[0].Trajectories[0]
+	if tr.Error != "" || tr.Metrics["truncated"] != 1 || tr.Metrics["assistant_turns"] < 2 {
+		t.Fatalf("error %q, metrics %v; want the episode cut at the full context, truncated 1", tr.Error, tr.Metrics)
+	}
 }

@@ -290,6 +290,9 @@ func TestDocMCPEnv(t *testing.T) {
 	docInitTiny(t, dir)
 	docRunBlock(t, dir, path, docFreePorts(t, blocks[1], "8000"))
 	docCheckModelRun(t, filepath.Join(dir, "out/mcp-tiny.parquet"), 16, "mcp")
+	// Twice, as a reader trying it again does: hone-train refuses a run
+	// that has steps (without --resume), and the block once ended exit 2.
+	docRunBlock(t, dir, path, blocks[2])
 	docRunBlock(t, dir, path, blocks[2])
 	latest, err := os.ReadFile(filepath.Join(dir, "out/adapters/mcp-sft/latest"))
 	if err != nil || strings.TrimSpace(string(latest)) != "step-000002" {

@@ -141,7 +141,7 @@ func TestContextFullTruncates(t *testing.T) {
 // server's 400 for a full context is passed on in vLLM's words, a 400
 // whose code is only its status and whose message names no "maximum
 // context length".
-type vllmFront struct{ upstream string }
+type vllmFront struct{ upstream, body string }
 
 func (f vllmFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, f.upstream+r.URL.Path, r.Body)
@@ -159,7 +159,7 @@ func (f vllmFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 	if resp.StatusCode == http.StatusBadRequest {
 		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, `{"error":{"message":"The decoder prompt (length 390) is longer than the maximum model length of 384. Make sure that `+"`max_model_len`"+` is no smaller than the number of text tokens.","type":"BadRequestError","param":null,"code":400}}`)
+		io.WriteString(w, f.body)
 		return
 	}
 	w.WriteHeader(resp.StatusCode)
@@ -180,20 +180,27 @@ func TestContextFullTruncatesVLLMEngineWords(t *testing.T) {
 	if err := os.WriteFile(script, []byte(talkEnv), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(vllmFront{upstream: startSmallServe(t, 384)})
-	defer srv.Close()
-	var out bytes.Buffer
-	temp := 1.0
-	o := collect.Options{
-		Env: "stdio", EnvOpts: map[string]string{"cmd": py + " -S " + script + " 20"},
-		Groups: 1, GroupSize: 1, Concurrency: 1, MaxTurns: 0, Seed: 5, Run: "r", Policy: "model", Out: &out,
-		Model: collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 16, Backoff: time.Millisecond},
-	}
-	if _, err := runStats(context.Background(), o); err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	tr := readGroups(t, out.Bytes())[0].Trajectories[0]
-	if tr.Error != "" || tr.Metrics["truncated"] != 1 || tr.Metrics["assistant_turns"] < 2 {
-		t.Fatalf("error %q, metrics %v; want the episode cut at the full context, truncated 1", tr.Error, tr.Metrics)
+	upstream := startSmallServe(t, 384)
+	for server, body := range map[string]string{
+		"vllm": `{"error":{"message":"The decoder prompt (length 390) is longer than the maximum model length of 384. Make sure that ` + "`max_model_len`" + ` is no smaller than the number of text tokens.","type":"BadRequestError","param":null,"code":400}}`,
+		// llama.cpp's llama-server (its exceed_context_size_error).
+		"llama.cpp": `{"error":{"code":400,"message":"request (390 tokens) exceeds the available context size (384 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":390,"n_ctx":384}}`,
+	} {
+		srv := httptest.NewServer(vllmFront{upstream: upstream, body: body})
+		defer srv.Close()
+		var out bytes.Buffer
+		temp := 1.0
+		o := collect.Options{
+			Env: "stdio", EnvOpts: map[string]string{"cmd": py + " -S " + script + " 20"},
+			Groups: 1, GroupSize: 1, Concurrency: 1, MaxTurns: 0, Seed: 5, Run: "r", Policy: "model", Out: &out,
+			Model: collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 16, Backoff: time.Millisecond},
+		}
+		if _, err := runStats(context.Background(), o); err != nil {
+			t.Fatalf("%s: run: %v", server, err)
+		}
+		tr := readGroups(t, out.Bytes())[0].Trajectories[0]
+		if tr.Error != "" || tr.Metrics["truncated"] != 1 || tr.Metrics["assistant_turns"] < 2 {
+			t.Errorf("%s: error %q, metrics %v; want the episode cut at the full context, truncated 1", server, tr.Error, tr.Metrics)
+		}
 	}
 }

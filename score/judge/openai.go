@@ -190,7 +190,10 @@ func providerHint(model string) string {
 	if !ok || rest == "" || !litellmProviders[provider] {
 		return ""
 	}
-	return fmt.Sprintf(" (%q is a LiteLLM name, as ART's RULER takes it: an OpenAI-compatible server names the model without the provider, e.g. %q)", model, rest)
+	// Hedged: OpenRouter names its models with the provider (openai/o4-mini)
+	// and vLLM serves Hugging Face ids such as openai/gpt-oss-20b, so there
+	// a 404 is a typo, not the prefix.
+	return fmt.Sprintf(" (%q may be a LiteLLM name, as ART's RULER takes it: OpenAI, and most OpenAI-compatible servers, name the model without the provider, e.g. %q; OpenRouter and a vLLM serving a Hugging Face id keep it)", model, rest)
 }
 
 // limitWords names the answer's token limit for an error.

@@ -50,10 +50,11 @@
 // and per occurrence. vLLM's min_p (0
 // to 1) keeps, after temperature and before top_k and top_p, only the
 // tokens at least min_p times as likely as the best one. vLLM's min_tokens
-// (0 to max_tokens) keeps the model's end-of-sequence ids and
-// stop_token_ids out of the choice, and stop strings from ending, within
-// the first min_tokens tokens (a 400 with response_format or a forced tool
-// call, whose complete document allows only its end). A stop string ends
+// (0 to max_tokens) keeps the model's end-of-sequence ids (under
+// ignore_eos too, as vLLM does) and stop_token_ids out of the choice, and
+// stop strings from ending, within the first min_tokens tokens (a 400
+// with response_format or a forced tool call, whose complete document
+// allows only its end). A stop string ends
 // a choice's text before it, or with vLLM's include_stop_str_in_output
 // after it (a stop token's text then kept too, so that the text is that
 // of all of token_ids); the tokens that made it stay in token_ids and the

@@ -46,6 +46,13 @@ func TestMinTokens(t *testing.T) {
 	if len(c.TokenIDs) != 4 || c.TokenIDs[3] != eos || slices.Contains(c.TokenIDs[:3], eos) || c.FinishReason != "stop" {
 		t.Errorf("min_tokens 3 with EOS favoured: %v finish %q, want 3 tokens then EOS (stop)", c.TokenIDs, c.FinishReason)
 	}
+	// With ignore_eos the model's EOS does not end the choice, yet vLLM
+	// holds it back within min_tokens all the same (its min_tokens bans
+	// all_stop_token_ids, which hold the EOS ids whatever ignore_eos): the
+	// first min_tokens tokens are never EOS, as a client of vLLM gets them.
+	if c := ask(toEOS + `,"ignore_eos":true,"min_tokens":3`); len(c.TokenIDs) != 10 || slices.Contains(c.TokenIDs[:3], eos) || c.TokenIDs[3] != eos {
+		t.Errorf("min_tokens 3, ignore_eos, EOS favoured: %v, want 3 other tokens, then EOS, on to max_tokens", c.TokenIDs)
+	}
 	// stop_token_ids are held back too.
 	c = ask(`,"logit_bias":{"7":100},"stop_token_ids":[7],"min_tokens":2`)
 	if len(c.TokenIDs) != 3 || c.TokenIDs[2] != 7 || slices.Contains(c.TokenIDs[:2], 7) {

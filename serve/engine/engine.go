@@ -995,15 +995,15 @@ func (j *pickJob) pickOne() {
 	}
 }
 
-// endIDs are the token ids that end a sequence of p: the model's
-// end-of-sequence ids (unless p.IgnoreEOS) and p.StopIDs, which
-// p.MinTokens holds back.
+// endIDs are the token ids p.MinTokens holds back: the model's
+// end-of-sequence ids and p.StopIDs. The end-of-sequence ids are held back
+// under p.IgnoreEOS too, as vLLM's min_tokens bans them (its
+// all_stop_token_ids hold them whatever ignore_eos): a client of either
+// server gets no EOS among the first min_tokens tokens.
 func (e *Engine) endIDs(p *Params) []int32 {
 	ids := slices.Clone(p.StopIDs)
-	if !p.IgnoreEOS {
-		for id := range e.eos {
-			ids = append(ids, id)
-		}
+	for id := range e.eos {
+		ids = append(ids, id)
 	}
 	return ids
 }

@@ -69,9 +69,9 @@ type sampler struct {
 	counts map[int32]int // generated tokens, for penalties
 	made   int           // tokens chosen so far
 	// ban are the ids that would end the sequence (the model's
-	// end-of-sequence ids unless IgnoreEOS, and StopIDs), kept out of the
-	// choice while fewer than Params.MinTokens tokens are made; set by the
-	// engine, which knows the model's ids.
+	// end-of-sequence ids, under IgnoreEOS too as in vLLM, and StopIDs),
+	// kept out of the choice while fewer than Params.MinTokens tokens are
+	// made; set by the engine, which knows the model's ids.
 	ban []int32
 	// seen holds the prompt's and the output's token ids, for
 	// RepetitionPenalty (nil without it); set by the engine, which has the

@@ -999,11 +999,16 @@ func (j *pickJob) pickOne() {
 // end-of-sequence ids and p.StopIDs. The end-of-sequence ids are held back
 // under p.IgnoreEOS too, as vLLM's min_tokens bans them (its
 // all_stop_token_ids hold them whatever ignore_eos): a client of either
-// server gets no EOS among the first min_tokens tokens.
+// server gets no EOS among the first min_tokens tokens. An end-of-sequence
+// id past the model's vocabulary (a tokenizer's eos_token added without
+// growing the embedding) is left out: no logits row holds it, so the model
+// cannot choose it, and holding it back would index past the row.
 func (e *Engine) endIDs(p *Params) []int32 {
 	ids := slices.Clone(p.StopIDs)
 	for id := range e.eos {
-		ids = append(ids, id)
+		if int(id) < e.m.Config.Vocab {
+			ids = append(ids, id)
+		}
 	}
 	return ids
 }

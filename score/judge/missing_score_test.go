@@ -78,6 +78,10 @@ func TestParseFenceAmidProse(t *testing.T) {
 		"prose around":       "Scores:\n" + fenced + "\nDone.",
 		"untagged fence":     "Scores:\n```\n" + answer + "\n```\n",
 		"after thinking too": "<think>1 wins</think>\nMy verdict:\n" + fenced + "\nThanks.",
+		// The fence opened at the end of a line of prose, as models write
+		// it too: the fence alone ends that line (a language tag after it,
+		// nothing else), unlike one named inline in a sentence.
+		"fence opened after prose": "Here are the scores: " + fenced + "\nDone.",
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, err := judge.Parse(req, content)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -176,10 +177,11 @@ const thinkEnd = "</think>"
 // sentence before or after its fenced answer, and may echo the prompt's
 // example (the one-attempt template's is valid JSON) or a draft before
 // it; the answer comes last. A fence opens at the start of a line, as in
-// Markdown, so that one named inline in a sentence ("a ```json``` fence")
-// is not paired with the answer's opening; it closes at the next ```.
+// Markdown, or ends a line of prose ("Here are the scores: ```json", as
+// models write it too), so that one named inline in a sentence ("a
+// ```json``` fence") is not paired with the answer's opening; it closes
+// at the next ```.
 func fencedJSON(s string) (string, bool) {
-	const fence = "```"
 	var last string
 	found := false
 	take := func(block string) {
@@ -189,7 +191,7 @@ func fencedJSON(s string) (string, bool) {
 	}
 	for s != "" {
 		line, rest, _ := strings.Cut(s, "\n")
-		open, ok := strings.CutPrefix(strings.TrimLeft(line, " "), fence)
+		open, ok := fenceOpen(line)
 		switch {
 		case !ok:
 			s = rest
@@ -206,6 +208,30 @@ func fencedJSON(s string) (string, bool) {
 		}
 	}
 	return last, found
+}
+
+// fence opens and closes a Markdown code block.
+const fence = "```"
+
+// fenceOpen reports whether line opens a code fence, and returns what
+// follows the fence on it: the line starts with one (after spaces), or
+// its only fence ends it, followed by a language tag at most (letters,
+// digits, _, + or -), which a sentence naming a fence inline is not.
+func fenceOpen(line string) (string, bool) {
+	if open, ok := strings.CutPrefix(strings.TrimLeft(line, " "), fence); ok {
+		return open, true
+	}
+	i := strings.Index(line, fence)
+	if i < 0 || strings.Count(line, fence) != 1 {
+		return "", false
+	}
+	open := line[i+len(fence):]
+	for _, r := range strings.TrimSpace(open) {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_+-", r) {
+			return "", false
+		}
+	}
+	return open, true
 }
 
 func stripFence(s string) string {

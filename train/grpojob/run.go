@@ -188,7 +188,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// New input files on --resume start a new session of the run (runFiles).
 	o.MayChange = []string{"inputs"}
-	prep, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
+	prep, err := trainer.Setup(ctx, base, &o.Options, o, o.Resuming(), log)
 	if err != nil {
 		return err
 	}

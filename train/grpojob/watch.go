@@ -25,7 +25,7 @@ func runWatch(ctx context.Context, base *trainer.Base, o Options, log *slog.Logg
 	// slash, relative by hand and absolute from cron, or moved): its files
 	// are known by sha256 in the manifest, so nothing is trained twice.
 	o.MayChange = append(o.MayChange, "watch_dir")
-	prep, err := trainer.Setup(ctx, base, &o.Options, o, true, log)
+	prep, err := trainer.Setup(ctx, base, &o.Options, o, trainer.ResumeQuiet, log)
 	if err != nil {
 		return err
 	}

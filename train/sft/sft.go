@@ -149,7 +149,7 @@ func Run(ctx context.Context, o Options) error {
 	for _, f := range files {
 		o.InputsSHA256 = append(o.InputsSHA256, f.SHA256)
 	}
-	prep, err := trainer.Setup(ctx, base, &o.Options, o, o.Resume, log)
+	prep, err := trainer.Setup(ctx, base, &o.Options, o, o.Resuming(), log)
 	if err != nil {
 		return err
 	}

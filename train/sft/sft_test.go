@@ -114,7 +114,7 @@ func TestSFTLossDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := trainer.Setup(context.Background(), base, &o2, o2, false, nil)
+	env, err := trainer.Setup(context.Background(), base, &o2, o2, trainer.Fresh, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestModelFolderErrorsAreBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Setup(context.Background(), base, &o, o, false, nil); !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "--init-adapter") {
+	if _, err := Setup(context.Background(), base, &o, o, Fresh, nil); !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "--init-adapter") {
 		t.Errorf("--init-adapter %s: %v, want bad input naming the flag", broken, err)
 	}
 }

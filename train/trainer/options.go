@@ -134,7 +134,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.StringVar(&o.DType, "dtype", string(model.DTypeFloat32), "base weights in memory: float32, or bfloat16 (half the memory; the same rounding as hone-serve --dtype bfloat16, so the trainer's logprobs match a bfloat16 sampler's; computes in float32)")
 	fs.StringVar(&o.Out, "out", "adapters", "folder holding run folders")
 	fs.StringVar(&o.Name, "run", "", "run name: checkpoints go to OUT/RUN/step-NNNNNN")
-	fs.BoolVar(&o.Resume, "resume", false, "continue the run from its latest checkpoint")
+	fs.BoolVar(&o.Resume, "resume", false, "continue the run from its latest checkpoint (a run folder with none starts a fresh run, with a warning naming it)")
 	fs.StringVar(&o.InitAdapter, "init-adapter", "", "start from this PEFT adapter folder (e.g. an SFT step) instead of a fresh LoRA")
 	fs.IntVar(&o.Rank, "rank", 8, "LoRA rank")
 	fs.Float64Var(&o.Alpha, "alpha", 16, "LoRA alpha (scale alpha/rank)")
@@ -450,14 +450,41 @@ func lockRun(run *checkpoint.Run, o *Options) (unlock func(), err error) {
 	return run.Lock()
 }
 
+// ResumeMode says what Setup does with the run folder's steps.
+type ResumeMode int
+
+const (
+	// Fresh starts a new run; a run folder with steps is refused.
+	Fresh ResumeMode = iota
+	// Resume (--resume) continues the run's latest step. A run folder
+	// without one starts fresh with a warning naming it: that is the
+	// first round of a loop that always passes --resume (the README's),
+	// but also a mistyped --run, which transformers' Trainer refuses
+	// (resume_from_checkpoint finding no checkpoint) and which must not
+	// train from scratch unnoticed.
+	Resume
+	// ResumeQuiet (--watch-dir) continues the latest step, or starts a
+	// fresh run without a word: every call of incremental training is
+	// the same command, the first included.
+	ResumeQuiet
+)
+
+// Resuming is the ResumeMode of o.Resume: Resume when set, else Fresh.
+func (o *Options) Resuming() ResumeMode {
+	if o.Resume {
+		return Resume
+	}
+	return Fresh
+}
+
 // Setup takes the run folder's lock over base and either restores the
-// run's latest step (resume must be true when the run folder has one;
-// config, the job's options, must then equal the saved config but for
-// "steps", "epochs", o.MayChange, the backend keys and the checkpoint
+// run's latest step (resume must not be Fresh when the run folder has
+// one; config, the job's options, must then equal the saved config but
+// for "steps", "epochs", o.MayChange, the backend keys and the checkpoint
 // options, else a usage error names each option that differs) or starts
 // a fresh adapter. Checkpoint options that differ become the run's
 // (applyCheckpointChanges).
-func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool, log *slog.Logger) (*Prepared, error) {
+func Setup(ctx context.Context, base *Base, o *Options, config any, resume ResumeMode, log *slog.Logger) (*Prepared, error) {
 	m := base.Model
 	run := &checkpoint.Run{Dir: o.RunDir()}
 	var initAd *model.Adapter
@@ -489,7 +516,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 	if err != nil {
 		return nil, err
 	}
-	if has && !resume {
+	if has && resume == Fresh {
 		return nil, stageerr.Usagef("%s already has %s: pass --resume to continue it, or choose another --run", run.Dir, runfolder.StepName(last))
 	}
 	if has {
@@ -537,6 +564,10 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 		ok = true
 		return prep, nil
 	}
+	if resume == Resume && log != nil {
+		log.Warn("--resume: the run folder has no step to continue from: starting a fresh run (check --run and --out if you meant an existing run)",
+			"run", run.Dir)
+	}
 	if err := run.DropStepsAfter(0); err != nil { // nor step folders, which no latest named
 		return nil, err
 	}
@@ -546,24 +577,7 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 	if err := repairEval(run, 0, log); err != nil { // an eval of step 0 (the base model) holds
 		return nil, err
 	}
-	if initAd != nil {
-		prep.Ad = initAd
-	} else if o.InitAdapter != "" {
-		if prep.Ad, err = model.ReadAdapter(o.InitAdapter, &m.Config); err != nil {
-			err = stageerr.Input(fmt.Errorf("--init-adapter: %w", err))
-		}
-	} else {
-		ac := model.AdapterConfig{Rank: o.Rank, Alpha: o.Alpha, RSLoRA: o.RSLoRA}
-		for _, t := range o.Targets {
-			mod, err := model.ParseModule(t)
-			if err != nil {
-				return nil, err
-			}
-			ac.Targets = append(ac.Targets, mod)
-		}
-		prep.Ad, err = model.NewAdapter(&m.Config, ac, o.Seed)
-	}
-	if err != nil {
+	if prep.Ad, err = freshAdapter(m, o, initAd); err != nil {
 		return nil, err
 	}
 	if err := prep.Ad.Place(m.Backend()); err != nil {
@@ -574,6 +588,31 @@ func Setup(ctx context.Context, base *Base, o *Options, config any, resume bool,
 	}
 	ok = true
 	return prep, nil
+}
+
+// freshAdapter is the adapter a fresh run starts from: initAd (its
+// --init-adapter, read before the lock), the --init-adapter read now, or
+// a new LoRA of o's shape.
+func freshAdapter(m *model.Model, o *Options, initAd *model.Adapter) (*model.Adapter, error) {
+	if initAd != nil {
+		return initAd, nil
+	}
+	if o.InitAdapter != "" {
+		ad, err := model.ReadAdapter(o.InitAdapter, &m.Config)
+		if err != nil {
+			return nil, stageerr.Input(fmt.Errorf("--init-adapter: %w", err))
+		}
+		return ad, nil
+	}
+	ac := model.AdapterConfig{Rank: o.Rank, Alpha: o.Alpha, RSLoRA: o.RSLoRA}
+	for _, t := range o.Targets {
+		mod, err := model.ParseModule(t)
+		if err != nil {
+			return nil, err
+		}
+		ac.Targets = append(ac.Targets, mod)
+	}
+	return model.NewAdapter(&m.Config, ac, o.Seed)
 }
 
 // refuseChanges is the usage error of a resume whose config (now) differs

@@ -269,7 +269,7 @@ func TestSetupDType(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env, err := Setup(context.Background(), base, &o, o, false, nil)
+		env, err := Setup(context.Background(), base, &o, o, Fresh, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,7 @@ func finiteLoop(t *testing.T, lr float64, loss func(s int) LossFunc) (*Loop, *by
 	l := &Loop{
 		Model: m, Adapter: ad, Opt: mustAdamW(t, ad, kernels.DefaultAdamW(0), 0),
 		Sched: Schedule{Kind: "constant", LR: lr}, Ckpt: &checkpoint.Run{Dir: filepath.Join(t.TempDir(), "run")},
-		BaseName: "tiny", Config: map[string]string{"test": "finite"}, Log: slog.New(slog.NewTextHandler(&log, nil)),
+		BaseName: "tiny", Config: map[string]string{"test": "finite"}, Log: slog.New(slog.NewTextHandler(&log, nil)), SaveEvery: 1,
 		Next: func(_ context.Context, s int) (*Job, error) {
 			mbs, err := Pack(exs, 64)
 			if err != nil {

@@ -32,7 +32,7 @@ type Loop struct {
 	Config   any    // the run's options, saved in every step folder
 	Train    model.TrainOptions
 
-	SaveEvery  int    // save every n steps (and always the last); ≤ 0: 1
+	SaveEvery  int    // save every n steps (and always the last); ≤ 0: only the last
 	KeepLast   int    // step folders kept (≤ 0: all)
 	BestMetric string // metric picking the best step ("" none)
 	BestMax    bool   // higher BestMetric is better
@@ -60,7 +60,6 @@ type Loop struct {
 // adapter and the optimizer's state when the step before it is unsaved,
 // and a stop saves that copy.
 func (l *Loop) Run(ctx context.Context, from, to int) (err error) {
-	every := max(l.SaveEvery, 1)
 	skipped, updates, done := 0, l.Opt.Step, from
 	var unsaved map[string]float64 // the metrics row of step done, while it is not saved
 	defer func() {
@@ -101,7 +100,11 @@ func (l *Loop) Run(ctx context.Context, from, to int) (err error) {
 		// report's wall-time axis, which shows the time between steps too.
 		row["time"] = float64(time.Now().UnixMilli()) / 1e3
 		unsaved = row
-		if (s+1)%every == 0 || s+1 == to {
+		// SaveEvery 0 saves the last step alone, as a TRL script with
+		// save_strategy "no" saves its model once at the end: the
+		// checkpoints of a run whose step count is not known in advance
+		// (--epochs) cannot be asked for otherwise.
+		if (l.SaveEvery > 0 && (s+1)%l.SaveEvery == 0) || s+1 == to {
 			if err := l.save(s+1, row, l.live()); err != nil {
 				return err
 			}

@@ -157,7 +157,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.BoolVar(&o.BF16GateUp, "bf16-gate-up", false, "with --device cuda --compute bf16, hold the MLP's gate and up activations as bfloat16, as PyTorch's bf16 autocast does: half their memory (17 GB at 8192 tokens on a 7B), less traffic, logprob error about autocast's; no effect elsewhere")
 	fs.IntVar(&o.Steps, "steps", 0, "steps to train on the inputs (0: --epochs over them), counted from the run's start or, for grpo, from the start of the inputs' session")
 	fs.IntVar(&o.Epochs, "epochs", 1, "passes over the inputs when --steps is 0")
-	fs.IntVar(&o.SaveEvery, "save-every", 1, "save a checkpoint every N steps (and the last)")
+	fs.IntVar(&o.SaveEvery, "save-every", 1, "save a checkpoint every N steps, and the last step (0: only the last step; SIGINT or SIGTERM saves the last finished step too)")
 	fs.IntVar(&o.KeepLast, "keep-last", 0, "step folders to keep (0: all); latest and best are always kept, and with an eval --best-metric every step not yet evaluated")
 	fs.StringVar(&o.BestMetric, "best-metric", "", "metric picking the best step (kept, and named by OUT/RUN/best): a training metric such as reward_mean, or an eval metric such as val/reward that hone-inspect log-eval records after each step is evaluated (steps not yet evaluated are kept); a name no row can have is refused")
 	fs.StringVar(&o.BestMode, "best-mode", "", "max or min: which --best-metric value is best (default: min for a metric whose name ends in loss, as Hugging Face's Trainer takes it, else max)")

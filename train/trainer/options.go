@@ -672,6 +672,25 @@ func (o *Options) idleScheduleFlags() []string {
 	return out
 }
 
+// noDecay is the warning for a cosine schedule s whose warm-up leaves no
+// step (update) of its horizon below --lr: the last step of the horizon,
+// s.Total−1, is at most the first after the warm-up, the top of the
+// cosine (Schedule.At), so the run trains at the peak rate to its end.
+// It is "" otherwise. Warned, not refused: a run saved with these must
+// resume, and the horizon of one without --schedule-steps is the step
+// each call trains to, which grows.
+func (o *Options) noDecay(s Schedule) string {
+	if s.Kind != "cosine" || s.Warmup == 0 || s.Warmup < s.Total-1 {
+		return ""
+	}
+	horizon := fmt.Sprintf("the step this call trains to, %d (--schedule-steps 0)", s.Total)
+	if o.ScheduleSteps > 0 {
+		horizon = fmt.Sprintf("--schedule-steps %d", o.ScheduleSteps)
+	}
+	return fmt.Sprintf("--lr-schedule cosine: --warmup-steps %d takes the whole horizon of %d steps (optimizer updates with grpo --norm art), %s: the learning rate never decays below --lr; give a horizon of at least %d steps, or fewer warm-up steps",
+		s.Warmup, s.Total, horizon, s.Warmup+2)
+}
+
 // Loop returns a Loop over prep with the shared options filled in.
 func (o *Options) Loop(prep *Prepared, config any, totalUpdates int, log *slog.Logger) *Loop {
 	if o.BF16GateUp && !prep.Model.GateUpHeld(prep.Ad) {
@@ -680,8 +699,12 @@ func (o *Options) Loop(prep *Prepared, config any, totalUpdates int, log *slog.L
 	for _, w := range o.idleScheduleFlags() {
 		log.Warn(w)
 	}
+	sched := o.Sched(totalUpdates)
+	if w := o.noDecay(sched); w != "" {
+		log.Warn(w)
+	}
 	return &Loop{
-		Model: prep.Model, Adapter: prep.Ad, Opt: prep.Opt, Sched: o.Sched(totalUpdates), Ckpt: prep.Ckpt,
+		Model: prep.Model, Adapter: prep.Ad, Opt: prep.Opt, Sched: sched, Ckpt: prep.Ckpt,
 		BaseName: o.Model, Config: config, Train: model.TrainOptions{Checkpoint: o.Checkpointing, GateUpBF16: o.BF16GateUp},
 		SaveEvery: o.SaveEvery, KeepLast: o.KeepLast, BestMetric: o.BestMetric, BestMax: o.BestMode == "max",
 		Log: log,

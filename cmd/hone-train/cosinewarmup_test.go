@@ -1,0 +1,56 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCosineWarmupPastHorizonWarns runs hone-train grpo as a process with
+// --lr-schedule cosine and a warm-up that takes the whole horizon (the
+// step the call trains to, or --schedule-steps): the run trains, and one
+// warning names --warmup-steps and the horizon, with both numbers, since
+// the learning rate never decays (nor does it when the warm-up ends on
+// the horizon's last step, which is at the top of the cosine). Before, it trained at the peak rate to
+// the end without a word. A warm-up that leaves steps to decay is not
+// warned about.
+func TestCosineWarmupPastHorizonWarns(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	in := filepath.Join(dir, "s", "a.parquet")
+	for i, tc := range []struct {
+		extra []string
+		want  []string // in the one warning; none: no warning
+	}{
+		{[]string{"--steps", "3", "--warmup-steps", "3"}, []string{"--warmup-steps 3", "3 steps", "this call trains to"}},
+		{[]string{"--steps", "3", "--warmup-steps", "5"}, []string{"--warmup-steps 5", "3 steps"}},
+		{[]string{"--steps", "1", "--warmup-steps", "4", "--schedule-steps", "4"}, []string{"--warmup-steps 4", "--schedule-steps 4"}},
+		// The last step (0-based 2) is the first after the warm-up: at
+		// the top of the cosine, no lower.
+		{[]string{"--steps", "3", "--warmup-steps", "2"}, []string{"--warmup-steps 2", "3 steps"}},
+		{[]string{"--steps", "3", "--warmup-steps", "1"}, nil},
+	} {
+		args := append([]string{"grpo", "--model", md, "--run", "r" + string(rune('a'+i)), "--out", filepath.Join(dir, "adapters"),
+			"--rank", "2", "--threads", "1", "--groups-per-step", "1", "--lr-schedule", "cosine"}, tc.extra...)
+		code, text := runMain(t, append(args, in)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", tc.extra, code, text)
+		}
+		w := warnLines(text, "never decays")
+		if tc.want == nil {
+			if len(w) != 0 {
+				t.Errorf("%v: warned %q, want no warning", tc.extra, w)
+			}
+			continue
+		}
+		if len(w) != 1 {
+			t.Errorf("%v: warnings %q, want one that the learning rate never decays\n%s", tc.extra, w, text)
+			continue
+		}
+		for _, s := range tc.want {
+			if !strings.Contains(w[0], s) {
+				t.Errorf("%v: warning %q does not say %q", tc.extra, w[0], s)
+			}
+		}
+	}
+}

@@ -97,7 +97,12 @@ way on a later call (relative, absolute, moved): files are known by sha256.`,
 			} else if len(args) > 0 {
 				return cli.Usagef("grpo: give files or --watch-dir, not both")
 			}
-			return runJob(cmd.Context(), logger, &jb, &remote, &opts.Options, func() error { return grpojob.Run(cmd.Context(), opts) })
+			check := func() error {
+				c := opts // grpojob.Run normalises and validates its own copy again
+				c.Normalize()
+				return c.Validate()
+			}
+			return runJob(cmd.Context(), logger, &jb, &remote, &opts.Options, check, func() error { return grpojob.Run(cmd.Context(), opts) })
 		},
 	}
 	opts.AddFlags(cmd.Flags())

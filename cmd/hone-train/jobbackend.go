@@ -8,6 +8,7 @@ import (
 
 	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
+	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/pflag"
@@ -50,10 +51,20 @@ func (j *jobBackend) open(dtype string, log *slog.Logger) (kernels.Backend, func
 }
 
 // runJob runs a training job (sft, grpo) whose shared options are o: the
-// logger, the backend jb's flags name (for o.DType weights), both given to
-// o, and the remote output started; it returns job's error after the
-// output is published, then closes the backend.
-func runJob(ctx context.Context, logger func() (*slog.Logger, error), jb *jobBackend, remote *remoteOut, o *trainer.Options, job func() error) error {
+// job's options checked (check, the job's Validate: its error is a usage
+// error) with the remote output's flags, then the logger, the backend
+// jb's flags name (for o.DType weights), both given to o, and the remote
+// output started; it returns job's error after the output is published,
+// then closes the backend. The checks come first so that a bad flag is
+// named before a CUDA device is initialised, or fails to be on a machine
+// without one.
+func runJob(ctx context.Context, logger func() (*slog.Logger, error), jb *jobBackend, remote *remoteOut, o *trainer.Options, check, job func() error) error {
+	if err := check(); err != nil {
+		return cli.Usage(err)
+	}
+	if err := remote.check(o); err != nil {
+		return err
+	}
 	log, err := logger()
 	if err != nil {
 		return err

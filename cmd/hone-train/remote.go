@@ -38,19 +38,35 @@ func (r *remoteOut) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&r.every, "publish-every", 30*time.Second, "with --out s3://…: how often saved steps are uploaded (and once at the end)")
 }
 
+// check refuses r's flags, and an --out that names no folder, as usage
+// errors: it touches nothing, so runJob calls it before it opens the
+// backend (a CUDA device) and start pulls or trains.
+func (r *remoteOut) check(o *trainer.Options) error {
+	if r.every <= 0 {
+		// The publisher's ticker takes no other: refused here, before
+		// anything is pulled, rather than a panic once training began.
+		return cli.Usagef("--publish-every %v must be positive", r.every)
+	}
+	if fileset.IsURL(o.Out) {
+		return nil
+	}
+	if r.cache != "" {
+		return cli.Usagef("--out-cache needs --out to name an object-store folder (s3://…)")
+	}
+	if _, err := fileset.LocalPath(o.Out); err != nil {
+		return cli.Usagef("--out: %v", err)
+	}
+	return nil
+}
+
 // start points o.OutLocal at the local folder and starts publishing; finish
 // stops it and publishes what is left. A local --out (a path or a file://
 // URL) is written where it is.
 func (r *remoteOut) start(ctx context.Context, o *trainer.Options, log *slog.Logger) (finish func(error) error, err error) {
-	if r.every <= 0 {
-		// The publisher's ticker takes no other: refused here, before
-		// anything is pulled, rather than a panic once training began.
-		return nil, cli.Usagef("--publish-every %v must be positive", r.every)
+	if err := r.check(o); err != nil {
+		return nil, err
 	}
 	if !fileset.IsURL(o.Out) {
-		if r.cache != "" {
-			return nil, cli.Usagef("--out-cache needs --out to name an object-store folder (s3://…)")
-		}
 		p, err := fileset.LocalPath(o.Out) // a file:// URL is written as its path
 		if err != nil {
 			return nil, cli.Usagef("--out: %v", err)

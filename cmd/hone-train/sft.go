@@ -46,7 +46,11 @@ with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 			}
 			defer in.Close()
 			opts.Inputs = in
-			return runJob(cmd.Context(), logger, &jb, &remote, &opts.Options, func() error { return sft.Run(cmd.Context(), opts) })
+			check := func() error {
+				c := opts // sft.Run validates its own copy again
+				return c.Validate()
+			}
+			return runJob(cmd.Context(), logger, &jb, &remote, &opts.Options, check, func() error { return sft.Run(cmd.Context(), opts) })
 		},
 	}
 	opts.AddFlags(cmd.Flags())

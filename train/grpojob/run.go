@@ -44,7 +44,8 @@ type Options struct {
 // AddFlags registers the GRPO flags and the shared ones.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Options.AddFlags(fs, 5e-6)
-	fs.Lookup("schedule-steps").Usage = trainer.ScheduleStepsUsage("--watch-dir, --resume with new files or more --steps")
+	fs.Lookup("schedule-steps").Usage = trainer.ScheduleStepsUsage("--watch-dir, --resume with new files or more --steps") +
+		`; a --norm art step's count of updates is its "updates" in OUT/RUN/metrics.jsonl, and a call's total the optimizer_updates of its end summary`
 	fs.StringVar(&o.WatchDir, "watch-dir", "", "incremental mode: train on the *.parquet files of DIR not yet consumed by this run (implies --resume)")
 	fs.IntVar(&o.GroupsPerStep, "groups-per-step", 0, "groups per optimizer step (0: all groups of the inputs)")
 	fs.StringVar(&o.ScaleRewards, "scale-rewards", "group", "divide advantages by the group's std (group), the batch's (batch) or not at all (none; Dr. GRPO)")
@@ -137,7 +138,11 @@ func (o *Options) Validate() error {
 	if o.Loss.Norm == "art" && o.Schedule == "cosine" && o.ScheduleSteps == 0 {
 		// The schedule counts optimizer updates, and with one per row a
 		// step's count is known only once its rows are packed.
-		return fmt.Errorf("--norm art with --lr-schedule cosine needs --schedule-steps: the cosine horizon in optimizer updates (one per packed row)")
+		// The user cannot count the rows before packing: the message says
+		// where a run records them.
+		return fmt.Errorf("--norm art with --lr-schedule cosine needs --schedule-steps, the cosine horizon in optimizer updates: one per packed row, known only once a step's rows are packed. " +
+			`Each step records its count as "updates" in OUT/RUN/metrics.jsonl and on its step log line, and each call its total as optimizer_updates in its "training done" line: ` +
+			"train a few steps on the same files with --lr-schedule constant under another --run, then give --schedule-steps about --steps times the updates per step")
 	}
 	if o.ScaleLRByRewardStd && o.WatchDir != "" {
 		return fmt.Errorf("--scale-lr-by-reward-std fits the reward std of every step of the run, which --watch-dir sessions do not hold; train without it, or on the files directly")

@@ -242,8 +242,10 @@ func (o *Options) Validate() error {
 	if _, err := o.Kwargs(); err != nil {
 		return err
 	}
+	// --alpha too with --init-adapter, which ignores it but saves it in
+	// the run's config.
 	if err := CheckFinite(map[string]float64{
-		"lr": o.LR, "min-lr": o.MinLR, "adam-beta1": o.Beta1, "adam-beta2": o.Beta2, "adam-eps": o.AdamEps,
+		"alpha": o.Alpha, "lr": o.LR, "min-lr": o.MinLR, "adam-beta1": o.Beta1, "adam-beta2": o.Beta2, "adam-eps": o.AdamEps,
 		"weight-decay": o.WeightDecay, "max-grad-norm": o.MaxGradNorm,
 	}); err != nil {
 		return err

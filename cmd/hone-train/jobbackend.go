@@ -26,11 +26,21 @@ type jobBackend struct {
 
 // addFlags registers j's flags on fs.
 func (j *jobBackend) addFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&j.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads")
+	fs.IntVar(&j.threads, "threads", runtime.GOMAXPROCS(0), "CPU worker threads (0: all cores)")
 	fs.StringVar(&j.compute, "compute", "f32", backendflag.ComputeUsage)
 	fs.StringVar(&j.bf16Kernel, "bf16-kernel", "native", backendflag.BF16KernelUsage)
 	backend.AddFlag(fs, &j.device)
 	backendflag.AddCUDAFlags(fs, &j.cuda)
+}
+
+// check refuses a negative --threads: 0 means all cores (as hone-serve's
+// --threads), and a negative count has no meaning; it was quietly taken
+// as 0.
+func (j *jobBackend) check() error {
+	if j.threads < 0 {
+		return cli.Usagef("--threads %d must not be negative (0: all cores)", j.threads)
+	}
+	return nil
 }
 
 // open opens the backend j's flags name for weights of dtype (the
@@ -65,13 +75,16 @@ func runJob(ctx context.Context, logger func() (*slog.Logger, error), jb *jobBac
 	if err := remote.check(o); err != nil {
 		return err
 	}
+	if err := jb.check(); err != nil {
+		return err
+	}
 	log, err := logger()
 	if err != nil {
 		return err
 	}
 	// Saved with the run's config, so that a resume elsewhere is noted
 	// (trainer.Options.Device); the thread count as the backend takes it
-	// (≤ 0: GOMAXPROCS), read before open raises GOMAXPROCS by a spare.
+	// (0: GOMAXPROCS), read before open raises GOMAXPROCS by a spare.
 	o.Device, o.Compute, o.Threads = jb.device, jb.compute, jb.threads
 	if o.Threads <= 0 {
 		o.Threads = runtime.GOMAXPROCS(0)

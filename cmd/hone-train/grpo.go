@@ -102,7 +102,7 @@ way on a later call (relative, absolute, moved): files are known by sha256.`,
 				c.Normalize()
 				return c.Validate()
 			}
-			return runJob(cmd.Context(), logger, &jb, &remote, &opts.Options, check, func() error { return grpojob.Run(cmd.Context(), opts) })
+			return runJob(cmd.Context(), logger, cmd.Flags(), &jb, &remote, &opts.Options, check, func() error { return grpojob.Run(cmd.Context(), opts) })
 		},
 	}
 	opts.AddFlags(cmd.Flags())

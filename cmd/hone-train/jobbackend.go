@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 
 	"github.com/hone-rl/hone/cmd/internal/backend"
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/kernels"
 	"github.com/hone-rl/hone/train/trainer"
 	"github.com/spf13/pflag"
@@ -60,6 +63,31 @@ func (j *jobBackend) open(dtype string, log *slog.Logger) (kernels.Backend, func
 	}, nil
 }
 
+// ignoredFlags are warnings for the flags given on fs that this call does
+// not read: the shape of a fresh LoRA next to --init-adapter, whose
+// adapter has its own, and --publish-every with a local --out. Warned,
+// not refused, as --warmup-steps under a constant schedule is: a script
+// may pass them on every call, and the run trains as it would without.
+func ignoredFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
+	var out []string
+	if o.InitAdapter != "" {
+		var given []string
+		for _, f := range []string{"rank", "alpha", "rslora", "targets"} {
+			if fs.Changed(f) {
+				given = append(given, "--"+f)
+			}
+		}
+		if len(given) > 0 {
+			out = append(out, fmt.Sprintf("%s does nothing with --init-adapter: they shape a fresh LoRA, and the adapter of --init-adapter %s (or the run's own, on --resume) has its own shape",
+				strings.Join(given, ", "), o.InitAdapter))
+		}
+	}
+	if fs.Changed("publish-every") && !fileset.IsURL(o.Out) {
+		out = append(out, fmt.Sprintf("--publish-every does nothing with --out %s: only a run written to an object store (--out s3://…) is published", o.Out))
+	}
+	return out
+}
+
 // runJob runs a training job (sft, grpo) whose shared options are o: the
 // job's options checked (check, the job's Validate: its error is a usage
 // error) with the remote output's flags, then the logger, the backend
@@ -68,7 +96,7 @@ func (j *jobBackend) open(dtype string, log *slog.Logger) (kernels.Backend, func
 // then closes the backend. The checks come first so that a bad flag is
 // named before a CUDA device is initialised, or fails to be on a machine
 // without one.
-func runJob(ctx context.Context, logger func() (*slog.Logger, error), jb *jobBackend, remote *remoteOut, o *trainer.Options, check, job func() error) error {
+func runJob(ctx context.Context, logger func() (*slog.Logger, error), fs *pflag.FlagSet, jb *jobBackend, remote *remoteOut, o *trainer.Options, check, job func() error) error {
 	if err := check(); err != nil {
 		return cli.Usage(err)
 	}
@@ -81,6 +109,9 @@ func runJob(ctx context.Context, logger func() (*slog.Logger, error), jb *jobBac
 	log, err := logger()
 	if err != nil {
 		return err
+	}
+	for _, w := range ignoredFlags(fs, o) {
+		log.Warn(w)
 	}
 	// Saved with the run's config, so that a resume elsewhere is noted
 	// (trainer.Options.Device); the thread count as the backend takes it

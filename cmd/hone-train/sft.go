@@ -50,7 +50,7 @@ with hone-train grpo --init-adapter OUT/RUN/step-N.`,
 				c := opts // sft.Run validates its own copy again
 				return c.Validate()
 			}
-			return runJob(cmd.Context(), logger, &jb, &remote, &opts.Options, check, func() error { return sft.Run(cmd.Context(), opts) })
+			return runJob(cmd.Context(), logger, cmd.Flags(), &jb, &remote, &opts.Options, check, func() error { return sft.Run(cmd.Context(), opts) })
 		},
 	}
 	opts.AddFlags(cmd.Flags())

@@ -20,10 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,14 +40,21 @@ type Options struct {
 	System  string // system prompt ("" for a default)
 }
 
-// Env is one connected MCP session shared by all episodes.
+// Env is the MCP server all episodes share: one session at a time,
+// replaced when it is lost (server.go).
 type Env struct {
-	session *mcp.ClientSession
-	cmd     *exec.Cmd // the stdio server's process; nil for a URL
-	group   *procgroup.Set
-	tools   []trajectory.Tool
-	tasks   []env.Scenario
-	system  string
+	opts   Options
+	group  *procgroup.Set
+	tools  []trajectory.Tool
+	tasks  []env.Scenario
+	system string
+
+	srvMu    sync.Mutex
+	srv      *server // nil after a failed restart
+	restarts int     // restarts since a server last answered a call
+	lastErr  error   // why the last restart failed
+	gaveUp   error   // set once restarts reached maxRestarts
+	closed   bool
 
 	// asked maps a task text to the scenario last started with it, so a
 	// replay policy, which sees only the conversation, finds its solution.
@@ -59,56 +64,33 @@ type Env struct {
 
 // Open connects and lists the server's tools.
 func Open(ctx context.Context, o Options) (*Env, error) {
-	var t mcp.Transport
-	var cmd *exec.Cmd
-	var tail *stderrTail // the stdio server's stderr, quoted when it fails to start
-	group := procgroup.SetFrom(ctx)
 	switch {
 	case len(o.Command) > 0 && o.URL != "":
 		return nil, stageerr.Usagef("mcp: give a command or a URL, not both")
-	case len(o.Command) > 0:
-		// Closing waits TerminateDuration for the server to exit after its
-		// stdin closes, then sends SIGTERM: the SDK's default of 5s held
-		// every stop (Ctrl-C during start-up too) for that long.
-		// The server starts in a process group of its own, stopped whole
-		// at Close: one started through a wrapper (npx, uv run, sh -c)
-		// would otherwise outlive the run if it ignored its closed stdin.
-		cmd = exec.Command(o.Command[0], o.Command[1:]...)
-		procgroup.Own(cmd)
-		var err error
-		if tail, err = captureStderr(cmd); err != nil {
-			return nil, fmt.Errorf("mcp: %w", err)
-		}
-		t = groupTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}, group}
-	case o.URL != "":
-		t = &mcp.StreamableClientTransport{Endpoint: o.URL, DisableStandaloneSSE: true}
-	default:
+	case len(o.Command) == 0 && o.URL == "":
 		return nil, stageerr.Usagef("mcp: needs --env-opt cmd='SERVER ARGS' or --env-opt url=http://...")
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "hone-collect", Version: "1"}, nil)
-	s, err := client.Connect(ctx, t, nil)
-	tail.started()
-	if err != nil {
-		if cmd != nil && cmd.Process != nil {
-			_ = procgroup.Kill(cmd)
-			group.Forget(cmd)
-		}
-		return nil, fmt.Errorf("mcp: connect: %w%s", err, tail.quote())
-	}
-	e := &Env{session: s, cmd: cmd, group: group, tasks: o.Tasks, system: o.System}
+	e := &Env{opts: o, group: procgroup.SetFrom(ctx), tasks: o.Tasks, system: o.System}
 	if e.system == "" {
 		e.system = "You complete tasks with the tools you are given. When done, answer without calling a tool."
 	}
-	for tool, err := range s.Tools(ctx, nil) {
+	s, err := dial(ctx, o, e.group)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	e.srv = s
+	// The tools are listed once: a restarted server is the same program
+	// and offers the same tools.
+	for tool, err := range s.session.Tools(ctx, nil) {
 		if err != nil {
-			e.Close()
-			return nil, fmt.Errorf("mcp: list tools: %w%s", err, tail.quote())
+			s.close()
+			return nil, fmt.Errorf("mcp: list tools: %w%s", err, s.tail.quote())
 		}
 		params := ""
 		if tool.InputSchema != nil {
 			b, err := json.Marshal(tool.InputSchema)
 			if err != nil {
-				e.Close()
+				s.close()
 				return nil, fmt.Errorf("mcp: tool %s: schema: %w", tool.Name, err)
 			}
 			params = string(b)
@@ -116,7 +98,7 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 		e.tools = append(e.tools, trajectory.Tool{Type: "function", Name: tool.Name, Description: tool.Description, Parameters: params})
 	}
 	if len(e.tools) == 0 {
-		e.Close()
+		s.close()
 		return nil, errors.New("mcp: the server offers no tools")
 	}
 	return e, nil
@@ -137,11 +119,15 @@ type Resource struct {
 // Resources lists the server's resources, following the listing's pages;
 // a server that does not declare the resources capability has none.
 func (e *Env) Resources(ctx context.Context) ([]Resource, error) {
-	if ir := e.session.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Resources == nil {
+	s, err := e.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ir := s.session.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Resources == nil {
 		return nil, nil
 	}
 	var out []Resource
-	for r, err := range e.session.Resources(ctx, nil) {
+	for r, err := range s.session.Resources(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("mcp: list resources: %w", err)
 		}
@@ -151,34 +137,18 @@ func (e *Env) Resources(ctx context.Context) ([]Resource, error) {
 }
 
 // Close ends the session, and a stdio server with all it started: the
-// session's close gives the server its closed stdin and a moment to exit,
+// session's close gives the server its closed stdin and a second to exit,
 // then what is left of its process group is killed.
 func (e *Env) Close() error {
-	err := e.session.Close()
-	if e.cmd != nil && e.cmd.Process != nil {
-		err = errors.Join(err, procgroup.Kill(e.cmd))
-		e.group.Forget(e.cmd)
+	e.srvMu.Lock()
+	defer e.srvMu.Unlock()
+	e.closed = true
+	if e.srv == nil {
+		return nil
 	}
+	err := e.srv.close()
+	e.srv = nil
 	return err
-}
-
-// groupTransport starts the server in the command's set of programs
-// (procgroup.SetFrom), which kills it if the command exits without
-// closing it (a second Ctrl-C while the server starts or runs).
-type groupTransport struct {
-	*mcp.CommandTransport
-	group *procgroup.Set
-}
-
-// Connect implements mcp.Transport.
-func (t groupTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	var conn mcp.Connection
-	err := t.group.Start(t.Command, func() error {
-		var err error
-		conn, err = t.CommandTransport.Connect(ctx)
-		return err
-	})
-	return conn, err
 }
 
 // Name implements env.Env.
@@ -225,17 +195,24 @@ type Payload struct {
 }
 
 // NewEpisode implements env.Env.
-func (e *Env) NewEpisode(_ context.Context, sc env.Scenario, _ int64) (env.Episode, error) {
+func (e *Env) NewEpisode(ctx context.Context, sc env.Scenario, _ int64) (env.Episode, error) {
 	var p Payload
 	if err := json.Unmarshal(sc.Payload, &p); err != nil || p.Task == "" {
 		return nil, fmt.Errorf("mcp: scenario %s: payload needs {\"task\": ...} (%v)", sc.ID, err)
 	}
+	// The episode keeps the server it starts on: one lost meanwhile fails
+	// it rather than a new server seeing its calls from the middle on.
+	s, err := e.current(ctx)
+	if err != nil {
+		return nil, err
+	}
 	e.remember(sc.ID, p)
-	return &episode{e: e, p: p}, nil
+	return &episode{e: e, srv: s, p: p}, nil
 }
 
 type episode struct {
 	e                 *Env
+	srv               *server
 	p                 Payload
 	answered, correct bool
 	toolErrors        int
@@ -270,20 +247,27 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 			// the protocol's schema rejects.
 			args = map[string]any{}
 		}
-		res, err := ep.e.session.CallTool(ctx, &mcp.CallToolParams{Name: c.Name, Arguments: args})
+		res, err := ep.srv.session.CallTool(ctx, &mcp.CallToolParams{Name: c.Name, Arguments: args})
 		if err != nil {
 			// A protocol error on one call (the server's error answer) is
 			// the model's feedback, not the end of the episode; a call
 			// with no answer (the session lost: a server that exited, a
-			// broken connection) fails the episode.
+			// broken connection) fails the episode, and the next episode
+			// gets a new server.
 			var rejected *jsonrpc.Error
-			if ctx.Err() != nil || !errors.As(err, &rejected) || errors.Is(err, mcp.ErrConnectionClosed) {
+			if ctx.Err() != nil {
 				return env.Feedback{}, fmt.Errorf("mcp: %s: %w", c.Name, err)
 			}
+			if !errors.As(err, &rejected) || errors.Is(err, mcp.ErrConnectionClosed) {
+				ep.srv.lose()
+				return env.Feedback{}, fmt.Errorf("mcp: %s: the server was lost (later episodes get a new one): %w%s", c.Name, err, ep.srv.tail.quote())
+			}
+			ep.srv.answered.Store(true)
 			ep.toolErrors++
 			out = append(out, env.ToolResult(c.ID, c.Name, "error: "+err.Error()))
 			continue
 		}
+		ep.srv.answered.Store(true)
 		var text []string
 		for _, part := range res.Content {
 			if tc, ok := part.(*mcp.TextContent); ok {

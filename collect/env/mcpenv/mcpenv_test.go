@@ -45,10 +45,31 @@ func testServer() *mcp.Server {
 // TestMain doubles as the stdio MCP server when the tests start
 // themselves as one.
 func TestMain(m *testing.M) {
+	if f := os.Getenv("HONE_MCP_TEST_STARTS"); f != "" {
+		// The restart tests count the server's starts, a line each.
+		out, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(out, os.Getpid())
+			out.Close()
+		}
+	}
 	if os.Getenv("HONE_MCP_TEST_SERVER") == "crash" {
 		// A server that dies at its first tool call.
 		s := mcp.NewServer(&mcp.Implementation{Name: "crash", Version: "1"}, nil)
 		mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "add two numbers"}, func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
+			fmt.Fprintln(os.Stderr, "crash: out of memory")
+			os.Exit(3)
+			return nil, nil, nil
+		})
+		s.Run(context.Background(), &mcp.StdioTransport{})
+		os.Exit(0)
+	}
+	if os.Getenv("HONE_MCP_TEST_SERVER") == "die" {
+		// The test server plus a tool that makes it die, as a server
+		// killed for memory would mid-run.
+		s := testServer()
+		mcp.AddTool(s, &mcp.Tool{Name: "die", Description: "exit"}, func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			fmt.Fprintln(os.Stderr, "dying on purpose")
 			os.Exit(3)
 			return nil, nil, nil
 		})

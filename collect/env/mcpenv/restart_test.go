@@ -1,0 +1,110 @@
+package mcpenv_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/mcpenv"
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// calls is a policy that calls tool with args once, then answers with
+// the tool's result.
+func calls(tool, args string) env.PolicyFunc {
+	return func(_ context.Context, msgs []trajectory.Message, _ []trajectory.Tool) (trajectory.Message, error) {
+		if last := msgs[len(msgs)-1]; last.Role == "tool" {
+			return env.Assistant("The answer is " + last.Content), nil
+		}
+		return trajectory.Message{Role: "assistant", ToolCalls: []trajectory.ToolCall{{ID: "c1", Type: "function", Name: tool, Arguments: args}}}, nil
+	}
+}
+
+// startServer opens a stdio server of the test binary in mode, returning
+// the file its starts are counted in.
+func startServer(t *testing.T, mode string) (*mcpenv.Env, string) {
+	t.Helper()
+	t.Setenv("HONE_MCP_TEST_SERVER", mode)
+	starts := filepath.Join(t.TempDir(), "starts")
+	t.Setenv("HONE_MCP_TEST_STARTS", starts)
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{os.Args[0], "-test.run=^$"}, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, starts
+}
+
+func countStarts(t *testing.T, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("\n"))
+}
+
+// TestServerRestarted: a server that dies mid-run (killed for memory)
+// fails the episode that was using it, with an error that says so and
+// quotes the server's stderr, and the next episode gets a new server.
+// Before, one session served the whole run and every later episode
+// failed with "connection closed".
+func TestServerRestarted(t *testing.T) {
+	e, starts := startServer(t, "die")
+	ctx := context.Background()
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.Play(ctx, ep, calls("die", `{}`), 4)
+	if err == nil || !strings.Contains(err.Error(), "server was lost") || !strings.Contains(err.Error(), "dying on purpose") {
+		t.Fatalf("episode on the dying server: err %v", err)
+	}
+	for i := range 2 {
+		ep, err = e.NewEpisode(ctx, tasks[0], 0)
+		if err != nil {
+			t.Fatalf("episode %d after the crash: %v", i, err)
+		}
+		res, err := env.Play(ctx, ep, calls("add", `{"a":2,"b":3}`), 4)
+		if err != nil || res.Outcome.Reward != 1 {
+			t.Fatalf("episode %d after the crash: err %v outcome %+v", i, err, res.Outcome)
+		}
+	}
+	if n := countStarts(t, starts); n != 2 {
+		t.Errorf("the server started %d times, want 2 (once, then once again after it died)", n)
+	}
+}
+
+// TestRestartsBounded: a server that dies at every call is restarted
+// three times in a row, then the environment gives up: each later
+// episode fails at once, naming the server's stderr, rather than the run
+// starting the server anew for each of thousands of episodes.
+func TestRestartsBounded(t *testing.T) {
+	e, starts := startServer(t, "crash")
+	ctx := context.Background()
+	for i := range 8 {
+		ep, err := e.NewEpisode(ctx, tasks[0], 0)
+		if err != nil {
+			if i != 4 || !strings.Contains(err.Error(), "gave up") || !strings.Contains(err.Error(), "out of memory") {
+				t.Fatalf("episode %d: %v", i, err)
+			}
+			break
+		}
+		if i == 4 {
+			t.Fatal("episode 4 started: want the environment to have given up after 3 restarts")
+		}
+		if _, err := env.Play(ctx, ep, calls("add", `{"a":2,"b":3}`), 4); err == nil {
+			t.Fatalf("episode %d succeeded on a server that crashes", i)
+		}
+	}
+	if _, err := e.NewEpisode(ctx, tasks[0], 0); err == nil || !strings.Contains(err.Error(), "gave up") {
+		t.Errorf("after giving up: %v", err)
+	}
+	if n := countStarts(t, starts); n != 4 {
+		t.Errorf("the server started %d times, want 4 (once and 3 restarts)", n)
+	}
+}

@@ -1,0 +1,175 @@
+package mcpenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hone-rl/hone/internal/procgroup"
+)
+
+// maxRestarts is how many times in a row the server is started again
+// (or the URL connected again) after it was lost with no tool call
+// answered since the previous restart: a server that dies at every call,
+// or no longer starts, then fails the run's later episodes at once
+// rather than being restarted for each of them.
+const maxRestarts = 3
+
+// server is one connection to the MCP server: a started program's
+// session, or a URL's.
+type server struct {
+	session  *mcp.ClientSession
+	cmd      *exec.Cmd // the stdio server's process; nil for a URL
+	group    *procgroup.Set
+	tail     *stderrTail // the stdio server's stderr; nil for a URL
+	answered atomic.Bool // a tool call got an answer: the server works
+
+	lostOnce sync.Once
+	gone     chan struct{} // closed once the session is lost
+}
+
+// lose marks the session lost, so the next episode gets a new server.
+func (s *server) lose() { s.lostOnce.Do(func() { close(s.gone) }) }
+
+func (s *server) lost() bool {
+	select {
+	case <-s.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// dial starts the server (Command) or connects to it (URL).
+func dial(ctx context.Context, o Options, group *procgroup.Set) (*server, error) {
+	s := &server{group: group, gone: make(chan struct{})}
+	var t mcp.Transport
+	if len(o.Command) > 0 {
+		// The server starts in a process group of its own, stopped whole
+		// (procgroup.Stop): one started through a wrapper (npx, uv run,
+		// sh -c) would otherwise outlive the run if it ignored its closed
+		// stdin. Starting it here rather than through the SDK's
+		// CommandTransport lets the group be killed before the server is
+		// reaped, while its pid, the group's id, is no one else's.
+		cmd := exec.Command(o.Command[0], o.Command[1:]...)
+		procgroup.Own(cmd)
+		var err error
+		if s.tail, err = captureStderr(cmd); err != nil {
+			return nil, err
+		}
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			s.tail.started()
+			return nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			s.tail.started()
+			return nil, err
+		}
+		err = group.Start(cmd, cmd.Start)
+		s.tail.started()
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w%s", o.Command[0], err, s.tail.quote())
+		}
+		s.cmd = cmd
+		t = &mcp.IOTransport{Reader: stdout, Writer: stdin}
+	} else {
+		t = &mcp.StreamableClientTransport{Endpoint: o.URL, DisableStandaloneSSE: true}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "hone-collect", Version: "1"}, nil)
+	session, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		if c, ok := t.(*mcp.IOTransport); ok {
+			c.Writer.Close() // what Close would do for a session
+		}
+		serr := s.stop()
+		return nil, fmt.Errorf("connect: %w%s", errors.Join(err, serr), s.tail.quote())
+	}
+	s.session = session
+	go func() {
+		// A stdio server that exits ends the session at once; a URL's is
+		// found lost only when a call fails (Step).
+		session.Wait()
+		s.lose()
+	}()
+	return s, nil
+}
+
+// close ends the session, then stops a stdio server with all it started.
+func (s *server) close() error {
+	s.lose()
+	var err error
+	if s.session != nil {
+		err = s.session.Close()
+	}
+	return errors.Join(err, s.stop())
+}
+
+// stop gives a stdio server, its stdin closed, a second to exit, then
+// kills what is left of its process group.
+func (s *server) stop() error {
+	if s.cmd == nil {
+		return nil
+	}
+	err := procgroup.Stop(s.cmd, time.Second)
+	s.group.Forget(s.cmd)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) || errors.Is(err, io.EOF) {
+		// Killed or exited with a status, as stopping makes it: not a
+		// failure of the run.
+		return nil
+	}
+	return err
+}
+
+// current returns the server for a new episode: the one connected, or,
+// once that was lost, a new one, up to maxRestarts in a row without an
+// answered call; after that it keeps failing with the reason it gave up.
+func (e *Env) current(ctx context.Context) (*server, error) {
+	e.srvMu.Lock()
+	defer e.srvMu.Unlock()
+	switch {
+	case e.closed:
+		return nil, errors.New("mcp: the environment is closed")
+	case e.gaveUp != nil:
+		return nil, e.gaveUp
+	case e.srv != nil && !e.srv.lost():
+		return e.srv, nil
+	}
+	why := e.lastErr
+	if old := e.srv; old != nil {
+		if old.answered.Load() {
+			e.restarts = 0
+		}
+		// Stopping now, not when the episode that lost it ends, so the
+		// stderr quoted is whole.
+		old.close()
+		why = fmt.Errorf("the server was lost%s", old.tail.quote())
+		e.srv = nil
+	}
+	if e.restarts >= maxRestarts {
+		e.gaveUp = fmt.Errorf("mcp: gave up on the server after %d restarts in a row without a tool call answered: %w", e.restarts, why)
+		return nil, e.gaveUp
+	}
+	e.restarts++
+	s, err := dial(ctx, e.opts, e.group)
+	if err != nil {
+		err = fmt.Errorf("mcp: restart %d of %d: %w", e.restarts, maxRestarts, err)
+		if ctx.Err() != nil {
+			// The episode's time ran out, not the server's chance.
+			e.restarts--
+		}
+		e.lastErr = err
+		return nil, err
+	}
+	e.srv = s
+	return s, nil
+}

@@ -24,6 +24,11 @@
 //	{"op":"act", "policy":"calculator", "seed":7, "messages":[...], "tools":[...]}
 //	  → {"message":{assistant message}}
 //
+// Every request also carries "id", its number in the process (1, 2, …);
+// a response that echoes it is checked against it. A line no request waits
+// for fails the next request ("responses out of step"), and a response
+// must be a JSON object.
+//
 // "calls" lists the ids of the tool calls hone-collect found well formed;
 // it answers the malformed ones itself, so the environment must skip them.
 // The reward and metrics of the last step response are the episode's.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -313,6 +314,14 @@ type proc struct {
 	stderr  *procgroup.Tail
 	group   *procgroup.Set // the command's programs, cmd among them until close
 	done    chan struct{}
+	sent    int // requests sent: the id of the last one
+
+	// waiting says a request waits for its response: a line read while
+	// none does is kept in extra and fails the next request, since every
+	// response after it would answer the request before its own.
+	mu      sync.Mutex
+	waiting bool
+	extra   []byte
 	once    sync.Once
 	err     error
 }
@@ -354,7 +363,7 @@ func (e *Env) start(ctx context.Context) (*proc, error) {
 				p.readErr = err
 				return
 			}
-			if len(bytes.TrimSpace(line)) > 0 {
+			if len(bytes.TrimSpace(line)) > 0 && p.expected(line) {
 				select {
 				case p.lines <- line:
 				case <-p.done:
@@ -367,6 +376,21 @@ func (e *Env) start(ctx context.Context) (*proc, error) {
 		}
 	}()
 	return p, nil
+}
+
+// expected says whether a request waits for line, and keeps the first
+// line that none waited for.
+func (p *proc) expected(line []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.waiting {
+		if p.extra == nil {
+			p.extra = line
+		}
+		return false
+	}
+	p.waiting = false
+	return true
 }
 
 // errLineTooLong: the program wrote a line over its limit.
@@ -391,11 +415,23 @@ func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 
 // call sends one request and reads one response into out.
 func (p *proc) call(ctx context.Context, req any, out any) error {
+	// Each request carries its number: a program that echoes it in its
+	// response ("id") lets a response out of step be caught for certain.
+	p.sent++
+	req.(map[string]any)["id"] = p.sent
 	b, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
 	op, _ := req.(map[string]any)["op"].(string)
+	p.mu.Lock()
+	extra := p.extra
+	p.waiting = extra == nil
+	p.mu.Unlock()
+	if extra != nil {
+		p.close()
+		return fmt.Errorf("stdio: %s: responses out of step: the environment wrote a line that answered no request (a second response to the one before, or a print to stdout, where only responses go; logs go to stderr): %.200q", op, extra)
+	}
 	// A program that does not read (hung before its loop) blocks a
 	// request larger than the pipe holds: the write waits on ctx too, and
 	// closing the process ends it.
@@ -433,10 +469,17 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 			return fmt.Errorf("stdio: %s: response is not JSON: %w: %.200q", op, err, line)
 		}
 		var e struct {
+			ID    json.RawMessage `json:"id"`
 			Error json.RawMessage `json:"error"`
 		}
-		if err := json.Unmarshal(line, &e); err != nil {
+		// null, which decodes into anything as nothing, is no object
+		// either: reset would read it as an empty observation.
+		if t := bytes.TrimSpace(line); t[0] != '{' || json.Unmarshal(line, &e) != nil {
 			return fmt.Errorf("stdio: %s: response is not a JSON object: %.200q", op, line)
+		}
+		if id := string(e.ID); id != "" && id != "null" && id != strconv.Itoa(p.sent) {
+			p.close()
+			return fmt.Errorf("stdio: %s: responses out of step: the response has id %.40s, the request %d (a second response to an earlier request?)", op, id, p.sent)
 		}
 		if len(e.Error) > 0 && string(e.Error) != "null" {
 			// The protocol's error is text; one given otherwise (an

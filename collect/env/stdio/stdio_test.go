@@ -105,6 +105,9 @@ print(json.dumps({"name":"b"}), flush=True)
 		// encoding/json: the error is a row's error string.
 		{"error-object-latin1", hello + "sys.stdout.buffer.write(b'{\"error\":{\"message\":\"caf\\xe9\"}}\\n')\nsys.stdout.flush()\n", "environment error: {\"message\":\"caf\uFFFD\"}"},
 		{"not-object", hello + "print(json.dumps([1,2]), flush=True)\n", "response is not a JSON object"},
+		// null decoded into the response as nothing: an empty observation
+		// for reset, an empty step that is not done, with no error.
+		{"null", hello + "print('null', flush=True)\n", "response is not a JSON object"},
 		{"bad-message", hello + "print(json.dumps({'messages':[{'content':'x'}]}), flush=True)\n", "without a role"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -422,5 +425,48 @@ func TestActMessageRole(t *testing.T) {
 				t.Errorf("act: %v, want an error naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestExtraResponseLine: a program that writes two lines for one request
+// (a debug print to stdout, a response written twice) put every later
+// response one request behind, silently: here step read reset's second
+// copy as its answer, and the episode went on with the wrong
+// observation. The program echoes the requests' ids, which makes the
+// error certain; without them the line is caught when it arrives while
+// no request waits (docs/stdio-env.md).
+func TestExtraResponseLine(t *testing.T) {
+	py := python(t)
+	ctx := context.Background()
+	script := filepath.Join(t.TempDir(), "env.py")
+	body := `import sys,json
+for line in sys.stdin:
+    req = json.loads(line)
+    op, rid = req["op"], req.get("id")
+    if op == "hello":
+        print(json.dumps({"name": "twice"}), flush=True)
+        sys.exit(0)
+    if op == "reset":
+        r = json.dumps({"id": rid, "messages": [{"role": "user", "content": "say hi"}]})
+        sys.stdout.write(r + "\n" + r + "\n")
+        sys.stdout.flush()
+    else:
+        print(json.dumps({"id": rid, "messages": [{"role": "user", "content": "again"}], "done": False}), flush=True)
+`
+	os.WriteFile(script, []byte(body), 0o644)
+	e, err := stdio.New(ctx, []string{py, "-S", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	res, err := env.Play(ctx, ep, env.PolicyFunc(func(context.Context, []trajectory.Message, []trajectory.Tool) (trajectory.Message, error) {
+		return env.Assistant("hi"), nil
+	}), 3)
+	if err == nil || !strings.Contains(err.Error(), "out of step") {
+		t.Fatalf("err %v, messages %+v", err, res.Messages)
 	}
 }

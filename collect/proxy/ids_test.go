@@ -65,8 +65,9 @@ func TestProxyTrajectoryIDInTwoOpenGroups(t *testing.T) {
 	if tr := closeOne(t, base, out, "step1"); tr.Reward == nil || *tr.Reward != 1 || tr.Error != "" {
 		t.Errorf("step1's t1: reward %v, error %q; want 1", tr.Reward, tr.Error)
 	}
-	// Once the group that held it is written, the id is free again.
-	if status, msg := chat(t, base, body, "t1", "step2"); status != http.StatusOK {
-		t.Fatalf("t1 after step1 was written: %d %s", status, msg)
+	// Once the group that held it is written, the id stays taken: the
+	// folder would hold it twice, which the next stage refuses.
+	if status, msg := chat(t, base, body, "t1", "step2"); status != http.StatusConflict || !strings.Contains(msg, "px-000001.parquet") {
+		t.Fatalf("t1 after step1 was written: %d %s; want 409 naming px-000001.parquet", status, msg)
 	}
 }

@@ -126,7 +126,11 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	groups  map[string]*group
-	flushed map[string]bool
+	flushed map[string]string // written group id -> its file
+	// written maps each trajectory id in the output folder (this run's
+	// files and those there at start) to its file: a folder holding one
+	// twice is refused by the stages that read it.
+	written map[string]string
 	wg      sync.WaitGroup // flushes in progress
 	files   int
 }
@@ -194,7 +198,47 @@ func New(o Options) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: output folder: %w", err)
 	}
-	return &Proxy{o: o, client: c, groups: map[string]*group{}, flushed: map[string]bool{}, files: last}, nil
+	p := &Proxy{o: o, client: c, groups: map[string]*group{}, flushed: map[string]string{}, written: map[string]string{}, files: last}
+	if !fileset.IsURL(o.OutDir) {
+		// Read for a local folder only: an object-store folder's files
+		// would be downloaded whole at each start (docs/proxy.md).
+		if err := p.readWritten(context.Background()); err != nil {
+			return nil, fmt.Errorf("proxy: output folder: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// readWritten takes the group and trajectory ids of the Parquet files in
+// the output folder, so that a proxy started again refuses them.
+func (p *Proxy) readWritten(ctx context.Context) error {
+	in, err := fileset.ListSet(ctx, p.o.OutDir, ".parquet")
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if in.Len() == 0 {
+		return nil
+	}
+	r, err := trajectory.Open(ctx, in)
+	if err != nil {
+		return fmt.Errorf("read the ids of its files: %w", err)
+	}
+	defer r.Close()
+	for {
+		g, err := r.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the ids of its files: %w", err)
+		}
+		file, _, _ := r.Where(g.ID)
+		p.flushed[g.ID] = file
+		for _, t := range g.Trajectories {
+			p.written[t.ID] = file
+		}
+	}
 }
 
 // lastFileNumber returns the highest N of the files <run>-N.parquet in dir
@@ -574,8 +618,11 @@ func (p *Proxy) admit(tid, gid string) (int, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.flushed[gid] {
-		return http.StatusConflict, fmt.Errorf("group %s was already flushed", gid)
+	if file, ok := p.flushed[gid]; ok {
+		return http.StatusConflict, fmt.Errorf("group %s was already written, to %s: a group id names one group of the output folder", gid, file)
+	}
+	if file, ok := p.written[tid]; ok {
+		return http.StatusConflict, fmt.Errorf("trajectory %q was already written, to %s: a trajectory id names one episode of the output folder, which the stages reading it refuse twice (give this one another id)", tid, file)
 	}
 	// One id in two open groups would leave its reward POST to whichever
 	// record the map's order found first.
@@ -616,7 +663,7 @@ func (p *Proxy) sendRecordedTools(req map[string]json.RawMessage, tools []trajec
 func (p *Proxy) record(tid, gid, model string, msgs []trajectory.Message, tools []trajectory.Tool, turn trajectory.Message, turnErr error, start time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.flushed[gid] {
+	if _, ok := p.flushed[gid]; ok {
 		p.o.Log.Warn("proxy: turn not recorded: its group was flushed meanwhile", "trajectory", tid, "group", gid)
 		return
 	}
@@ -926,9 +973,12 @@ func (p *Proxy) detachLocked(gid string, fields groupFields) (flush func() error
 		return nil, fmt.Errorf("%w %q", errNoGroup, gid)
 	}
 	delete(p.groups, gid)
-	p.flushed[gid] = true
 	p.files++
 	name := fileset.Join(p.o.OutDir, fmt.Sprintf("%s-%06d.parquet", p.o.Run, p.files))
+	p.flushed[gid] = name
+	for id := range g.trajs {
+		p.written[id] = name
+	}
 	out := trajectory.Group{ID: gid, Metadata: fields.Metadata, Metrics: fields.Metrics}
 	// The attempts of a group run concurrently: their rows come in the
 	// order of their first requests, not of their first answers.
@@ -951,6 +1001,9 @@ func (p *Proxy) detachLocked(gid string, fields groupFields) (flush func() error
 			// that closing it again (once the output is writable) writes it.
 			p.mu.Lock()
 			delete(p.flushed, gid)
+			for id := range g.trajs {
+				delete(p.written, id)
+			}
 			p.groups[gid] = g
 			p.mu.Unlock()
 			return fmt.Errorf("flush group %s: %w (the group stays open: close it again)", gid, err)

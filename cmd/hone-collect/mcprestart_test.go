@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/format/trajectory"
+)
+
+// TestMCPServerRestartedMidRun: the example MCP server, made to die (as
+// when killed for memory) at one task's call, costs that episode only:
+// its row names the loss and the server's stderr, and the later episodes
+// run on a new server. Before, every later episode of the run failed
+// with "connection closed".
+func TestMCPServerRestartedMidRun(t *testing.T) {
+	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("python3 not on PATH")
+	}
+	dir := t.TempDir()
+	example, _ := filepath.Abs("../../pipelines/mcp-env-example")
+	script := filepath.Join(dir, "dying.py")
+	os.WriteFile(script, []byte(`import os, sys
+sys.path.insert(0, sys.argv[1])
+import server
+answer = server.call_tool
+def call_tool(name, args):
+    if args.get("country") == "Atlantis":
+        sys.stderr.write("killed: out of memory\n")
+        sys.stderr.flush()
+        os._exit(9)
+    return answer(name, args)
+server.call_tool = call_tool
+server.main()
+`), 0o644)
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	example1, _ := os.ReadFile(filepath.Join(example, "tasks.jsonl"))
+	lines := strings.SplitN(string(example1), "\n", 3)
+	os.WriteFile(tasks, []byte(`{"id":"atlantis","environment":"mcp","payload":{"task":"What is the capital of Atlantis?","answer":"none","solution":{"calls":[{"name":"capital","arguments":{"country":"Atlantis"}}]}}}
+`+lines[0]+"\n"+lines[1]+"\n"), 0o644)
+	out := filepath.Join(dir, "out.parquet")
+	r := collectBin(t, "--scenarios", tasks, "--env-opt", "cmd="+strings.TrimSpace(string(py))+" "+script+" "+example,
+		"-G", "1", "--concurrency", "1", "--policy", "scripted:replay", "-o", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	gs, err := trajectory.ReadFile(context.Background(), out)
+	if err != nil || len(gs) != 3 {
+		t.Fatalf("%v, %d groups", err, len(gs))
+	}
+	for _, g := range gs {
+		tr := g.Trajectories[0]
+		switch tr.ScenarioID {
+		case "atlantis":
+			if !strings.Contains(tr.Error, "server was lost") || !strings.Contains(tr.Error, "killed: out of memory") {
+				t.Errorf("atlantis: error %q; want the server lost, with its stderr", tr.Error)
+			}
+		default:
+			if tr.Error != "" || tr.Reward == nil || *tr.Reward != 1 {
+				t.Errorf("%s after the crash: error %q, reward %v", tr.ScenarioID, tr.Error, tr.Reward)
+			}
+		}
+	}
+}

@@ -3,10 +3,15 @@ package mcpenv_test
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hone-rl/hone/collect/env"
 	"github.com/hone-rl/hone/collect/env/mcpenv"
@@ -106,5 +111,40 @@ func TestRestartsBounded(t *testing.T) {
 	}
 	if n := countStarts(t, starts); n != 4 {
 		t.Errorf("the server started %d times, want 4 (once and 3 restarts)", n)
+	}
+}
+
+// TestURLServerReconnected: a URL's server that restarted (here: its
+// handler replaced, which forgets the session) fails the episode on the
+// old session, and the next episode connects again.
+func TestURLServerReconnected(t *testing.T) {
+	var h atomic.Pointer[http.Handler]
+	swap := func() {
+		var hh http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return testServer() }, nil)
+		h.Store(&hh)
+	}
+	swap()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
+	defer srv.Close()
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{URL: srv.URL, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swap() // the server restarted: it knows the session no more
+	if _, err := env.Play(ctx, ep, calls("add", `{"a":2,"b":3}`), 4); err == nil || !strings.Contains(err.Error(), "server was lost") {
+		t.Fatalf("episode on the forgotten session: %v", err)
+	}
+	ep, err = e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := env.Play(ctx, ep, calls("add", `{"a":2,"b":3}`), 4); err != nil || res.Outcome.Reward != 1 {
+		t.Fatalf("episode after reconnecting: err %v outcome %+v", err, res.Outcome)
 	}
 }

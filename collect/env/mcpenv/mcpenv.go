@@ -259,8 +259,10 @@ func (ep *episode) Step(ctx context.Context, t env.Turn) (env.Feedback, error) {
 				return env.Feedback{}, fmt.Errorf("mcp: %s: %w", c.Name, err)
 			}
 			if !errors.As(err, &rejected) || errors.Is(err, mcp.ErrConnectionClosed) {
-				ep.srv.lose()
-				return env.Feedback{}, fmt.Errorf("mcp: %s: the server was lost (later episodes get a new one): %w%s", c.Name, err, ep.srv.tail.quote())
+				if ep.srv.gone(ctx) {
+					return env.Feedback{}, fmt.Errorf("mcp: %s: the server was lost (later episodes get a new one): %w%s", c.Name, err, ep.srv.tail.quote())
+				}
+				return env.Feedback{}, fmt.Errorf("mcp: %s: %w", c.Name, err)
 			}
 			ep.srv.answered.Store(true)
 			ep.toolErrors++

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -146,5 +147,59 @@ func TestURLServerReconnected(t *testing.T) {
 	}
 	if res, err := env.Play(ctx, ep, calls("add", `{"a":2,"b":3}`), 4); err != nil || res.Outcome.Reward != 1 {
 		t.Fatalf("episode after reconnecting: err %v outcome %+v", err, res.Outcome)
+	}
+}
+
+// TestUnreadableResultKeepsServer: a call whose result the SDK cannot
+// read (content that is not a list) fails its episode, but the server,
+// which still answers a ping, is not restarted under the other episodes
+// using it. The server is the Python example's, with that one answer
+// broken.
+func TestUnreadableResultKeepsServer(t *testing.T) {
+	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip("python3 not on PATH")
+	}
+	dir := t.TempDir()
+	example, _ := filepath.Abs("../../../pipelines/mcp-env-example")
+	script, starts := filepath.Join(dir, "bad.py"), filepath.Join(dir, "starts")
+	os.WriteFile(script, []byte(`import sys
+sys.path.insert(0, sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    f.write("start\n")
+import server
+handle = server.handle
+def bad(method, params):
+    if method == "tools/call" and (params.get("arguments") or {}).get("country") == "Bad":
+        return {"content": "not a list"}
+    return handle(method, params)
+server.handle = bad
+server.main()
+`), 0o644)
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{strings.TrimSpace(string(py)), script, example, starts}, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Play(ctx, ep, calls("capital", `{"country":"Bad"}`), 4); err == nil || strings.Contains(err.Error(), "server was lost") {
+		t.Fatalf("episode with the unreadable result: %v; want it failed, the server not lost", err)
+	}
+	ep, err = e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := env.Play(ctx, ep, calls("capital", `{"country":"Peru"}`), 4); err != nil || !strings.Contains(res.Messages[len(res.Messages)-1].Content, "Lima") {
+		t.Fatalf("next episode: %v %+v", err, res.Messages)
+	}
+	if n := countStarts(t, starts); n != 1 {
+		t.Errorf("the server started %d times, want once", n)
 	}
 }

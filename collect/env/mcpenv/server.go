@@ -32,24 +32,46 @@ type server struct {
 	answered atomic.Bool // a tool call got an answer: the server works
 
 	lostOnce sync.Once
-	gone     chan struct{} // closed once the session is lost
+	done     chan struct{} // closed once the session is lost
 }
 
 // lose marks the session lost, so the next episode gets a new server.
-func (s *server) lose() { s.lostOnce.Do(func() { close(s.gone) }) }
+func (s *server) lose() { s.lostOnce.Do(func() { close(s.done) }) }
 
 func (s *server) lost() bool {
 	select {
-	case <-s.gone:
+	case <-s.done:
 		return true
 	default:
 		return false
 	}
 }
 
+// pingTimeout bounds the ping that tells a lost session from a call that
+// failed on its own.
+const pingTimeout = 5 * time.Second
+
+// gone says whether the session is lost, after a call failed without
+// the server's error answer: one that ended, or does not answer a ping,
+// is marked lost; one that does (a result the SDK could not read) is kept,
+// so that one bad answer does not restart the server under the other
+// episodes using it.
+func (s *server) gone(ctx context.Context) bool {
+	if s.lost() {
+		return true
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := s.session.Ping(pctx, nil); err != nil && ctx.Err() == nil {
+		s.lose()
+		return true
+	}
+	return s.lost()
+}
+
 // dial starts the server (Command) or connects to it (URL).
 func dial(ctx context.Context, o Options, group *procgroup.Set) (*server, error) {
-	s := &server{group: group, gone: make(chan struct{})}
+	s := &server{group: group, done: make(chan struct{})}
 	var t mcp.Transport
 	if len(o.Command) > 0 {
 		// The server starts in a process group of its own, stopped whole

@@ -103,6 +103,9 @@ type chatRequest struct {
 	ResponseFormat      *responseFormat   `json:"response_format"`
 	ChatTemplateKwargs  map[string]any    `json:"chat_template_kwargs"`
 	AddGenerationPrompt *bool             `json:"add_generation_prompt"`
+	// ContinueFinalMessage (vLLM's) has the model continue the last
+	// message instead of starting a new one.
+	ContinueFinalMessage bool `json:"continue_final_message"`
 }
 
 type completionRequest struct {

@@ -304,7 +304,13 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if req.AddGenerationPrompt != nil {
 		agp = *req.AddGenerationPrompt
 	}
-	text, err := s.renderPrompt(r.Context(), chattemplate.Input{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: agp, Kwargs: req.ChatTemplateKwargs})
+	if req.ContinueFinalMessage && agp {
+		// As vLLM answers it, whose add_generation_prompt is true unless
+		// the request sets it false: the two ask for different prompts.
+		return badRequest("add_generation_prompt", "continue_final_message needs add_generation_prompt false (true unless sent): the one continues the last message, the other starts a new one")
+	}
+	text, err := s.renderPrompt(r.Context(), chattemplate.Input{Messages: req.Messages, Tools: req.Tools, AddGenerationPrompt: agp,
+		ContinueFinalMessage: req.ContinueFinalMessage, Kwargs: req.ChatTemplateKwargs})
 	if err != nil {
 		return err
 	}

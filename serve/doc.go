@@ -64,7 +64,12 @@
 // Llama's take content as a string) as its text parts joined by newlines,
 // as vLLM's "auto" content format decides (format/chattemplate); a part
 // that is not text (an image_url, input_audio or file part) is a 400
-// naming it, since the models served here take text only. Fields
+// naming it, since the models served here take text only. vLLM's
+// continue_final_message renders the conversation without a generation
+// prompt and ends the prompt right after the last message's text (its last
+// text part), cut where transformers cuts it, so that the model continues
+// that message (an assistant prefill); it needs add_generation_prompt
+// false, since that is true unless sent (a 400 otherwise, as in vLLM). Fields
 // the server does not read (vLLM's length_penalty or prompt_logprobs, say)
 // are answered without, and named in the X-Hone-Warning header ("fields
 // ignored: length_penalty"; past 8 of them, the first 8 and the count) and, once per

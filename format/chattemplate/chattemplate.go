@@ -61,6 +61,12 @@ type Input struct {
 	// function descriptions are wrapped as {"type":"function","function":…}.
 	Tools               []json.RawMessage
 	AddGenerationPrompt bool
+	// ContinueFinalMessage renders the conversation so that the model
+	// continues its last message (an assistant prefill): the text ends
+	// right after that message's content, as transformers'
+	// apply_chat_template(continue_final_message=True) cuts it. It cannot
+	// go with AddGenerationPrompt.
+	ContinueFinalMessage bool
 	// Kwargs are extra template variables such as enable_thinking. Values
 	// may be bool, string, int, float64, nil, json.RawMessage (decoded with
 	// key order kept) or jinja.Value. They override special tokens of the
@@ -415,6 +421,26 @@ func (e *RaisedError) Error() string { return "chat template raised: " + e.Messa
 // template passes t.Limits, and with ctx's error (wrapped) soon after ctx
 // is done; a panic inside the engine becomes an error matching ErrEngine.
 func (t *Template) Render(ctx context.Context, in Input) (string, error) {
+	if !in.ContinueFinalMessage {
+		return t.renderInput(ctx, in)
+	}
+	if in.AddGenerationPrompt {
+		return "", errors.New("continue_final_message and add_generation_prompt cannot both be set: one continues the last message, the other starts a new one")
+	}
+	marked, final, err := markFinalMessage(in.Messages)
+	if err != nil {
+		return "", err
+	}
+	in.Messages = marked
+	out, err := t.renderInput(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return cutAtContinueTag(out, final)
+}
+
+// renderInput is Render without ContinueFinalMessage's cut.
+func (t *Template) renderInput(ctx context.Context, in Input) (string, error) {
 	name, err := t.pick(in)
 	if err != nil {
 		return "", err

@@ -81,6 +81,11 @@ type samplingFields struct {
 	// LogitBias maps token ids (as strings, OpenAI's shape) to a bias in
 	// [−100, 100] added to their logits before the choice.
 	LogitBias map[string]float64 `json:"logit_bias"`
+	// AllowedTokenIDs (vLLM's) are the only tokens that may be chosen;
+	// by pointer, so that a null element is an error, not token 0.
+	AllowedTokenIDs []*int32 `json:"allowed_token_ids"`
+	// BadWords (vLLM's) are words the output must not complete.
+	BadWords []string `json:"bad_words"`
 }
 
 type responseFormat struct {

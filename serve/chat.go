@@ -257,6 +257,59 @@ func chatOnlyParams(req *chatRequest, p *engine.Params, constrained bool) error 
 	return nil
 }
 
+// chatConstraint reads a chat request's tool_choice and response_format:
+// the tool mode, and the per-choice constraint on the output (nil: none),
+// a forced call's or response_format's.
+func (s *Server) chatConstraint(w http.ResponseWriter, req *chatRequest, modelName string) (toolMode, func(int) engine.Constraint, error) {
+	tm, err := parseToolChoice(req.ToolChoice, len(req.Tools) > 0)
+	if err != nil {
+		return tm, nil, err
+	}
+	if len(req.Tools) > 0 {
+		if err := s.checkToolSupport(w, tm, modelName); err != nil {
+			return tm, nil, err
+		}
+	}
+	tm.names, tm.params, tm.strict = toolNames(req.Tools)
+	tm.single = req.ParallelToolCalls != nil && !*req.ParallelToolCalls
+	if tm.name != "" && !tm.names[tm.name] {
+		return tm, nil, badRequest("tool_choice", "tool_choice names %q, which is not among the tools", tm.name)
+	}
+	cons, err := s.responseFormat(req.ResponseFormat)
+	if err != nil {
+		return tm, nil, err
+	}
+	if tm.force {
+		if cons != nil {
+			choice := `"required"`
+			if tm.name != "" {
+				choice = fmt.Sprintf("naming the function %q", tm.name)
+			}
+			return tm, nil, badRequest("response_format", "response_format cannot be combined with tool_choice %s: both constrain the output", choice)
+		}
+		if cons, err = s.forceToolCall(tm); err != nil {
+			return tm, nil, err
+		}
+	}
+	return tm, cons, nil
+}
+
+// withMaxTokens makes the JSON documents of constraint cons (nil: none)
+// end within maxTokens, so a choice stops with a complete document instead
+// of being cut mid-string.
+func withMaxTokens(cons func(int) engine.Constraint, maxTokens int) func(int) engine.Constraint {
+	if cons == nil {
+		return nil
+	}
+	return func(i int) engine.Constraint {
+		c := cons(i)
+		if j, ok := c.(*constrain.JSON); ok {
+			j.WithMaxTokens(maxTokens)
+		}
+		return c
+	}
+}
+
 // chatRun serves POST /v1/chat/completions for req (jsonHandler decoded it).
 func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatRequest) error {
 	held, modelName, err := s.holdModel(req.Model)
@@ -270,35 +323,9 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err := checkMessages(req.Messages); err != nil {
 		return err
 	}
-	tm, err := parseToolChoice(req.ToolChoice, len(req.Tools) > 0)
+	tm, cons, err := s.chatConstraint(w, req, modelName)
 	if err != nil {
 		return err
-	}
-	if len(req.Tools) > 0 {
-		if err := s.checkToolSupport(w, tm, modelName); err != nil {
-			return err
-		}
-	}
-	tm.names, tm.params, tm.strict = toolNames(req.Tools)
-	tm.single = req.ParallelToolCalls != nil && !*req.ParallelToolCalls
-	if tm.name != "" && !tm.names[tm.name] {
-		return badRequest("tool_choice", "tool_choice names %q, which is not among the tools", tm.name)
-	}
-	cons, err := s.responseFormat(req.ResponseFormat)
-	if err != nil {
-		return err
-	}
-	if tm.force {
-		if cons != nil {
-			choice := `"required"`
-			if tm.name != "" {
-				choice = fmt.Sprintf("naming the function %q", tm.name)
-			}
-			return badRequest("response_format", "response_format cannot be combined with tool_choice %s: both constrain the output", choice)
-		}
-		if cons, err = s.forceToolCall(tm); err != nil {
-			return err
-		}
 	}
 	agp := true
 	if req.AddGenerationPrompt != nil {
@@ -327,17 +354,8 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
 	defer cancel()
-	if cons != nil {
-		// A JSON document must end within max_tokens, so a choice stops
-		// with a complete document instead of being cut mid-string.
-		mk, maxTokens := cons, p.MaxTokens
-		cons = func(i int) engine.Constraint {
-			c := mk(i)
-			if j, ok := c.(*constrain.JSON); ok {
-				j.WithMaxTokens(maxTokens)
-			}
-			return c
-		}
+	if cons, err = s.filterTokens(&req.samplingFields, withMaxTokens(cons, p.MaxTokens)); err != nil {
+		return err
 	}
 	ereq := &engine.Request{Prompt: prompt, N: n, Params: p, Constraint: cons}
 	held.handTo(ereq)

@@ -169,7 +169,11 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 			return genError(ctx, err)
 		}
 	}
-	ereq := &engine.Request{Prompt: prompt, N: n, Params: p}
+	cons, err := s.filterTokens(&req.samplingFields, nil)
+	if err != nil {
+		return err
+	}
+	ereq := &engine.Request{Prompt: prompt, N: n, Params: p, Constraint: cons}
 	held.handTo(ereq)
 	h, err := s.submit(ctx, ereq)
 	if err != nil {

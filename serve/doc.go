@@ -58,7 +58,14 @@
 // a choice's text before it, or with vLLM's include_stop_str_in_output
 // after it (a stop token's text then kept too, so that the text is that
 // of all of token_ids); the tokens that made it stay in token_ids and the
-// logprobs either way, as in vLLM. Content sent as a
+// logprobs either way, as in vLLM. vLLM's allowed_token_ids (ids in the
+// vocabulary, at least one) keeps every other token out of the choice;
+// its bad_words bans, for each word's tokens (without its leading spaces,
+// and after one space when that changes only the first token, as vLLM
+// tokenizes them), the last token wherever the output so far ends with
+// the ones before it. Both mask after the penalties and before min_p,
+// top_k and top_p, the logprobs staying the raw model's; a row they leave
+// without a token is the 500 of code constraint_no_token. Content sent as a
 // list of content parts reaches a chat template that loops over a
 // message's content (Gemma 3's) as the list, and any other (Qwen's and
 // Llama's take content as a string) as its text parts joined by newlines,

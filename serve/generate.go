@@ -349,7 +349,7 @@ func (s *Server) noCandidate(err error, model string) error {
 	switch {
 	case nc.Constrained:
 		e.code = codeConstraintNoToken
-		e.msg = fmt.Sprintf("%s: the output constraint (response_format or tool_choice) left none for model %q: "+
+		e.msg = fmt.Sprintf("%s: the output constraint (response_format, tool_choice, allowed_token_ids or bad_words) left none for model %q: "+
 			"it allowed no token, or the model gave -Inf to every token it allowed", what, model)
 	case model == s.name:
 		e.msg = fmt.Sprintf("%s: model %q gave NaN or -Inf logits to every token: its activations overflow "+

@@ -86,6 +86,9 @@ type samplingFields struct {
 	AllowedTokenIDs []*int32 `json:"allowed_token_ids"`
 	// BadWords (vLLM's) are words the output must not complete.
 	BadWords []string `json:"bad_words"`
+	// TruncatePromptTokens (vLLM's) keeps the prompt's last k tokens
+	// (-1: the model's context).
+	TruncatePromptTokens *int `json:"truncate_prompt_tokens"`
 }
 
 type responseFormat struct {

@@ -341,7 +341,11 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err != nil {
 		return err
 	}
-	prompt, err := s.encodePrompt(text, false, "messages")
+	keep, err := s.truncateKeep(&req.samplingFields)
+	if err != nil {
+		return err
+	}
+	prompt, err := s.encodePrompt(text, false, "messages", keep)
 	if err != nil {
 		return err
 	}

@@ -19,20 +19,25 @@ import (
 
 // parsePrompt reads a completions prompt: a string, an array of token ids,
 // or a one-element array of either.
-func (s *Server) parsePrompt(raw json.RawMessage) ([]int32, error) {
-	return s.parsePromptAt(raw, "prompt")
+// keep (truncateKeep; 0: none) cuts it to its last keep tokens.
+func (s *Server) parsePrompt(raw json.RawMessage, keep int) ([]int32, error) {
+	ids, err := s.parsePromptAt(raw, "prompt", keep)
+	if err == nil && keep > 0 && len(ids) > keep {
+		ids = ids[len(ids)-keep:]
+	}
+	return ids, err
 }
 
 // parsePromptAt is parsePrompt for the value at path (prompt, prompt[0]),
-// which its 400s name.
-func (s *Server) parsePromptAt(raw json.RawMessage, path string) ([]int32, error) {
+// which its 400s name; keep goes to encodePrompt for a text.
+func (s *Server) parsePromptAt(raw json.RawMessage, path string, keep int) ([]int32, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, badRequest("prompt", "prompt is required")
 	}
 	var str string
 	if json.Unmarshal(raw, &str) == nil {
-		return s.encodePrompt(str, true, "prompt")
+		return s.encodePrompt(str, true, "prompt", keep)
 	}
 	// By pointer: encoding/json decodes a null element into an int32 as 0
 	// without an error, and [1, null, 3] became the prompt [1, 0, 3].
@@ -57,7 +62,7 @@ func (s *Server) parsePromptAt(raw json.RawMessage, path string) ([]int32, error
 		if len(list) != 1 {
 			return nil, badRequest("prompt", "this server takes one prompt per request, got %d", len(list))
 		}
-		return s.parsePromptAt(list[0], path+"[0]")
+		return s.parsePromptAt(list[0], path+"[0]", keep)
 	}
 	return nil, badRequest("prompt", "prompt: want a string, an array of token ids, or a one-element array of either")
 }
@@ -115,7 +120,11 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 		return err
 	}
 	defer held.release()
-	prompt, err := s.parsePrompt(req.Prompt)
+	keep, err := s.truncateKeep(&req.samplingFields)
+	if err != nil {
+		return err
+	}
+	prompt, err := s.parsePrompt(req.Prompt, keep)
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,12 @@
 // ignored: length_penalty"; past 8 of them, the first 8 and the count) and, once per
 // field for the first 64 names, in the log, as vLLM logs them.
 //
-// A prompt over the model's context is a 400 with code
+// vLLM's truncate_prompt_tokens k keeps the prompt's last k tokens (a text
+// prompt's, a token-id prompt's, a chat's rendered prompt's; a BOS the
+// tokenizer puts first stays, counted in k, as Hugging Face's tokenizer
+// truncates; -1: the model's context), so that a prompt longer than the
+// context is answered from its end; a k over the context, 0 or below -1 is
+// a 400. A prompt over the model's context is a 400 with code
 // "context_length_exceeded" in vLLM's words ("This model's maximum context
 // length is N tokens. However, your request has (at least) M input
 // tokens…"). It is found without tokenizing more than the context: a text

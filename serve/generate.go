@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -232,7 +233,11 @@ func (s *Server) kvBudgetError(param, promptParam string, maxTokens, promptLen, 
 // fit the model's context: a text far over it is refused by its length
 // before any tokenizing, so a large body costs neither the time nor the
 // memory of its tokens. param names the field for the 400.
-func (s *Server) encodePrompt(text string, addSpecial bool, param string) ([]int32, error) {
+// keep (truncateKeep; 0: none) cuts the prompt to its last keep tokens.
+func (s *Server) encodePrompt(text string, addSpecial bool, param string, keep int) ([]int32, error) {
+	if keep > 0 {
+		return s.encodeTruncated(text, addSpecial, param, keep)
+	}
 	ids, err := s.ptok.Encode(text, addSpecial, s.maxCtx)
 	var tl *tokenizer.TooLongError
 	if errors.As(err, &tl) {
@@ -243,6 +248,49 @@ func (s *Server) encodePrompt(text string, addSpecial bool, param string) ([]int
 	}
 	// A token the model has no embedding for, written in the text, is
 	// refused by name (tokenizer.PastVocabError) before the forward pass.
+	if err := tokenizer.CheckVocab(s.tok, ids, s.m.Config.Vocab); err != nil {
+		return nil, badRequest(param, "%s holds %v", param, err)
+	}
+	return toInt32(ids), nil
+}
+
+// truncateKeep reads truncate_prompt_tokens: how many tokens of the
+// prompt to keep, 0 for the whole prompt. -1 (vLLM's) is the model's
+// context; more than the context is a 400, as in vLLM, and so is 0 (which
+// would leave no prompt) or below -1.
+func (s *Server) truncateKeep(f *samplingFields) (int, error) {
+	k := f.TruncatePromptTokens
+	switch {
+	case k == nil:
+		return 0, nil
+	case *k == -1:
+		return s.maxCtx, nil
+	case *k < 1:
+		return 0, badRequest("truncate_prompt_tokens", "truncate_prompt_tokens must be -1 (the model's context) or at least 1, got %d", *k)
+	case *k > s.maxCtx:
+		return 0, badRequest("truncate_prompt_tokens", "truncate_prompt_tokens value (%d) is greater than the model's maximum context length (%d); please select a smaller truncation size", *k, s.maxCtx)
+	}
+	return *k, nil
+}
+
+// encodeTruncated is encodePrompt's keep: the whole text is tokenized (the
+// body cap bounds it), then cut to its last keep tokens. Special tokens the
+// tokenizer puts before the text (a BOS) stay, counted in keep, as the
+// Hugging Face tokenizer vLLM calls truncates from the left.
+func (s *Server) encodeTruncated(text string, addSpecial bool, param string, keep int) ([]int32, error) {
+	ids := s.tok.Encode(text, addSpecial)
+	if len(ids) > keep {
+		lead := 0
+		if addSpecial {
+			// The tokens addSpecial put before the text, when it added
+			// them there only.
+			plain := s.tok.Encode(text, false)
+			if n := len(ids) - len(plain); n > 0 && n < keep && slices.Equal(ids[n:], plain) {
+				lead = n
+			}
+		}
+		ids = append(ids[:lead:lead], ids[len(ids)-(keep-lead):]...)
+	}
 	if err := tokenizer.CheckVocab(s.tok, ids, s.m.Config.Vocab); err != nil {
 		return nil, badRequest(param, "%s holds %v", param, err)
 	}

@@ -89,6 +89,10 @@ type samplingFields struct {
 	// TruncatePromptTokens (vLLM's) keeps the prompt's last k tokens
 	// (-1: the model's context).
 	TruncatePromptTokens *int `json:"truncate_prompt_tokens"`
+	// UseBeamSearch is read only to refuse it; LengthPenalty, which only
+	// vLLM's beam search reads, has nothing to change without it.
+	UseBeamSearch bool     `json:"use_beam_search"`
+	LengthPenalty *float64 `json:"length_penalty"`
 }
 
 type responseFormat struct {
@@ -114,6 +118,10 @@ type chatRequest struct {
 	// ContinueFinalMessage (vLLM's) has the model continue the last
 	// message instead of starting a new one.
 	ContinueFinalMessage bool `json:"continue_final_message"`
+	// AddSpecialTokens (vLLM's; false for chat, whose template writes
+	// them) has the tokenizer add its special tokens, a BOS, to the
+	// rendered prompt.
+	AddSpecialTokens bool `json:"add_special_tokens"`
 }
 
 type completionRequest struct {
@@ -121,6 +129,9 @@ type completionRequest struct {
 	Prompt   json.RawMessage `json:"prompt"`
 	Echo     bool            `json:"echo"`
 	Logprobs *int            `json:"logprobs"`
+	// AddSpecialTokens (vLLM's; true unless sent) has the tokenizer add
+	// its special tokens, a BOS, to a text prompt.
+	AddSpecialTokens *bool `json:"add_special_tokens"`
 	// Suffix and BestOf are read only to refuse what would need them.
 	Suffix *string `json:"suffix"`
 	BestOf *int    `json:"best_of"`

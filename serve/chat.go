@@ -345,7 +345,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err != nil {
 		return err
 	}
-	prompt, err := s.encodePrompt(text, false, "messages", keep)
+	prompt, err := s.encodePrompt(text, req.AddSpecialTokens, "messages", keep)
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,10 @@ import (
 
 // parsePrompt reads a completions prompt: a string, an array of token ids,
 // or a one-element array of either.
+// A text is tokenized with the tokenizer's special tokens when addSpecial;
 // keep (truncateKeep; 0: none) cuts it to its last keep tokens.
-func (s *Server) parsePrompt(raw json.RawMessage, keep int) ([]int32, error) {
-	ids, err := s.parsePromptAt(raw, "prompt", keep)
+func (s *Server) parsePrompt(raw json.RawMessage, addSpecial bool, keep int) ([]int32, error) {
+	ids, err := s.parsePromptAt(raw, "prompt", addSpecial, keep)
 	if err == nil && keep > 0 && len(ids) > keep {
 		ids = ids[len(ids)-keep:]
 	}
@@ -29,15 +30,15 @@ func (s *Server) parsePrompt(raw json.RawMessage, keep int) ([]int32, error) {
 }
 
 // parsePromptAt is parsePrompt for the value at path (prompt, prompt[0]),
-// which its 400s name; keep goes to encodePrompt for a text.
-func (s *Server) parsePromptAt(raw json.RawMessage, path string, keep int) ([]int32, error) {
+// which its 400s name; addSpecial and keep go to encodePrompt for a text.
+func (s *Server) parsePromptAt(raw json.RawMessage, path string, addSpecial bool, keep int) ([]int32, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, badRequest("prompt", "prompt is required")
 	}
 	var str string
 	if json.Unmarshal(raw, &str) == nil {
-		return s.encodePrompt(str, true, "prompt", keep)
+		return s.encodePrompt(str, addSpecial, "prompt", keep)
 	}
 	// By pointer: encoding/json decodes a null element into an int32 as 0
 	// without an error, and [1, null, 3] became the prompt [1, 0, 3].
@@ -62,7 +63,7 @@ func (s *Server) parsePromptAt(raw json.RawMessage, path string, keep int) ([]in
 		if len(list) != 1 {
 			return nil, badRequest("prompt", "this server takes one prompt per request, got %d", len(list))
 		}
-		return s.parsePromptAt(list[0], path+"[0]", keep)
+		return s.parsePromptAt(list[0], path+"[0]", addSpecial, keep)
 	}
 	return nil, badRequest("prompt", "prompt: want a string, an array of token ids, or a one-element array of either")
 }
@@ -124,7 +125,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	if err != nil {
 		return err
 	}
-	prompt, err := s.parsePrompt(req.Prompt, keep)
+	prompt, err := s.parsePrompt(req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens, keep)
 	if err != nil {
 		return err
 	}

@@ -76,11 +76,16 @@
 // prompt and ends the prompt right after the last message's text (its last
 // text part), cut where transformers cuts it, so that the model continues
 // that message (an assistant prefill); it needs add_generation_prompt
-// false, since that is true unless sent (a 400 otherwise, as in vLLM). Fields
-// the server does not read (vLLM's length_penalty or prompt_logprobs, say)
-// are answered without, and named in the X-Hone-Warning header ("fields
-// ignored: length_penalty"; past 8 of them, the first 8 and the count) and, once per
-// field for the first 64 names, in the log, as vLLM logs them.
+// false, since that is true unless sent (a 400 otherwise, as in vLLM).
+// vLLM's add_special_tokens has the tokenizer add its special tokens (a
+// BOS) to the prompt: false unless sent for chat, whose template writes
+// them, true for completions. use_beam_search true is a 400 (this server
+// samples); length_penalty, which only beam search reads, changes nothing.
+// Fields the server does not read (vLLM's prompt_logprobs or
+// spaces_between_special_tokens, say) are answered without, and named in
+// the X-Hone-Warning header ("fields ignored: prompt_logprobs"; past 8 of
+// them, the first 8 and the count) and, once per field for the first 64
+// names, in the log, as vLLM logs them.
 //
 // vLLM's truncate_prompt_tokens k keeps the prompt's last k tokens (a text
 // prompt's, a token-id prompt's, a chat's rendered prompt's; a BOS the

@@ -54,6 +54,10 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 			return p, 0, badRequest("n", "n must be between 1 and %d, got %d", s.eng.MaxBatch(), n)
 		}
 	}
+	if f.UseBeamSearch {
+		// Sampled choices returned as beams would answer another request.
+		return p, 0, badRequest("use_beam_search", "use_beam_search is not supported by this server, which samples; leave it out or false")
+	}
 	if err := shapeParams(f, &p); err != nil {
 		return p, 0, err
 	}

@@ -50,8 +50,8 @@ func TestIgnoredFieldsBounded(t *testing.T) {
 		t.Fatalf("%d warnings logged for 6,002 unknown field names; want them bounded", n)
 	}
 	// A few are named in full, as before.
-	_, h, _ := ts.postHeader(t, "/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":1,"length_penalty":0.1}`)
-	if got := h.Get(WarningHeader); got != "fields ignored: length_penalty" {
-		t.Fatalf("%s %q, want %q", WarningHeader, got, "fields ignored: length_penalty")
+	_, h, _ := ts.postHeader(t, "/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":1,"spaces_between_special_tokens":false}`)
+	if got := h.Get(WarningHeader); got != "fields ignored: spaces_between_special_tokens" {
+		t.Fatalf("%s %q, want %q", WarningHeader, got, "fields ignored: spaces_between_special_tokens")
 	}
 }

@@ -68,7 +68,7 @@ func (s *Server) readJSON(r *http.Request, v any) ([]string, error) {
 // ignoredFields lists, sorted, the top-level keys of the JSON object b that
 // match no field of the struct type t points to (encoding/json matches
 // names without regard to case, and so does this): OpenAI's or vLLM's
-// parameters this server does not read (length_penalty, prompt_logprobs, …),
+// parameters this server does not read (spaces_between_special_tokens, …),
 // which the handler reports rather than answering as if they had applied.
 func ignoredFields(b []byte, t reflect.Type) []string {
 	var top map[string]json.RawMessage

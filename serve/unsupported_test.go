@@ -59,7 +59,7 @@ func TestUnsupportedFieldsRefused(t *testing.T) {
 }
 
 // TestIgnoredFieldsWarned: a request with fields this server does not read
-// (vLLM's length_penalty and prompt_logprobs, OpenAI's store) is answered, with
+// (vLLM's spaces_between_special_tokens, OpenAI's store) is answered, with
 // the X-Hone-Warning header naming them, as vLLM logs the fields it
 // ignores; field names match as encoding/json matches them (without regard
 // to case), so a known field in other case is no warning, and a request of
@@ -67,8 +67,8 @@ func TestUnsupportedFieldsRefused(t *testing.T) {
 func TestIgnoredFieldsWarned(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
 	for _, c := range []struct{ path, body, want string }{
-		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"length_penalty":1.2,"prompt_logprobs":1,"store":true}`,
-			"fields ignored: length_penalty, prompt_logprobs, store"},
+		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"spaces_between_special_tokens":false,"store":true}`,
+			"fields ignored: spaces_between_special_tokens, store"},
 		{"/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":2,"priority":1}`, "fields ignored: priority"},
 		{"/v1/completions", `{"Model":"tiny","prompt":"hi","MAX_TOKENS":2,"stream_options":null}`, ""},
 		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"logprobs":true,"top_logprobs":2,"return_token_ids":true}`, ""},

@@ -58,6 +58,7 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 		// Sampled choices returned as beams would answer another request.
 		return p, 0, badRequest("use_beam_search", "use_beam_search is not supported by this server, which samples; leave it out or false")
 	}
+	s.gen.apply(&p)
 	if err := shapeParams(f, &p); err != nil {
 		return p, 0, err
 	}
@@ -195,7 +196,15 @@ func (s *Server) maxTokens(mt *int, param, promptParam string, promptLen, room, 
 		// Within the KV budget too: the default is the server's, and a
 		// default over the budget refused every request that left
 		// max_tokens out (n choices of the cap's length each).
+		if s.gen.maxTokens > 0 {
+			return min(s.o.MaxTokens, s.gen.maxTokens, room, fit), nil
+		}
 		return min(s.o.MaxTokens, room, fit), nil
+	case s.gen.maxTokens > 0 && *mt > s.gen.maxTokens:
+		// generation_config.json's max_new_tokens caps every request, as
+		// in vLLM, which answers with that many rather than a 400.
+		m := s.gen.maxTokens
+		return s.maxTokens(&m, param, promptParam, promptLen, room, n)
 	case *mt > s.o.MaxTokens:
 		return 0, badRequest(param, "%s=%d is more than this server's cap of %d", param, *mt, s.o.MaxTokens)
 	case *mt > room:

@@ -40,6 +40,7 @@ type Server struct {
 	reg     *adapters.Registry // nil without --adapters
 	name    string             // the base model's served name
 	eos     []int32            // ids that end a sequence
+	gen     genDefaults        // sampling defaults from generation_config.json (--generation-config)
 	maxCtx  int
 	created int64
 	log     *slog.Logger
@@ -90,6 +91,15 @@ func NewServer(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
+	gen, err := loadGenDefaults(o.GenerationConfig, f.Config.Generation)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	if attrs := gen.logAttrs(); len(attrs) > 0 {
+		// vLLM's warning, so that a change of sampling is not a surprise.
+		o.Log.Warn("default sampling parameters have been overridden by the model's generation_config.json, as the model's creator recommends; if this is not intended, restart hone-serve with --generation-config vllm", attrs...)
+	}
 	m, err := model.FromFolder(f, be, dt)
 	_ = f.Close() // the model holds its own copy of the weights: unmap them now
 	if err != nil {
@@ -111,7 +121,7 @@ func NewServer(o Options) (*Server, error) {
 		eos[i] = int32(id)
 	}
 	s := &Server{
-		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: f.Config.MaxModelLen(), eos: eos,
+		o: o, m: m, tok: tok, tmpl: tmpl, name: o.ServedModelName, maxCtx: f.Config.MaxModelLen(), eos: eos, gen: gen,
 		created: time.Now().Unix(), log: o.Log, met: newMetrics(), scoreSlot: make(chan struct{}, 1),
 		replies: map[*http.ResponseController]struct{}{},
 	}

@@ -898,6 +898,7 @@ type GenerationConfig struct {
 	Temperature       *float64
 	TopP              *float64
 	TopK              *int
+	MinP              *float64
 	RepetitionPenalty *float64
 	MaxNewTokens      *int
 }
@@ -912,13 +913,14 @@ func ParseGenerationConfig(data []byte) (*GenerationConfig, error) {
 		Temperature       *float64        `json:"temperature"`
 		TopP              *float64        `json:"top_p"`
 		TopK              *int            `json:"top_k"`
+		MinP              *float64        `json:"min_p"`
 		RepetitionPenalty *float64        `json:"repetition_penalty"`
 		MaxNewTokens      *int            `json:"max_new_tokens"`
 	}
 	if err := exactjson.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("hfconfig: generation config: %w", err)
 	}
-	g := &GenerationConfig{DoSample: r.DoSample, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK,
+	g := &GenerationConfig{DoSample: r.DoSample, Temperature: r.Temperature, TopP: r.TopP, TopK: r.TopK, MinP: r.MinP,
 		RepetitionPenalty: r.RepetitionPenalty, MaxNewTokens: r.MaxNewTokens}
 	var err error
 	one := func(field string, m json.RawMessage) (*int, error) {

@@ -1,0 +1,105 @@
+package serve
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/hone-rl/hone/format/hfconfig"
+	"github.com/hone-rl/hone/serve/engine"
+)
+
+// genDefaults are the sampling defaults of a request that leaves a field
+// out, from generation_config.json under --generation-config auto; nil
+// and 0 keep the server's fixed ones.
+type genDefaults struct {
+	temperature, topP, minP, repetitionPenalty *float64
+	topK                                       *int
+	// maxTokens (max_new_tokens) is max_tokens' default and, as in vLLM,
+	// its cap: a request asking for more gets this many.
+	maxTokens int
+}
+
+// loadGenDefaults reads the defaults of mode (Options.GenerationConfig)
+// from g, the model folder's generation_config.json (nil: none), as vLLM
+// does: only the keys it reads, and only with values other than
+// transformers' defaults (a top_k of 50 is transformers' default, not the
+// model's choice, and vLLM leaves it off). Values out of the range a
+// request may send are an error naming the key.
+func loadGenDefaults(mode string, g *hfconfig.GenerationConfig) (genDefaults, error) {
+	var d genDefaults
+	switch mode {
+	case "vllm":
+		return d, nil
+	case "auto":
+	default:
+		return d, fmt.Errorf("serve: --generation-config %q: want auto or vllm", mode)
+	}
+	if g == nil {
+		return d, nil
+	}
+	differs := func(v *float64, def float64) *float64 {
+		if v != nil && *v != def {
+			return v
+		}
+		return nil
+	}
+	d.temperature, d.topP, d.repetitionPenalty = differs(g.Temperature, 1), differs(g.TopP, 1), differs(g.RepetitionPenalty, 1)
+	d.minP = g.MinP
+	if g.TopK != nil && *g.TopK != 50 {
+		d.topK = g.TopK
+	}
+	// The request's own bounds (shapeParams), so that a default is
+	// never a value a request could not send.
+	var f samplingFields
+	f.Temperature, f.TopP, f.TopK, f.MinP, f.RepetitionPenalty = d.temperature, d.topP, d.topK, d.minP, d.repetitionPenalty
+	var p engine.Params
+	if err := shapeParams(&f, &p); err != nil {
+		return d, fmt.Errorf("serve: %s: %v (--generation-config vllm does not read it)", hfconfig.GenerationConfigName, err)
+	}
+	if g.MaxNewTokens != nil {
+		if *g.MaxNewTokens < 1 {
+			return d, fmt.Errorf("serve: %s: max_new_tokens must be at least 1, got %d (--generation-config vllm does not read it)", hfconfig.GenerationConfigName, *g.MaxNewTokens)
+		}
+		d.maxTokens = *g.MaxNewTokens
+	}
+	return d, nil
+}
+
+// logAttrs are the defaults as log attributes, those set only.
+func (d genDefaults) logAttrs() []any {
+	var out []any
+	for _, kv := range []struct {
+		k string
+		v *float64
+	}{{"temperature", d.temperature}, {"top_p", d.topP}, {"min_p", d.minP}, {"repetition_penalty", d.repetitionPenalty}} {
+		if kv.v != nil {
+			out = append(out, slog.Float64(kv.k, *kv.v))
+		}
+	}
+	if d.topK != nil {
+		out = append(out, slog.Int("top_k", *d.topK))
+	}
+	if d.maxTokens > 0 {
+		out = append(out, slog.Int("max_tokens", d.maxTokens))
+	}
+	return out
+}
+
+// apply sets the defaults in p, before the request's own fields.
+func (d genDefaults) apply(p *engine.Params) {
+	if d.temperature != nil {
+		p.Temperature = *d.temperature
+	}
+	if d.topP != nil {
+		p.TopP = *d.topP
+	}
+	if d.topK != nil {
+		p.TopK = max(*d.topK, 0)
+	}
+	if d.minP != nil {
+		p.MinP = *d.minP
+	}
+	if d.repetitionPenalty != nil {
+		p.RepetitionPenalty = *d.repetitionPenalty
+	}
+}

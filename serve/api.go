@@ -89,6 +89,9 @@ type samplingFields struct {
 	// TruncatePromptTokens (vLLM's) keeps the prompt's last k tokens
 	// (-1: the model's context).
 	TruncatePromptTokens *int `json:"truncate_prompt_tokens"`
+	// PromptLogprobs (vLLM's) asks for each prompt token's logprob and
+	// rank and this many alternatives'.
+	PromptLogprobs *int `json:"prompt_logprobs"`
 	// UseBeamSearch is read only to refuse it; LengthPenalty, which only
 	// vLLM's beam search reads, has nothing to change without it.
 	UseBeamSearch bool     `json:"use_beam_search"`
@@ -202,6 +205,9 @@ type chatResponse struct {
 	Choices        []chatChoice `json:"choices"`
 	Usage          *usage       `json:"usage,omitempty"`
 	PromptTokenIDs []int32      `json:"prompt_token_ids,omitempty"`
+	// PromptLogprobs is vLLM's prompt_logprobs: null for the first token,
+	// then token id → logprob, rank and text.
+	PromptLogprobs []map[string]promptLogprob `json:"prompt_logprobs,omitempty"`
 }
 
 type completionLogprobs struct {
@@ -212,12 +218,13 @@ type completionLogprobs struct {
 }
 
 type completionChoice struct {
-	Index          int                 `json:"index"`
-	Text           string              `json:"text"`
-	Logprobs       *completionLogprobs `json:"logprobs"`
-	FinishReason   *string             `json:"finish_reason"`
-	TokenIDs       []int32             `json:"token_ids,omitempty"`
-	PromptTokenIDs []int32             `json:"prompt_token_ids,omitempty"`
+	Index          int                        `json:"index"`
+	Text           string                     `json:"text"`
+	Logprobs       *completionLogprobs        `json:"logprobs"`
+	FinishReason   *string                    `json:"finish_reason"`
+	TokenIDs       []int32                    `json:"token_ids,omitempty"`
+	PromptTokenIDs []int32                    `json:"prompt_token_ids,omitempty"`
+	PromptLogprobs []map[string]promptLogprob `json:"prompt_logprobs,omitempty"` // as chatResponse's
 }
 
 type completionResponse struct {

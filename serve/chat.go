@@ -358,6 +358,18 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
 	defer cancel()
+	plk, wantPL, err := promptLogprobsK(&req.samplingFields, s.m.Config.Vocab)
+	if err != nil {
+		return err
+	}
+	var promptLPs []map[string]promptLogprob
+	if wantPL { // scored first: a failure here costs no generation
+		sc, err := s.scoreRequestPrompt(ctx, prompt, held, n, "messages", plk)
+		if err != nil {
+			return err
+		}
+		promptLPs = s.promptLogprobList(prompt, sc, plk, req.ReturnTokensAsTokenIDs)
+	}
 	if cons, err = s.filterTokens(&req.samplingFields, withMaxTokens(cons, p.MaxTokens)); err != nil {
 		return err
 	}
@@ -375,7 +387,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err != nil {
 		return err
 	}
-	resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: modelName}
+	resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: modelName, PromptLogprobs: promptLPs}
 	if req.ReturnTokenIDs {
 		resp.PromptTokenIDs = prompt
 	}

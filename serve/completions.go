@@ -159,26 +159,17 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	// Prompt logprobs first: a failure here costs no generation. The
 	// scoring forward uses the adapter under the handler's hold, which then
 	// goes to the engine with the generation.
-	var promptLP []float32
-	var promptTop [][]engine.TokenLogprob
-	if req.Echo && p.Logprobs {
-		// Refused before the scoring forward when the engine would refuse
-		// the generation after it: overload must not cost work. (The
-		// queue may still fill while the prompt is scored; Submit then
-		// refuses as it does any request.)
-		if err := s.eng.QueueRoom(n); err != nil {
-			return submitError(err)
-		}
-		// The prompt is scored by one full forward that holds [N, V]
-		// logits; refuse what would not fit in maxScoreBytes.
-		if need := int64(len(prompt)) * int64(s.m.Config.Vocab) * 4; need > maxScoreBytes {
-			return badRequest("prompt", "echo with logprobs of %d prompt tokens needs %d bytes of logits; the limit is %d", len(prompt), need, int64(maxScoreBytes))
-		}
-		promptLP, promptTop, err = s.scorePrompt(ctx, prompt, held.weights(), p.TopLogprobs)
-		if err != nil {
-			return genError(ctx, err)
+	plk, wantPL, err := promptLogprobsK(&req.samplingFields, s.m.Config.Vocab)
+	if err != nil {
+		return err
+	}
+	var sc promptScore
+	if req.Echo && p.Logprobs || wantPL {
+		if sc, err = s.scoreRequestPrompt(ctx, prompt, held, n, "prompt", max(p.TopLogprobs, plk)); err != nil {
+			return err
 		}
 	}
+	promptLP, promptTop := sc.lp, trimTops(sc.tops, p.TopLogprobs)
 	cons, err := s.filterTokens(&req.samplingFields, nil)
 	if err != nil {
 		return err
@@ -214,6 +205,9 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 		if req.ReturnTokenIDs {
 			ch.TokenIDs = nonNil(o.ids)
 			ch.PromptTokenIDs = prompt
+		}
+		if wantPL {
+			ch.PromptLogprobs = s.promptLogprobList(prompt, sc, plk, req.ReturnTokensAsTokenIDs)
 		}
 		resp.Choices = append(resp.Choices, ch)
 	}
@@ -277,21 +271,22 @@ func toInts(ids []int32) []int {
 const maxScoreBytes = 1 << 30
 
 // scorePrompt returns log p(prompt[j] | prompt[:j]) for j ≥ 1 (index 0 is
-// unused) and the top alternatives at each position, from one full forward.
+// unused), its rank and the top alternatives at each position, from one
+// full forward.
 // One forward runs at a time; a request waits for its turn until ctx ends,
 // and with Options.MaxQueue requests already waiting it fails at once with
 // engine.ErrQueueFull (a 429), as a generation would.
-func (s *Server) scorePrompt(ctx context.Context, prompt []int32, ad *model.Adapter, top int) ([]float32, [][]engine.TokenLogprob, error) {
+func (s *Server) scorePrompt(ctx context.Context, prompt []int32, ad *model.Adapter, top int) (promptScore, error) {
 	if s.scoreWaiting.Add(1) > int64(s.o.MaxQueue) {
 		s.scoreWaiting.Add(-1)
-		return nil, nil, fmt.Errorf("prompt logprobs: %w", engine.ErrQueueFull)
+		return promptScore{}, fmt.Errorf("prompt logprobs: %w", engine.ErrQueueFull)
 	}
 	select {
 	case s.scoreSlot <- struct{}{}:
 		s.scoreWaiting.Add(-1)
 	case <-ctx.Done():
 		s.scoreWaiting.Add(-1)
-		return nil, nil, ctx.Err()
+		return promptScore{}, ctx.Err()
 	}
 	defer func() { <-s.scoreSlot }()
 	N, V := len(prompt), s.m.Config.Vocab
@@ -301,16 +296,20 @@ func (s *Server) scorePrompt(ctx context.Context, prompt []int32, ad *model.Adap
 	}
 	logits, err := s.m.Logits(ctx, &model.Batch{IDs: prompt, Pos: pos, SeqOff: []int32{0, int32(N)}}, ad)
 	if err != nil {
-		return nil, nil, err
+		return promptScore{}, err
 	}
-	lp := make([]float32, N)
-	tops := make([][]engine.TokenLogprob, N)
+	sc := promptScore{lp: make([]float32, N), tops: make([][]engine.TokenLogprob, N), rank: make([]int, N)}
 	for j := 1; j < N; j++ {
 		row := engine.LogSoftmax(s.m.Backend(), logits[(j-1)*V:j*V])
-		lp[j] = row[prompt[j]]
-		tops[j] = engine.TopN(row, top)
+		v := row[prompt[j]]
+		sc.lp[j], sc.tops[j], sc.rank[j] = v, engine.TopN(row, top), 1
+		for _, x := range row {
+			if x > v { // vLLM's rank: 1 + the tokens more likely
+				sc.rank[j]++
+			}
+		}
 	}
-	return lp, tops, nil
+	return sc, nil
 }
 
 // topLogprobs is a completion's top_logprobs entry for the chosen token id

@@ -23,8 +23,8 @@
 // API key, 404 unknown model, 408 a body that stopped coming before the
 // request deadline, 413 body too large, 429 queue full (its
 // bound, --max-queue, counts sequences: a request adds its n, and the 429
-// says how many wait; an echo with logprobs is refused before its prompt
-// is scored), 503
+// says how many wait; a request that scores its prompt, an echo with
+// logprobs or one with prompt_logprobs, is refused before the scoring), 503
 // shutting down, 504 past the request deadline; 500 with code
 // logits_not_finite or constraint_no_token for a sequence left with no
 // token to choose (Server.noCandidate: the model's logits NaN, as from a
@@ -81,11 +81,15 @@
 // BOS) to the prompt: false unless sent for chat, whose template writes
 // them, true for completions. use_beam_search true is a 400 (this server
 // samples); length_penalty, which only beam search reads, changes nothing.
-// Fields the server does not read (vLLM's prompt_logprobs or
-// spaces_between_special_tokens, say) are answered without, and named in
-// the X-Hone-Warning header ("fields ignored: prompt_logprobs"; past 8 of
-// them, the first 8 and the count) and, once per field for the first 64
-// names, in the log, as vLLM logs them.
+// vLLM's prompt_logprobs k (0 to 20) gives, for each prompt token after
+// the first, its logprob, rank and text and those of the k most likely
+// tokens, as vLLM shapes them (null, then maps from token id; completions
+// in each choice, chat in the response), from the forward that scores an
+// echo's prompt; with stream only 0 passes. Fields the server does not
+// read (vLLM's spaces_between_special_tokens or priority, say) are
+// answered without, and named in the X-Hone-Warning header ("fields
+// ignored: priority"; past 8 of them, the first 8 and the count) and,
+// once per field for the first 64 names, in the log, as vLLM logs them.
 //
 // Sampling fields a request leaves out take, as under vLLM's default
 // --generation-config auto, the model folder's generation_config.json

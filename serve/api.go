@@ -125,6 +125,9 @@ type chatRequest struct {
 	// them) has the tokenizer add its special tokens, a BOS, to the
 	// rendered prompt.
 	AddSpecialTokens bool `json:"add_special_tokens"`
+	// Echo (vLLM's) begins each choice's content with the last message's
+	// when that message is the assistant's.
+	Echo bool `json:"echo"`
 }
 
 type completionRequest struct {

@@ -396,6 +396,9 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 		o := &outs[i]
 		u.CompletionTokens += len(o.ids)
 		msg, finish := s.chatMessage(o.text.String(), o.finish, tm)
+		if echo := chatEcho(req); echo != "" {
+			msg.Content, msg.ContentJSON = echo+msg.Content, nil
+		}
 		ch := chatChoice{Index: i, Message: msg, FinishReason: &finish}
 		if req.Logprobs {
 			ch.Logprobs = &chatLogprobs{Content: s.tokenLogprobs(o.ids, o.lps, o.tops, req.ReturnTokensAsTokenIDs)}
@@ -409,6 +412,24 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	resp.Usage = &u
 	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// chatEcho is the text vLLM's echo begins each choice's content with: the
+// last message's content when that message is the assistant's (a list of
+// parts as its text parts joined by newlines, as vLLM joins them), else "".
+func chatEcho(req *chatRequest) string {
+	if !req.Echo || len(req.Messages) == 0 {
+		return ""
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role != "assistant" {
+		return ""
+	}
+	if len(last.ContentJSON) == 0 {
+		return last.Content
+	}
+	text, _ := chatmsg.ContentLines(last.ContentJSON) // checkMessages read it already
+	return text
 }
 
 // chatMessage builds the assistant message, with tool calls parsed out when
@@ -504,10 +525,10 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 		}
 		sse.send(c)
 	}
-	empty := ""
+	echo := chatEcho(req) // "" unless asked for
 	var firsts []chatChoice
 	for i := range n {
-		firsts = append(firsts, chatChoice{Index: i, Delta: &chatmsg.Delta{Role: "assistant", Content: &empty}})
+		firsts = append(firsts, chatChoice{Index: i, Delta: &chatmsg.Delta{Role: "assistant", Content: &echo}})
 	}
 	chunk(firsts, nil, true)
 	held := make([]choiceOut, n)

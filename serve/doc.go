@@ -94,14 +94,15 @@
 // ignored: priority"; past 8 of them, the first 8 and the count) and,
 // once per field for the first 64 names, in the log, as vLLM logs them.
 //
-// Sampling fields a request leaves out take, as under vLLM's default
-// --generation-config auto, the model folder's generation_config.json
-// values of temperature, top_p, top_k, min_p and repetition_penalty (those
-// other than transformers' defaults: a top_k of 50 is not read), and its
-// max_new_tokens is max_tokens' default and cap (a request asking for more
-// gets that many, as from vLLM); the start's log names them. Otherwise,
-// and with --generation-config vllm, a request samples at temperature 1
-// with no top_p, top_k, min_p or repetition penalty.
+// Sampling fields a request leaves out are, by default, temperature 1 with
+// no top_p, top_k, min_p or repetition penalty: --generation-config vllm,
+// as ART starts its vLLM server, since rollouts for RL sample the model
+// itself. With --generation-config auto (vLLM's own default) they take the
+// model folder's generation_config.json values of temperature, top_p,
+// top_k, min_p and repetition_penalty (those other than transformers'
+// defaults: a top_k of 50 is not read), and its max_new_tokens is
+// max_tokens' default and cap (a request asking for more gets that many,
+// as from vLLM); the start's log names them.
 //
 // vLLM's truncate_prompt_tokens k keeps the prompt's last k tokens (a text
 // prompt's, a token-id prompt's, a chat's rendered prompt's; a BOS the

@@ -48,18 +48,18 @@ func tinyWithGenConfig(t *testing.T, gen map[string]any) string {
 	return dir
 }
 
-// TestGenerationConfigDefaults: as vLLM's --generation-config auto (its
-// default), the sampling fields a request leaves out (temperature, top_p,
-// top_k, min_p, repetition_penalty, and max_tokens from max_new_tokens)
-// take the model folder's generation_config.json values, logged once at
-// start; a request's own values win, except that max_new_tokens caps
-// max_tokens as in vLLM. Before, hone-serve always sampled at temperature
-// 1 with its --max-tokens. --generation-config vllm keeps the fixed
-// defaults, and another value is refused at start.
+// TestGenerationConfigDefaults: as vLLM's --generation-config auto, the
+// sampling fields a request leaves out (temperature, top_p, top_k, min_p,
+// repetition_penalty, and max_tokens from max_new_tokens) take the model
+// folder's generation_config.json values, logged once at start; a
+// request's own values win, except that max_new_tokens caps max_tokens as
+// in vLLM. Before, hone-serve always sampled at temperature 1 with its
+// --max-tokens. --generation-config vllm, the default (as ART starts
+// vLLM), keeps the fixed defaults, and another value is refused at start.
 func TestGenerationConfigDefaults(t *testing.T) {
 	dir := tinyWithGenConfig(t, map[string]any{"do_sample": true, "temperature": 0.0, "max_new_tokens": 3})
 	var logs bytes.Buffer
-	ts := startServer(t, Options{Model: dir, Log: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+	ts := startServer(t, Options{Model: dir, GenerationConfig: "auto", Log: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
 	type answer struct {
 		Choices []struct {
 			TokenIDs []int32 `json:"token_ids"`
@@ -100,24 +100,28 @@ func TestGenerationConfigDefaults(t *testing.T) {
 	ts.close(t)
 	// top_k 1 and min_p 1 each leave the best token alone.
 	for _, gen := range []map[string]any{{"top_k": 1}, {"min_p": 1.0}} {
-		one := startServer(t, Options{Model: tinyWithGenConfig(t, gen), MaxTokens: 6}, nil)
+		one := startServer(t, Options{Model: tinyWithGenConfig(t, gen), GenerationConfig: "auto", MaxTokens: 6}, nil)
 		if got := ask(one, ""); !same(got) {
 			t.Errorf("generation_config.json %v, fields left out: choices %v, want 4 equal", gen, got)
 		}
 		one.close(t)
 	}
 
-	fixed := startServer(t, Options{Model: dir, GenerationConfig: "vllm", MaxTokens: 16}, nil)
-	if got := ask(fixed, ""); same(got) || len(got[0]) <= 3 {
-		t.Errorf("--generation-config vllm, fields left out: choices %v; want them sampled at temperature 1, longer than 3", got)
+	// "" is the flag's default.
+	var fixed *testServer
+	for _, mode := range []string{"vllm", ""} {
+		fixed = startServer(t, Options{Model: dir, GenerationConfig: mode, MaxTokens: 16}, nil)
+		if got := ask(fixed, ""); same(got) || len(got[0]) <= 3 {
+			t.Errorf("--generation-config %q, fields left out: choices %v; want them sampled at temperature 1, longer than 3", mode, got)
+		}
+		fixed.close(t)
 	}
-	fixed.close(t)
 
 	if _, err := NewServer(Options{Model: dir, GenerationConfig: "model", Backend: fixed.s.o.Backend}); err == nil || !strings.Contains(err.Error(), "generation-config") {
 		t.Errorf("--generation-config model: %v, want an error naming the flag", err)
 	}
 	bad := tinyWithGenConfig(t, map[string]any{"repetition_penalty": 0})
-	if _, err := NewServer(Options{Model: bad, Backend: fixed.s.o.Backend}); err == nil || !strings.Contains(err.Error(), "repetition_penalty") {
+	if _, err := NewServer(Options{Model: bad, Backend: fixed.s.o.Backend, GenerationConfig: "auto"}); err == nil || !strings.Contains(err.Error(), "repetition_penalty") {
 		t.Errorf("repetition_penalty 0 in generation_config.json: %v, want an error naming it", err)
 	}
 	if _, err := NewServer(Options{Model: bad, Backend: fixed.s.o.Backend, GenerationConfig: "vllm"}); err != nil {

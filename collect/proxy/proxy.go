@@ -210,35 +210,37 @@ func New(o Options) (*Proxy, error) {
 }
 
 // readWritten takes the group and trajectory ids of the Parquet files in
-// the output folder, so that a proxy started again refuses them.
+// the output folder, so that a proxy started again refuses them. It reads
+// the id columns alone (trajectory.ReadIDs): decoding every conversation
+// made the start grow with all the run ever wrote (about 10 s for 2000
+// groups). An id the folder holds twice, which the stages reading it
+// refuse, is refused here too, naming both files.
 func (p *Proxy) readWritten(ctx context.Context) error {
 	in, err := fileset.ListSet(ctx, p.o.OutDir, ".parquet")
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	if in.Len() == 0 {
+	var prevFile, prevGroup string // the group being read: its rows are contiguous
+	err = trajectory.ReadIDs(ctx, in, func(r trajectory.RowIDs) error {
+		if file, ok := p.written[r.TrajectoryID]; ok {
+			return fmt.Errorf("trajectory %q is in %s and again in %s (row %d)", r.TrajectoryID, file, r.File, r.Row)
+		}
+		p.written[r.TrajectoryID] = r.File
+		if r.File == prevFile && r.GroupID == prevGroup {
+			return nil
+		}
+		if file, ok := p.flushed[r.GroupID]; ok {
+			return fmt.Errorf("group %q is in %s and again in %s (row %d)", r.GroupID, file, r.File, r.Row)
+		}
+		prevFile, prevGroup = r.File, r.GroupID
+		p.flushed[r.GroupID] = r.File
 		return nil
-	}
-	r, err := trajectory.Open(ctx, in)
+	})
 	if err != nil {
 		return fmt.Errorf("read the ids of its files: %w", err)
 	}
-	defer r.Close()
-	for {
-		g, err := r.Next(ctx)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read the ids of its files: %w", err)
-		}
-		file, _, _ := r.Where(g.ID)
-		p.flushed[g.ID] = file
-		for _, t := range g.Trajectories {
-			p.written[t.ID] = file
-		}
-	}
+	return nil
 }
 
 // lastFileNumber returns the highest N of the files <run>-N.parquet in dir

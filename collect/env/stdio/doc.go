@@ -25,7 +25,8 @@
 //	  → {"message":{assistant message}}
 //
 // Every request also carries "id", its number in the process (1, 2, …);
-// a response that echoes it is checked against it. A line no request waits
+// a response whose "id" is a number is checked against it (one of
+// another type is the program's own). A line no request waits
 // for fails the next request ("responses out of step"), and a response
 // must be a JSON object.
 //

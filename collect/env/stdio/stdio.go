@@ -477,9 +477,12 @@ func (p *proc) call(ctx context.Context, req any, out any) error {
 		if t := bytes.TrimSpace(line); t[0] != '{' || json.Unmarshal(line, &e) != nil {
 			return fmt.Errorf("stdio: %s: response is not a JSON object: %.200q", op, line)
 		}
-		if id := string(e.ID); id != "" && id != "null" && id != strconv.Itoa(p.sent) {
+		// Only a number echoes the request's: an "id" of another type (a
+		// scenario's name, a string) is the program's own, which programs
+		// written before requests had ids may send, and was ignored then.
+		if n, err := strconv.ParseFloat(string(e.ID), 64); err == nil && n != float64(p.sent) {
 			p.close()
-			return fmt.Errorf("stdio: %s: responses out of step: the response has id %.40s, the request %d (a second response to an earlier request?)", op, id, p.sent)
+			return fmt.Errorf("stdio: %s: responses out of step: the response has id %.40s, the request %d (a second response to an earlier request?)", op, e.ID, p.sent)
 		}
 		if len(e.Error) > 0 && string(e.Error) != "null" {
 			// The protocol's error is text; one given otherwise (an

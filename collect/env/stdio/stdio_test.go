@@ -470,3 +470,43 @@ for line in sys.stdin:
 		t.Fatalf("err %v, messages %+v", err, res.Messages)
 	}
 }
+
+// TestResponseIDOfItsOwn: a program whose responses carry an "id" of
+// their own, not a number (here reset and step name the scenario, as an
+// environment might for its logs), played as before the requests had
+// ids. Taken for an echo of the request's number, every episode failed
+// "responses out of step"; an id that is not a number echoes nothing.
+func TestResponseIDOfItsOwn(t *testing.T) {
+	py := python(t)
+	ctx := context.Background()
+	script := filepath.Join(t.TempDir(), "env.py")
+	body := `import sys,json
+sid = None
+for line in sys.stdin:
+    req = json.loads(line)
+    op = req["op"]
+    if op == "hello":
+        print(json.dumps({"name": "own-id"}), flush=True)
+    elif op == "reset":
+        sid = req["scenario"]["id"]
+        print(json.dumps({"id": sid, "messages": [{"role": "user", "content": "say hi"}]}), flush=True)
+    else:
+        print(json.dumps({"id": sid, "done": True, "reward": 1, "messages": []}), flush=True)
+`
+	os.WriteFile(script, []byte(body), 0o644)
+	e, err := stdio.New(ctx, []string{py, "-S", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s1"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	res, err := env.Play(ctx, ep, env.PolicyFunc(func(context.Context, []trajectory.Message, []trajectory.Tool) (trajectory.Message, error) {
+		return env.Assistant("hi"), nil
+	}), 3)
+	if err != nil || res.Outcome.Reward != 1 {
+		t.Fatalf("err %v, outcome %+v", err, res.Outcome)
+	}
+}

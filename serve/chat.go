@@ -358,6 +358,11 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
 	defer cancel()
+	// Every field is read before the prompt is scored: a request that
+	// can only be a 400 must cost no forward, nor be told to retry (429).
+	if cons, err = s.filterTokens(&req.samplingFields, withMaxTokens(cons, p.MaxTokens)); err != nil {
+		return err
+	}
 	plk, wantPL, err := promptLogprobsK(&req.samplingFields, s.m.Config.Vocab)
 	if err != nil {
 		return err
@@ -369,9 +374,6 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 			return err
 		}
 		promptLPs = s.promptLogprobList(prompt, sc, plk, req.ReturnTokensAsTokenIDs)
-	}
-	if cons, err = s.filterTokens(&req.samplingFields, withMaxTokens(cons, p.MaxTokens)); err != nil {
-		return err
 	}
 	ereq := &engine.Request{Prompt: prompt, N: n, Params: p, Constraint: cons}
 	held.handTo(ereq)

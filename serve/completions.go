@@ -156,6 +156,13 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
 	defer cancel()
+	// allowed_token_ids and bad_words are read before the prompt is
+	// scored, as every other field: a request that can only be a 400 must
+	// cost no forward, nor be told to retry (429).
+	cons, err := s.filterTokens(&req.samplingFields, nil)
+	if err != nil {
+		return err
+	}
 	// Prompt logprobs first: a failure here costs no generation. The
 	// scoring forward uses the adapter under the handler's hold, which then
 	// goes to the engine with the generation.
@@ -170,10 +177,6 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 		}
 	}
 	promptLP, promptTop := sc.lp, trimTops(sc.tops, p.TopLogprobs)
-	cons, err := s.filterTokens(&req.samplingFields, nil)
-	if err != nil {
-		return err
-	}
 	ereq := &engine.Request{Prompt: prompt, N: n, Params: p, Constraint: cons}
 	held.handTo(ereq)
 	h, err := s.submit(ctx, ereq)

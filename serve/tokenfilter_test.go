@@ -1,11 +1,16 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 // TestAllowedTokenIDs: vLLM's allowed_token_ids keeps every other token
@@ -112,4 +117,47 @@ func chatText(t *testing.T, body string) string {
 		t.Fatalf("chat answer %s: %v", body, err)
 	}
 	return resp.Choices[0].Message.Content
+}
+
+// TestTokenFilterCheckedBeforeScoring: allowed_token_ids and bad_words
+// are read before the prompt is scored (prompt_logprobs, or echo with
+// logprobs), as every other field is. They were read after: a request
+// with a bad list cost a full scoring forward before its 400, and with
+// the queue full it was a 429, which tells the client to send again the
+// request that can never pass.
+func TestTokenFilterCheckedBeforeScoring(t *testing.T) {
+	ts := startServer(t, Options{Model: tinyDir(t), MaxBatch: 1, MaxQueue: 1, MaxTokens: 4000}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.url+"/v1/completions",
+				strings.NewReader(`{"model":"tiny","prompt":"x","max_tokens":4000,"ignore_eos":true}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer none")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+		waitfor.Until(t, 10*time.Second, "the first request running, then the second queued", func() bool {
+			st := ts.s.eng.Stats()
+			return (i == 0 && st.Running == 1) || (i == 1 && st.Queued == 1)
+		})
+	}
+	for _, c := range []struct{ path, body, param string }{
+		{"/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":1,"prompt_logprobs":1,"allowed_token_ids":[259]}`, "allowed_token_ids[0]"},
+		{"/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":1,"echo":true,"logprobs":1,"bad_words":[" "]}`, "bad_words[0]"},
+		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":1,"prompt_logprobs":0,"allowed_token_ids":[]}`, "allowed_token_ids"},
+	} {
+		status, out := ts.post(t, c.path, c.body)
+		if status != http.StatusBadRequest || !strings.Contains(out, `"param":"`+c.param+`"`) {
+			t.Errorf("%s with the queue full: %d %s; want 400 naming %s", c.body, status, out, c.param)
+		}
+	}
 }

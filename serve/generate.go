@@ -203,8 +203,18 @@ func (s *Server) maxTokens(mt *int, param, promptParam string, promptLen, room, 
 	case s.gen.maxTokens > 0 && *mt > s.gen.maxTokens:
 		// generation_config.json's max_new_tokens caps every request, as
 		// in vLLM, which answers with that many rather than a 400.
+		// A 400 for the clamped value names the value the client sent:
+		// "max_tokens=8" for a request of 10 named a number it never used.
 		m := s.gen.maxTokens
-		return s.maxTokens(&m, param, promptParam, promptLen, room, n)
+		clamped := fmt.Sprintf("%s=%d, clamped to generation_config.json's max_new_tokens %d (--generation-config auto)", param, *mt, m)
+		if m > s.o.MaxTokens {
+			return 0, badRequest(param, "%s, is more than this server's cap of %d", clamped, s.o.MaxTokens)
+		}
+		v, err := s.maxTokens(&m, param, promptParam, promptLen, room, n)
+		if he, ok := errors.AsType[*httpError](err); ok {
+			he.msg += " (" + clamped + ")"
+		}
+		return v, err
 	case *mt > s.o.MaxTokens:
 		return 0, badRequest(param, "%s=%d is more than this server's cap of %d", param, *mt, s.o.MaxTokens)
 	case *mt > room:

@@ -417,14 +417,17 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 }
 
 // chatEcho is the text vLLM's echo begins each choice's content with: the
-// last message's content when that message is the assistant's (a list of
-// parts as its text parts joined by newlines, as vLLM joins them), else "".
+// last message's content when its role is the response's (a list of parts
+// as its text parts joined by newlines, as vLLM joins them), else "". As
+// in vLLM (get_chat_request_role), the response's role is the assistant's
+// with add_generation_prompt, and the last message's own without it: a
+// prompt that ends in that message continues it, whatever its role.
 func chatEcho(req *chatRequest) string {
 	if !req.Echo || len(req.Messages) == 0 {
 		return ""
 	}
 	last := req.Messages[len(req.Messages)-1]
-	if last.Role != "assistant" {
+	if agp := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt; agp && last.Role != "assistant" {
 		return ""
 	}
 	if len(last.ContentJSON) == 0 {

@@ -79,7 +79,9 @@
 // false, since that is true unless sent (a 400 otherwise, as in vLLM).
 // vLLM's echo for chat begins each choice's content with the last
 // message's when that is the assistant's (the whole turn, with
-// continue_final_message), streamed in the first chunk.
+// continue_final_message) or, with add_generation_prompt false, whatever
+// its role (as vLLM's response role is then the last message's), streamed
+// in the first chunk.
 // vLLM's add_special_tokens has the tokenizer add its special tokens (a
 // BOS) to the prompt: false unless sent for chat, whose template writes
 // them, true for completions. use_beam_search true is a 400 (this server

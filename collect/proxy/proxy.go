@@ -35,7 +35,11 @@
 // agent disconnects, upstream breaks off, sends an error event or an event
 // that is not JSON) the turn is recorded as far as it arrived and the
 // trajectory keeps the error. Streamed requests with n > 1 are refused
-// with a 400 (param "n"): the proxy records one choice per turn.
+// with a 400 (param "n"): the proxy records one choice per turn. So are
+// recorded requests with continue_final_message or echo true, or
+// add_generation_prompt false (param naming the field): their answer is
+// not a whole turn after the generation prompt, the only turn a
+// trajectory holds.
 //
 // Memory per request is bounded. A request body over MaxBodyBytes is
 // answered 413 in OpenAI's error shape, as hone-serve answers it, before
@@ -512,12 +516,8 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "stream, n: "+err.Error())
 		return
 	}
-	// A streamed answer is recorded choice by choice as it arrives; with
-	// n > 1 the agent keeps one of several interleaved choices, which the
-	// proxy could not tell apart, so it is refused rather than recorded
-	// wrongly.
-	if opts.Stream && opts.N != nil && *opts.N > 1 {
-		apiError(w, http.StatusBadRequest, "the recording proxy does not record streamed requests with n > 1; send n=1 or stream=false", "n")
+	if param, why := unrecordable(req, opts.Stream && opts.N != nil && *opts.N > 1); param != "" {
+		apiError(w, http.StatusBadRequest, why, param)
 		return
 	}
 	var conv struct {
@@ -604,6 +604,35 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	turn.Latency = time.Since(start)
 	p.record(tid, gid, conv.Model, msgs, tools, turn, nil, start)
+}
+
+// unrecordable names the field of a chat request whose answer would not
+// be a turn the proxy can record, with a message saying why; "" for none.
+// A recorded turn is trained as the model's whole answer, after the
+// conversation's generation prompt (format/layout): a continued final
+// message (a prefill), an echoed last message, or a prompt without the
+// generation prompt give an answer that is not that, and the trajectory
+// format has no place for a turn's unsampled part. Refused, the agent
+// learns it at once, where recording them made two turns of one, or put
+// text the model never sampled among its trained tokens.
+//
+// A streamed answer is recorded choice by choice as it arrives; with
+// n > 1 (streamedN) the agent keeps one of several interleaved choices,
+// which the proxy could not tell apart, so it is refused too.
+func unrecordable(req map[string]json.RawMessage, streamedN bool) (param, why string) {
+	is := func(k, v string) bool { return string(bytes.TrimSpace(req[k])) == v }
+	const fix = " Leave it out, or send this request without X-Hone-Trajectory to have it forwarded unrecorded."
+	switch {
+	case streamedN:
+		return "n", "the recording proxy does not record streamed requests with n > 1; send n=1 or stream=false"
+	case is("continue_final_message", "true"):
+		return "continue_final_message", "the recording proxy does not record continue_final_message: true: the answer continues the last message (a prefill), which a trajectory cannot hold as one turn with only the continuation's tokens trained." + fix
+	case is("echo", "true"):
+		return "echo", "the recording proxy does not record echo: true: the answer's content would begin with the last message's, text the model did not sample." + fix
+	case is("add_generation_prompt", "false"):
+		return "add_generation_prompt", "the recording proxy does not record add_generation_prompt: false: the model continues the prompt without the assistant's header, and a recorded turn is trained after it." + fix
+	}
+	return "", ""
 }
 
 // admit checks a recorded request's ids before anything goes upstream,

@@ -43,3 +43,36 @@ func TestStatsInfiniteAndHugeRewards(t *testing.T) {
 		t.Errorf("total %+v, want mean -Inf over 8", r)
 	}
 }
+
+// stats gives the standard deviation of rewards at either end of the
+// float64 range: the squared deviations of ±1e308 overflowed to +Inf and
+// those of 1e-300 and 3e-300 underflowed to 0, where the deviations
+// themselves are ordinary numbers.
+func TestStatsStdAtFloatLimits(t *testing.T) {
+	var jsonl strings.Builder
+	for i, r := range []float64{1e308, -1e308, 1e308, -1e308, 1e-300, 3e-300} {
+		step := 1
+		if i >= 4 {
+			step = 2
+		}
+		b, _ := json.Marshal(map[string]any{"trajectory_id": string(rune('a' + i)), "group_id": "g" + string(rune('0'+step)), "step": step,
+			"reward": r, "messages": []map[string]string{{"role": "user", "content": "hi"}}})
+		jsonl.Write(append(b, '\n'))
+	}
+	pq := mustRun(t, []byte(jsonl.String()), "from-jsonl", "-").stdout
+	out := mustRun(t, []byte(pq), "stats", "--json", "-").stdout
+	var s trajectory.Stats
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("stats --json: %v\n%s", err, out)
+	}
+	if len(s.ByStep) != 2 {
+		t.Fatalf("steps %+v", s.ByStep)
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-9*math.Abs(want) }
+	if r := s.ByStep[0].Reward; !near(r.Std, 1e308*(2/math.Sqrt(3))) || math.Abs(r.Mean) > 1e300 {
+		t.Errorf("rewards ±1e308: %+v, want std %g", r, 1e308*(2/math.Sqrt(3)))
+	}
+	if r := s.ByStep[1].Reward; !near(r.Std, math.Sqrt2*1e-300) || !near(r.Mean, 2e-300) {
+		t.Errorf("rewards 1e-300, 3e-300: %+v, want mean 2e-300, std %g", r, math.Sqrt2*1e-300)
+	}
+}

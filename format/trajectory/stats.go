@@ -107,11 +107,17 @@ type StatsBuilder struct {
 // the mean and variance stay accurate over millions of rows, and the
 // infinite ones counted apart: in the update one -Inf turned the mean NaN
 // at the next finite reward (Inf - -Inf), where their mean is -Inf.
+//
+// The update runs on the rewards scaled by 2^-exp, exp the exponent of the
+// largest magnitude so far, so each scaled reward is within [-1, 1]: the
+// squared deviations of rewards near 1e308 overflowed to +Inf, and those
+// of rewards near 1e-300 underflowed to 0. A power of two scales exactly.
 type acc struct {
 	groups, trajectories, errors, tokens int64
 	n, unscored                          int64
 	finite, posInf, negInf               int64
-	mean, m2, min, max                   float64
+	mean, m2, min, max                   float64 // mean and m2 scaled by 2^-exp and 2^-2exp
+	exp                                  int
 }
 
 func (a *acc) add(t *Trajectory) {
@@ -140,16 +146,17 @@ func (a *acc) add(t *Trajectory) {
 		return
 	}
 	a.finite++
-	n := float64(a.finite)
-	d := x - a.mean
-	if math.IsInf(d, 0) {
-		// Rewards near the float64 limit (1e308 after -1e308): the
-		// difference overflows, its parts divided by n do not.
-		a.mean += x/n - a.mean/n
-	} else {
-		a.mean += d / n
+	// Rescale what is summed so far to a larger exponent, or to any while
+	// every reward so far is 0 (the exponent then means nothing yet).
+	if _, e := math.Frexp(x); x != 0 && (e > a.exp || (a.mean == 0 && a.m2 == 0)) {
+		a.mean = math.Ldexp(a.mean, a.exp-e)
+		a.m2 = math.Ldexp(a.m2, 2*(a.exp-e))
+		a.exp = e
 	}
-	a.m2 += d * (x - a.mean)
+	y := math.Ldexp(x, -a.exp)
+	d := y - a.mean
+	a.mean += d / float64(a.finite)
+	a.m2 += d * (y - a.mean)
 }
 
 // rewardMean is the mean of the scored rewards, infinite ones included.
@@ -162,7 +169,7 @@ func (a *acc) rewardMean() float64 {
 	case a.negInf > 0:
 		return math.Inf(-1)
 	}
-	return a.mean
+	return math.Ldexp(a.mean, a.exp)
 }
 
 func (a *acc) summary() Summary {
@@ -175,7 +182,7 @@ func (a *acc) summary() Summary {
 	case a.n > 1 && a.posInf+a.negInf > 0:
 		s.Reward.Std = math.NaN() // an infinite reward's deviation is Inf - Inf
 	case a.n > 1:
-		s.Reward.Std = math.Sqrt(a.m2 / float64(a.n-1))
+		s.Reward.Std = math.Ldexp(math.Sqrt(a.m2/float64(a.n-1)), a.exp)
 	}
 	return s
 }

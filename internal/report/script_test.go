@@ -225,3 +225,39 @@ console.log(JSON.stringify({ticks: r.niceTicks(d.y0, d.y1, false, 5), domain: [d
 		t.Errorf("domain [%v, %v] of a nearly flat series at %v: want it padded to a visible span", lo, hi, y)
 	}
 }
+
+// Values near the float64 limit (a metric at 1.7e308 beside one at
+// -1.7e308) get a finite padded domain and ticks inside it: the span
+// y1 - y0 overflowed to Inf, the padding with it, and the axis ran from
+// -Inf to +Inf with no ticks and every point drawn at NaN (JSON writes
+// Infinity as null, read here as 0).
+func TestDomainAndTicksNearFloatLimit(t *testing.T) {
+	var got struct {
+		Domain []float64 `json:"domain"`
+		Ticks  []tick    `json:"ticks"`
+		Points []float64 `json:"points"`
+		Frac   []float64 `json:"frac"`
+	}
+	runScript(t, `const d = r.domain([{xs: [1, 2, 3], src: {y: [-1.7e308, 0, 1.7e308]}}], true);
+const flat = r.domain([{xs: [1, 2], src: {y: [1.79e308, 1.79e308]}}], false);
+console.log(JSON.stringify({domain: [d.y0, d.y1, d.x0, d.x1], ticks: r.niceTicks(d.y0, d.y1, false, 5),
+  points: [flat.y0, flat.y1], frac: [-1.7e308, 0, 1.7e308].map(v => r.frac(v, d.y0, d.y1))}));`, &got)
+	lo, hi := got.Domain[0], got.Domain[1]
+	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || !(lo < -1.7e308 && hi > 1.7e308) {
+		t.Errorf("domain [%v, %v] of values ±1.7e308: want finite and padded", lo, hi)
+	}
+	if n := len(got.Ticks); n < 2 || n > 6 {
+		t.Errorf("%d ticks on [%v, %v]: %v", n, lo, hi, got.Ticks)
+	}
+	for _, tk := range got.Ticks {
+		if math.IsInf(tk.V, 0) || tk.V < lo || tk.V > hi {
+			t.Errorf("tick %+v outside [%v, %v]", tk, lo, hi)
+		}
+	}
+	if p := got.Points; len(p) != 2 || math.IsInf(p[0], 0) || math.IsInf(p[1], 0) || !(p[0] < 1.79e308 && p[1] >= 1.79e308) {
+		t.Errorf("domain of a flat series at 1.79e308: %v, want finite around it", p)
+	}
+	if f := got.Frac; len(f) != 3 || !(f[0] > 0 && f[0] < 0.5 && math.Abs(f[1]-0.5) < 1e-9 && f[2] > 0.5 && f[2] < 1) {
+		t.Errorf("where -1.7e308, 0, 1.7e308 are drawn on the axis: %v, want inside (0, 1)", f)
+	}
+}

@@ -52,16 +52,22 @@
   function niceTicks(min, max, integer, target) {
     target = target || 6;
     var span = max - min;
+    // Past about 9e307 a side the span overflows to Infinity; q, the
+    // interval wanted, is then taken from the ends divided first.
+    var q = isFinite(span) ? span / target : max / target - min / target;
+    var fits = function (step) {
+      return isFinite(span) ? span / step <= target : q / step <= 1;
+    };
     // A span within float64's rounding of the values (a series that
     // changes in its last bits) has no 1, 2 or 5 × 10^e steps that the
     // values can tell apart: counting them ran past 2^53 and without end.
     if (!(span > Math.max(Math.abs(min), Math.abs(max)) * 1e-12)) {
       return [{ v: min, label: fmtValue(min) }];
     }
-    var e = Math.floor(Math.log10(span / target));
+    var e = Math.floor(Math.log10(q));
     var m = 0;
     [1, 2, 5].forEach(function (c) {
-      if (!m && span / (c * Math.pow(10, e)) <= target) {
+      if (!m && fits(c * Math.pow(10, e))) {
         m = c;
       }
     });
@@ -238,22 +244,32 @@
       });
     });
     // A series flat to within rounding (1e-12 of its size) is padded as a
-    // flat one is, so that the axis has room for ticks.
-    var dy = (d.y1 - d.y0) * 0.06;
+    // flat one is, so that the axis has room for ticks. The padding is
+    // taken from the ends scaled first, and the padded ends kept finite:
+    // values past about 9e307 overflowed y1 - y0, and so the axis, to
+    // Infinity.
+    var dy = d.y1 * 0.06 - d.y0 * 0.06;
     if (!(dy > Math.max(Math.abs(d.y0), Math.abs(d.y1)) * 1e-12)) {
       dy = Math.max(Math.abs(d.y0) * 0.1, 1e-3);
     }
-    d.y0 -= dy;
-    d.y1 += dy;
+    d.y0 = Math.max(d.y0 - dy, -Number.MAX_VALUE);
+    d.y1 = Math.min(d.y1 + dy, Number.MAX_VALUE);
     if (d.x1 === d.x0) {
       d.x0 -= 1;
       d.x1 += 1;
     } else if (pointsOnly) {
-      var dx = (d.x1 - d.x0) * 0.04;
-      d.x0 -= dx;
-      d.x1 += dx;
+      var dx = d.x1 * 0.04 - d.x0 * 0.04;
+      d.x0 = Math.max(d.x0 - dx, -Number.MAX_VALUE);
+      d.x1 = Math.min(d.x1 + dx, Number.MAX_VALUE);
     }
     return d;
+  }
+
+  // frac is where v lies between a and b, 0 at a and 1 at b; halved first
+  // where b - a overflows (ends beyond about ±9e307).
+  function frac(v, a, b) {
+    var span = b - a;
+    return isFinite(span) ? (v - a) / span : (v / 2 - a / 2) / (b / 2 - a / 2);
   }
 
   function drawAxes(svg, g, xt, yt, xlabel, ylabel) {
@@ -330,10 +346,10 @@
     var g = { left: 24 + widest * 6.6, right: W - 12, top: 8, bottom: H - 36 };
     var xt = niceTicks(d.x0, d.x1, state.axis === 'step' || state.axis === 'tokens', Math.max(2, Math.min(8, Math.floor((g.right - g.left) / 80))));
     g.sx = function (x) {
-      return g.left + (x - d.x0) / (d.x1 - d.x0) * (g.right - g.left);
+      return g.left + frac(x, d.x0, d.x1) * (g.right - g.left);
     };
     g.sy = function (y) {
-      return g.bottom - (y - d.y0) / (d.y1 - d.y0) * (g.bottom - g.top);
+      return g.bottom - frac(y, d.y0, d.y1) * (g.bottom - g.top);
     };
     var svg = el('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H });
     drawAxes(svg, g, xt, yt, AXIS_NAMES[state.axis], chart.ylabel);
@@ -513,7 +529,7 @@
   }
 
   if (typeof module === 'object' && module.exports) {
-    module.exports = { niceTicks: niceTicks, domain: domain, tickLabel: tickLabel, decimal: decimal, ema: ema, fmtValue: fmtValue, mapX: mapX };
+    module.exports = { niceTicks: niceTicks, domain: domain, frac: frac, tickLabel: tickLabel, decimal: decimal, ema: ema, fmtValue: fmtValue, mapX: mapX };
   } else if (document.readyState === 'loading') {
     document.addEventListener('DOMContentLoaded', main);
   } else {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/format/trajectory"
@@ -63,5 +64,40 @@ func TestReportHugeRewardsAndMetrics(t *testing.T) {
 	}
 	for id := range want {
 		t.Errorf("no chart %s", id)
+	}
+}
+
+// A step past 2^53 (1e300 in a hand-edited metrics.jsonl or eval file) is
+// refused, naming the file and line: float64 cannot tell such steps
+// apart, so the chart's x axis merged them, and its padding overflowed
+// near 1.8e308.
+func TestReportRefusesHugeSteps(t *testing.T) {
+	for _, file := range []string{"metrics", "eval"} {
+		t.Run(file, func(t *testing.T) {
+			dir := t.TempDir()
+			runDir, eval, _ := writeRunFolder(t, dir, 2)
+			target, row, line := filepath.Join(runDir, "metrics.jsonl"), `{"step":1e300,"loss":1}`, "metrics.jsonl:3:"
+			if file == "eval" {
+				target, row, line = eval, `{"label":"x","step":1e300,"accuracy":1}`, "eval.jsonl:5:"
+			}
+			f, err := os.OpenFile(target, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString(row + "\n"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "report.html")
+			r := run(t, nil, "report", runDir, "--eval", eval, "-o", out)
+			if r.code == 0 || !strings.Contains(r.stderr, line) || !strings.Contains(r.stderr, "1e300") {
+				t.Errorf("report with step 1e300 in %s: exit %d, stderr %q; want a refusal naming %s", file, r.code, r.stderr, line)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("report written despite the bad step")
+			}
+		})
 	}
 }

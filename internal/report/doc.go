@@ -12,7 +12,8 @@
 //     object per step. Every numeric key becomes a series over "step" (or
 //     over the 1-based row number when a row has no "step"); other values
 //     (strings, bools, nested objects, null) are ignored. A blank, garbled or
-//     non-object line, or a step that does not increase, is an error naming
+//     non-object line, or a step that does not increase or is no integer from
+//     0 to 2^53, is an error naming
 //     file:line; but a garbled last line that no newline ends is a torn
 //     append (a run stopped while writing it, or writing it now), left out
 //     with a note on the page, as hone-train's resume drops it. Cumulative "seconds" and "tokens" give the training-time
@@ -34,7 +35,7 @@
 //     {"label":"after-grpo","step":40,"accuracy":0.62,"mean_reward":0.41}
 //
 //     "label" (string, required) names the model or stage evaluated,
-//     "step" (integer, optional, default 0) is the training step it belongs
+//     "step" (integer from 0 to 2^53, optional, default 0) is the training step it belongs
 //     to, "run" (optional) the run whose time and token axes place it. The
 //     numeric keys in settingKeys (temperature, episodes, ...) and string
 //     values say how the evaluation ran and go to the table; every other

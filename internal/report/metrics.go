@@ -54,9 +54,9 @@ func ReadMetrics(r io.Reader, name string) (*Metrics, error) {
 	torn, err := eachObject(r, name, func(line int, obj map[string]any) error {
 		step := float64(len(m.Steps) + 1)
 		if v, ok := obj["step"]; ok {
-			s, ok := number(v)
-			if !ok || s < 0 || s != math.Trunc(s) {
-				return fmt.Errorf("%s:%d: step %v is not a non-negative integer", name, line, v)
+			s, ok := stepNumber(v)
+			if !ok {
+				return fmt.Errorf("%s:%d: step %v is not an integer from 0 to 2^53", name, line, v)
 			}
 			step = s
 		}
@@ -165,9 +165,9 @@ func evalRow(obj map[string]any, where string) (EvalRow, error) {
 	}
 	row.Label = label
 	if v, ok := obj["step"]; ok {
-		s, ok := number(v)
-		if !ok || s < 0 || s != math.Trunc(s) {
-			return row, fmt.Errorf("%s: step %v is not a non-negative integer", where, v)
+		s, ok := stepNumber(v)
+		if !ok {
+			return row, fmt.Errorf("%s: step %v is not an integer from 0 to 2^53", where, v)
 		}
 		row.Step = s
 	}
@@ -326,4 +326,19 @@ func number(v any) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// maxStep is the largest step accepted: past 2^53 float64 cannot tell
+// steps apart, so rows merged on the x axis, and steps near 1.8e308
+// overflowed its padding. A run counts steps in the thousands.
+const maxStep = 1 << 53
+
+// stepNumber reports v as a step when it is a JSON integer from 0 to
+// maxStep.
+func stepNumber(v any) (float64, bool) {
+	s, ok := number(v)
+	if !ok || s < 0 || s > maxStep || s != math.Trunc(s) {
+		return 0, false
+	}
+	return s, true
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -99,5 +101,55 @@ func TestReportRefusesHugeSteps(t *testing.T) {
 				t.Errorf("report written despite the bad step")
 			}
 		})
+	}
+}
+
+// Every id in the page is unique and has no whitespace, so a link to a
+// chart goes to that chart: metrics "a b" and "a_b" in an eval file both
+// got the id chart-eval-a_b, and in metrics.jsonl "a b" got "chart-a b",
+// which no URL fragment names.
+func TestReportChartIDsUnique(t *testing.T) {
+	dir := t.TempDir()
+	runDir, _, _ := writeRunFolder(t, dir, 2)
+	var m strings.Builder
+	for i := 1; i <= 2; i++ {
+		fmt.Fprintf(&m, `{"step":%d,"a b":%d,"a_b":%d,"eval-a_b":%d}`+"\n", i, i, 2*i, 3*i)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, "metrics.jsonl"), []byte(m.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eval := filepath.Join(dir, "e.jsonl")
+	if err := os.WriteFile(eval, []byte(`{"label":"x","step":1,"a b":0.5,"a_b":0.25}
+{"label":"x","step":2,"a b":0.75,"a_b":0.5}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report.html")
+	mustRun(t, nil, "report", runDir, "--eval", eval, "-o", out)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	charts := 0
+	for _, m := range regexp.MustCompile(`\sid="([^"]*)"`).FindAllSubmatch(b, -1) {
+		id := string(m[1])
+		if seen[id] || strings.ContainsAny(id, " \t\n") {
+			t.Errorf("id %q repeated or with whitespace", id)
+		}
+		seen[id] = true
+		if strings.HasPrefix(id, "chart-") {
+			charts++
+		}
+	}
+	// A metric whose name is a safe id keeps it, so links to it hold.
+	for _, id := range []string{"chart-a_b", "chart-eval-a_b"} {
+		if !bytes.Contains(b, []byte(`id="`+id+`" data-i=`)) {
+			t.Errorf("no chart with id %s", id)
+		}
+	}
+	// Metrics a b, a_b, eval-a_b; evals of a b and a_b.
+	if charts < 5 {
+		t.Errorf("%d charts, want the 5 of a b, a_b and eval-a_b and the 2 evals", charts)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -233,6 +234,7 @@ func Build(ctx context.Context, in Input) (*Page, error) {
 			pg.Sections = append(pg.Sections, s)
 		}
 	}
+	uniqueIDs(pg.Sections)
 	pg.Rollouts = rollouts(in.Runs, tr)
 	if tr.Unplaced > 0 {
 		pg.Notes = append(pg.Notes, fmt.Sprintf("%d episodes of run(s) %s are not shown: none of the runs on this page sampled or trained on them.",
@@ -374,6 +376,43 @@ func fold(s Section) Section {
 	}
 	s.Charts = keep
 	return s
+}
+
+// uniqueIDs makes the ids of the charts, drawn and folded, safe in an
+// HTML id and unique on the page: metrics "a b" and "a_b" of an eval file
+// both became eval-a_b, so a link to the second went to the first, and
+// "a b" in metrics.jsonl kept its space. An id already safe and not taken
+// is kept, so that links to it keep working; the others get their safe
+// form, with "-2", "-3", ... where that is taken.
+func uniqueIDs(secs []Section) {
+	var ids []*string
+	for i := range secs {
+		for j := range secs[i].Charts {
+			ids = append(ids, &secs[i].Charts[j].ID)
+		}
+		for j := range secs[i].Folded {
+			ids = append(ids, &secs[i].Folded[j].ID)
+		}
+	}
+	seen := map[string]bool{}
+	kept := make([]bool, len(ids))
+	for i, id := range ids {
+		if safeID(*id) == *id && !seen[*id] {
+			seen[*id], kept[i] = true, true
+		}
+	}
+	for i, id := range ids {
+		if kept[i] {
+			continue
+		}
+		base := safeID(*id)
+		out := base
+		for n := 2; seen[out]; n++ {
+			out = base + "-" + strconv.Itoa(n)
+		}
+		seen[out] = true
+		*id = out
+	}
 }
 
 // flatChart reports whether every line of c has two or more points, all at

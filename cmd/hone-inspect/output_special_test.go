@@ -45,3 +45,20 @@ func TestOutputIntoFIFO(t *testing.T) {
 		t.Errorf("read %d lines from the FIFO:\n%s", n, got)
 	}
 }
+
+// A glob that matches something other than a regular file (here a link
+// to the character device /dev/null; to /dev/zero or a terminal it read
+// without end) is refused, naming the match: a glob means files, and a
+// pipe or device is read only when named on its own.
+func TestGlobRefusesDeviceMatch(t *testing.T) {
+	dir, _, _ := fixtures(t)
+	link := filepath.Join(t.TempDir(), "zz.parquet")
+	if err := os.Symlink("/dev/null", link); err != nil {
+		t.Fatal(err)
+	}
+	pattern := filepath.Join(filepath.Dir(link), "*.parquet")
+	r := run(t, nil, "stats", dir, pattern)
+	if r.code != 2 || !strings.Contains(r.stderr, link) || !strings.Contains(r.stderr, "not a regular file") {
+		t.Errorf("stats %s: exit %d, stderr %q; want a refusal naming %s as not a regular file", pattern, r.code, r.stderr, link)
+	}
+}

@@ -26,7 +26,9 @@
 //     matches nothing, a directory with no such files, a directory or glob
 //     that holds a symbolic link whose target does not exist or that
 //     loops back to itself (naming the link: passed over, the file it was meant to bring would go untrained
-//     without a word), and no arguments.
+//     without a word), a glob that matches a pipe, device or socket, or a
+//     link to one (naming the match: read as a pipe, /dev/zero never ends;
+//     name one on its own), and no arguments.
 //
 // Matches of one argument are sorted; the arguments keep their order; a
 // file named twice (a symbolic link and its target included) is read

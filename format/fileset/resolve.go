@@ -379,23 +379,54 @@ func glob(ctx context.Context, st Store, pattern string) ([]string, error) {
 		}
 		out = append(out, m)
 	}
-	var dangling []string
+	var dangling, special []string
 	if _, ok := st.(local); ok {
 		for _, m := range out {
-			if p, _, err := localName(m); err == nil {
-				if target, ok := danglingLink(p); ok {
-					dangling = append(dangling, m+" -> "+target)
-				}
+			p, _, err := localName(m)
+			if err != nil {
+				continue
+			}
+			if target, ok := danglingLink(p); ok {
+				dangling = append(dangling, m+" -> "+target)
+			} else if kind := specialKind(p); kind != "" {
+				special = append(special, m+": not a regular file ("+kind+")")
 			}
 		}
 	}
 	if len(dangling) > 0 {
 		return nil, danglingError(pattern, dangling)
 	}
+	if len(special) > 0 {
+		// A glob means files: a device or pipe it matched (a link to
+		// /dev/zero or a terminal) was copied as a pipe, without end.
+		return nil, argErrorf(pattern, "%s; a glob matches regular files only: name a pipe or device on its own", strings.Join(special, "; "))
+	}
 	if len(out) == 0 {
 		return nil, argErrorf(pattern, "glob matches no files")
 	}
 	return out, nil
+}
+
+// specialKind names what the local path p (or the file a link at p
+// leads to) is when it is not a regular file or a folder: "a character
+// device", "a named pipe", ...; "" otherwise, or when it cannot be statted
+// (the reading then names the error).
+func specialKind(p string) string {
+	st, err := os.Stat(p)
+	if err != nil || st.Mode().IsRegular() || st.IsDir() {
+		return ""
+	}
+	switch m := st.Mode(); {
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "of mode " + st.Mode().String()
 }
 
 // danglingError refuses an argument (a folder or a glob) that names

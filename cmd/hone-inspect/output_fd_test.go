@@ -86,3 +86,32 @@ func TestOutputIntoStdoutNamedAsGiven(t *testing.T) {
 		t.Errorf("-o /dev/stdout into a pipe with no reader: %v; stderr %q; want it named /dev/stdout", err, stderr.String())
 	}
 }
+
+// -o /dev/fd/3 with 3<FILE (the descriptor open for reading only) writes
+// FILE, as a shell's `> /dev/fd/3` does by opening the file anew: the
+// descriptor was duplicated as it stood, and the first write failed with
+// "bad file descriptor".
+func TestOutputIntoReadOnlyDescriptor(t *testing.T) {
+	dir, _, _ := fixtures(t)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	if err := os.WriteFile(out, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "to-jsonl", "-o", "/dev/fd/3", dir)
+	var stderr bytes.Buffer
+	cmd.Stderr, cmd.ExtraFiles = &stderr, []*os.File{f}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("-o /dev/fd/3 with 3<out: %v\n%s", err, stderr.String())
+	}
+	got, err := os.ReadFile(out)
+	if err != nil || strings.Count(string(got), "\n") != 5 || strings.Contains(string(got), "old") {
+		t.Errorf("out holds %q (%v), want the 5 lines alone", got, err)
+	}
+}

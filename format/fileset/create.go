@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -108,6 +109,13 @@ func openStream(ctx context.Context, name, path string) (*streamOutput, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open output %q: %w", name, err)
 		}
+		if readOnly(dup) {
+			// 3<FILE: a duplicate cannot be written. A shell's
+			// `> /dev/fd/3` opens the file anew, for writing and
+			// truncated; so does this.
+			syscall.Close(dup)
+			return reopenFD(name, fd)
+		}
 		// Named as given: a write error then says /dev/stdout, not the
 		// /proc/<pid>/fd path the user never wrote.
 		return &streamOutput{f: os.NewFile(uintptr(dup), name), name: name}, nil
@@ -117,6 +125,24 @@ func openStream(ctx context.Context, name, path string) (*streamOutput, error) {
 		return nil, fmt.Errorf("open output %q: %w", name, err)
 	}
 	return &streamOutput{f: f, name: name}, nil
+}
+
+// readOnly says whether the descriptor fd is open for reading only.
+func readOnly(fd int) bool {
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	return err == nil && fl&unix.O_ACCMODE == unix.O_RDONLY
+}
+
+// reopenFD opens the file that this process's descriptor fd holds anew
+// through /proc/self/fd, for writing and truncated, as a shell's
+// `> /dev/fd/N` does; errors name the output as given.
+func reopenFD(name string, fd int) (*streamOutput, error) {
+	nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_WRONLY|unix.O_TRUNC|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open output %q (descriptor %d, open for reading only) for writing: %w", name, fd, err)
+	}
+	// Named as given, as a duplicate is.
+	return &streamOutput{f: os.NewFile(uintptr(nfd), name), name: name}, nil
 }
 
 // handedOver says whether the descriptor fd came with the command from

@@ -107,3 +107,22 @@ func TestOutputIntoStdoutFile(t *testing.T) {
 		})
 	}
 }
+
+// -o naming a symlink into a folder where no file can be made (sysfs,
+// where even root cannot) names the output as given and the folder it
+// leads to: the error named the temporary file, ".out.jsonl.tmp-<n>",
+// which the user never wrote.
+func TestOutputLinkIntoUnwritableFolder(t *testing.T) {
+	dir, _, _ := fixtures(t)
+	if _, err := os.Stat("/sys/kernel"); err != nil {
+		t.Skipf("no sysfs: %v", err)
+	}
+	link := filepath.Join(t.TempDir(), "out.jsonl")
+	if err := os.Symlink("/sys/out.jsonl", link); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, "to-jsonl", "-o", link, dir)
+	if r.code == 0 || !strings.Contains(r.stderr, `"`+link+`"`) || !strings.Contains(r.stderr, "/sys/out.jsonl") || strings.Contains(r.stderr, ".tmp-") {
+		t.Errorf("-o %s -> /sys/out.jsonl: exit %d, stderr %q; want it named with its target, not the temporary file", link, r.code, r.stderr)
+	}
+}

@@ -76,7 +76,16 @@ func createLocal(name, path string) (*localOutput, error) {
 	f, err := createLockedTemp(dir, file)
 	if err != nil {
 		removeMade(made)
-		return nil, fmt.Errorf("create output %q: %w", name, err)
+		// The temporary file's name, which the user never wrote, is
+		// left out: the folder is what cannot take a file.
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Op == "open" {
+			err = pe.Err
+		}
+		if path != name {
+			return nil, fmt.Errorf("create output %q (leading to %s): cannot make a file in %s: %w", name, path, filepath.Clean(dir), err)
+		}
+		return nil, fmt.Errorf("create output %q: cannot make a file in %s: %w", name, filepath.Clean(dir), err)
 	}
 	return &localOutput{f: f, name: name, path: path, made: made}, nil
 }

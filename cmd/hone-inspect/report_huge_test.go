@@ -153,3 +153,27 @@ func TestReportChartIDsUnique(t *testing.T) {
 		t.Errorf("%d charts, want the 5 of a b, a_b and eval-a_b and the 2 evals", charts)
 	}
 }
+
+// Steps past 99999 are written in full: the summary said "step 1e+05 to
+// 1.2346e+05" and "best step 1.2346e+05", rounded to five digits, so
+// that neighbouring steps read alike.
+func TestReportLargeStepsInFull(t *testing.T) {
+	dir := t.TempDir()
+	runDir, _, _ := writeRunFolder(t, dir, 2)
+	metrics := filepath.Join(runDir, "metrics.jsonl")
+	rows := `{"step":100000,"reward_mean":0.1,"loss":1}` + "\n" + `{"step":123456,"reward_mean":0.5,"loss":0.5}` + "\n"
+	if err := os.WriteFile(metrics, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report.html")
+	mustRun(t, nil, "report", runDir, "-o", out)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"(step 100000 to 123456)", "123456 (reward mean 0.5)"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

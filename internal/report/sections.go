@@ -62,7 +62,7 @@ func stepNote(s *TrajStep) string {
 	})
 	switch {
 	case s.Trained:
-		fmt.Fprintf(&b, " · trained at step %s", num(s.X))
+		fmt.Fprintf(&b, " · trained at step %s", stepText(s.X))
 	case own:
 		b.WriteString(" · drawn at the sampling step (no manifest.json lists the file)")
 	default:
@@ -303,7 +303,7 @@ func evalTable(rows []EvalRow, settings, metrics []string) *Table {
 	rows = slices.Clone(rows)
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Step < rows[j].Step })
 	for _, r := range rows {
-		row := []string{r.Label, num(r.Step)}
+		row := []string{r.Label, stepText(r.Step)}
 		for _, k := range settings {
 			row = append(row, r.Settings[k])
 		}

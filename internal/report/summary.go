@@ -116,13 +116,13 @@ func Summarize(run string, m *Metrics) Summary {
 func (s Summary) rows() [][2]string {
 	steps := strconv.Itoa(s.Rows)
 	if s.Rows > 0 {
-		steps += fmt.Sprintf(" (step %s to %s)", num(s.FirstStep), num(s.LastStep))
+		steps += fmt.Sprintf(" (step %s to %s)", stepText(s.FirstStep), stepText(s.LastStep))
 	}
 	r := [][2]string{{"steps", steps}}
 	if s.HasReward {
 		r = append(r,
 			[2]string{"reward mean, first → last", fmt.Sprintf("%s → %s (%+.4g)", num(s.FirstReward), num(s.LastReward), s.LastReward-s.FirstReward)},
-			[2]string{"best step", fmt.Sprintf("%s (reward mean %s)", num(s.BestStep), num(s.BestReward))})
+			[2]string{"best step", fmt.Sprintf("%s (reward mean %s)", stepText(s.BestStep), num(s.BestReward))})
 	}
 	if s.BestMetric != "" {
 		mode := "max"
@@ -132,7 +132,7 @@ func (s Summary) rows() [][2]string {
 		v := "not logged yet"
 		switch {
 		case s.HasBestMetric:
-			v = fmt.Sprintf("%s (%s %s)", num(s.BestMetricStep), s.BestMetric, num(s.BestMetricValue))
+			v = fmt.Sprintf("%s (%s %s)", stepText(s.BestMetricStep), s.BestMetric, num(s.BestMetricValue))
 		case s.BestMetricUnsaved:
 			v = "not logged at a saved step yet"
 		}
@@ -185,6 +185,10 @@ func summaryTable(runs []Summary) *Table {
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'g', 5, 64) }
+
+// stepText writes a step (a whole number up to 2^53) in full: num rounded
+// step 123456 to "1.2346e+05", which step 123457 reads as too.
+func stepText(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // exact writes v in the fewest digits that read back as v.
 func exact(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

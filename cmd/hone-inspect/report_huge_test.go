@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -175,5 +176,27 @@ func TestReportLargeStepsInFull(t *testing.T) {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+}
+
+// A training time past time.Duration's range (292 years; here a
+// hand-edited "seconds": 1e12) is written as seconds: the conversion
+// overflowed, and the summary said "-2562047h47m16.854775808s".
+func TestReportHugeSeconds(t *testing.T) {
+	dir := t.TempDir()
+	runDir, _, _ := writeRunFolder(t, dir, 2)
+	rows := `{"step":1,"loss":1,"seconds":1e12}` + "\n" + `{"step":2,"loss":0.5,"seconds":1e12}` + "\n"
+	if err := os.WriteFile(filepath.Join(runDir, "metrics.jsonl"), []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report.html")
+	mustRun(t, nil, "report", runDir, "-o", out)
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := []byte(html.UnescapeString(string(raw)))
+	if !bytes.Contains(b, []byte("2e+12s")) || bytes.Contains(b, []byte("-2562047h")) {
+		t.Errorf("training time of 2e12 seconds: report lacks \"2e+12s\": %s", regexp.MustCompile(`training time \(sum[^\n]*`).Find(b))
 	}
 }

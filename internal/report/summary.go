@@ -154,9 +154,10 @@ func (s Summary) rows() [][2]string {
 }
 
 // seconds writes a duration for reading: 3 digits under 10s, else whole
-// seconds ("1h2m3s").
+// seconds ("1h2m3s"), and past a time.Duration's range (292 years), where
+// the conversion overflowed to "-2562047h47m16.854775808s", as seconds.
 func seconds(x float64) string {
-	if x < 10 {
+	if x < 10 || x >= 9e9 { // 9e9 s is just under math.MaxInt64 ns
 		return strconv.FormatFloat(x, 'g', 3, 64) + "s"
 	}
 	return time.Duration(x * float64(time.Second)).Round(time.Second).String()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -270,27 +272,28 @@ func readTrajectories(ctx context.Context, in *report.Input, args []string, stdi
 }
 
 // trainedBy sets the run and step that trained on f, if a manifest lists it.
-// f is opened as its input set opens it, so that a URL (file://, s3://)
-// is matched as a path is.
+// f is opened, and hashed, as its input set opens it, so that a URL
+// (file://, s3://) is matched as a path is, and a pipe (bash's <(…)) by
+// the set's copy of it: read anew, a pipe the set had read to its end
+// hashed as empty, and its episodes were placed at no step.
 func trainedBy(ctx context.Context, f *report.TrajFile, manifests []runManifest) error {
 	file, err := f.Open(ctx)
 	if err != nil {
 		return cli.BadInput(err)
 	}
-	size := file.Size
-	file.Close()
+	defer file.Close()
 	var sum string
 	for _, m := range manifests {
 		for _, e := range m.consumed {
-			if e.Size != size || e.Step == 0 {
+			if e.Size != file.Size || e.Step == 0 {
 				continue
 			}
 			if sum == "" {
-				h, err := checkpoint.HashFile(ctx, f.Path)
-				if err != nil {
-					return err
+				h := sha256.New()
+				if _, err := io.Copy(h, file.Reader()); err != nil {
+					return fmt.Errorf("hash %s: %w", f.Path, err)
 				}
-				sum = h.SHA256
+				sum = hex.EncodeToString(h.Sum(nil))
 			}
 			if e.SHA256 == sum {
 				f.Run, f.Step = m.run, e.Step

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"html"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hone-rl/hone/format/trajectory"
 )
@@ -199,4 +201,35 @@ func TestReportHugeSeconds(t *testing.T) {
 	if !bytes.Contains(b, []byte("2e+12s")) || bytes.Contains(b, []byte("-2562047h")) {
 		t.Errorf("training time of 2e12 seconds: report lacks \"2e+12s\": %s", regexp.MustCompile(`training time \(sum[^\n]*`).Find(b))
 	}
+}
+
+// --trajectories <(cat FILE) places FILE's episodes at the step whose
+// manifest lists it, as FILE named directly is: the pipe was hashed by
+// reading it anew after the input set had read it to its end, so its
+// checksum was that of nothing, and the episodes were drawn at step 0.
+func TestReportTrajectoriesFromPipe(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skipf("no bash for <(…): %v", err)
+	}
+	dir := t.TempDir()
+	runDir, _, _ := writeRunFolder(t, dir, 2)
+	round := filepath.Join(dir, "runs", "r1-step-002.scored.parquet")
+	out := filepath.Join(dir, "report.html")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bash, "-c", `"$0" report "$1" --trajectories <(cat "$2") -o "$3"`, binary, runDir, round, out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("report --trajectories <(cat %s): %v\n%s", round, err, b)
+	}
+	_, d := readPage(t, out)
+	for _, c := range d.Charts {
+		if c.ID == "traj-reward" {
+			if l := c.Lines[0]; len(l.X) != 1 || l.X[0] != 2 || !strings.Contains(l.Note[0], "trained at step 2") {
+				t.Errorf("episodes of a pipe drawn at %v, notes %q; want step 2, which trained on them", l.X, l.Note)
+			}
+			return
+		}
+	}
+	t.Errorf("no chart traj-reward")
 }

@@ -227,9 +227,8 @@ type evalAgg struct {
 	episodes   int
 	failed     int
 	rewards    []float64
-	metricSum  map[string]float64
-	metricN    map[string]int
-	otherSplit string // a split rows carry other than the one logged
+	metricVals map[string][]float64 // each environment metric's values
+	otherSplit string               // a split rows carry other than the one logged
 	otherCount int
 	// Rows of the logged split and rows of none: apart, either is an eval
 	// (a proxy's rows carry no split); together, the unlabelled ones are
@@ -271,11 +270,10 @@ func (e *evalAgg) add(g trajectory.Group, split string) error {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("%s: metric %q is %v", where, k, v)
 			}
-			if e.metricSum == nil {
-				e.metricSum, e.metricN = map[string]float64{}, map[string]int{}
+			if e.metricVals == nil {
+				e.metricVals = map[string][]float64{}
 			}
-			e.metricSum[k] += v
-			e.metricN[k]++
+			e.metricVals[k] = append(e.metricVals[k], v)
 		}
 	}
 	return nil
@@ -313,27 +311,46 @@ func (e *evalAgg) metrics() (map[string]float64, error) {
 	if e.step < 0 {
 		return nil, fmt.Errorf("no episode says which step it evaluates: pass --step N")
 	}
-	mean := 0.0
-	for _, r := range e.rewards {
-		mean += r
-	}
-	mean /= float64(len(e.rewards))
-	ss := 0.0
-	for _, r := range e.rewards {
-		ss += (r - mean) * (r - mean)
-	}
+	mean, sd := meanStd(e.rewards)
 	m := map[string]float64{
 		"reward":         mean,
-		"reward_std_dev": math.Sqrt(ss / float64(len(e.rewards))),
+		"reward_std_dev": sd,
 		"exception_rate": float64(e.failed) / float64(e.episodes),
 		"episodes":       float64(e.episodes),
 	}
 	reserved := checkpoint.EvalMetrics()
-	for _, k := range slices.Sorted(maps.Keys(e.metricSum)) {
+	for _, k := range slices.Sorted(maps.Keys(e.metricVals)) {
 		if slices.Contains(reserved, k) {
 			return nil, fmt.Errorf("the environment metric %q has the name of one log-eval computes (%v): rename it in the environment", k, reserved)
 		}
-		m[k] = e.metricSum[k] / float64(e.metricN[k])
+		m[k], _ = meanStd(e.metricVals[k])
 	}
 	return m, nil
+}
+
+// meanStd returns the mean and population standard deviation of the
+// finite xs (at least one), summed scaled by the power of two of the
+// largest magnitude: unscaled, rewards near 1e308 summed to +Inf, which
+// eval.jsonl cannot hold. A power of two scales exactly, so rewards of
+// ordinary size come out as a plain sum gives them.
+func meanStd(xs []float64) (mean, sd float64) {
+	big := 0.0
+	for _, x := range xs {
+		big = math.Max(big, math.Abs(x))
+	}
+	if big == 0 {
+		return 0, 0
+	}
+	_, e := math.Frexp(big)
+	n := float64(len(xs))
+	for _, x := range xs {
+		mean += math.Ldexp(x, -e)
+	}
+	mean /= n
+	ss := 0.0
+	for _, x := range xs {
+		d := math.Ldexp(x, -e) - mean
+		ss += d * d
+	}
+	return math.Ldexp(mean, e), math.Ldexp(math.Sqrt(ss/n), e)
 }

@@ -267,3 +267,32 @@ func TestLogEvalWarnsOfRowsOutsideTheSplit(t *testing.T) {
 		}
 	}
 }
+
+// Rewards and metrics near the float64 limit are averaged to what they
+// are: their sum overflowed to +Inf, and log-eval failed to record the
+// split (eval.jsonl holds no infinity), or recorded a deviation of +Inf.
+func TestLogEvalHugeRewards(t *testing.T) {
+	rl := evalRun(t, 1)
+	p := filepath.Join(t.TempDir(), "huge.parquet")
+	var g trajectory.Group
+	g.ID = "val-huge"
+	for i, r := range []float64{1e308, 1e308, -1e308, 1e308} {
+		r := r
+		g.Trajectories = append(g.Trajectories, trajectory.Trajectory{ID: fmt.Sprintf("e%d", i), Split: trajectory.SplitVal, Env: "guess", Adapter: "rl@1", Reward: &r,
+			Metrics:  map[string]float64{"bytes": 1.5e308},
+			Messages: []trajectory.Message{{Role: "user", Content: "guess"}, {Role: "assistant", Content: "7", AnswerModel: "rl@1"}}})
+	}
+	if err := trajectory.WriteFile(context.Background(), p, []trajectory.Group{g}, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, nil, "log-eval", "--run", rl.Dir, p)
+	var row map[string]float64
+	if err := json.Unmarshal([]byte(r.stdout), &row); err != nil {
+		t.Fatalf("stdout %q: %v", r.stdout, err)
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-12*math.Abs(want) }
+	// Population deviation of 1, 1, -1, 1 (×1e308): sqrt(0.75).
+	if !near(row["val/reward"], 0.5e308) || !near(row["val/reward_std_dev"], math.Sqrt(0.75)*1e308) || !near(row["val/bytes"], 1.5e308) {
+		t.Errorf("row %v; want reward 5e307, std dev %g, bytes 1.5e308", row, math.Sqrt(0.75)*1e308)
+	}
+}

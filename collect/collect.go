@@ -58,6 +58,11 @@ type Options struct {
 	Model    ModelOptions
 	tempFlag *float64 // NaN: not set
 	topPFlag *float64
+	// TemplateKwargs is --chat-template-kwargs as given, a JSON object;
+	// prepare parses it into Model.TemplateKwargs and templateKwargs, its
+	// canonical text that every row records.
+	TemplateKwargs string
+	templateKwargs string
 
 	// Set by the caller, not by flags.
 	Shard    shard.Shard  // the part of the scenarios this run plays (hone-collect --shard); zero: all
@@ -95,6 +100,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.tempFlag, o.topPFlag = new(float64), new(float64)
 	flagval.OptionalFloat(fs, o.tempFlag, "temperature", math.NaN(), "sampling temperature (default: the server's)")
 	flagval.OptionalFloat(fs, o.topPFlag, "top-p", math.NaN(), "nucleus sampling top_p (default: the server's)")
+	fs.StringVar(&o.TemplateKwargs, "chat-template-kwargs", "", `chat template kwargs sent as chat_template_kwargs on every model call, a JSON object, e.g. '{"enable_thinking":false}'; recorded on every row (metadata hone.chat_template_kwargs), so that hone-train lays the rows out under the prompt the model saw`)
 	fs.IntVar(&o.Model.MaxTokens, "max-tokens", 0, "max tokens per turn (default: the server's)")
 	fs.IntVar(&o.Model.Retries, "retries", 4, "retries per model call on 429, 5xx, timeouts and broken connections (each after a backoff doubling from 0.5s, or the Retry-After the answer asks, up to a minute, when that is longer)")
 	fs.DurationVar(&o.Model.RequestTimeout, "request-timeout", 2*time.Minute, "timeout of one model call attempt")
@@ -383,6 +389,13 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 	}
 	if !scripted && o.Model.Model == "" {
 		return false, "", stageerr.Usagef("--model is required unless --policy scripted")
+	}
+	if o.TemplateKwargs != "" {
+		kw, canon, err := trajectory.CanonicalChatTemplateKwargs(o.TemplateKwargs)
+		if err != nil {
+			return false, "", stageerr.Usagef("--chat-template-kwargs %w", err)
+		}
+		o.Model.TemplateKwargs, o.templateKwargs = kw, canon
 	}
 	// A base URL without its scheme (vLLM's "localhost:8000/v1") is
 	// refused before any episode: each call failed with "unsupported
@@ -752,6 +765,8 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 	}
 	if name, ok := scriptedName(o.Policy, e); ok {
 		t.Model = "scripted:" + name
+	} else if o.templateKwargs != "" {
+		t.Metadata[trajectory.MetadataKeyChatTemplateKwargs] = o.templateKwargs
 	}
 	epCtx := ctx
 	if o.Timeout > 0 {

@@ -14,6 +14,12 @@
 // every finished group and nothing partial. GenerateTasks (hone-collect
 // scenarios) has a model write MCP tasks, as ART's generate_scenarios.
 //
+// Chat template kwargs (--chat-template-kwargs, Qwen3's
+// {"enable_thinking":false}) go on every model call as
+// chat_template_kwargs, and every row of a model-played episode records
+// them under trajectory.MetadataKeyChatTemplateKwargs: they change the
+// prompt the model saw, and hone-train lays the row out under them.
+//
 // Failures are loud but lose nothing. By default a run never stops early
 // for failed episodes (ART, by contrast, aborts on the first exception),
 // but when it ends with every episode failed Run returns ErrAllFailed,

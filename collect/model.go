@@ -38,6 +38,10 @@ type ModelOptions struct {
 	Backoff        time.Duration // 0: 500ms
 	RequestTimeout time.Duration // per attempt; 0: none
 	HTTPClient     *http.Client
+	// TemplateKwargs are sent as chat_template_kwargs on every call
+	// (Qwen3's {"enable_thinking": false}); nil: none. They change the
+	// prompt the server renders, so Run records them on every row.
+	TemplateKwargs map[string]any
 }
 
 // Model is the policy that asks an OpenAI-compatible server for each turn,
@@ -117,7 +121,8 @@ type chatRequest struct {
 	// ReturnTokensAsTokenIDs names the sampled ids in the logprobs tokens,
 	// so that an answer without token_ids still places them; collect
 	// reads only the logprobs' values, never their token text.
-	ReturnTokensAsTokenIDs bool `json:"return_tokens_as_token_ids"`
+	ReturnTokensAsTokenIDs bool           `json:"return_tokens_as_token_ids"`
+	TemplateKwargs         map[string]any `json:"chat_template_kwargs,omitempty"`
 }
 
 // completion is the part of a chat completion response Model reads,
@@ -209,7 +214,7 @@ const maxRetryAfter = time.Minute
 func (m *Model) request(msgs []trajectory.Message, tools []trajectory.Tool, seed int64) *chatRequest {
 	r := &chatRequest{Model: m.o.Model, Messages: make([]chatmsg.Message, len(msgs)), Tools: tools,
 		Logprobs: true, Seed: seed, Temperature: m.o.Temperature, TopP: m.o.TopP, MaxTokens: max(m.o.MaxTokens, 0),
-		ReturnTokenIDs: true, ReturnTokensAsTokenIDs: true}
+		ReturnTokenIDs: true, ReturnTokensAsTokenIDs: true, TemplateKwargs: m.o.TemplateKwargs}
 	for i := range msgs {
 		r.Messages[i] = msgs[i].Chat().ForAPI()
 	}

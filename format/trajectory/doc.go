@@ -24,6 +24,14 @@
 // columns) are optional, so version 1 files still read, with those fields
 // empty. Schema returns the layout this build writes.
 //
+// Trajectory metadata keys beginning "hone." are reserved for Hone's
+// stages. MetadataKeyChatTemplateKwargs ("hone.chat_template_kwargs")
+// holds the chat template kwargs the episode was served with (Qwen3's
+// {"enable_thinking":false}), as canonical JSON
+// (CanonicalChatTemplateKwargs): hone-collect --chat-template-kwargs and
+// the recording proxy write it, and hone-train lays the row out under it,
+// refusing a run whose rows or flag disagree with it.
+//
 // Every error that blames the input (a bad file, row, group or JSONL line, a
 // missing input) is an *InputError naming the file, row, group and field,
 // and matches ErrBadInput; other errors come from the operating system or

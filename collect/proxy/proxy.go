@@ -41,6 +41,12 @@
 // not a whole turn after the generation prompt, the only turn a
 // trajectory holds.
 //
+// A recorded request's chat_template_kwargs go upstream as sent and are
+// recorded on the trajectory (trajectory.MetadataKeyChatTemplateKwargs):
+// they change the prompt the model saw, which training must lay out. All
+// turns of a trajectory must send the same ones; a turn that does not is
+// refused with a 400 (param "chat_template_kwargs").
+//
 // Memory per request is bounded. A request body over MaxBodyBytes is
 // answered 413 in OpenAI's error shape, as hone-serve answers it, before
 // more than that is read and without contacting the upstream. Of an
@@ -145,7 +151,10 @@ type group struct {
 }
 
 type record struct {
-	t      trajectory.Trajectory
+	t trajectory.Trajectory
+	// kwargs are the chat_template_kwargs of the trajectory's turns, as
+	// canonical JSON ("" for none): every turn must send the same.
+	kwargs string
 	turns  []trajectory.Message // assistant turns as produced, with tokens
 	errs   []string             // why turns failed (broken streams)
 	closed bool
@@ -537,9 +546,13 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	kwargs, err := p.turnKwargs(tid, gid, req)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, err.Error(), "chat_template_kwargs")
+		return
+	}
 	msgs := make([]trajectory.Message, len(conv.Messages))
 	for i, m := range conv.Messages {
-		var err error
 		if msgs[i], err = trajectory.FromChat(m); err != nil {
 			httpError(w, http.StatusBadRequest, fmt.Sprintf("messages[%d]: %v", i, err))
 			return
@@ -579,7 +592,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				p.o.Log.Warn("proxy: streamed turn recorded with an error", "trajectory", tid, "error", err)
 			}
-			p.record(tid, gid, conv.Model, msgs, tools, turn, err, start)
+			p.record(tid, gid, conv.Model, kwargs, msgs, tools, turn, err, start)
 		})
 		return
 	}
@@ -590,7 +603,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	if a.tooLarge {
 		err := fmt.Errorf("upstream's answer is larger than %d bytes (hone-collect proxy --max-response-bytes): the agent got it whole, the turn is left empty", p.o.MaxResponseBytes)
 		p.o.Log.Warn("proxy: response not recorded", "trajectory", tid, "error", err)
-		p.record(tid, gid, conv.Model, msgs, tools, trajectory.Message{Role: "assistant"}, err, start)
+		p.record(tid, gid, conv.Model, kwargs, msgs, tools, trajectory.Message{Role: "assistant"}, err, start)
 		return
 	}
 	turn, err := parseTurn(a.body)
@@ -599,11 +612,11 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		// stream, not an episode that looks whole without it.
 		err = fmt.Errorf("upstream's answer was not recorded: %w", err)
 		p.o.Log.Warn("proxy: response not recorded", "trajectory", tid, "error", err)
-		p.record(tid, gid, conv.Model, msgs, tools, trajectory.Message{Role: "assistant"}, err, start)
+		p.record(tid, gid, conv.Model, kwargs, msgs, tools, trajectory.Message{Role: "assistant"}, err, start)
 		return
 	}
 	turn.Latency = time.Since(start)
-	p.record(tid, gid, conv.Model, msgs, tools, turn, nil, start)
+	p.record(tid, gid, conv.Model, kwargs, msgs, tools, turn, nil, start)
 }
 
 // unrecordable names the field of a chat request whose answer would not
@@ -665,6 +678,52 @@ func (p *Proxy) admit(tid, gid string) (int, error) {
 	return 0, nil
 }
 
+// requestKwargs is a recorded request's chat_template_kwargs as canonical
+// JSON, "" for none (absent, null or {}): they change the prompt the
+// upstream renders, so the trajectory records them for training to lay
+// its turns out under the same prompt.
+func requestKwargs(req map[string]json.RawMessage) (string, error) {
+	raw := bytes.TrimSpace(req["chat_template_kwargs"])
+	if len(raw) == 0 {
+		return "", nil
+	}
+	_, canon, err := trajectory.CanonicalChatTemplateKwargs(string(raw))
+	if err != nil {
+		return "", fmt.Errorf("chat_template_kwargs %w", err)
+	}
+	return canon, nil
+}
+
+// turnKwargs is the canonical chat_template_kwargs of a request for
+// trajectory tid, refused when they differ from those of the turns
+// recorded for it: the trajectory records one set, which training lays
+// every turn out under.
+func (p *Proxy) turnKwargs(tid, gid string, req map[string]json.RawMessage) (string, error) {
+	kwargs, err := requestKwargs(req)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.groups[gid]
+	if g == nil {
+		return kwargs, nil
+	}
+	rec := g.trajs[tid]
+	if rec == nil || rec.kwargs == kwargs {
+		return kwargs, nil
+	}
+	return "", fmt.Errorf("chat_template_kwargs %s, where trajectory %q's earlier turns sent %s: every turn of a trajectory is served and trained under one set of kwargs (send the same, or give this conversation another X-Hone-Trajectory)", orNone(kwargs), tid, orNone(rec.kwargs))
+}
+
+// orNone names kwargs in a message, "none" when there are none.
+func orNone(kwargs string) string {
+	if kwargs == "" {
+		return "none"
+	}
+	return kwargs
+}
+
 // sendRecordedTools puts tools, as the trajectory records them, in place of
 // the request's own. Training lays each turn out with the recorded tools,
 // and a chat template prints a tool's JSON whole, so the agent's own form
@@ -691,7 +750,7 @@ func (p *Proxy) sendRecordedTools(req map[string]json.RawMessage, tools []trajec
 // stream) becomes the trajectory's last message as far as it arrived, and
 // the error stays on the trajectory even when the agent carries on, so
 // the episode is never trained on as if nothing had happened.
-func (p *Proxy) record(tid, gid, model string, msgs []trajectory.Message, tools []trajectory.Tool, turn trajectory.Message, turnErr error, start time.Time) {
+func (p *Proxy) record(tid, gid, model, kwargs string, msgs []trajectory.Message, tools []trajectory.Tool, turn trajectory.Message, turnErr error, start time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.flushed[gid]; ok {
@@ -705,7 +764,10 @@ func (p *Proxy) record(tid, gid, model string, msgs []trajectory.Message, tools 
 	}
 	rec := g.trajs[tid]
 	if rec == nil {
-		rec = &record{t: trajectory.Trajectory{ID: tid, GroupID: gid, Run: p.o.Run, Model: model, Env: "proxy", CreatedAt: time.Now().UTC(), StartedAt: start.UTC()}}
+		rec = &record{t: trajectory.Trajectory{ID: tid, GroupID: gid, Run: p.o.Run, Model: model, Env: "proxy", CreatedAt: time.Now().UTC(), StartedAt: start.UTC()}, kwargs: kwargs}
+		if kwargs != "" {
+			rec.t.Metadata = map[string]string{trajectory.MetadataKeyChatTemplateKwargs: kwargs}
+		}
 		g.trajs[tid] = rec
 		g.order = append(g.order, tid)
 	}
@@ -717,6 +779,11 @@ func (p *Proxy) record(tid, gid, model string, msgs []trajectory.Message, tools 
 	// one sent, whichever was answered first.
 	if start.Before(rec.t.StartedAt) {
 		rec.t.StartedAt = start.UTC()
+	}
+	if turnErr == nil && kwargs != rec.kwargs {
+		// Two first turns sent at once, with other kwargs each: turnKwargs
+		// let both by before either was recorded.
+		turnErr = fmt.Errorf("chat_template_kwargs %s, where the trajectory's first turn sent %s: its prompt is not the one training lays out", orNone(kwargs), orNone(rec.kwargs))
 	}
 	if turnErr == nil {
 		if err := writableTurn(turn); err != nil {

@@ -45,7 +45,7 @@ type group struct {
 // reward neither counts in a group mean nor is required. A group of both
 // held-out rows and rows to train is refused (trainer.GroupSplits). Every error that
 // blames the files matches stageerr.ErrBadInput.
-func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, allowNoLogprobs bool, lens *trainer.Lengths, held *trainer.HeldOut) ([]group, error) {
+func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt layout.Options, rk *trainer.RowKwargs, allowNoLogprobs bool, lens *trainer.Lengths, held *trainer.HeldOut) ([]group, error) {
 	if held == nil {
 		held = &trainer.HeldOut{}
 	}
@@ -100,7 +100,11 @@ func loadGroups(ctx context.Context, text *layout.Model, in *fileset.Set, lopt l
 				impossible = append(impossible, fmt.Sprintf("%s (group %s, trajectory %s: %s)", where, g.ID, t.ID, bad))
 				continue
 			}
-			seqs, err := trainer.LayoutHistories(ctx, text, &t, lopt)
+			ropt, err := rk.Options(fmt.Sprintf("%s (group %s, trajectory %s)", where, g.ID, t.ID), &t, lopt)
+			if err != nil {
+				return nil, err
+			}
+			seqs, err := trainer.LayoutHistories(ctx, text, &t, ropt)
 			if err != nil {
 				return nil, stageerr.BadInputf("%s (group %s, trajectory %s): %w", where, g.ID, t.ID, err)
 			}

@@ -214,7 +214,7 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 		lens.Budget = 0 // its micro-batches are the packed rows, not --token-budget
 	}
 	var held trainer.HeldOut
-	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, o.AllowNoLogprobs, lens, &held)
+	gs, err := loadGroups(ctx, base.Text, in, layout.Options{Kwargs: kw}, &trainer.RowKwargs{Flag: o.TemplateKwargs}, o.AllowNoLogprobs, lens, &held)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func TestAdditionalHistoriesTrainAsTheirOwnSequences(t *testing.T) {
 			append(lay(main[:1]), lay(summary.Messages, 4)...),
 		}},
 	} {
-		d, err := Load(context.Background(), text, fileset.Files(in), tc.turns, nil, layout.Options{}, nil)
+		d, err := Load(context.Background(), text, fileset.Files(in), tc.turns, nil, layout.Options{}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestAdditionalHistoriesTrainAsTheirOwnSequences(t *testing.T) {
 	}
 
 	// One step on both: its trainable tokens are those of every history.
-	d, err := Load(context.Background(), text, fileset.Files(in), "all", nil, layout.Options{}, nil)
+	d, err := Load(context.Background(), text, fileset.Files(in), "all", nil, layout.Options{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

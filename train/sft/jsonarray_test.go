@@ -35,7 +35,7 @@ func TestJSONArrayFileSaysWhatToDo(t *testing.T) {
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Load(context.Background(), text, fileset.Files(p), "all", nil, layout.Options{}, nil)
+		_, err := Load(context.Background(), text, fileset.Files(p), "all", nil, layout.Options{}, nil, nil)
 		want := "JSON array"
 		if strings.HasPrefix(body, "{") {
 			want = "over several lines"

@@ -66,7 +66,7 @@ func TestTrainableMarksDecide(t *testing.T) {
 			{"all", [][]layout.Sequence{lay(marked, 1, 5), lay(plain, 1, 3)}},
 			{"last", [][]layout.Sequence{lay(marked, 5), lay(plain, 3)}},
 		} {
-			d, err := Load(context.Background(), text, fileset.Files(in), tc.turns, nil, layout.Options{}, nil)
+			d, err := Load(context.Background(), text, fileset.Files(in), tc.turns, nil, layout.Options{}, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -120,7 +120,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	data, err := Load(ctx, base.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw}, lens)
+	data, err := Load(ctx, base.Text, o.Inputs, o.Turns, o.MinReward, layout.Options{Kwargs: kw}, &trainer.RowKwargs{Flag: o.TemplateKwargs}, lens)
 	if err != nil {
 		return err
 	}
@@ -314,7 +314,7 @@ type Data struct {
 // turn in any history are skipped and counted, and so are those lens
 // leaves out (lens.Check; nil: no check), which the caller then reports
 // (lens.Report). Errors that blame the files match stageerr.ErrBadInput.
-func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string, minReward *float64, lopt layout.Options, lens *trainer.Lengths) (Data, error) {
+func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string, minReward *float64, lopt layout.Options, rk *trainer.RowKwargs, lens *trainer.Lengths) (Data, error) {
 	d := Data{Complete: true}
 	var groups []trajectory.Group
 	var names, inGroup [][]string // each trajectory's name in messages (trajectoryNames)
@@ -356,7 +356,11 @@ func Load(ctx context.Context, text *layout.Model, in *fileset.Set, turns string
 			for k, h := range t.AdditionalHistories {
 				tt.AdditionalHistories[k] = trajectory.History{Messages: sftTurns(h.Messages, turns, marked), Tools: h.Tools}
 			}
-			seqs, err := trainer.LayoutHistories(ctx, text, &tt, lopt)
+			ropt, err := rk.Options(name, &t, lopt)
+			if err != nil {
+				return Data{}, err
+			}
+			seqs, err := trainer.LayoutHistories(ctx, text, &tt, ropt)
 			if err != nil {
 				return Data{}, stageerr.BadInputf("%s: %w", name, err)
 			}

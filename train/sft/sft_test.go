@@ -58,11 +58,11 @@ func TestTurnsAllOrLast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allData, err := Load(context.Background(), text, fileset.Files(data), "all", nil, layout.Options{}, nil)
+	allData, err := Load(context.Background(), text, fileset.Files(data), "all", nil, layout.Options{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lastData, err := Load(context.Background(), text, fileset.Files(data), "last", nil, layout.Options{}, nil)
+	lastData, err := Load(context.Background(), text, fileset.Files(data), "last", nil, layout.Options{}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestBadConversationNamesItsFile(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(line), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Load(context.Background(), text, fileset.Files(good, bad), "all", nil, layout.Options{}, nil)
+	_, err = Load(context.Background(), text, fileset.Files(good, bad), "all", nil, layout.Options{}, nil, nil)
 	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("error %v, want bad input naming %s", err, bad)
 	}
@@ -306,7 +306,7 @@ func TestChatsFromStdin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"-", "/dev/fd/63"} {
-		d, err := Load(context.Background(), text, fileset.Held([]string{name}, [][]byte{chats}), "all", nil, layout.Options{}, nil)
+		d, err := Load(context.Background(), text, fileset.Held([]string{name}, [][]byte{chats}), "all", nil, layout.Options{}, nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -314,7 +314,7 @@ func TestChatsFromStdin(t *testing.T) {
 			t.Errorf("%s: %d examples (complete %v), want the 6 chats read as JSON Lines", name, len(d.Examples), d.Complete)
 		}
 	}
-	if _, err := Load(context.Background(), text, fileset.Held([]string{"c.parquet"}, [][]byte{chats}), "all", nil, layout.Options{}, nil); err == nil || !strings.Contains(err.Error(), "c.parquet") {
+	if _, err := Load(context.Background(), text, fileset.Held([]string{"c.parquet"}, [][]byte{chats}), "all", nil, layout.Options{}, nil, nil); err == nil || !strings.Contains(err.Error(), "c.parquet") {
 		t.Errorf("chats named c.parquet: %v, want an error naming the file as not Parquet", err)
 	}
 }

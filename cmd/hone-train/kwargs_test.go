@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/cmd/internal/cli"
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/train/tinymodel"
+)
+
+// writeKwargsRows writes path: one group of 3 scored trajectories per entry
+// of kwargs, each row recording that entry as its chat template kwargs
+// (metadata hone.chat_template_kwargs), or nothing for "".
+func writeKwargsRows(t *testing.T, path string, kwargs ...string) {
+	t.Helper()
+	name := strings.TrimSuffix(filepath.Base(path), ".parquet")
+	var gs []trajectory.Group
+	for g, kw := range kwargs {
+		grp := trajectory.Group{ID: fmt.Sprintf("%s-%d", name, g)}
+		for i := range 3 {
+			tr := trajectory.Trajectory{
+				ID: fmt.Sprintf("%s-%d-%d", name, g, i), GroupID: grp.ID, Reward: trajectory.Float64(float64(i)),
+				Messages: []trajectory.Message{
+					{Role: "user", Content: "go"},
+					{Role: "assistant", Content: fmt.Sprintf("mv%d", i), Trainable: true, TokenIDs: []int32{'m', 'v', '0' + int32(i), 258}, Logprobs: []float32{-1, -1, -1, -1}, FinishReason: "stop"},
+				},
+			}
+			if kw != "" {
+				tr.Metadata = map[string]string{trajectory.MetadataKeyChatTemplateKwargs: kw}
+			}
+			grp.Trajectories = append(grp.Trajectories, tr)
+		}
+		gs = append(gs, grp)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := trajectory.WriteFile(context.Background(), path, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecordedChatTemplateKwargs: rows that record the chat template kwargs
+// they were served with (hone-collect --chat-template-kwargs, the proxy)
+// were laid out without them unless --chat-template-kwargs was given
+// again, and a flag that disagreed with them, or rows that disagreed
+// among themselves, trained silently under another prompt than the model
+// saw. Now sft and grpo lay such rows out under their recorded kwargs, and
+// refuse (exit 2) a flag that differs from them or rows that differ,
+// naming a row of each and both values. The model's template prints the
+// kwarg "prefix" before the conversation, so a step's token count shows
+// which prompt the rows were laid out under.
+func TestRecordedChatTemplateKwargs(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	tmpl := "{%- if prefix is defined %}{{- prefix }}{%- endif %}" + tinymodel.ChatTemplate
+	if err := os.WriteFile(filepath.Join(md, "chat_template.jinja"), []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "in", "plain.parquet")
+	rec := filepath.Join(dir, "in", "rec.parquet")
+	mixed := filepath.Join(dir, "in", "mixed.parquet")
+	writeKwargsRows(t, plain, "", "")
+	writeKwargsRows(t, rec, `{"prefix":"PPPPPPPP"}`, `{"prefix":"PPPPPPPP"}`)
+	writeKwargsRows(t, mixed, `{"prefix":"PPPPPPPP"}`, `{"prefix":"Q"}`)
+	out := filepath.Join(dir, "adapters")
+	runs := 0
+	train := func(job, in string, extra ...string) (int, string, float64) {
+		runs++
+		run := fmt.Sprintf("r%d", runs)
+		args := append([]string{job, "--model", md, "--run", run, "--out", out, "--rank", "2", "--threads", "1", "--steps", "1"}, extra...)
+		if job == "sft" {
+			args = append(args, "--batch-size", "0")
+		}
+		code, msg := runMain(t, append(args, in)...)
+		if code != 0 {
+			return code, msg, 0
+		}
+		rows := stepMetrics(t, filepath.Join(out, run))
+		if len(rows) != 1 {
+			t.Fatalf("%s %v: %d steps", job, extra, len(rows))
+		}
+		return code, msg, rows[0]["tokens"].(float64)
+	}
+	for _, job := range []string{"sft", "grpo"} {
+		_, msg, bare := train(job, plain)
+		_, msg2, flagged := train(job, plain, "--chat-template-kwargs", `{"prefix":"PPPPPPPP"}`)
+		if bare == 0 || flagged <= bare {
+			t.Fatalf("%s on unrecorded rows: %v tokens bare, %v with the flag; want more with it\n%s\n%s", job, bare, flagged, msg, msg2)
+		}
+		if code, msg, n := train(job, rec); code != 0 || n != flagged {
+			t.Errorf("%s on recorded rows without the flag: exit %d, %v tokens; want %v, laid out under the recorded kwargs\n%s", job, code, n, flagged, msg)
+		}
+		if code, msg, n := train(job, rec, "--chat-template-kwargs", `{ "prefix" : "PPPPPPPP" }`); code != 0 || n != flagged {
+			t.Errorf("%s on recorded rows with the same kwargs: exit %d, %v tokens; want %v\n%s", job, code, n, flagged, msg)
+		}
+		code, msg, _ := train(job, rec, "--chat-template-kwargs", `{"prefix":"Q"}`)
+		if code != cli.ExitUsage || !strings.Contains(msg, rec+" row 0") || !strings.Contains(msg, `{"prefix":"PPPPPPPP"}`) || !strings.Contains(msg, `{"prefix":"Q"}`) || !strings.Contains(msg, "--chat-template-kwargs") {
+			t.Errorf("%s with a flag that differs from the rows: exit %d, want %d naming a row and both values\n%s", job, code, cli.ExitUsage, msg)
+		}
+		code, msg, _ = train(job, mixed)
+		t.Log(msg)
+		if code != cli.ExitUsage || !strings.Contains(msg, mixed+" row 0") || !strings.Contains(msg, mixed+" row 3") || !strings.Contains(msg, `{"prefix":"PPPPPPPP"}`) || !strings.Contains(msg, `{"prefix":"Q"}`) {
+			t.Errorf("%s on rows that disagree: exit %d, want %d naming a row of each and both values\n%s", job, code, cli.ExitUsage, msg)
+		}
+	}
+}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/hone-rl/hone/cmd/internal/testbin"
 	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/openaitest"
 	"github.com/hone-rl/hone/format/trajectory"
@@ -344,14 +345,8 @@ for line in sys.stdin:
 `), 0o644)
 	resets := filepath.Join(dir, "resets")
 	os.Mkdir(resets, 0o755)
-	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip("python3 not on PATH")
-	}
-	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", "cmd="+strings.TrimSpace(string(py))+" -S "+script+" "+resets,
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	cmd := exec.Command(filepath.Join(binDir, "hone-collect"), "--env", "stdio", "--env-opt", "cmd="+py+" -S "+script+" "+resets,
 		"--groups", "400", "-G", "2", "--concurrency", "2", "--policy", "scripted", "-o", out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -364,7 +359,7 @@ for line in sys.stdin:
 		t.Fatalf("the 5th episode did not start: %s", stderr.String())
 	}
 	cmd.Process.Signal(syscall.SIGINT)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("exit %v, want 130: %s", err, stderr.String())
@@ -519,14 +514,8 @@ func TestScenariosBaseURLChecked(t *testing.T) {
 // scenarios writes tasks for its two tools, asking again for a dropped
 // one, and the file it writes drives a model run over the same server.
 func TestScenariosFromExampleServer(t *testing.T) {
-	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip("python3 not on PATH")
-	}
-	server := strings.TrimSpace(string(py)) + " ../../pipelines/mcp-env-example/server.py"
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	server := py + " ../../pipelines/mcp-env-example/server.py"
 	replies := []string{
 		`{"tasks":[{"task":"What is the capital of Peru? Summarize how you found out.","difficulty":1,"answer":"Lima"},{"task":"Population of Tokyo?","difficulty":2,"answer":"14.0"}]}`,
 		`{"tasks":[{"task":"How many millions live in the capital of Kenya? End with a summary of your steps.","difficulty":2,"answer":"4.4"}]}`,
@@ -592,15 +581,9 @@ func TestScenariosFromExampleServer(t *testing.T) {
 // for a summary: with the requirement, no task passes and the run fails
 // saying why.
 func TestScenariosOnHoneServe(t *testing.T) {
-	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip("python3 not on PATH")
-	}
+	py := envtest.Python(t, os.Getenv("CI") != "")
 	base := startServe(t)
-	server := strings.TrimSpace(string(py)) + " ../../pipelines/mcp-env-example/server.py"
+	server := py + " ../../pipelines/mcp-env-example/server.py"
 	out := filepath.Join(t.TempDir(), "tasks.jsonl")
 	args := []string{"scenarios", "--mcp-cmd", server, "--model", "tiny", "--base-url", base, "-n", "3", "--max-tokens", "200", "-o", out}
 	r := collectBin(t, append(args, "--no-summary")...)

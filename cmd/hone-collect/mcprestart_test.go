@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
@@ -17,13 +17,7 @@ import (
 // run on a new server. Before, every later episode of the run failed
 // with "connection closed".
 func TestMCPServerRestartedMidRun(t *testing.T) {
-	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip("python3 not on PATH")
-	}
+	py := envtest.Python(t, os.Getenv("CI") != "")
 	dir := t.TempDir()
 	example, _ := filepath.Abs("../../pipelines/mcp-env-example")
 	script := filepath.Join(dir, "dying.py")
@@ -46,7 +40,7 @@ server.main()
 	os.WriteFile(tasks, []byte(`{"id":"atlantis","environment":"mcp","payload":{"task":"What is the capital of Atlantis?","answer":"none","solution":{"calls":[{"name":"capital","arguments":{"country":"Atlantis"}}]}}}
 `+lines[0]+"\n"+lines[1]+"\n"), 0o644)
 	out := filepath.Join(dir, "out.parquet")
-	r := collectBin(t, "--scenarios", tasks, "--env-opt", "cmd="+strings.TrimSpace(string(py))+" "+script+" "+example,
+	r := collectBin(t, "--scenarios", tasks, "--env-opt", "cmd="+py+" "+script+" "+example,
 		"-G", "1", "--concurrency", "1", "--policy", "scripted:replay", "-o", out)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hone-rl/hone/collect/env"
+	"github.com/hone-rl/hone/collect/env/envtest"
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/format/trajectory"
 )
@@ -156,13 +156,7 @@ func TestURLServerReconnected(t *testing.T) {
 // using it. The server is the Python example's, with that one answer
 // broken.
 func TestUnreadableResultKeepsServer(t *testing.T) {
-	py, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip("python3 not on PATH")
-	}
+	py := envtest.Python(t, os.Getenv("CI") != "")
 	dir := t.TempDir()
 	example, _ := filepath.Abs("../../../pipelines/mcp-env-example")
 	script, starts := filepath.Join(dir, "bad.py"), filepath.Join(dir, "starts")
@@ -179,7 +173,7 @@ def bad(method, params):
 server.handle = bad
 server.main()
 `), 0o644)
-	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{strings.TrimSpace(string(py)), script, example, starts}, Tasks: tasks})
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{py, script, example, starts}, Tasks: tasks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -18,18 +17,10 @@ import (
 	"github.com/hone-rl/hone/format/trajectory"
 )
 
+// python is envtest.Python, told whether the test runs under CI.
 func python(t *testing.T) string {
 	t.Helper()
-	// Resolve the interpreter once: shims (pyenv) cost a second a start.
-	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
-	p := strings.TrimSpace(string(out))
-	if err != nil || p == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("python3 not on PATH: %v", err)
-		}
-		t.Skip("python3 not on PATH")
-	}
-	return p
+	return envtest.Python(t, os.Getenv("CI") != "")
 }
 
 func example(t *testing.T) *stdio.Env {

@@ -115,6 +115,21 @@ func (ts *testServer) postHeader(t testing.TB, path, body string, header ...stri
 	return resp.StatusCode, resp.Header, string(b)
 }
 
+// postHonoured posts body to path and decodes the answer into v. A
+// status other than 200, or an X-Hone-Warning header (a field answered as
+// if it had not been sent), fails the test: a test of a vLLM field wants
+// the field honoured, not warned about.
+func (ts *testServer) postHonoured(t testing.TB, path, body string, v any) {
+	t.Helper()
+	status, h, out := ts.postHeader(t, path, body)
+	if status != http.StatusOK || h.Get(WarningHeader) != "" {
+		t.Fatalf("%s: %d, %s %q: %s", clip(body, 200), status, WarningHeader, h.Get(WarningHeader), out)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("%s: %v: %s", clip(body, 200), err, out)
+	}
+}
+
 func (ts *testServer) get(t testing.TB, path string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(ts.url + path)

@@ -4,13 +4,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,9 +49,8 @@ exec sleep 600
 	defer cmd.Process.Kill()
 	var pid int
 	if !waitfor.Within(60*time.Second, func() bool {
-		b, err := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
-		return err == nil && pid > 0
+		pid = envtest.ReadPID(pidFile)
+		return pid > 0
 	}) {
 		t.Fatal("the episode's program did not start")
 	}
@@ -111,8 +108,7 @@ func TestMCPStartTimeout(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, filepath.Join(binDir, "hone-collect"), args...)
 			out, err := cmd.CombinedOutput()
-			b, _ := os.ReadFile(pidFile)
-			pid, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
+			pid := envtest.ReadPID(pidFile)
 			if pid > 0 {
 				t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
 			}

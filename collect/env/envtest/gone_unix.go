@@ -3,12 +3,25 @@
 package envtest
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 )
+
+// ReadPID returns the pid a test's program wrote to path, or 0 while it
+// has written none. The program writes a temporary file and renames it,
+// so a pid is never read half written.
+func ReadPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
+	return pid
+}
 
 // Gone reports whether process pid has exited: kill(pid, 0) finds none,
 // or it is a zombie, exited and left for its parent to reap (an orphan's

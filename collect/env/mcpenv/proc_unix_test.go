@@ -3,11 +3,9 @@
 package mcpenv_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -33,9 +31,8 @@ func TestWrappedServerChildKilled(t *testing.T) {
 	}
 	var pid int
 	waitfor.Until(t, 10*time.Second, "the wrapper's child to write its pid", func() bool {
-		b, err := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
-		return err == nil && pid > 0
+		pid = envtest.ReadPID(pidFile)
+		return pid > 0
 	})
 	t.Cleanup(func() {
 		if !envtest.Gone(pid) {

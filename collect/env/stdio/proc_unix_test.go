@@ -3,11 +3,9 @@
 package stdio_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,9 +49,8 @@ sh -c 'echo $$ > child.pid.tmp && mv child.pid.tmp child.pid && exec sleep 1000'
 	}()
 	var pid int
 	waitfor.Until(t, 10*time.Second, "the child to write its pid", func() bool {
-		b, err := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
-		return err == nil && pid > 0
+		pid = envtest.ReadPID(pidFile)
+		return pid > 0
 	})
 	t.Cleanup(func() {
 		if t.Failed() && !envtest.Gone(pid) {
@@ -96,9 +93,8 @@ echo $$ > pid.tmp && mv pid.tmp pid
 	}
 	var pid int
 	waitfor.Until(t, 10*time.Second, "the program to exit", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "pid"))
-		pid, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
-		return err == nil && pid > 0 && envtest.Gone(pid)
+		pid = envtest.ReadPID(filepath.Join(dir, "pid"))
+		return pid > 0 && envtest.Gone(pid)
 	})
 	_, err = ep.Step(ctx, env.Turn{Message: env.Assistant("43")})
 	if err == nil || !strings.Contains(err.Error(), "stdio: step: the environment exited without answering (exit status 0)") {
@@ -137,9 +133,8 @@ read line
 	}
 	var pid int
 	waitfor.Until(t, 10*time.Second, "the child to write its pid", func() bool {
-		b, err := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
-		return err == nil && pid > 0
+		pid = envtest.ReadPID(pidFile)
+		return pid > 0
 	})
 	t.Cleanup(func() {
 		if !envtest.Gone(pid) {

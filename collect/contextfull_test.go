@@ -40,6 +40,22 @@ for line in sys.stdin:
     sys.stdout.flush()
 `
 
+// talkCommand writes talkEnv to a file and returns the command line that
+// runs it, less its argument (the opening's size); without python3 the
+// test skips.
+func talkCommand(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	script := filepath.Join(t.TempDir(), "talk.py")
+	if err := os.WriteFile(script, []byte(talkEnv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return py + " -S " + script
+}
+
 // startSmallServe runs the real hone-serve on the tiny test model with
 // its context cut to ctxLen tokens (max_position_embeddings), and returns
 // its base URL.
@@ -87,19 +103,12 @@ func startSmallServe(t *testing.T, ctxLen int) string {
 // truncated=1. Only a prompt that does not fit before any turn (the
 // environment's opening alone too long) fails the episode.
 func TestContextFullTruncates(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not on PATH")
-	}
-	script := filepath.Join(t.TempDir(), "talk.py")
-	if err := os.WriteFile(script, []byte(talkEnv), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	talk := talkCommand(t)
 	base := startSmallServe(t, 384)
 	temp := 1.0
 	opts := func(open int, out *bytes.Buffer) collect.Options {
 		return collect.Options{
-			Env: "stdio", EnvOpts: map[string]string{"cmd": py + " -S " + script + " " + strconv.Itoa(open)},
+			Env: "stdio", EnvOpts: map[string]string{"cmd": talk + " " + strconv.Itoa(open)},
 			Groups: 1, GroupSize: 2, Concurrency: 2, MaxTurns: 0, Seed: 5, Run: "r", Policy: "model", Out: out,
 			Model: collect.ModelOptions{BaseURL: base + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 16, Backoff: time.Millisecond},
 		}
@@ -172,14 +181,7 @@ func (f vllmFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // context length" words) lets through when it is not the one to refuse:
 // such an episode failed instead of being cut.
 func TestContextFullTruncatesVLLMEngineWords(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not on PATH")
-	}
-	script := filepath.Join(t.TempDir(), "talk.py")
-	if err := os.WriteFile(script, []byte(talkEnv), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	talk := talkCommand(t)
 	upstream := startSmallServe(t, 384)
 	for server, body := range map[string]string{
 		"vllm": `{"error":{"message":"The decoder prompt (length 390) is longer than the maximum model length of 384. Make sure that ` + "`max_model_len`" + ` is no smaller than the number of text tokens.","type":"BadRequestError","param":null,"code":400}}`,
@@ -191,7 +193,7 @@ func TestContextFullTruncatesVLLMEngineWords(t *testing.T) {
 		var out bytes.Buffer
 		temp := 1.0
 		o := collect.Options{
-			Env: "stdio", EnvOpts: map[string]string{"cmd": py + " -S " + script + " 20"},
+			Env: "stdio", EnvOpts: map[string]string{"cmd": talk + " 20"},
 			Groups: 1, GroupSize: 1, Concurrency: 1, MaxTurns: 0, Seed: 5, Run: "r", Policy: "model", Out: &out,
 			Model: collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 16, Backoff: time.Millisecond},
 		}

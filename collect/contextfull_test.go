@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/collect"
-	"github.com/hone-rl/hone/collect/openaitest"
-	"github.com/hone-rl/hone/internal/gobuild"
 )
 
 // talkEnv is a stdio environment that never ends an episode: each step
@@ -61,21 +59,7 @@ func talkCommand(t *testing.T) string {
 // its base URL.
 func startSmallServe(t *testing.T, ctxLen int) string {
 	t.Helper()
-	bin := t.TempDir()
-	if err := gobuild.Commands(context.Background(), bin, "../cmd/hone-serve"); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := os.CopyFS(dir, os.DirFS("../serve/testdata/tiny")); err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := os.ReadFile("../testdata/templates/qwen2.5/chat_template.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), tmpl, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := tinyQwenModel(t)
 	cfgPath := filepath.Join(dir, "config.json")
 	raw, err := os.ReadFile(cfgPath)
 	if err != nil {
@@ -92,8 +76,7 @@ func startSmallServe(t *testing.T, ctxLen int) string {
 	}
 	// SHA256SUMS names the config as it was: the copy is checked no more.
 	os.Remove(filepath.Join(dir, "SHA256SUMS"))
-	addr := openaitest.StartProcess(t, filepath.Join(bin, "hone-serve"), "--model", dir, "--port", "0", "--threads", "1")
-	return "http://" + addr
+	return serveModel(t, dir)
 }
 
 // An episode whose conversation outgrows the model's context ends there

@@ -21,15 +21,18 @@ import (
 	"github.com/hone-rl/hone/internal/gobuild"
 )
 
-// startTinyServe builds and runs the real hone-serve as a process (collect
-// may not import serve, policy_test.go) on the tiny test model with
+// startTinyServe runs the real hone-serve on the tiny test model with
 // Qwen2.5's chat template, and returns its base URL.
 func startTinyServe(t *testing.T) string {
 	t.Helper()
-	bin := t.TempDir()
-	if err := gobuild.Commands(context.Background(), bin, "../cmd/hone-serve"); err != nil {
-		t.Fatal(err)
-	}
+	return serveModel(t, tinyQwenModel(t))
+}
+
+// tinyQwenModel copies the tiny test model into a temporary folder with
+// Qwen2.5's chat template, for a test to serve as it is or edited, and
+// returns the folder.
+func tinyQwenModel(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
 	if err := os.CopyFS(dir, os.DirFS("../serve/testdata/tiny")); err != nil {
 		t.Fatal(err)
@@ -39,6 +42,18 @@ func startTinyServe(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), tmpl, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// serveModel builds and runs the real hone-serve as a process (collect
+// may not import serve, policy_test.go) on the model folder dir, and
+// returns its base URL.
+func serveModel(t *testing.T, dir string) string {
+	t.Helper()
+	bin := t.TempDir()
+	if err := gobuild.Commands(context.Background(), bin, "../cmd/hone-serve"); err != nil {
 		t.Fatal(err)
 	}
 	addr := openaitest.StartProcess(t, filepath.Join(bin, "hone-serve"), "--model", dir, "--port", "0", "--threads", "1")

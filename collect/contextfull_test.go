@@ -136,19 +136,11 @@ func TestContextFullTruncates(t *testing.T) {
 type vllmFront struct{ upstream, body string }
 
 func (f vllmFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, f.upstream+r.URL.Path, r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	req.Header = r.Header.Clone()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
+	resp := passOn(w, r, f.upstream)
+	if resp == nil {
 		return
 	}
 	defer resp.Body.Close()
-	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 	if resp.StatusCode == http.StatusBadRequest {
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, f.body)

@@ -41,21 +41,33 @@ func (f *busyFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"error":{"message":"rate limited","type":"rate_limit_error","code":"rate_limit_exceeded"}}`)
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, f.upstream+r.URL.Path, r.Body)
+	resp := passOn(w, r, f.upstream)
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+// passOn sends r on to the server at upstream (its method, path, header
+// and body) for a test's front to answer from, and sets the answer's
+// Content-Type on w; the caller closes the body. When the server cannot
+// be asked it answers 502 itself and returns nil.
+func passOn(w http.ResponseWriter, r *http.Request, upstream string) *http.Response {
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, upstream+r.URL.Path, r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+		return nil
 	}
 	req.Header = r.Header.Clone()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
+		return nil
 	}
-	defer resp.Body.Close()
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
+	return resp
 }
 
 // A 429 (or 503) that says when to come back with Retry-After is asked

@@ -23,9 +23,7 @@ func dictCallsAsLiterals(code string) string {
 	for i := 0; i < len(code); {
 		c := code[i]
 		if c == '\'' || c == '"' {
-			j := skipString(code, i)
-			b.WriteString(code[i:j])
-			i = j
+			i = copyString(&b, code, i)
 			continue
 		}
 		if !isIdentByte(c) {

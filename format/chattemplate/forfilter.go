@@ -77,9 +77,7 @@ func replaceNames(code string, names map[string]string) string {
 		c := code[i]
 		switch {
 		case c == '\'' || c == '"':
-			j := skipString(code, i)
-			b.WriteString(code[i:j])
-			i, prev = j, "'"
+			i, prev = copyString(&b, code, i), "'"
 			continue
 		case isIdentByte(c) && (c < '0' || c > '9'):
 			j := i

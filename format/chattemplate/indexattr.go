@@ -17,9 +17,7 @@ func indexAttrs(code string) string {
 		c := code[i]
 		switch {
 		case c == '\'' || c == '"':
-			j := skipString(code, i)
-			b.WriteString(code[i:j])
-			i, operand = j, true
+			i, operand = copyString(&b, code, i), true
 			continue
 		case c >= '0' && c <= '9':
 			j := i

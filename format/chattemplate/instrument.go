@@ -433,9 +433,7 @@ func renameFilters(code string) string {
 	for i := 0; i < len(code); {
 		c := code[i]
 		if c == '\'' || c == '"' {
-			j := skipString(code, i)
-			b.WriteString(code[i:j])
-			i = j
+			i = copyString(&b, code, i)
 			continue
 		}
 		if c == '|' {
@@ -569,6 +567,15 @@ func skipString(code string, i int) int {
 		i++
 	}
 	return i
+}
+
+// copyString writes the string literal starting at i to b as it is, for
+// the rewrites of a tag's code that change names and calls but never the
+// text inside quotes, and returns the index after it.
+func copyString(b *strings.Builder, code string, i int) int {
+	j := skipString(code, i)
+	b.WriteString(code[i:j])
+	return j
 }
 
 // checkTag counts the tokens of a tag's content and checks the static

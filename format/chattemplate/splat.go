@@ -25,9 +25,7 @@ func splatCalls(code string) string {
 	for i := 0; i < len(code); {
 		c := code[i]
 		if c == '\'' || c == '"' {
-			j := skipString(code, i)
-			b.WriteString(code[i:j])
-			i = j
+			i = copyString(&b, code, i)
 			continue
 		}
 		if c == '(' && i > 0 && (isIdentByte(code[i-1]) || code[i-1] == ')' || code[i-1] == ']') && !filterOrTest(code[:i]) {

@@ -7,13 +7,11 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hone-rl/hone/cmd/internal/cli"
-	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/internal/fakes3d"
 )
 
@@ -54,18 +52,12 @@ func TestOutReadOnlyFailsBeforeTraining(t *testing.T) {
 	dir := t.TempDir()
 	local := filepath.Join(dir, "scored")
 	md := scoredFixture(t, dir, local, "r1")
-	b, err := os.ReadFile(filepath.Join(local, "r1.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fileset.WriteFile(context.Background(), s3.URL("hone", "scored/r1.parquet"), b); err != nil {
-		t.Fatal(err)
-	}
+	uploadScored(t, s3, local, "r1.parquet")
 	out := readOnlyS3(t, s3)("hone", "adapters")
 	var log bytes.Buffer
 	args := []string{"grpo", "--model", md, "--out", out, "--run", "cron", "--watch-dir", s3.URL("hone", "scored/"),
 		"--rank", "2", "--threads", "1"}
-	err = cli.ExecuteCommand(context.Background(), newRootCmd(&log, &log), args)
+	err := cli.ExecuteCommand(context.Background(), newRootCmd(&log, &log), args)
 	if err == nil || !strings.Contains(err.Error(), "s3://hone/adapters/cron/") || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("--out where writes are refused: %v; want an error naming the run's URL and the refusal\n%s", err, log.String())
 	}

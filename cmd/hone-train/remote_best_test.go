@@ -26,15 +26,6 @@ func TestObjectStoreBestFollowsResume(t *testing.T) {
 	dir := t.TempDir()
 	local := filepath.Join(dir, "scored")
 	md := scoredFixture(t, dir, local, "r1")
-	upload := func(name string) {
-		b, err := os.ReadFile(filepath.Join(local, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := fileset.WriteFile(context.Background(), s3.URL("hone", "scored/"+name), b); err != nil {
-			t.Fatal(err)
-		}
-	}
 	out, watch := s3.URL("hone", "adapters"), s3.URL("hone", "scored/")
 	train := func(cache string, extra ...string) {
 		t.Helper()
@@ -44,7 +35,7 @@ func TestObjectStoreBestFollowsResume(t *testing.T) {
 			t.Fatalf("%v: %v\n%s", args, err, log.String())
 		}
 	}
-	upload("r1.parquet")
+	uploadScored(t, s3, local, "r1.parquet")
 	train(filepath.Join(dir, "cache1"), "--best-metric", "reward_mean")
 	run := s3.URL("hone", "adapters/cron")
 	if b, err := fileset.ReadFile(context.Background(), fileset.Join(run, "best")); err != nil || strings.TrimSpace(string(b)) != "step-000001" {
@@ -52,7 +43,7 @@ func TestObjectStoreBestFollowsResume(t *testing.T) {
 	}
 
 	scoredFixture(t, dir, local, "r2")
-	upload("r2.parquet")
+	uploadScored(t, s3, local, "r2.parquet")
 	train(filepath.Join(dir, "cache2"), "--keep-last", "1")
 	if _, err := os.Stat(filepath.Join(dir, "cache2", "cron", "best")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the resume without --best-metric left a local best: %v", err)

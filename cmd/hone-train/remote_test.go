@@ -19,6 +19,20 @@ import (
 	"github.com/hone-rl/hone/train/trainer"
 )
 
+// uploadScored copies the scored file name from the folder local to the
+// fake store's hone/scored/, the --watch-dir of the tests that train from
+// object storage.
+func uploadScored(t *testing.T, s3 *fakes3d.Server, local, name string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(local, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(context.Background(), s3.URL("hone", "scored/"+name), b); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Incremental training with everything in object storage: --watch-dir and
 // --out name S3 folders (a real S3 protocol server). The first call trains
 // step 1 and publishes it, latest last; the second, on a fresh local
@@ -29,16 +43,7 @@ func TestTrainWithObjectStore(t *testing.T) {
 	dir := t.TempDir()
 	local := filepath.Join(dir, "scored")
 	md := scoredFixture(t, dir, local, "r1")
-	upload := func(name string) {
-		b, err := os.ReadFile(filepath.Join(local, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := fileset.WriteFile(context.Background(), s3.URL("hone", "scored/"+name), b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	upload("r1.parquet")
+	uploadScored(t, s3, local, "r1.parquet")
 	out, watch := s3.URL("hone", "adapters"), s3.URL("hone", "scored/")
 	train := func(cache string) string {
 		t.Helper()
@@ -76,7 +81,7 @@ func TestTrainWithObjectStore(t *testing.T) {
 	}
 
 	scoredFixture(t, dir, local, "r2")
-	upload("r2.parquet")
+	uploadScored(t, s3, local, "r2.parquet")
 	log := train(filepath.Join(dir, "cache2"))
 	if got := latest(); got != "step-000002" {
 		t.Fatalf("after the second call the published latest is %q\n%s", got, log)
@@ -172,18 +177,12 @@ func TestOutToMissingBucketFailsBeforeTraining(t *testing.T) {
 	dir := t.TempDir()
 	local := filepath.Join(dir, "scored")
 	md := scoredFixture(t, dir, local, "r1")
-	b, err := os.ReadFile(filepath.Join(local, "r1.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fileset.WriteFile(context.Background(), s3.URL("hone", "scored/r1.parquet"), b); err != nil {
-		t.Fatal(err)
-	}
+	uploadScored(t, s3, local, "r1.parquet")
 	out := s3.URL("hnoe", "adapters")
 	var log bytes.Buffer
 	args := []string{"grpo", "--model", md, "--out", out, "--run", "cron", "--watch-dir", s3.URL("hone", "scored/"),
 		"--rank", "2", "--threads", "1", "--out-cache", filepath.Join(dir, "cache")}
-	err = cli.ExecuteCommand(context.Background(), newRootCmd(&log, &log), args)
+	err := cli.ExecuteCommand(context.Background(), newRootCmd(&log, &log), args)
 	if err == nil || !strings.Contains(err.Error(), "the bucket s3://hnoe/ does not exist") {
 		t.Fatalf("--out to a missing bucket: %v; want an error naming it\n%s", err, log.String())
 	}

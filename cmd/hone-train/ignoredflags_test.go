@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,14 +13,7 @@ import (
 // warns about none. Before, all were ignored without a word: a user who
 // asked for --rank 16 on top of a rank-2 --init-adapter trained rank 2.
 func TestIgnoredFlagsWarned(t *testing.T) {
-	dir := t.TempDir()
-	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
-	in := filepath.Join(dir, "s", "a.parquet")
-	out := filepath.Join(dir, "adapters")
-	if code, text := runMain(t, "sft", "--model", md, "--run", "warm", "--out", out, "--rank", "2", "--threads", "1", "--steps", "1", in); code != 0 {
-		t.Fatalf("sft: exit %d\n%s", code, text)
-	}
-	init := filepath.Join(out, "warm", "step-000001")
+	md, in, out, init := warmAdapter(t)
 	for i, tc := range []struct {
 		extra []string
 		want  []string // a warning line containing each; none: no "does nothing" warning

@@ -9,6 +9,21 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/cli"
 )
 
+// warmAdapter trains one sft step (rank 2) of the run "warm" on a scored
+// fixture, for the tests of --init-adapter, and returns the model folder,
+// the scored file, the --out folder and the step's folder.
+func warmAdapter(t *testing.T) (md, in, out, init string) {
+	t.Helper()
+	dir := t.TempDir()
+	md = scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	in = filepath.Join(dir, "s", "a.parquet")
+	out = filepath.Join(dir, "adapters")
+	if code, text := runMain(t, "sft", "--model", md, "--run", "warm", "--out", out, "--rank", "2", "--threads", "1", "--steps", "1", in); code != 0 {
+		t.Fatalf("sft: exit %d\n%s", code, text)
+	}
+	return md, in, out, filepath.Join(out, "warm", "step-000001")
+}
+
 // TestInitAdapterAlphaMustBeFinite runs hone-train as a process with
 // --init-adapter and --alpha NaN or Inf: a usage error naming --alpha,
 // before anything is written, as without --init-adapter. Before, the
@@ -16,14 +31,7 @@ import (
 // own scale), the value went into the run's config, and the run trained
 // its first step and then failed to save it (JSON holds no NaN), exit 1.
 func TestInitAdapterAlphaMustBeFinite(t *testing.T) {
-	dir := t.TempDir()
-	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
-	in := filepath.Join(dir, "s", "a.parquet")
-	out := filepath.Join(dir, "adapters")
-	if code, text := runMain(t, "sft", "--model", md, "--run", "warm", "--out", out, "--rank", "2", "--threads", "1", "--steps", "1", in); code != 0 {
-		t.Fatalf("sft: exit %d\n%s", code, text)
-	}
-	init := filepath.Join(out, "warm", "step-000001")
+	md, in, out, init := warmAdapter(t)
 	for _, alpha := range []string{"NaN", "+Inf"} {
 		code, text := runMain(t, "grpo", "--model", md, "--run", "rl", "--out", out, "--threads", "1", "--steps", "1",
 			"--init-adapter", init, "--alpha", alpha, in)

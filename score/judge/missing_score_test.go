@@ -31,19 +31,12 @@ func TestParseMissingScore(t *testing.T) {
 	}
 }
 
-// A reasoning judge served without a reasoning parser writes its thinking
-// into the content before the JSON: with or without the opening <think>
-// (some templates put it in the prompt), and with a fence after it. The
-// answer after </think> is parsed; an answer that is JSON as it stands is
-// not split, even when an explanation quotes </think>.
-func TestParseAfterThinking(t *testing.T) {
-	req := judge.Request{IDs: []string{"1", "2"}}
-	const answer = `{"scores":{"1":{"explanation":"solved it","score":0.9},"2":{"explanation":"no","score":0.2}}}`
-	for name, content := range map[string]string{
-		"think block":       "<think>\nTrajectory 1 {solves} it; 2 does not.\n</think>\n\n" + answer,
-		"no opening tag":    "Trajectory 1 solves it.</think>" + answer,
-		"fence after think": "<think>hm</think>\n```json\n" + answer + "\n```",
-	} {
+// wantScores parses each content (named by its key) as an answer to req,
+// a request for the scores of trajectories 1 and 2, and wants the scores
+// 0.9 and 0.2 out of it.
+func wantScores(t *testing.T, req judge.Request, contents map[string]string) {
+	t.Helper()
+	for name, content := range contents {
 		t.Run(name, func(t *testing.T) {
 			s, err := judge.Parse(req, content)
 			if err != nil {
@@ -54,6 +47,21 @@ func TestParseAfterThinking(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A reasoning judge served without a reasoning parser writes its thinking
+// into the content before the JSON: with or without the opening <think>
+// (some templates put it in the prompt), and with a fence after it. The
+// answer after </think> is parsed; an answer that is JSON as it stands is
+// not split, even when an explanation quotes </think>.
+func TestParseAfterThinking(t *testing.T) {
+	req := judge.Request{IDs: []string{"1", "2"}}
+	const answer = `{"scores":{"1":{"explanation":"solved it","score":0.9},"2":{"explanation":"no","score":0.2}}}`
+	wantScores(t, req, map[string]string{
+		"think block":       "<think>\nTrajectory 1 {solves} it; 2 does not.\n</think>\n\n" + answer,
+		"no opening tag":    "Trajectory 1 solves it.</think>" + answer,
+		"fence after think": "<think>hm</think>\n```json\n" + answer + "\n```",
+	})
 	quoted := `{"scores":{"1":{"explanation":"ends with </think> oddly","score":0.9},"2":{"explanation":"no","score":0.2}}}`
 	if s, err := judge.Parse(req, quoted); err != nil || s[0].Explanation != "ends with </think> oddly" {
 		t.Errorf("an answer quoting </think>: %+v, %v", s, err)
@@ -72,7 +80,7 @@ func TestParseFenceAmidProse(t *testing.T) {
 	req := judge.Request{IDs: []string{"1", "2"}}
 	const answer = `{"scores":{"1":{"explanation":"solved it","score":0.9},"2":{"explanation":"no","score":0.2}}}`
 	fenced := "```json\n" + answer + "\n```"
-	for name, content := range map[string]string{
+	wantScores(t, req, map[string]string{
 		"prose before":       "Here are the scores:\n\n" + fenced,
 		"prose after":        fenced + "\n\nTrajectory 1 clearly did best.",
 		"prose around":       "Scores:\n" + fenced + "\nDone.",
@@ -82,17 +90,7 @@ func TestParseFenceAmidProse(t *testing.T) {
 		// it too: the fence alone ends that line (a language tag after it,
 		// nothing else), unlike one named inline in a sentence.
 		"fence opened after prose": "Here are the scores: " + fenced + "\nDone.",
-	} {
-		t.Run(name, func(t *testing.T) {
-			s, err := judge.Parse(req, content)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s[0].Score != 0.9 || s[1].Score != 0.2 {
-				t.Errorf("scores %+v", s)
-			}
-		})
-	}
+	})
 	// The answer is the last fenced block that is JSON: a judge that
 	// echoes the prompt's example first (the one-attempt template's is
 	// valid JSON, with a score of 0) had the example taken for its answer.

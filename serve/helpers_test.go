@@ -130,6 +130,26 @@ func (ts *testServer) postHonoured(t testing.TB, path, body string, v any) {
 	}
 }
 
+// sampledChoice is what the tests of sampling fields read of a
+// completion's choice.
+type sampledChoice struct {
+	Text         string  `json:"text"`
+	FinishReason string  `json:"finish_reason"`
+	TokenIDs     []int32 `json:"token_ids"`
+}
+
+// oneChoice posts a completion body that asks for one choice (with
+// return_token_ids, for TokenIDs) as postHonoured does, and returns it.
+func (ts *testServer) oneChoice(t testing.TB, body string) sampledChoice {
+	t.Helper()
+	var resp struct{ Choices []sampledChoice }
+	ts.postHonoured(t, "/v1/completions", body, &resp)
+	if len(resp.Choices) != 1 {
+		t.Fatalf("%s: %d choices, want 1", clip(body, 200), len(resp.Choices))
+	}
+	return resp.Choices[0]
+}
+
 func (ts *testServer) get(t testing.TB, path string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(ts.url + path)

@@ -17,17 +17,9 @@ import (
 // text is the same.
 func TestIncludeStopStrInOutput(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
-	type choice struct {
-		Text     string  `json:"text"`
-		Finish   string  `json:"finish_reason"`
-		TokenIDs []int32 `json:"token_ids"`
-	}
-	ask := func(extra string) choice {
+	ask := func(extra string) sampledChoice {
 		t.Helper()
-		body := `{"model":"tiny","prompt":"hi","max_tokens":12,"temperature":0,"ignore_eos":true,"return_token_ids":true` + extra + `}`
-		var resp struct{ Choices []choice }
-		ts.postHonoured(t, "/v1/completions", body, &resp)
-		return resp.Choices[0]
+		return ts.oneChoice(t, `{"model":"tiny","prompt":"hi","max_tokens":12,"temperature":0,"ignore_eos":true,"return_token_ids":true`+extra+`}`)
 	}
 	streamed := func(extra string) string {
 		t.Helper()
@@ -58,13 +50,13 @@ func TestIncludeStopStrInOutput(t *testing.T) {
 	stop := string(runes[2:4])
 	before := plain.Text[:strings.Index(plain.Text, stop)]
 	stopJSON, _ := json.Marshal(stop)
-	if c := ask(`,"stop":[` + string(stopJSON) + `]`); c.Text != before || c.Finish != "stop" {
-		t.Fatalf("stop %q: %q (%s), want %q", stop, c.Text, c.Finish, before)
+	if c := ask(`,"stop":[` + string(stopJSON) + `]`); c.Text != before || c.FinishReason != "stop" {
+		t.Fatalf("stop %q: %q (%s), want %q", stop, c.Text, c.FinishReason, before)
 	}
 	inc := `,"stop":[` + string(stopJSON) + `],"include_stop_str_in_output":true`
 	c := ask(inc)
-	if c.Text != before+stop || c.Finish != "stop" {
-		t.Errorf("stop %q included: %q (%s), want %q", stop, c.Text, c.Finish, before+stop)
+	if c.Text != before+stop || c.FinishReason != "stop" {
+		t.Errorf("stop %q included: %q (%s), want %q", stop, c.Text, c.FinishReason, before+stop)
 	}
 	if s := streamed(inc); s != c.Text {
 		t.Errorf("stop %q included, streamed: %q, want %q", stop, s, c.Text)
@@ -77,7 +69,7 @@ func TestIncludeStopStrInOutput(t *testing.T) {
 	}
 	upTo := ask(fmt.Sprintf(`,"max_tokens":%d`, at+1))
 	c = ask(fmt.Sprintf(`,"stop_token_ids":[%d],"include_stop_str_in_output":true`, plain.TokenIDs[at]))
-	if len(c.TokenIDs) != at+1 || c.Finish != "stop" || c.Text != upTo.Text {
-		t.Errorf("stop token %d included: %q %v (%s), want the text of %v: %q", plain.TokenIDs[at], c.Text, c.TokenIDs, c.Finish, upTo.TokenIDs, upTo.Text)
+	if len(c.TokenIDs) != at+1 || c.FinishReason != "stop" || c.Text != upTo.Text {
+		t.Errorf("stop token %d included: %q %v (%s), want the text of %v: %q", plain.TokenIDs[at], c.Text, c.TokenIDs, c.FinishReason, upTo.TokenIDs, upTo.Text)
 	}
 }

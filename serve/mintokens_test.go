@@ -19,20 +19,9 @@ import (
 // in vLLM, and so is min_tokens with an output constraint (response_format).
 func TestMinTokens(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
-	type choice struct {
-		Text         string  `json:"text"`
-		FinishReason string  `json:"finish_reason"`
-		TokenIDs     []int32 `json:"token_ids"`
-	}
-	ask := func(extra string) choice {
+	ask := func(extra string) sampledChoice {
 		t.Helper()
-		body := `{"model":"tiny","prompt":"hi","max_tokens":10,"temperature":0,"return_token_ids":true` + extra + `}`
-		var resp struct{ Choices []choice }
-		ts.postHonoured(t, "/v1/completions", body, &resp)
-		if len(resp.Choices) != 1 {
-			t.Fatalf("%s: %d choices, want 1", body, len(resp.Choices))
-		}
-		return resp.Choices[0]
+		return ts.oneChoice(t, `{"model":"tiny","prompt":"hi","max_tokens":10,"temperature":0,"return_token_ids":true`+extra+`}`)
 	}
 	const eos = 258 // testdata/tiny/generation_config.json
 	toEOS := fmt.Sprintf(`,"logit_bias":{"%d":100}`, eos)

@@ -23,6 +23,21 @@ func python(t *testing.T) string {
 	return envtest.Python(t, os.Getenv("CI") != "")
 }
 
+// scriptEnv writes body, a Python program, to a file and returns the
+// stdio environment that runs it with py.
+func scriptEnv(t *testing.T, py, body string) *stdio.Env {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "env.py")
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := stdio.New(context.Background(), []string{py, "-S", script}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 func example(t *testing.T) *stdio.Env {
 	t.Helper()
 	script, _ := filepath.Abs("../../../pipelines/stdio-env-example/env.py")
@@ -103,12 +118,7 @@ print(json.dumps({"name":"b"}), flush=True)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// hello goes to a first process; the episode gets a second.
-			script := filepath.Join(t.TempDir(), "env.py")
-			os.WriteFile(script, []byte("import sys,json\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\n"+strings.TrimPrefix(tc.body, hello)), 0o644)
-			e, err := stdio.New(ctx, []string{py, "-S", script}, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := scriptEnv(t, py, "import sys,json\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\n"+strings.TrimPrefix(tc.body, hello))
 			ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -121,17 +131,12 @@ print(json.dumps({"name":"b"}), flush=True)
 		})
 	}
 	t.Run("hang", func(t *testing.T) {
-		script := filepath.Join(t.TempDir(), "env.py")
-		os.WriteFile(script, []byte("import sys,json,time\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\ntime.sleep(30)\n"), 0o644)
-		e, err := stdio.New(ctx, []string{py, "-S", script}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := scriptEnv(t, py, "import sys,json,time\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\ntime.sleep(30)\n")
 		ep, _ := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
 		c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, err = ep.Reset(c)
+		_, err := ep.Reset(c)
 		if err == nil || time.Since(start) > 5*time.Second {
 			t.Errorf("hang: %v after %v", err, time.Since(start))
 		}
@@ -242,13 +247,8 @@ func TestHelloFailureQuotesStderr(t *testing.T) {
 func TestLineOverLimit(t *testing.T) {
 	py := python(t)
 	ctx := context.Background()
-	script := filepath.Join(t.TempDir(), "env.py")
-	os.WriteFile(script, []byte("import sys,json,time\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\n"+
-		"while True:\n    sys.stdout.write('x' * 65536)\n    sys.stdout.flush()\n"), 0o644)
-	e, err := stdio.New(ctx, []string{py, "-S", script}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := scriptEnv(t, py, "import sys,json,time\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\n"+
+		"while True:\n    sys.stdout.write('x' * 65536)\n    sys.stdout.flush()\n")
 	e.MaxLineBytes = 1 << 20
 	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
 	if err != nil {
@@ -352,13 +352,8 @@ func TestResetToolWithoutName(t *testing.T) {
 func TestStderrQuotedAsUTF8(t *testing.T) {
 	py := python(t)
 	ctx := context.Background()
-	script := filepath.Join(t.TempDir(), "env.py")
-	os.WriteFile(script, []byte("import sys,json\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\n"+
-		"sys.stderr.buffer.write(b'x' + 'é'.encode() * 3000 + b'\\ncaf\\xe9!\\n')\nsys.exit(3)\n"), 0o644)
-	e, err := stdio.New(ctx, []string{py, "-S", script}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := scriptEnv(t, py, "import sys,json\nif sys.stdin.readline().find('hello')>=0:\n    print(json.dumps({'name':'b'}), flush=True)\n    sys.exit(0)\n"+
+		"sys.stderr.buffer.write(b'x' + 'é'.encode() * 3000 + b'\\ncaf\\xe9!\\n')\nsys.exit(3)\n")
 	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -429,7 +424,6 @@ func TestActMessageRole(t *testing.T) {
 func TestExtraResponseLine(t *testing.T) {
 	py := python(t)
 	ctx := context.Background()
-	script := filepath.Join(t.TempDir(), "env.py")
 	body := `import sys,json
 for line in sys.stdin:
     req = json.loads(line)
@@ -444,11 +438,7 @@ for line in sys.stdin:
     else:
         print(json.dumps({"id": rid, "messages": [{"role": "user", "content": "again"}], "done": False}), flush=True)
 `
-	os.WriteFile(script, []byte(body), 0o644)
-	e, err := stdio.New(ctx, []string{py, "-S", script}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := scriptEnv(t, py, body)
 	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -470,7 +460,6 @@ for line in sys.stdin:
 func TestResponseIDOfItsOwn(t *testing.T) {
 	py := python(t)
 	ctx := context.Background()
-	script := filepath.Join(t.TempDir(), "env.py")
 	body := `import sys,json
 sid = None
 for line in sys.stdin:
@@ -484,11 +473,7 @@ for line in sys.stdin:
     else:
         print(json.dumps({"id": sid, "done": True, "reward": 1, "messages": []}), flush=True)
 `
-	os.WriteFile(script, []byte(body), 0o644)
-	e, err := stdio.New(ctx, []string{py, "-S", script}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := scriptEnv(t, py, body)
 	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s1"}, 1)
 	if err != nil {
 		t.Fatal(err)

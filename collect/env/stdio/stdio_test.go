@@ -38,6 +38,21 @@ func scriptEnv(t *testing.T, py, body string) *stdio.Env {
 	return e
 }
 
+// playSayingHi plays scenario id of e, up to 3 turns, with a policy
+// that says hi each turn.
+func playSayingHi(t *testing.T, e *stdio.Env, id string) (env.PlayResult, error) {
+	t.Helper()
+	ctx := context.Background()
+	ep, err := e.NewEpisode(ctx, env.Scenario{ID: id}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	return env.Play(ctx, ep, env.PolicyFunc(func(context.Context, []trajectory.Message, []trajectory.Tool) (trajectory.Message, error) {
+		return env.Assistant("hi"), nil
+	}), 3)
+}
+
 func example(t *testing.T) *stdio.Env {
 	t.Helper()
 	script, _ := filepath.Abs("../../../pipelines/stdio-env-example/env.py")
@@ -423,7 +438,6 @@ func TestActMessageRole(t *testing.T) {
 // no request waits (docs/stdio-env.md).
 func TestExtraResponseLine(t *testing.T) {
 	py := python(t)
-	ctx := context.Background()
 	body := `import sys,json
 for line in sys.stdin:
     req = json.loads(line)
@@ -439,14 +453,7 @@ for line in sys.stdin:
         print(json.dumps({"id": rid, "messages": [{"role": "user", "content": "again"}], "done": False}), flush=True)
 `
 	e := scriptEnv(t, py, body)
-	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s"}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
-	res, err := env.Play(ctx, ep, env.PolicyFunc(func(context.Context, []trajectory.Message, []trajectory.Tool) (trajectory.Message, error) {
-		return env.Assistant("hi"), nil
-	}), 3)
+	res, err := playSayingHi(t, e, "s")
 	if err == nil || !strings.Contains(err.Error(), "out of step") {
 		t.Fatalf("err %v, messages %+v", err, res.Messages)
 	}
@@ -459,7 +466,6 @@ for line in sys.stdin:
 // "responses out of step"; an id that is not a number echoes nothing.
 func TestResponseIDOfItsOwn(t *testing.T) {
 	py := python(t)
-	ctx := context.Background()
 	body := `import sys,json
 sid = None
 for line in sys.stdin:
@@ -474,14 +480,7 @@ for line in sys.stdin:
         print(json.dumps({"id": sid, "done": True, "reward": 1, "messages": []}), flush=True)
 `
 	e := scriptEnv(t, py, body)
-	ep, err := e.NewEpisode(ctx, env.Scenario{ID: "s1"}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
-	res, err := env.Play(ctx, ep, env.PolicyFunc(func(context.Context, []trajectory.Message, []trajectory.Tool) (trajectory.Message, error) {
-		return env.Assistant("hi"), nil
-	}), 3)
+	res, err := playSayingHi(t, e, "s1")
 	if err != nil || res.Outcome.Reward != 1 {
 		t.Fatalf("err %v, outcome %+v", err, res.Outcome)
 	}

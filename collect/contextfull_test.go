@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/collect"
+	"github.com/hone-rl/hone/collect/openaitest"
 )
 
 // talkEnv is a stdio environment that never ends an episode: each step
@@ -59,7 +60,7 @@ func talkCommand(t *testing.T) string {
 // its base URL.
 func startSmallServe(t *testing.T, ctxLen int) string {
 	t.Helper()
-	dir := tinyQwenModel(t)
+	dir := openaitest.TinyQwenModel(t, "..")
 	cfgPath := filepath.Join(dir, "config.json")
 	raw, err := os.ReadFile(cfgPath)
 	if err != nil {

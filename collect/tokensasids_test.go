@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -25,26 +24,7 @@ import (
 // Qwen2.5's chat template, and returns its base URL.
 func startTinyServe(t *testing.T) string {
 	t.Helper()
-	return serveModel(t, tinyQwenModel(t))
-}
-
-// tinyQwenModel copies the tiny test model into a temporary folder with
-// Qwen2.5's chat template, for a test to serve as it is or edited, and
-// returns the folder.
-func tinyQwenModel(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := os.CopyFS(dir, os.DirFS("../serve/testdata/tiny")); err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := os.ReadFile("../testdata/templates/qwen2.5/chat_template.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), tmpl, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return serveModel(t, openaitest.TinyQwenModel(t, ".."))
 }
 
 // serveModel builds and runs the real hone-serve as a process (collect

@@ -122,17 +122,7 @@ func TestMain(m *testing.M) {
 // reaches it through the returned tap's client.
 func startServe(t *testing.T) (string, *tap) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := os.CopyFS(dir, os.DirFS("../../serve/testdata/tiny")); err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := os.ReadFile("../../testdata/templates/qwen2.5/chat_template.jinja")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), tmpl, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := openaitest.TinyQwenModel(t, "../..")
 	// Prefix caching off: the tests send one conversation twice and want
 	// the two recordings equal to the bit, but the second would start from
 	// the first's KV rows, and the CPU GEMM over fewer rows rounds the

@@ -10,7 +10,9 @@
 // bytes are then those of that string, while the sampled token's bytes
 // stay its text's, as vLLM writes them; completions: tokens and the
 // top_logprobs keys, text_offset then counting those strings in a whole
-// answer and the text's bytes in a stream, as vLLM counts them),
+// answer and the text in a stream, as vLLM does; Hone's text_offset counts
+// bytes where vLLM's Python len counts characters, which differ for
+// non-ASCII text),
 // streaming with stream_options.include_usage), POST /v1/completions
 // (prompt text or token ids; echo gives a text prompt back as sent, without
 // the BOS token the tokenizer may add, as vLLM does; echo with logprobs

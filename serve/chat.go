@@ -397,7 +397,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	for i := range outs {
 		o := &outs[i]
 		u.CompletionTokens += len(o.ids)
-		msg, finish := s.chatMessage(o.text.String(), o.finish, tm)
+		msg, finish := s.chatMessage(chatRole(req), o.text.String(), o.finish, tm)
 		if echo := chatEcho(req); echo != "" {
 			msg.Content, msg.ContentJSON = echo+msg.Content, nil
 		}
@@ -417,17 +417,16 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 }
 
 // chatEcho is the text vLLM's echo begins each choice's content with: the
-// last message's content when its role is the response's (a list of parts
-// as its text parts joined by newlines, as vLLM joins them), else "". As
-// in vLLM (get_chat_request_role), the response's role is the assistant's
-// with add_generation_prompt, and the last message's own without it: a
-// prompt that ends in that message continues it, whatever its role.
+// last message's content when its role is the response's (chatRole; a
+// list of parts as its text parts joined by newlines, as vLLM joins them),
+// else "": a prompt without the generation prompt ends in that message
+// and the answer continues it, whatever its role.
 func chatEcho(req *chatRequest) string {
 	if !req.Echo || len(req.Messages) == 0 {
 		return ""
 	}
 	last := req.Messages[len(req.Messages)-1]
-	if agp := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt; agp && last.Role != "assistant" {
+	if last.Role != chatRole(req) {
 		return ""
 	}
 	if len(last.ContentJSON) == 0 {
@@ -437,10 +436,23 @@ func chatEcho(req *chatRequest) string {
 	return text
 }
 
-// chatMessage builds the assistant message, with tool calls parsed out when
-// tools are in play; a message of tool calls alone has null content.
-func (s *Server) chatMessage(text, finish string, tm toolMode) (*chatmsg.Message, string) {
-	msg := &chatmsg.Message{Role: "assistant", Content: text}
+// chatRole is the role of a chat answer, as vLLM's get_chat_request_role
+// gives it: the assistant's after the generation prompt, and without it
+// the last message's, which the answer continues (a client appending the
+// answer to the conversation then continues that message, not a new
+// assistant turn).
+func chatRole(req *chatRequest) string {
+	if req.AddGenerationPrompt == nil || *req.AddGenerationPrompt || len(req.Messages) == 0 {
+		return "assistant"
+	}
+	return req.Messages[len(req.Messages)-1].Role
+}
+
+// chatMessage builds the answer's message (of role chatRole), with tool
+// calls parsed out when tools are in play; a message of tool calls alone
+// has null content.
+func (s *Server) chatMessage(role, text, finish string, tm toolMode) (*chatmsg.Message, string) {
+	msg := &chatmsg.Message{Role: role, Content: text}
 	if !tm.parse {
 		return msg, finish
 	}
@@ -533,7 +545,7 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 	echo := chatEcho(req) // "" unless asked for
 	var firsts []chatChoice
 	for i := range n {
-		firsts = append(firsts, chatChoice{Index: i, Delta: &chatmsg.Delta{Role: "assistant", Content: &echo}})
+		firsts = append(firsts, chatChoice{Index: i, Delta: &chatmsg.Delta{Role: chatRole(req), Content: &echo}})
 	}
 	chunk(firsts, nil, true)
 	held := make([]choiceOut, n)
@@ -577,7 +589,7 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *cha
 			if ev.Finish != "" {
 				finish := ev.Finish
 				if tm.parse {
-					msg, f := s.chatMessage(held[ev.Choice].text.String(), ev.Finish, tm)
+					msg, f := s.chatMessage(chatRole(req), held[ev.Choice].text.String(), ev.Finish, tm)
 					finish = f
 					d := msg.Delta()
 					ch.Delta.Content, ch.Delta.ToolCalls = d.Content, d.ToolCalls

@@ -82,8 +82,10 @@
 // vLLM's echo for chat begins each choice's content with the last
 // message's when that is the assistant's (the whole turn, with
 // continue_final_message) or, with add_generation_prompt false, whatever
-// its role (as vLLM's response role is then the last message's), streamed
-// in the first chunk.
+// its role, streamed in the first chunk. As in vLLM, the answer's role
+// (message.role, the first delta's role) is the assistant's after the
+// generation prompt, and with add_generation_prompt false the last
+// message's, which the answer continues.
 // vLLM's add_special_tokens has the tokenizer add its special tokens (a
 // BOS) to the prompt: false unless sent for chat, whose template writes
 // them, true for completions. use_beam_search true is a 400 (this server

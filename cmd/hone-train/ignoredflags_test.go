@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -24,6 +25,55 @@ func TestIgnoredFlagsWarned(t *testing.T) {
 		{[]string{"--init-adapter", init}, nil},
 	} {
 		for _, job := range []string{"grpo", "sft"} {
+			args := append([]string{job, "--model", md, "--run", job + string(rune('a'+i)), "--out", out, "--threads", "1", "--steps", "1"}, tc.extra...)
+			code, text := runMain(t, append(args, in)...)
+			if code != 0 {
+				t.Fatalf("%s %v: exit %d\n%s", job, tc.extra, code, text)
+			}
+			w := warnLines(text, "does nothing")
+			if tc.want == nil {
+				if len(w) != 0 {
+					t.Errorf("%s %v: warned %q, want none", job, tc.extra, w)
+				}
+				continue
+			}
+			if len(w) != 1 {
+				t.Errorf("%s %v: warnings %q, want one\n%s", job, tc.extra, w, text)
+				continue
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(w[0], s) {
+					t.Errorf("%s %v: warning %q does not name %s", job, tc.extra, w[0], s)
+				}
+			}
+		}
+	}
+}
+
+// TestIdleChoiceFlagsWarned runs hone-train as a process with flags that
+// only refine a choice the call did not make: --best-mode without
+// --best-metric (no step is picked as best), --norm-constant without
+// --norm constant, and --tis-mode with --tis 0 (no importance weight).
+// Each trains and warns once, naming the flag and the one it needs; with
+// that choice made, none warns. Before, all were ignored without a word.
+func TestIdleChoiceFlagsWarned(t *testing.T) {
+	dir := t.TempDir()
+	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
+	in := filepath.Join(dir, "s", "a.parquet")
+	out := filepath.Join(dir, "adapters")
+	for i, tc := range []struct {
+		jobs  []string
+		extra []string
+		want  []string // a warning line containing each; none: no "does nothing" warning
+	}{
+		{[]string{"grpo", "sft"}, []string{"--best-mode", "min"}, []string{"--best-mode", "--best-metric"}},
+		{[]string{"grpo", "sft"}, []string{"--best-mode", "min", "--best-metric", "loss"}, nil},
+		{[]string{"grpo"}, []string{"--norm-constant", "512"}, []string{"--norm-constant", "--norm constant"}},
+		{[]string{"grpo"}, []string{"--norm", "constant", "--norm-constant", "512"}, nil},
+		{[]string{"grpo"}, []string{"--tis-mode", "sampler"}, []string{"--tis-mode", "--tis"}},
+		{[]string{"grpo"}, []string{"--tis", "0", "--tis-mode", "recomputed"}, []string{"--tis-mode", "--tis"}},
+	} {
+		for _, job := range tc.jobs {
 			args := append([]string{job, "--model", md, "--run", job + string(rune('a'+i)), "--out", out, "--threads", "1", "--steps", "1"}, tc.extra...)
 			code, text := runMain(t, append(args, in)...)
 			if code != 0 {

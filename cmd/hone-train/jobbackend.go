@@ -65,9 +65,10 @@ func (j *jobBackend) open(dtype string, log *slog.Logger) (kernels.Backend, func
 
 // ignoredFlags are warnings for the flags given on fs that this call does
 // not read: the shape of a fresh LoRA next to --init-adapter, whose
-// adapter has its own, and --publish-every with a local --out. Warned,
-// not refused, as --warmup-steps under a constant schedule is: a script
-// may pass them on every call, and the run trains as it would without.
+// adapter has its own, --publish-every with a local --out, and the flags
+// of idleChoiceFlags. Warned, not refused, as --warmup-steps under a
+// constant schedule is: a script may pass them on every call, and the run
+// trains as it would without.
 func ignoredFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 	var out []string
 	if o.InitAdapter != "" {
@@ -85,7 +86,36 @@ func ignoredFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 	if fs.Changed("publish-every") && !fileset.IsURL(o.Out) {
 		out = append(out, fmt.Sprintf("--publish-every does nothing with --out %s: only a run written to an object store (--out s3://…) is published", o.Out))
 	}
+	return append(out, idleChoiceFlags(fs, o)...)
+}
+
+// idleChoiceFlags are warnings for the flags given on fs that refine a
+// choice this call did not make: --best-mode without --best-metric, and
+// grpo's --norm-constant without --norm constant and --tis-mode with
+// --tis 0. A user who set one believed the choice it refines was made.
+// The grpo flags are read from fs by name, as sft has none of them.
+func idleChoiceFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
+	var out []string
+	if fs.Changed("best-mode") && o.BestMetric == "" {
+		out = append(out, "--best-mode does nothing without --best-metric: no step is picked as best")
+	}
+	if fs.Changed("norm-constant") {
+		if norm := flagValue(fs, "norm"); norm != "constant" {
+			out = append(out, fmt.Sprintf("--norm-constant does nothing with --norm %s: only --norm constant divides by it", norm))
+		}
+	}
+	if fs.Changed("tis-mode") && flagValue(fs, "tis") == "0" {
+		out = append(out, "--tis-mode does nothing with --tis 0 (the default): no truncated importance weight is applied; give --tis C, the cap")
+	}
 	return out
+}
+
+// flagValue is the value of fs's flag name as text ("" when fs has none).
+func flagValue(fs *pflag.FlagSet, name string) string {
+	if f := fs.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }
 
 // runJob runs a training job (sft, grpo) whose shared options are o: the

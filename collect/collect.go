@@ -396,6 +396,11 @@ func (o *Options) prepare() (scripted bool, policyName string, err error) {
 			return false, "", stageerr.Usagef("--chat-template-kwargs %w", err)
 		}
 		o.Model.TemplateKwargs, o.templateKwargs = kw, canon
+		if scripted {
+			// Warned, not refused, as hone-train's idle flags are: a
+			// script may pass the same flags to every call.
+			o.Log.Warn("--chat-template-kwargs does nothing with --policy scripted: no model is called, and the rows record no kwargs", "policy", o.Policy)
+		}
 	}
 	// A base URL without its scheme (vLLM's "localhost:8000/v1") is
 	// refused before any episode: each call failed with "unsupported

@@ -123,3 +123,42 @@ func TestChatTemplateKwargs(t *testing.T) {
 		}
 	}
 }
+
+// TestChatTemplateKwargsScriptedWarned runs hone-collect with a scripted
+// policy and --chat-template-kwargs: no model is called and no row
+// records the kwargs, so the run writes its rows and warns once, naming
+// the flag; without the flag it warns about nothing. Before, the flag
+// was ignored without a word, and a user who meant the scripted rows to
+// be laid out under those kwargs got rows that name none.
+func TestChatTemplateKwargsScriptedWarned(t *testing.T) {
+	dir := t.TempDir()
+	for i, kw := range []string{`{"enable_thinking":false}`, ""} {
+		out := filepath.Join(dir, string(rune('a'+i))+".parquet")
+		args := []string{"--env", "guess", "--groups", "2", "-G", "2", "--policy", "scripted:bisect", "-o", out}
+		if kw != "" {
+			args = append(args, "--chat-template-kwargs", kw)
+		}
+		r := collectBin(t, args...)
+		if r.code != 0 {
+			t.Fatalf("%q: exit %d: %s", kw, r.code, r.stderr)
+		}
+		if gs := read(t, out); len(gs) != 2 {
+			t.Fatalf("%q: %d groups, want 2", kw, len(gs))
+		}
+		var warns []string
+		for _, l := range strings.Split(r.stderr, "\n") {
+			if strings.Contains(l, "WARN") {
+				warns = append(warns, l)
+			}
+		}
+		if kw == "" {
+			if len(warns) != 0 {
+				t.Errorf("no kwargs: warned %q, want none", warns)
+			}
+			continue
+		}
+		if len(warns) != 1 || !strings.Contains(warns[0], "--chat-template-kwargs") || !strings.Contains(warns[0], "scripted") {
+			t.Errorf("warnings %q, want one naming --chat-template-kwargs and the scripted policy\n%s", warns, r.stderr)
+		}
+	}
+}

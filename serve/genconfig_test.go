@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hone-rl/hone/internal/waitfor"
 )
 
 // tinyWithGenConfig is a copy of the tiny model folder whose
@@ -58,7 +59,7 @@ func tinyWithGenConfig(t *testing.T, gen map[string]any) string {
 // vLLM), keeps the fixed defaults, and another value is refused at start.
 func TestGenerationConfigDefaults(t *testing.T) {
 	dir := tinyWithGenConfig(t, map[string]any{"do_sample": true, "temperature": 0.0, "max_new_tokens": 3})
-	var logs bytes.Buffer
+	var logs waitfor.Buffer // written by the server's goroutines
 	ts := startServer(t, Options{Model: dir, GenerationConfig: "auto", Log: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
 	type answer struct {
 		Choices []struct {

@@ -1,32 +1,14 @@
 package serve
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/hone-rl/hone/internal/waitfor"
 )
-
-// lockedLog is a log sink safe for the server's goroutines.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 const weatherTool = `[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]`
 
@@ -36,7 +18,7 @@ const weatherTool = `[{"type":"function","function":{"name":"get_weather","param
 // with code tools_unsupported. A template with tool support gets no
 // warning.
 func TestToolsWithoutToolTemplate(t *testing.T) {
-	var logBuf lockedLog
+	var logBuf waitfor.Buffer // written by the server's goroutines
 	ts := startServer(t, Options{Model: tinyDir(t), Log: slog.New(slog.NewTextHandler(&logBuf, nil))}, nil)
 	body := func(choice string) string {
 		b := `{"model":"tiny","max_tokens":4,"seed":1,"messages":[{"role":"user","content":"weather?"}],"tools":` + weatherTool

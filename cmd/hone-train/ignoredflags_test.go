@@ -30,22 +30,7 @@ func TestIgnoredFlagsWarned(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("%s %v: exit %d\n%s", job, tc.extra, code, text)
 			}
-			w := warnLines(text, "does nothing")
-			if tc.want == nil {
-				if len(w) != 0 {
-					t.Errorf("%s %v: warned %q, want none", job, tc.extra, w)
-				}
-				continue
-			}
-			if len(w) != 1 {
-				t.Errorf("%s %v: warnings %q, want one\n%s", job, tc.extra, w, text)
-				continue
-			}
-			for _, s := range tc.want {
-				if !strings.Contains(w[0], s) {
-					t.Errorf("%s %v: warning %q does not name %s", job, tc.extra, w[0], s)
-				}
-			}
+			checkDoesNothing(t, job, tc.extra, text, tc.want)
 		}
 	}
 }
@@ -79,22 +64,30 @@ func TestIdleChoiceFlagsWarned(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("%s %v: exit %d\n%s", job, tc.extra, code, text)
 			}
-			w := warnLines(text, "does nothing")
-			if tc.want == nil {
-				if len(w) != 0 {
-					t.Errorf("%s %v: warned %q, want none", job, tc.extra, w)
-				}
-				continue
-			}
-			if len(w) != 1 {
-				t.Errorf("%s %v: warnings %q, want one\n%s", job, tc.extra, w, text)
-				continue
-			}
-			for _, s := range tc.want {
-				if !strings.Contains(w[0], s) {
-					t.Errorf("%s %v: warning %q does not name %s", job, tc.extra, w[0], s)
-				}
-			}
+			checkDoesNothing(t, job, tc.extra, text, tc.want)
+		}
+	}
+}
+
+// checkDoesNothing checks the "does nothing" warnings of a call of job with
+// extra flags that wrote text: none when want is nil, else exactly one
+// naming each of want.
+func checkDoesNothing(t *testing.T, job string, extra []string, text string, want []string) {
+	t.Helper()
+	w := warnLines(text, "does nothing")
+	if want == nil {
+		if len(w) != 0 {
+			t.Errorf("%s %v: warned %q, want none", job, extra, w)
+		}
+		return
+	}
+	if len(w) != 1 {
+		t.Errorf("%s %v: warnings %q, want one\n%s", job, extra, w, text)
+		return
+	}
+	for _, s := range want {
+		if !strings.Contains(w[0], s) {
+			t.Errorf("%s %v: warning %q does not name %s", job, extra, w[0], s)
 		}
 	}
 }

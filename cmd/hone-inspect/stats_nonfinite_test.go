@@ -24,12 +24,7 @@ func TestStatsInfiniteAndHugeRewards(t *testing.T) {
 			"reward": json.RawMessage(r), "messages": []map[string]string{{"role": "user", "content": "hi"}}})
 		jsonl.Write(append(b, '\n'))
 	}
-	pq := mustRun(t, []byte(jsonl.String()), "from-jsonl", "-").stdout
-	out := mustRun(t, []byte(pq), "stats", "--json", "-").stdout
-	var s trajectory.Stats
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		t.Fatalf("stats --json: %v\n%s", err, out)
-	}
+	s := statsOfJSONL(t, jsonl.String())
 	if len(s.ByStep) != 2 {
 		t.Fatalf("steps %+v", s.ByStep)
 	}
@@ -59,12 +54,7 @@ func TestStatsStdAtFloatLimits(t *testing.T) {
 			"reward": r, "messages": []map[string]string{{"role": "user", "content": "hi"}}})
 		jsonl.Write(append(b, '\n'))
 	}
-	pq := mustRun(t, []byte(jsonl.String()), "from-jsonl", "-").stdout
-	out := mustRun(t, []byte(pq), "stats", "--json", "-").stdout
-	var s trajectory.Stats
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		t.Fatalf("stats --json: %v\n%s", err, out)
-	}
+	s := statsOfJSONL(t, jsonl.String())
 	if len(s.ByStep) != 2 {
 		t.Fatalf("steps %+v", s.ByStep)
 	}
@@ -75,4 +65,17 @@ func TestStatsStdAtFloatLimits(t *testing.T) {
 	if r := s.ByStep[1].Reward; !near(r.Std, math.Sqrt2*1e-300) || !near(r.Mean, 2e-300) {
 		t.Errorf("rewards 1e-300, 3e-300: %+v, want mean 2e-300, std %g", r, math.Sqrt2*1e-300)
 	}
+}
+
+// statsOfJSONL is `hone-inspect stats --json` of the JSON Lines chats
+// imported by `hone-inspect from-jsonl`, both run as processes.
+func statsOfJSONL(t *testing.T, jsonl string) trajectory.Stats {
+	t.Helper()
+	pq := mustRun(t, []byte(jsonl), "from-jsonl", "-").stdout
+	out := mustRun(t, []byte(pq), "stats", "--json", "-").stdout
+	var s trajectory.Stats
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("stats --json: %v\n%s", err, out)
+	}
+	return s
 }

@@ -100,11 +100,12 @@ read -r -a PREC_ARGS <<<"$PRECISION_OPTS"
 # The whole numbers, checked before anything runs: a typo (SFT_STEPS=3OO)
 # made `[ "$SFT_STEPS" -gt 0 ]` fail as a test, which skipped the warm-up
 # without a word, and ROUNDS=0 trained nothing and then failed evaluating a
-# step 0 that no round wrote.
+# step 0 that no round wrote. Nine digits at most keep bash's arithmetic on
+# them (seed offsets, round counts) far from its 64-bit wrap.
 whole() {
 	local name=$1 min=$2 value=${!1}
 	if ! [[ $value =~ ^(0|[1-9][0-9]{0,8})$ ]] || [ "$value" -lt "$min" ]; then
-		echo "demo: $name=$value must be a whole number, at least $min" >&2
+		echo "demo: $name=$value must be a whole number from $min to 999999999" >&2
 		exit 2
 	fi
 }

@@ -852,16 +852,20 @@ func TestDemoCancelLeavesNothing(t *testing.T) {
 // word (the failed `-gt` test read as false), and ROUNDS=0 trained nothing
 // and then failed evaluating a step no round wrote. SEED=x failed with
 // bash's "x: unbound variable" (exit 1): the held-out seed was computed
-// from it before the check.
+// from it before the check. A ten-digit number is refused saying the
+// range, not as "not a whole number".
 func TestDemoRefusesBadKnobs(t *testing.T) {
 	ctx, root, bin := loopSetup(t)
-	for _, knob := range []string{"SFT_STEPS=3OO", "ROUNDS=0", "GSIZE=-2", "SEED=08", "SEED=x", "EVAL_EPISODES=two", "THREADS=1.5"} {
+	for _, knob := range []string{"SFT_STEPS=3OO", "ROUNDS=0", "GSIZE=-2", "SEED=08", "SEED=x", "EVAL_EPISODES=two", "THREADS=1.5", "SEED=1234567890"} {
 		out := filepath.Join(t.TempDir(), "demo")
 		stdout, stderr, err := tinyRunInto(ctx, t, root, "./pipelines/demo.sh", bin, out, knob)
 		var ee *exec.ExitError
 		name := strings.SplitN(knob, "=", 2)[0]
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, name+"=") {
 			t.Errorf("demo.sh with %s: %v, want exit 2 naming %s\n%s%s", knob, err, name, stdout, stderr)
+		}
+		if !strings.Contains(stderr, "to 999999999") {
+			t.Errorf("demo.sh with %s: the refusal does not say the range:\n%s", knob, stderr)
 		}
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("demo.sh with %s wrote %s before it refused", knob, out)

@@ -100,6 +100,9 @@
 // ignored: priority"; past 8 of them, the first 8 and the count) and,
 // once per field for the first 64 names, in the log, as vLLM logs them.
 //
+// As in vLLM, temperature 0 (below its 1e-5) is greedy and a temperature
+// above 0 and below 0.01 samples at 0.01, which vLLM raises it to.
+//
 // Sampling fields a request leaves out are, by default, temperature 1 with
 // no top_p, top_k, min_p or repetition penalty: --generation-config vllm,
 // as ART starts its vLLM server, since rollouts for RL sample the model

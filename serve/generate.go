@@ -133,7 +133,8 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 
 // shapeParams sets in p the fields of f that shape the distribution drawn
 // from (temperature, top_p, top_k, min_p and the penalties), refusing one
-// out of its range with a 400 naming it.
+// out of its range with a 400 naming it. p holds the defaults already, so a
+// generation_config.json temperature is raised to minTemperature too.
 func shapeParams(f *samplingFields, p *engine.Params) error {
 	if f.Temperature != nil {
 		if *f.Temperature < 0 || *f.Temperature > 100 {
@@ -178,8 +179,18 @@ func shapeParams(f *samplingFields, p *engine.Params) error {
 			*pen.dst = *pen.v
 		}
 	}
+	if p.Temperature > 0 && p.Temperature < minTemperature {
+		// As vLLM's SamplingParams raises it: dividing logits by a tinier
+		// temperature overflows, and a client that sent one expects vLLM's
+		// answer, a draw at 0.01, not greedy nor a draw at its own value.
+		p.Temperature = minTemperature
+	}
 	return nil
 }
+
+// minTemperature is vLLM's _MAX_TEMP, the least temperature above 0 that
+// it samples at; only 0 itself is greedy there (engine.SamplingEps).
+const minTemperature = 1e-2
 
 // maxTokens is the request's max_tokens: mt, the field param names (0
 // only where params allowed it), within the server's cap, the context

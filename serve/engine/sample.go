@@ -10,7 +10,7 @@ import (
 
 // Params are the sampling settings of one request (OpenAI's names).
 type Params struct {
-	Temperature      float64 // 0: greedy
+	Temperature      float64 // below SamplingEps: greedy
 	TopP             float64 // 0 or 1: off
 	TopK             int     // 0 or less: off
 	MinP             float64 // 0: off; else only tokens of probability (after temperature) at least MinP times the best one's (vLLM's min_p)
@@ -34,6 +34,16 @@ type Params struct {
 	Logprobs    bool // report the chosen token's logprob
 	TopLogprobs int  // and this many alternatives
 	SkipSpecial bool // leave special tokens out of the text
+}
+
+// SamplingEps is vLLM's _SAMPLING_EPS: a temperature below it is greedy,
+// as vLLM's SamplingParams.sampling_type decides, so that a request sent
+// to either server with the same tiny temperature is answered the same way.
+const SamplingEps = 1e-5
+
+// greedy reports whether p's choice is the argmax.
+func (p *Params) greedy() bool {
+	return p.Temperature < SamplingEps
 }
 
 // repeats reports whether p has a repetition penalty.
@@ -221,7 +231,7 @@ func (s *sampler) pick(row []float32, c Constraint) (id int32, lp float32, top [
 	if c != nil {
 		c.Mask(row)
 	}
-	if s.p.MinP > 0 && s.p.Temperature > 1e-6 {
+	if s.p.MinP > 0 && !s.p.greedy() {
 		s.cutMinP(row)
 	}
 	id = s.choose(row)
@@ -278,7 +288,7 @@ func (s *sampler) deviceInv(c Constraint, V int) (float32, bool) {
 	if c != nil || p.FrequencyPenalty != 0 || p.PresencePenalty != 0 || p.repeats() || len(p.LogitBias) > 0 || p.MinTokens > 0 || p.Logprobs && p.TopLogprobs > 0 {
 		return 0, false
 	}
-	if p.Temperature <= 1e-6 {
+	if p.greedy() {
 		return 0, true
 	}
 	if p.TopK > 0 && p.TopK < V || p.TopP > 0 && p.TopP < 1 || p.MinP > 0 {
@@ -326,7 +336,7 @@ func (s *sampler) fromDevice(c kernels.RowChoice) picked {
 // row holding +Inf gives its first +Inf; a row with no candidate (every
 // entry NaN or −Inf) gives −1.
 func (s *sampler) choose(row []float32) int32 {
-	if s.p.Temperature <= 1e-6 {
+	if s.p.greedy() {
 		best, bv := -1, float32(math.Inf(-1))
 		for i, v := range row {
 			if v > bv { // never for NaN

@@ -57,7 +57,8 @@
 // stop strings from ending, within the first min_tokens tokens (a 400
 // with response_format or a forced tool call, whose complete document
 // allows only its end). A stop string ends
-// a choice's text before it, or with vLLM's include_stop_str_in_output
+// a choice's text before it (of several found in a token's text, the first
+// listed, as vLLM checks them in order), or with vLLM's include_stop_str_in_output
 // after it (a stop token's text then kept too, so that the text is that
 // of all of token_ids); the tokens that made it stay in token_ids and the
 // logprobs either way, as in vLLM. vLLM's allowed_token_ids (ids in the

@@ -273,20 +273,24 @@ func naiveHold(text string, stops []string) int {
 	return best
 }
 
-// naiveCut is where the earliest occurrence of one of stops in text
-// begins, or -1.
-func naiveCut(text string, stops []string) int {
-	cut := -1
+// naiveCut is vLLM's stop check over text whose first fed bytes were
+// checked before, with the text up to q quiet: the stop strings in list
+// order, the first with an occurrence that ends in the new bytes and past
+// q wins, at its first such occurrence; -1 for none.
+func naiveCut(text string, fed int, stops []string, q int) int {
 	for _, st := range stops {
-		if i := strings.Index(text, st); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
+		for i := max(0, fed+1-len(st)); i+len(st) <= len(text); i++ {
+			if text[i:i+len(st)] == st && i+len(st) > q {
+				return i
+			}
 		}
 	}
-	return cut
+	return -1
 }
 
 // TestStopMatchMatchesNaive: a stopMatch fed a text in random pieces finds
-// the first stop string where searching the whole text finds it, and until
+// the stop string vLLM's check finds (naiveCut: the first listed of those
+// that end in the piece), where searching the text finds it, and until
 // then holds back what trying every suffix length gives, on random texts
 // and stops over a small alphabet (many partial matches), and on the case
 // that made a naive suffix search quadratic.
@@ -304,7 +308,7 @@ func TestStopMatchMatchesNaive(t *testing.T) {
 		m := newStopTable(stops).match()
 		for fed := 0; fed < len(text); {
 			n := min(len(text)-fed, 1+r.IntN(4))
-			got, want := m.feed(text[fed:fed+n], fed), naiveCut(text[:fed+n], stops)
+			got, want := m.feed(text[fed:fed+n], fed), naiveCut(text[:fed+n], fed, stops, 0)
 			if got != want {
 				t.Fatalf("stops %q: feeding %q after %q: cut %d, want %d", stops, text[fed:fed+n], text[:fed], got, want)
 			}
@@ -326,9 +330,9 @@ func TestStopMatchMatchesNaive(t *testing.T) {
 
 // TestStopMatchQuiet: with the text up to q quiet (min_tokens' tokens), a
 // stopMatch fed in random pieces, q growing with the text as the engine
-// sets it, finds the earliest-starting stop string among those that end
-// past q, as searching every occurrence does, including ones that begin in
-// the quiet text or overlap one passed over.
+// sets it, finds the first listed stop string among those that end in the
+// piece and past q, where searching every occurrence finds it, including
+// ones that begin in the quiet text or overlap one passed over.
 func TestStopMatchQuiet(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	word := func(n int) string {
@@ -338,17 +342,6 @@ func TestStopMatchQuiet(t *testing.T) {
 		}
 		return string(b)
 	}
-	naive := func(text string, stops []string, q int) int {
-		cut := -1
-		for _, st := range stops {
-			for i := 0; i+len(st) <= len(text); i++ {
-				if text[i:i+len(st)] == st && i+len(st) > q && (cut < 0 || i < cut) {
-					cut = i
-				}
-			}
-		}
-		return cut
-	}
 	for range 5000 {
 		text, stops := word(r.IntN(16)), []string{word(1 + r.IntN(5)), word(1 + r.IntN(5))}
 		q := r.IntN(len(text) + 1)
@@ -356,7 +349,7 @@ func TestStopMatchQuiet(t *testing.T) {
 		for fed := 0; fed < len(text); {
 			n := min(len(text)-fed, 1+r.IntN(4))
 			m.quiet = min(q, fed+n)
-			got, want := m.feed(text[fed:fed+n], fed), naive(text[:fed+n], stops, q)
+			got, want := m.feed(text[fed:fed+n], fed), naiveCut(text[:fed+n], fed, stops, q)
 			if got != want {
 				t.Fatalf("stops %q, quiet %d: feeding %q after %q: cut %d, want %d", stops, q, text[fed:fed+n], text[:fed], got, want)
 			}

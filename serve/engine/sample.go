@@ -23,7 +23,7 @@ type Params struct {
 	LogitBias         map[int32]float32 // added to the logits of these token ids before the choice (OpenAI's logit_bias)
 	MaxTokens         int               // generated tokens at most (> 0, or 0 for an echo-only completion)
 	MinTokens         int               // generated tokens before an end-of-sequence id, a StopIDs id or a stop string may end the sequence (vLLM's min_tokens)
-	Stop              []string          // stop strings; the text before the first match is returned
+	Stop              []string          // stop strings; the text before the first listed one found in a token's text is returned
 	// IncludeStop keeps the stop string that ended the text in it, and a
 	// stop token's text (vLLM's include_stop_str_in_output).
 	IncludeStop bool

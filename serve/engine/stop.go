@@ -60,15 +60,18 @@ type stopMatch struct {
 }
 
 // feed takes the text's next bytes, add, which begin at offset base of the
-// text, and returns the offset where the earliest stop string that ends
-// within them begins, or -1 when none does (m.matched is then that string's
-// length). After a match the sequence stops, and m is not fed again.
+// text, and returns the offset where a stop string that ends within them
+// begins, or -1 when none does (m.matched is then that string's length).
+// The strings are tried in their list's order and the first found wins,
+// even when a later one begins earlier, as vLLM's stop check takes them:
+// a client's stop list gets the answer vLLM would give it. After a match
+// the sequence stops, and m is not fed again.
 func (m *stopMatch) feed(add string, base int) int {
-	cut := -1
 	for j, st := range m.t.stops {
 		if len(st) == 0 { // matches at once, before the new bytes
 			if m.quiet == 0 || base+len(add) > m.quiet {
-				cut, m.matched = max(base, m.quiet), 0
+				m.matched = 0
+				return max(base, m.quiet)
 			}
 			continue
 		}
@@ -85,15 +88,13 @@ func (m *stopMatch) feed(add string, base int) int {
 				continue
 			}
 			if int(k) == len(st) {
-				if at := base + i + 1 - len(st); cut < 0 || at < cut {
-					cut, m.matched = at, len(st)
-				}
-				break
+				m.matched = len(st)
+				return base + i + 1 - len(st)
 			}
 		}
 		m.state[j] = k
 	}
-	return cut
+	return -1
 }
 
 // hold is the length of the longest end of the text fed so far that is a

@@ -360,7 +360,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	defer cancel()
 	// Every field is read before the prompt is scored: a request that
 	// can only be a 400 must cost no forward, nor be told to retry (429).
-	if cons, err = s.filterTokens(&req.samplingFields, withMaxTokens(cons, p.MaxTokens)); err != nil {
+	if cons, err = s.filterTokens(&req.samplingFields, &p, withMaxTokens(cons, p.MaxTokens)); err != nil {
 		return err
 	}
 	plk, wantPL, err := promptLogprobsK(&req.samplingFields, s.m.Config.Vocab)

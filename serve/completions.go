@@ -159,7 +159,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	// allowed_token_ids and bad_words are read before the prompt is
 	// scored, as every other field: a request that can only be a 400 must
 	// cost no forward, nor be told to retry (429).
-	cons, err := s.filterTokens(&req.samplingFields, nil)
+	cons, err := s.filterTokens(&req.samplingFields, &p, nil)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,11 @@
 // tokenizes them), the last token wherever the output so far ends with
 // the ones before it. Both mask after the penalties and before min_p,
 // top_k and top_p, the logprobs staying the raw model's; a row they leave
-// without a token is the 500 of code constraint_no_token. Content sent as a
+// without a token is the 500 of code constraint_no_token, except a first
+// token that the request's fields alone leave none (allowed_token_ids all
+// held back by min_tokens, banned by bad_words, or unable to begin
+// response_format's or a forced call's output): that is a 400 naming
+// allowed_token_ids and the clashing field, before any generation. Content sent as a
 // list of content parts reaches a chat template that loops over a
 // message's content (Gemma 3's) as the list, and any other (Qwen's and
 // Llama's take content as a string) as its text parts joined by newlines,

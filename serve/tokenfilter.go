@@ -62,9 +62,11 @@ func (f *tokenFilter) Accept(id int32) error {
 
 // filterTokens wraps the per-choice constraint cons (nil: none) with the
 // request's allowed_token_ids and bad_words, refusing ids outside the
-// vocabulary and empty lists or words with a 400 naming the field; cons
-// comes back as is when the request has neither.
-func (s *Server) filterTokens(f *samplingFields, cons func(int) engine.Constraint) (func(int) engine.Constraint, error) {
+// vocabulary and empty lists or words with a 400 naming the field, and a
+// request whose first token they leave no candidate (firstTokenLeft); cons
+// comes back as is when the request has neither. p is the request's
+// sampling parameters (min_tokens and stop_token_ids).
+func (s *Server) filterTokens(f *samplingFields, p *engine.Params, cons func(int) engine.Constraint) (func(int) engine.Constraint, error) {
 	if f.AllowedTokenIDs == nil && len(f.BadWords) == 0 {
 		return cons, nil
 	}
@@ -89,13 +91,63 @@ func (s *Server) filterTokens(f *samplingFields, cons func(int) engine.Constrain
 	if err != nil {
 		return nil, err
 	}
-	return func(i int) engine.Constraint {
+	filtered := func(i int) engine.Constraint {
 		tf := &tokenFilter{allowed: allowed, bad: bad}
 		if cons != nil {
 			tf.inner = cons(i)
 		}
 		return tf
-	}, nil
+	}
+	if err := s.firstTokenLeft(f, p, filtered(0), cons != nil); err != nil {
+		return nil, err
+	}
+	return filtered, nil
+}
+
+// firstTokenLeft refuses with a 400 naming allowed_token_ids (or bad_words)
+// and what they clash with a request whose first token would have no
+// candidate whatever the model says: c's mask (constrained: an output
+// constraint is in it) over a row of finite logits, after min_tokens has
+// held back the end-of-sequence and stop_token_ids as the engine does.
+// Such a request could only fail, as the 500 constraint_no_token, a server
+// fault, after costing a queue place and a prefill; what it asked for is
+// knowable from its fields. Later tokens are not looked ahead to: whether
+// a constraint can go on depends on the tokens drawn.
+func (s *Server) firstTokenLeft(f *samplingFields, p *engine.Params, c engine.Constraint, constrained bool) error {
+	row := make([]float32, s.m.Config.Vocab)
+	ninf := float32(math.Inf(-1))
+	if p.MinTokens > 0 {
+		for _, id := range p.StopIDs {
+			row[id] = ninf
+		}
+		for _, id := range s.eos {
+			if int(id) < len(row) {
+				row[id] = ninf
+			}
+		}
+	}
+	c.Mask(row)
+	if slices.ContainsFunc(row, func(v float32) bool { return v > ninf }) {
+		return nil
+	}
+	param := "allowed_token_ids"
+	if f.AllowedTokenIDs == nil {
+		param = "bad_words"
+	}
+	var with []string
+	if f.AllowedTokenIDs != nil && len(f.BadWords) > 0 {
+		with = append(with, "bad_words")
+	}
+	if p.MinTokens > 0 {
+		with = append(with, "min_tokens (which holds back the end-of-sequence and stop_token_ids)")
+	}
+	if constrained {
+		with = append(with, "response_format or tool_choice (whose output must begin otherwise)")
+	}
+	if len(with) == 0 {
+		return badRequest(param, "%s leaves no token that can be chosen first", param)
+	}
+	return badRequest(param, "%s, with %s, leaves no token that can be chosen first", param, strings.Join(with, " and "))
 }
 
 // badWordIDs are the token sequences bad_words bans, as vLLM tokenizes

@@ -96,6 +96,9 @@ type samplingFields struct {
 	// vLLM's beam search reads, has nothing to change without it.
 	UseBeamSearch bool     `json:"use_beam_search"`
 	LengthPenalty *float64 `json:"length_penalty"`
+	// Priority (vLLM's) is read only to refuse one other than 0: this
+	// server schedules first come first served, as vLLM's default policy.
+	Priority int `json:"priority"`
 }
 
 type responseFormat struct {

@@ -95,14 +95,17 @@
 // BOS) to the prompt: false unless sent for chat, whose template writes
 // them, true for completions. use_beam_search true is a 400 (this server
 // samples); length_penalty, which only beam search reads, changes nothing.
+// vLLM's priority other than 0 is a 400 in vLLM's words ("Got priority 1
+// but Priority scheduling is not enabled."): requests are served first come
+// first served, vLLM's default --scheduling-policy.
 // vLLM's prompt_logprobs k (0 to 20) gives, for each prompt token after
 // the first, its logprob, rank and text and those of the k most likely
 // tokens, as vLLM shapes them (null, then maps from token id; completions
 // in each choice, chat in the response), from the forward that scores an
 // echo's prompt; with stream only 0 passes. Fields the server does not
-// read (vLLM's spaces_between_special_tokens or priority, say) are
+// read (vLLM's spaces_between_special_tokens, say) are
 // answered without, and named in the X-Hone-Warning header ("fields
-// ignored: priority"; past 8 of them, the first 8 and the count) and,
+// ignored: spaces_between_special_tokens"; past 8 of them, the first 8 and the count) and,
 // once per field for the first 64 names, in the log, as vLLM logs them.
 //
 // As in vLLM, temperature 0 (below its 1e-5) is greedy and a temperature

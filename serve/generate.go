@@ -47,6 +47,12 @@ func (s *Server) params(f *samplingFields, promptParam string, promptLen int, al
 		// would otherwise be silently ignored.
 		return p, 0, badRequest("stream_options", "stream_options is only allowed when stream is true")
 	}
+	if f.Priority != 0 {
+		// vLLM's answer, in its words, unless started with
+		// --scheduling-policy priority: a client relying on the order
+		// would otherwise be served in another.
+		return p, 0, badRequest("priority", "Got priority %d but Priority scheduling is not enabled.", f.Priority)
+	}
 	n := 1
 	if f.N != nil {
 		n = *f.N

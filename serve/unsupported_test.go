@@ -69,7 +69,7 @@ func TestIgnoredFieldsWarned(t *testing.T) {
 	for _, c := range []struct{ path, body, want string }{
 		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"spaces_between_special_tokens":false,"store":true}`,
 			"fields ignored: spaces_between_special_tokens, store"},
-		{"/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":2,"priority":1}`, "fields ignored: priority"},
+		{"/v1/completions", `{"model":"tiny","prompt":"hi","max_tokens":2,"service_tier":"auto"}`, "fields ignored: service_tier"},
 		{"/v1/completions", `{"Model":"tiny","prompt":"hi","MAX_TOKENS":2,"stream_options":null}`, ""},
 		{"/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":2,"logprobs":true,"top_logprobs":2,"return_token_ids":true}`, ""},
 	} {

@@ -341,6 +341,9 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err != nil {
 		return err
 	}
+	if s.rendered != nil {
+		s.rendered()
+	}
 	keep, err := s.truncateKeep(&req.samplingFields)
 	if err != nil {
 		return err
@@ -356,8 +359,7 @@ func (s *Server) chatRun(w http.ResponseWriter, r *http.Request, req *chatReques
 	if err := chatOnlyParams(req, &p, cons != nil); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
-	defer cancel()
+	ctx := r.Context() // the request's deadline, from its arrival (Handler)
 	// Every field is read before the prompt is scored: a request that
 	// can only be a 400 must cost no forward, nor be told to retry (429).
 	if cons, err = s.filterTokens(&req.samplingFields, &p, withMaxTokens(cons, p.MaxTokens)); err != nil {

@@ -154,8 +154,7 @@ func (s *Server) completionsRun(w http.ResponseWriter, r *http.Request, req *com
 	if req.Stream && req.Echo {
 		return badRequest("echo", "echo is not supported with stream")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
-	defer cancel()
+	ctx := r.Context() // the request's deadline, from its arrival (Handler)
 	// allowed_token_ids and bad_words are read before the prompt is
 	// scored, as every other field: a request that can only be a 400 must
 	// cost no forward, nor be told to retry (429).

@@ -27,7 +27,8 @@
 // bound, --max-queue, counts sequences: a request adds its n, and the 429
 // says how many wait; a request that scores its prompt, an echo with
 // logprobs or one with prompt_logprobs, is refused before the scoring), 503
-// shutting down, 504 past the request deadline; 500 with code
+// shutting down, 504 past the request deadline (--request-timeout from
+// the request's arrival, chat template rendering included); 500 with code
 // logits_not_finite or constraint_no_token for a sequence left with no
 // token to choose (Server.noCandidate: the model's logits NaN, as from a
 // diverged adapter, or a constraint that allowed nothing), sent mid-stream

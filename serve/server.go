@@ -71,6 +71,9 @@ type Server struct {
 	// returned tokens of its choice (then end of sequence) through the
 	// Constraint seam.
 	forceOutput func(prompt []int32, choice int) []int32
+	// rendered, when set (tests), runs after a chat request's template is
+	// rendered: a rendering that takes long, as far as the deadline sees.
+	rendered func()
 }
 
 // NewServer loads the model folder and adapters of o onto o.Backend.
@@ -180,8 +183,14 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found_error", "no route for "+r.Method+" "+r.URL.Path, "", "")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The request's deadline (--request-timeout) runs from its arrival,
+		// as the reads and writes track bounds do: every stage (rendering
+		// the chat template, scoring the prompt, generating) spends from
+		// it, where one deadline a stage let a request run for several.
+		ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
+		defer cancel()
 		defer s.track(w)()
-		mux.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

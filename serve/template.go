@@ -12,8 +12,6 @@ import (
 // template under the request's context and deadline, and maps a failure to
 // the response the client gets.
 func (s *Server) renderPrompt(ctx context.Context, in chattemplate.Input) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.o.RequestTimeout)
-	defer cancel()
 	text, err := s.tmpl.Render(ctx, in)
 	if err != nil {
 		return "", s.templateError(ctx, err)

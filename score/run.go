@@ -378,7 +378,7 @@ func buildJudge(opts Options, log *slog.Logger, files *fileset.Pool) (judge.Judg
 		if opts.CacheDir == "" {
 			return nil, stageerr.Usagef("--judge-cache is empty (use --no-judge-cache to run without one)")
 		}
-		j = &judgecache.Cache{Dir: opts.CacheDir, Next: j, Log: log, Files: files}
+		j = &judgecache.Cache{Dir: opts.CacheDir, Server: opts.JudgeBaseURL, Next: j, Log: log, Files: files}
 	}
 	return j, nil
 }

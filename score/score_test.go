@@ -708,3 +708,26 @@ func TestGroupFieldsPassThrough(t *testing.T) {
 		t.Fatalf("group fields after scoring: %+v %+v; %+v", out[0].Metadata, out[0].Metrics, out[1].Metadata)
 	}
 }
+
+// TestJudgeCacheKeyedByServer: a verdict cached from one judge server is
+// not served to a run that asks another server for a model of the same
+// name (a local vLLM "qwen3" and a remote one are different judges),
+// while a base URL that differs only by its trailing slash is the same
+// server.
+func TestJudgeCacheKeyedByServer(t *testing.T) {
+	in := writeInput(t, "in.parquet", groups(2, 2))
+	a := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	b := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	opts := rulerOpts(t, a)
+	if _, _, _, err := run(t, opts, in); err != nil || a.Hits() != 2 {
+		t.Fatalf("first run: hits %d, err %v", a.Hits(), err)
+	}
+	opts.JudgeBaseURL = b.BaseURL()
+	if _, _, sum, err := run(t, opts, in); err != nil || b.Hits() != 2 {
+		t.Fatalf("same model on another server: its judge was called %d times, want 2 (usage %+v, err %v)", b.Hits(), sum.Judge, err)
+	}
+	opts.JudgeBaseURL = b.BaseURL() + "/"
+	if _, _, sum, err := run(t, opts, in); err != nil || b.Hits() != 2 || sum.Judge["judge-m"].CacheHits != 2 {
+		t.Fatalf("the same server with a trailing slash: hits %d, usage %+v, err %v; want the cache's verdicts", b.Hits(), sum.Judge, err)
+	}
+}

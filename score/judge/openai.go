@@ -64,15 +64,15 @@ func NewOpenAI(opts OpenAIOptions) *OpenAI {
 	}
 	// The client would take $OPENAI_BASE_URL for an empty BaseURL: name
 	// the server either way, so that only cmd reads the environment.
-	ro = append(ro, option.WithBaseURL(orDefault(opts.BaseURL, openAIBaseURL)))
+	ro = append(ro, option.WithBaseURL(orDefault(opts.BaseURL, OpenAIBaseURL)))
 	if opts.HTTPClient != nil {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
 	return &OpenAI{client: openai.NewClient(ro...), opts: opts}
 }
 
-// openAIBaseURL is where a judge without a BaseURL sends its calls.
-const openAIBaseURL = "https://api.openai.com/v1/"
+// OpenAIBaseURL is where a judge without a BaseURL sends its calls.
+const OpenAIBaseURL = "https://api.openai.com/v1/"
 
 func orDefault(s, def string) string {
 	if s == "" {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/hone-rl/hone/format/fileset"
@@ -18,13 +19,20 @@ import (
 
 // formatVersion is bumped when the entry layout or the key derivation
 // changes, so older entries become misses rather than misreads.
-const formatVersion = "hone-judgecache-1"
+// Version 2 keys the judge's server (Cache.Server): a version-1 entry,
+// keyed without it, is never looked up again, so an old cache's entries
+// are misses and are judged and stored anew.
+const formatVersion = "hone-judgecache-2"
 
 // Cache is a judge.Judge decorator backed by a directory.
 type Cache struct {
 	Dir  string
 	Next judge.Judge
-	Log  *slog.Logger // nil: no logging
+	// Server is the judge's base URL ("" for api.openai.com). It is part
+	// of the key: two servers may serve different models, or the same
+	// weights differently, under one model name.
+	Server string
+	Log    *slog.Logger // nil: no logging
 	// Files reads and writes the entries, sharing one bucket among them
 	// when Dir is an object-store folder (nil: fileset.ReadFile and
 	// WriteFile, a bucket each).
@@ -52,6 +60,7 @@ type entry struct {
 	Format        string        `json:"format"`
 	Key           string        `json:"key"`
 	Model         string        `json:"model"`          // judge model requested
+	Server        string        `json:"server"`         // judge base URL, normalised (ServerKey)
 	AnsweredBy    string        `json:"answered_by"`    // model the server reported
 	PromptVersion string        `json:"prompt_version"` // for people reading the cache
 	Scores        []judge.Score `json:"scores"`
@@ -59,18 +68,27 @@ type entry struct {
 	Usage judge.Usage `json:"usage"`
 }
 
-// Key returns the cache key of a request: the hex sha256 over a JSON
-// encoding of everything that determines the answer. A request without a
-// temperature encodes as it did before the temperature was keyed, so the
-// entries of runs that never set one stay valid.
-func Key(req judge.Request) string {
+// Key returns the cache key of a request to the judge at server (a base
+// URL): the hex sha256 over a JSON encoding of everything that determines
+// the answer. The server is normalised by ServerKey.
+func Key(server string, req judge.Request) string {
 	b, _ := json.Marshal(struct {
-		Format, Model, PromptVersion, System, User string
-		IDs                                        []string
-		Temperature                                *float64 `json:",omitempty"`
-	}{formatVersion, req.Model, req.PromptVersion, req.System, req.User, req.IDs, req.Temperature})
+		Format, Server, Model, PromptVersion, System, User string
+		IDs                                                []string
+		Temperature                                        *float64 `json:",omitempty"`
+	}{formatVersion, ServerKey(server), req.Model, req.PromptVersion, req.System, req.User, req.IDs, req.Temperature})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// ServerKey normalises a judge base URL for the key: trailing slashes are
+// trimmed (http://h/v1/ and http://h/v1 are one server), and "" is
+// api.openai.com's, where an empty base URL sends its calls.
+func ServerKey(base string) string {
+	if base == "" {
+		base = judge.OpenAIBaseURL
+	}
+	return strings.TrimRight(base, "/")
 }
 
 // Path returns where the entry for key lives: a path, or a URL when Dir
@@ -82,7 +100,7 @@ func (c *Cache) Path(key string) string {
 // Judge answers from the cache when it can, and otherwise asks Next and
 // stores a successful verdict.
 func (c *Cache) Judge(ctx context.Context, req judge.Request) (judge.Verdict, error) {
-	key := Key(req)
+	key := Key(c.Server, req)
 	for {
 		f, leader := c.join(key)
 		if leader {
@@ -140,7 +158,7 @@ func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge
 	if err != nil {
 		return v, err
 	}
-	e := entry{Format: formatVersion, Key: key, Model: req.Model, AnsweredBy: v.Model,
+	e := entry{Format: formatVersion, Key: key, Model: req.Model, Server: ServerKey(c.Server), AnsweredBy: v.Model,
 		PromptVersion: req.PromptVersion, Scores: v.Scores, Usage: v.Usage}
 	if err := c.writeAtomic(ctx, path, e); err != nil {
 		// The verdict is good; a cache that cannot be written only costs a

@@ -2,8 +2,6 @@ package judgecache_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,18 +51,20 @@ func TestCache(t *testing.T) {
 	} {
 		r := req
 		mod(&r)
-		if judgecache.Key(r) == judgecache.Key(req) {
+		if judgecache.Key("", r) == judgecache.Key("", req) {
 			t.Errorf("changing the %s does not change the key", name)
 		}
 	}
-	// Without a temperature the key is the one entries were stored under
-	// before temperatures were keyed, so an existing cache stays valid.
-	legacy, _ := json.Marshal(struct {
-		Format, Model, PromptVersion, System, User string
-		IDs                                        []string
-	}{"hone-judgecache-1", req.Model, req.PromptVersion, req.System, req.User, req.IDs})
-	if sum := sha256.Sum256(legacy); judgecache.Key(req) != hex.EncodeToString(sum[:]) {
-		t.Errorf("a request without a temperature has a new key: existing cache entries would all miss")
+	// The server is part of the key, up to a trailing slash; "" is
+	// api.openai.com's.
+	if judgecache.Key("http://a/v1", req) == judgecache.Key("http://b/v1", req) {
+		t.Errorf("changing the server does not change the key")
+	}
+	if judgecache.Key("http://a/v1/", req) != judgecache.Key("http://a/v1", req) {
+		t.Errorf("a trailing slash changes the key")
+	}
+	if judgecache.Key("", req) != judgecache.Key(judge.OpenAIBaseURL, req) {
+		t.Errorf("an empty base URL is not keyed as api.openai.com")
 	}
 	// One file, no temporaries left behind.
 	var files []string
@@ -74,7 +74,7 @@ func TestCache(t *testing.T) {
 		}
 		return nil
 	})
-	if len(files) != 1 || files[0] != c.Path(judgecache.Key(req)) {
+	if len(files) != 1 || files[0] != c.Path(judgecache.Key("", req)) {
 		t.Fatalf("cache files = %v", files)
 	}
 	// A corrupt entry is a miss, and is rewritten.
@@ -103,7 +103,7 @@ func TestCacheBadScoreIsMiss(t *testing.T) {
 	if _, err := c.Judge(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	path := c.Path(judgecache.Key(req))
+	path := c.Path(judgecache.Key("", req))
 	good, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestCacheFileURL(t *testing.T) {
 	if len(f.Calls()) != 1 {
 		t.Errorf("%d judge calls, want 1 (the second a hit)", len(f.Calls()))
 	}
-	key := judgecache.Key(req)
+	key := judgecache.Key("", req)
 	if _, err := os.Stat(filepath.Join(dir, key[:2], key+".json")); err != nil {
 		t.Error(err)
 	}
@@ -206,7 +206,7 @@ func TestCacheSkipsServerErrors(t *testing.T) {
 	next := judge.Retry{Next: judge.NewOpenAI(judge.OpenAIOptions{BaseURL: s.BaseURL()}), Attempts: 3}
 	c := &judgecache.Cache{Dir: dir, Next: next}
 	req := judge.Request{Model: "judge@7", User: "u", IDs: []string{"1", "2"}}
-	path := c.Path(judgecache.Key(req))
+	path := c.Path(judgecache.Key("", req))
 	_, err := c.Judge(context.Background(), req)
 	if !errors.Is(err, judge.ErrFailed) || s.Hits() != 1 {
 		t.Fatalf("err %v after %d calls, want the judge's failure after 1", err, s.Hits())

@@ -3,7 +3,8 @@
 // file instead of calling the judge again, so re-scoring the same groups
 // with the same judge model, rubric and prompt version costs nothing.
 //
-// A file is named by the sha256 of the request's model, prompt version,
+// A file is named by the sha256 of the judge's server (its base URL,
+// trailing slash trimmed), the request's model, prompt version,
 // system text (which holds the rubric), user text (which holds the group's
 // content), trajectory ids and sampling temperature (when one is asked
 // for), and sits in a two-level directory

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -87,6 +88,7 @@ type Chain struct {
 	Spec        string // recorded under MetaChain
 	OnJudgeErr  string // PolicyFail, PolicySkip or PolicyMark
 	OnlyMissing bool
+	JudgeModel  string // the ruler scorers' judge model, for errors
 }
 
 // Outcome says what happened to a group.
@@ -226,6 +228,17 @@ func (e *scorerError) Unwrap() error { return e.err }
 func (c *Chain) onError(g trajectory.Group, live []int, err error) (trajectory.Group, Outcome, error) {
 	if !isJudgeFailure(err) {
 		return g, Skipped, stageerr.BadInput(err)
+	}
+	// A refused key or an unknown model fails every group alike: under
+	// skip or mark the run asked the judge once per group for nothing and
+	// wrote a file with nothing scored.
+	if status, ok := judge.Refused(err); ok {
+		fix := "check --judge-model and --judge-base-url"
+		if status != http.StatusNotFound {
+			fix = "check the API key ($OPENAI_API_KEY or --judge-api-key) and --judge-base-url"
+		}
+		return g, Skipped, fmt.Errorf("judge model %q answered HTTP %d, as it will for every group: stopping under any --on-judge-error (%s): %w",
+			c.JudgeModel, status, fix, err)
 	}
 	switch c.OnJudgeErr {
 	case PolicySkip:

@@ -199,7 +199,7 @@ func buildChain(opts Options, log *slog.Logger, files *fileset.Pool) (*Chain, *j
 		names[s.Name] = v
 		specs = append(specs, s)
 	}
-	c := &Chain{OnJudgeErr: opts.OnJudgeError, OnlyMissing: opts.OnlyMissing}
+	c := &Chain{OnJudgeErr: opts.OnJudgeError, OnlyMissing: opts.OnlyMissing, JudgeModel: opts.JudgeModel}
 	var meter *judge.Meter
 	var budget ruler.Budget // one tokenizer for every ruler scorer
 	var parts []string

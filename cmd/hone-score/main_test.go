@@ -420,3 +420,33 @@ func TestJudgeCacheKeyedByTemperature(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeRefusesEveryGroup: an auth error or a model the server does
+// not know (401, 403, 404) will be the answer for every group, so under
+// every --on-judge-error policy the run stops after the first, exit 1,
+// naming the status and the judge model, rather than calling the judge
+// once per group (under skip and mark) to skip or mark them all.
+func TestJudgeRefusesEveryGroup(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 6, 2)
+	for _, status := range []int{401, 403, 404} {
+		for _, policy := range []string{"fail", "skip", "mark"} {
+			t.Run(fmt.Sprint(status, "/", policy), func(t *testing.T) {
+				srv := judgetest.NewServer(t, func(int, judgetest.Request) judgetest.Reply { return judgetest.Reply{Status: status} })
+				out := filepath.Join(t.TempDir(), "out.parquet")
+				r := runBin(t, nil, nil, "-o", out, "--judge-base-url", srv.BaseURL(), "--judge-model", "judge-x", "--no-judge-cache",
+					"--concurrency", "1", "--on-judge-error", policy, "--scorer", "ruler", in)
+				want := fmt.Sprintf(`judge model "judge-x" answered HTTP %d`, status)
+				if r.code != 1 || !strings.Contains(r.stderr, want) {
+					t.Fatalf("exit %d (want 1), stderr:\n%s\nwant it to contain %q", r.code, r.stderr, want)
+				}
+				if srv.Hits() != 1 {
+					t.Fatalf("the judge was called %d times, want once: the answer is the same for every group", srv.Hits())
+				}
+				if _, err := os.Stat(out); err == nil {
+					t.Fatalf("output written after the run failed")
+				}
+			})
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -82,7 +83,9 @@ func (f Func) Judge(ctx context.Context, req Request) (Verdict, error) { return 
 type Error struct {
 	Kind      string // "malformed", "http", "timeout", "transport", "refusal"
 	Retryable bool
-	Usage     Usage
+	// Status is the HTTP status of an "http" failure; 0 for the others.
+	Status int
+	Usage  Usage
 	// RetryAfter is how long the server asked to be left alone before
 	// the next call (its Retry-After-Ms or Retry-After header, at most
 	// MaxServerWait); 0 when it said nothing. Retry pauses at least this.
@@ -130,6 +133,22 @@ func usageOf(err error) Usage {
 		return s.usage
 	}
 	return Usage{}
+}
+
+// Refused reports whether err is a judge server's 401, 403 or 404, and
+// which: a key it does not take, or a model it does not have. Every
+// request with that key and model gets the same answer, so a run that
+// got one has nothing left to ask the judge.
+func Refused(err error) (status int, ok bool) {
+	var je *Error
+	if !errors.As(err, &je) {
+		return 0, false
+	}
+	switch je.Status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		return je.Status, true
+	}
+	return 0, false
 }
 
 // retryable reports whether err is a judge failure worth repeating.

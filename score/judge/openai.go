@@ -234,7 +234,7 @@ func classify(err error, callCtx context.Context, timeout time.Duration, usage U
 		if apiErr.Request != nil && apiErr.Request.URL != nil {
 			where = apiErr.Request.URL.Redacted()
 		}
-		return &Error{Kind: "http", Retryable: retry.Answer(status, apiErr.Code), Usage: usage, RetryAfter: serverWait(apiErr.Response),
+		return &Error{Kind: "http", Retryable: retry.Answer(status, apiErr.Code), Status: status, Usage: usage, RetryAfter: serverWait(apiErr.Response),
 			Err: fmt.Errorf("%s from %s: %s", retry.Label(status, apiErr.Code), where, msg)}
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
 		return &Error{Kind: "timeout", Retryable: true, Usage: usage, Err: fmt.Errorf("no answer within %v: %w", timeout, err)}

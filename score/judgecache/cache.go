@@ -160,46 +160,70 @@ func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge
 	}
 	e := entry{Format: formatVersion, Key: key, Model: req.Model, Server: ServerKey(c.Server), AnsweredBy: v.Model,
 		PromptVersion: req.PromptVersion, Scores: v.Scores, Usage: v.Usage}
-	if err := c.writeAtomic(ctx, path, e); err != nil {
+	if err := c.writeAtomic(ctx, path, e); err != nil && ctx.Err() == nil {
 		// The verdict is good; a cache that cannot be written only costs a
-		// judge call next time, so the run goes on.
-		if c.Log != nil {
-			c.Log.Warn("judge cache: cannot store verdict", "path", path, "err", err)
-		}
+		// judge call next time, so the run goes on. A write stopped by
+		// the run's own end (Ctrl-C) is not worth a warning.
+		c.warn("judge cache: cannot store verdict", "path", path, "err", err)
 	}
 	return v, nil
 }
 
+// load returns the verdict stored at path for req, when there is one
+// that answers it. A miss is logged with its reason, unless the run's own
+// context ended: a stopped run's failed reads are no news.
 func (c *Cache) load(ctx context.Context, path, key string, req judge.Request) (judge.Verdict, bool) {
 	b, err := c.readFile(ctx, path)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) && c.Log != nil {
-			c.Log.Warn("judge cache: unreadable entry, calling the judge", "path", path, "err", err)
+		if !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
+			c.warn("judge cache: unreadable entry, calling the judge", "path", path, "err", err)
 		}
 		return judge.Verdict{}, false
 	}
 	var e entry
-	if err := json.Unmarshal(b, &e); err != nil || e.Format != formatVersion || e.Key != key || len(e.Scores) != len(req.IDs) {
-		if c.Log != nil {
-			c.Log.Warn("judge cache: corrupt entry, calling the judge", "path", path, "err", err)
-		}
+	if err := json.Unmarshal(b, &e); err != nil {
+		c.warn("judge cache: corrupt entry, calling the judge", "path", path, "err", err)
 		return judge.Verdict{}, false
 	}
-	for i, s := range e.Scores {
-		if s.ID != req.IDs[i] {
-			return judge.Verdict{}, false
-		}
+	if why := mismatch(e, key, req); why != "" {
+		c.warn("judge cache: entry does not answer the request, calling the judge", "path", path, "mismatch", why)
+		return judge.Verdict{}, false
 	}
 	if err := checkScores(b); err != nil {
 		// Only validated verdicts are stored, so this entry was edited or
 		// written by something else (a shared object-store cache): the
 		// judge is asked again rather than a bad score trained on.
-		if c.Log != nil {
-			c.Log.Warn("judge cache: entry with a bad score, calling the judge", "path", path, "err", err)
-		}
+		c.warn("judge cache: entry with a bad score, calling the judge", "path", path, "err", err)
 		return judge.Verdict{}, false
 	}
 	return judge.Verdict{Model: e.AnsweredBy, Scores: e.Scores, Usage: judge.Usage{CacheHits: 1}}, true
+}
+
+// mismatch says how a well-formed entry fails to answer req, stored under
+// key: another format (an older Hone's), another key (a file moved or
+// copied by hand), or scores for other trajectories; "" when it answers.
+func mismatch(e entry, key string, req judge.Request) string {
+	switch {
+	case e.Format != formatVersion:
+		return fmt.Sprintf("format %q, want %q", e.Format, formatVersion)
+	case e.Key != key:
+		return fmt.Sprintf("key %q, want %q", e.Key, key)
+	case len(e.Scores) != len(req.IDs):
+		return fmt.Sprintf("%d scores for %d trajectory ids", len(e.Scores), len(req.IDs))
+	}
+	for i, s := range e.Scores {
+		if s.ID != req.IDs[i] {
+			return fmt.Sprintf("score %d is for trajectory_id %q, want %q", i+1, s.ID, req.IDs[i])
+		}
+	}
+	return ""
+}
+
+// warn logs a warning when the cache has a logger.
+func (c *Cache) warn(msg string, args ...any) {
+	if c.Log != nil {
+		c.Log.Warn(msg, args...)
+	}
 }
 
 // checkScores holds a stored entry to what judge.Parse accepts of an

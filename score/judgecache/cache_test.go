@@ -1,16 +1,23 @@
 package judgecache_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	_ "github.com/hone-rl/hone/format/fileset/blobdrivers" // s3://
 	"github.com/hone-rl/hone/internal/waitfor"
 
 	"github.com/hone-rl/hone/score/judge"
@@ -311,5 +318,90 @@ func TestInFlightFailureNotShared(t *testing.T) {
 	}
 	if err := <-second; err != nil {
 		t.Errorf("the request after a failed one: %v; want its own verdict", err)
+	}
+}
+
+// TestCacheLogText: an entry that does not answer the request (another
+// format, key or trajectory ids) is logged with what did not match, not
+// with err=<nil>; and a run stopped by its own cancellation (Ctrl-C) logs
+// no warning about the entry it could not read or store.
+func TestCacheLogText(t *testing.T) {
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		return judgetest.Answer(r.IDs, []float64{0.25, 0.75}), nil
+	}}
+	var logged bytes.Buffer
+	c := &judgecache.Cache{Dir: t.TempDir(), Next: f, Log: slog.New(slog.NewTextHandler(&logged, nil))}
+	req := judge.Request{Model: "m", PromptVersion: "v1", System: "rubric", User: "group", IDs: []string{"1", "2"}}
+	ctx := context.Background()
+	if _, err := c.Judge(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	path := c.Path(judgecache.Key("", req))
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c2 := range map[string]struct {
+		edit func(e map[string]any)
+		want string
+	}{
+		"format": {func(e map[string]any) { e["format"] = "hone-judgecache-0" }, `format \"hone-judgecache-0\", want \"hone-judgecache-2\"`},
+		"key":    {func(e map[string]any) { e["key"] = "0123" }, `key \"0123\", want`},
+		"count":  {func(e map[string]any) { e["scores"] = e["scores"].([]any)[:1] }, "1 scores for 2 trajectory ids"},
+		"ids": {func(e map[string]any) { e["scores"].([]any)[1].(map[string]any)["trajectory_id"] = "7" },
+			`score 2 is for trajectory_id \"7\", want \"2\"`},
+	} {
+		var e map[string]any
+		if err := json.Unmarshal(good, &e); err != nil {
+			t.Fatal(err)
+		}
+		c2.edit(e)
+		b, _ := json.Marshal(e)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		logged.Reset()
+		if _, err := c.Judge(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if s := logged.String(); !strings.Contains(s, c2.want) || strings.Contains(s, "<nil>") {
+			t.Errorf("%s mismatch logged:\n%s\nwant it to say %q", name, s, c2.want)
+		}
+	}
+	// Ctrl-C: the run's context ends before an entry is read, or while
+	// the judge answers (its verdict then cannot be stored), over an
+	// object store, whose calls end with the context. The store has no
+	// entry (404), and counts the stores that reach it: none should.
+	var reached atomic.Int64
+	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			reached.Add(1)
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(store.Close)
+	aws := t.TempDir()
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "fake", "AWS_SECRET_ACCESS_KEY": "fake", "AWS_REGION": "us-east-1",
+		"AWS_CONFIG_FILE": filepath.Join(aws, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(aws, "credentials"),
+		"AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	c.Dir = "s3://hone/judge-cache?endpoint=" + store.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	logged.Reset()
+	other := req
+	other.User = "another group"
+	c.Judge(stopped, other)
+	callStop, stopCall := context.WithCancel(ctx)
+	c.Next = judge.Func(func(ctx context.Context, r judge.Request) (judge.Verdict, error) {
+		v, err := f.Judge(ctx, r)
+		stopCall()
+		return v, err
+	})
+	other.User = "a third group"
+	c.Judge(callStop, other)
+	if logged.Len() != 0 || reached.Load() != 0 {
+		t.Errorf("the run's own cancellation was logged (%d stores reached the store):\n%s", reached.Load(), logged.String())
 	}
 }

@@ -122,7 +122,7 @@ func Run(ctx context.Context, opts Options) error {
 	// read and written over one bucket for the whole run.
 	files := fileset.NewPool()
 	defer files.Close()
-	chain, meter, err := buildChain(opts, log, files)
+	chain, meter, err := buildChain(ctx, opts, log, files)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func rulerCuts(c *Chain, opts Options, log *slog.Logger) ruler.CutCounts {
 
 // buildChain turns the --scorer specs into a Chain. It returns the meter
 // around the judge when the chain has a ruler scorer.
-func buildChain(opts Options, log *slog.Logger, files *fileset.Pool) (*Chain, *judge.Meter, error) {
+func buildChain(ctx context.Context, opts Options, log *slog.Logger, files *fileset.Pool) (*Chain, *judge.Meter, error) {
 	var specs []Spec
 	names := map[string]string{}
 	for _, v := range opts.Scorers {
@@ -216,7 +216,7 @@ func buildChain(opts Options, log *slog.Logger, files *fileset.Pool) (*Chain, *j
 			c.Scorers = append(c.Scorers, f)
 		case "ruler":
 			if meter == nil {
-				j, err := buildJudge(opts, log, files)
+				j, err := buildJudge(ctx, opts, log, files)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -347,7 +347,7 @@ func readRubric(path string) (string, error) {
 
 // buildJudge assembles Cache(Retry(OpenAI or opts.Judge)), the cache
 // reading and writing through files.
-func buildJudge(opts Options, log *slog.Logger, files *fileset.Pool) (judge.Judge, error) {
+func buildJudge(ctx context.Context, opts Options, log *slog.Logger, files *fileset.Pool) (judge.Judge, error) {
 	if opts.JudgeModel == "" {
 		return nil, stageerr.Usagef("--scorer ruler needs --judge-model")
 	}
@@ -377,6 +377,15 @@ func buildJudge(opts Options, log *slog.Logger, files *fileset.Pool) (judge.Judg
 	if !opts.NoCache {
 		if opts.CacheDir == "" {
 			return nil, stageerr.Usagef("--judge-cache is empty (use --no-judge-cache to run without one)")
+		}
+		// Asked now, as -o's bucket is: in a bucket the store does not
+		// have, every verdict's read and store failed with a warning of
+		// its own while the run paid for each judge call, caching none.
+		if err := fileset.CheckBucket(ctx, opts.CacheDir); err != nil {
+			if errors.Is(err, fileset.ErrBadArgument) {
+				return nil, stageerr.Usagef("--judge-cache %w", err)
+			}
+			return nil, fmt.Errorf("--judge-cache %s: %w", opts.CacheDir, err)
 		}
 		j = &judgecache.Cache{Dir: opts.CacheDir, Server: opts.JudgeBaseURL, Next: j, Log: log, Files: files}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,6 +80,26 @@ func TestOutputToMissingBucketFailsBeforeScoring(t *testing.T) {
 	r := runBin(t, env, nil, "-o", s3.URL("hnoe", "scored/1.parquet"), "--judge-model", "judge-m", "--scorer", "ruler", a)
 	if r.code != 2 || !strings.Contains(r.stderr, "bucket s3://hnoe/ does not exist") {
 		t.Fatalf("-o in a missing bucket: exit %d, %q; want a usage error naming the bucket", r.code, r.stderr)
+	}
+	if srv.Hits() != 0 {
+		t.Errorf("the judge was called %d times before the missing bucket was noticed", srv.Hits())
+	}
+}
+
+// --judge-cache in a bucket the store does not have (a typo) is a usage
+// error before any judge call, naming the bucket. Before, every verdict's
+// read and store failed with a warning of its own, and the run went on
+// paying for each call with nothing cached.
+func TestJudgeCacheInMissingBucketFailsBeforeScoring(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	dir := t.TempDir()
+	a := scenario(t, dir, "a.parquet", 0, 3, 4)
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	env := []string{"OPENAI_API_KEY=k", "OPENAI_BASE_URL=" + srv.BaseURL()}
+	r := runBin(t, env, nil, "-o", filepath.Join(dir, "out.parquet"), "--judge-model", "judge-m",
+		"--judge-cache", s3.URL("hnoe", "judge-cache"), "--scorer", "ruler", a)
+	if r.code != 2 || !strings.Contains(r.stderr, "--judge-cache") || !strings.Contains(r.stderr, "bucket s3://hnoe/ does not exist") {
+		t.Fatalf("--judge-cache in a missing bucket: exit %d, %q; want a usage error naming the bucket", r.code, r.stderr)
 	}
 	if srv.Hits() != 0 {
 		t.Errorf("the judge was called %d times before the missing bucket was noticed", srv.Hits())

@@ -126,7 +126,10 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	defer func() { sum.Ruler = rulerCuts(chain, opts, log) }()
+	defer func() {
+		sum.Ruler = rulerCuts(chain, opts, log)
+		rulerIdentical(chain, log)
+	}()
 	r, err := trajectory.Open(ctx, opts.Inputs)
 	if err != nil {
 		return stageerr.Input(err)
@@ -181,6 +184,26 @@ func rulerCuts(c *Chain, opts Options, log *slog.Logger) ruler.CutCounts {
 			"budget_tokens", opts.promptBudget())
 	}
 	return n
+}
+
+// rulerIdentical logs, in one warning line for the run, the groups whose
+// trajectories were all identical (each is logged at debug level as it is
+// scored), naming the first few. Every ruler scorer of the chain sees the
+// same groups: the count is one scorer's, not their sum.
+func rulerIdentical(c *Chain, log *slog.Logger) {
+	var n int64
+	var first []string
+	for _, s := range c.Scorers {
+		if r, ok := s.(*ruler.Scorer); ok {
+			if k, f := r.Identical(); k > n {
+				n, first = k, f
+			}
+		}
+	}
+	if n > 0 {
+		log.Warn("ruler: groups whose trajectories are all identical; the judge scored one of each on an absolute scale (--log-level debug lists them all)",
+			"groups", n, "first", strings.Join(first, ","))
+	}
 }
 
 // buildChain turns the --scorer specs into a Chain. It returns the meter

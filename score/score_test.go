@@ -731,3 +731,46 @@ func TestJudgeCacheKeyedByServer(t *testing.T) {
 		t.Fatalf("the same server with a trailing slash: hits %d, usage %+v, err %v; want the cache's verdicts", b.Hits(), sum.Judge, err)
 	}
 }
+
+// TestIdenticalGroupsOneWarning: groups whose trajectories are all the
+// same attempt are counted in one warning line for the run, naming the
+// first few, not warned about one line each (a collapsed policy makes
+// hundreds); each group stays in the debug log.
+func TestIdenticalGroupsOneWarning(t *testing.T) {
+	var gs []trajectory.Group
+	for g := range 6 {
+		id := fmt.Sprintf("g%d", g)
+		grp := trajectory.Group{ID: id}
+		for i := range 3 {
+			answer := "guess 42: WIN"
+			if g == 5 {
+				answer = fmt.Sprintf("guess %d", i) // the one group with different attempts
+			}
+			grp.Trajectories = append(grp.Trajectories, episode(id, i, answer, trajectory.Float64(1), 1, 0))
+		}
+		gs = append(gs, grp)
+	}
+	srv := judgetest.NewServer(t, judgetest.KeywordJudge("WIN"))
+	opts := rulerOpts(t, srv)
+	opts.NoCache, opts.Concurrency = true, 1
+	var logged bytes.Buffer
+	opts.Log = slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if _, _, _, err := run(t, opts, writeInput(t, "in.parquet", gs)); err != nil {
+		t.Fatal(err)
+	}
+	var warns, debug []string
+	for _, line := range strings.Split(logged.String(), "\n") {
+		switch {
+		case strings.Contains(line, "level=WARN"):
+			warns = append(warns, line)
+		case strings.Contains(line, "level=DEBUG") && strings.Contains(line, "identical"):
+			debug = append(debug, line)
+		}
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "groups=5") || !strings.Contains(warns[0], "first=g0,g1,g2") {
+		t.Fatalf("%d warnings, want one counting 5 identical groups and naming g0,g1,g2:\n%s", len(warns), logged.String())
+	}
+	if len(debug) != 5 {
+		t.Fatalf("%d debug lines for identical groups, want 5:\n%s", len(debug), logged.String())
+	}
+}

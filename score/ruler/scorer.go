@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hone-rl/hone/format/trajectory"
@@ -26,7 +27,17 @@ type Scorer struct {
 
 	// What the budget did, over the groups scored so far (Cuts).
 	prompts, cut, texts atomic.Int64
+
+	// The groups whose trajectories were all identical (Identical): the
+	// count, and the ids of the first few, for one line a run rather
+	// than a warning per group.
+	mu             sync.Mutex
+	identical      int64
+	firstIdentical []string
 }
+
+// identicalShown is how many identical groups' ids Identical returns.
+const identicalShown = 3
 
 // CutCounts say how many of a scorer's prompts the budget cut.
 type CutCounts struct {
@@ -38,6 +49,25 @@ type CutCounts struct {
 // Cuts returns what the budget cut so far; safe while groups are scored.
 func (s *Scorer) Cuts() CutCounts {
 	return CutCounts{Prompts: s.prompts.Load(), Cut: s.cut.Load(), Texts: s.texts.Load()}
+}
+
+// Identical returns how many groups so far had all their trajectories
+// identical, and the ids of the first few of them (in the order they were
+// scored); safe while groups are scored.
+func (s *Scorer) Identical() (n int64, first []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.identical, append([]string(nil), s.firstIdentical...)
+}
+
+// countIdentical records an identical group.
+func (s *Scorer) countIdentical(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.identical++
+	if len(s.firstIdentical) < identicalShown {
+		s.firstIdentical = append(s.firstIdentical, id)
+	}
 }
 
 // Name returns the component name.
@@ -60,9 +90,14 @@ func (s *Scorer) ScoreGroup(ctx context.Context, g *trajectory.Group) ([]traject
 		s.cut.Add(1)
 		s.texts.Add(int64(p.Cuts))
 	}
+	if p.Identical {
+		// Warned about once a run by its caller (Identical): a policy
+		// that collapsed makes such groups by the hundred.
+		s.countIdentical(g.ID)
+	}
 	if s.Log != nil {
 		if p.Identical {
-			s.Log.Warn("ruler: all trajectories of the group are identical; the judge scores one of them on an absolute scale", "group", g.ID, "trajectories", n)
+			s.Log.Debug("ruler: all trajectories of the group are identical; the judge scores one of them on an absolute scale", "group", g.ID, "trajectories", n)
 		}
 		if p.Cuts > 0 {
 			s.Log.Debug("ruler: texts cut to fit the judge's context", "group", g.ID, "cuts", p.Cuts, "tokens", p.Tokens, "budget", s.Budget.Tokens)

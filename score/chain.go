@@ -69,10 +69,26 @@ func ParseSpec(v string) (Spec, error) {
 	if !nameRE.MatchString(name) {
 		return s, stageerr.Usagef("--scorer %q: component name %q is not a name (letters, digits, _ . -)", v, name)
 	}
+	if name == "reward" {
+		// A formula's bare reward is the row's reward so far, which the
+		// environment filled before any component existed: a component of
+		// that name was hidden from every later formula (one reading
+		// reward got the last scorer's value, not this one's), as a
+		// metric of the name always is.
+		return s, stageerr.Usagef("--scorer %q: component name \"reward\" is taken by the reward so far in the chain, which a formula's bare reward reads: a later formula reading reward would get the last scorer's value, not this one's (a metric named reward is metrics[\"reward\"]); give the component another name, e.g. score=%s", v, s.Kind+argSuffix(s.Arg))
+	}
 	if kind != "env" && (name == ComponentEnv || name == ComponentPrevious) {
 		return s, stageerr.Usagef("--scorer %q: component name %q is reserved", v, name)
 	}
 	return s, nil
+}
+
+// argSuffix is ":ARG", or "" for a kind without an argument.
+func argSuffix(arg string) string {
+	if arg == "" {
+		return ""
+	}
+	return ":" + arg
 }
 
 // OnJudgeError policies.

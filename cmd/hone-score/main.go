@@ -25,7 +25,8 @@ components of the scorers before it (and env), never one written after it:
   formula:EXPR        an expression over metrics and components, e.g. 'win - 0.1*illegal'
   ruler               one LLM-judge call per group, relative scores in [0,1]
                       (a group of one is scored on an absolute scale; see docs/ruler.md)
-  NAME=formula:EXPR   the same under component NAME (NAME=ruler too)
+  NAME=formula:EXPR   the same under component NAME (NAME=ruler too; not env,
+                      previous or reward: a formula's reward is the reward so far)
 The reward a row had before is kept as component "env" (first scoring) or
 "previous" (re-scoring). Rows whose episode failed (error set) are not
 scored: they pass through unscored and the summary counts them.

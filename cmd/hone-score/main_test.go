@@ -201,6 +201,11 @@ func TestExitCodes(t *testing.T) {
 		// formula read the earlier run's ruler score without a word.
 		{"formula before what it reads", append([]string{"-o", out, "--scorer", "final=formula:0.5*ruler + 0.5*env", in}, judgeArgs...), 2,
 			`--scorer "final=formula:0.5*ruler + 0.5*env" reads component "ruler", which --scorer "ruler" writes after it`},
+		// A formula's bare reward is the reward so far in the chain, so a
+		// component named reward was hidden from later formulas: one
+		// reading it got the last scorer's value without a word.
+		{"component named reward", []string{"-o", out, "--scorer", "reward=formula:win*2", "--scorer", "x=formula:win*5", "--scorer", "final=formula:reward", in}, 2,
+			`--scorer "reward=formula:win*2": component name "reward" is taken by the reward so far in the chain`},
 		{"negative max tokens", append([]string{"-o", out, "--judge-max-tokens", "-5", in}, judgeArgs...), 2, "--judge-max-tokens -5: want 0 (the server's default) or more"},
 	}
 	for _, c := range cases {

@@ -9,7 +9,9 @@
 //     shadows a metric of the same name), e.g. win - 0.1*illegal;
 //   - metrics["name"] and components["name"] for names that are not
 //     identifiers (e.g. "judge/score");
-//   - reward: the reward so far in the chain (absent while it is null);
+//   - reward: the reward so far in the chain (absent while it is null),
+//     which hides a metric named reward (read it as metrics["reward"]);
+//     hone-score refuses a component of that name for the same reason;
 //   - metadata["key"]: the trajectory's string metadata.
 //
 // The result must be a finite number (a boolean counts as 1 or 0). An

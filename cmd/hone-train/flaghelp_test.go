@@ -51,3 +51,20 @@ func TestFlagHelpNamesOwnFlags(t *testing.T) {
 		t.Errorf("grpo --schedule-steps help does not name --watch-dir and new files: %q", h)
 	}
 }
+
+// TestWarmupHelpNamesNoDecayWarning: --warmup-steps's help says what a
+// cosine run whose warm-up covers the horizon gets (a warning: the rate
+// never decays), as the run's log does, so that the help is where a user
+// choosing the two numbers learns of it.
+func TestWarmupHelpNamesNoDecayWarning(t *testing.T) {
+	root := newRootCmd(io.Discard, io.Discard)
+	for _, c := range root.Commands() {
+		f := c.Flags().Lookup("warmup-steps")
+		if f == nil {
+			continue
+		}
+		if !strings.Contains(f.Usage, "--schedule-steps") || !strings.Contains(f.Usage, "warned") || !strings.Contains(f.Usage, "never decays") {
+			t.Errorf("%s --warmup-steps help does not say a cosine warm-up covering the horizon (--schedule-steps) is warned about: %q", c.Name(), f.Usage)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/score/judge"
@@ -147,6 +148,10 @@ func (c *Cache) finish(key string, f *flight, v judge.Verdict, ok bool) {
 	close(f.done)
 }
 
+// storeAfterStop bounds the store of a verdict answered as the run
+// stopped: an object-store PUT, which a stalled store could hold.
+const storeAfterStop = 10 * time.Second
+
 // judge answers req from the cache when it can, and otherwise asks Next
 // and stores a successful verdict.
 func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge.Verdict, error) {
@@ -160,10 +165,14 @@ func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge
 	}
 	e := entry{Format: formatVersion, Key: key, Model: req.Model, Server: ServerKey(c.Server), AnsweredBy: v.Model,
 		PromptVersion: req.PromptVersion, Scores: v.Scores, Usage: v.Usage}
-	if err := c.writeAtomic(ctx, path, e); err != nil && ctx.Err() == nil {
+	// The verdict was paid for: a run stopped while the judge answered
+	// (Ctrl-C) still stores it, so the next run does not ask again, under
+	// a bound of its own so that a stalled store does not hold the exit.
+	store, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeAfterStop)
+	defer cancel()
+	if err := c.writeAtomic(store, path, e); err != nil {
 		// The verdict is good; a cache that cannot be written only costs a
-		// judge call next time, so the run goes on. A write stopped by
-		// the run's own end (Ctrl-C) is not worth a warning.
+		// judge call next time, so the run goes on.
 		c.warn("judge cache: cannot store verdict", "path", path, "err", err)
 	}
 	return v, nil

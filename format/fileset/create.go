@@ -8,11 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // Output is an output being written. Nothing is visible under its name
@@ -103,66 +100,13 @@ type streamOutput struct {
 
 func openStream(ctx context.Context, name, path string) (*streamOutput, error) {
 	if fd, ok := ownFD(path); ok {
-		if !handedOver(fd) {
-			return nil, fmt.Errorf("output %w", argErrorf(name,
-				"descriptor %d was not open when the command started; open it for the command (as %d>FILE does) or name a file", fd, fd))
-		}
-		// The fork lock keeps the duplicate from a child a concurrent
-		// exec starts.
-		syscall.ForkLock.RLock()
-		dup, err := syscall.Dup(fd)
-		if err == nil {
-			syscall.CloseOnExec(dup)
-		}
-		syscall.ForkLock.RUnlock()
-		if err != nil {
-			return nil, fmt.Errorf("open output %q: %w", name, err)
-		}
-		if readOnly(dup) {
-			// 3<FILE: a duplicate cannot be written. A shell's
-			// `> /dev/fd/3` opens the file anew, for writing and
-			// truncated; so does this.
-			syscall.Close(dup)
-			return reopenFD(name, fd)
-		}
-		// Named as given: a write error then says /dev/stdout, not the
-		// /proc/<pid>/fd path the user never wrote.
-		return &streamOutput{f: os.NewFile(uintptr(dup), name), name: name}, nil
+		return openFD(name, fd)
 	}
 	f, err := openWriting(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("open output %q: %w", name, err)
 	}
 	return &streamOutput{f: f, name: name}, nil
-}
-
-// readOnly says whether the descriptor fd is open for reading only.
-func readOnly(fd int) bool {
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	return err == nil && fl&unix.O_ACCMODE == unix.O_RDONLY
-}
-
-// reopenFD opens the file that this process's descriptor fd holds anew
-// through /proc/self/fd, for writing and truncated, as a shell's
-// `> /dev/fd/N` does; errors name the output as given.
-func reopenFD(name string, fd int) (*streamOutput, error) {
-	nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_WRONLY|unix.O_TRUNC|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open output %q (descriptor %d, open for reading only) for writing: %w", name, fd, err)
-	}
-	// Named as given, as a duplicate is.
-	return &streamOutput{f: os.NewFile(uintptr(nfd), name), name: name}, nil
-}
-
-// handedOver says whether the descriptor fd came with the command from
-// whatever started it (a shell's N>FILE), rather than being one the
-// command opened itself (an input, the poller, a connection to a server),
-// which -o /dev/fd/N would otherwise write into. Go opens all of its own
-// close-on-exec, and an inherited one cannot be: exec would have closed
-// it. A descriptor that is not open at all is not handed over either.
-func handedOver(fd int) bool {
-	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-	return err == nil && flags&unix.FD_CLOEXEC == 0
 }
 
 // openWriting opens path for writing, as a shell redirect does: a FIFO
@@ -257,17 +201,6 @@ func createLockedTemp(dir, file string) (*os.File, error) {
 	}
 }
 
-// flockRetry takes f's exclusive flock, waiting for a cleaner that holds
-// it for a moment; a signal's interruption is retried.
-func flockRetry(f *os.File) error {
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
-}
-
 // tempMark follows ".<file>" in the name of an output's temporary file.
 const tempMark = ".tmp-"
 
@@ -327,7 +260,7 @@ func removeIfUnlocked(path string) bool {
 		return false
 	}
 	defer f.Close()
-	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+	if !tryFlock(f) {
 		return false // a live writer's, or a file system without flock
 	}
 	return os.Remove(path) == nil
@@ -396,24 +329,15 @@ func (o *localOutput) Commit() error {
 	// The flock must outlive the Close until the file has its final name:
 	// unlocked under its temporary name, it is a killed writer's to
 	// another run's RemoveStaleTemps, which would remove the finished
-	// output. A duplicate descriptor shares the lock (flock locks the open
-	// file, not the descriptor) and is closed after the rename; the fork
-	// lock keeps it from a child a concurrent exec starts.
-	syscall.ForkLock.RLock()
-	lock, derr := syscall.Dup(int(o.f.Fd()))
-	if derr == nil {
-		syscall.CloseOnExec(lock)
-	}
-	syscall.ForkLock.RUnlock()
+	// output. holdLock keeps it past the Close until release.
+	release := holdLock(o.f)
 	if cerr := o.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
 		err = os.Rename(o.f.Name(), o.path)
 	}
-	if derr == nil {
-		syscall.Close(lock)
-	}
+	release()
 	if err != nil {
 		os.Remove(o.f.Name())
 		removeMade(o.made)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
@@ -472,15 +471,15 @@ func (r *Run) Lock() (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if held, err := tryLockFile(f); err != nil || held {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if held {
 			return nil, fmt.Errorf("checkpoint: %s is held by another process (a hone-train run, or hone-inspect log-eval recording an eval): %w", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("checkpoint: lock %s: %w", path, err)
 	}
 	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = unlockFile(f)
 		_ = f.Close()
 	}, nil
 }
@@ -499,13 +498,14 @@ func (r *Run) CheckUnlocked() error {
 		return nil // no lock file, so nobody holds it; Lock reports the rest
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return fmt.Errorf("checkpoint: %s is held by another process (a hone-train run, or hone-inspect log-eval recording an eval): %w", path, ErrLocked)
-		}
+	held, err := tryLockFile(f)
+	if held {
+		return fmt.Errorf("checkpoint: %s is held by another process (a hone-train run, or hone-inspect log-eval recording an eval): %w", path, ErrLocked)
+	}
+	if err != nil {
 		return nil
 	}
-	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return unlockFile(f)
 }
 
 // ErrLocked is returned (wrapped) by Lock when another run holds the lock.

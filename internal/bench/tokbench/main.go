@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command tokbench measures Hone's tokenizer encode throughput on a
 // deterministic ~10 MB mixed corpus (English-like prose, code, CJK, numbers,
 // whitespace runs, emoji) for the Qwen3, Llama 3.1 and Gemma 3 tokenizers, runs Hugging
@@ -9,6 +11,8 @@
 //
 //	go run ./internal/bench/tokbench
 //	go run ./internal/bench/tokbench --mb 2 --js=false
+//
+// It builds on Unix only: its measurements read getrusage.
 package main
 
 import (

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command trajbench measures trajectory file throughput and memory: it
 // writes synthetic trajectories (6 messages, about 300 sampled tokens each,
 // groups of 8) and reads them back, each phase in a child process of its
@@ -7,6 +9,8 @@
 //
 //	go run ./internal/bench/trajbench                       # 100k write; read 25k and 100k
 //	go run ./internal/bench/trajbench --rows 2000 --read-rows 500,2000
+//
+// It builds on Unix only: its measurements read getrusage.
 package main
 
 import (

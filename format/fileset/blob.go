@@ -607,7 +607,13 @@ func (s blobStore) Create(ctx context.Context, name string) (Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create output %q: %w", name, err)
 	}
-	return &blobOutput{ctx: ctx, c: s.c, n: n, name: name, f: f}, nil
+	// The staged bytes are read back only through f, so its name goes at
+	// once: a writer killed with SIGKILL (the OOM killer, a lost node)
+	// then leaves nothing in $TMPDIR, whose space the kernel frees with
+	// the last descriptor. Where an open file cannot be removed
+	// (Windows), Commit and Abort remove it by name.
+	named := os.Remove(f.Name()) != nil
+	return &blobOutput{ctx: ctx, c: s.c, n: n, name: name, f: f, named: named}, nil
 }
 
 // blobOutput is an object written to a local temporary file first and
@@ -620,7 +626,9 @@ type blobOutput struct {
 	n    blobName
 	name string
 	f    *os.File
-	done bool
+	// named: f still has its name in $TMPDIR, to remove once closed.
+	named bool
+	done  bool
 }
 
 func (o *blobOutput) Write(p []byte) (int, error) { return o.f.Write(p) }
@@ -632,10 +640,7 @@ func (o *blobOutput) Commit() error {
 		return fmt.Errorf("output %q: already closed", o.name)
 	}
 	o.done = true
-	defer func() {
-		o.f.Close()
-		os.Remove(o.f.Name())
-	}()
+	defer o.discard()
 	if _, err := o.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("write output %q: %w", o.name, err)
 	}
@@ -675,7 +680,15 @@ func (o *blobOutput) Abort() error {
 		return nil
 	}
 	o.done = true
+	return o.discard()
+}
+
+// discard closes the staged file and removes it if it still has a name.
+func (o *blobOutput) discard() error {
 	o.f.Close()
+	if !o.named {
+		return nil
+	}
 	if err := os.Remove(o.f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove temporary output %q: %w", o.f.Name(), err)
 	}

@@ -695,7 +695,8 @@ func (o *blobOutput) discard() error {
 	return nil
 }
 
-// listDirs returns the folders (key prefixes) directly in dir.
+// listDirs returns the folders (key prefixes) directly in dir, leaving
+// out an empty element.
 func (s blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
 	n, b, release, err := s.openBlob(ctx, dir)
 	if err != nil {
@@ -713,7 +714,10 @@ func (s blobStore) listDirs(ctx context.Context, dir string) ([]string, error) {
 		if err != nil {
 			return nil, listErr(dir, n, err)
 		}
-		if obj.IsDir {
+		// A key another tool wrote with an empty element ("q//b") lists
+		// as the prefix "q//": a folder named "", whose name would be q's
+		// own (names make each run of "/" one), and which no name opens.
+		if obj.IsDir && obj.Key != p+"/" {
 			names = append(names, n.name(strings.TrimSuffix(obj.Key, "/")))
 		}
 	}

@@ -2,8 +2,10 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,7 +211,11 @@ func Build(ctx context.Context, in Input) (*Page, error) {
 		sum := Summarize(r.Name, r.Metrics)
 		sum.bestBy(r)
 		pg.Runs = append(pg.Runs, sum)
-		pg.axes = append(pg.axes, axesOf(r, palette[i%len(palette)]))
+		axes, err := axesOf(r, palette[i%len(palette)])
+		if err != nil {
+			return nil, err
+		}
+		pg.axes = append(pg.axes, axes)
 	}
 	pg.Summary = summaryTable(pg.Runs)
 	pg.Params = paramsTable(in.Runs)
@@ -247,28 +253,39 @@ func Build(ctx context.Context, in Input) (*Page, error) {
 }
 
 // axesOf computes a run's training-time and token axes from its "seconds"
-// and "tokens" metrics.
-func axesOf(r RunInput, color string) runAxes {
+// and "tokens" metrics. A running sum past the float64 range (rows near
+// 1.8e308) is an error naming the metrics file, the key and the step: the
+// page's data has no number for +Inf.
+func axesOf(r RunInput, color string) (runAxes, error) {
 	a := runAxes{Name: r.Name, Color: color, Steps: r.Metrics.Steps}
-	cum := func(key string) []float64 {
+	cum := func(key string) ([]float64, error) {
 		s := r.Metrics.Get(key)
 		if s == nil {
-			return nil
+			return nil, nil
 		}
 		out := make([]float64, len(r.Metrics.Steps))
 		sum, j := 0.0, 0
 		for i, step := range r.Metrics.Steps {
 			for j < len(s.X) && s.X[j] <= step {
 				sum += s.Y[j]
+				if math.IsInf(sum, 0) {
+					return nil, fmt.Errorf("%s: the running sum of %q passes the float64 range (1.8e308) at step %s, whose %q is %s: is the column garbled?",
+						r.Metrics.File, key, stepText(s.X[j]), key, exact(s.Y[j]))
+				}
 				j++
 			}
 			out[i] = sum
 		}
-		return out
+		return out, nil
 	}
-	a.Time, a.Tokens = cum("seconds"), cum("tokens")
+	var err1, err2 error
+	a.Time, err1 = cum("seconds")
+	a.Tokens, err2 = cum("tokens")
+	if err := errors.Join(err1, err2); err != nil {
+		return runAxes{}, fmt.Errorf("report: run %q: %w", r.Name, err)
+	}
 	a.Wall = wallAxis(r.Metrics)
-	return a
+	return a, nil
 }
 
 // wallAxis is the wall-clock seconds from the start of a run's first step

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -338,6 +339,27 @@ func TestMetricTitleUnicode(t *testing.T) {
 	for _, want := range []string{"<figcaption>日本語</figcaption>", "<figcaption>Élan rate</figcaption>"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// A run's "tokens" or "seconds" whose sum passes the float64 range (rows
+// near 1.8e308) summed to +Inf: the summary read "total tokens +Inf", and
+// the page's chart data could not be written, with an error that named
+// neither the metrics file nor the key.
+func TestSumOverflowNamed(t *testing.T) {
+	for _, key := range []string{"tokens", "seconds"} {
+		text := fmt.Sprintf("{\"step\":1,%q:1}\n{\"step\":2,%q:1.7e308}\n{\"step\":3,%q:1.7e308}\n", key, key, key)
+		m, err := ReadMetrics(strings.NewReader(text), "run/metrics.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows := fmt.Sprint(Summarize("r", m).rows()); strings.Contains(rows, "Inf") || !strings.Contains(rows, "past 1.8e308") {
+			t.Errorf("%s: summary rows %s; want the sum said to pass 1.8e308, not +Inf", key, rows)
+		}
+		_, err = Build(context.Background(), Input{Runs: []RunInput{{Name: "r", Metrics: m}}})
+		if err == nil || !strings.Contains(err.Error(), "run/metrics.jsonl") || !strings.Contains(err.Error(), strconv.Quote(key)) || !strings.Contains(err.Error(), "step 3") {
+			t.Errorf("%s: Build: %v; want an error naming run/metrics.jsonl, %q and step 3", key, err, key)
 		}
 	}
 }

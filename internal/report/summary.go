@@ -139,10 +139,10 @@ func (s Summary) rows() [][2]string {
 		r = append(r, [2]string{fmt.Sprintf("best step by --best-metric %s (%s)", s.BestMetric, mode), v})
 	}
 	if s.HasTokens {
-		r = append(r, [2]string{"total tokens", groupDigits(s.TotalTokens)})
+		r = append(r, [2]string{"total tokens", sumText(s.TotalTokens, groupDigits)})
 	}
 	if s.HasSeconds {
-		wall := seconds(s.WallSeconds)
+		wall := sumText(s.WallSeconds, seconds)
 		// The sum of the steps' own times: collection and scoring between
 		// steps are not in it.
 		r = append(r, [2]string{"training time (sum of step times)", wall})
@@ -151,6 +151,19 @@ func (s Summary) rows() [][2]string {
 		r = append(r, [2]string{"wall time (first step to last)", seconds(s.WallSpan)})
 	}
 	return r
+}
+
+// sumText writes the sum v of a metric's rows with format, or, where the
+// sum passed the float64 range (rows near 1.8e308), says so: format wrote
+// "+Inf", which reads as a value.
+func sumText(v float64, format func(float64) string) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "past 1.8e308 (the rows' sum overflows)"
+	case math.IsInf(v, -1):
+		return "past -1.8e308 (the rows' sum overflows)"
+	}
+	return format(v)
 }
 
 // seconds writes a duration for reading: 3 digits under 10s, else whole

@@ -82,7 +82,7 @@ func TestOutputIntoStdoutNamedAsGiven(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = w, &stderr
 	err = cmd.Run()
-	if err == nil || !strings.Contains(stderr.String(), "/dev/stdout: broken pipe") || strings.Contains(stderr.String(), "/proc/") {
+	if err == nil || !strings.Contains(stderr.String(), `"/dev/stdout": broken pipe`) || strings.Contains(stderr.String(), "/proc/") {
 		t.Errorf("-o /dev/stdout into a pipe with no reader: %v; stderr %q; want it named /dev/stdout", err, stderr.String())
 	}
 }

@@ -142,7 +142,27 @@ func openWriting(ctx context.Context, path string) (*os.File, error) {
 	return nil, fmt.Errorf("waiting for a reader: %w", context.Cause(ctx))
 }
 
-func (o *streamOutput) Write(p []byte) (int, error) { return o.f.Write(p) }
+func (o *streamOutput) Write(p []byte) (int, error) {
+	n, err := o.f.Write(p)
+	if err != nil {
+		return n, writeErr(o.name, err)
+	}
+	return n, nil
+}
+
+// writeErr makes a failed write, sync or rename name the output as given:
+// the file's own name is the temporary file's, which the user never
+// wrote, or the device a symlink leads to (/dev/full).
+func writeErr(name string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	} else if errors.As(err, &le) {
+		err = le.Err
+	}
+	return fmt.Errorf("write output %q: %w", name, err)
+}
 
 func (o *streamOutput) Name() string { return o.name }
 
@@ -307,7 +327,13 @@ func removeMade(made []string) {
 	}
 }
 
-func (o *localOutput) Write(p []byte) (int, error) { return o.f.Write(p) }
+func (o *localOutput) Write(p []byte) (int, error) {
+	n, err := o.f.Write(p)
+	if err != nil {
+		return n, writeErr(o.name, err)
+	}
+	return n, nil
+}
 
 func (o *localOutput) Name() string { return o.name }
 
@@ -341,7 +367,7 @@ func (o *localOutput) Commit() error {
 	if err != nil {
 		os.Remove(o.f.Name())
 		removeMade(o.made)
-		return fmt.Errorf("write output %q: %w", o.name, err)
+		return writeErr(o.name, err)
 	}
 	syncDir(filepath.Dir(o.path))
 	return nil

@@ -102,7 +102,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	flagval.OptionalFloat(fs, o.topPFlag, "top-p", math.NaN(), "nucleus sampling top_p (default: the server's)")
 	fs.StringVar(&o.TemplateKwargs, "chat-template-kwargs", "", `chat template kwargs sent as chat_template_kwargs on every model call, a JSON object, e.g. '{"enable_thinking":false}'; recorded on every row (metadata hone.chat_template_kwargs), so that hone-train lays the rows out under the prompt the model saw`)
 	fs.IntVar(&o.Model.MaxTokens, "max-tokens", 0, "max tokens per turn (default: the server's)")
-	fs.IntVar(&o.Model.Retries, "retries", 4, "retries per model call on 429, 5xx, timeouts and broken connections (each after a backoff doubling from 0.5s, or the Retry-After the answer asks, up to a minute, when that is longer)")
+	fs.IntVar(&o.Model.Retries, "retries", 4, "retries per model call on 429, 5xx, timeouts and broken connections (each after a backoff doubling from 0.5s up to a minute, or the Retry-After the answer asks, up to a minute, when that is longer)")
 	fs.DurationVar(&o.Model.RequestTimeout, "request-timeout", 2*time.Minute, "timeout of one model call attempt")
 }
 

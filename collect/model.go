@@ -32,8 +32,8 @@ type ModelOptions struct {
 	MaxTokens   int // 0: the server's default
 	// Retries is how many times a call is repeated after a 429, a 5xx, a
 	// timeout or a broken connection; Backoff is the first wait, doubled
-	// each time (with jitter; internal/retry), or the Retry-After of the
-	// failed answer, up to a minute, when that is longer.
+	// each time up to a minute (with jitter; internal/retry), or the
+	// Retry-After of the failed answer, up to a minute, when that is longer.
 	Retries        int
 	Backoff        time.Duration // 0: 500ms
 	RequestTimeout time.Duration // per attempt; 0: none
@@ -78,7 +78,7 @@ func NewModel(o ModelOptions) *Model {
 	return &Model{client: openai.NewClient(ro...), o: o, retry: retry.Policy{
 		Attempts:  o.Retries + 1,
 		Retryable: retryable,
-		Backoff:   retry.Jittered(retry.Exponential(o.Backoff, 0)),
+		Backoff:   retry.Jittered(retry.Exponential(o.Backoff, maxBackoff)),
 	}}
 }
 
@@ -208,6 +208,11 @@ func (m *Model) call(ctx context.Context, body []byte) (trajectory.Message, erro
 // names an hour must not hold an episode without --episode-timeout that
 // long; past the cap the backoff's own retries go on.
 const maxRetryAfter = time.Minute
+
+// maxBackoff caps the doubled backoff for the same reason: uncapped, the
+// 12th retry of a 500ms backoff waits 17 minutes, and more retries hours,
+// while the server may have been back long before.
+const maxBackoff = maxRetryAfter
 
 // request builds the request for one turn. The messages are sent as the
 // OpenAI API takes them (chatmsg.Message.ForAPI).

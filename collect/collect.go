@@ -35,6 +35,12 @@ var (
 	ErrAllFailed       = errors.New("every episode failed")
 )
 
+// ErrModelNotFound is the failure of a run stopped at the first model call
+// answered 404 (model_not_found, or a base URL without that endpoint):
+// every other episode would fail the same way. Its output holds only
+// what finished before, so the caller keeps none.
+var ErrModelNotFound = errors.New("model not found")
+
 // Options configures a collection run.
 type Options struct {
 	Env         string            // environment for scenarios that name none (and for generated ones)
@@ -268,14 +274,14 @@ func Run(ctx context.Context, o Options) error {
 	if o.Progress != nil {
 		o.Progress(st) // a progress line can show the total from the start
 	}
-	var model *Model
-	if !scripted {
-		model = NewModel(o.Model)
-	}
-
 	w := trajectory.NewWriter(o.Out, trajectory.WriterOptions{Metadata: map[string]string{"hone.collect.run": o.Run}})
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var model *Model
+	if !scripted {
+		model = NewModel(o.Model)
+		model.missing = func(ce *callError) { cancel(model.notFound(ce)) }
+	}
 	g, gctx := errgroup.WithContext(runCtx)
 	results := startEpisodes(gctx, g, o, scs, places, scEnvs, policyName, model)
 
@@ -351,6 +357,8 @@ func Run(ctx context.Context, o Options) error {
 		return gerr
 	case context.Cause(runCtx) != nil && errors.Is(context.Cause(runCtx), ErrTooManyFailures):
 		return context.Cause(runCtx)
+	case ctx.Err() == nil && errors.Is(context.Cause(runCtx), ErrModelNotFound):
+		return model.notFoundAdvice(ctx, context.Cause(runCtx))
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: %w", stageerr.ErrInterrupted, context.Cause(ctx))
 	case st.Episodes > 0 && st.Failures == st.Episodes:

@@ -28,7 +28,10 @@
 // once more episodes failed than it allows, with ErrTooManyFailures (exit
 // 1). In both cases the finished groups are written, failed episodes as
 // rows with their error, and the Stats handed to Options.Summary count
-// exactly the rows written.
+// exactly the rows written. One failure stops a run at once: a model call
+// answered 404 (model_not_found, or a base URL without the endpoint), which
+// every other call would meet too; Run returns ErrModelNotFound, naming
+// the models the server lists, and hone-collect keeps no output.
 //
 // Like every stage, the package exposes Options (AddFlags) and
 // Run(ctx, opts) error; it reads no environment variable (cmd/hone-collect

@@ -51,6 +51,10 @@ type Model struct {
 	client openai.Client
 	o      ModelOptions
 	retry  retry.Policy
+	// missing, when set, is told of every call that failed for a model
+	// the server does not serve (missingModel): Run stops there, since
+	// every other call would fail the same way.
+	missing func(*callError)
 }
 
 // NewModel returns a Model. The client's own retries are off; Model
@@ -194,7 +198,7 @@ func (m *Model) call(ctx context.Context, body []byte) (trajectory.Message, erro
 	var after time.Duration // the last failed answer's Retry-After
 	p := m.retry
 	p.Backoff = func(i int) time.Duration { return max(m.retry.Backoff(i), after) }
-	return retry.Do(ctx, p, func(ctx context.Context) (trajectory.Message, error) {
+	msg, err := retry.Do(ctx, p, func(ctx context.Context) (trajectory.Message, error) {
 		msg, err := m.once(ctx, body)
 		after = 0
 		if ce := (*callError)(nil); errors.As(err, &ce) {
@@ -202,6 +206,70 @@ func (m *Model) call(ctx context.Context, body []byte) (trajectory.Message, erro
 		}
 		return msg, err
 	})
+	if ce := (*callError)(nil); m.missing != nil && errors.As(err, &ce) && missingModel(ce) {
+		m.missing(ce)
+	}
+	return msg, err
+}
+
+// missingModel reports whether a failed call says the model is not there:
+// OpenAI's (and vLLM's, hone-serve's) code model_not_found, or any 404 to
+// chat/completions, which is also what a base URL without its /v1 gets.
+// Every call of the run would be answered the same.
+func missingModel(ce *callError) bool {
+	return ce.status == http.StatusNotFound || ce.code == "model_not_found"
+}
+
+// notFound is the error that stops a run at a call that failed for a
+// model the server does not serve.
+func (m *Model) notFound(ce *callError) error {
+	err := fmt.Errorf("%w: %q at %s, %w", ErrModelNotFound, m.o.Model, orDefault(m.o.BaseURL, openAIBaseURL), ce)
+	if ce.code != "model_not_found" {
+		// No code: the URL has no chat/completions, as a base URL without
+		// its /v1 has not.
+		err = fmt.Errorf("%w (no chat/completions there; an OpenAI base URL usually ends in /v1)", err)
+	}
+	return err
+}
+
+// notFoundAdvice is err, notFound's error, with the models the server
+// lists and what to check.
+func (m *Model) notFoundAdvice(ctx context.Context, err error) error {
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	return fmt.Errorf("%w%s; check --model and --base-url (the run stopped at the first such answer)", err, m.served(ctx))
+}
+
+// listTimeout bounds the call that lists the server's models for a
+// model-not-found error: the run has failed already, and the list only
+// helps to say why.
+const listTimeout = 10 * time.Second
+
+// maxListed caps the model names a model-not-found error quotes: OpenAI's
+// list holds about a hundred.
+const maxListed = 20
+
+// served describes the models the server lists (GET models), for an error
+// that says the model asked for is not there: "; it serves: a, b", or ""
+// when the server lists none or cannot be asked.
+func (m *Model) served(ctx context.Context) string {
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := m.client.Get(ctx, "models", nil, &list); err != nil || len(list.Data) == 0 {
+		return ""
+	}
+	names := make([]string, 0, min(len(list.Data), maxListed))
+	for _, d := range list.Data[:min(len(list.Data), maxListed)] {
+		names = append(names, d.ID)
+	}
+	s := "; it serves: " + strings.Join(names, ", ")
+	if len(list.Data) > maxListed {
+		s += fmt.Sprintf(", … (%d in all)", len(list.Data))
+	}
+	return s
 }
 
 // maxRetryAfter caps the wait a Retry-After asks for: a server that

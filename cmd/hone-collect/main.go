@@ -52,9 +52,11 @@ a file's val scenarios, or labels generated ones val (an eval set for
 hone-inspect log-eval; give it a --seed of its own).
 
 Exit codes: 0 ok; 1 failure: every episode failed, or more than
---max-failures did (by default the run never stops early), or the
-environment failed as it started (a program that crashed, a server out of
-reach); 2 bad usage or input (an --env-opt the environment refuses, a
+--max-failures did (by default the run never stops early), or a model
+call was answered 404 (a --model the server does not serve, or a
+--base-url without the endpoint: the run stops at that first answer, writes
+nothing, and names the models the server lists), or the environment failed
+as it started (a program that crashed, a server out of reach); 2 bad usage or input (an --env-opt the environment refuses, a
 command or path that is not there); 130 interrupted. After failed episodes or an interrupt, the finished
 groups are still written, failed episodes as rows with their error.
 
@@ -153,8 +155,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if errors.Is(runErr, stageerr.ErrInterrupted) && started || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {
 			return nil // keep the whole groups finished, failed episodes as rows with their error
 		}
-		// Stopped before the first episode: nothing was written, and an
-		// existing output stays as it was.
+		// Stopped before the first episode, or at a model that is not
+		// served (ErrModelNotFound: nothing worth keeping was played):
+		// nothing is written, and an existing output stays as it was.
 		return runErr
 	})
 	if err == nil {

@@ -25,8 +25,8 @@ type TaskGenOptions struct {
 	N           int               // tasks wanted, exactly
 	Seed        int64             // request seed of the first call (the k-th call sends Seed+k) and id prefix
 	ValFraction float64           // share of tasks marked split "val" (the last ones)
-	Model       ModelOptions
-	Hint        string // optional guidance appended to the prompt
+	Model       ModelOptions      // its TemplateKwargs go on every call, as a run's do
+	Hint        string            // optional guidance appended to the prompt
 	// Calls bounds the model calls: each asks for the tasks still
 	// missing, until N valid ones are in hand (0: 5).
 	Calls int
@@ -129,7 +129,7 @@ func GenerateTasks(ctx context.Context, o TaskGenOptions) ([]env.Scenario, TaskG
 		want := o.N - len(kept)
 		req := &chatRequest{Model: o.Model.Model, Seed: o.Seed + int64(st.Calls),
 			Messages:    []chatmsg.Message{{Role: "user", Content: taskPrompt(server, want, kept, o)}},
-			Temperature: o.Model.Temperature, TopP: o.Model.TopP, MaxTokens: maxTokens,
+			Temperature: o.Model.Temperature, TopP: o.Model.TopP, MaxTokens: maxTokens, TemplateKwargs: o.Model.TemplateKwargs,
 			ResponseFormat: json.RawMessage(`{"type":"json_schema","json_schema":{"name":"tasks","strict":true,"schema":` + taskSchema(want) + `}}`)}
 		body, err := encodeRequest(req)
 		if err != nil {

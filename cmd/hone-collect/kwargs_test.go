@@ -162,3 +162,31 @@ func TestChatTemplateKwargsScriptedWarned(t *testing.T) {
 		}
 	}
 }
+
+// Regression: hone-collect scenarios had no --chat-template-kwargs, so a
+// Qwen3 task writer always ran with thinking on, spending the call's
+// --max-tokens on a reasoning the JSON schema had no room for. The flag
+// now goes on every call of the subcommand as it does on the main run's
+// (here to the real hone-serve with Qwen3's template); a value that is not
+// a JSON object is a usage error.
+func TestScenariosChatTemplateKwargs(t *testing.T) {
+	base, sent := startQwen3Serve(t)
+	mcpURL := startShoutMCP(t)
+	out := filepath.Join(t.TempDir(), "tasks.jsonl")
+	args := []string{"scenarios", "--mcp-url", mcpURL, "--model", "tiny", "--base-url", base, "-n", "2", "--calls", "2",
+		"--max-tokens", "100", "--no-summary", "-o", out}
+	r := collectBin(t, append(args, "--chat-template-kwargs", `{"enable_thinking": false}`)...)
+	calls := sent()
+	if len(calls) == 0 {
+		t.Fatalf("no model call; exit %d: %s", r.code, r.stderr)
+	}
+	for i, k := range calls {
+		if strings.ReplaceAll(k, " ", "") != `{"enable_thinking":false}` {
+			t.Errorf("call %d sent chat_template_kwargs %q", i, k)
+		}
+	}
+	r = collectBin(t, append(args, "--chat-template-kwargs", `[1]`)...)
+	if r.code != 2 || !strings.Contains(r.stderr, "--chat-template-kwargs") || !strings.Contains(r.stderr, "JSON object") {
+		t.Errorf("--chat-template-kwargs [1]: exit %d, want 2 naming the flag: %s", r.code, r.stderr)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/hone-rl/hone/collect/env/mcpenv"
 	"github.com/hone-rl/hone/collect/env/stdio"
 	"github.com/hone-rl/hone/collect/proxy"
+	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/flagval"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
@@ -252,6 +253,8 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&o.Model.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY)")
 	fs.IntVar(&o.Model.MaxTokens, "max-tokens", 8000, "completion tokens per call (ART's value)")
 	fs.IntVar(&o.Model.Retries, "retries", 4, "retries on 429, 5xx and timeouts")
+	var kwargs string
+	fs.StringVar(&kwargs, "chat-template-kwargs", "", `chat template kwargs sent as chat_template_kwargs on every call, a JSON object, e.g. '{"enable_thinking":false}' for a Qwen3 writer that should not spend --max-tokens thinking`)
 	fs.StringVarP(&output, "output", "o", "", "output JSON lines file (default stdout)")
 	// The bound --env mcp has: a server that never answers initialize or
 	// its listings fails instead of hanging the command.
@@ -265,6 +268,13 @@ func runScenarios(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if o.N <= 0 || o.Calls <= 0 || o.Model.MaxTokens <= 0 {
 		return cli.Usagef("-n, --calls and --max-tokens must be positive")
+	}
+	if kwargs != "" {
+		kw, _, err := trajectory.CanonicalChatTemplateKwargs(kwargs)
+		if err != nil {
+			return cli.Usagef("--chat-template-kwargs %w", err)
+		}
+		o.Model.TemplateKwargs = kw
 	}
 	modelFromEnv(&o.Model)
 	// Checked before the MCP server starts, as collect.Run checks it

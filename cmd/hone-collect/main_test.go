@@ -454,9 +454,10 @@ func TestProxyEndToEndServe(t *testing.T) {
 	}
 }
 
-// hone-collect scenarios lists a real MCP server's tools and resources
-// (go-sdk, streamable HTTP) and shows both to the task writer.
-func TestScenariosFromMCP(t *testing.T) {
+// startShoutMCP runs a real MCP server (go-sdk, streamable HTTP) with one
+// tool, shout, and one resource, and returns its URL.
+func startShoutMCP(t *testing.T) string {
+	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "shout", Description: "upper-case a text"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
 		Text string `json:"text"`
@@ -468,13 +469,20 @@ func TestScenariosFromMCP(t *testing.T) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///greetings.txt", Text: "hello"}}}, nil
 		})
 	mcpSrv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
-	defer mcpSrv.Close()
+	t.Cleanup(mcpSrv.Close)
+	return mcpSrv.URL
+}
+
+// hone-collect scenarios lists a real MCP server's tools and resources
+// (go-sdk, streamable HTTP) and shows both to the task writer.
+func TestScenariosFromMCP(t *testing.T) {
+	mcpURL := startShoutMCP(t)
 	llm := openaitest.New(func(r openaitest.Request) openaitest.Reply {
 		return openaitest.Reply{Content: `{"tasks":[{"task":"Shout hello and summarize.","difficulty":1,"answer":"HELLO"},{"task":"Shout each word of the greetings file, then write a summary.","difficulty":3,"answer":""}]}`}
 	})
 	defer llm.Close()
 	out := filepath.Join(t.TempDir(), "tasks.jsonl")
-	r := collectBin(t, "scenarios", "--mcp-url", mcpSrv.URL, "--model", "gen", "--base-url", llm.BaseURL(), "-n", "2", "-o", out)
+	r := collectBin(t, "scenarios", "--mcp-url", mcpURL, "--model", "gen", "--base-url", llm.BaseURL(), "-n", "2", "-o", out)
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}

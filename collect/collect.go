@@ -2,6 +2,9 @@ package collect
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +63,9 @@ type Options struct {
 	Run          string // run name recorded in every row
 	Policy       string // "model" or "scripted[:NAME]"
 	MaxFailures  string // a count ("10") or a fraction of episodes ("0.1"); "" = never stop early
+	// scenariosTag tells the scenarios of a --scenarios file apart in
+	// group ids (groupID); loadScenarios sets it.
+	scenariosTag string
 
 	Model    ModelOptions
 	flags    *pflag.FlagSet // AddFlags's: which flags were given (nil: none, options set in code)
@@ -99,7 +105,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "episode-timeout", 5*time.Minute, "wall time per episode (0 = none)")
 	flagval.PositiveDuration(fs, &o.StartTimeout, "start-timeout", DefaultStartTimeout, "wall time for an environment to start (a stdio program's hello, an MCP server's initialize and tool list, building the inbox)")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")
-	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids")
+	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids (<run>-s<seed>-g<place>, with a digest of the scenarios before -g for a --scenarios file)")
 	fs.StringVar(&o.Policy, "policy", "model", "who plays: model, or scripted[:NAME] (the environment's scripted policy, no model calls)")
 	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; 0 stops at the first failure, as ART's gather does by default; default: never stop early, since a failed episode is kept as a row with its error that training skips (the run still exits 1 when every episode failed)")
 	fs.StringVar(&o.Model.Model, "model", "", "model name to request, e.g. myrun for the latest adapter (required unless --policy scripted)")
@@ -258,7 +264,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	scs, places, scEnvs, closeEnvs, err := loadScenarios(ctx, o, scripted)
+	scs, places, scEnvs, closeEnvs, err := loadScenarios(ctx, &o, scripted)
 	defer closeEnvs()
 	if err != nil && ctx.Err() != nil {
 		// Stopped while the scenarios loaded or an environment started:
@@ -567,9 +573,10 @@ func failureAdvice(o Options, scripted bool) string {
 
 // loadScenarios reads or generates the scenarios, keeps o.Shard's part of
 // them (places[i] is scs[i]'s place in the whole run, which names its
-// group and seeds its episodes), and opens the environment of each.
-// closeEnvs closes the environments opened, also after an error.
-func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Scenario, places []int, scEnvs []env.Env, closeEnvs func(), err error) {
+// group and seeds its episodes), and opens the environment of each. For a
+// file it sets o.scenariosTag (groupID). closeEnvs closes the
+// environments opened, also after an error.
+func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Scenario, places []int, scEnvs []env.Env, closeEnvs func(), err error) {
 	envs := map[string]env.Env{}
 	closeEnvs = func() {
 		for _, e := range envs {
@@ -618,6 +625,10 @@ func loadScenarios(ctx context.Context, o Options, scripted bool) (scs []env.Sce
 				return nil, nil, nil, closeEnvs, stageerr.BadInput(fmt.Errorf("scenarios %s: none of its %d scenarios has split %q", o.Scenarios, all, o.Split))
 			}
 		}
+		// Of the scenarios of the split, before --groups: a run of the
+		// first groups plays the same episodes as one of all, and names
+		// them alike.
+		o.scenariosTag = scenariosTag(scs)
 		if o.Groups > 0 && o.Groups < len(scs) {
 			scs = scs[:o.Groups]
 		}
@@ -751,7 +762,33 @@ func groupMetadata(o Options, sc env.Scenario, e env.Env) map[string]string {
 	return m
 }
 
-func groupID(o Options, gi int) string { return fmt.Sprintf("%s-s%d-g%05d", o.Run, o.Seed, gi) }
+// groupID names the group of the scenario at place gi: <run>-s<seed>-g<gi>,
+// and for a --scenarios file <run>-s<seed>-<tag>-g<gi>, where the tag
+// (scenariosTag) tells apart the scenarios of other files, or of another
+// split of the file, that a run of the same name and seed plays at gi.
+func groupID(o Options, gi int) string {
+	if o.scenariosTag != "" {
+		return fmt.Sprintf("%s-s%d-%s-g%05d", o.Run, o.Seed, o.scenariosTag, gi)
+	}
+	return fmt.Sprintf("%s-s%d-g%05d", o.Run, o.Seed, gi)
+}
+
+// scenariosTag is "f" and 8 hex digits of a SHA-256 of the scenarios (id,
+// environment, split, payload), in order: the same for the same scenarios
+// on every run and machine, whichever format the file has, and unlike for
+// others but by a chance of about one in four billion.
+func scenariosTag(scs []env.Scenario) string {
+	h := sha256.New()
+	for _, sc := range scs {
+		for _, f := range [][]byte{[]byte(sc.ID), []byte(sc.Env), []byte(sc.Split), sc.Payload} {
+			// Each field after its length, so that no two lists of
+			// fields write the same bytes.
+			h.Write(binary.AppendUvarint(nil, uint64(len(f))))
+			h.Write(f)
+		}
+	}
+	return "f" + hex.EncodeToString(h.Sum(nil)[:4])
+}
 
 // episodeSeed mixes the run seed with the episode's place (splitmix64), so
 // every episode has its own stream and the same one on every run.

@@ -1,0 +1,64 @@
+package collect_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/collect"
+)
+
+// groupIDs runs the scripted policy over the scenario file at path, with
+// run name r and seed 1, and returns the ids of the groups written.
+func groupIDs(t *testing.T, path, split string, groups int) []string {
+	t.Helper()
+	var out bytes.Buffer
+	o := collect.Options{Env: "guess", Scenarios: path, Split: split, Groups: groups, GroupSize: 1, Concurrency: 1, Seed: 1, Run: "r",
+		Policy: "scripted:bisect", Out: &out}
+	if err := collect.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range readGroups(t, out.Bytes()) {
+		ids = append(ids, g.ID)
+	}
+	return ids
+}
+
+// Regression: group ids were <run>-s<seed>-g<place>, so two runs of one
+// run name and seed on different --scenarios files (or on two splits of
+// one file) wrote the same ids for different scenarios, and files of both
+// read together held each group id twice. The id now carries a short
+// digest of the scenarios played: the same file, split and seed give the
+// same ids on every run (a shard's are the whole run's), others differ.
+func TestGroupIDsNameTheScenarios(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	os.WriteFile(a, []byte(`{"id":"x","environment":"guess","payload":{"secret":3,"n":8,"turns":3},"split":"train"}
+{"id":"y","environment":"guess","payload":{"secret":6,"n":8,"turns":3},"split":"val"}
+`), 0o644)
+	os.WriteFile(b, []byte(`{"id":"x","environment":"guess","payload":{"secret":5,"n":8,"turns":3},"split":"train"}
+{"id":"y","environment":"guess","payload":{"secret":6,"n":8,"turns":3},"split":"val"}
+`), 0o644)
+	idsA := groupIDs(t, a, "", 0)
+	if again := groupIDs(t, a, "", 0); strings.Join(again, " ") != strings.Join(idsA, " ") {
+		t.Errorf("the same file gave ids %v, then %v", idsA, again)
+	}
+	if len(idsA) != 2 || !strings.HasPrefix(idsA[0], "r-s1-") || !strings.HasSuffix(idsA[0], "-g00000") {
+		t.Fatalf("ids %v, want r-s1-…-g00000 and the next", idsA)
+	}
+	// The first --groups of a file are the same episodes as in a run of
+	// all of it: the same ids.
+	if first := groupIDs(t, a, "", 1); len(first) != 1 || first[0] != idsA[0] {
+		t.Errorf("--groups 1 gave %v, want [%s]", first, idsA[0])
+	}
+	if idsB := groupIDs(t, b, "", 0); idsB[0] == idsA[0] || idsB[1] == idsA[1] {
+		t.Errorf("files of other scenarios gave ids %v and %v", idsA, idsB)
+	}
+	if train, val := groupIDs(t, a, "train", 0), groupIDs(t, a, "val", 0); train[0] == val[0] {
+		t.Errorf("the train and val splits of one file both gave %s", train[0])
+	}
+}

@@ -45,15 +45,15 @@ type Options struct {
 type Env struct {
 	opts   Options
 	group  *procgroup.Set
-	tools  []trajectory.Tool
 	tasks  []env.Scenario
 	system string
 
 	srvMu    sync.Mutex
-	srv      *server // nil after a failed restart
-	restarts int     // restarts since a server last answered a call
-	lastErr  error   // why the last restart failed
-	gaveUp   error   // set once restarts reached maxRestarts
+	srv      *server           // nil after a failed restart
+	tools    []trajectory.Tool // the last server's (Tools)
+	restarts int               // restarts since a server last answered a call
+	lastErr  error             // why the last restart failed
+	gaveUp   error             // set once restarts reached maxRestarts
 	closed   bool
 
 	// asked maps a task text to the scenario last started with it, so a
@@ -78,34 +78,45 @@ func Open(ctx context.Context, o Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcp: %w", err)
 	}
-	e.srv = s
-	// The tools are listed once: a restarted server is the same program
-	// and offers the same tools.
+	if s.tools, err = listTools(ctx, s); err != nil {
+		s.close()
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	e.srv, e.tools = s, s.tools
+	return e, nil
+}
+
+// listTools lists the server's tools in the agent's shape. A server that
+// offers none is an error: an episode on it could only answer.
+func listTools(ctx context.Context, s *server) ([]trajectory.Tool, error) {
+	var tools []trajectory.Tool
 	for tool, err := range s.session.Tools(ctx, nil) {
 		if err != nil {
-			s.close()
-			return nil, fmt.Errorf("mcp: list tools: %w%s", err, s.tail.quote())
+			return nil, fmt.Errorf("list tools: %w%s", err, s.tail.quote())
 		}
 		params := ""
 		if tool.InputSchema != nil {
 			b, err := json.Marshal(tool.InputSchema)
 			if err != nil {
-				s.close()
-				return nil, fmt.Errorf("mcp: tool %s: schema: %w", tool.Name, err)
+				return nil, fmt.Errorf("tool %s: schema: %w", tool.Name, err)
 			}
 			params = string(b)
 		}
-		e.tools = append(e.tools, trajectory.Tool{Type: "function", Name: tool.Name, Description: tool.Description, Parameters: params})
+		tools = append(tools, trajectory.Tool{Type: "function", Name: tool.Name, Description: tool.Description, Parameters: params})
 	}
-	if len(e.tools) == 0 {
-		s.close()
-		return nil, errors.New("mcp: the server offers no tools")
+	if len(tools) == 0 {
+		return nil, errors.New("the server offers no tools")
 	}
-	return e, nil
+	return tools, nil
 }
 
-// Tools returns the server's tools in the agent's shape.
-func (e *Env) Tools() []trajectory.Tool { return e.tools }
+// Tools returns the server's tools in the agent's shape, as the server
+// last started (or connected) listed them.
+func (e *Env) Tools() []trajectory.Tool {
+	e.srvMu.Lock()
+	defer e.srvMu.Unlock()
+	return e.tools
+}
 
 // Resource is one resource an MCP server lists (resources/list), in the
 // protocol's field names: what a task writer is shown besides the tools.
@@ -221,7 +232,7 @@ type episode struct {
 func (ep *episode) Reset(context.Context) (env.Observation, error) {
 	return env.Observation{
 		Messages: []trajectory.Message{{Role: "system", Content: ep.e.system}, env.User(ep.p.Task)},
-		Tools:    ep.e.tools,
+		Tools:    ep.srv.tools,
 	}, nil
 }
 

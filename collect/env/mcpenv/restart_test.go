@@ -197,3 +197,75 @@ server.main()
 		t.Errorf("the server started %d times, want once", n)
 	}
 }
+
+// TestRestartListsToolsAgain: a restarted server's tools are listed
+// again, and the episodes on it are offered those. Before, the tools
+// listed at the start were offered for the whole run: a server whose
+// program changed meanwhile (here the Python example, which offers a
+// third tool from its second start on) had its new tool refused as
+// unknown and a removed one called in vain.
+func TestRestartListsToolsAgain(t *testing.T) {
+	py := envtest.Python(t, os.Getenv("CI") != "")
+	dir := t.TempDir()
+	example, _ := filepath.Abs("../../../pipelines/mcp-env-example")
+	script, starts := filepath.Join(dir, "growing.py"), filepath.Join(dir, "starts")
+	os.WriteFile(script, []byte(`import os, sys
+sys.path.insert(0, sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    f.write("start\n")
+with open(sys.argv[2]) as f:
+    start = len(f.readlines())
+import server
+call = server.call_tool
+if start > 1:
+    server.TOOLS.append({"name": "motto", "description": "A country's motto.",
+                         "inputSchema": {"type": "object", "properties": {"country": {"type": "string"}}}})
+def call_tool(name, args):
+    if args.get("country") == "Atlantis":
+        sys.stderr.write("killed: out of memory\n")
+        sys.stderr.flush()
+        os._exit(9)
+    if name == "motto" and start > 1:
+        return "Liberte, egalite, fraternite", False
+    return call(name, args)
+server.call_tool = call_tool
+server.main()
+`), 0o644)
+	e, err := mcpenv.Open(context.Background(), mcpenv.Options{Command: []string{py, script, example, starts}, Tasks: tasks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	names := func(tools []trajectory.Tool) string {
+		var s []string
+		for _, tool := range tools {
+			s = append(s, tool.Name)
+		}
+		return strings.Join(s, ",")
+	}
+	if got := names(e.Tools()); got != "capital,population" {
+		t.Fatalf("tools at the start: %s", got)
+	}
+	ctx := context.Background()
+	ep, err := e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Play(ctx, ep, calls("capital", `{"country":"Atlantis"}`), 4); err == nil || !strings.Contains(err.Error(), "server was lost") {
+		t.Fatalf("episode on the dying server: %v", err)
+	}
+	ep, err = e.NewEpisode(ctx, tasks[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.Play(ctx, ep, calls("motto", `{"country":"France"}`), 4)
+	if err != nil || names(res.Tools) != "capital,population,motto" || !strings.Contains(res.Messages[len(res.Messages)-1].Content, "Liberte") {
+		t.Fatalf("episode on the restarted server: err %v, tools %s, messages %+v", err, names(res.Tools), res.Messages)
+	}
+	if got := names(e.Tools()); got != "capital,population,motto" {
+		t.Errorf("tools after the restart: %s", got)
+	}
+	if n := countStarts(t, starts); n != 2 {
+		t.Errorf("the server started %d times, want 2", n)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/procgroup"
 )
 
@@ -30,6 +31,10 @@ type server struct {
 	group    *procgroup.Set
 	tail     *stderrTail // the stdio server's stderr; nil for a URL
 	answered atomic.Bool // a tool call got an answer: the server works
+	// tools are what this server listed: a restarted one is listed again,
+	// since its program may have changed meanwhile, and its episodes are
+	// offered what it serves.
+	tools []trajectory.Tool
 
 	lostOnce sync.Once
 	done     chan struct{} // closed once the session is lost
@@ -183,6 +188,11 @@ func (e *Env) current(ctx context.Context) (*server, error) {
 	}
 	e.restarts++
 	s, err := dial(ctx, e.opts, e.group)
+	if err == nil {
+		if s.tools, err = listTools(ctx, s); err != nil {
+			s.close()
+		}
+	}
 	if err != nil {
 		err = fmt.Errorf("mcp: restart %d of %d: %w", e.restarts, maxRestarts, err)
 		if ctx.Err() != nil {
@@ -192,6 +202,6 @@ func (e *Env) current(ctx context.Context) (*server, error) {
 		e.lastErr = err
 		return nil, err
 	}
-	e.srv = s
+	e.srv, e.tools = s, s.tools
 	return s, nil
 }

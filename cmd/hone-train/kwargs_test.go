@@ -51,10 +51,13 @@ func writeKwargsRows(t *testing.T, path string, kwargs ...string) {
 // again, and a flag that disagreed with them, or rows that disagreed
 // among themselves, trained silently under another prompt than the model
 // saw. Now sft and grpo lay such rows out under their recorded kwargs, and
-// refuse (exit 2) a flag that differs from them or rows that differ,
-// naming a row of each and both values. The model's template prints the
-// kwarg "prefix" before the conversation, so a step's token count shows
-// which prompt the rows were laid out under.
+// refuse (exit 2) a flag that differs from them, naming the row and both
+// values. Rows that record different kwargs were refused too, though
+// each is laid out under its own, so mixed thinking/non-thinking Qwen3
+// data had to be trained in separate calls; such rows now train together,
+// each under its record. The model's template prints the kwarg "prefix"
+// before the conversation, so a step's token count shows which prompt the
+// rows were laid out under.
 func TestRecordedChatTemplateKwargs(t *testing.T) {
 	dir := t.TempDir()
 	md := scoredFixture(t, dir, filepath.Join(dir, "s"), "a")
@@ -65,9 +68,11 @@ func TestRecordedChatTemplateKwargs(t *testing.T) {
 	plain := filepath.Join(dir, "in", "plain.parquet")
 	rec := filepath.Join(dir, "in", "rec.parquet")
 	mixed := filepath.Join(dir, "in", "mixed.parquet")
+	recQ := filepath.Join(dir, "in", "recq.parquet")
 	writeKwargsRows(t, plain, "", "")
 	writeKwargsRows(t, rec, `{"prefix":"PPPPPPPP"}`, `{"prefix":"PPPPPPPP"}`)
 	writeKwargsRows(t, mixed, `{"prefix":"PPPPPPPP"}`, `{"prefix":"Q"}`)
+	writeKwargsRows(t, recQ, `{"prefix":"Q"}`, `{"prefix":"Q"}`)
 	out := filepath.Join(dir, "adapters")
 	runs := 0
 	train := func(job, in string, extra ...string) (int, string, float64) {
@@ -103,10 +108,18 @@ func TestRecordedChatTemplateKwargs(t *testing.T) {
 		if code != cli.ExitUsage || !strings.Contains(msg, rec+" row 0") || !strings.Contains(msg, `{"prefix":"PPPPPPPP"}`) || !strings.Contains(msg, `{"prefix":"Q"}`) || !strings.Contains(msg, "--chat-template-kwargs") {
 			t.Errorf("%s with a flag that differs from the rows: exit %d, want %d naming a row and both values\n%s", job, code, cli.ExitUsage, msg)
 		}
-		code, msg, _ = train(job, mixed)
-		t.Log(msg)
-		if code != cli.ExitUsage || !strings.Contains(msg, mixed+" row 0") || !strings.Contains(msg, mixed+" row 3") || !strings.Contains(msg, `{"prefix":"PPPPPPPP"}`) || !strings.Contains(msg, `{"prefix":"Q"}`) {
-			t.Errorf("%s on rows that disagree: exit %d, want %d naming a row of each and both values\n%s", job, code, cli.ExitUsage, msg)
+		code, msg, q := train(job, recQ)
+		if code != 0 || q >= flagged {
+			t.Fatalf("%s on rows recording a shorter prefix: exit %d, %v tokens; want fewer than %v\n%s", job, code, q, flagged, msg)
+		}
+		// Each half of the mixed file is laid out under its own record:
+		// its tokens are half of each uniform file's.
+		if code, msg, n := train(job, mixed); code != 0 || n != (flagged+q)/2 {
+			t.Errorf("%s on rows that record different kwargs: exit %d, %v tokens; want %v, each row under its own\n%s", job, code, n, (flagged+q)/2, msg)
+		}
+		code, msg, _ = train(job, mixed, "--chat-template-kwargs", `{"prefix":"Q"}`)
+		if code != cli.ExitUsage || !strings.Contains(msg, mixed+" row 0") || !strings.Contains(msg, `{"prefix":"PPPPPPPP"}`) || !strings.Contains(msg, `{"prefix":"Q"}`) {
+			t.Errorf("%s on mixed rows with a flag that differs from some: exit %d, want %d naming the row and both values\n%s", job, code, cli.ExitUsage, msg)
 		}
 	}
 }

@@ -30,10 +30,11 @@
 // hold NaN or Inf stops the run with an error matching ErrNotFinite before
 // anything of that step is written; the steps before it stay saved.
 //
-// Chat template kwargs: RowKwargs lays each row of one step's input out
-// under the kwargs it records (trajectory.MetadataKeyChatTemplateKwargs),
-// else under --chat-template-kwargs; a flag that differs from a row's
-// record, or rows that record different kwargs, are usage errors.
+// Chat template kwargs: RowKwargs lays each row out under the kwargs it
+// records (trajectory.MetadataKeyChatTemplateKwargs), else under
+// --chat-template-kwargs; rows that record different kwargs train
+// together, each under its own, and a flag that differs from a row's
+// record is a usage error.
 //
 // Determinism: a step depends only on the restored state and its step
 // number, and every reduction runs in a fixed order, so a run resumed from

@@ -6,24 +6,26 @@ import (
 	"github.com/hone-rl/hone/internal/stageerr"
 )
 
-// RowKwargs lays out the rows of one step's input each under the chat
-// template kwargs it was served with. A row that records them
+// RowKwargs lays out each row of the input under the chat template kwargs
+// it was served with. A row that records them
 // (trajectory.MetadataKeyChatTemplateKwargs: hone-collect
 // --chat-template-kwargs, the recording proxy) is laid out under those; a
-// row that does not, under --chat-template-kwargs as before. Training a
-// row under other kwargs than its own trains its tokens under a prompt the
-// model never saw, so a flag that differs from a row's record, or two rows
-// that record different kwargs, are usage errors naming the rows and both
-// values. A RowKwargs holds the first recording row it saw: use a new one
-// for each step's input. A nil *RowKwargs leaves lopt as it is.
+// row that does not, under --chat-template-kwargs as before. Rows that
+// record different kwargs train together, each under its own (mixed
+// thinking and non-thinking Qwen3 rows, say): every row is laid out on
+// its own, so nothing ties one row's prompt to another's. Training a row
+// under other kwargs than its own trains its tokens under a prompt the
+// model never saw, so a flag that differs from a row's record is a usage
+// error naming the row and both values. It is checked before the row is
+// laid out, so no too-long or zero-advantage report is made of a layout
+// under the wrong kwargs. A nil *RowKwargs leaves lopt as it is.
 type RowKwargs struct {
 	// Flag is --chat-template-kwargs as given ("": not given); lopt.Kwargs
 	// is its parsed value.
 	Flag string
 
-	flagText            string // Flag's canonical JSON, once parsed
-	flagParsed          bool
-	firstRow, firstText string // the first row that recorded kwargs, and its record
+	flagText   string // Flag's canonical JSON, once parsed
+	flagParsed bool
 }
 
 // Options is lopt for trajectory t, named row in messages: with the
@@ -43,8 +45,7 @@ func (k *RowKwargs) Options(row string, t *trajectory.Trajectory, lopt layout.Op
 }
 
 // resolve is the kwargs t records, and whether it records any, checked
-// against the flag and against the first row of the input that recorded
-// some.
+// against the flag.
 func (k *RowKwargs) resolve(row string, t *trajectory.Trajectory) (kw map[string]any, recorded bool, err error) {
 	rec, ok := t.Metadata[trajectory.MetadataKeyChatTemplateKwargs]
 	if !ok {
@@ -61,16 +62,8 @@ func (k *RowKwargs) resolve(row string, t *trajectory.Trajectory) (kw map[string
 		k.flagParsed = true
 	}
 	if k.Flag != "" && text != k.flagText {
-		return nil, false, stageerr.Usagef("%s was served with chat template kwargs %s (metadata %s), but --chat-template-kwargs is %s: the row would be trained under another prompt than the model saw (leave the flag out to use the recorded kwargs)",
+		return nil, false, stageerr.Usagef("%s was served with chat template kwargs %s (metadata %s), but --chat-template-kwargs is %s: the row would be trained under another prompt than the model saw (leave the flag out to use each row's recorded kwargs)",
 			row, orNone(text), trajectory.MetadataKeyChatTemplateKwargs, orNone(k.flagText))
-	}
-	if k.firstRow == "" {
-		k.firstRow, k.firstText = row, text
-		return kw, true, nil
-	}
-	if text != k.firstText {
-		return nil, false, stageerr.Usagef("%s was served with chat template kwargs %s, but %s with %s (metadata %s): one step's input is laid out under one set of kwargs, so train rows served with different ones apart",
-			k.firstRow, orNone(k.firstText), row, orNone(text), trajectory.MetadataKeyChatTemplateKwargs)
 	}
 	return kw, true, nil
 }

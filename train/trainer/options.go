@@ -161,7 +161,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.IntVar(&o.KeepLast, "keep-last", 0, "step folders to keep (0: all); latest and best are always kept, and with an eval --best-metric every step not yet evaluated")
 	fs.StringVar(&o.BestMetric, "best-metric", "", "metric picking the best step (kept, and named by OUT/RUN/best): a training metric such as reward_mean, or an eval metric such as val/reward that hone-inspect log-eval records after each step is evaluated (steps not yet evaluated are kept); a name no row can have is refused")
 	fs.StringVar(&o.BestMode, "best-mode", "", "max or min: which --best-metric value is best (default: min for a metric whose name ends in loss, as Hugging Face's Trainer takes it, else max)")
-	fs.StringVar(&o.TemplateKwargs, "chat-template-kwargs", "", `JSON object of chat template kwargs the trajectories were served with, e.g. {"enable_thinking":false}; rows that record theirs (metadata hone.chat_template_kwargs: hone-collect --chat-template-kwargs, the recording proxy) are laid out under those without it, and a value that differs from theirs is refused (exit 2), as are rows of one step's input that record different kwargs`)
+	fs.StringVar(&o.TemplateKwargs, "chat-template-kwargs", "", `JSON object of chat template kwargs the trajectories were served with, e.g. {"enable_thinking":false}; rows that record theirs (metadata hone.chat_template_kwargs: hone-collect --chat-template-kwargs, the recording proxy) are laid out under those without it, each row under its own when they differ, and a value that differs from a row's is refused (exit 2)`)
 }
 
 // Validate checks the shared options.

@@ -120,7 +120,14 @@ func samePaths(a, b any) bool {
 }
 
 // kwargsKey is the config key of --chat-template-kwargs, saved as the
-// JSON text the command was given.
+// JSON text the command was given. The kwargs rows record
+// (trajectory.MetadataKeyChatTemplateKwargs, each row laid out under its
+// own: RowKwargs) are not saved: they are part of the input files, which a
+// resume identifies by their sha256 (grpo's sessions, sft's
+// inputs_sha256), so a resume on the same files lays every row out as
+// before and only the flag, which lays out the rows without a record, can
+// change a row's prompt. Other files are other data, each row under its
+// own record again.
 const kwargsKey = "chat_template_kwargs"
 
 // sameJSONText reports whether a and b are strings holding equal JSON

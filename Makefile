@@ -103,6 +103,13 @@ test-long:
 	# the device check's hone-cmds flow (cmd/internal/cmdcheck) on the emulated device
 	HONE_LONG_TESTS=1 $(GO) test -count=1 -timeout 20m -run 'CommandsEmulated' -v ./cmd/internal/cmdcheck
 
+# Every package compiled for Windows, macOS and FreeBSD without cgo (make
+# test checks macOS alone: cold, each system compiles every dependency
+# again, minutes on 2 cores).
+.PHONY: test-cross
+test-cross:
+	HONE_CROSS_GOOS="windows darwin freebsd" $(GO) test -count=1 -run '^TestCrossBuild$$' -v .
+
 # The kernels must also pass their conformance suite as pure Go (gonum GEMM).
 test-nocgo:
 	CGO_ENABLED=0 $(GO) test -count=1 -vet=off -skip '$(TOOLCHAIN_TESTS)' ./kernels/...

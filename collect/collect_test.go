@@ -434,7 +434,15 @@ func TestFaults(t *testing.T) {
 	t.Run("max-failures", func(t *testing.T) {
 		srv := openaitest.New(bisectReply)
 		defer srv.Close()
-		srv.SetFault(func(n int64) openaitest.Fault { return openaitest.Status500 })
+		// Calls after the 5th hang: with one worker, group 2's second
+		// episode could fail and finish (and write) group 2 before the
+		// stop landed, 6 runs in 1000.
+		srv.SetFault(func(n int64) openaitest.Fault {
+			if n > 5 {
+				return openaitest.Hang
+			}
+			return openaitest.Status500
+		})
 		var out bytes.Buffer
 		o := baseOpts(srv, &out)
 		o.Groups, o.GroupSize, o.Concurrency = 20, 2, 1

@@ -85,7 +85,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxTokens, "max-tokens", 4096, "cap and default of max_tokens / max_completion_tokens (the default also within the context and what --kv-cache-bytes holds for the request's n choices)")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", 8<<20, "largest request body accepted (413 beyond)")
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 10*time.Minute, "deadline of one request (504 beyond); reading its body gets 1s more (408 beyond) and writing its answer 2s more, then a client that stopped sending or reading is cut off")
-	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 60*time.Second, "on shutdown, how long requests in flight may finish; then they are failed (503), and a client that stopped sending or reading is cut off 1 to 2s later")
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 60*time.Second, "on shutdown, how long requests in flight may finish; then they are failed (503), and a client that stopped sending or reading is cut off 1 to 2s later; a model step stuck in the backend is given up 5s after the timeout")
 	fs.DurationVar(&o.PollInterval, "poll-interval", time.Second, "how often the adapter folder is checked")
 }
 

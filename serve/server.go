@@ -329,7 +329,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				"in_flight", s.active.Load(), "running_sequences", st.Running, "queued", st.Queued, "err", err)
 		}
 	}
-	if e := s.eng.Shutdown(ctx); err == nil {
+	// The engine's error when it has one: ctx's, or ErrStepStuck (which
+	// wraps ctx's) saying a step stuck in the backend was given up on.
+	if e := s.eng.Shutdown(ctx); e != nil {
 		err = e
 	}
 	if err != nil {

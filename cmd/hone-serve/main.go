@@ -66,7 +66,8 @@ exactly as written here; anything else, vLLM's adapter routes included, is
 
 Exit codes: 0 drained after SIGINT/SIGTERM, 130 when with --model requests
 were still in flight at --drain-timeout (they are failed with 503, and a
-warning says how many), 1 failure, 2 bad usage or a
+warning says how many; a model step stuck in the backend is given up 5s
+later, and the process exits all the same), 1 failure, 2 bad usage or a
 missing or broken model folder, one whose chat template does not compile or
 fails the load-time check (a small conversation rendered within the
 template limits) included.

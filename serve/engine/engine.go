@@ -40,6 +40,12 @@ func (e *QueueFullError) Error() string {
 // Is makes errors.Is(err, ErrQueueFull) hold.
 func (e *QueueFullError) Is(target error) bool { return target == ErrQueueFull }
 
+// ErrStepStuck is Shutdown's error when the step in progress did not
+// return within Config.StopGrace after Shutdown's ctx ended: the engine's
+// goroutine is left inside the backend, and the requests it held were
+// ended with ErrClosed without it.
+var ErrStepStuck = errors.New("engine: the step in progress did not end")
+
 // ErrChoiceFailed ends the choices of a request still running when
 // another of its choices failed (no candidate, a constraint's error).
 var ErrChoiceFailed = errors.New("engine: another choice of the request failed")
@@ -102,7 +108,15 @@ type Config struct {
 	EOS           []int32
 	Tokenizer     *tokenizer.Tokenizer // decodes generated text (stop strings)
 	Log           *slog.Logger
+	// StopGrace is how long Shutdown, once its ctx ended, waits for the
+	// step in progress to return before it gives up on it (default
+	// DefaultStopGrace): a backend call that never returns (a wedged
+	// device) must not hold the process's exit for ever.
+	StopGrace time.Duration
 }
+
+// DefaultStopGrace is Config.StopGrace's default.
+const DefaultStopGrace = 5 * time.Second
 
 // Request is one generation request: N sequences continuing Prompt.
 type Request struct {
@@ -146,6 +160,9 @@ type Handle struct {
 	open   int // sequences not finished
 	cached int // prompt tokens whose KV rows came from the prefix cache
 	notify chan struct{}
+	// abandoned is the engine's: closed when Shutdown gave up on a step
+	// stuck in the backend, which would never deliver the rest.
+	abandoned <-chan struct{}
 }
 
 // CachedTokens is the number of prompt tokens that were not prefilled
@@ -172,7 +189,9 @@ func (h *Handle) push(ev Event) {
 }
 
 // Next waits for events. It returns done once every sequence has finished
-// and all events were handed out; an error only when ctx ends first.
+// and all events were handed out; an error when ctx ends first, or one
+// wrapping ErrClosed and ErrStepStuck when Shutdown gave up on the engine's
+// step (the request will get no more events).
 func (h *Handle) Next(ctx context.Context) (evs []Event, done bool, err error) {
 	for {
 		h.mu.Lock()
@@ -186,6 +205,8 @@ func (h *Handle) Next(ctx context.Context) (evs []Event, done bool, err error) {
 		case <-h.notify:
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
+		case <-h.abandoned:
+			return nil, false, fmt.Errorf("%w: %w", ErrClosed, ErrStepStuck)
 		}
 	}
 }
@@ -275,6 +296,10 @@ type Engine struct {
 	stopped chan struct{}
 	kill    chan struct{}
 	killed  atomic.Bool
+	// abandoned is closed (once, abandon) when Shutdown stops waiting for
+	// a step stuck in the backend: every Handle's Next then fails.
+	abandoned chan struct{}
+	abandon   sync.Once
 
 	nextSeq int
 	running []*sequence
@@ -310,9 +335,13 @@ func New(m *model.Model, cfg Config) *Engine {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = DefaultStopGrace
+	}
 	e := &Engine{
 		m: m, cfg: cfg, cache: NewKVCache(&m.Config, m.Backend(), cfg.KVCacheBytes), eos: map[int32]bool{}, log: cfg.Log,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), kill: make(chan struct{}),
+		abandoned: make(chan struct{}),
 	}
 	e.chooser, _ = m.Backend().(kernels.RowChooser)
 	for _, id := range cfg.EOS {
@@ -417,7 +446,7 @@ func (e *Engine) Submit(r *Request) (*Handle, error) {
 	if r.Ctx == nil {
 		r.Ctx = context.Background()
 	}
-	h := &Handle{open: r.N, notify: make(chan struct{}, 1)}
+	h := &Handle{open: r.N, notify: make(chan struct{}, 1), abandoned: e.abandoned}
 	// Built here, on the caller's goroutine, not under the lock or on the
 	// engine's: the tables are as long as the stop strings.
 	stops := newStopTable(r.Params.Stop)
@@ -481,6 +510,10 @@ func (e *Engine) poke() {
 
 // Shutdown stops accepting requests and waits until the running and queued
 // ones finished. When ctx ends first, the rest are failed with ErrClosed.
+// If the step in progress then does not return within Config.StopGrace (a
+// backend call that hangs), Shutdown returns ErrStepStuck with ctx's error:
+// the requests' Next fail with ErrClosed, their Done hooks are not called,
+// and the engine's goroutine and memory are left to the process's end.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	e.closing = true
@@ -493,8 +526,17 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		if e.killed.CompareAndSwap(false, true) {
 			close(e.kill)
 		}
-		<-e.stopped
-		return ctx.Err()
+		grace := time.NewTimer(e.cfg.StopGrace)
+		defer grace.Stop()
+		select {
+		case <-e.stopped:
+			return ctx.Err()
+		case <-grace.C:
+		}
+		e.abandon.Do(func() { close(e.abandoned) })
+		e.log.Error("engine step did not end after the drain: giving up on it and on the requests it held",
+			"grace", e.cfg.StopGrace, "running_sequences", e.nRunning.Load(), "queued", e.nQueued.Load())
+		return fmt.Errorf("%w within %v of the drain's end (%w)", ErrStepStuck, e.cfg.StopGrace, ctx.Err())
 	}
 }
 

@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/format/tokenizer"
+	"github.com/hone-rl/hone/internal/waitfor"
+	"github.com/hone-rl/hone/kernels"
+	"github.com/hone-rl/hone/kernels/ref"
+	"github.com/hone-rl/hone/train/model"
+)
+
+// hangingBackend blocks every LinearForward once armed, until release is
+// closed: a backend call that never returns (a wedged device), which no
+// cancellation reaches.
+type hangingBackend struct {
+	kernels.Backend
+	armed   atomic.Bool
+	inside  atomic.Bool
+	release chan struct{}
+}
+
+func (g *hangingBackend) LinearForward(out, inp, weight, bias []float32, N, C, OC int) {
+	if g.armed.Load() {
+		g.inside.Store(true)
+		<-g.release
+	}
+	g.Backend.LinearForward(out, inp, weight, bias, N, C, OC)
+}
+
+// TestShutdownStuckStep: when the engine's step is stuck inside a backend
+// call, Shutdown still returns once its ctx ended and StopGrace passed,
+// with an error saying the step did not end (ErrStepStuck, and the ctx's
+// error), and the requests running and queued get ErrClosed from Next
+// rather than waiting with the step. Before, Shutdown waited on the
+// engine's loop for ever, and so did the server's process.
+func TestShutdownStuckStep(t *testing.T) {
+	be := &hangingBackend{Backend: ref.New(), release: make(chan struct{})}
+	m, err := model.Load("../testdata/tiny", be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load("../testdata/tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Released at the end so that the loop's goroutine ends with the test.
+	t.Cleanup(func() { close(be.release) })
+	e := New(m, Config{MaxBatch: 1, Tokenizer: tok, StopGrace: 100 * time.Millisecond})
+	be.armed.Store(true)
+	req := func() *Handle {
+		h, err := e.Submit(&Request{Ctx: context.Background(), Prompt: []int32{1, 2, 3}, N: 1, Params: Params{MaxTokens: 4, Temperature: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	running, queued := req(), req()
+	waitfor.Until(t, 10*time.Second, "the step to be inside the backend", be.inside.Load)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() { got <- e.Shutdown(ctx) }()
+	select {
+	case err := <-got:
+		if !errors.Is(err, ErrStepStuck) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not end") {
+			t.Fatalf("Shutdown: %v, want ErrStepStuck and the deadline", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Shutdown still waits on a step stuck in the backend")
+	}
+	for name, h := range map[string]*Handle{"running": running, "queued": queued} {
+		nctx, ncancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, _, err := h.Next(nctx)
+		ncancel()
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("the %s request after Shutdown gave up on the step: %v, want ErrClosed", name, err)
+		}
+	}
+}

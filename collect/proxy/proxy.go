@@ -73,6 +73,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -101,6 +102,11 @@ type Options struct {
 
 	MaxBodyBytes     int64 // largest request body accepted, 413 beyond (0: DefaultMaxBodyBytes)
 	MaxResponseBytes int64 // most of one upstream answer held to record it (0: DefaultMaxResponseBytes)
+	// DrainTimeout is how long Run, once its ctx ended, lets requests in
+	// flight finish (0: DefaultDrainTimeout); then their connections are
+	// closed, a warning says how many, and Run returns an error wrapping
+	// context.DeadlineExceeded (hone-serve's --drain-timeout).
+	DrainTimeout time.Duration
 
 	Log        *slog.Logger
 	HTTPClient *http.Client
@@ -114,6 +120,9 @@ const (
 	// DefaultMaxResponseBytes leaves room for the largest answers an agent
 	// asks for: 32k tokens with 20 top logprobs each are about 35 MB.
 	DefaultMaxResponseBytes = 64 << 20
+	// DefaultDrainTimeout is hone-serve's default --drain-timeout: the
+	// generations the proxy relays get as long as the server gives them.
+	DefaultDrainTimeout = 60 * time.Second
 )
 
 // AddFlags registers the options on fs.
@@ -126,6 +135,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Run, "run", "proxy", "run name recorded in every row and naming the files (<run>-000001.parquet): a letter or digit, then letters, digits, '.', '_' or '-'")
 	fs.BoolVar(&o.NoTokenIDs, "no-token-ids", false, "do not ask the upstream for the sampled token ids (vLLM's return_token_ids), for one that refuses parameters it does not know, as OpenAI's API does; turns are recorded without them and training tokenizes their text")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted (413 beyond, as hone-serve)")
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", DefaultDrainTimeout, "on shutdown (SIGINT/SIGTERM), how long requests in flight may finish; then their connections are closed, a warning says how many, and the exit code is 130")
 	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", DefaultMaxResponseBytes, "most bytes of one upstream answer held to record it; a larger answer still reaches the agent, and its turn is recorded with an error")
 }
 
@@ -143,6 +153,7 @@ type Proxy struct {
 	written map[string]string
 	wg      sync.WaitGroup // flushes in progress
 	files   int
+	active  atomic.Int64 // requests being served, for the drain's warning
 }
 
 type group struct {
@@ -197,6 +208,9 @@ func New(o Options) (*Proxy, error) {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
 	}
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
@@ -285,6 +299,8 @@ var (
 )
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.active.Add(1)
+	defer p.active.Add(-1)
 	// Every route reads its body through the cap; a declared length over
 	// it is refused before a byte of the body is read.
 	if r.ContentLength > p.o.MaxBodyBytes {
@@ -1111,8 +1127,10 @@ func (p *Proxy) detachLocked(gid string, fields groupFields) (flush func() error
 	}, nil
 }
 
-// Run serves until ctx ends, then waits for requests and flushes in
-// flight. Groups never closed are not written.
+// Run serves until ctx ends, then waits for requests in flight (up to
+// DrainTimeout: then they are cut off, and Run returns an error wrapping
+// context.DeadlineExceeded) and for flushes. Groups never closed are not
+// written.
 func Run(ctx context.Context, o Options) error {
 	p, err := New(o)
 	if err != nil {
@@ -1134,9 +1152,18 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	p.o.Log.Info("hone-collect proxy draining", "timeout", p.o.DrainTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), p.o.DrainTimeout)
 	defer cancel()
-	srv.Shutdown(sctx)
+	var derr error
+	if err := srv.Shutdown(sctx); err != nil {
+		// Said before they are cut off: otherwise the process ends
+		// "interrupted" with no word that answers were lost.
+		p.o.Log.Warn("proxy: drain timed out: closing the connections of the requests still in flight (their turns are not recorded)",
+			"in_flight", p.active.Load(), "err", err)
+		srv.Close()
+		derr = fmt.Errorf("proxy: drain: %w", err)
+	}
 	p.wg.Wait()
 	p.mu.Lock()
 	open := len(p.groups)
@@ -1144,5 +1171,5 @@ func Run(ctx context.Context, o Options) error {
 	if open > 0 {
 		p.o.Log.Warn("proxy: groups never closed were not written", "groups", open)
 	}
-	return nil
+	return derr
 }

@@ -25,6 +25,10 @@
 //     and only after that succeeds does "<run>" switch to it; then versions
 //     beyond KeepAdapters per run are unloaded, oldest first, with
 //     POST /v1/unload_lora_adapter {"lora_name":"<run>@<step>"}.
+//     A version that a request in flight was sent to stays loaded until
+//     that request ended (the Sync after unloads it), so that with
+//     KeepAdapters 1 the new step's load does not unload the version
+//     under the requests still on their way to vLLM.
 //     latest is what the operator says is current: rolled back to a step
 //     still loaded, "<run>" switches to it without a call. A step folder
 //     written again since vLLM read it (its modification time changed: a

@@ -59,6 +59,11 @@ type Front struct {
 	// "does not exist" (it restarted since their load): the next Sync
 	// forgets them, so that it loads the current one again. Guarded by mu.
 	gone map[string]bool
+	// inUse counts, per loaded "<run>@<step>", the requests sent to it
+	// that have not ended: unloadOld keeps such a version loaded (vLLM
+	// would answer a request still on its way "does not exist"), and a
+	// later Sync unloads it. Guarded by mu.
+	inUse map[string]int
 
 	draining atomic.Bool // Serve is stopping: new requests get 503
 }
@@ -145,9 +150,39 @@ func NewFront(o Options) (*Front, error) {
 // loaded and spelled as hone-serve spells it (ok false otherwise: "r@05" is
 // not "r@5"); anything else, a name of vLLM's own, passes unchanged.
 func (f *Front) Model(name string) (string, bool) {
-	want, err := runfolder.ParseServed(name)
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	return f.modelLocked(name)
+}
+
+// use is Model for a request about to be sent: a loaded version it maps
+// to is counted in inUse, under the same lock as the lookup so that no
+// unload comes between, until release (idempotent) is called once the
+// request ended.
+func (f *Front) use(name string) (to string, ok bool, release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	to, ok = f.modelLocked(name)
+	v, err := runfolder.ParseServed(to)
+	if rs := f.runs[v.Run]; !ok || err != nil || !v.HasStep || rs == nil || !slices.Contains(rs.loaded, v.Step) {
+		return to, ok, func() {}
+	}
+	if f.inUse == nil {
+		f.inUse = map[string]int{}
+	}
+	f.inUse[to]++
+	return to, ok, sync.OnceFunc(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.inUse[to]--; f.inUse[to] <= 0 {
+			delete(f.inUse, to)
+		}
+	})
+}
+
+// modelLocked is Model, called under mu.
+func (f *Front) modelLocked(name string) (string, bool) {
+	want, err := runfolder.ParseServed(name)
 	rs := f.runs[want.Run]
 	switch {
 	case rs == nil:
@@ -235,9 +270,13 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del("Content-Length")
 	} else {
 		var ok bool
-		if r, ok = f.takeBody(w, r); !ok {
+		var release func()
+		if r, release, ok = f.takeBody(w, r); !ok {
 			return
 		}
+		// Once the answer is relayed whole (streams included) or the
+		// client left: the version it was sent to may be unloaded then.
+		defer release()
 	}
 	f.proxy.ServeHTTP(w, r)
 }
@@ -269,10 +308,12 @@ type sentModel struct{}
 
 // takeBody reads r's body under the cap and rewrites its model name,
 // answering the client itself (and returning false) when it cannot. The
-// request it returns carries the name sent (sentModel).
-func (f *Front) takeBody(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+// request it returns carries the name sent (sentModel); release ends its
+// count in inUse (use), to be called once the request ended.
+func (f *Front) takeBody(w http.ResponseWriter, r *http.Request) (_ *http.Request, release func(), ok bool) {
+	release = func() {}
 	if r.Body == nil {
-		return r, true
+		return r, release, true
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.o.MaxBodyBytes))
 	r.Body.Close()
@@ -280,15 +321,15 @@ func (f *Front) takeBody(w http.ResponseWriter, r *http.Request) (*http.Request,
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body is larger than %d bytes", f.o.MaxBodyBytes), "", "request_too_large")
-			return r, false
+			return r, release, false
 		}
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "reading the request body: "+err.Error(), "", "")
-		return r, false
+		return r, release, false
 	}
-	body, sent, status, err := f.rewriteModel(body)
+	body, sent, release, status, err := f.rewriteModel(body)
 	if err != nil {
 		writeError(w, status, "not_found_error", err.Error(), "model", "model_not_found")
-		return r, false
+		return r, release, false
 	}
 	if sent != "" {
 		r = r.WithContext(context.WithValue(r.Context(), sentModel{}, sent))
@@ -297,34 +338,37 @@ func (f *Front) takeBody(w http.ResponseWriter, r *http.Request) (*http.Request,
 	r.ContentLength = int64(len(body))
 	r.TransferEncoding = nil // the body is whole now: send it with a length
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	return r, true
+	return r, release, true
 }
 
 // rewriteModel replaces the top-level "model" of a JSON object body and
-// returns the name sent ("" when there is none). A body that is not a JSON
-// object goes through as it is (vLLM answers it).
-func (f *Front) rewriteModel(body []byte) ([]byte, string, int, error) {
+// returns the name sent ("" when there is none) and the release of its use
+// (use). A body that is not a JSON object goes through as it is (vLLM
+// answers it).
+func (f *Front) rewriteModel(body []byte) ([]byte, string, func(), int, error) {
+	none := func() {}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(body, &obj) != nil {
-		return body, "", 0, nil
+		return body, "", none, 0, nil
 	}
 	var name string
 	if json.Unmarshal(obj["model"], &name) != nil {
-		return body, "", 0, nil
+		return body, "", none, 0, nil
 	}
-	to, ok := f.Model(name)
+	to, ok, release := f.use(name)
 	if !ok {
-		return nil, "", http.StatusNotFound, fmt.Errorf("model %q is not loaded (loaded: %s)", name, strings.Join(f.Loaded(), ", "))
+		return nil, "", none, http.StatusNotFound, fmt.Errorf("model %q is not loaded (loaded: %s)", name, strings.Join(f.Loaded(), ", "))
 	}
 	if to == name {
-		return body, name, 0, nil
+		return body, name, release, 0, nil
 	}
 	obj["model"], _ = json.Marshal(to)
 	out, err := json.Marshal(obj)
 	if err != nil {
-		return nil, "", http.StatusBadRequest, fmt.Errorf("re-encoding the request: %w", err)
+		release()
+		return nil, "", none, http.StatusBadRequest, fmt.Errorf("re-encoding the request: %w", err)
 	}
-	return out, to, 0, nil
+	return out, to, release, 0, nil
 }
 
 // modifyResponse adds a "<run>" alias to vLLM's /v1/models list for each

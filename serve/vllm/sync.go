@@ -281,33 +281,56 @@ func (f *Front) switchTo(run string, rs *runState, step int) {
 }
 
 // unloadOld unloads loaded versions other than the current one beyond the
-// keep count, least recently current first. A failed unload is retried at
-// the next Sync.
+// keep count, least recently current first. A version a request in flight
+// was sent to (inUse) is kept, beyond the count, until a Sync after its
+// last request ended: with KeepAdapters 1 the version "<run>" mapped to a
+// moment ago would otherwise be unloaded under the requests still on their
+// way to vLLM. A version being unloaded no longer resolves (Model), so no
+// request is sent to it between the check and the unload; a failed unload
+// puts it back, to be retried at the next Sync.
 func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
-	f.mu.RLock()
+	f.mu.Lock()
+	prev := slices.Clone(rs.loaded)
 	var others []int
 	for _, s := range rs.loaded {
 		if s != rs.current {
 			others = append(others, s)
 		}
 	}
-	f.mu.RUnlock()
 	extra := len(others) - (f.o.KeepAdapters - 1)
 	if rs.current < 0 {
 		extra = len(others) - f.o.KeepAdapters
 	}
-	var errs []error
+	var drop []int
 	for _, s := range others[:max(extra, 0)] { // least recently current first
+		if n := f.inUse[runfolder.ServedName(run, s)]; n > 0 {
+			f.o.Log.Debug("vllm: adapter kept loaded while requests use it", "name", runfolder.ServedName(run, s), "requests", n)
+			continue
+		}
+		drop = append(drop, s)
+	}
+	rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return slices.Contains(drop, x) })
+	f.mu.Unlock()
+	var errs []error
+	var failed []int
+	for _, s := range drop {
 		if err := f.unload(ctx, runfolder.ServedName(run, s)); err != nil {
 			errs = append(errs, fmt.Errorf("vllm: unloading %s: %w", runfolder.ServedName(run, s), err))
+			failed = append(failed, s)
 			continue
 		}
 		f.mu.Lock()
-		rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == s })
 		delete(rs.path, s)
 		delete(rs.stamp, s)
 		f.mu.Unlock()
 		f.o.Log.Info("vllm: adapter unloaded", "name", runfolder.ServedName(run, s))
+	}
+	if len(failed) > 0 {
+		// Back in their places: only Sync (under syncMu, as here) changes
+		// rs.loaded, so prev less what was unloaded is the list as it is.
+		f.mu.Lock()
+		rs.loaded = slices.DeleteFunc(prev, func(x int) bool { return slices.Contains(drop, x) && !slices.Contains(failed, x) })
+		f.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,83 @@
+package vllm
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hone-rl/hone/internal/waitfor"
+)
+
+// TestKeepOneWaitsForRequestsInFlight: with KeepAdapters 1, a new step does
+// not unload the version a request in flight was sent to ("<run>" mapped
+// to it, or named): vLLM would answer a request still on its way "does not
+// exist", and cut the stream of one it holds. The version stays loaded,
+// and still resolves, until its last request ends; the next Sync after
+// that unloads it. Before, the load of the new step was followed at once
+// by the unload of the version the stream was reading.
+func TestKeepOneWaitsForRequestsInFlight(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 1})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	p1 := writeStep(t, dir, "r", 1)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@1", p1))
+	release := make(chan struct{})
+	open := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(open) // before srv.Close, which waits for the stream
+	fake.mu.Lock()
+	fake.release = release // the stream's second chunk waits
+	fake.mu.Unlock()
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"r","stream":true,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if first, err := br.ReadString('\n'); err != nil || !strings.Contains(first, `"model":"r@1"`) {
+		t.Fatalf("first chunk %q, %v", first, err)
+	}
+	p2 := writeStep(t, dir, "r", 2)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@2", p2)) // r@1 is in use: kept
+	if got, ok := f.Model("r@1"); !ok || got != "r@1" {
+		t.Fatalf(`Model("r@1") while its request runs = %q, %v; want it still loaded`, got, ok)
+	}
+	if got, _ := f.Model("r"); got != "r@2" {
+		t.Fatalf(`Model("r") = %q, want the new step r@2`, got)
+	}
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls()) // still in use
+	open()
+	rest, err := io.ReadAll(br)
+	if err != nil || !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("rest of the stream %q, %v", rest, err)
+	}
+	resp.Body.Close()
+	// The front's handler may still be returning after the client read
+	// the end; a Sync once it has unloads.
+	waitfor.Until(t, 10*time.Second, "r@1 unloaded once its request ended", func() bool {
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return !slices.Contains(f.Loaded(), "r@1")
+	})
+	wantCalls(t, fake.takeCalls(), unload("r@1"))
+	if got := f.Loaded(); !slices.Equal(got, []string{"r@2"}) {
+		t.Fatalf("Loaded = %v, want [r@2]", got)
+	}
+}

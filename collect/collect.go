@@ -39,8 +39,9 @@ var (
 )
 
 // ErrModelNotFound is the failure of a run stopped at the first model call
-// answered 404 (model_not_found, or a base URL without that endpoint):
-// every other episode would fail the same way. Its output holds only
+// answered 404 (model_not_found, or a base URL without that endpoint)
+// before any call was answered: every other episode would fail the same
+// way. Once the model answered, a 404 fails its episode only. Its output holds only
 // what finished before, so the caller keeps none.
 var ErrModelNotFound = errors.New("model not found")
 

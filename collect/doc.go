@@ -29,9 +29,13 @@
 // 1). In both cases the finished groups are written, failed episodes as
 // rows with their error, and the Stats handed to Options.Summary count
 // exactly the rows written. One failure stops a run at once: a model call
-// answered 404 (model_not_found, or a base URL without the endpoint), which
-// every other call would meet too; Run returns ErrModelNotFound, naming
-// the models the server lists, and hone-collect keeps no output.
+// answered 404 (model_not_found, or a base URL without the endpoint)
+// before any call was answered, which every other call would meet too;
+// Run returns ErrModelNotFound, naming the models the server lists, and
+// hone-collect keeps no output. Once a call was answered, a 404 is a
+// server between two loads of the adapter (vLLM restarted under
+// hone-serve's front, a step folder loaded again) and fails its episode
+// only.
 //
 // Like every stage, the package exposes Options (AddFlags) and
 // Run(ctx, opts) error; it reads no environment variable (cmd/hone-collect

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -52,9 +53,15 @@ type Model struct {
 	o      ModelOptions
 	retry  retry.Policy
 	// missing, when set, is told of every call that failed for a model
-	// the server does not serve (missingModel): Run stops there, since
-	// every other call would fail the same way.
+	// the server does not serve (missingModel) before any call of the
+	// model was answered: Run stops there, since every other call would
+	// fail the same way.
 	missing func(*callError)
+	// answered: a call was answered. A 404 after that is no wrong
+	// --model but a server between two loads of the adapter (vLLM
+	// restarted under hone-serve's front, a step folder loaded again),
+	// which fails its episode only.
+	answered atomic.Bool
 }
 
 // NewModel returns a Model. The client's own retries are off; Model
@@ -206,7 +213,10 @@ func (m *Model) call(ctx context.Context, body []byte) (trajectory.Message, erro
 		}
 		return msg, err
 	})
-	if ce := (*callError)(nil); m.missing != nil && errors.As(err, &ce) && missingModel(ce) {
+	if err == nil {
+		m.answered.Store(true)
+	}
+	if ce := (*callError)(nil); m.missing != nil && !m.answered.Load() && errors.As(err, &ce) && missingModel(ce) {
 		m.missing(ce)
 	}
 	return msg, err

@@ -54,9 +54,10 @@ hone-inspect log-eval; give it a --seed of its own).
 
 Exit codes: 0 ok; 1 failure: every episode failed, or more than
 --max-failures did (by default the run never stops early), or a model
-call was answered 404 (a --model the server does not serve, or a
---base-url without the endpoint: the run stops at that first answer, writes
-nothing, and names the models the server lists), or the environment failed
+call was answered 404 before any was answered (a --model the server does
+not serve, or a --base-url without the endpoint: the run stops at that
+first answer, writes nothing, and names the models the server lists; a
+404 after the model answered fails its episode only), or the environment failed
 as it started (a program that crashed, a server out of reach); 2 bad usage or input (an --env-opt the environment refuses, a
 command or path that is not there); 130 interrupted. After failed episodes or an interrupt, the finished
 groups are still written, failed episodes as rows with their error.

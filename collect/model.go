@@ -233,13 +233,7 @@ func missingModel(ce *callError) bool {
 // notFound is the error that stops a run at a call that failed for a
 // model the server does not serve.
 func (m *Model) notFound(ce *callError) error {
-	err := fmt.Errorf("%w: %q at %s, %w", ErrModelNotFound, m.o.Model, orDefault(m.o.BaseURL, openAIBaseURL), ce)
-	if ce.code != "model_not_found" {
-		// No code: the URL has no chat/completions, as a base URL without
-		// its /v1 has not.
-		err = fmt.Errorf("%w (no chat/completions there; an OpenAI base URL usually ends in /v1)", err)
-	}
-	return err
+	return fmt.Errorf("%w: %q at %s, %w", ErrModelNotFound, m.o.Model, orDefault(m.o.BaseURL, openAIBaseURL), ce)
 }
 
 // notFoundAdvice is err, notFound's error, with the models the server
@@ -247,7 +241,15 @@ func (m *Model) notFound(ce *callError) error {
 func (m *Model) notFoundAdvice(ctx context.Context, err error) error {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	return fmt.Errorf("%w%s; check --model and --base-url (the run stopped at the first such answer)", err, m.served(ctx))
+	served := m.served(ctx)
+	if ce := (*callError)(nil); served == "" && errors.As(err, &ce) && ce.code != "model_not_found" {
+		// Neither a model list nor a model_not_found code: the URL has no
+		// chat/completions, as a base URL without its /v1 has not. (vLLM
+		// answers an unknown model with the 404's status as its code, and
+		// lists its models from a right base URL.)
+		err = fmt.Errorf("%w (no chat/completions there; an OpenAI base URL usually ends in /v1)", err)
+	}
+	return fmt.Errorf("%w%s; check --model and --base-url (the run stopped at the first such answer)", err, served)
 }
 
 // listTimeout bounds the call that lists the server's models for a

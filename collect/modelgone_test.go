@@ -82,3 +82,43 @@ func TestModelGoneAfterAnswersFailsOnlyItsEpisode(t *testing.T) {
 		t.Errorf("episode errors %q, want one naming the 404", failed)
 	}
 }
+
+// vllmUnknownModel stands in front of a real server as vLLM does for a
+// model it does not serve: every chat call is vLLM's 404 (its error at the
+// top level, its code the status), and GET models lists what it serves.
+type vllmUnknownModel struct{ upstream string }
+
+func (f vllmUnknownModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/chat/completions" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"object":"error","message":"The model `+"`nope`"+` does not exist.","type":"NotFoundError","param":null,"code":404}`)
+		return
+	}
+	resp := passOn(w, r, f.upstream)
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, resp.Body)
+}
+
+// Regression: vLLM answers a model it does not serve with a 404 whose
+// code is the status, not model_not_found, and the run's error then said
+// "no chat/completions there; an OpenAI base URL usually ends in /v1" for
+// a base URL that was right, next to the models it listed from there. The
+// advice on /v1 now comes only when the server lists no models.
+func TestVLLMUnknownModelKeepsTheBaseURL(t *testing.T) {
+	srv := httptest.NewServer(vllmUnknownModel{upstream: startTinyServe(t)})
+	defer srv.Close()
+	var out bytes.Buffer
+	o := collect.Options{
+		Env: "guess", Groups: 2, GroupSize: 1, Concurrency: 1, MaxTurns: 1, Seed: 3, Run: "r", Policy: "model", Out: &out,
+		Model: collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "nope", MaxTokens: 4, Backoff: time.Millisecond},
+	}
+	_, err := runStats(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "serves: tiny") || strings.Contains(err.Error(), "usually ends in /v1") {
+		t.Errorf("run: %v; want model not found, naming tiny as served and no advice on /v1", err)
+	}
+}

@@ -631,7 +631,16 @@ type blobOutput struct {
 	done  bool
 }
 
-func (o *blobOutput) Write(p []byte) (int, error) { return o.f.Write(p) }
+// Write stages p. A failure names the output, as writeErr does for a
+// file: the staged file's own name is unlinked at once (Create) and was
+// never the user's.
+func (o *blobOutput) Write(p []byte) (int, error) {
+	n, err := o.f.Write(p)
+	if err != nil {
+		return n, writeErr(o.name, err)
+	}
+	return n, nil
+}
 
 func (o *blobOutput) Name() string { return o.name }
 

@@ -105,6 +105,9 @@ type Chain struct {
 	OnJudgeErr  string // PolicyFail, PolicySkip or PolicyMark
 	OnlyMissing bool
 	JudgeModel  string // the ruler scorers' judge model, for errors
+	// JudgeAnswered reports whether the judge has answered a call in this
+	// run (nil: never). Until it has, a 401/403/404 stops the run.
+	JudgeAnswered func() bool
 }
 
 // Outcome says what happened to a group.
@@ -247,8 +250,11 @@ func (c *Chain) onError(g trajectory.Group, live []int, err error) (trajectory.G
 	}
 	// A refused key or an unknown model fails every group alike: under
 	// skip or mark the run asked the judge once per group for nothing and
-	// wrote a file with nothing scored.
-	if status, ok := judge.Refused(err); ok {
+	// wrote a file with nothing scored. Once the judge has answered, a
+	// refusal is the server's passing state (a vLLM restarted behind
+	// hone-serve's front answers 404 until its adapter is loaded again),
+	// and the policy decides, as for any other failure.
+	if status, ok := judge.Refused(err); ok && (c.JudgeAnswered == nil || !c.JudgeAnswered()) {
 		fix := "check --judge-model and --judge-base-url"
 		if status != http.StatusNotFound {
 			fix = "check the API key ($OPENAI_API_KEY or --judge-api-key) and --judge-base-url"

@@ -244,6 +244,7 @@ func buildChain(ctx context.Context, opts Options, log *slog.Logger, files *file
 					return nil, nil, err
 				}
 				meter = &judge.Meter{Next: j}
+				c.JudgeAnswered = meter.Answered
 				if budget, err = judgeBudget(opts); err != nil {
 					return nil, nil, err
 				}

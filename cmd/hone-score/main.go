@@ -40,7 +40,8 @@ Examples:
 
 Exit codes: 0 ok, 1 failure (judge failure with --on-judge-error fail; with
 skip or mark, a judge that failed every group: the output is still written;
-under any policy, a judge answering 401, 403 or 404: nothing is written),
+under any policy, a judge answering 401, 403 or 404 before it answered any
+call: nothing is written),
 2 bad usage or bad input, 130 interrupted (groups finished before the stop
 are kept).
 

@@ -455,3 +455,41 @@ func TestJudgeRefusesEveryGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeGoneAfterAnswersFollowsPolicy: a judge that answered groups
+// and then says 404 (a vLLM restarted behind hone-serve's front answers
+// 404 until its adapter is loaded again) is a failed group under skip and
+// mark, not a stopped run: the run stopped at the first 404 whatever came
+// before, and wrote nothing of the groups already judged. Under fail it
+// stops, as before.
+func TestJudgeGoneAfterAnswersFollowsPolicy(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 6, 2)
+	for _, c := range []struct {
+		policy, summary string
+		code            int
+	}{
+		{"skip", "1 scored, 0 passed through, 5 skipped, 0 marked", 0},
+		{"mark", "1 scored, 0 passed through, 0 skipped, 5 marked", 0},
+		{"fail", "", 1},
+	} {
+		t.Run(c.policy, func(t *testing.T) {
+			good := judgetest.KeywordJudge("win")
+			srv := judgetest.NewServer(t, func(n int, r judgetest.Request) judgetest.Reply {
+				if n == 0 {
+					return good(n, r)
+				}
+				return judgetest.Reply{Status: 404}
+			})
+			out := filepath.Join(t.TempDir(), "out.parquet")
+			r := runBin(t, nil, nil, "-o", out, "--judge-base-url", srv.BaseURL(), "--judge-model", "judge-x", "--no-judge-cache",
+				"--concurrency", "1", "--on-judge-error", c.policy, "--scorer", "ruler", in)
+			if r.code != c.code || !strings.Contains(r.stderr, c.summary) {
+				t.Fatalf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", r.code, c.code, r.stderr, c.summary)
+			}
+			if c.code == 0 && srv.Hits() != 6 {
+				t.Errorf("the judge was called %d times, want 6 (one per group)", srv.Hits())
+			}
+		})
+	}
+}

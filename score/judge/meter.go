@@ -12,8 +12,9 @@ import (
 type Meter struct {
 	Next Judge
 
-	mu    sync.Mutex
-	usage map[string]Usage
+	mu       sync.Mutex
+	usage    map[string]Usage
+	answered bool
 }
 
 // Judge calls Next and records the usage.
@@ -28,8 +29,21 @@ func (m *Meter) Judge(ctx context.Context, req Request) (Verdict, error) {
 		m.usage = make(map[string]Usage)
 	}
 	m.usage[req.Model] = m.usage[req.Model].Add(u)
+	if err == nil && v.Usage.CacheHits == 0 {
+		m.answered = true
+	}
 	m.mu.Unlock()
 	return v, err
+}
+
+// Answered reports whether the judge itself (not a cache) has answered a
+// call through m: after that, a refusal (401, 403, 404) is news of the
+// server's state, such as a restarted vLLM without its adapter yet, rather
+// than proof that the model name or key is wrong.
+func (m *Meter) Answered() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.answered
 }
 
 // Usage returns the totals per judge model.

@@ -643,14 +643,14 @@ func TestDocLinks(t *testing.T) {
 	}
 }
 
-// The three pages say their commands run from the repository root after
+// The pages with commands say they run from the repository root after
 // `make build`, which puts the binaries in bin/, not on PATH: a command line
 // of a sh block that starts a hone binary names it as bin/hone-…
-// (docs/mcp-env.md once showed `hone-collect scenarios …`: "command not
-// found" as written).
+// (docs/mcp-env.md once showed `hone-collect scenarios …`, and docs/art.md's
+// two ART recipes `hone-train grpo …`: "command not found" as written).
 func TestDocPagesRunBuiltBinaries(t *testing.T) {
 	bare := regexp.MustCompile(`^\s*(?:[A-Z_]+=\S*\s+)*hone-(collect|score|serve|train|inspect)\b`)
-	for _, page := range []string{"stdio-env.md", "mcp-env.md", "proxy.md"} {
+	for _, page := range []string{"stdio-env.md", "mcp-env.md", "proxy.md", "art.md"} {
 		b, err := os.ReadFile(filepath.Join("../../docs", page))
 		if err != nil {
 			t.Fatal(err)

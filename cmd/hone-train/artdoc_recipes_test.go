@@ -27,11 +27,11 @@ func TestARTDocRecipesCarryTheirSettings(t *testing.T) {
 	}
 	seen := 0
 	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "hone-train grpo ") {
+		if !strings.HasPrefix(line, "bin/hone-train grpo ") {
 			continue
 		}
 		root := newRootCmd(&bytes.Buffer{}, &bytes.Buffer{})
-		args := strings.Fields(line)[1:]
+		args := strings.Fields(line)[1:] // after bin/hone-train
 		grpo, rest, err := root.Find(args)
 		if err != nil || grpo.Name() != "grpo" {
 			t.Fatalf("%q: no grpo command (%v)", line, err)

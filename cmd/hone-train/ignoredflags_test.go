@@ -38,7 +38,10 @@ func TestIgnoredFlagsWarned(t *testing.T) {
 // TestIdleChoiceFlagsWarned runs hone-train as a process with flags that
 // only refine a choice the call did not make: --best-mode without
 // --best-metric (no step is picked as best), --norm-constant without
-// --norm constant, and --tis-mode with --tis 0 (no importance weight).
+// --norm constant, --tis-mode with --tis 0 (no importance weight), and
+// --kl-penalty-source current_learner without --kl-penalty-coef (no
+// advantage shift: docs/art.md said it was refused, as sample is, but it
+// trained without a word).
 // Each trains and warns once, naming the flag and the one it needs; with
 // that choice made, none warns. Before, all were ignored without a word.
 func TestIdleChoiceFlagsWarned(t *testing.T) {
@@ -57,6 +60,8 @@ func TestIdleChoiceFlagsWarned(t *testing.T) {
 		{[]string{"grpo"}, []string{"--norm", "constant", "--norm-constant", "512"}, nil},
 		{[]string{"grpo"}, []string{"--tis-mode", "sampler"}, []string{"--tis-mode", "--tis"}},
 		{[]string{"grpo"}, []string{"--tis", "0", "--tis-mode", "recomputed"}, []string{"--tis-mode", "--tis"}},
+		{[]string{"grpo"}, []string{"--kl-penalty-source", "current_learner"}, []string{"--kl-penalty-source", "--kl-penalty-coef"}},
+		{[]string{"grpo"}, []string{"--norm", "art", "--kl-penalty-coef", "0.1", "--kl-penalty-source", "current_learner"}, nil},
 	} {
 		for _, job := range tc.jobs {
 			args := append([]string{job, "--model", md, "--run", job + string(rune('a'+i)), "--out", out, "--threads", "1", "--steps", "1"}, tc.extra...)

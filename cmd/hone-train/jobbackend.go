@@ -91,8 +91,8 @@ func ignoredFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 
 // idleChoiceFlags are warnings for the flags given on fs that refine a
 // choice this call did not make: --best-mode without --best-metric, and
-// grpo's --norm-constant without --norm constant and --tis-mode with
-// --tis 0. A user who set one believed the choice it refines was made.
+// grpo's --norm-constant without --norm constant, --tis-mode with
+// --tis 0 and --kl-penalty-source with --kl-penalty-coef 0. A user who set one believed the choice it refines was made.
 // The grpo flags are read from fs by name, as sft has none of them.
 func idleChoiceFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 	var out []string
@@ -106,6 +106,11 @@ func idleChoiceFlags(fs *pflag.FlagSet, o *trainer.Options) []string {
 	}
 	if fs.Changed("tis-mode") && flagValue(fs, "tis") == "0" {
 		out = append(out, "--tis-mode does nothing with --tis 0 (the default): no truncated importance weight is applied; give --tis C, the cap")
+	}
+	// sample without a coefficient is refused (grpo.Config.Validate);
+	// current_learner, ART's default, is the value a port writes out.
+	if fs.Changed("kl-penalty-source") && flagValue(fs, "kl-penalty-coef") == "0" {
+		out = append(out, "--kl-penalty-source does nothing with --kl-penalty-coef 0 (the default): no advantage is shifted; give --kl-penalty-coef c (with --norm art)")
 	}
 	return out
 }

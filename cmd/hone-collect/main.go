@@ -149,9 +149,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		runErr = collect.Run(ctx, opts)
 		started := final.Total > 0 // the scenarios were loaded: Run wrote a whole file
 		// A run refused for bad usage once its scenarios were loaded (an
-		// unknown scripted policy) writes nothing: a summary of its groups
-		// above the refusal would read as a run that was stopped.
-		if started && !errors.Is(runErr, stageerr.ErrUsage) {
+		// unknown scripted policy), or stopped at a model that is not
+		// served, writes nothing: a summary of its groups above the error
+		// would read as a run that was played and stopped.
+		if started && !errors.Is(runErr, stageerr.ErrUsage) && !errors.Is(runErr, collect.ErrModelNotFound) {
 			fmt.Fprintln(stderr, "hone-collect: "+final.String())
 		}
 		if errors.Is(runErr, stageerr.ErrInterrupted) && started || errors.Is(runErr, collect.ErrTooManyFailures) || errors.Is(runErr, collect.ErrAllFailed) {

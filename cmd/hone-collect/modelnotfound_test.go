@@ -40,7 +40,10 @@ func chatAnswers(t *testing.T, baseURL string, status int) int {
 // through all of them before it exited 1 with its advice. The first such
 // answer now stops the run: the episodes still in flight are cancelled,
 // no other is started, and the error names the model, the base URL and
-// the models the server lists.
+// the models the server lists. It writes nothing, so it prints no
+// summary of its groups either, as a run refused for bad usage does: a
+// "0/100 groups, 0 episodes" line above the error read as a run that was
+// played and stopped.
 func TestModelNotFoundStopsTheRun(t *testing.T) {
 	base := startServe(t)
 	out := filepath.Join(t.TempDir(), "out.parquet")
@@ -53,6 +56,9 @@ func TestModelNotFoundStopsTheRun(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
+	}
+	if strings.Contains(r.stderr, " groups, ") {
+		t.Errorf("stderr has a summary of groups for a run that wrote nothing:\n%s", r.stderr)
 	}
 	// Two workers: each sent at most the call it had in flight.
 	if n := chatAnswers(t, base, http.StatusNotFound); n == 0 || n > 2 {
@@ -67,5 +73,8 @@ func TestModelNotFoundStopsTheRun(t *testing.T) {
 		"--base-url", strings.TrimSuffix(base, "/v1"), "--max-tokens", "4", "-o", out)
 	if r.code != 1 || !strings.Contains(r.stderr, "usually ends in /v1") {
 		t.Fatalf("exit %d, want 1 and the advice on /v1: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, " groups, ") {
+		t.Errorf("stderr has a summary of groups for a run that wrote nothing:\n%s", r.stderr)
 	}
 }

@@ -247,6 +247,9 @@ type result struct {
 	// stop, and is left out. One that failed before is kept, whenever
 	// Run takes it.
 	cut bool
+	// promptFull: the episode failed at its first model call, refused
+	// for the model's context (runEpisode).
+	promptFull bool
 }
 
 // Run plays GroupSize episodes of each scenario and writes the finished
@@ -326,7 +329,7 @@ func Run(ctx context.Context, o Options) error {
 		counts[r.group]++
 		if r.t.Error != "" {
 			failed++
-			tally.add(r.t.Error, r.t.ScenarioID)
+			tally.add(r.t.Error, r.t.ScenarioID, r.promptFull)
 			o.Log.Warn("episode failed", "trajectory", r.t.ID, "scenario", r.t.ScenarioID, "error", r.t.Error)
 			if maxFail >= 0 && failed > maxFail {
 				cancel(fmt.Errorf("%w: %d failed, more than --max-failures %s allows (%d of %d episodes), %s",
@@ -371,7 +374,7 @@ func Run(ctx context.Context, o Options) error {
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: %w", stageerr.ErrInterrupted, context.Cause(ctx))
 	case st.Episodes > 0 && st.Failures == st.Episodes:
-		return fmt.Errorf("%w (%d of %d), %s; %s", ErrAllFailed, st.Failures, st.Episodes, tally.mostCommon(), failureAdvice(o, scripted))
+		return fmt.Errorf("%w (%d of %d), %s; %s", ErrAllFailed, st.Failures, st.Episodes, tally.mostCommon(), failureAdvice(o, scripted, &tally, st.Failures))
 	}
 	return nil
 }
@@ -470,6 +473,11 @@ type errorTally struct {
 	many  map[string]bool   // texts counted for more than one scenario
 	order []string          // first seen first, so ties go to the earliest
 	other int               // errors not kept
+	// promptFull counts the errors of episodes whose first model call
+	// was refused for the model's context; promptMsg is the first such
+	// error, whose words may give the sizes (failureAdvice).
+	promptFull int
+	promptMsg  string
 }
 
 const maxDistinct = 64
@@ -477,8 +485,15 @@ const maxDistinct = 64
 // scenarioMark stands for the scenario's id in a counted error text.
 const scenarioMark = "<scenario>"
 
-// add counts msg, the error of an episode of scenario id.
-func (t *errorTally) add(msg, id string) {
+// add counts msg, the error of an episode of scenario id; promptFull:
+// its first model call was refused for the model's context.
+func (t *errorTally) add(msg, id string, promptFull bool) {
+	if promptFull {
+		if t.promptFull == 0 {
+			t.promptMsg = msg
+		}
+		t.promptFull++
+	}
 	if t.count == nil {
 		t.count, t.first, t.many = map[string]int{}, map[string]string{}, map[string]bool{}
 	}
@@ -557,19 +572,6 @@ func (t *errorTally) mostCommon() string {
 		return "all with: " + msg
 	}
 	return fmt.Sprintf("most often (%d of %d): %s", t.count[best], total, msg)
-}
-
-// failureAdvice says what to check when every episode failed.
-func failureAdvice(o Options, scripted bool) string {
-	const rows = "each failed episode is a row with its error in the output (hone-inspect stats, hone-inspect head)"
-	if scripted {
-		return "check the environment's settings (--env, --env-opt) and the scenarios; " + rows
-	}
-	where := o.Model.BaseURL
-	if where == "" {
-		where = "api.openai.com (no --base-url or $OPENAI_BASE_URL given)"
-	}
-	return fmt.Sprintf("check that %s is up and serves model %q (--base-url, --model, --api-key), and the environment's settings (--env-opt); %s", where, o.Model.Model, rows)
 }
 
 // loadScenarios reads or generates the scenarios, keeps o.Shard's part of
@@ -727,7 +729,7 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 				} else {
 					pol = model.Policy(seed)
 				}
-				t := runEpisode(gctx, o, scEnvs[j.group], scs[j.group], pol, seed)
+				t, promptFull := runEpisode(gctx, o, scEnvs[j.group], scs[j.group], pol, seed)
 				cut := t.Error != "" && gctx.Err() != nil
 				if c, ok := pol.(io.Closer); ok {
 					c.Close() // scripted policies backed by a process
@@ -741,7 +743,7 @@ func startEpisodes(gctx context.Context, g *errgroup.Group, o Options, scs []env
 				// leaves out. Judged here, when the episode ended, not
 				// when Run takes it: a failure from before the stop,
 				// taken after it, was lost with its group.
-				results <- result{j, t, cut}
+				results <- result{j, t, cut, promptFull}
 			}
 			return nil
 		})
@@ -834,8 +836,10 @@ func failureLimit(s string, episodes int) (int, error) {
 }
 
 // runEpisode plays one episode and records it. It never fails: an error
-// becomes the row's Error.
-func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol env.Policy, seed int64) trajectory.Trajectory {
+// becomes the row's Error. promptFull: the episode failed at its first
+// model call, refused for the model's context (env.Play fails with
+// env.ErrContextFull only there; later it cuts the episode).
+func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol env.Policy, seed int64) (_ trajectory.Trajectory, promptFull bool) {
 	t := trajectory.Trajectory{
 		Run: o.Run, Model: o.Model.Model, ScenarioID: sc.ID, Split: sc.Split, Env: e.Name(),
 		CreatedAt: time.Now().UTC(), StartedAt: time.Now().UTC(),
@@ -859,7 +863,7 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 	if err != nil {
 		t.Error = fmt.Sprintf("start episode: %v", err)
 		t.FinishedAt = time.Now().UTC()
-		return t
+		return t, false
 	}
 	res, err := env.Play(epCtx, ep, pol, o.MaxTurns)
 	if cerr := ep.Close(); cerr != nil && err == nil {
@@ -879,10 +883,10 @@ func runEpisode(ctx context.Context, o Options, e env.Env, sc env.Scenario, pol 
 			err = fmt.Errorf("episode timeout after %v: %w", o.Timeout, err)
 		}
 		t.Error = err.Error()
-		return t
+		return t, ctx.Err() == nil && errors.Is(err, env.ErrContextFull)
 	}
 	t.Reward = trajectory.Float64(res.Outcome.Reward)
-	return t
+	return t, false
 }
 
 // scriptedName is the scripted policy an episode of e plays, if any.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -126,7 +127,45 @@ func TestContextFullTruncates(t *testing.T) {
 				t.Fatalf("%s: error %q, want turn 1's context_length_exceeded", tr.ID, tr.Error)
 			}
 		}
+		checkPromptAdvice(t, err, "prompt", "longer than the server's context of 384 tokens", "--max-model-len", "fewer tools")
 	})
+	// The prompt fits, but not with the completion --max-tokens asks
+	// for: the advice names both, and --max-tokens first.
+	t.Run("max tokens too many", func(t *testing.T) {
+		var out bytes.Buffer
+		o := opts(20, &out)
+		o.Model.MaxTokens = 1000
+		_, err := runStats(context.Background(), o)
+		if err == nil {
+			t.Fatal("run succeeded, want every episode failed")
+		}
+		checkPromptAdvice(t, err, "--max-tokens 1000", "server's context of 384 tokens", "lower --max-tokens")
+	})
+}
+
+// checkPromptAdvice checks that a run whose episodes all failed at their
+// first model call, refused for the model's context, says so and what to
+// do (each of wants), instead of blaming the endpoint or the model name:
+// that advice sent users looking at a server that was up and answering.
+func checkPromptAdvice(t *testing.T, err error, wants ...string) {
+	t.Helper()
+	msg := err.Error()
+	if !errors.Is(err, collect.ErrAllFailed) {
+		t.Fatalf("error %q, want every episode failed", msg)
+	}
+	i := strings.Index(msg, "first model call")
+	if i < 0 {
+		t.Fatalf("error does not say the first model call was refused:\n%s", msg)
+	}
+	advice := msg[i:] // after the server's own words, which may name the sizes too
+	for _, w := range wants {
+		if !strings.Contains(advice, w) {
+			t.Errorf("error lacks %q:\n%s", w, msg)
+		}
+	}
+	if strings.Contains(msg, "is up and serves") {
+		t.Errorf("error blames the endpoint for a prompt over the model's context:\n%s", msg)
+	}
 }
 
 // vllmFront stands in front of a real server as vLLM does when its
@@ -180,5 +219,14 @@ func TestContextFullTruncatesVLLMEngineWords(t *testing.T) {
 		if tr.Error != "" || tr.Metrics["truncated"] != 1 || tr.Metrics["assistant_turns"] < 2 {
 			t.Errorf("%s: error %q, metrics %v; want the episode cut at the full context, truncated 1", server, tr.Error, tr.Metrics)
 		}
+		// An opening that does not fit: the advice names the sizes the
+		// server's words give.
+		out.Reset()
+		o.EnvOpts = map[string]string{"cmd": talk + " 1000"}
+		_, err := runStats(context.Background(), o)
+		if err == nil {
+			t.Fatalf("%s: run succeeded, want every episode failed", server)
+		}
+		checkPromptAdvice(t, err, "prompt", "longer than the server's context of 384 tokens", "390 tokens")
 	}
 }

@@ -1,0 +1,94 @@
+package collect
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// failureAdvice says what to check when every episode failed. Episodes
+// whose first model call was refused for the model's context (tally's
+// promptFull) failed for their prompt, not for the endpoint: blamed on
+// the endpoint, that advice sent users looking at a server that was up.
+func failureAdvice(o Options, scripted bool, t *errorTally, failures int) string {
+	const rows = "each failed episode is a row with its error in the output (hone-inspect stats, hone-inspect head)"
+	if scripted {
+		return "check the environment's settings (--env, --env-opt) and the scenarios; " + rows
+	}
+	if t.promptFull > 0 && t.promptFull == failures {
+		return promptAdvice("every episode", t.promptMsg) + "; " + rows
+	}
+	where := o.Model.BaseURL
+	if where == "" {
+		where = "api.openai.com (no --base-url or $OPENAI_BASE_URL given)"
+	}
+	advice := fmt.Sprintf("check that %s is up and serves model %q (--base-url, --model, --api-key), and the environment's settings (--env-opt)", where, o.Model.Model)
+	if t.promptFull > 0 {
+		advice += "; " + promptAdvice(fmt.Sprintf("%d of the episodes", t.promptFull), t.promptMsg)
+	}
+	return advice + "; " + rows
+}
+
+// The sizes the servers' refusals of a prompt over the context give, in
+// their words: OpenAI's and vLLM's OpenAI layer ("This model's maximum
+// context length is N tokens. However, your messages resulted in P
+// tokens", or "you requested T tokens (P in the messages, C in the
+// completion)"), hone-serve's ("your request has [at least] P input
+// tokens"), vLLM's engine ("The decoder prompt (length P) is longer than
+// the maximum model length of N") and llama.cpp's ("request (P tokens)
+// exceeds the available context size (N tokens)").
+var (
+	contextSizeRE = []*regexp.Regexp{
+		regexp.MustCompile(`maximum context length is (\d+)`),
+		regexp.MustCompile(`maximum model length of (\d+)`),
+		regexp.MustCompile(`context size \((\d+) tokens\)`),
+	}
+	promptSizeRE = []*regexp.Regexp{
+		regexp.MustCompile(`(\d+) in the (?:messages|prompt)`),
+		regexp.MustCompile(`request has ((?:at least )?\d+) input tokens`),
+		regexp.MustCompile(`resulted in (\d+) tokens`),
+		regexp.MustCompile(`prompt \(length (\d+)\)`),
+		regexp.MustCompile(`request \((\d+) tokens\)`),
+	}
+	completionSizeRE = regexp.MustCompile(`(\d+) in the completion`)
+)
+
+// firstMatch is the first group of the first of res that matches msg ("":
+// none does).
+func firstMatch(msg string, res []*regexp.Regexp) string {
+	for _, re := range res {
+		if m := re.FindStringSubmatch(msg); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// promptAdvice says that the first model call of who's episodes was
+// refused for the model's context, with the sizes msg (one such
+// episode's error) gives, and what to do: when the prompt fits and only
+// --max-tokens' room for the completion does not, lower --max-tokens;
+// else shorten the prompt or serve a longer context.
+func promptAdvice(who, msg string) string {
+	ctxLen := firstMatch(msg, contextSizeRE)
+	prompt := firstMatch(msg, promptSizeRE)
+	of := ""
+	if ctxLen != "" {
+		of = " of " + ctxLen + " tokens"
+	}
+	const longer = "serve the model with a longer context (vLLM's --max-model-len, llama.cpp's --ctx-size)"
+	if m := completionSizeRE.FindStringSubmatch(msg); m != nil {
+		p, perr := strconv.Atoi(prompt)
+		n, nerr := strconv.Atoi(ctxLen)
+		if perr == nil && nerr == nil && p < n {
+			return fmt.Sprintf("the first model call of %s was refused for the model's context: its prompt (%d tokens) fits, but not with the completion --max-tokens %s asks room for, over the server's context%s: lower --max-tokens, or %s",
+				who, p, m[1], of, longer)
+		}
+	}
+	size := ""
+	if prompt != "" {
+		size = ", " + prompt + " tokens"
+	}
+	return fmt.Sprintf("the first model call of %s was refused for the model's context: the prompt (the system and first user messages and the tool schemas%s) is longer than the server's context%s: shorten the prompt (the environment's settings or scenarios), %s, or offer the model fewer tools",
+		who, size, of, longer)
+}

@@ -171,8 +171,18 @@ type record struct {
 	closed bool
 }
 
-// New returns the proxy handler.
+// New returns the proxy handler, for a server of the caller's own. It
+// reads the output folder to the end (start); Run, which hone-collect
+// proxy serves by, stops that reading when its context ends.
 func New(o Options) (*Proxy, error) {
+	return start(context.Background(), o)
+}
+
+// start is New, with ctx bounding the reading of the output folder (its
+// listing, and for a local folder the ids of its files), which grows with
+// all the folder holds: run with Background, a Ctrl-C at start waited for
+// the last file, or forever on an object store that did not answer.
+func start(ctx context.Context, o Options) (*Proxy, error) {
 	if o.Upstream == "" {
 		return nil, stageerr.Usagef("proxy: no upstream")
 	}
@@ -221,7 +231,7 @@ func New(o Options) (*Proxy, error) {
 	}
 	// A folder an earlier run wrote into keeps its files: number ours after
 	// the last one there of the same run, so that none is replaced.
-	last, err := lastFileNumber(context.Background(), o.OutDir, o.Run)
+	last, err := lastFileNumber(ctx, o.OutDir, o.Run)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: output folder: %w", err)
 	}
@@ -229,7 +239,7 @@ func New(o Options) (*Proxy, error) {
 	if !fileset.IsURL(o.OutDir) {
 		// Read for a local folder only: an object-store folder's files
 		// would be downloaded whole at each start (docs/proxy.md).
-		if err := p.readWritten(context.Background()); err != nil {
+		if err := p.readWritten(ctx); err != nil {
 			return nil, fmt.Errorf("proxy: output folder: %w", err)
 		}
 	}
@@ -1132,7 +1142,7 @@ func (p *Proxy) detachLocked(gid string, fields groupFields) (flush func() error
 // context.DeadlineExceeded) and for flushes. Groups never closed are not
 // written.
 func Run(ctx context.Context, o Options) error {
-	p, err := New(o)
+	p, err := start(ctx, o)
 	if err != nil {
 		return err
 	}

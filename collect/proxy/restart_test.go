@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -177,5 +178,27 @@ func TestProxyStartRefusesBadFolder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A proxy started on a folder of earlier runs' files reads their ids
+// under Run's context: stopped (a Ctrl-C), it ends there, before the
+// first file, instead of reading every one, then listening, as it did.
+func TestRestartScanStops(t *testing.T) {
+	out := t.TempDir()
+	for i := range 3 {
+		gid := fmt.Sprintf("g%d", i)
+		gs := []trajectory.Group{{ID: gid, Trajectories: []trajectory.Trajectory{{Run: "old", GroupID: gid, ID: gid + "-t", Env: "proxy",
+			Messages: []trajectory.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}}}}}}
+		if err := trajectory.WriteFile(context.Background(), filepath.Join(out, fmt.Sprintf("old-%06d.parquet", i+1)), gs, trajectory.WriterOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := proxy.Run(ctx, proxy.Options{Upstream: "http://127.0.0.1:1/v1", OutDir: out, Run: "px", Listen: "127.0.0.1:0",
+		OnListen: func(string) { t.Error("the proxy listened after the stop") }})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want the start stopped (context.Canceled)", err)
 	}
 }

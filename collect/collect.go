@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -64,9 +65,10 @@ type Options struct {
 	Run          string // run name recorded in every row
 	Policy       string // "model" or "scripted[:NAME]"
 	MaxFailures  string // a count ("10") or a fraction of episodes ("0.1"); "" = never stop early
-	// scenariosTag tells the scenarios of a --scenarios file apart in
-	// group ids (groupID); loadScenarios sets it.
-	scenariosTag string
+	// idTag tells the scenarios of a --scenarios file (scenariosTag), or the
+	// environment that generated them (envTag), apart in group ids (groupID);
+	// loadScenarios sets it.
+	idTag string
 
 	Model    ModelOptions
 	flags    *pflag.FlagSet // AddFlags's: which flags were given (nil: none, options set in code)
@@ -106,7 +108,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "episode-timeout", 5*time.Minute, "wall time per episode (0 = none)")
 	flagval.PositiveDuration(fs, &o.StartTimeout, "start-timeout", DefaultStartTimeout, "wall time for an environment to start (a stdio program's hello, an MCP server's initialize and tool list, building the inbox)")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")
-	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids (<run>-s<seed>-g<place>, with a digest of the scenarios before -g for a --scenarios file)")
+	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids (<run>-s<seed>-<tag>-g<place>, the tag a digest of the --scenarios file's scenarios, or of --env, --env-opt and --split for generated ones)")
 	fs.StringVar(&o.Policy, "policy", "model", "who plays: model, or scripted[:NAME] (the environment's scripted policy, no model calls)")
 	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; 0 stops at the first failure, as ART's gather does by default; default: never stop early, since a failed episode is kept as a row with its error that training skips (the run still exits 1 when every episode failed)")
 	fs.StringVar(&o.Model.Model, "model", "", "model name to request, e.g. myrun for the latest adapter (required unless --policy scripted)")
@@ -577,7 +579,7 @@ func (t *errorTally) mostCommon() string {
 // loadScenarios reads or generates the scenarios, keeps o.Shard's part of
 // them (places[i] is scs[i]'s place in the whole run, which names its
 // group and seeds its episodes), and opens the environment of each. For a
-// file it sets o.scenariosTag (groupID). closeEnvs closes the
+// file or an environment, it sets o.idTag (groupID). closeEnvs closes the
 // environments opened, also after an error.
 func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Scenario, places []int, scEnvs []env.Env, closeEnvs func(), err error) {
 	envs := map[string]env.Env{}
@@ -631,7 +633,7 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 		// Of the scenarios of the split, before --groups: a run of the
 		// first groups plays the same episodes as one of all, and names
 		// them alike.
-		o.scenariosTag = scenariosTag(scs)
+		o.idTag = scenariosTag(scs)
 		if o.Groups > 0 && o.Groups < len(scs) {
 			scs = scs[:o.Groups]
 		}
@@ -659,6 +661,7 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 				scs[i].Split = o.Split
 			}
 		}
+		o.idTag = envTag(o.Env, o.EnvOpts, o.Split)
 	}
 	places = o.Shard.Places(len(scs))
 	mine := make([]env.Scenario, len(places))
@@ -765,15 +768,14 @@ func groupMetadata(o Options, sc env.Scenario, e env.Env) map[string]string {
 	return m
 }
 
-// groupID names the group of the scenario at place gi: <run>-s<seed>-g<gi>,
-// and for a --scenarios file <run>-s<seed>-<tag>-g<gi>, where the tag
-// (scenariosTag) tells apart the scenarios of other files, or of another
-// split of the file, that a run of the same name and seed plays at gi.
+// groupID names the group of the scenario at place gi:
+// <run>-s<seed>-<tag>-g<gi>, where the tag tells apart the scenarios that
+// runs of the same name and seed play at gi: for a --scenarios file
+// (scenariosTag) those of other files or of another split of the file,
+// for generated ones (envTag) those of another environment, other
+// settings or another split.
 func groupID(o Options, gi int) string {
-	if o.scenariosTag != "" {
-		return fmt.Sprintf("%s-s%d-%s-g%05d", o.Run, o.Seed, o.scenariosTag, gi)
-	}
-	return fmt.Sprintf("%s-s%d-g%05d", o.Run, o.Seed, gi)
+	return fmt.Sprintf("%s-s%d-%s-g%05d", o.Run, o.Seed, o.idTag, gi)
 }
 
 // scenariosTag is "f" and 8 hex digits of a SHA-256 of the scenarios (id,
@@ -791,6 +793,28 @@ func scenariosTag(scs []env.Scenario) string {
 		}
 	}
 	return "f" + hex.EncodeToString(h.Sum(nil)[:4])
+}
+
+// envTag is "e" and 8 hex digits of a SHA-256 of the environment's
+// name, its settings (sorted by key) and the split generated scenarios
+// are labelled with: what, with the seed, decides the scenarios an
+// environment generates. Settings that change nothing (a default written
+// out) still change the tag: ids need only differ where the scenarios
+// may, and be the same for the same command line.
+func envTag(name string, opts map[string]string, split string) string {
+	h := sha256.New()
+	field := func(f string) {
+		// After its length, as in scenariosTag.
+		h.Write(binary.AppendUvarint(nil, uint64(len(f))))
+		h.Write([]byte(f))
+	}
+	field(name)
+	field(split)
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		field(k)
+		field(opts[k])
+	}
+	return "e" + hex.EncodeToString(h.Sum(nil)[:4])
 }
 
 // episodeSeed mixes the run seed with the episode's place (splitmix64), so

@@ -62,3 +62,46 @@ func TestGroupIDsNameTheScenarios(t *testing.T) {
 		t.Errorf("the train and val splits of one file both gave %s", train[0])
 	}
 }
+
+// generatedIDs runs the scripted policy of env on generated scenarios,
+// with run name r and seed 1, and returns the ids of the groups written.
+func generatedIDs(t *testing.T, env string, opts map[string]string, split string) []string {
+	t.Helper()
+	var out bytes.Buffer
+	o := collect.Options{Env: env, EnvOpts: opts, Split: split, Groups: 2, GroupSize: 1, Concurrency: 1, Seed: 1, Run: "r",
+		Policy: "scripted", Out: &out}
+	if err := collect.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range readGroups(t, out.Bytes()) {
+		ids = append(ids, g.ID)
+	}
+	return ids
+}
+
+// Regression: generated scenarios' group ids were <run>-s<seed>-g<place>
+// whatever the environment, so runs of one run name and seed with another
+// --env or --env-opt (other scenarios) or --split wrote the same ids, and
+// their files read together held each group id twice. The id now carries
+// a digest of the environment's name, settings and the split: the same
+// ones give the same ids on every run, others differ.
+func TestGeneratedGroupIDsNameTheEnv(t *testing.T) {
+	base := generatedIDs(t, "guess", map[string]string{"n": "8"}, "")
+	if again := generatedIDs(t, "guess", map[string]string{"n": "8"}, ""); strings.Join(again, " ") != strings.Join(base, " ") {
+		t.Errorf("the same settings gave ids %v, then %v", base, again)
+	}
+	if len(base) != 2 || !strings.HasPrefix(base[0], "r-s1-e") || !strings.HasSuffix(base[0], "-g00000") {
+		t.Fatalf("ids %v, want r-s1-e…-g00000 and the next", base)
+	}
+	for name, ids := range map[string][]string{
+		"--env-opt n=16":  generatedIDs(t, "guess", map[string]string{"n": "16"}, ""),
+		"no --env-opt":    generatedIDs(t, "guess", nil, ""),
+		"--env tictactoe": generatedIDs(t, "tictactoe", nil, ""),
+		"--split val":     generatedIDs(t, "guess", map[string]string{"n": "8"}, "val"),
+	} {
+		if ids[0] == base[0] {
+			t.Errorf("%s gave the ids %v of a run without it", name, ids)
+		}
+	}
+}

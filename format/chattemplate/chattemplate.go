@@ -337,7 +337,7 @@ func (t *Template) add(name, source, origin string) error {
 		}
 	}
 	if strings.Contains(ins.source, dictsortName) {
-		py[dictsortName] = jinja.NewCallable("dictsort", dictsortFilter(intKeyLiteral.MatchString(text)))
+		py[dictsortName] = jinja.NewCallable("dictsort", dictsortFilter(ins.intKeys))
 	}
 	t.compiled[name] = &compiled{tmpl: c, regions: ins.regions, parts: loopsOverContent(source), py: py}
 	return nil

@@ -14,20 +14,49 @@ import (
 // dictsortName is the variable our dictsort filter is passed as.
 const dictsortName = "__hone_dictsort"
 
-// intKeyLiteral finds a dict literal with an integer key ({0: …, 512: …}),
-// which jinja2 keeps as an int and the engine turns into its text.
-var intKeyLiteral = regexp.MustCompile(`[{,]\s*-?[0-9]+\s*:`)
+// intKeyPrefix is an entry of a dict literal that has an integer key
+// ("512: 128"), which jinja2 keeps as an int and the engine turns into
+// its text.
+var intKeyPrefix = regexp.MustCompile(`^\s*(-?[0-9]+)\s*:`)
+
+// addIntKeys adds to keys the integer keys that the dict literals in a
+// tag's code write, in their canonical text (what the engine keeps). Only
+// code is read, not string literals or the template's text, where "{…,
+// 12:" is no dict.
+func addIntKeys(code string, keys map[string]bool) {
+	for i := 0; i < len(code); {
+		switch code[i] {
+		case '\'', '"':
+			i = skipString(code, i)
+			continue
+		case '{':
+			end := closeBracket(code, i)
+			if end < 0 {
+				return
+			}
+			for _, entry := range splitTopLevel(code[i+1 : end]) {
+				if m := intKeyPrefix.FindStringSubmatch(entry); m != nil {
+					if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+						keys[strconv.FormatInt(n, 10)] = true
+					}
+				}
+			}
+		}
+		i++ // into the literal too: a nested one has keys of its own
+	}
+}
 
 // dictsortFilter returns jinja2's dictsort(value, case_sensitive=False,
 // by='key', reverse=False) for a template: the engine's sorted the keys
 // as case-sensitive strings and ignored case_sensitive and by. The engine
 // keeps every dict key as text, so an integer key of a dict literal
 // (Seed-OSS's {0: 0, 512: 128, 1024: 256, …}|dictsort) sorted "1024"
-// before "512"; in a template that writes such a literal (intKeys),
-// a dict whose keys all read as integers is taken to be one and sorted,
-// and given back, as ints. JSON objects have only string keys, which
-// stay strings elsewhere, as in Python.
-func dictsortFilter(intKeys bool) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+// before "512"; a dict whose keys are all among the integer keys the
+// template's dict literals write (intKeys, from addIntKeys) is taken to
+// be such a literal and sorted, and given back, as ints. A dict from the
+// conversation (JSON objects have only string keys) with other keys stays
+// string-keyed, as in Python, even where its keys read as integers.
+func dictsortFilter(intKeys map[string]bool) func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
 	return func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 		if len(args) == 0 || !args[0].IsDict() {
 			return jinja.Undefined(), errors.New("dictsort: the value is not a dict")
@@ -56,11 +85,9 @@ func dictsortFilter(intKeys bool) func([]jinja.Value, map[string]jinja.Value) (j
 		}
 		d := args[0].AsDict()
 		items := make([][2]jinja.Value, len(d.Keys))
-		ints := intKeys && len(d.Keys) > 0
+		ints := len(d.Keys) > 0
 		for _, k := range d.Keys {
-			if n, err := strconv.ParseInt(k, 10, 64); err != nil || strconv.FormatInt(n, 10) != k {
-				ints = false
-			}
+			ints = ints && intKeys[k]
 		}
 		for i, k := range d.Keys {
 			key := jinja.NewString(k)

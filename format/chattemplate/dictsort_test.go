@@ -1,6 +1,9 @@
 package chattemplate
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 // TestDictsortAsJinja2: dictsort sorts as jinja2's does. The engine's
 // sorted keys as case-sensitive strings and ignored case_sensitive and by,
@@ -30,4 +33,31 @@ func TestDictsortAsJinja2(t *testing.T) {
 		{"{% for k, v in {'x': 'a', 'y': 1}|dictsort(by='value') %}{{ k }};{% endfor %}", "error:'<' not supported"},
 		{"{{ {'b': 1}|dictsort(by='nope') }}", `error:You can only sort by either "key" or "value"`},
 	})
+}
+
+// TestDictsortIntKeysOnlyWhereWritten: a dict from the conversation
+// (JSON, so string keys) is sorted as strings even when the keys read as
+// integers and the template writes an integer key somewhere else. The
+// int-key reading was switched on for the whole template by any text
+// matching "{…, 12:" — a date in literal text, a string literal, or an
+// unrelated {512: …} — and then sorted {"10": …, "9": …} as 9, 10 where
+// jinja2 gives 10, 9. The wants are jinja2 3.1.6's, rendered as
+// testdata/templates/py/check_jinja2.py sets it up, with
+// ids={"10": "a", "9": "b"}.
+func TestDictsortIntKeysOnlyWhereWritten(t *testing.T) {
+	const loop = "{% for k, v in ids|dictsort %}{{ k }}{{ v }};{% endfor %}"
+	for _, c := range []struct{ src, want string }{
+		{"Today, 12:00." + loop, "Today, 12:00.10a;9b;"},
+		{`{{ "{1, 12: x}" }}` + loop, "{1, 12: x}10a;9b;"},
+		{"{% set lens = {512: 1, 10: 2} %}" + loop + "|{% for k, v in lens|dictsort %}{{ k }}{{ v }};{% endfor %}", "10a;9b;|102;5121;"},
+	} {
+		tmpl, err := New(c.src, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		got, err := tmpl.Render(t.Context(), Input{Kwargs: map[string]any{"ids": json.RawMessage(`{"10": "a", "9": "b"}`)}})
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %q (%v), want %q", c.src, got, err, c.want)
+		}
+	}
 }

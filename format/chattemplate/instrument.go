@@ -179,7 +179,8 @@ type block struct {
 // instrumented is a rewritten template source with its regions.
 type instrumented struct {
 	source  string
-	regions []region // region 0 is the top level, which runs once
+	regions []region        // region 0 is the top level, which runs once
+	intKeys map[string]bool // the integer keys its dict literals write (addIntKeys)
 }
 
 // instrument rewrites src as described at the top of this file and checks
@@ -192,7 +193,7 @@ func instrument(src string, hooks bool) (*instrumented, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := rewriter{src: src, hooks: hooks, regions: []region{{}}}
+	w := rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}}
 	for _, s := range segs {
 		if err := w.segment(s); err != nil {
 			return nil, fmt.Errorf("line %d: %w", s.line, err)
@@ -202,7 +203,7 @@ func instrument(src string, hooks bool) (*instrumented, error) {
 	if spacesAfterTagFirst(src, segs) {
 		out = keepSpacesPrefix + out
 	}
-	return &instrumented{source: out, regions: w.regions}, nil
+	return &instrumented{source: out, regions: w.regions, intKeys: w.intKeys}, nil
 }
 
 // keepSpacesPrefix is a text segment the engine trims to nothing (the "-"
@@ -239,6 +240,7 @@ type rewriter struct {
 	hooks   bool
 	out     strings.Builder
 	regions []region
+	intKeys map[string]bool
 	stack   []block
 	inRaw   bool
 }
@@ -277,6 +279,7 @@ func (w *rewriter) segment(s segment) error {
 	if err != nil {
 		return err
 	}
+	addIntKeys(content, w.intKeys)
 	w.regions[w.current()].steps += int64(tokens) + 1
 	if s.kind == segExpr {
 		// Printing goes through hookOut with hooks false too: it also

@@ -77,20 +77,26 @@ func filterOrTest(before string) bool {
 // closeParen returns the index of the ")" that closes the "(" at open,
 // skipping strings and nested brackets; -1 when there is none.
 func closeParen(code string, open int) int {
+	if end := closeBracket(code, open); end >= 0 && code[end] == ')' {
+		return end
+	}
+	return -1
+}
+
+// closeBracket returns the index of the bracket, of any kind, that closes
+// the one at open, skipping strings and nested brackets; -1 when there is
+// none.
+func closeBracket(code string, open int) int {
 	depth := 0
 	for i := open; i < len(code); {
-		switch c := code[i]; c {
+		switch code[i] {
 		case '\'', '"':
 			i = skipString(code, i)
 			continue
 		case '(', '[', '{':
 			depth++
 		case ')', ']', '}':
-			depth--
-			if depth == 0 {
-				if c != ')' {
-					return -1
-				}
+			if depth--; depth == 0 {
 				return i
 			}
 		}

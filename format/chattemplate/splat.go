@@ -10,13 +10,16 @@ import (
 // splatName is the filter a call with *args is rewritten to (splatCalls).
 const splatName = "__hone_splat"
 
-// splatCalls rewrites a call whose last positional argument is spread,
-// f(a, *xs), as f|__hone_splat(a, xs), which calls f with xs's items after
-// a, as jinja2 does: the engine has no *args and refused the template
-// (AI21 Jamba's calls macros_to_call[i](*params_for_macros[i])). A filter
-// applies to the postfix expression before it, so the callee needs no
-// parsing. Calls with keyword arguments beside the *, or ** arguments,
-// are left as written, for the engine to refuse.
+// splatCalls rewrites a call with a spread argument, f(a, *xs, k=v), as
+// f|__hone_splat(a, xs, k=v), which calls f with xs's items after a and
+// the keyword arguments, as jinja2 does: the engine has no *args and
+// refused the template (AI21 Jamba's calls
+// macros_to_call[i](*params_for_macros[i])). A filter applies to the
+// postfix expression before it, so the callee needs no parsing. As in
+// jinja2, blanks may stand between the callee and "(", and keyword
+// arguments before or after *xs; calls with ** arguments, or that jinja2
+// refuses (a positional argument after *xs, two of them), are left as
+// written, for the engine to refuse.
 func splatCalls(code string) string {
 	if !strings.Contains(code, "*") {
 		return code
@@ -28,16 +31,10 @@ func splatCalls(code string) string {
 			i = copyString(&b, code, i)
 			continue
 		}
-		if c == '(' && i > 0 && (isIdentByte(code[i-1]) || code[i-1] == ')' || code[i-1] == ']') && !filterOrTest(code[:i]) {
+		if c == '(' && callOpen(code[:i]) {
 			if end := closeParen(code, i); end > 0 {
-				args := splitTopLevel(code[i+1 : end])
-				last := strings.TrimSpace(args[len(args)-1])
-				if strings.HasPrefix(last, "*") && !strings.HasPrefix(last, "**") && plainPositional(args[:len(args)-1]) {
-					b.WriteString("|" + splatName + "(")
-					for _, a := range args[:len(args)-1] {
-						b.WriteString(splatCalls(a) + ",")
-					}
-					b.WriteString(splatCalls(last[1:]) + ")")
+				if args, ok := splatArgs(code[i+1 : end]); ok {
+					b.WriteString("|" + splatName + "(" + args + ")")
 					i = end + 1
 					continue
 				}
@@ -47,6 +44,81 @@ func splatCalls(code string) string {
 		i++
 	}
 	return b.String()
+}
+
+// callOpen reports whether a "(" after before opens a call's arguments
+// that splatCalls may rewrite: it follows a name that is no keyword, or
+// a ")" or "]", and is not a filter's or a test's.
+func callOpen(before string) bool {
+	before = strings.TrimRight(before, " \t\r\n")
+	if before == "" {
+		return false
+	}
+	last := before[len(before)-1]
+	if last == ')' || last == ']' {
+		return true
+	}
+	i := len(before)
+	for i > 0 && isIdentByte(before[i-1]) {
+		i--
+	}
+	switch before[i:] {
+	case "", "and", "or", "not", "in", "is", "if", "elif", "else":
+		return false
+	}
+	return !filterOrTest(before)
+}
+
+// splatArgs gives the arguments of __hone_splat for a call's argument
+// text: the positional ones, the spread one without its "*", then the
+// keyword ones, each with its blanks and line breaks kept (error line
+// numbers stay right); false for a call without exactly one *, or with
+// an argument order jinja2 refuses, or with **.
+func splatArgs(inner string) (string, bool) {
+	args := splitTopLevel(inner)
+	tail := ""
+	if n := len(args); n > 1 && strings.TrimSpace(args[n-1]) == "" {
+		tail, args = args[n-1], args[:n-1] // a trailing comma
+	}
+	var pos, kw []string
+	star := ""
+	for _, a := range args {
+		t := strings.TrimSpace(a)
+		switch {
+		case strings.HasPrefix(t, "**"):
+			return "", false
+		case strings.HasPrefix(t, "*"):
+			if star != "" || strings.TrimSpace(t[1:]) == "" {
+				return "", false
+			}
+			at := strings.IndexByte(a, '*')
+			star = splatCalls(a[:at] + " " + a[at+1:])
+		case keywordArg(t):
+			kw = append(kw, splatCalls(a))
+		default:
+			if star != "" || len(kw) > 0 || !plainPositional(t) {
+				return "", false
+			}
+			pos = append(pos, splatCalls(a))
+		}
+	}
+	if star == "" {
+		return "", false
+	}
+	return strings.Join(append(append(pos, star), kw...), ",") + tail, true
+}
+
+// keywordArg reports whether a call's argument t is name=value.
+func keywordArg(t string) bool {
+	i := 0
+	for i < len(t) && isIdentByte(t[i]) {
+		i++
+	}
+	if i == 0 || !isIdent(t[:i]) {
+		return false
+	}
+	rest := strings.TrimLeft(t[i:], " \t\r\n")
+	return strings.HasPrefix(rest, "=") && !strings.HasPrefix(rest, "==")
 }
 
 // filterOrTest reports whether the "(" after before opens the arguments
@@ -130,47 +202,44 @@ func splitTopLevel(s string) []string {
 	return append(parts, s[from:])
 }
 
-// plainPositional reports whether args are positional arguments the
-// rewrite keeps: no keyword (a top-level "=" that is not part of ==, !=,
-// <= or >=) and no other * or **.
-func plainPositional(args []string) bool {
-	for _, a := range args {
-		t := strings.TrimSpace(a)
-		if t == "" || strings.HasPrefix(t, "*") {
-			return false
-		}
-		depth := 0
-		for i := 0; i < len(t); {
-			switch c := t[i]; c {
-			case '\'', '"':
-				i = skipString(t, i)
-				continue
-			case '(', '[', '{':
-				depth++
-			case ')', ']', '}':
-				depth--
-			case '=':
-				prev, next := byte(0), byte(0)
-				if i > 0 {
-					prev = t[i-1]
-				}
-				if i+1 < len(t) {
-					next = t[i+1]
-				}
-				if depth == 0 && next != '=' && prev != '=' && prev != '!' && prev != '<' && prev != '>' {
-					return false
-				}
+// plainPositional reports whether t is a positional argument the rewrite
+// keeps: not empty, no * or ** and no keyword (a top-level "=" that is not
+// part of ==, !=, <= or >=).
+func plainPositional(t string) bool {
+	if t == "" || strings.HasPrefix(t, "*") {
+		return false
+	}
+	depth := 0
+	for i := 0; i < len(t); {
+		switch c := t[i]; c {
+		case '\'', '"':
+			i = skipString(t, i)
+			continue
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case '=':
+			prev, next := byte(0), byte(0)
+			if i > 0 {
+				prev = t[i-1]
 			}
-			i++
+			if i+1 < len(t) {
+				next = t[i+1]
+			}
+			if depth == 0 && next != '=' && prev != '=' && prev != '!' && prev != '<' && prev != '>' {
+				return false
+			}
 		}
+		i++
 	}
 	return true
 }
 
 // splatFilter calls args[0] with args[1:len-1] and then the items of the
 // last argument, a list (or a string's characters, or a dict's keys, as
-// Python spreads them).
-func splatFilter(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+// Python spreads them), and with the keyword arguments.
+func splatFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) < 2 {
 		return jinja.Undefined(), errors.New("*args: nothing to spread")
 	}
@@ -182,5 +251,8 @@ func splatFilter(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, err
 		return jinja.Undefined(), errors.New("*args: the argument after * must be an iterable, not " + pyTypeName(args[len(args)-1]))
 	}
 	call := append(append([]jinja.Value(nil), args[1:len(args)-1]...), spread.AsList().Items...)
-	return args[0].AsCallable().Fn(call, map[string]jinja.Value{})
+	if kwargs == nil {
+		kwargs = map[string]jinja.Value{}
+	}
+	return args[0].AsCallable().Fn(call, kwargs)
 }

@@ -47,3 +47,26 @@ func TestSplatFilterCallRefused(t *testing.T) {
 		{m + "{{ this_m(*['q']) if false else m(*['r']) }}", "r"},
 	})
 }
+
+// TestSplatCallSpacedAndWithKeywords: f (*xs) with blanks before the
+// parenthesis, *xs beside keyword arguments (before or after it) and a
+// trailing comma are calls jinja2 renders; they were refused when the
+// template was loaded ("unexpected token"). A positional argument after
+// *xs, or two of them, is jinja2's syntax error and still refused. The
+// wants are jinja2 3.1.6's, set up as testdata/templates/py/check_jinja2.py
+// does.
+func TestSplatCallSpacedAndWithKeywords(t *testing.T) {
+	const m = "{% macro m(a, b='B', c='C') %}{{ a }}-{{ b }}-{{ c }}{% endmacro %}"
+	renderEach(t, []struct{ src, want string }{
+		{m + "{{ m (*[1]) }}|{{ [m] [0] (*[1]) }}|{{ m(*[1],) }}", "1-B-C|1-B-C|1-B-C"},
+		{m + "{{ m(*[1], c=3) }}|{{ m(c=3, *[1]) }}|{{ m(0, *[1], c=3) }}", "1-B-3|1-B-3|0-1-3"},
+		{m + "{{ m (*[1, 2] , c = 3) }}|{{ m(*[1], c = 1 == 1) }}", "1-2-3|1-B-True"},
+		{m + "{{ m\n(*[1], b=m(*[2], c=4)) }}", "1-2-B-4-C"},
+		{m + `{% set s = m (*["x"], c="y") %}{{ s }}{% if m (*[1]) %}t{% endif %}`, "x-B-yt"},
+	})
+	for _, src := range []string{m + "{{ m(*[1], 2) }}", m + "{{ m(*[1], *[2]) }}", m + "{{ m(c=1, 2, *[3]) }}"} {
+		if _, err := New(src, nil); !errors.Is(err, ErrBadTemplate) {
+			t.Errorf("%s: New = %v, want ErrBadTemplate", src, err)
+		}
+	}
+}

@@ -67,27 +67,11 @@ func dictLiteral(code string, j int) (int, string, bool) {
 	if j >= len(code) || code[j] != '(' {
 		return 0, "", false
 	}
-	var args []string
-	depth, start := 0, j+1
-	for e := j; e < len(code); {
-		switch c := code[e]; {
-		case c == '\'' || c == '"':
-			e = skipString(code, e)
-			continue
-		case c == '(' || c == '[' || c == '{':
-			depth++
-		case c == ')' || c == ']' || c == '}':
-			if depth--; depth == 0 {
-				args = append(args, code[start:e])
-				return dictFromArgs(args, e+1)
-			}
-		case c == ',' && depth == 1:
-			args = append(args, code[start:e])
-			start = e + 1
-		}
-		e++
+	end := closeBracket(code, j)
+	if end < 0 {
+		return 0, "", false
 	}
-	return 0, "", false
+	return dictFromArgs(splitTopLevel(code[j+1:end]), end+1)
 }
 
 func dictFromArgs(args []string, end int) (int, string, bool) {

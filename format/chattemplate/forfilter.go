@@ -46,24 +46,10 @@ func pairLoopFilter(code string) string {
 // topKeyword finds kw as a word outside strings and brackets, as the
 // engine's parser splits a for tag (findKeyword in its parse.go).
 func topKeyword(s, kw string) int {
-	depth := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\'' || c == '"':
-			i = skipString(s, i)
-			continue
-		case c == '(' || c == '[' || c == '{':
-			depth++
-		case c == ')' || c == ']' || c == '}':
-			depth--
-		case depth == 0 && strings.HasPrefix(s[i:], kw) &&
-			(i == 0 || !isIdentByte(s[i-1])) && (i+len(kw) >= len(s) || !isIdentByte(s[i+len(kw)])):
-			return i
-		}
-		i++
-	}
-	return -1
+	return scanCode(s, func(i, depth int) bool {
+		return depth == 0 && strings.HasPrefix(s[i:], kw) &&
+			(i == 0 || !isIdentByte(s[i-1])) && (i+len(kw) >= len(s) || !isIdentByte(s[i+len(kw)]))
+	})
 }
 
 // replaceNames replaces the variables of expression code named in names:

@@ -503,29 +503,16 @@ func selectWithoutTest(code, name string, k int) (int, string) {
 		}
 		return k, "('')"
 	}
-	depth, commas := 0, 0
-	for e := j; e < len(code); {
-		switch c := code[e]; {
-		case c == '\'' || c == '"':
-			e = skipString(code, e)
-			continue
-		case c == '(' || c == '[' || c == '{':
-			depth++
-		case c == ')' || c == ']' || c == '}':
-			if depth--; depth == 0 {
-				inner := code[j+1 : e]
-				switch {
-				case !attr && strings.TrimSpace(inner) == "":
-					return e + 1, "('')"
-				case attr && commas == 0 && strings.TrimSpace(inner) != "" && !strings.Contains(inner, "="):
-					return e + 1, "(" + inner + ", 'truthy')"
-				}
-				return 0, ""
-			}
-		case c == ',' && depth == 1:
-			commas++
-		}
-		e++
+	e := closeBracket(code, j)
+	if e < 0 {
+		return 0, ""
+	}
+	inner := code[j+1 : e]
+	switch {
+	case !attr && strings.TrimSpace(inner) == "":
+		return e + 1, "('')"
+	case attr && len(splitTopLevel(inner)) == 1 && strings.TrimSpace(inner) != "" && !strings.Contains(inner, "="):
+		return e + 1, "(" + inner + ", 'truthy')"
 	}
 	return 0, ""
 }

@@ -155,53 +155,6 @@ func closeParen(code string, open int) int {
 	return -1
 }
 
-// closeBracket returns the index of the bracket, of any kind, that closes
-// the one at open, skipping strings and nested brackets; -1 when there is
-// none.
-func closeBracket(code string, open int) int {
-	depth := 0
-	for i := open; i < len(code); {
-		switch code[i] {
-		case '\'', '"':
-			i = skipString(code, i)
-			continue
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			if depth--; depth == 0 {
-				return i
-			}
-		}
-		i++
-	}
-	return -1
-}
-
-// splitTopLevel splits a call's argument text at the commas outside
-// strings and brackets.
-func splitTopLevel(s string) []string {
-	var parts []string
-	depth, from := 0, 0
-	for i := 0; i < len(s); {
-		switch s[i] {
-		case '\'', '"':
-			i = skipString(s, i)
-			continue
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				parts = append(parts, s[from:i])
-				from = i + 1
-			}
-		}
-		i++
-	}
-	return append(parts, s[from:])
-}
-
 // plainPositional reports whether t is a positional argument the rewrite
 // keeps: not empty, no * or ** and no keyword (a top-level "=" that is not
 // part of ==, !=, <= or >=).
@@ -209,31 +162,19 @@ func plainPositional(t string) bool {
 	if t == "" || strings.HasPrefix(t, "*") {
 		return false
 	}
-	depth := 0
-	for i := 0; i < len(t); {
-		switch c := t[i]; c {
-		case '\'', '"':
-			i = skipString(t, i)
-			continue
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case '=':
-			prev, next := byte(0), byte(0)
-			if i > 0 {
-				prev = t[i-1]
-			}
-			if i+1 < len(t) {
-				next = t[i+1]
-			}
-			if depth == 0 && next != '=' && prev != '=' && prev != '!' && prev != '<' && prev != '>' {
-				return false
-			}
+	return scanCode(t, func(i, depth int) bool {
+		if depth != 0 || t[i] != '=' {
+			return false
 		}
-		i++
-	}
-	return true
+		prev, next := byte(0), byte(0)
+		if i > 0 {
+			prev = t[i-1]
+		}
+		if i+1 < len(t) {
+			next = t[i+1]
+		}
+		return next != '=' && prev != '=' && prev != '!' && prev != '<' && prev != '>'
+	}) < 0
 }
 
 // splatFilter calls args[0] with args[1:len-1] and then the items of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -82,6 +83,57 @@ func TestDrainStuckStep(t *testing.T) {
 		}
 	case <-time.After(engine.DefaultStopGrace + 20*time.Second):
 		t.Fatal("Serve still waits on a step stuck in the backend")
+	}
+	if status := <-got; status != http.StatusServiceUnavailable {
+		t.Fatalf("the request held by the stuck step: %d, want 503", status)
+	}
+}
+
+// TestServeErrorStuckStep: when the listener fails (Serve's accept loop
+// ends with an error) while a request is in flight and the engine's step is
+// stuck inside the backend, Serve drains as on a stop: it returns once
+// DrainTimeout and the engine's grace passed, with the listener's error and
+// the stuck step's in words (a failure, exit 1, not an interrupt), and the
+// request gets a 503. Before, Serve waited on the
+// engine with no deadline, so hone-serve hung instead of exiting 1.
+func TestServeErrorStuckStep(t *testing.T) {
+	be := &gatedBackend{Backend: ref.New(), release: make(chan struct{})}
+	s, err := NewServer(Options{Model: tinyDir(t), Backend: be, DrainTimeout: 50 * time.Millisecond,
+		Log: slog.New(slog.DiscardHandler)}.WithDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), ln) }()
+	// Opened only when the test ends: until then the step never returns.
+	t.Cleanup(func() { close(be.release) })
+	be.armed.Store(true)
+	got := make(chan int, 1)
+	go func() {
+		resp, err := http.Post("http://"+ln.Addr().String()+"/v1/completions", "application/json",
+			strings.NewReader(`{"model":"tiny","prompt":"x","max_tokens":5}`))
+		if err != nil {
+			got <- 0
+			return
+		}
+		resp.Body.Close()
+		got <- resp.StatusCode
+	}()
+	waitfor.Until(t, 10*time.Second, "the request to be in flight", func() bool { return s.active.Load() == 1 && s.eng.Stats().Running == 1 })
+	ln.Close() // the accept loop fails: not a stop, an error
+	select {
+	case err := <-done:
+		// A failure (exit 1), not an interrupt: the drain's deadline is not
+		// among the error's causes, only in its words.
+		if !errors.Is(err, net.ErrClosed) || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "did not end") {
+			t.Fatalf("Serve: %v, want the listener's error, and the stuck step's in words", err)
+		}
+	case <-time.After(engine.DefaultStopGrace + 20*time.Second):
+		t.Fatal("Serve still waits on a step stuck in the backend after its listener failed")
 	}
 	if status := <-got; status != http.StatusServiceUnavailable {
 		t.Fatalf("the request held by the stuck step: %d, want 503", status)

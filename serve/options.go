@@ -202,14 +202,35 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
+	var serr error
 	select {
-	case err := <-errc:
-		s.eng.Shutdown(context.Background())
-		return fmt.Errorf("serve: %w", err)
+	case serr = <-errc:
+		// The listener failed, but requests may still be in flight on
+		// open connections: they are drained as on a stop, so a step stuck
+		// in the backend is given up on here too and the process exits.
+		o.Log.Error("hone-serve stopped accepting connections: draining", "err", serr, "timeout", o.DrainTimeout)
 	case <-ctx.Done():
+		o.Log.Info("hone-serve draining", "timeout", o.DrainTimeout)
 	}
-	o.Log.Info("hone-serve draining", "timeout", o.DrainTimeout)
-	dctx, cancel := context.WithTimeout(context.Background(), o.DrainTimeout)
+	derr := s.drain(hs)
+	switch {
+	case serr != nil && derr != nil:
+		// The drain's error only as words: its deadline would make the
+		// listener's failure read as an interrupt (exit 130, not 1).
+		return fmt.Errorf("serve: %w (drain: %v)", serr, derr)
+	case serr != nil:
+		return fmt.Errorf("serve: %w", serr)
+	case derr != nil:
+		return fmt.Errorf("serve: drain: %w", derr)
+	}
+	return nil
+}
+
+// drain stops the server as Run describes: the requests in flight get up to
+// DrainTimeout (and a stuck engine step the engine's StopGrace), then hs
+// closes its connections.
+func (s *Server) drain(hs *http.Server) error {
+	dctx, cancel := context.WithTimeout(context.Background(), s.o.DrainTimeout)
 	defer cancel()
 	derr := s.Shutdown(dctx)
 	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -217,10 +238,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := hs.Shutdown(hctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		hs.Close()
 	}
-	if derr != nil {
-		return fmt.Errorf("serve: drain: %w", derr)
-	}
-	return nil
+	return derr
 }
 
 // negatedBool is a boolean flag that stores its negation, so that

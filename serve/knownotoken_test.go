@@ -14,7 +14,8 @@ import (
 // document) is a 400 naming allowed_token_ids and the field it clashes
 // with, sent before any generation (a stream gets it instead of its 200);
 // it was the 500 constraint_no_token, counted as a server fault. Requests
-// whose allowed tokens can begin the output still run.
+// whose allowed tokens can begin the output still run, and an echo-only one
+// (max_tokens 0), which samples nothing, is answered.
 func TestKnowableNoTokenIs400(t *testing.T) {
 	ts := startServer(t, Options{Model: tinyDir(t)}, nil)
 	const eos = 258 // testdata/tiny/generation_config.json
@@ -63,5 +64,12 @@ func TestKnowableNoTokenIs400(t *testing.T) {
 		"allowed_token_ids":[%d,%d,%d],"response_format":{"type":"json_object"}}`, open, close, eos), &resp)
 	if got := resp.Choices[0].Message.Content; got != "{}" {
 		t.Errorf("allowed {, } and EOS under json_object: %q, want {}", got)
+	}
+
+	// An echo-only completion (max_tokens 0) samples no token, so what its
+	// filters leave for a first token does not matter: it is answered with
+	// its prompt, as vLLM answers it, not refused.
+	if c := ts.oneChoice(t, fmt.Sprintf(`{"model":"tiny","prompt":"hi","max_tokens":0,"echo":true,"allowed_token_ids":[%d],"bad_words":["a"]}`, a)); c.Text != "hi" || c.FinishReason != "length" {
+		t.Errorf("echo-only with no first token left: %+v, want the prompt, finish length", c)
 	}
 }

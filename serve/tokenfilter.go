@@ -63,9 +63,10 @@ func (f *tokenFilter) Accept(id int32) error {
 // filterTokens wraps the per-choice constraint cons (nil: none) with the
 // request's allowed_token_ids and bad_words, refusing ids outside the
 // vocabulary and empty lists or words with a 400 naming the field, and a
-// request whose first token they leave no candidate (firstTokenLeft); cons
-// comes back as is when the request has neither. p is the request's
-// sampling parameters (min_tokens and stop_token_ids).
+// request that samples and whose first token they leave no candidate
+// (firstTokenLeft); cons comes back as is when the request has neither. p
+// is the request's sampling parameters (max_tokens, min_tokens and
+// stop_token_ids).
 func (s *Server) filterTokens(f *samplingFields, p *engine.Params, cons func(int) engine.Constraint) (func(int) engine.Constraint, error) {
 	if f.AllowedTokenIDs == nil && len(f.BadWords) == 0 {
 		return cons, nil
@@ -98,8 +99,12 @@ func (s *Server) filterTokens(f *samplingFields, p *engine.Params, cons func(int
 		}
 		return tf
 	}
-	if err := s.firstTokenLeft(f, p, filtered(0), cons != nil); err != nil {
-		return nil, err
+	// An echo-only completion (max_tokens 0) samples no token: it is
+	// answered with its prompt whatever its filters leave, as vLLM does.
+	if p.MaxTokens > 0 {
+		if err := s.firstTokenLeft(f, p, filtered(0), cons != nil); err != nil {
+			return nil, err
+		}
 	}
 	return filtered, nil
 }

@@ -11,12 +11,33 @@ import (
 // promptFull) failed for their prompt, not for the endpoint: blamed on
 // the endpoint, that advice sent users looking at a server that was up.
 func failureAdvice(o Options, scripted bool, t *errorTally, failures int) string {
-	const rows = "each failed episode is a row with its error in the output (hone-inspect stats, hone-inspect head)"
+	return failureCause(o, scripted, t, failures) + "; each failed episode is a row with its error in the output (hone-inspect stats, hone-inspect head)"
+}
+
+// stopAdvice says what to check when more episodes failed than
+// --max-failures allows, succeeded having ended well so far: with none,
+// what failureAdvice says of the failures (an endpoint that served no
+// episode is as suspect as when every episode failed); with some, only
+// what the prompts refused for the context say, as the endpoint answered.
+// The rows are not pointed to: a stop may end before any group finished.
+// "" when there is nothing to add to the most common error.
+func stopAdvice(o Options, scripted bool, t *errorTally, failures, succeeded int) string {
+	switch {
+	case succeeded == 0:
+		return failureCause(o, scripted, t, failures)
+	case t.promptFull > 0:
+		return promptAdvice(fmt.Sprintf("%d of the episodes", t.promptFull), t.promptMsg)
+	}
+	return ""
+}
+
+// failureCause is failureAdvice less its pointer to the output's rows.
+func failureCause(o Options, scripted bool, t *errorTally, failures int) string {
 	if scripted {
-		return "check the environment's settings (--env, --env-opt) and the scenarios; " + rows
+		return "check the environment's settings (--env, --env-opt) and the scenarios"
 	}
 	if t.promptFull > 0 && t.promptFull == failures {
-		return promptAdvice("every episode", t.promptMsg) + "; " + rows
+		return promptAdvice("every episode", t.promptMsg)
 	}
 	where := o.Model.BaseURL
 	if where == "" {
@@ -26,7 +47,7 @@ func failureAdvice(o Options, scripted bool, t *errorTally, failures int) string
 	if t.promptFull > 0 {
 		advice += "; " + promptAdvice(fmt.Sprintf("%d of the episodes", t.promptFull), t.promptMsg)
 	}
-	return advice + "; " + rows
+	return advice
 }
 
 // The sizes the servers' refusals of a prompt over the context give, in

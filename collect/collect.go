@@ -306,6 +306,7 @@ func Run(ctx context.Context, o Options) error {
 	finished := map[int]bool{}
 	next := 0
 	failed := 0 // every failed episode so far, finished group or not: --max-failures counts these
+	succeeded := 0
 	var tally errorTally
 	var writeErr error
 	write := func(gi int) {
@@ -334,9 +335,10 @@ func Run(ctx context.Context, o Options) error {
 			tally.add(r.t.Error, r.t.ScenarioID, r.promptFull)
 			o.Log.Warn("episode failed", "trajectory", r.t.ID, "scenario", r.t.ScenarioID, "error", r.t.Error)
 			if maxFail >= 0 && failed > maxFail {
-				cancel(fmt.Errorf("%w: %d failed, more than --max-failures %s allows (%d of %d episodes), %s",
-					ErrTooManyFailures, failed, o.MaxFailures, maxFail, len(scs)*o.GroupSize, tally.mostCommon()))
+				cancel(tooManyFailures(o, scripted, &tally, failed, succeeded, maxFail, len(scs)*o.GroupSize))
 			}
+		} else {
+			succeeded++
 		}
 		if counts[r.group] == o.GroupSize {
 			// Counted when finished: every finished group is written,
@@ -379,6 +381,18 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("%w (%d of %d), %s; %s", ErrAllFailed, st.Failures, st.Episodes, tally.mostCommon(), failureAdvice(o, scripted, &tally, st.Failures))
 	}
 	return nil
+}
+
+// tooManyFailures is the cause of a stop for more than --max-failures
+// (maxFail of episodes) failed: how many, the most common error, and what
+// to check (stopAdvice).
+func tooManyFailures(o Options, scripted bool, t *errorTally, failed, succeeded, maxFail, episodes int) error {
+	advice := ""
+	if a := stopAdvice(o, scripted, t, failed, succeeded); a != "" {
+		advice = "; " + a
+	}
+	return fmt.Errorf("%w: %d failed, more than --max-failures %s allows (%d of %d episodes), %s%s",
+		ErrTooManyFailures, failed, o.MaxFailures, maxFail, episodes, t.mostCommon(), advice)
 }
 
 // prepare fills the defaults Run needs (flags moved into Model, a

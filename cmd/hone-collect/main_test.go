@@ -698,3 +698,37 @@ func TestScenariosFromStdin(t *testing.T) {
 		t.Errorf("scenarios played %v, want [a b] from stdin", ids)
 	}
 }
+
+// TestMaxFailuresStopAdvises: a run stopped by --max-failures gives the
+// advice a run whose every episode failed gets: with the first model call
+// refused for the model's context, that the prompt is longer than the
+// server's context (with the sizes); with a 401 and no episode that
+// succeeded, to check the endpoint, the model and the key. Before, the stop
+// named the most common error and nothing to do about it.
+func TestMaxFailuresStopAdvises(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"context", `{"error":{"message":"This model's maximum context length is 100 tokens. However, your messages resulted in 500 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+			http.StatusBadRequest, "the prompt (the system and first user messages and the tool schemas, 500 tokens) is longer than the server's context of 100 tokens"},
+		{"401", `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			http.StatusUnauthorized, "is up and serves model \"m\" (--base-url, --model, --api-key)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(c.status)
+				w.Write([]byte(c.body))
+			}))
+			defer srv.Close()
+			out := filepath.Join(t.TempDir(), "o.parquet")
+			r := collectBin(t, "--env", "guess", "--groups", "2", "-G", "2", "--concurrency", "1", "--model", "m",
+				"--base-url", srv.URL+"/v1", "--retries", "0", "--max-failures", "0", "-o", out)
+			if r.code != 1 || !strings.Contains(r.stderr, "more than --max-failures 0 allows") || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("exit %d, want 1 with %q: %s", r.code, c.want, r.stderr)
+			}
+		})
+	}
+}

@@ -37,8 +37,11 @@
 //     "<run>" switches to it only after that succeeds; meanwhile "<run>"
 //     stays on the previous step (if the replaced step was current, on the
 //     most recently current other version whose folder is unchanged) and
-//     "<run>@<step>" is no loaded version. An unload that fails leaves all
-//     as it was, to be tried again at the next Sync. Only the current step
+//     "<run>@<step>" is no loaded version. While requests sent to the old
+//     version have not ended, its unload and the new load wait for them
+//     (the Sync after they ended does both), as for KeepAdapters above. An
+//     unload that fails leaves all as it was, to be tried again at the
+//     next Sync. Only the current step
 //     is checked, as in the embedded server: a replaced folder of a step
 //     that is merely kept loaded is noticed when it becomes current. A step
 //     folder

@@ -77,6 +77,10 @@ type runState struct {
 	// stamp is each loaded step's folder stamp when vLLM read it: a step
 	// folder written again since (a redone run) is loaded again.
 	stamp map[int]time.Time
+	// stale holds the steps vLLM still holds from a folder written again
+	// since, taken out of loaded (no request resolves to them) but not yet
+	// unloaded, as requests sent to them have not ended (dropReplaced).
+	stale map[int]bool
 }
 
 // NewFront checks o and returns the front.

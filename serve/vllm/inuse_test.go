@@ -81,3 +81,121 @@ func TestKeepOneWaitsForRequestsInFlight(t *testing.T) {
 		t.Fatalf("Loaded = %v, want [r@2]", got)
 	}
 }
+
+// TestReplacedStepWaitsForRequestsInFlight: a step folder written again
+// (a redone run) while a request reads the version vLLM holds under its
+// name is not unloaded under that request: "<run>" goes to the previous
+// step and "<run>@<step>" resolves to nothing at once, as while a replaced
+// step is reloaded, but the unload and the load of the new folder wait
+// until the request ended; the next Sync after that does both. Before, the
+// unload came at once, and vLLM answered a request still on its way "does
+// not exist" and cut the stream of one it held.
+func TestReplacedStepWaitsForRequestsInFlight(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	p := syncSteps(t, f, dir, "r", 2)
+	fake.takeCalls()
+	release := make(chan struct{})
+	open := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(open) // before srv.Close, which waits for the stream
+	fake.mu.Lock()
+	fake.release = release // the stream's second chunk waits
+	fake.mu.Unlock()
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"r","stream":true,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if first, err := br.ReadString('\n'); err != nil || !strings.Contains(first, `"model":"r@2"`) {
+		t.Fatalf("first chunk %q, %v", first, err)
+	}
+	redoStep(t, dir, "r", 2, "redo", "", time.Now().Add(time.Hour))
+	for range 2 {
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wantCalls(t, fake.takeCalls()) // r@2 is in use: kept as vLLM holds it
+		wantModel(t, f, "r", "r@1")
+		if got, ok := f.Model("r@2"); ok {
+			t.Fatalf(`Model("r@2") = %q while its folder waits to be reloaded; want it unresolved`, got)
+		}
+	}
+	open()
+	rest, err := io.ReadAll(br)
+	if err != nil || !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("rest of the stream %q, %v", rest, err)
+	}
+	resp.Body.Close()
+	waitfor.Until(t, 10*time.Second, "r@2 reloaded once its request ended", func() bool {
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		to, _ := f.Model("r")
+		return to == "r@2"
+	})
+	wantCalls(t, fake.takeCalls(), unload("r@2"), load("r@2", p[2]))
+	if got := fake.readFrom("r@2"); !strings.Contains(got, `"revision":"redo"`) {
+		t.Fatalf("vLLM holds r@2 from %s; want the redone folder", got)
+	}
+	if got := f.Loaded(); !slices.Equal(got, []string{"r@1", "r@2"}) {
+		t.Fatalf("Loaded = %v, want r@1 r@2", got)
+	}
+}
+
+// TestStaleStepUnloadedWhenRunMovesOn: a replaced step kept in vLLM for the
+// requests using it is unloaded once they ended even when the run moved on
+// to a new step meanwhile (the replaced step is current no more, so it is
+// not loaded again): it does not stay in vLLM beyond KeepAdapters.
+func TestStaleStepUnloadedWhenRunMovesOn(t *testing.T) {
+	fake, f, dir := newFixture(t, Options{KeepAdapters: 2})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	syncSteps(t, f, dir, "r", 2)
+	fake.takeCalls()
+	release := make(chan struct{})
+	open := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(open)
+	fake.mu.Lock()
+	fake.release = release
+	fake.mu.Unlock()
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"r@2","stream":true,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if first, err := br.ReadString('\n'); err != nil || !strings.Contains(first, `"model":"r@2"`) {
+		t.Fatalf("first chunk %q, %v", first, err)
+	}
+	redoStep(t, dir, "r", 2, "redo", "", time.Now().Add(time.Hour))
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls())
+	p3 := writeStep(t, dir, "r", 3)
+	if err := f.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, fake.takeCalls(), load("r@3", p3)) // r@2 still in use
+	open()
+	if _, err := io.ReadAll(br); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	waitfor.Until(t, 10*time.Second, "the replaced r@2 unloaded once its request ended", func() bool {
+		if err := f.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		return !slices.Contains(fake.loaded, "r@2")
+	})
+	wantCalls(t, fake.takeCalls(), unload("r@2"))
+	if got := f.Loaded(); !slices.Equal(got, []string{"r@1", "r@3"}) {
+		t.Fatalf("Loaded = %v, want r@1 r@3", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -83,7 +84,7 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 	rs := f.runs[run]
 	if rs == nil {
 		// Only Sync (under syncMu) changes a runState; readers take mu.
-		rs = &runState{current: -1, failed: map[int]time.Time{}, path: map[int]string{}, stamp: map[int]time.Time{}}
+		rs = &runState{current: -1, failed: map[int]time.Time{}, path: map[int]string{}, stamp: map[int]time.Time{}, stale: map[int]bool{}}
 		f.runs[run] = rs
 	}
 	f.mu.Unlock()
@@ -99,8 +100,9 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 	stamp := folderStamp(dir)
 	// A loaded step whose folder was written again since vLLM read it (a
 	// redone run: latest moved back and the step trained again) is held by
-	// vLLM with the old weights under the same name.
-	replaced := slices.Contains(rs.loaded, step) && !rs.stamp[step].Equal(stamp)
+	// vLLM with the old weights under the same name; a stale one still is,
+	// until its requests ended.
+	replaced := rs.stale[step] || (slices.Contains(rs.loaded, step) && !rs.stamp[step].Equal(stamp))
 	if rs.current != step || replaced {
 		if at, ok := rs.failed[step]; ok && at.Equal(stamp) {
 			// Failed before and unchanged since: not tried again, but an
@@ -141,12 +143,14 @@ func (f *Front) syncRun(ctx context.Context, run string) error {
 // points "<run>" at it. A step vLLM holds from a folder since replaced is
 // unloaded first (dropReplaced): vLLM refuses a second load under a loaded
 // name, and load_inplace would swap the weights under the requests in
-// flight on that name, where an unload leaves them the version they were
-// given. retry reports a failure that is no refusal of the folder.
+// flight on that name. While requests sent to that version have not ended,
+// neither is done: retry with no error, tried again at the next Sync.
+// retry reports a failure that is no refusal of the folder.
 func (f *Front) loadStep(ctx context.Context, run string, rs *runState, step int, dir string, st time.Time, replaced bool) (retry bool, err error) {
 	name := runfolder.ServedName(run, step)
 	if replaced {
-		if err := f.dropReplaced(ctx, run, rs, step); err != nil {
+		waiting, err := f.dropReplaced(ctx, run, rs, step)
+		if err != nil || waiting {
 			return true, err
 		}
 	}
@@ -169,11 +173,16 @@ func (f *Front) loadStep(ctx context.Context, run string, rs *runState, step int
 // whose folder is unchanged, as while a new step loads (none left: "<run>"
 // goes to vLLM as it is and gets its 404), and "<run>@<step>" is no
 // loaded version: neither may reach vLLM between the unload and the load.
-// A failed unload puts everything back as it was, to be tried again.
-func (f *Front) dropReplaced(ctx context.Context, run string, rs *runState, step int) error {
+// While requests sent to the old version have not ended, it is not
+// unloaded (vLLM would answer one still on its way "does not exist", and
+// cut the stream of one it holds): it is kept stale and waiting is true,
+// for a later Sync to unload it (here or in unloadOld). A failed unload of
+// a version not yet stale puts everything back as it was, to be tried
+// again; a stale one stays stale.
+func (f *Front) dropReplaced(ctx context.Context, run string, rs *runState, step int) (waiting bool, err error) {
 	name := runfolder.ServedName(run, step)
 	// Only Sync (under syncMu) changes rs, so it is read here without mu.
-	prevCurrent, prevLoaded := rs.current, slices.Clone(rs.loaded)
+	prevCurrent, prevLoaded, wasStale := rs.current, slices.Clone(rs.loaded), rs.stale[step]
 	next := rs.current
 	if next == step {
 		next = -1
@@ -187,19 +196,66 @@ func (f *Front) dropReplaced(ctx context.Context, run string, rs *runState, step
 	f.mu.Lock()
 	rs.current = next
 	rs.loaded = slices.DeleteFunc(rs.loaded, func(x int) bool { return x == step })
+	// use counts a request only while its version is in rs.loaded, under
+	// mu: from here on the count can only fall.
+	requests := f.inUse[name]
+	if requests > 0 {
+		rs.stale[step] = true
+	}
 	f.mu.Unlock()
-	f.o.Log.Info("vllm: step folder replaced since its load; loading it again", "name", name, "serving", f.servingName(run, rs))
+	if requests > 0 {
+		if !wasStale {
+			f.o.Log.Info("vllm: step folder replaced since its load; loading it again once the requests using it end", "name", name, "requests", requests, "serving", f.servingName(run, rs))
+		}
+		return true, nil
+	}
+	if !wasStale {
+		f.o.Log.Info("vllm: step folder replaced since its load; loading it again", "name", name, "serving", f.servingName(run, rs))
+	}
 	if err := f.unload(ctx, name); err != nil {
-		f.mu.Lock()
-		rs.current, rs.loaded = prevCurrent, prevLoaded
-		f.mu.Unlock()
-		return fmt.Errorf("unloading the version read before its folder was replaced: %w", err)
+		if !wasStale {
+			f.mu.Lock()
+			rs.current, rs.loaded = prevCurrent, prevLoaded
+			f.mu.Unlock()
+		}
+		return false, fmt.Errorf("unloading the version read before its folder was replaced: %w", err)
 	}
 	f.mu.Lock()
+	delete(rs.stale, step)
 	delete(rs.path, step)
 	delete(rs.stamp, step)
 	f.mu.Unlock()
-	return nil
+	return false, nil
+}
+
+// unloadStale unloads the stale versions of run (dropReplaced) whose
+// requests have all ended: the step may be current no more, and the old
+// version must not stay in vLLM until the step is loaded again. A failed
+// unload keeps the version stale, to be tried again at the next Sync.
+func (f *Front) unloadStale(ctx context.Context, run string, rs *runState) error {
+	f.mu.Lock()
+	var done []int
+	for _, s := range slices.Sorted(maps.Keys(rs.stale)) {
+		if f.inUse[runfolder.ServedName(run, s)] == 0 {
+			done = append(done, s)
+		}
+	}
+	f.mu.Unlock()
+	var errs []error
+	for _, s := range done {
+		name := runfolder.ServedName(run, s)
+		if err := f.unload(ctx, name); err != nil {
+			errs = append(errs, fmt.Errorf("vllm: unloading %s, read before its folder was replaced: %w", name, err))
+			continue
+		}
+		f.mu.Lock()
+		delete(rs.stale, s)
+		delete(rs.path, s)
+		delete(rs.stamp, s)
+		f.mu.Unlock()
+		f.o.Log.Info("vllm: adapter read before its folder was replaced unloaded, its requests ended", "name", name)
+	}
+	return errors.Join(errs...)
 }
 
 // forgetGone drops the versions vLLM said it does not hold (noteGone), so
@@ -287,8 +343,10 @@ func (f *Front) switchTo(run string, rs *runState, step int) {
 // moment ago would otherwise be unloaded under the requests still on their
 // way to vLLM. A version being unloaded no longer resolves (Model), so no
 // request is sent to it between the check and the unload; a failed unload
-// puts it back, to be retried at the next Sync.
+// puts it back, to be retried at the next Sync. Stale versions whose
+// requests ended are unloaded too (unloadStale).
 func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
+	staleErr := f.unloadStale(ctx, run, rs)
 	f.mu.Lock()
 	prev := slices.Clone(rs.loaded)
 	var others []int
@@ -332,7 +390,7 @@ func (f *Front) unloadOld(ctx context.Context, run string, rs *runState) error {
 		rs.loaded = slices.DeleteFunc(prev, func(x int) bool { return slices.Contains(drop, x) && !slices.Contains(failed, x) })
 		f.mu.Unlock()
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, staleErr)...)
 }
 
 // load asks vLLM to load dir as name. vLLM answering that the name is

@@ -57,7 +57,11 @@ func failureCause(o Options, scripted bool, t *errorTally, failures int) string 
 // completion)"), hone-serve's ("your request has [at least] P input
 // tokens"), vLLM's engine ("The decoder prompt (length P) is longer than
 // the maximum model length of N") and llama.cpp's ("request (P tokens)
-// exceeds the available context size (N tokens)").
+// exceeds the available context size (N tokens)"). vLLM since 0.8 says a
+// completion the context leaves no room for in words of its own ("'max_tokens'
+// or 'max_completion_tokens' is too large: C. This model's maximum context
+// length is N tokens and your request has P input tokens"), which name no
+// "completion" after the size.
 var (
 	contextSizeRE = []*regexp.Regexp{
 		regexp.MustCompile(`maximum context length is (\d+)`),
@@ -71,7 +75,10 @@ var (
 		regexp.MustCompile(`prompt \(length (\d+)\)`),
 		regexp.MustCompile(`request \((\d+) tokens\)`),
 	}
-	completionSizeRE = regexp.MustCompile(`(\d+) in the completion`)
+	completionSizeRE = []*regexp.Regexp{
+		regexp.MustCompile(`(\d+) in the completion`),
+		regexp.MustCompile(`max_completion_tokens' is too large: (\d+)`),
+	}
 )
 
 // firstMatch is the first group of the first of res that matches msg ("":
@@ -98,12 +105,12 @@ func promptAdvice(who, msg string) string {
 		of = " of " + ctxLen + " tokens"
 	}
 	const longer = "serve the model with a longer context (vLLM's --max-model-len, llama.cpp's --ctx-size)"
-	if m := completionSizeRE.FindStringSubmatch(msg); m != nil {
+	if completion := firstMatch(msg, completionSizeRE); completion != "" {
 		p, perr := strconv.Atoi(prompt)
 		n, nerr := strconv.Atoi(ctxLen)
 		if perr == nil && nerr == nil && p < n {
 			return fmt.Sprintf("the first model call of %s was refused for the model's context: its prompt (%d tokens) fits, but not with the completion --max-tokens %s asks room for, over the server's context%s: lower --max-tokens, or %s",
-				who, p, m[1], of, longer)
+				who, p, completion, of, longer)
 		}
 	}
 	size := ""

@@ -230,3 +230,61 @@ func TestContextFullTruncatesVLLMEngineWords(t *testing.T) {
 		checkPromptAdvice(t, err, "prompt", "longer than the server's context of 384 tokens", "390 tokens")
 	}
 }
+
+// refuseAll answers every call with a 400 of body, as a server that
+// refuses each request for its context does.
+type refuseAll string
+
+func (b refuseAll) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	io.WriteString(w, string(b))
+}
+
+// Regression: vLLM (since 0.8) refuses a max_tokens the context leaves no
+// room for in words of its own ("'max_tokens' or 'max_completion_tokens'
+// is too large: C. This model's maximum context length is N tokens and
+// your request has P input tokens"), with no "in the completion": the
+// advice said the prompt was longer than the context, though its P tokens
+// fit, and sent users shortening a prompt instead of lowering
+// --max-tokens. Odd wordings (sizes past int, "at least", none at all)
+// give the plain advice, without a panic.
+func TestPromptAdviceServerWordings(t *testing.T) {
+	talk := talkCommand(t)
+	msg := func(m string) string {
+		raw, _ := json.Marshal(m)
+		return `{"error":{"message":` + string(raw) + `,"type":"BadRequestError","param":null,"code":400}}`
+	}
+	for _, c := range []struct {
+		name, body string
+		wants      []string
+	}{
+		{"vllm max_tokens too large", msg("'max_tokens' or 'max_completion_tokens' is too large: 1000. This model's maximum context length is 384 tokens and your request has 30 input tokens (1000 > 384 - 30). None"),
+			[]string{"prompt (30 tokens) fits", "--max-tokens 1000", "server's context of 384 tokens", "lower --max-tokens"}},
+		{"openai completion room", msg("This model's maximum context length is 384 tokens. However, you requested 1030 tokens (30 in the messages, 1000 in the completion). Please reduce the length of the messages or completion."),
+			[]string{"prompt (30 tokens) fits", "--max-tokens 1000", "lower --max-tokens"}},
+		{"sizes past int", msg("This model's maximum context length is 99999999999999999999999 tokens. However, you requested 1 tokens (99999999999999999999999 in the messages, 99999999999999999999999 in the completion)."),
+			[]string{"longer than the server's context of 99999999999999999999999 tokens"}},
+		{"at least", msg("This model's maximum context length is 384 tokens. However, your request has at least 900 input tokens."),
+			[]string{"at least 900 tokens", "context of 384 tokens"}},
+		{"no sizes", msg("maximum context length exceeded"), []string{"is longer than the server's context:"}},
+		{"completion without prompt", msg("This model's maximum context length is . 5 in the completion"), []string{"longer than the server's context"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(refuseAll(c.body))
+			defer srv.Close()
+			var out bytes.Buffer
+			temp := 1.0
+			o := collect.Options{
+				Env: "stdio", EnvOpts: map[string]string{"cmd": talk + " 20"},
+				Groups: 1, GroupSize: 1, Concurrency: 1, Seed: 5, Run: "r", Policy: "model", Out: &out,
+				Model: collect.ModelOptions{BaseURL: srv.URL + "/v1", Model: "tiny", Temperature: &temp, MaxTokens: 1000, Backoff: time.Millisecond},
+			}
+			_, err := runStats(context.Background(), o)
+			if err == nil {
+				t.Fatal("run succeeded, want every episode failed")
+			}
+			checkPromptAdvice(t, err, c.wants...)
+		})
+	}
+}

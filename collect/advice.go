@@ -68,10 +68,13 @@ var (
 		regexp.MustCompile(`maximum model length of (\d+)`),
 		regexp.MustCompile(`context size \((\d+) tokens\)`),
 	}
+	// "resulted in" first: OpenAI's words for a request with tools go on
+	// "(M in the messages, F in the functions)", and M leaves the tool
+	// schemas out.
 	promptSizeRE = []*regexp.Regexp{
+		regexp.MustCompile(`resulted in (\d+) tokens`),
 		regexp.MustCompile(`(\d+) in the (?:messages|prompt)`),
 		regexp.MustCompile(`request has ((?:at least )?\d+) input tokens`),
-		regexp.MustCompile(`resulted in (\d+) tokens`),
 		regexp.MustCompile(`prompt \(length (\d+)\)`),
 		regexp.MustCompile(`request \((\d+) tokens\)`),
 	}

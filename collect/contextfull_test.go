@@ -263,6 +263,10 @@ func TestPromptAdviceServerWordings(t *testing.T) {
 			[]string{"prompt (30 tokens) fits", "--max-tokens 1000", "server's context of 384 tokens", "lower --max-tokens"}},
 		{"openai completion room", msg("This model's maximum context length is 384 tokens. However, you requested 1030 tokens (30 in the messages, 1000 in the completion). Please reduce the length of the messages or completion."),
 			[]string{"prompt (30 tokens) fits", "--max-tokens 1000", "lower --max-tokens"}},
+		// OpenAI's words with tools: the prompt is the total, tool
+		// schemas ("functions") included, not the messages' part.
+		{"openai with functions", msg("This model's maximum context length is 384 tokens. However, your messages resulted in 400 tokens (350 in the messages, 50 in the functions). Please reduce the length of the messages or functions."),
+			[]string{"tool schemas, 400 tokens) is longer than the server's context of 384 tokens"}},
 		{"sizes past int", msg("This model's maximum context length is 99999999999999999999999 tokens. However, you requested 1 tokens (99999999999999999999999 in the messages, 99999999999999999999999 in the completion)."),
 			[]string{"longer than the server's context of 99999999999999999999999 tokens"}},
 		{"at least", msg("This model's maximum context length is 384 tokens. However, your request has at least 900 input tokens."),

@@ -3,12 +3,15 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/hone-rl/hone/collect/proxy"
 	"github.com/hone-rl/hone/internal/waitfor"
@@ -71,5 +74,31 @@ func TestDrainTimeout(t *testing.T) {
 	}
 	if err := <-cut; err == nil {
 		t.Fatal("the request in flight at the drain timeout was answered, want its connection closed")
+	}
+}
+
+// Regression: --drain-timeout 0 (or a negative one) was taken for the
+// default minute, as Options' zero value is: a user asking the proxy not
+// to wait for the requests in flight had it wait 60s without a word. The
+// flag now refuses it, naming it, as hone-collect's --start-timeout does.
+func TestDrainTimeoutFlagMustBePositive(t *testing.T) {
+	for _, v := range []string{"0", "-1s"} {
+		var o proxy.Options
+		fs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.AddFlags(fs)
+		err := fs.Parse([]string{"--drain-timeout=" + v})
+		if err == nil || !strings.Contains(err.Error(), "drain-timeout") {
+			t.Errorf("--drain-timeout=%s: %v (DrainTimeout %v), want it refused, naming the flag", v, err, o.DrainTimeout)
+		}
+	}
+	var o proxy.Options
+	fs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--drain-timeout=2s"}); err != nil || o.DrainTimeout != 2*time.Second {
+		t.Fatalf("--drain-timeout=2s: %v, DrainTimeout %v", err, o.DrainTimeout)
+	}
+	if fs := fs.Lookup("drain-timeout"); fs.DefValue != proxy.DefaultDrainTimeout.String() {
+		t.Fatalf("--drain-timeout's default %s, want %s", fs.DefValue, proxy.DefaultDrainTimeout)
 	}
 }

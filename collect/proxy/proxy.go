@@ -135,7 +135,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Run, "run", "proxy", "run name recorded in every row and naming the files (<run>-000001.parquet): a letter or digit, then letters, digits, '.', '_' or '-'")
 	fs.BoolVar(&o.NoTokenIDs, "no-token-ids", false, "do not ask the upstream for the sampled token ids (vLLM's return_token_ids), for one that refuses parameters it does not know, as OpenAI's API does; turns are recorded without them and training tokenizes their text")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest request body accepted (413 beyond, as hone-serve)")
-	fs.DurationVar(&o.DrainTimeout, "drain-timeout", DefaultDrainTimeout, "on shutdown (SIGINT/SIGTERM), how long requests in flight may finish; then their connections are closed, a warning says how many, and the exit code is 130")
+	// Positive: 0 is Options' "default", and a user who gave it to skip the
+	// wait would have waited the default minute.
+	flagval.PositiveDuration(fs, &o.DrainTimeout, "drain-timeout", DefaultDrainTimeout, "on shutdown (SIGINT/SIGTERM), how long requests in flight may finish; then their connections are closed, a warning says how many, and the exit code is 130")
 	fs.Int64Var(&o.MaxResponseBytes, "max-response-bytes", DefaultMaxResponseBytes, "most bytes of one upstream answer held to record it; a larger answer still reaches the agent, and its turn is recorded with an error")
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/hone-rl/hone/cmd/internal/backendflag"
 	"github.com/hone-rl/hone/cmd/internal/cli"
 	"github.com/hone-rl/hone/serve"
+	"github.com/hone-rl/hone/serve/engine"
 	"github.com/hone-rl/hone/train/model"
 )
 
@@ -153,23 +155,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer stopPulling()
+	var runErr error
 	if opts.Upstream == "" { // with --upstream, vLLM runs the model: no local backend
 		be, err := backend.Open(device, threads, compute, bf16Kernel, opts.DType, cudaFlags, getenv)
 		if err != nil {
 			return err
 		}
-		defer func() {
-			if err := be.Close(); err != nil { // the CUDA backend names what was not freed
-				log.Warn("closing the backend", "err", err)
-			}
-		}()
+		defer func() { closeBackend(be, runErr, log) }()
 		opts.Backend = be
 	}
-	err = serve.Run(ctx, opts)
-	if err == nil && ctx.Err() != nil {
+	runErr = serve.Run(ctx, opts)
+	if runErr == nil && ctx.Err() != nil {
 		return nil // drained after a signal: a clean stop
 	}
-	return err
+	return runErr
+}
+
+// closeBackend closes be once the server has stopped, unless runErr says
+// the engine gave up on a step stuck in it (a wedged device): the CUDA
+// backend's Close takes the lock that step holds, so it would hold the
+// exit the engine has just given up waiting for. The process's exit frees
+// what the backend holds.
+func closeBackend(be io.Closer, runErr error, log *slog.Logger) {
+	if errors.Is(runErr, engine.ErrStepStuck) {
+		log.Warn("backend left open: a step is stuck in it; exiting frees it")
+		return
+	}
+	if err := be.Close(); err != nil { // the CUDA backend names what was not freed
+		log.Warn("closing the backend", "err", err)
+	}
 }
 
 // keysFromEnv fills the keys whose flag was not given from the

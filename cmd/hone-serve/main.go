@@ -42,7 +42,8 @@ the vLLM server at URL, the model "<run>" rewritten to the newest loaded
 runtime LoRA API (POST /v1/load_lora_adapter; old steps unloaded beyond
 --max-adapters). vLLM must be started with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
 and --enable-lora (plus --max-lora-rank >= the adapters' rank and
---max-loras >= --max-adapters × runs), and must read the adapters folder at
+--max-loras >= (--max-adapters + 1) × runs: a step that requests in flight
+still use stays loaded until they end), and must read the adapters folder at
 the same absolute path: with --adapters s3://… that is --adapters-cache,
 where each published step is pulled (without its optimizer state) before
 vLLM is told to load it. The engine's own flags (--dtype, --compute, --threads,

@@ -72,7 +72,9 @@
 // vLLM must run with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (without it the
 // load/unload routes do not exist and every load fails with 404) and with
 // --enable-lora, --max-lora-rank at least the adapters' rank and
-// --max-loras / --max-cpu-loras at least KeepAdapters × runs. Versioned names
+// --max-loras / --max-cpu-loras at least (KeepAdapters + 1) × runs: a
+// version that requests in flight still use stays loaded past KeepAdapters
+// until they end. Versioned names
 // are used instead of load_inplace so that requests in flight keep the
 // weights they started with; a replaced step folder is reloaded by unload
 // and load, not load_inplace: load_inplace swaps the weights under the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"regexp"
@@ -105,6 +106,10 @@ type Chain struct {
 	OnJudgeErr  string // PolicyFail, PolicySkip or PolicyMark
 	OnlyMissing bool
 	JudgeModel  string // the ruler scorers' judge model, for errors
+	// Log gets one warning per group that skip or mark passes over, with
+	// the judge's reason: the summary only counts them, and a skipped
+	// group's rows are not written anywhere else. Nil: discard.
+	Log *slog.Logger
 	// JudgeAnswered reports whether the judge has answered a call in this
 	// run (nil: never). Until it has, a 401/403/404 stops the run.
 	JudgeAnswered func() bool
@@ -264,8 +269,10 @@ func (c *Chain) onError(g trajectory.Group, live []int, err error) (trajectory.G
 	}
 	switch c.OnJudgeErr {
 	case PolicySkip:
+		c.warnPassed(g, err)
 		return g, Skipped, nil
 	case PolicyMark:
+		c.warnPassed(g, err)
 		marked := cloneGroup(g)
 		for _, i := range live {
 			markError(&marked.Trajectories[i], err.Error())
@@ -273,6 +280,20 @@ func (c *Chain) onError(g trajectory.Group, live []int, err error) (trajectory.G
 		return marked, Marked, nil
 	}
 	return g, Skipped, fmt.Errorf("%w (--on-judge-error fail; use skip or mark to go on without this group)", err)
+}
+
+// warnPassed logs a group that --on-judge-error skip or mark passes over,
+// naming it and why.
+func (c *Chain) warnPassed(g trajectory.Group, err error) {
+	if c.Log == nil {
+		return
+	}
+	what := "dropped from the output"
+	if c.OnJudgeErr == PolicyMark {
+		what = "written unscored, the reason in each judged row's error"
+	}
+	c.Log.Warn("judge failed for a group: "+what+" (--on-judge-error "+c.OnJudgeErr+")",
+		"group", g.ID, "rows", len(g.Trajectories), "error", err)
 }
 
 // cloneGroup copies the parts of a group that scoring modifies.

@@ -222,7 +222,7 @@ func buildChain(ctx context.Context, opts Options, log *slog.Logger, files *file
 		names[s.Name] = v
 		specs = append(specs, s)
 	}
-	c := &Chain{OnJudgeErr: opts.OnJudgeError, OnlyMissing: opts.OnlyMissing, JudgeModel: opts.JudgeModel}
+	c := &Chain{OnJudgeErr: opts.OnJudgeError, OnlyMissing: opts.OnlyMissing, JudgeModel: opts.JudgeModel, Log: log}
 	var meter *judge.Meter
 	var budget ruler.Budget // one tokenizer for every ruler scorer
 	var parts []string

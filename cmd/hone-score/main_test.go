@@ -493,3 +493,41 @@ func TestJudgeGoneAfterAnswersFollowsPolicy(t *testing.T) {
 		})
 	}
 }
+
+// A group that --on-judge-error skip or mark passes over is named in the
+// log with the judge's reason, as the run's last line says ("the log has
+// each reason"): a run whose judge failed some groups exits 0 and counted
+// them, and the log was the only place to learn which and why (the rows of
+// a skipped group are not written at all).
+func TestJudgeFailureLoggedPerGroup(t *testing.T) {
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 3, 2)
+	keyword := judgetest.KeywordJudge("WIN")
+	srv := judgetest.NewServer(t, func(n int, req judgetest.Request) judgetest.Reply {
+		if strings.Contains(req.User(), "Scenario g1") {
+			return judgetest.Reply{Status: 500, Body: `{"error":{"message":"the judge fell over"}}`}
+		}
+		return keyword(n, req)
+	})
+	for _, policy := range []string{"skip", "mark"} {
+		t.Run(policy, func(t *testing.T) {
+			r := runBin(t, nil, nil, "-o", filepath.Join(dir, policy+".parquet"), "--scorer", "ruler", "--on-judge-error", policy,
+				"--judge-base-url", srv.BaseURL(), "--judge-model", "m", "--no-judge-cache", "--judge-retries", "0", in)
+			if r.code != 0 {
+				t.Fatalf("exit %d (want 0: two of three groups scored):\n%s", r.code, r.stderr)
+			}
+			var named bool
+			for line := range strings.Lines(r.stderr) {
+				if strings.Contains(line, "g1") && strings.Contains(line, "500") && strings.Contains(line, policy) {
+					named = true
+				}
+				if strings.Contains(line, "g0") || strings.Contains(line, "g2") {
+					t.Errorf("a scored group is named in the log: %s", line)
+				}
+			}
+			if !named {
+				t.Fatalf("no log line names group g1, the judge's HTTP 500 and --on-judge-error %s:\n%s", policy, r.stderr)
+			}
+		})
+	}
+}

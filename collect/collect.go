@@ -693,8 +693,12 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 		if scripted {
 			// A stdio program is Scripted by type, with the policies its
 			// hello named: none is no scripted policy either.
-			if s, ok := scEnvs[i].(env.Scripted); !ok || len(s.Policies()) == 0 {
-				return nil, nil, nil, closeEnvs, stageerr.Usagef("environment %s has no scripted policy", scEnvs[i].Name())
+			s, ok := scEnvs[i].(env.Scripted)
+			if !ok {
+				return nil, nil, nil, closeEnvs, stageerr.Usagef("environment %s has no scripted policy: play it with a model (--model, --base-url)", scEnvs[i].Name())
+			}
+			if len(s.Policies()) == 0 {
+				return nil, nil, nil, closeEnvs, stageerr.Usagef("environment %s has no scripted policy: its hello lists no \"policies\" (docs/stdio-env.md); play it with a model (--model, --base-url)", scEnvs[i].Name())
 			}
 		}
 	}

@@ -696,6 +696,14 @@ for line in sys.stdin:
 	if !errors.Is(err, stageerr.ErrUsage) || !strings.Contains(err.Error(), "no scripted polic") {
 		t.Fatalf("got %v, want a usage error saying the environment has no scripted policy", err)
 	}
+	// And what to do: the message once named only the lack, leaving a
+	// reader of docs/stdio-env.md to guess that hello's "policies" is
+	// where they come from, or that a model plays without one.
+	for _, want := range []string{`"policies"`, "--model"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not mention %s", err, want)
+		}
+	}
 }
 
 // A scenario line holds one JSON object: a second one on the same line

@@ -107,7 +107,7 @@ var (
 func docBins(t *testing.T) {
 	t.Helper()
 	extraBins.Do(func() {
-		extraBinsErr = gobuild.Commands(context.Background(), binDir, "../hone-train", "../hone-inspect")
+		extraBinsErr = gobuild.Commands(context.Background(), binDir, "../hone-train", "../hone-inspect", "../hone-score")
 	})
 	if extraBinsErr != nil {
 		t.Fatal(extraBinsErr)
@@ -201,8 +201,8 @@ func docRows(t *testing.T, path string) []trajectory.Trajectory {
 func TestDocStdioEnv(t *testing.T) {
 	dir, path := docDir(t, "jq", "curl")
 	blocks := docBlocks(t, "../../docs/stdio-env.md")
-	if len(blocks) != 3 || blocks[0].output == nil || blocks[1].output != nil || blocks[2].output == nil {
-		t.Fatalf("want the scripted run and its output, the run with a model, the protocol session and its output; have %+v", blocks)
+	if len(blocks) != 4 || blocks[0].output == nil || blocks[1].output != nil || blocks[2].output == nil || blocks[3].output != nil {
+		t.Fatalf("want the scripted run and its output, the run with a model, the protocol session and its output, the loop; have %+v", blocks)
 	}
 	docRunBlock(t, dir, path, blocks[0])
 	trs := docRows(t, filepath.Join(dir, "out/arith.parquet"))
@@ -217,6 +217,50 @@ func TestDocStdioEnv(t *testing.T) {
 	docRunBlock(t, dir, path, docFreePorts(t, blocks[1], "8000"))
 	docCheckModelRun(t, filepath.Join(dir, "out/arith-tiny.parquet"), 8, "arith")
 	docRunBlock(t, dir, path, blocks[2])
+	// The loop through pipelines/demo.sh: the page once stopped at "score
+	// the file", and a reader with a program of their own had to work out
+	// from README's guess-the-number round how to train on it. The script
+	// would take a checkout's own bin/ (stale, or none) over the binaries
+	// built here: BIN names them.
+	t.Setenv("BIN", binDir)
+	docRunBlock(t, dir, path, blocks[3])
+	docCheckLoop(t, filepath.Join(dir, "out/arith-loop"))
+}
+
+// docCheckLoop: demo.sh's run in out wrote its summary (the base model and
+// rl evaluated on the "correct" metric), its report, and a step of run rl.
+func docCheckLoop(t *testing.T, out string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Results []struct {
+			Model, Metric string
+			Episodes      int
+		}
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatalf("summary.json: %v", err)
+	}
+	models := map[string]int{}
+	for _, r := range sum.Results {
+		if r.Metric != "correct" || r.Episodes != 8 {
+			t.Errorf("summary row %+v: want metric correct over 8 episodes", r)
+		}
+		models[r.Model]++
+	}
+	if models["base"] != 2 || models["rl"] != 2 {
+		t.Errorf("summary rows by model %v: want base and rl, greedy and at T=1", models)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
+		t.Error(err)
+	}
+	latest, err := os.ReadFile(filepath.Join(out, "adapters/rl/latest"))
+	if err != nil || strings.TrimSpace(string(latest)) != "step-000002" {
+		t.Errorf("run rl: latest %q, %v (want step-000002 after 2 rounds)", latest, err)
+	}
 }
 
 // docCheckModelRun: a page's run with a model wrote n episodes, each

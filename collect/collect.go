@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"maps"
@@ -108,7 +109,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "episode-timeout", 5*time.Minute, "wall time per episode (0 = none)")
 	flagval.PositiveDuration(fs, &o.StartTimeout, "start-timeout", DefaultStartTimeout, "wall time for an environment to start (a stdio program's hello, an MCP server's initialize and tool list, building the inbox)")
 	fs.Int64Var(&o.Seed, "seed", 1, "seed for generated scenarios, environments, scripted policies and request seeds")
-	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids (<run>-s<seed>-<tag>-g<place>, the tag a digest of the --scenarios file's scenarios, or of --env, --env-opt and --split for generated ones)")
+	fs.StringVar(&o.Run, "run", "collect", "run name recorded in every row and in ids (<run>-s<seed>-<tag>-g<place>, the tag a digest of the --scenarios file's scenarios, or of --env, --env-opt, --split and the scenarios generated for generated ones)")
 	fs.StringVar(&o.Policy, "policy", "model", "who plays: model, or scripted[:NAME] (the environment's scripted policy, no model calls)")
 	fs.StringVar(&o.MaxFailures, "max-failures", "", "stop once more episodes failed than this count, or this fraction of all episodes (e.g. 0.1), and exit 1; 0 stops at the first failure, as ART's gather does by default; default: never stop early, since a failed episode is kept as a row with its error that training skips (the run still exits 1 when every episode failed)")
 	fs.StringVar(&o.Model.Model, "model", "", "model name to request, e.g. myrun for the latest adapter (required unless --policy scripted)")
@@ -675,7 +676,7 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 				scs[i].Split = o.Split
 			}
 		}
-		o.idTag = envTag(o.Env, o.EnvOpts, o.Split)
+		o.idTag = envTag(o.Env, o.EnvOpts, o.Split, scs)
 	}
 	places = o.Shard.Places(len(scs))
 	mine := make([]env.Scenario, len(places))
@@ -802,27 +803,35 @@ func groupID(o Options, gi int) string {
 // others but by a chance of about one in four billion.
 func scenariosTag(scs []env.Scenario) string {
 	h := sha256.New()
+	hashScenarios(h, scs)
+	return "f" + hex.EncodeToString(h.Sum(nil)[:4])
+}
+
+// hashScenarios writes each scenario's id, environment, split and payload
+// into h, each field after its length, so that no two lists of fields
+// write the same bytes.
+func hashScenarios(h hash.Hash, scs []env.Scenario) {
 	for _, sc := range scs {
 		for _, f := range [][]byte{[]byte(sc.ID), []byte(sc.Env), []byte(sc.Split), sc.Payload} {
-			// Each field after its length, so that no two lists of
-			// fields write the same bytes.
 			h.Write(binary.AppendUvarint(nil, uint64(len(f))))
 			h.Write(f)
 		}
 	}
-	return "f" + hex.EncodeToString(h.Sum(nil)[:4])
 }
 
 // envTag is "e" and 8 hex digits of a SHA-256 of the environment's
-// name, its settings (sorted by key) and the split generated scenarios
-// are labelled with: what, with the seed, decides the scenarios an
-// environment generates. Settings that change nothing (a default written
-// out) still change the tag: ids need only differ where the scenarios
-// may, and be the same for the same command line.
-func envTag(name string, opts map[string]string, split string) string {
+// name, its settings (sorted by key), the split generated scenarios are
+// labelled with, and the scenarios it generated. The settings alone were
+// not enough: a program's scenarios can change under the same command
+// line (an edited --env-opt tasks=FILE, a stdio program reading other
+// data), and the new scenarios took the old ids. Settings that change
+// nothing (a default written out) still change the tag: ids need only
+// differ where the scenarios may, and be the same for the same command
+// line and scenarios.
+func envTag(name string, opts map[string]string, split string, scs []env.Scenario) string {
 	h := sha256.New()
 	field := func(f string) {
-		// After its length, as in scenariosTag.
+		// After its length, as in hashScenarios.
 		h.Write(binary.AppendUvarint(nil, uint64(len(f))))
 		h.Write([]byte(f))
 	}
@@ -832,6 +841,7 @@ func envTag(name string, opts map[string]string, split string) string {
 		field(k)
 		field(opts[k])
 	}
+	hashScenarios(h, scs)
 	return "e" + hex.EncodeToString(h.Sum(nil)[:4])
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,5 +104,51 @@ func TestGeneratedGroupIDsNameTheEnv(t *testing.T) {
 		if ids[0] == base[0] {
 			t.Errorf("%s gave the ids %v of a run without it", name, ids)
 		}
+	}
+}
+
+// Regression: the tag of generated scenarios was a digest of --env,
+// --env-opt and --split only, so a program whose scenarios changed under
+// the same command line (an edited `--env mcp --env-opt tasks=FILE`, a
+// stdio program given other data) wrote the old ids for the new scenarios,
+// and the two runs' files read together held each id twice, for different
+// scenarios: what the digests were added to prevent. The tag now covers the
+// scenarios generated as well; the same scenarios still give the same ids.
+func TestGeneratedGroupIDsNameTheScenarios(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "env.py"), []byte(`import sys, json
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["op"] == "hello":
+        out = {"name": "tasks", "policies": ["answer"]}
+    elif r["op"] == "scenarios":
+        tasks = open("tasks.txt").read().split()
+        out = {"scenarios": [{"id": "t%d" % i, "payload": tasks[i % len(tasks)]} for i in range(r["n"])]}
+    elif r["op"] == "reset":
+        out = {"messages": [{"role": "user", "content": r["scenario"]["payload"]}]}
+    elif r["op"] == "act":
+        out = {"message": {"content": "done"}}
+    else:
+        out = {"done": True, "reward": 1}
+    print(json.dumps(out), flush=True)
+`), 0o644)
+	opts := map[string]string{"cmd": py + " -S env.py", "dir": dir}
+	tasks := func(s string) {
+		if err := os.WriteFile(filepath.Join(dir, "tasks.txt"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tasks("add multiply")
+	first := generatedIDs(t, "stdio", opts, "")
+	if again := generatedIDs(t, "stdio", opts, ""); strings.Join(again, " ") != strings.Join(first, " ") {
+		t.Errorf("the same scenarios gave ids %v, then %v", first, again)
+	}
+	tasks("divide subtract")
+	if edited := generatedIDs(t, "stdio", opts, ""); edited[0] == first[0] || edited[1] == first[1] {
+		t.Errorf("other scenarios under the same command line gave ids %v, as the first run's %v", edited, first)
 	}
 }

@@ -11,6 +11,7 @@ would use the openai client with extra_headers=t.headers.
 import argparse
 import json
 import os
+import urllib.error
 import urllib.request
 
 import hone_proxy
@@ -23,8 +24,18 @@ def chat(model, messages, headers, max_tokens):
     url = os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions"
     body = json.dumps({"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 1}).encode()
     req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json", **headers})
-    with urllib.request.urlopen(req, timeout=120) as resp:
-        return json.load(resp)["choices"][0]["message"]
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            return json.load(resp)["choices"][0]["message"]
+    except urllib.error.HTTPError as e:
+        # urllib's own message is the status alone; the server's body says
+        # what is wrong (a model it does not have, a refused key).
+        body = e.read().decode("utf-8", "replace").strip()
+        try:
+            body = json.loads(body)["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            pass
+        raise SystemExit("proxy_example: HTTP %d from %s: %s" % (e.code, url, body)) from None
 
 
 def attempt(model, group, i, max_tokens):

@@ -720,3 +720,23 @@ func TestDocPagesRunBuiltBinaries(t *testing.T) {
 		}
 	}
 }
+
+// python/proxy_example.py, the agent docs/proxy.md runs, given a model the
+// server does not have: it once died in a urllib traceback ending "HTTP
+// Error 404: Not Found", the server's answer (the model it does not have)
+// unread. It now exits 1 with one line quoting that answer.
+func TestProxyExampleQuotesServerError(t *testing.T) {
+	dir, path := docDir(t, "curl")
+	docInitTiny(t, dir)
+	b := docBlock{lang: "sh", line: 0, code: `bin/hone-serve --model out/tiny --port 8000 &
+until curl -sf http://127.0.0.1:8000/health >/dev/null; do sleep 0.2; done
+if OPENAI_BASE_URL=http://127.0.0.1:8000/v1 python3 python/proxy_example.py --model tinyx --group q1 2>out/err; then echo "exit 0"; fi
+cat out/err
+kill %1; wait
+`}
+	stdout := docRunBlock(t, dir, path, docFreePorts(t, b, "8000"))
+	if strings.Contains(stdout, "exit 0") || strings.Contains(stdout, "Traceback") ||
+		!strings.Contains(stdout, "HTTP 404") || !strings.Contains(stdout, `the model "tinyx" does not exist`) {
+		t.Fatalf("the example agent against an unknown model printed:\n%s", stdout)
+	}
+}

@@ -225,7 +225,7 @@ func (s *Server) maxTokens(mt *int, param, promptParam string, promptLen, room, 
 		m := s.gen.maxTokens
 		clamped := fmt.Sprintf("%s=%d, clamped to generation_config.json's max_new_tokens %d (--generation-config auto)", param, *mt, m)
 		if m > s.o.MaxTokens {
-			return 0, badRequest(param, "%s, is more than this server's cap of %d", clamped, s.o.MaxTokens)
+			return 0, badRequest(param, "%s, is more than this server's cap of %d (%s)", clamped, s.o.MaxTokens, capAdvice(param))
 		}
 		v, err := s.maxTokens(&m, param, promptParam, promptLen, room, n)
 		if he, ok := errors.AsType[*httpError](err); ok {
@@ -233,7 +233,7 @@ func (s *Server) maxTokens(mt *int, param, promptParam string, promptLen, room, 
 		}
 		return v, err
 	case *mt > s.o.MaxTokens:
-		return 0, badRequest(param, "%s=%d is more than this server's cap of %d", param, *mt, s.o.MaxTokens)
+		return 0, badRequest(param, "%s=%d is more than this server's cap of %d (%s)", param, *mt, s.o.MaxTokens, capAdvice(param))
 	case *mt > room:
 		e := badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.",
 			s.maxCtx, promptLen+*mt, promptLen, promptParam, *mt, promptParam)
@@ -498,4 +498,10 @@ func (f *forced) Accept(id int32) error {
 		f.pos++
 	}
 	return nil
+}
+
+// capAdvice says both ways past the max_tokens cap: the client asks for
+// less, or the server is started with a higher cap.
+func capAdvice(param string) string {
+	return "ask for a smaller " + param + ", or start hone-serve --max-tokens higher"
 }

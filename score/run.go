@@ -391,7 +391,16 @@ func buildJudge(ctx context.Context, opts Options, log *slog.Logger, files *file
 		oo := judge.OpenAIOptions{BaseURL: base, APIKey: key, Timeout: opts.JudgeTimeout, MaxTokens: opts.JudgeMaxTokens, ResponseFormat: opts.JudgeFormat,
 			ExplanationMaxChars: opts.JudgeExplanationMax}
 		j = judge.NewOpenAI(oo)
-		log.Info("judge", "model", opts.JudgeModel, "base_url", base, "api_key_set", key != "")
+		shown := base
+		if shown == "" {
+			shown = judge.OpenAIBaseURL // where an empty base URL sends the calls
+		}
+		log.Info("judge", "model", opts.JudgeModel, "base_url", shown, "api_key_set", key != "")
+		if base == "" && key == "" {
+			// OpenAI answers every call 401 without one; said now, before
+			// the first group waits for that answer.
+			log.Warn("judge: no API key for api.openai.com: set $OPENAI_API_KEY or --judge-api-key, or --judge-base-url for a server of your own")
+		}
 	}
 	backoff := opts.Backoff
 	if backoff == nil {

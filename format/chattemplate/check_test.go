@@ -27,7 +27,9 @@ func TestCheck(t *testing.T) {
 	}{
 		{"recursive", `{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}`, "macro depth limit"},
 		{"loops with tools", `{% if tools %}{% for i in range(10**10) %}{% endfor %}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}`, "steps limit"},
-		{"engine panic", `{{ "-" * (messages|length - 5) }}`, ErrEngine.Error()},
+		// A macro's default is the engine's to evaluate (instrument.go),
+		// and its string repetition panics for a negative count.
+		{"engine panic", `{% macro m(s="-" * (messages|length - 5)) %}{{ s }}{% endmacro %}{{ m() }}`, ErrEngine.Error()},
 		{"unknown filter", `{{ messages|frobnicate }}`, `unknown filter "frobnicate"`},
 		{"no system role", `{% for m in messages %}{% if m.role == "system" %}{{ raise_exception("no system") }}{% endif %}{{ m.content }}{% endfor %}`, ""},
 		{"always raises", `{{ raise_exception("never") }}`, "never"},

@@ -18,7 +18,7 @@
 // string filter print a value as Python's str() does (pystr.go: floats,
 // None, lists and dicts). The list, round, int and format filters are
 // jinja2's too (pyfilters.go, pyformat.go: a dict's list is its keys;
-// round halves to even; int takes a base), and so are the operators **, //, % and / and
+// round halves to even; int takes a base), and so are the operators *, **, //, % and / and
 // chained comparisons such as 0 < x < 5 (pyops.go, pyarith.go).
 //
 // Templates are compiled with github.com/ardanlabs/jinja, which applies
@@ -37,13 +37,16 @@
 // context's error once the context is done. range is replaced by one that
 // refuses huge ranges before building them, tojson by one with the same
 // limits, and a panic inside the engine becomes an error (ErrEngine).
+// The * operator is ours too (pyops.go): a string or list repeated past
+// the value bytes limit stops the rendering before it is built; only in a
+// macro's default values is * left to the engine, where a literal count
+// above 1 MiB is refused when the template is compiled and a computed one
+// is not seen.
 // Check renders a small conversation once, at load time.
 //
 // What the limits cannot see, because the engine evaluates it in one call
 // with no hook inside: a single expression whose result is far larger than
-// its operands — a string repeated by a computed count ('x' * n, where a
-// literal n above 1 MiB is refused when the template is compiled),
-// .replace()/.format() with large arguments, a filter such as
+// its operands — .replace()/.format() with large arguments, a filter such as
 // indent(width) on many lines — allocates before anything can measure
 // it; lists grown in place with .append()/.insert() or dicts with
 // .update() are measured only when printed or assigned (a list that

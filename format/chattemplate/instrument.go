@@ -41,7 +41,7 @@ const (
 	maxNesting       = 64      // nested blocks ({% if %} in {% for %} ...)
 	maxTagTokens     = 1024    // tokens in one tag
 	maxTagBrackets   = 64      // nested (, [ and { in one tag
-	maxRepeatLiteral = 1 << 20 // s * N with a literal N allocates N copies at once
+	maxRepeatLiteral = 1 << 20 // s * N left to the engine allocates N copies at once (checkEngineRepeat)
 )
 
 type segKind int
@@ -281,6 +281,15 @@ func (w *rewriter) segment(s segment) error {
 	}
 	addIntKeys(content, w.intKeys)
 	w.regions[w.current()].steps += int64(tokens) + 1
+	before := w.out.Len()
+	if err := w.code(s, content); err != nil {
+		return err
+	}
+	return checkEngineRepeat(w.out.String()[before:])
+}
+
+// code writes an expression or statement tag as rewritten.
+func (w *rewriter) code(s segment, content string) error {
 	if s.kind == segExpr {
 		// Printing goes through hookOut with hooks false too: it also
 		// prints floats as Python does, which is no limit, and the plain
@@ -569,15 +578,12 @@ func copyString(b *strings.Builder, code string, i int) int {
 }
 
 // checkTag counts the tokens of a tag's content and checks the static
-// limits on it: its size, its bracket nesting, and `* N` with a literal N
-// so large that the engine's string repetition would exhaust memory.
+// limits on it: its size and its bracket nesting.
 func checkTag(code string) (int, error) {
 	tokens, depth := 0, 0
-	prevStar := false
 	var last, beforeLast string // the last two tokens, for a dangling `is`
 	for i := 0; i < len(code); {
 		c := code[i]
-		star := false
 		start := i
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
@@ -589,11 +595,6 @@ func checkTag(code string) (int, error) {
 			j := i
 			for j < len(code) && (isIdentByte(code[j]) || code[j] == '.') {
 				j++
-			}
-			if prevStar {
-				if n, err := strconv.ParseInt(code[i:j], 10, 64); err == nil && n > maxRepeatLiteral {
-					return 0, &staticError{fmt.Sprintf("`* %d`: repeating a string that many times would exhaust memory (limit %d)", n, maxRepeatLiteral)}
-				}
 			}
 			i = j
 		case isIdentByte(c):
@@ -610,13 +611,9 @@ func checkTag(code string) (int, error) {
 			i++
 		case c == '*' && i+1 < len(code) && code[i+1] == '*', c == '/' && i+1 < len(code) && code[i+1] == '/':
 			i += 2
-		case c == '*':
-			star = true
-			i++
 		default:
 			i++
 		}
-		prevStar = star
 		beforeLast, last = last, code[start:i]
 		if tokens++; tokens > maxTagTokens {
 			return 0, &staticError{fmt.Sprintf("a tag of more than %d tokens", maxTagTokens)}
@@ -629,6 +626,53 @@ func checkTag(code string) (int, error) {
 		return 0, &staticError{"the tag ends in `is` with no test name"}
 	}
 	return tokens, nil
+}
+
+// checkEngineRepeat refuses, in a tag as rewritten, `* N` with a literal N
+// above maxRepeatLiteral where the rewrite left * to the engine: a
+// macro's default values (the engine cuts a macro's parameters at every
+// comma, so pyOps does not rewrite them) and code pyOps does not follow.
+// The engine repeats a string N times at once, before any limit can
+// measure it. Everywhere else * is budget.mul, which checks the size of
+// the repetition when it runs; a number literal before the * is let
+// through here, since numbers multiply freely.
+func checkEngineRepeat(code string) error {
+	lastNumber, starAfterNumber, prevStar := false, false, false
+	for i := 0; i < len(code); {
+		c := code[i]
+		star, number := false, false
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+			continue
+		case c == '\'' || c == '"':
+			i = skipString(code, i)
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(code) && (isIdentByte(code[j]) || code[j] == '.') {
+				j++
+			}
+			if prevStar && !starAfterNumber {
+				if n, err := strconv.ParseInt(code[i:j], 10, 64); err == nil && n > maxRepeatLiteral {
+					return &staticError{fmt.Sprintf("`* %d` where the engine evaluates it itself (a macro's default value): repeating a string that many times would exhaust memory (limit %d)", n, maxRepeatLiteral)}
+				}
+			}
+			i, number = j, true
+		case isIdentByte(c):
+			for i < len(code) && isIdentByte(code[i]) {
+				i++
+			}
+		case c == '*' && i+1 < len(code) && code[i+1] == '*':
+			i += 2
+		case c == '*':
+			star, starAfterNumber = true, lastNumber
+			i++
+		default:
+			i++
+		}
+		prevStar, lastNumber = star, number
+	}
+	return nil
 }
 
 // staticError is a template refused before it runs: it breaks a static

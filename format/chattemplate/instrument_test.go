@@ -38,6 +38,14 @@ func renderPlain(t *Template, name string, in Input) (string, error) {
 	data[stringName] = jinja.NewCallable("string", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 		return jinja.NewString(pythonStr(args[0])), nil
 	})
+	data[mulName] = jinja.NewCallable("*", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+		return pyMul(args, func(what string, unit, count int64) error {
+			if repeatFits(DefaultValueBytes, unit, count) {
+				return nil
+			}
+			return fmt.Errorf("a %s of %d bytes repeated %d times", what, unit, count)
+		})
+	})
 	for k, v := range strMethodCallables() {
 		data[k] = v
 	}

@@ -163,6 +163,7 @@ func (b *budget) callables() map[string]jinja.Value {
 		tojsonName: jinja.NewCallable("tojson", b.tojson),
 		trimName:   jinja.NewCallable("trim", trimFilter),
 		stringName: jinja.NewCallable("string", b.str),
+		mulName:    jinja.NewCallable("*", b.mul),
 	}
 	return calls
 }
@@ -231,6 +232,21 @@ func (b *budget) str(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value,
 		return jinja.Undefined(), err
 	}
 	return jinja.NewString(pythonStr(args[0])), b.check()
+}
+
+// mul is the * operator (pyMul), which stops at the value bytes limit
+// before it repeats a string or list past it.
+func (b *budget) mul(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	v, err := pyMul(args, func(what string, unit, count int64) error {
+		if repeatFits(b.lim.ValueBytes, unit, count) {
+			return nil
+		}
+		return b.fail("value bytes", b.lim.ValueBytes, "it repeats a %s of %d bytes %d times with *", what, unit, count)
+	})
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	return v, b.check()
 }
 
 // set measures a value a {% set %} assigns and passes it through; for

@@ -41,7 +41,11 @@ var hostile = []struct {
 	{"printing a list that contains itself", `{% set l = [] %}{{ l.append(l) }}{{ l }}`, "value depth"},
 	{"tojson of a list that contains itself", `{% set l = [] %}{{ l.append(l) }}{{ l|tojson }}`, "value depth"},
 	{"tojson with a huge indent", `{{ [[[[[1]]]]]|tojson(indent=1000000000) }}`, "value bytes"},
-	{"negative string repeat", `{{ "x" * -1 }}`, "engine"},
+	{"string repeated by a computed count", `{% set n = 10 ** 11 %}{{ ("x" * n)|length }}`, "value bytes"},
+	{"list repeated by a computed count", `{% set n = 10 ** 10 %}{{ ([0] * n)|length }}`, "value bytes"},
+	// A macro's defaults are left to the engine (instrument.go), whose
+	// string repetition panics for a negative count.
+	{"negative string repeat in a macro default", `{% macro m(s="x" * -1) %}{{ s }}{% endmacro %}{{ m() }}`, "engine"},
 	{"worst case of the static limits", worstCase(), "macro depth"},
 }
 
@@ -190,7 +194,7 @@ func TestStaticLimits(t *testing.T) {
 		return strings.Repeat("{% if true %}", n) + "x" + strings.Repeat("{% endif %}", n)
 	}
 	refused := []struct{ src, want string }{
-		{`{{ "x" * 1000000000000 }}`, "* 1000000000000"},
+		{`{% macro m(s="x" * 1000000000000) %}{{ s }}{% endmacro %}`, "* 1000000000000"},
 		{nested(maxNesting + 1), "blocks nested more than 64 deep"},
 		{"{{ " + strings.Repeat("(", maxTagBrackets+1) + "1" + strings.Repeat(")", maxTagBrackets+1) + " }}", "brackets nested more than 64 deep"},
 		{"{{ 1" + strings.Repeat(" + 1", maxTagTokens/2) + " }}", "more than 1024 tokens"},
@@ -205,6 +209,8 @@ func TestStaticLimits(t *testing.T) {
 	}
 	accepted := []string{
 		`{{ "-" * 80 }}`,
+		`{{ "x" * 1000000000000 if false }}{{ 3 * 2000000 }}`,
+		`{% macro m(n=3 * 2000000) %}{{ n }}{% endmacro %}{{ m() }}`,
 		nested(maxNesting),
 		"{{ " + strings.Repeat("(", maxTagBrackets) + "1" + strings.Repeat(")", maxTagBrackets) + " }}",
 		"{{ 1" + strings.Repeat(" + 1", maxTagTokens/2-1) + " }}",
@@ -218,6 +224,49 @@ func TestStaticLimits(t *testing.T) {
 		}
 		if _, err := tmpl.Render(t.Context(), Input{}); err != nil {
 			t.Errorf("%.60s: %v", src, err)
+		}
+	}
+}
+
+// TestRepeatStopsAtValueLimit: a string or list repeated by a computed
+// count larger than the value bytes limit allows stops the rendering
+// before the engine allocates it, with a *LimitError naming the limit;
+// only a literal count was caught, when the template was loaded, and
+// ('x' * n)|length with a large n allocated it all (jinja2 renders it:
+// Python's memory is the only bound there).
+func TestRepeatStopsAtValueLimit(t *testing.T) {
+	rows := []struct {
+		src   string
+		limit int64
+		want  string // "" for a limit error
+	}{
+		{`{% set n = 17000000 %}{{ ("x" * n)|length }}`, 0, ""},
+		{`{% set n = 1000000 %}{{ (n * [0])|length }}`, 0, ""},
+		{`{% set n = 9223372036854775807 %}{{ ("ab" * n)|length }}`, 0, ""},
+		{`{% set n = 501 %}{{ ("ab" * n)|length }}`, 1000, ""},
+		{`{% set n = 500 %}{{ ("ab" * n)|length }}|{{ ("" * 9223372036854775807)|length }}`, 1000, "1000|0"},
+		{`{% set n = 16000000 %}{{ ("x" * n)|length }}`, 0, "16000000"},
+	}
+	for _, r := range rows {
+		tmpl, err := New(r.src, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", r.src, err)
+		}
+		tmpl.Limits = Limits{ValueBytes: r.limit}
+		got, err := tmpl.Render(t.Context(), Input{})
+		if r.want != "" {
+			if err != nil || got != r.want {
+				t.Errorf("%s: got %q (%v), want %q", r.src, got, err, r.want)
+			}
+			continue
+		}
+		max := r.limit
+		if max == 0 {
+			max = DefaultValueBytes
+		}
+		var le *LimitError
+		if !errors.As(err, &le) || le.Limit != "value bytes" || le.Max != max || !strings.Contains(err.Error(), fmt.Sprintf("value bytes limit of %d", max)) {
+			t.Errorf("%s: got %q (%v), want a value bytes limit error of %d", r.src, got, err, max)
 		}
 	}
 }

@@ -2,7 +2,9 @@ package chattemplate
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -13,6 +15,7 @@ const (
 	floorDivName = "__hone_floordiv"
 	modName      = "__hone_mod"
 	powName      = "__hone_pow"
+	mulName      = "__hone_mul"
 )
 
 // numbers are the two operands of an arithmetic operator, as Python
@@ -208,4 +211,72 @@ func intPow(x, n int64) (int64, bool) {
 		r *= x
 	}
 	return r, true
+}
+
+// pyMul is Python's a * b: numbers multiply (an int for two ints, an error
+// where Python's unbounded int would leave 64 bits), and a string or list
+// on either side is repeated by an int (or bool) on the other, nothing for
+// a count below 1. The engine cut everything but str * int to numbers
+// (3 * 'ab' and [1] * 2 gave 0, 'x' * 2.0 gave 0.0) and panicked for a
+// negative count. fits is asked the size of a repetition, in bytes (a list
+// item is perItem), before it is built: the engine's repetition is one
+// allocation, which no limit could measure afterwards.
+func pyMul(args []jinja.Value, fits func(what string, unit, count int64) error) (jinja.Value, error) {
+	if len(args) < 2 {
+		return jinja.Undefined(), errors.New("*: two operands needed")
+	}
+	a, b := args[0], args[1]
+	if a.IsUndefined() || b.IsUndefined() {
+		return jinja.Undefined(), errors.New("unsupported operand for *: an undefined value")
+	}
+	seq, n := a, b
+	if !a.IsString() && !a.IsList() {
+		seq, n = b, a
+	}
+	if !seq.IsString() && !seq.IsList() {
+		if x, y, err := numbers("*", args); err == nil {
+			return mulNumbers(x, y)
+		}
+		return jinja.Undefined(), fmt.Errorf("unsupported operand type(s) for *: '%s' and '%s'", pyTypeName(a), pyTypeName(b))
+	}
+	if !n.IsInt() && !n.IsBool() {
+		return jinja.Undefined(), fmt.Errorf("can't multiply sequence by non-int of type '%s'", pyTypeName(n))
+	}
+	count := max(intOf(n), 0)
+	if seq.IsString() {
+		s := seq.AsString()
+		if err := fits("string", int64(len(s)), count); err != nil {
+			return jinja.Undefined(), err
+		}
+		return jinja.NewString(strings.Repeat(s, int(count))), nil
+	}
+	items := seq.AsList().Items
+	if err := fits("list", perItem*int64(len(items)), count); err != nil {
+		return jinja.Undefined(), err
+	}
+	out := make([]jinja.Value, 0, int64(len(items))*count)
+	for range count {
+		out = append(out, items...)
+	}
+	return jinja.NewList(out), nil
+}
+
+// repeatFits is pyMul's check of a repetition against max bytes: unit
+// bytes count times, without overflowing.
+func repeatFits(max, unit, count int64) bool {
+	return unit == 0 || count <= max/unit
+}
+
+// mulNumbers is a * b for two numbers (bools are ints).
+func mulNumbers(a, b jinja.Value) (jinja.Value, error) {
+	if a.IsFloat() || b.IsFloat() {
+		return jinja.NewFloat(floatOf(a) * floatOf(b)), nil
+	}
+	x, y := intOf(a), intOf(b)
+	r := x * y
+	if x != 0 && (r/x != y || (x == -1 && y == math.MinInt64)) {
+		// Python's int has no bound; the engine's has.
+		return jinja.Undefined(), errors.New("*: the result is too large for a 64-bit int")
+	}
+	return jinja.NewInt(r), nil
 }

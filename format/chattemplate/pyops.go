@@ -15,6 +15,10 @@ import (
 //     gave -3, -7 % 2 gave -1, 7.5 // 2 gave 3; Python floors: -4, 1, 3.0);
 //   - a / b becomes __hone_div(a, b): the engine gave 0.0 for a division
 //     by zero, where jinja2 raises ZeroDivisionError;
+//   - a * b becomes __hone_mul(a, b) (budget.mul): the engine repeated
+//     only str * int, in one allocation no limit could measure (a
+//     computed count could exhaust memory), cut any other pair to numbers
+//     (3 * 'ab' and [1] * 2 gave 0) and panicked for a negative count;
 //   - a < b < c becomes (a < b and b < c), as Python reads it (the engine
 //     compared the bool a < b with c, so 0 < 7 < 5 was True and
 //     1 == 1 == 1 False);
@@ -367,7 +371,7 @@ func (p *opParser) comparison() opNode {
 }
 
 // arithCalls are the callables the operators that differ are rewritten to.
-var arithCalls = map[string]string{"/": divName, "//": floorDivName, "%": modName}
+var arithCalls = map[string]string{"*": mulName, "/": divName, "//": floorDivName, "%": modName}
 
 // mulDiv: power (op power)* for *, /, // and % (parseMulDiv).
 func (p *opParser) mulDiv() opNode {
@@ -376,10 +380,6 @@ func (p *opParser) mulDiv() opNode {
 		op := p.code[p.toks[p.pos].from:p.toks[p.pos].to]
 		p.pos++
 		right := p.power()
-		if op == "*" {
-			left = p.join(left.from, right.to, left, right)
-			continue
-		}
 		extra := ""
 		if op == "%" && right.tuple {
 			extra = ", true" // (a, b) is a tuple to %; the engine makes it a list
@@ -471,6 +471,8 @@ func (p *opParser) list(closer string) []opNode {
 			p.pos++
 		case p.kindIs('a') && p.is(1, "="):
 			p.pos += 2
+		case closer == ")" && (p.is(0, "*") || p.is(0, "**")):
+			p.pos++ // a call's *args or **kwargs: splatCalls rewrites it after
 		default:
 			kids = append(kids, p.expression())
 		}

@@ -71,3 +71,28 @@ func TestConcatAsPython(t *testing.T) {
 			` Default="None". Maximum=2.0`},
 	})
 }
+
+// TestMultiplyAsPython: * is Python's. Numbers multiply whatever their
+// size (3 * 2000000 was refused when the template was loaded, as if it
+// repeated a string); a string or list repeats by an int on either side
+// (3 * 'ab' gave 0, [1] * 2 gave 0, 'x' * -2 crashed the engine), with
+// the operators around it read as jinja2 reads them; and any other pair
+// is jinja2's TypeError.
+func TestMultiplyAsPython(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ 3 * 2000000 }}|{{ 1024 * 1024 * 1024 }}|{{ 2000000 * 3 }}|{{ 3.5 * 2000000 }}", "6000000|1073741824|6000000|7000000.0"},
+		{"{{ 'ab' * 3 }}|{{ 3 * 'ab' }}|{{ [1] * 2 }}|{{ 2 * [1, 'a'] }}|{{ 'x' * true }}|{{ true * 3 }}|{{ 'x' * 0 }}|{{ 'x' * -2 }}|{{ 2 * 1.5 }}", "ababab|ababab|[1, 1]|[1, 'a', 1, 'a']|x|3|||3.0"},
+		{"{{ 2 * 3 + 1 }}|{{ -2 * 3 }}|{{ 2 * 3 * 4 }}|{{ 2 * 3 ** 2 }}|{{ 'x' * (1 + 2) }}|{{ 1 + 2 * 3 }}|{{ 'a' ~ 'b' * 2 }}|{{ 7 // 2 * 'z' }}|{{ ('q' * 2) | length }}|{{ 'ab' * 2 * 2 }}|{{ 2 ** 2 * 'c' }}",
+			"7|-6|24|18|xxx|7|abb|zzz|2|abababab|cccc"},
+		{"{% set n = 3 %}{{ ('x' * n)|length }}{{ 'ab' * n + '!' }}{% set s = '-' * (n + 1) %}{{ s }}{{ -n * 2 }}", "3ababab!-----6"},
+		{"{{ 2 * -3 }}|{{ 1.5 * 2 }}|{{ true * true }}|{{ false * 2.5 }}|{{ [] * 5 }}|{{ '' * 5 }}", "-6|3.0|1|0.0|[]|"},
+		{"{% for i in range(2 * 2) %}{{ i }}{% endfor %}{% if 2 * 2 == 4 %}y{% endif %}{% macro m(a) %}{{ a }}{% endmacro %}{{ m(*['v' * 2]) }}", "0123yvv"},
+		{"{{ 'x' * 2.0 }}", "error:can't multiply sequence by non-int of type 'float'"},
+		{"{{ 'x' * 'y' }}", "error:can't multiply sequence by non-int of type 'str'"},
+		{"{{ [1] * [2] }}", "error:can't multiply sequence by non-int of type 'list'"},
+		{"{{ none * 2 }}", "error:unsupported operand type(s) for *: 'NoneType' and 'int'"},
+		{"{{ {} * 2 }}", "error:unsupported operand type(s) for *: 'dict' and 'int'"},
+		{"{{ nothing * 2 }}", "error:unsupported operand"},
+		{"{{ 9223372036854775807 * 2 }}", "error:too large for a 64-bit int"},
+	})
+}

@@ -2,24 +2,31 @@ package chattemplate
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/ardanlabs/jinja"
 )
 
-// splatName is the filter a call with *args is rewritten to (splatCalls).
+// splatName is the filter a call with *args or **kwargs is rewritten to
+// (splatCalls).
 const splatName = "__hone_splat"
 
-// splatCalls rewrites a call with a spread argument, f(a, *xs, k=v), as
-// f|__hone_splat(a, xs, k=v), which calls f with xs's items after a and
-// the keyword arguments, as jinja2 does: the engine has no *args and
-// refused the template (AI21 Jamba's calls
-// macros_to_call[i](*params_for_macros[i])). A filter applies to the
-// postfix expression before it, so the callee needs no parsing. As in
-// jinja2, blanks may stand between the callee and "(", and keyword
-// arguments before or after *xs; calls with ** arguments, or that jinja2
-// refuses (a positional argument after *xs, two of them), are left as
-// written, for the engine to refuse.
+// kwargsName is the keyword argument a call's **kwargs is passed to
+// __hone_splat as; splatFilter spreads it.
+const kwargsName = "__hone_kwargs"
+
+// splatCalls rewrites a call with a spread argument, f(a, *xs, k=v, **d),
+// as f|__hone_splat(a, xs, k=v, __hone_kwargs=d), which calls f with xs's
+// items after a and the keyword arguments with d's entries, as jinja2
+// does: the engine has no *args or **kwargs and refused the template
+// (AI21 Jamba's calls macros_to_call[i](*params_for_macros[i])). Without
+// *xs the spread list is []. A filter applies to the postfix expression
+// before it, so the callee needs no parsing. As in jinja2, blanks may
+// stand between the callee and "(", and keyword arguments before or after
+// *xs; calls that jinja2 refuses (a positional argument after *xs or a
+// keyword one, anything after **d, two of either) are left as written,
+// for the engine to refuse.
 func splatCalls(code string) string {
 	if !strings.Contains(code, "*") {
 		return code
@@ -70,10 +77,11 @@ func callOpen(before string) bool {
 }
 
 // splatArgs gives the arguments of __hone_splat for a call's argument
-// text: the positional ones, the spread one without its "*", then the
-// keyword ones, each with its blanks and line breaks kept (error line
-// numbers stay right); false for a call without exactly one *, or with
-// an argument order jinja2 refuses, or with **.
+// text: the positional ones, the spread one without its "*" ([] without
+// one), the keyword ones, then the **kwargs one as __hone_kwargs=, each
+// with its blanks and line breaks kept (error line numbers stay right);
+// false for a call with neither * nor **, or with an argument order
+// jinja2 refuses.
 func splatArgs(inner string) (string, bool) {
 	args := splitTopLevel(inner)
 	tail := ""
@@ -81,12 +89,18 @@ func splatArgs(inner string) (string, bool) {
 		tail, args = args[n-1], args[:n-1] // a trailing comma
 	}
 	var pos, kw []string
-	star := ""
+	star, dstar := "", ""
 	for _, a := range args {
 		t := strings.TrimSpace(a)
 		switch {
+		case dstar != "":
+			return "", false // jinja2 takes nothing after **kwargs
 		case strings.HasPrefix(t, "**"):
-			return "", false
+			if strings.TrimSpace(t[2:]) == "" {
+				return "", false
+			}
+			at := strings.Index(a, "**")
+			dstar = splatCalls(a[:at] + kwargsName + "=" + a[at+2:])
 		case strings.HasPrefix(t, "*"):
 			if star != "" || strings.TrimSpace(t[1:]) == "" {
 				return "", false
@@ -102,8 +116,14 @@ func splatArgs(inner string) (string, bool) {
 			pos = append(pos, splatCalls(a))
 		}
 	}
-	if star == "" {
+	switch {
+	case star == "" && dstar == "":
 		return "", false
+	case star == "":
+		star = "[]"
+	}
+	if dstar != "" {
+		kw = append(kw, dstar)
 	}
 	return strings.Join(append(append(pos, star), kw...), ",") + tail, true
 }
@@ -179,7 +199,8 @@ func plainPositional(t string) bool {
 
 // splatFilter calls args[0] with args[1:len-1] and then the items of the
 // last argument, a list (or a string's characters, or a dict's keys, as
-// Python spreads them), and with the keyword arguments.
+// Python spreads them), and with the keyword arguments, those of the dict
+// passed as __hone_kwargs among them.
 func splatFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) < 2 {
 		return jinja.Undefined(), errors.New("*args: nothing to spread")
@@ -192,8 +213,23 @@ func splatFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value
 		return jinja.Undefined(), errors.New("*args: the argument after * must be an iterable, not " + pyTypeName(args[len(args)-1]))
 	}
 	call := append(append([]jinja.Value(nil), args[1:len(args)-1]...), spread.AsList().Items...)
-	if kwargs == nil {
-		kwargs = map[string]jinja.Value{}
+	named := map[string]jinja.Value{}
+	for k, v := range kwargs {
+		if k != kwargsName {
+			named[k] = v
+		}
 	}
-	return args[0].AsCallable().Fn(call, kwargs)
+	if d, ok := kwargs[kwargsName]; ok {
+		if !d.IsDict() {
+			return jinja.Undefined(), errors.New("**kwargs: the argument after ** must be a mapping, not " + pyTypeName(d))
+		}
+		dict := d.AsDict()
+		for _, k := range dict.Keys {
+			if _, dup := named[k]; dup {
+				return jinja.Undefined(), fmt.Errorf("**kwargs: got multiple values for keyword argument '%s'", k)
+			}
+			named[k] = dict.Data[k]
+		}
+	}
+	return args[0].AsCallable().Fn(call, named)
 }

@@ -70,3 +70,27 @@ func TestSplatCallSpacedAndWithKeywords(t *testing.T) {
 		}
 	}
 }
+
+// TestKwargsSplatCall: a call with **kwargs passes the dict's entries as
+// keyword arguments, after *args and name=value ones, as jinja2 does; the
+// engine refused the template ("unexpected token"). A dict with a key the
+// call also names, or a value after ** that is no dict, is jinja2's
+// TypeError; ** before another argument is its syntax error, still
+// refused when the template is loaded. The wants are jinja2 3.1.6's, set
+// up as testdata/templates/py/check_jinja2.py does.
+func TestKwargsSplatCall(t *testing.T) {
+	const m = "{% macro m(a, b='B', c='C') %}{{ a }}-{{ b }}-{{ c }}{% endmacro %}"
+	renderEach(t, []struct{ src, want string }{
+		{m + "{{ m(*[1], **{'c': 4}) }}|{{ m(1, **{'c': 4, 'b': 2}) }}|{{ m(**{'a': 0}) }}|{{ m(1, b=2, **{'c': 3}) }}|{{ m(*[1], b=5, **{'c': 3},) }}", "1-B-4|1-2-4|0-B-C|1-2-3|1-5-3"},
+		{m + "{% set kw = {'c': 9} %}{{ m(1, **kw) }}|{{ m (2, ** kw) }}|{{ m(**{'a': 'x' * 2}) }}|{{ [m][0](**{'a': 7}) }}", "1-B-9|2-B-9|xx-B-C|7-B-C"},
+		{m + "{% set s = m(**{'a': 1}) %}{{ s }}{% if m(**{'a': 2}) == '2-B-C' %}t{% endif %}", "1-B-Ct"},
+		{m + "{{ m(c=1, **{'c': 2}) }}", "error:got multiple values for keyword argument 'c'"},
+		{m + "{{ m(**[1]) }}", "error:argument after ** must be a mapping, not list"},
+		{m + "{{ m(**none) }}", "error:argument after ** must be a mapping, not NoneType"},
+	})
+	for _, src := range []string{m + "{{ m(**{'z': 1}, a=1) }}", m + "{{ m(**{'a': 1}, 2) }}", m + "{{ m(**{'a': 1}, *[2]) }}", m + "{{ m(**{'a': 1}, **{'b': 1}) }}"} {
+		if _, err := New(src, nil); !errors.Is(err, ErrBadTemplate) {
+			t.Errorf("%s: New = %v, want ErrBadTemplate", src, err)
+		}
+	}
+}

@@ -316,6 +316,11 @@ func (w *rewriter) statement(s segment, content string) error {
 	}
 	switch kw {
 	case "for", "macro", "call":
+		if kw == "macro" {
+			if err := macroSplatParameter(content); err != nil {
+				return err
+			}
+		}
 		if kw == "for" {
 			code = pairLoopFilter(code)
 		}

@@ -233,3 +233,33 @@ func splatFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value
 	}
 	return args[0].AsCallable().Fn(call, named)
 }
+
+// macroSplatParameter refuses a macro defined with an *args or **kwargs
+// parameter, which jinja2 refuses as well: splatCalls would take the
+// parameter list for a call's arguments and the engine would define the
+// macro under another name, so the template loaded and every call of
+// the macro failed with "not callable". The error quotes the tag as the
+// template writes it, on one line.
+func macroSplatParameter(content string) error {
+	open := strings.IndexByte(content, '(')
+	if open < 0 {
+		return nil
+	}
+	end := closeParen(content, open)
+	if end < 0 {
+		return nil
+	}
+	for _, p := range splitTopLevel(content[open+1 : end]) {
+		t := strings.TrimSpace(p)
+		if !strings.HasPrefix(t, "*") {
+			continue
+		}
+		star := "*"
+		if strings.HasPrefix(t, "**") {
+			star = "**"
+		}
+		return &staticError{fmt.Sprintf("{%% %s %%}: a macro's parameters are names with optional defaults, not %s%s (jinja2: expected token 'name', got '%s')",
+			strings.Join(strings.Fields(content), " "), star, strings.TrimSpace(strings.TrimLeft(t, "*")), star)}
+	}
+	return nil
+}

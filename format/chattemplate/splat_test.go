@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -93,4 +94,27 @@ func TestKwargsSplatCall(t *testing.T) {
 			t.Errorf("%s: New = %v, want ErrBadTemplate", src, err)
 		}
 	}
+}
+
+// TestMacroSplatParameterRefused: a macro defined with *args or **kwargs
+// parameters is jinja2's syntax error ("expected token 'name'"). Its
+// parameter list was rewritten like a call's arguments, to
+// m|__hone_splat(args), so the template loaded and every call of the
+// macro failed with "m is not callable"; it is now refused when loaded,
+// with an error that quotes the template's own tag. A call with *args in
+// a default value is still a call.
+func TestMacroSplatParameterRefused(t *testing.T) {
+	for _, src := range []string{
+		"{% macro m(*args) %}{{ args }}{% endmacro %}{{ m(1) }}",
+		"{% macro m(a, **kw) %}{{ a }}{% endmacro %}",
+		"x\n{%- macro m(a,\n *rest) -%}{%- endmacro %}",
+	} {
+		_, err := New(src, nil)
+		if !errors.Is(err, ErrBadTemplate) || strings.Contains(err.Error(), "__hone") || !strings.Contains(err.Error(), "macro m(") || !strings.Contains(err.Error(), "*") {
+			t.Errorf("%q: New = %v, want ErrBadTemplate quoting the macro's tag", src, err)
+		}
+	}
+	renderEach(t, []struct{ src, want string }{
+		{"{% macro f(x) %}<{{ x }}>{% endmacro %}{% macro m(a=f(*['d'])) %}{{ a }}{% endmacro %}{{ m() }}|{{ m(1) }}", "<d>|1"},
+	})
 }

@@ -310,7 +310,9 @@ func TestARTOptionsRefused(t *testing.T) {
 		{"balance out of range", "--advantage-balance", func(o *Options) { o.AdvantageBalance = 1.5 }},
 		{"row length without art", "--packed-sequence-length", func(o *Options) { o.PackedSeqLen = 64 }},
 		{"recomputed tis with art", "--tis-mode sampler", func(o *Options) { o.Loss.Norm, o.Loss.TIS = "art", 2 }},
-		{"cosine without a horizon with art", "--schedule-steps", func(o *Options) { o.Loss.Norm, o.Schedule = "art", "cosine" }},
+		{"cosine without a horizon with art in watch mode", "--schedule-steps", func(o *Options) {
+			o.Loss.Norm, o.Schedule, o.WatchDir, o.Inputs = "art", "cosine", dir, nil
+		}},
 		{"reward-std lr in watch mode", "--scale-lr-by-reward-std", func(o *Options) { o.ScaleLRByRewardStd, o.WatchDir, o.Inputs = true, dir, nil }},
 		{"unknown level", "geometric_average", func(o *Options) { o.Loss.Level = "geometric" }},
 		{"per-history token ratio", "per-history", func(o *Options) { o.Loss.RatioPerHistory = true }},

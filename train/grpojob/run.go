@@ -45,7 +45,7 @@ type Options struct {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Options.AddFlags(fs, 5e-6)
 	fs.Lookup("schedule-steps").Usage = trainer.ScheduleStepsUsage("--watch-dir, --resume with new files or more --steps") +
-		`; a --norm art step's count of updates is its "updates" in OUT/RUN/metrics.jsonl, and a call's total the optimizer_updates of its end summary`
+		`; with --norm art and 0, the horizon is the optimizer updates the run will have taken at the step this call trains to, counted from the input files before training; --norm art --watch-dir with cosine needs it, since later rounds' updates are unknown: a --norm art step's count of updates is its "updates" in OUT/RUN/metrics.jsonl, and a call's total the optimizer_updates of its end summary`
 	fs.StringVar(&o.WatchDir, "watch-dir", "", "incremental mode: train on the *.parquet files of DIR not yet consumed by this run (implies --resume)")
 	fs.IntVar(&o.GroupsPerStep, "groups-per-step", 0, "groups per optimizer step (0: all groups of the inputs)")
 	fs.StringVar(&o.ScaleRewards, "scale-rewards", "group", "divide advantages by the group's std (group), the batch's (batch) or not at all (none; Dr. GRPO)")
@@ -135,14 +135,15 @@ func (o *Options) Validate() error {
 		// micro-batch, which is only right with one update per step.
 		return fmt.Errorf("--norm art takes an update per row, so --tis needs --tis-mode sampler (recomputed logprobs would come from weights already updated by earlier rows)")
 	}
-	if o.Loss.Norm == "art" && o.Schedule == "cosine" && o.ScheduleSteps == 0 {
-		// The schedule counts optimizer updates, and with one per row a
-		// step's count is known only once its rows are packed.
-		// The user cannot count the rows before packing: the message says
-		// where a run records them.
-		return fmt.Errorf("--norm art with --lr-schedule cosine needs --schedule-steps, the cosine horizon in optimizer updates: one per packed row, known only once a step's rows are packed. " +
+	if o.Loss.Norm == "art" && o.Schedule == "cosine" && o.ScheduleSteps == 0 && o.WatchDir != "" {
+		// The schedule counts optimizer updates, one per packed row. On
+		// files the run counts them ahead (countUpdates); a --watch-dir
+		// run's later files, and so its updates, are unknown. The user
+		// cannot count the rows before packing: the message says where a
+		// run records them.
+		return fmt.Errorf("--norm art --watch-dir with --lr-schedule cosine needs --schedule-steps, the cosine horizon in optimizer updates: one per packed row, known only once a step's rows are packed, and the files of later rounds are not known yet. " +
 			`Each step records its count as "updates" in OUT/RUN/metrics.jsonl and on its step log line, and each call its total as optimizer_updates in its "training done" line: ` +
-			"train a few steps on the same files with --lr-schedule constant under another --run, then give --schedule-steps about --steps times the updates per step")
+			"train a few steps on files like a round's with --lr-schedule constant under another --run, then give --schedule-steps about the run's planned steps times the updates per step")
 	}
 	if o.ScaleLRByRewardStd && o.WatchDir != "" {
 		return fmt.Errorf("--scale-lr-by-reward-std fits the reward std of every step of the run, which --watch-dir sessions do not hold; train without it, or on the files directly")
@@ -293,7 +294,15 @@ func train(ctx context.Context, prep *trainer.Prepared, o Options, gs []group, s
 			return err
 		}
 	}
-	loop := o.Options.Loop(prep, o, end, log)
+	horizon := end
+	if o.Loss.Norm == "art" && o.Schedule == "cosine" && o.ScheduleSteps == 0 {
+		var err error
+		if horizon, err = countUpdates(gs, sc, o, start, prep.Done, end, prep.Opt.Step); err != nil {
+			return err
+		}
+		log.Info(fmt.Sprintf("cosine horizon: %d updates, counted from the input", horizon), "restored_updates", prep.Opt.Step, "first_step", prep.Done+1, "last_step", end)
+	}
+	loop := o.Options.Loop(prep, o, horizon, log)
 	loop.Extra = extra
 	loop.Next = func(ctx context.Context, s int) (*trainer.Job, error) {
 		lrScale := 1.0
@@ -315,6 +324,28 @@ func train(ctx context.Context, prep *trainer.Prepared, o Options, gs []group, s
 		return stepJob(gs, sc.Items(s-start), o, lrScale)
 	}
 	return loop.Run(ctx, prep.Done, end)
+}
+
+// countUpdates is the cosine horizon of a --norm art run on files: the
+// optimizer updates it will have taken when it reaches step end. Those of
+// the steps before done are restored (the optimizer's count, restored);
+// each step ahead takes one per packed row, and its rows depend on the
+// groups alone (the batch, the zero-advantage drop, ART's weights and the
+// packing, not the model), so building each step's job as train will
+// counts them exactly. A resumed run counts the rest from its restored
+// count, so its horizon is the uninterrupted run's.
+func countUpdates(gs []group, sc trainer.Order, o Options, start, done, end, restored int) (int, error) {
+	n := restored
+	for s := done; s < end; s++ {
+		job, err := stepJob(gs, sc.Items(s-start), o, 1)
+		if err != nil {
+			return 0, fmt.Errorf("grpo: counting the cosine horizon's updates, step %d: %w", s+1, err)
+		}
+		if job.Skip == "" {
+			n += len(job.MicroBatches)
+		}
+	}
+	return n, nil
 }
 
 // rewardStdHistory is the reward_group_std of the run's steps 1..n, the

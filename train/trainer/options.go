@@ -53,7 +53,8 @@ type Options struct {
 	MinLR    float64 `json:"min_lr"`
 	// ScheduleSteps is the run's planned number of steps (optimizer
 	// updates with --norm art), the horizon of the cosine schedule. 0 takes the step this invocation
-	// trains to, which is right for one long invocation but not for
+	// trains to (with --norm art on files, the updates grpojob counts to
+	// it ahead), which is right for one long invocation but not for
 	// incremental training (--watch-dir with --steps 1 per round), where
 	// each invocation would otherwise see its own end as the horizon and
 	// the schedule would decay at every round.
@@ -143,7 +144,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, lr float64) {
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the LoRA init and the data order")
 	fs.Float64Var(&o.LR, "lr", lr, "peak learning rate")
 	fs.StringVar(&o.Schedule, "lr-schedule", "constant", "constant, warmup (linear warm-up then constant) or cosine (warm-up then cosine decay to --min-lr)")
-	fs.IntVar(&o.Warmup, "warmup-steps", 0, "steps of linear warm-up (optimizer updates with grpo --norm art), with --lr-schedule warmup or cosine (constant has none); a step with nothing to train counts, as transformers' schedulers count every step; under cosine, a warm-up that reaches the horizon's last step (--schedule-steps, else the step the call trains to) is warned about: the learning rate never decays")
+	fs.IntVar(&o.Warmup, "warmup-steps", 0, "steps of linear warm-up (optimizer updates with grpo --norm art), with --lr-schedule warmup or cosine (constant has none); a step with nothing to train counts, as transformers' schedulers count every step; under cosine, a warm-up that reaches the horizon's last step (--schedule-steps, else the step the call trains to, with grpo --norm art the updates counted to it) is warned about: the learning rate never decays")
 	fs.Float64Var(&o.MinLR, "min-lr", 0, "final learning rate of the cosine schedule")
 	fs.IntVar(&o.ScheduleSteps, "schedule-steps", 0, ScheduleStepsUsage("--resume with more --steps"))
 	fs.Float64Var(&o.Beta1, "adam-beta1", 0.9, "AdamW β1")
@@ -685,7 +686,7 @@ func (o *Options) noDecay(s Schedule) string {
 	if s.Kind != "cosine" || s.Warmup == 0 || s.Warmup < s.Total-1 {
 		return ""
 	}
-	horizon := fmt.Sprintf("the step this call trains to, %d (--schedule-steps 0)", s.Total)
+	horizon := fmt.Sprintf("the step this call trains to (with grpo --norm art, the updates counted to it), %d (--schedule-steps 0)", s.Total)
 	if o.ScheduleSteps > 0 {
 		horizon = fmt.Sprintf("--schedule-steps %d", o.ScheduleSteps)
 	}

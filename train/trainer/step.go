@@ -64,8 +64,8 @@ func (j *Job) updates() [][]*MicroBatch {
 // with the run's last step however many steps were skipped (counted by
 // updates, each skip held it back a step). A job of one update per
 // micro-batch (--norm art) reads it at the optimizer's update count,
-// whose horizon --schedule-steps then gives: a step's updates are known
-// only once its rows are packed.
+// whose horizon is --schedule-steps or, on files, the count grpojob makes
+// by packing every step's rows ahead (countUpdates).
 func (l *Loop) train(ctx context.Context, job *Job, s int) (sums map[string]float64, norm, lr float64, n int, err error) {
 	ups := job.updates()
 	if job.LRScale != nil && len(job.LRScale) != len(ups) {

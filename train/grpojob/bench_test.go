@@ -130,3 +130,36 @@ func BenchmarkWatchNothingNew(b *testing.B) {
 	}
 	b.ReportMetric(float64(gets)/float64(b.N), "gets/op")
 }
+
+// BenchmarkCountUpdates times the count of a --norm art cosine run's
+// updates ahead (countUpdates) over an input of 4096 groups × 8
+// trajectories of about 200 tokens, 32 groups a step (128 steps, one
+// epoch), ART's default row length: what a run on such files spends
+// before its first step (ms/step: per step counted).
+func BenchmarkCountUpdates(b *testing.B) {
+	dir := b.TempDir()
+	md := tinyModel(b, dir)
+	in := filepath.Join(dir, "big.parquet")
+	answer := func(g, i int) string {
+		var s bytes.Buffer
+		for k := range 40 {
+			fmt.Fprintf(&s, "move %d ", (g*7+i*3+k)%10)
+		}
+		return s.String()
+	}
+	writeGroupsWith(b, md, in, 4096, 8, answer, varied)
+	_, gs := loadFixture(b, md, backend(b), in)
+	o := baseOptions(md, dir, "r", in)
+	o.Loss.Norm, o.GroupsPerStep = "art", 32
+	sc := trainer.Order{N: len(gs), PerStep: 32, Seed: 1}
+	steps := sc.StepsFor(1)
+	var n int
+	for b.Loop() {
+		var err error
+		if n, err = countUpdates(gs, sc, o, 0, 0, steps, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n), "updates")
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N*steps), "ms/step")
+}

@@ -27,8 +27,8 @@ var allowedImports = []struct {
 	{"train/model", []string{"format", "kernels"}},
 	{"train", []string{"train/model", "format", "kernels", "internal/flagval", "internal/stageerr", "internal/waitfor"}},
 	{"serve", []string{"train/model", "format", "kernels", "internal/stageerr", "internal/waitfor"}},
-	{"collect", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry", "internal/waitfor", "internal/gobuild", "internal/procgroup"}},
-	{"score", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry", "internal/waitfor"}},
+	{"collect", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry", "internal/waitfor", "internal/gobuild", "internal/procgroup", "internal/servedmodels"}},
+	{"score", []string{"format", "internal/flagval", "internal/stageerr", "internal/retry", "internal/servedmodels", "internal/waitfor"}},
 	{"internal", []string{"format", "kernels"}},
 	// The kinds of error every stage returns and cmd maps to exit codes,
 	// and the retry decorator of collect's and score's clients: each
@@ -38,6 +38,9 @@ var allowedImports = []struct {
 	// A program started with the processes it starts, stopped as one:
 	// collect's stdio and MCP environments, the local runner's steps.
 	{"internal/procgroup", nil},
+	// The models an OpenAI-compatible server lists, quoted by collect's
+	// and score's error for a model the server does not serve.
+	{"internal/servedmodels", nil},
 	// The tests' one way to wait for a condition, and their one way to
 	// build the commands they run (imported by tests only).
 	{"internal/waitfor", nil},

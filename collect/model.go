@@ -18,6 +18,7 @@ import (
 	"github.com/hone-rl/hone/format/runfolder"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/retry"
+	"github.com/hone-rl/hone/internal/servedmodels"
 )
 
 // ModelOptions says how to reach the policy's OpenAI-compatible endpoint
@@ -239,9 +240,7 @@ func (m *Model) notFound(ce *callError) error {
 // notFoundAdvice is err, notFound's error, with the models the server
 // lists and what to check.
 func (m *Model) notFoundAdvice(ctx context.Context, err error) error {
-	ctx, cancel := context.WithTimeout(ctx, listTimeout)
-	defer cancel()
-	served := m.served(ctx)
+	served := servedmodels.Describe(ctx, &m.client)
 	if ce := (*callError)(nil); served == "" && errors.As(err, &ce) && ce.code != "model_not_found" {
 		// Neither a model list nor a model_not_found code: the URL has no
 		// chat/completions, as a base URL without its /v1 has not. (vLLM
@@ -249,39 +248,10 @@ func (m *Model) notFoundAdvice(ctx context.Context, err error) error {
 		// lists its models from a right base URL.)
 		err = fmt.Errorf("%w (no chat/completions there; an OpenAI base URL usually ends in /v1)", err)
 	}
+	if served != "" {
+		served = "; it serves: " + served
+	}
 	return fmt.Errorf("%w%s; check --model and --base-url (the run stopped at the first such answer)", err, served)
-}
-
-// listTimeout bounds the call that lists the server's models for a
-// model-not-found error: the run has failed already, and the list only
-// helps to say why.
-const listTimeout = 10 * time.Second
-
-// maxListed caps the model names a model-not-found error quotes: OpenAI's
-// list holds about a hundred.
-const maxListed = 20
-
-// served describes the models the server lists (GET models), for an error
-// that says the model asked for is not there: "; it serves: a, b", or ""
-// when the server lists none or cannot be asked.
-func (m *Model) served(ctx context.Context) string {
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := m.client.Get(ctx, "models", nil, &list); err != nil || len(list.Data) == 0 {
-		return ""
-	}
-	names := make([]string, 0, min(len(list.Data), maxListed))
-	for _, d := range list.Data[:min(len(list.Data), maxListed)] {
-		names = append(names, d.ID)
-	}
-	s := "; it serves: " + strings.Join(names, ", ")
-	if len(list.Data) > maxListed {
-		s += fmt.Sprintf(", … (%d in all)", len(list.Data))
-	}
-	return s
 }
 
 // maxRetryAfter caps the wait a Retry-After asks for: a server that

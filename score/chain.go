@@ -113,6 +113,9 @@ type Chain struct {
 	// JudgeAnswered reports whether the judge has answered a call in this
 	// run (nil: never). Until it has, a 401/403/404 stops the run.
 	JudgeAnswered func() bool
+	// JudgeServed lists the models the judge's server serves, for that
+	// stop on a 404 (nil, or "": none to name).
+	JudgeServed func(ctx context.Context) string
 }
 
 // Outcome says what happened to a group.
@@ -186,7 +189,7 @@ func (c *Chain) Apply(ctx context.Context, g trajectory.Group) (trajectory.Group
 		if failed > 0 {
 			err = fmt.Errorf("%w (%d of the group's %d rows failed in collection and are not scored)", err, failed, len(g.Trajectories))
 		}
-		return c.onError(g, live, err)
+		return c.onError(ctx, g, live, err)
 	}
 	for k := range sub.Trajectories {
 		t := &sub.Trajectories[k]
@@ -249,7 +252,7 @@ func (e *scorerError) Unwrap() error { return e.err }
 // onError applies --on-judge-error to a judge failure; any other failure
 // is bad input (env and formula fail only on what the rows hold). Marks go
 // on the rows that were to be scored (live), not on failed episodes.
-func (c *Chain) onError(g trajectory.Group, live []int, err error) (trajectory.Group, Outcome, error) {
+func (c *Chain) onError(ctx context.Context, g trajectory.Group, live []int, err error) (trajectory.Group, Outcome, error) {
 	if !isJudgeFailure(err) {
 		return g, Skipped, stageerr.BadInput(err)
 	}
@@ -261,8 +264,15 @@ func (c *Chain) onError(g trajectory.Group, live []int, err error) (trajectory.G
 	// and the policy decides, as for any other failure.
 	if status, ok := judge.Refused(err); ok && (c.JudgeAnswered == nil || !c.JudgeAnswered()) {
 		fix := "check --judge-model and --judge-base-url"
-		if status != http.StatusNotFound {
+		switch {
+		case status != http.StatusNotFound:
 			fix = "check the API key ($OPENAI_API_KEY or --judge-api-key) and --judge-base-url"
+		case c.JudgeServed != nil:
+			// The names the user may have meant, as hone-collect gives
+			// them for --model.
+			if served := c.JudgeServed(ctx); served != "" {
+				fix += "; the server serves: " + served
+			}
 		}
 		return g, Skipped, fmt.Errorf("judge model %q answered HTTP %d, as it will for every group: stopping under any --on-judge-error (%s): %w",
 			c.JudgeModel, status, fix, err)

@@ -24,7 +24,7 @@ func TestJudgeLogNamesTheDefaultServer(t *testing.T) {
 	} {
 		var logged bytes.Buffer
 		log := slog.New(slog.NewTextHandler(&logged, nil))
-		if _, err := buildJudge(context.Background(), Options{JudgeModel: "m", JudgeBaseURL: c.base, JudgeAPIKey: c.key, NoCache: true}, log, nil); err != nil {
+		if _, _, err := buildJudge(context.Background(), Options{JudgeModel: "m", JudgeBaseURL: c.base, JudgeAPIKey: c.key, NoCache: true}, log, nil); err != nil {
 			t.Fatal(err)
 		}
 		s := logged.String()

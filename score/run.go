@@ -239,12 +239,13 @@ func buildChain(ctx context.Context, opts Options, log *slog.Logger, files *file
 			c.Scorers = append(c.Scorers, f)
 		case "ruler":
 			if meter == nil {
-				j, err := buildJudge(ctx, opts, log, files)
+				j, served, err := buildJudge(ctx, opts, log, files)
 				if err != nil {
 					return nil, nil, err
 				}
 				meter = &judge.Meter{Next: j}
-				c.JudgeAnswered = meter.Answered
+				c.JudgeAnswered, c.JudgeServed = meter.Answered, served
+
 				if budget, err = judgeBudget(opts); err != nil {
 					return nil, nil, err
 				}
@@ -370,27 +371,29 @@ func readRubric(path string) (string, error) {
 }
 
 // buildJudge assembles Cache(Retry(OpenAI or opts.Judge)), the cache
-// reading and writing through files.
-func buildJudge(ctx context.Context, opts Options, log *slog.Logger, files *fileset.Pool) (judge.Judge, error) {
+// reading and writing through files. served lists the OpenAI judge's
+// models (nil with opts.Judge), for Chain.JudgeServed.
+func buildJudge(ctx context.Context, opts Options, log *slog.Logger, files *fileset.Pool) (j judge.Judge, served func(context.Context) string, err error) {
 	if opts.JudgeModel == "" {
-		return nil, stageerr.Usagef("--scorer ruler needs --judge-model")
+		return nil, nil, stageerr.Usagef("--scorer ruler needs --judge-model")
 	}
-	j := opts.Judge
+	j = opts.Judge
 	if j == nil {
 		base, key := opts.JudgeBaseURL, opts.JudgeAPIKey
 		// A base URL without its scheme (vLLM's "localhost:8000/v1") is
 		// refused before any judge call: each call failed on the URL,
 		// and the run ended exit 1 (or skipped every group).
 		if base != "" {
-			if err := flagval.BaseURL("--judge-base-url (or $OPENAI_BASE_URL)", base); err != nil {
-				return nil, stageerr.Usage(err)
+			if err = flagval.BaseURL("--judge-base-url (or $OPENAI_BASE_URL)", base); err != nil {
+				return nil, nil, stageerr.Usage(err)
 			}
 		}
 		// The temperature goes in each request (ruler.Scorer), where the
 		// cache's key sees it.
 		oo := judge.OpenAIOptions{BaseURL: base, APIKey: key, Timeout: opts.JudgeTimeout, MaxTokens: opts.JudgeMaxTokens, ResponseFormat: opts.JudgeFormat,
 			ExplanationMaxChars: opts.JudgeExplanationMax}
-		j = judge.NewOpenAI(oo)
+		oj := judge.NewOpenAI(oo)
+		j, served = oj, oj.Served
 		shown := base
 		if shown == "" {
 			shown = judge.OpenAIBaseURL // where an empty base URL sends the calls
@@ -409,20 +412,20 @@ func buildJudge(ctx context.Context, opts Options, log *slog.Logger, files *file
 	j = judge.Retry{Next: j, Attempts: opts.JudgeRetries + 1, Backoff: backoff}
 	if !opts.NoCache {
 		if opts.CacheDir == "" {
-			return nil, stageerr.Usagef("--judge-cache is empty (use --no-judge-cache to run without one)")
+			return nil, nil, stageerr.Usagef("--judge-cache is empty (use --no-judge-cache to run without one)")
 		}
 		// Asked now, as -o's bucket is: in a bucket the store does not
 		// have, every verdict's read and store failed with a warning of
 		// its own while the run paid for each judge call, caching none.
-		if err := fileset.CheckBucket(ctx, opts.CacheDir); err != nil {
+		if err = fileset.CheckBucket(ctx, opts.CacheDir); err != nil {
 			if errors.Is(err, fileset.ErrBadArgument) {
-				return nil, stageerr.Usagef("--judge-cache %w", err)
+				return nil, nil, stageerr.Usagef("--judge-cache %w", err)
 			}
-			return nil, fmt.Errorf("--judge-cache %s: %w", opts.CacheDir, err)
+			return nil, nil, fmt.Errorf("--judge-cache %s: %w", opts.CacheDir, err)
 		}
 		j = &judgecache.Cache{Dir: opts.CacheDir, Server: opts.JudgeBaseURL, Next: j, Log: log, Files: files}
 	}
-	return j, nil
+	return j, served, nil
 }
 
 // slot is one group on its way through the pipeline.

@@ -251,3 +251,20 @@ func TestHoneServeDivergedJudge(t *testing.T) {
 		}
 	}
 }
+
+// TestHoneServeUnknownJudgeModel: a --judge-model the real hone-serve
+// does not serve is answered 404 before any call was answered; the run
+// stops naming the models the server lists (GET models), as hone-collect
+// does for --model, so the user sees the name to give.
+func TestHoneServeUnknownJudgeModel(t *testing.T) {
+	base, _ := startHoneServe(t)
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 2, 2)
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--judge-base-url", base, "--judge-model", "tiny-jduge",
+		"--no-judge-cache", "--judge-retries", "0", "--scorer", "ruler", in)
+	for _, want := range []string{`judge model "tiny-jduge" answered HTTP 404`, "the server serves: tiny-judge"} {
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("exit %d (want 1), stderr:\n%s\nwant it to contain %q", r.code, r.stderr, want)
+		}
+	}
+}

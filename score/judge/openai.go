@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/hone-rl/hone/internal/retry"
+	"github.com/hone-rl/hone/internal/servedmodels"
 )
 
 // OpenAIOptions configures an OpenAI-compatible judge.
@@ -69,6 +70,13 @@ func NewOpenAI(opts OpenAIOptions) *OpenAI {
 		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
 	}
 	return &OpenAI{client: openai.NewClient(ro...), opts: opts}
+}
+
+// Served returns the models the judge's server lists (GET models),
+// comma-separated, or "" when it lists none or cannot be asked: for the
+// error that stops a run at a --judge-model the server does not know.
+func (o *OpenAI) Served(ctx context.Context) string {
+	return servedmodels.Describe(ctx, &o.client)
 }
 
 // OpenAIBaseURL is where a judge without a BaseURL sends its calls.

@@ -629,6 +629,12 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 			return nil, fmt.Errorf("environment %s: %w", name, err)
 		}
 		envs[name] = e
+		if scripted {
+			// Refused as the environment opens, before it is asked
+			// for scenarios: generating them (and warning of too few)
+			// was work for a run that could not play them.
+			return e, refuseUnscripted(e)
+		}
 		return e, nil
 	}
 	if o.Scenarios != "" {
@@ -691,19 +697,22 @@ func loadScenarios(ctx context.Context, o *Options, scripted bool) (scs []env.Sc
 		} else if scEnvs[i], err = getEnv(sc.Env); err != nil {
 			return nil, nil, nil, closeEnvs, fmt.Errorf("scenario %s: %w", sc.ID, err)
 		}
-		if scripted {
-			// A stdio program is Scripted by type, with the policies its
-			// hello named: none is no scripted policy either.
-			s, ok := scEnvs[i].(env.Scripted)
-			if !ok {
-				return nil, nil, nil, closeEnvs, stageerr.Usagef("environment %s has no scripted policy: play it with a model (--model, --base-url)", scEnvs[i].Name())
-			}
-			if len(s.Policies()) == 0 {
-				return nil, nil, nil, closeEnvs, stageerr.Usagef("environment %s has no scripted policy: its hello lists no \"policies\" (docs/stdio-env.md); play it with a model (--model, --base-url)", scEnvs[i].Name())
-			}
-		}
 	}
 	return scs, places, scEnvs, closeEnvs, nil
+}
+
+// refuseUnscripted refuses e for a scripted policy when it has none. A
+// stdio program is Scripted by type, with the policies its hello named:
+// none is no scripted policy either.
+func refuseUnscripted(e env.Env) error {
+	s, ok := e.(env.Scripted)
+	if !ok {
+		return stageerr.Usagef("environment %s has no scripted policy: play it with a model (--model, --base-url)", e.Name())
+	}
+	if len(s.Policies()) == 0 {
+		return stageerr.Usagef("environment %s has no scripted policy: its hello lists no \"policies\" (docs/stdio-env.md); play it with a model (--model, --base-url)", e.Name())
+	}
+	return nil
 }
 
 // startEpisodes plays every episode on o.Concurrency workers in g and

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,5 +59,46 @@ func TestModelFlagsScriptedWarned(t *testing.T) {
 				t.Errorf("%q: warning %q does not name %s", c.flags, warns[0], f)
 			}
 		}
+	}
+}
+
+// Regression: --policy scripted on a stdio program whose hello lists no
+// policies asked the program for its scenarios (and warned that it made
+// fewer than --groups) before refusing the policy. The refusal now comes
+// first, the program asked for nothing past its hello.
+func TestScriptedWithoutPoliciesRefusedFirst(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("python3 not on PATH: %v", err)
+		}
+		t.Skip("python3 not on PATH")
+	}
+	dir := t.TempDir()
+	asked := filepath.Join(dir, "asked")
+	script := filepath.Join(dir, "env.py")
+	// One scenario, whatever n: a run of --groups 3 warns of fewer.
+	if err := os.WriteFile(script, []byte(`import sys, json
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["op"] == "hello":
+        print(json.dumps({"name": "np"}), flush=True)
+    elif r["op"] == "scenarios":
+        open(sys.argv[1], "w").close()
+        print(json.dumps({"scenarios": [{"id": "s0"}]}), flush=True)
+    elif r["op"] == "reset":
+        print(json.dumps({"messages": [{"role": "user", "content": "hi"}]}), flush=True)
+    else:
+        print(json.dumps({"done": True, "reward": 1}), flush=True)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := collectBin(t, "--env", "stdio", "--env-opt", "cmd="+py+" -S "+script+" "+asked, "--groups", "3", "-G", "1",
+		"--policy", "scripted", "-o", filepath.Join(dir, "out.parquet"))
+	if r.code != 2 || !strings.Contains(r.stderr, "no scripted policy") {
+		t.Fatalf("exit %d (want 2, no scripted policy):\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(asked); err == nil || strings.Contains(r.stderr, "fewer scenarios") {
+		t.Fatalf("scenarios were generated before the refusal:\n%s", r.stderr)
 	}
 }

@@ -204,6 +204,21 @@ fi
 
 if [ "$SFT_STEPS" -gt 0 ]; then
 	log "2/7 warm-up data: scripted $WARMUP_POLICY"
+	# One episode first, laid out with the model's chat template as the
+	# SFT warm-up lays out every row (hone-inspect render --ids): a policy
+	# whose rows the template cannot hold (a tool call, and a template
+	# with no tool-call format) was refused by hone-train sft at row 0,
+	# after the 4000 episodes below had been collected, minutes later.
+	logged "$OUT"/data/collect.log "$BIN"/hone-collect "${ENV_ARGS[@]}" --groups 1 -G 1 --policy "scripted:$WARMUP_POLICY" \
+		--seed $((100000 + SEED)) --run warmup-probe -o "$OUT"/data/probe.parquet
+	logged "$OUT"/data/collect.log "$BIN"/hone-inspect to-jsonl "$OUT"/data/probe.parquet >"$OUT"/data/probe.jsonl
+	rc=0
+	why=$("$BIN"/hone-inspect render --model "$OUT"/model --ids <"$OUT"/data/probe.jsonl 2>&1 >/dev/null) || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "demo: the model's chat template cannot lay out the warm-up's rows (WARMUP_POLICY=$WARMUP_POLICY), which hone-train sft would refuse: ${why#hone-inspect: }" >&2
+		exit "$rc"
+	fi
+	rm -f "$OUT"/data/probe.parquet "$OUT"/data/probe.jsonl
 	logged "$OUT"/data/collect.log "$BIN"/hone-collect "${ENV_ARGS[@]}" --groups 4000 -G 1 --policy "scripted:$WARMUP_POLICY" \
 		--seed $((100000 + SEED)) --run warmup-data -o "$OUT"/data/warmup.parquet
 

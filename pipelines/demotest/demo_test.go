@@ -873,6 +873,25 @@ func TestDemoRefusesBadKnobs(t *testing.T) {
 	}
 }
 
+// TestDemoWarmupTemplateCheckedFirst: a warm-up policy whose rows the
+// model's chat template cannot lay out (the stdio example's calculator
+// policy calls a tool; the tiny model's template has no tool-call format)
+// stops demo.sh with exit 2 and hone-train sft's reason before the
+// warm-up's 4000 episodes are collected. They were collected first
+// (minutes), and only then did sft refuse row 0. The 4000-episode
+// collection is refused here (exit 4), so that reaching it fails fast.
+func TestDemoWarmupTemplateCheckedFirst(t *testing.T) {
+	ctx, root, bin := loopSetup(t)
+	wrapped := refusingBin(t, bin, "hone-collect", "*--groups\\ 4000*", 4)
+	env := filepath.Join(root, "pipelines", "stdio-env-example", "env.py")
+	stdout, stderr, err := tinyRun(ctx, t, root, "./pipelines/demo.sh", wrapped,
+		"ENV=stdio", "ENV_OPTS=cmd=python3 -S "+env, "WARMUP_POLICY=calculator", "SFT_STEPS=2")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(stderr, "no tool-call format") || !strings.Contains(stderr, "WARMUP_POLICY=calculator") {
+		t.Fatalf("demo.sh with a warm-up the template cannot lay out: %v, want exit 2 naming WARMUP_POLICY and the template's lack\n%s%s", err, stdout, stderr)
+	}
+}
+
 // TestDemoKeepsAFolderItDidNotWrite: OUT naming a folder of the user's
 // stops demo.sh with exit 2 and leaves the folder as it was; the script
 // removed any OUT whole before writing into it.

@@ -272,6 +272,10 @@ func (c *Chain) onError(ctx context.Context, g trajectory.Group, live []int, err
 			// them for --model.
 			if served := c.JudgeServed(ctx); served != "" {
 				fix += "; the server serves: " + served
+			} else {
+				// No list either: most likely no OpenAI API at that URL,
+				// as a base URL without its /v1 has none.
+				fix += "; the server lists no models there: an OpenAI base URL usually ends in /v1"
 			}
 		}
 		return g, Skipped, fmt.Errorf("judge model %q answered HTTP %d, as it will for every group: stopping under any --on-judge-error (%s): %w",

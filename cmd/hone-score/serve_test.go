@@ -268,3 +268,19 @@ func TestHoneServeUnknownJudgeModel(t *testing.T) {
 		}
 	}
 }
+
+// TestHoneServeJudgeBaseURLWithoutV1: a --judge-base-url without its /v1
+// is answered 404 for the chat call and lists no models; the stop says
+// that the base URL usually ends in /v1, as hone-collect's does.
+func TestHoneServeJudgeBaseURLWithoutV1(t *testing.T) {
+	base, _ := startHoneServe(t)
+	dir := t.TempDir()
+	in := scenario(t, dir, "in.parquet", 0, 2, 2)
+	r := runBin(t, nil, nil, "-o", filepath.Join(dir, "out.parquet"), "--judge-base-url", strings.TrimSuffix(base, "/v1"), "--judge-model", "tiny-judge",
+		"--no-judge-cache", "--judge-retries", "0", "--scorer", "ruler", in)
+	for _, want := range []string{`judge model "tiny-judge" answered HTTP 404`, "usually ends in /v1"} {
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Fatalf("exit %d (want 1), stderr:\n%s\nwant it to contain %q", r.code, r.stderr, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -81,5 +82,40 @@ func TestProxyRestartOnObjectStore(t *testing.T) {
 	}
 	if err != nil || strings.Join(ids, " ") != "round1 round2" {
 		t.Fatalf("%s holds %d files with groups %q, %v; want round1 and round2", out, len(names), ids, err)
+	}
+}
+
+// A proxy started again on an object-store folder refuses the ids the
+// files there hold, as on a local folder: it read them for a local folder
+// only, so a restarted proxy took a trajectory or group id an earlier run
+// wrote, and the folder then held it twice, which hone-inspect, hone-score
+// and hone-train refuse.
+func TestProxyRestartRefusesWrittenIDsOnObjectStore(t *testing.T) {
+	s3 := fakes3d.StartTest(t, "hone")
+	up := openaitest.New(func(openaitest.Request) openaitest.Reply { return openaitest.Reply{Content: "hi", Model: "m"} })
+	t.Cleanup(up.Close)
+	out := s3.URL("hone", "proxied")
+	proxyRound(t, up.BaseURL(), out, "t1", "round1")
+	p, err := proxy.New(proxy.Options{Upstream: up.BaseURL(), OutDir: out, Run: "px"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	for _, c := range []struct{ tid, gid string }{{"t1", "round2"}, {"t2", "round1"}} {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions",
+			strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hello"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Hone-Trajectory", c.tid)
+		req.Header.Set("X-Hone-Group", c.gid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusConflict || !strings.Contains(string(msg), "s3://hone/proxied/px-000001.parquet") {
+			t.Errorf("trajectory %q, group %q: %s %s; want 409 naming px-000001.parquet", c.tid, c.gid, resp.Status, msg)
+		}
 	}
 }

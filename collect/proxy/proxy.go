@@ -181,7 +181,7 @@ func New(o Options) (*Proxy, error) {
 }
 
 // start is New, with ctx bounding the reading of the output folder (its
-// listing, and for a local folder the ids of its files), which grows with
+// listing and the ids of its files), which grows with
 // all the folder holds: run with Background, a Ctrl-C at start waited for
 // the last file, or forever on an object store that did not answer.
 func start(ctx context.Context, o Options) (*Proxy, error) {
@@ -231,37 +231,35 @@ func start(ctx context.Context, o Options) (*Proxy, error) {
 	if c == nil {
 		c = &http.Client{}
 	}
-	// A folder an earlier run wrote into keeps its files: number ours after
-	// the last one there of the same run, so that none is replaced.
-	last, err := lastFileNumber(ctx, o.OutDir, o.Run)
+	// One listing, for both uses below: over an object store it is a
+	// request per 1000 objects.
+	in, err := fileset.ListSet(ctx, o.OutDir, ".parquet")
 	if err != nil {
 		return nil, fmt.Errorf("proxy: output folder: %w", err)
 	}
-	p := &Proxy{o: o, client: c, groups: map[string]*group{}, flushed: map[string]string{}, written: map[string]string{}, files: last}
-	if !fileset.IsURL(o.OutDir) {
-		// Read for a local folder only: an object-store folder's files
-		// would be downloaded whole at each start (docs/proxy.md).
-		if err := p.readWritten(ctx); err != nil {
-			return nil, fmt.Errorf("proxy: output folder: %w", err)
-		}
+	defer in.Close()
+	// A folder an earlier run wrote into keeps its files: number ours after
+	// the last one there of the same run, so that none is replaced.
+	p := &Proxy{o: o, client: c, groups: map[string]*group{}, flushed: map[string]string{}, written: map[string]string{}, files: lastFileNumber(in.Names(), o.Run)}
+	if err := p.readWritten(ctx, in); err != nil {
+		return nil, fmt.Errorf("proxy: output folder: %w", err)
 	}
 	return p, nil
 }
 
 // readWritten takes the group and trajectory ids of the Parquet files in
-// the output folder, so that a proxy started again refuses them. It reads
-// the id columns alone (trajectory.ReadIDs): decoding every conversation
-// made the start grow with all the run ever wrote (about 10 s for 2000
-// groups). An id the folder holds twice, which the stages reading it
-// refuse, is refused here too, naming both files.
-func (p *Proxy) readWritten(ctx context.Context) error {
-	in, err := fileset.ListSet(ctx, p.o.OutDir, ".parquet")
-	if err != nil {
-		return err
-	}
-	defer in.Close()
+// the output folder (in, its listing), so that a proxy started again
+// refuses them, for a local folder and an object-store one alike: the
+// stages reading either refuse an id twice. It reads the id columns alone
+// (trajectory.ReadIDs), several files at once: decoding every
+// conversation made the start grow with all the run ever wrote (about
+// 10 s for 2000 groups), and over an object store each file is a few
+// round trips, which one file after another spent waiting. An id the
+// folder holds twice, which the stages reading it refuse, is refused here
+// too, naming both files.
+func (p *Proxy) readWritten(ctx context.Context, in *fileset.Set) error {
 	var prevFile, prevGroup string // the group being read: its rows are contiguous
-	err = trajectory.ReadIDs(ctx, in, func(r trajectory.RowIDs) error {
+	err := trajectory.ReadIDs(ctx, in, func(r trajectory.RowIDs) error {
 		if file, ok := p.written[r.TrajectoryID]; ok {
 			return fmt.Errorf("trajectory %q is in %s and again in %s (row %d)", r.TrajectoryID, file, r.File, r.Row)
 		}
@@ -282,13 +280,9 @@ func (p *Proxy) readWritten(ctx context.Context) error {
 	return nil
 }
 
-// lastFileNumber returns the highest N of the files <run>-N.parquet in dir
-// (0 when there is none).
-func lastFileNumber(ctx context.Context, dir, run string) (int, error) {
-	names, err := fileset.List(ctx, dir, ".parquet")
-	if err != nil {
-		return 0, err
-	}
+// lastFileNumber returns the highest N of the files <run>-N.parquet among
+// names, the output folder's listing (0 when there is none).
+func lastFileNumber(names []string, run string) int {
 	re := regexp.MustCompile(`^` + regexp.QuoteMeta(run) + `-([0-9]+)\.parquet$`)
 	last := 0
 	for _, n := range names {
@@ -302,7 +296,7 @@ func lastFileNumber(ctx context.Context, dir, run string) (int, error) {
 			last = k
 		}
 	}
-	return last, nil
+	return last
 }
 
 var (

@@ -578,12 +578,18 @@ func kwargValue(v any) (jinja.Value, error) {
 	return jinja.Undefined(), fmt.Errorf("unsupported type %T (use json.RawMessage for structured values)", v)
 }
 
-func raiseException(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+// raiseException is transformers' raise_exception(message): the message
+// may be given by name too (message=..., or **{'message': ...}).
+func raiseException(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	msg := "raise_exception called"
+	m, given := kwargs["message"]
 	if len(args) > 0 {
-		msg = args[0].String()
-		if args[0].IsString() {
-			msg = args[0].AsString()
+		m, given = args[0], true
+	}
+	if given {
+		msg = m.String()
+		if m.IsString() {
+			msg = m.AsString()
 		}
 	}
 	return jinja.Undefined(), &RaisedError{Message: msg}

@@ -112,12 +112,26 @@ func TestStrftimeNowUsesClock(t *testing.T) {
 	}
 }
 
+// TestRaiseException: the message is transformers' raise_exception(message)
+// argument, given by position, by name or through a splat (jinja2 raises
+// TemplateError("roles must alternate") for each); by name it was lost,
+// the error saying only "raise_exception called".
 func TestRaiseException(t *testing.T) {
-	tmpl, _ := New(`{{ raise_exception("roles must alternate") }}`, nil)
-	_, err := tmpl.Render(t.Context(), Input{})
-	var raised *RaisedError
-	if !errors.As(err, &raised) || raised.Message != "roles must alternate" {
-		t.Fatalf("got %v", err)
+	for _, src := range []string{
+		`{{ raise_exception("roles must alternate") }}`,
+		`{{ raise_exception(message="roles must alternate") }}`,
+		`{{ raise_exception(**{"message": "roles must alternate"}) }}`,
+		`{{ raise_exception(*["roles must alternate"]) }}`,
+	} {
+		tmpl, err := New(src, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		_, err = tmpl.Render(t.Context(), Input{})
+		var raised *RaisedError
+		if !errors.As(err, &raised) || raised.Message != "roles must alternate" {
+			t.Errorf("%s: got %v", src, err)
+		}
 	}
 }
 

@@ -271,6 +271,32 @@ func TestRepeatStopsAtValueLimit(t *testing.T) {
 	}
 }
 
+// TestEmptyListRepeatReturnsAtOnce: an empty list repeated by any count
+// is [], as in Python, at once. Its size is 0 bytes whatever the count,
+// so the value bytes limit let it through, and the repetition appended
+// nothing count times: [] * 9223372036854775807 kept a core busy for good,
+// the context unread, where jinja2 prints [].
+func TestEmptyListRepeatReturnsAtOnce(t *testing.T) {
+	tmpl, err := New(`{% set n = 9223372036854775807 %}{{ [] * n }}|{{ n * [] }}|{{ ([] * n)|length }}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		out, err := tmpl.Render(context.Background(), Input{})
+		done <- fmt.Sprintf("%s (%v)", out, err)
+	}()
+	var got string
+	select { // format may not import internal/waitfor; the channel is the condition
+	case got = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("timed out after 30s waiting for [] * 9223372036854775807 to render")
+	}
+	if want := "[]|[]|0 (<nil>)"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
 // TestLimitsDoNotChangeResults: what the replaced range and tojson return
 // is what the engine's own give, and a negative tojson indent writes what
 // Python's json.dumps does instead of panicking.

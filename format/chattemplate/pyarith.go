@@ -251,6 +251,11 @@ func pyMul(args []jinja.Value, fits func(what string, unit, count int64) error) 
 		return jinja.NewString(strings.Repeat(s, int(count))), nil
 	}
 	items := seq.AsList().Items
+	if len(items) == 0 {
+		// Nothing to repeat, whatever the count: fits lets a size of 0
+		// through, and the loop below would run count times for nothing.
+		return jinja.NewList(nil), nil
+	}
 	if err := fits("list", perItem*int64(len(items)), count); err != nil {
 		return jinja.Undefined(), err
 	}

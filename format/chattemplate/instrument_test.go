@@ -39,7 +39,8 @@ func renderPlain(t *Template, name string, in Input) (string, error) {
 		return jinja.NewString(pythonStr(args[0])), nil
 	})
 	data[mulName] = jinja.NewCallable("*", func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-		return pyMul(args, func(what string, unit, count int64) error {
+		return pyMul(args, func(what string, seq jinja.Value, count int64) error {
+			unit, _ := repeatUnit(seq, DefaultValueBytes)
 			if repeatFits(DefaultValueBytes, unit, count) {
 				return nil
 			}

@@ -237,7 +237,9 @@ func (b *budget) str(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value,
 // mul is the * operator (pyMul), which stops at the value bytes limit
 // before it repeats a string or list past it.
 func (b *budget) mul(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
-	v, err := pyMul(args, func(what string, unit, count int64) error {
+	v, err := pyMul(args, func(what string, seq jinja.Value, count int64) error {
+		unit, nodes := repeatUnit(seq, b.lim.ValueBytes)
+		b.steps += nodes
 		if repeatFits(b.lim.ValueBytes, unit, count) {
 			return nil
 		}

@@ -246,6 +246,12 @@ func TestRepeatStopsAtValueLimit(t *testing.T) {
 		{`{% set n = 501 %}{{ ("ab" * n)|length }}`, 1000, ""},
 		{`{% set n = 500 %}{{ ("ab" * n)|length }}|{{ ("" * 9223372036854775807)|length }}`, 1000, "1000|0"},
 		{`{% set n = 16000000 %}{{ ("x" * n)|length }}`, 0, "16000000"},
+		// A list of lists is as large as all it holds: 3000 copies of a
+		// list of 3000 were taken for 3000 items, and join built a
+		// 27 MB string from them (60000 of 60000: about 11 GB).
+		{`{{ ([[0] * 3000] * 3000)|join(",")|length }}`, 0, ""},
+		{`{% set inner = ["x" * 1000] %}{{ (inner * 20000)|join|length }}`, 0, ""},
+		{`{{ ([[0] * 10] * 10)|join(",")|length }}|{{ ([0] * 400000)|length }}`, 0, "309|400000"},
 	}
 	for _, r := range rows {
 		tmpl, err := New(r.src, nil)

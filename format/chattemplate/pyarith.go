@@ -218,10 +218,11 @@ func intPow(x, n int64) (int64, bool) {
 // on either side is repeated by an int (or bool) on the other, nothing for
 // a count below 1. The engine cut everything but str * int to numbers
 // (3 * 'ab' and [1] * 2 gave 0, 'x' * 2.0 gave 0.0) and panicked for a
-// negative count. fits is asked the size of a repetition, in bytes (a list
-// item is perItem), before it is built: the engine's repetition is one
-// allocation, which no limit could measure afterwards.
-func pyMul(args []jinja.Value, fits func(what string, unit, count int64) error) (jinja.Value, error) {
+// negative count. fits is asked whether count copies of the string or
+// list seq may be made (repeatUnit measures one), before they are: the
+// engine's repetition is one allocation, which no limit could measure
+// afterwards.
+func pyMul(args []jinja.Value, fits func(what string, seq jinja.Value, count int64) error) (jinja.Value, error) {
 	if len(args) < 2 {
 		return jinja.Undefined(), errors.New("*: two operands needed")
 	}
@@ -245,7 +246,7 @@ func pyMul(args []jinja.Value, fits func(what string, unit, count int64) error) 
 	count := max(intOf(n), 0)
 	if seq.IsString() {
 		s := seq.AsString()
-		if err := fits("string", int64(len(s)), count); err != nil {
+		if err := fits("string", seq, count); err != nil {
 			return jinja.Undefined(), err
 		}
 		return jinja.NewString(strings.Repeat(s, int(count))), nil
@@ -256,7 +257,7 @@ func pyMul(args []jinja.Value, fits func(what string, unit, count int64) error) 
 		// through, and the loop below would run count times for nothing.
 		return jinja.NewList(nil), nil
 	}
-	if err := fits("list", perItem*int64(len(items)), count); err != nil {
+	if err := fits("list", seq, count); err != nil {
 		return jinja.Undefined(), err
 	}
 	out := make([]jinja.Value, 0, int64(len(items))*count)
@@ -270,6 +271,25 @@ func pyMul(args []jinja.Value, fits func(what string, unit, count int64) error) 
 // bytes count times, without overflowing.
 func repeatFits(max, unit, count int64) bool {
 	return unit == 0 || count <= max/unit
+}
+
+// repeatUnit is what one more copy of seq, a string or list that * repeats,
+// adds to a value's size, as measure counts it, up to just past max: a
+// string's bytes; a list's items with all they hold, and their separators.
+// A list's copies share its items, so perItem for each item alone let
+// [[0] * 3000] * 3000 through as 3000 items, and join then built the text
+// of all nine million. nodes is the values walked, for the step count.
+func repeatUnit(seq jinja.Value, max int64) (unit, nodes int64) {
+	if seq.IsString() {
+		return int64(len(seq.AsString())), 0
+	}
+	m := &meter{max: max}
+	if !m.walk(seq, true, 0) {
+		return max + 1, m.nodes // one copy is already too large, or too deep
+	}
+	// The list itself is one node, not one per copy; its brackets stand
+	// for the ", " between copies.
+	return m.printed + perItem*(m.nodes-1), m.nodes
 }
 
 // mulNumbers is a * b for two numbers (bools are ints).

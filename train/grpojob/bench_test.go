@@ -156,7 +156,7 @@ func BenchmarkCountUpdates(b *testing.B) {
 	var n int
 	for b.Loop() {
 		var err error
-		if n, err = countUpdates(gs, sc, o, 0, 0, steps, 0); err != nil {
+		if n, err = countUpdates(context.Background(), gs, sc, o, 0, 0, steps, 0); err != nil {
 			b.Fatal(err)
 		}
 	}

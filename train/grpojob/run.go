@@ -297,7 +297,7 @@ func train(ctx context.Context, prep *trainer.Prepared, o Options, gs []group, s
 	horizon := end
 	if o.Loss.Norm == "art" && o.Schedule == "cosine" && o.ScheduleSteps == 0 {
 		var err error
-		if horizon, err = countUpdates(gs, sc, o, start, prep.Done, end, prep.Opt.Step); err != nil {
+		if horizon, err = countUpdates(ctx, gs, sc, o, start, prep.Done, end, prep.Opt.Step); err != nil {
 			return err
 		}
 		log.Info(fmt.Sprintf("cosine horizon: %d updates, counted from the input", horizon), "restored_updates", prep.Opt.Step, "first_step", prep.Done+1, "last_step", end)
@@ -333,10 +333,15 @@ func train(ctx context.Context, prep *trainer.Prepared, o Options, gs []group, s
 // groups alone (the batch, the zero-advantage drop, ART's weights and the
 // packing, not the model), so building each step's job as train will
 // counts them exactly. A resumed run counts the rest from its restored
-// count, so its horizon is the uninterrupted run's.
-func countUpdates(gs []group, sc trainer.Order, o Options, start, done, end, restored int) (int, error) {
+// count, so its horizon is the uninterrupted run's. It stops when ctx
+// ends: a long run's count takes seconds (about 4 ms a step), and a Ctrl-C
+// then must not wait for it.
+func countUpdates(ctx context.Context, gs []group, sc trainer.Order, o Options, start, done, end, restored int) (int, error) {
 	n := restored
 	for s := done; s < end; s++ {
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("grpo: counting the cosine horizon's updates: %w", err)
+		}
 		job, err := stepJob(gs, sc.Items(s-start), o, 1)
 		if err != nil {
 			return 0, fmt.Errorf("grpo: counting the cosine horizon's updates, step %d: %w", s+1, err)

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sync"
 )
@@ -29,7 +30,7 @@ func (m *Meter) Judge(ctx context.Context, req Request) (Verdict, error) {
 		m.usage = make(map[string]Usage)
 	}
 	m.usage[req.Model] = m.usage[req.Model].Add(u)
-	if err == nil && v.Usage.CacheHits == 0 {
+	if fromServer(v, err) {
 		m.answered = true
 	}
 	m.mu.Unlock()
@@ -51,4 +52,16 @@ func (m *Meter) Usage() map[string]Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.usage)
+}
+
+// fromServer reports whether a call came back from the judge server
+// itself: a verdict not served from a cache, or a 200 that could not be
+// used (an answer that did not parse, a refusal), which shows the server
+// serves the model as much as a verdict does.
+func fromServer(v Verdict, err error) bool {
+	if err == nil {
+		return v.Usage.CacheHits == 0
+	}
+	var je *Error
+	return errors.As(err, &je) && (je.Kind == "malformed" || je.Kind == "refusal")
 }

@@ -2,15 +2,18 @@ package k8s
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/expr-lang/expr"
 	"github.com/yannh/kubeconform/pkg/validator"
 	"sigs.k8s.io/yaml"
 )
@@ -302,5 +305,97 @@ func TestWorkflowStepFlags(t *testing.T) {
 	}
 	if _, err := help("hone-train grpo --model m --run r --watch-dirr s3://x/"); err == nil {
 		t.Error("a misspelt flag passed: the check cannot fail")
+	}
+}
+
+// retryDecision says whether Argo (v3.5 on) retries a step of a template
+// whose retryStrategy is raw, after an attempt that exited with code (a
+// string, as Argo keeps it; "-1" when the pod left none) in phase: the
+// policy (Always unless named; with an expression and no policy, Argo
+// 3.5+ leaves the decision to the expression) and the expression,
+// evaluated as Argo's controller does (expr over the lastRetry scope).
+func retryDecision(raw []byte, code, phase string) (bool, error) {
+	var rs struct {
+		Limit       any    `json:"limit"`
+		RetryPolicy string `json:"retryPolicy"`
+		Expression  string `json:"expression"`
+	}
+	if err := yaml.Unmarshal(raw, &rs); err != nil {
+		return false, fmt.Errorf("retryStrategy: %w", err)
+	}
+	policy := rs.RetryPolicy
+	if policy == "" {
+		policy = "OnFailure"
+		if rs.Expression != "" {
+			policy = "Always"
+		}
+	}
+	switch {
+	case policy == "OnFailure" && phase != "Failed", policy == "OnError" && phase != "Error":
+		return false, nil
+	case rs.Expression == "":
+		return true, nil
+	}
+	env := map[string]any{
+		"retries":   "0",
+		"lastRetry": map[string]any{"exitCode": code, "status": phase, "duration": "12", "message": ""},
+		"asInt":     func(s string) (int, error) { return strconv.Atoi(s) },
+	}
+	prog, err := expr.Compile(rs.Expression, expr.Env(env), expr.AsBool())
+	if err != nil {
+		return false, fmt.Errorf("retryStrategy.expression %q: %w", rs.Expression, err)
+	}
+	out, err := expr.Run(prog, env)
+	if err != nil {
+		return false, fmt.Errorf("retryStrategy.expression %q with exit code %s: %w", rs.Expression, code, err)
+	}
+	return out.(bool), nil
+}
+
+// A step that exits 2 (bad flags, arguments or input data: cli.ExitUsage)
+// fails the same way every time, so Argo must not run it again; a failure
+// during the run (1), a stop (130: the pod's node drained), a kill (137:
+// out of memory) and a pod lost with no exit code (-1) may pass on a
+// second try and are retried. Each template of round.yaml and cron.yaml
+// with a retryStrategy is checked as Argo's controller evaluates it.
+func TestRetryStrategySkipsUsageErrors(t *testing.T) {
+	cases := []struct {
+		code, phase string
+		retry       bool
+	}{
+		{"2", "Failed", false},
+		{"1", "Failed", true},
+		{"130", "Failed", true},
+		{"137", "Failed", true},
+		{"-1", "Error", true},
+	}
+	checked := 0
+	for _, file := range []string{"round.yaml", "cron.yaml"} {
+		r, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range r.spec().Templates {
+			if len(tp.RetryStrategy) == 0 {
+				continue
+			}
+			checked++
+			for _, c := range cases {
+				got, err := retryDecision(tp.RetryStrategy, c.code, c.phase)
+				if err != nil {
+					t.Errorf("%s: template %s: %v", file, tp.Name, err)
+					break
+				}
+				if got != c.retry {
+					t.Errorf("%s: template %s: after exit %s (%s) Argo retries: %v, want %v", file, tp.Name, c.code, c.phase, got, c.retry)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no template has a retryStrategy")
+	}
+	if retry, err := retryDecision([]byte(`limit: "2"`), "2", "Failed"); err != nil || !retry {
+		t.Errorf("a retryStrategy of a limit alone: retry %v, %v; the check cannot fail", retry, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/expr-lang/expr"
 	"github.com/yannh/kubeconform/pkg/validator"
@@ -397,5 +398,70 @@ func TestRetryStrategySkipsUsageErrors(t *testing.T) {
 	}
 	if retry, err := retryDecision([]byte(`limit: "2"`), "2", "Failed"); err != nil || !retry {
 		t.Errorf("a retryStrategy of a limit alone: retry %v, %v; the check cannot fail", retry, err)
+	}
+}
+
+// serve.yaml's pod is given the time hone-serve's stop takes: on SIGTERM
+// it drains the requests in flight for --drain-timeout (the manifest's, or
+// the binary's default), gives a model step stuck in the backend the
+// grace its --help names (engine.DefaultStopGrace; pipelines may not
+// import serve), and its connections up to 5s to close (serve's drain). Kubernetes kills the container with
+// SIGKILL terminationGracePeriodSeconds (30 by default) after SIGTERM, so
+// a shorter period cuts the requests the drain was letting finish.
+func TestServeGracePeriodCoversDrain(t *testing.T) {
+	b, err := os.ReadFile("serve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds"`
+					Containers                    []struct {
+						Args []string `json:"args"`
+					} `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &dep); err != nil {
+		t.Fatal(err)
+	}
+	pod := dep.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("serve.yaml's Deployment: %d containers, want 1", len(pod.Containers))
+	}
+	grace := 30 * time.Second // Kubernetes' default
+	if pod.TerminationGracePeriodSeconds != nil {
+		grace = time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
+	}
+	binaries(t, "hone-serve")
+	help, err := exec.Command(filepath.Join(bin, "hone-serve"), "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("hone-serve --help: %v\n%s", err, help)
+	}
+	m := regexp.MustCompile(`--drain-timeout duration .* given up ([0-9a-z.]+) after the timeout \(default ([0-9a-z.]+)\)`).FindSubmatch(help)
+	if m == nil {
+		t.Fatalf("hone-serve --help gives no stuck-step grace or default for --drain-timeout:\n%s", help)
+	}
+	stuck, err := time.ParseDuration(string(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain, err := time.ParseDuration(string(m[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range pod.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--drain-timeout="); ok {
+			if drain, err = time.ParseDuration(v); err != nil {
+				t.Fatalf("serve.yaml: %s: %v", a, err)
+			}
+		}
+	}
+	if need := drain + stuck + 5*time.Second; grace < need {
+		t.Errorf("serve.yaml: the pod is killed %v after SIGTERM, and hone-serve's stop takes up to %v (--drain-timeout %v, a stuck step %v, connections 5s)",
+			grace, need, drain, stuck)
 	}
 }

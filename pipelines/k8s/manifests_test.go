@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -463,5 +464,50 @@ func TestServeGracePeriodCoversDrain(t *testing.T) {
 	if need := drain + stuck + 5*time.Second; grace < need {
 		t.Errorf("serve.yaml: the pod is killed %v after SIGTERM, and hone-serve's stop takes up to %v (--drain-timeout %v, a stuck step %v, connections 5s)",
 			grace, need, drain, stuck)
+	}
+}
+
+// The train steps of round.yaml and cron.yaml pass the model folder as
+// one word: a folder whose name holds a space (runlocal's -p
+// model-dir="$PWD/…" in such a folder) reaches hone-train whole, which
+// then names it. Unquoted, sh split it and hone-train refused a stray
+// argument as an input file given with --watch-dir.
+func TestTrainStepModelDirWithSpace(t *testing.T) {
+	binaries(t, "hone-train")
+	dir := filepath.Join(t.TempDir(), "a folder")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "base model")
+	top := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for file, tmpl := range map[string]string{"round.yaml": "train", "cron.yaml": "train"} {
+		r, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := r.spec()
+		wf := map[string]string{}
+		for _, p := range spec.Arguments.Parameters {
+			wf[p.Name] = p.Value
+		}
+		wf["model-dir"], wf["store"], wf["train-device"] = model, top, "cpu"
+		var script string
+		for _, tp := range spec.Templates {
+			if tp.Name == tmpl && tp.Container != nil && len(tp.Container.Args) == 1 {
+				if script, err = fill(tp.Container.Args[0], wf, nil, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if script == "" {
+			t.Fatalf("%s has no template %s with one sh -c script", file, tmpl)
+		}
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "model folder "+model+":") {
+			t.Errorf("%s: %q: exit %d (%v), want 2 naming the model folder %q:\n%s", file, script, code, err, model, out)
+		}
 	}
 }

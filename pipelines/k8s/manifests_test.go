@@ -511,3 +511,56 @@ func TestTrainStepModelDirWithSpace(t *testing.T) {
 		}
 	}
 }
+
+// Two trainers of one run must not overlap (docs/cluster.md), and on the
+// cluster hone-train's own lock cannot keep them apart: each pod pulls the
+// run into a cache of its own. So every step of round.yaml and cron.yaml
+// that runs hone-train holds an Argo mutex named after the run, one name
+// for both files: two rounds submitted together, or the cron workflow
+// training the round's run, wait for each other. concurrencyPolicy
+// Forbid only keeps the cron workflow from overlapping itself.
+func TestTrainStepsHoldTheRunsMutex(t *testing.T) {
+	names := map[string]string{}
+	for _, file := range []string{"round.yaml", "cron.yaml"} {
+		r, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := r.spec()
+		wf := map[string]string{}
+		for _, p := range spec.Arguments.Parameters {
+			wf[p.Name] = p.Value
+		}
+		wf["run"] = "some-run"
+		for _, tp := range spec.Templates {
+			if tp.Container == nil || len(tp.Container.Args) != 1 || !strings.Contains(tp.Container.Args[0], "hone-train ") {
+				continue
+			}
+			var sync struct {
+				Mutexes []struct {
+					Name string `json:"name"`
+				} `json:"mutexes"`
+			}
+			if len(tp.Synchronization) > 0 {
+				if err := yaml.Unmarshal(tp.Synchronization, &sync); err != nil {
+					t.Fatalf("%s: template %s: synchronization: %v", file, tp.Name, err)
+				}
+			}
+			if len(sync.Mutexes) != 1 {
+				t.Errorf("%s: template %s runs hone-train and holds %d mutexes, want 1 named after the run", file, tp.Name, len(sync.Mutexes))
+				continue
+			}
+			name, err := fill(sync.Mutexes[0].Name, wf, nil, "")
+			if err != nil {
+				t.Fatalf("%s: template %s: mutex: %v", file, tp.Name, err)
+			}
+			if !strings.Contains(name, "some-run") {
+				t.Errorf("%s: template %s: mutex %q does not name the run", file, tp.Name, name)
+			}
+			names[file] = name
+		}
+	}
+	if len(names) != 2 || names["round.yaml"] != names["cron.yaml"] {
+		t.Errorf("the train steps' mutexes for one run: %q, want one name in round.yaml and cron.yaml", names)
+	}
+}

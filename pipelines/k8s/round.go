@@ -7,8 +7,8 @@
 // whose command and args take {{workflow.parameters.X}},
 // {{inputs.parameters.X}} and {{item}}. It passes over the fields that
 // only say where and how a pod runs on the cluster (image, resources,
-// volumes, envFrom, retryStrategy, activeDeadlineSeconds, the
-// CronWorkflow's schedule). Anything else it meets (a field such as a
+// volumes, envFrom, retryStrategy, activeDeadlineSeconds, synchronization,
+// the CronWorkflow's schedule). Anything else it meets (a field such as a
 // task's when or depends, or a container's env; a {{…}} it cannot fill; a
 // step with no container) is an error rather than a silent skip.
 package k8s
@@ -100,6 +100,10 @@ type template struct {
 	ActiveDeadlineSeconds cluster `json:"activeDeadlineSeconds"`
 	NodeSelector          cluster `json:"nodeSelector"`
 	Volumes               cluster `json:"volumes"`
+	// A mutex keeps workflows of one run from training at once on the
+	// cluster; Run runs one workflow, and a second runlocal of the run is
+	// kept off by hone-train's own lock where the two share the run folder.
+	Synchronization cluster `json:"synchronization"`
 }
 
 type task struct {

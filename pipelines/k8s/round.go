@@ -118,16 +118,31 @@ type task struct {
 	} `json:"arguments"`
 }
 
+// ErrRefused marks an error that refuses the template or a parameter
+// before any step runs (a field Run cannot honour, a parameter the
+// template lacks, a reference it cannot fill): the user's mistake, which
+// runlocal reports with exit code 2, as the hone commands report theirs.
+var ErrRefused = errors.New("refused")
+
+// refusedError marks err as ErrRefused, its message unchanged.
+type refusedError struct{ err error }
+
+func (e refusedError) Error() string   { return e.err.Error() }
+func (e refusedError) Unwrap() []error { return []error{e.err, ErrRefused} }
+
+// refused marks err as ErrRefused.
+func refused(err error) error { return refusedError{err} }
+
 // Load reads a WorkflowTemplate or a CronWorkflow.
 func Load(path string) (*Round, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, refused(err)
 	}
 	var r Round
 	if err := yaml.UnmarshalStrict(b, &r); err != nil {
 		// An unknown field is one Run would not act on as Argo does.
-		return nil, fmt.Errorf("%s (a field the local run cannot honour is refused): %w", path, err)
+		return nil, refused(fmt.Errorf("%s (a field the local run cannot honour is refused): %w", path, err))
 	}
 	return &r, nil
 }
@@ -155,7 +170,7 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 	}
 	for k, v := range o.Params {
 		if _, ok := wf[k]; !ok {
-			return fmt.Errorf("parameter %q: the template has no such parameter", k)
+			return refused(fmt.Errorf("parameter %q: the template has no such parameter", k))
 		}
 		wf[k] = v
 	}
@@ -167,11 +182,11 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 	var order []task
 	switch {
 	case !ok:
-		return fmt.Errorf("entrypoint %q is no template", spec.Entrypoint)
+		return refused(fmt.Errorf("entrypoint %q is no template", spec.Entrypoint))
 	case entry.DAG != nil:
 		var err error
 		if order, err = topo(entry.DAG.Tasks); err != nil {
-			return err
+			return refused(err)
 		}
 	default:
 		order = []task{{Name: entry.Name, Template: entry.Name}}
@@ -180,17 +195,17 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 	for _, tk := range order {
 		t, ok := templates[tk.Template]
 		if !ok || t.Container == nil {
-			return fmt.Errorf("task %s: template %q is not a container template", tk.Name, tk.Template)
+			return refused(fmt.Errorf("task %s: template %q is not a container template", tk.Name, tk.Template))
 		}
 		items := []string{""}
 		if tk.WithSequence != nil {
 			c, err := fill(tk.WithSequence.Count, wf, nil, "")
 			if err != nil {
-				return fmt.Errorf("task %s: %w", tk.Name, err)
+				return refused(fmt.Errorf("task %s: %w", tk.Name, err))
 			}
 			n, err := strconv.Atoi(c)
 			if err != nil || n < 1 {
-				return fmt.Errorf("task %s: withSequence count %q is not a count", tk.Name, c)
+				return refused(fmt.Errorf("task %s: withSequence count %q is not a count", tk.Name, c))
 			}
 			items = items[:0]
 			for i := range n {
@@ -204,7 +219,7 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 				for _, p := range tk.Arguments.Parameters {
 					v, err := fill(p.Value, wf, nil, item)
 					if err != nil {
-						return fmt.Errorf("task %s: %w", tk.Name, err)
+						return refused(fmt.Errorf("task %s: %w", tk.Name, err))
 					}
 					in[p.Name] = v
 				}
@@ -212,7 +227,7 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 				for _, a := range append(append([]string{}, t.Container.Command...), t.Container.Args...) {
 					v, err := fill(a, wf, in, item)
 					if err != nil {
-						return fmt.Errorf("task %s: %w", tk.Name, err)
+						return refused(fmt.Errorf("task %s: %w", tk.Name, err))
 					}
 					argv = append(argv, v)
 				}

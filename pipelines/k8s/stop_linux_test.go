@@ -166,3 +166,53 @@ spec:
 		t.Fatalf("the step %d still runs after runlocal exited: %q", pid, said)
 	}
 }
+
+// TestFirstInterruptExits130: runlocal stopped by one Ctrl-C stops its
+// steps and exits 130, as the hone commands do, not 1 as if a step had
+// failed: a script running rounds tells a stop from a failure.
+func TestFirstInterruptExits130(t *testing.T) {
+	dir := t.TempDir()
+	if err := gobuild.Commands(context.Background(), dir, "./runlocal"); err != nil {
+		t.Fatal(err)
+	}
+	wf := filepath.Join(dir, "wf.yaml")
+	pidFile := filepath.Join(dir, "pid")
+	doc := `apiVersion: argoproj.io/v1alpha1
+kind: WorkflowTemplate
+metadata:
+  name: stop
+spec:
+  entrypoint: step
+  templates:
+    - name: step
+      container:
+        command: [sh, -c]
+        args: ["echo $$ > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + ` && exec sleep 600"]
+`
+	if err := os.WriteFile(wf, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "runlocal"), "-f", wf)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var pid int
+	waitfor.Until(t, 30*time.Second, "the step started", func() bool {
+		b, err := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	})
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130:\n%s", err, out.String())
+	}
+	if running(pid) {
+		t.Errorf("the step %d still runs after runlocal exited", pid)
+	}
+}

@@ -11,9 +11,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -45,8 +47,27 @@ func main() {
 	defer stop()
 	if err := run(ctx, *file, *bin, ps); err != nil {
 		fmt.Fprintln(os.Stderr, "runlocal:", err)
-		os.Exit(1)
+		os.Exit(exitCode(ctx, err))
 	}
+}
+
+// exitCode is runlocal's exit code after err, as the hone commands'
+// (cmd/internal/cli): 130 once interrupted; 2 for a template or parameter
+// refused before any step ran; else the failed step's own (2 for a hone
+// command's usage error or bad input, 1 for a failure), so that a script
+// running rounds, or a retry around it, tells a mistake from a failure.
+// A step killed by a signal, or not started, is 1.
+func exitCode(ctx context.Context, err error) int {
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return exitInterrupted
+	case errors.Is(err, k8s.ErrRefused):
+		return 2
+	case errors.As(err, &ee) && ee.ExitCode() > 0:
+		return ee.ExitCode()
+	}
+	return 1
 }
 
 // exitInterrupted is the exit code of a second Ctrl-C: 128 + SIGINT, as

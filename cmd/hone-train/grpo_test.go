@@ -98,6 +98,46 @@ func TestCronScriptTwiceTrainsOnce(t *testing.T) {
 	}
 }
 
+// TestCronScriptLockedRunExits1: while another call trains (it holds
+// OUT/RUN/lock), pipelines/cron/hone-train-cron.sh fails at once, exit 1,
+// saying the run is held by another process, and changes nothing in the
+// run folder, as pipelines/cron/README.md and the script's comment say.
+func TestCronScriptLockedRunExits1(t *testing.T) {
+	dir := t.TempDir()
+	watch := filepath.Join(dir, "scored")
+	md := scoredFixture(t, dir, watch, "r1")
+	script, err := filepath.Abs("../../pipelines/cron/hone-train-cron.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := &checkpoint.Run{Dir: filepath.Join(dir, "adapters", "cron")}
+	if err := os.MkdirAll(ck.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := ck.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	cmd := exec.Command("sh", script)
+	cmd.Env = append(os.Environ(),
+		"HONE_TRAIN_TEST_MAIN=1", "HONE_TRAIN="+os.Args[0], "HONE_MODEL="+md, "HONE_SCORED="+watch,
+		"HONE_ADAPTERS="+filepath.Join(dir, "adapters"), "HONE_RUN=cron", "HONE_TRAIN_FLAGS=--rank 2 --threads 1")
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), "held by another process") {
+		t.Fatalf("cron script on a locked run: exit %d, want 1 saying it is held by another process:\n%s", code, out)
+	}
+	ents, err := os.ReadDir(ck.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() != "lock" {
+			t.Errorf("the locked call left %s in the run folder", e.Name())
+		}
+	}
+}
+
 // TestCronScriptFlagsNotGlobbed: HONE_TRAIN_FLAGS is split into words and
 // each word passed as written: a value with a glob character is not
 // replaced by the names of files in the working folder that match it (the

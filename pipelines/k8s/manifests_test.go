@@ -564,3 +564,53 @@ func TestTrainStepsHoldTheRunsMutex(t *testing.T) {
 		t.Errorf("the train steps' mutexes for one run: %q, want one name in round.yaml and cron.yaml", names)
 	}
 }
+
+// serve.yaml's hone-serve follows the adapters the train steps publish and
+// loads the base model they train on, as the workflows' parameter
+// defaults name them (STORE/adapters, model-dir): a store changed in one
+// file and not the other would leave the wait step waiting out its
+// deadline for a step published where hone-serve does not look.
+func TestStoreDefaultsAgree(t *testing.T) {
+	b, err := os.ReadFile("serve.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Args []string `json:"args"`
+					} `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.Split(string(b), "\n---\n")[0]), &dep); err != nil {
+		t.Fatal(err)
+	}
+	serve := map[string]string{}
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		for _, a := range c.Args {
+			if k, v, ok := strings.Cut(a, "="); ok {
+				serve[k] = v
+			}
+		}
+	}
+	for _, file := range []string{"round.yaml", "cron.yaml"} {
+		r, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wf := map[string]string{}
+		for _, p := range r.spec().Arguments.Parameters {
+			wf[p.Name] = p.Value
+		}
+		if got := wf["store"] + "/adapters" + wf["query"]; got != serve["--adapters"] {
+			t.Errorf("%s publishes to %q by default, serve.yaml follows %q", file, got, serve["--adapters"])
+		}
+		if wf["model-dir"] != serve["--model"] {
+			t.Errorf("%s trains on %q by default, serve.yaml serves %q", file, wf["model-dir"], serve["--model"])
+		}
+	}
+}

@@ -402,6 +402,37 @@ func TestRetryStrategySkipsUsageErrors(t *testing.T) {
 	}
 }
 
+// TestRetryStrategyBacksOff: each retried step waits before its retry.
+// Without a backoff Argo retried at once, so a step that failed on a
+// passing state (hone-collect's model 404 before hone-serve has pulled
+// the round's step, a judge restarting) failed its retries within
+// seconds as well.
+func TestRetryStrategyBacksOff(t *testing.T) {
+	for _, file := range []string{"round.yaml", "cron.yaml"} {
+		r, err := Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range r.spec().Templates {
+			if len(tp.RetryStrategy) == 0 {
+				continue
+			}
+			var rs struct {
+				Backoff struct {
+					Duration string `json:"duration"`
+				} `json:"backoff"`
+			}
+			if err := yaml.Unmarshal(tp.RetryStrategy, &rs); err != nil {
+				t.Fatalf("%s: template %s: %v", file, tp.Name, err)
+			}
+			d, err := time.ParseDuration(rs.Backoff.Duration)
+			if err != nil || d < 10*time.Second {
+				t.Errorf("%s: template %s: backoff duration %q (%v), want at least 10s", file, tp.Name, rs.Backoff.Duration, err)
+			}
+		}
+	}
+}
+
 // serve.yaml's pod is given the time hone-serve's stop takes: on SIGTERM
 // it drains the requests in flight for --drain-timeout (the manifest's, or
 // the binary's default), gives a model step stuck in the backend the

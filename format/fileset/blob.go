@@ -265,14 +265,15 @@ func (s blobStore) Info(ctx context.Context, name string) (FileInfo, error) {
 }
 
 // list returns the objects directly under the folder dir (a key prefix
-// ending in "/", or "" for the bucket's top), sorted by key. A key ending
+// ending in "/", or "" for the bucket's top), sorted by key, with the
+// size and time the listing gave each. A key ending
 // in "/" is left out: it is a folder marker (the AWS console's "Create
 // folder", MinIO's console, s3fs and rclone make an empty object "d/"),
 // a folder, not a file, and its name would not open (Open refuses a name
 // ending in "/"). S3 lists only dir's own marker among the objects (a
 // deeper one is inside a common prefix); gofakes3 lists "dir/sub/" too.
-func (n blobName) list(ctx context.Context, b *blob.Bucket, name, dir string) ([]string, error) {
-	var keys []string
+func (n blobName) list(ctx context.Context, b *blob.Bucket, name, dir string) ([]*blob.ListObject, error) {
+	var objs []*blob.ListObject
 	it := b.List(&blob.ListOptions{Prefix: dir, Delimiter: "/"})
 	for {
 		obj, err := it.Next(ctx)
@@ -283,11 +284,11 @@ func (n blobName) list(ctx context.Context, b *blob.Bucket, name, dir string) ([
 			return nil, listErr(name, n, err)
 		}
 		if !obj.IsDir && !strings.HasSuffix(obj.Key, "/") {
-			keys = append(keys, obj.Key)
+			objs = append(objs, obj)
 		}
 	}
-	slices.Sort(keys)
-	return keys, nil
+	slices.SortFunc(objs, func(a, b *blob.ListObject) int { return strings.Compare(a.Key, b.Key) })
+	return objs, nil
 }
 
 func (s blobStore) List(ctx context.Context, dir string) ([]string, error) {
@@ -296,13 +297,14 @@ func (s blobStore) List(ctx context.Context, dir string) ([]string, error) {
 		return nil, err
 	}
 	defer release()
-	keys, err := n.list(ctx, b, dir, dirPrefix(n.key))
+	objs, err := n.list(ctx, b, dir, dirPrefix(n.key))
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(keys))
-	for i, k := range keys {
-		names[i] = n.name(k)
+	names := make([]string, len(objs))
+	for i, o := range objs {
+		names[i] = n.name(o.Key)
+		s.c.noteListed(names[i], o)
 	}
 	return names, nil
 }
@@ -327,14 +329,15 @@ func (s blobStore) Glob(ctx context.Context, pattern string) ([]string, error) {
 		return nil, err
 	}
 	defer release()
-	keys, err := n.list(ctx, b, pattern, dir)
+	objs, err := n.list(ctx, b, pattern, dir)
 	if err != nil {
 		return nil, err
 	}
 	var names []string
-	for _, k := range keys {
-		if ok, _ := path.Match(elem, path.Base(k)); ok {
-			names = append(names, n.name(k))
+	for _, o := range objs {
+		if ok, _ := path.Match(elem, path.Base(o.Key)); ok {
+			names = append(names, n.name(o.Key))
+			s.c.noteListed(names[len(names)-1], o)
 		}
 	}
 	return names, nil
@@ -352,14 +355,23 @@ func (s blobStore) Open(ctx context.Context, name string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := b.Attributes(ctx, n.key)
-	if err != nil {
-		err = objectErr(ctx, b, name, n, err)
-		release()
-		return nil, err
+	r := &blobReader{ctx: ctx, b: b, release: release, key: n.key, name: name, next: -1, since: "opened"}
+	if o, ok := s.c.takeListed(name); ok {
+		// The set's listing gave the size and time a HEAD would: asking
+		// again doubled the requests of reading a folder of small
+		// objects. A read still checks them, so an object replaced
+		// since is refused, not mixed.
+		r.size, r.modTime, r.since = o.Size, o.ModTime, "listed"
+	} else {
+		a, err := b.Attributes(ctx, n.key)
+		if err != nil {
+			err = objectErr(ctx, b, name, n, err)
+			release()
+			return nil, err
+		}
+		r.size, r.modTime = a.Size, a.ModTime
 	}
-	r := &blobReader{ctx: ctx, b: b, release: release, key: n.key, name: name, size: a.Size, modTime: a.ModTime, next: -1}
-	return &File{Name: name, Size: a.Size, r: r, c: r}, nil
+	return &File{Name: name, Size: r.size, r: r, c: r}, nil
 }
 
 // blobReader reads an object by ranged requests (see ReadAhead for their
@@ -381,6 +393,10 @@ type blobReader struct {
 	// modTime is the object's at Open (zero where the store gives none):
 	// with size, what tells that the object was replaced since.
 	modTime time.Time
+	// since says where size and modTime come from, for the error of a
+	// read that finds them changed: "opened" (a HEAD at Open) or "listed"
+	// (the set's listing).
+	since string
 
 	mu    sync.Mutex
 	spans []span // disjoint, sorted by offset
@@ -551,7 +567,7 @@ func (r *blobReader) fetch(p []byte, off int64) error {
 			// Its bytes now are another object's: mixed with those read
 			// before, they would be neither.
 			rd.Close()
-			return fmt.Errorf("%s: %w since it was opened (%d bytes then, %d now); open it again", r.name, errChanged, r.size, rd.Size())
+			return fmt.Errorf("%s: %w since it was %s (%d bytes then, %d now); open it again", r.name, errChanged, r.since, r.size, rd.Size())
 		}
 		k, err := io.ReadFull(rd, p[got:])
 		rd.Close()

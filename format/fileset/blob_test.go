@@ -44,6 +44,8 @@ type faultyS3 struct {
 	inFlight  int           // requests being served
 	idle      sync.Cond     // signalled when inFlight drops to 0
 	conns     int           // TCP connections accepted
+	requests  int           // requests received, of any method
+	heads     int           // HEAD requests received (an object's attributes)
 }
 
 func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
@@ -60,6 +62,10 @@ func newFaultyS3(t *testing.T, buckets ...string) *faultyS3 {
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.inFlight++
+		f.requests++
+		if r.Method == http.MethodHead {
+			f.heads++
+		}
 		defer func() {
 			f.mu.Lock()
 			if f.inFlight--; f.inFlight == 0 {
@@ -970,5 +976,127 @@ func TestS3SlashesNormalised(t *testing.T) {
 	}
 	if got := Join(s3.url("bkt", "out//"), "b.parquet"); got != s3.url("bkt", "out/b.parquet") {
 		t.Errorf("Join of a folder ending in //: %s", got)
+	}
+}
+
+// requestCounts returns the requests and HEAD requests received so far,
+// once no request is being served.
+func (f *faultyS3) requestCounts() (requests, heads int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.inFlight > 0 {
+		f.idle.Wait()
+	}
+	return f.requests, f.heads
+}
+
+// An object opened from a listing (a folder resolved, ListSet, a glob)
+// takes its size and time from the listing, which gave them already: one
+// request to read a small object, not a HEAD (Attributes) before it, so
+// reading a folder of N objects makes N fewer requests. An object named
+// alone, with no listing before, is still asked after (HEAD), and so is
+// one opened a second time from its set: a listing is a snapshot, used
+// once.
+func TestS3ListedOpenSkipsHead(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	const files = 20
+	for i := range files {
+		putObject(t, s3.url("bkt", "in/"+strconv.Itoa(100+i)+".parquet"), []byte(strconv.Itoa(i)))
+	}
+	readAll := func(set *Set) {
+		t.Helper()
+		for i := range set.Len() {
+			f, err := set.Open(ctx, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(f.Reader())
+			f.Close()
+			if err != nil || string(b) != strconv.Itoa(i) {
+				t.Fatalf("%s: %q, %v", set.Name(i), b, err)
+			}
+		}
+	}
+	for _, how := range []struct {
+		name string
+		set  func() (*Set, error)
+	}{
+		{"Resolve of a folder", func() (*Set, error) { return Resolve(ctx, []string{s3.url("bkt", "in/")}, Options{}) }},
+		{"Resolve of a glob", func() (*Set, error) { return Resolve(ctx, []string{s3.url("bkt", "in/1*.parquet")}, Options{}) }},
+		{"ListSet", func() (*Set, error) { return ListSet(ctx, s3.url("bkt", "in/"), ".parquet") }},
+	} {
+		set, err := how.set()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if set.Len() != files {
+			t.Fatalf("%s: %d objects, want %d", how.name, set.Len(), files)
+		}
+		req0, head0 := s3.requestCounts()
+		readAll(set)
+		req1, head1 := s3.requestCounts()
+		if req1-req0 != files || head1 != head0 {
+			t.Errorf("%s: reading %d listed objects made %d requests (%d HEAD), want %d (none HEAD): the listing gave their sizes", how.name, files, req1-req0, head1-head0, files)
+		}
+		readAll(set)
+		req2, head2 := s3.requestCounts()
+		if req2-req1 != 2*files || head2-head1 != files {
+			t.Errorf("%s: reading them again made %d requests (%d HEAD), want %d (%d HEAD): a listing serves one Open", how.name, req2-req1, head2-head1, 2*files, files)
+		}
+		set.Close()
+	}
+	req0, head0 := s3.requestCounts()
+	if b := readObject(t, s3.url("bkt", "in/100.parquet")); string(b) != "0" {
+		t.Fatalf("read %q", b)
+	}
+	if req, head := s3.requestCounts(); req-req0 != 2 || head-head0 != 1 {
+		t.Errorf("opening and reading an object named alone made %d requests (%d HEAD), want 2 (1 HEAD)", req-req0, head-head0)
+	}
+}
+
+// An object replaced between its listing and its Open is not read as the
+// listing gave it: the read says that it was replaced since it was listed
+// (its bytes are another size now), and opening it again reads it as it
+// is; ReadFile, which opens it again itself, reads the new contents.
+func TestS3ListedObjectReplaced(t *testing.T) {
+	s3 := newFaultyS3(t, "bkt")
+	ctx := context.Background()
+	name := s3.url("bkt", "in/a.parquet")
+	putObject(t, name, []byte("old"))
+	set, err := ListSet(ctx, s3.url("bkt", "in/"), ".parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	putObject(t, name, []byte("newer bytes"))
+	f, err := set.Open(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(f.Reader())
+	f.Close()
+	if !errors.Is(err, errChanged) || !strings.Contains(err.Error(), "since it was listed") {
+		t.Errorf("read of an object replaced since its listing: %q, %v; want an error saying it was replaced since it was listed", b, err)
+	}
+	f, err = set.Open(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = io.ReadAll(f.Reader())
+	f.Close()
+	if err != nil || string(b) != "newer bytes" {
+		t.Errorf("opened again: %q, %v; want the new contents", b, err)
+	}
+
+	putObject(t, name, []byte("old"))
+	set2, err := ListSet(ctx, s3.url("bkt", "in/"), ".parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set2.Close()
+	putObject(t, name, []byte("newer bytes"))
+	if b, err := set2.ReadFile(ctx, 0); err != nil || string(b) != "newer bytes" {
+		t.Errorf("ReadFile of an object replaced since its listing: %q, %v; want the new contents", b, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"gocloud.dev/blob"
 )
@@ -20,6 +21,16 @@ type buckets struct {
 	mu     sync.Mutex
 	open   map[string]*sharedBucket
 	closed bool
+	// listed holds, by name, what a listing through these buckets gave of
+	// each object it found (size, time), for the object's next Open to
+	// take instead of asking the store again (a HEAD per object).
+	listed map[string]listedObject
+}
+
+// listedObject is what a listing said of an object.
+type listedObject struct {
+	Size    int64
+	ModTime time.Time
 }
 
 // sharedBucket is an open bucket and how many callers hold it.
@@ -28,7 +39,37 @@ type sharedBucket struct {
 	refs int
 }
 
-func newBuckets() *buckets { return &buckets{open: map[string]*sharedBucket{}} }
+func newBuckets() *buckets {
+	return &buckets{open: map[string]*sharedBucket{}, listed: map[string]listedObject{}}
+}
+
+// noteListed keeps what a listing gave of the object name, for its next
+// Open; a nil or closed cache keeps nothing.
+func (c *buckets) noteListed(name string, o *blob.ListObject) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.listed[name] = listedObject{Size: o.Size, ModTime: o.ModTime}
+	}
+}
+
+// takeListed returns what a listing gave of the object name and forgets
+// it: a listing is a snapshot, so it serves the Open that follows it, and
+// a later Open (a second epoch, a retry after the object was replaced)
+// asks the store.
+func (c *buckets) takeListed(name string) (listedObject, bool) {
+	if c == nil {
+		return listedObject{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.listed[name]
+	delete(c.listed, name)
+	return o, ok
+}
 
 // get returns n's bucket and the function that releases it (safe to call
 // twice). After Close it opens one bucket per call again, as without a
@@ -89,6 +130,7 @@ func (c *buckets) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.listed = nil
 	var errs []error
 	for key, sb := range c.open {
 		if sb.refs > 0 {

@@ -114,8 +114,26 @@ func TestProxyRestartRefusesWrittenIDsOnObjectStore(t *testing.T) {
 		}
 		msg, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusConflict || !strings.Contains(string(msg), "s3://hone/proxied/px-000001.parquet") {
-			t.Errorf("trajectory %q, group %q: %s %s; want 409 naming px-000001.parquet", c.tid, c.gid, resp.Status, msg)
+		// The file is named as the user names it, without the query that
+		// opens its bucket (endpoint, path style): that is the proxy's
+		// configuration, noise to the agent that sent the id.
+		if resp.StatusCode != http.StatusConflict || !strings.Contains(string(msg), "s3://hone/proxied/px-000001.parquet:") || strings.Contains(string(msg), "endpoint=") {
+			t.Errorf("trajectory %q, group %q: %s %s; want 409 naming s3://hone/proxied/px-000001.parquet, without its query", c.tid, c.gid, resp.Status, msg)
 		}
+	}
+
+	// A folder holding an id twice is refused at the start, naming both
+	// files, as the user names them.
+	ctx := context.Background()
+	b, err := fileset.ReadFile(ctx, s3.URL("hone", "proxied/px-000001.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(ctx, s3.URL("hone", "proxied/px-000002.parquet"), b); err != nil {
+		t.Fatal(err)
+	}
+	_, err = proxy.New(proxy.Options{Upstream: up.BaseURL(), OutDir: out, Run: "px"})
+	if err == nil || !strings.Contains(err.Error(), "is in s3://hone/proxied/px-000001.parquet and again in s3://hone/proxied/px-000002.parquet (row 0)") || strings.Contains(err.Error(), "endpoint=") {
+		t.Errorf("a folder holding an id twice: %v; want an error naming both files without their query", err)
 	}
 }

@@ -261,14 +261,14 @@ func (p *Proxy) readWritten(ctx context.Context, in *fileset.Set) error {
 	var prevFile, prevGroup string // the group being read: its rows are contiguous
 	err := trajectory.ReadIDs(ctx, in, func(r trajectory.RowIDs) error {
 		if file, ok := p.written[r.TrajectoryID]; ok {
-			return fmt.Errorf("trajectory %q is in %s and again in %s (row %d)", r.TrajectoryID, file, r.File, r.Row)
+			return fmt.Errorf("trajectory %q is in %s and again in %s (row %d)", r.TrajectoryID, fileset.DisplayName(file), fileset.DisplayName(r.File), r.Row)
 		}
 		p.written[r.TrajectoryID] = r.File
 		if r.File == prevFile && r.GroupID == prevGroup {
 			return nil
 		}
 		if file, ok := p.flushed[r.GroupID]; ok {
-			return fmt.Errorf("group %q is in %s and again in %s (row %d)", r.GroupID, file, r.File, r.Row)
+			return fmt.Errorf("group %q is in %s and again in %s (row %d)", r.GroupID, fileset.DisplayName(file), fileset.DisplayName(r.File), r.Row)
 		}
 		prevFile, prevGroup = r.File, r.GroupID
 		p.flushed[r.GroupID] = r.File
@@ -685,10 +685,10 @@ func (p *Proxy) admit(tid, gid string) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if file, ok := p.flushed[gid]; ok {
-		return http.StatusConflict, fmt.Errorf("group %s was already written, to %s: a group id names one group of the output folder", gid, file)
+		return http.StatusConflict, fmt.Errorf("group %s was already written, to %s: a group id names one group of the output folder", gid, fileset.DisplayName(file))
 	}
 	if file, ok := p.written[tid]; ok {
-		return http.StatusConflict, fmt.Errorf("trajectory %q was already written, to %s: a trajectory id names one episode of the output folder, which the stages reading it refuse twice (give this one another id)", tid, file)
+		return http.StatusConflict, fmt.Errorf("trajectory %q was already written, to %s: a trajectory id names one episode of the output folder, which the stages reading it refuse twice (give this one another id)", tid, fileset.DisplayName(file))
 	}
 	// One id in two open groups would leave its reward POST to whichever
 	// record the map's order found first.

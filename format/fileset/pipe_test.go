@@ -113,3 +113,19 @@ func TestHasExt(t *testing.T) {
 		}
 	}
 }
+
+// TestDisplayName: an object-store URL is shown without its query; a path
+// or file:// URL, whose "?" is part of the name, as it is.
+func TestDisplayName(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"s3://b/dir/a.parquet?endpoint=http://127.0.0.1:9000&use_path_style=true", "s3://b/dir/a.parquet"},
+		{"gs://b/50%3F.parquet", "gs://b/50%3F.parquet"},
+		{"dir/what?.parquet", "dir/what?.parquet"},
+		{"file:///tmp/a%3F.parquet", "file:///tmp/a%3F.parquet"},
+		{"-", "-"},
+	} {
+		if got := DisplayName(c.name); got != c.want {
+			t.Errorf("DisplayName(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}

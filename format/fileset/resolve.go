@@ -488,6 +488,14 @@ func pathPart(name string) string {
 	return name
 }
 
+// DisplayName is name as a message shows it: an object-store URL without
+// its query, which opens the bucket (endpoint=http://…&use_path_style=…,
+// region=…) and says nothing of which file is meant
+// ("s3://b/dir/a.parquet?endpoint=…" is "s3://b/dir/a.parquet"); a path
+// or file:// URL as it is. A listed name carries its folder's query, so a
+// message naming several files repeated it for each.
+func DisplayName(name string) string { return pathPart(name) }
+
 // HasExt reports whether name (a path, or a URL without an object store's
 // query: s3://b/round.parquet?region=… has ".parquet") ends in ext. The
 // stages that tell an input's format by its name ask it here.

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,8 +12,11 @@ import (
 	"time"
 
 	"github.com/hone-rl/hone/format/fileset"
+	_ "github.com/hone-rl/hone/format/fileset/blobdrivers"
 	"github.com/hone-rl/hone/format/peft"
 	"github.com/hone-rl/hone/format/runfolder"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
 func adapter() *peft.Adapter {
@@ -270,5 +274,43 @@ func TestSameStat(t *testing.T) {
 		if got := c.e.SameStat(c.path, c.now); got != c.want {
 			t.Errorf("%s: SameStat = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestCheckUnchangedNamesObjectWithoutQuery: an input object replaced
+// between the hash before training and the one after fails the run,
+// naming the object as the user names it, without the query that opens
+// its bucket (endpoint=…&use_path_style=…): a folder's listed objects
+// carry it, and it said nothing of which object changed.
+func TestCheckUnchangedNamesObjectWithoutQuery(t *testing.T) {
+	be := s3mem.New()
+	if err := be.CreateBucket("bkt"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(be).Server())
+	t.Cleanup(srv.Close)
+	aws := t.TempDir()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(aws, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(aws, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	name := "s3://bkt/in/round1.parquet?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+	if err := fileset.WriteFile(ctx, name, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	in := fileset.Files(name)
+	defer in.Close()
+	before, err := HashSet(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fileset.WriteFile(ctx, name, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	err = CheckUnchanged(ctx, in, before)
+	if err == nil || !strings.Contains(err.Error(), "input s3://bkt/in/round1.parquet changed") || strings.Contains(err.Error(), "endpoint=") {
+		t.Errorf("CheckUnchanged of a replaced object: %v; want an error naming s3://bkt/in/round1.parquet without its query", err)
 	}
 }

@@ -187,7 +187,7 @@ func CheckUnchanged(ctx context.Context, in *fileset.Set, before []FileEntry) er
 	for i := range now {
 		if i >= len(before) || now[i].SHA256 != before[i].SHA256 {
 			return fmt.Errorf("checkpoint: input %s changed while it was read (sha256 %s before, %s after); nothing was trained: run again once it is no longer being written",
-				in.Name(i), entrySum(before, i), now[i].SHA256)
+				fileset.DisplayName(in.Name(i)), entrySum(before, i), now[i].SHA256)
 		}
 	}
 	return nil

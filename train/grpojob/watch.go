@@ -189,7 +189,7 @@ func listNew(ctx context.Context, watchDir string, man *checkpoint.Manifest, log
 			// An object store shows an object only once its upload is
 			// whole, so there a footer-less object has no writer at all.
 			if fileset.IsURL(name) {
-				return nil, nil, false, stageerr.BadInputf("--watch-dir: %s: a Parquet object without its footer (a store shows an object only once it is whole, so it was uploaded cut short); upload it again, or remove it", name)
+				return nil, nil, false, stageerr.BadInputf("--watch-dir: %s: a Parquet object without its footer (a store shows an object only once it is whole, so it was uploaded cut short); upload it again, or remove it", fileset.DisplayName(name))
 			}
 			if st.Err == nil && !st.ModTime.IsZero() && st.At.Sub(st.ModTime) > unfinishedAfter {
 				return nil, nil, false, stageerr.BadInputf("--watch-dir: %s: a Parquet file without its footer, not written to since %s: "+

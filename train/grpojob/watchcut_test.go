@@ -78,4 +78,9 @@ func TestWatchFailsOnAnObjectCutShort(t *testing.T) {
 	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "round1.parquet") || !strings.Contains(err.Error(), "footer") {
 		t.Fatalf("err %v, want a bad-input error naming round1.parquet and its missing footer\n%s", err, log.String())
 	}
+	// The object is named as the user names it: the listed name's query
+	// (the endpoint, path style) opens the bucket and says nothing of it.
+	if !strings.Contains(err.Error(), "s3://"+bucket+"/incoming/round1.parquet:") || strings.Contains(err.Error(), "endpoint=") {
+		t.Errorf("err %v, want it to name s3://%s/incoming/round1.parquet without its query", err, bucket)
+	}
 }

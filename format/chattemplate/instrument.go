@@ -438,12 +438,13 @@ func isIdentByte(c byte) bool {
 // renamedFilter names at ours (tojsonName, trimName, ...), and calls of
 // the str methods in strMethodNames, `.split(`, at ours
 // (`|__hone_str_split(`), outside string literals: the engine's differ
-// from Python's.
+// from Python's. |map('name', ...) becomes our map with the filter named
+// (mapByName).
 func renameFilters(code string) string {
 	code = indexAttrs(dictCallsAsLiterals(splatCalls(code)))
 	if !strings.Contains(code, "tojson") && !strings.Contains(code, "trim") && !strings.Contains(code, "split") &&
 		!strings.Contains(code, "strip") && !strings.Contains(code, "string") && !strings.Contains(code, "with") && !strings.Contains(code, "select") &&
-		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "dictsort") {
+		!strings.Contains(code, "reject") && !strings.Contains(code, "list") && !strings.Contains(code, "round") && !strings.Contains(code, "int") && !strings.Contains(code, "format") && !strings.Contains(code, "dictsort") && !strings.Contains(code, "map") {
 		return code
 	}
 	var b strings.Builder
@@ -465,6 +466,11 @@ func renameFilters(code string) string {
 			if ours := renamedFilter(code[j:k]); ours != "" {
 				b.WriteString("|" + ours)
 				i = k
+				continue
+			}
+			if end, call := mapByName(code, code[j:k], k); call != "" {
+				b.WriteString("|" + mapName + call)
+				i = end
 				continue
 			}
 			if end, args := selectWithoutTest(code, code[j:k], k); args != "" {

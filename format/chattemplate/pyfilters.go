@@ -32,6 +32,7 @@ func pyCallables() map[string]jinja.Value {
 		modName:      jinja.NewCallable("%", pyMod),
 		powName:      jinja.NewCallable("**", pyPow),
 		splatName:    jinja.NewCallable("*args", splatFilter),
+		mapName:      jinja.NewCallable("map", mapFilter),
 	}
 }
 

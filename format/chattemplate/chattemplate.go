@@ -309,9 +309,17 @@ func (t *Template) add(name, source, origin string) error {
 	// An unclosed tag stops the engine's scanner too, before its parser,
 	// and the engine words it better. x.0.1 is read as x[0][1] here, as
 	// jinja2 reads it (indexAttrsInTags); the engine's lexer takes 0.1
-	// for a float.
+	// for a float. Syntax jinja2 reads and the engine does not (a test's
+	// argument without parentheses: pyops.go) is what the rewritten text
+	// no longer has, so a template the engine refuses as written is
+	// refused only when the rewritten one is too.
 	if _, err := jinja.Compile(indexAttrsInTags(text)); err != nil {
-		return &badTemplate{fmt.Errorf("compile: %w", err)}
+		if insErr != nil {
+			return &badTemplate{fmt.Errorf("compile: %w", err)}
+		}
+		if _, insCompileErr := jinja.Compile(ins.source); insCompileErr != nil {
+			return &badTemplate{fmt.Errorf("compile: %w", err)}
+		}
 	}
 	if insErr != nil {
 		return &badTemplate{fmt.Errorf("compile: %w", insErr)}

@@ -19,6 +19,9 @@ import (
 //     only str * int, in one allocation no limit could measure (a
 //     computed count could exhaust memory), cut any other pair to numbers
 //     (3 * 'ab' and [1] * 2 gave 0) and panicked for a negative count;
+//   - x is test binds to x alone, as a filter does: a * x is odd becomes
+//     a * (x is odd), and a test's one argument without parentheses is
+//     given them (filters);
 //   - a < b < c becomes (a < b and b < c), as Python reads it (the engine
 //     compared the bool a < b with c, so 0 < 7 < 5 was True and
 //     1 == 1 == 1 False);
@@ -37,7 +40,8 @@ import (
 // the parser does not follow is returned unchanged, to be compiled (or
 // refused) by the engine as before.
 func pyOps(code string) string {
-	if !strings.ContainsAny(code, "*/%~") && strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") < 2 {
+	if !strings.ContainsAny(code, "*/%~") && !strings.Contains(code, "is") &&
+		strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") < 2 {
 		return code
 	}
 	toks, ok := opTokens(code)
@@ -318,9 +322,10 @@ func (p *opParser) not() opNode {
 
 var comparisonOps = []string{"==", "!=", "<", ">", "<=", ">="}
 
-// comparison parses operands joined by comparisons, in, not in and is
-// tests (parseComparison); two or more comparisons and nothing else
-// become Python's chain, each inner operand written twice.
+// comparison parses operands joined by comparisons, in and not in
+// (parseComparison); two or more comparisons and nothing else become
+// Python's chain, each inner operand written twice. An is test is not
+// here: it belongs to its operand (filters).
 func (p *opParser) comparison() opNode {
 	from := p.from()
 	kids := []opNode{p.binary(3)}
@@ -335,21 +340,6 @@ func (p *opParser) comparison() opNode {
 			p.pos, chain = p.pos+1, false
 		case p.is(0, "not") && p.is(1, "in"):
 			p.pos, chain = p.pos+2, false
-		case p.is(0, "is"):
-			p.pos, chain = p.pos+1, false
-			if p.is(0, "not") {
-				p.pos++
-			}
-			if p.pos >= len(p.toks) {
-				p.failed = true
-				return opNode{}
-			}
-			p.pos++ // the test's name: any token, as the engine takes it
-			if p.is(0, "(") {
-				p.pos++
-				kids = append(kids, p.list(")")...)
-			}
-			continue
 		default:
 			if !chain || len(ops) < 2 {
 				return p.join(from, p.end(), kids...)
@@ -407,10 +397,10 @@ func (p *opParser) unary() opNode {
 		operand := p.unary()
 		return p.join(from, p.end(), operand)
 	}
-	return p.postfix()
+	return p.filters(p.postfix())
 }
 
-// postfix: atom followed by .name, [index or slice], (args) and |filter
+// postfix: atom followed by .name, [index or slice] and (args)
 // (parsePostfix).
 func (p *opParser) postfix() opNode {
 	from := p.from()
@@ -437,6 +427,29 @@ func (p *opParser) postfix() opNode {
 		case p.is(0, "("):
 			p.pos++
 			kids = append(kids, p.list(")")...)
+		default:
+			if !more {
+				return kids[0] // the atom, a tuple still
+			}
+			return p.join(from, p.end(), kids...)
+		}
+	}
+	return opNode{}
+}
+
+// filters: n followed by |filter [(args)], is [not] test [arg or (args)]
+// and (args), as jinja2's parse_filter_expr reads them: a test applies to
+// what is before it up to the operator, as a filter does, where the
+// engine parses is with the comparisons (2 * 3 is odd tested 2 * 3;
+// jinja2 gives 2 * (3 is odd)). So each test is written in parentheses
+// with its operand, and a single argument without parentheses (x is
+// divisibleby 3, which the engine refused) is given them.
+func (p *opParser) filters(n opNode) opNode {
+	text, changed, at := p.str(n), n.text != "", n.to
+	for !p.failed {
+		from := p.from()
+		var kids []opNode
+		switch {
 		case p.is(0, "|"):
 			p.pos++
 			if !p.kindIs('a') {
@@ -446,16 +459,61 @@ func (p *opParser) postfix() opNode {
 			p.pos++
 			if p.is(0, "(") {
 				p.pos++
-				kids = append(kids, p.list(")")...)
+				kids = p.list(")")
 			}
+		case p.is(0, "(") && at != n.to:
+			p.pos++ // a call of what a filter gave
+			kids = p.list(")")
+		case p.is(0, "is"):
+			test, ok := p.test()
+			if !ok {
+				return opNode{}
+			}
+			text, changed, at = "("+text+" "+test+")", true, p.end()
+			continue
 		default:
-			if !more {
-				return kids[0] // the atom, a tuple still
+			if at == n.to {
+				return n
 			}
-			return p.join(from, p.end(), kids...)
+			if !changed {
+				return opNode{from: n.from, to: at}
+			}
+			return opNode{from: n.from, to: at, text: text}
 		}
+		part := p.join(from, p.end(), kids...)
+		text, changed, at = text+p.code[at:from]+p.str(part), changed || part.text != "", p.end()
 	}
 	return opNode{}
+}
+
+// test reads `is [not] name [arg | (args)]` and returns it as the engine
+// reads a test: its argument in parentheses. jinja2 takes a single
+// argument without parentheses when the next token begins a primary
+// other than else, or and and.
+func (p *opParser) test() (string, bool) {
+	p.pos++ // is
+	out := "is "
+	if p.is(0, "not") {
+		p.pos++
+		out += "not "
+	}
+	if !p.kindIs('a') {
+		p.failed = true
+		return "", false
+	}
+	out += p.code[p.toks[p.pos].from:p.toks[p.pos].to]
+	p.pos++
+	switch {
+	case p.is(0, "("):
+		from := p.from()
+		p.pos++
+		kids := p.list(")")
+		return out + p.str(p.join(from, p.end(), kids...)), !p.failed
+	case p.kindIs('s') || p.kindIs('n') || (p.kindIs('a') && !p.word()) || p.is(0, "[") || p.is(0, "{"):
+		arg := p.postfix()
+		return out + "(" + p.str(arg) + ")", !p.failed
+	}
+	return out, true
 }
 
 // list parses the items up to closer (already past the opener): call

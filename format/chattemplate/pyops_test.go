@@ -96,3 +96,19 @@ func TestMultiplyAsPython(t *testing.T) {
 		{"{{ 9223372036854775807 * 2 }}", "error:too large for a 64-bit int"},
 	})
 }
+
+// TestTestsBindTighterThanOperators: `is` applies a test to the operand
+// just before it, as a filter does (jinja2 parses tests with filters,
+// tighter than any operator): 2 * 3 is odd is 2 * (3 is odd), 2. The
+// engine parsed `is` with the comparisons, so it tested 2 * 3 (False),
+// and refused a test's single argument without parentheses (x is
+// divisibleby 3, 2 is sameas 2) when the template was loaded.
+func TestTestsBindTighterThanOperators(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ 2 * 3 is odd }}|{{ 1 + 2 is odd }}|{{ 'a' ~ 'b' is string }}|{{ not 2 is odd }}|{{ 2 is sameas 2 }}|{{ 3 is not sameas 4 }}|{{ 1 is odd|string }}|{{ [1] is sequence and 2 is odd }}",
+			"2|1|aTrue|True|True|True|True|False"},
+		{"{% set x = none %}{{ 'a' if x is none else 'b' }}|{% for i in [1, 2, 3] if i is odd %}{{ i }}{% endfor %}|{% if [] is not none and 1 is number %}y{% endif %}|{{ 1 == 1 is true }}|{{ 2 is eq 2 * 2 }}",
+			"a|13|y|False|2"},
+		{"{{ 2 is eq(2) * 3 }}|{{ 0 < 1 is odd < 2 }}|{% set y = 4 * 1 is odd %}{{ y }}|{{ 'x is odd' }}", "3|True|4|x is odd"},
+	})
+}

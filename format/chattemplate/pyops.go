@@ -22,6 +22,8 @@ import (
 //   - x is test binds to x alone, as a filter does: a * x is odd becomes
 //     a * (x is odd), and a test's one argument without parentheses is
 //     given them (filters);
+//   - -x|abs becomes (-x)|abs: jinja2 applies filters after a sign
+//     (unary);
 //   - a < b < c becomes (a < b and b < c), as Python reads it (the engine
 //     compared the bool a < b with c, so 0 < 7 < 5 was True and
 //     1 == 1 == 1 False);
@@ -40,8 +42,7 @@ import (
 // the parser does not follow is returned unchanged, to be compiled (or
 // refused) by the engine as before.
 func pyOps(code string) string {
-	if !strings.ContainsAny(code, "*/%~") && !strings.Contains(code, "is") &&
-		strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") < 2 {
+	if !mayRewrite(code) {
 		return code
 	}
 	toks, ok := opTokens(code)
@@ -71,6 +72,14 @@ func pyOps(code string) string {
 	}
 	b.WriteString(code[at:])
 	return b.String()
+}
+
+// mayRewrite reports whether code has what pyOps rewrites: an operator
+// it calls ours for, a test, a sign before a filter or two comparisons.
+func mayRewrite(code string) bool {
+	return strings.ContainsAny(code, "*/%~") || strings.Contains(code, "is") ||
+		(strings.ContainsAny(code, "-+") && strings.Contains(code, "|")) ||
+		strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") >= 2
 }
 
 // opTok is a token of an expression, as the engine's tokenizer cuts it,
@@ -390,14 +399,31 @@ func (p *opParser) power() opNode {
 	return opNode{from: base.from, to: exp.to, text: powName + "(" + p.str(base) + ", " + p.str(exp) + ")"}
 }
 
+// unary: a signed operand, or one with its filters and tests (parseUnary
+// with filters). jinja2 applies the filters after the sign, (-x)|abs,
+// where the engine reads -(x|abs); the signed operand is put in
+// parentheses for it.
 func (p *opParser) unary() opNode {
+	if !p.is(0, "-") && !p.is(0, "+") {
+		return p.filters(p.postfix())
+	}
+	n := p.signed()
+	if p.failed || (!p.is(0, "|") && !p.is(0, "is")) {
+		return n
+	}
+	n.text = "(" + p.str(n) + ")"
+	return p.filters(n)
+}
+
+// signed: signs and an operand without filters (parseUnary without).
+func (p *opParser) signed() opNode {
 	if p.is(0, "-") || p.is(0, "+") {
 		from := p.from()
 		p.pos++
-		operand := p.unary()
+		operand := p.signed()
 		return p.join(from, p.end(), operand)
 	}
-	return p.filters(p.postfix())
+	return p.postfix()
 }
 
 // postfix: atom followed by .name, [index or slice] and (args)

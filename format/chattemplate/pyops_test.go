@@ -112,3 +112,14 @@ func TestTestsBindTighterThanOperators(t *testing.T) {
 		{"{{ 2 is eq(2) * 3 }}|{{ 0 < 1 is odd < 2 }}|{% set y = 4 * 1 is odd %}{{ y }}|{{ 'x is odd' }}", "3|True|4|x is odd"},
 	})
 }
+
+// TestSignBeforeFilter: a sign applies before the filters and tests after
+// its operand, as jinja2 reads it: -x|abs is (-x)|abs, 3 where x is 3; the
+// engine read -(x|abs), -3, and -3 is odd as -(3 is odd).
+func TestSignBeforeFilter(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{% set x = 3 %}{{ -x|abs }}|{{ -x|abs * 2 }}|{{ -2|string ~ '!' }}|{{ +x|string }}|{{ - -x|abs }}|{{ -[1, 2][1]|abs }}|{{ -x is odd }}|{{ 1 - x|abs }}|{{ -(x)|string }}|{{ [-x|abs] }}",
+			"3|6|-2!|3|3|2|True|-2|-3|[3]"},
+		{"{{ -3 is odd }}|{{ -2 is odd }}|{{ -2 ** 2 }}|{% if -1|abs == 1 %}y{% endif %}", "True|False|4|y"},
+	})
+}

@@ -347,6 +347,10 @@ func (w *rewriter) statement(s segment, content string) error {
 			w.tag(s, code)
 			return w.push(block{kind: "set", region: -1})
 		}
+		if names, value := unpackTargets(content); names != nil {
+			w.setUnpack(s, names, value)
+			return nil
+		}
 		if w.hooks {
 			code = setWithHook(content)
 		} else {

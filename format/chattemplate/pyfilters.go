@@ -33,6 +33,7 @@ func pyCallables() map[string]jinja.Value {
 		powName:      jinja.NewCallable("**", pyPow),
 		splatName:    jinja.NewCallable("*args", splatFilter),
 		mapName:      jinja.NewCallable("map", mapFilter),
+		unpackName:   jinja.NewCallable("unpack", unpack),
 	}
 }
 

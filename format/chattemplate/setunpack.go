@@ -1,0 +1,99 @@
+package chattemplate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// unpackName is the variable our unpacking callable is passed as, and
+// unpackedName the one a {% set a, b = value %} keeps the items in.
+const (
+	unpackName   = "__hone_unpack"
+	unpackedName = "__hone_unpacked"
+)
+
+// unpackTargets returns the names a {% set %} tag's content assigns when
+// it unpacks (set a, b = value; set (a, ns.b) = value) and its value's
+// code, or nil when it assigns one name. Only names and ns.attr are
+// taken, as the engine's set takes them.
+func unpackTargets(content string) ([]string, string) {
+	eq := scanCode(content, func(i, depth int) bool { return depth == 0 && content[i] == '=' })
+	if eq < 0 || eq+1 < len(content) && content[eq+1] == '=' {
+		return nil, ""
+	}
+	target := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(content[:eq]), "set"))
+	if strings.HasPrefix(target, "(") && strings.HasSuffix(target, ")") {
+		target = target[1 : len(target)-1]
+	}
+	if !strings.Contains(target, ",") {
+		return nil, ""
+	}
+	var names []string
+	for i, part := range strings.Split(target, ",") {
+		name := strings.TrimSpace(part)
+		if name == "" && i > 0 && i == strings.Count(target, ",") {
+			continue // a trailing comma
+		}
+		ns, attr, dotted := strings.Cut(name, ".")
+		if !isIdent(ns) || (dotted && !isIdent(attr)) {
+			return nil, ""
+		}
+		names = append(names, name)
+	}
+	return names, content[eq+1:]
+}
+
+// setUnpack writes {% set a, b = value %} as sets the engine reads: the
+// value, checked to have as many items as names, into unpackedName, and
+// each name its item. The engine refused a tuple value and ignored a
+// tuple target. Between the tags goes a space the next expression tag
+// trims away: the engine applies trim_blocks from every set tag to the
+// next text, so without text between them each would strip a newline of
+// the text after the last; s's own markers go on the first and last tag.
+func (w *rewriter) setUnpack(s segment, names []string, value string) {
+	value = renameFilters(pyOps(value))
+	if len(splitTopLevel(value)) > 1 {
+		value = "[" + value + "]" // a tuple without parentheses
+	}
+	value = fmt.Sprintf("%s(%s, %d)", unpackName, value, len(names))
+	if w.hooks {
+		value = hookSet + "(" + value + ")"
+	}
+	first := s
+	first.trimRight = false
+	w.tag(first, " set "+unpackedName+" = "+value+" ")
+	for i, name := range names {
+		w.out.WriteString(" {{- '' }}")
+		tag := segment{kind: segStmt}
+		if i == len(names)-1 {
+			tag.trimRight = s.trimRight
+		}
+		w.tag(tag, fmt.Sprintf(" set %s = %s[%d] ", name, unpackedName, i))
+	}
+}
+
+// unpack is Python's unpacking of args[0] into args[1] names: the items
+// list gives of it (a dict's keys, a string's characters), exactly as many
+// as names, with Python's errors.
+func unpack(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 || !args[1].IsInt() {
+		return jinja.Undefined(), fmt.Errorf("set: unpacking takes a value and a count, got %d arguments", len(args))
+	}
+	v, want := args[0], args[1].AsInt()
+	if !v.IsList() && !v.IsDict() && !v.IsString() {
+		return jinja.Undefined(), fmt.Errorf("set: cannot unpack non-iterable %s object", pyTypeName(v))
+	}
+	items, err := listFilter(args[:1], nil)
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("set: %w", err)
+	}
+	switch got := int64(items.AsList().Len()); {
+	case got > want:
+		return jinja.Undefined(), fmt.Errorf("set: too many values to unpack (expected %d)", want)
+	case got < want:
+		return jinja.Undefined(), fmt.Errorf("set: not enough values to unpack (expected %d, got %d)", want, got)
+	}
+	return items, nil
+}

@@ -22,6 +22,8 @@ import (
 //   - x is test binds to x alone, as a filter does: a * x is odd becomes
 //     a * (x is odd), and a test's one argument without parentheses is
 //     given them (filters);
+//   - 1e3 becomes 1.0e3 and 1_000 1000, the numbers jinja2 reads them
+//     as (atom);
 //   - -x|abs becomes (-x)|abs: jinja2 applies filters after a sign
 //     (unary);
 //   - a < b < c becomes (a < b and b < c), as Python reads it (the engine
@@ -79,7 +81,19 @@ func pyOps(code string) string {
 func mayRewrite(code string) bool {
 	return strings.ContainsAny(code, "*/%~") || strings.Contains(code, "is") ||
 		(strings.ContainsAny(code, "-+") && strings.Contains(code, "|")) ||
-		strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") >= 2
+		strings.Count(code, "<")+strings.Count(code, ">")+strings.Count(code, "==")+strings.Count(code, "!=") >= 2 ||
+		jinja2OnlyNumber(code)
+}
+
+// jinja2OnlyNumber reports whether code may hold a number the engine
+// reads differently (engineNumber): a digit followed by _, e or E.
+func jinja2OnlyNumber(code string) bool {
+	for i := 0; i+1 < len(code); i++ {
+		if code[i] >= '0' && code[i] <= '9' && strings.IndexByte("_eE", code[i+1]) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // opTok is a token of an expression, as the engine's tokenizer cuts it,
@@ -132,27 +146,49 @@ func opTokens(code string) ([]opTok, bool) {
 	return toks, true
 }
 
-// numberEnd is where the engine's number token starting at i ends: digits,
-// and a fraction with an optional exponent.
+// numberEnd is where jinja2's number token starting at i ends: digits
+// (grouped with single underscores between them), then a fraction, an
+// exponent or both. The engine's token is shorter where jinja2's has an
+// underscore or an exponent without a fraction (engineNumber).
 func numberEnd(code string, i int) int {
 	digits := func(i int) int {
 		for i < len(code) && code[i] >= '0' && code[i] <= '9' {
 			i++
+			if i+1 < len(code) && code[i] == '_' && code[i+1] >= '0' && code[i+1] <= '9' {
+				i++
+			}
 		}
 		return i
 	}
+	isDigit := func(i int) bool { return i < len(code) && code[i] >= '0' && code[i] <= '9' }
 	i = digits(i)
-	if i+1 < len(code) && code[i] == '.' && code[i+1] >= '0' && code[i+1] <= '9' {
+	if i < len(code) && code[i] == '.' && isDigit(i+1) {
 		i = digits(i + 1)
-		if i < len(code) && (code[i] == 'e' || code[i] == 'E') {
-			i++
-			if i < len(code) && (code[i] == '+' || code[i] == '-') {
-				i++
-			}
-			i = digits(i)
+	}
+	if i < len(code) && (code[i] == 'e' || code[i] == 'E') {
+		j := i + 1
+		if j < len(code) && (code[j] == '+' || code[j] == '-') {
+			j++
+		}
+		if isDigit(j) {
+			i = digits(j)
 		}
 	}
 	return i
+}
+
+// engineNumber is a number token as the engine reads it, "" when it reads
+// it as it is: without underscores, and with a fraction before an
+// exponent (1e3 is 1.0e3; the engine cut 1e3 into 1 and the name e3).
+func engineNumber(tok string) string {
+	n := strings.ReplaceAll(tok, "_", "")
+	if e := strings.IndexAny(n, "eE"); e >= 0 && !strings.Contains(n, ".") {
+		n = n[:e] + ".0" + n[e:]
+	}
+	if n == tok {
+		return ""
+	}
+	return n
 }
 
 // opNode is a parsed expression at code[from:to]; text is what it is
@@ -570,7 +606,10 @@ func (p *opParser) atom() opNode {
 	switch {
 	case p.pos >= len(p.toks):
 		p.failed = true
-	case p.kindIs('s') || p.kindIs('n') || (p.kindIs('a') && !p.word()):
+	case p.kindIs('n'):
+		p.pos++
+		return opNode{from: from, to: p.end(), text: engineNumber(p.code[from:p.end()])}
+	case p.kindIs('s') || (p.kindIs('a') && !p.word()):
 		p.pos++
 	case p.is(0, "("):
 		p.pos++

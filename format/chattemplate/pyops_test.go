@@ -123,3 +123,15 @@ func TestSignBeforeFilter(t *testing.T) {
 		{"{{ -3 is odd }}|{{ -2 is odd }}|{{ -2 ** 2 }}|{% if -1|abs == 1 %}y{% endif %}", "True|False|4|y"},
 	})
 }
+
+// TestNumberLiteralsAsJinja2: a float with an exponent and no fraction
+// (1e3) and digits grouped with underscores (1_000) are numbers, as in
+// jinja2; the engine cut them into a number and a name and refused the
+// template at load.
+func TestNumberLiteralsAsJinja2(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ 1e3 }}|{{ 2E-2 }}|{{ 1e+2 * 2 }}|{{ 1.5e1 }}|{{ 1_000 }}|{{ 1_0.5 }}|{{ [1e2, 3] }}|{{ 5e-1 < 1 }}|{{ 'x1e3' }}|{% if 1e0 == 1 %}y{% endif %}|{{ 2.5E2|int }}",
+			"1000.0|0.02|200.0|15.0|1000|10.5|[100.0, 3]|True|x1e3|y|250"},
+		{"{% set x = 1e3 %}{{ x }}|{% for i in range(1_0) if i > 8 %}{{ i }}{% endfor %}", "1000.0|9"},
+	})
+}

@@ -424,15 +424,16 @@ func (p *opParser) mulDiv() opNode {
 	return left
 }
 
-// power: unary [** unary] (parsePower).
+// power: unary (** unary)*, from the left as jinja2 reads it (parse_pow:
+// 2 ** 3 ** 2 is (2 ** 3) ** 2, 64); the engine takes one ** only.
 func (p *opParser) power() opNode {
-	base := p.unary()
-	if p.failed || !p.is(0, "**") {
-		return base
+	left := p.unary()
+	for !p.failed && p.is(0, "**") {
+		p.pos++
+		exp := p.unary()
+		left = opNode{from: left.from, to: exp.to, text: powName + "(" + p.str(left) + ", " + p.str(exp) + ")"}
 	}
-	p.pos++
-	exp := p.unary()
-	return opNode{from: base.from, to: exp.to, text: powName + "(" + p.str(base) + ", " + p.str(exp) + ")"}
+	return left
 }
 
 // unary: a signed operand, or one with its filters and tests (parseUnary

@@ -135,3 +135,12 @@ func TestNumberLiteralsAsJinja2(t *testing.T) {
 		{"{% set x = 1e3 %}{{ x }}|{% for i in range(1_0) if i > 8 %}{{ i }}{% endfor %}", "1000.0|9"},
 	})
 }
+
+// TestChainedPower: jinja2 reads a chain of ** from the left, unlike
+// Python: 2 ** 3 ** 2 is (2 ** 3) ** 2, 64. The engine refused a second
+// ** at load.
+func TestChainedPower(t *testing.T) {
+	renderEach(t, []struct{ src, want string }{
+		{"{{ 2 ** 3 ** 2 }}|{{ 2 ** 2 ** 2 ** 2 }}|{{ -2 ** 2 }}|{{ 2 ** -1 ** 2 }}|{{ 3 * 2 ** 2 ** 2 }}|{% set n = 2 ** 1 ** 3 %}{{ n }}", "64|256|4|0.25|48|8"},
+	})
+}

@@ -305,3 +305,21 @@ func mulNumbers(a, b jinja.Value) (jinja.Value, error) {
 	}
 	return jinja.NewInt(r), nil
 }
+
+// divisiblebyName is the variable jinja2's divisibleby test is passed as:
+// the engine has no such test, so x is divisibleby n is rewritten to call
+// it (pyOps).
+const divisiblebyName = "__hone_divisibleby"
+
+// pyDivisibleby is jinja2's divisibleby test, value % num == 0, with
+// Python's % (and its errors: a zero num, a value that is not a number).
+func pyDivisibleby(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+	if len(args) != 2 {
+		return jinja.Undefined(), fmt.Errorf("divisibleby: takes a value and a number, got %d arguments", len(args))
+	}
+	r, err := pyMod(args, kwargs)
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("divisibleby: %w", err)
+	}
+	return jinja.NewBool((r.IsInt() && r.AsInt() == 0) || (r.IsFloat() && r.AsFloat() == 0)), nil
+}

@@ -23,17 +23,18 @@ const intName = "__hone_int"
 // by the names the rewritten template calls them by; they need no budget.
 func pyCallables() map[string]jinja.Value {
 	return map[string]jinja.Value{
-		listName:     jinja.NewCallable("list", listFilter),
-		roundName:    jinja.NewCallable("round", roundFilter),
-		intName:      jinja.NewCallable("int", intFilter),
-		formatName:   jinja.NewCallable("format", formatFilter),
-		divName:      jinja.NewCallable("/", pyDiv),
-		floorDivName: jinja.NewCallable("//", pyFloorDiv),
-		modName:      jinja.NewCallable("%", pyMod),
-		powName:      jinja.NewCallable("**", pyPow),
-		splatName:    jinja.NewCallable("*args", splatFilter),
-		mapName:      jinja.NewCallable("map", mapFilter),
-		unpackName:   jinja.NewCallable("unpack", unpack),
+		listName:        jinja.NewCallable("list", listFilter),
+		roundName:       jinja.NewCallable("round", roundFilter),
+		intName:         jinja.NewCallable("int", intFilter),
+		formatName:      jinja.NewCallable("format", formatFilter),
+		divName:         jinja.NewCallable("/", pyDiv),
+		floorDivName:    jinja.NewCallable("//", pyFloorDiv),
+		modName:         jinja.NewCallable("%", pyMod),
+		powName:         jinja.NewCallable("**", pyPow),
+		splatName:       jinja.NewCallable("*args", splatFilter),
+		mapName:         jinja.NewCallable("map", mapFilter),
+		unpackName:      jinja.NewCallable("unpack", unpack),
+		divisiblebyName: jinja.NewCallable("divisibleby", pyDivisibleby),
 	}
 }
 

@@ -21,7 +21,8 @@ import (
 //     (3 * 'ab' and [1] * 2 gave 0) and panicked for a negative count;
 //   - x is test binds to x alone, as a filter does: a * x is odd becomes
 //     a * (x is odd), and a test's one argument without parentheses is
-//     given them (filters);
+//     given them (filters); x is divisibleby n, a test the engine lacks,
+//     becomes __hone_divisibleby(x, n);
 //   - 1e3 becomes 1.0e3 and 1_000 1000, the numbers jinja2 reads them
 //     as (atom);
 //   - -x|abs becomes (-x)|abs: jinja2 applies filters after a sign
@@ -528,11 +529,11 @@ func (p *opParser) filters(n opNode) opNode {
 			p.pos++ // a call of what a filter gave
 			kids = p.list(")")
 		case p.is(0, "is"):
-			test, ok := p.test()
+			test, ok := p.test(text)
 			if !ok {
 				return opNode{}
 			}
-			text, changed, at = "("+text+" "+test+")", true, p.end()
+			text, changed, at = test, true, p.end()
 			continue
 		default:
 			if at == n.to {
@@ -549,34 +550,41 @@ func (p *opParser) filters(n opNode) opNode {
 	return opNode{}
 }
 
-// test reads `is [not] name [arg | (args)]` and returns it as the engine
-// reads a test: its argument in parentheses. jinja2 takes a single
-// argument without parentheses when the next token begins a primary
-// other than else, or and and.
-func (p *opParser) test() (string, bool) {
+// test reads `is [not] name [arg | (args)]` after operand and returns
+// the test as the engine reads it: its argument in parentheses. jinja2
+// takes a single argument without parentheses when the next token begins
+// a primary other than else, or and and. divisibleby, which the engine
+// does not have, becomes a call of ours.
+func (p *opParser) test(operand string) (string, bool) {
 	p.pos++ // is
-	out := "is "
+	neg := ""
 	if p.is(0, "not") {
 		p.pos++
-		out += "not "
+		neg = "not "
 	}
 	if !p.kindIs('a') {
 		p.failed = true
 		return "", false
 	}
-	out += p.code[p.toks[p.pos].from:p.toks[p.pos].to]
+	name := p.code[p.toks[p.pos].from:p.toks[p.pos].to]
 	p.pos++
+	args := ""
 	switch {
 	case p.is(0, "("):
 		from := p.from()
 		p.pos++
 		kids := p.list(")")
-		return out + p.str(p.join(from, p.end(), kids...)), !p.failed
+		args = p.str(p.join(from, p.end(), kids...))
 	case p.kindIs('s') || p.kindIs('n') || (p.kindIs('a') && !p.word()) || p.is(0, "[") || p.is(0, "{"):
-		arg := p.postfix()
-		return out + "(" + p.str(arg) + ")", !p.failed
+		args = "(" + p.str(p.postfix()) + ")"
 	}
-	return out, true
+	if name == "divisibleby" {
+		if args == "" {
+			args = "()"
+		}
+		return "(" + neg + divisiblebyName + "(" + operand + ", " + args[1:] + ")", !p.failed
+	}
+	return "(" + operand + " is " + neg + name + args + ")", !p.failed
 }
 
 // list parses the items up to closer (already past the opener): call

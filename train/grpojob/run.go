@@ -9,7 +9,6 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/layout"
@@ -226,7 +225,7 @@ func loadInputs(ctx context.Context, base *trainer.Base, o Options, in *fileset.
 		return nil, err
 	}
 	if len(gs) == 0 {
-		return nil, stageerr.BadInputf("no groups in %s", strings.Join(in.Names(), ", "))
+		return nil, stageerr.BadInputf("no groups in %s", trainer.InputList(in.Names()))
 	}
 	warnNoLogprobs(gs, o.Log)
 	var env []string

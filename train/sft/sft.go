@@ -143,7 +143,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	exs, skipped := data.Examples, data.Skipped
 	if len(exs) == 0 {
-		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter, no assistant turn or longer than --max-seq-len), %d held out (split val or test)", strings.Join(o.Inputs.Names(), ", "), skipped, len(data.HeldOut))
+		return stageerr.BadInputf("nothing to train in %s: %d conversations skipped (errors, reward filter, no assistant turn or longer than --max-seq-len), %d held out (split val or test)", trainer.InputList(o.Inputs.Names()), skipped, len(data.HeldOut))
 	}
 	o.InputsSHA256 = nil
 	for _, f := range files {

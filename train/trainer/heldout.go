@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/hone-rl/hone/format/fileset"
 	"github.com/hone-rl/hone/format/trajectory"
 	"github.com/hone-rl/hone/internal/stageerr"
 )
@@ -44,7 +45,7 @@ func (h *HeldOut) Report(log *slog.Logger, names []string) error {
 	}
 	if n == h.Read {
 		return stageerr.BadInput(allHeldOutError(fmt.Sprintf("nothing to train: all %d trajectories of %s are in split val or test (held-out data, for hone-inspect log-eval; never trained), e.g. %s; train on rows of split train or none (hone-collect labels generated scenarios train, or as --split says)",
-			n, strings.Join(names, ", "), FirstRows(h.Rows))))
+			n, InputList(names), FirstRows(h.Rows))))
 	}
 	if log != nil {
 		log.Warn(fmt.Sprintf("%d of %d trajectories are in split val or test and are left out of training (held-out data): %s",
@@ -104,4 +105,16 @@ func MixedSplitsError(groups []string) error {
 	}
 	return stageerr.BadInputf("%d groups mix rows of split val or test (held-out data) with rows to train: %s; a group is one scenario's attempts, and a scenario is in one split: give every row of a group the same split (or write the held-out rows as groups of their own)",
 		len(groups), FirstRows(groups))
+}
+
+// InputList is a run's input names as its messages show them, joined: an
+// object-store URL without the query that opens its bucket
+// (endpoint=…&use_path_style=…), which names no input and would print the
+// store's address in every message (fileset.DisplayName).
+func InputList(names []string) string {
+	show := make([]string, len(names))
+	for i, n := range names {
+		show[i] = fileset.DisplayName(n)
+	}
+	return strings.Join(show, ", ")
 }

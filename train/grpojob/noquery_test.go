@@ -1,0 +1,27 @@
+package grpojob
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hone-rl/hone/internal/stageerr"
+)
+
+// TestNoGroupsNamesObjectWithoutQuery: an input object with no groups is
+// bad input naming the object as the user names it, without the query
+// that opens its bucket (endpoint=…&use_path_style=…), which said nothing
+// of which input was empty and put the store's address in the message.
+func TestNoGroupsNamesObjectWithoutQuery(t *testing.T) {
+	dir := t.TempDir()
+	md := tinyModel(t, dir)
+	s := startObjectGets(t, "bkt")
+	name := "s3://bkt/in/round1.parquet" + s.query
+	writeGroups(t, md, name, 0, 3, varied)
+	err := runWith(context.Background(), backend(t), baseOptions(md, filepath.Join(dir, "adapters"), "r", name), nil)
+	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "no groups in s3://bkt/in/round1.parquet") || strings.Contains(err.Error(), "endpoint=") {
+		t.Errorf("run on an object with no groups: %v; want bad input naming s3://bkt/in/round1.parquet without its query", err)
+	}
+}

@@ -1,0 +1,63 @@
+package sft
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/hone-rl/hone/format/fileset"
+	_ "github.com/hone-rl/hone/format/fileset/blobdrivers"
+	"github.com/hone-rl/hone/format/trajectory"
+	"github.com/hone-rl/hone/internal/stageerr"
+	"github.com/hone-rl/hone/kernels/cpu"
+	"github.com/spf13/pflag"
+)
+
+// TestNothingToTrainNamesObjectWithoutQuery: an input object whose every
+// conversation is skipped is bad input naming the object as the user
+// names it, without the query that opens its bucket
+// (endpoint=…&use_path_style=…), which put the store's address in the
+// message. The object is in a real S3 protocol server (gofakes3).
+func TestNothingToTrainNamesObjectWithoutQuery(t *testing.T) {
+	dir, md, _ := setup(t)
+	be := s3mem.New()
+	if err := be.CreateBucket("bkt"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(be).Server())
+	t.Cleanup(srv.Close)
+	aws := t.TempDir()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(aws, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(aws, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	ctx := context.Background()
+	name := "s3://bkt/in/round1.parquet?endpoint=" + srv.URL + "&use_path_style=true&disable_https=true&region=us-east-1"
+	// Its one conversation errored: nothing is left to train.
+	gs := []trajectory.Group{{ID: "g", Trajectories: []trajectory.Trajectory{{ID: "t", Error: "env failed", Messages: []trajectory.Message{
+		{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"},
+	}}}}}
+	if err := trajectory.WriteFile(ctx, name, gs, trajectory.WriterOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cb, err := cpu.New(cpu.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.Close()
+	var o Options
+	o.AddFlags(pflag.NewFlagSet("t", pflag.ContinueOnError))
+	o.Model, o.Out, o.Name, o.Inputs = md, dir, "r", fileset.Files(name)
+	o.Rank, o.Steps, o.BatchSize, o.Backend = 4, 1, 2, cb
+	err = Run(ctx, o)
+	if !errors.Is(err, stageerr.ErrBadInput) || !strings.Contains(err.Error(), "nothing to train in s3://bkt/in/round1.parquet:") || strings.Contains(err.Error(), "endpoint=") {
+		t.Errorf("run on an object with nothing to train: %v; want bad input naming s3://bkt/in/round1.parquet without its query", err)
+	}
+}

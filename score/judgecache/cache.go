@@ -173,7 +173,7 @@ func (c *Cache) judge(ctx context.Context, key string, req judge.Request) (judge
 	if err := c.writeAtomic(store, path, e); err != nil {
 		// The verdict is good; a cache that cannot be written only costs a
 		// judge call next time, so the run goes on.
-		c.warn("judge cache: cannot store verdict", "path", path, "err", err)
+		c.warn("judge cache: cannot store verdict", "path", fileset.DisplayName(path), "err", err)
 	}
 	return v, nil
 }
@@ -185,24 +185,24 @@ func (c *Cache) load(ctx context.Context, path, key string, req judge.Request) (
 	b, err := c.readFile(ctx, path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
-			c.warn("judge cache: unreadable entry, calling the judge", "path", path, "err", err)
+			c.warn("judge cache: unreadable entry, calling the judge", "path", fileset.DisplayName(path), "err", err)
 		}
 		return judge.Verdict{}, false
 	}
 	var e entry
 	if err := json.Unmarshal(b, &e); err != nil {
-		c.warn("judge cache: corrupt entry, calling the judge", "path", path, "err", err)
+		c.warn("judge cache: corrupt entry, calling the judge", "path", fileset.DisplayName(path), "err", err)
 		return judge.Verdict{}, false
 	}
 	if why := mismatch(e, key, req); why != "" {
-		c.warn("judge cache: entry does not answer the request, calling the judge", "path", path, "mismatch", why)
+		c.warn("judge cache: entry does not answer the request, calling the judge", "path", fileset.DisplayName(path), "mismatch", why)
 		return judge.Verdict{}, false
 	}
 	if err := checkScores(b); err != nil {
 		// Only validated verdicts are stored, so this entry was edited or
 		// written by something else (a shared object-store cache): the
 		// judge is asked again rather than a bad score trained on.
-		c.warn("judge cache: entry with a bad score, calling the judge", "path", path, "err", err)
+		c.warn("judge cache: entry with a bad score, calling the judge", "path", fileset.DisplayName(path), "err", err)
 		return judge.Verdict{}, false
 	}
 	return judge.Verdict{Model: e.AnsweredBy, Scores: e.Scores, Usage: judge.Usage{CacheHits: 1}}, true
@@ -228,7 +228,9 @@ func mismatch(e entry, key string, req judge.Request) string {
 	return ""
 }
 
-// warn logs a warning when the cache has a logger.
+// warn logs a warning when the cache has a logger. Its callers name the
+// entry by fileset.DisplayName: an object-store cache's query
+// (endpoint=…&use_path_style=…) names no entry.
 func (c *Cache) warn(msg string, args ...any) {
 	if c.Log != nil {
 		c.Log.Warn(msg, args...)

@@ -411,3 +411,52 @@ func TestCacheLogText(t *testing.T) {
 		t.Errorf("%d stores reached the store, want 1: the verdict answered as the run stopped", reached.Load())
 	}
 }
+
+// TestCacheLogObjectWithoutQuery: a warning about an entry in an object
+// store names the entry (its "path") as the user names the cache
+// (--judge-cache s3://…), without the query that opens its bucket
+// (endpoint=…&use_path_style=…), which put the store's address in each
+// log line. The store answers every read with a corrupt entry and
+// refuses every write: both are warned of, and the run goes on.
+func TestCacheLogObjectWithoutQuery(t *testing.T) {
+	store := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			w.WriteHeader(http.StatusForbidden) // not retried
+			return
+		}
+		w.Write([]byte("not json"))
+	}))
+	t.Cleanup(store.Close)
+	aws := t.TempDir()
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "fake", "AWS_SECRET_ACCESS_KEY": "fake", "AWS_REGION": "us-east-1",
+		"AWS_CONFIG_FILE": filepath.Join(aws, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(aws, "credentials"),
+		"AWS_EC2_METADATA_DISABLED": "true"} {
+		t.Setenv(k, v)
+	}
+	f := &judge.Fake{Answer: func(n int, r judge.Request) (string, error) {
+		return judgetest.Answer(r.IDs, []float64{0.25, 0.75}), nil
+	}}
+	var logged bytes.Buffer
+	c := &judgecache.Cache{Next: f, Log: slog.New(slog.NewJSONHandler(&logged, nil)),
+		Dir: "s3://hone/judge-cache?endpoint=" + store.URL + "&use_path_style=true&disable_https=true&region=us-east-1"}
+	req := judge.Request{Model: "m", PromptVersion: "v1", System: "rubric", User: "group", IDs: []string{"1", "2"}}
+	if _, err := c.Judge(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	key := judgecache.Key("", req)
+	want := "s3://hone/judge-cache/" + key[:2] + "/" + key + ".json"
+	var msgs []string
+	for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+		var rec struct{ Msg, Path string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		msgs = append(msgs, rec.Msg)
+		if rec.Path != want {
+			t.Errorf("%q names path %q, want %q (without its query)", rec.Msg, rec.Path, want)
+		}
+	}
+	if len(msgs) != 2 || !strings.Contains(msgs[0], "corrupt entry") || !strings.Contains(msgs[1], "cannot store verdict") {
+		t.Errorf("logged %q, want the corrupt entry, then the failed store", msgs)
+	}
+}

@@ -378,19 +378,22 @@ type namedFile struct {
 }
 
 // readFiles reads the regular files directly in the folder src (not
-// starting with ".", not named by skip), all of them.
+// starting with ".", not named by skip), all of them. They are read as a
+// listed set (fileset.ListSet), over one bucket whose listing gave each
+// object's size: one GET an object, not a HEAD before it as well.
 func readFiles(ctx context.Context, src string, skip func(string) bool) ([]namedFile, error) {
-	names, err := fileset.List(ctx, src, "")
+	set, err := fileset.ListSet(ctx, src, "")
 	if err != nil {
 		return nil, err
 	}
+	defer set.Close()
 	var out []namedFile
-	for _, n := range names {
-		base := baseName(n)
+	for i := range set.Len() {
+		base := baseName(set.Name(i))
 		if skip != nil && skip(base) {
 			continue
 		}
-		b, err := fileset.ReadFile(ctx, n)
+		b, err := set.ReadFile(ctx, i)
 		if err != nil {
 			return nil, err
 		}

@@ -645,3 +645,77 @@ func TestStoreDefaultsAgree(t *testing.T) {
 		}
 	}
 }
+
+// The train steps of round.yaml and cron.yaml are given the time a stop
+// of hone-train takes: on SIGTERM (a node drained, the workflow stopped)
+// it saves the last finished step and uploads it to the store, the
+// adapter and the optimizer's two moments, all float32. Kubernetes kills
+// the pod terminationGracePeriodSeconds (30 by default) after SIGTERM;
+// a step of a 7-8B model's rank-16 LoRA on the default --targets (the
+// seven projections of Llama-3-8B's 32 layers: 41.9M parameters) is
+// about 500 MB, 100 s over a slow store's 5 MB/s, so the default cut the
+// upload short and the round's trained step was lost. (The tiny test
+// model's step, 240 kB, saves and uploads in well under a second.)
+func TestTrainGracePeriodCoversUpload(t *testing.T) {
+	const (
+		hidden, kv, inter, layers, rank = 4096, 1024, 14336, 32, 16
+		slowStore                       = 5 << 20 // bytes a second
+	)
+	perLayer := rank * (2*(hidden+hidden) + 2*(hidden+kv) + 3*(hidden+inter)) // q,o; k,v; gate,up,down
+	stepBytes := int64(perLayer*layers) * 4 * 3                               // float32: adapter, two moments
+	need := time.Duration(stepBytes/slowStore)*time.Second + 30*time.Second   // and the save, the step in flight stopping
+	type tmpl struct {
+		Name         string `json:"name"`
+		PodSpecPatch string `json:"podSpecPatch"`
+		Container    *struct {
+			Args []string `json:"args"`
+		} `json:"container"`
+	}
+	for _, file := range []string{"round.yaml", "cron.yaml"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Spec struct {
+				Templates    []tmpl `json:"templates"`
+				WorkflowSpec *struct {
+					Templates []tmpl `json:"templates"`
+				} `json:"workflowSpec"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		templates := doc.Spec.Templates
+		if doc.Spec.WorkflowSpec != nil {
+			templates = doc.Spec.WorkflowSpec.Templates
+		}
+		trains := 0
+		for _, tp := range templates {
+			if tp.Container == nil || len(tp.Container.Args) != 1 || !strings.Contains(tp.Container.Args[0], "hone-train ") {
+				continue
+			}
+			trains++
+			grace := 30 * time.Second // Kubernetes' default
+			if tp.PodSpecPatch != "" {
+				var patch struct {
+					TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds"`
+				}
+				if err := yaml.UnmarshalStrict([]byte(tp.PodSpecPatch), &patch); err != nil {
+					t.Fatalf("%s: template %s: podSpecPatch: %v", file, tp.Name, err)
+				}
+				if patch.TerminationGracePeriodSeconds != nil {
+					grace = time.Duration(*patch.TerminationGracePeriodSeconds) * time.Second
+				}
+			}
+			if grace < need {
+				t.Errorf("%s: template %s: the pod is killed %v after SIGTERM, and saving and uploading a 7-8B rank-16 adapter's step (%d MB) over a slow store takes up to %v",
+					file, tp.Name, grace, stepBytes>>20, need)
+			}
+		}
+		if trains != 1 {
+			t.Errorf("%s: %d templates run hone-train, want 1", file, trains)
+		}
+	}
+}

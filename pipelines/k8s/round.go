@@ -104,6 +104,32 @@ type template struct {
 	// cluster; Run runs one workflow, and a second runlocal of the run is
 	// kept off by hone-train's own lock where the two share the run folder.
 	Synchronization cluster `json:"synchronization"`
+	// A strategic merge patch of the pod; Run honours only its
+	// terminationGracePeriodSeconds, a cancelled step's time to stop
+	// (grace), and refuses any other field.
+	PodSpecPatch string `json:"podSpecPatch"`
+}
+
+// grace is how long the template's step has to stop after SIGTERM before
+// what is left of it is killed: its podSpecPatch's
+// terminationGracePeriodSeconds, else Kubernetes' default.
+func (t template) grace() (time.Duration, error) {
+	if t.PodSpecPatch == "" {
+		return stepGrace, nil
+	}
+	var patch struct {
+		TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(t.PodSpecPatch), &patch); err != nil {
+		return 0, fmt.Errorf("template %s: podSpecPatch (only terminationGracePeriodSeconds is honoured here): %w", t.Name, err)
+	}
+	if g := patch.TerminationGracePeriodSeconds; g != nil {
+		if *g < 0 {
+			return 0, fmt.Errorf("template %s: podSpecPatch: terminationGracePeriodSeconds %d is negative", t.Name, *g)
+		}
+		return time.Duration(*g) * time.Second, nil
+	}
+	return stepGrace, nil
 }
 
 type task struct {
@@ -197,6 +223,10 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 		if !ok || t.Container == nil {
 			return refused(fmt.Errorf("task %s: template %q is not a container template", tk.Name, tk.Template))
 		}
+		grace, err := t.grace()
+		if err != nil {
+			return refused(err)
+		}
 		items := []string{""}
 		if tk.WithSequence != nil {
 			c, err := fill(tk.WithSequence.Count, wf, nil, "")
@@ -231,7 +261,7 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 					}
 					argv = append(argv, v)
 				}
-				out, err := runStep(gctx, argv, o.Env)
+				out, err := runStep(gctx, argv, o.Env, grace)
 				logMu.Lock()
 				if o.Log != nil {
 					fmt.Fprintf(o.Log, "== %s %s: %q\n%s", tk.Name, item, argv, out)
@@ -251,19 +281,19 @@ func (r *Round) Run(ctx context.Context, o Options) error {
 }
 
 // stepGrace is how long a cancelled step has to stop after SIGTERM before
-// what is left of it is killed: Kubernetes' default
-// terminationGracePeriodSeconds.
+// what is left of it is killed, unless its template says otherwise
+// (grace): Kubernetes' default terminationGracePeriodSeconds.
 const stepGrace = 30 * time.Second
 
 // runStep runs a step's command and returns its output. A step cancelled
 // (Ctrl-C, or another item of its task failed) is stopped as Kubernetes
 // stops its pod: SIGTERM to all of it, the sh -c and what that started
 // (dash runs a command line's last command as a child, not by exec), and
-// SIGKILL to what is left after stepGrace. Killing the sh alone left the
+// SIGKILL to what is left after grace. Killing the sh alone left the
 // hone command running, orphaned, and Run waiting for it to end. The step
 // is started through the context's procgroup.Set, so that a command
 // exiting at once (runlocal's second Ctrl-C) kills its group too.
-func runStep(ctx context.Context, argv, env []string) ([]byte, error) {
+func runStep(ctx context.Context, argv, env []string, grace time.Duration) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("no command")
 	}
@@ -271,7 +301,9 @@ func runStep(ctx context.Context, argv, env []string) ([]byte, error) {
 	cmd.Env = env
 	procgroup.Own(cmd)
 	cmd.Cancel = func() error { return procgroup.Terminate(cmd) }
-	cmd.WaitDelay = stepGrace
+	// Kubernetes reads a grace of 0 as a kill at once, os/exec's
+	// WaitDelay as no kill at all.
+	cmd.WaitDelay = max(grace, time.Nanosecond)
 	// One writer for both: os/exec then writes to it from one goroutine
 	// at a time, as CombinedOutput does.
 	var out bytes.Buffer

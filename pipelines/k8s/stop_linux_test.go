@@ -216,3 +216,59 @@ spec:
 		t.Errorf("the step %d still runs after runlocal exited", pid)
 	}
 }
+
+// TestCancelKillsAfterTheTemplatesGrace: a template's podSpecPatch
+// terminationGracePeriodSeconds (round.yaml's and cron.yaml's train
+// steps take longer than Kubernetes' 30 s to save and upload) is how long
+// a cancelled step has before it is killed, on the cluster and here. This
+// step ignores the SIGTERM and is given 1 s: Run returns soon after, where
+// the default kept it 30 s. Before, Load refused the field.
+func TestCancelKillsAfterTheTemplatesGrace(t *testing.T) {
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "wf.yaml")
+	pidFile := filepath.Join(dir, "pid")
+	doc := `apiVersion: argoproj.io/v1alpha1
+kind: WorkflowTemplate
+metadata:
+  name: stop
+spec:
+  entrypoint: step
+  templates:
+    - name: step
+      podSpecPatch: '{"terminationGracePeriodSeconds": 1}'
+      container:
+        command: [sh, -c]
+        args: ["trap '' TERM; echo $$ > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + ` && exec sleep 600"]
+`
+	if err := os.WriteFile(wf, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, Options{}) }()
+	var pid int
+	waitfor.Until(t, 10*time.Second, "the step started", func() bool {
+		b, err := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	})
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) }) // nothing left behind the test
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a cancelled round returned no error")
+		}
+		if d := time.Since(start); d < time.Second {
+			t.Errorf("the step was killed %v after SIGTERM, before its 1 s grace", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10 s of the cancel: the step's 1 s grace was not honoured")
+	}
+}

@@ -312,12 +312,19 @@ func (t *Template) add(name, source, origin string) error {
 	// for a float. Syntax jinja2 reads and the engine does not (a test's
 	// argument without parentheses: pyops.go) is what the rewritten text
 	// no longer has, so a template the engine refuses as written is
-	// refused only when the rewritten one is too.
+	// refused only when the rewritten one is too. That one is compiled
+	// without the calls Render's text wraps expressions in
+	// (syntaxSource): the engine reads their arguments without commas,
+	// and {{ 1 2 }} compiled as __hone_out(1 2).
 	if _, err := jinja.Compile(indexAttrsInTags(text)); err != nil {
 		if insErr != nil {
 			return &badTemplate{fmt.Errorf("compile: %w", err)}
 		}
-		if _, insCompileErr := jinja.Compile(ins.source); insCompileErr != nil {
+		check, checkErr := syntaxSource(text)
+		if checkErr == nil {
+			_, checkErr = jinja.Compile(check)
+		}
+		if checkErr != nil {
 			return &badTemplate{fmt.Errorf("compile: %w", err)}
 		}
 	}

@@ -193,7 +193,30 @@ func instrument(src string, hooks bool) (*instrumented, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}}
+	return rewrite(&rewriter{src: src, hooks: hooks, regions: []region{{}}, intKeys: map[string]bool{}}, segs)
+}
+
+// syntaxSource is src as instrument rewrites it without hooks, and
+// without the calls that wrap what {{ }} prints and what a set unpacks:
+// the engine reads a call's arguments without commas, so
+// {{ __hone_out(1 2) }} compiles where {{ 1 2 }}, which jinja2 refuses,
+// does not. add compiles this text to tell the syntax jinja2 reads and
+// the engine does not (which pyOps and setUnpack rewrite) from an error.
+func syntaxSource(src string) (string, error) {
+	segs, err := scan(src)
+	if err != nil {
+		return "", err
+	}
+	ins, err := rewrite(&rewriter{src: src, syntax: true, regions: []region{{}}, intKeys: map[string]bool{}}, segs)
+	if err != nil {
+		return "", err
+	}
+	return ins.source, nil
+}
+
+// rewrite runs w over the segments of w.src.
+func rewrite(w *rewriter, segs []segment) (*instrumented, error) {
+	src := w.src
 	for _, s := range segs {
 		if err := w.segment(s); err != nil {
 			return nil, fmt.Errorf("line %d: %w", s.line, err)
@@ -238,6 +261,7 @@ func spacesAfterTagFirst(src string, segs []segment) bool {
 type rewriter struct {
 	src     string
 	hooks   bool
+	syntax  bool // syntaxSource: nothing wrapped in calls
 	out     strings.Builder
 	regions []region
 	intKeys map[string]bool
@@ -295,6 +319,9 @@ func (w *rewriter) code(s segment, content string) error {
 		// prints floats as Python does, which is no limit, and the plain
 		// rendering tests compare against must do the same.
 		code := " " + hookOut + "(" + renameFilters(pyOps(content)) + ") "
+		if w.syntax {
+			code = " " + renameFilters(pyOps(content)) + " "
+		}
 		w.tag(s, code)
 		return nil
 	}

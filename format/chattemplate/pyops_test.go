@@ -1,6 +1,10 @@
 package chattemplate
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 // The wants in this file are jinja2 3.1.6's, rendered as
 // testdata/templates/py/check_jinja2.py sets it up (transformers'
@@ -157,4 +161,33 @@ func TestDivisiblebyTest(t *testing.T) {
 		{"{{ 1 is divisibleby 0 }}", "error:integer modulo by zero"},
 		{"{{ 'a' is divisibleby 2 }}", "error:not all arguments converted during string formatting"},
 	})
+}
+
+// TestSyntaxErrorRefusedAtLoad: a template jinja2 refuses as written is
+// refused at load, naming the line, when the engine refuses it too and
+// only the instrumented text compiles: the engine reads a call's
+// arguments without commas, so {{ 1 2 }} wrapped as __hone_out(1 2)
+// compiled and printed 1. jinja2 3.1.6 raises TemplateSyntaxError for
+// each (0x10 it reads as 16; the engine cannot, and printed 0).
+func TestSyntaxErrorRefusedAtLoad(t *testing.T) {
+	for _, src := range []string{
+		"a\nb\n{{ 1 2 }}",
+		"a\nb\n{{ x y }}",
+		"a\nb\n{% set x = 1 2 %}",
+		"a\nb\n{{ 2 is divisibleby 2 3 }}",
+		"a\nb\n{{ 2 is odd 3 4 }}",
+		"a\nb\n{% set 1, b = 1, 2 %}",
+		"a\nb\n{% set a b, c = 1, 2 %}",
+		"a\nb\n{% set a, b = 1 2, 3 %}",
+		"a\nb\n{% set a, b = 1,, 2 %}",
+		"a\nb\n{% set a, b = 1, 2,, %}",
+		"a\nb\n{% set a, b = , 1 %}",
+		"a\nb\n{% set a, b = ) - ( %}",
+		"a\nb\n{{ 0x10 }}",
+	} {
+		_, err := New(src, nil)
+		if !errors.Is(err, ErrBadTemplate) || !strings.Contains(err.Error(), "line 3") {
+			t.Errorf("%q: New = %v, want ErrBadTemplate naming line 3", src, err)
+		}
+	}
 }

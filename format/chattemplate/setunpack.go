@@ -54,7 +54,12 @@ func unpackTargets(content string) ([]string, string) {
 // the text after the last; s's own markers go on the first and last tag.
 func (w *rewriter) setUnpack(s segment, names []string, value string) {
 	value = renameFilters(pyOps(value))
-	if len(splitTopLevel(value)) > 1 {
+	items := splitTopLevel(value)
+	if w.syntax {
+		w.syntaxItems(items)
+		return
+	}
+	if len(items) > 1 {
 		value = "[" + value + "]" // a tuple without parentheses
 	}
 	value = fmt.Sprintf("%s(%s, %d)", unpackName, value, len(names))
@@ -71,6 +76,24 @@ func (w *rewriter) setUnpack(s segment, names []string, value string) {
 			tag.trimRight = s.trimRight
 		}
 		w.tag(tag, fmt.Sprintf(" set %s = %s[%d] ", name, unpackedName, i))
+	}
+}
+
+// syntaxItems writes each item of a set's unpacked value (syntaxSource)
+// as the value of a set of its own, which the engine parses as strictly
+// as jinja2 does: in a list or a call it takes items without commas, and
+// parentheses around an item would balance a stray one (set a, b = ) - ().
+// No item (set a, b = 1,, 2) is jinja2's syntax error; the engine's set
+// takes no value as None, so a lone comma, its error too, stands for it.
+func (w *rewriter) syntaxItems(items []string) {
+	if len(items) > 1 && strings.TrimSpace(items[len(items)-1]) == "" {
+		items = items[:len(items)-1] // a trailing comma
+	}
+	for _, item := range items {
+		if strings.TrimSpace(item) == "" {
+			item = ","
+		}
+		w.tag(segment{kind: segStmt}, " set "+unpackedName+" = "+item+" ")
 	}
 }
 

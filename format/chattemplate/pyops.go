@@ -162,9 +162,11 @@ func numberEnd(code string, i int) int {
 		return i
 	}
 	isDigit := func(i int) bool { return i < len(code) && code[i] >= '0' && code[i] <= '9' }
+	start := i
 	i = digits(i)
+	float := false
 	if i < len(code) && code[i] == '.' && isDigit(i+1) {
-		i = digits(i + 1)
+		i, float = digits(i+1), true
 	}
 	if i < len(code) && (code[i] == 'e' || code[i] == 'E') {
 		j := i + 1
@@ -172,7 +174,15 @@ func numberEnd(code string, i int) int {
 			j++
 		}
 		if isDigit(j) {
-			i = digits(j)
+			i, float = digits(j), true
+		}
+	}
+	if tok := code[start:i]; !float && tok[0] == '0' && strings.Trim(tok, "0_") != "" {
+		// An integer that begins with 0 is zeros to jinja2 (0(_?0)*), so
+		// 0_7 is 0 and the name _7, a syntax error, not 07. (007, which
+		// jinja2 refuses too, is left as the engine reads it: 7.)
+		if u := strings.IndexByte(tok, '_'); u >= 0 {
+			return start + u
 		}
 	}
 	return i

@@ -137,7 +137,15 @@ func TestNumberLiteralsAsJinja2(t *testing.T) {
 		{"{{ 1e3 }}|{{ 2E-2 }}|{{ 1e+2 * 2 }}|{{ 1.5e1 }}|{{ 1_000 }}|{{ 1_0.5 }}|{{ [1e2, 3] }}|{{ 5e-1 < 1 }}|{{ 'x1e3' }}|{% if 1e0 == 1 %}y{% endif %}|{{ 2.5E2|int }}",
 			"1000.0|0.02|200.0|15.0|1000|10.5|[100.0, 3]|True|x1e3|y|250"},
 		{"{% set x = 1e3 %}{{ x }}|{% for i in range(1_0) if i > 8 %}{{ i }}{% endfor %}", "1000.0|9"},
+		{"{{ 0_0 }}|{{ 0_7.5 }}|{{ 0_1e1 }}", "0|7.5|10.0"},
 	})
+	// An integer that begins with 0 is zeros to jinja2 (0_7 is 0 and the
+	// name _7, a syntax error); it was read as 7.
+	for _, src := range []string{"a\n{{ 0_7 }}", "a\n{{ 0_7 * 2 }}", "a\n{% set x = 00_7 %}"} {
+		if _, err := New(src, nil); !errors.Is(err, ErrBadTemplate) || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%q: New = %v, want ErrBadTemplate naming line 2", src, err)
+		}
+	}
 }
 
 // TestChainedPower: jinja2 reads a chain of ** from the left, unlike

@@ -406,7 +406,11 @@ func TestRetryStrategySkipsUsageErrors(t *testing.T) {
 // Without a backoff Argo retried at once, so a step that failed on a
 // passing state (hone-collect's model 404 before hone-serve has pulled
 // the round's step, a judge restarting) failed its retries within
-// seconds as well.
+// seconds as well. No backoff sets maxDuration: Argo reads it as a
+// deadline from the step's first attempt's start, not as a limit on one
+// wait (that is cap), so a step that failed after running longer (a
+// collect, score or train of more than 10m) was not retried at all, and
+// a retry was killed when the deadline came.
 func TestRetryStrategyBacksOff(t *testing.T) {
 	for _, file := range []string{"round.yaml", "cron.yaml"} {
 		r, err := Load(file)
@@ -419,7 +423,8 @@ func TestRetryStrategyBacksOff(t *testing.T) {
 			}
 			var rs struct {
 				Backoff struct {
-					Duration string `json:"duration"`
+					Duration    string `json:"duration"`
+					MaxDuration string `json:"maxDuration"`
 				} `json:"backoff"`
 			}
 			if err := yaml.Unmarshal(tp.RetryStrategy, &rs); err != nil {
@@ -428,6 +433,9 @@ func TestRetryStrategyBacksOff(t *testing.T) {
 			d, err := time.ParseDuration(rs.Backoff.Duration)
 			if err != nil || d < 10*time.Second {
 				t.Errorf("%s: template %s: backoff duration %q (%v), want at least 10s", file, tp.Name, rs.Backoff.Duration, err)
+			}
+			if rs.Backoff.MaxDuration != "" {
+				t.Errorf("%s: template %s: backoff maxDuration %q: Argo stops retrying, and kills a retry, that long after the first attempt started", file, tp.Name, rs.Backoff.MaxDuration)
 			}
 		}
 	}

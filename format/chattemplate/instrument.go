@@ -375,6 +375,11 @@ func (w *rewriter) statement(s segment, content string) error {
 			return w.push(block{kind: "set", region: -1})
 		}
 		if names, value := unpackTargets(content); names != nil {
+			if strings.TrimSpace(value) == "" {
+				// jinja2's syntax error; the engine's set takes no value
+				// as None, which the rewritten set would not compile.
+				return &staticError{"set " + strings.Join(names, ", ") + " = with no value"}
+			}
 			w.setUnpack(s, names, value)
 			return nil
 		}

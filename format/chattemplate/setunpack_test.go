@@ -1,6 +1,10 @@
 package chattemplate
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 // TestSetUnpacksTuple: {% set a, b = value %} assigns each name its item
 // of the value, as jinja2 does, with the same whitespace control as one
@@ -18,4 +22,17 @@ func TestSetUnpacksTuple(t *testing.T) {
 		{"{% set a, b = [1] %}", "error:not enough values to unpack (expected 2, got 1)"},
 		{"{% set a, b = 1 %}", "error:cannot unpack non-iterable int object"},
 	})
+}
+
+// TestSetUnpackWithoutValue: {% set a, b = %} is jinja2's syntax error
+// ("Expected an expression"), refused at load naming its line; it was
+// refused as a bug of the rewriting ("please report this as a bug"),
+// which is not ErrBadTemplate.
+func TestSetUnpackWithoutValue(t *testing.T) {
+	for _, src := range []string{"a\n{% set a, b = %}", "a\n{%- set (a, b) =  -%}"} {
+		_, err := New(src, nil)
+		if !errors.Is(err, ErrBadTemplate) || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%q: New = %v, want ErrBadTemplate naming line 2", src, err)
+		}
+	}
 }

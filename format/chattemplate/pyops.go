@@ -256,8 +256,13 @@ func (p *opParser) expect(s string) {
 	p.pos++
 }
 
-// join is the node code[from:to] with its parts kids rewritten.
+// join is the node code[from:to] with its parts kids rewritten. After a
+// failure a kid may be the empty node, not a part of code[from:to]; the
+// caller gives the code up (pyOps returns it as written).
 func (p *opParser) join(from, to int, kids ...opNode) opNode {
+	if p.failed {
+		return opNode{}
+	}
 	n := opNode{from: from, to: to}
 	changed := false
 	for _, k := range kids {

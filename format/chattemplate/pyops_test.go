@@ -171,6 +171,23 @@ func TestDivisiblebyTest(t *testing.T) {
 	})
 }
 
+// TestSyntaxErrorInRewrittenCodeRefused: a tag whose code breaks off
+// after an operand pyOps rewrites ({{ 1e3 - }}, {{ -1|abs - }}) is
+// refused at load, as jinja2 refuses it; loading it panicked (a slice
+// out of range while joining the rewritten parts of code it had stopped
+// following), taking down the process that loaded the template.
+func TestSyntaxErrorInRewrittenCodeRefused(t *testing.T) {
+	for _, src := range []string{
+		"a\n{{ 1e3 - }}", "a\n{{ 1 * 2 - }}", "a\n{{ -1|abs - }}", "a\n{{ 2 is odd 3 - }}",
+		"a\n{% if 1e3 and %}{% endif %}", "a\n{% set y = 2 1_0 - %}",
+	} {
+		_, err := New(src, nil)
+		if !errors.Is(err, ErrBadTemplate) || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%q: New = %v, want ErrBadTemplate naming line 2", src, err)
+		}
+	}
+}
+
 // TestSyntaxErrorRefusedAtLoad: a template jinja2 refuses as written is
 // refused at load, naming the line, when the engine refuses it too and
 // only the instrumented text compiles: the engine reads a call's

@@ -55,12 +55,23 @@ func pyOps(code string) string {
 	p := &opParser{code: code, toks: toks}
 	var b strings.Builder
 	at, changed := 0, false
+	// An expression right after another, with no keyword or comma between,
+	// is jinja2's syntax error everywhere but after a call block's
+	// parameters ({% call(x) m(x) %}); rewritten, the second could become
+	// the first's call arguments (0 x is odd: 0 (x is odd)), so the code
+	// is left to the engine, which refuses it.
+	adjacentOK := p.is(0, "call")
+	after := -1 // the token after the last expression read
 	for p.pos < len(toks) {
 		if !p.startsExpr() {
 			p.pos++
 			continue
 		}
+		if p.pos == after && !adjacentOK {
+			return code
+		}
 		n := p.expression()
+		after = p.pos
 		if p.failed {
 			return code
 		}

@@ -188,6 +188,26 @@ func TestSyntaxErrorInRewrittenCodeRefused(t *testing.T) {
 	}
 }
 
+// TestAdjacentExpressionsRefused: two expressions with nothing between
+// them are jinja2's syntax error ({% if 0 x is none %}: "expected token
+// 'end of statement block'"); with the test written in parentheses the
+// engine read the second as the first's call arguments, 0 (x is none),
+// and the template loaded. A call block's parameters and callee are
+// adjacent on purpose and still read.
+func TestAdjacentExpressionsRefused(t *testing.T) {
+	for _, src := range []string{
+		"a\n{% if 0 x is none %}t{% endif %}", "a\n{{ list 1.5 is not _1 }}", "a\n{% set y = x y is odd %}",
+	} {
+		_, err := New(src, nil)
+		if !errors.Is(err, ErrBadTemplate) || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%q: New = %v, want ErrBadTemplate naming line 2", src, err)
+		}
+	}
+	renderEach(t, []struct{ src, want string }{
+		{"{% macro m() %}[{{ caller(3 is odd) }}]{% endmacro %}{% call(v) m() %}{{ v * 2 }}{% endcall %}", "[2]"},
+	})
+}
+
 // TestSyntaxErrorRefusedAtLoad: a template jinja2 refuses as written is
 // refused at load, naming the line, when the engine refuses it too and
 // only the instrumented text compiles: the engine reads a call's

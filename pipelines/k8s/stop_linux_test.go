@@ -26,40 +26,10 @@ import (
 // waited the 30 s it ran.
 func TestCancelStopsTheWholeStep(t *testing.T) {
 	dir := t.TempDir()
-	wf := filepath.Join(dir, "wf.yaml")
 	pidFile := filepath.Join(dir, "pid")
-	doc := `apiVersion: argoproj.io/v1alpha1
-kind: WorkflowTemplate
-metadata:
-  name: stop
-spec:
-  entrypoint: step
-  templates:
-    - name: step
-      container:
-        command: [sh, -c]
-        args: ["sleep 30 & echo $! > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + `; wait"]
-`
-	if err := os.WriteFile(wf, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Load(wf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx, Options{}) }()
-	var pid int
-	waitfor.Until(t, 10*time.Second, "the step's child started", func() bool {
-		b, err := os.ReadFile(pidFile)
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil
-	})
+	wf := writeStepWorkflow(t, dir, "", "sleep 30 & "+savePID("$!", pidFile)+"; wait")
+	cancel, done := startRun(t, wf)
+	pid := waitPID(t, 10*time.Second, "the step's child started", pidFile)
 	cancel()
 	select {
 	case err := <-done:
@@ -75,6 +45,68 @@ spec:
 		t.Errorf("the step's child %d still runs after Run returned", pid)
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// startRun loads the workflow at wf and runs it in the background until
+// cancel is called (or the test ends); done says how Run returned.
+func startRun(t *testing.T, wf string) (cancel func(), done <-chan error) {
+	t.Helper()
+	r, err := Load(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	errc := make(chan error, 1)
+	go func() { errc <- r.Run(ctx, Options{}) }()
+	return cancel, errc
+}
+
+// writeStepWorkflow writes dir/wf.yaml, a workflow of one step that runs
+// script under sh -c, its template given podSpecPatch when not empty, and
+// returns its path.
+func writeStepWorkflow(t *testing.T, dir, podSpecPatch, script string) string {
+	t.Helper()
+	patch := ""
+	if podSpecPatch != "" {
+		patch = "\n      podSpecPatch: '" + podSpecPatch + "'"
+	}
+	doc := `apiVersion: argoproj.io/v1alpha1
+kind: WorkflowTemplate
+metadata:
+  name: stop
+spec:
+  entrypoint: step
+  templates:
+    - name: step` + patch + `
+      container:
+        command: [sh, -c]
+        args: ["` + script + `"]
+`
+	wf := filepath.Join(dir, "wf.yaml")
+	if err := os.WriteFile(wf, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}
+
+// savePID is the shell code that writes the process id in pidVar ($$,
+// $!) to file, whole (temp+rename), for waitPID to read.
+func savePID(pidVar, file string) string {
+	return "echo " + pidVar + " > " + file + ".tmp && mv " + file + ".tmp " + file
+}
+
+// waitPID waits up to timeout, as what, for file to hold a process id and
+// returns it.
+func waitPID(t *testing.T, timeout time.Duration, what, file string) int {
+	t.Helper()
+	var pid int
+	waitfor.Until(t, timeout, what, func() bool {
+		b, err := os.ReadFile(file)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	})
+	return pid
 }
 
 // running reports whether process pid exists and is not a zombie (an
@@ -99,23 +131,8 @@ func TestSecondInterruptStopsSteps(t *testing.T) {
 	if err := gobuild.Commands(context.Background(), dir, "./runlocal"); err != nil {
 		t.Fatal(err)
 	}
-	wf := filepath.Join(dir, "wf.yaml")
 	pidFile := filepath.Join(dir, "pid")
-	doc := `apiVersion: argoproj.io/v1alpha1
-kind: WorkflowTemplate
-metadata:
-  name: stop
-spec:
-  entrypoint: step
-  templates:
-    - name: step
-      container:
-        command: [sh, -c]
-        args: ["trap '' INT TERM; echo $$ > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + ` && exec sleep 600"]
-`
-	if err := os.WriteFile(wf, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	wf := writeStepWorkflow(t, dir, "", "trap '' INT TERM; "+savePID("$$", pidFile)+" && exec sleep 600")
 	cmd := exec.Command(filepath.Join(dir, "runlocal"), "-f", wf)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -125,12 +142,7 @@ spec:
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	var pid int
-	waitfor.Until(t, 30*time.Second, "the step started", func() bool {
-		b, err := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && pid > 0
-	})
+	pid := waitPID(t, 30*time.Second, "the step started", pidFile)
 	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) }) // nothing left behind the test
 	// The second signal goes once the first was taken (two at once may
 	// arrive as one).
@@ -175,23 +187,8 @@ func TestFirstInterruptExits130(t *testing.T) {
 	if err := gobuild.Commands(context.Background(), dir, "./runlocal"); err != nil {
 		t.Fatal(err)
 	}
-	wf := filepath.Join(dir, "wf.yaml")
 	pidFile := filepath.Join(dir, "pid")
-	doc := `apiVersion: argoproj.io/v1alpha1
-kind: WorkflowTemplate
-metadata:
-  name: stop
-spec:
-  entrypoint: step
-  templates:
-    - name: step
-      container:
-        command: [sh, -c]
-        args: ["echo $$ > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + ` && exec sleep 600"]
-`
-	if err := os.WriteFile(wf, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	wf := writeStepWorkflow(t, dir, "", savePID("$$", pidFile)+" && exec sleep 600")
 	cmd := exec.Command(filepath.Join(dir, "runlocal"), "-f", wf)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -199,12 +196,7 @@ spec:
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	var pid int
-	waitfor.Until(t, 30*time.Second, "the step started", func() bool {
-		b, err := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && pid > 0
-	})
+	pid := waitPID(t, 30*time.Second, "the step started", pidFile)
 	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
 	cmd.Process.Signal(syscall.SIGINT)
 	err := cmd.Wait()
@@ -225,38 +217,10 @@ spec:
 // the default kept it 30 s. Before, Load refused the field.
 func TestCancelKillsAfterTheTemplatesGrace(t *testing.T) {
 	dir := t.TempDir()
-	wf := filepath.Join(dir, "wf.yaml")
 	pidFile := filepath.Join(dir, "pid")
-	doc := `apiVersion: argoproj.io/v1alpha1
-kind: WorkflowTemplate
-metadata:
-  name: stop
-spec:
-  entrypoint: step
-  templates:
-    - name: step
-      podSpecPatch: '{"terminationGracePeriodSeconds": 1}'
-      container:
-        command: [sh, -c]
-        args: ["trap '' TERM; echo $$ > ` + pidFile + `.tmp && mv ` + pidFile + `.tmp ` + pidFile + ` && exec sleep 600"]
-`
-	if err := os.WriteFile(wf, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Load(wf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx, Options{}) }()
-	var pid int
-	waitfor.Until(t, 10*time.Second, "the step started", func() bool {
-		b, err := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && pid > 0
-	})
+	wf := writeStepWorkflow(t, dir, `{"terminationGracePeriodSeconds": 1}`, "trap '' TERM; "+savePID("$$", pidFile)+" && exec sleep 600")
+	cancel, done := startRun(t, wf)
+	pid := waitPID(t, 10*time.Second, "the step started", pidFile)
 	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) }) // nothing left behind the test
 	start := time.Now()
 	cancel()

@@ -15,6 +15,40 @@ import (
 	"github.com/hone-rl/hone/internal/waitfor"
 )
 
+// heldStream sends a streamed chat request for model through srv and
+// reads its first chunk, which must come from the version servedBy; the
+// fake vLLM holds the rest back, so the request stays in flight until end
+// is called. end lets the rest come, reads it to the end of the stream,
+// closes the body and returns what it read.
+func heldStream(t *testing.T, fake *fakeVLLM, srv *httptest.Server, model, servedBy string) (end func() string) {
+	t.Helper()
+	release := make(chan struct{})
+	open := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(open) // before srv.Close, which waits for the stream
+	fake.mu.Lock()
+	fake.release = release // the stream's second chunk waits
+	fake.mu.Unlock()
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"`+model+`","stream":true,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() }) // runs before open, as a deferred close did
+	br := bufio.NewReader(resp.Body)
+	if first, err := br.ReadString('\n'); err != nil || !strings.Contains(first, `"model":"`+servedBy+`"`) {
+		t.Fatalf("first chunk %q, %v", first, err)
+	}
+	return func() string {
+		t.Helper()
+		open()
+		rest, err := io.ReadAll(br)
+		if err != nil {
+			t.Fatalf("rest of the stream %q, %v", rest, err)
+		}
+		resp.Body.Close()
+		return string(rest)
+	}
+}
+
 // TestKeepOneWaitsForRequestsInFlight: with KeepAdapters 1, a new step does
 // not unload the version a request in flight was sent to ("<run>" mapped
 // to it, or named): vLLM would answer a request still on its way "does not
@@ -32,21 +66,7 @@ func TestKeepOneWaitsForRequestsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCalls(t, fake.takeCalls(), load("r@1", p1))
-	release := make(chan struct{})
-	open := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(open) // before srv.Close, which waits for the stream
-	fake.mu.Lock()
-	fake.release = release // the stream's second chunk waits
-	fake.mu.Unlock()
-	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"r","stream":true,"messages":[]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	if first, err := br.ReadString('\n'); err != nil || !strings.Contains(first, `"model":"r@1"`) {
-		t.Fatalf("first chunk %q, %v", first, err)
-	}
+	end := heldStream(t, fake, srv, "r", "r@1")
 	p2 := writeStep(t, dir, "r", 2)
 	if err := f.Sync(ctx); err != nil {
 		t.Fatal(err)
@@ -62,12 +82,9 @@ func TestKeepOneWaitsForRequestsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCalls(t, fake.takeCalls()) // still in use
-	open()
-	rest, err := io.ReadAll(br)
-	if err != nil || !strings.Contains(string(rest), "[DONE]") {
-		t.Fatalf("rest of the stream %q, %v", rest, err)
+	if rest := end(); !strings.Contains(rest, "[DONE]") {
+		t.Fatalf("rest of the stream %q", rest)
 	}
-	resp.Body.Close()
 	// The front's handler may still be returning after the client read
 	// the end; a Sync once it has unloads.
 	waitfor.Until(t, 10*time.Second, "r@1 unloaded once its request ended", func() bool {
@@ -97,21 +114,7 @@ func TestReplacedStepWaitsForRequestsInFlight(t *testing.T) {
 	ctx := context.Background()
 	p := syncSteps(t, f, dir, "r", 2)
 	fake.takeCalls()
-	release := make(chan struct{})
-	open := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(open) // before srv.Close, which waits for the stream
-	fake.mu.Lock()
-	fake.release = release // the stream's second chunk waits
-	fake.mu.Unlock()
-	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"r","stream":true,"messages":[]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	if first, err := br.ReadString('\n'); err != nil || !strings.Contains(first, `"model":"r@2"`) {
-		t.Fatalf("first chunk %q, %v", first, err)
-	}
+	end := heldStream(t, fake, srv, "r", "r@2")
 	redoStep(t, dir, "r", 2, "redo", "", time.Now().Add(time.Hour))
 	for range 2 {
 		if err := f.Sync(ctx); err != nil {
@@ -123,12 +126,9 @@ func TestReplacedStepWaitsForRequestsInFlight(t *testing.T) {
 			t.Fatalf(`Model("r@2") = %q while its folder waits to be reloaded; want it unresolved`, got)
 		}
 	}
-	open()
-	rest, err := io.ReadAll(br)
-	if err != nil || !strings.Contains(string(rest), "[DONE]") {
-		t.Fatalf("rest of the stream %q, %v", rest, err)
+	if rest := end(); !strings.Contains(rest, "[DONE]") {
+		t.Fatalf("rest of the stream %q", rest)
 	}
-	resp.Body.Close()
 	waitfor.Until(t, 10*time.Second, "r@2 reloaded once its request ended", func() bool {
 		if err := f.Sync(ctx); err != nil {
 			t.Fatal(err)
@@ -156,21 +156,7 @@ func TestStaleStepUnloadedWhenRunMovesOn(t *testing.T) {
 	ctx := context.Background()
 	syncSteps(t, f, dir, "r", 2)
 	fake.takeCalls()
-	release := make(chan struct{})
-	open := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(open)
-	fake.mu.Lock()
-	fake.release = release
-	fake.mu.Unlock()
-	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"r@2","stream":true,"messages":[]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	if first, err := br.ReadString('\n'); err != nil || !strings.Contains(first, `"model":"r@2"`) {
-		t.Fatalf("first chunk %q, %v", first, err)
-	}
+	end := heldStream(t, fake, srv, "r@2", "r@2")
 	redoStep(t, dir, "r", 2, "redo", "", time.Now().Add(time.Hour))
 	if err := f.Sync(ctx); err != nil {
 		t.Fatal(err)
@@ -181,11 +167,7 @@ func TestStaleStepUnloadedWhenRunMovesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCalls(t, fake.takeCalls(), load("r@3", p3)) // r@2 still in use
-	open()
-	if _, err := io.ReadAll(br); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	end()
 	waitfor.Until(t, 10*time.Second, "the replaced r@2 unloaded once its request ended", func() bool {
 		if err := f.Sync(ctx); err != nil {
 			t.Fatal(err)
